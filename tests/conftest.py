@@ -1,0 +1,70 @@
+"""Shared test set-up: offline, headless, and a fresh ROBOTLAB_HOME for every test."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Before anything imports Qt or litellm.
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+os.environ.setdefault("LITELLM_LOG", "ERROR")
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVERS = ROOT / "tests" / "servers" / "node_modules" / ".bin"
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _allowed(address: object) -> bool:
+    if isinstance(address, tuple) and address:
+        host = str(address[0])
+        if host in ("localhost", ""):
+            return True
+        try:
+            return ipaddress.ip_address(host.split("%")[0]).is_loopback
+        except ValueError:
+            return False
+    return True  # AF_UNIX and friends
+
+
+def _guarded_connect(self: socket.socket, address: object) -> None:
+    if not _allowed(address):
+        raise OSError(f"tests run offline: refused a connection to {address!r} (only loopback is allowed)")
+    _real_connect(self, address)  # type: ignore[arg-type]
+
+
+def _guarded_connect_ex(self: socket.socket, address: object) -> int:
+    if not _allowed(address):
+        raise OSError(f"tests run offline: refused a connection to {address!r} (only loopback is allowed)")
+    return _real_connect_ex(self, address)  # type: ignore[arg-type]
+
+
+socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def robotlab_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every test gets its own config/data/log folders, and no provider keys or ROBOT_LAB_ variables."""
+    home = tmp_path_factory.mktemp("robotlab-home")
+    monkeypatch.setenv("ROBOTLAB_HOME", str(home))
+    for name in list(os.environ):
+        if name.startswith("ROBOT_LAB_") or name.endswith("_API_KEY"):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
+    yield home
+
+
+@pytest.fixture
+def mcp_bin() -> Path:
+    """Folder of the npm-installed MCP reference servers (``make test`` installs them)."""
+    if not (SERVERS / "mcp-server-everything").exists():
+        pytest.fail("MCP reference servers are missing: run `make test` (or `cd tests/servers && npm install`)")
+    return SERVERS

@@ -1,0 +1,579 @@
+"""A real HTTP server on loopback that speaks the OpenAI and Anthropic chat APIs.
+
+Tests (and benchmarks) start it in-process, point a provider at ``server.base_url``
+and script what the "model" answers::
+
+    with FakeLLMServer() as server:
+        server.enqueue("Hello there")                              # streamed text
+        server.enqueue(Reply.tool("get_weather", {"city": "Oslo"}))  # one tool call
+        server.enqueue(Reply.error(429, times=2, retry_after=0.01))  # two 429s, then ...
+        server.enqueue(Reply.say("done", cut_after=2))               # a stream cut after 2 chunks
+        ...
+        assert server.requests[0]["messages"][0]["role"] == "system"
+
+Endpoints:
+
+- ``POST /v1/chat/completions`` (OpenAI): streaming (SSE ``data: {...}`` chunks ending with
+  ``data: [DONE]``; tool-call id and name in a first delta, the JSON arguments in several
+  fragments; usage in a last chunk with empty ``choices`` when ``stream_options.include_usage``)
+  and non-streaming.
+- ``POST /v1/messages`` (Anthropic): streaming (``message_start``, ``content_block_start`` /
+  ``content_block_delta`` (``text_delta``, ``input_json_delta``) / ``content_block_stop``,
+  ``message_delta`` with usage, ``message_stop``) and non-streaming.
+- ``GET /v1/models``: one model, ``fake``.
+
+When the queue is empty, ``reply_fn(body)`` computes the reply if set (return ``None`` for the
+default), else the server answers :attr:`FakeLLMServer.default_text` (``"ok"``).
+
+The server is a :class:`http.server.ThreadingHTTPServer` (HTTP/1.1, keep-alive, chunked
+transfer encoding for streams) running in a daemon thread, so it needs no event loop and works
+from a plain script as well as from sync or async tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["FakeLLMServer", "RecordedRequest", "Reply", "ReplyLike", "ToolCall"]
+
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the fake model makes.
+
+    ``arguments`` is a dict (sent as JSON) or a raw string sent as-is, which is how tests
+    produce malformed JSON arguments.
+    """
+
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    id: str | None = None
+
+    def arguments_json(self) -> str:
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(self.arguments)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer (or fault) of the fake model.
+
+    Content: ``text`` and/or ``tool_calls``. Faults: ``status`` (an HTTP error with
+    ``error_message`` and optional ``retry_after`` seconds), ``cut_after`` (close the socket
+    after that many stream chunks; ``cut_clean`` ends the HTTP body properly instead, so the
+    stream simply stops without a finish), ``stall_before`` (seconds to wait before answering),
+    ``stall_after``/``stall_seconds`` (wait that long after that many chunks). ``times`` is
+    how many requests this reply answers before the next queued one is used.
+    """
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    status: int | None = None
+    error_message: str | None = None
+    retry_after: float | None = None
+    times: int = 1
+    cut_after: int | None = None
+    cut_clean: bool = False
+    stall_before: float = 0.0
+    stall_after: int | None = None
+    stall_seconds: float = 0.0
+    #: Seconds between stream chunks (a slow model).
+    chunk_delay: float = 0.0
+    #: Text is streamed in pieces of this many characters (None: one piece per word).
+    chunk_size: int | None = None
+    #: Tool-call arguments are streamed in this many fragments (at least 2 when long enough).
+    fragments: int = 3
+    #: Overrides the finish reason ("stop"/"tool_calls", or Anthropic's "end_turn"/"tool_use").
+    finish_reason: str | None = None
+    #: (prompt_tokens, completion_tokens); estimated from the sizes when None.
+    usage: tuple[int, int] | None = None
+
+    # -- builders ---------------------------------------------------------------------------
+    @classmethod
+    def say(cls, text: str, **options: Any) -> Reply:
+        """A text answer."""
+        return cls(text=text, **options)
+
+    @classmethod
+    def tool(cls, name: str, arguments: dict[str, Any] | str | None = None, *,
+             id: str | None = None, **options: Any) -> Reply:
+        """One tool call (``arguments`` a dict, or a raw string for malformed JSON)."""
+        return cls(tool_calls=(ToolCall(name, {} if arguments is None else arguments, id),), **options)
+
+    @classmethod
+    def tools(cls, *calls: ToolCall | tuple[str, dict[str, Any] | str], text: str = "",
+              **options: Any) -> Reply:
+        """Several tool calls in one turn, optionally after some text."""
+        built = tuple(c if isinstance(c, ToolCall) else ToolCall(c[0], c[1]) for c in calls)
+        return cls(text=text, tool_calls=built, **options)
+
+    @classmethod
+    def error(cls, status: int, message: str | None = None, *, times: int = 1,
+              retry_after: float | None = None, **options: Any) -> Reply:
+        """An HTTP error answered to the next ``times`` requests."""
+        return cls(status=status, error_message=message, times=times, retry_after=retry_after, **options)
+
+    def but(self, **changes: Any) -> Reply:
+        """A copy with some fields changed (``Reply.say("x").but(cut_after=2)``)."""
+        return replace(self, **changes)
+
+
+ReplyLike = Reply | str | ToolCall | Sequence[ToolCall]
+ReplyFn = Callable[[dict[str, Any]], "ReplyLike | None"]
+
+
+def _as_reply(value: ReplyLike) -> Reply:
+    if isinstance(value, Reply):
+        return value
+    if isinstance(value, str):
+        return Reply(text=value)
+    if isinstance(value, ToolCall):
+        return Reply(tool_calls=(value,))
+    return Reply(tool_calls=tuple(value))
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class _Cut(Exception):
+    """Raised inside the handler to drop the connection mid-stream."""
+
+
+class _Gone(Exception):
+    """The client went away (or the server is stopping)."""
+
+
+def _split_text(text: str, size: int | None) -> list[str]:
+    if not text:
+        return []
+    if size:
+        return [text[i:i + size] for i in range(0, len(text), size)]
+    pieces: list[str] = []
+    current = ""
+    for ch in text:
+        current += ch
+        if ch == " ":
+            pieces.append(current)
+            current = ""
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _split_args(args: str, fragments: int) -> list[str]:
+    if not args:
+        return [""]
+    n = max(1, min(fragments, len(args)))
+    step = -(-len(args) // n)
+    return [args[i:i + step] for i in range(0, len(args), step)]
+
+
+def _estimate_tokens(value: Any) -> int:
+    return max(1, len(json.dumps(value)) // 4)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    owner: FakeLLMServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients that hang up (cancel tests) and cut streams are expected; stay quiet.
+        return
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def setup(self) -> None:
+        super().setup()
+        self.server.owner._track(self.connection, add=True)
+
+    def finish(self) -> None:
+        with contextlib.suppress(OSError):
+            super().finish()
+        self.server.owner._track(self.connection, add=False)
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds > 0 and self.server.owner._stopping.wait(seconds):
+            raise _Gone
+
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _write_chunk(self, data: bytes) -> None:
+        try:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        except OSError as exc:
+            raise _Gone from exc
+
+    def _end_stream(self) -> None:
+        with contextlib.suppress(OSError):
+            self.wfile.write(b"0\r\n\r\n")
+
+    def _events(self, reply: Reply, events: Iterator[bytes]) -> None:
+        """Write SSE events, applying the reply's cut / stall / delay faults."""
+        self._start_stream()
+        for count, event in enumerate(events):
+            if reply.cut_after is not None and count >= reply.cut_after:
+                if reply.cut_clean:
+                    self._end_stream()
+                    self.close_connection = True
+                    return
+                raise _Cut
+            if reply.stall_after is not None and count == reply.stall_after:
+                self._sleep(reply.stall_seconds)
+            if count and reply.chunk_delay:
+                self._sleep(reply.chunk_delay)
+            self._write_chunk(event)
+        self._end_stream()
+
+    # -- HTTP verbs ------------------------------------------------------------------------
+    def do_GET(self) -> None:
+        owner = self.server.owner
+        owner._record(RecordedRequest("GET", self.path, dict(self.headers.items()), None))
+        if self.path.rstrip("/").endswith("/models"):
+            self._send_json(200, {"object": "list", "data": [{"id": "fake", "object": "model",
+                                                               "owned_by": "fake-llm-server"}]})
+        else:
+            self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+    def do_POST(self) -> None:
+        owner = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body: Any = json.loads(raw) if raw else {}
+        except ValueError:
+            body = raw.decode(errors="replace")
+        owner._record(RecordedRequest("POST", self.path, dict(self.headers.items()), body))
+        path = self.path.split("?", 1)[0].rstrip("/")
+        anthropic = path.endswith("/messages")
+        if not (anthropic or path.endswith("/chat/completions")):
+            self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            return
+        request = body if isinstance(body, dict) else {}
+        reply = owner._next_reply(request)
+        try:
+            self._sleep(reply.stall_before)
+            if reply.status is not None:
+                self._error(reply, anthropic)
+            elif anthropic:
+                self._anthropic(reply, request)
+            else:
+                self._openai(reply, request)
+        except _Cut:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+        except (_Gone, OSError):
+            self.close_connection = True
+
+    def _error(self, reply: Reply, anthropic: bool) -> None:
+        status = reply.status or 500
+        message = reply.error_message or {
+            400: "Bad request (fake server)",
+            401: "Incorrect API key provided (fake server)",
+            403: "Permission denied (fake server)",
+            404: "Model not found (fake server)",
+            429: "Rate limit reached (fake server)",
+            500: "Internal server error (fake server)",
+            503: "Service unavailable (fake server)",
+        }.get(status, f"HTTP {status} (fake server)")
+        kind = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}.get(
+                    status, "api_error")
+        headers: dict[str, str] = {}
+        if reply.retry_after is not None:
+            headers["Retry-After"] = f"{reply.retry_after:g}"
+        if anthropic:
+            payload: Any = {"type": "error", "error": {"type": kind, "message": message}}
+        else:
+            payload = {"error": {"message": message, "type": kind, "param": None, "code": status}}
+        self._send_json(status, payload, headers)
+
+    # -- OpenAI ----------------------------------------------------------------------------
+    def _openai(self, reply: Reply, request: dict[str, Any]) -> None:
+        model = str(request.get("model") or "fake")
+        rid = f"chatcmpl-fake{next(_ids)}"
+        created = int(time.time())
+        calls = [(c.id or f"call_fake{next(_ids)}", c) for c in reply.tool_calls]
+        finish = reply.finish_reason or ("tool_calls" if calls else "stop")
+        prompt, completion = reply.usage or (
+            _estimate_tokens(request.get("messages", [])),
+            max(1, (len(reply.text) + sum(len(c.arguments_json()) + len(c.name) for _, c in calls)) // 4))
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion,
+                 "total_tokens": prompt + completion}
+        if not request.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+            if calls:
+                message["tool_calls"] = [
+                    {"id": cid, "type": "function",
+                     "function": {"name": c.name, "arguments": c.arguments_json()}} for cid, c in calls]
+            self._send_json(200, {
+                "id": rid, "object": "chat.completion", "created": created, "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                "usage": usage})
+            return
+        include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+            payload = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
+                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason,
+                                    "logprobs": None}]}
+            return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+        def events() -> Iterator[bytes]:
+            yield chunk({"role": "assistant", "content": ""})
+            for piece in _split_text(reply.text, reply.chunk_size):
+                yield chunk({"content": piece})
+            for index, (cid, call) in enumerate(calls):
+                yield chunk({"tool_calls": [{"index": index, "id": cid, "type": "function",
+                                             "function": {"name": call.name, "arguments": ""}}]})
+                for fragment in _split_args(call.arguments_json(), reply.fragments):
+                    yield chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
+            yield chunk({}, finish)
+            if include_usage:
+                payload = {"id": rid, "object": "chat.completion.chunk", "created": created,
+                           "model": model, "choices": [], "usage": usage}
+                yield b"data: " + json.dumps(payload).encode() + b"\n\n"
+            yield b"data: [DONE]\n\n"
+
+        self._events(reply, events())
+
+    # -- Anthropic -------------------------------------------------------------------------
+    def _anthropic(self, reply: Reply, request: dict[str, Any]) -> None:
+        model = str(request.get("model") or "claude-fake")
+        mid = f"msg_fake{next(_ids)}"
+        calls = [(c.id or f"toolu_fake{next(_ids)}", c) for c in reply.tool_calls]
+        stop = reply.finish_reason or ("tool_use" if calls else "end_turn")
+        prompt, completion = reply.usage or (
+            _estimate_tokens([request.get("system"), request.get("messages", [])]),
+            max(1, (len(reply.text) + sum(len(c.arguments_json()) + len(c.name) for _, c in calls)) // 4))
+        if not request.get("stream"):
+            content: list[dict[str, Any]] = []
+            if reply.text:
+                content.append({"type": "text", "text": reply.text})
+            for cid, call in calls:
+                try:
+                    parsed: Any = json.loads(call.arguments_json() or "{}")
+                except ValueError:
+                    parsed = {}
+                content.append({"type": "tool_use", "id": cid, "name": call.name, "input": parsed})
+            self._send_json(200, {
+                "id": mid, "type": "message", "role": "assistant", "model": model, "content": content,
+                "stop_reason": stop, "stop_sequence": None,
+                "usage": {"input_tokens": prompt, "output_tokens": completion}})
+            return
+
+        def event(name: str, payload: dict[str, Any]) -> bytes:
+            return b"event: " + name.encode() + b"\ndata: " + json.dumps(payload).encode() + b"\n\n"
+
+        def events() -> Iterator[bytes]:
+            yield event("message_start", {"type": "message_start", "message": {
+                "id": mid, "type": "message", "role": "assistant", "model": model, "content": [],
+                "stop_reason": None, "stop_sequence": None,
+                "usage": {"input_tokens": prompt, "output_tokens": 1}}})
+            index = 0
+            if reply.text:
+                yield event("content_block_start", {"type": "content_block_start", "index": index,
+                                                    "content_block": {"type": "text", "text": ""}})
+                for piece in _split_text(reply.text, reply.chunk_size):
+                    yield event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                        "delta": {"type": "text_delta", "text": piece}})
+                yield event("content_block_stop", {"type": "content_block_stop", "index": index})
+                index += 1
+            for cid, call in calls:
+                yield event("content_block_start", {"type": "content_block_start", "index": index,
+                                                    "content_block": {"type": "tool_use", "id": cid,
+                                                                      "name": call.name, "input": {}}})
+                for fragment in _split_args(call.arguments_json(), reply.fragments):
+                    yield event("content_block_delta", {
+                        "type": "content_block_delta", "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": fragment}})
+                yield event("content_block_stop", {"type": "content_block_stop", "index": index})
+                index += 1
+            yield event("message_delta", {"type": "message_delta",
+                                          "delta": {"stop_reason": stop, "stop_sequence": None},
+                                          "usage": {"output_tokens": completion}})
+            yield event("message_stop", {"type": "message_stop"})
+
+        self._events(reply, events())
+
+
+class FakeLLMServer:
+    """The fake model server; see the module docstring for the script API."""
+
+    def __init__(self, *, default_text: str = "ok", reply_fn: ReplyFn | None = None,
+                 host: str = "127.0.0.1", port: int = 0) -> None:
+        self.default_text = default_text
+        self.reply_fn = reply_fn
+        self._host = host
+        self._port = port
+        self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+        self._queue: deque[list[Any]] = deque()  # [Reply, remaining uses]
+        self._log: list[RecordedRequest] = []
+        self._connections: set[socket.socket] = set()
+        self._stopping = threading.Event()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> FakeLLMServer:
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        httpd = _Server((self._host, self._port), _Handler)
+        httpd.owner = self
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name=f"fake-llm-server:{self.port}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._stopping.set()
+        httpd.shutdown()
+        httpd.server_close()
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("FakeLLMServer is not running; call start() first")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT`` (append ``/v1`` for OpenAI-style clients)."""
+        return f"http://{self._host}:{self.port}"
+
+    # -- script API ---------------------------------------------------------------------------
+    def enqueue(self, *replies: ReplyLike) -> FakeLLMServer:
+        """Queue answers: text, a :class:`ToolCall` (or a list of them), or a :class:`Reply`."""
+        with self._lock:
+            for value in replies:
+                reply = _as_reply(value)
+                self._queue.append([reply, max(1, reply.times)])
+        return self
+
+    def clear(self) -> None:
+        """Forget queued replies and recorded requests."""
+        with self._lock:
+            self._queue.clear()
+            self._log.clear()
+
+    @property
+    def pending(self) -> int:
+        """How many queued replies are still unused."""
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def requests(self) -> list[Any]:
+        """The parsed JSON body of every POST, in arrival order."""
+        with self._lock:
+            return [r.body for r in self._log if r.method == "POST"]
+
+    @property
+    def request_log(self) -> list[RecordedRequest]:
+        """Every request with its method, path and headers."""
+        with self._lock:
+            return list(self._log)
+
+    def wait_for_requests(self, count: int, timeout: float = 5.0) -> bool:
+        """Block until ``count`` POSTs arrived (from another thread than the client's loop)."""
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while sum(1 for r in self._log if r.method == "POST") < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._arrived.wait(left)
+        return True
+
+    # -- used by the handler ----------------------------------------------------------------
+    def _record(self, request: RecordedRequest) -> None:
+        with self._arrived:
+            self._log.append(request)
+            self._arrived.notify_all()
+
+    def _track(self, conn: socket.socket, *, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._connections.add(conn)
+            else:
+                self._connections.discard(conn)
+
+    def _next_reply(self, request: dict[str, Any]) -> Reply:
+        with self._lock:
+            if self._queue:
+                entry = self._queue[0]
+                entry[1] -= 1
+                if entry[1] <= 0:
+                    self._queue.popleft()
+                return entry[0]  # type: ignore[no-any-return]
+        fn = self.reply_fn
+        if fn is not None:
+            value = fn(request)
+            if value is not None:
+                return _as_reply(value)
+        return Reply(text=self.default_text)

@@ -1,0 +1,79 @@
+"""RobotLab Workspace core: robots, networks, messages, tools, MCP and memory (Qt-free, asyncio).
+
+Names are imported lazily so ``import workspace`` stays fast and never imports litellm.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "Robot": "workspace.robot",
+    "RobotResult": "workspace.result",
+    "Usage": "workspace.result",
+    "Memory": "workspace.memory",
+    "MemoryChange": "workspace.memory",
+    "Message": "workspace.messages",
+    "TextMessage": "workspace.messages",
+    "ToolMessage": "workspace.messages",
+    "ToolCallMessage": "workspace.messages",
+    "ToolResultMessage": "workspace.messages",
+    "UserMessage": "workspace.messages",
+    "Tool": "workspace.tools",
+    "ToolContext": "workspace.tools",
+    "ToolManifest": "workspace.tools",
+    "ToolOutput": "workspace.tools",
+    "tool": "workspace.tools",
+    "Template": "workspace.templates",
+    "AgentRun": "workspace.agent",
+    "Network": "workspace.network",
+    "Task": "workspace.network",
+    "load_config": "workspace.config",
+    "ScriptedProvider": "workspace.providers.testing",
+    "FunctionProvider": "workspace.providers.testing",
+    "ToolCall": "workspace.providers.testing",
+    "DemoProvider": "workspace.providers.demo",
+    "provider_for": "workspace.providers",
+    "ApprovalGate": "workspace.approval",
+    "ApprovalPolicy": "workspace.approval",
+    "Error": "workspace.errors",
+    "ConfigurationError": "workspace.errors",
+    "ToolNotFoundError": "workspace.errors",
+    "InferenceError": "workspace.errors",
+    "ProviderError": "workspace.errors",
+    "MCPError": "workspace.errors",
+    "AwaitTimeout": "workspace.errors",
+    "RunFailedError": "workspace.errors",
+}
+
+__all__ = [*sorted(_EXPORTS), "__version__", "build", "create_memory"]
+
+if TYPE_CHECKING:
+    from workspace.memory import Memory
+    from workspace.robot import Robot
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'workspace' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def build(name: str, **options: Any) -> Robot:
+    """RobotLab's ``RobotLab.build``: a :class:`Robot`."""
+    from workspace.robot import Robot
+
+    return Robot(name, **options)
+
+
+def create_memory(data: dict[str, Any] | None = None, **options: Any) -> Memory:
+    """RobotLab's ``RobotLab.create_memory``."""
+    from workspace.memory import Memory
+
+    return Memory(data=data, **options)

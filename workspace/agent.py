@@ -1,0 +1,464 @@
+"""The tool-use loop: one provider-agnostic async loop that streams events.
+
+``AgentRun`` asks the provider for a streamed completion, emits events as they
+happen, runs the tool calls of a turn concurrently, feeds the results back and stops
+when the model answers without tool calls or after ``max_turns``. It never blocks
+the event loop (sync tools run in threads), honours cancellation at every await,
+and always ends with exactly one terminal event.
+
+Stopping a run (:meth:`AgentRun.cancel`) is not the same as the consumer going
+away: a stopped run still delivers its ``run_cancelled`` event, carrying what was
+produced so far, and leaves the conversation consistent (a partial answer is kept;
+tool calls that never finished get an error result saying they were stopped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workspace import events as ev
+from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest
+from workspace.errors import ProviderError, serialize
+from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
+from workspace.providers.base import FinishChunk, Provider, TextChunk, ToolCallChunk, UsageChunk
+from workspace.result import RobotResult
+from workspace.result import Usage as UsageTotals
+from workspace.tools.base import Tool, ToolContext, ToolOutput
+from workspace.tools.manifest import ToolManifest
+
+STOPPED_TOOL_ERROR = "The user stopped the run before this tool call finished."
+
+ToolCallback = Callable[..., Any]
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    id: str | None = None
+    name: str | None = None
+    fragments: list[str] = field(default_factory=list)
+    whole: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class RunSpec:
+    """Everything one run needs; built by :class:`workspace.robot.Robot`."""
+
+    robot: str
+    provider: Provider
+    system: str | None
+    #: The conversation so far; the run appends to it in place.
+    history: list[Message]
+    message: str
+    tools: ToolManifest = field(default_factory=ToolManifest)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    max_turns: int = 20
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    task: str | None = None
+    memory: Any = None
+    network: Any = None
+    folder: Path | None = None
+    changes: Any = None
+    approval: ApprovalGate | None = None
+    on_tool_call: ToolCallback | None = None
+    on_tool_result: ToolCallback | None = None
+    #: Called with the final RobotResult (the robot appends it to memory).
+    on_result: Callable[[RobotResult], None] | None = None
+    thread_id: str | None = None
+    #: Per-tool-call time limit (seconds) for tools without their own.
+    tool_timeout: float | None = None
+    #: Emit ``memory_changed`` for changes of ``memory`` during the run (a network watches itself).
+    watch_memory: bool = True
+    #: Resolves the run's tools (MCP servers connect here) when the run starts.
+    tools_loader: Callable[[], Awaitable[ToolManifest]] | None = None
+    #: An extra shared sequence counter (a network run numbers all its tasks' events).
+    sequence: Callable[[], int] | None = None
+
+
+class AgentRun:
+    """One run of the loop: iterate it for events; ``cancel()`` stops it.
+
+    Iterating starts the run (once). ``await run.wait()`` runs it to the end and
+    returns the terminal event; ``run.result`` is the RobotResult afterwards (the
+    partial one after a stop or failure).
+    """
+
+    def __init__(self, spec: RunSpec) -> None:
+        self.spec = spec
+        self.run_id = spec.run_id
+        self.result: RobotResult | None = None
+        self.terminal: ev.Event | None = None
+        self._queue: asyncio.Queue[ev.Event] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._seq = 0
+        self._stop_reason: str | None = None
+        self._consumed = False
+        self._usage = UsageTotals()
+        self._output: list[Message] = []
+        self._tool_results: list[ToolResultMessage] = []
+        self._started = time.monotonic()
+        self._memory_remover: Callable[[], None] | None = None
+        self._turn_results: dict[str, ToolResultMessage] = {}
+
+    # -- public -------------------------------------------------------------------------
+    def start(self) -> AgentRun:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._main(), name=f"run-{self.run_id[:8]}")
+        return self
+
+    def cancel(self, reason: str = "stopped by the user") -> None:
+        """Stop the run: the stream, in-flight tool calls, everything. Safe to call any time."""
+        if self._stop_reason is None:
+            self._stop_reason = reason
+        if self._task is None:
+            self.start()
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    @property
+    def done(self) -> bool:
+        return self.terminal is not None
+
+    async def __aiter__(self) -> AsyncIterator[ev.Event]:
+        if self._consumed:
+            raise RuntimeError("An AgentRun's events can be iterated only once")
+        self._consumed = True
+        self.start()
+        try:
+            while True:
+                event = await self._queue.get()
+                yield event
+                if event.terminal:
+                    return
+        finally:
+            # The consumer went away (closed or cancelled): do not leave the run orphaned.
+            if self._task is not None and not self._task.done():
+                self.cancel("the consumer stopped listening")
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(self._task)
+
+    async def wait(self) -> ev.Event:
+        """Run to the end, discarding events; return the terminal event."""
+        if not self._consumed:
+            async for _ in self:
+                pass
+        elif self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self._task)
+        assert self.terminal is not None
+        return self.terminal
+
+    # -- emitting -------------------------------------------------------------------------
+    def _next_seq(self) -> int:
+        if self.spec.sequence is not None:
+            return self.spec.sequence()
+        self._seq += 1
+        return self._seq
+
+    def emit(self, cls: type[ev.Event], **fields: Any) -> ev.Event:
+        event = cls(run_id=self.run_id, robot=self.spec.robot, seq=self._next_seq(), task=self.spec.task,
+                    **fields)
+        if event.terminal:
+            if self.terminal is not None:
+                return self.terminal  # exactly one terminal event
+            self.terminal = event
+        self._queue.put_nowait(event)
+        return event
+
+    # -- the loop ---------------------------------------------------------------------------
+    async def _main(self) -> None:
+        spec = self.spec
+        text_parts: list[str] = []
+        pending_calls: list[ToolMessage] = []
+        try:
+            self._watch_memory()
+            self.emit(ev.RunStarted, message=spec.message, model=spec.provider.label,
+                      is_language_model=spec.provider.is_language_model)
+            if spec.tools_loader is not None:
+                spec.tools = await spec.tools_loader()
+            spec.history.append(TextMessage(role="user", content=spec.message))
+            turns = 0
+            while True:
+                if turns >= spec.max_turns:
+                    self._finish("max_turns")
+                    return
+                turns += 1
+                text_parts = []
+                calls = await self._model_turn(text_parts)
+                text = "".join(text_parts)
+                text_parts = []
+                if text:
+                    self.emit(ev.Text, text=text)
+                    msg = TextMessage(role="assistant", content=text, stop_reason="tool" if calls else "stop")
+                    spec.history.append(msg)
+                    self._output.append(msg)
+                if not calls:
+                    self._finish("stop")
+                    return
+                call_msg = ToolCallMessage(role="assistant", tools=calls)
+                spec.history.append(call_msg)
+                self._output.append(call_msg)
+                pending_calls = list(calls)
+                self._turn_results = {}
+                results = await self._run_tools(calls)
+                pending_calls = []
+                spec.history.extend(results)
+                self._tool_results.extend(results)
+        except asyncio.CancelledError:
+            self._close_partial(text_parts, pending_calls, stopped=True)
+            self.result = self._make_result("cancelled")
+            self.emit(ev.RunCancelled, reason=self._stop_reason or "cancelled", partial=self.result)
+            if self._stop_reason is None:
+                raise
+        except Exception as exc:
+            self._close_partial(text_parts, pending_calls, stopped=False)
+            self.result = self._make_result("error")
+            message = str(exc) or type(exc).__name__
+            self.emit(ev.RunFailed, error=message, error_type=type(exc).__name__, partial=self.result)
+        finally:
+            if self._memory_remover is not None:
+                self._memory_remover()
+            if self.terminal is None:  # pragma: no cover - defensive: never leave a run open
+                self.emit(ev.RunFailed, error="the run ended without a result", error_type="RuntimeError")
+
+    def _finish(self, stop_reason: str) -> None:
+        self.result = self._make_result(stop_reason)
+        if self.spec.on_result is not None:
+            self.spec.on_result(self.result)
+        self.emit(ev.RunFinished, result=self.result)
+
+    def _make_result(self, stop_reason: str) -> RobotResult:
+        return RobotResult(
+            robot_name=self.spec.robot,
+            output=list(self._output),
+            tool_calls=list(self._tool_results),
+            stop_reason=stop_reason,
+            usage=self._usage,
+            duration=time.monotonic() - self._started,
+        )
+
+    def _close_partial(self, text_parts: list[str], pending: list[ToolMessage], *, stopped: bool) -> None:
+        """Keep what was streamed and give unfinished tool calls a result, so history stays valid."""
+        text = "".join(text_parts)
+        if text:
+            msg = TextMessage(role="assistant", content=text, stop_reason="stop")
+            self.spec.history.append(msg)
+            self._output.append(msg)
+        error = STOPPED_TOOL_ERROR if stopped else "The run failed before this tool call finished."
+        for call in pending:
+            result = self._turn_results.get(call.id or "")
+            if result is None:
+                result = ToolResultMessage(tool=call, content={"error": error})
+                self.emit(ev.ToolError, id=call.id or "", name=call.name, error=error,
+                          server=getattr(self.spec.tools.get(call.name), "mcp", None))
+            self.spec.history.append(result)
+            self._tool_results.append(result)
+
+    def _watch_memory(self) -> None:
+        if not self.spec.watch_memory:
+            return
+        memory = self.spec.memory
+        add_observer = getattr(memory, "add_observer", None)
+        if add_observer is None:
+            return
+
+        def observe(change: Any) -> None:
+            self.emit(ev.MemoryChanged, key=str(change.key), value=change.value, previous=change.previous,
+                      writer=change.writer, network_name=change.network_name)
+
+        self._memory_remover = add_observer(observe)
+
+    async def _model_turn(self, text_parts: list[str]) -> list[ToolMessage]:
+        spec = self.spec
+        partial: dict[int, _PartialCall] = {}
+        specs = [tool.spec() for tool in spec.tools]
+        async for chunk in spec.provider.stream(
+            system=spec.system, messages=list(spec.history), tools=specs, settings=spec.settings
+        ):
+            if isinstance(chunk, TextChunk):
+                if chunk.text:
+                    text_parts.append(chunk.text)
+                    self.emit(ev.TextDelta, text=chunk.text)
+            elif isinstance(chunk, ToolCallChunk):
+                call = partial.setdefault(chunk.index, _PartialCall())
+                if chunk.id:
+                    call.id = chunk.id
+                if chunk.name:
+                    call.name = chunk.name
+                if isinstance(chunk.arguments, dict):
+                    call.whole = dict(chunk.arguments)
+                elif chunk.arguments:
+                    call.fragments.append(chunk.arguments)
+            elif isinstance(chunk, UsageChunk):
+                self._add_usage(chunk)
+            elif isinstance(chunk, FinishChunk):
+                pass  # providers raise on cut streams; a missing finish chunk alone is tolerated
+        return [self._assemble(index, call) for index, call in sorted(partial.items())]
+
+    def _assemble(self, index: int, call: _PartialCall) -> ToolMessage:
+        call_id = call.id or f"call_{self.run_id[:8]}_{index}_{uuid.uuid4().hex[:6]}"
+        name = call.name or ""
+        if call.whole is not None:
+            return ToolMessage(id=call_id, name=name, input=call.whole)
+        raw = "".join(call.fragments).strip()
+        if not raw:
+            return ToolMessage(id=call_id, name=name, input={})
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = _strip_fences(raw)
+        if not isinstance(value, dict):
+            # Keep it visible; the tool call is answered with an error the model can act on.
+            return ToolMessage(id=call_id, name=name, input={"__invalid_arguments__": raw})
+        return ToolMessage(id=call_id, name=name, input=value)
+
+    def _add_usage(self, chunk: UsageChunk) -> None:
+        cost = chunk.cost
+        self._usage = self._usage + UsageTotals(input_tokens=chunk.input_tokens,
+                                                output_tokens=chunk.output_tokens, cost=cost)
+        self.emit(
+            ev.Usage,
+            input_tokens=chunk.input_tokens,
+            output_tokens=chunk.output_tokens,
+            cost=cost,
+            total_input_tokens=self._usage.input_tokens,
+            total_output_tokens=self._usage.output_tokens,
+            total_cost=self._usage.cost,
+            model=chunk.model or self.spec.provider.model_id,
+        )
+
+    # -- tools ------------------------------------------------------------------------------
+    async def _run_tools(self, calls: Sequence[ToolMessage]) -> list[ToolResultMessage]:
+        for call in calls:
+            tool = self.spec.tools.get(call.name)
+            self.emit(ev.ToolUse, id=call.id or "", name=call.name, input=call.input,
+                      server=tool.mcp if tool else None)
+        results: list[ToolResultMessage | None] = [None] * len(calls)
+
+        async def one(i: int, call: ToolMessage) -> None:
+            results[i] = result = await self._run_tool(call)
+            self._turn_results[call.id or ""] = result
+
+        if len(calls) == 1:
+            await one(0, calls[0])
+        else:
+            async with asyncio.TaskGroup() as group:
+                for i, call in enumerate(calls):
+                    group.create_task(one(i, call))
+        return [r for r in results if r is not None]
+
+    async def _run_tool(self, call: ToolMessage) -> ToolResultMessage:
+        spec = self.spec
+        tool = spec.tools.get(call.name)
+        call_id = call.id or ""
+        started = time.monotonic()
+        if tool is None:
+            available = ", ".join(spec.tools.names) or "(none)"
+            return self._tool_failed(call, f"Unknown tool '{call.name}'. Available tools: {available}",
+                                     started, None)
+        if "__invalid_arguments__" in call.input and len(call.input) == 1:
+            return self._tool_failed(
+                call,
+                f"The arguments for '{call.name}' were not valid JSON: {call.input['__invalid_arguments__']!r}. "
+                "Send the arguments as one JSON object.",
+                started,
+                tool,
+            )
+        arguments: Any = call.input
+        if spec.approval is not None:
+            request = ApprovalRequest(call_id=call_id, robot=spec.robot, tool=call.name, input=call.input,
+                                      server=tool.mcp, annotations=dict(tool.annotations), run_id=self.run_id,
+                                      task=spec.task, thread_id=spec.thread_id)
+            action = spec.approval.decide(request)
+            decision: ApprovalDecision
+            if action == "allow":
+                decision = ApprovalDecision(approved=True, scope="policy")
+            elif action == "deny":
+                decision = ApprovalDecision(approved=False, scope="policy",
+                                            reason=f"The approval policy denies '{call.name}'.")
+            else:
+                self.emit(ev.ApprovalRequested, id=call_id, name=call.name, input=call.input, server=tool.mcp,
+                          annotations=dict(tool.annotations))
+                decision = await spec.approval.ask(request)
+            if action == "ask" or not decision.approved:
+                self.emit(ev.ApprovalDecided, id=call_id, name=call.name, decision=decision.decision,
+                          input=decision.input if decision.input is not None else call.input,
+                          reason=decision.reason, scope=decision.scope)
+            if not decision.approved:
+                reason = decision.reason or "no reason given"
+                return self._tool_failed(call, f"Denied by the user: {reason}", started, tool)
+            if decision.input is not None:
+                arguments = decision.input
+        if spec.on_tool_call is not None:
+            _safe_callback(spec.on_tool_call, ToolMessage(id=call.id, name=call.name, input=arguments))
+        context = ToolContext(robot=spec.robot, run_id=self.run_id, call_id=call_id, task=spec.task,
+                              memory=spec.memory, network=spec.network, folder=spec.folder,
+                              changes=spec.changes, emit=self.emit)
+        tool_for_call = tool
+        if tool.timeout is None and spec.tool_timeout:
+            output = await _with_timeout(tool, arguments, context, spec.tool_timeout)
+        else:
+            output = await tool_for_call.invoke(arguments, context)
+        duration = time.monotonic() - started
+        ran = ToolMessage(id=call.id, name=call.name, input=arguments)
+        if output.is_error:
+            result = ToolResultMessage(tool=ran, content={"error": output.data})
+            self.emit(ev.ToolError, id=call_id, name=call.name, error=output.data, raw=output.raw,
+                      duration=duration, server=tool.mcp)
+        else:
+            result = ToolResultMessage(tool=ran, content={"data": output.data})
+            self.emit(ev.ToolResult, id=call_id, name=call.name, payload={"data": output.data}, raw=output.raw,
+                      duration=duration, server=tool.mcp)
+        if spec.on_tool_result is not None:
+            _safe_callback(spec.on_tool_result, result)
+        return result
+
+    def _tool_failed(self, call: ToolMessage, error: str, started: float, tool: Tool | None) -> ToolResultMessage:
+        self.emit(ev.ToolError, id=call.id or "", name=call.name, error=error,
+                  duration=time.monotonic() - started, server=tool.mcp if tool else None)
+        result = ToolResultMessage(tool=call, content={"error": error})
+        if self.spec.on_tool_result is not None:
+            _safe_callback(self.spec.on_tool_result, result)
+        return result
+
+
+async def _with_timeout(tool: Tool, arguments: Any, context: ToolContext, timeout: float) -> ToolOutput:
+    try:
+        return await asyncio.wait_for(tool.invoke(arguments, context), timeout)
+    except TimeoutError:
+        return ToolOutput(f"Tool '{tool.name}' timed out after {timeout:g} s", is_error=True)
+
+
+def _strip_fences(raw: str) -> Any:
+    text = raw.strip()
+    if text.startswith("```"):
+        text = text.strip("`")
+        if text.startswith("json"):
+            text = text[4:]
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return None
+    return None
+
+
+def _safe_callback(fn: ToolCallback, arg: Any) -> None:
+    import logging
+
+    try:
+        fn(arg)
+    except Exception as exc:  # a callback must never break the loop
+        logging.getLogger("workspace.agent").warning("tool callback failed: %s", serialize(exc))
+
+
+def provider_error_message(exc: BaseException) -> str:
+    if isinstance(exc, ProviderError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,227 @@
+"""Tool approval: a policy of allow / ask / deny per robot, server and tool.
+
+The agent loop asks an :class:`ApprovalGate` before every tool call. The gate
+consults the :class:`ApprovalPolicy`; when the answer is "ask" it calls the
+``ask`` callback the front end supplied (the desktop shows an inline card, the
+CLI asks in the terminal) and remembers the answer for the scope the user chose:
+``once``, ``thread`` (until the thread is closed) or ``always`` (written to the
+policy file).
+
+Rules are matched by specificity: a rule naming robot, server and tool beats one
+naming only the tool, which beats the wildcard rule; among equally specific rules
+the last one wins. When no rule matches, defaults come from the tool itself:
+read-only tools are allowed, MCP tools without a read-only hint and tools marked
+destructive are asked about, and local tools (your own code and the built-in file
+tools, whose writes are proposals reviewed separately) are allowed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from workspace.errors import ConfigurationError
+
+Action = Literal["allow", "ask", "deny"]
+ACTIONS: tuple[str, ...] = ("allow", "ask", "deny")
+SCOPES: tuple[str, ...] = ("once", "thread", "always")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequest:
+    call_id: str
+    robot: str
+    tool: str
+    input: Any
+    server: str | None = None
+    annotations: Mapping[str, Any] = field(default_factory=dict)
+    run_id: str = ""
+    task: str | None = None
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalDecision:
+    approved: bool
+    #: The arguments to run with when the user edited them (None: as asked).
+    input: Any = None
+    reason: str | None = None
+    scope: str = "once"
+
+    @property
+    def decision(self) -> str:
+        return "approve" if self.approved else "deny"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    action: str
+    robot: str = "*"
+    server: str = "*"
+    tool: str = "*"
+
+    def matches(self, request: ApprovalRequest) -> bool:
+        server = request.server or "local"
+        return (
+            fnmatch.fnmatchcase(request.robot, self.robot)
+            and fnmatch.fnmatchcase(server, self.server)
+            and fnmatch.fnmatchcase(request.tool, self.tool)
+        )
+
+    @property
+    def specificity(self) -> int:
+        return sum(1 for part in (self.robot, self.server, self.tool) if part != "*")
+
+    def to_dict(self) -> dict[str, str]:
+        out = {"action": self.action}
+        for key in ("robot", "server", "tool"):
+            value = getattr(self, key)
+            if value != "*":
+                out[key] = value
+        return out
+
+
+class ApprovalPolicy:
+    """Ordered rules, loadable from and savable to YAML (``approval: {rules: [...]}``)."""
+
+    def __init__(self, rules: list[Rule] | None = None, *, path: Path | None = None) -> None:
+        self.rules: list[Rule] = list(rules or [])
+        self.path = path
+
+    @classmethod
+    def from_list(cls, items: Any, *, source: str = "approval policy", path: Path | None = None) -> ApprovalPolicy:
+        if items is None:
+            return cls(path=path)
+        if not isinstance(items, list):
+            raise ConfigurationError(f"{source}: 'rules' must be a list of rules, got {type(items).__name__}")
+        rules = []
+        for i, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise ConfigurationError(f"{source}: rules[{i}] must be a mapping like "
+                                         "{tool: write_file, action: ask}")
+            action = str(item.get("action", ""))
+            if action not in ACTIONS:
+                raise ConfigurationError(
+                    f"{source}: rules[{i}].action is {action!r}; must be one of: {', '.join(ACTIONS)}"
+                )
+            unknown = set(item) - {"action", "robot", "server", "tool"}
+            if unknown:
+                raise ConfigurationError(
+                    f"{source}: rules[{i}] has unknown key(s) {', '.join(sorted(unknown))}; "
+                    "allowed keys: action, robot, server, tool"
+                )
+            rules.append(Rule(action, str(item.get("robot", "*")), str(item.get("server", "*")),
+                              str(item.get("tool", "*"))))
+        return cls(rules, path=path)
+
+    @classmethod
+    def load(cls, path: Path) -> ApprovalPolicy:
+        import yaml
+
+        if not path.exists():
+            return cls(path=path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigurationError(f"{path}: not valid YAML ({exc}). Fix or delete the file.") from exc
+        if not isinstance(data, Mapping):
+            raise ConfigurationError(f"{path}: expected a mapping with a 'rules' list")
+        return cls.from_list(data.get("rules"), source=str(path), path=path)
+
+    def save(self, path: Path | None = None) -> None:
+        import yaml
+
+        target = path or self.path
+        if target is None:
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = "# RobotLab Workspace approval policy: allow / ask / deny per robot, server, tool.\n"
+        text += yaml.safe_dump({"rules": [r.to_dict() for r in self.rules]}, sort_keys=False)
+        tmp = target.with_suffix(target.suffix + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(target)
+
+    def to_list(self) -> list[dict[str, str]]:
+        return [r.to_dict() for r in self.rules]
+
+    def set_rule(self, action: str, *, robot: str = "*", server: str = "*", tool: str = "*") -> None:
+        """Add (or replace the same-target) rule, most recent last so it wins ties."""
+        if action not in ACTIONS:
+            raise ValueError(f"Invalid action: {action}. Must be one of: {', '.join(ACTIONS)}")
+        self.rules = [r for r in self.rules if (r.robot, r.server, r.tool) != (robot, server, tool)]
+        self.rules.append(Rule(action, robot, server, tool))
+
+    def rule_for(self, request: ApprovalRequest) -> Rule | None:
+        best: Rule | None = None
+        for rule in self.rules:
+            if rule.matches(request) and (best is None or rule.specificity >= best.specificity):
+                best = rule
+        return best
+
+    def decide(self, request: ApprovalRequest) -> Action:
+        rule = self.rule_for(request)
+        if rule is not None:
+            return rule.action  # type: ignore[return-value]
+        return default_action(request)
+
+
+def default_action(request: ApprovalRequest) -> Action:
+    """Defaults from MCP annotations: read-only allowed, destructive asked."""
+    hints = request.annotations
+    if hints.get("readOnlyHint"):
+        return "allow"
+    if hints.get("destructiveHint"):
+        return "ask"
+    if request.server:
+        return "ask"
+    return "allow"
+
+
+AskFn = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
+
+
+class ApprovalGate:
+    """Policy plus the front end's way of asking, plus grants remembered per thread."""
+
+    def __init__(self, policy: ApprovalPolicy | None = None, ask: AskFn | None = None) -> None:
+        self.policy = policy or ApprovalPolicy()
+        self.ask_fn = ask
+        self._thread_grants: set[tuple[str, str, str]] = set()
+
+    @staticmethod
+    def _key(request: ApprovalRequest) -> tuple[str, str, str]:
+        return (request.robot, request.server or "local", request.tool)
+
+    def decide(self, request: ApprovalRequest) -> Action:
+        if self._key(request) in self._thread_grants:
+            return "allow"
+        return self.policy.decide(request)
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        if self.ask_fn is None:
+            return ApprovalDecision(
+                approved=False,
+                reason=(
+                    f"The tool '{request.tool}' needs approval and nobody is there to approve it. "
+                    "Allow it in the approval policy, or run interactively."
+                ),
+            )
+        decision = await self.ask_fn(request)
+        self.remember(request, decision)
+        return decision
+
+    def remember(self, request: ApprovalRequest, decision: ApprovalDecision) -> None:
+        if not decision.approved and decision.scope == "once":
+            return
+        robot, server, tool = self._key(request)
+        if decision.scope == "thread" and decision.approved:
+            self._thread_grants.add((robot, server, tool))
+        elif decision.scope == "always":
+            self.policy.set_rule("allow" if decision.approved else "deny", robot=robot, server=server, tool=tool)
+            self.policy.save()
+
+    def reset_thread(self) -> None:
+        self._thread_grants.clear()

@@ -1,0 +1,93 @@
+"""Finding robots (and networks) by name: the project's, the user's and the shipped ones.
+
+A robot file is a prompt template (Markdown with YAML front matter) in a ``robots``
+folder: ``.robotlab/robots/`` of the opened folder, the user's config folder
+(``robotlab paths``), or the robots shipped in ``resources/robots/``. The first
+found wins, so a project can override a shipped robot by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workspace.errors import ConfigurationError
+from workspace.templates import Template, search_path
+
+
+@dataclass(frozen=True, slots=True)
+class RobotInfo:
+    name: str
+    description: str | None
+    model: str | None
+    path: Path
+    #: "project", "user" or "shipped"
+    source: str
+    tools: Any = None
+
+
+def _source(path: Path, folder: Path | None) -> str:
+    from workspace import paths
+
+    try:
+        path.relative_to(paths.resources_dir())
+        return "shipped"
+    except ValueError:
+        pass
+    if folder is not None:
+        try:
+            path.relative_to(paths.project_dir(folder))
+            return "project"
+        except ValueError:
+            pass
+    return "user"
+
+
+def robot_dirs(folder: Path | None = None) -> list[Path]:
+    return search_path(folder, kind="robots")
+
+
+def list_robots(folder: Path | None = None) -> list[RobotInfo]:
+    """Every robot file found, first definition of each name only, sorted by name."""
+    seen: dict[str, RobotInfo] = {}
+    for directory in robot_dirs(folder):
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.glob("*.md")):
+            try:
+                template = Template.load(path)
+            except ConfigurationError:
+                continue
+            name = template.name
+            if name not in seen:
+                seen[name] = RobotInfo(name, template.description, template.model, path, _source(path, folder),
+                                       template.tools)
+    return sorted(seen.values(), key=lambda r: r.name)
+
+
+def find_robot_file(name: str, folder: Path | None = None) -> Path:
+    candidate = Path(name)
+    if candidate.suffix and candidate.is_file():
+        return candidate
+    for info in list_robots(folder):
+        if info.name == name:
+            return info.path
+    for directory in robot_dirs(folder):
+        path = directory / f"{name}.md"
+        if path.is_file():
+            return path
+    available = ", ".join(r.name for r in list_robots(folder)) or "(none)"
+    raise ConfigurationError(
+        f"Unknown robot '{name}'. Available robots: {available}. "
+        f"Add your own as a Markdown file with YAML front matter in {robot_dirs(folder)[-2]}"
+    )
+
+
+def load_robot(name: str, *, folder: Path | None = None, **options: Any) -> Any:
+    """A :class:`~workspace.robot.Robot` built from its robot file (options override)."""
+    from workspace.robot import Robot
+
+    path = find_robot_file(name, folder)
+    template = Template.load(path)
+    return Robot(template.name, template=template, folder=folder, **options)

@@ -1,0 +1,92 @@
+"""Small commands: ``robots list``, ``paths``, ``config init|show``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    robots = sub.add_parser("robots", help="list the robots you can run")
+    rsub = robots.add_subparsers(dest="robots_command", metavar="ACTION")
+    lst = rsub.add_parser("list", help="list robots (project, user and shipped)")
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(func=cmd_robots_list)
+    robots.set_defaults(func=cmd_robots_list, json=False)
+
+    paths = sub.add_parser("paths", help="show where configuration, data and logs live")
+    paths.add_argument("--json", action="store_true")
+    paths.set_defaults(func=cmd_paths)
+
+    config = sub.add_parser("config", help="show or create the configuration file")
+    csub = config.add_subparsers(dest="config_command", metavar="ACTION")
+    init = csub.add_parser("init", help="write a commented starter config.yaml (never overwrites)")
+    init.set_defaults(func=cmd_config_init)
+    show = csub.add_parser("show", help="print the merged configuration and where each value came from")
+    show.set_defaults(func=cmd_config_show)
+    config.set_defaults(func=cmd_config_show)
+
+
+def _folder(args: argparse.Namespace) -> Path | None:
+    return Path(args.folder).resolve() if getattr(args, "folder", None) else None
+
+
+def cmd_robots_list(args: argparse.Namespace) -> int:
+    from workspace.catalog import list_robots
+    from workspace.config import load_config
+
+    config = load_config(_folder(args))
+    robots = list_robots(_folder(args))
+    default_model = config.get("llm.model") or "offline demo"
+    if getattr(args, "json", False):
+        print(json.dumps([{"name": r.name, "description": r.description, "model": r.model or default_model,
+                           "source": r.source, "path": str(r.path)} for r in robots], indent=2))
+        return 0
+    width = max((len(r.name) for r in robots), default=4)
+    for r in robots:
+        model = r.model or default_model
+        print(f"{r.name:<{width}}  {r.source:<7}  {model:<24}  {r.description or ''}")
+    return 0
+
+
+def cmd_paths(args: argparse.Namespace) -> int:
+    from workspace import paths
+
+    table = paths.all_paths()
+    if args.json:
+        print(json.dumps({k: str(v) for k, v in table.items()}, indent=2))
+        return 0
+    width = max(len(k) for k in table)
+    for key, value in table.items():
+        print(f"{key:<{width}}  {value}")
+    return 0
+
+
+def cmd_config_init(args: argparse.Namespace) -> int:
+    from workspace import paths
+    from workspace.config import default_config_text
+
+    target = paths.user_config_file()
+    if target.exists():
+        print(f"{target} already exists; not overwriting it.")
+        return 0
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(default_config_text(), encoding="utf-8")
+    print(f"Wrote {target}")
+    return 0
+
+
+def cmd_config_show(args: argparse.Namespace) -> int:
+    import yaml
+
+    from workspace.config import load_config
+
+    config = load_config(_folder(args))
+    print(yaml.safe_dump(config.data, sort_keys=False).rstrip())
+    if config.sources:
+        print("\n# where values came from:")
+        for key, source in sorted(config.sources.items()):
+            print(f"#   {key}: {source}")
+    return 0

@@ -1,0 +1,101 @@
+"""Printing run events in a terminal: readable text, or one JSON object per line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from workspace import events as ev
+
+
+def _preview(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = text.replace("\n", " ⏎ ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class EventPrinter:
+    """Streams events as people read them; ``json_lines=True`` prints ``to_dict()`` per line."""
+
+    def __init__(self, out: TextIO | None = None, *, json_lines: bool = False, show_task: bool = False) -> None:
+        self.out = out or sys.stdout
+        self.json_lines = json_lines
+        self.show_task = show_task
+        self._in_text = False
+        self._color = self.out.isatty() if hasattr(self.out, "isatty") else False
+
+    def _c(self, code: str, text: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self._color else text
+
+    def _line(self, text: str) -> None:
+        if self._in_text:
+            self.out.write("\n")
+            self._in_text = False
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def _who(self, event: ev.Event) -> str:
+        if self.show_task and event.task:
+            return self._c("35", f"[{event.task}] ")
+        return ""
+
+    def __call__(self, event: ev.Event) -> None:
+        if self.json_lines:
+            self.out.write(json.dumps(event.to_dict(), ensure_ascii=False, default=str) + "\n")
+            self.out.flush()
+            return
+        who = self._who(event)
+        if isinstance(event, ev.RunStarted):
+            model = event.model if event.is_language_model else f"{event.model}"
+            self._line(self._c("2", f"{who}● {event.robot} · {model}"))
+        elif isinstance(event, ev.TextDelta):
+            if not self._in_text and who:
+                self.out.write(who)
+            self.out.write(event.text)
+            self.out.flush()
+            self._in_text = True
+        elif isinstance(event, ev.ToolUse):
+            server = f"{event.server}/" if event.server else ""
+            self._line(self._c("36", f"{who}→ {server}{event.name} {_preview(event.input)}"))
+        elif isinstance(event, ev.ApprovalDecided):
+            verdict = "approved" if event.decision == "approve" else "denied"
+            reason = f": {event.reason}" if event.reason else ""
+            self._line(self._c("33", f"{who}  {event.name} {verdict} ({event.scope}){reason}"))
+        elif isinstance(event, ev.ToolResult):
+            payload = event.payload.get("data") if isinstance(event.payload, dict) else event.payload
+            self._line(self._c("32", f"{who}← {event.name} ({event.duration * 1000:.0f} ms) {_preview(payload)}"))
+        elif isinstance(event, ev.ToolError):
+            self._line(self._c("31", f"{who}✗ {event.name}: {_preview(event.error)}"))
+        elif isinstance(event, ev.ChangeProposed):
+            files = ", ".join(f"{f.get('path')} (+{f.get('added', 0)} -{f.get('removed', 0)})" for f in event.files)
+            self._line(self._c("33", f"{who}✎ proposed change: {files}"))
+        elif isinstance(event, ev.ChangeDecided):
+            parts = []
+            for f in event.outcome:
+                parts.append(f"{f.get('path')}: {len(f.get('accepted', []))} accepted, "
+                             f"{len(f.get('rejected', []))} rejected")
+            self._line(self._c("33", f"{who}✎ review: " + "; ".join(parts)))
+        elif isinstance(event, ev.TaskStarted):
+            self._line(self._c("35", f"▶ task {event.task} ({event.robot})"))
+        elif isinstance(event, ev.TaskFinished):
+            extra = f": {event.error}" if event.error else ""
+            self._line(self._c("35", f"■ task {event.task} {event.status}{extra}"))
+        elif isinstance(event, ev.RunFinished):
+            usage = getattr(event.result, "usage", None)
+            tokens = ""
+            if usage is not None:
+                cost = f", ${usage.cost:.4f}" if usage.cost else ""
+                tokens = f" · {usage.input_tokens} in / {usage.output_tokens} out tokens{cost}"
+            if not event.task:
+                self._line(self._c("2", f"{who}✓ done{tokens}"))
+        elif isinstance(event, ev.RunFailed):
+            self._line(self._c("31", f"{who}✗ failed: {event.error}"))
+        elif isinstance(event, ev.RunCancelled):
+            self._line(self._c("33", f"{who}■ stopped: {event.reason}"))
+
+    def finish(self) -> None:
+        if self._in_text:
+            self.out.write("\n")
+            self._in_text = False
+        self.out.flush()

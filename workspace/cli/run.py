@@ -1,0 +1,139 @@
+"""``robotlab run ROBOT "message"``: run a robot headless and print its events."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from workspace.cli.render import EventPrinter
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run a robot on a message and print what it does",
+        description="Run a robot (a name from `robotlab robots list`, or a robot/template .md file) on one "
+        "message, streaming its text and tool calls.",
+    )
+    p.add_argument("robot", help="robot name or path to a robot .md file")
+    p.add_argument("message", nargs="+", help="the message to send")
+    p.add_argument("--model", help="model id, e.g. openai/gpt-4o-mini or ollama/llama3.1 (default: config)")
+    p.add_argument("--api-base", help="base URL of an OpenAI-compatible or local server (Ollama, LM Studio, vLLM)")
+    p.add_argument("--max-turns", type=int, help="stop after this many model turns")
+    p.add_argument("--json", action="store_true", help="print one JSON object per event")
+    p.add_argument("--folder", dest="run_folder", help="folder the robot may read and propose changes in")
+    p.add_argument(
+        "--apply",
+        choices=("review", "auto", "never"),
+        default=None,
+        help="what to do with proposed file changes: review each hunk in the terminal (default when "
+        "interactive), apply them all, or never write (default otherwise)",
+    )
+    p.add_argument("--yes", "-y", action="store_true",
+                   help="approve every tool call that the approval policy would ask about")
+    p.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return asyncio.run(_run(args))
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from workspace import events as ev
+    from workspace.catalog import load_robot
+    from workspace.cli import CLIError
+    from workspace.config import load_config
+    from workspace.providers import is_offline, provider_for
+
+    folder_arg = args.run_folder or args.folder
+    folder = Path(folder_arg).resolve() if folder_arg else None
+    if folder is not None and not folder.is_dir():
+        raise CLIError(f"--folder {folder_arg}: no such folder")
+    overrides: dict[str, Any] = {}
+    if args.model:
+        overrides.setdefault("llm", {})["model"] = args.model
+    if args.api_base:
+        overrides.setdefault("llm", {})["api_base"] = args.api_base
+    config = load_config(folder, overrides=overrides or None)
+    robot = load_robot(args.robot, folder=folder, config=config, model=args.model, api_base=args.api_base)
+    model = robot.model
+    if not is_offline(model):
+        _check_key(model, args.api_base or config.get("llm.api_base"))
+    robot.provider = provider_for(model, api_base=args.api_base, config=config)
+    approval = _approval(args)
+    changes = None
+    if folder is not None:
+        from workspace.changes import ChangeSet
+
+        changes = ChangeSet(folder)
+    printer = EventPrinter(json_lines=args.json)
+    message = " ".join(args.message)
+    options: dict[str, Any] = {"approval": approval}
+    if args.max_turns:
+        options["max_turns"] = args.max_turns
+    if folder is not None:
+        options["folder"] = folder
+        options["changes"] = changes
+    run = robot.stream(message, **options)
+    status = 0
+    async for event in run:
+        printer(event)
+        if isinstance(event, ev.RunFailed):
+            status = 1
+        elif isinstance(event, ev.RunCancelled):
+            status = 130
+    printer.finish()
+    if changes is not None and getattr(changes, "files", None):
+        mode = args.apply or ("review" if sys.stdin.isatty() and not args.json else "never")
+        from workspace.changes import settle_in_terminal
+
+        await settle_in_terminal(changes, mode=mode, printer=printer)
+    return status
+
+
+def _check_key(model: str, api_base: str | None) -> None:
+    from workspace import secrets
+    from workspace.cli import CLIError
+
+    if api_base or secrets.provider_prefix(model) in secrets.LOCAL_PROVIDERS:
+        return
+    if secrets.export_key_for(model):
+        return
+    var = secrets.key_var_for(model)
+    raise CLIError(
+        f"The model '{model}' needs an API key: set {var} (export {var}=...) or store it from the app's "
+        "Settings. To run without a key, use a local server, e.g. --model ollama/llama3.1 "
+        "--api-base http://localhost:11434, or leave --model out for the offline demo."
+    )
+
+
+def _approval(args: argparse.Namespace) -> Any:
+    from workspace import paths
+    from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalPolicy, ApprovalRequest
+
+    policy = ApprovalPolicy.load(paths.approval_policy_file())
+
+    async def ask(request: ApprovalRequest) -> ApprovalDecision:
+        if args.yes:
+            return ApprovalDecision(approved=True, scope="once", reason="--yes")
+        if not sys.stdin.isatty():
+            return ApprovalDecision(
+                approved=False,
+                reason=f"'{request.tool}' needs approval; rerun with --yes or allow it in {paths.approval_policy_file()}",
+            )
+        where = f"{request.server}/" if request.server else ""
+        args_text = json.dumps(request.input, indent=2, ensure_ascii=False)
+        prompt = f"\n{request.robot} wants to call {where}{request.tool} with:\n{args_text}\nApprove? [y]es / [n]o / [a]lways: "
+        answer = (await asyncio.to_thread(input, prompt)).strip().lower()
+        if answer in ("y", "yes"):
+            return ApprovalDecision(approved=True)
+        if answer in ("a", "always"):
+            return ApprovalDecision(approved=True, scope="always")
+        reason = (await asyncio.to_thread(input, "Reason (sent to the robot): ")).strip()
+        return ApprovalDecision(approved=False, reason=reason or "denied in the terminal")
+
+    return ApprovalGate(policy, ask)

@@ -1,0 +1,124 @@
+"""RobotLab's error hierarchy and its error helpers (spec 1.11)."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+
+class Error(Exception):
+    """Base class of every RobotLab error."""
+
+
+class ConfigurationError(Error):
+    """A bad configuration value; the message names the file and the key."""
+
+
+class ToolNotFoundError(Error):
+    """A tool name that no manifest knows."""
+
+
+class InferenceError(Error):
+    """The model call failed (see :class:`ProviderError` for provider failures)."""
+
+
+class ProviderError(InferenceError):
+    """A provider call failed for good.
+
+    ``status_code`` is the HTTP status when there was one; ``retryable`` says whether
+    the failure is of a kind that retrying may cure (429, 5xx, timeouts, cut streams).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status_code: int | None = None,
+        retryable: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status_code = status_code
+        self.retryable = retryable
+
+
+class MCPError(Error):
+    """An MCP server could not be reached or answered badly."""
+
+
+class AwaitTimeout(Error):
+    """``Memory.wait_for`` gave up waiting for a key."""
+
+
+class HistoryError(Error):
+    """A conversation-history callback is missing or misbehaved."""
+
+
+class RunFailedError(Error):
+    """A robot run ended in ``run_failed``; ``arun`` raises this with the run's error."""
+
+
+class SandboxError(Error):
+    """A path outside the folder the user opened, or another refused file operation."""
+
+
+#: Classes known to :func:`deserialize`, by RobotLab's names and by ours.
+_KNOWN: dict[str, type[BaseException]] = {}
+for _cls in (Error, ConfigurationError, ToolNotFoundError, InferenceError, ProviderError, MCPError,
+             AwaitTimeout, HistoryError, RunFailedError, SandboxError):
+    _KNOWN[_cls.__name__] = _cls
+    _KNOWN[f"RobotLab::{_cls.__name__}"] = _cls
+_KNOWN["RobotLab::Error"] = Error
+
+
+def _type_name(exc: BaseException) -> str:
+    cls = type(exc)
+    if cls.__module__ in ("builtins", "__main__"):
+        return cls.__qualname__
+    if cls.__module__ == __name__:
+        return f"RobotLab::{cls.__qualname__}"
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def serialize(exc: BaseException, *, include_backtrace: bool = False) -> dict[str, Any]:
+    """``{type, message, backtrace?, cause?}`` with the cause serialized recursively."""
+    out: dict[str, Any] = {"type": _type_name(exc), "message": str(exc)}
+    if include_backtrace and exc.__traceback__ is not None:
+        lines = traceback.format_tb(exc.__traceback__)
+        out["backtrace"] = [line.rstrip() for line in lines][:10]
+    cause = exc.__cause__ or (exc.__context__ if not exc.__suppress_context__ else None)
+    if cause is not None:
+        out["cause"] = serialize(cause, include_backtrace=include_backtrace)
+    return out
+
+
+def deserialize(data: dict[str, Any]) -> BaseException:
+    """Rebuild an exception from :func:`serialize`'s dict; unknown types become ``Exception``."""
+    type_name = str(data.get("type", ""))
+    message = str(data.get("message", ""))
+    cls: type[BaseException] | None = _KNOWN.get(type_name)
+    if cls is None:
+        import builtins
+
+        candidate = getattr(builtins, type_name, None)
+        if isinstance(candidate, type) and issubclass(candidate, Exception):
+            cls = candidate
+    try:
+        return (cls or Exception)(message)
+    except TypeError:
+        return Exception(message)
+
+
+def format_error(exc: BaseException) -> str:
+    """``"[ClassName] message"``."""
+    return f"[{type(exc).__name__}] {exc}"
+
+
+def capture(fn: Callable[[], Any]) -> dict[str, Any]:
+    """``{"data": fn()}``, or ``{"error": serialize(e)}`` when ``fn`` raises an ``Exception``."""
+    try:
+        return {"data": fn()}
+    except Exception as exc:
+        return {"error": serialize(exc)}

@@ -1,0 +1,299 @@
+"""The offline demo: a rule-based provider that is honestly not a language model.
+
+With no API key and no local model server, the workspace still works end to end:
+this provider reads the user's message, calls the real tools the robot has (list
+and read files of the opened folder, search them, propose an edit, call an MCP
+tool), and then explains what happened. Everything it does goes through the same
+agent loop, approvals, change review and persistence as a real model would.
+
+It is labelled "Offline demo (no language model)" everywhere it appears.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from workspace.providers.base import Chunk, ToolSpec
+from workspace.providers.testing import Part, ToolCall, stream_parts
+
+if TYPE_CHECKING:
+    from workspace.messages import Message
+
+DEMO_LABEL = "Offline demo (no language model)"
+DEMO_MODEL_ID = "offline-demo"
+
+CONNECT_HINT = (
+    "To talk to a real model, open Settings (Ctrl+,) and pick a model: set an API key such as "
+    "OPENAI_API_KEY or ANTHROPIC_API_KEY, or point it at a local server such as Ollama "
+    "(model `ollama/llama3.1`, API base `http://localhost:11434`). "
+    "On the command line: `robotlab run assistant \"...\" --model ollama/llama3.1 --api-base http://localhost:11434`."
+)
+
+_FILE = r"[\w./\\-]+\.[A-Za-z0-9]+|[\w-]+/[\w./-]+"
+_QUOTED = r"\"([^\"]+)\"|'([^']+)'|`([^`]+)`"
+
+
+def _quoted(text: str) -> list[str]:
+    return [a or b or c for a, b, c in re.findall(_QUOTED, text)]
+
+
+def _has(tools: Mapping[str, ToolSpec], name: str) -> bool:
+    return name in tools
+
+
+class DemoProvider:
+    """Reads the message, calls real tools, explains the results. Not a language model."""
+
+    label = DEMO_LABEL
+    model_id = DEMO_MODEL_ID
+    supports_tools = True
+    supports_streaming = True
+    is_language_model = False
+
+    def __init__(self, *, delay: float = 0.015) -> None:
+        self.delay = delay
+
+    async def stream(
+        self,
+        *,
+        system: str | None,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: Mapping[str, Any],
+    ) -> AsyncIterator[Chunk]:
+        parts = self.reply(system, list(messages), {t.name: t for t in tools})
+        async for chunk in stream_parts(parts, messages=messages, model=self.model_id, delay=self.delay):
+            yield chunk
+
+    # -- the rules ----------------------------------------------------------------------------
+    def reply(self, system: str | None, messages: list[Message], tools: dict[str, ToolSpec]) -> list[Part]:
+        last = messages[-1] if messages else None
+        if last is not None and last.is_tool_result:
+            return [self._explain(messages)]
+        text = str(last.content or "") if last is not None else ""
+        category = _classify(system, text)
+        if category is not None:
+            return [category]
+        calls = self._plan(text, tools)
+        if calls:
+            intro = "I'll use " + ", ".join(f"`{c.name}`" for c in calls) + " for that.\n"
+            return [intro, *calls]
+        return [self._help(text, tools, first=_first_turn(messages))]
+
+    def _plan(self, text: str, tools: dict[str, ToolSpec]) -> list[ToolCall]:
+        low = text.lower()
+        quoted = _quoted(text)
+        files = [f for f in re.findall(_FILE, text) if not f.startswith("http")]
+
+        # An MCP (or any non-file) tool named in the message: call it.
+        for name, spec in tools.items():
+            short = name.split("__", 1)[-1]
+            if (name.lower() in low or (len(short) > 3 and re.search(rf"\b{re.escape(short.lower())}\b", low))) \
+                    and name not in _FILE_TOOLS:
+                return [ToolCall(name, _arguments_for(spec, text, name))]
+
+        m = re.search(r"(?:replace|change)\s+(.+?)\s+(?:with|to|by)\s+(.+?)\s+in\s+(" + _FILE + ")", text,
+                      re.IGNORECASE)
+        if m and _has(tools, "edit_file"):
+            old, new = (quoted + [None, None])[:2] if len(quoted) >= 2 else (_unquote(m.group(1)), _unquote(m.group(2)))
+            return [ToolCall("edit_file", {"path": m.group(3), "search": old, "replace": new})]
+        m = re.search(r"(?:create|write|make)\s+(?:a\s+)?(?:new\s+)?(?:file\s+)?(" + _FILE + r")"
+                      r"(?:\s+(?:with|containing|saying)\s+(.+))?", text, re.IGNORECASE | re.DOTALL)
+        if m and (_has(tools, "create_file") or _has(tools, "write_file")):
+            content = quoted[0] if quoted else (m.group(2) or "Hello from the RobotLab offline demo.\n")
+            if not content.endswith("\n"):
+                content += "\n"
+            name = "create_file" if _has(tools, "create_file") else "write_file"
+            return [ToolCall(name, {"path": m.group(1), "content": content})]
+        m = re.search(r"(?:search|find|grep|look)\s+(?:for\s+)?(.+?)(?:\s+in\s+(" + _FILE + r"|\.))?\s*$", text,
+                      re.IGNORECASE)
+        if m and _has(tools, "search_files") and not re.search(r"\bfiles?\b\s*$", m.group(1)):
+            query = quoted[0] if quoted else _unquote(m.group(1))
+            args: dict[str, Any] = {"query": query}
+            if m.group(2):
+                args["path"] = m.group(2)
+            return [ToolCall("search_files", args)]
+        if files and _has(tools, "read_file") and re.search(r"\b(read|open|show|cat|view|what(?:'s| is) in)\b", low):
+            return [ToolCall("read_file", {"path": f}) for f in files[:3]]
+        if _has(tools, "list_files") and re.search(
+            r"\b(list|files|folder|directory|ls|tree|what(?:'s| is) (?:here|in))\b", low
+        ):
+            path = next((f for f in files if "/" in f and "." not in f.rsplit("/", 1)[-1]), ".")
+            return [ToolCall("list_files", {"path": path})]
+        if files and _has(tools, "read_file"):
+            return [ToolCall("read_file", {"path": files[0]})]
+        m = re.search(r"\bremember\s+(?:that\s+)?(\w[\w -]*?)\s+(?:is|=|are)\s+(.+)$", text, re.IGNORECASE)
+        if m and _has(tools, "remember"):
+            return [ToolCall("remember", {"key": m.group(1).strip().replace(" ", "_"), "value": m.group(2).strip()})]
+        m = re.search(r"\b(?:recall|what is|what's)\s+(?:the\s+)?(\w+)\b", text, re.IGNORECASE)
+        if m and _has(tools, "recall") and "remember" not in low and m.group(1).lower() not in ("here", "in", "this"):
+            return [ToolCall("recall", {"key": m.group(1)})]
+        return []
+
+    def _help(self, text: str, tools: dict[str, ToolSpec], *, first: bool) -> str:
+        lines = ["Hello! I'm the **offline demo** — a few rules, not a language model — so I can only do "
+                 "simple things, but everything I do goes through the real workspace: tool calls, "
+                 "approvals, change review and the inspector."]
+        if tools:
+            lines.append("\nTry one of these:")
+            examples = []
+            if "list_files" in tools:
+                examples.append("- `list the files`")
+            if "read_file" in tools:
+                examples.append("- `read README.md`")
+            if "search_files" in tools:
+                examples.append("- `search for TODO`")
+            if "edit_file" in tools:
+                examples.append("- `replace \"old text\" with \"new text\" in notes.txt`")
+            if "create_file" in tools:
+                examples.append("- `create hello.txt with \"Hi there\"`")
+            mcp = [n for n in tools if n not in _FILE_TOOLS and n not in ("remember", "recall")]
+            for name in mcp[:3]:
+                examples.append(f"- `call {name}` (an MCP tool)")
+            lines.extend(examples)
+            lines.append("\nTools available to this robot: " + ", ".join(f"`{n}`" for n in tools) + ".")
+        else:
+            lines.append("\nThis robot has no tools, so there is little I can show. Pick the **file-helper** robot "
+                         "and open a folder (File > Open Folder) to see tool calls and change review.")
+        lines.append("\n" + CONNECT_HINT)
+        return "\n".join(lines)
+
+    def _explain(self, messages: list[Message]) -> str:
+        results = []
+        for message in reversed(messages):
+            if not message.is_tool_result:
+                break
+            results.append(message)
+        results.reverse()
+        parts = []
+        for result in results:
+            tool = result.tool  # type: ignore[attr-defined]
+            name = tool.name
+            if result.is_error:  # type: ignore[attr-defined]
+                error = result.error  # type: ignore[attr-defined]
+                detail = error.get("message", error) if isinstance(error, dict) else error
+                parts.append(f"`{name}` reported an error: {detail}")
+                continue
+            data = result.data  # type: ignore[attr-defined]
+            parts.append(_describe(name, tool.input, data))
+        parts.append("\n_(Offline demo — no language model wrote this; it only reports what the tools returned.)_")
+        return "\n\n".join(parts)
+
+
+_FILE_TOOLS = {"read_file", "list_files", "search_files", "write_file", "edit_file", "apply_patch", "create_file",
+               "delete_file", "rename_file"}
+
+
+def _first_turn(messages: list[Message]) -> bool:
+    return sum(1 for m in messages if m.is_user) <= 1
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'`":
+        return text[1:-1]
+    return text
+
+
+def _arguments_for(spec: ToolSpec, text: str, name: str) -> dict[str, Any]:
+    """Fill a tool's required arguments from the message as well as rules can."""
+    props = dict(spec.parameters.get("properties") or {})
+    required = list(spec.parameters.get("required") or [])
+    quoted = _quoted(text)
+    numbers = [float(n) if "." in n else int(n) for n in re.findall(r"-?\d+(?:\.\d+)?", text)]
+    # Text after the tool's name is the natural argument: "echo hello world" -> "hello world".
+    short = name.split("__", 1)[-1]
+    m = re.search(re.escape(short), text, re.IGNORECASE)
+    tail = text[m.end():].strip(" :,-") if m else text
+    tail = re.sub(r"^(with|using|via|on|for)\s+", "", tail, flags=re.IGNORECASE)
+    try:
+        words = shlex.split(tail)
+    except ValueError:
+        words = tail.split()
+    args: dict[str, Any] = {}
+    for key in required or list(props)[:1]:
+        schema = props.get(key, {})
+        kind = schema.get("type")
+        if kind in ("number", "integer") and numbers:
+            value: Any = numbers.pop(0)
+            args[key] = int(value) if kind == "integer" else value
+        elif kind == "boolean":
+            args[key] = True
+        elif schema.get("enum"):
+            args[key] = next((e for e in schema["enum"] if str(e).lower() in text.lower()), schema["enum"][0])
+        elif kind in ("string", None):
+            args[key] = quoted.pop(0) if quoted else (" ".join(words) or "hello")
+        elif kind == "array":
+            args[key] = words
+        elif kind == "object":
+            args[key] = {}
+    return args
+
+
+def _describe(name: str, arguments: Mapping[str, Any], data: Any) -> str:
+    if name == "list_files":
+        entries = data.get("entries") if isinstance(data, dict) else data
+        if isinstance(entries, list):
+            shown = [str(e.get("path", e)) if isinstance(e, dict) else str(e) for e in entries[:25]]
+            more = f"\n…and {len(entries) - 25} more." if len(entries) > 25 else ""
+            listing = "\n".join(f"- `{s}`" for s in shown)
+            return f"The folder `{arguments.get('path', '.')}` has {len(entries)} entries:\n{listing}{more}"
+    if name == "read_file":
+        content = data.get("content") if isinstance(data, dict) else data
+        if isinstance(content, str):
+            lines = content.splitlines()
+            head = "\n".join(lines[:30])
+            more = f"\n\n({len(lines) - 30} more lines not shown.)" if len(lines) > 30 else ""
+            lang = str(arguments.get("path", "")).rsplit(".", 1)[-1] if "." in str(arguments.get("path", "")) else ""
+            return f"Here is `{arguments.get('path')}` ({len(lines)} lines):\n\n```{lang}\n{head}\n```{more}"
+    if name == "search_files":
+        matches = data.get("matches") if isinstance(data, dict) else data
+        if isinstance(matches, list):
+            if not matches:
+                return f"No matches for `{arguments.get('query')}`."
+            shown = []
+            for item in matches[:15]:
+                if isinstance(item, dict):
+                    shown.append(f"- `{item.get('path')}:{item.get('line')}` {str(item.get('text', '')).strip()}")
+                else:
+                    shown.append(f"- {item}")
+            return f"{len(matches)} matches for `{arguments.get('query')}`:\n" + "\n".join(shown)
+    if name in _FILE_TOOLS:
+        summary = data.get("message") if isinstance(data, dict) else None
+        if summary:
+            return str(summary)
+    if isinstance(data, str):
+        return f"`{name}` returned:\n\n{data}"
+    return f"`{name}` returned:\n\n```json\n{json.dumps(data, indent=2, ensure_ascii=False, default=str)[:4000]}\n```"
+
+
+_CATEGORY = re.compile(r"one of\s*:?\s*([\w, /|-]+)", re.IGNORECASE)
+_KEYWORDS = re.compile(r"^\s*[-*]?\s*(\w+)\s*(?:\(|:)\s*(?:keywords?\s*:?\s*)?([^)\n]+)\)?\s*$", re.MULTILINE)
+
+
+def _classify(system: str | None, text: str) -> str | None:
+    """For routing robots: the system prompt asks for exactly one of a few labels."""
+    if not system or "answer with" not in system.lower():
+        return None
+    m = _CATEGORY.search(system)
+    if not m:
+        return None
+    labels = [w.strip().lower() for w in re.split(r"[,|/]| or ", m.group(1)) if w.strip()]
+    labels = [label.split()[0] for label in labels if label.split()]
+    if not labels:
+        return None
+    keywords = {label: {label} for label in labels}
+    for km in _KEYWORDS.finditer(system):
+        label = km.group(1).lower()
+        if label in keywords:
+            keywords[label].update(w.strip().lower() for w in km.group(2).split(",") if w.strip())
+    low = text.lower()
+    scores = {label: sum(1 for w in words if re.search(rf"\b{re.escape(w)}", low)) for label, words in keywords.items()}
+    best = max(scores.values())
+    if best == 0:
+        return labels[-1]
+    return max(labels, key=lambda label: scores[label])

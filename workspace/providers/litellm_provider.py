@@ -1,0 +1,713 @@
+"""Every model litellm supports, behind the small :class:`~workspace.providers.base.Provider` protocol.
+
+This is the only module of the core that imports ``litellm``, and it does so lazily (the import
+takes seconds): importing this module costs nothing, the first :meth:`LiteLLMProvider.stream`
+(or :func:`load_litellm` / :func:`preload_litellm`) pays for it once.
+
+What it does:
+
+- translates the neutral RobotLab transcript to OpenAI chat messages (litellm translates those
+  for every other provider): the system prompt first, an assistant tool-call turn with
+  ``"content": ""`` (some local servers reject a missing content), tool results as
+  ``{"role": "tool", "tool_call_id", "content": str}``;
+- streams the answer as :class:`TextChunk`, :class:`ToolCallChunk` (argument fragments passed
+  through; the agent loop assembles them), one :class:`UsageChunk` (cost when litellm knows the
+  model's price, else ``None``) and a :class:`FinishChunk`;
+- retries 429 / 5xx / timeouts / connection failures that happen before the first chunk was
+  yielded, with exponential backoff that honours ``Retry-After``; everything else, and every
+  failure after the first chunk, becomes a :class:`ProviderError` carrying the provider's own
+  message, the HTTP status and, for key problems, the environment variable to set;
+- treats a stream that ends without a finish reason as an error ("the stream ended before the
+  model finished"), never as a silent short answer, and never hangs (an idle guard backs up
+  litellm's own timeout);
+- keeps litellm's per-call overhead down: its success logging (standard logging payload, cost
+  lookups, a deep copy and ``stream_chunk_builder`` run in a worker thread at the end of every
+  stream) is skipped by reading the usage litellm already collected and closing the stream as
+  soon as the finish chunk arrives; retries, telemetry and callbacks are off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import hashlib
+import json
+import logging
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from workspace.errors import ProviderError
+from workspace.providers.base import (
+    Chunk,
+    FinishChunk,
+    TextChunk,
+    ToolCallChunk,
+    ToolSpec,
+    UsageChunk,
+)
+
+if TYPE_CHECKING:
+    from workspace.messages import Message
+
+__all__ = [
+    "LiteLLMProvider",
+    "load_litellm",
+    "missing_keys",
+    "preload_litellm",
+    "to_openai_messages",
+    "to_openai_tools",
+]
+
+log = logging.getLogger("workspace.providers.litellm")
+
+#: Settings passed through to litellm when not None (anything else not None is passed as well).
+SETTING_KEYS: tuple[str, ...] = (
+    "temperature", "top_p", "top_k", "max_tokens", "presence_penalty", "frequency_penalty", "stop",
+)
+#: Keys the provider owns; a setting with one of these names is ignored.
+_RESERVED: frozenset[str] = frozenset({
+    "model", "messages", "tools", "stream", "stream_options", "api_base", "base_url", "api_key",
+    "timeout", "num_retries", "max_retries", "litellm_logging_obj", "mock_response",
+})
+#: Longest wait a ``Retry-After`` header can impose on one retry (seconds).
+MAX_RETRY_AFTER = 30.0
+#: Sent as the API key to a custom ``api_base`` when no key is configured: local
+#: OpenAI-compatible servers (Ollama, LM Studio, vLLM, llama.cpp) ignore it, but the OpenAI
+#: client refuses to send a request without one.
+PLACEHOLDER_KEY = "sk-no-key-required"
+
+_NO_FINISH = "the stream ended before the model finished"
+
+# --------------------------------------------------------------------------------------------
+# Lazy import
+
+
+_litellm: Any = None
+_import_lock = threading.Lock()
+
+
+def load_litellm() -> Any:
+    """Import and configure litellm once (thread-safe); later calls return the cached module.
+
+    Before the import: ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (no price-map download and
+    background retries when offline) and ``LITELLM_MODE=PRODUCTION`` (litellm otherwise loads a
+    ``.env`` file from the current directory into the environment), unless already set.
+    After it: no debug banners, no retries of its own, no message logging, no callbacks.
+    """
+    global _litellm
+    if _litellm is not None:
+        return _litellm
+    with _import_lock:
+        if _litellm is None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
+            started = time.perf_counter()
+            import litellm
+
+            litellm.suppress_debug_info = True
+            litellm.set_verbose = False
+            litellm.num_retries = None
+            litellm.turn_off_message_logging = True
+            litellm.disable_streaming_logging = True
+            litellm.telemetry = False
+            litellm.return_response_headers = False
+            for name in ("callbacks", "success_callback", "failure_callback", "_async_success_callback",
+                         "_async_failure_callback", "input_callback", "service_callback"):
+                current = getattr(litellm, name, None)
+                if isinstance(current, list) and current:
+                    log.debug("litellm.%s was not empty: %r", name, current)
+            _litellm = litellm
+            log.debug("litellm %s imported in %.2f s", _version(litellm),
+                      time.perf_counter() - started)
+    return _litellm
+
+
+async def preload_litellm() -> None:
+    """Import litellm in a worker thread, so the first model call does not stall the loop."""
+    await asyncio.to_thread(load_litellm)
+
+
+def _version(module: Any) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("litellm")
+    except Exception:
+        return str(getattr(module, "__version__", "?"))
+
+
+def missing_keys(model_id: str, *, api_key: str | None = None, api_base: str | None = None) -> list[str]:
+    """The environment variables litellm needs for ``model_id`` that are not set.
+
+    ``[]`` when an ``api_key`` is given. With a custom ``api_base`` the ``*_API_BASE``
+    variables are not needed; Ollama's default base (localhost) needs nothing.
+    Imports litellm (seconds, once): call it from a thread or a command line.
+    """
+    if api_key:
+        return []
+    litellm = load_litellm()
+    try:
+        found = litellm.validate_environment(model=model_id)
+    except Exception as exc:  # unknown provider prefixes and the like
+        log.debug("validate_environment(%s) failed: %s", model_id, exc)
+        return []
+    keys = [str(k) for k in (found or {}).get("missing_keys") or []]
+    if not keys or (found or {}).get("keys_in_environment"):
+        return []
+    out: list[str] = []
+    for key in keys:
+        if key.endswith(("_API_BASE", "_BASE_URL")) and (api_base or key == "OLLAMA_API_BASE"):
+            continue
+        out.append(key)
+    return out
+
+
+def _key_hint(keys: Sequence[str]) -> str:
+    if not keys:
+        return ""
+    if len(keys) == 1:
+        return keys[0]
+    return " or ".join(keys) if all(k.endswith("_API_KEY") for k in keys) else ", ".join(keys)
+
+
+# --------------------------------------------------------------------------------------------
+# Transcript translation
+
+
+def _text(value: Any) -> Any:
+    """Message content for the wire: strings and content-part lists as is, others as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str | list):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _call_id(tool: Any) -> str:
+    """The tool call's id, or a stable one derived from its name and input when it has none."""
+    if getattr(tool, "id", None):
+        return str(tool.id)
+    digest = hashlib.sha1(
+        json.dumps([tool.name, tool.input], sort_keys=True, default=str).encode()
+    ).hexdigest()[:16]
+    return f"call_{digest}"
+
+
+def _result_content(content: Any) -> str:
+    """A tool result as the string the model reads: data strings as is, everything else JSON."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        if "error" in content:
+            return json.dumps({"error": content["error"]}, ensure_ascii=False, default=str)
+        if "data" in content:
+            data = content["data"]
+            return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def to_openai_messages(system: str | None, messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The neutral transcript as OpenAI chat messages (what litellm accepts for every provider)."""
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    for message in messages:
+        if message.is_tool_call:
+            calls = [
+                {"id": _call_id(tool), "type": "function",
+                 "function": {"name": tool.name,
+                              "arguments": json.dumps(tool.input, ensure_ascii=False, default=str)}}
+                for tool in message.tools  # type: ignore[attr-defined]
+            ]
+            previous = out[-1] if out else None
+            if (previous is not None and previous["role"] == "assistant" and "tool_calls" not in previous
+                    and isinstance(previous.get("content"), str)):
+                # Text the model wrote before its tool calls belongs to the same assistant turn.
+                previous["tool_calls"] = calls
+            else:
+                out.append({"role": "assistant", "content": "", "tool_calls": calls})
+        elif message.is_tool_result:
+            tool = message.tool  # type: ignore[attr-defined]
+            out.append({"role": "tool", "tool_call_id": _call_id(tool),
+                        "content": _result_content(message.content)})
+        else:
+            role = message.role if message.role in ("system", "user", "assistant") else "user"
+            out.append({"role": role, "content": _text(message.content)})
+    return out
+
+
+def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tool specs as OpenAI ``tools`` entries."""
+    return [
+        {"type": "function",
+         "function": {"name": t.name, "description": t.description or "",
+                      "parameters": dict(t.parameters) if t.parameters else
+                      {"type": "object", "properties": {}}}}
+        for t in tools
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+
+
+_PREFIX = re.compile(r"^(?:litellm\.\w+:\s*|\w+Error:\s*|\w+Exception\s*-\s*)+")
+_HANDLE_WITH = re.compile(r"\.?\s*Handle with `litellm\.\w+`\.?")
+_RECEIVED = re.compile(r"\s*(?:Received Model Group|LiteLLM Retried|Original exception).*$", re.S)
+
+
+def _provider_message(exc: BaseException) -> str:
+    """The provider's own words, without litellm's class-name prefixes and JSON wrapping."""
+    raw = getattr(exc, "message", None)
+    text = str(raw) if raw else str(exc)
+    text = _HANDLE_WITH.sub("", text)
+    text = _RECEIVED.sub("", text)
+    text = _PREFIX.sub("", text.strip()).strip()
+    body = text
+    if body.startswith(("b'", 'b"')) and body.endswith(("'", '"')):
+        body = body[2:-1]
+    if body.startswith("{"):
+        try:
+            payload = json.loads(body.encode().decode("unicode_escape") if "\\" in body else body)
+        except ValueError:
+            payload = None
+        if isinstance(payload, dict):
+            err = payload.get("error", payload)
+            if isinstance(err, dict) and err.get("message"):
+                return str(err["message"])
+            if isinstance(err, str):
+                return err
+            if payload.get("message"):
+                return str(payload["message"])
+    return text or type(exc).__name__
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds from a ``Retry-After`` (or ``retry-after-ms``) header on the error, if any."""
+    headers: Any = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000.0)
+        value = headers.get("retry-after")
+    except Exception:
+        return None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except (TypeError, ValueError):
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(str(value))
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _status(exc: BaseException) -> int | None:
+    code = getattr(exc, "status_code", None)
+    try:
+        return int(code) if code is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & {"APIConnectionError", "ConnectError", "ConnectionError", "ClientConnectionError",
+                         "ClientConnectorError", "ServerDisconnectedError", "RemoteProtocolError",
+                         "ReadError", "ClientPayloadError", "ConnectionResetError"}) \
+        or isinstance(exc, ConnectionError)
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return isinstance(exc, TimeoutError) or bool(
+        names & {"Timeout", "APITimeoutError", "TimeoutException", "ReadTimeout", "ServerTimeoutError"})
+
+
+# --------------------------------------------------------------------------------------------
+# The provider
+
+
+class _Failure(Exception):
+    """A classified failure of one attempt (internal)."""
+
+    def __init__(self, error: ProviderError, *, retryable: bool, wait: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retryable = retryable
+        self.wait = wait
+
+
+class LiteLLMProvider:
+    """A :class:`~workspace.providers.base.Provider` for every model litellm supports.
+
+    ``model_id`` is litellm's ("openai/gpt-4o-mini", "anthropic/claude-sonnet-4-5",
+    "ollama/llama3.1", "openai/NAME" with ``api_base`` for any OpenAI-compatible server).
+    ``timeout`` bounds the connection and every wait for the next chunk; ``max_retries`` and
+    ``backoff`` (seconds, doubled per retry) govern retries before the first chunk; ``extra``
+    is passed to every ``litellm.acompletion`` call (``extra_headers``, ``api_version``, ...).
+    """
+
+    supports_tools = True
+    supports_streaming = True
+    is_language_model = True
+
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not model_id or not str(model_id).strip():
+            raise ValueError("LiteLLMProvider needs a model id, e.g. 'openai/gpt-4o-mini'")
+        self.model_id = str(model_id).strip()
+        self.label = self.model_id
+        self.api_base = api_base.rstrip("/") if api_base else None
+        self.api_key = api_key
+        self.timeout = float(timeout)
+        self.max_retries = max(0, int(max_retries))
+        self.backoff = max(0.0, float(backoff))
+        self.extra: dict[str, Any] = dict(extra or {})
+        self._placeholder_key: bool | None = None
+        self._unpriced = False
+
+    def __repr__(self) -> str:
+        base = f", api_base={self.api_base!r}" if self.api_base else ""
+        return f"LiteLLMProvider({self.model_id!r}{base})"
+
+    # -- public helpers -----------------------------------------------------------------------
+    def missing_keys(self) -> list[str]:
+        """The environment variables this provider still needs (imports litellm)."""
+        return missing_keys(self.model_id, api_key=self.api_key, api_base=self.api_base)
+
+    async def check_environment(self) -> list[str]:
+        """:meth:`missing_keys` without blocking the event loop."""
+        return await asyncio.to_thread(self.missing_keys)
+
+    @property
+    def provider_name(self) -> str:
+        """litellm's provider prefix ("openai", "anthropic", ...), or "openai" when there is none."""
+        return self.model_id.split("/", 1)[0] if "/" in self.model_id else "openai"
+
+    # -- request ------------------------------------------------------------------------------
+    def build_request(
+        self,
+        *,
+        system: str | None,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """The keyword arguments of ``litellm.acompletion`` for one streamed turn."""
+        request: dict[str, Any] = dict(self.extra)
+        for name, value in settings.items():
+            if value is not None and name not in _RESERVED:
+                request[name] = value
+        request.update(
+            model=self.model_id,
+            messages=to_openai_messages(system, messages),
+            stream=True,
+            stream_options={"include_usage": True},
+            timeout=self.timeout,
+            num_retries=0,
+        )
+        if tools:
+            request["tools"] = to_openai_tools(tools)
+        # Sampling settings of a template (top_k, penalties) are dropped for providers that do
+        # not know them instead of failing the call.
+        request.setdefault("drop_params", True)
+        if self.api_base:
+            request["api_base"] = self.api_base
+        key: str | None = self.api_key
+        if key is None and self.api_base and self._needs_placeholder_key():
+            key = PLACEHOLDER_KEY
+        if key is not None:
+            request["api_key"] = key
+        return request
+
+    def _needs_placeholder_key(self) -> bool:
+        if self._placeholder_key is None:
+            self._placeholder_key = bool(missing_keys(self.model_id, api_base=self.api_base))
+        return self._placeholder_key
+
+    # -- streaming ----------------------------------------------------------------------------
+    async def stream(
+        self,
+        *,
+        system: str | None,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: Mapping[str, Any],
+    ) -> AsyncIterator[Chunk]:
+        """Stream one assistant turn; see the module docstring for the contract."""
+        litellm = _litellm or await asyncio.to_thread(load_litellm)
+        request = self.build_request(system=system, messages=messages, tools=tools, settings=settings)
+        attempt = 0
+        while True:
+            yielded = False
+            try:
+                async with contextlib.aclosing(self._attempt(litellm, request)) as chunks:
+                    async for chunk in chunks:
+                        yielded = True
+                        yield chunk
+                return
+            except _Failure as failure:
+                if yielded or not failure.retryable or attempt >= self.max_retries:
+                    error = failure.error
+                    if failure.retryable and attempt and not yielded:
+                        error = ProviderError(f"{error} (gave up after {attempt} "
+                                              f"{'retry' if attempt == 1 else 'retries'})",
+                                              provider=error.provider, status_code=error.status_code,
+                                              retryable=error.retryable)
+                    raise error from failure.__cause__
+                delay = self.backoff * (2 ** attempt)
+                if failure.wait is not None:
+                    delay = min(failure.wait, MAX_RETRY_AFTER)
+                else:
+                    delay *= 1.0 + random.random() * 0.1
+                attempt += 1
+                log.info("%s: %s; retry %d/%d in %.2f s", self.model_id, failure.error, attempt,
+                         self.max_retries, delay)
+                await asyncio.sleep(delay)
+
+    async def _attempt(self, litellm: Any, request: dict[str, Any]) -> AsyncGenerator[Chunk, None]:
+        """One call: yields chunks, raises :class:`_Failure` for anything that went wrong."""
+        guard = self.timeout * 1.5 + 5.0  # litellm's own timeout should fire first
+        response: Any = None
+        try:
+            try:
+                async with asyncio.timeout(guard):
+                    response = await litellm.acompletion(**request)
+            except (asyncio.CancelledError, GeneratorExit):
+                raise
+            except Exception as exc:
+                raise self._classify(exc, started=False) from exc
+            async with contextlib.aclosing(self._chunks(response, guard)) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+        finally:
+            if response is not None:
+                close = getattr(response, "aclose", None)
+                if close is not None:
+                    with contextlib.suppress(Exception):
+                        await close()
+
+    async def _chunks(self, response: Any, guard: float) -> AsyncGenerator[Chunk, None]:
+        iterator = response.__aiter__()
+        finish: str | None = None
+        usage_sent = False
+        seen_ids: dict[str, int] = {}
+        last_index = 0
+        started = False
+        while True:
+            try:
+                async with asyncio.timeout(guard):
+                    item = await iterator.__anext__()
+            except StopAsyncIteration:
+                break
+            except (asyncio.CancelledError, GeneratorExit):
+                raise
+            except Exception as exc:
+                raise self._classify(exc, started=started) from exc
+            started = True
+            choices = getattr(item, "choices", None) or ()
+            reason: str | None = None
+            if choices:
+                choice = choices[0]
+                delta = getattr(choice, "delta", None)
+                if delta is not None:
+                    content = getattr(delta, "content", None)
+                    if content:
+                        yield TextChunk(str(content))
+                    for position, call in enumerate(getattr(delta, "tool_calls", None) or ()):
+                        index = getattr(call, "index", None)
+                        call_id = getattr(call, "id", None)
+                        if index is None:  # some servers omit it: new id -> new call, else continue
+                            if call_id and call_id not in seen_ids:
+                                index = len(seen_ids) + position
+                            else:
+                                index = seen_ids.get(call_id or "", last_index)
+                        index = int(index)
+                        if call_id:
+                            seen_ids.setdefault(str(call_id), index)
+                        last_index = index
+                        function = getattr(call, "function", None)
+                        name = getattr(function, "name", None) if function is not None else None
+                        arguments = getattr(function, "arguments", None) if function is not None else None
+                        if isinstance(arguments, dict):
+                            args: str | dict[str, Any] = arguments
+                        else:
+                            args = "" if arguments is None else str(arguments)
+                        yield ToolCallChunk(index=index, id=str(call_id) if call_id else None,
+                                            name=str(name) if name else None, arguments=args)
+                reason = getattr(choice, "finish_reason", None)
+            usage = getattr(item, "usage", None)
+            if usage is not None and not usage_sent:
+                usage_sent = True
+                yield self._usage_chunk(usage)
+            if reason:
+                finish = str(reason)
+                if self._provider_did_not_finish(response):
+                    raise self._cut()
+                if not usage_sent:
+                    usage = self._collected_usage(response)
+                    if usage is not None:
+                        usage_sent = True
+                        yield self._usage_chunk(usage)
+                if usage_sent and getattr(response, "sent_last_chunk", False):
+                    # litellm has read the whole HTTP stream and emits its held-back finish
+                    # reason now. Stop here: the next step would only run its end-of-stream
+                    # logging (stream_chunk_builder in a thread, cost lookups, a deep copy).
+                    break
+        if finish is None:
+            raise self._cut()
+        yield FinishChunk(finish)
+
+    # -- usage --------------------------------------------------------------------------------
+    @staticmethod
+    def _provider_did_not_finish(response: Any) -> bool:
+        """True when litellm synthesized the finish reason because the provider sent none."""
+        if not hasattr(response, "received_finish_reason"):
+            return False
+        return (getattr(response, "received_finish_reason", None) is None
+                and getattr(response, "intermittent_finish_reason", None) is None)
+
+    @staticmethod
+    def _collected_usage(response: Any) -> Any:
+        """The usage litellm stored from the provider's usage chunk, if it has seen one."""
+        for chunk in reversed(getattr(response, "chunks", None) or ()):
+            usage = getattr(chunk, "usage", None)
+            if usage is not None:
+                return usage
+        return None
+
+    def _usage_chunk(self, usage: Any) -> UsageChunk:
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        return UsageChunk(input_tokens=prompt, output_tokens=completion,
+                          cost=self._cost(prompt, completion), model=self.model_id)
+
+    def _cost(self, prompt: int, completion: int) -> float | None:
+        """USD from litellm's local price map; None for unpriced models (never raises)."""
+        if self._unpriced or _litellm is None:
+            return None
+        try:
+            cost_in, cost_out = _litellm.cost_per_token(model=self.model_id, prompt_tokens=prompt,
+                                                        completion_tokens=completion)
+            return float(cost_in) + float(cost_out)
+        except Exception:
+            self._unpriced = True  # one failed lookup per provider, not one per call
+            return None
+
+    # -- error classification -----------------------------------------------------------------
+    def _where(self) -> str:
+        return self.api_base or self.provider_name
+
+    def _cut(self, detail: str | None = None) -> _Failure:
+        text = f"{self.model_id}: {_NO_FINISH} (connection to {self._where()} closed mid-stream)"
+        if detail:
+            text += f" — {detail}"
+        return _Failure(ProviderError(text, provider=self.model_id, retryable=True), retryable=True)
+
+    def _classify(self, exc: BaseException, *, started: bool) -> _Failure:
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        original = getattr(exc, "original_exception", None)
+        if "MidStreamFallbackError" in names:
+            if started or not getattr(exc, "is_pre_first_chunk", False):
+                inner = original if isinstance(original, BaseException) else exc
+                if _is_timeout(inner):
+                    return self._timeout_failure(inner, mid_stream=True)
+                return self._cut(_provider_message(inner))
+            if isinstance(original, BaseException):
+                exc = original
+                names = {cls.__name__ for cls in type(exc).__mro__}
+        message = _provider_message(exc)
+        status = _status(exc)
+        where = self._where()
+        if isinstance(exc, TimeoutError) or "Timeout" in names or "APITimeoutError" in names:
+            return self._timeout_failure(exc, mid_stream=started)
+        if names & {"AuthenticationError", "PermissionDeniedError"} or status in (401, 403):
+            status = status if status in (401, 403) else 401
+            return _Failure(ProviderError(f"{self.model_id}: HTTP {status} from {where} — {message}. "
+                                          f"{self._auth_fix(status)}",
+                                          provider=self.model_id, status_code=status), retryable=False)
+        if "ContextWindowExceededError" in names:
+            return _Failure(ProviderError(
+                f"{self.model_id}: HTTP {status or 400} from {where} — {message}. The conversation is "
+                "longer than the model's context window: start a new thread or shorten it",
+                provider=self.model_id, status_code=status or 400), retryable=False)
+        if "NotFoundError" in names or status == 404:
+            return _Failure(ProviderError(
+                f"{self.model_id}: HTTP 404 from {where} — {message}. Check the model name "
+                f"('{self.model_id}') and the API base URL", provider=self.model_id, status_code=404),
+                retryable=False)
+        if status == 429 or "RateLimitError" in names:
+            return _Failure(ProviderError(f"{self.model_id}: HTTP 429 from {where} — {message}",
+                                          provider=self.model_id, status_code=429, retryable=True),
+                            retryable=True, wait=_retry_after(exc))
+        connection = _is_connection_error(exc) and (status is None or "APIConnectionError" in names)
+        if connection:
+            if started:
+                return self._cut(message)
+            return _Failure(ProviderError(f"{self.model_id}: could not connect to {where} — {message}",
+                                          provider=self.model_id, retryable=True), retryable=True)
+        if status is not None and status >= 500:
+            return _Failure(ProviderError(f"{self.model_id}: HTTP {status} from {where} — {message}",
+                                          provider=self.model_id, status_code=status, retryable=True),
+                            retryable=True, wait=_retry_after(exc))
+        if status is not None:
+            return _Failure(ProviderError(f"{self.model_id}: HTTP {status} from {where} — {message}",
+                                          provider=self.model_id, status_code=status), retryable=False)
+        if "OpenAIError" in names and "api_key" in message:
+            return _Failure(ProviderError(f"{self.model_id}: no API key — {self._auth_fix(None)}",
+                                          provider=self.model_id), retryable=False)
+        return _Failure(ProviderError(f"{self.model_id}: {type(exc).__name__}: {message}",
+                                      provider=self.model_id), retryable=False)
+
+    def _timeout_failure(self, exc: BaseException, *, mid_stream: bool) -> _Failure:
+        what = "stopped sending" if mid_stream else "did not answer"
+        text = (f"{self.model_id}: {self._where()} {what} within {self.timeout:g} s (timeout)"
+                f"{' — ' + _NO_FINISH if mid_stream else ''}")
+        return _Failure(ProviderError(text, provider=self.model_id, status_code=_status(exc) if
+                                      _status(exc) not in (None, 500) else None, retryable=True),
+                        retryable=True)
+
+    def _auth_fix(self, status: int | None) -> str:
+        try:
+            keys = missing_keys(self.model_id, api_base=self.api_base)
+        except Exception:
+            keys = []
+        if keys:
+            return (f"Set {_key_hint(keys)} (in the environment, or in Settings to keep it in the "
+                    "system keyring)")
+        env = self._expected_key_names() if self.api_key is None else "the API key given for this model"
+        if status == 403:
+            return (f"The API key has no access to this model; check {env} or the account's "
+                    "permissions" if env else "The API key has no access to this model")
+        if env:
+            return f"The API key was rejected: check {env}"
+        return "The API key was rejected: check the key configured for this model"
+
+    def _expected_key_names(self) -> str:
+        """The key variable litellm reads for this model (by its provider prefix)."""
+        prefix = re.sub(r"[^A-Za-z0-9]+", "_", self.provider_name).upper()
+        return f"{prefix}_API_KEY" if prefix else ""

@@ -1,0 +1,393 @@
+"""``Robot``: a configured LLM agent with a conversation, tools, MCP servers and memory."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from workspace.agent import AgentRun, RunSpec
+from workspace.errors import ConfigurationError, RunFailedError
+from workspace.events import RunCancelled, RunFailed
+from workspace.memory import Memory
+from workspace.messages import Message
+from workspace.result import RobotResult
+from workspace.templates import Template
+from workspace.tools import selection
+from workspace.tools.base import Tool
+from workspace.tools.decorator import function_tool
+from workspace.tools.manifest import ToolManifest
+
+if TYPE_CHECKING:
+    from workspace.approval import ApprovalGate
+    from workspace.config import Config
+    from workspace.providers.base import Provider
+
+#: Run options that are not template variables.
+RUN_OPTIONS = frozenset({
+    "tools", "mcp", "memory", "network_memory", "network", "task", "max_turns", "approval", "settings",
+    "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
+    "network_mcp",
+})
+
+
+class ToolSource(Protocol):
+    """Something that turns resolved MCP server references into tools (see workspace.mcp)."""
+
+    async def tools_for(self, servers: list[Any], config: Config | None) -> list[Tool]: ...
+
+
+class Robot:
+    """A robot: a system prompt or template, a model, tools, MCP servers and a memory.
+
+    The conversation is kept across runs, like a chat; :meth:`reset` clears it.
+    Model precedence: explicit ``model`` > template front matter > configuration
+    (``llm.model``; empty means the offline demo).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        system_prompt: str | None = None,
+        template: str | Path | Template | None = None,
+        context: Mapping[str, Any] | Callable[..., Mapping[str, Any]] | None = None,
+        model: str | None = None,
+        tools: Any = "inherit",
+        mcp: Any = "inherit",
+        memory: Memory | None = None,
+        description: str | None = None,
+        max_turns: int | None = None,
+        *,
+        local_tools: Iterable[Tool | Callable[..., Any]] | None = None,
+        provider: Provider | None = None,
+        api_base: str | None = None,
+        on_tool_call: Callable[..., Any] | None = None,
+        on_tool_result: Callable[..., Any] | None = None,
+        config: Config | None = None,
+        folder: str | Path | None = None,
+        approval: ApprovalGate | None = None,
+        mcp_manager: ToolSource | None = None,
+        template_dirs: Iterable[Path] = (),
+        **settings: Any,
+    ) -> None:
+        if template is None and system_prompt is None:
+            raise ValueError("Must provide either template or system_prompt")
+        self.name = str(name)
+        self.folder = Path(folder).resolve() if folder is not None else None
+        self._config = config
+        self.template: Template | None = None
+        self.template_name: str | None = None
+        if isinstance(template, Template):
+            self.template, self.template_name = template, template.name
+        elif template is not None:
+            from workspace.templates import find_template, search_path
+
+            self.template_name = str(template)
+            dirs = [*template_dirs, *search_path(self.folder, kind="templates"),
+                    *search_path(self.folder, kind="robots")]
+            self.template = find_template(str(template), dirs)
+        tmpl = self.template
+        self.system_prompt = system_prompt
+        self.description = description if description is not None else (tmpl.description if tmpl else None)
+        self.context = context
+        self._explicit_model = model
+        self.api_base = api_base
+        self.max_turns = max_turns or (tmpl.max_turns if tmpl else None)
+        self.settings: dict[str, Any] = {**(tmpl.settings if tmpl else {}), **settings}
+        self.local_tools: list[Tool] = []
+        for item in local_tools or ():
+            self.local_tools.append(_as_tool(item))
+        if tools == "inherit" and tmpl is not None and tmpl.tools is not None:
+            tools = tmpl.tools
+        if mcp == "inherit" and tmpl is not None and tmpl.mcp is not None:
+            mcp = tmpl.mcp
+        self.tools_config = self._take_tools(tools)
+        selection.check_level(mcp, what="mcp")
+        self.mcp_config: Any = list(mcp) if isinstance(mcp, list | tuple) else mcp
+        self.memory = memory if memory is not None else Memory()
+        self.on_tool_call = on_tool_call
+        self.on_tool_result = on_tool_result
+        self.approval = approval
+        self.mcp_manager = mcp_manager
+        self.history: list[Message] = []
+        self._provider = provider
+        self._active: AgentRun | None = None
+
+    # -- construction helpers -----------------------------------------------------------------
+    def _take_tools(self, tools: Any) -> Any:
+        """Tool objects and functions in ``tools`` become local tools; names stay a whitelist."""
+        if isinstance(tools, Tool) or (callable(tools) and not isinstance(tools, str)):
+            tools = [tools]
+        if isinstance(tools, list | tuple):
+            names: list[str] = []
+            for item in tools:
+                if isinstance(item, str):
+                    names.append(item)
+                else:
+                    tool = _as_tool(item)
+                    self.local_tools.append(tool)
+                    names.append(tool.name)
+            return names
+        selection.check_level(tools, what="tools")
+        return tools
+
+    @property
+    def config(self) -> Config:
+        if self._config is None:
+            from workspace.config import load_config
+
+            self._config = load_config(self.folder)
+        return self._config
+
+    @property
+    def model(self) -> str | None:
+        """The model id this robot uses (None: the offline demo)."""
+        if self._explicit_model:
+            return self._explicit_model
+        if self.template is not None and self.template.model:
+            return self.template.model
+        if self._provider is not None:
+            return self._provider.model_id
+        return self.config.llm.model or None
+
+    @property
+    def provider(self) -> Provider:
+        if self._provider is None:
+            from workspace.providers import provider_for
+
+            self._provider = provider_for(self.model, api_base=self.api_base, config=self.config)
+        return self._provider
+
+    @provider.setter
+    def provider(self, value: Provider) -> None:
+        self._provider = value
+
+    @property
+    def tools(self) -> list[Tool]:
+        """RobotLab's alias of ``local_tools``."""
+        return self.local_tools
+
+    # -- system prompt --------------------------------------------------------------------------
+    def build_context(self, network: Any = None) -> dict[str, Any]:
+        ctx = self.context
+        if ctx is None:
+            return {}
+        if callable(ctx):
+            try:
+                value = ctx(network=network) if "network" in inspect.signature(ctx).parameters else ctx()
+            except TypeError:
+                value = ctx()
+            return dict(value) if isinstance(value, Mapping) else {}
+        return dict(ctx) if isinstance(ctx, Mapping) else {}
+
+    def render_system(self, variables: Mapping[str, Any] | None = None, *, network: Any = None) -> str | None:
+        parts = []
+        if self.template is not None:
+            values = {**self.build_context(network), **(variables or {})}
+            rendered = self.template.render(values)
+            if rendered:
+                parts.append(rendered)
+        if self.system_prompt:
+            parts.append(self.system_prompt)
+        return "\n\n".join(parts) if parts else None
+
+    # -- tools ----------------------------------------------------------------------------------
+    async def resolve_tools(
+        self, *, run_tools: Any = "inherit", run_mcp: Any = "inherit", network_tools: Any = "inherit",
+        network_mcp: Any = "inherit",
+    ) -> ToolManifest:
+        """The tools a run may use, after the global -> network -> robot -> run hierarchy."""
+        from workspace.tools import registry
+
+        config = self.config if (self._config is not None or self._provider is None) else None
+        global_tools = config.get("agent.tools", "all") if config is not None else "all"
+        global_mcp = config.get("agent.mcp", "all") if config is not None else "all"
+        allowed = selection.resolve_chain(global_tools, network_tools, self.tools_config, run_tools)
+        servers = selection.resolve_chain(global_mcp, network_mcp, self.mcp_config, run_mcp)
+        available: list[Tool] = list(self.local_tools)
+        if allowed != selection.ALL:
+            have = {t.name for t in available}
+            available.extend(t for t in registry.lookup(allowed) if t.name not in have)
+        available.extend(await self._mcp_tools(servers, config))
+        return ToolManifest(selection.filter_tools(available, allowed))
+
+    async def _mcp_tools(self, servers: Any, config: Config | None) -> list[Tool]:
+        if servers == selection.ALL:
+            configured = config.mcp_servers if config is not None else {}
+            refs: list[Any] = [name for name, spec in configured.items() if not _disabled(spec)]
+        else:
+            refs = list(servers)
+        if not refs:
+            return []
+        manager = self.mcp_manager
+        if manager is None:
+            try:
+                from workspace.mcp import default_manager  # type: ignore[attr-defined]
+            except ImportError as exc:  # pragma: no cover - the mcp extra is a dependency
+                raise ConfigurationError(f"MCP servers are configured but MCP support is missing: {exc}") from exc
+            manager = default_manager()
+        return await manager.tools_for(refs, config)
+
+    # -- running --------------------------------------------------------------------------------
+    def stream(self, message: Any, **options: Any) -> AgentRun:
+        """Start a run; iterate the returned :class:`AgentRun` for its events.
+
+        Options: ``tools``, ``mcp`` (run level of the hierarchies), ``memory`` (a Memory to
+        use, or a dict merged into the robot's), ``network_memory``, ``max_turns``,
+        ``approval``, ``folder``, ``changes``, ``settings``, ``task``, ``run_id``; any other
+        keyword is a template variable for this run (``customer=...``).
+        """
+        if self._active is not None and not self._active.done:
+            raise RuntimeError(
+                f"Robot '{self.name}' is already running; wait for its run to finish or stop it first"
+            )
+        run = AgentRun(self._prepare(message, options))
+        self._active = run
+        return run
+
+    def _prepare(self, message: Any, options: dict[str, Any]) -> RunSpec:
+        from workspace.messages import UserMessage
+
+        user = UserMessage.coerce(message) if not isinstance(message, str) else None
+        text = user.content if user is not None else str(message)
+        variables = {k: v for k, v in options.items() if k not in RUN_OPTIONS}
+        variables["message"] = text
+        memory = self._run_memory(options)
+        provider = options.get("provider") or self.provider
+        system = self.render_system(variables, network=options.get("network"))
+        if user is not None and user.system_prompt:
+            system = f"{system}\n\n{user.system_prompt}" if system else user.system_prompt
+        settings = self._settings(options.get("settings"))
+        folder = options.get("folder")
+        folder_path = Path(folder).resolve() if folder is not None else self.folder
+        changes = options.get("changes")
+        if changes is None and folder_path is not None:
+            changes = _new_change_set(folder_path, self)
+
+        def load_tools() -> Awaitable[ToolManifest]:
+            return self.resolve_tools(
+                run_tools=options.get("tools", "inherit"), run_mcp=options.get("mcp", "inherit"),
+                network_tools=options.get("network_tools", "inherit"),
+                network_mcp=options.get("network_mcp", "inherit"),
+            )
+
+        spec = RunSpec(
+            robot=self.name, provider=provider, system=system, history=self.history, message=text,
+            settings=settings, max_turns=int(options.get("max_turns") or self.max_turns or self._config_max_turns()),
+            task=options.get("task"), memory=memory, network=options.get("network"), folder=folder_path,
+            changes=changes, approval=options.get("approval") or self.approval,
+            on_tool_call=self.on_tool_call, on_tool_result=self.on_tool_result,
+            on_result=_appender(memory), thread_id=options.get("thread_id"),
+            tool_timeout=self._config_tool_timeout(), sequence=options.get("sequence"),
+            watch_memory=options.get("watch_memory", True), tools_loader=load_tools,
+        )
+        if options.get("run_id"):
+            spec.run_id = str(options["run_id"])
+        return spec
+
+    def _config_max_turns(self) -> int:
+        if self._config is None and self._provider is not None:
+            return 20
+        return int(self.config.get("agent.max_turns", 20))
+
+    def _config_tool_timeout(self) -> float | None:
+        if self._config is None and self._provider is not None:
+            return None
+        value = self.config.get("agent.tool_timeout")
+        return float(value) if value else None
+
+    def _settings(self, run_settings: Mapping[str, Any] | None) -> dict[str, Any]:
+        base: dict[str, Any] = {}
+        if self._config is not None or self._provider is None:
+            for key in ("temperature", "top_p", "max_tokens"):
+                value = self.config.get(f"llm.{key}")
+                if value is not None:
+                    base[key] = value
+        return {**base, **self.settings, **(run_settings or {})}
+
+    def _run_memory(self, options: Mapping[str, Any]) -> Memory:
+        memory: Memory = options.get("network_memory") or self.memory
+        network = options.get("network")
+        if options.get("network_memory") is None and network is not None and getattr(network, "memory", None):
+            memory = network.memory
+        given = options.get("memory")
+        if isinstance(given, Memory):
+            memory = given
+        elif isinstance(given, Mapping):
+            memory.merge(given)
+        return memory
+
+    async def arun(self, message: Any, **options: Any) -> RobotResult:
+        """Run to the end and return the RobotResult; a failed run raises RunFailedError."""
+        run = self.stream(message, **options)
+        terminal = await run.wait()
+        if isinstance(terminal, RunFailed):
+            raise RunFailedError(terminal.error)
+        if isinstance(terminal, RunCancelled) and run.result is not None:
+            return run.result
+        assert run.result is not None
+        return run.result
+
+    def run(self, message: Any, **options: Any) -> RobotResult:
+        """Blocking wrapper of :meth:`arun` for scripts (not inside a running event loop)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(message, **options))
+        raise RuntimeError("Robot.run() cannot be called from a running event loop; use 'await robot.arun(...)'")
+
+    def reset(self) -> Robot:
+        """Forget the conversation (the memory stays; see :meth:`reset_memory`)."""
+        self.history.clear()
+        return self
+
+    def reset_memory(self) -> Robot:
+        self.memory.reset()
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "template": self.template_name,
+            "system_prompt": self.system_prompt,
+            "local_tools": [t.name for t in self.local_tools],
+            "mcp_config": self.mcp_config,
+            "tools_config": self.tools_config,
+            "model": self.model,
+        }
+        return {k: v for k, v in out.items() if v is not None}
+
+    def __repr__(self) -> str:
+        return f"<Robot {self.name!r} model={self.model or 'offline demo'!r}>"
+
+
+def _appender(memory: Memory) -> Callable[[RobotResult], None]:
+    def append(result: RobotResult) -> None:
+        memory.append_result(result)
+
+    return append
+
+
+def _as_tool(item: Tool | Callable[..., Any]) -> Tool:
+    if isinstance(item, Tool):
+        return item
+    if callable(item):
+        return function_tool(item)
+    raise ValueError(f"Invalid tool: {item!r}. Give a Tool, a function, or a tool name")
+
+
+def _disabled(spec: Any) -> bool:
+    return (isinstance(spec, Mapping) and bool(spec.get("disabled"))) or (
+        isinstance(spec, Mapping) and spec.get("enabled") is False
+    )
+
+
+def _new_change_set(folder: Path, robot: Robot) -> Any:
+    try:
+        from workspace.changes import ChangeSet
+    except ImportError:
+        return None
+    return ChangeSet(folder)

@@ -1,0 +1,193 @@
+"""Prompt templates: Markdown with YAML front matter and a Jinja2 body.
+
+```
+---
+model: openai/gpt-4o-mini
+temperature: 0.2
+description: Answers billing questions
+tools: [read_file, list_files]
+---
+You are the billing assistant of {{ company_name }}.
+{% if customer %}The customer is {{ customer.name }}.{% endif %}
+```
+
+Front-matter keys applied to the model call: model, temperature, top_p, top_k,
+max_tokens, presence_penalty, frequency_penalty, stop. Also understood: name,
+description, tools, mcp, max_turns. Other keys are kept in ``metadata``. The body
+is rendered with the build-time context merged with the run-time context (run
+wins); an undefined variable renders as empty text, so optional variables need no
+guard. A robot file is a template: ``resources/robots/*.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workspace.errors import ConfigurationError
+
+SETTING_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "presence_penalty", "frequency_penalty", "stop")
+KNOWN_KEYS = ("model", *SETTING_KEYS, "name", "description", "tools", "mcp", "max_turns", "mcpServers")
+_NUMBER_KEYS = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
+_INT_KEYS = ("top_k", "max_tokens", "max_turns")
+
+_env: Any = None
+
+
+def _jinja() -> Any:
+    global _env
+    if _env is None:
+        from jinja2.sandbox import SandboxedEnvironment
+
+        _env = SandboxedEnvironment(autoescape=False, keep_trailing_newline=True, trim_blocks=True,
+                                    lstrip_blocks=True)
+    return _env
+
+
+@dataclass
+class Template:
+    name: str
+    body: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    @classmethod
+    def parse(cls, text: str, *, name: str = "template", path: Path | None = None) -> Template:
+        import yaml
+
+        where = str(path) if path else f"template '{name}'"
+        metadata: dict[str, Any] = {}
+        body = text
+        stripped = text.lstrip("\ufeff")
+        if stripped.startswith("---"):
+            lines = stripped.splitlines(keepends=True)
+            end = None
+            for i, line in enumerate(lines[1:], start=1):
+                if line.strip() in ("---", "..."):
+                    end = i
+                    break
+            if end is None:
+                raise ConfigurationError(
+                    f"{where}: the front matter starts with '---' but has no closing '---' line"
+                )
+            front = "".join(lines[1:end])
+            body = "".join(lines[end + 1 :])
+            try:
+                loaded = yaml.safe_load(front) if front.strip() else {}
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                line = f" at line {mark.line + 2}" if mark is not None else ""
+                raise ConfigurationError(
+                    f"{where}: the front matter is not valid YAML{line}: {getattr(exc, 'problem', exc)}"
+                ) from exc
+            if not isinstance(loaded, dict):
+                raise ConfigurationError(f"{where}: the front matter must be a mapping of keys, like 'model: ...'")
+            metadata = loaded
+        _check_metadata(metadata, where)
+        return cls(name=str(metadata.get("name") or name), body=body.lstrip("\n"), metadata=metadata, path=path)
+
+    @classmethod
+    def load(cls, path: Path) -> Template:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigurationError(f"{path}: template file not found") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigurationError(f"{path}: the template is not UTF-8 text ({exc})") from exc
+        return cls.parse(text, name=path.stem, path=path)
+
+    # -- front matter ---------------------------------------------------------------------
+    @property
+    def model(self) -> str | None:
+        value = self.metadata.get("model")
+        return str(value) if value else None
+
+    @property
+    def description(self) -> str | None:
+        value = self.metadata.get("description")
+        return str(value) if value else None
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return {k: self.metadata[k] for k in SETTING_KEYS if self.metadata.get(k) is not None}
+
+    @property
+    def tools(self) -> Any:
+        return self.metadata.get("tools")
+
+    @property
+    def mcp(self) -> Any:
+        return self.metadata.get("mcp")
+
+    @property
+    def max_turns(self) -> int | None:
+        value = self.metadata.get("max_turns")
+        return int(value) if value is not None else None
+
+    # -- rendering ------------------------------------------------------------------------
+    def render(self, context: Mapping[str, Any] | None = None, /, **more: Any) -> str:
+        from jinja2 import TemplateError
+
+        values = {**(context or {}), **more}
+        try:
+            return str(_jinja().from_string(self.body).render(**values)).strip()
+        except TemplateError as exc:
+            where = str(self.path) if self.path else f"template '{self.name}'"
+            line = getattr(exc, "lineno", None)
+            at = f" (line {line} of the body)" if line else ""
+            raise ConfigurationError(f"{where}: cannot render the template{at}: {exc}") from exc
+
+
+def _check_metadata(meta: Mapping[str, Any], where: str) -> None:
+    for key in _NUMBER_KEYS:
+        value = meta.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise ConfigurationError(f"{where}: front matter '{key}' must be a number, got {value!r}")
+    for key in _INT_KEYS:
+        value = meta.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise ConfigurationError(f"{where}: front matter '{key}' must be a positive whole number, got {value!r}")
+    stop = meta.get("stop")
+    if stop is not None and not isinstance(stop, str | list):
+        raise ConfigurationError(f"{where}: front matter 'stop' must be a string or a list of strings")
+    model = meta.get("model")
+    if model is not None and not isinstance(model, str):
+        raise ConfigurationError(f"{where}: front matter 'model' must be a string like 'openai/gpt-4o-mini'")
+    for key in ("tools", "mcp"):
+        value = meta.get(key)
+        if value is not None and not isinstance(value, str | list):
+            raise ConfigurationError(
+                f"{where}: front matter '{key}' must be inherit, none, all or a list of names, got {value!r}"
+            )
+
+
+def search_path(folder: Path | None = None, *, kind: str = "templates", extra: Iterable[Path] = ()) -> list[Path]:
+    """Directories searched for templates (``kind="templates"``) or robots, most specific first."""
+    from workspace import paths
+
+    dirs: list[Path] = [Path(p) for p in extra]
+    if folder is not None:
+        dirs.append(paths.project_dir(folder) / kind)
+    dirs.append(paths.config_dir() / kind)
+    dirs.append(paths.resources_dir() / kind)
+    return dirs
+
+
+def find_template(name: str, dirs: Iterable[Path]) -> Template:
+    """Load template ``name`` (a path, or a name looked up as ``<dir>/<name>.md``)."""
+    candidate = Path(name)
+    if candidate.suffix in (".md", ".markdown", ".txt", ".j2", ".jinja") and candidate.is_file():
+        return Template.load(candidate)
+    searched = []
+    for directory in dirs:
+        for ext in (".md", ".markdown", ".j2", ".txt"):
+            path = Path(directory) / f"{name}{ext}"
+            if path.is_file():
+                return Template.load(path)
+        searched.append(str(directory))
+    raise ConfigurationError(
+        f"Template '{name}' not found. Looked for {name}.md in: {', '.join(searched) or '(no folders)'}"
+    )

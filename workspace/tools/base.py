@@ -1,0 +1,280 @@
+"""Tools: a name, a description, a JSON schema and a handler (sync or async).
+
+Arguments are validated against the schema before the handler runs; invalid
+arguments, a raising handler or a timeout become an error result the model can
+read (``{"error": ...}``), never a crash of the agent loop. Sync handlers run in a
+worker thread so the event loop never blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workspace.errors import Error, serialize
+
+if TYPE_CHECKING:
+    from workspace.memory import Memory
+    from workspace.providers.base import ToolSpec
+
+DEFAULT_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolContext:
+    """What a handler may ask for by declaring a parameter of this type (or named ``context``)."""
+
+    robot: str = ""
+    run_id: str = ""
+    call_id: str = ""
+    task: str | None = None
+    memory: Memory | None = None
+    network: Any = None
+    #: The folder the user opened; file tools refuse paths outside it.
+    folder: Path | None = None
+    #: The run's proposed change set collector (see :mod:`workspace.changes`), if any.
+    changes: Any = None
+    #: Emit an extra event into the run's stream (``emit(EventClass, **fields)``).
+    emit: Callable[..., Any] | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ToolOutput:
+    """A handler's result when what the model sees and what people see differ.
+
+    ``data`` goes to the model (as ``{"data": data}``, or ``{"error": data}`` when
+    ``is_error``); ``raw`` is the full payload the inspector shows (MCP content
+    blocks, images, structured content).
+    """
+
+    data: Any
+    raw: Any = None
+    is_error: bool = False
+
+
+class Tool:
+    """A tool a robot can call.
+
+    ``handler(input)`` receives the validated argument dict; it may also accept the
+    keywords ``context`` (a :class:`ToolContext`) and RobotLab's ``robot``, ``network``
+    and ``step``. It may be a coroutine function.
+    """
+
+    __slots__ = (
+        "_accepts",
+        "_validator",
+        "annotations",
+        "description",
+        "handler",
+        "mcp",
+        "name",
+        "parameters",
+        "strict",
+        "timeout",
+        "title",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        description: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        handler: Callable[..., Any] | None = None,
+        *,
+        mcp: str | None = None,
+        strict: bool | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        title: str | None = None,
+    ) -> None:
+        self.name = str(name)
+        self.description = description
+        self.parameters: dict[str, Any] | None = dict(parameters) if parameters is not None else None
+        self.handler = handler
+        #: MCP server name for tools discovered from a server (RobotLab's ``mcp``).
+        self.mcp = mcp
+        self.strict = strict
+        #: MCP tool annotations (readOnlyHint, destructiveHint, idempotentHint, openWorldHint).
+        self.annotations: dict[str, Any] = dict(annotations or {})
+        self.timeout = timeout
+        self.title = title
+        self._validator: Any = None
+        self._accepts: frozenset[str] | None = None
+
+    # -- RobotLab's surface ---------------------------------------------------------------
+    @property
+    def is_mcp(self) -> bool:
+        return self.mcp is not None
+
+    @property
+    def server(self) -> str | None:
+        return self.mcp
+
+    @property
+    def params_schema(self) -> dict[str, Any] | None:
+        return self.parameters
+
+    @property
+    def provider_params(self) -> dict[str, Any]:
+        return {}
+
+    @property
+    def read_only(self) -> bool:
+        return bool(self.annotations.get("readOnlyHint"))
+
+    @property
+    def destructive(self) -> bool:
+        # MCP's default for destructiveHint is true when readOnlyHint is false.
+        if self.read_only:
+            return False
+        return bool(self.annotations.get("destructiveHint", False))
+
+    def to_json_schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.description is not None:
+            out["description"] = self.description
+        out["parameters"] = self.parameters if self.parameters is not None else dict(DEFAULT_PARAMETERS)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.description is not None:
+            out["description"] = self.description
+        if self.parameters is not None:
+            out["parameters"] = self.parameters
+        if self.mcp is not None:
+            out["mcp"] = self.mcp
+        if self.strict is not None:
+            out["strict"] = self.strict
+        if self.annotations:
+            out["annotations"] = self.annotations
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    def spec(self) -> ToolSpec:
+        from workspace.providers.base import ToolSpec
+
+        return ToolSpec(
+            name=self.name,
+            description=self.description or "",
+            parameters=self.parameters if self.parameters is not None else dict(DEFAULT_PARAMETERS),
+        )
+
+    def __repr__(self) -> str:
+        where = f" mcp={self.mcp!r}" if self.mcp else ""
+        return f"<Tool {self.name!r}{where}>"
+
+    # -- validation -----------------------------------------------------------------------
+    def validate(self, arguments: Any) -> list[str]:
+        """Problems with ``arguments`` against the schema, as sentences; empty when valid."""
+        if not isinstance(arguments, dict):
+            return [f"arguments must be a JSON object, got {type(arguments).__name__}"]
+        if not self.parameters:
+            return []
+        if self._validator is None:
+            import jsonschema
+
+            cls = jsonschema.validators.validator_for(self.parameters, default=jsonschema.Draft202012Validator)
+            try:
+                cls.check_schema(self.parameters)
+                self._validator = cls(self.parameters)
+            except jsonschema.SchemaError:
+                # A server's schema we cannot use is not the model's fault: accept the call.
+                self._validator = False
+        if self._validator is False:
+            return []
+        problems = []
+        for err in sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)):
+            where = "/".join(str(p) for p in err.absolute_path)
+            problems.append(f"{where}: {err.message}" if where else err.message)
+        return problems
+
+    # -- calling --------------------------------------------------------------------------
+    def _accepted_keywords(self) -> frozenset[str]:
+        if self._accepts is None:
+            handler = self.handler
+            try:
+                params = inspect.signature(handler).parameters if handler is not None else {}
+            except (TypeError, ValueError):
+                params = {}
+            if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+                self._accepts = frozenset({"context", "robot", "network", "step", "*"})
+            else:
+                self._accepts = frozenset(n for n in params if n in {"context", "robot", "network", "step"})
+        return self._accepts
+
+    def _handler_kwargs(self, context: ToolContext | None) -> dict[str, Any]:
+        accepts = self._accepted_keywords()
+        kwargs: dict[str, Any] = {}
+        if "context" in accepts:
+            kwargs["context"] = context
+        if "robot" in accepts:
+            kwargs["robot"] = context.robot if context else None
+        if "network" in accepts:
+            kwargs["network"] = context.network if context else None
+        if "step" in accepts:
+            kwargs["step"] = context.task if context else None
+        return kwargs
+
+    def call(self, input: Any = None, **context: Any) -> Any:
+        """RobotLab's synchronous ``call``: the handler's value, or ``{"error": {...}}``.
+
+        Library errors (:class:`workspace.errors.Error`) propagate; other exceptions are
+        returned as data. No schema validation happens here (as in RobotLab).
+        """
+        if self.handler is None:
+            raise Error(f"Tool '{self.name}' has no handler defined")
+        ctx = ToolContext(
+            robot=str(context.get("robot") or ""), network=context.get("network"), task=context.get("step")
+        )
+        try:
+            value = self.handler(input if input is not None else {}, **self._handler_kwargs(ctx))
+            if inspect.isawaitable(value):
+                raise Error(f"Tool '{self.name}' has an async handler: use 'await tool.invoke(...)'")
+            return value
+        except Error:
+            raise
+        except Exception as exc:
+            return {"error": serialize(exc)}
+
+    async def invoke(self, arguments: Any, context: ToolContext | None = None) -> ToolOutput:
+        """Validate, run the handler off the event loop if it is sync, and capture errors."""
+        if self.handler is None:
+            return ToolOutput(f"Tool '{self.name}' has no handler defined", is_error=True)
+        problems = self.validate(arguments)
+        if problems:
+            schema = json.dumps(self.parameters, ensure_ascii=False)
+            return ToolOutput(
+                f"Invalid arguments for tool '{self.name}': " + "; ".join(problems)
+                + f". Call it again with arguments matching this JSON schema: {schema}",
+                is_error=True,
+            )
+        kwargs = self._handler_kwargs(context)
+        try:
+            if inspect.iscoroutinefunction(self.handler) or inspect.iscoroutinefunction(
+                getattr(self.handler, "__call__", None)  # noqa: B004
+            ):
+                coro = self.handler(arguments, **kwargs)
+                value = await (asyncio.wait_for(coro, self.timeout) if self.timeout else coro)
+            else:
+                fut = asyncio.to_thread(self.handler, arguments, **kwargs)
+                value = await (asyncio.wait_for(fut, self.timeout) if self.timeout else fut)
+                if inspect.isawaitable(value):
+                    value = await value
+        except TimeoutError:
+            return ToolOutput(f"Tool '{self.name}' timed out after {self.timeout:g} s", is_error=True)
+        except Exception as exc:
+            return ToolOutput(serialize(exc), is_error=True)
+        if isinstance(value, ToolOutput):
+            return value
+        if isinstance(value, dict) and set(value) == {"error"}:
+            return ToolOutput(value["error"], raw=None, is_error=True)
+        return ToolOutput(value)

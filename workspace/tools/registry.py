@@ -1,0 +1,52 @@
+"""Named built-in tools robots can list by name (``tools: [read_file, list_files]``).
+
+Built-ins register through the same path as anyone's tools: :func:`register`.
+The file tools of :mod:`workspace.tools.files` are loaded on first lookup.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+
+from workspace.tools.base import Tool
+
+_TOOLS: dict[str, Tool] = {}
+_LOADED = False
+#: Modules whose import registers built-in tools.
+BUILTIN_MODULES = ["workspace.tools.files", "workspace.tools.memory_tools"]
+
+
+def register(tool: Tool) -> Tool:
+    _TOOLS[tool.name] = tool
+    return tool
+
+
+def _load() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    for module in BUILTIN_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+def get(name: str) -> Tool | None:
+    _load()
+    return _TOOLS.get(name)
+
+
+def builtin_tools() -> list[Tool]:
+    _load()
+    return list(_TOOLS.values())
+
+
+def lookup(names: Iterable[str]) -> list[Tool]:
+    """The registered tools among ``names`` (patterns allowed), in registry order."""
+    from workspace.tools.selection import filter_tools
+
+    return filter_tools(builtin_tools(), list(names))
