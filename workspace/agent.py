@@ -27,6 +27,7 @@ from typing import Any
 from workspace import events as ev
 from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest
 from workspace.errors import ProviderError, serialize
+from workspace.memory import writer_var
 from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
 from workspace.providers.base import FinishChunk, Provider, TextChunk, ToolCallChunk, UsageChunk
 from workspace.result import RobotResult
@@ -106,6 +107,7 @@ class AgentRun:
         self._started = time.monotonic()
         self._memory_remover: Callable[[], None] | None = None
         self._turn_results: dict[str, ToolResultMessage] = {}
+        self._began = False
 
     # -- public -------------------------------------------------------------------------
     def start(self) -> AgentRun:
@@ -119,7 +121,9 @@ class AgentRun:
             self._stop_reason = reason
         if self._task is None:
             self.start()
-        if self._task is not None and not self._task.done():
+        # A task cancelled before its first step never runs its body (no terminal event):
+        # the run checks the stop reason when it begins instead.
+        if self._began and self._task is not None and not self._task.done():
             self._task.cancel()
 
     @property
@@ -177,7 +181,11 @@ class AgentRun:
         spec = self.spec
         text_parts: list[str] = []
         pending_calls: list[ToolMessage] = []
+        self._began = True
         try:
+            if self._stop_reason is not None:
+                raise asyncio.CancelledError
+            writer_var.set(spec.robot)  # this task's memory writes are this robot's
             self._watch_memory()
             self.emit(ev.RunStarted, message=spec.message, model=spec.provider.label,
                       is_language_model=spec.provider.is_language_model)

@@ -17,6 +17,7 @@ import asyncio
 import copy as _copy
 import inspect
 import json
+import contextvars
 import logging
 import re
 import threading
@@ -50,6 +51,12 @@ HISTORY_LIMIT = 100
 
 SubscriptionCallback = Callable[["MemoryChange"], Any]
 Observer = Callable[["MemoryChange"], Any]
+
+
+#: The writer of memory changes made by the current asyncio task (and the threads it starts).
+#: A robot run sets it for its own task, so concurrent robots in one network sharing one memory
+#: are attributed correctly; ``Memory.current_writer`` is the fallback outside any run.
+writer_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("robotlab_memory_writer", default=None)
 
 
 def _key(key: Any) -> str:
@@ -601,7 +608,7 @@ class Memory:
                 key=k,
                 value=value,
                 previous=previous,
-                writer=writer if writer is not None else self.current_writer,
+                writer=writer if writer is not None else (writer_var.get() or self.current_writer),
                 network_name=self._network_name,
             )
             self._record(change)

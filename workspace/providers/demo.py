@@ -93,7 +93,7 @@ class DemoProvider:
         for name, spec in tools.items():
             short = name.split("__", 1)[-1]
             if (name.lower() in low or (len(short) > 3 and re.search(rf"\b{re.escape(short.lower())}\b", low))) \
-                    and name not in _FILE_TOOLS:
+                    and name not in _FILE_TOOLS and name not in _MEMORY_TOOLS:
                 return [ToolCall(name, _arguments_for(spec, text, name))]
 
         m = re.search(r"(?:replace|change)\s+(.+?)\s+(?:with|to|by)\s+(.+?)\s+in\s+(" + _FILE + ")", text,
@@ -186,6 +186,9 @@ class DemoProvider:
 
 _FILE_TOOLS = {"read_file", "list_files", "search_files", "write_file", "edit_file", "apply_patch", "create_file",
                "delete_file", "rename_file"}
+
+
+_MEMORY_TOOLS = {"remember", "recall"}
 
 
 def _first_turn(messages: list[Message]) -> bool:

@@ -1,0 +1,92 @@
+"""Configuration layers and errors that name the file and the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workspace import paths
+from workspace.config import DEFAULTS, load_config
+from workspace.errors import ConfigurationError
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults() -> None:
+    cfg = load_config(env={})
+    assert cfg.llm.model is None and cfg.agent.max_turns == 20
+    assert cfg.agent.tools == "all" and cfg.review.mode == "review" and cfg.ui.theme == "light"
+    assert cfg.get("llm.timeout") == DEFAULTS["llm"]["timeout"]
+
+
+def test_layers_in_order(tmp_path: Path) -> None:
+    write(paths.user_config_file(), "llm:\n  model: user/model\n  temperature: 0.1\nagent:\n  max_turns: 5\n")
+    project = tmp_path / "proj"
+    write(paths.project_config_file(project), "llm:\n  model: project/model\n")
+    env = {"ROBOT_LAB_AGENT__MAX_TURNS": "7"}
+    cfg = load_config(project, env=env, overrides={"ui": {"theme": "dark"}})
+    assert cfg.llm.model == "project/model"
+    assert cfg.llm.temperature == 0.1
+    assert cfg.agent.max_turns == 7
+    assert cfg.ui.theme == "dark"
+    assert cfg.source_of("llm.model") == str(paths.project_config_file(project))
+    assert cfg.source_of("agent.max_turns") == "ROBOT_LAB_AGENT__MAX_TURNS"
+    assert cfg.source_of("ui.theme") == "argument"
+    assert cfg.source_of("llm.timeout") == "default"
+
+
+def test_robotlab_ruby_llm_section_alias() -> None:
+    assert load_config(env={"ROBOT_LAB_RUBY_LLM__MODEL": "gpt-4o"}).llm.model == "gpt-4o"
+
+
+def test_bad_value_names_file_and_key() -> None:
+    write(paths.user_config_file(), "llm:\n  temperature: hot\n")
+    with pytest.raises(ConfigurationError) as info:
+        load_config(env={})
+    message = str(info.value)
+    assert str(paths.user_config_file()) in message and "llm.temperature" in message and "'hot'" in message
+
+
+def test_unknown_key_lists_allowed_keys(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    write(paths.project_config_file(project), "review:\n  mode: review\n  colour: blue\n")
+    with pytest.raises(ConfigurationError, match=r"unknown key 'review.colour'; allowed keys: mode"):
+        load_config(project, env={})
+
+
+def test_bad_enum_from_environment_names_the_variable() -> None:
+    with pytest.raises(ConfigurationError, match="ROBOT_LAB_REVIEW__MODE: 'review.mode' = 'sometimes'"):
+        load_config(env={"ROBOT_LAB_REVIEW__MODE": "sometimes"})
+
+
+def test_malformed_yaml_names_file_and_line() -> None:
+    write(paths.user_config_file(), "llm:\n  model: [unclosed\n")
+    with pytest.raises(ConfigurationError, match=r"config.yaml: the configuration file is not valid YAML at line"):
+        load_config(env={})
+
+
+def test_non_mapping_file() -> None:
+    write(paths.user_config_file(), "- just\n- a list\n")
+    with pytest.raises(ConfigurationError, match="must hold a mapping"):
+        load_config(env={})
+
+
+def test_mcp_servers_merge_by_name_and_keep_unknown_keys(tmp_path: Path) -> None:
+    write(paths.user_config_file(), "mcpServers:\n  a: {command: one, custom: kept}\n  b: {url: 'http://x'}\n")
+    project = tmp_path / "p"
+    write(paths.project_config_file(project), "mcp_servers:\n  a: {command: two}\n")
+    cfg = load_config(project, env={})
+    assert cfg.mcp_servers == {"a": {"command": "two"}, "b": {"url": "http://x"}}
+    cfg2 = load_config(env={})
+    assert cfg2.mcp_servers["a"]["custom"] == "kept"
+
+
+def test_api_keys_are_not_configuration() -> None:
+    write(paths.user_config_file(), "llm:\n  api_key: sk-secret\n")
+    with pytest.raises(ConfigurationError, match="unknown key 'llm.api_key'"):
+        load_config(env={})

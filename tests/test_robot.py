@@ -1,0 +1,167 @@
+"""Spec 3: robot_test.rb (adapted to the newer RobotLab: positional run, kept conversation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workspace.config import load_config
+from workspace.messages import TextMessage
+from workspace.providers.testing import ScriptedProvider, ToolCall
+from workspace.robot import Robot
+from workspace.templates import Template
+from workspace.tools import Tool, tool
+
+
+@tool
+def search(query: str) -> str:
+    """Search."""
+    return f"found {query}"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_construction_and_to_dict() -> None:
+    r = Robot("helper", system_prompt="Be nice.", description="A helper robot", local_tools=[search],
+              model="openai/gpt-4o-mini")
+    assert r.name == "helper" and r.description == "A helper robot"
+    assert r.local_tools == [search] and r.tools == [search]
+    assert r.model == "openai/gpt-4o-mini"
+    d = r.to_dict()
+    assert d["system_prompt"] == "Be nice." and d["local_tools"] == ["search"] and "template" not in d
+    assert d["mcp_config"] == "inherit" and d["tools_config"] == "inherit"
+    assert "description" not in Robot("x", system_prompt="y").to_dict()
+
+
+def test_requires_template_or_system_prompt() -> None:
+    with pytest.raises(ValueError, match="Must provide either template or system_prompt"):
+        Robot("nothing")
+
+
+def test_default_model_comes_from_configuration(tmp_path: Path) -> None:
+    cfg = load_config(overrides={"llm": {"model": "anthropic/claude-x"}})
+    assert Robot("x", system_prompt="y", config=cfg).model == "anthropic/claude-x"
+    assert Robot("x", system_prompt="y", config=load_config()).model is None  # offline demo
+
+
+def test_model_precedence_explicit_then_front_matter_then_config() -> None:
+    cfg = load_config(overrides={"llm": {"model": "config/model"}})
+    tmpl = Template.parse("---\nmodel: front/matter\ntemperature: 0.3\n---\nHi")
+    assert Robot("a", template=tmpl, config=cfg).model == "front/matter"
+    assert Robot("a", template=tmpl, config=cfg, model="explicit/model").model == "explicit/model"
+    assert Robot("a", template=Template.parse("Hi"), config=cfg).model == "config/model"
+    assert Robot("a", template=tmpl, config=cfg).settings == {"temperature": 0.3}
+
+
+def test_template_by_name_from_project_folder(tmp_path: Path) -> None:
+    write(tmp_path / ".robotlab" / "templates" / "greeter.md",
+          "---\ndescription: Greets\ntools: [search]\n---\nYou greet {{ company }} customers.{% if vip %} VIP!{% endif %}")
+    r = Robot("g", template="greeter", folder=tmp_path, context={"company": "ACME"}, local_tools=[search])
+    assert r.description == "Greets" and r.tools_config == ["search"]
+    assert r.render_system() == "You greet ACME customers."
+    assert r.render_system({"vip": True}) == "You greet ACME customers. VIP!"
+
+
+def test_template_and_system_prompt_both_used() -> None:
+    r = Robot("a", template=Template.parse("From template."), system_prompt="Extra.")
+    assert r.render_system() == "From template.\n\nExtra."
+
+
+def test_context_may_be_callable() -> None:
+    r = Robot("a", template=Template.parse("{{ x }}"), context=lambda network=None: {"x": "computed"})
+    assert r.render_system() == "computed"
+    assert Robot("a", system_prompt="s", context=42).build_context() == {}  # type: ignore[arg-type]
+
+
+async def test_conversation_is_kept_across_runs_and_reset() -> None:
+    p = ScriptedProvider(["First.", "Second."])
+    r = Robot("chat", system_prompt="You chat.", provider=p)
+    await r.arun("one")
+    await r.arun("two")
+    assert [m.content for m in p.history[1].messages if isinstance(m, TextMessage)] == ["one", "First.", "two"]
+    assert p.history[1].system == "You chat."
+    r.reset()
+    assert r.history == []
+
+
+async def test_run_variables_reach_the_template() -> None:
+    p = ScriptedProvider(["ok"])
+    r = Robot("t", template=Template.parse("Customer: {{ customer.name }}; asked: {{ message }}"), provider=p)
+    await r.arun("Where is my order?", customer={"name": "Ada"})
+    assert p.history[0].system == "Customer: Ada; asked: Where is my order?"
+
+
+async def test_empty_tool_list_means_no_tools_and_names_select_builtins() -> None:
+    p = ScriptedProvider(["ok", "ok", "ok"])
+    r = Robot("t", system_prompt="s", local_tools=[search], tools=[], provider=p)
+    await r.arun("x")
+    assert p.history[0].tool_names == []
+    await r.arun("y", tools="all")
+    assert p.history[1].tool_names == ["search"]
+    r2 = Robot("t2", system_prompt="s", tools=["recall", "remember"], provider=p)
+    await r2.arun("z")
+    assert sorted(p.history[2].tool_names) == ["recall", "remember"]
+
+
+async def test_functions_given_as_tools_become_local_tools() -> None:
+    def shout(text: str) -> str:
+        """Shout it."""
+        return text.upper()
+
+    p = ScriptedProvider([[ToolCall("shout", {"text": "hi"})], "done"])
+    r = Robot("s", system_prompt="s", tools=[shout], provider=p)
+    result = await r.arun("x")
+    assert result.tool_calls[0].data == "HI"  # type: ignore[attr-defined]
+    assert isinstance(r.local_tools[0], Tool)
+
+
+async def test_memory_option_dict_is_merged_and_results_appended() -> None:
+    p = ScriptedProvider(["ok"])
+    r = Robot("m", system_prompt="s", provider=p)
+    await r.arun("x", memory={"user_id": 7})
+    assert r.memory.get("user_id") == 7 and len(r.memory.results) == 1
+    r.reset_memory()
+    assert r.memory.get("user_id") is None
+
+
+async def test_robot_cannot_run_twice_at_once() -> None:
+    import asyncio
+
+    from workspace.providers.testing import Pause
+
+    gate = asyncio.Event()
+    r = Robot("busy", system_prompt="s", provider=ScriptedProvider([["a", Pause(event=gate)], "b"]))
+    run = r.stream("one")
+    run.start()
+    with pytest.raises(RuntimeError, match="already running"):
+        r.stream("two")
+    gate.set()
+    await run.wait()
+
+
+def test_bad_tools_value_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="inherit, none, all"):
+        Robot("x", system_prompt="y", tools="everything")
+    with pytest.raises(ValueError, match="Invalid tool"):
+        Robot("x", system_prompt="y", tools=[42])
+
+
+def test_shipped_like_robot_file_loads(tmp_path: Path) -> None:
+    from workspace.catalog import find_robot_file, list_robots, load_robot
+
+    write(tmp_path / ".robotlab" / "robots" / "mine.md", "---\nname: mine\ndescription: Mine\n---\nHello")
+    names = [r.name for r in list_robots(tmp_path)]
+    assert "mine" in names
+    assert find_robot_file("mine", tmp_path).name == "mine.md"
+    robot: Any = load_robot("mine", folder=tmp_path)
+    assert robot.description == "Mine"
+    from workspace.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="Unknown robot 'ghost'. Available robots:"):
+        find_robot_file("ghost", tmp_path)
