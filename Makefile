@@ -1,9 +1,6 @@
-# RobotLab Workspace: two commands do all the set-up.
-#   make run    start the desktop app (works offline, with no API key)
-#   make test   run the whole test suite (lint, type check, tests)
-# Both install what they need first: a virtual environment in .venv, the Python
-# packages, the MCP reference servers (npm) for the tests, and the system libraries
-# Qt needs when they are missing (Debian/Ubuntu, with root or sudo).
+# Conveniences over the two set-up commands of the README:
+#   scripts/run    start the desktop app (make run)
+#   scripts/test   run the whole test suite (make test)
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -11,13 +8,11 @@ PY     := $(VENV)/bin/python
 
 .PHONY: run test install install-dev bench screenshot package clean lint typecheck
 
-run: install
-	@scripts/run-app.sh
+run:
+	@scripts/run
 
-test: install-dev
-	$(VENV)/bin/ruff check workspace ui tests bench packaging
-	$(VENV)/bin/mypy
-	QT_QPA_PLATFORM=offscreen $(VENV)/bin/pytest -q -p no:cacheprovider
+test:
+	@scripts/test
 
 install:
 	@PYTHON=$(PYTHON) VENV=$(VENV) scripts/bootstrap.sh app

@@ -33,25 +33,37 @@ extra=""; [ "$MODE" = dev ] && extra="[dev]"
 stamp="$STAMPS/pip-$MODE"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   say "Installing Python packages ($MODE)"
-  "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  "$VENV/bin/python" -m pip install -q -e ".$extra" 2>&1 | grep -v -E "^WARNING: Location .* is ignored" || true
-  "$VENV/bin/python" -c 'import PySide6, qasync, litellm, mcp, yaml, pygments' || { echo "Python packages failed to install" >&2; exit 1; }
+  log="$VENV/pip-install.log"
+  if ! "$VENV/bin/python" -m pip install -q -e ".$extra" >"$log" 2>&1; then
+    grep -v -E "^WARNING: Location .* is ignored" "$log" | tail -40 >&2
+    echo "Installing the Python packages failed (full log: $log). Check your network access to PyPI." >&2
+    exit 1
+  fi
+  LITELLM_LOCAL_MODEL_COST_MAP=True "$VENV/bin/python" -c 'import PySide6, qasync, litellm, mcp, yaml, pygments' \
+    || { echo "Python packages failed to import (see $log)" >&2; exit 1; }
   touch "$stamp"
 fi
 
-# 3. System libraries Qt needs to open a window (skipped when they are present).
-if [ "$MODE" = app ] && command -v dpkg-query >/dev/null; then
-  missing=""
-  for pkg in libegl1 libgl1 libfontconfig1 libxkbcommon0 libxkbcommon-x11-0 libdbus-1-3 libglib2.0-0 \
-             libx11-xcb1 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-randr0 \
-             libxcb-render-util0 libxcb-shape0 libxcb-xfixes0 libxcb-xkb1 fonts-dejavu-core; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"
-  done
-  if [ -n "$missing" ]; then
-    say "Installing system libraries Qt needs:$missing"
-    if ! { need_root apt-get update -qq && need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null; }; then
-      echo "Could not install:$missing. Install them with your package manager; the app may not open a window without them." >&2
-    fi
+# 3. System libraries Qt needs (even offscreen, QtGui links EGL, GL, fontconfig, xkbcommon...).
+#    Checked with ldd on Qt's own libraries and platform plugins, so nothing is installed
+#    when the machine already has them.
+qt_missing() {
+  local qt
+  qt="$("$VENV/bin/python" -c 'import PySide6, os; print(os.path.dirname(PySide6.__file__))')/Qt"
+  local files="$qt/lib/libQt6Gui.so.6 $qt/lib/libQt6Widgets.so.6 $qt/plugins/platforms/libqoffscreen.so"
+  [ "$MODE" = app ] && files="$files $qt/plugins/platforms/libqxcb.so"
+  for f in $files; do [ -e "$f" ] && ldd "$f" 2>/dev/null | grep -q "not found" && return 0; done
+  return 1
+}
+if [ "$(uname)" = Linux ] && command -v ldd >/dev/null && qt_missing; then
+  pkgs="libegl1 libgl1 libglib2.0-0 libfontconfig1 libfreetype6 libxkbcommon0 libdbus-1-3 libx11-6 libx11-xcb1 fonts-dejavu-core"
+  [ "$MODE" = app ] && pkgs="$pkgs libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 \
+libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xfixes0 libxcb-xkb1 libxcb-shm0 libxcb-sync1 libxcb-xinerama0"
+  say "Installing the system libraries Qt needs"
+  if ! { need_root apt-get update -qq && need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $pkgs >/dev/null; }; then
+    echo "Qt is missing system libraries and they could not be installed automatically." >&2
+    echo "Install them with your package manager (Debian/Ubuntu: sudo apt-get install $pkgs)." >&2
+    exit 1
   fi
 fi
 
