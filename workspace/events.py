@@ -59,17 +59,21 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     cls = _REGISTRY.get(str(kind))
     if cls is None:
         raise ValueError(f"Unknown event kind: {kind!r}. Known kinds: {', '.join(sorted(_REGISTRY))}")
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))
     kwargs = {k: v for k, v in data.items() if k in names}
-    if cls is RunFinished and isinstance(kwargs.get("result"), dict):
-        from workspace.result import RobotResult
+    for key in _RESULT_FIELDS.get(cls.kind, ()):
+        if isinstance(kwargs.get(key), dict):
+            from workspace.result import RobotResult
 
-        kwargs["result"] = RobotResult.from_dict(kwargs["result"])
-    if cls is RunCancelled and isinstance(kwargs.get("partial"), dict):
-        from workspace.result import RobotResult
-
-        kwargs["partial"] = RobotResult.from_dict(kwargs["partial"])
+            kwargs[key] = RobotResult.from_dict(kwargs[key])
     return cls(**kwargs)
+
+
+_FIELDS: dict[type[Event], frozenset[str]] = {}
+#: Fields holding a RobotResult, rebuilt from their dicts.
+_RESULT_FIELDS = {"run_finished": ("result",), "run_cancelled": ("partial",), "run_failed": ("partial",)}
 
 
 def event_kinds() -> list[str]:

@@ -224,7 +224,7 @@ class Robot:
         manager = self.mcp_manager
         if manager is None:
             try:
-                from workspace.mcp import default_manager  # type: ignore[attr-defined]
+                from workspace.mcp import default_manager
             except ImportError as exc:  # pragma: no cover - the mcp extra is a dependency
                 raise ConfigurationError(f"MCP servers are configured but MCP support is missing: {exc}") from exc
             manager = default_manager()

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import select
 import socket
 import threading
 import time
@@ -151,6 +152,7 @@ class RecordedRequest:
 
     method: str
     path: str
+    #: Header names in lower case.
     headers: dict[str, str]
     body: Any
 
@@ -223,8 +225,27 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.owner._track(self.connection, add=False)
 
     def _sleep(self, seconds: float) -> None:
-        if seconds > 0 and self.server.owner._stopping.wait(seconds):
-            raise _Gone
+        """Wait, but notice a client that hangs up (counted in ``disconnects``) or a stop."""
+        owner = self.server.owner
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if owner._stopping.wait(min(left, 0.02)):
+                raise _Gone
+            if self._client_gone():
+                owner._note_disconnect()
+                raise _Gone
+
+    def _client_gone(self) -> bool:
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if not readable:
+                return False
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
 
     def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
@@ -273,7 +294,7 @@ class _Handler(BaseHTTPRequestHandler):
     # -- HTTP verbs ------------------------------------------------------------------------
     def do_GET(self) -> None:
         owner = self.server.owner
-        owner._record(RecordedRequest("GET", self.path, dict(self.headers.items()), None))
+        owner._record(RecordedRequest("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, None))
         if self.path.rstrip("/").endswith("/models"):
             self._send_json(200, {"object": "list", "data": [{"id": "fake", "object": "model",
                                                                "owned_by": "fake-llm-server"}]})
@@ -288,7 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
             body: Any = json.loads(raw) if raw else {}
         except ValueError:
             body = raw.decode(errors="replace")
-        owner._record(RecordedRequest("POST", self.path, dict(self.headers.items()), body))
+        owner._record(RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
         path = self.path.split("?", 1)[0].rstrip("/")
         anthropic = path.endswith("/messages")
         if not (anthropic or path.endswith("/chat/completions")):
@@ -457,6 +478,7 @@ class FakeLLMServer:
         self._queue: deque[list[Any]] = deque()  # [Reply, remaining uses]
         self._log: list[RecordedRequest] = []
         self._connections: set[socket.socket] = set()
+        self._disconnects = 0
         self._stopping = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -539,6 +561,23 @@ class FakeLLMServer:
         with self._lock:
             return list(self._log)
 
+    @property
+    def disconnects(self) -> int:
+        """How many clients hung up while the server was stalling (a cancelled stream closes)."""
+        with self._lock:
+            return self._disconnects
+
+    def wait_for_disconnects(self, count: int, timeout: float = 5.0) -> bool:
+        """Block until ``count`` clients hung up during a stall."""
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while self._disconnects < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._arrived.wait(left)
+        return True
+
     def wait_for_requests(self, count: int, timeout: float = 5.0) -> bool:
         """Block until ``count`` POSTs arrived (from another thread than the client's loop)."""
         deadline = time.monotonic() + timeout
@@ -556,6 +595,11 @@ class FakeLLMServer:
             self._log.append(request)
             self._arrived.notify_all()
 
+    def _note_disconnect(self) -> None:
+        with self._arrived:
+            self._disconnects += 1
+            self._arrived.notify_all()
+
     def _track(self, conn: socket.socket, *, add: bool) -> None:
         with self._lock:
             if add:
@@ -570,7 +614,7 @@ class FakeLLMServer:
                 entry[1] -= 1
                 if entry[1] <= 0:
                     self._queue.popleft()
-                return entry[0]  # type: ignore[no-any-return]
+                return entry[0]
         fn = self.reply_fn
         if fn is not None:
             value = fn(request)

@@ -8,8 +8,9 @@ What it does:
 
 - translates the neutral RobotLab transcript to OpenAI chat messages (litellm translates those
   for every other provider): the system prompt first, an assistant tool-call turn with
-  ``"content": ""`` (some local servers reject a missing content), tool results as
-  ``{"role": "tool", "tool_call_id", "content": str}``;
+  ``"content": ""`` for OpenAI-style servers (some local ones reject a missing content; for
+  Anthropic, litellm would turn ``""`` into a placeholder sentence, so it gets ``None``), tool
+  results as ``{"role": "tool", "tool_call_id", "content": str}``;
 - streams the answer as :class:`TextChunk`, :class:`ToolCallChunk` (argument fragments passed
   through; the agent loop assembles them), one :class:`UsageChunk` (cost when litellm knows the
   model's price, else ``None``) and a :class:`FinishChunk`;
@@ -20,14 +21,26 @@ What it does:
 - treats a stream that ends without a finish reason as an error ("the stream ended before the
   model finished"), never as a silent short answer, and never hangs (an idle guard backs up
   litellm's own timeout);
-- keeps litellm's per-call overhead down: its success logging (standard logging payload, cost
-  lookups, a deep copy and ``stream_chunk_builder`` run in a worker thread at the end of every
-  stream) is skipped by reading the usage litellm already collected and closing the stream as
-  soon as the finish chunk arrives; retries, telemetry and callbacks are off.
+- keeps litellm's per-call overhead down (a streamed tool round trip to a loopback server took
+  ~25-30 ms through ``litellm.acompletion`` as documented, ~10 ms here, ~6.5 ms with the OpenAI
+  SDK by hand; see ``bench/``):
+
+  * when litellm sent the request through the OpenAI SDK (OpenAI and every OpenAI-compatible
+    server), the SDK's raw chunks are read directly, skipping litellm's per-chunk re-wrapping;
+  * otherwise (Anthropic, Gemini, ...) litellm's normalised chunks are read until the finish
+    chunk, then the rest of the provider's stream (usage, end marker) is drained directly. Asking
+    litellm for more would run its end-of-stream logging, twice per stream: ``stream_chunk_builder``
+    in a worker thread, cost lookups, a deep copy and success-callback dispatch;
+  * litellm's retries are off (``num_retries=0``, ours are above), and the lazy imports of its
+    first call (the OpenAI SDK's resources, tiktoken's encoding) happen in the import thread.
+
+  Usage comes from the provider's own usage report (``stream_options.include_usage``); a server
+  that reports none gets no :class:`UsageChunk` rather than an estimate.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import email.utils
@@ -39,7 +52,8 @@ import random
 import re
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+import warnings
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workspace.errors import ProviderError
@@ -83,37 +97,52 @@ MAX_RETRY_AFTER = 30.0
 PLACEHOLDER_KEY = "sk-no-key-required"
 
 _NO_FINISH = "the stream ended before the model finished"
+#: Providers whose requests go out in OpenAI's chat format (besides litellm's
+#: ``openai_compatible_providers``).
+_OPENAI_WIRE: frozenset[str] = frozenset({
+    "openai", "azure", "custom_openai", "text-completion-openai", "ollama", "ollama_chat",
+    "openrouter", "mistral", "hosted_vllm", "lm_studio", "llamafile", "litellm_proxy",
+})
 
 # --------------------------------------------------------------------------------------------
 # Lazy import
 
 
 _litellm: Any = None
+_warmed = False
 _import_lock = threading.Lock()
 
 
-def load_litellm() -> Any:
+def load_litellm(*, warm: bool = False) -> Any:
     """Import and configure litellm once (thread-safe); later calls return the cached module.
 
     Before the import: ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (no price-map download and
     background retries when offline) and ``LITELLM_MODE=PRODUCTION`` (litellm otherwise loads a
     ``.env`` file from the current directory into the environment), unless already set.
-    After it: no debug banners, no retries of its own, no message logging, no callbacks.
+    After it: no debug banners, no retries of its own, no callbacks.
+
+    ``warm=True`` also loads what litellm would otherwise load lazily inside the first call
+    (the OpenAI SDK's resource modules, tiktoken's encoding): about 1 s that should be spent
+    in a worker thread rather than on the event loop.
     """
     global _litellm
     if _litellm is not None:
+        if warm and not _warmed:
+            _warm_up(_litellm)
         return _litellm
     with _import_lock:
         if _litellm is None:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
             os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
             started = time.perf_counter()
+            # litellm's types make pydantic warn about TypedDict ReadOnly items on first use.
+            warnings.filterwarnings("ignore", message=r".*is using the `ReadOnly` qualifier",
+                                    category=UserWarning)
             import litellm
 
             litellm.suppress_debug_info = True
             litellm.set_verbose = False
             litellm.num_retries = None
-            litellm.turn_off_message_logging = True
             litellm.disable_streaming_logging = True
             litellm.telemetry = False
             litellm.return_response_headers = False
@@ -125,12 +154,31 @@ def load_litellm() -> Any:
             _litellm = litellm
             log.debug("litellm %s imported in %.2f s", _version(litellm),
                       time.perf_counter() - started)
+    if warm and not _warmed:
+        _warm_up(_litellm)
     return _litellm
 
 
+def _warm_up(litellm: Any) -> None:
+    global _warmed
+    with _import_lock:
+        if _warmed:
+            return
+        started = time.perf_counter()
+        try:
+            import openai.resources.chat  # noqa: F401  (the OpenAI client imports it on first use)
+
+            # litellm's per-call bookkeeping counts tokens with tiktoken; load its encoding now.
+            litellm.token_counter(model="gpt-4o", text="warm-up")
+        except Exception as exc:
+            log.debug("litellm warm-up failed (harmless): %s", exc)
+        _warmed = True
+        log.debug("litellm warmed up in %.2f s", time.perf_counter() - started)
+
+
 async def preload_litellm() -> None:
-    """Import litellm in a worker thread, so the first model call does not stall the loop."""
-    await asyncio.to_thread(load_litellm)
+    """Import and warm up litellm in a worker thread, so the first model call is quick."""
+    await asyncio.to_thread(load_litellm, warm=True)
 
 
 def _version(module: Any) -> str:
@@ -212,8 +260,14 @@ def _result_content(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False, default=str)
 
 
-def to_openai_messages(system: str | None, messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """The neutral transcript as OpenAI chat messages (what litellm accepts for every provider)."""
+def to_openai_messages(system: str | None, messages: Sequence[Message], *,
+                       empty_content: str | None = "") -> list[dict[str, Any]]:
+    """The neutral transcript as OpenAI chat messages (what litellm accepts for every provider).
+
+    ``empty_content`` is the content of an assistant turn that only calls tools: ``""`` for
+    OpenAI-style servers (several local ones reject a missing content), ``None`` for providers
+    litellm translates (for Anthropic it would turn ``""`` into a placeholder sentence).
+    """
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
@@ -231,7 +285,7 @@ def to_openai_messages(system: str | None, messages: Sequence[Message]) -> list[
                 # Text the model wrote before its tool calls belongs to the same assistant turn.
                 previous["tool_calls"] = calls
             else:
-                out.append({"role": "assistant", "content": "", "tool_calls": calls})
+                out.append({"role": "assistant", "content": empty_content, "tool_calls": calls})
         elif message.is_tool_result:
             tool = message.tool  # type: ignore[attr-defined]
             out.append({"role": "tool", "tool_call_id": _call_id(tool),
@@ -271,10 +325,15 @@ def _provider_message(exc: BaseException) -> str:
     text = _PREFIX.sub("", text.strip()).strip()
     body = text
     if body.startswith(("b'", 'b"')) and body.endswith(("'", '"')):
-        body = body[2:-1]
+        # litellm quotes some providers' error bodies as a bytes repr: b'{"error": ...}'.
+        try:
+            value = ast.literal_eval(body)
+            body = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        except (ValueError, SyntaxError):
+            body = body[2:-1]
     if body.startswith("{"):
         try:
-            payload = json.loads(body.encode().decode("unicode_escape") if "\\" in body else body)
+            payload = json.loads(body)
         except ValueError:
             payload = None
         if isinstance(payload, dict):
@@ -285,7 +344,7 @@ def _provider_message(exc: BaseException) -> str:
                 return err
             if payload.get("message"):
                 return str(payload["message"])
-    return text or type(exc).__name__
+    return body or text or type(exc).__name__
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -332,14 +391,85 @@ def _is_connection_error(exc: BaseException) -> bool:
         or isinstance(exc, ConnectionError)
 
 
+_TIMEOUT_TEXT = re.compile(r"\btime(?:d)?[ -]?out\b", re.I)
+
+
 def _is_timeout(exc: BaseException) -> bool:
     names = {cls.__name__ for cls in type(exc).__mro__}
-    return isinstance(exc, TimeoutError) or bool(
-        names & {"Timeout", "APITimeoutError", "TimeoutException", "ReadTimeout", "ServerTimeoutError"})
+    if isinstance(exc, TimeoutError) or names & {"Timeout", "APITimeoutError", "TimeoutException",
+                                                 "ReadTimeout", "ServerTimeoutError"}:
+        return True
+    # aiohttp's read timeout reaches us as an APIConnectionError "Timeout on reading data from socket".
+    return "APIConnectionError" in names and bool(_TIMEOUT_TEXT.search(_provider_message(exc)))
 
 
 # --------------------------------------------------------------------------------------------
 # The provider
+
+
+def _field(obj: Any, name: str) -> Any:
+    """``obj.name`` or ``obj[name]`` (litellm mixes pydantic models and TypedDicts)."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _tokens(usage: Any, *names: str) -> int:
+    for name in names:
+        value = _field(usage, name)
+        if value:
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                continue
+    return 0
+
+
+def _is_openai_sdk_stream(stream: Any) -> bool:
+    """True for the OpenAI SDK's ``AsyncStream`` (raw ``ChatCompletionChunk`` objects)."""
+    if stream is None or not type(stream).__module__.startswith("openai"):
+        return False
+    try:
+        from openai import AsyncStream
+    except ImportError:  # pragma: no cover - litellm depends on openai
+        return False
+    return isinstance(stream, AsyncStream)
+
+
+class _Deltas:
+    """Turns OpenAI-shaped stream deltas into text and tool-call chunks."""
+
+    __slots__ = ("last_index", "seen_ids")
+
+    def __init__(self) -> None:
+        self.seen_ids: dict[str, int] = {}
+        self.last_index = 0
+
+    def convert(self, delta: Any) -> list[Chunk]:
+        out: list[Chunk] = []
+        content = _field(delta, "content")
+        if content:
+            out.append(TextChunk(content if isinstance(content, str) else str(content)))
+        for call in _field(delta, "tool_calls") or ():
+            index = _field(call, "index")
+            call_id = _field(call, "id")
+            if index is None:  # some servers omit it: a new id starts a call, else it continues
+                if call_id and str(call_id) not in self.seen_ids:
+                    index = len(self.seen_ids)
+                else:
+                    index = self.seen_ids.get(str(call_id or ""), self.last_index)
+            index = int(index)
+            if call_id:
+                self.seen_ids.setdefault(str(call_id), index)
+            self.last_index = index
+            function = _field(call, "function")
+            name = _field(function, "name") if function is not None else None
+            arguments = _field(function, "arguments") if function is not None else None
+            args: str | dict[str, Any] = (
+                arguments if isinstance(arguments, dict) else "" if arguments is None else str(arguments))
+            out.append(ToolCallChunk(index=index, id=str(call_id) if call_id else None,
+                                     name=str(name) if name else None, arguments=args))
+        return out
 
 
 class _Failure(Exception):
@@ -388,7 +518,10 @@ class LiteLLMProvider:
         self.backoff = max(0.0, float(backoff))
         self.extra: dict[str, Any] = dict(extra or {})
         self._placeholder_key: bool | None = None
+        self._openai_wire: bool | None = None
         self._unpriced = False
+        #: How the provider waits between retries (tests replace it to record the delays).
+        self.sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
 
     def __repr__(self) -> str:
         base = f", api_base={self.api_base!r}" if self.api_base else ""
@@ -424,7 +557,7 @@ class LiteLLMProvider:
                 request[name] = value
         request.update(
             model=self.model_id,
-            messages=to_openai_messages(system, messages),
+            messages=to_openai_messages(system, messages, empty_content=self._empty_content()),
             stream=True,
             stream_options={"include_usage": True},
             timeout=self.timeout,
@@ -444,6 +577,23 @@ class LiteLLMProvider:
             request["api_key"] = key
         return request
 
+    def _empty_content(self) -> str | None:
+        """``""`` when the request goes out in OpenAI's chat format, else ``None``."""
+        if self._openai_wire is None:
+            provider = self.provider_name
+            litellm = _litellm
+            if litellm is not None:
+                try:
+                    provider = str(litellm.get_llm_provider(self.model_id, api_base=self.api_base)[1])
+                except Exception:
+                    pass
+            compatible = set(getattr(litellm, "openai_compatible_providers", None) or ())
+            openai_wire = provider in _OPENAI_WIRE or provider in compatible
+            if litellm is None:
+                return "" if openai_wire else None  # a guess from the prefix; ask again later
+            self._openai_wire = openai_wire
+        return "" if self._openai_wire else None
+
     def _needs_placeholder_key(self) -> bool:
         if self._placeholder_key is None:
             self._placeholder_key = bool(missing_keys(self.model_id, api_base=self.api_base))
@@ -459,7 +609,7 @@ class LiteLLMProvider:
         settings: Mapping[str, Any],
     ) -> AsyncIterator[Chunk]:
         """Stream one assistant turn; see the module docstring for the contract."""
-        litellm = _litellm or await asyncio.to_thread(load_litellm)
+        litellm = _litellm if _warmed else await asyncio.to_thread(load_litellm, warm=True)
         request = self.build_request(system=system, messages=messages, tools=tools, settings=settings)
         attempt = 0
         while True:
@@ -487,7 +637,7 @@ class LiteLLMProvider:
                 attempt += 1
                 log.info("%s: %s; retry %d/%d in %.2f s", self.model_id, failure.error, attempt,
                          self.max_retries, delay)
-                await asyncio.sleep(delay)
+                await self.sleep(delay)
 
     async def _attempt(self, litellm: Any, request: dict[str, Any]) -> AsyncGenerator[Chunk, None]:
         """One call: yields chunks, raises :class:`_Failure` for anything that went wrong."""
@@ -512,11 +662,16 @@ class LiteLLMProvider:
                         await close()
 
     async def _chunks(self, response: Any, guard: float) -> AsyncGenerator[Chunk, None]:
-        iterator = response.__aiter__()
+        raw = getattr(response, "completion_stream", None)
+        # Direct path: when litellm sent the request through the OpenAI SDK (OpenAI and any
+        # OpenAI-compatible server), its raw chunks already have the OpenAI shape; reading them
+        # skips litellm's per-chunk re-wrapping (about a third of a round trip to a local server).
+        direct = _is_openai_sdk_stream(raw)
+        source: Any = raw if direct else response
+        iterator = source.__aiter__()
+        deltas = _Deltas()
         finish: str | None = None
         usage_sent = False
-        seen_ids: dict[str, int] = {}
-        last_index = 0
         started = False
         while True:
             try:
@@ -527,6 +682,9 @@ class LiteLLMProvider:
             except (asyncio.CancelledError, GeneratorExit):
                 raise
             except Exception as exc:
+                if direct and finish is not None:
+                    log.debug("ignoring an error after the finish chunk: %s", exc)
+                    break
                 raise self._classify(exc, started=started) from exc
             started = True
             choices = getattr(item, "choices", None) or ()
@@ -535,48 +693,31 @@ class LiteLLMProvider:
                 choice = choices[0]
                 delta = getattr(choice, "delta", None)
                 if delta is not None:
-                    content = getattr(delta, "content", None)
-                    if content:
-                        yield TextChunk(str(content))
-                    for position, call in enumerate(getattr(delta, "tool_calls", None) or ()):
-                        index = getattr(call, "index", None)
-                        call_id = getattr(call, "id", None)
-                        if index is None:  # some servers omit it: new id -> new call, else continue
-                            if call_id and call_id not in seen_ids:
-                                index = len(seen_ids) + position
-                            else:
-                                index = seen_ids.get(call_id or "", last_index)
-                        index = int(index)
-                        if call_id:
-                            seen_ids.setdefault(str(call_id), index)
-                        last_index = index
-                        function = getattr(call, "function", None)
-                        name = getattr(function, "name", None) if function is not None else None
-                        arguments = getattr(function, "arguments", None) if function is not None else None
-                        if isinstance(arguments, dict):
-                            args: str | dict[str, Any] = arguments
-                        else:
-                            args = "" if arguments is None else str(arguments)
-                        yield ToolCallChunk(index=index, id=str(call_id) if call_id else None,
-                                            name=str(name) if name else None, arguments=args)
+                    for chunk in deltas.convert(delta):
+                        yield chunk
                 reason = getattr(choice, "finish_reason", None)
-            usage = getattr(item, "usage", None)
+            usage = _field(item, "usage")
             if usage is not None and not usage_sent:
                 usage_sent = True
                 yield self._usage_chunk(usage)
             if reason:
                 finish = str(reason)
+                if direct:
+                    continue  # the usage chunk and the end marker follow
                 if self._provider_did_not_finish(response):
                     raise self._cut()
-                if not usage_sent:
-                    usage = self._collected_usage(response)
-                    if usage is not None:
-                        usage_sent = True
-                        yield self._usage_chunk(usage)
-                if usage_sent and getattr(response, "sent_last_chunk", False):
-                    # litellm has read the whole HTTP stream and emits its held-back finish
-                    # reason now. Stop here: the next step would only run its end-of-stream
-                    # logging (stream_chunk_builder in a thread, cost lookups, a deep copy).
+                if getattr(response, "sent_last_chunk", False) and raw is not None:
+                    # The fast end: read what is left of the provider's stream (its usage chunk
+                    # and end marker) directly, then stop. Asking litellm for the next chunk
+                    # would run its end-of-stream logging instead, twice: stream_chunk_builder
+                    # in a worker thread, cost lookups, a deep copy and success callbacks
+                    # (~40 % of a streamed round trip against a local server).
+                    tail = await self._drain(raw, guard)
+                    if not usage_sent:
+                        usage = tail if tail is not None else self._collected_usage(response)
+                        if usage is not None:
+                            usage_sent = True
+                            yield self._usage_chunk(usage)
                     break
         if finish is None:
             raise self._cut()
@@ -592,6 +733,22 @@ class LiteLLMProvider:
                 and getattr(response, "intermittent_finish_reason", None) is None)
 
     @staticmethod
+    async def _drain(raw: Any, guard: float) -> Any:
+        """Read the provider's remaining raw chunks; return the last usage among them."""
+        usage: Any = None
+        try:
+            async with asyncio.timeout(guard):
+                async for item in raw:
+                    found = _field(item, "usage")
+                    if found is not None:
+                        usage = found
+        except (asyncio.CancelledError, GeneratorExit):
+            raise
+        except Exception as exc:  # the model has finished; a broken tail loses nothing
+            log.debug("ignoring an error after the finish chunk: %s", exc)
+        return usage
+
+    @staticmethod
     def _collected_usage(response: Any) -> Any:
         """The usage litellm stored from the provider's usage chunk, if it has seen one."""
         for chunk in reversed(getattr(response, "chunks", None) or ()):
@@ -601,8 +758,8 @@ class LiteLLMProvider:
         return None
 
     def _usage_chunk(self, usage: Any) -> UsageChunk:
-        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        prompt = _tokens(usage, "prompt_tokens", "input_tokens")
+        completion = _tokens(usage, "completion_tokens", "output_tokens")
         return UsageChunk(input_tokens=prompt, output_tokens=completion,
                           cost=self._cost(prompt, completion), model=self.model_id)
 
@@ -643,7 +800,7 @@ class LiteLLMProvider:
         message = _provider_message(exc)
         status = _status(exc)
         where = self._where()
-        if isinstance(exc, TimeoutError) or "Timeout" in names or "APITimeoutError" in names:
+        if _is_timeout(exc):
             return self._timeout_failure(exc, mid_stream=started)
         if names & {"AuthenticationError", "PermissionDeniedError"} or status in (401, 403):
             status = status if status in (401, 403) else 401
@@ -687,19 +844,20 @@ class LiteLLMProvider:
         what = "stopped sending" if mid_stream else "did not answer"
         text = (f"{self.model_id}: {self._where()} {what} within {self.timeout:g} s (timeout)"
                 f"{' — ' + _NO_FINISH if mid_stream else ''}")
-        return _Failure(ProviderError(text, provider=self.model_id, status_code=_status(exc) if
-                                      _status(exc) not in (None, 500) else None, retryable=True),
-                        retryable=True)
+        return _Failure(ProviderError(text, provider=self.model_id, retryable=True), retryable=True)
 
     def _auth_fix(self, status: int | None) -> str:
         try:
-            keys = missing_keys(self.model_id, api_base=self.api_base)
+            keys = [] if self.api_key is not None else missing_keys(self.model_id, api_base=self.api_base)
         except Exception:
             keys = []
         if keys:
             return (f"Set {_key_hint(keys)} (in the environment, or in Settings to keep it in the "
                     "system keyring)")
-        env = self._expected_key_names() if self.api_key is None else "the API key given for this model"
+        if self.api_key is not None:
+            env = "the API key configured for this model"
+        else:
+            env = self._expected_key_names()
         if status == 403:
             return (f"The API key has no access to this model; check {env} or the account's "
                     "permissions" if env else "The API key has no access to this model")

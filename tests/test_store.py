@@ -1,0 +1,573 @@
+"""The SQLite thread store: migrations, the event log, the turn tree, search, recovery, locks."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workspace import events as ev
+from workspace import store as store_mod
+from workspace.messages import TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
+from workspace.result import RobotResult, Usage
+from workspace.store import (
+    MIGRATIONS,
+    NotFoundError,
+    Store,
+    StoreError,
+    coalesce_text,
+    conversation_from_events,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "workspace.db"
+
+
+@pytest.fixture
+def store(db: Path) -> Any:
+    s = Store.open(db)
+    yield s
+    s.close()
+
+
+def make(cls: type[ev.Event], seq: int = 1, run_id: str = "run1", **fields: Any) -> ev.Event:
+    return cls(run_id=run_id, robot="helper", seq=seq, **fields)
+
+
+def sample_result(text: str = "Done.") -> RobotResult:
+    call = ToolMessage("call_1", "add", {"a": 1, "b": 2})
+    return RobotResult(
+        "helper",
+        [TextMessage("assistant", "Adding.", stop_reason="tool"), ToolCallMessage(tools=[call]),
+         TextMessage("assistant", text, stop_reason="stop")],
+        [ToolResultMessage(call, {"data": 3})],
+        stop_reason="stop",
+        usage=Usage(10, 5, 0.25),
+        duration=0.5,
+    )
+
+
+def one_of_each() -> list[ev.Event]:
+    """One event of every kind, with non-default fields."""
+    result = sample_result()
+    samples: dict[str, dict[str, Any]] = {
+        "run_started": {"message": "hi", "model": "scripted", "is_language_model": False},
+        "text_delta": {"text": "Hel"},
+        "text": {"text": "Hello"},
+        "tool_use": {"id": "call_1", "name": "add", "input": {"a": 1, "b": 2}, "server": "calc"},
+        "approval_requested": {"id": "call_1", "name": "add", "input": {"a": 1}, "server": "calc",
+                               "annotations": {"destructiveHint": True}},
+        "approval_decided": {"id": "call_1", "name": "add", "decision": "deny", "input": {"a": 1},
+                             "reason": "no", "scope": "thread"},
+        "tool_result": {"id": "call_1", "name": "add", "payload": {"data": 3}, "raw": [{"type": "text"}],
+                        "duration": 0.25, "server": "calc"},
+        "tool_error": {"id": "call_2", "name": "add", "error": {"type": "ValueError", "message": "bad"},
+                       "duration": 0.1},
+        "memory_changed": {"key": "k", "value": {"x": 1}, "previous": None, "writer": "helper"},
+        "change_proposed": {"change_set_id": "cs1", "files": [{"path": "a.txt", "action": "modify",
+                                                                "hunks": [], "added": 1, "removed": 0}]},
+        "change_decided": {"change_set_id": "cs1", "outcome": [{"path": "a.txt", "accepted": [0], "rejected": []}],
+                           "checkpoint_id": "cp1"},
+        "usage": {"input_tokens": 10, "output_tokens": 5, "cost": 0.25, "total_input_tokens": 10,
+                  "total_output_tokens": 5, "total_cost": 0.25, "model": "m"},
+        "task_started": {"message": "go"},
+        "task_finished": {"status": "done", "result": {"ok": True}},
+        "run_failed": {"error": "boom", "error_type": "ProviderError", "partial": result},
+        "run_cancelled": {"reason": "stopped by the user", "partial": result},
+        "run_finished": {"result": result},
+    }
+    assert set(samples) == set(ev.event_kinds()), "add the new event kind to this test"
+    out = []
+    for seq, kind in enumerate(ev.event_kinds(), start=1):
+        out.append(make(ev._REGISTRY[kind], seq=seq, task="t1" if kind.startswith("task") else None,
+                        **samples[kind]))
+    return out
+
+
+# -- opening and migrations -------------------------------------------------------------------------
+
+
+def test_open_creates_folders_wal_and_migrations(db: Path) -> None:
+    assert not db.parent.exists()
+    with Store(db) as s:
+        assert db.exists()
+        mode = next(s.iter_rows("PRAGMA journal_mode"))[0]
+        assert mode == "wal"
+        assert next(s.iter_rows("PRAGMA foreign_keys"))[0] == 1
+        names = [r["name"] for r in s.iter_rows("SELECT name FROM _migrations ORDER BY rowid")]
+    assert names == [fn.__name__ for fn in MIGRATIONS]
+    assert names[0] == "m001_initial"
+    assert all(n[0] == "m" and n[1:4].isdigit() and n[4] == "_" for n in names)
+
+
+def test_migrations_are_idempotent(db: Path) -> None:
+    with Store(db) as s:
+        thread = s.create_thread(robot="helper", title="kept")
+        schema = [tuple(r) for r in s.iter_rows("SELECT type, name, sql FROM sqlite_master ORDER BY name")]
+    for _ in range(3):
+        with Store(db) as s:
+            assert [tuple(r) for r in s.iter_rows("SELECT type, name, sql FROM sqlite_master ORDER BY name")] == schema
+            assert len(list(s.iter_rows("SELECT name FROM _migrations"))) == len(MIGRATIONS)
+            assert s.get_thread(thread.id).title == "kept"
+
+
+def test_memory_database(tmp_path: Path) -> None:
+    with Store(":memory:") as s:
+        t = s.create_thread(robot="helper")
+        s.add_turn(t.id, user_text="hi", parent_turn_id=None)
+        assert s.get_thread(t.id).turn_count == 1
+
+
+# -- threads ----------------------------------------------------------------------------------------
+
+
+def test_threads_crud_soft_delete_restore_purge(store: Store) -> None:
+    a = store.create_thread(robot="helper", title="First")
+    b = store.create_thread(robot="writer", kind="robot", folder="/tmp/x")
+    assert b.title is None and b.folder == "/tmp/x" and b.kind == "robot" and b.turn_count == 0
+    assert {t.id for t in store.list_threads()} == {a.id, b.id}
+    assert store.rename_thread(b.id, "  Second   one ").title == "Second one"
+
+    deleted = store.delete_thread(a.id)
+    assert deleted.deleted_at is not None and deleted.is_deleted
+    assert [t.id for t in store.list_threads()] == [b.id]
+    assert {t.id for t in store.list_threads(include_deleted=True)} == {a.id, b.id}
+    assert store.restore_thread(a.id).deleted_at is None
+    assert {t.id for t in store.list_threads()} == {a.id, b.id}
+
+    turn = store.add_turn(a.id, user_text="hello", parent_turn_id=None)
+    store.append_event(a.id, turn.id, make(ev.Text, text="bye"))
+    store.delete_thread(a.id)
+    assert store.purge_deleted(older_than=3600) == 0  # deleted just now
+    assert store.purge_deleted() == 1
+    with pytest.raises(NotFoundError):
+        store.get_thread(a.id)
+    assert list(store.iter_rows("SELECT * FROM events")) == []
+    assert store.search("hello") == []
+
+    with pytest.raises(ValueError, match="kind"):
+        store.create_thread(robot="x", kind="team")
+
+
+def test_resolve_thread_id_by_prefix(store: Store) -> None:
+    t = store.create_thread(robot="helper")
+    assert store.resolve_thread_id(t.id) == t.id
+    assert store.resolve_thread_id(t.id[:6]) == t.id
+    with pytest.raises(NotFoundError, match="No thread id starts with"):
+        store.resolve_thread_id("zzzz")
+
+
+# -- events -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flush_interval", [0.0, 0.25])
+def test_every_event_kind_round_trips(db: Path, flush_interval: float) -> None:
+    events = one_of_each()
+    with Store(db, flush_interval=flush_interval) as s:
+        t = s.create_thread(robot="helper")
+        turn = s.add_turn(t.id, user_text="hi", parent_turn_id=None)
+        for e in events:
+            s.append_event(t.id, turn.id, e)
+    with Store(db) as s:
+        back = s.turn_events(turn.id)
+    assert [e.kind for e in back] == [e.kind for e in events]
+    for original, loaded in zip(events, back, strict=True):
+        assert type(loaded) is type(original)
+        assert loaded.to_dict() == original.to_dict()
+    failed = next(e for e in back if isinstance(e, ev.RunFailed))
+    assert isinstance(failed.partial, RobotResult)
+    finished = next(e for e in back if isinstance(e, ev.RunFinished))
+    original_result = next(e for e in events if isinstance(e, ev.RunFinished)).result
+    assert finished.result == original_result and finished.result.checksum == original_result.checksum
+
+
+def test_append_events_batch_and_usage_totals(store: Store) -> None:
+    t = store.create_thread(robot="helper")
+    turn = store.add_turn(t.id, user_text="hi", parent_turn_id=None)
+    store.append_events(t.id, turn.id, [
+        make(ev.RunStarted, seq=1, message="hi", model="openai/gpt-4o-mini"),
+        make(ev.Usage, seq=2, input_tokens=100, output_tokens=20, cost=None),
+        make(ev.Usage, seq=3, input_tokens=50, output_tokens=10, cost=0.5),
+    ])
+    assert store.get_turn(turn.id).usage == Usage(150, 30, 0.5)
+    info = store.get_thread(t.id)
+    assert (info.input_tokens, info.output_tokens, info.cost, info.model) == (150, 30, 0.5, "openai/gpt-4o-mini")
+    assert store.usage(t.id) == Usage(150, 30, 0.5)
+    other = store.add_turn(t.id, user_text="again", parent_turn_id=turn.id)
+    store.append_event(t.id, other.id, make(ev.Usage, seq=1, run_id="run2", input_tokens=1, output_tokens=1))
+    assert store.usage(t.id) == Usage(151, 31, 0.5)
+
+
+def test_text_deltas_are_held_and_coalesced(db: Path) -> None:
+    with Store(db, flush_interval=60) as s:
+        t = s.create_thread(robot="helper")
+        turn = s.add_turn(t.id, user_text="hi", parent_turn_id=None)
+        s.append_event(t.id, turn.id, make(ev.RunStarted, seq=1))
+        words = [f"w{i} " for i in range(100)]
+        for i, w in enumerate(words):
+            s.append_event(t.id, turn.id, make(ev.TextDelta, seq=2 + i, text=w))
+        # Held, not yet written: readers of this store still see them, as one delta.
+        assert s.has_held_text(turn.id)
+        rows = list(s.iter_rows("SELECT kind FROM events WHERE turn_id = ?", (turn.id,)))
+        assert [r["kind"] for r in rows] == ["run_started"]
+        seen = s.turn_events(turn.id)
+        assert [e.kind for e in seen] == ["run_started", "text_delta"]
+        assert seen[1].text == "".join(words)  # type: ignore[attr-defined]
+        # Any other event writes them first, as one row keeping the first delta's seq.
+        s.append_event(t.id, turn.id, make(ev.Usage, seq=200, input_tokens=1))
+        rows = list(s.iter_rows("SELECT kind, seq, data FROM events WHERE turn_id = ? ORDER BY id", (turn.id,)))
+        assert [r["kind"] for r in rows] == ["run_started", "text_delta", "usage"]
+        assert rows[1]["seq"] == 2 and '"deltas":100' in rows[1]["data"]
+        s.append_event(t.id, turn.id, make(ev.Text, seq=201, text="".join(words)))
+        view = coalesce_text(s.turn_events(turn.id))
+        assert [e.kind for e in view] == ["run_started", "text", "usage"]
+        assert view[1].text == "".join(words)  # type: ignore[attr-defined]
+
+
+def test_held_deltas_are_written_after_the_flush_interval(db: Path) -> None:
+    with Store(db, flush_interval=0.05) as s:
+        t = s.create_thread(robot="helper")
+        turn = s.add_turn(t.id, user_text="hi", parent_turn_id=None)
+        s.append_event(t.id, turn.id, make(ev.TextDelta, seq=1, text="a"))
+        time.sleep(0.06)
+        s.append_event(t.id, turn.id, make(ev.TextDelta, seq=2, text="b"))  # due: written now
+        s.append_event(t.id, turn.id, make(ev.TextDelta, seq=3, text="c"))  # held again
+        with sqlite3.connect(db) as other:  # what a crash would leave on disk
+            rows = other.execute("SELECT kind, json_extract(data, '$.text') FROM events").fetchall()
+        assert rows == [("text_delta", "ab")]
+        s.flush()
+        assert [e.text for e in s.turn_events(turn.id)] == ["ab", "c"]  # type: ignore[attr-defined]
+
+
+def test_flush_interval_zero_stores_every_delta(store: Store, db: Path) -> None:
+    with Store(db, flush_interval=0) as s:
+        t = s.create_thread(robot="helper")
+        turn = s.add_turn(t.id, user_text="hi", parent_turn_id=None)
+        for i in range(5):
+            s.append_event(t.id, turn.id, make(ev.TextDelta, seq=i, text=str(i)))
+        assert [e.text for e in s.turn_events(turn.id)] == ["0", "1", "2", "3", "4"]  # type: ignore[attr-defined]
+
+
+def test_terminal_event_finishes_the_turn(store: Store) -> None:
+    t = store.create_thread(robot="helper")
+    turn = store.add_turn(t.id, user_text="hi", parent_turn_id=None)
+    assert store.get_turn(turn.id).status == "running"
+    store.append_event(t.id, turn.id, make(ev.RunStarted))
+    store.append_event(t.id, turn.id, make(ev.RunCancelled, seq=2, reason="stop"))
+    assert store.get_turn(turn.id).status == "cancelled"
+    store.finish_turn(turn.id, "cancelled")
+    with pytest.raises(ValueError, match="Invalid turn status"):
+        store.finish_turn(turn.id, "done")
+
+
+# -- the turn tree ---------------------------------------------------------------------------------
+
+
+def test_turn_tree_path_siblings_and_branch_switching(store: Store) -> None:
+    t = store.create_thread(robot="helper")
+    a = store.add_turn(t.id, user_text="A", parent_turn_id=None)
+    b = store.add_turn(t.id, user_text="B", parent_turn_id=a.id)
+    c = store.add_turn(t.id, user_text="C", parent_turn_id=b.id)
+    assert store.get_thread(t.id).current_turn_id == c.id
+    assert [x.user_text for x in store.path(t.id)] == ["A", "B", "C"]
+    # Edit B: a sibling of B under A; it becomes current.
+    b2 = store.add_turn(t.id, user_text="B2", parent_turn_id=a.id)
+    d = store.add_turn(t.id, user_text="D", parent_turn_id=b2.id)
+    assert [x.user_text for x in store.path(t.id)] == ["A", "B2", "D"]
+    assert [x.id for x in store.siblings(b.id)] == [b.id, b2.id]
+    assert [x.id for x in store.siblings(a.id)] == [a.id]
+    assert store.path(t.id, c.id)[-1].id == c.id
+    # Back to B: its deepest latest descendant (C) becomes current.
+    assert store.set_current(t.id, b.id).id == c.id
+    assert [x.user_text for x in store.path(t.id)] == ["A", "B", "C"]
+    assert store.set_current(t.id, b2.id).id == d.id
+    # A newer child wins when several.
+    c2 = store.add_turn(t.id, user_text="C2", parent_turn_id=b.id)
+    store.set_current(t.id, d.id)
+    assert store.set_current(t.id, b.id).id == c2.id
+    # The latest turn of the whole subtree, not the latest child's first leaf.
+    assert store.set_current(t.id, a.id).id == c2.id
+    e = store.add_turn(t.id, user_text="E", parent_turn_id=d.id)
+    assert store.set_current(t.id, a.id).id == e.id
+    assert store.branch_map(t.id) == {None: [a.id], a.id: [b.id, b2.id], b.id: [c.id, c2.id], b2.id: [d.id], d.id: [e.id]}
+    assert store.get_thread(t.id).turn_count == 7
+    # Two first messages (the first one edited) are siblings too.
+    a2 = store.add_turn(t.id, user_text="A2", parent_turn_id=None)
+    assert [x.id for x in store.siblings(a2.id)] == [a.id, a2.id]
+    other = store.create_thread(robot="helper")
+    with pytest.raises(StoreError, match="another thread"):
+        store.add_turn(other.id, user_text="x", parent_turn_id=a.id)
+    with pytest.raises(NotFoundError):
+        store.path(other.id, a.id)
+
+
+# -- the conversation ------------------------------------------------------------------------------
+
+
+def valid_conversation(messages: list[Any]) -> bool:
+    open_ids: set[str] = set()
+    for m in messages:
+        if isinstance(m, ToolCallMessage):
+            if open_ids:
+                return False
+            open_ids = {t.id or "" for t in m.tools}
+        elif isinstance(m, ToolResultMessage):
+            open_ids.discard(m.tool.id or "")
+        elif open_ids:
+            return False
+    return not open_ids
+
+
+def test_history_messages_from_results_and_from_events(store: Store) -> None:
+    t = store.create_thread(robot="helper")
+    first = store.add_turn(t.id, user_text="add 1 and 2", parent_turn_id=None)
+    store.append_event(t.id, first.id, make(ev.RunFinished, seq=9, result=sample_result("It is 3.")))
+    second = store.add_turn(t.id, user_text="and again?", parent_turn_id=first.id)
+    # A crash mid-run: text, a tool call with its result, a second call without one, no terminal event.
+    store.append_events(t.id, second.id, [
+        make(ev.RunStarted, seq=1, run_id="r2"),
+        make(ev.TextDelta, seq=2, run_id="r2", text="Calling "),
+        make(ev.TextDelta, seq=3, run_id="r2", text="tools."),
+        make(ev.ToolUse, seq=4, run_id="r2", id="c1", name="add", input={"a": 1}),
+        make(ev.ToolUse, seq=5, run_id="r2", id="c2", name="add", input={"a": 2}),
+        make(ev.ToolResult, seq=6, run_id="r2", id="c1", name="add", payload={"data": 1}),
+    ])
+    messages = store.history_messages(t.id)
+    assert valid_conversation(messages)
+    kinds = [(m.type, m.role) for m in messages]
+    assert kinds == [
+        ("text", "user"), ("text", "assistant"), ("tool_call", "assistant"), ("tool_result", "tool_result"),
+        ("text", "assistant"),
+        ("text", "user"), ("text", "assistant"), ("tool_call", "assistant"), ("tool_result", "tool_result"),
+        ("tool_result", "tool_result"),
+    ]
+    assert messages[4].content == "It is 3."
+    assert messages[6].content == "Calling tools." and messages[6].stop_reason == "tool"
+    assert messages[8].content == {"data": 1}
+    assert "interrupted" in messages[9].content["error"]
+    assert store.history_messages(t.id, first.id) == messages[:5]
+
+
+def test_conversation_from_events_text_then_calls_then_text() -> None:
+    events = [
+        make(ev.TextDelta, seq=1, text="a"), make(ev.Usage, seq=2), make(ev.Text, seq=3, text="a"),
+        make(ev.ToolUse, seq=4, id="x", name="t", input={}),
+        make(ev.ToolError, seq=5, id="x", name="t", error="nope"),
+        make(ev.TextDelta, seq=6, text="b"),
+    ]
+    messages = conversation_from_events(events)
+    assert [m.type for m in messages] == ["text", "tool_call", "tool_result", "text"]
+    assert messages[2].content == {"error": "nope"} and messages[3].content == "b"
+
+
+# -- search ----------------------------------------------------------------------------------------
+
+
+def fill_for_search(s: Store) -> tuple[str, str]:
+    a = s.create_thread(robot="helper", title="Weather")
+    ta = s.add_turn(a.id, user_text="What is the weather in Lisbon?", parent_turn_id=None)
+    s.append_event(a.id, ta.id, make(ev.Text, text="Sunny in Lisbon, 24 degrees."))
+    b = s.create_thread(robot="coder", title="Code")
+    tb = s.add_turn(b.id, user_text="Read the config file", parent_turn_id=None)
+    s.append_event(b.id, tb.id, make(ev.ToolUse, id="c", name="read_file", input={"path": "settings.yaml"}))
+    s.append_event(b.id, tb.id, make(ev.Text, seq=2, text="The config mentions Lisbon too."))
+    return a.id, b.id
+
+
+@pytest.mark.parametrize("fts", [True, False])
+def test_search_across_threads(db: Path, fts: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not fts:
+        monkeypatch.setattr(store_mod, "_FTS5", False)
+    with Store(db) as s:
+        assert s.fts is fts
+        a, b = fill_for_search(s)
+        hits = s.search("lisbon")
+        assert {h.thread_id for h in hits} == {a, b}
+        assert {h.kind for h in hits} == {"user", "assistant"}
+        assert any("[Lisbon]" in h.snippet or "[lisbon]" in h.snippet.lower() for h in hits)
+        tool_hits = s.search("read_file settings")
+        assert [(h.thread_id, h.kind) for h in tool_hits] == [(b, "tool")]
+        assert s.search("sunny lisb")[0].title == "Weather"  # prefixes, all words
+        assert s.search("nothing-like-this") == []
+        for odd in ('"', "*", "a OR", "NEAR(", "-", "'; DROP TABLE threads; --"):
+            s.search(odd)  # never raises
+        s.delete_thread(a)
+        assert {h.thread_id for h in s.search("lisbon")} == {b}
+        s.restore_thread(a)
+        assert len({h.thread_id for h in s.search("lisbon", limit=1)}) == 1
+
+
+def test_fts_index_is_rebuilt_after_writes_without_fts(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Store(db) as s:
+        fill_for_search(s)
+    monkeypatch.setattr(store_mod, "_FTS5", False)
+    with Store(db) as s:
+        t = s.create_thread(robot="helper")
+        s.add_turn(t.id, user_text="zanzibar trip", parent_turn_id=None)
+        assert [h.thread_id for h in s.search("zanzibar")] == [t.id]
+    monkeypatch.setattr(store_mod, "_FTS5", True)
+    with Store(db) as s:
+        assert s.fts
+        assert [h.thread_id for h in s.search("zanzibar")] == [t.id]
+
+
+# -- secrets ---------------------------------------------------------------------------------------
+
+
+def test_secrets_never_reach_the_database(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-test-abcdefghijklmnop1234"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    with Store(db) as s:
+        t = s.create_thread(robot="helper", title=f"key {secret}")
+        turn = s.add_turn(t.id, user_text=f"my key is {secret}", parent_turn_id=None)
+        s.append_event(t.id, turn.id, make(ev.ToolUse, id="c", name="http", input={"auth": secret}))
+        s.append_event(t.id, turn.id, make(ev.TextDelta, seq=2, text=f"echo {secret}"))
+        s.append_event(t.id, turn.id, make(ev.RunFinished, seq=3, result=RobotResult(
+            "helper", [TextMessage("assistant", secret)])))
+        assert "<OPENAI_API_" in s.search("my key")[0].snippet
+    for path in db.parent.iterdir():
+        assert secret.encode() not in path.read_bytes(), path.name
+
+
+# -- a crash, a corrupt file, a locked file --------------------------------------------------------
+
+
+def test_a_crashed_process_leaves_its_turn_interrupted_with_its_events(db: Path, tmp_path: Path) -> None:
+    script = textwrap.dedent(f"""
+        import os, time
+        from workspace.store import Store
+        from workspace import events as ev
+        s = Store({str(db)!r}, flush_interval=0.05)
+        t = s.create_thread(robot="helper", title="crash")
+        turn = s.add_turn(t.id, user_text="tell me a story", parent_turn_id=None)
+        s.append_event(t.id, turn.id, ev.RunStarted(run_id="r", robot="helper", seq=1, message="m"))
+        s.append_event(t.id, turn.id, ev.TextDelta(run_id="r", robot="helper", seq=2, text="Once upon "))
+        time.sleep(0.06)
+        s.append_event(t.id, turn.id, ev.TextDelta(run_id="r", robot="helper", seq=3, text="a time"))
+        s.append_event(t.id, turn.id, ev.TextDelta(run_id="r", robot="helper", seq=4, text=" (lost)"))
+        print(t.id, turn.id, flush=True)
+        os._exit(1)  # no close, no cleanup: a crash
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 1, out.stderr
+    thread_id, turn_id = out.stdout.split()
+    with Store(db) as s:
+        assert s.interrupted_turns == [turn_id]
+        turn = s.get_turn(turn_id)
+        assert turn.status == "interrupted" and turn.finished_at is not None
+        events = coalesce_text(s.turn_events(turn_id))
+        assert [e.kind for e in events] == ["run_started", "text"]
+        assert events[1].text == "Once upon a time"  # type: ignore[attr-defined]
+        assert s.history_messages(thread_id)[-1].content == "Once upon a time"
+        assert [h.turn_id for h in s.search("upon")] == [turn_id]
+    with Store(db) as s:  # only once
+        assert s.interrupted_turns == []
+
+
+def test_a_live_store_keeps_its_running_turns(db: Path) -> None:
+    with Store(db) as first:
+        t = first.create_thread(robot="helper")
+        turn = first.add_turn(t.id, user_text="hi", parent_turn_id=None)
+        with Store(db) as second:  # e.g. `robotlab threads list` while the app runs
+            assert second.get_turn(turn.id).status == "running"
+        assert first.get_turn(turn.id).status == "running"
+    with Store(db) as again:  # closed with the turn unfinished: interrupted
+        assert again.get_turn(turn.id).status == "interrupted"
+
+
+def test_corrupt_database_names_the_file_and_recovers_on_request(db: Path) -> None:
+    db.parent.mkdir(parents=True)
+    garbage = b"this is not a database at all " * 200
+    db.write_bytes(garbage)
+    with pytest.raises(StoreError) as info:
+        Store.open(db)
+    assert info.value.reason == "corrupt"
+    assert str(db) in str(info.value) and "corrupt-" in str(info.value)
+    assert db.read_bytes() == garbage  # nothing changed without recovery
+    with Store.open(db, recover=True) as s:
+        assert s.recovered_from is not None and s.recovered_from.name.startswith("workspace.db.corrupt-")
+        assert s.recovered_from.read_bytes() == garbage
+        t = s.create_thread(robot="helper")
+        assert [x.id for x in s.list_threads()] == [t.id]
+    with Store.open(db, recover=True) as s:
+        assert s.recovered_from is None
+
+
+def test_locked_database_is_a_clear_error_not_a_hang(db: Path) -> None:
+    db.parent.mkdir(parents=True)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("CREATE TABLE x (y)")
+    holder.execute("BEGIN EXCLUSIVE")
+    started = time.monotonic()
+    try:
+        with pytest.raises(StoreError) as info:
+            Store.open(db, busy_timeout=0.2)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert info.value.reason == "locked"
+    assert str(db) in str(info.value) and "locked by another program" in str(info.value)
+    assert time.monotonic() - started < 30
+
+
+def test_locked_wal_database_at_open(db: Path) -> None:
+    Store(db).close()
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(StoreError, match="locked"):
+            Store.open(db, busy_timeout=0.2)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_writes_while_locked_are_kept_and_written_later_in_order(db: Path) -> None:
+    with Store(db, write_timeout=0.05, retry_after=0.0) as s:
+        t = s.create_thread(robot="helper")
+        turn = s.add_turn(t.id, user_text="hi", parent_turn_id=None)
+        s.append_event(t.id, turn.id, make(ev.RunStarted, seq=1))
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(StoreError) as info:
+                s.append_event(t.id, turn.id, make(ev.Text, seq=2, text="kept"))
+            assert info.value.reason == "locked" and str(db) in str(info.value)
+            assert s.queued_writes > 0
+            with pytest.raises(StoreError):
+                s.append_event(t.id, turn.id, make(ev.Text, seq=3, text="also kept"))
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        s.append_event(t.id, turn.id, make(ev.Text, seq=4, text="after"))
+        assert s.queued_writes == 0
+        assert [e.seq for e in s.turn_events(turn.id)] == [1, 2, 3, 4]
+
+
+def test_closed_store_raises(db: Path) -> None:
+    s = Store(db)
+    s.close()
+    s.close()
+    with pytest.raises(StoreError, match="closed"):
+        s.list_threads()
+
+
+def test_unusable_location_names_the_fix(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(StoreError, match="ROBOTLAB_HOME"):
+        Store(blocker / "sub" / "workspace.db")
+    if os.name != "nt":
+        with pytest.raises(StoreError, match="folder"):
+            Store(tmp_path)

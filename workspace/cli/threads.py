@@ -1,0 +1,133 @@
+"""``robotlab threads list|export|search|import``: the stored conversations, headless."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from workspace.store import Store
+
+
+def register(sub: Any) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", metavar="FILE", help="the database file (default: see `robotlab paths`)")
+
+    threads = sub.add_parser("threads", help="list, search, export and import conversation threads",
+                             parents=[common])
+    tsub = threads.add_subparsers(dest="threads_command", metavar="ACTION")
+
+    lst = tsub.add_parser("list", help="list threads, most recent first", parents=[common])
+    lst.add_argument("--json", action="store_true", help="print JSON")
+    lst.add_argument("--deleted", action="store_true", help="include deleted threads")
+    lst.set_defaults(func=cmd_list)
+
+    export = tsub.add_parser("export", help="export a thread as Markdown, RobotLab JSON results or JSONL events",
+                             parents=[common])
+    export.add_argument("id", help="thread id (or the start of it)")
+    export.add_argument("--format", "-f", choices=("md", "json", "jsonl"), default="md",
+                        help="md: for people; json: RobotLab results; jsonl: the raw events (default: md)")
+    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of printing")
+    export.set_defaults(func=cmd_export)
+
+    search = tsub.add_parser("search", help="full-text search across threads", parents=[common])
+    search.add_argument("query", nargs="+", help="words to find (prefixes match)")
+    search.add_argument("--limit", type=int, default=20)
+    search.add_argument("--json", action="store_true", help="print JSON")
+    search.set_defaults(func=cmd_search)
+
+    imp = tsub.add_parser("import", help="import RobotLab results JSON as a new thread", parents=[common])
+    imp.add_argument("file", help="a JSON file of RobotLab results (as `threads export --format json` writes)")
+    imp.add_argument("--robot", help="robot name for the thread (default: the results' robot_name)")
+    imp.add_argument("--title", help="thread title (default: the first message)")
+    imp.set_defaults(func=cmd_import)
+
+    threads.set_defaults(func=cmd_list, json=False, deleted=False)
+
+
+def _open(args: argparse.Namespace) -> Store:
+    from workspace import paths
+
+    db = getattr(args, "db", None)
+    return Store.open(Path(db) if db else paths.database_path())
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        threads = store.list_threads(include_deleted=getattr(args, "deleted", False))
+    if getattr(args, "json", False):
+        print(json.dumps([{
+            "id": t.id, "title": t.title, "robot": t.robot, "kind": t.kind, "folder": t.folder,
+            "created_at": t.created_at, "updated_at": t.updated_at, "deleted_at": t.deleted_at,
+            "turns": t.turn_count, "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
+            "cost": t.cost, "model": t.model,
+        } for t in threads], indent=2, ensure_ascii=False))
+        return 0
+    if not threads:
+        print("No threads yet. Start one in the app, or import RobotLab results with `robotlab threads import`.")
+        return 0
+    width = max(len(t.robot) for t in threads)
+    for t in threads:
+        deleted = "  (deleted)" if t.deleted_at else ""
+        print(f"{t.id[:8]}  {_when(t.updated_at)}  {t.robot:<{width}}  {t.turn_count:>4} msg  "
+              f"{t.display_title}{deleted}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from workspace.exports import export_thread
+
+    with _open(args) as store:
+        thread_id = store.resolve_thread_id(args.id)
+        text = export_thread(store, thread_id, args.format)
+    if args.output:
+        target = Path(args.output)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        print(f"Wrote {target}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    query = " ".join(args.query)
+    with _open(args) as store:
+        hits = store.search(query, limit=args.limit)
+    if args.json:
+        print(json.dumps([{"thread_id": h.thread_id, "title": h.title, "turn_id": h.turn_id, "kind": h.kind,
+                           "snippet": h.snippet} for h in hits], indent=2, ensure_ascii=False))
+        return 0
+    if not hits:
+        print(f"Nothing matches {query!r}.", file=sys.stderr)
+        return 1
+    for h in hits:
+        print(f"{h.thread_id[:8]}  {h.title or 'New thread'}  [{h.kind}]  {h.snippet}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from workspace.cli import CLIError
+    from workspace.exports import ImportFormatError, import_results_json
+
+    path = Path(args.file)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CLIError(f"Cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"{path} is not UTF-8 text ({exc}); give a JSON file of RobotLab results") from exc
+    with _open(args) as store:
+        try:
+            thread = import_results_json(store, text, robot=args.robot, title=args.title)
+        except ImportFormatError as exc:
+            raise CLIError(f"{path}: {exc}") from exc
+    print(f"Imported {thread.turn_count} result(s) as thread {thread.id[:8]} \"{thread.display_title}\"")
+    return 0

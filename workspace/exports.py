@@ -1,0 +1,409 @@
+"""Exporting threads (Markdown for people, RobotLab JSON results, JSONL events) and importing results.
+
+* :func:`export_markdown`: a readable record: title, robot, model, each message, the robot's
+  text, every tool call with its arguments and result or error (fenced JSON), approvals,
+  proposed changes and what was decided, usage.
+* :func:`export_results_json`: a JSON list with one RobotLab ``RobotResult`` per run, in
+  RobotLab's shape (:meth:`RobotResult.export`), plus RobotLab's optional ``prompt`` field (of
+  its ``to_h``) holding the user's message so an import restores it; ``with_prompt=False``
+  gives the bare ``export()`` objects.
+* :func:`export_events_jsonl`: one event dict (``Event.to_dict()`` plus ``turn_id``) per line.
+* :func:`import_results_json`: RobotLab results back into a new thread.
+
+Exports follow the thread's current branch unless told otherwise. Secrets never appear: the
+output goes through :func:`workspace.secrets.redact` (the store already redacts what it keeps).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from workspace import events as ev
+from workspace.errors import Error
+from workspace.messages import Message, TextMessage, ToolResultMessage
+from workspace.result import RobotResult
+from workspace.secrets import redact
+from workspace.store import (
+    Store,
+    ThreadInfo,
+    TurnInfo,
+    coalesce_text,
+    conversation_from_events,
+)
+
+__all__ = [
+    "FORMATS",
+    "ImportFormatError",
+    "export_events_jsonl",
+    "export_markdown",
+    "export_results_json",
+    "export_thread",
+    "import_results_json",
+]
+
+#: Export formats by name (the CLI's ``--format``) and their file suffix.
+FORMATS: dict[str, str] = {"md": ".md", "json": ".json", "jsonl": ".jsonl"}
+
+
+class ImportFormatError(Error):
+    """The text is not RobotLab results JSON; the message says what was expected."""
+
+
+# ------------------------------------------------------------------------------------------
+# helpers
+
+
+def _time(ts: float | None) -> str:
+    if ts is None:
+        return ""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _json(value: Any, *, indent: int | None = 2) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
+
+
+def _fenced(value: Any, lang: str = "json") -> str:
+    text = value if isinstance(value, str) and lang != "json" else _json(value)
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def _money(cost: float | None) -> str:
+    return "" if cost is None else f", ${cost:.4f}"
+
+
+def _turn_result(events: Sequence[ev.Event]) -> RobotResult | None:
+    for event in reversed(events):
+        value: Any
+        if isinstance(event, ev.RunFinished):
+            value = event.result
+        elif isinstance(event, ev.RunCancelled | ev.RunFailed):
+            value = event.partial
+        else:
+            continue
+        if isinstance(value, RobotResult):
+            return value
+        if isinstance(value, Mapping):
+            return RobotResult.from_dict(value)
+        return None
+    return None
+
+
+def _result_for(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> RobotResult:
+    """The turn's RobotResult, or one rebuilt from its events when the run never ended."""
+    result = _turn_result(events)
+    if result is not None:
+        return result
+    messages = conversation_from_events(events)
+    output = [m for m in messages if not isinstance(m, ToolResultMessage)]
+    tool_calls = [m for m in messages if isinstance(m, ToolResultMessage)]
+    name = next((e.robot for e in events if e.robot), robot)
+    return RobotResult(name, output, tool_calls, created_at=turn.created_at, id=turn.run_id or turn.id,
+                       stop_reason=turn.status if turn.status != "running" else "interrupted")
+
+
+# ------------------------------------------------------------------------------------------
+# Markdown
+
+
+def export_markdown(store: Store, thread_id: str, *, leaf_turn_id: str | None = None) -> str:
+    """The thread's current branch as Markdown for people (tool calls, approvals and changes included)."""
+    thread = store.get_thread(thread_id)
+    pairs = store.path_events(thread_id, leaf_turn_id)
+    branches = store.branch_map(thread_id)
+    models = list(dict.fromkeys(
+        e.model for _, events in pairs for e in events if isinstance(e, ev.RunStarted) and e.model
+    ))
+    lines: list[str] = [f"# {thread.display_title}", ""]
+    lines.append(f"- **Robot:** {thread.robot}" + (" (network)" if thread.kind == "network" else ""))
+    if models:
+        lines.append(f"- **Model:** {', '.join(models)}")
+    lines.append(f"- **Started:** {_time(thread.created_at)}")
+    lines.append(f"- **Updated:** {_time(thread.updated_at)}")
+    lines.append(f"- **Usage:** {thread.input_tokens:,} input + {thread.output_tokens:,} output tokens"
+                 f"{_money(thread.cost)} (every branch)")
+    lines.append(f"- **Thread id:** `{thread.id}`")
+    lines.append("")
+    for turn, events in pairs:
+        lines.append("---")
+        lines.append("")
+        siblings = branches.get(turn.parent_turn_id, [turn.id])
+        version = ""
+        if len(siblings) > 1 and turn.id in siblings:
+            version = f" (version {siblings.index(turn.id) + 1} of {len(siblings)})"
+        lines.append(f"## You{version}")
+        lines.append(f"*{_time(turn.created_at)}*")
+        lines.append("")
+        lines.append(turn.user_text or "*(message not recorded)*")
+        lines.append("")
+        lines += _markdown_events(turn, coalesce_text(events), thread.robot)
+    return redact("\n".join(lines).rstrip() + "\n")
+
+
+def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> list[str]:
+    out: list[str] = []
+    speaker: str | None = None
+
+    def heading(name: str) -> None:
+        nonlocal speaker
+        if speaker != name:
+            out.append(f"### {name}")
+            out.append("")
+            speaker = name
+
+    for event in events:
+        who = f"{event.robot} [{event.task}]" if event.task else (event.robot or robot)
+        if isinstance(event, ev.Text):
+            if event.text:
+                heading(who)
+                out.append(event.text.rstrip())
+                out.append("")
+        elif isinstance(event, ev.ToolUse):
+            heading(who)
+            server = f" (server `{event.server}`)" if event.server else ""
+            out.append(f"**Tool call** `{event.name}`{server} · `{event.id}`")
+            out.append("")
+            out.append(_fenced(event.input if event.input is not None else {}))
+            out.append("")
+        elif isinstance(event, ev.ToolResult):
+            heading(who)
+            out.append(f"**Result** of `{event.name}` · `{event.id}` · {event.duration:.2f} s")
+            out.append("")
+            out.append(_fenced(event.payload))
+            out.append("")
+        elif isinstance(event, ev.ToolError):
+            heading(who)
+            out.append(f"**Error** from `{event.name}` · `{event.id}`" +
+                       (f" · {event.duration:.2f} s" if event.duration else ""))
+            out.append("")
+            out.append(_fenced({"error": event.error}))
+            out.append("")
+        elif isinstance(event, ev.ApprovalRequested):
+            heading(who)
+            out.append(f"> **Approval requested** for `{event.name}` · `{event.id}`")
+            out.append("")
+        elif isinstance(event, ev.ApprovalDecided):
+            heading(who)
+            verdict = "Approved" if event.decision == "approve" else "Denied"
+            reason = f": {event.reason}" if event.reason else ""
+            out.append(f"> **{verdict}** `{event.name}` (scope: {event.scope}){reason}")
+            out.append("")
+            out.append(_fenced(event.input if event.input is not None else {}))
+            out.append("")
+        elif isinstance(event, ev.ChangeProposed):
+            heading(who)
+            out.append(f"**Change proposed** `{event.change_set_id}`:")
+            for f in event.files:
+                added, removed = f.get("added", 0), f.get("removed", 0)
+                out.append(f"- `{f.get('path', '?')}` ({f.get('action', 'modify')}, +{added} −{removed})")
+            out.append("")
+        elif isinstance(event, ev.ChangeDecided):
+            heading(who)
+            out.append(f"**Change decided** `{event.change_set_id}`:")
+            for f in event.outcome:
+                accepted, rejected = f.get("accepted") or [], f.get("rejected") or []
+                reason = f" ({f['reason']})" if f.get("reason") else ""
+                out.append(f"- `{f.get('path', '?')}`: accepted hunks {accepted}, rejected hunks {rejected}{reason}")
+            if event.checkpoint_id:
+                out.append(f"- checkpoint `{event.checkpoint_id}`")
+            out.append("")
+        elif isinstance(event, ev.MemoryChanged):
+            heading(who)
+            writer = f" by {event.writer}" if event.writer else ""
+            out.append(f"*Memory* `{event.key}`{writer} = `{_json(event.value, indent=None)}`")
+            out.append("")
+        elif isinstance(event, ev.TaskStarted):
+            out.append(f"*Task `{event.task}` started*")
+            out.append("")
+        elif isinstance(event, ev.TaskFinished):
+            error = f": {event.error}" if event.error else ""
+            out.append(f"*Task `{event.task}` {event.status}{error}*")
+            out.append("")
+        elif isinstance(event, ev.RunCancelled):
+            out.append(f"*Stopped: {event.reason}*")
+            out.append("")
+        elif isinstance(event, ev.RunFailed):
+            out.append(f"*Failed: {event.error}*")
+            out.append("")
+    if turn.status == "interrupted":
+        out.append("*Interrupted: the app stopped before this run ended.*")
+        out.append("")
+    elif turn.status == "running":
+        out.append("*Still running when exported.*")
+        out.append("")
+    if turn.input_tokens or turn.output_tokens or turn.cost is not None:
+        out.append(f"*Usage: {turn.input_tokens:,} input + {turn.output_tokens:,} output tokens{_money(turn.cost)}*")
+        out.append("")
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# JSON results and JSONL events
+
+
+def export_results_json(store: Store, thread_id: str, *, leaf_turn_id: str | None = None,
+                        with_prompt: bool = True, indent: int | None = 2) -> str:
+    """A JSON list of RobotLab result exports, one per run along the branch (oldest first)."""
+    thread = store.get_thread(thread_id)
+    items: list[dict[str, Any]] = []
+    for turn, events in store.path_events(thread_id, leaf_turn_id):
+        result = _result_for(turn, events, thread.robot)
+        item = result.export()
+        if with_prompt and turn.user_text:
+            item["prompt"] = [TextMessage(role="user", content=turn.user_text).to_dict()]
+        items.append(item)
+    return redact(_json(items, indent=indent)) + "\n"
+
+
+def export_events_jsonl(store: Store, thread_id: str, *, leaf_turn_id: str | None = None,
+                        all_branches: bool = False) -> str:
+    """One stored event per line (``Event.to_dict()`` plus ``turn_id``), the branch's turns in order."""
+    store.get_thread(thread_id)
+    lines: list[str] = []
+    if all_branches:
+        pairs: Iterable[tuple[str, ev.Event]] = store.thread_events(thread_id)
+    else:
+        pairs = ((turn.id, e) for turn, events in store.path_events(thread_id, leaf_turn_id) for e in events)
+    for turn_id, event in pairs:
+        data = event.to_dict()
+        data["turn_id"] = turn_id
+        lines.append(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str))
+    return redact("\n".join(lines) + ("\n" if lines else ""))
+
+
+def export_thread(store: Store, thread_id: str, fmt: str, *, leaf_turn_id: str | None = None) -> str:
+    """Export in ``fmt`` ("md", "json" or "jsonl")."""
+    if fmt in ("md", "markdown"):
+        return export_markdown(store, thread_id, leaf_turn_id=leaf_turn_id)
+    if fmt == "json":
+        return export_results_json(store, thread_id, leaf_turn_id=leaf_turn_id)
+    if fmt == "jsonl":
+        return export_events_jsonl(store, thread_id, leaf_turn_id=leaf_turn_id)
+    raise ValueError(f"Unknown export format: {fmt}. Must be one of: {', '.join(FORMATS)}")
+
+
+# ------------------------------------------------------------------------------------------
+# Import
+
+
+def _items(data: Any) -> list[Mapping[str, Any]]:
+    if isinstance(data, Mapping) and isinstance(data.get("results"), list):
+        data = data["results"]  # a RobotLab Memory.to_h
+    elif isinstance(data, Mapping) and "output" in data:
+        data = [data]
+    if not isinstance(data, list):
+        raise ImportFormatError(
+            "Expected RobotLab results JSON: a list of results like "
+            '[{"robot_name": ..., "output": [...], "tool_calls": [...]}], one result, '
+            'or a memory export with "results".'
+        )
+    for i, item in enumerate(data):
+        if not isinstance(item, Mapping) or "output" not in item:
+            raise ImportFormatError(f"Item {i} is not a RobotLab result: it needs at least "
+                                    '"robot_name" and "output".')
+    return data
+
+
+def _user_text(item: Mapping[str, Any]) -> str:
+    for key in ("prompt", "history"):
+        value = item.get(key)
+        if isinstance(value, list):
+            for message in reversed(value):
+                if isinstance(message, Mapping) and message.get("role") == "user" \
+                        and isinstance(message.get("content"), str):
+                    return str(message["content"])
+    for key in ("input", "message"):
+        if isinstance(item.get(key), str):
+            return str(item[key])
+    return ""
+
+
+def _status(stop_reason: str | None) -> str:
+    return {"cancelled": "cancelled", "error": "failed", "failed": "failed",
+            "interrupted": "interrupted"}.get(stop_reason or "", "finished")
+
+
+def _result_events(result: RobotResult, *, run_id: str, message: str) -> list[ev.Event]:
+    robot = result.robot_name or "robot"
+    seq = 0
+    ts = result.created_at.timestamp()
+
+    def make(cls: type[ev.Event], **fields: Any) -> ev.Event:
+        nonlocal seq
+        seq += 1
+        return cls(run_id=run_id, robot=robot, seq=seq, ts=ts, **fields)
+
+    results: dict[str, ToolResultMessage] = {}
+    for m in result.tool_calls:
+        if isinstance(m, ToolResultMessage) and m.tool.id:
+            results.setdefault(m.tool.id, m)
+    out = [make(ev.RunStarted, message=message, model="imported from RobotLab", is_language_model=True)]
+    message_list: list[Message] = result.output
+    for m in message_list:
+        if m.is_text and m.is_assistant and isinstance(m.content, str):
+            out.append(make(ev.Text, text=m.content))
+        elif m.is_tool_call:
+            calls = getattr(m, "tools", [])
+            for call in calls:
+                out.append(make(ev.ToolUse, id=call.id or "", name=call.name, input=call.input))
+            for call in calls:
+                r = results.get(call.id or "")
+                if r is None:
+                    continue
+                if r.is_error:
+                    out.append(make(ev.ToolError, id=call.id or "", name=call.name, error=r.error))
+                else:
+                    payload = r.content if isinstance(r.content, Mapping) else {"data": r.content}
+                    out.append(make(ev.ToolResult, id=call.id or "", name=call.name, payload=payload))
+    if result.usage is not None:
+        u = result.usage
+        out.append(make(ev.Usage, input_tokens=u.input_tokens, output_tokens=u.output_tokens, cost=u.cost,
+                        total_input_tokens=u.input_tokens, total_output_tokens=u.output_tokens, total_cost=u.cost))
+    status = _status(result.stop_reason)
+    if status == "cancelled":
+        out.append(make(ev.RunCancelled, reason="stopped (imported)", partial=result))
+    elif status == "failed":
+        out.append(make(ev.RunFailed, error="failed (imported)", error_type="ImportedResult", partial=result))
+    elif status == "finished":
+        out.append(make(ev.RunFinished, result=result))
+    return out
+
+
+def import_results_json(store: Store, text: str, *, robot: str | None = None,
+                        title: str | None = None) -> ThreadInfo:
+    """RobotLab results JSON (as exported here or by RobotLab) into a new thread, one turn per result."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ImportFormatError(f"Not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from exc
+    items = _items(data)
+    results: list[tuple[RobotResult, str]] = []
+    for i, item in enumerate(items):
+        try:
+            results.append((RobotResult.from_dict(item), _user_text(item)))
+        except (ValueError, TypeError) as exc:
+            raise ImportFormatError(f"Item {i} is not a valid RobotLab result: {exc}") from exc
+    if not results:
+        raise ImportFormatError("The file holds no results to import.")
+    from workspace.session import title_from
+
+    robot_name = robot or results[0][0].robot_name or "imported"
+    first_text = next((t for _, t in results if t), "")
+    name = title or title_from(first_text) or f"Imported from RobotLab ({len(results)} results)"
+    thread = store.create_thread(robot=robot_name, title=name)
+    parent: str | None = None
+    for result, user_text in results:
+        turn = store.add_turn(thread.id, user_text=user_text, parent_turn_id=parent)
+        events = _result_events(result, run_id=result.id, message=user_text)
+        store.append_events(thread.id, turn.id, events)
+        store.finish_turn(turn.id, _status(result.stop_reason))
+        parent = turn.id
+    return store.get_thread(thread.id)

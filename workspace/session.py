@@ -1,0 +1,545 @@
+"""The Qt-free composition root: a :class:`Workspace` of threads, each a :class:`ThreadSession`.
+
+The desktop (and tests, and scripts) drive everything through these three classes:
+
+* :class:`Workspace` owns the configuration, the :class:`~workspace.store.Store`, the approval
+  gate and, optionally, a provider every robot uses (tests pass a ``ScriptedProvider``).
+* :class:`ThreadSession` is one conversation: ``send``, ``edit_and_resend``, ``regenerate``,
+  ``switch_branch``, ``transcript``, ``stop``. Before each run the robot's ``history`` is rebuilt
+  from the store along the branch being continued, so a resumed thread (after a restart, or on
+  another branch) gives the model a valid conversation.
+* :class:`RecordedRun` wraps an :class:`~workspace.agent.AgentRun`. A recording task consumes
+  the run and appends every event to the store *as it happens*, before anyone sees it; async
+  iterating the RecordedRun yields the same events (from the start, however late you begin, and
+  any number of times). Stopping iteration does not stop the run or its recording: call
+  :meth:`RecordedRun.cancel` (or :meth:`ThreadSession.stop`) for that; the ``run_cancelled``
+  event is recorded too. If the database cannot be written (disk full, locked), the run goes
+  on: the failure is logged once per run and kept in :attr:`RecordedRun.recording_errors`.
+
+All store calls are short synchronous SQLite transactions on the event-loop thread (see
+:mod:`workspace.store`); text deltas are held in memory and written every 250 ms at most, by a
+timer armed here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workspace import events as ev
+from workspace.approval import Action, ApprovalDecision, ApprovalGate, ApprovalRequest
+from workspace.result import Usage
+from workspace.store import Store, StoreError, ThreadInfo, TurnInfo, coalesce_text, status_for
+
+if TYPE_CHECKING:
+    from workspace.agent import AgentRun
+    from workspace.catalog import RobotInfo
+    from workspace.config import Config
+    from workspace.providers.base import Provider
+    from workspace.result import RobotResult
+    from workspace.robot import Robot
+
+log = logging.getLogger("workspace.session")
+
+__all__ = ["RecordedRun", "ThreadSession", "TurnView", "Workspace", "title_from"]
+
+TITLE_LENGTH = 60
+
+
+def title_from(text: str, limit: int = TITLE_LENGTH) -> str | None:
+    """A thread title from the first user message: its first line, cut at a word near ``limit``."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    line = " ".join(line.split())
+    if not line:
+        return None
+    if len(line) <= limit:
+        return line
+    cut = line[:limit].rsplit(" ", 1)[0]
+    if len(cut) < limit // 2:
+        cut = line[:limit]
+    return cut.rstrip(" ,.;:-") + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnView:
+    """One turn of the transcript: the turn, its events (text deltas coalesced into ``text``) and
+    where it sits among its siblings (``sibling_index`` is 0-based: show ``index + 1 / count``)."""
+
+    turn: TurnInfo
+    events: list[ev.Event]
+    sibling_index: int
+    sibling_count: int
+    #: The siblings' turn ids, oldest first (for "< 2/3 >": switch_branch(sibling_ids[i]).
+    sibling_ids: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return self.turn.id
+
+    @property
+    def user_text(self) -> str:
+        return self.turn.user_text
+
+    @property
+    def status(self) -> str:
+        return self.turn.status
+
+    @property
+    def text(self) -> str:
+        """All the robot's text of the turn, joined by blank lines."""
+        return "\n\n".join(e.text for e in self.events if isinstance(e, ev.Text) and e.text)
+
+    @property
+    def usage(self) -> Usage:
+        return self.turn.usage
+
+    @property
+    def previous_sibling(self) -> str | None:
+        return self.sibling_ids[self.sibling_index - 1] if self.sibling_index > 0 else None
+
+    @property
+    def next_sibling(self) -> str | None:
+        i = self.sibling_index + 1
+        return self.sibling_ids[i] if i < len(self.sibling_ids) else None
+
+
+class RecordedRun:
+    """An AgentRun whose events are stored as they happen; iterate it for the same events."""
+
+    def __init__(
+        self,
+        run: AgentRun,
+        *,
+        store: Store,
+        thread_id: str,
+        turn_id: str,
+        on_done: Callable[[RecordedRun], None] | None = None,
+    ) -> None:
+        self.agent_run = run
+        self.store = store
+        self.thread_id = thread_id
+        self.turn_id = turn_id
+        self.run_id = run.run_id
+        #: Every event so far, in order.
+        self.events: list[ev.Event] = []
+        #: Messages about events that could not be stored (the run went on regardless).
+        self.recording_errors: list[str] = []
+        self._on_done = on_done
+        self._task: asyncio.Task[None] | None = None
+        self._waiters: list[asyncio.Future[None]] = []
+        self._finished = False
+        self._timer: asyncio.TimerHandle | None = None
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop()
+            self.start()
+
+    # -- public ---------------------------------------------------------------------------------
+    def start(self) -> RecordedRun:
+        """Start the run and its recording (done on creation when an event loop is running)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._record_all(),
+                                                                name=f"record-{self.run_id[:8]}")
+        return self
+
+    def cancel(self, reason: str = "stopped by the user") -> None:
+        """Stop the run (stream and tool calls); its ``run_cancelled`` event is still recorded."""
+        self.agent_run.cancel(reason)
+
+    @property
+    def done(self) -> bool:
+        """True once the terminal event has been recorded (or recording ended)."""
+        return self._finished
+
+    @property
+    def terminal(self) -> ev.Event | None:
+        return self.events[-1] if self.events and self.events[-1].terminal else None
+
+    @property
+    def status(self) -> str:
+        terminal = self.terminal
+        if terminal is not None:
+            return status_for(terminal)
+        return "interrupted" if self._finished else "running"
+
+    @property
+    def result(self) -> RobotResult | None:
+        """The run's RobotResult once it ended (the partial one after a stop or failure)."""
+        return self.agent_run.result
+
+    async def wait(self) -> ev.Event | None:
+        """Wait for the end of the run and its recording; the terminal event."""
+        task = self.start()._task
+        assert task is not None
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.done():
+                raise  # we were cancelled, not the recording
+        return self.terminal
+
+    def __aiter__(self) -> AsyncIterator[ev.Event]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[ev.Event]:
+        self.start()
+        index = 0
+        while True:
+            while index < len(self.events):
+                event = self.events[index]
+                index += 1
+                yield event
+                if event.terminal:
+                    return
+            if self._finished:
+                return
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+
+    # -- recording --------------------------------------------------------------------------------
+    async def _record_all(self) -> None:
+        try:
+            async for event in self.agent_run:
+                self._record(event)
+                self._publish(event)
+        except asyncio.CancelledError:
+            # The workspace is shutting down: the AgentRun was cancelled by our iteration ending.
+            terminal = self.agent_run.terminal
+            if terminal is not None and self.terminal is None:
+                self._record(terminal)
+                self._publish(terminal)
+            raise
+        finally:
+            self._finish()
+
+    def _record(self, event: ev.Event) -> None:
+        store = self.store
+        try:
+            store.append_event(self.thread_id, self.turn_id, event)
+            if event.terminal:
+                store.finish_turn(self.turn_id, status_for(event))
+        except (StoreError, OSError) as exc:
+            self._warn(exc)
+        if (isinstance(event, ev.TextDelta) and self._timer is None and store.flush_interval > 0
+                and not store.closed):
+            self._timer = asyncio.get_running_loop().call_later(store.flush_interval, self._flush_timer)
+
+    def _flush_timer(self) -> None:
+        self._timer = None
+        try:
+            self.store.flush(self.turn_id)
+        except (StoreError, OSError) as exc:
+            self._warn(exc)
+
+    def _warn(self, exc: Exception) -> None:
+        message = f"could not record an event of run {self.run_id[:8]} in thread {self.thread_id[:8]}: {exc}"
+        closed = isinstance(exc, StoreError) and exc.reason == "closed"
+        if not self.recording_errors and not closed:
+            log.warning("%s (the run goes on; later failures of this run are not logged again)", message)
+        self.recording_errors.append(message)
+
+    def _publish(self, event: ev.Event) -> None:
+        self.events.append(event)
+        self._wake()
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _finish(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self.store.closed:
+            try:
+                self.store.flush(self.turn_id)
+            except (StoreError, OSError) as exc:
+                self._warn(exc)
+        self._finished = True
+        self._wake()
+        if self._on_done is not None:
+            try:
+                self._on_done(self)
+            except Exception:  # a callback must never break recording
+                log.exception("RecordedRun on_done callback failed")
+
+    def __repr__(self) -> str:
+        return f"<RecordedRun {self.run_id[:8]} thread={self.thread_id[:8]} {self.status}>"
+
+
+class _ThreadGate(ApprovalGate):
+    """The workspace's policy and way of asking, with "this thread" grants kept per thread."""
+
+    def __init__(self, shared: ApprovalGate) -> None:
+        super().__init__(shared.policy, shared.ask_fn)
+        self._shared = shared
+
+    def decide(self, request: ApprovalRequest) -> Action:
+        self.policy = self._shared.policy
+        return super().decide(request)
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.policy = self._shared.policy
+        self.ask_fn = self._shared.ask_fn
+        return await super().ask(request)
+
+
+class ThreadSession:
+    """One conversation thread: send messages, fork, switch branches, read the transcript."""
+
+    def __init__(self, workspace: Workspace, thread: ThreadInfo) -> None:
+        self.workspace = workspace
+        self.store = workspace.store
+        self.thread_id = thread.id
+        self._thread = thread
+        self._robot: Robot | None = None
+        self.approval = _ThreadGate(workspace.approval)
+        #: The latest run started in this session (running or done).
+        self.run: RecordedRun | None = None
+
+    # -- state -------------------------------------------------------------------------------------
+    @property
+    def thread(self) -> ThreadInfo:
+        """The thread as stored now (title, usage, current turn...)."""
+        if not self.store.closed:
+            self._thread = self.store.get_thread(self.thread_id)
+        return self._thread
+
+    @property
+    def robot(self) -> Robot:
+        """The thread's robot, built from the catalog on first use (and the workspace's provider)."""
+        if self._robot is None:
+            self._robot = self.workspace.load_robot(self._thread.robot)
+        return self._robot
+
+    @property
+    def running(self) -> bool:
+        return self.run is not None and not self.run.done
+
+    def usage(self) -> Usage:
+        """Tokens and cost of every run of the thread."""
+        return self.store.usage(self.thread_id)
+
+    def set_title(self, title: str | None) -> ThreadInfo:
+        self._thread = self.store.rename_thread(self.thread_id, title)
+        return self._thread
+
+    # -- running ------------------------------------------------------------------------------------
+    def send(self, text: str) -> RecordedRun:
+        """Send a message after the current turn; iterate the returned run for its events."""
+        return self._start(text, self.thread.current_turn_id)
+
+    def edit_and_resend(self, turn_id: str, text: str) -> RecordedRun:
+        """Send ``text`` in place of turn ``turn_id``'s message: a new sibling branch."""
+        turn = self._own_turn(turn_id)
+        return self._start(text, turn.parent_turn_id)
+
+    def regenerate(self, turn_id: str) -> RecordedRun:
+        """Ask again: a new sibling of ``turn_id`` with the same message."""
+        turn = self._own_turn(turn_id)
+        return self._start(turn.user_text, turn.parent_turn_id)
+
+    def stop(self, reason: str = "stopped by the user") -> None:
+        """Cancel the running run (its stream and tool calls); nothing when idle."""
+        if self.run is not None and not self.run.done:
+            self.run.cancel(reason)
+
+    def switch_branch(self, turn_id: str) -> TurnInfo:
+        """Show the branch through ``turn_id`` (its latest continuation becomes current)."""
+        self._not_running("switch branches")
+        self._own_turn(turn_id)
+        leaf = self.store.set_current(self.thread_id, turn_id)
+        self._thread = self.store.get_thread(self.thread_id)
+        return leaf
+
+    def _own_turn(self, turn_id: str) -> TurnInfo:
+        turn = self.store.get_turn(turn_id)
+        if turn.thread_id != self.thread_id:
+            raise ValueError(f"Turn {turn_id!r} belongs to another thread")
+        return turn
+
+    def _not_running(self, what: str) -> None:
+        if self.running:
+            raise RuntimeError(f"The thread is running; stop the run (or wait for it) before you {what}")
+
+    def _start(self, text: str, parent_turn_id: str | None) -> RecordedRun:
+        self._not_running("send another message")
+        if self._thread.kind != "robot":
+            raise NotImplementedError("Network threads are run by the network runner, not a ThreadSession")
+        if not text or not text.strip():
+            raise ValueError("The message is empty; type something to send")
+        robot = self.robot
+        # The conversation along the branch being continued, rebuilt from the store.
+        history = self.store.history_messages(self.thread_id, parent_turn_id) if parent_turn_id else []
+        problems: list[str] = []
+        turn_id = uuid.uuid4().hex
+        try:
+            self.store.add_turn(self.thread_id, user_text=text, parent_turn_id=parent_turn_id, turn_id=turn_id)
+        except StoreError as exc:
+            if exc.reason not in ("locked", "io") or not self.store.queued_writes:
+                raise
+            problems.append(f"could not record the message yet: {exc}")  # kept queued; the run goes on
+        if not self._thread.title:
+            title = title_from(text)
+            if title:
+                try:
+                    self._thread = self.store.rename_thread(self.thread_id, title)
+                except StoreError as exc:
+                    problems.append(f"could not record the title yet: {exc}")
+        robot.history = history
+        try:
+            agent_run = robot.stream(text, thread_id=self.thread_id, approval=self.approval)
+        except Exception as exc:  # the run could not start: keep the message, record why
+            with contextlib.suppress(StoreError):
+                self.store.append_event(self.thread_id, turn_id, ev.RunFailed(
+                    run_id=f"failed-{turn_id}", robot=robot.name, seq=1, error=str(exc) or type(exc).__name__,
+                    error_type=type(exc).__name__))
+                self.store.finish_turn(turn_id, "failed")
+            raise
+        run = RecordedRun(agent_run, store=self.store, thread_id=self.thread_id, turn_id=turn_id,
+                          on_done=self.workspace._run_done)
+        for problem in problems:
+            run._warn(StoreError(problem))
+        self.run = run
+        self.workspace._runs.add(run)
+        return run
+
+    # -- reading ------------------------------------------------------------------------------------
+    def transcript(self, leaf_turn_id: str | None = None) -> list[TurnView]:
+        """The turns of the current branch (or the one ending at ``leaf_turn_id``), root first."""
+        pairs = self.store.path_events(self.thread_id, leaf_turn_id)
+        if not pairs:
+            return []
+        branches = self.store.branch_map(self.thread_id)
+        views = []
+        for turn, events in pairs:
+            siblings = branches.get(turn.parent_turn_id, [turn.id])
+            index = siblings.index(turn.id) if turn.id in siblings else 0
+            views.append(TurnView(turn, coalesce_text(events), index, len(siblings), tuple(siblings)))
+        return views
+
+    def history(self) -> list[Any]:
+        """The conversation the next message continues (what the robot will be given)."""
+        current = self.thread.current_turn_id
+        return self.store.history_messages(self.thread_id, current) if current else []
+
+    def __repr__(self) -> str:
+        return f"<ThreadSession {self.thread_id[:8]} robot={self._thread.robot!r}>"
+
+
+class Workspace:
+    """Configuration, the thread store, approvals and robots: what the desktop is built on.
+
+    ``provider``: when given, every robot uses it (tests pass a ``ScriptedProvider``).
+    ``approval``: the gate whose policy and ``ask_fn`` every thread uses (default: the policy
+    file ``robotlab paths`` shows, and nobody to ask until the front end sets ``ask_fn``).
+    """
+
+    def __init__(
+        self,
+        *,
+        config: Config | None = None,
+        folder: str | Path | None = None,
+        store: Store | None = None,
+        db_path: str | Path | None = None,
+        provider: Provider | None = None,
+        approval: ApprovalGate | None = None,
+    ) -> None:
+        from workspace import paths
+
+        self.folder = Path(folder).resolve() if folder is not None else None
+        if config is None:
+            from workspace.config import load_config
+
+            config = load_config(self.folder)
+        self.config = config
+        self.store = store if store is not None else Store.open(db_path or paths.database_path())
+        if approval is None:
+            from workspace.approval import ApprovalPolicy
+
+            approval = ApprovalGate(ApprovalPolicy.load(paths.approval_policy_file()))
+        self.approval = approval
+        self.provider = provider
+        self._sessions: dict[str, ThreadSession] = {}
+        self._runs: set[RecordedRun] = set()
+
+    # -- robots ------------------------------------------------------------------------------------
+    def robots(self) -> list[RobotInfo]:
+        """The robots the catalog finds (project, user, shipped)."""
+        from workspace.catalog import list_robots
+
+        return list_robots(self.folder)
+
+    def load_robot(self, name: str) -> Robot:
+        from workspace.catalog import load_robot
+
+        options: dict[str, Any] = {"config": self.config}
+        if self.provider is not None:
+            options["provider"] = self.provider
+        robot: Robot = load_robot(name, folder=self.folder, **options)
+        return robot
+
+    # -- threads -------------------------------------------------------------------------------------
+    def new_thread(self, robot_name: str, *, title: str | None = None) -> ThreadSession:
+        """A new thread with the robot (an unknown robot raises ConfigurationError naming the known ones)."""
+        robot = self.load_robot(robot_name)
+        info = self.store.create_thread(robot=robot.name, title=title,
+                                        folder=str(self.folder) if self.folder else None)
+        session = ThreadSession(self, info)
+        session._robot = robot
+        self._sessions[info.id] = session
+        return session
+
+    def open_thread(self, thread_id: str) -> ThreadSession:
+        """The session of a stored thread (the same object while it is open)."""
+        session = self._sessions.get(thread_id)
+        if session is None:
+            session = ThreadSession(self, self.store.get_thread(thread_id))
+            self._sessions[thread_id] = session
+        return session
+
+    def threads(self, include_deleted: bool = False) -> list[ThreadInfo]:
+        return self.store.list_threads(include_deleted)
+
+    @property
+    def running(self) -> list[RecordedRun]:
+        return [r for r in self._runs if not r.done]
+
+    def _run_done(self, run: RecordedRun) -> None:
+        self._runs.discard(run)
+
+    # -- closing ------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Cancel running runs and close the store, also one passed in (their turns are marked
+        ``interrupted`` unless they recorded their end already).
+
+        Prefer ``await aclose()`` inside an event loop: it lets the runs record their
+        ``run_cancelled`` event first.
+        """
+        for run in list(self._runs):
+            run.cancel("the workspace was closed")
+        self.store.close()
+
+    async def aclose(self, timeout: float = 5.0) -> None:
+        """Cancel running runs, wait (up to ``timeout`` s) for them to record their end, close."""
+        runs = list(self._runs)
+        for run in runs:
+            run.cancel("the workspace was closed")
+        tasks = [r._task for r in runs if r._task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+        self.close()
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
