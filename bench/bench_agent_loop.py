@@ -1,0 +1,164 @@
+"""Per-turn overhead of our agent loop against calling litellm.acompletion by hand.
+
+One "turn" is what a user waits for: a streamed model call that asks for a tool, the tool
+call, and a second streamed call that answers. Both paths talk to the same loopback
+OpenAI-compatible server (tests/fakes/llm_server.py, in its own process so it does not share
+our GIL). 200 turns each, after a warm-up; prints the medians and the ratio (target <= 1.10),
+plus the openai SDK by hand for reference. Writes bench/results/agent_loop.json.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TURNS = int(os.environ.get("TURNS", "200"))
+SERVER = """
+import sys
+sys.path.insert(0, {root!r})
+from tests.fakes.llm_server import FakeLLMServer, Reply
+def reply_fn(body):
+    last = (body.get("messages") or [{{}}])[-1]
+    if last.get("role") == "tool":
+        return Reply.say("It is sunny in Oslo today, twenty degrees and light wind.")
+    return Reply.tool("get_weather", {{"city": "Oslo"}})
+server = FakeLLMServer(reply_fn=reply_fn).start()
+print(server.base_url, flush=True)
+sys.stdin.read()
+"""
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Current weather for a city.",
+                                            "parameters": SCHEMA}}]
+
+
+async def by_hand(litellm: Any, base: str) -> None:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are helpful."},
+                                      {"role": "user", "content": "Weather in Oslo?"}]
+    kw = {"model": "openai/fake", "api_base": base + "/v1", "api_key": "sk-test", "tools": TOOLS, "num_retries": 0,
+          "timeout": 30, "stream": True, "stream_options": {"include_usage": True}}
+    response = await litellm.acompletion(messages=messages, **kw)
+    call: dict[str, str] = {"id": "", "name": "", "arguments": ""}
+    async for chunk in response:
+        if chunk.choices and chunk.choices[0].delta.tool_calls:
+            for tc in chunk.choices[0].delta.tool_calls:
+                call["id"] = tc.id or call["id"]
+                if tc.function and tc.function.name:
+                    call["name"] = tc.function.name
+                if tc.function and tc.function.arguments:
+                    call["arguments"] += tc.function.arguments
+    result = json.dumps({"city": json.loads(call["arguments"])["city"], "sky": "sunny"})
+    messages += [{"role": "assistant", "content": "", "tool_calls": [
+        {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}]},
+                 {"role": "tool", "tool_call_id": call["id"], "content": result}]
+    response = await litellm.acompletion(messages=messages, **kw)
+    text = "".join([c.choices[0].delta.content or "" async for c in response if c.choices])
+    assert text.startswith("It is"), text
+
+
+async def openai_sdk(client: Any) -> None:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are helpful."},
+                                      {"role": "user", "content": "Weather in Oslo?"}]
+    kw = {"model": "fake", "tools": TOOLS, "stream": True, "stream_options": {"include_usage": True}}
+    stream = await client.chat.completions.create(messages=messages, **kw)
+    call = {"id": "", "name": "", "arguments": ""}
+    async for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.tool_calls:
+            for tc in chunk.choices[0].delta.tool_calls:
+                call["id"] = tc.id or call["id"]
+                if tc.function and tc.function.name:
+                    call["name"] = tc.function.name
+                if tc.function and tc.function.arguments:
+                    call["arguments"] += tc.function.arguments
+    messages += [{"role": "assistant", "content": "", "tool_calls": [
+        {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}]},
+                 {"role": "tool", "tool_call_id": call["id"], "content": "sunny"}]
+    stream = await client.chat.completions.create(messages=messages, **kw)
+    text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+    assert text.startswith("It is"), text
+
+
+async def measure(fn: Any) -> list[float]:
+    for _ in range(5):
+        await fn()
+    times = []
+    for _ in range(TURNS):
+        start = time.perf_counter()
+        await fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+async def main() -> None:
+    import litellm
+
+    from workspace.providers.litellm_provider import LiteLLMProvider, preload_litellm
+    from workspace.robot import Robot
+    from workspace.tools import tool
+
+    await preload_litellm()
+    litellm.suppress_debug_info = True
+    proc = subprocess.Popen([sys.executable, "-c", SERVER.format(root=str(ROOT))], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    base = proc.stdout.readline().strip()
+    try:
+        @tool
+        async def get_weather(city: str) -> dict[str, str]:
+            """Current weather for a city."""
+            return {"city": city, "sky": "sunny"}
+
+        provider = LiteLLMProvider("openai/fake", api_base=base + "/v1", api_key="sk-test")
+        robot = Robot("bench", system_prompt="You are helpful.", tools=[get_weather], provider=provider)
+
+        async def ours() -> None:
+            robot.reset()
+            result = await robot.arun("Weather in Oslo?")
+            assert str(result.last_text_content).startswith("It is"), result.to_json()
+
+        import openai
+
+        client = openai.AsyncOpenAI(base_url=base + "/v1", api_key="sk-test", max_retries=0)
+        # Interleave the measurements in rounds so drift on a busy machine hits both alike.
+        ours_t: list[float] = []
+        hand_t: list[float] = []
+        sdk_t: list[float] = []
+        for _ in range(4):
+            ours_t += await measure(ours)
+            hand_t += await measure(lambda: by_hand(litellm, base))
+            sdk_t += await measure(lambda: openai_sdk(client))
+    finally:
+        proc.terminate()
+    ours_m, hand_m, sdk_m = (statistics.median(t) for t in (ours_t, hand_t, sdk_t))
+    result = {
+        "turns_each": len(ours_t),
+        "our_loop_median_ms": round(ours_m, 2),
+        "litellm_by_hand_median_ms": round(hand_m, 2),
+        "openai_sdk_by_hand_median_ms": round(sdk_m, 2),
+        "ratio_ours_over_litellm": round(ours_m / hand_m, 3),
+        "ratio_ours_over_openai_sdk": round(ours_m / sdk_m, 3),
+        "target_ratio": 1.10,
+    }
+    print(f"one turn = streamed tool call + tool + streamed answer, {len(ours_t)} turns each (4 interleaved rounds)")
+    print(f"our agent loop (Robot.arun, LiteLLMProvider): median {ours_m:7.2f} ms")
+    print(f"litellm.acompletion by hand:                  median {hand_m:7.2f} ms")
+    print(f"openai SDK by hand (reference):               median {sdk_m:7.2f} ms")
+    print(f"ratio ours / litellm by hand: {ours_m / hand_m:.3f} (target <= 1.10); "
+          f"ours / openai SDK: {ours_m / sdk_m:.3f}")
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "agent_loop.json").write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
