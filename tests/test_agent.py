@@ -233,7 +233,7 @@ async def test_denied_approval_sends_the_reason_back_to_the_model() -> None:
     events = await collect(robot(p, approval=ApprovalGate(policy, ask)).stream("x"))
     assert [e.kind for e in events if "approval" in e.kind] == ["approval_requested", "approval_decided"]
     assert asked[0].tool == "add" and asked[0].robot == "bot"
-    result = [m for m in p.history[1].messages if isinstance(m, ToolResultMessage)][0]
+    result = next(m for m in p.history[1].messages if isinstance(m, ToolResultMessage))
     assert result.error == "Denied by the user: not on a Friday"
 
 

@@ -439,7 +439,8 @@ class AgentRun:
 
 async def _with_timeout(tool: Tool, arguments: Any, context: ToolContext, timeout: float) -> ToolOutput:
     try:
-        return await asyncio.wait_for(tool.invoke(arguments, context), timeout)
+        async with asyncio.timeout(timeout):
+            return await tool.invoke(arguments, context)
     except TimeoutError:
         return ToolOutput(f"Tool '{tool.name}' timed out after {timeout:g} s", is_error=True)
 

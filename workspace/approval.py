@@ -171,6 +171,8 @@ class ApprovalPolicy:
 def default_action(request: ApprovalRequest) -> Action:
     """Defaults from MCP annotations: read-only allowed, destructive asked."""
     hints = request.annotations
+    if hints.get("autoApprove"):  # the server's autoApprove / alwaysAllow list names this tool
+        return "allow"
     if hints.get("readOnlyHint"):
         return "allow"
     if hints.get("destructiveHint"):

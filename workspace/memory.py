@@ -14,10 +14,10 @@ semantic cache: ``memory["cache"]`` is always ``None``.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy as _copy
 import inspect
 import json
-import contextvars
 import logging
 import re
 import threading

@@ -259,16 +259,15 @@ class Tool:
             )
         kwargs = self._handler_kwargs(context)
         try:
-            if inspect.iscoroutinefunction(self.handler) or inspect.iscoroutinefunction(
-                getattr(self.handler, "__call__", None)  # noqa: B004
-            ):
-                coro = self.handler(arguments, **kwargs)
-                value = await (asyncio.wait_for(coro, self.timeout) if self.timeout else coro)
-            else:
-                fut = asyncio.to_thread(self.handler, arguments, **kwargs)
-                value = await (asyncio.wait_for(fut, self.timeout) if self.timeout else fut)
-                if inspect.isawaitable(value):
-                    value = await value
+            async with asyncio.timeout(self.timeout):
+                if inspect.iscoroutinefunction(self.handler) or inspect.iscoroutinefunction(
+                    getattr(self.handler, "__call__", None)  # noqa: B004
+                ):
+                    value = await self.handler(arguments, **kwargs)
+                else:
+                    value = await asyncio.to_thread(self.handler, arguments, **kwargs)
+                    if inspect.isawaitable(value):
+                        value = await value
         except TimeoutError:
             return ToolOutput(f"Tool '{self.name}' timed out after {self.timeout:g} s", is_error=True)
         except Exception as exc:

@@ -1,0 +1,524 @@
+"""MCP server configuration: the ``mcpServers`` mapping of Claude Desktop, Cursor and Cline.
+
+```yaml
+mcpServers:
+  everything:                       # the server's name (tools become everything__<tool>)
+    command: npx                    # stdio: a program, its args, extra env, working folder
+    args: [-y, "@modelcontextprotocol/server-everything"]
+    env: {API_TOKEN: "${env:API_TOKEN}"}
+    cwd: ~/work
+  remote:
+    url: https://example.com/mcp    # HTTP: streamable HTTP unless type says sse
+    headers: {Authorization: "Bearer ${API_TOKEN}"}
+    type: streamable-http           # stdio | sse | http | streamable-http | streamableHttp | streamable_http
+    timeout: 60                     # per-call time limit (see below)
+    connectTimeout: 30              # start-up + handshake time limit
+    disabled: false
+    autoApprove: [search, "get_*"]  # tools the approval policy may run without asking (Cline)
+    alwaysAllow: [...]              # the same, Roo Code's spelling
+    disabledTools: [delete_*]       # tools never offered to robots
+```
+
+* The transport is inferred from ``command`` (stdio) vs ``url`` (streamable HTTP); ``type``
+  (or Cline's ``transportType``) is accepted in every common spelling.
+* ``${VAR}``, ``${env:VAR}`` and ``${VAR:-default}`` are replaced in command, args, env, cwd,
+  url and headers; ``${keyring:NAME}`` reads the OS keyring (service ``robotlab``). A variable
+  that is not set is an error naming the server, the key and the variable.
+* Times (``timeout``, ``connectTimeout``) are **seconds**, as in Cline and Goose. A number of
+  1000 or more is read as **milliseconds** (``60000`` is one minute, as Claude Code writes it),
+  and strings with a unit are accepted: ``"500ms"``, ``"30s"``, ``"2m"``.
+* Unknown keys are kept: :attr:`ServerSpec.raw` is the entry exactly as written, and is what
+  gets written back.
+
+Nothing here imports the MCP SDK.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from workspace.errors import ConfigurationError
+
+#: Canonical transports: ``stdio``, ``sse`` and ``http`` (streamable HTTP).
+TRANSPORTS = ("stdio", "sse", "http")
+#: Every spelling of ``type`` we accept, normalised (lower case, no ``-``/``_``), to a transport.
+_TYPE_SPELLINGS = {
+    "stdio": "stdio",
+    "local": "stdio",
+    "sse": "sse",
+    "http": "http",
+    "https": "http",
+    "streamablehttp": "http",
+    "remote": "http",
+}
+_UNSUPPORTED_TYPES = {"ws", "websocket", "builtin", "platform", "inlinepython", "frontend"}
+TYPE_HELP = "stdio, sse, http, streamable-http, streamableHttp or streamable_http"
+
+#: Keys this module understands (others are kept as written).
+KNOWN_KEYS = frozenset({
+    "command", "args", "env", "cwd", "url", "headers", "type", "transportType", "disabled", "enabled",
+    "timeout", "connectTimeout", "autoApprove", "alwaysAllow", "disabledTools", "name", "transport",
+})
+
+DEFAULT_CALL_TIMEOUT = 120.0
+DEFAULT_CONNECT_TIMEOUT = 30.0
+
+_VAR = re.compile(r"\$\{([^}]*)\}")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|msec|s|sec|secs|seconds?|m|min|mins|minutes?)?\s*$", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSpec:
+    """One MCP server's launch or connection settings, interpolated and checked."""
+
+    name: str
+    transport: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    disabled: bool = False
+    #: Per-call time limit in seconds.
+    timeout: float = DEFAULT_CALL_TIMEOUT
+    #: Start-up and handshake time limit in seconds.
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    #: Tool names (or glob patterns) the approval policy may run without asking.
+    auto_approve: tuple[str, ...] = ()
+    #: Tool names (or glob patterns) never offered to robots.
+    disabled_tools: tuple[str, ...] = ()
+    #: The entry exactly as written (before interpolation), unknown keys included.
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    #: Where the entry came from (a file path, "inline", ...).
+    source: str = field(default="", compare=False)
+
+    def connection_key(self) -> tuple[Any, ...]:
+        """What a running connection depends on: a change means reconnecting."""
+        return (
+            self.transport, self.command, self.args, tuple(sorted(self.env.items())), self.cwd, self.url,
+            tuple(sorted(self.headers.items())), self.connect_timeout,
+        )
+
+    def describe(self) -> str:
+        """A one-line, secret-free description (header values, env values and URL query values masked)."""
+        if self.transport == "stdio":
+            parts = [self.command or "", *self.args]
+            text = " ".join(_quote(p) for p in parts)
+            if self.env:
+                text += "  (env: " + ", ".join(sorted(self.env)) + ")"
+            return text
+        text = mask_url(self.url or "")
+        if self.headers:
+            text += "  (headers: " + ", ".join(f"{k}: ***" for k in sorted(self.headers)) + ")"
+        return text
+
+    @property
+    def target(self) -> str:
+        return self.describe()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as written (unknown keys kept), for writing back to a file."""
+        return dict(self.raw)
+
+
+def _quote(part: str) -> str:
+    return f'"{part}"' if (not part or any(c.isspace() for c in part)) else part
+
+
+def mask_url(url: str) -> str:
+    """``url`` with any password and query values replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<invalid url>"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}:***@{host}" if ":" in userinfo else f"{user}@{host}"
+    query = parts.query
+    if query:
+        query = urlencode([(k, "***") for k, _ in parse_qsl(query, keep_blank_values=True)], safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def normalize_type(value: Any, *, where: str) -> str:
+    """The canonical transport for a ``type`` spelling; raises naming the accepted spellings."""
+    key = re.sub(r"[-_\s]", "", str(value)).lower()
+    if key in _TYPE_SPELLINGS:
+        return _TYPE_SPELLINGS[key]
+    if key in _UNSUPPORTED_TYPES:
+        raise ConfigurationError(
+            f"{where}: type {value!r} is not supported here. Use a stdio server (command/args) or an HTTP "
+            f"server (url) with type {TYPE_HELP}"
+        )
+    raise ConfigurationError(f"{where}: unknown type {value!r}; accepted: {TYPE_HELP}")
+
+
+def parse_duration(value: Any, *, where: str) -> float:
+    """Seconds from a number (>= 1000 means milliseconds) or a string like "30s" / "500ms" / "2m"."""
+    if isinstance(value, bool) or value is None:
+        raise ConfigurationError(f"{where}: expected a time like 60 (seconds), 60000 (ms) or \"30s\", got {value!r}")
+    if isinstance(value, int | float):
+        seconds = float(value) / 1000.0 if value >= 1000 else float(value)
+    else:
+        match = _DURATION.match(str(value))
+        if not match:
+            raise ConfigurationError(
+                f"{where}: expected a time like 60 (seconds), 60000 (ms), \"500ms\", \"30s\" or \"2m\", got {value!r}"
+            )
+        number, unit = float(match.group(1)), (match.group(2) or "").lower()
+        if unit.startswith("ms"):
+            seconds = number / 1000.0
+        elif unit.startswith("m"):
+            seconds = number * 60.0
+        elif unit:
+            seconds = number
+        else:
+            seconds = number / 1000.0 if number >= 1000 else number
+    if seconds <= 0:
+        raise ConfigurationError(f"{where}: the time must be more than zero, got {value!r}")
+    return seconds
+
+
+Lookup = Callable[[str], "str | None"]
+
+
+def _env_lookup(name: str) -> str | None:
+    value = os.environ.get(name)
+    if value is not None:
+        return value
+    try:
+        from workspace.secrets import get_key
+
+        return get_key(name)
+    except Exception:  # pragma: no cover - a broken keyring is the same as a missing value
+        return None
+
+
+def _keyring_lookup(name: str) -> str | None:
+    try:
+        from workspace.secrets import get_key
+
+        return get_key(name)
+    except Exception:  # pragma: no cover
+        return None
+
+
+def interpolate(text: str, *, where: str, environ: Mapping[str, str] | None = None) -> str:
+    """Replace ``${VAR}``, ``${env:VAR}``, ``${VAR:-default}`` and ``${keyring:NAME}`` in ``text``."""
+    if "${" not in text:
+        return text
+
+    def lookup(name: str) -> str | None:
+        if environ is not None:
+            return environ.get(name)
+        return _env_lookup(name)
+
+    def replace(match: re.Match[str]) -> str:
+        expr = match.group(1).strip()
+        default: str | None = None
+        if ":-" in expr:
+            expr, default = expr.split(":-", 1)
+        kind, _, name = expr.partition(":") if ":" in expr else ("env", "", expr)
+        kind, name = kind.strip(), name.strip()
+        if not name:
+            raise ConfigurationError(f"{where}: empty variable reference {match.group(0)!r}; write ${{NAME}}")
+        if kind == "env":
+            value = lookup(name)
+        elif kind == "keyring":
+            value = _keyring_lookup(name) if environ is None else environ.get(name)
+        else:
+            raise ConfigurationError(
+                f"{where}: {match.group(0)!r} is not something we can fill in; use ${{VAR}}, ${{env:VAR}} "
+                "or ${keyring:NAME}"
+                + (" (VS Code inputs are converted by `robotlab mcp import`)" if kind == "input" else "")
+            )
+        if value is None:
+            if default is not None:
+                return default
+            if kind == "keyring":
+                raise ConfigurationError(
+                    f"{where} uses {match.group(0)}, but the keyring has no entry '{name}' (service robotlab). "
+                    f"Store it with `keyring set robotlab {name}`, or set the environment variable {name}"
+                )
+            raise ConfigurationError(
+                f"{where} uses {match.group(0)}, but the environment variable {name} is not set. "
+                f"Set it (export {name}=...), store it in the keyring (`keyring set robotlab {name}`), "
+                "or write the value in the file"
+            )
+        return value
+
+    return _VAR.sub(replace, text)
+
+
+def _str_list(value: Any, *, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list | tuple):
+        raise ConfigurationError(f"{where}: expected a list of strings, got {type(value).__name__}")
+    out = []
+    for i, item in enumerate(value):
+        if isinstance(item, dict | list) or item is None:
+            raise ConfigurationError(f"{where}[{i}]: expected a string, got {item!r}")
+        out.append(str(item))
+    return tuple(out)
+
+
+def _str_map(value: Any, *, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(f"{where}: expected a mapping of NAME: value, got {type(value).__name__}")
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if isinstance(item, dict | list):
+            raise ConfigurationError(f"{where}.{key}: expected a string, got {type(item).__name__}")
+        out[str(key)] = "" if item is None else (str(item).lower() if isinstance(item, bool) else str(item))
+    return out
+
+
+def parse_server(
+    name: str,
+    entry: Any,
+    *,
+    source: str = "",
+    environ: Mapping[str, str] | None = None,
+    prefix: str = "mcpServers",
+) -> ServerSpec:
+    """Check and interpolate one ``mcpServers`` entry; errors name the source, server and key.
+
+    ``environ`` replaces the process environment (and keyring) for interpolation (tests).
+    """
+    here = f"{source}: " if source else ""
+    base = f"{here}{prefix}.{name}"
+    if not isinstance(entry, Mapping):
+        raise ConfigurationError(
+            f"{base}: expected a mapping with 'command' (and 'args') or 'url', got {type(entry).__name__}"
+        )
+    raw = dict(entry)
+    # RobotLab's inline form: {name, transport: {type, command, args, env}}.
+    flat: dict[str, Any] = dict(raw)
+    transport_block = raw.get("transport")
+    if isinstance(transport_block, Mapping):
+        for key, value in transport_block.items():
+            flat.setdefault(str(key), value)
+    for key in ("command", "url", "cwd"):
+        if key in flat and flat[key] is not None and not isinstance(flat[key], str):
+            raise ConfigurationError(f"{base}.{key}: expected a string, got {flat[key]!r}")
+
+    def interp(value: str, key: str) -> str:
+        return interpolate(value, where=f"{base}.{key}", environ=environ)
+
+    type_value = flat.get("type", flat.get("transportType"))
+    command = flat.get("command") or None
+    url = flat.get("url") or flat.get("serverUrl") or None
+    if type_value is not None and str(type_value).strip():
+        transport = normalize_type(type_value, where=f"{base}.type")
+    elif command:
+        transport = "stdio"
+    elif url:
+        transport = "sse" if str(url).rstrip("/").endswith("/sse") else "http"
+    else:
+        raise ConfigurationError(
+            f"{base}: needs 'command' (a program to start, for stdio servers) or 'url' (for HTTP servers)"
+        )
+    if transport == "stdio" and not command:
+        raise ConfigurationError(f"{base}: a stdio server needs 'command' (the program to start)")
+    if transport in ("sse", "http") and not url:
+        raise ConfigurationError(f"{base}: an {transport} server needs 'url'")
+
+    args = tuple(interp(a, f"args[{i}]") for i, a in enumerate(_str_list(flat.get("args"), where=f"{base}.args")))
+    env = {k: interp(v, f"env.{k}") for k, v in _str_map(flat.get("env"), where=f"{base}.env").items()}
+    headers = {
+        k: interp(v, f"headers.{k}") for k, v in _str_map(flat.get("headers"), where=f"{base}.headers").items()
+    }
+    cwd = flat.get("cwd")
+    if cwd:
+        cwd = os.path.expanduser(interp(cwd, "cwd"))
+    if url:
+        url = interp(str(url), "url")
+        if not re.match(r"^https?://", url):
+            raise ConfigurationError(f"{base}.url: expected an http:// or https:// address, got {mask_url(url)!r}")
+    if command:
+        command = os.path.expanduser(interp(str(command), "command"))
+
+    disabled = _flag(flat.get("disabled"), where=f"{base}.disabled")
+    if "enabled" in flat and not _flag(flat.get("enabled"), where=f"{base}.enabled", default=True):
+        disabled = True
+    timeout = (
+        parse_duration(flat["timeout"], where=f"{base}.timeout") if flat.get("timeout") is not None
+        else DEFAULT_CALL_TIMEOUT
+    )
+    connect_timeout = (
+        parse_duration(flat["connectTimeout"], where=f"{base}.connectTimeout")
+        if flat.get("connectTimeout") is not None else DEFAULT_CONNECT_TIMEOUT
+    )
+    auto = _str_list(flat.get("autoApprove"), where=f"{base}.autoApprove") + _str_list(
+        flat.get("alwaysAllow"), where=f"{base}.alwaysAllow"
+    )
+    return ServerSpec(
+        name=str(name),
+        transport=transport,
+        command=command if transport == "stdio" else None,
+        args=args if transport == "stdio" else (),
+        env=env,
+        cwd=cwd or None,
+        url=url if transport != "stdio" else None,
+        headers=headers,
+        disabled=disabled,
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        auto_approve=tuple(dict.fromkeys(auto)),
+        disabled_tools=_str_list(flat.get("disabledTools"), where=f"{base}.disabledTools"),
+        raw=raw,
+        source=source,
+    )
+
+
+def _flag(value: Any, *, where: str, default: bool = False) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("false", "no", "off", "0", ""):
+        return False
+    if isinstance(value, int):
+        return bool(value)
+    raise ConfigurationError(f"{where}: expected true or false, got {value!r}")
+
+
+def is_disabled(entry: Any) -> bool:
+    """Whether a raw entry says ``disabled: true`` (or ``enabled: false``), without checking the rest."""
+    if not isinstance(entry, Mapping):
+        return False
+    try:
+        return _flag(entry.get("disabled"), where="") or not _flag(entry.get("enabled"), where="", default=True)
+    except ConfigurationError:
+        return False
+
+
+def parse_servers(
+    mapping: Any, *, source: str = "", environ: Mapping[str, str] | None = None, prefix: str = "mcpServers"
+) -> dict[str, ServerSpec]:
+    """Every entry of an ``mcpServers`` mapping, checked (the first bad entry raises)."""
+    if mapping is None:
+        return {}
+    if not isinstance(mapping, Mapping):
+        here = f"{source}: " if source else ""
+        raise ConfigurationError(
+            f"{here}{prefix}: expected a mapping of server names to settings, got {type(mapping).__name__}"
+        )
+    out: dict[str, ServerSpec] = {}
+    for name, entry in mapping.items():
+        if not isinstance(name, str):
+            here = f"{source}: " if source else ""
+            raise ConfigurationError(
+                f"{here}{prefix}: the server name {name!r} is not text (YAML reads unquoted yes/no/on/off as "
+                "true/false and digits as numbers); put the name in quotes"
+            )
+        out[name] = parse_server(name, entry, source=source, environ=environ, prefix=prefix)
+    return out
+
+
+def inline_spec(ref: Mapping[str, Any], *, index: int = 0, environ: Mapping[str, str] | None = None) -> ServerSpec:
+    """A server given inline in a robot/run ``mcp:`` list: ``{name: x, command: ...}`` or RobotLab's
+    ``{name: x, transport: {type: stdio, command: ...}}``."""
+    name = ref.get("name")
+    if not name or not isinstance(name, str):
+        raise ConfigurationError(f"mcp[{index}]: an inline MCP server needs a 'name' (used to prefix its tools)")
+    return parse_server(name, ref, source="inline", environ=environ, prefix="mcp")
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """A YAML or JSON file as a mapping; errors name the file and where it went wrong."""
+    import json
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ConfigurationError(f"{path}: file not found") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(f"{path}: not UTF-8 text ({exc})") from exc
+    except OSError as exc:
+        raise ConfigurationError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
+    if path.suffix.lower() in (".json", ".jsonc") or text.lstrip().startswith("{"):
+        try:
+            data = json.loads(_strip_json_comments(text))
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(
+                f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}. Fix the file"
+            ) from exc
+    else:
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            raise ConfigurationError(
+                f"{path}: not valid YAML{at}: {getattr(exc, 'problem', None) or exc}. Fix the file"
+            ) from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"{path}: expected a mapping at the top (like mcpServers: ...), got "
+                                 f"{type(data).__name__}")
+    return data
+
+
+def _strip_json_comments(text: str) -> str:
+    """JSON with ``//`` and ``/* */`` comments and trailing commas (VS Code and Zed write these)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    in_string = False
+    while i < n:
+        c = text[i]
+        if in_string:
+            out.append(c)
+            if c == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 2
+                continue
+            if c == '"':
+                in_string = False
+            i += 1
+            continue
+        if c == '"':
+            in_string = True
+            out.append(c)
+            i += 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        else:
+            out.append(c)
+            i += 1
+    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
+
+
+def load_servers_file(path: Path, *, environ: Mapping[str, str] | None = None) -> dict[str, ServerSpec]:
+    """The servers of a file holding an ``mcpServers`` (or ``mcp_servers``) mapping."""
+    data = read_file(path)
+    key = "mcpServers" if "mcpServers" in data else "mcp_servers" if "mcp_servers" in data else None
+    if key is None:
+        raise ConfigurationError(
+            f"{path}: no 'mcpServers' mapping found. For another client's file use `robotlab mcp import {path}`"
+        )
+    return parse_servers(data[key], source=str(path), environ=environ, prefix=key)

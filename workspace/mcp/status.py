@@ -1,0 +1,140 @@
+"""The status of each MCP server, as the desktop's MCP dock and ``robotlab mcp list`` show it.
+
+A :class:`ServerStatus` is an immutable snapshot. The manager calls its listeners
+(plain callables, no Qt) with a new snapshot whenever something changes: the state,
+the tool list, a tool switched on or off, or new stderr lines (coalesced). Listeners
+run on the event loop's thread and must not block; an exception in one is logged and
+ignored.
+
+States: ``starting`` -> ``ready``; ``failed`` (with ``reason``, and the last stderr
+lines) when it could not start or crashed — the next use tries again; ``stopped``
+when it was stopped, disabled or never started.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+log = logging.getLogger("workspace.mcp")
+
+
+class ServerState(StrEnum):
+    STARTING = "starting"
+    READY = "ready"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInfo:
+    """A tool a server offers."""
+
+    #: The robot-facing name (``server__tool``).
+    name: str
+    #: The server's own name for it.
+    original: str
+    description: str = ""
+    title: str | None = None
+    #: False when switched off (per-tool disable, or the server's ``disabledTools``).
+    enabled: bool = True
+    #: In the server's ``autoApprove`` / ``alwaysAllow`` list.
+    auto_approve: bool = False
+    #: MCP hints: readOnlyHint, destructiveHint, idempotentHint, openWorldHint (camelCase, as on the wire).
+    annotations: Mapping[str, Any] = field(default_factory=dict)
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["annotations"] = dict(self.annotations)
+        out["parameters"] = dict(self.parameters)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    """One server's status at one moment."""
+
+    name: str
+    state: ServerState
+    #: Why it failed (or was stopped), in words that name the fix. None when ready.
+    reason: str | None = None
+    #: "stdio", "sse" or "http".
+    transport: str = "stdio"
+    #: The command line or URL, secrets masked.
+    target: str = ""
+    tools: tuple[ToolInfo, ...] = ()
+    #: "name version" the server reported.
+    server_info: str | None = None
+    protocol_version: str | None = None
+    #: The last lines the server wrote to stderr (plus notes such as non-JSON stdout lines).
+    stderr: tuple[str, ...] = ()
+    #: When the state last changed (time.time()).
+    since: float = field(default_factory=time.time)
+    #: Seconds the last successful connect took.
+    connect_seconds: float | None = None
+    #: How many times the server was (re)started.
+    starts: int = 0
+    #: Disabled in the configuration (``disabled: true``).
+    disabled: bool = False
+    #: The file the server's settings came from.
+    source: str = ""
+
+    @property
+    def is_ready(self) -> bool:
+        return self.state is ServerState.READY
+
+    @property
+    def enabled_tools(self) -> tuple[ToolInfo, ...]:
+        return tuple(t for t in self.tools if t.enabled)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "state": str(self.state),
+            "reason": self.reason,
+            "transport": self.transport,
+            "target": self.target,
+            "server_info": self.server_info,
+            "protocol_version": self.protocol_version,
+            "tools": [t.to_dict() for t in self.tools],
+            "stderr": list(self.stderr),
+            "since": self.since,
+            "connect_seconds": self.connect_seconds,
+            "starts": self.starts,
+            "disabled": self.disabled,
+            "source": self.source,
+        }
+
+
+StatusListener = Callable[[ServerStatus], Any]
+
+
+class StatusHub:
+    """Listeners of status changes (the manager owns one)."""
+
+    def __init__(self) -> None:
+        self._listeners: list[StatusListener] = []
+
+    def add(self, listener: StatusListener) -> Callable[[], None]:
+        """Call ``listener(status)`` on every change; returns a function that removes it."""
+        self._listeners.append(listener)
+
+        def remove() -> None:
+            try:
+                self._listeners.remove(listener)
+            except ValueError:
+                pass
+
+        return remove
+
+    def publish(self, status: ServerStatus) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(status)
+            except Exception:
+                log.exception("an MCP status listener failed")
