@@ -1,0 +1,181 @@
+"""The sandbox: robot-supplied paths stay inside the opened folder, symlinks never lead out."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from workspace.changes import ChangeSet
+from workspace.errors import SandboxError
+from workspace.sandbox import Sandbox
+from workspace.tools import registry
+from workspace.tools.base import ToolContext
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> tuple[Path, Path]:
+    folder = tmp_path / "project"
+    outside = tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    (folder / "src").mkdir()
+    (folder / "src" / "app.py").write_text("print('hi')\n")
+    (folder / "README.md").write_text("# readme\n")
+    (outside / "secret.txt").write_text("top secret\n")
+    return folder, outside
+
+
+def test_relative_and_absolute_inside_are_allowed(layout: tuple[Path, Path]) -> None:
+    folder, _ = layout
+    box = Sandbox(folder)
+    assert box.resolve("src/app.py").rel == "src/app.py"
+    assert box.resolve("./src/../README.md").rel == "README.md"
+    assert box.resolve(str(folder / "src" / "app.py")).rel == "src/app.py"
+    assert box.resolve("new/file.txt").rel == "new/file.txt"  # need not exist
+    assert box.resolve(".").rel == ""
+
+
+def test_folder_opened_through_a_symlink(layout: tuple[Path, Path], tmp_path: Path) -> None:
+    folder, _ = layout
+    alias = tmp_path / "alias"
+    alias.symlink_to(folder, target_is_directory=True)
+    box = Sandbox(alias)
+    assert box.root == folder.resolve()
+    assert box.resolve(str(alias / "README.md")).rel == "README.md"
+    assert box.resolve(str(folder / "README.md")).rel == "README.md"
+
+
+@pytest.mark.parametrize("path", ["../outside/secret.txt", "src/../../outside/secret.txt", "..", "../"])
+def test_dotdot_escapes_are_refused(layout: tuple[Path, Path], path: str) -> None:
+    folder, _ = layout
+    with pytest.raises(SandboxError, match=r"climbs out of the opened folder"):
+        Sandbox(folder).resolve(path)
+
+
+def test_absolute_paths_outside_are_refused(layout: tuple[Path, Path]) -> None:
+    folder, outside = layout
+    box = Sandbox(folder)
+    for path in ("/etc/passwd", str(outside / "secret.txt"), str(folder) + "-sibling/x"):
+        with pytest.raises(SandboxError, match="outside the opened folder"):
+            box.resolve(path)
+    with pytest.raises(SandboxError, match="home folder"):
+        box.resolve("~/.ssh/id_rsa")
+
+
+def test_symlink_pointing_out_is_refused(layout: tuple[Path, Path]) -> None:
+    folder, outside = layout
+    (folder / "leak.txt").symlink_to(outside / "secret.txt")
+    with pytest.raises(SandboxError, match=r"symbolic link \('leak.txt' is a symlink"):
+        Sandbox(folder).resolve("leak.txt")
+
+
+def test_path_through_a_symlinked_directory_is_refused(layout: tuple[Path, Path]) -> None:
+    folder, outside = layout
+    (folder / "docs").symlink_to(outside, target_is_directory=True)
+    box = Sandbox(folder)
+    with pytest.raises(SandboxError, match="'docs' is a symlink"):
+        box.resolve("docs/secret.txt")
+    with pytest.raises(SandboxError):
+        box.resolve("docs/new-file.txt", for_write=True)
+
+
+def test_symlinks_inside_resolve_to_the_real_file(layout: tuple[Path, Path]) -> None:
+    folder, _ = layout
+    (folder / "alias.py").symlink_to(folder / "src" / "app.py")
+    (folder / "code").symlink_to(folder / "src", target_is_directory=True)
+    box = Sandbox(folder)
+    assert box.resolve("alias.py").rel == "src/app.py"
+    assert box.resolve("code/app.py").rel == "src/app.py"
+
+
+def test_odd_paths_and_git_internals(layout: tuple[Path, Path]) -> None:
+    folder, _ = layout
+    box = Sandbox(folder)
+    with pytest.raises(SandboxError, match="empty"):
+        box.resolve("  ")
+    with pytest.raises(SandboxError, match="NUL"):
+        box.resolve("a\x00b")
+    with pytest.raises(SandboxError, match=r"\.git"):
+        box.resolve(".git/config", for_write=True)
+    with pytest.raises(SandboxError, match="folder itself"):
+        box.resolve(".", for_write=True)
+    assert box.resolve(".git/config").rel == ".git/config"  # reading is fine
+    assert box.resolve(".github/workflows/ci.yml", for_write=True).rel == ".github/workflows/ci.yml"
+
+
+def test_missing_folder_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(SandboxError, match="does not exist"):
+        Sandbox(tmp_path / "nope")
+
+
+def _context(folder: Path, changes: ChangeSet | None = None) -> ToolContext:
+    return ToolContext(robot="tester", run_id="run", call_id="call", folder=folder, changes=changes)
+
+
+async def test_tools_refuse_escapes_with_actionable_errors(layout: tuple[Path, Path]) -> None:
+    folder, outside = layout
+    (folder / "leak.txt").symlink_to(outside / "secret.txt")
+    (folder / "docs").symlink_to(outside, target_is_directory=True)
+    changes = ChangeSet(folder)
+    ctx = _context(folder, changes)
+    calls = [
+        ("read_file", {"path": "../outside/secret.txt"}),
+        ("read_file", {"path": str(outside / "secret.txt")}),
+        ("read_file", {"path": "leak.txt"}),
+        ("read_file", {"path": "docs/secret.txt"}),
+        ("list_files", {"path": "docs"}),
+        ("search_files", {"query": "secret", "path": "docs"}),
+        ("write_file", {"path": "../outside/new.txt", "content": "x"}),
+        ("write_file", {"path": "docs/new.txt", "content": "x"}),
+        ("edit_file", {"path": "leak.txt", "search": "top", "replace": "bottom"}),
+        ("create_file", {"path": str(outside / "created.txt"), "content": "x"}),
+        ("delete_file", {"path": "leak.txt"}),
+        ("rename_file", {"path": "README.md", "new_path": "../outside/README.md"}),
+        ("apply_patch", {"patch": "--- /dev/null\n+++ b/../outside/p.txt\n@@ -0,0 +1 @@\n+x\n"}),
+    ]
+    for name, args in calls:
+        tool = registry.get(name)
+        assert tool is not None
+        out = await tool.invoke(args, ctx)
+        assert out.is_error, (name, args, out)
+        assert "outside" in str(out.data) or "climbs out" in str(out.data), (name, out.data)
+    assert changes.files == []
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+    assert (outside / "secret.txt").read_text() == "top secret\n"
+
+
+async def test_search_and_list_do_not_follow_symlinks_out(layout: tuple[Path, Path]) -> None:
+    folder, outside = layout
+    (folder / "leak.txt").symlink_to(outside / "secret.txt")
+    (folder / "docs").symlink_to(outside, target_is_directory=True)
+    ctx = _context(folder)
+    search = registry.get("search_files")
+    listing = registry.get("list_files")
+    assert search is not None and listing is not None
+    found = await search.invoke({"query": "secret"}, ctx)
+    assert not found.is_error
+    assert found.data["matches"] == []
+    listed = await listing.invoke({"recursive": True}, ctx)
+    paths = {e["path"]: e for e in listed.data["entries"]}
+    assert paths["leak.txt"]["target"] == "(outside the folder)"
+    assert not any(p.startswith("docs/") and p != "docs/" for p in paths)
+
+
+def test_symlink_swapped_in_after_the_proposal_is_not_followed(layout: tuple[Path, Path]) -> None:
+    folder, outside = layout
+    (folder / "sub").mkdir()
+    (folder / "sub" / "notes.txt").write_text("old\n")
+    changes = ChangeSet(folder)
+    changes.propose("sub/notes.txt", b"new\n")
+    changes.accept_all()
+    # Between proposal and apply, someone replaces the folder with a symlink to outside.
+    (folder / "sub" / "notes.txt").unlink()
+    (folder / "sub").rmdir()
+    os.symlink(outside, folder / "sub", target_is_directory=True)
+    (outside / "notes.txt").write_text("old\n")
+    result = changes.apply()
+    assert not result.ok
+    assert result.conflicts and "sub/notes.txt" in result.conflicts[0].path
+    assert (outside / "notes.txt").read_text() == "old\n"
