@@ -414,7 +414,9 @@ def test_cli_apply_auto_never_and_review(folder: Path, robot_file: Path, capsys:
     assert _cli("run", str(robot_file), message, "--folder", str(folder), "--apply", "auto") == 0
     assert (folder / "x.txt").read_text().startswith("say b here")
     out = capsys.readouterr().out
-    assert "x.txt: edit accepted and written" in out and "Checkpoint" in out
+    # In auto mode each write is applied as the tool runs (with its own checkpoint), and the tool
+    # result says so — the model is never told "awaits review" for a change already on disk.
+    assert "edit accepted and written" in out and "awaits" not in out
 
     answers = iter(["n", "not now"])
     monkeypatch.setattr(builtins, "input", lambda prompt="": next(answers))

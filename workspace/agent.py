@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -108,10 +109,15 @@ class AgentRun:
         self._memory_remover: Callable[[], None] | None = None
         self._turn_results: dict[str, ToolResultMessage] = {}
         self._began = False
+        self._emit_lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
 
     # -- public -------------------------------------------------------------------------
     def start(self) -> AgentRun:
         if self._task is None:
+            self._loop = asyncio.get_running_loop()
+            self._loop_thread = threading.get_ident()
             self._task = asyncio.get_running_loop().create_task(self._main(), name=f"run-{self.run_id[:8]}")
         return self
 
@@ -167,13 +173,19 @@ class AgentRun:
         return self._seq
 
     def emit(self, cls: type[ev.Event], **fields: Any) -> ev.Event:
-        event = cls(run_id=self.run_id, robot=self.spec.robot, seq=self._next_seq(), task=self.spec.task,
-                    **fields)
-        if event.terminal:
-            if self.terminal is not None:
-                return self.terminal  # exactly one terminal event
-            self.terminal = event
-        self._queue.put_nowait(event)
+        """Add an event to the stream; safe from worker threads (sync tools, memory observers)."""
+        with self._emit_lock:
+            event = cls(run_id=self.run_id, robot=self.spec.robot, seq=self._next_seq(), task=self.spec.task,
+                        **fields)
+            if event.terminal:
+                if self.terminal is not None:
+                    return self.terminal  # exactly one terminal event
+                self.terminal = event
+        loop = self._loop
+        if loop is not None and threading.get_ident() != self._loop_thread and not loop.is_closed():
+            loop.call_soon_threadsafe(self._queue.put_nowait, event)
+        else:
+            self._queue.put_nowait(event)
         return event
 
     # -- the loop ---------------------------------------------------------------------------

@@ -264,7 +264,7 @@ class Robot:
         folder_path = Path(folder).resolve() if folder is not None else self.folder
         changes = options.get("changes")
         if changes is None and folder_path is not None:
-            changes = _new_change_set(folder_path, self)
+            changes = _new_change_set(folder_path, self, options.get("thread_id"))
 
         def load_tools() -> Awaitable[ToolManifest]:
             return self.resolve_tools(
@@ -385,9 +385,8 @@ def _disabled(spec: Any) -> bool:
     )
 
 
-def _new_change_set(folder: Path, robot: Robot) -> Any:
-    try:
-        from workspace.changes import ChangeSet
-    except ImportError:
-        return None
-    return ChangeSet(folder)
+def _new_change_set(folder: Path, robot: Robot, thread_id: str | None) -> Any:
+    from workspace.changes import ChangeSet
+
+    mode = robot.config.get("review.mode", "review") if robot._config is not None else "review"
+    return ChangeSet(folder, mode=mode, thread_id=thread_id)

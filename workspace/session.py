@@ -304,6 +304,8 @@ class ThreadSession:
         self.approval = _ThreadGate(workspace.approval)
         #: The latest run started in this session (running or done).
         self.run: RecordedRun | None = None
+        #: Proposed file changes awaiting review (when the workspace has a folder open).
+        self.changes: Any = None
 
     # -- state -------------------------------------------------------------------------------------
     @property
@@ -377,6 +379,12 @@ class ThreadSession:
         if not text or not text.strip():
             raise ValueError("The message is empty; type something to send")
         robot = self.robot
+        if self.changes is not None:
+            # The review outcome of earlier proposals reaches the model in front of this message
+            # (stored that way too, so a rebuilt conversation tells the model the same truth).
+            from workspace.changes import compose_user_message
+
+            text = compose_user_message(self.changes.take_outcome_message(), text)
         # The conversation along the branch being continued, rebuilt from the store.
         history = self.store.history_messages(self.thread_id, parent_turn_id) if parent_turn_id else []
         problems: list[str] = []
@@ -388,15 +396,21 @@ class ThreadSession:
                 raise
             problems.append(f"could not record the message yet: {exc}")  # kept queued; the run goes on
         if not self._thread.title:
-            title = title_from(text)
+            from workspace.changes import split_user_message
+
+            title = title_from(split_user_message(text)[1])
             if title:
                 try:
                     self._thread = self.store.rename_thread(self.thread_id, title)
                 except StoreError as exc:
                     problems.append(f"could not record the title yet: {exc}")
         robot.history = history
+        options: dict[str, Any] = {"thread_id": self.thread_id, "approval": self.approval}
+        if self.workspace.folder is not None:
+            options["folder"] = self.workspace.folder
+            options["changes"] = self._changes_for_run()
         try:
-            agent_run = robot.stream(text, thread_id=self.thread_id, approval=self.approval)
+            agent_run = robot.stream(text, **options)
         except Exception as exc:  # the run could not start: keep the message, record why
             with contextlib.suppress(StoreError):
                 self.store.append_event(self.thread_id, turn_id, ev.RunFailed(
@@ -411,6 +425,43 @@ class ThreadSession:
         self.run = run
         self.workspace._runs.add(run)
         return run
+
+    # -- file changes -----------------------------------------------------------------------------
+    def _changes_for_run(self) -> Any:
+        """The thread's change set; a fresh one once everything proposed so far is settled."""
+        from workspace.changes import ChangeSet
+
+        current = self.changes
+        if current is None or (not current.pending_files and not current.has_undelivered_outcome):
+            mode = str(self.workspace.config.get("review.mode", "review"))
+            assert self.workspace.folder is not None
+            self.changes = ChangeSet(self.workspace.folder, mode=mode, thread_id=self.thread_id)
+        return self.changes
+
+    async def apply_changes(self, **options: Any) -> Any:
+        """Apply the decided hunks (off the event loop) and record the ``change_decided`` event.
+
+        Options are those of :meth:`workspace.changes.ChangeSet.apply`. The model hears the
+        outcome in front of the next message sent in this thread.
+        """
+        import asyncio
+
+        if self.changes is None:
+            raise RuntimeError("Nothing to apply: no change was proposed in this thread")
+        result = await asyncio.to_thread(self.changes.apply, **options)
+        turn_id = self._thread.current_turn_id or (self.thread.current_turn_id)
+        if turn_id is not None and not getattr(result, "conflicts", None):
+            with contextlib.suppress(StoreError):
+                self.store.append_event(self.thread_id, turn_id, self.changes.decided_event())
+        return result
+
+    def change_history(self) -> Any:
+        """Checkpoints of this thread's applied changes: undo, redo, the net diff since the start."""
+        from workspace.changes import ChangeHistory
+
+        if self.workspace.folder is None:
+            raise RuntimeError("No folder is open")
+        return ChangeHistory(self.workspace.folder, self.thread_id)
 
     # -- reading ------------------------------------------------------------------------------------
     def transcript(self, leaf_turn_id: str | None = None) -> list[TurnView]:

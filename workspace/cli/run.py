@@ -69,7 +69,7 @@ async def _run(args: argparse.Namespace) -> int:
     if folder is not None:
         from workspace.changes import ChangeSet
 
-        changes = ChangeSet(folder)
+        changes = ChangeSet(folder, mode="auto" if args.apply == "auto" else "review")
     printer = EventPrinter(json_lines=args.json)
     message = " ".join(args.message)
     options: dict[str, Any] = {"approval": approval}

@@ -78,6 +78,12 @@ class DemoProvider:
         category = _classify(system, text)
         if category is not None:
             return [category]
+        routed = _specialist(system, text, tools)
+        if routed is not None:
+            return [routed]
+        shared = _memory_plan(system, text, tools)
+        if shared:
+            return shared
         calls = self._plan(text, tools)
         if calls:
             intro = "I'll use " + ", ".join(f"`{c.name}`" for c in calls) + " for that.\n"
@@ -100,7 +106,7 @@ class DemoProvider:
                       re.IGNORECASE)
         if m and _has(tools, "edit_file"):
             old, new = (quoted + [None, None])[:2] if len(quoted) >= 2 else (_unquote(m.group(1)), _unquote(m.group(2)))
-            return [ToolCall("edit_file", {"path": m.group(3), "search": old, "replace": new})]
+            return [ToolCall("edit_file", {"path": m.group(3), "search": old, "replace": new, "replace_all": True})]
         m = re.search(r"(?:create|write|make)\s+(?:a\s+)?(?:new\s+)?(?:file\s+)?(" + _FILE + r")"
                       r"(?:\s+(?:with|containing|saying)\s+(.+))?", text, re.IGNORECASE | re.DOTALL)
         if m and (_has(tools, "create_file") or _has(tools, "write_file")):
@@ -238,6 +244,12 @@ def _arguments_for(spec: ToolSpec, text: str, name: str) -> dict[str, Any]:
 
 
 def _describe(name: str, arguments: Mapping[str, Any], data: Any) -> str:
+    if name == "remember" and isinstance(data, dict):
+        return f"Saved `{arguments.get('key')}` to the shared memory: {_brief(arguments.get('value'))}."
+    if name == "recall" and isinstance(data, dict):
+        if not data.get("found"):
+            return f"**{data.get('key')}**: not in the shared memory."
+        return f"**{data.get('key')}**: {_brief(data.get('value'))}"
     if name == "list_files":
         entries = data.get("entries") if isinstance(data, dict) else data
         if isinstance(entries, list):
@@ -300,3 +312,128 @@ def _classify(system: str | None, text: str) -> str | None:
     if best == 0:
         return labels[-1]
     return max(labels, key=lambda label: scores[label])
+
+
+# -- network rules: specialists that were routed to, analysers and synthesisers ----------------
+_SPECIALIST = re.compile(r"\byou are (?:the|a|an)\s+([\w -]{2,40}?)\s+specialist\b", re.IGNORECASE)
+
+
+def _specialist(system: str | None, text: str, tools: Mapping[str, ToolSpec]) -> str | None:
+    """A tool-less robot whose instructions say "You are the X specialist": say the routing worked."""
+    if not system or tools:
+        return None
+    m = _SPECIALIST.search(system)
+    if not m:
+        return None
+    role = m.group(1).strip()
+    quoted = " ".join(text.split())
+    if len(quoted) > 400:
+        quoted = quoted[:399] + "…"
+    return (f"**{role[:1].upper()}{role[1:]} specialist**: this message was routed to me.\n\n> {quoted}\n\n"
+            "_(Offline demo: the routing is real, but no language model is connected to write the answer. "
+            "Pick a model in Settings, or pass --model, for a real reply.)_")
+
+
+def _wordset(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+_REMEMBER_KEY = re.compile(r"`remember`[^\n]*?\bkey\s+`([\w:.-]+)`", re.IGNORECASE)
+
+_POSITIVE = _wordset(
+    "good great excellent love loved like liked happy glad pleased amazing awesome fantastic wonderful fast "
+    "helpful easy smooth reliable recommend perfect best nice thanks thank impressive enjoy enjoyed"
+)
+_NEGATIVE = _wordset(
+    "bad terrible awful hate hated poor slow broken crash crashes crashed bug bugs buggy error errors "
+    "problem problems issue issues angry annoyed disappointed disappointing worst useless expensive "
+    "refund wrong failed fails failure late confusing frustrating unhappy"
+)
+_STOP = _wordset(
+    "the a an and or but if then so of to in on at by for with from as is are was were be been being it its "
+    "this that these those i me my we our you your he she they them their there here what which who whom "
+    "when where why how not no yes do does did done have has had will would can could should may might "
+    "just also very really too than into about over after before again all any some more most other such "
+    "only own same out up down off once both each few nor hello thanks thank please"
+)
+
+
+def _memory_plan(system: str | None, text: str, tools: Mapping[str, ToolSpec]) -> list[Part]:
+    """Network robots told (in their instructions) to store a finding with `remember` under the key
+    `k`, or to read keys with `recall`: word-list analyses and memory reads, labelled as rules."""
+    if not system:
+        return []
+    if "remember" in tools:
+        m = _REMEMBER_KEY.search(system)
+        if m:
+            key = m.group(1)
+            finding, summary = _analyse(_analysis_kind(key, system), text)
+            return [summary + "\n", ToolCall("remember", {"key": key, "value": finding})]
+    if "recall" in tools:
+        for line in system.splitlines():
+            if "`recall`" in line:
+                keys = [k for k in re.findall(r"`([\w:.-]+)`", line) if k not in _MEMORY_TOOLS]
+                if keys:
+                    return ["Reading the findings from the shared memory.\n",
+                            *[ToolCall("recall", {"key": k}) for k in dict.fromkeys(keys)]]
+    return []
+
+
+def _analysis_kind(key: str, system: str) -> str:
+    for where in (key.lower(), system.lower()):
+        if "sentiment" in where:
+            return "sentiment"
+        if "entit" in where:
+            return "entities"
+        if "keyword" in where or "topic" in where:
+            return "keywords"
+    return "stats"
+
+
+def _analyse(kind: str, text: str) -> tuple[Any, str]:
+    words = re.findall(r"[a-z][a-z']*", text.lower())
+    if kind == "sentiment":
+        pos = [w for w in words if w in _POSITIVE]
+        neg = [w for w in words if w in _NEGATIVE]
+        score = round((len(pos) - len(neg)) / max(1, len(pos) + len(neg)), 2)
+        if pos and neg and abs(score) < 0.5:
+            label = "mixed"
+        else:
+            label = "positive" if score > 0.2 else "negative" if score < -0.2 else "neutral"
+        evidence = list(dict.fromkeys(pos + neg))[:6]
+        shown = f" (words: {', '.join(evidence)})" if evidence else ""
+        return ({"label": label, "score": score, "evidence": evidence},
+                f"Sentiment by word list (offline demo rule): {label}, score {score:+.2f}{shown}.")
+    if kind == "entities":
+        found: list[str] = []
+        for m in re.finditer(r"[$€£]\s?\d[\d,.]*|\b\d[\d,.]*\s?(?:USD|EUR|GBP|dollars|euros)\b"
+                             r"|\b[A-Z][\w&.'-]*(?:\s+[A-Z][\w&.'-]*)*", text):
+            value = m.group(0).strip(" .,'")
+            parts = value.split()
+            while parts and parts[0].lower() in _STOP:
+                parts.pop(0)
+            value = " ".join(parts)
+            if value and value.lower() not in _STOP and value not in found:
+                found.append(value)
+        shown = ", ".join(found) if found else "none found"
+        return found, f"Entities by capitalisation and amounts (offline demo rule): {shown}."
+    if kind == "keywords":
+        counts: dict[str, int] = {}
+        for w in words:
+            if len(w) >= 4 and w not in _STOP:
+                counts[w] = counts.get(w, 0) + 1
+        top = sorted(counts, key=lambda w: -counts[w])[:5]
+        return top, f"Keywords by frequency (offline demo rule): {', '.join(top) if top else 'none'}."
+    sentences = len([s for s in re.split(r"[.!?]+", text) if s.strip()])
+    return ({"words": len(words), "sentences": sentences},
+            f"Text statistics (offline demo rule): {len(words)} words, {sentences} sentences.")
+
+
+def _brief(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_brief(v)}" for k, v in value.items()) or "(empty)"
+    if isinstance(value, list):
+        return ", ".join(_brief(v) for v in value) if value else "(none)"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)

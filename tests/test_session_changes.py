@@ -1,0 +1,53 @@
+"""A thread with a folder open: proposals wait for review, and the model hears the outcome."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workspace.changes import split_user_message
+from workspace.providers.testing import ScriptedProvider, ToolCall
+from workspace.session import Workspace
+
+
+async def test_review_outcome_reaches_the_next_model_turn(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "a.txt").write_text("one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n", encoding="utf-8")
+    provider = ScriptedProvider([
+        [ToolCall("edit_file", {"path": "a.txt", "search": "two", "replace": "TWO"}),
+         ToolCall("edit_file", {"path": "a.txt", "search": "nine", "replace": "NINE"})],
+        "I proposed two edits.",
+        "Thanks for the review.",
+    ])
+    ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=provider)
+    try:
+        session = ws.new_thread("file-helper")
+        run = session.send("capitalise two and nine")
+        await run.wait()
+        assert (folder / "a.txt").read_text(encoding="utf-8").startswith("one\ntwo\n")  # nothing written yet
+        hunks = session.changes.hunks()
+        assert len(hunks) == 2
+        session.changes.accept(hunks[0].id)
+        session.changes.reject(hunks[1].id, reason="keep nine lower-case")
+        result = await session.apply_changes()
+        assert not result.conflicts
+        text = (folder / "a.txt").read_text(encoding="utf-8")
+        assert "TWO" in text and "nine" in text and "NINE" not in text
+
+        run = session.send("ok, continue")
+        await run.wait()
+        last_user = provider.history[-1].messages[-1]
+        note, typed = split_user_message(str(last_user.content))
+        assert typed == "ok, continue"
+        assert note is not None and "rejected" in note and "keep nine lower-case" in note
+        kinds = [e.kind for t in session.transcript() for e in t.events]
+        assert "change_proposed" in kinds and "change_decided" in kinds
+        assert session.thread.title == "capitalise two and nine"
+        # Undo restores the file byte for byte, and redo re-applies it.
+        history = session.change_history()
+        history.undo()
+        assert (folder / "a.txt").read_text(encoding="utf-8").startswith("one\ntwo\n")
+        history.redo()
+        assert "TWO" in (folder / "a.txt").read_text(encoding="utf-8")
+    finally:
+        await ws.aclose()
