@@ -31,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "AgentRun": "workspace.agent",
     "Network": "workspace.network",
     "Task": "workspace.network",
+    "load_network": "workspace.network",
     "load_config": "workspace.config",
     "ScriptedProvider": "workspace.providers.testing",
     "FunctionProvider": "workspace.providers.testing",

@@ -942,7 +942,7 @@ class Memory:
 
     def _deletion(self, key: str, old: Any) -> MemoryChange:
         """Record a deletion (lock held)."""
-        change = MemoryChange(key=key, value=None, previous=old, writer=self.current_writer,
+        change = MemoryChange(key=key, value=None, previous=old, writer=writer_var.get() or self.current_writer,
                               network_name=self._network_name)
         self._record(change)
         return change

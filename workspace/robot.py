@@ -308,9 +308,10 @@ class Robot:
         return {**base, **self.settings, **(run_settings or {})}
 
     def _run_memory(self, options: Mapping[str, Any]) -> Memory:
-        memory: Memory = options.get("network_memory") or self.memory
+        given_shared = options.get("network_memory")
+        memory: Memory = given_shared if given_shared is not None else self.memory
         network = options.get("network")
-        if options.get("network_memory") is None and network is not None and getattr(network, "memory", None):
+        if given_shared is None and network is not None and getattr(network, "memory", None) is not None:
             memory = network.memory
         given = options.get("memory")
         if isinstance(given, Memory):
