@@ -84,7 +84,58 @@ class RunSpec:
     sequence: Callable[[], int] | None = None
 
 
-class AgentRun:
+class EventRun:
+    """What every run shares: an event queue iterated once, ending at the one terminal event.
+
+    Subclasses start ``self._task`` in :meth:`start` and put events on ``self._queue``.
+    """
+
+    _queue: asyncio.Queue[ev.Event]
+    _task: asyncio.Task[None] | None
+    _consumed: bool
+    terminal: ev.Event | None
+
+    def start(self) -> EventRun:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def cancel(self, reason: str = "stopped by the user") -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @property
+    def done(self) -> bool:
+        return self.terminal is not None
+
+    async def __aiter__(self) -> AsyncIterator[ev.Event]:
+        if self._consumed:
+            raise RuntimeError(f"A {type(self).__name__}'s events can be iterated only once")
+        self._consumed = True
+        self.start()
+        try:
+            while True:
+                event = await self._queue.get()
+                yield event
+                if event.terminal:
+                    return
+        finally:
+            # The consumer went away (closed or cancelled): do not leave the run orphaned.
+            if self._task is not None and not self._task.done():
+                self.cancel("the consumer stopped listening")
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(self._task)
+
+    async def wait(self) -> ev.Event:
+        """Run to the end, discarding events; return the terminal event."""
+        if not self._consumed:
+            async for _ in self:
+                pass
+        elif self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self._task)
+        assert self.terminal is not None
+        return self.terminal
+
+
+class AgentRun(EventRun):
     """One run of the loop: iterate it for events; ``cancel()`` stops it.
 
     Iterating starts the run (once). ``await run.wait()`` runs it to the end and
@@ -131,39 +182,6 @@ class AgentRun:
         # the run checks the stop reason when it begins instead.
         if self._began and self._task is not None and not self._task.done():
             self._task.cancel()
-
-    @property
-    def done(self) -> bool:
-        return self.terminal is not None
-
-    async def __aiter__(self) -> AsyncIterator[ev.Event]:
-        if self._consumed:
-            raise RuntimeError("An AgentRun's events can be iterated only once")
-        self._consumed = True
-        self.start()
-        try:
-            while True:
-                event = await self._queue.get()
-                yield event
-                if event.terminal:
-                    return
-        finally:
-            # The consumer went away (closed or cancelled): do not leave the run orphaned.
-            if self._task is not None and not self._task.done():
-                self.cancel("the consumer stopped listening")
-                with contextlib.suppress(BaseException):
-                    await asyncio.shield(self._task)
-
-    async def wait(self) -> ev.Event:
-        """Run to the end, discarding events; return the terminal event."""
-        if not self._consumed:
-            async for _ in self:
-                pass
-        elif self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(self._task)
-        assert self.terminal is not None
-        return self.terminal
 
     # -- emitting -------------------------------------------------------------------------
     def _next_seq(self) -> int:

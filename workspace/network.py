@@ -82,13 +82,14 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workspace import events as ev
+from workspace.agent import EventRun
 from workspace.errors import AwaitTimeout, ConfigurationError, RunFailedError
 from workspace.memory import Memory
 from workspace.result import RobotResult, Usage
@@ -1253,7 +1254,7 @@ class NetworkResult:
         return f"<NetworkResult {self.network!r} {self.status} {self.statuses!r}>"
 
 
-class NetworkRun:
+class NetworkRun(EventRun):
     """One run of a network: iterate it (once) for the merged events; ``cancel()`` stops it.
 
     ``tasks`` holds each task's live :class:`TaskState`; ``result`` is the
@@ -1275,7 +1276,7 @@ class NetworkRun:
         self.result: NetworkResult | None = None
         self.terminal: ev.Event | None = None
         self._queue: asyncio.Queue[ev.Event] = asyncio.Queue()
-        self._main_task: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[None] | None = None
         self._handles: dict[str, asyncio.Task[None]] = {}
         self._seq = 0
         self._consumed = False
@@ -1297,8 +1298,8 @@ class NetworkRun:
 
     # -- public -------------------------------------------------------------------------
     def start(self) -> NetworkRun:
-        if self._main_task is None:
-            self._main_task = asyncio.get_running_loop().create_task(self._main(), name=f"network-{self.run_id[:8]}")
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._main(), name=f"network-{self.run_id[:8]}")
         return self
 
     def cancel(self, reason: str = "stopped by the user") -> None:
@@ -1307,14 +1308,10 @@ class NetworkRun:
             return
         if self._stop_reason is None and self._failure is None:
             self._stop_reason = reason
-        if self._main_task is None:
+        if self._task is None:
             self.start()
         else:
             self._stop_tasks(self._stop_reason or reason)
-
-    @property
-    def done(self) -> bool:
-        return self.terminal is not None
 
     @property
     def statuses(self) -> dict[str, str]:
@@ -1322,34 +1319,6 @@ class NetworkRun:
 
     def task(self, name: str) -> TaskState:
         return self.tasks[name]
-
-    async def __aiter__(self) -> AsyncIterator[ev.Event]:
-        if self._consumed:
-            raise RuntimeError("A NetworkRun's events can be iterated only once")
-        self._consumed = True
-        self.start()
-        try:
-            while True:
-                event = await self._queue.get()
-                yield event
-                if event.terminal:
-                    return
-        finally:
-            if self._main_task is not None and not self._main_task.done():
-                self.cancel("the consumer stopped listening")
-                with contextlib.suppress(BaseException):
-                    await asyncio.shield(self._main_task)
-
-    async def wait(self) -> ev.Event:
-        """Run to the end, discarding events; return the terminal event."""
-        if not self._consumed:
-            async for _ in self:
-                pass
-        elif self._main_task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(self._main_task)
-        assert self.terminal is not None
-        return self.terminal
 
     # -- emitting -------------------------------------------------------------------------
     def _next_seq(self) -> int:

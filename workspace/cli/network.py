@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from workspace.cli.render import EventPrinter
+from workspace.cli.run import add_run_options
 
 
 def register(sub: Any) -> None:
@@ -25,22 +26,9 @@ def register(sub: Any) -> None:
                           "one message; prints the events of every task, labelled with the task.")
     run.add_argument("file", help="network YAML file or network name (see `robotlab network list`)")
     run.add_argument("message", nargs="+", help="the message to send")
-    run.add_argument("--model", help="model for every robot, e.g. openai/gpt-4o-mini (default: each robot's, "
-                     "else the configured one; none: the offline demo)")
-    run.add_argument("--api-base", help="base URL of an OpenAI-compatible or local server (Ollama, LM Studio)")
     run.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                      help="a run parameter for every robot's template (VALUE may be JSON); repeatable")
-    run.add_argument("--json", action="store_true", help="print one JSON object per event")
-    run.add_argument("--folder", dest="run_folder", help="folder the robots may read and propose changes in")
-    run.add_argument(
-        "--apply",
-        choices=("review", "auto", "never"),
-        default=None,
-        help="what to do with file changes the robots propose (with --folder): review each hunk in the "
-        "terminal (default when interactive), apply them all, or never write (default otherwise)",
-    )
-    run.add_argument("--yes", "-y", action="store_true",
-                     help="approve every tool call that the approval policy would ask about")
+    add_run_options(run, who="the robots")
     run.set_defaults(func=cmd_run)
 
     show = nsub.add_parser("show", help="print a network's execution plan, its picture and its Mermaid graph")

@@ -21,21 +21,27 @@ def register(sub: Any) -> None:
     )
     p.add_argument("robot", help="robot name or path to a robot .md file")
     p.add_argument("message", nargs="+", help="the message to send")
-    p.add_argument("--model", help="model id, e.g. openai/gpt-4o-mini or ollama/llama3.1 (default: config)")
-    p.add_argument("--api-base", help="base URL of an OpenAI-compatible or local server (Ollama, LM Studio, vLLM)")
+    add_run_options(p, who="the robot")
     p.add_argument("--max-turns", type=int, help="stop after this many model turns")
+    p.set_defaults(func=cmd_run)
+
+
+def add_run_options(p: argparse.ArgumentParser, *, who: str) -> None:
+    """The options ``run`` and ``network run`` share."""
+    p.add_argument("--model", help="model id, e.g. openai/gpt-4o-mini or ollama/llama3.1 (default: the robot's, "
+                   "else the configured one; none: the offline demo)")
+    p.add_argument("--api-base", help="base URL of an OpenAI-compatible or local server (Ollama, LM Studio, vLLM)")
     p.add_argument("--json", action="store_true", help="print one JSON object per event")
-    p.add_argument("--folder", dest="run_folder", help="folder the robot may read and propose changes in")
+    p.add_argument("--folder", dest="run_folder", help=f"folder {who} may read and propose changes in")
     p.add_argument(
         "--apply",
         choices=("review", "auto", "never"),
         default=None,
-        help="what to do with proposed file changes: review each hunk in the terminal (default when "
-        "interactive), apply them all, or never write (default otherwise)",
+        help="what to do with proposed file changes (with --folder): review each hunk in the terminal "
+        "(default when interactive), apply them all, or never write (default otherwise)",
     )
     p.add_argument("--yes", "-y", action="store_true",
                    help="approve every tool call that the approval policy would ask about")
-    p.set_defaults(func=cmd_run)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
