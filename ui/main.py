@@ -12,9 +12,8 @@ from collections.abc import Sequence
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    wants_window = not args or (all(a.startswith("--") and a not in ("--help", "--version") for a in args) \
-        and not any(a in ("-h",) for a in args))
-    if wants_window and _only_window_options(args):
+    # Window options take values ("--theme dark", "--folder DIR"): _only_window_options reads them.
+    if not args or _only_window_options(args):
         from ui.app import run_app
 
         return run_app(args)

@@ -1,0 +1,130 @@
+"""Opening a thread of 2,000 messages with tool calls: time to first paint.
+
+Builds a thread of 1,000 turns in a fresh database (each: the user's message, an
+answer with a tool call and its result, and a final answer — 2,000+ messages, 7,000
+events), then measures, in the window, from the click (``open_thread``) to the first
+paint of the chat view showing it. Median of 5 opens (each on a newly opened store, so
+nothing is cached). Target: under 300 ms. Writes bench/results/ui_open_thread.json.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TURNS = 1000
+RUNS = 5
+
+
+def build_thread(db_path: Path) -> str:
+    from workspace import events as ev
+    from workspace.result import RobotResult
+    from workspace.store import Store
+
+    store = Store(db_path)
+    thread = store.create_thread(robot="assistant", title="A long conversation")
+    parent = None
+    for i in range(TURNS):
+        turn = store.add_turn(thread.id, user_text=f"Question {i}: what does file_{i}.py do?", parent_turn_id=parent)
+        run = f"run{i}"
+
+        def e(cls: type[ev.Event], seq: int, _run: str = run, **fields: object) -> ev.Event:
+            return cls(run_id=_run, robot="assistant", seq=seq, **fields)
+
+        store.append_events(thread.id, turn.id, [
+            e(ev.RunStarted, 1, message=f"Question {i}", model="bench"),
+            e(ev.Text, 2, text=f"Let me read `file_{i}.py` first."),
+            e(ev.ToolUse, 3, id=f"c{i}", name="read_file", input={"path": f"file_{i}.py"}),
+            e(ev.ToolResult, 4, id=f"c{i}", name="read_file", payload={"data": {"content": "def f():\n    pass\n" * 5}},
+              duration=0.01),
+            e(ev.Text, 5, text=f"**file_{i}.py** defines `f`, which does nothing:\n\n```python\ndef f():\n    pass\n```"),
+            e(ev.Usage, 6, input_tokens=120, output_tokens=40, cost=0.0001, total_input_tokens=120,
+              total_output_tokens=40, total_cost=0.0001),
+            e(ev.RunFinished, 7, result=RobotResult(robot_name="assistant", output=[])),
+        ])
+        store.finish_turn(turn.id, "finished")
+        parent = turn.id
+    store.close()
+    return thread.id
+
+
+def main() -> int:
+    home = Path(tempfile.mkdtemp(prefix="robotlab-bench-"))
+    os.environ["ROBOTLAB_HOME"] = str(home)
+    db = home / "long.db"
+    started = time.perf_counter()
+    thread_id = build_thread(db)
+    print(f"built a thread of {TURNS} turns ({TURNS * 2} messages, {TURNS * 7} events) in "
+          f"{time.perf_counter() - started:.1f} s")
+
+    from PySide6.QtCore import QEvent, QObject
+
+    from ui.app import Application, get_app, new_event_loop
+
+    app = get_app()
+    loop = new_event_loop(app)
+    times: list[float] = []
+    transcript_ms: list[float] = []
+
+    class Probe(QObject):
+        painted = 0.0
+
+        def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+            if event.type() == QEvent.Type.Paint and not self.painted:
+                self.painted = time.perf_counter()
+            return False
+
+    with loop:
+        for _ in range(RUNS):
+            root = Application(db_path=db)
+            root.window.resize(1400, 900)
+            root.window.show()
+            # A person looks at the window for a moment before clicking (the app warms up then).
+            loop.run_until_complete(asyncio.sleep(1.0))
+            probe = Probe()
+            root.window.chat.viewport().installEventFilter(probe)
+            session = root.controller.workspace.open_thread(thread_id)
+            t = time.perf_counter()
+            session.transcript()
+            transcript_ms.append((time.perf_counter() - t) * 1000)
+            root.controller.workspace._sessions.clear()
+            root.controller.store.close()
+            root.controller.workspace.store = type(root.controller.store)(db)  # a cold store again
+            probe.painted = 0.0
+            start = time.perf_counter()
+            root.window.open_thread(thread_id)
+            while not probe.painted:
+                app.processEvents()
+            times.append((probe.painted - start) * 1000)
+            shown = len(root.window.chat.user_messages())
+            hidden = root.window.chat.hidden_turns
+            loop.run_until_complete(root.aclose())
+            root.window.close()
+            root.window.deleteLater()
+            app.processEvents()
+    median = statistics.median(times)
+    result = {"turns": TURNS, "messages": TURNS * 2, "events": TURNS * 7, "first_paint_ms": round(median, 1),
+              "transcript_read_ms": round(statistics.median(transcript_ms), 1), "turns_rendered": shown,
+              "turns_deferred": hidden, "target_ms": 300, "runs": RUNS}
+    print(f"open a {TURNS * 2}-message thread -> first paint: {median:.0f} ms (median of {RUNS}; target < 300 ms)")
+    print(f"  {shown} turns rendered, {hidden} load on demand (reading the whole transcript would take "
+          f"{result['transcript_read_ms']:.0f} ms; the inspector reads it in a worker thread after the paint)")
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ui_open_thread.json").write_text(json.dumps(result, indent=2) + "\n")
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter teardown of five windows' worth of Qt objects
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""Qt test set-up: offscreen, one QApplication, and async tests on a qasync loop.
+
+Async tests in this folder run on a ``qasync.QEventLoop`` through pytest-asyncio's
+``pytest_asyncio_loop_factories`` hook; the runner closes each loop after its test. Inside
+them never call ``qtbot.wait*`` (a nested Qt loop hangs qasync): poll with
+``await asyncio.sleep`` (see :func:`wait_until`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def _qapp() -> Any:
+    from ui.app import get_app
+
+    return get_app()
+
+
+def _qasync_loop() -> asyncio.AbstractEventLoop:
+    import qasync
+
+    return qasync.QEventLoop(_qapp())
+
+
+def pytest_asyncio_loop_factories(config: Any, item: Any) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+    return {"qasync": _qasync_loop}
+
+
+async def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, *, what: str = "the condition") -> None:
+    """Poll ``predicate`` on the running (qasync) loop until it is true."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+async def close_app(root: Any) -> None:
+    """Shut an Application down and delete its window now, in a controlled place.
+
+    Left to the garbage collector, a window can be deleted in the middle of the next test's
+    event processing, which can crash Qt.
+    """
+    import gc
+
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    await root.aclose()
+    root.window.close()
+    root.window.deleteLater()
+    await asyncio.sleep(0)
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    gc.collect()
+    await asyncio.sleep(0)
+
+
+@pytest.fixture
+def qapp_instance() -> Iterator[Any]:
+    yield _qapp()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "workspace.db"
+
+
+@pytest.fixture
+def provider() -> Any:
+    from workspace.providers.testing import ScriptedProvider
+
+    return ScriptedProvider()
+
+
+@pytest.fixture
+async def desktop(provider: Any, db_path: Path) -> AsyncIterator[Any]:
+    """The whole app (window, controller, bridge) on a ScriptedProvider and a fresh database."""
+    from ui.app import Application
+
+    root = Application(provider=provider, db_path=db_path, theme_name="light")
+    root.window.resize(1200, 800)
+    root.window.show()
+    try:
+        yield root
+    finally:
+        await close_app(root)

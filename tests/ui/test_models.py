@@ -1,0 +1,198 @@
+"""Item models, the Markdown renderer, the bridge and the task owner: no widgets."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from PySide6.QtCore import Qt
+
+from workspace import events as ev
+
+
+def _e(cls: type[ev.Event], seq: int = 1, **fields: object) -> ev.Event:
+    return cls(run_id="r1", robot="assistant", seq=seq, **fields)
+
+
+@pytest.fixture(autouse=True)
+def _app(qapp_instance: object) -> None:
+    """Models need no widgets, but QTimer-based code needs a QCoreApplication."""
+
+
+def test_tool_calls_model_pairs_calls_and_results_by_id() -> None:
+    from ui.models.tool_calls import ToolCallsModel, diff_results
+
+    model = ToolCallsModel()
+    model.add_events([
+        _e(ev.ToolUse, 1, id="a", name="read_file", input={"path": "x"}),
+        _e(ev.ToolUse, 2, id="b", name="fs__write", input={"path": "y"}, server="fs"),
+        _e(ev.ToolResult, 3, id="b", name="fs__write", payload={"data": "ok"}, duration=0.25, server="fs"),
+        _e(ev.ToolError, 4, id="a", name="read_file", error="no such file", duration=0.01),
+    ])
+    assert model.rowCount() == 2
+    assert [model.index(r, 0).data() for r in range(2)] == ["read_file", "write"]
+    assert model.index(1, model.COL_SERVER).data() == "fs"
+    assert model.index(0, model.COL_STATUS).data() == "error"
+    assert model.index(1, model.COL_STATUS).data() == "ok"
+    assert model.index(1, model.COL_DURATION).data() == "250 ms"
+    a, b = model.records
+    assert a.error == "no such file" and b.payload == {"data": "ok"}
+    assert "-" in diff_results(a, b) and "+" in diff_results(a, b)
+    assert '"status": "ok"' in b.raw_json()
+
+
+def test_tool_calls_model_tracks_approvals() -> None:
+    from ui.models.tool_calls import ToolCallsModel
+
+    model = ToolCallsModel()
+    changed: list[int] = []
+    model.dataChanged.connect(lambda top, _bottom, *_: changed.append(top.row()))
+    model.add_event(_e(ev.ToolUse, 1, id="a", name="rm", input={"p": 1}))
+    model.add_event(_e(ev.ApprovalRequested, 2, id="a", name="rm", input={"p": 1}))
+    assert model.records[0].status == "approval"
+    model.add_event(_e(ev.ApprovalDecided, 3, id="a", name="rm", decision="deny", reason="too risky"))
+    model.add_event(_e(ev.ToolError, 4, id="a", name="rm", error="Denied by the user: too risky"))
+    rec = model.records[0]
+    assert rec.status == "denied" and rec.reason == "too risky"
+    assert changed and set(changed) == {0}
+
+
+def test_trace_model_and_filter() -> None:
+    from ui.models.trace import TraceFilterModel, TraceModel
+
+    model = TraceModel()
+    proxy = TraceFilterModel()
+    proxy.setSourceModel(model)
+    model.append_events([_e(ev.RunStarted, 1, message="hi"), _e(ev.TextDelta, 2, text="Hel"),
+                         _e(ev.TextDelta, 3, text="lo"), _e(ev.ToolUse, 4, id="x", name="recall", input={"k": 1})])
+    model.append_events([_e(ev.RunFinished, 5)])
+    assert model.rowCount() == 5 and proxy.rowCount() == 5
+    assert model.index(3, 2).data() == "tool_use"
+    assert "recall" in model.index(3, 4).data()
+    proxy.set_kinds({"text_delta"})
+    assert proxy.rowCount() == 2
+    proxy.set_kinds(None)
+    proxy.set_text("recall")
+    assert proxy.rowCount() == 1
+    assert model.kinds() == ["run_finished", "run_started", "text_delta", "tool_use"]
+
+
+def test_memory_model_keeps_writer_and_history() -> None:
+    from ui.models.memory import MemoryModel
+
+    model = MemoryModel()
+    model.add_events([_e(ev.MemoryChanged, 1, key="color", value="teal", writer="assistant")])
+    model.add_events([_e(ev.MemoryChanged, 2, key="color", value={"name": "blue"}, previous="teal", writer="bob")])
+    model.add_events([_e(ev.MemoryChanged, 3, key="size", value=3, writer="assistant")])
+    assert model.rowCount() == 2
+    entry = model.entry("color")
+    assert entry is not None and entry.writer == "bob" and len(entry.history) == 2
+    assert model.index(0, 1).data() == '{"name": "blue"}'
+    assert model.index(0, 2).data() == "bob"
+    model.apply("size", None, previous=3, writer="x")
+    assert model.index(1, 1).data() == "(deleted)"
+
+
+def test_thread_list_model_threads_and_search_hits(tmp_path: object) -> None:
+    from ui.models.threads import ThreadListModel
+    from workspace.store import SearchHit, Store
+
+    store = Store(":memory:")
+    a = store.create_thread(robot="assistant", title="First")
+    store.create_thread(robot="file-helper", title=None)
+    model = ThreadListModel()
+    model.set_threads(store.list_threads())
+    assert model.rowCount() == 2
+    titles = {model.index(r).data() for r in range(2)}
+    assert "First" in titles and "Untitled thread" in titles
+    row = model.row_of(a.id)
+    assert "assistant" in model.index(row).data(ThreadListModel.SubtitleRole)
+    model.set_hits([SearchHit(a.id, "First", "t1", "the [match] here"), SearchHit(a.id, "First", "t1", "dup")])
+    assert model.searching and model.rowCount() == 1
+    assert model.index(0).data(ThreadListModel.SubtitleRole) == "the [match] here"
+    store.close()
+
+
+def test_robot_model_shows_model_or_offline_demo() -> None:
+    from ui.models.robots import DEMO_LABEL, RobotListModel
+    from workspace.catalog import list_robots
+
+    model = RobotListModel()
+    model.set_robots(list_robots())
+    assert {"assistant", "file-helper"} <= set(model.names())
+    row = model.row_of("assistant")
+    assert model.index(row).data(RobotListModel.ModelRole) == DEMO_LABEL
+    model.default_model = "openai/gpt-4o-mini"
+    assert model.index(row).data(RobotListModel.ModelRole) == "openai/gpt-4o-mini"
+
+
+def test_markdown_split_stable_and_render() -> None:
+    from ui import markdown
+
+    text = "Para one.\n\n```python\nx = 1\n"
+    assert markdown.split_stable(text) == len("Para one.\n\n")
+    text += "```\nafter"
+    assert markdown.split_stable(text) == len(text) - len("after")
+    html = markdown.render("# Title\n\nSome **bold** and `code`.\n\n```python\ndef f():\n    return 1\n```\n\n- a\n- b")
+    assert "<b>bold</b>" in html and "<code" in html and "<li" in html
+    assert "<span" in html  # pygments highlighted the code
+    assert "&lt;script&gt;" in markdown.render("<script>alert(1)</script>")
+    bold_code = markdown.inline("in **`ui/app.py`**: *qasync*")
+    assert "<b><code" in bold_code and "<i>qasync</i>" in bold_code
+
+
+def test_bridge_coalesces_text_and_keeps_order(qapp_instance: object) -> None:
+    from ui.bridge import RunBridge
+
+    bridge = RunBridge(flush_ms=1000)
+    seen: list[tuple[str, str]] = []
+    bridge.text_appended.connect(lambda _r, _b, text: seen.append(("text", text)))
+    bridge.tool_used.connect(lambda e: seen.append(("tool", e.name)))
+    batches: list[int] = []
+    bridge.events_batched.connect(lambda batch: batches.append(len(batch)))
+    for i in range(500):
+        bridge.feed(_e(ev.TextDelta, i, text="x"))
+    bridge.feed(_e(ev.ToolUse, 501, id="a", name="recall", input={}))
+    bridge.feed(_e(ev.TextDelta, 502, text="yz"))
+    bridge.flush()
+    assert seen == [("text", "x" * 500), ("tool", "recall"), ("text", "yz")]
+    assert sum(batches) == 502 and len(batches) == 1
+
+
+async def test_task_owner_reports_errors_and_treats_cancel_as_normal() -> None:
+    from ui.tasks import TaskOwner
+
+    errors: list[str] = []
+    owner = TaskOwner(on_error=lambda name, exc: errors.append(f"{name}:{exc}"))
+
+    async def boom() -> None:
+        raise ValueError("bad")
+
+    async def forever() -> None:
+        await asyncio.sleep(100)
+
+    owner.spawn(boom(), name="boom")
+    owner.spawn(forever(), name="forever")
+    await asyncio.sleep(0.01)
+    assert errors == ["boom:bad"]
+    assert len(owner) == 1
+    await owner.shutdown()
+    assert len(owner) == 0 and errors == ["boom:bad"]
+    with pytest.raises(RuntimeError):
+        owner.spawn(forever())
+
+
+def test_mcp_servers_model_from_status_snapshots() -> None:
+    from ui.models.mcp import McpServersModel
+    from workspace.mcp.status import ServerState, ServerStatus, ToolInfo
+
+    model = McpServersModel()
+    model.set_statuses([ServerStatus(name="everything", state=ServerState.STOPPED, transport="stdio")])
+    assert model.index(0, 1).data() == "stopped" and model.index(0, 2).data() == "—"
+    tools = (ToolInfo(name="everything__echo", original="echo"),
+             ToolInfo(name="everything__add", original="add", enabled=False))
+    model.update(ServerStatus(name="everything", state=ServerState.READY, transport="stdio", tools=tools))
+    model.update(ServerStatus(name="broken", state=ServerState.FAILED, reason="command not found: nope"))
+    assert model.rowCount() == 2
+    assert model.index(0, 1).data() == "ready" and model.index(0, 2).data() == "1/2"
+    assert model.index(1, 1).data() == "failed" and "not found" in model.index(1, 0).data(Qt.ItemDataRole.ToolTipRole)

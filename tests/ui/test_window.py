@@ -1,0 +1,467 @@
+"""The window end to end on a ScriptedProvider: cards, approvals, stop, forks, persistence, bad databases."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+from tests.ui.conftest import close_app, wait_until
+from ui.widgets.cards import ToolCard
+from ui.widgets.chat import MarkdownStream, RobotHeader, RunFooter, UserMessage
+from workspace.providers.testing import Pause, ToolCall
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def _idle(root: Any, what: str = "the run to end") -> None:
+    await wait_until(lambda: root.controller.idle, what=what)
+    await asyncio.sleep(0.05)  # let the last flush and repaint happen
+
+
+def _kinds(root: Any) -> list[str]:
+    out = []
+    for w in root.window.chat.items():
+        if isinstance(w, UserMessage):
+            out.append("user")
+        elif isinstance(w, MarkdownStream):
+            out.append("text")
+        elif isinstance(w, ToolCard):
+            out.append(f"tool:{w.tool}:{w.status}")
+        elif isinstance(w, RobotHeader):
+            out.append("robot")
+        elif isinstance(w, RunFooter):
+            out.append("footer")
+    return out
+
+
+async def test_text_and_two_tool_calls_make_cards_in_order(desktop: Any, provider: Any) -> None:
+    provider.enqueue(
+        ["Let me store and read that.", ToolCall("remember", {"key": "color", "value": "teal"}, id="c1"),
+         ToolCall("recall", {"key": "size"}, id="c2")],
+        "All **done**.",
+    )
+    desktop.window.send("remember teal")
+    await _idle(desktop)
+    assert _kinds(desktop) == ["user", "robot", "text", "tool:remember:ok", "tool:recall:ok", "text", "footer"]
+    cards = desktop.window.chat.tool_cards()
+    assert [c.call_id for c in cards] == ["c1", "c2"]
+    assert cards[0].arguments == {"key": "color", "value": "teal"}
+    assert not cards[0].result_expanded  # results collapsed, arguments visible
+    texts = [w.text for w in desktop.window.chat.items() if isinstance(w, MarkdownStream)]
+    assert texts == ["Let me store and read that.", "All **done**."]
+    # the inspector saw the same run
+    assert [r.id for r in desktop.window.tool_model.records] == ["c1", "c2"]
+    assert desktop.window.memory_model.entry("color") is not None
+    assert "run_finished" in desktop.window.trace_model.kinds()
+    # usage per run and per thread
+    footer = next(w for w in desktop.window.chat.items() if isinstance(w, RunFooter))
+    assert "tokens" in footer.usage.text()
+    assert "tokens" in desktop.window.status_usage.text()
+    assert desktop.window.thread_model.rowCount() == 1
+
+
+async def test_denied_approval_returns_the_reason_to_the_model(desktop: Any, provider: Any) -> None:
+    desktop.controller.workspace.approval.policy.set_rule("ask", tool="remember")
+    provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")], "Understood, I won't.")
+    desktop.window.send("store k")
+    await wait_until(lambda: desktop.window.chat.pending_approval() is not None, what="the approval card")
+    panel = desktop.window.chat.pending_approval()
+    assert '"key": "k"' in panel.editor.toPlainText()
+    # keyboard: n focuses the reason; Enter there denies
+    panel.setFocus()
+    QTest.keyClick(panel, Qt.Key.Key_N)
+    panel.reason.setText("not now, thanks")
+    QTest.keyClick(panel.reason, Qt.Key.Key_Return)
+    await _idle(desktop)
+    last_call = provider.history[-1]
+    result = last_call.messages[-1]
+    assert result.is_tool_result and result.is_error
+    assert "Denied by the user: not now, thanks" in str(result.error)
+    card = desktop.window.chat.card("c1")
+    assert card is not None and card.status == "denied"
+    assert desktop.window.tool_model.find("c1").status == "denied"
+
+
+async def test_edit_and_approve_runs_with_edited_arguments(desktop: Any, provider: Any) -> None:
+    desktop.controller.workspace.approval.policy.set_rule("ask", tool="remember")
+    provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")], "Stored.")
+    desktop.window.send("store k")
+    await wait_until(lambda: desktop.window.chat.pending_approval() is not None, what="the approval card")
+    panel = desktop.window.chat.pending_approval()
+    panel.editor.setPlainText('{"key": "k", "value": 42}')
+    panel.edit_and_approve()
+    await _idle(desktop)
+    call = provider.history[-1].messages[-1]
+    assert call.is_tool_result and not call.is_error
+    assert desktop.window.memory_model.entry("k").value == 42
+
+
+async def test_approve_with_the_y_key(desktop: Any, provider: Any) -> None:
+    desktop.controller.workspace.approval.policy.set_rule("ask", tool="remember")
+    provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")], "Stored.")
+    desktop.window.send("store k")
+    await wait_until(lambda: desktop.window.chat.pending_approval() is not None, what="the approval card")
+    panel = desktop.window.chat.pending_approval()
+    QTest.keyClick(panel, Qt.Key.Key_Y)
+    await _idle(desktop)
+    assert desktop.window.chat.card("c1").status == "ok"
+
+
+async def test_stop_mid_stream_leaves_a_consistent_transcript(desktop: Any, provider: Any) -> None:
+    gate = asyncio.Event()
+    provider.enqueue(["Streaming the first part ", "of a long answer. ", Pause(event=gate), "never shown"])
+    desktop.window.send("tell me a long story")
+    await wait_until(lambda: any(isinstance(w, MarkdownStream) and "long answer" in w.text
+                                 for w in desktop.window.chat.items()), what="streamed text")
+    assert desktop.window.composer.running
+    QTest.keyClick(desktop.window, Qt.Key.Key_Escape)  # Esc stops
+    await _idle(desktop, "the run to stop")
+    assert not desktop.window.composer.running
+    footer = [w for w in desktop.window.chat.items() if isinstance(w, RunFooter)][-1]
+    assert "Stopped" in footer.status.text()
+    turns = desktop.controller.session.transcript()
+    assert turns[-1].status == "cancelled"
+    assert "long answer" in turns[-1].text and "never shown" not in turns[-1].text
+    # the thread goes on after a stop
+    provider.enqueue("Fine, a short one.")
+    desktop.window.send("short then")
+    await _idle(desktop)
+    assert desktop.controller.session.transcript()[-1].text == "Fine, a short one."
+
+
+async def test_stop_while_an_approval_is_pending(desktop: Any, provider: Any) -> None:
+    desktop.controller.workspace.approval.policy.set_rule("ask", tool="remember")
+    provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")])
+    desktop.window.send("store k")
+    await wait_until(lambda: desktop.window.chat.pending_approval() is not None, what="the approval card")
+    desktop.window.escape()
+    await _idle(desktop, "the run to stop")
+    assert desktop.window.chat.pending_approval() is None
+    assert desktop.controller.session.transcript()[-1].status == "cancelled"
+
+
+async def test_edit_and_resend_forks_the_thread(desktop: Any, provider: Any) -> None:
+    provider.enqueue("First answer.", "Second answer.")
+    desktop.window.send("first question")
+    await _idle(desktop)
+    message = desktop.window.chat.user_messages()[-1]
+    assert message.turn_id is not None and message.sibling_count == 1
+    message.begin_edit()
+    message._edit_box.setPlainText("edited question")
+    message._edit_finish(True)
+    await _idle(desktop)
+    users = desktop.window.chat.user_messages()
+    assert [u.text for u in users] == ["edited question"]
+    assert (users[0].sibling_index, users[0].sibling_count) == (1, 2)
+    assert users[0].branch_label.text() == "2/2" and users[0].prev_button.isVisibleTo(users[0])
+    # branch back to the original
+    desktop.controller.switch_branch(users[0].turn_id, -1)
+    await asyncio.sleep(0.05)
+    users = desktop.window.chat.user_messages()
+    assert [u.text for u in users] == ["first question"]
+    assert users[0].branch_label.text() == "1/2"
+
+
+async def test_regenerate_forks_too(desktop: Any, provider: Any) -> None:
+    provider.enqueue("One.", "Two.")
+    desktop.window.send("q")
+    await _idle(desktop)
+    desktop.window.regenerate_last()
+    await _idle(desktop)
+    turns = desktop.controller.session.transcript()
+    assert turns[-1].sibling_count == 2 and turns[-1].text == "Two."
+
+
+async def test_quit_and_reopen_restores_the_thread(provider: Any, db_path: Path) -> None:
+    from ui.app import Application
+
+    first = Application(provider=provider, db_path=db_path)
+    first.window.show()
+    provider.enqueue(["Noted.", ToolCall("remember", {"key": "a", "value": 1}, id="c1")], "Done.")
+    first.window.send("hello there")
+    await _idle(first)
+    thread_id = first.controller.thread_id
+    await close_app(first)
+
+    second = Application(provider=provider, db_path=db_path)
+    second.window.show()
+    try:
+        assert second.window.thread_model.row_of(thread_id) == 0
+        second.window.open_thread(thread_id)
+        await asyncio.sleep(0.05)
+        assert _kinds(second) == ["user", "robot", "text", "tool:remember:ok", "text", "footer"]
+        assert second.window.title_label.text() == "hello there"
+        assert second.window.tool_model.find("c1") is not None
+    finally:
+        await close_app(second)
+
+
+async def test_corrupt_database_gives_a_clear_message_and_the_app_still_works(provider: Any,
+                                                                              tmp_path: Path) -> None:
+    from ui.app import Application
+
+    bad = tmp_path / "broken.db"
+    bad.write_bytes(b"this is not a database" * 200)
+    root = Application(provider=provider, db_path=bad)
+    root.window.show()
+    try:
+        text = root.window.banner.text
+        assert "not a usable" in text and str(bad) in text and "temporary database" in text
+        provider.enqueue("Still here.")
+        root.window.send("are you there?")
+        await _idle(root)
+        assert root.controller.session.transcript()[-1].text == "Still here."
+        assert bad.read_bytes().startswith(b"this is not")  # nothing was overwritten
+    finally:
+        await close_app(root)
+
+
+async def test_locked_database_gives_a_clear_message(provider: Any, tmp_path: Path) -> None:
+    from ui.app import Application
+
+    path = tmp_path / "locked.db"
+    holder = sqlite3.connect(str(path), isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        root = Application(provider=provider, db_path=path)
+        root.window.show()
+        try:
+            assert "locked" in root.window.banner.text
+            assert root.window.isVisible()
+        finally:
+            await close_app(root)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+async def test_threads_search_rename_delete_and_undo(desktop: Any, provider: Any) -> None:
+    provider.enqueue("Bananas are yellow.", "Sky is blue.")
+    desktop.window.send("tell me about bananas")
+    await _idle(desktop)
+    desktop.window.new_thread()
+    desktop.window.send("and the sky")
+    await _idle(desktop)
+    assert desktop.window.thread_model.rowCount() == 2
+    desktop.window.sidebar.search.setText("bananas")
+    await wait_until(lambda: desktop.window.thread_model.searching, what="search results")
+    assert desktop.window.thread_model.rowCount() == 1
+    hit = desktop.window.thread_model.item(0)
+    desktop.window.sidebar.search.clear()
+    await wait_until(lambda: not desktop.window.thread_model.searching, what="the thread list")
+    desktop.controller.rename_thread(hit.thread_id, "Fruit")
+    assert "Fruit" in [i.title for i in desktop.window.thread_model.items]
+    desktop.window.delete_thread(hit.thread_id)
+    assert desktop.window.thread_model.rowCount() == 1
+    assert desktop.window.toast.isVisible() and desktop.window.toast.button.text() == "Undo"
+    desktop.window.toast.trigger()
+    assert desktop.window.thread_model.rowCount() == 2
+    assert desktop.controller.thread_id == hit.thread_id
+
+
+async def test_keyboard_palette_and_shortcuts(desktop: Any) -> None:
+    window = desktop.window
+    QTest.keyClick(window, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    assert window.command_palette.isVisible()
+    QTest.keyClicks(window.command_palette.input, "dark")
+    assert window.command_palette.labels()[0].startswith("Dark theme")
+    QTest.keyClick(window.command_palette.input, Qt.Key.Key_Escape)
+    assert not window.command_palette.isVisible()
+    shortcuts = {name: a.shortcut().toString() for name, a in window.actions_by_name.items()}
+    assert shortcuts["send"] == "Ctrl+Return" and shortcuts["stop"] == "Esc"
+    assert shortcuts["new_thread"] == "Ctrl+N" and shortcuts["search"] == "Ctrl+F"
+    assert shortcuts["palette"] == "Ctrl+K" and shortcuts["next_thread"] == "Ctrl+Tab"
+    assert shortcuts["settings"] == "Ctrl+,"
+
+
+async def test_settings_dialog_saves_model_and_policy_without_secrets(desktop: Any) -> None:
+    from workspace import paths
+
+    window = desktop.window
+    window.open_settings()
+    dialog = window._settings_dialog
+    assert (dialog.isVisible() and not dialog.isModal()) or dialog.isVisible()
+    dialog.model.setEditText("ollama/llama3.1")
+    dialog.api_base.setText("http://localhost:11434")
+    dialog._add_rule("*", "*", "remember", "deny")
+    dialog.save()
+    text = paths.user_config_file().read_text(encoding="utf-8")
+    assert "ollama/llama3.1" in text and "http://localhost:11434" in text
+    assert "deny" in paths.approval_policy_file().read_text(encoding="utf-8")
+    assert desktop.controller.workspace.approval.policy.rules[-1].tool == "remember"
+
+
+def test_offscreen_smoke_command(tmp_path: Path) -> None:
+    env = {**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen", "ROBOTLAB_HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "ui.main", "--theme", "dark", "--folder", str(tmp_path),
+                           "--offscreen-smoke"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "main window shown" in proc.stdout
+
+
+def _long_thread(db_path: Path, turns: int) -> str:
+    from workspace import events as ev
+    from workspace.store import Store
+
+    store = Store(db_path)
+    thread = store.create_thread(robot="assistant", title="Long")
+    parent = None
+    for i in range(turns):
+        turn = store.add_turn(thread.id, user_text=f"question {i}", parent_turn_id=parent)
+        run = f"r{i}"
+        store.append_events(thread.id, turn.id, [
+            ev.RunStarted(run_id=run, robot="assistant", seq=1, message=f"question {i}"),
+            ev.ToolUse(run_id=run, robot="assistant", seq=2, id=f"c{i}", name="recall", input={"key": str(i)}),
+            ev.ToolResult(run_id=run, robot="assistant", seq=3, id=f"c{i}", name="recall", payload={"data": i}),
+            ev.Text(run_id=run, robot="assistant", seq=4, text=f"answer {i}"),
+            ev.RunFinished(run_id=run, robot="assistant", seq=5),
+        ])
+        store.finish_turn(turn.id, "finished")
+        parent = turn.id
+    store.close()
+    return thread.id
+
+
+async def test_long_thread_opens_with_its_last_turns_and_loads_the_rest(provider: Any, db_path: Path) -> None:
+    from ui.app import Application
+
+    thread_id = _long_thread(db_path, 250)
+    root = Application(provider=provider, db_path=db_path)
+    root.window.show()
+    try:
+        root.window.open_thread(thread_id)
+        chat = root.window.chat
+        users = chat.user_messages()
+        assert [u.text for u in users][-1] == "question 249"
+        assert len(users) == 10 and chat.hidden_turns == 240
+        # the inspector reads every event in a worker thread, then shows all 250 calls
+        await wait_until(lambda: root.window.tool_model.rowCount() == 250, what="the inspector")
+        chat.load_earlier()
+        users = chat.user_messages()
+        assert len(users) == 50 and users[0].text == "question 200" and chat.hidden_turns == 200
+        assert [c.call_id for c in chat.tool_cards()][:2] == ["c200", "c201"]
+        # the thread goes on from its last turn
+        provider.enqueue("answer 250")
+        root.window.send("question 250")
+        await _idle(root)
+        assert root.controller.session.transcript()[-1].text == "answer 250"
+        assert root.window.tool_model.rowCount() == 250
+    finally:
+        await close_app(root)
+
+
+async def test_inspector_panes_show_details_and_diff(desktop: Any, provider: Any) -> None:
+    provider.enqueue(
+        [ToolCall("remember", {"key": "a", "value": 1}, id="c1"), ToolCall("remember", {"key": "b", "value": 2},
+                                                                         id="c2")],
+        "ok",
+    )
+    desktop.window.send("store two")
+    await _idle(desktop)
+    pane = desktop.window.tool_pane
+    pane.select_call("c2")
+    assert "remember" in pane.args_view.toPlainText() and '"b"' in pane.args_view.toPlainText()
+    assert '"stored": true' in pane.result_view.toPlainText()
+    assert '"id": "c2"' in pane.raw_view.toPlainText()
+    pane.table.selectAll()
+    pane.show_diff()
+    assert "---" in pane.diff_view.toPlainText() or "identical" in pane.diff_view.toPlainText()
+    trace = desktop.window.trace_pane
+    trace.filter.setText("remember")
+    assert 0 < trace.proxy.rowCount() < desktop.window.trace_model.rowCount()
+    memory = desktop.window.memory_pane
+    assert memory.model.rowCount() == 2
+    memory.table.selectRow(0)
+    assert "a" in memory.detail.toPlainText()
+
+
+async def test_export_writes_markdown_with_tool_calls(desktop: Any, provider: Any, tmp_path: Path) -> None:
+    provider.enqueue([ToolCall("remember", {"key": "a", "value": 1}, id="c1")], "Stored it.")
+    desktop.window.send("store a")
+    await _idle(desktop)
+    target = tmp_path / "thread.md"
+    desktop.window._write_export("markdown", desktop.controller.thread_id, target)
+    text = target.read_text(encoding="utf-8")
+    assert "store a" in text and "remember" in text and "Stored it." in text
+    json_target = tmp_path / "thread.json"
+    desktop.window._write_export("json", desktop.controller.thread_id, json_target)
+    desktop.window._read_import(json_target)
+    assert desktop.window.thread_model.rowCount() == 2
+
+
+async def test_always_allow_is_saved_to_the_policy_file(desktop: Any, provider: Any) -> None:
+    from workspace import paths
+
+    policy = desktop.controller.workspace.approval.policy
+    policy.set_rule("ask", tool="remember")
+    policy.path = paths.approval_policy_file()
+    provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")], "Stored.",
+                     [ToolCall("remember", {"key": "k", "value": 2}, id="c2")], "Stored again.")
+    desktop.window.send("store k")
+    await wait_until(lambda: desktop.window.chat.pending_approval() is not None, what="the approval card")
+    panel = desktop.window.chat.pending_approval()
+    panel.scope.setCurrentIndex(panel.scope.findData("always"))
+    panel.approve()
+    await _idle(desktop)
+    assert "remember" in paths.approval_policy_file().read_text(encoding="utf-8")
+    desktop.window.send("store k again")  # no card this time: the policy allows it
+    await _idle(desktop)
+    assert desktop.window.chat.card("c2").status == "ok"
+    assert desktop.window.chat.card("c2").approval is None
+
+
+async def test_picking_another_robot_starts_a_new_thread(desktop: Any, provider: Any) -> None:
+    provider.enqueue("Hi.")
+    desktop.window.send("hello")
+    await _idle(desktop)
+    first = desktop.controller.thread_id
+    row = desktop.window.robot_model.row_of("file-helper")
+    desktop.window.robot_picker.setCurrentIndex(row)
+    assert desktop.controller.session is None and desktop.controller.robot_name == "file-helper"
+    assert "file-helper" in desktop.window.composer.edit.placeholderText()
+    provider.enqueue("Ready to edit.")
+    desktop.window.send("hi file helper")
+    await _idle(desktop)
+    assert desktop.controller.thread_id != first
+    assert desktop.controller.session.thread.robot == "file-helper"
+    assert desktop.window.thread_model.rowCount() == 2
+
+
+async def test_switching_theme_keeps_the_conversation(desktop: Any, provider: Any) -> None:
+    from ui import theme
+
+    provider.enqueue([ToolCall("remember", {"key": "a", "value": 1}, id="c1")], "Done.")
+    desktop.window.send("store a")
+    await _idle(desktop)
+    desktop.window.set_theme("dark")
+    try:
+        assert theme.colors().name == "dark"
+        assert _kinds(desktop) == ["user", "robot", "tool:remember:ok", "text", "footer"]
+    finally:
+        desktop.window.set_theme("light")
+
+
+async def test_change_proposed_shows_a_change_card(desktop: Any) -> None:
+    from workspace import events as ev
+
+    chat = desktop.window.chat
+    files = [{"path": "notes.txt", "action": "modify", "hunks": 1, "added": 2, "removed": 1}]
+    desktop.bridge.feed(ev.ChangeProposed(run_id="r", robot="file-helper", seq=1, change_set_id="cs1", files=files))
+    desktop.bridge.flush()
+    card = chat.change_card("cs1")
+    assert card is not None and "notes.txt" in card.listing.text() and card.status == "pending"
+    outcome = [{"path": "notes.txt", "accepted": [0], "rejected": []}]
+    desktop.bridge.feed(ev.ChangeDecided(run_id="r", robot="file-helper", seq=2, change_set_id="cs1",
+                                         outcome=outcome))
+    desktop.bridge.flush()
+    assert card.status == "decided" and "1 hunk applied" in card.note.text()
+    card.review_button.click()  # no Changes dock in this build: a message, not a crash
+    assert desktop.window.toast.isVisible()

@@ -1,0 +1,274 @@
+"""The desktop application: QApplication + qasync, the composition root of the window.
+
+``run_app(args)`` is what ``robotlab`` (no sub-command) calls. Options:
+``--folder DIR``, ``--theme light|dark``, ``--offscreen-smoke`` (show the window, print
+"main window shown", quit cleanly), ``--quit-after SECONDS``.
+
+Shutdown is driven from ``aboutToQuit``: owned tasks are cancelled and awaited, running
+runs record their end, the database is closed, and then the asyncio loop is closed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("ui.app")
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="robotlab", description="RobotLab Workspace desktop window")
+    parser.add_argument("--folder", help="the folder robots may read and propose changes in")
+    parser.add_argument("--theme", choices=("light", "dark"), help="colour theme (default: the saved one)")
+    parser.add_argument("--offscreen-smoke", action="store_true", help="show the window, print and quit")
+    parser.add_argument("--quit-after", type=float, help="quit after this many seconds")
+    parser.add_argument("--db", help=argparse.SUPPRESS)
+    return parser.parse_args(list(argv))
+
+
+def ensure_platform() -> None:
+    """With no display on Linux, fall back to offscreen instead of letting Qt abort the process."""
+    if sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
+
+def get_app(argv: Sequence[str] | None = None) -> Any:
+    """The QApplication (created once)."""
+    ensure_platform()
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication(list(argv) if argv is not None else ["robotlab"])
+        app.setApplicationName("RobotLab Workspace")
+        app.setOrganizationName("RobotLab")
+        app.setDesktopFileName("robotlab")
+        # Closing the window starts an async shutdown (see run_app); Qt must not end the loop first.
+        app.setQuitOnLastWindowClosed(False)
+    return app
+
+
+def quick_theme(folder: Path | None = None) -> str:
+    """The saved theme without loading (and validating) the whole configuration: startup speed."""
+    value = os.environ.get("ROBOT_LAB_UI__THEME")
+    if value in ("light", "dark"):
+        return value
+    from workspace import paths
+
+    files = [paths.user_config_file()]
+    if folder is not None:
+        files.append(paths.project_config_file(folder))
+    theme_name = "light"
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        in_ui = False
+        for line in text.splitlines():
+            stripped = line.split("#", 1)[0].rstrip()
+            if not stripped:
+                continue
+            if not line[0].isspace():
+                in_ui = stripped.startswith("ui:")
+            elif in_ui and stripped.strip().startswith("theme:"):
+                found = stripped.split(":", 1)[1].strip().strip("'\"")
+                if found in ("light", "dark"):
+                    theme_name = found
+    return theme_name
+
+
+class Application:
+    """Composition root: the task owner, the bridge, the controller and the main window.
+
+    With ``defer=True`` only the window is built; :meth:`finish_startup` (called after the
+    first paint) loads the configuration, opens the database and fills the window in.
+    """
+
+    def __init__(self, *, folder: Path | None = None, theme_name: str | None = None, provider: Any = None,
+                 db_path: Path | str | None = None, config: Any = None, defer: bool = False) -> None:
+        from ui import theme
+        from ui.bridge import RunBridge
+        from ui.controller import Controller
+        from ui.main_window import MainWindow
+        from ui.tasks import TaskOwner
+
+        self.app = get_app()
+        self.folder = folder
+        self.tasks = TaskOwner(on_error=self._on_task_error)
+        self.bridge = RunBridge()
+        self.controller = Controller(bridge=self.bridge, tasks=self.tasks, folder=folder, provider=provider,
+                                     db_path=db_path, config=config)
+        self.theme_name = theme_name or quick_theme(folder)
+        theme.apply_theme(self.app, self.theme_name)
+        self.app.setWindowIcon(theme.app_icon())
+        self.window = MainWindow(self.controller, theme_name=self.theme_name, build=not defer)
+        self._closed = False
+        self.started = False
+        self.loaded = False
+        if not defer:
+            self.finish_startup()
+
+    def finish_startup(self, *, staged: bool = False) -> None:
+        """Build the widgets, load the configuration, open the workspace (database), fill them in.
+
+        ``staged``: after building the widgets, let them paint, then load the data on the next
+        turns of the event loop (the inspector panes and the MCP manager last).
+        """
+        if self.started:
+            return
+        self.started = True
+        self.window.build()
+        if staged:
+            from PySide6.QtCore import QTimer
+
+            QTimer.singleShot(0, lambda: self._load(staged=True))
+        else:
+            self._load(staged=False)
+
+    def _load(self, *, staged: bool) -> None:
+        from PySide6.QtCore import QTimer
+
+        config_problem: str | None = None
+        try:
+            self.controller.config  # noqa: B018 - load it now to report problems
+        except Exception as exc:  # a broken config file must not stop the window
+            config_problem = str(exc)
+            import copy
+
+            from workspace.config import DEFAULTS, Config
+
+            self.controller._config = Config(copy.deepcopy(DEFAULTS), {}, self.folder)
+        self.controller.open()
+        if staged:
+            QTimer.singleShot(0, self.window.build_inspector)
+        else:
+            self.window.build_inspector()
+        self.window.refresh_robots()
+        self.window.refresh_threads()
+        self.window._show_empty()
+        if config_problem:
+            self.window.banner.show_message(f"{config_problem}\n\nThe app uses the default settings until the "
+                                            "file is fixed.")
+        elif self.controller.store_error:
+            self.window.banner.show_message(
+                f"{self.controller.store_error}\n\nThe app is running with a temporary database: conversations "
+                "in this session will not be kept after you quit.")
+        self.loaded = True
+        from ui.markdown import warm_up
+
+        # Highlighting needs pygments (~0.1 s to import and build lexers): do it while idle.
+        QTimer.singleShot(600, warm_up)
+
+    def _on_task_error(self, name: str, exc: BaseException) -> None:
+        window = getattr(self, "window", None)
+        if window is not None:
+            window.banner.show_message(f"Something went wrong ({name}): {type(exc).__name__}: {exc}")
+
+    async def aclose(self) -> None:
+        """Stop runs, cancel owned tasks, close the workspace and the database."""
+        if self._closed:
+            return
+        self._closed = True
+        workspace = self.controller.workspace
+        if workspace is not None:
+            try:
+                await workspace.aclose(timeout=3.0)
+            except Exception as exc:
+                log.warning("closing the workspace: %s", exc)
+        pane = getattr(self.window, "mcp_pane", None)
+        if pane is not None:
+            try:
+                import asyncio
+
+                await asyncio.wait_for(pane.aclose(), timeout=3.0)
+            except Exception as exc:
+                log.warning("closing MCP sessions: %s", exc)
+        await self.tasks.shutdown(timeout=3.0)
+        self._close_store()
+
+    def close_now(self) -> None:
+        """Synchronous close (no running loop): cancel and close what can be closed."""
+        if self._closed:
+            return
+        self._closed = True
+        self.tasks.cancel_all()
+        self.controller.close()
+        self._close_store()
+
+    def _close_store(self) -> None:
+        store = self.controller.store
+        if store is not None and not store.closed:
+            try:
+                store.close()
+            except Exception as exc:
+                log.warning("closing the database: %s", exc)
+
+
+def new_event_loop(app: Any = None) -> Any:
+    """A qasync event loop on the QApplication, set as the current loop (close it when done)."""
+    import asyncio
+
+    import qasync
+
+    loop = qasync.QEventLoop(app or get_app())
+    asyncio.set_event_loop(loop)
+    return loop
+
+
+def run_app(args: Sequence[str] | argparse.Namespace | None = None) -> int:
+    """Open the window and run until it is closed; returns the exit status."""
+    ns = args if isinstance(args, argparse.Namespace) else parse_args(list(args or []))
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    folder = Path(ns.folder).expanduser().resolve() if ns.folder else None
+    if folder is not None and not folder.is_dir():
+        print(f"robotlab: --folder {ns.folder}: no such folder", file=sys.stderr)
+        return 2
+    app = get_app(sys.argv[:1])
+    from PySide6.QtCore import QTimer
+
+    # Paint the window first, then load the configuration and the database (startup speed).
+    root = Application(folder=folder, theme_name=ns.theme, db_path=ns.db, defer=True)
+    root.window.show()
+    app.processEvents()
+    import asyncio
+
+    loop = new_event_loop(app)
+    root.finish_startup(staged=True)
+    # Closing the window starts the async shutdown; the loop ends when it is done (qasync #39).
+    app.setQuitOnLastWindowClosed(False)
+    closed = asyncio.Event()
+    root.window.closed.connect(closed.set)
+    app.aboutToQuit.connect(closed.set)
+    if ns.offscreen_smoke:
+        def smoke() -> None:
+            print("main window shown", flush=True)
+            root.window.close()
+
+        QTimer.singleShot(300, smoke)
+    if ns.quit_after:
+        QTimer.singleShot(int(ns.quit_after * 1000), root.window.close)
+
+    async def main() -> None:
+        await closed.wait()
+        await root.aclose()
+
+    status = 0
+    try:
+        with loop:
+            loop.run_until_complete(main())
+    except RuntimeError as exc:  # the Qt loop was ended from outside (session end): close what we can
+        log.debug("event loop ended early: %s", exc)
+        root.close_now()
+    finally:
+        if not loop.is_closed():
+            loop.close()
+        asyncio.set_event_loop(None)
+    return status

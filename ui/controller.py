@@ -1,0 +1,374 @@
+"""The window's controller: owns the Workspace (store, robots, approval gate), the current
+thread session and the runs. Views call it; it reports back through Qt signals.
+
+Every run is consumed by the one :class:`~ui.bridge.RunBridge` in a task owned by the
+:class:`~ui.tasks.TaskOwner`. Approvals: the gate's ``ask_fn`` is a coroutine that emits
+``approval_needed(request, future)`` and awaits the future, which the inline card resolves.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, Signal
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ui.bridge import RunBridge
+    from ui.tasks import TaskOwner
+    from workspace.approval import ApprovalDecision, ApprovalRequest
+
+log = logging.getLogger("ui.controller")
+
+DEFAULT_ROBOT = "assistant"
+
+
+class StoreProblem(Exception):
+    pass
+
+
+class Controller(QObject):
+    threads_changed = Signal()
+    thread_opened = Signal(object)  # the ThreadSession (or None)
+    run_state_changed = Signal(bool)
+    robot_changed = Signal(str)
+    usage_changed = Signal(object)  # Usage of the thread (tokens, cost) or None
+    approval_needed = Signal(object, object)  # ApprovalRequest, asyncio.Future
+    problem = Signal(str)  # a message for the user (store, run start, settings)
+    notice = Signal(str)
+
+    def __init__(self, *, bridge: RunBridge, tasks: TaskOwner, config: Any = None, folder: Path | None = None,
+                 provider: Any = None, db_path: Path | str | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.bridge = bridge
+        self.tasks = tasks
+        self.folder = folder
+        self.provider = provider
+        self.db_path = db_path
+        self._config = config
+        self.workspace: Any = None
+        self.session: Any = None
+        self.store_error: str | None = None
+        self.robot_name = DEFAULT_ROBOT
+        self._runs: list[Any] = []
+        self._robots: list[Any] | None = None
+        self._pending: set[asyncio.Future[ApprovalDecision]] = set()
+        self.bridge.running_changed.connect(self.run_state_changed)
+
+    # -- opening ------------------------------------------------------------------------------
+    @property
+    def config(self) -> Any:
+        if self._config is None:
+            from workspace.config import load_config
+
+            self._config = load_config(self.folder)
+        return self._config
+
+    def open(self) -> None:
+        """Open the workspace; a broken database falls back to an in-memory one, with a message."""
+        from workspace import paths
+        from workspace.session import Workspace
+        from workspace.store import Store, StoreError
+
+        kwargs: dict[str, Any] = {"config": self.config, "folder": self.folder}
+        if self.provider is not None:
+            kwargs["provider"] = self.provider
+        path = Path(self.db_path) if self.db_path is not None else paths.database_path()
+        try:
+            store = Store(path, busy_timeout=1.5)
+            self.workspace = Workspace(store=store, **kwargs)
+        except StoreError as exc:
+            self.store_error = str(exc)
+            log.warning("store unavailable: %s", exc)
+            self.workspace = Workspace(store=Store(":memory:"), **kwargs)
+            self.problem.emit(
+                f"{exc}\n\nThe app is running with a temporary database: conversations in this session "
+                "will not be kept after you quit."
+            )
+        self.workspace.approval.ask_fn = self._ask
+        names = self.robot_names()
+        if names and self.robot_name not in names:
+            self.robot_name = names[0]
+
+    def close(self) -> None:
+        for fut in list(self._pending):
+            fut.cancel()
+        if self.workspace is not None:
+            try:
+                self.workspace.close()
+            except Exception as exc:  # closing must never stop the app from quitting
+                log.warning("closing the workspace failed: %s", exc)
+
+    def reload_config(self) -> None:
+        """Re-read the configuration (after Settings saved it); new runs use it."""
+        from workspace.config import load_config
+
+        try:
+            self._config = load_config(self.folder)
+        except Exception as exc:
+            self.problem.emit(f"The configuration could not be read: {exc}")
+            return
+        if self.workspace is not None:
+            self.workspace.config = self._config
+            for session in getattr(self.workspace, "_sessions", {}).values():
+                if not session.running:
+                    session._robot = None  # rebuilt with the new model on the next message
+
+    @property
+    def store(self) -> Any:
+        return self.workspace.store if self.workspace is not None else None
+
+    # -- robots -------------------------------------------------------------------------------
+    def robots(self, *, refresh: bool = False) -> list[Any]:
+        """The robots the catalog finds (read once; ``refresh=True`` reads the folders again)."""
+        if self.workspace is None:
+            return []
+        if self._robots is None or refresh:
+            try:
+                self._robots = list(self.workspace.robots())
+            except Exception as exc:
+                self.problem.emit(f"Could not list the robots: {exc}")
+                return []
+        return list(self._robots)
+
+    def robot_names(self) -> list[str]:
+        return [getattr(r, "name", str(r)) for r in self.robots()]
+
+    def set_robot(self, name: str) -> None:
+        if name != self.robot_name:
+            self.robot_name = name
+            self.robot_changed.emit(name)
+
+    def model_label(self, robot_name: str | None = None) -> tuple[str, bool]:
+        """(label, is_language_model) for the robot's model."""
+        if self.provider is not None:
+            return str(getattr(self.provider, "label", "provider")), bool(
+                getattr(self.provider, "is_language_model", True))
+        from workspace.providers import is_offline
+        from workspace.providers.demo import DEMO_LABEL
+
+        name = robot_name or self.robot_name
+        model = None
+        for info in self.robots():
+            if getattr(info, "name", None) == name:
+                model = getattr(info, "model", None)
+        model = model or self.config.get("llm.model")
+        if is_offline(model):
+            return DEMO_LABEL, False
+        return str(model), True
+
+    # -- threads ------------------------------------------------------------------------------
+    def list_threads(self) -> list[Any]:
+        if self.store is None:
+            return []
+        try:
+            return list(self.store.list_threads())
+        except Exception as exc:
+            self.problem.emit(f"Could not read the thread list: {exc}")
+            return []
+
+    def search(self, query: str) -> list[Any]:
+        if self.store is None or not query:
+            return []
+        try:
+            return list(self.store.search(query))
+        except Exception as exc:
+            self.problem.emit(f"Search failed: {exc}")
+            return []
+
+    def new_thread(self) -> Any:
+        self.stop()
+        self.session = None
+        self.thread_opened.emit(None)
+        self.usage_changed.emit(None)
+        return None
+
+    def open_thread(self, thread_id: str) -> Any:
+        if self.session is not None and self._thread_id(self.session) == thread_id:
+            return self.session
+        self.stop()
+        try:
+            session = self.workspace.open_thread(thread_id)
+        except Exception as exc:
+            self.problem.emit(f"Could not open the thread: {exc}")
+            return None
+        self.session = session
+        robot = getattr(getattr(session, "thread", None), "robot", None)
+        if robot and robot != self.robot_name:
+            self.robot_name = robot
+            self.robot_changed.emit(robot)
+        self.thread_opened.emit(session)
+        self._emit_usage()
+        return session
+
+    def rename_thread(self, thread_id: str, title: str) -> None:
+        try:
+            self.store.rename_thread(thread_id, title)
+        except Exception as exc:
+            self.problem.emit(f"Could not rename the thread: {exc}")
+        self.threads_changed.emit()
+
+    def delete_thread(self, thread_id: str) -> bool:
+        try:
+            self.store.delete_thread(thread_id)
+        except Exception as exc:
+            self.problem.emit(f"Could not delete the thread: {exc}")
+            return False
+        if self.session is not None and self._thread_id(self.session) == thread_id:
+            self.new_thread()
+        self.threads_changed.emit()
+        return True
+
+    def restore_thread(self, thread_id: str) -> None:
+        try:
+            self.store.restore_thread(thread_id)
+        except Exception as exc:
+            self.problem.emit(f"Could not restore the thread: {exc}")
+        self.threads_changed.emit()
+
+    @staticmethod
+    def _thread_id(session: Any) -> str | None:
+        thread = getattr(session, "thread", None)
+        return getattr(thread, "id", None) if thread is not None else getattr(session, "thread_id", None)
+
+    @property
+    def thread_id(self) -> str | None:
+        return self._thread_id(self.session) if self.session is not None else None
+
+    def thread_usage(self) -> Any:
+        if self.session is None or self.store is None:
+            return None
+        try:
+            return self.store.usage(self.thread_id)
+        except Exception:
+            return None
+
+    def _emit_usage(self) -> None:
+        self.usage_changed.emit(self.thread_usage())
+
+    # -- runs ---------------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self.bridge.running
+
+    @property
+    def idle(self) -> bool:
+        """No run is going on (none streaming, none being consumed)."""
+        return not self.bridge.running and not self._runs
+
+    @property
+    def last_run(self) -> Any:
+        """The run started last (None when none is running)."""
+        return self._runs[-1] if self._runs else None
+
+    def send(self, text: str) -> bool:
+        if self.running:
+            self.notice.emit("A run is in progress: stop it (Esc) before sending another message.")
+            return False
+        if self.workspace is None:
+            self.notice.emit("Still opening your threads — send again in a moment.")
+            return False
+        created = False
+        if self.session is None:
+            try:
+                self.session = self.workspace.new_thread(self.robot_name)
+            except Exception as exc:
+                self.problem.emit(f"Could not start a thread with '{self.robot_name}': {exc}")
+                return False
+            created = True
+        try:
+            run = self.session.send(text)
+        except Exception as exc:
+            self.problem.emit(f"Could not send the message: {exc}")
+            return False
+        if created:
+            self.threads_changed.emit()
+        self._start(run)
+        return True
+
+    def edit_and_resend(self, turn_id: str, text: str) -> bool:
+        return self._fork(lambda: self.session.edit_and_resend(turn_id, text))
+
+    def regenerate(self, turn_id: str) -> bool:
+        return self._fork(lambda: self.session.regenerate(turn_id))
+
+    def _fork(self, start: Any) -> bool:
+        if self.session is None:
+            return False
+        if self.running:
+            self.notice.emit("Stop the current run (Esc) first.")
+            return False
+        try:
+            run = start()
+        except Exception as exc:
+            self.problem.emit(f"Could not fork the thread: {exc}")
+            return False
+        self.thread_opened.emit(self.session)  # the branch on screen changed: re-render
+        self._start(run)
+        return True
+
+    def switch_branch(self, turn_id: str, direction: int) -> None:
+        """Show the sibling of ``turn_id`` that is ``direction`` (+1/-1) away."""
+        if self.session is None or self.running:
+            return
+        try:
+            siblings = [t.id for t in self.store.siblings(turn_id)]
+            index = siblings.index(turn_id) + direction
+            if not 0 <= index < len(siblings):
+                return
+            self.session.switch_branch(siblings[index])
+        except Exception as exc:
+            self.problem.emit(f"Could not switch branches: {exc}")
+            return
+        self.thread_opened.emit(self.session)
+        self._emit_usage()
+
+    def _start(self, run: Any) -> None:
+        self._runs.append(run)
+        self.tasks.spawn(self._consume(run), name="run")
+
+    async def _consume(self, run: Any) -> None:
+        try:
+            await self.bridge.consume(run)
+        finally:
+            if run in self._runs:
+                self._runs.remove(run)
+            self.threads_changed.emit()
+            self._emit_usage()
+
+    def stop(self) -> None:
+        """Stop everything: the stream, in-flight tools, pending approvals."""
+        for run in list(self._runs):
+            try:
+                run.cancel()
+            except Exception as exc:
+                log.warning("cancel failed: %s", exc)
+        for fut in list(self._pending):
+            fut.cancel()
+        if self.session is not None and getattr(self.session, "running", False):
+            try:
+                self.session.stop()
+            except Exception as exc:
+                log.warning("session stop failed: %s", exc)
+
+    def on_usage_event(self, _event: Any) -> None:
+        self._emit_usage()
+
+    # -- approvals ------------------------------------------------------------------------------
+    async def _ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        import asyncio
+
+        future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
+        self._pending.add(future)
+        try:
+            self.approval_needed.emit(request, future)
+            return await future
+        finally:
+            self._pending.discard(future)
+
+    @property
+    def pending_approvals(self) -> int:
+        return sum(1 for f in self._pending if not f.done())

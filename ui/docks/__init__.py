@@ -1,0 +1,1 @@
+"""Inspector docks of the main window."""

@@ -1,0 +1,289 @@
+"""Inspector panes: Memory, Tool calls, Trace. Each is a plain widget over its Qt model;
+the main window puts each in a dock (see ``MainWindow.register_dock``)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from PySide6.QtCore import QItemSelectionModel, Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui import markdown, theme
+from ui.models.memory import MemoryModel, pretty
+from ui.models.tool_calls import ToolCallRecord, ToolCallsModel, diff_results, format_duration
+from ui.models.trace import TraceFilterModel, TraceModel, raw_event_json
+
+
+def _table(model: Any, parent: QWidget) -> QTableView:
+    view = QTableView(parent)
+    view.setModel(model)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setAlternatingRowColors(True)
+    view.setShowGrid(False)
+    view.setWordWrap(False)
+    view.verticalHeader().setVisible(False)
+    view.verticalHeader().setDefaultSectionSize(24)
+    view.horizontalHeader().setHighlightSections(False)
+    view.horizontalHeader().setStretchLastSection(True)
+    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+    return view
+
+
+def _detail(parent: QWidget) -> QTextBrowser:
+    view = QTextBrowser(parent)
+    view.setObjectName("DetailView")
+    view.setOpenExternalLinks(True)
+    return view
+
+
+def _pre(text: str, lang: str | None = None) -> str:
+    body = markdown.highlight(text, lang) if lang else markdown._esc(text)
+    return f'<pre style="font-family:{theme.mono_family()}; white-space:pre-wrap;">{body}</pre>'
+
+
+class MemoryPane(QWidget):
+    """Live key/value memory with the writer and time of each value, and its history."""
+
+    def __init__(self, model: MemoryModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("InspectorPane")
+        self.model = model
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        splitter = QSplitter(Qt.Orientation.Vertical, self)
+        self.table = _table(model, splitter)
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.table.horizontalHeader().setStretchLastSection(False)
+        self.detail = _detail(splitter)
+        self.detail.setPlaceholderText("Select a key to see its value and history.")
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.detail)
+        splitter.setSizes([220, 200])
+        layout.addWidget(splitter)
+        self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._show(cur.row()))
+        model.dataChanged.connect(lambda *_: self._show(self.table.currentIndex().row()))
+
+    def _show(self, row: int) -> None:
+        if row < 0 or row >= self.model.rowCount():
+            self.detail.clear()
+            return
+        entry = self.model.entries[row]
+        c = theme.colors()
+        parts = [f"<h3 style='margin:0'>{markdown._esc(entry.key)}</h3>",
+                 f"<p style='color:{c.muted}; margin-top:2px'>written by {markdown._esc(entry.writer or 'unknown')} "
+                 f"at {time.strftime('%H:%M:%S', time.localtime(entry.ts))}</p>",
+                 markdown.json_html(entry.value) if not isinstance(entry.value, str) else _pre(entry.value)]
+        if len(entry.history) > 1:
+            parts.append(f"<p style='margin-top:10px'><b>History</b> ({len(entry.history)} changes, newest first)</p>")
+            for ts, writer, value, _previous in reversed(entry.history):
+                stamp = time.strftime("%H:%M:%S", time.localtime(ts))
+                parts.append(f"<p style='color:{c.muted}; margin:6px 0 2px 0'>{stamp} · {markdown._esc(writer or '?')}"
+                             "</p>" + _pre(pretty(value)[:4000], "json" if not isinstance(value, str) else None))
+        self.detail.setHtml("".join(parts))
+
+
+class ToolCallsPane(QWidget):
+    """Call/result pairs by id; highlighted arguments and result, raw payload, diff of two results."""
+
+    def __init__(self, model: ToolCallsModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("InspectorPane")
+        self.model = model
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.setSpacing(6)
+        bar = QHBoxLayout()
+        self.count = QLabel("", self)
+        self.count.setObjectName("Muted")
+        bar.addWidget(self.count)
+        bar.addStretch(1)
+        self.diff_button = QPushButton("Diff two results", self)
+        self.diff_button.setToolTip("Select two calls (Ctrl+click) and compare their results")
+        self.diff_button.setIcon(theme.icon("diff", theme.colors().muted, 16))
+        self.diff_button.clicked.connect(self.show_diff)
+        bar.addWidget(self.diff_button)
+        layout.addLayout(bar)
+        splitter = QSplitter(Qt.Orientation.Vertical, self)
+        self.table = _table(model, splitter)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        header = self.table.horizontalHeader()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        # Fixed widths: sizing to contents measures every row on every change (slow for long threads).
+        for col, width in zip(range(1, model.columnCount()), (70, 86, 104, 70), strict=False):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
+            header.resizeSection(col, width)
+        self.tabs = QTabWidget(splitter)
+        self.tabs.setDocumentMode(True)
+        self.args_view = _detail(self.tabs)
+        self.result_view = _detail(self.tabs)
+        self.raw_view = _detail(self.tabs)
+        self.diff_view = _detail(self.tabs)
+        self.args_view.setPlaceholderText("Select a call to see its arguments.")
+        self.result_view.setPlaceholderText("Select a call to see its result.")
+        self.diff_view.setPlaceholderText("Ctrl+click two calls, then Diff two results.")
+        self.tabs.addTab(self.args_view, "Arguments")
+        self.tabs.addTab(self.result_view, "Result")
+        self.tabs.addTab(self.raw_view, "Raw")
+        self.tabs.addTab(self.diff_view, "Diff")
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.tabs)
+        splitter.setSizes([200, 260])
+        layout.addWidget(splitter, 1)
+        self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._show(cur.row()))
+        self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
+        model.rowsInserted.connect(lambda *_: self._update_count())
+        model.modelReset.connect(self._update_count)
+        model.dataChanged.connect(lambda *_: self._show(self.table.currentIndex().row()))
+        self._update_count()
+        self._update_buttons()
+
+    def retheme(self) -> None:
+        self.diff_button.setIcon(theme.icon("diff", theme.colors().muted, 16))
+        self._show(self.table.currentIndex().row())
+
+    def _update_count(self) -> None:
+        n = self.model.rowCount()
+        errors = sum(1 for r in self.model.records if r.status in ("error", "denied"))
+        self.count.setText(f"{n} call{'s' if n != 1 else ''}" + (f" · {errors} failed" if errors else ""))
+
+    def _update_buttons(self) -> None:
+        self.diff_button.setEnabled(len(self.table.selectionModel().selectedRows()) == 2)
+
+    def select_call(self, call_id: str) -> None:
+        for row, rec in enumerate(self.model.records):
+            if rec.id == call_id:
+                self.table.selectionModel().setCurrentIndex(
+                    self.model.index(row, 0),
+                    QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+                return
+
+    def _show(self, row: int) -> None:
+        if row < 0 or row >= self.model.rowCount():
+            return
+        rec: ToolCallRecord = self.model.record(row)
+        c = theme.colors()
+        head = (f"<p style='margin:0 0 6px 0'><b>{markdown._esc(rec.display_name)}</b> "
+                f"<span style='color:{c.muted}'>· {markdown._esc(rec.robot)} · {markdown._esc(rec.status)}"
+                f"{' · ' + format_duration(rec.duration) if rec.duration is not None else ''} · id "
+                f"{markdown._esc(rec.id)}</span></p>")
+        self.args_view.setHtml(head + markdown.json_html(rec.input))
+        if rec.status in ("running", "approval"):
+            self.result_view.setHtml(head + f"<p style='color:{c.muted}'>No result yet.</p>")
+        elif rec.status in ("error", "denied", "stopped"):
+            reason = f"<p><b>Reason:</b> {markdown._esc(rec.reason)}</p>" if rec.reason else ""
+            self.result_view.setHtml(head + f"<p style='color:{c.error}'><b>Error</b></p>" + reason
+                                     + markdown.json_html(rec.error))
+        else:
+            self.result_view.setHtml(head + markdown.json_html(rec.payload))
+        self.raw_view.setHtml(_pre(rec.raw_json(), "json"))
+
+    def show_diff(self) -> None:
+        rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
+        if len(rows) != 2:
+            self.diff_view.setHtml("<p>Select exactly two calls (Ctrl+click) to compare their results.</p>")
+        else:
+            a, b = (self.model.record(r) for r in rows)
+            self.diff_view.setHtml(_pre(diff_results(a, b), "diff"))
+        self.tabs.setCurrentWidget(self.diff_view)
+
+
+class TracePane(QWidget):
+    """The raw event stream, filterable by kind and text; one click shows an event's JSON."""
+
+    ALL = "All events"
+    NO_DELTAS = "All but text deltas"
+
+    def __init__(self, model: TraceModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("InspectorPane")
+        self.model = model
+        self.proxy = TraceFilterModel(self)
+        self.proxy.setSourceModel(model)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.setSpacing(6)
+        bar = QHBoxLayout()
+        self.kind = QComboBox(self)
+        self.kind.addItems([self.NO_DELTAS, self.ALL])
+        self.kind.currentTextChanged.connect(self._on_kind)
+        self.kind.view().pressed.connect(lambda *_: None)
+        bar.addWidget(self.kind)
+        self.filter = QLineEdit(self)
+        self.filter.setPlaceholderText("Filter events…")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self.proxy.set_text)
+        bar.addWidget(self.filter, 1)
+        layout.addLayout(bar)
+        splitter = QSplitter(Qt.Orientation.Vertical, self)
+        self.table = _table(self.proxy, splitter)
+        header = self.table.horizontalHeader()
+        header.setStretchLastSection(True)
+        # Fixed widths: sizing to contents would measure thousands of rows on every batch.
+        for col, width in enumerate((48, 92, 110, 90)):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
+            header.resizeSection(col, width)
+        self.detail = _detail(splitter)
+        self.detail.setPlaceholderText("Select an event to see its raw JSON.")
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.detail)
+        splitter.setSizes([300, 160])
+        layout.addWidget(splitter, 1)
+        self.table.selectionModel().currentRowChanged.connect(self._show)
+        self._stick = True
+        bar_ = self.table.verticalScrollBar()
+        bar_.valueChanged.connect(lambda v: setattr(self, "_stick", v >= bar_.maximum() - 4))
+        bar_.rangeChanged.connect(lambda _lo, hi: bar_.setValue(hi) if self._stick else None)
+        model.rowsInserted.connect(self._refresh_kinds)
+        model.modelReset.connect(self._refresh_kinds)
+        self._on_kind(self.kind.currentText())
+
+    def _refresh_kinds(self, *_: Any) -> None:
+        current = self.kind.currentText()
+        wanted = [self.NO_DELTAS, self.ALL, *self.model.kinds()]
+        have = [self.kind.itemText(i) for i in range(self.kind.count())]
+        if wanted != have:
+            self.kind.blockSignals(True)
+            self.kind.clear()
+            self.kind.addItems(wanted)
+            self.kind.setCurrentText(current if current in wanted else self.NO_DELTAS)
+            self.kind.blockSignals(False)
+
+    def _on_kind(self, text: str) -> None:
+        if text == self.ALL or not text:
+            self.proxy.set_kinds(None)
+        elif text == self.NO_DELTAS:
+            kinds = set(self.model.kinds()) | _known_kinds()
+            kinds.discard("text_delta")
+            self.proxy.set_kinds(kinds)
+        else:
+            self.proxy.set_kinds({text})
+
+    def _show(self, current: Any, _previous: Any = None) -> None:
+        if not current.isValid():
+            return
+        source = self.proxy.mapToSource(current)
+        event = self.model.event_at(source.row())
+        self.detail.setHtml(_pre(raw_event_json(event), "json"))
+
+
+def _known_kinds() -> set[str]:
+    from workspace.events import event_kinds
+
+    return set(event_kinds())

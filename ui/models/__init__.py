@@ -1,0 +1,1 @@
+"""Qt item models over core data. They hold no references to views and are tested without widgets."""

@@ -1,0 +1,239 @@
+"""ToolCallsModel: tool call/result pairs matched by call id."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+
+Index = QModelIndex | QPersistentModelIndex
+
+STATUS_LABELS = {
+    "running": "running",
+    "approval": "approval",
+    "ok": "ok",
+    "error": "error",
+    "denied": "denied",
+    "stopped": "stopped",
+}
+
+
+@dataclass(slots=True)
+class ToolCallRecord:
+    id: str
+    tool: str
+    robot: str
+    server: str | None = None
+    input: Any = None
+    status: str = "running"
+    duration: float | None = None
+    payload: Any = None
+    error: Any = None
+    raw: Any = None
+    run_id: str = ""
+    started: float = field(default_factory=time.time)
+    decision: str | None = None
+    reason: str | None = None
+
+    @property
+    def result_value(self) -> Any:
+        """What the call returned, for showing and diffing: the payload or the error."""
+        if self.status in ("error", "denied", "stopped"):
+            return {"error": self.error}
+        return self.payload
+
+    @property
+    def display_name(self) -> str:
+        if self.server:
+            short = self.tool.split("__", 1)[-1] if self.tool.startswith(f"{self.server}__") else self.tool
+            return f"{self.server} › {short}"
+        return self.tool
+
+    def raw_json(self) -> str:
+        data = {"id": self.id, "tool": self.tool, "server": self.server, "robot": self.robot, "input": self.input,
+                "status": self.status, "duration": self.duration, "payload": self.payload, "error": self.error,
+                "raw": self.raw, "decision": self.decision, "reason": self.reason}
+        return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+
+
+class ToolCallsModel(QAbstractTableModel):
+    COLUMNS = ("Tool", "Server", "Robot", "Status", "Duration")
+    COL_TOOL, COL_SERVER, COL_ROBOT, COL_STATUS, COL_DURATION = range(5)
+    RecordRole = Qt.ItemDataRole.UserRole
+    SortRole = Qt.ItemDataRole.UserRole + 1
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._rows: list[ToolCallRecord] = []
+        self._by_id: dict[str, int] = {}
+        self._silent = False
+
+    # -- Qt -----------------------------------------------------------------------------
+    def rowCount(self, parent: Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return self.COLUMNS[section]
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or index.row() >= len(self._rows):
+            return None
+        rec = self._rows[index.row()]
+        col = index.column()
+        if role == self.RecordRole:
+            return rec
+        if role in (Qt.ItemDataRole.DisplayRole, self.SortRole):
+            if col == self.COL_TOOL:
+                return rec.tool.split("__", 1)[-1] if rec.server else rec.tool
+            if col == self.COL_SERVER:
+                return rec.server or "local"
+            if col == self.COL_ROBOT:
+                return rec.robot
+            if col == self.COL_STATUS:
+                return STATUS_LABELS.get(rec.status, rec.status)
+            if col == self.COL_DURATION:
+                if role == self.SortRole:
+                    return rec.duration or 0.0
+                return format_duration(rec.duration) if rec.duration is not None else "…"
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"{rec.display_name} ({rec.id})"
+        if role == Qt.ItemDataRole.TextAlignmentRole and col == self.COL_DURATION:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    # -- data -----------------------------------------------------------------------------
+    @property
+    def records(self) -> list[ToolCallRecord]:
+        return list(self._rows)
+
+    def record(self, row: int) -> ToolCallRecord:
+        return self._rows[row]
+
+    def find(self, call_id: str) -> ToolCallRecord | None:
+        row = self._by_id.get(call_id)
+        return self._rows[row] if row is not None else None
+
+    def clear(self) -> None:
+        self.beginResetModel()
+        self._rows.clear()
+        self._by_id.clear()
+        self.endResetModel()
+
+    def add_events(self, events: list[Any]) -> None:
+        for event in events:
+            self.add_event(event)
+
+    def set_events(self, events: list[Any]) -> None:
+        """Replace everything with the calls in ``events`` (one reset, not a signal per row)."""
+        self.beginResetModel()
+        self._rows.clear()
+        self._by_id.clear()
+        self._silent = True
+        try:
+            for event in events:
+                self.add_event(event)
+        finally:
+            self._silent = False
+        self.endResetModel()
+
+    def add_event(self, event: Any) -> None:
+        kind = getattr(event, "kind", "")
+        if kind == "tool_use":
+            self._upsert(event, status="running")
+        elif kind == "approval_requested":
+            self._upsert(event, status="approval")
+        elif kind == "approval_decided":
+            rec = self._ensure(event)
+            rec.decision = event.decision
+            rec.reason = event.reason
+            if event.decision == "approve":
+                rec.status = "running"
+                if event.input is not None:
+                    rec.input = event.input
+            else:
+                rec.status = "denied"
+            self._changed(rec)
+        elif kind == "tool_result":
+            rec = self._ensure(event)
+            rec.status = "ok"
+            rec.payload = event.payload
+            rec.raw = event.raw
+            rec.duration = event.duration
+            self._changed(rec)
+        elif kind == "tool_error":
+            rec = self._ensure(event)
+            if rec.status != "denied":
+                rec.status = "stopped" if "stopped the run" in str(event.error) else "error"
+            rec.error = event.error
+            rec.raw = event.raw
+            rec.duration = event.duration
+            self._changed(rec)
+
+    def _ensure(self, event: Any) -> ToolCallRecord:
+        rec = self.find(event.id)
+        if rec is None:
+            rec = self._upsert(event, status="running")
+        return rec
+
+    def _upsert(self, event: Any, *, status: str) -> ToolCallRecord:
+        rec = self.find(event.id)
+        if rec is not None:
+            if rec.status in ("running", "approval"):
+                rec.status = status
+            if getattr(event, "input", None) is not None and rec.input is None:
+                rec.input = event.input
+            self._changed(rec)
+            return rec
+        rec = ToolCallRecord(id=event.id, tool=event.name, robot=event.robot, server=getattr(event, "server", None),
+                             input=getattr(event, "input", None), status=status, run_id=event.run_id,
+                             started=getattr(event, "ts", time.time()))
+        row = len(self._rows)
+        if self._silent:
+            self._rows.append(rec)
+            self._by_id[rec.id] = row
+            return rec
+        self.beginInsertRows(QModelIndex(), row, row)
+        self._rows.append(rec)
+        self._by_id[rec.id] = row
+        self.endInsertRows()
+        return rec
+
+    def _changed(self, rec: ToolCallRecord) -> None:
+        row = self._by_id.get(rec.id)
+        if row is None or self._silent:
+            return
+        self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.COLUMNS) - 1))
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+
+
+def diff_results(a: ToolCallRecord, b: ToolCallRecord) -> str:
+    """A unified diff (difflib) of two results' pretty JSON."""
+    import difflib
+
+    from ui.markdown import to_json_text
+
+    left = to_json_text(a.result_value).splitlines()
+    right = to_json_text(b.result_value).splitlines()
+    lines = difflib.unified_diff(left, right, fromfile=f"{a.display_name} ({a.id})",
+                                 tofile=f"{b.display_name} ({b.id})", lineterm="")
+    return "\n".join(lines) or "(the two results are identical)"
+
+
+__all__ = ["ToolCallRecord", "ToolCallsModel", "diff_results", "format_duration"]

@@ -1,0 +1,143 @@
+"""TraceModel: the raw event stream of a thread, with a filter proxy by kind and text."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+
+from ui.bridge import event_summary
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+class TraceModel(QAbstractTableModel):
+    COLUMNS = ("#", "Time", "Kind", "Robot", "Details")
+    EventRole = Qt.ItemDataRole.UserRole
+    KindRole = Qt.ItemDataRole.UserRole + 1
+
+    def __init__(self, parent: Any = None, *, limit: int = 200_000) -> None:
+        super().__init__(parent)
+        self._events: list[Any] = []
+        self._summaries: dict[int, str] = {}
+        self._kinds: set[str] = set()
+        self.limit = limit
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._events)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return self.COLUMNS[section]
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        event = self._events[index.row()]
+        if role == self.EventRole:
+            return event
+        if role == self.KindRole:
+            return event.kind
+        if role == Qt.ItemDataRole.DisplayRole:
+            col = index.column()
+            if col == 0:
+                return event.seq
+            if col == 1:
+                return time.strftime("%H:%M:%S", time.localtime(event.ts)) + f".{int(event.ts * 1000) % 1000:03d}"
+            if col == 2:
+                return event.kind
+            if col == 3:
+                return event.robot + (f" / {event.task}" if event.task else "")
+            if col == 4:
+                row = index.row()
+                summary = self._summaries.get(row)
+                if summary is None:
+                    summary = self._summaries[row] = event_summary(event)
+                return summary
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() == 4:
+            return raw_event_json(event)[:2000]
+        return None
+
+    @property
+    def events(self) -> list[Any]:
+        return list(self._events)
+
+    def event_at(self, row: int) -> Any:
+        return self._events[row]
+
+    def clear(self) -> None:
+        self.beginResetModel()
+        self._events.clear()
+        self._summaries.clear()
+        self._kinds.clear()
+        self.endResetModel()
+
+    def set_events(self, events: list[Any]) -> None:
+        self.beginResetModel()
+        self._events = list(events)[-self.limit:]
+        self._summaries.clear()
+        self._kinds = {e.kind for e in self._events}
+        self.endResetModel()
+
+    def append_events(self, events: list[Any]) -> None:
+        if not events:
+            return
+        first = len(self._events)
+        self.beginInsertRows(QModelIndex(), first, first + len(events) - 1)
+        self._events.extend(events)
+        self._kinds.update(e.kind for e in events)
+        self.endInsertRows()
+
+    def kinds(self) -> list[str]:
+        return sorted(self._kinds)
+
+
+def raw_event_json(event: Any) -> str:
+    try:
+        data = event.to_dict()
+    except Exception:
+        data = {"repr": repr(event)}
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+
+
+class TraceFilterModel(QSortFilterProxyModel):
+    """Keeps events of the chosen kinds whose text contains the filter text."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._kinds: set[str] | None = None
+        self._text = ""
+
+    def _refilter(self, change: Any) -> None:
+        if hasattr(self, "beginFilterChange"):  # Qt >= 6.10
+            self.beginFilterChange()
+            change()
+            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+        else:  # pragma: no cover - older Qt
+            change()
+            self.invalidateFilter()
+
+    def set_kinds(self, kinds: set[str] | None) -> None:
+        self._refilter(lambda: setattr(self, "_kinds", set(kinds) if kinds is not None else None))
+
+    def set_text(self, text: str) -> None:
+        self._refilter(lambda: setattr(self, "_text", text.strip().lower()))
+
+    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
+        model = self.sourceModel()
+        if not isinstance(model, TraceModel):
+            return True
+        event = model.event_at(source_row)
+        if self._kinds is not None and event.kind not in self._kinds:
+            return False
+        if self._text:
+            hay = f"{event.kind} {event.robot} {event_summary(event)}".lower()
+            if self._text not in hay and self._text not in raw_event_json(event).lower():
+                return False
+        return True

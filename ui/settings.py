@@ -1,0 +1,318 @@
+"""Settings: provider and model, API key (OS keyring), approval policy, review mode, theme.
+
+The dialog is opened with ``open()`` (never ``exec()``). Model, API base, review mode and
+theme go to the user config file; approval rules to the approval policy YAML; an API key
+only to the OS keyring (or nowhere: then the dialog says which environment variable to set).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+log = logging.getLogger("ui.settings")
+
+MODEL_PRESETS = [
+    ("", "Offline demo (no language model)"),
+    ("openai/gpt-4o-mini", "OpenAI · gpt-4o-mini"),
+    ("openai/gpt-4.1", "OpenAI · gpt-4.1"),
+    ("anthropic/claude-sonnet-4-5", "Anthropic · Claude Sonnet 4.5"),
+    ("gemini/gemini-2.5-flash", "Google · Gemini 2.5 Flash"),
+    ("ollama/llama3.1", "Ollama (local) · llama3.1"),
+    ("openai/local-model", "LM Studio / any OpenAI-compatible server"),
+]
+LOCAL_BASES = {"ollama": "http://localhost:11434", "openai/local-model": "http://localhost:1234/v1"}
+
+
+def save_user_setting(dotted: str, value: Any) -> None:
+    """Set one key in the user config file (keeps the other keys)."""
+    save_user_settings({dotted: value})
+
+
+def save_user_settings(values: dict[str, Any]) -> None:
+    import yaml
+
+    from workspace import paths
+    from workspace.config import read_yaml_file
+
+    path = paths.user_config_file()
+    data: dict[str, Any] = read_yaml_file(path) if path.is_file() else {}
+    for dotted, value in values.items():
+        if "key" in dotted.split(".")[-1].lower() and "api" in dotted.lower():
+            raise ValueError("API keys are never written to the configuration file")
+        node = data
+        parts = dotted.split(".")
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        node[parts[-1]] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".yaml.tmp")
+    tmp.write_text("# RobotLab Workspace configuration (written by Settings).\n"
+                   + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    tmp.replace(path)
+
+
+class SettingsDialog(QDialog):
+    """Non-modal settings; ``saved`` carries the changed dotted keys and values."""
+
+    saved = Signal(dict)
+
+    def __init__(self, controller: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.controller = controller
+        self.setWindowTitle("Settings")
+        self.setMinimumSize(640, 480)
+        layout = QVBoxLayout(self)
+        self.tabs = QTabWidget(self)
+        self.tabs.setDocumentMode(True)
+        layout.addWidget(self.tabs)
+
+        # -- model ---------------------------------------------------------------------------
+        model_tab = QWidget(self)
+        form = QFormLayout(model_tab)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        intro = QLabel("Connect a language model: pick a hosted model and give its API key, or run one on this "
+                       "computer with Ollama (<code>ollama pull llama3.1</code>, then choose <i>Ollama (local)</i>). "
+                       "Any model id litellm knows works; type it in.", model_tab)
+        intro.setWordWrap(True)
+        form.addRow(intro)
+        self.model = QComboBox(model_tab)
+        self.model.setEditable(True)
+        for model_id, label in MODEL_PRESETS:
+            self.model.addItem(model_id or label, model_id)
+        self.model.setToolTip("Any model id litellm supports: provider/model, e.g. openai/gpt-4o-mini, "
+                              "anthropic/claude-sonnet-4-5, ollama/llama3.1. Empty: the offline demo.")
+        self.model.currentTextChanged.connect(self._on_model_changed)
+        form.addRow("Model", self.model)
+        self.api_base = QLineEdit(model_tab)
+        self.api_base.setPlaceholderText("Only for local or self-hosted servers, e.g. http://localhost:11434")
+        form.addRow("API base", self.api_base)
+        self.api_key = QLineEdit(model_tab)
+        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        form.addRow("API key", self.api_key)
+        self.key_note = QLabel("", model_tab)
+        self.key_note.setWordWrap(True)
+        self.key_note.setObjectName("Muted")
+        form.addRow("", self.key_note)
+        hint = QLabel("Keys are kept in your system keyring (or read from the environment) — never in the "
+                      "configuration file, the database, exports or logs.", model_tab)
+        hint.setWordWrap(True)
+        hint.setObjectName("Muted")
+        form.addRow("", hint)
+        self.tabs.addTab(model_tab, "Model")
+
+        # -- approvals -------------------------------------------------------------------------
+        approval_tab = QWidget(self)
+        al = QVBoxLayout(approval_tab)
+        intro = QLabel("Rules decide whether a tool runs without asking (allow), asks you first (ask) or is "
+                       "refused (deny). The most specific matching rule wins; * matches anything. Without a "
+                       "rule: read-only tools are allowed, destructive and MCP tools ask.", approval_tab)
+        intro.setWordWrap(True)
+        al.addWidget(intro)
+        self.rules = QTableWidget(0, 4, approval_tab)
+        self.rules.setHorizontalHeaderLabels(["Robot", "Server", "Tool", "Action"])
+        self.rules.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.rules.verticalHeader().setVisible(False)
+        self.rules.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        al.addWidget(self.rules, 1)
+        row = QHBoxLayout()
+        add = QPushButton("Add rule", approval_tab)
+        add.clicked.connect(lambda: self._add_rule("*", "*", "*", "ask"))
+        remove = QPushButton("Remove rule", approval_tab)
+        remove.clicked.connect(self._remove_rule)
+        row.addWidget(add)
+        row.addWidget(remove)
+        row.addStretch(1)
+        self.policy_path = QLabel("", approval_tab)
+        self.policy_path.setObjectName("Muted")
+        row.addWidget(self.policy_path)
+        al.addLayout(row)
+        self.tabs.addTab(approval_tab, "Approvals")
+
+        # -- general ---------------------------------------------------------------------------
+        general = QWidget(self)
+        gf = QFormLayout(general)
+        self.review = QComboBox(general)
+        for mode, label in (("review", "Review every change before it is written"),
+                            ("auto", "Apply changes automatically (undo stays available)"),
+                            ("readonly", "Read only: never write files")):
+            self.review.addItem(label, mode)
+        gf.addRow("File changes", self.review)
+        self.theme = QComboBox(general)
+        self.theme.addItem("Light", "light")
+        self.theme.addItem("Dark", "dark")
+        gf.addRow("Theme", self.theme)
+        self.tabs.addTab(general, "General")
+
+        self.problem = QLabel("", self)
+        self.problem.setWordWrap(True)
+        self.problem.setStyleSheet("color: #cf222e;")
+        self.problem.setVisible(False)
+        layout.addWidget(self.problem)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel,
+                                   self)
+        buttons.accepted.connect(self.save)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+    # -- loading -----------------------------------------------------------------------------------
+    def load(self) -> None:
+        config = self.controller.config
+        model = config.get("llm.model") or ""
+        index = self.model.findData(model)
+        if index >= 0:
+            self.model.setCurrentIndex(index)
+        else:
+            self.model.setEditText(model)
+        self.api_base.setText(config.get("llm.api_base") or "")
+        self.api_key.clear()
+        self._on_model_changed(self.model.currentText())
+        self.review.setCurrentIndex(max(0, self.review.findData(config.get("review.mode", "review"))))
+        self.theme.setCurrentIndex(max(0, self.theme.findData(config.get("ui.theme", "light"))))
+        self.rules.setRowCount(0)
+        policy = self._policy()
+        for rule in policy.rules if policy is not None else []:
+            self._add_rule(rule.robot, rule.server, rule.tool, rule.action)
+        from workspace import paths
+
+        self.policy_path.setText(str(paths.approval_policy_file()))
+        self.problem.setVisible(False)
+
+    def _policy(self) -> Any:
+        workspace = self.controller.workspace
+        return workspace.approval.policy if workspace is not None else None
+
+    def _model_id(self) -> str:
+        data = self.model.currentData()
+        text = self.model.currentText().strip()
+        if data is not None and self.model.itemText(self.model.currentIndex()) == text:
+            return str(data)
+        return "" if text.startswith("Offline demo") else text
+
+    def _on_model_changed(self, _text: str) -> None:
+        from workspace import secrets
+
+        model = self._model_id()
+        if not model:
+            self.api_key.setEnabled(False)
+            self.key_note.setText("The offline demo needs no key.")
+            return
+        prefix = secrets.provider_prefix(model)
+        if prefix in secrets.LOCAL_PROVIDERS or model == "openai/local-model":
+            if not self.api_base.text():
+                self.api_base.setText(LOCAL_BASES.get(prefix, LOCAL_BASES.get(model, "")))
+            self.api_key.setEnabled(False)
+            self.key_note.setText("A local server needs no key; check the API base.")
+            return
+        var = secrets.key_var_for(model)
+        if var is None:
+            self.api_key.setEnabled(False)
+            self.key_note.setText("Set the API key variable litellm documents for this provider in your environment.")
+            return
+        have = bool(secrets.get_key(var))
+        if secrets.keyring_available():
+            self.api_key.setEnabled(True)
+            self.api_key.setPlaceholderText("•••••••• (stored)" if have else f"Paste your {var}")
+            self.key_note.setText(f"Stored in the system keyring as {var}." + (" A key is already set." if have else ""))
+        else:
+            self.api_key.setEnabled(False)
+            self.api_key.setPlaceholderText("")
+            self.key_note.setText(f"No system keyring is available here: set {var} in your environment before "
+                                  "starting RobotLab." + (" (It is set.)" if have else ""))
+
+    def _add_rule(self, robot: str, server: str, tool: str, action: str) -> None:
+        row = self.rules.rowCount()
+        self.rules.insertRow(row)
+        for col, value in enumerate((robot, server, tool)):
+            self.rules.setItem(row, col, QTableWidgetItem(value))
+        combo = QComboBox(self.rules)
+        combo.addItems(["allow", "ask", "deny"])
+        combo.setCurrentText(action)
+        self.rules.setCellWidget(row, 3, combo)
+
+    def _remove_rule(self) -> None:
+        for index in sorted({i.row() for i in self.rules.selectedIndexes()}, reverse=True):
+            self.rules.removeRow(index)
+
+    def rule_dicts(self) -> list[dict[str, str]]:
+        out = []
+        for row in range(self.rules.rowCount()):
+            values = []
+            for col in range(3):
+                item = self.rules.item(row, col)
+                values.append((item.text().strip() if item is not None else "") or "*")
+            combo = self.rules.cellWidget(row, 3)
+            action = combo.currentText() if isinstance(combo, QComboBox) else "ask"
+            rule = {"action": action}
+            for key, value in zip(("robot", "server", "tool"), values, strict=True):
+                if value != "*":
+                    rule[key] = value
+            out.append(rule)
+        return out
+
+    # -- saving ------------------------------------------------------------------------------------
+    def save(self) -> None:
+        from workspace import paths, secrets
+        from workspace.approval import ApprovalPolicy
+        from workspace.errors import ConfigurationError
+
+        model = self._model_id()
+        values: dict[str, Any] = {
+            "llm.model": model or None,
+            "llm.api_base": self.api_base.text().strip() or None,
+            "review.mode": self.review.currentData(),
+            "ui.theme": self.theme.currentData(),
+        }
+        try:
+            policy = ApprovalPolicy.from_list(self.rule_dicts(), path=paths.approval_policy_file())
+        except ConfigurationError as exc:
+            self._fail(str(exc))
+            return
+        key = self.api_key.text().strip()
+        if key and model:
+            var = secrets.key_var_for(model)
+            if var is None or not secrets.store_key(var, key):
+                self._fail(f"The key could not be stored: no system keyring is available. Set {var or 'the key'} "
+                           "in your environment instead.")
+                return
+            self.api_key.clear()
+        try:
+            save_user_settings(values)
+            policy.save()
+        except Exception as exc:
+            self._fail(f"Could not save the settings: {exc}")
+            return
+        workspace = self.controller.workspace
+        if workspace is not None:
+            workspace.approval.policy = policy
+        self.saved.emit(values)
+        self.accept()
+
+    def _fail(self, message: str) -> None:
+        self.problem.setText(message)
+        self.problem.setVisible(True)
+
+
+__all__ = ["SettingsDialog", "save_user_setting", "save_user_settings"]

@@ -1,0 +1,538 @@
+"""Tool cards (tool_use / tool_result / tool_error in place) and the inline approval panel."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui import markdown, theme
+from ui.models.tool_calls import format_duration
+from ui.widgets.common import JsonHighlighter, RichLabel, pill, robot_chip
+from workspace.approval import ApprovalDecision
+
+if TYPE_CHECKING:
+    import asyncio
+
+ARGS_MAX_LINES = 40
+STATUS_TEXT = {
+    "running": "running…",
+    "approval": "needs approval",
+    "ok": "done",
+    "error": "error",
+    "denied": "denied",
+    "stopped": "stopped",
+}
+SCOPES = (("once", "Once"), ("thread", "This thread"), ("always", "Always"))
+
+
+def _status_colors(status: str) -> tuple[str, str]:
+    c = theme.colors()
+    if status == "ok":
+        return c.success, c.card_header
+    if status in ("error", "stopped"):
+        return c.error, c.error_bg
+    if status == "denied":
+        return c.error, c.error_bg
+    if status == "approval":
+        return c.warning, c.warning_bg
+    return c.accent, c.card_header
+
+
+def _preview(value: Any, limit: int = 90) -> str:
+    if isinstance(value, dict) and set(value) == {"data"}:
+        value = value["data"]
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            text = repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _args_html(value: Any) -> str:
+    value = value if value is not None else {}
+    try:
+        compact = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        compact = ""
+    if compact and len(compact) <= 72:  # short arguments on one line: cards stay small
+        return (f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">'
+                f"{markdown.highlight(compact, 'json')}</pre>")
+    text = markdown.to_json_text(value)
+    lines = text.splitlines()
+    note = ""
+    if len(lines) > ARGS_MAX_LINES:
+        note = f"\n… {len(lines) - ARGS_MAX_LINES} more lines (full arguments in the Tool calls inspector)"
+        text = "\n".join(lines[:ARGS_MAX_LINES])
+    body = markdown.highlight(text, "json") + markdown._esc(note)
+    return (f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">{body}</pre>')
+
+
+class ToolCard(QFrame):
+    """One tool call: header (robot badge, server › tool, status, duration), arguments, result."""
+
+    decided = Signal(str, object)  # call id, ApprovalDecision
+
+    def __init__(self, *, call_id: str, tool: str, robot: str, server: str | None, arguments: Any,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ToolCard")
+        self.call_id = call_id
+        self.tool = tool
+        self.robot = robot
+        self.server = server
+        self.arguments = arguments
+        self.status = "running"
+        self.result: Any = None
+        self.error: Any = None
+        self.approval: ApprovalPanel | None = None
+        c = theme.colors()
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(0)
+
+        header = QFrame(self)
+        header.setObjectName("ToolCardHeader")
+        hl = QHBoxLayout(header)
+        hl.setContentsMargins(10, 6, 10, 6)
+        hl.setSpacing(8)
+        icon = QLabel(header)
+        icon.setPixmap(theme.icon("tool", c.muted).pixmap(14, 14))
+        hl.addWidget(icon)
+        short = tool.split("__", 1)[-1] if server and tool.startswith(f"{server}__") else tool
+        title = QLabel(header)
+        title.setObjectName("ToolTitle")
+        server_part = (f'<span style="color:{c.muted};">{markdown._esc(server)} › </span>' if server else "")
+        title.setText(f"{server_part}<b>{markdown._esc(short)}</b>")
+        title.setTextFormat(Qt.TextFormat.RichText)
+        hl.addWidget(title)
+        hl.addWidget(robot_chip(robot, header))
+        hl.addStretch(1)
+        self._duration = QLabel("", header)
+        self._duration.setObjectName("Muted")
+        hl.addWidget(self._duration)
+        self._status_holder = QHBoxLayout()
+        self._status_holder.setContentsMargins(0, 0, 0, 0)
+        hl.addLayout(self._status_holder)
+        self._status_pill: QLabel | None = None
+        outer.addWidget(header)
+
+        body = QWidget(self)
+        body.setObjectName("ToolCardBody")
+        self._body = QVBoxLayout(body)
+        self._body.setContentsMargins(12, 8, 12, 10)
+        self._body.setSpacing(6)
+        self._args = RichLabel(_args_html(arguments), body)
+        self._args.setObjectName("ToolArgs")
+        self._body.addWidget(self._args)
+        outer.addWidget(body)
+
+        self._result_toggle: QToolButton | None = None
+        self._result_view: RichLabel | None = None
+        self._set_status("running")
+
+    # -- state ------------------------------------------------------------------------------
+    def _set_status(self, status: str) -> None:
+        self.status = status
+        self.setProperty("status", status)
+        self.style().unpolish(self)
+        self.style().polish(self)
+        fg, bg = _status_colors(status)
+        if self._status_pill is not None:
+            self._status_holder.removeWidget(self._status_pill)
+            self._status_pill.deleteLater()
+        self._status_pill = pill(STATUS_TEXT.get(status, status), fg, bg, self)
+        self._status_holder.addWidget(self._status_pill)
+
+    def set_arguments(self, arguments: Any) -> None:
+        self.arguments = arguments
+        self._args.setText(_args_html(arguments))
+
+    def set_result(self, payload: Any, duration: float | None) -> None:
+        self.result = payload
+        self._set_status("ok")
+        self._duration.setText(format_duration(duration))
+        value = payload["data"] if isinstance(payload, dict) and set(payload) == {"data"} else payload
+        self._add_result_section("Result", value, expanded=False)
+
+    def set_error(self, error: Any, duration: float | None, *, denied: bool = False) -> None:
+        self.error = error
+        stopped = "stopped the run" in str(error)
+        self._set_status("denied" if denied else ("stopped" if stopped else "error"))
+        if duration:
+            self._duration.setText(format_duration(duration))
+        c = theme.colors()
+        message = error.get("message", error) if isinstance(error, dict) else error
+        text = message if isinstance(message, str) else markdown.to_json_text(message)
+        box = RichLabel(
+            f'<div style="color:{c.error};"><b>{"Denied" if denied else ("Stopped" if stopped else "Error")}</b>'
+            f' — {markdown._esc(text)}</div>', self)
+        box.setObjectName("ToolError")
+        self._body.addWidget(box)
+
+    def _add_result_section(self, label: str, value: Any, *, expanded: bool) -> None:
+        c = theme.colors()
+        toggle = QToolButton(self)
+        toggle.setObjectName("ResultToggle")
+        toggle.setCheckable(True)
+        toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        toggle.setIcon(theme.icon("chevron-right", c.muted, 14))
+        toggle.setText(f"{label}  ·  {_preview(value)}")
+        toggle.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        toggle.setCursor(Qt.CursorShape.PointingHandCursor)
+        view = RichLabel("", self)
+        view.setObjectName("ToolResult")
+        view.setVisible(False)
+        self._result_value = value
+
+        def on_toggled(checked: bool) -> None:
+            if checked and not view.text():
+                view.setText(markdown.json_html(value))
+            view.setVisible(checked)
+            toggle.setIcon(theme.icon("chevron-down" if checked else "chevron-right", c.muted, 14))
+
+        toggle.toggled.connect(on_toggled)
+        self._body.addWidget(toggle)
+        self._body.addWidget(view)
+        self._result_toggle, self._result_view = toggle, view
+        if expanded:
+            toggle.setChecked(True)
+
+    @property
+    def result_expanded(self) -> bool:
+        return bool(self._result_toggle and self._result_toggle.isChecked())
+
+    def set_result_expanded(self, expanded: bool) -> None:
+        if self._result_toggle is not None:
+            self._result_toggle.setChecked(expanded)
+
+    # -- approval ----------------------------------------------------------------------------
+    def ask_approval(self, request: Any, future: asyncio.Future[ApprovalDecision]) -> ApprovalPanel:
+        self._set_status("approval")
+        self._args.setVisible(False)  # the panel shows them, editable
+        panel = ApprovalPanel(request, future, self)
+        self.approval = panel
+        self._body.addWidget(panel)
+        panel.finished.connect(self._on_approval_finished)
+        return panel
+
+    def _on_approval_finished(self, decision: object) -> None:
+        self._args.setVisible(True)
+        if isinstance(decision, ApprovalDecision):
+            if decision.approved:
+                self._set_status("running")
+                if decision.input is not None:
+                    self.set_arguments(decision.input)
+            self.decided.emit(self.call_id, decision)
+
+    def mark_decided(self, decision: str, reason: str | None, scope: str) -> None:
+        """Show a decision that came from the event log (a replay), without a live panel."""
+        c = theme.colors()
+        if decision == "approve":
+            text = f"Approved ({'policy' if scope == 'policy' else scope})"
+            color = c.success
+        else:
+            text = f"Denied{': ' + reason if reason else ''}"
+            color = c.error
+        note = QLabel(text, self)
+        note.setObjectName("Muted")
+        note.setStyleSheet(f"color: {color};")
+        self._body.insertWidget(1, note)
+
+
+class ApprovalPanel(QFrame):
+    """The inline approval: full editable highlighted arguments, Approve / Edit & approve / Deny.
+
+    Keys while the panel (not an editor in it) has focus: y approve, e edit, n deny.
+    """
+
+    finished = Signal(object)  # ApprovalDecision or None when stopped
+
+    def __init__(self, request: Any, future: asyncio.Future[ApprovalDecision], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ApprovalPanel")
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.request = request
+        self.future = future
+        self._original = markdown.to_json_text(getattr(request, "input", {}) or {})
+        c = theme.colors()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 8, 10, 10)
+        layout.setSpacing(6)
+
+        top = QHBoxLayout()
+        top.setSpacing(6)
+        icon = QLabel(self)
+        icon.setPixmap(theme.icon("shield", c.warning).pixmap(16, 16))
+        top.addWidget(icon)
+        server = getattr(request, "server", None)
+        where = f" on <b>{markdown._esc(server)}</b>" if server else ""
+        title = QLabel(f"<b>{markdown._esc(request.robot)}</b> wants to run "
+                       f"<b>{markdown._esc(request.tool)}</b>{where}", self)
+        title.setTextFormat(Qt.TextFormat.RichText)
+        top.addWidget(title)
+        top.addStretch(1)
+        for hint, value in dict(getattr(request, "annotations", {}) or {}).items():
+            if isinstance(value, bool) and value and hint.endswith("Hint"):
+                label = hint[:-4].replace("readOnly", "read-only").replace("openWorld", "open world")
+                fg = c.error if hint == "destructiveHint" else c.muted
+                top.addWidget(pill(label, fg, c.card_header, self))
+        layout.addLayout(top)
+
+        self.editor = QPlainTextEdit(self)
+        self.editor.setObjectName("ApprovalEditor")
+        self.editor.setAccessibleName("Tool arguments (JSON, editable)")
+        self.editor.setPlainText(self._original)
+        self.editor.setFont(theme.mono_font())
+        self.editor.setTabChangesFocus(True)
+        self._highlighter = JsonHighlighter(self.editor.document())
+        self.editor.ensurePolished()  # measure with the style sheet's font
+        lines = max(3, min(16, self._original.count("\n") + 1))
+        margins = 2 * self.editor.document().documentMargin() + 2 * self.editor.frameWidth() + 10
+        self.editor.setFixedHeight(int(self.editor.fontMetrics().lineSpacing() * lines + margins))
+        self.editor.textChanged.connect(self._on_edited)
+        layout.addWidget(self.editor)
+        self.problem = QLabel("", self)
+        self.problem.setStyleSheet(f"color: {c.error};")
+        self.problem.setVisible(False)
+        layout.addWidget(self.problem)
+
+        row = QHBoxLayout()
+        row.setSpacing(8)
+        self.scope = QComboBox(self)
+        for key, label in SCOPES:
+            self.scope.addItem(label, key)
+        self.scope.setToolTip("How long this answer holds: this call only, the rest of this thread, "
+                              "or always (saved to the approval policy)")
+        row.addWidget(QLabel("Remember:", self))
+        row.addWidget(self.scope)
+        self.reason = QLineEdit(self)
+        self.reason.setPlaceholderText("Reason for denying (sent to the model)")
+        self.reason.returnPressed.connect(self.deny)
+        row.addWidget(self.reason, 1)
+        layout.addLayout(row)
+
+        buttons = QHBoxLayout()
+        buttons.setSpacing(8)
+        hint = QLabel("y approve · e edit · n deny", self)
+        hint.setObjectName("Muted")
+        buttons.addWidget(hint)
+        buttons.addStretch(1)
+        self.deny_button = QPushButton("Deny", self)
+        self.deny_button.setObjectName("DangerButton")
+        self.deny_button.clicked.connect(self.deny)
+        self.edit_button = QPushButton("Edit && approve", self)
+        self.edit_button.clicked.connect(self.edit_and_approve)
+        self.approve_button = QPushButton("Approve", self)
+        self.approve_button.setObjectName("PrimaryButton")
+        self.approve_button.clicked.connect(self.approve)
+        for b in (self.deny_button, self.edit_button, self.approve_button):
+            b.setCursor(Qt.CursorShape.PointingHandCursor)
+            buttons.addWidget(b)
+        layout.addLayout(buttons)
+        self._done = False
+        future.add_done_callback(self._on_future_done)
+
+    # -- decisions ----------------------------------------------------------------------------
+    def _scope(self) -> str:
+        return str(self.scope.currentData() or "once")
+
+    def _on_edited(self) -> None:
+        edited = self.editor.toPlainText().strip() != self._original.strip()
+        self.edit_button.setText("Approve edited" if edited else "Edit && approve")
+        self.problem.setVisible(False)
+
+    def approve(self) -> None:
+        self._resolve(ApprovalDecision(approved=True, scope=self._scope()))
+
+    def edit_and_approve(self) -> None:
+        text = self.editor.toPlainText()
+        if text.strip() == self._original.strip() and not self.editor.hasFocus():
+            self.start_editing()
+            return
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            self.problem.setText(f"The arguments are not valid JSON: {exc.msg} (line {exc.lineno}, column "
+                                 f"{exc.colno}). Fix them, or Approve the original.")
+            self.problem.setVisible(True)
+            return
+        if not isinstance(value, dict):
+            self.problem.setText("The arguments must be one JSON object ({...}).")
+            self.problem.setVisible(True)
+            return
+        self._resolve(ApprovalDecision(approved=True, input=value, scope=self._scope()))
+
+    def start_editing(self) -> None:
+        self.editor.setFocus()
+        self.editor.moveCursor(self.editor.textCursor().MoveOperation.End)
+
+    def deny(self) -> None:
+        reason = self.reason.text().strip() or None
+        scope = self._scope()
+        self._resolve(ApprovalDecision(approved=False, reason=reason, scope=scope))
+
+    def _resolve(self, decision: ApprovalDecision) -> None:
+        if self._done:
+            return
+        if not self.future.done():
+            self.future.set_result(decision)
+        self._finish(decision)
+
+    def _on_future_done(self, future: asyncio.Future[ApprovalDecision]) -> None:
+        if self._done:
+            return
+        decision = None if future.cancelled() else future.result()
+        self._finish(decision)
+
+    def _finish(self, decision: ApprovalDecision | None) -> None:
+        self._done = True
+        c = theme.colors()
+        for w in (self.editor, self.scope, self.reason, self.deny_button, self.edit_button, self.approve_button):
+            w.setEnabled(False)
+        if decision is None:
+            text, color = "Stopped before anyone decided.", c.muted
+        elif decision.approved:
+            edited = " with edited arguments" if decision.input is not None else ""
+            text, color = f"Approved{edited} ({dict(SCOPES).get(decision.scope, decision.scope).lower()}).", c.success
+        else:
+            text = "Denied" + (f": {decision.reason}" if decision.reason else "") + "."
+            color = c.error
+        self.setProperty("decided", True)
+        self.style().unpolish(self)
+        self.style().polish(self)
+        for child in self.findChildren(QWidget):
+            child.setVisible(False)
+        layout = self.layout()
+        note = QLabel(text, self)
+        note.setStyleSheet(f"color: {color}; font-weight: 600;")
+        assert layout is not None
+        layout.addWidget(note)
+        self.finished.emit(decision)
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        key = event.key()
+        if self._done:
+            super().keyPressEvent(event)
+            return
+        if key == Qt.Key.Key_Y:
+            self.approve()
+        elif key == Qt.Key.Key_E:
+            self.start_editing()
+        elif key == Qt.Key.Key_N:
+            self.reason.setFocus()
+        else:
+            super().keyPressEvent(event)
+
+
+class ChangeCard(QFrame):
+    """A robot proposed file changes: the files with their size, and where to review them."""
+
+    review_requested = Signal(str)  # change set id
+
+    def __init__(self, *, change_set_id: str, robot: str, files: list[Any], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ToolCard")
+        self.change_set_id = change_set_id
+        self.files = list(files)
+        self.status = "pending"
+        c = theme.colors()
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(0)
+        header = QFrame(self)
+        header.setObjectName("ToolCardHeader")
+        hl = QHBoxLayout(header)
+        hl.setContentsMargins(10, 6, 10, 6)
+        hl.setSpacing(8)
+        icon = QLabel(header)
+        icon.setPixmap(theme.icon("diff", c.muted).pixmap(14, 14))
+        hl.addWidget(icon)
+        count = len(self.files)
+        title = QLabel(f"<b>Proposed changes</b> · {count} file{'s' if count != 1 else ''}", header)
+        title.setTextFormat(Qt.TextFormat.RichText)
+        hl.addWidget(title)
+        hl.addWidget(robot_chip(robot, header))
+        hl.addStretch(1)
+        self._pill_holder = QHBoxLayout()
+        hl.addLayout(self._pill_holder)
+        self._pill: QLabel | None = None
+        outer.addWidget(header)
+        body = QWidget(self)
+        bl = QVBoxLayout(body)
+        bl.setContentsMargins(12, 8, 12, 10)
+        bl.setSpacing(4)
+        rows = []
+        for f in self.files[:12]:
+            path = markdown._esc(str(f.get("path", "?")))
+            action = markdown._esc(str(f.get("action", "modify")))
+            added, removed = int(f.get("added", 0) or 0), int(f.get("removed", 0) or 0)
+            rows.append(f'<span style="font-family:{theme.mono_family()}">{path}</span> '
+                        f'<span style="color:{c.muted}">{action}</span> '
+                        f'<span style="color:{c.success}">+{added}</span> <span style="color:{c.error}">−{removed}</span>')
+        if len(self.files) > 12:
+            rows.append(f'<span style="color:{c.muted}">… and {len(self.files) - 12} more</span>')
+        self.listing = RichLabel("<br>".join(rows), body)
+        bl.addWidget(self.listing)
+        row = QHBoxLayout()
+        self.note = QLabel("Nothing is written until you review it.", body)
+        self.note.setObjectName("Muted")
+        row.addWidget(self.note)
+        row.addStretch(1)
+        self.review_button = QPushButton("Review changes", body)
+        self.review_button.setObjectName("PrimaryButton")
+        self.review_button.clicked.connect(lambda: self.review_requested.emit(self.change_set_id))
+        row.addWidget(self.review_button)
+        bl.addLayout(row)
+        outer.addWidget(body)
+        self._set_pill("review pending", c.warning, c.warning_bg)
+
+    def _set_pill(self, text: str, fg: str, bg: str) -> None:
+        if self._pill is not None:
+            self._pill_holder.removeWidget(self._pill)
+            self._pill.deleteLater()
+        self._pill = pill(text, fg, bg, self)
+        self._pill_holder.addWidget(self._pill)
+
+    def set_outcome(self, outcome: list[Any]) -> None:
+        """Show what the user decided (from a ``change_decided`` event)."""
+        c = theme.colors()
+        accepted = sum(len(f.get("accepted") or []) for f in outcome)
+        rejected = sum(len(f.get("rejected") or []) for f in outcome)
+        self.status = "decided"
+        if accepted and not rejected:
+            self._set_pill("applied", c.success, c.card_header)
+        elif rejected and not accepted:
+            self._set_pill("rejected", c.error, c.error_bg)
+        else:
+            self._set_pill(f"{accepted} applied · {rejected} rejected", c.accent, c.card_header)
+        self.note.setText(f"{accepted} hunk{'s' if accepted != 1 else ''} applied, {rejected} rejected.")
+        self.review_button.setText("Show changes")
+        self.review_button.setObjectName("")
+        self.review_button.style().unpolish(self.review_button)
+        self.review_button.style().polish(self.review_button)

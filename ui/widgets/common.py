@@ -1,0 +1,154 @@
+"""Small shared widgets and helpers: labels that wrap rich text, badges, JSON highlighting."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+
+from PySide6.QtCore import QObject, QSize, Qt
+from PySide6.QtGui import QColor, QSyntaxHighlighter, QTextCharFormat, QTextDocument, QWheelEvent
+from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QTextBrowser, QWidget
+
+from ui import theme
+
+
+@contextlib.contextmanager
+def signals_blocked(obj: QObject) -> Iterator[None]:
+    """Block ``obj``'s signals inside the block (napari's qt_signals_blocked)."""
+    previous = obj.blockSignals(True)
+    try:
+        yield
+    finally:
+        obj.blockSignals(previous)
+
+
+class RichLabel(QLabel):
+    """A selectable, word-wrapping rich-text label whose height follows its width."""
+
+    def __init__(self, html: str = "", parent: QWidget | None = None, *, selectable: bool = True) -> None:
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.setWordWrap(True)
+        self.setOpenExternalLinks(True)
+        flags = Qt.TextInteractionFlag.LinksAccessibleByMouse
+        if selectable:
+            flags |= Qt.TextInteractionFlag.TextSelectableByMouse
+        self.setTextInteractionFlags(flags)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+        self.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        if html:
+            self.setText(html)
+
+
+class AutoHeightText(QTextBrowser):
+    """Read-only rich text whose height follows its content (selectable, links open outside).
+
+    Unlike a word-wrapping QLabel, whose size hint lays big rich text out several times,
+    this lays its document out once per change and only the blocks that changed.
+    """
+
+    def __init__(self, html: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setReadOnly(True)
+        self.setOpenExternalLinks(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.DefaultContextMenu)
+        self.viewport().setAutoFillBackground(False)
+        self.setStyleSheet("QTextBrowser { background: transparent; border: none; padding: 0px; }")
+        self.document().setDocumentMargin(0)
+        self.document().documentLayout().documentSizeChanged.connect(self._fit)
+        self.setFixedHeight(1)
+        if html:
+            self.setHtml(html)
+
+    def _fit(self, size: object = None) -> None:
+        height = int(self.document().size().height() + 0.999)
+        if height != self.height():
+            self.setFixedHeight(max(1, height))
+
+    def setHtml(self, text: str) -> None:
+        super().setHtml(text)
+        self._fit()
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        event.ignore()  # the conversation scrolls, not each message
+
+    def sizeHint(self) -> QSize:
+        return QSize(super().sizeHint().width(), self.height())
+
+
+def badge(text: str, color: str, parent: QWidget | None = None, *, small: bool = True) -> QLabel:
+    """A rounded pill with white text on ``color``."""
+    label = QLabel(text, parent)
+    label.setObjectName("Badge")
+    pad = "1px 7px" if small else "2px 9px"
+    label.setStyleSheet(
+        f"QLabel#Badge {{ background-color: {color}; color: white; border-radius: 8px; padding: {pad};"
+        " font-size: 11px; font-weight: 600; }"
+    )
+    label.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
+    return label
+
+
+def robot_chip(robot: str, parent: QWidget | None = None) -> QLabel:
+    """The robot's name in its colour on a light tint of it (the robot badge of cards)."""
+    color = QColor(theme.badge_color(robot))
+    tint = QColor(color)
+    tint.setAlpha(38 if theme.colors().name == "light" else 70)
+    fg = color.name() if theme.colors().name == "light" else color.lighter(150).name()
+    label = QLabel(robot, parent)
+    label.setObjectName("RobotChip")
+    label.setStyleSheet(
+        f"QLabel#RobotChip {{ color: {fg}; background-color: rgba({tint.red()}, {tint.green()}, {tint.blue()}, "
+        f"{tint.alpha()}); border-radius: 8px; padding: 1px 8px; font-size: 11px; font-weight: 600; }}"
+    )
+    label.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
+    return label
+
+
+def pill(text: str, fg: str, bg: str, parent: QWidget | None = None) -> QLabel:
+    label = QLabel(text, parent)
+    label.setObjectName("Pill")
+    label.setStyleSheet(
+        f"QLabel#Pill {{ color: {fg}; background-color: {bg}; border-radius: 8px; padding: 1px 8px;"
+        " font-size: 11px; font-weight: 600; }"
+    )
+    label.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
+    return label
+
+
+class JsonHighlighter(QSyntaxHighlighter):
+    """Highlights JSON in an editable QPlainTextEdit (keys, strings, numbers, literals)."""
+
+    _TOKENS = re.compile(
+        r'(?P<key>"(?:[^"\\]|\\.)*"(?=\s*:))|(?P<str>"(?:[^"\\]|\\.)*")|(?P<num>-?\b\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\b)'
+        r"|(?P<lit>\b(?:true|false|null)\b)"
+    )
+
+    def __init__(self, document: QTextDocument) -> None:
+        super().__init__(document)
+        dark = theme.colors().name == "dark"
+        self._formats = {
+            "key": self._fmt("#8ab4f8" if dark else "#0b54b8", bold=True),
+            "str": self._fmt("#a5d6a7" if dark else "#116329"),
+            "num": self._fmt("#f9ae58" if dark else "#953800"),
+            "lit": self._fmt("#d2a8ff" if dark else "#8250df", bold=True),
+        }
+
+    @staticmethod
+    def _fmt(color: str, *, bold: bool = False) -> QTextCharFormat:
+        fmt = QTextCharFormat()
+        fmt.setForeground(QColor(color))
+        if bold:
+            fmt.setFontWeight(600)
+        return fmt
+
+    def highlightBlock(self, text: str) -> None:
+        for m in self._TOKENS.finditer(text):
+            kind = m.lastgroup
+            if kind is not None:
+                self.setFormat(m.start(), m.end() - m.start(), self._formats[kind])
