@@ -17,6 +17,7 @@ OS keyring.
 from __future__ import annotations
 
 import copy
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ REVIEW_MODES = ("review", "auto", "readonly")
 THEMES = ("light", "dark")
 
 
+@functools.cache
 def _schema() -> Any:
     """Pydantic models of the configuration (built on first use: pydantic costs import time)."""
     from typing import Literal
