@@ -39,9 +39,28 @@ def ensure_platform() -> None:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 
+def check_qt_binding() -> None:
+    """Refuse PySide6 6.12.0 on Python 3.11: its wheels assume an immortal ``None`` (3.12+).
+
+    Every void Qt call (``QLabel.setText``, ``QPainter.setPen``...) then drops a reference to
+    ``None`` and a few thousand calls abort the interpreter ("none_dealloc"). pyproject pins
+    ``PySide6-Essentials<6.12``; this names the fix if an environment has 6.12 anyway.
+    """
+    import PySide6
+
+    version = tuple(int(p) for p in PySide6.__version__.split(".")[:2] if p.isdigit())
+    if sys.version_info < (3, 12) and version == (6, 12):
+        raise SystemExit(
+            f"PySide6 {PySide6.__version__} crashes on Python {sys.version_info.major}.{sys.version_info.minor} "
+            "(it drops references to None). Install a working version: "
+            "pip install 'PySide6-Essentials>=6.8,<6.12' (scripts/run does this), or use Python 3.12+."
+        )
+
+
 def get_app(argv: Sequence[str] | None = None) -> Any:
     """The QApplication (created once)."""
     ensure_platform()
+    check_qt_binding()
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance()
@@ -49,7 +68,7 @@ def get_app(argv: Sequence[str] | None = None) -> Any:
         app = QApplication(list(argv) if argv is not None else ["robotlab"])
         app.setApplicationName("RobotLab Workspace")
         app.setOrganizationName("RobotLab")
-        app.setDesktopFileName("robotlab")
+        app.setDesktopFileName("io.github.robotlab.Workspace")
         # Closing the window starts an async shutdown (see run_app); Qt must not end the loop first.
         app.setQuitOnLastWindowClosed(False)
     return app

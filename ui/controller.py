@@ -53,8 +53,12 @@ class Controller(QObject):
         self.session: Any = None
         self.store_error: str | None = None
         self.robot_name = DEFAULT_ROBOT
+        #: Set when a network is what new threads talk to (``robot_name`` then holds its name too).
+        self.network_name: str | None = None
         self._runs: list[Any] = []
         self._robots: list[Any] | None = None
+        self._networks: list[Any] | None = None
+        self._network_cache: dict[str, Any] = {}
         self._pending: set[asyncio.Future[ApprovalDecision]] = set()
         self.bridge.running_changed.connect(self.run_state_changed)
 
@@ -116,6 +120,8 @@ class Controller(QObject):
             for session in getattr(self.workspace, "_sessions", {}).values():
                 if not session.running:
                     session._robot = None  # rebuilt with the new model on the next message
+                    session._network = None
+            self._network_cache.clear()
 
     @property
     def store(self) -> Any:
@@ -138,9 +144,55 @@ class Controller(QObject):
         return [getattr(r, "name", str(r)) for r in self.robots()]
 
     def set_robot(self, name: str) -> None:
-        if name != self.robot_name:
+        if name != self.robot_name or self.network_name is not None:
+            self.robot_name = name
+            self.network_name = None
+            self.robot_changed.emit(name)
+
+    # -- networks -----------------------------------------------------------------------------
+    @property
+    def target_kind(self) -> str:
+        """What new threads talk to: "robot" or "network"."""
+        return "network" if self.network_name is not None else "robot"
+
+    def networks(self, *, refresh: bool = False) -> list[Any]:
+        """The networks found (project, user, shipped), read once unless ``refresh``."""
+        if self.workspace is None:
+            return []
+        if self._networks is None or refresh:
+            try:
+                self._networks = list(self.workspace.networks())
+            except Exception as exc:
+                self.problem.emit(f"Could not list the networks: {exc}")
+                return []
+            self._network_cache.clear()
+        return list(self._networks)
+
+    def set_network(self, name: str) -> None:
+        """New threads run the network ``name``."""
+        if name != self.network_name:
+            self.network_name = name
             self.robot_name = name
             self.robot_changed.emit(name)
+
+    def network_for_dock(self) -> tuple[Any, str | None]:
+        """(the Network to draw, or None; a note when it cannot be loaded) for the current thread,
+        or for the picked network when no thread is open."""
+        session = self.session
+        try:
+            if session is not None:
+                if getattr(session, "is_network", False):
+                    return session.network, None
+                return None, None
+            if self.network_name is not None:
+                network = self._network_cache.get(self.network_name)
+                if network is None:
+                    network = self._network_cache[self.network_name] = self.workspace.load_network(
+                        self.network_name)
+                return network, None
+        except Exception as exc:
+            return None, f"The network could not be loaded: {exc}"
+        return None, None
 
     def model_label(self, robot_name: str | None = None) -> tuple[str, bool]:
         """(label, is_language_model) for the robot's model."""
@@ -196,9 +248,12 @@ class Controller(QObject):
             self.problem.emit(f"Could not open the thread: {exc}")
             return None
         self.session = session
-        robot = getattr(getattr(session, "thread", None), "robot", None)
-        if robot and robot != self.robot_name:
+        thread = getattr(session, "thread", None)
+        robot = getattr(thread, "robot", None)
+        network = robot if getattr(thread, "kind", "robot") == "network" else None
+        if robot and (robot != self.robot_name or network != self.network_name):
             self.robot_name = robot
+            self.network_name = network
             self.robot_changed.emit(robot)
         self.thread_opened.emit(session)
         self._emit_usage()
@@ -274,7 +329,7 @@ class Controller(QObject):
         created = False
         if self.session is None:
             try:
-                self.session = self.workspace.new_thread(self.robot_name)
+                self.session = self.workspace.new_thread(self.robot_name, kind=self.target_kind)
             except Exception as exc:
                 self.problem.emit(f"Could not start a thread with '{self.robot_name}': {exc}")
                 return False

@@ -74,7 +74,7 @@ class MainWindow(QMainWindow):
             return
         self.built = True
         from ui.models.memory import MemoryModel
-        from ui.models.robots import RobotListModel
+        from ui.models.network import ChatTargetModel, NetworkModel
         from ui.models.threads import ThreadListModel
         from ui.models.tool_calls import ToolCallsModel
         from ui.models.trace import TraceModel
@@ -83,7 +83,8 @@ class MainWindow(QMainWindow):
 
         # models (no widgets inside)
         self.thread_model = ThreadListModel(self)
-        self.robot_model = RobotListModel(self)
+        self.robot_model = ChatTargetModel(self)  # robots, then networks
+        self.network_model = NetworkModel(self)
         self.tool_model = ToolCallsModel(self)
         self.trace_model = TraceModel(self)
         self.memory_model = MemoryModel(self)
@@ -143,7 +144,7 @@ class MainWindow(QMainWindow):
         self.robot_picker.setObjectName("RobotPicker")
         self.robot_picker.setAccessibleName("Robot")
         self.robot_picker.setModel(self.robot_model)
-        self.robot_picker.setToolTip("The robot for new threads (a thread keeps its robot)")
+        self.robot_picker.setToolTip("The robot or network for new threads (a thread keeps its robot or network)")
         self.robot_picker.currentIndexChanged.connect(self._on_robot_picked)
         hl.addWidget(self.robot_picker)
         self.inspector_button = QToolButton(header)
@@ -231,7 +232,40 @@ class MainWindow(QMainWindow):
             if old is not None:
                 old.deleteLater()
         self._add_mcp_dock()
+        self._add_network_dock()
+        self._add_changes_dock()
         self.docks["tools"].raise_()
+        self._sync_network_dock()
+
+    def _add_network_dock(self) -> None:
+        from ui.docks.network import NetworkPane
+        from ui.widgets.lanes import network_icon
+
+        self.network_pane = NetworkPane(self.network_model, self)
+        self.network_pane.reveal_requested.connect(self.chat.reveal_task)
+        dock = self.register_dock("network", "Network", self.network_pane, shortcut="Ctrl+Shift+N")
+        dock.toggleViewAction().setIcon(network_icon(theme.colors().muted, 16))
+
+    def _sync_network_dock(self, *, reveal: bool = False) -> None:
+        """Draw the network of the open thread (or the picked network) in the Network dock."""
+        pane = getattr(self, "network_pane", None)
+        if pane is None:
+            return
+        network, note = self.controller.network_for_dock()
+        pane.set_network(network, note=note)
+        dock = self.docks.get("network")
+        if reveal and network is not None and dock is not None and any(
+                d.toggleViewAction().isChecked() for d in self.docks.values()):
+            dock.show()
+            dock.raise_()
+
+    def _add_changes_dock(self) -> None:
+        """The Changes dock (review of proposed file changes) and its actions (full-size review, compare)."""
+        from ui.docks.changes import ChangesPane
+
+        self.changes_pane = ChangesPane(self.controller, self, window=self)
+        self.register_dock("changes", "Changes", self.changes_pane, icon="diff", shortcut="Ctrl+Shift+D")
+        self.changes_pane.install_actions(self)
 
     def _add_mcp_dock(self) -> None:
         try:
@@ -329,6 +363,7 @@ class MainWindow(QMainWindow):
         b.tool_finished.connect(self.chat.tool_finished)
         b.usage_reported.connect(self._on_bridge_usage)
         b.run_ended.connect(self._on_bridge_run_ended)
+        b.task_changed.connect(self.chat.task_event)
         b.events_batched.connect(self._on_bridge_events)
         b.running_changed.connect(self._on_running_changed)
         c.approval_needed.connect(self._on_approval_needed)
@@ -355,23 +390,36 @@ class MainWindow(QMainWindow):
 
     # -- robots and models --------------------------------------------------------------------------
     def refresh_robots(self) -> None:
+        from ui.widgets.lanes import network_icon
+
         self.robot_model.default_model = self.controller.config.get("llm.model")
-        self.robot_model.set_robots(self.controller.robots(refresh=True))
+        muted = theme.colors().muted
+        self.robot_model.icons = {"robot": theme.icon("robot", muted, 16), "network": network_icon(muted, 16)}
         from ui.widgets.common import signals_blocked
 
         with signals_blocked(self.robot_picker):
-            row = self.robot_model.row_of(self.controller.robot_name)
+            self.robot_model.set_robots(self.controller.robots(refresh=True))
+            self.robot_model.set_networks(self.controller.networks(refresh=True))
+            row = self.robot_model.row_of(self.controller.robot_name, self.controller.target_kind)
             self.robot_picker.setCurrentIndex(max(0, row))
         self._update_model_label()
 
     def _on_robot_picked(self, row: int) -> None:
         if row < 0:
             return
-        name = self.robot_model.names()[row]
+        kind, name = self.robot_model.key_at(row)
+        if kind is None:  # a heading ("Robots", "Networks"): keep the current choice
+            self._on_controller_robot_changed(self.controller.robot_name)
+            return
         session = self.controller.session
-        thread_robot = getattr(getattr(session, "thread", None), "robot", None) if session is not None else None
-        self.controller.set_robot(name)
-        if session is not None and thread_robot and thread_robot != name and not self.controller.running:
+        thread = getattr(session, "thread", None) if session is not None else None
+        thread_robot = getattr(thread, "robot", None)
+        same = thread_robot == name and getattr(thread, "kind", "robot") == kind
+        if kind == "network":
+            self.controller.set_network(name)
+        else:
+            self.controller.set_robot(name)
+        if session is not None and thread_robot and not same and not self.controller.running:
             # A thread keeps its robot: another robot starts a new thread (the old one stays in the list).
             self.controller.new_thread()
             self.toast.show_message(f"New thread with {name}. “{session.thread.display_title}” stays with "
@@ -379,12 +427,13 @@ class MainWindow(QMainWindow):
         self._update_model_label()
         if self.controller.session is None:
             self._show_empty()
+            self._sync_network_dock(reveal=kind == "network")
 
     def _on_controller_robot_changed(self, name: str) -> None:
         from ui.widgets.common import signals_blocked
 
         with signals_blocked(self.robot_picker):
-            row = self.robot_model.row_of(name)
+            row = self.robot_model.row_of(name, self.controller.target_kind)
             if row >= 0:
                 self.robot_picker.setCurrentIndex(row)
         self._update_model_label()
@@ -398,7 +447,8 @@ class MainWindow(QMainWindow):
         self.model_label.setText(label)
         self.connect_link.setVisible(not is_lm)
         self.composer.set_robot(self.controller.robot_name)
-        self.status_robot.setText(f"Robot: {self.controller.robot_name}")
+        what = "Network" if self.controller.target_kind == "network" else "Robot"
+        self.status_robot.setText(f"{what}: {self.controller.robot_name}")
         self.status_model.setText(f"Model: {label}")
         self._update_connection()
 
@@ -469,12 +519,19 @@ class MainWindow(QMainWindow):
         label, is_lm = self.controller.model_label()
         self.title_label.setText("New thread")
         self.setWindowTitle("RobotLab Workspace")
+        examples = EXAMPLES
+        if self.controller.target_kind == "network":
+            from ui.models.network import network_examples
+
+            examples = network_examples(self.controller.robot_name)
+            label = f"A network of robots · {label}"
         self.chat.show_empty(robot=self.controller.robot_name, model_label=label, is_language_model=is_lm,
-                             examples=EXAMPLES)
+                             examples=examples)
 
     def _on_thread_opened(self, session: Any) -> None:
         for model in (self.tool_model, self.trace_model, self.memory_model):
             model.clear()
+        self._sync_network_dock(reveal=bool(getattr(session, "is_network", False)))
         if session is None:
             self._show_empty()
             self.sidebar.select_thread(None)
@@ -528,6 +585,8 @@ class MainWindow(QMainWindow):
         self.trace_model.set_events(events)
         self.tool_model.set_events(events)
         self.memory_model.set_events(events)
+        if self.network_model.has_graph:
+            self.network_model.set_events(events)
 
     def _render_turn(self, turn: Any) -> None:
         chat = self.chat
@@ -539,7 +598,9 @@ class MainWindow(QMainWindow):
             kind = event.kind
             run_id, robot = event.run_id, event.robot
             if kind == "run_started":
-                chat.start_run(event.run_id, event.robot, turn_id=turn.id)
+                chat.start_run(event.run_id, event.robot, turn_id=turn.id, task=event.task)
+            elif kind in ("task_started", "task_finished"):
+                chat.task_event(event)
             elif kind == "text":
                 chat.complete_text(event.run_id, event.robot, event.text)
             elif kind == "text_delta":
@@ -581,6 +642,9 @@ class MainWindow(QMainWindow):
         run = self.controller.last_run
         turn_id = getattr(run, "turn_id", None)
         message.set_turn(turn_id)
+        note_for = getattr(getattr(self, "changes_pane", None), "note_for", None)
+        if callable(note_for):  # the review outcome that went in front of the message
+            message.set_note(note_for(turn_id))
         if run is not None:
             self.chat.start_run(run.run_id, self.controller.robot_name, turn_id=turn_id)
         self.refresh_threads()
@@ -647,7 +711,7 @@ class MainWindow(QMainWindow):
         self.chat.ask_approval(request, future)
 
     def _on_bridge_run_started(self, event: Any) -> None:
-        self.chat.start_run(event.run_id, event.robot)
+        self.chat.start_run(event.run_id, event.robot, task=event.task)
 
     def _on_bridge_usage(self, event: Any) -> None:
         self.chat.add_usage(event)
@@ -676,6 +740,8 @@ class MainWindow(QMainWindow):
         self.trace_model.append_events(events)
         self.tool_model.add_events(events)
         self.memory_model.add_events(events)
+        if self.network_model.has_graph:
+            self.network_model.add_events(events)
 
     def _on_running_changed(self, running: bool) -> None:
         self.composer.set_running(running)
@@ -745,7 +811,13 @@ class MainWindow(QMainWindow):
         self.sidebar.retheme()
         self.composer.set_running(self.composer.running)
         self.banner.retheme()
-        for pane in (getattr(self, "tool_pane", None), getattr(self, "mcp_pane", None)):
+        from ui.widgets.lanes import network_icon
+
+        self.robot_model.icons = {"robot": theme.icon("robot", muted, 16), "network": network_icon(muted, 16)}
+        if "network" in self.docks:
+            self.docks["network"].toggleViewAction().setIcon(network_icon(muted, 16))
+        for pane in (getattr(self, "tool_pane", None), getattr(self, "mcp_pane", None),
+                     getattr(self, "network_pane", None), getattr(self, "changes_pane", None)):
             retheme = getattr(pane, "retheme", None)
             if callable(retheme):
                 retheme()

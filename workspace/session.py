@@ -8,13 +8,23 @@ The desktop (and tests, and scripts) drive everything through these three classe
   ``switch_branch``, ``transcript``, ``stop``. Before each run the robot's ``history`` is rebuilt
   from the store along the branch being continued, so a resumed thread (after a restart, or on
   another branch) gives the model a valid conversation.
-* :class:`RecordedRun` wraps an :class:`~workspace.agent.AgentRun`. A recording task consumes
-  the run and appends every event to the store *as it happens*, before anyone sees it; async
+* :class:`RecordedRun` wraps an :class:`~workspace.agent.AgentRun` (a robot thread) or a
+  :class:`~workspace.network.NetworkRun` (a network thread: any ``EventRun``). A recording task
+  consumes the run and appends every event to the store *as it happens*, before anyone sees it; async
   iterating the RecordedRun yields the same events (from the start, however late you begin, and
   any number of times). Stopping iteration does not stop the run or its recording: call
   :meth:`RecordedRun.cancel` (or :meth:`ThreadSession.stop`) for that; the ``run_cancelled``
   event is recorded too. If the database cannot be written (disk full, locked), the run goes
   on: the failure is logged once per run and kept in :attr:`RecordedRun.recording_errors`.
+
+Network threads (``Workspace.new_network_thread(name)``, kind ``"network"``; the thread's
+``robot`` column holds the network's name) run a network for each message. Every run gets a
+freshly loaded network, so its shared memory starts from the network file's initial values and
+a ``wait_for`` never sees a value of an earlier run. Each robot of the network keeps its own
+conversation across the thread's turns: before a run, every robot's ``history`` is rebuilt from
+the store along the branch being continued (the messages its tasks received and what it
+answered, tool calls included), exactly as for a robot thread. Edit-and-resend and regenerate
+start a new network run after the turn's parent.
 
 All store calls are short synchronous SQLite transactions on the event-loop thread (see
 :mod:`workspace.store`); text deltas are held in memory and written every 250 ms at most, by a
@@ -38,9 +48,11 @@ from workspace.result import Usage
 from workspace.store import Store, StoreError, ThreadInfo, TurnInfo, coalesce_text, status_for
 
 if TYPE_CHECKING:
-    from workspace.agent import AgentRun
+    from workspace.agent import EventRun
     from workspace.catalog import RobotInfo
     from workspace.config import Config
+    from workspace.messages import Message
+    from workspace.network import Network, NetworkInfo
     from workspace.providers.base import Provider
     from workspace.result import RobotResult
     from workspace.robot import Robot
@@ -110,11 +122,12 @@ class TurnView:
 
 
 class RecordedRun:
-    """An AgentRun whose events are stored as they happen; iterate it for the same events."""
+    """A run (AgentRun or NetworkRun) whose events are stored as they happen; iterate it for the
+    same events. ``agent_run`` is the wrapped run, whatever its kind."""
 
     def __init__(
         self,
-        run: AgentRun,
+        run: EventRun,
         *,
         store: Store,
         thread_id: str,
@@ -125,7 +138,7 @@ class RecordedRun:
         self.store = store
         self.thread_id = thread_id
         self.turn_id = turn_id
-        self.run_id = run.run_id
+        self.run_id: str = str(getattr(run, "run_id", ""))  # AgentRun and NetworkRun both have one
         #: Every event so far, in order.
         self.events: list[ev.Event] = []
         #: Messages about events that could not be stored (the run went on regardless).
@@ -169,8 +182,19 @@ class RecordedRun:
 
     @property
     def result(self) -> RobotResult | None:
-        """The run's RobotResult once it ended (the partial one after a stop or failure)."""
-        return self.agent_run.result
+        """The run's RobotResult once it ended (the partial one after a stop or failure); for a
+        network run its :class:`~workspace.network.NetworkResult`."""
+        result: RobotResult | None = getattr(self.agent_run, "result", None)
+        return result
+
+    @property
+    def is_network(self) -> bool:
+        return hasattr(self.agent_run, "tasks")
+
+    @property
+    def tasks(self) -> dict[str, Any]:
+        """A network run's live task states (``TaskState`` by task name); empty for a robot run."""
+        return dict(getattr(self.agent_run, "tasks", None) or {})
 
     async def wait(self) -> ev.Event | None:
         """Wait for the end of the run and its recording; the terminal event."""
@@ -301,6 +325,7 @@ class ThreadSession:
         self.thread_id = thread.id
         self._thread = thread
         self._robot: Robot | None = None
+        self._network: Network | None = None
         self.approval = _ThreadGate(workspace.approval)
         #: The latest run started in this session (running or done).
         self.run: RecordedRun | None = None
@@ -316,11 +341,38 @@ class ThreadSession:
         return self._thread
 
     @property
+    def kind(self) -> str:
+        """``"robot"`` or ``"network"``."""
+        return self._thread.kind
+
+    @property
+    def is_network(self) -> bool:
+        return self._thread.kind == "network"
+
+    @property
     def robot(self) -> Robot:
         """The thread's robot, built from the catalog on first use (and the workspace's provider)."""
+        if self.is_network:
+            raise RuntimeError(f"Thread {self.thread_id[:8]} talks to network '{self._thread.robot}', not a robot; "
+                               "use session.network")
         if self._robot is None:
             self._robot = self.workspace.load_robot(self._thread.robot)
         return self._robot
+
+    @property
+    def network(self) -> Network:
+        """A network thread's network (loaded on first use; the one of the latest run after a run)."""
+        if not self.is_network:
+            raise RuntimeError(f"Thread {self.thread_id[:8]} talks to robot '{self._thread.robot}', not a network")
+        if self._network is None:
+            self._network = self.workspace.load_network(self._thread.robot)
+        return self._network
+
+    @property
+    def network_run(self) -> Any:
+        """The latest :class:`~workspace.network.NetworkRun` of a network thread (live task states), or None."""
+        run = self.run
+        return run.agent_run if run is not None and run.is_network else None
 
     @property
     def running(self) -> bool:
@@ -374,11 +426,15 @@ class ThreadSession:
 
     def _start(self, text: str, parent_turn_id: str | None) -> RecordedRun:
         self._not_running("send another message")
-        if self._thread.kind != "robot":
-            raise NotImplementedError("Network threads are run by the network runner, not a ThreadSession")
         if not text or not text.strip():
             raise ValueError("The message is empty; type something to send")
-        robot = self.robot
+        network: Network | None = None
+        robot: Robot | None = None
+        if self.is_network:
+            # A fresh network for every run: its memory starts from the file's values.
+            network = self.workspace.load_network(self._thread.robot)
+        else:
+            robot = self.robot
         if self.changes is not None:
             # The review outcome of earlier proposals reaches the model in front of this message
             # (stored that way too, so a rebuilt conversation tells the model the same truth).
@@ -386,7 +442,12 @@ class ThreadSession:
 
             text = compose_user_message(self.changes.take_outcome_message(), text)
         # The conversation along the branch being continued, rebuilt from the store.
-        history = self.store.history_messages(self.thread_id, parent_turn_id) if parent_turn_id else []
+        if network is not None:
+            histories = self.network_histories(parent_turn_id)
+            for bot in _network_robots(network):
+                bot.history = list(histories.get(bot.name, []))
+        else:
+            history = self.store.history_messages(self.thread_id, parent_turn_id) if parent_turn_id else []
         problems: list[str] = []
         turn_id = uuid.uuid4().hex
         try:
@@ -404,27 +465,78 @@ class ThreadSession:
                     self._thread = self.store.rename_thread(self.thread_id, title)
                 except StoreError as exc:
                     problems.append(f"could not record the title yet: {exc}")
-        robot.history = history
         options: dict[str, Any] = {"thread_id": self.thread_id, "approval": self.approval}
         if self.workspace.folder is not None:
             options["folder"] = self.workspace.folder
             options["changes"] = self._changes_for_run()
+        name = network.name if network is not None else robot.name if robot is not None else self._thread.robot
         try:
-            agent_run = robot.stream(text, **options)
+            if network is not None:
+                event_run: EventRun = network.stream(text, **options)
+                self._network = network
+            else:
+                assert robot is not None
+                robot.history = history
+                event_run = robot.stream(text, **options)
         except Exception as exc:  # the run could not start: keep the message, record why
             with contextlib.suppress(StoreError):
                 self.store.append_event(self.thread_id, turn_id, ev.RunFailed(
-                    run_id=f"failed-{turn_id}", robot=robot.name, seq=1, error=str(exc) or type(exc).__name__,
+                    run_id=f"failed-{turn_id}", robot=name, seq=1, error=str(exc) or type(exc).__name__,
                     error_type=type(exc).__name__))
                 self.store.finish_turn(turn_id, "failed")
             raise
-        run = RecordedRun(agent_run, store=self.store, thread_id=self.thread_id, turn_id=turn_id,
+        run = RecordedRun(event_run, store=self.store, thread_id=self.thread_id, turn_id=turn_id,
                           on_done=self.workspace._run_done)
         for problem in problems:
             run._warn(StoreError(problem))
         self.run = run
         self.workspace._runs.add(run)
         return run
+
+    def network_histories(self, leaf_turn_id: str | None) -> dict[str, list[Message]]:
+        """Each robot's conversation along the branch ending at ``leaf_turn_id`` (a network thread).
+
+        For every task a turn ran: the message the task received, then what its robot answered
+        (from the task's result, or from its events when the run never finished), in the order
+        the tasks started. Keyed by robot name; robots that never ran are left out.
+        """
+        if not leaf_turn_id:
+            return {}
+        from workspace.messages import TextMessage
+        from workspace.result import RobotResult
+        from workspace.store import conversation_from_events, conversation_from_result
+
+        histories: dict[str, list[Message]] = {}
+        for _turn, events in self.store.path_events(self.thread_id, leaf_turn_id):
+            started: dict[str, ev.Event] = {}
+            own: dict[str, list[ev.Event]] = {}
+            results: dict[str, Any] = {}
+            for event in events:
+                task = event.task
+                if task is None:
+                    continue
+                if isinstance(event, ev.TaskStarted):
+                    started.setdefault(task, event)
+                elif isinstance(event, ev.TaskFinished):
+                    results[task] = event.result
+                elif not event.terminal:
+                    own.setdefault(task, []).append(event)
+            for task, first in started.items():
+                messages = histories.setdefault(first.robot, [])
+                message = getattr(first, "message", "")
+                if message:
+                    messages.append(TextMessage(role="user", content=message))
+                value = results.get(task)
+                if isinstance(value, dict):
+                    try:
+                        value = RobotResult.from_dict(value)
+                    except (KeyError, TypeError, ValueError):
+                        value = None
+                if isinstance(value, RobotResult):
+                    messages += conversation_from_result(value)
+                else:
+                    messages += conversation_from_events(coalesce_text(own.get(task, [])))
+        return histories
 
     # -- file changes -----------------------------------------------------------------------------
     def _changes_for_run(self) -> Any:
@@ -450,7 +562,7 @@ class ThreadSession:
             raise RuntimeError("Nothing to apply: no change was proposed in this thread")
         result = await asyncio.to_thread(self.changes.apply, **options)
         turn_id = self._thread.current_turn_id or (self.thread.current_turn_id)
-        if turn_id is not None and not getattr(result, "conflicts", None):
+        if turn_id is not None and result.settled:
             with contextlib.suppress(StoreError):
                 self.store.append_event(self.thread_id, turn_id, self.changes.decided_event())
         return result
@@ -483,7 +595,12 @@ class ThreadSession:
         return self.store.history_messages(self.thread_id, current) if current else []
 
     def __repr__(self) -> str:
-        return f"<ThreadSession {self.thread_id[:8]} robot={self._thread.robot!r}>"
+        return f"<ThreadSession {self.thread_id[:8]} {self._thread.kind}={self._thread.robot!r}>"
+
+
+def _network_robots(network: Network) -> list[Robot]:
+    """The network's robots, each once (one robot may serve several tasks)."""
+    return list({id(t.robot): t.robot for t in network.tasks.values()}.values())
 
 
 class Workspace:
@@ -538,9 +655,39 @@ class Workspace:
         robot: Robot = load_robot(name, folder=self.folder, **options)
         return robot
 
+    # -- networks ----------------------------------------------------------------------------------
+    def networks(self) -> list[NetworkInfo]:
+        """The networks found (project, user, shipped), as ``robotlab network list`` shows them."""
+        from workspace.network import list_networks
+
+        return list_networks(self.folder)
+
+    def load_network(self, name: str | Path) -> Network:
+        """A network by name (see :meth:`networks`) or file path, with the workspace's configuration
+        and provider. Problems in the file raise ``NetworkFileError`` naming file, task and field."""
+        from workspace.network import find_network_file, load_network
+
+        path = find_network_file(name, self.folder)
+        return load_network(path, folder=self.folder, config=self.config, provider=self.provider)
+
+    def new_network_thread(self, name: str, *, title: str | None = None) -> ThreadSession:
+        """A new thread whose messages each run the network ``name`` (validated now: a bad file raises)."""
+        network = self.load_network(name)
+        info = self.store.create_thread(robot=network.name, title=title, kind="network",
+                                        folder=str(self.folder) if self.folder else None)
+        session = ThreadSession(self, info)
+        session._network = network
+        self._sessions[info.id] = session
+        return session
+
     # -- threads -------------------------------------------------------------------------------------
-    def new_thread(self, robot_name: str, *, title: str | None = None) -> ThreadSession:
-        """A new thread with the robot (an unknown robot raises ConfigurationError naming the known ones)."""
+    def new_thread(self, robot_name: str, *, title: str | None = None, kind: str = "robot") -> ThreadSession:
+        """A new thread with the robot (an unknown robot raises ConfigurationError naming the known ones);
+        ``kind="network"``: with the network of that name (:meth:`new_network_thread`)."""
+        if kind == "network":
+            return self.new_network_thread(robot_name, title=title)
+        if kind != "robot":
+            raise ValueError(f"Invalid thread kind: {kind!r}. Must be 'robot' or 'network'")
         robot = self.load_robot(robot_name)
         info = self.store.create_thread(robot=robot.name, title=title,
                                         folder=str(self.folder) if self.folder else None)

@@ -118,6 +118,10 @@ class ToolCallsPane(QWidget):
         self.diff_button.setIcon(theme.icon("diff", theme.colors().muted, 16))
         self.diff_button.clicked.connect(self.show_diff)
         bar.addWidget(self.diff_button)
+        self.compare_button = QPushButton("Side by side…", self)
+        self.compare_button.setToolTip("Open the two selected results in the review view (side by side, highlighted)")
+        self.compare_button.clicked.connect(self.compare_results)
+        bar.addWidget(self.compare_button)
         layout.addLayout(bar)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.table = _table(model, splitter)
@@ -164,7 +168,9 @@ class ToolCallsPane(QWidget):
         self.count.setText(f"{n} call{'s' if n != 1 else ''}" + (f" · {errors} failed" if errors else ""))
 
     def _update_buttons(self) -> None:
-        self.diff_button.setEnabled(len(self.table.selectionModel().selectedRows()) == 2)
+        two = len(self.table.selectionModel().selectedRows()) == 2
+        self.diff_button.setEnabled(two)
+        self.compare_button.setEnabled(two)
 
     def select_call(self, call_id: str) -> None:
         for row, rec in enumerate(self.model.records):
@@ -202,6 +208,20 @@ class ToolCallsPane(QWidget):
             a, b = (self.model.record(r) for r in rows)
             self.diff_view.setHtml(_pre(diff_results(a, b), "diff"))
         self.tabs.setCurrentWidget(self.diff_view)
+
+    def compare_results(self) -> Any:
+        """The two selected results in the change review's view (a window, side by side)."""
+        rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
+        if len(rows) != 2:
+            return None
+        from ui.review.window import compare_window
+
+        a, b = (self.model.record(r) for r in rows)
+        window = compare_window(markdown.to_json_text(a.result_value), markdown.to_json_text(b.result_value),
+                                name="result.json", title=f"{a.display_name} ({a.id}) vs {b.display_name} ({b.id})",
+                                parent=self.window())
+        window.show()
+        return window
 
 
 class TracePane(QWidget):

@@ -288,8 +288,12 @@ class ApprovalPanel(QFrame):
         top.addWidget(icon)
         server = getattr(request, "server", None)
         where = f" on <b>{markdown._esc(server)}</b>" if server else ""
-        title = QLabel(f"<b>{markdown._esc(request.robot)}</b> wants to run "
+        task = getattr(request, "task", None)
+        in_task = (f' <span style="color:{c.muted};">in task</span> <b>{markdown._esc(task)}</b>'
+                   if task else "")  # a robot of a network: which task asks
+        title = QLabel(f"<b>{markdown._esc(request.robot)}</b>{in_task} wants to run "
                        f"<b>{markdown._esc(request.tool)}</b>{where}", self)
+        title.setObjectName("ApprovalTitle")
         title.setTextFormat(Qt.TextFormat.RichText)
         top.addWidget(title)
         top.addStretch(1)
@@ -454,6 +458,8 @@ class ChangeCard(QFrame):
     """A robot proposed file changes: the files with their size, and where to review them."""
 
     review_requested = Signal(str)  # change set id
+    #: Undo (or redo) what this card's changes wrote: (change set id, checkpoint id or "", redo).
+    undo_requested = Signal(str, str, bool)
 
     def __init__(self, *, change_set_id: str, robot: str, files: list[Any], parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -461,6 +467,10 @@ class ChangeCard(QFrame):
         self.change_set_id = change_set_id
         self.files = list(files)
         self.status = "pending"
+        #: The checkpoint taken before the changes were written (set by set_outcome), and the outcome by path.
+        self.checkpoint_id: str | None = None
+        self.outcome: dict[str, Any] = {}
+        self.undone = False
         c = theme.colors()
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
@@ -473,10 +483,9 @@ class ChangeCard(QFrame):
         icon = QLabel(header)
         icon.setPixmap(theme.icon("diff", c.muted).pixmap(14, 14))
         hl.addWidget(icon)
-        count = len(self.files)
-        title = QLabel(f"<b>Proposed changes</b> · {count} file{'s' if count != 1 else ''}", header)
-        title.setTextFormat(Qt.TextFormat.RichText)
-        hl.addWidget(title)
+        self.title = QLabel("", header)
+        self.title.setTextFormat(Qt.TextFormat.RichText)
+        hl.addWidget(self.title)
         hl.addWidget(robot_chip(robot, header))
         hl.addStretch(1)
         self._pill_holder = QHBoxLayout()
@@ -487,6 +496,44 @@ class ChangeCard(QFrame):
         bl = QVBoxLayout(body)
         bl.setContentsMargins(12, 8, 12, 10)
         bl.setSpacing(4)
+        self.listing = RichLabel("", body)
+        bl.addWidget(self.listing)
+        self._show_files()
+        row = QHBoxLayout()
+        self.note = QLabel("Nothing is written until you review it.", body)
+        self.note.setObjectName("Muted")
+        row.addWidget(self.note)
+        row.addStretch(1)
+        self.undo_button = QPushButton("Undo", body)
+        self.undo_button.setToolTip("Restore the files as they were before these changes (redo stays possible)")
+        self.undo_button.clicked.connect(
+            lambda: self.undo_requested.emit(self.change_set_id, self.checkpoint_id or "", self.undone))
+        self.undo_button.setVisible(False)
+        row.addWidget(self.undo_button)
+        self.review_button = QPushButton("Review changes", body)
+        self.review_button.setObjectName("PrimaryButton")
+        self.review_button.clicked.connect(lambda: self.review_requested.emit(self.change_set_id))
+        row.addWidget(self.review_button)
+        bl.addLayout(row)
+        outer.addWidget(body)
+        self._set_pill("review pending", c.warning, c.warning_bg)
+
+    def add_files(self, files: list[Any]) -> None:
+        """Another proposal of the same change set (the robot edited more files, or a file again)."""
+        by_path = {str(f.get("path")): i for i, f in enumerate(self.files)}
+        for f in files:
+            key = str(f.get("path"))
+            if key in by_path:
+                self.files[by_path[key]] = f
+            else:
+                by_path[key] = len(self.files)
+                self.files.append(f)
+        self._show_files()
+
+    def _show_files(self) -> None:
+        c = theme.colors()
+        count = len(self.files)
+        self.title.setText(f"<b>Proposed changes</b> · {count} file{'s' if count != 1 else ''}")
         rows = []
         for f in self.files[:12]:
             path = markdown._esc(str(f.get("path", "?")))
@@ -497,20 +544,7 @@ class ChangeCard(QFrame):
                         f'<span style="color:{c.success}">+{added}</span> <span style="color:{c.error}">−{removed}</span>')
         if len(self.files) > 12:
             rows.append(f'<span style="color:{c.muted}">… and {len(self.files) - 12} more</span>')
-        self.listing = RichLabel("<br>".join(rows), body)
-        bl.addWidget(self.listing)
-        row = QHBoxLayout()
-        self.note = QLabel("Nothing is written until you review it.", body)
-        self.note.setObjectName("Muted")
-        row.addWidget(self.note)
-        row.addStretch(1)
-        self.review_button = QPushButton("Review changes", body)
-        self.review_button.setObjectName("PrimaryButton")
-        self.review_button.clicked.connect(lambda: self.review_requested.emit(self.change_set_id))
-        row.addWidget(self.review_button)
-        bl.addLayout(row)
-        outer.addWidget(body)
-        self._set_pill("review pending", c.warning, c.warning_bg)
+        self.listing.setText("<br>".join(rows))
 
     def _set_pill(self, text: str, fg: str, bg: str) -> None:
         if self._pill is not None:
@@ -519,12 +553,21 @@ class ChangeCard(QFrame):
         self._pill = pill(text, fg, bg, self)
         self._pill_holder.addWidget(self._pill)
 
-    def set_outcome(self, outcome: list[Any]) -> None:
-        """Show what the user decided (from a ``change_decided`` event)."""
+    def set_outcome(self, outcome: list[Any], *, checkpoint_id: str | None = None) -> None:
+        """Show what the user decided (from a ``change_decided`` event; auto mode sends one per write)."""
         c = theme.colors()
+        for f in outcome:
+            self.outcome[str(f.get("path"))] = f
+        outcome = list(self.outcome.values())
         accepted = sum(len(f.get("accepted") or []) for f in outcome)
         rejected = sum(len(f.get("rejected") or []) for f in outcome)
         self.status = "decided"
+        self.undone = False
+        if checkpoint_id:
+            self.checkpoint_id = checkpoint_id
+        written = any(f.get("status") == "applied" for f in outcome)
+        self.undo_button.setText("Undo")
+        self.undo_button.setVisible(written and self.checkpoint_id is not None)
         if accepted and not rejected:
             self._set_pill("applied", c.success, c.card_header)
         elif rejected and not accepted:
@@ -536,3 +579,15 @@ class ChangeCard(QFrame):
         self.review_button.setObjectName("")
         self.review_button.style().unpolish(self.review_button)
         self.review_button.style().polish(self.review_button)
+
+    def set_undone(self, undone: bool) -> None:
+        """The written changes were undone (or redone) from the card or the Changes dock."""
+        c = theme.colors()
+        self.undone = undone
+        if undone:
+            self._set_pill("undone", c.muted, c.card_header)
+            self.note.setText("Undone: the files are as they were before these changes.")
+            self.undo_button.setText("Redo")
+        else:
+            self.set_outcome([])
+        self.undo_button.setVisible(self.checkpoint_id is not None)

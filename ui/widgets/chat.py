@@ -33,6 +33,7 @@ from ui import markdown, theme
 from ui.models.tool_calls import format_duration
 from ui.widgets.cards import ApprovalPanel, ChangeCard, ToolCard
 from ui.widgets.common import AutoHeightText, RichLabel
+from ui.widgets.lanes import LaneGroup, TaskLane, lane_of
 
 if TYPE_CHECKING:
     import asyncio
@@ -147,6 +148,12 @@ class UserMessage(QFrame):
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("UserRow")
+        from workspace.changes import split_user_message
+
+        # The review outcome sent in front of the message shows as its own small block (set_note).
+        note, text = split_user_message(text)
+        self.note: str | None = None
+        self.note_block: QWidget | None = None
         self.text = text
         self.turn_id = turn_id
         self.sibling_index = sibling_index
@@ -171,6 +178,8 @@ class UserMessage(QFrame):
         self.label.setMinimumWidth(min(longest + 8, int(COLUMN_MAX_WIDTH * 0.8) - 40, 520))
         row.addWidget(self.bubble)
         outer.addLayout(row)
+        if note:
+            self.set_note(note)
 
         # The action row keeps its height whether or not its buttons show: nothing jumps on hover.
         self.action_row = QWidget(self)
@@ -184,6 +193,27 @@ class UserMessage(QFrame):
         self._buttons_made = False
         if sibling_count > 1:
             self._update_branch()
+
+    def set_note(self, note: str | None) -> None:
+        """Show the ``<change-review>`` note sent with this message as a collapsed block above it."""
+        if note == self.note:
+            return
+        if self.note_block is not None:
+            self.note_block.deleteLater()
+            self.note_block = None
+        self.note = note or None
+        if self.note:
+            from ui.review.note import ReviewNoteBlock
+
+            holder = QHBoxLayout()
+            holder.setContentsMargins(0, 0, 0, 0)
+            holder.addStretch(1)
+            self.note_block = ReviewNoteBlock(self.note, self)
+            self.note_block.setMaximumWidth(int(COLUMN_MAX_WIDTH * 0.8))
+            holder.addWidget(self.note_block)
+            layout = self.layout()
+            assert isinstance(layout, QVBoxLayout)
+            layout.insertLayout(0, holder)
 
     def _make_buttons(self) -> None:
         """The row's buttons, made on first need (hover, a fork): long threads open faster."""
@@ -282,7 +312,10 @@ class UserMessage(QFrame):
             self.editor = None
             self.bubble.setVisible(True)
             if submit and text and self.turn_id is not None:
-                self.edit_submitted.emit(self.turn_id, text)
+                from workspace.changes import compose_user_message
+
+                # the fork replaces this message: it carries the same review outcome to the model
+                self.edit_submitted.emit(self.turn_id, compose_user_message(self.note, text))
 
         cancel.clicked.connect(lambda: finish(False))
         send.clicked.connect(lambda: finish(True))
@@ -375,6 +408,8 @@ class RunBlock:
     cost: float | None = None
     ended: bool = False
     calls: list[Any] = field(default_factory=list)
+    #: The task lane this run's widgets go into (a task of a network run), else None.
+    lane: TaskLane | None = None
 
 
 class ChatView(QScrollArea):
@@ -382,6 +417,7 @@ class ChatView(QScrollArea):
 
     edit_submitted = Signal(str, str)
     review_requested = Signal(str)  # change set id
+    change_undo_requested = Signal(str, str, bool)  # change set id, checkpoint id, redo
     regenerate_requested = Signal(str)
     branch_requested = Signal(str, int)
     example_clicked = Signal(str)
@@ -422,6 +458,9 @@ class ChatView(QScrollArea):
         self._last_user_turn: str | None = None
         self.approvals: list[ApprovalPanel] = []
         self._waiting_approvals: dict[str, tuple[Any, asyncio.Future[Any]]] = {}
+        #: Network runs shown (lanes by task), by the network run's id; the latest one.
+        self.lane_groups: dict[str, LaneGroup] = {}
+        self._lane_group: LaneGroup | None = None
 
     # -- items -----------------------------------------------------------------------------
     def _add(self, widget: QWidget, *, at_top: bool = False) -> QWidget:
@@ -451,7 +490,17 @@ class ChatView(QScrollArea):
         widget.deleteLater()
 
     def tool_cards(self) -> list[ToolCard]:
-        return [w for w in self.items() if isinstance(w, ToolCard)]
+        cards: list[ToolCard] = []
+        for w in self.items():
+            if isinstance(w, ToolCard):
+                cards.append(w)
+            elif isinstance(w, TaskLane):
+                cards += w.tool_cards()
+        return cards
+
+    def lanes(self) -> list[TaskLane]:
+        """Every task lane shown, in order."""
+        return [w for w in self.items() if isinstance(w, TaskLane)]
 
     def user_messages(self) -> list[UserMessage]:
         return [w for w in self.items() if isinstance(w, UserMessage)]
@@ -468,6 +517,10 @@ class ChatView(QScrollArea):
             self._empty = None
         self._runs.clear()
         self._users.clear()
+        for group in self.lane_groups.values():
+            group.deleteLater()
+        self.lane_groups.clear()
+        self._lane_group = None
         self._pending_turns = []
         self.approvals = []
         self._waiting_approvals = {}
@@ -537,25 +590,62 @@ class ChatView(QScrollArea):
         if block is None:
             block = RunBlock(run_id=run_id, robot=robot, turn_id=self._last_user_turn)
             self._runs[run_id] = block
+            group = self._lane_group
+            if group is not None and not group.ended and run_id not in self.lane_groups:
+                block.lane = group.lane_for_robot(robot)  # a task's run: into the task's lane
         return block
 
     def _add_to(self, block: RunBlock, widget: QWidget) -> None:
         """Add a run's widget; the run's footer (usage) stays below everything of the run."""
+        if block.lane is not None:  # a task of a network run: into its lane
+            block.lane.add_widget(widget)
+            return
         self._add(widget)
         if block.footer is not None:
             self._layout.removeWidget(block.footer)
             self._add(block.footer)
 
     def _header(self, block: RunBlock, robot: str) -> None:
+        if block.lane is not None:  # the lane's header names the robot
+            return
         if block.last_robot != robot:
             self._add_to(block, RobotHeader(robot, self.column))
             block.last_robot = robot
 
-    def start_run(self, run_id: str, robot: str, *, turn_id: str | None = None) -> RunBlock:
+    def start_run(self, run_id: str, robot: str, *, turn_id: str | None = None,
+                  task: str | None = None) -> RunBlock:
         block = self._block(run_id, robot)
         if turn_id is not None:
             block.turn_id = turn_id
+        if task and block.lane is None and self._lane_group is not None:
+            block.lane = self._lane_group.lane(task) or self._lane_group.lane_for_robot(robot)
         return block
+
+    # -- network runs: one lane per task ----------------------------------------------------
+    def task_event(self, event: Any) -> TaskLane | None:
+        """A ``task_started`` / ``task_finished`` of a network run: the task's lane starts or ends."""
+        group = self.lane_groups.get(event.run_id)
+        if group is None:
+            network = self._block(event.run_id, event.robot)
+            group = LaneGroup(event.run_id, network.robot, add=lambda w, b=network: self._add_to(b, w),
+                              parent=self.column)
+            self.lane_groups[event.run_id] = group
+            self._lane_group = group
+        return group.on_task_event(event)
+
+    def lane(self, task: str, run_id: str | None = None) -> TaskLane | None:
+        """The lane of ``task`` in network run ``run_id`` (default: the latest network run)."""
+        group = self.lane_groups.get(run_id) if run_id else self._lane_group
+        return group.lane(task) if group is not None else None
+
+    def reveal_task(self, task: str) -> bool:
+        """Open the task's lane (latest network run) and scroll to it."""
+        lane = self.lane(task)
+        if lane is None:
+            return False
+        lane.expand()
+        QTimer.singleShot(0, lambda: self.ensureWidgetVisible(lane, 0, 60))
+        return True
 
     def append_text(self, run_id: str, robot: str, text: str) -> None:
         block = self._block(run_id, robot)
@@ -595,6 +685,7 @@ class ChatView(QScrollArea):
         """A ``change_proposed`` event: a card listing the files, with a way to review them."""
         existing = self.change_card(event.change_set_id)
         if existing is not None and existing.status == "pending":
+            existing.add_files(list(event.files))
             return existing
         block = self._block(event.run_id, event.robot)
         self._header(block, event.robot)
@@ -602,6 +693,7 @@ class ChatView(QScrollArea):
         card = ChangeCard(change_set_id=event.change_set_id, robot=event.robot, files=list(event.files),
                           parent=self.column)
         card.review_requested.connect(self.review_requested)
+        card.undo_requested.connect(self.change_undo_requested)
         self._add_to(block, card)
         return card
 
@@ -614,7 +706,7 @@ class ChatView(QScrollArea):
     def change_decided(self, event: Any) -> None:
         card = self.change_card(event.change_set_id)
         if card is not None:
-            card.set_outcome(list(event.outcome))
+            card.set_outcome(list(event.outcome), checkpoint_id=getattr(event, "checkpoint_id", None))
 
     def card(self, call_id: str) -> ToolCard | None:
         for block in self._runs.values():
@@ -622,8 +714,14 @@ class ChatView(QScrollArea):
                 return block.cards[call_id]
         return None
 
+    def _card_in_run(self, call_id: str, run_id: str | None) -> ToolCard | None:
+        """The card of a call, looked up in its own run first (call ids repeat across a network's tasks)."""
+        block = self._runs.get(run_id) if run_id else None
+        found = block.cards.get(call_id) if block is not None else None
+        return found or self.card(call_id)
+
     def tool_finished(self, event: Any) -> None:
-        card = self.card(event.id) or self.add_tool_use(event)
+        card = self._card_in_run(event.id, event.run_id) or self.add_tool_use(event)
         if event.kind == "tool_result":
             card.set_result(event.payload, event.duration)
         else:
@@ -631,13 +729,13 @@ class ChatView(QScrollArea):
             card.set_error(event.error, event.duration, denied=denied)
 
     def approval_decided(self, event: Any) -> None:
-        card = self.card(event.id)
+        card = self._card_in_run(event.id, event.run_id)
         if card is not None and card.approval is None:
             card.mark_decided(event.decision, event.reason, event.scope)
 
     def ask_approval(self, request: Any, future: asyncio.Future[Any]) -> None:
         """Show the approval inline in the tool's card (once its tool_use has arrived)."""
-        if self.card(request.call_id) is not None:
+        if self._card_in_run(request.call_id, getattr(request, "run_id", None)) is not None:
             self._attach_approval(request, future)
             return
         # The gate asks before the bridge has delivered the tool_use event: wait for the card.
@@ -656,9 +754,12 @@ class ChatView(QScrollArea):
         self.add_tool_use(fake)
 
     def _attach_approval(self, request: Any, future: asyncio.Future[Any]) -> ApprovalPanel | None:
-        card = self.card(request.call_id)
+        card = self._card_in_run(request.call_id, getattr(request, "run_id", None))
         if card is None or future.done():
             return None
+        lane = lane_of(card)
+        if lane is not None:  # a robot of a network asks: open its lane
+            lane.expand()
         panel = card.ask_approval(request, future)
         self.approvals.append(panel)
         panel.finished.connect(lambda _d, p=panel: self.approvals.remove(p) if p in self.approvals else None)
@@ -681,6 +782,9 @@ class ChatView(QScrollArea):
         block.output_tokens = event.total_output_tokens
         block.cost = event.total_cost
         block.calls.append(event)
+        if block.lane is not None:  # a task's usage shows in its lane's header
+            block.lane.set_usage(block.input_tokens, block.output_tokens, block.cost)
+            return
         footer = self._footer(block)
         footer.set_usage(block.input_tokens, block.output_tokens, block.cost, None, calls=block.calls)
 
@@ -701,6 +805,16 @@ class ChatView(QScrollArea):
 
     def end_run(self, event: Any, *, duration: float | None = None) -> None:
         block = self._block(event.run_id, event.robot)
+        if block.lane is not None:  # an interrupted task's run: the end belongs to its network run
+            block.text = None
+            group = next((g for g in self.lane_groups.values() if block.lane in g.lanes.values()), None)
+            if group is None:
+                return
+            block = self._block(group.run_id, group.network)
+            event = event.replace(run_id=group.run_id, robot=group.network) if hasattr(event, "replace") else event
+        group = self.lane_groups.get(event.run_id)
+        if group is not None:
+            group.finish(event)
         block.text = None
         block.ended = True
         c = theme.colors()

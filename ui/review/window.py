@@ -1,0 +1,406 @@
+"""The full-size review: a large window (never a modal ``exec()``) with the file list on the left and
+the diff of the selected file, unified or side by side, on the right.
+
+It shares its :class:`~ui.models.changes.ChangeReviewModel` with the Changes dock, so a
+decision taken in one shows in the other. With a :class:`~ui.models.changes.ChangeActions`
+it can apply (and resolve conflicts); without, it only shows (a thread's net diff, two
+results or answers compared).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QItemSelectionModel, Qt
+from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui.review.conflict import ConflictView
+from ui.review.files import file_list
+from ui.review.view import DiffView
+
+if TYPE_CHECKING:
+    from ui.models.changes import ChangeActions, ChangeReviewModel
+    from workspace.changes import Conflict
+
+KEY_HINTS = ("]c / [c  next / previous hunk   ·   j / k   ·   a accept   ·   r reject   ·   e edit   ·   "
+             "u undo decision   ·   s side by side")
+
+
+def summary_text(model: ChangeReviewModel) -> str:
+    """``3 files · +12 −4 · 7 hunks: 4 pending, 2 accepted, 1 rejected`` (or what settled)."""
+    counts = model.counts()
+    if model.read_only:
+        n = counts.files
+        return f"{n} file{'s' if n != 1 else ''} · +{counts.added} −{counts.removed} · {counts.hunks} " \
+               f"change{'s' if counts.hunks != 1 else ''}"
+    if not counts.files:
+        settled = model.files
+        if settled:
+            applied = sum(1 for f in settled if f.state == "applied")
+            return f"Settled: {applied} of {len(settled)} file{'s' if len(settled) != 1 else ''} written"
+        return "No changes proposed yet"
+    n = counts.files
+    return (f"{n} file{'s' if n != 1 else ''} · +{counts.added} −{counts.removed} · {counts.hunks} hunk"
+            f"{'s' if counts.hunks != 1 else ''}: {counts.pending} pending, {counts.accepted} accepted, "
+            f"{counts.rejected} rejected")
+
+
+def segmented(parent: QWidget, labels: tuple[str, ...], *, checked: int = 0) -> tuple[QFrame, QButtonGroup]:
+    frame = QFrame(parent)
+    frame.setObjectName("Segmented")
+    row = QHBoxLayout(frame)
+    row.setContentsMargins(2, 2, 2, 2)
+    row.setSpacing(0)
+    group = QButtonGroup(frame)
+    group.setExclusive(True)
+    for i, label in enumerate(labels):
+        button = QToolButton(frame)
+        button.setObjectName("SegmentButton")
+        button.setText(label)
+        button.setCheckable(True)
+        button.setChecked(i == checked)
+        button.setCursor(Qt.CursorShape.PointingHandCursor)
+        group.addButton(button, i)
+        row.addWidget(button)
+    return frame, group
+
+
+class ReviewWindow(QWidget):
+    """File list + diff view, full size; Apply when given the actions."""
+
+    def __init__(self, model: ChangeReviewModel, actions: ChangeActions | None = None,
+                 parent: QWidget | None = None, *, title: str = "Review changes") -> None:
+        super().__init__(parent, Qt.WindowType.Window)
+        self.setObjectName("ReviewWindow")
+        self.setWindowTitle(f"{title} — RobotLab Workspace")
+        self.model = model
+        self.actions = actions
+        self.resize(1280, 820)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(0)
+
+        # -- header
+        header = QFrame(self)
+        header.setObjectName("ReviewHeader")
+        hl = QHBoxLayout(header)
+        hl.setContentsMargins(16, 10, 12, 10)
+        hl.setSpacing(10)
+        titles = QVBoxLayout()
+        titles.setSpacing(1)
+        self.title_label = QLabel("", header)
+        self.title_label.setObjectName("ReviewTitle")
+        self.summary = QLabel("", header)
+        self.summary.setObjectName("Muted")
+        titles.addWidget(self.title_label)
+        titles.addWidget(self.summary)
+        hl.addLayout(titles, 1)
+        seg, self.layout_group = segmented(header, ("Unified", "Side by side"))
+        self.layout_group.idClicked.connect(lambda i: self.view.set_split(i == 1))
+        hl.addWidget(seg)
+        self.whole_file = QToolButton(header)
+        self.whole_file.setObjectName("ToggleButton")
+        self.whole_file.setText("Whole file")
+        self.whole_file.setCheckable(True)
+        self.whole_file.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.whole_file.setToolTip("Show every line of the file, not only the lines around each change")
+        self.whole_file.toggled.connect(lambda on: self.view.set_whole_file(on))
+        hl.addWidget(self.whole_file)
+        self.prev_button = QPushButton("↑  Previous", header)
+        self.prev_button.setToolTip("Previous hunk ([c or k)")
+        self.next_button = QPushButton("↓  Next", header)
+        self.next_button.setToolTip("Next hunk (]c or j)")
+        self.prev_button.clicked.connect(lambda: (self.view.prev_hunk(), self.view.setFocus()))
+        self.next_button.clicked.connect(lambda: (self.view.next_hunk(), self.view.setFocus()))
+        hl.addWidget(self.prev_button)
+        hl.addWidget(self.next_button)
+        self.reject_all_button = QPushButton("Reject all", header)
+        self.reject_all_button.setObjectName("DangerButton")
+        self.accept_all_button = QPushButton("Accept all", header)
+        self.apply_button = QPushButton("Apply", header)
+        self.apply_button.setObjectName("PrimaryButton")
+        self.apply_button.setToolTip("Write the accepted hunks; undecided ones are not applied (Ctrl+Enter)")
+        self.reject_all_button.clicked.connect(lambda: self.model.reject_all())
+        self.accept_all_button.clicked.connect(lambda: self.model.accept_all())
+        self.apply_button.clicked.connect(self.apply)
+        for b in (self.reject_all_button, self.accept_all_button, self.apply_button):
+            b.setCursor(Qt.CursorShape.PointingHandCursor)
+            hl.addWidget(b)
+        outer.addWidget(header)
+
+        # -- body
+        splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        splitter.setObjectName("ReviewSplitter")
+        left = QWidget(splitter)
+        left.setObjectName("ReviewFiles")
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(10, 10, 6, 10)
+        ll.setSpacing(6)
+        files_title = QLabel("FILES", left)
+        files_title.setObjectName("SidebarSection")
+        ll.addWidget(files_title)
+        self.files = file_list(model, left)
+        ll.addWidget(self.files, 1)
+        file_buttons = QHBoxLayout()
+        self.accept_file_button = QPushButton("Accept file", left)
+        self.reject_file_button = QPushButton("Reject file", left)
+        self.reject_file_button.setObjectName("DangerButton")
+        self.accept_file_button.clicked.connect(self._accept_file)
+        self.reject_file_button.clicked.connect(self._reject_file)
+        file_buttons.addWidget(self.accept_file_button)
+        file_buttons.addWidget(self.reject_file_button)
+        ll.addLayout(file_buttons)
+        right = QWidget(splitter)
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.setSpacing(0)
+        file_bar = QFrame(right)
+        file_bar.setObjectName("ReviewFileBar")
+        fbl = QHBoxLayout(file_bar)
+        fbl.setContentsMargins(14, 6, 14, 6)
+        self.file_title = QLabel("", file_bar)
+        self.file_title.setObjectName("ReviewFileTitle")
+        self.file_title.setTextFormat(Qt.TextFormat.RichText)
+        fbl.addWidget(self.file_title, 1)
+        rl.addWidget(file_bar)
+        self.stack = QStackedWidget(right)
+        self.view = DiffView(model, self.stack)
+        self.conflicts = ConflictView(self.stack)
+        self.stack.addWidget(self.view)
+        self.stack.addWidget(self.conflicts)
+        rl.addWidget(self.stack, 1)
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(0, 0)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([290, 990])
+        outer.addWidget(splitter, 1)
+
+        # -- footer
+        footer = QFrame(self)
+        footer.setObjectName("ReviewFooter")
+        fl = QHBoxLayout(footer)
+        fl.setContentsMargins(16, 6, 16, 6)
+        self.hints = QLabel(KEY_HINTS, footer)
+        self.hints.setObjectName("Muted")
+        fl.addWidget(self.hints, 1)
+        self.status = QLabel("", footer)
+        self.status.setObjectName("Muted")
+        fl.addWidget(self.status)
+        outer.addWidget(footer)
+
+        # -- wiring
+        self.files.selectionModel().currentRowChanged.connect(self._on_file_selected)
+        self.view.file_shown.connect(self._on_view_file)
+        self.view.split_changed.connect(lambda on: self.layout_group.button(1 if on else 0).setChecked(True))
+        self.view.all_decided.connect(self._on_all_decided)
+        model.changed.connect(self._refresh)
+        model.source_changed.connect(self._refresh)
+        model.problem.connect(lambda text: self.status.setText(text))
+        self.conflicts.action_requested.connect(self._on_conflict_action)
+        if actions is not None:
+            actions.conflicts_found.connect(self.show_conflicts)
+            actions.conflicts_cleared.connect(self.show_diff)
+            actions.applied.connect(lambda _r: self.show_diff())
+            actions.busy_changed.connect(lambda _b: self._refresh())
+            actions.message.connect(lambda text, _kind: self.status.setText(text))
+        QShortcut(QKeySequence("Ctrl+Return"), self, activated=self.apply)
+        QShortcut(QKeySequence("Esc"), self, activated=self._escape)
+        self._refresh()
+        self._on_view_file(self.view.fc.id if self.view.fc is not None else "")
+
+    # -- state ---------------------------------------------------------------------------------------
+    def _refresh(self) -> None:
+        model = self.model
+        self.title_label.setText(model.title or "Changes")
+        self.summary.setText(summary_text(model))
+        decidable = not model.read_only and bool(model.pending_files)
+        busy = self.actions is not None and self.actions.busy
+        for b in (self.accept_all_button, self.reject_all_button):
+            b.setVisible(not model.read_only)
+            b.setEnabled(decidable and not busy)
+        self.apply_button.setVisible(self.actions is not None and not model.read_only)
+        self.apply_button.setEnabled(decidable and not busy)
+        fc = self.view.fc
+        self.accept_file_button.setVisible(not model.read_only)
+        self.reject_file_button.setVisible(not model.read_only)
+        self.accept_file_button.setEnabled(model.decidable(fc) and not busy)
+        self.reject_file_button.setEnabled(model.decidable(fc) and not busy)
+        self.hints.setText(KEY_HINTS if not model.read_only else "]c / [c  next / previous change   ·   "
+                           "s side by side")
+        if self.view.fc is not None:
+            self._on_view_file(self.view.fc.id)
+
+    def _on_file_selected(self, current: object, _previous: object = None) -> None:
+        row = getattr(current, "row", lambda: -1)()
+        if 0 <= row < self.model.rowCount():
+            fc = self.model.file(row)
+            if fc is not self.view.fc:
+                self.view.show_file(fc)
+        self._refresh_file_buttons()
+
+    def _on_view_file(self, file_id: str) -> None:
+        row = self.model.row_of(file_id) if file_id else -1
+        sel = self.files.selectionModel()
+        if row >= 0 and sel.currentIndex().row() != row:
+            sel.setCurrentIndex(self.model.index(row), QItemSelectionModel.SelectionFlag.ClearAndSelect)
+        self._refresh_file_buttons()
+
+    def _refresh_file_buttons(self) -> None:
+        busy = self.actions is not None and self.actions.busy
+        fc = self.view.fc
+        self.file_title.setText(file_title_html(fc))
+        self.accept_file_button.setEnabled(self.model.decidable(fc) and not busy)
+        self.reject_file_button.setEnabled(self.model.decidable(fc) and not busy)
+
+    def _accept_file(self) -> None:
+        if self.view.fc is not None:
+            self.model.accept_file(self.view.fc.id)
+
+    def _reject_file(self) -> None:
+        if self.view.fc is not None:
+            self.model.reject_file(self.view.fc.id)
+
+    def _on_all_decided(self) -> None:
+        if self.actions is not None and not self.model.read_only:
+            self.status.setText("Every hunk is decided — Apply (Ctrl+Enter) writes the accepted ones.")
+
+    def _escape(self) -> None:
+        if self.view.overlay is not None:
+            self.view.overlay.cancel()
+        else:
+            self.close()
+
+    # -- actions ---------------------------------------------------------------------------------------
+    def apply(self) -> None:
+        if self.actions is not None and not self.model.read_only:
+            self.actions.apply()
+
+    def show_conflicts(self, conflicts: list[Conflict]) -> None:
+        self.conflicts.set_conflicts(conflicts)
+        self.stack.setCurrentWidget(self.conflicts)
+
+    def show_diff(self) -> None:
+        self.stack.setCurrentWidget(self.view)
+
+    def _on_conflict_action(self, action: str, key: str) -> None:
+        if self.actions is not None:
+            resolve_conflict(self.actions, action, key)
+
+    def open(self, *, hunk_id: str | None = None, file_id: str | None = None) -> None:
+        """Show the window (raised, not modal) at a hunk or file."""
+        if hunk_id:
+            self.view.select_hunk(hunk_id)
+        elif file_id:
+            row = self.model.row_of(file_id)
+            if row >= 0:
+                self.view.show_file(self.model.file(row))
+        self.show()
+        self.raise_()
+        self.activateWindow()
+        self.view.setFocus()
+
+    def retheme(self) -> None:
+        self.view.retheme()
+        self.conflicts.retheme()
+        self.files.viewport().update()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self.view.overlay is not None:
+            self.view.overlay.cancel()
+        super().closeEvent(event)
+
+
+def file_title_html(fc: object) -> str:
+    """``<b>path</b> · modify · +4 −7 · utf-8, LF`` for the bar above a file's diff."""
+    if fc is None:
+        return ""
+    from html import escape
+
+    from ui import theme
+
+    c = theme.colors()
+    counts = fc.counts()  # type: ignore[attr-defined]
+    fmt = getattr(fc, "format", None)
+    encoding = fmt.label if fmt is not None else "binary"
+    state = {"applied": " · applied", "rejected": " · not applied", "conflict": " · conflict"}.get(
+        getattr(fc, "state", ""), "")
+    return (f"<b>{escape(fc.display_path)}</b> <span style='color:{c.muted}'>· {fc.action}{state} · "  # type: ignore[attr-defined]
+            f"</span><span style='color:{c.success}'>+{counts['added']}</span> "
+            f"<span style='color:{c.error}'>−{counts['removed']}</span><span style='color:{c.muted}'> · "
+            f"{counts['hunks']} hunk{'s' if counts['hunks'] != 1 else ''} · {escape(encoding)}</span>")
+
+
+def resolve_conflict(actions: ChangeActions, action: str, key: str) -> None:
+    """A conflict view's button: rebase / overwrite / skip / cancel."""
+    if action == "rebase":
+        actions.rebase(key)
+    elif action == "overwrite":
+        actions.rebase(key, overwrite=True)
+    elif action == "skip":
+        actions.skip(key)
+    else:
+        actions.cancel_conflicts()
+
+
+def compare_window(old: str, new: str, *, name: str, title: str, parent: QWidget | None = None,
+                   split: bool = True) -> ReviewWindow:
+    """A window comparing any two texts (two tool results, two answers) in the review view."""
+    from ui.models.changes import ChangeReviewModel
+    from workspace.changes import compare_texts
+
+    model = ChangeReviewModel()
+    fc = compare_texts(old, new, name=name)
+    model.set_files([fc], title=title)
+    window = ReviewWindow(model, None, parent, title=title)
+    model.setParent(window)
+    window.view.set_split(split)
+    window.files.parentWidget().setVisible(False)
+    window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    window.resize(1100, 720)
+    return window
+
+
+def answers_to_compare(session: object) -> tuple[str, str, str] | None:
+    """(older text, newer text, title) of two answers of a thread: the last answer and its previous
+    version when it was regenerated or edited, else the two last answers. None when there are not two."""
+    if session is None:
+        return None
+    try:
+        turns = session.transcript()  # type: ignore[attr-defined]
+    except Exception:
+        return None
+    answered = [t for t in turns if t.text]
+    if not answered:
+        return None
+    last = turns[-1]
+    if last.sibling_count > 1 and last.text:
+        other_id = last.previous_sibling or last.next_sibling
+        try:
+            other = session.transcript(other_id)[-1]  # type: ignore[attr-defined]
+        except Exception:
+            other = None
+        if other is not None and other.text:
+            first, second = (other, last) if last.previous_sibling else (last, other)
+            a, b = first.sibling_index + 1, second.sibling_index + 1
+            return first.text, second.text, f"Answer version {a} vs version {b}"
+    if len(answered) < 2:
+        return None
+    first, second = answered[-2], answered[-1]
+    return first.text, second.text, "The last two answers"
+
+
+__all__ = ["KEY_HINTS", "ReviewWindow", "answers_to_compare", "compare_window", "resolve_conflict", "segmented", "summary_text"]
+

@@ -1,0 +1,665 @@
+"""Lanes: a network run in the chat, one lane per task.
+
+A network run shows a small header (the network), then one :class:`TaskLane` per task in the
+order the tasks start (or are skipped). A lane has the robot's colour as a stripe and its badge,
+the task's status (icon and pill), its duration and tokens; its body holds the robot's text and
+tool cards. A finished lane collapses to one line (its answer's first line) as soon as another
+task runs, except the task whose answer is the network's answer (the last one done), which stays
+open. A lane the user opened or closed stays that way. Skipped tasks are a single muted line
+saying why.
+
+Also here, shared with the Network dock: the colours and painted icons of task states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from PySide6.QtCore import QByteArray, QObject, QPointF, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QIcon, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPen, QPixmap
+from PySide6.QtSvg import QSvgRenderer
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
+
+from ui import markdown, theme
+from ui.models.tool_calls import format_duration
+from ui.widgets.common import pill
+
+STATUS_TEXT = {
+    "waiting": "waiting",
+    "running": "running",
+    "done": "done",
+    "failed": "failed",
+    "skipped": "skipped",
+    "cancelled": "stopped",
+}
+
+NETWORK_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="24" height="24" viewBox="0 0 24 24" fill="none" '
+    'stroke="currentColor" stroke-width="1.8" stroke-linecap="round" stroke-linejoin="round">'
+    '<rect x="2.5" y="9" width="6" height="6" rx="1.6"/><rect x="15.5" y="3" width="6" height="6" rx="1.6"/>'
+    '<rect x="15.5" y="15" width="6" height="6" rx="1.6"/><path d="M8.5 12h2.5a2 2 0 0 0 2-2V8a2 2 0 0 1 2-2h.5"/>'
+    '<path d="M11 12a2 2 0 0 1 2 2v2a2 2 0 0 0 2 2h.5"/></svg>'
+)
+
+
+# -- colours and icons ---------------------------------------------------------------------------
+#: Robot colours per network: distinct within a network, the robot's usual colour when free.
+_NETWORK_COLORS: dict[str, dict[str, str]] = {}
+
+
+def robot_color(robot: str, network: str | None = None) -> str:
+    """The robot's colour; inside ``network`` one no other robot of that network has (stable for
+    the process: the first robots to ask — the dock asks in the graph's order — keep theirs)."""
+    preferred = theme.badge_color(robot)
+    if network is None:
+        return preferred
+    table = _NETWORK_COLORS.setdefault(network, {})
+    found = table.get(robot)
+    if found is not None:
+        return found
+    palette = list(theme.BADGE_COLORS)
+    start = palette.index(preferred) if preferred in palette else 0
+    used = set(table.values())
+    color = next((palette[(start + i) % len(palette)] for i in range(len(palette))
+                  if palette[(start + i) % len(palette)] not in used), preferred)
+    table[robot] = color
+    return color
+
+
+def assign_robot_colors(network: str, robots: Iterable[str]) -> None:
+    """Give the robots of ``network`` their colours in this order (the graph's)."""
+    for robot in robots:
+        robot_color(robot, network)
+
+
+def color_chip(robot: str, color: str, parent: QWidget | None = None) -> QLabel:
+    """The robot badge (as on tool cards) in a given colour."""
+    label = QLabel(robot, parent)
+    label.setObjectName("RobotChip")
+    style_chip(label, color)
+    label.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
+    return label
+
+
+def style_chip(label: QLabel, color: str) -> None:
+    base = QColor(color)
+    tint = QColor(base)
+    light = theme.colors().name == "light"
+    tint.setAlpha(38 if light else 70)
+    fg = base.name() if light else base.lighter(150).name()
+    label.setStyleSheet(
+        f"QLabel#RobotChip {{ color: {fg}; background-color: rgba({tint.red()}, {tint.green()}, {tint.blue()}, "
+        f"{tint.alpha()}); border-radius: 8px; padding: 1px 8px; font-size: 11px; font-weight: 600; }}"
+    )
+
+
+def recolor_chips(widget: QWidget, robot: str, color: str) -> None:
+    """Robot badges of ``robot`` inside ``widget`` (a tool card's) in the lane's colour."""
+    for label in widget.findChildren(QLabel, "RobotChip"):
+        if label.text() == robot:
+            style_chip(label, color)
+
+
+def status_color(status: str) -> str:
+    c = theme.colors()
+    return {
+        "running": c.accent,
+        "done": c.success,
+        "failed": c.error,
+        "cancelled": c.warning,
+        "skipped": c.muted,
+        "waiting": c.muted,
+    }.get(status, c.muted)
+
+
+def status_background(status: str) -> str:
+    c = theme.colors()
+    dark = c.name == "dark"
+    return {
+        "running": "#25244a" if dark else "#eeedfc",
+        "done": "#1b2e22" if dark else "#e9f6ec",
+        "failed": c.error_bg,
+        "cancelled": c.warning_bg,
+        "skipped": c.card_header,
+        "waiting": c.card_header,
+    }.get(status, c.card_header)
+
+
+def paint_status(painter: QPainter, rect: QRectF, status: str, *, phase: float = 0.0) -> None:
+    """A status icon in ``rect``: waiting ○, running (a turning arc), done ✓, failed ✕,
+    skipped ⊘, cancelled ■."""
+    color = QColor(status_color(status))
+    painter.save()
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    side = min(rect.width(), rect.height())
+    r = QRectF(0, 0, side, side)
+    r.moveCenter(rect.center())
+    width = max(1.4, side / 9)
+    inner = r.adjusted(width / 2, width / 2, -width / 2, -width / 2)
+    if status == "running":
+        faint = QColor(color)
+        faint.setAlpha(60)
+        painter.setPen(QPen(faint, width))
+        painter.drawEllipse(inner)
+        painter.setPen(QPen(color, width, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap))
+        start = int(-phase * 360 * 16) % (360 * 16)
+        painter.drawArc(inner, start, 110 * 16)
+    elif status in ("done", "failed", "cancelled"):
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(color)
+        painter.drawEllipse(r)
+        pen = QPen(QColor("#ffffff"), width * 1.1, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap,
+                   Qt.PenJoinStyle.RoundJoin)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        s = side
+        x, y = r.left(), r.top()
+        if status == "done":
+            path = QPainterPath(QPointF(x + s * 0.28, y + s * 0.52))
+            path.lineTo(x + s * 0.44, y + s * 0.67)
+            path.lineTo(x + s * 0.72, y + s * 0.36)
+            painter.drawPath(path)
+        elif status == "failed":
+            painter.drawLine(QPointF(x + s * 0.34, y + s * 0.34), QPointF(x + s * 0.66, y + s * 0.66))
+            painter.drawLine(QPointF(x + s * 0.66, y + s * 0.34), QPointF(x + s * 0.34, y + s * 0.66))
+        else:
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QColor("#ffffff"))
+            painter.drawRoundedRect(QRectF(x + s * 0.34, y + s * 0.34, s * 0.32, s * 0.32), s * 0.05, s * 0.05)
+    elif status == "skipped":
+        painter.setPen(QPen(color, width))
+        painter.drawEllipse(inner)
+        painter.drawLine(QPointF(inner.left() + inner.width() * 0.2, inner.bottom() - inner.height() * 0.2),
+                         QPointF(inner.right() - inner.width() * 0.2, inner.top() + inner.height() * 0.2))
+    else:  # waiting
+        pen = QPen(color, width)
+        pen.setStyle(Qt.PenStyle.DotLine if side >= 14 else Qt.PenStyle.SolidLine)
+        painter.setPen(pen)
+        painter.drawEllipse(inner)
+    painter.restore()
+
+
+def status_pixmap(status: str, size: int = 14, *, phase: float = 0.0) -> QPixmap:
+    app_scale = 2
+    pixmap = QPixmap(size * app_scale, size * app_scale)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pixmap)
+    paint_status(painter, QRectF(0, 0, size * app_scale, size * app_scale), status, phase=phase)
+    painter.end()
+    pixmap.setDevicePixelRatio(app_scale)
+    return pixmap
+
+
+def network_icon(color: str | None = None, size: int = 18) -> QIcon:
+    """The network glyph (three linked boxes) in ``color``."""
+    svg = NETWORK_SVG.replace("currentColor", color or theme.colors().muted)
+    renderer = QSvgRenderer(QByteArray(svg.encode("utf-8")))
+    scale = 2
+    pixmap = QPixmap(QSize(size * scale, size * scale))
+    pixmap.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pixmap)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    renderer.render(painter, QRectF(0, 0, size * scale, size * scale))
+    painter.end()
+    pixmap.setDevicePixelRatio(scale)
+    return QIcon(pixmap)
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    for line in text.splitlines():
+        line = line.strip().lstrip("#>*-_ ").strip()
+        if line:
+            line = line.replace("**", "").replace("`", "")
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""
+
+
+def _tokens(input_tokens: int, output_tokens: int) -> str:
+    total = input_tokens + output_tokens
+    return f"{total:,} tokens" if total else ""
+
+
+# -- widgets ---------------------------------------------------------------------------------------
+class NetworkHeader(QWidget):
+    """The first row of a network run: the network's glyph and name, then a summary."""
+
+    def __init__(self, network: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("NetworkHeader")
+        self.network = network
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 4, 0, 0)
+        layout.setSpacing(8)
+        c = theme.colors()
+        self.icon = QLabel(self)
+        self.icon.setPixmap(network_icon(c.accent, 18).pixmap(18, 18))
+        layout.addWidget(self.icon)
+        self.name = QLabel(network, self)
+        self.name.setObjectName("NetworkName")
+        self.name.setStyleSheet(f"color: {c.accent}; font-weight: 600;")
+        layout.addWidget(self.name)
+        self.kind = QLabel("network", self)
+        self.kind.setObjectName("Muted")
+        layout.addWidget(self.kind)
+        layout.addStretch(1)
+
+    def set_summary(self, text: str) -> None:
+        self.kind.setText(f"network · {text}" if text else "network")
+
+
+class ElidedLabel(QLabel):
+    """A one-line label that ends in "…" when it is too narrow; ``text()`` is the full text."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._full = text
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self._elide()
+
+    def setText(self, text: str) -> None:
+        self._full = text
+        self._elide()
+
+    def text(self) -> str:
+        return self._full
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        width = max(0, self.width() - 2)
+        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, width) if width else ""
+        super().setText(shown)
+
+
+class _LaneHeader(QFrame):
+    clicked = Signal()
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            self.clicked.emit()
+            event.accept()
+            return
+        super().mousePressEvent(event)
+
+
+class TaskLane(QFrame):
+    """One task of a network run: a coloured lane with a header and the robot's work inside."""
+
+    #: The user opened (False) or closed (True) the lane.
+    toggled = Signal(bool)
+
+    def __init__(self, task: str, robot: str, parent: QWidget | None = None, *, color: str | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("TaskLane")
+        self.task = task
+        self.robot = robot
+        self.color = color or theme.badge_color(robot)
+        self.status = "waiting"
+        self.reason: str | None = None
+        self.message: str | None = None
+        self.started: float | None = None
+        self.finished: float | None = None
+        self.collapsed = False
+        #: The user chose open/closed: automatic collapsing leaves the lane alone.
+        self.user_toggled = False
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self._summary_text = ""
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, False)
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(4, 0, 0, 0)  # room for the stripe
+        outer.setSpacing(0)
+        self.header = _LaneHeader(self)
+        self.header.setObjectName("TaskLaneHeader")
+        self.header.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.header.clicked.connect(self.toggle)
+        hl = QHBoxLayout(self.header)
+        hl.setContentsMargins(8, 6, 10, 6)
+        hl.setSpacing(7)
+        self.chevron = QToolButton(self.header)
+        self.chevron.setObjectName("GhostButton")
+        self.chevron.setAutoRaise(True)
+        self.chevron.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.chevron.clicked.connect(self.toggle)
+        self.chevron.setFixedSize(20, 20)
+        hl.addWidget(self.chevron)
+        self.status_icon = QLabel(self.header)
+        self.status_icon.setFixedSize(14, 14)
+        hl.addWidget(self.status_icon)
+        self.title = QLabel(self.header)
+        self.title.setObjectName("TaskTitle")
+        self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.title.setText(f"<b>{markdown._esc(task)}</b>")
+        hl.addWidget(self.title)
+        self.chip = color_chip(robot, self.color, self.header)
+        self.chip.setToolTip(f"Robot {robot}")
+        hl.addWidget(self.chip)
+        self.summary = ElidedLabel("", self.header)
+        self.summary.setObjectName("Muted")
+        self.summary.setMinimumWidth(40)
+        hl.addWidget(self.summary, 1)
+        self.usage = QLabel("", self.header)
+        self.usage.setObjectName("Muted")
+        hl.addWidget(self.usage)
+        self.duration = QLabel("", self.header)
+        self.duration.setObjectName("Muted")
+        hl.addWidget(self.duration)
+        self._pill_holder = QHBoxLayout()
+        self._pill_holder.setContentsMargins(0, 0, 0, 0)
+        hl.addLayout(self._pill_holder)
+        self._pill: QLabel | None = None
+        outer.addWidget(self.header)
+
+        self.body = QWidget(self)
+        self.body.setObjectName("TaskLaneBody")
+        self.body_layout = QVBoxLayout(self.body)
+        self.body_layout.setContentsMargins(12, 2, 12, 10)
+        self.body_layout.setSpacing(6)
+        self.note = QLabel("", self.body)
+        self.note.setObjectName("Muted")
+        self.note.setWordWrap(True)
+        self.note.setTextFormat(Qt.TextFormat.RichText)
+        self.note.setVisible(False)
+        self.body_layout.addWidget(self.note)
+        outer.addWidget(self.body)
+        self._widgets: list[QWidget] = []
+        self._set_status("waiting")
+        self._update_chevron()
+
+    # -- content --------------------------------------------------------------------------------
+    def add_widget(self, widget: QWidget) -> None:
+        recolor_chips(widget, self.robot, self.color)
+        widget.setParent(self.body)
+        self.body_layout.addWidget(widget)
+        self._widgets.append(widget)
+        widget.setVisible(True)
+
+    def widgets(self) -> list[QWidget]:
+        return [w for w in self._widgets if w.parent() is self.body]
+
+    def tool_cards(self) -> list[Any]:
+        from ui.widgets.cards import ToolCard
+
+        return [w for w in self.widgets() if isinstance(w, ToolCard)]
+
+    @property
+    def text(self) -> str:
+        """The lane's text (every text segment, joined)."""
+        from ui.widgets.chat import MarkdownStream
+
+        parts = [w.text for w in self.widgets() if isinstance(w, MarkdownStream)]
+        return "\n\n".join(p for p in parts if p)
+
+    # -- state ------------------------------------------------------------------------------------
+    def start(self, *, ts: float | None, message: str | None) -> None:
+        self.started = ts
+        self.message = message
+        self._set_status("running")
+        self.set_collapsed(False)
+
+    def finish(self, status: str, *, reason: str | None = None, ts: float | None = None) -> None:
+        self.finished = ts
+        self.reason = reason
+        self._set_status(status)
+        self.update_duration()
+        if status == "skipped":
+            self.body.setVisible(False)
+            self.chevron.setVisible(False)
+            self.header.setCursor(Qt.CursorShape.ArrowCursor)
+            self.collapsed = True
+            self.summary.setText(reason or "not run")
+            self.summary.setToolTip(reason or "")
+            self.setProperty("compact", True)
+            self.style().unpolish(self)
+            self.style().polish(self)
+            self.update()
+            return
+        if status in ("failed", "cancelled") and reason:
+            c = theme.colors()
+            color = c.error if status == "failed" else c.muted
+            what = "Failed" if status == "failed" else "Stopped"
+            self.note.setText(f'<span style="color:{color};">{what}: {markdown._esc(reason)}</span>')
+            self.body_layout.removeWidget(self.note)
+            self.body_layout.addWidget(self.note)
+            self.note.setVisible(True)
+        self._refresh_summary()
+
+    def _set_status(self, status: str) -> None:
+        self.status = status
+        self.setProperty("status", status)
+        self.status_icon.setPixmap(status_pixmap(status, 14))
+        if self._pill is not None:
+            self._pill_holder.removeWidget(self._pill)
+            self._pill.deleteLater()
+        self._pill = pill(STATUS_TEXT.get(status, status), status_color(status), status_background(status),
+                          self.header)
+        self._pill_holder.addWidget(self._pill)
+        self.update()
+
+    def update_duration(self, now: float | None = None) -> None:
+        if self.started is None:
+            self.duration.setText("")
+            return
+        import time
+
+        end = self.finished if self.finished is not None else (now or time.time())
+        self.duration.setText(format_duration(max(0.0, end - self.started)))
+
+    def set_usage(self, input_tokens: int, output_tokens: int, cost: float | None = None) -> None:
+        self.input_tokens, self.output_tokens = input_tokens, output_tokens
+        self.usage.setText(_tokens(input_tokens, output_tokens))
+        tip = f"{input_tokens:,} input + {output_tokens:,} output tokens"
+        if cost:
+            tip += f", ${cost:.4f}"
+        self.usage.setToolTip(tip)
+
+    def _refresh_summary(self) -> None:
+        from ui.widgets.chat import MarkdownStream
+
+        texts = [w.text for w in self.widgets() if isinstance(w, MarkdownStream) and w.text.strip()]
+        text = _first_line(texts[-1]) if texts else ""  # the answer: the last text
+        if self.status in ("failed", "cancelled") and self.reason and not text:
+            text = self.reason
+        self._summary_text = text
+        self.summary.setText(text if self.collapsed else "")
+        self.summary.setToolTip(text)
+
+    # -- collapsing -------------------------------------------------------------------------------
+    def toggle(self) -> None:
+        if self.status == "skipped":
+            return
+        self.user_toggled = True
+        self.set_collapsed(not self.collapsed)
+        self.toggled.emit(self.collapsed)
+
+    def set_collapsed(self, collapsed: bool) -> None:
+        if self.status == "skipped":
+            return
+        self.collapsed = collapsed
+        self.body.setVisible(not collapsed)
+        self._update_chevron()
+        self._refresh_summary()
+
+    def expand(self) -> None:
+        self.set_collapsed(False)
+
+    def _update_chevron(self) -> None:
+        name = "chevron-right" if self.collapsed else "chevron-down"
+        self.chevron.setIcon(theme.icon(name, theme.colors().muted, 14))
+        self.chevron.setToolTip("Show this task's work" if self.collapsed else "Hide this task's work")
+        self.chevron.setAccessibleName(f"{'Expand' if self.collapsed else 'Collapse'} task {self.task}")
+
+    # -- painting -----------------------------------------------------------------------------------
+    def paintEvent(self, event: QPaintEvent) -> None:
+        c = theme.colors()
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        rect = QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5)
+        path = QPainterPath()
+        path.addRoundedRect(rect, 9, 9)
+        skipped = self.status == "skipped"
+        painter.fillPath(path, QColor(c.window if skipped else c.card))
+        robot = QColor(self.color)
+        painter.save()
+        painter.setClipPath(path)
+        if not skipped:
+            tint = QColor(robot)
+            tint.setAlpha(20 if c.name == "light" else 34)
+            painter.fillRect(QRectF(0, 0, self.width(), self.header.geometry().bottom() + 1), tint)
+        stripe = QColor(c.border) if skipped else robot
+        painter.fillRect(QRectF(0, 0, 4, self.height()), stripe)
+        painter.restore()
+        border = QColor(c.border)
+        pen = QPen(border, 1)
+        if skipped:
+            pen.setStyle(Qt.PenStyle.DashLine)
+        elif self.status == "running":
+            border = QColor(robot)
+            border.setAlpha(150)
+            pen = QPen(border, 1.2)
+        elif self.status == "failed":
+            pen = QPen(QColor(c.error), 1)
+        painter.setPen(pen)
+        painter.drawPath(path)
+        painter.end()
+
+
+class LaneGroup(QObject):
+    """The lanes of one network run in the chat, fed its ``task_started`` / ``task_finished``."""
+
+    def __init__(self, run_id: str, network: str, *, add: Callable[[QWidget], None], parent: QWidget) -> None:
+        super().__init__(parent)
+        self.run_id = run_id
+        self.network = network
+        self._add = add
+        self._parent = parent
+        self.header = NetworkHeader(network, parent)
+        add(self.header)
+        self.lanes: dict[str, TaskLane] = {}
+        #: Task names in the order their lanes appeared.
+        self.order: list[str] = []
+        #: Done tasks in the order they finished (the last one is the network's answer).
+        self.done: list[str] = []
+        self.ended = False
+        self._timer = QTimer(self)
+        self._timer.setInterval(500)
+        self._timer.timeout.connect(self._tick)
+
+    def lane(self, task: str) -> TaskLane | None:
+        return self.lanes.get(task)
+
+    def _make(self, task: str, robot: str) -> TaskLane:
+        lane = self.lanes.get(task)
+        if lane is None:
+            lane = TaskLane(task, robot, self._parent, color=robot_color(robot, self.network))
+            self.lanes[task] = lane
+            self.order.append(task)
+            self._add(lane)
+        return lane
+
+    def on_task_event(self, event: Any) -> TaskLane | None:
+        task = getattr(event, "task", None)
+        if not task:
+            return None
+        if event.kind == "task_started":
+            lane = self._make(task, event.robot)
+            # Another task runs now: the earlier answers fold away (unless the user chose).
+            for other in self.lanes.values():
+                if other is not lane and other.status == "done" and not other.user_toggled:
+                    other.set_collapsed(True)
+            lane.start(ts=event.ts, message=getattr(event, "message", None))
+            if not self._timer.isActive():
+                self._timer.start()
+            return lane
+        if event.kind == "task_finished":
+            lane = self._make(task, event.robot)
+            status = getattr(event, "status", "done")
+            lane.finish(status, reason=getattr(event, "error", None), ts=event.ts)
+            if status == "done":
+                self.done.append(task)
+                if self.running() and not lane.user_toggled:
+                    lane.set_collapsed(True)
+            if not self.running():
+                self._timer.stop()
+            return lane
+        return None
+
+    def lane_for_robot(self, robot: str) -> TaskLane | None:
+        """The running lane of ``robot`` (for a run whose task is not known)."""
+        for task in reversed(self.order):
+            lane = self.lanes[task]
+            if lane.robot == robot and lane.status == "running":
+                return lane
+        return None
+
+    def running(self) -> list[TaskLane]:
+        return [lane for lane in self.lanes.values() if lane.status == "running"]
+
+    def answer_lane(self) -> TaskLane | None:
+        return self.lanes.get(self.done[-1]) if self.done else None
+
+    def finish(self, terminal: Any) -> None:
+        """The network run ended: stop what still runs, fold every answer but the network's."""
+        self.ended = True
+        self._timer.stop()
+        reason = getattr(terminal, "reason", None) or getattr(terminal, "error", None) or "interrupted"
+        for lane in self.lanes.values():
+            if lane.status in ("running", "waiting"):
+                lane.finish("cancelled", reason=reason, ts=getattr(terminal, "ts", None))
+        answer = self.answer_lane()
+        for lane in self.lanes.values():
+            if lane.user_toggled or lane.status != "done":
+                continue
+            lane.set_collapsed(lane is not answer)
+        counts: dict[str, int] = {}
+        for lane in self.lanes.values():
+            counts[lane.status] = counts.get(lane.status, 0) + 1
+        parts = [f"{len(self.lanes)} task{'s' if len(self.lanes) != 1 else ''}"]
+        parts += [f"{n} {STATUS_TEXT.get(s, s)}" for s, n in counts.items()]
+        self.header.set_summary(" · ".join(parts))
+
+    def _tick(self) -> None:
+        import time
+
+        now = time.time()
+        running = self.running()
+        for lane in running:
+            lane.update_duration(now)
+        if not running:
+            self._timer.stop()
+
+
+def lane_of(widget: QWidget | None) -> TaskLane | None:
+    """The lane a widget sits in (None outside lanes)."""
+    while widget is not None:
+        if isinstance(widget, TaskLane):
+            return widget
+        widget = widget.parentWidget()
+    return None
+
+
+def spinner_phase(ms: float, period_ms: float = 1100.0) -> float:
+    """Phase (0..1) of a turning arc at time ``ms``."""
+    return (ms % period_ms) / period_ms
+
+
+__all__ = [
+    "LaneGroup",
+    "NetworkHeader",
+    "TaskLane",
+    "assign_robot_colors",
+    "color_chip",
+    "lane_of",
+    "network_icon",
+    "paint_status",
+    "robot_color",
+    "spinner_phase",
+    "status_background",
+    "status_color",
+    "status_pixmap",
+]
