@@ -294,6 +294,7 @@ class MainWindow(QMainWindow):
         file_menu = menubar.addMenu("&File")
         thread_menu = menubar.addMenu("&Thread")
         self.view_menu = menubar.addMenu("&View")
+        help_menu = menubar.addMenu("&Help")
         for dock in self.docks.values():
             self.view_menu.addAction(dock.toggleViewAction())
 
@@ -350,6 +351,7 @@ class MainWindow(QMainWindow):
         add("theme_dark", "Dark theme", lambda: self.set_theme("dark"), None, self.view_menu, "moon")
         add("load_earlier", "Show earlier turns", self.chat.load_earlier, None, self.view_menu)
         add("robot_picker", "Choose robot…", self.focus_robot_picker, "Ctrl+Shift+P", self.view_menu, "robot")
+        add("about", "About RobotLab Workspace (version, data folders)…", self.open_about, None, help_menu)
 
     def _connect(self) -> None:
         b, c = self.bridge, self.controller
@@ -821,6 +823,14 @@ class MainWindow(QMainWindow):
             retheme = getattr(pane, "retheme", None)
             if callable(retheme):
                 retheme()
+
+    def open_about(self) -> None:
+        from ui.about import AboutDialog
+
+        if getattr(self, "_about_dialog", None) is None:
+            self._about_dialog = AboutDialog(self)
+        self._about_dialog.show()
+        self._about_dialog.raise_()
 
     def open_settings(self) -> None:
         from ui.settings import SettingsDialog
