@@ -83,6 +83,9 @@ run_app([])
 
 def run(code: str, home: str) -> tuple[float, str]:
     env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"), "ROBOTLAB_HOME": home}
+    # Measure what users get: byte-code caches written and used (this sandbox sets
+    # PYTHONDONTWRITEBYTECODE, which would recompile every module of the app at each start).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     proc = subprocess.run([sys.executable, "-c", code.replace("ROOT)", repr(str(ROOT)) + ")")],
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     paint = heavy = None
