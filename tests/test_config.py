@@ -9,6 +9,7 @@ import pytest
 from workspace import paths
 from workspace.config import DEFAULTS, load_config
 from workspace.errors import ConfigurationError
+from workspace.trust import trust
 
 
 def write(path: Path, text: str) -> Path:
@@ -80,6 +81,7 @@ def test_mcp_servers_merge_by_name_and_keep_unknown_keys(tmp_path: Path) -> None
     write(paths.user_config_file(), "mcpServers:\n  a: {command: one, custom: kept}\n  b: {url: 'http://x'}\n")
     project = tmp_path / "p"
     write(paths.project_config_file(project), "mcp_servers:\n  a: {command: two}\n")
+    trust(project)
     cfg = load_config(project, env={})
     assert cfg.mcp_servers == {"a": {"command": "two"}, "b": {"url": "http://x"}}
     cfg2 = load_config(env={})

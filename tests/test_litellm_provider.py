@@ -378,14 +378,18 @@ async def test_bad_request_is_not_retried(server: FakeLLMServer) -> None:
     assert "tools are not supported by this model" in str(info.value)
 
 
-async def test_unreachable_server_is_a_readable_error() -> None:
+@pytest.mark.parametrize("model", ["openai/fake", "anthropic/fake", "hosted_vllm/fake"])
+async def test_unreachable_server_is_a_readable_error(model: str) -> None:
     with FakeLLMServer() as gone:
         base = gone.base_url
-    provider = LiteLLMProvider("openai/fake", api_base=base + "/v1", api_key="sk-test",
-                               max_retries=1, backoff=0.01)
+    api_base = base + "/v1" if not model.startswith("anthropic") else base
+    provider = LiteLLMProvider(model, api_base=api_base, api_key="sk-test", max_retries=1, backoff=0.01)
     with pytest.raises(ProviderError) as info:
         await collect(provider)
-    assert base in str(info.value) and info.value.retryable
+    text = str(info.value)
+    # Not "HTTP 500": nothing answered. The message says where and what to do.
+    assert f"could not connect to {api_base}" in text and "HTTP 500" not in text, text
+    assert "running?" in text and "SSLContext" not in text and info.value.retryable
 
 
 @styles

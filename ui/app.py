@@ -180,6 +180,8 @@ class Application:
             self.window.banner.show_message(
                 f"{self.controller.store_error}\n\nThe app is running with a temporary database: conversations "
                 "in this session will not be kept after you quit.")
+        else:
+            self.window.offer_trust()
         self.loaded = True
         from ui.markdown import warm_up
 

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMessageBox,
     QPushButton,
     QSplitter,
     QTabWidget,
@@ -849,6 +850,64 @@ class MainWindow(QMainWindow):
         if self.controller.session is None:
             self._show_empty()
         self.toast.show_message("Settings saved.")
+
+    # -- folder trust (workspace.trust) -------------------------------------------------------
+    def offer_trust(self) -> None:
+        """A banner when the folder's .robotlab/ settings are withheld until the user trusts it."""
+        withheld = getattr(self.controller.config, "withheld", None)
+        if not withheld:
+            return
+        from workspace.trust import describe
+
+        items = describe(withheld)
+        more = f" and {len(items) - 2} more" if len(items) > 2 else ""
+        self.banner.show_message(
+            "This folder's .robotlab/ settings are not used until you trust the folder: "
+            + "; ".join(items[:2]) + more + ".",
+            kind="info", action=("Review and trust…", self.trust_folder))
+
+    def trust_folder(self) -> QMessageBox | None:
+        """Ask (non-modally) whether to trust the folder; on yes, its settings take effect at once."""
+        withheld = getattr(self.controller.config, "withheld", None)
+        folder = self.controller.folder
+        if not withheld or folder is None:
+            return None
+        from workspace.trust import describe
+
+        box = QMessageBox(QMessageBox.Icon.Warning, "Trust this folder?",
+                          f"{folder} asks for these settings:", QMessageBox.StandardButton.Cancel, self)
+        box.setInformativeText("\n".join(f"• {line}" for line in describe(withheld))
+                               + "\n\nTrust the folder only if you know who wrote them. They apply until they "
+                               "change; “robotlab trust --revoke” forgets.")
+        trust_button = box.addButton("Trust folder", QMessageBox.ButtonRole.AcceptRole)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+
+        def done(button: Any) -> None:
+            if button is trust_button:
+                self.apply_trust()
+
+        box.buttonClicked.connect(done)
+        box.open()
+        return box
+
+    def apply_trust(self) -> None:
+        from workspace import trust
+
+        folder = self.controller.folder
+        if folder is None:
+            return
+        try:
+            trust.trust(folder)
+        except OSError as exc:
+            self.banner.show_message(f"Could not record the folder's trust: {exc}")
+            return
+        self.banner.dismiss()
+        self.controller.reload_config()
+        pane = getattr(self, "mcp_pane", None)
+        if pane is not None:
+            pane.reload()
+        self.refresh_robots()
+        self.toast.show_message("Folder trusted: its settings apply now.")
 
     def open_folder(self) -> None:
         dialog = QFileDialog(self, "Open a folder for the robots to work in")

@@ -111,6 +111,13 @@ class Config:
     #: Where each dotted key's value came from (file path, env var, "default", "argument").
     sources: dict[str, str] = field(default_factory=dict)
     folder: Path | None = None
+    #: Settings of the folder's ``.robotlab/`` held back until the folder is trusted
+    #: (see :mod:`workspace.trust`); empty when there are none or the folder is trusted.
+    withheld: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def trusted(self) -> bool:
+        return not self.withheld
 
     def __getattr__(self, name: str) -> Any:
         data = self.__dict__.get("data")
@@ -232,12 +239,21 @@ def load_config(
 
     data = copy.deepcopy(DEFAULTS)
     sources: dict[str, str] = {}
-    files: list[Path] = [user_file if user_file is not None else paths.user_config_file()]
+    user = user_file if user_file is not None else paths.user_config_file()
+    if user.is_file():
+        _merge(data, read_yaml_file(user), sources, str(user))
+    withheld: dict[str, Any] = {}
     if folder is not None:
-        files.append(paths.project_config_file(folder))
-    for path in files:
-        if path.is_file():
-            _merge(data, read_yaml_file(path), sources, str(path))
+        from workspace import trust
+
+        project = paths.project_config_file(folder)
+        layer = read_yaml_file(project) if project.is_file() else {}
+        needed = trust.needs_trust(Path(folder))
+        if needed and not trust.is_trusted(Path(folder), needed):
+            withheld = needed
+            layer = trust.strip_sensitive(layer)
+        if layer:
+            _merge(data, layer, sources, str(project))
     env_layer, env_names = _env_layer(os.environ if env is None else env)
     if env_layer:
         for dotted, var in env_names.items():
@@ -246,7 +262,7 @@ def load_config(
     if overrides:
         _merge(data, overrides, sources, "argument")
     validated = validate(data, sources)
-    return Config(validated, sources, Path(folder) if folder else None)
+    return Config(validated, sources, Path(folder) if folder else None, withheld)
 
 
 def validate(data: dict[str, Any], sources: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,6 +32,9 @@ RUN_OPTIONS = frozenset({
     "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
     "network_mcp",
 })
+
+
+log = logging.getLogger(__name__)
 
 
 class ToolSource(Protocol):
@@ -219,6 +223,8 @@ class Robot:
             refs: list[Any] = [name for name, spec in configured.items() if not _disabled(spec)]
         else:
             refs = list(servers)
+        if config is not None and not config.trusted:
+            refs = _without_withheld(refs, config)
         if not refs:
             return []
         manager = self.mcp_manager
@@ -378,6 +384,19 @@ def _as_tool(item: Tool | Callable[..., Any]) -> Tool:
     if callable(item):
         return function_tool(item)
     raise ValueError(f"Invalid tool: {item!r}. Give a Tool, a function, or a tool name")
+
+
+def _without_withheld(refs: list[Any], config: Config) -> list[Any]:
+    """Drop inline MCP servers that an untrusted folder's own files define (see workspace.trust)."""
+    withheld = [spec for value in config.withheld.values() if isinstance(value, list) for spec in value]
+    kept = []
+    for ref in refs:
+        if isinstance(ref, Mapping) and dict(ref) in withheld:
+            log.warning("MCP server %r of the folder's own files not started: the folder is not trusted "
+                        "(robotlab trust %s)", ref.get("name") or ref.get("command") or ref.get("url"), config.folder)
+            continue
+        kept.append(ref)
+    return kept
 
 
 def _disabled(spec: Any) -> bool:

@@ -6,7 +6,8 @@ Every path a file tool receives goes through :meth:`Sandbox.resolve` first. It r
 - absolute paths outside the folder (absolute paths *inside* it are fine),
 - symlinks that point outside the folder, and paths that pass through a symlinked
   directory leaving it,
-- NUL bytes, empty paths and (for writes) the repository's ``.git`` internals,
+- NUL bytes, empty paths and (for writes) the repository's ``.git`` internals and the
+  folder's own workspace settings in ``.robotlab/``,
 
 with a :class:`~workspace.errors.SandboxError` whose message says how to fix the call.
 What comes back is the *real* location (symlinks inside the folder resolved) and its
@@ -27,6 +28,9 @@ SKIPPED_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__"
                           ".pytest_cache", ".ruff_cache", ".tox"})
 #: Folders nobody may write into through the file tools.
 PROTECTED_DIRS = frozenset({".git"})
+#: The folder's own workspace settings: robots may read them, never write them (a robot
+#: that could would give itself MCP servers and approval rules; see workspace.trust).
+WORKSPACE_DIR = ".robotlab"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +130,12 @@ class Sandbox:
             raise SandboxError(
                 f"'{raw}' is inside the repository's internal '.git' folder, which robots may not change; "
                 "edit the project's own files instead"
+            )
+        if first.casefold() == WORKSPACE_DIR:
+            raise SandboxError(
+                f"'{raw}' is inside '{WORKSPACE_DIR}', the workspace's own settings for this folder (robots, "
+                "MCP servers, approval rules), which robots may not change; tell the user what to change "
+                "there and they can edit it themselves"
             )
 
     def resolve_file(self, path: str | os.PathLike[str]) -> Resolved:

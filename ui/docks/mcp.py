@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -35,6 +36,8 @@ def manager_for(controller: Any) -> Any:
     except ImportError:
         return None
     manager = default_manager()
+    if manager.folder is None and getattr(controller, "folder", None) is not None:
+        manager.folder = Path(controller.folder)  # Reload reads this folder's settings too
     try:
         manager.configure(controller.config)
     except Exception as exc:  # a bad mcpServers section: the dock shows the servers it could read

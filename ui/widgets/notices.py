@@ -27,6 +27,12 @@ class Banner(QFrame):
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.label, 1)
+        self.action_button = QPushButton("", self)
+        self.action_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.action_button.clicked.connect(self._run_action)
+        self.action_button.setVisible(False)
+        self._action: Callable[[], None] | None = None
+        layout.addWidget(self.action_button, 0, Qt.AlignmentFlag.AlignTop)
         close = QToolButton(self)
         close.setObjectName("GhostButton")
         self._close = close
@@ -36,7 +42,12 @@ class Banner(QFrame):
         layout.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
         self.setVisible(False)
 
-    def show_message(self, text: str, *, kind: str = "error") -> None:
+    def show_message(self, text: str, *, kind: str = "error", action: tuple[str, Callable[[], None]] | None = None,
+                     ) -> None:
+        """Show ``text``; ``action`` adds a button (label, callback) next to it."""
+        self._action = action[1] if action else None
+        self.action_button.setText(action[0] if action else "")
+        self.action_button.setVisible(action is not None)
         c = theme.colors()
         self.setProperty("kind", kind)
         self.style().unpolish(self)
@@ -46,10 +57,15 @@ class Banner(QFrame):
         self.label.setText(text)
         self.setVisible(True)
 
+    def _run_action(self) -> None:
+        if self._action is not None:
+            self._action()
+
     def retheme(self) -> None:
         self._close.setIcon(theme.icon("close", theme.colors().muted, 14))
         if self.isVisible():
-            self.show_message(self.label.text(), kind=str(self.property("kind") or "error"))
+            action = (self.action_button.text(), self._action) if self._action is not None else None
+            self.show_message(self.label.text(), kind=str(self.property("kind") or "error"), action=action)
 
     def dismiss(self) -> None:
         self.setVisible(False)

@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "workspace.cli.network",
     "workspace.cli.mcp",
     "workspace.cli.threads",
+    "workspace.cli.trust",
 ]
 
 

@@ -195,7 +195,9 @@ class MCPManager:
 
         files = [paths.user_config_file()]
         if self.folder is not None:
-            files.append(paths.project_config_file(self.folder))
+            from workspace.trust import trust_file
+
+            files += [paths.project_config_file(self.folder), trust_file()]
         return files
 
     def start_watching(self, interval: float = 2.0, files: Iterable[Path] | None = None) -> None:

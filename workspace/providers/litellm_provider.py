@@ -391,6 +391,33 @@ def _is_connection_error(exc: BaseException) -> bool:
         or isinstance(exc, ConnectionError)
 
 
+_CONNECT_TEXT = re.compile(r"^Connection error\.?$|Cannot connect to host|Connect call failed|Connection refused|"
+                           r"Name or service not known|nodename nor servname|Temporary failure in name resolution|"
+                           r"getaddrinfo failed|No address associated", re.I)
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """True when the request never reached a server (refused, unknown host), however litellm wraps it:
+    some providers report it as an HTTP 500 with the connection error as the cause or the text."""
+    seen: set[int] = set()
+    node: BaseException | None = exc
+    while node is not None and id(node) not in seen:
+        seen.add(id(node))
+        names = {cls.__name__ for cls in type(node).__mro__}
+        if node is not exc and (_is_connection_error(node) or names & {"ClientConnectorError", "gaierror"}):
+            return True
+        if _CONNECT_TEXT.search(_provider_message(node).strip()):
+            return True
+        original = getattr(node, "original_exception", None)
+        node = original if isinstance(original, BaseException) and id(original) not in seen else (
+            node.__cause__ or node.__context__)
+    return False
+
+
+def _tidy_connect_message(message: str) -> str:
+    return re.sub(r" ssl:<[^>]*>", "", message).rstrip(" .")
+
+
 _TIMEOUT_TEXT = re.compile(r"\btime(?:d)?[ -]?out\b", re.I)
 
 
@@ -822,11 +849,12 @@ class LiteLLMProvider:
                                           provider=self.model_id, status_code=429, retryable=True),
                             retryable=True, wait=_retry_after(exc))
         connection = _is_connection_error(exc) and (status is None or "APIConnectionError" in names)
-        if connection:
+        if connection or (not started and _unreachable(exc)):
             if started:
                 return self._cut(message)
-            return _Failure(ProviderError(f"{self.model_id}: could not connect to {where} — {message}",
-                                          provider=self.model_id, retryable=True), retryable=True)
+            return _Failure(ProviderError(
+                f"{self.model_id}: could not connect to {where} — {_tidy_connect_message(message)}. "
+                f"{self._connect_fix()}", provider=self.model_id, retryable=True), retryable=True)
         if status is not None and status >= 500:
             return _Failure(ProviderError(f"{self.model_id}: HTTP {status} from {where} — {message}",
                                           provider=self.model_id, status_code=status, retryable=True),
@@ -839,6 +867,12 @@ class LiteLLMProvider:
                                           provider=self.model_id), retryable=False)
         return _Failure(ProviderError(f"{self.model_id}: {type(exc).__name__}: {message}",
                                       provider=self.model_id), retryable=False)
+
+    def _connect_fix(self) -> str:
+        if self.api_base:
+            return (f"Is the server at {self.api_base} running? Start it (for Ollama: 'ollama serve') or "
+                    "correct the API base URL")
+        return "Check your network connection"
 
     def _timeout_failure(self, exc: BaseException, *, mid_stream: bool) -> _Failure:
         what = "stopped sending" if mid_stream else "did not answer"

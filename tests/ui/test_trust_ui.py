@@ -1,0 +1,49 @@
+"""The desktop withholds an untrusted folder's MCP servers and api_base, says so in a banner,
+and applies them once the user trusts the folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtWidgets import QMessageBox
+
+from tests.ui.conftest import close_app, wait_until
+from workspace import paths, trust
+
+
+async def test_trust_banner_then_servers_appear(tmp_path: Path, robotlab_home: Path, provider: Any,
+                                                db_path: Path) -> None:
+    from ui.app import Application
+    from workspace.mcp import set_default_manager
+
+    folder = tmp_path / "cloned"
+    config = paths.project_config_file(folder)
+    config.parent.mkdir(parents=True)
+    config.write_text("mcpServers:\n  helper: {command: /nonexistent/helper-server}\n", encoding="utf-8")
+    set_default_manager(None)
+    root = Application(folder=folder, provider=provider, db_path=db_path)
+    root.window.show()
+    try:
+        window = root.window
+        banner = window.banner
+        assert banner.isVisible() and "MCP server 'helper': runs /nonexistent/helper-server" in banner.text
+        assert banner.action_button.isVisible() and banner.action_button.text() == "Review and trust…"
+        assert root.controller.config.mcp_servers == {}
+        assert [s.name for s in window.mcp_pane.model.statuses] == []
+        # Cancel changes nothing.
+        box = window.trust_folder()
+        assert isinstance(box, QMessageBox) and "/nonexistent/helper-server" in box.informativeText()
+        box.button(QMessageBox.StandardButton.Cancel).click()
+        assert not trust.is_trusted(folder) and banner.isVisible()
+        # Trust applies the servers without a restart.
+        box = window.trust_folder()
+        assert box is not None
+        next(b for b in box.buttons() if b.text() == "Trust folder").click()
+        assert trust.is_trusted(folder) and not banner.isVisible()
+        assert root.controller.config.mcp_servers == {"helper": {"command": "/nonexistent/helper-server"}}
+        await wait_until(lambda: [s.name for s in window.mcp_pane.model.statuses] == ["helper"],
+                         what="the folder's server in the MCP dock")
+    finally:
+        await close_app(root)
+        set_default_manager(None)
