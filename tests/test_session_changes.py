@@ -51,3 +51,27 @@ async def test_review_outcome_reaches_the_next_model_turn(tmp_path: Path) -> Non
         assert "TWO" in (folder / "a.txt").read_text(encoding="utf-8")
     finally:
         await ws.aclose()
+
+
+async def test_the_decision_is_recorded_on_the_threads_current_turn_as_stored(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "a.txt").write_text("one\n", encoding="utf-8")
+    provider = ScriptedProvider([
+        [ToolCall("edit_file", {"path": "a.txt", "search": "one", "replace": "ONE"})],
+        "Proposed.",
+    ])
+    ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=provider)
+    try:
+        session = ws.new_thread("file-helper")
+        await session.send("capitalise").wait()
+        first_turn = session.thread.current_turn_id
+        assert first_turn is not None
+        # Another window continues the thread behind this session's back.
+        later = ws.store.add_turn(session.thread_id, user_text="from elsewhere", parent_turn_id=first_turn)
+        session.changes.accept_all()
+        await session.apply_changes()
+        assert [e.kind for e in ws.store.turn_events(later.id)] == ["change_decided"]
+        assert "change_decided" not in [e.kind for e in ws.store.turn_events(first_turn)]
+    finally:
+        await ws.aclose()

@@ -561,7 +561,8 @@ class ThreadSession:
         if self.changes is None:
             raise RuntimeError("Nothing to apply: no change was proposed in this thread")
         result = await asyncio.to_thread(self.changes.apply, **options)
-        turn_id = self._thread.current_turn_id or (self.thread.current_turn_id)
+        # The thread's current turn as stored now: another window or a branch switch may have moved it.
+        turn_id = self.thread.current_turn_id
         if turn_id is not None and result.settled:
             with contextlib.suppress(StoreError):
                 self.store.append_event(self.thread_id, turn_id, self.changes.decided_event())
