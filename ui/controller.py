@@ -60,6 +60,8 @@ class Controller(QObject):
         self._networks: list[Any] | None = None
         self._network_cache: dict[str, Any] = {}
         self._pending: set[asyncio.Future[ApprovalDecision]] = set()
+        #: Robot files that could not be read at the last refresh (each message names the file).
+        self.robot_problems: list[str] = []
         self.bridge.running_changed.connect(self.run_state_changed)
 
     # -- opening ------------------------------------------------------------------------------
@@ -133,8 +135,10 @@ class Controller(QObject):
         if self.workspace is None:
             return []
         if self._robots is None or refresh:
+            problems: list[str] = []
             try:
-                self._robots = list(self.workspace.robots())
+                self._robots = list(self.workspace.robots(problems=problems))
+                self.robot_problems = problems
             except Exception as exc:
                 self.problem.emit(f"Could not list the robots: {exc}")
                 return []

@@ -47,6 +47,7 @@ class MainWindow(QMainWindow):
         self.controller = controller
         self.bridge = controller.bridge
         self.theme_name = theme_name
+        self._shown_robot_problems: list[str] = []
         self.setWindowTitle("RobotLab Workspace")
         self.setWindowIcon(theme.app_icon())
         self.resize(1400, 900)
@@ -406,6 +407,14 @@ class MainWindow(QMainWindow):
             row = self.robot_model.row_of(self.controller.robot_name, self.controller.target_kind)
             self.robot_picker.setCurrentIndex(max(0, row))
         self._update_model_label()
+        problems = self.controller.robot_problems
+        if problems and problems != self._shown_robot_problems:
+            count = f"{len(problems)} robot file{'s' if len(problems) > 1 else ''}"
+            details = "\n\n".join(problems)
+            self.toast.show_message(f"{count} could not be read and {'are' if len(problems) > 1 else 'is'} "
+                                    "not in the list.", action="Details", seconds=15,
+                                    callback=lambda: self.banner.show_message(details))
+        self._shown_robot_problems = list(problems)
 
     def _on_robot_picked(self, row: int) -> None:
         if row < 0:

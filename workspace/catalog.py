@@ -48,8 +48,12 @@ def robot_dirs(folder: Path | None = None) -> list[Path]:
     return search_path(folder, kind="robots")
 
 
-def list_robots(folder: Path | None = None) -> list[RobotInfo]:
-    """Every robot file found, first definition of each name only, sorted by name."""
+def list_robots(folder: Path | None = None, *, problems: list[str] | None = None) -> list[RobotInfo]:
+    """Every robot file found, first definition of each name only, sorted by name.
+
+    A file that does not load is left out; pass a list as ``problems`` to hear why
+    (one message per file, naming it and what to fix).
+    """
     seen: dict[str, RobotInfo] = {}
     for directory in robot_dirs(folder):
         if not directory.is_dir():
@@ -57,7 +61,9 @@ def list_robots(folder: Path | None = None) -> list[RobotInfo]:
         for path in sorted(directory.glob("*.md")):
             try:
                 template = Template.load(path)
-            except ConfigurationError:
+            except ConfigurationError as exc:
+                if problems is not None:
+                    problems.append(str(exc))
                 continue
             name = template.name
             if name not in seen:

@@ -215,7 +215,36 @@ class Robot:
             have = {t.name for t in available}
             available.extend(t for t in registry.lookup(allowed) if t.name not in have)
         available.extend(await self._mcp_tools(servers, config))
-        return ToolManifest(selection.filter_tools(available, allowed))
+        chosen = selection.filter_tools(available, allowed)
+        if allowed != selection.ALL:
+            self._check_tool_names(allowed, available)
+        return ToolManifest(chosen)
+
+    def _check_tool_names(self, allowed: Any, available: list[Tool]) -> None:
+        """A tool named exactly that exists nowhere is a mistake to report, not to skip in silence.
+
+        Names of MCP tools (``server__tool``) only warn: their server may be down for now (its
+        status in ``robotlab mcp list`` says why), and the robot can still work without them.
+        """
+        have = {t.name for t in available}
+        names = [str(getattr(a, "name", a)) for a in allowed]
+        missing = [n for n in names if n not in have and not any(c in n for c in "*?[")]
+        if not missing:
+            return
+        mcp_like = [n for n in missing if "__" in n]
+        if mcp_like:
+            log.warning("robot '%s': MCP tool(s) %s not available now (is the server running? robotlab mcp list)",
+                        self.name, ", ".join(mcp_like))
+        unknown = [n for n in missing if "__" not in n]
+        if unknown:
+            from workspace.tools import registry
+
+            known = sorted({t.name for t in registry.builtin_tools()} | {t.name for t in self.local_tools})
+            where = f" (in {self.template.path})" if self.template is not None and self.template.path else ""
+            raise ConfigurationError(
+                f"Robot '{self.name}'{where} asks for tool(s) that do not exist: {', '.join(unknown)}. "
+                f"Built-in tools: {', '.join(known)}. Fix the name in the robot's 'tools:' list"
+            )
 
     async def _mcp_tools(self, servers: Any, config: Config | None) -> list[Tool]:
         if servers == selection.ALL:

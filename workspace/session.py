@@ -641,11 +641,11 @@ class Workspace:
         self._runs: set[RecordedRun] = set()
 
     # -- robots ------------------------------------------------------------------------------------
-    def robots(self) -> list[RobotInfo]:
-        """The robots the catalog finds (project, user, shipped)."""
+    def robots(self, *, problems: list[str] | None = None) -> list[RobotInfo]:
+        """The robots the catalog finds (project, user, shipped); unreadable files go to ``problems``."""
         from workspace.catalog import list_robots
 
-        return list_robots(self.folder)
+        return list_robots(self.folder, problems=problems)
 
     def load_robot(self, name: str) -> Robot:
         from workspace.catalog import load_robot

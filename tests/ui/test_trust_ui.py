@@ -47,3 +47,20 @@ async def test_trust_banner_then_servers_appear(tmp_path: Path, robotlab_home: P
     finally:
         await close_app(root)
         set_default_manager(None)
+
+
+async def test_unreadable_robot_files_are_reported(robotlab_home: Path, provider: Any, db_path: Path) -> None:
+    from ui.app import Application
+
+    broken = paths.user_robots_dir() / "broken.md"
+    broken.parent.mkdir(parents=True, exist_ok=True)
+    broken.write_text("---\nname: [unclosed\n---\nHi", encoding="utf-8")
+    root = Application(provider=provider, db_path=db_path)
+    root.window.show()
+    try:
+        toast = root.window.toast
+        assert toast.isVisible() and "1 robot file could not be read" in toast.label.text()
+        toast.button.click()
+        assert str(broken) in root.window.banner.text
+    finally:
+        await close_app(root)
