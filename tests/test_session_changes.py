@@ -75,3 +75,42 @@ async def test_the_decision_is_recorded_on_the_threads_current_turn_as_stored(tm
         assert "change_decided" not in [e.kind for e in ws.store.turn_events(first_turn)]
     finally:
         await ws.aclose()
+
+
+async def test_switching_folders_keeps_pending_changes_safe(tmp_path: Path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / "a.txt").write_text(f"{folder.name}\n", encoding="utf-8")
+    provider = ScriptedProvider([
+        [ToolCall("edit_file", {"path": "a.txt", "search": "first", "replace": "FIRST"})],
+        "Proposed.",
+        [ToolCall("read_file", {"path": "a.txt"})],
+        "Read it.",
+    ])
+    ws = Workspace(folder=first, db_path=tmp_path / "db.sqlite", provider=provider)
+    try:
+        session = ws.new_thread("file-helper")
+        await session.send("capitalise").wait()
+        import pytest
+
+        with pytest.raises(RuntimeError, match="await review in .*first"):
+            ws.set_folder(second)
+        assert ws.folder == first.resolve()
+        with pytest.raises(ValueError, match="no such folder"):
+            ws.set_folder(tmp_path / "missing")
+        session.changes.accept_all()
+        await session.apply_changes()
+        assert (first / "a.txt").read_text(encoding="utf-8") == "FIRST\n"
+        ws.set_folder(second)
+        run = session.send("now read it")
+        await run.wait()
+        results = [e for t in session.transcript() for e in t.events if e.kind == "tool_result"]
+        assert "second" in str(results[-1].to_dict())
+        assert session.changes.folder == second.resolve()
+        # The model heard the outcome of the first folder's review before this message.
+        user = [m for m in provider.history[-1].messages if getattr(m, "role", "") == "user"][-1]
+        note, typed = split_user_message(str(user.content))
+        assert typed == "now read it" and note is not None and "a.txt" in note
+    finally:
+        await ws.aclose()

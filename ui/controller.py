@@ -125,6 +125,20 @@ class Controller(QObject):
                     session._network = None
             self._network_cache.clear()
 
+    def set_folder(self, folder: Path | None) -> None:
+        """Work in ``folder`` from now on; raises (RuntimeError, ValueError, ConfigurationError) with a
+        message for people when it cannot (a run going, changes awaiting review, a bad config file)."""
+        from workspace.config import load_config
+
+        new = Path(folder).resolve() if folder is not None else None
+        config = load_config(new)
+        if self.workspace is not None:
+            self.workspace.set_folder(new, config=config)
+        self.folder, self._config = new, config
+        self._robots = None
+        self._networks = None
+        self._network_cache.clear()
+
     @property
     def store(self) -> Any:
         return self.workspace.store if self.workspace is not None else None

@@ -48,6 +48,7 @@ class MainWindow(QMainWindow):
         self.bridge = controller.bridge
         self.theme_name = theme_name
         self._shown_robot_problems: list[str] = []
+        self._thread_title: str | None = None
         self.setWindowTitle("RobotLab Workspace")
         self.setWindowIcon(theme.app_icon())
         self.resize(1400, 900)
@@ -287,9 +288,32 @@ class MainWindow(QMainWindow):
         self.status_model = QLabel("", self)
         self.status_connection = QLabel("", self)
         self.status_usage = QLabel("", self)
+        self.status_folder = QPushButton("", self)
+        self.status_folder.setObjectName("ConnectLink")
+        self.status_folder.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.status_folder.clicked.connect(lambda: self.open_folder())
+        bar.addWidget(self.status_folder)
         for label in (self.status_robot, self.status_model, self.status_connection):
             bar.addWidget(label)
         bar.addPermanentWidget(self.status_usage)
+        self._update_folder()
+
+    def _update_folder(self) -> None:
+        folder = self.controller.folder
+        if folder is None:
+            self.status_folder.setText("No folder open")
+            self.status_folder.setToolTip("Robots can't see your files. Open a folder for them to work in (Ctrl+O)")
+        else:
+            self.status_folder.setText(f"Folder: {Path(folder).name or folder}")
+            self.status_folder.setToolTip(f"Robots read and propose changes in {folder}. Open another (Ctrl+O)")
+        self._retitle(self._thread_title)
+
+    def _retitle(self, thread_title: str | None) -> None:
+        """The window title: the thread, the folder, the app."""
+        self._thread_title = thread_title
+        folder = self.controller.folder
+        parts = [p for p in (thread_title, (Path(folder).name or str(folder)) if folder else None) if p]
+        self.setWindowTitle(" — ".join([*parts, "RobotLab Workspace"]))
 
     def _build_actions(self) -> None:
         menubar = self.menuBar()
@@ -489,7 +513,7 @@ class MainWindow(QMainWindow):
         thread = getattr(self.controller.session, "thread", None) if self.controller.session else None
         if thread is not None:
             self.title_label.setText(getattr(thread, "display_title", None) or "Untitled thread")
-            self.setWindowTitle(f"{self.title_label.text()} — RobotLab Workspace")
+            self._retitle(self.title_label.text())
 
     def _on_search(self, query: str) -> None:
         self.refresh_threads()
@@ -530,7 +554,7 @@ class MainWindow(QMainWindow):
     def _show_empty(self) -> None:
         label, is_lm = self.controller.model_label()
         self.title_label.setText("New thread")
-        self.setWindowTitle("RobotLab Workspace")
+        self._retitle(None)
         examples = EXAMPLES
         if self.controller.target_kind == "network":
             from ui.models.network import network_examples
@@ -566,7 +590,7 @@ class MainWindow(QMainWindow):
         self._load_inspector(lazy)
         thread = session.thread
         self.title_label.setText(thread.display_title)
-        self.setWindowTitle(f"{thread.display_title} — RobotLab Workspace")
+        self._retitle(thread.display_title)
 
     def _load_inspector(self, lazy: Any) -> None:
         """Fill the inspector with the thread's events: at once for short threads, else read
@@ -918,14 +942,38 @@ class MainWindow(QMainWindow):
         self.refresh_robots()
         self.toast.show_message("Folder trusted: its settings apply now.")
 
-    def open_folder(self) -> None:
+    def open_folder(self) -> QFileDialog:
+        """File > Open Folder: robots read and propose changes there from the next message on."""
         dialog = QFileDialog(self, "Open a folder for the robots to work in")
         dialog.setFileMode(QFileDialog.FileMode.Directory)
         dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
-        dialog.fileSelected.connect(lambda path: self.banner.show_message(
-            f"Restart with “robotlab --folder {path}” to work in that folder (switching folders in a running "
-            "window is not supported yet).", kind="info"))
+        if self.controller.folder is not None:
+            dialog.setDirectory(str(self.controller.folder))
+        dialog.fileSelected.connect(lambda path: self.switch_folder(Path(path)))
         dialog.open()
+        self._folder_dialog = dialog
+        return dialog
+
+    def switch_folder(self, folder: Path | None) -> bool:
+        """Work in ``folder`` now; on a problem, say what to do and keep the current folder."""
+        try:
+            self.controller.set_folder(folder)
+        except Exception as exc:
+            self.banner.show_message(f"Could not open {folder}: {exc}")
+            return False
+        self.banner.dismiss()
+        pane = getattr(self, "mcp_pane", None)
+        if pane is not None:
+            pane.manager.folder = self.controller.folder
+            pane.reload()
+        self._update_folder()
+        self.refresh_robots()
+        if self.controller.session is None:
+            self._show_empty()
+        self.toast.show_message(f"Robots now work in {self.controller.folder}." if folder is not None
+                                else "No folder open: robots can't see your files.")
+        self.offer_trust()
+        return True
 
     # -- export / import --------------------------------------------------------------------------------
     def export_thread(self, fmt: str, thread_id: str | None = None) -> None:

@@ -544,6 +544,8 @@ class ThreadSession:
         from workspace.changes import ChangeSet
 
         current = self.changes
+        if current is not None and Path(current.folder) != self.workspace.folder and not current.pending_files:
+            current = None  # settled in the folder that was open before
         if current is None or (not current.pending_files and not current.has_undelivered_outcome):
             mode = str(self.workspace.config.get("review.mode", "review"))
             assert self.workspace.folder is not None
@@ -639,6 +641,33 @@ class Workspace:
         self.provider = provider
         self._sessions: dict[str, ThreadSession] = {}
         self._runs: set[RecordedRun] = set()
+
+    # -- the folder ----------------------------------------------------------------------------------
+    def set_folder(self, folder: str | Path | None, *, config: Config | None = None) -> None:
+        """Work in another folder from now on (File > Open Folder): its configuration, robots and
+        networks; threads keep their history and their next message works in the new folder.
+
+        Refused while a run is going or while proposed changes await review in a thread (they
+        belong to the old folder: review them first), so nothing is lost.
+        """
+        new = Path(folder).resolve() if folder is not None else None
+        if new is not None and not new.is_dir():
+            raise ValueError(f"{folder}: no such folder")
+        if self.running:
+            raise RuntimeError("Stop the running robots first (Esc), then open the other folder")
+        waiting = [s for s in self._sessions.values() if s.changes is not None and s.changes.pending_files]
+        if waiting:
+            titles = ", ".join(f"“{s.thread.display_title}”" for s in waiting)
+            raise RuntimeError(f"Proposed changes in {titles} await review in {self.folder}: accept or reject "
+                               "them first, then open the other folder")
+        if config is None:
+            from workspace.config import load_config
+
+            config = load_config(new)  # a bad file raises here, before anything changed
+        self.folder, self.config = new, config
+        for session in self._sessions.values():  # rebuilt for the new folder on the next message
+            session._robot = None
+            session._network = None
 
     # -- robots ------------------------------------------------------------------------------------
     def robots(self, *, problems: list[str] | None = None) -> list[RobotInfo]:

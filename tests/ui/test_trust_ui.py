@@ -64,3 +64,31 @@ async def test_unreadable_robot_files_are_reported(robotlab_home: Path, provider
         assert str(broken) in root.window.banner.text
     finally:
         await close_app(root)
+
+
+async def test_open_folder_switches_where_robots_work(tmp_path: Path, desktop: Any, provider: Any) -> None:
+    import asyncio
+
+    from workspace.providers.testing import ToolCall
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("hello from the folder\n", encoding="utf-8")
+    window = desktop.window
+    assert window.status_folder.text() == "No folder open"
+    dialog = window.open_folder()
+    dialog.fileSelected.emit(str(folder))  # what choosing the folder in the dialog does
+    dialog.close()
+    assert desktop.controller.folder == folder.resolve()
+    assert window.status_folder.text() == "Folder: project" and window.windowTitle().endswith("project — RobotLab Workspace")
+    assert "file-helper" in desktop.controller.robot_names()
+    desktop.controller.set_robot("file-helper")
+    provider.enqueue([ToolCall("read_file", {"path": "notes.txt"}, id="r1")], "It says hello.")
+    window.send("read notes.txt")
+    await wait_until(lambda: desktop.controller.idle, what="the run to end")
+    await asyncio.sleep(0.05)
+    card = window.chat.tool_cards()[0]
+    assert card.status == "ok" and "hello from the folder" in str(card.result)
+    # A folder that is gone: a message, and the current folder stays.
+    assert not window.switch_folder(tmp_path / "missing")
+    assert "no such folder" in window.banner.text and desktop.controller.folder == folder.resolve()
