@@ -114,3 +114,47 @@ async def test_switching_folders_keeps_pending_changes_safe(tmp_path: Path) -> N
         assert typed == "now read it" and note is not None and "a.txt" in note
     finally:
         await ws.aclose()
+
+
+async def test_proposed_changes_survive_quitting_and_reopening(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "a.txt").write_text("one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n", encoding="utf-8")
+    db = tmp_path / "db.sqlite"
+    provider = ScriptedProvider([
+        [ToolCall("edit_file", {"path": "a.txt", "search": "two", "replace": "TWO"}),
+         ToolCall("edit_file", {"path": "a.txt", "search": "nine", "replace": "NINE"})],
+        "I proposed two edits.",
+    ])
+    ws = Workspace(folder=folder, db_path=db, provider=provider)
+    session = ws.new_thread("file-helper")
+    await session.send("capitalise two and nine").wait()
+    thread_id = session.thread_id
+    first, second = session.changes.hunks()
+    session.changes.reject(second.id, reason="keep nine")  # decided, not applied, then the app quits
+    await ws.aclose()
+
+    # Another folder open: the set waits for its own folder.
+    other = tmp_path / "other"
+    other.mkdir()
+    ws = Workspace(folder=other, db_path=db, provider=ScriptedProvider([]))
+    assert ws.open_thread(thread_id).changes is None
+    await ws.aclose()
+
+    provider = ScriptedProvider(["Noted."])
+    ws = Workspace(folder=folder, db_path=db, provider=provider)
+    try:
+        session = ws.open_thread(thread_id)
+        assert session.changes is not None
+        assert [h.id for h in session.changes.hunks()] == [first.id, second.id]
+        assert session.changes.hunks()[1].status == "rejected"
+        session.changes.accept(first.id)
+        await session.apply_changes()
+        text = (folder / "a.txt").read_text(encoding="utf-8")
+        assert "TWO" in text and "NINE" not in text
+        await session.send("thanks").wait()
+        note, _typed = split_user_message(str(provider.history[-1].messages[-1].content))
+        assert note is not None and "keep nine" in note
+        assert ws.store.load_change_set(thread_id) is None  # settled and heard: nothing kept
+    finally:
+        await ws.aclose()

@@ -485,8 +485,11 @@ class ThreadSession:
                     error_type=type(exc).__name__))
                 self.store.finish_turn(turn_id, "failed")
             raise
-        run = RecordedRun(event_run, store=self.store, thread_id=self.thread_id, turn_id=turn_id,
-                          on_done=self.workspace._run_done)
+        def done(finished: RecordedRun) -> None:
+            self.workspace._run_done(finished)
+            self.save_changes()
+
+        run = RecordedRun(event_run, store=self.store, thread_id=self.thread_id, turn_id=turn_id, on_done=done)
         for problem in problems:
             run._warn(StoreError(problem))
         self.run = run
@@ -568,7 +571,39 @@ class ThreadSession:
         if turn_id is not None and result.settled:
             with contextlib.suppress(StoreError):
                 self.store.append_event(self.thread_id, turn_id, self.changes.decided_event())
+        self.save_changes()
         return result
+
+    def save_changes(self) -> None:
+        """Keep the change set in the database while anything of it is unsettled or unheard by the
+        model (so quitting mid-review loses nothing); drop it once it is neither."""
+        changes = self.changes
+        if changes is None or self.store.closed:
+            return
+        try:
+            if changes.pending_files or changes.has_undelivered_outcome:
+                self.store.save_change_set(self.thread_id, changes.snapshot())
+            else:
+                self.store.drop_change_set(self.thread_id)
+        except (StoreError, OSError) as exc:
+            log.warning("could not keep the proposed changes of thread %s: %s", self.thread_id, exc)
+
+    def _restore_changes(self) -> None:
+        """The change set saved by :meth:`save_changes`, when it belongs to the folder open now."""
+        from workspace.changes import ChangeSet
+
+        try:
+            data = self.store.load_change_set(self.thread_id)
+        except StoreError as exc:
+            log.warning("could not read the proposed changes of thread %s: %s", self.thread_id, exc)
+            return
+        folder = self.workspace.folder
+        if data is None or folder is None or Path(str(data.get("folder"))) != folder:
+            return  # another folder's: restored when that folder is open again
+        try:
+            self.changes = ChangeSet.from_snapshot(data)
+        except Exception as exc:  # a snapshot whose contents are gone must not stop the thread opening
+            log.warning("the proposed changes of thread %s could not be restored: %s", self.thread_id, exc)
 
     def change_history(self) -> Any:
         """Checkpoints of this thread's applied changes: undo, redo, the net diff since the start."""
@@ -731,6 +766,7 @@ class Workspace:
         session = self._sessions.get(thread_id)
         if session is None:
             session = ThreadSession(self, self.store.get_thread(thread_id))
+            session._restore_changes()
             self._sessions[thread_id] = session
         return session
 
@@ -754,6 +790,8 @@ class Workspace:
         """
         for run in list(self._runs):
             run.cancel("the workspace was closed")
+        for session in self._sessions.values():
+            session.save_changes()  # review decisions made since the last run or apply
         self.store.close()
 
     async def aclose(self, timeout: float = 5.0) -> None:

@@ -55,7 +55,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -282,6 +282,21 @@ def m002_search(db: sqlite3.Connection) -> None:
         )""")
     db.execute("CREATE INDEX search_docs_thread ON search_docs(thread_id)")
     db.execute("CREATE TABLE _meta (key TEXT PRIMARY KEY, value TEXT)")
+
+
+@migration
+def m003_change_sets(db: sqlite3.Connection) -> None:
+    # Proposed file changes still awaiting review (or whose outcome the model has not heard yet),
+    # one set per thread, so quitting the app in the middle of a review loses nothing. File
+    # contents live in the checkpoint store (content-addressed); this row holds their hashes.
+    db.execute("""
+        CREATE TABLE change_sets (
+            thread_id TEXT PRIMARY KEY REFERENCES threads(id) ON DELETE CASCADE,
+            id TEXT NOT NULL,
+            folder TEXT NOT NULL,
+            data TEXT NOT NULL,
+            updated_at REAL NOT NULL
+        )""")
 
 
 # ------------------------------------------------------------------------------------------
@@ -786,6 +801,30 @@ class Store:
         clean = " ".join((title or "").split()) or None
         self._write([("UPDATE threads SET title = ? WHERE id = ?", (_redact(clean) if clean else None, thread_id))])
         return self.get_thread(thread_id)
+
+    # -- change sets awaiting review ------------------------------------------------------------
+    def save_change_set(self, thread_id: str, snapshot: Mapping[str, Any]) -> None:
+        """Keep the thread's change set (:meth:`ChangeSet.snapshot`) until it is settled."""
+        self._write([(
+            "INSERT OR REPLACE INTO change_sets (thread_id, id, folder, data, updated_at) VALUES (?, ?, ?, ?, ?)",
+            (thread_id, str(snapshot["id"]), str(snapshot["folder"]), _dumps(dict(snapshot)), _now()),
+        )])
+
+    def load_change_set(self, thread_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            self._check_open()
+            row = self._conn.execute("SELECT data FROM change_sets WHERE thread_id = ?", (thread_id,)).fetchone()
+        if row is None:
+            return None
+        try:
+            data = json.loads(row[0])
+        except ValueError:
+            log.warning("the saved change set of thread %s is unreadable; it is dropped", thread_id)
+            return None
+        return data if isinstance(data, dict) else None
+
+    def drop_change_set(self, thread_id: str) -> None:
+        self._write([("DELETE FROM change_sets WHERE thread_id = ?", (thread_id,))])
 
     def delete_thread(self, thread_id: str) -> ThreadInfo:
         """Soft delete: hidden from lists and search until :meth:`restore_thread` or :meth:`purge_deleted`."""
