@@ -232,6 +232,9 @@ async def test_cli_list_export_search_import(db: Path, thread: tuple[str, str], 
 
 
 def test_cli_errors_name_the_fix(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["threads", "--db", str(db)]) == 2  # reading never creates a database
+    assert f"no database at {db}" in capsys.readouterr().err and not db.exists()
+    Store.open(db).close()
     assert main(["threads", "--db", str(db)]) == 0
     assert "No threads yet" in capsys.readouterr().out
     assert main(["threads", "export", "abc", "--db", str(db)]) == 2

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import builtins
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -418,10 +419,13 @@ def test_cli_apply_auto_never_and_review(folder: Path, robot_file: Path, capsys:
     # result says so — the model is never told "awaits review" for a change already on disk.
     assert "edit accepted and written" in out and "awaits" not in out
 
-    answers = iter(["n", "not now"])
-    monkeypatch.setattr(builtins, "input", lambda prompt="": next(answers))
+    read_fd, write_fd = os.pipe()  # the answers, as if typed (or piped) into the terminal
+    os.write(write_fd, b"n\nnot now\n")
+    os.close(write_fd)
     message = 'replace "and a there" with "and b there" in x.txt'
-    assert _cli("run", str(robot_file), message, "--folder", str(folder), "--apply", "review") == 0
+    with open(read_fd, encoding="utf-8") as answers:
+        monkeypatch.setattr(sys, "stdin", answers)
+        assert _cli("run", str(robot_file), message, "--folder", str(folder), "--apply", "review") == 0
     out = capsys.readouterr().out
     assert "-and a there" in out and "+and b there" in out
     assert 'rejected — reason: "not now"' in out

@@ -1988,19 +1988,143 @@ def compare_texts(old: str, new: str, *, name: str = "text") -> FileChange:
 AskFn = Callable[[str], Awaitable[str]]
 
 
-async def _terminal_input(prompt: str) -> str:
-    import asyncio
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
-    return await asyncio.to_thread(input, prompt)
+
+class _StdinLines:
+    """Lines of standard input for terminal prompts, read so that a prompt never keeps the process alive.
+
+    ``asyncio.to_thread(input, ...)`` cannot be interrupted: after Ctrl-C the executor's worker
+    stays blocked in ``input()`` and ``asyncio.run`` (and the interpreter's exit) wait for it, so
+    the command hangs. Here a *daemon* thread reads the raw file descriptor with ``os.read`` (it
+    holds no lock of ``sys.stdin``, so finalisation never waits on it either) and the prompt awaits
+    its future, which cancellation abandons at once. Bytes read past the end of a line are kept for
+    the next prompt (answers piped in as ``y\\nn\\nreason\\n`` arrive in one read). End of input
+    (a closed or empty pipe, ``/dev/null``, Ctrl-D) raises :class:`EOFError`, like ``input()``.
+    """
+
+    def __init__(self, fd: int | None = None) -> None:
+        self._fd = fd
+        self._read_from: int | None = None  # the descriptor the buffered bytes came from
+        self._buffer = b""
+        self._eof = False
+        # At most one read in flight: a prompt cancelled mid-read leaves its read to the next prompt.
+        self._filling: Any = None  # concurrent.futures.Future[None] | None
+
+    def _fileno(self) -> int | None:
+        if self._fd is not None:
+            return self._fd
+        import sys
+
+        stream = sys.stdin
+        if stream is None:
+            return None
+        try:
+            return stream.fileno()
+        except (OSError, ValueError, AttributeError):  # closed, or replaced by an object without a descriptor
+            return None
+
+    def _fill(self, fd: int | None) -> None:
+        """In the daemon thread: read until the buffer holds a whole line or the input ends."""
+        while b"\n" not in self._buffer and not self._eof:
+            if fd is None:
+                self._eof = True
+                break
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # EBADF, EIO (the terminal went away): no more answers
+                chunk = b""
+            if chunk:
+                self._buffer += chunk
+            else:
+                self._eof = True
+
+    async def readline(self) -> str:
+        import asyncio
+        import concurrent.futures
+        import sys
+
+        if self._filling is not None and not self._filling.done():
+            # A prompt cancelled mid-read left its read running: it is the next answer, and the
+            # buffer is the thread's until it ends.
+            await asyncio.wrap_future(self._filling)
+        elif self._fileno() != self._read_from:  # stdin was replaced: what came from the old one is no answer
+            self._read_from, self._buffer = self._fileno(), b""
+        if b"\n" not in self._buffer:
+            fd = self._fileno()
+            self._read_from = fd
+            # Like input(), end of input is not remembered: a terminal can go on after Ctrl-D.
+            self._eof = False
+            future: concurrent.futures.Future[None] = concurrent.futures.Future()
+            future.set_running_or_notify_cancel()  # so a cancelled prompt cannot cancel the read itself
+
+            def work() -> None:
+                try:
+                    self._fill(fd)
+                except BaseException as exc:  # pragma: no cover - defensive
+                    future.set_exception(exc)
+                else:
+                    future.set_result(None)
+
+            self._filling = future
+            threading.Thread(target=work, name="robotlab-stdin", daemon=True).start()
+            await asyncio.wrap_future(future)
+        line, newline, rest = self._buffer.partition(b"\n")
+        if not newline and not line:
+            raise EOFError("end of input")
+        self._buffer = rest
+        encoding = getattr(sys.stdin, "encoding", None) or "utf-8"
+        return line.decode(encoding, errors="replace").removesuffix("\r")
+
+
+_STDIN = _StdinLines()
+
+
+async def read_terminal_line(prompt: str = "", *, out: Any = None) -> str:
+    """``input(prompt)`` for coroutines: the prompt goes to ``out`` (default ``sys.stdout``; give
+    ``sys.stderr`` when stdout carries machine-readable output), the answer comes from standard input.
+
+    Cancelling the awaiting task (Ctrl-C under ``asyncio.run``) returns at once, and the reading
+    thread never delays the exit; end of input raises :class:`EOFError`.
+    """
+    import sys
+
+    stream = out if out is not None else sys.stdout
+    if prompt:
+        stream.write(prompt)
+        stream.flush()
+    try:
+        return await _STDIN.readline()
+    except EOFError:
+        if prompt:  # end the prompt's line, so what is printed next starts on its own
+            stream.write("\n")
+            stream.flush()
+        raise
+
+
+async def _terminal_input(prompt: str, *, out: Any = None) -> str:
+    return await read_terminal_line(prompt, out=out)
 
 
 class _Out:
+    """Where the terminal review writes. With JSON lines on stdout (``--json``), stdout carries only
+    JSON: the review's text and its prompts go to stderr, and ``data`` (stdout) gets JSON objects only."""
+
     def __init__(self, printer: Any) -> None:
         import sys
 
-        self.out = getattr(printer, "out", None) or sys.stdout
-        self.color = bool(getattr(printer, "_color", False))
         self.json = bool(getattr(printer, "json_lines", False))
+        self.data = getattr(printer, "out", None) or sys.stdout
+        if self.json:
+            self.out = sys.stderr
+            self.color = _isatty(sys.stderr)
+        else:
+            self.out = self.data
+            self.color = bool(getattr(printer, "_color", False))
         self.printer = printer
 
     def c(self, code: str, text: str) -> str:
@@ -2012,6 +2136,11 @@ class _Out:
             finish()
         self.out.write(text + "\n")
         self.out.flush()
+
+    def record(self, obj: Any) -> None:
+        """One JSON object on its own line of the data stream (stdout)."""
+        self.data.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+        self.data.flush()
 
     def diff(self, text: str) -> None:
         for raw in text.splitlines():
@@ -2162,15 +2291,20 @@ async def settle_in_terminal(changes: ChangeSet, *, mode: str, printer: Any = No
     import asyncio
 
     out = _Out(printer)
-    ask = ask or _terminal_input
+    if ask is None:
+        stream = out.out
+
+        async def ask(prompt: str) -> str:  # the prompt goes where the review's text goes
+            return await _terminal_input(prompt, out=stream)
+
     if not changes.pending_files:
         if changes.outcome():
             out.line(changes.outcome_message() or "")
         return None
     if mode == "never":
         if out.json:
-            out.line(json.dumps({"kind": "change_set", "change_set_id": changes.id, "files": changes.summary(),
-                                 "diff": changes.unified_diff()}, ensure_ascii=False))
+            out.record({"kind": "change_set", "change_set_id": changes.id, "files": changes.summary(),
+                        "diff": changes.unified_diff()})
         else:
             out.line()
             out.diff(changes.unified_diff())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,38 @@ def register(sub: Any) -> None:
     p.add_argument("robot", help="robot name or path to a robot .md file")
     p.add_argument("message", nargs="+", help="the message to send")
     add_run_options(p, who="the robot")
-    p.add_argument("--max-turns", type=int, help="stop after this many model turns")
+    p.add_argument("--max-turns", type=positive_int, metavar="N", help="stop after this many model turns (N >= 1)")
     p.set_defaults(func=cmd_run)
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type``: a whole number of at least 1 (argparse reports the error and exits 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give 1 or more") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1 (got {value})")
+    return value
+
+
+def looks_like_path(name: str) -> bool:
+    """Whether a robot argument names a file rather than a robot: it has a folder separator or ends in .md."""
+    return "/" in name or os.sep in name or name.lower().endswith(".md")
+
+
+def check_robot_file(name: str) -> None:
+    """A robot argument that is a path must name an existing file (else the error would be "unknown robot")."""
+    from workspace.cli import CLIError
+
+    if not looks_like_path(name):
+        return
+    path = Path(name)
+    if path.is_dir():
+        raise CLIError(f"{name} is a folder; give a robot .md file or a robot name (see `robotlab robots list`)")
+    if not path.is_file():
+        raise CLIError(f"robot file not found: {name} (no such file: {path.absolute()}). Check the path, or give "
+                       "a robot name from `robotlab robots list`.")
 
 
 def add_run_options(p: argparse.ArgumentParser, *, who: str) -> None:
@@ -65,6 +96,7 @@ async def _run(args: argparse.Namespace) -> int:
     if args.api_base:
         overrides.setdefault("llm", {})["api_base"] = args.api_base
     config = load_config(folder, overrides=overrides or None)
+    check_robot_file(args.robot)
     robot = load_robot(args.robot, folder=folder, config=config, model=args.model, api_base=args.api_base)
     model = robot.model
     if not is_offline(model):
@@ -79,7 +111,7 @@ async def _run(args: argparse.Namespace) -> int:
     printer = EventPrinter(json_lines=args.json)
     message = " ".join(args.message)
     options: dict[str, Any] = {"approval": approval}
-    if args.max_turns:
+    if args.max_turns is not None:
         options["max_turns"] = args.max_turns
     if folder is not None:
         options["folder"] = folder
@@ -131,15 +163,25 @@ def _approval(args: argparse.Namespace) -> Any:
                 approved=False,
                 reason=f"'{request.tool}' needs approval; rerun with --yes or allow it in {paths.approval_policy_file()}",
             )
+        from workspace.changes import read_terminal_line
+
+        # With --json, stdout carries only JSON lines: the question goes to stderr.
+        out = sys.stderr if getattr(args, "json", False) else sys.stdout
         where = f"{request.server}/" if request.server else ""
         args_text = json.dumps(request.input, indent=2, ensure_ascii=False)
         prompt = f"\n{request.robot} wants to call {where}{request.tool} with:\n{args_text}\nApprove? [y]es / [n]o / [a]lways: "
-        answer = (await asyncio.to_thread(input, prompt)).strip().lower()
+        try:
+            answer = (await read_terminal_line(prompt, out=out)).strip().lower()
+        except EOFError:  # the terminal closed (Ctrl-D): no answer is a no
+            return ApprovalDecision(approved=False, reason="no answer in the terminal (end of input)")
         if answer in ("y", "yes"):
             return ApprovalDecision(approved=True)
         if answer in ("a", "always"):
             return ApprovalDecision(approved=True, scope="always")
-        reason = (await asyncio.to_thread(input, "Reason (sent to the robot): ")).strip()
+        try:
+            reason = (await read_terminal_line("Reason (sent to the robot): ", out=out)).strip()
+        except EOFError:
+            reason = ""
         return ApprovalDecision(approved=False, reason=reason or "denied in the terminal")
 
     return ApprovalGate(policy, ask)

@@ -48,11 +48,22 @@ def register(sub: Any) -> None:
     threads.set_defaults(func=cmd_list, json=False, deleted=False)
 
 
-def _open(args: argparse.Namespace) -> Store:
+def _open(args: argparse.Namespace, *, create: bool = False) -> Store:
+    """The store of ``--db`` (default: the app's database).
+
+    Reading commands never create a database: a mistyped ``--db`` path is refused instead of
+    answering "no threads" from a new, empty file (``import`` may create one).
+    """
     from workspace import paths
+    from workspace.cli import CLIError
 
     db = getattr(args, "db", None)
-    return Store.open(Path(db) if db else paths.database_path())
+    path = Path(db) if db else paths.database_path()
+    if not create and db and not path.is_file():
+        what = "is a folder, not a database file" if path.is_dir() else "does not exist"
+        raise CLIError(f"no database at {path} ({what}). Check --db, or leave it out to use the app's database "
+                       f"({paths.database_path()}).")
+    return Store.open(path)
 
 
 def _when(ts: float) -> str:
@@ -124,7 +135,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CLIError(f"Cannot read {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise CLIError(f"{path} is not UTF-8 text ({exc}); give a JSON file of RobotLab results") from exc
-    with _open(args) as store:
+    with _open(args, create=True) as store:
         try:
             thread = import_results_json(store, text, robot=args.robot, title=args.title)
         except ImportFormatError as exc:
