@@ -125,3 +125,26 @@ def test_a_symlink_into_the_settings_is_refused_for_writes(tmp_path: Path) -> No
     (tmp_path / "innocent.yaml").symlink_to(paths.project_config_file(tmp_path))
     with pytest.raises(SandboxError, match="workspace's own settings"):
         Sandbox(tmp_path).resolve("innocent.yaml", for_write=True)
+
+
+def test_cli_says_what_is_withheld_and_trust_lets_it_apply(tmp_path: Path, robotlab_home: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "cloned"
+    write(paths.project_config_file(folder), "mcpServers:\n  helper: {command: /nonexistent/helper}\n")
+    env = {**os.environ, "ROBOTLAB_HOME": str(robotlab_home)}
+
+    def robotlab(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "workspace", *args], capture_output=True, text=True,
+                              env=env, stdin=subprocess.DEVNULL, timeout=120)
+
+    listed = robotlab("--folder", str(folder), "mcp", "list", "--json")
+    assert "not used until you trust it" in listed.stderr and f"robotlab trust {folder}" in listed.stderr
+    assert "helper" not in listed.stdout
+    refused = robotlab("trust", str(folder))  # no terminal to ask on: --yes is needed
+    assert refused.returncode == 2 and "--yes" in refused.stderr and not trust.is_trusted(folder)
+    assert robotlab("trust", str(folder), "--yes").returncode == 0
+    listed = robotlab("--folder", str(folder), "mcp", "list", "--json")
+    assert "helper" in listed.stdout and "not used until" not in listed.stderr

@@ -79,11 +79,14 @@ def _folder(args: argparse.Namespace) -> Path | None:
 
 
 def _manager(args: argparse.Namespace) -> MCPManager:
+    from workspace.cli.trust import warn_if_untrusted
     from workspace.config import load_config
     from workspace.mcp.manager import MCPManager
 
     folder = _folder(args)
-    return MCPManager(load_config(folder), folder=folder)
+    config = load_config(folder)
+    warn_if_untrusted(config)
+    return MCPManager(config, folder=folder)
 
 
 # -- list ------------------------------------------------------------------------------------

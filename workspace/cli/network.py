@@ -76,6 +76,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> int:
     from workspace import events as ev
     from workspace.cli.run import _approval, _check_key
+    from workspace.cli.trust import warn_if_untrusted
     from workspace.config import load_config
     from workspace.network import find_network_file, load_network
     from workspace.providers import is_offline
@@ -87,6 +88,7 @@ async def _run(args: argparse.Namespace) -> int:
     if args.api_base:
         overrides.setdefault("llm", {})["api_base"] = args.api_base
     config = load_config(folder, overrides=overrides or None)
+    warn_if_untrusted(config)
     path = find_network_file(args.file, folder)
     network = load_network(path, folder=folder, config=config, model=args.model)
     for robot in {id(r): r for r in network.robots.values()}.values():

@@ -83,6 +83,7 @@ async def _run(args: argparse.Namespace) -> int:
     from workspace import events as ev
     from workspace.catalog import load_robot
     from workspace.cli import CLIError
+    from workspace.cli.trust import warn_if_untrusted
     from workspace.config import load_config
     from workspace.providers import is_offline, provider_for
 
@@ -96,6 +97,7 @@ async def _run(args: argparse.Namespace) -> int:
     if args.api_base:
         overrides.setdefault("llm", {})["api_base"] = args.api_base
     config = load_config(folder, overrides=overrides or None)
+    warn_if_untrusted(config)
     check_robot_file(args.robot)
     robot = load_robot(args.robot, folder=folder, config=config, model=args.model, api_base=args.api_base)
     model = robot.model
