@@ -47,6 +47,7 @@ from mcp.shared.exceptions import MCPError as SDKError
 from workspace.errors import MCPError
 from workspace.mcp.config import ServerSpec, mask_url
 from workspace.mcp.status import ServerState
+from workspace.secrets import redact
 
 log = logging.getLogger("workspace.mcp")
 
@@ -166,7 +167,10 @@ class Connection:
     def spec(self, spec: ServerSpec) -> None:
         """New settings: used from the next start (a running connection keeps its own)."""
         self._spec = spec
-        self._secrets = [v for v in (*spec.env.values(), *spec.headers.values()) if v and len(v) >= 6]
+        self._secrets = sorted(
+            {v for v in (*spec.env.values(), *spec.headers.values(), *spec.filled_values) if v and len(v) >= 6},
+            key=len, reverse=True,
+        )
 
     @property
     def name(self) -> str:
@@ -203,7 +207,7 @@ class Connection:
         for secret in self._secrets:
             if secret in line:
                 line = line.replace(secret, "***")
-        return line
+        return redact(line)  # and every other known secret (interpolated args, keyring values, ...)
 
     def _add_stderr(self, line: str) -> None:
         line = self._mask(line.rstrip("\r\n"))

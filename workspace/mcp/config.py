@@ -29,6 +29,12 @@ mcpServers:
   and strings with a unit are accepted: ``"500ms"``, ``"30s"``, ``"2m"``.
 * Unknown keys are kept: :attr:`ServerSpec.raw` is the entry exactly as written, and is what
   gets written back.
+* Secrets: :meth:`ServerSpec.describe` (``robotlab mcp list``, the MCP dock) shows the entry as
+  written, so ``${VAR}`` references appear as references and never as their values; URL
+  passwords, secret-looking query parameters and literal values of secret-looking flags are
+  masked. Values that come from the keyring or from secret-looking variables, env and header
+  values are given to :func:`workspace.secrets.register_secret`, so logs, exports and the
+  database redact them.
 
 Nothing here imports the MCP SDK.
 """
@@ -41,7 +47,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from workspace.errors import ConfigurationError
 
@@ -98,6 +104,9 @@ class ServerSpec:
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
     #: Where the entry came from (a file path, "inline", ...).
     source: str = field(default="", compare=False)
+    #: Values filled in from variables or the keyring (paths and plain variables such as HOME
+    #: left out): masked in the server's stderr view.
+    filled_values: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def connection_key(self) -> tuple[Any, ...]:
         """What a running connection depends on: a change means reconnecting."""
@@ -107,17 +116,32 @@ class ServerSpec:
         )
 
     def describe(self) -> str:
-        """A one-line, secret-free description (header values, env values and URL query values masked)."""
+        """A one-line, secret-free description, from the entry as written (before interpolation).
+
+        ``${VAR}`` references are shown as written, never their values; env and header values, URL
+        passwords, secret-looking query values and literal values of secret-looking flags
+        (``--token X``, ``--api-key=X``) are masked, and known secrets redacted.
+        """
+        from workspace.secrets import redact
+
+        written = _flatten(self.raw) if self.raw else {}
         if self.transport == "stdio":
-            parts = [self.command or "", *self.args]
-            text = " ".join(_quote(p) for p in parts)
+            # Without ``raw`` (a spec built in code) nothing was interpolated: the fields are as written.
+            command = str(written.get("command") or "") if written else (self.command or "")
+            args = _str_list(written.get("args"), where="args") if written else self.args
+            text = " ".join(_quote(p) for p in [command, *_mask_args(args)])
             if self.env:
                 text += "  (env: " + ", ".join(sorted(self.env)) + ")"
-            return text
-        text = mask_url(self.url or "")
-        if self.headers:
-            text += "  (headers: " + ", ".join(f"{k}: ***" for k in sorted(self.headers)) + ")"
-        return text
+        else:
+            url = str(written.get("url") or written.get("serverUrl") or "") if written else (self.url or "")
+            text = _mask_url(url, every_query_value=False)
+            if self.headers:
+                text += "  (headers: " + ", ".join(f"{k}: ***" for k in sorted(self.headers)) + ")"
+        return redact(_mask_defaults(text))
+
+    def __repr__(self) -> str:
+        # The dataclass repr would show interpolated args, env, url and headers.
+        return f"ServerSpec(name={self.name!r}, transport={self.transport!r}, target={self.describe()!r})"
 
     @property
     def target(self) -> str:
@@ -132,8 +156,42 @@ def _quote(part: str) -> str:
     return f'"{part}"' if (not part or any(c.isspace() for c in part)) else part
 
 
+#: Names (of query parameters, flags, headers, env entries) whose values are secrets.
+_SECRETISH = re.compile(
+    r"TOKEN|SECRET|PASS(?:WORD|WD|PHRASE)?(?:$|[_-])|API[_-]?KEY|(?:^|[_-])KEY$|AUTH(?!OR)|CREDENTIAL|COOKIE"
+    r"|PRIVATE|(?:^|[_-])PAT$|(?:^|[_-])PW$|SIGNATURE|^SIG$|(?:^|[_-])JWT$",
+    re.I,
+)
+#: Env entry names holding secrets beyond :func:`workspace.secrets.is_secret_name`'s.
+_SECRET_ENV = re.compile(r"(?:^|_)(?:PAT|APIKEY|AUTH|CREDENTIALS?|COOKIE)$", re.I)
+#: A value that is a path (not a secret).
+_PATH = re.compile(r"^(?:[/~.]|[A-Za-z]:[\\/])")
+#: Header names that never carry a secret.
+_PLAIN_HEADERS = frozenset({
+    "accept", "accept-language", "accept-encoding", "content-type", "user-agent", "mcp-protocol-version",
+    "cache-control", "connection", "origin", "referer",
+})
+#: Variables that are not secrets even when used in env or headers (paths, the user's name, ...).
+_PLAIN_VARS = re.compile(
+    r"^(?:HOME|USER|USERNAME|LOGNAME|PATH|PWD|SHELL|TMPDIR|TEMP|TMP|LANG|LANGUAGE|TERM|DISPLAY|HOSTNAME|"
+    r"USERPROFILE|APPDATA|LOCALAPPDATA|PROGRAMFILES|SYSTEMROOT|NODE_ENV|LC_\w+|XDG_\w+)$",
+    re.I,
+)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a query parameter, flag, header or env entry called ``name`` holds a secret."""
+    return bool(_SECRETISH.search(name.strip().lstrip("-")))
+
+
 def mask_url(url: str) -> str:
-    """``url`` with any password and query values replaced by ``***``."""
+    """``url`` with any password and every query value replaced by ``***``."""
+    return _mask_url(url, every_query_value=True)
+
+
+def _mask_url(url: str, *, every_query_value: bool) -> str:
+    """``url`` with the password (and a long bare user name, often a token) masked, and query values
+    masked: all of them, or those whose names look secret (a written template shows the rest)."""
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -141,12 +199,66 @@ def mask_url(url: str) -> str:
     netloc = parts.netloc
     if "@" in netloc:
         userinfo, _, host = netloc.rpartition("@")
-        user = userinfo.split(":", 1)[0]
-        netloc = f"{user}:***@{host}" if ":" in userinfo else f"{user}@{host}"
+        user, colon, _ = userinfo.partition(":")
+        if not colon and "${" not in user and len(user) >= 16:
+            user = "***"
+        netloc = f"{user}:***@{host}" if colon else f"{user}@{host}"
     query = parts.query
     if query:
-        query = urlencode([(k, "***") for k, _ in parse_qsl(query, keep_blank_values=True)], safe="*")
+        if every_query_value:
+            query = urlencode([(k, "***") for k, _ in parse_qsl(query, keep_blank_values=True)], safe="*")
+        else:
+            query = "&".join(
+                f"{k}=***" if sep and is_secret_name(unquote(k)) else f"{k}{sep}{v}"
+                for k, sep, v in (item.partition("=") for item in query.split("&"))
+            )
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+_FLAG_VALUE = re.compile(r"^(--?[A-Za-z][\w.-]*)=(.*)$", re.S)
+_HEADER_ARG = re.compile(r"^([A-Za-z][\w-]*)\s*:\s*(.+)$", re.S)
+
+
+def _mask_args(args: tuple[str, ...]) -> list[str]:
+    """Args as written, with literal values of secret-looking flags, headers and URLs masked."""
+    out: list[str] = []
+    mask_next = False
+    for arg in args:
+        if mask_next and not arg.startswith("-"):
+            out.append(arg if _VAR.fullmatch(arg) else "***")
+            mask_next = False
+            continue
+        mask_next = False
+        flag = _FLAG_VALUE.match(arg)
+        header = _HEADER_ARG.match(arg)
+        if flag:
+            name, value = flag.groups()
+            out.append(f"{name}={value if _VAR.fullmatch(value) or not is_secret_name(name) else '***'}")
+        elif re.match(r"^--?[A-Za-z]", arg):
+            out.append(arg)
+            mask_next = is_secret_name(arg)
+        elif header and not re.match(r"^[a-z][a-z0-9+.-]*://", arg, re.I) and (
+            is_secret_name(header.group(1)) or header.group(1).lower() == "authorization"
+        ):
+            out.append(f"{header.group(1)}: {header.group(2) if _VAR.fullmatch(header.group(2)) else '***'}")
+        elif re.match(r"^https?://", arg, re.I):
+            out.append(_mask_url(arg, every_query_value=False))
+        else:
+            out.append(arg)
+    return out
+
+
+def _mask_defaults(text: str) -> str:
+    """``${NAME:-default}`` with the default masked when the name looks secret."""
+
+    def replace(match: re.Match[str]) -> str:
+        expr = match.group(1)
+        if ":-" not in expr:
+            return match.group(0)
+        name, default = expr.split(":-", 1)
+        return f"${{{name}:-***}}" if default and is_secret_name(name.rpartition(":")[2]) else match.group(0)
+
+    return _VAR.sub(replace, text)
 
 
 def normalize_type(value: Any, *, where: str) -> str:
@@ -212,8 +324,17 @@ def _keyring_lookup(name: str) -> str | None:
         return None
 
 
-def interpolate(text: str, *, where: str, environ: Mapping[str, str] | None = None) -> str:
-    """Replace ``${VAR}``, ``${env:VAR}``, ``${VAR:-default}`` and ``${keyring:NAME}`` in ``text``."""
+#: One replacement :func:`interpolate` made: (kind "env" or "keyring", the name, the value put in).
+Filled = tuple[str, str, str]
+
+
+def interpolate(
+    text: str, *, where: str, environ: Mapping[str, str] | None = None, filled: list[Filled] | None = None
+) -> str:
+    """Replace ``${VAR}``, ``${env:VAR}``, ``${VAR:-default}`` and ``${keyring:NAME}`` in ``text``.
+
+    Each value looked up (defaults are not) is appended to ``filled`` when given.
+    """
     if "${" not in text:
         return text
 
@@ -254,6 +375,8 @@ def interpolate(text: str, *, where: str, environ: Mapping[str, str] | None = No
                 f"Set it (export {name}=...), store it in the keyring (`keyring set robotlab {name}`), "
                 "or write the value in the file"
             )
+        if filled is not None:
+            filled.append((kind, name, value))
         return value
 
     return _VAR.sub(replace, text)
@@ -306,18 +429,15 @@ def parse_server(
             f"{base}: expected a mapping with 'command' (and 'args') or 'url', got {type(entry).__name__}"
         )
     raw = dict(entry)
-    # RobotLab's inline form: {name, transport: {type, command, args, env}}.
-    flat: dict[str, Any] = dict(raw)
-    transport_block = raw.get("transport")
-    if isinstance(transport_block, Mapping):
-        for key, value in transport_block.items():
-            flat.setdefault(str(key), value)
+    flat = _flatten(raw)
     for key in ("command", "url", "cwd"):
         if key in flat and flat[key] is not None and not isinstance(flat[key], str):
             raise ConfigurationError(f"{base}.{key}: expected a string, got {flat[key]!r}")
 
+    found: dict[str, list[Filled]] = {}
+
     def interp(value: str, key: str) -> str:
-        return interpolate(value, where=f"{base}.{key}", environ=environ)
+        return interpolate(value, where=f"{base}.{key}", environ=environ, filled=found.setdefault(key, []))
 
     type_value = flat.get("type", flat.get("transportType"))
     command = flat.get("command") or None
@@ -366,6 +486,11 @@ def parse_server(
     auto = _str_list(flat.get("autoApprove"), where=f"{base}.autoApprove") + _str_list(
         flat.get("alwaysAllow"), where=f"{base}.alwaysAllow"
     )
+    _register_secrets(found, flat=flat, env=env, headers=headers, url=url if transport != "stdio" else None)
+    filled_values = tuple(dict.fromkeys(
+        value for items in found.values() for _, name, value in items
+        if len(value) >= 6 and "${" not in value and not _PLAIN_VARS.match(name) and not _PATH.match(value)
+    ))
     return ServerSpec(
         name=str(name),
         transport=transport,
@@ -382,7 +507,86 @@ def parse_server(
         disabled_tools=_str_list(flat.get("disabledTools"), where=f"{base}.disabledTools"),
         raw=raw,
         source=source,
+        filled_values=filled_values,
     )
+
+
+def _flatten(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The entry with RobotLab's inline form ``{name, transport: {type, command, args, env}}`` lifted."""
+    flat: dict[str, Any] = dict(raw)
+    transport_block = raw.get("transport")
+    if isinstance(transport_block, Mapping):
+        for key, value in transport_block.items():
+            flat.setdefault(str(key), value)
+    return flat
+
+
+def _register_secrets(
+    found: Mapping[str, list[Filled]], *, flat: Mapping[str, Any], env: Mapping[str, str],
+    headers: Mapping[str, str], url: str | None,
+) -> None:
+    """Tell :mod:`workspace.secrets` which values of this entry are secrets, so that logs, exports
+    and the database redact them:
+
+    * every value filled in from the keyring or from a secret-looking variable (any key);
+    * every value filled in from a variable into env or headers (the usual way to pass a key),
+      except plain variables such as ``HOME`` or ``USER`` and paths (for URLs: their passwords);
+    * literal env values under secret-looking names, and literal header values except plain
+      headers (``Accept``, ``Content-Type``, ...); for ``Bearer <token>`` the token;
+    * the URL's password and its secret-looking query values;
+    * literal values of secret-looking flags in args (``--token X``, ``--api-key=X``).
+
+    Values still holding a ``${...}`` reference (a checking environment echoes them) are skipped.
+    """
+    from workspace import secrets
+
+    def register(value: str | None, name: str | None = None) -> None:
+        if value and "${" not in value:
+            secrets.register_secret(value, name=name)
+
+    def register_url(url: str) -> None:
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            return
+        register(parts.password, "password")
+        for name, value in parse_qsl(parts.query, keep_blank_values=True):
+            if is_secret_name(name):
+                register(value, name)
+
+    for key, items in found.items():
+        in_env_or_headers = key.startswith(("env.", "headers."))
+        for kind, name, value in items:
+            if kind == "keyring" or secrets.is_secret_name(name, value):
+                register(value, name)
+            elif in_env_or_headers and not _PLAIN_VARS.match(name):
+                # A path is not a secret; a URL (DATABASE_URL=postgres://u:pw@h/db) may hold one.
+                if re.match(r"^[a-z][a-z0-9+.-]*://", value, re.I):
+                    register_url(value)
+                elif not _PATH.match(value):
+                    register(value, name)
+    for key, value in env.items():
+        if secrets.is_secret_name(key, value) or _SECRET_ENV.search(key):
+            register(value, key)
+    for key, value in headers.items():
+        if key.strip().lower() in _PLAIN_HEADERS:
+            continue
+        scheme, _, credential = value.strip().partition(" ")
+        # "Bearer <token>": the token (which also covers the whole value); else the whole value.
+        register(credential.strip() if credential and scheme.isalpha() else value, key)
+    if url:
+        register_url(url)
+    args = _str_list(flat.get("args"), where="args")
+    for i, arg in enumerate(args):
+        flag = _FLAG_VALUE.match(arg)
+        if flag:
+            name, value = flag.groups()
+        elif arg.startswith("-") and i + 1 < len(args) and not args[i + 1].startswith("-"):
+            name, value = arg, args[i + 1]
+        else:
+            continue
+        if secrets.is_secret_name(name.lstrip("-").replace("-", "_"), value):
+            register(value, name.lstrip("-"))
 
 
 def _flag(value: Any, *, where: str, default: bool = False) -> bool:

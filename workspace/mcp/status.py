@@ -84,6 +84,16 @@ class ServerStatus:
     #: The file the server's settings came from.
     source: str = ""
 
+    def __post_init__(self) -> None:
+        # Shown in the MCP dock, `robotlab mcp list` and JSON: redact known secrets, as error texts
+        # may quote an interpolated command, folder or URL (stderr lines are redacted as they arrive).
+        from workspace.secrets import redact
+
+        if self.reason:
+            object.__setattr__(self, "reason", redact(self.reason))
+        if self.target:
+            object.__setattr__(self, "target", redact(self.target))
+
     @property
     def is_ready(self) -> bool:
         return self.state is ServerState.READY

@@ -1,0 +1,187 @@
+"""workspace.secrets: which values count as secrets, and redact() (env names, keyring, registered)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import keyring
+import pytest
+from keyring.backend import KeyringBackend
+
+from workspace import secrets
+from workspace.secrets import forget_secrets, is_secret_name, redact, register_secret
+
+
+@pytest.fixture(autouse=True)
+def no_registered_secrets() -> Iterator[None]:
+    forget_secrets()
+    yield
+    forget_secrets()
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "secret"),
+    [
+        ("OPENAI_API_KEY", "sk-abc", True),
+        ("my_service_api_key", "abcdef", True),  # case-insensitive
+        ("APIKEY", "abcdefgh", True),
+        ("STRIPE_KEY", "sk_live_123456789", True),  # *_KEY, long enough
+        ("SORT_KEY", "name_asc", False),  # *_KEY, short: not a secret
+        ("GITHUB_TOKEN", "x", True),
+        ("SLACK_BOT_TOKEN", "xoxb", True),
+        ("CLIENT_SECRET_VALUE", "x", True),
+        ("DB_PASSWORD", "x", True),
+        ("PGPASSWORD", "x", True),
+        ("SMTP_PASS", "x", True),
+        ("BYPASS", "something", False),
+        ("HOME", "/home/someone", False),
+        ("KEYBOARD_LAYOUT", "us-international", False),
+        ("TOKENIZERS_PARALLELISM", "false", False),
+    ],
+)
+def test_secret_looking_names(name: str, value: str, secret: bool) -> None:
+    assert is_secret_name(name, value) is secret
+
+
+def test_values_of_secret_looking_environment_variables_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACME_SERVICE_TOKEN", "acme-token-0123456789")
+    monkeypatch.setenv("WIDGET_API_KEY", "widget-key-42")
+    monkeypatch.setenv("DEPLOY_KEY", "deploykey-0123456789")
+    monkeypatch.setenv("SHORT_KEY", "abcdefgh")  # *_KEY shorter than 12: left alone
+    monkeypatch.setenv("db_password", "hunter2-but-longer")
+    monkeypatch.setenv("FTP_PASS", "ftp-pass-value")
+    monkeypatch.setenv("MY_SECRET_THING", "the-secret-thing")
+    monkeypatch.setenv("TINY_TOKEN", "abc12")  # under 6 characters: never redacted
+    monkeypatch.setenv("EDITOR_NAME", "vim-but-long-name")  # not a secret name
+    text = ("acme-token-0123456789 widget-key-42 deploykey-0123456789 abcdefgh hunter2-but-longer "
+            "ftp-pass-value the-secret-thing abc12 vim-but-long-name")
+    assert redact(text) == ("<ACME_SERVICE_TOKEN> <WIDGET_API_KEY> <DEPLOY_KEY> abcdefgh <db_password> "
+                            "<FTP_PASS> <MY_SECRET_THING> abc12 vim-but-long-name")
+
+
+def test_a_changed_environment_is_seen_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert redact("value-one-123 value-two-456") == "value-one-123 value-two-456"
+    monkeypatch.setenv("FIRST_TOKEN", "value-one-123")
+    assert redact("value-one-123 value-two-456") == "<FIRST_TOKEN> value-two-456"
+    monkeypatch.setenv("FIRST_TOKEN", "value-two-456")
+    assert redact("value-one-123 value-two-456") == "value-one-123 <FIRST_TOKEN>"
+    monkeypatch.delenv("FIRST_TOKEN")
+    assert redact("value-one-123 value-two-456") == "value-one-123 value-two-456"
+
+
+def test_registered_values_are_redacted_longest_first() -> None:
+    register_secret("abcdef123456", name="SHORT")
+    register_secret("abcdef123456-and-more", name="LONG")
+    register_secret("tiny")  # too short to register
+    register_secret("")
+    register_secret(None)
+    assert redact("x abcdef123456-and-more y abcdef123456 tiny") == "x <LONG> y <SHORT> tiny"
+    register_secret("  padded-secret-value\n", name="PADDED")  # keyring entries often end in a newline
+    assert redact("is padded-secret-value.") == "is <PADDED>."
+    register_secret("no-name-secret")
+    assert redact("no-name-secret") == "<secret>"
+    forget_secrets(["no-name-secret"])
+    assert redact("no-name-secret") == "no-name-secret"
+
+
+def test_regex_special_characters_in_secrets_are_literal() -> None:
+    register_secret("a.b*c+d?(e)[f]|g\\h", name="ODD")
+    assert redact("x a.b*c+d?(e)[f]|g\\h y aXbbc") == "x <ODD> y aXbbc"
+
+
+def test_the_pattern_is_rebuilt_only_when_the_secrets_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    register_secret("first-secret-1", name="A")
+    redact("warm up")
+    state = secrets._redactor.current()
+    redact("first-secret-1")
+    assert secrets._redactor.current() is state  # nothing changed: the same compiled pattern
+    register_secret("first-secret-1", name="A")  # already known
+    assert secrets._redactor.current() is state
+    monkeypatch.setenv("UNRELATED_SETTING", "on")  # the environment changed, the secrets did not
+    assert secrets._redactor.current()[2] is state[2]
+    register_secret("second-secret-2", name="B")
+    assert secrets._redactor.current()[2] is not state[2]
+    assert redact("first-secret-1 second-secret-2") == "<A> <B>"
+
+
+# -- the keyring --------------------------------------------------------------------------------------
+class MemoryKeyring(KeyringBackend):
+    priority = 1  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.items.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.items[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        self.items.pop((service, username), None)
+
+
+@pytest.fixture
+def memory_keyring() -> Iterator[MemoryKeyring]:
+    before = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    try:
+        yield backend
+    finally:
+        keyring.set_keyring(before)
+
+
+def test_keyring_values_are_redacted_once_read_or_stored(memory_keyring: MemoryKeyring) -> None:
+    memory_keyring.items[("robotlab", "SERVICE_CREDENTIAL")] = "stored-elsewhere-value"
+    assert redact("stored-elsewhere-value") == "stored-elsewhere-value"  # not known yet
+    assert secrets.get_key("SERVICE_CREDENTIAL") == "stored-elsewhere-value"
+    assert redact("got stored-elsewhere-value") == "got <SERVICE_CREDENTIAL>"
+    assert secrets.store_key("ANTHROPIC_API_KEY", "typed-in-the-desktop-123")
+    assert redact("typed-in-the-desktop-123") == "<ANTHROPIC_API_KEY>"
+
+
+def test_a_key_typed_without_a_keyring_is_still_redacted() -> None:
+    from keyring.backends import fail
+
+    before = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())
+    try:
+        assert not secrets.keyring_available()
+        assert not secrets.store_key("OPENAI_API_KEY", "typed-but-not-stored-1")
+    finally:
+        keyring.set_keyring(before)
+    assert redact("typed-but-not-stored-1") == "<OPENAI_API_KEY>"
+
+
+# -- logging ------------------------------------------------------------------------------------------
+def test_the_log_filter_redacts_messages_arguments_and_tracebacks() -> None:
+    register_secret("log-secret-value-1", name="LOGGED")
+    records: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(self.format(record))
+
+    handler = Collect()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("tests.redaction.child")
+    root = logging.getLogger("tests.redaction")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        secrets.install_log_redaction(root)
+        secrets.install_log_redaction(root)  # twice: one filter
+        assert sum(isinstance(f, secrets.RedactFilter) for f in handler.filters) == 1
+        logger.info("calling with %s", "log-secret-value-1")  # propagated from a child logger
+        try:
+            raise ValueError("bad key log-secret-value-1")
+        except ValueError:
+            logger.exception("failed")
+    finally:
+        root.removeHandler(handler)
+    assert records[0] == "calling with <LOGGED>"
+    assert "ValueError: bad key <LOGGED>" in records[1]
+    assert not any("log-secret-value-1" in r for r in records)
