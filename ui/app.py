@@ -247,7 +247,9 @@ def new_event_loop(app: Any = None) -> Any:
 def run_app(args: Sequence[str] | argparse.Namespace | None = None) -> int:
     """Open the window and run until it is closed; returns the exit status."""
     ns = args if isinstance(args, argparse.Namespace) else parse_args(list(args or []))
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from workspace.logsetup import setup_logging
+
+    setup_logging(log_file=True)
     folder = Path(ns.folder).expanduser().resolve() if ns.folder else None
     if folder is not None and not folder.is_dir():
         print(f"robotlab: --folder {ns.folder}: no such folder", file=sys.stderr)

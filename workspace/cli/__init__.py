@@ -62,6 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     from workspace.errors import Error
+    from workspace.logsetup import setup_logging
+
+    setup_logging()  # warnings on stderr, secrets redacted
 
     warn_unknown_env()
     try:
