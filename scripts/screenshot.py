@@ -31,7 +31,8 @@ I'll note that in memory so other robots can find it."""
 
 
 def _demo_folder() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="robotlab-shot-"))
+    folder = Path(tempfile.mkdtemp(prefix="robotlab-shot-")) / "demo-project"
+    folder.mkdir()
     (folder / "ui").mkdir()
     (folder / "workspace").mkdir()
     (folder / "README.md").write_text("# Demo project\n", encoding="utf-8")
