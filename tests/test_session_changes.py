@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from workspace.changes import split_user_message
 from workspace.providers.testing import ScriptedProvider, ToolCall
 from workspace.session import Workspace
@@ -77,7 +79,7 @@ async def test_the_decision_is_recorded_on_the_threads_current_turn_as_stored(tm
         await ws.aclose()
 
 
-async def test_switching_folders_keeps_pending_changes_safe(tmp_path: Path) -> None:
+async def test_switching_folders_keeps_pending_changes_with_their_folder(tmp_path: Path) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
     for folder in (first, second):
         folder.mkdir()
@@ -85,33 +87,31 @@ async def test_switching_folders_keeps_pending_changes_safe(tmp_path: Path) -> N
     provider = ScriptedProvider([
         [ToolCall("edit_file", {"path": "a.txt", "search": "first", "replace": "FIRST"})],
         "Proposed.",
-        [ToolCall("read_file", {"path": "a.txt"})],
-        "Read it.",
+        [ToolCall("edit_file", {"path": "a.txt", "search": "second", "replace": "SECOND"})],
+        "Proposed here too.",
     ])
     ws = Workspace(folder=first, db_path=tmp_path / "db.sqlite", provider=provider)
     try:
         session = ws.new_thread("file-helper")
         await session.send("capitalise").wait()
-        import pytest
-
-        with pytest.raises(RuntimeError, match="await review in .*first"):
-            ws.set_folder(second)
-        assert ws.folder == first.resolve()
+        pending_id = session.changes.id
         with pytest.raises(ValueError, match="no such folder"):
             ws.set_folder(tmp_path / "missing")
+        assert ws.folder == first.resolve()
+        ws.set_folder(second)  # the pending set is kept for the first folder
+        assert session.changes is None
+        await session.send("now here").wait()
+        assert session.changes.folder == second.resolve() and len(session.changes.pending_files) == 1
+        ws.set_folder(first)  # back: the first folder's set, as it was
+        assert session.changes is not None and session.changes.id == pending_id
         session.changes.accept_all()
         await session.apply_changes()
         assert (first / "a.txt").read_text(encoding="utf-8") == "FIRST\n"
+        assert (second / "a.txt").read_text(encoding="utf-8") == "second\n"
         ws.set_folder(second)
-        run = session.send("now read it")
-        await run.wait()
-        results = [e for t in session.transcript() for e in t.events if e.kind == "tool_result"]
-        assert "second" in str(results[-1].to_dict())
-        assert session.changes.folder == second.resolve()
-        # The model heard the outcome of the first folder's review before this message.
-        user = [m for m in provider.history[-1].messages if getattr(m, "role", "") == "user"][-1]
-        note, typed = split_user_message(str(user.content))
-        assert typed == "now read it" and note is not None and "a.txt" in note
+        assert session.changes is not None and session.changes.pending_files
+        assert sorted(f for _t, f in ws.store.change_set_folders(session.thread_id)) == sorted(
+            [str(first.resolve()), str(second.resolve())])  # first: its outcome not yet heard
     finally:
         await ws.aclose()
 
@@ -137,8 +137,10 @@ async def test_proposed_changes_survive_quitting_and_reopening(tmp_path: Path) -
     # Another folder open: the set waits for its own folder.
     other = tmp_path / "other"
     other.mkdir()
-    ws = Workspace(folder=other, db_path=db, provider=ScriptedProvider([]))
-    assert ws.open_thread(thread_id).changes is None
+    ws = Workspace(folder=other, db_path=db, provider=ScriptedProvider(["Hello from the other folder."]))
+    elsewhere = ws.open_thread(thread_id)
+    assert elsewhere.changes is None
+    await elsewhere.send("hi").wait()  # a run there keeps its own (empty) set; the first folder's stays
     await ws.aclose()
 
     provider = ScriptedProvider(["Noted."])
@@ -155,6 +157,6 @@ async def test_proposed_changes_survive_quitting_and_reopening(tmp_path: Path) -
         await session.send("thanks").wait()
         note, _typed = split_user_message(str(provider.history[-1].messages[-1].content))
         assert note is not None and "keep nine" in note
-        assert ws.store.load_change_set(thread_id) is None  # settled and heard: nothing kept
+        assert ws.store.load_change_set(thread_id, folder.resolve()) is None  # settled and heard: nothing kept
     finally:
         await ws.aclose()

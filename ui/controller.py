@@ -30,6 +30,9 @@ class StoreProblem(Exception):
     pass
 
 
+_UNSEEN = object()
+
+
 class Controller(QObject):
     threads_changed = Signal()
     thread_opened = Signal(object)  # the ThreadSession (or None)
@@ -60,6 +63,7 @@ class Controller(QObject):
         self._networks: list[Any] | None = None
         self._network_cache: dict[str, Any] = {}
         self._pending: set[asyncio.Future[ApprovalDecision]] = set()
+        self._trust_stamp: Any = _UNSEEN
         #: Robot files that could not be read at the last refresh (each message names the file).
         self.robot_problems: list[str] = []
         self.bridge.running_changed.connect(self.run_state_changed)
@@ -70,6 +74,7 @@ class Controller(QObject):
         if self._config is None:
             from workspace.config import load_config
 
+            self._trust_stamp = self._trust_mtime()
             self._config = load_config(self.folder)
         return self._config
 
@@ -113,6 +118,7 @@ class Controller(QObject):
         from workspace.config import load_config
 
         try:
+            self._trust_stamp = self._trust_mtime()
             self._config = load_config(self.folder)
         except Exception as exc:
             self.problem.emit(f"The configuration could not be read: {exc}")
@@ -125,16 +131,31 @@ class Controller(QObject):
                     session._network = None
             self._network_cache.clear()
 
+    @staticmethod
+    def _trust_mtime() -> float | None:
+        from workspace.trust import trust_file
+
+        try:
+            return trust_file().stat().st_mtime
+        except OSError:
+            return None
+
+    def _follow_trust(self) -> None:
+        """Trust given or revoked elsewhere (``robotlab trust``) counts from the next message on."""
+        if self.folder is not None and self._trust_stamp is not _UNSEEN and self._trust_mtime() != self._trust_stamp:
+            self.reload_config()
+
     def set_folder(self, folder: Path | None) -> None:
         """Work in ``folder`` from now on; raises (RuntimeError, ValueError, ConfigurationError) with a
         message for people when it cannot (a run going, changes awaiting review, a bad config file)."""
         from workspace.config import load_config
 
         new = Path(folder).resolve() if folder is not None else None
+        stamp = self._trust_mtime()
         config = load_config(new)
         if self.workspace is not None:
             self.workspace.set_folder(new, config=config)
-        self.folder, self._config = new, config
+        self.folder, self._config, self._trust_stamp = new, config, stamp
         self._robots = None
         self._networks = None
         self._network_cache.clear()
@@ -344,6 +365,7 @@ class Controller(QObject):
         if self.workspace is None:
             self.notice.emit("Still opening your threads — send again in a moment.")
             return False
+        self._follow_trust()
         created = False
         if self.session is None:
             try:

@@ -929,8 +929,13 @@ class MainWindow(QMainWindow):
         folder = self.controller.folder
         if folder is None:
             return
+        shown = getattr(self.controller.config, "withheld", None) or {}
         try:
-            trust.trust(folder)
+            trust.trust(folder, expected=shown)
+        except trust.TrustChanged as exc:
+            self.controller.reload_config()
+            self.banner.show_message(str(exc), action=("Review and trust…", self.trust_folder))
+            return
         except OSError as exc:
             self.banner.show_message(f"Could not record the folder's trust: {exc}")
             return
@@ -968,6 +973,9 @@ class MainWindow(QMainWindow):
             pane.reload()
         self._update_folder()
         self.refresh_robots()
+        changes_pane = getattr(self, "changes_pane", None)
+        if changes_pane is not None:
+            changes_pane.sync()  # the open thread's changes waiting in this folder, if any
         if self.controller.session is None:
             self._show_empty()
         self.toast.show_message(f"Robots now work in {self.controller.folder}." if folder is not None

@@ -1880,6 +1880,19 @@ class _Loader:
                 self.problem(f"unknown field{_suggest(str(key), allowed)}; {what}fields are: {', '.join(allowed)}",
                              *path, str(key), task=task, robot=robot, field=str(key))
 
+    def allowed_here(self, *path: Any, mcp: Any = None, api_base: Any = None, robot: str | None = None,
+                     task: str | None = None) -> bool:
+        """A network file inside the opened folder may only name MCP servers and use local api_bases
+        (see :func:`workspace.trust.folder_file_problem`); False (and a problem) when it does more."""
+        from workspace.trust import folder_file_problem
+
+        problem = folder_file_problem(self.path, self.folder, mcp=mcp, api_base=api_base)
+        if problem is None:
+            return True
+        field = str(path[-1]) if path else None
+        self.problem(problem.split(": ", 1)[1], *path, robot=robot, task=task, field=field)
+        return False
+
     # -- robots ---------------------------------------------------------------------------
     def template_dirs(self) -> list[Path]:
         from workspace.templates import search_path
@@ -1900,7 +1913,11 @@ class _Loader:
                 except ValueError as exc:
                     self.problem(str(exc), *path, key, robot=name, field=key)
                     continue
+                if key == "mcp" and not self.allowed_here(*path, key, mcp=spec[key], robot=name):
+                    continue
                 options[key] = spec[key] if spec[key] is not None else "none"
+        if spec.get("api_base") is not None:
+            self.allowed_here(*path, "api_base", api_base=spec["api_base"], robot=name)
         if "context" in spec:
             if isinstance(spec["context"], Mapping):
                 options["context"] = dict(spec["context"])
@@ -2096,6 +2113,8 @@ class _Loader:
             except ValueError as exc:
                 self.problem(str(exc), key, field=key)
                 levels[key] = "inherit"
+            if key == "mcp" and not self.allowed_here(key, mcp=value):
+                levels[key] = "inherit"
         context = data.get("context") or {}
         if not isinstance(context, Mapping):
             self.problem("must be a mapping of template variables", "context", field="context")
@@ -2202,6 +2221,8 @@ class _Loader:
                         options[key] = spec[key] if spec[key] is not None else "none"
                     except ValueError as exc:
                         self.problem(str(exc), *path, key, task=task_name, field=key)
+                    if key == "mcp" and not self.allowed_here(*path, key, mcp=spec[key], task=task_name):
+                        options.pop(key, None)
             for key, kind in (("context", "template variables"), ("memory", "values merged into shared memory")):
                 if key in spec:
                     if isinstance(spec[key], Mapping):

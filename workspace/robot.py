@@ -107,6 +107,12 @@ class Robot:
             tools = tmpl.tools
         if mcp == "inherit" and tmpl is not None and tmpl.mcp is not None:
             mcp = tmpl.mcp
+        if tmpl is not None and tmpl.path is not None and folder is not None:
+            from workspace.trust import folder_file_problem
+
+            problem = folder_file_problem(tmpl.path, Path(folder), mcp=tmpl.mcp)
+            if problem:
+                raise ConfigurationError(problem)
         self.tools_config = self._take_tools(tools)
         selection.check_level(mcp, what="mcp")
         self.mcp_config: Any = list(mcp) if isinstance(mcp, list | tuple) else mcp
@@ -243,8 +249,14 @@ class Robot:
             where = f" (in {self.template.path})" if self.template is not None and self.template.path else ""
             raise ConfigurationError(
                 f"Robot '{self.name}'{where} asks for tool(s) that do not exist: {', '.join(unknown)}. "
-                f"Built-in tools: {', '.join(known)}. Fix the name in the robot's 'tools:' list"
+                f"Built-in tools: {', '.join(known)}. Fix the name where the tool list is set: "
+                f"{self._tools_origin(unknown)}"
             )
+
+    def _tools_origin(self, names: list[str]) -> str:
+        if isinstance(self.tools_config, list) and any(n in self.tools_config for n in names):
+            return "the robot's 'tools:' list"
+        return "the run's, the network's or the task's 'tools:', or agent.tools in the configuration"
 
     async def _mcp_tools(self, servers: Any, config: Config | None) -> list[Tool]:
         if servers == selection.ALL:
@@ -252,8 +264,6 @@ class Robot:
             refs: list[Any] = [name for name, spec in configured.items() if not _disabled(spec)]
         else:
             refs = list(servers)
-        if config is not None and not config.trusted:
-            refs = _without_withheld(refs, config)
         if not refs:
             return []
         manager = self.mcp_manager
@@ -413,19 +423,6 @@ def _as_tool(item: Tool | Callable[..., Any]) -> Tool:
     if callable(item):
         return function_tool(item)
     raise ValueError(f"Invalid tool: {item!r}. Give a Tool, a function, or a tool name")
-
-
-def _without_withheld(refs: list[Any], config: Config) -> list[Any]:
-    """Drop inline MCP servers that an untrusted folder's own files define (see workspace.trust)."""
-    withheld = [spec for value in config.withheld.values() if isinstance(value, list) for spec in value]
-    kept = []
-    for ref in refs:
-        if isinstance(ref, Mapping) and dict(ref) in withheld:
-            log.warning("MCP server %r of the folder's own files not started: the folder is not trusted "
-                        "(robotlab trust %s)", ref.get("name") or ref.get("command") or ref.get("url"), config.folder)
-            continue
-        kept.append(ref)
-    return kept
 
 
 def _disabled(spec: Any) -> bool:

@@ -126,7 +126,8 @@ class Sandbox:
         if not rel:
             raise SandboxError(f"'{raw}' is the opened folder itself; give a file path inside it")
         first = rel.split("/", 1)[0]
-        if first in PROTECTED_DIRS or any(part in PROTECTED_DIRS for part in rel.split("/")[:-1]):
+        # casefold: on macOS and Windows ".GIT/hooks" is ".git/hooks"
+        if any(part.casefold() in PROTECTED_DIRS for part in rel.split("/")[:-1]) or first.casefold() in PROTECTED_DIRS:
             raise SandboxError(
                 f"'{raw}' is inside the repository's internal '.git' folder, which robots may not change; "
                 "edit the project's own files instead"

@@ -547,8 +547,9 @@ class ThreadSession:
         from workspace.changes import ChangeSet
 
         current = self.changes
-        if current is not None and Path(current.folder) != self.workspace.folder and not current.pending_files:
-            current = None  # settled in the folder that was open before
+        if current is not None and Path(current.folder) != self.workspace.folder:
+            self.save_changes()  # kept for its own folder
+            current = None
         if current is None or (not current.pending_files and not current.has_undelivered_outcome):
             mode = str(self.workspace.config.get("review.mode", "review"))
             assert self.workspace.folder is not None
@@ -584,7 +585,7 @@ class ThreadSession:
             if changes.pending_files or changes.has_undelivered_outcome:
                 self.store.save_change_set(self.thread_id, changes.snapshot())
             else:
-                self.store.drop_change_set(self.thread_id)
+                self.store.drop_change_set(self.thread_id, changes.folder)
         except (StoreError, OSError) as exc:
             log.warning("could not keep the proposed changes of thread %s: %s", self.thread_id, exc)
 
@@ -592,14 +593,16 @@ class ThreadSession:
         """The change set saved by :meth:`save_changes`, when it belongs to the folder open now."""
         from workspace.changes import ChangeSet
 
+        folder = self.workspace.folder
+        if folder is None:
+            return
         try:
-            data = self.store.load_change_set(self.thread_id)
+            data = self.store.load_change_set(self.thread_id, folder)
         except StoreError as exc:
             log.warning("could not read the proposed changes of thread %s: %s", self.thread_id, exc)
             return
-        folder = self.workspace.folder
-        if data is None or folder is None or Path(str(data.get("folder"))) != folder:
-            return  # another folder's: restored when that folder is open again
+        if data is None:
+            return  # none kept for this folder (another folder's come back when it is open again)
         try:
             self.changes = ChangeSet.from_snapshot(data)
         except Exception as exc:  # a snapshot whose contents are gone must not stop the thread opening
@@ -682,27 +685,27 @@ class Workspace:
         """Work in another folder from now on (File > Open Folder): its configuration, robots and
         networks; threads keep their history and their next message works in the new folder.
 
-        Refused while a run is going or while proposed changes await review in a thread (they
-        belong to the old folder: review them first), so nothing is lost.
+        Refused while a run is going. Changes awaiting review stay with their folder (kept in the
+        database) and come back when it is open again, so nothing is lost.
         """
         new = Path(folder).resolve() if folder is not None else None
         if new is not None and not new.is_dir():
             raise ValueError(f"{folder}: no such folder")
         if self.running:
             raise RuntimeError("Stop the running robots first (Esc), then open the other folder")
-        waiting = [s for s in self._sessions.values() if s.changes is not None and s.changes.pending_files]
-        if waiting:
-            titles = ", ".join(f"“{s.thread.display_title}”" for s in waiting)
-            raise RuntimeError(f"Proposed changes in {titles} await review in {self.folder}: accept or reject "
-                               "them first, then open the other folder")
         if config is None:
             from workspace.config import load_config
 
             config = load_config(new)  # a bad file raises here, before anything changed
+        for session in self._sessions.values():
+            session.save_changes()  # changes awaiting review stay kept for their folder
         self.folder, self.config = new, config
         for session in self._sessions.values():  # rebuilt for the new folder on the next message
             session._robot = None
             session._network = None
+            if session.changes is None or Path(session.changes.folder) != new:
+                session.changes = None
+                session._restore_changes()  # this folder's, when some wait here
 
     # -- robots ------------------------------------------------------------------------------------
     def robots(self, *, problems: list[str] | None = None) -> list[RobotInfo]:

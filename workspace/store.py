@@ -287,15 +287,17 @@ def m002_search(db: sqlite3.Connection) -> None:
 @migration
 def m003_change_sets(db: sqlite3.Connection) -> None:
     # Proposed file changes still awaiting review (or whose outcome the model has not heard yet),
-    # one set per thread, so quitting the app in the middle of a review loses nothing. File
-    # contents live in the checkpoint store (content-addressed); this row holds their hashes.
+    # one set per thread and folder, so quitting the app in the middle of a review, or opening
+    # another folder, loses nothing. File contents live in the checkpoint store
+    # (content-addressed); this row holds their hashes.
     db.execute("""
         CREATE TABLE change_sets (
-            thread_id TEXT PRIMARY KEY REFERENCES threads(id) ON DELETE CASCADE,
-            id TEXT NOT NULL,
+            thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
             folder TEXT NOT NULL,
+            id TEXT NOT NULL,
             data TEXT NOT NULL,
-            updated_at REAL NOT NULL
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (thread_id, folder)
         )""")
 
 
@@ -804,16 +806,17 @@ class Store:
 
     # -- change sets awaiting review ------------------------------------------------------------
     def save_change_set(self, thread_id: str, snapshot: Mapping[str, Any]) -> None:
-        """Keep the thread's change set (:meth:`ChangeSet.snapshot`) until it is settled."""
+        """Keep the thread's change set for its folder (:meth:`ChangeSet.snapshot`) until it is settled."""
         self._write([(
-            "INSERT OR REPLACE INTO change_sets (thread_id, id, folder, data, updated_at) VALUES (?, ?, ?, ?, ?)",
-            (thread_id, str(snapshot["id"]), str(snapshot["folder"]), _dumps(dict(snapshot)), _now()),
+            "INSERT OR REPLACE INTO change_sets (thread_id, folder, id, data, updated_at) VALUES (?, ?, ?, ?, ?)",
+            (thread_id, str(snapshot["folder"]), str(snapshot["id"]), _dumps(dict(snapshot)), _now()),
         )])
 
-    def load_change_set(self, thread_id: str) -> dict[str, Any] | None:
+    def load_change_set(self, thread_id: str, folder: str | Path) -> dict[str, Any] | None:
         with self._lock:
             self._check_open()
-            row = self._conn.execute("SELECT data FROM change_sets WHERE thread_id = ?", (thread_id,)).fetchone()
+            row = self._conn.execute("SELECT data FROM change_sets WHERE thread_id = ? AND folder = ?",
+                                     (thread_id, str(folder))).fetchone()
         if row is None:
             return None
         try:
@@ -823,8 +826,18 @@ class Store:
             return None
         return data if isinstance(data, dict) else None
 
-    def drop_change_set(self, thread_id: str) -> None:
-        self._write([("DELETE FROM change_sets WHERE thread_id = ?", (thread_id,))])
+    def change_set_folders(self, thread_id: str | None = None) -> list[tuple[str, str]]:
+        """``(thread_id, folder)`` of every kept change set (of one thread)."""
+        sql = "SELECT thread_id, folder FROM change_sets"
+        params: tuple[Any, ...] = ()
+        if thread_id is not None:
+            sql, params = sql + " WHERE thread_id = ?", (thread_id,)
+        with self._lock:
+            self._check_open()
+            return [(r[0], r[1]) for r in self._conn.execute(sql + " ORDER BY updated_at", params)]
+
+    def drop_change_set(self, thread_id: str, folder: str | Path) -> None:
+        self._write([("DELETE FROM change_sets WHERE thread_id = ? AND folder = ?", (thread_id, str(folder)))])
 
     def delete_thread(self, thread_id: str) -> ThreadInfo:
         """Soft delete: hidden from lists and search until :meth:`restore_thread` or :meth:`purge_deleted`."""

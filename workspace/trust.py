@@ -1,21 +1,25 @@
-"""Folder trust: what a folder's own ``.robotlab/`` may do before the user says yes.
+"""Folder trust: what a folder's own files may do before the user says yes.
 
 Opening a folder someone else wrote (a cloned repository, a download) must not run
-their programs or send the user's API keys to their server. So the settings of a
-folder's ``.robotlab/config.yaml`` that could do either are *withheld* until the user
-trusts the folder:
+their programs or send the user's API keys to their server. So:
 
-- ``mcpServers``: each server is a program started on the user's machine;
-- ``llm.api_base``: the user's provider key would be sent there;
-- ``approval``: a policy that allows tools without asking;
-- ``review.mode: auto``: robots' file changes applied without review;
+1. The settings of a folder's ``.robotlab/config.yaml`` that could do either are
+   *withheld* until the user trusts the folder:
 
-and robot, template and network files in the folder may not start MCP servers of
-their own (inline ``{command: ...}`` / ``{url: ...}`` entries) until then.
+   - ``mcpServers`` (or ``mcp_servers``): each server is a program started on the machine;
+   - ``llm.api_base``: the user's provider key would be sent there;
+   - ``approval``: a policy that allows tools without asking;
+   - ``review.mode: auto``: robots' file changes applied without review.
 
-Trust is remembered per folder in ``trusted-folders.yaml`` of the user's config folder,
-with a fingerprint of exactly those settings: when a ``git pull`` changes them, the
-folder must be trusted again. ``robotlab trust DIR`` and the desktop's banner do it.
+   Trust is remembered per folder in ``trusted-folders.yaml`` of the user's config folder,
+   with a fingerprint of exactly those settings: when a ``git pull`` changes them, the
+   folder must be trusted again. ``robotlab trust DIR`` and the desktop's banner do it.
+
+2. Robot, template and network files *inside* the opened folder may never define an MCP
+   server inline (a mapping in an ``mcp:`` list) nor point a robot at a server that is not
+   on this machine (``api_base``): they may only name servers of ``mcpServers``. This is
+   decided by where the file is, not by reading its contents, so no spelling gets round it
+   (:func:`folder_file_problem`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +36,6 @@ from workspace.errors import ConfigurationError
 #: Settings of a project file held back until the folder is trusted (dotted keys).
 SENSITIVE_KEYS = ("mcpServers", "llm.api_base", "approval", "review.mode")
 _SAFE_VALUES = {"review.mode": {"review", "readonly"}}
-_MCP_KEYS = ("mcp", "mcpServers", "mcp_servers", "network_mcp")
-_FILE_KINDS = ("robots", "templates", "networks")
 
 
 def trust_file() -> Path:
@@ -49,12 +51,24 @@ def _key(folder: Path) -> str:
 def sensitive_settings(project: Mapping[str, Any]) -> dict[str, Any]:
     """The settings of a project file's mapping that need trust, as ``{dotted key: value}``."""
     out: dict[str, Any] = {}
+    servers: dict[str, Any] = {}
+    for spelling in ("mcpServers", "mcp_servers"):  # both merge into mcpServers (config._merge)
+        value = project.get(spelling)
+        if isinstance(value, Mapping):
+            servers.update({str(k): v for k, v in value.items()})
+        elif value not in (None, {}):
+            servers[spelling] = value  # not a mapping: the configuration rejects it; never trust it blindly
+    if servers:
+        out["mcpServers"] = servers
     for dotted in SENSITIVE_KEYS:
+        if dotted == "mcpServers":
+            continue
         node: Any = project
-        alias = "mcp_servers" if dotted == "mcpServers" and "mcpServers" not in project else None
-        for part in (alias or dotted).split("."):
+        for part in dotted.split("."):
             node = node.get(part) if isinstance(node, Mapping) else None
-        if node is None or node == {} or node in _SAFE_VALUES.get(dotted, ()):
+        if node is None or node == {}:
+            continue
+        if isinstance(node, str) and node in _SAFE_VALUES.get(dotted, ()):
             continue
         out[dotted] = node
     return out
@@ -79,51 +93,46 @@ def strip_sensitive(project: Mapping[str, Any]) -> dict[str, Any]:
     return data
 
 
-def inline_servers(value: Any) -> list[Any]:
-    """Inline MCP server definitions (mappings with ``command`` or ``url``) anywhere under an
-    ``mcp``-like key of a robot's front matter or a network file."""
-    found: list[Any] = []
-
-    def walk(node: Any, under_mcp: bool) -> None:
-        if isinstance(node, Mapping):
-            if under_mcp and ("command" in node or "url" in node):
-                found.append(dict(node))
-                return
-            for key, child in node.items():
-                walk(child, under_mcp or key in _MCP_KEYS)
-        elif isinstance(node, list | tuple):
-            for child in node:
-                walk(child, under_mcp)
-
-    walk(value, False)
-    return found
+def _inside(path: Path, folder: Path) -> bool:
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _folder_files(folder: Path) -> Iterable[Path]:
-    from workspace import paths
-
-    base = paths.project_dir(folder)
-    for kind in _FILE_KINDS:
-        directory = base / kind
-        if directory.is_dir():
-            yield from sorted(p for p in directory.iterdir() if p.suffix in (".md", ".yaml", ".yml", ".json"))
-
-
-def _file_servers(path: Path) -> list[Any]:
-    import yaml
+def _is_loopback(url: str) -> bool:
+    import ipaddress
+    from urllib.parse import urlsplit
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return []
-    if path.suffix == ".md":
-        if not text.startswith("---"):
-            return []
-        text = text[3:].split("\n---", 1)[0]
+        host = (urlsplit(url if "//" in url else f"//{url}").hostname or "").lower()
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
     try:
-        return inline_servers(yaml.safe_load(text))
-    except yaml.YAMLError:
-        return []
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def folder_file_problem(path: Path | None, folder: Path | None, *, mcp: Any = None,
+                        api_base: Any = None) -> str | None:
+    """Why a robot, template or network file at ``path`` may not use ``mcp`` / ``api_base`` (None: it may).
+
+    Only files inside the opened ``folder`` are limited: there, an MCP server must be named
+    (defined in the folder's ``.robotlab/config.yaml``, used once the folder is trusted) and an
+    ``api_base`` must be on this machine.
+    """
+    if path is None or folder is None or not _inside(Path(path), Path(folder)):
+        return None
+    if isinstance(mcp, list | tuple) and any(not isinstance(ref, str) for ref in mcp):
+        return (f"{path}: defines an MCP server inline, which files in the opened folder may not do (it would "
+                "start a program). Name a server instead and define it under mcpServers in the folder's "
+                f".robotlab/config.yaml; it is used once you trust the folder (robotlab trust {folder})")
+    if api_base is not None and not _is_loopback(str(api_base)):
+        return (f"{path}: api_base {api_base} is not on this machine, and files in the opened folder may not send "
+                "your provider key elsewhere. Set llm.api_base in the folder's .robotlab/config.yaml (used once you "
+                "trust the folder) or in your own configuration")
+    return None
 
 
 def _project_mapping(folder: Path) -> dict[str, Any]:
@@ -140,14 +149,8 @@ def _project_mapping(folder: Path) -> dict[str, Any]:
 
 
 def needs_trust(folder: Path) -> dict[str, Any]:
-    """What the folder would do once trusted: ``{dotted key or file path: value}`` (empty: nothing)."""
-    folder = Path(folder)
-    out = sensitive_settings(_project_mapping(folder))
-    for path in _folder_files(folder):
-        servers = _file_servers(path)
-        if servers:
-            out[str(path.relative_to(folder))] = servers
-    return out
+    """What the folder's config file would do once trusted: ``{dotted key: value}`` (empty: nothing)."""
+    return sensitive_settings(_project_mapping(Path(folder)))
 
 
 def fingerprint(settings: Mapping[str, Any]) -> str:
@@ -197,9 +200,17 @@ def is_trusted(folder: Path, settings: Mapping[str, Any] | None = None) -> bool:
     return _read().get(_key(folder)) == fingerprint(settings)
 
 
-def trust(folder: Path) -> dict[str, Any]:
-    """Trust the folder's current settings; returns them."""
+class TrustChanged(Exception):
+    """The folder's settings changed between being shown to the user and being trusted."""
+
+
+def trust(folder: Path, expected: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Trust the folder's current settings; returns them. With ``expected`` (what the user was
+    shown), refuse with :class:`TrustChanged` when the file says something else by now."""
     settings = needs_trust(folder)
+    if expected is not None and fingerprint(settings) != fingerprint(expected):
+        raise TrustChanged(f"{folder}: its .robotlab/config.yaml changed after you were shown its settings; "
+                           "look at them again before trusting it")
     folders = _read()
     folders[_key(folder)] = fingerprint(settings)
     _write(folders)
@@ -222,9 +233,6 @@ def describe(settings: Mapping[str, Any]) -> list[str]:
         if key == "mcpServers" and isinstance(value, Mapping):
             for name, spec in value.items():
                 lines.append(f"MCP server '{name}': {_what(spec)}")
-        elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
-            for spec in value:
-                lines.append(f"{key}: MCP server '{spec.get('name', '?')}': {_what(spec)}")
         elif key == "llm.api_base":
             lines.append(f"llm.api_base: {value} (your provider key would be sent there)")
         elif key == "review.mode":

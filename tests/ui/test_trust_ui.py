@@ -92,3 +92,34 @@ async def test_open_folder_switches_where_robots_work(tmp_path: Path, desktop: A
     # A folder that is gone: a message, and the current folder stays.
     assert not window.switch_folder(tmp_path / "missing")
     assert "no such folder" in window.banner.text and desktop.controller.folder == folder.resolve()
+
+
+async def test_trust_changes_elsewhere_reach_the_running_app(tmp_path: Path, robotlab_home: Path, provider: Any,
+                                                            db_path: Path) -> None:
+    import os
+
+    from ui.app import Application
+
+    folder = tmp_path / "mine"
+    config = paths.project_config_file(folder)
+    config.parent.mkdir(parents=True)
+    config.write_text("llm:\n  api_base: http://127.0.0.1:11434/v1\n", encoding="utf-8")
+    trust.trust(folder)
+    root = Application(folder=folder, provider=provider, db_path=db_path)
+    root.window.show()
+    try:
+        assert root.controller.config.trusted and root.controller.config.llm.api_base
+        # Shown, then changed on disk before the click: the click does not trust what was not shown.
+        trust.revoke(folder)
+        config.write_text("llm:\n  api_base: http://127.0.0.1:9999/v1\n", encoding="utf-8")
+        stamp = trust.trust_file().stat().st_mtime
+        os.utime(trust.trust_file(), (stamp + 5, stamp + 5))  # a coarse clock must still see the change
+        provider.enqueue("Hello.")
+        root.window.send("hi")  # robotlab trust --revoke ran meanwhile: the next message sees it
+        await wait_until(lambda: root.controller.idle, what="the run to end")
+        assert not root.controller.config.trusted and root.controller.config.llm.api_base is None
+        root.controller._config.withheld = {"llm.api_base": "http://127.0.0.1:11434/v1"}  # what was shown
+        root.window.apply_trust()
+        assert not trust.is_trusted(folder) and "changed after you were shown" in root.window.banner.text
+    finally:
+        await close_app(root)

@@ -29,7 +29,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
 
     folder = Path(args.dir or getattr(args, "folder", None) or ".").resolve()
     if not folder.is_dir():
-        raise CLIError(f"{args.dir}: no such folder")
+        raise CLIError(f"{folder}: no such folder")
     if args.revoke:
         print(f"{folder}: trust " + ("revoked." if trust.revoke(folder) else "was not given; nothing to do."))
         return 0
@@ -53,7 +53,10 @@ def cmd_trust(args: argparse.Namespace) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             print("Not trusted; the settings above stay unused.")
             return 1
-    trust.trust(folder)
+    try:
+        trust.trust(folder, expected=settings)
+    except trust.TrustChanged as exc:
+        raise CLIError(str(exc)) from None
     print(f"Trusted. Its settings apply from now on (until they change). Undo: robotlab trust --revoke {folder}")
     return 0
 
