@@ -487,7 +487,12 @@ class ThreadSession:
             raise
         def done(finished: RecordedRun) -> None:
             self.workspace._run_done(finished)
-            self.save_changes()
+            if self.changes is None:
+                return
+            try:  # off the event loop: the snapshot writes the proposed contents to the checkpoint store
+                asyncio.get_running_loop().run_in_executor(None, self.save_changes)
+            except RuntimeError:
+                self.save_changes()
 
         run = RecordedRun(event_run, store=self.store, thread_id=self.thread_id, turn_id=turn_id, on_done=done)
         for problem in problems:
@@ -572,7 +577,7 @@ class ThreadSession:
         if turn_id is not None and result.settled:
             with contextlib.suppress(StoreError):
                 self.store.append_event(self.thread_id, turn_id, self.changes.decided_event())
-        self.save_changes()
+        await asyncio.to_thread(self.save_changes)
         return result
 
     def save_changes(self) -> None:
