@@ -182,11 +182,22 @@ class Application:
                 "in this session will not be kept after you quit.")
         else:
             self.window.offer_trust()
+        self._warn_ignored_env()
         self.loaded = True
         from ui.markdown import warm_up
 
         # Highlighting needs pygments (~0.1 s to import and build lexers): do it while idle.
         QTimer.singleShot(600, warm_up)
+
+    def _warn_ignored_env(self) -> None:
+        """ROBOT_LAB_ variables without SECTION__KEY do nothing: say so, as the CLI does."""
+        from workspace.cli import unknown_env_variables
+
+        ignored = unknown_env_variables()
+        if ignored:
+            self.window.toast.show_message(
+                f"Ignored environment variable{'s' if len(ignored) > 1 else ''} {', '.join(ignored)}: settings are "
+                "named ROBOT_LAB_<SECTION>__<KEY> (two underscores), e.g. ROBOT_LAB_LLM__MODEL.", seconds=15)
 
     def _on_task_error(self, name: str, exc: BaseException) -> None:
         window = getattr(self, "window", None)

@@ -1,5 +1,6 @@
-"""The desktop withholds an untrusted folder's MCP servers and api_base, says so in a banner,
-and applies them once the user trusts the folder."""
+"""Folders in the desktop: trust (an untrusted folder's MCP servers and api_base withheld until the
+user trusts it, from a banner), Open Folder at runtime, and notices for unreadable robot files and
+ignored environment variables."""
 
 from __future__ import annotations
 
@@ -121,5 +122,18 @@ async def test_trust_changes_elsewhere_reach_the_running_app(tmp_path: Path, rob
         root.controller._config.withheld = {"llm.api_base": "http://127.0.0.1:11434/v1"}  # what was shown
         root.window.apply_trust()
         assert not trust.is_trusted(folder) and "changed after you were shown" in root.window.banner.text
+    finally:
+        await close_app(root)
+
+
+async def test_ignored_environment_variables_are_pointed_out(robotlab_home: Path, provider: Any, db_path: Path,
+                                                             monkeypatch: Any) -> None:
+    from ui.app import Application
+
+    monkeypatch.setenv("ROBOT_LAB_LLM_MODEL", "openai/gpt-4o-mini")
+    root = Application(provider=provider, db_path=db_path)
+    try:
+        text = root.window.toast.label.text()
+        assert "ROBOT_LAB_LLM_MODEL" in text and "ROBOT_LAB_LLM__MODEL" in text
     finally:
         await close_app(root)
