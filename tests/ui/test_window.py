@@ -11,6 +11,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
 from tests.ui.conftest import close_app, wait_until
 from ui.widgets.cards import ToolCard
@@ -112,6 +113,28 @@ async def test_approve_with_the_y_key(desktop: Any, provider: Any) -> None:
     QTest.keyClick(panel, Qt.Key.Key_Y)
     await _idle(desktop)
     assert desktop.window.chat.card("c1").status == "ok"
+
+
+async def test_typing_when_an_approval_appears_never_answers_it(desktop: Any, provider: Any) -> None:
+    desktop.controller.workspace.approval.policy.set_rule("ask", tool="remember")
+    provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")], "Stored.")
+    window = desktop.window
+    window.activateWindow()
+    window.send("store k")
+    edit = window.composer.edit
+    edit.setFocus()
+    await wait_until(lambda: window.chat.pending_approval() is not None, what="the approval card")
+    await asyncio.sleep(0.05)  # the card's reveal runs after it is attached
+    focused = QApplication.focusWidget()
+    QTest.keyClicks(focused if focused is not None else edit, "yes, now try")
+    await asyncio.sleep(0.05)
+    panel = window.chat.pending_approval()
+    assert panel is not None and not panel.done  # still waiting for the user's decision
+    assert window.chat.card("c1").status != "ok"
+    window.focus_approval()  # Ctrl+J: now the keys answer it
+    QTest.keyClick(window.chat.pending_approval(), Qt.Key.Key_Y)
+    await _idle(desktop)
+    assert window.chat.card("c1").status == "ok"
 
 
 async def test_stop_mid_stream_leaves_a_consistent_transcript(desktop: Any, provider: Any) -> None:

@@ -17,13 +17,18 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QEnterEvent, QGuiApplication
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
     QFrame,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
     QSizePolicy,
+    QTextEdit,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -765,7 +770,10 @@ class ChatView(QScrollArea):
         panel.finished.connect(lambda _d, p=panel: self.approvals.remove(p) if p in self.approvals else None)
         def reveal() -> None:
             self.ensureWidgetVisible(panel, 0, 40)
-            panel.setFocus()
+            # Never take the keyboard from someone typing (their "y" would approve unseen):
+            # the card gets focus only when no text field has it; Ctrl+J goes to it otherwise.
+            if not _is_text_entry(QApplication.focusWidget()):
+                panel.setFocus()
 
         QTimer.singleShot(0, reveal)
         return panel
@@ -912,3 +920,11 @@ class _Shim:
 
     def __init__(self, **fields: Any) -> None:
         self.__dict__.update(fields)
+
+
+def _is_text_entry(widget: QWidget | None) -> bool:
+    if isinstance(widget, QTextEdit | QPlainTextEdit):
+        return not widget.isReadOnly()
+    if isinstance(widget, QComboBox):
+        return widget.isEditable()
+    return isinstance(widget, QLineEdit | QAbstractSpinBox)
