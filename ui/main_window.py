@@ -793,6 +793,10 @@ class MainWindow(QMainWindow):
         self.actions_by_name["stop"].setEnabled(True)
         for name in ("regenerate", "edit_last", "prev_branch", "next_branch"):
             self.actions_by_name[name].setEnabled(not running)
+        # The running thread keeps its robot: picking another one mid-run would only mislead.
+        self.robot_picker.setEnabled(not running)
+        self.robot_picker.setToolTip("Stop the run (Esc) to choose another robot or network" if running else
+                                     "The robot or network for new threads (a thread keeps its robot or network)")
 
     def _on_usage_changed(self, usage: Any) -> None:
         self._thread_usage = usage

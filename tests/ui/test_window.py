@@ -144,9 +144,11 @@ async def test_stop_mid_stream_leaves_a_consistent_transcript(desktop: Any, prov
     await wait_until(lambda: any(isinstance(w, MarkdownStream) and "long answer" in w.text
                                  for w in desktop.window.chat.items()), what="streamed text")
     assert desktop.window.composer.running
+    assert not desktop.window.robot_picker.isEnabled()  # the running thread keeps its robot
     QTest.keyClick(desktop.window, Qt.Key.Key_Escape)  # Esc stops
     await _idle(desktop, "the run to stop")
     assert not desktop.window.composer.running
+    assert desktop.window.robot_picker.isEnabled()
     footer = [w for w in desktop.window.chat.items() if isinstance(w, RunFooter)][-1]
     assert "Stopped" in footer.status.text()
     turns = desktop.controller.session.transcript()
