@@ -45,3 +45,29 @@ async def test_patterns_and_unavailable_mcp_tools_only_warn(robotlab_home: Path,
     manifest = await robot.resolve_tools()
     assert "read_file" in manifest.names
     assert "github__create_issue" in caplog.text
+
+
+async def test_tools_all_on_the_robot_means_every_built_in_tool(robotlab_home: Path) -> None:
+    from workspace.tools import registry
+
+    robot = Robot("all", system_prompt="You help.", tools="all", provider=ScriptedProvider(["ok"]))
+    names = (await robot.resolve_tools()).names
+    assert set(names) == {t.name for t in registry.builtin_tools()}
+    plain = Robot("plain", system_prompt="You help.", provider=ScriptedProvider(["ok"]))
+    assert (await plain.resolve_tools()).names == []  # the global default alone adds none
+
+
+async def test_the_shipped_assistant_gets_configured_mcp_tools(robotlab_home: Path) -> None:
+    from workspace.catalog import load_robot
+    from workspace.tools.base import Tool
+
+    class Source:
+        async def tools_for(self, servers: list[object], config: object) -> list[Tool]:
+            return [Tool("everything__echo", "Echo", {"type": "object", "properties": {}}, lambda: "x",
+                         mcp="everything")]
+
+    from workspace.config import load_config
+
+    write(paths.user_config_file(), "mcpServers:\n  everything: {command: mcp-server-everything}\n")
+    robot = load_robot("assistant", mcp_manager=Source(), config=load_config(env={}))
+    assert "everything__echo" in (await robot.resolve_tools()).names

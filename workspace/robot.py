@@ -217,9 +217,13 @@ class Robot:
         allowed = selection.resolve_chain(global_tools, network_tools, self.tools_config, run_tools)
         servers = selection.resolve_chain(global_mcp, network_mcp, self.mcp_config, run_mcp)
         available: list[Tool] = list(self.local_tools)
+        have = {t.name for t in available}
         if allowed != selection.ALL:
-            have = {t.name for t in available}
             available.extend(t for t in registry.lookup(allowed) if t.name not in have)
+        elif self.tools_config == selection.ALL:
+            # A robot that says "tools: all" gets every built-in tool too. (Elsewhere "all" keeps
+            # RobotLab's meaning, the robot's own and MCP tools: built-ins are named to be used.)
+            available.extend(t for t in registry.builtin_tools() if t.name not in have)
         available.extend(await self._mcp_tools(servers, config))
         chosen = selection.filter_tools(available, allowed)
         if allowed != selection.ALL:
