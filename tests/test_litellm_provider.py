@@ -278,6 +278,17 @@ async def test_anthropic_request_carries_the_tool_round_trip(server: FakeLLMServ
     assert server.request_log[-1].headers.get("x-api-key") == "sk-test"
 
 
+@styles
+async def test_a_huge_tool_result_is_cut_to_fit_with_a_note(server: FakeLLMServer, style: str) -> None:
+    tool = ToolMessage("call_1", "read_file", {"path": "big.log"})
+    huge = "".join(f"line {i}: " + "x" * 60 + "\n" for i in range(15_000))  # ~1 MB
+    transcript = [*HELLO, ToolCallMessage(tools=[tool]), ToolResultMessage(tool=tool, content={"data": huge})]
+    await collect(make(server, style, max_tool_result_chars=20_000), transcript)
+    sent = json.dumps(server.requests[-1])
+    assert len(sent) < 40_000 and "line 0:" in sent and "line 14999:" in sent
+    assert "characters left out here" in sent and "ask for a smaller part" in sent
+
+
 def test_tool_calls_without_ids_get_matching_stable_ids() -> None:
     tool = ToolMessage(None, "get_weather", {"city": "Oslo"})
     messages = to_openai_messages(None, [ToolCallMessage(tools=[tool]),

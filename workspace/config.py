@@ -39,6 +39,8 @@ DEFAULTS: dict[str, Any] = {
         "max_tokens": None,
         "timeout": 120.0,
         "max_retries": 3,
+        # The most characters of one tool result sent to the model (the rest is cut, with a note).
+        "max_tool_result_chars": 50_000,
     },
     "agent": {
         "max_turns": 20,
@@ -75,6 +77,7 @@ def _schema() -> Any:
         max_tokens: int | None = Field(None, gt=0)
         timeout: float = Field(120.0, gt=0)
         max_retries: int = Field(3, ge=0, le=20)
+        max_tool_result_chars: int = Field(50_000, ge=1_000)
 
     class Agent(_Strict):
         max_turns: int = Field(20, ge=1, le=1000)

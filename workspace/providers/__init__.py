@@ -58,6 +58,7 @@ def provider_for(model: str | None, *, api_base: str | None = None, config: Conf
     if config is not None:
         kwargs["timeout"] = float(config.get("llm.timeout", 120.0))
         kwargs["max_retries"] = int(config.get("llm.max_retries", 3))
+        kwargs["max_tool_result_chars"] = int(config.get("llm.max_tool_result_chars", 50_000))
         api_base = api_base or config.get("llm.api_base")
     kwargs.update(options)
     return LiteLLMProvider(model, api_base=api_base, **kwargs)

@@ -247,21 +247,40 @@ def _call_id(tool: Any) -> str:
     return f"call_{digest}"
 
 
-def _result_content(content: Any) -> str:
-    """A tool result as the string the model reads: data strings as is, everything else JSON."""
+#: The most characters of one tool result the model is sent (``llm.max_tool_result_chars``); the
+#: whole result stays in the thread and the inspector. About 12k tokens: a huge result would
+#: otherwise fill the context window and the request be refused.
+MAX_TOOL_RESULT_CHARS = 50_000
+
+
+def _result_content(content: Any, limit: int | None = MAX_TOOL_RESULT_CHARS) -> str:
+    """A tool result as the string the model reads: data strings as is, everything else JSON;
+    longer than ``limit``: its start and end, with a note of what was cut in between."""
     if isinstance(content, str):
-        return content
-    if isinstance(content, Mapping):
-        if "error" in content:
-            return json.dumps({"error": content["error"]}, ensure_ascii=False, default=str)
-        if "data" in content:
-            data = content["data"]
-            return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
-    return json.dumps(content, ensure_ascii=False, default=str)
+        text = content
+    elif isinstance(content, Mapping) and "error" in content:
+        text = json.dumps({"error": content["error"]}, ensure_ascii=False, default=str)
+    elif isinstance(content, Mapping) and "data" in content:
+        data = content["data"]
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+    else:
+        text = json.dumps(content, ensure_ascii=False, default=str)
+    return shorten_result(text, limit)
+
+
+def shorten_result(text: str, limit: int | None) -> str:
+    if limit is None or limit <= 0 or len(text) <= limit:
+        return text
+    head = text[: limit * 3 // 4]
+    tail = text[len(text) - limit // 4:]
+    cut = len(text) - len(head) - len(tail)
+    return (f"{head}\n\n[… {cut:,} of {len(text):,} characters left out here to fit the context window; "
+            f"ask for a smaller part (a line range, a narrower search) to see them …]\n\n{tail}")
 
 
 def to_openai_messages(system: str | None, messages: Sequence[Message], *,
-                       empty_content: str | None = "") -> list[dict[str, Any]]:
+                       empty_content: str | None = "",
+                       max_result_chars: int | None = MAX_TOOL_RESULT_CHARS) -> list[dict[str, Any]]:
     """The neutral transcript as OpenAI chat messages (what litellm accepts for every provider).
 
     ``empty_content`` is the content of an assistant turn that only calls tools: ``""`` for
@@ -289,7 +308,7 @@ def to_openai_messages(system: str | None, messages: Sequence[Message], *,
         elif message.is_tool_result:
             tool = message.tool  # type: ignore[attr-defined]
             out.append({"role": "tool", "tool_call_id": _call_id(tool),
-                        "content": _result_content(message.content)})
+                        "content": _result_content(message.content, max_result_chars)})
         else:
             role = message.role if message.role in ("system", "user", "assistant") else "user"
             out.append({"role": role, "content": _text(message.content)})
@@ -533,6 +552,7 @@ class LiteLLMProvider:
         max_retries: int = 3,
         backoff: float = 0.5,
         extra: Mapping[str, Any] | None = None,
+        max_tool_result_chars: int | None = MAX_TOOL_RESULT_CHARS,
     ) -> None:
         if not model_id or not str(model_id).strip():
             raise ValueError("LiteLLMProvider needs a model id, e.g. 'openai/gpt-4o-mini'")
@@ -543,6 +563,7 @@ class LiteLLMProvider:
         self.timeout = float(timeout)
         self.max_retries = max(0, int(max_retries))
         self.backoff = max(0.0, float(backoff))
+        self.max_tool_result_chars = max_tool_result_chars
         self.extra: dict[str, Any] = dict(extra or {})
         self._placeholder_key: bool | None = None
         self._openai_wire: bool | None = None
@@ -584,7 +605,8 @@ class LiteLLMProvider:
                 request[name] = value
         request.update(
             model=self.model_id,
-            messages=to_openai_messages(system, messages, empty_content=self._empty_content()),
+            messages=to_openai_messages(system, messages, empty_content=self._empty_content(),
+                                        max_result_chars=self.max_tool_result_chars),
             stream=True,
             stream_options={"include_usage": True},
             timeout=self.timeout,
