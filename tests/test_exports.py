@@ -249,3 +249,17 @@ def test_cli_errors_name_the_fix(db: Path, tmp_path: Path, capsys: pytest.Captur
     corrupt.write_bytes(b"garbage" * 1000)
     assert main(["threads", "list", "--db", str(corrupt)]) == 2
     assert str(corrupt) in capsys.readouterr().err
+
+
+def test_cli_recovers_a_damaged_database_keeping_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "w.db"
+    bad.write_bytes(b"garbage, not sqlite" * 100)
+    assert main(["threads", "--db", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "not a usable" in err and "robotlab threads recover" in err
+    assert main(["threads", "recover", "--db", str(bad)]) == 0
+    out = capsys.readouterr().out
+    kept = list(tmp_path.glob("w.db.corrupt-*"))
+    assert len(kept) == 1 and kept[0].read_bytes().startswith(b"garbage") and str(kept[0]) in out
+    assert main(["threads", "--db", str(bad)]) == 0 and "No threads yet" in capsys.readouterr().out
+    assert main(["threads", "recover", "--db", str(bad)]) == 0 and "is fine" in capsys.readouterr().out

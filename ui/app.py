@@ -177,9 +177,7 @@ class Application:
             self.window.banner.show_message(f"{config_problem}\n\nThe app uses the default settings until the "
                                             "file is fixed.")
         elif self.controller.store_error:
-            self.window.banner.show_message(
-                f"{self.controller.store_error}\n\nThe app is running with a temporary database: conversations "
-                "in this session will not be kept after you quit.")
+            self.window.offer_store_retry()
         else:
             self.window.offer_trust()
         self._warn_ignored_env()

@@ -55,6 +55,7 @@ class Controller(QObject):
         self.workspace: Any = None
         self.session: Any = None
         self.store_error: str | None = None
+        self.store_error_reason: str | None = None
         self.robot_name = DEFAULT_ROBOT
         #: Set when a network is what new threads talk to (``robot_name`` then holds its name too).
         self.network_name: str | None = None
@@ -78,8 +79,9 @@ class Controller(QObject):
             self._config = load_config(self.folder)
         return self._config
 
-    def open(self) -> None:
-        """Open the workspace; a broken database falls back to an in-memory one, with a message."""
+    def open(self, *, recover: bool = False) -> None:
+        """Open the workspace; a broken database falls back to an in-memory one, with a message.
+        ``recover``: a damaged database is moved aside (kept) and a fresh one created."""
         from workspace import paths
         from workspace.session import Workspace
         from workspace.store import Store, StoreError
@@ -88,11 +90,12 @@ class Controller(QObject):
         if self.provider is not None:
             kwargs["provider"] = self.provider
         path = Path(self.db_path) if self.db_path is not None else paths.database_path()
+        self.store_error = self.store_error_reason = None
         try:
-            store = Store(path, busy_timeout=1.5)
+            store = Store(path, busy_timeout=1.5, recover=recover)
             self.workspace = Workspace(store=store, **kwargs)
         except StoreError as exc:
-            self.store_error = str(exc)
+            self.store_error, self.store_error_reason = str(exc), exc.reason
             log.warning("store unavailable: %s", exc)
             self.workspace = Workspace(store=Store(":memory:"), **kwargs)
             self.problem.emit(
@@ -103,6 +106,20 @@ class Controller(QObject):
         names = self.robot_names()
         if names and self.robot_name not in names:
             self.robot_name = names[0]
+
+    def retry_store(self, *, recover: bool = False) -> bool:
+        """Leave the temporary database for the real one (after "Try again" or "Move aside and start
+        fresh"); refused when this session's conversations live in the temporary one."""
+        if self.workspace is None or self.store_error is None:
+            return True
+        if self.running or self.workspace.threads():
+            self.problem.emit("This session's conversations are in the temporary database: quit and start the "
+                              "app again to use your database.")
+            return False
+        self.workspace.close()
+        self.session = None
+        self.open(recover=recover)
+        return self.store_error is None
 
     def close(self) -> None:
         for fut in list(self._pending):

@@ -888,6 +888,29 @@ class MainWindow(QMainWindow):
             self._show_empty()
         self.toast.show_message("Settings saved.")
 
+    # -- a database that did not open ------------------------------------------------------------
+    def offer_store_retry(self) -> None:
+        """The banner for a database that could not be opened, with the action that fixes it."""
+        c = self.controller
+        if not c.store_error:
+            return
+        corrupt = c.store_error_reason == "corrupt"
+        action = ("Move aside and start fresh", lambda: self.retry_store(recover=True)) if corrupt else (
+            "Try again", lambda: self.retry_store(recover=False))
+        self.banner.show_message(f"{c.store_error}\n\nThe app is running with a temporary database: conversations "
+                                 "in this session will not be kept after you quit.", action=action)
+
+    def retry_store(self, *, recover: bool) -> None:
+        if not self.controller.retry_store(recover=recover):
+            if self.controller.store_error:
+                self.offer_store_retry()
+            return
+        self.banner.dismiss()
+        self.refresh_threads()
+        self._show_empty()
+        self.toast.show_message("Your database is open." if not recover else
+                                "The damaged database was kept aside; a fresh one is open.")
+
     # -- folder trust (workspace.trust) -------------------------------------------------------
     def offer_trust(self) -> None:
         """A banner when the folder's .robotlab/ settings are withheld until the user trusts it."""

@@ -503,8 +503,9 @@ class Store:
                         raise self._open_error(again) from again
                 raise StoreError(
                     f"{self.db_path} is not a usable RobotLab database ({exc}). Nothing was changed. To start "
-                    f"over, open it with recovery (it is moved aside as {self.db_path.name}.corrupt-<time> and "
-                    "a fresh database is created), or move the file away yourself and restore a backup.",
+                    f"over with a fresh database, keeping this file as {self.db_path.name}.corrupt-<time>: "
+                    "“Move aside and start fresh” in the app, or `robotlab threads recover`; or move the file "
+                    "away yourself and restore a backup.",
                     path=self.db_path, reason="corrupt",
                 ) from exc
             raise self._open_error(exc) from exc

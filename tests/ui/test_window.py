@@ -244,8 +244,36 @@ async def test_corrupt_database_gives_a_clear_message_and_the_app_still_works(pr
         await _idle(root)
         assert root.controller.session.transcript()[-1].text == "Still here."
         assert bad.read_bytes().startswith(b"this is not")  # nothing was overwritten
+        # The banner offers the fix; with this session's thread in the temporary database it says why not yet.
+        banner = root.window.banner
+        assert banner.action_button.text() == "Move aside and start fresh"
+        banner.action_button.click()
+        assert bad.read_bytes().startswith(b"this is not") and "temporary database" in banner.text
     finally:
         await close_app(root)
+
+
+async def test_move_aside_and_start_fresh_from_the_banner(provider: Any, tmp_path: Path) -> None:
+    from ui.app import Application
+
+    bad = tmp_path / "broken.db"
+    bad.write_bytes(b"this is not a database" * 200)
+    root = Application(provider=provider, db_path=bad)
+    root.window.show()
+    try:
+        root.window.banner.action_button.click()
+        kept = list(tmp_path.glob("broken.db.corrupt-*"))
+        assert len(kept) == 1 and kept[0].read_bytes().startswith(b"this is not")
+        assert not root.window.banner.isVisible() and root.controller.store_error is None
+        provider.enqueue("Kept now.")
+        root.window.send("hello")
+        await _idle(root)
+    finally:
+        await close_app(root)
+    from workspace.store import Store
+
+    with Store.open(bad) as store:  # the fresh database holds the new thread
+        assert len(store.list_threads()) == 1
 
 
 async def test_locked_database_gives_a_clear_message(provider: Any, tmp_path: Path) -> None:
@@ -261,10 +289,15 @@ async def test_locked_database_gives_a_clear_message(provider: Any, tmp_path: Pa
         try:
             assert "locked" in root.window.banner.text
             assert root.window.isVisible()
+            assert root.window.banner.action_button.text() == "Try again"
+            holder.execute("ROLLBACK")  # the other program lets go
+            root.window.banner.action_button.click()
+            assert root.controller.store_error is None and not root.window.banner.isVisible()
         finally:
             await close_app(root)
     finally:
-        holder.execute("ROLLBACK")
+        if holder.in_transaction:
+            holder.execute("ROLLBACK")
         holder.close()
 
 

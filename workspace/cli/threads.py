@@ -45,7 +45,30 @@ def register(sub: Any) -> None:
     imp.add_argument("--title", help="thread title (default: the first message)")
     imp.set_defaults(func=cmd_import)
 
+    recover = tsub.add_parser("recover", help="a damaged database: move it aside (kept) and start a fresh one",
+                              parents=[common])
+    recover.set_defaults(func=cmd_recover)
+
     threads.set_defaults(func=cmd_list, json=False, deleted=False)
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    from workspace import paths
+
+    db = getattr(args, "db", None)
+    path = Path(db) if db else paths.database_path()
+    if not path.is_file():
+        print(f"No database at {path}: nothing to recover.")
+        return 0
+    store = Store(path, recover=True)
+    try:
+        if store.recovered_from is None:
+            print(f"{path} is fine: nothing was changed.")
+        else:
+            print(f"{path} was damaged: it is kept as {store.recovered_from}, and a fresh database was created.")
+    finally:
+        store.close()
+    return 0
 
 
 def _open(args: argparse.Namespace, *, create: bool = False) -> Store:
