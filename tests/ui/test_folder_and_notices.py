@@ -137,3 +137,35 @@ async def test_ignored_environment_variables_are_pointed_out(robotlab_home: Path
         assert "ROBOT_LAB_LLM_MODEL" in text and "ROBOT_LAB_LLM__MODEL" in text
     finally:
         await close_app(root)
+
+
+async def test_changes_waiting_in_another_folder_say_where(tmp_path: Path, provider: Any, db_path: Path,
+                                                           robotlab_home: Path) -> None:
+    import asyncio
+
+    from ui.app import Application
+    from workspace.providers.testing import ToolCall
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / "a.txt").write_text("one\n", encoding="utf-8")
+    root = Application(folder=first, provider=provider, db_path=db_path)
+    root.window.show()
+    try:
+        window = root.window
+        root.controller.set_robot("file-helper")
+        provider.enqueue([ToolCall("edit_file", {"path": "a.txt", "search": "one", "replace": "ONE"})], "Proposed.")
+        window.send("capitalise")
+        await wait_until(lambda: root.controller.idle, what="the run to end")
+        await asyncio.sleep(0.05)
+        change_set_id = root.controller.session.changes.id
+        assert window.switch_folder(second)
+        window.review_changes(change_set_id)
+        assert f"wait in {first.resolve()}" in window.changes_pane.message.text()
+        assert window.switch_folder(first)
+        window.review_changes(change_set_id)
+        assert window.changes_pane.model.change_set is not None
+        assert window.changes_pane.model.change_set.id == change_set_id
+    finally:
+        await close_app(root)

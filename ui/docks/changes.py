@@ -14,6 +14,7 @@ undo or redo settles them.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QItemSelectionModel, Qt, Signal
@@ -256,6 +257,15 @@ class ChangesPane(QWidget):
         current = getattr(session, "changes", None) if session is not None else None
         if current is not None and current.id == change_set_id:
             changes = current
+        folder = getattr(self.controller, "folder", None)
+        if changes is not None and folder is not None and Path(changes.folder) != Path(folder):
+            text = (f"Those changes wait in {changes.folder}: open that folder (File > Open Folder) to review "
+                    "them. They are kept until then.")
+            self.show_message(text, "info")
+            toast = getattr(self.main_window, "toast", None)
+            if toast is not None:
+                toast.show_message(text)
+            return
         if changes is None:
             text = ("Those changes were settled in an earlier session; “All changes in this thread” shows what "
                     "the thread changed.")
@@ -285,7 +295,7 @@ class ChangesPane(QWidget):
         else:
             self.title.setText(model.title if model.change_set is not None else "Changes")
         self.summary.setText(summary_text(model) if (model.files or self._showing_net) else (
-            "No folder is open: start with “robotlab --folder DIR” so robots can read and propose edits."
+            "No folder is open: File > Open Folder (Ctrl+O) lets robots read and propose edits there."
             if folder is None else "No changes proposed in this thread yet."))
         mode = self._mode()
         self.mode_note.setText(MODE_NOTES.get(mode, ""))
