@@ -415,3 +415,68 @@ def test_ignored_environment_variables_are_named(name: str, hint: str | None) ->
 def test_well_formed_environment_variables_are_not_warned_about() -> None:
     result = robotlab("paths", env={"ROBOT_LAB_LLM__TEMPERATURE": "0.2", "ROBOTLAB_OTHER": "x"})
     assert result.returncode == 0 and "warning" not in result.stderr
+
+
+# -- 5. the JSON stream always ends with its one terminal event ----------------------------------------
+
+
+def _spawn_slow(*args: str, extra: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    env = _env({"ROBOT_LAB_DEMO__DELAY": "0.05", **(extra or {})})
+    return subprocess.Popen([sys.executable, "-m", "workspace", *args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=env)
+
+
+@posix_only
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_mid_stream_still_ends_the_json_with_run_cancelled(robotlab_home: Path, sig: int) -> None:
+    proc = _spawn_slow("run", "assistant", "hello there", "--json")
+    try:
+        read_until(proc, b'"text_delta"')
+        proc.send_signal(sig)
+        assert wait_exit(proc) == 130
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = proc.stdout.read(), proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    events = json_lines(out.decode())
+    assert events[-1]["kind"] == "run_cancelled" and "Traceback" not in err.decode()
+    assert [e["kind"] for e in events].count("run_cancelled") == 1
+
+
+def test_a_failure_before_the_run_is_one_run_failed_line(robotlab_home: Path) -> None:
+    result = robotlab("run", "no-such-robot", "hi", "--json")
+    assert result.returncode == 2
+    (event,) = json_lines(result.stdout)
+    assert event["kind"] == "run_failed" and "Unknown robot 'no-such-robot'" in event["error"]
+    assert "Unknown robot" in result.stderr
+
+
+def test_template_variables_from_the_command_line(robotlab_home: Path) -> None:
+    write_robot(robotlab_home, "cust", "---\ntools: []\n---\nYou help {{ customer.name }}.")
+    missing = robotlab("run", "cust", "hi")
+    assert missing.returncode == 2 and "--param NAME=VALUE" in missing.stderr
+    given = robotlab("run", "cust", "hi", "--param", 'customer={"name": "Ada"}', "--json")
+    assert given.returncode == 0, given.stderr
+    assert json_lines(given.stdout)[-1]["kind"] == "run_finished"
+
+
+def test_robots_list_names_the_files_it_could_not_read(robotlab_home: Path) -> None:
+    write_robot(robotlab_home, "broken", "---\nname: [unclosed\n---\nHi")
+    write_robot(robotlab_home, "fine", "---\ndescription: ok\n---\nHi")
+    result = robotlab("robots", "list")
+    assert result.returncode == 0 and "fine" in result.stdout and "broken" not in result.stdout
+    assert "not listed:" in result.stderr and "broken.md" in result.stderr
+
+
+def test_the_turn_limit_is_not_reported_as_done(robotlab_home: Path) -> None:
+    from tests.fakes.llm_server import FakeLLMServer, Reply
+
+    with FakeLLMServer() as server:
+        for _ in range(3):
+            server.enqueue(Reply.tool("list_files", {"path": "."}))
+        result = robotlab("run", "assistant", "look around", "--max-turns", "2", "--model", "openai/fake",
+                          "--api-base", server.base_url + "/v1", env={"OPENAI_API_KEY": "sk-test"})
+    assert result.returncode == 0, result.stderr
+    assert "stopped at the turn limit" in result.stdout and "--max-turns" in result.stdout
+    assert "✓ done" not in result.stdout

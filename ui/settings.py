@@ -37,7 +37,7 @@ MODEL_PRESETS = [
     ("openai/gpt-4.1", "OpenAI · gpt-4.1"),
     ("anthropic/claude-sonnet-4-5", "Anthropic · Claude Sonnet 4.5"),
     ("gemini/gemini-2.5-flash", "Google · Gemini 2.5 Flash"),
-    ("ollama/llama3.1", "Ollama (local) · llama3.1"),
+    ("ollama_chat/llama3.1", "Ollama (local) · llama3.1"),
     ("openai/local-model", "LM Studio / any OpenAI-compatible server"),
 ]
 LOCAL_BASES = {"ollama": "http://localhost:11434", "openai/local-model": "http://localhost:1234/v1"}
@@ -103,7 +103,7 @@ class SettingsDialog(QDialog):
         for model_id, label in MODEL_PRESETS:
             self.model.addItem(model_id or label, model_id)
         self.model.setToolTip("Any model id litellm supports: provider/model, e.g. openai/gpt-4o-mini, "
-                              "anthropic/claude-sonnet-4-5, ollama/llama3.1. Empty: the offline demo.")
+                              "anthropic/claude-sonnet-4-5, ollama_chat/llama3.1. Empty: the offline demo.")
         self.model.currentTextChanged.connect(self._on_model_changed)
         form.addRow("Model", self.model)
         self.api_base = QLineEdit(model_tab)

@@ -329,7 +329,7 @@ def default_config_text() -> str:
 # in the opened folder < ROBOT_LAB_<SECTION>__<KEY> environment variables < arguments.
 llm:
   # Any model litellm supports, e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5,
-  # ollama/llama3.1 (with api_base: http://localhost:11434). Leave empty for the offline demo.
+  # ollama_chat/llama3.1 (with api_base: http://localhost:11434). Leave empty for the offline demo.
   model:
   api_base:
   timeout: 120

@@ -129,7 +129,7 @@ class Template:
 
     # -- rendering ------------------------------------------------------------------------
     def render(self, context: Mapping[str, Any] | None = None, /, **more: Any) -> str:
-        from jinja2 import TemplateError
+        from jinja2 import TemplateError, UndefinedError
 
         values = {**(context or {}), **more}
         try:
@@ -138,7 +138,12 @@ class Template:
             where = str(self.path) if self.path else f"template '{self.name}'"
             line = getattr(exc, "lineno", None)
             at = f" (line {line} of the body)" if line else ""
-            raise ConfigurationError(f"{where}: cannot render the template{at}: {exc}") from exc
+            fix = ""
+            if isinstance(exc, UndefinedError):
+                fix = (". Give the value when running (robotlab run … --param NAME=VALUE, VALUE may be JSON; "
+                       "in Python robot.run(message, NAME=value)), set it in the robot's context, or guard it in "
+                       "the template with {% if NAME %}…{% endif %} or {{ NAME | default('…') }}")
+            raise ConfigurationError(f"{where}: cannot render the template{at}: {exc}{fix}") from exc
 
 
 def _check_metadata(meta: Mapping[str, Any], where: str) -> None:

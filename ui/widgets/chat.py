@@ -843,6 +843,10 @@ class ChatView(QScrollArea):
         elif event.kind == "run_failed":
             footer.set_status(f"Failed — {event.error}", c.error)
             footer.status.setWordWrap(True)
+        elif getattr(result, "stop_reason", None) == "max_turns":
+            footer.set_status("■ Stopped at the turn limit — the robot wanted to go on (raise agent.max_turns in "
+                              "config.yaml, or send “continue” to let it go on)", c.warning)
+            footer.status.setWordWrap(True)
 
     # -- replay of stored turns -------------------------------------------------------------
     def set_turns(self, turns: list[Any], render_turn: Callable[[Any], None], *,

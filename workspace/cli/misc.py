@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,10 @@ def cmd_robots_list(args: argparse.Namespace) -> int:
     from workspace.config import load_config
 
     config = load_config(_folder(args))
-    robots = list_robots(_folder(args))
+    problems: list[str] = []
+    robots = list_robots(_folder(args), problems=problems)
+    for problem in problems:  # a broken robot file is named, not left out in silence
+        print(f"robotlab: not listed: {problem}", file=sys.stderr)
     default_model = config.get("llm.model") or "offline demo"
     if getattr(args, "json", False):
         print(json.dumps([{"name": r.name, "description": r.description, "model": r.model or default_model,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -70,7 +69,9 @@ def _params(items: list[str]) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    return asyncio.run(_run(args))
+    from workspace.cli.run import run_reporting_failure
+
+    return run_reporting_failure(args, _run, who=str(args.file))
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -107,14 +108,18 @@ async def _run(args: argparse.Namespace) -> int:
         options["folder"] = folder
         options["changes"] = changes
     run = network.stream(" ".join(args.message), **options)
+    args.run_started = True
     printer = NetworkPrinter(json_lines=args.json)
     status = 0
-    async for event in run:
-        printer(event)
-        if isinstance(event, ev.RunFailed):
-            status = 1
-        elif isinstance(event, ev.RunCancelled):
-            status = 130
+    from workspace.cli.run import stop_on_signals
+
+    with stop_on_signals(run):
+        async for event in run:
+            printer(event)
+            if isinstance(event, ev.RunFailed):
+                status = 1
+            elif isinstance(event, ev.RunCancelled):
+                status = 130
     printer.finish()
     if not args.json and run.result is not None:
         printer.summary(run.result)

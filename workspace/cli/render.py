@@ -87,7 +87,10 @@ class EventPrinter:
             if usage is not None:
                 cost = f", ${usage.cost:.4f}" if usage.cost else ""
                 tokens = f" · {usage.input_tokens} in / {usage.output_tokens} out tokens{cost}"
-            if not event.task:
+            if not event.task and getattr(event.result, "stop_reason", None) == "max_turns":
+                self._line(self._c("33", f"{who}■ stopped at the turn limit: the robot wanted to go on. Raise it "
+                                         f"with --max-turns N (or agent.max_turns in the configuration){tokens}"))
+            elif not event.task:
                 self._line(self._c("2", f"{who}✓ done{tokens}"))
         elif isinstance(event, ev.RunFailed):
             self._line(self._c("31", f"{who}✗ failed: {event.error}"))

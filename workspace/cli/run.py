@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,8 @@ def register(sub: Any) -> None:
     p.add_argument("message", nargs="+", help="the message to send")
     add_run_options(p, who="the robot")
     p.add_argument("--max-turns", type=positive_int, metavar="N", help="stop after this many model turns (N >= 1)")
+    p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
+                   help="a variable for the robot's template (VALUE may be JSON); repeatable")
     p.set_defaults(func=cmd_run)
 
 
@@ -59,7 +64,7 @@ def check_robot_file(name: str) -> None:
 
 def add_run_options(p: argparse.ArgumentParser, *, who: str) -> None:
     """The options ``run`` and ``network run`` share."""
-    p.add_argument("--model", help="model id, e.g. openai/gpt-4o-mini or ollama/llama3.1 (default: the robot's, "
+    p.add_argument("--model", help="model id, e.g. openai/gpt-4o-mini or ollama_chat/llama3.1 (default: the robot's, "
                    "else the configured one; none: the offline demo)")
     p.add_argument("--api-base", help="base URL of an OpenAI-compatible or local server (Ollama, LM Studio, vLLM)")
     p.add_argument("--json", action="store_true", help="print one JSON object per event")
@@ -75,8 +80,55 @@ def add_run_options(p: argparse.ArgumentParser, *, who: str) -> None:
                    help="approve every tool call that the approval policy would ask about")
 
 
+@contextlib.contextmanager
+def stop_on_signals(run: Any) -> Iterator[None]:
+    """While ``run`` streams: Ctrl-C (SIGINT) or SIGTERM stops it the way the app's Stop does, so the
+    output still ends with ``run_cancelled`` (and what was done so far); a second Ctrl-C gives up at once."""
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    presses = 0
+
+    def stop(reason: str) -> None:
+        nonlocal presses
+        presses += 1
+        if presses > 1 and main is not None:
+            main.cancel()
+            return
+        print("\nCancelled. Stopping the run… (Ctrl-C again quits at once)", file=sys.stderr)
+        run.cancel(reason)
+
+    installed = []
+    for sig, reason in ((signal.SIGINT, "interrupted (Ctrl-C)"), (signal.SIGTERM, "terminated (SIGTERM)")):
+        try:
+            loop.add_signal_handler(sig, stop, reason)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
+            pass
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    return asyncio.run(_run(args))
+    return run_reporting_failure(args, _run, who=args.robot)
+
+
+def run_reporting_failure(args: argparse.Namespace, main: Any, *, who: str) -> int:
+    """``asyncio.run(main(args))``; with ``--json``, a failure before the run started still gives the
+    stream its one terminal event (a ``run_failed`` line on stdout) before the error on stderr."""
+    from workspace.cli import CLIError
+    from workspace.errors import Error
+
+    args.run_started = False
+    try:
+        return int(asyncio.run(main(args)))
+    except (CLIError, Error) as exc:
+        if getattr(args, "json", False) and not args.run_started:
+            print(json.dumps({"kind": "run_failed", "run_id": None, "robot": who, "error": str(exc),
+                              "error_type": type(exc).__name__, "partial": None}, ensure_ascii=False), flush=True)
+        raise
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -112,20 +164,24 @@ async def _run(args: argparse.Namespace) -> int:
         changes = ChangeSet(folder, mode="auto" if args.apply == "auto" else "review")
     printer = EventPrinter(json_lines=args.json)
     message = " ".join(args.message)
-    options: dict[str, Any] = {"approval": approval}
+    from workspace.cli.network import _params
+
+    options: dict[str, Any] = {**_params(args.param), "approval": approval}
     if args.max_turns is not None:
         options["max_turns"] = args.max_turns
     if folder is not None:
         options["folder"] = folder
         options["changes"] = changes
     run = robot.stream(message, **options)
+    args.run_started = True
     status = 0
-    async for event in run:
-        printer(event)
-        if isinstance(event, ev.RunFailed):
-            status = 1
-        elif isinstance(event, ev.RunCancelled):
-            status = 130
+    with stop_on_signals(run):
+        async for event in run:
+            printer(event)
+            if isinstance(event, ev.RunFailed):
+                status = 1
+            elif isinstance(event, ev.RunCancelled):
+                status = 130
     printer.finish()
     if changes is not None and getattr(changes, "files", None):
         mode = args.apply or ("review" if sys.stdin.isatty() and not args.json else "never")
@@ -146,7 +202,7 @@ def _check_key(model: str, api_base: str | None) -> None:
     var = secrets.key_var_for(model)
     raise CLIError(
         f"The model '{model}' needs an API key: set {var} (export {var}=...) or store it from the app's "
-        "Settings. To run without a key, use a local server, e.g. --model ollama/llama3.1 "
+        "Settings. To run without a key, use a local server, e.g. --model ollama_chat/llama3.1 "
         "--api-base http://localhost:11434, or leave --model out for the offline demo."
     )
 

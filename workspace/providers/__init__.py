@@ -61,4 +61,8 @@ def provider_for(model: str | None, *, api_base: str | None = None, config: Conf
         kwargs["max_tool_result_chars"] = int(config.get("llm.max_tool_result_chars", 50_000))
         api_base = api_base or config.get("llm.api_base")
     kwargs.update(options)
+    if api_base and "/" not in model:
+        # A bare model name with a server address: that server speaks the OpenAI API (Ollama's /v1,
+        # LM Studio, vLLM, llama.cpp); litellm would otherwise refuse the name ("LLM Provider NOT provided").
+        model = f"openai/{model}"
     return LiteLLMProvider(model, api_base=api_base, **kwargs)

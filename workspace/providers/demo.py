@@ -29,8 +29,8 @@ DEMO_MODEL_ID = "offline-demo"
 CONNECT_HINT = (
     "To talk to a real model, open Settings (Ctrl+,) and pick a model: set an API key such as "
     "OPENAI_API_KEY or ANTHROPIC_API_KEY, or point it at a local server such as Ollama "
-    "(model `ollama/llama3.1`, API base `http://localhost:11434`). "
-    "On the command line: `robotlab run assistant \"...\" --model ollama/llama3.1 --api-base http://localhost:11434`."
+    "(model `ollama_chat/llama3.1`, API base `http://localhost:11434`). "
+    "On the command line: `robotlab run assistant \"...\" --model ollama_chat/llama3.1 --api-base http://localhost:11434`."
 )
 
 _FILE = r"[\w./\\-]+\.[A-Za-z0-9]+|[\w-]+/[\w./-]+"

@@ -532,7 +532,7 @@ class LiteLLMProvider:
     """A :class:`~workspace.providers.base.Provider` for every model litellm supports.
 
     ``model_id`` is litellm's ("openai/gpt-4o-mini", "anthropic/claude-sonnet-4-5",
-    "ollama/llama3.1", "openai/NAME" with ``api_base`` for any OpenAI-compatible server).
+    "ollama_chat/llama3.1", "openai/NAME" with ``api_base`` for any OpenAI-compatible server).
     ``timeout`` bounds the connection and every wait for the next chunk; ``max_retries`` and
     ``backoff`` (seconds, doubled per retry) govern retries before the first chunk; ``extra``
     is passed to every ``litellm.acompletion`` call (``extra_headers``, ``api_version``, ...).
@@ -849,6 +849,13 @@ class LiteLLMProvider:
         message = _provider_message(exc)
         status = _status(exc)
         where = self._where()
+        if "LLM Provider NOT provided" in message:
+            bare = self.model_id.rsplit("/", 1)[-1]
+            return _Failure(ProviderError(
+                f"{self.model_id}: litellm cannot tell which provider serves this model. Write it as "
+                f"PROVIDER/MODEL, e.g. openai/{bare} for an OpenAI-compatible server (with its API base), "
+                f"ollama_chat/{bare} for Ollama, anthropic/… or gemini/… for hosted models",
+                provider=self.model_id, status_code=400), retryable=False)
         if _is_timeout(exc):
             return self._timeout_failure(exc, mid_stream=started)
         if names & {"AuthenticationError", "PermissionDeniedError"} or status in (401, 403):
