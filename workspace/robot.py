@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -262,6 +262,33 @@ class Robot:
             return "the robot's 'tools:' list"
         return "the run's, the network's or the task's 'tools:', or agent.tools in the configuration"
 
+    async def _mcp_prompt_text(self) -> str | None:
+        """The text of the MCP prompt a robot file names in its front matter::
+
+            mcp_prompt: {server: everything, prompt: simple_prompt, arguments: {topic: tests}}
+        """
+        tmpl = self.template
+        value = tmpl.metadata.get("mcp_prompt") if tmpl is not None and tmpl.path is not None else None
+        if value is None:
+            return None
+        where = f"{tmpl.path}" if tmpl is not None else self.name
+        if (not isinstance(value, Mapping) or not isinstance(value.get("server"), str)
+                or not isinstance(value.get("prompt"), str)
+                or not isinstance(value.get("arguments", {}), Mapping)):
+            raise ConfigurationError(f"{where}: mcp_prompt must be a mapping like {{server: NAME, prompt: NAME, "
+                                     "arguments: {...}}} naming a server of mcpServers and one of its prompts")
+        manager = self.mcp_manager
+        if manager is None:
+            from workspace.mcp import default_manager
+
+            manager = default_manager()
+        config = self.config if (self._config is not None or self._provider is None) else None
+        if config is not None and hasattr(manager, "configure"):
+            manager.configure(config)
+        template = await manager.prompt_template(value["server"], value["prompt"],  # type: ignore[attr-defined]
+                                                 dict(value.get("arguments") or {}))
+        return str(template.render())
+
     async def _mcp_tools(self, servers: Any, config: Config | None) -> list[Tool]:
         if servers == selection.ALL:
             configured = config.mcp_servers if config is not None else {}
@@ -315,12 +342,16 @@ class Robot:
         if changes is None and folder_path is not None:
             changes = _new_change_set(folder_path, self, options.get("thread_id"))
 
-        def load_tools() -> Awaitable[ToolManifest]:
-            return self.resolve_tools(
+        async def load_tools() -> ToolManifest:
+            manifest = await self.resolve_tools(
                 run_tools=options.get("tools", "inherit"), run_mcp=options.get("mcp", "inherit"),
                 network_tools=options.get("network_tools", "inherit"),
                 network_mcp=options.get("network_mcp", "inherit"),
             )
+            prompt = await self._mcp_prompt_text()
+            if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
+                spec.system = f"{prompt}\n\n{spec.system}" if spec.system else prompt
+            return manifest
 
         spec = RunSpec(
             robot=self.name, provider=provider, system=system, history=self.history, message=text,
