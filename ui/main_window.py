@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QPushButton,
     QSplitter,
+    QTabBar,
     QTabWidget,
     QToolButton,
     QVBoxLayout,
@@ -35,6 +36,20 @@ if TYPE_CHECKING:
 log = logging.getLogger("ui.main_window")
 
 EXAMPLES = ["list the files", "search for TODO", "remember that color is teal"]
+
+#: The smallest window: every part shrinks to fit it (long titles and previews end in "…", docks
+#: narrow down to DOCK_MIN_WIDTH). Set explicitly, so the window never grows by itself when some
+#: part's minimum size hint grows (a long thread title, a network's graph).
+WINDOW_MIN_WIDTH = 900
+WINDOW_MIN_HEIGHT = 600
+#: The narrowest a dock's pane gets (its content elides, wraps or scrolls below its wish).
+DOCK_MIN_WIDTH = 260
+#: The docks' width at start (the chat keeps the rest).
+DOCK_WIDTH = 410
+#: The narrowest the conversation gets (its cards fit in it; below, the docks narrow first).
+CHAT_MIN_WIDTH = 440
+SIDEBAR_MIN_WIDTH = 180
+SIDEBAR_WIDTH = 220
 
 
 class MainWindow(QMainWindow):
@@ -105,13 +120,16 @@ class MainWindow(QMainWindow):
     def _build_central(self) -> None:
         from ui.widgets.chat import ChatView
         from ui.widgets.composer import Composer
+        from ui.widgets.lanes import ElidedLabel
         from ui.widgets.notices import Banner
         from ui.widgets.sidebar import Sidebar
 
+        self.setMinimumSize(WINDOW_MIN_WIDTH, WINDOW_MIN_HEIGHT)
         self.sidebar = Sidebar(self.thread_model, self)
-        self.sidebar.setMinimumWidth(220)
+        self.sidebar.setMinimumWidth(SIDEBAR_MIN_WIDTH)
         area = QWidget(self)
         area.setObjectName("ChatArea")
+        area.setMinimumWidth(CHAT_MIN_WIDTH)  # docks and the sidebar give way before the conversation
         layout = QVBoxLayout(area)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
@@ -123,12 +141,13 @@ class MainWindow(QMainWindow):
         hl.setSpacing(10)
         titles = QVBoxLayout()
         titles.setSpacing(0)
-        self.title_label = QLabel("New thread", header)
+        # Long thread titles and model names end in "…" (full text in the tooltip): never wider than the chat.
+        self.title_label = ElidedLabel("New thread", header, min_chars=8, tooltip=True)
         self.title_label.setObjectName("ThreadTitle")
         titles.addWidget(self.title_label)
         model_row = QHBoxLayout()
         model_row.setSpacing(6)
-        self.model_label = QLabel("", header)
+        self.model_label = ElidedLabel("", header, min_chars=6, tooltip=True)
         self.model_label.setObjectName("ModelLabel")
         model_row.addWidget(self.model_label)
         self.connect_link = QPushButton("Connect a model…", header)
@@ -140,13 +159,16 @@ class MainWindow(QMainWindow):
         model_row.addStretch(1)
         titles.addLayout(model_row)
         hl.addLayout(titles, 1)
-        robot_label = QLabel("Robot", header)
+        robot_label = ElidedLabel("Robot", header, whole=True)  # gives way first when the chat is narrow
         robot_label.setObjectName("Muted")
         hl.addWidget(robot_label)
         self.robot_picker = QComboBox(header)
         self.robot_picker.setObjectName("RobotPicker")
         self.robot_picker.setAccessibleName("Robot")
         self.robot_picker.setModel(self.robot_model)
+        # As wide as about 12 characters whatever the names (a long one is elided in the box, whole in the list).
+        self.robot_picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.robot_picker.setMinimumContentsLength(9)
         self.robot_picker.setToolTip("The robot or network for new threads (a thread keeps its robot or network)")
         self.robot_picker.currentIndexChanged.connect(self._on_robot_picked)
         hl.addWidget(self.robot_picker)
@@ -174,7 +196,7 @@ class MainWindow(QMainWindow):
         self.splitter.addWidget(area)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([260, 900])
+        self.splitter.setSizes([SIDEBAR_WIDTH, 900])
         self.splitter.setChildrenCollapsible(False)
         self.setCentralWidget(self.splitter)
 
@@ -187,6 +209,9 @@ class MainWindow(QMainWindow):
         """
         dock = QDockWidget(title, self)
         dock.setObjectName(f"dock-{key}")
+        # The dock area is as wide as its widest pane's minimum (tabbed docks too): a set minimum keeps
+        # one pane's long text or hidden page from making the window wider; panes elide or wrap below it.
+        widget.setMinimumWidth(DOCK_MIN_WIDTH)
         dock.setWidget(widget)
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetClosable
                          | QDockWidget.DockWidgetFeature.DockWidgetMovable
@@ -196,6 +221,10 @@ class MainWindow(QMainWindow):
         self.addDockWidget(area, dock)
         if existing:
             self.tabifyDockWidget(existing[0], dock)
+            # In a narrow dock area the tabs keep their names and scroll ("T…" for Trace says nothing).
+            for bar in self.findChildren(QTabBar):
+                bar.setElideMode(Qt.TextElideMode.ElideNone)
+                bar.setUsesScrollButtons(True)
         self.docks[key] = dock
         action = dock.toggleViewAction()
         action.setText(f"Show {title}")
@@ -218,7 +247,7 @@ class MainWindow(QMainWindow):
             placeholder.setObjectName("InspectorPane")
             self.register_dock(key, title, placeholder, icon=icon, shortcut=shortcut)
         self.docks["tools"].raise_()
-        self.resizeDocks([self.docks["tools"]], [440], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.docks["tools"]], [DOCK_WIDTH], Qt.Orientation.Horizontal)
 
     def build_inspector(self) -> None:
         """Put the inspector panes in their docks (and add the MCP servers dock when MCP is there)."""

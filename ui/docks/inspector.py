@@ -6,16 +6,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from PySide6.QtCore import QItemSelectionModel, Qt
+from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QLineEdit,
     QPushButton,
     QSplitter,
+    QStyle,
     QTableView,
     QTabWidget,
     QTextBrowser,
@@ -27,6 +27,11 @@ from ui import markdown, theme
 from ui.models.memory import MemoryModel, pretty
 from ui.models.tool_calls import ToolCallRecord, ToolCallsModel, diff_results, format_duration
 from ui.models.trace import TraceFilterModel, TraceModel, raw_event_json
+from ui.widgets.lanes import ElidedLabel
+
+#: The narrowest an inspector pane gets (MainWindow.DOCK_MIN_WIDTH): set, so that no pane's content
+#: makes the dock area (and the window) wider; below their wish, tables scroll and labels elide.
+PANE_MIN_WIDTH = 260
 
 
 def _table(model: Any, parent: QWidget) -> QTableView:
@@ -57,12 +62,20 @@ def _pre(text: str, lang: str | None = None) -> str:
     return f'<pre style="font-family:{theme.mono_family()}; white-space:pre-wrap;">{body}</pre>'
 
 
+def _value_html(value: Any) -> str:
+    """A result or error: highlighted JSON when it is JSON, else plain text (no JSON colours on prose)."""
+    from ui.widgets.cards import value_html
+
+    return value_html(value)
+
+
 class MemoryPane(QWidget):
     """Live key/value memory with the writer and time of each value, and its history."""
 
     def __init__(self, model: MemoryModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("InspectorPane")
+        self.setMinimumWidth(PANE_MIN_WIDTH)
         self.model = model
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
@@ -104,16 +117,16 @@ class ToolCallsPane(QWidget):
     def __init__(self, model: ToolCallsModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("InspectorPane")
+        self.setMinimumWidth(PANE_MIN_WIDTH)
         self.model = model
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.setSpacing(6)
         bar = QHBoxLayout()
-        self.count = QLabel("", self)
+        self.count = ElidedLabel("", self, tooltip=True)
         self.count.setObjectName("Muted")
-        bar.addWidget(self.count)
-        bar.addStretch(1)
-        self.diff_button = QPushButton("Diff two results", self)
+        bar.addWidget(self.count, 1)
+        self.diff_button = QPushButton("Diff", self)
         self.diff_button.setToolTip("Select two calls (Ctrl+click) and compare their results")
         self.diff_button.setIcon(theme.icon("diff", theme.colors().muted, 16))
         self.diff_button.clicked.connect(self.show_diff)
@@ -128,11 +141,18 @@ class ToolCallsPane(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         header = self.table.horizontalHeader()
         header.setStretchLastSection(False)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        # Fixed widths: sizing to contents measures every row on every change (slow for long threads).
-        for col, width in zip(range(1, model.columnCount()), (70, 86, 104, 70), strict=False):
+        # Widths from the shapes of the contents (sizing to contents measures every row on every change):
+        # the Tool column takes the rest, but never less than TOOL_MIN_WIDTH (the table scrolls instead).
+        for col in range(model.columnCount()):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
-            header.resizeSection(col, width)
+        fm = self.table.fontMetrics()
+        pad = 2 * (self.table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self.table) + 1) + 12
+        for col, sample in ((1, "Server"), (2, "assistant"), (3, "approval"), (4, "1 min 30 s")):
+            title = str(model.headerData(col, Qt.Orientation.Horizontal) or "")
+            header.resizeSection(col, max(fm.horizontalAdvance(sample), header.fontMetrics().horizontalAdvance(title)
+                                          + 8) + pad)
+        self.table.viewport().installEventFilter(self)
+        self._fit_tool_column()
         self.tabs = QTabWidget(splitter)
         self.tabs.setDocumentMode(True)
         self.args_view = _detail(self.tabs)
@@ -154,9 +174,23 @@ class ToolCallsPane(QWidget):
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
         model.rowsInserted.connect(lambda *_: self._update_count())
         model.modelReset.connect(self._update_count)
+        model.dataChanged.connect(lambda *_: self._update_count())  # a call failed after its row came
         model.dataChanged.connect(lambda *_: self._show(self.table.currentIndex().row()))
         self._update_count()
         self._update_buttons()
+
+    TOOL_MIN_WIDTH = 110
+
+    def _fit_tool_column(self) -> None:
+        """The Tool column fills the table's width (at least TOOL_MIN_WIDTH; the table scrolls below)."""
+        header = self.table.horizontalHeader()
+        others = sum(header.sectionSize(col) for col in range(1, self.model.columnCount()))
+        header.resizeSection(0, max(self.TOOL_MIN_WIDTH, self.table.viewport().width() - others))
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if obj is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_tool_column()
+        return super().eventFilter(obj, event)
 
     def retheme(self) -> None:
         self.diff_button.setIcon(theme.icon("diff", theme.colors().muted, 16))
@@ -164,7 +198,7 @@ class ToolCallsPane(QWidget):
 
     def _update_count(self) -> None:
         n = self.model.rowCount()
-        errors = sum(1 for r in self.model.records if r.status in ("error", "denied"))
+        errors = self.model.failed_count
         self.count.setText(f"{n} call{'s' if n != 1 else ''}" + (f" · {errors} failed" if errors else ""))
 
     def _update_buttons(self) -> None:
@@ -192,12 +226,14 @@ class ToolCallsPane(QWidget):
         self.args_view.setHtml(head + markdown.json_html(rec.input))
         if rec.status in ("running", "approval"):
             self.result_view.setHtml(head + f"<p style='color:{c.muted}'>No result yet.</p>")
-        elif rec.status in ("error", "denied", "stopped"):
+        elif rec.failed:
             reason = f"<p><b>Reason:</b> {markdown._esc(rec.reason)}</p>" if rec.reason else ""
             self.result_view.setHtml(head + f"<p style='color:{c.error}'><b>Error</b></p>" + reason
-                                     + markdown.json_html(rec.error))
+                                     + _value_html(rec.error))
         else:
-            self.result_view.setHtml(head + markdown.json_html(rec.payload))
+            payload = rec.payload
+            value = payload["data"] if isinstance(payload, dict) and set(payload) == {"data"} else payload
+            self.result_view.setHtml(head + _value_html(value))
         self.raw_view.setHtml(_pre(rec.raw_json(), "json"))
 
     def show_diff(self) -> None:
@@ -233,6 +269,7 @@ class TracePane(QWidget):
     def __init__(self, model: TraceModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("InspectorPane")
+        self.setMinimumWidth(PANE_MIN_WIDTH)
         self.model = model
         self.proxy = TraceFilterModel(self)
         self.proxy.setSourceModel(model)
@@ -255,10 +292,11 @@ class TracePane(QWidget):
         self.table = _table(self.proxy, splitter)
         header = self.table.horizontalHeader()
         header.setStretchLastSection(True)
-        # Fixed widths: sizing to contents would measure thousands of rows on every batch.
-        for col, width in enumerate((48, 92, 110, 90)):
+        # Sized to their contents, which have known shapes (measuring thousands of rows on every batch
+        # would be slow): sequence numbers, "HH:MM:SS.mmm", the longest event kind; the user can resize.
+        for col in range(4):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
-            header.resizeSection(col, width)
+        self.size_columns()
         self.detail = _detail(splitter)
         self.detail.setPlaceholderText("Select an event to see its raw JSON.")
         splitter.addWidget(self.table)
@@ -273,6 +311,23 @@ class TracePane(QWidget):
         model.rowsInserted.connect(self._refresh_kinds)
         model.modelReset.connect(self._refresh_kinds)
         self._on_kind(self.kind.currentText())
+
+    def column_samples(self) -> list[str]:
+        """The widest text each of the first four columns shows (seq, time, kind, robot)."""
+        kinds = sorted(_known_kinds() | set(self.model.kinds()), key=len) or ["run_started"]
+        return ["00000", "00:00:00.000", kinds[-1], "assistant"]
+
+    def size_columns(self) -> None:
+        """Make the seq, time, kind and robot columns wide enough for what they show."""
+        header = self.table.horizontalHeader()
+        fm = self.table.fontMetrics()
+        header_fm = header.fontMetrics()
+        margin = self.table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self.table)
+        pad = 2 * (margin + 1) + 12  # the cell's text margins, and some air
+        for col, sample in enumerate(self.column_samples()):
+            title = str(self.model.headerData(col, Qt.Orientation.Horizontal) or "")
+            width = max(fm.horizontalAdvance(sample), header_fm.horizontalAdvance(title) + 8) + pad
+            header.resizeSection(col, width)
 
     def _refresh_kinds(self, *_: Any) -> None:
         current = self.kind.currentText()

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QTableView,
     QVBoxLayout,
@@ -45,6 +46,13 @@ def manager_for(controller: Any) -> Any:
     return manager
 
 
+def _wrapping(text: str, parent: QWidget) -> QLabel:
+    """A caption that wraps in a narrow dock instead of widening it."""
+    label = QLabel(text, parent)
+    label.setWordWrap(True)
+    return label
+
+
 class McpPane(QWidget):
     """Servers in a table; the selected one's details, stderr tail and tools below."""
 
@@ -57,19 +65,23 @@ class McpPane(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.setSpacing(6)
+        # Two short rows (summary and Reload; the server's buttons) rather than one: the pane stays narrow.
+        top = QHBoxLayout()
         self.summary = QLabel("", self)
         self.summary.setObjectName("Muted")
         self.summary.setWordWrap(True)
-        layout.addWidget(self.summary)
+        top.addWidget(self.summary, 1)
+        self.reload_button = QPushButton("Reload config", self)
+        self.reload_button.setToolTip("Read mcpServers from the configuration files again (no app restart needed)")
+        top.addWidget(self.reload_button, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addLayout(top)
         bar = QHBoxLayout()
         bar.addStretch(1)
         self.start_button = QPushButton("Start", self)
         self.restart_button = QPushButton("Restart", self)
         self.restart_button.setIcon(theme.icon("restart", theme.colors().muted, 16))
         self.stop_button = QPushButton("Stop", self)
-        self.reload_button = QPushButton("Reload config", self)
-        self.reload_button.setToolTip("Read mcpServers from the configuration files again (no app restart needed)")
-        for b in (self.start_button, self.restart_button, self.stop_button, self.reload_button):
+        for b in (self.start_button, self.restart_button, self.stop_button):
             bar.addWidget(b)
         layout.addLayout(bar)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
@@ -86,13 +98,14 @@ class McpPane(QWidget):
         dl.setContentsMargins(0, 0, 0, 0)
         self.info = QLabel("", details)
         self.info.setWordWrap(True)
+        self.info.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # long paths: cut, not wider
         self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         dl.addWidget(self.info)
-        dl.addWidget(QLabel("Tools (uncheck to hide a tool from every robot):", details))
+        dl.addWidget(_wrapping("Tools (uncheck to hide a tool from every robot):", details))
         self.tools = QListWidget(details)
         self.tools.itemChanged.connect(self._on_tool_toggled)
         dl.addWidget(self.tools, 2)
-        dl.addWidget(QLabel("Server output (stderr, last lines):", details))
+        dl.addWidget(_wrapping("Server output (stderr, last lines):", details))
         self.stderr = QPlainTextEdit(details)
         self.stderr.setReadOnly(True)
         self.stderr.setFont(theme.mono_font(-1))

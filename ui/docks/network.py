@@ -640,6 +640,7 @@ class TaskDetail(QWidget):
         head.addWidget(self.icon)
         self.title = QLabel("", self)
         self.title.setObjectName("TaskDetailTitle")
+        self.title.setMinimumWidth(30)  # a long task name is cut in a narrow dock, not the dock widened
         head.addWidget(self.title)
         self._chip_holder = QHBoxLayout()
         self._chip_holder.setContentsMargins(0, 0, 0, 0)
@@ -796,11 +797,12 @@ class NetworkPane(QWidget):
         bar.addWidget(self.glyph)
         self.title = QLabel("", page)
         self.title.setObjectName("NetworkTitle")
+        self.title.setMinimumWidth(40)  # a long network name is cut in a narrow dock
         bar.addWidget(self.title)
         self.state = QLabel("", page)
         self.state.setObjectName("Muted")
         self.state.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.state.setMinimumWidth(60)
+        self.state.setMinimumWidth(20)
         bar.addWidget(self.state, 1)
         self.copy_button = QPushButton("Copy Mermaid", page)
         self.copy_button.setToolTip("Copy the graph, coloured by state, as a Mermaid flowchart")

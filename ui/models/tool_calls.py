@@ -11,6 +11,9 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 
 Index = QModelIndex | QPersistentModelIndex
 
+#: States of a call that failed (an error, a denial, a stop): counted as failed everywhere.
+FAILED = frozenset({"error", "denied", "stopped"})
+
 STATUS_LABELS = {
     "running": "running",
     "approval": "approval",
@@ -39,9 +42,15 @@ class ToolCallRecord:
     reason: str | None = None
 
     @property
+    def failed(self) -> bool:
+        """The call failed: a ``tool_error`` (an ``is_error`` output), a denial, a stop, or a result
+        whose payload is an error (``{"error": ...}``, MCP's ``isError``)."""
+        return self.status in FAILED
+
+    @property
     def result_value(self) -> Any:
         """What the call returned, for showing and diffing: the payload or the error."""
-        if self.status in ("error", "denied", "stopped"):
+        if self.failed:
             return {"error": self.error}
         return self.payload
 
@@ -114,6 +123,12 @@ class ToolCallsModel(QAbstractTableModel):
     def records(self) -> list[ToolCallRecord]:
         return list(self._rows)
 
+    @property
+    def failed_count(self) -> int:
+        """Calls that failed (see :attr:`ToolCallRecord.failed`): what the Status column says "error"/"denied"/
+        "stopped" for."""
+        return sum(1 for r in self._rows if r.failed)
+
     def record(self, row: int) -> ToolCallRecord:
         return self._rows[row]
 
@@ -163,8 +178,10 @@ class ToolCallsModel(QAbstractTableModel):
             self._changed(rec)
         elif kind == "tool_result":
             rec = self._ensure(event)
-            rec.status = "ok"
+            error = result_error(event.payload, event.raw)
+            rec.status = "ok" if error is None else "error"
             rec.payload = event.payload
+            rec.error = error
             rec.raw = event.raw
             rec.duration = event.duration
             self._changed(rec)
@@ -213,6 +230,21 @@ class ToolCallsModel(QAbstractTableModel):
         self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.COLUMNS) - 1))
 
 
+def result_error(payload: Any, raw: Any = None) -> Any:
+    """The error inside a ``tool_result``, or None when it succeeded.
+
+    Results normally carry ``{"data": ...}`` and errors come as ``tool_error``; but a payload of
+    ``{"error": ...}`` (an ``is_error`` tool result as the model sees it) or an MCP result marked
+    ``isError`` is a failure too, and is counted and shown as one.
+    """
+    if isinstance(payload, dict) and "error" in payload and "data" not in payload:
+        return payload["error"]
+    if isinstance(raw, dict) and raw.get("isError") is True:
+        data = payload.get("data") if isinstance(payload, dict) else payload
+        return data if data is not None else raw
+    return None
+
+
 def format_duration(seconds: float | None) -> str:
     if seconds is None:
         return ""
@@ -236,4 +268,4 @@ def diff_results(a: ToolCallRecord, b: ToolCallRecord) -> str:
     return "\n".join(lines) or "(the two results are identical)"
 
 
-__all__ = ["ToolCallRecord", "ToolCallsModel", "diff_results", "format_duration"]
+__all__ = ["FAILED", "ToolCallRecord", "ToolCallsModel", "diff_results", "format_duration", "result_error"]

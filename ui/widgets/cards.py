@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtCore import QEvent, QRect, QSize, Qt, Signal
+from PySide6.QtGui import QKeyEvent, QResizeEvent, QTextOption
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
     QHBoxLayout,
     QLabel,
+    QLayout,
+    QLayoutItem,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
@@ -22,8 +24,9 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
-from ui.models.tool_calls import format_duration
-from ui.widgets.common import JsonHighlighter, RichLabel, pill, robot_chip
+from ui.models.tool_calls import format_duration, result_error
+from ui.widgets.common import AutoHeightText, JsonHighlighter, RichLabel, pill, robot_chip
+from ui.widgets.lanes import ElidedLabel
 from workspace.approval import ApprovalDecision
 
 if TYPE_CHECKING:
@@ -54,7 +57,13 @@ def _status_colors(status: str) -> tuple[str, str]:
     return c.accent, c.card_header
 
 
-def _preview(value: Any, limit: int = 90) -> str:
+#: Characters of a result in its one-line preview (the toggle elides it to the card's width).
+PREVIEW_CHARS = 300
+#: Characters of a result in the preview's tooltip.
+TOOLTIP_CHARS = 1200
+
+
+def _preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
     if isinstance(value, dict) and set(value) == {"data"}:
         value = value["data"]
     if isinstance(value, str):
@@ -66,6 +75,215 @@ def _preview(value: Any, limit: int = 90) -> str:
             text = repr(value)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _is_json_text(text: str) -> bool:
+    """True when ``text`` is a JSON document (an object or array; plain words are not)."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{":
+        return False
+    try:
+        json.loads(stripped)
+    except ValueError:
+        return False
+    return True
+
+
+def value_html(value: Any) -> str:
+    """A result or an error for people: highlighted JSON, or plain text when it is not JSON."""
+    if isinstance(value, str) and not _is_json_text(value):
+        return (f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">'
+                f"{markdown._esc(value)}</pre>")
+    return markdown.json_html(value)
+
+
+def _tooltip_html(text: str) -> str:
+    """A tooltip that wraps (rich text tooltips wrap; plain ones are one line as wide as the text)."""
+    if len(text) > TOOLTIP_CHARS:
+        text = text[: TOOLTIP_CHARS - 1] + "…"
+    return f"<p style='white-space:pre-wrap'>{markdown._esc(text)}</p>"
+
+
+def _body_text(html: str, parent: QWidget, name: str) -> AutoHeightText:
+    """Card text (arguments, result, error) that wraps to the card's width, long words too."""
+    view = AutoHeightText("", parent)
+    view.setObjectName(name)
+    view.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    view.setMinimumWidth(40)
+    if html:
+        view.setHtml(html)
+    return view
+
+
+def _shrinkable(label: QLabel) -> QLabel:
+    """A word-wrapping label that never widens its card (a long word is cut, not the card)."""
+    label.setWordWrap(True)
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, label.sizePolicy().verticalPolicy())
+    return label
+
+
+class FlowRow(QLayout):
+    """Widgets in a row that wraps onto more rows when narrow (so buttons never fall off the card).
+
+    Each widget takes its preferred width; a horizontally *expanding* one (a text field, a hint)
+    is placed at its minimum width and then takes the rest of its row. Rows without one are
+    right-aligned when ``align_right``. The minimum width is the widest single widget's.
+    """
+
+    def __init__(self, parent: QWidget | None = None, *, spacing: int = 8, align_right: bool = False) -> None:
+        super().__init__(parent)
+        self._items: list[QLayoutItem] = []
+        self._gap = spacing
+        self._align_right = align_right
+        self.setContentsMargins(0, 0, 0, 0)
+
+    # -- QLayout ------------------------------------------------------------------------------
+    def addItem(self, item: QLayoutItem) -> None:
+        self._items.append(item)
+
+    def count(self) -> int:
+        return len(self._items)
+
+    def itemAt(self, index: int) -> QLayoutItem | None:
+        return self._items[index] if 0 <= index < len(self._items) else None
+
+    def takeAt(self, index: int) -> QLayoutItem | None:
+        return self._items.pop(index) if 0 <= index < len(self._items) else None
+
+    def expandingDirections(self) -> Qt.Orientation:
+        return Qt.Orientation.Horizontal
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        return self._arrange(QRect(0, 0, width, 0), apply=False)
+
+    def setGeometry(self, rect: QRect) -> None:
+        super().setGeometry(rect)
+        self._arrange(rect, apply=True)
+
+    def sizeHint(self) -> QSize:
+        items = self._visible()
+        m = self.contentsMargins()
+        width = sum(i.sizeHint().width() for i in items) + self._gap * max(0, len(items) - 1)
+        height = max((i.sizeHint().height() for i in items), default=0)
+        return QSize(width + m.left() + m.right(), height + m.top() + m.bottom())
+
+    def minimumSize(self) -> QSize:
+        items = self._visible()
+        m = self.contentsMargins()
+        width = max((i.minimumSize().width() if self._expands(i) else i.sizeHint().width() for i in items),
+                    default=0)
+        height = max((i.minimumSize().height() for i in items), default=0)
+        return QSize(width + m.left() + m.right(), height + m.top() + m.bottom())
+
+    # -- placement ----------------------------------------------------------------------------
+    def _visible(self) -> list[QLayoutItem]:
+        return [i for i in self._items if not i.isEmpty()]
+
+    @staticmethod
+    def _expands(item: QLayoutItem) -> bool:
+        widget = item.widget()
+        policy = widget.sizePolicy().horizontalPolicy() if widget is not None else QSizePolicy.Policy.Fixed
+        return bool(policy.value & QSizePolicy.PolicyFlag.ExpandFlag.value)
+
+    def _arrange(self, rect: QRect, *, apply: bool) -> int:
+        m = self.contentsMargins()
+        area = rect.adjusted(m.left(), m.top(), -m.right(), -m.bottom())
+        room = max(1, area.width())
+        rows: list[list[tuple[QLayoutItem, int]]] = []
+        row: list[tuple[QLayoutItem, int]] = []
+        used = 0
+        for item in self._visible():
+            width = item.minimumSize().width() if self._expands(item) else item.sizeHint().width()
+            width = min(max(width, item.minimumSize().width()), room)
+            if row and used + self._gap + width > room:
+                rows.append(row)
+                row, used = [], 0
+            used += (self._gap if row else 0) + width
+            row.append((item, width))
+        if row:
+            rows.append(row)
+        y = area.top()
+        for index, line in enumerate(rows):
+            height = max(item.sizeHint().height() for item, _w in line)
+            if apply:
+                spare = room - (sum(w for _i, w in line) + self._gap * (len(line) - 1))
+                growers = [item for item, _w in line if self._expands(item)]
+                x = area.left() + (spare if not growers and self._align_right else 0)
+                for item, width in line:
+                    if growers and item is growers[0]:
+                        width += spare
+                    item_height = min(height, item.sizeHint().height()) if not self._expands(item) else height
+                    item.setGeometry(QRect(x, y + (height - item_height) // 2, width, item_height))
+                    x += width + self._gap
+            y += height + (self._gap if index < len(rows) - 1 else 0)
+        return y - area.top() + m.top() + m.bottom()
+
+
+class ElidedToolButton(QToolButton):
+    """A tool button (icon and one line) whose text ends in "…" when narrow; ``text()`` is the full text.
+
+    It asks for its whole text but needs only ``min_text`` (e.g. "Result…"): a long preview never
+    makes the card wider than the conversation.
+    """
+
+    def __init__(self, parent: QWidget | None = None, *, min_text: str = "") -> None:
+        super().__init__(parent)
+        self._full = ""
+        self._min_text = min_text
+
+    def setText(self, text: str) -> None:
+        self._full = text
+        self.setAccessibleName(text)
+        self._elide()
+        self.updateGeometry()
+
+    def text(self) -> str:
+        return self._full
+
+    @property
+    def shown_text(self) -> str:
+        return QToolButton.text(self)
+
+    def _overhead(self) -> int:
+        return max(0, super().sizeHint().width() - self.fontMetrics().horizontalAdvance(QToolButton.text(self)))
+
+    def sizeHint(self) -> QSize:
+        return QSize(self._overhead() + self.fontMetrics().horizontalAdvance(self._full) + 2,
+                     super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        part = self._min_text if len(self._min_text) < len(self._full) else self._full
+        return QSize(self._overhead() + self.fontMetrics().horizontalAdvance(part) + 2,
+                     super().minimumSizeHint().height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._elide()
+
+    def _elide(self) -> None:
+        fm = self.fontMetrics()
+        room = self.width() - self._overhead() - 2
+        shown = self._full if fm.horizontalAdvance(self._full) <= room else fm.elidedText(
+            self._full, Qt.TextElideMode.ElideRight, max(0, room))
+        if shown != QToolButton.text(self):
+            super().setText(shown)
+
+
+def _elided_chip(robot: str, parent: QWidget) -> ElidedLabel:
+    """The robot badge of a card; a long robot name ends in "…" (the tooltip has it)."""
+    chip = ElidedLabel(robot, parent, min_chars=4)
+    chip.setObjectName("RobotChip")
+    chip.setStyleSheet(robot_chip(robot).styleSheet())
+    chip.setToolTip(f"Robot {robot}")
+    return chip
 
 
 def _args_html(value: Any) -> str:
@@ -116,18 +334,27 @@ class ToolCard(QFrame):
         header.setObjectName("ToolCardHeader")
         hl = QHBoxLayout(header)
         hl.setContentsMargins(10, 6, 10, 6)
-        hl.setSpacing(8)
+        hl.setSpacing(6)
         icon = QLabel(header)
         icon.setPixmap(theme.icon("tool", c.muted).pixmap(14, 14))
         hl.addWidget(icon)
         short = tool.split("__", 1)[-1] if server and tool.startswith(f"{server}__") else tool
-        title = QLabel(header)
+        # Long names (MCP tools, servers) end in "…" rather than widen the card; the tooltip has them.
+        if server:
+            server_label = ElidedLabel(f"{server} ›", header, min_chars=3)
+            server_label.setObjectName("ToolTitle")
+            server_label.setStyleSheet(f"color: {c.muted};")
+            server_label.setToolTip(f"{server} › {short}")
+            hl.addWidget(server_label)
+        title = ElidedLabel(short, header, min_chars=6)
         title.setObjectName("ToolTitle")
-        server_part = (f'<span style="color:{c.muted};">{markdown._esc(server)} › </span>' if server else "")
-        title.setText(f"{server_part}<b>{markdown._esc(short)}</b>")
-        title.setTextFormat(Qt.TextFormat.RichText)
+        bold = title.font()
+        bold.setBold(True)
+        title.setFont(bold)
+        title.setToolTip(f"{server} › {short}" if server else short)
+        self.title = title
         hl.addWidget(title)
-        hl.addWidget(robot_chip(robot, header))
+        hl.addWidget(_elided_chip(robot, header))
         hl.addStretch(1)
         self._duration = QLabel("", header)
         self._duration.setObjectName("Muted")
@@ -143,13 +370,12 @@ class ToolCard(QFrame):
         self._body = QVBoxLayout(body)
         self._body.setContentsMargins(12, 8, 12, 10)
         self._body.setSpacing(6)
-        self._args = RichLabel(_args_html(arguments), body)
-        self._args.setObjectName("ToolArgs")
+        self._args = _body_text(_args_html(arguments), body, "ToolArgs")
         self._body.addWidget(self._args)
         outer.addWidget(body)
 
-        self._result_toggle: QToolButton | None = None
-        self._result_view: RichLabel | None = None
+        self._result_toggle: ElidedToolButton | None = None
+        self._result_view: AutoHeightText | None = None
         self._set_status("running")
 
     # -- state ------------------------------------------------------------------------------
@@ -167,9 +393,14 @@ class ToolCard(QFrame):
 
     def set_arguments(self, arguments: Any) -> None:
         self.arguments = arguments
-        self._args.setText(_args_html(arguments))
+        self._args.setHtml(_args_html(arguments))
 
     def set_result(self, payload: Any, duration: float | None) -> None:
+        error = result_error(payload)
+        if error is not None:  # an error carried as a result: shown (and counted) as one
+            self.result = payload
+            self.set_error(error, duration)
+            return
         self.result = payload
         self._set_status("ok")
         self._duration.setText(format_duration(duration))
@@ -185,30 +416,31 @@ class ToolCard(QFrame):
         c = theme.colors()
         message = error.get("message", error) if isinstance(error, dict) else error
         text = message if isinstance(message, str) else markdown.to_json_text(message)
-        box = RichLabel(
+        box = _body_text(
             f'<div style="color:{c.error};"><b>{"Denied" if denied else ("Stopped" if stopped else "Error")}</b>'
-            f' — {markdown._esc(text)}</div>', self)
-        box.setObjectName("ToolError")
+            f' — {markdown._esc(text)}</div>', self, "ToolError")
         self._body.addWidget(box)
 
     def _add_result_section(self, label: str, value: Any, *, expanded: bool) -> None:
         c = theme.colors()
-        toggle = QToolButton(self)
+        toggle = ElidedToolButton(self, min_text=f"{label}…")
         toggle.setObjectName("ResultToggle")
         toggle.setCheckable(True)
         toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         toggle.setIcon(theme.icon("chevron-right", c.muted, 14))
-        toggle.setText(f"{label}  ·  {_preview(value)}")
+        preview = _preview(value)
+        toggle.setText(f"{label}  ·  {preview}")
+        toggle.setToolTip(_tooltip_html(_preview(value, TOOLTIP_CHARS)) if preview.endswith("…")
+                          or len(preview) > 60 else "")
         toggle.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         toggle.setCursor(Qt.CursorShape.PointingHandCursor)
-        view = RichLabel("", self)
-        view.setObjectName("ToolResult")
+        view = _body_text("", self, "ToolResult")
         view.setVisible(False)
         self._result_value = value
 
         def on_toggled(checked: bool) -> None:
-            if checked and not view.text():
-                view.setText(markdown.json_html(value))
+            if checked and not view.toPlainText():
+                view.setHtml(value_html(value))
             view.setVisible(checked)
             toggle.setIcon(theme.icon("chevron-down" if checked else "chevron-right", c.muted, 14))
 
@@ -255,7 +487,7 @@ class ToolCard(QFrame):
         else:
             text = f"Denied{': ' + reason if reason else ''}"
             color = c.error
-        note = QLabel(text, self)
+        note = _shrinkable(QLabel(text, self))
         note.setObjectName("Muted")
         note.setStyleSheet(f"color: {color};")
         self._body.insertWidget(1, note)
@@ -295,8 +527,8 @@ class ApprovalPanel(QFrame):
                        f"<b>{markdown._esc(request.tool)}</b>{where}", self)
         title.setObjectName("ApprovalTitle")
         title.setTextFormat(Qt.TextFormat.RichText)
-        top.addWidget(title)
-        top.addStretch(1)
+        _shrinkable(title)
+        top.addWidget(title, 1)
         for hint, value in dict(getattr(request, "annotations", {}) or {}).items():
             if isinstance(value, bool) and value and hint.endswith("Hint"):
                 label = hint[:-4].replace("readOnly", "read-only").replace("openWorld", "open world")
@@ -317,13 +549,12 @@ class ApprovalPanel(QFrame):
         self.editor.setFixedHeight(int(self.editor.fontMetrics().lineSpacing() * lines + margins))
         self.editor.textChanged.connect(self._on_edited)
         layout.addWidget(self.editor)
-        self.problem = QLabel("", self)
+        self.problem = _shrinkable(QLabel("", self))
         self.problem.setStyleSheet(f"color: {c.error};")
         self.problem.setVisible(False)
         layout.addWidget(self.problem)
 
-        row = QHBoxLayout()
-        row.setSpacing(8)
+        row = FlowRow(spacing=8)  # "Remember: [Once]" and the reason: one row, or two when narrow
         self.scope = QComboBox(self)
         for key, label in SCOPES:
             self.scope.addItem(label, key)
@@ -333,16 +564,19 @@ class ApprovalPanel(QFrame):
         row.addWidget(self.scope)
         self.reason = QLineEdit(self)
         self.reason.setPlaceholderText("Reason for denying (sent to the model)")
+        self.reason.setToolTip("Reason for denying (sent to the model)")
+        self.reason.setMinimumWidth(150)
+        self.reason.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.reason.returnPressed.connect(self.deny)
-        row.addWidget(self.reason, 1)
+        row.addWidget(self.reason)
         layout.addLayout(row)
 
-        buttons = QHBoxLayout()
-        buttons.setSpacing(8)
-        hint = QLabel("y approve · e edit · n deny", self)
+        # The buttons always show: the key hint gives way first, then the buttons wrap onto two rows.
+        buttons = FlowRow(spacing=8, align_right=True)
+        hint = ElidedLabel("y approve · e edit · n deny", self, whole=True)
         hint.setObjectName("Muted")
+        hint.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         buttons.addWidget(hint)
-        buttons.addStretch(1)
         self.deny_button = QPushButton("Deny", self)
         self.deny_button.setObjectName("DangerButton")
         self.deny_button.clicked.connect(self.deny)
@@ -429,7 +663,7 @@ class ApprovalPanel(QFrame):
         for child in self.findChildren(QWidget):
             child.setVisible(False)
         layout = self.layout()
-        note = QLabel(text, self)
+        note = _shrinkable(QLabel(text, self))
         note.setStyleSheet(f"color: {color}; font-weight: 600;")
         assert layout is not None
         layout.addWidget(note)
@@ -485,6 +719,7 @@ class ChangeCard(QFrame):
         hl.addWidget(icon)
         self.title = QLabel("", header)
         self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.title.setMinimumWidth(40)  # when narrow, "Proposed changes · 3 files" is cut, not the card
         hl.addWidget(self.title)
         hl.addWidget(robot_chip(robot, header))
         hl.addStretch(1)
@@ -496,14 +731,13 @@ class ChangeCard(QFrame):
         bl = QVBoxLayout(body)
         bl.setContentsMargins(12, 8, 12, 10)
         bl.setSpacing(4)
-        self.listing = RichLabel("", body)
+        self.listing = _shrinkable(RichLabel("", body))
         bl.addWidget(self.listing)
         self._show_files()
         row = QHBoxLayout()
-        self.note = QLabel("Nothing is written until you review it.", body)
+        self.note = _shrinkable(QLabel("Nothing is written until you review it.", body))
         self.note.setObjectName("Muted")
-        row.addWidget(self.note)
-        row.addStretch(1)
+        row.addWidget(self.note, 1)
         self.undo_button = QPushButton("Undo", body)
         self.undo_button.setToolTip("Restore the files as they were before these changes (redo stays possible)")
         self.undo_button.clicked.connect(

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QPlainTextEdit, QToolButton, QVBoxLayout, QWidget
 
 from ui import theme
+from ui.widgets.lanes import ElidedLabel
 
 MIN_LINES = 1
 MAX_LINES = 10
@@ -63,7 +64,8 @@ class Composer(QWidget):
         self.button.clicked.connect(self._on_button)
         row.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
         column.addWidget(self.frame)
-        self.hint = QLabel("Ctrl+Enter to send · Esc to stop · Ctrl+K for every command", self)
+        # The hint gives way ("…") when the column is narrow: it never widens the window.
+        self.hint = ElidedLabel("Ctrl+Enter to send · Esc to stop · Ctrl+K for every command", self, tooltip=True)
         self.hint.setObjectName("ComposerHint")
         self.hint.setAlignment(Qt.AlignmentFlag.AlignHCenter)
         column.addWidget(self.hint)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QObject, QPointF, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QObject, QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QIcon, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPen, QPixmap
 from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
@@ -239,39 +239,93 @@ class NetworkHeader(QWidget):
         self.name.setObjectName("NetworkName")
         self.name.setStyleSheet(f"color: {c.accent}; font-weight: 600;")
         layout.addWidget(self.name)
-        self.kind = QLabel("network", self)
+        self.kind = ElidedLabel("network", self, tooltip=True)
         self.kind.setObjectName("Muted")
-        layout.addWidget(self.kind)
-        layout.addStretch(1)
+        layout.addWidget(self.kind, 1)
 
     def set_summary(self, text: str) -> None:
         self.kind.setText(f"network · {text}" if text else "network")
 
 
 class ElidedLabel(QLabel):
-    """A one-line label that ends in "…" when it is too narrow; ``text()`` is the full text."""
+    """A one-line label that ends in "…" when it is too narrow; ``text()`` is the full text.
 
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+    It asks for its whole text (size hint) but needs only ``min_chars`` characters and "…"
+    (minimum size hint; 0: it may shrink to nothing), so a long text never widens its layout
+    (nor, through it, the window). With ``whole=True`` it shows all its text or nothing (a short
+    caption: "Robot", "78 tokens"). With ``tooltip=True`` an elided label shows the full text as
+    its tooltip.
+    """
+
+    def __init__(self, text: str = "", parent: QWidget | None = None, *, min_chars: int = 0,
+                 tooltip: bool = False, whole: bool = False) -> None:
         super().__init__(parent)
         self._full = text
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self._min_chars = 0 if whole else min_chars
+        self._whole = whole
+        self._auto_tooltip = tooltip
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
         self._elide()
 
     def setText(self, text: str) -> None:
+        if text == self._full:
+            return
         self._full = text
         self._elide()
+        self.updateGeometry()
 
     def text(self) -> str:
         return self._full
+
+    @property
+    def elided(self) -> bool:
+        """True when the label shows less than its text."""
+        return QLabel.text(self) != self._full
+
+    def _overhead(self) -> int:
+        """Width around the text: frame, margins, style sheet padding."""
+        shown = QLabel.text(self)
+        return max(0, super().sizeHint().width() - self.fontMetrics().horizontalAdvance(shown))
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return QSize(self._overhead() + self.fontMetrics().horizontalAdvance(self._full) + 1, hint.height())
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        full = self._full
+        if self._min_chars and len(full) > self._min_chars:
+            part = full[: self._min_chars].rstrip() + "…"
+        elif self._min_chars:
+            part = full
+        else:
+            part = ""
+        return QSize(self._overhead() + (self.fontMetrics().horizontalAdvance(part) + 1 if part else 0),
+                     hint.height())
 
     def resizeEvent(self, event: Any) -> None:
         super().resizeEvent(event)
         self._elide()
 
+    def changeEvent(self, event: Any) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._elide()
+
     def _elide(self) -> None:
-        width = max(0, self.width() - 2)
-        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, width) if width else ""
-        super().setText(shown)
+        width = self.contentsRect().width() - 2 * self.margin()
+        fm = self.fontMetrics()
+        if fm.horizontalAdvance(self._full) <= width:
+            shown = self._full
+        elif self._whole:
+            shown = ""
+        else:
+            shown = fm.elidedText(self._full, Qt.TextElideMode.ElideRight, max(0, width)) if width > 0 else ""
+        if shown != QLabel.text(self):
+            super().setText(shown)
+        if self._auto_tooltip:
+            self.setToolTip(self._full if shown != self._full else "")
 
 
 class _LaneHeader(QFrame):
@@ -335,15 +389,16 @@ class TaskLane(QFrame):
         self.title.setObjectName("TaskTitle")
         self.title.setTextFormat(Qt.TextFormat.RichText)
         self.title.setText(f"<b>{markdown._esc(task)}</b>")
+        self.title.setToolTip(task)
+        self.title.setMinimumWidth(30)  # a long task name is cut rather than widen the conversation
         hl.addWidget(self.title)
         self.chip = color_chip(robot, self.color, self.header)
         self.chip.setToolTip(f"Robot {robot}")
         hl.addWidget(self.chip)
         self.summary = ElidedLabel("", self.header)
         self.summary.setObjectName("Muted")
-        self.summary.setMinimumWidth(40)
         hl.addWidget(self.summary, 1)
-        self.usage = QLabel("", self.header)
+        self.usage = ElidedLabel("", self.header, whole=True)
         self.usage.setObjectName("Muted")
         hl.addWidget(self.usage)
         self.duration = QLabel("", self.header)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QWidget
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QToolButton, QWidget
 
 from ui import theme
 
@@ -31,7 +31,7 @@ class Banner(QFrame):
         self.action_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.action_button.clicked.connect(self._run_action)
         self.action_button.setVisible(False)
-        self._action: Callable[[], None] | None = None
+        self._action: Callable[[], object] | None = None
         layout.addWidget(self.action_button, 0, Qt.AlignmentFlag.AlignTop)
         close = QToolButton(self)
         close.setObjectName("GhostButton")
@@ -42,7 +42,7 @@ class Banner(QFrame):
         layout.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
         self.setVisible(False)
 
-    def show_message(self, text: str, *, kind: str = "error", action: tuple[str, Callable[[], None]] | None = None,
+    def show_message(self, text: str, *, kind: str = "error", action: tuple[str, Callable[[], object]] | None = None,
                      ) -> None:
         """Show ``text``; ``action`` adds a button (label, callback) next to it."""
         self._action = action[1] if action else None
@@ -77,7 +77,16 @@ class Banner(QFrame):
 
 
 class Toast(QFrame):
-    """A short message at the bottom of the window, with an optional action (Undo)."""
+    """A short message at the bottom of the window, with an optional action (Undo).
+
+    It sits just above the message box (never over the send button), centred on the conversation,
+    and wraps to stay inside the window; it follows the window when it is resized.
+    """
+
+    #: Space kept between the toast and the window's edges or the message box.
+    MARGIN = 12
+    #: The widest a toast gets (longer messages wrap).
+    MAX_WIDTH = 560
 
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
@@ -85,34 +94,87 @@ class Toast(QFrame):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(14, 8, 8, 8)
         self.label = QLabel("", self)
-        layout.addWidget(self.label)
+        self.label.setWordWrap(True)
+        self.label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        layout.addWidget(self.label, 1)
         self.button = QPushButton("", self)
         self.button.setCursor(Qt.CursorShape.PointingHandCursor)
-        layout.addWidget(self.button)
+        layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignVCenter)
         self._action: Callable[[], None] | None = None
         self.button.clicked.connect(self._run)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self.hide)
+        self._watched: set[int] = set()
+        self._watch(parent)
         self.hide()
 
     def show_message(self, text: str, *, action: str | None = None, callback: Callable[[], None] | None = None,
                      seconds: float = 8.0) -> None:
         self.label.setText(text)
+        self.label.setToolTip("")
         self._action = callback
         self.button.setText(action or "")
         self.button.setVisible(bool(action))
-        self.adjustSize()
-        self._place()
         self.show()
+        self._place()
         self.raise_()
         self._timer.start(int(seconds * 1000))
 
+    # -- placement ---------------------------------------------------------------------------
+    def _watch(self, widget: QWidget) -> None:
+        """Place the toast again when ``widget`` (the window, the message box) moves or resizes."""
+        if id(widget) not in self._watched:
+            self._watched.add(id(widget))
+            widget.installEventFilter(self)
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if event.type() in (QEvent.Type.Resize, QEvent.Type.Move, QEvent.Type.Show, QEvent.Type.Hide) \
+                and self.isVisible():
+            self._place()
+        return super().eventFilter(obj, event)
+
+    def _composer(self) -> QWidget | None:
+        """The message box below the conversation (the window's ``composer``), when it shows."""
+        parent = self.parentWidget()
+        composer = getattr(parent, "composer", None)
+        if isinstance(composer, QWidget) and parent is not None and composer.isVisibleTo(parent):
+            self._watch(composer)
+            return composer
+        return None
+
     def _place(self) -> None:
+        """Size the toast to its text (wrapping to fit) and put it above the message box."""
         parent = self.parentWidget()
         if parent is None:
             return
-        self.move((parent.width() - self.width()) // 2, parent.height() - self.height() - 90)
+        margin = self.MARGIN
+        bounds = parent.rect().adjusted(margin, margin, -margin, -margin)
+        area = QRect(bounds)
+        bottom = bounds.bottom() - 78
+        composer = self._composer()
+        if composer is not None:  # centred on the conversation, above the message box and its send button
+            top_left = composer.mapTo(parent, QPoint(0, 0))
+            area = QRect(top_left.x() + margin, bounds.top(), composer.width() - 2 * margin, bounds.height())
+            bottom = top_left.y() - 6
+        width_room = max(120, min(area.width(), bounds.width(), self.MAX_WIDTH))
+        layout = self.layout()
+        assert layout is not None
+        margins = layout.contentsMargins()
+        extra = margins.left() + margins.right()
+        if self.button.isVisibleTo(self):
+            extra += layout.spacing() + self.button.sizeHint().width()
+        one_line = self.label.fontMetrics().horizontalAdvance(self.label.text()) + 4
+        width = min(one_line + extra, width_room)
+        label_width = max(20, width - extra)
+        height = max(self.label.heightForWidth(label_width), self.label.fontMetrics().height())
+        height = max(height + margins.top() + margins.bottom(), self.button.sizeHint().height()
+                     + margins.top() + margins.bottom() if self.button.isVisibleTo(self) else 0)
+        self.resize(width, height)
+        x = area.left() + (area.width() - width) // 2
+        x = max(bounds.left(), min(x, bounds.right() - width + 1))
+        y = max(bounds.top(), bottom - height)
+        self.move(x, y)
 
     def _run(self) -> None:
         action, self._action = self._action, None

@@ -28,7 +28,8 @@ class ThreadDelegate(QStyledItemDelegate):
     """Two lines per thread: the title, and the robot and age (or the search snippet)."""
 
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
-        return QSize(200, 46)
+        # Rows are as wide as the list (titles elide): a wider hint would scroll a narrow sidebar sideways.
+        return QSize(80, 46)
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> None:
         from PySide6.QtWidgets import QStyle  # imported on first paint of a row: startup time
@@ -135,6 +136,7 @@ class Sidebar(QFrame):
         self.list.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.list.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.activated.connect(self._on_activated)
         self.list.clicked.connect(self._on_activated)
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
