@@ -285,7 +285,7 @@ class Robot:
         config = self.config if (self._config is not None or self._provider is None) else None
         if config is not None and hasattr(manager, "configure"):
             manager.configure(config)
-        template = await manager.prompt_template(value["server"], value["prompt"],  # type: ignore[attr-defined]
+        template = await manager.prompt_template(value["server"], value["prompt"],  # type: ignore[union-attr]
                                                  dict(value.get("arguments") or {}))
         return str(template.render())
 
