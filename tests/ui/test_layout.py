@@ -303,10 +303,7 @@ async def test_trace_columns_fit_their_contents(qapp_instance: Any) -> None:
     pane.deleteLater()
 
 
-# -- left for ui/widgets/chat.py ------------------------------------------------------------------------
-@pytest.mark.xfail(reason="ui/widgets/chat.py: UserMessage sets its label's minimum width to up to 520 px (and "
-                          "the empty state's example chips sit in one unwrappable row): the chat column can't "
-                          "be narrower than them (fix there: no minimum width, a wrapping row)", strict=False)
+# -- the chat column -------------------------------------------------------------------------------
 async def test_a_long_user_message_fits_a_narrow_column(desktop: Any, provider: Any) -> None:
     await _built(desktop)
     window = desktop.window

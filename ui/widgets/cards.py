@@ -130,11 +130,13 @@ class FlowRow(QLayout):
     right-aligned when ``align_right``. The minimum width is the widest single widget's.
     """
 
-    def __init__(self, parent: QWidget | None = None, *, spacing: int = 8, align_right: bool = False) -> None:
+    def __init__(self, parent: QWidget | None = None, *, spacing: int = 8, align_right: bool = False,
+                 center: bool = False) -> None:
         super().__init__(parent)
         self._items: list[QLayoutItem] = []
         self._gap = spacing
         self._align_right = align_right
+        self._center = center
         self.setContentsMargins(0, 0, 0, 0)
 
     # -- QLayout ------------------------------------------------------------------------------
@@ -211,7 +213,8 @@ class FlowRow(QLayout):
             if apply:
                 spare = room - (sum(w for _i, w in line) + self._gap * (len(line) - 1))
                 growers = [item for item, _w in line if self._expands(item)]
-                x = area.left() + (spare if not growers and self._align_right else 0)
+                shift = spare if self._align_right else spare // 2 if self._center else 0
+                x = area.left() + (shift if not growers else 0)
                 for item, width in line:
                     if growers and item is growers[0]:
                         width += spare

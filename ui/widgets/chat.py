@@ -149,6 +149,14 @@ class UserMessage(QFrame):
     edit_submitted = Signal(str, str)  # turn id, new text
     branch_requested = Signal(str, int)  # turn id, +1 / -1
 
+    def resizeEvent(self, event: Any) -> None:
+        # The bubble's label is as wide as its longest line, up to what the row has room for.
+        room = max(60, self.width() - 80)
+        natural = getattr(self, "_natural", 0)
+        if natural:
+            self.label.setMinimumWidth(min(natural, room))
+        super().resizeEvent(event)
+
     def __init__(self, text: str, *, turn_id: str | None = None, sibling_index: int = 0, sibling_count: int = 1,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -180,7 +188,9 @@ class UserMessage(QFrame):
         self.bubble.setMaximumWidth(int(COLUMN_MAX_WIDTH * 0.8))
         self.label.ensurePolished()  # the style sheet's message font, not the default one
         longest = max((self.label.fontMetrics().horizontalAdvance(line) for line in text.splitlines()), default=0)
-        self.label.setMinimumWidth(min(longest + 8, int(COLUMN_MAX_WIDTH * 0.8) - 40, 520))
+        # Short messages stay on one line; long ones wrap to the column (see resizeEvent), never widen it.
+        self._natural = min(longest + 8, int(COLUMN_MAX_WIDTH * 0.8) - 40, 520)
+        self.label.setMinimumWidth(min(self._natural, 120))
         row.addWidget(self.bubble)
         outer.addLayout(row)
         if note:
@@ -561,15 +571,15 @@ class ChatView(QScrollArea):
             hint.linkActivated.connect(lambda _link: self.connect_requested.emit())
             hint.setAlignment(Qt.AlignmentFlag.AlignHCenter)
             layout.addWidget(hint)
-        chips = QHBoxLayout()
-        chips.addStretch(1)
+        from ui.widgets.cards import FlowRow
+
+        chips = FlowRow(spacing=8, center=True)  # wraps onto more rows in a narrow column
         for example in examples:
             chip = QPushButton(example, box)
             chip.setObjectName("ExampleChip")
             chip.setCursor(Qt.CursorShape.PointingHandCursor)
             chip.clicked.connect(lambda _=False, text=example: self.example_clicked.emit(text))
             chips.addWidget(chip)
-        chips.addStretch(1)
         layout.addLayout(chips)
         layout.addStretch(1)
         self._layout.insertWidget(0, box)
@@ -837,6 +847,7 @@ class ChatView(QScrollArea):
             reason = event.reason or "stopped by the user"
             footer.set_status("■ Stopped by you" if reason == "stopped by the user" else f"■ Stopped — {reason}",
                               c.muted)
+            footer.status.setWordWrap(True)
             for card in block.cards.values():
                 if card.approval is not None and not card.approval.done:
                     card.approval.future.cancel()
