@@ -70,7 +70,8 @@ Small helpers for rectangles and circles.
 
 
 def _folder() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="robotlab-review-shot-"))
+    folder = Path(tempfile.mkdtemp(prefix="robotlab-review-shot-")) / "geometry"
+    folder.mkdir()
     (folder / "geometry.py").write_text(GEOMETRY, encoding="utf-8")
     (folder / "README.md").write_text(README, encoding="utf-8")
     return folder
