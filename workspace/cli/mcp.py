@@ -62,7 +62,10 @@ def register(sub: Any) -> None:
         "serve", help="serve this workspace's tools (built-ins and robots as ask_<robot>) over MCP",
         description="Expose the workspace's own tools to MCP clients: the built-in tools and every robot as a "
         "tool ask_<robot>(message). stdio by default (for a client's mcpServers entry: command `robotlab`, "
-        "args [mcp, serve]); --http PORT serves streamable HTTP on http://127.0.0.1:PORT/mcp.",
+        "args [mcp, serve]); --http PORT serves streamable HTTP on http://127.0.0.1:PORT/mcp. "
+        "The file-writing tools (write_file, edit_file, apply_patch, create_file, delete_file, rename_file) are "
+        "not served: their changes wait for review in the app or `robotlab run`, which a served call cannot "
+        "offer. The read-only file tools (read_file, list_files, search_files) work in --folder.",
     )
     serve.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT")
     serve.add_argument("--folder", dest="serve_folder", help="the folder the file tools work in")
@@ -102,8 +105,7 @@ async def _list(args: argparse.Namespace) -> int:
     names = list(args.servers) or manager.server_names()
     unknown = [n for n in names if n not in manager.server_names()]
     if unknown:
-        raise CLIError(f"unknown MCP server(s): {', '.join(unknown)}. Configured: "
-                       f"{', '.join(manager.server_names()) or '(none)'}")
+        raise CLIError(_unknown_servers(manager, unknown))
     if not names:
         from workspace import paths
 
@@ -112,8 +114,11 @@ async def _list(args: argparse.Namespace) -> int:
         return 0
     try:
         if not args.no_connect:
-            await asyncio.gather(*(manager.start(n) for n in names if not manager.status(n).disabled))
-        statuses = [manager.status(n) for n in names]
+            # Servers whose names sanitise alike share tool names: start them too, so the names shown
+            # are the ones a robot using them all gets.
+            starting = names + [n for n in _look_alikes(manager, names) if n not in names]
+            await asyncio.gather(*(manager.start(n) for n in starting if not manager.status(n).disabled))
+        statuses = [_with_model_names(manager, manager.status(n)) for n in names]
         extras: dict[str, dict[str, Any]] = {}
         if (args.json or args.verbose) and not args.no_connect:
             for status in statuses:
@@ -133,6 +138,34 @@ async def _list(args: argparse.Namespace) -> int:
         await manager.aclose()
     failed = [s for s in statuses if s.state is ServerState.FAILED]
     return 1 if failed else 0
+
+
+def _unknown_servers(manager: MCPManager, unknown: list[str]) -> str:
+    withheld = [n for n in unknown if n in manager.withheld_servers()]
+    if withheld:
+        return manager.unknown_message(withheld[0])
+    return (f"unknown MCP server(s): {', '.join(unknown)}. Configured: "
+            f"{', '.join(manager.server_names()) or '(none)'}")
+
+
+def _look_alikes(manager: MCPManager, names: list[str]) -> list[str]:
+    """Other configured servers whose tool names start with the same prefix as one of ``names``."""
+    from workspace.mcp import naming
+
+    prefixes = {naming.server_prefix(n) for n in names}
+    return [n for n in manager.server_names() if naming.server_prefix(n) in prefixes]
+
+
+def _with_model_names(manager: MCPManager, status: ServerStatus) -> ServerStatus:
+    """``status`` with each tool under the name the model gets (unique across all the servers, as a
+    robot with ``mcp: all`` sees them; see MCPManager.tools_for)."""
+    import dataclasses
+
+    if not status.tools:
+        return status
+    names = manager.model_tool_names().get(status.name, {})
+    tools = tuple(dataclasses.replace(t, name=names.get(t.original, t.name)) for t in status.tools)
+    return dataclasses.replace(status, tools=tools)
 
 
 async def _extras(manager: MCPManager, name: str) -> dict[str, Any]:
@@ -194,7 +227,6 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 async def _call(args: argparse.Namespace) -> int:
     from workspace.cli import CLIError
-    from workspace.mcp import naming
     from workspace.mcp.results import output_text
 
     try:
@@ -207,22 +239,13 @@ async def _call(args: argparse.Namespace) -> int:
     manager = _manager(args)
     try:
         if args.server not in manager.server_names():
-            raise CLIError(f"unknown MCP server '{args.server}'. Configured: "
-                           f"{', '.join(manager.server_names()) or '(none)'}")
+            raise CLIError(_unknown_servers(manager, [args.server]))
         status = await manager.start(args.server)
         if not status.is_ready:
             raise CLIError(f"MCP server '{args.server}' did not start: {status.reason}", code=1)
-        tool = args.tool
-        prefix = naming.server_prefix(args.server)
-        originals = {t.original for t in status.tools}
-        if tool not in originals:
-            match = next((t.original for t in status.tools if t.name == tool), None)
-            if match is None and tool.startswith(prefix):
-                match = tool[len(prefix):] if tool[len(prefix):] in originals else None
-            if match is None:
-                raise CLIError(f"MCP server '{args.server}' has no tool '{tool}'. Its tools: "
-                               f"{', '.join(sorted(originals)) or '(none)'}")
-            tool = match
+        tool = _resolve_tool(args.server, status, args.tool)
+        if tool is None:
+            raise CLIError(_no_such_tool(args.server, status, args.tool))
         output = await manager.call_tool(args.server, tool, arguments, timeout=args.timeout)
     finally:
         await manager.aclose()
@@ -233,6 +256,31 @@ async def _call(args: argparse.Namespace) -> int:
         text = output_text(output.data)
         (sys.stderr if output.is_error else sys.stdout).write(text + ("\n" if not text.endswith("\n") else ""))
     return 1 if output.is_error else 0
+
+
+def _resolve_tool(server: str, status: ServerStatus, tool: str) -> str | None:
+    """The server's own name of ``tool``: given as that name, as ``server__tool``, or as the
+    (hashed) name `robotlab mcp list` shows when another server's tools sanitise alike."""
+    from workspace.mcp import naming
+
+    originals = {t.original for t in status.tools}
+    if tool in originals:
+        return tool
+    match = next((t.original for t in status.tools if t.name == tool), None)
+    if match is not None:
+        return match
+    prefix = naming.server_prefix(server)
+    if tool.startswith(prefix) and tool[len(prefix):] in originals:
+        return tool[len(prefix):]
+    for t in status.tools:  # the form a look-alike server's tool of the same name pushes it to
+        if naming.tool_name(server, t.original, taken={t.name}) == tool:
+            return t.original
+    return None
+
+
+def _no_such_tool(server: str, status: ServerStatus, tool: str) -> str:
+    originals = sorted(t.original for t in status.tools)
+    return f"MCP server '{server}' has no tool '{tool}'. Its tools: {', '.join(originals) or '(none)'}"
 
 
 # -- import ----------------------------------------------------------------------------------
@@ -268,14 +316,37 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 # -- enable / disable --------------------------------------------------------------------------
 def cmd_toggle(args: argparse.Namespace) -> int:
+    return asyncio.run(_toggle(args))
+
+
+async def _toggle(args: argparse.Namespace) -> int:
+    """Switch a tool on or off; the name is checked against the server's tools when it can be started."""
     from workspace.cli import CLIError
 
     manager = _manager(args)
-    if args.server not in manager.server_names():
-        raise CLIError(f"unknown MCP server '{args.server}'. Configured: "
-                       f"{', '.join(manager.server_names()) or '(none)'}")
-    manager.set_tool_enabled(args.server, args.tool, args.enabled)
-    print(f"{args.server}: tool '{args.tool}' {'enabled' if args.enabled else 'disabled'} for every robot")
+    try:
+        if args.server not in manager.server_names():
+            raise CLIError(_unknown_servers(manager, [args.server]))
+        status = await manager.start(args.server)
+        tool = args.tool
+        unchecked = None
+        if status.is_ready:
+            original = _resolve_tool(args.server, status, tool)
+            if original is None:
+                # Switching on a name that is recorded as off (a tool the server no longer has) tidies up.
+                if not (args.enabled and not manager.is_tool_enabled(args.server, tool)):
+                    raise CLIError(_no_such_tool(args.server, status, tool))
+            else:
+                tool = original
+        else:
+            why = status.reason or ("it is disabled in the configuration" if status.disabled else str(status.state))
+            unchecked = f"the server could not be started to check that it has a tool '{tool}' ({why})"
+        manager.set_tool_enabled(args.server, tool, args.enabled)
+    finally:
+        await manager.aclose()
+    print(f"{args.server}: tool '{tool}' {'enabled' if args.enabled else 'disabled'} for every robot")
+    if unchecked:
+        print(f"note: {unchecked}; the setting is kept as given", file=sys.stderr)
     return 0
 
 
@@ -290,6 +361,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CLIError(f"--folder {folder_arg}: no such folder")
     tools = workspace_tools(folder, robots=not args.no_robots, patterns=args.tools)
     if not tools:
+        from workspace.mcp.server import writes_files
+        from workspace.tools.registry import builtin_tools
+        from workspace.tools.selection import filter_tools
+
+        asked = [t.name for t in filter_tools(builtin_tools(), list(args.tools or [])) if writes_files(t)]
+        if asked:
+            raise CLIError(f"no tools to serve: {', '.join(asked)} cannot be served (file changes need review in "
+                           "the app or `robotlab run`); check --tools")
         raise CLIError("no tools to serve (check --tools)")
     try:
         if args.http is not None:

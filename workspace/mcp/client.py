@@ -392,11 +392,10 @@ class Connection:
         if spec.transport == "stdio":
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            self._check_command()
+            command = self._check_command()
             env = {k: os.environ[k] for k in EXTRA_INHERITED_ENV if k in os.environ}
             env.update(spec.env)
-            params = StdioServerParameters(command=spec.command or "", args=list(spec.args), env=env,
-                                           cwd=spec.cwd)
+            params = StdioServerParameters(command=command, args=list(spec.args), env=env, cwd=spec.cwd)
             errlog = self._stderr_pipe()
             try:
                 streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
@@ -423,24 +422,9 @@ class Connection:
         )
         return streams[0], streams[1]
 
-    def _check_command(self) -> None:
-        spec = self.spec
-        command = spec.command or ""
-        if spec.cwd and not os.path.isdir(spec.cwd):
-            raise MCPError(
-                f"the working folder '{spec.cwd}' does not exist; fix mcpServers.{self.name}.cwd"
-            )
-        if os.sep in command or (os.altsep and os.altsep in command):
-            if not os.path.exists(command):
-                raise MCPError(
-                    f"command '{command}' not found: no such file. Fix mcpServers.{self.name}.command"
-                )
-            return
-        if shutil.which(command) is None:
-            raise MCPError(
-                f"command '{command}' not found on PATH. " + _install_hint(command)
-                + f" or give its full path in mcpServers.{self.name}.command"
-            )
+    def _check_command(self) -> str:
+        """The command to start, resolved the way the server will see it (see :func:`resolve_command`)."""
+        return resolve_command(self.spec)
 
     def _stderr_pipe(self) -> TextIO:
         read_fd, write_fd = os.pipe()
@@ -748,6 +732,49 @@ def _progress_fn(progress: Callable[[float, float | None, str | None], Any] | No
             log.debug("progress callback failed", exc_info=True)
 
     return on_progress
+
+
+def resolve_command(spec: ServerSpec) -> str:
+    """The program a stdio server's ``command`` names, checked before it is started.
+
+    A command with a path separator (``./srv.py``, ``bin/server``) is relative to the
+    server's ``cwd`` when one is set (else to robotlab's working folder) and must be an
+    executable file there; the absolute path is returned. A plain name (``npx``) is looked
+    up on the ``PATH`` the server gets (its ``env.PATH`` when given, else robotlab's) and
+    returned unchanged. Raises :class:`MCPError` naming the fix.
+    """
+    command = spec.command or ""
+    where = f"mcpServers.{spec.name}"
+    cwd = spec.cwd
+    if cwd and not os.path.isdir(cwd):
+        raise MCPError(f"the working folder '{cwd}' does not exist; fix {where}.cwd")
+    if not command:
+        raise MCPError(f"no command to start: set {where}.command")
+    if os.sep in command or (os.altsep and os.altsep in command):
+        base = cwd or os.getcwd()
+        path = os.path.abspath(os.path.join(base, command))  # join keeps an absolute command as it is
+        relative = f" (relative to {where}.cwd '{cwd}')" if cwd and not os.path.isabs(command) else ""
+        if not os.path.exists(path):
+            raise MCPError(f"command '{command}' not found: no such file {path}{relative}. "
+                           f"Fix {where}.command")
+        if os.path.isdir(path):
+            raise MCPError(f"command '{command}' is a folder ({path}), not a program. Fix {where}.command")
+        if os.name != "nt" and not os.access(path, os.X_OK):
+            raise MCPError(f"command '{command}' cannot be run: {path} is not executable. Make it executable "
+                           f"(chmod +x {path}) or start it through its interpreter ({where}.command: python, "
+                           f"args: [{command}, ...])")
+        return path
+    search = spec.env.get("PATH")
+    if search is not None and cwd:
+        # The child looks up relative PATH entries from its own working folder.
+        search = os.pathsep.join(os.path.join(cwd, entry) if entry else entry for entry in search.split(os.pathsep))
+    if shutil.which(command, path=search) is None:
+        on = f"on the PATH of {where}.env" if search is not None else "on PATH"
+        raise MCPError(
+            f"command '{command}' not found {on}. " + _install_hint(command)
+            + f" or give its full path in {where}.command"
+        )
+    return command
 
 
 def _install_hint(command: str) -> str:

@@ -79,6 +79,8 @@ class MCPManager:
         self._specs: dict[str, ServerSpec] = {}
         self._inline: dict[str, ServerSpec] = {}
         self._errors: dict[str, str] = {}
+        #: Servers of an untrusted folder's .robotlab/config.yaml (Config.withheld) and that folder.
+        self._withheld: tuple[Path | None, frozenset[str]] = (None, frozenset())
         self._connections: dict[str, Connection] = {}
         self._hub = StatusHub()
         self._disabled_cache: tuple[Path, float, dict[str, list[str]]] | None = None
@@ -109,6 +111,7 @@ class MCPManager:
         else:
             servers = config.mcp_servers
             cfg = config
+        self._set_withheld(cfg)
 
         def sources(name: str) -> str:
             return _source(cfg, name) if cfg is not None else ""
@@ -133,6 +136,17 @@ class MCPManager:
         for name in set(old_specs) | set(old_errors) | set(specs) | set(errors):
             if old_specs.get(name) != specs.get(name) or old_errors.get(name) != errors.get(name):
                 self._apply_spec(name)
+
+    def _set_withheld(self, config: Config | None) -> None:
+        withheld = getattr(config, "withheld", None) or {}
+        servers = withheld.get("mcpServers") if isinstance(withheld, Mapping) else None
+        names = frozenset(str(k) for k in servers) if isinstance(servers, Mapping) else frozenset()
+        folder = getattr(config, "folder", None) or self.folder
+        self._withheld = (Path(folder) if folder is not None else None, names)
+
+    def withheld_servers(self) -> list[str]:
+        """Servers of the open folder's ``.robotlab/config.yaml`` not used until the folder is trusted."""
+        return sorted(self._withheld[1])
 
     def _spec(self, name: str) -> ServerSpec | None:
         return self._specs.get(name) or self._inline.get(name)
@@ -302,12 +316,23 @@ class MCPManager:
         return conn
 
     def _unknown(self, name: str) -> Exception:
+        return ConfigurationError(self.unknown_message(name))
+
+    def unknown_message(self, name: str) -> str:
+        """Why ``name`` is not a server that can be used, in words that name the fix."""
         if name in self._errors:
-            return ConfigurationError(self._errors[name])
+            return self._errors[name]
         from workspace import paths
 
+        folder, withheld = self._withheld
+        if name in withheld:
+            where = str(paths.project_config_file(folder)) if folder is not None else \
+                "the folder's .robotlab/config.yaml"
+            return (f"MCP server '{name}' is defined in {where} and is not used until you trust that folder "
+                    f"(its servers are programs it would start on this machine). If you know who wrote it: "
+                    f"robotlab trust {folder if folder is not None else '<folder>'}")
         known = ", ".join(self.server_names()) or "(none)"
-        return ConfigurationError(
+        return (
             f"Unknown MCP server '{name}'. Configured servers: {known}. Add it under mcpServers in "
             f"{paths.user_config_file()} (or import another client's file with `robotlab mcp import FILE`)"
         )
@@ -517,7 +542,6 @@ class MCPManager:
                 continue
             names.append(name)
         results = await asyncio.gather(*(self._ready_infos(n) for n in names), return_exceptions=True)
-        taken: set[str] = set()
         pending: list[tuple[ServerSpec, ToolInfo]] = []
         for name, outcome in zip(names, results, strict=True):
             if isinstance(outcome, BaseException):
@@ -527,19 +551,39 @@ class MCPManager:
                 continue
             spec, infos = outcome
             pending.extend((spec, info) for info in infos if info.enabled)
-        tools: list[Tool] = []
-        # Exact names first, so a sanitised look-alike never takes an exact name's place.
-        ordered = sorted(range(len(pending)), key=lambda i: pending[i][1].name != f"{pending[i][0].name}__"
-                         f"{pending[i][1].original}")
-        chosen: dict[int, str] = {}
-        for i in ordered:
-            spec, info = pending[i]
+        chosen = _assign_names(pending)
+        return [self._make_tool(spec, info, chosen[i]) for i, (spec, info) in enumerate(pending)]
+
+    def model_tool_names(self, servers: Iterable[str] | None = None) -> dict[str, dict[str, str]]:
+        """``{server: {the server's tool name: the name the model gets}}`` for a robot that names
+        ``servers`` (default: every enabled configured server, as ``mcp: all`` does), in that order.
+
+        The same naming as :meth:`tools_for` (unique across servers; switched-off tools are not
+        offered, so they do not take names; they get the name they would have last). Only servers
+        whose tool lists are known (started) are counted; the others are left out.
+        """
+        order = list(self.server_names() if servers is None else servers)
+        pending: list[tuple[ServerSpec, ToolInfo]] = []
+        off: list[tuple[ServerSpec, ToolInfo]] = []
+        seen: set[str] = set()
+        for name in order:
+            spec = self._spec(name)
+            conn = self._connections.get(name)
+            if spec is None or spec.disabled or conn is None or name in seen:
+                continue
+            seen.add(name)
+            for info in self._tool_infos(spec, conn):
+                (pending if info.enabled else off).append((spec, info))
+        chosen = _assign_names(pending)
+        out: dict[str, dict[str, str]] = {}
+        for i, (spec, info) in enumerate(pending):
+            out.setdefault(spec.name, {})[info.original] = chosen[i]
+        taken = set(chosen.values())
+        for spec, info in off:
             name = info.name if info.name not in taken else naming.tool_name(spec.name, info.original, taken=taken)
             taken.add(name)
-            chosen[i] = name
-        for i, (spec, info) in enumerate(pending):
-            tools.append(self._make_tool(spec, info, chosen[i]))
-        return tools
+            out.setdefault(spec.name, {})[info.original] = name
+        return out
 
     async def _ready_infos(self, name: str) -> tuple[ServerSpec, list[ToolInfo]]:
         conn = self.connection(name)
@@ -622,6 +666,21 @@ class MCPManager:
             metadata["description"] = description
         metadata["mcp_prompt"] = {"server": server, "prompt": prompt, "arguments": dict(arguments or {})}
         return Template(name=str(metadata["name"]), body=literal, metadata=metadata)
+
+
+def _assign_names(pending: list[tuple[ServerSpec, ToolInfo]]) -> dict[int, str]:
+    """The model-facing name of each ``pending[i]`` tool, unique across servers (see :meth:`tools_for`)."""
+    # Exact names first, so a sanitised look-alike never takes an exact name's place.
+    ordered = sorted(range(len(pending)), key=lambda i: pending[i][1].name != f"{pending[i][0].name}__"
+                     f"{pending[i][1].original}")
+    taken: set[str] = set()
+    chosen: dict[int, str] = {}
+    for i in ordered:
+        spec, info = pending[i]
+        name = info.name if info.name not in taken else naming.tool_name(spec.name, info.original, taken=taken)
+        taken.add(name)
+        chosen[i] = name
+    return chosen
 
 
 def _annotations(tool: Any) -> dict[str, Any]:

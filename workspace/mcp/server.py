@@ -3,8 +3,11 @@
 The same :class:`~workspace.tools.base.Tool` objects the agent loop uses are listed and
 called here — one definition, two callers:
 
-* the built-in tools (:func:`workspace.tools.registry.builtin_tools`: file tools working in
-  ``--folder``, memory tools sharing one memory for the life of the server);
+* the built-in tools (:func:`workspace.tools.registry.builtin_tools`: the read-only file tools
+  working in ``--folder``, memory tools sharing one memory for the life of the server). The
+  file-writing tools (``write_file``, ``edit_file``, ...) are left out: they propose changes
+  into a run's change set for the user to review, and a served call has no change set, so
+  they could only fail (:func:`writes_files`);
 * every robot (:func:`workspace.catalog.list_robots`) as a tool ``ask_<robot>`` taking a
   ``message``: the robot runs headless (:meth:`Robot.stream`) and the tool returns its
   answer's text. Cancelling the MCP request stops the robot's run.
@@ -74,13 +77,31 @@ def robot_tool(info: Any, *, folder: Path | None = None) -> Tool:
     )
 
 
+#: The file tools that propose writes (workspace.tools.files), should that module not say itself.
+WRITING_FILE_TOOLS = frozenset({"write_file", "edit_file", "apply_patch", "create_file", "delete_file",
+                                "rename_file"})
+
+
+def writes_files(tool: Tool) -> bool:
+    """Whether ``tool`` is a built-in file tool that proposes changes for review (needs a change set).
+
+    Those are the tools of :mod:`workspace.tools.files` not marked read-only (``readOnlyHint``).
+    """
+    try:
+        from workspace.tools.files import FILE_TOOLS
+    except ImportError:  # pragma: no cover - the module ships with the workspace
+        return tool.name in WRITING_FILE_TOOLS
+    return any(tool is t or tool.name == t.name for t in FILE_TOOLS) and not tool.annotations.get("readOnlyHint")
+
+
 def workspace_tools(
     folder: Path | None = None, *, robots: bool = True, patterns: Sequence[str] | None = None,
 ) -> list[Tool]:
-    """The tool surface ``serve`` exposes: built-ins, then ``ask_<robot>`` tools (optionally filtered)."""
+    """The tool surface ``serve`` exposes: built-ins that can work here (not the file-writing ones,
+    see :func:`writes_files`), then ``ask_<robot>`` tools (optionally filtered)."""
     from workspace.tools.registry import builtin_tools
 
-    tools = list(builtin_tools())
+    tools = [t for t in builtin_tools() if not writes_files(t)]
     if robots:
         from workspace.catalog import list_robots
 
