@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -157,6 +158,11 @@ async def test_proposed_changes_survive_quitting_and_reopening(tmp_path: Path) -
         await session.send("thanks").wait()
         note, _typed = split_user_message(str(provider.history[-1].messages[-1].content))
         assert note is not None and "keep nine" in note
-        assert ws.store.load_change_set(thread_id, folder.resolve()) is None  # settled and heard: nothing kept
+        # Settled and heard: nothing kept (the run's end saves off the event loop, a moment later).
+        for _ in range(200):
+            if ws.store.load_change_set(thread_id, folder.resolve()) is None:
+                break
+            await asyncio.sleep(0.01)
+        assert ws.store.load_change_set(thread_id, folder.resolve()) is None
     finally:
         await ws.aclose()

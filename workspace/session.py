@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -329,6 +330,7 @@ class ThreadSession:
         self.approval = _ThreadGate(workspace.approval)
         #: The latest run started in this session (running or done).
         self.run: RecordedRun | None = None
+        self._save_lock = threading.Lock()
         #: Proposed file changes awaiting review (when the workspace has a folder open).
         self.changes: Any = None
 
@@ -583,6 +585,10 @@ class ThreadSession:
     def save_changes(self) -> None:
         """Keep the change set in the database while anything of it is unsettled or unheard by the
         model (so quitting mid-review loses nothing); drop it once it is neither."""
+        with self._save_lock:  # a save off the loop and one on it never interleave (the last one wins)
+            self._save_changes()
+
+    def _save_changes(self) -> None:
         changes = self.changes
         if changes is None or self.store.closed:
             return
