@@ -173,6 +173,9 @@ class Application:
         self.window.refresh_robots()
         self.window.refresh_threads()
         self.window._show_empty()
+        last = self.controller.last_thread()
+        if last is not None:  # back where the user left off
+            self.window.open_thread(last)
         if config_problem:
             self.window.banner.show_message(f"{config_problem}\n\nThe app uses the default settings until the "
                                             "file is fixed.")

@@ -287,9 +287,34 @@ class Controller(QObject):
             self.problem.emit(f"Search failed: {exc}")
             return []
 
+    def _remember_thread(self, thread_id: str | None) -> None:
+        """The thread to open when the app starts next time (None: start on a new thread)."""
+        from workspace.store import StoreError
+
+        store = self.store
+        if store is not None and not store.closed:
+            try:
+                store.set_meta("last_thread", thread_id)
+            except StoreError as exc:  # a busy database must not stop opening a thread
+                log.info("could not note the open thread: %s", exc)
+
+    def last_thread(self) -> str | None:
+        """The thread that was open when the app was last closed, if it is still there."""
+        store = self.store
+        if store is None or store.closed:
+            return None
+        try:
+            thread_id = store.get_meta("last_thread")
+            if thread_id and not store.get_thread(thread_id).is_deleted:
+                return thread_id
+        except Exception:  # gone, or an unreadable database: start on a new thread
+            return None
+        return None
+
     def new_thread(self) -> Any:
         self.stop()
         self.session = None
+        self._remember_thread(None)
         self.thread_opened.emit(None)
         self.usage_changed.emit(None)
         return None
@@ -304,6 +329,7 @@ class Controller(QObject):
             self.problem.emit(f"Could not open the thread: {exc}")
             return None
         self.session = session
+        self._remember_thread(thread_id)
         thread = getattr(session, "thread", None)
         robot = getattr(thread, "robot", None)
         network = robot if getattr(thread, "kind", "robot") == "network" else None
@@ -397,6 +423,7 @@ class Controller(QObject):
             self.problem.emit(f"Could not send the message: {exc}")
             return False
         if created:
+            self._remember_thread(self._thread_id(self.session))
             self.threads_changed.emit()
         self._start(run)
         return True

@@ -805,6 +805,20 @@ class Store:
         self._write([("UPDATE threads SET title = ? WHERE id = ?", (_redact(clean) if clean else None, thread_id))])
         return self.get_thread(thread_id)
 
+    # -- small settings kept with the threads ------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            self._check_open()
+            row = self._conn.execute("SELECT value FROM _meta WHERE key = ?", (f"app.{key}",)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        """Keep (or with None, forget) a small value, e.g. the thread the app had open."""
+        if value is None:
+            self._write([("DELETE FROM _meta WHERE key = ?", (f"app.{key}",))])
+        else:
+            self._write([("INSERT OR REPLACE INTO _meta (key, value) VALUES (?, ?)", (f"app.{key}", value))])
+
     # -- change sets awaiting review ------------------------------------------------------------
     def save_change_set(self, thread_id: str, snapshot: Mapping[str, Any]) -> None:
         """Keep the thread's change set for its folder (:meth:`ChangeSet.snapshot`) until it is settled."""

@@ -219,13 +219,19 @@ async def test_quit_and_reopen_restores_the_thread(provider: Any, db_path: Path)
     second.window.show()
     try:
         assert second.window.thread_model.row_of(thread_id) == 0
-        second.window.open_thread(thread_id)
+        assert second.controller.thread_id == thread_id  # back where the user left off
         await asyncio.sleep(0.05)
         assert _kinds(second) == ["user", "robot", "text", "tool:remember:ok", "text", "footer"]
         assert second.window.title_label.text() == "hello there"
         assert second.window.tool_model.find("c1") is not None
+        second.window.new_thread()  # quitting on a new thread starts there next time
     finally:
         await close_app(second)
+    third = Application(provider=provider, db_path=db_path)
+    try:
+        assert third.controller.thread_id is None
+    finally:
+        await close_app(third)
 
 
 async def test_corrupt_database_gives_a_clear_message_and_the_app_still_works(provider: Any,
