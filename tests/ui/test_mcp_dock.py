@@ -41,6 +41,7 @@ async def test_mcp_dock_start_tools_toggle_and_failure(mcp_config: Path, provide
         await wait_until(lambda: pane.tools.count() > 3, what="the tool list")
         first = pane.tools.item(0)
         tool_name = first.data(0x0100)
+        assert "The model sees it as everything__" in first.toolTip()
         first.setCheckState(first.checkState().Unchecked)
         assert not root.window.mcp_pane.manager.is_tool_enabled("everything", tool_name)
         first = pane.tools.item(0)

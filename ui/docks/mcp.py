@@ -182,6 +182,10 @@ class McpPane(QWidget):
             lines.append(f"<span style='color:{c.muted}'>{status.server_info}"
                          f"{f' · connected in {status.connect_seconds:.2f} s' if status.connect_seconds else ''}</span>")
         self.info.setText("<br>".join(lines))
+        try:  # the names robots' models see (unique across servers), for the tooltips
+            model_names = self.manager.model_tool_names().get(status.name, {})
+        except Exception:  # a manager without it (or a config being reloaded): the server's names only
+            model_names = {}
         with signals_blocked(self.tools):
             self.tools.clear()
             for tool in status.tools:
@@ -190,7 +194,9 @@ class McpPane(QWidget):
                 item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
                 item.setCheckState(Qt.CheckState.Checked if tool.enabled else Qt.CheckState.Unchecked)
                 hints = [k[:-4] for k, v in dict(tool.annotations).items() if v is True and k.endswith("Hint")]
-                item.setToolTip(f"{tool.name}\n{tool.description}" + (f"\nhints: {', '.join(hints)}" if hints else ""))
+                seen_as = model_names.get(tool.original, tool.name)
+                item.setToolTip(f"The model sees it as {seen_as}\n{tool.description}"
+                                + (f"\nhints: {', '.join(hints)}" if hints else ""))
                 self.tools.addItem(item)
         self.stderr.setPlainText("\n".join(status.stderr))
         self.stderr.verticalScrollBar().setValue(self.stderr.verticalScrollBar().maximum())
