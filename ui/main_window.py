@@ -73,6 +73,8 @@ class MainWindow(QMainWindow):
         self.docks: dict[str, QDockWidget] = {}
         self._thread_usage: Any = None
         self._connection = "idle"
+        self._probed: tuple[str, str | None] | None = None
+        self._server_problem: str | None = None
         self._settings_dialog: Any = None
         self.built = False
         # Until build(): a themed frame (sidebar strip and an empty conversation), painted at once.
@@ -516,19 +518,47 @@ class MainWindow(QMainWindow):
         self.status_robot.setText(f"{what}: {self.controller.robot_name}")
         self.status_model.setText(f"Model: {label}")
         self._update_connection()
+        self._probe_server()
+
+    def _probe_server(self, *, again: bool = False) -> None:
+        """Check (off the event loop's critical path) that a local model server is listening, so the
+        status bar does not say "Ready" while Ollama is not running."""
+        c = self.controller
+        label, is_lm = c.model_label()
+        api_base = c.config.get("llm.api_base") if c.provider is None else None
+        key = (label, api_base) if c.provider is None and is_lm else None
+        if key == self._probed and not again:
+            return
+        self._probed = key
+        self._server_problem = None
+        if key is None:
+            return
+        from workspace.providers import probe_local_server
+
+        async def probe() -> None:
+            problem = await probe_local_server(label, api_base)
+            if self._probed == key:
+                self._server_problem = problem
+                self._update_connection()
+
+        c.tasks.spawn(probe(), name="probe-model-server")
 
     def _update_connection(self) -> None:
         c = theme.colors()
         _label, is_lm = self.controller.model_label()
+        tip = ""
         if self._connection == "running":
             text, color = "● Running", c.accent
         elif self._connection == "error":
             text, color = "● Last run failed", c.error
         elif not is_lm:
             text, color = "● Offline (no model connected)", c.warning
+        elif self._server_problem:
+            text, color, tip = "● Model server not reachable", c.warning, self._server_problem
         else:
             text, color = "● Ready", c.success
         self.status_connection.setText(text)
+        self.status_connection.setToolTip(tip)
         self.status_connection.setStyleSheet(f"color: {color};")
 
     # -- threads ------------------------------------------------------------------------------------
@@ -786,6 +816,7 @@ class MainWindow(QMainWindow):
         self.chat.end_run(event)
         self._connection = "error" if event.kind == "run_failed" else "idle"
         self._update_connection()
+        self._probe_server(again=True)  # the server may have been started (or stopped) since
         # Sibling counts and turn ids of the last user message (a fork shows "‹ 2/2 ›").
         session = self.controller.session
         last = self._last_user()

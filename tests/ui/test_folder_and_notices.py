@@ -169,3 +169,25 @@ async def test_changes_waiting_in_another_folder_say_where(tmp_path: Path, provi
         assert window.changes_pane.model.change_set.id == change_set_id
     finally:
         await close_app(root)
+
+
+async def test_a_local_model_server_that_is_not_running_is_shown(robotlab_home: Path, db_path: Path) -> None:
+    import socket
+
+    from ui.app import Application
+    from workspace.config import load_config
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there now
+    config = load_config(overrides={"llm": {"model": "openai/local", "api_base": f"http://127.0.0.1:{port}/v1"}},
+                         env={})
+    root = Application(config=config, db_path=db_path)
+    root.window.show()
+    try:
+        status = root.window.status_connection
+        await wait_until(lambda: "not reachable" in status.text(), what="the probe")
+        assert f"127.0.0.1:{port}" in status.toolTip()
+    finally:
+        await close_app(root)

@@ -66,3 +66,51 @@ def provider_for(model: str | None, *, api_base: str | None = None, config: Conf
         # LM Studio, vLLM, llama.cpp); litellm would otherwise refuse the name ("LLM Provider NOT provided").
         model = f"openai/{model}"
     return LiteLLMProvider(model, api_base=api_base, **kwargs)
+
+
+#: Where local servers listen when no ``api_base`` is given (litellm's defaults).
+LOCAL_DEFAULT_BASES = {"ollama": "http://localhost:11434", "ollama_chat": "http://localhost:11434",
+                       "lm_studio": "http://localhost:1234/v1", "lmstudio": "http://localhost:1234/v1",
+                       "llamafile": "http://localhost:8080/v1"}
+
+
+def local_server(model: str | None, api_base: str | None = None) -> str | None:
+    """The address of the server on this machine that ``model`` needs, if it needs one (None: a hosted
+    provider, or the offline demo)."""
+    from urllib.parse import urlsplit
+
+    if is_offline(model):
+        return None
+    assert model is not None
+    prefix = model.split("/", 1)[0].lower() if "/" in model else ""
+    base = api_base or LOCAL_DEFAULT_BASES.get(prefix)
+    if not base:
+        return None
+    host = (urlsplit(base).hostname or "").lower()
+    if host in ("localhost", "127.0.0.1", "::1") or host.endswith(".localhost") or host.startswith("127."):
+        return base
+    return None
+
+
+async def probe_local_server(model: str | None, api_base: str | None = None, *, timeout: float = 1.5) -> str | None:
+    """None when the local server ``model`` needs accepts connections (or none is needed); else a message
+    saying it cannot be reached and what to do. Only opens a TCP connection: nothing is sent."""
+    import asyncio
+    from urllib.parse import urlsplit
+
+    base = local_server(model, api_base)
+    if base is None:
+        return None
+    parts = urlsplit(base)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        _reader, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, port), timeout)
+    except (OSError, TimeoutError):
+        start = "start Ollama ('ollama serve')" if "11434" in base else "start the server"
+        return f"Nothing answers at {base}: {start}, or change the API base in Settings"
+    writer.close()
+    try:
+        await writer.wait_closed()
+    except OSError:
+        pass
+    return None
