@@ -100,7 +100,8 @@ class ChangesPane(QWidget):
         self.mode_note.setWordWrap(True)
         layout.addWidget(self.mode_note)
 
-        seg, self.scope = segmented(self, ("Proposed", "All changes in this thread"))
+        seg, self.scope = segmented(self, ("Proposed", "Whole thread"))
+        self.scope.button(1).setToolTip("All changes in this thread: the net diff since its first change")
         self.scope.idClicked.connect(lambda i: self.show_net(i == 1))
         layout.addWidget(seg)
 
@@ -267,7 +268,7 @@ class ChangesPane(QWidget):
                 toast.show_message(text)
             return
         if changes is None:
-            text = ("Those changes were settled in an earlier session; “All changes in this thread” shows what "
+            text = ("Those changes were settled in an earlier session; “Whole thread” shows what "
                     "the thread changed.")
             self.show_message(text, "info")
             toast = getattr(self.main_window, "toast", None)
