@@ -433,7 +433,7 @@ def test_a_signal_mid_stream_still_ends_the_json_with_run_cancelled(robotlab_hom
     try:
         read_until(proc, b'"text_delta"')
         proc.send_signal(sig)
-        assert wait_exit(proc) == 130
+        assert wait_exit(proc) == 128 + sig  # 130 for Ctrl-C, 143 for SIGTERM
         assert proc.stdout is not None and proc.stderr is not None
         out, err = proc.stdout.read(), proc.stderr.read()
     finally:
@@ -480,3 +480,40 @@ def test_the_turn_limit_is_not_reported_as_done(robotlab_home: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "stopped at the turn limit" in result.stdout and "--max-turns" in result.stdout
     assert "✓ done" not in result.stdout
+
+
+@posix_only
+def test_a_signal_mid_run_never_asks_to_review_and_writes_nothing(folder: Path) -> None:
+    proc = _spawn_slow("--folder", str(folder), "run", "file-helper", EDIT + " and explain it at length")
+    try:
+        read_until(proc, b"edit_file")  # the edit is proposed; the demo goes on talking
+        proc.send_signal(signal.SIGTERM)
+        assert wait_exit(proc) == 143
+        assert proc.stdout is not None and proc.stderr is not None
+        out = proc.stdout.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "accept?" not in out  # no review of a stopped run
+    assert (folder / "a.txt").read_text(encoding="utf-8") == TEXT
+
+
+@posix_only
+def test_a_second_ctrl_c_quits_at_once_without_a_traceback(robotlab_home: Path) -> None:
+    proc = _spawn_slow("run", "assistant", "hello there", extra={"ROBOT_LAB_DEMO__DELAY": "0.2"})
+    try:
+        read_until(proc, b"assistant")
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT)
+        assert wait_exit(proc) == 130
+        assert proc.stderr is not None
+        err = proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "Traceback" not in err and "Cancelled." in err
+
+
+def test_param_may_not_take_a_run_options_name(robotlab_home: Path) -> None:
+    result = robotlab("run", "assistant", "hi", "--param", "tools=\"all\"")
+    assert result.returncode == 2 and "run option, not a template variable" in result.stderr

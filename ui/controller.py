@@ -333,6 +333,10 @@ class Controller(QObject):
         thread = getattr(session, "thread", None)
         robot = getattr(thread, "robot", None)
         network = robot if getattr(thread, "kind", "robot") == "network" else None
+        available = ([getattr(n, "name", None) for n in self.networks()] if network is not None
+                     else self.robot_names())
+        if robot not in available:  # its robot file is gone: new threads keep the current choice
+            robot = None
         if robot and (robot != self.robot_name or network != self.network_name):
             self.robot_name = robot
             self.network_name = network

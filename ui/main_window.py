@@ -506,6 +506,9 @@ class MainWindow(QMainWindow):
         self._update_model_label()
 
     def focus_robot_picker(self) -> None:
+        if not self.robot_picker.isEnabled():
+            self.toast.show_message("Stop the run (Esc) to choose another robot or network.")
+            return
         self.robot_picker.setFocus()
         self.robot_picker.showPopup()
 

@@ -40,7 +40,8 @@ MODEL_PRESETS = [
     ("ollama_chat/llama3.1", "Ollama (local) · llama3.1"),
     ("openai/local-model", "LM Studio / any OpenAI-compatible server"),
 ]
-LOCAL_BASES = {"ollama": "http://localhost:11434", "openai/local-model": "http://localhost:1234/v1"}
+LOCAL_BASES = {"ollama": "http://localhost:11434", "ollama_chat": "http://localhost:11434",
+               "openai/local-model": "http://localhost:1234/v1"}
 
 
 def save_user_setting(dotted: str, value: Any) -> None:

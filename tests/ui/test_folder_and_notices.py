@@ -191,3 +191,47 @@ async def test_a_local_model_server_that_is_not_running_is_shown(robotlab_home: 
         assert f"127.0.0.1:{port}" in status.toolTip()
     finally:
         await close_app(root)
+
+
+async def test_reopening_a_thread_whose_robot_is_gone_keeps_new_threads_working(
+        robotlab_home: Path, provider: Any, db_path: Path) -> None:
+    from ui.app import Application
+
+    robot_file = paths.user_robots_dir() / "zzbot.md"
+    robot_file.parent.mkdir(parents=True, exist_ok=True)
+    robot_file.write_text("---\ntools: []\n---\nYou help.", encoding="utf-8")
+    first = Application(provider=provider, db_path=db_path)
+    try:
+        first.controller.set_robot("zzbot")
+        provider.enqueue("Hi.")
+        first.window.send("hello")
+        await wait_until(lambda: first.controller.idle, what="the run")
+    finally:
+        await close_app(first)
+    robot_file.unlink()
+    second = Application(provider=provider, db_path=db_path)
+    try:
+        assert second.controller.thread_id is not None  # the old thread is back, readable
+        assert second.controller.robot_name in second.controller.robot_names()
+        second.window.new_thread()
+        provider.enqueue("Still fine.")
+        assert second.window.send("and now?") is not False
+        await wait_until(lambda: second.controller.idle, what="the new run")
+        assert second.controller.session.transcript()[-1].text == "Still fine."
+    finally:
+        await close_app(second)
+
+
+async def test_an_api_base_with_a_bad_port_is_a_status_not_a_crash(robotlab_home: Path, db_path: Path) -> None:
+    from ui.app import Application
+    from workspace.config import load_config
+
+    config = load_config(overrides={"llm": {"model": "openai/local", "api_base": "http://localhost:99999/v1"}},
+                         env={})
+    root = Application(config=config, db_path=db_path)
+    try:
+        status = root.window.status_connection
+        await wait_until(lambda: "not reachable" in status.text(), what="the probe")
+        assert "not a valid address" in status.toolTip() and not root.window.banner.isVisible()
+    finally:
+        await close_app(root)

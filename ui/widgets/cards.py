@@ -576,7 +576,7 @@ class ApprovalPanel(QFrame):
 
         # The buttons always show: the key hint gives way first, then the buttons wrap onto two rows.
         buttons = FlowRow(spacing=8, align_right=True)
-        hint = ElidedLabel("y approve · e edit · n deny", self, whole=True)
+        hint = ElidedLabel("Ctrl+J, then y approve · e edit · n deny", self, whole=True)
         hint.setObjectName("Muted")
         hint.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         buttons.addWidget(hint)

@@ -55,12 +55,18 @@ def _folder(args: argparse.Namespace) -> Path | None:
 
 def _params(items: list[str]) -> dict[str, Any]:
     from workspace.cli import CLIError
+    from workspace.network import NETWORK_RUN_OPTIONS
+    from workspace.robot import RUN_OPTIONS
 
+    reserved = set(RUN_OPTIONS) | set(NETWORK_RUN_OPTIONS) | {"message"}
     params: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip().isidentifier():
             raise CLIError(f"--param {item!r}: write KEY=VALUE, e.g. --param customer_name=Ada")
+        if key.strip() in reserved:
+            raise CLIError(f"--param {key.strip()}: that name is a run option, not a template variable; "
+                           f"use another name (reserved: {', '.join(sorted(reserved))})")
         try:
             params[key.strip()] = json.loads(value)
         except ValueError:
@@ -113,7 +119,7 @@ async def _run(args: argparse.Namespace) -> int:
     status = 0
     from workspace.cli.run import stop_on_signals
 
-    with stop_on_signals(run):
+    with stop_on_signals(run) as stopped:
         async for event in run:
             printer(event)
             if isinstance(event, ev.RunFailed):
@@ -121,10 +127,14 @@ async def _run(args: argparse.Namespace) -> int:
             elif isinstance(event, ev.RunCancelled):
                 status = 130
     printer.finish()
+    if stopped.status is not None:
+        status = stopped.status
     if not args.json and run.result is not None:
         printer.summary(run.result)
     if changes is not None and getattr(changes, "files", None):
         mode = args.apply or ("review" if sys.stdin.isatty() and not args.json else "never")
+        if stopped.signal is not None:
+            mode = "never"  # stopped by the user or the system: nothing of the run is written
         from workspace.changes import settle_in_terminal
 
         await settle_in_terminal(changes, mode=mode, printer=printer.printer)

@@ -80,35 +80,56 @@ def add_run_options(p: argparse.ArgumentParser, *, who: str) -> None:
                    help="approve every tool call that the approval policy would ask about")
 
 
+class SignalStop:
+    """What :func:`stop_on_signals` saw: the signal that stopped the run (None: none did)."""
+
+    signal: int | None = None
+
+    @property
+    def status(self) -> int | None:
+        """The exit status for it (128 + the signal: 130 for Ctrl-C, 143 for SIGTERM)."""
+        return 128 + self.signal if self.signal is not None else None
+
+
 @contextlib.contextmanager
-def stop_on_signals(run: Any) -> Iterator[None]:
+def stop_on_signals(run: Any) -> Iterator[SignalStop]:
     """While ``run`` streams: Ctrl-C (SIGINT) or SIGTERM stops it the way the app's Stop does, so the
-    output still ends with ``run_cancelled`` (and what was done so far); a second Ctrl-C gives up at once."""
+    output still ends with ``run_cancelled`` (and what was done so far); a second one gives up at once
+    (KeyboardInterrupt: "Cancelled.", exit 130). The handlers that were there before come back after."""
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
+    seen = SignalStop()
     presses = 0
 
-    def stop(reason: str) -> None:
+    def stop(sig: int, reason: str) -> None:
         nonlocal presses
         presses += 1
+        seen.signal = seen.signal or sig
         if presses > 1 and main is not None:
             main.cancel()
             return
         print("\nCancelled. Stopping the run… (Ctrl-C again quits at once)", file=sys.stderr)
         run.cancel(reason)
 
-    installed = []
+    installed: list[tuple[int, Any]] = []
     for sig, reason in ((signal.SIGINT, "interrupted (Ctrl-C)"), (signal.SIGTERM, "terminated (SIGTERM)")):
         try:
-            loop.add_signal_handler(sig, stop, reason)
-            installed.append(sig)
+            previous = signal.getsignal(sig)
+            loop.add_signal_handler(sig, stop, sig, reason)
+            installed.append((sig, previous))
         except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
             pass
     try:
-        yield
+        yield seen
+    except asyncio.CancelledError:
+        if presses > 1:
+            raise KeyboardInterrupt from None
+        raise
     finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
+        for number, previous in installed:
+            loop.remove_signal_handler(number)
+            with contextlib.suppress(TypeError, ValueError):  # asyncio.Runner's own Ctrl-C handling
+                signal.signal(number, previous)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -175,7 +196,7 @@ async def _run(args: argparse.Namespace) -> int:
     run = robot.stream(message, **options)
     args.run_started = True
     status = 0
-    with stop_on_signals(run):
+    with stop_on_signals(run) as stopped:
         async for event in run:
             printer(event)
             if isinstance(event, ev.RunFailed):
@@ -183,8 +204,12 @@ async def _run(args: argparse.Namespace) -> int:
             elif isinstance(event, ev.RunCancelled):
                 status = 130
     printer.finish()
+    if stopped.status is not None:
+        status = stopped.status
     if changes is not None and getattr(changes, "files", None):
         mode = args.apply or ("review" if sys.stdin.isatty() and not args.json else "never")
+        if stopped.signal is not None:
+            mode = "never"  # stopped by the user or the system: nothing of the run is written
         from workspace.changes import settle_in_terminal
 
         await settle_in_terminal(changes, mode=mode, printer=printer)

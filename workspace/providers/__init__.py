@@ -102,7 +102,10 @@ async def probe_local_server(model: str | None, api_base: str | None = None, *, 
     if base is None:
         return None
     parts = urlsplit(base)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return f"The API base {base} is not a valid address (its port): correct it in Settings"
     try:
         _reader, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, port), timeout)
     except (OSError, TimeoutError):

@@ -6,7 +6,9 @@ holds one of:
 * ``"inherit"`` — use the parent level's resolved value;
 * ``"none"`` (or ``None``) — nothing;
 * ``"all"`` — every tool the robot holds (its own tools and the tools of its MCP
-  servers); for MCP, every server in the configuration;
+  servers); for MCP, every server in the configuration. Said by the robot itself
+  (``tools: all`` in its file), it also means every built-in tool (which otherwise
+  are used by naming them); as at every level, it overrides the levels above;
 * a list of names — exactly those.
 
 **The empty list means nothing**, exactly like ``"none"``: ``tools: []`` never
