@@ -89,6 +89,19 @@ def folder(tmp_path: Path) -> Path:
     return root
 
 
+def spawn_asking_in_a_terminal(home: Path, *flags: str) -> tuple[subprocess.Popen[bytes], int]:
+    """``robotlab run`` of a robot whose tool call asks for approval, its stdin a pseudo-terminal (the
+    approval prompt only asks on a terminal); returns the process and the terminal's master side."""
+    import pty
+
+    write_robot(home, "mem", "---\ntools: [remember, recall]\n---\nYou remember.")
+    (home / "config" / "approval.yaml").write_text("rules:\n  - {tool: remember, action: ask}\n")
+    master, slave = pty.openpty()
+    proc = spawn("run", "mem", "remember that colour is blue", *flags, stdin=slave)
+    os.close(slave)
+    return proc, master
+
+
 def write_robot(home: Path, name: str, text: str) -> None:
     path = home / "config" / "robots" / f"{name}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -163,13 +176,7 @@ def test_ctrl_c_at_the_review_prompt_cancels_at_once(folder: Path, json_mode: bo
 @posix_only
 @pytest.mark.parametrize("json_mode", [False, True])
 def test_ctrl_c_at_the_approval_prompt_cancels_at_once(robotlab_home: Path, json_mode: bool) -> None:
-    import pty
-
-    write_robot(robotlab_home, "mem", "---\ntools: [remember, recall]\n---\nYou remember.")
-    (robotlab_home / "config" / "approval.yaml").write_text("rules:\n  - {tool: remember, action: ask}\n")
-    master, slave = pty.openpty()  # the approval prompt only asks on a terminal
-    proc = spawn("run", "mem", "remember that colour is blue", *(["--json"] if json_mode else []), stdin=slave)
-    os.close(slave)
+    proc, master = spawn_asking_in_a_terminal(robotlab_home, *(["--json"] if json_mode else []))
     try:
         out, err = read_until(proc, b"Approve? [y]es")
         assert (b"Approve?" in err and b"Approve?" not in out) if json_mode else (b"Approve?" in out)
@@ -190,13 +197,7 @@ def test_ctrl_c_at_the_approval_prompt_cancels_at_once(robotlab_home: Path, json
 
 @posix_only
 def test_approval_answered_in_a_terminal_with_json(robotlab_home: Path) -> None:
-    import pty
-
-    write_robot(robotlab_home, "mem", "---\ntools: [remember, recall]\n---\nYou remember.")
-    (robotlab_home / "config" / "approval.yaml").write_text("rules:\n  - {tool: remember, action: ask}\n")
-    master, slave = pty.openpty()
-    proc = spawn("run", "mem", "remember that colour is blue", "--json", stdin=slave)
-    os.close(slave)
+    proc, master = spawn_asking_in_a_terminal(robotlab_home, "--json")
     try:
         out, err = read_until(proc, b"Approve? [y]es")
         os.write(master, b"y\n")
@@ -215,13 +216,7 @@ def test_approval_answered_in_a_terminal_with_json(robotlab_home: Path) -> None:
 
 @posix_only
 def test_approval_prompt_whose_terminal_goes_away_is_a_denial(robotlab_home: Path) -> None:
-    import pty
-
-    write_robot(robotlab_home, "mem", "---\ntools: [remember, recall]\n---\nYou remember.")
-    (robotlab_home / "config" / "approval.yaml").write_text("rules:\n  - {tool: remember, action: ask}\n")
-    master, slave = pty.openpty()
-    proc = spawn("run", "mem", "remember that colour is blue", "--json", stdin=slave)
-    os.close(slave)
+    proc, master = spawn_asking_in_a_terminal(robotlab_home, "--json")
     try:
         out, err = read_until(proc, b"Approve? [y]es")
     finally:

@@ -29,6 +29,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workspace.providers import LOCAL_DEFAULT_BASES
+
 log = logging.getLogger("ui.settings")
 
 MODEL_PRESETS = [
@@ -40,8 +42,7 @@ MODEL_PRESETS = [
     ("ollama_chat/llama3.1", "Ollama (local) · llama3.1"),
     ("openai/local-model", "LM Studio / any OpenAI-compatible server"),
 ]
-LOCAL_BASES = {"ollama": "http://localhost:11434", "ollama_chat": "http://localhost:11434",
-               "openai/local-model": "http://localhost:1234/v1"}
+LOCAL_BASES = {**LOCAL_DEFAULT_BASES, "openai/local-model": "http://localhost:1234/v1"}
 
 
 def save_user_setting(dotted: str, value: Any) -> None:

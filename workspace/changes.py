@@ -2106,10 +2106,6 @@ async def read_terminal_line(prompt: str = "", *, out: Any = None) -> str:
         raise
 
 
-async def _terminal_input(prompt: str, *, out: Any = None) -> str:
-    return await read_terminal_line(prompt, out=out)
-
-
 class _Out:
     """Where the terminal review writes. With JSON lines on stdout (``--json``), stdout carries only
     JSON: the review's text and its prompts go to stderr, and ``data`` (stdout) gets JSON objects only."""
@@ -2295,7 +2291,7 @@ async def settle_in_terminal(changes: ChangeSet, *, mode: str, printer: Any = No
         stream = out.out
 
         async def ask(prompt: str) -> str:  # the prompt goes where the review's text goes
-            return await _terminal_input(prompt, out=stream)
+            return await read_terminal_line(prompt, out=stream)
 
     if not changes.pending_files:
         if changes.outcome():

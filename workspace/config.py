@@ -251,7 +251,7 @@ def load_config(
 
         project = paths.project_config_file(folder)
         layer = read_yaml_file(project) if project.is_file() else {}
-        needed = trust.needs_trust(Path(folder))
+        needed = trust.sensitive_settings(layer)  # what trust.needs_trust(folder) reads, already read here
         if needed and not trust.is_trusted(Path(folder), needed):
             withheld = needed
             layer = trust.strip_sensitive(layer)

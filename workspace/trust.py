@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from workspace.errors import ConfigurationError
+from workspace.providers import is_loopback_url
 
 #: Settings of a project file held back until the folder is trusted (dotted keys).
 SENSITIVE_KEYS = ("mcpServers", "llm.api_base", "approval", "review.mode")
@@ -98,22 +99,6 @@ def _inside(path: Path, folder: Path) -> bool:
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _is_loopback(url: str) -> bool:
-    import ipaddress
-    from urllib.parse import urlsplit
-
-    try:
-        host = (urlsplit(url if "//" in url else f"//{url}").hostname or "").lower()
-    except ValueError:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def folder_file_problem(path: Path | None, folder: Path | None, *, mcp: Any = None,
                         api_base: Any = None) -> str | None:
     """Why a robot, template or network file at ``path`` may not use ``mcp`` / ``api_base`` (None: it may).
@@ -128,7 +113,7 @@ def folder_file_problem(path: Path | None, folder: Path | None, *, mcp: Any = No
         return (f"{path}: defines an MCP server inline, which files in the opened folder may not do (it would "
                 "start a program). Name a server instead and define it under mcpServers in the folder's "
                 f".robotlab/config.yaml; it is used once you trust the folder (robotlab trust {folder})")
-    if api_base is not None and not _is_loopback(str(api_base)):
+    if api_base is not None and not is_loopback_url(str(api_base)):
         return (f"{path}: api_base {api_base} is not on this machine, and files in the opened folder may not send "
                 "your provider key elsewhere. Set llm.api_base in the folder's .robotlab/config.yaml (used once you "
                 "trust the folder) or in your own configuration")
@@ -173,23 +158,16 @@ def _read() -> dict[str, str]:
 
 
 def _write(folders: Mapping[str, str]) -> None:
-    import tempfile
-
     import yaml
+
+    from workspace.changes import atomic_write
 
     path = trust_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     text = ("# Folders whose .robotlab/ settings you trusted (robotlab trust), with a fingerprint of\n"
             "# those settings: when they change, the folder must be trusted again.\n")
     text += yaml.safe_dump({"folders": dict(sorted(folders.items()))}, sort_keys=False)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trusted-", suffix=".yaml")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, text.encode("utf-8"))
 
 
 def is_trusted(folder: Path, settings: Mapping[str, Any] | None = None) -> bool:

@@ -9,6 +9,7 @@ them never call ``qtbot.wait*`` (a nested Qt loop hangs qasync): poll with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -81,15 +82,23 @@ def provider() -> Any:
     return ScriptedProvider()
 
 
-@pytest.fixture
-async def desktop(provider: Any, db_path: Path) -> AsyncIterator[Any]:
-    """The whole app (window, controller, bridge) on a ScriptedProvider and a fresh database."""
+@contextlib.asynccontextmanager
+async def running_app(*, size: tuple[int, int] | None = None, **options: Any) -> AsyncIterator[Any]:
+    """``ui.app.Application(**options)`` with its window shown (at ``size``), closed at the end."""
     from ui.app import Application
 
-    root = Application(provider=provider, db_path=db_path, theme_name="light")
-    root.window.resize(1200, 800)
+    root = Application(**options)
+    if size is not None:
+        root.window.resize(*size)
     root.window.show()
     try:
         yield root
     finally:
         await close_app(root)
+
+
+@pytest.fixture
+async def desktop(provider: Any, db_path: Path) -> AsyncIterator[Any]:
+    """The whole app (window, controller, bridge) on a ScriptedProvider and a fresh database."""
+    async with running_app(provider=provider, db_path=db_path, theme_name="light", size=(1200, 800)) as root:
+        yield root

@@ -13,15 +13,20 @@ from tests.ui.conftest import close_app, wait_until
 from workspace import paths, trust
 
 
+def write_project_config(folder: Path, text: str) -> Path:
+    """The folder's .robotlab/config.yaml with ``text``."""
+    config = paths.project_config_file(folder)
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(text, encoding="utf-8")
+    return config
+
 async def test_trust_banner_then_servers_appear(tmp_path: Path, robotlab_home: Path, provider: Any,
                                                 db_path: Path) -> None:
     from ui.app import Application
     from workspace.mcp import set_default_manager
 
     folder = tmp_path / "cloned"
-    config = paths.project_config_file(folder)
-    config.parent.mkdir(parents=True)
-    config.write_text("mcpServers:\n  helper: {command: /nonexistent/helper-server}\n", encoding="utf-8")
+    write_project_config(folder, "mcpServers:\n  helper: {command: /nonexistent/helper-server}\n")
     set_default_manager(None)
     root = Application(folder=folder, provider=provider, db_path=db_path)
     root.window.show()
@@ -102,9 +107,7 @@ async def test_trust_changes_elsewhere_reach_the_running_app(tmp_path: Path, rob
     from ui.app import Application
 
     folder = tmp_path / "mine"
-    config = paths.project_config_file(folder)
-    config.parent.mkdir(parents=True)
-    config.write_text("llm:\n  api_base: http://127.0.0.1:11434/v1\n", encoding="utf-8")
+    config = write_project_config(folder, "llm:\n  api_base: http://127.0.0.1:11434/v1\n")
     trust.trust(folder)
     root = Application(folder=folder, provider=provider, db_path=db_path)
     root.window.show()

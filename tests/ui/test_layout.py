@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import QPoint, QRect
 from PySide6.QtWidgets import QWidget
 
-from tests.ui.conftest import close_app, wait_until
+from tests.ui.conftest import running_app, wait_until
 from workspace import events as ev
 from workspace.providers.testing import ToolCall
 
@@ -51,16 +51,11 @@ def _rect_in(widget: QWidget, ancestor: QWidget) -> QRect:
 @pytest.fixture
 async def demo_desktop(db_path: Path) -> AsyncIterator[Any]:
     """The window on the offline demo provider (it runs the built-in networks)."""
-    from ui.app import Application
     from workspace.providers.demo import DemoProvider
 
-    root = Application(provider=DemoProvider(delay=0.001), db_path=db_path, theme_name="light")
-    root.window.resize(1200, 800)
-    root.window.show()
-    try:
+    async with running_app(provider=DemoProvider(delay=0.001), db_path=db_path, theme_name="light",
+                           size=(1200, 800)) as root:
         yield root
-    finally:
-        await close_app(root)
 
 
 # -- the window ------------------------------------------------------------------------------------

@@ -81,7 +81,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from workspace import events as ev
     from workspace.cli.run import _approval, _check_key
     from workspace.cli.trust import warn_if_untrusted
     from workspace.config import load_config
@@ -116,28 +115,12 @@ async def _run(args: argparse.Namespace) -> int:
     run = network.stream(" ".join(args.message), **options)
     args.run_started = True
     printer = NetworkPrinter(json_lines=args.json)
-    status = 0
-    from workspace.cli.run import stop_on_signals
+    from workspace.cli.run import print_events, settle_changes
 
-    with stop_on_signals(run) as stopped:
-        async for event in run:
-            printer(event)
-            if isinstance(event, ev.RunFailed):
-                status = 1
-            elif isinstance(event, ev.RunCancelled):
-                status = 130
-    printer.finish()
-    if stopped.status is not None:
-        status = stopped.status
+    status, stopped = await print_events(run, printer)
     if not args.json and run.result is not None:
         printer.summary(run.result)
-    if changes is not None and getattr(changes, "files", None):
-        mode = args.apply or ("review" if sys.stdin.isatty() and not args.json else "never")
-        if stopped.signal is not None:
-            mode = "never"  # stopped by the user or the system: nothing of the run is written
-        from workspace.changes import settle_in_terminal
-
-        await settle_in_terminal(changes, mode=mode, printer=printer.printer)
+    await settle_changes(changes, args, stopped, printer.printer)
     return status
 
 

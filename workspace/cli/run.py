@@ -153,7 +153,6 @@ def run_reporting_failure(args: argparse.Namespace, main: Any, *, who: str) -> i
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from workspace import events as ev
     from workspace.catalog import load_robot
     from workspace.cli import CLIError
     from workspace.cli.trust import warn_if_untrusted
@@ -195,6 +194,16 @@ async def _run(args: argparse.Namespace) -> int:
         options["changes"] = changes
     run = robot.stream(message, **options)
     args.run_started = True
+    status, stopped = await print_events(run, printer)
+    await settle_changes(changes, args, stopped, printer)
+    return status
+
+
+async def print_events(run: Any, printer: Any) -> tuple[int, SignalStop]:
+    """Print every event of ``run`` (Ctrl-C and SIGTERM stop it, see :func:`stop_on_signals`); the exit
+    status: 0, 1 when it failed, 130 when it was cancelled (128 + the signal when one stopped it)."""
+    from workspace import events as ev
+
     status = 0
     with stop_on_signals(run) as stopped:
         async for event in run:
@@ -204,16 +213,20 @@ async def _run(args: argparse.Namespace) -> int:
             elif isinstance(event, ev.RunCancelled):
                 status = 130
     printer.finish()
-    if stopped.status is not None:
-        status = stopped.status
-    if changes is not None and getattr(changes, "files", None):
-        mode = args.apply or ("review" if sys.stdin.isatty() and not args.json else "never")
-        if stopped.signal is not None:
-            mode = "never"  # stopped by the user or the system: nothing of the run is written
-        from workspace.changes import settle_in_terminal
+    return (stopped.status if stopped.status is not None else status), stopped
 
-        await settle_in_terminal(changes, mode=mode, printer=printer)
-    return status
+
+async def settle_changes(changes: Any, args: argparse.Namespace, stopped: SignalStop, printer: Any) -> None:
+    """What ``--apply`` says to do with the run's proposed changes (a review in the terminal when
+    interactive); a run stopped by a signal writes nothing."""
+    if changes is None or not getattr(changes, "files", None):
+        return
+    mode = args.apply or ("review" if sys.stdin.isatty() and not args.json else "never")
+    if stopped.signal is not None:
+        mode = "never"  # stopped by the user or the system: nothing of the run is written
+    from workspace.changes import settle_in_terminal
+
+    await settle_in_terminal(changes, mode=mode, printer=printer)
 
 
 def _check_key(model: str, api_base: str | None) -> None:

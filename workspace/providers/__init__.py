@@ -34,6 +34,7 @@ __all__ = [
     "ToolCallChunk",
     "ToolSpec",
     "UsageChunk",
+    "is_loopback_url",
     "is_offline",
     "provider_for",
 ]
@@ -74,22 +75,32 @@ LOCAL_DEFAULT_BASES = {"ollama": "http://localhost:11434", "ollama_chat": "http:
                        "llamafile": "http://localhost:8080/v1"}
 
 
+def is_loopback_url(url: str) -> bool:
+    """Whether ``url`` (or a bare ``host:port``) points at this machine: localhost or a loopback address."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(url if "//" in url else f"//{url}").hostname or "").lower()
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def local_server(model: str | None, api_base: str | None = None) -> str | None:
     """The address of the server on this machine that ``model`` needs, if it needs one (None: a hosted
     provider, or the offline demo)."""
-    from urllib.parse import urlsplit
-
     if is_offline(model):
         return None
     assert model is not None
     prefix = model.split("/", 1)[0].lower() if "/" in model else ""
     base = api_base or LOCAL_DEFAULT_BASES.get(prefix)
-    if not base:
-        return None
-    host = (urlsplit(base).hostname or "").lower()
-    if host in ("localhost", "127.0.0.1", "::1") or host.endswith(".localhost") or host.startswith("127."):
-        return base
-    return None
+    return base if base and is_loopback_url(base) else None
 
 
 async def probe_local_server(model: str | None, api_base: str | None = None, *, timeout: float = 1.5) -> str | None:
