@@ -82,7 +82,7 @@ def one_of_each() -> list[ev.Event]:
         "usage": {"input_tokens": 10, "output_tokens": 5, "cost": 0.25, "total_input_tokens": 10,
                   "total_output_tokens": 5, "total_cost": 0.25, "model": "m"},
         "task_started": {"message": "go"},
-        "task_finished": {"status": "done", "result": {"ok": True}},
+        "task_finished": {"status": "done", "result": result},
         "run_failed": {"error": "boom", "error_type": "ProviderError", "partial": result},
         "run_cancelled": {"reason": "stopped by the user", "partial": result},
         "run_finished": {"result": result},
@@ -90,7 +90,7 @@ def one_of_each() -> list[ev.Event]:
     assert set(samples) == set(ev.event_kinds()), "add the new event kind to this test"
     out = []
     for seq, kind in enumerate(ev.event_kinds(), start=1):
-        out.append(make(ev._REGISTRY[kind], seq=seq, task="t1" if kind.startswith("task") else None,
+        out.append(make(ev.EVENT_TYPES[kind], seq=seq, task="t1" if kind.startswith("task") else None,
                         **samples[kind]))
     return out
 

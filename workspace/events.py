@@ -1,28 +1,64 @@
-"""Events of a run: what the UI, the store and the CLI all consume.
+"""Events of a run: what the UI, the store, the exports and the CLI all consume.
 
-Every event is a frozen dataclass with a ``kind`` string, the ``run_id`` it belongs to,
-the ``robot`` that produced it, a per-run sequence number ``seq`` and, inside a
-network run, the ``task`` name. A run always ends with exactly one terminal event:
-:class:`RunFinished`, :class:`RunFailed` or :class:`RunCancelled`.
+Every event is a frozen, slotted dataclass carrying the ``run_id`` it belongs to, the ``robot``
+that produced it, a per-run sequence number ``seq``, inside a network run the ``task`` name, and
+a timestamp ``ts``. :data:`Event` is the closed union of every event class: consumers ``match``
+on the classes and end with ``case _: assert_never(event)``, so the type checker reports an
+event kind a consumer forgot::
+
+    match event:
+        case ev.TextDelta(text=text):
+            ...
+        case ev.RunFinished() | ev.RunFailed() | ev.RunCancelled():
+            ...
+        case _:
+            assert_never(event)
+
+A run always ends with exactly one terminal event (:data:`TerminalEvent`): :class:`RunFinished`,
+:class:`RunFailed` or :class:`RunCancelled`.
+
+Serialisation has one registry, here: :func:`to_dict` / :func:`event_from_dict` (and
+:func:`to_json` / :func:`event_from_json`) are what the store, the exports, ``--json`` and JSONL
+use. The ``kind`` class attribute names an event in that JSON and nowhere else.
+
+Adding an event kind: write its dataclass below, add it to :data:`Event`, then run mypy — every
+``match`` that does not handle it is reported (docs/ARCHITECTURE.md walks through it).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
+import typing
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeAlias
 
-_REGISTRY: dict[str, type[Event]] = {}
+if TYPE_CHECKING:
+    from workspace.result import NetworkResult, RobotResult
+
+#: A value that really is arbitrary JSON (tool payloads, memory values): the one place ``Any`` stays.
+JSON: TypeAlias = Any
+#: A run's outcome: a robot's :class:`~workspace.result.RobotResult` or a network's
+#: :class:`~workspace.result.NetworkResult`.
+AnyResult: TypeAlias = "RobotResult | NetworkResult"
+
+ApprovalChoice: TypeAlias = Literal["approve", "deny"]
+#: "once", "thread", "always", or "policy" (decided by the stored policy, nobody asked).
+ApprovalScope: TypeAlias = Literal["once", "thread", "always", "policy"]
+TaskStatus: TypeAlias = Literal["done", "failed", "skipped", "cancelled"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Event:
-    """Base of every run event."""
+class BaseEvent:
+    """The fields every event has. Not an event itself: see :data:`Event`."""
 
-    kind: ClassVar[str] = "event"
-    #: True for the three events that end a run.
+    #: The name of the event in JSON (``"tool_use"``): serialisation only, never dispatch on it.
+    kind: ClassVar[str]
+    #: True for the three events that end a run (:data:`TerminalEvent`).
     terminal: ClassVar[bool] = False
+    #: Fields holding a RobotResult / NetworkResult, rebuilt from their dicts by the registry.
+    result_fields: ClassVar[tuple[str, ...]] = ()
 
     run_id: str
     robot: str
@@ -31,57 +67,18 @@ class Event:
     ts: float = field(default_factory=time.time)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: ``kind`` first, then the fields (RobotResults exported)."""
+        """A JSON-ready dict: ``kind`` first, then the fields (results exported)."""
         out: dict[str, Any] = {"kind": self.kind}
         for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            out[f.name] = _to_jsonable(value)
+            out[f.name] = _to_jsonable(getattr(self, f.name))
         return out
 
-    def replace(self, **changes: Any) -> Event:
+    def replace(self, **changes: Any) -> Self:
         return dataclasses.replace(self, **changes)
 
 
-def _to_jsonable(value: Any) -> Any:
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return to_dict()
-    if isinstance(value, dict):
-        return {str(k): _to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_to_jsonable(v) for v in value]
-    return value
-
-
-def event_from_dict(data: dict[str, Any]) -> Event:
-    """Rebuild an event from :meth:`Event.to_dict` output (unknown fields are ignored)."""
-    kind = data.get("kind")
-    cls = _REGISTRY.get(str(kind))
-    if cls is None:
-        raise ValueError(f"Unknown event kind: {kind!r}. Known kinds: {', '.join(sorted(_REGISTRY))}")
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))
-    kwargs = {k: v for k, v in data.items() if k in names}
-    for key in _RESULT_FIELDS.get(cls.kind, ()):
-        if isinstance(kwargs.get(key), dict):
-            from workspace.result import RobotResult
-
-            kwargs[key] = RobotResult.from_dict(kwargs[key])
-    return cls(**kwargs)
-
-
-_FIELDS: dict[type[Event], frozenset[str]] = {}
-#: Fields holding a RobotResult, rebuilt from their dicts.
-_RESULT_FIELDS = {"run_finished": ("result",), "run_cancelled": ("partial",), "run_failed": ("partial",)}
-
-
-def event_kinds() -> list[str]:
-    return sorted(_REGISTRY)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunStarted(Event):
+class RunStarted(BaseEvent):
     kind: ClassVar[str] = "run_started"
     message: str = ""
     model: str = ""
@@ -90,13 +87,13 @@ class RunStarted(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TextDelta(Event):
+class TextDelta(BaseEvent):
     kind: ClassVar[str] = "text_delta"
     text: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Text(Event):
+class Text(BaseEvent):
     """The complete text of one model turn (after its deltas)."""
 
     kind: ClassVar[str] = "text"
@@ -104,94 +101,92 @@ class Text(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolUse(Event):
+class ToolUse(BaseEvent):
     kind: ClassVar[str] = "tool_use"
     id: str = ""
     name: str = ""
-    input: Any = None
+    input: dict[str, JSON] = field(default_factory=dict)
     #: MCP server name for MCP tools, None for local tools.
     server: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ApprovalRequested(Event):
+class ApprovalRequested(BaseEvent):
     kind: ClassVar[str] = "approval_requested"
     id: str = ""
     name: str = ""
-    input: Any = None
+    input: dict[str, JSON] = field(default_factory=dict)
     server: str | None = None
-    annotations: dict[str, Any] = field(default_factory=dict)
+    annotations: dict[str, JSON] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ApprovalDecided(Event):
+class ApprovalDecided(BaseEvent):
     kind: ClassVar[str] = "approval_decided"
     id: str = ""
     name: str = ""
-    #: "approve" or "deny"
-    decision: str = "approve"
+    decision: ApprovalChoice = "approve"
     #: The arguments the tool runs with (edited by the user, or as asked).
-    input: Any = None
+    input: dict[str, JSON] = field(default_factory=dict)
     reason: str | None = None
-    #: "once", "thread", "always" or "policy" (decided by the stored policy, nobody asked).
-    scope: str = "once"
+    scope: ApprovalScope = "once"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolResult(Event):
+class ToolResult(BaseEvent):
     kind: ClassVar[str] = "tool_result"
     id: str = ""
     name: str = ""
     #: The ToolResultMessage content the model sees: ``{"data": ...}``.
-    payload: Any = None
+    payload: JSON = None
     #: The full payload for people (MCP content blocks, images...), when it differs.
-    raw: Any = None
+    raw: JSON = None
     duration: float = 0.0
     server: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolError(Event):
+class ToolError(BaseEvent):
     kind: ClassVar[str] = "tool_error"
     id: str = ""
     name: str = ""
     #: The ``"error"`` value the model sees (a string or ``{"type", "message"}``).
-    error: Any = None
-    raw: Any = None
+    error: JSON = None
+    raw: JSON = None
     duration: float = 0.0
     server: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MemoryChanged(Event):
+class MemoryChanged(BaseEvent):
     kind: ClassVar[str] = "memory_changed"
     key: str = ""
-    value: Any = None
-    previous: Any = None
+    value: JSON = None
+    previous: JSON = None
     writer: str | None = None
     network_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ChangeProposed(Event):
+class ChangeProposed(BaseEvent):
     kind: ClassVar[str] = "change_proposed"
     change_set_id: str = ""
     #: One entry per file: ``{"path", "action", "hunks", "added", "removed"}``.
-    files: list[dict[str, Any]] = field(default_factory=list)
+    files: list[dict[str, JSON]] = field(default_factory=list)
     tool_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ChangeDecided(Event):
+class ChangeDecided(BaseEvent):
     kind: ClassVar[str] = "change_decided"
     change_set_id: str = ""
     #: Per file: ``{"path", "accepted": [hunk indexes], "rejected": [...], "reason"}``.
-    outcome: list[dict[str, Any]] = field(default_factory=list)
+    outcome: list[dict[str, JSON]] = field(default_factory=list)
     checkpoint_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Usage(Event):
+class Usage(BaseEvent):
     """Tokens and cost of one model call, with the run's running totals."""
 
     kind: ClassVar[str] = "usage"
@@ -205,52 +200,138 @@ class Usage(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TaskStarted(Event):
+class TaskStarted(BaseEvent):
     kind: ClassVar[str] = "task_started"
     message: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TaskFinished(Event):
+class TaskFinished(BaseEvent):
     kind: ClassVar[str] = "task_finished"
-    #: "done", "failed", "skipped" or "cancelled"
-    status: str = "done"
+    result_fields: ClassVar[tuple[str, ...]] = ("result",)
+    status: TaskStatus = "done"
     error: str | None = None
-    result: Any = None
+    #: The task's RobotResult (the partial one after a failure or a stop), if it ran.
+    result: RobotResult | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunFinished(Event):
+class RunFinished(BaseEvent):
     kind: ClassVar[str] = "run_finished"
     terminal: ClassVar[bool] = True
-    result: Any = None
+    result_fields: ClassVar[tuple[str, ...]] = ("result",)
+    result: AnyResult | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunFailed(Event):
+class RunFailed(BaseEvent):
     kind: ClassVar[str] = "run_failed"
     terminal: ClassVar[bool] = True
+    result_fields: ClassVar[tuple[str, ...]] = ("partial",)
     error: str = ""
     error_type: str = ""
-    partial: Any = None
+    partial: AnyResult | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunCancelled(Event):
+class RunCancelled(BaseEvent):
     kind: ClassVar[str] = "run_cancelled"
     terminal: ClassVar[bool] = True
+    result_fields: ClassVar[tuple[str, ...]] = ("partial",)
     reason: str = "stopped by the user"
-    #: What the run had produced before it was stopped (a RobotResult).
-    partial: Any = None
+    #: What the run had produced before it was stopped.
+    partial: AnyResult | None = None
 
 
-def _register_all() -> None:
-    # ``slots=True`` dataclasses replace the class object, so register what the module names.
-    for value in list(globals().values()):
-        if isinstance(value, type) and issubclass(value, Event) and value is not Event:
-            _REGISTRY[value.kind] = value
+#: Every event of a run: the closed union consumers match on exhaustively.
+Event: TypeAlias = (
+    RunStarted
+    | TextDelta
+    | Text
+    | ToolUse
+    | ApprovalRequested
+    | ApprovalDecided
+    | ToolResult
+    | ToolError
+    | MemoryChanged
+    | ChangeProposed
+    | ChangeDecided
+    | Usage
+    | TaskStarted
+    | TaskFinished
+    | RunFinished
+    | RunFailed
+    | RunCancelled
+)
+#: The events that end a run; exactly one per run.
+TerminalEvent: TypeAlias = RunFinished | RunFailed | RunCancelled
+#: For ``isinstance``: ``isinstance(event, TERMINAL)``.
+TERMINAL: tuple[type[RunFinished], type[RunFailed], type[RunCancelled]] = (RunFinished, RunFailed, RunCancelled)
 
 
-_register_all()
+# --------------------------------------------------------------------------------------------
+# The serialisation registry: the only place that maps a ``kind`` string to a class.
 
-TERMINAL_KINDS = frozenset({"run_finished", "run_failed", "run_cancelled"})
+#: ``kind`` -> event class, for every member of :data:`Event`.
+EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in typing.get_args(Event)}
+TERMINAL_KINDS = frozenset(cls.kind for cls in TERMINAL)
+_FIELDS: dict[str, frozenset[str]] = {
+    kind: frozenset(f.name for f in dataclasses.fields(cls)) for kind, cls in EVENT_TYPES.items()
+}
+
+
+def event_kinds() -> list[str]:
+    """The ``kind`` of every event, sorted."""
+    return sorted(EVENT_TYPES)
+
+
+def _to_jsonable(value: Any) -> Any:
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    if isinstance(value, dict):
+        return {str(k): _to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_to_jsonable(v) for v in value]
+    return value
+
+
+def to_dict(event: Event) -> dict[str, Any]:
+    """The JSON-ready dict of ``event`` (``kind`` first)."""
+    return event.to_dict()
+
+
+def to_json(event: Event, *, indent: int | None = None) -> str:
+    """``event`` as one line of JSON (the store's rows, ``--json`` and JSONL exports)."""
+    separators = (",", ":") if indent is None else None
+    return json.dumps(event.to_dict(), ensure_ascii=False, default=str, indent=indent, separators=separators)
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """Rebuild an event from :func:`to_dict` output (unknown fields are ignored)."""
+    kind = str(data.get("kind"))
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:
+        raise ValueError(f"Unknown event kind: {kind!r}. Known kinds: {', '.join(event_kinds())}")
+    names = _FIELDS[kind]
+    kwargs = {k: v for k, v in data.items() if k in names}
+    for key in cls.result_fields:
+        value = kwargs.get(key)
+        if isinstance(value, dict):
+            from workspace.result import result_from_dict
+
+            kwargs[key] = result_from_dict(value)
+    return cls(**kwargs)
+
+
+def event_from_json(text: str) -> Event:
+    """Rebuild an event from :func:`to_json` output."""
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("An event is a JSON object with a 'kind'")
+    return event_from_dict(data)
+
+
+def is_terminal(event: Event) -> bool:
+    """Whether ``event`` ends its run."""
+    return isinstance(event, TERMINAL)

@@ -92,10 +92,22 @@ from workspace import events as ev
 from workspace.agent import EventRun
 from workspace.errors import AwaitTimeout, ConfigurationError, RunFailedError
 from workspace.memory import Memory
-from workspace.result import RobotResult, Usage
+from workspace.result import (
+    CANCELLED,
+    DONE,
+    FAILED,
+    RUNNING,
+    SKIPPED,
+    STATUSES,
+    TERMINAL_STATUSES,
+    WAITING,
+    NetworkResult,
+    RobotResult,
+    TaskState,
+)
+from workspace.result import last_text as _last_text
 
 if TYPE_CHECKING:
-    from workspace.agent import AgentRun
     from workspace.config import Config
     from workspace.providers.base import Provider
     from workspace.robot import Robot
@@ -120,14 +132,6 @@ __all__ = [
 ]
 
 # Task states, as the Network dock shows them.
-WAITING = "waiting"
-RUNNING = "running"
-DONE = "done"
-FAILED = "failed"
-SKIPPED = "skipped"
-CANCELLED = "cancelled"
-STATUSES = (WAITING, RUNNING, DONE, FAILED, SKIPPED, CANCELLED)
-TERMINAL_STATUSES = frozenset({DONE, FAILED, SKIPPED, CANCELLED})
 
 #: Keyword options of :meth:`Network.stream` that are not template variables; they reach every
 #: task's robot (``tools``/``mcp`` are the run level for tasks that leave theirs at ``inherit``).
@@ -265,11 +269,6 @@ def _norm(name: Any) -> str:
     return re.sub(r"[\s-]+", "_", str(name).strip().lower())
 
 
-def _last_text(result: RobotResult | None) -> str:
-    if result is None:
-        return ""
-    text = result.last_text_content
-    return "" if text is None else str(text)
 
 
 def _json_object(text: str) -> Any:
@@ -1077,183 +1076,6 @@ def _mermaid_node(node_id: str, task: Task) -> str:
 # Running
 
 
-@dataclass(eq=False)
-class TaskState:
-    """A task's live state in one run: what the Network dock shows and opens.
-
-    ``status`` is one of waiting / running / done / failed / skipped / cancelled;
-    ``events`` is the task's own event stream (its transcript); ``result`` its RobotResult
-    (the partial one after a failure or a stop); ``reason`` why it failed, was skipped or stopped.
-    """
-
-    name: str
-    robot: str
-    optional: bool
-    depends_on: list[str]
-    status: str = WAITING
-    message: str | None = None
-    result: RobotResult | None = None
-    error: str | None = None
-    error_type: str | None = None
-    reason: str | None = None
-    run_id: str | None = None
-    activated_by: str | None = None
-    routed_to: list[str] = field(default_factory=list)
-    started_at: float | None = None
-    finished_at: float | None = None
-    events: list[ev.Event] = field(default_factory=list)
-    agent_run: AgentRun | None = field(default=None, repr=False)
-
-    @property
-    def duration(self) -> float | None:
-        if self.started_at is None:
-            return None
-        end = self.finished_at if self.finished_at is not None else time.time()
-        return end - self.started_at
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in TERMINAL_STATUSES
-
-    @property
-    def text(self) -> str:
-        """The task's last text (its answer)."""
-        return _last_text(self.result)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "name": self.name,
-            "robot": self.robot,
-            "status": self.status,
-            "optional": self.optional,
-            "depends_on": list(self.depends_on),
-            "message": self.message,
-            "error": self.error,
-            "reason": self.reason,
-            "run_id": self.run_id,
-            "activated_by": self.activated_by,
-            "routed_to": list(self.routed_to),
-            "duration": self.duration,
-            "result": self.result.to_dict() if self.result is not None else None,
-        }
-        return {k: v for k, v in out.items() if v is not None}
-
-
-@dataclass(eq=False)
-class NetworkResult:
-    """What a network run produced. ``value`` / ``last`` is the last finished task's RobotResult
-    (RobotLab's ``result.value``); ``results`` holds each finished task's, by task name;
-    ``context`` is RobotLab's ``result.context`` (by robot name, by task name, and ``run_params``)."""
-
-    network: str
-    status: str
-    tasks: dict[str, TaskState]
-    order: list[str]
-    params: dict[str, Any]
-    message: str = ""
-    failed_task: str | None = None
-    error: str | None = None
-    duration: float = 0.0
-    memory: Memory | None = field(default=None, repr=False)
-
-    @property
-    def results(self) -> dict[str, RobotResult]:
-        """Finished tasks' results by task name, in the order they finished."""
-        return {name: r for name in self.order if (r := self.tasks[name].result) is not None}
-
-    @property
-    def by_robot(self) -> dict[str, RobotResult]:
-        """Finished tasks' results by robot name (RobotLab's context keys); the later wins."""
-        return {r.robot_name: r for r in self.results.values()}
-
-    @property
-    def last(self) -> RobotResult | None:
-        return self.tasks[self.order[-1]].result if self.order else None
-
-    value = last
-
-    @property
-    def last_task(self) -> str | None:
-        return self.order[-1] if self.order else None
-
-    @property
-    def last_text_content(self) -> Any:
-        last = self.last
-        return last.last_text_content if last is not None else None
-
-    @property
-    def context(self) -> dict[str, Any]:
-        return {**self.by_robot, **self.results, "run_params": dict(self.params)}
-
-    @property
-    def skipped(self) -> list[str]:
-        return [n for n, s in self.tasks.items() if s.status == SKIPPED]
-
-    @property
-    def activated(self) -> dict[str, str]:
-        """Optional tasks that were activated, and by which task."""
-        return {n: s.activated_by for n, s in self.tasks.items() if s.activated_by}
-
-    @property
-    def statuses(self) -> dict[str, str]:
-        return {n: s.status for n, s in self.tasks.items()}
-
-    @property
-    def usage(self) -> Usage:
-        total = Usage()
-        for state in self.tasks.values():
-            if state.result is not None and state.result.usage is not None:
-                total = total + state.result.usage
-        return total
-
-    def __getitem__(self, name: str) -> RobotResult:
-        return self.results[name]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.results
-
-    def to_dict(self) -> dict[str, Any]:
-        """The last result's RobotLab export at the top level (so a reader that expects a
-        RobotResult gets the last one), then ``network``, ``status``, ``tasks`` and the rest."""
-        last = self.last
-        out: dict[str, Any] = last.to_dict() if last is not None else {
-            "robot_name": self.network, "output": [], "tool_calls": []}
-        out.update({
-            "network": self.network,
-            "status": self.status,
-            "message": self.message,
-            "last_task": self.last_task,
-            "tasks": {name: state.to_dict() for name, state in self.tasks.items()},
-            "order": list(self.order),
-            "skipped": self.skipped,
-            "failed_task": self.failed_task,
-            "error": self.error,
-            "network_duration": self.duration,
-            "network_usage": self.usage.to_dict(),
-        })
-        return {k: v for k, v in out.items() if v is not None}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> NetworkResult:
-        tasks: dict[str, TaskState] = {}
-        for name, t in (data.get("tasks") or {}).items():
-            result = t.get("result")
-            tasks[name] = TaskState(
-                name=name, robot=t.get("robot", name), optional=bool(t.get("optional")),
-                depends_on=list(t.get("depends_on") or []), status=t.get("status", DONE), message=t.get("message"),
-                result=RobotResult.from_dict(result) if isinstance(result, Mapping) else None,
-                error=t.get("error"), reason=t.get("reason"), run_id=t.get("run_id"),
-                activated_by=t.get("activated_by"), routed_to=list(t.get("routed_to") or []),
-            )
-        return cls(network=str(data.get("network", "")), status=str(data.get("status", DONE)), tasks=tasks,
-                   order=list(data.get("order") or []), params={}, message=str(data.get("message", "")),
-                   failed_task=data.get("failed_task"), error=data.get("error"),
-                   duration=float(data.get("network_duration") or 0.0))
-
-    def __repr__(self) -> str:
-        return f"<NetworkResult {self.network!r} {self.status} {self.statuses!r}>"
-
-
 class NetworkRun(EventRun):
     """One run of a network: iterate it (once) for the merged events; ``cancel()`` stops it.
 
@@ -1588,7 +1410,10 @@ class NetworkRun(EventRun):
 
     async def _settle(self, task: Task, state: TaskState, terminal: ev.Event | None) -> None:
         if isinstance(terminal, ev.RunFinished):
-            result = terminal.result
+            result = terminal.result if isinstance(terminal.result, RobotResult) else None
+            if result is None:  # pragma: no cover - a task's robot run always ends with a RobotResult
+                self._task_failed(state, "the task's robot finished without a result", "RuntimeError")
+                return
             try:
                 routed = await self._route(task, result)
             except Exception as exc:

@@ -10,15 +10,21 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workspace.messages import Message, ToolResultMessage, format_time, parse_time
 
-__all__ = ["RobotResult", "Usage"]
+if TYPE_CHECKING:
+    from workspace.agent import AgentRun
+    from workspace.events import Event
+    from workspace.memory import Memory
+
+__all__ = ["STATUSES", "NetworkResult", "RobotResult", "TaskState", "Usage", "last_text", "result_from_dict"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,3 +304,209 @@ class RobotResult:
     def __repr__(self) -> str:
         return (f"RobotResult(robot_name={self._robot_name!r}, output={self._output!r}, "
                 f"tool_calls={len(self._tool_calls)}, stop_reason={self._stop_reason!r}, id={self._id!r})")
+
+
+# Network runs: a task's live state and what a whole network run produced. They live beside
+# RobotResult so the events (and anything that reads stored events) rebuild them without the
+# network package.
+
+WAITING = "waiting"
+RUNNING = "running"
+DONE = "done"
+FAILED = "failed"
+SKIPPED = "skipped"
+CANCELLED = "cancelled"
+STATUSES = (WAITING, RUNNING, DONE, FAILED, SKIPPED, CANCELLED)
+TERMINAL_STATUSES = frozenset({DONE, FAILED, SKIPPED, CANCELLED})
+
+
+def last_text(result: RobotResult | None) -> str:
+    if result is None:
+        return ""
+    text = result.last_text_content
+    return "" if text is None else str(text)
+
+
+@dataclass(eq=False)
+class TaskState:
+    """A task's live state in one run: what the Network dock shows and opens.
+
+    ``status`` is one of waiting / running / done / failed / skipped / cancelled;
+    ``events`` is the task's own event stream (its transcript); ``result`` its RobotResult
+    (the partial one after a failure or a stop); ``reason`` why it failed, was skipped or stopped.
+    """
+
+    name: str
+    robot: str
+    optional: bool
+    depends_on: list[str]
+    status: str = WAITING
+    message: str | None = None
+    result: RobotResult | None = None
+    error: str | None = None
+    error_type: str | None = None
+    reason: str | None = None
+    run_id: str | None = None
+    activated_by: str | None = None
+    routed_to: list[str] = field(default_factory=list)
+    started_at: float | None = None
+    finished_at: float | None = None
+    events: list[Event] = field(default_factory=list)
+    agent_run: AgentRun | None = field(default=None, repr=False)
+
+    @property
+    def duration(self) -> float | None:
+        if self.started_at is None:
+            return None
+        end = self.finished_at if self.finished_at is not None else time.time()
+        return end - self.started_at
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def text(self) -> str:
+        """The task's last text (its answer)."""
+        return last_text(self.result)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "robot": self.robot,
+            "status": self.status,
+            "optional": self.optional,
+            "depends_on": list(self.depends_on),
+            "message": self.message,
+            "error": self.error,
+            "reason": self.reason,
+            "run_id": self.run_id,
+            "activated_by": self.activated_by,
+            "routed_to": list(self.routed_to),
+            "duration": self.duration,
+            "result": self.result.to_dict() if self.result is not None else None,
+        }
+        return {k: v for k, v in out.items() if v is not None}
+
+
+@dataclass(eq=False)
+class NetworkResult:
+    """What a network run produced. ``value`` / ``last`` is the last finished task's RobotResult
+    (RobotLab's ``result.value``); ``results`` holds each finished task's, by task name;
+    ``context`` is RobotLab's ``result.context`` (by robot name, by task name, and ``run_params``)."""
+
+    network: str
+    status: str
+    tasks: dict[str, TaskState]
+    order: list[str]
+    params: dict[str, Any]
+    message: str = ""
+    failed_task: str | None = None
+    error: str | None = None
+    duration: float = 0.0
+    memory: Memory | None = field(default=None, repr=False)
+
+    @property
+    def results(self) -> dict[str, RobotResult]:
+        """Finished tasks' results by task name, in the order they finished."""
+        return {name: r for name in self.order if (r := self.tasks[name].result) is not None}
+
+    @property
+    def by_robot(self) -> dict[str, RobotResult]:
+        """Finished tasks' results by robot name (RobotLab's context keys); the later wins."""
+        return {r.robot_name: r for r in self.results.values()}
+
+    @property
+    def last(self) -> RobotResult | None:
+        return self.tasks[self.order[-1]].result if self.order else None
+
+    value = last
+
+    @property
+    def last_task(self) -> str | None:
+        return self.order[-1] if self.order else None
+
+    @property
+    def last_text_content(self) -> Any:
+        last = self.last
+        return last.last_text_content if last is not None else None
+
+    @property
+    def context(self) -> dict[str, Any]:
+        return {**self.by_robot, **self.results, "run_params": dict(self.params)}
+
+    @property
+    def skipped(self) -> list[str]:
+        return [n for n, s in self.tasks.items() if s.status == SKIPPED]
+
+    @property
+    def activated(self) -> dict[str, str]:
+        """Optional tasks that were activated, and by which task."""
+        return {n: s.activated_by for n, s in self.tasks.items() if s.activated_by}
+
+    @property
+    def statuses(self) -> dict[str, str]:
+        return {n: s.status for n, s in self.tasks.items()}
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for state in self.tasks.values():
+            if state.result is not None and state.result.usage is not None:
+                total = total + state.result.usage
+        return total
+
+    def __getitem__(self, name: str) -> RobotResult:
+        return self.results[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.results
+
+    def to_dict(self) -> dict[str, Any]:
+        """The last result's RobotLab export at the top level (so a reader that expects a
+        RobotResult gets the last one), then ``network``, ``status``, ``tasks`` and the rest."""
+        last = self.last
+        out: dict[str, Any] = last.to_dict() if last is not None else {
+            "robot_name": self.network, "output": [], "tool_calls": []}
+        out.update({
+            "network": self.network,
+            "status": self.status,
+            "message": self.message,
+            "last_task": self.last_task,
+            "tasks": {name: state.to_dict() for name, state in self.tasks.items()},
+            "order": list(self.order),
+            "skipped": self.skipped,
+            "failed_task": self.failed_task,
+            "error": self.error,
+            "network_duration": self.duration,
+            "network_usage": self.usage.to_dict(),
+        })
+        return {k: v for k, v in out.items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> NetworkResult:
+        tasks: dict[str, TaskState] = {}
+        for name, t in (data.get("tasks") or {}).items():
+            result = t.get("result")
+            tasks[name] = TaskState(
+                name=name, robot=t.get("robot", name), optional=bool(t.get("optional")),
+                depends_on=list(t.get("depends_on") or []), status=t.get("status", DONE), message=t.get("message"),
+                result=RobotResult.from_dict(result) if isinstance(result, Mapping) else None,
+                error=t.get("error"), reason=t.get("reason"), run_id=t.get("run_id"),
+                activated_by=t.get("activated_by"), routed_to=list(t.get("routed_to") or []),
+            )
+        return cls(network=str(data.get("network", "")), status=str(data.get("status", DONE)), tasks=tasks,
+                   order=list(data.get("order") or []), params={}, message=str(data.get("message", "")),
+                   failed_task=data.get("failed_task"), error=data.get("error"),
+                   duration=float(data.get("network_duration") or 0.0))
+
+    def __repr__(self) -> str:
+        return f"<NetworkResult {self.network!r} {self.status} {self.statuses!r}>"
+
+
+def result_from_dict(data: Mapping[str, Any]) -> RobotResult | NetworkResult:
+    """A stored result: a :class:`NetworkResult` when ``data`` is one (it has ``network`` and
+    ``tasks``), else a :class:`RobotResult`."""
+    if "network" in data and "tasks" in data:
+        return NetworkResult.from_dict(data)
+    return RobotResult.from_dict(data)
