@@ -57,7 +57,7 @@ async def one_network() -> tuple[float, int]:
     count = 0
     async for event in net.stream("go"):
         count += 1
-        if event.terminal:
+        if isinstance(event, ev.TERMINAL):
             assert isinstance(event, ev.RunFinished), event
     return time.perf_counter() - start, count
 

@@ -53,7 +53,7 @@ def check_stream(events: list[ev.Event]) -> ev.Event:
     terminals = [e for e in events if e.terminal]
     assert len(terminals) == 1 and events[-1] is terminals[0]
     for e in events:
-        if e.kind in ("task_started", "task_finished", "text", "tool_use", "tool_result"):
+        if isinstance(e, ev.TaskStarted | ev.TaskFinished | ev.Text | ev.ToolUse | ev.ToolResult):
             assert e.task, e
     return terminals[0]
 
@@ -62,8 +62,8 @@ def finished(events: list[ev.Event]) -> dict[str, ev.TaskFinished]:
     return {e.task or "": e for e in events if isinstance(e, ev.TaskFinished)}
 
 
-def index(events: list[ev.Event], kind: str, task: str) -> int:
-    return next(i for i, e in enumerate(events) if e.kind == kind and e.task == task)
+def index(events: list[ev.Event], cls: type[ev.Event], task: str) -> int:
+    return next(i for i, e in enumerate(events) if isinstance(e, cls) and e.task == task)
 
 
 # -- structure ----------------------------------------------------------------------------------
@@ -158,10 +158,10 @@ async def test_dependency_order_and_messages() -> None:
     events = await collect(run)
     terminal = check_stream(events)
     assert isinstance(terminal, ev.RunFinished)
-    assert index(events, "task_finished", "first") < index(events, "task_started", "second")
-    assert index(events, "task_finished", "first") < index(events, "task_started", "side")
-    assert index(events, "task_finished", "second") < index(events, "task_started", "last")
-    assert index(events, "task_finished", "side") < index(events, "task_started", "last")
+    assert index(events, ev.TaskFinished, "first") < index(events, ev.TaskStarted, "second")
+    assert index(events, ev.TaskFinished, "first") < index(events, ev.TaskStarted, "side")
+    assert index(events, ev.TaskFinished, "second") < index(events, ev.TaskStarted, "last")
+    assert index(events, ev.TaskFinished, "side") < index(events, ev.TaskStarted, "last")
     result = run.result
     assert result is not None and result.status == "done"
     assert result["first"].last_text_content == "first: hello"
@@ -358,7 +358,7 @@ async def test_memory_writes_are_attributed_under_concurrency() -> None:
         assert change.writer == change.task == change.robot == change.key[2:]
         assert change.network_name == "writers"
         # The change comes after the tool call that made it, in that task's stream.
-        use = next(i for i, e in enumerate(events) if e.kind == "tool_use" and e.task == change.task)
+        use = next(i for i, e in enumerate(events) if isinstance(e, ev.ToolUse) and e.task == change.task)
         assert use < events.index(change)
 
 
@@ -375,7 +375,7 @@ async def test_wait_for_a_key_written_by_another_task() -> None:
     assert isinstance(check_stream(events), ev.RunFinished)
     assert reader_provider.history[0].system == "The answer is 42."
     # The reader started at once (both are entry tasks) and waited for the writer.
-    assert index(events, "task_started", "reader") < index(events, "memory_changed", "writer")
+    assert index(events, ev.TaskStarted, "reader") < index(events, ev.MemoryChanged, "writer")
     assert await net.wait_for("answer", timeout=0.1) == 42
 
 
@@ -550,8 +550,8 @@ async def test_task_state_is_what_a_dock_needs() -> None:
     state = run.tasks["a"]
     assert "running" in seen and state.status == "done"
     assert state.run_id and state.duration is not None and state.text == "hello"
-    assert next(e.kind for e in state.events) == "task_started"
-    assert any(e.kind == "run_started" and e.run_id == state.run_id for e in state.events)
+    assert isinstance(state.events[0], ev.TaskStarted)
+    assert any(isinstance(e, ev.RunStarted) and e.run_id == state.run_id for e in state.events)
     graph = net.graph()
     assert graph["nodes"][0]["name"] == "a" and graph["edges"] == []
     assert "fill:" in net.to_mermaid(status=run.statuses)

@@ -310,8 +310,9 @@ def test_cli_network_run_json_and_show_and_list(tmp_path: Path) -> None:
     result = robotlab("network", "run", str(SHIPPED / "parallel-analysis.yaml"), "Acme is great", "--json")
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
-    assert [e["kind"] for e in events].count("run_finished") == 1 and events[-1]["kind"] == "run_finished"
-    assert {e["task"] for e in events if e["kind"] == "memory_changed"} == {"sentiment", "entities", "keywords"}
+    finished = ev.RunFinished.kind
+    assert [e["kind"] for e in events].count(finished) == 1 and events[-1]["kind"] == finished
+    assert {e["task"] for e in events if e["kind"] == ev.MemoryChanged.kind} == {"sentiment", "entities", "keywords"}
 
     show = robotlab("network", "show", "support-triage")
     assert show.returncode == 0 and "Execution plan" in show.stdout and "graph TD" in show.stdout

@@ -1,0 +1,517 @@
+"""Running a network: :class:`NetworkRun` starts every task whose dependencies are finished,
+forwards the tasks' events in one stream, routes finished tasks' answers to optional tasks, and
+ends with exactly one terminal event (see the package docstring)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import inspect
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, assert_never
+
+from workspace import events as ev
+from workspace.agent import EventRun
+from workspace.errors import AwaitTimeout
+from workspace.memory import Memory
+from workspace.network.graph import readiness
+from workspace.network.model import deep_merge
+from workspace.network.routing import Route, as_names, structured_targets
+from workspace.result import (
+    CANCELLED,
+    DONE,
+    FAILED,
+    RUNNING,
+    SKIPPED,
+    TERMINAL_STATUSES,
+    WAITING,
+    NetworkResult,
+    RobotResult,
+    TaskState,
+)
+from workspace.result import last_text as _last_text
+
+if TYPE_CHECKING:
+    from workspace.network.model import Network, Task
+
+__all__ = ["NetworkRun"]
+
+#: The (run, task) whose robot is running in the current context; lets the memory observer
+#: put a change into the right task's stream.
+_CURRENT: contextvars.ContextVar[tuple[NetworkRun, TaskState] | None] = contextvars.ContextVar(
+    "robotlab_network_task", default=None
+)
+
+
+class NetworkRun(EventRun):
+    """One run of a network: iterate it (once) for the merged events; ``cancel()`` stops it.
+
+    ``tasks`` holds each task's live :class:`TaskState`; ``result`` is the
+    :class:`NetworkResult` once the run ended (also after a failure or a stop).
+    """
+
+    def __init__(self, network: Network, message: Any, params: Mapping[str, Any], options: Mapping[str, Any]
+                 ) -> None:
+        self.network = network
+        self.run_id = str(options.get("run_id") or uuid.uuid4().hex)
+        self.message = _message_text(message)
+        self.params: dict[str, Any] = dict(params)
+        self.options: dict[str, Any] = {k: v for k, v in options.items() if k != "run_id"}
+        self.tasks: dict[str, TaskState] = {
+            name: TaskState(name=name, robot=t.robot.name, optional=t.optional,
+                            depends_on=network.dependencies(name))
+            for name, t in network.tasks.items()
+        }
+        self.result: NetworkResult | None = None
+        self.terminal: ev.Event | None = None
+        self._queue: asyncio.Queue[ev.Event] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._handles: dict[str, asyncio.Task[None]] = {}
+        self._seq = 0
+        self._consumed = False
+        self._stop_reason: str | None = None
+        self._failure: TaskState | None = None
+        self._order: list[str] = []
+        self._idle: asyncio.Event | None = None
+        self._semaphore = asyncio.Semaphore(network.concurrency) if isinstance(network.concurrency, int) else None
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: int | None = None
+        self._started = time.monotonic()
+        self._routes_to: dict[str, list[Route]] = {}
+        self._routes_from: dict[str, list[Route]] = {}
+        for route in network.routes:
+            self._routes_from.setdefault(str(route.source), []).append(route)
+            for target in route.targets():
+                self._routes_to.setdefault(target, []).append(route)
+
+    # -- public -------------------------------------------------------------------------
+    def start(self) -> NetworkRun:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._main(), name=f"network-{self.run_id[:8]}")
+        return self
+
+    def cancel(self, reason: str = "stopped by the user") -> None:
+        """Stop every running task; the run still ends with ``run_cancelled``. Safe any time."""
+        if self.terminal is not None:
+            return
+        if self._stop_reason is None and self._failure is None:
+            self._stop_reason = reason
+        if self._task is None:
+            self.start()
+        else:
+            self._stop_tasks(self._stop_reason or reason)
+
+    @property
+    def statuses(self) -> dict[str, str]:
+        return {name: state.status for name, state in self.tasks.items()}
+
+    def task(self, name: str) -> TaskState:
+        return self.tasks[name]
+
+    # -- emitting -------------------------------------------------------------------------
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _emit(self, cls: type[ev.Event], *, robot: str | None = None, task: str | None = None,
+              **fields: Any) -> ev.Event | None:
+        if self.terminal is not None:
+            return None
+        event = cls(run_id=self.run_id, robot=robot or self.network.name, seq=self._next_seq(), task=task,
+                    **fields)
+        if isinstance(event, ev.TERMINAL):
+            self.terminal = event
+        elif task is not None and task in self.tasks:
+            self.tasks[task].events.append(event)
+        self._queue.put_nowait(event)
+        return event
+
+    def _forward(self, state: TaskState, event: ev.Event) -> None:
+        if self.terminal is not None:
+            return
+        event = event.replace(seq=self._next_seq())
+        state.events.append(event)
+        self._queue.put_nowait(event)
+
+    def _on_memory_change(self, change: Any) -> None:
+        current = _CURRENT.get()
+        state = current[1] if current is not None and current[0] is self else None
+        fields = {"key": str(change.key), "value": change.value, "previous": change.previous,
+                  "writer": change.writer, "network_name": change.network_name}
+
+        def deliver() -> None:
+            run = state.agent_run if state is not None else None
+            if run is not None and not run.done:
+                run.emit(ev.MemoryChanged, **fields)  # in order with the task's tool events
+            else:
+                self._emit(ev.MemoryChanged, robot=change.writer or self.network.name,
+                           task=state.name if state is not None else None, **fields)
+
+        if self._loop is None or threading.get_ident() == self._thread:
+            deliver()
+        else:
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(deliver)
+
+    # -- the scheduler --------------------------------------------------------------------
+    async def _main(self) -> None:
+        remove_observer: Callable[[], None] | None = None
+        try:
+            self._loop = asyncio.get_running_loop()
+            self._thread = threading.get_ident()
+            self._idle = asyncio.Event()
+            remove_observer = self.network.memory.add_observer(self._on_memory_change)
+            model, is_lm = self._models()
+            self._emit(ev.RunStarted, message=self.message, model=model, is_language_model=is_lm)
+            self._advance()
+            await self._idle.wait()
+        except asyncio.CancelledError:
+            self._stop_reason = self._stop_reason or "cancelled"
+            await self._drain()
+            self._conclude()
+            raise
+        except Exception as exc:  # a bug in the scheduler: never leave the run open
+            self._stop_reason = self._stop_reason or "the network failed"
+            await self._drain()
+            self.result = self._make_result(FAILED, error=f"{type(exc).__name__}: {exc}")
+            self._emit(ev.RunFailed, error=f"The network failed: {exc}", error_type=type(exc).__name__,
+                       partial=self.result)
+        finally:
+            if remove_observer is not None:
+                remove_observer()
+        self._conclude()
+
+    async def _drain(self) -> None:
+        self._stop_tasks(self._stop_reason or "stopped")
+        while self._handles:
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(asyncio.gather(*self._handles.values(), return_exceptions=True))
+            await asyncio.sleep(0)
+
+    def _conclude(self) -> None:
+        if self.terminal is not None:
+            return
+        reason = None
+        if self._failure is not None:
+            reason = f"not run: task '{self._failure.name}' failed"
+        elif self._stop_reason is not None:
+            reason = f"not run: {self._stop_reason}"
+        for state in self.tasks.values():
+            if state.status == WAITING:
+                if reason is None:  # pragma: no cover - defensive: the scheduler decides every task
+                    self._finish(state, SKIPPED, reason="never became ready")
+                else:
+                    self._finish(state, CANCELLED, reason=reason)
+        if self._failure is not None:
+            failed = self._failure
+            error = f"Task '{failed.name}' failed: {failed.error}"
+            self.result = self._make_result(FAILED, error=error)
+            self._emit(ev.RunFailed, robot=failed.robot, task=failed.name, error=error,
+                       error_type=failed.error_type or "Error", partial=self.result)
+        elif self._stop_reason is not None:
+            self.result = self._make_result(CANCELLED, error=self._stop_reason)
+            self._emit(ev.RunCancelled, reason=self._stop_reason, partial=self.result)
+        else:
+            self.result = self._make_result(DONE)
+            self._emit(ev.RunFinished, result=self.result)
+
+    def _make_result(self, status: str, *, error: str | None = None) -> NetworkResult:
+        return NetworkResult(
+            network=self.network.name, status=status, tasks=self.tasks, order=list(self._order),
+            params=self.params, message=self.message,
+            failed_task=self._failure.name if self._failure is not None else None, error=error,
+            duration=time.monotonic() - self._started, memory=self.network.memory,
+        )
+
+    def _models(self) -> tuple[str, bool]:
+        labels: list[str] = []
+        is_lm = True
+        for task in self.network.tasks.values():
+            try:
+                provider = self.options.get("provider") or task.robot.provider
+            except Exception:
+                continue
+            label = str(getattr(provider, "label", "") or "")
+            if label and label not in labels:
+                labels.append(label)
+            is_lm = is_lm and bool(getattr(provider, "is_language_model", True))
+        return (", ".join(labels) if labels else "network"), is_lm
+
+    def _advance(self) -> None:
+        """Start every ready task, skip what can no longer run; set idle when nothing runs."""
+        if self._stop_reason is None and self._failure is None:
+            while True:
+                progressed = False
+                for state in self.tasks.values():
+                    if state.status != WAITING or state.name in self._handles:
+                        continue
+                    verdict, reason = readiness(state, self.tasks, self._routes_to)
+                    if verdict == "ready":
+                        self._launch(state)
+                    elif verdict == "skip":
+                        self._finish(state, SKIPPED, reason=reason)
+                        progressed = True
+                if progressed:
+                    continue
+                if self._handles:
+                    break
+                waiting = [s for s in self.tasks.values() if s.status == WAITING]
+                if not waiting:
+                    break
+                # Nothing runs and nothing is ready: optional tasks nobody activated are skipped.
+                dormant = [s for s in waiting if s.optional and s.activated_by is None] or waiting
+                for state in dormant:
+                    self._finish(state, SKIPPED, reason="not activated by any task" if state.optional
+                                 else "its dependencies can no longer run")
+        if not self._handles and self._idle is not None:
+            self._idle.set()
+
+    def _launch(self, state: TaskState) -> None:
+        assert self._loop is not None
+        handle = self._loop.create_task(self._run_task(state), name=f"task-{state.name}")
+        self._handles[state.name] = handle
+        handle.add_done_callback(functools.partial(self._on_handle_done, state))
+
+    def _on_handle_done(self, state: TaskState, _handle: asyncio.Task[None]) -> None:
+        self._handles.pop(state.name, None)
+        if state.status not in TERMINAL_STATUSES:  # cancelled before it began
+            self._finish(state, CANCELLED, reason=self._stop_reason or "stopped")
+        self._advance()
+
+    def _stop_tasks(self, reason: str) -> None:
+        for name, handle in list(self._handles.items()):
+            state = self.tasks[name]
+            run = state.agent_run
+            if run is not None and not run.done:
+                run.cancel(reason)
+            elif run is None and not handle.done():
+                handle.cancel()
+
+    def _fail(self, state: TaskState) -> None:
+        if self._failure is None and self._stop_reason is None:
+            self._failure = state
+            self._stop_tasks(f"task '{state.name}' failed")
+
+    def _finish(self, state: TaskState, status: str, *, result: RobotResult | None = None,
+                error: str | None = None, reason: str | None = None) -> None:
+        state.status = status
+        state.finished_at = time.time()
+        if result is not None:
+            state.result = result
+        state.error = error
+        state.reason = reason if reason is not None else error
+        if status == DONE:
+            self._order.append(state.name)
+        self._emit(ev.TaskFinished, robot=state.robot, task=state.name, status=status,
+                   error=error if error is not None else reason, result=state.result)
+
+    # -- one task -------------------------------------------------------------------------
+    async def _run_task(self, state: TaskState) -> None:
+        task = self.network.tasks[state.name]
+        robot = task.robot
+        _CURRENT.set((self, state))
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                if self._semaphore is not None:
+                    await stack.enter_async_context(self._semaphore)
+                lock = self._locks.setdefault(id(robot), asyncio.Lock())
+                await stack.enter_async_context(lock)
+                if self._stop_reason is not None or self._failure is not None:
+                    self._finish(state, CANCELLED, reason=f"not run: {self._stop_reason or 'another task failed'}")
+                    return
+                message, variables = self._inputs(task, state)
+                state.message = message
+                state.status = RUNNING
+                state.started_at = time.time()
+                self._emit(ev.TaskStarted, robot=state.robot, task=state.name, message=message)
+                memory = self._task_memory(task)
+                if task.wait_for:
+                    values = await memory.wait_for(*task.wait_for, timeout=task.wait_timeout)
+                    found = values if len(task.wait_for) > 1 else {task.wait_for[0]: values}
+                    variables.update(_template_safe(found))
+                if self._stop_reason is not None or self._failure is not None:
+                    self._finish(state, CANCELLED, reason=self._stop_reason or "another task failed")
+                    return
+                run = robot.stream(message, **self._robot_options(task, memory), **variables)
+                state.agent_run = run
+                state.run_id = run.run_id
+                terminal: ev.TerminalEvent | None = None
+                async for event in run:
+                    if isinstance(event, ev.TERMINAL):
+                        terminal = event
+                    else:
+                        self._forward(state, event)
+                await self._settle(task, state, terminal)
+            except asyncio.CancelledError:
+                if state.status not in TERMINAL_STATUSES:
+                    self._finish(state, CANCELLED, result=_partial(state),
+                                 reason=self._stop_reason or (f"task '{self._failure.name}' failed"
+                                                              if self._failure else "stopped"))
+                if self._stop_reason is None and self._failure is None:
+                    raise
+            except AwaitTimeout as exc:
+                self._task_failed(state, f"{exc} (wait_for of task '{state.name}')", "AwaitTimeout")
+            except Exception as exc:
+                self._task_failed(state, str(exc) or type(exc).__name__, type(exc).__name__)
+
+    async def _settle(self, task: Task, state: TaskState, terminal: ev.TerminalEvent | None) -> None:
+        match terminal:
+            case ev.RunFinished(result=RobotResult() as result):
+                try:
+                    routed = await self._route(task, result)
+                except Exception as exc:
+                    state.result = result
+                    self._task_failed(state, f"routing failed: {exc}", type(exc).__name__)
+                    return
+                state.routed_to = routed
+                for target in routed:
+                    target_state = self.tasks[target]
+                    if target_state.activated_by is None and target_state.status == WAITING:
+                        target_state.activated_by = state.name
+                self._finish(state, DONE, result=result)
+            case ev.RunFinished():  # pragma: no cover - a task's robot run always ends with a RobotResult
+                self._task_failed(state, "the task's robot finished without a result", "RuntimeError")
+            case ev.RunFailed():
+                state.result = terminal.partial if isinstance(terminal.partial, RobotResult) else None
+                self._task_failed(state, terminal.error, terminal.error_type or "Error")
+            case ev.RunCancelled():
+                partial = terminal.partial if isinstance(terminal.partial, RobotResult) else None
+                if self._stop_reason is None and self._failure is None:
+                    # Someone stopped this task's robot directly: the network stops with it.
+                    self._stop_reason = f"task '{state.name}' was stopped ({terminal.reason})"
+                    self._stop_tasks(self._stop_reason)
+                self._finish(state, CANCELLED, result=partial, reason=terminal.reason)
+            case None:  # pragma: no cover - AgentRun always ends with a terminal event
+                self._task_failed(state, "the robot's run ended without a result", "RuntimeError")
+            case _:
+                assert_never(terminal)
+
+    def _task_failed(self, state: TaskState, error: str, error_type: str) -> None:
+        state.error_type = error_type
+        if self._failure is not None or self._stop_reason is not None:
+            # Already stopping: a task failing because it was interrupted is just cancelled.
+            self._finish(state, CANCELLED, result=state.result, reason=error)
+            return
+        self._finish(state, FAILED, result=state.result, error=error)
+        self._fail(state)
+
+    async def _route(self, task: Task, result: RobotResult) -> list[str]:
+        text = _last_text(result)
+        chosen: list[str] = []
+        rules = self._routes_from.get(task.name, [])
+        for rule in rules:
+            chosen.extend(rule.choose(text))
+        if task.router is not None:
+            value = task.router(result)
+            if inspect.isawaitable(value):
+                value = await value
+            names = as_names(value)
+            for name in names:
+                target = self.network.tasks.get(name)
+                if target is None or not target.optional:
+                    raise ValueError(
+                        f"the router of task '{task.name}' chose '{name}', which is not an optional task of the "
+                        f"network (optional tasks: {', '.join(self.network.optional_tasks) or 'none'})"
+                    )
+            chosen.extend(names)
+        if not rules and task.router is None:
+            candidates = [s.name for s in self.tasks.values()
+                          if s.optional and s.status == WAITING and s.activated_by is None and s.name != task.name]
+            chosen.extend(structured_targets(text, candidates))
+        return list(dict.fromkeys(chosen))
+
+    # -- what a task gets -----------------------------------------------------------------
+    def _inputs(self, task: Task, state: TaskState) -> tuple[str, dict[str, Any]]:
+        upstream: dict[str, str] = {}
+        sources = [state.activated_by] if state.activated_by else state.depends_on
+        for name in sources:
+            if name is not None and self.tasks[name].status == DONE:
+                text = self.tasks[name].text
+                if text:
+                    upstream[name] = text
+        joined = _join_upstream(upstream)
+        base = deep_merge(self.network.context, self.params)
+        variables = deep_merge(base, task.context)
+        if task.input == "run":
+            message = self.message
+        elif task.input == "upstream":
+            message = joined or self.message
+        elif task.input == "auto":
+            if state.activated_by is not None:
+                activator = self.tasks[state.activated_by]
+                message = activator.message if activator.message is not None else self.message
+            elif state.depends_on:
+                message = joined or self.message
+            else:
+                message = self.message
+        else:
+            from workspace.templates import Template
+
+            values = {**variables, "message": self.message, "upstream": upstream, "upstream_text": joined,
+                      "memory": dict(self._task_memory(task).items())}
+            message = Template(name=f"input of task {task.name}", body=task.input).render(values)
+        variables["network_message"] = self.message
+        variables["upstream"] = upstream
+        return message, _template_safe(variables)
+
+    def _task_memory(self, task: Task) -> Memory:
+        return task.memory if isinstance(task.memory, Memory) else self.network.memory
+
+    def _robot_options(self, task: Task, memory: Memory) -> dict[str, Any]:
+        if isinstance(task.memory, Mapping):
+            memory.merge(task.memory)
+        options: dict[str, Any] = {
+            "network": self.network,
+            # Passed as ``memory``: a Memory given this way always wins in Robot._run_memory.
+            "memory": memory,
+            "task": task.name,
+            "watch_memory": False,  # the network reports each change once
+            "network_tools": self.network.tools,
+            "network_mcp": self.network.mcp,
+            "tools": task.tools if task.tools != "inherit" else self.options.get("tools", "inherit"),
+            "mcp": task.mcp if task.mcp != "inherit" else self.options.get("mcp", "inherit"),
+        }
+        for key in ("approval", "folder", "changes", "thread_id", "max_turns", "settings", "provider"):
+            if self.options.get(key) is not None:
+                options[key] = self.options[key]
+        return options
+
+
+def _template_safe(values: Mapping[str, Any]) -> dict[str, Any]:
+    from workspace.robot import RUN_OPTIONS
+
+    return {k: v for k, v in values.items() if k not in RUN_OPTIONS and k != "message"}
+
+
+def _join_upstream(upstream: Mapping[str, str]) -> str:
+    if not upstream:
+        return ""
+    if len(upstream) == 1:
+        return next(iter(upstream.values()))
+    return "\n\n".join(f"## {name}\n\n{text}" for name, text in upstream.items())
+
+
+def _partial(state: TaskState) -> RobotResult | None:
+    run = state.agent_run
+    if run is not None and run.result is not None:
+        return run.result
+    return state.result
+
+
+def _message_text(message: Any) -> str:
+    if isinstance(message, str):
+        return message
+    if message is None:
+        return ""
+    content = getattr(message, "content", None)
+    if content is not None:
+        return str(content)
+    if isinstance(message, Mapping) and "content" in message:
+        return str(message["content"])
+    return str(message)
