@@ -246,12 +246,79 @@ concurency: 2
     err = problems_of(path)
     text = str(err)
     assert f"{path}: " in text and "problems" in text
-    assert "line 3: robot 'r', field 'tool': unknown field (did you mean 'tools'?)" in text
-    assert "line 7: task 'a', field 'depend_on': unknown field (did you mean 'depends_on'?)" in text
+    assert "line 3: unknown setting 'tool' in robots.r — did you mean 'tools'?" in text
+    assert "line 7: unknown setting 'depend_on' in tasks.a — did you mean 'depends_on'?" in text
+    # the file's shape has problems, and its references are still checked: every problem at once
     assert "line 10: task 'b', field 'depends_on': unknown task 'zzz'" in text
-    assert "task 'b', field 'tools': Invalid tools value: 'some'" in text
-    assert "task 'b', field 'timeout': must be a positive number" in text
-    assert "field 'concurency': unknown field (did you mean 'concurrency'?)" in text
+    assert "line 11: tasks.b.tools: 'some' is not valid: must be inherit, none, all or a list of names" in text
+    assert "line 12: tasks.b.timeout: -1 is out of range: it must be more than 0" in text
+    assert "line 13: unknown setting 'concurency' — did you mean 'concurrency'?" in text
+    assert [p.line for p in err.problems] == [3, 7, 10, 11, 12, 13]
+
+
+def test_a_misspelt_setting_names_file_line_and_the_right_key(tmp_path: Path) -> None:
+    path = write(tmp_path / "net.yaml", """
+robots:
+  r:
+    system_prompt: x
+    temprature: 0.3
+tasks:
+  r: {}
+""")
+    err = problems_of(path)
+    assert str(err) == f"{path}:5: unknown setting 'temprature' in robots.r — did you mean 'temperature'?"
+    assert err.problems[0].line == 5 and err.problems[0].path == path
+
+
+def test_an_unknown_task_key_names_file_line_and_the_right_key(tmp_path: Path) -> None:
+    path = write(tmp_path / "net.yaml", """
+robots:
+  r: {system_prompt: x}
+tasks:
+  - name: r
+    wait_fr: [answer]
+""")
+    err = problems_of(path)
+    assert str(err) == f"{path}:6: unknown setting 'wait_fr' in tasks[0] — did you mean 'wait_for'?"
+
+
+@pytest.mark.parametrize(("where", "text", "message"), [
+    ("robot", "robots:\n  r: {system_prompt: x, temperature: 7}\ntasks:\n  r: {}\n",
+     ":2: robots.r.temperature: 7 is out of range: it must be at most 2"),
+    ("robot", "robots:\n  r: {system_prompt: x, top_p: 3}\ntasks:\n  r: {}\n",
+     ":2: robots.r.top_p: 3 is out of range: it must be at most 1"),
+    ("inline robot", "tasks:\n  r:\n    robot: {system_prompt: x, max_tokens: 0}\n",
+     ":3: tasks.r.robot.max_tokens: 0 is out of range: it must be at least 1"),
+    ("network", "concurrency: 0\nrobots:\n  r: {system_prompt: x}\ntasks:\n  r: {}\n",
+     ":1: concurrency: 0 is out of range: it must be at least 1"),
+    ("network", "concurrency: many\nrobots:\n  r: {system_prompt: x}\ntasks:\n  r: {}\n",
+     ":1: concurrency: 'many' is not valid: must be 'auto' or a positive number"),
+    ("robot", "robots:\n  r: {system_prompt: x, temperature: hot}\ntasks:\n  r: {}\n",
+     ":2: robots.r.temperature: 'hot' is not valid: Input should be a valid number"),
+])
+def test_values_out_of_range_or_of_the_wrong_type_are_errors(tmp_path: Path, where: str, text: str,
+                                                             message: str) -> None:
+    path = write(tmp_path / "net.yaml", text)
+    assert str(problems_of(path)) == f"{path}{message}", where
+
+
+def test_the_json_schema_is_valid_and_describes_the_shipped_networks() -> None:
+    import jsonschema
+    import yaml
+
+    from workspace.network.schema import network_json_schema
+
+    schema = network_json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert set(schema["properties"]) == {"name", "description", "concurrency", "tools", "mcp", "context", "memory",
+                                         "robots", "tasks", "groups", "routes"}
+    assert schema["required"] == ["tasks"] and schema["additionalProperties"] is False
+    json.dumps(schema)  # plain JSON
+    validator = jsonschema.Draft202012Validator(schema)
+    for path in SHIPPED.glob("*.yaml"):
+        assert not list(validator.iter_errors(yaml.safe_load(path.read_text(encoding="utf-8")))), path
+    assert list(validator.iter_errors({"tasks": {"a": {"depend_on": ["b"]}}}))
+    assert list(validator.iter_errors({"robots": {"r": {"temperature": 7}}, "tasks": {}}))
 
 
 def test_route_problems(tmp_path: Path) -> None:
@@ -278,6 +345,14 @@ def test_invalid_yaml_and_wrong_shapes(tmp_path: Path) -> None:
     assert "robot 'r': give its instructions" in text
     with pytest.raises(ConfigurationError, match="network file not found"):
         load_network(tmp_path / "missing.yaml")
+
+
+def test_pydantic_is_imported_only_when_a_file_is_loaded() -> None:
+    code = ("import sys, workspace.network\n"
+            "assert 'pydantic' not in sys.modules and 'workspace.network.schema' not in sys.modules\n"
+            "print('ok')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
 
 
 def test_nothing_runs_when_a_file_has_problems(tmp_path: Path) -> None:

@@ -66,14 +66,17 @@ Events
     failed task) or ``run_cancelled``. One failing task fails the run: finished tasks keep
     their results and running ones are stopped.
 
-Networks are also defined in YAML (:func:`load_network`; schema in its docstring).
+Networks are also defined in YAML (:func:`load_network`; schema in its docstring, the JSON Schema
+from :func:`workspace.network.schema.network_json_schema`).
 
 The package, by noun
     :mod:`~workspace.network.model` (Task, ParallelGroup, Network and its builder API),
     :mod:`~workspace.network.routing` (Route, structured answers), :mod:`~workspace.network.graph`
     (dependencies, cycles, steps, readiness), :mod:`~workspace.network.scheduler` (NetworkRun),
     :mod:`~workspace.network.pictures` (Mermaid, DOT, ASCII, execution plan),
-    :mod:`~workspace.network.loader` (YAML files -> Network) and :mod:`~workspace.network.errors`.
+    :mod:`~workspace.network.loader` (YAML files -> Network), :mod:`~workspace.network.schema`
+    (the file's pydantic models; imported only when a file is loaded) and
+    :mod:`~workspace.network.errors`.
 """
 
 from __future__ import annotations
