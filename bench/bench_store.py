@@ -54,7 +54,7 @@ def _stats(samples_ns: list[int]) -> dict[str, float]:
 
 def bench_append(folder: Path, flush_interval: float) -> dict[str, Any]:
     from workspace import events as ev
-    from workspace.store import Store
+    from workspace.persistence import Store
 
     store = Store(folder / f"append-{flush_interval}.db", flush_interval=flush_interval)
     thread = store.create_thread(robot="bench")
@@ -141,7 +141,7 @@ def bench_transcript(db: Path, thread_id: str) -> dict[str, Any]:
         turns, messages, events = len(views), len(history), sum(len(v.events) for v in views)
         workspace.close()
     rows = 0
-    from workspace.store import Store
+    from workspace.persistence import Store
 
     with Store(db) as store:
         rows = next(store.iter_rows("SELECT COUNT(*) FROM events"))[0]

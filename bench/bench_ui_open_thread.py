@@ -28,8 +28,8 @@ RUNS = 5
 
 def build_thread(db_path: Path) -> str:
     from workspace import events as ev
+    from workspace.persistence import Store
     from workspace.result import RobotResult
-    from workspace.store import Store
 
     store = Store(db_path)
     thread = store.create_thread(robot="assistant", title="A long conversation")

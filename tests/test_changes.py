@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from workspace import changes as changes_mod
+from workspace import events as ev
 from workspace.changes import (
     ChangeError,
     ChangeHistory,
@@ -19,8 +19,8 @@ from workspace.changes import (
     ReadOnlyError,
     compare_texts,
     compose_user_message,
+    fileio,
     format_outcome,
-    settle_in_terminal,
     split_user_message,
 )
 from workspace.diffing import diff_lines, inline_spans, merge3, sniff, split_lines, unified_diff
@@ -452,7 +452,7 @@ def _fail_on_nth_replace_into(folder: Path, n: int, exc: BaseException,
                 raise exc
         real_replace(src, dst, *args, **kwargs)
 
-    monkeypatch.setattr(changes_mod.os, "replace", flaky)
+    monkeypatch.setattr(fileio.os, "replace", flaky)
     return calls
 
 
@@ -678,7 +678,7 @@ def test_outcome_message_and_event(folder: Path) -> None:
     cs.reject_file("b.txt", reason="we still need it")
     result = cs.apply()
     event = cs.decided_event()
-    assert event.kind == "change_decided" and event.run_id == "run-1" and event.robot == "helper"
+    assert isinstance(event, ev.ChangeDecided) and event.run_id == "run-1" and event.robot == "helper"
     assert event.checkpoint_id == result.checkpoint_id
     assert [o["path"] for o in event.outcome] == ["a.txt", "b.txt"]
     assert event.outcome[1]["status"] == "rejected" and event.outcome[1]["reason"] == "we still need it"
@@ -700,90 +700,6 @@ def test_compare_any_two_texts() -> None:
     assert hunk.old_lines == [' "b": 2}\n'] and hunk.new_lines == [' "b": 3}\n']
     assert hunk.inline()[0].new_spans == ((6, 7),)
     assert "-" + ' "b": 2}' in view.unified_diff()
-
-
-# -- the terminal review ----------------------------------------------------------------------------------
-
-
-class Printer:
-    def __init__(self) -> None:
-        from io import StringIO
-
-        self.out = StringIO()
-        self.json_lines = False
-
-    def __call__(self, event: Any) -> None:
-        self.out.write(f"EVENT {event.kind}\n")
-
-
-def scripted(*answers: str) -> Any:
-    queue = list(answers)
-
-    async def ask(prompt: str) -> str:
-        if not queue:
-            raise EOFError
-        return queue.pop(0)
-
-    return ask
-
-
-async def test_terminal_review_per_hunk(folder: Path) -> None:
-    (folder / "a.txt").write_text(TEN)
-    (folder / "b.txt").write_text(TEN)
-    cs = ChangeSet(folder)
-    cs.propose("a.txt", lines_with({1: "one\n", 5: "five\n", 9: "nine\n"}).encode())
-    cs.propose("b.txt", lines_with({2: "two\n"}).encode())
-    printer = Printer()
-    result = await settle_in_terminal(cs, mode="review", printer=printer,
-                                      ask=scripted("y", "n", "too loud", "e", "NINE!", ".", "y"))
-    assert result is not None and result.ok
-    assert (folder / "a.txt").read_text() == lines_with({1: "one\n", 9: "NINE!\n"})
-    assert (folder / "b.txt").read_text() == lines_with({2: "two\n"})
-    text = printer.out.getvalue()
-    assert "-line 5" in text and "+five" in text
-    assert 'rejected (reason: "too loud")' in text
-
-
-async def test_terminal_quit_applies_only_what_was_accepted(folder: Path) -> None:
-    (folder / "a.txt").write_text(TEN)
-    cs = ChangeSet(folder)
-    cs.propose("a.txt", lines_with({1: "one\n", 5: "five\n"}).encode())
-    result = await settle_in_terminal(cs, mode="review", printer=Printer(), ask=scripted("y", "q"))
-    assert result is not None and result.ok
-    assert (folder / "a.txt").read_text() == lines_with({1: "one\n"})
-    assert "not accepted" in (cs.outcome_message() or "")
-
-
-async def test_terminal_never_and_auto(folder: Path) -> None:
-    (folder / "a.txt").write_text(TEN)
-    cs = ChangeSet(folder)
-    cs.propose("a.txt", lines_with({1: "one\n"}).encode())
-    printer = Printer()
-    await settle_in_terminal(cs, mode="never", printer=printer)
-    assert (folder / "a.txt").read_text() == TEN
-    assert "+one" in printer.out.getvalue() and "NOT applied" in printer.out.getvalue()
-    cs = ChangeSet(folder)
-    cs.propose("a.txt", lines_with({1: "one\n"}).encode())
-    await settle_in_terminal(cs, mode="auto", printer=printer)
-    assert (folder / "a.txt").read_text() == lines_with({1: "one\n"})
-
-
-async def test_terminal_conflict_rebase(folder: Path) -> None:
-    (folder / "a.txt").write_text(TEN)
-    cs = ChangeSet(folder)
-    cs.propose("a.txt", lines_with({1: "one\n"}).encode())
-
-    answers = ["y"]
-
-    async def ask(prompt: str) -> str:
-        if prompt.startswith("Hunk"):
-            (folder / "a.txt").write_text(lines_with({10: "ten\n"}))  # edited while reviewing
-            return answers.pop(0)
-        return "r"
-
-    result = await settle_in_terminal(cs, mode="review", printer=Printer(), ask=ask)
-    assert result is not None and result.ok
-    assert (folder / "a.txt").read_text() == lines_with({1: "one\n", 10: "ten\n"})
 
 
 # -- the diff engine --------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import IO, Any
 
 import pytest
 
-from workspace.changes import _StdinLines
+from workspace.cli.review import _StdinLines
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = "hello world\nline 2\n"

@@ -19,10 +19,10 @@ from workspace.exports import (
     import_results_json,
 )
 from workspace.messages import Message
+from workspace.persistence import Store
 from workspace.providers.testing import ScriptedProvider, ToolCall
 from workspace.result import RobotResult
 from workspace.session import Workspace
-from workspace.store import Store
 
 ROBOT = """\
 ---

@@ -16,10 +16,10 @@ from workspace import events as ev
 from workspace.cli import main as cli_main
 from workspace.exports import export_thread
 from workspace.mcp.manager import MCPManager
+from workspace.persistence import Store
 from workspace.providers.testing import ScriptedProvider, ToolCall
 from workspace.robot import Robot
 from workspace.secrets import forget_secrets, install_log_redaction
-from workspace.store import Store
 
 pytestmark = pytest.mark.timeout(60)
 

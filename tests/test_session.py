@@ -17,9 +17,9 @@ from workspace import events as ev
 from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalPolicy, ApprovalRequest
 from workspace.errors import ConfigurationError
 from workspace.messages import ToolCallMessage, ToolResultMessage
+from workspace.persistence import Store
 from workspace.providers.testing import Fail, Pause, ScriptedProvider, ToolCall
 from workspace.session import RecordedRun, ThreadSession, Workspace, title_from
-from workspace.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 

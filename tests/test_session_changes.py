@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from workspace import events as ev
 from workspace.changes import split_user_message
 from workspace.providers.testing import ScriptedProvider, ToolCall
 from workspace.session import Workspace
@@ -43,8 +44,8 @@ async def test_review_outcome_reaches_the_next_model_turn(tmp_path: Path) -> Non
         note, typed = split_user_message(str(last_user.content))
         assert typed == "ok, continue"
         assert note is not None and "rejected" in note and "keep nine lower-case" in note
-        kinds = [e.kind for t in session.transcript() for e in t.events]
-        assert "change_proposed" in kinds and "change_decided" in kinds
+        kinds = [type(e) for t in session.transcript() for e in t.events]
+        assert ev.ChangeProposed in kinds and ev.ChangeDecided in kinds
         assert session.thread.title == "capitalise two and nine"
         # Undo restores the file byte for byte, and redo re-applies it.
         history = session.change_history()
@@ -74,8 +75,8 @@ async def test_the_decision_is_recorded_on_the_threads_current_turn_as_stored(tm
         later = ws.store.add_turn(session.thread_id, user_text="from elsewhere", parent_turn_id=first_turn)
         session.changes.accept_all()
         await session.apply_changes()
-        assert [e.kind for e in ws.store.turn_events(later.id)] == ["change_decided"]
-        assert "change_decided" not in [e.kind for e in ws.store.turn_events(first_turn)]
+        assert [type(e) for e in ws.store.turn_events(later.id)] == [ev.ChangeDecided]
+        assert ev.ChangeDecided not in [type(e) for e in ws.store.turn_events(first_turn)]
     finally:
         await ws.aclose()
 

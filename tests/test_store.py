@@ -14,17 +14,17 @@ from typing import Any
 import pytest
 
 from workspace import events as ev
-from workspace import store as store_mod
 from workspace.messages import TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
-from workspace.result import RobotResult, Usage
-from workspace.store import (
+from workspace.persistence import (
     MIGRATIONS,
     NotFoundError,
     Store,
     StoreError,
     coalesce_text,
     conversation_from_events,
+    schema,
 )
+from workspace.result import RobotResult, Usage
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,37 +61,37 @@ def sample_result(text: str = "Done.") -> RobotResult:
 def one_of_each() -> list[ev.Event]:
     """One event of every kind, with non-default fields."""
     result = sample_result()
-    samples: dict[str, dict[str, Any]] = {
-        "run_started": {"message": "hi", "model": "scripted", "is_language_model": False},
-        "text_delta": {"text": "Hel"},
-        "text": {"text": "Hello"},
-        "tool_use": {"id": "call_1", "name": "add", "input": {"a": 1, "b": 2}, "server": "calc"},
-        "approval_requested": {"id": "call_1", "name": "add", "input": {"a": 1}, "server": "calc",
+    samples: dict[type[ev.Event], dict[str, Any]] = {
+        ev.RunStarted: {"message": "hi", "model": "scripted", "is_language_model": False},
+        ev.TextDelta: {"text": "Hel"},
+        ev.Text: {"text": "Hello"},
+        ev.ToolUse: {"id": "call_1", "name": "add", "input": {"a": 1, "b": 2}, "server": "calc"},
+        ev.ApprovalRequested: {"id": "call_1", "name": "add", "input": {"a": 1}, "server": "calc",
                                "annotations": {"destructiveHint": True}},
-        "approval_decided": {"id": "call_1", "name": "add", "decision": "deny", "input": {"a": 1},
+        ev.ApprovalDecided: {"id": "call_1", "name": "add", "decision": "deny", "input": {"a": 1},
                              "reason": "no", "scope": "thread"},
-        "tool_result": {"id": "call_1", "name": "add", "payload": {"data": 3}, "raw": [{"type": "text"}],
+        ev.ToolResult: {"id": "call_1", "name": "add", "payload": {"data": 3}, "raw": [{"type": "text"}],
                         "duration": 0.25, "server": "calc"},
-        "tool_error": {"id": "call_2", "name": "add", "error": {"type": "ValueError", "message": "bad"},
+        ev.ToolError: {"id": "call_2", "name": "add", "error": {"type": "ValueError", "message": "bad"},
                        "duration": 0.1},
-        "memory_changed": {"key": "k", "value": {"x": 1}, "previous": None, "writer": "helper"},
-        "change_proposed": {"change_set_id": "cs1", "files": [{"path": "a.txt", "action": "modify",
+        ev.MemoryChanged: {"key": "k", "value": {"x": 1}, "previous": None, "writer": "helper"},
+        ev.ChangeProposed: {"change_set_id": "cs1", "files": [{"path": "a.txt", "action": "modify",
                                                                 "hunks": [], "added": 1, "removed": 0}]},
-        "change_decided": {"change_set_id": "cs1", "outcome": [{"path": "a.txt", "accepted": [0], "rejected": []}],
+        ev.ChangeDecided: {"change_set_id": "cs1", "outcome": [{"path": "a.txt", "accepted": [0], "rejected": []}],
                            "checkpoint_id": "cp1"},
-        "usage": {"input_tokens": 10, "output_tokens": 5, "cost": 0.25, "total_input_tokens": 10,
-                  "total_output_tokens": 5, "total_cost": 0.25, "model": "m"},
-        "task_started": {"message": "go"},
-        "task_finished": {"status": "done", "result": result},
-        "run_failed": {"error": "boom", "error_type": "ProviderError", "partial": result},
-        "run_cancelled": {"reason": "stopped by the user", "partial": result},
-        "run_finished": {"result": result},
+        ev.Usage: {"input_tokens": 10, "output_tokens": 5, "cost": 0.25, "total_input_tokens": 10,
+                   "total_output_tokens": 5, "total_cost": 0.25, "model": "m"},
+        ev.TaskStarted: {"message": "go"},
+        ev.TaskFinished: {"status": "done", "result": result},
+        ev.RunFailed: {"error": "boom", "error_type": "ProviderError", "partial": result},
+        ev.RunCancelled: {"reason": "stopped by the user", "partial": result},
+        ev.RunFinished: {"result": result},
     }
-    assert set(samples) == set(ev.event_kinds()), "add the new event kind to this test"
+    assert set(samples) == set(ev.EVENT_TYPES.values()), "add the new event kind to this test"
     out = []
-    for seq, kind in enumerate(ev.event_kinds(), start=1):
-        out.append(make(ev.EVENT_TYPES[kind], seq=seq, task="t1" if kind.startswith("task") else None,
-                        **samples[kind]))
+    for seq, cls in enumerate((ev.EVENT_TYPES[kind] for kind in ev.event_kinds()), start=1):
+        task = "t1" if cls in (ev.TaskStarted, ev.TaskFinished) else None
+        out.append(make(cls, seq=seq, task=task, **samples[cls]))
     return out
 
 
@@ -181,7 +181,7 @@ def test_every_event_kind_round_trips(db: Path, flush_interval: float) -> None:
             s.append_event(t.id, turn.id, e)
     with Store(db) as s:
         back = s.turn_events(turn.id)
-    assert [e.kind for e in back] == [e.kind for e in events]
+    assert [type(e) for e in back] == [type(e) for e in events]
     for original, loaded in zip(events, back, strict=True):
         assert type(loaded) is type(original)
         assert loaded.to_dict() == original.to_dict()
@@ -220,18 +220,18 @@ def test_text_deltas_are_held_and_coalesced(db: Path) -> None:
         # Held, not yet written: readers of this store still see them, as one delta.
         assert s.has_held_text(turn.id)
         rows = list(s.iter_rows("SELECT kind FROM events WHERE turn_id = ?", (turn.id,)))
-        assert [r["kind"] for r in rows] == ["run_started"]
+        assert [r["kind"] for r in rows] == [ev.RunStarted.kind]
         seen = s.turn_events(turn.id)
-        assert [e.kind for e in seen] == ["run_started", "text_delta"]
+        assert [type(e) for e in seen] == [ev.RunStarted, ev.TextDelta]
         assert seen[1].text == "".join(words)  # type: ignore[attr-defined]
         # Any other event writes them first, as one row keeping the first delta's seq.
         s.append_event(t.id, turn.id, make(ev.Usage, seq=200, input_tokens=1))
         rows = list(s.iter_rows("SELECT kind, seq, data FROM events WHERE turn_id = ? ORDER BY id", (turn.id,)))
-        assert [r["kind"] for r in rows] == ["run_started", "text_delta", "usage"]
+        assert [r["kind"] for r in rows] == [ev.RunStarted.kind, ev.TextDelta.kind, ev.Usage.kind]
         assert rows[1]["seq"] == 2 and '"deltas":100' in rows[1]["data"]
         s.append_event(t.id, turn.id, make(ev.Text, seq=201, text="".join(words)))
         view = coalesce_text(s.turn_events(turn.id))
-        assert [e.kind for e in view] == ["run_started", "text", "usage"]
+        assert [type(e) for e in view] == [ev.RunStarted, ev.Text, ev.Usage]
         assert view[1].text == "".join(words)  # type: ignore[attr-defined]
 
 
@@ -245,7 +245,7 @@ def test_held_deltas_are_written_after_the_flush_interval(db: Path) -> None:
         s.append_event(t.id, turn.id, make(ev.TextDelta, seq=3, text="c"))  # held again
         with sqlite3.connect(db) as other:  # what a crash would leave on disk
             rows = other.execute("SELECT kind, json_extract(data, '$.text') FROM events").fetchall()
-        assert rows == [("text_delta", "ab")]
+        assert rows == [(ev.TextDelta.kind, "ab")]
         s.flush()
         assert [e.text for e in s.turn_events(turn.id)] == ["ab", "c"]  # type: ignore[attr-defined]
 
@@ -388,7 +388,7 @@ def fill_for_search(s: Store) -> tuple[str, str]:
 @pytest.mark.parametrize("fts", [True, False])
 def test_search_across_threads(db: Path, fts: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     if not fts:
-        monkeypatch.setattr(store_mod, "_FTS5", False)
+        monkeypatch.setattr(schema, "_FTS5", False)
     with Store(db) as s:
         assert s.fts is fts
         a, b = fill_for_search(s)
@@ -411,12 +411,12 @@ def test_search_across_threads(db: Path, fts: bool, monkeypatch: pytest.MonkeyPa
 def test_fts_index_is_rebuilt_after_writes_without_fts(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with Store(db) as s:
         fill_for_search(s)
-    monkeypatch.setattr(store_mod, "_FTS5", False)
+    monkeypatch.setattr(schema, "_FTS5", False)
     with Store(db) as s:
         t = s.create_thread(robot="helper")
         s.add_turn(t.id, user_text="zanzibar trip", parent_turn_id=None)
         assert [h.thread_id for h in s.search("zanzibar")] == [t.id]
-    monkeypatch.setattr(store_mod, "_FTS5", True)
+    monkeypatch.setattr(schema, "_FTS5", True)
     with Store(db) as s:
         assert s.fts
         assert [h.thread_id for h in s.search("zanzibar")] == [t.id]
@@ -446,7 +446,7 @@ def test_secrets_never_reach_the_database(db: Path, monkeypatch: pytest.MonkeyPa
 def test_a_crashed_process_leaves_its_turn_interrupted_with_its_events(db: Path, tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import os, time
-        from workspace.store import Store
+        from workspace.persistence import Store
         from workspace import events as ev
         s = Store({str(db)!r}, flush_interval=0.05)
         t = s.create_thread(robot="helper", title="crash")
@@ -467,7 +467,7 @@ def test_a_crashed_process_leaves_its_turn_interrupted_with_its_events(db: Path,
         turn = s.get_turn(turn_id)
         assert turn.status == "interrupted" and turn.finished_at is not None
         events = coalesce_text(s.turn_events(turn_id))
-        assert [e.kind for e in events] == ["run_started", "text"]
+        assert [type(e) for e in events] == [ev.RunStarted, ev.Text]
         assert events[1].text == "Once upon a time"  # type: ignore[attr-defined]
         assert s.history_messages(thread_id)[-1].content == "Once upon a time"
         assert [h.turn_id for h in s.search("upon")] == [turn_id]

@@ -83,8 +83,8 @@ class Controller(QObject):
         """Open the workspace; a broken database falls back to an in-memory one, with a message.
         ``recover``: a damaged database is moved aside (kept) and a fresh one created."""
         from workspace import paths
+        from workspace.persistence import Store, StoreError
         from workspace.session import Workspace
-        from workspace.store import Store, StoreError
 
         kwargs: dict[str, Any] = {"config": self.config, "folder": self.folder}
         if self.provider is not None:
@@ -289,7 +289,7 @@ class Controller(QObject):
 
     def _remember_thread(self, thread_id: str | None) -> None:
         """The thread to open when the app starts next time (None: start on a new thread)."""
-        from workspace.store import StoreError
+        from workspace.persistence import StoreError
 
         store = self.store
         if store is not None and not store.closed:

@@ -24,8 +24,8 @@ class LazyTranscript:
 
     def view(self, turn: Any) -> Any:
         """The TurnView of ``turn`` (a TurnInfo): its events (text coalesced) and siblings."""
+        from workspace.persistence import coalesce_text
         from workspace.session import TurnView
-        from workspace.store import coalesce_text
 
         events = coalesce_text(self.store.turn_events(turn.id))
         siblings = self._branches.get(turn.parent_turn_id, [turn.id])
@@ -34,7 +34,7 @@ class LazyTranscript:
 
     def all_events(self) -> list[Any]:
         """Every event of the branch, in order (for the inspector)."""
-        from workspace.store import coalesce_text
+        from workspace.persistence import coalesce_text
 
         out: list[Any] = []
         for _turn, events in self.store.path_events(self.thread_id, self.turns[-1].id if self.turns else None):

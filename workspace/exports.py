@@ -24,15 +24,15 @@ from typing import Any
 from workspace import events as ev
 from workspace.errors import Error
 from workspace.messages import Message, TextMessage, ToolResultMessage
-from workspace.result import RobotResult
-from workspace.secrets import redact
-from workspace.store import (
+from workspace.persistence import (
     Store,
     ThreadInfo,
     TurnInfo,
     coalesce_text,
     conversation_from_events,
 )
+from workspace.result import RobotResult
+from workspace.secrets import redact
 
 __all__ = [
     "FORMATS",

@@ -2,7 +2,7 @@
 
 The desktop (and tests, and scripts) drive everything through these three classes:
 
-* :class:`Workspace` owns the configuration, the :class:`~workspace.store.Store`, the approval
+* :class:`Workspace` owns the configuration, the :class:`~workspace.persistence.Store`, the approval
   gate and, optionally, a provider every robot uses (tests pass a ``ScriptedProvider``).
 * :class:`ThreadSession` is one conversation: ``send``, ``edit_and_resend``, ``regenerate``,
   ``switch_branch``, ``transcript``, ``stop``. Before each run the robot's ``history`` is rebuilt
@@ -27,7 +27,7 @@ answered, tool calls included), exactly as for a robot thread. Edit-and-resend a
 start a new network run after the turn's parent.
 
 All store calls are short synchronous SQLite transactions on the event-loop thread (see
-:mod:`workspace.store`); text deltas are held in memory and written every 250 ms at most, by a
+:mod:`workspace.persistence`); text deltas are held in memory and written every 250 ms at most, by a
 timer armed here.
 """
 
@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 from workspace import events as ev
 from workspace.approval import Action, ApprovalDecision, ApprovalGate, ApprovalRequest
+from workspace.persistence import Store, StoreError, ThreadInfo, TurnInfo, coalesce_text, status_for
 from workspace.result import Usage
-from workspace.store import Store, StoreError, ThreadInfo, TurnInfo, coalesce_text, status_for
 
 if TYPE_CHECKING:
     from workspace.agent import EventRun
@@ -513,8 +513,8 @@ class ThreadSession:
         if not leaf_turn_id:
             return {}
         from workspace.messages import TextMessage
+        from workspace.persistence import conversation_from_events, conversation_from_result
         from workspace.result import RobotResult
-        from workspace.store import conversation_from_events, conversation_from_result
 
         histories: dict[str, list[Message]] = {}
         for _turn, events in self.store.path_events(self.thread_id, leaf_turn_id):

@@ -95,7 +95,7 @@ def test_memory_model_keeps_writer_and_history() -> None:
 
 def test_thread_list_model_threads_and_search_hits(tmp_path: object) -> None:
     from ui.models.threads import ThreadListModel
-    from workspace.store import SearchHit, Store
+    from workspace.persistence import SearchHit, Store
 
     store = Store(":memory:")
     a = store.create_thread(robot="assistant", title="First")

@@ -276,7 +276,7 @@ async def test_move_aside_and_start_fresh_from_the_banner(provider: Any, tmp_pat
         await _idle(root)
     finally:
         await close_app(root)
-    from workspace.store import Store
+    from workspace.persistence import Store
 
     with Store.open(bad) as store:  # the fresh database holds the new thread
         assert len(store.list_threads()) == 1
@@ -373,7 +373,7 @@ def test_offscreen_smoke_command(tmp_path: Path) -> None:
 
 def _long_thread(db_path: Path, turns: int) -> str:
     from workspace import events as ev
-    from workspace.store import Store
+    from workspace.persistence import Store
 
     store = Store(db_path)
     thread = store.create_thread(robot="assistant", title="Long")

@@ -224,7 +224,7 @@ async def settle_changes(changes: Any, args: argparse.Namespace, stopped: Signal
     mode = args.apply or ("review" if sys.stdin.isatty() and not args.json else "never")
     if stopped.signal is not None:
         mode = "never"  # stopped by the user or the system: nothing of the run is written
-    from workspace.changes import settle_in_terminal
+    from workspace.cli.review import settle_in_terminal
 
     await settle_in_terminal(changes, mode=mode, printer=printer)
 
@@ -259,7 +259,7 @@ def _approval(args: argparse.Namespace) -> Any:
                 approved=False,
                 reason=f"'{request.tool}' needs approval; rerun with --yes or allow it in {paths.approval_policy_file()}",
             )
-        from workspace.changes import read_terminal_line
+        from workspace.cli.review import read_terminal_line
 
         # With --json, stdout carries only JSON lines: the question goes to stderr.
         out = sys.stderr if getattr(args, "json", False) else sys.stdout

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from workspace.store import Store
+from workspace.persistence import Store
 
 
 def register(sub: Any) -> None:

@@ -1,0 +1,116 @@
+"""Telling the model: the review outcome as text, put in front of the next user message.
+
+``format_outcome`` turns ``ChangeDecided.outcome`` (per file: what was accepted, rejected and
+why, the user's edits) into the note the model reads; :func:`compose_user_message` puts the note
+in a ``<change-review>`` block in front of the user's next message and
+:func:`split_user_message` takes it apart again (the transcript shows it as its own block).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from workspace.changes.hunks import ACCEPTED, REJECTED
+
+
+def _hunk_phrase(h: dict[str, Any]) -> str:
+    start, count = h["old_start"], h["old_count"]
+    if h["kind"] == "rename":
+        return "the rename"
+    if h["kind"] == "file":
+        return "the whole-file change"
+    if count == 0:
+        where = "at the start" if start <= 1 else f"after line {start - 1}"
+    elif count == 1:
+        where = f"line {start}"
+    else:
+        where = f"lines {start}-{start + count - 1}"
+    return f"hunk {h['index'] + 1} ({where})"
+
+
+def format_outcome(outcome: Sequence[dict[str, Any]], *, change_set_id: str | None = None,
+                   max_edit_lines: int = 40) -> str:
+    """The review outcome as text for the model: per file, what was accepted, rejected and why.
+
+    ``outcome`` is a list of ``FileChange.outcome()`` dicts (what ``ChangeDecided``
+    carries), so a session can rebuild the message from stored events alone.
+    """
+    head = "The user reviewed the file changes you proposed"
+    head += f" (change set {change_set_id}):" if change_set_id else ":"
+    lines = [head]
+    for f in outcome:
+        name = f["path"] + (f" → {f['new_path']}" if f.get("new_path") else "")
+        hunks = f.get("hunks", [])
+        status = f.get("status")
+        action = f.get("action", "modify")
+        if status in ("conflict", "failed"):
+            cause = f.get("reason") or ("the file changed on disk meanwhile" if status == "conflict"
+                                        else "it could not be written")
+            lines.append(f"- {name}: NOT applied — {cause}. The file is as the user left it; read it again "
+                         "before proposing a new change.")
+            continue
+        accepted = [h for h in hunks if h["status"] == ACCEPTED]
+        rejected = [h for h in hunks if h["status"] == REJECTED and h.get("reviewed", True)]
+        unreviewed = [h for h in hunks if h["status"] == REJECTED and not h.get("reviewed", True)]
+        noun = {"create": "creation", "delete": "deletion", "rename": "rename"}.get(action, "edit")
+        if accepted and not rejected and not unreviewed:
+            edited = [h for h in accepted if h.get("edited")]
+            if f.get("user_edited"):
+                lines.append(f"- {name}: accepted after the user rewrote the proposed content; the file on "
+                             "disk is the user's version.")
+            elif edited:
+                lines.append(f"- {name}: {noun} accepted and written; "
+                             + ", ".join(_hunk_phrase(h) for h in edited) + " with the user's edits.")
+            else:
+                total = f" (all {len(accepted)} hunks)" if len(accepted) > 1 else ""
+                lines.append(f"- {name}: {noun} accepted and written{total}.")
+        elif not accepted:
+            reason = f.get("reason")
+            why = f' — reason: "{reason}"' if reason else " (no reason given)"
+            if unreviewed and not rejected:
+                lines.append(f"- {name}: {noun} NOT applied: the user did not accept it. The file is unchanged.")
+            else:
+                lines.append(f"- {name}: {noun} rejected{why}. The file is unchanged.")
+        else:
+            parts = []
+            for h in hunks:
+                phrase = _hunk_phrase(h)
+                if h["status"] == ACCEPTED:
+                    parts.append(f"{phrase} accepted" + (" with the user's edits" if h.get("edited") else ""))
+                elif h.get("reviewed", True):
+                    why = f' (reason: "{h["reason"]}")' if h.get("reason") else ""
+                    parts.append(f"{phrase} rejected{why}")
+                else:
+                    parts.append(f"{phrase} not accepted")
+            lines.append(f"- {name}: partly applied — " + "; ".join(parts)
+                         + ". The file on disk contains only the accepted hunks.")
+        for h in hunks:
+            text = h.get("final_text")
+            if h.get("edited") and text:
+                shown = text.splitlines()[:max_edit_lines]
+                lines.append(f"  The user's version of {_hunk_phrase(h)}:")
+                lines.extend("    " + s for s in shown)
+    lines.append("Read a file again before changing it further: the files on disk are the source of truth.")
+    return "\n".join(lines)
+
+
+def compose_user_message(note: str | None, message: str) -> str:
+    """The next user message with the review outcome in front (what the session sends)."""
+    if not note:
+        return message
+    return f"<change-review>\n{note}\n</change-review>\n\n{message}"
+
+
+_NOTE = re.compile(r"\A<change-review>\n(.*?)\n</change-review>\n\n", re.DOTALL)
+
+
+def split_user_message(text: str) -> tuple[str | None, str]:
+    """``(review note or None, what the user typed)`` of a message built by :func:`compose_user_message`
+    (the transcript shows the note as a separate, collapsible block)."""
+    m = _NOTE.match(text)
+    if m is None:
+        return None, text
+    return m.group(1), text[m.end():]
+

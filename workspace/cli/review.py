@@ -1,0 +1,417 @@
+"""Reviewing proposed file changes in a terminal: hunk by hunk prompts, the conflict choices,
+and :func:`read_terminal_line`, the ``input()`` for coroutines that every terminal prompt of the
+command line uses.
+
+The change sets themselves (:mod:`workspace.changes`) know nothing of terminals; this is one
+of their views, as the desktop's review window is another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workspace.changes import PENDING, ChangeError
+from workspace.diffing import split_lines, strip_eol, unified_diff
+
+if TYPE_CHECKING:
+    from workspace.changes import ApplyResult, ChangeSet, FileChange, Hunk
+
+#: Asks one question, returns the answer (the terminal's prompt, or a script in tests).
+AskFn = Callable[[str], Awaitable[str]]
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+class _StdinLines:
+    """Lines of standard input for terminal prompts, read so that a prompt never keeps the process alive.
+
+    ``asyncio.to_thread(input, ...)`` cannot be interrupted: after Ctrl-C the executor's worker
+    stays blocked in ``input()`` and ``asyncio.run`` (and the interpreter's exit) wait for it, so
+    the command hangs. Here a *daemon* thread reads the raw file descriptor with ``os.read`` (it
+    holds no lock of ``sys.stdin``, so finalisation never waits on it either) and the prompt awaits
+    its future, which cancellation abandons at once. Bytes read past the end of a line are kept for
+    the next prompt (answers piped in as ``y\\nn\\nreason\\n`` arrive in one read). End of input
+    (a closed or empty pipe, ``/dev/null``, Ctrl-D) raises :class:`EOFError`, like ``input()``.
+    """
+
+    def __init__(self, fd: int | None = None) -> None:
+        self._fd = fd
+        self._read_from: int | None = None  # the descriptor the buffered bytes came from
+        self._buffer = b""
+        self._eof = False
+        # At most one read in flight: a prompt cancelled mid-read leaves its read to the next prompt.
+        self._filling: Any = None  # concurrent.futures.Future[None] | None
+
+    def _fileno(self) -> int | None:
+        if self._fd is not None:
+            return self._fd
+        import sys
+
+        stream = sys.stdin
+        if stream is None:
+            return None
+        try:
+            return stream.fileno()
+        except (OSError, ValueError, AttributeError):  # closed, or replaced by an object without a descriptor
+            return None
+
+    def _fill(self, fd: int | None) -> None:
+        """In the daemon thread: read until the buffer holds a whole line or the input ends."""
+        while b"\n" not in self._buffer and not self._eof:
+            if fd is None:
+                self._eof = True
+                break
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # EBADF, EIO (the terminal went away): no more answers
+                chunk = b""
+            if chunk:
+                self._buffer += chunk
+            else:
+                self._eof = True
+
+    async def readline(self) -> str:
+        import asyncio
+        import concurrent.futures
+        import sys
+
+        if self._filling is not None and not self._filling.done():
+            # A prompt cancelled mid-read left its read running: it is the next answer, and the
+            # buffer is the thread's until it ends.
+            await asyncio.wrap_future(self._filling)
+        elif self._fileno() != self._read_from:  # stdin was replaced: what came from the old one is no answer
+            self._read_from, self._buffer = self._fileno(), b""
+        if b"\n" not in self._buffer:
+            fd = self._fileno()
+            self._read_from = fd
+            # Like input(), end of input is not remembered: a terminal can go on after Ctrl-D.
+            self._eof = False
+            future: concurrent.futures.Future[None] = concurrent.futures.Future()
+            future.set_running_or_notify_cancel()  # so a cancelled prompt cannot cancel the read itself
+
+            def work() -> None:
+                try:
+                    self._fill(fd)
+                except BaseException as exc:  # pragma: no cover - defensive
+                    future.set_exception(exc)
+                else:
+                    future.set_result(None)
+
+            self._filling = future
+            threading.Thread(target=work, name="robotlab-stdin", daemon=True).start()
+            await asyncio.wrap_future(future)
+        line, newline, rest = self._buffer.partition(b"\n")
+        if not newline and not line:
+            raise EOFError("end of input")
+        self._buffer = rest
+        encoding = getattr(sys.stdin, "encoding", None) or "utf-8"
+        return line.decode(encoding, errors="replace").removesuffix("\r")
+
+
+_STDIN = _StdinLines()
+
+
+async def read_terminal_line(prompt: str = "", *, out: Any = None) -> str:
+    """``input(prompt)`` for coroutines: the prompt goes to ``out`` (default ``sys.stdout``; give
+    ``sys.stderr`` when stdout carries machine-readable output), the answer comes from standard input.
+
+    Cancelling the awaiting task (Ctrl-C under ``asyncio.run``) returns at once, and the reading
+    thread never delays the exit; end of input raises :class:`EOFError`.
+    """
+    import sys
+
+    stream = out if out is not None else sys.stdout
+    if prompt:
+        stream.write(prompt)
+        stream.flush()
+    try:
+        return await _STDIN.readline()
+    except EOFError:
+        if prompt:  # end the prompt's line, so what is printed next starts on its own
+            stream.write("\n")
+            stream.flush()
+        raise
+
+
+class _Out:
+    """Where the terminal review writes. With JSON lines on stdout (``--json``), stdout carries only
+    JSON: the review's text and its prompts go to stderr, and ``data`` (stdout) gets JSON objects only."""
+
+    def __init__(self, printer: Any) -> None:
+        import sys
+
+        self.json = bool(getattr(printer, "json_lines", False))
+        self.data = getattr(printer, "out", None) or sys.stdout
+        if self.json:
+            self.out = sys.stderr
+            self.color = _isatty(sys.stderr)
+        else:
+            self.out = self.data
+            self.color = bool(getattr(printer, "_color", False))
+        self.printer = printer
+
+    def c(self, code: str, text: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.color else text
+
+    def line(self, text: str = "") -> None:
+        finish = getattr(self.printer, "finish", None)
+        if callable(finish):
+            finish()
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def record(self, obj: Any) -> None:
+        """One JSON object on its own line of the data stream (stdout)."""
+        self.data.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+        self.data.flush()
+
+    def diff(self, text: str) -> None:
+        for raw in text.splitlines():
+            if raw.startswith(("+++", "---")):
+                self.line(self.c("1", raw))
+            elif raw.startswith("+"):
+                self.line(self.c("32", raw))
+            elif raw.startswith("-"):
+                self.line(self.c("31", raw))
+            elif raw.startswith("@@"):
+                self.line(self.c("36", raw))
+            else:
+                self.line(raw)
+
+
+def _hunk_text(fc: FileChange, h: Hunk, out: _Out) -> None:
+    if h.kind == "rename":
+        out.line(out.c("33", f"  rename {fc.path} → {fc.new_path}"))
+        return
+    if h.kind == "file":
+        size = lambda b: "absent" if b is None else f"{len(b)} bytes"  # noqa: E731
+        out.line(out.c("33", f"  whole file: {size(fc.before)} → {size(fc.after)}"))
+        return
+    before, after = fc.context(h)
+    out.line(out.c("36", h.header()))
+    for line in before:
+        out.line(" " + strip_eol(line))
+    for sign, lines in (("-", h.old_lines), ("+", h.final_lines)):
+        for line in lines:
+            out.line(out.c("31" if sign == "-" else "32", sign + strip_eol(line)))
+            if not line.endswith(("\n", "\r")):
+                out.line(out.c("2", "\\ No newline at end of file"))
+    for line in after:
+        out.line(" " + strip_eol(line))
+
+
+async def _edit_text(initial: str, ask: AskFn, out: _Out, *, suffix: str) -> str | None:
+    import asyncio
+    import shlex
+    import subprocess
+    import tempfile
+
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if editor:
+        with tempfile.NamedTemporaryFile("w", suffix=suffix, delete=False, encoding="utf-8") as fh:
+            fh.write(initial)
+            name = fh.name
+        try:
+            proc = await asyncio.to_thread(subprocess.run, [*shlex.split(editor), name], check=False)
+            if proc.returncode != 0:
+                out.line(f"The editor exited with status {proc.returncode}; the hunk is unchanged.")
+                return None
+            return Path(name).read_text(encoding="utf-8")
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+    out.line("Type the replacement lines; a line with only '.' ends, a line with only '!' cancels.")
+    out.line(out.c("2", "Proposed text:"))
+    for line in initial.splitlines():
+        out.line(out.c("2", "  " + line))
+    typed: list[str] = []
+    while True:
+        try:
+            line = await ask("")
+        except EOFError:
+            return None
+        if line == ".":
+            return "".join(x + "\n" for x in typed)
+        if line == "!":
+            return None
+        typed.append(line)
+
+
+_REVIEW_HELP = """  y  accept this hunk            n  reject it (you can give a reason for the robot)
+  e  edit the proposed text, then accept it
+  a  accept this and the rest of the file   d  reject this and the rest of the file
+  A  accept everything that is left          q  quit: reject everything that is left
+  ?  this help"""
+
+
+async def review_in_terminal(changes: ChangeSet, *, ask: AskFn, out: _Out) -> bool:
+    """Ask about every undecided hunk. Returns False if the user quit."""
+    files = [fc for fc in changes.pending_files if any(h.status == PENDING for h in fc.hunks)]
+    for n_file, fc in enumerate(files, start=1):
+        out.line()
+        out.line(out.c("1", f"── {fc.display_path} ({fc.action}, +{fc.added} -{fc.removed}) "
+                            f"[file {n_file}/{len(files)}]"))
+        for h in list(fc.hunks):
+            if h.status != PENDING:
+                continue
+            _hunk_text(fc, h, out)
+            while True:
+                try:
+                    answer = (await ask(f"Hunk {h.number}/{len(fc.hunks)} of {fc.path}: accept? "
+                                        "[y,n,e,a,d,A,q,?] ")).strip()
+                except EOFError:
+                    answer = "q"
+                if answer in ("y", "yes"):
+                    changes.accept(h.id)
+                elif answer in ("n", "no"):
+                    try:
+                        reason = (await ask("Reason for the robot (optional): ")).strip()
+                    except EOFError:
+                        reason = ""
+                    changes.reject(h.id, reason=reason or None)
+                elif answer == "e":
+                    if h.kind == "rename" or fc.format is None:
+                        out.line("This part cannot be edited; accept or reject it.")
+                        continue
+                    text = await _edit_text("".join(strip_eol(x) + "\n" for x in h.final_lines), ask, out,
+                                            suffix=Path(fc.target).suffix or ".txt")
+                    if text is None:
+                        continue
+                    if not h.final_lines or not h.final_lines[-1].endswith(("\n", "\r")):
+                        text = text[:-1] if text.endswith("\n") else text
+                    changes.edit_hunk(h.id, text)
+                elif answer == "a":
+                    changes.accept(*[x.id for x in fc.hunks if x.status == PENDING])
+                elif answer == "d":
+                    try:
+                        reason = (await ask("Reason for the robot (optional): ")).strip()
+                    except EOFError:
+                        reason = ""
+                    changes.reject(*[x.id for x in fc.hunks if x.status == PENDING], reason=reason or None)
+                elif answer == "A":
+                    changes.accept(*[x.id for x in changes.hunks(pending_only=True)])
+                    return True
+                elif answer == "q":
+                    return False
+                else:
+                    out.line(_REVIEW_HELP)
+                    continue
+                break
+            if all(x.status != PENDING for x in fc.hunks):
+                break
+    return True
+
+
+async def settle_in_terminal(changes: ChangeSet, *, mode: str, printer: Any = None,
+                             ask: AskFn | None = None) -> ApplyResult | None:
+    """Settle a run's proposed changes on the command line.
+
+    ``mode``: ``auto`` applies everything, ``never`` prints the proposed diff and
+    writes nothing, ``review`` shows each hunk and asks (accept / reject with a
+    reason / edit / rest of file / all / quit), then applies. Prints the outcome and
+    the checkpoint to undo from; ``ask`` replaces the terminal prompt (tests).
+    """
+    import asyncio
+
+    out = _Out(printer)
+    if ask is None:
+        stream = out.out
+
+        async def ask(prompt: str) -> str:  # the prompt goes where the review's text goes
+            return await read_terminal_line(prompt, out=stream)
+
+    if not changes.pending_files:
+        if changes.outcome():
+            out.line(changes.outcome_message() or "")
+        return None
+    if mode == "never":
+        if out.json:
+            out.record({"kind": "change_set", "change_set_id": changes.id, "files": changes.summary(),
+                        "diff": changes.unified_diff()})
+        else:
+            out.line()
+            out.diff(changes.unified_diff())
+        result = changes.discard(reason="not applied: the run was started with --apply never")
+        count = len(result.settled)
+        out.line(out.c("33", f"✎ {count} proposed file change(s) were NOT applied (--apply never). "
+                             "Use --apply review to review them, or --apply auto to apply them."))
+        _emit_decided(changes, printer)
+        return result
+    if mode not in ("review", "auto"):
+        raise ValueError(f"Unknown apply mode {mode!r}; use review, auto or never")
+    counts = changes.counts()
+    out.line()
+    out.line(out.c("1", f"✎ {counts.files} file(s) changed by {changes.robot or 'the robot'}: {counts.hunks} "
+                        f"hunk(s), +{counts.added} -{counts.removed}"))
+    if mode == "auto":
+        changes.accept_all()
+    elif not await review_in_terminal(changes, ask=ask, out=out):
+        out.line("Stopped reviewing: the hunks not decided yet are not applied.")
+    result = await asyncio.to_thread(changes.apply)
+    while result.conflicts and not result.settled:
+        for conflict in result.conflicts:
+            out.line(out.c("31", f"✗ {conflict.message}"))
+            base, disk, _ = conflict.texts()
+            if base is not None and disk is not None:
+                out.line(out.c("2", "  what changed on disk since the proposal:"))
+                out.diff(unified_diff(split_lines(base), split_lines(disk), old_name="proposal base",
+                                      new_name="disk now"))
+        if mode == "auto":
+            choice = "r"
+        else:
+            try:
+                choice = (await ask("[r]ebase the proposal on the file (keep both changes), [o]verwrite the file "
+                                    "with the proposal, [s]kip these files, [q]uit (apply nothing)? ")
+                          ).strip().lower()
+            except EOFError:
+                choice = "q"
+        if choice in ("r", "o"):
+            unmerged = []
+            for conflict in result.conflicts:
+                try:
+                    changes.rebase(conflict.file_id or conflict.path, overwrite=choice == "o")
+                except ChangeError:
+                    unmerged.append(conflict.path)
+            if unmerged:
+                out.line(out.c("31", "✗ Both the disk and the proposal changed the same lines of "
+                                     + ", ".join(unmerged) + "; these files are skipped."))
+            result = await asyncio.to_thread(lambda: changes.apply(on_conflict="skip"))
+        elif choice == "s":
+            result = await asyncio.to_thread(lambda: changes.apply(on_conflict="skip"))
+        else:
+            result = await asyncio.to_thread(lambda: changes.discard(reason="not applied: the file changed on disk"))
+    if result.error:
+        out.line(out.c("31", f"✗ {result.error}"))
+    message = changes.outcome_message()
+    if message:
+        out.line()
+        out.line(message)
+    if result.checkpoint_id:
+        out.line(out.c("2", f"Checkpoint {result.checkpoint_id} holds the files as they were before "
+                            f"(history entry {result.entry_id})."))
+    _emit_decided(changes, printer)
+    return result
+
+
+def _emit_decided(changes: ChangeSet, printer: Any) -> None:
+    if printer is None or not getattr(printer, "json_lines", False):
+        return
+    printer(changes.decided_event())
+
+
+def iter_hunks(changes: ChangeSet) -> Iterator[tuple[FileChange, Hunk]]:
+    """(file, hunk) pairs in navigation order, for views."""
+    for fc in changes.pending_files:
+        for h in fc.hunks:
+            yield fc, h

@@ -1,0 +1,408 @@
+"""The threads database file: one SQLite connection shared behind a lock.
+
+Opening creates missing folders and the database, switches to WAL (``synchronous=NORMAL``,
+foreign keys on, a busy timeout) and applies pending migrations (:mod:`.schema`). SQLite's
+errors are classified (:func:`classify`): a damaged file raises :class:`StoreError` with
+``reason="corrupt"`` naming the file (``recover=True`` moves it aside as
+``<name>.corrupt-<time>`` and starts a fresh database), a database another program keeps locked
+raises ``reason="locked"`` after the busy timeout instead of hanging.
+
+Every write is one short ``BEGIN IMMEDIATE`` transaction. A write that fails for a passing
+reason (locked, disk full) raises :class:`StoreError` but keeps its rows queued in memory; the
+next write (or :meth:`Database.close`) writes them first, so a short outage loses nothing and
+keeps the order. After a failure the file is left alone for ``retry_after`` seconds, so a locked
+database cannot stall the caller (the UI thread) on every event.
+
+Each open database has an *owner* token (``pid:random``): rows a process marks as its own (the
+turns it is running) can be told apart from those of a process that is gone
+(:func:`owner_alive`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Self, TypeAlias
+
+from workspace.errors import Error
+from workspace.persistence.schema import ensure_fts, migrate
+
+log = logging.getLogger("workspace.persistence")
+
+#: One SQL statement and its parameters, written in a batch by :meth:`Database._write`.
+Statement: TypeAlias = tuple[str, tuple[Any, ...]]
+
+_MAX_QUEUED = 200_000
+
+# Tokens of this process's open databases: a row owned by one of them belongs to a live store.
+_LIVE_OWNERS: set[str] = set()
+
+
+class StoreError(Error):
+    """The database could not be used; the message names the file and the fix.
+
+    ``reason`` is ``"corrupt"``, ``"locked"``, ``"io"``, ``"not_found"``, ``"closed"`` or
+    ``"invalid"``; ``path`` the database file.
+    """
+
+    def __init__(self, message: str, *, path: Path | str | None = None, reason: str = "io") -> None:
+        super().__init__(message)
+        self.path = Path(path) if path is not None else None
+        self.reason = reason
+
+
+class NotFoundError(StoreError, KeyError):
+    """No thread or turn with that id."""
+
+    def __init__(self, message: str, *, path: Path | str | None = None) -> None:
+        StoreError.__init__(self, message, path=path, reason="not_found")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+# ------------------------------------------------------------------------------------------
+# Helpers
+
+
+def now() -> float:
+    """The time stored in the database (seconds since the epoch)."""
+    return time.time()
+
+
+def new_id() -> str:
+    """A new thread or turn id."""
+    return uuid.uuid4().hex
+
+
+def dumps(value: Any) -> str:
+    """JSON as stored in the database's text columns (compact, UTF-8)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def redact(text: str) -> str:
+    """``text`` with the secrets of the environment replaced (nothing secret reaches the file)."""
+    from workspace.secrets import redact
+
+    return redact(text)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with that id runs (on Windows too)."""
+    if pid <= 0:
+        return False
+    if os.name == "nt":  # pragma: no cover - Windows only
+        import ctypes
+
+        kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
+        handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+        if not handle:
+            return False
+        code = ctypes.c_ulong()
+        try:
+            ok = kernel32.GetExitCodeProcess(handle, ctypes.byref(code))
+            return bool(ok) and code.value == 259  # STILL_ACTIVE
+        finally:
+            kernel32.CloseHandle(handle)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def owner_alive(owner: str | None) -> bool:
+    """Whether the database owner token ``pid:token`` belongs to a store still open (in this
+    process) or to a process still running."""
+    if not owner:
+        return False
+    pid_text, _, _token = owner.partition(":")
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return owner in _LIVE_OWNERS
+    return pid_alive(pid)
+
+
+def classify(exc: sqlite3.Error) -> str:
+    """What went wrong, as :attr:`StoreError.reason`: ``locked``, ``corrupt``, ``io`` or ``invalid``."""
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return "locked"
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return "corrupt"
+    if isinstance(exc, sqlite3.OperationalError):
+        return "io"
+    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
+        exc, sqlite3.IntegrityError | sqlite3.ProgrammingError | sqlite3.InterfaceError
+    ):
+        return "corrupt"
+    return "invalid"
+
+
+def transient(exc: sqlite3.Error) -> bool:
+    """True for errors that pass (a lock, a full disk): the rows are kept and written later."""
+    return classify(exc) in ("locked", "io")
+
+
+# ------------------------------------------------------------------------------------------
+# The database
+
+
+class Database:
+    """One SQLite file behind a lock: opening, classified errors, short writes, a queue for outages.
+
+    :class:`~workspace.persistence.Store` builds the threads, turns and events on it; see
+    there for the options. ``":memory:"`` gives a temporary in-memory database.
+    """
+
+    def __init__(self, path: str | Path, *, recover: bool = False, busy_timeout: float = 5.0,
+                 write_timeout: float = 0.5, retry_after: float = 2.0) -> None:
+        self.db_path = Path(path) if str(path) != ":memory:" else Path(":memory:")
+        self._memory = str(path) == ":memory:"
+        self.busy_timeout = float(busy_timeout)
+        self.write_timeout = float(write_timeout)
+        self.retry_after = float(retry_after)
+        #: Where a corrupt database was moved to when ``recover=True`` had to act, else None.
+        self.recovered_from: Path | None = None
+        #: True when the full-text index (FTS5) is in use; else search falls back to ``LIKE``.
+        self.fts = False
+        self._lock = threading.RLock()
+        self._owner = f"{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._queued: list[Statement] = []
+        self._quiet_until = 0.0
+        self._closed = False
+        self._conn: sqlite3.Connection = self._connect(recover=recover)
+        _LIVE_OWNERS.add(self._owner)
+
+    # -- opening -----------------------------------------------------------------------------
+    def _connect(self, *, recover: bool) -> sqlite3.Connection:
+        if not self._memory:
+            try:
+                self.db_path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"Cannot create the folder for the database {self.db_path}: {exc.strerror or exc}. "
+                    "Check the permissions, or set ROBOTLAB_HOME to a writable folder.",
+                    path=self.db_path, reason="io",
+                ) from exc
+            if self.db_path.is_dir():
+                raise StoreError(f"The database path {self.db_path} is a folder; remove it or set ROBOTLAB_HOME "
+                                 "to another location.", path=self.db_path, reason="io")
+        try:
+            return self._open_connection()
+        except sqlite3.Error as exc:
+            kind = classify(exc)
+            if kind == "corrupt":
+                if recover and not self._memory:
+                    self.recovered_from = self._move_aside()
+                    log.warning("the database %s was not usable (%s); it was moved aside as %s and a fresh "
+                                "database was created", self.db_path, exc, self.recovered_from)
+                    try:
+                        return self._open_connection()
+                    except sqlite3.Error as again:
+                        raise self._open_error(again) from again
+                raise StoreError(
+                    f"{self.db_path} is not a usable RobotLab database ({exc}). Nothing was changed. To start "
+                    f"over with a fresh database, keeping this file as {self.db_path.name}.corrupt-<time>: "
+                    "“Move aside and start fresh” in the app, or `robotlab threads recover`; or move the file "
+                    "away yourself and restore a backup.",
+                    path=self.db_path, reason="corrupt",
+                ) from exc
+            raise self._open_error(exc) from exc
+
+    def _open_error(self, exc: sqlite3.Error) -> StoreError:
+        kind = classify(exc)
+        if kind == "locked":
+            return StoreError(
+                f"The database {self.db_path} is locked by another program (another RobotLab window, or a tool "
+                f"such as the sqlite3 shell keeping a transaction open) and did not become free within "
+                f"{self.busy_timeout:g} s. Close that program and try again.",
+                path=self.db_path, reason="locked",
+            )
+        if kind == "corrupt":
+            return StoreError(f"{self.db_path} is not a usable RobotLab database ({exc}). Move it aside and try "
+                              "again.", path=self.db_path, reason="corrupt")
+        return StoreError(
+            f"Cannot open the database {self.db_path}: {exc}. Check that the folder exists and is writable "
+            "(`robotlab paths` shows where the database lives; ROBOTLAB_HOME moves it).",
+            path=self.db_path, reason="io",
+        )
+
+    def _open_connection(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(self.db_path), timeout=self.busy_timeout, isolation_level=None,
+                               check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            if not self._memory:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                if mode is None or str(mode[0]).lower() != "wal":
+                    log.warning("the database %s could not switch to WAL mode (%s)", self.db_path, mode)
+                conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._prepare(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute(f"PRAGMA busy_timeout = {int(self.write_timeout * 1000)}")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _move_aside(self) -> Path:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        target = self.db_path.with_name(f"{self.db_path.name}.corrupt-{stamp}")
+        n = 1
+        while target.exists():
+            n += 1
+            target = self.db_path.with_name(f"{self.db_path.name}.corrupt-{stamp}-{n}")
+        try:
+            os.replace(self.db_path, target)
+            for suffix in ("-wal", "-shm", "-journal"):
+                side = self.db_path.with_name(self.db_path.name + suffix)
+                if side.exists():
+                    os.replace(side, target.with_name(target.name + suffix))
+        except OSError as exc:
+            raise StoreError(f"{self.db_path} is not a usable database and could not be moved aside: {exc}. "
+                             "Move or delete it yourself.", path=self.db_path, reason="corrupt") from exc
+        return target
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Inside the opening transaction: the migrations and the search index (subclasses add theirs)."""
+        migrate(conn)
+        self.fts = ensure_fts(conn)
+
+    # -- closing ------------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _closing_statements(self) -> list[Statement]:
+        """What :meth:`close` writes last (with the queued rows); subclasses add theirs."""
+        return []
+
+    def close(self) -> None:
+        """Write the queued rows and :meth:`_closing_statements`, then close the connection."""
+        with self._lock:
+            if self._closed:
+                return
+            self._quiet_until = 0.0
+            try:
+                self._conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+                self._write(self._closing_statements())
+            except (StoreError, sqlite3.Error) as exc:
+                lost = len(self._queued)
+                log.error("closing the database %s: %s (%d queued row(s) could not be written)", self.db_path, exc,
+                          lost)
+            finally:
+                self._closed = True
+                _LIVE_OWNERS.discard(self._owner)
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {str(self.db_path)!r}{' closed' if self._closed else ''}>"
+
+    # -- low level ------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"The database {self.db_path} is closed.", path=self.db_path, reason="closed")
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            self._check_open()
+            try:
+                return self._conn.execute(sql, tuple(params)).fetchall()
+            except sqlite3.Error as exc:
+                raise self._runtime_error(exc, "reading") from exc
+
+    def _runtime_error(self, exc: sqlite3.Error, doing: str) -> StoreError:
+        kind = classify(exc)
+        if kind == "locked":
+            hint = "another program keeps it locked; close that program (writes are kept and retried)"
+        elif kind == "corrupt":
+            hint = "the file is damaged; restart the app to move it aside and start a fresh database"
+        elif "full" in str(exc).lower():
+            hint = "the disk is full; free some space (writes are kept and retried)"
+        else:
+            hint = "check the disk and the file's permissions"
+        return StoreError(f"Error {doing} the database {self.db_path}: {exc}; {hint}.", path=self.db_path, reason=kind)
+
+    def _write(self, statements: list[Statement]) -> None:
+        """Run ``statements`` (after any queued ones) in one transaction."""
+        with self._lock:
+            self._check_open()
+            if not statements and not self._queued:
+                return
+            batch = self._queued + statements if self._queued else statements
+            if self._queued and time.monotonic() < self._quiet_until:
+                self._queue(batch)
+                raise StoreError(f"The database {self.db_path} is unavailable; {len(self._queued)} row(s) are kept "
+                                 "in memory and written when it is free again.", path=self.db_path, reason="locked")
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                for sql, params in batch:
+                    conn.execute(sql, params)
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                if transient(exc):
+                    self._queue(batch)
+                    self._quiet_until = time.monotonic() + self.retry_after
+                elif self._queued:
+                    log.error("dropping %d queued database write(s) after an error: %s", len(self._queued), exc)
+                    self._queued = []
+                raise self._runtime_error(exc, "writing") from exc
+            self._queued = []
+
+    def _queue(self, batch: list[Statement]) -> None:
+        if len(batch) > _MAX_QUEUED:
+            log.error("dropping %d queued database writes (the database stayed unavailable too long)",
+                      len(batch) - _MAX_QUEUED)
+            batch = batch[-_MAX_QUEUED:]
+        self._queued = batch
+
+    @property
+    def queued_writes(self) -> int:
+        """Rows kept in memory because the database was unavailable (written on the next write)."""
+        return len(self._queued)
+
+    # -- maintenance ------------------------------------------------------------------------------
+    def integrity_check(self) -> str:
+        """SQLite's ``quick_check`` result ("ok" when the file is sound)."""
+        rows = self._read("PRAGMA quick_check")
+        return "; ".join(str(r[0]) for r in rows)
+
+    def iter_rows(self, sql: str, params: Sequence[Any] = ()) -> Iterator[sqlite3.Row]:
+        """Read-only access for tools and tests (one statement)."""
+        yield from self._read(sql, params)

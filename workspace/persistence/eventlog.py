@@ -1,0 +1,242 @@
+"""The event log of the turns: each event of a run one row, text deltas held briefly.
+
+A ``text_delta`` event is held in memory and written as one ``text_delta`` row whose ``text`` is
+the joined text of the deltas it covers (it keeps the first delta's ``seq``/``ts`` and adds
+``"deltas": n``) when any of these happens first: ``flush_interval`` (250 ms) has passed since
+the oldest held delta (checked on every append, and :class:`workspace.session.RecordedRun` arms
+a timer so a stalled stream is flushed too), any other event of the same turn is appended (the
+held text is written first, in the same transaction, so the order is kept), the turn is
+finished, :meth:`EventLog.flush` or ``close`` is called. Deltas of different runs or tasks in one
+turn (a network) are held apart. Readers see held deltas too (:meth:`EventLog.turn_events`).
+
+Rows are the events' JSON from the one serialisation registry (:func:`workspace.events.to_json`,
+:func:`workspace.events.event_from_json`), with every secret redacted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, assert_never
+
+from workspace import events as ev
+from workspace.persistence.database import Database, Statement, dumps, now, redact
+from workspace.persistence.search import index_statements
+
+
+def status_for(event: ev.Event) -> str:
+    """The turn status a terminal event means ("finished", "failed", "cancelled")."""
+    match event:
+        case ev.RunFailed():
+            return "failed"
+        case ev.RunCancelled():
+            return "cancelled"
+        case _:
+            return "finished"
+
+
+def event_row(event: ev.Event, *, extra: dict[str, Any] | None = None) -> str:
+    """The ``data`` column of ``event``'s row: its JSON (with ``extra`` keys), secrets redacted."""
+    text = dumps({**ev.to_dict(event), **extra}) if extra else ev.to_json(event)
+    return redact(text)
+
+
+def event_from_row(data: str) -> ev.Event:
+    """The event a row's ``data`` holds."""
+    return ev.event_from_json(data)
+
+
+@dataclass(slots=True)
+class _Held:
+    """Text deltas held in memory until the next flush (see the module docstring)."""
+
+    thread_id: str
+    turn_id: str
+    first: ev.TextDelta
+    parts: list[str] = field(default_factory=list)
+    count: int = 0
+    since: float = 0.0
+
+
+class EventLog(Database):
+    """The events of every turn (:class:`~workspace.persistence.Store` adds the threads and turns).
+
+    ``flush_interval`` (s): how long text deltas may be held (0: every delta is its own row).
+    """
+
+    def __init__(self, path: str | Path, *, recover: bool = False, busy_timeout: float = 5.0,
+                 write_timeout: float = 0.5, flush_interval: float = 0.25, retry_after: float = 2.0) -> None:
+        self.flush_interval = float(flush_interval)
+        self._held: dict[tuple[str, str, str, str | None], _Held] = {}
+        #: Per turn, the text streamed since its last ``text`` event (indexed if the run stops early).
+        self._live_text: dict[str, list[str]] = {}
+        super().__init__(path, recover=recover, busy_timeout=busy_timeout, write_timeout=write_timeout,
+                         retry_after=retry_after)
+
+    def _closing_statements(self) -> list[Statement]:
+        return [*super()._closing_statements(), *self._held_statements(None)]
+
+    def append_event(self, thread_id: str, turn_id: str, event: ev.Event) -> None:
+        """Store one event of the turn's run (one short transaction; text deltas are held briefly).
+
+        Raises :class:`StoreError` when the database cannot be written; the event is then kept in
+        memory and written with the next write.
+        """
+        if isinstance(event, ev.TextDelta) and self.flush_interval > 0:
+            with self._lock:
+                self._check_open()
+                self._live_text.setdefault(turn_id, []).append(event.text)
+                if self._hold(thread_id, turn_id, event):
+                    self._write(self._due_statements())
+            return
+        self.append_events(thread_id, turn_id, [event])
+
+    def append_events(self, thread_id: str, turn_id: str, events: Iterable[ev.Event]) -> None:
+        """Store several events of one turn in one transaction (held deltas of the turn go first)."""
+        with self._lock:
+            self._check_open()
+            statements: list[Statement] = []
+            for event in events:
+                if isinstance(event, ev.TextDelta):
+                    self._live_text.setdefault(turn_id, []).append(event.text)
+                    if self.flush_interval > 0:
+                        self._hold(thread_id, turn_id, event)
+                    else:
+                        statements += self._event_statements(thread_id, turn_id, event)
+                    continue
+                statements += self._held_statements(turn_id)
+                statements += self._event_statements(thread_id, turn_id, event)
+            statements += self._due_statements()
+            self._write(statements)
+
+    def _hold(self, thread_id: str, turn_id: str, event: ev.TextDelta) -> bool:
+        """Hold one delta; True when some held text is due for writing."""
+        key = (turn_id, event.run_id, event.robot, event.task)
+        held = self._held.get(key)
+        tick = time.monotonic()
+        if held is None:
+            held = self._held[key] = _Held(thread_id, turn_id, event, since=tick)
+        held.parts.append(event.text)
+        held.count += 1
+        return any(tick - h.since >= self.flush_interval for h in self._held.values())
+
+    def _due_statements(self) -> list[Statement]:
+        tick = time.monotonic()
+        out: list[Statement] = []
+        for key in [k for k, h in self._held.items() if tick - h.since >= self.flush_interval]:
+            out += self._held_rows(self._held.pop(key))
+        return out
+
+    def _held_statements(self, turn_id: str | None) -> list[Statement]:
+        out: list[Statement] = []
+        for key in [k for k in self._held if turn_id is None or k[0] == turn_id]:
+            out += self._held_rows(self._held.pop(key))
+        return out
+
+    def _held_rows(self, held: _Held) -> list[Statement]:
+        event = held.first.replace(text="".join(held.parts))
+        return self._event_statements(held.thread_id, held.turn_id, event, extra={"deltas": held.count})
+
+    def has_held_text(self, turn_id: str | None = None) -> bool:
+        """True while text deltas (of ``turn_id``, or of any turn) wait for their flush."""
+        return any(turn_id is None or k[0] == turn_id for k in self._held)
+
+    def flush(self, turn_id: str | None = None) -> None:
+        """Write the held text deltas (of one turn, or all) now."""
+        with self._lock:
+            if self._closed:
+                return
+            self._write(self._held_statements(turn_id))
+
+    def flush_due(self) -> None:
+        """Write the held text deltas that are older than ``flush_interval``."""
+        with self._lock:
+            if self._closed:
+                return
+            self._write(self._due_statements())
+
+    def _event_statements(self, thread_id: str, turn_id: str, event: ev.Event, *,
+                          extra: dict[str, Any] | None = None) -> list[Statement]:
+        """The row of ``event`` and what it changes: the turn's run and totals, the search index, the
+        turn's status when the run ends."""
+        out: list[Statement] = [(
+            "INSERT INTO events (thread_id, turn_id, run_id, seq, kind, robot, task, ts, data) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (thread_id, turn_id, event.run_id, event.seq, event.kind, event.robot, event.task, event.ts,
+             event_row(event, extra=extra)),
+        )]
+        match event:
+            case ev.RunStarted():  # the turn's run, the thread's latest model
+                out.append(("UPDATE turns SET run_id = COALESCE(run_id, ?) WHERE id = ?", (event.run_id, turn_id)))
+                out.append(("UPDATE threads SET model = COALESCE(?, model), updated_at = ? WHERE id = ?",
+                            (event.model or None, now(), thread_id)))
+            case ev.Usage():
+                cost = event.cost
+                for table, key in (("turns", turn_id), ("threads", thread_id)):
+                    out.append((
+                        f"UPDATE {table} SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
+                        "cost = CASE WHEN ? IS NULL THEN cost ELSE COALESCE(cost, 0) + ? END WHERE id = ?",
+                        (int(event.input_tokens or 0), int(event.output_tokens or 0), cost, cost, key),
+                    ))
+            case ev.Text():
+                self._live_text.pop(turn_id, None)
+                out += index_statements(thread_id, turn_id, "assistant", redact(event.text), fts=self.fts)
+            case ev.ToolUse():
+                args = event.input
+                body = f"{event.name} {dumps(args) if args not in (None, {}) else ''}"
+                out += index_statements(thread_id, turn_id, "tool", redact(body), fts=self.fts)
+            case ev.RunFinished() | ev.RunFailed() | ev.RunCancelled():
+                tail = "".join(self._live_text.pop(turn_id, []))
+                if tail and not isinstance(event, ev.RunFinished):  # a finished run's text came as ``text``
+                    out += index_statements(thread_id, turn_id, "assistant", redact(tail), fts=self.fts)
+                out.append((
+                    "UPDATE turns SET status = ?, finished_at = ? WHERE id = ? AND status = 'running' "
+                    "AND (run_id IS NULL OR run_id = ?)",
+                    (status_for(event), now(), turn_id, event.run_id),
+                ))
+                out.append(("UPDATE threads SET updated_at = ? WHERE id = ?", (now(), thread_id)))
+            case (ev.TextDelta() | ev.ApprovalRequested() | ev.ApprovalDecided() | ev.ToolResult() | ev.ToolError()
+                  | ev.MemoryChanged() | ev.ChangeProposed() | ev.ChangeDecided() | ev.TaskStarted()
+                  | ev.TaskFinished()):
+                pass  # the row is all
+            case _:
+                assert_never(event)
+        return out
+
+    def turn_events(self, turn_id: str, *, include_held: bool = True) -> list[ev.Event]:
+        """The turn's events as stored, in order (held text deltas last, as one delta per run)."""
+        rows = self._read("SELECT data FROM events WHERE turn_id = ? ORDER BY id", (turn_id,))
+        events = [event_from_row(r["data"]) for r in rows]
+        if include_held:
+            with self._lock:
+                for key, held in self._held.items():
+                    if key[0] == turn_id:
+                        events.append(held.first.replace(text="".join(held.parts)))
+        return events
+
+    def _events_of(self, turn_ids: list[str],
+                   classes: Sequence[type[ev.Event]] | None = None) -> dict[str, list[ev.Event]]:
+        """The events of these turns (only those of ``classes``, if given), by turn, held deltas last."""
+        out: dict[str, list[ev.Event]] = {tid: [] for tid in turn_ids}
+        for start in range(0, len(turn_ids), 500):
+            chunk = turn_ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT turn_id, data FROM events WHERE turn_id IN ({marks})"
+            params: list[Any] = list(chunk)
+            if classes is not None:
+                sql += f" AND kind IN ({','.join('?' * len(classes))})"
+                params += [cls.kind for cls in classes]
+            for row in self._read(sql + " ORDER BY id", params):
+                out[row["turn_id"]].append(event_from_row(row["data"]))
+        with self._lock:
+            for key, held in self._held.items():
+                if key[0] in out and (classes is None or ev.TextDelta in classes):
+                    out[key[0]].append(held.first.replace(text="".join(held.parts)))
+        return out
+
+    def thread_events(self, thread_id: str) -> list[tuple[str, ev.Event]]:
+        """Every stored event of the thread, every branch, in the order stored: ``(turn_id, event)``."""
+        rows = self._read("SELECT turn_id, data FROM events WHERE thread_id = ? ORDER BY id", (thread_id,))
+        return [(r["turn_id"], event_from_row(r["data"])) for r in rows]
