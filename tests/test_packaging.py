@@ -457,7 +457,8 @@ def test_the_bundle_carries_what_is_loaded_dynamically_and_nothing_unused(packag
     modules = set(CArchiveReader(str(packaged.exe)).open_embedded_archive("PYZ.pyz").toc)
     for name in ("ui.app", "ui.main_window", "workspace.cli.run", "workspace.mcp.server", "resources",
                  "pygments.lexers.python", "pygments.lexers.data", "pygments.styles.monokai",
-                 "pygments.styles.friendly", "litellm.llms.anthropic.chat.handler",
+                 "pygments.styles.friendly", "markdown_it.presets.commonmark", "mdit_py_plugins.gfm_autolink",
+                 "litellm.llms.anthropic.chat.handler",
                  "litellm.llms.openai.openai", "litellm.llms.ollama.completion.transformation",
                  "mcp.client.stdio", "mcp.client.streamable_http", "tiktoken_ext.openai_public",
                  "keyring.backends.SecretService", "jsonschema", "qasync", "platformdirs.unix"):

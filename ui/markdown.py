@@ -1,8 +1,15 @@
-"""Markdown (the subset chat models write) to the HTML subset Qt's rich text understands.
+"""Markdown (CommonMark and GitHub's extensions) to the HTML subset Qt's rich text understands.
 
-Code blocks and JSON are highlighted by pygments with inline styles. ``split_stable``
-finds the end of the last complete block of a growing text, so a streaming view can
-freeze what is finished and re-render only the tail: nothing above the tail moves.
+markdown-it-py parses (CommonMark, GFM tables, strikethrough, task lists, bare-URL autolinks
+from mdit-py-plugins); :class:`_QtWriter` turns its tokens into Qt rich text (QTextDocument's
+HTML subset: tables, lists with a ``start``, ``-qt-list-indent``, ``<s>``, inline styles).
+Raw HTML in the text is shown as text, never rendered, and only http, https and mailto links
+are clickable. Code blocks and JSON are highlighted by pygments with inline styles; each code
+block of :func:`render` with ``copy=True`` has a header line with its language and a "Copy"
+link ``copy:N`` (N counts the code blocks of that text: :func:`code_blocks` gives their code).
+
+``split_stable`` finds the end of the last complete block of a growing text, so a streaming
+view can freeze what is finished and re-render only the tail: nothing above the tail moves.
 """
 
 from __future__ import annotations
@@ -10,30 +17,33 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ui import theme
 
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})\s*([\w+#.-]*)")
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_BULLET = re.compile(r"^(\s*)([-*+])\s+(.*)$")
-_ORDERED = re.compile(r"^(\s*)(\d{1,9})[.)]\s+(.*)$")
-_HR = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
-_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
-_INLINE_CODE = re.compile(r"(`+)(.+?)\1", re.DOTALL)
-_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
-_AUTOLINK = re.compile(r"(?<![\"'=>])\b(https?://[^\s<]+[^\s<.,;:!?)\]'\"])")
-_BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_ITALIC = re.compile(r"(?<![\w*])([*_])(?=\S)(.+?)(?<=\S)\1(?![\w*])")
-_STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+
+#: A code fence, also inside quotes and list items (indented, after ``>``).
+_FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")
+
+#: Link schemes that become clickable links; any other link shows its text only.
+LINK_SCHEMES = ("http", "https", "mailto")
+#: The scheme of a code block's copy link (``copy:N``).
+COPY_SCHEME = "copy"
+#: A task item's box (a list holding task items shows no bullets, as on GitHub).
+TASK_OPEN, TASK_DONE = "☐", "☑"
 
 
 def split_stable(text: str) -> int:
     """Index just past the last complete block of ``text`` (0 when none is complete).
 
     A block is complete when a blank line follows it outside a code fence, or when its
-    closing fence has arrived. The rest (the tail) may still change as text streams in.
+    closing fence (the same character, at least as many, nothing after it) has arrived. The
+    rest (the tail) may still change as text streams in.
     """
     pos = 0
     stable = 0
@@ -45,11 +55,12 @@ def split_stable(text: str) -> int:
         stripped = line.strip()
         m = _FENCE.match(line)
         if in_fence is not None:
-            if complete_line and stripped.startswith(in_fence) and stripped.strip("`~") == "":
+            if (complete_line and m and m.group(1)[0] == in_fence[0] and len(m.group(1)) >= len(in_fence)
+                    and not line[m.end():].strip()):
                 in_fence = None
                 stable = end
         elif m and complete_line:
-            in_fence = m.group(1)[:3]
+            in_fence = m.group(1)
             if not prev_blank:
                 stable = pos  # the paragraph above the fence is finished
         elif complete_line and not stripped:
@@ -63,43 +74,81 @@ def _esc(text: str) -> str:
     return html.escape(text, quote=False)
 
 
+def _attr(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+@lru_cache(maxsize=2)
+def _parser(*, blocks_only: bool = False) -> MarkdownIt:
+    """CommonMark without raw HTML, plus GFM tables, strikethrough, task lists and bare-URL links.
+
+    ``blocks_only``: the block structure alone; :func:`_inline_block` parses (and caches) the
+    inline content of each block.
+    """
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.gfm_autolink import gfm_autolink_plugin
+
+    md = MarkdownIt("commonmark", {"html": False, "tasklists": True})
+    md.enable(["table", "strikethrough"])
+    md.use(gfm_autolink_plugin)
+    if blocks_only:
+        md.disable(["inline", "text_join"])
+    return md
+
+
+class _Style(NamedTuple):
+    """What inline HTML depends on besides the text (the theme's colours and the code font)."""
+
+    link: str
+    code: str
+    muted: str
+
+    @staticmethod
+    def current() -> _Style:
+        c = theme.colors()
+        return _Style(link=f"color:{c.accent}; text-decoration:none;",
+                      code=f"font-family:{theme.mono_family()}; background-color:{c.inline_code_bg};",
+                      muted=c.muted)
+
+
+@lru_cache(maxsize=512)
+def _cached_inline_html(content: str, style: _Style) -> str:
+    tokens = _parser().parseInline(content)
+    return _inline_html(tokens[0].children or [] if tokens else [], style)
+
+
+def _inline_block(content: str, env: dict[str, Any], style: _Style) -> str:
+    """A block's inline text as HTML (cached: a streaming tail re-parses only the paragraph that
+    grew), unless the text defines link references that the inline text may use."""
+    if not env.get("references"):
+        return _cached_inline_html(content, style)
+    md = _parser()
+    children: list[Token] = []
+    md.inline.parse(content, md, env, children)
+    return _inline_html(children, style)
+
+
+def clickable(url: str) -> bool:
+    """Whether ``url`` may be opened by a click (http, https, mailto)."""
+    scheme, colon, _rest = url.partition(":")
+    return bool(colon) and scheme.strip().lower() in LINK_SCHEMES
+
+
+def render(text: str, *, copy: bool = False) -> str:
+    """Markdown to Qt rich-text HTML; with ``copy``, code blocks get a ``copy:N`` link."""
+    env: dict[str, Any] = {}
+    tokens = _parser(blocks_only=True).parse(text, env)
+    return _QtWriter(copy=copy, env=env).blocks(tokens)
+
+
 def inline(text: str) -> str:
     """Inline Markdown (code, links, bold, italic, strike) to HTML; everything else escaped."""
-    c = theme.colors()
-    held: list[str] = []
-
-    def hold(html_text: str) -> str:
-        held.append(html_text)
-        return f"\x00{len(held) - 1}\x00"
-
-    def keep_code(m: re.Match[str]) -> str:
-        code = m.group(2).strip() or m.group(2)
-        return hold(f'<code style="font-family:{theme.mono_family()}; background-color:{c.inline_code_bg};">'
-                    f"&#8201;{_esc(code)}&#8201;</code>")
-
-    def keep_link(m: re.Match[str]) -> str:
-        label, url = m.group(1), m.group(2)
-        return hold(f'<a href="{html.escape(url)}" style="color:{c.accent}; text-decoration:none;">'
-                    f"{_emphasis(_esc(label))}</a>")
-
-    text = _INLINE_CODE.sub(keep_code, text)
-    text = _LINK.sub(keep_link, text)
-    text = _esc(text)
-    text = _AUTOLINK.sub(lambda m: f'<a href="{m.group(1)}" style="color:{c.accent}; text-decoration:none;">'
-                         f"{m.group(1)}</a>", text)
-    text = _emphasis(text)
-    while "\x00" in text:
-        new = re.sub("\x00(\\d+)\x00", lambda m: held[int(m.group(1))], text)
-        if new == text:
-            break
-        text = new
-    return text
+    return _cached_inline_html(text, _Style.current())
 
 
-def _emphasis(text: str) -> str:
-    text = _BOLD.sub(r"<b>\2</b>", text)
-    text = _ITALIC.sub(r"<i>\2</i>", text)
-    return _STRIKE.sub(r"<s>\1</s>", text)
+def code_blocks(text: str) -> list[str]:
+    """The code of each code block of ``text``, in the order of :func:`render`'s ``copy:N`` links."""
+    return [t.content.rstrip("\n") for t in _parser(blocks_only=True).parse(text) if t.type in ("fence", "code_block")]
 
 
 @lru_cache(maxsize=64)
@@ -136,21 +185,32 @@ def _lexer(lang: str) -> Any:
         return None
 
 
+@lru_cache(maxsize=128)
+def _highlighted_block(code: str, language: str | None, style: str) -> str:
+    """:func:`highlight` for code blocks: a streaming tail shows the same blocks render after render."""
+    return highlight(code, language)
+
+
 def warm_up() -> None:
-    """Import pygments and build the common lexers now (at idle time), not in the middle of a stream."""
+    """Import the parser and pygments and build the common lexers now (at idle time), not mid-stream."""
+    render("# x\n\n- [ ] *a* `b` https://x.org\n\n| a |\n|---|\n| 1 |\n")
     for lang in ("python", "json", "diff", "bash", "javascript"):
         highlight("x = 1\n", lang)
 
 
-def code_block(code: str, language: str | None, *, label: bool = True) -> str:
+def code_block(code: str, language: str | None, *, index: int | None = None) -> str:
+    """A highlighted code block under a header line: its language and, with ``index``, a
+    ``copy:index`` link (one right-aligned line: a nested table would lay out slower)."""
     c = theme.colors()
-    body = highlight(code.rstrip("\n"), language)
-    tag = ""
-    if label and language:
-        tag = (f'<div style="color:{c.muted}; font-size:small; margin-bottom:4px;">{_esc(language)}</div>')
+    body = _highlighted_block(code.rstrip("\n"), language, c.pygments_style)
+    head = [f'<span style="color:{c.muted};">{_esc(language)}</span>'] if language else []
+    if index is not None:
+        head.append(f'<a href="{COPY_SCHEME}:{index}" style="color:{c.accent}; text-decoration:none;">Copy</a>')
+    header = (f'<p align="right" style="margin:0 0 2px 0; font-size:small;">{" &nbsp;·&nbsp; ".join(head)}</p>'
+              if head else "")
     return (
         f'<table width="100%" cellspacing="0" cellpadding="10" style="margin-top:4px; margin-bottom:10px; '
-        f'background-color:{c.code_bg}; border: 1px solid {c.border};"><tr><td>{tag}'
+        f'background-color:{c.code_bg}; border: 1px solid {c.border};"><tr><td>{header}'
         f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">{body}</pre>'
         "</td></tr></table>"
     )
@@ -179,133 +239,187 @@ def json_html(value: Any, *, max_chars: int = 60_000) -> str:
             f"{highlight(text, 'json')}{_esc(note)}</pre>")
 
 
-def render(text: str) -> str:
-    """Markdown to Qt rich-text HTML."""
-    lines = text.split("\n")
+_HEADING_SIZE = {"h1": "x-large", "h2": "large"}
+_ITEM_GAP = "margin-bottom:3px;"
+_ALIGN = re.compile(r"text-align:\s*(left|center|right)")
+
+
+class _QtWriter:
+    """markdown-it tokens to Qt rich text.
+
+    Qt's HTML importer has no CSS boxes: a block quote is a table with a coloured bar cell, a
+    code block a one-cell table, and list nesting is ``-qt-list-indent`` (counted again
+    inside table cells, which are frames of their own).
+    """
+
+    def __init__(self, *, copy: bool = False, env: dict[str, Any] | None = None) -> None:
+        self.colors = theme.colors()
+        self.env = env or {}
+        self.copy = copy
+        self.code_index = 0
+        self.depth = 0  # list nesting inside the current frame
+        self.last_item = -1  # where in ``out`` the last list item of the current list opened
+        self.saved: list[tuple[int, int]] = []  # (depth, last_item) outside the current frame
+        self.task_box = ""  # a task item's box, written before the item's first text
+        self.out: list[str] = []
+        self.style = _Style.current()
+        self.block_rules: dict[str, Callable[[Token], None]] = {
+            "paragraph_open": self._paragraph_open, "paragraph_close": self._paragraph_close,
+            "heading_open": self._heading_open, "heading_close": lambda t: self.out.append("</p>"),
+            "bullet_list_open": self._list_open, "ordered_list_open": self._list_open,
+            "bullet_list_close": self._list_close, "ordered_list_close": self._list_close,
+            "list_item_open": self._item_open, "list_item_close": self._item_close,
+            "blockquote_open": self._quote_open, "blockquote_close": self._quote_close,
+            "fence": self._code, "code_block": self._code,
+            "hr": lambda t: self.out.append("<hr>"),
+            "table_open": self._table_open, "table_close": self._table_close,
+            "tr_open": lambda t: self.out.append("<tr>"), "tr_close": lambda t: self.out.append("</tr>"),
+            "th_open": self._cell_open, "td_open": self._cell_open,
+            "th_close": lambda t: self.out.append("</th>"), "td_close": lambda t: self.out.append("</td>"),
+            "thead_open": _skip, "thead_close": _skip, "tbody_open": _skip, "tbody_close": _skip,
+        }
+
+    # -- blocks -------------------------------------------------------------------------------
+    def blocks(self, tokens: Sequence[Token]) -> str:
+        rules = self.block_rules
+        for token in tokens:
+            if token.type == "inline":
+                self.out.append(self.task_box + _inline_block(token.content, self.env, self.style))
+                self.task_box = ""
+            elif (rule := rules.get(token.type)) is not None:
+                rule(token)
+            elif token.content:  # anything else (raw HTML when enabled, plugins): shown as text
+                self.out.append(f"<p>{_esc(token.content)}</p>")
+        return "".join(self.out)
+
+    def _paragraph_open(self, token: Token) -> None:
+        if not token.hidden:  # hidden: the paragraph of a tight list item
+            self.out.append('<p style="margin-top:0; margin-bottom:10px;">')
+
+    def _paragraph_close(self, token: Token) -> None:
+        if not token.hidden:
+            self.out.append("</p>")
+
+    def _heading_open(self, token: Token) -> None:
+        size = _HEADING_SIZE.get(token.tag, "medium")
+        self.out.append(f'<p style="margin-top:8px; margin-bottom:6px; font-size:{size}; font-weight:600;">')
+
+    def _list_open(self, token: Token) -> None:
+        # Qt gives a list's bottom margin to the last item at the list's own level (above its
+        # nested lists), so lists have none: the last item of a whole list gets it (_list_close).
+        self.depth += 1
+        start = token.attrs.get("start")
+        start_attr = f' start="{int(start)}"' if token.tag == "ol" and start is not None else ""
+        tasks = " list-style-type:none;" if "contains-task-list" in str(token.attrs.get("class", "")) else ""
+        self.out.append(f'<{token.tag}{start_attr} style="margin-top:0; margin-bottom:0; '
+                        f'-qt-list-indent:{self.depth};{tasks}">')
+
+    def _list_close(self, token: Token) -> None:
+        self.depth -= 1
+        self.out.append(f"</{token.tag}>")
+        if self.depth == 0 and self.last_item >= 0:
+            self.out[self.last_item] = self.out[self.last_item].replace(_ITEM_GAP, "margin-bottom:10px;")
+            self.last_item = -1
+
+    def _item_open(self, token: Token) -> None:
+        # Text boxes, not Qt's check-box markers (class="checked"), whose "checked" is a cross.
+        checked = token.meta.get("checked") if token.meta else None
+        if checked is not None:
+            self.task_box = f"{TASK_DONE if checked else TASK_OPEN}&nbsp;"
+        self.last_item = len(self.out)
+        self.out.append(f'<li style="{_ITEM_GAP}">')
+
+    def _item_close(self, token: Token) -> None:
+        self.out.append(f"{self.task_box}</li>")  # the box of an empty task item
+        self.task_box = ""
+
+    def _enter_frame(self) -> None:
+        self.saved.append((self.depth, self.last_item))
+        self.depth, self.last_item = 0, -1
+
+    def _leave_frame(self) -> None:
+        self.depth, self.last_item = self.saved.pop() if self.saved else (0, -1)
+
+    def _quote_open(self, token: Token) -> None:
+        self._enter_frame()
+        c = self.colors
+        self.out.append(f'<table cellspacing="0" cellpadding="0" style="margin-top:4px; margin-bottom:10px;"><tr>'
+                        f'<td width="3" style="background-color:{c.border};"></td><td width="10"></td>'
+                        f'<td style="color:{c.muted};">')
+
+    def _quote_close(self, token: Token) -> None:
+        self._leave_frame()
+        self.out.append("</td></tr></table>")
+
+    def _code(self, token: Token) -> None:
+        language = token.info.strip().split(maxsplit=1)[0] if token.info.strip() else None
+        index = None
+        if self.copy:
+            index, self.code_index = self.code_index, self.code_index + 1
+        self.out.append(code_block(token.content, language, index=index))
+
+    def _table_open(self, token: Token) -> None:
+        self._enter_frame()
+        self.out.append(f'<table cellspacing="0" cellpadding="6" border="1" style="border-color:{self.colors.border}; '
+                        'border-style:solid; border-collapse:collapse; margin-top:4px; margin-bottom:10px;">')
+
+    def _table_close(self, token: Token) -> None:
+        self._leave_frame()
+        self.out.append("</table>")
+
+    def _cell_open(self, token: Token) -> None:
+        m = _ALIGN.search(str(token.attrs.get("style", "")))
+        align = m.group(1) if m else "left"
+        style = f' style="background-color:{self.colors.card_header};"' if token.tag == "th" else ""
+        self.out.append(f'<{token.tag} align="{align}"{style}>')
+
+
+def _inline_html(tokens: Sequence[Token], style: _Style) -> str:
+    """Inline tokens to HTML: text escaped, links only to http, https and mailto."""
     out: list[str] = []
-    i = 0
-    para: list[str] = []
-    c = theme.colors()
-
-    def flush_para() -> None:
-        if para:
-            joined = "<br>".join(inline(p.strip()) for p in para if p.strip()) if any(
-                p.endswith("  ") for p in para) else inline(" ".join(p.strip() for p in para))
-            out.append(f'<p style="margin-top:0; margin-bottom:10px;">{joined}</p>')
-            para.clear()
-
-    while i < len(lines):
-        line = lines[i]
-        fence = _FENCE.match(line)
-        if fence:
-            flush_para()
-            marker = fence.group(1)[:3]
-            lang = fence.group(2)
-            body: list[str] = []
-            i += 1
-            while i < len(lines) and not (lines[i].strip().startswith(marker) and lines[i].strip().strip("`~") == ""):
-                body.append(lines[i])
-                i += 1
-            i += 1  # closing fence (or end of text while streaming)
-            out.append(code_block("\n".join(body), lang))
-            continue
-        stripped = line.strip()
-        if not stripped:
-            flush_para()
-            i += 1
-            continue
-        heading = _HEADING.match(stripped)
-        if heading:
-            flush_para()
-            level = len(heading.group(1))
-            size = {1: "x-large", 2: "large", 3: "medium"}.get(level, "medium")
-            out.append(f'<p style="margin-top:8px; margin-bottom:6px; font-size:{size}; font-weight:600;">'
-                       f"{inline(heading.group(2))}</p>")
-            i += 1
-            continue
-        if _HR.match(line):
-            flush_para()
-            out.append("<hr>")
-            i += 1
-            continue
-        if stripped.startswith(">"):
-            flush_para()
-            quote: list[str] = []
-            while i < len(lines) and lines[i].strip().startswith(">"):
-                quote.append(lines[i].strip()[1:].lstrip())
-                i += 1
-            out.append(f'<table cellspacing="0" cellpadding="0" style="margin-bottom:10px;"><tr>'
-                       f'<td width="3" style="background-color:{c.border};"></td><td width="10"></td>'
-                       f'<td style="color:{c.muted};">{render(chr(10).join(quote))}</td></tr></table>')
-            continue
-        if _BULLET.match(line) or _ORDERED.match(line):
-            flush_para()
-            i = _list(lines, i, out)
-            continue
-        if "|" in stripped and i + 1 < len(lines) and _TABLE_SEP.match(lines[i + 1]):
-            flush_para()
-            i = _table(lines, i, out)
-            continue
-        para.append(line)
-        i += 1
-    flush_para()
+    links: list[bool] = []  # per open link: whether it was written as <a>
+    for token in tokens:
+        kind = token.type
+        if kind == "text":
+            out.append(_esc(token.content))
+        elif kind == "softbreak":
+            out.append(" ")
+        elif kind == "code_inline":
+            code = token.content.strip() or token.content
+            out.append(f'<code style="{style.code}">&#8201;{_esc(code)}&#8201;</code>')
+        elif kind in _INLINE_TAGS:
+            out.append(_INLINE_TAGS[kind])
+        elif kind == "link_open":
+            href = str(token.attrs.get("href", ""))
+            links.append(clickable(href))
+            if links[-1]:
+                out.append(f'<a href="{_attr(href)}" style="{style.link}">')
+        elif kind == "link_close":
+            if links and links.pop():
+                out.append("</a>")
+        elif kind == "image":
+            out.append(_image(token, style, in_link=any(links)))
+        else:  # text_special, html_inline (raw HTML is off, but never render it) and the rest
+            out.append(_esc(token.content))
     return "".join(out)
 
 
-def _list(lines: list[str], i: int, out: list[str]) -> int:
-    first = _BULLET.match(lines[i]) or _ORDERED.match(lines[i])
-    assert first is not None
-    base = len(first.group(1))
-    ordered = _ORDERED.match(lines[i]) is not None and _BULLET.match(lines[i]) is None
-    tag = "ol" if ordered else "ul"
-    items: list[list[str]] = []
-    while i < len(lines):
-        line = lines[i]
-        m = _BULLET.match(line) or _ORDERED.match(line)
-        if m and len(m.group(1)) == base:
-            items.append([m.group(3)])
-        elif m and len(m.group(1)) > base and items:
-            items[-1].append(line[base + 2:] if len(line) > base + 2 else line.strip())
-        elif line.strip() and items and (line.startswith(" " * (base + 2)) or line.startswith("\t")):
-            items[-1].append(line.strip())
-        elif not line.strip() and i + 1 < len(lines) and (
-            _BULLET.match(lines[i + 1]) or _ORDERED.match(lines[i + 1])
-        ):
-            pass
-        else:
-            break
-        i += 1
-    parts = []
-    for item in items:
-        head, rest = item[0], item[1:]
-        nested = render("\n".join(r for r in rest)) if rest and any(
-            _BULLET.match(r) or _ORDERED.match(r) for r in rest) else ""
-        text = inline(head if nested else " ".join([head, *rest]))
-        parts.append(f'<li style="margin-bottom:3px;">{text}{nested}</li>')
-    style = "margin-top:0; margin-bottom:10px; -qt-list-indent:1;"
-    out.append(f'<{tag} style="{style}">{"".join(parts)}</{tag}>')
-    return i
+def _image(token: Token, style: _Style, *, in_link: bool) -> str:
+    """An image is a link to it (Qt would fetch nothing; a chat shows no remote pictures);
+    inside a link, its text only."""
+    src = str(token.attrs.get("src", ""))
+    alt = "".join(t.content for t in token.children or [] if t.type in ("text", "text_special", "code_inline"))
+    label = _esc(alt or src or "image")
+    if in_link or not clickable(src):
+        return f"[{label}]"
+    return f'<a href="{_attr(src)}" style="{style.link}">{label}</a><span style="color:{style.muted};"> (image)</span>'
 
 
-def _cells(line: str) -> list[str]:
-    s = line.strip()
-    if s.startswith("|"):
-        s = s[1:]
-    if s.endswith("|"):
-        s = s[:-1]
-    return [cell.strip() for cell in s.split("|")]
+_INLINE_TAGS = {
+    "strong_open": "<b>", "strong_close": "</b>", "em_open": "<i>", "em_close": "</i>",
+    "s_open": "<s>", "s_close": "</s>", "hardbreak": "<br>",
+}
 
 
-def _table(lines: list[str], i: int, out: list[str]) -> int:
-    c = theme.colors()
-    header = _cells(lines[i])
-    i += 2
-    rows: list[list[str]] = []
-    while i < len(lines) and "|" in lines[i] and lines[i].strip():
-        rows.append(_cells(lines[i]))
-        i += 1
-    head = "".join(f'<th align="left" style="background-color:{c.card_header};">{inline(h)}</th>' for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{inline(cell)}</td>" for cell in row) + "</tr>" for row in rows)
-    out.append(f'<table cellspacing="0" cellpadding="6" border="1" style="border-color:{c.border}; '
-               f'border-style:solid; margin-bottom:10px;"><tr>{head}</tr>{body}</table>')
-    return i
+def _skip(token: Token) -> None:
+    return None

@@ -120,7 +120,7 @@ class MarkdownStream(QWidget):
             cut = stable
             if stable > MAX_RENDER_CHARS:
                 cut = markdown.split_stable(tail[:MAX_RENDER_CHARS]) or stable
-            self._live.setHtml(markdown.render(tail[:cut]))
+            self._live.set_markdown(tail[:cut])
             self._frozen += cut
             tail = tail[cut:]
             self._live = self._new_live()
@@ -128,7 +128,10 @@ class MarkdownStream(QWidget):
             self._schedule()  # more finished blocks to freeze: next turn of the loop
             return
         visible = bool(tail.strip())
-        self._live.setHtml(markdown.render(tail) if visible else "")
+        if visible:
+            self._live.set_markdown(tail)
+        else:
+            self._live.setHtml("")
         if self._live.isVisibleTo(self) != visible:
             self._live.setVisible(visible)
 
@@ -181,7 +184,8 @@ class UserMessage(QFrame):
         self.bubble.setObjectName("UserBubble")
         bl = QVBoxLayout(self.bubble)
         bl.setContentsMargins(14, 9, 14, 9)
-        self.label = RichLabel(markdown.render(text), self.bubble)
+        self.label = RichLabel("", self.bubble)
+        self.label.set_markdown(text)
         self.label.setObjectName("MessageText")
         bl.addWidget(self.label)
         self.bubble.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Minimum)

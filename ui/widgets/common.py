@@ -1,4 +1,9 @@
-"""Small shared widgets and helpers: labels that wrap rich text, badges, JSON highlighting."""
+"""Small shared widgets and helpers: labels that wrap rich text, badges, JSON highlighting.
+
+The rich-text views (:class:`RichLabel`, :class:`AutoHeightText`) open only http, https and
+mailto links; shown Markdown (``set_markdown``) has a "Copy" link over each code block that puts
+the block's code on the clipboard.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,20 @@ import contextlib
 import re
 from collections.abc import Iterator
 
-from PySide6.QtCore import QObject, QSize, Qt
-from PySide6.QtGui import QColor, QSyntaxHighlighter, QTextCharFormat, QTextDocument, QWheelEvent
-from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QTextBrowser, QWidget
+from PySide6.QtCore import QObject, QSize, Qt, QUrl
+from PySide6.QtGui import (
+    QColor,
+    QCursor,
+    QDesktopServices,
+    QGuiApplication,
+    QSyntaxHighlighter,
+    QTextCharFormat,
+    QTextDocument,
+    QWheelEvent,
+)
+from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QTextBrowser, QToolTip, QWidget
 
-from ui import theme
+from ui import markdown, theme
 
 
 @contextlib.contextmanager
@@ -23,14 +37,35 @@ def signals_blocked(obj: QObject) -> Iterator[None]:
         obj.blockSignals(previous)
 
 
+def follow_link(url: str, source: str | None) -> bool:
+    """Act on a click on ``url`` in rich text shown from the Markdown ``source`` (or None).
+
+    ``copy:N`` puts the code of the source's N-th code block on the clipboard; http, https and
+    mailto links open outside; anything else does nothing. Returns whether something happened.
+    """
+    scheme, _, rest = url.partition(":")
+    if scheme == markdown.COPY_SCHEME:
+        blocks = markdown.code_blocks(source) if source is not None else []
+        index = int(rest) if rest.isdigit() else -1
+        if not 0 <= index < len(blocks):
+            return False
+        QGuiApplication.clipboard().setText(blocks[index])
+        QToolTip.showText(QCursor.pos(), "Copied")
+        return True
+    if markdown.clickable(url):
+        return QDesktopServices.openUrl(QUrl(url))
+    return False
+
+
 class RichLabel(QLabel):
     """A selectable, word-wrapping rich-text label whose height follows its width."""
 
     def __init__(self, html: str = "", parent: QWidget | None = None, *, selectable: bool = True) -> None:
         super().__init__(parent)
+        self.markdown: str | None = None
         self.setTextFormat(Qt.TextFormat.RichText)
         self.setWordWrap(True)
-        self.setOpenExternalLinks(True)
+        self.linkActivated.connect(lambda url: follow_link(url, self.markdown))
         flags = Qt.TextInteractionFlag.LinksAccessibleByMouse
         if selectable:
             flags |= Qt.TextInteractionFlag.TextSelectableByMouse
@@ -39,6 +74,15 @@ class RichLabel(QLabel):
         self.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         if html:
             self.setText(html)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.markdown = None
+
+    def set_markdown(self, text: str) -> None:
+        """Show Markdown, with a "Copy" link over each code block."""
+        self.setText(markdown.render(text, copy=True))
+        self.markdown = text
 
 
 class AutoHeightText(QTextBrowser):
@@ -50,8 +94,10 @@ class AutoHeightText(QTextBrowser):
 
     def __init__(self, html: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.markdown: str | None = None
         self.setReadOnly(True)
-        self.setOpenExternalLinks(True)
+        self.setOpenLinks(False)  # follow_link decides what a click does
+        self.anchorClicked.connect(lambda url: follow_link(url.toString(), self.markdown))
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -72,7 +118,13 @@ class AutoHeightText(QTextBrowser):
 
     def setHtml(self, text: str) -> None:
         super().setHtml(text)
+        self.markdown = None
         self._fit()
+
+    def set_markdown(self, text: str) -> None:
+        """Show Markdown, with a "Copy" link over each code block."""
+        self.setHtml(markdown.render(text, copy=True))
+        self.markdown = text
 
     def wheelEvent(self, event: QWheelEvent) -> None:
         event.ignore()  # the conversation scrolls, not each message
