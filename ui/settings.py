@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workspace.providers import LOCAL_DEFAULT_BASES
+from workspace.urls import LOCAL_DEFAULT_BASES
 
 log = logging.getLogger("ui.settings")
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from workspace.errors import ConfigurationError
-from workspace.providers import is_loopback_url
+from workspace.urls import is_loopback_url
 
 #: Settings of a project file held back until the folder is trusted (dotted keys).
 SENSITIVE_KEYS = ("mcpServers", "llm.api_base", "approval", "review.mode")
