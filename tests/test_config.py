@@ -92,3 +92,39 @@ def test_api_keys_are_not_configuration() -> None:
     write(paths.user_config_file(), "llm:\n  api_key: sk-secret\n")
     with pytest.raises(ConfigurationError, match="unknown key 'llm.api_key'"):
         load_config(env={})
+
+
+# -- each layer is checked where it was written: file and line, or the variable -----------------------
+def test_an_unknown_key_names_the_line_and_the_closest_key() -> None:
+    user = write(paths.user_config_file(), "llm:\n  model: m\n  temprature: 0.3\n")
+    with pytest.raises(ConfigurationError) as info:
+        load_config(env={})
+    assert str(info.value) == (
+        f"Invalid configuration:\n  {user}:3: unknown key 'llm.temprature'; allowed keys: model, api_base, "
+        "temperature, top_p, max_tokens, timeout, max_retries, max_tool_result_chars — did you mean 'temperature'?")
+
+
+def test_values_out_of_range_name_the_file_and_line(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    config_file = write(paths.project_config_file(project), "agent:\n  max_turns: 0\nllm:\n  top_p: 3\n")
+    with pytest.raises(ConfigurationError) as info:
+        load_config(project, env={})
+    message = str(info.value)
+    assert f"{config_file}:2: 'agent.max_turns' = 0: out of range: it must be at least 1" in message
+    assert f"{config_file}:4: 'llm.top_p' = 3: out of range: it must be at most 1" in message
+
+
+def test_environment_variables_are_named_with_the_variable_that_would_work() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        load_config(env={"ROBOT_LAB_LLM__TEMPRATURE": "0.3", "ROBOT_LAB_LMM__MODEL": "x",
+                         "ROBOT_LAB_LLM__TEMPERATURE": "7"})
+    message = str(info.value)
+    assert "ROBOT_LAB_LLM__TEMPRATURE: unknown key 'llm.temprature'" in message
+    assert "did you mean ROBOT_LAB_LLM__TEMPERATURE?" in message
+    assert "ROBOT_LAB_LMM__MODEL: unknown key 'lmm'" in message and "did you mean ROBOT_LAB_LLM__MODEL?" in message
+    assert "ROBOT_LAB_LLM__TEMPERATURE: 'llm.temperature' = 7: out of range: it must be at most 2" in message
+
+
+def test_arguments_are_checked_too() -> None:
+    with pytest.raises(ConfigurationError, match="argument: 'agent.tools' = 5: must be all, none, inherit or a list"):
+        load_config(env={}, overrides={"agent": {"tools": 5}})

@@ -30,6 +30,8 @@ def test_workspace_imports_with_qt_blocked_and_without_litellm() -> None:
 import pkgutil, importlib, workspace
 assert 'litellm' not in sys.modules, 'import workspace imported litellm'
 assert 'mcp' not in sys.modules, 'import workspace imported the mcp SDK'
+import workspace.robot, workspace.config, workspace.templates, workspace.providers
+assert 'pydantic' not in sys.modules, 'import workspace (or its robot, config, templates) imported pydantic'
 for info in pkgutil.walk_packages(workspace.__path__, 'workspace.'):
     if info.name.endswith('__main__'):
         continue

@@ -354,3 +354,35 @@ def test_the_shipped_example_configuration_parses() -> None:
     assert all(manager.status(n).state is ServerState.STOPPED for n in manager.server_names())
     assert manager.status("github").disabled and manager.is_auto_approved("filesystem", "read_text_file")
     assert not manager.is_tool_enabled("filesystem", "move_file")
+
+
+# -- misspelt keys: errors with the closest key; other clients' keys are kept ----------------------------
+def test_a_misspelt_key_names_the_server_and_the_closest_key() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        parse_server("gh", {"comand": "github-mcp-server", "args": ["stdio"]}, source="cfg.yaml")
+    assert str(info.value) == "cfg.yaml: mcpServers.gh: unknown setting 'comand' — did you mean 'command'?"
+    with pytest.raises(ConfigurationError, match=r"mcpServers.gh.transport: unknown setting 'comand'"):
+        parse_server("gh", {"transport": {"type": "stdio", "comand": "x"}})
+    with pytest.raises(ConfigurationError, match=r"unknown setting 'AutoApprove' — did you mean 'autoApprove'"):
+        parse_server("gh", {"command": "x", "AutoApprove": []})
+    # Keys of other clients (VS Code's envFile, Gemini CLI's trust) and notes of your own are kept.
+    entry = {"command": "x", "envFile": ".env", "trust": True, "description": "mine", "custom": 1}
+    assert parse_server("gh", entry).to_dict() == entry
+
+
+def test_a_misspelt_key_in_the_configuration_names_the_file_and_line(tmp_path: Path) -> None:
+    user = tmp_path / "config.yaml"
+    user.write_text("mcpServers:\n  ok: {command: srv}\n  gh:\n    command: srv\n    timout: 30\n")
+    manager = MCPManager(load_config(user_file=user, env={}))
+    gh = manager.status("gh")
+    assert gh.state is ServerState.FAILED and gh.source == str(user)
+    assert gh.reason == f"{user}:5: mcpServers.gh: unknown setting 'timout' — did you mean 'timeout'?"
+    assert manager.status("ok").state is ServerState.STOPPED  # the others are unaffected
+
+
+def test_the_known_keys_are_the_schema_fields() -> None:
+    from workspace.mcp.config import KNOWN_KEYS, TRANSPORT_KEYS
+    from workspace.schemas.mcp import McpServer, McpTransport
+
+    assert set(McpServer.model_fields) == KNOWN_KEYS
+    assert set(McpTransport.model_fields) == TRANSPORT_KEYS

@@ -165,3 +165,53 @@ def test_shipped_like_robot_file_loads(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigurationError, match="Unknown robot 'ghost'. Available robots:"):
         find_robot_file("ghost", tmp_path)
+
+
+# -- keyword settings are checked: a typo or a value out of range is an error, not sent to the model ----
+def test_an_unknown_setting_names_the_closest_one() -> None:
+    from workspace.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError) as info:
+        Robot("x", system_prompt="y", temprature=0.3)
+    assert str(info.value) == "unknown setting 'temprature' — did you mean 'temperature'?"
+    # Robot's own parameters are guessed too.
+    with pytest.raises(ConfigurationError, match="unknown setting 'sytem_prompt' — did you mean 'system_prompt'"):
+        Robot("x", template=Template.parse("Hi"), sytem_prompt="y")
+    with pytest.raises(ConfigurationError, match=r"unknown setting 'colour'. The model settings are: temperature"):
+        Robot("x", system_prompt="y", colour="blue")
+
+
+def test_settings_out_of_range_are_errors() -> None:
+    from workspace.schemas import SchemaError
+
+    with pytest.raises(SchemaError, match=r"temperature: 7 is out of range: 'temperature' must be a number from 0"):
+        Robot("x", system_prompt="y", temperature=7)
+    with pytest.raises(SchemaError, match=r"'max_tokens' must be a positive whole number, got 'lots'"):
+        Robot("x", system_prompt="y", max_tokens="lots")
+
+
+def test_every_model_setting_is_accepted_and_sent() -> None:
+    settings: dict[str, Any] = {"temperature": 0, "top_p": 0.9, "top_k": 40, "max_tokens": 64,
+                                "presence_penalty": 1.5, "frequency_penalty": -2, "stop": ["END"]}
+    provider = ScriptedProvider(["ok"])
+    robot = Robot("x", system_prompt="y", provider=provider, **settings)
+    assert robot.settings == settings
+    robot.run("hi", settings={"temperature": 1.0})
+    assert provider.history[0].settings == {**settings, "temperature": 1.0}
+    from workspace.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="unknown run setting 'temp'. The model settings are"):
+        robot.run("hi", settings={"temp": 1.0})
+
+
+def test_the_front_matter_api_base_is_the_robots(tmp_path: Path) -> None:
+    from workspace.errors import ConfigurationError
+
+    tmpl = Template.parse("---\nmodel: llama3.1\napi_base: http://localhost:11434/v1\n---\nHi")
+    assert Robot("a", template=tmpl).api_base == "http://localhost:11434/v1"
+    assert Robot("a", template=tmpl, api_base="http://127.0.0.1:1234/v1").api_base == "http://127.0.0.1:1234/v1"
+    # A robot file inside the opened folder may not send the key elsewhere (as in a network file).
+    folder = tmp_path / "f"
+    path = write(folder / ".robotlab" / "robots" / "far.md", "---\napi_base: https://attacker.example/v1\n---\nHi")
+    with pytest.raises(ConfigurationError, match="is not on this machine"):
+        Robot("far", template=Template.load(path), folder=folder)

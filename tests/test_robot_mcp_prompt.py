@@ -40,3 +40,11 @@ async def test_a_bad_mcp_prompt_fails_the_run_naming_the_file(tmp_path: Path) ->
     robot = Robot("weather", template=template, provider=ScriptedProvider(["never"]))
     with pytest.raises(RunFailedError, match=r"weather\.md: mcp_prompt must be a mapping"):
         await robot.arun("hi")
+
+
+async def test_a_misspelt_mcp_prompt_key_names_the_line_and_the_closest_key(tmp_path: Path) -> None:
+    template = robot_file(tmp_path, "description: weather\nmcp_prompt: {server: everything, promt: args-prompt}")
+    robot = Robot("weather", template=template, provider=ScriptedProvider(["never"]))
+    with pytest.raises(RunFailedError, match=r"weather\.md:3: unknown setting 'promt' in mcp_prompt — did you mean "
+                                             r"'prompt'\?"):
+        await robot.arun("hi")

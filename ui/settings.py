@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workspace.providers import LOCAL_DEFAULT_BASES
+from workspace.urls import LOCAL_DEFAULT_BASES
 
 log = logging.getLogger("ui.settings")
 
@@ -54,10 +54,10 @@ def save_user_settings(values: dict[str, Any]) -> None:
     import yaml
 
     from workspace import paths
-    from workspace.config import read_yaml_file
+    from workspace.schemas import read_yaml_file
 
     path = paths.user_config_file()
-    data: dict[str, Any] = read_yaml_file(path) if path.is_file() else {}
+    data: dict[str, Any] = read_yaml_file(path)[0] if path.is_file() else {}
     for dotted, value in values.items():
         if "key" in dotted.split(".")[-1].lower() and "api" in dotted.lower():
             raise ValueError("API keys are never written to the configuration file")

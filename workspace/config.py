@@ -8,8 +8,10 @@
    ``ROBOT_LAB_RUBY_LLM__MODEL`` is accepted as ``llm.model``
 5. explicit arguments (``load_config(overrides={"llm": {"model": ...}})``)
 
-A bad value raises :class:`~workspace.errors.ConfigurationError` naming the file (or
-variable) and the key, and what would be accepted. API keys are never part of the
+A bad value raises :class:`~workspace.errors.ConfigurationError` naming the file and
+line (or the variable) and the key, and what would be accepted; an unknown key lists
+the allowed ones and the closest ("did you mean ..."). Each layer is checked before it
+is merged, with the schema of :mod:`workspace.schemas.config` (``robotlab schema config``). API keys are never part of the
 configuration: they come from the environment variables litellm reads, or from the
 OS keyring.
 """
@@ -17,14 +19,16 @@ OS keyring.
 from __future__ import annotations
 
 import copy
-import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workspace.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from workspace.schemas import Lines
 
 ENV_PREFIX = "ROBOT_LAB_"
 SECTION_ALIASES = {"ruby_llm": "llm"}
@@ -59,53 +63,6 @@ REVIEW_MODES = ("review", "auto", "readonly")
 THEMES = ("light", "dark")
 
 
-@functools.cache
-def _schema() -> Any:
-    """Pydantic models of the configuration (built on first use: pydantic costs import time)."""
-    from typing import Literal
-
-    from pydantic import BaseModel, ConfigDict, Field
-
-    class _Strict(BaseModel):
-        model_config = ConfigDict(extra="forbid")
-
-    class LLM(_Strict):
-        model: str | None = None
-        api_base: str | None = None
-        temperature: float | None = Field(None, ge=0, le=2)
-        top_p: float | None = Field(None, ge=0, le=1)
-        max_tokens: int | None = Field(None, gt=0)
-        timeout: float = Field(120.0, gt=0)
-        max_retries: int = Field(3, ge=0, le=20)
-        max_tool_result_chars: int = Field(50_000, ge=1_000)
-
-    class Agent(_Strict):
-        max_turns: int = Field(20, ge=1, le=1000)
-        tool_timeout: float = Field(300.0, gt=0)
-        tools: Literal["all", "none", "inherit"] | list[str] = "all"
-        mcp: Literal["all", "none", "inherit"] | list[str] = "all"
-
-    class Review(_Strict):
-        mode: Literal["review", "auto", "readonly"] = "review"
-
-    class UI(_Strict):
-        theme: Literal["light", "dark"] = "light"
-
-    class Demo(_Strict):
-        delay: float = Field(0.015, ge=0, le=5)
-
-    class Root(_Strict):
-        llm: LLM = Field(default_factory=LLM)
-        agent: Agent = Field(default_factory=Agent)
-        review: Review = Field(default_factory=Review)
-        ui: UI = Field(default_factory=UI)
-        demo: Demo = Field(default_factory=Demo)
-        mcpServers: dict[str, dict[str, Any]] = Field(default_factory=dict)
-        approval: dict[str, Any] | None = None
-
-    return Root
-
-
 @dataclass
 class Config:
     """The merged configuration, as plain nested dicts with attribute access by section."""
@@ -117,6 +74,8 @@ class Config:
     #: Settings of the folder's ``.robotlab/`` held back until the folder is trusted
     #: (see :mod:`workspace.trust`); empty when there are none or the folder is trusted.
     withheld: dict[str, Any] = field(default_factory=dict)
+    #: The line of every key of each file read, by file path (for messages about a file's values).
+    key_lines: dict[str, Lines] = field(default_factory=dict, repr=False)
 
     @property
     def trusted(self) -> bool:
@@ -160,32 +119,6 @@ class _Section:
 
     def __repr__(self) -> str:
         return f"Section({self._data!r})"
-
-
-def read_yaml_file(path: Path, *, what: str = "configuration") -> dict[str, Any]:
-    """A YAML (or JSON) mapping from ``path``; errors name the file and the line."""
-    import yaml
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigurationError(f"{path}: the {what} file is not UTF-8 text ({exc})") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigurationError(
-            f"{path}: the {what} file is not valid YAML{where}: {problem}. Fix the file or move it away."
-        ) from exc
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigurationError(
-            f"{path}: the {what} file must hold a mapping of sections (like 'llm:'), not {type(data).__name__}"
-        )
-    return data
 
 
 def _merge(base: dict[str, Any], layer: Mapping[str, Any], sources: dict[str, str], source: str,
@@ -239,63 +172,65 @@ def load_config(
 ) -> Config:
     """Merge every layer and validate the result."""
     from workspace import paths
+    from workspace.schemas import read_yaml_file
+    from workspace.schemas.config import check_layer
 
     data = copy.deepcopy(DEFAULTS)
     sources: dict[str, str] = {}
+    key_lines: dict[str, Lines] = {}
     user = user_file if user_file is not None else paths.user_config_file()
     if user.is_file():
-        _merge(data, read_yaml_file(user), sources, str(user))
+        user_layer, user_lines = read_yaml_file(user)
+        check_layer(user_layer, lines=user_lines, source=str(user))
+        key_lines[str(user)] = user_lines.also_under(("mcp_servers",), ("mcpServers",))
+        _merge(data, user_layer, sources, str(user))
     withheld: dict[str, Any] = {}
     if folder is not None:
         from workspace import trust
 
         project = paths.project_config_file(folder)
-        layer = read_yaml_file(project) if project.is_file() else {}
+        layer: dict[str, Any] = {}
+        lines: Lines | None = None
+        if project.is_file():
+            layer, lines = read_yaml_file(project)
         needed = trust.sensitive_settings(layer)  # what trust.needs_trust(folder) reads, already read here
         if needed and not trust.is_trusted(Path(folder), needed):
             withheld = needed
             layer = trust.strip_sensitive(layer)
         if layer:
+            check_layer(layer, lines=lines, source=str(project))
+            if lines is not None:
+                key_lines[str(project)] = lines.also_under(("mcp_servers",), ("mcpServers",))
             _merge(data, layer, sources, str(project))
     env_layer, env_names = _env_layer(os.environ if env is None else env)
     if env_layer:
+        check_layer(env_layer, env_names=env_names, env_prefix=ENV_PREFIX)
         for dotted, var in env_names.items():
             sources[dotted] = var
         _merge(data, env_layer, {}, "environment")
     if overrides:
+        check_layer(overrides, source="argument")
         _merge(data, overrides, sources, "argument")
     validated = validate(data, sources)
-    return Config(validated, sources, Path(folder) if folder else None, withheld)
+    return Config(validated, sources, Path(folder) if folder else None, withheld, key_lines)
 
 
 def validate(data: dict[str, Any], sources: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Validate merged data; errors name where the bad value came from and the key."""
     from pydantic import ValidationError
 
+    from workspace.schemas.config import ConfigFile, problems_of
+
     sources = sources or {}
-    root = _schema()
     try:
-        model = root.model_validate(data)
+        model = ConfigFile.model_validate(data)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            loc = [str(p) for p in err["loc"] if not str(p).startswith(("literal[", "list["))]
-            dotted = ".".join(loc)
-            origin = _source_for(dotted, sources)
-            value = err.get("input")
-            if err["type"] == "extra_forbidden":
-                section = ".".join(loc[:-1])
-                allowed = _allowed_keys(section)
-                problems.append(
-                    f"{origin}: unknown key '{dotted}'" + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
-                )
-            else:
-                problems.append(f"{origin}: '{dotted}' = {value!r}: {err['msg']}")
-        unique = list(dict.fromkeys(problems))
-        raise ConfigurationError("Invalid configuration:\n  " + "\n  ".join(unique)) from None
+        problems = problems_of(exc, origin=lambda loc: _source_for(".".join(str(p) for p in loc), sources))
+        raise ConfigurationError("Invalid configuration:\n  " + "\n  ".join(problems)) from None
     out: dict[str, Any] = model.model_dump()
     # Keep mcpServers exactly as written (unknown keys preserved for round trips).
     out["mcpServers"] = copy.deepcopy(data.get("mcpServers") or {})
+    out.pop("mcp_servers", None)
     if out.get("approval") is None:
         out.pop("approval", None)
     return out
@@ -308,18 +243,6 @@ def _source_for(dotted: str, sources: Mapping[str, str]) -> str:
             return sources[probe]
         probe = probe.rpartition(".")[0]
     return "defaults"
-
-
-def _allowed_keys(section: str) -> list[str]:
-    node: Any = DEFAULTS
-    for part in section.split(".") if section else []:
-        node = node.get(part) if isinstance(node, dict) else None
-    if isinstance(node, dict):
-        keys = list(node)
-        if not section:
-            keys.append("approval")
-        return keys
-    return []
 
 
 def default_config_text() -> str:

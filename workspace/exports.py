@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, assert_never
 
 from workspace import events as ev
 from workspace.errors import Error
@@ -161,78 +161,83 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> 
 
     for event in events:
         who = f"{event.robot} [{event.task}]" if event.task else (event.robot or robot)
-        if isinstance(event, ev.Text):
-            if event.text:
+        match event:
+            case ev.Text():
+                if event.text:
+                    heading(who)
+                    out.append(event.text.rstrip())
+                    out.append("")
+            case ev.ToolUse():
                 heading(who)
-                out.append(event.text.rstrip())
+                server = f" (server `{event.server}`)" if event.server else ""
+                out.append(f"**Tool call** `{event.name}`{server} · `{event.id}`")
                 out.append("")
-        elif isinstance(event, ev.ToolUse):
-            heading(who)
-            server = f" (server `{event.server}`)" if event.server else ""
-            out.append(f"**Tool call** `{event.name}`{server} · `{event.id}`")
-            out.append("")
-            out.append(_fenced(event.input if event.input is not None else {}))
-            out.append("")
-        elif isinstance(event, ev.ToolResult):
-            heading(who)
-            out.append(f"**Result** of `{event.name}` · `{event.id}` · {event.duration:.2f} s")
-            out.append("")
-            out.append(_fenced(event.payload))
-            out.append("")
-        elif isinstance(event, ev.ToolError):
-            heading(who)
-            out.append(f"**Error** from `{event.name}` · `{event.id}`" +
-                       (f" · {event.duration:.2f} s" if event.duration else ""))
-            out.append("")
-            out.append(_fenced({"error": event.error}))
-            out.append("")
-        elif isinstance(event, ev.ApprovalRequested):
-            heading(who)
-            out.append(f"> **Approval requested** for `{event.name}` · `{event.id}`")
-            out.append("")
-        elif isinstance(event, ev.ApprovalDecided):
-            heading(who)
-            verdict = "Approved" if event.decision == "approve" else "Denied"
-            reason = f": {event.reason}" if event.reason else ""
-            out.append(f"> **{verdict}** `{event.name}` (scope: {event.scope}){reason}")
-            out.append("")
-            out.append(_fenced(event.input if event.input is not None else {}))
-            out.append("")
-        elif isinstance(event, ev.ChangeProposed):
-            heading(who)
-            out.append(f"**Change proposed** `{event.change_set_id}`:")
-            for f in event.files:
-                added, removed = f.get("added", 0), f.get("removed", 0)
-                out.append(f"- `{f.get('path', '?')}` ({f.get('action', 'modify')}, +{added} −{removed})")
-            out.append("")
-        elif isinstance(event, ev.ChangeDecided):
-            heading(who)
-            out.append(f"**Change decided** `{event.change_set_id}`:")
-            for f in event.outcome:
-                accepted, rejected = f.get("accepted") or [], f.get("rejected") or []
-                reason = f" ({f['reason']})" if f.get("reason") else ""
-                out.append(f"- `{f.get('path', '?')}`: accepted hunks {accepted}, rejected hunks {rejected}{reason}")
-            if event.checkpoint_id:
-                out.append(f"- checkpoint `{event.checkpoint_id}`")
-            out.append("")
-        elif isinstance(event, ev.MemoryChanged):
-            heading(who)
-            writer = f" by {event.writer}" if event.writer else ""
-            out.append(f"*Memory* `{event.key}`{writer} = `{_json(event.value, indent=None)}`")
-            out.append("")
-        elif isinstance(event, ev.TaskStarted):
-            out.append(f"*Task `{event.task}` started*")
-            out.append("")
-        elif isinstance(event, ev.TaskFinished):
-            error = f": {event.error}" if event.error else ""
-            out.append(f"*Task `{event.task}` {event.status}{error}*")
-            out.append("")
-        elif isinstance(event, ev.RunCancelled):
-            out.append(f"*Stopped: {event.reason}*")
-            out.append("")
-        elif isinstance(event, ev.RunFailed):
-            out.append(f"*Failed: {event.error}*")
-            out.append("")
+                out.append(_fenced(event.input if event.input is not None else {}))
+                out.append("")
+            case ev.ToolResult():
+                heading(who)
+                out.append(f"**Result** of `{event.name}` · `{event.id}` · {event.duration:.2f} s")
+                out.append("")
+                out.append(_fenced(event.payload))
+                out.append("")
+            case ev.ToolError():
+                heading(who)
+                out.append(f"**Error** from `{event.name}` · `{event.id}`" +
+                           (f" · {event.duration:.2f} s" if event.duration else ""))
+                out.append("")
+                out.append(_fenced({"error": event.error}))
+                out.append("")
+            case ev.ApprovalRequested():
+                heading(who)
+                out.append(f"> **Approval requested** for `{event.name}` · `{event.id}`")
+                out.append("")
+            case ev.ApprovalDecided():
+                heading(who)
+                verdict = "Approved" if event.decision == "approve" else "Denied"
+                reason = f": {event.reason}" if event.reason else ""
+                out.append(f"> **{verdict}** `{event.name}` (scope: {event.scope}){reason}")
+                out.append("")
+                out.append(_fenced(event.input if event.input is not None else {}))
+                out.append("")
+            case ev.ChangeProposed():
+                heading(who)
+                out.append(f"**Change proposed** `{event.change_set_id}`:")
+                for f in event.files:
+                    added, removed = f.get("added", 0), f.get("removed", 0)
+                    out.append(f"- `{f.get('path', '?')}` ({f.get('action', 'modify')}, +{added} −{removed})")
+                out.append("")
+            case ev.ChangeDecided():
+                heading(who)
+                out.append(f"**Change decided** `{event.change_set_id}`:")
+                for f in event.outcome:
+                    accepted, rejected = f.get("accepted") or [], f.get("rejected") or []
+                    reason = f" ({f['reason']})" if f.get("reason") else ""
+                    out.append(f"- `{f.get('path', '?')}`: accepted hunks {accepted}, rejected hunks {rejected}{reason}")
+                if event.checkpoint_id:
+                    out.append(f"- checkpoint `{event.checkpoint_id}`")
+                out.append("")
+            case ev.MemoryChanged():
+                heading(who)
+                writer = f" by {event.writer}" if event.writer else ""
+                out.append(f"*Memory* `{event.key}`{writer} = `{_json(event.value, indent=None)}`")
+                out.append("")
+            case ev.TaskStarted():
+                out.append(f"*Task `{event.task}` started*")
+                out.append("")
+            case ev.TaskFinished():
+                error = f": {event.error}" if event.error else ""
+                out.append(f"*Task `{event.task}` {event.status}{error}*")
+                out.append("")
+            case ev.RunCancelled():
+                out.append(f"*Stopped: {event.reason}*")
+                out.append("")
+            case ev.RunFailed():
+                out.append(f"*Failed: {event.error}*")
+                out.append("")
+            case ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.RunFinished():
+                pass  # the heading, the text, the usage line and the result come from the turn itself
+            case _:
+                assert_never(event)
     if turn.status == "interrupted":
         out.append("*Interrupted: the app stopped before this run ended.*")
         out.append("")

@@ -78,6 +78,8 @@ class Robot:
     ) -> None:
         if template is None and system_prompt is None:
             raise ValueError("Must provide either template or system_prompt")
+        if settings:
+            _check_settings(settings)
         self.name = str(name)
         self.folder = Path(folder).resolve() if folder is not None else None
         self._config = config
@@ -97,7 +99,7 @@ class Robot:
         self.description = description if description is not None else (tmpl.description if tmpl else None)
         self.context = context
         self._explicit_model = model
-        self.api_base = api_base
+        self.api_base = api_base if api_base is not None else (tmpl.api_base if tmpl else None)
         self.max_turns = max_turns or (tmpl.max_turns if tmpl else None)
         self.settings: dict[str, Any] = {**(tmpl.settings if tmpl else {}), **settings}
         self.local_tools: list[Tool] = []
@@ -110,7 +112,7 @@ class Robot:
         if tmpl is not None and tmpl.path is not None and folder is not None:
             from workspace.trust import folder_file_problem
 
-            problem = folder_file_problem(tmpl.path, Path(folder), mcp=tmpl.mcp)
+            problem = folder_file_problem(tmpl.path, Path(folder), mcp=tmpl.mcp, api_base=tmpl.api_base)
             if problem:
                 raise ConfigurationError(problem)
         self.tools_config = self._take_tools(tools)
@@ -269,14 +271,11 @@ class Robot:
         """
         tmpl = self.template
         value = tmpl.metadata.get("mcp_prompt") if tmpl is not None and tmpl.path is not None else None
-        if value is None:
+        if value is None or tmpl is None:
             return None
-        where = f"{tmpl.path}" if tmpl is not None else self.name
-        if (not isinstance(value, Mapping) or not isinstance(value.get("server"), str)
-                or not isinstance(value.get("prompt"), str)
-                or not isinstance(value.get("arguments", {}), Mapping)):
-            raise ConfigurationError(f"{where}: mcp_prompt must be a mapping like {{server: NAME, prompt: NAME, "
-                                     "arguments: {...}}} naming a server of mcpServers and one of its prompts")
+        from workspace.schemas.robot import check_mcp_prompt
+
+        prompt = check_mcp_prompt(value, where=str(tmpl.path), lines=tmpl.lines)
         manager = self.mcp_manager
         if manager is None:
             from workspace.mcp import default_manager
@@ -285,8 +284,8 @@ class Robot:
         config = self.config if (self._config is not None or self._provider is None) else None
         if config is not None and hasattr(manager, "configure"):
             manager.configure(config)
-        template = await manager.prompt_template(value["server"], value["prompt"],  # type: ignore[union-attr]
-                                                 dict(value.get("arguments") or {}))
+        template = await manager.prompt_template(prompt.server, prompt.prompt,  # type: ignore[union-attr]
+                                                 dict(prompt.arguments))
         return str(template.render())
 
     async def _mcp_tools(self, servers: Any, config: Config | None) -> list[Tool]:
@@ -379,6 +378,10 @@ class Robot:
         return float(value) if value else None
 
     def _settings(self, run_settings: Mapping[str, Any] | None) -> dict[str, Any]:
+        if run_settings:
+            from workspace.schemas.robot import check_settings
+
+            check_settings(run_settings, what="run setting")
         base: dict[str, Any] = {}
         if self._config is not None or self._provider is None:
             for key in ("temperature", "top_p", "max_tokens"):
@@ -443,6 +446,14 @@ class Robot:
 
     def __repr__(self) -> str:
         return f"<Robot {self.name!r} model={self.model or 'offline demo'!r}>"
+
+
+def _check_settings(settings: Mapping[str, Any]) -> None:
+    """``Robot(..., **settings)``: only the model settings, in range (pydantic is imported only here)."""
+    from workspace.schemas.robot import check_settings
+
+    params = [p for p in inspect.signature(Robot.__init__).parameters if p not in ("self", "settings")]
+    check_settings(settings, also_known=params)
 
 
 def _appender(memory: Memory) -> Callable[[RobotResult], None]:

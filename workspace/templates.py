@@ -13,7 +13,11 @@ You are the billing assistant of {{ company_name }}.
 
 Front-matter keys applied to the model call: model, temperature, top_p, top_k,
 max_tokens, presence_penalty, frequency_penalty, stop. Also understood: name,
-description, tools, mcp, max_turns. Other keys are kept in ``metadata``. The body
+description, api_base, tools, mcp, max_turns, mcp_prompt (the schema is
+:class:`workspace.schemas.robot.FrontMatter`; ``robotlab schema robot`` prints it).
+Any other key is an error naming the file, its line and the closest known key
+("unknown setting 'temprature' — did you mean 'temperature'?"), and so is a value out
+of range; keys of your own start with ``x-`` and are kept in ``metadata``. The body
 is rendered with the build-time context merged with the run-time context (run
 wins); an undefined variable renders as empty text, so optional variables need no
 guard. A robot file is a template: ``resources/robots/*.md``.
@@ -24,14 +28,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workspace.errors import ConfigurationError
 
+if TYPE_CHECKING:
+    from workspace.schemas import Lines
+
+#: The front-matter keys passed to the model call (the fields of
+#: :class:`workspace.schemas.robot.ModelSettings`; a test keeps the two the same).
 SETTING_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "presence_penalty", "frequency_penalty", "stop")
-KNOWN_KEYS = ("model", *SETTING_KEYS, "name", "description", "tools", "mcp", "max_turns", "mcpServers")
-_NUMBER_KEYS = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
-_INT_KEYS = ("top_k", "max_tokens", "max_turns")
 
 _env: Any = None
 
@@ -52,13 +58,18 @@ class Template:
     body: str
     metadata: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
+    #: The line of every front-matter key in the file (for messages about it), when parsed from text.
+    lines: Lines | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def parse(cls, text: str, *, name: str = "template", path: Path | None = None) -> Template:
         import yaml
 
+        from workspace.schemas import yaml_with_lines
+
         where = str(path) if path else f"template '{name}'"
         metadata: dict[str, Any] = {}
+        key_lines: Lines | None = None
         body = text
         stripped = text.lstrip("\ufeff")
         if stripped.startswith("---"):
@@ -75,7 +86,9 @@ class Template:
             front = "".join(lines[1:end])
             body = "".join(lines[end + 1 :])
             try:
-                loaded = yaml.safe_load(front) if front.strip() else {}
+                # Lines counted from the file's first line: the front matter starts on line 2.
+                loaded, key_lines = yaml_with_lines(front, source=where, offset=1)
+                loaded = loaded if front.strip() else {}
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
                 line = f" at line {mark.line + 2}" if mark is not None else ""
@@ -85,8 +98,12 @@ class Template:
             if not isinstance(loaded, dict):
                 raise ConfigurationError(f"{where}: the front matter must be a mapping of keys, like 'model: ...'")
             metadata = loaded
-        _check_metadata(metadata, where)
-        return cls(name=str(metadata.get("name") or name), body=body.lstrip("\n"), metadata=metadata, path=path)
+        if metadata:
+            from workspace.schemas.robot import check_front_matter
+
+            check_front_matter(metadata, lines=key_lines, source=where)
+        return cls(name=str(metadata.get("name") or name), body=body.lstrip("\n"), metadata=metadata, path=path,
+                   lines=key_lines)
 
     @classmethod
     def load(cls, path: Path) -> Template:
@@ -113,6 +130,11 @@ class Template:
     @property
     def settings(self) -> dict[str, Any]:
         return {k: self.metadata[k] for k in SETTING_KEYS if self.metadata.get(k) is not None}
+
+    @property
+    def api_base(self) -> str | None:
+        value = self.metadata.get("api_base")
+        return str(value) if value else None
 
     @property
     def tools(self) -> Any:
@@ -144,29 +166,6 @@ class Template:
                        "in Python robot.run(message, NAME=value)), set it in the robot's context, or guard it in "
                        "the template with {% if NAME %}…{% endif %} or {{ NAME | default('…') }}")
             raise ConfigurationError(f"{where}: cannot render the template{at}: {exc}{fix}") from exc
-
-
-def _check_metadata(meta: Mapping[str, Any], where: str) -> None:
-    for key in _NUMBER_KEYS:
-        value = meta.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise ConfigurationError(f"{where}: front matter '{key}' must be a number, got {value!r}")
-    for key in _INT_KEYS:
-        value = meta.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-            raise ConfigurationError(f"{where}: front matter '{key}' must be a positive whole number, got {value!r}")
-    stop = meta.get("stop")
-    if stop is not None and not isinstance(stop, str | list):
-        raise ConfigurationError(f"{where}: front matter 'stop' must be a string or a list of strings")
-    model = meta.get("model")
-    if model is not None and not isinstance(model, str):
-        raise ConfigurationError(f"{where}: front matter 'model' must be a string like 'openai/gpt-4o-mini'")
-    for key in ("tools", "mcp"):
-        value = meta.get(key)
-        if value is not None and not isinstance(value, str | list):
-            raise ConfigurationError(
-                f"{where}: front matter '{key}' must be inherit, none, all or a list of names, got {value!r}"
-            )
 
 
 def search_path(folder: Path | None = None, *, kind: str = "templates", extra: Iterable[Path] = ()) -> list[Path]:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from workspace.errors import ConfigurationError
-from workspace.providers import is_loopback_url
+from workspace.urls import is_loopback_url
 
 #: Settings of a project file held back until the folder is trusted (dotted keys).
 SENSITIVE_KEYS = ("mcpServers", "llm.api_base", "approval", "review.mode")
@@ -122,13 +122,13 @@ def folder_file_problem(path: Path | None, folder: Path | None, *, mcp: Any = No
 
 def _project_mapping(folder: Path) -> dict[str, Any]:
     from workspace import paths
-    from workspace.config import read_yaml_file
+    from workspace.schemas import read_yaml_file
 
     path = paths.project_config_file(folder)
     if not path.is_file():
         return {}
     try:
-        return read_yaml_file(path)
+        return read_yaml_file(path)[0]
     except ConfigurationError:
         return {}
 

@@ -8,8 +8,17 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from workspace import events as ev
 from workspace.cli.render import EventPrinter
-from workspace.cli.run import add_run_options
+from workspace.cli.runs import (
+    add_run_options,
+    check_key,
+    print_events,
+    run_reporting_failure,
+    settle_changes,
+    template_params,
+    terminal_approval,
+)
 
 
 def register(sub: Any) -> None:
@@ -53,35 +62,11 @@ def _folder(args: argparse.Namespace) -> Path | None:
     return folder
 
 
-def _params(items: list[str]) -> dict[str, Any]:
-    from workspace.cli import CLIError
-    from workspace.network import NETWORK_RUN_OPTIONS
-    from workspace.robot import RUN_OPTIONS
-
-    reserved = set(RUN_OPTIONS) | set(NETWORK_RUN_OPTIONS) | {"message"}
-    params: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip().isidentifier():
-            raise CLIError(f"--param {item!r}: write KEY=VALUE, e.g. --param customer_name=Ada")
-        if key.strip() in reserved:
-            raise CLIError(f"--param {key.strip()}: that name is a run option, not a template variable; "
-                           f"use another name (reserved: {', '.join(sorted(reserved))})")
-        try:
-            params[key.strip()] = json.loads(value)
-        except ValueError:
-            params[key.strip()] = value
-    return params
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    from workspace.cli.run import run_reporting_failure
-
     return run_reporting_failure(args, _run, who=str(args.file))
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from workspace.cli.run import _approval, _check_key
     from workspace.cli.trust import warn_if_untrusted
     from workspace.config import load_config
     from workspace.network import find_network_file, load_network
@@ -102,8 +87,8 @@ async def _run(args: argparse.Namespace) -> int:
             robot.api_base = args.api_base
         model = robot.model
         if not is_offline(model):
-            _check_key(str(model), args.api_base or config.get("llm.api_base"))
-    options: dict[str, Any] = {"approval": _approval(args), **_params(args.param)}
+            check_key(str(model), args.api_base or config.get("llm.api_base"))
+    options: dict[str, Any] = {"approval": terminal_approval(args), **template_params(args.param)}
     changes = None
     if folder is not None:
         from workspace.changes import ChangeSet
@@ -115,8 +100,6 @@ async def _run(args: argparse.Namespace) -> int:
     run = network.stream(" ".join(args.message), **options)
     args.run_started = True
     printer = NetworkPrinter(json_lines=args.json)
-    from workspace.cli.run import print_events, settle_changes
-
     status, stopped = await print_events(run, printer)
     if not args.json and run.result is not None:
         printer.summary(run.result)
@@ -134,38 +117,39 @@ class NetworkPrinter:
         self.json_lines = json_lines
         self._streaming: str | None = None
 
-    def __call__(self, event: Any) -> None:
-        from workspace import events as ev
-
+    def __call__(self, event: ev.Event) -> None:
         if self.json_lines:
             self.printer(event)
             return
-        if isinstance(event, ev.TextDelta):
-            if self._streaming in (None, event.task):
-                self._streaming = event.task
-                self.printer(event)
-            return
-        if isinstance(event, ev.Text):
-            if self._streaming == event.task:
-                self._streaming = None
-                self.printer.finish()
-            else:
+        match event:
+            case ev.TextDelta():
+                if self._streaming in (None, event.task):
+                    self._streaming = event.task
+                    self.printer(event)
+                return
+            case ev.Text():
+                if self._streaming == event.task:
+                    self._streaming = None
+                    self.printer.finish()
+                else:
+                    self.printer.finish()
+                    label = f"[{event.task}] " if event.task else ""
+                    self.out.write(label + event.text.rstrip("\n") + "\n")
+                    self.out.flush()
+                return
+            case ev.MemoryChanged():
                 self.printer.finish()
                 label = f"[{event.task}] " if event.task else ""
-                self.out.write(label + event.text.rstrip("\n") + "\n")
+                writer = f" (by {event.writer})" if event.writer else ""
+                value = json.dumps(event.value, ensure_ascii=False, default=str)
+                value = value if len(value) <= 120 else value[:119] + "…"
+                self.out.write(f"{label}◆ memory {event.key} = {value}{writer}\n")
                 self.out.flush()
-            return
-        if isinstance(event, ev.TaskFinished) and self._streaming == event.task:
-            self._streaming = None
-        if isinstance(event, ev.MemoryChanged):
-            self.printer.finish()
-            label = f"[{event.task}] " if event.task else ""
-            writer = f" (by {event.writer})" if event.writer else ""
-            value = json.dumps(event.value, ensure_ascii=False, default=str)
-            value = value if len(value) <= 120 else value[:119] + "…"
-            self.out.write(f"{label}◆ memory {event.key} = {value}{writer}\n")
-            self.out.flush()
-            return
+                return
+            case ev.TaskFinished() if self._streaming == event.task:
+                self._streaming = None
+            case _:
+                pass  # every other event prints as in a robot's run
         self.printer(event)
 
     def finish(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, TextIO
+from typing import Any, TextIO, assert_never
 
 from workspace import events as ev
 
@@ -42,60 +42,65 @@ class EventPrinter:
 
     def __call__(self, event: ev.Event) -> None:
         if self.json_lines:
-            self.out.write(json.dumps(event.to_dict(), ensure_ascii=False, default=str) + "\n")
+            self.out.write(ev.to_json(event) + "\n")
             self.out.flush()
             return
         who = self._who(event)
-        if isinstance(event, ev.RunStarted):
-            model = event.model if event.is_language_model else f"{event.model}"
-            self._line(self._c("2", f"{who}● {event.robot} · {model}"))
-        elif isinstance(event, ev.TextDelta):
-            if not self._in_text and who:
-                self.out.write(who)
-            self.out.write(event.text)
-            self.out.flush()
-            self._in_text = True
-        elif isinstance(event, ev.ToolUse):
-            server = f"{event.server}/" if event.server else ""
-            self._line(self._c("36", f"{who}→ {server}{event.name} {_preview(event.input)}"))
-        elif isinstance(event, ev.ApprovalDecided):
-            verdict = "approved" if event.decision == "approve" else "denied"
-            reason = f": {event.reason}" if event.reason else ""
-            self._line(self._c("33", f"{who}  {event.name} {verdict} ({event.scope}){reason}"))
-        elif isinstance(event, ev.ToolResult):
-            payload = event.payload.get("data") if isinstance(event.payload, dict) else event.payload
-            self._line(self._c("32", f"{who}← {event.name} ({event.duration * 1000:.0f} ms) {_preview(payload)}"))
-        elif isinstance(event, ev.ToolError):
-            self._line(self._c("31", f"{who}✗ {event.name}: {_preview(event.error)}"))
-        elif isinstance(event, ev.ChangeProposed):
-            files = ", ".join(f"{f.get('path')} (+{f.get('added', 0)} -{f.get('removed', 0)})" for f in event.files)
-            self._line(self._c("33", f"{who}✎ proposed change: {files}"))
-        elif isinstance(event, ev.ChangeDecided):
-            parts = []
-            for f in event.outcome:
-                parts.append(f"{f.get('path')}: {len(f.get('accepted', []))} accepted, "
-                             f"{len(f.get('rejected', []))} rejected")
-            self._line(self._c("33", f"{who}✎ review: " + "; ".join(parts)))
-        elif isinstance(event, ev.TaskStarted):
-            self._line(self._c("35", f"▶ task {event.task} ({event.robot})"))
-        elif isinstance(event, ev.TaskFinished):
-            extra = f": {event.error}" if event.error else ""
-            self._line(self._c("35", f"■ task {event.task} {event.status}{extra}"))
-        elif isinstance(event, ev.RunFinished):
-            usage = getattr(event.result, "usage", None)
-            tokens = ""
-            if usage is not None:
-                cost = f", ${usage.cost:.4f}" if usage.cost else ""
-                tokens = f" · {usage.input_tokens} in / {usage.output_tokens} out tokens{cost}"
-            if not event.task and getattr(event.result, "stop_reason", None) == "max_turns":
-                self._line(self._c("33", f"{who}■ stopped at the turn limit: the robot wanted to go on. Raise it "
-                                         f"with --max-turns N (or agent.max_turns in the configuration){tokens}"))
-            elif not event.task:
-                self._line(self._c("2", f"{who}✓ done{tokens}"))
-        elif isinstance(event, ev.RunFailed):
-            self._line(self._c("31", f"{who}✗ failed: {event.error}"))
-        elif isinstance(event, ev.RunCancelled):
-            self._line(self._c("33", f"{who}■ stopped: {event.reason}"))
+        match event:
+            case ev.RunStarted():
+                self._line(self._c("2", f"{who}● {event.robot} · {event.model}"))
+            case ev.TextDelta():
+                if not self._in_text and who:
+                    self.out.write(who)
+                self.out.write(event.text)
+                self.out.flush()
+                self._in_text = True
+            case ev.ToolUse():
+                server = f"{event.server}/" if event.server else ""
+                self._line(self._c("36", f"{who}→ {server}{event.name} {_preview(event.input)}"))
+            case ev.ApprovalDecided():
+                verdict = "approved" if event.decision == "approve" else "denied"
+                reason = f": {event.reason}" if event.reason else ""
+                self._line(self._c("33", f"{who}  {event.name} {verdict} ({event.scope}){reason}"))
+            case ev.ToolResult():
+                payload = event.payload.get("data") if isinstance(event.payload, dict) else event.payload
+                self._line(self._c("32", f"{who}← {event.name} ({event.duration * 1000:.0f} ms) {_preview(payload)}"))
+            case ev.ToolError():
+                self._line(self._c("31", f"{who}✗ {event.name}: {_preview(event.error)}"))
+            case ev.ChangeProposed():
+                files = ", ".join(f"{f.get('path')} (+{f.get('added', 0)} -{f.get('removed', 0)})" for f in event.files)
+                self._line(self._c("33", f"{who}✎ proposed change: {files}"))
+            case ev.ChangeDecided():
+                parts = []
+                for f in event.outcome:
+                    parts.append(f"{f.get('path')}: {len(f.get('accepted', []))} accepted, "
+                                 f"{len(f.get('rejected', []))} rejected")
+                self._line(self._c("33", f"{who}✎ review: " + "; ".join(parts)))
+            case ev.TaskStarted():
+                self._line(self._c("35", f"▶ task {event.task} ({event.robot})"))
+            case ev.TaskFinished():
+                extra = f": {event.error}" if event.error else ""
+                self._line(self._c("35", f"■ task {event.task} {event.status}{extra}"))
+            case ev.RunFinished():
+                usage = getattr(event.result, "usage", None)
+                tokens = ""
+                if usage is not None:
+                    cost = f", ${usage.cost:.4f}" if usage.cost else ""
+                    tokens = f" · {usage.input_tokens} in / {usage.output_tokens} out tokens{cost}"
+                if not event.task and getattr(event.result, "stop_reason", None) == "max_turns":
+                    self._line(self._c("33", f"{who}■ stopped at the turn limit: the robot wanted to go on. Raise "
+                                             f"it with --max-turns N (or agent.max_turns in the configuration)"
+                                             f"{tokens}"))
+                elif not event.task:
+                    self._line(self._c("2", f"{who}✓ done{tokens}"))
+            case ev.RunFailed():
+                self._line(self._c("31", f"{who}✗ failed: {event.error}"))
+            case ev.RunCancelled():
+                self._line(self._c("33", f"{who}■ stopped: {event.reason}"))
+            case ev.Text() | ev.ApprovalRequested() | ev.MemoryChanged() | ev.Usage():
+                pass  # the text was streamed as deltas; the approval is asked for; usage is in "done"
+            case _:
+                assert_never(event)
 
     def finish(self) -> None:
         if self._in_text:

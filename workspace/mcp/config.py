@@ -27,8 +27,11 @@ mcpServers:
 * Times (``timeout``, ``connectTimeout``) are **seconds**, as in Cline and Goose. A number of
   1000 or more is read as **milliseconds** (``60000`` is one minute, as Claude Code writes it),
   and strings with a unit are accepted: ``"500ms"``, ``"30s"``, ``"2m"``.
-* Unknown keys are kept: :attr:`ServerSpec.raw` is the entry exactly as written, and is what
-  gets written back.
+* Other keys are kept (other clients' extensions, ``x-`` notes): :attr:`ServerSpec.raw` is the
+  entry exactly as written, and is what gets written back. A key that looks like a misspelling of
+  a known one is an error naming the file (and line), the server and the closest key:
+  ``unknown setting 'comand' — did you mean 'command'?``. The JSON Schema of an entry is
+  :class:`workspace.schemas.mcp.McpServer` (``robotlab schema mcp``).
 * Secrets: :meth:`ServerSpec.describe` (``robotlab mcp list``, the MCP dock) shows the entry as
   written, so ``${VAR}`` references appear as references and never as their values; URL
   passwords, secret-looking query parameters and literal values of secret-looking flags are
@@ -46,10 +49,13 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from workspace.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from workspace.schemas import Lines
 
 #: Canonical transports: ``stdio``, ``sse`` and ``http`` (streamable HTTP).
 TRANSPORTS = ("stdio", "sse", "http")
@@ -66,11 +72,20 @@ _TYPE_SPELLINGS = {
 _UNSUPPORTED_TYPES = {"ws", "websocket", "builtin", "platform", "inlinepython", "frontend"}
 TYPE_HELP = "stdio, sse, http, streamable-http, streamableHttp or streamable_http"
 
-#: Keys this module understands (others are kept as written).
+#: Keys this module understands (others are kept as written): the fields of
+#: :class:`workspace.schemas.mcp.McpServer` (a test keeps the two the same).
 KNOWN_KEYS = frozenset({
-    "command", "args", "env", "cwd", "url", "headers", "type", "transportType", "disabled", "enabled",
-    "timeout", "connectTimeout", "autoApprove", "alwaysAllow", "disabledTools", "name", "transport",
+    "command", "args", "env", "cwd", "url", "serverUrl", "headers", "type", "transportType", "disabled",
+    "enabled", "timeout", "connectTimeout", "autoApprove", "alwaysAllow", "disabledTools", "name", "transport",
 })
+#: Keys of RobotLab's inline ``transport:`` block (:class:`workspace.schemas.mcp.McpTransport`).
+TRANSPORT_KEYS = frozenset({"type", "command", "args", "env", "cwd", "url", "headers"})
+#: Keys other clients write that RobotLab does not use: kept, and never taken for misspellings.
+OTHER_CLIENTS_KEYS = frozenset({
+    "envFile", "httpUrl", "trust", "includeTools", "excludeTools", "oauth", "description", "watchPaths", "dev",
+})
+#: How alike an unknown key and a known one must be for the unknown one to be a misspelling (0 to 1).
+TYPO_CUTOFF = 0.8
 
 DEFAULT_CALL_TIMEOUT = 120.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
@@ -410,6 +425,32 @@ def _str_map(value: Any, *, where: str) -> dict[str, Any]:
     return out
 
 
+def misspelt_keys(entry: Mapping[str, Any], *, name: str, source: str = "", prefix: str = "mcpServers",
+                  lines: Lines | None = None) -> list[str]:
+    """A message for each key of ``entry`` that looks like a misspelling of a known key (naming the file and
+    line when ``lines`` has it, the server and the closest key); other unknown keys are fine."""
+    from workspace.schemas import closest
+
+    problems: list[str] = []
+    blocks: list[tuple[tuple[str, ...], Mapping[str, Any], frozenset[str]]] = [((), entry, KNOWN_KEYS)]
+    if isinstance(entry.get("transport"), Mapping):
+        blocks.append((("transport",), entry["transport"], TRANSPORT_KEYS))
+    for inner, block, known in blocks:
+        for key in block:
+            if (not isinstance(key, str) or key in known or key in OTHER_CLIENTS_KEYS
+                    or key.startswith(("x-", "x_"))):
+                continue
+            guess = closest(key, sorted(known), cutoff=TYPO_CUTOFF)
+            if guess is None:
+                continue
+            where = lines.where((prefix, name, *inner, key)) if lines is not None else ""
+            where = where or source
+            here = f"{where}: " if where else ""
+            place = ".".join((prefix, name, *inner))
+            problems.append(f"{here}{place}: unknown setting '{key}' — did you mean '{guess}'?")
+    return problems
+
+
 def parse_server(
     name: str,
     entry: Any,
@@ -417,8 +458,10 @@ def parse_server(
     source: str = "",
     environ: Mapping[str, str] | None = None,
     prefix: str = "mcpServers",
+    lines: Lines | None = None,
 ) -> ServerSpec:
-    """Check and interpolate one ``mcpServers`` entry; errors name the source, server and key.
+    """Check and interpolate one ``mcpServers`` entry; errors name the source, server and key
+    (and the line, given the file's ``lines``).
 
     ``environ`` replaces the process environment (and keyring) for interpolation (tests).
     """
@@ -428,6 +471,9 @@ def parse_server(
         raise ConfigurationError(
             f"{base}: expected a mapping with 'command' (and 'args') or 'url', got {type(entry).__name__}"
         )
+    typos = misspelt_keys(entry, name=name, source=source, prefix=prefix, lines=lines)
+    if typos:
+        raise ConfigurationError("\n".join(typos))
     raw = dict(entry)
     flat = _flatten(raw)
     for key in ("command", "url", "cwd"):

@@ -34,6 +34,7 @@ import fnmatch
 import json
 import logging
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -116,6 +117,9 @@ class MCPManager:
         def sources(name: str) -> str:
             return _source(cfg, name) if cfg is not None else ""
 
+        def lines(name: str) -> Any:
+            return cfg.key_lines.get(_source(cfg, name)) if cfg is not None else None
+
         if not isinstance(servers, Mapping):
             raise ConfigurationError(f"mcpServers: expected a mapping of server names, got {type(servers).__name__}")
         specs: dict[str, ServerSpec] = {}
@@ -128,7 +132,7 @@ class MCPManager:
             try:
                 # A disabled server's variables need not be set (it is often disabled for that reason).
                 environ = _ANY_ENV if is_disabled(entry) else self._environ
-                specs[name] = parse_server(name, entry, source=sources(name), environ=environ)
+                specs[name] = parse_server(name, entry, source=sources(name), environ=environ, lines=lines(name))
             except ConfigurationError as exc:
                 errors[name] = str(exc)
         old_specs, old_errors = self._specs, self._errors
@@ -712,7 +716,7 @@ def _name_error(key: object, source: str) -> str:
 
 
 def _source_of_error(message: str) -> str:
-    head = message.split(": ", 1)[0]
+    head = re.sub(r":\d+$", "", message.split(": ", 1)[0])  # "config.yaml:12": the file, not its line
     return head if os.sep in head or head.endswith((".yaml", ".yml", ".json")) else ""
 
 

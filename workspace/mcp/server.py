@@ -28,6 +28,7 @@ import mcp.types as types
 from mcp.server import Server
 
 from workspace import __version__
+from workspace.events import RunFailed
 from workspace.mcp import naming
 from workspace.mcp.results import output_text
 from workspace.tools.base import Tool, ToolContext, ToolOutput
@@ -60,8 +61,8 @@ def robot_tool(info: Any, *, folder: Path | None = None) -> Tool:
             raise
         result = run.result
         text = result.last_text_content if result is not None else None
-        if terminal is not None and terminal.kind == "run_failed":
-            return ToolOutput(f"The robot '{robot_name}' failed: {getattr(terminal, 'error', '')}", is_error=True)
+        if isinstance(terminal, RunFailed):
+            return ToolOutput(f"The robot '{robot_name}' failed: {terminal.error}", is_error=True)
         raw = result.to_dict() if result is not None else None
         return ToolOutput(text or "", raw=raw)
 

@@ -1,17 +1,18 @@
 """Providers: where a robot's completions come from.
 
-:func:`provider_for` maps a model id to a provider: empty (or ``demo``/``offline``)
-gives the offline demo, which needs no key and says it is not a language model;
-anything else goes through litellm (every hosted provider, and any
-OpenAI-compatible local server with ``api_base``).
+:func:`provider_for` asks the provider registry (:mod:`workspace.providers.registry`) which
+provider serves a model id: empty (or ``demo``/``offline``) gives the offline demo, which needs no
+key and says it is not a language model; anything else goes through litellm (every hosted
+provider, and any OpenAI-compatible local server with ``api_base``), unless a factory registered
+at run time or by an installed package (entry-point group ``robotlab_workspace.providers``)
+serves it first. The registry's docstring shows how to add one.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from workspace.providers.base import (
     Chunk,
+    ConfigLookup,
     FinishChunk,
     Provider,
     TextChunk,
@@ -19,77 +20,26 @@ from workspace.providers.base import (
     ToolSpec,
     UsageChunk,
 )
-
-if TYPE_CHECKING:
-    from workspace.config import Config
-
-OFFLINE_NAMES = frozenset({"", "demo", "offline", "offline-demo", "none"})
+from workspace.providers.registry import OFFLINE_NAMES, ProviderFactory, is_offline, provider_for, register
+from workspace.urls import LOCAL_DEFAULT_BASES, is_loopback_url
 
 __all__ = [
     "OFFLINE_NAMES",
     "Chunk",
+    "ConfigLookup",
     "FinishChunk",
     "Provider",
+    "ProviderFactory",
     "TextChunk",
     "ToolCallChunk",
     "ToolSpec",
     "UsageChunk",
-    "is_loopback_url",
     "is_offline",
+    "local_server",
+    "probe_local_server",
     "provider_for",
+    "register",
 ]
-
-
-def is_offline(model: str | None) -> bool:
-    return model is None or model.strip().lower() in OFFLINE_NAMES
-
-
-def provider_for(model: str | None, *, api_base: str | None = None, config: Config | None = None,
-                 **options: Any) -> Provider:
-    """The provider for ``model`` (None or "demo": the offline demo)."""
-    if is_offline(model):
-        from workspace.providers.demo import DemoProvider
-
-        delay = float(config.get("demo.delay", 0.015)) if config is not None else 0.015
-        return DemoProvider(delay=options.get("delay", delay))
-    from workspace.providers.litellm_provider import LiteLLMProvider
-
-    assert model is not None
-    kwargs: dict[str, Any] = {}
-    if config is not None:
-        kwargs["timeout"] = float(config.get("llm.timeout", 120.0))
-        kwargs["max_retries"] = int(config.get("llm.max_retries", 3))
-        kwargs["max_tool_result_chars"] = int(config.get("llm.max_tool_result_chars", 50_000))
-        api_base = api_base or config.get("llm.api_base")
-    kwargs.update(options)
-    if api_base and "/" not in model:
-        # A bare model name with a server address: that server speaks the OpenAI API (Ollama's /v1,
-        # LM Studio, vLLM, llama.cpp); litellm would otherwise refuse the name ("LLM Provider NOT provided").
-        model = f"openai/{model}"
-    return LiteLLMProvider(model, api_base=api_base, **kwargs)
-
-
-#: Where local servers listen when no ``api_base`` is given (litellm's defaults).
-LOCAL_DEFAULT_BASES = {"ollama": "http://localhost:11434", "ollama_chat": "http://localhost:11434",
-                       "lm_studio": "http://localhost:1234/v1", "lmstudio": "http://localhost:1234/v1",
-                       "llamafile": "http://localhost:8080/v1"}
-
-
-def is_loopback_url(url: str) -> bool:
-    """Whether ``url`` (or a bare ``host:port``) points at this machine: localhost or a loopback address."""
-    import ipaddress
-    from urllib.parse import urlsplit
-
-    try:
-        host = (urlsplit(url if "//" in url else f"//{url}").hostname or "").lower()
-    except ValueError:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def local_server(model: str | None, api_base: str | None = None) -> str | None:

@@ -67,6 +67,13 @@ class ToolSpec:
     parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
+class ConfigLookup(Protocol):
+    """What providers read of the configuration: ``get("llm.timeout", default)``
+    (:class:`workspace.config.Config` is one; providers never import the configuration module)."""
+
+    def get(self, dotted: str, default: Any = None) -> Any: ...
+
+
 @runtime_checkable
 class Provider(Protocol):
     """One streaming method plus capability flags (never ``isinstance`` checks on vendors)."""

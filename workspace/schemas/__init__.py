@@ -32,7 +32,9 @@ __all__ = [
     "closest",
     "did_you_mean",
     "load_yaml",
+    "read_yaml_file",
     "validate",
+    "yaml_with_lines",
 ]
 
 M = TypeVar("M", bound="BaseModel")
@@ -76,6 +78,15 @@ class Lines:
                 return None
             loc = loc[:-1]
 
+    def also_under(self, prefix: Loc, other: Loc) -> Lines:
+        """Find the keys under ``prefix`` under ``other`` as well (a section with two spellings,
+        such as ``mcp_servers`` and ``mcpServers``); returns self."""
+        n = len(prefix)
+        for loc, line in list(self._lines.items()):
+            if loc[:n] == tuple(prefix):
+                self._lines.setdefault((*other, *loc[n:]), line)
+        return self
+
     def where(self, loc: Loc) -> str:
         """``file:line`` (or ``file``, or an empty string) for messages."""
         line = self.line(loc)
@@ -86,16 +97,29 @@ class Lines:
         return f"line {line}" if line is not None else ""
 
 
+def yaml_with_lines(text: str, *, source: str | None = None, offset: int = 0) -> tuple[Any, Lines]:
+    """Parse YAML (safe) and record the line of every mapping key and list item.
+
+    A syntax error propagates as ``yaml.YAMLError`` (for callers with their own wording of it);
+    :func:`load_yaml` turns it into a :class:`SchemaError`."""
+    import yaml
+
+    lines = Lines(source=source, offset=offset)
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    data = yaml.load(text, Loader=yaml.SafeLoader) if node is not None else None
+    if node is not None:
+        _walk(node, (), lines._lines)
+    return data, lines
+
+
 def load_yaml(text: str, *, source: str | None = None, offset: int = 0) -> tuple[Any, Lines]:
     """Parse YAML (safe) and record the line of every mapping key and list item.
 
     A syntax error is a :class:`SchemaError` naming the file, the line and the column."""
     import yaml
 
-    lines = Lines(source=source, offset=offset)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.load(text, Loader=yaml.SafeLoader) if node is not None else None
+        return yaml_with_lines(text, source=source, offset=offset)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = source or "YAML"
@@ -104,8 +128,31 @@ def load_yaml(text: str, *, source: str | None = None, offset: int = 0) -> tuple
         problem = getattr(exc, "problem", None) or str(exc)
         raise SchemaError([f"{where}: not valid YAML: {problem}. Check the indentation and quoting there."],
                           source=source) from None
-    if node is not None:
-        _walk(node, (), lines._lines)
+
+
+def read_yaml_file(path: Path, *, what: str = "configuration") -> tuple[dict[str, Any], Lines]:
+    """A YAML (or JSON) mapping from ``path`` with the line of every key; errors name the file and the line."""
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(f"{path}: the {what} file is not UTF-8 text ({exc})") from exc
+    try:
+        data, lines = yaml_with_lines(text, source=str(path))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigurationError(
+            f"{path}: the {what} file is not valid YAML{where}: {problem}. Fix the file or move it away."
+        ) from exc
+    if data is None:
+        return {}, lines
+    if not isinstance(data, dict):
+        raise ConfigurationError(
+            f"{path}: the {what} file must hold a mapping of sections (like 'llm:'), not {type(data).__name__}"
+        )
     return data, lines
 
 
@@ -126,13 +173,16 @@ def _walk(node: Any, loc: Loc, out: dict[Loc, int]) -> None:
             _walk(item, (*loc, index), out)
 
 
-def closest(name: str, known: Sequence[str] | Any) -> str | None:
-    """The known name closest to ``name`` (a typo's intended key), or None."""
+def closest(name: str, known: Sequence[str] | Any, *, cutoff: float = 0.6) -> str | None:
+    """The known name closest to ``name`` (a typo's intended key), or None.
+
+    ``cutoff`` is how alike they must be (0 to 1, :func:`difflib.get_close_matches`); the same name
+    in other letter case always matches."""
     candidates = [str(k) for k in known]
     lowered = {c.lower(): c for c in candidates}
     if name.lower() in lowered:
         return lowered[name.lower()]
-    matches = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    matches = difflib.get_close_matches(name, candidates, n=1, cutoff=cutoff)
     return matches[0] if matches else None
 
 
@@ -142,8 +192,8 @@ def did_you_mean(name: str, known: Sequence[str] | Any) -> str:
     return f" — did you mean '{guess}'?" if guess else ""
 
 
-def _known_fields(model: type[BaseModel], loc: Loc) -> list[str]:
-    """The field names (and aliases) valid at ``loc`` inside ``model``, for did-you-mean."""
+def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
+    """The pydantic model that holds the keys at ``loc`` inside ``model`` (None: not a model there)."""
     from pydantic import BaseModel
 
     current: Any = model
@@ -160,12 +210,30 @@ def _known_fields(model: type[BaseModel], loc: Loc) -> list[str]:
             current = _inner_model(found) if found is not None else _inner_model(current)
         else:
             current = _inner_model(current)
-    if isinstance(current, type) and issubclass(current, BaseModel):
-        names: list[str] = []
-        for fname, finfo in current.model_fields.items():
-            names.append(finfo.alias or fname)
-        return names
-    return []
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _known_fields(model: type[BaseModel], loc: Loc) -> list[str]:
+    """The field names (and aliases) valid at ``loc`` inside ``model``, for did-you-mean."""
+    found = _model_at(model, loc)
+    if found is None:
+        return []
+    return [finfo.alias or fname for fname, finfo in found.model_fields.items()]
+
+
+def _hint(model: type[BaseModel], loc: Loc) -> tuple[Loc, str] | None:
+    """``(loc of the field, hint)`` when the field at ``loc`` (or the field holding it, for an item of a
+    list) has a hint in its model's ``hints`` class variable: ``{"temperature": "must be a number from
+    0 to 2"}``. A hint replaces pydantic's wording of every value error of that field."""
+    keys = [i for i, part in enumerate(loc) if isinstance(part, str)]
+    if not keys:
+        return None
+    end = keys[-1]
+    owner = _model_at(model, loc[:end])
+    hints = getattr(owner, "hints", None) if owner is not None else None
+    if isinstance(hints, Mapping) and loc[end] in hints:
+        return loc[: end + 1], str(hints[loc[end]])
+    return None
 
 
 def _inner_model(annotation: Any) -> Any:
@@ -190,6 +258,10 @@ def _dotted(loc: Loc) -> str:
     return out
 
 
+_RANGE_WORDS = {"less_than_equal": "at most", "less_than": "less than",
+                "greater_than_equal": "at least", "greater_than": "more than"}
+
+
 def _message(error: Mapping[str, Any], model: type[BaseModel], lines: Lines, prefix: Loc) -> str:
     loc: Loc = tuple(p for p in error.get("loc", ()) if not (isinstance(p, str) and p.startswith("function-")))
     full = (*prefix, *loc)
@@ -207,12 +279,18 @@ def _message(error: Mapping[str, Any], model: type[BaseModel], lines: Lines, pre
     shown = repr(value) if isinstance(value, str) else _short(value)
     msg = str(error.get("msg", "invalid value"))
     ctx = error.get("ctx") or {}
-    if kind in ("less_than_equal", "less_than", "greater_than_equal", "greater_than"):
+    hinted = _hint(model, loc) if kind != "missing" else None
+    if hinted is not None:
+        field_loc, hint = hinted
+        field_name = _dotted((*prefix, *field_loc))
+        if kind in _RANGE_WORDS:
+            return f"{lead}{name}: {shown} is out of range: '{field_name}' {hint}"
+        return f"{lead}'{field_name}' {hint}, got {shown}"
+    if kind in _RANGE_WORDS:
         bound = next(iter(ctx.values()), None)
         if isinstance(bound, float) and bound.is_integer():
             bound = int(bound)
-        words = {"less_than_equal": "at most", "less_than": "less than",
-                 "greater_than_equal": "at least", "greater_than": "more than"}[kind]
+        words = _RANGE_WORDS[kind]
         return f"{lead}{name}: {shown} is out of range: it must be {words} {bound}"
     if kind == "missing":
         return f"{lead}{name} is required"
@@ -243,5 +321,5 @@ def validate(model: type[M], data: Any, *, source: str | Path | None = None, lin
         return model.model_validate(data)
     except ValidationError as exc:
         problems = [_message(e, model, lines, prefix) for e in exc.errors(include_url=False)]
-        raise SchemaError(problems, source=src) from None
+        raise SchemaError(list(dict.fromkeys(problems)), source=src) from None
 

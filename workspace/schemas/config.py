@@ -1,0 +1,172 @@
+"""The schema of the configuration (``config.yaml``, ``.robotlab/config.yaml``, ``ROBOT_LAB_*`` variables).
+
+:func:`check_layer` checks one layer before it is merged, so a problem names where it was
+written: ``file:line`` for the user's and the project's file, the variable for
+``ROBOT_LAB_<SECTION>__<KEY>``, "argument" for explicit arguments. Unknown keys list the allowed
+ones and the closest (for a variable: the variable name that would work). Imported on use: it
+imports pydantic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, ValidationError
+
+from workspace.errors import ConfigurationError
+from workspace.schemas import Lines, _known_fields, closest
+from workspace.schemas.base import StrictModel, one_error
+
+__all__ = ["ConfigFile", "check_layer", "config_json_schema", "problems_of"]
+
+Loc = tuple[str | int, ...]
+LEVEL_HINT = "must be all, none, inherit or a list of names"
+# The same order as workspace.schemas.robot's levels: typing caches Literals that are equal in any order,
+# so another order would make the JSON Schema depend on which module was imported first.
+Level = Annotated[Literal["inherit", "none", "all"] | list[str], one_error(LEVEL_HINT)]
+
+
+class LLM(StrictModel):
+    """The model and how it is called."""
+
+    model: str | None = Field(None, description="Model id (openai/gpt-4o-mini, ollama_chat/llama3.1, ...); "
+                              "empty: the offline demo")
+    api_base: str | None = Field(None, description="Base URL of an OpenAI-compatible or local server")
+    temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature, 0 to 2")
+    top_p: float | None = Field(None, ge=0, le=1, description="Nucleus sampling, 0 to 1")
+    max_tokens: int | None = Field(None, gt=0, description="The most tokens of one answer")
+    timeout: float = Field(120.0, gt=0, description="Seconds one model call may take")
+    max_retries: int = Field(3, ge=0, le=20, description="Retries of a call that failed for a passing reason")
+    max_tool_result_chars: int = Field(50_000, ge=1_000, description="The most characters of one tool result "
+                                       "sent to the model (the rest is cut, with a note)")
+
+
+class Agent(StrictModel):
+    """The agent loop, and the global level of the tool and MCP hierarchies."""
+
+    hints: ClassVar[dict[str, str]] = {"tools": LEVEL_HINT, "mcp": LEVEL_HINT}
+
+    max_turns: int = Field(20, ge=1, le=1000, description="The most model turns of one run")
+    tool_timeout: float = Field(300.0, gt=0, description="Seconds one tool call may take")
+    tools: Level = Field("all", description="Tools robots may use: all | none | a list of names")
+    mcp: Level = Field("all", description="MCP servers robots may use: all | none | a list of names")
+
+
+class Review(StrictModel):
+    mode: Literal["review", "auto", "readonly"] = Field(
+        "review", description="review: every file change waits for you; auto: applied at once; readonly: none")
+
+
+class UI(StrictModel):
+    theme: Literal["light", "dark"] = "light"
+
+
+class Demo(StrictModel):
+    delay: float = Field(0.015, ge=0, le=5, description="Seconds between the offline demo's words")
+
+
+class ConfigFile(StrictModel):
+    """A configuration file (every layer has this shape; each key is optional)."""
+
+    llm: LLM = Field(default_factory=LLM)
+    agent: Agent = Field(default_factory=Agent)
+    review: Review = Field(default_factory=Review)
+    ui: UI = Field(default_factory=UI)
+    demo: Demo = Field(default_factory=Demo)
+    # Names are checked per server by the MCP manager (a YAML `off:` is a boolean: it says to quote it),
+    # so one bad server never hides the others.
+    mcpServers: dict[Any, dict[str, Any]] = Field(
+        default_factory=dict, description="MCP servers, in the format of Claude Desktop and Cursor")
+    mcp_servers: dict[Any, dict[str, Any]] | None = Field(None, description="The same as mcpServers")
+    approval: dict[str, Any] | None = Field(None, description="The tool approval policy (rules)")
+
+
+def _origin_in_env(names: Mapping[str, str]) -> Callable[[Loc], str]:
+    def origin(loc: Loc) -> str:
+        dotted = ".".join(str(p) for p in loc)
+        if dotted in names:
+            return names[dotted]
+        for key, var in names.items():
+            if key.startswith(dotted + "."):
+                return var
+        return "environment"
+
+    return origin
+
+
+def problems_of(exc: ValidationError, *, origin: Callable[[Loc], str], env_prefix: str | None = None) -> list[str]:
+    """Messages for the errors of validating a layer with :class:`ConfigFile`: ``origin(loc)`` says where
+    the value was written; with ``env_prefix`` the layer came from variables and a guess is a variable."""
+    problems: list[str] = []
+    for err in exc.errors(include_url=False):
+        loc: Loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        dotted = ".".join(str(p) for p in loc)
+        where = origin(loc)
+        value = err.get("input")
+        if err["type"] == "extra_forbidden":
+            allowed = _known_fields(ConfigFile, loc[:-1])
+            guess = closest(str(loc[-1]), allowed)
+            hint = ""
+            if guess and env_prefix and where.startswith(env_prefix):
+                parts = where[len(env_prefix):].split("__")
+                if len(parts) >= len(loc) and parts[len(loc) - 1] != guess.upper():
+                    parts[len(loc) - 1] = guess.upper()
+                    hint = f" — did you mean {env_prefix}{'__'.join(parts)}?"
+            elif guess:
+                hint = f" — did you mean '{guess}'?"
+            listed = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
+            problems.append(f"{where}: unknown key '{dotted}'{listed}{hint}")
+            continue
+        msg = str(err.get("msg", "invalid value"))
+        ctx = err.get("ctx") or {}
+        words = {"less_than_equal": "at most", "less_than": "less than", "greater_than_equal": "at least",
+                 "greater_than": "more than"}.get(err["type"])
+        if words:
+            bound = next(iter(ctx.values()), None)
+            if isinstance(bound, float) and bound.is_integer():
+                bound = int(bound)
+            msg = f"out of range: it must be {words} {bound}"
+        elif err["type"] == "invalid_value" and loc and str(loc[-1]) in Agent.hints:
+            msg = Agent.hints[str(loc[-1])]
+        problems.append(f"{where}: '{dotted}' = {value!r}: {msg}")
+    return list(dict.fromkeys(problems))
+
+
+def check_layer(data: Mapping[str, Any], *, lines: Lines | None = None, source: str = "argument",
+                env_names: Mapping[str, str] | None = None, env_prefix: str = "ROBOT_LAB_") -> None:
+    """Validate one layer; raise :class:`ConfigurationError` ("Invalid configuration: ...") naming, for
+    each problem, the file and line (``lines``), the variable (``env_names``: dotted key -> variable),
+    or ``source``."""
+    try:
+        ConfigFile.model_validate(dict(data))
+    except ValidationError as exc:
+        if env_names is not None:
+            problems = problems_of(exc, origin=_origin_in_env(env_names), env_prefix=env_prefix)
+        else:
+            file_lines = lines
+
+            def origin(loc: Loc) -> str:
+                return (file_lines.where(loc) if file_lines is not None else "") or source
+
+            problems = problems_of(exc, origin=origin)
+        raise ConfigurationError("Invalid configuration:\n  " + "\n  ".join(problems)) from None
+
+
+def config_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a configuration file (``robotlab schema config``), its servers included."""
+    from workspace.schemas.mcp import server_json_schema
+
+    schema = ConfigFile.model_json_schema()
+    server, defs = server_json_schema()
+    schema.setdefault("$defs", {}).update(defs)
+    for key in ("mcpServers", "mcp_servers"):
+        prop = schema["properties"][key]
+        target = prop if "anyOf" not in prop else next(p for p in prop["anyOf"] if p.get("type") == "object")
+        target["additionalProperties"] = server
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **schema,
+        "title": "RobotLab Workspace configuration",
+        "description": "config.yaml (robotlab paths shows where) and .robotlab/config.yaml of a folder.",
+    }

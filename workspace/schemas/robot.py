@@ -1,0 +1,181 @@
+"""Schemas of robots: the front matter of robot and template files, and ``Robot(**settings)``.
+
+```
+---
+name: billing
+description: Answers billing questions
+model: openai/gpt-4o-mini
+temperature: 0.2
+tools: [read_file, search_files]
+mcp: inherit
+x-owner: billing-team        # your own keys start with "x-": kept in Template.metadata, never checked
+---
+You answer billing questions for {{ company_name }}.
+```
+
+:class:`ModelSettings` are the settings of the model call (the keyword settings of ``Robot``, a
+run's ``settings=``, and the same keys in front matter); :class:`FrontMatter` adds the robot's
+own keys. Imported on use: it imports pydantic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BeforeValidator, ConfigDict, Field, SkipValidation, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from workspace.schemas import Lines, SchemaError, closest, validate
+from workspace.schemas.base import StrictModel, one_error
+
+__all__ = [
+    "FrontMatter",
+    "McpPrompt",
+    "ModelSettings",
+    "check_front_matter",
+    "check_mcp_prompt",
+    "check_settings",
+    "robot_json_schema",
+]
+
+LEVEL_HINT = "must be inherit, none, all or a list of names"
+#: Keys people add to front matter for themselves start with this (kept, never checked).
+OWN_KEY_PREFIX = "x-"
+
+
+def _number_to_text(value: Any) -> Any:
+    """``name: 2024`` is the name "2024" (YAML reads it as a number)."""
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+Text = Annotated[str, BeforeValidator(_number_to_text)]
+Level = Annotated[Literal["inherit", "none", "all"] | list[str] | None, one_error(LEVEL_HINT)]
+McpLevel = Annotated[Literal["inherit", "none", "all"] | list[str | dict[str, Any]] | None, one_error(LEVEL_HINT)]
+Stop = Annotated[str | list[str] | None, one_error("must be a string or a list of strings")]
+
+
+class ModelSettings(StrictModel):
+    """Settings of the model call, passed to the provider as they are."""
+
+    hints: ClassVar[dict[str, str]] = {
+        "temperature": "must be a number from 0 to 2",
+        "top_p": "must be a number from 0 to 1",
+        "top_k": "must be a positive whole number",
+        "max_tokens": "must be a positive whole number",
+        "presence_penalty": "must be a number from -2 to 2",
+        "frequency_penalty": "must be a number from -2 to 2",
+        "stop": "must be a string or a list of strings",
+    }
+
+    temperature: float | None = Field(None, ge=0, le=2, strict=True,
+                                      description="Sampling temperature, 0 to 2: lower is more focused")
+    top_p: float | None = Field(None, ge=0, le=1, strict=True,
+                                description="Nucleus sampling: the probability mass to sample from, 0 to 1")
+    top_k: int | None = Field(None, ge=1, strict=True,
+                              description="Sample from the k most likely tokens (providers that support it)")
+    max_tokens: int | None = Field(None, ge=1, strict=True, description="The most tokens of one answer")
+    presence_penalty: float | None = Field(None, ge=-2, le=2, strict=True,
+                                           description="-2 to 2: positive values favour new topics")
+    frequency_penalty: float | None = Field(None, ge=-2, le=2, strict=True,
+                                            description="-2 to 2: positive values discourage repetition")
+    stop: Stop = Field(None, description="Text (or texts) at which the model stops")
+
+
+class McpPrompt(StrictModel):
+    """An MCP server's prompt used as the start of the system prompt."""
+
+    server: str = Field(description="A server of mcpServers")
+    prompt: str = Field(description="The name of one of the server's prompts")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="The prompt's arguments")
+
+
+class FrontMatter(ModelSettings):
+    """The YAML front matter of a robot or template file."""
+
+    model_config = ConfigDict(json_schema_extra={
+        "patternProperties": {"^x-": {"description": "Your own data: kept, never checked"}}})
+    hints: ClassVar[dict[str, str]] = {
+        **ModelSettings.hints,
+        "model": "must be a model id like 'openai/gpt-4o-mini'",
+        "api_base": "must be an address like http://localhost:11434",
+        "tools": LEVEL_HINT,
+        "mcp": "must be inherit, none, all or a list of server names",
+        "max_turns": "must be a positive whole number",
+    }
+
+    name: Text | None = Field(None, description="The robot's name (default: the file name)")
+    description: Text | None = Field(None, description="One line saying what the robot does")
+    model: str | None = Field(None, description="Model id, e.g. openai/gpt-4o-mini or ollama_chat/llama3.1 "
+                              "(explicit > front matter > configuration)")
+    api_base: str | None = Field(None, description="Base URL of an OpenAI-compatible or local server; in files "
+                                 "inside the opened folder only addresses on this machine")
+    tools: Level = Field(None, description="inherit | none | all | a list of tool names ([] means none; "
+                         "globs such as 'github__*' work)")
+    mcp: McpLevel = Field(None, description="MCP servers: inherit | none | all | a list of server names")
+    max_turns: int | None = Field(None, ge=1, strict=True, description="The most model turns of one run")
+    # Checked when a run uses it (check_mcp_prompt): a bad one fails that run, naming the file.
+    mcp_prompt: SkipValidation[McpPrompt | None] = Field(
+        None, description="Start the system prompt with an MCP server's prompt")
+    mcpServers: SkipJsonSchema[Any] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_keys(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            return {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith(OWN_KEY_PREFIX))}
+        return data
+
+    @field_validator("mcpServers")
+    @classmethod
+    def _no_servers_here(cls, value: Any) -> Any:
+        if value is not None:
+            raise ValueError("robot files do not define MCP servers: define them under mcpServers in your "
+                             "config.yaml (robotlab paths shows where) and name them here with mcp: [name]")
+        return value
+
+
+def check_front_matter(data: Mapping[str, Any], *, lines: Lines | None = None, source: str | None = None) -> None:
+    """Raise :class:`SchemaError` naming the file, the line and the key of every problem."""
+    validate(FrontMatter, dict(data), lines=lines, source=source)
+
+
+def check_mcp_prompt(value: Any, *, where: str, lines: Lines | None = None) -> McpPrompt:
+    """The front matter's ``mcp_prompt``, checked when a run needs it."""
+    if not isinstance(value, Mapping):
+        from workspace.errors import ConfigurationError
+
+        raise ConfigurationError(f"{where}: mcp_prompt must be a mapping like {{server: NAME, prompt: NAME, "
+                                 "arguments: {...}}} naming a server of mcpServers and one of its prompts")
+    return validate(McpPrompt, dict(value), lines=lines, source=where if lines is None else None,
+                    prefix=("mcp_prompt",))
+
+
+def check_settings(settings: Mapping[str, Any], *, also_known: Iterable[str] = (),
+                   what: str = "setting") -> dict[str, Any]:
+    """Keyword settings of ``Robot(...)`` (or a run's ``settings=``), checked: an unknown name is an error
+    with the closest known one (``also_known`` adds names such as Robot's own parameters to guess from),
+    a value out of range too. Returns the settings unchanged."""
+    known = list(ModelSettings.model_fields)
+    problems = []
+    for key in settings:
+        if key in ModelSettings.model_fields:
+            continue
+        guess = closest(str(key), [*known, *also_known])
+        tail = f" — did you mean '{guess}'?" if guess else f". The model settings are: {', '.join(known)}"
+        problems.append(f"unknown {what} '{key}'{tail}")
+    if problems:
+        raise SchemaError(problems)
+    validate(ModelSettings, dict(settings))
+    return dict(settings)
+
+
+def robot_json_schema() -> dict[str, Any]:
+    """The JSON Schema of robot and template front matter (``robotlab schema robot``)."""
+    schema = FrontMatter.model_json_schema()
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **schema,
+        "title": "RobotLab robot file front matter",
+        "description": "The YAML front matter of a robot or template file (.md): between the '---' lines.",
+    }
