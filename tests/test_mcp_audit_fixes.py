@@ -164,7 +164,7 @@ WRITERS = {"write_file", "edit_file", "apply_patch", "create_file", "delete_file
 
 
 def test_serve_does_not_offer_the_file_writing_tools(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from workspace.mcp.server import workspace_tools, writes_files
+    from workspace.surface import workspace_tools, writes_files
     from workspace.tools import registry
 
     served = {t.name for t in workspace_tools(tmp_path, robots=False)}

@@ -18,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from workspace.cli import main as cli_main
-from workspace.mcp.server import workspace_tools
+from workspace.surface import workspace_tools
 from workspace.tools import registry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,7 +85,7 @@ async def test_serve_tools_filter_and_no_robots(home_with_robot: Path) -> None:
     async with stdio_session(["--no-robots", "--tools", "rec*"], home_with_robot) as session:
         assert [t.name for t in (await session.list_tools()).tools] == ["recall"]
     # Every built-in but the file-writing tools (they need a run's change set, which serve has none of).
-    from workspace.mcp.server import writes_files
+    from workspace.surface import writes_files
 
     assert {t.name for t in workspace_tools(robots=False)} == {
         t.name for t in registry.builtin_tools() if not writes_files(t)}

@@ -31,7 +31,7 @@ def about_facts() -> dict[str, str]:
     import PySide6
     from PySide6.QtCore import qVersion
 
-    from workspace import __version__
+    from workspace.version import __version__
 
     return {
         "RobotLab Workspace": __version__,

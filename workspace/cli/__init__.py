@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-from workspace import __version__
+from workspace.version import __version__
 
 COMMAND_MODULES = [
     "workspace.cli.run",

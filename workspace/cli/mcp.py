@@ -353,7 +353,8 @@ async def _toggle(args: argparse.Namespace) -> int:
 # -- serve -------------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
     from workspace.cli import CLIError
-    from workspace.mcp.server import serve_http, serve_stdio, workspace_tools
+    from workspace.mcp.server import serve_http, serve_stdio
+    from workspace.surface import workspace_tools
 
     folder_arg = args.serve_folder or getattr(args, "folder", None)
     folder = Path(folder_arg).resolve() if folder_arg else None
@@ -361,7 +362,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CLIError(f"--folder {folder_arg}: no such folder")
     tools = workspace_tools(folder, robots=not args.no_robots, patterns=args.tools)
     if not tools:
-        from workspace.mcp.server import writes_files
+        from workspace.surface import writes_files
         from workspace.tools.registry import builtin_tools
         from workspace.tools.selection import filter_tools
 

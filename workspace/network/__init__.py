@@ -84,7 +84,8 @@ from __future__ import annotations
 from workspace.network.errors import NetworkError, NetworkFileError, NetworkRunError, Problem
 from workspace.network.graph import find_cycle
 from workspace.network.loader import NetworkInfo, find_network_file, list_networks, load_network, network_dirs
-from workspace.network.model import NETWORK_RUN_OPTIONS, Network, ParallelGroup, Task, deep_merge
+from workspace.network.merge import deep_merge
+from workspace.network.model import NETWORK_RUN_OPTIONS, Network, ParallelGroup, Task
 from workspace.network.routing import Route, structured_targets
 from workspace.network.scheduler import NetworkRun
 from workspace.result import STATUSES, NetworkResult, TaskState

@@ -20,6 +20,7 @@ from workspace import events as ev
 from workspace.memory import Memory
 from workspace.network import graph, pictures
 from workspace.network.errors import NetworkError, NetworkRunError, Problem
+from workspace.network.merge import deep_merge
 from workspace.network.routing import Route, as_names
 from workspace.result import NetworkResult, RobotResult
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from workspace.network.scheduler import NetworkRun
     from workspace.robot import Robot
 
-__all__ = ["NETWORK_RUN_OPTIONS", "Network", "ParallelGroup", "Task", "deep_merge"]
+__all__ = ["NETWORK_RUN_OPTIONS", "Network", "ParallelGroup", "Task"]
 
 _log = logging.getLogger("workspace.network")
 
@@ -36,26 +37,6 @@ _log = logging.getLogger("workspace.network")
 NETWORK_RUN_OPTIONS = frozenset({
     "approval", "folder", "changes", "thread_id", "max_turns", "settings", "provider", "tools", "mcp", "run_id",
 })
-
-
-def deep_merge(base: Mapping[Any, Any] | None, override: Mapping[Any, Any] | None) -> dict[str, Any]:
-    """``override`` over ``base``: nested dicts merged recursively, everything else (lists too)
-    replaced; keys become strings (RobotLab's Task#deep_merge)."""
-    out: dict[str, Any] = {str(k): _str_keys(v) for k, v in (base or {}).items()}
-    for key, value in (override or {}).items():
-        k = str(key)
-        current = out.get(k)
-        if isinstance(value, Mapping) and isinstance(current, Mapping):
-            out[k] = deep_merge(current, value)
-        else:
-            out[k] = _str_keys(value)
-    return out
-
-
-def _str_keys(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _str_keys(v) for k, v in value.items()}
-    return value
 
 
 Router = Callable[[RobotResult], Any]

@@ -20,7 +20,7 @@ from workspace.agent import EventRun
 from workspace.errors import AwaitTimeout
 from workspace.memory import Memory
 from workspace.network.graph import readiness
-from workspace.network.model import deep_merge
+from workspace.network.merge import deep_merge
 from workspace.network.routing import Route, as_names, structured_targets
 from workspace.result import (
     CANCELLED,
