@@ -121,8 +121,8 @@ class MainWindow(QMainWindow):
     # -- construction -----------------------------------------------------------------------------
     def _build_central(self) -> None:
         from ui.widgets.chat import ChatView
+        from ui.widgets.common import ElidedLabel
         from ui.widgets.composer import Composer
-        from ui.widgets.lanes import ElidedLabel
         from ui.widgets.notices import Banner
         from ui.widgets.sidebar import Sidebar
 

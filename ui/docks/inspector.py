@@ -27,7 +27,7 @@ from ui import markdown, theme
 from ui.models.memory import MemoryModel, pretty
 from ui.models.tool_calls import ToolCallRecord, ToolCallsModel, diff_results, format_duration
 from ui.models.trace import TraceFilterModel, TraceModel, raw_event_json
-from ui.widgets.lanes import ElidedLabel
+from ui.widgets.common import ElidedLabel
 
 #: The narrowest an inspector pane gets (MainWindow.DOCK_MIN_WIDTH): set, so that no pane's content
 #: makes the dock area (and the window) wider; below their wish, tables scroll and labels elide.
