@@ -1,5 +1,5 @@
 """Inspector panes: Memory, Tool calls, Trace. Each is a plain widget over its Qt model;
-the main window puts each in a dock (see ``MainWindow.register_dock``)."""
+the main window puts each in a dock (see :meth:`ui.window.docks.Docks.register`)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from ui.models.trace import TraceFilterModel, TraceModel, raw_event_json
 from ui.widgets.common import ElidedLabel
 from workspace import events as ev
 
-#: The narrowest an inspector pane gets (MainWindow.DOCK_MIN_WIDTH): set, so that no pane's content
+#: The narrowest an inspector pane gets (ui.window.docks.DOCK_MIN_WIDTH): set, so that no pane's content
 #: makes the dock area (and the window) wider; below their wish, tables scroll and labels elide.
 PANE_MIN_WIDTH = 260
 
