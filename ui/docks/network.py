@@ -445,16 +445,16 @@ class NetworkGraphView(QGraphicsView):
             for r in rects[1:]:
                 box = box.united(r)
             box = box.adjusted(-GROUP_PAD, -GROUP_PAD - GROUP_LABEL + 4, GROUP_PAD, GROUP_PAD)
-            item = GroupItem(name, box)
-            self._scene.addItem(item)
-            self.groups.append(item)
+            frame = GroupItem(name, box)
+            self._scene.addItem(frame)
+            self.groups.append(frame)
         for edge in model.edges:
             source, target = self.nodes.get(str(edge.get("from"))), self.nodes.get(str(edge.get("to")))
             if source is None or target is None:
                 continue
-            item = EdgeItem(edge, source, target)
-            self._scene.addItem(item)
-            self.edges.append(item)
+            line = EdgeItem(edge, source, target)
+            self._scene.addItem(line)
+            self.edges.append(line)
         if self.selected in self.nodes:
             self.nodes[self.selected].selected = True
         else:

@@ -176,7 +176,7 @@ class ReviewWindow(QWidget):
         fbl.addWidget(self.file_title, 1)
         rl.addWidget(file_bar)
         self.stack = QStackedWidget(right)
-        self.view = DiffView(model, self.stack)
+        self.view: DiffView = DiffView(model, self.stack)
         self.conflicts = ConflictView(self.stack)
         self.stack.addWidget(self.view)
         self.stack.addWidget(self.conflicts)
@@ -216,8 +216,8 @@ class ReviewWindow(QWidget):
             commands.applied.connect(lambda _r: self.show_diff())
             commands.busy_changed.connect(lambda _b: self._refresh())
             commands.message.connect(lambda text, _kind: self.status.setText(text))
-        QShortcut(QKeySequence("Ctrl+Return"), self, activated=self.apply)
-        QShortcut(QKeySequence("Esc"), self, activated=self._escape)
+        QShortcut(QKeySequence("Ctrl+Return"), self).activated.connect(self.apply)
+        QShortcut(QKeySequence("Esc"), self).activated.connect(self._escape)
         self._refresh()
         self._on_view_file(self.view.fc.id if self.view.fc is not None else "")
 
@@ -367,7 +367,9 @@ def compare_window(old: str, new: str, *, name: str, title: str, parent: QWidget
     window = ReviewWindow(model, None, parent, title=title)
     model.setParent(window)
     window.view.set_split(split)
-    window.files.parentWidget().setVisible(False)
+    file_list_pane = window.files.parentWidget()
+    if file_list_pane is not None:
+        file_list_pane.setVisible(False)
     window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     window.resize(1100, 720)
     return window

@@ -9,6 +9,7 @@ ones on demand (a button at the top, or scrolling up to it).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -559,7 +560,7 @@ class ChatView(QScrollArea):
         group = self.lane_groups.get(event.run_id)
         if group is None:
             network = self._block(event.run_id, event.robot)
-            group = LaneGroup(event.run_id, network.robot, add=lambda w, b=network: self._add_to(b, w),
+            group = LaneGroup(event.run_id, network.robot, add=functools.partial(self._add_to, network),
                               parent=self.column)
             self.lane_groups[event.run_id] = group
             self._lane_group = group
