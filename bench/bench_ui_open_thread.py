@@ -102,7 +102,7 @@ def main() -> int:
             root.controller.workspace.store = type(root.controller.store)(db)  # a cold store again
             probe.painted = 0.0
             start = time.perf_counter()
-            root.window.open_thread(thread_id)
+            root.window.threads.open(thread_id)
             while not probe.painted:
                 app.processEvents()
             times.append((probe.painted - start) * 1000)

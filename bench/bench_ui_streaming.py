@@ -115,17 +115,17 @@ async def bench_bridge(root: object, tokens: list[str]) -> dict[str, float]:
 async def bench_end_to_end(root: object, tokens: list[str], provider: object) -> dict[str, float]:
     window = root.window  # type: ignore[attr-defined]
     controller = root.controller  # type: ignore[attr-defined]
-    window.new_thread()
+    window.threads.new()
     # A first short message loads the robot (template, jinja2) once; measure the steady state.
     provider.tokens = ["Hi", " there."]  # type: ignore[attr-defined]
-    window.send("warm up")
+    window.runs.send("warm up")
     while not controller.idle:
         await asyncio.sleep(0.005)
     provider.tokens = tokens  # type: ignore[attr-defined]
     meter = StallMeter()
     meter.start()
     start = time.perf_counter()
-    window.send("stream please")
+    window.runs.send("stream please")
     while not controller.idle:
         await asyncio.sleep(0.005)
     elapsed = time.perf_counter() - start

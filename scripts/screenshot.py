@@ -98,11 +98,11 @@ async def _script(root: object, provider: object) -> None:
                           id="call_remember")],
     )
     controller.workspace.approval.policy.set_rule("ask", tool="remember")
-    window.send("Where is the event loop set up in this project?")
+    window.runs.send("Where is the event loop set up in this project?")
     await _wait_until(lambda: window.chat.pending_approval() is not None)
     await asyncio.sleep(0.3)
-    window.tool_pane.select_call("call_search")
-    window.tool_pane.tabs.setCurrentIndex(1)
+    window.docks.tool_pane.select_call("call_search")
+    window.docks.tool_pane.tabs.setCurrentIndex(1)
     card = window.chat.card("call_list")
     if card is not None:
         card.set_result_expanded(False)

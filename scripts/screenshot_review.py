@@ -114,10 +114,10 @@ async def _script(root: object, provider: object, out: Path, theme: str) -> None
         "`describe` now returns its text. Nothing is written until you review them.",
     )
     controller.set_robot("file-helper")
-    window.send("Clean up geometry.py and mention it in the README")
+    window.runs.send("Clean up geometry.py and mention it in the README")
     await _wait(lambda: controller.idle)
     await asyncio.sleep(0.2)
-    pane = window.changes_pane
+    pane = window.docks.changes_pane
     changes = controller.session.changes
     hunks = changes.hunks()
     pane.model.accept(hunks[0].id)
@@ -166,13 +166,13 @@ async def _script(root: object, provider: object, out: Path, theme: str) -> None
     review.close()
 
     # resolved: the file is put back, everything applied; the next message carries the outcome
-    pane.actions.cancel_conflicts()
+    pane.commands.cancel_conflicts()
     (folder / "geometry.py").write_text(GEOMETRY, encoding="utf-8")
     pane.model.reject(hunks[1].id, reason="keep 3.14: the tests compare with it")
     pane.apply()
-    await pane.actions.wait_idle()
+    await pane.commands.wait_idle()
     provider.enqueue("Thanks — I'll leave `3.14` alone; the rest is in place.")  # type: ignore[attr-defined]
-    window.send("Looks good, thanks!")
+    window.runs.send("Looks good, thanks!")
     await _wait(lambda: controller.idle)
     await asyncio.sleep(0.3)
     window.chat.scroll_to_bottom()

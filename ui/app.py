@@ -167,22 +167,22 @@ class Application:
             self.controller._config = Config(copy.deepcopy(DEFAULTS), {}, self.folder)
         self.controller.open()
         if staged:
-            QTimer.singleShot(0, self.window.build_inspector)
+            QTimer.singleShot(0, self.window.docks.build_inspector)
         else:
-            self.window.build_inspector()
-        self.window.refresh_robots()
-        self.window.refresh_threads()
-        self.window._show_empty()
+            self.window.docks.build_inspector()
+        self.window.robots.refresh()
+        self.window.threads.refresh()
+        self.window.threads.show_empty()
         last = self.controller.last_thread()
         if last is not None:  # back where the user left off
-            self.window.open_thread(last)
+            self.window.threads.open(last)
         if config_problem:
             self.window.banner.show_message(f"{config_problem}\n\nThe app uses the default settings until the "
                                             "file is fixed.")
         elif self.controller.store_error:
-            self.window.offer_store_retry()
+            self.window.settings_flow.offer_store_retry()
         else:
-            self.window.offer_trust()
+            self.window.folder_flow.offer_trust()
         self._warn_ignored_env()
         self.loaded = True
         from ui.markdown import warm_up
@@ -216,7 +216,7 @@ class Application:
                 await workspace.aclose(timeout=3.0)
             except Exception as exc:
                 log.warning("closing the workspace: %s", exc)
-        pane = getattr(self.window, "mcp_pane", None)
+        pane = self.window.docks.mcp_pane
         if pane is not None:
             try:
                 import asyncio

@@ -11,16 +11,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 if TYPE_CHECKING:
+    # Imported where used: the bridge exists before the window's first paint, the events need not.
     from workspace import events as ev
 
 
 class RunBridge(QObject):
-    """One object between the core's event stream and the widgets."""
+    """One object between the core's event stream and the widgets.
+
+    Every event class reaches a signal (``_emit`` matches on :data:`workspace.events.Event` to
+    the end, so a new event class is a type error here until it has one), and every event is in
+    the ``events_batched`` batches.
+    """
 
     #: The first event of a run (RunStarted).
     run_started = Signal(object)
@@ -60,7 +66,7 @@ class RunBridge(QObject):
     def running(self) -> bool:
         return self._active > 0
 
-    async def consume(self, run: AsyncIterable[ev.Event]) -> ev.Event | None:
+    async def consume(self, run: AsyncIterable[ev.Event]) -> ev.TerminalEvent | None:
         """Feed every event of ``run`` through the bridge; returns the terminal event.
 
         Yields to the Qt event loop at least every ``yield_every_s`` seconds of work, so
@@ -68,15 +74,17 @@ class RunBridge(QObject):
         """
         import asyncio
 
+        from workspace import events as ev
+
         self._active += 1
         if self._active == 1:
             self.running_changed.emit(True)
-        terminal: ev.Event | None = None
+        terminal: ev.TerminalEvent | None = None
         last_yield = time.perf_counter()
         try:
             async for event in run:
                 self.feed(event)
-                if event.terminal:
+                if isinstance(event, ev.TERMINAL):
                     terminal = event
                 now = time.perf_counter()
                 if now - last_yield > self._yield_every:
@@ -93,47 +101,50 @@ class RunBridge(QObject):
         """Route one event (synchronous, cheap)."""
         self.events_seen += 1
         self._pending_events.append(event)
-        if event.kind == "text_delta":
-            key = (event.run_id, event.robot)
-            if self._pending_key is not None and self._pending_key != key:
-                self._flush_text()
-            self._pending_key = key
-            self._pending_text.append(event.text)  # type: ignore[attr-defined]
-            if not self._timer.isActive():
-                self._timer.start()
-            return
-        self._flush_text()
         self._emit(event)
         if not self._timer.isActive():
             self._timer.start()
 
     def _emit(self, event: ev.Event) -> None:
-        kind = event.kind
-        if kind == "run_started":
-            self.run_started.emit(event)
-        elif kind == "text":
-            self.text_completed.emit(event)
-        elif kind == "tool_use":
-            self.tool_used.emit(event)
-        elif kind == "approval_requested":
-            self.approval_requested.emit(event)
-        elif kind == "approval_decided":
-            self.approval_decided.emit(event)
-        elif kind in ("tool_result", "tool_error"):
-            self.tool_finished.emit(event)
-        elif kind == "memory_changed":
-            self.memory_changed.emit(event)
-        elif kind == "change_proposed":
-            self.change_proposed.emit(event)
-        elif kind == "change_decided":
-            self.change_decided.emit(event)
-        elif kind == "usage":
-            self.usage_reported.emit(event)
-        elif kind in ("task_started", "task_finished"):
-            self.task_changed.emit(event)
-        elif event.terminal:
-            self.flush()
-            self.run_ended.emit(event)
+        """Every event reaches a signal: text deltas ``text_appended`` (coalesced), the rest their own."""
+        from workspace import events as ev
+
+        if not isinstance(event, ev.TextDelta):
+            self._flush_text()  # the text before it goes out first: order is kept
+        match event:
+            case ev.TextDelta():
+                key = (event.run_id, event.robot)
+                if self._pending_key is not None and self._pending_key != key:
+                    self._flush_text()
+                self._pending_key = key
+                self._pending_text.append(event.text)
+            case ev.RunStarted():
+                self.run_started.emit(event)
+            case ev.Text():
+                self.text_completed.emit(event)
+            case ev.ToolUse():
+                self.tool_used.emit(event)
+            case ev.ApprovalRequested():
+                self.approval_requested.emit(event)
+            case ev.ApprovalDecided():
+                self.approval_decided.emit(event)
+            case ev.ToolResult() | ev.ToolError():
+                self.tool_finished.emit(event)
+            case ev.MemoryChanged():
+                self.memory_changed.emit(event)
+            case ev.ChangeProposed():
+                self.change_proposed.emit(event)
+            case ev.ChangeDecided():
+                self.change_decided.emit(event)
+            case ev.Usage():
+                self.usage_reported.emit(event)
+            case ev.TaskStarted() | ev.TaskFinished():
+                self.task_changed.emit(event)
+            case ev.RunFinished() | ev.RunFailed() | ev.RunCancelled():
+                self.flush()
+                self.run_ended.emit(event)
+            case _:
+                assert_never(event)
 
     def _flush_text(self) -> None:
         if self._pending_text and self._pending_key is not None:
@@ -151,38 +162,45 @@ class RunBridge(QObject):
             self.events_batched.emit(batch)
 
 
-def event_summary(event: Any) -> str:
+def event_summary(event: ev.Event) -> str:
     """A one-line description of an event for the trace view."""
-    kind = getattr(event, "kind", "?")
-    if kind == "text_delta":
-        return repr(event.text)[:120]
-    if kind == "text":
-        return (event.text[:120] + "…") if len(event.text) > 120 else event.text
-    if kind in ("tool_use", "approval_requested"):
-        return f"{event.name} {_short(event.input)}"
-    if kind == "approval_decided":
-        extra = f" — {event.reason}" if event.reason else ""
-        return f"{event.name}: {event.decision} ({event.scope}){extra}"
-    if kind == "tool_result":
-        return f"{event.name} ok in {event.duration * 1000:.0f} ms: {_short(event.payload)}"
-    if kind == "tool_error":
-        return f"{event.name} error: {_short(event.error)}"
-    if kind == "memory_changed":
-        return f"{event.key} = {_short(event.value)} (by {event.writer or '?'})"
-    if kind == "usage":
-        cost = f", ${event.cost:.4f}" if event.cost else ""
-        return f"{event.input_tokens} in / {event.output_tokens} out{cost}"
-    if kind == "run_started":
-        return f"{event.message[:80]!r} on {event.model}"
-    if kind == "run_failed":
-        return f"{event.error_type}: {event.error}"
-    if kind == "run_cancelled":
-        return event.reason
-    if kind in ("task_started", "task_finished"):
-        return f"task {event.task}: {getattr(event, 'status', '')}"
-    if kind == "change_proposed":
-        return f"{len(event.files)} file(s)"
-    return ""
+    from workspace import events as ev
+
+    match event:
+        case ev.TextDelta():
+            return repr(event.text)[:120]
+        case ev.Text():
+            return (event.text[:120] + "…") if len(event.text) > 120 else event.text
+        case ev.ToolUse() | ev.ApprovalRequested():
+            return f"{event.name} {_short(event.input)}"
+        case ev.ApprovalDecided():
+            extra = f" — {event.reason}" if event.reason else ""
+            return f"{event.name}: {event.decision} ({event.scope}){extra}"
+        case ev.ToolResult():
+            return f"{event.name} ok in {event.duration * 1000:.0f} ms: {_short(event.payload)}"
+        case ev.ToolError():
+            return f"{event.name} error: {_short(event.error)}"
+        case ev.MemoryChanged():
+            return f"{event.key} = {_short(event.value)} (by {event.writer or '?'})"
+        case ev.Usage():
+            cost = f", ${event.cost:.4f}" if event.cost else ""
+            return f"{event.input_tokens} in / {event.output_tokens} out{cost}"
+        case ev.RunStarted():
+            return f"{event.message[:80]!r} on {event.model}"
+        case ev.RunFailed():
+            return f"{event.error_type}: {event.error}"
+        case ev.RunCancelled():
+            return event.reason
+        case ev.TaskStarted():
+            return f"task {event.task}: "
+        case ev.TaskFinished():
+            return f"task {event.task}: {event.status}"
+        case ev.ChangeProposed():
+            return f"{len(event.files)} file(s)"
+        case ev.ChangeDecided() | ev.RunFinished():
+            return ""
+        case _:
+            assert_never(event)
 
 
 def _short(value: Any, limit: int = 100) -> str:

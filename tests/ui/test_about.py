@@ -12,8 +12,8 @@ from workspace import __version__, paths
 
 async def test_about_lists_version_and_data_locations(desktop: Any, robotlab_home: Path) -> None:
     window = desktop.window
-    window.actions_by_name["about"].trigger()
-    dialog = window._about_dialog
+    window.commands.by_name["about"].trigger()
+    dialog = window.settings_flow.about_dialog
     assert dialog.isVisible() and not dialog.isModal()
     texts = {label.text() for label in dialog.findChildren(QLabel)}
     assert __version__ in texts

@@ -36,19 +36,19 @@ async def test_trust_banner_then_servers_appear(tmp_path: Path, robotlab_home: P
         assert banner.isVisible() and "MCP server 'helper': runs /nonexistent/helper-server" in banner.text
         assert banner.action_button.isVisible() and banner.action_button.text() == "Review and trust…"
         assert root.controller.config.mcp_servers == {}
-        assert [s.name for s in window.mcp_pane.model.statuses] == []
+        assert [s.name for s in window.docks.mcp_pane.model.statuses] == []
         # Cancel changes nothing.
-        box = window.trust_folder()
+        box = window.folder_flow.trust_folder()
         assert isinstance(box, QMessageBox) and "/nonexistent/helper-server" in box.informativeText()
         box.button(QMessageBox.StandardButton.Cancel).click()
         assert not trust.is_trusted(folder) and banner.isVisible()
         # Trust applies the servers without a restart.
-        box = window.trust_folder()
+        box = window.folder_flow.trust_folder()
         assert box is not None
         next(b for b in box.buttons() if b.text() == "Trust folder").click()
         assert trust.is_trusted(folder) and not banner.isVisible()
         assert root.controller.config.mcp_servers == {"helper": {"command": "/nonexistent/helper-server"}}
-        await wait_until(lambda: [s.name for s in window.mcp_pane.model.statuses] == ["helper"],
+        await wait_until(lambda: [s.name for s in window.docks.mcp_pane.model.statuses] == ["helper"],
                          what="the folder's server in the MCP dock")
     finally:
         await close_app(root)
@@ -81,22 +81,22 @@ async def test_open_folder_switches_where_robots_work(tmp_path: Path, desktop: A
     folder.mkdir()
     (folder / "notes.txt").write_text("hello from the folder\n", encoding="utf-8")
     window = desktop.window
-    assert window.status_folder.text() == "No folder open"
-    dialog = window.open_folder()
+    assert window.status.folder.text() == "No folder open"
+    dialog = window.folder_flow.open_folder()
     dialog.fileSelected.emit(str(folder))  # what choosing the folder in the dialog does
     dialog.close()
     assert desktop.controller.folder == folder.resolve()
-    assert window.status_folder.text() == "Folder: project" and window.windowTitle().endswith("project — RobotLab Workspace")
+    assert window.status.folder.text() == "Folder: project" and window.windowTitle().endswith("project — RobotLab Workspace")
     assert "file-helper" in desktop.controller.robot_names()
     desktop.controller.set_robot("file-helper")
     provider.enqueue([ToolCall("read_file", {"path": "notes.txt"}, id="r1")], "It says hello.")
-    window.send("read notes.txt")
+    window.runs.send("read notes.txt")
     await wait_until(lambda: desktop.controller.idle, what="the run to end")
     await asyncio.sleep(0.05)
     card = window.chat.tool_cards()[0]
     assert card.status == "ok" and "hello from the folder" in str(card.result)
     # A folder that is gone: a message, and the current folder stays.
-    assert not window.switch_folder(tmp_path / "missing")
+    assert not window.folder_flow.switch_folder(tmp_path / "missing")
     assert "no such folder" in window.banner.text and desktop.controller.folder == folder.resolve()
 
 
@@ -119,11 +119,11 @@ async def test_trust_changes_elsewhere_reach_the_running_app(tmp_path: Path, rob
         stamp = trust.trust_file().stat().st_mtime
         os.utime(trust.trust_file(), (stamp + 5, stamp + 5))  # a coarse clock must still see the change
         provider.enqueue("Hello.")
-        root.window.send("hi")  # robotlab trust --revoke ran meanwhile: the next message sees it
+        root.window.runs.send("hi")  # robotlab trust --revoke ran meanwhile: the next message sees it
         await wait_until(lambda: root.controller.idle, what="the run to end")
         assert not root.controller.config.trusted and root.controller.config.llm.api_base is None
         root.controller._config.withheld = {"llm.api_base": "http://127.0.0.1:11434/v1"}  # what was shown
-        root.window.apply_trust()
+        root.window.folder_flow.apply_trust()
         assert not trust.is_trusted(folder) and "changed after you were shown" in root.window.banner.text
     finally:
         await close_app(root)
@@ -159,17 +159,17 @@ async def test_changes_waiting_in_another_folder_say_where(tmp_path: Path, provi
         window = root.window
         root.controller.set_robot("file-helper")
         provider.enqueue([ToolCall("edit_file", {"path": "a.txt", "search": "one", "replace": "ONE"})], "Proposed.")
-        window.send("capitalise")
+        window.runs.send("capitalise")
         await wait_until(lambda: root.controller.idle, what="the run to end")
         await asyncio.sleep(0.05)
         change_set_id = root.controller.session.changes.id
-        assert window.switch_folder(second)
-        window.review_changes(change_set_id)
-        assert f"wait in {first.resolve()}" in window.changes_pane.message.text()
-        assert window.switch_folder(first)
-        window.review_changes(change_set_id)
-        assert window.changes_pane.model.change_set is not None
-        assert window.changes_pane.model.change_set.id == change_set_id
+        assert window.folder_flow.switch_folder(second)
+        window.docks.review_changes(change_set_id)
+        assert f"wait in {first.resolve()}" in window.docks.changes_pane.message.text()
+        assert window.folder_flow.switch_folder(first)
+        window.docks.review_changes(change_set_id)
+        assert window.docks.changes_pane.model.change_set is not None
+        assert window.docks.changes_pane.model.change_set.id == change_set_id
     finally:
         await close_app(root)
 
@@ -189,7 +189,7 @@ async def test_a_local_model_server_that_is_not_running_is_shown(robotlab_home: 
     root = Application(config=config, db_path=db_path)
     root.window.show()
     try:
-        status = root.window.status_connection
+        status = root.window.status.connection
         await wait_until(lambda: "not reachable" in status.text(), what="the probe")
         assert f"127.0.0.1:{port}" in status.toolTip()
     finally:
@@ -207,7 +207,7 @@ async def test_reopening_a_thread_whose_robot_is_gone_keeps_new_threads_working(
     try:
         first.controller.set_robot("zzbot")
         provider.enqueue("Hi.")
-        first.window.send("hello")
+        first.window.runs.send("hello")
         await wait_until(lambda: first.controller.idle, what="the run")
     finally:
         await close_app(first)
@@ -216,9 +216,9 @@ async def test_reopening_a_thread_whose_robot_is_gone_keeps_new_threads_working(
     try:
         assert second.controller.thread_id is not None  # the old thread is back, readable
         assert second.controller.robot_name in second.controller.robot_names()
-        second.window.new_thread()
+        second.window.threads.new()
         provider.enqueue("Still fine.")
-        assert second.window.send("and now?") is not False
+        assert second.window.runs.send("and now?") is not False
         await wait_until(lambda: second.controller.idle, what="the new run")
         assert second.controller.session.transcript()[-1].text == "Still fine."
     finally:
@@ -233,7 +233,7 @@ async def test_an_api_base_with_a_bad_port_is_a_status_not_a_crash(robotlab_home
                          env={})
     root = Application(config=config, db_path=db_path)
     try:
-        status = root.window.status_connection
+        status = root.window.status.connection
         await wait_until(lambda: "not reachable" in status.text(), what="the probe")
         assert "not a valid address" in status.toolTip() and not root.window.banner.isVisible()
     finally:

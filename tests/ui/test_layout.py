@@ -33,7 +33,7 @@ async def _settle(turns: int = 5) -> None:
 
 
 async def _built(root: Any) -> None:
-    await wait_until(lambda: hasattr(root.window, "tool_pane") and "changes" in root.window.docks,
+    await wait_until(lambda: root.window.docks.tool_pane is not None and "changes" in root.window.docks,
                      what="the inspector docks")
     await _settle()
 
@@ -88,7 +88,7 @@ async def test_the_window_never_grows_by_itself(demo_desktop: Any) -> None:
     assert width == 1000
     row = window.robot_model.row_of("support-triage", "network")
     window.robot_picker.setCurrentIndex(row)
-    window.send(LONG_TITLE)  # the thread's title (the first message) is longer than the window is wide
+    window.runs.send(LONG_TITLE)  # the thread's title (the first message) is longer than the window is wide
     await wait_until(lambda: root.controller.idle, what="the network run to end")
     await _settle()
     assert window.network_model.run_status == "finished"
@@ -98,9 +98,9 @@ async def test_the_window_never_grows_by_itself(demo_desktop: Any) -> None:
     assert window.title_label.elided and window.title_label.toolTip().startswith("I was charged twice")
     # Opening that thread again (a fresh render) leaves the size alone too.
     thread_id = root.controller.thread_id
-    window.new_thread()
+    window.threads.new()
     await _settle()
-    window.open_thread(thread_id)
+    window.threads.open(thread_id)
     await _settle()
     assert window.width() == width and window.minimumSizeHint().width() <= 960
 
@@ -117,7 +117,7 @@ async def test_cards_shrink_to_the_chat_column(desktop: Any, provider: Any) -> N
     provider.enqueue(["Storing it.", ToolCall("remember", {"key": "blob", "value": LONG_VALUE}, id="c1")],
                      ["Reading it back.", ToolCall("recall", {"key": "blob"}, id="c2")],
                      "Done: " + "the value is stored and read back. " * 12)
-    window.send("store the blob")
+    window.runs.send("store the blob")
     await wait_until(lambda: window.chat.pending_approval() is not None, what="the approval card")
     await _settle(10)
     viewport = window.chat.viewport()
@@ -305,7 +305,7 @@ async def test_a_long_user_message_fits_a_narrow_column(desktop: Any, provider: 
     window.resize(960, 640)
     await _settle()
     provider.enqueue("Fine.")
-    window.send(LONG_TITLE)
+    window.runs.send(LONG_TITLE)
     await wait_until(lambda: desktop.controller.idle, what="the run to end")
     await _settle()
     viewport = window.chat.viewport()

@@ -31,7 +31,7 @@ async def test_mcp_dock_start_tools_toggle_and_failure(mcp_config: Path, provide
     root = Application(provider=provider, db_path=db_path)
     root.window.show()
     try:
-        pane = root.window.mcp_pane
+        pane = root.window.docks.mcp_pane
         names = [s.name for s in pane.model.statuses]
         assert names == ["everything", "broken"]
         assert pane.model.index(0, 1).data() == "stopped"
@@ -43,7 +43,7 @@ async def test_mcp_dock_start_tools_toggle_and_failure(mcp_config: Path, provide
         tool_name = first.data(0x0100)
         assert "The model sees it as everything__" in first.toolTip()
         first.setCheckState(first.checkState().Unchecked)
-        assert not root.window.mcp_pane.manager.is_tool_enabled("everything", tool_name)
+        assert not root.window.docks.mcp_pane.manager.is_tool_enabled("everything", tool_name)
         first = pane.tools.item(0)
         first.setCheckState(first.checkState().Checked)
         assert pane.manager.is_tool_enabled("everything", tool_name)

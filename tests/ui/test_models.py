@@ -159,6 +159,29 @@ def test_bridge_coalesces_text_and_keeps_order(qapp_instance: object) -> None:
     assert sum(batches) == 502 and len(batches) == 1
 
 
+def test_bridge_gives_every_event_class_a_signal(qapp_instance: object) -> None:
+    """No event is dropped: each class of the Event union reaches a signal of its own."""
+    import typing
+
+    from ui.bridge import RunBridge, event_summary
+
+    bridge = RunBridge(flush_ms=1000)
+    names = ("run_started", "text_completed", "tool_used", "approval_requested", "approval_decided",
+             "tool_finished", "memory_changed", "change_proposed", "change_decided", "usage_reported",
+             "task_changed", "run_ended")
+    reached: list[str] = []
+    for name in names:
+        getattr(bridge, name).connect(lambda e, _n=name: reached.append(type(e).__name__))
+    bridge.text_appended.connect(lambda _r, _b, _text: reached.append("TextDelta"))
+    classes = typing.get_args(ev.Event)
+    for seq, cls in enumerate(classes):
+        event = _e(cls, seq)
+        bridge.feed(event)
+        bridge.flush()
+        assert isinstance(event_summary(event), str)
+    assert sorted(reached) == sorted(cls.__name__ for cls in classes)
+
+
 async def test_task_owner_reports_errors_and_treats_cancel_as_normal() -> None:
     from ui.tasks import TaskOwner
 

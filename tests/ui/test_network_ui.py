@@ -12,8 +12,9 @@ from PySide6.QtTest import QTest
 
 from tests.ui.conftest import wait_until
 from ui.widgets.cards import ToolCard
-from ui.widgets.chat import MarkdownStream, RunFooter, UserMessage
+from ui.widgets.chat import RunFooter, UserMessage
 from ui.widgets.lanes import NetworkHeader
+from ui.widgets.stream import MarkdownStream
 from workspace import events as ev
 from workspace.messages import Message
 from workspace.providers.testing import AgentInfo, FunctionProvider, ToolCall
@@ -70,7 +71,7 @@ def _pick_network(root: Any, name: str) -> None:
 
 
 def _refresh_networks(root: Any) -> None:
-    root.window.refresh_robots()
+    root.window.robots.refresh()
 
 
 def _lanes(root: Any) -> list[tuple[str, str]]:
@@ -92,9 +93,9 @@ async def test_the_picker_lists_robots_and_networks_in_groups(desktop: Any) -> N
 
     _pick_network(desktop, "support-triage")
     assert desktop.controller.target_kind == "network" and desktop.controller.robot_name == "support-triage"
-    assert desktop.window.status_robot.text() == "Network: support-triage"
+    assert desktop.window.status.robot.text() == "Network: support-triage"
     # the dock previews the picked network before anything runs
-    pane = desktop.window.network_pane
+    pane = desktop.window.docks.network_pane
     assert pane.model.name == "support-triage"
     assert set(pane.graph.nodes) == {"classifier", "billing", "technical", "general"}
     assert set(pane.model.statuses().values()) == {"waiting"}
@@ -108,7 +109,7 @@ async def test_the_picker_lists_robots_and_networks_in_groups(desktop: Any) -> N
 async def test_a_network_run_streams_into_lanes_in_order(desktop: Any, provider: Any) -> None:
     window = desktop.window
     _pick_network(desktop, "support-triage")
-    window.send("I was charged twice")
+    window.runs.send("I was charged twice")
     await _idle(desktop)
     session = desktop.controller.session
     assert session.is_network and session.thread.kind == "network"
@@ -136,8 +137,8 @@ async def test_a_network_run_streams_into_lanes_in_order(desktop: Any, provider:
     assert "tokens" in footer.usage.text()
     assert "2 done" in items[1].kind.text() and "2 skipped" in items[1].kind.text()
     # the thread reopens with the same lanes (rendered from the store)
-    window.new_thread()
-    window.open_thread(session.thread_id)
+    window.threads.new()
+    window.threads.open(session.thread_id)
     await asyncio.sleep(0.05)
     assert _lanes(desktop) == [("classifier", "done"), ("technical", "skipped"), ("general", "skipped"),
                                ("billing", "done")]
@@ -157,14 +158,14 @@ async def test_the_dock_shows_the_offline_demo_triage(db_path: Path) -> None:
     try:
         window = root.window
         _pick_network(root, "support-triage")
-        window.send("I was charged twice for my subscription")
+        window.runs.send("I was charged twice for my subscription")
         await _idle(root)
         statuses = window.network_model.statuses()
         assert statuses["classifier"] == "done"
         specialists = {name: statuses[name] for name in ("billing", "technical", "general")}
         assert sorted(specialists.values()) == ["done", "skipped", "skipped"]
         assert specialists["billing"] == "done"
-        pane = window.network_pane
+        pane = window.docks.network_pane
         assert window.network_model.run_status == "finished"
         assert "2 done" in pane.state.text() and "2 skipped" in pane.state.text()
         # the answer task is open in the panel; the route it took is drawn as taken
@@ -215,11 +216,11 @@ async def test_an_approval_in_a_network_names_the_robot_and_the_task(desktop: An
     desktop.controller.workspace.approval.policy.set_rule("ask", tool="remember")
     _refresh_networks(desktop)
     _pick_network(desktop, "writers")
-    desktop.window.send("go")
+    desktop.window.runs.send("go")
     await wait_until(lambda: desktop.window.chat.pending_approval() is not None, what="the approval card")
     panel = desktop.window.chat.pending_approval()
     assert panel.request.robot == "left_bot" and panel.request.task == "left"
-    title = panel.findChild(type(desktop.window.status_robot), "ApprovalTitle").text()
+    title = panel.findChild(type(desktop.window.status.robot), "ApprovalTitle").text()
     assert "left_bot" in title and "in task" in title and "<b>left</b>" in title
     # the card sits in the asking task's lane, which is open
     lane = desktop.window.chat.lane("left")
@@ -246,7 +247,7 @@ async def test_stop_mid_run_cancels_every_running_task(desktop: Any, writers: Pa
     _refresh_networks(desktop)
     _pick_network(desktop, "writers")
     window = desktop.window
-    window.send("go")
+    window.runs.send("go")
     await wait_until(lambda: _lanes(desktop) == [("left", "running"), ("right", "running")],
                      what="two lanes running")
     # the dock's model follows the bridge's batches (a frame later than the lanes)
@@ -259,7 +260,7 @@ async def test_stop_mid_run_cancels_every_running_task(desktop: Any, writers: Pa
     assert window.network_model.run_status == "cancelled"
     footer = [w for w in window.chat.items() if isinstance(w, RunFooter)][-1]
     assert "Stopped" in footer.status.text()
-    assert "stopped" in window.network_pane.state.text()
+    assert "stopped" in window.docks.network_pane.state.text()
     # the stored transcript agrees
     turn = desktop.controller.session.transcript()[-1]
     assert turn.status == "cancelled"
@@ -303,18 +304,18 @@ async def test_the_network_model_follows_events_without_a_window() -> None:
 async def test_regenerate_a_network_answer_and_switch_themes(desktop: Any) -> None:
     window = desktop.window
     _pick_network(desktop, "support-triage")
-    window.send("I was charged twice")
+    window.runs.send("I was charged twice")
     await _idle(desktop)
     expected = [("classifier", "done"), ("technical", "skipped"), ("general", "skipped"), ("billing", "done")]
-    window.regenerate_last()
+    window.runs.regenerate_last()
     await _idle(desktop)
     assert window.chat.user_messages()[-1].sibling_count == 2
     assert _lanes(desktop) == expected
     assert len(window.chat.lane_groups) == 1  # the fork shows only the new run
     assert window.network_model.statuses()["billing"] == "done"
-    window.set_theme("dark")
-    assert _lanes(desktop) == expected and window.network_pane.graph.nodes
-    window.set_theme("light")
+    window.settings_flow.set_theme("dark")
+    assert _lanes(desktop) == expected and window.docks.network_pane.graph.nodes
+    window.settings_flow.set_theme("light")
 
 
 async def test_a_failing_task_fails_the_network_visibly(desktop: Any) -> None:
@@ -328,7 +329,7 @@ async def test_a_failing_task_fails_the_network_visibly(desktop: Any) -> None:
     desktop.controller.workspace.provider = FunctionProvider(reply)
     window = desktop.window
     _pick_network(desktop, "support-triage")
-    window.send("I was charged twice")
+    window.runs.send("I was charged twice")
     await _idle(desktop)
     assert _lanes(desktop) == [("classifier", "done"), ("technical", "skipped"), ("general", "skipped"),
                                ("billing", "failed")]
@@ -339,5 +340,5 @@ async def test_a_failing_task_fails_the_network_visibly(desktop: Any) -> None:
     assert "Failed" in footer.status.text() and "billing" in footer.status.text()
     assert window.network_model.run_status == "failed"
     assert window.network_model.statuses()["billing"] == "failed"
-    assert window.network_pane.selected() == "billing"  # the dock opens the failed task
-    assert "WHY IT FAILED" in window.network_pane.detail.overview.toPlainText()
+    assert window.docks.network_pane.selected() == "billing"  # the dock opens the failed task
+    assert "WHY IT FAILED" in window.docks.network_pane.detail.overview.toPlainText()

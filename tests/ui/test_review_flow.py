@@ -62,7 +62,7 @@ async def _idle(root: Any) -> None:
 
 async def _settled(pane: Any) -> None:
     await asyncio.sleep(0)
-    await pane.actions.wait_idle()
+    await pane.commands.wait_idle()
     await asyncio.sleep(0.02)
 
 
@@ -79,9 +79,9 @@ def _propose_two_files(provider: Any) -> None:
 async def test_accept_one_hunk_reject_another_apply_and_the_robot_hears_it(app: Any, provider: Any,
                                                                           folder: Path) -> None:
     window = app.window
-    pane = window.changes_pane
+    pane = window.docks.changes_pane
     _propose_two_files(provider)
-    window.send("tidy up the notes and document area()")
+    window.runs.send("tidy up the notes and document area()")
     await _idle(app)
     # nothing touched disk; the card offers the review; the dock knows the set
     assert (folder / "notes.txt").read_bytes() == NOTES
@@ -118,7 +118,7 @@ async def test_accept_one_hunk_reject_another_apply_and_the_robot_hears_it(app: 
     assert pane.undo_button.isEnabled() and not pane.redo_button.isEnabled()
     # the next model turn starts with the outcome
     provider.enqueue("Understood.")
-    window.send("thanks")
+    window.runs.send("thanks")
     await _idle(app)
     note, typed = split_user_message(str(provider.history[-1].messages[-1].content))
     assert typed == "thanks"
@@ -132,12 +132,12 @@ async def test_accept_one_hunk_reject_another_apply_and_the_robot_hears_it(app: 
 
 async def test_a_conflict_shows_three_versions_and_writes_nothing(app: Any, provider: Any, folder: Path) -> None:
     window = app.window
-    pane = window.changes_pane
+    pane = window.docks.changes_pane
     provider.enqueue([ToolCall("edit_file", {"path": "app.py", "search": "print(area(2, 3))",
                                              "replace": "print(area(4, 5))"})], "Done.")
-    window.send("use bigger numbers")
+    window.runs.send("use bigger numbers")
     await _idle(app)
-    window.review_changes(app.controller.session.changes.id)
+    window.docks.review_changes(app.controller.session.changes.id)
     # someone edits the file meanwhile (another line)
     edited = CODE.replace("def area(w, h):", "def area(w: int, h: int) -> int:")
     (folder / "app.py").write_text(edited, encoding="utf-8")
@@ -163,9 +163,9 @@ async def test_a_conflict_shows_three_versions_and_writes_nothing(app: Any, prov
 async def test_skipping_a_conflict_leaves_the_file_and_applies_the_rest(app: Any, provider: Any,
                                                                        folder: Path) -> None:
     window = app.window
-    pane = window.changes_pane
+    pane = window.docks.changes_pane
     _propose_two_files(provider)
-    window.send("edit both")
+    window.runs.send("edit both")
     await _idle(app)
     (folder / "notes.txt").write_bytes(NOTES + b"\r\nnu")
     pane.model.accept_all()
@@ -181,9 +181,9 @@ async def test_skipping_a_conflict_leaves_the_file_and_applies_the_rest(app: Any
 
 async def test_undo_and_redo_from_the_dock_round_trip_byte_for_byte(app: Any, provider: Any, folder: Path) -> None:
     window = app.window
-    pane = window.changes_pane
+    pane = window.docks.changes_pane
     _propose_two_files(provider)
-    window.send("edit both")
+    window.runs.send("edit both")
     await _idle(app)
     pane.accept_all_button.click()
     pane.apply_button.click()
@@ -220,9 +220,9 @@ async def test_undo_and_redo_from_the_dock_round_trip_byte_for_byte(app: Any, pr
 
 async def test_all_changes_in_this_thread_shows_the_net_diff(app: Any, provider: Any, folder: Path) -> None:
     window = app.window
-    pane = window.changes_pane
+    pane = window.docks.changes_pane
     _propose_two_files(provider)
-    window.send("edit both")
+    window.runs.send("edit both")
     await _idle(app)
     pane.model.accept_all()
     pane.apply()
@@ -238,9 +238,9 @@ async def test_all_changes_in_this_thread_shows_the_net_diff(app: Any, provider:
 
 async def test_full_size_review_window_shares_decisions_with_the_dock(app: Any, provider: Any) -> None:
     window = app.window
-    pane = window.changes_pane
+    pane = window.docks.changes_pane
     _propose_two_files(provider)
-    window.send("edit both")
+    window.runs.send("edit both")
     await _idle(app)
     review = pane.open_review()
     assert review.isVisible() and review.model is pane.model
@@ -263,9 +263,9 @@ async def test_two_tool_results_open_side_by_side_in_the_review_view(app: Any, p
     from PySide6.QtCore import QItemSelectionModel
 
     _propose_two_files(provider)
-    app.window.send("edit both")
+    app.window.runs.send("edit both")
     await _idle(app)
-    pane = app.window.tool_pane
+    pane = app.window.docks.tool_pane
     selection = pane.table.selectionModel()
     flags = QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
     selection.select(pane.model.index(0, 0), flags)
@@ -280,11 +280,11 @@ async def test_two_tool_results_open_side_by_side_in_the_review_view(app: Any, p
 
 async def test_compare_the_last_two_answers(app: Any, provider: Any) -> None:
     provider.enqueue("The answer is 41.", "The answer is 42.")
-    app.window.send("what is it?")
+    app.window.runs.send("what is it?")
     await _idle(app)
-    app.window.regenerate_last()
+    app.window.runs.regenerate_last()
     await _idle(app)
-    compare = app.window.changes_pane.compare_answers()
+    compare = app.window.docks.changes_pane.compare_answers()
     assert compare is not None
     fc = compare.view.fc
     assert fc.text("before") == "The answer is 41." and fc.text("after") == "The answer is 42."
@@ -298,14 +298,14 @@ async def test_auto_mode_applies_at_once_and_the_card_offers_undo(provider: Any,
     try:
         provider.enqueue([ToolCall("edit_file", {"path": "notes.txt", "search": "beta", "replace": "BETA"})],
                          "Done.")
-        root.window.send("capitalise beta")
+        root.window.runs.send("capitalise beta")
         await _idle(root)
         assert (folder / "notes.txt").read_bytes() == NOTES.replace(b"beta", b"BETA")
         card = root.window.chat.change_card(root.controller.session.changes.id)
         assert card.status == "decided" and card.undo_button.isVisible()
-        assert "Auto-apply" in root.window.changes_pane.mode_note.text()
+        assert "Auto-apply" in root.window.docks.changes_pane.mode_note.text()
         card.undo_button.click()
-        await _settled(root.window.changes_pane)
+        await _settled(root.window.docks.changes_pane)
         assert (folder / "notes.txt").read_bytes() == NOTES
         assert card.undone
     finally:
@@ -317,20 +317,20 @@ async def test_read_only_mode_refuses_writes(provider: Any, db_path: Path, folde
     try:
         provider.enqueue([ToolCall("edit_file", {"path": "notes.txt", "search": "beta", "replace": "BETA"},
                                    id="w1")], "I could not.")
-        root.window.send("capitalise beta")
+        root.window.runs.send("capitalise beta")
         await _idle(root)
         assert (folder / "notes.txt").read_bytes() == NOTES
         assert root.window.chat.card("w1").status == "error"
-        assert "Read-only" in root.window.changes_pane.mode_note.text()
+        assert "Read-only" in root.window.docks.changes_pane.mode_note.text()
     finally:
         await close_app(root)
 
 
 async def test_keys_in_the_inline_boxes_are_not_taken_by_window_shortcuts(app: Any, provider: Any) -> None:
     window = app.window
-    pane = window.changes_pane
+    pane = window.docks.changes_pane
     _propose_two_files(provider)
-    window.send("edit both")
+    window.runs.send("edit both")
     await _idle(app)
     window.composer.set_text("not to be sent yet")
     changes = app.controller.session.changes

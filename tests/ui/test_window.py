@@ -15,7 +15,8 @@ from PySide6.QtWidgets import QApplication
 
 from tests.ui.conftest import close_app, wait_until
 from ui.widgets.cards import ToolCard
-from ui.widgets.chat import MarkdownStream, RobotHeader, RunFooter, UserMessage
+from ui.widgets.chat import RobotHeader, RunFooter, UserMessage
+from ui.widgets.stream import MarkdownStream
 from workspace.providers.testing import Pause, ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +49,7 @@ async def test_text_and_two_tool_calls_make_cards_in_order(desktop: Any, provide
          ToolCall("recall", {"key": "size"}, id="c2")],
         "All **done**.",
     )
-    desktop.window.send("remember teal")
+    desktop.window.runs.send("remember teal")
     await _idle(desktop)
     assert _kinds(desktop) == ["user", "robot", "text", "tool:remember:ok", "tool:recall:ok", "text", "footer"]
     cards = desktop.window.chat.tool_cards()
@@ -64,14 +65,14 @@ async def test_text_and_two_tool_calls_make_cards_in_order(desktop: Any, provide
     # usage per run and per thread
     footer = next(w for w in desktop.window.chat.items() if isinstance(w, RunFooter))
     assert "tokens" in footer.usage.text()
-    assert "tokens" in desktop.window.status_usage.text()
+    assert "tokens" in desktop.window.status.usage.text()
     assert desktop.window.thread_model.rowCount() == 1
 
 
 async def test_denied_approval_returns_the_reason_to_the_model(desktop: Any, provider: Any) -> None:
     desktop.controller.workspace.approval.policy.set_rule("ask", tool="remember")
     provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")], "Understood, I won't.")
-    desktop.window.send("store k")
+    desktop.window.runs.send("store k")
     await wait_until(lambda: desktop.window.chat.pending_approval() is not None, what="the approval card")
     panel = desktop.window.chat.pending_approval()
     assert '"key": "k"' in panel.editor.toPlainText()
@@ -93,7 +94,7 @@ async def test_denied_approval_returns_the_reason_to_the_model(desktop: Any, pro
 async def test_edit_and_approve_runs_with_edited_arguments(desktop: Any, provider: Any) -> None:
     desktop.controller.workspace.approval.policy.set_rule("ask", tool="remember")
     provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")], "Stored.")
-    desktop.window.send("store k")
+    desktop.window.runs.send("store k")
     await wait_until(lambda: desktop.window.chat.pending_approval() is not None, what="the approval card")
     panel = desktop.window.chat.pending_approval()
     panel.editor.setPlainText('{"key": "k", "value": 42}')
@@ -107,7 +108,7 @@ async def test_edit_and_approve_runs_with_edited_arguments(desktop: Any, provide
 async def test_approve_with_the_y_key(desktop: Any, provider: Any) -> None:
     desktop.controller.workspace.approval.policy.set_rule("ask", tool="remember")
     provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")], "Stored.")
-    desktop.window.send("store k")
+    desktop.window.runs.send("store k")
     await wait_until(lambda: desktop.window.chat.pending_approval() is not None, what="the approval card")
     panel = desktop.window.chat.pending_approval()
     QTest.keyClick(panel, Qt.Key.Key_Y)
@@ -120,7 +121,7 @@ async def test_typing_when_an_approval_appears_never_answers_it(desktop: Any, pr
     provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")], "Stored.")
     window = desktop.window
     window.activateWindow()
-    window.send("store k")
+    window.runs.send("store k")
     edit = window.composer.edit
     edit.setFocus()
     await wait_until(lambda: window.chat.pending_approval() is not None, what="the approval card")
@@ -131,7 +132,7 @@ async def test_typing_when_an_approval_appears_never_answers_it(desktop: Any, pr
     panel = window.chat.pending_approval()
     assert panel is not None and not panel.done  # still waiting for the user's decision
     assert window.chat.card("c1").status != "ok"
-    window.focus_approval()  # Ctrl+J: now the keys answer it
+    window.runs.focus_approval()  # Ctrl+J: now the keys answer it
     QTest.keyClick(window.chat.pending_approval(), Qt.Key.Key_Y)
     await _idle(desktop)
     assert window.chat.card("c1").status == "ok"
@@ -140,7 +141,7 @@ async def test_typing_when_an_approval_appears_never_answers_it(desktop: Any, pr
 async def test_stop_mid_stream_leaves_a_consistent_transcript(desktop: Any, provider: Any) -> None:
     gate = asyncio.Event()
     provider.enqueue(["Streaming the first part ", "of a long answer. ", Pause(event=gate), "never shown"])
-    desktop.window.send("tell me a long story")
+    desktop.window.runs.send("tell me a long story")
     await wait_until(lambda: any(isinstance(w, MarkdownStream) and "long answer" in w.text
                                  for w in desktop.window.chat.items()), what="streamed text")
     assert desktop.window.composer.running
@@ -156,7 +157,7 @@ async def test_stop_mid_stream_leaves_a_consistent_transcript(desktop: Any, prov
     assert "long answer" in turns[-1].text and "never shown" not in turns[-1].text
     # the thread goes on after a stop
     provider.enqueue("Fine, a short one.")
-    desktop.window.send("short then")
+    desktop.window.runs.send("short then")
     await _idle(desktop)
     assert desktop.controller.session.transcript()[-1].text == "Fine, a short one."
 
@@ -164,9 +165,9 @@ async def test_stop_mid_stream_leaves_a_consistent_transcript(desktop: Any, prov
 async def test_stop_while_an_approval_is_pending(desktop: Any, provider: Any) -> None:
     desktop.controller.workspace.approval.policy.set_rule("ask", tool="remember")
     provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")])
-    desktop.window.send("store k")
+    desktop.window.runs.send("store k")
     await wait_until(lambda: desktop.window.chat.pending_approval() is not None, what="the approval card")
-    desktop.window.escape()
+    desktop.window.runs.escape()
     await _idle(desktop, "the run to stop")
     assert desktop.window.chat.pending_approval() is None
     assert desktop.controller.session.transcript()[-1].status == "cancelled"
@@ -174,7 +175,7 @@ async def test_stop_while_an_approval_is_pending(desktop: Any, provider: Any) ->
 
 async def test_edit_and_resend_forks_the_thread(desktop: Any, provider: Any) -> None:
     provider.enqueue("First answer.", "Second answer.")
-    desktop.window.send("first question")
+    desktop.window.runs.send("first question")
     await _idle(desktop)
     message = desktop.window.chat.user_messages()[-1]
     assert message.turn_id is not None and message.sibling_count == 1
@@ -196,9 +197,9 @@ async def test_edit_and_resend_forks_the_thread(desktop: Any, provider: Any) -> 
 
 async def test_regenerate_forks_too(desktop: Any, provider: Any) -> None:
     provider.enqueue("One.", "Two.")
-    desktop.window.send("q")
+    desktop.window.runs.send("q")
     await _idle(desktop)
-    desktop.window.regenerate_last()
+    desktop.window.runs.regenerate_last()
     await _idle(desktop)
     turns = desktop.controller.session.transcript()
     assert turns[-1].sibling_count == 2 and turns[-1].text == "Two."
@@ -210,7 +211,7 @@ async def test_quit_and_reopen_restores_the_thread(provider: Any, db_path: Path)
     first = Application(provider=provider, db_path=db_path)
     first.window.show()
     provider.enqueue(["Noted.", ToolCall("remember", {"key": "a", "value": 1}, id="c1")], "Done.")
-    first.window.send("hello there")
+    first.window.runs.send("hello there")
     await _idle(first)
     thread_id = first.controller.thread_id
     await close_app(first)
@@ -224,7 +225,7 @@ async def test_quit_and_reopen_restores_the_thread(provider: Any, db_path: Path)
         assert _kinds(second) == ["user", "robot", "text", "tool:remember:ok", "text", "footer"]
         assert second.window.title_label.text() == "hello there"
         assert second.window.tool_model.find("c1") is not None
-        second.window.new_thread()  # quitting on a new thread starts there next time
+        second.window.threads.new()  # quitting on a new thread starts there next time
     finally:
         await close_app(second)
     third = Application(provider=provider, db_path=db_path)
@@ -246,7 +247,7 @@ async def test_corrupt_database_gives_a_clear_message_and_the_app_still_works(pr
         text = root.window.banner.text
         assert "not a usable" in text and str(bad) in text and "temporary database" in text
         provider.enqueue("Still here.")
-        root.window.send("are you there?")
+        root.window.runs.send("are you there?")
         await _idle(root)
         assert root.controller.session.transcript()[-1].text == "Still here."
         assert bad.read_bytes().startswith(b"this is not")  # nothing was overwritten
@@ -272,7 +273,7 @@ async def test_move_aside_and_start_fresh_from_the_banner(provider: Any, tmp_pat
         assert len(kept) == 1 and kept[0].read_bytes().startswith(b"this is not")
         assert not root.window.banner.isVisible() and root.controller.store_error is None
         provider.enqueue("Kept now.")
-        root.window.send("hello")
+        root.window.runs.send("hello")
         await _idle(root)
     finally:
         await close_app(root)
@@ -309,10 +310,10 @@ async def test_locked_database_gives_a_clear_message(provider: Any, tmp_path: Pa
 
 async def test_threads_search_rename_delete_and_undo(desktop: Any, provider: Any) -> None:
     provider.enqueue("Bananas are yellow.", "Sky is blue.")
-    desktop.window.send("tell me about bananas")
+    desktop.window.runs.send("tell me about bananas")
     await _idle(desktop)
-    desktop.window.new_thread()
-    desktop.window.send("and the sky")
+    desktop.window.threads.new()
+    desktop.window.runs.send("and the sky")
     await _idle(desktop)
     assert desktop.window.thread_model.rowCount() == 2
     desktop.window.sidebar.search.setText("bananas")
@@ -323,7 +324,7 @@ async def test_threads_search_rename_delete_and_undo(desktop: Any, provider: Any
     await wait_until(lambda: not desktop.window.thread_model.searching, what="the thread list")
     desktop.controller.rename_thread(hit.thread_id, "Fruit")
     assert "Fruit" in [i.title for i in desktop.window.thread_model.items]
-    desktop.window.delete_thread(hit.thread_id)
+    desktop.window.threads.delete(hit.thread_id)
     assert desktop.window.thread_model.rowCount() == 1
     assert desktop.window.toast.isVisible() and desktop.window.toast.button.text() == "Undo"
     desktop.window.toast.trigger()
@@ -339,7 +340,7 @@ async def test_keyboard_palette_and_shortcuts(desktop: Any) -> None:
     assert window.command_palette.labels()[0].startswith("Dark theme")
     QTest.keyClick(window.command_palette.input, Qt.Key.Key_Escape)
     assert not window.command_palette.isVisible()
-    shortcuts = {name: a.shortcut().toString() for name, a in window.actions_by_name.items()}
+    shortcuts = {name: a.shortcut().toString() for name, a in window.commands.by_name.items()}
     assert shortcuts["send"] == "Ctrl+Return" and shortcuts["stop"] == "Esc"
     assert shortcuts["new_thread"] == "Ctrl+N" and shortcuts["search"] == "Ctrl+F"
     assert shortcuts["palette"] == "Ctrl+K" and shortcuts["next_thread"] == "Ctrl+Tab"
@@ -350,8 +351,8 @@ async def test_settings_dialog_saves_model_and_policy_without_secrets(desktop: A
     from workspace import paths
 
     window = desktop.window
-    window.open_settings()
-    dialog = window._settings_dialog
+    window.settings_flow.open_settings()
+    dialog = window.settings_flow.dialog
     assert (dialog.isVisible() and not dialog.isModal()) or dialog.isVisible()
     dialog.model.setEditText("ollama/llama3.1")
     dialog.api_base.setText("http://localhost:11434")
@@ -401,7 +402,7 @@ async def test_long_thread_opens_with_its_last_turns_and_loads_the_rest(provider
     root = Application(provider=provider, db_path=db_path)
     root.window.show()
     try:
-        root.window.open_thread(thread_id)
+        root.window.threads.open(thread_id)
         chat = root.window.chat
         users = chat.user_messages()
         assert [u.text for u in users][-1] == "question 249"
@@ -414,7 +415,7 @@ async def test_long_thread_opens_with_its_last_turns_and_loads_the_rest(provider
         assert [c.call_id for c in chat.tool_cards()][:2] == ["c200", "c201"]
         # the thread goes on from its last turn
         provider.enqueue("answer 250")
-        root.window.send("question 250")
+        root.window.runs.send("question 250")
         await _idle(root)
         assert root.controller.session.transcript()[-1].text == "answer 250"
         assert root.window.tool_model.rowCount() == 250
@@ -428,9 +429,9 @@ async def test_inspector_panes_show_details_and_diff(desktop: Any, provider: Any
                                                                          id="c2")],
         "ok",
     )
-    desktop.window.send("store two")
+    desktop.window.runs.send("store two")
     await _idle(desktop)
-    pane = desktop.window.tool_pane
+    pane = desktop.window.docks.tool_pane
     pane.select_call("c2")
     assert "remember" in pane.args_view.toPlainText() and '"b"' in pane.args_view.toPlainText()
     assert '"stored": true' in pane.result_view.toPlainText()
@@ -438,10 +439,10 @@ async def test_inspector_panes_show_details_and_diff(desktop: Any, provider: Any
     pane.table.selectAll()
     pane.show_diff()
     assert "---" in pane.diff_view.toPlainText() or "identical" in pane.diff_view.toPlainText()
-    trace = desktop.window.trace_pane
+    trace = desktop.window.docks.trace_pane
     trace.filter.setText("remember")
     assert 0 < trace.proxy.rowCount() < desktop.window.trace_model.rowCount()
-    memory = desktop.window.memory_pane
+    memory = desktop.window.docks.memory_pane
     assert memory.model.rowCount() == 2
     memory.table.selectRow(0)
     assert "a" in memory.detail.toPlainText()
@@ -449,15 +450,15 @@ async def test_inspector_panes_show_details_and_diff(desktop: Any, provider: Any
 
 async def test_export_writes_markdown_with_tool_calls(desktop: Any, provider: Any, tmp_path: Path) -> None:
     provider.enqueue([ToolCall("remember", {"key": "a", "value": 1}, id="c1")], "Stored it.")
-    desktop.window.send("store a")
+    desktop.window.runs.send("store a")
     await _idle(desktop)
     target = tmp_path / "thread.md"
-    desktop.window._write_export("markdown", desktop.controller.thread_id, target)
+    desktop.window.transfer.write_export("markdown", desktop.controller.thread_id, target)
     text = target.read_text(encoding="utf-8")
     assert "store a" in text and "remember" in text and "Stored it." in text
     json_target = tmp_path / "thread.json"
-    desktop.window._write_export("json", desktop.controller.thread_id, json_target)
-    desktop.window._read_import(json_target)
+    desktop.window.transfer.write_export("json", desktop.controller.thread_id, json_target)
+    desktop.window.transfer.read_import(json_target)
     assert desktop.window.thread_model.rowCount() == 2
 
 
@@ -469,14 +470,14 @@ async def test_always_allow_is_saved_to_the_policy_file(desktop: Any, provider: 
     policy.path = paths.approval_policy_file()
     provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")], "Stored.",
                      [ToolCall("remember", {"key": "k", "value": 2}, id="c2")], "Stored again.")
-    desktop.window.send("store k")
+    desktop.window.runs.send("store k")
     await wait_until(lambda: desktop.window.chat.pending_approval() is not None, what="the approval card")
     panel = desktop.window.chat.pending_approval()
     panel.scope.setCurrentIndex(panel.scope.findData("always"))
     panel.approve()
     await _idle(desktop)
     assert "remember" in paths.approval_policy_file().read_text(encoding="utf-8")
-    desktop.window.send("store k again")  # no card this time: the policy allows it
+    desktop.window.runs.send("store k again")  # no card this time: the policy allows it
     await _idle(desktop)
     assert desktop.window.chat.card("c2").status == "ok"
     assert desktop.window.chat.card("c2").approval is None
@@ -484,7 +485,7 @@ async def test_always_allow_is_saved_to_the_policy_file(desktop: Any, provider: 
 
 async def test_picking_another_robot_starts_a_new_thread(desktop: Any, provider: Any) -> None:
     provider.enqueue("Hi.")
-    desktop.window.send("hello")
+    desktop.window.runs.send("hello")
     await _idle(desktop)
     first = desktop.controller.thread_id
     row = desktop.window.robot_model.row_of("file-helper")
@@ -492,7 +493,7 @@ async def test_picking_another_robot_starts_a_new_thread(desktop: Any, provider:
     assert desktop.controller.session is None and desktop.controller.robot_name == "file-helper"
     assert "file-helper" in desktop.window.composer.edit.placeholderText()
     provider.enqueue("Ready to edit.")
-    desktop.window.send("hi file helper")
+    desktop.window.runs.send("hi file helper")
     await _idle(desktop)
     assert desktop.controller.thread_id != first
     assert desktop.controller.session.thread.robot == "file-helper"
@@ -503,14 +504,14 @@ async def test_switching_theme_keeps_the_conversation(desktop: Any, provider: An
     from ui import theme
 
     provider.enqueue([ToolCall("remember", {"key": "a", "value": 1}, id="c1")], "Done.")
-    desktop.window.send("store a")
+    desktop.window.runs.send("store a")
     await _idle(desktop)
-    desktop.window.set_theme("dark")
+    desktop.window.settings_flow.set_theme("dark")
     try:
         assert theme.colors().name == "dark"
         assert _kinds(desktop) == ["user", "robot", "tool:remember:ok", "text", "footer"]
     finally:
-        desktop.window.set_theme("light")
+        desktop.window.settings_flow.set_theme("light")
 
 
 async def test_change_proposed_shows_a_change_card(desktop: Any) -> None:

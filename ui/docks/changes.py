@@ -59,7 +59,7 @@ class ChangesPane(QWidget):
         self.controller = controller
         self.main_window = window
         self.model = ChangeReviewModel(self)
-        self.actions = ChangeActions(lambda: self.controller.session, controller.tasks, self)
+        self.commands = ChangeActions(lambda: self.controller.session, controller.tasks, self)
         self.review_window: ReviewWindow | None = None
         #: Change sets seen in this window, by id (a card may ask for an earlier one).
         self._sets: dict[str, ChangeSet] = {}
@@ -167,8 +167,8 @@ class ChangesPane(QWidget):
         hl.setSpacing(6)
         self.undo_button = QPushButton("Undo", self)
         self.redo_button = QPushButton("Redo", self)
-        self.undo_button.clicked.connect(lambda: self.actions.undo())
-        self.redo_button.clicked.connect(lambda: self.actions.redo())
+        self.undo_button.clicked.connect(lambda: self.commands.undo())
+        self.redo_button.clicked.connect(lambda: self.commands.redo())
         self.history_label = QLabel("", self)
         self.history_label.setObjectName("Muted")
         self.history_label.setWordWrap(True)
@@ -191,7 +191,7 @@ class ChangesPane(QWidget):
         self.model.problem.connect(lambda text: self.show_message(text, "error"))
         self.files.selectionModel().currentRowChanged.connect(self._on_file_selected)
         self.view.file_shown.connect(self._on_view_file)
-        a = self.actions
+        a = self.commands
         a.busy_changed.connect(lambda _b: self._refresh())
         a.conflicts_found.connect(self.show_conflicts)
         a.conflicts_cleared.connect(self._show_diff)
@@ -233,7 +233,7 @@ class ChangesPane(QWidget):
             # A new run starts a new, empty set: keep showing the last one (settled) until it gets files.
             self.model.refresh()
             if history:
-                self.actions.refresh_history()
+                self.commands.refresh_history()
             self._refresh()
             return
         if changes is not self.model.change_set or (changes is None and self.model.files):
@@ -242,12 +242,12 @@ class ChangesPane(QWidget):
         else:
             self.model.refresh()
         if history:
-            self.actions.refresh_history()
+            self.commands.refresh_history()
         self._refresh()
 
     def _after_settled(self) -> None:
         self.model.refresh()
-        self.actions.refresh_history()
+        self.commands.refresh_history()
 
     def show_change_set(self, change_set_id: str) -> None:
         """Show a change set (a chat card's "Review changes")."""
@@ -287,7 +287,7 @@ class ChangesPane(QWidget):
     # -- showing ---------------------------------------------------------------------------------------
     def _refresh(self) -> None:
         model = self.model
-        busy = self.actions.busy
+        busy = self.commands.busy
         session = self.session
         folder = getattr(getattr(session, "workspace", None), "folder", None) if session is not None else None
         folder = folder or getattr(self.controller, "folder", None)
@@ -313,7 +313,7 @@ class ChangesPane(QWidget):
             b.setEnabled(model.decidable(fc) and not busy)
             b.setVisible(not self._showing_net)
         self.file_label.setText(self._file_text(fc))
-        history = self.actions.history
+        history = self.commands.history
         self.undo_button.setEnabled(history.undo is not None and not busy)
         self.redo_button.setEnabled(history.redo is not None and not busy)
         self.undo_button.setToolTip(f"Undo: {history.undo.summary}" if history.undo else "Nothing to undo")
@@ -392,7 +392,7 @@ class ChangesPane(QWidget):
         if self._showing_net:
             return
         self.show_message("", "info")
-        self.actions.apply()
+        self.commands.apply()
 
     def _on_conflict_action(self, action: str, key: str) -> None:
         refused = self._restore_refused
@@ -402,9 +402,9 @@ class ChangesPane(QWidget):
             self._show_diff()
             if action == "force":
                 entry_id = result.entry.id if result.entry is not None else None
-                (self.actions.undo if op == "undo" else self.actions.redo)(entry_id, force=True)
+                (self.commands.undo if op == "undo" else self.commands.redo)(entry_id, force=True)
             return
-        resolve_conflict(self.actions, action, key)
+        resolve_conflict(self.commands, action, key)
 
     def _on_restore_refused(self, result: RestoreResult, op: str) -> None:
         self.conflicts.set_conflicts(
@@ -423,7 +423,7 @@ class ChangesPane(QWidget):
         if card is not None and hasattr(card, "set_undone"):
             card.set_undone(op == "undo")
         if self._showing_net:
-            self.actions.load_net_changes()
+            self.commands.load_net_changes()
 
     def _card(self, change_set_id: str | None, *, checkpoint_id: str | None = None) -> Any:
         """The chat's change card of a change set (the one of that checkpoint, when auto mode made several)."""
@@ -446,9 +446,9 @@ class ChangesPane(QWidget):
     def undo_from_card(self, change_set_id: str, checkpoint_id: str = "", redo: bool = False) -> None:
         """A change card's Undo / Redo (auto mode writes at once; its card offers to undo)."""
         if checkpoint_id:
-            (self.actions.redo if redo else self.actions.undo)(checkpoint_id)
+            (self.commands.redo if redo else self.commands.undo)(checkpoint_id)
         else:
-            self.actions.undo_change_set(change_set_id, redo=redo)
+            self.commands.undo_change_set(change_set_id, redo=redo)
 
     def _on_history(self, state: HistoryState) -> None:
         applied = [e for e in state.entries if e.state in ("applied", "applying")]
@@ -473,13 +473,13 @@ class ChangesPane(QWidget):
         """Show "All changes in this thread" (the net diff since its first change), or the proposal."""
         if on == self._showing_net:
             if on:
-                self.actions.load_net_changes()
+                self.commands.load_net_changes()
             return
         self._showing_net = on
         if on:
             self.model.set_files([], title="All changes in this thread")
             self.view.placeholder = "This thread has not changed any file yet."
-            self.actions.load_net_changes()
+            self.commands.load_net_changes()
         else:
             self.view.placeholder = "No proposed changes."
             session = self.session
@@ -495,28 +495,10 @@ class ChangesPane(QWidget):
     # -- the full-size review ---------------------------------------------------------------------------------
     def open_review(self, *, hunk_id: str | None = None) -> ReviewWindow:
         if self.review_window is None:
-            self.review_window = ReviewWindow(self.model, self.actions, self.window())
+            self.review_window = ReviewWindow(self.model, self.commands, self.window())
         window = self.review_window
         window.open(hunk_id=hunk_id or (self.view.current_hunk.id if self.view.current_hunk else None))
         return window
-
-    def install_actions(self, window: Any) -> None:
-        """Add "Review changes (full size)" and "Compare the last two answers" to the window's View menu
-        and command palette."""
-        from PySide6.QtGui import QAction
-
-        for name, text, slot, icon in (
-                ("review_full", "Review changes (full size)…", lambda: self.open_review(), "diff"),
-                ("compare_answers", "Compare the last two answers…", self.compare_answers, "diff")):
-            action = QAction(text, window)
-            action.setIcon(theme.icon(icon, theme.colors().muted, 16))
-            action.setProperty("iconName", icon)
-            action.triggered.connect(lambda _=False, fn=slot: fn())
-            window.addAction(action)
-            window.actions_by_name[name] = action
-            menu = getattr(window, "view_menu", None)
-            if menu is not None:
-                menu.addAction(action)
 
     def note_for(self, turn_id: str | None) -> str | None:
         """The ``<change-review>`` note the session put in front of a sent message (None: none)."""

@@ -1,5 +1,5 @@
 """Inspector panes: Memory, Tool calls, Trace. Each is a plain widget over its Qt model;
-the main window puts each in a dock (see ``MainWindow.register_dock``)."""
+the main window puts each in a dock (see :meth:`ui.window.docks.Docks.register`)."""
 
 from __future__ import annotations
 
@@ -27,9 +27,10 @@ from ui import markdown, theme
 from ui.models.memory import MemoryModel, pretty
 from ui.models.tool_calls import ToolCallRecord, ToolCallsModel, diff_results, format_duration
 from ui.models.trace import TraceFilterModel, TraceModel, raw_event_json
-from ui.widgets.lanes import ElidedLabel
+from ui.widgets.common import ElidedLabel
+from workspace import events as ev
 
-#: The narrowest an inspector pane gets (MainWindow.DOCK_MIN_WIDTH): set, so that no pane's content
+#: The narrowest an inspector pane gets (ui.window.docks.DOCK_MIN_WIDTH): set, so that no pane's content
 #: makes the dock area (and the window) wider; below their wish, tables scroll and labels elide.
 PANE_MIN_WIDTH = 260
 
@@ -314,7 +315,7 @@ class TracePane(QWidget):
 
     def column_samples(self) -> list[str]:
         """The widest text each of the first four columns shows (seq, time, kind, robot)."""
-        kinds = sorted(_known_kinds() | set(self.model.kinds()), key=len) or ["run_started"]
+        kinds = sorted(_known_kinds() | set(self.model.kinds()), key=len) or [ev.RunStarted.kind]
         return ["00000", "00:00:00.000", kinds[-1], "assistant"]
 
     def size_columns(self) -> None:
@@ -345,7 +346,7 @@ class TracePane(QWidget):
             self.proxy.set_kinds(None)
         elif text == self.NO_DELTAS:
             kinds = set(self.model.kinds()) | _known_kinds()
-            kinds.discard("text_delta")
+            kinds.discard(ev.TextDelta.kind)
             self.proxy.set_kinds(kinds)
         else:
             self.proxy.set_kinds({text})
@@ -359,6 +360,5 @@ class TracePane(QWidget):
 
 
 def _known_kinds() -> set[str]:
-    from workspace.events import event_kinds
-
-    return set(event_kinds())
+    """Every event's name as the trace shows it (its serialised ``kind``)."""
+    return set(ev.event_kinds())

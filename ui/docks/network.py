@@ -71,6 +71,7 @@ from ui.widgets.lanes import (
     status_color,
     status_pixmap,
 )
+from workspace import events as ev
 
 NODE_W = 164.0
 NODE_H = 62.0
@@ -444,16 +445,16 @@ class NetworkGraphView(QGraphicsView):
             for r in rects[1:]:
                 box = box.united(r)
             box = box.adjusted(-GROUP_PAD, -GROUP_PAD - GROUP_LABEL + 4, GROUP_PAD, GROUP_PAD)
-            item = GroupItem(name, box)
-            self._scene.addItem(item)
-            self.groups.append(item)
+            frame = GroupItem(name, box)
+            self._scene.addItem(frame)
+            self.groups.append(frame)
         for edge in model.edges:
             source, target = self.nodes.get(str(edge.get("from"))), self.nodes.get(str(edge.get("to")))
             if source is None or target is None:
                 continue
-            item = EdgeItem(edge, source, target)
-            self._scene.addItem(item)
-            self.edges.append(item)
+            line = EdgeItem(edge, source, target)
+            self._scene.addItem(line)
+            self.edges.append(line)
         if self.selected in self.nodes:
             self.nodes[self.selected].selected = True
         else:
@@ -563,9 +564,9 @@ def task_overview_html(task: TaskView, *, network_message: str | None = None) ->
         parts.append(_section("Answer", markdown.render(task.text)))
     elif task.status == "running":
         parts.append(f'<p style="color:{c.muted};">Working…</p>')
-    tools = [e for e in task.events if getattr(e, "kind", "") == "tool_use"]
+    tools = [e for e in task.events if isinstance(e, ev.ToolUse)]
     if tools:
-        names = ", ".join(dict.fromkeys(getattr(e, "name", "?") for e in tools))
+        names = ", ".join(dict.fromkeys(e.name for e in tools))
         parts.append(_section("Tools used", f"<p style='margin:0'>{len(tools)} call"
                                             f"{'s' if len(tools) != 1 else ''}: {html.escape(names)}</p>"))
     return "".join(parts) or f'<p style="color:{c.muted};">Nothing yet.</p>'
@@ -579,28 +580,25 @@ def task_transcript_html(task: TaskView) -> str:
     start = task.started
     rows: list[str] = []
     for event in task.events:
-        kind = getattr(event, "kind", "?")
-        if kind in ("text_delta", "usage"):
+        if isinstance(event, ev.TextDelta | ev.Usage):
             continue
         offset = f"+{event.ts - start:.2f}s" if start is not None and event.ts >= start else ""
         head = (f'<span style="color:{c.muted}; font-family:{theme.mono_family()}; font-size:11px;">{offset}</span> '
-                f'<b>{html.escape(kind)}</b>')
-        if kind == "text":
-            body = markdown.render(getattr(event, "text", ""))
-        elif kind == "tool_use":
-            body = (f"<b>{html.escape(getattr(event, 'name', ''))}</b> "
-                    + markdown.json_html(getattr(event, "input", None)))
-        elif kind == "tool_result":
-            body = markdown.json_html(getattr(event, "payload", None), max_chars=4000)
-        elif kind == "task_started":
-            body = f'<span style="color:{c.muted};">received {len(getattr(event, "message", "") or "")} characters</span>'
-        elif kind == "task_finished":
-            status = getattr(event, "status", "")
-            reason = getattr(event, "error", None)
-            body = f'<span style="color:{status_color(status)};">{html.escape(status)}</span>' + (
-                f" — {html.escape(str(reason))}" if reason else "")
-        else:
-            body = html.escape(event_summary(event))
+                f'<b>{html.escape(event.kind)}</b>')
+        match event:
+            case ev.Text():
+                body = markdown.render(event.text)
+            case ev.ToolUse():
+                body = f"<b>{html.escape(event.name)}</b> " + markdown.json_html(event.input)
+            case ev.ToolResult():
+                body = markdown.json_html(event.payload, max_chars=4000)
+            case ev.TaskStarted():
+                body = f'<span style="color:{c.muted};">received {len(event.message or "")} characters</span>'
+            case ev.TaskFinished():
+                body = f'<span style="color:{status_color(event.status)};">{html.escape(event.status)}</span>' + (
+                    f" — {html.escape(str(event.error))}" if event.error else "")
+            case _:
+                body = html.escape(event_summary(event))
         rows.append(f'<div style="margin:0 0 8px 0;">{head}<br>{body}</div>')
     return "".join(rows) or f'<p style="color:{c.muted};">No events yet.</p>'
 

@@ -9,6 +9,8 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
+from workspace import events as ev
+
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -83,7 +85,7 @@ class MemoryModel(QAbstractTableModel):
         self._by_key.clear()
         self.endResetModel()
 
-    def set_events(self, events: list[Any]) -> None:
+    def set_events(self, events: list[ev.Event]) -> None:
         """Replace everything with the memory changes in ``events`` (one reset)."""
         self.beginResetModel()
         self._rows.clear()
@@ -95,9 +97,9 @@ class MemoryModel(QAbstractTableModel):
             self.blockSignals(False)
         self.endResetModel()
 
-    def add_events(self, events: list[Any]) -> None:
+    def add_events(self, events: list[ev.Event]) -> None:
         for event in events:
-            if getattr(event, "kind", "") == "memory_changed":
+            if isinstance(event, ev.MemoryChanged):
                 self.apply(event.key, event.value, previous=event.previous, writer=event.writer, ts=event.ts)
 
     def apply(self, key: str, value: Any, *, previous: Any = None, writer: str | None = None,

@@ -19,6 +19,7 @@ from typing import Any
 from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
 
 from ui.models.robots import RobotListModel
+from workspace import events as ev
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -59,7 +60,7 @@ class TaskView:
     #: The task's last complete text (its answer).
     text: str = ""
     #: The task's own events (its transcript), task_started and task_finished included.
-    events: list[Any] = field(default_factory=list)
+    events: list[ev.Event] = field(default_factory=list)
     run_id: str | None = None
 
     @property
@@ -146,7 +147,7 @@ class NetworkModel(QObject):
         self.set_graph(None)
 
     # -- events ---------------------------------------------------------------------------------
-    def set_events(self, events: list[Any]) -> None:
+    def set_events(self, events: list[ev.Event]) -> None:
         """Replay ``events`` (a stored thread's): the state of the last network run among them."""
         self.blockSignals(True)
         try:
@@ -157,7 +158,7 @@ class NetworkModel(QObject):
             self.blockSignals(False)
         self.reset.emit()
 
-    def add_events(self, events: list[Any]) -> None:
+    def add_events(self, events: list[ev.Event]) -> None:
         changed: dict[str, None] = {}
         for event in events:
             name = self.apply(event)
@@ -166,54 +167,67 @@ class NetworkModel(QObject):
         for name in changed:
             self.task_changed.emit(name)
 
-    def apply(self, event: Any) -> str | None:
+    def apply(self, event: ev.Event) -> str | None:
         """Apply one event; the name of the task it changed (None for none)."""
-        kind = getattr(event, "kind", "")
-        task = getattr(event, "task", None)
+        task = event.task
         if task is None:
-            if kind == "run_started" and self.has_graph:
-                self._new_run(event.run_id)
-                self.message = getattr(event, "message", None)
-            elif getattr(event, "terminal", False) and event.run_id == self.run_id:
-                self.run_status = {"run_finished": "finished", "run_failed": "failed"}.get(kind, "cancelled")
-                self.run_error = getattr(event, "error", None) or getattr(event, "reason", None)
-                if kind == "run_cancelled":
-                    self.run_error = event.reason
-                self.run_changed.emit(self.run_status)
+            self._apply_to_run(event)
             return None
-        if event.terminal and kind == "run_failed" and event.run_id == self.run_id:
+        if isinstance(event, ev.RunFailed) and event.run_id == self.run_id:
             # A failed network names its failed task.
-            self.run_status, self.run_error = "failed", getattr(event, "error", None)
+            self.run_status, self.run_error = "failed", event.error
             self.run_changed.emit(self.run_status)
             return None
         state = self.tasks.get(task)
         if state is None:
-            if kind not in ("task_started", "task_finished") or not self.has_graph:
+            if not isinstance(event, ev.TaskStarted | ev.TaskFinished) or not self.has_graph:
                 return None
             self.nodes.append({"name": task, "robot": event.robot, "optional": False, "step": None})
             state = self.tasks[task] = TaskView(name=task, robot=str(event.robot))
-        if kind == "task_started":
-            state.status = RUNNING
-            state.message = getattr(event, "message", None)
-            state.started = event.ts
-            state.finished = None
-            state.reason = None
-        elif kind == "task_finished":
-            state.status = getattr(event, "status", DONE)
-            state.finished = event.ts
-            state.reason = getattr(event, "error", None)
-            result = getattr(event, "result", None)
-            if result is not None:
-                state.result = result
-            if state.status == DONE:
-                self.answer_task = task
-        elif kind == "run_started":
-            state.run_id = event.run_id
-            self._runs[event.run_id] = task
-        elif kind == "text" and event.text:
-            state.text = event.text
+        match event:
+            case ev.TaskStarted():
+                state.status = RUNNING
+                state.message = event.message
+                state.started = event.ts
+                state.finished = None
+                state.reason = None
+            case ev.TaskFinished():
+                state.status = event.status
+                state.finished = event.ts
+                state.reason = event.error
+                if event.result is not None:
+                    state.result = event.result
+                if state.status == DONE:
+                    self.answer_task = task
+            case ev.RunStarted():
+                state.run_id = event.run_id
+                self._runs[event.run_id] = task
+            case ev.Text() if event.text:
+                state.text = event.text
+            case _:
+                pass  # kept in the task's transcript below
         state.events.append(event)
         return task
+
+    def _apply_to_run(self, event: ev.Event) -> None:
+        """An event of the network run itself (no task): its start and its end."""
+        match event:
+            case ev.RunStarted():
+                if self.has_graph:
+                    self._new_run(event.run_id)
+                    self.message = event.message
+                return
+            case ev.RunFinished():
+                status, error = "finished", None
+            case ev.RunFailed():
+                status, error = "failed", event.error or None
+            case ev.RunCancelled():
+                status, error = "cancelled", event.reason
+            case _:
+                return
+        if event.run_id == self.run_id:
+            self.run_status, self.run_error = status, error
+            self.run_changed.emit(self.run_status)
 
     def _new_run(self, run_id: str) -> None:
         self._fresh_tasks()

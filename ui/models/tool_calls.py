@@ -9,7 +9,11 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
+from workspace import events as ev
+
 Index = QModelIndex | QPersistentModelIndex
+#: The events about one tool call (matched by their ``id``).
+CallEvent = ev.ToolUse | ev.ApprovalRequested | ev.ApprovalDecided | ev.ToolResult | ev.ToolError
 
 #: States of a call that failed (an error, a denial, a stop): counted as failed everywhere.
 FAILED = frozenset({"error", "denied", "stopped"})
@@ -142,11 +146,11 @@ class ToolCallsModel(QAbstractTableModel):
         self._by_id.clear()
         self.endResetModel()
 
-    def add_events(self, events: list[Any]) -> None:
+    def add_events(self, events: list[ev.Event]) -> None:
         for event in events:
             self.add_event(event)
 
-    def set_events(self, events: list[Any]) -> None:
+    def set_events(self, events: list[ev.Event]) -> None:
         """Replace everything with the calls in ``events`` (one reset, not a signal per row)."""
         self.beginResetModel()
         self._rows.clear()
@@ -159,59 +163,62 @@ class ToolCallsModel(QAbstractTableModel):
             self._silent = False
         self.endResetModel()
 
-    def add_event(self, event: Any) -> None:
-        kind = getattr(event, "kind", "")
-        if kind == "tool_use":
-            self._upsert(event, status="running")
-        elif kind == "approval_requested":
-            self._upsert(event, status="approval")
-        elif kind == "approval_decided":
-            rec = self._ensure(event)
-            rec.decision = event.decision
-            rec.reason = event.reason
-            if event.decision == "approve":
-                rec.status = "running"
-                if event.input is not None:
-                    rec.input = event.input
-            else:
-                rec.status = "denied"
-            self._changed(rec)
-        elif kind == "tool_result":
-            rec = self._ensure(event)
-            error = result_error(event.payload, event.raw)
-            rec.status = "ok" if error is None else "error"
-            rec.payload = event.payload
-            rec.error = error
-            rec.raw = event.raw
-            rec.duration = event.duration
-            self._changed(rec)
-        elif kind == "tool_error":
-            rec = self._ensure(event)
-            if rec.status != "denied":
-                rec.status = "stopped" if "stopped the run" in str(event.error) else "error"
-            rec.error = event.error
-            rec.raw = event.raw
-            rec.duration = event.duration
-            self._changed(rec)
+    def add_event(self, event: ev.Event) -> None:
+        match event:
+            case ev.ToolUse():
+                self._upsert(event, status="running")
+            case ev.ApprovalRequested():
+                self._upsert(event, status="approval")
+            case ev.ApprovalDecided():
+                rec = self._ensure(event)
+                rec.decision = event.decision
+                rec.reason = event.reason
+                if event.decision == "approve":
+                    rec.status = "running"
+                    if event.input is not None:
+                        rec.input = event.input
+                else:
+                    rec.status = "denied"
+                self._changed(rec)
+            case ev.ToolResult():
+                rec = self._ensure(event)
+                error = result_error(event.payload, event.raw)
+                rec.status = "ok" if error is None else "error"
+                rec.payload = event.payload
+                rec.error = error
+                rec.raw = event.raw
+                rec.duration = event.duration
+                self._changed(rec)
+            case ev.ToolError():
+                rec = self._ensure(event)
+                if rec.status != "denied":
+                    rec.status = "stopped" if "stopped the run" in str(event.error) else "error"
+                rec.error = event.error
+                rec.raw = event.raw
+                rec.duration = event.duration
+                self._changed(rec)
+            case _:
+                pass  # not about a tool call
 
-    def _ensure(self, event: Any) -> ToolCallRecord:
+    def _ensure(self, event: CallEvent) -> ToolCallRecord:
         rec = self.find(event.id)
         if rec is None:
             rec = self._upsert(event, status="running")
         return rec
 
-    def _upsert(self, event: Any, *, status: str) -> ToolCallRecord:
+    def _upsert(self, event: CallEvent, *, status: str) -> ToolCallRecord:
+        # A result or an error carries no arguments; an approval decision runs on no server.
+        args = getattr(event, "input", None)
         rec = self.find(event.id)
         if rec is not None:
             if rec.status in ("running", "approval"):
                 rec.status = status
-            if getattr(event, "input", None) is not None and rec.input is None:
-                rec.input = event.input
+            if args is not None and rec.input is None:
+                rec.input = args
             self._changed(rec)
             return rec
         rec = ToolCallRecord(id=event.id, tool=event.name, robot=event.robot, server=getattr(event, "server", None),
-                             input=getattr(event, "input", None), status=status, run_id=event.run_id,
-                             started=getattr(event, "ts", time.time()))
+                             input=args, status=status, run_id=event.run_id, started=event.ts)
         row = len(self._rows)
         if self._silent:
             self._rows.append(rec)

@@ -1,4 +1,8 @@
-"""TraceModel: the raw event stream of a thread, with a filter proxy by kind and text."""
+"""TraceModel: the raw event stream of a thread, with a filter proxy by kind and text.
+
+The Kind column and the kind filter show each event's serialised name (its ``kind``, as in the
+JSON): a label people read and pick from, never something the code dispatches on.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
 
 from ui.bridge import event_summary
+from workspace import events as ev
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -20,7 +25,7 @@ class TraceModel(QAbstractTableModel):
 
     def __init__(self, parent: Any = None, *, limit: int = 200_000) -> None:
         super().__init__(parent)
-        self._events: list[Any] = []
+        self._events: list[ev.Event] = []
         self._summaries: dict[int, str] = {}
         self._kinds: set[str] = set()
         self.limit = limit
@@ -65,10 +70,10 @@ class TraceModel(QAbstractTableModel):
         return None
 
     @property
-    def events(self) -> list[Any]:
+    def events(self) -> list[ev.Event]:
         return list(self._events)
 
-    def event_at(self, row: int) -> Any:
+    def event_at(self, row: int) -> ev.Event:
         return self._events[row]
 
     def clear(self) -> None:
@@ -78,14 +83,14 @@ class TraceModel(QAbstractTableModel):
         self._kinds.clear()
         self.endResetModel()
 
-    def set_events(self, events: list[Any]) -> None:
+    def set_events(self, events: list[ev.Event]) -> None:
         self.beginResetModel()
         self._events = list(events)[-self.limit:]
         self._summaries.clear()
         self._kinds = {e.kind for e in self._events}
         self.endResetModel()
 
-    def append_events(self, events: list[Any]) -> None:
+    def append_events(self, events: list[ev.Event]) -> None:
         if not events:
             return
         first = len(self._events)
@@ -98,7 +103,7 @@ class TraceModel(QAbstractTableModel):
         return sorted(self._kinds)
 
 
-def raw_event_json(event: Any) -> str:
+def raw_event_json(event: ev.Event) -> str:
     try:
         data = event.to_dict()
     except Exception:

@@ -36,14 +36,14 @@ class FileDelegate(QStyledItemDelegate):
             return
         c = theme.colors()
         painter.save()
-        r = option.rect  # type: ignore[attr-defined]
-        selected = bool(option.state & QStyle.StateFlag.State_Selected)  # type: ignore[attr-defined]
+        r = option.rect
+        selected = bool(option.state & QStyle.StateFlag.State_Selected)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
         if selected:
             painter.setPen(Qt.PenStyle.NoPen)
             painter.setBrush(QColor(c.selection))
             painter.drawRoundedRect(QRectF(r).adjusted(2, 1, -2, -1), 6, 6)
-        font = QFont(option.font)  # type: ignore[attr-defined]
+        font = QFont(option.font)
         fm = QFontMetrics(font)
         x, y, w = r.x() + 10, r.y() + 6, r.width() - 20
         counts = fc.counts()

@@ -17,6 +17,7 @@ a hunk shows (an edit), when a gap is expanded, or when the layout switches.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import TYPE_CHECKING
@@ -137,9 +138,8 @@ def build_rows(fc: FileChange, *, split: bool = False, context: int = CONTEXT, w
     return out
 
 
-def _pair_rows(h: Hunk, final: list[str], append: object) -> None:
+def _pair_rows(h: Hunk, final: list[str], add: Callable[[Row], None]) -> None:
     """Side by side: similar old/new lines on the same row, the rest aligned in order."""
-    add = append  # type: ignore[assignment]
     hi = h.index
     edited = h.edited_lines is not None
     base_new = 0 if edited else h.new_start
@@ -147,9 +147,9 @@ def _pair_rows(h: Hunk, final: list[str], append: object) -> None:
     pairs = [(p.old_index, p.new_index) for p in h.inline()]
     for pa, pb in [*pairs, (len(h.old_lines), len(final))]:
         for a, b in zip_longest(range(ia, pa), range(ib, pb)):
-            add((PAIR, hi, -1 if a is None else h.old_start + a, -1 if b is None else base_new + b))  # type: ignore[operator]
+            add((PAIR, hi, -1 if a is None else h.old_start + a, -1 if b is None else base_new + b))
         if pa < len(h.old_lines) and pb < len(final):
-            add((PAIR, hi, h.old_start + pa, base_new + pb))  # type: ignore[operator]
+            add((PAIR, hi, h.old_start + pa, base_new + pb))
         ia, ib = pa + 1, pb + 1
 
 

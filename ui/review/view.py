@@ -1210,7 +1210,7 @@ class DiffView(QAbstractScrollArea):
                 kind, hi, left, right = rows[row]
                 if kind in (HUNK, INFO, GAP):
                     continue
-                hunk = self.fc.hunks[hi] if hi >= 0 else None
+                hunk = fc.hunks[hi] if hi >= 0 else None
                 if left >= 0 and kind != ADD:
                     self._line("old", left, hunk)
                 if right >= 0 and kind in (ADD, PAIR):

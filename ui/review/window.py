@@ -78,15 +78,15 @@ def segmented(parent: QWidget, labels: tuple[str, ...], *, checked: int = 0) -> 
 
 
 class ReviewWindow(QWidget):
-    """File list + diff view, full size; Apply when given the actions."""
+    """File list + diff view, full size; Apply when given the change set's commands."""
 
-    def __init__(self, model: ChangeReviewModel, actions: ChangeActions | None = None,
+    def __init__(self, model: ChangeReviewModel, commands: ChangeActions | None = None,
                  parent: QWidget | None = None, *, title: str = "Review changes") -> None:
         super().__init__(parent, Qt.WindowType.Window)
         self.setObjectName("ReviewWindow")
         self.setWindowTitle(f"{title} — RobotLab Workspace")
         self.model = model
-        self.actions = actions
+        self.commands = commands
         self.resize(1280, 820)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
@@ -176,7 +176,7 @@ class ReviewWindow(QWidget):
         fbl.addWidget(self.file_title, 1)
         rl.addWidget(file_bar)
         self.stack = QStackedWidget(right)
-        self.view = DiffView(model, self.stack)
+        self.view: DiffView = DiffView(model, self.stack)
         self.conflicts = ConflictView(self.stack)
         self.stack.addWidget(self.view)
         self.stack.addWidget(self.conflicts)
@@ -210,14 +210,14 @@ class ReviewWindow(QWidget):
         model.source_changed.connect(self._refresh)
         model.problem.connect(lambda text: self.status.setText(text))
         self.conflicts.action_requested.connect(self._on_conflict_action)
-        if actions is not None:
-            actions.conflicts_found.connect(self.show_conflicts)
-            actions.conflicts_cleared.connect(self.show_diff)
-            actions.applied.connect(lambda _r: self.show_diff())
-            actions.busy_changed.connect(lambda _b: self._refresh())
-            actions.message.connect(lambda text, _kind: self.status.setText(text))
-        QShortcut(QKeySequence("Ctrl+Return"), self, activated=self.apply)
-        QShortcut(QKeySequence("Esc"), self, activated=self._escape)
+        if commands is not None:
+            commands.conflicts_found.connect(self.show_conflicts)
+            commands.conflicts_cleared.connect(self.show_diff)
+            commands.applied.connect(lambda _r: self.show_diff())
+            commands.busy_changed.connect(lambda _b: self._refresh())
+            commands.message.connect(lambda text, _kind: self.status.setText(text))
+        QShortcut(QKeySequence("Ctrl+Return"), self).activated.connect(self.apply)
+        QShortcut(QKeySequence("Esc"), self).activated.connect(self._escape)
         self._refresh()
         self._on_view_file(self.view.fc.id if self.view.fc is not None else "")
 
@@ -227,11 +227,11 @@ class ReviewWindow(QWidget):
         self.title_label.setText(model.title or "Changes")
         self.summary.setText(summary_text(model))
         decidable = not model.read_only and bool(model.pending_files)
-        busy = self.actions is not None and self.actions.busy
+        busy = self.commands is not None and self.commands.busy
         for b in (self.accept_all_button, self.reject_all_button):
             b.setVisible(not model.read_only)
             b.setEnabled(decidable and not busy)
-        self.apply_button.setVisible(self.actions is not None and not model.read_only)
+        self.apply_button.setVisible(self.commands is not None and not model.read_only)
         self.apply_button.setEnabled(decidable and not busy)
         fc = self.view.fc
         self.accept_file_button.setVisible(not model.read_only)
@@ -259,7 +259,7 @@ class ReviewWindow(QWidget):
         self._refresh_file_buttons()
 
     def _refresh_file_buttons(self) -> None:
-        busy = self.actions is not None and self.actions.busy
+        busy = self.commands is not None and self.commands.busy
         fc = self.view.fc
         self.file_title.setText(file_title_html(fc))
         self.accept_file_button.setEnabled(self.model.decidable(fc) and not busy)
@@ -274,7 +274,7 @@ class ReviewWindow(QWidget):
             self.model.reject_file(self.view.fc.id)
 
     def _on_all_decided(self) -> None:
-        if self.actions is not None and not self.model.read_only:
+        if self.commands is not None and not self.model.read_only:
             self.status.setText("Every hunk is decided — Apply (Ctrl+Enter) writes the accepted ones.")
 
     def _escape(self) -> None:
@@ -285,8 +285,8 @@ class ReviewWindow(QWidget):
 
     # -- actions ---------------------------------------------------------------------------------------
     def apply(self) -> None:
-        if self.actions is not None and not self.model.read_only:
-            self.actions.apply()
+        if self.commands is not None and not self.model.read_only:
+            self.commands.apply()
 
     def show_conflicts(self, conflicts: list[Conflict]) -> None:
         self.conflicts.set_conflicts(conflicts)
@@ -296,8 +296,8 @@ class ReviewWindow(QWidget):
         self.stack.setCurrentWidget(self.view)
 
     def _on_conflict_action(self, action: str, key: str) -> None:
-        if self.actions is not None:
-            resolve_conflict(self.actions, action, key)
+        if self.commands is not None:
+            resolve_conflict(self.commands, action, key)
 
     def open(self, *, hunk_id: str | None = None, file_id: str | None = None) -> None:
         """Show the window (raised, not modal) at a hunk or file."""
@@ -343,16 +343,16 @@ def file_title_html(fc: object) -> str:
             f"{counts['hunks']} hunk{'s' if counts['hunks'] != 1 else ''} · {escape(encoding)}</span>")
 
 
-def resolve_conflict(actions: ChangeActions, action: str, key: str) -> None:
+def resolve_conflict(commands: ChangeActions, action: str, key: str) -> None:
     """A conflict view's button: rebase / overwrite / skip / cancel."""
     if action == "rebase":
-        actions.rebase(key)
+        commands.rebase(key)
     elif action == "overwrite":
-        actions.rebase(key, overwrite=True)
+        commands.rebase(key, overwrite=True)
     elif action == "skip":
-        actions.skip(key)
+        commands.skip(key)
     else:
-        actions.cancel_conflicts()
+        commands.cancel_conflicts()
 
 
 def compare_window(old: str, new: str, *, name: str, title: str, parent: QWidget | None = None,
@@ -367,7 +367,9 @@ def compare_window(old: str, new: str, *, name: str, title: str, parent: QWidget
     window = ReviewWindow(model, None, parent, title=title)
     model.setParent(window)
     window.view.set_split(split)
-    window.files.parentWidget().setVisible(False)
+    file_list_pane = window.files.parentWidget()
+    if file_list_pane is not None:
+        file_list_pane.setVisible(False)
     window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     window.resize(1100, 720)
     return window

@@ -25,8 +25,7 @@ from PySide6.QtWidgets import (
 
 from ui import markdown, theme
 from ui.models.tool_calls import format_duration, result_error
-from ui.widgets.common import AutoHeightText, JsonHighlighter, RichLabel, pill, robot_chip
-from ui.widgets.lanes import ElidedLabel
+from ui.widgets.common import AutoHeightText, ElidedLabel, JsonHighlighter, RichLabel, pill, robot_chip
 from workspace.approval import ApprovalDecision
 
 if TYPE_CHECKING:

@@ -9,6 +9,7 @@ ones on demand (a button at the top, or scrolling up to it).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,16 +38,13 @@ from PySide6.QtWidgets import (
 from ui import markdown, theme
 from ui.models.tool_calls import format_duration
 from ui.widgets.cards import ApprovalPanel, ChangeCard, ToolCard
-from ui.widgets.common import AutoHeightText, RichLabel
+from ui.widgets.common import RichLabel
 from ui.widgets.lanes import LaneGroup, TaskLane, lane_of
+from ui.widgets.stream import MarkdownStream
 
 if TYPE_CHECKING:
     import asyncio
 
-#: Freeze finished blocks into their own segment once this many characters are stable.
-FREEZE_CHARS = 1200
-#: At most about this much Markdown is rendered per event-loop turn (bursts catch up over turns).
-MAX_RENDER_CHARS = 2500
 #: Turns rendered when a thread opens; earlier ones load on demand.
 INITIAL_TURNS = 10
 LOAD_MORE_TURNS = 40
@@ -61,89 +59,6 @@ def _icon_button(name: str, tooltip: str, parent: QWidget) -> QToolButton:
     button.setAutoRaise(True)
     button.setCursor(Qt.CursorShape.PointingHandCursor)
     return button
-
-
-class MarkdownStream(QWidget):
-    """Markdown that grows: frozen segments plus one live segment re-rendered on change."""
-
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._layout = QVBoxLayout(self)
-        self._layout.setContentsMargins(0, 0, 0, 0)
-        self._layout.setSpacing(0)
-        self._text = ""
-        self._frozen = 0
-        self._live: AutoHeightText | None = None
-        self._scheduled = False
-        self.segments = 0
-        if text:
-            self.append(text)
-
-    @property
-    def text(self) -> str:
-        return self._text
-
-    def _new_live(self) -> AutoHeightText:
-        label = AutoHeightText("", self)
-        label.setObjectName("MessageText")
-        self._layout.addWidget(label)
-        self.segments += 1
-        return label
-
-    def append(self, delta: str) -> None:
-        self._text += delta
-        self._render()
-
-    def set_text(self, text: str) -> None:
-        if text.startswith(self._text):
-            self.append(text[len(self._text):])
-            return
-        # A different text (rare: a provider replaced its output): render from scratch.
-        while self._layout.count():
-            item = self._layout.takeAt(0)
-            widget = item.widget() if item is not None else None
-            if widget is not None:
-                widget.deleteLater()
-        self._text, self._frozen, self._live, self.segments = "", 0, None, 0
-        self.append(text)
-
-    def _render(self) -> None:
-        """Freeze finished blocks, re-render the tail. Work per call is bounded (about
-        ``MAX_RENDER_CHARS``): a backlog (text arriving faster than it renders) is caught up
-        on the next turns of the event loop instead of stalling this one."""
-        self._scheduled = False
-        tail = self._text[self._frozen:]
-        if self._live is None:
-            self._live = self._new_live()
-        stable = markdown.split_stable(tail)
-        if stable >= FREEZE_CHARS:
-            cut = stable
-            if stable > MAX_RENDER_CHARS:
-                cut = markdown.split_stable(tail[:MAX_RENDER_CHARS]) or stable
-            self._live.set_markdown(tail[:cut])
-            self._frozen += cut
-            tail = tail[cut:]
-            self._live = self._new_live()
-        if len(tail) > MAX_RENDER_CHARS and markdown.split_stable(tail) >= FREEZE_CHARS:
-            self._schedule()  # more finished blocks to freeze: next turn of the loop
-            return
-        visible = bool(tail.strip())
-        if visible:
-            self._live.set_markdown(tail)
-        else:
-            self._live.setHtml("")
-        if self._live.isVisibleTo(self) != visible:
-            self._live.setVisible(visible)
-
-    def _schedule(self) -> None:
-        if not self._scheduled:
-            self._scheduled = True
-            QTimer.singleShot(4, self._render)  # leave room for input and painting
-
-    @property
-    def pending(self) -> bool:
-        """Text received but not rendered yet (catching up after a burst)."""
-        return self._scheduled
 
 
 class UserMessage(QFrame):
@@ -646,7 +561,7 @@ class ChatView(QScrollArea):
         group = self.lane_groups.get(event.run_id)
         if group is None:
             network = self._block(event.run_id, event.robot)
-            group = LaneGroup(event.run_id, network.robot, add=lambda w, b=network: self._add_to(b, w),
+            group = LaneGroup(event.run_id, network.robot, add=functools.partial(self._add_to, network),
                               parent=self.column)
             self.lane_groups[event.run_id] = group
             self._lane_group = group

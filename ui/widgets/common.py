@@ -1,4 +1,4 @@
-"""Small shared widgets and helpers: labels that wrap rich text, badges, JSON highlighting.
+"""Small shared widgets and helpers: labels that wrap rich text or elide it, badges, JSON highlighting.
 
 The rich-text views (:class:`RichLabel`, :class:`AutoHeightText`) open only http, https and
 mailto links; shown Markdown (``set_markdown``) has a "Copy" link over each code block that puts
@@ -11,12 +11,13 @@ import contextlib
 import re
 from collections.abc import Iterator
 
-from PySide6.QtCore import QObject, QSize, Qt, QUrl
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QUrl
 from PySide6.QtGui import (
     QColor,
     QCursor,
     QDesktopServices,
     QGuiApplication,
+    QResizeEvent,
     QSyntaxHighlighter,
     QTextCharFormat,
     QTextDocument,
@@ -204,3 +205,84 @@ class JsonHighlighter(QSyntaxHighlighter):
             kind = m.lastgroup
             if kind is not None:
                 self.setFormat(m.start(), m.end() - m.start(), self._formats[kind])
+
+
+class ElidedLabel(QLabel):
+    """A one-line label that ends in "…" when it is too narrow; ``text()`` is the full text.
+
+    It asks for its whole text (size hint) but needs only ``min_chars`` characters and "…"
+    (minimum size hint; 0: it may shrink to nothing), so a long text never widens its layout
+    (nor, through it, the window). With ``whole=True`` it shows all its text or nothing (a short
+    caption: "Robot", "78 tokens"). With ``tooltip=True`` an elided label shows the full text as
+    its tooltip.
+    """
+
+    def __init__(self, text: str = "", parent: QWidget | None = None, *, min_chars: int = 0,
+                 tooltip: bool = False, whole: bool = False) -> None:
+        super().__init__(parent)
+        self._full = text
+        self._min_chars = 0 if whole else min_chars
+        self._whole = whole
+        self._auto_tooltip = tooltip
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+        self._elide()
+
+    def setText(self, text: str) -> None:
+        if text == self._full:
+            return
+        self._full = text
+        self._elide()
+        self.updateGeometry()
+
+    def text(self) -> str:
+        return self._full
+
+    @property
+    def elided(self) -> bool:
+        """True when the label shows less than its text."""
+        return QLabel.text(self) != self._full
+
+    def _overhead(self) -> int:
+        """Width around the text: frame, margins, style sheet padding."""
+        shown = QLabel.text(self)
+        return max(0, super().sizeHint().width() - self.fontMetrics().horizontalAdvance(shown))
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return QSize(self._overhead() + self.fontMetrics().horizontalAdvance(self._full) + 1, hint.height())
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        full = self._full
+        if self._min_chars and len(full) > self._min_chars:
+            part = full[: self._min_chars].rstrip() + "…"
+        elif self._min_chars:
+            part = full
+        else:
+            part = ""
+        return QSize(self._overhead() + (self.fontMetrics().horizontalAdvance(part) + 1 if part else 0),
+                     hint.height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._elide()
+
+    def _elide(self) -> None:
+        width = self.contentsRect().width() - 2 * self.margin()
+        fm = self.fontMetrics()
+        if fm.horizontalAdvance(self._full) <= width:
+            shown = self._full
+        elif self._whole:
+            shown = ""
+        else:
+            shown = fm.elidedText(self._full, Qt.TextElideMode.ElideRight, max(0, width)) if width > 0 else ""
+        if shown != QLabel.text(self):
+            super().setText(shown)
+        if self._auto_tooltip:
+            self.setToolTip(self._full if shown != self._full else "")

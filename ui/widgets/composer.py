@@ -7,7 +7,7 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPlainTextEdit, QToolButton, QVBoxLayout, QWidget
 
 from ui import theme
-from ui.widgets.lanes import ElidedLabel
+from ui.widgets.common import ElidedLabel
 
 MIN_LINES = 1
 MAX_LINES = 10

@@ -16,14 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QPointF, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QObject, QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QIcon, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPen, QPixmap
 from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from ui import markdown, theme
 from ui.models.tool_calls import format_duration
-from ui.widgets.common import pill
+from ui.widgets.cards import ToolCard
+from ui.widgets.common import ElidedLabel, pill
+from ui.widgets.stream import MarkdownStream
 
 STATUS_TEXT = {
     "waiting": "waiting",
@@ -247,87 +249,6 @@ class NetworkHeader(QWidget):
         self.kind.setText(f"network · {text}" if text else "network")
 
 
-class ElidedLabel(QLabel):
-    """A one-line label that ends in "…" when it is too narrow; ``text()`` is the full text.
-
-    It asks for its whole text (size hint) but needs only ``min_chars`` characters and "…"
-    (minimum size hint; 0: it may shrink to nothing), so a long text never widens its layout
-    (nor, through it, the window). With ``whole=True`` it shows all its text or nothing (a short
-    caption: "Robot", "78 tokens"). With ``tooltip=True`` an elided label shows the full text as
-    its tooltip.
-    """
-
-    def __init__(self, text: str = "", parent: QWidget | None = None, *, min_chars: int = 0,
-                 tooltip: bool = False, whole: bool = False) -> None:
-        super().__init__(parent)
-        self._full = text
-        self._min_chars = 0 if whole else min_chars
-        self._whole = whole
-        self._auto_tooltip = tooltip
-        self.setTextFormat(Qt.TextFormat.PlainText)
-        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
-        self._elide()
-
-    def setText(self, text: str) -> None:
-        if text == self._full:
-            return
-        self._full = text
-        self._elide()
-        self.updateGeometry()
-
-    def text(self) -> str:
-        return self._full
-
-    @property
-    def elided(self) -> bool:
-        """True when the label shows less than its text."""
-        return QLabel.text(self) != self._full
-
-    def _overhead(self) -> int:
-        """Width around the text: frame, margins, style sheet padding."""
-        shown = QLabel.text(self)
-        return max(0, super().sizeHint().width() - self.fontMetrics().horizontalAdvance(shown))
-
-    def sizeHint(self) -> QSize:
-        hint = super().sizeHint()
-        return QSize(self._overhead() + self.fontMetrics().horizontalAdvance(self._full) + 1, hint.height())
-
-    def minimumSizeHint(self) -> QSize:
-        hint = super().minimumSizeHint()
-        full = self._full
-        if self._min_chars and len(full) > self._min_chars:
-            part = full[: self._min_chars].rstrip() + "…"
-        elif self._min_chars:
-            part = full
-        else:
-            part = ""
-        return QSize(self._overhead() + (self.fontMetrics().horizontalAdvance(part) + 1 if part else 0),
-                     hint.height())
-
-    def resizeEvent(self, event: Any) -> None:
-        super().resizeEvent(event)
-        self._elide()
-
-    def changeEvent(self, event: Any) -> None:
-        super().changeEvent(event)
-        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
-            self._elide()
-
-    def _elide(self) -> None:
-        width = self.contentsRect().width() - 2 * self.margin()
-        fm = self.fontMetrics()
-        if fm.horizontalAdvance(self._full) <= width:
-            shown = self._full
-        elif self._whole:
-            shown = ""
-        else:
-            shown = fm.elidedText(self._full, Qt.TextElideMode.ElideRight, max(0, width)) if width > 0 else ""
-        if shown != QLabel.text(self):
-            super().setText(shown)
-        if self._auto_tooltip:
-            self.setToolTip(self._full if shown != self._full else "")
-
-
 class _LaneHeader(QFrame):
     clicked = Signal()
 
@@ -438,15 +359,11 @@ class TaskLane(QFrame):
         return [w for w in self._widgets if w.parent() is self.body]
 
     def tool_cards(self) -> list[Any]:
-        from ui.widgets.cards import ToolCard
-
         return [w for w in self.widgets() if isinstance(w, ToolCard)]
 
     @property
     def text(self) -> str:
         """The lane's text (every text segment, joined)."""
-        from ui.widgets.chat import MarkdownStream
-
         parts = [w.text for w in self.widgets() if isinstance(w, MarkdownStream)]
         return "\n\n".join(p for p in parts if p)
 
@@ -514,8 +431,6 @@ class TaskLane(QFrame):
         self.usage.setToolTip(tip)
 
     def _refresh_summary(self) -> None:
-        from ui.widgets.chat import MarkdownStream
-
         texts = [w.text for w in self.widgets() if isinstance(w, MarkdownStream) and w.text.strip()]
         text = _first_line(texts[-1]) if texts else ""  # the answer: the last text
         if self.status in ("failed", "cancelled") and self.reason and not text:

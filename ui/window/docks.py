@@ -1,0 +1,259 @@
+"""The window's docks: the inspector (tool calls, memory, trace), MCP servers, Network and Changes.
+
+:class:`Docks` is the registry of the window's docks by key (a read-only mapping:
+``window.docks["changes"]``) and owns their panes. The docks are made empty at startup and
+filled after the first paint (:meth:`Docks.build_inspector`). The inspector's models are fed the
+bridge's batched events, or a stored thread's events when it opens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QDockWidget, QTabBar, QWidget
+
+from ui import theme
+
+if TYPE_CHECKING:
+    from ui.docks.changes import ChangesPane
+    from ui.docks.inspector import MemoryPane, ToolCallsPane, TracePane
+    from ui.docks.mcp import McpPane
+    from ui.docks.network import NetworkPane
+    from ui.main_window import MainWindow
+    from ui.transcript import LazyTranscript
+    from workspace import events as ev
+
+#: The narrowest a dock's pane gets (its content elides, wraps or scrolls below its wish).
+DOCK_MIN_WIDTH = 260
+#: The docks' width at start (the chat keeps the rest).
+DOCK_WIDTH = 410
+#: A stored thread with more events than this fills the inspector from a worker thread.
+INSPECTOR_SYNC_EVENTS = 200
+
+
+class Docks(Mapping[str, QDockWidget]):
+    """The window's docks by key, and their panes (None until :meth:`build_inspector`)."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self.window = window
+        self._docks: dict[str, QDockWidget] = {}
+        self.tool_pane: ToolCallsPane | None = None
+        self.memory_pane: MemoryPane | None = None
+        self.trace_pane: TracePane | None = None
+        self.mcp_pane: McpPane | None = None
+        self.network_pane: NetworkPane | None = None
+        self.changes_pane: ChangesPane | None = None
+        #: Events that arrive while a long thread's events are read for the inspector.
+        self._inspector_buffer: list[ev.Event] | None = None
+
+    # -- the mapping --------------------------------------------------------------------------------
+    def __getitem__(self, key: str) -> QDockWidget:
+        return self._docks[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._docks)
+
+    def __len__(self) -> int:
+        return len(self._docks)
+
+    # -- construction ----------------------------------------------------------------------------------
+    def register(self, key: str, title: str, widget: QWidget, *, icon: str | None = None,
+                 area: Qt.DockWidgetArea = Qt.DockWidgetArea.RightDockWidgetArea,
+                 shortcut: str | None = None) -> QDockWidget:
+        """Add a dock (tabbed with the others on the right) and a View action for it.
+
+        Every part with a dock (Changes, Network, MCP servers) registers it this way.
+        """
+        w = self.window
+        dock = QDockWidget(title, w)
+        dock.setObjectName(f"dock-{key}")
+        # The dock area is as wide as its widest pane's minimum (tabbed docks too): a set minimum keeps
+        # one pane's long text or hidden page from making the window wider; panes elide or wrap below it.
+        widget.setMinimumWidth(DOCK_MIN_WIDTH)
+        dock.setWidget(widget)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetClosable
+                         | QDockWidget.DockWidgetFeature.DockWidgetMovable
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        dock.setTitleBarWidget(QWidget(dock))  # tabbed docks: the tab is the title
+        existing = [d for d in self._docks.values() if w.dockWidgetArea(d) == area]
+        w.addDockWidget(area, dock)
+        if existing:
+            w.tabifyDockWidget(existing[0], dock)
+            # In a narrow dock area the tabs keep their names and scroll ("T…" for Trace says nothing).
+            for bar in w.findChildren(QTabBar):
+                bar.setElideMode(Qt.TextElideMode.ElideNone)
+                bar.setUsesScrollButtons(True)
+        self._docks[key] = dock
+        action = dock.toggleViewAction()
+        action.setText(f"Show {title}")
+        if icon:
+            action.setIcon(theme.icon(icon, theme.colors().muted, 16))
+            action.setProperty("iconName", icon)
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
+        w.commands.add_view_action(f"dock.{key}", action)
+        return dock
+
+    def build(self) -> None:
+        """The inspector docks, empty: :meth:`build_inspector` fills them (after the first paint)."""
+        for key, title, icon, shortcut in (("tools", "Tool calls", "tool", "Ctrl+Shift+T"),
+                                           ("memory", "Memory", "memory", "Ctrl+Shift+M"),
+                                           ("trace", "Trace", "trace", "Ctrl+Shift+R")):
+            placeholder = QWidget(self.window)
+            placeholder.setObjectName("InspectorPane")
+            self.register(key, title, placeholder, icon=icon, shortcut=shortcut)
+        self._docks["tools"].raise_()
+        self.window.resizeDocks([self._docks["tools"]], [DOCK_WIDTH], Qt.Orientation.Horizontal)
+
+    def connect(self) -> None:
+        self.window.bridge.events_batched.connect(self.add_events)
+
+    def build_inspector(self) -> None:
+        """Put the inspector panes in their docks (and add the MCP servers dock when MCP is there)."""
+        if self.tool_pane is not None:
+            return
+        from ui.docks.inspector import MemoryPane, ToolCallsPane, TracePane
+
+        w = self.window
+        self.tool_pane = ToolCallsPane(w.tool_model, w)
+        self.memory_pane = MemoryPane(w.memory_model, w)
+        self.trace_pane = TracePane(w.trace_model, w)
+        panes: tuple[tuple[str, QWidget], ...] = (
+            ("tools", self.tool_pane), ("memory", self.memory_pane), ("trace", self.trace_pane))
+        for key, pane in panes:
+            old = self._docks[key].widget()
+            self._docks[key].setWidget(pane)
+            if old is not None:
+                old.deleteLater()
+        self._add_mcp()
+        self._add_network()
+        self._add_changes()
+        self._docks["tools"].raise_()
+        self.sync_network()
+
+    def _add_network(self) -> None:
+        from ui.docks.network import NetworkPane
+        from ui.widgets.lanes import network_icon
+
+        self.network_pane = NetworkPane(self.window.network_model, self.window)
+        self.network_pane.reveal_requested.connect(self.window.chat.reveal_task)
+        dock = self.register("network", "Network", self.network_pane, shortcut="Ctrl+Shift+N")
+        dock.toggleViewAction().setIcon(network_icon(theme.colors().muted, 16))
+
+    def _add_changes(self) -> None:
+        """The Changes dock (review of proposed file changes) and its actions (full-size review, compare)."""
+        from ui.docks.changes import ChangesPane
+
+        w = self.window
+        pane = self.changes_pane = ChangesPane(w.controller, w, window=w)
+        self.register("changes", "Changes", pane, icon="diff", shortcut="Ctrl+Shift+D")
+        commands = w.commands
+        commands.add("review_full", "Review changes (full size)…", lambda: pane.open_review(),
+                     menu=commands.view_menu, icon="diff")
+        commands.add("compare_answers", "Compare the last two answers…", pane.compare_answers,
+                     menu=commands.view_menu, icon="diff")
+
+    def _add_mcp(self) -> None:
+        from ui.docks.mcp import McpPane, manager_for
+
+        manager = manager_for(self.window.controller)
+        if manager is None:
+            return
+        self.mcp_pane = McpPane(manager, self.window.controller.tasks, self.window)
+        self.register("mcp", "MCP servers", self.mcp_pane, icon="server", shortcut="Ctrl+Shift+S")
+
+    # -- showing ------------------------------------------------------------------------------------------
+    def sync_network(self, *, reveal: bool = False) -> None:
+        """Draw the network of the open thread (or the picked network) in the Network dock."""
+        pane = self.network_pane
+        if pane is None:
+            return
+        network, note = self.window.controller.network_for_dock()
+        pane.set_network(network, note=note)
+        dock = self._docks.get("network")
+        if reveal and network is not None and dock is not None and any(
+                d.toggleViewAction().isChecked() for d in self._docks.values()):
+            dock.show()
+            dock.raise_()
+
+    def toggle_inspector(self) -> None:
+        visible = any(d.isVisible() for d in self._docks.values())
+        for dock in self._docks.values():
+            dock.setVisible(not visible)
+        if not visible and "tools" in self._docks:
+            self._docks["tools"].raise_()
+
+    def review_changes(self, change_set_id: str = "") -> None:
+        """Show the Changes dock for a proposed change set."""
+        dock = self._docks.get("changes")
+        if dock is None or self.changes_pane is None:
+            self.window.toast.show_message("Change review is not available in this window yet: the proposed "
+                                           "changes are kept; `robotlab run --folder` reviews them in the terminal.")
+            return
+        dock.show()
+        dock.raise_()
+        if change_set_id:
+            self.changes_pane.show_change_set(change_set_id)
+
+    def retheme(self) -> None:
+        from ui.widgets.lanes import network_icon
+
+        if "network" in self._docks:
+            self._docks["network"].toggleViewAction().setIcon(network_icon(theme.colors().muted, 16))
+        for pane in (self.tool_pane, self.mcp_pane, self.network_pane, self.changes_pane):
+            if pane is not None:
+                pane.retheme()
+
+    # -- the inspector's events ---------------------------------------------------------------------------
+    def clear_inspector(self) -> None:
+        w = self.window
+        for model in (w.tool_model, w.trace_model, w.memory_model):
+            model.clear()
+
+    def add_events(self, events: list[ev.Event]) -> None:
+        """A batch of live events (the bridge's)."""
+        if self._inspector_buffer is not None:
+            self._inspector_buffer.extend(events)
+        w = self.window
+        w.trace_model.append_events(events)
+        w.tool_model.add_events(events)
+        w.memory_model.add_events(events)
+        if w.network_model.has_graph:
+            w.network_model.add_events(events)
+
+    def load_inspector(self, lazy: LazyTranscript) -> None:
+        """Fill the inspector with a stored thread's events: at once for short threads, else read
+        in a worker thread (events that arrive meanwhile are kept)."""
+        w = self.window
+        if len(lazy) <= INSPECTOR_SYNC_EVENTS or w.controller.running:
+            self.set_events(lazy.all_events())
+            return
+        self._inspector_buffer = []
+        thread_id = lazy.thread_id
+
+        async def load() -> None:
+            import asyncio
+
+            try:
+                events = await asyncio.to_thread(lazy.all_events)
+            except Exception as exc:
+                w.banner.show_message(f"Could not read the thread's events for the inspector: {exc}")
+                return
+            if w.controller.thread_id != thread_id:
+                return
+            buffered, self._inspector_buffer = self._inspector_buffer or [], None
+            seen = {(e.run_id, e.seq) for e in events}
+            self.set_events(events + [e for e in buffered if (e.run_id, e.seq) not in seen])
+
+        w.controller.tasks.spawn(load(), name="inspector-load")
+
+    def set_events(self, events: list[ev.Event]) -> None:
+        w = self.window
+        w.trace_model.set_events(events)
+        w.tool_model.set_events(events)
+        w.memory_model.set_events(events)
+        if w.network_model.has_graph:
+            w.network_model.set_events(events)

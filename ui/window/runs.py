@@ -1,0 +1,155 @@
+"""Run control in the window: send, stop (Esc), regenerate, edit, branches, approvals, and the
+bridge's events on their way to the chat."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ui.main_window import MainWindow
+    from ui.widgets.chat import UserMessage
+    from workspace import events as ev
+    from workspace.approval import ApprovalDecision, ApprovalRequest
+
+
+class Runs:
+    """What the composer, the chat's buttons and the Thread menu do to runs."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self.window = window
+
+    def connect(self) -> None:
+        w, b, c, chat = self.window, self.window.bridge, self.window.controller, self.window.chat
+        b.run_started.connect(self.on_run_started)
+        b.text_appended.connect(chat.append_text)
+        b.text_completed.connect(lambda e: chat.complete_text(e.run_id, e.robot, e.text))
+        b.tool_used.connect(chat.add_tool_use)
+        b.approval_decided.connect(chat.approval_decided)
+        b.change_proposed.connect(chat.add_change)
+        b.change_decided.connect(chat.change_decided)
+        b.tool_finished.connect(chat.tool_finished)
+        b.usage_reported.connect(self.on_usage)
+        b.run_ended.connect(self.on_run_ended)
+        b.task_changed.connect(chat.task_event)
+        b.running_changed.connect(self.on_running_changed)
+        c.approval_needed.connect(self.on_approval_needed)
+        c.problem.connect(lambda text: w.banner.show_message(text))
+        c.notice.connect(lambda text: w.toast.show_message(text))
+        w.composer.send_requested.connect(self.send)
+        w.composer.stop_requested.connect(c.stop)
+        chat.edit_submitted.connect(c.edit_and_resend)
+        chat.regenerate_requested.connect(c.regenerate)
+        chat.review_requested.connect(w.docks.review_changes)
+        chat.branch_requested.connect(c.switch_branch)
+        chat.example_clicked.connect(self.send)
+        chat.connect_requested.connect(w.settings_flow.open_settings)
+
+    # -- the user's commands ---------------------------------------------------------------------------
+    def send(self, text: str) -> None:
+        w, c = self.window, self.window.controller
+        if c.running:
+            w.toast.show_message("A run is in progress: press Esc to stop it first.")
+            w.composer.set_text(text)
+            return
+        if c.session is None:
+            w.chat.clear()
+        message = w.chat.add_user(text)
+        if not c.send(text):
+            w.chat.remove(message)  # nothing was sent: the text goes back to the box
+            w.composer.set_text(text)
+            return
+        run = c.last_run
+        turn_id = getattr(run, "turn_id", None)
+        message.set_turn(turn_id)
+        pane = w.docks.changes_pane
+        if pane is not None:  # the review outcome that went in front of the message
+            message.set_note(pane.note_for(turn_id))
+        if run is not None:
+            w.chat.start_run(run.run_id, c.robot_name, turn_id=turn_id)
+        w.threads.refresh()
+
+    def escape(self) -> None:
+        """Esc: close the palette or an edit box first; otherwise stop the run."""
+        w, c = self.window, self.window.controller
+        if w.command_palette.isVisible():
+            w.command_palette.hide()
+            return
+        if c.running or c.pending_approvals:
+            c.stop()
+            return
+        for msg in w.chat.user_messages():
+            if msg.editor is not None:
+                msg._edit_finish(False)
+                return
+
+    def last_user(self) -> UserMessage | None:
+        """The last user message with a stored turn."""
+        users = [m for m in self.window.chat.user_messages() if m.turn_id]
+        return users[-1] if users else None
+
+    def regenerate_last(self) -> None:
+        last = self.last_user()
+        if last is not None and last.turn_id:
+            self.window.controller.regenerate(last.turn_id)
+
+    def edit_last(self) -> None:
+        last = self.last_user()
+        if last is not None:
+            self.window.chat.ensureWidgetVisible(last)
+            last.begin_edit()
+
+    def branch_last(self, direction: int) -> None:
+        forked = [m for m in self.window.chat.user_messages() if m.sibling_count > 1 and m.turn_id]
+        if forked:
+            self.window.controller.switch_branch(forked[-1].turn_id or "", direction)
+
+    def focus_approval(self) -> None:
+        chat = self.window.chat
+        panel = chat.pending_approval()
+        if panel is not None:
+            chat.ensureWidgetVisible(panel)
+            panel.setFocus()
+
+    # -- from the controller and the bridge ------------------------------------------------------------
+    def on_approval_needed(self, request: ApprovalRequest, future: asyncio.Future[ApprovalDecision]) -> None:
+        self.window.chat.ask_approval(request, future)
+
+    def on_run_started(self, event: ev.RunStarted) -> None:
+        self.window.chat.start_run(event.run_id, event.robot, task=event.task)
+
+    def on_usage(self, event: ev.Usage) -> None:
+        self.window.chat.add_usage(event)
+        self.window.controller.on_usage_event(event)
+
+    def on_run_ended(self, event: ev.TerminalEvent) -> None:
+        from workspace import events as ev
+
+        w = self.window
+        w.chat.end_run(event)
+        w.status.set_connection("error" if isinstance(event, ev.RunFailed) else "idle")
+        w.status.probe_server(again=True)  # the server may have been started (or stopped) since
+        # Sibling counts and turn ids of the last user message (a fork shows "‹ 2/2 ›").
+        session = w.controller.session
+        last = self.last_user()
+        if session is not None and last is not None:
+            turns: list[Any]
+            try:
+                turns = session.transcript()
+            except Exception:
+                turns = []
+            if turns:
+                t = turns[-1]
+                last.set_turn(t.id, t.sibling_index, t.sibling_count)
+
+    def on_running_changed(self, running: bool) -> None:
+        w = self.window
+        w.composer.set_running(running)
+        if running:
+            w.status.connection_state = "running"
+        elif w.status.connection_state == "running":
+            w.status.connection_state = "idle"
+        w.status.update_connection()
+        w.commands.update()
+        w.robots.update_picker()

@@ -1,0 +1,133 @@
+"""The status bar (folder, robot, model, connection, the thread's usage) and the window title."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QPushButton
+
+from ui import theme
+
+if TYPE_CHECKING:
+    from ui.main_window import MainWindow
+    from workspace.result import Usage
+
+#: What the connection label says: a run going, the last run failed, or nothing going on.
+Connection = Literal["idle", "running", "error"]
+
+
+class StatusLine:
+    """The status bar's labels and what they say; the window title (thread — folder — app)."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self.window = window
+        self.connection_state: Connection = "idle"
+        self._thread_title: str | None = None
+        #: The (model label, api base) last probed for a listening local server (None: not a local model).
+        self._probed: tuple[str, str | None] | None = None
+        self._server_problem: str | None = None
+
+    def build(self) -> None:
+        w = self.window
+        bar = w.statusBar()
+        bar.setSizeGripEnabled(False)
+        self.robot = QLabel("", w)
+        self.model = QLabel("", w)
+        self.connection = QLabel("", w)
+        self.usage = QLabel("", w)
+        self.folder = QPushButton("", w)
+        self.folder.setObjectName("ConnectLink")
+        self.folder.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.folder.clicked.connect(lambda: w.folder_flow.open_folder())
+        bar.addWidget(self.folder)
+        for label in (self.robot, self.model, self.connection):
+            bar.addWidget(label)
+        bar.addPermanentWidget(self.usage)
+        self.update_folder()
+
+    def connect(self) -> None:
+        self.window.controller.usage_changed.connect(self.set_usage)
+
+    # -- folder and title --------------------------------------------------------------------------
+    def update_folder(self) -> None:
+        folder = self.window.controller.folder
+        if folder is None:
+            self.folder.setText("No folder open")
+            self.folder.setToolTip("Robots can't see your files. Open a folder for them to work in (Ctrl+O)")
+        else:
+            self.folder.setText(f"Folder: {Path(folder).name or folder}")
+            self.folder.setToolTip(f"Robots read and propose changes in {folder}. Open another (Ctrl+O)")
+        self.retitle(self._thread_title)
+
+    def retitle(self, thread_title: str | None) -> None:
+        """The window title: the thread, the folder, the app."""
+        self._thread_title = thread_title
+        folder = self.window.controller.folder
+        parts = [p for p in (thread_title, (Path(folder).name or str(folder)) if folder else None) if p]
+        self.window.setWindowTitle(" — ".join([*parts, "RobotLab Workspace"]))
+
+    # -- robot, model, connection ------------------------------------------------------------------------
+    def show_target(self, *, what: str, name: str, model_label: str) -> None:
+        """The robot (or network) new messages go to, and its model."""
+        self.robot.setText(f"{what}: {name}")
+        self.model.setText(f"Model: {model_label}")
+        self.update_connection()
+        self.probe_server()
+
+    def set_connection(self, state: Connection) -> None:
+        self.connection_state = state
+        self.update_connection()
+
+    def probe_server(self, *, again: bool = False) -> None:
+        """Check (off the event loop's critical path) that a local model server is listening, so the
+        status bar does not say "Ready" while Ollama is not running."""
+        c = self.window.controller
+        label, is_lm = c.model_label()
+        api_base = c.config.get("llm.api_base") if c.provider is None else None
+        key = (label, api_base) if c.provider is None and is_lm else None
+        if key == self._probed and not again:
+            return
+        self._probed = key
+        self._server_problem = None
+        if key is None:
+            return
+        from workspace.providers import probe_local_server
+
+        async def probe() -> None:
+            problem = await probe_local_server(label, api_base)
+            if self._probed == key:
+                self._server_problem = problem
+                self.update_connection()
+
+        c.tasks.spawn(probe(), name="probe-model-server")
+
+    def update_connection(self) -> None:
+        c = theme.colors()
+        _label, is_lm = self.window.controller.model_label()
+        tip = ""
+        if self.connection_state == "running":
+            text, color = "● Running", c.accent
+        elif self.connection_state == "error":
+            text, color = "● Last run failed", c.error
+        elif not is_lm:
+            text, color = "● Offline (no model connected)", c.warning
+        elif self._server_problem:
+            text, color, tip = "● Model server not reachable", c.warning, self._server_problem
+        else:
+            text, color = "● Ready", c.success
+        self.connection.setText(text)
+        self.connection.setToolTip(tip)
+        self.connection.setStyleSheet(f"color: {color};")
+
+    # -- usage ---------------------------------------------------------------------------------------------
+    def set_usage(self, usage: Usage | None) -> None:
+        """The open thread's tokens and cost (None: no thread open)."""
+        if usage is None:
+            self.usage.setText("")
+            return
+        tokens = usage.input_tokens + usage.output_tokens
+        cost = f"${usage.cost:.4f}" if usage.cost else "$0.00"
+        self.usage.setText(f"Thread: {tokens:,} tokens · {cost}")
+        self.usage.setToolTip(f"{usage.input_tokens:,} input + {usage.output_tokens:,} output tokens")

@@ -1,0 +1,165 @@
+"""Threads in the window: the list (and its search), opening, new, delete and undo, cycling, and
+showing a stored thread in the chat (its last turns first, earlier ones on demand)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ui.main_window import MainWindow
+
+#: The empty state's example messages for a robot (networks have their own: network_examples).
+EXAMPLES = ["list the files", "search for TODO", "remember that color is teal"]
+
+
+class Threads:
+    """Switching threads; the chat, the title and the inspector follow the open one."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self.window = window
+
+    def connect(self) -> None:
+        w, c = self.window, self.window.controller
+        c.thread_opened.connect(self.on_thread_opened)
+        c.threads_changed.connect(self.refresh)
+        w.sidebar.new_thread_requested.connect(self.new)
+        w.sidebar.thread_selected.connect(self.open)
+        w.sidebar.search_changed.connect(self.on_search)
+        w.sidebar.rename_requested.connect(c.rename_thread)
+        w.sidebar.delete_requested.connect(self.delete)
+        w.sidebar.export_requested.connect(lambda tid: w.transfer.export_thread("markdown", tid))
+
+    # -- the list ------------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        w, c = self.window, self.window.controller
+        query = w.sidebar.search.text().strip()
+        if query:
+            w.thread_model.set_hits(c.search(query))
+        else:
+            w.thread_model.set_threads(c.list_threads())
+        w.sidebar.select_thread(c.thread_id)
+        thread = getattr(c.session, "thread", None) if c.session else None
+        if thread is not None:
+            w.title_label.setText(getattr(thread, "display_title", None) or "Untitled thread")
+            w.status.retitle(w.title_label.text())
+
+    def on_search(self, _query: str) -> None:
+        self.refresh()
+
+    # -- switching -----------------------------------------------------------------------------------
+    def new(self) -> None:
+        self.window.controller.new_thread()
+        self.window.composer.focus()
+
+    def open(self, thread_id: str) -> None:
+        w, c = self.window, self.window.controller
+        if c.running and thread_id != c.thread_id:
+            w.toast.show_message("The running answer was stopped to open another thread.")
+        c.open_thread(thread_id)
+        w.composer.focus()
+
+    def cycle(self, step: int) -> None:
+        items = self.window.thread_model.items
+        if not items:
+            return
+        current = self.window.controller.thread_id
+        ids = [i.thread_id for i in items]
+        index = ids.index(current) + step if current in ids else (0 if step > 0 else len(ids) - 1)
+        self.open(ids[index % len(ids)])
+
+    def delete_current(self) -> None:
+        thread_id = self.window.controller.thread_id
+        if thread_id:
+            self.delete(thread_id)
+
+    def delete(self, thread_id: str) -> None:
+        w = self.window
+        title = next((i.title for i in w.thread_model.items if i.thread_id == thread_id), "Thread")
+        if w.controller.delete_thread(thread_id):
+            w.toast.show_message(f"Deleted “{title}”", action="Undo", callback=lambda: self.undo_delete(thread_id))
+
+    def undo_delete(self, thread_id: str) -> None:
+        self.window.controller.restore_thread(thread_id)
+        self.open(thread_id)
+
+    # -- showing ---------------------------------------------------------------------------------------
+    def show_empty(self) -> None:
+        """No thread open: the chat's empty state for the picked robot or network."""
+        w, c = self.window, self.window.controller
+        label, is_lm = c.model_label()
+        w.title_label.setText("New thread")
+        w.status.retitle(None)
+        examples = EXAMPLES
+        if c.target_kind == "network":
+            from ui.models.network import network_examples
+
+            examples = network_examples(c.robot_name)
+            label = f"A network of robots · {label}"
+        w.chat.show_empty(robot=c.robot_name, model_label=label, is_language_model=is_lm, examples=examples)
+
+    def on_thread_opened(self, session: Any) -> None:
+        w = self.window
+        w.docks.clear_inspector()
+        w.docks.sync_network(reveal=bool(getattr(session, "is_network", False)))
+        if session is None:
+            self.show_empty()
+            w.sidebar.select_thread(None)
+            return
+        self.render_session(session)
+        self.refresh()
+
+    def render_session(self, session: Any) -> None:
+        """Show a stored thread: its last turns now, earlier ones on demand; the inspector too."""
+        from ui.transcript import LazyTranscript
+
+        w = self.window
+        thread_id = w.controller.thread_id or ""
+        try:
+            lazy = LazyTranscript(w.controller.store, thread_id)
+        except Exception as exc:
+            w.banner.show_message(f"Could not read the thread: {exc}")
+            w.chat.clear()
+            return
+        w.chat.set_turns(lazy.turns, lambda info: self._render_turn(lazy.view(info)))
+        w.docks.load_inspector(lazy)
+        thread = session.thread
+        w.title_label.setText(thread.display_title)
+        w.status.retitle(thread.display_title)
+
+    def _render_turn(self, turn: Any) -> None:
+        chat = self.window.chat
+        chat.add_user(turn.user_text, turn_id=turn.id, sibling_index=turn.sibling_index,
+                      sibling_count=turn.sibling_count)
+        terminal = None
+        run_id, robot = None, None
+        for event in turn.events:
+            kind = event.kind
+            run_id, robot = event.run_id, event.robot
+            if kind == "run_started":
+                chat.start_run(event.run_id, event.robot, turn_id=turn.id, task=event.task)
+            elif kind in ("task_started", "task_finished"):
+                chat.task_event(event)
+            elif kind == "text":
+                chat.complete_text(event.run_id, event.robot, event.text)
+            elif kind == "text_delta":
+                chat.append_text(event.run_id, event.robot, event.text)
+            elif kind == "tool_use":
+                chat.add_tool_use(event)
+            elif kind in ("tool_result", "tool_error"):
+                chat.tool_finished(event)
+            elif kind == "approval_decided":
+                chat.approval_decided(event)
+            elif kind == "change_proposed":
+                chat.add_change(event)
+            elif kind == "change_decided":
+                chat.change_decided(event)
+            elif kind == "usage":
+                chat.add_usage(event)
+            elif event.terminal:
+                terminal = event
+                chat.end_run(event)
+        if terminal is None and run_id is not None and turn.status == "interrupted":
+            from workspace import events as ev
+
+            chat.end_run(ev.RunCancelled(run_id=run_id, robot=robot or "",
+                                         reason="interrupted: the app closed before the run finished"))
