@@ -34,6 +34,12 @@ class RunBridge(QObject):
     text_appended = Signal(str, str, str)
     #: A complete model turn's text (Text event) — the streamed text is final.
     text_completed = Signal(object)
+    #: Coalesced thinking: (run_id, robot, thinking appended since the last emission).
+    reasoning_appended = Signal(str, str, str)
+    #: A model turn's whole thinking (Reasoning event).
+    reasoning_completed = Signal(object)
+    #: What the run waits for (RunStatus: loading, connecting, queued, waiting, streaming, retrying, fallback, notice).
+    status_changed = Signal(object)
     tool_used = Signal(object)
     approval_requested = Signal(object)
     approval_decided = Signal(object)
@@ -53,6 +59,8 @@ class RunBridge(QObject):
         super().__init__(parent)
         self._pending_text: list[str] = []
         self._pending_key: tuple[str, str] | None = None
+        self._pending_reasoning: list[str] = []
+        self._reasoning_key: tuple[str, str] | None = None
         self._pending_events: list[ev.Event] = []
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -111,6 +119,8 @@ class RunBridge(QObject):
 
         if not isinstance(event, ev.TextDelta):
             self._flush_text()  # the text before it goes out first: order is kept
+        if not isinstance(event, ev.ReasoningDelta):
+            self._flush_reasoning()
         match event:
             case ev.TextDelta():
                 key = (event.run_id, event.robot)
@@ -118,6 +128,16 @@ class RunBridge(QObject):
                     self._flush_text()
                 self._pending_key = key
                 self._pending_text.append(event.text)
+            case ev.ReasoningDelta():
+                key = (event.run_id, event.robot)
+                if self._reasoning_key is not None and self._reasoning_key != key:
+                    self._flush_reasoning()
+                self._reasoning_key = key
+                self._pending_reasoning.append(event.text)
+            case ev.Reasoning():
+                self.reasoning_completed.emit(event)
+            case ev.RunStatus():
+                self.status_changed.emit(event)
             case ev.RunStarted():
                 self.run_started.emit(event)
             case ev.Text():
@@ -153,9 +173,17 @@ class RunBridge(QObject):
             run_id, robot = self._pending_key
             self.text_appended.emit(run_id, robot, text)
 
+    def _flush_reasoning(self) -> None:
+        if self._pending_reasoning and self._reasoning_key is not None:
+            text = "".join(self._pending_reasoning)
+            self._pending_reasoning.clear()
+            run_id, robot = self._reasoning_key
+            self.reasoning_appended.emit(run_id, robot, text)
+
     def flush(self) -> None:
         """Emit pending text and the pending event batch now."""
         self._timer.stop()
+        self._flush_reasoning()
         self._flush_text()
         if self._pending_events:
             batch, self._pending_events = self._pending_events, []
@@ -167,8 +195,13 @@ def event_summary(event: ev.Event) -> str:
     from workspace import events as ev
 
     match event:
-        case ev.TextDelta():
+        case ev.TextDelta() | ev.ReasoningDelta():
             return repr(event.text)[:120]
+        case ev.Reasoning():
+            return f"thinking: {(event.text[:110] + '…') if len(event.text) > 110 else event.text}"
+        case ev.RunStatus():
+            wait = f" (in {event.retry_in:.3g} s)" if event.retry_in is not None else ""
+            return f"{event.state}{wait}: {event.detail}" if event.detail else event.state
         case ev.Text():
             return (event.text[:120] + "…") if len(event.text) > 120 else event.text
         case ev.ToolUse() | ev.ApprovalRequested():
@@ -183,8 +216,9 @@ def event_summary(event: ev.Event) -> str:
         case ev.MemoryChanged():
             return f"{event.key} = {_short(event.value)} (by {event.writer or '?'})"
         case ev.Usage():
-            cost = f", ${event.cost:.4f}" if event.cost else ""
-            return f"{event.input_tokens} in / {event.output_tokens} out{cost}"
+            cost = f", ${event.cost:.4f}" if event.cost is not None else ", cost unknown"
+            mark = "~" if event.estimated else ""
+            return f"{mark}{event.input_tokens} in / {mark}{event.output_tokens} out{cost}"
         case ev.RunStarted():
             return f"{event.message[:80]!r} on {event.model}"
         case ev.RunFailed():

@@ -251,7 +251,7 @@ class RecordedRun:
                 store.finish_turn(self.turn_id, status_for(event))
         except (StoreError, OSError) as exc:
             self._warn(exc)
-        if (isinstance(event, ev.TextDelta) and self._timer is None and store.flush_interval > 0
+        if (isinstance(event, ev.TextDelta | ev.ReasoningDelta) and self._timer is None and store.flush_interval > 0
                 and not store.closed):
             self._timer = asyncio.get_running_loop().call_later(store.flush_interval, self._flush_timer)
 
@@ -392,6 +392,14 @@ class ThreadSession:
     def send(self, text: str) -> RecordedRun:
         """Send a message after the current turn; iterate the returned run for its events."""
         return self._start(text, self.thread.current_turn_id)
+
+    def continue_(self) -> RecordedRun:
+        """Ask the model to go on with its last answer, cut off at the token limit (the turn's result has
+        ``stop_reason == "length"``): a message of :data:`workspace.agent.CONTINUE_PROMPT` after the
+        current turn; the model sees its cut answer in the conversation and continues it."""
+        from workspace.agent import CONTINUE_PROMPT
+
+        return self.send(CONTINUE_PROMPT)
 
     def edit_and_resend(self, turn_id: str, text: str) -> RecordedRun:
         """Send ``text`` in place of turn ``turn_id``'s message: a new sibling branch."""

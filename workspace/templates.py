@@ -12,8 +12,9 @@ You are the billing assistant of {{ company_name }}.
 ```
 
 Front-matter keys applied to the model call: model, temperature, top_p, top_k,
-max_tokens, presence_penalty, frequency_penalty, stop. Also understood: name,
-description, api_base, tools, mcp, max_turns, mcp_prompt (the schema is
+max_tokens, presence_penalty, frequency_penalty, stop, tool_choice. Also understood: name,
+description, api_base, tools, mcp, max_turns, max_cost, max_total_tokens,
+fallback_models, mcp_prompt (the schema is
 :class:`workspace.schemas.robot.FrontMatter`; ``robotlab schema robot`` prints it).
 Any other key is an error naming the file, its line and the closest known key
 ("unknown setting 'temprature' — did you mean 'temperature'?"), and so is a value out
@@ -37,7 +38,8 @@ if TYPE_CHECKING:
 
 #: The front-matter keys passed to the model call (the fields of
 #: :class:`workspace.schemas.robot.ModelSettings`; a test keeps the two the same).
-SETTING_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "presence_penalty", "frequency_penalty", "stop")
+SETTING_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "presence_penalty", "frequency_penalty", "stop",
+                "tool_choice")
 
 _env: Any = None
 
@@ -148,6 +150,21 @@ class Template:
     def max_turns(self) -> int | None:
         value = self.metadata.get("max_turns")
         return int(value) if value is not None else None
+
+    @property
+    def max_cost(self) -> float | None:
+        value = self.metadata.get("max_cost")
+        return float(value) if value is not None else None
+
+    @property
+    def max_total_tokens(self) -> int | None:
+        value = self.metadata.get("max_total_tokens")
+        return int(value) if value is not None else None
+
+    @property
+    def fallback_models(self) -> list[Any] | None:
+        value = self.metadata.get("fallback_models")
+        return list(value) if value else None
 
     # -- rendering ------------------------------------------------------------------------
     def render(self, context: Mapping[str, Any] | None = None, /, **more: Any) -> str:

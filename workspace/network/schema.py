@@ -165,6 +165,7 @@ class RobotSpec(StrictModel):
     presence_penalty: Annotated[Number, Field(ge=-2, le=2)] | None = None
     frequency_penalty: Annotated[Number, Field(ge=-2, le=2)] | None = None
     stop: Annotated[str | list[str], _form(_texts)] | None = None
+    tool_choice: str | None = Field(None, description="auto | required | none | a tool's name")
 
 
 RobotEntry = Annotated[str | RobotSpec, _form(_robot)]
