@@ -263,8 +263,8 @@ class AgentRun(ModelTurns, EventRun):
                 if text or from_text:
                     self.emit(ev.Text, text=text)
                 if text:
-                    stop = "length" if outcome.finish == "length" else ("tool" if calls else "stop")
-                    msg = TextMessage(role="assistant", content=text, stop_reason=stop)
+                    # RobotLab's messages know "tool" and "stop"; a cut answer is the result's stop reason.
+                    msg = TextMessage(role="assistant", content=text, stop_reason="tool" if calls else "stop")
                     spec.history.append(msg)
                     self._output.append(msg)
                 if not calls:

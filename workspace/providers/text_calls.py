@@ -183,12 +183,16 @@ def find_text_calls(text: str, tools: Iterable[str], *,
                 yield m.start(), len(text), calls
 
     def bare_json() -> Iterable[tuple[int, int, list[tuple[str, dict[str, Any]]]]]:
-        stripped = text.strip()
-        if stripped[:1] in "{[":
-            values = _json_values(stripped)
+        # The answer is a JSON call (or ends with one, after a line of text), as Llama 3.x writes them.
+        starts = [0] + [m.end() for m in re.finditer(r"\n[ \t]*(?=[{\[])", text)]
+        for start in starts:
+            if text[start:].lstrip()[:1] not in ("{", "["):
+                continue
+            values = _json_values(text[start:])
             calls = [c for v in values if (c := _as_call(v, names))]
             if calls and len(calls) == len(values):
-                yield 0, len(text), calls
+                yield start, len(text), calls
+                return
 
     def fenced() -> Iterable[tuple[int, int, list[tuple[str, dict[str, Any]]]]]:
         for m in _FENCE.finditer(text):
@@ -246,12 +250,17 @@ class ThinkSplitter:
     _OPEN = ("<think>", "<thinking>")
 
     def __init__(self) -> None:
-        self._state = "start"  # start -> thinking -> text, or start -> text
+        self._state = "start"  # start -> thinking -> after -> text, or start -> text
         self._buffer = ""
         self._close = "</think>"
 
     def feed(self, piece: str) -> tuple[str, str]:
         if self._state == "text":
+            return piece, ""
+        if self._state == "after":  # the blank lines between the thinking and the answer
+            piece = piece.lstrip()
+            if piece:
+                self._state = "text"
             return piece, ""
         self._buffer += piece
         if self._state == "start":
@@ -273,10 +282,10 @@ class ThinkSplitter:
         # thinking: pass the thinking on, keeping a tail that could be the start of the closing tag
         end = self._buffer.find(self._close)
         if end >= 0:
-            thought, rest = self._buffer[:end], self._buffer[end + len(self._close):]
+            thought, rest = self._buffer[:end], self._buffer[end + len(self._close):].lstrip()
             self._buffer = ""
-            self._state = "text"
-            return rest.lstrip("\n"), thought
+            self._state = "text" if rest else "after"
+            return rest, thought.rstrip()
         keep = 0
         for n in range(min(len(self._close) - 1, len(self._buffer)), 0, -1):
             if self._close.startswith(self._buffer[-n:]):
