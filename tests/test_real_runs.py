@@ -407,3 +407,19 @@ def test_a_failed_run_raises_without_a_chained_event_loop_error(server: FakeLLMS
     assert info.value.__context__ is None and info.value.__cause__ is None
     text = "".join(traceback.format_exception(info.value))
     assert "no running event loop" not in text and "the request is malformed" in text
+
+
+def test_a_workspace_warms_up_what_the_first_message_needs(server: FakeLLMServer, tmp_path: Path,
+                                                           robotlab_home: Path) -> None:
+    from workspace import templates
+
+    path = robotlab_home / "config" / "robots" / "local.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\nmodel: openai/fake\napi_base: {server.base_url}/v1\n---\nYou are {{{{ name }}}}.",
+                    encoding="utf-8")
+    ws = Workspace(db_path=tmp_path / "w.db")
+    try:
+        assert ws.warm_up("local") == "openai"
+        assert "You are {{ name }}." in templates._compiled  # compiled once, for the first message
+    finally:
+        ws.close()

@@ -349,3 +349,22 @@ def test_litellm_log_lines_go_through_our_logging(capsys: pytest.CaptureFixture[
     out = capsys.readouterr()
     assert "an INFO line of litellm" not in out.out + out.err
     assert [r.getMessage() for r in seen] == ["an INFO line of litellm"]
+
+
+def test_status_states_are_the_events_states() -> None:
+    import typing
+
+    from workspace import events as ev
+    from workspace.providers.base import StatusState
+
+    assert typing.get_args(StatusState) == typing.get_args(ev.RunState)
+
+
+def test_preloading_loads_the_library_the_model_needs() -> None:
+    from workspace.providers import preload
+    from workspace.providers.litellm_provider import is_loaded
+
+    assert preload(None) is None and preload("demo") is None
+    assert preload("openai/qwen", "http://127.0.0.1:9/v1") == "openai"
+    assert preload("anthropic/claude-haiku-4-5", litellm=False) is None
+    assert preload("anthropic/claude-haiku-4-5") == "litellm" and is_loaded()

@@ -742,6 +742,24 @@ class Workspace:
         robot: Robot = load_robot(name, folder=self.folder, **options)
         return robot
 
+    def warm_up(self, robot_name: str) -> str | None:
+        """Load what the first message to ``robot_name`` will need — its file and template (Jinja2), the
+        built-in tools, and its model's library (litellm, or the openai SDK for an OpenAI-compatible server)
+        — so the first reply is as quick as the later ones. Blocking (seconds for litellm) and touching no
+        thread or store: run it in a worker thread. Returns the library loaded (None: none)."""
+        from workspace.providers import preload
+        from workspace.providers.registry import factories
+        from workspace.tools import registry
+
+        factories()  # reads the entry points of installed provider plugins once
+        robot = self.load_robot(robot_name)
+        robot.render_system({"message": ""})
+        for item in registry.builtin_tools():
+            item.spec()
+        if self.provider is not None:
+            return None
+        return preload(robot.model, robot.api_base, self.config)
+
     # -- networks ----------------------------------------------------------------------------------
     def networks(self) -> list[NetworkInfo]:
         """The networks found (project, user, shipped), as ``robotlab network list`` shows them."""

@@ -168,11 +168,12 @@ def test_bridge_gives_every_event_class_a_signal(qapp_instance: object) -> None:
     bridge = RunBridge(flush_ms=1000)
     names = ("run_started", "text_completed", "tool_used", "approval_requested", "approval_decided",
              "tool_finished", "memory_changed", "change_proposed", "change_decided", "usage_reported",
-             "task_changed", "run_ended")
+             "task_changed", "run_ended", "reasoning_completed", "status_changed")
     reached: list[str] = []
     for name in names:
         getattr(bridge, name).connect(lambda e, _n=name: reached.append(type(e).__name__))
     bridge.text_appended.connect(lambda _r, _b, _text: reached.append("TextDelta"))
+    bridge.reasoning_appended.connect(lambda _r, _b, _text: reached.append("ReasoningDelta"))
     classes = typing.get_args(ev.Event)
     for seq, cls in enumerate(classes):
         event = _e(cls, seq)

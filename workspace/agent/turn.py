@@ -177,7 +177,7 @@ class ModelTurns:
         """Tool calls the model wrote as text: (the calls to run, the text left) when ``mode`` is
         ``run``; a ``notice`` status when it only tried (or ``mode`` is ``notice``)."""
         tools = self.spec.tools
-        if mode == "off" or not text or not len(tools):
+        if mode == "off" or not text or not len(tools) or not self.spec.provider.is_language_model:
             return [], None
         params = {t.name: list((t.parameters or {}).get("properties") or {}) for t in tools}
         found = find_text_calls(text, tools.names, parameters=params)

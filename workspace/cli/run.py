@@ -66,7 +66,27 @@ def check_robot_file(name: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    _warm_up(args)
     return run_reporting_failure(args, _run, who=args.robot)
+
+
+def _warm_up(args: argparse.Namespace) -> None:
+    """While the configuration and the robot are read: import the template engine and, for a model given on
+    the command line that an OpenAI-compatible server serves, the openai SDK (the first token comes sooner)."""
+    import threading
+
+    def work() -> None:
+        try:
+            import jinja2.sandbox  # noqa: F401
+
+            if args.model:
+                from workspace.providers import preload
+
+                preload(args.model, args.api_base, None, litellm=False)
+        except Exception:  # the run itself loads (and reports) what is missing
+            pass
+
+    threading.Thread(target=work, name="robotlab-warm-up", daemon=True).start()
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -74,7 +94,7 @@ async def _run(args: argparse.Namespace) -> int:
     from workspace.cli import CLIError
     from workspace.cli.trust import warn_if_untrusted
     from workspace.config import load_config
-    from workspace.providers import is_offline, provider_for
+    from workspace.providers import is_offline, preload_in_background, provider_for
 
     folder_arg = args.run_folder or args.folder
     folder = Path(folder_arg).resolve() if folder_arg else None
@@ -86,6 +106,9 @@ async def _run(args: argparse.Namespace) -> int:
     if args.api_base:
         overrides.setdefault("llm", {})["api_base"] = args.api_base
     config = load_config(folder, overrides=overrides or None)
+    if not args.model:  # the configured model's openai SDK loads in a thread while the robot is read
+        preload_in_background(config.get("llm.model"), args.api_base or config.get("llm.api_base"), config,
+                              litellm=False)
     warn_if_untrusted(config)
     check_robot_file(args.robot)
     robot = load_robot(args.robot, folder=folder, config=config, model=args.model, api_base=args.api_base)

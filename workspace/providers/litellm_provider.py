@@ -122,7 +122,7 @@ def _route_litellm_logging() -> None:
         logger.setLevel(getattr(logging, level.upper(), logging.NOTSET) if level else logging.NOTSET)
 
 
-def load_litellm(*, warm: bool = False) -> Any:
+def load_litellm(*, warm: bool = False, model: str | None = None) -> Any:
     """Import and configure litellm once (thread-safe); later calls return the cached module.
 
     Before the import: ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (no price-map download and
@@ -131,13 +131,13 @@ def load_litellm(*, warm: bool = False) -> Any:
     After it: no debug banners, no retries of its own, no callbacks.
 
     ``warm=True`` also loads what litellm would otherwise load lazily inside the first call
-    (the OpenAI SDK's resource modules, tiktoken's encoding): about 1 s that should be spent
-    in a worker thread rather than on the event loop.
+    (the OpenAI SDK's resource modules, its tool handling, the tokenizer of ``model``): about
+    1 s that should be spent in a worker thread rather than on the event loop.
     """
     global _litellm
     if _litellm is not None:
         if warm and not _warmed:
-            _warm_up(_litellm)
+            _warm_up(_litellm, model)
         return _litellm
     with _import_lock:
         if _litellm is None:
@@ -165,11 +165,11 @@ def load_litellm(*, warm: bool = False) -> Any:
             log.debug("litellm %s imported in %.2f s", _version(litellm),
                       time.perf_counter() - started)
     if warm and not _warmed:
-        _warm_up(_litellm)
+        _warm_up(_litellm, model)
     return _litellm
 
 
-def _warm_up(litellm: Any) -> None:
+def _warm_up(litellm: Any, model: str | None) -> None:
     global _warmed
     with _import_lock:
         if _warmed:
@@ -178,8 +178,27 @@ def _warm_up(litellm: Any) -> None:
         try:
             import openai.resources.chat  # noqa: F401  (the OpenAI client imports it on first use)
 
-            # litellm's per-call bookkeeping counts tokens with tiktoken; load its encoding now.
-            litellm.token_counter(model="gpt-4o", text="warm-up")
+            # Token counts (of a server that reports no usage) use the model's tokenizer: load it now.
+            litellm.token_counter(model=model or "", text="warm-up")
+            # A streamed call answered by litellm's mock (no network) builds its response types and the
+            # lazy parts of its first call; the rest are the types of a streamed OpenAI chunk.
+            # With tools: litellm then loads its tool handling (its MCP gateway's types, ~0.5 s) here too.
+            tools = [{"type": "function", "function": {"name": "warm_up", "description": "",
+                                                       "parameters": {"type": "object", "properties": {}}}}]
+            for _chunk in litellm.completion(model="openai/warm-up", messages=[{"role": "user", "content": "hi"}],
+                                             tools=tools, mock_response="ok", stream=True):
+                pass
+            import importlib
+
+            for module, names in (("openai.types.chat.chat_completion_chunk", ("ChatCompletionChunk", "ChoiceDelta",
+                                                                              "Choice")),
+                                  ("litellm.types.utils", ("PromptTokensDetailsWrapper",)),
+                                  ("litellm.types.services", ("ServiceLoggerPayload",))):
+                loaded = importlib.import_module(module)
+                for name in names:
+                    getattr(loaded, name).model_rebuild()
+            for module in ("anyio._backends._asyncio", "litellm._service_logger"):
+                importlib.import_module(module)
         except Exception as exc:
             log.debug("litellm warm-up failed (harmless): %s", exc)
         _warmed = True
@@ -288,7 +307,7 @@ class LiteLLMProvider(StreamingProvider):
         return "loading litellm, the library that talks to the model (once per session)"
 
     async def _load(self) -> None:
-        await asyncio.to_thread(load_litellm, warm=True)
+        await asyncio.to_thread(load_litellm, warm=True, model=self.model_id)
 
     def _preflight(self) -> None:
         """A hosted model without its key fails now, naming the variable and Settings (no request,

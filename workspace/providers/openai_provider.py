@@ -104,9 +104,22 @@ def _load_openai() -> Any:
     return _openai
 
 
+def warm_up() -> None:
+    """Import what the first call needs (the SDK, about 0.5 s, and the HTTP transport it loads lazily);
+    meant for a worker thread (:func:`workspace.providers.preload`)."""
+    _load_openai()
+    import importlib
+
+    for name in ("httpcore", "anyio._backends._asyncio", "h11"):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # pragma: no cover - an httpx without them loads what it needs itself
+            pass
+
+
 async def preload_openai() -> None:
-    """Import the OpenAI SDK in a worker thread (about 0.5 s), so the first call does not wait for it."""
-    await asyncio.to_thread(_load_openai)
+    """:func:`warm_up` in a worker thread, so the first call does not wait for it."""
+    await asyncio.to_thread(warm_up)
 
 
 class OpenAICompatibleProvider(StreamingProvider):
@@ -147,12 +160,16 @@ class OpenAICompatibleProvider(StreamingProvider):
             openai = _load_openai()
             import httpx
 
-            self._client = openai.AsyncOpenAI(
-                base_url=self.api_base, api_key=self._key(), max_retries=0,
-                # Our own guards bound the first token and every gap (they say which setting to raise).
-                timeout=httpx.Timeout(max(self.timeout, self.first_token_timeout, self.idle_timeout) + 5.0,
-                                      connect=self.timeout),
-            )
+            # Our own guards bound the first token and every gap (they say which setting to raise).
+            timeout = httpx.Timeout(max(self.timeout, self.first_token_timeout, self.idle_timeout) + 5.0,
+                                    connect=self.timeout)
+            http_client = None
+            if str(self.api_base).startswith("http://"):
+                # Plain HTTP (a local server): no TLS, so no certificate store to load (50 ms), and no
+                # redirects that could lead to an https address without it.
+                http_client = openai.DefaultAsyncHttpxClient(verify=False, timeout=timeout, follow_redirects=False)
+            self._client = openai.AsyncOpenAI(base_url=self.api_base, api_key=self._key(), max_retries=0,
+                                              timeout=timeout, http_client=http_client)
         return self._client
 
     # -- the request ------------------------------------------------------------------------------
