@@ -423,3 +423,23 @@ def test_a_workspace_warms_up_what_the_first_message_needs(server: FakeLLMServer
         assert "You are {{ name }}." in templates._compiled  # compiled once, for the first message
     finally:
         ws.close()
+
+
+@kinds
+async def test_a_networks_parallel_tasks_queue_at_a_local_server(kind: str) -> None:
+    from workspace.network import Network
+
+    with FakeLLMServer(interrupt_on_new_request=True) as server:
+        server.enqueue(Reply.say("a long answer in many words", chunk_delay=0.03, times=3))
+        net = Network("parallel")
+        with net.parallel("both") as group:
+            for name in ("x", "y", "z"):
+                group.task(name, Robot(name, system_prompt="You help.", model="openai/fake", tools="none", mcp="none",
+                                       api_base=server.base_url + "/v1", config=config(kind)))
+        events = await events_of(net.stream("go"))
+        assert isinstance(events[-1], ev.RunFinished), events[-1]
+        result = events[-1].result
+        assert {n: r.last_text_content for n, r in result.results.items()} == dict.fromkeys(
+            "xyz", "a long answer in many words")
+        assert server.interrupted_streams == 0 and server.max_concurrent == 1
+        assert any(s.state == "queued" for s in of(events, ev.RunStatus))

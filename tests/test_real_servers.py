@@ -368,3 +368,16 @@ def test_preloading_loads_the_library_the_model_needs() -> None:
     assert preload("openai/qwen", "http://127.0.0.1:9/v1") == "openai"
     assert preload("anthropic/claude-haiku-4-5", litellm=False) is None
     assert preload("anthropic/claude-haiku-4-5") == "litellm" and is_loaded()
+
+
+async def test_litellms_anthropic_streams_give_the_same_readings(server: FakeLLMServer) -> None:
+    server.enqueue(Reply.say("Hello there", reasoning="I think hard."), Reply(html="<html><title>x</title></html>"),
+                   Reply(empty=True))
+    provider = LiteLLMProvider("anthropic/claude-fake", api_base=server.base_url, api_key="sk-test", max_retries=0)
+    chunks = await collect(provider, tools=())
+    assert "".join(c.text for c in chunks if isinstance(c, ReasoningChunk)) == "I think hard."
+    assert text_of(chunks) == "Hello there" and chunks[-1] == FinishChunk("stop")
+    html = await failure(provider, tools=())
+    assert "did not answer with an event stream (it sent an HTML page: is the api_base right?)" in str(html)
+    empty = await failure(provider, tools=())
+    assert empty.reason == "empty" and "empty stream" in str(empty)

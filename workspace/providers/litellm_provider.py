@@ -392,6 +392,9 @@ class LiteLLMProvider(StreamingProvider):
             self._openai_wire = openai_wire
         return "" if self._openai_wire else None
 
+    def _openai_style(self) -> bool:
+        return self._empty_content() == ""
+
     def _needs_placeholder_key(self) -> bool:
         if self._placeholder_key is None:
             self._placeholder_key = bool(missing_keys(self.model_id, api_base=self.api_base))
@@ -411,11 +414,11 @@ class LiteLLMProvider(StreamingProvider):
             return raw, raw
         return response, None
 
-    async def _after_finish(self, response: Any, raw: Any) -> tuple[bool, Any]:
+    async def _after_finish(self, response: Any, raw: Any, *, output: bool) -> tuple[bool, Any]:
         if raw is not None:
             return False, None  # the direct path: the usage chunk and the end marker follow
         if self._provider_did_not_finish(response):
-            raise self._cut()
+            raise self._cut() if output else self._empty(None)
         stream = getattr(response, "completion_stream", None)
         if getattr(response, "sent_last_chunk", False) and stream is not None:
             # The fast end: read what is left of the provider's stream (its usage chunk and end

@@ -186,8 +186,9 @@ class StreamingProvider:
         """(what to iterate for OpenAI-shaped chunks, the OpenAI SDK stream with the HTTP response or None)."""
         return response, response
 
-    async def _after_finish(self, response: Any, raw: Any) -> tuple[bool, Any]:
-        """After the finish reason: (stop reading now, the usage found on the way or None)."""
+    async def _after_finish(self, response: Any, raw: Any, *, output: bool) -> tuple[bool, Any]:
+        """After the finish reason (``output``: text, thinking or a tool call came before it): (stop
+        reading now, the usage found on the way or None)."""
         return False, None
 
     def _special(self, exc: BaseException, *, started: bool) -> Failure | BaseException:
@@ -196,6 +197,10 @@ class StreamingProvider:
 
     def _auth_fix(self, status: int | None) -> str:
         return "The API key was rejected: check the key configured for this model"
+
+    def _openai_style(self) -> bool:
+        """Whether the server speaks OpenAI's API (whose base URL ends in /v1)."""
+        return True
 
     def _cost(self, prompt: int, completion: int) -> float | None:
         """USD for these tokens; None when the price is not known (never 0.0 for that)."""
@@ -361,7 +366,7 @@ class StreamingProvider:
     async def _read(self, response: Any, request: Mapping[str, Any], sent_at: float, first_until: float,
                     setting: str) -> AsyncGenerator[Chunk, None]:
         source, raw = self._source(response)
-        await self._check_stream(raw)
+        await self._check_stream(raw, response)
         iterator = source.__aiter__()
         reader = DeltaReader()
         finish: str | None = None
@@ -423,7 +428,7 @@ class StreamingProvider:
             if reason:
                 finish = str(reason)
                 first = False
-                stop, tail = await self._after_finish(response, raw)
+                stop, tail = await self._after_finish(response, raw, output=reader.chars > 0)
                 if stop:
                     if not usage_sent and tail is not None:
                         usage_sent = True
@@ -446,14 +451,20 @@ class StreamingProvider:
                           model=self.model_id, reasoning_tokens=reasoning)
 
     # -- what a server sent instead of a stream -------------------------------------------------
-    async def _check_stream(self, raw: Any) -> None:
+    async def _check_stream(self, raw: Any, response: Any = None) -> None:
         """Refuse an answer that is not an event stream (an HTML page: the API base is wrong)."""
         http = getattr(raw, "response", None)
         headers = getattr(http, "headers", None)
-        if http is None or headers is None:
+        if headers is None:
+            # litellm's own streams (Anthropic, ...) keep the response headers in their hidden parameters.
+            hidden = getattr(response, "_hidden_params", None) or {}
+            extra = hidden.get("additional_headers") if isinstance(hidden, dict) else None
+            kind = str((extra or {}).get("llm_provider-content-type") or "")
+            if kind.split(";")[0].strip().lower() == "text/html":
+                raise self._not_a_stream("an HTML page")
             return
         kind = str(headers.get("content-type") or "").split(";")[0].strip().lower()
-        if kind != "text/html":
+        if http is None or kind != "text/html":
             return
         page = b""
         with contextlib.suppress(Exception):
@@ -468,7 +479,8 @@ class StreamingProvider:
 
     def _not_a_stream(self, what: str) -> Failure:
         where = self.api_base or self.provider_name
-        hint = " It usually ends in /v1." if self.api_base and not self.api_base.rstrip("/").endswith("/v1") else ""
+        hint = (" It usually ends in /v1." if self.api_base and self._openai_style()
+                and not self.api_base.rstrip("/").endswith("/v1") else "")
         return Failure(ProviderError(
             f"{self.model_id}: the server at {where} did not answer with an event stream (it sent {what}: is the "
             f"api_base right?{hint})", provider=self.model_id, status_code=200, reason="not_a_stream"),
