@@ -133,6 +133,9 @@ class Robot:
             from workspace.trust import folder_file_problem
 
             problem = folder_file_problem(tmpl.path, Path(folder), mcp=tmpl.mcp, api_base=tmpl.api_base)
+            for entry in tmpl.fallback_models or ():  # a fallback's server is where the key would go, too
+                if problem is None and isinstance(entry, Mapping) and entry.get("api_base"):
+                    problem = folder_file_problem(tmpl.path, Path(folder), api_base=entry["api_base"])
             if problem:
                 raise ConfigurationError(problem)
         self._tools_from_objects = False
