@@ -460,6 +460,20 @@ class Controller(QObject):
         self._start(run)
         return True
 
+    def continue_(self) -> bool:
+        """Ask the model to go on with its last answer, cut off at the token limit (the "Continue" of a run
+        whose result has ``stop_reason == "length"``)."""
+        if self.session is None or self.running:
+            self.notice.emit("Stop the current run (Esc) first." if self.running else "There is no answer to continue.")
+            return False
+        try:
+            run = self.session.continue_()
+        except Exception as exc:
+            self.problem.emit(f"Could not continue the answer: {exc}")
+            return False
+        self._start(run)
+        return True
+
     def edit_and_resend(self, turn_id: str, text: str) -> bool:
         return self._fork(lambda: self.session.edit_and_resend(turn_id, text))
 

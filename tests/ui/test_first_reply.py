@@ -42,3 +42,20 @@ async def test_a_runs_waits_reach_the_bridge(db_path: Path) -> None:
     states = [s.state for s in statuses]
     assert "retrying" in states and states.index("retrying") < states.index("streaming")
     assert next(s for s in statuses if s.state == "retrying").retry_in == 0.05
+
+
+async def test_an_answer_cut_at_the_token_limit_can_be_continued(db_path: Path) -> None:
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.say("The first half", finish_reason="length"), Reply.say(" and the rest."))
+        config = load_config(env={}, overrides={"llm": {"model": "openai/fake", "api_base": server.base_url + "/v1"}})
+        async with running_app(db_path=db_path, config=config, theme_name="light") as root:
+            ended: list[Any] = []
+            root.bridge.run_ended.connect(ended.append)
+            assert not root.controller.continue_()  # no thread yet
+            assert root.controller.send("Tell me")
+            await wait_until(lambda: root.controller.idle and ended, timeout=30, what="the first run")
+            assert ended[0].result.stop_reason == "length"
+            assert root.controller.continue_()
+            await wait_until(lambda: root.controller.idle and len(ended) == 2, timeout=30, what="the continuation")
+            assert ended[1].result.last_text_content == " and the rest."
+        assert server.requests[1]["messages"][-2]["content"] == "The first half"
