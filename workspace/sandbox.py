@@ -94,6 +94,26 @@ def display_path(path: str | os.PathLike[str]) -> str:
     return "".join(_escape(ch) if _unsafe(ch) else ch for ch in text)
 
 
+def display_json(text: str) -> str:
+    """JSON text with every control, format (bidi), separator and surrogate character inside its
+    strings written as a ``\\uXXXX`` escape: the same data when parsed, but nothing in it can
+    reorder or break what a terminal or viewer shows (``json.dumps(..., ensure_ascii=False)``
+    leaves U+202E, U+2028 and U+0085 as they are)."""
+    import unicodedata
+
+    table: dict[int, str] = {}
+    for ch in set(text):  # the distinct characters only: fast on large exports
+        if ch == "\n" or ch.isprintable() or unicodedata.category(ch) not in UNSAFE_CATEGORIES:
+            continue
+        code = ord(ch)
+        if code > 0xFFFF:  # JSON escapes beyond the BMP as a surrogate pair
+            code -= 0x10000
+            table[ord(ch)] = f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+        else:
+            table[code] = f"\\u{code:04x}"
+    return text.translate(table) if table else text
+
+
 def is_temp_name(name: str) -> bool:
     """Whether a file name (the last part of a path) is an atomic write's temporary file."""
     return name.endswith(TEMP_SUFFIX)

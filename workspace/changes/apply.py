@@ -170,6 +170,10 @@ def _roll_back(io: FolderIO, done: list[str], touched: dict[str, tuple[bytes | N
                 current, _ = io.state(rel)
                 if current != data:
                     io.write(rel, data, mode=mode)
+        except UnsafePathError:
+            # The way to it is a symlink now, and the handles the writes used were never opened
+            # through one: that write failed before touching anything, so there is nothing to undo.
+            continue
         except Exception as exc:
             error = f"{display_path(rel)}: {exc}"
     for rel in reversed(created_dirs):

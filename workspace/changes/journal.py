@@ -362,7 +362,7 @@ def _cleanup(store: CheckpointStore, item: InterruptedApply) -> list[str]:
     return removed
 
 
-def discard(item: InterruptedApply, *, store: CheckpointStore | None = None) -> None:
+def discard_interrupted(item: InterruptedApply, *, store: CheckpointStore | None = None) -> None:
     """Forget an interrupted write without touching its files (e.g. its folder is gone)."""
     store = store or CheckpointStore()
     if item.journal:

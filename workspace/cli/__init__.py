@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "workspace.cli.mcp",
     "workspace.cli.threads",
     "workspace.cli.trust",
+    "workspace.cli.changes",
 ]
 
 

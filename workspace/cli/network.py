@@ -81,6 +81,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from workspace.cli.changes import warn_interrupted_applies
     from workspace.cli.run import _approval, _check_key
     from workspace.cli.trust import warn_if_untrusted
     from workspace.config import load_config
@@ -95,6 +96,7 @@ async def _run(args: argparse.Namespace) -> int:
         overrides.setdefault("llm", {})["api_base"] = args.api_base
     config = load_config(folder, overrides=overrides or None)
     warn_if_untrusted(config)
+    warn_interrupted_applies(folder)
     path = find_network_file(args.file, folder)
     network = load_network(path, folder=folder, config=config, model=args.model)
     for robot in {id(r): r for r in network.robots.values()}.values():
