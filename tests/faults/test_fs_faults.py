@@ -364,8 +364,9 @@ def test_exports_show_forged_names_escaped(tmp_path: Path) -> None:
 # -- kill -9 during a multi-file apply, and recovery ----------------------------------------------------
 
 #: Applies a change set of every ``f*.txt`` (rewritten), ``gone.txt`` (deleted) and ``made/new.txt``
-#: (created in a new folder). With a pause count N it stops for good right before the Nth rename into
-#: the folder (the temp file written, N-1 files new), so the parent can kill it there.
+#: (created in a new folder), or (``undo``) applies it and then undoes it. With a pause count N it
+#: stops for good right before the Nth rename into the folder (the temp file written, N-1 files
+#: written), so the parent can kill it there.
 CHILD = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
@@ -387,10 +388,15 @@ CHILD = textwrap.dedent("""
                 time.sleep(600)
         return real(src, dst, *args, **kwargs)
 
+    if sys.argv[4] == "undo":  # apply in full, then stop the undo mid-way
+        assert changes.apply().ok
     os.replace = replace
     print("applying", flush=True)
-    result = changes.apply()
-    print("done" if result.ok else result.error, flush=True)
+    if sys.argv[4] == "undo":
+        result = changes.history.undo()
+    else:
+        result = changes.apply()
+    print("done" if result.ok else (getattr(result, "error", None) or result.message), flush=True)
 """)
 FILES = 12
 TRIALS_KILLED = 6
@@ -423,15 +429,19 @@ def _temps(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if TEMP in p.name]
 
 
-def _kill_mid_apply(folder: Path, store: str, *, pause: int = 0, delay: float = 0.0) -> str:
-    """Run the apply in a child and kill -9 it (at the paused rename, or ``delay`` s after it starts)."""
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(folder), store, str(pause)],
+def _kill_mid_apply(folder: Path, store: str, *, pause: int = 0, delay: float = 0.0, what: str = "apply",
+                    while_paused: Any = None) -> str:
+    """Run the apply (or undo) in a child and kill -9 it (at the paused rename, calling
+    ``while_paused()`` first, or ``delay`` s after its journal appeared)."""
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(folder), store, str(pause), what],
                              stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert child.stdout is not None
     try:
         assert child.stdout.readline().strip() == "applying"
         if pause:
             assert child.stdout.readline().strip() == "paused"
+            if while_paused is not None:
+                while_paused()
         else:  # from the moment the journal is written (the writes follow)
             from workspace import paths
 
@@ -459,7 +469,11 @@ async def test_kill_9_mid_apply_is_found_and_recovered(tmp_path: Path, direction
 
     folder = _project(tmp_path)
     store = CheckpointStore(tmp_path / "store")
-    _kill_mid_apply(folder, str(store.root), pause=6)
+
+    def still_running() -> None:  # the writer is alive (it holds its journal entry's lock): not reported
+        assert find_interrupted_applies(folder, store=store) == []
+
+    _kill_mid_apply(folder, str(store.root), pause=6, while_paused=still_running)
     states = _states(folder)  # each file whole: old or new
     assert sorted(states.values()).count("new") == 5 and len(_temps(folder)) == 1
     assert not (store.root / "journal").exists() or list((store.root / "journal").iterdir())
@@ -541,3 +555,107 @@ def test_the_command_line_reports_and_recovers_an_interrupted_apply(tmp_path: Pa
     assert again.returncode == 0 and "No interrupted apply" in again.stdout
     run = robotlab("run", "echoer", "hi", "--folder", str(folder), "--apply", "never")
     assert "stopped while" not in run.stderr
+
+
+@pytest.mark.parametrize("direction", ["back", "forward"])
+def test_kill_9_mid_undo_is_recovered(tmp_path: Path, direction: str) -> None:
+    from workspace.changes import ChangeHistory, find_interrupted_applies, recover
+
+    folder = _project(tmp_path)
+    store = CheckpointStore(tmp_path / "store")
+    _kill_mid_apply(folder, str(store.root), pause=5, what="undo")
+    assert sorted(_states(folder).values()).count("old") >= 4 and len(_temps(folder)) == 1
+    [item] = find_interrupted_applies(folder, store=store)
+    assert item.kind == "undo" and "stopped while undoing" in item.message()
+    result = recover(item, direction, store=store)
+    assert result.ok, result.message
+    # Back: as before the undo (the change applied); forward: the undo done (every file old).
+    assert set(_states(folder).values()) == {"new" if direction == "back" else "old"}
+    assert not _temps(folder)
+    [entry] = ChangeHistory(folder, "killed", store=store).entries()
+    assert entry.state == ("applied" if direction == "back" else "undone")
+    assert find_interrupted_applies(folder, store=store) == []
+
+
+def test_an_entry_stuck_at_applying_without_a_journal_is_reported_and_recovered(tmp_path: Path) -> None:
+    """History entries an older version left at "applying" (no journal) are found too."""
+    import shutil
+
+    from workspace.changes import find_interrupted_applies, recover
+
+    folder = _project(tmp_path)
+    store = CheckpointStore(tmp_path / "store")
+    _kill_mid_apply(folder, str(store.root), pause=3)
+    shutil.rmtree(store.root / "journal")  # as before journals existed
+    [item] = find_interrupted_applies(folder, store=store)
+    assert not item.journal and item.entry_id and len(item.new_files) == 2 and len(item.temp_files) == 1
+    assert recover(item, "back", store=store).ok
+    assert set(_states(folder).values()) == {"old"} and not _temps(folder)
+    assert find_interrupted_applies(folder, store=store) == []
+
+
+def test_a_file_changed_after_the_interruption_is_not_overwritten_unasked(tmp_path: Path) -> None:
+    from workspace.changes import find_interrupted_applies, recover
+
+    folder = _project(tmp_path)
+    store = CheckpointStore(tmp_path / "store")
+    _kill_mid_apply(folder, str(store.root), pause=4)
+    (folder / "f11.txt").write_text("the user's own edit\n")
+    [item] = find_interrupted_applies(folder, store=store)
+    assert item.changed_files == ["f11.txt"] and "changed since" in item.message()
+    refused = recover(item, "back", store=store)
+    assert not refused.ok and refused.conflicts == ["f11.txt"] and "force" in refused.message
+    assert (folder / "f11.txt").read_text() == "the user's own edit\n"
+    forced = recover(item, "back", store=store, force=True)
+    assert forced.ok and forced.saved_checkpoint_id
+    assert store.load(forced.saved_checkpoint_id).files["f11.txt"] is not None  # the edit is kept there
+    assert (folder / "f11.txt").read_bytes() == b"old 11\n" * (BIG // 7)
+
+
+async def test_the_workspace_offers_recovery_to_the_window(tmp_path: Path) -> None:
+    from workspace.providers.testing import ScriptedProvider
+    from workspace.session import Workspace
+
+    folder = _project(tmp_path)
+    _kill_mid_apply(folder, "-", pause=2)  # the default store, as the window uses it
+    with Workspace(folder=folder, db_path=tmp_path / "threads.db", provider=ScriptedProvider()) as ws:
+        items = ws.interrupted_applies()
+        assert len(items) == 1 and ws.interrupted_applies(all_folders=True) == items
+        notice = ws.recovery_notice(items)
+        assert notice and "stopped while applying" in notice and "1 file(s) are new" in notice
+        assert ws.recovery_notice([]) is None
+        result = ws.recover_apply(items[0], "back")
+        assert result.ok and "Rolled back" in result.message
+        assert ws.interrupted_applies() == []
+    assert set(_states(folder).values()) == {"old"} and not _temps(folder)
+
+
+def test_an_apply_whose_rollback_failed_too_is_offered_for_recovery(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from workspace.changes import find_interrupted_applies, recover
+
+    folder = _project(tmp_path)
+    store = CheckpointStore(tmp_path / "store")
+    changes = ChangeSet(folder, store=store, thread_id="t")
+    for n in range(FILES):
+        changes.propose(f"f{n:02}.txt", (f"new {n}\n".encode() * (BIG // 7)))
+    changes.accept_all()
+    real, count = os.replace, [0]
+
+    def failing(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("dst_dir_fd") is not None:
+            count[0] += 1
+            if count[0] >= 4:  # the 4th write fails, and so does putting the first 3 back
+                raise OSError(28, "No space left on device")
+        real(src, dst, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "replace", failing)
+        result = changes.apply()
+    assert not result.ok and result.error and "also failed" in result.error and "next start" in result.error
+    assert sorted(_states(folder).values()).count("new") == 3 and not _temps(folder)
+    [item] = find_interrupted_applies(folder, store=store)
+    assert len(item.new_files) == 3
+    assert recover(item, "back", store=store).ok
+    assert set(_states(folder).values()) == {"old"}
+    assert find_interrupted_applies(folder, store=store) == []

@@ -59,7 +59,7 @@ class ChangeSet:
 
     Thread-safe: tools propose from worker threads while a view may read and decide.
 
-    About 580 lines: proposing, deciding, applying, rebasing and the persisted snapshot all
+    About 590 lines: proposing, deciding, applying, rebasing and the persisted snapshot all
     read and change the same list of files under one lock, so they stay one class; what does
     not need that state lives beside it (the write and the rollback in
     :mod:`~workspace.changes.apply`, one file's hunks in :mod:`~workspace.changes.hunks`, undo

@@ -225,6 +225,11 @@ class ChangeHistory:
         """The write failed: the entry is marked failed. ``keep_journal`` when restoring the files
         already written failed too, so the next start offers to recover the set."""
         entry.state = "failed"
+        record = self._journals.get(entry.id)
+        if keep_journal and record is not None:
+            record.entry_state = entry.state  # still to recover, though the entry says failed
+            with contextlib.suppress(OSError):
+                journal.update(self.store, record)
         self._update(entry)
         self._journal_end(entry, keep=keep_journal)
 

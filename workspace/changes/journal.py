@@ -153,6 +153,11 @@ def start(store: CheckpointStore, record: InterruptedApply, io: FolderIO | None 
     return record
 
 
+def update(store: CheckpointStore, record: InterruptedApply) -> None:
+    """Rewrite a journal entry (e.g. its ``entry_state`` after the write failed half-way)."""
+    atomic_write(_journal_dir(store) / f"{record.id}.json", json.dumps(record.to_dict(), ensure_ascii=False).encode())
+
+
 def finish(store: CheckpointStore, record: InterruptedApply, *, keep: bool = False) -> None:
     """The write ended: remove its journal entry (``keep``: leave it for recovery, e.g. when a
     failed apply could not restore every file, or the write was cut short)."""
