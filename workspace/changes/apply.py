@@ -14,6 +14,7 @@ it was and says so.
 from __future__ import annotations
 
 import contextlib
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,8 @@ from workspace.sandbox import Sandbox, display_path
 
 if TYPE_CHECKING:
     from workspace.changes.history import ChangeHistory
+
+log = logging.getLogger("workspace.changes")
 
 
 @dataclass(slots=True)
@@ -152,7 +155,11 @@ def write_merges(sandbox: Sandbox, history: ChangeHistory, writes: list[tuple[Fi
     except BaseException:
         history.release(entry)  # cut short (a kill, an interrupt): the journal stays for recovery
         raise
-    history.finish(entry, created_dirs=created_dirs)
+    try:
+        history.finish(entry, created_dirs=created_dirs)
+    except OSError as exc:  # every file is written; only the record of it could not be saved
+        log.warning("the change history could not record the apply of %s: %s", summary, exc)
+        history.release(entry)  # the journal stays: the next start offers to settle it
     result.after_checkpoint_id = entry.after
     return None
 

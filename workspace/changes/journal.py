@@ -135,12 +135,15 @@ def start(store: CheckpointStore, record: InterruptedApply, io: FolderIO | None 
     folders the write may create)."""
     if io is not None:
         missing: list[str] = []
+        checked: set[str] = set()
         for rel in record.paths:
             parts = rel.split("/")[:-1]
             for i in range(1, len(parts) + 1):
                 folder = "/".join(parts[:i])
-                if folder not in missing and io.kind(folder) is None:
-                    missing.append(folder)
+                if folder not in checked:
+                    checked.add(folder)
+                    if io.kind(folder) is None:
+                        missing.append(folder)
         record.missing_dirs = missing
     directory = _journal_dir(store)
     directory.mkdir(parents=True, exist_ok=True)
