@@ -659,3 +659,29 @@ def test_an_apply_whose_rollback_failed_too_is_offered_for_recovery(tmp_path: Pa
     assert recover(item, "back", store=store).ok
     assert set(_states(folder).values()) == {"old"}
     assert find_interrupted_applies(folder, store=store) == []
+
+
+def test_an_apply_across_more_folders_than_it_keeps_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          fast_fsync: None) -> None:
+    """Folder handles beyond the limit are closed (synced first); the apply and its undo still work
+    and leave no descriptor open."""
+    from workspace.changes import folderio
+
+    monkeypatch.setattr(folderio, "MAX_OPEN_DIRS", 4)
+    folder = tmp_path / "project"
+    for n in range(30):
+        (folder / f"d{n:02}" / "deeper").mkdir(parents=True)
+        (folder / f"d{n:02}" / "deeper" / "f.txt").write_text(f"old {n}\n")
+    open_before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    changes = ChangeSet(folder, store=CheckpointStore(tmp_path / "store"), thread_id="many")
+    for n in range(30):
+        changes.propose(f"d{n:02}/deeper/f.txt", f"new {n}\n".encode())
+        changes.propose(f"e{n:02}/made.txt", b"made\n")
+    changes.accept_all()
+    assert changes.apply().ok
+    assert all((folder / f"d{n:02}/deeper/f.txt").read_text() == f"new {n}\n" for n in range(30))
+    assert changes.history.undo().ok
+    assert all((folder / f"d{n:02}/deeper/f.txt").read_text() == f"old {n}\n" for n in range(30))
+    assert not list(folder.glob("e*"))  # the folders the apply created are gone again
+    if open_before is not None:
+        assert len(os.listdir("/proc/self/fd")) == open_before

@@ -177,9 +177,12 @@ def _roll_back(io: FolderIO, done: list[str], touched: dict[str, tuple[bytes | N
                 current, _ = io.state(rel)
                 if current != data:
                     io.write(rel, data, mode=mode)
-        except UnsafePathError:
-            # The way to it is a symlink now, and the handles the writes used were never opened
-            # through one: that write failed before touching anything, so there is nothing to undo.
+        except UnsafePathError as exc:
+            # The way to it is a symlink now. If this apply never wrote in that folder, the write
+            # failed before touching anything (handles are never opened through a symlink): nothing
+            # to undo. If it did (through a handle closed since), it cannot be reached safely now.
+            if rel.rpartition("/")[0] in io.touched:
+                error = f"{display_path(rel)}: {exc}"
             continue
         except Exception as exc:
             error = f"{display_path(rel)}: {exc}"

@@ -94,6 +94,8 @@ class FolderIO:
         self.dir_fd = DIR_FD if dir_fd is None else (dir_fd and DIR_FD)
         self._dirs: OrderedDict[str, Handle] = OrderedDict()
         self._dirty: set[str] = set()
+        #: The folders (keys) this FolderIO wrote or removed something in.
+        self.touched: set[str] = set()
         if self.dir_fd:
             self._root: Handle = os.open(self.root, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC)
         else:
@@ -197,11 +199,17 @@ class FolderIO:
         return current
 
     def _evict(self, keep: str) -> None:
+        """Close the least recently used folders beyond :data:`MAX_OPEN_DIRS` (never those on the way
+        to ``keep``); ones with changes not yet fsync'd are synced first, so an apply across
+        thousands of folders stays within the process's descriptor limit."""
         while len(self._dirs) > MAX_OPEN_DIRS:
             victim = next((k for k in self._dirs if k not in self._dirty and not (keep + "/").startswith(k + "/")),
                           None)
             if victim is None:
-                return
+                if not self._dirty:
+                    return
+                self.sync()
+                continue
             handle = self._dirs.pop(victim)
             if self.dir_fd:
                 with contextlib.suppress(OSError):
@@ -323,6 +331,7 @@ class FolderIO:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_path, **kw)
             raise
+        self.touched.add(key)
         if sync:
             self._dirty.add(key)
 
@@ -341,6 +350,7 @@ class FolderIO:
             os.unlink(path, **kw)
         except FileNotFoundError:
             return False
+        self.touched.add(key)
         self._dirty.add(key)
         return True
 
@@ -404,7 +414,7 @@ class FolderIO:
     def sync(self) -> None:
         """fsync every folder whose entries changed (so the renames and removals are durable)."""
         for key in sorted(self._dirty):
-            handle = self.folder(key.split("/") if key else [])
+            handle = self._dirs.get(key) if key else self._root  # dirty folders are never closed
             if handle is None:
                 continue
             if self.dir_fd:
