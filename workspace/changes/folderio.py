@@ -391,24 +391,29 @@ class FolderIO:
             raise ChangeError(f"'{display_path(rel)}' is no longer a regular file")
         os.chmod(path, mode)
 
-    def remove_temp_files(self, rels: Iterable[str]) -> list[str]:
-        """Remove the temp files an interrupted write of any of ``rels`` left; returns their names."""
+    def temp_files(self, rels: Iterable[str]) -> list[str]:
+        """The temp files interrupted writes of any of ``rels`` left (folder-relative names)."""
         by_folder: dict[str, set[str]] = {}
         for rel in rels:
             folder, _, name = rel.rpartition("/")
             by_folder.setdefault(folder, set()).add(name)
-        removed: list[str] = []
+        found: list[str] = []
         for folder, names in sorted(by_folder.items()):
             try:
                 entries = self.listdir(folder)
             except (ChangeError, OSError):
                 continue
-            for entry in sorted(entries):
-                if any(is_temp_of(entry, name) for name in names):
-                    rel = f"{folder}/{entry}" if folder else entry
-                    with contextlib.suppress(OSError, ChangeError):
-                        if self.unlink(rel):
-                            removed.append(rel)
+            found += [f"{folder}/{e}" if folder else e for e in sorted(entries)
+                      if any(is_temp_of(e, name) for name in names)]
+        return found
+
+    def remove_temp_files(self, rels: Iterable[str]) -> list[str]:
+        """Remove the temp files interrupted writes of any of ``rels`` left; returns their names."""
+        removed: list[str] = []
+        for temp in self.temp_files(rels):
+            with contextlib.suppress(OSError, ChangeError):
+                if self.unlink(temp):
+                    removed.append(temp)
         return removed
 
     def sync(self) -> None:

@@ -24,10 +24,9 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workspace.changes.checkpoints import Checkpoint, CheckpointStore, FileState
 from workspace.changes.errors import ChangeError
@@ -35,6 +34,9 @@ from workspace.changes.fileio import atomic_write, sha256, sync_dirs
 from workspace.changes.folderio import FolderIO
 from workspace.errors import SandboxError
 from workspace.sandbox import Sandbox, display_path
+
+if TYPE_CHECKING:
+    from workspace.changes.history import ChangeHistory, HistoryEntry
 
 #: Journal entries whose writer runs in this process right now: id -> the descriptor holding the
 #: entry's lock (-1 where there are no file locks). Never reported as interrupted.
@@ -258,7 +260,8 @@ def _stuck_entries(store: CheckpointStore, known: set[str]) -> list[InterruptedA
     return out
 
 
-def _history_entry(store: CheckpointStore, item: InterruptedApply) -> Any:
+def _history_entry(store: CheckpointStore,
+                   item: InterruptedApply) -> tuple[ChangeHistory | None, HistoryEntry | None]:
     from workspace.changes.history import ChangeHistory
 
     if item.entry_id is None:
@@ -288,7 +291,12 @@ def _survey(store: CheckpointStore, item: InterruptedApply) -> tuple[Checkpoint,
         item.problem = f"Its checkpoint is missing ({exc}); the files are as the interruption left them"
         return None
     item.old_files, item.new_files, item.changed_files = [], [], []
-    with FolderIO(sandbox) as io:
+    try:
+        io = FolderIO(sandbox)
+    except OSError as exc:
+        item.problem = f"The folder {display_path(item.folder)} cannot be opened ({exc.strerror or exc})"
+        return None
+    with io:
         for rel in sorted(set(old.files) | set(new.files)):
             try:
                 data, _ = io.state(rel)
@@ -302,25 +310,8 @@ def _survey(store: CheckpointStore, item: InterruptedApply) -> tuple[Checkpoint,
                 item.old_files.append(rel)
             else:
                 item.changed_files.append(rel)
-        item.temp_files = _temp_files(io, item.paths)
+        item.temp_files = io.temp_files(item.paths)
     return old, new
-
-
-def _temp_files(io: FolderIO, rels: Iterable[str]) -> list[str]:
-    from workspace.changes.folderio import is_temp_of
-
-    found: list[str] = []
-    by_folder: dict[str, set[str]] = {}
-    for rel in rels:
-        folder, _, name = rel.rpartition("/")
-        by_folder.setdefault(folder, set()).add(name)
-    for folder, names in sorted(by_folder.items()):
-        try:
-            entries = io.listdir(folder)
-        except (ChangeError, OSError):
-            continue
-        found += [f"{folder}/{e}" if folder else e for e in sorted(entries) if any(is_temp_of(e, n) for n in names)]
-    return found
 
 
 def find_interrupted_applies(folder: str | os.PathLike[str] | None = None, *,
