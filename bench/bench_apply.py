@@ -113,8 +113,9 @@ def main() -> dict[str, Any]:
         "undo_ms_median": med("undo_ms"),
         "redo_ms_median": med("redo_ms"),
         "apply_peak_memory_mib": round(traced["peak_bytes"] / (1024 * 1024), 2),
-        "note": "apply = checkpoint before+after (fsync'd blobs), temp file + fsync + os.replace + read-back "
-                "per file; peak memory measured with tracemalloc over propose + apply",
+        "note": "apply = checkpoint before+after (fsync'd blobs) and the apply journal, then per file a temp "
+                "file in the folder's descriptor + fsync + rename + read-back; peak memory measured with "
+                "tracemalloc over propose + apply",
         "runs": RUNS,
         "python": platform.python_version(),
         "machine": platform.machine(),
