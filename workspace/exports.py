@@ -32,6 +32,7 @@ from workspace.persistence import (
     conversation_from_events,
 )
 from workspace.result import RobotResult
+from workspace.sandbox import display_json, display_path
 from workspace.secrets import redact
 
 __all__ = [
@@ -63,7 +64,15 @@ def _time(ts: float | None) -> str:
 
 
 def _json(value: Any, *, indent: int | None = 2) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
+    """JSON for people and files: control, format (bidi) and separator characters in strings are
+    escaped (:func:`workspace.sandbox.display_json`), so no name can reorder or forge lines."""
+    return display_json(json.dumps(value, ensure_ascii=False, indent=indent, default=str))
+
+
+def _change_path(entry: Mapping[str, Any]) -> str:
+    """A changed file's name (``old → new`` for a rename) with any control or bidi character escaped."""
+    path, new = str(entry.get("path", "?")), entry.get("new_path")
+    return display_path(f"{path} → {new}" if new else path)
 
 
 def _fenced(value: Any, lang: str = "json") -> str:
@@ -204,7 +213,7 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> 
                 out.append(f"**Change proposed** `{event.change_set_id}`:")
                 for f in event.files:
                     added, removed = f.get("added", 0), f.get("removed", 0)
-                    out.append(f"- `{f.get('path', '?')}` ({f.get('action', 'modify')}, +{added} −{removed})")
+                    out.append(f"- `{_change_path(f)}` ({f.get('action', 'modify')}, +{added} −{removed})")
                 out.append("")
             case ev.ChangeDecided():
                 heading(who)
@@ -212,7 +221,7 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> 
                 for f in event.outcome:
                     accepted, rejected = f.get("accepted") or [], f.get("rejected") or []
                     reason = f" ({f['reason']})" if f.get("reason") else ""
-                    out.append(f"- `{f.get('path', '?')}`: accepted hunks {accepted}, rejected hunks {rejected}{reason}")
+                    out.append(f"- `{_change_path(f)}`: accepted hunks {accepted}, rejected hunks {rejected}{reason}")
                 if event.checkpoint_id:
                     out.append(f"- checkpoint `{event.checkpoint_id}`")
                 out.append("")
@@ -280,7 +289,7 @@ def export_events_jsonl(store: Store, thread_id: str, *, leaf_turn_id: str | Non
     for turn_id, event in pairs:
         data = event.to_dict()
         data["turn_id"] = turn_id
-        lines.append(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str))
+        lines.append(display_json(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)))
     return redact("\n".join(lines) + ("\n" if lines else ""))
 
 

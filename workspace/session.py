@@ -51,6 +51,7 @@ from workspace.result import Usage
 if TYPE_CHECKING:
     from workspace.agent import EventRun
     from workspace.catalog import RobotInfo
+    from workspace.changes import InterruptedApply, RecoveryResult
     from workspace.config import Config
     from workspace.messages import Message
     from workspace.network import Network, NetworkInfo
@@ -717,6 +718,41 @@ class Workspace:
             if session.changes is None or Path(session.changes.folder) != new:
                 session.changes = None
                 session._restore_changes()  # this folder's, when some wait here
+
+    # -- applies a crash cut short ------------------------------------------------------------------
+    def interrupted_applies(self, *, all_folders: bool = False) -> list[InterruptedApply]:
+        """Applies (and undos, redos, restores) a crash cut short, of the open folder (of every folder
+        with ``all_folders`` or when none is open): each file is whole, the set may be mixed. The
+        window asks at start (and after opening a folder) and offers :meth:`recover_apply`;
+        :meth:`recovery_notice` words them for its banner."""
+        from workspace.changes import find_interrupted_applies
+
+        return find_interrupted_applies(None if all_folders else self.folder)
+
+    @staticmethod
+    def recovery_notice(items: list[InterruptedApply]) -> str | None:
+        """The banner text for :meth:`interrupted_applies` (None when there are none)."""
+        if not items:
+            return None
+        if len(items) == 1:
+            return items[0].message()
+        return (f"{len(items)} applies were cut short by the program stopping. "
+                + " ".join(f"({n}) {item.message()}" for n, item in enumerate(items, start=1)))
+
+    def recover_apply(self, item: InterruptedApply, direction: str = "back", *,
+                      force: bool = False) -> RecoveryResult:
+        """Roll an interrupted apply back (every file as before) or forward (as the change makes it),
+        remove its temp files, and say what was done (``RecoveryResult.message``). Refused while a
+        run goes (it could be writing the same files); ``direction="discard"`` forgets the record."""
+        from workspace.changes import RecoveryResult, discard_interrupted, recover
+
+        if self.running:
+            raise RuntimeError("Stop the running robots first (Esc), then recover the interrupted apply")
+        if direction == "discard":
+            discard_interrupted(item)
+            return RecoveryResult(True, "Forgot the interrupted apply; the files were left as they are.",
+                                  direction)
+        return recover(item, direction, force=force)
 
     # -- robots ------------------------------------------------------------------------------------
     def robots(self, *, problems: list[str] | None = None) -> list[RobotInfo]:

@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "workspace.cli.threads",
     "workspace.cli.trust",
     "workspace.cli.schema",
+    "workspace.cli.changes",
 ]
 
 

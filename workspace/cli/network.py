@@ -73,6 +73,9 @@ async def _run(args: argparse.Namespace) -> int:
     from workspace.providers import is_offline
 
     folder = _folder(args)
+    from workspace.cli.changes import warn_interrupted_applies
+
+    warn_interrupted_applies(folder)
     overrides: dict[str, Any] = {}
     if args.model:
         overrides.setdefault("llm", {})["model"] = args.model

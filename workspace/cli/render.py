@@ -7,13 +7,20 @@ import sys
 from typing import Any, TextIO, assert_never
 
 from workspace import events as ev
+from workspace.sandbox import display_json, display_path
 
 
 def _preview(value: Any, limit: int = 160) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = text.replace("\n", " ⏎ ")
+    text = display_path(text.replace("\n", " ⏎ "))  # no control or bidi character reaches the terminal
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
+
+
+def _path(entry: dict[str, Any]) -> str:
+    """A change's path (``old → new`` for a rename) as the terminal may show it."""
+    path, new = str(entry.get("path", "?")), entry.get("new_path")
+    return display_path(f"{path} → {new}" if new else path)
 
 class EventPrinter:
     """Streams events as people read them; ``json_lines=True`` prints ``to_dict()`` per line."""
@@ -42,7 +49,7 @@ class EventPrinter:
 
     def __call__(self, event: ev.Event) -> None:
         if self.json_lines:
-            self.out.write(ev.to_json(event) + "\n")
+            self.out.write(display_json(ev.to_json(event)) + "\n")
             self.out.flush()
             return
         who = self._who(event)
@@ -68,12 +75,12 @@ class EventPrinter:
             case ev.ToolError():
                 self._line(self._c("31", f"{who}✗ {event.name}: {_preview(event.error)}"))
             case ev.ChangeProposed():
-                files = ", ".join(f"{f.get('path')} (+{f.get('added', 0)} -{f.get('removed', 0)})" for f in event.files)
+                files = ", ".join(f"{_path(f)} (+{f.get('added', 0)} -{f.get('removed', 0)})" for f in event.files)
                 self._line(self._c("33", f"{who}✎ proposed change: {files}"))
             case ev.ChangeDecided():
                 parts = []
                 for f in event.outcome:
-                    parts.append(f"{f.get('path')}: {len(f.get('accepted', []))} accepted, "
+                    parts.append(f"{_path(f)}: {len(f.get('accepted', []))} accepted, "
                                  f"{len(f.get('rejected', []))} rejected")
                 self._line(self._c("33", f"{who}✎ review: " + "; ".join(parts)))
             case ev.TaskStarted():

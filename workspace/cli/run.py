@@ -72,6 +72,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> int:
     from workspace.catalog import load_robot
     from workspace.cli import CLIError
+    from workspace.cli.changes import warn_interrupted_applies
     from workspace.cli.trust import warn_if_untrusted
     from workspace.config import load_config
     from workspace.providers import is_offline, provider_for
@@ -87,6 +88,7 @@ async def _run(args: argparse.Namespace) -> int:
         overrides.setdefault("llm", {})["api_base"] = args.api_base
     config = load_config(folder, overrides=overrides or None)
     warn_if_untrusted(config)
+    warn_interrupted_applies(folder)  # a crash cut an apply short: say so before anything else is written
     check_robot_file(args.robot)
     robot = load_robot(args.robot, folder=folder, config=config, model=args.model, api_base=args.api_base)
     model = robot.model
