@@ -204,8 +204,9 @@ class RecordedRun:
         try:
             await asyncio.shield(task)
         except asyncio.CancelledError:
-            if not task.done():
-                raise  # we were cancelled, not the recording
+            current = asyncio.current_task()
+            if not task.done() or (current is not None and current.cancelling()):
+                raise  # we were cancelled (also when the recording ended at the same moment), not the recording
         return self.terminal
 
     def __aiter__(self) -> AsyncIterator[ev.Event]:

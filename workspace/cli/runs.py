@@ -51,7 +51,7 @@ def add_run_options(p: argparse.ArgumentParser, *, who: str) -> None:
     output.add_argument("--json", action="store_true", help="print one JSON object per event (JSON Lines)")
     output.add_argument("--plain", action="store_true",
                         help="print only the final answer (on stdout, when the run ends): for pipes and scripts")
-    p.add_argument("--folder", dest="run_folder", help=f"folder {who} may read and propose changes in")
+    p.add_argument("--folder", dest="run_folder", metavar="DIR", help=f"folder {who} may read and propose changes in")
     p.add_argument(
         "--apply",
         choices=("review", "auto", "never"),
@@ -163,15 +163,16 @@ def hit_turn_limit(event: Any) -> bool:
     return getattr(event.result, "stop_reason", None) == "max_turns"
 
 
-async def print_events(run: Any, printer: Any) -> tuple[int, SignalStop]:
-    """Print every event of ``run`` (Ctrl-C and SIGTERM stop it, see :func:`stop_on_signals`); the exit
-    status: 0, 1 when it failed, 3 when it (or a network's task) stopped at the turn limit, 130 when it
-    was cancelled (128 + the signal when one stopped it)."""
+async def print_events(run: Any, printer: Any, *, signals: bool = True) -> tuple[int, SignalStop]:
+    """Print every event of ``run`` (Ctrl-C and SIGTERM stop it, see :func:`stop_on_signals`, unless
+    ``signals=False``: the caller handles them); the exit status: 0, 1 when it failed, 3 when it (or a
+    network's task) stopped at the turn limit, 130 when it was cancelled (128 + the signal when one
+    stopped it)."""
     from workspace import events as ev
 
     status = EXIT_OK
     limited: list[str] = []
-    with stop_on_signals(run) as stopped:
+    with stop_on_signals(run) if signals else contextlib.nullcontext(SignalStop()) as stopped:
         async for event in run:
             printer(event)
             if isinstance(event, ev.RunFailed):
