@@ -484,9 +484,12 @@ class ThreadSession:
                 raise
             problems.append(f"could not record the message yet: {exc}")  # kept queued; the run goes on
         if not self._thread.title:
-            from workspace.changes import split_user_message
+            typed = text
+            if text.startswith("<change-review>"):  # (importing workspace.changes only then keeps a first run quick)
+                from workspace.changes import split_user_message
 
-            title = title_from(split_user_message(text)[1])
+                typed = split_user_message(text)[1]
+            title = title_from(typed)
             if title:
                 try:
                     self._thread = self.store.rename_thread(self.thread_id, title)
