@@ -263,6 +263,10 @@ class NetworkPrinter:
         self._flush_all()
         self.printer.finish()
 
+    def end_line(self) -> None:
+        """Nothing to end: only whole lines are printed (the held ones stay held across a question)."""
+        self.out.flush()
+
     def summary(self, result: Any) -> None:
         states = ", ".join(f"{name} {state}" for name, state in result.statuses.items())
         self.out.write(f"\ntasks: {states}\n")

@@ -133,6 +133,10 @@ class EventPrinter:
                 assert_never(event)
 
     def finish(self) -> None:
+        self.end_line()
+
+    def end_line(self) -> None:
+        """End the line the streamed text is on (a question or other output follows)."""
         if self._in_text:
             self.out.write("\n")
             self._in_text = False

@@ -217,7 +217,9 @@ class QuestionAfterOutput:
 
         self.printer(event)
         if isinstance(event, ev.ApprovalRequested):
-            self.printer.finish()  # end a streamed line: the question starts on its own
+            end_line = getattr(self.printer, "end_line", None)
+            if callable(end_line):
+                end_line()  # end a streamed line: the question starts on its own
             waiter = self._waiting.pop(event.id, None)
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)
