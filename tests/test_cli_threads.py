@@ -307,3 +307,18 @@ def test_network_printer_holds_each_tasks_text_until_its_line_is_complete() -> N
     printer.finish()
     assert out.getvalue().splitlines() == [
         "[a] The quick brown fox", "[b] Lorem ipsum dolor", "[b] → t {}", "[a] jumps over.", "■ task b done"]
+
+
+def test_network_run_continue_records_one_thread(robotlab_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ROBOT_LAB_DEMO__DELAY", "0")
+    assert main(["network", "run", "support-triage", "I need a refund for my invoice", "--plain"]) == 0
+    assert "Billing specialist" in capsys.readouterr().out
+    assert main(["network", "run", "--continue", "and for the other invoice too", "--plain"]) == 0
+    assert "Billing specialist" in capsys.readouterr().out
+    assert main(["run", "--continue", "hi", "--plain"]) == 2  # no robot thread: the network's is not one
+    assert "no robot thread to continue" in capsys.readouterr().err
+    assert main(["threads", "list", "--json"]) == 0
+    (thread,) = json.loads(capsys.readouterr().out)
+    assert thread["kind"] == "network" and thread["robot"] == "support-triage" and thread["turns"] == 2
+    assert thread["metadata"]["command"] == "network run" and thread["metadata"]["network_file"].endswith(".yaml")
