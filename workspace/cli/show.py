@@ -47,7 +47,7 @@ class TranscriptPrinter(EventPrinter):
                 self.out.write("\n")
                 self._in_text = False
             for line in printable(event.text.rstrip("\n")).split("\n"):
-                self.out.write(f"{label}{line}\n")
+                self.out.write(f"{label}{line}".rstrip(" ") + "\n")
             self.out.flush()
             return
         super().__call__(event)
