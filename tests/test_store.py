@@ -571,3 +571,39 @@ def test_unusable_location_names_the_fix(tmp_path: Path) -> None:
     if os.name != "nt":
         with pytest.raises(StoreError, match="folder"):
             Store(tmp_path)
+
+
+def test_thread_metadata_and_origin(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """m004_thread_metadata: a JSON object per thread (the command line's origin), redacted like the rest."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-metadata-secret-123456")
+    with Store(db) as s:
+        window = s.create_thread(robot="helper", title="from the window")
+        assert window.metadata == {} and window.origin is None and window.origin_label == ""
+        cli = s.create_thread(robot="helper", metadata={"origin": "cli", "command": "run",
+                                                        "note": "key sk-metadata-secret-123456"})
+        assert cli.origin == "cli" and cli.origin_label == "terminal"
+        assert "sk-metadata-secret" not in str(cli.metadata)
+        updated = s.update_thread_metadata(cli.id, model="openai/gpt-4o-mini", note=None)
+        assert updated.metadata == {"origin": "cli", "command": "run", "model": "openai/gpt-4o-mini"}
+        other = s.create_thread(robot="writer", kind="network")
+        latest = s.latest_thread()
+        assert latest is not None and latest.id == other.id
+        latest_robot = s.latest_thread(kind="robot")
+        assert latest_robot is not None and latest_robot.id in (window.id, cli.id)
+        assert s.latest_thread(kind="robot", robot="nobody") is None
+        s.delete_thread(other.id)
+        assert s.latest_thread(kind="network") is None  # deleted threads are not continued
+
+
+def test_a_database_of_the_previous_version_gets_the_metadata_column(db: Path) -> None:
+    with Store(db) as s:
+        thread = s.create_thread(robot="helper", title="old")
+    conn = sqlite3.connect(db)  # as m001..m003 left it: no metadata column, no m004 recorded
+    conn.execute("ALTER TABLE threads DROP COLUMN metadata")
+    conn.execute("DELETE FROM _migrations WHERE name = 'm004_thread_metadata'")
+    conn.commit()
+    conn.close()
+    with Store(db) as s:
+        assert s.get_thread(thread.id).metadata == {} and s.get_thread(thread.id).title == "old"
+        names = [r["name"] for r in s.iter_rows("SELECT name FROM _migrations ORDER BY rowid")]
+    assert names[-1] == "m004_thread_metadata"

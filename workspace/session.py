@@ -205,8 +205,9 @@ class RecordedRun:
         try:
             await asyncio.shield(task)
         except asyncio.CancelledError:
-            if not task.done():
-                raise  # we were cancelled, not the recording
+            current = asyncio.current_task()
+            if not task.done() or (current is not None and current.cancelling()):
+                raise  # we were cancelled (also when the recording ended at the same moment), not the recording
         return self.terminal
 
     def __aiter__(self) -> AsyncIterator[ev.Event]:
@@ -334,6 +335,10 @@ class ThreadSession:
         self._save_lock = threading.Lock()
         #: Proposed file changes awaiting review (when the workspace has a folder open).
         self.changes: Any = None
+        #: How a network thread gets a fresh network for each run (default: the workspace's
+        #: ``load_network`` of the thread's network name). The command line sets it for a network
+        #: given as a file, with its --model and --api-base.
+        self.network_loader: Callable[[], Network] | None = None
 
     # -- state -------------------------------------------------------------------------------------
     @property
@@ -368,8 +373,24 @@ class ThreadSession:
         if not self.is_network:
             raise RuntimeError(f"Thread {self.thread_id[:8]} talks to robot '{self._thread.robot}', not a network")
         if self._network is None:
-            self._network = self.workspace.load_network(self._thread.robot)
+            self._network = self._load_network()
         return self._network
+
+    def _load_network(self) -> Network:
+        if self.network_loader is not None:
+            return self.network_loader()
+        return self.workspace.load_network(self._thread.robot)
+
+    def use_robot(self, robot: Robot) -> None:
+        """Talk to ``robot`` from the next message on (another model or provider for the thread's
+        robot, as ``/model`` in ``robotlab chat`` does). It must be the thread's robot, by name."""
+        if self.is_network:
+            raise RuntimeError(f"Thread {self.thread_id[:8]} talks to network '{self._thread.robot}', not a robot")
+        if robot.name != self._thread.robot:
+            raise ValueError(f"Thread {self.thread_id[:8]} talks to robot '{self._thread.robot}', not "
+                             f"'{robot.name}'; start a new thread to talk to another robot")
+        self._not_running("change the robot")
+        self._robot = robot
 
     @property
     def network_run(self) -> Any:
@@ -390,9 +411,13 @@ class ThreadSession:
         return self._thread
 
     # -- running ------------------------------------------------------------------------------------
-    def send(self, text: str) -> RecordedRun:
-        """Send a message after the current turn; iterate the returned run for its events."""
-        return self._start(text, self.thread.current_turn_id)
+    def send(self, text: str, **options: Any) -> RecordedRun:
+        """Send a message after the current turn; iterate the returned run for its events.
+
+        ``options`` are more run options for ``Robot.stream`` / ``Network.stream`` (template
+        parameters, ``max_turns``); the thread's own (approval, folder, changes) are set here.
+        """
+        return self._start(text, self.thread.current_turn_id, options)
 
     def edit_and_resend(self, turn_id: str, text: str) -> RecordedRun:
         """Send ``text`` in place of turn ``turn_id``'s message: a new sibling branch."""
@@ -427,7 +452,7 @@ class ThreadSession:
         if self.running:
             raise RuntimeError(f"The thread is running; stop the run (or wait for it) before you {what}")
 
-    def _start(self, text: str, parent_turn_id: str | None) -> RecordedRun:
+    def _start(self, text: str, parent_turn_id: str | None, extra: dict[str, Any] | None = None) -> RecordedRun:
         self._not_running("send another message")
         if not text or not text.strip():
             raise ValueError("The message is empty; type something to send")
@@ -435,7 +460,7 @@ class ThreadSession:
         robot: Robot | None = None
         if self.is_network:
             # A fresh network for every run: its memory starts from the file's values.
-            network = self.workspace.load_network(self._thread.robot)
+            network = self._load_network()
         else:
             robot = self.robot
         if self.changes is not None:
@@ -460,15 +485,18 @@ class ThreadSession:
                 raise
             problems.append(f"could not record the message yet: {exc}")  # kept queued; the run goes on
         if not self._thread.title:
-            from workspace.changes import split_user_message
+            typed = text
+            if text.startswith("<change-review>"):  # (importing workspace.changes only then keeps a first run quick)
+                from workspace.changes import split_user_message
 
-            title = title_from(split_user_message(text)[1])
+                typed = split_user_message(text)[1]
+            title = title_from(typed)
             if title:
                 try:
                     self._thread = self.store.rename_thread(self.thread_id, title)
                 except StoreError as exc:
                     problems.append(f"could not record the title yet: {exc}")
-        options: dict[str, Any] = {"thread_id": self.thread_id, "approval": self.approval}
+        options: dict[str, Any] = {**(extra or {}), "thread_id": self.thread_id, "approval": self.approval}
         if self.workspace.folder is not None:
             options["folder"] = self.workspace.folder
             options["changes"] = self._changes_for_run()
@@ -785,39 +813,55 @@ class Workspace:
         path = find_network_file(name, self.folder)
         return load_network(path, folder=self.folder, config=self.config, provider=self.provider)
 
-    def new_network_thread(self, name: str, *, title: str | None = None) -> ThreadSession:
-        """A new thread whose messages each run the network ``name`` (validated now: a bad file raises)."""
-        network = self.load_network(name)
+    def new_network_thread(self, name: str, *, title: str | None = None,
+                           loader: Callable[[], Network] | None = None,
+                           metadata: dict[str, Any] | None = None) -> ThreadSession:
+        """A new thread whose messages each run the network ``name`` (validated now: a bad file raises).
+
+        ``loader`` builds the network for each run instead of :meth:`load_network` (the command
+        line's network files and overrides); ``metadata`` is kept with the thread (its origin).
+        """
+        network = loader() if loader is not None else self.load_network(name)
         info = self.store.create_thread(robot=network.name, title=title, kind="network",
-                                        folder=str(self.folder) if self.folder else None)
+                                        folder=str(self.folder) if self.folder else None, metadata=metadata)
         session = ThreadSession(self, info)
         session._network = network
+        session.network_loader = loader
         self._sessions[info.id] = session
         return session
 
     # -- threads -------------------------------------------------------------------------------------
-    def new_thread(self, robot_name: str, *, title: str | None = None, kind: str = "robot") -> ThreadSession:
+    def new_thread(self, robot_name: str, *, title: str | None = None, kind: str = "robot",
+                   robot: Robot | None = None, metadata: dict[str, Any] | None = None) -> ThreadSession:
         """A new thread with the robot (an unknown robot raises ConfigurationError naming the known ones);
-        ``kind="network"``: with the network of that name (:meth:`new_network_thread`)."""
+        ``kind="network"``: with the network of that name (:meth:`new_network_thread`).
+
+        ``robot``: the robot to talk to, already built (the command line's, with its model and
+        provider) instead of the catalog's; ``metadata`` is kept with the thread (its origin).
+        """
         if kind == "network":
-            return self.new_network_thread(robot_name, title=title)
+            return self.new_network_thread(robot_name, title=title, metadata=metadata)
         if kind != "robot":
             raise ValueError(f"Invalid thread kind: {kind!r}. Must be 'robot' or 'network'")
-        robot = self.load_robot(robot_name)
+        if robot is None:
+            robot = self.load_robot(robot_name)
         info = self.store.create_thread(robot=robot.name, title=title,
-                                        folder=str(self.folder) if self.folder else None)
+                                        folder=str(self.folder) if self.folder else None, metadata=metadata)
         session = ThreadSession(self, info)
         session._robot = robot
         self._sessions[info.id] = session
         return session
 
-    def open_thread(self, thread_id: str) -> ThreadSession:
-        """The session of a stored thread (the same object while it is open)."""
+    def open_thread(self, thread_id: str, *, robot: Robot | None = None) -> ThreadSession:
+        """The session of a stored thread (the same object while it is open); ``robot``: talk to
+        this robot from now on (the command line's, with its model and provider)."""
         session = self._sessions.get(thread_id)
         if session is None:
             session = ThreadSession(self, self.store.get_thread(thread_id))
             session._restore_changes()
             self._sessions[thread_id] = session
+        if robot is not None:
+            session.use_robot(robot)
         return session
 
     def threads(self, include_deleted: bool = False) -> list[ThreadInfo]:

@@ -12,9 +12,19 @@ from workspace.sandbox import display_json, display_path
 
 def _preview(value: Any, limit: int = 160) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = display_path(text.replace("\n", " ⏎ "))  # no control or bidi character reaches the terminal
+    text = printable(text.replace("\n", " ⏎ "), one_line=True)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    """``text`` safe to print on a terminal: control characters (escape sequences that would move the
+    cursor, recolour or retitle the terminal), format characters (bidi overrides), separators and
+    surrogates are shown escaped (``\\x1b``, ``\\u202e``), as :func:`workspace.sandbox.display_path`
+    does. Multi-line text keeps its newlines and tabs; ``one_line`` (names, paths, arguments) escapes
+    those too."""
+    if one_line or text.isprintable():
+        return display_path(text)
+    return "\n".join("\t".join(display_path(part) for part in line.split("\t")) for line in text.split("\n"))
 
 
 def _path(entry: dict[str, Any]) -> str:
@@ -22,13 +32,19 @@ def _path(entry: dict[str, Any]) -> str:
     path, new = str(entry.get("path", "?")), entry.get("new_path")
     return display_path(f"{path} → {new}" if new else path)
 
+
 class EventPrinter:
     """Streams events as people read them; ``json_lines=True`` prints ``to_dict()`` per line."""
 
-    def __init__(self, out: TextIO | None = None, *, json_lines: bool = False, show_task: bool = False) -> None:
+    #: Not the ``--plain`` printer (:class:`PlainPrinter` is).
+    plain = False
+
+    def __init__(self, out: TextIO | None = None, *, json_lines: bool = False, show_task: bool = False,
+                 preview: int = 160) -> None:
         self.out = out or sys.stdout
         self.json_lines = json_lines
         self.show_task = show_task
+        self.preview = preview
         self._in_text = False
         self._color = self.out.isatty() if hasattr(self.out, "isatty") else False
 
@@ -59,21 +75,21 @@ class EventPrinter:
             case ev.TextDelta():
                 if not self._in_text and who:
                     self.out.write(who)
-                self.out.write(event.text)
+                self.out.write(printable(event.text))
                 self.out.flush()
                 self._in_text = True
             case ev.ToolUse():
                 server = f"{event.server}/" if event.server else ""
-                self._line(self._c("36", f"{who}→ {server}{event.name} {_preview(event.input)}"))
+                self._line(self._c("36", f"{who}→ {server}{event.name} {_preview(event.input, self.preview)}"))
             case ev.ApprovalDecided():
                 verdict = "approved" if event.decision == "approve" else "denied"
                 reason = f": {event.reason}" if event.reason else ""
                 self._line(self._c("33", f"{who}  {event.name} {verdict} ({event.scope}){reason}"))
             case ev.ToolResult():
                 payload = event.payload.get("data") if isinstance(event.payload, dict) else event.payload
-                self._line(self._c("32", f"{who}← {event.name} ({event.duration * 1000:.0f} ms) {_preview(payload)}"))
+                self._line(self._c("32", f"{who}← {event.name} ({event.duration * 1000:.0f} ms) {_preview(payload, self.preview)}"))
             case ev.ToolError():
-                self._line(self._c("31", f"{who}✗ {event.name}: {_preview(event.error)}"))
+                self._line(self._c("31", f"{who}✗ {event.name}: {_preview(event.error, self.preview)}"))
             case ev.ChangeProposed():
                 files = ", ".join(f"{_path(f)} (+{f.get('added', 0)} -{f.get('removed', 0)})" for f in event.files)
                 self._line(self._c("33", f"{who}✎ proposed change: {files}"))
@@ -110,7 +126,47 @@ class EventPrinter:
                 assert_never(event)
 
     def finish(self) -> None:
+        self.end_line()
+
+    def end_line(self) -> None:
+        """End the line the streamed text is on (a question or other output follows)."""
         if self._in_text:
             self.out.write("\n")
             self._in_text = False
+        self.out.flush()
+
+
+class PlainPrinter:
+    """``--plain``: only the final answer, on stdout, when the run ends (what ``llm`` prints), so shell
+    scripts can use it (``answer=$(robotlab run assistant "..." --plain)``). A failure, a stop and the
+    turn limit are said on stderr; questions and the review go to stderr too (``out`` is where they go,
+    see :mod:`workspace.cli.review`)."""
+
+    json_lines = False
+    plain = True
+
+    def __init__(self, answer: TextIO | None = None, err: TextIO | None = None) -> None:
+        self.answer = answer or sys.stdout
+        self.out = err or sys.stderr
+        self._color = False
+        self._done = False
+
+    def __call__(self, event: ev.Event) -> None:
+        if event.task is not None:
+            return  # a network's task: only the network's own end counts
+        match event:
+            case ev.RunFinished():
+                text = getattr(event.result, "last_text_content", None)
+                if text is not None and str(text):
+                    self.answer.write(str(text).rstrip("\n") + "\n")
+                    self.answer.flush()
+            case ev.RunFailed():
+                self.out.write(f"robotlab: the run failed: {event.error}\n")
+            case ev.RunCancelled():
+                self.out.write(f"robotlab: stopped: {event.reason}\n")
+            case _:
+                pass
+
+    def finish(self) -> None:
+        self.answer.flush()
         self.out.flush()
