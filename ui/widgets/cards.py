@@ -24,12 +24,14 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
-from ui.models.tool_calls import format_duration, result_error
+from ui.models.tool_calls import format_duration
 from ui.widgets.common import AutoHeightText, ElidedLabel, JsonHighlighter, RichLabel, pill, robot_chip
 from workspace.approval import ApprovalDecision
 
 if TYPE_CHECKING:
     import asyncio
+
+    from ui.chat.state import ChangeItem, ToolCallItem
 
 ARGS_MAX_LINES = 40
 STATUS_TEXT = {
@@ -378,10 +380,14 @@ class ToolCard(QFrame):
 
         self._result_toggle: ElidedToolButton | None = None
         self._result_view: AutoHeightText | None = None
+        self._error_box: AutoHeightText | None = None
+        self._decision: QLabel | None = None
         self._set_status("running")
 
     # -- state ------------------------------------------------------------------------------
     def _set_status(self, status: str) -> None:
+        if status == self.status and self._status_pill is not None:
+            return
         self.status = status
         self.setProperty("status", status)
         self.style().unpolish(self)
@@ -397,31 +403,54 @@ class ToolCard(QFrame):
         self.arguments = arguments
         self._args.setHtml(_args_html(arguments))
 
-    def set_result(self, payload: Any, duration: float | None) -> None:
-        error = result_error(payload)
-        if error is not None:  # an error carried as a result: shown (and counted) as one
-            self.result = payload
-            self.set_error(error, duration)
-            return
-        self.result = payload
-        self._set_status("ok")
-        self._duration.setText(format_duration(duration))
-        value = payload["data"] if isinstance(payload, dict) and set(payload) == {"data"} else payload
-        self._add_result_section("Result", value, expanded=False)
+    def apply(self, call: ToolCallItem) -> None:
+        """Show the call's state: its arguments, status, result or error, and the approval's outcome."""
+        if call.arguments != self.arguments:
+            self.set_arguments(call.arguments)
+        if call.status == "ok" and self._result_toggle is None:
+            self.result = call.result
+            self._duration.setText(format_duration(call.duration))
+            self._add_result_section("Result", call.result_value, expanded=False)
+        elif call.failed and self._error_box is None:
+            self.result = call.result
+            self.error = call.error
+            if call.duration:
+                self._duration.setText(format_duration(call.duration))
+            c = theme.colors()
+            error = call.error
+            message = error.get("message", error) if isinstance(error, dict) else error
+            text = message if isinstance(message, str) else markdown.to_json_text(message)
+            self._error_box = _body_text(
+                f'<div style="color:{c.error};"><b>{call.error_label}</b> — {markdown._esc(text)}</div>',
+                self, "ToolError")
+            self._body.addWidget(self._error_box)
+        approval = call.approval
+        if approval is not None and approval.state != "asking":
+            self._show_decision(approval.note, approval.state)
+        if self.approval is None or self.approval.done:
+            self._set_status(call.status)
 
-    def set_error(self, error: Any, duration: float | None, *, denied: bool = False) -> None:
-        self.error = error
-        stopped = "stopped the run" in str(error)
-        self._set_status("denied" if denied else ("stopped" if stopped else "error"))
-        if duration:
-            self._duration.setText(format_duration(duration))
+    def _show_decision(self, text: str, state: str) -> None:
+        """The approval's outcome under the arguments (the live panel, once answered, gives way to it)."""
+        panel = self.approval
+        if panel is not None:
+            if not panel.done:
+                if state != "stopped":
+                    return  # decided elsewhere (the policy file, another window): the panel finishes itself
+                panel.future.cancel()  # the run ended while it waited
+            self.approval = None
+            self._body.removeWidget(panel)
+            panel.setVisible(False)
+            panel.deleteLater()
+            self._args.setVisible(True)
         c = theme.colors()
-        message = error.get("message", error) if isinstance(error, dict) else error
-        text = message if isinstance(message, str) else markdown.to_json_text(message)
-        box = _body_text(
-            f'<div style="color:{c.error};"><b>{"Denied" if denied else ("Stopped" if stopped else "Error")}</b>'
-            f' — {markdown._esc(text)}</div>', self, "ToolError")
-        self._body.addWidget(box)
+        color = {"approved": c.success, "denied": c.error}.get(state, c.muted)
+        if self._decision is None:
+            self._decision = _shrinkable(QLabel("", self))
+            self._decision.setObjectName("ApprovalNote")
+            self._body.insertWidget(1, self._decision)
+        self._decision.setText(text)
+        self._decision.setStyleSheet(f"color: {color}; font-weight: 600;")
 
     def _add_result_section(self, label: str, value: Any, *, expanded: bool) -> None:
         c = theme.colors()
@@ -479,20 +508,6 @@ class ToolCard(QFrame):
                 if decision.input is not None:
                     self.set_arguments(decision.input)
             self.decided.emit(self.call_id, decision)
-
-    def mark_decided(self, decision: str, reason: str | None, scope: str) -> None:
-        """Show a decision that came from the event log (a replay), without a live panel."""
-        c = theme.colors()
-        if decision == "approve":
-            text = f"Approved ({'policy' if scope == 'policy' else scope})"
-            color = c.success
-        else:
-            text = f"Denied{': ' + reason if reason else ''}"
-            color = c.error
-        note = _shrinkable(QLabel(text, self))
-        note.setObjectName("Muted")
-        note.setStyleSheet(f"color: {color};")
-        self._body.insertWidget(1, note)
 
 
 class ApprovalPanel(QFrame):
@@ -703,7 +718,9 @@ class ChangeCard(QFrame):
         self.change_set_id = change_set_id
         self.files = list(files)
         self.status = "pending"
-        #: The checkpoint taken before the changes were written (set by set_outcome), and the outcome by path.
+        #: The state shown (see :meth:`apply`).
+        self.item: ChangeItem | None = None
+        #: The checkpoint taken before the changes were written, and the outcome by path.
         self.checkpoint_id: str | None = None
         self.outcome: dict[str, Any] = {}
         self.undone = False
@@ -754,18 +771,6 @@ class ChangeCard(QFrame):
         outer.addWidget(body)
         self._set_pill("review pending", c.warning, c.warning_bg)
 
-    def add_files(self, files: list[Any]) -> None:
-        """Another proposal of the same change set (the robot edited more files, or a file again)."""
-        by_path = {str(f.get("path")): i for i, f in enumerate(self.files)}
-        for f in files:
-            key = str(f.get("path"))
-            if key in by_path:
-                self.files[by_path[key]] = f
-            else:
-                by_path[key] = len(self.files)
-                self.files.append(f)
-        self._show_files()
-
     def _show_files(self) -> None:
         c = theme.colors()
         count = len(self.files)
@@ -789,41 +794,36 @@ class ChangeCard(QFrame):
         self._pill = pill(text, fg, bg, self)
         self._pill_holder.addWidget(self._pill)
 
-    def set_outcome(self, outcome: list[Any], *, checkpoint_id: str | None = None) -> None:
-        """Show what the user decided (from a ``change_decided`` event; auto mode sends one per write)."""
+    def apply(self, item: ChangeItem) -> None:
+        """Show the change set's state: its files, then what was decided (and whether it was undone)."""
+        self.item = item
+        if item.files != self.files:
+            self.files = list(item.files)
+            self._show_files()
+        self.status = item.status
+        self.outcome = dict(item.outcome)
+        self.checkpoint_id = item.checkpoint_id
+        self.undone = item.undone
+        if item.status == "pending":
+            return
         c = theme.colors()
-        for f in outcome:
-            self.outcome[str(f.get("path"))] = f
-        outcome = list(self.outcome.values())
-        accepted = sum(len(f.get("accepted") or []) for f in outcome)
-        rejected = sum(len(f.get("rejected") or []) for f in outcome)
-        self.status = "decided"
-        self.undone = False
-        if checkpoint_id:
-            self.checkpoint_id = checkpoint_id
-        written = any(f.get("status") == "applied" for f in outcome)
-        self.undo_button.setText("Undo")
-        self.undo_button.setVisible(written and self.checkpoint_id is not None)
-        if accepted and not rejected:
-            self._set_pill("applied", c.success, c.card_header)
-        elif rejected and not accepted:
-            self._set_pill("rejected", c.error, c.error_bg)
-        else:
-            self._set_pill(f"{accepted} applied · {rejected} rejected", c.accent, c.card_header)
-        self.note.setText(f"{accepted} hunk{'s' if accepted != 1 else ''} applied, {rejected} rejected.")
-        self.review_button.setText("Show changes")
-        self.review_button.setObjectName("")
-        self.review_button.style().unpolish(self.review_button)
-        self.review_button.style().polish(self.review_button)
-
-    def set_undone(self, undone: bool) -> None:
-        """The written changes were undone (or redone) from the card or the Changes dock."""
-        c = theme.colors()
-        self.undone = undone
-        if undone:
+        accepted, rejected = item.accepted, item.rejected
+        if item.undone:
             self._set_pill("undone", c.muted, c.card_header)
             self.note.setText("Undone: the files are as they were before these changes.")
             self.undo_button.setText("Redo")
         else:
-            self.set_outcome([])
-        self.undo_button.setVisible(self.checkpoint_id is not None)
+            if accepted and not rejected:
+                self._set_pill("applied", c.success, c.card_header)
+            elif rejected and not accepted:
+                self._set_pill("rejected", c.error, c.error_bg)
+            else:
+                self._set_pill(f"{accepted} applied · {rejected} rejected", c.accent, c.card_header)
+            self.note.setText(f"{accepted} hunk{'s' if accepted != 1 else ''} applied, {rejected} rejected.")
+            self.undo_button.setText("Undo")
+        self.undo_button.setVisible(item.can_undo)
+        if self.review_button.objectName():
+            self.review_button.setText("Show changes")
+            self.review_button.setObjectName("")
+            self.review_button.style().unpolish(self.review_button)
+            self.review_button.style().polish(self.review_button)
