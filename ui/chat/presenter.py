@@ -36,7 +36,7 @@ from ui.chat.state import (
     result_error,
 )
 from workspace import events as ev
-from workspace.result import RobotResult, Usage
+from workspace.result import NetworkResult, RobotResult, Usage
 
 if TYPE_CHECKING:
     from workspace.session import TurnView
@@ -266,7 +266,8 @@ class ChatPresenter:
     def _apply(self, event: ev.Event) -> None:
         match event:
             case ev.RunStarted():
-                self._run(event.run_id, event.robot, event.task)
+                run = self._run(event.run_id, event.robot, event.task)
+                run.started = event.ts
             case ev.TextDelta():
                 run = self._run(event.run_id, event.robot, event.task)
                 self._append_text(run, event.robot, event.text)
@@ -379,11 +380,11 @@ class ChatPresenter:
 
     # -- tool calls ---------------------------------------------------------------------------------
     def call(self, call_id: str, run_id: str | None = None) -> ToolCallItem | None:
-        """The call ``call_id``, looked up in its own run first (call ids repeat across a network's tasks)."""
-        run = self._runs.get(run_id) if run_id else None
-        found = run.calls.get(call_id) if run is not None else None
-        if found is not None:
-            return found
+        """The call ``call_id`` of run ``run_id`` (call ids repeat across runs: a network's tasks, the
+        turns of a scripted model); without ``run_id``, the first call with that id."""
+        if run_id:
+            run = self._runs.get(run_id)
+            return run.calls.get(call_id) if run is not None else None
         for other in self._runs.values():
             if call_id in other.calls:
                 return other.calls[call_id]
@@ -621,13 +622,15 @@ class ChatPresenter:
         if run.network is not None:
             self._finish_group(run.network, message or "interrupted", ts)
         run.text = None
-        usage = getattr(result, "usage", None)
-        if isinstance(usage, Usage) and (usage.input_tokens or usage.output_tokens):
+        own = _own_result(run, result)
+        usage = own.usage if own is not None else None
+        if usage is not None and (usage.input_tokens or usage.output_tokens):
             run.result_usage = usage
-        duration = getattr(result, "duration", None)
-        max_turns = outcome == "finished" and isinstance(result, RobotResult) and result.stop_reason == "max_turns"
-        run.end = RunEnd(outcome=outcome, message=message, max_turns=max_turns,
-                         duration=float(duration) if isinstance(duration, int | float) and duration else None)
+        duration = own.duration if own is not None else None
+        if not duration and run.started is not None and ts is not None:
+            duration = max(0.0, ts - run.started)
+        max_turns = outcome == "finished" and isinstance(own, RobotResult) and own.stop_reason == "max_turns"
+        run.end = RunEnd(outcome=outcome, message=message, max_turns=max_turns, duration=duration or None)
         run.footer = True
         for each in (run, *run.children):
             for call in each.calls.values():
@@ -635,6 +638,17 @@ class ChatPresenter:
                     call.approval.state = "stopped"
                     self.listener.item_changed(call)
         self.listener.run_changed(run)
+
+
+def _own_result(run: RunState, result: Any) -> RobotResult | NetworkResult | None:
+    """The terminal event's result when it is this run's own (a network's NetworkResult, a robot's
+    RobotResult), with its usage; None otherwise (a stored network result read back as its last
+    task's RobotResult would give that task's figures for the whole turn)."""
+    if isinstance(result, NetworkResult) and result.network == run.robot:
+        return result
+    if isinstance(result, RobotResult) and result.robot_name == run.robot and run.network is None:
+        return result
+    return None
 
 
 __all__ = ["INITIAL_TURNS", "LOAD_MORE_TURNS", "ChatListener", "ChatPresenter", "TranscriptSource"]

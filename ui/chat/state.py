@@ -338,6 +338,8 @@ class RunState:
     model_calls: list[ev.Usage] = field(default_factory=list)
     #: Task runs of this network run.
     children: list[RunState] = field(default_factory=list)
+    #: When its ``run_started`` came (a duration when the result has none).
+    started: float | None = None
     #: The usage the terminal event's result reports (used when no ``usage`` event came).
     result_usage: Usage | None = None
     end: RunEnd | None = None

@@ -409,21 +409,22 @@ class ToolCard(QFrame):
             self.set_arguments(call.arguments)
         if call.status == "ok" and self._result_toggle is None:
             self.result = call.result
-            self._duration.setText(format_duration(call.duration))
             self._add_result_section("Result", call.result_value, expanded=False)
-        elif call.failed and self._error_box is None:
+        elif call.failed and call.error is not None and call.error != self.error:
             self.result = call.result
             self.error = call.error
-            if call.duration:
-                self._duration.setText(format_duration(call.duration))
             c = theme.colors()
             error = call.error
             message = error.get("message", error) if isinstance(error, dict) else error
             text = message if isinstance(message, str) else markdown.to_json_text(message)
-            self._error_box = _body_text(
-                f'<div style="color:{c.error};"><b>{call.error_label}</b> — {markdown._esc(text)}</div>',
-                self, "ToolError")
-            self._body.addWidget(self._error_box)
+            html = f'<div style="color:{c.error};"><b>{call.error_label}</b> — {markdown._esc(text)}</div>'
+            if self._error_box is None:
+                self._error_box = _body_text(html, self, "ToolError")
+                self._body.addWidget(self._error_box)
+            else:
+                self._error_box.setHtml(html)
+        if call.status == "ok" or call.duration:
+            self._duration.setText(format_duration(call.duration))
         approval = call.approval
         if approval is not None and approval.state != "asking":
             self._show_decision(approval.note, approval.state)
@@ -437,7 +438,7 @@ class ToolCard(QFrame):
             if not panel.done:
                 if state != "stopped":
                     return  # decided elsewhere (the policy file, another window): the panel finishes itself
-                panel.future.cancel()  # the run ended while it waited
+                panel.dismiss()  # the run ended while it waited
             self.approval = None
             self._body.removeWidget(panel)
             panel.setVisible(False)
@@ -689,6 +690,13 @@ class ApprovalPanel(QFrame):
     @property
     def done(self) -> bool:
         return self._done
+
+    def dismiss(self) -> None:
+        """Nobody needs the answer any more (the run ended): stop waiting, quietly."""
+        self._done = True
+        if not self.future.done():
+            self.future.cancel()
+        self.finished.emit(None)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()

@@ -48,7 +48,7 @@ from ui.chat.state import (
 )
 from ui.widgets.cards import ApprovalPanel, ChangeCard, ToolCard
 from ui.widgets.common import RichLabel
-from ui.widgets.lanes import NetworkHeader, TaskLane, lane_of, robot_color
+from ui.widgets.lanes import NetworkHeader, TaskLane, robot_color
 from ui.widgets.messages import COLUMN_MAX_WIDTH, RobotHeader, RunFooter, UserMessage
 from ui.widgets.stream import MarkdownStream
 
@@ -102,7 +102,8 @@ class ChatView(QScrollArea):
         self._more_button: QPushButton | None = None
         self._empty: QWidget | None = None
         self.approvals: list[ApprovalPanel] = []
-        self._waiting_approvals: dict[str, tuple[ApprovalRequest, asyncio.Future[Any]]] = {}
+        #: Approvals asked before their call's card came, by (run id, call id).
+        self._waiting_approvals: dict[tuple[str, str], tuple[ApprovalRequest, asyncio.Future[Any]]] = {}
         self._lane_timer = QTimer(self)
         self._lane_timer.setInterval(500)
         self._lane_timer.timeout.connect(self._tick_lanes)
@@ -280,6 +281,10 @@ class ChatView(QScrollArea):
         message = self._widgets.get(turn)
         if isinstance(message, UserMessage) and turn.user is not None:
             message.apply(turn.user)
+        for run in turn.top_runs:  # Regenerate needs the stored turn
+            footer = self._widgets.get(run)
+            if isinstance(footer, RunFooter):
+                footer.apply(run)
 
     def item_added(self, item: Item) -> None:
         widget = self._make(item)
@@ -291,8 +296,8 @@ class ChatView(QScrollArea):
                 lane.add_widget(widget)
         else:
             self._place(parent, widget, run=item.run)
-        if isinstance(item, ToolCallItem):
-            waiting = self._waiting_approvals.pop(item.call_id, None)
+        if isinstance(item, ToolCallItem) and item.run is not None:
+            waiting = self._waiting_approvals.pop((item.run.run_id, item.call_id), None)
             if waiting is not None:  # the approval was asked before the card came
                 self._attach_approval(*waiting)
 
@@ -433,20 +438,22 @@ class ChatView(QScrollArea):
     # -- approvals (asked live, with a future the card's panel resolves) ---------------------------------
     def ask_approval(self, request: ApprovalRequest, future: asyncio.Future[Any]) -> None:
         """Show the approval inline in the tool's card (once its tool_use has arrived)."""
-        if self.card(request.call_id, request.run_id) is not None:
+        run_id = request.run_id or "approval"
+        if self.card(request.call_id, run_id) is not None:
             self._attach_approval(request, future)
             return
         # The gate asks before the bridge has delivered the tool_use event: wait for the card.
-        self._waiting_approvals[request.call_id] = (request, future)
-        QTimer.singleShot(400, lambda: self._approval_fallback(request.call_id))
+        key = (run_id, request.call_id)
+        self._waiting_approvals[key] = (request, future)
+        QTimer.singleShot(400, lambda: self._approval_fallback(key))
 
-    def _approval_fallback(self, call_id: str) -> None:
-        waiting = self._waiting_approvals.get(call_id)
+    def _approval_fallback(self, key: tuple[str, str]) -> None:
+        waiting = self._waiting_approvals.get(key)
         if waiting is None:
             return
         request, future = waiting
         if future.done():
-            self._waiting_approvals.pop(call_id, None)
+            self._waiting_approvals.pop(key, None)
             return
         from workspace import events as ev
 
@@ -456,13 +463,12 @@ class ChatView(QScrollArea):
                                        server=request.server))
 
     def _attach_approval(self, request: ApprovalRequest, future: asyncio.Future[Any]) -> ApprovalPanel | None:
-        card = self.card(request.call_id, request.run_id)
-        if card is None or future.done() or card.approval is not None:
+        call = self.presenter.call(request.call_id, request.run_id or "approval")
+        card = self.card(request.call_id, request.run_id or "approval")
+        if call is None or card is None or future.done() or card.approval is not None:
             return None
-        lane = lane_of(card)
-        item = self.presenter.lane(lane.task) if lane is not None else None
-        if item is not None:  # a robot of a network asks: open its lane
-            self.presenter.set_lane_collapsed(item, False)
+        if isinstance(call.parent, LaneItem):  # a robot of a network asks: open its lane
+            self.presenter.set_lane_collapsed(call.parent, False)
         panel = card.ask_approval(request, future)
         self.approvals.append(panel)
         panel.finished.connect(lambda _d, p=panel: self.approvals.remove(p) if p in self.approvals else None)

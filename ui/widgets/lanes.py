@@ -494,15 +494,6 @@ class TaskLane(QFrame):
         painter.end()
 
 
-def lane_of(widget: QWidget | None) -> TaskLane | None:
-    """The lane a widget sits in (None outside lanes)."""
-    while widget is not None:
-        if isinstance(widget, TaskLane):
-            return widget
-        widget = widget.parentWidget()
-    return None
-
-
 def spinner_phase(ms: float, period_ms: float = 1100.0) -> float:
     """Phase (0..1) of a turning arc at time ``ms``."""
     return (ms % period_ms) / period_ms
@@ -513,7 +504,6 @@ __all__ = [
     "TaskLane",
     "assign_robot_colors",
     "color_chip",
-    "lane_of",
     "network_icon",
     "paint_status",
     "robot_color",
