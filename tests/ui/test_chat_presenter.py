@@ -119,7 +119,7 @@ def test_a_robot_turn_becomes_messages_cards_and_a_footer() -> None:
     assert kinds == ["HeaderItem", "TextItem", "ToolCallItem", "ToolCallItem", "ChangeItem", "TextItem"]
     header, first, c1, c2, change, last = turn.items
     assert isinstance(header, HeaderItem) and header.robot == "assistant"
-    assert isinstance(first, TextItem) and first.text == "Let me store it." and first.complete
+    assert isinstance(first, TextItem) and first.text == "Let me store it."
     assert isinstance(last, TextItem) and last.text == "All **done**."
     # the approved call runs with the edited arguments; its approval says so
     assert isinstance(c1, ToolCallItem) and c1.status == "ok" and c1.arguments == {"key": "color", "value": "blue"}
@@ -267,7 +267,7 @@ def test_an_interrupted_turn_ends_its_run_and_lanes_where_it_stopped() -> None:
         ev.RunStarted(run_id="a1", robot="a_bot", task="a", seq=1, ts=103.0),
         ev.Text(run_id="a1", robot="a_bot", task="a", seq=2, ts=104.0, text="half an ans"),
     ]
-    presenter.load_turn(FakeView(FakeInfo("t1"), events, status="interrupted", user_text="go"))  # type: ignore[arg-type]
+    presenter.load_turn(FakeView(FakeInfo("t1"), events, status="interrupted", user_text="go"))
     run = presenter.run("n1")
     assert run is not None and run.end is not None and run.end.outcome == "interrupted"
     assert run.end.status_text == "■ Stopped — interrupted: the app closed before the run finished"
@@ -367,7 +367,7 @@ def test_a_network_turn_keeps_its_totals_whatever_result_the_store_gives_back() 
     assert last_task is not None and last_task.usage == Usage(8, 1, 0.001)
     events[-1] = network.replace(result=last_task)
     replayed = ChatPresenter()
-    replayed.load_turn(FakeView(FakeInfo("t1"), coalesce_text(events), user_text="go"))  # type: ignore[arg-type]
+    replayed.load_turn(FakeView(FakeInfo("t1"), coalesce_text(events), user_text="go"))
     for presenter in (live, replayed):
         run = presenter.run("n1")
         assert run is not None and run.totals == Usage(33, 22, None)
@@ -383,7 +383,7 @@ def test_live_and_stored_turns_give_the_same_state() -> None:
         live.set_user(turn, turn_id="t1")
         live.feed_all(events)
         stored = ChatPresenter()
-        stored.load_turn(FakeView(FakeInfo("t1"), coalesce_text(events), user_text="go"))  # type: ignore[arg-type]
+        stored.load_turn(FakeView(FakeInfo("t1"), coalesce_text(events), user_text="go"))
         assert dump_state(live.state) == dump_state(stored.state)
 
 
@@ -401,7 +401,7 @@ def test_a_reset_drops_the_late_events_of_runs_still_going() -> None:
 def test_events_shown_from_the_store_are_not_shown_twice() -> None:
     presenter = ChatPresenter()
     events = robot_events()
-    presenter.load_turn(FakeView(FakeInfo("t1"), coalesce_text(events[:6]), status="running", user_text="q"))  # type: ignore[arg-type]
+    presenter.load_turn(FakeView(FakeInfo("t1"), coalesce_text(events[:6]), status="running", user_text="q"))
     for event in events:  # the run goes on: its consumer sees every event from the start
         presenter.feed(event)
     once = ChatPresenter()

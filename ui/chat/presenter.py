@@ -14,8 +14,9 @@ a run that works for a task (its events carry ``task``) shows inside that task's
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol, assert_never
+from typing import Any, assert_never
 
+from ui.chat.listener import ChatListener, Silent, StoredTurn, TranscriptSource
 from ui.chat.state import (
     INTERRUPTED,
     LANE_STATUS_TEXT,
@@ -38,9 +39,6 @@ from ui.chat.state import (
 from workspace import events as ev
 from workspace.result import NetworkResult, RobotResult, Usage
 
-if TYPE_CHECKING:
-    from workspace.session import TurnView
-
 #: Turns shown when a thread opens; earlier ones load on demand.
 INITIAL_TURNS = 10
 LOAD_MORE_TURNS = 40
@@ -48,80 +46,11 @@ LOAD_MORE_TURNS = 40
 _KEEP: Any = object()
 
 
-class ChatListener(Protocol):
-    """What the presenter tells the view. Every item reaches ``item_added`` once, then
-    ``item_changed`` when its state changes; text grows through ``text_appended``."""
-
-    def chat_reset(self) -> None: ...
-
-    def turn_added(self, turn: TurnState) -> None:
-        """A turn joined ``state.turns`` (at its index there: loading earlier turns inserts)."""
-
-    def turn_removed(self, turn: TurnState) -> None: ...
-
-    def user_changed(self, turn: TurnState) -> None:
-        """The turn's user message got its stored turn, its branch position or its review note."""
-
-    def item_added(self, item: Item) -> None:
-        """A new item at the end of ``item.parent`` (its turn, or its lane)."""
-
-    def item_changed(self, item: Item) -> None: ...
-
-    def text_appended(self, item: TextItem, delta: str) -> None: ...
-
-    def run_changed(self, run: RunState) -> None:
-        """A run's footer: its usage, how it ended (``run.footer`` says whether it shows)."""
-
-    def hidden_changed(self) -> None:
-        """The number of earlier turns not loaded yet changed."""
-
-
-class _Silent:
-    """The listener of a presenter nobody watches (tests, dumps)."""
-
-    def chat_reset(self) -> None:
-        pass
-
-    def turn_added(self, turn: TurnState) -> None:
-        pass
-
-    def turn_removed(self, turn: TurnState) -> None:
-        pass
-
-    def user_changed(self, turn: TurnState) -> None:
-        pass
-
-    def item_added(self, item: Item) -> None:
-        pass
-
-    def item_changed(self, item: Item) -> None:
-        pass
-
-    def text_appended(self, item: TextItem, delta: str) -> None:
-        pass
-
-    def run_changed(self, run: RunState) -> None:
-        pass
-
-    def hidden_changed(self) -> None:
-        pass
-
-
-class TranscriptSource(Protocol):
-    """A stored thread's branch: its turns (cheap) and each turn's events on demand
-    (:class:`ui.transcript.LazyTranscript`)."""
-
-    @property
-    def turns(self) -> list[Any]: ...
-
-    def view(self, turn: Any) -> TurnView: ...
-
-
 class ChatPresenter:
     """Turns events into :attr:`state` and tells :attr:`listener` what changed."""
 
     def __init__(self, listener: ChatListener | None = None) -> None:
-        self.listener: ChatListener = listener if listener is not None else _Silent()
+        self.listener: ChatListener = listener if listener is not None else Silent()
         self.state = ChatState()
         self._runs: dict[str, RunState] = {}
         self._groups: dict[str, NetworkItem] = {}
@@ -218,7 +147,7 @@ class ChatPresenter:
         self.listener.hidden_changed()
         return len(chunk)
 
-    def load_turn(self, view: TurnView, *, index: int | None = None) -> TurnState:
+    def load_turn(self, view: StoredTurn, *, index: int | None = None) -> TurnState:
         """A stored turn: its user message, then its events as they were fed live."""
         from workspace.changes import split_user_message
 
@@ -375,7 +304,6 @@ class ChatPresenter:
         elif item.text != event.text:
             item.text = event.text
             self.listener.item_changed(item)
-        item.complete = True
         run.text = None
 
     # -- tool calls ---------------------------------------------------------------------------------
@@ -651,4 +579,4 @@ def _own_result(run: RunState, result: Any) -> RobotResult | NetworkResult | Non
     return None
 
 
-__all__ = ["INITIAL_TURNS", "LOAD_MORE_TURNS", "ChatListener", "ChatPresenter", "TranscriptSource"]
+__all__ = ["INITIAL_TURNS", "LOAD_MORE_TURNS", "ChatPresenter"]

@@ -97,8 +97,6 @@ class TextItem(Item):
     """One stretch of the robot's Markdown (a model turn's text); grows while it streams."""
 
     text: str = ""
-    #: The model turn's complete text arrived (later text starts a new item).
-    complete: bool = False
 
 
 @dataclass(eq=False, kw_only=True)
@@ -360,10 +358,6 @@ class RunState:
     def answer_text(self) -> str:
         """The run's text, for Copy."""
         return "\n\n".join(t.text for t in self.texts)
-
-    @property
-    def in_lane(self) -> bool:
-        return self.lane is not None
 
 
 @dataclass(eq=False, kw_only=True)

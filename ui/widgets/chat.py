@@ -46,8 +46,10 @@ from ui.chat.state import (
     ToolCallItem,
     TurnState,
 )
-from ui.widgets.cards import ApprovalPanel, ChangeCard, ToolCard
+from ui.widgets.cards import ApprovalPanel, ToolCard
+from ui.widgets.change_card import ChangeCard
 from ui.widgets.common import RichLabel
+from ui.widgets.flow import FlowRow
 from ui.widgets.lanes import NetworkHeader, TaskLane, robot_color
 from ui.widgets.messages import COLUMN_MAX_WIDTH, RobotHeader, RunFooter, UserMessage
 from ui.widgets.stream import MarkdownStream
@@ -120,10 +122,6 @@ class ChatView(QScrollArea):
             if widget is not None and widget is not self._more_button and widget is not self._empty:
                 out.append(widget)
         return out
-
-    def widget_for(self, item: Any) -> QWidget | None:
-        """The widget showing a view-state item (or a turn's user message, or a run's footer)."""
-        return self._widgets.get(item)
 
     def tool_cards(self) -> list[ToolCard]:
         cards: list[ToolCard] = []
@@ -211,8 +209,6 @@ class ChatView(QScrollArea):
             hint.linkActivated.connect(lambda _link: self.connect_requested.emit())
             hint.setAlignment(Qt.AlignmentFlag.AlignHCenter)
             layout.addWidget(hint)
-        from ui.widgets.cards import FlowRow
-
         chips = FlowRow(spacing=8, center=True)  # wraps onto more rows in a narrow column
         for example in examples:
             chip = QPushButton(example, box)
