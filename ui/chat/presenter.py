@@ -13,8 +13,9 @@ a run that works for a task (its events carry ``task``) shows inside that task's
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
-from typing import Any, assert_never
+from typing import Any, Final, assert_never
 
 from ui.chat.listener import ChatListener, Silent, StoredTurn, TranscriptSource
 from ui.chat.state import (
@@ -43,7 +44,12 @@ from workspace.result import NetworkResult, RobotResult, Usage
 INITIAL_TURNS = 10
 LOAD_MORE_TURNS = 40
 
-_KEEP: Any = object()
+class _Keep(enum.Enum):
+    KEEP = "keep"
+
+
+#: "Leave it as it is" for :meth:`ChatPresenter.set_user`.
+_KEEP: Final = _Keep.KEEP
 
 
 class ChatPresenter:
@@ -91,8 +97,8 @@ class ChatPresenter:
         self.listener.turn_added(turn)
         return turn
 
-    def set_user(self, turn: TurnState, *, turn_id: Any = _KEEP, sibling_index: Any = _KEEP,
-                 sibling_count: Any = _KEEP, note: Any = _KEEP) -> None:
+    def set_user(self, turn: TurnState, *, turn_id: str | _Keep | None = _KEEP, sibling_index: int | _Keep = _KEEP,
+                 sibling_count: int | _Keep = _KEEP, note: str | _Keep | None = _KEEP) -> None:
         """Update a turn's user message: its stored turn, its place among its siblings, its note."""
         user = turn.user
         if user is None:
