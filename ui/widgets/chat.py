@@ -268,10 +268,12 @@ class ChatView(QScrollArea):
             self._stick = True
 
     def turn_removed(self, turn: TurnState) -> None:
-        for widget in self._turn_widgets.pop(turn, []):
+        gone = self._turn_widgets.pop(turn, [])
+        for widget in gone:
             self._layout.removeWidget(widget)
             widget.deleteLater()
-        self._widgets.pop(turn, None)
+        for key in [k for k, w in self._widgets.items() if w in gone]:
+            del self._widgets[key]
 
     def user_changed(self, turn: TurnState) -> None:
         message = self._widgets.get(turn)
