@@ -45,6 +45,9 @@ class RunBridge(QObject):
     task_changed = Signal(object)  # TaskStarted / TaskFinished
     #: The terminal event (RunFinished / RunFailed / RunCancelled).
     run_ended = Signal(object)
+    #: Every event for the views that show them (the chat's presenter), in order, as it comes;
+    #: text deltas joined: one TextDelta per flush (the last delta's seq) for all that arrived.
+    view_event = Signal(object)
     #: Every event (deltas included), batched on the flush timer: list[Event].
     events_batched = Signal(list)
     running_changed = Signal(bool)
@@ -53,6 +56,7 @@ class RunBridge(QObject):
         super().__init__(parent)
         self._pending_text: list[str] = []
         self._pending_key: tuple[str, str] | None = None
+        self._pending_delta: ev.TextDelta | None = None
         self._pending_events: list[ev.Event] = []
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -106,18 +110,21 @@ class RunBridge(QObject):
             self._timer.start()
 
     def _emit(self, event: ev.Event) -> None:
-        """Every event reaches a signal: text deltas ``text_appended`` (coalesced), the rest their own."""
+        """Every event reaches a signal: text deltas ``text_appended`` (coalesced), the rest their own;
+        and ``view_event``, all of them in order (text deltas joined)."""
         from workspace import events as ev
 
-        if not isinstance(event, ev.TextDelta):
-            self._flush_text()  # the text before it goes out first: order is kept
+        if isinstance(event, ev.TextDelta):
+            key = (event.run_id, event.robot)
+            if self._pending_key is not None and self._pending_key != key:
+                self._flush_text()
+            self._pending_key = key
+            self._pending_delta = event
+            self._pending_text.append(event.text)
+            return
+        self._flush_text()  # the text before it goes out first: order is kept
+        self.view_event.emit(event)
         match event:
-            case ev.TextDelta():
-                key = (event.run_id, event.robot)
-                if self._pending_key is not None and self._pending_key != key:
-                    self._flush_text()
-                self._pending_key = key
-                self._pending_text.append(event.text)
             case ev.RunStarted():
                 self.run_started.emit(event)
             case ev.Text():
@@ -151,6 +158,9 @@ class RunBridge(QObject):
             text = "".join(self._pending_text)
             self._pending_text.clear()
             run_id, robot = self._pending_key
+            last, self._pending_delta = self._pending_delta, None
+            if last is not None:
+                self.view_event.emit(last.replace(text=text))
             self.text_appended.emit(run_id, robot, text)
 
     def flush(self) -> None:

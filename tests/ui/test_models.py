@@ -159,6 +159,23 @@ def test_bridge_coalesces_text_and_keeps_order(qapp_instance: object) -> None:
     assert sum(batches) == 502 and len(batches) == 1
 
 
+def test_bridge_gives_views_every_event_in_order_with_text_joined(qapp_instance: object) -> None:
+    from ui.bridge import RunBridge
+
+    bridge = RunBridge(flush_ms=1000)
+    seen: list[ev.Event] = []
+    bridge.view_event.connect(seen.append)
+    for i in range(1, 4):
+        bridge.feed(_e(ev.TextDelta, i, text=f"{i} "))
+    bridge.feed(_e(ev.ToolUse, 4, id="a", name="recall", input={}))
+    bridge.feed(_e(ev.TextDelta, 5, text="tail"))
+    bridge.flush()
+    assert [type(e).__name__ for e in seen] == ["TextDelta", "ToolUse", "TextDelta"]
+    first = seen[0]
+    assert isinstance(first, ev.TextDelta) and first.text == "1 2 3 " and first.seq == 3  # the last delta's seq
+    assert isinstance(seen[2], ev.TextDelta) and seen[2].text == "tail"
+
+
 def test_bridge_gives_every_event_class_a_signal(qapp_instance: object) -> None:
     """No event is dropped: each class of the Event union reaches a signal of its own."""
     import typing

@@ -1,0 +1,326 @@
+"""The messages of the conversation column: the user's bubble (edit, branches, the review note),
+the robot's name above its work, and the footer under a run (usage, status, copy, regenerate)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QEnterEvent, QGuiApplication
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui import theme
+from ui.models.tool_calls import format_duration
+from ui.widgets.common import RichLabel
+
+if TYPE_CHECKING:
+    from ui.chat.state import RunState, UserState
+
+#: The conversation's width at most (the column is centred in wider windows).
+COLUMN_MAX_WIDTH = 820
+
+
+def _icon_button(name: str, tooltip: str, parent: QWidget) -> QToolButton:
+    button = QToolButton(parent)
+    button.setObjectName("GhostButton")
+    button.setIcon(theme.icon(name, theme.colors().muted, 16))
+    button.setToolTip(tooltip)
+    button.setAutoRaise(True)
+    button.setCursor(Qt.CursorShape.PointingHandCursor)
+    return button
+
+
+class UserMessage(QFrame):
+    """A user's message: a bubble on the right, with edit and branch navigation."""
+
+    edit_submitted = Signal(str, str)  # turn id, new text
+    branch_requested = Signal(str, int)  # turn id, +1 / -1
+
+    def resizeEvent(self, event: Any) -> None:
+        # The bubble's label is as wide as its longest line, up to what the row has room for.
+        room = max(60, self.width() - 80)
+        natural = getattr(self, "_natural", 0)
+        if natural:
+            self.label.setMinimumWidth(min(natural, room))
+        super().resizeEvent(event)
+
+    def __init__(self, text: str, *, note: str | None = None, turn_id: str | None = None, sibling_index: int = 0,
+                 sibling_count: int = 1, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("UserRow")
+        # The review outcome sent in front of the message shows as its own small block (set_note).
+        self.note: str | None = None
+        self.note_block: QWidget | None = None
+        self.text = text
+        self.turn_id = turn_id
+        self.sibling_index = sibling_index
+        self.sibling_count = sibling_count
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 6, 0, 2)
+        outer.setSpacing(2)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addStretch(1)
+        self.bubble = QFrame(self)
+        self.bubble.setObjectName("UserBubble")
+        bl = QVBoxLayout(self.bubble)
+        bl.setContentsMargins(14, 9, 14, 9)
+        self.label = RichLabel("", self.bubble)
+        self.label.set_markdown(text)
+        self.label.setObjectName("MessageText")
+        bl.addWidget(self.label)
+        self.bubble.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Minimum)
+        self.bubble.setMaximumWidth(int(COLUMN_MAX_WIDTH * 0.8))
+        self.label.ensurePolished()  # the style sheet's message font, not the default one
+        longest = max((self.label.fontMetrics().horizontalAdvance(line) for line in text.splitlines()), default=0)
+        # Short messages stay on one line; long ones wrap to the column (see resizeEvent), never widen it.
+        self._natural = min(longest + 8, int(COLUMN_MAX_WIDTH * 0.8) - 40, 520)
+        self.label.setMinimumWidth(min(self._natural, 120))
+        row.addWidget(self.bubble)
+        outer.addLayout(row)
+        if note:
+            self.set_note(note)
+
+        # The action row keeps its height whether or not its buttons show: nothing jumps on hover.
+        self.action_row = QWidget(self)
+        self.action_row.setFixedHeight(20)
+        self._actions_layout = QHBoxLayout(self.action_row)
+        self._actions_layout.setContentsMargins(0, 0, 0, 0)
+        self._actions_layout.setSpacing(2)
+        self._actions_layout.addStretch(1)
+        outer.addWidget(self.action_row)
+        self.editor: QFrame | None = None
+        self._buttons_made = False
+        if sibling_count > 1:
+            self._update_branch()
+
+    def set_note(self, note: str | None) -> None:
+        """Show the ``<change-review>`` note sent with this message as a collapsed block above it."""
+        if note == self.note:
+            return
+        if self.note_block is not None:
+            self.note_block.deleteLater()
+            self.note_block = None
+        self.note = note or None
+        if self.note:
+            from ui.review.note import ReviewNoteBlock
+
+            holder = QHBoxLayout()
+            holder.setContentsMargins(0, 0, 0, 0)
+            holder.addStretch(1)
+            self.note_block = ReviewNoteBlock(self.note, self)
+            self.note_block.setMaximumWidth(int(COLUMN_MAX_WIDTH * 0.8))
+            holder.addWidget(self.note_block)
+            layout = self.layout()
+            assert isinstance(layout, QVBoxLayout)
+            layout.insertLayout(0, holder)
+
+    def _make_buttons(self) -> None:
+        """The row's buttons, made on first need (hover, a fork): long threads open faster."""
+        if self._buttons_made:
+            return
+        self._buttons_made = True
+        al = self._actions_layout
+        self.prev_button = _icon_button("chevron-left", "Previous version", self.action_row)
+        self.branch_label = QLabel("", self.action_row)
+        self.branch_label.setObjectName("Muted")
+        self.next_button = _icon_button("chevron-right", "Next version", self.action_row)
+        self.prev_button.clicked.connect(lambda: self._branch(-1))
+        self.next_button.clicked.connect(lambda: self._branch(+1))
+        for w in (self.prev_button, self.branch_label, self.next_button):
+            al.addWidget(w)
+        self.copy_button = _icon_button("copy", "Copy", self.action_row)
+        self.copy_button.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.text))
+        self.edit_button = _icon_button("edit", "Edit and resend (forks the thread)", self.action_row)
+        self.edit_button.clicked.connect(self.begin_edit)
+        al.addWidget(self.copy_button)
+        al.addWidget(self.edit_button)
+        self.copy_button.setVisible(False)
+        self.edit_button.setVisible(False)
+        self._update_branch()
+
+    def _update_branch(self) -> None:
+        self._make_buttons()
+        show = self.sibling_count > 1
+        for w in (self.prev_button, self.branch_label, self.next_button):
+            w.setVisible(show)
+        self.branch_label.setText(f"{self.sibling_index + 1}/{self.sibling_count}")
+        self.prev_button.setEnabled(self.sibling_index > 0)
+        self.next_button.setEnabled(self.sibling_index < self.sibling_count - 1)
+        self.edit_button.setEnabled(self.turn_id is not None)
+
+    def apply(self, user: UserState) -> None:
+        """Show the message's state: its stored turn, its place among its siblings, its note."""
+        self.set_turn(user.turn_id, user.sibling_index, user.sibling_count)
+        self.set_note(user.note)
+
+    def set_turn(self, turn_id: str | None, sibling_index: int = 0, sibling_count: int = 1) -> None:
+        self.turn_id = turn_id
+        self.sibling_index = sibling_index
+        self.sibling_count = sibling_count
+        if self._buttons_made or sibling_count > 1:
+            self._update_branch()
+
+    def _branch(self, direction: int) -> None:
+        if self.turn_id is not None:
+            self.branch_requested.emit(self.turn_id, direction)
+
+    def _set_hover(self, on: bool) -> None:
+        if not on and not self._buttons_made:
+            return
+        self._make_buttons()
+        self.copy_button.setVisible(on)
+        self.edit_button.setVisible(on and self.turn_id is not None)
+
+    def enterEvent(self, event: QEnterEvent) -> None:
+        self._set_hover(True)
+        super().enterEvent(event)
+
+    def leaveEvent(self, event: QEvent) -> None:
+        self._set_hover(False)
+        super().leaveEvent(event)
+
+    def begin_edit(self) -> None:
+        """Replace the bubble with an editor: Save & resend forks the thread."""
+        if self.editor is not None or self.turn_id is None:
+            return
+        editor = QFrame(self)
+        editor.setObjectName("EditBox")
+        el = QVBoxLayout(editor)
+        el.setContentsMargins(10, 8, 10, 8)
+        box = QPlainTextEdit(editor)
+        box.setPlainText(self.text)
+        box.setFixedHeight(max(70, min(220, box.fontMetrics().lineSpacing() * (self.text.count("\n") + 3) + 16)))
+        el.addWidget(box)
+        row = QHBoxLayout()
+        note = QLabel("Sending creates a new branch; the original stays one click away.", editor)
+        note.setObjectName("Muted")
+        row.addWidget(note)
+        row.addStretch(1)
+        cancel = QPushButton("Cancel", editor)
+        send = QPushButton("Save && resend", editor)
+        send.setObjectName("PrimaryButton")
+        row.addWidget(cancel)
+        row.addWidget(send)
+        el.addLayout(row)
+        layout = self.layout()
+        assert isinstance(layout, QVBoxLayout)
+        layout.insertWidget(0, editor)
+        self.bubble.parentWidget()  # keep the bubble; hide it while editing
+        self.bubble.setVisible(False)
+        self.editor = editor
+        box.setFocus()
+
+        def finish(submit: bool) -> None:
+            text = box.toPlainText().strip()
+            editor.deleteLater()
+            self.editor = None
+            self.bubble.setVisible(True)
+            if submit and text and self.turn_id is not None:
+                from workspace.changes import compose_user_message
+
+                # the fork replaces this message: it carries the same review outcome to the model
+                self.edit_submitted.emit(self.turn_id, compose_user_message(self.note, text))
+
+        cancel.clicked.connect(lambda: finish(False))
+        send.clicked.connect(lambda: finish(True))
+        self._edit_box = box
+        self._edit_finish = finish
+
+
+class RobotHeader(QWidget):
+    def __init__(self, robot: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 2, 0, 0)
+        layout.setSpacing(8)
+        avatar = QLabel(self)
+        color = theme.badge_color(robot)
+        avatar.setPixmap(theme.icon("robot", color, 18).pixmap(18, 18))
+        layout.addWidget(avatar)
+        name = QLabel(robot, self)
+        name.setObjectName("RobotName")
+        name.setStyleSheet(f"color: {color}; font-weight: 600;")
+        layout.addWidget(name)
+        layout.addStretch(1)
+
+
+class RunFooter(QWidget):
+    """Under a robot's answer: usage (tokens, cost, time), copy, regenerate."""
+
+    regenerate_requested = Signal(str)  # user turn id
+
+    def __init__(self, *, turn_id: str | None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.turn_id = turn_id
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 6)
+        layout.setSpacing(4)
+        self.status = QLabel("", self)
+        self.status.setObjectName("Muted")
+        layout.addWidget(self.status)
+        layout.addStretch(1)
+        self.usage = QLabel("", self)
+        self.usage.setObjectName("Muted")
+        layout.addWidget(self.usage)
+        self.copy_button = _icon_button("copy", "Copy the answer", self)
+        self.regen_button = _icon_button("regenerate", "Regenerate the answer (forks the thread)", self)
+        self.regen_button.clicked.connect(self._regen)
+        layout.addWidget(self.copy_button)
+        layout.addWidget(self.regen_button)
+        self.regen_button.setEnabled(turn_id is not None)
+
+    def _regen(self) -> None:
+        if self.turn_id is not None:
+            self.regenerate_requested.emit(self.turn_id)
+
+    def set_usage(self, input_tokens: int, output_tokens: int, cost: float | None, duration: float | None,
+                  *, calls: list[Any] | None = None) -> None:
+        parts = [f"{input_tokens + output_tokens:,} tokens"] if input_tokens or output_tokens else []
+        if cost:
+            parts.append(f"${cost:.4f}")
+        if duration:
+            parts.append(format_duration(duration))
+        self.usage.setText("  ·  ".join(parts))
+        tip = [f"This answer: {input_tokens:,} input + {output_tokens:,} output tokens"
+               + (f", ${cost:.6f}" if cost else "")]
+        for i, call in enumerate(calls or [], 1):
+            tip.append(f"model call {i}: {call.input_tokens:,} in, {call.output_tokens:,} out"
+                       + (f", ${call.cost:.6f}" if call.cost else ""))
+        self.usage.setToolTip("\n".join(tip))
+
+    def set_status(self, text: str, color: str | None = None) -> None:
+        self.status.setText(text)
+        if color:
+            self.status.setStyleSheet(f"color: {color};")
+
+    def apply(self, run: RunState) -> None:
+        """Show a run's footer state: its totals (and time, once ended), how it ended."""
+        self.turn_id = run.turn.turn_id
+        self.regen_button.setEnabled(self.turn_id is not None)
+        totals, end = run.totals, run.end
+        self.set_usage(totals.input_tokens, totals.output_tokens, totals.cost, end.duration if end else None,
+                       calls=run.model_calls)
+        if end is None or not end.status_text:
+            return
+        c = theme.colors()
+        if end.outcome == "failed":
+            color = c.error
+        elif end.outcome in ("cancelled", "interrupted"):
+            color = c.muted
+        else:
+            color = c.warning
+        self.set_status(end.status_text, color)
+        self.status.setWordWrap(True)
+
+
