@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-if TYPE_CHECKING:
-    from workspace import events as ev
+from workspace import events as ev
 
 
 class RunBridge(QObject):
@@ -37,6 +36,8 @@ class RunBridge(QObject):
     change_decided = Signal(object)
     usage_reported = Signal(object)
     task_changed = Signal(object)  # TaskStarted / TaskFinished
+    #: McpServers: MCP servers the run started without (still starting, failed) or that joined it.
+    mcp_notice = Signal(object)
     #: The terminal event (RunFinished / RunFailed / RunCancelled).
     run_ended = Signal(object)
     #: Every event (deltas included), batched on the flush timer: list[Event].
@@ -131,6 +132,8 @@ class RunBridge(QObject):
             self.usage_reported.emit(event)
         elif kind in ("task_started", "task_finished"):
             self.task_changed.emit(event)
+        elif isinstance(event, ev.McpServers):
+            self.mcp_notice.emit(event)
         elif event.terminal:
             self.flush()
             self.run_ended.emit(event)
@@ -182,6 +185,8 @@ def event_summary(event: Any) -> str:
         return f"task {event.task}: {getattr(event, 'status', '')}"
     if kind == "change_proposed":
         return f"{len(event.files)} file(s)"
+    if isinstance(event, ev.McpServers):
+        return str(event.message).replace("\n", " · ")
     return ""
 
 

@@ -423,6 +423,7 @@ class MainWindow(QMainWindow):
         b.usage_reported.connect(self._on_bridge_usage)
         b.run_ended.connect(self._on_bridge_run_ended)
         b.task_changed.connect(self.chat.task_event)
+        b.mcp_notice.connect(lambda event: self.toast.show_message(event.message, seconds=10))
         b.events_batched.connect(self._on_bridge_events)
         b.running_changed.connect(self._on_running_changed)
         c.approval_needed.connect(self._on_approval_needed)

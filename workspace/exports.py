@@ -232,6 +232,9 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> 
             case ev.RunFailed():
                 out.append(f"*Failed: {event.error}*")
                 out.append("")
+            case ev.McpServers():
+                out.extend(f"*{line}*" for line in event.message.splitlines())
+                out.append("")
             case ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.RunFinished():
                 pass  # the heading, the text, the usage line and the result come from the turn itself
             case _:

@@ -111,6 +111,10 @@ class EventPrinter:
                     parts.append(f"{f.get('path')}: {len(f.get('accepted', []))} accepted, "
                                  f"{len(f.get('rejected', []))} rejected")
                 self._line(self._c("33", f"{who}✎ review: " + "; ".join(parts)))
+            case ev.McpServers():
+                color = "31" if event.failed and not event.starting and not event.joined else "33"
+                for line in event.message.splitlines():
+                    self._line(self._c(color, f"{who}⋯ {line}"))
             case ev.TaskStarted():
                 self._line(self._c("35", f"▶ task {event.task} ({event.robot})"))
             case ev.TaskFinished():
