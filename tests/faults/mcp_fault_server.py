@@ -10,9 +10,9 @@
 * ``silent`` — reads everything, never answers;
 * ``garbage`` — answers every request with a line that is not JSON.
 
-Every start appends ``MODE PID`` to the file named by ``$FAULT_MCP_STARTS`` (when set), and the
-server echoes ``$FAULT_MCP_TOKEN`` nowhere but a tool named ``whoami`` (the secrets sweep plants a
-token there and checks that no output, log, database or export shows it).
+Every start appends ``MODE PID`` to the file named by ``$FAULT_MCP_STARTS`` (when set). A careless
+server: it prints ``$FAULT_MCP_TOKEN`` on stderr at start and answers it from the tool ``whoami``
+(the secrets sweep plants a token there and checks that no output, log, database or export shows it).
 """
 
 from __future__ import annotations
@@ -67,6 +67,8 @@ def main() -> int:
         with open(starts, "a", encoding="utf-8") as fh:
             fh.write(f"{mode} {os.getpid()}\n")
     log(f"fault MCP server starting in mode {mode}")
+    if os.environ.get("FAULT_MCP_TOKEN"):  # a careless server that prints its credentials
+        log(f"authenticating with token {os.environ['FAULT_MCP_TOKEN']}")
     if mode == "crash":
         log("fatal: cannot open the index (this server crashes at start)")
         return 1
