@@ -81,6 +81,8 @@ def one_of_each() -> list[ev.Event]:
                            "checkpoint_id": "cp1"},
         ev.Usage: {"input_tokens": 10, "output_tokens": 5, "cost": 0.25, "total_input_tokens": 10,
                    "total_output_tokens": 5, "total_cost": 0.25, "model": "m"},
+        ev.McpServers: {"starting": ["slow"], "joined": ["fine"], "failed": {"broken": "it exited"},
+                        "message": "MCP server 'slow' is still starting"},
         ev.TaskStarted: {"message": "go"},
         ev.TaskFinished: {"status": "done", "result": result},
         ev.RunFailed: {"error": "boom", "error_type": "ProviderError", "partial": result},
