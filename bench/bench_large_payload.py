@@ -18,7 +18,8 @@ peak RSS (``ru_maxrss``) is its own:
    (payload and raw MCP blocks) and the ``run_finished`` holding it, timed, and the peak RSS it adds
    over the events themselves; then reading the turn back.
 
-Run: ``.venv/bin/python bench/bench_large_payload.py [SIZE_MB] [--scripted]``. Prints the figures and writes
+Run: ``.venv/bin/python bench/bench_large_payload.py [SIZE_MB] [--scripted]``; with
+``BENCH_CODE=/path/to/another/checkout`` it measures that code (before/after figures). Prints the figures and writes
 bench/results/large_payload.json.
 """
 
@@ -34,7 +35,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The code measured: this checkout, or another one (BENCH_CODE=/path) with the same servers.
+CODE = Path(os.environ.get("BENCH_CODE") or ROOT)
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(CODE))
 
 ROBOT = """\
 ---
@@ -230,7 +234,8 @@ def _child(phase: str, db: str, arg: str, mode: str = "") -> None:
 
 def _run_child(phase: str, db: Path, arg: str, mode: str = "") -> dict[str, Any]:
     proc = subprocess.run([sys.executable, __file__, "--child", phase, str(db), arg, mode], capture_output=True,
-                          text=True, check=False, cwd=ROOT)
+                          text=True, check=False, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(CODE), str(ROOT)])})
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             data: dict[str, Any] = json.loads(line[len("RESULT "):])
@@ -269,6 +274,8 @@ def main() -> None:
     print(f"  store's share: append tool_result + run_finished {store['append_s']:.2f} s, adding "
           f"{store['rss_added_by_append_mb']:.1f} MB to the peak RSS; database {store['db_mb']:.2f} MB; reading the "
           f"turn back {store['read_s']:.2f} s")
+    if CODE != ROOT:
+        print(f"  (the code of {CODE})")
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / f"large_payload{'_scripted' if scripted else ''}.json").write_text(json.dumps(result, indent=2) + "\n")
