@@ -75,7 +75,7 @@ def notices(run: RecordedRun) -> list[ev.McpServers]:
 
 async def test_a_server_that_crashes_at_start(manager: Any, tmp_path: Path, matrix: Any) -> None:
     matrix.case("MCP faults", "crash at start")
-    configure({"index": fault_server("crash")})
+    configure({"index": fault_server("crash")}, wait=20)  # the run waits until it failed (well before 20 s)
     workspace, run = await record(ScriptedProvider(["I can answer without the index."]), tmp_path)
     assert isinstance(run.terminal, ev.RunFinished)
     (notice,) = notices(run)
@@ -116,8 +116,8 @@ async def test_a_server_that_never_answers_does_not_hold_up_any_run(manager: Any
     await second.wait()
     for run in (first, second):
         assert isinstance(run.terminal, ev.RunFinished)
-        (notice,) = notices(run)
-        assert notice.starting == ["silent"] and "still starting" in notice.message
+        notice = notices(run)[0]  # (on a busy machine "fine" may still be starting too, then join)
+        assert "silent" in notice.starting and "still starting" in notice.message
     # Both runs ended, with the fine server's tools, while the silent one was still within its 30 s.
     assert [e.payload for e in first.events if isinstance(e, ev.ToolResult)] == [{"data": "echo: hi"}]
     assert manager.status("silent").state is ServerState.STARTING
@@ -128,7 +128,7 @@ async def test_a_server_that_never_answers_does_not_hold_up_any_run(manager: Any
 
 async def test_garbage_on_stdout(manager: Any, tmp_path: Path, matrix: Any) -> None:
     matrix.case("MCP faults", "garbage on stdout (at start and mid-call)")
-    configure({"noisy": fault_server("garbage", connectTimeout=1), "faulty": fault_server("ok")}, wait=5)
+    configure({"noisy": fault_server("garbage", connectTimeout=1), "faulty": fault_server("ok")}, wait=20)
     provider = ScriptedProvider([[ToolCall("faulty__garble", {}, id="c1")],
                                  [ToolCall("faulty__echo", {"message": "still there?"}, id="c2")], "Done."])
     workspace, run = await record(provider, tmp_path)
