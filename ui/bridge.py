@@ -43,6 +43,8 @@ class RunBridge(QObject):
     change_decided = Signal(object)
     usage_reported = Signal(object)
     task_changed = Signal(object)  # TaskStarted / TaskFinished
+    #: McpServers: MCP servers the run started without (still starting, failed) or that joined it.
+    mcp_notice = Signal(object)
     #: The terminal event (RunFinished / RunFailed / RunCancelled).
     run_ended = Signal(object)
     #: Every event for the views that show them (the chat's presenter), in order, as it comes;
@@ -147,6 +149,8 @@ class RunBridge(QObject):
                 self.usage_reported.emit(event)
             case ev.TaskStarted() | ev.TaskFinished():
                 self.task_changed.emit(event)
+            case ev.McpServers():
+                self.mcp_notice.emit(event)
             case ev.RunFinished() | ev.RunFailed() | ev.RunCancelled():
                 self.flush()
                 self.run_ended.emit(event)
@@ -207,6 +211,8 @@ def event_summary(event: ev.Event) -> str:
             return f"task {event.task}: {event.status}"
         case ev.ChangeProposed():
             return f"{len(event.files)} file(s)"
+        case ev.McpServers():
+            return event.message.replace("\n", " · ")
         case ev.ChangeDecided() | ev.RunFinished():
             return ""
         case _:

@@ -23,7 +23,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from workspace import events as ev
 from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest
@@ -47,6 +47,52 @@ class _PartialCall:
     name: str | None = None
     fragments: list[str] = field(default_factory=list)
     whole: dict[str, Any] | None = None
+
+
+class PendingTools(Protocol):
+    """Tools that may join a run after it started: the MCP servers still starting when it began
+    (:class:`workspace.mcp.startup.LateServers`). The loop polls it before each model turn."""
+
+    @property
+    def starting(self) -> list[str]:
+        """Servers still starting."""
+        ...
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """Servers not available: name -> why."""
+        ...
+
+    async def poll(self) -> tuple[list[Tool], list[str], dict[str, str]]:
+        """``(tools, joined, failed)`` since the last poll (no waiting)."""
+        ...
+
+    async def wait_for_tool(self, tool_name: str) -> bool:
+        """Wait for the server ``tool_name`` belongs to, if it is still starting; True when it is up."""
+        ...
+
+
+def servers_message(*, starting: Sequence[str] = (), joined: Sequence[str] = (),
+                    failed: Mapping[str, str] | None = None, tools: Sequence[str] = ()) -> str:
+    """What an :class:`~workspace.events.McpServers` event says, one line per state."""
+
+    def names(items: Sequence[str]) -> str:
+        return ", ".join(f"'{n}'" for n in items)
+
+    lines = []
+    if starting:
+        one = len(starting) == 1
+        lines.append(f"MCP server{'' if one else 's'} {names(starting)} {'is' if one else 'are'} still starting: the "
+                     f"run goes on without {'its' if one else 'their'} tools, which join when "
+                     f"{'it is' if one else 'they are'} up")
+    if joined:
+        one = len(joined) == 1
+        listed = f" ({', '.join(tools[:6])}{', …' if len(tools) > 6 else ''})" if tools else ""
+        lines.append(f"MCP server{'' if one else 's'} {names(joined)} {'is' if one else 'are'} up: "
+                     f"{'its' if one else 'their'} tools join the run from this turn{listed}")
+    for name, why in (failed or {}).items():
+        lines.append(f"MCP server '{name}' is not available, the run goes on without it: {why}")
+    return "\n".join(lines)
 
 
 @dataclass(slots=True)
@@ -80,6 +126,8 @@ class RunSpec:
     watch_memory: bool = True
     #: Resolves the run's tools (MCP servers connect here) when the run starts.
     tools_loader: Callable[[], Awaitable[ToolManifest]] | None = None
+    #: Set by ``tools_loader`` when some MCP servers were still starting or failed.
+    pending_tools: PendingTools | None = None
     #: An extra shared sequence counter (a network run numbers all its tasks' events).
     sequence: Callable[[], int] | None = None
 
@@ -221,12 +269,18 @@ class AgentRun(EventRun):
                       is_language_model=spec.provider.is_language_model)
             if spec.tools_loader is not None:
                 spec.tools = await spec.tools_loader()
+            pending = spec.pending_tools
+            if pending is not None and (pending.starting or pending.failed):
+                self.emit(ev.McpServers, starting=list(pending.starting), failed=dict(pending.failed),
+                          message=servers_message(starting=pending.starting, failed=pending.failed))
             spec.history.append(TextMessage(role="user", content=spec.message))
             turns = 0
             while True:
                 if turns >= spec.max_turns:
                     self._finish("max_turns")
                     return
+                if turns:
+                    await self._join_pending_tools()
                 turns += 1
                 text_parts = []
                 calls = await self._model_turn(text_parts)
@@ -373,6 +427,21 @@ class AgentRun(EventRun):
         )
 
     # -- tools ------------------------------------------------------------------------------
+    async def _join_pending_tools(self) -> None:
+        """Offer the tools of MCP servers that came up since the run began (and say which failed)."""
+        pending = self.spec.pending_tools
+        if pending is None:
+            return
+        tools, joined, failed = await pending.poll()
+        if not pending.starting:
+            self.spec.pending_tools = None
+        added = [t for t in tools if t.name not in self.spec.tools]
+        for tool in added:
+            self.spec.tools.add(tool)
+        if joined or failed:
+            self.emit(ev.McpServers, joined=list(joined), failed=dict(failed), starting=list(pending.starting),
+                      message=servers_message(joined=joined, failed=failed, tools=[t.name for t in added]))
+
     async def _run_tools(self, calls: Sequence[ToolMessage]) -> list[ToolResultMessage]:
         for call in calls:
             tool = self.spec.tools.get(call.name)
@@ -397,6 +466,9 @@ class AgentRun(EventRun):
         tool = spec.tools.get(call.name)
         call_id = call.id or ""
         started = time.monotonic()
+        if tool is None and spec.pending_tools is not None and await spec.pending_tools.wait_for_tool(call.name):
+            await self._join_pending_tools()  # a tool of a server that was still starting: it is up now
+            tool = spec.tools.get(call.name)
         if tool is None:
             available = ", ".join(spec.tools.names) or "(none)"
             return self._tool_failed(call, f"Unknown tool '{call.name}'. Available tools: {available}",

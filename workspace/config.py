@@ -52,6 +52,9 @@ DEFAULTS: dict[str, Any] = {
         # The global level of the tool and MCP hierarchies (see workspace.tools.selection).
         "tools": "all",
         "mcp": "all",
+        # Seconds a run waits for MCP servers still starting; it then goes on without them and their
+        # tools join when they are up (0: never wait).
+        "mcp_startup_wait": 5.0,
     },
     "review": {"mode": "review"},
     "ui": {"theme": "light"},

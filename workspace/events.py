@@ -200,6 +200,22 @@ class Usage(BaseEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class McpServers(BaseEvent):
+    """MCP servers the run started without, or whose tools joined it later.
+
+    ``starting``: still starting when the run began (it did not wait for them: their tools join at
+    the next model turn once they are up); ``joined``: up now, their tools are offered from this
+    turn on; ``failed``: not available (server name -> why). ``message`` says it in words.
+    """
+
+    kind: ClassVar[str] = "mcp_servers"
+    starting: list[str] = field(default_factory=list)
+    joined: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TaskStarted(BaseEvent):
     kind: ClassVar[str] = "task_started"
     message: str = ""
@@ -257,6 +273,7 @@ Event: TypeAlias = (
     | ChangeProposed
     | ChangeDecided
     | Usage
+    | McpServers
     | TaskStarted
     | TaskFinished
     | RunFinished

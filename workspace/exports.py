@@ -17,6 +17,7 @@ output goes through :func:`workspace.secrets.redact` (the store already redacts 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, assert_never
@@ -77,10 +78,7 @@ def _change_path(entry: Mapping[str, Any]) -> str:
 
 def _fenced(value: Any, lang: str = "json") -> str:
     text = value if isinstance(value, str) and lang != "json" else _json(value)
-    longest = run = 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0) if "`" in text else 0
     fence = "`" * max(3, longest + 1)
     return f"{fence}{lang}\n{text}\n{fence}"
 
@@ -242,6 +240,9 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> 
                 out.append("")
             case ev.RunFailed():
                 out.append(f"*Failed: {event.error}*")
+                out.append("")
+            case ev.McpServers():
+                out.extend(f"*{line}*" for line in event.message.splitlines())
                 out.append("")
             case ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.RunFinished():
                 pass  # the heading, the text, the usage line and the result come from the turn itself

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from workspace.agent import AgentRun, RunSpec
+from workspace.agent import AgentRun, PendingTools, RunSpec
 from workspace.errors import ConfigurationError, RunFailedError
 from workspace.events import RunCancelled, RunFailed
 from workspace.memory import Memory
@@ -210,7 +210,19 @@ class Robot:
         self, *, run_tools: Any = "inherit", run_mcp: Any = "inherit", network_tools: Any = "inherit",
         network_mcp: Any = "inherit",
     ) -> ToolManifest:
-        """The tools a run may use, after the global -> network -> robot -> run hierarchy."""
+        """The tools a run may use, after the global -> network -> robot -> run hierarchy (waiting
+        for every MCP server named to start or fail)."""
+        manifest, _pending = await self._resolve_tools(run_tools=run_tools, run_mcp=run_mcp,
+                                                       network_tools=network_tools, network_mcp=network_mcp)
+        return manifest
+
+    async def _resolve_tools(
+        self, *, run_tools: Any = "inherit", run_mcp: Any = "inherit", network_tools: Any = "inherit",
+        network_mcp: Any = "inherit", mcp_wait: float | None = None,
+    ) -> tuple[ToolManifest, PendingTools | None]:
+        """:meth:`resolve_tools`; with ``mcp_wait`` (seconds), MCP servers are waited for only that
+        long (see :mod:`workspace.mcp.startup`) and the servers still starting or failed come back
+        as :class:`~workspace.agent.PendingTools` (None when every server is up)."""
         from workspace.tools import registry
 
         config = self.config if (self._config is not None or self._provider is None) else None
@@ -226,11 +238,14 @@ class Robot:
             # A robot that says "tools: all" gets every built-in tool too. (Elsewhere "all" keeps
             # RobotLab's meaning, the robot's own and MCP tools: built-ins are named to be used.)
             available.extend(t for t in registry.builtin_tools() if t.name not in have)
-        available.extend(await self._mcp_tools(servers, config))
+        mcp_tools, pending = await self._mcp_tools(servers, config, wait=mcp_wait)
+        available.extend(mcp_tools)
         chosen = selection.filter_tools(available, allowed)
         if allowed != selection.ALL:
             self._check_tool_names(allowed, available)
-        return ToolManifest(chosen)
+        if pending is not None:
+            pending = _FilteredPending(pending, allowed)
+        return ToolManifest(chosen), pending
 
     def _check_tool_names(self, allowed: Any, available: list[Tool]) -> None:
         """A tool named exactly that exists nowhere is a mistake to report, not to skip in silence.
@@ -288,14 +303,15 @@ class Robot:
                                                  dict(prompt.arguments))
         return str(template.render())
 
-    async def _mcp_tools(self, servers: Any, config: Config | None) -> list[Tool]:
+    async def _mcp_tools(self, servers: Any, config: Config | None, *,
+                         wait: float | None = None) -> tuple[list[Tool], PendingTools | None]:
         if servers == selection.ALL:
             configured = config.mcp_servers if config is not None else {}
             refs: list[Any] = [name for name, spec in configured.items() if not _disabled(spec)]
         else:
             refs = list(servers)
         if not refs:
-            return []
+            return [], None
         manager = self.mcp_manager
         if manager is None:
             try:
@@ -303,7 +319,13 @@ class Robot:
             except ImportError as exc:  # pragma: no cover - the mcp extra is a dependency
                 raise ConfigurationError(f"MCP servers are configured but MCP support is missing: {exc}") from exc
             manager = default_manager()
-        return await manager.tools_for(refs, config)
+        tools_ready = getattr(manager, "tools_ready", None)
+        if wait is None or tools_ready is None:
+            return await manager.tools_for(refs, config), None
+        report = await tools_ready(refs, config, wait=wait)
+        for name, why in report.failed.items():  # the run says so too (an McpServers event)
+            log.info("MCP server '%s' left out: %s", name, why)
+        return list(report.tools), report.pending
 
     # -- running --------------------------------------------------------------------------------
     def stream(self, message: Any, **options: Any) -> AgentRun:
@@ -342,10 +364,10 @@ class Robot:
             changes = _new_change_set(folder_path, self, options.get("thread_id"))
 
         async def load_tools() -> ToolManifest:
-            manifest = await self.resolve_tools(
+            manifest, spec.pending_tools = await self._resolve_tools(
                 run_tools=options.get("tools", "inherit"), run_mcp=options.get("mcp", "inherit"),
                 network_tools=options.get("network_tools", "inherit"),
-                network_mcp=options.get("network_mcp", "inherit"),
+                network_mcp=options.get("network_mcp", "inherit"), mcp_wait=self._config_mcp_wait(),
             )
             prompt = await self._mcp_prompt_text()
             if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
@@ -365,6 +387,15 @@ class Robot:
         if options.get("run_id"):
             spec.run_id = str(options["run_id"])
         return spec
+
+    def _config_mcp_wait(self) -> float:
+        """How long a run waits for MCP servers still starting (``agent.mcp_startup_wait``)."""
+        from workspace.config import DEFAULTS
+
+        default = float(DEFAULTS["agent"]["mcp_startup_wait"])
+        if self._config is None and self._provider is not None:
+            return default
+        return float(self.config.get("agent.mcp_startup_wait", default))
 
     def _config_max_turns(self) -> int:
         if self._config is None and self._provider is not None:
@@ -482,3 +513,26 @@ def _new_change_set(folder: Path, robot: Robot, thread_id: str | None) -> Any:
 
     mode = robot.config.get("review.mode", "review") if robot._config is not None else "review"
     return ChangeSet(folder, mode=mode, thread_id=thread_id)
+
+
+class _FilteredPending:
+    """:class:`~workspace.agent.PendingTools` whose late tools go through the run's tool selection."""
+
+    def __init__(self, inner: PendingTools, allowed: Any) -> None:
+        self.inner = inner
+        self.allowed = allowed
+
+    @property
+    def starting(self) -> list[str]:
+        return self.inner.starting
+
+    @property
+    def failed(self) -> dict[str, str]:
+        return self.inner.failed
+
+    async def poll(self) -> tuple[list[Tool], list[str], dict[str, str]]:
+        tools, joined, failed = await self.inner.poll()
+        return selection.filter_tools(tools, self.allowed), joined, failed
+
+    async def wait_for_tool(self, tool_name: str) -> bool:
+        return await self.inner.wait_for_tool(tool_name)

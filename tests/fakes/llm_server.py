@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import re
 import select
 import socket
 import threading
@@ -77,7 +78,10 @@ class Reply:
     after that many stream chunks; ``cut_clean`` ends the HTTP body properly instead, so the
     stream simply stops without a finish), ``stall_before`` (seconds to wait before answering),
     ``stall_after``/``stall_seconds`` (wait that long after that many chunks). ``times`` is
-    how many requests this reply answers before the next queued one is used.
+    how many requests this reply answers before the next queued one is used. An
+    ``error_message`` may echo the request as some servers do: ``{authorization}`` (any request
+    header, lower-case) and ``{url}`` are filled in (``Reply.error(401, "Incorrect API key
+    provided: {authorization}")``).
     """
 
     text: str = ""
@@ -310,7 +314,9 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode(errors="replace")
         owner._record(RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-        path = self.path.split("?", 1)[0].rstrip("/")
+        # A query may sit inside the path (a client that appended its route to an api_base with a
+        # query: "/v1?api-key=K/chat/completions"): route on the path without it.
+        path = re.sub(r"\?[^/]*", "", self.path).rstrip("/")
         anthropic = path.endswith("/messages")
         if not (anthropic or path.endswith("/chat/completions")):
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
@@ -343,6 +349,10 @@ class _Handler(BaseHTTPRequestHandler):
             500: "Internal server error (fake server)",
             503: "Service unavailable (fake server)",
         }.get(status, f"HTTP {status} (fake server)")
+        if "{" in message:  # echo what the client sent, as real servers do: "{authorization}", "{x-api-key}", "{url}"
+            fields = {k.lower(): v for k, v in self.headers.items()}
+            fields["url"] = self.path
+            message = re.sub(r"\{([a-z0-9-]+)\}", lambda m: fields.get(m.group(1), m.group(0)), message)
         kind = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                 404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}.get(
                     status, "api_error")

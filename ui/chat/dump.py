@@ -17,6 +17,7 @@ from ui.chat.state import (
     Item,
     LaneItem,
     NetworkItem,
+    NoticeItem,
     RunState,
     TextItem,
     ToolCallItem,
@@ -65,6 +66,8 @@ def dump_item(item: Item, indent: str = "") -> list[str]:
         if item.undone:
             line += " undone"
         return [line]
+    if isinstance(item, NoticeItem):
+        return [f"{indent}notice [{item.level}] {item.text!r}" + (f" details={item.details!r}" if item.details else "")]
     if isinstance(item, NetworkItem):
         return [f"{indent}network {item.network} {item.summary!r}"]
     if isinstance(item, LaneItem):

@@ -28,6 +28,8 @@ from ui.chat.state import (
     Item,
     LaneItem,
     NetworkItem,
+    NoticeItem,
+    NoticeLevel,
     RunEnd,
     RunOutcome,
     RunState,
@@ -227,6 +229,9 @@ class ChatPresenter:
                 self._usage(event)
             case ev.TaskStarted() | ev.TaskFinished():
                 self._task(event)
+            case ev.McpServers():
+                self.notice(self._run(event.run_id, event.robot, event.task), event.message,
+                            level="warning" if event.failed or event.starting else "info")
             case ev.RunFinished():
                 self._end(event, "finished", message=None, result=event.result)
             case ev.RunFailed():
@@ -280,6 +285,14 @@ class ChatPresenter:
 
     def _container(self, run: RunState) -> TurnState | LaneItem:
         return run.lane if run.lane is not None else run.turn
+
+    def notice(self, run: RunState, text: str, *, level: NoticeLevel = "info",
+               details: str | None = None) -> NoticeItem:
+        """A line about how the run goes, in its turn (or its task's lane)."""
+        run.text = None  # text after the notice starts a new block below it
+        item = NoticeItem(parent=self._container(run), run=run, text=text, level=level, details=details)
+        self._add(item)
+        return item
 
     def _header(self, run: RunState, robot: str) -> None:
         """The robot's name above its work (again when another robot speaks in the run)."""

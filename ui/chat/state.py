@@ -2,7 +2,7 @@
 
 A :class:`ChatState` is a list of :class:`TurnState` (a user message and what answered it).
 A turn holds *items* in the order they show: :class:`HeaderItem` (the robot's name above its
-work), :class:`TextItem`, :class:`ToolCallItem`, :class:`ChangeItem`, and for a network run a
+work), :class:`TextItem`, :class:`ToolCallItem`, :class:`ChangeItem`, :class:`NoticeItem`, and for a network run a
 :class:`NetworkItem` followed by one :class:`LaneItem` per task, whose own ``items`` hold the
 task robot's text and cards. Every run of the turn is a :class:`RunState` (usage, how it ended,
 whether its footer shows). The presenter (:mod:`ui.chat.presenter`) is the only writer; the chat
@@ -97,6 +97,21 @@ class TextItem(Item):
     """One stretch of the robot's Markdown (a model turn's text); grows while it streams."""
 
     text: str = ""
+
+
+#: How a notice in the conversation looks: a muted line, a warning, or an error.
+NoticeLevel: TypeAlias = Literal["info", "warning", "error"]
+
+
+@dataclass(eq=False, kw_only=True)
+class NoticeItem(Item):
+    """A line the run adds to the conversation about how it went (MCP servers still starting or
+    failed, a retry, a fallback model, a compaction): ``text`` always shows, ``details`` (when
+    given) expand under it."""
+
+    text: str = ""
+    level: NoticeLevel = "info"
+    details: str | None = None
 
 
 @dataclass(eq=False, kw_only=True)

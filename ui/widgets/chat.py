@@ -41,6 +41,7 @@ from ui.chat.state import (
     Item,
     LaneItem,
     NetworkItem,
+    NoticeItem,
     RunState,
     TextItem,
     ToolCallItem,
@@ -51,7 +52,7 @@ from ui.widgets.change_card import ChangeCard
 from ui.widgets.common import RichLabel
 from ui.widgets.flow import FlowRow
 from ui.widgets.lanes import NetworkHeader, TaskLane, robot_color
-from ui.widgets.messages import COLUMN_MAX_WIDTH, RobotHeader, RunFooter, UserMessage
+from ui.widgets.messages import COLUMN_MAX_WIDTH, NoticeLine, RobotHeader, RunFooter, UserMessage
 from ui.widgets.stream import MarkdownStream
 
 if TYPE_CHECKING:
@@ -365,6 +366,8 @@ class ChatView(QScrollArea):
                                 arguments=item.arguments, parent=self.column)
                 card.apply(item)
                 return card
+            case NoticeItem():
+                return NoticeLine(item.text, level=item.level, details=item.details, parent=self.column)
             case ChangeItem():
                 change = ChangeCard(change_set_id=item.change_set_id, robot=item.robot, files=list(item.files),
                                     parent=self.column)

@@ -324,3 +324,48 @@ class RunFooter(QWidget):
         self.status.setWordWrap(True)
 
 
+
+
+class NoticeLine(QWidget):
+    """A line about how a run goes (MCP servers starting, a retry, a fallback model, a compaction),
+    muted, amber or red by its level; with details, a "Show" link unfolds them under it."""
+
+    def __init__(self, text: str, *, level: str = "info", details: str | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("NoticeLine")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 2, 0, 2)
+        layout.setSpacing(2)
+        row = QHBoxLayout()
+        row.setSpacing(6)
+        c = theme.colors()
+        color = {"warning": c.warning, "error": c.error}.get(level, c.muted)
+        mark = {"warning": "⚠", "error": "✗"}.get(level, "ⓘ")
+        self.label = QLabel(f"{mark} {text}", self)
+        self.label.setObjectName("NoticeText")
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.label.setStyleSheet(f"color: {color};")
+        self.label.setAccessibleName(f"{level}: {text}")
+        row.addWidget(self.label, 1)
+        layout.addLayout(row)
+        self.details: RichLabel | None = None
+        self.toggle: QToolButton | None = None
+        if details:
+            self.toggle = QToolButton(self)
+            self.toggle.setObjectName("GhostButton")
+            self.toggle.setText("Show")
+            self.toggle.setCheckable(True)
+            self.toggle.setAccessibleName("Show the details")
+            self.toggle.toggled.connect(self._toggled)
+            row.addWidget(self.toggle, 0, Qt.AlignmentFlag.AlignTop)
+            self.details = RichLabel("", self)
+            self.details.set_markdown(details)
+            self.details.setVisible(False)
+            layout.addWidget(self.details)
+
+    def _toggled(self, shown: bool) -> None:
+        if self.details is not None and self.toggle is not None:
+            self.details.setVisible(shown)
+            self.toggle.setText("Hide" if shown else "Show")

@@ -3,11 +3,30 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, TextIO, assert_never
 
 from workspace import events as ev
 from workspace.sandbox import display_json, display_path
+
+#: Words after which the next word may be a key (held back together with it while streaming).
+_KEY_WORDS = re.compile(r"(?:bearer|basic|token|authorization:?|(?:x-)?api[-_]?key[:=]?|password[:=]?)\s*$", re.I)
+#: Streamed text held back is written anyway once this long (a key is shorter).
+_MAX_HELD = 512
+
+
+def _safe_cut(text: str) -> int:
+    """Where streamed ``text`` may be cut: after its last whitespace, before a key word there."""
+    if not text or text[-1].isspace():
+        cut = len(text)
+    else:
+        cut = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t")) + 1
+    head = text[:cut]
+    match = _KEY_WORDS.search(head[-40:])
+    if match is not None:
+        cut -= len(head[-40:]) - match.start()
+    return cut if len(text) - cut < _MAX_HELD else len(text)
 
 
 def _preview(value: Any, limit: int = 160) -> str:
@@ -46,17 +65,34 @@ class EventPrinter:
         self.show_task = show_task
         self.preview = preview
         self._in_text = False
+        self._held = ""  # streamed text not written yet (see _stream)
         self._color = self.out.isatty() if hasattr(self.out, "isatty") else False
 
     def _c(self, code: str, text: str) -> str:
         return f"\033[{code}m{text}\033[0m" if self._color else text
 
     def _line(self, text: str) -> None:
+        self._release()
         if self._in_text:
             self.out.write("\n")
             self._in_text = False
         self.out.write(text + "\n")
         self.out.flush()
+
+    def _stream(self, text: str) -> None:
+        """Write streamed text, holding back its last, unfinished word (and a ``Bearer``/``api-key:``
+        before it), so a key streamed in pieces reaches the redacting output whole."""
+        text = self._held + text
+        cut = _safe_cut(text)
+        self._held = text[cut:]
+        if cut:
+            self.out.write(printable(text[:cut]))
+            self.out.flush()
+
+    def _release(self) -> None:
+        if self._held:
+            self.out.write(printable(self._held))
+            self._held = ""
 
     def _who(self, event: ev.Event) -> str:
         if self.show_task and event.task:
@@ -75,8 +111,7 @@ class EventPrinter:
             case ev.TextDelta():
                 if not self._in_text and who:
                     self.out.write(who)
-                self.out.write(printable(event.text))
-                self.out.flush()
+                self._stream(event.text)
                 self._in_text = True
             case ev.ToolUse():
                 server = f"{event.server}/" if event.server else ""
@@ -99,6 +134,10 @@ class EventPrinter:
                     parts.append(f"{_path(f)}: {len(f.get('accepted', []))} accepted, "
                                  f"{len(f.get('rejected', []))} rejected")
                 self._line(self._c("33", f"{who}✎ review: " + "; ".join(parts)))
+            case ev.McpServers():
+                color = "31" if event.failed and not event.starting and not event.joined else "33"
+                for line in event.message.splitlines():
+                    self._line(self._c(color, f"{who}⋯ {line}"))
             case ev.TaskStarted():
                 self._line(self._c("35", f"▶ task {event.task} ({event.robot})"))
             case ev.TaskFinished():
@@ -130,6 +169,7 @@ class EventPrinter:
 
     def end_line(self) -> None:
         """End the line the streamed text is on (a question or other output follows)."""
+        self._release()
         if self._in_text:
             self.out.write("\n")
             self._in_text = False

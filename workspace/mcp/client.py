@@ -141,6 +141,8 @@ class Connection:
         self.since = time.time()
         self.connect_seconds: float | None = None
         self.starts = 0
+        #: When the current (or last) start began (time.monotonic()); None before the first.
+        self.started_at: float | None = None
         self._on_change = on_change
         self._session: ClientSession | None = None
         self._actor: asyncio.Task[None] | None = None
@@ -272,12 +274,53 @@ class Connection:
             raise MCPError(self._failure_text())
         return session
 
+    def begin(self, *, retry: bool = False) -> bool:
+        """Start the server in the background if it is not up or starting; returns at once.
+
+        False when it is not started: a start failed less than :data:`RETRY_AFTER_FAILED_START`
+        seconds ago (unless ``retry``; its status says why). Wait with :meth:`wait_settled`.
+        """
+        if self._session is not None and self.state is ServerState.READY:
+            return True
+        self._bound_loop()
+        actor = self._actor
+        if actor is not None and not actor.done() and (
+            self._stopping or (self._close is not None and self._close.is_set())
+        ):
+            # The connection is going away: let ensure_ready wait for its clean-up, in the background.
+            task = asyncio.get_running_loop().create_task(self._ensure_quietly(retry), name=f"mcp-begin-{self.name}")
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+            return True
+        if self.running:
+            return True
+        if (
+            not retry and self.state is ServerState.FAILED and self._failed_start_at is not None
+            and time.monotonic() - self._failed_start_at < RETRY_AFTER_FAILED_START
+        ):
+            return False
+        self._start()
+        return True
+
+    async def _ensure_quietly(self, retry: bool) -> None:
+        with contextlib.suppress(MCPError):
+            await self.ensure_ready(retry=retry)
+
+    async def wait_settled(self, timeout: float | None) -> bool:
+        """Wait (at most ``timeout`` seconds) until the current start is over; True when it is ready."""
+        ready = self._ready
+        if ready is not None and self.running and not ready.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ready.wait(), timeout)
+        return self.state is ServerState.READY and self._session is not None
+
     def _failure_text(self) -> str:
         return f"MCP server '{self.name}' is not available: {self.reason or 'it stopped'}"
 
     def _start(self) -> None:
         loop = asyncio.get_running_loop()
         self.starts += 1
+        self.started_at = time.monotonic()
         self._ready = asyncio.Event()
         self._close = asyncio.Event()
         self._close_reason = None

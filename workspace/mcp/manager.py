@@ -12,9 +12,13 @@ One manager per process (:func:`workspace.mcp.default_manager`), used by robots 
     await manager.aclose()
 
 Servers start on first use (a robot that names them, ``start()``, ``tools()``), not when
-configured. A server that crashed starts again on its next use; one that failed to start is
-retried on use after a short pause (:data:`~workspace.mcp.client.RETRY_AFTER_FAILED_START`),
-or at once with :meth:`restart`.
+configured, or earlier with :meth:`MCPManager.start_in_background`. A run does not wait for a
+slow server: :meth:`MCPManager.tools_ready` starts its servers concurrently in the background,
+waits a few seconds at most (``agent.mcp_startup_wait``) and reports which are ready, still
+starting or failed; the tools of a server still starting join the run at its next model turn
+once it is up (:mod:`workspace.mcp.startup`). A server that crashed starts again on its next
+use; one that failed to start is retried on use after a short pause
+(:data:`~workspace.mcp.client.RETRY_AFTER_FAILED_START`), or at once with :meth:`restart`.
 
 Tool policy hooks:
 
@@ -48,6 +52,7 @@ from workspace.tools.base import Tool, ToolOutput
 if TYPE_CHECKING:
     from workspace.config import Config
     from workspace.mcp.client import Connection
+    from workspace.mcp.startup import ToolsReport
     from workspace.templates import Template
 
 log = logging.getLogger("workspace.mcp")
@@ -64,7 +69,12 @@ _ANY_ENV = _AnyEnv()
 
 
 class MCPManager:
-    """Owns the connections (one actor task each), their status and the tool views."""
+    """Owns the connections (one actor task each), their status and the tool views.
+
+    One cohesive class (configuration, status, connections, tools and their names, prompts and
+    resources all share the connections and their specs), so it is longer than most modules;
+    how a run starts its servers lives in :mod:`workspace.mcp.startup`.
+    """
 
     def __init__(
         self,
@@ -520,7 +530,28 @@ class MCPManager:
 
         An unknown name raises :class:`ConfigurationError`; a server that cannot start is left
         out (its status says why, and a warning is logged). Names are unique across servers.
+        Waits until every server is up or failed; a run uses :meth:`tools_ready` instead.
         """
+        names = self.servers_for(refs, config)
+        results = await asyncio.gather(*(self._ready_infos(n) for n in names), return_exceptions=True)
+        pending: list[tuple[ServerSpec, ToolInfo]] = []
+        for name, outcome in zip(names, results, strict=True):
+            if isinstance(outcome, BaseException):
+                if not isinstance(outcome, MCPError | ConfigurationError):
+                    raise outcome
+                log.warning("MCP server '%s' left out: %s", name, outcome)
+                continue
+            spec, infos = outcome
+            pending.extend((spec, info) for info in infos if info.enabled)
+        return self._tools_of(pending)
+
+    def _tools_of(self, pending: list[tuple[ServerSpec, ToolInfo]]) -> list[Tool]:
+        chosen = _assign_names(pending)
+        return [self._make_tool(spec, info, chosen[i]) for i, (spec, info) in enumerate(pending)]
+
+    def servers_for(self, refs: list[Any], config: Config | None = None) -> list[str]:
+        """The configured (or inline) servers ``refs`` names, in order, disabled ones left out;
+        an unknown name raises :class:`ConfigurationError` naming the fix."""
         if config is not None:
             self.configure(config)
         names: list[str] = []
@@ -545,18 +576,28 @@ class MCPManager:
             if spec_now is None or spec_now.disabled or name in names:
                 continue
             names.append(name)
-        results = await asyncio.gather(*(self._ready_infos(n) for n in names), return_exceptions=True)
-        pending: list[tuple[ServerSpec, ToolInfo]] = []
-        for name, outcome in zip(names, results, strict=True):
-            if isinstance(outcome, BaseException):
-                if not isinstance(outcome, MCPError | ConfigurationError):
-                    raise outcome
-                log.warning("MCP server '%s' left out: %s", name, outcome)
+        return names
+
+    def start_in_background(self, names: Iterable[str] | None = None) -> list[str]:
+        """Begin starting servers (every enabled configured one by default) concurrently, without
+        waiting; returns those starting or up. Needs a running event loop."""
+        started = []
+        for name in list(names) if names is not None else [n for n in self._specs if not self._specs[n].disabled]:
+            spec = self._spec(name)
+            if spec is None or spec.disabled:
                 continue
-            spec, infos = outcome
-            pending.extend((spec, info) for info in infos if info.enabled)
-        chosen = _assign_names(pending)
-        return [self._make_tool(spec, info, chosen[i]) for i, (spec, info) in enumerate(pending)]
+            if self.connection(name).begin():
+                started.append(name)
+        return started
+
+    async def tools_ready(self, refs: list[Any], config: Config | None = None, *, wait: float) -> ToolsReport:
+        """What a run starts with: the servers ``refs`` names are started concurrently in the
+        background; those still starting are waited for until ``wait`` seconds after their start
+        began (a server starting for longer is not waited for again), then the report says which
+        are ready (with their tools), still starting, or failed. See :mod:`workspace.mcp.startup`."""
+        from workspace.mcp.startup import tools_ready
+
+        return await tools_ready(self, self.servers_for(refs, config), wait=wait)
 
     def model_tool_names(self, servers: Iterable[str] | None = None) -> dict[str, dict[str, str]]:
         """``{server: {the server's tool name: the name the model gets}}`` for a robot that names

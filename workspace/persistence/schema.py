@@ -126,6 +126,21 @@ def m004_thread_metadata(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE threads ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'")
 
 
+@migration
+def m005_blobs(db: sqlite3.Connection) -> None:
+    # Large payloads (a 10 MB tool result) stored once, zlib-compressed, keyed by the SHA-256 of
+    # their text; event rows refer to them (see workspace.persistence.blobs) and list them in
+    # events.blobs, so purging threads can drop the blobs nothing refers to any more.
+    db.execute("""
+        CREATE TABLE blobs (
+            hash TEXT PRIMARY KEY,
+            size INTEGER NOT NULL,
+            codec TEXT NOT NULL,
+            data BLOB NOT NULL
+        )""")
+    db.execute("ALTER TABLE events ADD COLUMN blobs TEXT")
+
+
 def migrate(conn: sqlite3.Connection) -> None:
     """Apply the migrations ``conn``'s database has not had yet (inside the caller's transaction)."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")

@@ -25,6 +25,7 @@ from typing import Any
 
 from workspace import events as ev
 from workspace.messages import Message, TextMessage
+from workspace.persistence import blobs
 from workspace.persistence.conversation import (
     conversation_from_events,
     conversation_from_result,
@@ -39,7 +40,6 @@ from workspace.persistence.database import (
     new_id,
     now,
     owner_alive,
-    redact,
 )
 from workspace.persistence.eventlog import EventLog, event_from_row
 from workspace.persistence.search import SearchHit, index_statements, search_threads
@@ -194,8 +194,10 @@ class Store(EventLog):
         for turn_id, thread_id in dead:
             conn.execute("UPDATE turns SET status = 'interrupted', finished_at = ? WHERE id = ?", (stamp, turn_id))
             # The streamed text after the last complete ``text`` event was never indexed.
+            resolver = blobs.Resolver(lambda digest: conn.execute(
+                "SELECT codec, data FROM blobs WHERE hash = ?", (digest,)).fetchone())
             tail = unindexed_tail(
-                [event_from_row(r[0]) for r in
+                [event_from_row(r[0], resolver) for r in
                  conn.execute("SELECT data FROM events WHERE turn_id = ? ORDER BY id", (turn_id,))]
             )
             for sql, params in index_statements(thread_id, turn_id, "assistant", tail, fts=self.fts):
@@ -236,8 +238,8 @@ class Store(EventLog):
         self._write([(
             "INSERT INTO threads (id, title, robot, kind, folder, created_at, updated_at, metadata) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (thread_id, redact(title) if title else None, robot, kind, str(folder) if folder else None, stamp, stamp,
-             redact(dumps(dict(metadata or {})))),
+            (thread_id, title or None, robot, kind, str(folder) if folder else None, stamp, stamp,
+             dumps(dict(metadata or {}))),
         )])
         return self.get_thread(thread_id)
 
@@ -249,7 +251,7 @@ class Store(EventLog):
                 merged.pop(key, None)
             else:
                 merged[key] = value
-        self._write([("UPDATE threads SET metadata = ? WHERE id = ?", (redact(dumps(merged)), thread_id))])
+        self._write([("UPDATE threads SET metadata = ? WHERE id = ?", (dumps(merged), thread_id))])
         return self.get_thread(thread_id)
 
     def latest_thread(self, *, kind: str | None = None, robot: str | None = None) -> ThreadInfo | None:
@@ -298,7 +300,7 @@ class Store(EventLog):
     def rename_thread(self, thread_id: str, title: str | None) -> ThreadInfo:
         self.get_thread(thread_id)
         clean = " ".join((title or "").split()) or None
-        self._write([("UPDATE threads SET title = ? WHERE id = ?", (redact(clean) if clean else None, thread_id))])
+        self._write([("UPDATE threads SET title = ? WHERE id = ?", (clean, thread_id))])
         return self.get_thread(thread_id)
 
     # -- small settings kept with the threads ------------------------------------------------------
@@ -382,6 +384,7 @@ class Store(EventLog):
             statements.append(("UPDATE turns SET parent_turn_id = NULL WHERE thread_id = ?", (thread_id,)))
             statements.append(("DELETE FROM turns WHERE thread_id = ?", (thread_id,)))
             statements.append(("DELETE FROM threads WHERE id = ?", (thread_id,)))
+        statements.append((blobs.unreferenced_sql(), ()))  # their large payloads, unless kept elsewhere
         if self.fts:
             statements.append(("INSERT INTO search_fts(search_fts) VALUES ('rebuild')", ()))
         self._write(statements)
@@ -412,7 +415,7 @@ class Store(EventLog):
                                  reason="invalid")
         turn_id = turn_id or new_id()
         stamp = now()
-        text = redact(user_text or "")
+        text = user_text or ""
         statements: list[Statement] = [
             ("INSERT INTO turns (id, thread_id, parent_turn_id, ordinal, user_text, created_at, status, owner) "
              "VALUES (?, ?, ?, (SELECT COALESCE(MAX(ordinal), 0) + 1 FROM turns WHERE thread_id = ?), ?, ?, "

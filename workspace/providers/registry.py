@@ -195,6 +195,11 @@ def factories() -> list[ProviderFactory]:
 def provider_for(model: str | None, *, api_base: str | None = None, config: ConfigLookup | None = None,
                  **options: Any) -> Provider:
     """The provider for ``model``: from the first factory that serves it (None or "demo": the offline demo)."""
+    from workspace.secrets import register_url_secrets
+
+    register_url_secrets(api_base)  # a password or key inside it is redacted wherever it shows up
+    if config is not None:
+        register_url_secrets(config.get("llm.api_base"))
     for factory in factories():
         if factory.matches(model, api_base):
             return factory.create(model, api_base=api_base, config=config, **options)

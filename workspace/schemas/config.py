@@ -51,6 +51,8 @@ class Agent(StrictModel):
     tool_timeout: float = Field(300.0, gt=0, description="Seconds one tool call may take")
     tools: Level = Field("all", description="Tools robots may use: all | none | a list of names")
     mcp: Level = Field("all", description="MCP servers robots may use: all | none | a list of names")
+    mcp_startup_wait: float = Field(5.0, ge=0, le=600, description="Seconds a run waits for MCP servers still "
+                                    "starting; it then goes on without them and their tools join when they are up")
 
 
 class Review(StrictModel):
