@@ -26,10 +26,6 @@ log = logging.getLogger("ui.controller")
 DEFAULT_ROBOT = "assistant"
 
 
-class StoreProblem(Exception):
-    pass
-
-
 _UNSEEN = object()
 
 

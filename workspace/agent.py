@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from workspace import events as ev
 from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest
-from workspace.errors import ProviderError, serialize
+from workspace.errors import serialize
 from workspace.memory import writer_var
 from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
 from workspace.providers.base import FinishChunk, Provider, TextChunk, ToolCallChunk, UsageChunk
@@ -568,8 +568,3 @@ def _safe_callback(fn: ToolCallback, arg: Any) -> None:
     except Exception as exc:  # a callback must never break the loop
         logging.getLogger("workspace.agent").warning("tool callback failed: %s", serialize(exc))
 
-
-def provider_error_message(exc: BaseException) -> str:
-    if isinstance(exc, ProviderError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"

@@ -144,9 +144,6 @@ class ApprovalPolicy:
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(target)
 
-    def to_list(self) -> list[dict[str, str]]:
-        return [r.to_dict() for r in self.rules]
-
     def set_rule(self, action: str, *, robot: str = "*", server: str = "*", tool: str = "*") -> None:
         """Add (or replace the same-target) rule, most recent last so it wins ties."""
         if action not in ACTIONS:
@@ -191,14 +188,19 @@ class ApprovalGate:
     def __init__(self, policy: ApprovalPolicy | None = None, ask: AskFn | None = None) -> None:
         self.policy = policy or ApprovalPolicy()
         self.ask_fn = ask
-        self._thread_grants: set[tuple[str, str, str]] = set()
+        #: "for this thread" grants: (thread id, robot, server, tool); a run outside a thread has id "".
+        self._thread_grants: set[tuple[str, str, str, str]] = set()
 
     @staticmethod
     def _key(request: ApprovalRequest) -> tuple[str, str, str]:
         return (request.robot, request.server or "local", request.tool)
 
+    @classmethod
+    def _thread_key(cls, request: ApprovalRequest) -> tuple[str, str, str, str]:
+        return (request.thread_id or "", *cls._key(request))
+
     def decide(self, request: ApprovalRequest) -> Action:
-        if self._key(request) in self._thread_grants:
+        if self._thread_key(request) in self._thread_grants:
             return "allow"
         return self.policy.decide(request)
 
@@ -220,10 +222,7 @@ class ApprovalGate:
             return
         robot, server, tool = self._key(request)
         if decision.scope == "thread" and decision.approved:
-            self._thread_grants.add((robot, server, tool))
+            self._thread_grants.add(self._thread_key(request))
         elif decision.scope == "always":
             self.policy.set_rule("allow" if decision.approved else "deny", robot=robot, server=server, tool=tool)
             self.policy.save()
-
-    def reset_thread(self) -> None:
-        self._thread_grants.clear()

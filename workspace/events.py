@@ -348,7 +348,3 @@ def event_from_json(text: str) -> Event:
         raise ValueError("An event is a JSON object with a 'kind'")
     return event_from_dict(data)
 
-
-def is_terminal(event: Event) -> bool:
-    """Whether ``event`` ends its run."""
-    return isinstance(event, TERMINAL)

@@ -241,17 +241,6 @@ class Sandbox:
                 "there and they can edit it themselves"
             )
 
-    def resolve_file(self, path: str | os.PathLike[str]) -> Resolved:
-        """Like :meth:`resolve`, and the path must be an existing regular file."""
-        res = self.resolve(path)
-        if res.path.is_dir():
-            raise SandboxError(f"'{display_path(path)}' is a folder, not a file; use list_files to see what is in it")
-        if not res.path.exists() or is_temp_name(res.path.name):
-            raise SandboxError(
-                f"'{display_path(path)}' does not exist in the opened folder; check the name with list_files"
-            )
-        return res
-
     # -- the other direction --------------------------------------------------------------------
     def abspath(self, rel: str) -> Path:
         """The absolute path of a folder-relative POSIX name (no checks: use for names this class gave)."""

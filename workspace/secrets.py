@@ -311,11 +311,6 @@ def _credential_like(value: str) -> bool:
     return len(value) >= 20 or any(c.isdigit() for c in value) or any(c in "-_." for c in value)
 
 
-def _trailing_dots(value: str) -> str:
-    """The full stops ending ``value``: the end of a sentence, not part of the key."""
-    return value[len(value.rstrip(".")):]
-
-
 def _credential_spans(low: str) -> list[tuple[int, int]]:
     """Where the credentials of :func:`redact_credentials` are in ``low`` (a lower-cased text)."""
     spans: list[tuple[int, int]] = []

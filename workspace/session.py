@@ -406,10 +406,6 @@ class ThreadSession:
         """Tokens and cost of every run of the thread."""
         return self.store.usage(self.thread_id)
 
-    def set_title(self, title: str | None) -> ThreadInfo:
-        self._thread = self.store.rename_thread(self.thread_id, title)
-        return self._thread
-
     # -- running ------------------------------------------------------------------------------------
     def send(self, text: str, **options: Any) -> RecordedRun:
         """Send a message after the current turn; iterate the returned run for its events.

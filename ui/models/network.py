@@ -382,8 +382,5 @@ class ChatTargetModel(RobotListModel):
                 return row
         return -1
 
-    def network_names(self) -> list[str]:
-        return [n.name for n in self._networks]
-
     def robot_names(self) -> list[str]:
         return [r.name for r in self._robots]

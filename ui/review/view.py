@@ -499,7 +499,7 @@ class DiffView(QAbstractScrollArea):
         self._update_scrollbars()
         self._place_overlay()
 
-    def scrollContentsBy(self, dx: int, dy: int) -> None:
+    def scrollContentsBy(self, dx: int, _dy: int) -> None:
         self._place_overlay()
         self.viewport().update()
 

@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -422,9 +422,3 @@ def _emit_decided(changes: ChangeSet, printer: Any) -> None:
         return
     printer(changes.decided_event())
 
-
-def iter_hunks(changes: ChangeSet) -> Iterator[tuple[FileChange, Hunk]]:
-    """(file, hunk) pairs in navigation order, for views."""
-    for fc in changes.pending_files:
-        for h in fc.hunks:
-            yield fc, h

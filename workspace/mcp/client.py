@@ -833,10 +833,5 @@ def _install_hint(command: str) -> str:
     return f"Install '{command}'"
 
 
-def tool_payload(tool: types.Tool) -> dict[str, Any]:
-    """A discovered tool as plain JSON (camelCase, as on the wire)."""
-    return tool.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
 def dump_all(items: Iterable[Any]) -> list[dict[str, Any]]:
     return [item.model_dump(mode="json", by_alias=True, exclude_none=True) for item in items]

@@ -377,11 +377,6 @@ class MCPManager:
             pass
         return self.status(name)
 
-    async def start_all(self) -> list[ServerStatus]:
-        names = [n for n in self._specs if not self._specs[n].disabled]
-        await asyncio.gather(*(self.start(n) for n in names))
-        return self.statuses()
-
     async def aclose(self) -> None:
         """Stop watching and stop every server."""
         await self.stop_watching()
@@ -496,17 +491,6 @@ class MCPManager:
                 parameters=dict(t.input_schema or {}),
             ))
         return infos
-
-    async def server_tools(self, name: str, *, include_disabled: bool = False) -> list[Tool]:
-        """The tools of one server as :class:`Tool` objects (starting it if needed)."""
-        conn = self.connection(name)
-        await conn.ensure_ready()
-        spec = conn.spec
-        tools = []
-        for info in self._tool_infos(spec, conn):
-            if info.enabled or include_disabled:
-                tools.append(self._make_tool(spec, info))
-        return tools
 
     def _make_tool(self, spec: ServerSpec, info: ToolInfo, name: str | None = None) -> Tool:
         annotations = dict(info.annotations)

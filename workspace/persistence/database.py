@@ -443,10 +443,6 @@ class Database:
         return len(self._queued)
 
     # -- maintenance ------------------------------------------------------------------------------
-    def integrity_check(self) -> str:
-        """SQLite's ``quick_check`` result ("ok" when the file is sound)."""
-        rows = self._read("PRAGMA quick_check")
-        return "; ".join(str(r[0]) for r in rows)
 
     def iter_rows(self, sql: str, params: Sequence[Any] = ()) -> Iterator[sqlite3.Row]:
         """Read-only access for tools and tests (one statement)."""

@@ -161,13 +161,6 @@ class EventLog(Database):
                 return
             self._write(self._held_statements(turn_id))
 
-    def flush_due(self) -> None:
-        """Write the held text deltas that are older than ``flush_interval``."""
-        with self._lock:
-            if self._closed:
-                return
-            self._write(self._due_statements())
-
     def _event_statements(self, thread_id: str, turn_id: str, event: ev.Event, *,
                           extra: dict[str, Any] | None = None) -> list[Statement]:
         """The row of ``event`` and what it changes: the turn's run and totals, the search index, the
