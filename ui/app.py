@@ -183,6 +183,7 @@ class Application:
             self.window.settings_flow.offer_store_retry()
         else:
             self.window.folder_flow.offer_trust()
+            self.window.folder_flow.offer_recovery()
         self._warn_ignored_env()
         self.loaded = True
         from ui.markdown import warm_up

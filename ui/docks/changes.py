@@ -36,6 +36,7 @@ from ui.review.conflict import RESTORE_ACTIONS, ConflictView
 from ui.review.files import file_list
 from ui.review.view import DiffView
 from ui.review.window import ReviewWindow, resolve_conflict, segmented, summary_text
+from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
     from workspace.changes import ChangeSet, Conflict, RestoreResult
@@ -260,7 +261,7 @@ class ChangesPane(QWidget):
             changes = current
         folder = getattr(self.controller, "folder", None)
         if changes is not None and folder is not None and Path(changes.folder) != Path(folder):
-            text = (f"Those changes wait in {changes.folder}: open that folder (File > Open Folder) to review "
+            text = (f"Those changes wait in {display_path(changes.folder)}: open that folder (File > Open Folder) to review "
                     "them. They are kept until then.")
             self.show_message(text, "info")
             toast = getattr(self.main_window, "toast", None)

@@ -30,6 +30,7 @@ from ui.models.tool_calls import format_duration
 from ui.widgets.common import AutoHeightText, ElidedLabel, JsonHighlighter, pill, robot_chip
 from ui.widgets.flow import ElidedToolButton, FlowRow, shrinkable
 from workspace.approval import ApprovalDecision
+from workspace.sandbox import display_json, display_path
 
 if TYPE_CHECKING:
     import asyncio
@@ -77,7 +78,7 @@ def _preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
             text = json.dumps(value, ensure_ascii=False, default=str)
         except (TypeError, ValueError):
             text = repr(value)
-    text = " ".join(text.split())
+    text = display_path(" ".join(text.split()))  # no control or bidi character reorders the card
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -131,7 +132,7 @@ def _elided_chip(robot: str, parent: QWidget) -> ElidedLabel:
 def _args_html(value: Any) -> str:
     value = value if value is not None else {}
     try:
-        compact = json.dumps(value, ensure_ascii=False)
+        compact = display_json(json.dumps(value, ensure_ascii=False))
     except (TypeError, ValueError):
         compact = ""
     if compact and len(compact) <= 72:  # short arguments on one line: cards stay small

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLay
 from ui import markdown, theme
 from ui.widgets.common import RichLabel, pill, robot_chip
 from ui.widgets.flow import shrinkable
+from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
     from ui.chat.state import ChangeItem
@@ -88,7 +89,10 @@ class ChangeCard(QFrame):
         self.title.setText(f"<b>Proposed changes</b> · {count} file{'s' if count != 1 else ''}")
         rows = []
         for f in self.files[:12]:
-            path = markdown._esc(str(f.get("path", "?")))
+            name = str(f.get("path", "?"))
+            if f.get("new_path"):
+                name = f"{name} → {f['new_path']}"
+            path = markdown._esc(display_path(name))
             action = markdown._esc(str(f.get("action", "modify")))
             added, removed = int(f.get("added", 0) or 0), int(f.get("removed", 0) or 0)
             rows.append(f'<span style="font-family:{theme.mono_family()}">{path}</span> '

@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton
 
 from ui import theme
+from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
@@ -57,7 +58,7 @@ class StatusLine:
             self.folder.setText("No folder open")
             self.folder.setToolTip("Robots can't see your files. Open a folder for them to work in (Ctrl+O)")
         else:
-            self.folder.setText(f"Folder: {Path(folder).name or folder}")
+            self.folder.setText(f"Folder: {display_path(Path(folder).name or folder)}")
             self.folder.setToolTip(f"Robots read and propose changes in {folder}. Open another (Ctrl+O)")
         self.retitle(self._thread_title)
 
@@ -65,7 +66,7 @@ class StatusLine:
         """The window title: the thread, the folder, the app."""
         self._thread_title = thread_title
         folder = self.window.controller.folder
-        parts = [p for p in (thread_title, (Path(folder).name or str(folder)) if folder else None) if p]
+        parts = [p for p in (thread_title, display_path(Path(folder).name or str(folder)) if folder else None) if p]
         self.window.setWindowTitle(" — ".join([*parts, "RobotLab Workspace"]))
 
     # -- robot, model, connection ------------------------------------------------------------------------
