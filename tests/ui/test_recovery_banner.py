@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QMessageBox
 from tests.ui.conftest import running_app, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "faults"))
-import test_fs_faults as fs  # noqa: E402  (the kill -9 helpers of the file-system fault suite)
+import test_fs_faults as fs
 
 
 async def test_the_window_offers_to_roll_an_interrupted_apply_back(tmp_path: Path, provider: Any,
