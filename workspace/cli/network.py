@@ -88,6 +88,8 @@ async def _run(args: argparse.Namespace) -> int:
     for robot in {id(r): r for r in network.robots.values()}.values():
         if args.api_base:
             robot.api_base = args.api_base
+        if args.context:
+            robot.context_policy = args.context
         model = robot.model
         if not is_offline(model):
             check_key(str(model), args.api_base or config.get("llm.api_base"))

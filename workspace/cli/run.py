@@ -95,6 +95,8 @@ async def _run(args: argparse.Namespace) -> int:
     if not is_offline(model):
         check_key(model, robot.api_base or config.get("llm.api_base"))
     robot.provider = provider_for(model, api_base=robot.api_base, config=config)
+    if args.context:
+        robot.context_policy = args.context
     approval = terminal_approval(args)
     changes = None
     if folder is not None:

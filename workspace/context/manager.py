@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from workspace import events as ev
-from workspace.context.compaction import choose_cut, summarise, summary_message, turn_starts, unit_starts
+from workspace.context.compaction import choose_cut, summarise, summary_message, turn_starts
 from workspace.context.results import result_limit, shorten_result_message
 from workspace.context.tokens import MESSAGE_OVERHEAD, TokenCounter
 from workspace.context.window import DEFAULT_WINDOW, WindowInfo, resolve_window, window_from_message
@@ -57,6 +57,9 @@ ContextPolicy = Literal["compact", "truncate", "error"]
 POLICIES: tuple[str, ...] = ("compact", "truncate", "error")
 #: The share of the window past which the policy acts.
 DEFAULT_THRESHOLD = 0.8
+#: A request of more messages than this whose middle one is new (a long thread opened again: tens of
+#: milliseconds to count) is counted in a worker thread, so the window does not freeze meanwhile.
+COUNT_IN_THREAD = 64
 
 Emit = Callable[..., Any]
 
@@ -261,7 +264,10 @@ class ContextManager:
         counter = await self.counter(provider)
         params = _tool_params(tools)
         limit = result_limit(info.tokens, self.max_result_chars)
-        prepared = self._measure(system, self._view(history, limit, params), tools, counter, info)
+        view = self._view(history, limit, params)
+        if len(view) > COUNT_IN_THREAD and not counter.counted(view[len(view) // 2]):
+            await asyncio.to_thread(counter.messages, view)  # a long thread opened again: count it off the loop
+        prepared = self._measure(system, view, tools, counter, info)
         window = info.tokens
         over = prepared.used > self.threshold * window or trigger == "overflow"
         hard = self._hard_limit(window, settings or {})
@@ -295,11 +301,8 @@ class ContextManager:
         before = self._measure(system, self._view(history, limit, params), tools, counter, info)
         start = self.compaction.upto if self.compaction is not None else 0
         if keep_budget is None:
-            turns = sorted(turn_starts(history))
+            turns = sorted(turn_starts(history))  # the latest turn stays whole
             cut: int | None = turns[-1] if turns and turns[-1] > start else None
-            if cut is None:
-                units = unit_starts(history)
-                cut = units[-1] if units and units[-1] > start else None
         else:
             cut = choose_cut(history, lambda m: counter.message(self._shortened(m, limit, params)), start=start,
                              keep_budget=keep_budget)

@@ -13,7 +13,7 @@ import json
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from workspace.context.tokens import BYTES_PER_TOKEN, result_text
+from workspace.context.tokens import result_text
 from workspace.messages import ToolResultMessage
 
 __all__ = ["MIN_RESULT_CHARS", "RESULT_SHARE", "result_limit", "shorten_result_message"]
@@ -22,13 +22,16 @@ __all__ = ["MIN_RESULT_CHARS", "RESULT_SHARE", "result_limit", "shorten_result_m
 RESULT_SHARE = 0.25
 #: Never cut a result shorter than this many characters.
 MIN_RESULT_CHARS = 1_000
+#: Characters per token when a share of the window is turned into characters (code and JSON have fewer
+#: characters a token than prose: this keeps a result within its share whatever it holds).
+CHARS_PER_TOKEN = 3.0
 
 
 def result_limit(window: int | None, configured: int | None) -> int | None:
     """The most characters of one tool result the model is sent (None: no limit)."""
     limits = [c for c in (configured,) if c and c > 0]
     if window:
-        limits.append(max(MIN_RESULT_CHARS, int(window * RESULT_SHARE * BYTES_PER_TOKEN)))
+        limits.append(max(MIN_RESULT_CHARS, int(window * RESULT_SHARE * CHARS_PER_TOKEN)))
     return min(limits) if limits else None
 
 
@@ -91,5 +94,8 @@ def _shorten_file(data: dict[str, Any], limit: int, tool: str, params: Collectio
     if isinstance(out.get("end_line"), int):
         out["end_line"] = next_line - 1
     note = _note(len(full), len(shown), how)
-    out["note"] = f"{data['note']} {note}" if isinstance(data.get("note"), str) else note
+    earlier = data.get("note")
+    # The tool's own note about where to read on is superseded by this cut; other notes are kept.
+    keep = isinstance(earlier, str) and not any(k in earlier for k in ("start_line", "offset", "read more"))
+    out["note"] = f"{note} {earlier}" if keep else note
     return out

@@ -7,24 +7,25 @@ changed once made), so counting a 200-turn thread again before the next call cos
 message. The counts of the message view the manager sends are corrected from what the server
 reports (see :class:`workspace.context.manager.ContextManager`).
 
-The estimate is UTF-8 bytes / 3: a little over the real count for English prose and code (about 4
-characters a token), about right for text in other scripts (a CJK character is 3 bytes and about
-one token), so the window fills up before the estimate says so, not after.
+The estimate (:func:`estimate`) errs high: about 1.1 to 1.6 times what OpenAI's tokenizer counts for
+prose, code, JSON, numbers, hex and CJK text alike, so the window fills up after the estimate says
+so, not before; the server's own counts then correct it.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from workspace.messages import Message
 
-__all__ = ["BYTES_PER_TOKEN", "MESSAGE_OVERHEAD", "TokenCounter", "estimate", "result_text", "wire_text"]
+__all__ = ["CHARS_PER_TOKEN", "MESSAGE_OVERHEAD", "TokenCounter", "estimate", "result_text", "wire_text"]
 
-#: Bytes of UTF-8 per estimated token.
-BYTES_PER_TOKEN = 3.0
+#: Characters of words per estimated token.
+CHARS_PER_TOKEN = 3.3
 #: Tokens a message costs besides its text (role, separators of the chat template).
 MESSAGE_OVERHEAD = 4
 #: Tokens one tool call costs besides its name and arguments (id, type, wrapping).
@@ -35,13 +36,21 @@ TOOL_OVERHEAD = 8
 CACHE_LIMIT = 50_000
 
 
+_PUNCTUATION = re.compile(r"[^\w\s]")
+_DIGITS = str.maketrans("", "", "0123456789")
+
+
 def estimate(text: str) -> int:
-    """Tokens of ``text`` by the safe estimate (UTF-8 bytes / 3, rounded up)."""
+    """Tokens of ``text`` by the safe estimate: a token per 3.3 characters of words, a token per mark of
+    punctuation, per 1.3 digits, per 2 extra bytes of non-ASCII text. Above the count of OpenAI's
+    tokenizer for prose (by about 40 %), code, JSON, numbers, hex and other scripts alike."""
     if not text:
         return 0
-    if text.isascii():
-        return math.ceil(len(text) / BYTES_PER_TOKEN)
-    return math.ceil(len(text.encode("utf-8", "replace")) / BYTES_PER_TOKEN)
+    n = len(text)
+    digits = n - len(text.translate(_DIGITS))
+    marks = n - len(_PUNCTUATION.sub("", text))
+    extra = 0 if text.isascii() else len(text.encode("utf-8", "replace")) - n
+    return math.ceil((n - digits - marks) / CHARS_PER_TOKEN + extra / 2 + digits / 1.3 + marks)
 
 
 def result_text(content: Any) -> str:
@@ -110,6 +119,11 @@ class TokenCounter:
 
     def messages(self, messages: Iterable[Message]) -> int:
         return sum(self.message(m) for m in messages)
+
+    def counted(self, message: Message) -> bool:
+        """Whether ``message`` was counted already."""
+        found = self._messages.get(id(message))
+        return found is not None and found[0] is message
 
     def tools(self, specs: Sequence[Any]) -> int:
         """Tokens of the tool schemas (``ToolSpec``: name, description, parameters)."""
