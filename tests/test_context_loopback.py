@@ -117,9 +117,12 @@ async def test_sixty_turns_with_tool_calls_never_fail_and_compact_keeping_pairs(
         robot = Robot("helper", system_prompt="You look things up.", provider=provider_for(server), tools=[lookup])
         compactions: list[ev.ContextCompacted] = []
         for i in range(60):
+            summaries = len(model.summaries)
             events = await drive(robot, question(i))
             assert isinstance(events[-1], ev.RunFinished), events[-1]
             compactions += [e for e in events if isinstance(e, ev.ContextCompacted)]
+            # every model call's usage reaches the run's totals, the summaries' included
+            assert len([e for e in events if isinstance(e, ev.Usage)]) == 2 + len(model.summaries) - summaries
             sent = [r for r in model.requests if f"Question {i}:" in json.dumps(r["messages"])]
             assert len(sent) == 2  # the latest turn stays whole: both of its requests carry the question
         assert server.overflows == 0  # compacted before the window was full: never refused
@@ -414,7 +417,9 @@ async def test_compact_on_request_in_a_thread_and_in_the_library(tmp_path: Path,
         for i in range(3):
             assert isinstance(await session.send(f"Note {i}: remember the word zebra{i}").wait(), ev.RunFinished)
         assert not model.summaries  # far from the window: nothing compacted by itself
+        tokens = session.usage().input_tokens
         event = await session.compact()
+        assert session.usage().input_tokens > tokens  # the summary's tokens count in the thread's usage
         assert event is not None and event.trigger == "manual"
         assert event.replaced_count == 8 and event.newly_replaced == 8  # everything before the latest turn
         assert len(model.summaries) == 1

@@ -676,6 +676,12 @@ class ThreadSession:
         robot.history = self.store.history_messages(self.thread_id, current)
         self._restore_compactions([robot], current)
         event = await robot.compact()
+        for spent in robot.context_manager.take_usage():  # the summary's tokens count in the thread's usage
+            self.store.append_event(self.thread_id, current, ev.Usage(
+                run_id=event.run_id if event is not None else "compact", robot=robot.name,
+                input_tokens=spent.input_tokens, output_tokens=spent.output_tokens, cost=spent.cost,
+                total_input_tokens=spent.input_tokens, total_output_tokens=spent.output_tokens,
+                total_cost=spent.cost, model=spent.model))
         if event is not None:
             self.store.append_event(self.thread_id, current, event)
         return event

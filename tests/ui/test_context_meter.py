@@ -59,3 +59,22 @@ async def test_the_status_bar_meter_follows_the_bridge(desktop: Any) -> None:
     assert status.context.label.text() == "~512 / 2k · 25%"
     status.show_thread_context(None)  # a new thread: nothing to show
     assert not status.context.isVisible()
+
+
+async def test_settings_choose_the_window_and_the_compaction_model(desktop: Any) -> None:
+    from workspace import paths
+    from workspace.config import load_config
+
+    window = desktop.window
+    window.settings_flow.open_settings()
+    dialog = window.settings_flow.dialog
+    dialog.context_window.setValue(100)
+    dialog.save()
+    assert dialog.problem.isVisible() and "at least 256" in dialog.problem.text()
+    dialog.context_window.setValue(16384)
+    dialog.compaction_model.setText("openai/gpt-4o-mini")
+    dialog.save()
+    config = load_config()
+    assert config.get("llm.context_window") == 16384
+    assert config.get("llm.compaction_model") == "openai/gpt-4o-mini"
+    assert "compaction_model: openai/gpt-4o-mini" in paths.user_config_file().read_text(encoding="utf-8")

@@ -21,7 +21,7 @@ from typing import Any
 
 from workspace.context.tokens import estimate, result_text
 from workspace.messages import Message, TextMessage
-from workspace.providers.base import TextChunk
+from workspace.providers.base import TextChunk, UsageChunk
 
 __all__ = [
     "SUMMARY_HEADER",
@@ -166,7 +166,8 @@ def fallback_summary(previous: str | None, messages: Sequence[Message], *, reaso
     return text if len(text) <= limit else text[: limit // 3] + "\n…\n" + text[-(limit * 2) // 3:]
 
 
-async def _ask(provider: Any, *, previous: str | None, transcript: str, words: int, max_tokens: int) -> str:
+async def _ask(provider: Any, *, previous: str | None, transcript: str, words: int, max_tokens: int,
+               usage: list[UsageChunk]) -> str:
     parts = []
     if previous:
         parts.append(f"Summary of the conversation before this part:\n{previous.strip()}")
@@ -178,6 +179,8 @@ async def _ask(provider: Any, *, previous: str | None, transcript: str, words: i
                                        tools=[], settings={"max_tokens": max_tokens}):
         if isinstance(chunk, TextChunk):
             text.append(chunk.text)
+        elif isinstance(chunk, UsageChunk):
+            usage.append(chunk)
     summary = "".join(text).strip()
     if not summary:
         raise ValueError("the model's summary was empty")
@@ -185,10 +188,12 @@ async def _ask(provider: Any, *, previous: str | None, transcript: str, words: i
 
 
 async def summarise(provider: Any, messages: Sequence[Message], *, previous: str | None, input_budget: int,
-                    max_tokens: int) -> tuple[str, str | None]:
+                    max_tokens: int, usage: list[UsageChunk] | None = None) -> tuple[str, str | None]:
     """The summary of ``previous`` (an earlier summary) and ``messages``, written by ``provider``'s model
     in requests of at most about ``input_budget`` tokens each, answered in at most ``max_tokens``.
-    Returns ``(summary, problem)``: ``problem`` says why a plain list stands in for a summary."""
+    Returns ``(summary, problem)``: ``problem`` says why a plain list stands in for a summary. The
+    usage the requests reported is added to ``usage``."""
+    spent: list[UsageChunk] = usage if usage is not None else []
     words = max(60, int(max_tokens * 0.6))
     overhead = estimate(SUMMARY_INSTRUCTIONS) + 60
     result_chars = max(300, min(4000, input_budget // 4))
@@ -212,7 +217,7 @@ async def summarise(provider: Any, messages: Sequence[Message], *, previous: str
     try:
         for transcript in chunks:
             summary = await _ask(provider, previous=summary, transcript=transcript, words=words,
-                                 max_tokens=max_tokens)
+                                 max_tokens=max_tokens, usage=spent)
     except Exception as exc:
         problem = str(exc) or type(exc).__name__
         log.warning("compaction: the model could not summarise (%s); a plain list stands in", problem)

@@ -170,6 +170,7 @@ class ContextManager:
         self._anchor: _Anchor | None = None
         self._cache = _Cache()
         self._system: tuple[str | None, TokenCounter | None, int] = (None, None, 0)
+        self._spent: list[UsageChunk] = []
 
     # -- state ------------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -182,6 +183,11 @@ class ContextManager:
         """Take up a compaction recorded earlier (a conversation rebuilt from the store)."""
         self.compaction = compaction if compaction is not None and compaction.upto > 0 else None
         self._anchor = None
+
+    def take_usage(self) -> list[UsageChunk]:
+        """The usage of the summary requests made since the last call (their tokens and cost count too)."""
+        spent, self._spent = self._spent, []
+        return spent
 
     def messages_for_model(self, history: Sequence[Message]) -> list[Message]:
         """The conversation as the model is sent it (the summary in place of the compacted messages;
@@ -221,11 +227,13 @@ class ContextManager:
     async def stream(self, provider: Any, *, system: str | None, history: Sequence[Message], tools: Sequence[Any],
                      settings: Mapping[str, Any], emit: Emit | None = None) -> AsyncIterator[Chunk]:
         """``provider.stream`` for the prepared request; a refusal as too long compacts (or truncates)
-        and retries once."""
+        and retries once. The usage of summary requests comes first, as usage chunks of their model."""
         prepared = await self.prepare(provider, system=system, history=history, tools=tools, settings=settings,
                                       emit=emit)
         retried = False
         while True:
+            for spent in self.take_usage():  # the summaries' tokens count like the run's own
+                yield spent
             started = False
             try:
                 source = provider.stream(system=prepared.system, messages=prepared.messages, tools=tools,
@@ -315,7 +323,8 @@ class ContextManager:
         budget = int((summary_window.tokens if summary_window else window) * 0.75) - summary_tokens
         summary, problem = await summarise(summarizer, history[start:cut],
                                            previous=self.compaction.summary if self.compaction else None,
-                                           input_budget=max(budget, 400), max_tokens=summary_tokens)
+                                           input_budget=max(budget, 400), max_tokens=summary_tokens,
+                                           usage=self._spent)
         self.compaction = Compaction(summary, cut)
         self._anchor = None
         after = self._measure(system, self._view(history, limit, params), tools, counter, info)
