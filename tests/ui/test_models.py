@@ -168,7 +168,7 @@ def test_bridge_gives_every_event_class_a_signal(qapp_instance: object) -> None:
     bridge = RunBridge(flush_ms=1000)
     names = ("run_started", "text_completed", "tool_used", "approval_requested", "approval_decided",
              "tool_finished", "memory_changed", "change_proposed", "change_decided", "usage_reported",
-             "task_changed", "run_ended")
+             "context_usage", "context_compacted", "task_changed", "run_ended")
     reached: list[str] = []
     for name in names:
         getattr(bridge, name).connect(lambda e, _n=name: reached.append(type(e).__name__))

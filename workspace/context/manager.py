@@ -165,12 +165,16 @@ class ContextManager:
         self.last: Prepared | None = None
         self._windows: dict[tuple[str, str | None, str | None], WindowInfo | None] = {}
         self._counters: dict[tuple[str, str | None], TokenCounter] = {}
-        self._learned: int | None = None
+        #: Windows learned from servers' refusals, by model and server.
+        self._learned: dict[tuple[str, str | None, str | None], int] = {}
+        #: The model and server the counts below were corrected for (another model: start again).
+        self._corrected_for: tuple[str, str | None, str | None] | None = None
         self._ratio = 1.0
         self._anchor: _Anchor | None = None
         self._cache = _Cache()
         self._system: tuple[str | None, TokenCounter | None, int] = (None, None, 0)
         self._spent: list[UsageChunk] = []
+        self._tools: list[Any] = []
 
     # -- state ------------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -197,13 +201,14 @@ class ContextManager:
     # -- the window and the counter ---------------------------------------------------------------
     async def window(self, provider: Any) -> WindowInfo | None:
         """The window of ``provider``'s model (asked once per model and server)."""
-        key = (type(provider).__name__, getattr(provider, "model_id", None), getattr(provider, "api_base", None))
+        key = _key(provider)
         if key not in self._windows:
             self._windows[key] = await resolve_window(provider, setting=self.window_setting,
                                                       default=self.default_window)
         info = self._windows[key]
-        if info is not None and self._learned is not None and self._learned < info.tokens:
-            return WindowInfo(self._learned, "learned")
+        learned = self._learned.get(key)
+        if info is not None and learned is not None and learned < info.tokens:
+            return WindowInfo(learned, "learned")
         return info
 
     async def counter(self, provider: Any) -> TokenCounter:
@@ -257,7 +262,7 @@ class ContextManager:
                 log.info("%s refused the request as too long (%s); %s and retrying once",
                          getattr(provider, "model_id", "the model"), exc,
                          "compacting" if self.policy == "compact" else "truncating")
-                self._learn(exc, prepared)
+                self._learn(provider, exc, prepared)
                 prepared = await self.prepare(provider, system=system, history=history, tools=tools,
                                               settings=settings, emit=emit, trigger="overflow")
 
@@ -269,7 +274,10 @@ class ContextManager:
         info = await self.window(provider)
         if info is None:  # nothing known to keep within: the conversation as it is
             return Prepared(system, self._view(history, None, {}))
+        if self._corrected_for != _key(provider):  # another model: its server's counts are not known yet
+            self._corrected_for, self._ratio, self._anchor = _key(provider), 1.0, None
         counter = await self.counter(provider)
+        self._tools = list(tools)
         params = _tool_params(tools)
         limit = result_limit(info.tokens, self.max_result_chars)
         view = self._view(history, limit, params)
@@ -304,6 +312,7 @@ class ContextManager:
         self._check(history)
         info = await self.window(provider)
         counter = await self.counter(provider)
+        tools = tools or self._tools  # on request: the tools of the last call count too
         params = _tool_params(tools)
         limit = result_limit(info.tokens if info else None, self.max_result_chars)
         before = self._measure(system, self._view(history, limit, params), tools, counter, info)
@@ -409,12 +418,12 @@ class ContextManager:
             emit(ev.ContextUsage, used=used, window=prepared.window.tokens, estimated=False,
                  system_tokens=prepared.system_tokens, tools_tokens=prepared.tools_tokens, threshold=self.threshold)
 
-    def _learn(self, exc: BaseException, prepared: Prepared) -> None:
+    def _learn(self, provider: Any, exc: BaseException, prepared: Prepared) -> None:
         """After a refusal: the window the server named, and counts that say the request was too long."""
         named = getattr(exc, "window", None) or window_from_message(str(exc))
         window = prepared.window.tokens if prepared.window is not None else None
         if named and (window is None or named < window):
-            self._learned = int(named)
+            self._learned[_key(provider)] = int(named)
             window = int(named)
         if window and prepared.counted:
             self._ratio = max(self._ratio, (window + 1) / prepared.counted * 1.05)
@@ -506,6 +515,11 @@ class ContextManager:
             what = "(the context policy is 'error', so nothing was compacted)"
         return (f"{model}: the conversation is longer than the model's context window{size} {what} — the "
                 f"server said: {exc}. {self._fixes()}")
+
+
+def _key(provider: Any) -> tuple[str, str | None, str | None]:
+    """A provider's model and server (what a window and the counts' corrections belong to)."""
+    return type(provider).__name__, getattr(provider, "model_id", None), getattr(provider, "api_base", None)
 
 
 def _tool_params(tools: Sequence[Any]) -> dict[str, tuple[str, ...]]:
