@@ -13,11 +13,11 @@ In this order, the first that knows:
    timeout, off the event loop;
 3. the provider, for hosted models: ``provider.context_window()`` (the litellm provider reads
    litellm's model map);
-4. a conservative default (:data:`DEFAULT_WINDOW`), for a provider that calls a real model (it has
-   an ``api_base`` attribute or a ``context_window`` method) but nothing above knew its window.
+4. a conservative default (:data:`DEFAULT_WINDOW`) for any other language model.
 
-Test doubles and the offline demo have no window (None): nothing is counted or compacted for them
-unless a setting gives one.
+Providers that are not language models (the offline demo, the test doubles: ``is_language_model``
+False) have no window (None): nothing is counted or compacted for them unless a setting gives one.
+The server is found from the provider's ``api_base`` (or ``base_url``) and model id.
 """
 
 from __future__ import annotations
@@ -273,7 +273,9 @@ async def resolve_window(provider: Any, *, setting: int | None = None, default: 
     if not getattr(provider, "is_language_model", True):
         return None
     model = getattr(provider, "model_id", None)
-    api_base = getattr(provider, "api_base", None)
+    api_base = getattr(provider, "api_base", None) or getattr(provider, "base_url", None)
+    if api_base is not None and not isinstance(api_base, str):
+        api_base = str(api_base)
     if server_of(model, api_base) is not None:
         found = await asyncio.to_thread(probe_server, model, api_base)
         if found:
@@ -289,6 +291,4 @@ async def resolve_window(provider: Any, *, setting: int | None = None, default: 
             return WindowInfo(int(value), "model info")
     elif isinstance(hook, int) and hook > 0:
         return WindowInfo(hook, "model info")
-    if hook is not None or hasattr(provider, "api_base"):
-        return WindowInfo(default, "default")
-    return None
+    return WindowInfo(default, "default")
