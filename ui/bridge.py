@@ -42,6 +42,10 @@ class RunBridge(QObject):
     change_proposed = Signal(object)
     change_decided = Signal(object)
     usage_reported = Signal(object)
+    #: How full the model's context window is (ContextUsage), before and after each model call.
+    context_usage = Signal(object)
+    #: Older messages were summarised for the model (ContextCompacted): the chat's marker.
+    context_compacted = Signal(object)
     task_changed = Signal(object)  # TaskStarted / TaskFinished
     #: McpServers: MCP servers the run started without (still starting, failed) or that joined it.
     mcp_notice = Signal(object)
@@ -147,6 +151,10 @@ class RunBridge(QObject):
                 self.change_decided.emit(event)
             case ev.Usage():
                 self.usage_reported.emit(event)
+            case ev.ContextUsage():
+                self.context_usage.emit(event)
+            case ev.ContextCompacted():
+                self.context_compacted.emit(event)
             case ev.TaskStarted() | ev.TaskFinished():
                 self.task_changed.emit(event)
             case ev.McpServers():
@@ -199,6 +207,12 @@ def event_summary(event: ev.Event) -> str:
         case ev.Usage():
             cost = f", ${event.cost:.4f}" if event.cost else ""
             return f"{event.input_tokens} in / {event.output_tokens} out{cost}"
+        case ev.ContextUsage():
+            share = f" ({event.used / event.window:.0%})" if event.window else ""
+            return f"{event.used:,} / {event.window:,} tokens{share}{' estimated' if event.estimated else ''}"
+        case ev.ContextCompacted():
+            return (f"{event.newly_replaced or event.replaced_count} messages summarised: "
+                    f"{event.tokens_before:,} → {event.tokens_after:,} tokens ({event.trigger})")
         case ev.RunStarted():
             return f"{event.message[:80]!r} on {event.model}"
         case ev.RunFailed():

@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "ToolNotFoundError": "workspace.errors",
     "InferenceError": "workspace.errors",
     "ProviderError": "workspace.errors",
+    "ContextOverflowError": "workspace.errors",
     "MCPError": "workspace.errors",
     "AwaitTimeout": "workspace.errors",
     "RunFailedError": "workspace.errors",

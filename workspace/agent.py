@@ -27,10 +27,19 @@ from typing import Any, Protocol
 
 from workspace import events as ev
 from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest
+from workspace.context import ContextManager
 from workspace.errors import serialize
 from workspace.memory import writer_var
 from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
-from workspace.providers.base import FinishChunk, Provider, TextChunk, ToolCallChunk, UsageChunk
+from workspace.providers.base import (
+    Chunk,
+    FinishChunk,
+    Provider,
+    TextChunk,
+    ToolCallChunk,
+    ToolSpec,
+    UsageChunk,
+)
 from workspace.result import RobotResult
 from workspace.result import Usage as UsageTotals
 from workspace.tools.base import Tool, ToolContext, ToolOutput
@@ -130,6 +139,8 @@ class RunSpec:
     pending_tools: PendingTools | None = None
     #: An extra shared sequence counter (a network run numbers all its tasks' events).
     sequence: Callable[[], int] | None = None
+    #: Keeps each request within the model's context window (compacts, truncates or refuses).
+    context: ContextManager | None = None
 
 
 class EventRun:
@@ -371,9 +382,7 @@ class AgentRun(EventRun):
         spec = self.spec
         partial: dict[int, _PartialCall] = {}
         specs = [tool.spec() for tool in spec.tools]
-        async for chunk in spec.provider.stream(
-            system=spec.system, messages=list(spec.history), tools=specs, settings=spec.settings
-        ):
+        async for chunk in self._model_call(specs):
             if isinstance(chunk, TextChunk):
                 if chunk.text:
                     text_parts.append(chunk.text)
@@ -393,6 +402,16 @@ class AgentRun(EventRun):
             elif isinstance(chunk, FinishChunk):
                 pass  # providers raise on cut streams; a missing finish chunk alone is tolerated
         return [self._assemble(index, call) for index, call in sorted(partial.items())]
+
+    def _model_call(self, specs: list[ToolSpec]) -> AsyncIterator[Chunk]:
+        """The provider's stream, through the run's context manager when it has one (the request kept
+        within the model's window; compacted and retried once when the server refuses it as too long)."""
+        spec = self.spec
+        if spec.context is not None:
+            return spec.context.stream(spec.provider, system=spec.system, history=spec.history, tools=specs,
+                                       settings=spec.settings, emit=self.emit)
+        return spec.provider.stream(system=spec.system, messages=list(spec.history), tools=specs,
+                                    settings=spec.settings)
 
     def _assemble(self, index: int, call: _PartialCall) -> ToolMessage:
         call_id = call.id or f"call_{self.run_id[:8]}_{index}_{uuid.uuid4().hex[:6]}"

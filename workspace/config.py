@@ -45,6 +45,13 @@ DEFAULTS: dict[str, Any] = {
         "max_retries": 3,
         # The most characters of one tool result sent to the model (the rest is cut, with a note).
         "max_tool_result_chars": 50_000,
+        # The model's window when nothing reports it (a number, or model id -> number); see workspace.context.
+        "context_window": None,
+        # compact | truncate | error: what happens when a conversation outgrows the window.
+        "context_policy": "compact",
+        "compaction_threshold": 0.8,
+        # The model that summarises compacted messages (empty: the robot's own).
+        "compaction_model": None,
     },
     "agent": {
         "max_turns": 20,

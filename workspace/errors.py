@@ -43,6 +43,26 @@ class ProviderError(InferenceError):
         self.status_code = status_code
         self.retryable = retryable
 
+    #: True when the request did not fit the model's context window (see :class:`ContextOverflowError`).
+    context_overflow: bool = False
+
+
+class ContextOverflowError(ProviderError):
+    """The request was longer than the model's context window.
+
+    Providers raise it for a context-length refusal (litellm's ``ContextWindowExceededError``, an
+    HTTP 400 saying "maximum context length", a local server's empty answer to an over-long
+    prompt); the agent loop then compacts the conversation and retries once
+    (:mod:`workspace.context`). ``window`` is the model's window when the provider said it.
+    """
+
+    context_overflow = True
+
+    def __init__(self, message: str, *, provider: str | None = None, status_code: int | None = None,
+                 window: int | None = None) -> None:
+        super().__init__(message, provider=provider, status_code=status_code, retryable=False)
+        self.window = window
+
 
 class MCPError(Error):
     """An MCP server could not be reached or answered badly."""
@@ -66,8 +86,8 @@ class SandboxError(Error):
 
 #: Classes known to :func:`deserialize`, by RobotLab's names and by ours.
 _KNOWN: dict[str, type[BaseException]] = {}
-for _cls in (Error, ConfigurationError, ToolNotFoundError, InferenceError, ProviderError, MCPError,
-             AwaitTimeout, HistoryError, RunFailedError, SandboxError):
+for _cls in (Error, ConfigurationError, ToolNotFoundError, InferenceError, ProviderError, ContextOverflowError,
+             MCPError, AwaitTimeout, HistoryError, RunFailedError, SandboxError):
     _KNOWN[_cls.__name__] = _cls
     _KNOWN[f"RobotLab::{_cls.__name__}"] = _cls
 _KNOWN["RobotLab::Error"] = Error

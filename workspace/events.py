@@ -47,6 +47,7 @@ ApprovalChoice: TypeAlias = Literal["approve", "deny"]
 #: "once", "thread", "always", or "policy" (decided by the stored policy, nobody asked).
 ApprovalScope: TypeAlias = Literal["once", "thread", "always", "policy"]
 TaskStatus: TypeAlias = Literal["done", "failed", "skipped", "cancelled"]
+CompactionTrigger: TypeAlias = Literal["threshold", "overflow", "manual"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -216,6 +217,51 @@ class McpServers(BaseEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ContextUsage(BaseEvent):
+    """How full the model's context window is for the request about to be sent (before each model
+    call), or as the server counted it (after the call, ``estimated`` False): for the context meter."""
+
+    kind: ClassVar[str] = "context_usage"
+    #: Tokens of the request: system prompt, tool schemas and messages.
+    used: int = 0
+    #: The model's context window in tokens (0: not known).
+    window: int = 0
+    #: True when ``used`` is counted here (a tokenizer or an estimate), False when the server reported it.
+    estimated: bool = True
+    #: Of ``used``: the system prompt's and the tool schemas' share.
+    system_tokens: int = 0
+    tools_tokens: int = 0
+    #: The share of the window at which the conversation is compacted (0.8: 80 %).
+    threshold: float = 0.8
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextCompacted(BaseEvent):
+    """Older messages were summarised to fit the context window (they stay in the thread as they were).
+
+    The model is sent ``summary`` in place of the first ``replaced_count`` messages of the robot's
+    conversation (counted from its start, this turn's messages included); a conversation rebuilt
+    from the store does the same. The chat shows a "conversation compacted" marker that expands to
+    the summary.
+    """
+
+    kind: ClassVar[str] = "context_compacted"
+    summary: str = ""
+    #: How many messages of the conversation, from its start, the summary stands for.
+    replaced_count: int = 0
+    #: How many of those this compaction summarised (the rest were in the previous summary).
+    newly_replaced: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    window: int = 0
+    #: "threshold" (the request would pass it), "overflow" (the server refused the request as too
+    #: long) or "manual" (``/compact``).
+    trigger: CompactionTrigger = "threshold"
+    #: The model that wrote the summary.
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TaskStarted(BaseEvent):
     kind: ClassVar[str] = "task_started"
     message: str = ""
@@ -274,6 +320,8 @@ Event: TypeAlias = (
     | ChangeDecided
     | Usage
     | McpServers
+    | ContextUsage
+    | ContextCompacted
     | TaskStarted
     | TaskFinished
     | RunFinished

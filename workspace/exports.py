@@ -83,6 +83,16 @@ def _fenced(value: Any, lang: str = "json") -> str:
     return f"{fence}{lang}\n{text}\n{fence}"
 
 
+def _compaction_what(event: ev.ContextCompacted) -> str:
+    """What a compaction marker says: "12 earlier messages summarised, 1,900 → 600 tokens of 2,048"."""
+    count = event.newly_replaced or event.replaced_count
+    what = f"{count} earlier message{'s' if count != 1 else ''} summarised"
+    if event.tokens_before:
+        window = f" of {event.window:,}" if event.window else ""
+        what += f", {event.tokens_before:,} → {event.tokens_after:,} tokens{window}"
+    return what + (" on request" if event.trigger == "manual" else "")
+
+
 def _money(cost: float | None) -> str:
     return "" if cost is None else f", ${cost:.4f}"
 
@@ -244,7 +254,13 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> 
             case ev.McpServers():
                 out.extend(f"*{line}*" for line in event.message.splitlines())
                 out.append("")
-            case ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.RunFinished():
+            case ev.ContextCompacted():
+                out.append(f"> **Conversation compacted** ({_compaction_what(event)}): the model was sent this "
+                           "summary in place of the earlier messages, which are all above.")
+                out.append(">")
+                out += [f"> {line}" if line else ">" for line in event.summary.strip().splitlines()]
+                out.append("")
+            case ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.RunFinished() | ev.ContextUsage():
                 pass  # the heading, the text, the usage line and the result come from the turn itself
             case _:
                 assert_never(event)

@@ -24,6 +24,8 @@ from workspace.tools.manifest import ToolManifest
 if TYPE_CHECKING:
     from workspace.approval import ApprovalGate
     from workspace.config import Config
+    from workspace.context import ContextManager
+    from workspace.events import ContextCompacted
     from workspace.providers.base import Provider
 
 #: Run options that are not template variables.
@@ -74,6 +76,8 @@ class Robot:
         approval: ApprovalGate | None = None,
         mcp_manager: ToolSource | None = None,
         template_dirs: Iterable[Path] = (),
+        context_window: int | None = None,
+        context_policy: str | None = None,
         **settings: Any,
     ) -> None:
         if template is None and system_prompt is None:
@@ -126,6 +130,18 @@ class Robot:
         self.history: list[Message] = []
         self._provider = provider
         self._active: AgentRun | None = None
+        meta = tmpl.metadata if tmpl is not None else {}
+        #: The model's context window in tokens, when set here or in the front matter (else the
+        #: configuration, the server or the model information says; see workspace.context).
+        self.context_window: int | None = context_window if context_window is not None else meta.get("context_window")
+        if self.context_window is not None and (isinstance(self.context_window, bool)
+                                                or not isinstance(self.context_window, int)
+                                                or self.context_window < 256):
+            raise ConfigurationError(f"Robot '{self.name}': context_window must be a whole number of tokens, at "
+                                     f"least 256 (got {self.context_window!r})")
+        self._context_policy: str | None = None
+        self.context_policy = context_policy if context_policy is not None else meta.get("context_policy")
+        self._context_manager: ContextManager | None = None
 
     # -- construction helpers -----------------------------------------------------------------
     def _take_tools(self, tools: Any) -> Any:
@@ -180,6 +196,84 @@ class Robot:
     def tools(self) -> list[Tool]:
         """RobotLab's alias of ``local_tools``."""
         return self.local_tools
+
+    # -- the context window -----------------------------------------------------------------------
+    @property
+    def context_policy(self) -> str | None:
+        """What happens when the conversation outgrows the model's window: ``"compact"`` (the default:
+        older messages are summarised), ``"truncate"`` (the oldest turns are left out) or ``"error"``
+        (the run fails before sending). None: the configuration's ``llm.context_policy``."""
+        return self._context_policy
+
+    @context_policy.setter
+    def context_policy(self, value: str | None) -> None:
+        if value is not None:
+            from workspace.context import check_policy
+
+            try:
+                check_policy(value)
+            except ValueError as exc:
+                raise ConfigurationError(f"Robot '{self.name}': {exc}") from None
+        self._context_policy = value
+        manager = getattr(self, "_context_manager", None)
+        if manager is not None and value is not None:
+            manager.policy = value
+
+    @property
+    def context_manager(self) -> ContextManager:
+        """Keeps this robot's requests within its model's context window (see :mod:`workspace.context`);
+        it holds the summary of the compacted part of :attr:`history`."""
+        if self._context_manager is None:
+            self._context_manager = self._new_context_manager()
+        return self._context_manager
+
+    def _new_context_manager(self) -> ContextManager:
+        from workspace.context import DEFAULT_THRESHOLD, ContextManager, window_setting
+
+        config = self.config if (self._config is not None or self._provider is None) else None
+        window = self.context_window
+        if window is None and config is not None:
+            window = window_setting(config.get("llm.context_window"), self.model,
+                                    default_model=config.get("llm.model"))
+        policy = self._context_policy or (config.get("llm.context_policy") if config is not None else None)
+        threshold = config.get("llm.compaction_threshold") if config is not None else None
+        max_chars = config.get("llm.max_tool_result_chars") if config is not None else None
+        summarizer: Callable[[], Provider] | None = None
+        compaction_model = config.get("llm.compaction_model") if config is not None else None
+        if compaction_model and compaction_model != self.model and config is not None:
+            def summarizer() -> Provider:
+                from workspace.providers import provider_for
+
+                return provider_for(compaction_model, config=config)
+
+        try:
+            return ContextManager(policy=policy or "compact", window=window,
+                                  threshold=float(threshold or DEFAULT_THRESHOLD),
+                                  max_result_chars=int(max_chars) if max_chars else None, summarizer=summarizer)
+        except ValueError as exc:
+            raise ConfigurationError(f"Robot '{self.name}': {exc}") from None
+
+    async def compact(self) -> ContextCompacted | None:
+        """Summarise the older messages of the conversation now (``/compact``): every turn before the
+        latest one. The model is sent the summary in their place from now on; :attr:`history` keeps
+        them. Returns the :class:`~workspace.events.ContextCompacted` event (None: nothing to compact).
+        """
+        if self._active is not None and not self._active.done:
+            raise RuntimeError(f"Robot '{self.name}' is running; compact its conversation when the run is over")
+        if not self.history:
+            return None
+        try:
+            system = self.render_system({"message": ""})
+        except Exception:  # a template that needs run variables: count the plain prompt
+            system = self.system_prompt
+        fields = await self.context_manager.compact(self.provider, system=system, history=self.history)
+        if fields is None:
+            return None
+        import uuid
+
+        from workspace.events import ContextCompacted
+
+        return ContextCompacted(run_id=f"compact-{uuid.uuid4().hex[:12]}", robot=self.name, **fields)
 
     # -- system prompt --------------------------------------------------------------------------
     def build_context(self, network: Any = None) -> dict[str, Any]:
@@ -383,6 +477,7 @@ class Robot:
             on_result=_appender(memory), thread_id=options.get("thread_id"),
             tool_timeout=self._config_tool_timeout(), sequence=options.get("sequence"),
             watch_memory=options.get("watch_memory", True), tools_loader=load_tools,
+            context=self.context_manager,
         )
         if options.get("run_id"):
             spec.run_id = str(options["run_id"])
@@ -456,6 +551,8 @@ class Robot:
     def reset(self) -> Robot:
         """Forget the conversation (the memory stays; see :meth:`reset_memory`)."""
         self.history.clear()
+        if self._context_manager is not None:
+            self._context_manager.reset()
         return self
 
     def reset_memory(self) -> Robot:

@@ -470,8 +470,11 @@ class ThreadSession:
             histories = self.network_histories(parent_turn_id)
             for bot in _network_robots(network):
                 bot.history = list(histories.get(bot.name, []))
+            self._restore_compactions(_network_robots(network), parent_turn_id)
         else:
             history = self.store.history_messages(self.thread_id, parent_turn_id) if parent_turn_id else []
+            assert robot is not None
+            self._restore_compactions([robot], parent_turn_id)
         problems: list[str] = []
         turn_id = uuid.uuid4().hex
         try:
@@ -670,6 +673,67 @@ class ThreadSession:
         """The conversation the next message continues (what the robot will be given)."""
         current = self.thread.current_turn_id
         return self.store.history_messages(self.thread_id, current) if current else []
+
+    # -- the context window ---------------------------------------------------------------------------
+    def model_messages(self) -> list[Message]:
+        """The conversation as the model is sent it next: the summary of a compaction in place of the
+        messages it stands for (they stay in the thread: :meth:`history`, the transcript, search)."""
+        robot = self.robot
+        current = self.thread.current_turn_id
+        history = self.history()
+        self._restore_compactions([robot], current)
+        return robot.context_manager.messages_for_model(history)
+
+    async def compact(self) -> ev.ContextCompacted | None:
+        """Summarise the conversation before its latest turn now (``/compact``): the model is sent the
+        summary in their place from the next message on. The ``context_compacted`` event is recorded on
+        the current turn (the chat shows its marker); every message stays in the thread. None: nothing
+        to compact."""
+        self._not_running("compact the conversation")
+        if self.is_network:
+            raise RuntimeError("A network thread is compacted by its robots as they need it; /compact works in "
+                               "a robot's thread")
+        current = self.thread.current_turn_id
+        if current is None:
+            return None
+        robot = self.robot
+        robot.history = self.store.history_messages(self.thread_id, current)
+        self._restore_compactions([robot], current)
+        event = await robot.compact()
+        for spent in robot.context_manager.take_usage():  # the summary's tokens count in the thread's usage
+            self.store.append_event(self.thread_id, current, ev.Usage(
+                run_id=event.run_id if event is not None else "compact", robot=robot.name,
+                input_tokens=spent.input_tokens, output_tokens=spent.output_tokens, cost=spent.cost,
+                total_input_tokens=spent.input_tokens, total_output_tokens=spent.output_tokens,
+                total_cost=spent.cost, model=spent.model))
+        if event is not None:
+            self.store.append_event(self.thread_id, current, event)
+        return event
+
+    def context_usage(self) -> ev.ContextUsage | None:
+        """The last count of the context window along the current branch (for the meter), or None."""
+        current = self.thread.current_turn_id
+        if current is None:
+            return None
+        found: ev.ContextUsage | None = None
+        for _turn, events in self.store.path_events(self.thread_id, current, classes=(ev.ContextUsage,)):
+            for event in events:
+                if isinstance(event, ev.ContextUsage):
+                    found = event
+        return found
+
+    def _restore_compactions(self, robots: list[Robot], leaf_turn_id: str | None) -> None:
+        """Each robot takes up its latest compaction along the branch ending at ``leaf_turn_id``."""
+        from workspace.context import Compaction
+        from workspace.persistence import latest_compaction
+
+        events: list[ev.Event] = []
+        if leaf_turn_id:
+            for _turn, found in self.store.path_events(self.thread_id, leaf_turn_id, classes=(ev.ContextCompacted,)):
+                events += found
+        for robot in robots:
+            latest = latest_compaction(events, robot.name)
+            robot.context_manager.restore(Compaction(latest.summary, latest.replaced_count) if latest else None)
 
     def __repr__(self) -> str:
         return f"<ThreadSession {self.thread_id[:8]} {self._thread.kind}={self._thread.robot!r}>"

@@ -229,6 +229,12 @@ class ChatPresenter:
                 self._usage(event)
             case ev.TaskStarted() | ev.TaskFinished():
                 self._task(event)
+            case ev.ContextUsage():
+                pass  # the status bar's context meter shows it (bridge.context_usage)
+            case ev.ContextCompacted():
+                self.notice(self._run(event.run_id, event.robot, event.task), compaction_text(event),
+                            details=event.summary.strip() + "\n\n*The model now sees this summary instead of the "
+                            "messages above; they are still in the thread, searchable and exported.*")
             case ev.McpServers():
                 self.notice(self._run(event.run_id, event.robot, event.task), event.message,
                             level="warning" if event.failed or event.starting else "info")
@@ -599,3 +605,12 @@ def _own_result(run: RunState, result: Any) -> RobotResult | NetworkResult | Non
 
 
 __all__ = ["INITIAL_TURNS", "LOAD_MORE_TURNS", "ChatPresenter"]
+
+
+def compaction_text(event: ev.ContextCompacted) -> str:
+    """The marker's line: how many messages were summarised, and the tokens before and after."""
+    why = {"manual": " on request", "overflow": " after the server refused the request as too long"}.get(
+        event.trigger, "")
+    window = f" of {event.window:,}" if event.window else ""
+    return (f"⟲ Conversation compacted{why} — {event.newly_replaced} earlier messages summarised "
+            f"({event.tokens_before:,} → {event.tokens_after:,} tokens{window})")

@@ -45,11 +45,28 @@ class StatusLine:
         bar.addWidget(self.folder)
         for label in (self.robot, self.model, self.connection):
             bar.addWidget(label)
+        from ui.widgets.context_meter import ContextMeter
+
+        self.context = ContextMeter(w)
+        bar.addPermanentWidget(self.context)
         bar.addPermanentWidget(self.usage)
         self.update_folder()
 
     def connect(self) -> None:
-        self.window.controller.usage_changed.connect(self.set_usage)
+        w = self.window
+        w.controller.usage_changed.connect(self.set_usage)
+        w.bridge.context_usage.connect(self.context.show_usage)
+        w.bridge.context_compacted.connect(self.context.show_compacted)
+        w.bridge.text_appended.connect(lambda _run, _robot, text: self.context.add_streamed(text))
+        w.controller.thread_opened.connect(self.show_thread_context)
+
+    def show_thread_context(self, session: object) -> None:
+        """The meter of the thread just opened: its last count (hidden for a new thread)."""
+        reader = getattr(session, "context_usage", None)
+        try:
+            self.context.show_usage(reader() if callable(reader) else None)
+        except Exception:  # an unreadable store leaves the meter empty; the banner says why elsewhere
+            self.context.show_usage(None)
 
     # -- folder and title --------------------------------------------------------------------------
     def update_folder(self) -> None:

@@ -140,6 +140,8 @@ async def _run(args: argparse.Namespace) -> int:
         for robot in {id(r): r for r in network.robots.values()}.values():
             if args.api_base:
                 robot.api_base = args.api_base
+            if args.context:
+                robot.context_policy = args.context
         return network
 
     network = load()

@@ -159,7 +159,12 @@ class EventPrinter:
                 self._line(self._c("31", f"{who}✗ failed: {event.error}"))
             case ev.RunCancelled():
                 self._line(self._c("33", f"{who}■ stopped: {event.reason}"))
-            case ev.Text() | ev.ApprovalRequested() | ev.MemoryChanged() | ev.Usage():
+            case ev.ContextCompacted():
+                count = event.newly_replaced or event.replaced_count
+                self._line(self._c("2", f"{who}⟲ conversation compacted: {count} earlier message"
+                                        f"{'s' if count != 1 else ''} summarised ({event.tokens_before:,} → "
+                                        f"{event.tokens_after:,} tokens of {event.window:,})"))
+            case ev.Text() | ev.ApprovalRequested() | ev.MemoryChanged() | ev.Usage() | ev.ContextUsage():
                 pass  # the text was streamed as deltas; the approval is asked for; usage is in "done"
             case _:
                 assert_never(event)

@@ -187,6 +187,8 @@ async def _run(args: argparse.Namespace) -> int:
     if not is_offline(robot.model):
         check_key(robot.model, robot.api_base or config.get("llm.api_base"))
     robot.provider = provider_for(robot.model, api_base=robot.api_base, config=config)
+    if args.context:
+        robot.context_policy = args.context
     printer = QuestionAfterOutput(make_printer(args))
     approval = terminal_approval(args, printer)
     options: dict[str, Any] = template_params(args.param)

@@ -61,6 +61,10 @@ def add_run_options(p: argparse.ArgumentParser, *, who: str) -> None:
     )
     p.add_argument("--yes", "-y", action="store_true",
                    help="approve every tool call that the approval policy would ask about")
+    p.add_argument("--context", choices=("compact", "truncate", "error"), default=None,
+                   help="when the conversation outgrows the model's context window: compact (summarise older "
+                   "messages; the default, or llm.context_policy), truncate (leave out the oldest turns) or error "
+                   "(fail before sending)")
 
 
 def template_params(items: list[str]) -> dict[str, Any]:

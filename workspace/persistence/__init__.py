@@ -4,7 +4,9 @@ A *thread* is a conversation with a robot (or a network). Each message the user 
 a *turn*; the turn records the run's events as they happen. Turns form a tree (a turn points
 at its parent), so editing a past message and resending it, or regenerating an answer, adds a
 sibling turn instead of overwriting anything; ``threads.current_turn_id`` is the leaf of the
-branch on screen. Messages, results and the transcript are derived from the events.
+branch on screen. Messages, results and the transcript are derived from the events. A compaction
+of the conversation (``context_compacted``) is an event too: nothing stored is ever replaced, the
+robot is sent the summary in place of the messages it stands for.
 
 Storage choices:
 
@@ -68,6 +70,7 @@ from workspace.persistence.conversation import (
     coalesce_text,
     conversation_from_events,
     conversation_from_result,
+    latest_compaction,
 )
 from workspace.persistence.database import NotFoundError, StoreError
 from workspace.persistence.eventlog import status_for
@@ -88,5 +91,6 @@ __all__ = [
     "conversation_from_events",
     "conversation_from_result",
     "fts5_available",
+    "latest_compaction",
     "status_for",
 ]

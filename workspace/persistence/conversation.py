@@ -106,6 +106,16 @@ def conversation_from_events(events: Sequence[ev.Event]) -> list[Message]:
     return out
 
 
+def latest_compaction(events: Iterable[ev.Event], robot: str | None = None) -> ev.ContextCompacted | None:
+    """The last ``context_compacted`` event (of ``robot``, when given) among ``events``: the summary the
+    model is sent in place of the conversation's first ``replaced_count`` messages."""
+    found: ev.ContextCompacted | None = None
+    for event in events:
+        if isinstance(event, ev.ContextCompacted) and (robot is None or event.robot == robot):
+            found = event
+    return found
+
+
 def unindexed_tail(events: Sequence[ev.Event]) -> str:
     """The text streamed after the run's last complete ``text`` event (never indexed for search)."""
     parts: list[str] = []

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -504,12 +504,13 @@ class Store(EventLog):
         self._write([("UPDATE threads SET current_turn_id = ? WHERE id = ?", (leaf, thread_id))])
         return self.get_turn(leaf)
 
-    def path_events(self, thread_id: str, leaf_turn_id: str | None = None) -> list[tuple[TurnInfo, list[ev.Event]]]:
-        """Each turn along the path with its events (one query for all of them)."""
+    def path_events(self, thread_id: str, leaf_turn_id: str | None = None, *,
+                    classes: Sequence[type[ev.Event]] | None = None) -> list[tuple[TurnInfo, list[ev.Event]]]:
+        """Each turn along the path with its events (only those of ``classes``, if given; one query for all)."""
         turns = self.path(thread_id, leaf_turn_id)
         if not turns:
             return []
-        by_turn = self._events_of([t.id for t in turns])
+        by_turn = self._events_of([t.id for t in turns], classes)
         return [(t, by_turn.get(t.id, [])) for t in turns]
 
     # -- derived --------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from workspace.errors import ProviderError
+from workspace.errors import ContextOverflowError, ProviderError
 from workspace.providers.base import (
     Chunk,
     FinishChunk,
@@ -71,11 +71,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LiteLLMProvider",
+    "context_window",
     "load_litellm",
     "missing_keys",
     "preload_litellm",
     "to_openai_messages",
     "to_openai_tools",
+    "token_counter",
 ]
 
 log = logging.getLogger("workspace.providers.litellm")
@@ -214,6 +216,48 @@ def missing_keys(model_id: str, *, api_key: str | None = None, api_base: str | N
             continue
         out.append(key)
     return out
+
+
+def context_window(model_id: str) -> int | None:
+    """The model's context window (input tokens) from litellm's model map; None when litellm does not
+    know the model (a local server's model, a new one). Imports litellm (seconds, once): call it in a
+    thread."""
+    litellm = load_litellm()
+    try:
+        info = litellm.get_model_info(model_id)
+    except Exception:  # "This model isn't mapped yet"
+        return None
+    value = info.get("max_input_tokens") or info.get("max_tokens")
+    try:
+        return int(value) if value else None
+    except (TypeError, ValueError):
+        return None
+
+
+def token_counter(model_id: str) -> Callable[[str], int] | None:
+    """A function counting the tokens of a text with the model's own tokenizer, where litellm has it
+    without downloading anything (OpenAI's models: tiktoken; Anthropic's older models); None for other
+    models, which are estimated instead. Imports litellm: call it in a thread."""
+    litellm = load_litellm()
+    try:
+        provider = str(litellm.get_llm_provider(model_id)[1])
+        from litellm.utils import huggingface_tokenizer_kind, select_tokenizer
+    except Exception:
+        return None
+    bare = model_id.split("/", 1)[1] if "/" in model_id else model_id
+    kind = huggingface_tokenizer_kind(bare)
+    openai_model = provider in ("openai", "azure") and bare in set(litellm.open_ai_chat_completion_models)
+    if not (openai_model or kind == "anthropic"):
+        return None
+    try:
+        tokenizer: Any = select_tokenizer(model=bare)
+        encoder: Any = tokenizer["tokenizer"]
+    except Exception as exc:
+        log.debug("no tokenizer for %s: %s", model_id, exc)
+        return None
+    if tokenizer.get("type") == "openai_tokenizer":
+        return lambda text: len(encoder.encode(text, disallowed_special=()))
+    return lambda text: len(getattr(encoder.encode(text), "ids", ()))
 
 
 def _key_hint(keys: Sequence[str]) -> str:
@@ -437,6 +481,8 @@ def _tidy_connect_message(message: str) -> str:
     return re.sub(r" ssl:<[^>]*>", "", message).rstrip(" .")
 
 
+_CONTEXT_TEXT = re.compile(r"context[ _-]?length|maximum context|context[ _-]?window|too many tokens|"
+                           r"prompt is too long|exceeds? (?:the )?(?:model'?s? )?(?:context|maximum)|\bn_ctx\b", re.I)
 _TIMEOUT_TEXT = re.compile(r"\btime(?:d)?[ -]?out\b", re.I)
 
 
@@ -574,6 +620,15 @@ class LiteLLMProvider:
     def __repr__(self) -> str:
         base = f", api_base={self.api_base!r}" if self.api_base else ""
         return f"LiteLLMProvider({self.model_id!r}{base})"
+
+    # -- the context window (workspace.context asks, in a worker thread) ----------------------
+    def context_window(self) -> int | None:
+        """The model's context window from litellm's model map (None: not known)."""
+        return context_window(self.model_id)
+
+    def token_counter(self) -> Callable[[str], int] | None:
+        """The model's tokenizer as a counting function, where litellm has it (None: estimate)."""
+        return token_counter(self.model_id)
 
     # -- public helpers -----------------------------------------------------------------------
     def missing_keys(self) -> list[str]:
@@ -863,8 +918,8 @@ class LiteLLMProvider:
             return _Failure(ProviderError(f"{self.model_id}: HTTP {status} from {where} — {message}. "
                                           f"{self._auth_fix(status)}",
                                           provider=self.model_id, status_code=status), retryable=False)
-        if "ContextWindowExceededError" in names:
-            return _Failure(ProviderError(
+        if "ContextWindowExceededError" in names or (status in (400, 413) and _CONTEXT_TEXT.search(message)):
+            return _Failure(ContextOverflowError(
                 f"{self.model_id}: HTTP {status or 400} from {where} — {message}. The conversation is "
                 "longer than the model's context window: start a new thread or shorten it",
                 provider=self.model_id, status_code=status or 400), retryable=False)

@@ -39,7 +39,18 @@ class LLM(StrictModel):
     timeout: float = Field(120.0, gt=0, description="Seconds one model call may take")
     max_retries: int = Field(3, ge=0, le=20, description="Retries of a call that failed for a passing reason")
     max_tool_result_chars: int = Field(50_000, ge=1_000, description="The most characters of one tool result "
-                                       "sent to the model (the rest is cut, with a note)")
+                                       "sent to the model (the rest is cut, with a note); less when a quarter of "
+                                       "the context window is less")
+    context_window: Annotated[int, Field(ge=256)] | dict[str, Annotated[int, Field(ge=256)]] | None = Field(
+        None, description="The model's context window in tokens, when the server or litellm does not say it: a "
+        "number (for llm.model), or model ids mapped to numbers")
+    context_policy: Literal["compact", "truncate", "error"] = Field(
+        "compact", description="When a conversation outgrows the window: compact (older messages summarised), "
+        "truncate (the oldest turns left out) or error (the run fails before sending)")
+    compaction_threshold: float = Field(0.8, ge=0.1, le=0.95, description="The share of the context window at "
+                                        "which older messages are compacted")
+    compaction_model: str | None = Field(None, description="The model that writes the summaries of compacted "
+                                         "messages (a cheaper one); empty: the robot's own model")
 
 
 class Agent(StrictModel):

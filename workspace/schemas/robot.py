@@ -102,6 +102,8 @@ class FrontMatter(ModelSettings):
         "tools": LEVEL_HINT,
         "mcp": "must be inherit, none, all or a list of server names",
         "max_turns": "must be a positive whole number",
+        "context_window": "must be a whole number of tokens, at least 256",
+        "context_policy": "must be compact, truncate or error",
     }
 
     name: Text | None = Field(None, description="The robot's name (default: the file name)")
@@ -114,6 +116,11 @@ class FrontMatter(ModelSettings):
                          "globs such as 'github__*' work)")
     mcp: McpLevel = Field(None, description="MCP servers: inherit | none | all | a list of server names")
     max_turns: int | None = Field(None, ge=1, strict=True, description="The most model turns of one run")
+    context_window: int | None = Field(None, ge=256, strict=True, description="The model's context window in "
+                                       "tokens, when the server or litellm does not say it")
+    context_policy: Literal["compact", "truncate", "error"] | None = Field(
+        None, description="When the conversation outgrows the window: compact (older messages summarised), "
+        "truncate (the oldest turns left out) or error (the run fails before sending)")
     # Checked when a run uses it (check_mcp_prompt): a bad one fails that run, naming the file.
     mcp_prompt: SkipValidation[McpPrompt | None] = Field(
         None, description="Start the system prompt with an MCP server's prompt")
