@@ -244,7 +244,7 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> 
             case ev.McpServers():
                 out.extend(f"*{line}*" for line in event.message.splitlines())
                 out.append("")
-            case ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.RunFinished():
+            case ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.RunFinished() | ev.ToolProgress():
                 pass  # the heading, the text, the usage line and the result come from the turn itself
             case _:
                 assert_never(event)

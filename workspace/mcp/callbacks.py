@@ -74,7 +74,7 @@ def session_callbacks(conn: Connection) -> dict[str, Any]:
     async def on_list_roots(context: Any) -> Any:
         roots = list(getattr(client, "roots", []) or [])
         return types.ListRootsResult(roots=[
-            types.Root(uri=Path(root).resolve().as_uri(), name=Path(root).name or str(root))  # type: ignore[arg-type]
+            types.Root(uri=Path(root).resolve().as_uri(), name=Path(root).name or str(root))
             for root in roots
         ])
 

@@ -34,6 +34,7 @@ import os
 import shutil
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
@@ -597,7 +598,9 @@ class Connection:
         if session is None:
             return
         try:
-            await session.send_roots_list_changed()
+            with warnings.catch_warnings():  # roots are deprecated by the 2026 drafts; servers still use them
+                warnings.simplefilter("ignore")
+                await session.send_roots_list_changed()
         except Exception as exc:
             self.note(f"could not tell the server the roots changed: {exc}")
 
@@ -792,7 +795,7 @@ class Connection:
             return await session.read_resource(uri)
 
         result: types.ReadResourceResult = await self._request(f"resource '{uri}'", fetch)
-        if uri in self.subscriptions and self.subscriptions[uri]:
+        if self.subscriptions.get(uri):
             self.subscriptions[uri] = False  # read since it changed
             self._changed()
         return result

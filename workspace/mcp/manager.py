@@ -100,6 +100,7 @@ class MCPManager:
         self._background: set[asyncio.Task[Any]] = set()
         #: Connections replaced by a configuration change while a run may still use them (see _retire).
         self._retired: set[Connection] = set()
+        self._starts: dict[str, int] = {}
         #: The ``loaded_at`` of the newest Config taken (an older one, a robot's, does not undo a reload).
         self._config_stamp: float | None = None
         self._reload_listeners: list[Callable[[Config], Any]] = []
@@ -193,6 +194,7 @@ class MCPManager:
                 # New settings: the next use starts a new connection with them; runs in progress keep
                 # calling the old one (their tools hold it) until they end.
                 self._connections.pop(name, None)
+                self._starts[name] = conn.starts  # the status counts starts of the server, not of a connection
                 self._retire(conn, None)
             else:
                 conn.spec = spec  # timeouts, autoApprove, disabledTools: no reconnect needed
@@ -390,6 +392,7 @@ class MCPManager:
         from workspace.mcp.client import Connection
 
         conn = Connection(spec, on_change=self._on_change, client=self)
+        conn.starts = self._starts.pop(name, 0)
         self._connections[name] = conn
         return conn
 

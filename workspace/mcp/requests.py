@@ -313,8 +313,7 @@ def defaults(schema: Mapping[str, Any]) -> dict[str, Any]:
         elif prop.get("enum"):
             out[name] = prop["enum"][0]
         else:
-            out[name] = {"string": "", "number": 0, "integer": 0, "boolean": False, "array": []}.get(
-                str(prop.get("type")), None)
+            out[name] = {"string": "", "number": 0, "integer": 0, "boolean": False, "array": []}.get(str(prop.get("type")))
     return out
 
 

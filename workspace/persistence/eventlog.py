@@ -213,7 +213,7 @@ class EventLog(Database):
                 ))
                 out.append(("UPDATE threads SET updated_at = ? WHERE id = ?", (now(), thread_id)))
             case (ev.TextDelta() | ev.ApprovalRequested() | ev.ApprovalDecided() | ev.ToolResult() | ev.ToolError()
-                  | ev.MemoryChanged() | ev.ChangeProposed() | ev.ChangeDecided() | ev.McpServers()
+                  | ev.ToolProgress() | ev.MemoryChanged() | ev.ChangeProposed() | ev.ChangeDecided() | ev.McpServers()
                   | ev.TaskStarted() | ev.TaskFinished()):
                 pass  # the row is all
             case _:
