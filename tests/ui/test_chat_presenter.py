@@ -466,6 +466,6 @@ def test_mcp_progress_shows_on_the_card_and_a_stop_says_the_server_was_told() ->
                      message="half way"))
     call = presenter.call("c1")
     assert call is not None and call.progress is not None and call.progress.fraction == 0.5
-    assert "progress='2 of 4 · half way'" in "\n".join(dump_state(presenter.state))
+    assert "progress='2 of 4 · half way'" in dump_state(presenter.state)
     presenter.feed(E(ev.RunCancelled, 4))
     assert call.progress.cancelled and "server was told to cancel" in call.progress.text
