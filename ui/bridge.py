@@ -38,6 +38,8 @@ class RunBridge(QObject):
     approval_requested = Signal(object)
     approval_decided = Signal(object)
     tool_finished = Signal(object)  # ToolResult or ToolError
+    #: ToolProgress: a running MCP tool's progress report (the chat's card shows it via view_event).
+    tool_progress = Signal(object)
     memory_changed = Signal(object)
     change_proposed = Signal(object)
     change_decided = Signal(object)
@@ -143,6 +145,8 @@ class RunBridge(QObject):
                 self.approval_decided.emit(event)
             case ev.ToolResult() | ev.ToolError():
                 self.tool_finished.emit(event)
+            case ev.ToolProgress():
+                self.tool_progress.emit(event)
             case ev.MemoryChanged():
                 self.memory_changed.emit(event)
             case ev.ChangeProposed():
@@ -202,6 +206,9 @@ def event_summary(event: ev.Event) -> str:
             return f"{event.name} ok in {event.duration * 1000:.0f} ms: {_short(event.payload)}"
         case ev.ToolError():
             return f"{event.name} error: {_short(event.error)}"
+        case ev.ToolProgress():
+            return f"{event.name} {event.progress:g}" + (f"/{event.total:g}" if event.total is not None else "") + \
+                (f" {event.message}" if event.message else "")
         case ev.MemoryChanged():
             return f"{event.key} = {_short(event.value)} (by {event.writer or '?'})"
         case ev.Usage():

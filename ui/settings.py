@@ -181,6 +181,8 @@ class SettingsDialog(QDialog):
         self.theme.addItem("Dark", "dark")
         gf.addRow("Theme", self.theme)
         self.tabs.addTab(general, "General")
+        self.mcp_page: Any = None
+        self._add_mcp_page()
 
         self.problem = QLabel("", self)
         self.problem.setWordWrap(True)
@@ -192,6 +194,25 @@ class SettingsDialog(QDialog):
         buttons.accepted.connect(self.save)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
+
+    def _add_mcp_page(self) -> None:
+        """The MCP servers page (saved as it is edited, not by Save)."""
+        try:
+            from workspace.mcp import default_manager
+        except ImportError:  # pragma: no cover - the mcp SDK is a dependency
+            return
+        from ui.settings_mcp import McpServersPage
+
+        tasks = getattr(self.controller, "tasks", None)
+        if tasks is None:
+            return
+        self.mcp_page = McpServersPage(default_manager(), tasks.spawn, self)
+        self.tabs.addTab(self.mcp_page, "MCP servers")
+
+    def show_mcp_page(self) -> None:
+        if self.mcp_page is not None:
+            self.mcp_page.load()
+            self.tabs.setCurrentWidget(self.mcp_page)
 
     # -- loading -----------------------------------------------------------------------------------
     def load(self) -> None:

@@ -527,9 +527,13 @@ class AgentRun(EventRun):
                 arguments = decision.input
         if spec.on_tool_call is not None:
             _safe_callback(spec.on_tool_call, ToolMessage(id=call.id, name=call.name, input=arguments))
+        # extras: what an MCP server's requests during the call need (sampling with the thread's
+        # model, asking the person through the run's gate; workspace.mcp.requests).
         context = ToolContext(robot=spec.robot, run_id=self.run_id, call_id=call_id, task=spec.task,
                               memory=spec.memory, network=spec.network, folder=spec.folder,
-                              changes=spec.changes, emit=self.emit)
+                              changes=spec.changes, emit=self.emit,
+                              extras={"provider": spec.provider, "approval": spec.approval, "tool": call.name,
+                                      "settings": spec.settings, "thread_id": spec.thread_id})
         tool_for_call = tool
         if tool.timeout is None and spec.tool_timeout:
             output = await _with_timeout(tool, arguments, context, spec.tool_timeout)

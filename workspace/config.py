@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,8 @@ class Config:
     withheld: dict[str, Any] = field(default_factory=dict)
     #: The line of every key of each file read, by file path (for messages about a file's values).
     key_lines: dict[str, Lines] = field(default_factory=dict, repr=False)
+    #: When it was read (``time.monotonic()``): the MCP manager never goes back to an older one.
+    loaded_at: float = field(default_factory=time.monotonic, compare=False, repr=False)
 
     @property
     def trusted(self) -> bool:

@@ -201,6 +201,20 @@ class Usage(BaseEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolProgress(BaseEvent):
+    """A running tool said how far it is (an MCP server's ``notifications/progress``): ``progress``
+    of ``total`` (None when the server does not know the total), and a ``message``. ``id`` is the
+    tool call's."""
+
+    kind: ClassVar[str] = "tool_progress"
+    id: str = ""
+    name: str = ""
+    progress: float = 0.0
+    total: float | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class McpServers(BaseEvent):
     """MCP servers the run started without, or whose tools joined it later.
 
@@ -315,6 +329,7 @@ Event: TypeAlias = (
     | ApprovalDecided
     | ToolResult
     | ToolError
+    | ToolProgress
     | MemoryChanged
     | ChangeProposed
     | ChangeDecided

@@ -260,7 +260,8 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> 
                 out.append(">")
                 out += [f"> {line}" if line else ">" for line in event.summary.strip().splitlines()]
                 out.append("")
-            case ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.RunFinished() | ev.ContextUsage():
+            case (ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.RunFinished() | ev.ContextUsage()
+                  | ev.ToolProgress()):
                 pass  # the heading, the text, the usage line and the result come from the turn itself
             case _:
                 assert_never(event)

@@ -339,6 +339,9 @@ class ThreadSession:
         #: ``load_network`` of the thread's network name). The command line sets it for a network
         #: given as a file, with its --model and --api-base.
         self.network_loader: Callable[[], Network] | None = None
+        #: The workspace's configuration changed since the robot was built (Workspace.set_config).
+        self._stale_config = False
+        self._robot_from_catalog = False
 
     # -- state -------------------------------------------------------------------------------------
     @property
@@ -359,12 +362,18 @@ class ThreadSession:
 
     @property
     def robot(self) -> Robot:
-        """The thread's robot, built from the catalog on first use (and the workspace's provider)."""
+        """The thread's robot, built from the catalog on first use (and the workspace's provider);
+        built again after :meth:`Workspace.set_config` once no run of the thread goes on."""
         if self.is_network:
             raise RuntimeError(f"Thread {self.thread_id[:8]} talks to network '{self._thread.robot}', not a robot; "
                                "use session.network")
+        if self._robot is not None and self._stale_config and not self.running:
+            self._stale_config = False
+            if self._robot_from_catalog:  # (the command line's own robot stays as it was given)
+                self._robot = None
         if self._robot is None:
             self._robot = self.workspace.load_robot(self._thread.robot)
+            self._robot_from_catalog = True
         return self._robot
 
     @property
@@ -807,6 +816,15 @@ class Workspace:
                 session.changes = None
                 session._restore_changes()  # this folder's, when some wait here
 
+    def set_config(self, config: Config) -> None:
+        """A new configuration (Settings, the MCP servers page, the file edited on disk): every
+        thread's next run uses it (robots are built again); a run in progress finishes with what
+        it started with."""
+        self.config = config
+        for session in self._sessions.values():
+            session._stale_config = True
+            session._network = None if not session.running else session._network
+
     # -- applies a crash cut short ------------------------------------------------------------------
     def interrupted_applies(self, *, all_folders: bool = False) -> list[InterruptedApply]:
         """Applies (and undos, redos, restores) a crash cut short, of the open folder (of every folder
@@ -903,12 +921,14 @@ class Workspace:
             return self.new_network_thread(robot_name, title=title, metadata=metadata)
         if kind != "robot":
             raise ValueError(f"Invalid thread kind: {kind!r}. Must be 'robot' or 'network'")
+        from_catalog = robot is None
         if robot is None:
             robot = self.load_robot(robot_name)
         info = self.store.create_thread(robot=robot.name, title=title,
                                         folder=str(self.folder) if self.folder else None, metadata=metadata)
         session = ThreadSession(self, info)
         session._robot = robot
+        session._robot_from_catalog = from_catalog
         self._sessions[info.id] = session
         return session
 

@@ -455,3 +455,17 @@ print('ok')
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_mcp_progress_shows_on_the_card_and_a_stop_says_the_server_was_told() -> None:
+    presenter = ChatPresenter()
+    presenter.add_user("long job")
+    presenter.feed(E(ev.RunStarted, 1))
+    presenter.feed(E(ev.ToolUse, 2, id="c1", name="everything__slow", input={}, server="everything"))
+    presenter.feed(E(ev.ToolProgress, 3, id="c1", name="everything__slow", progress=2.0, total=4.0,
+                     message="half way"))
+    call = presenter.call("c1")
+    assert call is not None and call.progress is not None and call.progress.fraction == 0.5
+    assert "progress='2 of 4 · half way'" in dump_state(presenter.state)
+    presenter.feed(E(ev.RunCancelled, 4))
+    assert call.progress.cancelled and "server was told to cancel" in call.progress.text

@@ -52,6 +52,8 @@ def dump_item(item: Item, indent: str = "") -> list[str]:
         line += f" args={_json(item.arguments)} took={_ms(item.duration)}"
         if item.approval is not None:
             line += f" approval={item.approval.state}:{item.approval.note!r}"
+        if item.progress is not None:
+            line += f" progress={item.progress.text!r}"
         if item.status == "ok":
             line += f" result={_json(item.result_value)}"
         elif item.error is not None:

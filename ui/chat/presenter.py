@@ -30,6 +30,7 @@ from ui.chat.state import (
     NetworkItem,
     NoticeItem,
     NoticeLevel,
+    ProgressState,
     RunEnd,
     RunOutcome,
     RunState,
@@ -219,6 +220,8 @@ class ChatPresenter:
                 self._approval_decided(event)
             case ev.ToolResult() | ev.ToolError():
                 self._tool_finished(event)
+            case ev.ToolProgress():
+                self._tool_progress(event)
             case ev.MemoryChanged():
                 pass  # the Memory dock shows it; the conversation does not
             case ev.ChangeProposed():
@@ -384,6 +387,13 @@ class ChatPresenter:
                 call.status = "running"
         elif call.status in ("running", "approval"):
             call.status = "denied"
+        self.listener.item_changed(call)
+
+    def _tool_progress(self, event: ev.ToolProgress) -> None:
+        call = self.call(event.id, event.run_id)
+        if call is None or call.status not in ("running", "approval"):
+            return
+        call.progress = ProgressState(value=event.progress, total=event.total, message=event.message)
         self.listener.item_changed(call)
 
     def _tool_finished(self, event: ev.ToolResult | ev.ToolError) -> None:
@@ -589,6 +599,12 @@ class ChatPresenter:
             for call in each.calls.values():
                 if call.approval is not None and call.approval.state == "asking":
                     call.approval.state = "stopped"
+                    self.listener.item_changed(call)
+                if outcome == "cancelled" and call.server and call.status == "running":
+                    # An MCP call in flight when the run stopped: the SDK sent notifications/cancelled.
+                    call.progress = ProgressState(value=call.progress.value if call.progress else 0.0,
+                                                  total=call.progress.total if call.progress else None,
+                                                  cancelled=True)
                     self.listener.item_changed(call)
         self.listener.run_changed(run)
 

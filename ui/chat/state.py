@@ -138,6 +138,28 @@ class ApprovalState:
         return ""
 
 
+@dataclass(kw_only=True)
+class ProgressState:
+    """How far a running tool is: ``value`` of ``total`` (None: unknown total), and its message;
+    ``cancelled`` once the run was stopped and the server was told (notifications/cancelled)."""
+
+    value: float = 0.0
+    total: float | None = None
+    message: str = ""
+    cancelled: bool = False
+
+    @property
+    def fraction(self) -> float | None:
+        return min(1.0, max(0.0, self.value / self.total)) if self.total else None
+
+    @property
+    def text(self) -> str:
+        if self.cancelled:
+            return "Stopped: the server was told to cancel the call"
+        of = f" of {self.total:g}" if self.total is not None else ""
+        return f"{self.value:g}{of}" + (f" · {self.message}" if self.message else "")
+
+
 @dataclass(eq=False, kw_only=True)
 class ToolCallItem(Item):
     """A tool call: its arguments, then its result or error; the approval asked for it."""
@@ -155,6 +177,8 @@ class ToolCallItem(Item):
     duration: float | None = None
     approval: ApprovalState | None = None
     task: str | None = None
+    #: The tool's last progress report (an MCP server's notifications/progress), while it runs.
+    progress: ProgressState | None = None
 
     @property
     def failed(self) -> bool:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPlainTextEdit,
+    QProgressBar,
     QPushButton,
     QSizePolicy,
     QVBoxLayout,
@@ -264,11 +265,41 @@ class ToolCard(QFrame):
                 self._error_box.setHtml(html)
         if call.status == "ok" or call.duration:
             self._duration.setText(format_duration(call.duration))
+        self._show_progress(call)
         approval = call.approval
         if approval is not None and approval.state != "asking":
             self._show_decision(approval.note, approval.state)
         if self.approval is None or self.approval.done:
             self._set_status(call.status)
+
+    def _show_progress(self, call: ToolCallItem) -> None:
+        """An MCP server's progress reports: a bar (busy when the total is unknown) and its message;
+        hidden once the call ends, unless the run was stopped (the server was told to cancel)."""
+        progress = call.progress
+        bar: QProgressBar | None = getattr(self, "_progress", None)
+        label: QLabel | None = getattr(self, "_progress_label", None)
+        if progress is None or (call.status not in ("running", "approval") and not progress.cancelled):
+            if bar is not None and label is not None:
+                bar.setVisible(False)
+                label.setVisible(False)
+            return
+        if bar is None or label is None:
+            bar = QProgressBar(self)
+            bar.setTextVisible(False)
+            bar.setMaximumHeight(6)
+            bar.setAccessibleName("Tool progress")
+            label = shrinkable(QLabel("", self))
+            label.setObjectName("Muted")
+            self._progress, self._progress_label = bar, label
+            self._body.addWidget(bar)
+            self._body.addWidget(label)
+        fraction = progress.fraction
+        bar.setRange(0, 0 if fraction is None else 1000)
+        if fraction is not None:
+            bar.setValue(int(fraction * 1000))
+        bar.setVisible(not progress.cancelled)
+        label.setText(progress.text)
+        label.setVisible(True)
 
     def _show_decision(self, text: str, state: str) -> None:
         """The approval's outcome under the arguments (the live panel, once answered, gives way to it)."""

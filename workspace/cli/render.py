@@ -125,6 +125,10 @@ class EventPrinter:
                 self._line(self._c("32", f"{who}← {event.name} ({event.duration * 1000:.0f} ms) {_preview(payload, self.preview)}"))
             case ev.ToolError():
                 self._line(self._c("31", f"{who}✗ {event.name}: {_preview(event.error, self.preview)}"))
+            case ev.ToolProgress():
+                of = f"/{event.total:g}" if event.total is not None else ""
+                message = f" {printable(event.message)}" if event.message else ""
+                self._line(self._c("2", f"{who}  … {event.name} {event.progress:g}{of}{message}"))
             case ev.ChangeProposed():
                 files = ", ".join(f"{_path(f)} (+{f.get('added', 0)} -{f.get('removed', 0)})" for f in event.files)
                 self._line(self._c("33", f"{who}✎ proposed change: {files}"))

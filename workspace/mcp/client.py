@@ -34,6 +34,7 @@ import os
 import shutil
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
@@ -125,8 +126,19 @@ class Connection:
 
     def __init__(
         self, spec: ServerSpec, *, on_change: Callable[[Connection], Any] | None = None,
-        stderr_lines: int = STDERR_LINES,
+        stderr_lines: int = STDERR_LINES, client: Any = None,
     ) -> None:
+        #: The manager (its ``requests`` and ``roots``); None for a connection of its own (a test).
+        self.client = client
+        #: Tool calls in flight (the manager's ClientRequests counts them).
+        self.active_calls = 0
+        #: Replaced or removed by a configuration change: stops once its calls are done.
+        self.retired = False
+        self.retire_reason: str | None = None
+        #: The server's log notifications: (time, level, logger, text), newest last.
+        self.log: deque[tuple[float, str, str, str]] = deque(maxlen=stderr_lines)
+        #: Subscribed resource URIs -> whether the server said it changed since it was last read.
+        self.subscriptions: dict[str, bool] = {}
         self._spec = spec
         self._secrets: list[str] = []
         self.spec = spec
@@ -380,10 +392,12 @@ class Connection:
                 stack.callback(group.cancel_scope.cancel)
                 send, receive = anyio.create_memory_object_stream[Any](0)
                 group.start_soon(self._pump, read, send, close)
+                from workspace.mcp.callbacks import session_callbacks
+
                 session = await stack.enter_async_context(
                     ClientSession(
                         receive, write, read_timeout_seconds=self.spec.connect_timeout,
-                        message_handler=self._on_message, logging_callback=self._on_log, client_info=CLIENT_INFO,
+                        message_handler=self._on_message, client_info=CLIENT_INFO, **session_callbacks(self),
                     )
                 )
                 phase = "handshake"
@@ -565,11 +579,45 @@ class Connection:
             task = asyncio.get_running_loop().create_task(self._refresh_tools())
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            uri = str(message.params.uri)
+            if uri in self.subscriptions:
+                self.subscriptions[uri] = True
+                self._changed()
 
-    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
-        data = params.data
-        text = data if isinstance(data, str) else repr(data)
-        self._add_stderr(f"[{params.level}] {params.logger + ': ' if params.logger else ''}{text}")
+    def add_log(self, level: str, text: str, logger: str | None = None) -> None:
+        """A log notification of the server (kept with its level; also in the stderr view)."""
+        line = self._mask(text)
+        self.log.append((time.time(), level, logger or "", line[:MAX_LINE]))
+        self._add_stderr(f"[{level}] {logger + ': ' if logger else ''}{text}")
+        self._changed()
+
+    async def roots_changed(self) -> None:
+        """Tell the server the client's roots changed (``notifications/roots/list_changed``)."""
+        session = self.session
+        if session is None:
+            return
+        try:
+            with warnings.catch_warnings():  # roots are deprecated by the 2026 drafts; servers still use them
+                warnings.simplefilter("ignore")
+                await session.send_roots_list_changed()
+        except Exception as exc:
+            self.note(f"could not tell the server the roots changed: {exc}")
+
+    async def subscribe(self, uri: str, *, on: bool = True) -> None:
+        """Subscribe to (or unsubscribe from) a resource's updates (``resources/subscribe``)."""
+        if self.capabilities is None or self.capabilities.resources is None or \
+                not self.capabilities.resources.subscribe:
+            raise MCPError(f"MCP server '{self.name}' does not offer resource subscriptions")
+
+        async def send(session: ClientSession) -> Any:
+            return await (session.subscribe_resource(uri) if on else session.unsubscribe_resource(uri))
+
+        await self._request(f"resources/{'subscribe' if on else 'unsubscribe'} '{uri}'", send)
+        if on:
+            self.subscriptions[uri] = False
+        else:
+            self.subscriptions.pop(uri, None)
         self._changed()
 
     async def _refresh_tools(self) -> None:
@@ -747,6 +795,9 @@ class Connection:
             return await session.read_resource(uri)
 
         result: types.ReadResourceResult = await self._request(f"resource '{uri}'", fetch)
+        if self.subscriptions.get(uri):
+            self.subscriptions[uri] = False  # read since it changed
+            self._changed()
         return result
 
 

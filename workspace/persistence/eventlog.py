@@ -206,8 +206,9 @@ class EventLog(Database):
                 ))
                 out.append(("UPDATE threads SET updated_at = ? WHERE id = ?", (now(), thread_id)))
             case (ev.TextDelta() | ev.ApprovalRequested() | ev.ApprovalDecided() | ev.ToolResult() | ev.ToolError()
-                  | ev.MemoryChanged() | ev.ChangeProposed() | ev.ChangeDecided() | ev.McpServers()
-                  | ev.TaskStarted() | ev.TaskFinished() | ev.ContextUsage() | ev.ContextCompacted()):
+                  | ev.ToolProgress() | ev.MemoryChanged() | ev.ChangeProposed() | ev.ChangeDecided()
+                  | ev.McpServers() | ev.TaskStarted() | ev.TaskFinished() | ev.ContextUsage()
+                  | ev.ContextCompacted()):
                 pass  # the row is all
             case _:
                 assert_never(event)
