@@ -1,4 +1,10 @@
-"""``Robot``: a configured LLM agent with a conversation, tools, MCP servers and memory."""
+"""``Robot``: a configured LLM agent with a conversation, tools, MCP servers and memory.
+
+Besides running (``stream`` / ``arun`` / ``run``), a robot is RobotLab's pipeline step
+(:meth:`Robot.call` with a :class:`workspace.pipeline.StepResult`), a tool of other robots
+(:meth:`Robot.as_tool`, ``robots=[...]``), and may answer with a validated object
+(``output_type=``, :mod:`workspace.output`).
+"""
 
 from __future__ import annotations
 
@@ -22,15 +28,17 @@ from workspace.tools.decorator import function_tool
 from workspace.tools.manifest import ToolManifest
 
 if TYPE_CHECKING:
-    from workspace.approval import ApprovalGate
+    from workspace.approval import ApprovalGate, PolicyFn
     from workspace.config import Config
+    from workspace.output import OutputMode, OutputSchema
+    from workspace.pipeline import StepResult
     from workspace.providers.base import Provider
 
 #: Run options that are not template variables.
 RUN_OPTIONS = frozenset({
     "tools", "mcp", "memory", "network_memory", "network", "task", "max_turns", "approval", "settings",
     "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
-    "network_mcp",
+    "network_mcp", "history", "parent_run_id", "parent_tool_id", "output_type", "output_mode",
 })
 
 
@@ -71,9 +79,13 @@ class Robot:
         on_tool_result: Callable[..., Any] | None = None,
         config: Config | None = None,
         folder: str | Path | None = None,
-        approval: ApprovalGate | None = None,
+        approval: ApprovalGate | PolicyFn | None = None,
         mcp_manager: ToolSource | None = None,
         template_dirs: Iterable[Path] = (),
+        output_type: Any = None,
+        output_mode: OutputMode = "auto",
+        output_retries: int | None = None,
+        robots: Iterable[Robot | str] | None = None,
         **settings: Any,
     ) -> None:
         if template is None and system_prompt is None:
@@ -121,11 +133,25 @@ class Robot:
         self.memory = memory if memory is not None else Memory()
         self.on_tool_call = on_tool_call
         self.on_tool_result = on_tool_result
-        self.approval = approval
+        from workspace.approval import as_gate
+
+        #: The approval gate (a function given as ``approval=`` becomes a CallbackGate).
+        self.approval: ApprovalGate | None = as_gate(approval)
         self.mcp_manager = mcp_manager
         self.history: list[Message] = []
         self._provider = provider
         self._active: AgentRun | None = None
+        #: The answer's type (``output_type=``, or the file's ``output_schema``): see workspace.output.
+        self.output_type: Any = output_type if output_type is not None else (
+            tmpl.metadata.get("output_schema") if tmpl is not None else None)
+        self.output_mode: OutputMode = output_mode
+        self.output_retries = output_retries
+        self._output_schema: OutputSchema | None = None
+        if self.output_type is not None:
+            self._output_schema = self._schema_of(self.output_type)
+        #: Other robots this robot may call as tools (Robot objects, or names of robot files).
+        self.robots: list[Robot | str] = list(robots) if robots is not None else list(
+            tmpl.metadata.get("robots") or []) if tmpl is not None else []
 
     # -- construction helpers -----------------------------------------------------------------
     def _take_tools(self, tools: Any) -> Any:
@@ -333,15 +359,24 @@ class Robot:
 
         Options: ``tools``, ``mcp`` (run level of the hierarchies), ``memory`` (a Memory to
         use, or a dict merged into the robot's), ``network_memory``, ``max_turns``,
-        ``approval``, ``folder``, ``changes``, ``settings``, ``task``, ``run_id``; any other
-        keyword is a template variable for this run (``customer=...``).
+        ``approval``, ``folder``, ``changes``, ``settings``, ``task``, ``run_id``,
+        ``output_type`` / ``output_mode`` (this run's structured output), ``history`` (a
+        conversation to use instead of the robot's: the run may go on beside another),
+        ``parent_run_id`` / ``parent_tool_id`` (the run this one works for); any other keyword is
+        a template variable for this run (``customer=...``).
         """
-        if self._active is not None and not self._active.done:
+        own = options.get("history") is None  # a run with a conversation of its own may run alongside
+        if own and self._active is not None and not self._active.done:
             raise RuntimeError(
                 f"Robot '{self.name}' is already running; wait for its run to finish or stop it first"
             )
         run = AgentRun(self._prepare(message, options))
-        self._active = run
+        if own:
+            self._active = run
+        if options.get("parent_run_id") is None:  # a run inside a run is traced as part of it
+            from workspace import tracing
+
+            tracing.attach(run, self._config)
         return run
 
     def _prepare(self, message: Any, options: dict[str, Any]) -> RunSpec:
@@ -369,24 +404,99 @@ class Robot:
                 network_tools=options.get("network_tools", "inherit"),
                 network_mcp=options.get("network_mcp", "inherit"), mcp_wait=self._config_mcp_wait(),
             )
+            for tool in self._robot_tools():
+                if tool.name not in manifest:
+                    manifest.add(tool)
             prompt = await self._mcp_prompt_text()
             if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
                 spec.system = f"{prompt}\n\n{spec.system}" if spec.system else prompt
             return manifest
 
+        history = options.get("history")
         spec = RunSpec(
-            robot=self.name, provider=provider, system=system, history=self.history, message=text,
+            robot=self.name, provider=provider, system=system,
+            history=self.history if history is None else history, message=text,
             settings=settings, max_turns=int(options.get("max_turns") or self.max_turns or self._config_max_turns()),
             task=options.get("task"), memory=memory, network=options.get("network"), folder=folder_path,
-            changes=changes, approval=options.get("approval") or self.approval,
+            changes=changes, approval=_gate(options.get("approval")) or self.approval,
             on_tool_call=self.on_tool_call, on_tool_result=self.on_tool_result,
             on_result=_appender(memory), thread_id=options.get("thread_id"),
             tool_timeout=self._config_tool_timeout(), sequence=options.get("sequence"),
             watch_memory=options.get("watch_memory", True), tools_loader=load_tools,
+            output=self._structured_output(options), parent_run_id=options.get("parent_run_id"),
+            parent_tool_id=options.get("parent_tool_id"),
         )
         if options.get("run_id"):
             spec.run_id = str(options["run_id"])
         return spec
+
+    # -- structured output ----------------------------------------------------------------------------
+    def _schema_of(self, output_type: Any) -> OutputSchema:
+        from workspace.errors import ConfigurationError
+        from workspace.output import OutputSchema, OutputValidationError
+
+        try:
+            return OutputSchema.of(output_type)
+        except OutputValidationError as exc:
+            where = f" ({self.template.path})" if self.template is not None and self.template.path else ""
+            raise ConfigurationError(f"Robot '{self.name}'{where}: {exc}") from exc
+
+    @property
+    def output_schema(self) -> OutputSchema | None:
+        """The schema of the robot's answer (None: it answers in text)."""
+        return self._output_schema
+
+    def _structured_output(self, options: Mapping[str, Any]) -> Any:
+        given = options.get("output_type")
+        schema = self._schema_of(given) if given is not None else self._output_schema
+        if schema is None:
+            return None
+        from workspace.output import DEFAULT_RETRIES, StructuredOutput
+
+        retries = self.output_retries
+        if retries is None:
+            retries = DEFAULT_RETRIES if self._config is None and self._provider is not None else int(
+                self.config.get("agent.output_retries", DEFAULT_RETRIES))
+        mode = options.get("output_mode") or self.output_mode
+        return StructuredOutput(schema, mode=mode, retries=retries)  # the mode is checked there
+
+    # -- other robots as tools --------------------------------------------------------------------------
+    def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
+        """This robot as a tool of another robot (:mod:`workspace.robots_as_tools`)."""
+        from workspace.robots_as_tools import robot_tool
+
+        return robot_tool(self, name=name, description=description)
+
+    def _robot_tools(self) -> list[Tool]:
+        tools = []
+        for index, item in enumerate(self.robots):
+            if isinstance(item, str):
+                item = self._load_robot(item)
+                self.robots[index] = item
+            tools.append(item.as_tool())
+        return tools
+
+    def _load_robot(self, name: str) -> Robot:
+        """A robot named in ``robots``: a robot or template file, found as templates are."""
+        if name == self.name:
+            raise ConfigurationError(f"Robot '{self.name}' names itself in 'robots': a robot cannot be its own tool")
+        return Robot(name, template=name, folder=self.folder, config=self._config, mcp_manager=self.mcp_manager,
+                     template_dirs=[self.template.path.parent] if self.template is not None and self.template.path
+                     else ())
+
+    # -- RobotLab's pipeline step -------------------------------------------------------------------------
+    def call(self, result: StepResult) -> StepResult:
+        """RobotLab's ``Robot#call``: run on what the pipeline ``result`` carries and continue with this
+        robot's RobotResult (stored under the robot's name in the context). See workspace.pipeline."""
+        from workspace.pipeline import robot_call
+
+        return robot_call(self, result)
+
+    async def acall(self, result: StepResult) -> StepResult:
+        """:meth:`call` inside a running event loop."""
+        from workspace.pipeline import robot_acall
+
+        return await robot_acall(self, result)
 
     def _config_mcp_wait(self) -> float:
         """How long a run waits for MCP servers still starting (``agent.mcp_startup_wait``)."""
@@ -477,6 +587,12 @@ class Robot:
 
     def __repr__(self) -> str:
         return f"<Robot {self.name!r} model={self.model or 'offline demo'!r}>"
+
+
+def _gate(approval: Any) -> ApprovalGate | None:
+    from workspace.approval import as_gate
+
+    return as_gate(approval)
 
 
 def _check_settings(settings: Mapping[str, Any]) -> None:
