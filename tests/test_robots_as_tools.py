@@ -169,8 +169,10 @@ async def test_front_matter_robots_become_tools(robotlab_home: Path) -> None:
     assert len(runs) == 2
     inner_started = next(e for e in events if isinstance(e, ev.RunStarted) and e.robot == "scout")
     assert inner_started.is_language_model is False  # the scout has no model configured: the offline demo
+    from workspace.robots_as_tools import named_robot_tools
+
     with pytest.raises(Exception, match="cannot be its own tool"):
-        Robot("loop", system_prompt="s", robots=["loop"], provider=ScriptedProvider(["x"]))._robot_tools()
+        named_robot_tools(Robot("loop", system_prompt="s", robots=["loop"], provider=ScriptedProvider(["x"])))
 
 
 # -- the store, the exports, the terminal ------------------------------------------------------------

@@ -292,3 +292,41 @@ def test_cli_output_schema_plain_and_json(server: FakeLLMServer, tmp_path: Path)
     failed = subprocess.run([sys.executable, "-m", "ui.main", "run", "assistant", "x", "--no-record",
                              "--output-schema", str(bad)], capture_output=True, text=True, timeout=120)
     assert failed.returncode == 2 and "--output-schema" in failed.stderr and "Traceback" not in failed.stderr
+
+
+NETWORK = """\
+name: triage
+robots:
+  classifier:
+    system_prompt: Classify the request.
+    output_schema:
+      type: object
+      properties: {category: {type: string, enum: [billing, technical]}}
+      required: [category]
+  billing: {system_prompt: You handle billing.}
+  technical: {system_prompt: You handle technical problems.}
+tasks:
+  classifier:
+    route: {field: category, match: {billing: billing, technical: technical}}
+  billing: {depends_on: optional}
+  technical: {depends_on: optional}
+"""
+
+
+async def test_a_network_file_routes_on_an_inline_robots_output_schema(tmp_path: Path) -> None:
+    from workspace.network import load_network
+    from workspace.providers.testing import FunctionProvider
+
+    def model(messages: list[Any], info: Any) -> Any:
+        if FINAL_RESULT_TOOL in [t.name for t in info.tools]:
+            return ToolCall(FINAL_RESULT_TOOL, {"category": "technical"})
+        return f"{info.system}: on it."
+
+    path = tmp_path / "triage.yaml"
+    path.write_text(NETWORK)
+    net = load_network(path, provider=FunctionProvider(model))
+    assert net.robots["classifier"].output_schema is not None
+    result = await net.arun("The app crashes")
+    assert result.statuses == {"classifier": "done", "billing": "skipped", "technical": "done"}
+    assert result["classifier"].output_data == {"category": "technical"}
+    assert result.last_text_content == "You handle technical problems.: on it."

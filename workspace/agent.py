@@ -30,7 +30,7 @@ from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest
 from workspace.errors import ProviderError, serialize
 from workspace.memory import writer_var
 from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
-from workspace.output import OutputValidationError, StructuredOutput
+from workspace.output import StructuredOutput
 from workspace.providers.base import FinishChunk, Provider, TextChunk, ToolCallChunk, UsageChunk
 from workspace.result import RobotResult
 from workspace.result import Usage as UsageTotals
@@ -216,6 +216,9 @@ class AgentRun(EventRun):
     Iterating starts the run (once). ``await run.wait()`` runs it to the end and
     returns the terminal event; ``run.result`` is the RobotResult afterwards (the
     partial one after a stop or failure).
+
+    One class for the whole loop (model turns, tools, approvals, structured output, runs inside
+    it), which is why this module is longer than the others.
     """
 
     def __init__(self, spec: RunSpec) -> None:
@@ -400,11 +403,7 @@ class AgentRun(EventRun):
 
     def _finish(self, stop_reason: str, *, output_data: Any = None) -> None:
         if stop_reason == "max_turns" and self.spec.output is not None:
-            # No answer in the schema within the turns: that is a failure, not a result.
-            output = self.spec.output
-            last = f": {output.last_error}" if output.last_error else ""
-            raise OutputValidationError(f"The run reached its turn limit before answering in the output schema "
-                                        f"'{output.schema.name}'{last}")
+            self.spec.output.turn_limit()  # no answer in the schema within the turns: a failure
         self.result = self._make_result(stop_reason, output_data=output_data)
         if self.spec.on_result is not None:
             self.spec.on_result(self.result)

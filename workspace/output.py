@@ -201,6 +201,17 @@ class OutputSchema:
 _NOT_JSON = object()
 
 
+def robot_schema(output_type: Any, *, robot: str, where: str = "") -> OutputSchema:
+    """:meth:`OutputSchema.of` for a robot: a problem is a ConfigurationError naming the robot (``where``:
+    its file)."""
+    from workspace.errors import ConfigurationError
+
+    try:
+        return OutputSchema.of(output_type)
+    except OutputValidationError as exc:
+        raise ConfigurationError(f"Robot '{robot}'{where}: {exc}") from exc
+
+
 def parse_json(text: str) -> Any:
     """The JSON value of an answer: the whole text, a fenced block, or the outermost ``{...}``/``[...]``."""
     s = text.strip()
@@ -318,6 +329,12 @@ class StructuredOutput:
                          "only a JSON object that matches the schema.")
             return Verdict(retry=retry)
         return Verdict(done=True, value=value)
+
+    def turn_limit(self) -> None:
+        """The run reached its turn limit without an answer in the schema: raise saying so."""
+        last = f": {self.last_error}" if self.last_error else ""
+        raise OutputValidationError(f"The run reached its turn limit before answering in the output schema "
+                                    f"'{self.schema.name}'{last}")
 
     def _failed(self, error: str) -> None:
         self.failures += 1

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from workspace.agent import AgentRun, PendingTools, RunSpec
+from workspace.approval import as_gate
 from workspace.errors import ConfigurationError, RunFailedError
 from workspace.events import RunCancelled, RunFailed
 from workspace.memory import Memory
@@ -133,8 +134,6 @@ class Robot:
         self.memory = memory if memory is not None else Memory()
         self.on_tool_call = on_tool_call
         self.on_tool_result = on_tool_result
-        from workspace.approval import as_gate
-
         #: The approval gate (a function given as ``approval=`` becomes a CallbackGate).
         self.approval: ApprovalGate | None = as_gate(approval)
         self.mcp_manager = mcp_manager
@@ -404,7 +403,9 @@ class Robot:
                 network_tools=options.get("network_tools", "inherit"),
                 network_mcp=options.get("network_mcp", "inherit"), mcp_wait=self._config_mcp_wait(),
             )
-            for tool in self._robot_tools():
+            from workspace.robots_as_tools import named_robot_tools
+
+            for tool in named_robot_tools(self):  # ``robots=``: other robots as tools
                 if tool.name not in manifest:
                     manifest.add(tool)
             prompt = await self._mcp_prompt_text()
@@ -418,7 +419,7 @@ class Robot:
             history=self.history if history is None else history, message=text,
             settings=settings, max_turns=int(options.get("max_turns") or self.max_turns or self._config_max_turns()),
             task=options.get("task"), memory=memory, network=options.get("network"), folder=folder_path,
-            changes=changes, approval=_gate(options.get("approval")) or self.approval,
+            changes=changes, approval=as_gate(options.get("approval")) or self.approval,
             on_tool_call=self.on_tool_call, on_tool_result=self.on_tool_result,
             on_result=_appender(memory), thread_id=options.get("thread_id"),
             tool_timeout=self._config_tool_timeout(), sequence=options.get("sequence"),
@@ -432,14 +433,10 @@ class Robot:
 
     # -- structured output ----------------------------------------------------------------------------
     def _schema_of(self, output_type: Any) -> OutputSchema:
-        from workspace.errors import ConfigurationError
-        from workspace.output import OutputSchema, OutputValidationError
+        from workspace.output import robot_schema
 
-        try:
-            return OutputSchema.of(output_type)
-        except OutputValidationError as exc:
-            where = f" ({self.template.path})" if self.template is not None and self.template.path else ""
-            raise ConfigurationError(f"Robot '{self.name}'{where}: {exc}") from exc
+        where = f" ({self.template.path})" if self.template is not None and self.template.path else ""
+        return robot_schema(output_type, robot=self.name, where=where)
 
     @property
     def output_schema(self) -> OutputSchema | None:
@@ -455,10 +452,9 @@ class Robot:
 
         retries = self.output_retries
         if retries is None:
-            retries = DEFAULT_RETRIES if self._config is None and self._provider is not None else int(
-                self.config.get("agent.output_retries", DEFAULT_RETRIES))
-        mode = options.get("output_mode") or self.output_mode
-        return StructuredOutput(schema, mode=mode, retries=retries)  # the mode is checked there
+            config = self.config if self._config is not None or self._provider is None else None
+            retries = int(config.get("agent.output_retries", DEFAULT_RETRIES)) if config else DEFAULT_RETRIES
+        return StructuredOutput(schema, mode=options.get("output_mode") or self.output_mode, retries=retries)
 
     # -- other robots as tools --------------------------------------------------------------------------
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
@@ -466,23 +462,6 @@ class Robot:
         from workspace.robots_as_tools import robot_tool
 
         return robot_tool(self, name=name, description=description)
-
-    def _robot_tools(self) -> list[Tool]:
-        tools = []
-        for index, item in enumerate(self.robots):
-            if isinstance(item, str):
-                item = self._load_robot(item)
-                self.robots[index] = item
-            tools.append(item.as_tool())
-        return tools
-
-    def _load_robot(self, name: str) -> Robot:
-        """A robot named in ``robots``: a robot or template file, found as templates are."""
-        if name == self.name:
-            raise ConfigurationError(f"Robot '{self.name}' names itself in 'robots': a robot cannot be its own tool")
-        return Robot(name, template=name, folder=self.folder, config=self._config, mcp_manager=self.mcp_manager,
-                     template_dirs=[self.template.path.parent] if self.template is not None and self.template.path
-                     else ())
 
     # -- RobotLab's pipeline step -------------------------------------------------------------------------
     def call(self, result: StepResult) -> StepResult:
@@ -587,12 +566,6 @@ class Robot:
 
     def __repr__(self) -> str:
         return f"<Robot {self.name!r} model={self.model or 'offline demo'!r}>"
-
-
-def _gate(approval: Any) -> ApprovalGate | None:
-    from workspace.approval import as_gate
-
-    return as_gate(approval)
 
 
 def _check_settings(settings: Mapping[str, Any]) -> None:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from workspace.agent import AgentRun
     from workspace.robot import Robot
 
-__all__ = ["MESSAGE_SCHEMA", "robot_tool", "tool_name"]
+__all__ = ["MESSAGE_SCHEMA", "named_robot_tools", "robot_tool", "tool_name"]
 
 #: The arguments of a robot used as a tool.
 MESSAGE_SCHEMA: dict[str, Any] = {
@@ -60,6 +60,25 @@ def robot_tool(robot: Robot, *, name: str | None = None, description: str | None
         return await _run(robot, str(arguments.get("message") or ""), context)
 
     return Tool(tool_name(name or robot.name), text, MESSAGE_SCHEMA, run_robot)
+
+
+def named_robot_tools(robot: Robot) -> list[Tool]:
+    """The tools of ``robot.robots`` (robots, or names of robot or template files found as the robot's
+    templates are: loaded once, with the robot's folder and configuration)."""
+    tools = []
+    for index, item in enumerate(robot.robots):
+        if isinstance(item, str):
+            if item == robot.name:
+                from workspace.errors import ConfigurationError
+
+                raise ConfigurationError(f"Robot '{robot.name}' names itself in 'robots': a robot cannot be its "
+                                         "own tool")
+            template = robot.template
+            dirs = [template.path.parent] if template is not None and template.path is not None else []
+            item = robot.robots[index] = type(robot)(item, template=item, folder=robot.folder, config=robot._config,
+                                                     mcp_manager=robot.mcp_manager, template_dirs=dirs)
+        tools.append(item.as_tool())
+    return tools
 
 
 async def _run(robot: Robot, message: str, context: ToolContext) -> ToolOutput:

@@ -59,7 +59,11 @@ _KEEP: Final = _Keep.KEEP
 
 
 class ChatPresenter:
-    """Turns events into :attr:`state` and tells :attr:`listener` what changed."""
+    """Turns events into :attr:`state` and tells :attr:`listener` what changed.
+
+    One class handles every event kind (the one place events become the chat's state), which is
+    why this module is longer than the others.
+    """
 
     def __init__(self, listener: ChatListener | None = None) -> None:
         self.listener: ChatListener = listener if listener is not None else Silent()
