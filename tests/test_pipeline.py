@@ -188,3 +188,24 @@ async def test_ask_goes_to_the_front_end_or_is_denied() -> None:
     with pytest.raises(Exception, match="must return"):
         await Robot("r", system_prompt="s", tools=[risky], approval=lambda request: "maybe",
                     provider=ScriptedProvider([ToolCall("risky", {"path": "c"}), "ok"])).arun("go")
+
+
+async def test_a_workspace_with_a_function_gate_decides_in_every_thread(tmp_path: Any) -> None:
+    from workspace.session import Workspace
+
+    seen: list[str] = []
+
+    def policy(request: Any) -> str:
+        seen.append(request.tool)
+        return "deny"
+
+    robot = Robot("r", system_prompt="s", tools=[risky], provider=ScriptedProvider(
+        [ToolCall("risky", {"path": "a.txt"}), "ok"]))
+    ws = Workspace(db_path=tmp_path / "w.db", provider=robot.provider, approval=CallbackGate(policy))
+    try:
+        run = ws.new_thread("r", robot=robot).send("go")
+        events = [e async for e in run]
+        assert seen == ["risky"]
+        assert "approval policy denies" in str(next(e for e in events if isinstance(e, ev.ToolError)).error)
+    finally:
+        await ws.aclose()

@@ -315,6 +315,11 @@ class _ThreadGate(ApprovalGate):
         self.policy = self._shared.policy
         return super().decide(request)
 
+    async def adecide(self, request: ApprovalRequest) -> Action | ApprovalDecision:
+        if self._key(request) not in self._thread_grants and type(self._shared).adecide is not ApprovalGate.adecide:
+            return await self._shared.adecide(request)  # a gate that decides in its own way (a function)
+        return self.decide(request)
+
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         self.policy = self._shared.policy
         self.ask_fn = self._shared.ask_fn

@@ -46,6 +46,13 @@ def printable(text: str, *, one_line: bool = False) -> str:
     return "\n".join("\t".join(display_path(part) for part in line.split("\t")) for line in text.split("\n"))
 
 
+def _json_of(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
 def _tokens(result: Any) -> str:
     usage = getattr(result, "usage", None)
     if usage is None or not (usage.input_tokens or usage.output_tokens):
@@ -129,7 +136,7 @@ class EventPrinter:
             self.out.flush()
             return
         pad = self._pad(event)
-        who = pad + self._who(event)
+        who = self._who(event) + pad
         match event:
             case ev.RunStarted():
                 mark = "↳" if event.parent_tool_id else "●"
@@ -180,11 +187,13 @@ class EventPrinter:
                     cost = f", ${usage.cost:.4f}" if usage.cost else ""
                     tokens = f" · {usage.input_tokens} in / {usage.output_tokens} out tokens{cost}"
                 data = getattr(event.result, "output_data", None)
-                if data is not None and not event.task:  # a structured answer: the object, as JSON
+                if data is not None and not event.task:  # a structured answer: the object, unless it streamed
                     from workspace.result import to_jsonable
 
-                    text = json.dumps(to_jsonable(data), ensure_ascii=False, indent=2, default=str)
-                    self._line(self._c("1", printable(text)))
+                    value = to_jsonable(data)
+                    if _json_of(getattr(event.result, "last_text_content", None)) != value:
+                        self._line(self._c("1", printable(json.dumps(value, ensure_ascii=False, indent=2,
+                                                                     default=str))))
                 if not event.task and getattr(event.result, "stop_reason", None) == "max_turns":
                     self._line(self._c("33", f"{who}■ stopped at the turn limit: the robot wanted to go on. Raise "
                                              f"it with --max-turns N (or agent.max_turns in the configuration)"
