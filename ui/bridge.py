@@ -96,7 +96,7 @@ class RunBridge(QObject):
         try:
             async for event in run:
                 self.feed(event)
-                if isinstance(event, ev.TERMINAL):
+                if isinstance(event, ev.TERMINAL) and not event.nested:  # not a run inside the run
                     terminal = event
                 now = time.perf_counter()
                 if now - last_yield > self._yield_every:
@@ -165,7 +165,8 @@ class RunBridge(QObject):
                 self.mcp_notice.emit(event)
             case ev.RunFinished() | ev.RunFailed() | ev.RunCancelled():
                 self.flush()
-                self.run_ended.emit(event)
+                if not event.nested:  # the end of a run inside the run (a task's, a robot as a tool's) is not it
+                    self.run_ended.emit(event)
             case _:
                 assert_never(event)
 

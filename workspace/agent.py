@@ -31,6 +31,7 @@ from workspace.context import ContextManager
 from workspace.errors import serialize
 from workspace.memory import writer_var
 from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
+from workspace.output import StructuredOutput
 from workspace.providers.base import (
     Chunk,
     FinishChunk,
@@ -141,6 +142,12 @@ class RunSpec:
     sequence: Callable[[], int] | None = None
     #: Keeps each request within the model's context window (compacts, truncates or refuses).
     context: ContextManager | None = None
+    #: The answer must be a validated object (``Robot(output_type=...)``, :mod:`workspace.output`).
+    output: StructuredOutput | None = None
+    #: The run this one works for (a network's run, or the run whose tool call started it) and that
+    #: tool call: set on every event (see :mod:`workspace.events`).
+    parent_run_id: str | None = None
+    parent_tool_id: str | None = None
 
 
 class EventRun:
@@ -149,10 +156,28 @@ class EventRun:
     Subclasses start ``self._task`` in :meth:`start` and put events on ``self._queue``.
     """
 
+    run_id: str
     _queue: asyncio.Queue[ev.Event]
     _task: asyncio.Task[None] | None
     _consumed: bool
     terminal: ev.Event | None
+    #: Called with every event as the stream yields it (tracing: workspace.tracing); usually none.
+    _observers: tuple[Callable[[ev.Event], None], ...] = ()
+
+    def add_observer(self, observer: Callable[[ev.Event], None]) -> None:
+        """Call ``observer(event)`` with every event of the stream, in order, as it is iterated (an
+        observer that raises is logged and dropped; the run goes on)."""
+        self._observers = (*self._observers, observer)
+
+    def _observe(self, event: ev.Event) -> None:
+        for observer in self._observers:
+            try:
+                observer(event)
+            except Exception:
+                import logging
+
+                logging.getLogger("workspace.agent").exception("an event observer failed; it is dropped")
+                self._observers = tuple(o for o in self._observers if o is not observer)
 
     def start(self) -> EventRun:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -172,8 +197,10 @@ class EventRun:
         try:
             while True:
                 event = await self._queue.get()
+                if self._observers:
+                    self._observe(event)
                 yield event
-                if event.terminal:
+                if ev.ends(event, self.run_id):  # not the end of a run inside this one
                     return
         finally:
             # The consumer went away (closed or cancelled): do not leave the run orphaned.
@@ -200,6 +227,9 @@ class AgentRun(EventRun):
     Iterating starts the run (once). ``await run.wait()`` runs it to the end and
     returns the terminal event; ``run.result`` is the RobotResult afterwards (the
     partial one after a stop or failure).
+
+    One class for the whole loop (model turns, tools, approvals, structured output, runs inside
+    it), which is why this module is longer than the others.
     """
 
     def __init__(self, spec: RunSpec) -> None:
@@ -222,6 +252,7 @@ class AgentRun(EventRun):
         self._emit_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
+        self._previous_writer: str | None = None
 
     # -- public -------------------------------------------------------------------------
     def start(self) -> AgentRun:
@@ -251,19 +282,54 @@ class AgentRun(EventRun):
 
     def emit(self, cls: type[ev.Event], **fields: Any) -> ev.Event:
         """Add an event to the stream; safe from worker threads (sync tools, memory observers)."""
+        spec = self.spec
         with self._emit_lock:
-            event = cls(run_id=self.run_id, robot=self.spec.robot, seq=self._next_seq(), task=self.spec.task,
-                        **fields)
+            event = cls(run_id=self.run_id, robot=spec.robot, seq=self._next_seq(), task=spec.task,
+                        parent_run_id=spec.parent_run_id, parent_tool_id=spec.parent_tool_id, **fields)
             if event.terminal:
                 if self.terminal is not None:
                     return self.terminal  # exactly one terminal event
                 self.terminal = event
+        self._put(event)
+        return event
+
+    def _put(self, event: ev.Event) -> None:
         loop = self._loop
         if loop is not None and threading.get_ident() != self._loop_thread and not loop.is_closed():
             loop.call_soon_threadsafe(self._queue.put_nowait, event)
         else:
             self._queue.put_nowait(event)
-        return event
+
+    # -- runs inside this run (a robot used as a tool: workspace.robots_as_tools) -------------------------
+    def forward(self, event: ev.Event) -> None:
+        """Put an event of a run inside this one into this stream (numbered in this run's order)."""
+        with self._emit_lock:
+            if self.terminal is not None:
+                return
+            event = event.replace(seq=self._next_seq())
+        self._put(event)
+
+    def add_usage(self, usage: UsageTotals | None) -> None:
+        """Count a run inside this one in this run's totals (its model calls have their own usage
+        events; this run's next ``usage`` event and its result include them)."""
+        if usage is not None:
+            self._usage = self._usage + usage
+
+    def child_options(self, call_id: str) -> dict[str, Any]:
+        """Run options of a run started by this run's tool call ``call_id``."""
+        spec = self.spec
+        options: dict[str, Any] = {"parent_run_id": self.run_id, "parent_tool_id": call_id, "task": spec.task,
+                                   "thread_id": spec.thread_id}
+        for key in ("approval", "folder", "changes"):
+            value = getattr(spec, key)
+            if value is not None:
+                options[key] = value
+        return options
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the run is being stopped (None while it is not)."""
+        return self._stop_reason
 
     # -- the loop ---------------------------------------------------------------------------
     async def _main(self) -> None:
@@ -275,16 +341,19 @@ class AgentRun(EventRun):
             if self._stop_reason is not None:
                 raise asyncio.CancelledError
             writer_var.set(spec.robot)  # this task's memory writes are this robot's
+            self._take_writer()
             self._watch_memory()
             self.emit(ev.RunStarted, message=spec.message, model=spec.provider.label,
                       is_language_model=spec.provider.is_language_model)
             if spec.tools_loader is not None:
                 spec.tools = await spec.tools_loader()
+            if spec.output is not None:
+                spec.settings = await spec.output.prepare(spec.provider, spec.tools, spec.settings)
             pending = spec.pending_tools
             if pending is not None and (pending.starting or pending.failed):
                 self.emit(ev.McpServers, starting=list(pending.starting), failed=dict(pending.failed),
                           message=servers_message(starting=pending.starting, failed=pending.failed))
-            spec.history.append(TextMessage(role="user", content=spec.message))
+            self._say(TextMessage(role="user", content=spec.message))
             turns = 0
             while True:
                 if turns >= spec.max_turns:
@@ -300,20 +369,31 @@ class AgentRun(EventRun):
                 if text:
                     self.emit(ev.Text, text=text)
                     msg = TextMessage(role="assistant", content=text, stop_reason="tool" if calls else "stop")
-                    spec.history.append(msg)
+                    self._say(msg)
                     self._output.append(msg)
+                results: list[ToolResultMessage] = []
+                if calls:
+                    call_msg = ToolCallMessage(role="assistant", tools=calls)
+                    self._say(call_msg)
+                    self._output.append(call_msg)
+                    pending_calls = list(calls)
+                    self._turn_results = {}
+                    results = await self._run_tools(calls)
+                    pending_calls = []
+                    for result in results:
+                        self._say(result)
+                    self._tool_results.extend(results)
+                if spec.output is not None:  # the answer must be a validated object
+                    verdict = spec.output.check(text, calls, results)
+                    if verdict.done:
+                        self._finish("stop", output_data=verdict.value)
+                        return
+                    if verdict.retry is not None:
+                        self._say(TextMessage(role="user", content=verdict.retry))
+                    continue
                 if not calls:
                     self._finish("stop")
                     return
-                call_msg = ToolCallMessage(role="assistant", tools=calls)
-                spec.history.append(call_msg)
-                self._output.append(call_msg)
-                pending_calls = list(calls)
-                self._turn_results = {}
-                results = await self._run_tools(calls)
-                pending_calls = []
-                spec.history.extend(results)
-                self._tool_results.extend(results)
         except asyncio.CancelledError:
             self._close_partial(text_parts, pending_calls, stopped=True)
             self.result = self._make_result("cancelled")
@@ -328,16 +408,19 @@ class AgentRun(EventRun):
         finally:
             if self._memory_remover is not None:
                 self._memory_remover()
+            self._give_back_writer()
             if self.terminal is None:  # pragma: no cover - defensive: never leave a run open
                 self.emit(ev.RunFailed, error="the run ended without a result", error_type="RuntimeError")
 
-    def _finish(self, stop_reason: str) -> None:
-        self.result = self._make_result(stop_reason)
+    def _finish(self, stop_reason: str, *, output_data: Any = None) -> None:
+        if stop_reason == "max_turns" and self.spec.output is not None:
+            self.spec.output.turn_limit()  # no answer in the schema within the turns: a failure
+        self.result = self._make_result(stop_reason, output_data=output_data)
         if self.spec.on_result is not None:
             self.spec.on_result(self.result)
         self.emit(ev.RunFinished, result=self.result)
 
-    def _make_result(self, stop_reason: str) -> RobotResult:
+    def _make_result(self, stop_reason: str, *, output_data: Any = None) -> RobotResult:
         return RobotResult(
             robot_name=self.spec.robot,
             output=list(self._output),
@@ -345,14 +428,34 @@ class AgentRun(EventRun):
             stop_reason=stop_reason,
             usage=self._usage,
             duration=time.monotonic() - self._started,
+            output_data=output_data,
         )
+
+    def _say(self, message: Message) -> None:
+        """Add a message to the conversation: the robot's history and its memory's ``messages``."""
+        self.spec.history.append(message)
+        append = getattr(self.spec.memory, "append_message", None)
+        if append is not None:
+            append(message)
+
+    def _take_writer(self) -> None:
+        """``memory.current_writer`` is this robot while it runs (RobotLab's ``Robot#run``)."""
+        memory = self.spec.memory
+        if memory is not None and hasattr(memory, "current_writer"):
+            self._previous_writer = memory.current_writer
+            memory.current_writer = self.spec.robot
+
+    def _give_back_writer(self) -> None:
+        memory = self.spec.memory
+        if memory is not None and hasattr(memory, "current_writer") and memory.current_writer == self.spec.robot:
+            memory.current_writer = self._previous_writer
 
     def _close_partial(self, text_parts: list[str], pending: list[ToolMessage], *, stopped: bool) -> None:
         """Keep what was streamed and give unfinished tool calls a result, so history stays valid."""
         text = "".join(text_parts)
         if text:
             msg = TextMessage(role="assistant", content=text, stop_reason="stop")
-            self.spec.history.append(msg)
+            self._say(msg)
             self._output.append(msg)
         error = STOPPED_TOOL_ERROR if stopped else "The run failed before this tool call finished."
         for call in pending:
@@ -361,7 +464,7 @@ class AgentRun(EventRun):
                 result = ToolResultMessage(tool=call, content={"error": error})
                 self.emit(ev.ToolError, id=call.id or "", name=call.name, error=error,
                           server=getattr(self.spec.tools.get(call.name), "mcp", None))
-            self.spec.history.append(result)
+            self._say(result)
             self._tool_results.append(result)
 
     def _watch_memory(self) -> None:
@@ -501,22 +604,28 @@ class AgentRun(EventRun):
                 tool,
             )
         arguments: Any = call.input
-        if spec.approval is not None:
+        if spec.approval is not None and not (spec.output is not None and spec.output.is_output_tool(call.name)):
             request = ApprovalRequest(call_id=call_id, robot=spec.robot, tool=call.name, input=call.input,
                                       server=tool.mcp, annotations=dict(tool.annotations), run_id=self.run_id,
                                       task=spec.task, thread_id=spec.thread_id)
-            action = spec.approval.decide(request)
+            verdict = await spec.approval.adecide(request)
             decision: ApprovalDecision
-            if action == "allow":
+            if isinstance(verdict, ApprovalDecision):  # a callable policy decided it all
+                action = "decided"
+                decision = verdict
+            elif verdict == "allow":
+                action = verdict
                 decision = ApprovalDecision(approved=True, scope="policy")
-            elif action == "deny":
+            elif verdict == "deny":
+                action = verdict
                 decision = ApprovalDecision(approved=False, scope="policy",
                                             reason=f"The approval policy denies '{call.name}'.")
             else:
+                action = verdict
                 self.emit(ev.ApprovalRequested, id=call_id, name=call.name, input=call.input, server=tool.mcp,
                           annotations=dict(tool.annotations))
                 decision = await spec.approval.ask(request)
-            if action == "ask" or not decision.approved:
+            if action in ("ask", "decided") or not decision.approved:
                 self.emit(ev.ApprovalDecided, id=call_id, name=call.name, decision=decision.decision,
                           input=decision.input if decision.input is not None else call.input,
                           reason=decision.reason, scope=decision.scope)
@@ -531,7 +640,7 @@ class AgentRun(EventRun):
         # model, asking the person through the run's gate; workspace.mcp.requests).
         context = ToolContext(robot=spec.robot, run_id=self.run_id, call_id=call_id, task=spec.task,
                               memory=spec.memory, network=spec.network, folder=spec.folder,
-                              changes=spec.changes, emit=self.emit,
+                              changes=spec.changes, emit=self.emit, run=self,
                               extras={"provider": spec.provider, "approval": spec.approval, "tool": call.name,
                                       "settings": spec.settings, "thread_id": spec.thread_id})
         tool_for_call = tool

@@ -63,7 +63,11 @@ DEFAULTS: dict[str, Any] = {
         # Seconds a run waits for MCP servers still starting; it then goes on without them and their
         # tools join when they are up (0: never wait).
         "mcp_startup_wait": 5.0,
+        # Times a structured answer (output_type / output_schema) that does not validate is sent back.
+        "output_retries": 2,
     },
+    # OpenTelemetry export of runs (workspace.tracing); OTEL_EXPORTER_OTLP_ENDPOINT switches it on too.
+    "tracing": {"otel": False},
     "review": {"mode": "review"},
     "ui": {"theme": "light"},
     "demo": {"delay": 0.015},

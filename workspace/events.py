@@ -17,6 +17,13 @@ event kind a consumer forgot::
 A run always ends with exactly one terminal event (:data:`TerminalEvent`): :class:`RunFinished`,
 :class:`RunFailed` or :class:`RunCancelled`.
 
+Runs inside runs: a network's tasks and robots used as tools run their own runs, whose events are
+forwarded into the outer stream. Each carries ``parent_run_id`` (the network's run, or the run
+whose tool call started it; ``parent_tool_id`` names that call) and ends with its own terminal
+event, before the outer run's. So a stream may hold several terminal events: the one that ends
+it is the one whose ``run_id`` is the stream's run (:func:`ends`); consumers that count or stop
+at "the" terminal event compare run ids (``event.nested`` is True for the inner runs' events).
+
 Serialisation has one registry, here: :func:`to_dict` / :func:`event_from_dict` (and
 :func:`to_json` / :func:`event_from_json`) are what the store, the exports, ``--json`` and JSONL
 use. The ``kind`` class attribute names an event in that JSON and nowhere else.
@@ -66,13 +73,27 @@ class BaseEvent:
     seq: int = 0
     task: str | None = None
     ts: float = field(default_factory=time.time)
+    #: The run this event's run works for: a network's run (for its tasks' robot runs), or the
+    #: run whose tool call started it (a robot used as a tool). None for a top-level run.
+    parent_run_id: str | None = None
+    #: The id of the parent run's tool call that started this run (a robot used as a tool).
+    parent_tool_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: ``kind`` first, then the fields (results exported)."""
+        """A JSON-ready dict: ``kind`` first, then the fields (results exported). The parent
+        fields appear only on the events of a run inside a run (see :func:`is_nested`)."""
         out: dict[str, Any] = {"kind": self.kind}
         for f in dataclasses.fields(self):
-            out[f.name] = _to_jsonable(getattr(self, f.name))
+            value = getattr(self, f.name)
+            if value is None and f.name in _PARENT_FIELDS:
+                continue
+            out[f.name] = _to_jsonable(value)
         return out
+
+    @property
+    def nested(self) -> bool:
+        """True for an event of a run inside a run (a network's task, a robot used as a tool)."""
+        return self.parent_run_id is not None
 
     def replace(self, **changes: Any) -> Self:
         return dataclasses.replace(self, **changes)
@@ -319,6 +340,9 @@ class RunCancelled(BaseEvent):
     partial: AnyResult | None = None
 
 
+_PARENT_FIELDS = frozenset({"parent_run_id", "parent_tool_id"})
+
+
 #: Every event of a run: the closed union consumers match on exhaustively.
 Event: TypeAlias = (
     RunStarted
@@ -411,3 +435,7 @@ def event_from_json(text: str) -> Event:
         raise ValueError("An event is a JSON object with a 'kind'")
     return event_from_dict(data)
 
+
+def ends(event: Event, run_id: str) -> bool:
+    """Whether ``event`` ends the run ``run_id`` (not a run inside it)."""
+    return event.terminal and event.run_id == run_id

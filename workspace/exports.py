@@ -99,6 +99,8 @@ def _money(cost: float | None) -> str:
 
 def _turn_result(events: Sequence[ev.Event]) -> RobotResult | None:
     for event in reversed(events):
+        if event.nested:
+            continue  # the end of a run inside the turn's run
         value: Any
         if isinstance(event, ev.RunFinished):
             value = event.result
@@ -166,8 +168,16 @@ def export_markdown(store: Store, thread_id: str, *, leaf_turn_id: str | None = 
 
 
 def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> list[str]:
+    """The turn's events as Markdown; a robot used as a tool is quoted (``>``) under the call that ran it."""
     out: list[str] = []
     speaker: str | None = None
+    depths: dict[str, int] = {}
+
+    def depth_of(event: ev.Event) -> int:
+        if event.run_id not in depths:
+            parent = depths.get(event.parent_run_id or "", 0)
+            depths[event.run_id] = parent + (1 if event.parent_tool_id else 0)
+        return depths[event.run_id]
 
     def heading(name: str) -> None:
         nonlocal speaker
@@ -178,6 +188,8 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> 
 
     for event in events:
         who = f"{event.robot} [{event.task}]" if event.task else (event.robot or robot)
+        depth = depth_of(event)
+        first = len(out)
         match event:
             case ev.Text():
                 if event.text:
@@ -260,11 +272,20 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> 
                 out.append(">")
                 out += [f"> {line}" if line else ">" for line in event.summary.strip().splitlines()]
                 out.append("")
+            case ev.RunStarted() if event.parent_tool_id:
+                out.append(f"*`{event.robot}` runs as the tool call `{event.parent_tool_id}`*")
+                out.append("")
+            case ev.RunFinished() if event.parent_tool_id:
+                out.append(f"*`{event.robot}` finished*")
+                out.append("")
             case (ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.RunFinished() | ev.ContextUsage()
                   | ev.ToolProgress()):
                 pass  # the heading, the text, the usage line and the result come from the turn itself
             case _:
                 assert_never(event)
+        if depth:
+            quote = "> " * depth
+            out[first:] = [(quote + line) if line else quote.rstrip() for line in out[first:]]
     if turn.status == "interrupted":
         out.append("*Interrupted: the app stopped before this run ended.*")
         out.append("")

@@ -1,4 +1,10 @@
-"""``Robot``: a configured LLM agent with a conversation, tools, MCP servers and memory."""
+"""``Robot``: a configured LLM agent with a conversation, tools, MCP servers and memory.
+
+Besides running (``stream`` / ``arun`` / ``run``), a robot is RobotLab's pipeline step
+(:meth:`Robot.call` with a :class:`workspace.pipeline.StepResult`), a tool of other robots
+(:meth:`Robot.as_tool`, ``robots=[...]``), and may answer with a validated object
+(``output_type=``, :mod:`workspace.output`).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from workspace.agent import AgentRun, PendingTools, RunSpec
+from workspace.approval import as_gate
 from workspace.errors import ConfigurationError, RunFailedError
 from workspace.events import RunCancelled, RunFailed
 from workspace.memory import Memory
@@ -22,17 +29,19 @@ from workspace.tools.decorator import function_tool
 from workspace.tools.manifest import ToolManifest
 
 if TYPE_CHECKING:
-    from workspace.approval import ApprovalGate
+    from workspace.approval import ApprovalGate, PolicyFn
     from workspace.config import Config
     from workspace.context import ContextManager
     from workspace.events import ContextCompacted
+    from workspace.output import OutputMode, OutputSchema
+    from workspace.pipeline import StepResult
     from workspace.providers.base import Provider
 
 #: Run options that are not template variables.
 RUN_OPTIONS = frozenset({
     "tools", "mcp", "memory", "network_memory", "network", "task", "max_turns", "approval", "settings",
     "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
-    "network_mcp",
+    "network_mcp", "history", "parent_run_id", "parent_tool_id", "output_type", "output_mode",
 })
 
 
@@ -73,11 +82,15 @@ class Robot:
         on_tool_result: Callable[..., Any] | None = None,
         config: Config | None = None,
         folder: str | Path | None = None,
-        approval: ApprovalGate | None = None,
+        approval: ApprovalGate | PolicyFn | None = None,
         mcp_manager: ToolSource | None = None,
         template_dirs: Iterable[Path] = (),
         context_window: int | None = None,
         context_policy: str | None = None,
+        output_type: Any = None,
+        output_mode: OutputMode = "auto",
+        output_retries: int | None = None,
+        robots: Iterable[Robot | str] | None = None,
         **settings: Any,
     ) -> None:
         if template is None and system_prompt is None:
@@ -125,7 +138,8 @@ class Robot:
         self.memory = memory if memory is not None else Memory()
         self.on_tool_call = on_tool_call
         self.on_tool_result = on_tool_result
-        self.approval = approval
+        #: The approval gate (a function given as ``approval=`` becomes a CallbackGate).
+        self.approval: ApprovalGate | None = as_gate(approval)
         self.mcp_manager = mcp_manager
         self.history: list[Message] = []
         self._provider = provider
@@ -142,6 +156,17 @@ class Robot:
         self._context_policy: str | None = None
         self.context_policy = context_policy if context_policy is not None else meta.get("context_policy")
         self._context_manager: ContextManager | None = None
+        #: The answer's type (``output_type=``, or the file's ``output_schema``): see workspace.output.
+        self.output_type: Any = output_type if output_type is not None else (
+            tmpl.metadata.get("output_schema") if tmpl is not None else None)
+        self.output_mode: OutputMode = output_mode
+        self.output_retries = output_retries
+        self._output_schema: OutputSchema | None = None
+        if self.output_type is not None:
+            self._output_schema = self._schema_of(self.output_type)
+        #: Other robots this robot may call as tools (Robot objects, or names of robot files).
+        self.robots: list[Robot | str] = list(robots) if robots is not None else list(
+            tmpl.metadata.get("robots") or []) if tmpl is not None else []
 
     # -- construction helpers -----------------------------------------------------------------
     def _take_tools(self, tools: Any) -> Any:
@@ -427,15 +452,24 @@ class Robot:
 
         Options: ``tools``, ``mcp`` (run level of the hierarchies), ``memory`` (a Memory to
         use, or a dict merged into the robot's), ``network_memory``, ``max_turns``,
-        ``approval``, ``folder``, ``changes``, ``settings``, ``task``, ``run_id``; any other
-        keyword is a template variable for this run (``customer=...``).
+        ``approval``, ``folder``, ``changes``, ``settings``, ``task``, ``run_id``,
+        ``output_type`` / ``output_mode`` (this run's structured output), ``history`` (a
+        conversation to use instead of the robot's: the run may go on beside another),
+        ``parent_run_id`` / ``parent_tool_id`` (the run this one works for); any other keyword is
+        a template variable for this run (``customer=...``).
         """
-        if self._active is not None and not self._active.done:
+        own = options.get("history") is None  # a run with a conversation of its own may run alongside
+        if own and self._active is not None and not self._active.done:
             raise RuntimeError(
                 f"Robot '{self.name}' is already running; wait for its run to finish or stop it first"
             )
         run = AgentRun(self._prepare(message, options))
-        self._active = run
+        if own:
+            self._active = run
+        if options.get("parent_run_id") is None:  # a run inside a run is traced as part of it
+            from workspace import tracing
+
+            tracing.attach(run, self._config)
         return run
 
     def _prepare(self, message: Any, options: dict[str, Any]) -> RunSpec:
@@ -463,25 +497,80 @@ class Robot:
                 network_tools=options.get("network_tools", "inherit"),
                 network_mcp=options.get("network_mcp", "inherit"), mcp_wait=self._config_mcp_wait(),
             )
+            from workspace.robots_as_tools import named_robot_tools
+
+            for tool in named_robot_tools(self):  # ``robots=``: other robots as tools
+                if tool.name not in manifest:
+                    manifest.add(tool)
             prompt = await self._mcp_prompt_text()
             if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
                 spec.system = f"{prompt}\n\n{spec.system}" if spec.system else prompt
             return manifest
 
+        history = options.get("history")
         spec = RunSpec(
-            robot=self.name, provider=provider, system=system, history=self.history, message=text,
+            robot=self.name, provider=provider, system=system,
+            history=self.history if history is None else history, message=text,
             settings=settings, max_turns=int(options.get("max_turns") or self.max_turns or self._config_max_turns()),
             task=options.get("task"), memory=memory, network=options.get("network"), folder=folder_path,
-            changes=changes, approval=options.get("approval") or self.approval,
+            changes=changes, approval=as_gate(options.get("approval")) or self.approval,
             on_tool_call=self.on_tool_call, on_tool_result=self.on_tool_result,
             on_result=_appender(memory), thread_id=options.get("thread_id"),
             tool_timeout=self._config_tool_timeout(), sequence=options.get("sequence"),
             watch_memory=options.get("watch_memory", True), tools_loader=load_tools,
             context=self.context_manager,
+            output=self._structured_output(options), parent_run_id=options.get("parent_run_id"),
+            parent_tool_id=options.get("parent_tool_id"),
         )
         if options.get("run_id"):
             spec.run_id = str(options["run_id"])
         return spec
+
+    # -- structured output ----------------------------------------------------------------------------
+    def _schema_of(self, output_type: Any) -> OutputSchema:
+        from workspace.output import robot_schema
+
+        where = f" ({self.template.path})" if self.template is not None and self.template.path else ""
+        return robot_schema(output_type, robot=self.name, where=where)
+
+    @property
+    def output_schema(self) -> OutputSchema | None:
+        """The schema of the robot's answer (None: it answers in text)."""
+        return self._output_schema
+
+    def _structured_output(self, options: Mapping[str, Any]) -> Any:
+        given = options.get("output_type")
+        schema = self._schema_of(given) if given is not None else self._output_schema
+        if schema is None:
+            return None
+        from workspace.output import DEFAULT_RETRIES, StructuredOutput
+
+        retries = self.output_retries
+        if retries is None:
+            config = self.config if self._config is not None or self._provider is None else None
+            retries = int(config.get("agent.output_retries", DEFAULT_RETRIES)) if config else DEFAULT_RETRIES
+        return StructuredOutput(schema, mode=options.get("output_mode") or self.output_mode, retries=retries)
+
+    # -- other robots as tools --------------------------------------------------------------------------
+    def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
+        """This robot as a tool of another robot (:mod:`workspace.robots_as_tools`)."""
+        from workspace.robots_as_tools import robot_tool
+
+        return robot_tool(self, name=name, description=description)
+
+    # -- RobotLab's pipeline step -------------------------------------------------------------------------
+    def call(self, result: StepResult) -> StepResult:
+        """RobotLab's ``Robot#call``: run on what the pipeline ``result`` carries and continue with this
+        robot's RobotResult (stored under the robot's name in the context). See workspace.pipeline."""
+        from workspace.pipeline import robot_call
+
+        return robot_call(self, result)
+
+    async def acall(self, result: StepResult) -> StepResult:
+        """:meth:`call` inside a running event loop."""
+        from workspace.pipeline import robot_acall
+
+        return await robot_acall(self, result)
 
     def _config_mcp_wait(self) -> float:
         """How long a run waits for MCP servers still starting (``agent.mcp_startup_wait``)."""

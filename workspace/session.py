@@ -173,7 +173,9 @@ class RecordedRun:
 
     @property
     def terminal(self) -> ev.Event | None:
-        return self.events[-1] if self.events and self.events[-1].terminal else None
+        """The run's own terminal event once recorded (not the end of a run inside it)."""
+        last = self.events[-1] if self.events else None
+        return last if last is not None and ev.ends(last, self.run_id) else None
 
     @property
     def status(self) -> str:
@@ -221,7 +223,7 @@ class RecordedRun:
                 event = self.events[index]
                 index += 1
                 yield event
-                if event.terminal:
+                if ev.ends(event, self.run_id):
                     return
             if self._finished:
                 return
@@ -249,7 +251,7 @@ class RecordedRun:
         store = self.store
         try:
             store.append_event(self.thread_id, self.turn_id, event)
-            if event.terminal:
+            if ev.ends(event, self.run_id):  # a run inside this one (a task, a robot as a tool) ends too
                 store.finish_turn(self.turn_id, status_for(event))
         except (StoreError, OSError) as exc:
             self._warn(exc)
@@ -312,6 +314,11 @@ class _ThreadGate(ApprovalGate):
     def decide(self, request: ApprovalRequest) -> Action:
         self.policy = self._shared.policy
         return super().decide(request)
+
+    async def adecide(self, request: ApprovalRequest) -> Action | ApprovalDecision:
+        if self._key(request) not in self._thread_grants and type(self._shared).adecide is not ApprovalGate.adecide:
+            return await self._shared.adecide(request)  # a gate that decides in its own way (a function)
+        return self.decide(request)
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         self.policy = self._shared.policy
@@ -558,10 +565,11 @@ class ThreadSession:
             started: dict[str, ev.Event] = {}
             own: dict[str, list[ev.Event]] = {}
             results: dict[str, Any] = {}
+            top = events[0].run_id if events else ""
             for event in events:
                 task = event.task
-                if task is None:
-                    continue
+                if task is None or event.parent_run_id not in (None, top):
+                    continue  # not a task's own event (a robot used as a tool inside it)
                 if isinstance(event, ev.TaskStarted):
                     started.setdefault(task, event)
                 elif isinstance(event, ev.TaskFinished):

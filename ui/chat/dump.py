@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from ui.chat.state import (
+    CallLaneItem,
     ChangeItem,
     ChatState,
     HeaderItem,
@@ -58,7 +59,17 @@ def dump_item(item: Item, indent: str = "") -> list[str]:
             line += f" result={_json(item.result_value)}"
         elif item.error is not None:
             line += f" {item.error_label.lower()}={_json(item.error)}"
-        return [line]
+        lines = [line]
+        if item.inner is not None:  # a robot used as this tool: its lane, inside the card
+            lines += dump_item(item.inner, indent + "    ")
+        return lines
+    if isinstance(item, CallLaneItem):
+        lines = [f"{indent}lane {item.robot} (as a tool) [{item.status}] usage={usage_text(item.usage)} "
+                 f"took={_ms(item.duration)} {'folded' if item.collapsed else 'open'} summary={item.summary!r}"
+                 + (f" reason={item.reason!r}" if item.reason else "")]
+        for inner in item.items:
+            lines += dump_item(inner, indent + "    ")
+        return lines
     if isinstance(item, ChangeItem):
         files = ", ".join(f"{f.get('path')} {f.get('action', 'modify')} +{f.get('added', 0)} -{f.get('removed', 0)}"
                           for f in item.files)

@@ -8,7 +8,9 @@ it has no widgets and is tested without a window.
 
 Routing: an event belongs to the run of its ``run_id``; a run not seen yet joins the turn being
 loaded, or else the last turn. A network run's ``task_started`` / ``task_finished`` make its lanes;
-a run that works for a task (its events carry ``task``) shows inside that task's lane.
+a run that works for a task (its events carry ``task``) shows inside that task's lane. A robot used
+as a tool (its events carry ``parent_tool_id``) shows as a lane inside that call's card; its end
+ends only that lane (the run that called it goes on), and its usage is in the caller's totals.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from ui.chat.state import (
     INTERRUPTED,
     LANE_STATUS_TEXT,
     ApprovalState,
+    CallLaneItem,
     ChangeItem,
     ChatState,
     HeaderItem,
     Item,
+    Lane,
     LaneItem,
     NetworkItem,
     NoticeItem,
@@ -56,7 +60,11 @@ _KEEP: Final = _Keep.KEEP
 
 
 class ChatPresenter:
-    """Turns events into :attr:`state` and tells :attr:`listener` what changed."""
+    """Turns events into :attr:`state` and tells :attr:`listener` what changed.
+
+    One class handles every event kind (the one place events become the chat's state), which is
+    why this module is longer than the others.
+    """
 
     def __init__(self, listener: ChatListener | None = None) -> None:
         self.listener: ChatListener = listener if listener is not None else Silent()
@@ -181,7 +189,7 @@ class ChatPresenter:
                 self._stored_seq[event.run_id] = event.seq
             self._apply(event)
             last = event
-            ended = ended or isinstance(event, ev.TERMINAL)
+            ended = ended or (isinstance(event, ev.TERMINAL) and not event.nested)
         if not ended and last is not None and turn.status == "interrupted":
             # The app closed before the run ended: its lanes stop when its last event came.
             top = next(iter(turn.top_runs), None) or self._run(last.run_id, last.robot)
@@ -202,10 +210,16 @@ class ChatPresenter:
             self.feed(event)
 
     def _apply(self, event: ev.Event) -> None:
+        if event.parent_tool_id is not None and event.run_id not in self._runs:
+            self._inner_run(event)
         match event:
             case ev.RunStarted():
                 run = self._run(event.run_id, event.robot, event.task)
                 run.started = event.ts
+                if run.inner is not None:
+                    run.inner.started = event.ts
+                    run.inner.message = event.message
+                    self.listener.item_changed(run.inner)
             case ev.TextDelta():
                 run = self._run(event.run_id, event.robot, event.task)
                 self._append_text(run, event.robot, event.text)
@@ -276,6 +290,26 @@ class ChatPresenter:
                     parent.children.append(run)
         return run
 
+    def _inner_run(self, event: ev.Event) -> RunState | None:
+        """The run of a robot used as a tool: a lane inside its call's card (None when the call is not
+        shown: the run then shows like any other)."""
+        parent = self._runs.get(event.parent_run_id or "")
+        call = parent.calls.get(event.parent_tool_id or "") if parent is not None else None
+        if parent is None or call is None:
+            return None
+        run = RunState(run_id=event.run_id, robot=event.robot, turn=parent.turn)
+        lane = CallLaneItem(parent=call.parent, run=run, call=call, robot=event.robot, run_id=event.run_id,
+                            status="running", started=event.ts)
+        run.inner = lane
+        call.inner = lane
+        self._runs[event.run_id] = run
+        parent.turn.runs.append(run)
+        self._add_lane(lane)
+        return run
+
+    def _add_lane(self, lane: CallLaneItem) -> None:
+        self.listener.item_added(lane)
+
     @staticmethod
     def _open_group(turn: TurnState) -> NetworkItem | None:
         """The network run of ``turn`` still going (its task runs go into its lanes)."""
@@ -292,7 +326,9 @@ class ChatPresenter:
         item.parent.items.append(item)
         self.listener.item_added(item)
 
-    def _container(self, run: RunState) -> TurnState | LaneItem:
+    def _container(self, run: RunState) -> TurnState | Lane:
+        if run.inner is not None:
+            return run.inner
         return run.lane if run.lane is not None else run.turn
 
     def notice(self, run: RunState, text: str, *, level: NoticeLevel = "info",
@@ -305,7 +341,7 @@ class ChatPresenter:
 
     def _header(self, run: RunState, robot: str) -> None:
         """The robot's name above its work (again when another robot speaks in the run)."""
-        if run.lane is not None or run.last_robot == robot:
+        if run.lane is not None or run.inner is not None or run.last_robot == robot:
             return
         run.last_robot = robot
         self._add(HeaderItem(parent=run.turn, run=run, robot=robot))
@@ -474,9 +510,10 @@ class ChatPresenter:
         run = self._run(event.run_id, event.robot, event.task)
         run.usage = Usage(event.total_input_tokens, event.total_output_tokens, event.total_cost)
         run.model_calls.append(event)
-        if run.lane is not None:  # a task's usage shows in its lane's header
-            run.lane.usage = run.usage
-            self.listener.item_changed(run.lane)
+        lane = run.lane or run.inner
+        if lane is not None:  # a task's (a robot used as a tool's) usage shows in its lane's header
+            lane.usage = run.usage
+            self.listener.item_changed(lane)
             return
         run.footer = True
         self.listener.run_changed(run)
@@ -539,7 +576,7 @@ class ChatPresenter:
                     lane.collapsed = True
         self.listener.item_changed(lane)
 
-    def set_lane_collapsed(self, lane: LaneItem, collapsed: bool, *, by_user: bool = False) -> None:
+    def set_lane_collapsed(self, lane: Lane, collapsed: bool, *, by_user: bool = False) -> None:
         """Fold or open a lane (``by_user``: automatic folding leaves it alone from now on)."""
         if lane.status == "skipped":
             return
@@ -572,6 +609,12 @@ class ChatPresenter:
     # -- the end of a run ---------------------------------------------------------------------------
     def _end(self, event: ev.TerminalEvent, outcome: RunOutcome, *, message: str | None, result: Any) -> None:
         run = self._run(event.run_id, event.robot)
+        if run.inner is not None:  # a robot used as a tool ended: its lane, not the run that called it
+            self._end_inner(run, run.inner, outcome, message=message, ts=event.ts)
+            return
+        if event.nested:  # a network task's own run ended: its task_finished says how the lane ends
+            run.text = None
+            return
         if run.lane is not None:  # a task run's end: the end belongs to its network run
             run.text = None
             parent = self._runs.get(run.lane.group.run_id)
@@ -580,10 +623,26 @@ class ChatPresenter:
             run = parent
         self._finish(run, outcome, message=message, ts=event.ts, result=result)
 
+    def _end_inner(self, run: RunState, lane: CallLaneItem, outcome: RunOutcome, *, message: str | None,
+                   ts: float | None) -> None:
+        run.text = None
+        run.end = RunEnd(outcome=outcome, message=message)
+        lane.status = "done" if outcome == "finished" else "failed" if outcome == "failed" else "cancelled"
+        lane.reason = message if outcome != "finished" else None
+        lane.finished = ts
+        if outcome == "finished" and not lane.user_toggled:
+            lane.collapsed = True  # the answer is in the card's result
+        self.listener.item_changed(lane)
+
     def _finish(self, run: RunState, outcome: RunOutcome, *, message: str | None, ts: float | None,
                 result: Any) -> None:
         if run.network is not None:
             self._finish_group(run.network, message or "interrupted", ts)
+        for call in run.calls.values():  # robots used as tools that never said how they ended
+            inner = call.inner
+            if inner is not None and inner.status == "running" and inner.run is not None:
+                self._end_inner(inner.run, inner, "interrupted" if outcome == "interrupted" else "cancelled",
+                                message=message or "the run that called it ended", ts=ts)
         run.text = None
         own = _own_result(run, result)
         usage = own.usage if own is not None else None

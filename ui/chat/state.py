@@ -4,7 +4,8 @@ A :class:`ChatState` is a list of :class:`TurnState` (a user message and what an
 A turn holds *items* in the order they show: :class:`HeaderItem` (the robot's name above its
 work), :class:`TextItem`, :class:`ToolCallItem`, :class:`ChangeItem`, :class:`NoticeItem`, and for a network run a
 :class:`NetworkItem` followed by one :class:`LaneItem` per task, whose own ``items`` hold the
-task robot's text and cards. Every run of the turn is a :class:`RunState` (usage, how it ended,
+task robot's text and cards. A robot used as a tool shows as a :class:`CallLaneItem` inside its
+call's card (``ToolCallItem.inner``), holding that robot's text and cards the same way. Every run of the turn is a :class:`RunState` (usage, how it ended,
 whether its footer shows). The presenter (:mod:`ui.chat.presenter`) is the only writer; the chat
 widget reads.
 
@@ -76,7 +77,7 @@ class UserState:
 class Item:
     """Something shown in a turn (``parent`` is the turn) or in a network task's lane."""
 
-    parent: TurnState | LaneItem
+    parent: TurnState | Lane
     run: RunState | None = None
 
     @property
@@ -179,6 +180,8 @@ class ToolCallItem(Item):
     task: str | None = None
     #: The tool's last progress report (an MCP server's notifications/progress), while it runs.
     progress: ProgressState | None = None
+    #: The run of a robot used as this tool: a lane inside the card.
+    inner: CallLaneItem | None = None
 
     @property
     def failed(self) -> bool:
@@ -275,11 +278,9 @@ class NetworkItem(Item):
 
 
 @dataclass(eq=False, kw_only=True)
-class LaneItem(Item):
-    """One task of a network run: its state and the task robot's work (``items``)."""
+class Lane(Item):
+    """What a lane shows: a run's state and its robot's work (``items``), folded or open."""
 
-    group: NetworkItem
-    task: str
     robot: str
     status: LaneStatus = "waiting"
     #: Why it failed, was skipped or stopped.
@@ -314,6 +315,27 @@ class LaneItem(Item):
         if self.status in ("failed", "cancelled") and self.reason and not text:
             return self.reason
         return text
+
+
+@dataclass(eq=False, kw_only=True)
+class LaneItem(Lane):
+    """One task of a network run: its state and the task robot's work (``items``)."""
+
+    group: NetworkItem
+    task: str
+
+
+@dataclass(eq=False, kw_only=True)
+class CallLaneItem(Lane):
+    """The run of a robot used as a tool, inside its call's card (``call``): its state and work."""
+
+    call: ToolCallItem
+    run_id: str
+
+    @property
+    def task(self) -> str:
+        """What the lane's header names: the robot."""
+        return self.robot
 
 
 def first_line(text: str, limit: int = 160) -> str:
@@ -361,6 +383,8 @@ class RunState:
     turn: TurnState
     #: The lane of the task this run works for (a network's task), else None.
     lane: LaneItem | None = None
+    #: The lane of a robot used as a tool (this run), inside the call's card; else None.
+    inner: CallLaneItem | None = None
     #: A network run's row and lanes.
     network: NetworkItem | None = None
     #: The text item still growing (None after a tool call, a change or a complete text).
@@ -416,8 +440,9 @@ class TurnState:
 
     @property
     def top_runs(self) -> list[RunState]:
-        """The runs with a footer of their own (not a network's task runs)."""
-        return [r for r in self.runs if r.lane is None]
+        """The runs with a footer of their own (not a network's task runs, nor robots used as tools:
+        their usage is in the run that called them)."""
+        return [r for r in self.runs if r.lane is None and r.inner is None]
 
     @property
     def totals(self) -> Usage:
@@ -452,11 +477,13 @@ __all__ = [
     "LANE_STATUS_TEXT",
     "STOPPED_BY_USER",
     "ApprovalState",
+    "CallLaneItem",
     "CallStatus",
     "ChangeItem",
     "ChatState",
     "HeaderItem",
     "Item",
+    "Lane",
     "LaneItem",
     "LaneStatus",
     "NetworkItem",

@@ -199,10 +199,10 @@ class NetworkModel(QObject):
                     state.result = event.result
                 if state.status == DONE:
                     self.answer_task = task
-            case ev.RunStarted():
+            case ev.RunStarted() if event.parent_tool_id is None:  # not a robot the task's robot used as a tool
                 state.run_id = event.run_id
                 self._runs[event.run_id] = task
-            case ev.Text() if event.text:
+            case ev.Text() if event.text and event.parent_tool_id is None:
                 state.text = event.text
             case _:
                 pass  # kept in the task's transcript below

@@ -222,7 +222,19 @@ class ToolCard(QFrame):
         self._result_view: AutoHeightText | None = None
         self._error_box: AutoHeightText | None = None
         self._decision: QLabel | None = None
+        self._lanes: list[QWidget] = []
         self._set_status("running")
+
+    # -- a robot used as this tool ----------------------------------------------------------------
+    def add_lane(self, lane: QWidget) -> None:
+        """The lane of the robot this call runs (a robot used as a tool), under the arguments."""
+        lane.setParent(self)
+        self._body.addWidget(lane)
+        self._lanes.append(lane)
+        lane.setVisible(True)
+
+    def lanes(self) -> list[QWidget]:
+        return list(self._lanes)
 
     # -- state ------------------------------------------------------------------------------
     def _set_status(self, status: str) -> None:

@@ -36,9 +36,11 @@ from PySide6.QtWidgets import (
 from ui import markdown, theme
 from ui.chat.presenter import LOAD_MORE_TURNS, ChatPresenter, TranscriptSource
 from ui.chat.state import (
+    CallLaneItem,
     ChangeItem,
     HeaderItem,
     Item,
+    Lane,
     LaneItem,
     NetworkItem,
     NoticeItem,
@@ -289,7 +291,10 @@ class ChatView(QScrollArea):
         widget = self._make(item)
         self._widgets[item] = widget
         parent = item.parent
-        if isinstance(parent, LaneItem):
+        card = self._widgets.get(item.call) if isinstance(item, CallLaneItem) else None
+        if isinstance(card, ToolCard):  # a robot used as a tool: its lane inside the call's card
+            card.add_lane(widget)
+        elif isinstance(parent, Lane):
             lane = self._widgets.get(parent)
             if isinstance(lane, TaskLane):
                 lane.add_widget(widget)
@@ -315,7 +320,7 @@ class ChatView(QScrollArea):
             case NetworkItem():
                 if isinstance(widget, NetworkHeader):
                     widget.apply(item)
-            case LaneItem():
+            case LaneItem() | CallLaneItem():
                 if isinstance(widget, TaskLane):
                     widget.apply(item)
                     self._follow_lanes()
@@ -379,8 +384,9 @@ class ChatView(QScrollArea):
                 header = NetworkHeader(item.network, self.column)
                 header.apply(item)
                 return header
-            case LaneItem():
-                lane = TaskLane(item.task, item.robot, self.column, color=robot_color(item.robot, item.group.network))
+            case LaneItem() | CallLaneItem():
+                color = robot_color(item.robot, item.group.network) if isinstance(item, LaneItem) else None
+                lane = TaskLane(item.task, item.robot, self.column, color=color)
                 lane.toggle_requested.connect(
                     lambda collapsed, it=item: self.presenter.set_lane_collapsed(it, collapsed, by_user=True))
                 lane.apply(item)
@@ -468,7 +474,7 @@ class ChatView(QScrollArea):
         card = self.card(request.call_id, request.run_id or "approval")
         if call is None or card is None or future.done() or card.approval is not None:
             return None
-        if isinstance(call.parent, LaneItem):  # a robot of a network asks: open its lane
+        if isinstance(call.parent, Lane):  # a robot of a network (or used as a tool) asks: open its lane
             self.presenter.set_lane_collapsed(call.parent, False)
         panel = card.ask_approval(request, future)
         self.approvals.append(panel)
@@ -547,7 +553,10 @@ def dump_widgets(chat: ChatView) -> str:
         if isinstance(widget, MarkdownStream):
             return [f"{indent}text {widget.text!r}"]
         if isinstance(widget, ToolCard):
-            return [indent + card_line(widget)]
+            lines = [indent + card_line(widget)]
+            for inner in widget.lanes():
+                lines += widget_lines(inner, indent + "    ")
+            return lines
         if isinstance(widget, ChangeCard):
             pill = widget._pill.text() if widget._pill is not None else ""
             undo = widget.undo_button.text() if not widget.undo_button.isHidden() else ""

@@ -30,7 +30,7 @@ from ui.widgets.common import ElidedLabel, pill
 from ui.widgets.stream import MarkdownStream
 
 if TYPE_CHECKING:
-    from ui.chat.state import LaneItem, NetworkItem
+    from ui.chat.state import Lane, NetworkItem
 
 STATUS_TEXT = LANE_STATUS_TEXT
 
@@ -363,7 +363,7 @@ class TaskLane(QFrame):
         return "\n\n".join(p for p in parts if p)
 
     # -- state ------------------------------------------------------------------------------------
-    def apply(self, lane: LaneItem) -> None:
+    def apply(self, lane: Lane) -> None:
         """Show the task's state: status, times, tokens, why it stopped, folded or open."""
         self.started, self.finished = lane.started, lane.finished
         self.message = lane.message

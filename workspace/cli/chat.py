@@ -71,6 +71,9 @@ def register(sub: Any) -> None:
                    help="proposed file changes: review each hunk after the answer (default), or apply them at once")
     p.add_argument("--yes", "-y", action="store_true",
                    help="approve every tool call that the approval policy would ask about")
+    from workspace.cli.runs import add_otel_option
+
+    add_otel_option(p)
     add_record_options(p, what="robot thread")
     p.set_defaults(func=cmd_chat)
 

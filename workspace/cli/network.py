@@ -208,6 +208,8 @@ class NetworkPrinter:
         self.printer: Any = PlainPrinter() if plain else EventPrinter(self.out, json_lines=json_lines, show_task=True)
         self._held: dict[str | None, str] = {}
         self._streamed: set[str | None] = set()
+        #: The indent of the text held per task (a robot used as a tool is indented under its call).
+        self._pads: dict[str | None, str] = {}
 
     def __call__(self, event: ev.Event) -> None:
         if self.json_lines or self.plain:
@@ -216,6 +218,7 @@ class NetworkPrinter:
         match event:
             case ev.TextDelta():
                 self._streamed.add(event.task)
+                self._pads[event.task] = self.printer._pad(event) if hasattr(self.printer, "_pad") else ""
                 *lines, rest = (self._held.pop(event.task, "") + event.text).split("\n")
                 for line in lines:
                     self._write(event.task, line)
@@ -227,6 +230,7 @@ class NetworkPrinter:
                     self._streamed.discard(event.task)
                     self._flush(event.task)
                 else:  # not streamed (a provider without streaming): the whole text now
+                    self._pads[event.task] = self.printer._pad(event) if hasattr(self.printer, "_pad") else ""
                     for line in event.text.rstrip("\n").split("\n"):
                         self._write(event.task, line)
                 return
@@ -252,7 +256,7 @@ class NetworkPrinter:
         return self.printer._c("35", f"[{task}] ") if task else ""
 
     def _write(self, task: str | None, line: str) -> None:
-        self.out.write((self._label(task) + printable(line)).rstrip(" ") + "\n")
+        self.out.write((self._label(task) + self._pads.get(task, "") + printable(line)).rstrip(" ") + "\n")
         self.out.flush()
 
     def _flush(self, task: str | None) -> None:

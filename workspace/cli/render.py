@@ -46,6 +46,20 @@ def printable(text: str, *, one_line: bool = False) -> str:
     return "\n".join("\t".join(display_path(part) for part in line.split("\t")) for line in text.split("\n"))
 
 
+def _json_of(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
+def _tokens(result: Any) -> str:
+    usage = getattr(result, "usage", None)
+    if usage is None or not (usage.input_tokens or usage.output_tokens):
+        return ""
+    return f" · {usage.input_tokens} in / {usage.output_tokens} out tokens"
+
+
 def _path(entry: dict[str, Any]) -> str:
     """A change's path (``old → new`` for a rename) as the terminal may show it."""
     path, new = str(entry.get("path", "?")), entry.get("new_path")
@@ -53,7 +67,12 @@ def _path(entry: dict[str, Any]) -> str:
 
 
 class EventPrinter:
-    """Streams events as people read them; ``json_lines=True`` prints ``to_dict()`` per line."""
+    """Streams events as people read them; ``json_lines=True`` prints ``to_dict()`` per line.
+
+    A robot used as a tool shows as indented lines under the tool call that started it (its start,
+    its text and tool calls, how it ended). A network task's own run ends silently: its
+    ``task_finished`` line says how it went.
+    """
 
     #: Not the ``--plain`` printer (:class:`PlainPrinter` is).
     plain = False
@@ -67,6 +86,8 @@ class EventPrinter:
         self._in_text = False
         self._held = ""  # streamed text not written yet (see _stream)
         self._color = self.out.isatty() if hasattr(self.out, "isatty") else False
+        #: How deep each run inside a run is (a robot used as a tool: one more than its caller).
+        self._depth: dict[str, int] = {}
 
     def _c(self, code: str, text: str) -> str:
         return f"\033[{code}m{text}\033[0m" if self._color else text
@@ -99,19 +120,31 @@ class EventPrinter:
             return self._c("35", f"[{event.task}] ")
         return ""
 
+    def _pad(self, event: ev.Event) -> str:
+        """The indent of a robot used as a tool (its run is deeper than the run that called it)."""
+        if not event.nested:
+            return ""
+        depth = self._depth.get(event.run_id)
+        if depth is None:
+            parent = self._depth.get(event.parent_run_id or "", 0)
+            depth = self._depth[event.run_id] = parent + (1 if event.parent_tool_id else 0)
+        return "    " * depth
+
     def __call__(self, event: ev.Event) -> None:
         if self.json_lines:
             self.out.write(display_json(ev.to_json(event)) + "\n")
             self.out.flush()
             return
-        who = self._who(event)
+        pad = self._pad(event)
+        who = self._who(event) + pad
         match event:
             case ev.RunStarted():
-                self._line(self._c("2", f"{who}● {event.robot} · {event.model}"))
+                mark = "↳" if event.parent_tool_id else "●"
+                self._line(self._c("2", f"{who}{mark} {event.robot} · {event.model}"))
             case ev.TextDelta():
                 if not self._in_text and who:
                     self.out.write(who)
-                self._stream(event.text)
+                self._stream(event.text.replace("\n", "\n" + pad) if pad else event.text)
                 self._in_text = True
             case ev.ToolUse():
                 server = f"{event.server}/" if event.server else ""
@@ -147,12 +180,24 @@ class EventPrinter:
             case ev.TaskFinished():
                 extra = f": {event.error}" if event.error else ""
                 self._line(self._c("35", f"■ task {event.task} {event.status}{extra}"))
+            case ev.RunFinished() | ev.RunFailed() | ev.RunCancelled() if event.nested and not event.parent_tool_id:
+                pass  # a network task's own run: its task_finished line says how it went
+            case ev.RunFinished() if event.parent_tool_id:
+                self._line(self._c("2", f"{who}✓ {event.robot} done{_tokens(event.result)}"))
             case ev.RunFinished():
                 usage = getattr(event.result, "usage", None)
                 tokens = ""
                 if usage is not None:
                     cost = f", ${usage.cost:.4f}" if usage.cost else ""
                     tokens = f" · {usage.input_tokens} in / {usage.output_tokens} out tokens{cost}"
+                data = getattr(event.result, "output_data", None)
+                if data is not None and not event.task:  # a structured answer: the object, unless it streamed
+                    from workspace.result import to_jsonable
+
+                    value = to_jsonable(data)
+                    if _json_of(getattr(event.result, "last_text_content", None)) != value:
+                        self._line(self._c("1", printable(json.dumps(value, ensure_ascii=False, indent=2,
+                                                                     default=str))))
                 if not event.task and getattr(event.result, "stop_reason", None) == "max_turns":
                     self._line(self._c("33", f"{who}■ stopped at the turn limit: the robot wanted to go on. Raise "
                                              f"it with --max-turns N (or agent.max_turns in the configuration)"
@@ -160,9 +205,11 @@ class EventPrinter:
                 elif not event.task:
                     self._line(self._c("2", f"{who}✓ done{tokens}"))
             case ev.RunFailed():
-                self._line(self._c("31", f"{who}✗ failed: {event.error}"))
+                name = f"{event.robot} " if event.nested else ""
+                self._line(self._c("31", f"{who}✗ {name}failed: {event.error}"))
             case ev.RunCancelled():
-                self._line(self._c("33", f"{who}■ stopped: {event.reason}"))
+                name = f"{event.robot} " if event.nested else ""
+                self._line(self._c("33", f"{who}■ {name}stopped: {event.reason}"))
             case ev.ContextCompacted():
                 count = event.newly_replaced or event.replaced_count
                 self._line(self._c("2", f"{who}⟲ conversation compacted: {count} earlier message"
@@ -201,11 +248,16 @@ class PlainPrinter:
         self._done = False
 
     def __call__(self, event: ev.Event) -> None:
-        if event.task is not None:
-            return  # a network's task: only the network's own end counts
+        if event.task is not None or event.nested:
+            return  # a network's task, a robot used as a tool: only the run's own end counts
         match event:
             case ev.RunFinished():
                 text = getattr(event.result, "last_text_content", None)
+                data = getattr(event.result, "output_data", None)
+                if data is not None:  # a structured answer: the object, as one line of JSON
+                    from workspace.result import to_jsonable
+
+                    text = json.dumps(to_jsonable(data), ensure_ascii=False, default=str)
                 if text is not None and str(text):
                     self.answer.write(str(text).rstrip("\n") + "\n")
                     self.answer.flush()

@@ -49,6 +49,9 @@ def register(sub: Any) -> None:
     p.add_argument("--max-turns", type=positive_int, metavar="N", help="stop after this many model turns (N >= 1)")
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                    help="a variable for the robot's template (VALUE may be JSON); repeatable")
+    p.add_argument("--output-schema", metavar="FILE",
+                   help="a JSON Schema file the answer must match (structured output): --plain prints the "
+                   "object as JSON, --json has it in run_finished's result.output_data")
     add_record_options(p, what="robot thread")
     p.set_defaults(func=cmd_run)
 
@@ -78,6 +81,29 @@ def check_robot_file(name: str) -> None:
                        "a robot name from `robotlab robots list`.")
 
 
+def output_schema(path: str) -> dict[str, Any]:
+    """``--output-schema FILE``: the JSON Schema in the file, checked."""
+    import json
+
+    from workspace.cli import CLIError
+
+    file = Path(path)
+    try:
+        schema = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CLIError(f"--output-schema {path}: cannot read it ({exc.strerror or exc})") from exc
+    except ValueError as exc:
+        raise CLIError(f"--output-schema {path}: not JSON ({exc}); give a JSON Schema file like "
+                       '{"type": "object", "properties": {...}, "required": [...]}') from exc
+    from workspace.output import OutputSchema, OutputValidationError
+
+    try:
+        OutputSchema.of(schema)
+    except OutputValidationError as exc:
+        raise CLIError(f"--output-schema {path}: {exc}") from exc
+    return dict(schema)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     return run_reporting_failure(args, _run, who=args.robot)
 
@@ -95,6 +121,9 @@ def run_config(args: argparse.Namespace, folder: Path | None) -> Config:
         overrides.setdefault("llm", {})["api_base"] = args.api_base
     # What --apply says, whatever the files say (the folder's review.mode is not the command line's).
     overrides["review"] = {"mode": "auto" if getattr(args, "apply", None) == "auto" else "review"}
+    from workspace.cli.runs import tracing_overrides
+
+    overrides.update(tracing_overrides(args))
     config = load_config(folder, overrides=overrides)
     warn_if_untrusted(config)
     return config
@@ -194,6 +223,8 @@ async def _run(args: argparse.Namespace) -> int:
     options: dict[str, Any] = template_params(args.param)
     if args.max_turns is not None:
         options["max_turns"] = args.max_turns
+    if args.output_schema:
+        options["output_type"] = output_schema(args.output_schema)
 
     if args.no_record:
         changes = None

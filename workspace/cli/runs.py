@@ -65,6 +65,29 @@ def add_run_options(p: argparse.ArgumentParser, *, who: str) -> None:
                    help="when the conversation outgrows the model's context window: compact (summarise older "
                    "messages; the default, or llm.context_policy), truncate (leave out the oldest turns) or error "
                    "(fail before sending)")
+    add_otel_option(p)
+
+
+def add_otel_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--otel", action="store_true",
+                   help="export the run as OpenTelemetry spans over OTLP (the OTEL_EXPORTER_OTLP_* variables say "
+                   "where; needs pip install 'robotlab-workspace[otel]'); also tracing.otel in the configuration")
+
+
+def tracing_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """``--otel``: the configuration override that switches tracing on (after checking it can be)."""
+    if not getattr(args, "otel", False):
+        return {}
+    import os
+
+    from workspace import tracing
+    from workspace.cli import CLIError
+
+    if not tracing.available():
+        raise CLIError("--otel needs OpenTelemetry: pip install 'robotlab-workspace[otel]' "
+                       "(opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http)")
+    os.environ[tracing.ENV_SWITCH] = "true"  # the option wins over the environment's setting
+    return {"tracing": {"otel": True}}
 
 
 def template_params(items: list[str]) -> dict[str, Any]:
@@ -162,8 +185,8 @@ def hit_turn_limit(event: Any) -> bool:
     """Whether ``event`` ends a run (or a network's task) that stopped at the turn limit."""
     from workspace import events as ev
 
-    if not isinstance(event, ev.RunFinished | ev.TaskFinished):
-        return False
+    if not isinstance(event, ev.RunFinished | ev.TaskFinished) or (isinstance(event, ev.RunFinished) and event.nested):
+        return False  # a run inside the run (a task's run: its task_finished counts; a robot used as a tool)
     return getattr(event.result, "stop_reason", None) == "max_turns"
 
 
@@ -179,7 +202,9 @@ async def print_events(run: Any, printer: Any, *, signals: bool = True) -> tuple
     with stop_on_signals(run) if signals else contextlib.nullcontext(SignalStop()) as stopped:
         async for event in run:
             printer(event)
-            if isinstance(event, ev.RunFailed):
+            if event.nested and event.terminal:
+                pass  # a run inside the run ended (a network's task, a robot used as a tool): not the run
+            elif isinstance(event, ev.RunFailed):
                 status = EXIT_FAILED
             elif isinstance(event, ev.RunCancelled):
                 status = EXIT_CANCELLED

@@ -176,10 +176,11 @@ class EventLog(Database):
              data, " ".join(externalizer.hashes) or None),
         ))
         match event:
-            case ev.RunStarted():  # the turn's run, the thread's latest model
+            case ev.RunStarted():  # the turn's run, the thread's latest model (not a robot used as a tool's)
                 out.append(("UPDATE turns SET run_id = COALESCE(run_id, ?) WHERE id = ?", (event.run_id, turn_id)))
-                out.append(("UPDATE threads SET model = COALESCE(?, model), updated_at = ? WHERE id = ?",
-                            (event.model or None, now(), thread_id)))
+                if event.parent_tool_id is None:
+                    out.append(("UPDATE threads SET model = COALESCE(?, model), updated_at = ? WHERE id = ?",
+                                (event.model or None, now(), thread_id)))
             case ev.Usage():
                 cost = event.cost
                 for table, key in (("turns", turn_id), ("threads", thread_id)):

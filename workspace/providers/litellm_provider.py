@@ -599,6 +599,7 @@ class LiteLLMProvider:
         backoff: float = 0.5,
         extra: Mapping[str, Any] | None = None,
         max_tool_result_chars: int | None = MAX_TOOL_RESULT_CHARS,
+        response_schema: bool | None = None,
     ) -> None:
         if not model_id or not str(model_id).strip():
             raise ValueError("LiteLLMProvider needs a model id, e.g. 'openai/gpt-4o-mini'")
@@ -613,6 +614,8 @@ class LiteLLMProvider:
         self.extra: dict[str, Any] = dict(extra or {})
         self._placeholder_key: bool | None = None
         self._openai_wire: bool | None = None
+        #: Structured output the native way (None: ask litellm, see supports_response_schema).
+        self._response_schema = response_schema
         self._unpriced = False
         #: How the provider waits between retries (tests replace it to record the delays).
         self.sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
@@ -638,6 +641,19 @@ class LiteLLMProvider:
     async def check_environment(self) -> list[str]:
         """:meth:`missing_keys` without blocking the event loop."""
         return await asyncio.to_thread(self.missing_keys)
+
+    @property
+    def supports_response_schema(self) -> bool:
+        """Whether the model takes ``response_format`` with a JSON schema (structured output the native
+        way, :mod:`workspace.output`): as given, else ``litellm.supports_response_schema`` (imports
+        litellm: read it off the event loop)."""
+        if self._response_schema is None:
+            litellm = load_litellm()
+            try:
+                self._response_schema = bool(litellm.supports_response_schema(model=self.model_id))
+            except Exception:  # an unknown model: the tool way works everywhere
+                self._response_schema = False
+        return self._response_schema
 
     @property
     def provider_name(self) -> str:

@@ -64,6 +64,8 @@ class Agent(StrictModel):
     mcp: Level = Field("all", description="MCP servers robots may use: all | none | a list of names")
     mcp_startup_wait: float = Field(5.0, ge=0, le=600, description="Seconds a run waits for MCP servers still "
                                     "starting; it then goes on without them and their tools join when they are up")
+    output_retries: int = Field(2, ge=0, le=20, description="Times a structured answer that does not match the "
+                                "robot's output schema goes back to the model before the run fails")
 
 
 class Review(StrictModel):
@@ -73,6 +75,11 @@ class Review(StrictModel):
 
 class UI(StrictModel):
     theme: Literal["light", "dark"] = "light"
+
+
+class Tracing(StrictModel):
+    otel: bool = Field(False, description="Export runs as OpenTelemetry spans over OTLP (needs the otel extra; "
+                       "the OTEL_EXPORTER_OTLP_* variables say where)")
 
 
 class Demo(StrictModel):
@@ -87,6 +94,7 @@ class ConfigFile(StrictModel):
     review: Review = Field(default_factory=Review)
     ui: UI = Field(default_factory=UI)
     demo: Demo = Field(default_factory=Demo)
+    tracing: Tracing = Field(default_factory=Tracing)
     # Names are checked per server by the MCP manager (a YAML `off:` is a boolean: it says to quote it),
     # so one bad server never hides the others.
     mcpServers: dict[Any, dict[str, Any]] = Field(

@@ -8,6 +8,11 @@ model: openai/gpt-4o-mini
 temperature: 0.2
 tools: [read_file, search_files]
 mcp: inherit
+robots: [refunds]            # other robots it may call as tools
+output_schema:               # optional: the answer is a JSON object of this JSON Schema
+  type: object
+  properties: {category: {type: string}, answer: {type: string}}
+  required: [category, answer]
 x-owner: billing-team        # your own keys start with "x-": kept in Template.metadata, never checked
 ---
 You answer billing questions for {{ company_name }}.
@@ -125,6 +130,24 @@ class FrontMatter(ModelSettings):
     mcp_prompt: SkipValidation[McpPrompt | None] = Field(
         None, description="Start the system prompt with an MCP server's prompt")
     mcpServers: SkipJsonSchema[Any] = None
+    output_schema: dict[str, Any] | None = Field(
+        None, description="A JSON Schema the answer must match: the run's result carries the validated object "
+        "(structured output)")
+    robots: list[Text] | None = Field(None, description="Other robots (robot or template names) this robot may "
+                                      "call as tools")
+
+    @field_validator("output_schema")
+    @classmethod
+    def _valid_schema(cls, value: Any) -> Any:
+        if value is not None:
+            from jsonschema import Draft202012Validator
+            from jsonschema.exceptions import SchemaError
+
+            try:
+                Draft202012Validator.check_schema(value)
+            except SchemaError as exc:
+                raise ValueError(f"not a valid JSON Schema: {exc.message}") from exc
+        return value
 
     @model_validator(mode="before")
     @classmethod
