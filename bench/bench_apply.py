@@ -7,6 +7,13 @@ files, undoing the set and redoing it. Time is the median of 5 fresh runs; peak
 memory is measured in a separate run under ``tracemalloc`` (which slows it down).
 
 Writes ``bench/results/apply.json``. Run: ``.venv/bin/python bench/bench_apply.py``.
+
+``--baseline DIR`` compares with another checkout (e.g. ``git worktree add /tmp/base main``):
+the same runs alternate between DIR's ``workspace`` and this one's, each in a fresh process, and
+the medians and the ratio (this / baseline) of apply, undo and redo are reported. The apply
+writes relative to directory handles since issue 16 (one folder descriptor per apply, each
+component opened with ``O_NOFOLLOW``) and journals the set before writing; the ratio shows what
+that costs.
 """
 
 from __future__ import annotations
@@ -24,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+#: The checkout whose ``workspace`` is measured (``--baseline`` runs this script against another one).
+CODE = Path(os.environ.get("BENCH_APPLY_CODE", ROOT))
+sys.path.insert(0, str(CODE))
 
 FILES = 200
 LINES = 300
@@ -104,15 +113,56 @@ def main() -> dict[str, Any]:
         "undo_ms_median": med("undo_ms"),
         "redo_ms_median": med("redo_ms"),
         "apply_peak_memory_mib": round(traced["peak_bytes"] / (1024 * 1024), 2),
-        "note": "apply = checkpoint before+after (fsync'd blobs), temp file + fsync + os.replace + read-back "
-                "per file; peak memory measured with tracemalloc over propose + apply",
+        "note": "apply = checkpoint before+after (fsync'd blobs) and the apply journal, then per file a temp "
+                "file in the folder's descriptor + fsync + rename + read-back; peak memory measured with "
+                "tracemalloc over propose + apply",
         "runs": RUNS,
         "python": platform.python_version(),
         "machine": platform.machine(),
     }
 
 
+def compare(baseline: Path) -> dict[str, Any]:
+    """The same runs alternating between ``baseline``'s workspace and this one's (fresh processes)."""
+    import subprocess
+
+    def one(code: Path) -> dict[str, float]:
+        env = {**os.environ, "BENCH_APPLY_CODE": str(code)}
+        env.pop("ROBOTLAB_HOME", None)
+        done = subprocess.run([sys.executable, __file__, "--one"], env=env, capture_output=True, text=True,
+                              check=True)
+        return dict(json.loads(done.stdout.splitlines()[-1]))
+
+    before: list[dict[str, float]] = []
+    after: list[dict[str, float]] = []
+    for _ in range(RUNS):
+        before.append(one(baseline))
+        after.append(one(ROOT))
+    out: dict[str, Any] = {"files": FILES, "runs": RUNS, "baseline": str(baseline)}
+    for key in ("apply_ms", "undo_ms", "redo_ms", "propose_ms"):
+        old = statistics.median(r[key] for r in before)
+        new = statistics.median(r[key] for r in after)
+        out[f"{key}_median_before"] = round(old, 1)
+        out[f"{key}_median_after"] = round(new, 1)
+        out[f"{key}_ratio"] = round(new / old, 2) if old else None
+    return out
+
+
 if __name__ == "__main__":
+    if "--one" in sys.argv:
+        os.environ["ROBOTLAB_HOME"] = tempfile.mkdtemp(prefix="bench-home-")
+        print(json.dumps(one_run(trace=False)))
+        sys.exit(0)
+    if "--baseline" in sys.argv:
+        res = compare(Path(sys.argv[sys.argv.index("--baseline") + 1]).resolve())
+        width = max(len(k) for k in res)
+        for key, value in res.items():
+            print(f"{key:<{width}}  {value}")
+        out = ROOT / "bench" / "results" / "apply-compare.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(res, indent=2) + "\n")
+        print(f"wrote {out.relative_to(ROOT)}")
+        sys.exit(0)
     res = main()
     width = max(len(k) for k in res)
     for key, value in res.items():

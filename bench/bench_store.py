@@ -9,6 +9,10 @@
    tool's result, the final text), recorded through real runs with a ScriptedProvider: median of 5, each on a freshly opened Workspace; plus
    ``history_messages`` (what the next send pays) and the Markdown export.
 
+3. Opening a database of 1,000 threads (3 turns each, with tool calls: about 18 MB): what
+   ``Store.open`` costs in all (median of 7) and the ``PRAGMA quick_check`` it runs to find a
+   damaged file, alone on a fresh connection (median of 7).
+
 Prints the figures and writes bench/results/store.json. Run: ``.venv/bin/python bench/bench_store.py``.
 """
 
@@ -157,6 +161,47 @@ def bench_transcript(db: Path, thread_id: str) -> dict[str, Any]:
     }
 
 
+def bench_open(folder: Path, threads: int = 1_000) -> dict[str, Any]:
+    import sqlite3
+
+    from workspace import events as ev
+    from workspace.persistence import Store
+
+    db = folder / "many.db"
+    filler = "the tool read the file and found the lines it was asked about " * 12
+    with Store(db) as store:
+        for t in range(threads):
+            thread = store.create_thread(robot="bench", title=f"Thread {t}")
+            parent = None
+            for u in range(3):
+                turn = store.add_turn(thread.id, user_text=f"question {u} of thread {t}", parent_turn_id=parent)
+                parent = turn.id
+                store.append_events(thread.id, turn.id, [
+                    ev.RunStarted(run_id=turn.id, robot="bench", seq=1, message="q", model="m"),
+                    ev.ToolUse(run_id=turn.id, robot="bench", seq=2, id="c", name="read_file", input={"path": "a.py"}),
+                    ev.ToolResult(run_id=turn.id, robot="bench", seq=3, id="c", name="read_file",
+                                  payload={"data": filler}, duration=0.01),
+                    ev.Text(run_id=turn.id, robot="bench", seq=4, text=f"answer {u}: " + filler[:200]),
+                    ev.RunFinished(run_id=turn.id, robot="bench", seq=5),
+                ])
+    size_mb = sum(p.stat().st_size for p in folder.glob("many.db*")) / 1e6
+    open_s: list[float] = []
+    check_s: list[float] = []
+    for _ in range(REPEATS + 2):
+        t0 = time.perf_counter()
+        Store(db).close()
+        open_s.append(time.perf_counter() - t0)
+        conn = sqlite3.connect(db)
+        t0 = time.perf_counter()
+        result = conn.execute("PRAGMA quick_check").fetchall()
+        check_s.append(time.perf_counter() - t0)
+        conn.close()
+        assert result == [("ok",)]
+    return {"threads": threads, "db_size_mb": round(size_mb, 1),
+            "open_median_ms": round(statistics.median(open_s) * 1000, 1),
+            "quick_check_median_ms": round(statistics.median(check_s) * 1000, 1)}
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -173,8 +218,9 @@ def main() -> None:
         build_s = time.perf_counter() - t0
         load = bench_transcript(db, thread_id)
         load["build_s"] = round(build_s, 1)
+        opening = bench_open(folder)
 
-    result = {"append_held_deltas": held, "append_every_delta": every, "long_thread": load,
+    result = {"append_held_deltas": held, "append_every_delta": every, "long_thread": load, "open": opening,
               "python": sys.version.split()[0]}
     for name, r in (("held deltas (shipped, 250 ms)", held), ("every delta a row", every)):
         print(f"append_event, {name}: {r['events']:,} events -> {r['rows_written']:,} rows in {r['total_s']} s")
@@ -189,6 +235,8 @@ def main() -> None:
     print(f"  transcript():      median {load['transcript_median_ms']:7.1f} ms of {REPEATS}")
     print(f"  history_messages:  median {load['history_messages_median_ms']:7.1f} ms")
     print(f"  export_markdown:   median {load['export_markdown_median_ms']:7.1f} ms")
+    print(f"opening {opening['threads']:,} threads ({opening['db_size_mb']} MB): Store.open median "
+          f"{opening['open_median_ms']} ms, of which PRAGMA quick_check alone median {opening['quick_check_median_ms']} ms")
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "store.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -91,6 +91,10 @@ def main() -> int:
             root.window.show()
             # A person looks at the window for a moment before clicking (the app warms up then).
             loop.run_until_complete(asyncio.sleep(1.0))
+            # The app reopens the thread that was open when it last closed (the previous run's):
+            # start from a new thread, or opening it again would be a no-op that never paints.
+            root.window.threads.new()
+            app.processEvents()
             probe = Probe()
             root.window.chat.viewport().installEventFilter(probe)
             session = root.controller.workspace.open_thread(thread_id)
@@ -103,7 +107,10 @@ def main() -> int:
             probe.painted = 0.0
             start = time.perf_counter()
             root.window.threads.open(thread_id)
+            deadline = start + 30
             while not probe.painted:
+                if time.perf_counter() > deadline:
+                    raise SystemExit("the chat view did not paint within 30 s of opening the thread")
                 app.processEvents()
             times.append((probe.painted - start) * 1000)
             shown = len(root.window.chat.user_messages())

@@ -88,7 +88,7 @@ async def bench_bridge(root: object, tokens: list[str]) -> dict[str, float]:
     window = root.window  # type: ignore[attr-defined]
     bridge = root.bridge  # type: ignore[attr-defined]
     window.chat.clear()
-    window.chat.add_user("Write a very long answer.")
+    window.chat.presenter.add_user("Write a very long answer.")
 
     async def events() -> AsyncIterator[ev.Event]:
         yield ev.RunStarted(run_id="bench", robot="assistant", seq=0, message="bench")

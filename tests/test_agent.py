@@ -339,3 +339,22 @@ async def test_context_reaches_tools() -> None:
 def test_blocking_run_wrapper() -> None:
     r = robot(ScriptedProvider(["Hello!"]))
     assert r.run("hi").last_text_content == "Hello!"
+
+
+async def test_a_grant_for_this_thread_holds_in_that_thread_only() -> None:
+    """"Approve for this thread" allows the tool again in the same thread, and asks in another one."""
+    asked: list[str | None] = []
+
+    async def ask(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request.thread_id)
+        return ApprovalDecision(approved=True, scope="thread")
+
+    gate = ApprovalGate(ApprovalPolicy(), ask)
+    first = ApprovalRequest(call_id="1", robot="r", tool="write_file", input={}, server="fs", thread_id="t1")
+    assert gate.decide(first) == "ask"
+    await gate.ask(first)
+    assert gate.decide(ApprovalRequest(call_id="2", robot="r", tool="write_file", input={}, server="fs",
+                                       thread_id="t1")) == "allow"
+    other = ApprovalRequest(call_id="3", robot="r", tool="write_file", input={}, server="fs", thread_id="t2")
+    assert gate.decide(other) == "ask"
+    assert asked == ["t1"]

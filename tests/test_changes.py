@@ -446,7 +446,10 @@ def _fail_on_nth_replace_into(folder: Path, n: int, exc: BaseException,
     calls: list[str] = []
 
     def flaky(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
-        if Path(dst).resolve().is_relative_to(folder.resolve()):
+        # Writes into the folder rename relative to a folder handle (dst_dir_fd); the app's own
+        # files (checkpoints, history) by path.
+        into = kwargs.get("dst_dir_fd") is not None or Path(dst).resolve().is_relative_to(folder.resolve())
+        if into:
             calls.append(str(dst))
             if len(calls) == n:
                 raise exc

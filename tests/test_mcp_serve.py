@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -155,3 +156,53 @@ def test_cli_list_and_call(robotlab_home: Path, capsys: pytest.CaptureFixture[st
     assert cli_main(["mcp", "list", "everything", "--json"]) == 0
     tools = {t["original"]: t for t in json.loads(capsys.readouterr().out)[0]["tools"]}
     assert tools["get-env"]["enabled"] is False
+
+
+async def test_serve_offers_robots_as_prompts_and_finished_threads_as_resources(home_with_robot: Path) -> None:
+    from workspace import paths
+    from workspace.providers.testing import ScriptedProvider
+    from workspace.session import Workspace
+
+    db = paths.database_path()  # the one `robotlab mcp serve` reads (same ROBOTLAB_HOME)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with Workspace(db_path=db, provider=ScriptedProvider(["Hello, served world."])) as workspace:
+        session = workspace.new_thread("greeter", title="A greeting")
+        await session.send("say hello").wait()
+        thread_id = session.thread_id
+    async with stdio_session([], home_with_robot) as session_:
+        prompts = {p.name: p for p in (await session_.list_prompts()).prompts}
+        assert "greeter" in prompts and prompts["greeter"].description == "Says hello back"
+        got = await session_.get_prompt("greeter", {"message": "hi there"})
+        texts = [m.content.text for m in got.messages]  # type: ignore[union-attr]
+        assert "You are a friendly robot." in texts[0] and texts[-1] == "hi there"
+        listed = (await session_.list_resources()).resources
+        uris = [str(r.uri) for r in listed]
+        assert f"robotlab://threads/{thread_id}" in uris
+        read = await session_.read_resource(f"robotlab://threads/{thread_id[:8]}")
+        text = read.contents[0].text  # type: ignore[union-attr]
+        assert "Hello, served world." in text and "say hello" in text
+        results = await session_.read_resource(f"robotlab://threads/{thread_id}/results.json")
+        assert "Hello, served world." in results.contents[0].text  # type: ignore[union-attr]
+        templates = (await session_.list_resource_templates()).resource_templates
+        assert any(t.uri_template == "robotlab://threads/{id}" for t in templates)
+        from mcp.shared.exceptions import MCPError
+
+        with pytest.raises(MCPError, match="No resource"):
+            await session_.read_resource("robotlab://threads/nonexistent")
+        with pytest.raises(MCPError, match="Unknown prompt"):
+            await session_.get_prompt("nobody", {})
+
+
+async def test_a_claude_desktop_config_pointing_at_serve_is_imported_and_called(
+    home_with_robot: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    claude = tmp_path / "claude_desktop_config.json"
+    claude.write_text(json.dumps({"mcpServers": {"robotlab": {
+        "command": sys.executable, "args": ["-m", "workspace", "mcp", "serve"],
+        "env": {"ROBOTLAB_HOME": str(home_with_robot), "PYTHONPATH": str(ROOT)}}}}), encoding="utf-8")
+    assert cli_main(["mcp", "import", str(claude), "--write"]) == 0
+    capsys.readouterr()
+    code = await asyncio.to_thread(cli_main, ["mcp", "call", "robotlab", "remember", '{"key": "k", "value": "v"}'])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "k" in out

@@ -47,11 +47,18 @@ async def collect(run: Any) -> list[ev.Event]:
 
 
 def check_stream(events: list[ev.Event]) -> ev.Event:
-    """One shared, strictly increasing sequence; exactly one terminal event, the last one."""
+    """One shared, strictly increasing sequence; exactly one terminal event of the network's own run,
+    the last one; every task's robot run that started ends with its own terminal event before it,
+    carrying the network run's id as its parent."""
     seqs = [e.seq for e in events]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
-    terminals = [e for e in events if e.terminal]
+    top = events[0].run_id
+    terminals = [e for e in events if e.terminal and e.run_id == top]
     assert len(terminals) == 1 and events[-1] is terminals[0]
+    started = {e.run_id for e in events if isinstance(e, ev.RunStarted) and e.run_id != top}
+    ended = [e for e in events if e.terminal and e.run_id != top]
+    assert sorted(e.run_id for e in ended) == sorted(started)  # each task run ends, once
+    assert all(e.parent_run_id == top for e in ended)
     for e in events:
         if isinstance(e, ev.TaskStarted | ev.TaskFinished | ev.Text | ev.ToolUse | ev.ToolResult):
             assert e.task, e

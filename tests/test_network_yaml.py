@@ -386,7 +386,15 @@ def test_cli_network_run_json_and_show_and_list(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     finished = ev.RunFinished.kind
-    assert [e["kind"] for e in events].count(finished) == 1 and events[-1]["kind"] == finished
+    network_run = events[0]["run_id"]
+    own = [e for e in events if e["run_id"] == network_run]
+    assert [e["kind"] for e in own].count(finished) == 1 and events[-1]["kind"] == finished
+    assert "parent_run_id" not in events[-1]
+    # Every task's robot run that started ends with its own terminal event, naming the network's run.
+    started = {e["run_id"] for e in events if e["kind"] == ev.RunStarted.kind and e["run_id"] != network_run}
+    ended = [e for e in events if e["kind"] in ev.TERMINAL_KINDS and e["run_id"] != network_run]
+    assert started and sorted(e["run_id"] for e in ended) == sorted(started)
+    assert all(e["parent_run_id"] == network_run and e["task"] for e in ended)
     assert {e["task"] for e in events if e["kind"] == ev.MemoryChanged.kind} == {"sentiment", "entities", "keywords"}
 
     show = robotlab("network", "show", "support-triage")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import keyring
 import pytest
@@ -11,6 +13,8 @@ from keyring.backend import KeyringBackend
 
 from workspace import secrets
 from workspace.secrets import forget_secrets, is_secret_name, redact, register_secret
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
@@ -185,3 +189,93 @@ def test_the_log_filter_redacts_messages_arguments_and_tracebacks() -> None:
     assert records[0] == "calling with <LOGGED>"
     assert "ValueError: bad key <LOGGED>" in records[1]
     assert not any("log-secret-value-1" in r for r in records)
+
+
+# -- credentials recognised by their shape ------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Incorrect API key provided: Bearer sk-proj-abc123def456. You can find your key",
+         "Incorrect API key provided: Bearer <redacted>. You can find your key"),
+        ('{"headers": {"Authorization": "Bearer sk-abc123456"}}', '{"headers": {"Authorization": "Bearer <redacted>"}}'),
+        ("{'x-api-key': 'sk-ant-0123456789'}", "{'x-api-key': '<redacted>'}"),
+        ("api-key: 0123456789abcdef", "api-key: <redacted>"),
+        ("X-Auth-Token: abcdef12345", "X-Auth-Token: <redacted>"),
+        ("AUTHORIZATION: BEARER ABCDEFGH12", "AUTHORIZATION: BEARER <redacted>"),
+        ("http://user:PASS@127.0.0.1:8080/v1?api-key=QKEY123&model=x",
+         "http://user:<redacted>@127.0.0.1:8080/v1?api-key=<redacted>&model=x"),
+        ("https://generativelanguage.googleapis.com/v1/models?key=AIzaSyD-abc&alt=sse",
+         "https://generativelanguage.googleapis.com/v1/models?key=<redacted>&alt=sse"),
+        ("wss://host/stream?token=t0k3n", "wss://host/stream?token=<redacted>"),
+        ("postgres://u:p@h/db", "postgres://u:<redacted>@h/db"),
+        # Words, references and masks are left alone.
+        ("Bearer authentication failed", "Bearer authentication failed"),
+        ("Authorization: Bearer ${GITHUB_TOKEN}", "Authorization: Bearer ${GITHUB_TOKEN}"),
+        ("x-api-key: ${API_KEY}", "x-api-key: ${API_KEY}"),
+        ("Authorization: ***", "Authorization: ***"),
+        ("api_key=None, api-key: required", "api_key=None, api-key: required"),
+        ("the server at http://localhost:11434 did not answer at 12:30:45",
+         "the server at http://localhost:11434 did not answer at 12:30:45"),
+    ],
+)
+def test_credentials_are_redacted_by_their_shape(text: str, expected: str) -> None:
+    assert redact(text) == expected
+    assert redact(expected) == expected  # redacting twice changes nothing more
+
+
+def test_redacted_json_stays_json() -> None:
+    import json
+
+    text = json.dumps({"error": 'Incorrect key: "Authorization: Bearer sk-1234567890"\n', "url": "http://a:b@h/"})
+    assert json.loads(redact(text)) == {"error": 'Incorrect key: "Authorization: Bearer <redacted>"\n',
+                                        "url": "http://a:<redacted>@h/"}
+
+
+def test_the_credentials_of_an_api_base_are_known_from_then_on() -> None:
+    import base64
+
+    secrets.register_url_secrets("http://robot:s3cret-pass@models.internal/v1?api-key=query-key-123&model=x")
+    basic = base64.b64encode(b"robot:s3cret-pass").decode()
+    assert redact(f"said s3cret-pass, query-key-123 and Basic {basic}") == (
+        "said <api_base password>, <api_base api-key> and Basic <api_base password>")
+    secrets.register_url_secrets("${MODEL_URL}")  # a reference: nothing to learn
+    secrets.register_url_secrets(None)
+
+
+# -- the process's output -----------------------------------------------------------------------------
+def test_the_redacting_stream_passes_whole_lines_on() -> None:
+    import io
+
+    register_secret("stream-secret-value", name="STREAMED")
+    sink = io.StringIO()
+    stream = secrets.RedactingStream(sink)
+    print("key:", "stream-", file=stream, end="")  # a key written in pieces...
+    assert sink.getvalue() == ""  # ...is held until the line ends
+    print("secret-value and Bearer", "sk-0123456789", file=stream)
+    assert sink.getvalue() == "key: <STREAMED> and Bearer <redacted>\n"
+    stream.write("a prompt: ")
+    stream.flush()  # a flush passes on what is held (prompts, streamed text)
+    assert sink.getvalue().endswith("a prompt: ")
+    assert stream.isatty() is False and stream.encoding
+
+
+def test_uncaught_exceptions_and_the_standard_streams_are_redacted(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "crash.py"
+    script.write_text(
+        "import sys\n"
+        "from workspace.secrets import install_output_redaction\n"
+        "install_output_redaction()\n"
+        "print('stdout has sk-live-0123456789abcdef')\n"
+        "print('http://me:hunter2hunter2@host/', file=sys.stderr)\n"
+        "raise RuntimeError('401: Incorrect API key provided: Bearer sk-live-0123456789abcdef')\n"
+    )
+    env = {**os.environ, "PLANTED_API_KEY": "sk-live-0123456789abcdef", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 1
+    assert "sk-live-0123456789abcdef" not in proc.stdout + proc.stderr
+    assert "hunter2hunter2" not in proc.stderr
+    assert "stdout has <PLANTED_API_KEY>" in proc.stdout
+    assert "RuntimeError: 401: Incorrect API key provided: Bearer <PLANTED_API_KEY>" in proc.stderr

@@ -74,6 +74,7 @@ def one_of_each() -> list[ev.Event]:
                         "duration": 0.25, "server": "calc"},
         ev.ToolError: {"id": "call_2", "name": "add", "error": {"type": "ValueError", "message": "bad"},
                        "duration": 0.1},
+        ev.ToolProgress: {"id": "call_1", "name": "slow", "progress": 2.0, "total": 4.0, "message": "half way"},
         ev.MemoryChanged: {"key": "k", "value": {"x": 1}, "previous": None, "writer": "helper"},
         ev.ChangeProposed: {"change_set_id": "cs1", "files": [{"path": "a.txt", "action": "modify",
                                                                 "hunks": [], "added": 1, "removed": 0}]},
@@ -86,6 +87,13 @@ def one_of_each() -> list[ev.Event]:
         ev.Reasoning: {"text": "Let me think."},
         ev.RunStatus: {"state": "retrying", "detail": "HTTP 429 from http://127.0.0.1:9/v1", "retry_in": 2.5,
                        "attempt": 1, "model": "openai/x", "endpoint": "http://127.0.0.1:9/v1"},
+        ev.McpServers: {"starting": ["slow"], "joined": ["fine"], "failed": {"broken": "it exited"},
+                        "message": "MCP server 'slow' is still starting"},
+        ev.ContextUsage: {"used": 1500, "window": 2048, "estimated": False, "system_tokens": 40, "tools_tokens": 300,
+                          "threshold": 0.75},
+        ev.ContextCompacted: {"summary": "The user asked for X.", "replaced_count": 12, "newly_replaced": 8,
+                              "tokens_before": 1700, "tokens_after": 600, "window": 2048, "trigger": "overflow",
+                              "model": "m"},
         ev.TaskStarted: {"message": "go"},
         ev.TaskFinished: {"status": "done", "result": result},
         ev.RunFailed: {"error": "boom", "error_type": "ProviderError", "partial": result},
@@ -576,3 +584,155 @@ def test_unusable_location_names_the_fix(tmp_path: Path) -> None:
     if os.name != "nt":
         with pytest.raises(StoreError, match="folder"):
             Store(tmp_path)
+
+
+def test_thread_metadata_and_origin(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """m004_thread_metadata: a JSON object per thread (the command line's origin), redacted like the rest."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-metadata-secret-123456")
+    with Store(db) as s:
+        window = s.create_thread(robot="helper", title="from the window")
+        assert window.metadata == {} and window.origin is None and window.origin_label == ""
+        cli = s.create_thread(robot="helper", metadata={"origin": "cli", "command": "run",
+                                                        "note": "key sk-metadata-secret-123456"})
+        assert cli.origin == "cli" and cli.origin_label == "terminal"
+        assert "sk-metadata-secret" not in str(cli.metadata)
+        updated = s.update_thread_metadata(cli.id, model="openai/gpt-4o-mini", note=None)
+        assert updated.metadata == {"origin": "cli", "command": "run", "model": "openai/gpt-4o-mini"}
+        other = s.create_thread(robot="writer", kind="network")
+        latest = s.latest_thread()
+        assert latest is not None and latest.id == other.id
+        latest_robot = s.latest_thread(kind="robot")
+        assert latest_robot is not None and latest_robot.id in (window.id, cli.id)
+        assert s.latest_thread(kind="robot", robot="nobody") is None
+        s.delete_thread(other.id)
+        assert s.latest_thread(kind="network") is None  # deleted threads are not continued
+
+
+def test_a_database_of_the_previous_version_gets_the_metadata_column(db: Path) -> None:
+    with Store(db) as s:
+        thread = s.create_thread(robot="helper", title="old")
+    conn = sqlite3.connect(db)  # as m001..m003 left it: no metadata column, no m004 recorded
+    conn.execute("ALTER TABLE threads DROP COLUMN metadata")
+    conn.execute("DELETE FROM _migrations WHERE name = 'm004_thread_metadata'")
+    conn.commit()
+    conn.close()
+    with Store(db) as s:
+        assert s.get_thread(thread.id).metadata == {} and s.get_thread(thread.id).title == "old"
+        names = [r["name"] for r in s.iter_rows("SELECT name FROM _migrations ORDER BY rowid")]
+    assert names[-1] == "m004_thread_metadata"
+
+
+# -- large payloads ---------------------------------------------------------------------------------
+
+
+def _big_result_events(text: str) -> list[ev.Event]:
+    call = ToolMessage(id="c1", name="server__read", input={"path": "big.log"})
+    result = RobotResult(robot_name="helper", output=[ToolCallMessage(role="assistant", tools=[call]),
+                                                      TextMessage(role="assistant", content="It is a log.")],
+                         tool_calls=[ToolResultMessage(tool=call, content={"data": text})], stop_reason="stop")
+    raw = {"content": [{"type": "text", "text": text[:-1] + text[-1:]}], "isError": False}  # a copy, as MCP gives
+    return [
+        ev.ToolUse(run_id="r1", robot="helper", seq=1, id="c1", name="server__read", input={"path": "big.log"}),
+        ev.ToolResult(run_id="r1", robot="helper", seq=2, id="c1", name="server__read", payload={"data": text},
+                      raw=raw),
+        ev.Text(run_id="r1", robot="helper", seq=3, text="It is a log."),
+        ev.RunFinished(run_id="r1", robot="helper", seq=4, result=result),
+    ]
+
+
+def test_a_large_tool_result_is_stored_once_compressed_and_read_back_whole(db: Path) -> None:
+    from workspace.exports import export_thread
+    from workspace.persistence.blobs import BLOB_THRESHOLD
+
+    line = "2024-05-01 INFO worker processed request in 12 ms status=ok\n"
+    text = line * (3 * BLOB_THRESHOLD // len(line) * 10)  # ~1 MB
+    with Store(db) as s:
+        thread = s.create_thread(robot="helper", title="big")
+        turn = s.add_turn(thread.id, user_text="read big.log", parent_turn_id=None)
+        s.append_events(thread.id, turn.id, _big_result_events(text))
+        s.add_turn(thread.id, user_text="again", parent_turn_id=turn.id)  # a later turn: the same blob again
+        blobs = list(s.iter_rows("SELECT hash, size, codec, length(data) AS stored FROM blobs"))
+        assert len(blobs) == 1  # payload, raw copy and the run's result: one blob
+        assert blobs[0]["size"] == len(text) and blobs[0]["codec"] == "zlib" and blobs[0]["stored"] < len(text) / 20
+        assert max(r[0] for r in s.iter_rows("SELECT length(data) FROM events")) < 4000  # the log stays small
+        assert all(r[0] == blobs[0]["hash"] for r in s.iter_rows("SELECT blobs FROM events WHERE blobs IS NOT NULL"))
+    with Store(db) as s:
+        events = s.turn_events(turn.id)
+        result_event = next(e for e in events if isinstance(e, ev.ToolResult))
+        assert result_event.payload == {"data": text}
+        assert result_event.raw["content"][0]["text"] == text
+        assert result_event.payload["data"] is result_event.raw["content"][0]["text"]  # one string in memory
+        finished = s.turn_result(turn.id)
+        assert finished is not None and finished.tool_calls[0].content == {"data": text}
+        assert {"data": text} in [m.content for m in s.history_messages(thread.id, turn.id)]
+        for fmt in ("markdown", "json", "jsonl"):
+            assert "status=ok" in export_thread(s, thread.id, fmt)
+        assert {h.thread_id for h in s.search("log")} == {thread.id}
+
+
+def test_large_lists_and_strings_that_look_like_references_round_trip(db: Path) -> None:
+    from workspace.persistence.blobs import BLOB_THRESHOLD
+
+    many = [{"name": f"file{i}.txt", "size": i} for i in range(BLOB_THRESHOLD // 10)]  # large, small strings
+    tricky = "\x00blob:0000000000000000000000000000000000000000000000000000000000000000"
+    with Store(db) as s:
+        thread = s.create_thread(robot="helper")
+        turn = s.add_turn(thread.id, user_text="list", parent_turn_id=None)
+        s.append_event(thread.id, turn.id, ev.ToolResult(run_id="r", robot="helper", seq=1, id="c", name="ls",
+                                                         payload={"data": many, "note": tricky}))
+        assert len(list(s.iter_rows("SELECT hash FROM blobs"))) == 2
+    with Store(db) as s:
+        (event,) = s.turn_events(turn.id)
+        assert isinstance(event, ev.ToolResult) and event.payload == {"data": many, "note": tricky}
+
+
+def test_purging_threads_removes_their_blobs_but_keeps_shared_ones(db: Path) -> None:
+    from workspace.persistence.blobs import BLOB_THRESHOLD
+
+    shared, own = "s" * BLOB_THRESHOLD, "o" * BLOB_THRESHOLD
+    with Store(db) as s:
+        keep, drop = s.create_thread(robot="helper"), s.create_thread(robot="helper")
+        for thread, payloads in ((keep, [shared]), (drop, [shared, own])):
+            turn = s.add_turn(thread.id, user_text="x", parent_turn_id=None)
+            for i, payload in enumerate(payloads):
+                s.append_event(thread.id, turn.id, ev.ToolResult(run_id="r", robot="helper", seq=i, id=f"c{i}",
+                                                                 name="t", payload={"data": payload}))
+        assert len(list(s.iter_rows("SELECT hash FROM blobs"))) == 2
+        s.delete_thread(drop.id)
+        assert s.purge_deleted() == 1
+        assert len(list(s.iter_rows("SELECT hash FROM blobs"))) == 1
+        assert s.turn_events(s.path(keep.id)[0].id)[0].payload == {"data": shared}  # type: ignore[union-attr]
+
+
+def test_a_missing_blob_reads_as_a_note_and_the_thread_still_opens(db: Path) -> None:
+    from workspace.persistence.blobs import BLOB_THRESHOLD
+
+    with Store(db) as s:
+        thread = s.create_thread(robot="helper")
+        turn = s.add_turn(thread.id, user_text="x", parent_turn_id=None)
+        s.append_events(thread.id, turn.id, _big_result_events("z" * BLOB_THRESHOLD))
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM blobs")
+    conn.commit()
+    conn.close()
+    with Store(db) as s:
+        events = s.turn_events(turn.id)
+        payload = next(e for e in events if isinstance(e, ev.ToolResult)).payload
+        assert "could not be read from the database" in payload["data"]
+
+
+def test_secrets_in_a_large_payload_never_reach_the_blobs(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import zlib
+
+    from workspace.persistence.blobs import BLOB_THRESHOLD
+
+    monkeypatch.setenv("PLANTED_API_KEY", "sk-planted-0123456789")
+    text = "x" * BLOB_THRESHOLD + " key sk-planted-0123456789 and http://me:pw-in-url@host/"
+    with Store(db) as s:
+        thread = s.create_thread(robot="helper")
+        turn = s.add_turn(thread.id, user_text="x", parent_turn_id=None)
+        s.append_event(thread.id, turn.id, ev.ToolResult(run_id="r", robot="helper", seq=1, id="c", name="t",
+                                                         payload={"data": text}))
+        (stored,) = [zlib.decompress(r[0]).decode() for r in s.iter_rows("SELECT data FROM blobs")]
+    assert "sk-planted-0123456789" not in stored and "pw-in-url" not in stored
+    assert stored.endswith(" key <PLANTED_API_KEY> and http://me:<redacted>@host/")

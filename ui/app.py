@@ -186,6 +186,7 @@ class Application:
             self.window.settings_flow.offer_store_retry()
         else:
             self.window.folder_flow.offer_trust()
+            self.window.folder_flow.offer_recovery()
         self._warn_ignored_env()
         self.loaded = True
         from ui.markdown import warm_up
@@ -266,7 +267,9 @@ def run_app(args: Sequence[str] | argparse.Namespace | None = None) -> int:
     """Open the window and run until it is closed; returns the exit status."""
     ns = args if isinstance(args, argparse.Namespace) else parse_args(list(args or []))
     from workspace.logsetup import setup_logging
+    from workspace.secrets import install_output_redaction
 
+    install_output_redaction()  # what the window prints on the terminal (and a crash report): redacted
     setup_logging(log_file=True)
     folder = Path(ns.folder).expanduser().resolve() if ns.folder else None
     if folder is not None and not folder.is_dir():
@@ -302,6 +305,7 @@ def run_app(args: Sequence[str] | argparse.Namespace | None = None) -> int:
         await root.aclose()
 
     status = 0
+    signals = quit_on_signals(app, root.window.close)
     try:
         with loop:
             loop.run_until_complete(main())
@@ -309,7 +313,69 @@ def run_app(args: Sequence[str] | argparse.Namespace | None = None) -> int:
         log.debug("event loop ended early: %s", exc)
         root.close_now()
     finally:
+        signals.restore()
         if not loop.is_closed():
             loop.close()
         asyncio.set_event_loop(None)
-    return status
+    return signals.status or status
+
+
+class SignalQuit:
+    """Ctrl-C (SIGINT) and SIGTERM for the window: the first closes it as the close button does
+    (runs stop and are recorded, the database is closed), a second quits at once. Qt's event loop
+    runs in C++, so Python would only see the signal at its next bytecode: the signal's wakeup fd
+    is a socket a :class:`QSocketNotifier` watches, which wakes the loop to run the handler."""
+
+    def __init__(self, app: Any, close: Any) -> None:
+        import signal
+        import socket
+
+        from PySide6.QtCore import QSocketNotifier
+
+        self.app = app
+        self.close = close
+        self.status = 0
+        self._previous: dict[int, Any] = {}
+        self._read, self._write = socket.socketpair()
+        for sock in (self._read, self._write):
+            sock.setblocking(False)
+        self._previous_fd = signal.set_wakeup_fd(self._write.fileno())
+        self._notifier = QSocketNotifier(self._read.fileno(), QSocketNotifier.Type.Read)
+        self._notifier.activated.connect(self._drain)
+        for number in (signal.SIGINT, signal.SIGTERM):
+            self._previous[number] = signal.signal(number, self._handle)
+
+    def _drain(self, *_: Any) -> None:
+        try:
+            self._read.recv(256)
+        except OSError:
+            pass
+
+    def _handle(self, number: int, frame: Any) -> None:
+        from PySide6.QtCore import QTimer
+
+        if self.status:  # a second one: quit now (run_app closes what it can)
+            log.warning("second signal %d: quitting at once", number)
+            self.app.exit(128 + number)
+            return
+        self.status = 128 + number
+        print("\nClosing the window… (Ctrl-C again quits at once)", file=sys.stderr, flush=True)
+        QTimer.singleShot(0, self.close)
+
+    def restore(self) -> None:
+        import signal
+
+        self._notifier.setEnabled(False)
+        for number, previous in self._previous.items():
+            try:
+                signal.signal(number, previous if previous is not None else signal.SIG_DFL)
+            except (TypeError, ValueError):
+                pass
+        signal.set_wakeup_fd(self._previous_fd)
+        self._read.close()
+        self._write.close()
+
+
+def quit_on_signals(app: Any, close: Any) -> SignalQuit:
+    """Make Ctrl-C in the terminal that started the window close it cleanly (see :class:`SignalQuit`)."""
+    return SignalQuit(app, close)

@@ -1,8 +1,8 @@
 """The bridge: consumes a run's events (a RecordedRun or an AgentRun) and re-emits them
 as Qt signals, on the GUI thread, without ever blocking the event loop.
 
-Text deltas are coalesced: they are joined and emitted at most once per ``flush_ms``
-(16 ms by default), so a view renders at a steady rate whatever the stream rate.
+Text deltas (and thinking deltas) are coalesced: they are joined and emitted at most once per
+``flush_ms`` (16 ms by default), so a view renders at a steady rate whatever the stream rate.
 Every other event first flushes pending text (so order is kept) and is emitted at once.
 Events for the trace are batched on the same timer.
 """
@@ -44,13 +44,25 @@ class RunBridge(QObject):
     approval_requested = Signal(object)
     approval_decided = Signal(object)
     tool_finished = Signal(object)  # ToolResult or ToolError
+    #: ToolProgress: a running MCP tool's progress report (the chat's card shows it via view_event).
+    tool_progress = Signal(object)
     memory_changed = Signal(object)
     change_proposed = Signal(object)
     change_decided = Signal(object)
     usage_reported = Signal(object)
+    #: How full the model's context window is (ContextUsage), before and after each model call.
+    context_usage = Signal(object)
+    #: Older messages were summarised for the model (ContextCompacted): the chat's marker.
+    context_compacted = Signal(object)
     task_changed = Signal(object)  # TaskStarted / TaskFinished
+    #: McpServers: MCP servers the run started without (still starting, failed) or that joined it.
+    mcp_notice = Signal(object)
     #: The terminal event (RunFinished / RunFailed / RunCancelled).
     run_ended = Signal(object)
+    #: Every event for the views that show them (the chat's presenter), in order, as it comes;
+    #: text deltas joined: one TextDelta per flush (the last delta's seq) for all that arrived (and one
+    #: ReasoningDelta for the thinking).
+    view_event = Signal(object)
     #: Every event (deltas included), batched on the flush timer: list[Event].
     events_batched = Signal(list)
     running_changed = Signal(bool)
@@ -59,8 +71,10 @@ class RunBridge(QObject):
         super().__init__(parent)
         self._pending_text: list[str] = []
         self._pending_key: tuple[str, str] | None = None
+        self._pending_delta: ev.TextDelta | None = None
         self._pending_reasoning: list[str] = []
         self._reasoning_key: tuple[str, str] | None = None
+        self._reasoning_delta: ev.ReasoningDelta | None = None
         self._pending_events: list[ev.Event] = []
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -92,7 +106,7 @@ class RunBridge(QObject):
         try:
             async for event in run:
                 self.feed(event)
-                if isinstance(event, ev.TERMINAL):
+                if isinstance(event, ev.TERMINAL) and not event.nested:  # not a run inside the run
                     terminal = event
                 now = time.perf_counter()
                 if now - last_yield > self._yield_every:
@@ -114,26 +128,32 @@ class RunBridge(QObject):
             self._timer.start()
 
     def _emit(self, event: ev.Event) -> None:
-        """Every event reaches a signal: text deltas ``text_appended`` (coalesced), the rest their own."""
+        """Every event reaches a signal: text deltas ``text_appended`` (coalesced), the rest their own;
+        and ``view_event``, all of them in order (text deltas joined)."""
         from workspace import events as ev
 
-        if not isinstance(event, ev.TextDelta):
-            self._flush_text()  # the text before it goes out first: order is kept
-        if not isinstance(event, ev.ReasoningDelta):
-            self._flush_reasoning()
+        if isinstance(event, ev.TextDelta):
+            self._flush_reasoning()  # the thinking before it goes out first: order is kept
+            key = (event.run_id, event.robot)
+            if self._pending_key is not None and self._pending_key != key:
+                self._flush_text()
+            self._pending_key = key
+            self._pending_delta = event
+            self._pending_text.append(event.text)
+            return
+        if isinstance(event, ev.ReasoningDelta):
+            self._flush_text()
+            key = (event.run_id, event.robot)
+            if self._reasoning_key is not None and self._reasoning_key != key:
+                self._flush_reasoning()
+            self._reasoning_key = key
+            self._reasoning_delta = event
+            self._pending_reasoning.append(event.text)
+            return
+        self._flush_reasoning()
+        self._flush_text()  # the text before it goes out first: order is kept
+        self.view_event.emit(event)
         match event:
-            case ev.TextDelta():
-                key = (event.run_id, event.robot)
-                if self._pending_key is not None and self._pending_key != key:
-                    self._flush_text()
-                self._pending_key = key
-                self._pending_text.append(event.text)
-            case ev.ReasoningDelta():
-                key = (event.run_id, event.robot)
-                if self._reasoning_key is not None and self._reasoning_key != key:
-                    self._flush_reasoning()
-                self._reasoning_key = key
-                self._pending_reasoning.append(event.text)
             case ev.Reasoning():
                 self.reasoning_completed.emit(event)
             case ev.RunStatus():
@@ -150,6 +170,8 @@ class RunBridge(QObject):
                 self.approval_decided.emit(event)
             case ev.ToolResult() | ev.ToolError():
                 self.tool_finished.emit(event)
+            case ev.ToolProgress():
+                self.tool_progress.emit(event)
             case ev.MemoryChanged():
                 self.memory_changed.emit(event)
             case ev.ChangeProposed():
@@ -158,11 +180,18 @@ class RunBridge(QObject):
                 self.change_decided.emit(event)
             case ev.Usage():
                 self.usage_reported.emit(event)
+            case ev.ContextUsage():
+                self.context_usage.emit(event)
+            case ev.ContextCompacted():
+                self.context_compacted.emit(event)
             case ev.TaskStarted() | ev.TaskFinished():
                 self.task_changed.emit(event)
+            case ev.McpServers():
+                self.mcp_notice.emit(event)
             case ev.RunFinished() | ev.RunFailed() | ev.RunCancelled():
                 self.flush()
-                self.run_ended.emit(event)
+                if not event.nested:  # the end of a run inside the run (a task's, a robot as a tool's) is not it
+                    self.run_ended.emit(event)
             case _:
                 assert_never(event)
 
@@ -171,6 +200,9 @@ class RunBridge(QObject):
             text = "".join(self._pending_text)
             self._pending_text.clear()
             run_id, robot = self._pending_key
+            last, self._pending_delta = self._pending_delta, None
+            if last is not None:
+                self.view_event.emit(last.replace(text=text))
             self.text_appended.emit(run_id, robot, text)
 
     def _flush_reasoning(self) -> None:
@@ -178,6 +210,9 @@ class RunBridge(QObject):
             text = "".join(self._pending_reasoning)
             self._pending_reasoning.clear()
             run_id, robot = self._reasoning_key
+            last, self._reasoning_delta = self._reasoning_delta, None
+            if last is not None:
+                self.view_event.emit(last.replace(text=text))
             self.reasoning_appended.emit(run_id, robot, text)
 
     def flush(self) -> None:
@@ -213,12 +248,21 @@ def event_summary(event: ev.Event) -> str:
             return f"{event.name} ok in {event.duration * 1000:.0f} ms: {_short(event.payload)}"
         case ev.ToolError():
             return f"{event.name} error: {_short(event.error)}"
+        case ev.ToolProgress():
+            return f"{event.name} {event.progress:g}" + (f"/{event.total:g}" if event.total is not None else "") + \
+                (f" {event.message}" if event.message else "")
         case ev.MemoryChanged():
             return f"{event.key} = {_short(event.value)} (by {event.writer or '?'})"
         case ev.Usage():
             cost = f", ${event.cost:.4f}" if event.cost is not None else ", cost unknown"
             mark = "~" if event.estimated else ""
             return f"{mark}{event.input_tokens} in / {mark}{event.output_tokens} out{cost}"
+        case ev.ContextUsage():
+            share = f" ({event.used / event.window:.0%})" if event.window else ""
+            return f"{event.used:,} / {event.window:,} tokens{share}{' estimated' if event.estimated else ''}"
+        case ev.ContextCompacted():
+            return (f"{event.newly_replaced or event.replaced_count} messages summarised: "
+                    f"{event.tokens_before:,} → {event.tokens_after:,} tokens ({event.trigger})")
         case ev.RunStarted():
             return f"{event.message[:80]!r} on {event.model}"
         case ev.RunFailed():
@@ -231,6 +275,8 @@ def event_summary(event: ev.Event) -> str:
             return f"task {event.task}: {event.status}"
         case ev.ChangeProposed():
             return f"{len(event.files)} file(s)"
+        case ev.McpServers():
+            return event.message.replace("\n", " · ")
         case ev.ChangeDecided() | ev.RunFinished():
             return ""
         case _:

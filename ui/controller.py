@@ -26,10 +26,6 @@ log = logging.getLogger("ui.controller")
 DEFAULT_ROBOT = "assistant"
 
 
-class StoreProblem(Exception):
-    pass
-
-
 _UNSEEN = object()
 
 
@@ -140,12 +136,13 @@ class Controller(QObject):
         except Exception as exc:
             self.problem.emit(f"The configuration could not be read: {exc}")
             return
+        self.apply_config(self._config)
+
+    def apply_config(self, config: Any) -> None:
+        """Use ``config`` from the next run of every thread on (a run going on keeps its own)."""
+        self._config = config
         if self.workspace is not None:
-            self.workspace.config = self._config
-            for session in getattr(self.workspace, "_sessions", {}).values():
-                if not session.running:
-                    session._robot = None  # rebuilt with the new model on the next message
-                    session._network = None
+            self.workspace.set_config(config)
             self._network_cache.clear()
 
     @staticmethod

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSpinBox,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
@@ -123,6 +124,19 @@ class SettingsDialog(QDialog):
         hint.setWordWrap(True)
         hint.setObjectName("Muted")
         form.addRow("", hint)
+        self.context_window = QSpinBox(model_tab)
+        self.context_window.setRange(0, 10_000_000)
+        self.context_window.setSingleStep(1024)
+        self.context_window.setSpecialValueText("Ask the server or litellm")
+        self.context_window.setSuffix(" tokens")
+        self.context_window.setToolTip("The model's context window, when neither its server nor litellm says it "
+                                       "(llm.context_window). Long conversations are compacted before it is full.")
+        form.addRow("Context window", self.context_window)
+        self.compaction_model = QLineEdit(model_tab)
+        self.compaction_model.setPlaceholderText("Empty: the model above summarises, e.g. openai/gpt-4o-mini")
+        self.compaction_model.setToolTip("The model that summarises older messages when a conversation outgrows "
+                                         "the context window (llm.compaction_model): a cheaper one saves money")
+        form.addRow("Compaction model", self.compaction_model)
         self.tabs.addTab(model_tab, "Model")
 
         # -- approvals -------------------------------------------------------------------------
@@ -167,6 +181,8 @@ class SettingsDialog(QDialog):
         self.theme.addItem("Dark", "dark")
         gf.addRow("Theme", self.theme)
         self.tabs.addTab(general, "General")
+        self.mcp_page: Any = None
+        self._add_mcp_page()
 
         self.problem = QLabel("", self)
         self.problem.setWordWrap(True)
@@ -179,6 +195,25 @@ class SettingsDialog(QDialog):
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
 
+    def _add_mcp_page(self) -> None:
+        """The MCP servers page (saved as it is edited, not by Save)."""
+        try:
+            from workspace.mcp import default_manager
+        except ImportError:  # pragma: no cover - the mcp SDK is a dependency
+            return
+        from ui.settings_mcp import McpServersPage
+
+        tasks = getattr(self.controller, "tasks", None)
+        if tasks is None:
+            return
+        self.mcp_page = McpServersPage(default_manager(), tasks.spawn, self)
+        self.tabs.addTab(self.mcp_page, "MCP servers")
+
+    def show_mcp_page(self) -> None:
+        if self.mcp_page is not None:
+            self.mcp_page.load()
+            self.tabs.setCurrentWidget(self.mcp_page)
+
     # -- loading -----------------------------------------------------------------------------------
     def load(self) -> None:
         config = self.controller.config
@@ -190,6 +225,11 @@ class SettingsDialog(QDialog):
             self.model.setEditText(model)
         self.api_base.setText(config.get("llm.api_base") or "")
         self.api_key.clear()
+        window = config.get("llm.context_window")
+        self.context_window.setValue(window if isinstance(window, int) else 0)
+        # A window per model (a mapping) is edited in the file: shown, not overwritten.
+        self.context_window.setEnabled(not isinstance(window, dict))
+        self.compaction_model.setText(config.get("llm.compaction_model") or "")
         self._on_model_changed(self.model.currentText())
         self.review.setCurrentIndex(max(0, self.review.findData(config.get("review.mode", "review"))))
         self.theme.setCurrentIndex(max(0, self.theme.findData(config.get("ui.theme", "light"))))
@@ -286,7 +326,14 @@ class SettingsDialog(QDialog):
             "llm.api_base": self.api_base.text().strip() or None,
             "review.mode": self.review.currentData(),
             "ui.theme": self.theme.currentData(),
+            "llm.compaction_model": self.compaction_model.text().strip() or None,
         }
+        if self.context_window.isEnabled():
+            window = self.context_window.value()
+            if 0 < window < 256:
+                self._fail("The context window is at least 256 tokens (0: ask the server or litellm).")
+                return
+            values["llm.context_window"] = window or None
         try:
             policy = ApprovalPolicy.from_list(self.rule_dicts(), path=paths.approval_policy_file())
         except ConfigurationError as exc:

@@ -77,6 +77,3 @@ class TaskOwner:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
-
-    def reopen(self) -> None:
-        self._closed = False

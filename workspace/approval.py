@@ -13,11 +13,17 @@ the last one wins. When no rule matches, defaults come from the tool itself:
 read-only tools are allowed, MCP tools without a read-only hint and tools marked
 destructive are asked about, and local tools (your own code and the built-in file
 tools, whose writes are proposals reviewed separately) are allowed.
+
+Programs that embed robots can decide in code instead (:class:`CallbackGate`, made for them by
+``Robot(approval=fn)``): ``fn(request)`` returns ``"allow"``, ``"deny"`` or ``"ask"`` (ask the
+gate's ``ask`` callback, if any), ``True``/``False``, or an :class:`ApprovalDecision` (with a
+reason, or edited arguments); it may be async.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,9 +150,6 @@ class ApprovalPolicy:
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(target)
 
-    def to_list(self) -> list[dict[str, str]]:
-        return [r.to_dict() for r in self.rules]
-
     def set_rule(self, action: str, *, robot: str = "*", server: str = "*", tool: str = "*") -> None:
         """Add (or replace the same-target) rule, most recent last so it wins ties."""
         if action not in ACTIONS:
@@ -191,16 +194,26 @@ class ApprovalGate:
     def __init__(self, policy: ApprovalPolicy | None = None, ask: AskFn | None = None) -> None:
         self.policy = policy or ApprovalPolicy()
         self.ask_fn = ask
-        self._thread_grants: set[tuple[str, str, str]] = set()
+        #: "for this thread" grants: (thread id, robot, server, tool); a run outside a thread has id "".
+        self._thread_grants: set[tuple[str, str, str, str]] = set()
 
     @staticmethod
     def _key(request: ApprovalRequest) -> tuple[str, str, str]:
         return (request.robot, request.server or "local", request.tool)
 
+    @classmethod
+    def _thread_key(cls, request: ApprovalRequest) -> tuple[str, str, str, str]:
+        return (request.thread_id or "", *cls._key(request))
+
     def decide(self, request: ApprovalRequest) -> Action:
-        if self._key(request) in self._thread_grants:
+        if self._thread_key(request) in self._thread_grants:
             return "allow"
         return self.policy.decide(request)
+
+    async def adecide(self, request: ApprovalRequest) -> Action | ApprovalDecision:
+        """What the agent loop asks before a tool call: allow, deny or ask, or a whole decision
+        (a :class:`CallbackGate`'s function may give one). This gate: :meth:`decide`."""
+        return self.decide(request)
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         if self.ask_fn is None:
@@ -220,10 +233,66 @@ class ApprovalGate:
             return
         robot, server, tool = self._key(request)
         if decision.scope == "thread" and decision.approved:
-            self._thread_grants.add((robot, server, tool))
+            self._thread_grants.add(self._thread_key(request))
         elif decision.scope == "always":
             self.policy.set_rule("allow" if decision.approved else "deny", robot=robot, server=server, tool=tool)
             self.policy.save()
 
-    def reset_thread(self) -> None:
-        self._thread_grants.clear()
+
+#: What a callable approval policy returns (or an awaitable of it).
+PolicyAnswer = Action | bool | ApprovalDecision
+PolicyFn = Callable[[ApprovalRequest], PolicyAnswer | Awaitable[PolicyAnswer]]
+
+
+class CallbackGate(ApprovalGate):
+    """An approval policy written as a function, for programs that embed robots.
+
+    ``fn(request)`` (sync or async) returns ``"allow"``, ``"deny"``, ``"ask"``, ``True``/``False`` or
+    an :class:`ApprovalDecision`. ``"ask"`` goes to ``ask`` (a front end's question, as for
+    :class:`ApprovalGate`); without one the call is denied, saying nobody could be asked.
+    """
+
+    def __init__(self, fn: PolicyFn, ask: AskFn | None = None, *, policy: ApprovalPolicy | None = None) -> None:
+        if not callable(fn):
+            raise ConfigurationError(f"approval must be an ApprovalGate or a function of the request, not {fn!r}")
+        super().__init__(policy, ask)
+        self.fn = fn
+
+    def decide(self, request: ApprovalRequest) -> Action:
+        """The synchronous answer (an async function's is not known here: "ask")."""
+        answer = self.fn(request)
+        if inspect.isawaitable(answer):
+            close = getattr(answer, "close", None)
+            if callable(close):
+                close()  # never awaited here
+            return "ask"
+        return _as_action(answer) if not isinstance(answer, ApprovalDecision) else (
+            "allow" if answer.approved else "deny")
+
+    async def adecide(self, request: ApprovalRequest) -> Action | ApprovalDecision:
+        answer = self.fn(request)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if isinstance(answer, ApprovalDecision):
+            return ApprovalDecision(approved=answer.approved, input=answer.input,
+                                    reason=answer.reason or (None if answer.approved else "denied by the policy"),
+                                    scope="policy")
+        return _as_action(answer)
+
+
+def _as_action(answer: object) -> Action:
+    if answer is True:
+        return "allow"
+    if answer is False:
+        return "deny"
+    if answer in ACTIONS:
+        return answer  # type: ignore[return-value]
+    raise ConfigurationError(f"an approval function must return 'allow', 'deny', 'ask', True, False or an "
+                             f"ApprovalDecision, not {answer!r}")
+
+
+def as_gate(approval: ApprovalGate | PolicyFn | None) -> ApprovalGate | None:
+    """``Robot(approval=...)``: a gate as it is, a function as a :class:`CallbackGate`."""
+    if approval is None or isinstance(approval, ApprovalGate):
+        return approval
+    return CallbackGate(approval)

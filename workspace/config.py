@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,13 @@ DEFAULTS: dict[str, Any] = {
         "tool_choice": None,
         # The most characters of one tool result sent to the model (the rest is cut, with a note).
         "max_tool_result_chars": 50_000,
+        # The model's window when nothing reports it (a number, or model id -> number); see workspace.context.
+        "context_window": None,
+        # compact | truncate | error: what happens when a conversation outgrows the window.
+        "context_policy": "compact",
+        "compaction_threshold": 0.8,
+        # The model that summarises compacted messages (empty: the robot's own).
+        "compaction_model": None,
     },
     "agent": {
         "max_turns": 20,
@@ -64,7 +72,14 @@ DEFAULTS: dict[str, Any] = {
         "mcp": "all",
         # A tool call the model wrote as text (<tool_call>{...}</tool_call>, ...): run it, only say so, or ignore it.
         "text_tool_calls": "run",
+        # Seconds a run waits for MCP servers still starting; it then goes on without them and their
+        # tools join when they are up (0: never wait).
+        "mcp_startup_wait": 5.0,
+        # Times a structured answer (output_type / output_schema) that does not validate is sent back.
+        "output_retries": 2,
     },
+    # OpenTelemetry export of runs (workspace.tracing); OTEL_EXPORTER_OTLP_ENDPOINT switches it on too.
+    "tracing": {"otel": False},
     "review": {"mode": "review"},
     "ui": {"theme": "light"},
     "demo": {"delay": 0.015},
@@ -88,6 +103,8 @@ class Config:
     withheld: dict[str, Any] = field(default_factory=dict)
     #: The line of every key of each file read, by file path (for messages about a file's values).
     key_lines: dict[str, Lines] = field(default_factory=dict, repr=False)
+    #: When it was read (``time.monotonic()``): the MCP manager never goes back to an older one.
+    loaded_at: float = field(default_factory=time.monotonic, compare=False, repr=False)
 
     @property
     def trusted(self) -> bool:

@@ -130,14 +130,6 @@ def strip_eol(line: str) -> str:
     return line
 
 
-def eol_of(line: str) -> str:
-    if line.endswith("\r\n"):
-        return "\r\n"
-    if line.endswith(("\n", "\r")):
-        return line[-1]
-    return ""
-
-
 # -- the line diff ------------------------------------------------------------------------------
 
 

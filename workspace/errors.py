@@ -46,6 +46,10 @@ class ProviderError(InferenceError):
         self.retryable = retryable
         self.reason = reason
 
+    #: True when the request did not fit the model's context window (see :class:`ContextOverflowError`;
+    #: another provider may set it on its own errors).
+    context_overflow: bool = False
+
     @property
     def is_outage(self) -> bool:
         """The model cannot answer now (rate limit, server error, unreachable, no answer in time):
@@ -62,6 +66,27 @@ PROVIDER_FAILURES = frozenset({"rate_limit", "server_error", "unreachable", "tim
                                "not_a_stream", "auth", "context", "not_found", "bad_request"})
 #: The failures after which a robot's fallback models are tried.
 OUTAGE_FAILURES = frozenset({"rate_limit", "server_error", "unreachable", "timeout"})
+#: The failures that mean the request did not fit the model's context window: a refusal that says
+#: so, and an empty HTTP 200 (how llama-cpp-python's server answers an over-long prompt).
+OVERFLOW_FAILURES = frozenset({"context", "empty"})
+
+
+class ContextOverflowError(ProviderError):
+    """The request was longer than the model's context window.
+
+    Providers raise it for a context-length refusal (litellm's ``ContextWindowExceededError``, an
+    HTTP 400 saying "maximum context length": ``reason`` ``context``) and for a local server's empty
+    answer to an over-long prompt (``reason`` ``empty``); the agent loop then compacts the
+    conversation and retries once (:mod:`workspace.context`). ``window`` is the model's window when
+    the provider said it.
+    """
+
+    context_overflow = True
+
+    def __init__(self, message: str, *, provider: str | None = None, status_code: int | None = None,
+                 window: int | None = None, reason: str = "context") -> None:
+        super().__init__(message, provider=provider, status_code=status_code, retryable=False, reason=reason)
+        self.window = window
 
 
 class MCPError(Error):
@@ -86,8 +111,8 @@ class SandboxError(Error):
 
 #: Classes known to :func:`deserialize`, by RobotLab's names and by ours.
 _KNOWN: dict[str, type[BaseException]] = {}
-for _cls in (Error, ConfigurationError, ToolNotFoundError, InferenceError, ProviderError, MCPError,
-             AwaitTimeout, HistoryError, RunFailedError, SandboxError):
+for _cls in (Error, ConfigurationError, ToolNotFoundError, InferenceError, ProviderError, ContextOverflowError,
+             MCPError, AwaitTimeout, HistoryError, RunFailedError, SandboxError):
     _KNOWN[_cls.__name__] = _cls
     _KNOWN[f"RobotLab::{_cls.__name__}"] = _cls
 _KNOWN["RobotLab::Error"] = Error

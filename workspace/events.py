@@ -17,6 +17,13 @@ event kind a consumer forgot::
 A run always ends with exactly one terminal event (:data:`TerminalEvent`): :class:`RunFinished`,
 :class:`RunFailed` or :class:`RunCancelled`.
 
+Runs inside runs: a network's tasks and robots used as tools run their own runs, whose events are
+forwarded into the outer stream. Each carries ``parent_run_id`` (the network's run, or the run
+whose tool call started it; ``parent_tool_id`` names that call) and ends with its own terminal
+event, before the outer run's. So a stream may hold several terminal events: the one that ends
+it is the one whose ``run_id`` is the stream's run (:func:`ends`); consumers that count or stop
+at "the" terminal event compare run ids (``event.nested`` is True for the inner runs' events).
+
 Serialisation has one registry, here: :func:`to_dict` / :func:`event_from_dict` (and
 :func:`to_json` / :func:`event_from_json`) are what the store, the exports, ``--json`` and JSONL
 use. The ``kind`` class attribute names an event in that JSON and nowhere else.
@@ -51,6 +58,7 @@ TaskStatus: TypeAlias = Literal["done", "failed", "skipped", "cancelled"]
 #: :data:`workspace.providers.base.StatusState` (a test keeps the two the same).
 RunState: TypeAlias = Literal["loading", "connecting", "queued", "waiting", "streaming", "retrying", "fallback",
                               "notice"]
+CompactionTrigger: TypeAlias = Literal["threshold", "overflow", "manual"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,13 +77,27 @@ class BaseEvent:
     seq: int = 0
     task: str | None = None
     ts: float = field(default_factory=time.time)
+    #: The run this event's run works for: a network's run (for its tasks' robot runs), or the
+    #: run whose tool call started it (a robot used as a tool). None for a top-level run.
+    parent_run_id: str | None = None
+    #: The id of the parent run's tool call that started this run (a robot used as a tool).
+    parent_tool_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: ``kind`` first, then the fields (results exported)."""
+        """A JSON-ready dict: ``kind`` first, then the fields (results exported). The parent
+        fields appear only on the events of a run inside a run (see :func:`is_nested`)."""
         out: dict[str, Any] = {"kind": self.kind}
         for f in dataclasses.fields(self):
-            out[f.name] = _to_jsonable(getattr(self, f.name))
+            value = getattr(self, f.name)
+            if value is None and f.name in _PARENT_FIELDS:
+                continue
+            out[f.name] = _to_jsonable(value)
         return out
+
+    @property
+    def nested(self) -> bool:
+        """True for an event of a run inside a run (a network's task, a robot used as a tool)."""
+        return self.parent_run_id is not None
 
     def replace(self, **changes: Any) -> Self:
         return dataclasses.replace(self, **changes)
@@ -253,6 +275,81 @@ class Usage(BaseEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolProgress(BaseEvent):
+    """A running tool said how far it is (an MCP server's ``notifications/progress``): ``progress``
+    of ``total`` (None when the server does not know the total), and a ``message``. ``id`` is the
+    tool call's."""
+
+    kind: ClassVar[str] = "tool_progress"
+    id: str = ""
+    name: str = ""
+    progress: float = 0.0
+    total: float | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpServers(BaseEvent):
+    """MCP servers the run started without, or whose tools joined it later.
+
+    ``starting``: still starting when the run began (it did not wait for them: their tools join at
+    the next model turn once they are up); ``joined``: up now, their tools are offered from this
+    turn on; ``failed``: not available (server name -> why). ``message`` says it in words.
+    """
+
+    kind: ClassVar[str] = "mcp_servers"
+    starting: list[str] = field(default_factory=list)
+    joined: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextUsage(BaseEvent):
+    """How full the model's context window is for the request about to be sent (before each model
+    call), or as the server counted it (after the call, ``estimated`` False): for the context meter."""
+
+    kind: ClassVar[str] = "context_usage"
+    #: Tokens of the request: system prompt, tool schemas and messages.
+    used: int = 0
+    #: The model's context window in tokens (0: not known).
+    window: int = 0
+    #: True when ``used`` is counted here (a tokenizer or an estimate), False when the server reported it.
+    estimated: bool = True
+    #: Of ``used``: the system prompt's and the tool schemas' share.
+    system_tokens: int = 0
+    tools_tokens: int = 0
+    #: The share of the window at which the conversation is compacted (0.8: 80 %).
+    threshold: float = 0.8
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextCompacted(BaseEvent):
+    """Older messages were summarised to fit the context window (they stay in the thread as they were).
+
+    The model is sent ``summary`` in place of the first ``replaced_count`` messages of the robot's
+    conversation (counted from its start, this turn's messages included); a conversation rebuilt
+    from the store does the same. The chat shows a "conversation compacted" marker that expands to
+    the summary.
+    """
+
+    kind: ClassVar[str] = "context_compacted"
+    summary: str = ""
+    #: How many messages of the conversation, from its start, the summary stands for.
+    replaced_count: int = 0
+    #: How many of those this compaction summarised (the rest were in the previous summary).
+    newly_replaced: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    window: int = 0
+    #: "threshold" (the request would pass it), "overflow" (the server refused the request as too
+    #: long) or "manual" (``/compact``).
+    trigger: CompactionTrigger = "threshold"
+    #: The model that wrote the summary.
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TaskStarted(BaseEvent):
     kind: ClassVar[str] = "task_started"
     message: str = ""
@@ -296,6 +393,9 @@ class RunCancelled(BaseEvent):
     partial: AnyResult | None = None
 
 
+_PARENT_FIELDS = frozenset({"parent_run_id", "parent_tool_id"})
+
+
 #: Every event of a run: the closed union consumers match on exhaustively.
 Event: TypeAlias = (
     RunStarted
@@ -309,10 +409,14 @@ Event: TypeAlias = (
     | ApprovalDecided
     | ToolResult
     | ToolError
+    | ToolProgress
     | MemoryChanged
     | ChangeProposed
     | ChangeDecided
     | Usage
+    | McpServers
+    | ContextUsage
+    | ContextCompacted
     | TaskStarted
     | TaskFinished
     | RunFinished
@@ -388,6 +492,6 @@ def event_from_json(text: str) -> Event:
     return event_from_dict(data)
 
 
-def is_terminal(event: Event) -> bool:
-    """Whether ``event`` ends its run."""
-    return isinstance(event, TERMINAL)
+def ends(event: Event, run_id: str) -> bool:
+    """Whether ``event`` ends the run ``run_id`` (not a run inside it)."""
+    return event.terminal and event.run_id == run_id

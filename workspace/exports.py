@@ -8,10 +8,10 @@
   its ``to_h``) holding the user's message so an import restores it; ``with_prompt=False``
   gives the bare ``export()`` objects.
 * :func:`export_events_jsonl`: one event dict (``Event.to_dict()`` plus ``turn_id``) per line.
+* :func:`import_results_json`: RobotLab results back into a new thread.
 
 The model's thinking (``reasoning`` events) is left out unless ``include_reasoning=True`` (the CLI's
 ``--reasoning``): it can be long, and it was never part of the conversation.
-* :func:`import_results_json`: RobotLab results back into a new thread.
 
 Exports follow the thread's current branch unless told otherwise. Secrets never appear: the
 output goes through :func:`workspace.secrets.redact` (the store already redacts what it keeps).
@@ -20,6 +20,7 @@ output goes through :func:`workspace.secrets.redact` (the store already redacts 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, assert_never
@@ -35,6 +36,7 @@ from workspace.persistence import (
     conversation_from_events,
 )
 from workspace.result import STOP_NOTES, RobotResult
+from workspace.sandbox import display_json, display_path
 from workspace.secrets import redact
 
 __all__ = [
@@ -66,17 +68,32 @@ def _time(ts: float | None) -> str:
 
 
 def _json(value: Any, *, indent: int | None = 2) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
+    """JSON for people and files: control, format (bidi) and separator characters in strings are
+    escaped (:func:`workspace.sandbox.display_json`), so no name can reorder or forge lines."""
+    return display_json(json.dumps(value, ensure_ascii=False, indent=indent, default=str))
+
+
+def _change_path(entry: Mapping[str, Any]) -> str:
+    """A changed file's name (``old → new`` for a rename) with any control or bidi character escaped."""
+    path, new = str(entry.get("path", "?")), entry.get("new_path")
+    return display_path(f"{path} → {new}" if new else path)
 
 
 def _fenced(value: Any, lang: str = "json") -> str:
     text = value if isinstance(value, str) and lang != "json" else _json(value)
-    longest = run = 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0) if "`" in text else 0
     fence = "`" * max(3, longest + 1)
     return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def _compaction_what(event: ev.ContextCompacted) -> str:
+    """What a compaction marker says: "12 earlier messages summarised, 1,900 → 600 tokens of 2,048"."""
+    count = event.newly_replaced or event.replaced_count
+    what = f"{count} earlier message{'s' if count != 1 else ''} summarised"
+    if event.tokens_before:
+        window = f" of {event.window:,}" if event.window else ""
+        what += f", {event.tokens_before:,} → {event.tokens_after:,} tokens{window}"
+    return what + (" on request" if event.trigger == "manual" else "")
 
 
 def _money(cost: float | None) -> str:
@@ -85,6 +102,8 @@ def _money(cost: float | None) -> str:
 
 def _turn_result(events: Sequence[ev.Event]) -> RobotResult | None:
     for event in reversed(events):
+        if event.nested:
+            continue  # the end of a run inside the turn's run
         value: Any
         if isinstance(event, ev.RunFinished):
             value = event.result
@@ -155,8 +174,16 @@ def export_markdown(store: Store, thread_id: str, *, leaf_turn_id: str | None = 
 
 def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
                      include_reasoning: bool = False) -> list[str]:
+    """The turn's events as Markdown; a robot used as a tool is quoted (``>``) under the call that ran it."""
     out: list[str] = []
     speaker: str | None = None
+    depths: dict[str, int] = {}
+
+    def depth_of(event: ev.Event) -> int:
+        if event.run_id not in depths:
+            parent = depths.get(event.parent_run_id or "", 0)
+            depths[event.run_id] = parent + (1 if event.parent_tool_id else 0)
+        return depths[event.run_id]
 
     def heading(name: str) -> None:
         nonlocal speaker
@@ -167,6 +194,8 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
 
     for event in events:
         who = f"{event.robot} [{event.task}]" if event.task else (event.robot or robot)
+        depth = depth_of(event)
+        first = len(out)
         match event:
             case ev.Text():
                 if event.text:
@@ -210,7 +239,7 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
                 out.append(f"**Change proposed** `{event.change_set_id}`:")
                 for f in event.files:
                     added, removed = f.get("added", 0), f.get("removed", 0)
-                    out.append(f"- `{f.get('path', '?')}` ({f.get('action', 'modify')}, +{added} −{removed})")
+                    out.append(f"- `{_change_path(f)}` ({f.get('action', 'modify')}, +{added} −{removed})")
                 out.append("")
             case ev.ChangeDecided():
                 heading(who)
@@ -218,7 +247,7 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
                 for f in event.outcome:
                     accepted, rejected = f.get("accepted") or [], f.get("rejected") or []
                     reason = f" ({f['reason']})" if f.get("reason") else ""
-                    out.append(f"- `{f.get('path', '?')}`: accepted hunks {accepted}, rejected hunks {rejected}{reason}")
+                    out.append(f"- `{_change_path(f)}`: accepted hunks {accepted}, rejected hunks {rejected}{reason}")
                 if event.checkpoint_id:
                     out.append(f"- checkpoint `{event.checkpoint_id}`")
                 out.append("")
@@ -253,15 +282,33 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
                 if event.state in ("fallback", "notice"):
                     out.append(f"*{event.detail}*")
                     out.append("")
+            case ev.McpServers():
+                out.extend(f"*{line}*" for line in event.message.splitlines())
+                out.append("")
+            case ev.ContextCompacted():
+                out.append(f"> **Conversation compacted** ({_compaction_what(event)}): the model was sent this "
+                           "summary in place of the earlier messages, which are all above.")
+                out.append(">")
+                out += [f"> {line}" if line else ">" for line in event.summary.strip().splitlines()]
+                out.append("")
+            case ev.RunStarted() if event.parent_tool_id:
+                out.append(f"*`{event.robot}` runs as the tool call `{event.parent_tool_id}`*")
+                out.append("")
+            case ev.RunFinished() if event.parent_tool_id:
+                out.append(f"*`{event.robot}` finished*")
+                out.append("")
             case ev.RunFinished():
                 note = STOP_NOTES.get(str(getattr(event.result, "stop_reason", "") or ""))
-                if note and not event.task:
+                if note and not event.task and not event.nested:
                     out.append(f"*{note}*")
                     out.append("")
-            case ev.RunStarted() | ev.TextDelta() | ev.Usage():
+            case ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.ContextUsage() | ev.ToolProgress():
                 pass  # the heading, the text and the usage line come from the turn itself
             case _:
                 assert_never(event)
+        if depth:
+            quote = "> " * depth
+            out[first:] = [(quote + line) if line else quote.rstrip() for line in out[first:]]
     if turn.status == "interrupted":
         out.append("*Interrupted: the app stopped before this run ended.*")
         out.append("")
@@ -307,7 +354,7 @@ def export_events_jsonl(store: Store, thread_id: str, *, leaf_turn_id: str | Non
             continue
         data = event.to_dict()
         data["turn_id"] = turn_id
-        lines.append(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str))
+        lines.append(display_json(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)))
     return redact("\n".join(lines) + ("\n" if lines else ""))
 
 

@@ -1,12 +1,14 @@
 """``RobotResult``, the output of one robot run (spec 1.2 and 2.6), and ``Usage``.
 
 The JSON shape is RobotLab's export, so results move between RobotLab and the workspace.
-``usage`` and ``duration`` are the workspace's additions; they are serialized after RobotLab's
-keys and only when set.
+``usage``, ``duration`` and ``output_data`` (the validated object of a robot with an output type,
+:mod:`workspace.output`, as JSON) are the workspace's additions; they are serialized after
+RobotLab's keys and only when set.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
     from workspace.memory import Memory
 
 __all__ = ["STATUSES", "STOP_NOTES", "NetworkResult", "RobotResult", "TaskState", "Usage", "last_text",
-           "result_from_dict"]
+           "result_from_dict", "to_jsonable"]
 
 #: What a run's ``stop_reason`` means for people, for the reasons that need saying (a run that simply
 #: answered, ``stop``, needs no note). The window, the CLI and the exports show these.
@@ -36,6 +38,20 @@ STOP_NOTES: dict[str, str] = {
     "max_cost": "Stopped: the run reached its cost budget (max_cost).",
     "max_total_tokens": "Stopped: the run used up its token budget (max_total_tokens).",
 }
+
+
+def to_jsonable(value: Any) -> Any:
+    """An output object as JSON data: pydantic models dumped, dataclasses as dicts, the rest as is."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):
+        return dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return json.loads(json.dumps(dataclasses.asdict(value), default=str))
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +189,7 @@ class RobotResult:
         raw: Any = None,
         usage: Usage | Mapping[str, Any] | None = None,
         duration: float | None = None,
+        output_data: Any = None,
     ) -> None:
         self._robot_name = str(robot_name)
         self._output = _normalize_output(output)
@@ -186,6 +203,9 @@ class RobotResult:
         self.raw = raw
         self.usage: Usage | None = Usage.from_dict(usage) if usage is not None else None
         self.duration: float | None = duration
+        #: The validated answer of a robot with an output type (a model or dataclass instance, or
+        #: JSON for a JSON Schema); read back from JSON (:meth:`from_dict`) it is the JSON value.
+        self.output_data: Any = output_data
 
     # -- read-only attributes ---------------------------------------------------------------
 
@@ -278,6 +298,8 @@ class RobotResult:
             out["usage"] = self.usage.to_dict()
         if self.duration is not None:
             out["duration"] = self.duration
+        if self.output_data is not None:
+            out["output_data"] = to_jsonable(self.output_data)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -314,6 +336,7 @@ class RobotResult:
             raw=d.get("raw"),
             usage=d.get("usage"),
             duration=d.get("duration"),
+            output_data=d.get("output_data"),
         )
 
     # -- value semantics --------------------------------------------------------------------
@@ -345,9 +368,12 @@ TERMINAL_STATUSES = frozenset({DONE, FAILED, SKIPPED, CANCELLED})
 
 
 def last_text(result: RobotResult | None) -> str:
+    """The result's last text; for a structured answer given as a tool call (no text), its JSON."""
     if result is None:
         return ""
     text = result.last_text_content
+    if text is None and result.output_data is not None:
+        return json.dumps(to_jsonable(result.output_data), ensure_ascii=False, default=str)
     return "" if text is None else str(text)
 
 

@@ -1,4 +1,10 @@
-"""``Robot``: a configured LLM agent with a conversation, tools, MCP servers and memory."""
+"""``Robot``: a configured LLM agent with a conversation, tools, MCP servers and memory.
+
+Besides running (``stream`` / ``arun`` / ``run``), a robot is RobotLab's pipeline step
+(:meth:`Robot.call` with a :class:`workspace.pipeline.StepResult`), a tool of other robots
+(:meth:`Robot.as_tool`, ``robots=[...]``), and may answer with a validated object
+(``output_type=``, :mod:`workspace.output`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from workspace.agent import AgentRun, RunSpec
+from workspace.agent import AgentRun, PendingTools, RunSpec
+from workspace.approval import as_gate
 from workspace.errors import ConfigurationError, RunFailedError
 from workspace.events import RunCancelled, RunFailed
 from workspace.memory import Memory
@@ -22,15 +29,20 @@ from workspace.tools.decorator import function_tool
 from workspace.tools.manifest import ToolManifest
 
 if TYPE_CHECKING:
-    from workspace.approval import ApprovalGate
+    from workspace.approval import ApprovalGate, PolicyFn
     from workspace.config import Config
+    from workspace.context import ContextManager
+    from workspace.events import ContextCompacted
+    from workspace.output import OutputMode, OutputSchema
+    from workspace.pipeline import StepResult
     from workspace.providers.base import Provider
 
 #: Run options that are not template variables.
 RUN_OPTIONS = frozenset({
     "tools", "mcp", "memory", "network_memory", "network", "task", "max_turns", "approval", "settings",
     "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
-    "network_mcp", "max_cost", "max_total_tokens",
+    "network_mcp", "max_cost", "max_total_tokens", "history", "parent_run_id", "parent_tool_id", "output_type",
+    "output_mode",
 })
 
 
@@ -77,13 +89,19 @@ class Robot:
         on_tool_result: Callable[..., Any] | None = None,
         config: Config | None = None,
         folder: str | Path | None = None,
-        approval: ApprovalGate | None = None,
+        approval: ApprovalGate | PolicyFn | None = None,
         mcp_manager: ToolSource | None = None,
         template_dirs: Iterable[Path] = (),
         api_key: str | None = None,
         fallback_models: Iterable[str | Mapping[str, Any]] | None = None,
         max_cost: float | None = None,
         max_total_tokens: int | None = None,
+        context_window: int | None = None,
+        context_policy: str | None = None,
+        output_type: Any = None,
+        output_mode: OutputMode = "auto",
+        output_retries: int | None = None,
+        robots: Iterable[Robot | str] | None = None,
         **settings: Any,
     ) -> None:
         if template is None and system_prompt is None:
@@ -145,11 +163,35 @@ class Robot:
         self.memory = memory if memory is not None else Memory()
         self.on_tool_call = on_tool_call
         self.on_tool_result = on_tool_result
-        self.approval = approval
+        #: The approval gate (a function given as ``approval=`` becomes a CallbackGate).
+        self.approval: ApprovalGate | None = as_gate(approval)
         self.mcp_manager = mcp_manager
         self.history: list[Message] = []
         self._provider = provider
         self._active: AgentRun | None = None
+        meta = tmpl.metadata if tmpl is not None else {}
+        #: The model's context window in tokens, when set here or in the front matter (else the
+        #: configuration, the server or the model information says; see workspace.context).
+        self.context_window: int | None = context_window if context_window is not None else meta.get("context_window")
+        if self.context_window is not None and (isinstance(self.context_window, bool)
+                                                or not isinstance(self.context_window, int)
+                                                or self.context_window < 256):
+            raise ConfigurationError(f"Robot '{self.name}': context_window must be a whole number of tokens, at "
+                                     f"least 256 (got {self.context_window!r})")
+        self._context_policy: str | None = None
+        self.context_policy = context_policy if context_policy is not None else meta.get("context_policy")
+        self._context_manager: ContextManager | None = None
+        #: The answer's type (``output_type=``, or the file's ``output_schema``): see workspace.output.
+        self.output_type: Any = output_type if output_type is not None else (
+            tmpl.metadata.get("output_schema") if tmpl is not None else None)
+        self.output_mode: OutputMode = output_mode
+        self.output_retries = output_retries
+        self._output_schema: OutputSchema | None = None
+        if self.output_type is not None:
+            self._output_schema = self._schema_of(self.output_type)
+        #: Other robots this robot may call as tools (Robot objects, or names of robot files).
+        self.robots: list[Robot | str] = list(robots) if robots is not None else list(
+            tmpl.metadata.get("robots") or []) if tmpl is not None else []
 
     # -- construction helpers -----------------------------------------------------------------
     def _take_tools(self, tools: Any) -> Any:
@@ -234,6 +276,84 @@ class Robot:
         """RobotLab's alias of ``local_tools``."""
         return self.local_tools
 
+    # -- the context window -----------------------------------------------------------------------
+    @property
+    def context_policy(self) -> str | None:
+        """What happens when the conversation outgrows the model's window: ``"compact"`` (the default:
+        older messages are summarised), ``"truncate"`` (the oldest turns are left out) or ``"error"``
+        (the run fails before sending). None: the configuration's ``llm.context_policy``."""
+        return self._context_policy
+
+    @context_policy.setter
+    def context_policy(self, value: str | None) -> None:
+        if value is not None:
+            from workspace.context import check_policy
+
+            try:
+                check_policy(value)
+            except ValueError as exc:
+                raise ConfigurationError(f"Robot '{self.name}': {exc}") from None
+        self._context_policy = value
+        manager = getattr(self, "_context_manager", None)
+        if manager is not None and value is not None:
+            manager.policy = value
+
+    @property
+    def context_manager(self) -> ContextManager:
+        """Keeps this robot's requests within its model's context window (see :mod:`workspace.context`);
+        it holds the summary of the compacted part of :attr:`history`."""
+        if self._context_manager is None:
+            self._context_manager = self._new_context_manager()
+        return self._context_manager
+
+    def _new_context_manager(self) -> ContextManager:
+        from workspace.context import DEFAULT_THRESHOLD, ContextManager, window_setting
+
+        config = self.config if (self._config is not None or self._provider is None) else None
+        window = self.context_window
+        if window is None and config is not None:
+            window = window_setting(config.get("llm.context_window"), self.model,
+                                    default_model=config.get("llm.model"))
+        policy = self._context_policy or (config.get("llm.context_policy") if config is not None else None)
+        threshold = config.get("llm.compaction_threshold") if config is not None else None
+        max_chars = config.get("llm.max_tool_result_chars") if config is not None else None
+        summarizer: Callable[[], Provider] | None = None
+        compaction_model = config.get("llm.compaction_model") if config is not None else None
+        if compaction_model and compaction_model != self.model and config is not None:
+            def summarizer() -> Provider:
+                from workspace.providers import provider_for
+
+                return provider_for(compaction_model, config=config)
+
+        try:
+            return ContextManager(policy=policy or "compact", window=window,
+                                  threshold=float(threshold or DEFAULT_THRESHOLD),
+                                  max_result_chars=int(max_chars) if max_chars else None, summarizer=summarizer)
+        except ValueError as exc:
+            raise ConfigurationError(f"Robot '{self.name}': {exc}") from None
+
+    async def compact(self) -> ContextCompacted | None:
+        """Summarise the older messages of the conversation now (``/compact``): every turn before the
+        latest one. The model is sent the summary in their place from now on; :attr:`history` keeps
+        them. Returns the :class:`~workspace.events.ContextCompacted` event (None: nothing to compact).
+        """
+        if self._active is not None and not self._active.done:
+            raise RuntimeError(f"Robot '{self.name}' is running; compact its conversation when the run is over")
+        if not self.history:
+            return None
+        try:
+            system = self.render_system({"message": ""})
+        except Exception:  # a template that needs run variables: count the plain prompt
+            system = self.system_prompt
+        fields = await self.context_manager.compact(self.provider, system=system, history=self.history)
+        if fields is None:
+            return None
+        import uuid
+
+        from workspace.events import ContextCompacted
+
+        return ContextCompacted(run_id=f"compact-{uuid.uuid4().hex[:12]}", robot=self.name, **fields)
+
     # -- system prompt --------------------------------------------------------------------------
     def build_context(self, network: Any = None) -> dict[str, Any]:
         ctx = self.context
@@ -263,7 +383,19 @@ class Robot:
         self, *, run_tools: Any = "inherit", run_mcp: Any = "inherit", network_tools: Any = "inherit",
         network_mcp: Any = "inherit",
     ) -> ToolManifest:
-        """The tools a run may use, after the global -> network -> robot -> run hierarchy."""
+        """The tools a run may use, after the global -> network -> robot -> run hierarchy (waiting
+        for every MCP server named to start or fail)."""
+        manifest, _pending = await self._resolve_tools(run_tools=run_tools, run_mcp=run_mcp,
+                                                       network_tools=network_tools, network_mcp=network_mcp)
+        return manifest
+
+    async def _resolve_tools(
+        self, *, run_tools: Any = "inherit", run_mcp: Any = "inherit", network_tools: Any = "inherit",
+        network_mcp: Any = "inherit", mcp_wait: float | None = None,
+    ) -> tuple[ToolManifest, PendingTools | None]:
+        """:meth:`resolve_tools`; with ``mcp_wait`` (seconds), MCP servers are waited for only that
+        long (see :mod:`workspace.mcp.startup`) and the servers still starting or failed come back
+        as :class:`~workspace.agent.PendingTools` (None when every server is up)."""
         from workspace.tools import registry
 
         config = self.config if (self._config is not None or self._provider is None) else None
@@ -279,18 +411,22 @@ class Robot:
             # A robot that says "tools: all" gets every built-in tool too. (Elsewhere "all" keeps
             # RobotLab's meaning, the robot's own and MCP tools: built-ins are named to be used.)
             available.extend(t for t in registry.builtin_tools() if t.name not in have)
-        mcp_tools = await self._mcp_tools(servers, config)
+        mcp_tools, pending = await self._mcp_tools(servers, config, wait=mcp_wait)
         chosen = selection.filter_tools([*available, *mcp_tools], allowed)
         names_servers = not (selection.is_inherit(self.mcp_config) or selection.is_none(self.mcp_config))
-        if self._tools_from_objects and names_servers and mcp_tools:
-            # ``tools=[fn]`` lists the robot's own tools; the MCP servers it names (``mcp=[...]``) bring theirs.
-            beyond = selection.resolve_chain(global_tools, network_tools, "inherit", run_tools)
+        late_allowed = allowed
+        if self._tools_from_objects and names_servers:
+            # ``tools=[fn]`` lists the robot's own tools; the MCP servers it names (``mcp=[...]``) bring
+            # theirs (those of a server still starting too, when they join).
+            late_allowed = selection.resolve_chain(global_tools, network_tools, "inherit", run_tools)
             have_now = {t.name for t in chosen}
-            chosen.extend(t for t in selection.filter_tools(mcp_tools, beyond) if t.name not in have_now)
+            chosen.extend(t for t in selection.filter_tools(mcp_tools, late_allowed) if t.name not in have_now)
         available.extend(mcp_tools)
         if allowed != selection.ALL:
             self._check_tool_names(allowed, available)
-        return ToolManifest(chosen)
+        if pending is not None:
+            pending = _FilteredPending(pending, late_allowed)
+        return ToolManifest(chosen), pending
 
     def _check_tool_names(self, allowed: Any, available: list[Tool]) -> None:
         """A tool named exactly that exists nowhere is a mistake to report, not to skip in silence.
@@ -348,14 +484,15 @@ class Robot:
                                                  dict(prompt.arguments))
         return str(template.render())
 
-    async def _mcp_tools(self, servers: Any, config: Config | None) -> list[Tool]:
+    async def _mcp_tools(self, servers: Any, config: Config | None, *,
+                         wait: float | None = None) -> tuple[list[Tool], PendingTools | None]:
         if servers == selection.ALL:
             configured = config.mcp_servers if config is not None else {}
             refs: list[Any] = [name for name, spec in configured.items() if not _disabled(spec)]
         else:
             refs = list(servers)
         if not refs:
-            return []
+            return [], None
         manager = self.mcp_manager
         if manager is None:
             try:
@@ -363,7 +500,13 @@ class Robot:
             except ImportError as exc:  # pragma: no cover - the mcp extra is a dependency
                 raise ConfigurationError(f"MCP servers are configured but MCP support is missing: {exc}") from exc
             manager = default_manager()
-        return await manager.tools_for(refs, config)
+        tools_ready = getattr(manager, "tools_ready", None)
+        if wait is None or tools_ready is None:
+            return await manager.tools_for(refs, config), None
+        report = await tools_ready(refs, config, wait=wait)
+        for name, why in report.failed.items():  # the run says so too (an McpServers event)
+            log.info("MCP server '%s' left out: %s", name, why)
+        return list(report.tools), report.pending
 
     # -- running --------------------------------------------------------------------------------
     def stream(self, message: Any, **options: Any) -> AgentRun:
@@ -371,15 +514,24 @@ class Robot:
 
         Options: ``tools``, ``mcp`` (run level of the hierarchies), ``memory`` (a Memory to
         use, or a dict merged into the robot's), ``network_memory``, ``max_turns``,
-        ``approval``, ``folder``, ``changes``, ``settings``, ``task``, ``run_id``; any other
-        keyword is a template variable for this run (``customer=...``).
+        ``approval``, ``folder``, ``changes``, ``settings``, ``task``, ``run_id``,
+        ``output_type`` / ``output_mode`` (this run's structured output), ``history`` (a
+        conversation to use instead of the robot's: the run may go on beside another),
+        ``parent_run_id`` / ``parent_tool_id`` (the run this one works for); any other keyword is
+        a template variable for this run (``customer=...``).
         """
-        if self._active is not None and not self._active.done:
+        own = options.get("history") is None  # a run with a conversation of its own may run alongside
+        if own and self._active is not None and not self._active.done:
             raise RuntimeError(
                 f"Robot '{self.name}' is already running; wait for its run to finish or stop it first"
             )
         run = AgentRun(self._prepare(message, options))
-        self._active = run
+        if own:
+            self._active = run
+        if options.get("parent_run_id") is None:  # a run inside a run is traced as part of it
+            from workspace import tracing
+
+            tracing.attach(run, self._config)
         return run
 
     def _prepare(self, message: Any, options: dict[str, Any]) -> RunSpec:
@@ -402,21 +554,28 @@ class Robot:
             changes = _new_change_set(folder_path, self, options.get("thread_id"))
 
         async def load_tools() -> ToolManifest:
-            manifest = await self.resolve_tools(
+            manifest, spec.pending_tools = await self._resolve_tools(
                 run_tools=options.get("tools", "inherit"), run_mcp=options.get("mcp", "inherit"),
                 network_tools=options.get("network_tools", "inherit"),
-                network_mcp=options.get("network_mcp", "inherit"),
+                network_mcp=options.get("network_mcp", "inherit"), mcp_wait=self._config_mcp_wait(),
             )
+            from workspace.robots_as_tools import named_robot_tools
+
+            for tool in named_robot_tools(self):  # ``robots=``: other robots as tools
+                if tool.name not in manifest:
+                    manifest.add(tool)
             prompt = await self._mcp_prompt_text()
             if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
                 spec.system = f"{prompt}\n\n{spec.system}" if spec.system else prompt
             return manifest
 
+        history = options.get("history")
         spec = RunSpec(
-            robot=self.name, provider=provider, system=system, history=self.history, message=text,
+            robot=self.name, provider=provider, system=system,
+            history=self.history if history is None else history, message=text,
             settings=settings, max_turns=int(options.get("max_turns") or self.max_turns or self._config_max_turns()),
             task=options.get("task"), memory=memory, network=options.get("network"), folder=folder_path,
-            changes=changes, approval=options.get("approval") or self.approval,
+            changes=changes, approval=as_gate(options.get("approval")) or self.approval,
             on_tool_call=self.on_tool_call, on_tool_result=self.on_tool_result,
             on_result=_appender(memory), thread_id=options.get("thread_id"),
             tool_timeout=self._config_tool_timeout(), sequence=options.get("sequence"),
@@ -425,6 +584,9 @@ class Robot:
             max_cost=options.get("max_cost", self.max_cost),
             max_total_tokens=options.get("max_total_tokens", self.max_total_tokens),
             text_tool_calls=self._config_value("agent.text_tool_calls", "run"),
+            context=self.context_manager,
+            output=self._structured_output(options), parent_run_id=options.get("parent_run_id"),
+            parent_tool_id=options.get("parent_tool_id"),
         )
         if options.get("run_id"):
             spec.run_id = str(options["run_id"])
@@ -435,6 +597,61 @@ class Robot:
             return default
         value = self.config.get(key, default)
         return default if value is None else value
+
+    # -- structured output ----------------------------------------------------------------------------
+    def _schema_of(self, output_type: Any) -> OutputSchema:
+        from workspace.output import robot_schema
+
+        where = f" ({self.template.path})" if self.template is not None and self.template.path else ""
+        return robot_schema(output_type, robot=self.name, where=where)
+
+    @property
+    def output_schema(self) -> OutputSchema | None:
+        """The schema of the robot's answer (None: it answers in text)."""
+        return self._output_schema
+
+    def _structured_output(self, options: Mapping[str, Any]) -> Any:
+        given = options.get("output_type")
+        schema = self._schema_of(given) if given is not None else self._output_schema
+        if schema is None:
+            return None
+        from workspace.output import DEFAULT_RETRIES, StructuredOutput
+
+        retries = self.output_retries
+        if retries is None:
+            config = self.config if self._config is not None or self._provider is None else None
+            retries = int(config.get("agent.output_retries", DEFAULT_RETRIES)) if config else DEFAULT_RETRIES
+        return StructuredOutput(schema, mode=options.get("output_mode") or self.output_mode, retries=retries)
+
+    # -- other robots as tools --------------------------------------------------------------------------
+    def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
+        """This robot as a tool of another robot (:mod:`workspace.robots_as_tools`)."""
+        from workspace.robots_as_tools import robot_tool
+
+        return robot_tool(self, name=name, description=description)
+
+    # -- RobotLab's pipeline step -------------------------------------------------------------------------
+    def call(self, result: StepResult) -> StepResult:
+        """RobotLab's ``Robot#call``: run on what the pipeline ``result`` carries and continue with this
+        robot's RobotResult (stored under the robot's name in the context). See workspace.pipeline."""
+        from workspace.pipeline import robot_call
+
+        return robot_call(self, result)
+
+    async def acall(self, result: StepResult) -> StepResult:
+        """:meth:`call` inside a running event loop."""
+        from workspace.pipeline import robot_acall
+
+        return await robot_acall(self, result)
+
+    def _config_mcp_wait(self) -> float:
+        """How long a run waits for MCP servers still starting (``agent.mcp_startup_wait``)."""
+        from workspace.config import DEFAULTS
+
+        default = float(DEFAULTS["agent"]["mcp_startup_wait"])
+        if self._config is None and self._provider is not None:
+            return default
+        return float(self.config.get("agent.mcp_startup_wait", default))
 
     def _config_max_turns(self) -> int:
         if self._config is None and self._provider is not None:
@@ -507,6 +724,8 @@ class Robot:
     def reset(self) -> Robot:
         """Forget the conversation (the memory stays; see :meth:`reset_memory`)."""
         self.history.clear()
+        if self._context_manager is not None:
+            self._context_manager.reset()
         return self
 
     def reset_memory(self) -> Robot:
@@ -567,3 +786,26 @@ def _new_change_set(folder: Path, robot: Robot, thread_id: str | None) -> Any:
 
     mode = robot.config.get("review.mode", "review") if robot._config is not None else "review"
     return ChangeSet(folder, mode=mode, thread_id=thread_id)
+
+
+class _FilteredPending:
+    """:class:`~workspace.agent.PendingTools` whose late tools go through the run's tool selection."""
+
+    def __init__(self, inner: PendingTools, allowed: Any) -> None:
+        self.inner = inner
+        self.allowed = allowed
+
+    @property
+    def starting(self) -> list[str]:
+        return self.inner.starting
+
+    @property
+    def failed(self) -> dict[str, str]:
+        return self.inner.failed
+
+    async def poll(self) -> tuple[list[Tool], list[str], dict[str, str]]:
+        tools, joined, failed = await self.inner.poll()
+        return selection.filter_tools(tools, self.allowed), joined, failed
+
+    async def wait_for_tool(self, tool_name: str) -> bool:
+        return await self.inner.wait_for_tool(tool_name)

@@ -6,13 +6,20 @@ Every path a file tool receives goes through :meth:`Sandbox.resolve` first. It r
 - absolute paths outside the folder (absolute paths *inside* it are fine),
 - symlinks that point outside the folder, and paths that pass through a symlinked
   directory leaving it,
-- NUL bytes, empty paths and (for writes) the repository's ``.git`` internals and the
-  folder's own workspace settings in ``.robotlab/``,
+- NUL bytes, empty paths and (for writes) the repository's ``.git`` internals, the
+  folder's own workspace settings in ``.robotlab/``, names ending in ``.robotlab-tmp`` (the
+  atomic writes' temporary files) and names holding control, format or bidirectional
+  characters (a newline or U+202E in a name would let it pose as another file in the review),
 
 with a :class:`~workspace.errors.SandboxError` whose message says how to fix the call.
 What comes back is the *real* location (symlinks inside the folder resolved) and its
 folder-relative POSIX name, which is the key change sets use; writes always go to the
 real location, so a symlink is never replaced by a regular file and never followed out.
+
+The writes themselves (:mod:`workspace.changes.folderio`) happen relative to directory
+handles opened without following symbolic links, so a symlink swapped in after these checks
+cannot redirect them either. :func:`display_path` shows any name with such characters escaped;
+every place that shows a path to people (review, terminal, exports, the window) goes through it.
 """
 
 from __future__ import annotations
@@ -31,6 +38,85 @@ PROTECTED_DIRS = frozenset({".git"})
 #: The folder's own workspace settings: robots may read them, never write them (a robot
 #: that could would give itself MCP servers and approval rules; see workspace.trust).
 WORKSPACE_DIR = ".robotlab"
+#: The suffix of an atomic write's temporary file (``.NAME.XXXXXXXX.robotlab-tmp`` next to the file).
+#: Only a process killed mid-write leaves one; listings never show them, recovery removes them.
+TEMP_SUFFIX = ".robotlab-tmp"
+#: Unicode categories refused in the names robots write and escaped by :func:`display_path`:
+#: control (newline, tab, escape…), format (U+202E right-to-left override and the other bidi
+#: controls, zero-width characters, U+FEFF), line and paragraph separators, lone surrogates.
+UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_CONTROL_NAMES = {"\n": "LINE FEED", "\r": "CARRIAGE RETURN", "\t": "CHARACTER TABULATION", "\x1b": "ESCAPE",
+                  "\x08": "BACKSPACE", "\x0b": "LINE TABULATION", "\x0c": "FORM FEED", "\x7f": "DELETE",
+                  "\x85": "NEXT LINE"}
+
+
+def _unsafe(ch: str) -> bool:
+    import unicodedata
+
+    return unicodedata.category(ch) in UNSAFE_CATEGORIES
+
+
+def unsafe_character(text: str) -> str | None:
+    """The first control, format, bidi or separator character of ``text`` (None: there is none)."""
+    if text.isprintable():  # the common case, in C: no Other/Separator character but the space
+        return None
+    return next((ch for ch in text if _unsafe(ch)), None)
+
+
+def describe_character(ch: str) -> str:
+    """``U+202E (RIGHT-TO-LEFT OVERRIDE)``: how errors name a character."""
+    import unicodedata
+
+    name = _CONTROL_NAMES.get(ch) or unicodedata.name(ch, "")
+    return f"U+{ord(ch):04X}" + (f" ({name})" if name else "")
+
+
+def _escape(ch: str) -> str:
+    short = _SHORT_ESCAPES.get(ch)
+    if short is not None:
+        return short
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as people may safely see it: control, format (bidi), separator and surrogate
+    characters escaped Python-style (``x\\n--- a/README.md``, ``evil\\u202etxt.exe``), everything
+    else unchanged. Use it wherever a path (or a one-line text holding paths) is shown: a name
+    with a newline could otherwise forge diff lines in a review, and U+202E reverse what follows.
+    """
+    text = os.fspath(path)
+    if text.isprintable():
+        return text
+    return "".join(_escape(ch) if _unsafe(ch) else ch for ch in text)
+
+
+def display_json(text: str) -> str:
+    """JSON text with every control, format (bidi), separator and surrogate character inside its
+    strings written as a ``\\uXXXX`` escape: the same data when parsed, but nothing in it can
+    reorder or break what a terminal or viewer shows (``json.dumps(..., ensure_ascii=False)``
+    leaves U+202E, U+2028 and U+0085 as they are)."""
+    import unicodedata
+
+    table: dict[int, str] = {}
+    for ch in set(text):  # the distinct characters only: fast on large exports
+        if ch == "\n" or ch.isprintable() or unicodedata.category(ch) not in UNSAFE_CATEGORIES:
+            continue
+        code = ord(ch)
+        if code > 0xFFFF:  # JSON escapes beyond the BMP as a surrogate pair
+            code -= 0x10000
+            table[ord(ch)] = f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+        else:
+            table[code] = f"\\u{code:04x}"
+    return text.translate(table) if table else text
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether a file name (the last part of a path) is an atomic write's temporary file."""
+    return name.endswith(TEMP_SUFFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +156,7 @@ class Sandbox:
         raw = os.fspath(path)
         if not isinstance(raw, str):
             raise SandboxError("Paths must be text, e.g. 'src/main.py'")
+        shown = display_path(raw)
         text = raw.strip()
         if not text:
             raise SandboxError("The path is empty; give a path relative to the opened folder, e.g. 'README.md'")
@@ -77,14 +164,14 @@ class Sandbox:
             raise SandboxError("The path contains a NUL character; give a plain path such as 'src/main.py'")
         if text.startswith("~"):
             raise SandboxError(
-                f"'{raw}' points into a home folder; only files inside the opened folder can be used. "
+                f"'{shown}' points into a home folder; only files inside the opened folder can be used. "
                 "Give a path relative to it, e.g. 'src/main.py'"
             )
         if os.path.isabs(text):
             lexical = os.path.normpath(text)
             if not (_is_within(lexical, self.given) or _is_within(lexical, self._root)):
                 raise SandboxError(
-                    f"'{raw}' is outside the opened folder ({self.given}); use a path relative to that "
+                    f"'{shown}' is outside the opened folder ({display_path(self.given)}); use a path relative to that "
                     "folder, e.g. 'src/main.py'"
                 )
             base = self.given if _is_within(lexical, self.given) else self._root
@@ -95,22 +182,23 @@ class Sandbox:
             rel_lexical = ""
         if rel_lexical == os.pardir or rel_lexical.startswith(os.pardir + os.sep):
             raise SandboxError(
-                f"'{raw}' climbs out of the opened folder with '..'; only files inside it can be used. "
+                f"'{shown}' climbs out of the opened folder with '..'; only files inside it can be used. "
                 "Give a path relative to the folder without leading '..'"
             )
         candidate = os.path.join(self._root, rel_lexical) if rel_lexical else self._root
         real = os.path.realpath(candidate)
         if not _is_within(real, self._root):
             via = self._symlink_on_the_way(rel_lexical)
-            where = f" ('{via}' is a symlink to {os.path.realpath(os.path.join(self._root, via))})" if via else ""
+            where = (f" ('{display_path(via)}' is a symlink to "
+                     f"{display_path(os.path.realpath(os.path.join(self._root, via)))})") if via else ""
             raise SandboxError(
-                f"'{raw}' leads outside the opened folder through a symbolic link{where}; robots may only "
+                f"'{shown}' leads outside the opened folder through a symbolic link{where}; robots may only "
                 "use files inside the folder. Use the real file inside the folder, or ask the user to copy it in"
             )
         rel = os.path.relpath(real, self._root)
         rel_posix = "" if rel == os.curdir else PurePosixPath(*Path(rel).parts).as_posix()
         if for_write:
-            self._check_writable(raw, rel_posix)
+            self._check_writable(shown, rel_posix)
         return Resolved(Path(real), rel_posix)
 
     def _symlink_on_the_way(self, rel: str) -> str | None:
@@ -123,8 +211,22 @@ class Sandbox:
         return None
 
     def _check_writable(self, raw: str, rel: str) -> None:
+        """``raw``: the path as given, already escaped for messages (:func:`display_path`)."""
         if not rel:
             raise SandboxError(f"'{raw}' is the opened folder itself; give a file path inside it")
+        bad = unsafe_character(rel)
+        if bad is not None:
+            raise SandboxError(
+                f"'{raw}' contains the character {describe_character(bad)}, which file names may not hold: control, "
+                "format and bidirectional characters (newlines, tabs, right-to-left overrides, zero-width "
+                "characters) would let the name pose as another file in the review. Choose a name of visible "
+                "characters, e.g. 'notes.txt'"
+            )
+        if is_temp_name(rel.rsplit("/", 1)[-1]):
+            raise SandboxError(
+                f"'{raw}' ends in '{TEMP_SUFFIX}', which names the workspace's own temporary files (they are "
+                "removed after an interrupted write); choose another name"
+            )
         first = rel.split("/", 1)[0]
         # casefold: on macOS and Windows ".GIT/hooks" is ".git/hooks"
         if any(part.casefold() in PROTECTED_DIRS for part in rel.split("/")[:-1]) or first.casefold() in PROTECTED_DIRS:
@@ -139,17 +241,6 @@ class Sandbox:
                 "there and they can edit it themselves"
             )
 
-    def resolve_file(self, path: str | os.PathLike[str]) -> Resolved:
-        """Like :meth:`resolve`, and the path must be an existing regular file."""
-        res = self.resolve(path)
-        if res.path.is_dir():
-            raise SandboxError(f"'{os.fspath(path)}' is a folder, not a file; use list_files to see what is in it")
-        if not res.path.exists():
-            raise SandboxError(
-                f"'{os.fspath(path)}' does not exist in the opened folder; check the name with list_files"
-            )
-        return res
-
     # -- the other direction --------------------------------------------------------------------
     def abspath(self, rel: str) -> Path:
         """The absolute path of a folder-relative POSIX name (no checks: use for names this class gave)."""
@@ -159,7 +250,7 @@ class Sandbox:
         """The folder-relative POSIX name of an absolute path inside the folder."""
         rel = os.path.relpath(os.fspath(path), self._root)
         if rel == os.pardir or rel.startswith(os.pardir + os.sep):
-            raise SandboxError(f"'{os.fspath(path)}' is outside the opened folder")
+            raise SandboxError(f"'{display_path(path)}' is outside the opened folder")
         return "" if rel == os.curdir else PurePosixPath(*Path(rel).parts).as_posix()
 
     def contains(self, path: str | os.PathLike[str]) -> bool:
@@ -169,16 +260,19 @@ class Sandbox:
     def check_still_inside(self, rel: str) -> Path:
         """Re-resolve a name given earlier; refuse if a symlink now sends it elsewhere.
 
-        Change sets call this right before writing, so a symlink created between the
-        proposal and the apply cannot redirect the write.
+        Change sets call this when checking for conflicts before writing, so a symlink created
+        between the proposal and the apply is refused; the write itself then goes through
+        directory handles (:mod:`workspace.changes.folderio`), so one swapped in after this check
+        cannot redirect it either.
         """
         res = self.resolve(rel, for_write=True)
         if res.rel != rel:
             raise SandboxError(
-                f"'{rel}' now resolves to '{res.rel}' (a symbolic link changed since the change was proposed); "
-                "review the change again"
+                f"'{display_path(rel)}' now resolves to '{display_path(res.rel)}' (a symbolic link changed since the "
+                "change was proposed); review the change again"
             )
         parent = os.path.realpath(str(res.path.parent))
         if not _is_within(parent, self._root):
-            raise SandboxError(f"The folder of '{rel}' now lies outside the opened folder; review the change again")
+            raise SandboxError(f"The folder of '{display_path(rel)}' now lies outside the opened folder; review the "
+                               "change again")
         return res.path

@@ -4,20 +4,38 @@ Keys are never written to the configuration, the database, exports or logs. The
 desktop stores a key the user types in the keyring (service ``robotlab``, the
 variable's name as the user name) when a keyring backend is available.
 
-:func:`redact` replaces every known secret in a text by ``<NAME>``: values of environment
-variables whose names look secret (:func:`is_secret_name`), values read from or stored in the
-keyring here, and values given to :func:`register_secret` (MCP servers' env and header values,
-see :mod:`workspace.mcp.config`). :class:`RedactFilter` / :func:`install_log_redaction` apply it
-to log records.
+:func:`redact` is the one redaction step. It replaces every known secret in a text by ``<NAME>``:
+values of environment variables whose names look secret (:func:`is_secret_name`), values read
+from or stored in the keyring here, and values given to :func:`register_secret` (MCP servers' env
+and header values, see :mod:`workspace.mcp.config`; the password and key of an ``api_base``, see
+:func:`register_url_secrets`). Then it replaces credentials recognised by their shape, known or
+not, by ``<redacted>``: ``Bearer <token>``, the values of ``Authorization``/``x-api-key``/
+``api-key`` headers (as a provider may echo them: "Incorrect API key provided: Bearer sk-…"),
+the password in a URL (``http://user:<redacted>@host/``) and secret-looking query values
+(``?api-key=``, ``?key=``, ``?token=``...).
+
+Where it is applied (the choke points, so a new ``print`` or table cannot forget it):
+
+* the process's stdout and stderr: :func:`install_output_redaction` (the CLI's ``main`` and the
+  app call it) wraps them in a :class:`RedactingStream`, so terminal output, ``--json`` lines,
+  argparse errors and prompts are redacted; it also redacts uncaught exceptions' tracebacks
+  (``sys.excepthook``, ``threading.excepthook``, ``sys.unraisablehook``): the crash reports;
+* logs: :class:`RedactFilter` on every handler (:func:`install_log_redaction`);
+* the threads database: every text a write stores (``workspace.persistence.database``);
+* exports: :mod:`workspace.exports` redacts what it returns.
 """
 
 from __future__ import annotations
 
+import base64
+import io
 import logging
 import os
 import re
+import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any, TextIO
 
 SERVICE = "robotlab"
 log = logging.getLogger("workspace.secrets")
@@ -232,7 +250,8 @@ def forget_secrets(values: Iterable[str] | None = None) -> None:
 
 
 def redact(text: str) -> str:
-    """``text`` with every known secret replaced by ``<NAME>`` (for logs, exports and the database).
+    """``text`` with every known secret replaced by ``<NAME>`` and every credential recognised by
+    its shape by ``<redacted>`` (for output, logs, exports and the database; see the module).
 
     Known secrets: values of environment variables whose names look secret (:func:`is_secret_name`),
     values read from or stored in the keyring here, and values given to :func:`register_secret`
@@ -240,15 +259,136 @@ def redact(text: str) -> str:
     """
     if not text:
         return text
-    values, labels, pattern = _redactor.current()
-    if pattern is None:
+    return _redact_with(_redactor.current(), text)
+
+
+def redactor() -> Callable[[str], str]:
+    """:func:`redact` bound to the secrets known now: for redacting many texts in one go (the
+    rows of a database write) without checking the environment for each."""
+    state = _redactor.current()
+    return lambda text: _redact_with(state, text) if text else text
+
+
+def _redact_with(state: tuple[tuple[str, ...], dict[str, str], re.Pattern[str] | None], text: str) -> str:
+    values, labels, pattern = state
+    if pattern is not None:
+        hits = [v for v in values if v in text]  # str.find is far faster than a regex scan
+        if len(hits) == 1:
+            text = text.replace(hits[0], labels[hits[0]])
+        elif hits:
+            text = pattern.sub(lambda m: labels[m.group(0)], text)
+    return redact_credentials(text)
+
+
+# -- credentials recognised by their shape ---------------------------------------------------
+#: What a credential recognised by its shape is replaced with.
+REDACTED = "<redacted>"
+
+#: A query parameter whose name ends like one of these holds a secret (``api-key``, ``key``, ``sig``...).
+_QUERY_NAMES = r"[\w.-]*?(?:key|token|secret|passw(?:or)?d|pwd|auth|signature|sig|credentials?)"
+#: What a header value or token may be made of (never quotes or backslashes: the texts may be JSON).
+_VALUE = r"[^\s\"'\\,;&<>{}()$*\[\]][^\s\"'\\,;&<>{}()\[\]]*"
+# The patterns run on the lower-cased text (fast literal searches; the spans are the same).
+#: ``Bearer <token>``: a provider echoing the Authorization header.
+_BEARER = re.compile(r"bearer\s+([a-z0-9._~+/-][a-z0-9._~+/=-]*)")
+#: ``Authorization: ...``, ``x-api-key: ...``, ``"api-key": "..."``, ``api_key=...``, ``X-Auth-Token: ...``.
+_HEADERS = tuple(
+    (hint, re.compile(name + r"\\?[\"']?\s*[:=]\s*\\?[\"']?(?:(?:bearer|basic|token)\s+)?(" + _VALUE + ")"))
+    for hint, name in (("authoriz", r"authorization"), ("api", r"api[-_]?key"),
+                       ("-token", r"(?:auth|private|access)-token"))
+)
+#: ``scheme://user:PASSWORD@host``.
+_USERINFO = re.compile(r"://[^/\s:@\"'\\<>]*:([^/\s@\"'\\<>$*][^/\s@\"'\\<>]*)@")
+#: ``?api-key=...``, ``&token=...`` (a query value whose name looks secret).
+_QUERY = re.compile(r"[?&]" + _QUERY_NAMES + r"=([^&\s#\"'\\<>$*][^&\s#\"'\\<>]*)")
+
+
+def _credential_like(value: str) -> bool:
+    """Whether a header or Bearer value looks like a key rather than a word ("Bearer authentication",
+    "api-key: required"): at least 8 characters, with a digit, or long, or key punctuation."""
+    if len(value) < 8:
+        return False
+    return len(value) >= 20 or any(c.isdigit() for c in value) or any(c in "-_." for c in value)
+
+
+def _credential_spans(low: str) -> list[tuple[int, int]]:
+    """Where the credentials of :func:`redact_credentials` are in ``low`` (a lower-cased text)."""
+    spans: list[tuple[int, int]] = []
+
+    def add(match: re.Match[str], *, check: bool) -> None:
+        start = match.start(1)
+        value = match.group(1).rstrip(".")
+        if not check or _credential_like(value):
+            spans.append((start, start + len(value)))
+
+    if "bearer" in low:
+        for match in _BEARER.finditer(low):
+            if match.start() == 0 or not low[match.start() - 1].isalnum():
+                add(match, check=True)
+    if ":" in low or "=" in low:
+        for hint, pattern in _HEADERS:
+            if hint in low:
+                for match in pattern.finditer(low):
+                    add(match, check=True)
+    if "://" in low and "@" in low:
+        for match in _USERINFO.finditer(low):
+            add(match, check=False)
+    if "?" in low and "=" in low:
+        for match in _QUERY.finditer(low):
+            add(match, check=False)
+    return spans
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` with credentials recognised by their shape replaced by ``<redacted>``: ``Bearer``
+    tokens, ``Authorization``/``x-api-key``/``api-key`` header values, URL passwords and
+    secret-looking query values (``?api-key=``, ``?key=``, ``?token=``). Part of :func:`redact`."""
+    if ":" not in text and "=" not in text and "earer" not in text and "EARER" not in text:
         return text
-    hits = [v for v in values if v in text]  # str.find is far faster than a regex scan
-    if not hits:
+    low = text.lower()
+    if len(low) != len(text):  # a few characters lower-case to two: find on a same-length copy
+        low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    spans = _credential_spans(low)
+    if not spans:
         return text
-    if len(hits) == 1:
-        return text.replace(hits[0], labels[hits[0]])
-    return pattern.sub(lambda m: labels[m.group(0)], text)
+    spans.sort()
+    out: list[str] = []
+    last = 0
+    for start, end in spans:
+        if start < last:  # overlapping finds (an api-key query value that is also a header value)
+            start = last
+            if end <= start:
+                continue
+        out.append(text[last:start])
+        out.append(REDACTED)
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def register_url_secrets(url: str | None, *, name: str = "api_base") -> None:
+    """Redact the credentials inside ``url`` (an ``api_base``) from now on, wherever they appear:
+    the password (and the ``user:password`` pair as HTTP Basic sends it), a long bare user name
+    (often a token), and secret-looking query values (``?api-key=``, ``?key=``...)."""
+    if not isinstance(url, str) or not url or "${" in url:
+        return
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return
+    if password:
+        for value in {password, unquote(password)}:
+            register_secret(value, name=f"{name} password")
+        pair = f"{unquote(user or '')}:{unquote(password)}".encode()
+        register_secret(base64.b64encode(pair).decode("ascii"), name=f"{name} password")
+    elif user and len(user) >= 16:
+        register_secret(unquote(user), name=f"{name} user")
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if re.fullmatch(_QUERY_NAMES, key, re.IGNORECASE):
+            register_secret(value, name=f"{name} {key}")
 
 
 class RedactFilter(logging.Filter):
@@ -289,3 +429,145 @@ def install_log_redaction(logger: logging.Logger | None = None) -> RedactFilter:
 
 
 _log_filter = RedactFilter()
+
+
+# -- the process's output ---------------------------------------------------------------------
+class RedactingStream(io.TextIOBase):
+    """A text stream that redacts what is written to it before it reaches ``stream``.
+
+    Text is passed on a line at a time (and on :meth:`flush`), so a key written in pieces
+    (``print("Bearer", token)`` writes three times) is still seen whole. Everything else (``fileno``,
+    ``isatty``, ``encoding``, ``buffer``...) is the wrapped stream's.
+    """
+
+    #: Text held without a newline is passed on (at a space) once it is this long.
+    MAX_HELD = 65536
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+        self._held: list[str] = []
+        self._held_size = 0
+        self._lock = threading.RLock()
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        with self._lock:
+            cut = text.rfind("\n") + 1
+            if cut == 0 and self._held_size + len(text) < self.MAX_HELD:
+                self._held.append(text)
+                self._held_size += len(text)
+                return len(text)
+            if cut == 0:
+                cut = max(text.rfind(" ") + 1, 1) if text else 0
+            whole = "".join(self._held) + text[:cut]
+            rest = text[cut:]
+            self._held = [rest] if rest else []
+            self._held_size = len(rest)
+            self.stream.write(redact(whole))
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._held:
+                whole = "".join(self._held)
+                self._held, self._held_size = [], 0
+                self.stream.write(redact(whole))
+            self.stream.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self.stream, "encoding", "utf-8"))
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self.stream, "errors", None)
+
+    def close(self) -> None:  # the wrapped stream is not ours to close
+        with self._lock:
+            try:
+                self.flush()
+            except (OSError, ValueError):
+                pass
+        super().close()
+
+    def __getattr__(self, name: str) -> Any:  # buffer, line_buffering, mode, name, reconfigure...
+        return getattr(self.stream, name)
+
+
+def _redacting_excepthook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
+    import traceback
+
+    text = "".join(traceback.format_exception(exc_type, exc, tb))
+    stream = sys.stderr if sys.stderr is not None else sys.__stderr__
+    if stream is not None:
+        stream.write(redact(text))
+        stream.flush()
+
+
+def _redacting_thread_hook(args: Any) -> None:
+    if args.exc_type is SystemExit:
+        return
+    import traceback
+
+    name = getattr(args.thread, "name", "?")
+    text = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
+    if sys.stderr is not None:
+        sys.stderr.write(redact(f"Exception in thread {name}:\n{text}"))
+        sys.stderr.flush()
+
+
+def _redacting_unraisable_hook(unraisable: Any) -> None:
+    import traceback
+
+    message = unraisable.err_msg or "Exception ignored in"
+    text = f"{message}: {unraisable.object!r}\n"
+    if unraisable.exc_type is not None:
+        text += "".join(traceback.format_exception(unraisable.exc_type, unraisable.exc_value,
+                                                   unraisable.exc_traceback))
+    if sys.stderr is not None:
+        sys.stderr.write(redact(text))
+        sys.stderr.flush()
+
+
+def install_output_redaction() -> Callable[[], None]:
+    """Route everything the process prints through :func:`redact`: ``sys.stdout`` and ``sys.stderr``
+    become :class:`RedactingStream` wrappers, uncaught exceptions (main thread, other threads,
+    "Exception ignored") are printed redacted, and every log handler gets :class:`RedactFilter`.
+
+    Returns a function that puts the streams back (the hooks stay: a crash report is redacted
+    whenever it happens). Calling it again while installed does nothing more.
+    """
+    wrapped: list[tuple[str, TextIO]] = []
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, RedactingStream):
+            setattr(sys, name, RedactingStream(stream))
+            wrapped.append((name, stream))
+    sys.excepthook = _redacting_excepthook
+    threading.excepthook = _redacting_thread_hook
+    sys.unraisablehook = _redacting_unraisable_hook
+    install_log_redaction()
+
+    def restore() -> None:
+        for name, original in wrapped:
+            current = getattr(sys, name)
+            if isinstance(current, RedactingStream):
+                try:
+                    current.flush()
+                except (OSError, ValueError):
+                    pass
+                if current.stream is original:
+                    setattr(sys, name, original)
+
+    return restore

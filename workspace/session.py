@@ -51,6 +51,7 @@ from workspace.result import Usage
 if TYPE_CHECKING:
     from workspace.agent import EventRun
     from workspace.catalog import RobotInfo
+    from workspace.changes import InterruptedApply, RecoveryResult
     from workspace.config import Config
     from workspace.messages import Message
     from workspace.network import Network, NetworkInfo
@@ -172,7 +173,9 @@ class RecordedRun:
 
     @property
     def terminal(self) -> ev.Event | None:
-        return self.events[-1] if self.events and self.events[-1].terminal else None
+        """The run's own terminal event once recorded (not the end of a run inside it)."""
+        last = self.events[-1] if self.events else None
+        return last if last is not None and ev.ends(last, self.run_id) else None
 
     @property
     def status(self) -> str:
@@ -204,8 +207,9 @@ class RecordedRun:
         try:
             await asyncio.shield(task)
         except asyncio.CancelledError:
-            if not task.done():
-                raise  # we were cancelled, not the recording
+            current = asyncio.current_task()
+            if not task.done() or (current is not None and current.cancelling()):
+                raise  # we were cancelled (also when the recording ended at the same moment), not the recording
         return self.terminal
 
     def __aiter__(self) -> AsyncIterator[ev.Event]:
@@ -219,7 +223,7 @@ class RecordedRun:
                 event = self.events[index]
                 index += 1
                 yield event
-                if event.terminal:
+                if ev.ends(event, self.run_id):
                     return
             if self._finished:
                 return
@@ -247,7 +251,7 @@ class RecordedRun:
         store = self.store
         try:
             store.append_event(self.thread_id, self.turn_id, event)
-            if event.terminal:
+            if ev.ends(event, self.run_id):  # a run inside this one (a task, a robot as a tool) ends too
                 store.finish_turn(self.turn_id, status_for(event))
         except (StoreError, OSError) as exc:
             self._warn(exc)
@@ -311,6 +315,11 @@ class _ThreadGate(ApprovalGate):
         self.policy = self._shared.policy
         return super().decide(request)
 
+    async def adecide(self, request: ApprovalRequest) -> Action | ApprovalDecision:
+        if self._key(request) not in self._thread_grants and type(self._shared).adecide is not ApprovalGate.adecide:
+            return await self._shared.adecide(request)  # a gate that decides in its own way (a function)
+        return self.decide(request)
+
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         self.policy = self._shared.policy
         self.ask_fn = self._shared.ask_fn
@@ -333,6 +342,13 @@ class ThreadSession:
         self._save_lock = threading.Lock()
         #: Proposed file changes awaiting review (when the workspace has a folder open).
         self.changes: Any = None
+        #: How a network thread gets a fresh network for each run (default: the workspace's
+        #: ``load_network`` of the thread's network name). The command line sets it for a network
+        #: given as a file, with its --model and --api-base.
+        self.network_loader: Callable[[], Network] | None = None
+        #: The workspace's configuration changed since the robot was built (Workspace.set_config).
+        self._stale_config = False
+        self._robot_from_catalog = False
 
     # -- state -------------------------------------------------------------------------------------
     @property
@@ -353,12 +369,18 @@ class ThreadSession:
 
     @property
     def robot(self) -> Robot:
-        """The thread's robot, built from the catalog on first use (and the workspace's provider)."""
+        """The thread's robot, built from the catalog on first use (and the workspace's provider);
+        built again after :meth:`Workspace.set_config` once no run of the thread goes on."""
         if self.is_network:
             raise RuntimeError(f"Thread {self.thread_id[:8]} talks to network '{self._thread.robot}', not a robot; "
                                "use session.network")
+        if self._robot is not None and self._stale_config and not self.running:
+            self._stale_config = False
+            if self._robot_from_catalog:  # (the command line's own robot stays as it was given)
+                self._robot = None
         if self._robot is None:
             self._robot = self.workspace.load_robot(self._thread.robot)
+            self._robot_from_catalog = True
         return self._robot
 
     @property
@@ -367,8 +389,24 @@ class ThreadSession:
         if not self.is_network:
             raise RuntimeError(f"Thread {self.thread_id[:8]} talks to robot '{self._thread.robot}', not a network")
         if self._network is None:
-            self._network = self.workspace.load_network(self._thread.robot)
+            self._network = self._load_network()
         return self._network
+
+    def _load_network(self) -> Network:
+        if self.network_loader is not None:
+            return self.network_loader()
+        return self.workspace.load_network(self._thread.robot)
+
+    def use_robot(self, robot: Robot) -> None:
+        """Talk to ``robot`` from the next message on (another model or provider for the thread's
+        robot, as ``/model`` in ``robotlab chat`` does). It must be the thread's robot, by name."""
+        if self.is_network:
+            raise RuntimeError(f"Thread {self.thread_id[:8]} talks to network '{self._thread.robot}', not a robot")
+        if robot.name != self._thread.robot:
+            raise ValueError(f"Thread {self.thread_id[:8]} talks to robot '{self._thread.robot}', not "
+                             f"'{robot.name}'; start a new thread to talk to another robot")
+        self._not_running("change the robot")
+        self._robot = robot
 
     @property
     def network_run(self) -> Any:
@@ -384,14 +422,14 @@ class ThreadSession:
         """Tokens and cost of every run of the thread."""
         return self.store.usage(self.thread_id)
 
-    def set_title(self, title: str | None) -> ThreadInfo:
-        self._thread = self.store.rename_thread(self.thread_id, title)
-        return self._thread
-
     # -- running ------------------------------------------------------------------------------------
-    def send(self, text: str) -> RecordedRun:
-        """Send a message after the current turn; iterate the returned run for its events."""
-        return self._start(text, self.thread.current_turn_id)
+    def send(self, text: str, **options: Any) -> RecordedRun:
+        """Send a message after the current turn; iterate the returned run for its events.
+
+        ``options`` are more run options for ``Robot.stream`` / ``Network.stream`` (template
+        parameters, ``max_turns``); the thread's own (approval, folder, changes) are set here.
+        """
+        return self._start(text, self.thread.current_turn_id, options)
 
     def continue_(self) -> RecordedRun:
         """Ask the model to go on with its last answer, cut off at the token limit (the turn's result has
@@ -434,7 +472,7 @@ class ThreadSession:
         if self.running:
             raise RuntimeError(f"The thread is running; stop the run (or wait for it) before you {what}")
 
-    def _start(self, text: str, parent_turn_id: str | None) -> RecordedRun:
+    def _start(self, text: str, parent_turn_id: str | None, extra: dict[str, Any] | None = None) -> RecordedRun:
         self._not_running("send another message")
         if not text or not text.strip():
             raise ValueError("The message is empty; type something to send")
@@ -442,7 +480,7 @@ class ThreadSession:
         robot: Robot | None = None
         if self.is_network:
             # A fresh network for every run: its memory starts from the file's values.
-            network = self.workspace.load_network(self._thread.robot)
+            network = self._load_network()
         else:
             robot = self.robot
         if self.changes is not None:
@@ -456,8 +494,11 @@ class ThreadSession:
             histories = self.network_histories(parent_turn_id)
             for bot in _network_robots(network):
                 bot.history = list(histories.get(bot.name, []))
+            self._restore_compactions(_network_robots(network), parent_turn_id)
         else:
             history = self.store.history_messages(self.thread_id, parent_turn_id) if parent_turn_id else []
+            assert robot is not None
+            self._restore_compactions([robot], parent_turn_id)
         problems: list[str] = []
         turn_id = uuid.uuid4().hex
         try:
@@ -467,15 +508,18 @@ class ThreadSession:
                 raise
             problems.append(f"could not record the message yet: {exc}")  # kept queued; the run goes on
         if not self._thread.title:
-            from workspace.changes import split_user_message
+            typed = text
+            if text.startswith("<change-review>"):  # (importing workspace.changes only then keeps a first run quick)
+                from workspace.changes import split_user_message
 
-            title = title_from(split_user_message(text)[1])
+                typed = split_user_message(text)[1]
+            title = title_from(typed)
             if title:
                 try:
                     self._thread = self.store.rename_thread(self.thread_id, title)
                 except StoreError as exc:
                     problems.append(f"could not record the title yet: {exc}")
-        options: dict[str, Any] = {"thread_id": self.thread_id, "approval": self.approval}
+        options: dict[str, Any] = {**(extra or {}), "thread_id": self.thread_id, "approval": self.approval}
         if self.workspace.folder is not None:
             options["folder"] = self.workspace.folder
             options["changes"] = self._changes_for_run()
@@ -529,10 +573,11 @@ class ThreadSession:
             started: dict[str, ev.Event] = {}
             own: dict[str, list[ev.Event]] = {}
             results: dict[str, Any] = {}
+            top = events[0].run_id if events else ""
             for event in events:
                 task = event.task
-                if task is None:
-                    continue
+                if task is None or event.parent_run_id not in (None, top):
+                    continue  # not a task's own event (a robot used as a tool inside it)
                 if isinstance(event, ev.TaskStarted):
                     started.setdefault(task, event)
                 elif isinstance(event, ev.TaskFinished):
@@ -654,6 +699,67 @@ class ThreadSession:
         current = self.thread.current_turn_id
         return self.store.history_messages(self.thread_id, current) if current else []
 
+    # -- the context window ---------------------------------------------------------------------------
+    def model_messages(self) -> list[Message]:
+        """The conversation as the model is sent it next: the summary of a compaction in place of the
+        messages it stands for (they stay in the thread: :meth:`history`, the transcript, search)."""
+        robot = self.robot
+        current = self.thread.current_turn_id
+        history = self.history()
+        self._restore_compactions([robot], current)
+        return robot.context_manager.messages_for_model(history)
+
+    async def compact(self) -> ev.ContextCompacted | None:
+        """Summarise the conversation before its latest turn now (``/compact``): the model is sent the
+        summary in their place from the next message on. The ``context_compacted`` event is recorded on
+        the current turn (the chat shows its marker); every message stays in the thread. None: nothing
+        to compact."""
+        self._not_running("compact the conversation")
+        if self.is_network:
+            raise RuntimeError("A network thread is compacted by its robots as they need it; /compact works in "
+                               "a robot's thread")
+        current = self.thread.current_turn_id
+        if current is None:
+            return None
+        robot = self.robot
+        robot.history = self.store.history_messages(self.thread_id, current)
+        self._restore_compactions([robot], current)
+        event = await robot.compact()
+        for spent in robot.context_manager.take_usage():  # the summary's tokens count in the thread's usage
+            self.store.append_event(self.thread_id, current, ev.Usage(
+                run_id=event.run_id if event is not None else "compact", robot=robot.name,
+                input_tokens=spent.input_tokens, output_tokens=spent.output_tokens, cost=spent.cost,
+                total_input_tokens=spent.input_tokens, total_output_tokens=spent.output_tokens,
+                total_cost=spent.cost, model=spent.model))
+        if event is not None:
+            self.store.append_event(self.thread_id, current, event)
+        return event
+
+    def context_usage(self) -> ev.ContextUsage | None:
+        """The last count of the context window along the current branch (for the meter), or None."""
+        current = self.thread.current_turn_id
+        if current is None:
+            return None
+        found: ev.ContextUsage | None = None
+        for _turn, events in self.store.path_events(self.thread_id, current, classes=(ev.ContextUsage,)):
+            for event in events:
+                if isinstance(event, ev.ContextUsage):
+                    found = event
+        return found
+
+    def _restore_compactions(self, robots: list[Robot], leaf_turn_id: str | None) -> None:
+        """Each robot takes up its latest compaction along the branch ending at ``leaf_turn_id``."""
+        from workspace.context import Compaction
+        from workspace.persistence import latest_compaction
+
+        events: list[ev.Event] = []
+        if leaf_turn_id:
+            for _turn, found in self.store.path_events(self.thread_id, leaf_turn_id, classes=(ev.ContextCompacted,)):
+                events += found
+        for robot in robots:
+            latest = latest_compaction(events, robot.name)
+            robot.context_manager.restore(Compaction(latest.summary, latest.replaced_count) if latest else None)
+
     def __repr__(self) -> str:
         return f"<ThreadSession {self.thread_id[:8]} {self._thread.kind}={self._thread.robot!r}>"
 
@@ -726,6 +832,50 @@ class Workspace:
                 session.changes = None
                 session._restore_changes()  # this folder's, when some wait here
 
+    def set_config(self, config: Config) -> None:
+        """A new configuration (Settings, the MCP servers page, the file edited on disk): every
+        thread's next run uses it (robots are built again); a run in progress finishes with what
+        it started with."""
+        self.config = config
+        for session in self._sessions.values():
+            session._stale_config = True
+            session._network = None if not session.running else session._network
+
+    # -- applies a crash cut short ------------------------------------------------------------------
+    def interrupted_applies(self, *, all_folders: bool = False) -> list[InterruptedApply]:
+        """Applies (and undos, redos, restores) a crash cut short, of the open folder (of every folder
+        with ``all_folders`` or when none is open): each file is whole, the set may be mixed. The
+        window asks at start (and after opening a folder) and offers :meth:`recover_apply`;
+        :meth:`recovery_notice` words them for its banner."""
+        from workspace.changes import find_interrupted_applies
+
+        return find_interrupted_applies(None if all_folders else self.folder)
+
+    @staticmethod
+    def recovery_notice(items: list[InterruptedApply]) -> str | None:
+        """The banner text for :meth:`interrupted_applies` (None when there are none)."""
+        if not items:
+            return None
+        if len(items) == 1:
+            return items[0].message()
+        return (f"{len(items)} applies were cut short by the program stopping. "
+                + " ".join(f"({n}) {item.message()}" for n, item in enumerate(items, start=1)))
+
+    def recover_apply(self, item: InterruptedApply, direction: str = "back", *,
+                      force: bool = False) -> RecoveryResult:
+        """Roll an interrupted apply back (every file as before) or forward (as the change makes it),
+        remove its temp files, and say what was done (``RecoveryResult.message``). Refused while a
+        run goes (it could be writing the same files); ``direction="discard"`` forgets the record."""
+        from workspace.changes import RecoveryResult, discard_interrupted, recover
+
+        if self.running:
+            raise RuntimeError("Stop the running robots first (Esc), then recover the interrupted apply")
+        if direction == "discard":
+            discard_interrupted(item)
+            return RecoveryResult(True, "Forgot the interrupted apply; the files were left as they are.",
+                                  direction)
+        return recover(item, direction, force=force)
+
     # -- robots ------------------------------------------------------------------------------------
     def robots(self, *, problems: list[str] | None = None) -> list[RobotInfo]:
         """The robots the catalog finds (project, user, shipped); unreadable files go to ``problems``."""
@@ -775,39 +925,57 @@ class Workspace:
         path = find_network_file(name, self.folder)
         return load_network(path, folder=self.folder, config=self.config, provider=self.provider)
 
-    def new_network_thread(self, name: str, *, title: str | None = None) -> ThreadSession:
-        """A new thread whose messages each run the network ``name`` (validated now: a bad file raises)."""
-        network = self.load_network(name)
+    def new_network_thread(self, name: str, *, title: str | None = None,
+                           loader: Callable[[], Network] | None = None,
+                           metadata: dict[str, Any] | None = None) -> ThreadSession:
+        """A new thread whose messages each run the network ``name`` (validated now: a bad file raises).
+
+        ``loader`` builds the network for each run instead of :meth:`load_network` (the command
+        line's network files and overrides); ``metadata`` is kept with the thread (its origin).
+        """
+        network = loader() if loader is not None else self.load_network(name)
         info = self.store.create_thread(robot=network.name, title=title, kind="network",
-                                        folder=str(self.folder) if self.folder else None)
+                                        folder=str(self.folder) if self.folder else None, metadata=metadata)
         session = ThreadSession(self, info)
         session._network = network
+        session.network_loader = loader
         self._sessions[info.id] = session
         return session
 
     # -- threads -------------------------------------------------------------------------------------
-    def new_thread(self, robot_name: str, *, title: str | None = None, kind: str = "robot") -> ThreadSession:
+    def new_thread(self, robot_name: str, *, title: str | None = None, kind: str = "robot",
+                   robot: Robot | None = None, metadata: dict[str, Any] | None = None) -> ThreadSession:
         """A new thread with the robot (an unknown robot raises ConfigurationError naming the known ones);
-        ``kind="network"``: with the network of that name (:meth:`new_network_thread`)."""
+        ``kind="network"``: with the network of that name (:meth:`new_network_thread`).
+
+        ``robot``: the robot to talk to, already built (the command line's, with its model and
+        provider) instead of the catalog's; ``metadata`` is kept with the thread (its origin).
+        """
         if kind == "network":
-            return self.new_network_thread(robot_name, title=title)
+            return self.new_network_thread(robot_name, title=title, metadata=metadata)
         if kind != "robot":
             raise ValueError(f"Invalid thread kind: {kind!r}. Must be 'robot' or 'network'")
-        robot = self.load_robot(robot_name)
+        from_catalog = robot is None
+        if robot is None:
+            robot = self.load_robot(robot_name)
         info = self.store.create_thread(robot=robot.name, title=title,
-                                        folder=str(self.folder) if self.folder else None)
+                                        folder=str(self.folder) if self.folder else None, metadata=metadata)
         session = ThreadSession(self, info)
         session._robot = robot
+        session._robot_from_catalog = from_catalog
         self._sessions[info.id] = session
         return session
 
-    def open_thread(self, thread_id: str) -> ThreadSession:
-        """The session of a stored thread (the same object while it is open)."""
+    def open_thread(self, thread_id: str, *, robot: Robot | None = None) -> ThreadSession:
+        """The session of a stored thread (the same object while it is open); ``robot``: talk to
+        this robot from now on (the command line's, with its model and provider)."""
         session = self._sessions.get(thread_id)
         if session is None:
             session = ThreadSession(self, self.store.get_thread(thread_id))
             session._restore_changes()
             self._sessions[thread_id] = session
+        if robot is not None:
+            session.use_robot(robot)
         return session
 
     def threads(self, include_deleted: bool = False) -> list[ThreadInfo]:

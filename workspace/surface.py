@@ -9,16 +9,20 @@ MCP package; :mod:`workspace.mcp.server` serves whatever list it is given.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workspace.events import RunFailed
 from workspace.mcp import naming
 from workspace.tools.base import Tool, ToolContext, ToolOutput
 from workspace.tools.selection import filter_tools
 
-__all__ = ["WRITING_FILE_TOOLS", "robot_tool", "workspace_tools", "writes_files"]
+if TYPE_CHECKING:
+    from workspace.mcp.served import ResourceSource, ServedPrompt
+
+__all__ = ["WRITING_FILE_TOOLS", "robot_tool", "workspace_prompts", "workspace_resources", "workspace_tools",
+           "writes_files"]
 
 
 def robot_tool(info: Any, *, folder: Path | None = None) -> Tool:
@@ -93,3 +97,95 @@ def workspace_tools(
     if patterns:
         tools = filter_tools(tools, list(patterns))
     return tools
+
+
+def workspace_prompts(folder: Path | None = None) -> list[ServedPrompt]:
+    """Every robot's template as an MCP prompt: its instructions (the rendered system prompt), then
+    the ``message`` argument (when given) as the user's request."""
+    from workspace.catalog import list_robots
+    from workspace.mcp.served import PromptArgument, ServedPrompt
+
+    prompts: list[ServedPrompt] = []
+    for info in list_robots(folder):
+        robot_name = str(info.name)
+
+        def render(arguments: Mapping[str, str], _name: str = robot_name) -> list[tuple[str, str]]:
+            from workspace.catalog import load_robot
+
+            robot = load_robot(_name, folder=folder)
+            message = str(arguments.get("message") or "")
+            system = robot.render_system({**dict(arguments), "message": message}) or ""
+            messages = [("user", f"Follow these instructions (the '{_name}' robot of RobotLab Workspace):\n\n"
+                                 f"{system}")] if system else []
+            if message:
+                messages.append(("user", message))
+            return messages or [("user", f"(the '{_name}' robot has no instructions)")]
+
+        prompts.append(ServedPrompt(
+            name=naming.sanitize(robot_name)[: naming.MAX_LENGTH],
+            description=(info.description or f"The '{robot_name}' robot's instructions").rstrip("."),
+            arguments=(PromptArgument("message", "what to ask the robot (optional)", required=False),),
+            render=render, title=f"{robot_name} (robot)",
+        ))
+    return prompts
+
+
+THREAD_URI = "robotlab://threads/{id}"
+RESULTS_URI = "robotlab://threads/{id}/results.json"
+
+
+def workspace_resources(db_path: Path | None = None, *, limit: int = 200) -> ResourceSource:
+    """Finished threads as resources: ``robotlab://threads/<id>`` (the transcript, Markdown) and
+    ``robotlab://threads/<id>/results.json`` (the results, RobotLab's JSON). The database is opened
+    for each request, so threads finished while serving appear."""
+    from workspace.mcp.served import ResourceSource, ServedResource
+
+    def store() -> Any:
+        from workspace import paths
+        from workspace.persistence import Store
+
+        return Store.open(db_path or paths.database_path())
+
+    def listing() -> list[ServedResource]:
+        out: list[ServedResource] = []
+        db = store()
+        try:
+            for thread in db.list_threads()[:limit]:
+                if not thread.turn_count:
+                    continue
+                title = thread.title or f"Thread {thread.id[:8]}"
+                out.append(ServedResource(THREAD_URI.format(id=thread.id), title,
+                                          f"Conversation with {thread.robot} ({thread.turn_count} turns)",
+                                          "text/markdown", title))
+                out.append(ServedResource(RESULTS_URI.format(id=thread.id), f"{title} (results)",
+                                          f"The results of the thread with {thread.robot}", "application/json"))
+        finally:
+            db.close()
+        return out
+
+    def read(uri: str) -> str:
+        from workspace.exports import export_markdown, export_results_json
+
+        prefix = "robotlab://threads/"
+        if not uri.startswith(prefix):
+            raise KeyError(uri)
+        rest = uri[len(prefix):]
+        thread_id, _, tail = rest.partition("/")
+        db = store()
+        try:
+            try:
+                thread_id = db.resolve_thread_id(thread_id)
+            except Exception:
+                raise KeyError(uri) from None
+            if tail == "results.json":
+                return export_results_json(db, thread_id)
+            if tail:
+                raise KeyError(uri)
+            return export_markdown(db, thread_id)
+        finally:
+            db.close()
+
+    return ResourceSource(listing=listing, read=read, templates=[
+        (THREAD_URI, "thread", "A thread's transcript (Markdown), by id or id prefix"),
+        (RESULTS_URI, "thread results", "A thread's results (JSON), by id or id prefix"),
+    ])

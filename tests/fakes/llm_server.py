@@ -20,7 +20,14 @@ Endpoints:
 - ``POST /v1/messages`` (Anthropic): streaming (``message_start``, ``content_block_start`` /
   ``content_block_delta`` (``text_delta``, ``input_json_delta``) / ``content_block_stop``,
   ``message_delta`` with usage, ``message_stop``) and non-streaming.
-- ``GET /v1/models``: one model, ``fake``.
+- ``GET /v1/models``: one model, ``fake`` (with ``max_model_len``, as vLLM says it, when the server has
+  a ``context_window``); ``GET /props``: llama.cpp's ``n_ctx``, when it has one.
+
+A server with ``context_window=N`` plays a model with an N-token window: a request whose prompt
+(messages and tool schemas, about 4 characters a token) is longer is refused like OpenAI and vLLM do
+(HTTP 400, "This model's maximum context length is N tokens...") or, with ``overflow="empty"``, like
+llama-cpp-python's streaming server (HTTP 200 with an empty stream); :attr:`FakeLLMServer.overflows`
+counts them. ``report_window=False`` keeps the window to itself (as llama-cpp-python does).
 
 When the queue is empty, ``reply_fn(body)`` computes the reply if set (return ``None`` for the
 default), else the server answers :attr:`FakeLLMServer.default_text` (``"ok"``).
@@ -46,6 +53,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import re
 import select
 import socket
 import threading
@@ -88,7 +96,10 @@ class Reply:
     after that many stream chunks; ``cut_clean`` ends the HTTP body properly instead, so the
     stream simply stops without a finish), ``stall_before`` (seconds to wait before answering),
     ``stall_after``/``stall_seconds`` (wait that long after that many chunks). ``times`` is
-    how many requests this reply answers before the next queued one is used.
+    how many requests this reply answers before the next queued one is used. An
+    ``error_message`` may echo the request as some servers do: ``{authorization}`` (any request
+    header, lower-case) and ``{url}`` are filled in (``Reply.error(401, "Incorrect API key
+    provided: {authorization}")``).
     """
 
     text: str = ""
@@ -321,9 +332,14 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         owner = self.server.owner
         owner._record(RecordedRequest("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, None))
+        window = owner.context_window if owner.report_window else None
         if self.path.rstrip("/").endswith("/models"):
-            self._send_json(200, {"object": "list", "data": [{"id": "fake", "object": "model",
-                                                               "owned_by": "fake-llm-server"}]})
+            model: dict[str, Any] = {"id": "fake", "object": "model", "owned_by": "fake-llm-server"}
+            if window:
+                model["max_model_len"] = window
+            self._send_json(200, {"object": "list", "data": [model]})
+        elif self.path.rstrip("/") == "/props" and window:
+            self._send_json(200, {"default_generation_settings": {"n_ctx": window}, "total_slots": 1})
         else:
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
@@ -336,12 +352,17 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode(errors="replace")
         owner._record(RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-        path = self.path.split("?", 1)[0].rstrip("/")
+        # A query may sit inside the path (a client that appended its route to an api_base with a
+        # query: "/v1?api-key=K/chat/completions"): route on the path without it.
+        path = re.sub(r"\?[^/]*", "", self.path).rstrip("/")
         anthropic = path.endswith("/messages")
         if not (anthropic or path.endswith("/chat/completions")):
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
         request = body if isinstance(body, dict) else {}
+        if not anthropic and owner._overflowing(request):
+            self._overflow(owner, request)
+            return
         reply = owner._next_reply(request)
         owner._new_request(self)
         try:
@@ -392,6 +413,10 @@ class _Handler(BaseHTTPRequestHandler):
             500: "Internal server error (fake server)",
             503: "Service unavailable (fake server)",
         }.get(status, f"HTTP {status} (fake server)")
+        if "{" in message:  # echo what the client sent, as real servers do: "{authorization}", "{x-api-key}", "{url}"
+            fields = {k.lower(): v for k, v in self.headers.items()}
+            fields["url"] = self.path
+            message = re.sub(r"\{([a-z0-9-]+)\}", lambda m: fields.get(m.group(1), m.group(0)), message)
         kind = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                 404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}.get(
                     status, "api_error")
@@ -404,6 +429,18 @@ class _Handler(BaseHTTPRequestHandler):
             payload = {"error": {"message": message, "type": kind, "param": None, "code": status}}
         self._send_json(status, payload, headers)
 
+    def _overflow(self, owner: FakeLLMServer, request: dict[str, Any]) -> None:
+        """Refuse a prompt longer than the window, as vLLM/OpenAI (400) or llama-cpp-python (empty 200) do."""
+        if owner.overflow == "empty" and request.get("stream"):
+            self._start_stream()
+            self._end_stream()
+            return
+        tokens = owner.prompt_tokens(request)
+        message = (f"This model's maximum context length is {owner.context_window} tokens. However, you requested "
+                   f"{tokens} tokens in the messages. Please reduce the length of the messages.")
+        self._send_json(400, {"error": {"message": message, "type": "invalid_request_error", "param": "messages",
+                                        "code": "context_length_exceeded"}})
+
     # -- OpenAI ----------------------------------------------------------------------------
     def _openai(self, reply: Reply, request: dict[str, Any]) -> None:
         model = str(request.get("model") or "fake")
@@ -412,7 +449,7 @@ class _Handler(BaseHTTPRequestHandler):
         calls = [(c.id or f"call_fake{next(_ids)}", c) for c in reply.tool_calls]
         finish = reply.finish_reason or ("tool_calls" if calls else "stop")
         prompt, completion = reply.usage if isinstance(reply.usage, tuple) else (
-            _estimate_tokens(request.get("messages", [])),
+            self.server.owner.prompt_tokens(request),
             max(1, (len(reply.text) + len(reply.reasoning)
                     + sum(len(c.arguments_json()) + len(c.name) for _, c in calls)) // 4))
         usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
@@ -534,7 +571,8 @@ class FakeLLMServer:
 
     def __init__(self, *, default_text: str = "ok", reply_fn: ReplyFn | None = None,
                  host: str = "127.0.0.1", port: int = 0, stream_usage: bool = True,
-                 interrupt_on_new_request: bool = False) -> None:
+                 interrupt_on_new_request: bool = False, context_window: int | None = None,
+                 overflow: str = "error", report_window: bool = True) -> None:
         self.default_text = default_text
         self.reply_fn = reply_fn
         #: False: no usage chunk in any stream, whatever the client asks (many local servers).
@@ -543,6 +581,13 @@ class FakeLLMServer:
         self.interrupt_on_new_request = interrupt_on_new_request
         self._active: set[_Handler] = set()
         self._interrupted_streams = 0
+        #: The model's window in tokens (None: any prompt is answered).
+        self.context_window = context_window
+        #: How a prompt over the window is refused: "error" (HTTP 400) or "empty" (HTTP 200, empty stream).
+        self.overflow = overflow
+        #: Whether ``/v1/models`` and ``/props`` say the window.
+        self.report_window = report_window
+        self._overflows = 0
         self._host = host
         self._port = port
         self._lock = threading.Lock()
@@ -632,6 +677,27 @@ class FakeLLMServer:
         """Every request with its method, path and headers."""
         with self._lock:
             return list(self._log)
+
+    @property
+    def overflows(self) -> int:
+        """How many requests were refused as longer than the window."""
+        with self._lock:
+            return self._overflows
+
+    def prompt_tokens(self, request: dict[str, Any]) -> int:
+        """The prompt's tokens as this server counts them: the messages (and, with a window, the tool
+        schemas), about 4 characters a token."""
+        tokens = _estimate_tokens(request.get("messages", []))
+        if self.context_window and request.get("tools"):
+            tokens += _estimate_tokens(request["tools"])
+        return tokens
+
+    def _overflowing(self, request: dict[str, Any]) -> bool:
+        if not self.context_window or self.prompt_tokens(request) <= self.context_window:
+            return False
+        with self._lock:
+            self._overflows += 1
+        return True
 
     @property
     def disconnects(self) -> int:

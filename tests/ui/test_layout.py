@@ -161,13 +161,17 @@ async def test_cards_shrink_to_the_chat_column(desktop: Any, provider: Any) -> N
 
 
 async def test_a_tool_card_asks_for_little_width(qapp_instance: Any) -> None:
+    from ui.chat.state import ToolCallItem, TurnState
     from ui.widgets.cards import ToolCard
 
+    arguments = {"path": "/" + "deep/" * 60 + "file.txt"}
     card = ToolCard(call_id="c1", tool="a_server_with_a_long_name__a_tool_with_a_long_name_too",
-                    robot="a-robot-with-a-long-name", server="a_server_with_a_long_name",
-                    arguments={"path": "/" + "deep/" * 60 + "file.txt"})
-    card.set_result({"data": LONG_VALUE}, 0.25)
-    card.set_error({"message": "E" * 600}, 0.25)
+                    robot="a-robot-with-a-long-name", server="a_server_with_a_long_name", arguments=arguments)
+    call = ToolCallItem(parent=TurnState(), call_id="c1", tool=card.tool, robot=card.robot, server=card.server,
+                        arguments=arguments, status="ok", result={"data": LONG_VALUE}, duration=0.25)
+    card.apply(call)  # a result, then an error: the card shows both
+    call.status, call.error = "error", {"message": "E" * 600}
+    card.apply(call)
     assert card.minimumSizeHint().width() <= 320
     card.resize(360, card.heightForWidth(360) if card.hasHeightForWidth() else 400)
     card.show()

@@ -159,16 +159,36 @@ def test_bridge_coalesces_text_and_keeps_order(qapp_instance: object) -> None:
     assert sum(batches) == 502 and len(batches) == 1
 
 
+def test_bridge_gives_views_every_event_in_order_with_text_joined(qapp_instance: object) -> None:
+    from ui.bridge import RunBridge
+
+    bridge = RunBridge(flush_ms=1000)
+    seen: list[ev.Event] = []
+    bridge.view_event.connect(seen.append)
+    for i in range(1, 4):
+        bridge.feed(_e(ev.TextDelta, i, text=f"{i} "))
+    bridge.feed(_e(ev.ToolUse, 4, id="a", name="recall", input={}))
+    bridge.feed(_e(ev.TextDelta, 5, text="tail"))
+    bridge.flush()
+    assert [type(e).__name__ for e in seen] == ["TextDelta", "ToolUse", "TextDelta"]
+    first = seen[0]
+    assert isinstance(first, ev.TextDelta) and first.text == "1 2 3 " and first.seq == 3  # the last delta's seq
+    assert isinstance(seen[2], ev.TextDelta) and seen[2].text == "tail"
+
+
 def test_bridge_gives_every_event_class_a_signal(qapp_instance: object) -> None:
     """No event is dropped: each class of the Event union reaches a signal of its own."""
     import typing
 
+    from PySide6.QtCore import Signal
+
     from ui.bridge import RunBridge, event_summary
 
     bridge = RunBridge(flush_ms=1000)
-    names = ("run_started", "text_completed", "tool_used", "approval_requested", "approval_decided",
-             "tool_finished", "memory_changed", "change_proposed", "change_decided", "usage_reported",
-             "task_changed", "run_ended", "reasoning_completed", "status_changed")
+    # Every per-kind signal of the bridge (not the catch-alls: every event goes through those).
+    catch_all = {"view_event", "events_batched", "running_changed", "text_appended", "reasoning_appended"}
+    names = [n for n, v in vars(RunBridge).items() if isinstance(v, Signal) and n not in catch_all]
+    assert "run_ended" in names and "tool_used" in names
     reached: list[str] = []
     for name in names:
         getattr(bridge, name).connect(lambda e, _n=name: reached.append(type(e).__name__))

@@ -12,8 +12,8 @@ from PySide6.QtTest import QTest
 
 from tests.ui.conftest import wait_until
 from ui.widgets.cards import ToolCard
-from ui.widgets.chat import RunFooter, UserMessage
 from ui.widgets.lanes import NetworkHeader
+from ui.widgets.messages import RunFooter, UserMessage
 from ui.widgets.stream import MarkdownStream
 from workspace import events as ev
 from workspace.messages import Message

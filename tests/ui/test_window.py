@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QApplication
 
 from tests.ui.conftest import close_app, wait_until
 from ui.widgets.cards import ToolCard
-from ui.widgets.chat import RobotHeader, RunFooter, UserMessage
+from ui.widgets.messages import RobotHeader, RunFooter, UserMessage
 from ui.widgets.stream import MarkdownStream
 from workspace.providers.testing import Pause, ToolCall
 

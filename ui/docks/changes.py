@@ -36,6 +36,7 @@ from ui.review.conflict import RESTORE_ACTIONS, ConflictView
 from ui.review.files import file_list
 from ui.review.view import DiffView
 from ui.review.window import ReviewWindow, resolve_conflict, segmented, summary_text
+from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
     from workspace.changes import ChangeSet, Conflict, RestoreResult
@@ -221,9 +222,9 @@ class ChangesPane(QWidget):
         changes = getattr(session, "changes", None) if session is not None else None
         if changes is not None:
             self._sets[changes.id] = changes
-            card = self._card(changes.id)
-            if card is not None and card.status == "pending" and hasattr(card, "add_files"):
-                card.add_files(changes.summary())  # the composed totals (events of parallel calls race)
+            chat = getattr(self.main_window, "chat", None)
+            if chat is not None:  # a pending card lists the composed totals (events of parallel calls race)
+                chat.presenter.set_change_files(changes.id, changes.summary())
         if self._showing_net:
             self._refresh()
             return
@@ -260,7 +261,7 @@ class ChangesPane(QWidget):
             changes = current
         folder = getattr(self.controller, "folder", None)
         if changes is not None and folder is not None and Path(changes.folder) != Path(folder):
-            text = (f"Those changes wait in {changes.folder}: open that folder (File > Open Folder) to review "
+            text = (f"Those changes wait in {display_path(changes.folder)}: open that folder (File > Open Folder) to review "
                     "them. They are kept until then.")
             self.show_message(text, "info")
             toast = getattr(self.main_window, "toast", None)
@@ -420,8 +421,9 @@ class ChangesPane(QWidget):
         entry = result.entry
         card = self._card(entry.change_set_id if entry is not None else None,
                           checkpoint_id=entry.before if entry is not None else None)
-        if card is not None and hasattr(card, "set_undone"):
-            card.set_undone(op == "undo")
+        chat = getattr(self.main_window, "chat", None)
+        if card is not None and card.item is not None and chat is not None:
+            chat.presenter.set_change_undone(card.item, op == "undo")
         if self._showing_net:
             self.commands.load_net_changes()
 
@@ -441,7 +443,7 @@ class ChangesPane(QWidget):
             return
         chat = getattr(self.main_window, "chat", None)
         if chat is not None and self._card(event.change_set_id) is not None:
-            chat.change_decided(event)
+            chat.presenter.change_decided(event)
 
     def undo_from_card(self, change_set_id: str, checkpoint_id: str = "", redo: bool = False) -> None:
         """A change card's Undo / Redo (auto mode writes at once; its card offers to undo)."""

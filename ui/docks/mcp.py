@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,11 +57,14 @@ def _wrapping(text: str, parent: QWidget) -> QLabel:
 class McpPane(QWidget):
     """Servers in a table; the selected one's details, stderr tail and tools below."""
 
-    def __init__(self, manager: Any, tasks: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, manager: Any, tasks: Any, parent: QWidget | None = None, *,
+                 on_manage: Callable[[], Any] | None = None, on_config: Callable[[Any], Any] | None = None,
+                 watch_interval: float | None = 1.0) -> None:
         super().__init__(parent)
         self.setObjectName("InspectorPane")
         self.manager = manager
         self.tasks = tasks
+        self._on_manage = on_manage
         self.model = McpServersModel(self)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
@@ -76,6 +80,11 @@ class McpPane(QWidget):
         top.addWidget(self.reload_button, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(top)
         bar = QHBoxLayout()
+        self.manage_button = QPushButton("Manage servers…", self)
+        self.manage_button.setToolTip("Add, edit, test or import MCP servers (Settings › MCP servers)")
+        self.manage_button.setVisible(on_manage is not None)
+        self.manage_button.clicked.connect(lambda: self._on_manage() if self._on_manage is not None else None)
+        bar.addWidget(self.manage_button)
         bar.addStretch(1)
         self.start_button = QPushButton("Start", self)
         self.restart_button = QPushButton("Restart", self)
@@ -122,6 +131,14 @@ class McpPane(QWidget):
         self.table.selectionModel().currentRowChanged.connect(lambda *_: self._show())
         self.model.dataChanged.connect(lambda *_: self._show())
         self._remove_listener = manager.add_listener(self._on_status)
+        # Any reload (this dock, the Settings page, the file edited on disk) reaches the robots too.
+        add_reload = getattr(manager, "add_reload_listener", None)
+        self._remove_reload = add_reload(on_config) if add_reload is not None and on_config is not None else None
+        if watch_interval is not None and hasattr(manager, "start_watching"):
+            async def watch() -> None:
+                manager.start_watching(interval=watch_interval)
+
+            tasks.spawn(watch(), name="mcp-watch")
         self.refresh()
 
     def retheme(self) -> None:
@@ -148,9 +165,8 @@ class McpPane(QWidget):
     def _update_summary(self) -> None:
         statuses = self.model.statuses
         if not statuses:
-            self.summary.setText("No MCP servers configured yet. Add them under mcpServers in your config file "
-                                 "(the Claude Desktop / Cursor format), or run `robotlab mcp import FILE`; "
-                                 "then Reload config.")
+            self.summary.setText("No MCP servers configured yet. Add them with Manage servers… (or under "
+                                 "mcpServers in your config file, the Claude Desktop / Cursor format).")
         else:
             ready = sum(1 for s in statuses if str(s.state) == "ready")
             failed = sum(1 for s in statuses if str(s.state) == "failed")
@@ -221,8 +237,13 @@ class McpPane(QWidget):
             self.summary.setText(f"Could not switch {name}: {exc}")
 
     def reload(self) -> None:
+        folder = getattr(self.manager, "folder", None)
+        set_roots = getattr(self.manager, "set_roots", None)
+
         async def go() -> None:
             try:
+                if set_roots is not None:  # the opened folder is the client's root; servers are told
+                    set_roots([folder] if folder is not None else [])
                 await self.manager.reload()
             except Exception as exc:
                 self.summary.setText(f"Reloading the MCP configuration failed: {exc}")
@@ -232,4 +253,6 @@ class McpPane(QWidget):
 
     async def aclose(self) -> None:
         self._remove_listener()
+        if self._remove_reload is not None:
+            self._remove_reload()
         await self.manager.aclose()

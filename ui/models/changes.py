@@ -47,10 +47,6 @@ class _Relay(QObject):
     notified = Signal(str)
 
 
-def file_counts(fc: FileChange) -> dict[str, int]:
-    return fc.counts()
-
-
 def counts_of(files: list[FileChange]) -> ReviewCounts:
     hunks = [h for fc in files for h in fc.hunks]
     return ReviewCounts(

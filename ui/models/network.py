@@ -199,10 +199,10 @@ class NetworkModel(QObject):
                     state.result = event.result
                 if state.status == DONE:
                     self.answer_task = task
-            case ev.RunStarted():
+            case ev.RunStarted() if event.parent_tool_id is None:  # not a robot the task's robot used as a tool
                 state.run_id = event.run_id
                 self._runs[event.run_id] = task
-            case ev.Text() if event.text:
+            case ev.Text() if event.text and event.parent_tool_id is None:
                 state.text = event.text
             case _:
                 pass  # kept in the task's transcript below
@@ -381,9 +381,6 @@ class ChatTargetModel(RobotListModel):
             if k == kind and info.name == name:
                 return row
         return -1
-
-    def network_names(self) -> list[str]:
-        return [n.name for n in self._networks]
 
     def robot_names(self) -> list[str]:
         return [r.name for r in self._robots]

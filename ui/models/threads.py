@@ -55,7 +55,7 @@ def thread_item(thread: Any) -> ThreadItem:
     return ThreadItem(
         thread_id=str(_get(thread, "id", "thread_id", default="")),
         title=str(_get(thread, "title", default="") or "Untitled thread"),
-        robot=str(_get(thread, "robot", "robot_name", default="") or ""),
+        robot=" · ".join(p for p in (str(_get(thread, "robot", "robot_name", default="") or ""), str(_get(thread, "origin_label", default="") or "")) if p),
         updated=_timestamp(_get(thread, "updated_at", "updated", "created_at")),
     )
 

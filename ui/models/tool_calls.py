@@ -9,14 +9,13 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
+from ui.chat.state import FAILED_CALL, result_error
 from workspace import events as ev
 
 Index = QModelIndex | QPersistentModelIndex
 #: The events about one tool call (matched by their ``id``).
 CallEvent = ev.ToolUse | ev.ApprovalRequested | ev.ApprovalDecided | ev.ToolResult | ev.ToolError
 
-#: States of a call that failed (an error, a denial, a stop): counted as failed everywhere.
-FAILED = frozenset({"error", "denied", "stopped"})
 
 STATUS_LABELS = {
     "running": "running",
@@ -49,7 +48,7 @@ class ToolCallRecord:
     def failed(self) -> bool:
         """The call failed: a ``tool_error`` (an ``is_error`` output), a denial, a stop, or a result
         whose payload is an error (``{"error": ...}``, MCP's ``isError``)."""
-        return self.status in FAILED
+        return self.status in FAILED_CALL
 
     @property
     def result_value(self) -> Any:
@@ -237,21 +236,6 @@ class ToolCallsModel(QAbstractTableModel):
         self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.COLUMNS) - 1))
 
 
-def result_error(payload: Any, raw: Any = None) -> Any:
-    """The error inside a ``tool_result``, or None when it succeeded.
-
-    Results normally carry ``{"data": ...}`` and errors come as ``tool_error``; but a payload of
-    ``{"error": ...}`` (an ``is_error`` tool result as the model sees it) or an MCP result marked
-    ``isError`` is a failure too, and is counted and shown as one.
-    """
-    if isinstance(payload, dict) and "error" in payload and "data" not in payload:
-        return payload["error"]
-    if isinstance(raw, dict) and raw.get("isError") is True:
-        data = payload.get("data") if isinstance(payload, dict) else payload
-        return data if data is not None else raw
-    return None
-
-
 def format_duration(seconds: float | None) -> str:
     if seconds is None:
         return ""
@@ -275,4 +259,4 @@ def diff_results(a: ToolCallRecord, b: ToolCallRecord) -> str:
     return "\n".join(lines) or "(the two results are identical)"
 
 
-__all__ = ["FAILED", "ToolCallRecord", "ToolCallsModel", "diff_results", "format_duration", "result_error"]
+__all__ = ["ToolCallRecord", "ToolCallsModel", "diff_results", "format_duration"]

@@ -134,7 +134,7 @@ class TraceFilterModel(QSortFilterProxyModel):
     def set_text(self, text: str) -> None:
         self._refilter(lambda: setattr(self, "_text", text.strip().lower()))
 
-    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
+    def filterAcceptsRow(self, source_row: int, _source_parent: Index) -> bool:
         model = self.sourceModel()
         if not isinstance(model, TraceModel):
             return True

@@ -30,6 +30,7 @@ from ui import theme
 from ui.review.view import DiffView, diff_colors
 from workspace.changes import compare_texts
 from workspace.diffing import changed_blocks, split_lines
+from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
     from workspace.changes import Conflict
@@ -166,7 +167,7 @@ class ConflictView(QFrame):
         self.picker.blockSignals(True)
         self.picker.clear()
         for conflict in self.conflicts:
-            self.picker.addItem(conflict.path)
+            self.picker.addItem(display_path(conflict.path))
         self.picker.blockSignals(False)
         self.picker.setVisible(n > 1)
         self._show(0)
@@ -198,11 +199,11 @@ class ConflictView(QFrame):
         self._mark(self.disk_edit, base, disk, QColor(theme.colors().warning_bg))
         self._mark(self.proposed_edit, base, proposed, c.add_bg)
         if base is not None or disk is not None:
-            self.disk_diff.show_file(compare_texts(base or "", disk or "", name=conflict.path))
+            self.disk_diff.show_file(compare_texts(base or "", disk or "", name=display_path(conflict.path)))
         else:
             self.disk_diff.show_file(None)
         if disk is not None or proposed is not None:
-            self.proposal_diff.show_file(compare_texts(disk or "", proposed or "", name=conflict.path))
+            self.proposal_diff.show_file(compare_texts(disk or "", proposed or "", name=display_path(conflict.path)))
         else:
             self.proposal_diff.show_file(None)
 

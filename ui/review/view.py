@@ -52,6 +52,7 @@ from ui.review.highlight import EMPTY, LineColors, Runs, lexer_for, palette
 from ui.review.rows import ADD, CTX, DEL, GAP, HUNK, INFO, PAIR, DiffRows, build_rows, hunk_final_lines
 from workspace.changes import ACCEPTED, PENDING, REJECTED
 from workspace.diffing import strip_eol
+from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
     from ui.models.changes import ChangeReviewModel
@@ -499,7 +500,7 @@ class DiffView(QAbstractScrollArea):
         self._update_scrollbars()
         self._place_overlay()
 
-    def scrollContentsBy(self, dx: int, dy: int) -> None:
+    def scrollContentsBy(self, dx: int, _dy: int) -> None:
         self._place_overlay()
         self.viewport().update()
 
@@ -1005,7 +1006,7 @@ class DiffView(QAbstractScrollArea):
         if hunk is None or fc is None:
             return
         if hunk.kind == "rename":
-            text = f"Renamed: {fc.path} → {fc.new_path}"
+            text = f"Renamed: {display_path(fc.path)} → {display_path(fc.new_path or '')}"
             bg = c.gap
         elif fc.binary:
             text = f"Binary file: {_human_size(len(fc.before) if fc.before is not None else None)} → " \

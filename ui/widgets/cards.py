@@ -1,35 +1,42 @@
-"""Tool cards (tool_use / tool_result / tool_error in place) and the inline approval panel."""
+"""Tool cards (a call, then its result or error, in place) and the inline approval panel.
+
+A :class:`ToolCard` shows a :class:`~ui.chat.state.ToolCallItem` (:meth:`ToolCard.apply`); while a
+person is asked, its :class:`ApprovalPanel` takes the arguments' place, and once answered gives
+way to the decision's line, as a reopened thread shows it.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QEvent, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QKeyEvent, QResizeEvent, QTextOption
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeyEvent, QTextOption
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
     QHBoxLayout,
     QLabel,
-    QLayout,
-    QLayoutItem,
     QLineEdit,
     QPlainTextEdit,
+    QProgressBar,
     QPushButton,
     QSizePolicy,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from ui import markdown, theme
-from ui.models.tool_calls import format_duration, result_error
-from ui.widgets.common import AutoHeightText, ElidedLabel, JsonHighlighter, RichLabel, pill, robot_chip
+from ui.models.tool_calls import format_duration
+from ui.widgets.common import AutoHeightText, ElidedLabel, JsonHighlighter, pill, robot_chip
+from ui.widgets.flow import ElidedToolButton, FlowRow, shrinkable
 from workspace.approval import ApprovalDecision
+from workspace.sandbox import display_json, display_path
 
 if TYPE_CHECKING:
     import asyncio
+
+    from ui.chat.state import ToolCallItem
 
 ARGS_MAX_LINES = 40
 STATUS_TEXT = {
@@ -72,7 +79,7 @@ def _preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
             text = json.dumps(value, ensure_ascii=False, default=str)
         except (TypeError, ValueError):
             text = repr(value)
-    text = " ".join(text.split())
+    text = display_path(" ".join(text.split()))  # no control or bidi character reorders the card
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -114,171 +121,6 @@ def _body_text(html: str, parent: QWidget, name: str) -> AutoHeightText:
     return view
 
 
-def _shrinkable(label: QLabel) -> QLabel:
-    """A word-wrapping label that never widens its card (a long word is cut, not the card)."""
-    label.setWordWrap(True)
-    label.setSizePolicy(QSizePolicy.Policy.Ignored, label.sizePolicy().verticalPolicy())
-    return label
-
-
-class FlowRow(QLayout):
-    """Widgets in a row that wraps onto more rows when narrow (so buttons never fall off the card).
-
-    Each widget takes its preferred width; a horizontally *expanding* one (a text field, a hint)
-    is placed at its minimum width and then takes the rest of its row. Rows without one are
-    right-aligned when ``align_right``. The minimum width is the widest single widget's.
-    """
-
-    def __init__(self, parent: QWidget | None = None, *, spacing: int = 8, align_right: bool = False,
-                 center: bool = False) -> None:
-        super().__init__(parent)
-        self._items: list[QLayoutItem] = []
-        self._gap = spacing
-        self._align_right = align_right
-        self._center = center
-        self.setContentsMargins(0, 0, 0, 0)
-
-    # -- QLayout ------------------------------------------------------------------------------
-    def addItem(self, item: QLayoutItem) -> None:
-        self._items.append(item)
-
-    def count(self) -> int:
-        return len(self._items)
-
-    def itemAt(self, index: int) -> QLayoutItem | None:
-        return self._items[index] if 0 <= index < len(self._items) else None
-
-    def takeAt(self, index: int) -> QLayoutItem | None:
-        return self._items.pop(index) if 0 <= index < len(self._items) else None
-
-    def expandingDirections(self) -> Qt.Orientation:
-        return Qt.Orientation.Horizontal
-
-    def hasHeightForWidth(self) -> bool:
-        return True
-
-    def heightForWidth(self, width: int) -> int:
-        return self._arrange(QRect(0, 0, width, 0), apply=False)
-
-    def setGeometry(self, rect: QRect) -> None:
-        super().setGeometry(rect)
-        self._arrange(rect, apply=True)
-
-    def sizeHint(self) -> QSize:
-        items = self._visible()
-        m = self.contentsMargins()
-        width = sum(i.sizeHint().width() for i in items) + self._gap * max(0, len(items) - 1)
-        height = max((i.sizeHint().height() for i in items), default=0)
-        return QSize(width + m.left() + m.right(), height + m.top() + m.bottom())
-
-    def minimumSize(self) -> QSize:
-        items = self._visible()
-        m = self.contentsMargins()
-        width = max((i.minimumSize().width() if self._expands(i) else i.sizeHint().width() for i in items),
-                    default=0)
-        height = max((i.minimumSize().height() for i in items), default=0)
-        return QSize(width + m.left() + m.right(), height + m.top() + m.bottom())
-
-    # -- placement ----------------------------------------------------------------------------
-    def _visible(self) -> list[QLayoutItem]:
-        return [i for i in self._items if not i.isEmpty()]
-
-    @staticmethod
-    def _expands(item: QLayoutItem) -> bool:
-        widget = item.widget()
-        policy = widget.sizePolicy().horizontalPolicy() if widget is not None else QSizePolicy.Policy.Fixed
-        return bool(policy.value & QSizePolicy.PolicyFlag.ExpandFlag.value)
-
-    def _arrange(self, rect: QRect, *, apply: bool) -> int:
-        m = self.contentsMargins()
-        area = rect.adjusted(m.left(), m.top(), -m.right(), -m.bottom())
-        room = max(1, area.width())
-        rows: list[list[tuple[QLayoutItem, int]]] = []
-        row: list[tuple[QLayoutItem, int]] = []
-        used = 0
-        for item in self._visible():
-            width = item.minimumSize().width() if self._expands(item) else item.sizeHint().width()
-            width = min(max(width, item.minimumSize().width()), room)
-            if row and used + self._gap + width > room:
-                rows.append(row)
-                row, used = [], 0
-            used += (self._gap if row else 0) + width
-            row.append((item, width))
-        if row:
-            rows.append(row)
-        y = area.top()
-        for index, line in enumerate(rows):
-            height = max(item.sizeHint().height() for item, _w in line)
-            if apply:
-                spare = room - (sum(w for _i, w in line) + self._gap * (len(line) - 1))
-                growers = [item for item, _w in line if self._expands(item)]
-                shift = spare if self._align_right else spare // 2 if self._center else 0
-                x = area.left() + (shift if not growers else 0)
-                for item, width in line:
-                    if growers and item is growers[0]:
-                        width += spare
-                    item_height = min(height, item.sizeHint().height()) if not self._expands(item) else height
-                    item.setGeometry(QRect(x, y + (height - item_height) // 2, width, item_height))
-                    x += width + self._gap
-            y += height + (self._gap if index < len(rows) - 1 else 0)
-        return y - area.top() + m.top() + m.bottom()
-
-
-class ElidedToolButton(QToolButton):
-    """A tool button (icon and one line) whose text ends in "…" when narrow; ``text()`` is the full text.
-
-    It asks for its whole text but needs only ``min_text`` (e.g. "Result…"): a long preview never
-    makes the card wider than the conversation.
-    """
-
-    def __init__(self, parent: QWidget | None = None, *, min_text: str = "") -> None:
-        super().__init__(parent)
-        self._full = ""
-        self._min_text = min_text
-
-    def setText(self, text: str) -> None:
-        self._full = text
-        self.setAccessibleName(text)
-        self._elide()
-        self.updateGeometry()
-
-    def text(self) -> str:
-        return self._full
-
-    @property
-    def shown_text(self) -> str:
-        return QToolButton.text(self)
-
-    def _overhead(self) -> int:
-        return max(0, super().sizeHint().width() - self.fontMetrics().horizontalAdvance(QToolButton.text(self)))
-
-    def sizeHint(self) -> QSize:
-        return QSize(self._overhead() + self.fontMetrics().horizontalAdvance(self._full) + 2,
-                     super().sizeHint().height())
-
-    def minimumSizeHint(self) -> QSize:
-        part = self._min_text if len(self._min_text) < len(self._full) else self._full
-        return QSize(self._overhead() + self.fontMetrics().horizontalAdvance(part) + 2,
-                     super().minimumSizeHint().height())
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._elide()
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
-            self._elide()
-
-    def _elide(self) -> None:
-        fm = self.fontMetrics()
-        room = self.width() - self._overhead() - 2
-        shown = self._full if fm.horizontalAdvance(self._full) <= room else fm.elidedText(
-            self._full, Qt.TextElideMode.ElideRight, max(0, room))
-        if shown != QToolButton.text(self):
-            super().setText(shown)
-
-
 def _elided_chip(robot: str, parent: QWidget) -> ElidedLabel:
     """The robot badge of a card; a long robot name ends in "…" (the tooltip has it)."""
     chip = ElidedLabel(robot, parent, min_chars=4)
@@ -291,7 +133,7 @@ def _elided_chip(robot: str, parent: QWidget) -> ElidedLabel:
 def _args_html(value: Any) -> str:
     value = value if value is not None else {}
     try:
-        compact = json.dumps(value, ensure_ascii=False)
+        compact = display_json(json.dumps(value, ensure_ascii=False))
     except (TypeError, ValueError):
         compact = ""
     if compact and len(compact) <= 72:  # short arguments on one line: cards stay small
@@ -378,10 +220,26 @@ class ToolCard(QFrame):
 
         self._result_toggle: ElidedToolButton | None = None
         self._result_view: AutoHeightText | None = None
+        self._error_box: AutoHeightText | None = None
+        self._decision: QLabel | None = None
+        self._lanes: list[QWidget] = []
         self._set_status("running")
+
+    # -- a robot used as this tool ----------------------------------------------------------------
+    def add_lane(self, lane: QWidget) -> None:
+        """The lane of the robot this call runs (a robot used as a tool), under the arguments."""
+        lane.setParent(self)
+        self._body.addWidget(lane)
+        self._lanes.append(lane)
+        lane.setVisible(True)
+
+    def lanes(self) -> list[QWidget]:
+        return list(self._lanes)
 
     # -- state ------------------------------------------------------------------------------
     def _set_status(self, status: str) -> None:
+        if status == self.status and self._status_pill is not None:
+            return
         self.status = status
         self.setProperty("status", status)
         self.style().unpolish(self)
@@ -397,31 +255,85 @@ class ToolCard(QFrame):
         self.arguments = arguments
         self._args.setHtml(_args_html(arguments))
 
-    def set_result(self, payload: Any, duration: float | None) -> None:
-        error = result_error(payload)
-        if error is not None:  # an error carried as a result: shown (and counted) as one
-            self.result = payload
-            self.set_error(error, duration)
-            return
-        self.result = payload
-        self._set_status("ok")
-        self._duration.setText(format_duration(duration))
-        value = payload["data"] if isinstance(payload, dict) and set(payload) == {"data"} else payload
-        self._add_result_section("Result", value, expanded=False)
+    def apply(self, call: ToolCallItem) -> None:
+        """Show the call's state: its arguments, status, result or error, and the approval's outcome."""
+        if call.arguments != self.arguments:
+            self.set_arguments(call.arguments)
+        if call.status == "ok" and self._result_toggle is None:
+            self.result = call.result
+            self._add_result_section("Result", call.result_value, expanded=False)
+        elif call.failed and call.error is not None and call.error != self.error:
+            self.result = call.result
+            self.error = call.error
+            c = theme.colors()
+            error = call.error
+            message = error.get("message", error) if isinstance(error, dict) else error
+            text = message if isinstance(message, str) else markdown.to_json_text(message)
+            html = f'<div style="color:{c.error};"><b>{call.error_label}</b> — {markdown._esc(text)}</div>'
+            if self._error_box is None:
+                self._error_box = _body_text(html, self, "ToolError")
+                self._body.addWidget(self._error_box)
+            else:
+                self._error_box.setHtml(html)
+        if call.status == "ok" or call.duration:
+            self._duration.setText(format_duration(call.duration))
+        self._show_progress(call)
+        approval = call.approval
+        if approval is not None and approval.state != "asking":
+            self._show_decision(approval.note, approval.state)
+        if self.approval is None or self.approval.done:
+            self._set_status(call.status)
 
-    def set_error(self, error: Any, duration: float | None, *, denied: bool = False) -> None:
-        self.error = error
-        stopped = "stopped the run" in str(error)
-        self._set_status("denied" if denied else ("stopped" if stopped else "error"))
-        if duration:
-            self._duration.setText(format_duration(duration))
+    def _show_progress(self, call: ToolCallItem) -> None:
+        """An MCP server's progress reports: a bar (busy when the total is unknown) and its message;
+        hidden once the call ends, unless the run was stopped (the server was told to cancel)."""
+        progress = call.progress
+        bar: QProgressBar | None = getattr(self, "_progress", None)
+        label: QLabel | None = getattr(self, "_progress_label", None)
+        if progress is None or (call.status not in ("running", "approval") and not progress.cancelled):
+            if bar is not None and label is not None:
+                bar.setVisible(False)
+                label.setVisible(False)
+            return
+        if bar is None or label is None:
+            bar = QProgressBar(self)
+            bar.setTextVisible(False)
+            bar.setMaximumHeight(6)
+            bar.setAccessibleName("Tool progress")
+            label = shrinkable(QLabel("", self))
+            label.setObjectName("Muted")
+            self._progress, self._progress_label = bar, label
+            self._body.addWidget(bar)
+            self._body.addWidget(label)
+        fraction = progress.fraction
+        bar.setRange(0, 0 if fraction is None else 1000)
+        if fraction is not None:
+            bar.setValue(int(fraction * 1000))
+        bar.setVisible(not progress.cancelled)
+        label.setText(progress.text)
+        label.setVisible(True)
+
+    def _show_decision(self, text: str, state: str) -> None:
+        """The approval's outcome under the arguments (the live panel, once answered, gives way to it)."""
+        panel = self.approval
+        if panel is not None:
+            if not panel.done:
+                if state != "stopped":
+                    return  # decided elsewhere (the policy file, another window): the panel finishes itself
+                panel.dismiss()  # the run ended while it waited
+            self.approval = None
+            self._body.removeWidget(panel)
+            panel.setVisible(False)
+            panel.deleteLater()
+            self._args.setVisible(True)
         c = theme.colors()
-        message = error.get("message", error) if isinstance(error, dict) else error
-        text = message if isinstance(message, str) else markdown.to_json_text(message)
-        box = _body_text(
-            f'<div style="color:{c.error};"><b>{"Denied" if denied else ("Stopped" if stopped else "Error")}</b>'
-            f' — {markdown._esc(text)}</div>', self, "ToolError")
-        self._body.addWidget(box)
+        color = {"approved": c.success, "denied": c.error}.get(state, c.muted)
+        if self._decision is None:
+            self._decision = shrinkable(QLabel("", self))
+            self._decision.setObjectName("ApprovalNote")
+            self._body.insertWidget(1, self._decision)
+        self._decision.setText(text)
+        self._decision.setStyleSheet(f"color: {color}; font-weight: 600;")
 
     def _add_result_section(self, label: str, value: Any, *, expanded: bool) -> None:
         c = theme.colors()
@@ -480,20 +392,6 @@ class ToolCard(QFrame):
                     self.set_arguments(decision.input)
             self.decided.emit(self.call_id, decision)
 
-    def mark_decided(self, decision: str, reason: str | None, scope: str) -> None:
-        """Show a decision that came from the event log (a replay), without a live panel."""
-        c = theme.colors()
-        if decision == "approve":
-            text = f"Approved ({'policy' if scope == 'policy' else scope})"
-            color = c.success
-        else:
-            text = f"Denied{': ' + reason if reason else ''}"
-            color = c.error
-        note = _shrinkable(QLabel(text, self))
-        note.setObjectName("Muted")
-        note.setStyleSheet(f"color: {color};")
-        self._body.insertWidget(1, note)
-
 
 class ApprovalPanel(QFrame):
     """The inline approval: full editable highlighted arguments, Approve / Edit & approve / Deny.
@@ -529,7 +427,7 @@ class ApprovalPanel(QFrame):
                        f"<b>{markdown._esc(request.tool)}</b>{where}", self)
         title.setObjectName("ApprovalTitle")
         title.setTextFormat(Qt.TextFormat.RichText)
-        _shrinkable(title)
+        shrinkable(title)
         top.addWidget(title, 1)
         for hint, value in dict(getattr(request, "annotations", {}) or {}).items():
             if isinstance(value, bool) and value and hint.endswith("Hint"):
@@ -551,7 +449,7 @@ class ApprovalPanel(QFrame):
         self.editor.setFixedHeight(int(self.editor.fontMetrics().lineSpacing() * lines + margins))
         self.editor.textChanged.connect(self._on_edited)
         layout.addWidget(self.editor)
-        self.problem = _shrinkable(QLabel("", self))
+        self.problem = shrinkable(QLabel("", self))
         self.problem.setStyleSheet(f"color: {c.error};")
         self.problem.setVisible(False)
         layout.addWidget(self.problem)
@@ -665,7 +563,7 @@ class ApprovalPanel(QFrame):
         for child in self.findChildren(QWidget):
             child.setVisible(False)
         layout = self.layout()
-        note = _shrinkable(QLabel(text, self))
+        note = shrinkable(QLabel(text, self))
         note.setStyleSheet(f"color: {color}; font-weight: 600;")
         assert layout is not None
         layout.addWidget(note)
@@ -674,6 +572,13 @@ class ApprovalPanel(QFrame):
     @property
     def done(self) -> bool:
         return self._done
+
+    def dismiss(self) -> None:
+        """Nobody needs the answer any more (the run ended): stop waiting, quietly."""
+        self._done = True
+        if not self.future.done():
+            self.future.cancel()
+        self.finished.emit(None)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()
@@ -688,142 +593,3 @@ class ApprovalPanel(QFrame):
             self.reason.setFocus()
         else:
             super().keyPressEvent(event)
-
-
-class ChangeCard(QFrame):
-    """A robot proposed file changes: the files with their size, and where to review them."""
-
-    review_requested = Signal(str)  # change set id
-    #: Undo (or redo) what this card's changes wrote: (change set id, checkpoint id or "", redo).
-    undo_requested = Signal(str, str, bool)
-
-    def __init__(self, *, change_set_id: str, robot: str, files: list[Any], parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("ToolCard")
-        self.change_set_id = change_set_id
-        self.files = list(files)
-        self.status = "pending"
-        #: The checkpoint taken before the changes were written (set by set_outcome), and the outcome by path.
-        self.checkpoint_id: str | None = None
-        self.outcome: dict[str, Any] = {}
-        self.undone = False
-        c = theme.colors()
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.setSpacing(0)
-        header = QFrame(self)
-        header.setObjectName("ToolCardHeader")
-        hl = QHBoxLayout(header)
-        hl.setContentsMargins(10, 6, 10, 6)
-        hl.setSpacing(8)
-        icon = QLabel(header)
-        icon.setPixmap(theme.icon("diff", c.muted).pixmap(14, 14))
-        hl.addWidget(icon)
-        self.title = QLabel("", header)
-        self.title.setTextFormat(Qt.TextFormat.RichText)
-        self.title.setMinimumWidth(40)  # when narrow, "Proposed changes · 3 files" is cut, not the card
-        hl.addWidget(self.title)
-        hl.addWidget(robot_chip(robot, header))
-        hl.addStretch(1)
-        self._pill_holder = QHBoxLayout()
-        hl.addLayout(self._pill_holder)
-        self._pill: QLabel | None = None
-        outer.addWidget(header)
-        body = QWidget(self)
-        bl = QVBoxLayout(body)
-        bl.setContentsMargins(12, 8, 12, 10)
-        bl.setSpacing(4)
-        self.listing = _shrinkable(RichLabel("", body))
-        bl.addWidget(self.listing)
-        self._show_files()
-        row = QHBoxLayout()
-        self.note = _shrinkable(QLabel("Nothing is written until you review it.", body))
-        self.note.setObjectName("Muted")
-        row.addWidget(self.note, 1)
-        self.undo_button = QPushButton("Undo", body)
-        self.undo_button.setToolTip("Restore the files as they were before these changes (redo stays possible)")
-        self.undo_button.clicked.connect(
-            lambda: self.undo_requested.emit(self.change_set_id, self.checkpoint_id or "", self.undone))
-        self.undo_button.setVisible(False)
-        row.addWidget(self.undo_button)
-        self.review_button = QPushButton("Review changes", body)
-        self.review_button.setObjectName("PrimaryButton")
-        self.review_button.clicked.connect(lambda: self.review_requested.emit(self.change_set_id))
-        row.addWidget(self.review_button)
-        bl.addLayout(row)
-        outer.addWidget(body)
-        self._set_pill("review pending", c.warning, c.warning_bg)
-
-    def add_files(self, files: list[Any]) -> None:
-        """Another proposal of the same change set (the robot edited more files, or a file again)."""
-        by_path = {str(f.get("path")): i for i, f in enumerate(self.files)}
-        for f in files:
-            key = str(f.get("path"))
-            if key in by_path:
-                self.files[by_path[key]] = f
-            else:
-                by_path[key] = len(self.files)
-                self.files.append(f)
-        self._show_files()
-
-    def _show_files(self) -> None:
-        c = theme.colors()
-        count = len(self.files)
-        self.title.setText(f"<b>Proposed changes</b> · {count} file{'s' if count != 1 else ''}")
-        rows = []
-        for f in self.files[:12]:
-            path = markdown._esc(str(f.get("path", "?")))
-            action = markdown._esc(str(f.get("action", "modify")))
-            added, removed = int(f.get("added", 0) or 0), int(f.get("removed", 0) or 0)
-            rows.append(f'<span style="font-family:{theme.mono_family()}">{path}</span> '
-                        f'<span style="color:{c.muted}">{action}</span> '
-                        f'<span style="color:{c.success}">+{added}</span> <span style="color:{c.error}">−{removed}</span>')
-        if len(self.files) > 12:
-            rows.append(f'<span style="color:{c.muted}">… and {len(self.files) - 12} more</span>')
-        self.listing.setText("<br>".join(rows))
-
-    def _set_pill(self, text: str, fg: str, bg: str) -> None:
-        if self._pill is not None:
-            self._pill_holder.removeWidget(self._pill)
-            self._pill.deleteLater()
-        self._pill = pill(text, fg, bg, self)
-        self._pill_holder.addWidget(self._pill)
-
-    def set_outcome(self, outcome: list[Any], *, checkpoint_id: str | None = None) -> None:
-        """Show what the user decided (from a ``change_decided`` event; auto mode sends one per write)."""
-        c = theme.colors()
-        for f in outcome:
-            self.outcome[str(f.get("path"))] = f
-        outcome = list(self.outcome.values())
-        accepted = sum(len(f.get("accepted") or []) for f in outcome)
-        rejected = sum(len(f.get("rejected") or []) for f in outcome)
-        self.status = "decided"
-        self.undone = False
-        if checkpoint_id:
-            self.checkpoint_id = checkpoint_id
-        written = any(f.get("status") == "applied" for f in outcome)
-        self.undo_button.setText("Undo")
-        self.undo_button.setVisible(written and self.checkpoint_id is not None)
-        if accepted and not rejected:
-            self._set_pill("applied", c.success, c.card_header)
-        elif rejected and not accepted:
-            self._set_pill("rejected", c.error, c.error_bg)
-        else:
-            self._set_pill(f"{accepted} applied · {rejected} rejected", c.accent, c.card_header)
-        self.note.setText(f"{accepted} hunk{'s' if accepted != 1 else ''} applied, {rejected} rejected.")
-        self.review_button.setText("Show changes")
-        self.review_button.setObjectName("")
-        self.review_button.style().unpolish(self.review_button)
-        self.review_button.style().polish(self.review_button)
-
-    def set_undone(self, undone: bool) -> None:
-        """The written changes were undone (or redone) from the card or the Changes dock."""
-        c = theme.colors()
-        self.undone = undone
-        if undone:
-            self._set_pill("undone", c.muted, c.card_header)
-            self.note.setText("Undone: the files are as they were before these changes.")
-            self.undo_button.setText("Redo")
-        else:
-            self.set_outcome([])
-        self.undo_button.setVisible(self.checkpoint_id is not None)

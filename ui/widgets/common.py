@@ -134,19 +134,6 @@ class AutoHeightText(QTextBrowser):
         return QSize(super().sizeHint().width(), self.height())
 
 
-def badge(text: str, color: str, parent: QWidget | None = None, *, small: bool = True) -> QLabel:
-    """A rounded pill with white text on ``color``."""
-    label = QLabel(text, parent)
-    label.setObjectName("Badge")
-    pad = "1px 7px" if small else "2px 9px"
-    label.setStyleSheet(
-        f"QLabel#Badge {{ background-color: {color}; color: white; border-radius: 8px; padding: {pad};"
-        " font-size: 11px; font-weight: 600; }"
-    )
-    label.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
-    return label
-
-
 def robot_chip(robot: str, parent: QWidget | None = None) -> QLabel:
     """The robot's name in its colour on a light tint of it (the robot badge of cards)."""
     color = QColor(theme.badge_color(robot))

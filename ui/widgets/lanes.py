@@ -6,35 +6,33 @@ the task's status (icon and pill), its duration and tokens; its body holds the r
 tool cards. A finished lane collapses to one line (its answer's first line) as soon as another
 task runs, except the task whose answer is the network's answer (the last one done), which stays
 open. A lane the user opened or closed stays that way. Skipped tasks are a single muted line
-saying why.
+saying why. What a lane shows is its :class:`~ui.chat.state.LaneItem` (the chat's presenter
+decides the state, folding included): :meth:`TaskLane.apply` renders it.
 
 Also here, shared with the Network dock: the colours and painted icons of task states.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QByteArray, QObject, QPointF, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPen, QPixmap
 from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from ui import markdown, theme
+from ui.chat.state import LANE_STATUS_TEXT
 from ui.models.tool_calls import format_duration
 from ui.widgets.cards import ToolCard
 from ui.widgets.common import ElidedLabel, pill
 from ui.widgets.stream import MarkdownStream
 
-STATUS_TEXT = {
-    "waiting": "waiting",
-    "running": "running",
-    "done": "done",
-    "failed": "failed",
-    "skipped": "skipped",
-    "cancelled": "stopped",
-}
+if TYPE_CHECKING:
+    from ui.chat.state import Lane, NetworkItem
+
+STATUS_TEXT = LANE_STATUS_TEXT
 
 NETWORK_SVG = (
     '<svg xmlns="http://www.w3.org/2000/svg" width="24" height="24" viewBox="0 0 24 24" fill="none" '
@@ -208,15 +206,6 @@ def network_icon(color: str | None = None, size: int = 18) -> QIcon:
     return QIcon(pixmap)
 
 
-def _first_line(text: str, limit: int = 160) -> str:
-    for line in text.splitlines():
-        line = line.strip().lstrip("#>*-_ ").strip()
-        if line:
-            line = line.replace("**", "").replace("`", "")
-            return line if len(line) <= limit else line[: limit - 1] + "…"
-    return ""
-
-
 def _tokens(input_tokens: int, output_tokens: int) -> str:
     total = input_tokens + output_tokens
     return f"{total:,} tokens" if total else ""
@@ -248,6 +237,9 @@ class NetworkHeader(QWidget):
     def set_summary(self, text: str) -> None:
         self.kind.setText(f"network · {text}" if text else "network")
 
+    def apply(self, item: NetworkItem) -> None:
+        self.set_summary(item.summary)
+
 
 class _LaneHeader(QFrame):
     clicked = Signal()
@@ -263,8 +255,8 @@ class _LaneHeader(QFrame):
 class TaskLane(QFrame):
     """One task of a network run: a coloured lane with a header and the robot's work inside."""
 
-    #: The user opened (False) or closed (True) the lane.
-    toggled = Signal(bool)
+    #: The person clicked the header or the chevron: fold (True) or open (False) the lane.
+    toggle_requested = Signal(bool)
 
     def __init__(self, task: str, robot: str, parent: QWidget | None = None, *, color: str | None = None) -> None:
         super().__init__(parent)
@@ -354,6 +346,9 @@ class TaskLane(QFrame):
         self.body_layout.addWidget(widget)
         self._widgets.append(widget)
         widget.setVisible(True)
+        if self.note.isVisible():  # the failure note stays last
+            self.body_layout.removeWidget(self.note)
+            self.body_layout.addWidget(self.note)
 
     def widgets(self) -> list[QWidget]:
         return [w for w in self._widgets if w.parent() is self.body]
@@ -368,38 +363,50 @@ class TaskLane(QFrame):
         return "\n\n".join(p for p in parts if p)
 
     # -- state ------------------------------------------------------------------------------------
-    def start(self, *, ts: float | None, message: str | None) -> None:
-        self.started = ts
-        self.message = message
-        self._set_status("running")
-        self.set_collapsed(False)
-
-    def finish(self, status: str, *, reason: str | None = None, ts: float | None = None) -> None:
-        self.finished = ts
-        self.reason = reason
-        self._set_status(status)
+    def apply(self, lane: Lane) -> None:
+        """Show the task's state: status, times, tokens, why it stopped, folded or open."""
+        self.started, self.finished = lane.started, lane.finished
+        self.message = lane.message
+        self.user_toggled = lane.user_toggled
+        if lane.status != self.status or self._pill is None:
+            self._set_status(lane.status)
         self.update_duration()
-        if status == "skipped":
-            self.body.setVisible(False)
-            self.chevron.setVisible(False)
-            self.header.setCursor(Qt.CursorShape.ArrowCursor)
-            self.collapsed = True
-            self.summary.setText(reason or "not run")
-            self.summary.setToolTip(reason or "")
+        usage = lane.usage
+        if usage.input_tokens or usage.output_tokens or self.input_tokens or self.output_tokens:
+            self.set_usage(usage.input_tokens, usage.output_tokens, usage.cost)
+        if lane.reason != self.reason:
+            self.reason = lane.reason
+            if lane.status in ("failed", "cancelled") and lane.reason:
+                c = theme.colors()
+                color = c.error if lane.status == "failed" else c.muted
+                what = "Failed" if lane.status == "failed" else "Stopped"
+                self.note.setText(f'<span style="color:{color};">{what}: {markdown._esc(lane.reason)}</span>')
+                self.body_layout.removeWidget(self.note)
+                self.body_layout.addWidget(self.note)
+                self.note.setVisible(True)
+        if lane.status == "skipped":
+            self._skip(lane.summary)
+            return
+        self.collapsed = lane.collapsed
+        self.body.setVisible(not lane.collapsed)
+        self._update_chevron()
+        self._summary_text = lane.summary
+        self.summary.setText(lane.summary if lane.collapsed else "")
+        self.summary.setToolTip(lane.summary)
+
+    def _skip(self, why: str) -> None:
+        """A skipped task: a single muted line saying why."""
+        self.body.setVisible(False)
+        self.chevron.setVisible(False)
+        self.header.setCursor(Qt.CursorShape.ArrowCursor)
+        self.collapsed = True
+        self.summary.setText(why)
+        self.summary.setToolTip(why if why != "not run" else "")
+        if not self.property("compact"):
             self.setProperty("compact", True)
             self.style().unpolish(self)
             self.style().polish(self)
-            self.update()
-            return
-        if status in ("failed", "cancelled") and reason:
-            c = theme.colors()
-            color = c.error if status == "failed" else c.muted
-            what = "Failed" if status == "failed" else "Stopped"
-            self.note.setText(f'<span style="color:{color};">{what}: {markdown._esc(reason)}</span>')
-            self.body_layout.removeWidget(self.note)
-            self.body_layout.addWidget(self.note)
-            self.note.setVisible(True)
-        self._refresh_summary()
+        self.update()
 
     def _set_status(self, status: str) -> None:
         self.status = status
@@ -430,33 +437,21 @@ class TaskLane(QFrame):
             tip += f", ${cost:.4f}"
         self.usage.setToolTip(tip)
 
-    def _refresh_summary(self) -> None:
-        texts = [w.text for w in self.widgets() if isinstance(w, MarkdownStream) and w.text.strip()]
-        text = _first_line(texts[-1]) if texts else ""  # the answer: the last text
-        if self.status in ("failed", "cancelled") and self.reason and not text:
-            text = self.reason
-        self._summary_text = text
-        self.summary.setText(text if self.collapsed else "")
-        self.summary.setToolTip(text)
-
     # -- collapsing -------------------------------------------------------------------------------
     def toggle(self) -> None:
+        """The person opens or closes the lane: the chat's presenter decides (see ``toggle_requested``)."""
         if self.status == "skipped":
             return
-        self.user_toggled = True
-        self.set_collapsed(not self.collapsed)
-        self.toggled.emit(self.collapsed)
+        self.toggle_requested.emit(not self.collapsed)
 
     def set_collapsed(self, collapsed: bool) -> None:
+        """Fold or open the lane on screen (the view state stays as it is)."""
         if self.status == "skipped":
             return
         self.collapsed = collapsed
         self.body.setVisible(not collapsed)
         self._update_chevron()
-        self._refresh_summary()
-
-    def expand(self) -> None:
-        self.set_collapsed(False)
+        self.summary.setText(self._summary_text if collapsed else "")
 
     def _update_chevron(self) -> None:
         name = "chevron-right" if self.collapsed else "chevron-down"
@@ -499,132 +494,16 @@ class TaskLane(QFrame):
         painter.end()
 
 
-class LaneGroup(QObject):
-    """The lanes of one network run in the chat, fed its ``task_started`` / ``task_finished``."""
-
-    def __init__(self, run_id: str, network: str, *, add: Callable[[QWidget], None], parent: QWidget) -> None:
-        super().__init__(parent)
-        self.run_id = run_id
-        self.network = network
-        self._add = add
-        self._parent = parent
-        self.header = NetworkHeader(network, parent)
-        add(self.header)
-        self.lanes: dict[str, TaskLane] = {}
-        #: Task names in the order their lanes appeared.
-        self.order: list[str] = []
-        #: Done tasks in the order they finished (the last one is the network's answer).
-        self.done: list[str] = []
-        self.ended = False
-        self._timer = QTimer(self)
-        self._timer.setInterval(500)
-        self._timer.timeout.connect(self._tick)
-
-    def lane(self, task: str) -> TaskLane | None:
-        return self.lanes.get(task)
-
-    def _make(self, task: str, robot: str) -> TaskLane:
-        lane = self.lanes.get(task)
-        if lane is None:
-            lane = TaskLane(task, robot, self._parent, color=robot_color(robot, self.network))
-            self.lanes[task] = lane
-            self.order.append(task)
-            self._add(lane)
-        return lane
-
-    def on_task_event(self, event: Any) -> TaskLane | None:
-        task = getattr(event, "task", None)
-        if not task:
-            return None
-        if event.kind == "task_started":
-            lane = self._make(task, event.robot)
-            # Another task runs now: the earlier answers fold away (unless the user chose).
-            for other in self.lanes.values():
-                if other is not lane and other.status == "done" and not other.user_toggled:
-                    other.set_collapsed(True)
-            lane.start(ts=event.ts, message=getattr(event, "message", None))
-            if not self._timer.isActive():
-                self._timer.start()
-            return lane
-        if event.kind == "task_finished":
-            lane = self._make(task, event.robot)
-            status = getattr(event, "status", "done")
-            lane.finish(status, reason=getattr(event, "error", None), ts=event.ts)
-            if status == "done":
-                self.done.append(task)
-                if self.running() and not lane.user_toggled:
-                    lane.set_collapsed(True)
-            if not self.running():
-                self._timer.stop()
-            return lane
-        return None
-
-    def lane_for_robot(self, robot: str) -> TaskLane | None:
-        """The running lane of ``robot`` (for a run whose task is not known)."""
-        for task in reversed(self.order):
-            lane = self.lanes[task]
-            if lane.robot == robot and lane.status == "running":
-                return lane
-        return None
-
-    def running(self) -> list[TaskLane]:
-        return [lane for lane in self.lanes.values() if lane.status == "running"]
-
-    def answer_lane(self) -> TaskLane | None:
-        return self.lanes.get(self.done[-1]) if self.done else None
-
-    def finish(self, terminal: Any) -> None:
-        """The network run ended: stop what still runs, fold every answer but the network's."""
-        self.ended = True
-        self._timer.stop()
-        reason = getattr(terminal, "reason", None) or getattr(terminal, "error", None) or "interrupted"
-        for lane in self.lanes.values():
-            if lane.status in ("running", "waiting"):
-                lane.finish("cancelled", reason=reason, ts=getattr(terminal, "ts", None))
-        answer = self.answer_lane()
-        for lane in self.lanes.values():
-            if lane.user_toggled or lane.status != "done":
-                continue
-            lane.set_collapsed(lane is not answer)
-        counts: dict[str, int] = {}
-        for lane in self.lanes.values():
-            counts[lane.status] = counts.get(lane.status, 0) + 1
-        parts = [f"{len(self.lanes)} task{'s' if len(self.lanes) != 1 else ''}"]
-        parts += [f"{n} {STATUS_TEXT.get(s, s)}" for s, n in counts.items()]
-        self.header.set_summary(" · ".join(parts))
-
-    def _tick(self) -> None:
-        import time
-
-        now = time.time()
-        running = self.running()
-        for lane in running:
-            lane.update_duration(now)
-        if not running:
-            self._timer.stop()
-
-
-def lane_of(widget: QWidget | None) -> TaskLane | None:
-    """The lane a widget sits in (None outside lanes)."""
-    while widget is not None:
-        if isinstance(widget, TaskLane):
-            return widget
-        widget = widget.parentWidget()
-    return None
-
-
 def spinner_phase(ms: float, period_ms: float = 1100.0) -> float:
     """Phase (0..1) of a turning arc at time ``ms``."""
     return (ms % period_ms) / period_ms
 
 
 __all__ = [
-    "LaneGroup",
     "NetworkHeader",
     "TaskLane",
     "assign_robot_colors",
     "color_chip",
-    "lane_of",
     "network_icon",
     "paint_status",
     "robot_color",

@@ -162,7 +162,9 @@ class Docks(Mapping[str, QDockWidget]):
         manager = manager_for(self.window.controller)
         if manager is None:
             return
-        self.mcp_pane = McpPane(manager, self.window.controller.tasks, self.window)
+        w = self.window
+        self.mcp_pane = McpPane(manager, w.controller.tasks, w, on_manage=lambda: w.settings_flow.open_mcp_servers(),
+                                on_config=w.controller.apply_config)
         self.register("mcp", "MCP servers", self.mcp_pane, icon="server", shortcut="Ctrl+Shift+S")
 
     # -- showing ------------------------------------------------------------------------------------------

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import QAbstractButton, QFileDialog, QMessageBox
+
+from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
@@ -17,6 +20,7 @@ class FolderFlow:
     def __init__(self, window: MainWindow) -> None:
         self.window = window
         self._dialog: QFileDialog | None = None
+        self._recovery_box: QMessageBox | None = None
 
     # -- the folder ----------------------------------------------------------------------------------
     def open_folder(self) -> QFileDialog:
@@ -52,10 +56,80 @@ class FolderFlow:
             changes_pane.sync()  # the open thread's changes waiting in this folder, if any
         if w.controller.session is None:
             w.threads.show_empty()
-        w.toast.show_message(f"Robots now work in {w.controller.folder}." if folder is not None
+        w.toast.show_message(f"Robots now work in {display_path(w.controller.folder or '')}." if folder is not None
                              else "No folder open: robots can't see your files.")
         self.offer_trust()
+        self.offer_recovery()
         return True
+
+    # -- an apply a crash cut short (workspace.changes.recovery) ------------------------------------
+    def offer_recovery(self) -> None:
+        """At start and after a folder opens: look (off the event loop) for an apply, undo or redo
+        that a crash cut short in this folder; if there is one, the banner says so and offers to
+        roll it back or forward."""
+        w = self.window
+        workspace = w.controller.workspace
+        if workspace is None:
+            return
+
+        async def look() -> None:
+            try:
+                items = await asyncio.to_thread(workspace.interrupted_applies)
+            except Exception as exc:  # a damaged journal must not keep the window from starting
+                w.banner.show_message(f"Could not check for interrupted applies: {exc}")
+                return
+            notice = workspace.recovery_notice(items)
+            if notice:
+                w.banner.show_message(notice, action=("Recover…", lambda: self.ask_recovery(items)))
+
+        w.controller.tasks.spawn(look(), name="interrupted-applies")
+
+    def ask_recovery(self, items: list[Any]) -> QMessageBox:
+        """Ask (non-modally) which way to settle the interrupted applies: every file as before, or as
+        the change makes it. Nothing is written until a button is pressed."""
+        w = self.window
+        workspace = w.controller.workspace
+        box = QMessageBox(QMessageBox.Icon.Warning, "Recover an interrupted apply",
+                          workspace.recovery_notice(items) or "", QMessageBox.StandardButton.Cancel, w)
+        box.setInformativeText("Each file is whole; the set may be part old, part new. A file you changed "
+                               "since is left alone (robotlab changes recover --force overwrites it).")
+        back = box.addButton("Roll back", QMessageBox.ButtonRole.AcceptRole)
+        back.setToolTip("Every file as it was before the apply")
+        forward = box.addButton("Roll forward", QMessageBox.ButtonRole.AcceptRole)
+        forward.setToolTip("Every file as the change makes it")
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+
+        def done(button: QAbstractButton) -> None:
+            direction = "back" if button is back else "forward" if button is forward else None
+            if direction is not None:
+                w.controller.tasks.spawn(self._recover(items, direction), name="recover-apply")
+
+        box.buttonClicked.connect(done)
+        box.open()
+        self._recovery_box = box
+        return box
+
+    async def _recover(self, items: list[Any], direction: str) -> None:
+        w = self.window
+        workspace = w.controller.workspace
+        messages: list[str] = []
+        ok = True
+        for item in items:
+            try:
+                result = await asyncio.to_thread(workspace.recover_apply, item, direction)
+            except Exception as exc:
+                ok, text = False, str(exc)
+            else:
+                ok, text = ok and result.ok, result.message
+            messages.append(text)
+        if ok:
+            w.banner.dismiss()
+            w.toast.show_message(" ".join(messages), seconds=12)
+        else:
+            w.banner.show_message(" ".join(messages), action=("Recover…", lambda: self.offer_recovery()))
+        changes_pane = w.docks.changes_pane
+        if changes_pane is not None:
+            changes_pane.sync()
 
     # -- trust -----------------------------------------------------------------------------------------
     def offer_trust(self) -> None:

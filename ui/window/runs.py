@@ -22,17 +22,9 @@ class Runs:
 
     def connect(self) -> None:
         w, b, c, chat = self.window, self.window.bridge, self.window.controller, self.window.chat
-        b.run_started.connect(self.on_run_started)
-        b.text_appended.connect(chat.append_text)
-        b.text_completed.connect(lambda e: chat.complete_text(e.run_id, e.robot, e.text))
-        b.tool_used.connect(chat.add_tool_use)
-        b.approval_decided.connect(chat.approval_decided)
-        b.change_proposed.connect(chat.add_change)
-        b.change_decided.connect(chat.change_decided)
-        b.tool_finished.connect(chat.tool_finished)
-        b.usage_reported.connect(self.on_usage)
+        b.view_event.connect(chat.presenter.feed)  # the chat shows what its presenter makes of the events
+        b.usage_reported.connect(c.on_usage_event)
         b.run_ended.connect(self.on_run_ended)
-        b.task_changed.connect(chat.task_event)
         b.running_changed.connect(self.on_running_changed)
         c.approval_needed.connect(self.on_approval_needed)
         c.problem.connect(lambda text: w.banner.show_message(text))
@@ -41,6 +33,7 @@ class Runs:
         w.composer.stop_requested.connect(c.stop)
         chat.edit_submitted.connect(c.edit_and_resend)
         chat.regenerate_requested.connect(c.regenerate)
+        chat.continue_requested.connect(self.continue_answer)
         chat.review_requested.connect(w.docks.review_changes)
         chat.branch_requested.connect(c.switch_branch)
         chat.example_clicked.connect(self.send)
@@ -53,21 +46,34 @@ class Runs:
             w.toast.show_message("A run is in progress: press Esc to stop it first.")
             w.composer.set_text(text)
             return
+        presenter = w.chat.presenter
         if c.session is None:
             w.chat.clear()
-        message = w.chat.add_user(text)
+        turn = presenter.add_user(text)
         if not c.send(text):
-            w.chat.remove(message)  # nothing was sent: the text goes back to the box
+            presenter.remove_turn(turn)  # nothing was sent: the text goes back to the box
             w.composer.set_text(text)
             return
-        run = c.last_run
-        turn_id = getattr(run, "turn_id", None)
-        message.set_turn(turn_id)
+        turn_id = getattr(c.last_run, "turn_id", None)
         pane = w.docks.changes_pane
-        if pane is not None:  # the review outcome that went in front of the message
-            message.set_note(pane.note_for(turn_id))
-        if run is not None:
-            w.chat.start_run(run.run_id, c.robot_name, turn_id=turn_id)
+        # the review outcome that went in front of the message shows above it
+        presenter.set_user(turn, turn_id=turn_id, note=pane.note_for(turn_id) if pane is not None else None)
+        w.threads.refresh()
+
+    def continue_answer(self) -> None:
+        """The Continue of an answer cut off at the token limit: a new turn asks the model to go on."""
+        w, c = self.window, self.window.controller
+        if c.running:
+            w.toast.show_message("A run is in progress: press Esc to stop it first.")
+            return
+        from workspace.agent import CONTINUE_PROMPT
+
+        presenter = w.chat.presenter
+        turn = presenter.add_user(CONTINUE_PROMPT)
+        if not c.continue_():
+            presenter.remove_turn(turn)
+            return
+        presenter.set_user(turn, turn_id=getattr(c.last_run, "turn_id", None))
         w.threads.refresh()
 
     def escape(self) -> None:
@@ -116,23 +122,16 @@ class Runs:
     def on_approval_needed(self, request: ApprovalRequest, future: asyncio.Future[ApprovalDecision]) -> None:
         self.window.chat.ask_approval(request, future)
 
-    def on_run_started(self, event: ev.RunStarted) -> None:
-        self.window.chat.start_run(event.run_id, event.robot, task=event.task)
-
-    def on_usage(self, event: ev.Usage) -> None:
-        self.window.chat.add_usage(event)
-        self.window.controller.on_usage_event(event)
-
     def on_run_ended(self, event: ev.TerminalEvent) -> None:
         from workspace import events as ev
 
         w = self.window
-        w.chat.end_run(event)
         w.status.set_connection("error" if isinstance(event, ev.RunFailed) else "idle")
         w.status.probe_server(again=True)  # the server may have been started (or stopped) since
         # Sibling counts and turn ids of the last user message (a fork shows "‹ 2/2 ›").
         session = w.controller.session
-        last = self.last_user()
+        presenter = w.chat.presenter
+        last = presenter.last_user_turn()
         if session is not None and last is not None:
             turns: list[Any]
             try:
@@ -141,7 +140,7 @@ class Runs:
                 turns = []
             if turns:
                 t = turns[-1]
-                last.set_turn(t.id, t.sibling_index, t.sibling_count)
+                presenter.set_user(last, turn_id=t.id, sibling_index=t.sibling_index, sibling_count=t.sibling_count)
 
     def on_running_changed(self, running: bool) -> None:
         w = self.window

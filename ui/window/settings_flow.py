@@ -32,6 +32,12 @@ class SettingsFlow:
         self.dialog.load()
         self.dialog.open()
 
+    def open_mcp_servers(self) -> None:
+        """Settings on its MCP servers page (the MCP dock's "Manage servers…")."""
+        self.open_settings()
+        assert self.dialog is not None
+        self.dialog.show_mcp_page()
+
     def _on_saved(self, changes: dict[str, Any]) -> None:
         w = self.window
         w.controller.reload_config()

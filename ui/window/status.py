@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton
 
 from ui import theme
+from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
@@ -44,11 +45,28 @@ class StatusLine:
         bar.addWidget(self.folder)
         for label in (self.robot, self.model, self.connection):
             bar.addWidget(label)
+        from ui.widgets.context_meter import ContextMeter
+
+        self.context = ContextMeter(w)
+        bar.addPermanentWidget(self.context)
         bar.addPermanentWidget(self.usage)
         self.update_folder()
 
     def connect(self) -> None:
-        self.window.controller.usage_changed.connect(self.set_usage)
+        w = self.window
+        w.controller.usage_changed.connect(self.set_usage)
+        w.bridge.context_usage.connect(self.context.show_usage)
+        w.bridge.context_compacted.connect(self.context.show_compacted)
+        w.bridge.text_appended.connect(lambda _run, _robot, text: self.context.add_streamed(text))
+        w.controller.thread_opened.connect(self.show_thread_context)
+
+    def show_thread_context(self, session: object) -> None:
+        """The meter of the thread just opened: its last count (hidden for a new thread)."""
+        reader = getattr(session, "context_usage", None)
+        try:
+            self.context.show_usage(reader() if callable(reader) else None)
+        except Exception:  # an unreadable store leaves the meter empty; the banner says why elsewhere
+            self.context.show_usage(None)
 
     # -- folder and title --------------------------------------------------------------------------
     def update_folder(self) -> None:
@@ -57,7 +75,7 @@ class StatusLine:
             self.folder.setText("No folder open")
             self.folder.setToolTip("Robots can't see your files. Open a folder for them to work in (Ctrl+O)")
         else:
-            self.folder.setText(f"Folder: {Path(folder).name or folder}")
+            self.folder.setText(f"Folder: {display_path(Path(folder).name or folder)}")
             self.folder.setToolTip(f"Robots read and propose changes in {folder}. Open another (Ctrl+O)")
         self.retitle(self._thread_title)
 
@@ -65,7 +83,7 @@ class StatusLine:
         """The window title: the thread, the folder, the app."""
         self._thread_title = thread_title
         folder = self.window.controller.folder
-        parts = [p for p in (thread_title, (Path(folder).name or str(folder)) if folder else None) if p]
+        parts = [p for p in (thread_title, display_path(Path(folder).name or str(folder)) if folder else None) if p]
         self.window.setWindowTitle(" — ".join([*parts, "RobotLab Workspace"]))
 
     # -- robot, model, connection ------------------------------------------------------------------------

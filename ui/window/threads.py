@@ -1,5 +1,6 @@
 """Threads in the window: the list (and its search), opening, new, delete and undo, cycling, and
-showing a stored thread in the chat (its last turns first, earlier ones on demand)."""
+showing a stored thread in the chat (its last turns first, earlier ones on demand: the chat's
+presenter feeds each turn's stored events the way the bridge feeds a live run's)."""
 
 from __future__ import annotations
 
@@ -120,46 +121,8 @@ class Threads:
             w.banner.show_message(f"Could not read the thread: {exc}")
             w.chat.clear()
             return
-        w.chat.set_turns(lazy.turns, lambda info: self._render_turn(lazy.view(info)))
+        w.chat.show_thread(lazy)  # through the chat's presenter, like a live run
         w.docks.load_inspector(lazy)
         thread = session.thread
         w.title_label.setText(thread.display_title)
         w.status.retitle(thread.display_title)
-
-    def _render_turn(self, turn: Any) -> None:
-        chat = self.window.chat
-        chat.add_user(turn.user_text, turn_id=turn.id, sibling_index=turn.sibling_index,
-                      sibling_count=turn.sibling_count)
-        terminal = None
-        run_id, robot = None, None
-        for event in turn.events:
-            kind = event.kind
-            run_id, robot = event.run_id, event.robot
-            if kind == "run_started":
-                chat.start_run(event.run_id, event.robot, turn_id=turn.id, task=event.task)
-            elif kind in ("task_started", "task_finished"):
-                chat.task_event(event)
-            elif kind == "text":
-                chat.complete_text(event.run_id, event.robot, event.text)
-            elif kind == "text_delta":
-                chat.append_text(event.run_id, event.robot, event.text)
-            elif kind == "tool_use":
-                chat.add_tool_use(event)
-            elif kind in ("tool_result", "tool_error"):
-                chat.tool_finished(event)
-            elif kind == "approval_decided":
-                chat.approval_decided(event)
-            elif kind == "change_proposed":
-                chat.add_change(event)
-            elif kind == "change_decided":
-                chat.change_decided(event)
-            elif kind == "usage":
-                chat.add_usage(event)
-            elif event.terminal:
-                terminal = event
-                chat.end_run(event)
-        if terminal is None and run_id is not None and turn.status == "interrupted":
-            from workspace import events as ev
-
-            chat.end_run(ev.RunCancelled(run_id=run_id, robot=robot or "",
-                                         reason="interrupted: the app closed before the run finished"))

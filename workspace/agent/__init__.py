@@ -13,8 +13,8 @@ from workspace.agent.run import (
     STOPPED_TOOL_ERROR,
     AgentRun,
     EventRun,
+    PendingTools,
     RunSpec,
-    provider_error_message,
 )
 
-__all__ = ["CONTINUE_PROMPT", "STOPPED_TOOL_ERROR", "AgentRun", "EventRun", "RunSpec", "provider_error_message"]
+__all__ = ["CONTINUE_PROMPT", "STOPPED_TOOL_ERROR", "AgentRun", "EventRun", "PendingTools", "RunSpec"]

@@ -27,14 +27,16 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from workspace import events as ev
 from workspace.agent.turn import ModelTurns
 from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest
-from workspace.errors import ProviderError, serialize
+from workspace.context import ContextManager
+from workspace.errors import serialize
 from workspace.memory import writer_var
 from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
+from workspace.output import StructuredOutput
 from workspace.providers.base import Provider, UsageChunk
 from workspace.result import RobotResult
 from workspace.result import Usage as UsageTotals
@@ -48,6 +50,52 @@ CONTINUE_PROMPT = ("Your last answer was cut off at the token limit. Continue ex
                    "without repeating what you already wrote.")
 
 ToolCallback = Callable[..., Any]
+
+
+class PendingTools(Protocol):
+    """Tools that may join a run after it started: the MCP servers still starting when it began
+    (:class:`workspace.mcp.startup.LateServers`). The loop polls it before each model turn."""
+
+    @property
+    def starting(self) -> list[str]:
+        """Servers still starting."""
+        ...
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """Servers not available: name -> why."""
+        ...
+
+    async def poll(self) -> tuple[list[Tool], list[str], dict[str, str]]:
+        """``(tools, joined, failed)`` since the last poll (no waiting)."""
+        ...
+
+    async def wait_for_tool(self, tool_name: str) -> bool:
+        """Wait for the server ``tool_name`` belongs to, if it is still starting; True when it is up."""
+        ...
+
+
+def servers_message(*, starting: Sequence[str] = (), joined: Sequence[str] = (),
+                    failed: Mapping[str, str] | None = None, tools: Sequence[str] = ()) -> str:
+    """What an :class:`~workspace.events.McpServers` event says, one line per state."""
+
+    def names(items: Sequence[str]) -> str:
+        return ", ".join(f"'{n}'" for n in items)
+
+    lines = []
+    if starting:
+        one = len(starting) == 1
+        lines.append(f"MCP server{'' if one else 's'} {names(starting)} {'is' if one else 'are'} still starting: the "
+                     f"run goes on without {'its' if one else 'their'} tools, which join when "
+                     f"{'it is' if one else 'they are'} up")
+    if joined:
+        one = len(joined) == 1
+        listed = f" ({', '.join(tools[:6])}{', …' if len(tools) > 6 else ''})" if tools else ""
+        lines.append(f"MCP server{'' if one else 's'} {names(joined)} {'is' if one else 'are'} up: "
+                     f"{'its' if one else 'their'} tools join the run from this turn{listed}")
+    for name, why in (failed or {}).items():
+        lines.append(f"MCP server '{name}' is not available, the run goes on without it: {why}")
+    return "\n".join(lines)
 
 
 @dataclass(slots=True)
@@ -81,6 +129,8 @@ class RunSpec:
     watch_memory: bool = True
     #: Resolves the run's tools (MCP servers connect here) when the run starts.
     tools_loader: Callable[[], Awaitable[ToolManifest]] | None = None
+    #: Set by ``tools_loader`` when some MCP servers were still starting or failed.
+    pending_tools: PendingTools | None = None
     #: An extra shared sequence counter (a network run numbers all its tasks' events).
     sequence: Callable[[], int] | None = None
     #: Providers to ask, in order, when the model has an outage or a rate limit (built when needed).
@@ -91,6 +141,14 @@ class RunSpec:
     max_total_tokens: int | None = None
     #: A tool call the model wrote as text: "run" it, only give a "notice", or "off".
     text_tool_calls: str = "run"
+    #: Keeps each request within the model's context window (compacts, truncates or refuses).
+    context: ContextManager | None = None
+    #: The answer must be a validated object (``Robot(output_type=...)``, :mod:`workspace.output`).
+    output: StructuredOutput | None = None
+    #: The run this one works for (a network's run, or the run whose tool call started it) and that
+    #: tool call: set on every event (see :mod:`workspace.events`).
+    parent_run_id: str | None = None
+    parent_tool_id: str | None = None
 
 
 class EventRun:
@@ -99,10 +157,28 @@ class EventRun:
     Subclasses start ``self._task`` in :meth:`start` and put events on ``self._queue``.
     """
 
+    run_id: str
     _queue: asyncio.Queue[ev.Event]
     _task: asyncio.Task[None] | None
     _consumed: bool
     terminal: ev.Event | None
+    #: Called with every event as the stream yields it (tracing: workspace.tracing); usually none.
+    _observers: tuple[Callable[[ev.Event], None], ...] = ()
+
+    def add_observer(self, observer: Callable[[ev.Event], None]) -> None:
+        """Call ``observer(event)`` with every event of the stream, in order, as it is iterated (an
+        observer that raises is logged and dropped; the run goes on)."""
+        self._observers = (*self._observers, observer)
+
+    def _observe(self, event: ev.Event) -> None:
+        for observer in self._observers:
+            try:
+                observer(event)
+            except Exception:
+                import logging
+
+                logging.getLogger("workspace.agent").exception("an event observer failed; it is dropped")
+                self._observers = tuple(o for o in self._observers if o is not observer)
 
     def start(self) -> EventRun:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -122,8 +198,10 @@ class EventRun:
         try:
             while True:
                 event = await self._queue.get()
+                if self._observers:
+                    self._observe(event)
                 yield event
-                if event.terminal:
+                if ev.ends(event, self.run_id):  # not the end of a run inside this one
                     return
         finally:
             # The consumer went away (closed or cancelled): do not leave the run orphaned.
@@ -150,6 +228,9 @@ class AgentRun(ModelTurns, EventRun):
     Iterating starts the run (once). ``await run.wait()`` runs it to the end and
     returns the terminal event; ``run.result`` is the RobotResult afterwards (the
     partial one after a stop or failure).
+
+    One class for the whole loop (model turns, tools, approvals, structured output, runs inside
+    it), which is why this module is longer than the others.
     """
 
     def __init__(self, spec: RunSpec) -> None:
@@ -174,6 +255,7 @@ class AgentRun(ModelTurns, EventRun):
         self._loop_thread = 0
         self._fallbacks = list(spec.fallbacks)
         self._cost_unknown_noted = False
+        self._previous_writer: str | None = None
 
     # -- public -------------------------------------------------------------------------
     def start(self) -> AgentRun:
@@ -203,19 +285,54 @@ class AgentRun(ModelTurns, EventRun):
 
     def emit(self, cls: type[ev.Event], **fields: Any) -> ev.Event:
         """Add an event to the stream; safe from worker threads (sync tools, memory observers)."""
+        spec = self.spec
         with self._emit_lock:
-            event = cls(run_id=self.run_id, robot=self.spec.robot, seq=self._next_seq(), task=self.spec.task,
-                        **fields)
+            event = cls(run_id=self.run_id, robot=spec.robot, seq=self._next_seq(), task=spec.task,
+                        parent_run_id=spec.parent_run_id, parent_tool_id=spec.parent_tool_id, **fields)
             if event.terminal:
                 if self.terminal is not None:
                     return self.terminal  # exactly one terminal event
                 self.terminal = event
+        self._put(event)
+        return event
+
+    def _put(self, event: ev.Event) -> None:
         loop = self._loop
         if loop is not None and threading.get_ident() != self._loop_thread and not loop.is_closed():
             loop.call_soon_threadsafe(self._queue.put_nowait, event)
         else:
             self._queue.put_nowait(event)
-        return event
+
+    # -- runs inside this run (a robot used as a tool: workspace.robots_as_tools) -------------------------
+    def forward(self, event: ev.Event) -> None:
+        """Put an event of a run inside this one into this stream (numbered in this run's order)."""
+        with self._emit_lock:
+            if self.terminal is not None:
+                return
+            event = event.replace(seq=self._next_seq())
+        self._put(event)
+
+    def add_usage(self, usage: UsageTotals | None) -> None:
+        """Count a run inside this one in this run's totals (its model calls have their own usage
+        events; this run's next ``usage`` event and its result include them)."""
+        if usage is not None:
+            self._usage = self._usage + usage
+
+    def child_options(self, call_id: str) -> dict[str, Any]:
+        """Run options of a run started by this run's tool call ``call_id``."""
+        spec = self.spec
+        options: dict[str, Any] = {"parent_run_id": self.run_id, "parent_tool_id": call_id, "task": spec.task,
+                                   "thread_id": spec.thread_id}
+        for key in ("approval", "folder", "changes"):
+            value = getattr(spec, key)
+            if value is not None:
+                options[key] = value
+        return options
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the run is being stopped (None while it is not)."""
+        return self._stop_reason
 
     # -- the loop ---------------------------------------------------------------------------
     async def _main(self) -> None:
@@ -227,12 +344,19 @@ class AgentRun(ModelTurns, EventRun):
             if self._stop_reason is not None:
                 raise asyncio.CancelledError
             writer_var.set(spec.robot)  # this task's memory writes are this robot's
+            self._take_writer()
             self._watch_memory()
             self.emit(ev.RunStarted, message=spec.message, model=spec.provider.label,
                       is_language_model=spec.provider.is_language_model)
             if spec.tools_loader is not None:
                 spec.tools = await spec.tools_loader()
-            spec.history.append(TextMessage(role="user", content=spec.message))
+            if spec.output is not None:
+                spec.settings = await spec.output.prepare(spec.provider, spec.tools, spec.settings)
+            pending = spec.pending_tools
+            if pending is not None and (pending.starting or pending.failed):
+                self.emit(ev.McpServers, starting=list(pending.starting), failed=dict(pending.failed),
+                          message=servers_message(starting=pending.starting, failed=pending.failed))
+            self._say(TextMessage(role="user", content=spec.message))
             turns = 0
             while True:
                 if turns >= spec.max_turns:
@@ -242,6 +366,8 @@ class AgentRun(ModelTurns, EventRun):
                 if over is not None:
                     self._finish(over)
                     return
+                if turns:
+                    await self._join_pending_tools()
                 turns += 1
                 text_parts = []
                 outcome = await self._model_turn(text_parts)
@@ -265,20 +391,31 @@ class AgentRun(ModelTurns, EventRun):
                 if text:
                     # RobotLab's messages know "tool" and "stop"; a cut answer is the result's stop reason.
                     msg = TextMessage(role="assistant", content=text, stop_reason="tool" if calls else "stop")
-                    spec.history.append(msg)
+                    self._say(msg)
                     self._output.append(msg)
+                results: list[ToolResultMessage] = []
+                if calls:
+                    call_msg = ToolCallMessage(role="assistant", tools=calls)
+                    self._say(call_msg)
+                    self._output.append(call_msg)
+                    pending_calls = list(calls)
+                    self._turn_results = {}
+                    results = await self._run_tools(calls)
+                    pending_calls = []
+                    for result in results:
+                        self._say(result)
+                    self._tool_results.extend(results)
+                if spec.output is not None:  # the answer must be a validated object
+                    verdict = spec.output.check(text, calls, results)
+                    if verdict.done:
+                        self._finish("stop", output_data=verdict.value)
+                        return
+                    if verdict.retry is not None:
+                        self._say(TextMessage(role="user", content=verdict.retry))
+                    continue
                 if not calls:
                     self._finish("length" if outcome.finish == "length" else "stop")
                     return
-                call_msg = ToolCallMessage(role="assistant", tools=calls)
-                spec.history.append(call_msg)
-                self._output.append(call_msg)
-                pending_calls = list(calls)
-                self._turn_results = {}
-                results = await self._run_tools(calls)
-                pending_calls = []
-                spec.history.extend(results)
-                self._tool_results.extend(results)
         except asyncio.CancelledError:
             self._close_partial(text_parts, pending_calls, stopped=True)
             self.result = self._make_result("cancelled")
@@ -293,16 +430,19 @@ class AgentRun(ModelTurns, EventRun):
         finally:
             if self._memory_remover is not None:
                 self._memory_remover()
+            self._give_back_writer()
             if self.terminal is None:  # pragma: no cover - defensive: never leave a run open
                 self.emit(ev.RunFailed, error="the run ended without a result", error_type="RuntimeError")
 
-    def _finish(self, stop_reason: str) -> None:
-        self.result = self._make_result(stop_reason)
+    def _finish(self, stop_reason: str, *, output_data: Any = None) -> None:
+        if stop_reason == "max_turns" and self.spec.output is not None:
+            self.spec.output.turn_limit()  # no answer in the schema within the turns: a failure
+        self.result = self._make_result(stop_reason, output_data=output_data)
         if self.spec.on_result is not None:
             self.spec.on_result(self.result)
         self.emit(ev.RunFinished, result=self.result)
 
-    def _make_result(self, stop_reason: str) -> RobotResult:
+    def _make_result(self, stop_reason: str, *, output_data: Any = None) -> RobotResult:
         return RobotResult(
             robot_name=self.spec.robot,
             output=list(self._output),
@@ -310,14 +450,34 @@ class AgentRun(ModelTurns, EventRun):
             stop_reason=stop_reason,
             usage=self._usage,
             duration=time.monotonic() - self._started,
+            output_data=output_data,
         )
+
+    def _say(self, message: Message) -> None:
+        """Add a message to the conversation: the robot's history and its memory's ``messages``."""
+        self.spec.history.append(message)
+        append = getattr(self.spec.memory, "append_message", None)
+        if append is not None:
+            append(message)
+
+    def _take_writer(self) -> None:
+        """``memory.current_writer`` is this robot while it runs (RobotLab's ``Robot#run``)."""
+        memory = self.spec.memory
+        if memory is not None and hasattr(memory, "current_writer"):
+            self._previous_writer = memory.current_writer
+            memory.current_writer = self.spec.robot
+
+    def _give_back_writer(self) -> None:
+        memory = self.spec.memory
+        if memory is not None and hasattr(memory, "current_writer") and memory.current_writer == self.spec.robot:
+            memory.current_writer = self._previous_writer
 
     def _close_partial(self, text_parts: list[str], pending: list[ToolMessage], *, stopped: bool) -> None:
         """Keep what was streamed and give unfinished tool calls a result, so history stays valid."""
         text = "".join(text_parts)
         if text:
             msg = TextMessage(role="assistant", content=text, stop_reason="stop")
-            self.spec.history.append(msg)
+            self._say(msg)
             self._output.append(msg)
         error = STOPPED_TOOL_ERROR if stopped else "The run failed before this tool call finished."
         for call in pending:
@@ -326,7 +486,7 @@ class AgentRun(ModelTurns, EventRun):
                 result = ToolResultMessage(tool=call, content={"error": error})
                 self.emit(ev.ToolError, id=call.id or "", name=call.name, error=error,
                           server=getattr(self.spec.tools.get(call.name), "mcp", None))
-            self.spec.history.append(result)
+            self._say(result)
             self._tool_results.append(result)
 
     def _watch_memory(self) -> None:
@@ -376,6 +536,21 @@ class AgentRun(ModelTurns, EventRun):
         return None
 
     # -- tools ------------------------------------------------------------------------------
+    async def _join_pending_tools(self) -> None:
+        """Offer the tools of MCP servers that came up since the run began (and say which failed)."""
+        pending = self.spec.pending_tools
+        if pending is None:
+            return
+        tools, joined, failed = await pending.poll()
+        if not pending.starting:
+            self.spec.pending_tools = None
+        added = [t for t in tools if t.name not in self.spec.tools]
+        for tool in added:
+            self.spec.tools.add(tool)
+        if joined or failed:
+            self.emit(ev.McpServers, joined=list(joined), failed=dict(failed), starting=list(pending.starting),
+                      message=servers_message(joined=joined, failed=failed, tools=[t.name for t in added]))
+
     async def _run_tools(self, calls: Sequence[ToolMessage]) -> list[ToolResultMessage]:
         for call in calls:
             tool = self.spec.tools.get(call.name)
@@ -400,6 +575,9 @@ class AgentRun(ModelTurns, EventRun):
         tool = spec.tools.get(call.name)
         call_id = call.id or ""
         started = time.monotonic()
+        if tool is None and spec.pending_tools is not None and await spec.pending_tools.wait_for_tool(call.name):
+            await self._join_pending_tools()  # a tool of a server that was still starting: it is up now
+            tool = spec.tools.get(call.name)
         if tool is None:
             available = ", ".join(spec.tools.names) or "(none)"
             return self._tool_failed(call, f"Unknown tool '{call.name}'. Available tools: {available}",
@@ -413,22 +591,28 @@ class AgentRun(ModelTurns, EventRun):
                 tool,
             )
         arguments: Any = call.input
-        if spec.approval is not None:
+        if spec.approval is not None and not (spec.output is not None and spec.output.is_output_tool(call.name)):
             request = ApprovalRequest(call_id=call_id, robot=spec.robot, tool=call.name, input=call.input,
                                       server=tool.mcp, annotations=dict(tool.annotations), run_id=self.run_id,
                                       task=spec.task, thread_id=spec.thread_id)
-            action = spec.approval.decide(request)
+            verdict = await spec.approval.adecide(request)
             decision: ApprovalDecision
-            if action == "allow":
+            if isinstance(verdict, ApprovalDecision):  # a callable policy decided it all
+                action = "decided"
+                decision = verdict
+            elif verdict == "allow":
+                action = verdict
                 decision = ApprovalDecision(approved=True, scope="policy")
-            elif action == "deny":
+            elif verdict == "deny":
+                action = verdict
                 decision = ApprovalDecision(approved=False, scope="policy",
                                             reason=f"The approval policy denies '{call.name}'.")
             else:
+                action = verdict
                 self.emit(ev.ApprovalRequested, id=call_id, name=call.name, input=call.input, server=tool.mcp,
                           annotations=dict(tool.annotations))
                 decision = await spec.approval.ask(request)
-            if action == "ask" or not decision.approved:
+            if action in ("ask", "decided") or not decision.approved:
                 self.emit(ev.ApprovalDecided, id=call_id, name=call.name, decision=decision.decision,
                           input=decision.input if decision.input is not None else call.input,
                           reason=decision.reason, scope=decision.scope)
@@ -439,9 +623,13 @@ class AgentRun(ModelTurns, EventRun):
                 arguments = decision.input
         if spec.on_tool_call is not None:
             _safe_callback(spec.on_tool_call, ToolMessage(id=call.id, name=call.name, input=arguments))
+        # extras: what an MCP server's requests during the call need (sampling with the thread's
+        # model, asking the person through the run's gate; workspace.mcp.requests).
         context = ToolContext(robot=spec.robot, run_id=self.run_id, call_id=call_id, task=spec.task,
                               memory=spec.memory, network=spec.network, folder=spec.folder,
-                              changes=spec.changes, emit=self.emit)
+                              changes=spec.changes, emit=self.emit, run=self,
+                              extras={"provider": spec.provider, "approval": spec.approval, "tool": call.name,
+                                      "settings": spec.settings, "thread_id": spec.thread_id})
         tool_for_call = tool
         if tool.timeout is None and spec.tool_timeout:
             output = await _with_timeout(tool, arguments, context, spec.tool_timeout)
@@ -486,8 +674,3 @@ def _safe_callback(fn: ToolCallback, arg: Any) -> None:
     except Exception as exc:  # a callback must never break the loop
         logging.getLogger("workspace.agent").warning("tool callback failed: %s", serialize(exc))
 
-
-def provider_error_message(exc: BaseException) -> str:
-    if isinstance(exc, ProviderError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,7 @@ from workspace.providers.text_calls import ThinkSplitter, find_text_calls
 
 if TYPE_CHECKING:
     from workspace.agent.run import RunSpec
-    from workspace.providers.base import Provider, ToolSpec
+    from workspace.providers.base import Chunk, Provider, ToolSpec
     from workspace.result import Usage as UsageTotals
 
 
@@ -104,13 +104,12 @@ class ModelTurns:
 
     async def _stream_turn(self, provider: Provider, specs: Sequence[ToolSpec], text_parts: list[str],
                            produced: list[bool]) -> TurnOutcome:
-        spec = self.spec
         partial: dict[int, _PartialCall] = {}
         splitter = ThinkSplitter()
         reasoning: list[str] = []
         finish: str | None = None
         emit = self.emit
-        stream = provider.stream(system=spec.system, messages=list(spec.history), tools=specs, settings=spec.settings)
+        stream = self._model_call(provider, specs)
         async with contextlib.aclosing(stream) as chunks:  # type: ignore[type-var]
             async for chunk in chunks:
                 if isinstance(chunk, TextChunk):
@@ -155,6 +154,16 @@ class ModelTurns:
             emit(ev.TextDelta, text=text)
         calls = [self._assemble(index, call) for index, call in sorted(partial.items())]
         return TurnOutcome(calls=calls, finish=finish, reasoning="".join(reasoning))
+
+    def _model_call(self, provider: Provider, specs: Sequence[ToolSpec]) -> AsyncIterator[Chunk]:
+        """The provider's stream, through the run's context manager when it has one (the request kept
+        within the model's window; compacted and retried once when the server refuses it as too long,
+        an empty HTTP 200 from a local server included)."""
+        spec = self.spec
+        if spec.context is not None:
+            return spec.context.stream(provider, system=spec.system, history=spec.history, tools=specs,
+                                       settings=spec.settings, emit=self.emit)
+        return provider.stream(system=spec.system, messages=list(spec.history), tools=specs, settings=spec.settings)
 
     def _assemble(self, index: int, call: _PartialCall) -> ToolMessage:
         call_id = call.id or f"call_{self.run_id[:8]}_{index}_{uuid.uuid4().hex[:6]}"

@@ -19,6 +19,13 @@ Guarantees:
   permissions kept, the result read back and verified. If a write fails, the files
   already written are restored, so a failing apply leaves every file as it was; a
   crash (power loss, kill) leaves each file either old or new, never half-written.
+- **No write through a swapped symlink**: the folder is opened once per apply and every
+  create, write, rename and remove is done relative to directory handles opened without
+  following symlinks (:mod:`~workspace.changes.folderio`), so a folder replaced by a
+  symlink after the checks redirects nothing.
+- **Interrupted applies are recovered**: an apply journal is written before the first
+  write; after a kill the next start finds the set (:func:`find_interrupted_applies`) and
+  rolls it back or forward as the user chooses (:func:`recover`), removing temp files.
 - **Conflicts**: if a file changed on disk after the proposal, :meth:`ChangeSet.apply`
   writes nothing and returns :class:`Conflict` objects with the three versions (base,
   disk, proposed); :meth:`ChangeSet.rebase` or ``apply(on_conflict="skip")`` resolve it.
@@ -33,8 +40,9 @@ Untouched bytes survive: line endings (CRLF, CR), a missing final newline, byte-
 marks and non-UTF-8 encodings are kept because merging works on exact lines; binary
 files can be created, deleted and renamed as whole files, never merged.
 
-The package, by noun: :mod:`~workspace.changes.fileio` (reading a file's state, atomic writes,
-fsync, folders inside the sandbox), :mod:`~workspace.changes.hunks` (hunks and one file's
+The package, by noun: :mod:`~workspace.changes.fileio` (a file's state, atomic writes, fsync),
+:mod:`~workspace.changes.folderio` (reads and writes in the folder through directory handles),
+:mod:`~workspace.changes.journal` (the apply journal and the recovery of interrupted applies), :mod:`~workspace.changes.hunks` (hunks and one file's
 change), :mod:`~workspace.changes.changeset` (the change set: proposing, deciding, applying),
 :mod:`~workspace.changes.apply` (the write itself: conflicts, rollback, rebase),
 :mod:`~workspace.changes.checkpoints` and :mod:`~workspace.changes.history` (snapshots, undo,
@@ -47,8 +55,9 @@ from __future__ import annotations
 from workspace.changes.apply import ApplyResult
 from workspace.changes.changeset import MODES, ChangeSet, Listener, ReviewCounts
 from workspace.changes.checkpoints import Checkpoint, CheckpointStore, FileState
-from workspace.changes.errors import ChangeError, ReadOnlyError
+from workspace.changes.errors import ChangeError, ReadOnlyError, UnsafePathError
 from workspace.changes.fileio import atomic_write, read_file_state, sha256, sync_dirs
+from workspace.changes.folderio import FolderIO
 from workspace.changes.history import ChangeHistory, HistoryEntry, RestoreResult
 from workspace.changes.hunks import (
     ACCEPTED,
@@ -61,7 +70,14 @@ from workspace.changes.hunks import (
     Merge,
     compare_texts,
 )
+from workspace.changes.journal import InterruptedApply
 from workspace.changes.outcome import compose_user_message, format_outcome, split_user_message
+from workspace.changes.recovery import (
+    RecoveryResult,
+    discard_interrupted,
+    find_interrupted_applies,
+    recover,
+)
 
 __all__ = [
     "ACCEPTED",
@@ -78,18 +94,25 @@ __all__ = [
     "Conflict",
     "FileChange",
     "FileState",
+    "FolderIO",
     "HistoryEntry",
     "Hunk",
+    "InterruptedApply",
     "Listener",
     "Merge",
     "ReadOnlyError",
+    "RecoveryResult",
     "RestoreResult",
     "ReviewCounts",
+    "UnsafePathError",
     "atomic_write",
     "compare_texts",
     "compose_user_message",
+    "discard_interrupted",
+    "find_interrupted_applies",
     "format_outcome",
     "read_file_state",
+    "recover",
     "sha256",
     "split_user_message",
     "sync_dirs",

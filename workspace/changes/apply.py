@@ -3,29 +3,34 @@ checkpoints and rollback, and rebasing a proposal on what is on disk now.
 
 :meth:`ChangeSet.apply <workspace.changes.changeset.ChangeSet.apply>` decides what to write;
 the functions here do the writing. Each file is written atomically (temp file, fsync,
-``os.replace``, the old permissions kept, the result read back and verified). If a write fails,
-the files already written are restored, so a failing apply leaves every file as it was.
+``os.replace``, the old permissions kept, the result read back and verified), relative to the
+folder handles of one :class:`~workspace.changes.folderio.FolderIO`, so a symlink swapped in
+after the conflict check redirects nothing. Before the first write, the apply journal records
+the set (:mod:`~workspace.changes.journal`): a kill mid-apply is recovered at the next start. If
+a write fails, the files already written are restored, so a failing apply leaves every file as
+it was and says so.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import stat
+import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workspace.changes.errors import ChangeError
-from workspace.changes.fileio import atomic_write, disk_state, makedirs, read_file_state, sha256, sync_dirs
+from workspace.changes.errors import ChangeError, UnsafePathError
+from workspace.changes.fileio import disk_state, sha256
+from workspace.changes.folderio import FolderIO
 from workspace.changes.hunks import Conflict, FileChange, Merge
 from workspace.changes.outcome import format_outcome
 from workspace.diffing import TextFormat, sniff, split_lines
 from workspace.errors import SandboxError
-from workspace.sandbox import Sandbox
+from workspace.sandbox import Sandbox, display_path
 
 if TYPE_CHECKING:
     from workspace.changes.history import ChangeHistory
+
+log = logging.getLogger("workspace.changes")
 
 
 @dataclass(slots=True)
@@ -58,104 +63,134 @@ class ApplyResult:
         return format_outcome(self.outcome) if self.outcome else (self.error or "")
 
 
-def find_conflict(sandbox: Sandbox, fc: FileChange, merge: Merge) -> Conflict | None:
+def find_conflict(sandbox: Sandbox, fc: FileChange, merge: Merge, io: FolderIO | None = None) -> Conflict | None:
     """Why ``merge`` cannot be written now (the file changed on disk after the proposal, the
-    rename's target appeared, the path left the folder), or None when it can."""
+    rename's target appeared, the path left the folder or leads through a symlink now, the file
+    cannot be read), or None when it can. Reads go through ``io`` (no symlink is followed)."""
 
     def problem(message: str, disk: bytes | None) -> Conflict:
         return Conflict(path=fc.path, base=fc.before, disk=disk, proposed=merge.data, message=message,
                         file_id=fc.id)
 
+    if io is None:
+        with FolderIO(sandbox) as own:
+            return find_conflict(sandbox, fc, merge, own)
+    shown = display_path(fc.path)
     try:
         sandbox.check_still_inside(fc.path)
         if merge.target != fc.path:
             sandbox.check_still_inside(merge.target)
-    except SandboxError as exc:
+        disk, _ = disk_state(sandbox, fc.path, io)
+        target_kind = io.kind(merge.target) if merge.target != fc.path else None
+    except SandboxError as exc:  # ChangeError and UnsafePathError too
         return problem(str(exc), None)
-    try:
-        disk, _ = disk_state(sandbox, fc.path)
-    except ChangeError as exc:
-        return problem(str(exc), None)
+    except OSError as exc:
+        return problem(f"{shown} cannot be read now ({exc.strerror or exc}); check its permissions, then apply "
+                       "again", None)
     if (sha256(disk) if disk is not None else None) != fc.before_hash:
         what = "was deleted" if disk is None else ("was created" if fc.before is None else "changed")
-        return problem(f"{fc.path} {what} on disk after the change was proposed", disk)
-    if merge.target != fc.path and sandbox.abspath(merge.target).exists():
-        return problem(f"{merge.target} now exists on disk, so {fc.path} cannot be renamed to it", disk)
+        return problem(f"{shown} {what} on disk after the change was proposed", disk)
+    if target_kind is not None:
+        return problem(f"{display_path(merge.target)} now exists on disk, so {shown} cannot be renamed to it", disk)
     return None
 
 
 def write_merges(sandbox: Sandbox, history: ChangeHistory, writes: list[tuple[FileChange, Merge]],
-                 result: ApplyResult, *, change_set_id: str, summary: str) -> str | None:
-    """Checkpoint, write every file atomically, verify; on failure restore what was written.
+                 result: ApplyResult, *, change_set_id: str, summary: str, io: FolderIO) -> str | None:
+    """Checkpoint, journal, write every file atomically through ``io``, verify; on failure restore
+    what was written.
 
-    Fills ``result``'s checkpoints and history entry; returns the error message, or None.
+    Fills ``result``'s checkpoints, history entry and (when a path now leads through a symlink)
+    conflicts; returns the error message, or None.
     """
     touched: dict[str, tuple[bytes | None, int | None]] = {}
     planned: dict[str, tuple[bytes | None, int | None]] = {}
-    for fc, merge in writes:
-        if fc.before is not None:
-            with contextlib.suppress(OSError):
-                fc.before_mode = stat.S_IMODE(os.stat(sandbox.abspath(fc.path)).st_mode)
-        touched[fc.path] = (fc.before, fc.before_mode)
-        planned[fc.path] = (None, None)
-        if merge.target != fc.path:
-            touched[merge.target] = (None, None)
-        planned[merge.target] = (merge.data, fc.before_mode if merge.data is not None else None)
-    entry = history.begin(touched, planned, change_set_id=change_set_id, summary=summary)
+    try:
+        for fc, merge in writes:
+            if fc.before is not None:
+                mode = io.mode(fc.path)
+                if mode is not None:
+                    fc.before_mode = mode
+            touched[fc.path] = (fc.before, fc.before_mode)
+            planned[fc.path] = (None, None)
+            if merge.target != fc.path:
+                touched[merge.target] = (None, None)
+            planned[merge.target] = (merge.data, fc.before_mode if merge.data is not None else None)
+        entry = history.begin(touched, planned, change_set_id=change_set_id, summary=summary, io=io)
+    except (OSError, SandboxError) as exc:
+        return (f"Nothing was applied: the restore point could not be saved before writing ({exc}); every file is "
+                "unchanged. Check that the app's data folder is writable and has free space, then apply again")
     result.checkpoint_id, result.entry_id = entry.before, entry.id
     done: list[str] = []
     created_dirs: list[str] = []
-    dirs: set[Path] = set()
+    current: FileChange | None = None
     try:
         for fc, merge in writes:
-            target = sandbox.check_still_inside(merge.target)
+            current = fc
             if merge.data is not None:
-                created_dirs += makedirs(sandbox, target.parent)
                 done.append(merge.target)
-                atomic_write(target, merge.data, mode=fc.before_mode, dirs=dirs)
-                written, _ = read_file_state(target)
+                io.write(merge.target, merge.data, mode=fc.before_mode, created=created_dirs)
+                written, _ = io.state(merge.target)
                 if written != merge.data:
-                    raise OSError(f"{merge.target} did not read back as written")
+                    raise OSError(f"{display_path(merge.target)} did not read back as written")
             if merge.target != fc.path or merge.data is None:
-                source = sandbox.check_still_inside(fc.path)
                 done.append(fc.path)
-                if source.exists():
-                    os.unlink(source)
-                    dirs.add(source.parent)
-        sync_dirs(dirs)
+                io.unlink(fc.path)
+        io.sync()
     except Exception as exc:
-        restore_error = _roll_back(sandbox, done, touched, created_dirs)
-        history.fail(entry)
+        restore_error = _roll_back(io, done, touched, created_dirs)
+        history.fail(entry, keep_journal=restore_error is not None)
+        where = display_path(done[-1]) if done else "the first file"
+        if isinstance(exc, UnsafePathError) and current is not None:
+            conflict = Conflict(path=current.path, base=current.before, disk=None, proposed=None, message=str(exc),
+                                file_id=current.id)
+            current.conflict = conflict
+            result.conflicts.append(conflict)
         if restore_error:
-            return (f"Applying failed at {done[-1] if done else 'the first file'}: {exc}. Restoring the files "
-                    f"already written also failed ({restore_error}); every file is either old or new, and "
-                    f"checkpoint {entry.before} holds the old versions")
-        return f"Nothing was applied: writing {done[-1] if done else 'a file'} failed ({exc}); every file is " \
-               "unchanged"
-    history.finish(entry, created_dirs=created_dirs)
+            return (f"Applying failed at {where}: {exc}. Restoring the files already written also failed "
+                    f"({restore_error}); every file is either old or new, checkpoint {entry.before} holds the old "
+                    "versions, and the next start offers to roll the set back or forward")
+        restored = f"the {len(set(done))} file(s) already written were restored, so " if done else ""
+        return f"Nothing was applied: writing {where} failed ({exc}); {restored}every file is unchanged"
+    except BaseException:
+        history.release(entry)  # cut short (a kill, an interrupt): the journal stays for recovery
+        raise
+    try:
+        history.finish(entry, created_dirs=created_dirs)
+    except OSError as exc:  # every file is written; only the record of it could not be saved
+        log.warning("the change history could not record the apply of %s: %s", summary, exc)
+        history.release(entry)  # the journal stays: the next start offers to settle it
     result.after_checkpoint_id = entry.after
     return None
 
 
-def _roll_back(sandbox: Sandbox, done: list[str], touched: dict[str, tuple[bytes | None, int | None]],
+def _roll_back(io: FolderIO, done: list[str], touched: dict[str, tuple[bytes | None, int | None]],
                created_dirs: list[str]) -> str | None:
+    """Put back every file of ``done`` (through the same folder handles as the writes)."""
     error = None
     for rel in reversed(done):
         data, mode = touched[rel]
         try:
-            path = sandbox.abspath(rel)
             if data is None:
-                if path.exists():
-                    os.unlink(path)
+                io.unlink(rel)
             else:
-                current, _ = read_file_state(path)
+                current, _ = io.state(rel)
                 if current != data:
-                    atomic_write(path, data, mode=mode)
+                    io.write(rel, data, mode=mode)
+        except UnsafePathError as exc:
+            # The way to it is a symlink now. If this apply never wrote in that folder, the write
+            # failed before touching anything (handles are never opened through a symlink): nothing
+            # to undo. If it did (through a handle closed since), it cannot be reached safely now.
+            if rel.rpartition("/")[0] in io.touched:
+                error = f"{display_path(rel)}: {exc}"
+            continue
         except Exception as exc:
-            error = f"{rel}: {exc}"
+            error = f"{display_path(rel)}: {exc}"
     for rel in reversed(created_dirs):
-        with contextlib.suppress(OSError):
-            os.rmdir(sandbox.abspath(rel))
+        with contextlib.suppress(OSError, SandboxError):
+            io.rmdir(rel)
+    with contextlib.suppress(OSError):
+        io.sync()
     return error
 
 

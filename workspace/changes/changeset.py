@@ -18,11 +18,12 @@ from workspace.changes.apply import ApplyResult, find_conflict, rebased_content,
 from workspace.changes.checkpoints import CheckpointStore
 from workspace.changes.errors import ChangeError, ReadOnlyError
 from workspace.changes.fileio import disk_state, sha256
+from workspace.changes.folderio import FolderIO
 from workspace.changes.history import ChangeHistory
 from workspace.changes.hunks import ACCEPTED, PENDING, REJECTED, Conflict, FileChange, Hunk, Merge
 from workspace.changes.outcome import format_outcome
 from workspace.diffing import split_lines
-from workspace.sandbox import Sandbox
+from workspace.sandbox import Sandbox, display_path
 
 if TYPE_CHECKING:
     import os
@@ -58,7 +59,7 @@ class ChangeSet:
 
     Thread-safe: tools propose from worker threads while a view may read and decide.
 
-    About 580 lines: proposing, deciding, applying, rebasing and the persisted snapshot all
+    About 590 lines: proposing, deciding, applying, rebasing and the persisted snapshot all
     read and change the same list of files under one lock, so they stay one class; what does
     not need that state lives beside it (the write and the rollback in
     :mod:`~workspace.changes.apply`, one file's hunks in :mod:`~workspace.changes.hunks`, undo
@@ -217,6 +218,7 @@ class ChangeSet:
 
     def _disk(self, rel: str) -> tuple[bytes | None, int | None]:
         return disk_state(self.sandbox, rel)
+
 
     def read_bytes(self, path: str) -> bytes | None:
         """The file as this run's pending proposals leave it (disk if untouched; None if absent)."""
@@ -470,7 +472,13 @@ class ChangeSet:
         if on_conflict not in ("refuse", "skip"):
             raise ValueError("on_conflict must be 'refuse' or 'skip'")
         default = ACCEPTED if accept_pending else REJECTED
-        with self._lock:
+        try:  # the folder, opened once: the conflict checks and every write go through its handles
+            io = FolderIO(self.sandbox)
+        except OSError as exc:
+            self.last_result = ApplyResult(error=f"Nothing was applied: the folder {display_path(self.folder)} cannot "
+                                                 f"be opened ({exc.strerror or exc}); check that it still exists")
+            return self.last_result
+        with self._lock, io:
             chosen = [self.file(k) for k in files] if files is not None else self.pending_files
             chosen = [fc for fc in chosen if fc.state == PENDING]
             plan: list[tuple[FileChange, Merge]] = []
@@ -479,7 +487,7 @@ class ChangeSet:
             for fc in chosen:
                 merge = fc.merge(pending=default)
                 if merge.changed:
-                    problem = find_conflict(self.sandbox, fc, merge)
+                    problem = find_conflict(self.sandbox, fc, merge, io)
                     if problem is not None:
                         conflicts.append(problem)
                         conflicted.append(fc)
@@ -489,7 +497,7 @@ class ChangeSet:
             for fc, problem in zip(conflicted, conflicts, strict=True):
                 fc.conflict = problem
             if conflicts and on_conflict == "refuse":
-                names = ", ".join(c.path for c in conflicts)
+                names = ", ".join(display_path(c.path) for c in conflicts)
                 result.error = (f"Nothing was applied: {names} changed on disk after the change was proposed. "
                                 "Rebase the change on the current file, skip the file, or reject it")
                 self.last_result = result
@@ -498,10 +506,12 @@ class ChangeSet:
             writes = [(fc, m) for fc, m in plan if m.changed]
             if writes:
                 error = write_merges(self.sandbox, self.history, writes, result, change_set_id=self.id,
-                                     summary=self._summary_line(writes))
+                                     summary=self._summary_line(writes), io=io)
                 if error is not None:
                     result.error = error
                     self.last_result = result
+                    if result.conflicts:
+                        self._notify("conflict", conflicts=[c.path for c in result.conflicts])
                     return result
             # Settle: decisions become final.
             for fc, merge in plan:

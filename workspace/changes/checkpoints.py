@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from workspace.changes.errors import ChangeError
-from workspace.changes.fileio import atomic_write, read_file_state, sha256
+from workspace.changes.fileio import atomic_write, sha256
 from workspace.sandbox import Sandbox
 
 
@@ -198,8 +198,11 @@ class CheckpointStore:
 
     def capture(self, folder: Path, rels: Iterable[str], **kw: Any) -> Checkpoint:
         """Checkpoint the current disk state of these files (folder-relative names)."""
+        from workspace.changes.folderio import FolderIO
+
         sandbox = Sandbox(folder)
-        states = {rel: read_file_state(sandbox.abspath(rel)) for rel in rels}
+        with FolderIO(sandbox) as io:
+            states = {rel: io.state(rel) for rel in rels}
         return self.record(sandbox.root, states, **kw)
 
     def state_bytes(self, state: FileState | None) -> bytes | None:

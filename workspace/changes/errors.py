@@ -11,3 +11,8 @@ class ReadOnlyError(SandboxError):
 
 class ChangeError(SandboxError):
     """A proposal that cannot be represented (the message says what to do instead)."""
+
+
+class UnsafePathError(ChangeError):
+    """A path that now leads through a symbolic link (swapped in after the checks) or is no plain
+    name inside the folder: nothing is read or written through it."""

@@ -1,8 +1,10 @@
-"""Low-level file operations of the change sets: read a file's state, write atomically, fsync,
-create folders inside the sandbox.
+"""Low-level file operations of the change sets: a file's state, atomic writes, fsync.
 
 A write goes through a temp file in the same folder, fsync and ``os.replace``, so a crash (power
-loss, kill) leaves each file either old or new, never half-written.
+loss, kill) leaves each file either old or new, never half-written. The path-based
+:func:`atomic_write` and :func:`read_file_state` are for the app's own files (checkpoints,
+history, settings); everything inside the opened folder goes through
+:class:`~workspace.changes.folderio.FolderIO`, relative to directory handles.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from workspace.changes.errors import ChangeError
-from workspace.errors import SandboxError
-from workspace.sandbox import Sandbox
+from workspace.changes.folderio import FolderIO
+from workspace.sandbox import Sandbox, display_path
 
 
 def sha256(data: bytes) -> str:
@@ -92,30 +94,15 @@ def sync_dirs(dirs: Iterable[Path]) -> None:
         _fsync_dir(directory)
 
 
-def makedirs(sandbox: Sandbox, directory: Path) -> list[str]:
-    """Create missing parent folders inside the sandbox; return the ones created (outermost first)."""
-    missing: list[Path] = []
-    current = directory
-    while not current.exists():
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    created: list[str] = []
-    for folder in reversed(missing):
-        if not sandbox.contains(folder.parent):
-            raise SandboxError(f"'{folder}' would be created outside the opened folder")
-        os.mkdir(folder)
-        created.append(sandbox.relative(folder))
-    if not directory.is_dir():
-        raise ChangeError(f"'{sandbox.relative(directory)}' exists and is not a folder; choose another path")
-    return created
-
-
-
-def disk_state(sandbox: Sandbox, rel: str) -> tuple[bytes | None, int | None]:
-    """:func:`read_file_state` of a folder-relative path; :class:`ChangeError` when it is a folder."""
-    path = sandbox.abspath(rel)
-    if path.is_dir():
-        raise ChangeError(f"'{rel}' is a folder; file tools change files only")
-    return read_file_state(path)
+def disk_state(sandbox: Sandbox, rel: str, io: FolderIO | None = None) -> tuple[bytes | None, int | None]:
+    """(bytes, permission bits) of a folder-relative file, read without following a symlink
+    swapped in on the way (through ``io``, or a :class:`FolderIO` of its own); (None, None)
+    when there is no file; :class:`ChangeError` when it is a folder or leads through a symlink."""
+    if not rel:
+        raise ChangeError("'' is the opened folder itself; file tools change files only")
+    if io is None:
+        with FolderIO(sandbox) as own:
+            return disk_state(sandbox, rel, own)
+    if io.kind(rel) == "dir":
+        raise ChangeError(f"'{display_path(rel)}' is a folder; file tools change files only")
+    return io.state(rel)

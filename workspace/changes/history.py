@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import re
-import stat
 import threading
 import time
 import uuid
@@ -18,47 +17,57 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workspace.changes import journal
 from workspace.changes.checkpoints import Checkpoint, CheckpointStore, FileState
-from workspace.changes.fileio import atomic_write, makedirs, read_file_state, sha256, sync_dirs
+from workspace.changes.errors import ChangeError
+from workspace.changes.fileio import atomic_write, sha256
+from workspace.changes.folderio import FolderIO
 from workspace.changes.hunks import Conflict, FileChange
-from workspace.sandbox import Sandbox
+from workspace.changes.journal import InterruptedApply
+from workspace.sandbox import Sandbox, display_path
+
+FileStates = dict[str, tuple[bytes | None, int | None]]
 
 
-def _disk_matches(sandbox: Sandbox, rel: str, state: FileState | None) -> bool:
-    data, _ = read_file_state(sandbox.abspath(rel))
+def _read(io: FolderIO, rel: str) -> tuple[bytes | None, int | None]:
+    """A file's state for comparing; one that cannot be read safely (a folder on the way is now a
+    symlink) counts as unknown, so it never matches and is never overwritten unasked."""
+    try:
+        return io.state(rel)
+    except ChangeError:
+        return b"", None
+
+
+def _disk_matches(io: FolderIO, rel: str, state: FileState | None, disk: FileStates) -> bool:
+    data, _ = disk[rel] if rel in disk else _read(io, rel)
     if state is None:
-        return data is None and not sandbox.abspath(rel).exists()
+        return data is None and io.kind(rel) is None
     return data is not None and sha256(data) == state.hash
 
 
-def _write_states(sandbox: Sandbox, store: CheckpointStore, states: dict[str, FileState | None]) -> list[str]:
+def _write_states(io: FolderIO, store: CheckpointStore, states: dict[str, FileState | None]) -> list[str]:
     """Make each file match its state (write atomically or delete); return the folders created."""
     created: list[str] = []
-    dirs: set[Path] = set()
     try:
         for rel, state in states.items():
-            _write_state(sandbox, store, rel, state, created, dirs)
+            _write_state(io, store, rel, state, created)
     finally:
-        sync_dirs(dirs)
+        io.sync()
     return created
 
 
-def _write_state(sandbox: Sandbox, store: CheckpointStore, rel: str, state: FileState | None, created: list[str],
-             dirs: set[Path]) -> None:
-    path = sandbox.check_still_inside(rel)
+def _write_state(io: FolderIO, store: CheckpointStore, rel: str, state: FileState | None,
+                 created: list[str]) -> None:
     if state is None:
-        if path.exists() or path.is_symlink():
-            os.unlink(path)
-            dirs.add(path.parent)
+        io.unlink(rel)
         return
     data = store.get(state.hash)
-    current, _ = read_file_state(path)
+    current, mode = io.state(rel)
     if current is not None and sha256(current) == state.hash:
-        if state.mode is not None and stat.S_IMODE(os.stat(path).st_mode) != state.mode:
-            os.chmod(path, state.mode)
+        if state.mode is not None and mode != state.mode:
+            io.chmod(rel, state.mode)
         return
-    created += makedirs(sandbox, path.parent)
-    atomic_write(path, data, mode=state.mode, dirs=dirs)
+    io.write(rel, data, mode=state.mode, created=created)
 
 
 @dataclass(slots=True)
@@ -127,6 +136,8 @@ class ChangeHistory:
             safe += "-" + sha256(key.encode())[:8]
         self._file = self.store.root / "threads" / f"{safe}.json"
         self._lock = threading.RLock()
+        #: The open journal entry of each write in progress (by history entry id).
+        self._journals: dict[str, InterruptedApply] = {}
 
     # -- persistence --------------------------------------------------------------------------
     def _load(self) -> list[HistoryEntry]:
@@ -164,14 +175,15 @@ class ChangeHistory:
             self._save(entries)
 
     # -- recording (ChangeSet.apply uses these) -------------------------------------------------
-    def begin(self, before: dict[str, tuple[bytes | None, int | None]],
-              after: dict[str, tuple[bytes | None, int | None]], *, change_set_id: str | None,
-              summary: str, kind: str = "apply") -> HistoryEntry:
-        """Checkpoint the files as they are and as they are about to be (durably, before any write)
-        and record an entry in state "applying"; :meth:`finish` marks it applied.
+    def begin(self, before: FileStates, after: FileStates, *, change_set_id: str | None, summary: str,
+              kind: str = "apply", io: FolderIO | None = None) -> HistoryEntry:
+        """Checkpoint the files as they are and as they are about to be (durably, before any write),
+        write the apply journal (:mod:`~workspace.changes.journal`) and record an entry in state
+        "applying"; :meth:`finish` marks it applied (and closes the journal), :meth:`fail` failed.
 
         An entry left "applying" by a crash can still be undone: each of its files is
-        either in the before or in the after state.
+        either in the before or in the after state; the next start offers to roll it back or
+        forward (:func:`~workspace.changes.recovery.find_interrupted_applies`).
         """
         ids = []
         for kind_, states in (("before", before), ("after", after)):
@@ -180,18 +192,51 @@ class ChangeHistory:
         entry = HistoryEntry(id=f"ch{uuid.uuid4().hex[:16]}", folder=str(self.folder), before=ids[0], after=ids[1],
                              change_set_id=change_set_id, kind=kind, paths=sorted(set(before) | set(after)),
                              summary=summary)
-        self._update(entry)
+        record = self._journal_start(kind, entry, old=ids[0], new=ids[1], io=io)
+        try:
+            self._update(entry)
+        except BaseException:
+            journal.finish(self.store, record)
+            raise
         return entry
+
+    def _journal_start(self, kind: str, entry: HistoryEntry, *, old: str, new: str, paths: Sequence[str] = (),
+                       io: FolderIO | None) -> InterruptedApply:
+        record = InterruptedApply(id=journal.new_id(), folder=str(self.folder), kind=kind, old=old, new=new,
+                                  paths=sorted(paths or entry.paths), summary=entry.summary,
+                                  thread_id=self.thread_id, entry_id=entry.id, entry_state=entry.state)
+        journal.start(self.store, record, io)
+        self._journals[entry.id] = record
+        return record
+
+    def _journal_end(self, entry: HistoryEntry, *, keep: bool = False) -> None:
+        record = self._journals.pop(entry.id, None)
+        if record is not None:
+            journal.finish(self.store, record, keep=keep)
 
     def finish(self, entry: HistoryEntry, *, created_dirs: Sequence[str] = ()) -> HistoryEntry:
         entry.state = "applied"
         entry.created_dirs = list(created_dirs)
         self._update(entry)
+        self._journal_end(entry)
         return entry
 
-    def fail(self, entry: HistoryEntry) -> None:
+    def fail(self, entry: HistoryEntry, *, keep_journal: bool = False) -> None:
+        """The write failed: the entry is marked failed. ``keep_journal`` when restoring the files
+        already written failed too, so the next start offers to recover the set."""
         entry.state = "failed"
+        record = self._journals.get(entry.id)
+        if keep_journal and record is not None:
+            record.entry_state = entry.state  # still to recover, though the entry says failed
+            with contextlib.suppress(OSError):
+                journal.update(self.store, record)
         self._update(entry)
+        self._journal_end(entry, keep=keep_journal)
+
+    def release(self, entry: HistoryEntry) -> None:
+        """The write was cut short (an exception that is not an error): keep its journal entry for
+        recovery and let go of it (so it is reported as interrupted)."""
+        self._journal_end(entry, keep=True)
 
     # -- undo / redo ----------------------------------------------------------------------------
     def _live(self) -> list[HistoryEntry]:
@@ -232,14 +277,19 @@ class ChangeHistory:
                 return RestoreResult(False, entry, message=f"That change is {entry.state}; nothing to undo.")
             before = self.store.load(entry.before)
             after = self.store.load(entry.after) if entry.after else None
-            result = self._restore(before, after, force=force, label=f"undo: {entry.summary}")
-            result.entry = entry
+            with FolderIO(self.sandbox) as io:
+                result = self._restore(before, after, io=io, force=force, label=f"undo: {entry.summary}",
+                                       entry=entry, kind="undo")
+                result.entry = entry
+                if result.ok:
+                    for rel in sorted(entry.created_dirs, key=lambda p: p.count("/"), reverse=True):
+                        with contextlib.suppress(OSError, ChangeError):
+                            io.rmdir(rel)
+                    io.sync()
             if result.ok:
-                for rel in sorted(entry.created_dirs, key=lambda p: p.count("/"), reverse=True):
-                    with contextlib.suppress(OSError):
-                        os.rmdir(self.sandbox.abspath(rel))
                 entry.state = "undone"
                 self._update(entry)
+                self._journal_end(entry)
                 result.message = f"Undid {entry.summary}" if entry.summary else "Undone."
             return result
 
@@ -253,11 +303,14 @@ class ChangeHistory:
                 return RestoreResult(False, entry, message=f"That change is {entry.state}; nothing to redo.")
             before = self.store.load(entry.before)
             after = self.store.load(entry.after)
-            result = self._restore(after, before, force=force, label=f"redo: {entry.summary}")
+            with FolderIO(self.sandbox) as io:
+                result = self._restore(after, before, io=io, force=force, label=f"redo: {entry.summary}",
+                                       entry=entry, kind="redo")
             result.entry = entry
             if result.ok:
                 entry.state = "applied"
                 self._update(entry)
+                self._journal_end(entry)
                 result.message = f"Redid {entry.summary}" if entry.summary else "Redone."
             return result
 
@@ -267,53 +320,75 @@ class ChangeHistory:
             target = self.store.load(checkpoint_id)
             if Path(target.folder) != self.folder:
                 return RestoreResult(False, message=f"Checkpoint {checkpoint_id} belongs to {target.folder}")
-            states = {rel: read_file_state(self.sandbox.abspath(rel)) for rel in target.files}
-            wanted = {rel: (self.store.state_bytes(s), s.mode if s else None) for rel, s in target.files.items()}
-            entry = self.begin(states, wanted, change_set_id=target.change_set_id,
-                               summary=f"restore of checkpoint {checkpoint_id}", kind="restore")
-            try:
-                created = _write_states(self.sandbox, self.store, target.files)
-            except Exception as exc:
-                current = self.store.load(entry.before)
-                with contextlib.suppress(Exception):
-                    _write_states(self.sandbox, self.store, current.files)
-                self.fail(entry)
-                return RestoreResult(False, entry, message=f"Could not restore: {exc}; nothing was changed")
+            with FolderIO(self.sandbox) as io:
+                states = {rel: _read(io, rel) for rel in target.files}
+                wanted = {rel: (self.store.state_bytes(s), s.mode if s else None) for rel, s in target.files.items()}
+                entry = self.begin(states, wanted, change_set_id=target.change_set_id,
+                                   summary=f"restore of checkpoint {checkpoint_id}", kind="restore", io=io)
+                try:
+                    created = _write_states(io, self.store, target.files)
+                except Exception as exc:
+                    current = self.store.load(entry.before)
+                    reverted = True
+                    try:
+                        _write_states(io, self.store, current.files)
+                    except Exception:
+                        reverted = False
+                    self.fail(entry, keep_journal=not reverted)
+                    return RestoreResult(False, entry, message=f"Could not restore: {exc}; nothing was changed"
+                                         if reverted else f"Could not restore: {exc}; putting the files back "
+                                         "failed too: the next start offers to finish or roll back the restore")
+                except BaseException:
+                    self.release(entry)
+                    raise
             self.finish(entry, created_dirs=created)
             return RestoreResult(True, entry, restored=sorted(target.files),
                                  message=f"Restored {len(target.files)} file(s) from checkpoint {checkpoint_id}")
 
-    def _restore(self, target: Checkpoint, expected: Checkpoint | None, *, force: bool,
-                 label: str) -> RestoreResult:
+    def _restore(self, target: Checkpoint, expected: Checkpoint | None, *, io: FolderIO, force: bool, label: str,
+                 entry: HistoryEntry, kind: str) -> RestoreResult:
+        """Write ``target``'s states (undo: the before checkpoint; redo: the after one), journaled.
+
+        The journal stays open on success: the caller closes it once the entry's state is saved.
+        """
+        disk = {rel: _read(io, rel) for rel in target.files}
         conflicts: list[Conflict] = []
         for rel, state in target.files.items():
-            if _disk_matches(self.sandbox, rel, state):
+            if _disk_matches(io, rel, state, disk):
                 continue
             wanted = expected.files.get(rel) if expected is not None else None
-            if expected is not None and _disk_matches(self.sandbox, rel, wanted):
+            if expected is not None and _disk_matches(io, rel, wanted, disk):
                 continue
-            disk, _ = read_file_state(self.sandbox.abspath(rel))
             conflicts.append(Conflict(
-                path=rel, base=self.store.state_bytes(wanted), disk=disk, proposed=self.store.state_bytes(state),
-                message=f"{rel} changed after the checkpoint; restoring it would overwrite those changes",
+                path=rel, base=self.store.state_bytes(wanted), disk=disk[rel][0],
+                proposed=self.store.state_bytes(state),
+                message=f"{display_path(rel)} changed after the checkpoint; restoring it would overwrite those changes",
             ))
         saved = None
         if conflicts and not force:
-            names = ", ".join(c.path for c in conflicts)
+            names = ", ".join(display_path(c.path) for c in conflicts)
             return RestoreResult(False, conflicts=conflicts,
                                  message=f"Not restored: {names} changed since; use force to overwrite")
         if conflicts:
-            saved = self.store.capture(self.folder, [c.path for c in conflicts], kind="overwritten", label=label,
-                                       thread_id=self.thread_id).id
-        current = {rel: read_file_state(self.sandbox.abspath(rel)) for rel in target.files}
+            saved = self.store.record(self.folder, {c.path: disk[c.path] for c in conflicts}, kind="overwritten",
+                                      label=label, thread_id=self.thread_id).id
+        current = self.store.record(self.folder, disk, kind=f"before-{kind}", label=label, thread_id=self.thread_id)
+        self._journal_start(kind, entry, old=current.id, new=target.id, paths=sorted(target.files), io=io)
         try:
-            _write_states(self.sandbox, self.store, target.files)
+            _write_states(io, self.store, target.files)
         except Exception as exc:
-            undo = {rel: (None if d is None else FileState(self.store.put(d), m, len(d)))
-                    for rel, (d, m) in current.items()}
-            with contextlib.suppress(Exception):
-                _write_states(self.sandbox, self.store, undo)
-            return RestoreResult(False, message=f"Could not restore: {exc}; the files were left as they were")
+            reverted = True
+            try:
+                _write_states(io, self.store, current.files)
+            except Exception:
+                reverted = False
+            self._journal_end(entry, keep=not reverted)
+            tail = "the files were left as they were" if reverted else (
+                "putting the files back failed too: the next start offers to finish or roll it back")
+            return RestoreResult(False, message=f"Could not restore: {exc}; {tail}")
+        except BaseException:
+            self._journal_end(entry, keep=True)
+            raise
         return RestoreResult(True, restored=sorted(target.files), conflicts=conflicts, saved_checkpoint_id=saved)
 
     # -- the thread's net change -----------------------------------------------------------------
@@ -325,9 +400,11 @@ class ChangeHistory:
             for rel, state in checkpoint.files.items():
                 base.setdefault(rel, state)
         out: list[FileChange] = []
+        with FolderIO(self.sandbox) as io:
+            now = {rel: _read(io, rel)[0] for rel in base}
         for n, (rel, state) in enumerate(sorted(base.items()), start=1):
             before = self.store.state_bytes(state)
-            after, _ = read_file_state(self.sandbox.abspath(rel))
+            after = now[rel]
             if before == after:
                 continue
             out.append(FileChange(id=f"n{n}", path=rel, before=before, after=after,

@@ -23,6 +23,7 @@ from workspace.diffing import (
     strip_eol,
     unified_diff,
 )
+from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
     from workspace.diffing import InlinePair
@@ -135,6 +136,13 @@ class Hunk:
         return (self.kind, self.old_start, self.old_end, tuple(self.old_lines), tuple(self.new_lines))
 
 
+def _diff_name(prefix: str, rel: str) -> str:
+    """A diff header's file name; one with control or bidi characters escaped and quoted, as git
+    does, so it can never break the header onto lines of its own."""
+    shown = display_path(rel)
+    return f"{prefix}{rel}" if shown == rel else f'"{prefix}{shown}"'
+
+
 @dataclass(slots=True)
 class Merge:
     """What applying a file's decided hunks produces."""
@@ -201,7 +209,9 @@ class FileChange:
 
     @property
     def display_path(self) -> str:
-        return f"{self.path} → {self.new_path}" if self.new_path else self.path
+        """The path (``old → new`` for a rename) as people may see it: control, format and bidi
+        characters escaped (:func:`workspace.sandbox.display_path`)."""
+        return display_path(f"{self.path} → {self.new_path}" if self.new_path else self.path)
 
     @property
     def binary(self) -> bool:
@@ -354,13 +364,13 @@ class FileChange:
 
     def unified_diff(self, *, merged: bool = False, context: int = 3) -> str:
         """The proposal (or, with ``merged``, the decided result) as a unified diff."""
-        old_name = f"a/{self.path}" if self.before is not None else "/dev/null"
+        old_name = _diff_name("a/", self.path) if self.before is not None else "/dev/null"
         after = self.merge().data if merged else self.after
         target = self.merge().target if merged else self.target
-        new_name = f"b/{target}" if after is not None else "/dev/null"
+        new_name = _diff_name("b/", target) if after is not None else "/dev/null"
         head = ""
         if target != self.path:
-            head = f"rename from {self.path}\nrename to {target}\n"
+            head = f"rename from {display_path(self.path)}\nrename to {display_path(target)}\n"
         if self.format is None:
             if self.before == after:
                 return head

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from workspace.changes.hunks import ACCEPTED, REJECTED
+from workspace.sandbox import display_path
 
 
 def _hunk_phrase(h: dict[str, Any]) -> str:
@@ -41,7 +42,7 @@ def format_outcome(outcome: Sequence[dict[str, Any]], *, change_set_id: str | No
     head += f" (change set {change_set_id}):" if change_set_id else ":"
     lines = [head]
     for f in outcome:
-        name = f["path"] + (f" → {f['new_path']}" if f.get("new_path") else "")
+        name = display_path(f["path"] + (f" → {f['new_path']}" if f.get("new_path") else ""))
         hunks = f.get("hunks", [])
         status = f.get("status")
         action = f.get("action", "modify")

@@ -17,12 +17,14 @@ from workspace.version import __version__
 
 COMMAND_MODULES = [
     "workspace.cli.run",
+    "workspace.cli.chat",
     "workspace.cli.misc",
     "workspace.cli.network",
     "workspace.cli.mcp",
     "workspace.cli.threads",
     "workspace.cli.trust",
     "workspace.cli.schema",
+    "workspace.cli.changes",
 ]
 
 
@@ -56,6 +58,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; everything it prints (stdout, stderr, ``--json`` lines, logs, a crash's
+    traceback) goes through :func:`workspace.secrets.redact` first."""
+    from workspace.secrets import install_output_redaction
+
+    restore = install_output_redaction()
+    try:
+        return _main(argv)
+    finally:
+        restore()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     func = getattr(args, "func", None)

@@ -354,7 +354,7 @@ async def _toggle(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from workspace.cli import CLIError
     from workspace.mcp.server import serve_http, serve_stdio
-    from workspace.surface import workspace_tools
+    from workspace.surface import workspace_prompts, workspace_resources, workspace_tools
 
     folder_arg = args.serve_folder or getattr(args, "folder", None)
     folder = Path(folder_arg).resolve() if folder_arg else None
@@ -371,14 +371,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise CLIError(f"no tools to serve: {', '.join(asked)} cannot be served (file changes need review in "
                            "the app or `robotlab run`); check --tools")
         raise CLIError("no tools to serve (check --tools)")
+    prompts = workspace_prompts(folder) if not args.no_robots else []
+    db = getattr(args, "db", None)
+    resources = workspace_resources(Path(db) if db else None)
     try:
         if args.http is not None:
             if not 0 < args.http < 65536:
                 raise CLIError(f"--http {args.http}: a port is a number from 1 to 65535")
             print(f"Serving {len(tools)} tools on http://127.0.0.1:{args.http}/mcp (Ctrl+C stops)", file=sys.stderr)
-            asyncio.run(serve_http(tools, port=args.http, folder=folder))
+            asyncio.run(serve_http(tools, port=args.http, folder=folder, prompts=prompts, resources=resources))
         else:
-            asyncio.run(serve_stdio(tools, folder=folder))
+            asyncio.run(serve_stdio(tools, folder=folder, prompts=prompts, resources=resources))
     except KeyboardInterrupt:
         return 0
     return 0

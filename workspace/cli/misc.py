@@ -88,9 +88,32 @@ def cmd_config_show(args: argparse.Namespace) -> int:
     from workspace.config import load_config
 
     config = load_config(_folder(args))
-    print(yaml.safe_dump(config.data, sort_keys=False).rstrip())
+    print(yaml.safe_dump(shown_config(config.data), sort_keys=False).rstrip())
     if config.sources:
         print("\n# where values came from:")
         for key, source in sorted(config.sources.items()):
             print(f"#   {key}: {source}")
     return 0
+
+
+def shown_config(data: dict[str, Any]) -> dict[str, Any]:
+    """The configuration as ``config show`` prints it: MCP servers' env and header values, URL
+    passwords and keys, and secret-looking flags masked as ``robotlab mcp list -v`` masks them
+    (the output is redacted as well, like everything the command line prints)."""
+    from workspace.mcp.config import mask_url, masked_entry
+
+    shown = dict(data)
+    servers = shown.get("mcpServers")
+    if isinstance(servers, dict):
+        shown["mcpServers"] = {name: masked_entry(entry) for name, entry in servers.items()}
+    llm = shown.get("llm")
+    if isinstance(llm, dict) and isinstance(llm.get("api_base"), str):
+        from urllib.parse import urlsplit
+
+        base = llm["api_base"]
+        try:
+            masked = mask_url(base) if urlsplit(base).password or urlsplit(base).query else base
+        except ValueError:
+            masked = "<invalid url>"
+        shown["llm"] = {**llm, "api_base": masked}
+    return shown

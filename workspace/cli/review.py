@@ -12,12 +12,13 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workspace.changes import PENDING, ChangeError
 from workspace.diffing import split_lines, strip_eol, unified_diff
+from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
     from workspace.changes import ApplyResult, ChangeSet, FileChange, Hunk
@@ -190,9 +191,21 @@ class _Out:
                 self.line(raw)
 
 
+#: Characters of file content the terminal review shows escaped: C0/C1 controls but the tab (an
+#: escape sequence or a carriage return in a line could redraw what the review shows) and the
+#: bidirectional controls (which reorder what follows them on screen, "Trojan Source").
+_HIDDEN = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0a, 0x20), *range(0x7f, 0xa0))}
+_HIDDEN.update({c: f"\\u{c:04x}" for c in (0x061c, 0x200e, 0x200f, *range(0x202a, 0x202f), *range(0x2066, 0x206a))})
+
+
+def _visible(text: str) -> str:
+    """A line of file content as the terminal may show it (see :data:`_HIDDEN`)."""
+    return text if text.isprintable() else text.translate(_HIDDEN)
+
+
 def _hunk_text(fc: FileChange, h: Hunk, out: _Out) -> None:
     if h.kind == "rename":
-        out.line(out.c("33", f"  rename {fc.path} → {fc.new_path}"))
+        out.line(out.c("33", f"  rename {fc.display_path}"))
         return
     if h.kind == "file":
         size = lambda b: "absent" if b is None else f"{len(b)} bytes"  # noqa: E731
@@ -201,14 +214,14 @@ def _hunk_text(fc: FileChange, h: Hunk, out: _Out) -> None:
     before, after = fc.context(h)
     out.line(out.c("36", h.header()))
     for line in before:
-        out.line(" " + strip_eol(line))
+        out.line(" " + _visible(strip_eol(line)))
     for sign, lines in (("-", h.old_lines), ("+", h.final_lines)):
         for line in lines:
-            out.line(out.c("31" if sign == "-" else "32", sign + strip_eol(line)))
+            out.line(out.c("31" if sign == "-" else "32", sign + _visible(strip_eol(line))))
             if not line.endswith(("\n", "\r")):
                 out.line(out.c("2", "\\ No newline at end of file"))
     for line in after:
-        out.line(" " + strip_eol(line))
+        out.line(" " + _visible(strip_eol(line)))
 
 
 async def _edit_text(initial: str, ask: AskFn, out: _Out, *, suffix: str) -> str | None:
@@ -268,7 +281,7 @@ async def review_in_terminal(changes: ChangeSet, *, ask: AskFn, out: _Out) -> bo
             _hunk_text(fc, h, out)
             while True:
                 try:
-                    answer = (await ask(f"Hunk {h.number}/{len(fc.hunks)} of {fc.path}: accept? "
+                    answer = (await ask(f"Hunk {h.number}/{len(fc.hunks)} of {display_path(fc.path)}: accept? "
                                         "[y,n,e,a,d,A,q,?] ")).strip()
                 except EOFError:
                     answer = "q"
@@ -385,7 +398,7 @@ async def settle_in_terminal(changes: ChangeSet, *, mode: str, printer: Any = No
                     unmerged.append(conflict.path)
             if unmerged:
                 out.line(out.c("31", "✗ Both the disk and the proposal changed the same lines of "
-                                     + ", ".join(unmerged) + "; these files are skipped."))
+                                     + ", ".join(map(display_path, unmerged)) + "; these files are skipped."))
             result = await asyncio.to_thread(lambda: changes.apply(on_conflict="skip"))
         elif choice == "s":
             result = await asyncio.to_thread(lambda: changes.apply(on_conflict="skip"))
@@ -409,9 +422,3 @@ def _emit_decided(changes: ChangeSet, printer: Any) -> None:
         return
     printer(changes.decided_event())
 
-
-def iter_hunks(changes: ChangeSet) -> Iterator[tuple[FileChange, Hunk]]:
-    """(file, hunk) pairs in navigation order, for views."""
-    for fc in changes.pending_files:
-        for h in fc.hunks:
-            yield fc, h

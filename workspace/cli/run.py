@@ -1,22 +1,35 @@
-"""``robotlab run ROBOT "message"``: run a robot headless and print its events."""
+"""``robotlab run ROBOT "message"``: run a robot headless and print its events.
+
+Every run is recorded as a thread of the app's database (the window lists it, marked as from the
+terminal) unless ``--no-record``; ``--continue`` / ``--thread ID`` send the message in an earlier
+thread, the robot getting the conversation so far.
+"""
 
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workspace.cli.render import EventPrinter
+from workspace.cli.record import add_record_options, looks_like_path
 from workspace.cli.runs import (
+    EXIT_STATUS_HELP,
+    OUTPUT_HELP,
+    QuestionAfterOutput,
     add_run_options,
     check_key,
+    make_printer,
     print_events,
     run_reporting_failure,
     settle_changes,
+    settle_recorded,
     template_params,
     terminal_approval,
 )
+
+if TYPE_CHECKING:
+    from workspace.config import Config
+    from workspace.persistence import Store, ThreadInfo
 
 
 def register(sub: Any) -> None:
@@ -24,14 +37,22 @@ def register(sub: Any) -> None:
         "run",
         help="run a robot on a message and print what it does",
         description="Run a robot (a name from `robotlab robots list`, or a robot/template .md file) on one "
-        "message, streaming its text and tool calls.",
+        "message, streaming its text and tool calls. The run is recorded as a thread the window lists "
+        "(--no-record: not); --continue or --thread ID sends the message in an earlier thread, and then "
+        "ROBOT may be left out.",
+        epilog=f"{OUTPUT_HELP}\n\n{EXIT_STATUS_HELP}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("robot", help="robot name or path to a robot .md file")
-    p.add_argument("message", nargs="+", help="the message to send")
+    p.add_argument("message", nargs="*", help="the message to send")
     add_run_options(p, who="the robot")
     p.add_argument("--max-turns", type=positive_int, metavar="N", help="stop after this many model turns (N >= 1)")
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                    help="a variable for the robot's template (VALUE may be JSON); repeatable")
+    p.add_argument("--output-schema", metavar="FILE",
+                   help="a JSON Schema file the answer must match (structured output): --plain prints the "
+                   "object as JSON, --json has it in run_finished's result.output_data")
+    add_record_options(p, what="robot thread")
     p.set_defaults(func=cmd_run)
 
 
@@ -46,11 +67,6 @@ def positive_int(text: str) -> int:
     return value
 
 
-def looks_like_path(name: str) -> bool:
-    """Whether a robot argument names a file rather than a robot: it has a folder separator or ends in .md."""
-    return "/" in name or os.sep in name or name.lower().endswith(".md")
-
-
 def check_robot_file(name: str) -> None:
     """A robot argument that is a path must name an existing file (else the error would be "unknown robot")."""
     from workspace.cli import CLIError
@@ -63,6 +79,29 @@ def check_robot_file(name: str) -> None:
     if not path.is_file():
         raise CLIError(f"robot file not found: {name} (no such file: {path.absolute()}). Check the path, or give "
                        "a robot name from `robotlab robots list`.")
+
+
+def output_schema(path: str) -> dict[str, Any]:
+    """``--output-schema FILE``: the JSON Schema in the file, checked."""
+    import json
+
+    from workspace.cli import CLIError
+
+    file = Path(path)
+    try:
+        schema = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CLIError(f"--output-schema {path}: cannot read it ({exc.strerror or exc})") from exc
+    except ValueError as exc:
+        raise CLIError(f"--output-schema {path}: not JSON ({exc}); give a JSON Schema file like "
+                       '{"type": "object", "properties": {...}, "required": [...]}') from exc
+    from workspace.output import OutputSchema, OutputValidationError
+
+    try:
+        OutputSchema.of(schema)
+    except OutputValidationError as exc:
+        raise CLIError(f"--output-schema {path}: {exc}") from exc
+    return dict(schema)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -89,49 +128,161 @@ def _warm_up(args: argparse.Namespace) -> None:
     threading.Thread(target=work, name="robotlab-warm-up", daemon=True).start()
 
 
-async def _run(args: argparse.Namespace) -> int:
-    from workspace.catalog import load_robot
-    from workspace.cli import CLIError
+def run_config(args: argparse.Namespace, folder: Path | None) -> Config:
+    """The configuration of a command-line run: the files, then ``--model``, ``--api-base`` and
+    ``--apply auto`` (the review mode of the thread's change set)."""
     from workspace.cli.trust import warn_if_untrusted
     from workspace.config import load_config
-    from workspace.providers import is_offline, preload_in_background, provider_for
+    from workspace.providers import preload_in_background
 
-    folder_arg = args.run_folder or args.folder
-    folder = Path(folder_arg).resolve() if folder_arg else None
-    if folder is not None and not folder.is_dir():
-        raise CLIError(f"--folder {folder_arg}: no such folder")
     overrides: dict[str, Any] = {}
     if args.model:
         overrides.setdefault("llm", {})["model"] = args.model
     if args.api_base:
         overrides.setdefault("llm", {})["api_base"] = args.api_base
-    config = load_config(folder, overrides=overrides or None)
+    # What --apply says, whatever the files say (the folder's review.mode is not the command line's).
+    overrides["review"] = {"mode": "auto" if getattr(args, "apply", None) == "auto" else "review"}
+    from workspace.cli.runs import tracing_overrides
+
+    overrides.update(tracing_overrides(args))
+    config = load_config(folder, overrides=overrides)
     if not args.model:  # the configured model's openai SDK loads in a thread while the robot is read
         preload_in_background(config.get("llm.model"), args.api_base or config.get("llm.api_base"), config,
                               litellm=False)
     warn_if_untrusted(config)
-    check_robot_file(args.robot)
-    robot = load_robot(args.robot, folder=folder, config=config, model=args.model, api_base=args.api_base)
-    model = robot.model
-    if not is_offline(model):
-        check_key(model, robot.api_base or config.get("llm.api_base"))
-    robot.provider = provider_for(model, api_base=robot.api_base, config=config)
-    approval = terminal_approval(args)
-    changes = None
-    if folder is not None:
-        from workspace.changes import ChangeSet
+    return config
 
-        changes = ChangeSet(folder, mode="auto" if args.apply == "auto" else "review")
-    printer = EventPrinter(json_lines=args.json)
-    message = " ".join(args.message)
-    options: dict[str, Any] = {**template_params(args.param), "approval": approval}
+
+def run_folder(args: argparse.Namespace) -> Path | None:
+    from workspace.cli import CLIError
+
+    folder_arg = getattr(args, "run_folder", None) or getattr(args, "folder", None)
+    folder = Path(folder_arg).resolve() if folder_arg else None
+    if folder is not None and not folder.is_dir():
+        raise CLIError(f"--folder {folder_arg}: no such folder")
+    return folder
+
+
+def known_robot(word: str, folder: Path | None) -> bool:
+    """Whether ``word`` names a robot (a robot file, or a robot of the catalog)."""
+    if looks_like_path(word):
+        return Path(word).is_file()
+    from workspace.catalog import list_robots
+
+    return any(info.name == word for info in list_robots(folder))
+
+
+def continued_thread(args: argparse.Namespace, folder: Path | None,
+                     store: Store) -> tuple[ThreadInfo, str | None, str]:
+    """For ``--continue`` / ``--thread``: the thread, the robot given (None: the thread's), the message.
+
+    ROBOT may be left out: the first word is the robot only when more words follow and it names a
+    robot (a robot file or a robot of the catalog); ``--continue`` then takes that robot's latest thread.
+    """
+    from workspace.cli.record import thread_to_continue
+    from workspace.persistence import ThreadInfo
+
+    words = [args.robot, *args.message]
+    given: str | None = None
+    if len(words) >= 2 and known_robot(words[0], folder):
+        given, words = words[0], words[1:]
+    name = None
+    if given is not None:
+        name = given
+        if looks_like_path(given):
+            from workspace.catalog import load_robot
+
+            name = load_robot(given, folder=folder).name
+    thread = thread_to_continue(store, args, kind="robot", robot=name)
+    assert isinstance(thread, ThreadInfo)
+    return thread, given, " ".join(words)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from workspace.catalog import load_robot
+    from workspace.cli import CLIError
+    from workspace.cli.record import (
+        metadata,
+        open_store,
+        open_workspace,
+        recorded_hint,
+        robot_file,
+        stored_reference,
+    )
+    from workspace.providers import is_offline, provider_for
+
+    folder = run_folder(args)
+    config = run_config(args, folder)
+    from workspace.cli.changes import warn_interrupted_applies
+
+    warn_interrupted_applies(folder)  # a crash cut an apply short: say so before anything else is written
+    continuing = bool(args.continue_thread or args.thread)
+    store: Store | None = None
+    thread: ThreadInfo | None = None
+    reference = args.robot
+    model = args.model
+    if continuing:
+        store = open_store(args)
+        try:
+            thread, given, message = continued_thread(args, folder, store)
+        except BaseException:
+            store.close()
+            raise
+        reference = given or stored_reference(thread, "robot_file")
+        model = model or thread.metadata.get("model")
+    else:
+        message = " ".join(args.message)
+        if not message.strip():
+            raise CLIError(f"give the message after the robot: robotlab run {args.robot} \"your message\" "
+                           "(or --continue \"message\" to go on with the latest thread)")
+    check_robot_file(reference)
+    robot = load_robot(reference, folder=folder, config=config, model=model, api_base=args.api_base)
+    if not is_offline(robot.model):
+        check_key(robot.model, robot.api_base or config.get("llm.api_base"))
+    robot.provider = provider_for(robot.model, api_base=robot.api_base, config=config)
+    if args.context:
+        robot.context_policy = args.context
+    printer = QuestionAfterOutput(make_printer(args))
+    approval = terminal_approval(args, printer)
+    options: dict[str, Any] = template_params(args.param)
     if args.max_turns is not None:
         options["max_turns"] = args.max_turns
-    if folder is not None:
-        options["folder"] = folder
-        options["changes"] = changes
-    run = robot.stream(message, **options)
-    args.run_started = True
-    status, stopped = await print_events(run, printer)
-    await settle_changes(changes, args, stopped, printer)
-    return status
+    if args.output_schema:
+        options["output_type"] = output_schema(args.output_schema)
+
+    if args.no_record:
+        changes = None
+        if folder is not None:
+            from workspace.changes import ChangeSet
+
+            changes = ChangeSet(folder, mode="auto" if args.apply == "auto" else "review")
+            options["folder"] = folder
+            options["changes"] = changes
+        if store is not None and thread is not None:  # --continue without recording: the conversation so far
+            robot.history = store.history_messages(thread.id)
+            store.close()
+        run = robot.stream(message, **options, approval=approval)
+        args.run_started = True
+        status, stopped = await print_events(run, printer)
+        await settle_changes(changes, args, stopped, printer)
+        return status
+
+    workspace = open_workspace(args, config=config, folder=folder, approval=approval, store=store)
+    try:
+        if thread is not None:
+            session = workspace.open_thread(thread.id, robot=robot)
+            if args.model and thread.metadata.get("model") != args.model:
+                workspace.store.update_thread_metadata(thread.id, model=args.model)
+        else:
+            session = workspace.new_thread(robot.name, robot=robot, metadata=metadata(
+                "run", robot_file=robot_file(args.robot), model=args.model))
+        run = session.send(message, **options)
+        args.run_started = True
+        status, stopped = await print_events(run, printer)
+        await run.wait()
+        await settle_recorded(session, args, stopped, printer)
+        if not args.json and not args.plain:
+            recorded_hint(session.thread_id)
+        return status
+    finally:
+        workspace.close()

@@ -15,14 +15,43 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+#: Exit statuses of ``robotlab run`` and ``robotlab network run`` (``robotlab run --help`` lists them).
+EXIT_OK = 0
+#: The run failed (the model or a tool failed it; the error is on stderr, or the run_failed line).
+EXIT_FAILED = 1
+#: Bad usage or configuration: nothing ran (unknown robot, missing key, bad file, bad option).
+EXIT_USAGE = 2
+#: The run stopped at the turn limit (``--max-turns``, ``agent.max_turns``) with the robot wanting to go on.
+EXIT_TURN_LIMIT = 3
+#: Stopped: Ctrl-C (128 + SIGINT); SIGTERM gives 143 (128 + 15).
+EXIT_CANCELLED = 130
+
+EXIT_STATUS_HELP = """exit status:
+  0    the run finished
+  1    the run failed (the error is on stderr; with --json also the run_failed line)
+  2    nothing ran: bad usage or configuration (unknown robot, missing API key, bad file)
+  3    stopped at the turn limit (--max-turns, agent.max_turns): the robot wanted to go on
+  130  stopped by Ctrl-C (143: by SIGTERM)
+  141  the reader of the output went away (`robotlab run ... | head -1`)"""
+
+OUTPUT_HELP = """output:
+  default  the text as it streams, tool calls and approvals as short lines (colours on a terminal)
+  --plain  only the final answer on stdout, when the run ends (what llm prints), for shell scripts;
+           questions, the review and errors go to stderr
+  --json   one JSON object per event on stdout (JSON Lines, e.g. `| jq -c 'select(.kind=="text")'`);
+           questions and the review go to stderr"""
+
 
 def add_run_options(p: argparse.ArgumentParser, *, who: str) -> None:
     """The options ``run`` and ``network run`` share."""
     p.add_argument("--model", help="model id, e.g. openai/gpt-4o-mini or ollama_chat/llama3.1 (default: the robot's, "
                    "else the configured one; none: the offline demo)")
     p.add_argument("--api-base", help="base URL of an OpenAI-compatible or local server (Ollama, LM Studio, vLLM)")
-    p.add_argument("--json", action="store_true", help="print one JSON object per event")
-    p.add_argument("--folder", dest="run_folder", help=f"folder {who} may read and propose changes in")
+    output = p.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print one JSON object per event (JSON Lines)")
+    output.add_argument("--plain", action="store_true",
+                        help="print only the final answer (on stdout, when the run ends): for pipes and scripts")
+    p.add_argument("--folder", dest="run_folder", metavar="DIR", help=f"folder {who} may read and propose changes in")
     p.add_argument(
         "--apply",
         choices=("review", "auto", "never"),
@@ -32,6 +61,33 @@ def add_run_options(p: argparse.ArgumentParser, *, who: str) -> None:
     )
     p.add_argument("--yes", "-y", action="store_true",
                    help="approve every tool call that the approval policy would ask about")
+    p.add_argument("--context", choices=("compact", "truncate", "error"), default=None,
+                   help="when the conversation outgrows the model's context window: compact (summarise older "
+                   "messages; the default, or llm.context_policy), truncate (leave out the oldest turns) or error "
+                   "(fail before sending)")
+    add_otel_option(p)
+
+
+def add_otel_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--otel", action="store_true",
+                   help="export the run as OpenTelemetry spans over OTLP (the OTEL_EXPORTER_OTLP_* variables say "
+                   "where; needs pip install 'robotlab-workspace[otel]'); also tracing.otel in the configuration")
+
+
+def tracing_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """``--otel``: the configuration override that switches tracing on (after checking it can be)."""
+    if not getattr(args, "otel", False):
+        return {}
+    import os
+
+    from workspace import tracing
+    from workspace.cli import CLIError
+
+    if not tracing.available():
+        raise CLIError("--otel needs OpenTelemetry: pip install 'robotlab-workspace[otel]' "
+                       "(opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http)")
+    os.environ[tracing.ENV_SWITCH] = "true"  # the option wins over the environment's setting
+    return {"tracing": {"otel": True}}
 
 
 def template_params(items: list[str]) -> dict[str, Any]:
@@ -125,34 +181,135 @@ def run_reporting_failure(args: argparse.Namespace, main: Any, *, who: str) -> i
         raise
 
 
-async def print_events(run: Any, printer: Any) -> tuple[int, SignalStop]:
-    """Print every event of ``run`` (Ctrl-C and SIGTERM stop it, see :func:`stop_on_signals`); the exit
-    status: 0, 1 when it failed, 130 when it was cancelled (128 + the signal when one stopped it)."""
+def hit_turn_limit(event: Any) -> bool:
+    """Whether ``event`` ends a run (or a network's task) that stopped at the turn limit."""
     from workspace import events as ev
 
-    status = 0
-    with stop_on_signals(run) as stopped:
+    if not isinstance(event, ev.RunFinished | ev.TaskFinished) or (isinstance(event, ev.RunFinished) and event.nested):
+        return False  # a run inside the run (a task's run: its task_finished counts; a robot used as a tool)
+    return getattr(event.result, "stop_reason", None) == "max_turns"
+
+
+async def print_events(run: Any, printer: Any, *, signals: bool = True) -> tuple[int, SignalStop]:
+    """Print every event of ``run`` (Ctrl-C and SIGTERM stop it, see :func:`stop_on_signals`, unless
+    ``signals=False``: the caller handles them); the exit status: 0, 1 when it failed, 3 when it (or a
+    network's task) stopped at the turn limit, 130 when it was cancelled (128 + the signal when one
+    stopped it)."""
+    from workspace import events as ev
+
+    status = EXIT_OK
+    limited: list[str] = []
+    with stop_on_signals(run) if signals else contextlib.nullcontext(SignalStop()) as stopped:
         async for event in run:
             printer(event)
-            if isinstance(event, ev.RunFailed):
-                status = 1
+            if event.nested and event.terminal:
+                pass  # a run inside the run ended (a network's task, a robot used as a tool): not the run
+            elif isinstance(event, ev.RunFailed):
+                status = EXIT_FAILED
             elif isinstance(event, ev.RunCancelled):
-                status = 130
+                status = EXIT_CANCELLED
+            elif hit_turn_limit(event):
+                limited.append(event.task or event.robot)
+                if isinstance(event, ev.RunFinished):
+                    status = EXIT_TURN_LIMIT
     printer.finish()
+    if limited and status == EXIT_OK:
+        status = EXIT_TURN_LIMIT  # a network whose tasks ran out of turns
+    if status == EXIT_TURN_LIMIT and (getattr(printer, "json_lines", False) or getattr(printer, "plain", False)):
+        # The text printer says it in its output; JSON and plain output say it where people look.
+        print(f"robotlab: stopped at the turn limit ({', '.join(limited)}): the robot wanted to go on. Raise it "
+              f"with --max-turns N (or agent.max_turns in the configuration). Exit status {EXIT_TURN_LIMIT}.",
+              file=sys.stderr)
     return (stopped.status if stopped.status is not None else status), stopped
 
 
-async def settle_changes(changes: Any, args: argparse.Namespace, stopped: SignalStop, printer: Any) -> None:
+class QuestionAfterOutput:
+    """Wraps a printer so that a question asked during a run waits until what came before it is printed.
+
+    The agent asks for an approval as soon as it emits ``approval_requested``; the printer consumes the
+    events in another task and may still be streaming the text that led to the call. Without this the
+    question would appear mid-sentence, and the rest of the text under it. ``await printed(call_id)``
+    returns once the printer has printed that request (at most ``timeout`` seconds later).
+    """
+
+    def __init__(self, printer: Any, *, timeout: float = 2.0) -> None:
+        self.printer = printer
+        self.timeout = timeout
+        self._seen: set[str] = set()
+        self._waiting: dict[str, asyncio.Future[None]] = {}
+
+    def __getattr__(self, name: str) -> Any:  # json_lines, plain, out, _color... of the printer
+        return getattr(self.printer, name)
+
+    def __call__(self, event: Any) -> None:
+        from workspace import events as ev
+
+        self.printer(event)
+        if isinstance(event, ev.ApprovalRequested):
+            end_line = getattr(self.printer, "end_line", None)
+            if callable(end_line):
+                end_line()  # end a streamed line: the question starts on its own
+            waiter = self._waiting.pop(event.id, None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+            else:
+                self._seen.add(event.id)
+
+    def finish(self) -> None:
+        self.printer.finish()
+
+    async def printed(self, call_id: str) -> None:
+        if call_id in self._seen:
+            self._seen.discard(call_id)
+            return
+        waiter = self._waiting.setdefault(call_id, asyncio.get_running_loop().create_future())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(waiter), self.timeout)
+        self._waiting.pop(call_id, None)
+
+
+def make_printer(args: argparse.Namespace) -> Any:
+    """The printer of ``run``'s output: text, ``--json`` lines or ``--plain`` (the final answer)."""
+    from workspace.cli.render import EventPrinter, PlainPrinter
+
+    if getattr(args, "plain", False):
+        return PlainPrinter()
+    return EventPrinter(json_lines=bool(getattr(args, "json", False)))
+
+
+def machine_output(args: argparse.Namespace) -> bool:
+    """Whether stdout carries output for programs (``--json``, ``--plain``): questions go to stderr."""
+    return bool(getattr(args, "json", False) or getattr(args, "plain", False))
+
+
+async def settle_changes(changes: Any, args: argparse.Namespace, stopped: SignalStop, printer: Any) -> Any:
     """What ``--apply`` says to do with the run's proposed changes (a review in the terminal when
-    interactive); a run stopped by a signal writes nothing."""
+    interactive); a run stopped by a signal writes nothing. The ApplyResult, or None."""
     if changes is None or not getattr(changes, "files", None):
-        return
+        return None
     mode = args.apply or ("review" if sys.stdin.isatty() and not args.json else "never")
     if stopped.signal is not None:
         mode = "never"  # stopped by the user or the system: nothing of the run is written
     from workspace.cli.review import settle_in_terminal
 
-    await settle_in_terminal(changes, mode=mode, printer=printer)
+    return await settle_in_terminal(changes, mode=mode, printer=printer)
+
+
+async def settle_recorded(session: Any, args: argparse.Namespace, stopped: SignalStop, printer: Any) -> None:
+    """:func:`settle_changes` for a recorded thread: the decision is recorded on the thread's turn
+    (``change_decided``, as the window's apply does) and what is still unsettled, or unheard by the
+    model, is kept with the thread, so ``--continue`` tells the model what happened to its proposal."""
+    changes = session.changes
+    if changes is None:
+        return
+    result = await settle_changes(changes, args, stopped, printer)
+    turn_id = session.thread.current_turn_id
+    if turn_id is not None and result is not None and result.settled:
+        from workspace.persistence import StoreError
+
+        with contextlib.suppress(StoreError):
+            session.store.append_event(session.thread_id, turn_id, changes.decided_event())
+    await asyncio.to_thread(session.save_changes)
 
 
 def check_key(model: str, api_base: str | None) -> None:
@@ -171,7 +328,9 @@ def check_key(model: str, api_base: str | None) -> None:
     )
 
 
-def terminal_approval(args: argparse.Namespace) -> Any:
+def terminal_approval(args: argparse.Namespace, printer: Any = None) -> Any:
+    """The approval gate of a command-line run: the policy file, and questions asked in the terminal
+    (after what the run printed so far, when ``printer`` is a :class:`QuestionAfterOutput`)."""
     from workspace import paths
     from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalPolicy, ApprovalRequest
 
@@ -187,8 +346,11 @@ def terminal_approval(args: argparse.Namespace) -> Any:
             )
         from workspace.cli.review import read_terminal_line
 
-        # With --json, stdout carries only JSON lines: the question goes to stderr.
-        out = sys.stderr if getattr(args, "json", False) else sys.stdout
+        if isinstance(printer, QuestionAfterOutput):
+            await printer.printed(request.call_id)
+
+        # With --json or --plain, stdout carries only the output: the question goes to stderr.
+        out = sys.stderr if machine_output(args) else sys.stdout
         where = f"{request.server}/" if request.server else ""
         args_text = json.dumps(request.input, indent=2, ensure_ascii=False)
         prompt = f"\n{request.robot} wants to call {where}{request.tool} with:\n{args_text}\nApprove? [y]es / [n]o / [a]lways: "

@@ -1,4 +1,8 @@
-"""``robotlab threads list|export|search|import``: the stored conversations, headless."""
+"""``robotlab threads list|show|export|search|import|recover``: the stored conversations, headless.
+
+``--db FILE`` may come before the action (``threads --db FILE list``) or after it; both work for
+every action.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from workspace.cli.record import add_db_option, open_store
+from workspace.cli.show import dumps, print_thread, thread_dict, thread_json
 from workspace.persistence import Store
 
 
 def register(sub: Any) -> None:
+    # SUPPRESS: an action's parser sets ``db`` only when --db follows the action, so one given before
+    # it (``threads --db FILE list``) is kept rather than overwritten by the action's default.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", metavar="FILE", help="the database file (default: see `robotlab paths`)")
+    add_db_option(common, default=argparse.SUPPRESS)
 
     threads = sub.add_parser("threads", help="list, search, export and import conversation threads",
                              parents=[common])
@@ -24,6 +32,16 @@ def register(sub: Any) -> None:
     lst.add_argument("--json", action="store_true", help="print JSON")
     lst.add_argument("--deleted", action="store_true", help="include deleted threads")
     lst.set_defaults(func=cmd_list)
+
+    show = tsub.add_parser("show", help="print a thread: the messages, the robots' text and their tool calls",
+                           description="Print a thread's current branch: every message, the robot's text, its "
+                           "tool calls and results, approvals and file changes. Stored text is shown with "
+                           "control characters escaped.", parents=[common])
+    show.add_argument("id", help="thread id (or the start of it)")
+    show.add_argument("--json", action="store_true",
+                      help="print the thread and its turns with their events as one JSON object")
+    show.add_argument("--full", action="store_true", help="do not shorten tool inputs and results")
+    show.set_defaults(func=cmd_show)
 
     export = tsub.add_parser("export", help="export a thread as Markdown, RobotLab JSON results or JSONL events",
                              parents=[common])
@@ -74,21 +92,9 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def _open(args: argparse.Namespace, *, create: bool = False) -> Store:
-    """The store of ``--db`` (default: the app's database).
-
-    Reading commands never create a database: a mistyped ``--db`` path is refused instead of
-    answering "no threads" from a new, empty file (``import`` may create one).
-    """
-    from workspace import paths
-    from workspace.cli import CLIError
-
-    db = getattr(args, "db", None)
-    path = Path(db) if db else paths.database_path()
-    if not create and db and not path.is_file():
-        what = "is a folder, not a database file" if path.is_dir() else "does not exist"
-        raise CLIError(f"no database at {path} ({what}). Check --db, or leave it out to use the app's database "
-                       f"({paths.database_path()}).")
-    return Store.open(path)
+    """The store of ``--db`` (default: the app's database); reading never creates one (see
+    :func:`workspace.cli.record.open_store`)."""
+    return open_store(args, create=create)
 
 
 def _when(ts: float) -> str:
@@ -99,21 +105,32 @@ def cmd_list(args: argparse.Namespace) -> int:
     with _open(args) as store:
         threads = store.list_threads(include_deleted=getattr(args, "deleted", False))
     if getattr(args, "json", False):
-        print(json.dumps([{
-            "id": t.id, "title": t.title, "robot": t.robot, "kind": t.kind, "folder": t.folder,
-            "created_at": t.created_at, "updated_at": t.updated_at, "deleted_at": t.deleted_at,
-            "turns": t.turn_count, "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
-            "cost": t.cost, "model": t.model,
-        } for t in threads], indent=2, ensure_ascii=False))
+        print(json.dumps([thread_dict(t) for t in threads], indent=2, ensure_ascii=False))
         return 0
     if not threads:
-        print("No threads yet. Start one in the app, or import RobotLab results with `robotlab threads import`.")
+        print("No threads yet. Start one in the app or with `robotlab run` / `robotlab chat`, or import RobotLab "
+              "results with `robotlab threads import`.")
         return 0
+    from workspace.cli.render import printable
+
     width = max(len(t.robot) for t in threads)
+    # The origin column ("terminal" for threads of robotlab run/chat) only when some thread has one.
+    origin_width = max(len(t.origin_label) for t in threads)
     for t in threads:
         deleted = "  (deleted)" if t.deleted_at else ""
-        print(f"{t.id[:8]}  {_when(t.updated_at)}  {t.robot:<{width}}  {t.turn_count:>4} msg  "
-              f"{t.display_title}{deleted}")
+        origin = f"{t.origin_label:<{origin_width}}  " if origin_width else ""
+        print(f"{t.id[:8]}  {_when(t.updated_at)}  {t.robot:<{width}}  {t.turn_count:>4} msg  {origin}"
+              f"{printable(t.display_title, one_line=True)}{deleted}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        thread_id = store.resolve_thread_id(args.id)
+        if args.json:
+            print(dumps(thread_json(store, thread_id)))
+        else:
+            print_thread(store, thread_id, out=sys.stdout, full=args.full)
     return 0
 
 

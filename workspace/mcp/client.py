@@ -34,6 +34,7 @@ import os
 import shutil
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
@@ -125,8 +126,19 @@ class Connection:
 
     def __init__(
         self, spec: ServerSpec, *, on_change: Callable[[Connection], Any] | None = None,
-        stderr_lines: int = STDERR_LINES,
+        stderr_lines: int = STDERR_LINES, client: Any = None,
     ) -> None:
+        #: The manager (its ``requests`` and ``roots``); None for a connection of its own (a test).
+        self.client = client
+        #: Tool calls in flight (the manager's ClientRequests counts them).
+        self.active_calls = 0
+        #: Replaced or removed by a configuration change: stops once its calls are done.
+        self.retired = False
+        self.retire_reason: str | None = None
+        #: The server's log notifications: (time, level, logger, text), newest last.
+        self.log: deque[tuple[float, str, str, str]] = deque(maxlen=stderr_lines)
+        #: Subscribed resource URIs -> whether the server said it changed since it was last read.
+        self.subscriptions: dict[str, bool] = {}
         self._spec = spec
         self._secrets: list[str] = []
         self.spec = spec
@@ -141,6 +153,8 @@ class Connection:
         self.since = time.time()
         self.connect_seconds: float | None = None
         self.starts = 0
+        #: When the current (or last) start began (time.monotonic()); None before the first.
+        self.started_at: float | None = None
         self._on_change = on_change
         self._session: ClientSession | None = None
         self._actor: asyncio.Task[None] | None = None
@@ -272,12 +286,53 @@ class Connection:
             raise MCPError(self._failure_text())
         return session
 
+    def begin(self, *, retry: bool = False) -> bool:
+        """Start the server in the background if it is not up or starting; returns at once.
+
+        False when it is not started: a start failed less than :data:`RETRY_AFTER_FAILED_START`
+        seconds ago (unless ``retry``; its status says why). Wait with :meth:`wait_settled`.
+        """
+        if self._session is not None and self.state is ServerState.READY:
+            return True
+        self._bound_loop()
+        actor = self._actor
+        if actor is not None and not actor.done() and (
+            self._stopping or (self._close is not None and self._close.is_set())
+        ):
+            # The connection is going away: let ensure_ready wait for its clean-up, in the background.
+            task = asyncio.get_running_loop().create_task(self._ensure_quietly(retry), name=f"mcp-begin-{self.name}")
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+            return True
+        if self.running:
+            return True
+        if (
+            not retry and self.state is ServerState.FAILED and self._failed_start_at is not None
+            and time.monotonic() - self._failed_start_at < RETRY_AFTER_FAILED_START
+        ):
+            return False
+        self._start()
+        return True
+
+    async def _ensure_quietly(self, retry: bool) -> None:
+        with contextlib.suppress(MCPError):
+            await self.ensure_ready(retry=retry)
+
+    async def wait_settled(self, timeout: float | None) -> bool:
+        """Wait (at most ``timeout`` seconds) until the current start is over; True when it is ready."""
+        ready = self._ready
+        if ready is not None and self.running and not ready.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ready.wait(), timeout)
+        return self.state is ServerState.READY and self._session is not None
+
     def _failure_text(self) -> str:
         return f"MCP server '{self.name}' is not available: {self.reason or 'it stopped'}"
 
     def _start(self) -> None:
         loop = asyncio.get_running_loop()
         self.starts += 1
+        self.started_at = time.monotonic()
         self._ready = asyncio.Event()
         self._close = asyncio.Event()
         self._close_reason = None
@@ -337,10 +392,12 @@ class Connection:
                 stack.callback(group.cancel_scope.cancel)
                 send, receive = anyio.create_memory_object_stream[Any](0)
                 group.start_soon(self._pump, read, send, close)
+                from workspace.mcp.callbacks import session_callbacks
+
                 session = await stack.enter_async_context(
                     ClientSession(
                         receive, write, read_timeout_seconds=self.spec.connect_timeout,
-                        message_handler=self._on_message, logging_callback=self._on_log, client_info=CLIENT_INFO,
+                        message_handler=self._on_message, client_info=CLIENT_INFO, **session_callbacks(self),
                     )
                 )
                 phase = "handshake"
@@ -522,11 +579,45 @@ class Connection:
             task = asyncio.get_running_loop().create_task(self._refresh_tools())
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            uri = str(message.params.uri)
+            if uri in self.subscriptions:
+                self.subscriptions[uri] = True
+                self._changed()
 
-    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
-        data = params.data
-        text = data if isinstance(data, str) else repr(data)
-        self._add_stderr(f"[{params.level}] {params.logger + ': ' if params.logger else ''}{text}")
+    def add_log(self, level: str, text: str, logger: str | None = None) -> None:
+        """A log notification of the server (kept with its level; also in the stderr view)."""
+        line = self._mask(text)
+        self.log.append((time.time(), level, logger or "", line[:MAX_LINE]))
+        self._add_stderr(f"[{level}] {logger + ': ' if logger else ''}{text}")
+        self._changed()
+
+    async def roots_changed(self) -> None:
+        """Tell the server the client's roots changed (``notifications/roots/list_changed``)."""
+        session = self.session
+        if session is None:
+            return
+        try:
+            with warnings.catch_warnings():  # roots are deprecated by the 2026 drafts; servers still use them
+                warnings.simplefilter("ignore")
+                await session.send_roots_list_changed()
+        except Exception as exc:
+            self.note(f"could not tell the server the roots changed: {exc}")
+
+    async def subscribe(self, uri: str, *, on: bool = True) -> None:
+        """Subscribe to (or unsubscribe from) a resource's updates (``resources/subscribe``)."""
+        if self.capabilities is None or self.capabilities.resources is None or \
+                not self.capabilities.resources.subscribe:
+            raise MCPError(f"MCP server '{self.name}' does not offer resource subscriptions")
+
+        async def send(session: ClientSession) -> Any:
+            return await (session.subscribe_resource(uri) if on else session.unsubscribe_resource(uri))
+
+        await self._request(f"resources/{'subscribe' if on else 'unsubscribe'} '{uri}'", send)
+        if on:
+            self.subscriptions[uri] = False
+        else:
+            self.subscriptions.pop(uri, None)
         self._changed()
 
     async def _refresh_tools(self) -> None:
@@ -704,6 +795,9 @@ class Connection:
             return await session.read_resource(uri)
 
         result: types.ReadResourceResult = await self._request(f"resource '{uri}'", fetch)
+        if self.subscriptions.get(uri):
+            self.subscriptions[uri] = False  # read since it changed
+            self._changed()
         return result
 
 
@@ -788,11 +882,6 @@ def _install_hint(command: str) -> str:
     if base.startswith("python"):
         return "Install Python"
     return f"Install '{command}'"
-
-
-def tool_payload(tool: types.Tool) -> dict[str, Any]:
-    """A discovered tool as plain JSON (camelCase, as on the wire)."""
-    return tool.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def dump_all(items: Iterable[Any]) -> list[dict[str, Any]]:

@@ -263,6 +263,31 @@ def _mask_args(args: tuple[str, ...]) -> list[str]:
     return out
 
 
+def masked_entry(entry: Any) -> Any:
+    """An ``mcpServers`` entry as written, safe to print (``robotlab config show``), masked the way
+    :meth:`ServerSpec.describe` (``robotlab mcp list -v``) masks it: env and header values are
+    ``***`` unless they are ``${VAR}`` references (shown as written, never their values), URL
+    passwords and secret-looking query values, and literal values of secret-looking flags in
+    ``args`` are masked; ``${NAME:-default}`` defaults of secret-looking names too."""
+    if not isinstance(entry, Mapping):
+        return entry
+    out: dict[str, Any] = {}
+    for key, value in entry.items():
+        if key in ("env", "headers") and isinstance(value, Mapping):
+            out[key] = {k: v if isinstance(v, str) and _VAR.fullmatch(v.strip()) else "***" for k, v in value.items()}
+        elif key == "args" and isinstance(value, list | tuple):
+            out[key] = _mask_args(tuple(str(a) for a in value))
+        elif key in ("url", "serverUrl") and isinstance(value, str):
+            out[key] = _mask_url(value, every_query_value=False)
+        elif key == "transport" and isinstance(value, Mapping):
+            out[key] = masked_entry(value)
+        elif isinstance(value, str):
+            out[key] = _mask_defaults(value)
+        else:
+            out[key] = value
+    return out
+
+
 def _mask_defaults(text: str) -> str:
     """``${NAME:-default}`` with the default masked when the name looks secret."""
 

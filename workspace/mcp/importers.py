@@ -64,12 +64,18 @@ def detect_format(data: Mapping[str, Any]) -> str | None:
 def read_client_file(path: Path, *, format: str | None = None) -> ImportResult:
     """The MCP servers of another client's configuration file; errors name the file and key."""
     path = Path(path).expanduser()
-    data = read_file(path)
+    return servers_from_data(read_file(path), source=str(path), format=format)
+
+
+def servers_from_data(data: Mapping[str, Any], *, source: str, format: str | None = None) -> ImportResult:
+    """The MCP servers of another client's configuration, already read (a file, or a block pasted in the
+    Settings page); errors name ``source`` and the key."""
+    path = Path(source)
     fmt = format or detect_format(data)
     if fmt is None:
         keys = ", ".join(sorted(map(str, data))[:8]) or "(nothing)"
         raise ConfigurationError(
-            f"{path}: no MCP servers found. Expected one of the keys mcpServers (Claude Desktop, Cursor, Cline), "
+            f"{source}: no MCP servers found. Expected one of the keys mcpServers (Claude Desktop, Cursor, Cline), "
             f"servers (VS Code), context_servers (Zed) or extensions (Goose); the file has: {keys}"
         )
     if fmt not in FORMATS:
@@ -88,7 +94,7 @@ def read_client_file(path: Path, *, format: str | None = None) -> ImportResult:
     else:
         _from_goose(result, data.get("extensions"))
     for name, entry in result.servers.items():
-        parse_server(name, entry, source=str(path), environ=_AnyEnv())  # structure check, secrets not needed
+        parse_server(name, entry, source=source, environ=_AnyEnv())  # structure check, secrets not needed
     return result
 
 

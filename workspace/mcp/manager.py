@@ -12,9 +12,13 @@ One manager per process (:func:`workspace.mcp.default_manager`), used by robots 
     await manager.aclose()
 
 Servers start on first use (a robot that names them, ``start()``, ``tools()``), not when
-configured. A server that crashed starts again on its next use; one that failed to start is
-retried on use after a short pause (:data:`~workspace.mcp.client.RETRY_AFTER_FAILED_START`),
-or at once with :meth:`restart`.
+configured, or earlier with :meth:`MCPManager.start_in_background`. A run does not wait for a
+slow server: :meth:`MCPManager.tools_ready` starts its servers concurrently in the background,
+waits a few seconds at most (``agent.mcp_startup_wait``) and reports which are ready, still
+starting or failed; the tools of a server still starting join the run at its next model turn
+once it is up (:mod:`workspace.mcp.startup`). A server that crashed starts again on its next
+use; one that failed to start is retried on use after a short pause
+(:data:`~workspace.mcp.client.RETRY_AFTER_FAILED_START`), or at once with :meth:`restart`.
 
 Tool policy hooks:
 
@@ -43,11 +47,12 @@ from workspace.errors import ConfigurationError, MCPError
 from workspace.mcp import naming
 from workspace.mcp.config import ServerSpec, inline_spec, is_disabled, parse_server
 from workspace.mcp.status import ServerState, ServerStatus, StatusHub, StatusListener, ToolInfo
-from workspace.tools.base import Tool, ToolOutput
+from workspace.tools.base import Tool, ToolContext, ToolOutput
 
 if TYPE_CHECKING:
     from workspace.config import Config
     from workspace.mcp.client import Connection
+    from workspace.mcp.startup import ToolsReport
     from workspace.templates import Template
 
 log = logging.getLogger("workspace.mcp")
@@ -64,7 +69,12 @@ _ANY_ENV = _AnyEnv()
 
 
 class MCPManager:
-    """Owns the connections (one actor task each), their status and the tool views."""
+    """Owns the connections (one actor task each), their status and the tool views.
+
+    One cohesive class (configuration, status, connections, tools and their names, prompts and
+    resources all share the connections and their specs), so it is longer than most modules;
+    how a run starts its servers lives in :mod:`workspace.mcp.startup`.
+    """
 
     def __init__(
         self,
@@ -88,6 +98,18 @@ class MCPManager:
         self._overrides: dict[tuple[str, str], bool] = {}
         self._watch_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        #: Connections replaced by a configuration change while a run may still use them (see _retire).
+        self._retired: set[Connection] = set()
+        self._starts: dict[str, int] = {}
+        #: The ``loaded_at`` of the newest Config taken (an older one, a robot's, does not undo a reload).
+        self._config_stamp: float | None = None
+        self._reload_listeners: list[Callable[[Config], Any]] = []
+        #: The client's roots (the opened folder), offered to servers that ask (roots/list).
+        self.roots: list[Path] = [self.folder] if self.folder is not None else []
+        #: How servers' requests for sampling, elicitation and their notifications reach people.
+        from workspace.mcp.requests import ClientRequests
+
+        self.requests = ClientRequests()
         #: The last error reading the configuration on reload (None when it was fine).
         self.config_error: str | None = None
         if config is not None:
@@ -110,6 +132,11 @@ class MCPManager:
                 "mcpServers" in config or "mcp_servers" in config) else config
             servers = inner or {}
         else:
+            stamp = getattr(config, "loaded_at", None)
+            if isinstance(stamp, float):
+                if self._config_stamp is not None and stamp < self._config_stamp:
+                    return  # an older configuration (a robot built before the last reload): keep the newer one
+                self._config_stamp = stamp
             servers = config.mcp_servers
             cfg = config
         self._set_withheld(cfg)
@@ -161,14 +188,33 @@ class MCPManager:
         if conn is not None:
             if spec is None or spec.disabled:
                 self._connections.pop(name, None)
-                self._stop_later(conn, "removed from the configuration" if spec is None else
-                                 "disabled in the configuration")
+                self._retire(conn, "removed from the configuration" if spec is None else
+                             "disabled in the configuration")
             elif spec.connection_key() != conn.spec.connection_key():
-                conn.spec = spec  # new settings: stop now, the next use starts with them
-                self._stop_later(conn, None)
+                # New settings: the next use starts a new connection with them; runs in progress keep
+                # calling the old one (their tools hold it) until they end.
+                self._connections.pop(name, None)
+                self._starts[name] = conn.starts  # the status counts starts of the server, not of a connection
+                self._retire(conn, None)
             else:
                 conn.spec = spec  # timeouts, autoApprove, disabledTools: no reconnect needed
         self._publish_name(name)
+
+    def _retire(self, conn: Connection, reason: str | None) -> None:
+        """A connection the configuration no longer names (or names differently). Calls in flight
+        finish on it; it stops when none is left, and a later call of a run that started with it
+        starts it again (with the settings that run started with) and stops it after."""
+        conn.retired = True
+        conn.retire_reason = reason
+        if conn.active_calls:
+            self._retired.add(conn)
+        else:
+            self._stop_later(conn, reason)
+
+    def _after_call(self, conn: Connection) -> None:
+        if conn.retired and not conn.active_calls:
+            self._retired.discard(conn)
+            self._stop_later(conn, conn.retire_reason)
 
     def _stop_later(self, conn: Connection, reason: str | None) -> None:
         actor = conn.request_stop(reason)  # synchronous: no call can reach the old process after this
@@ -193,6 +239,7 @@ class MCPManager:
                 log.warning("MCP: the configuration did not reload: %s", exc)
                 return []
         self.config_error = None
+        self._config_stamp = None  # an explicit reload always takes the configuration it read
         before = {n: (s.connection_key(), s.disabled) for n, s in self._specs.items()}
         running = {n for n, c in self._connections.items() if c.running or c.state is ServerState.READY}
         self.configure(config)
@@ -206,7 +253,36 @@ class MCPManager:
                     await self.connection(name).start()
                 except MCPError:
                     pass  # the status says why
+        for listener in list(self._reload_listeners):
+            try:
+                listener(config)
+            except Exception:
+                log.exception("an MCP reload listener failed")
         return changed
+
+    def add_reload_listener(self, listener: Callable[[Config], Any]) -> Callable[[], None]:
+        """Call ``listener(config)`` after every :meth:`reload` (the Settings page, Reload config, the
+        file changed on disk), so the robots and the next run take the new configuration too."""
+        self._reload_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._reload_listeners:
+                self._reload_listeners.remove(listener)
+
+        return remove
+
+    # -- roots -----------------------------------------------------------------------------------
+    def set_roots(self, folders: Iterable[Path]) -> None:
+        """The client's roots (the opened folder); servers that are up are told the list changed."""
+        roots = [Path(f) for f in folders]
+        if roots == self.roots:
+            return
+        self.roots = roots
+        for conn in list(self._connections.values()):
+            if conn.session is not None:
+                task = asyncio.get_running_loop().create_task(conn.roots_changed(), name=f"mcp-roots-{conn.name}")
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
 
     def watched_files(self) -> list[Path]:
         from workspace import paths
@@ -315,7 +391,8 @@ class MCPManager:
                            f"set mcpServers.{name}.disabled to false to use it")
         from workspace.mcp.client import Connection
 
-        conn = Connection(spec, on_change=self._on_change)
+        conn = Connection(spec, on_change=self._on_change, client=self)
+        conn.starts = self._starts.pop(name, 0)
         self._connections[name] = conn
         return conn
 
@@ -367,15 +444,11 @@ class MCPManager:
             pass
         return self.status(name)
 
-    async def start_all(self) -> list[ServerStatus]:
-        names = [n for n in self._specs if not self._specs[n].disabled]
-        await asyncio.gather(*(self.start(n) for n in names))
-        return self.statuses()
-
     async def aclose(self) -> None:
         """Stop watching and stop every server."""
         await self.stop_watching()
-        conns = list(self._connections.values())
+        conns = list(self._connections.values()) + list(self._retired)
+        self._retired.clear()
         await asyncio.gather(*(c.stop() for c in conns), return_exceptions=True)
         if self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
@@ -487,26 +560,19 @@ class MCPManager:
             ))
         return infos
 
-    async def server_tools(self, name: str, *, include_disabled: bool = False) -> list[Tool]:
-        """The tools of one server as :class:`Tool` objects (starting it if needed)."""
-        conn = self.connection(name)
-        await conn.ensure_ready()
-        spec = conn.spec
-        tools = []
-        for info in self._tool_infos(spec, conn):
-            if info.enabled or include_disabled:
-                tools.append(self._make_tool(spec, info))
-        return tools
-
-    def _make_tool(self, spec: ServerSpec, info: ToolInfo, name: str | None = None) -> Tool:
+    def _make_tool(self, spec: ServerSpec, info: ToolInfo, name: str | None = None, *,
+                   conn: Connection | None = None) -> Tool:
         annotations = dict(info.annotations)
         if info.auto_approve:
             annotations["autoApprove"] = True
         server, original = spec.name, info.original
         manager = self
+        bound = conn if conn is not None else self._connections.get(server)
 
-        async def call_mcp_tool(arguments: dict[str, Any]) -> ToolOutput:
-            return await manager.call_tool(server, original, arguments)
+        async def call_mcp_tool(arguments: dict[str, Any], context: ToolContext | None = None) -> ToolOutput:
+            # The connection the run started with, even when the configuration changed since.
+            target = bound if bound is not None and bound.retired else None
+            return await manager.call_tool(server, original, arguments, context=context, connection=target)
 
         description = info.description or info.title or f"The '{original}' tool of the MCP server '{server}'"
         return Tool(
@@ -520,7 +586,29 @@ class MCPManager:
 
         An unknown name raises :class:`ConfigurationError`; a server that cannot start is left
         out (its status says why, and a warning is logged). Names are unique across servers.
+        Waits until every server is up or failed; a run uses :meth:`tools_ready` instead.
         """
+        names = self.servers_for(refs, config)
+        results = await asyncio.gather(*(self._ready_infos(n) for n in names), return_exceptions=True)
+        pending: list[tuple[ServerSpec, ToolInfo]] = []
+        for name, outcome in zip(names, results, strict=True):
+            if isinstance(outcome, BaseException):
+                if not isinstance(outcome, MCPError | ConfigurationError):
+                    raise outcome
+                log.warning("MCP server '%s' left out: %s", name, outcome)
+                continue
+            spec, infos = outcome
+            pending.extend((spec, info) for info in infos if info.enabled)
+        return self._tools_of(pending)
+
+    def _tools_of(self, pending: list[tuple[ServerSpec, ToolInfo]]) -> list[Tool]:
+        chosen = _assign_names(pending)
+        return [self._make_tool(spec, info, chosen[i], conn=self._connections.get(spec.name))
+                for i, (spec, info) in enumerate(pending)]
+
+    def servers_for(self, refs: list[Any], config: Config | None = None) -> list[str]:
+        """The configured (or inline) servers ``refs`` names, in order, disabled ones left out;
+        an unknown name raises :class:`ConfigurationError` naming the fix."""
         if config is not None:
             self.configure(config)
         names: list[str] = []
@@ -545,18 +633,28 @@ class MCPManager:
             if spec_now is None or spec_now.disabled or name in names:
                 continue
             names.append(name)
-        results = await asyncio.gather(*(self._ready_infos(n) for n in names), return_exceptions=True)
-        pending: list[tuple[ServerSpec, ToolInfo]] = []
-        for name, outcome in zip(names, results, strict=True):
-            if isinstance(outcome, BaseException):
-                if not isinstance(outcome, MCPError | ConfigurationError):
-                    raise outcome
-                log.warning("MCP server '%s' left out: %s", name, outcome)
+        return names
+
+    def start_in_background(self, names: Iterable[str] | None = None) -> list[str]:
+        """Begin starting servers (every enabled configured one by default) concurrently, without
+        waiting; returns those starting or up. Needs a running event loop."""
+        started = []
+        for name in list(names) if names is not None else [n for n in self._specs if not self._specs[n].disabled]:
+            spec = self._spec(name)
+            if spec is None or spec.disabled:
                 continue
-            spec, infos = outcome
-            pending.extend((spec, info) for info in infos if info.enabled)
-        chosen = _assign_names(pending)
-        return [self._make_tool(spec, info, chosen[i]) for i, (spec, info) in enumerate(pending)]
+            if self.connection(name).begin():
+                started.append(name)
+        return started
+
+    async def tools_ready(self, refs: list[Any], config: Config | None = None, *, wait: float) -> ToolsReport:
+        """What a run starts with: the servers ``refs`` names are started concurrently in the
+        background; those still starting are waited for until ``wait`` seconds after their start
+        began (a server starting for longer is not waited for again), then the report says which
+        are ready (with their tools), still starting, or failed. See :mod:`workspace.mcp.startup`."""
+        from workspace.mcp.startup import tools_ready
+
+        return await tools_ready(self, self.servers_for(refs, config), wait=wait)
 
     def model_tool_names(self, servers: Iterable[str] | None = None) -> dict[str, dict[str, str]]:
         """``{server: {the server's tool name: the name the model gets}}`` for a robot that names
@@ -605,15 +703,28 @@ class MCPManager:
     async def call_tool(
         self, server: str, tool: str, arguments: dict[str, Any] | None = None, *, timeout: float | None = None,
         progress: Callable[[float, float | None, str | None], Any] | None = None,
+        context: ToolContext | None = None, connection: Connection | None = None,
     ) -> ToolOutput:
-        """Call a tool by the server's own name; connection failures are error outputs, not exceptions."""
+        """Call a tool by the server's own name; connection failures are error outputs, not exceptions.
+
+        ``context``: the run's tool context: the server's requests during the call (sampling,
+        elicitation) and its progress notifications go to that run (:mod:`workspace.mcp.requests`).
+        ``connection``: call on this connection (a run's, retired by a configuration change).
+        """
         from workspace.mcp.results import result_to_output
 
+        conn: Connection | None = connection
         try:
-            conn = self.connection(server)
-            result = await conn.call_tool(tool, arguments or {}, timeout=timeout, progress=progress)
+            if conn is None:
+                conn = self.connection(server)
+            with self.requests.calling(conn, context) as on_progress:
+                result = await conn.call_tool(tool, arguments or {}, timeout=timeout,
+                                              progress=progress or on_progress)
         except (MCPError, ConfigurationError) as exc:
             return ToolOutput(str(exc), raw={"error": str(exc)}, is_error=True)
+        finally:
+            if conn is not None:
+                self._after_call(conn)
         return result_to_output(result)
 
     # -- prompts and resources --------------------------------------------------------------------

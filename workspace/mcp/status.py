@@ -98,10 +98,6 @@ class ServerStatus:
     def is_ready(self) -> bool:
         return self.state is ServerState.READY
 
-    @property
-    def enabled_tools(self) -> tuple[ToolInfo, ...]:
-        return tuple(t for t in self.tools if t.enabled)
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,

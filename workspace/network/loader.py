@@ -455,6 +455,10 @@ class _Loader:
             options["description"] = spec.description
         if spec.max_turns is not None:
             options["max_turns"] = spec.max_turns
+        if spec.output_schema is not None:
+            options["output_type"] = dict(spec.output_schema)
+        if spec.robots is not None:
+            options["robots"] = list(spec.robots)
         for key in SETTING_KEYS:
             value = getattr(spec, key)
             if value is not None:

@@ -445,7 +445,12 @@ class Network:
                 )
             else:
                 variables[key] = value
-        return NetworkRun(self, message, variables, options)
+        run = NetworkRun(self, message, variables, options)
+        from workspace import tracing
+
+        configs = [robot._config for robot in self._robots.values() if robot._config is not None]
+        tracing.attach(run, configs[0] if configs else None)
+        return run
 
     async def arun(self, message: Any = "", **params: Any) -> NetworkResult:
         """Run to the end. A failed task raises :class:`NetworkRunError` (with the partial result);

@@ -60,12 +60,14 @@ def json_object(text: str) -> Any:
         return None
 
 
-def structured_targets(text: str, candidates: Iterable[str]) -> list[str]:
-    """Optional tasks a structured answer names (see the module docstring), among ``candidates``."""
+def structured_targets(text: str, candidates: Iterable[str], *, data: Any = None) -> list[str]:
+    """Optional tasks a structured answer names (see the module docstring), among ``candidates``.
+    ``data``: the task's structured output (its RobotResult's ``output_data`` as JSON), read first."""
     lookup = {_norm(c): c for c in candidates}
-    if not text or not lookup:
+    if not lookup or (not text and data is None):
         return []
-    data = json_object(text) if "{" in text else None
+    if not isinstance(data, Mapping):
+        data = json_object(text) if text and "{" in text else None
     if isinstance(data, Mapping):
         for key in _ACTIVATE_KEYS:
             if key in data:
@@ -100,8 +102,9 @@ class Route:
     ``match`` maps a pattern to a task name (or a list of names); patterns are tried in order
     and the first that occurs in the answer wins. A pattern matches as a whole word or phrase,
     ignoring case; ``re:<regex>`` is a regular expression. Nothing matches: ``default`` (a
-    name, a list, or None for nothing). With ``field``, an answer that is a JSON object is
-    matched on that field's value.
+    name, a list, or None for nothing). With ``field``, the task's structured output (a robot
+    with an output type: its ``output_data``), or else an answer that is a JSON object, is matched
+    on that field's value (a dotted path reaches into nested objects: ``decision.category``).
     """
 
     match: dict[str, str | list[str]] = field(default_factory=dict)
@@ -118,13 +121,15 @@ class Route:
                     out.append(name)
         return out
 
-    def choose(self, text: str) -> list[str]:
-        """The task(s) this rule picks for an answer."""
+    def choose(self, text: str, *, data: Any = None) -> list[str]:
+        """The task(s) this rule picks for an answer (``data``: the task's structured output, if any)."""
         value = text or ""
         if self.field:
-            data = json_object(value)
-            if isinstance(data, Mapping) and self.field in data:
-                value = str(data[self.field])
+            found = _field(data, self.field) if data is not None else _MISSING
+            if found is _MISSING:
+                found = _field(json_object(value), self.field)
+            if found is not _MISSING:
+                value = str(found)
         for pattern, target in self.match.items():
             if _matches(str(pattern), value):
                 return as_names(target)
@@ -151,6 +156,20 @@ class Route:
         out: dict[str, Any] = {"from": self.source, "match": dict(self.match), "default": self.default,
                                "field": self.field}
         return {k: v for k, v in out.items() if v is not None}
+
+
+_MISSING = object()
+
+
+def _field(data: Any, path: str) -> Any:
+    """``data[a][b]`` for the path ``a.b`` (a key with a dot in it is found whole first)."""
+    if isinstance(data, Mapping) and path in data:
+        return data[path]
+    for part in path.split("."):
+        if not isinstance(data, Mapping) or part not in data:
+            return _MISSING
+        data = data[part]
+    return data
 
 
 def pattern_text(pattern: str) -> str:

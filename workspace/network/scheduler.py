@@ -33,6 +33,7 @@ from workspace.result import (
     NetworkResult,
     RobotResult,
     TaskState,
+    to_jsonable,
 )
 from workspace.result import last_text as _last_text
 
@@ -342,11 +343,14 @@ class NetworkRun(EventRun):
                 state.agent_run = run
                 state.run_id = run.run_id
                 terminal: ev.TerminalEvent | None = None
+                began = False
                 async for event in run:
-                    if isinstance(event, ev.TERMINAL):
-                        terminal = event
-                    else:
-                        self._forward(state, event)
+                    if isinstance(event, ev.TERMINAL) and ev.ends(event, run.run_id):
+                        terminal = event  # the task's run ends with its own terminal event, forwarded too
+                        if not began:
+                            continue  # stopped before it began: no run to end
+                    began = began or isinstance(event, ev.RunStarted)
+                    self._forward(state, event)
                 await self._settle(task, state, terminal)
             except asyncio.CancelledError:
                 if state.status not in TERMINAL_STATUSES:
@@ -403,10 +407,11 @@ class NetworkRun(EventRun):
 
     async def _route(self, task: Task, result: RobotResult) -> list[str]:
         text = _last_text(result)
+        data = to_jsonable(result.output_data) if result.output_data is not None else None
         chosen: list[str] = []
         rules = self._routes_from.get(task.name, [])
         for rule in rules:
-            chosen.extend(rule.choose(text))
+            chosen.extend(rule.choose(text, data=data))
         if task.router is not None:
             value = task.router(result)
             if inspect.isawaitable(value):
@@ -423,7 +428,7 @@ class NetworkRun(EventRun):
         if not rules and task.router is None:
             candidates = [s.name for s in self.tasks.values()
                           if s.optional and s.status == WAITING and s.activated_by is None and s.name != task.name]
-            chosen.extend(structured_targets(text, candidates))
+            chosen.extend(structured_targets(text, candidates, data=data))
         return list(dict.fromkeys(chosen))
 
     # -- what a task gets -----------------------------------------------------------------
@@ -467,6 +472,7 @@ class NetworkRun(EventRun):
         if isinstance(task.memory, Mapping):
             memory.merge(task.memory)
         options: dict[str, Any] = {
+            "parent_run_id": self.run_id,  # the task's run works for this run (its events say so)
             "network": self.network,
             # Passed as ``memory``: a Memory given this way always wins in Robot._run_memory.
             "memory": memory,

@@ -4,7 +4,9 @@ A *thread* is a conversation with a robot (or a network). Each message the user 
 a *turn*; the turn records the run's events as they happen. Turns form a tree (a turn points
 at its parent), so editing a past message and resending it, or regenerating an answer, adds a
 sibling turn instead of overwriting anything; ``threads.current_turn_id`` is the leaf of the
-branch on screen. Messages, results and the transcript are derived from the events.
+branch on screen. Messages, results and the transcript are derived from the events. A compaction
+of the conversation (``context_compacted``) is an event too: nothing stored is ever replaced, the
+robot is sent the summary in place of the messages it stands for.
 
 Storage choices:
 
@@ -28,7 +30,17 @@ Storage choices:
   (:meth:`Store.turn_events` includes them), and :func:`coalesce_text` turns the delta rows of a
   model turn into one ``text`` event for transcripts.
 * Secrets never reach the database: every stored string goes through
-  :func:`workspace.secrets.redact` (keys held in the environment are replaced by ``<VAR>``).
+  :func:`workspace.secrets.redact` in the one place writes pass (``Database._write``): keys held
+  in the environment or the keyring are replaced by ``<VAR>``, credentials recognised by their
+  shape (``Bearer …``, URL passwords, ``?api-key=``) by ``<redacted>``.
+* Large payloads are stored once: a string of 32 KB or more in an event (a 10 MB tool result,
+  which reaches the tool_result payload, its raw MCP blocks and the run's result) goes into the
+  ``blobs`` table, zlib-compressed and keyed by its SHA-256; the row keeps a reference
+  (:mod:`~workspace.persistence.blobs`). Reading puts it back, one string shared by every place.
+* Opening runs ``PRAGMA quick_check`` (about 1 ms per MB) and refuses a file cut to 0 bytes: a
+  damaged file raises :class:`StoreError` with ``reason="corrupt"`` at open, so the recovery path
+  (“Move aside and start fresh”, ``robotlab threads recover``) is offered before anything is
+  read from it.
 * A write that fails for a passing reason (database locked by another program, disk full) raises
   :class:`StoreError` but keeps the rows queued in memory; the next write (or :meth:`close`)
   writes them first, so a short outage loses nothing and keeps the order. After a failure the
@@ -48,8 +60,8 @@ The package, by noun: :mod:`~workspace.persistence.schema` (migrations, the FTS5
 :mod:`~workspace.persistence.database` (the file and its connection, WAL, damaged and locked
 files, the write queue, owners), :mod:`~workspace.persistence.eventlog` (event rows, held text
 deltas), :mod:`~workspace.persistence.threads` (the :class:`Store`: threads and turns),
-:mod:`~workspace.persistence.conversation` (messages and transcripts rebuilt from events) and
-:mod:`~workspace.persistence.search`.
+:mod:`~workspace.persistence.conversation` (messages and transcripts rebuilt from events),
+:mod:`~workspace.persistence.blobs` (large payloads) and :mod:`~workspace.persistence.search`.
 """
 
 from __future__ import annotations
@@ -58,6 +70,7 @@ from workspace.persistence.conversation import (
     coalesce_text,
     conversation_from_events,
     conversation_from_result,
+    latest_compaction,
 )
 from workspace.persistence.database import NotFoundError, StoreError
 from workspace.persistence.eventlog import status_for
@@ -78,5 +91,6 @@ __all__ = [
     "conversation_from_events",
     "conversation_from_result",
     "fts5_available",
+    "latest_compaction",
     "status_for",
 ]

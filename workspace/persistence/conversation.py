@@ -15,8 +15,11 @@ MISSING_RESULT_ERROR = "No result was recorded for this tool call."
 
 
 def terminal_result(events: Sequence[ev.Event]) -> RobotResult | None:
-    """The RobotResult the run ended with (the partial one after a stop or a failure), or None."""
+    """The RobotResult the run ended with (the partial one after a stop or a failure), or None.
+    Runs inside the run (a network's tasks, robots used as tools) end too: their ends are not it."""
     for event in reversed(events):
+        if event.nested:
+            continue
         match event:
             case ev.RunFinished(result=value) | ev.RunFailed(partial=value) | ev.RunCancelled(partial=value):
                 if isinstance(value, RobotResult):
@@ -53,7 +56,8 @@ def conversation_from_result(result: RobotResult) -> list[Message]:
 
 
 def conversation_from_events(events: Sequence[ev.Event]) -> list[Message]:
-    """The assistant's messages rebuilt from a run's events (for runs that never ended)."""
+    """The assistant's messages rebuilt from a run's events (for runs that never ended). The events of
+    robots used as tools (``parent_tool_id`` set) are theirs, not this conversation's."""
     out: list[Message] = []
     parts: list[str] = []
     final: list[str | None] = [None]
@@ -79,6 +83,8 @@ def conversation_from_events(events: Sequence[ev.Event]) -> list[Message]:
 
     by_id: dict[str, ToolMessage] = {}
     for event in events:
+        if event.parent_tool_id is not None:
+            continue
         if isinstance(event, ev.TextDelta):
             close_calls()
             parts.append(event.text)
@@ -104,6 +110,16 @@ def conversation_from_events(events: Sequence[ev.Event]) -> list[Message]:
     close_calls()
     close_text("stop")
     return out
+
+
+def latest_compaction(events: Iterable[ev.Event], robot: str | None = None) -> ev.ContextCompacted | None:
+    """The last ``context_compacted`` event (of ``robot``, when given) among ``events``: the summary the
+    model is sent in place of the conversation's first ``replaced_count`` messages."""
+    found: ev.ContextCompacted | None = None
+    for event in events:
+        if isinstance(event, ev.ContextCompacted) and (robot is None or event.robot == robot):
+            found = event
+    return found
 
 
 def unindexed_tail(events: Sequence[ev.Event]) -> str:

@@ -7,7 +7,8 @@ errors are classified (:func:`classify`): a damaged file raises :class:`StoreErr
 ``<name>.corrupt-<time>`` and starts a fresh database), a database another program keeps locked
 raises ``reason="locked"`` after the busy timeout instead of hanging.
 
-Every write is one short ``BEGIN IMMEDIATE`` transaction. A write that fails for a passing
+Every write is one short ``BEGIN IMMEDIATE`` transaction, and every text it stores is redacted
+first (:func:`redacted`: the database's one choke point for secrets). A write that fails for a passing
 reason (locked, disk full) raises :class:`StoreError` but keeps its rows queued in memory; the
 next write (or :meth:`Database.close`) writes them first, so a short outage loses nothing and
 keeps the order. After a failure the file is left alone for ``retry_after`` seconds, so a locked
@@ -94,6 +95,22 @@ def redact(text: str) -> str:
     from workspace.secrets import redact
 
     return redact(text)
+
+
+def redacted(statements: list[Statement]) -> list[Statement]:
+    """``statements`` with every text parameter redacted (:func:`workspace.secrets.redact`): the
+    one place where what is stored is cleaned, whatever the table. Bytes (compressed blobs) are
+    redacted before they are compressed (:mod:`.blobs`)."""
+    texts = [p for _, params in statements for p in params if isinstance(p, str) and len(p) >= 6]
+    if not texts:
+        return statements
+    from workspace.secrets import redactor
+
+    clean = redactor()
+    joined = "\n".join(texts)
+    if clean(joined) == joined:  # the usual case: nothing to hide anywhere, one pass over it all
+        return statements
+    return [(sql, tuple(clean(p) if isinstance(p, str) else p for p in params)) for sql, params in statements]
 
 
 def pid_alive(pid: int) -> bool:
@@ -245,11 +262,14 @@ class Database:
         )
 
     def _open_connection(self) -> sqlite3.Connection:
+        self._check_not_empty()
         conn = sqlite3.connect(str(self.db_path), timeout=self.busy_timeout, isolation_level=None,
                                check_same_thread=False)
         conn.row_factory = sqlite3.Row
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            if not self._memory:
+                self._quick_check(conn)
             conn.execute("PRAGMA foreign_keys = ON")
             if not self._memory:
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
@@ -269,6 +289,30 @@ class Database:
             conn.close()
             raise
         return conn
+
+    def _check_not_empty(self) -> None:
+        """A database file cut to 0 bytes (and no journal holding its pages) lost every thread:
+        report it as damaged rather than quietly starting over in it."""
+        if self._memory:
+            return
+        try:
+            if self.db_path.stat().st_size != 0:
+                return
+        except OSError:
+            return  # not there yet: a new database
+        wal = self.db_path.with_name(self.db_path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            return
+        raise sqlite3.DatabaseError("file is not a database: it is empty (0 bytes)")
+
+    def _quick_check(self, conn: sqlite3.Connection) -> None:
+        """SQLite's ``quick_check`` (every page's structure, no index contents: a few ms for a
+        thousand threads, see bench/bench_store.py): a file damaged in the middle is found at
+        open, not when a search quietly answers "Nothing matches"."""
+        rows = conn.execute("PRAGMA quick_check(5)").fetchall()
+        found = [str(r[0]) for r in rows]
+        if found != ["ok"]:
+            raise sqlite3.DatabaseError(f"database disk image is malformed (quick_check: {'; '.join(found)[:300]})")
 
     def _move_aside(self) -> Path:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -361,6 +405,7 @@ class Database:
             self._check_open()
             if not statements and not self._queued:
                 return
+            statements = redacted(statements)  # nothing secret reaches the file
             batch = self._queued + statements if self._queued else statements
             if self._queued and time.monotonic() < self._quiet_until:
                 self._queue(batch)
@@ -398,10 +443,6 @@ class Database:
         return len(self._queued)
 
     # -- maintenance ------------------------------------------------------------------------------
-    def integrity_check(self) -> str:
-        """SQLite's ``quick_check`` result ("ok" when the file is sound)."""
-        rows = self._read("PRAGMA quick_check")
-        return "; ".join(str(r[0]) for r in rows)
 
     def iter_rows(self, sql: str, params: Sequence[Any] = ()) -> Iterator[sqlite3.Row]:
         """Read-only access for tools and tests (one statement)."""

@@ -10,11 +10,14 @@ finished, :meth:`EventLog.flush` or ``close`` is called. Deltas of different run
 turn (a network) are held apart. Readers see held deltas too (:meth:`EventLog.turn_events`).
 
 Rows are the events' JSON from the one serialisation registry (:func:`workspace.events.to_json`,
-:func:`workspace.events.event_from_json`), with every secret redacted.
+:func:`workspace.events.event_from_json`), with every secret redacted (by the database's writes).
+Large strings in them (a 10 MB tool result) are stored once, compressed, in the ``blobs`` table
+and the row holds a reference (:mod:`workspace.persistence.blobs`); reading puts them back.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +25,8 @@ from pathlib import Path
 from typing import Any, assert_never
 
 from workspace import events as ev
-from workspace.persistence.database import Database, Statement, dumps, now, redact
+from workspace.persistence import blobs
+from workspace.persistence.database import Database, Statement, StoreError, dumps, now
 from workspace.persistence.search import index_statements
 
 
@@ -37,14 +41,21 @@ def status_for(event: ev.Event) -> str:
             return "finished"
 
 
-def event_row(event: ev.Event, *, extra: dict[str, Any] | None = None) -> str:
-    """The ``data`` column of ``event``'s row: its JSON (with ``extra`` keys), secrets redacted."""
+def event_row(event: ev.Event, *, extra: dict[str, Any] | None = None,
+              externalizer: blobs.Externalizer | None = None) -> str:
+    """The ``data`` column of ``event``'s row: its JSON (with ``extra`` keys); with an
+    ``externalizer``, its large strings replaced by references to blobs (see :mod:`.blobs`)."""
     text = dumps({**ev.to_dict(event), **extra}) if extra else ev.to_json(event)
-    return redact(text)
+    if externalizer is None or len(text) < externalizer.threshold:
+        return text
+    data = externalizer.value({**ev.to_dict(event), **(extra or {})})
+    return dumps(data)
 
 
-def event_from_row(data: str) -> ev.Event:
-    """The event a row's ``data`` holds."""
+def event_from_row(data: str, resolver: blobs.Resolver | None = None) -> ev.Event:
+    """The event a row's ``data`` holds (its blobs read back through ``resolver``)."""
+    if resolver is not None and blobs.has_references(data):
+        return ev.event_from_dict(resolver.value(json.loads(data)))
     return ev.event_from_json(data)
 
 
@@ -152,28 +163,26 @@ class EventLog(Database):
                 return
             self._write(self._held_statements(turn_id))
 
-    def flush_due(self) -> None:
-        """Write the held text deltas that are older than ``flush_interval``."""
-        with self._lock:
-            if self._closed:
-                return
-            self._write(self._due_statements())
-
     def _event_statements(self, thread_id: str, turn_id: str, event: ev.Event, *,
                           extra: dict[str, Any] | None = None) -> list[Statement]:
         """The row of ``event`` and what it changes: the turn's run and totals, the search index, the
         turn's status when the run ends."""
-        out: list[Statement] = [(
-            "INSERT INTO events (thread_id, turn_id, run_id, seq, kind, robot, task, ts, data) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        externalizer = self._externalizer()
+        data = event_row(event, extra=extra, externalizer=externalizer)
+        out: list[Statement] = [("INSERT OR IGNORE INTO blobs (hash, size, codec, data) VALUES (?, ?, ?, ?)", row)
+                                for row in externalizer.rows]
+        out.append((
+            "INSERT INTO events (thread_id, turn_id, run_id, seq, kind, robot, task, ts, data, blobs) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (thread_id, turn_id, event.run_id, event.seq, event.kind, event.robot, event.task, event.ts,
-             event_row(event, extra=extra)),
-        )]
+             data, " ".join(externalizer.hashes) or None),
+        ))
         match event:
-            case ev.RunStarted():  # the turn's run, the thread's latest model
+            case ev.RunStarted():  # the turn's run, the thread's latest model (not a robot used as a tool's)
                 out.append(("UPDATE turns SET run_id = COALESCE(run_id, ?) WHERE id = ?", (event.run_id, turn_id)))
-                out.append(("UPDATE threads SET model = COALESCE(?, model), updated_at = ? WHERE id = ?",
-                            (event.model or None, now(), thread_id)))
+                if event.parent_tool_id is None:
+                    out.append(("UPDATE threads SET model = COALESCE(?, model), updated_at = ? WHERE id = ?",
+                                (event.model or None, now(), thread_id)))
             case ev.Usage():
                 cost = event.cost
                 for table, key in (("turns", turn_id), ("threads", thread_id)):
@@ -184,15 +193,15 @@ class EventLog(Database):
                     ))
             case ev.Text():
                 self._live_text.pop(turn_id, None)
-                out += index_statements(thread_id, turn_id, "assistant", redact(event.text), fts=self.fts)
+                out += index_statements(thread_id, turn_id, "assistant", event.text, fts=self.fts)
             case ev.ToolUse():
                 args = event.input
                 body = f"{event.name} {dumps(args) if args not in (None, {}) else ''}"
-                out += index_statements(thread_id, turn_id, "tool", redact(body), fts=self.fts)
+                out += index_statements(thread_id, turn_id, "tool", body, fts=self.fts)
             case ev.RunFinished() | ev.RunFailed() | ev.RunCancelled():
                 tail = "".join(self._live_text.pop(turn_id, []))
                 if tail and not isinstance(event, ev.RunFinished):  # a finished run's text came as ``text``
-                    out += index_statements(thread_id, turn_id, "assistant", redact(tail), fts=self.fts)
+                    out += index_statements(thread_id, turn_id, "assistant", tail, fts=self.fts)
                 out.append((
                     "UPDATE turns SET status = ?, finished_at = ? WHERE id = ? AND status = 'running' "
                     "AND (run_id IS NULL OR run_id = ?)",
@@ -200,8 +209,9 @@ class EventLog(Database):
                 ))
                 out.append(("UPDATE threads SET updated_at = ? WHERE id = ?", (now(), thread_id)))
             case (ev.TextDelta() | ev.ApprovalRequested() | ev.ApprovalDecided() | ev.ToolResult() | ev.ToolError()
-                  | ev.MemoryChanged() | ev.ChangeProposed() | ev.ChangeDecided() | ev.TaskStarted()
-                  | ev.TaskFinished() | ev.ReasoningDelta() | ev.Reasoning() | ev.RunStatus()):
+                  | ev.ToolProgress() | ev.MemoryChanged() | ev.ChangeProposed() | ev.ChangeDecided()
+                  | ev.McpServers() | ev.TaskStarted() | ev.TaskFinished() | ev.ContextUsage()
+                  | ev.ContextCompacted() | ev.ReasoningDelta() | ev.Reasoning() | ev.RunStatus()):
                 pass  # the row is all
             case _:
                 assert_never(event)
@@ -210,7 +220,8 @@ class EventLog(Database):
     def turn_events(self, turn_id: str, *, include_held: bool = True) -> list[ev.Event]:
         """The turn's events as stored, in order (held text deltas last, as one delta per run)."""
         rows = self._read("SELECT data FROM events WHERE turn_id = ? ORDER BY id", (turn_id,))
-        events = [event_from_row(r["data"]) for r in rows]
+        resolver = self._resolver()
+        events = [event_from_row(r["data"], resolver) for r in rows]
         if include_held:
             with self._lock:
                 for key, held in self._held.items():
@@ -222,6 +233,7 @@ class EventLog(Database):
                    classes: Sequence[type[ev.Event]] | None = None) -> dict[str, list[ev.Event]]:
         """The events of these turns (only those of ``classes``, if given), by turn, held deltas last."""
         out: dict[str, list[ev.Event]] = {tid: [] for tid in turn_ids}
+        resolver = self._resolver()
         for start in range(0, len(turn_ids), 500):
             chunk = turn_ids[start:start + 500]
             marks = ",".join("?" * len(chunk))
@@ -231,7 +243,7 @@ class EventLog(Database):
                 sql += f" AND kind IN ({','.join('?' * len(classes))})"
                 params += [cls.kind for cls in classes]
             for row in self._read(sql + " ORDER BY id", params):
-                out[row["turn_id"]].append(event_from_row(row["data"]))
+                out[row["turn_id"]].append(event_from_row(row["data"], resolver))
         with self._lock:
             for key, held in self._held.items():
                 if key[0] in out and (classes is None or type(held.first) in classes):
@@ -241,4 +253,24 @@ class EventLog(Database):
     def thread_events(self, thread_id: str) -> list[tuple[str, ev.Event]]:
         """Every stored event of the thread, every branch, in the order stored: ``(turn_id, event)``."""
         rows = self._read("SELECT turn_id, data FROM events WHERE thread_id = ? ORDER BY id", (thread_id,))
-        return [(r["turn_id"], event_from_row(r["data"])) for r in rows]
+        resolver = self._resolver()
+        return [(r["turn_id"], event_from_row(r["data"], resolver)) for r in rows]
+
+    # -- blobs ----------------------------------------------------------------------------------------
+    def _externalizer(self) -> blobs.Externalizer:
+        from workspace.secrets import redact
+
+        return blobs.Externalizer(redact=redact, exists=self._blob_exists)
+
+    def _blob_exists(self, digest: str) -> bool:
+        try:
+            return bool(self._read("SELECT 1 FROM blobs WHERE hash = ?", (digest,)))
+        except StoreError:  # unreadable now: write it (again); INSERT OR IGNORE keeps one copy
+            return False
+
+    def _resolver(self) -> blobs.Resolver:
+        def fetch(digest: str) -> tuple[str, bytes] | None:
+            rows = self._read("SELECT codec, data FROM blobs WHERE hash = ?", (digest,))
+            return (str(rows[0]["codec"]), bytes(rows[0]["data"])) if rows else None
+
+        return blobs.Resolver(fetch)

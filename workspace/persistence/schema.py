@@ -118,6 +118,29 @@ def m003_change_sets(db: sqlite3.Connection) -> None:
         )""")
 
 
+@migration
+def m004_thread_metadata(db: sqlite3.Connection) -> None:
+    # Where a thread came from and what is needed to continue it the same way, as a JSON object:
+    # ``{"origin": "cli", "command": "run", "robot_file": ..., "model": ...}`` for threads the
+    # command line recorded (``robotlab run``, ``network run``, ``chat``); ``{}`` for the window's.
+    db.execute("ALTER TABLE threads ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'")
+
+
+@migration
+def m005_blobs(db: sqlite3.Connection) -> None:
+    # Large payloads (a 10 MB tool result) stored once, zlib-compressed, keyed by the SHA-256 of
+    # their text; event rows refer to them (see workspace.persistence.blobs) and list them in
+    # events.blobs, so purging threads can drop the blobs nothing refers to any more.
+    db.execute("""
+        CREATE TABLE blobs (
+            hash TEXT PRIMARY KEY,
+            size INTEGER NOT NULL,
+            codec TEXT NOT NULL,
+            data BLOB NOT NULL
+        )""")
+    db.execute("ALTER TABLE events ADD COLUMN blobs TEXT")
+
+
 def migrate(conn: sqlite3.Connection) -> None:
     """Apply the migrations ``conn``'s database has not had yet (inside the caller's transaction)."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")

@@ -17,14 +17,15 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from workspace import events as ev
 from workspace.messages import Message, TextMessage
+from workspace.persistence import blobs
 from workspace.persistence.conversation import (
     conversation_from_events,
     conversation_from_result,
@@ -39,7 +40,6 @@ from workspace.persistence.database import (
     new_id,
     now,
     owner_alive,
-    redact,
 )
 from workspace.persistence.eventlog import EventLog, event_from_row
 from workspace.persistence.search import SearchHit, index_statements, search_threads
@@ -50,6 +50,8 @@ log = logging.getLogger("workspace.persistence")
 #: Turn statuses. ``interrupted``: the app stopped (crash, quit) before the run ended.
 STATUSES: tuple[str, ...] = ("running", "finished", "failed", "cancelled", "interrupted")
 THREAD_KINDS: tuple[str, ...] = ("robot", "network")
+#: How thread lists name an origin (``ThreadInfo.origin_label``).
+ORIGIN_LABELS: dict[str, str] = {"cli": "terminal"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,21 @@ class ThreadInfo:
     current_turn_id: str | None
     #: The model label of the latest run ("openai/gpt-4o-mini", "Offline demo ...").
     model: str | None = None
+    #: Where the thread came from and how to continue it (``{"origin": "cli", "command": "run"}``
+    #: for threads the command line recorded; empty for the window's).
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def origin(self) -> str | None:
+        """``"cli"`` for a thread recorded by ``robotlab run``, ``network run`` or ``chat``; None
+        for the window's own threads (and threads recorded before origins were kept)."""
+        value = self.metadata.get("origin")
+        return str(value) if value else None
+
+    @property
+    def origin_label(self) -> str:
+        """How lists show the origin: ``"terminal"`` for command-line threads, else ``""``."""
+        return ORIGIN_LABELS.get(self.origin or "", self.origin or "")
 
     @property
     def is_deleted(self) -> bool:
@@ -110,6 +127,17 @@ class TurnInfo:
     @property
     def is_running(self) -> bool:
         return self.status == "running"
+
+
+def _metadata(text: str | None) -> dict[str, Any]:
+    """The metadata column as a dict (a damaged value reads as empty rather than failing the list)."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 class Store(EventLog):
@@ -166,8 +194,10 @@ class Store(EventLog):
         for turn_id, thread_id in dead:
             conn.execute("UPDATE turns SET status = 'interrupted', finished_at = ? WHERE id = ?", (stamp, turn_id))
             # The streamed text after the last complete ``text`` event was never indexed.
+            resolver = blobs.Resolver(lambda digest: conn.execute(
+                "SELECT codec, data FROM blobs WHERE hash = ?", (digest,)).fetchone())
             tail = unindexed_tail(
-                [event_from_row(r[0]) for r in
+                [event_from_row(r[0], resolver) for r in
                  conn.execute("SELECT data FROM events WHERE turn_id = ? ORDER BY id", (turn_id,))]
             )
             for sql, params in index_statements(thread_id, turn_id, "assistant", tail, fts=self.fts):
@@ -194,19 +224,48 @@ class Store(EventLog):
             created_at=row["created_at"], updated_at=row["updated_at"], deleted_at=row["deleted_at"],
             turn_count=row["turn_count"], input_tokens=row["input_tokens"], output_tokens=row["output_tokens"],
             cost=row["cost"], current_turn_id=row["current_turn_id"], model=row["model"],
+            metadata=_metadata(row["metadata"]),
         )
 
     def create_thread(self, *, robot: str, title: str | None = None, kind: str = "robot",
-                      folder: str | Path | None = None) -> ThreadInfo:
+                      folder: str | Path | None = None, metadata: Mapping[str, Any] | None = None) -> ThreadInfo:
+        """A new thread; ``metadata`` is a small JSON object kept with it (its origin, see
+        :attr:`ThreadInfo.origin`; strings are redacted like everything stored)."""
         if kind not in THREAD_KINDS:
             raise ValueError(f"Invalid thread kind: {kind}. Must be one of: {', '.join(THREAD_KINDS)}")
         thread_id = new_id()
         stamp = now()
         self._write([(
-            "INSERT INTO threads (id, title, robot, kind, folder, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (thread_id, redact(title) if title else None, robot, kind, str(folder) if folder else None, stamp, stamp),
+            "INSERT INTO threads (id, title, robot, kind, folder, created_at, updated_at, metadata) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (thread_id, title or None, robot, kind, str(folder) if folder else None, stamp, stamp,
+             dumps(dict(metadata or {}))),
         )])
         return self.get_thread(thread_id)
+
+    def update_thread_metadata(self, thread_id: str, **values: Any) -> ThreadInfo:
+        """Merge ``values`` into the thread's metadata (a value of None removes its key)."""
+        merged = dict(self.get_thread(thread_id).metadata)
+        for key, value in values.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        self._write([("UPDATE threads SET metadata = ? WHERE id = ?", (dumps(merged), thread_id))])
+        return self.get_thread(thread_id)
+
+    def latest_thread(self, *, kind: str | None = None, robot: str | None = None) -> ThreadInfo | None:
+        """The most recently updated thread that is not deleted (of that kind, with that robot), or None."""
+        where, params = ["t.deleted_at IS NULL"], []
+        if kind is not None:
+            where.append("t.kind = ?")
+            params.append(kind)
+        if robot is not None:
+            where.append("t.robot = ?")
+            params.append(robot)
+        rows = self._read(self._THREAD_SQL + " WHERE " + " AND ".join(where)
+                          + " ORDER BY t.updated_at DESC, t.created_at DESC LIMIT 1", tuple(params))
+        return self._thread(rows[0]) if rows else None
 
     def get_thread(self, thread_id: str) -> ThreadInfo:
         rows = self._read(self._THREAD_SQL + " WHERE t.id = ?", (thread_id,))
@@ -241,7 +300,7 @@ class Store(EventLog):
     def rename_thread(self, thread_id: str, title: str | None) -> ThreadInfo:
         self.get_thread(thread_id)
         clean = " ".join((title or "").split()) or None
-        self._write([("UPDATE threads SET title = ? WHERE id = ?", (redact(clean) if clean else None, thread_id))])
+        self._write([("UPDATE threads SET title = ? WHERE id = ?", (clean, thread_id))])
         return self.get_thread(thread_id)
 
     # -- small settings kept with the threads ------------------------------------------------------
@@ -325,6 +384,7 @@ class Store(EventLog):
             statements.append(("UPDATE turns SET parent_turn_id = NULL WHERE thread_id = ?", (thread_id,)))
             statements.append(("DELETE FROM turns WHERE thread_id = ?", (thread_id,)))
             statements.append(("DELETE FROM threads WHERE id = ?", (thread_id,)))
+        statements.append((blobs.unreferenced_sql(), ()))  # their large payloads, unless kept elsewhere
         if self.fts:
             statements.append(("INSERT INTO search_fts(search_fts) VALUES ('rebuild')", ()))
         self._write(statements)
@@ -355,7 +415,7 @@ class Store(EventLog):
                                  reason="invalid")
         turn_id = turn_id or new_id()
         stamp = now()
-        text = redact(user_text or "")
+        text = user_text or ""
         statements: list[Statement] = [
             ("INSERT INTO turns (id, thread_id, parent_turn_id, ordinal, user_text, created_at, status, owner) "
              "VALUES (?, ?, ?, (SELECT COALESCE(MAX(ordinal), 0) + 1 FROM turns WHERE thread_id = ?), ?, ?, "
@@ -444,12 +504,13 @@ class Store(EventLog):
         self._write([("UPDATE threads SET current_turn_id = ? WHERE id = ?", (leaf, thread_id))])
         return self.get_turn(leaf)
 
-    def path_events(self, thread_id: str, leaf_turn_id: str | None = None) -> list[tuple[TurnInfo, list[ev.Event]]]:
-        """Each turn along the path with its events (one query for all of them)."""
+    def path_events(self, thread_id: str, leaf_turn_id: str | None = None, *,
+                    classes: Sequence[type[ev.Event]] | None = None) -> list[tuple[TurnInfo, list[ev.Event]]]:
+        """Each turn along the path with its events (only those of ``classes``, if given; one query for all)."""
         turns = self.path(thread_id, leaf_turn_id)
         if not turns:
             return []
-        by_turn = self._events_of([t.id for t in turns])
+        by_turn = self._events_of([t.id for t in turns], classes)
         return [(t, by_turn.get(t.id, [])) for t in turns]
 
     # -- derived --------------------------------------------------------------------------------

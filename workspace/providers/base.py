@@ -120,6 +120,13 @@ class Provider(Protocol):
     #: False for the rule-based offline demo: the UI says so wherever it shows the model.
     is_language_model: bool
 
+    @property
+    def supports_response_schema(self) -> bool:
+        """The model takes a JSON schema for its answer (``response_format``): structured output the
+        native way (:mod:`workspace.output`); False: a forced final tool call instead. A plain
+        attribute is fine; a property may be slow (it is read off the event loop)."""
+        ...
+
     def stream(
         self,
         *,

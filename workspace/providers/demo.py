@@ -53,6 +53,7 @@ class DemoProvider:
     supports_tools = True
     supports_streaming = True
     is_language_model = False
+    supports_response_schema = False
 
     def __init__(self, *, delay: float = 0.015) -> None:
         self.delay = delay

@@ -42,7 +42,7 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workspace.errors import ProviderError
@@ -63,9 +63,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LiteLLMProvider",
+    "context_window",
     "load_litellm",
     "missing_keys",
     "preload_litellm",
+    "token_counter",
 ]
 
 log = logging.getLogger("workspace.providers.litellm")
@@ -245,6 +247,47 @@ def missing_keys(model_id: str, *, api_key: str | None = None, api_base: str | N
     return out
 
 
+def context_window(model_id: str) -> int | None:
+    """The model's context window (input tokens) from litellm's model map; None when litellm does not
+    know the model (a local server's model, a new one). Imports litellm (seconds, once): call it in a
+    thread."""
+    litellm = load_litellm()
+    try:
+        info = litellm.get_model_info(model_id)
+    except Exception:  # "This model isn't mapped yet"
+        return None
+    value = info.get("max_input_tokens") or info.get("max_tokens")
+    try:
+        return int(value) if value else None
+    except (TypeError, ValueError):
+        return None
+
+
+def token_counter(model_id: str) -> Callable[[str], int] | None:
+    """A function counting the tokens of a text with the model's own tokenizer, where litellm has it
+    without downloading anything (OpenAI's models: tiktoken; Anthropic's older models); None for other
+    models, which are estimated instead. Imports litellm: call it in a thread."""
+    litellm = load_litellm()
+    try:
+        provider = str(litellm.get_llm_provider(model_id)[1])
+        from litellm.utils import huggingface_tokenizer_kind, select_tokenizer
+    except Exception:
+        return None
+    bare = model_id.split("/", 1)[1] if "/" in model_id else model_id
+    kind = huggingface_tokenizer_kind(bare)
+    openai_model = provider in ("openai", "azure") and bare in set(litellm.open_ai_chat_completion_models)
+    if not (openai_model or kind == "anthropic"):
+        return None
+    try:
+        tokenizer: Any = select_tokenizer(model=bare)
+        encoder: Any = tokenizer["tokenizer"]
+    except Exception as exc:
+        log.debug("no tokenizer for %s: %s", model_id, exc)
+        return None
+    if tokenizer.get("type") == "openai_tokenizer":
+        return lambda text: len(encoder.encode(text, disallowed_special=()))
+    return lambda text: len(getattr(encoder.encode(text), "ids", ()))
+
 
 def _key_hint(keys: Sequence[str]) -> str:
     if not keys:
@@ -283,13 +326,25 @@ class LiteLLMProvider(StreamingProvider):
     def __init__(self, model_id: str, *, api_base: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, max_retries: int = 3, backoff: float = 0.5,
                  extra: Mapping[str, Any] | None = None,
-                 max_tool_result_chars: int | None = MAX_TOOL_RESULT_CHARS, **options: Any) -> None:
+                 max_tool_result_chars: int | None = MAX_TOOL_RESULT_CHARS, response_schema: bool | None = None,
+                 **options: Any) -> None:
         super().__init__(model_id, api_base=api_base, api_key=api_key, timeout=timeout, max_retries=max_retries,
                          backoff=backoff, extra=extra, max_tool_result_chars=max_tool_result_chars, **options)
         self._placeholder_key: bool | None = None
         self._openai_wire: bool | None = None
         self._unpriced = self.provider_name.lower() in LOCAL_PREFIXES
         self._keys_checked = False
+        #: Structured output the native way (None: ask litellm, see supports_response_schema).
+        self._response_schema = response_schema
+
+    # -- the context window (workspace.context asks, in a worker thread) ----------------------
+    def context_window(self) -> int | None:
+        """The model's context window from litellm's model map (None: not known)."""
+        return context_window(self.model_id)
+
+    def token_counter(self) -> Callable[[str], int] | None:
+        """The model's tokenizer as a counting function, where litellm has it (None: estimate)."""
+        return token_counter(self.model_id)
 
     # -- public helpers -----------------------------------------------------------------------
     def missing_keys(self) -> list[str]:
@@ -300,6 +355,18 @@ class LiteLLMProvider(StreamingProvider):
         """:meth:`missing_keys` without blocking the event loop."""
         return await asyncio.to_thread(self.missing_keys)
 
+    @property
+    def supports_response_schema(self) -> bool:
+        """Whether the model takes ``response_format`` with a JSON schema (structured output the native
+        way, :mod:`workspace.output`): as given, else ``litellm.supports_response_schema`` (imports
+        litellm: read it off the event loop)."""
+        if self._response_schema is None:
+            litellm = load_litellm()
+            try:
+                self._response_schema = bool(litellm.supports_response_schema(model=self.model_id))
+            except Exception:  # an unknown model: the tool way works everywhere
+                self._response_schema = False
+        return self._response_schema
     # -- loading and the key ------------------------------------------------------------------
     def _needs_loading(self) -> str | None:
         if is_loaded():

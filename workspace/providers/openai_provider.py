@@ -23,6 +23,15 @@ API (``ollama/``, ``ollama_chat/``) and OpenAI itself (``api.openai.com``: litel
 with an ``api_base`` here.
 
 The cost of a call is unknown (None): nobody tells the price of a model on your own server.
+
+Structured output (:mod:`workspace.output`): :attr:`OpenAICompatibleProvider.supports_response_schema`
+is True for the servers known to take ``response_format`` ``{"type": "json_schema", ...}`` and constrain
+the answer to it — vLLM (``hosted_vllm/``, ``vllm/``), LM Studio (``lm_studio/``) and llama.cpp's server
+(``llama_cpp/``) — so the run's settings carry it (the native way); for another server (``openai/NAME``
+or a bare name at an ``api_base``) it is False, as litellm says for a model it does not know, and the
+answer comes as a forced ``final_result`` tool call. ``response_schema=`` (or ``Robot(output_mode=...)``)
+decides otherwise. ``tool_choice`` and ``response_format`` come from the run's settings. The context
+window is asked of the server at :attr:`api_base` (:mod:`workspace.context`).
 """
 
 from __future__ import annotations
@@ -53,6 +62,8 @@ OPENAI_COMPATIBLE_PREFIXES = frozenset({"openai", "custom_openai", "openai_compa
 DEFAULT_BASES = {"lm_studio": "http://localhost:1234/v1", "lmstudio": "http://localhost:1234/v1",
                  "llamafile": "http://localhost:8080/v1", "llama_cpp": "http://localhost:8080/v1",
                  "llamacpp": "http://localhost:8080/v1"}
+#: Prefixes of servers that take ``response_format`` with a JSON schema (structured output the native way).
+RESPONSE_SCHEMA_PREFIXES = frozenset({"hosted_vllm", "vllm", "lm_studio", "lmstudio", "llama_cpp", "llamacpp"})
 #: The key variable read by prefix when no key is given (the ones litellm reads, for the same behaviour).
 KEY_VARS = {"openai": "OPENAI_API_KEY", "custom_openai": "OPENAI_API_KEY", "openai_compatible": "OPENAI_API_KEY",
             "hosted_vllm": "HOSTED_VLLM_API_KEY", "vllm": "HOSTED_VLLM_API_KEY", "lm_studio": "LM_STUDIO_API_KEY",
@@ -130,7 +141,8 @@ class OpenAICompatibleProvider(StreamingProvider):
     """
 
     def __init__(self, model_id: str, *, api_base: str | None = None, api_key: str | None = None,
-                 max_tool_result_chars: int | None = MAX_TOOL_RESULT_CHARS, **options: Any) -> None:
+                 max_tool_result_chars: int | None = MAX_TOOL_RESULT_CHARS, response_schema: bool | None = None,
+                 **options: Any) -> None:
         prefix = _prefix(str(model_id or ""))
         base = api_base or DEFAULT_BASES.get(prefix)
         if not base:
@@ -139,6 +151,9 @@ class OpenAICompatibleProvider(StreamingProvider):
         super().__init__(model_id, api_base=base, api_key=api_key, max_tool_result_chars=max_tool_result_chars,
                          **options)
         self.wire_model = wire_model(self.model_id)
+        #: Structured output the native way (``response_format`` with a JSON schema; see the module docstring).
+        self.supports_response_schema = (prefix in RESPONSE_SCHEMA_PREFIXES if response_schema is None
+                                          else bool(response_schema))
         self._client: Any = None
         self._client_loop: Any = None
 

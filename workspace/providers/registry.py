@@ -249,6 +249,11 @@ def provider_for(model: str | None, *, api_base: str | None = None, config: Conf
 
     ``api_base`` defaults to the configuration's ``llm.api_base``; ``options`` (``api_key``, ...) go to
     the factory's ``create``."""
+    from workspace.secrets import register_url_secrets
+
+    register_url_secrets(api_base)  # a password or key inside it is redacted wherever it shows up
+    if config is not None:
+        register_url_secrets(config.get("llm.api_base"))
     base = api_base or _configured_base(config)
     choice = str(config.get("llm.provider", "auto") or "auto") if config is not None else "auto"
     for factory in factories():

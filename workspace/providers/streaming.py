@@ -40,7 +40,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from workspace.errors import ProviderError
+from workspace.errors import ContextOverflowError, ProviderError
 from workspace.providers import limits
 from workspace.providers.base import Chunk, FinishChunk, StatusChunk, StatusState, ToolSpec, UsageChunk
 from workspace.providers.failures import (
@@ -492,7 +492,8 @@ class StreamingProvider:
         if kind and "event-stream" not in kind and "json" not in kind:
             return self._not_a_stream(f"'{kind.split(';')[0]}' with no events")
         where = self.api_base or self.provider_name
-        return Failure(ProviderError(
+        # A context overflow (the agent loop compacts the conversation and retries once, workspace.context).
+        return Failure(ContextOverflowError(
             f"{self.model_id}: {where} answered with an empty stream (HTTP 200, no data). A local server does that "
             "when the prompt is longer than its context window (n_ctx): start a new thread or shorten the "
             "conversation, or start the server with a larger context", provider=self.model_id, status_code=200,
@@ -545,7 +546,7 @@ class StreamingProvider:
             return Failure(ProviderError(f"{model}: HTTP {status} from {where} — {message}. {self._auth_fix(status)}",
                                          provider=model, status_code=status, reason="auth"), retryable=False)
         if status != 429 and is_context_overflow(exc, message):
-            return Failure(ProviderError(
+            return Failure(ContextOverflowError(
                 f"{model}: HTTP {status or 400} from {where} — {message}. The conversation is longer than the "
                 "model's context window: start a new thread or shorten it", provider=model,
                 status_code=status or 400, reason="context"), retryable=False)

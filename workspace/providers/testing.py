@@ -161,8 +161,11 @@ class ScriptedProvider:
         chunk_words: int = 1,
         model_id: str = "scripted",
         label: str = "Scripted provider (test double)",
+        response_schema: bool = False,
     ) -> None:
         self.replies: list[Reply] = list(replies or [])
+        #: Play a model with structured output the native way (``response_format``; see workspace.output).
+        self.supports_response_schema = response_schema
         self.default = default
         self.delay = delay
         self.chunk_words = chunk_words
@@ -235,11 +238,13 @@ class FunctionProvider:
         delay: float = 0.0,
         model_id: str = "function",
         label: str = "Function provider (test double)",
+        response_schema: bool = False,
     ) -> None:
         if (fn is None) == (stream_fn is None):
             raise ValueError("FunctionProvider needs exactly one of fn or stream_fn")
         self.fn = fn
         self.stream_fn = stream_fn
+        self.supports_response_schema = response_schema
         self.delay = delay
         self.model_id = model_id
         self.label = label

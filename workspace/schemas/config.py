@@ -53,7 +53,18 @@ class LLM(StrictModel):
     tool_choice: str | None = Field(None, description="auto | required | none | a tool's name: sent with the tools "
                                     "(llama-cpp-python's server calls tools only when it is sent)")
     max_tool_result_chars: int = Field(50_000, ge=1_000, description="The most characters of one tool result "
-                                       "sent to the model (the rest is cut, with a note)")
+                                       "sent to the model (the rest is cut, with a note); less when a quarter of "
+                                       "the context window is less")
+    context_window: Annotated[int, Field(ge=256)] | dict[str, Annotated[int, Field(ge=256)]] | None = Field(
+        None, description="The model's context window in tokens, when the server or litellm does not say it: a "
+        "number (for llm.model), or model ids mapped to numbers")
+    context_policy: Literal["compact", "truncate", "error"] = Field(
+        "compact", description="When a conversation outgrows the window: compact (older messages summarised), "
+        "truncate (the oldest turns left out) or error (the run fails before sending)")
+    compaction_threshold: float = Field(0.8, ge=0.1, le=0.95, description="The share of the context window at "
+                                        "which older messages are compacted")
+    compaction_model: str | None = Field(None, description="The model that writes the summaries of compacted "
+                                         "messages (a cheaper one); empty: the robot's own model")
 
 
 class Agent(StrictModel):
@@ -68,6 +79,10 @@ class Agent(StrictModel):
     text_tool_calls: Literal["run", "notice", "off"] = Field(
         "run", description="A tool call the model wrote as text (<tool_call>{...}</tool_call>, a fenced call): run "
         "it, only say so in the chat, or ignore it")
+    mcp_startup_wait: float = Field(5.0, ge=0, le=600, description="Seconds a run waits for MCP servers still "
+                                    "starting; it then goes on without them and their tools join when they are up")
+    output_retries: int = Field(2, ge=0, le=20, description="Times a structured answer that does not match the "
+                                "robot's output schema goes back to the model before the run fails")
 
 
 class Review(StrictModel):
@@ -77,6 +92,11 @@ class Review(StrictModel):
 
 class UI(StrictModel):
     theme: Literal["light", "dark"] = "light"
+
+
+class Tracing(StrictModel):
+    otel: bool = Field(False, description="Export runs as OpenTelemetry spans over OTLP (needs the otel extra; "
+                       "the OTEL_EXPORTER_OTLP_* variables say where)")
 
 
 class Demo(StrictModel):
@@ -91,6 +111,7 @@ class ConfigFile(StrictModel):
     review: Review = Field(default_factory=Review)
     ui: UI = Field(default_factory=UI)
     demo: Demo = Field(default_factory=Demo)
+    tracing: Tracing = Field(default_factory=Tracing)
     # Names are checked per server by the MCP manager (a YAML `off:` is a boolean: it says to quote it),
     # so one bad server never hides the others.
     mcpServers: dict[Any, dict[str, Any]] = Field(

@@ -8,6 +8,11 @@ model: openai/gpt-4o-mini
 temperature: 0.2
 tools: [read_file, search_files]
 mcp: inherit
+robots: [refunds]            # other robots it may call as tools
+output_schema:               # optional: the answer is a JSON object of this JSON Schema
+  type: object
+  properties: {category: {type: string}, answer: {type: string}}
+  required: [category, answer]
 x-owner: billing-team        # your own keys start with "x-": kept in Template.metadata, never checked
 ---
 You answer billing questions for {{ company_name }}.
@@ -120,6 +125,8 @@ class FrontMatter(ModelSettings):
         "max_cost": "must be a number of US dollars, 0 or more",
         "max_total_tokens": "must be a positive whole number",
         "fallback_models": "must be a list of model ids (or of {model, api_base})",
+        "context_window": "must be a whole number of tokens, at least 256",
+        "context_policy": "must be compact, truncate or error",
     }
 
     name: Text | None = Field(None, description="The robot's name (default: the file name)")
@@ -138,10 +145,33 @@ class FrontMatter(ModelSettings):
                                          "run; the run stops (stop reason max_total_tokens) once they are used")
     fallback_models: Fallbacks = Field(None, description="Models to try, in order, when the robot's model has an "
                                        "outage or a rate limit (a string, or {model, api_base})")
+    context_window: int | None = Field(None, ge=256, strict=True, description="The model's context window in "
+                                       "tokens, when the server or litellm does not say it")
+    context_policy: Literal["compact", "truncate", "error"] | None = Field(
+        None, description="When the conversation outgrows the window: compact (older messages summarised), "
+        "truncate (the oldest turns left out) or error (the run fails before sending)")
     # Checked when a run uses it (check_mcp_prompt): a bad one fails that run, naming the file.
     mcp_prompt: SkipValidation[McpPrompt | None] = Field(
         None, description="Start the system prompt with an MCP server's prompt")
     mcpServers: SkipJsonSchema[Any] = None
+    output_schema: dict[str, Any] | None = Field(
+        None, description="A JSON Schema the answer must match: the run's result carries the validated object "
+        "(structured output)")
+    robots: list[Text] | None = Field(None, description="Other robots (robot or template names) this robot may "
+                                      "call as tools")
+
+    @field_validator("output_schema")
+    @classmethod
+    def _valid_schema(cls, value: Any) -> Any:
+        if value is not None:
+            from jsonschema import Draft202012Validator
+            from jsonschema.exceptions import SchemaError
+
+            try:
+                Draft202012Validator.check_schema(value)
+            except SchemaError as exc:
+                raise ValueError(f"not a valid JSON Schema: {exc.message}") from exc
+        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from workspace.errors import Error, serialize
 
@@ -23,6 +23,30 @@ if TYPE_CHECKING:
     from workspace.providers.base import ToolSpec
 
 DEFAULT_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
+
+
+class RunHandle(Protocol):
+    """What a tool reaches of the run it works for (:class:`workspace.agent.AgentRun`): a robot used as a
+    tool (:mod:`workspace.robots_as_tools`) runs its own run inside it."""
+
+    run_id: str
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the run is being stopped (None while it is not)."""
+        ...
+
+    def forward(self, event: Any) -> None:
+        """Put an event of a run inside this run into its stream."""
+        ...
+
+    def add_usage(self, usage: Any) -> None:
+        """Count a run inside this run's usage in its totals."""
+        ...
+
+    def child_options(self, call_id: str) -> dict[str, Any]:
+        """The run options of a run started by the tool call ``call_id``."""
+        ...
 
 
 @dataclass(slots=True, kw_only=True)
@@ -41,6 +65,8 @@ class ToolContext:
     changes: Any = None
     #: Emit an extra event into the run's stream (``emit(EventClass, **fields)``).
     emit: Callable[..., Any] | None = None
+    #: The run itself (None outside a run, e.g. ``Tool.call``).
+    run: RunHandle | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
 

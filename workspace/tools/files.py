@@ -22,7 +22,10 @@ change set's lock (read, compute, propose), so several edits of one file in the 
 turn compose; their events are emitted afterwards on the event loop.
 
 Paths are relative to the opened folder (absolute paths inside it work too); anything
-outside it is refused (:mod:`workspace.sandbox`). Errors say how to fix the call.
+outside it is refused (:mod:`workspace.sandbox`), and so are names with control, format or
+bidirectional characters for writes. Messages show names through
+:func:`~workspace.sandbox.display_path`. The temp files of atomic writes (``*.robotlab-tmp``)
+never appear in listings, searches or reads. Errors say how to fix the call.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from workspace.diffing import TextFormat, sniff, split_lines, strip_eol, unified_diff
 from workspace.errors import SandboxError
-from workspace.sandbox import SKIPPED_DIRS, Sandbox
+from workspace.sandbox import SKIPPED_DIRS, Sandbox, display_path, is_temp_name
 from workspace.tools.base import ToolContext, ToolOutput
 from workspace.tools.decorator import tool
 from workspace.tools.registry import register
@@ -117,13 +120,17 @@ class _Workspace:
     context: ToolContext | None
 
     def read(self, rel: str) -> bytes | None:
-        """The file as the run's pending proposals leave it (None: absent)."""
+        """The file as the run's pending proposals leave it (None: absent). Disk reads never follow a
+        symlink swapped in on the way (:func:`workspace.changes.fileio.disk_state`)."""
         if self.changes is not None:
             return self.changes.read_bytes(rel)
-        path = self.sandbox.abspath(rel)
-        if not path.is_file():
+        from workspace.changes.errors import ChangeError
+        from workspace.changes.fileio import disk_state
+
+        try:
+            return disk_state(self.sandbox, rel)[0]
+        except ChangeError:
             return None
-        return path.read_bytes()
 
     def pending_note(self, rel: str) -> str | None:
         if self.changes is None:
@@ -157,7 +164,7 @@ def _workspace(context: ToolContext | None) -> _Workspace:
 def _text_of(rel: str, data: bytes) -> tuple[str, TextFormat]:
     fmt = sniff(data)
     if fmt is None:
-        raise Refused(f"'{rel}' is a binary file ({len(data):,} bytes); the file tools read and edit text files "
+        raise Refused(f"'{display_path(rel)}' is a binary file ({len(data):,} bytes); the file tools read and edit text files "
                       "only. delete_file and rename_file work on binary files")
     return fmt.decode(data), fmt
 
@@ -165,13 +172,13 @@ def _text_of(rel: str, data: bytes) -> tuple[str, TextFormat]:
 def _existing(ws: _Workspace, path: str) -> tuple[str, bytes]:
     res = ws.sandbox.resolve(path)
     if res.path.is_dir():
-        raise Refused(f"'{path}' is a folder, not a file; use list_files to see what is in it")
-    data = ws.read(res.rel)
+        raise Refused(f"'{display_path(path)}' is a folder, not a file; use list_files to see what is in it")
+    data = None if is_temp_name(res.path.name) else ws.read(res.rel)
     if data is None:
         pending = ws.changes.pending_paths().get(res.rel) if ws.changes is not None else None
         if pending:
-            raise Refused(f"'{res.rel}' is {pending} by a change proposed in this run (awaiting review)")
-        raise Refused(f"'{path}' does not exist in the opened folder; check the name with list_files")
+            raise Refused(f"'{display_path(res.rel)}' is {pending} by a change proposed in this run (awaiting review)")
+        raise Refused(f"'{display_path(path)}' does not exist in the opened folder; check the name with list_files")
     return res.rel, data
 
 
@@ -255,10 +262,11 @@ def _list_files(path: str = ".", recursive: bool = False, pattern: str | None = 
     ws = _workspace(context)
     base = ws.sandbox.resolve(path)
     if base.path.is_file():
-        raise Refused(f"'{path}' is a file, not a folder; use read_file to read it")
+        raise Refused(f"'{display_path(path)}' is a file, not a folder; use read_file to read it")
     pending = ws.changes.pending_paths() if ws.changes is not None else {}
     if not base.path.is_dir() and not any(p.startswith(base.rel + "/") for p in pending):
-        raise Refused(f"The folder '{path}' does not exist; use list_files with path='.' to see the top level")
+        raise Refused(f"The folder '{display_path(path)}' does not exist; use list_files with path='.' to see the "
+                      "top level")
     entries: list[dict[str, Any]] = []
     seen: set[str] = set()
     truncated = False
@@ -304,6 +312,8 @@ def _list_files(path: str = ".", recursive: bool = False, pattern: str | None = 
                     if entry is not None and not add(entry):
                         break
                 for f in sorted(files):
+                    if is_temp_name(f):  # an interrupted write's temp file: the workspace's, not the user's
+                        continue
                     rel = rel_prefix + f
                     seen.add(rel)
                     if not _match(pattern, rel):
@@ -317,6 +327,8 @@ def _list_files(path: str = ".", recursive: bool = False, pattern: str | None = 
             with os.scandir(base.path) as it:
                 items = sorted(it, key=lambda e: (not e.is_dir(follow_symlinks=False), e.name))
             for item in items:
+                if is_temp_name(item.name):
+                    continue
                 is_dir = item.is_dir(follow_symlinks=False)
                 rel = prefix + item.name
                 seen.add(rel)
@@ -368,14 +380,14 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
     pending = ws.changes.pending_paths() if ws.changes is not None else {}
     candidates: list[str] = []
     if base.path.is_file() or (not base.path.exists() and base.rel in pending):
-        candidates = [base.rel]
+        candidates = [] if is_temp_name(base.path.name) else [base.rel]
     elif base.path.is_dir():
         for root, dirs, files in os.walk(base.path, followlinks=False):
             dirs[:] = sorted(d for d in dirs if not _skip_dir(d))
             rel_root = ws.sandbox.relative(root)
             for f in sorted(files):
                 full = os.path.join(root, f)
-                if os.path.islink(full) and not ws.sandbox.contains(full):
+                if is_temp_name(f) or (os.path.islink(full) and not ws.sandbox.contains(full)):
                     continue
                 candidates.append((rel_root + "/" if rel_root else "") + f)
         prefix = base.rel + "/" if base.rel else ""
@@ -384,7 +396,8 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
                        if p.startswith(prefix) and p not in known
                        and (what == "created" or what.startswith("renamed from"))]
     else:
-        raise Refused(f"'{path}' does not exist in the opened folder; use list_files to find the right path")
+        raise Refused(f"'{display_path(path)}' does not exist in the opened folder; use list_files to find the right "
+                      "path")
     matches: list[dict[str, Any]] = []
     searched = 0
     skipped = 0
@@ -470,7 +483,7 @@ def _proposed(ws: _Workspace, rel: str, verb: str, fc: FileChange | None, before
     """The tool result of a write: what was proposed, what happens next. Emits the events."""
     changes = ws.need_changes()
     context = ws.context
-    shown = f"{rel} → {new_rel}" if new_rel else rel
+    shown = display_path(f"{rel} → {new_rel}" if new_rel else rel)
     if fc is None:
         return {"path": rel, "status": "unchanged", "change_set_id": changes.id,
                 "message": f"No change: {shown} already has that content."}
@@ -537,7 +550,7 @@ def _write_file(path: str, content: str, context: ToolContext | None = None) -> 
     changes = ws.need_changes()
     res = ws.sandbox.resolve(path, for_write=True)
     if res.path.is_dir():
-        raise Refused(f"'{path}' is a folder; give a file path such as '{res.rel}/notes.txt'")
+        raise Refused(f"'{display_path(path)}' is a folder; give a file path such as '{display_path(res.rel)}/notes.txt'")
     before = ws.read(res.rel)
     after = _encode_for(res.rel, before, content)
     fc = changes.propose(res.rel, after, **_ctx_ids(context))
@@ -551,9 +564,10 @@ def _create_file(path: str, content: str = "", context: ToolContext | None = Non
     changes = ws.need_changes()
     res = ws.sandbox.resolve(path, for_write=True)
     if res.path.is_dir():
-        raise Refused(f"'{path}' is a folder; give a file path such as '{res.rel}/notes.txt'")
+        raise Refused(f"'{display_path(path)}' is a folder; give a file path such as '{display_path(res.rel)}/notes.txt'")
     if ws.read(res.rel) is not None:
-        raise Refused(f"'{res.rel}' already exists; use edit_file to change part of it or write_file to replace it")
+        raise Refused(f"'{display_path(res.rel)}' already exists; use edit_file to change part of it or write_file to "
+                      "replace it")
     after = TextFormat().encode(content)
     fc = changes.propose(res.rel, after, create=True, **_ctx_ids(context))
     return _proposed(ws, res.rel, "create", fc, None, after)
@@ -651,7 +665,8 @@ def _delete_file(path: str, context: ToolContext | None = None) -> Any:
     changes = ws.need_changes()
     res = ws.sandbox.resolve(path, for_write=True)
     if res.path.is_dir():
-        raise Refused(f"'{path}' is a folder; delete_file removes single files (delete the files in it one by one)")
+        raise Refused(f"'{display_path(path)}' is a folder; delete_file removes single files (delete the files in it "
+                      "one by one)")
     rel, before = _existing(ws, res.rel)
     fc = changes.propose(rel, None, **_ctx_ids(context))
     return _proposed(ws, rel, "delete", fc, before, None)
@@ -663,7 +678,8 @@ def _rename_file(path: str, new_path: str, context: ToolContext | None = None) -
     changes = ws.need_changes()
     res = ws.sandbox.resolve(path, for_write=True)
     if res.path.is_dir():
-        raise Refused(f"'{path}' is a folder; rename_file moves single files (move the files in it one by one)")
+        raise Refused(f"'{display_path(path)}' is a folder; rename_file moves single files (move the files in it one "
+                      "by one)")
     rel, before = _existing(ws, res.rel)
     dst = ws.sandbox.resolve(new_path, for_write=True).rel
     fc = changes.propose_rename(rel, dst, **_ctx_ids(context))

@@ -1,0 +1,45 @@
+"""A Python MCP server (the SDK's MCPServer, ex-FastMCP) for the tests, over stdio:
+
+* ``whoami``: the ``LABEL`` environment variable it was started with (which settings a call used);
+* ``grow``: adds a tool ``extra`` and tells the client (``notifications/tools/list_changed``);
+* ``slow``: answers after ``seconds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("dynamic-test-server")
+
+
+@server.tool()
+def whoami() -> str:
+    """Which settings this process was started with."""
+    return f"label={os.environ.get('LABEL', '')} pid={os.getpid()}"
+
+
+@server.tool()
+async def slow(seconds: float = 1.0) -> str:
+    """Answer after some seconds."""
+    await asyncio.sleep(seconds)
+    return f"slept {seconds} label={os.environ.get('LABEL', '')}"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Add the tool 'extra' and say the tool list changed."""
+
+    def extra() -> str:
+        """A tool added on the fly."""
+        return "extra here"
+
+    server.add_tool(extra, name="extra")
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+
+if __name__ == "__main__":
+    server.run("stdio")

@@ -1,0 +1,58 @@
+"""The fault matrix: what an unlucky user or an attacker does, each case a test that must survive.
+
+Every test here records its cases with the ``matrix`` fixture (area, case, and what was lost:
+messages, rows, files, secrets found). At the end of the run a table is printed (cases tried,
+survived, lost) and written to ``bench/results/fault_matrix.json``; ``bench/fault_matrix.py``
+runs only this suite and prints the same table.
+
+A case *survives* when its test passes: a clear error (never a hang), nothing lost beyond what
+is documented (the streamed text of the last 250 ms on kill -9), no secret in any output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from faultkit import ROOT, Case, Matrix, table
+
+RESULTS = ROOT / "bench" / "results" / "fault_matrix.json"
+
+
+_ALL: list[Case] = []
+
+
+@pytest.fixture
+def matrix(request: pytest.FixtureRequest) -> Iterator[Matrix]:
+    found = Matrix()
+    request.node._fault_matrix = found
+    yield found
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    found: Matrix | None = getattr(item, "_fault_matrix", None)
+    if found is not None and (report.when == "call" or (report.when == "setup" and report.failed)):
+        for case in found.cases:
+            if case.survived is None or not report.passed:
+                case.survived = report.passed
+                if not report.passed:
+                    case.note = report.longreprtext.strip().splitlines()[-1][:160] if report.longreprtext else ""
+            if case not in _ALL:
+                _ALL.append(case)
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _ALL:
+        return
+    terminalreporter.write_sep("=", "fault matrix (tests/faults)")
+    terminalreporter.write_line(table(_ALL))
+    try:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps([case.__dict__ for case in _ALL], indent=2) + "\n", encoding="utf-8")
+    except OSError:
+        pass

@@ -1,0 +1,80 @@
+"""The context meter in the status bar: used / window with the share, live while streaming (issue 12 §1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ui.widgets.context_meter import ContextMeter, short_tokens
+from workspace import events as ev
+
+
+def usage(used: int, window: int = 2048, *, estimated: bool = True) -> ev.ContextUsage:
+    return ev.ContextUsage(run_id="r1", robot="assistant", used=used, window=window, estimated=estimated,
+                           system_tokens=40, tools_tokens=300, threshold=0.8)
+
+
+def test_short_token_counts() -> None:
+    assert [short_tokens(n) for n in (999, 1000, 1234, 2048, 12_500, 128_000, 1_000_000)] == [
+        "999", "1k", "1.2k", "2k", "12k", "128k", "1M"]
+
+
+def test_the_meter_shows_used_window_and_share(qtbot: Any) -> None:
+    meter = ContextMeter()
+    qtbot.addWidget(meter)
+    assert not meter.isVisibleTo(None) or not meter.label.text()  # nothing counted yet: hidden
+    meter.show_usage(usage(1024))
+    assert meter.label.text() == "~1k / 2k · 50%"
+    assert meter.bar.value() == 500
+    assert "1,024 of 2,048 tokens (50%)" in meter.toolTip()
+    assert "System prompt 40 · tools 300 · messages 684" in meter.toolTip()
+    assert "compacted at 80%" in meter.toolTip()
+    meter.show_usage(usage(1100, estimated=False))  # the server's own count: no "~"
+    assert meter.label.text() == "1.1k / 2k · 54%"
+    assert "as the server counted" in meter.toolTip()
+
+
+def test_the_meter_fills_while_the_answer_streams_and_empties_after_compaction(qtbot: Any) -> None:
+    meter = ContextMeter()
+    qtbot.addWidget(meter)
+    meter.show_usage(usage(1500, estimated=False))
+    meter.add_streamed("x" * 300)  # about 100 tokens of answer
+    meter.add_streamed("y" * 300)
+    assert meter.used == 1700
+    assert meter.label.text().startswith("~")
+    assert meter._level() == "full"  # past 80 %: shown in the error colour
+    meter.show_compacted(ev.ContextCompacted(run_id="r1", robot="assistant", summary="s", replaced_count=20,
+                                             newly_replaced=20, tokens_before=1700, tokens_after=600, window=2048))
+    assert meter.used == 600
+    assert meter._level() == "ok"
+    assert "Compacted: 20 earlier messages summarised (1,700 → 600 tokens)" in meter.toolTip()
+    meter.show_usage(None)  # another thread, never counted
+    assert meter.label.text() == "" and meter.used == 0
+
+
+async def test_the_status_bar_meter_follows_the_bridge(desktop: Any) -> None:
+    status = desktop.window.status
+    desktop.window.bridge.feed(usage(512))
+    desktop.window.bridge.flush()
+    assert status.context.isVisible()
+    assert status.context.label.text() == "~512 / 2k · 25%"
+    status.show_thread_context(None)  # a new thread: nothing to show
+    assert not status.context.isVisible()
+
+
+async def test_settings_choose_the_window_and_the_compaction_model(desktop: Any) -> None:
+    from workspace import paths
+    from workspace.config import load_config
+
+    window = desktop.window
+    window.settings_flow.open_settings()
+    dialog = window.settings_flow.dialog
+    dialog.context_window.setValue(100)
+    dialog.save()
+    assert dialog.problem.isVisible() and "at least 256" in dialog.problem.text()
+    dialog.context_window.setValue(16384)
+    dialog.compaction_model.setText("openai/gpt-4o-mini")
+    dialog.save()
+    config = load_config()
+    assert config.get("llm.context_window") == 16384
+    assert config.get("llm.compaction_model") == "openai/gpt-4o-mini"
+    assert "compaction_model: openai/gpt-4o-mini" in paths.user_config_file().read_text(encoding="utf-8")

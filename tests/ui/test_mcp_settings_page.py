@@ -1,0 +1,80 @@
+"""Settings › MCP servers with real servers: add (stdio form), test (tools listed; a failure shows the
+error and stderr), paste a Claude Desktop block, disable, remove; each change saved to the file with
+the user's comments kept, reaching the MCP dock and the next message at once."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.ui.conftest import close_app, wait_until
+
+SCREENSHOTS = Path(__file__).resolve().parent.parent.parent / "build" / "screenshots"
+
+
+async def test_settings_page_adds_tests_pastes_and_removes_servers(mcp_bin: Path, robotlab_home: Path,
+                                                                   provider: Any, db_path: Path) -> None:
+    from ui.app import Application
+    from workspace.mcp import set_default_manager
+
+    config = robotlab_home / "config" / "config.yaml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("# my own notes\nui:\n  theme: light   # keep\nmcpServers: {}\n", encoding="utf-8")
+    set_default_manager(None)
+    root = Application(provider=provider, db_path=db_path)
+    root.window.show()
+    try:
+        dock = root.window.docks.mcp_pane
+        assert dock.manage_button.isVisible()
+        dock.manage_button.click()
+        dialog = root.window.settings_flow.dialog
+        page = dialog.mcp_page
+        assert dialog.tabs.currentWidget() is page
+        # Add a stdio server through the form.
+        page.add_button.click()
+        page.name.setText("everything")
+        page.command.setText(str(mcp_bin / "mcp-server-everything"))
+        page.env.add_row("GREETING", "hello")
+        page.test_button.click()
+        await wait_until(lambda: "tools" in page.output.toPlainText(), timeout=40, what="the test to connect")
+        assert "echo" in page.output.toPlainText() and "prompts" in page.output.toPlainText()
+        assert page.save_button.isEnabled()
+        page.save_button.click()
+        assert page.names() == ["everything"]
+        text = config.read_text(encoding="utf-8")
+        assert "# my own notes" in text and "# keep" in text
+        assert yaml.safe_load(text)["mcpServers"]["everything"]["env"] == {"GREETING": "hello"}
+        await wait_until(lambda: [s.name for s in dock.model.statuses] == ["everything"], what="the dock to reload")
+        # The controller's configuration (the robots' next run) has it too.
+        await wait_until(lambda: "everything" in root.window.controller.config.mcp_servers, what="the robots")
+        # A broken server: the error and its stderr.
+        page.add_button.click()
+        page.name.setText("broken")
+        page.command.setText(sys.executable)
+        page.args.setText("-c \"import sys; sys.stderr.write('cannot start: missing key\\n'); sys.exit(3)\"")
+        page.test_button.click()
+        await wait_until(lambda: "could not connect" in page.output.toPlainText(), timeout=30, what="the failure")
+        assert "missing key" in page.output.toPlainText()
+        assert "did not connect" in page.status.text()
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        dialog.resize(900, 640)
+        dialog.grab().save(str(SCREENSHOTS / "settings-mcp-servers.png"))
+        # Paste a Claude Desktop block.
+        added = page.paste('{"mcpServers": {"memory": {"command": "%s"}}}' % (mcp_bin / "mcp-server-memory"))
+        assert added == ["memory"] and page.names() == ["everything", "memory"]
+        # Disable, then remove.
+        item = page.list.item(1)
+        item.setCheckState(item.checkState().Unchecked)
+        assert yaml.safe_load(config.read_text(encoding="utf-8"))["mcpServers"]["memory"]["disabled"] is True
+        page.list.setCurrentRow(1)
+        page.remove_button.click()
+        assert page.names() == ["everything"]
+        assert "# my own notes" in config.read_text(encoding="utf-8")
+        await wait_until(lambda: [s.name for s in dock.model.statuses] == ["everything"], what="the removal")
+        dialog.close()
+    finally:
+        await close_app(root)
+        set_default_manager(None)

@@ -1,0 +1,543 @@
+"""The chat's view state: what the conversation column shows, as plain data.
+
+A :class:`ChatState` is a list of :class:`TurnState` (a user message and what answered it).
+A turn holds *items* in the order they show: :class:`HeaderItem` (the robot's name above its
+work), :class:`ReasoningItem` (the model's thinking, above its answer), :class:`TextItem`,
+:class:`ToolCallItem`, :class:`ChangeItem`, :class:`NoticeItem`, and for a network run a
+:class:`NetworkItem` followed by one :class:`LaneItem` per task, whose own ``items`` hold the
+task robot's text and cards. A robot used as a tool shows as a :class:`CallLaneItem` inside its
+call's card (``ToolCallItem.inner``), holding that robot's text and cards the same way. Every run of the turn is a :class:`RunState` (usage, how it ended,
+whether its footer shows). The presenter (:mod:`ui.chat.presenter`) is the only writer; the chat
+widget reads.
+
+Items compare by identity (``eq=False``) so they can key the widgets that show them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from workspace.result import STOP_NOTES, Usage
+
+if TYPE_CHECKING:
+    from workspace import events as ev
+
+#: A tool call's state: what its card's status pill says.
+CallStatus: TypeAlias = Literal["running", "approval", "ok", "error", "denied", "stopped"]
+#: The states of a call that failed (an error, a denial, a stop): counted as failed everywhere.
+FAILED_CALL = frozenset({"error", "denied", "stopped"})
+#: How a run ended. "interrupted": the app closed before the run finished (a stored turn).
+RunOutcome: TypeAlias = Literal["finished", "failed", "cancelled", "interrupted"]
+#: A network task's state in its lane.
+LaneStatus: TypeAlias = Literal["waiting", "running", "done", "failed", "skipped", "cancelled"]
+
+#: What a lane's status pill and the network row's summary call each task state.
+LANE_STATUS_TEXT = {
+    "waiting": "waiting",
+    "running": "running",
+    "done": "done",
+    "failed": "failed",
+    "skipped": "skipped",
+    "cancelled": "stopped",
+}
+STOPPED_BY_USER = "stopped by the user"
+INTERRUPTED = "interrupted: the app closed before the run finished"
+SCOPE_LABELS = {"once": "once", "thread": "this thread", "always": "always", "policy": "policy"}
+
+
+def result_error(payload: Any, raw: Any = None) -> Any:
+    """The error inside a ``tool_result``, or None when it succeeded.
+
+    Results normally carry ``{"data": ...}`` and errors come as ``tool_error``; but a payload of
+    ``{"error": ...}`` (an ``is_error`` tool result as the model sees it) or an MCP result marked
+    ``isError`` is a failure too, and is counted and shown as one.
+    """
+    if isinstance(payload, dict) and "error" in payload and "data" not in payload:
+        return payload["error"]
+    if isinstance(raw, dict) and raw.get("isError") is True:
+        data = payload.get("data") if isinstance(payload, dict) else payload
+        return data if data is not None else raw
+    return None
+
+
+# -- the user's message ---------------------------------------------------------------------------
+@dataclass(eq=False, kw_only=True)
+class UserState:
+    """A user's message: the text shown, the review note sent in front of it, its stored turn."""
+
+    text: str
+    note: str | None = None
+    turn_id: str | None = None
+    sibling_index: int = 0
+    sibling_count: int = 1
+
+
+# -- items ------------------------------------------------------------------------------------------
+@dataclass(eq=False, kw_only=True)
+class Item:
+    """Something shown in a turn (``parent`` is the turn) or in a network task's lane."""
+
+    parent: TurnState | Lane
+    run: RunState | None = None
+
+    @property
+    def turn(self) -> TurnState:
+        parent = self.parent
+        return parent if isinstance(parent, TurnState) else parent.turn
+
+
+@dataclass(eq=False, kw_only=True)
+class HeaderItem(Item):
+    """The robot's name above its work (outside lanes: a lane's header names the robot)."""
+
+    robot: str
+
+
+@dataclass(eq=False, kw_only=True)
+class TextItem(Item):
+    """One stretch of the robot's Markdown (a model turn's text); grows while it streams."""
+
+    text: str = ""
+
+
+@dataclass(eq=False, kw_only=True)
+class ReasoningItem(Item):
+    """The model's thinking in one model turn (never sent back to it): open while it streams, folded
+    once the answer starts (unless the person opened or closed it)."""
+
+    text: str = ""
+    #: The thinking is complete (the answer began, or the model turn ended).
+    done: bool = False
+    collapsed: bool = False
+    #: The person opened or closed it: automatic folding leaves it alone.
+    user_toggled: bool = False
+
+    @property
+    def title(self) -> str:
+        """The block's header line."""
+        if not self.done:
+            return "Thinking…"
+        words = len(self.text.split())
+        return f"Thinking ({words:,} word{'s' if words != 1 else ''})"
+
+
+#: How a notice in the conversation looks: a muted line, a warning, or an error.
+NoticeLevel: TypeAlias = Literal["info", "warning", "error"]
+#: What a notice's button does: "continue" asks the model to go on with an answer cut off at the token limit.
+NoticeAction: TypeAlias = Literal["continue"]
+#: The button's label of each action.
+NOTICE_ACTIONS: dict[str, str] = {"continue": "Continue"}
+
+
+@dataclass(eq=False, kw_only=True)
+class NoticeItem(Item):
+    """A line the run adds to the conversation about how it went (MCP servers still starting or
+    failed, a fallback model, a tool call written as text, a compaction, an answer cut off at the
+    token limit): ``text`` always shows, ``details`` (when given) expand under it, ``action`` (when
+    given) is a button beside it."""
+
+    text: str = ""
+    level: NoticeLevel = "info"
+    details: str | None = None
+    action: NoticeAction | None = None
+
+
+@dataclass(eq=False, kw_only=True)
+class ApprovalState:
+    """Whether a person had to approve a call, and what was decided."""
+
+    #: "asking" (waiting for a person), "approved", "denied", or "stopped" (the run ended first).
+    state: Literal["asking", "approved", "denied", "stopped"] = "asking"
+    scope: str | None = None
+    reason: str | None = None
+    #: The call runs with arguments the person edited.
+    edited: bool = False
+
+    @property
+    def note(self) -> str:
+        """What the card says about the decision ("" while asking)."""
+        if self.state == "approved":
+            edited = " with edited arguments" if self.edited else ""
+            return f"Approved{edited} ({SCOPE_LABELS.get(self.scope or 'once', self.scope)})."
+        if self.state == "denied":
+            return "Denied" + (f": {self.reason}" if self.reason else "") + "."
+        if self.state == "stopped":
+            return "Stopped before anyone decided."
+        return ""
+
+
+@dataclass(kw_only=True)
+class ProgressState:
+    """How far a running tool is: ``value`` of ``total`` (None: unknown total), and its message;
+    ``cancelled`` once the run was stopped and the server was told (notifications/cancelled)."""
+
+    value: float = 0.0
+    total: float | None = None
+    message: str = ""
+    cancelled: bool = False
+
+    @property
+    def fraction(self) -> float | None:
+        return min(1.0, max(0.0, self.value / self.total)) if self.total else None
+
+    @property
+    def text(self) -> str:
+        if self.cancelled:
+            return "Stopped: the server was told to cancel the call"
+        of = f" of {self.total:g}" if self.total is not None else ""
+        return f"{self.value:g}{of}" + (f" · {self.message}" if self.message else "")
+
+
+@dataclass(eq=False, kw_only=True)
+class ToolCallItem(Item):
+    """A tool call: its arguments, then its result or error; the approval asked for it."""
+
+    call_id: str
+    tool: str
+    robot: str
+    server: str | None = None
+    #: The arguments the call runs with (edited ones once approved so).
+    arguments: Any = None
+    status: CallStatus = "running"
+    #: The ``tool_result`` payload (also kept when it carries an error).
+    result: Any = None
+    error: Any = None
+    duration: float | None = None
+    approval: ApprovalState | None = None
+    task: str | None = None
+    #: The tool's last progress report (an MCP server's notifications/progress), while it runs.
+    progress: ProgressState | None = None
+    #: The run of a robot used as this tool: a lane inside the card.
+    inner: CallLaneItem | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILED_CALL
+
+    @property
+    def result_value(self) -> Any:
+        """The value the Result section shows: the payload's ``data`` when that is all it has."""
+        payload = self.result
+        return payload["data"] if isinstance(payload, dict) and set(payload) == {"data"} else payload
+
+    @property
+    def error_label(self) -> str:
+        """The word in front of the error: Denied, Stopped or Error."""
+        return {"denied": "Denied", "stopped": "Stopped"}.get(self.status, "Error")
+
+
+@dataclass(eq=False, kw_only=True)
+class ChangeItem(Item):
+    """File changes a robot proposed: the files, then what the person decided."""
+
+    change_set_id: str
+    robot: str
+    files: list[dict[str, Any]] = field(default_factory=list)
+    #: "pending" until a ``change_decided`` arrives, then "decided".
+    status: Literal["pending", "decided"] = "pending"
+    #: The decision per file path (the latest for each path).
+    outcome: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The checkpoint taken before the changes were written (what Undo restores).
+    checkpoint_id: str | None = None
+    #: The written changes were undone (from the card or the Changes dock).
+    undone: bool = False
+
+    @property
+    def accepted(self) -> int:
+        return sum(len(f.get("accepted") or []) for f in self.outcome.values())
+
+    @property
+    def rejected(self) -> int:
+        return sum(len(f.get("rejected") or []) for f in self.outcome.values())
+
+    @property
+    def written(self) -> bool:
+        return any(f.get("status") == "applied" for f in self.outcome.values())
+
+    @property
+    def can_undo(self) -> bool:
+        """Undo (or Redo) shows: something was written and there is a checkpoint to go back to."""
+        if self.undone:
+            return self.checkpoint_id is not None
+        return self.status == "decided" and self.written and self.checkpoint_id is not None
+
+    def merge_files(self, files: list[dict[str, Any]]) -> None:
+        """Another proposal of the same change set: a file again replaces its row."""
+        by_path = {str(f.get("path")): i for i, f in enumerate(self.files)}
+        for f in files:
+            key = str(f.get("path"))
+            if key in by_path:
+                self.files[by_path[key]] = f
+            else:
+                by_path[key] = len(self.files)
+                self.files.append(f)
+
+
+@dataclass(eq=False, kw_only=True)
+class NetworkItem(Item):
+    """The first row of a network run (its name and a summary of its tasks); its lanes follow."""
+
+    network: str
+    run_id: str
+    lanes: dict[str, LaneItem] = field(default_factory=dict)
+    #: Task names in the order their lanes appeared.
+    order: list[str] = field(default_factory=list)
+    #: Done tasks in the order they finished (the last one is the network's answer).
+    done: list[str] = field(default_factory=list)
+    ended: bool = False
+    #: "4 tasks · 2 done · 2 skipped" once the run ended.
+    summary: str = ""
+
+    def running(self) -> list[LaneItem]:
+        return [lane for lane in self.lanes.values() if lane.status == "running"]
+
+    @property
+    def answer_lane(self) -> LaneItem | None:
+        return self.lanes.get(self.done[-1]) if self.done else None
+
+    def lane_for_robot(self, robot: str) -> LaneItem | None:
+        """The running lane of ``robot`` (for a run whose task is not known)."""
+        for task in reversed(self.order):
+            lane = self.lanes[task]
+            if lane.robot == robot and lane.status == "running":
+                return lane
+        return None
+
+
+@dataclass(eq=False, kw_only=True)
+class Lane(Item):
+    """What a lane shows: a run's state and its robot's work (``items``), folded or open."""
+
+    robot: str
+    status: LaneStatus = "waiting"
+    #: Why it failed, was skipped or stopped.
+    reason: str | None = None
+    message: str | None = None
+    started: float | None = None
+    finished: float | None = None
+    collapsed: bool = False
+    #: The person opened or closed the lane: automatic folding leaves it alone.
+    user_toggled: bool = False
+    usage: Usage = field(default_factory=Usage)
+    items: list[Item] = field(default_factory=list)
+
+    @property
+    def duration(self) -> float | None:
+        if self.started is None or self.finished is None:
+            return None
+        return max(0.0, self.finished - self.started)
+
+    @property
+    def text(self) -> str:
+        """The lane's text (every text item, joined)."""
+        return "\n\n".join(i.text for i in self.items if isinstance(i, TextItem) and i.text)
+
+    @property
+    def summary(self) -> str:
+        """One line for the folded lane: the answer's first line, else why it did not finish."""
+        texts = [i.text for i in self.items if isinstance(i, TextItem) and i.text.strip()]
+        text = first_line(texts[-1]) if texts else ""
+        if self.status == "skipped":
+            return self.reason or "not run"
+        if self.status in ("failed", "cancelled") and self.reason and not text:
+            return self.reason
+        return text
+
+
+@dataclass(eq=False, kw_only=True)
+class LaneItem(Lane):
+    """One task of a network run: its state and the task robot's work (``items``)."""
+
+    group: NetworkItem
+    task: str
+
+
+@dataclass(eq=False, kw_only=True)
+class CallLaneItem(Lane):
+    """The run of a robot used as a tool, inside its call's card (``call``): its state and work."""
+
+    call: ToolCallItem
+    run_id: str
+
+    @property
+    def task(self) -> str:
+        """What the lane's header names: the robot."""
+        return self.robot
+
+
+def first_line(text: str, limit: int = 160) -> str:
+    """The first line of Markdown with a character of text, without its markup."""
+    for line in text.splitlines():
+        line = line.strip().lstrip("#>*-_ ").strip()
+        if line:
+            line = line.replace("**", "").replace("`", "")
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""
+
+
+# -- runs and turns -----------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class RunEnd:
+    """How a run ended, and the figures its footer shows."""
+
+    outcome: RunOutcome
+    #: The error (failed) or the reason (cancelled, interrupted).
+    message: str | None = None
+    #: The run stopped at the turn limit (a finished robot run that wanted to go on).
+    max_turns: bool = False
+    duration: float | None = None
+    #: Why a finished robot run stopped (its result's ``stop_reason``: stop, length, max_cost, ...).
+    stop_reason: str | None = None
+
+    @property
+    def status_text(self) -> str:
+        """The footer's status line ("" for a run that simply finished)."""
+        if self.outcome in ("cancelled", "interrupted"):
+            reason = self.message or STOPPED_BY_USER
+            return "■ Stopped by you" if reason == STOPPED_BY_USER else f"■ Stopped — {reason}"
+        if self.outcome == "failed":
+            return f"Failed — {self.message}"
+        if self.max_turns:
+            return ("■ Stopped at the turn limit — the robot wanted to go on (raise agent.max_turns in "
+                    "config.yaml, or send “continue” to let it go on)")
+        if self.stop_reason in ("max_cost", "max_total_tokens"):  # the run's budget
+            return f"■ {STOP_NOTES[self.stop_reason]}"
+        return ""
+
+
+@dataclass(eq=False, kw_only=True)
+class RunState:
+    """One run in a turn: the robot's own, a network's, or a network task robot's (``lane`` set)."""
+
+    run_id: str
+    robot: str
+    turn: TurnState
+    #: The lane of the task this run works for (a network's task), else None.
+    lane: LaneItem | None = None
+    #: The lane of a robot used as a tool (this run), inside the call's card; else None.
+    inner: CallLaneItem | None = None
+    #: A network run's row and lanes.
+    network: NetworkItem | None = None
+    #: The text item still growing (None after a tool call, a change or a complete text).
+    text: TextItem | None = None
+    texts: list[TextItem] = field(default_factory=list)
+    calls: dict[str, ToolCallItem] = field(default_factory=dict)
+    #: The robot whose header was shown last (a header shows again when another robot speaks).
+    last_robot: str | None = None
+    #: The run's own running totals (from its ``usage`` events).
+    usage: Usage = field(default_factory=Usage)
+    #: Its model calls (one ``usage`` event each), for the footer's tooltip.
+    model_calls: list[ev.Usage] = field(default_factory=list)
+    #: Task runs of this network run.
+    children: list[RunState] = field(default_factory=list)
+    #: When its ``run_started`` came (a duration when the result has none).
+    started: float | None = None
+    #: The usage the terminal event's result reports (used when no ``usage`` event came).
+    result_usage: Usage | None = None
+    end: RunEnd | None = None
+    #: The footer (usage, status, copy, regenerate) shows: after the first usage, a wait, or the end.
+    footer: bool = False
+    #: The thinking still growing (None once the answer began or the model turn ended).
+    reasoning: ReasoningItem | None = None
+    #: What the run waits for right now ("Connecting to …", "Retrying …"): the footer's status line
+    #: while it runs; None once tokens stream, and at the end.
+    status_text: str | None = None
+    #: False for the offline demo (no language model): its cost is not "unknown", there is none.
+    language_model: bool = True
+
+    @property
+    def totals(self) -> Usage:
+        """Tokens and cost of this run and its task runs (what the turn spent on it)."""
+        total = self.usage
+        for child in self.children:
+            total = total + child.totals
+        if not (total.input_tokens or total.output_tokens) and self.result_usage is not None:
+            return self.result_usage
+        return total
+
+    @property
+    def answer_text(self) -> str:
+        """The run's text, for Copy."""
+        return "\n\n".join(t.text for t in self.texts)
+
+
+@dataclass(eq=False, kw_only=True)
+class TurnState:
+    """A user message and everything that answered it."""
+
+    user: UserState | None = None
+    items: list[Item] = field(default_factory=list)
+    #: Every run of the turn, in the order they started (task runs included).
+    runs: list[RunState] = field(default_factory=list)
+    #: The stored turn's status ("finished", "interrupted"...; None for a live turn).
+    status: str | None = None
+
+    @property
+    def turn_id(self) -> str | None:
+        return self.user.turn_id if self.user is not None else None
+
+    @property
+    def top_runs(self) -> list[RunState]:
+        """The runs with a footer of their own (not a network's task runs, nor robots used as tools:
+        their usage is in the run that called them)."""
+        return [r for r in self.runs if r.lane is None and r.inner is None]
+
+    @property
+    def totals(self) -> Usage:
+        total = Usage()
+        for run in self.top_runs:
+            total = total + run.totals
+        return total
+
+
+@dataclass(eq=False, kw_only=True)
+class ChatState:
+    """The whole column: the turns shown, oldest first, and the earlier turns not loaded yet."""
+
+    turns: list[TurnState] = field(default_factory=list)
+    #: Stored turns (``TurnInfo``) older than the first one shown, oldest first.
+    hidden: list[Any] = field(default_factory=list)
+
+    @property
+    def totals(self) -> Usage:
+        """Tokens and cost of every turn on the branch shown (hidden turns from their stored totals)."""
+        total = Usage()
+        for info in self.hidden:
+            total = total + Usage(int(info.input_tokens or 0), int(info.output_tokens or 0), info.cost)
+        for turn in self.turns:
+            total = total + turn.totals
+        return total
+
+
+__all__ = [
+    "FAILED_CALL",
+    "INTERRUPTED",
+    "LANE_STATUS_TEXT",
+    "NOTICE_ACTIONS",
+    "STOPPED_BY_USER",
+    "ApprovalState",
+    "CallLaneItem",
+    "CallStatus",
+    "ChangeItem",
+    "ChatState",
+    "HeaderItem",
+    "Item",
+    "Lane",
+    "LaneItem",
+    "LaneStatus",
+    "NetworkItem",
+    "NoticeAction",
+    "NoticeItem",
+    "NoticeLevel",
+    "ReasoningItem",
+    "RunEnd",
+    "RunOutcome",
+    "RunState",
+    "TextItem",
+    "ToolCallItem",
+    "TurnState",
+    "UserState",
+    "first_line",
+    "result_error",
+]

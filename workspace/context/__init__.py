@@ -1,0 +1,48 @@
+"""Context window management: each model's window, token counts, compaction and truncation.
+
+- :mod:`~workspace.context.window`: how many tokens a model's window holds (a setting, the server,
+  litellm's model information, a default);
+- :mod:`~workspace.context.tokens`: counting tokens (the model's tokenizer, else a safe estimate);
+- :mod:`~workspace.context.compaction`: summarising older messages without separating a tool call
+  from its result;
+- :mod:`~workspace.context.results`: tool results too big for the model, cut with a note;
+- :mod:`~workspace.context.manager`: :class:`ContextManager`, which the agent loop asks before every
+  model call (``ContextManager.stream``) and which ``Robot.compact()`` / ``ThreadSession.compact()``
+  use for ``/compact``.
+
+Providers may help: ``provider.context_window() -> int | None`` (the litellm provider reads litellm's
+model map) and ``provider.token_counter() -> Callable[[str], int] | None`` (the model's tokenizer);
+both are called in a worker thread, once per model.
+"""
+
+from __future__ import annotations
+
+from workspace.context.manager import (
+    DEFAULT_THRESHOLD,
+    POLICIES,
+    Compaction,
+    ContextManager,
+    ContextPolicy,
+    Prepared,
+    check_policy,
+    is_context_overflow,
+)
+from workspace.context.tokens import TokenCounter, estimate
+from workspace.context.window import DEFAULT_WINDOW, WindowInfo, resolve_window, window_setting
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "DEFAULT_WINDOW",
+    "POLICIES",
+    "Compaction",
+    "ContextManager",
+    "ContextPolicy",
+    "Prepared",
+    "TokenCounter",
+    "WindowInfo",
+    "check_policy",
+    "estimate",
+    "is_context_overflow",
+    "resolve_window",
+    "window_setting",
+]

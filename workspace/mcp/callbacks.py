@@ -1,0 +1,91 @@
+"""The client side of a connection on the SDK: what a server may ask of us, and its notifications.
+
+:func:`session_callbacks` gives a :class:`~workspace.mcp.client.Connection`'s ``ClientSession``
+its callbacks, which advertise the client capabilities in the handshake:
+
+* ``sampling_callback`` and ``elicitation_callback`` hand the request (as wire JSON) to the
+  manager's :class:`~workspace.mcp.requests.ClientRequests`, which routes it to the run calling
+  the server; a refusal, a bad answer or any failure goes back to the server as a JSON-RPC error
+  (nothing is lost: the run and the connection go on);
+* ``list_roots_callback`` answers with the opened folder (``file://`` URI);
+* ``logging_callback`` keeps the server's log notifications with their levels (the dock's log).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import mcp.types as types
+
+from workspace.mcp.requests import RequestRefused
+
+if TYPE_CHECKING:
+    from workspace.mcp.client import Connection
+
+log = logging.getLogger("workspace.mcp")
+
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+#: Code of a request the user declined (MCP uses -1 for "user rejected" in sampling examples).
+USER_REJECTED = -1
+
+
+def _wire(params: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = params.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return dumped
+
+
+def session_callbacks(conn: Connection) -> dict[str, Any]:
+    """Keyword arguments for ``ClientSession(...)`` (the manager's requests, the roots, the log)."""
+    client = conn.client
+
+    async def on_sampling(context: Any, params: types.CreateMessageRequestParams) -> Any:
+        if client is None:
+            return types.ErrorData(code=INVALID_PARAMS, message="sampling is not available")
+        try:
+            answer = await client.requests.sample(conn, _wire(params))
+            return types.CreateMessageResult.model_validate(answer)
+        except RequestRefused as exc:
+            conn.note(f"sampling refused: {exc}")
+            return types.ErrorData(code=USER_REJECTED, message=str(exc))
+        except Exception as exc:
+            conn.note(f"sampling failed: {type(exc).__name__}: {exc}")
+            return types.ErrorData(code=INTERNAL_ERROR, message=f"The client could not sample: {exc}")
+
+    async def on_elicitation(context: Any, params: Any) -> Any:
+        wire = _wire(params)
+        if wire.get("mode") == "url":
+            conn.note(f"declined a URL elicitation ({wire.get('url', '')}): not supported yet")
+            return types.ElicitResult(action="decline")
+        if client is None:
+            return types.ElicitResult(action="decline")
+        try:
+            answer = await client.requests.elicit(conn, wire)
+            return types.ElicitResult.model_validate(answer)
+        except RequestRefused as exc:
+            conn.note(f"elicitation refused: {exc}")
+            return types.ErrorData(code=INVALID_PARAMS, message=str(exc))
+        except Exception as exc:
+            conn.note(f"elicitation failed: {type(exc).__name__}: {exc}")
+            return types.ErrorData(code=INTERNAL_ERROR, message=f"The client could not ask: {exc}")
+
+    async def on_list_roots(context: Any) -> Any:
+        roots = list(getattr(client, "roots", []) or [])
+        return types.ListRootsResult(roots=[
+            types.Root(uri=Path(root).resolve().as_uri(), name=Path(root).name or str(root))
+            for root in roots
+        ])
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        data = params.data
+        text = data if isinstance(data, str) else repr(data)
+        conn.add_log(str(params.level), text, params.logger)
+
+    return {
+        "sampling_callback": on_sampling,
+        "elicitation_callback": on_elicitation,
+        "list_roots_callback": on_list_roots,
+        "logging_callback": on_log,
+    }
