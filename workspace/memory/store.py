@@ -1,46 +1,33 @@
-"""Reactive, thread-safe key-value memory (spec 1.3): ``Memory``, ``MemoryChange``,
-``StateProxy`` and the ``Waiter`` latch.
+"""``Memory``: the reactive, thread-safe key-value store (RobotLab's Memory, spec 1.3).
 
-One ``Memory`` belongs to each robot and one to each network. Writes through :meth:`Memory.set`
-(or ``memory[key] = value``) record a :class:`MemoryChange`, wake coroutines blocked in
-:meth:`Memory.wait_for`, call observers synchronously and notify subscribers asynchronously,
-so a slow or failing subscriber never blocks or breaks the writer.
-
-Keys are strings. The reserved keys ``data``, ``results``, ``messages``, ``session_id`` and
-``cache`` have accessors of their own and are written silently. There is no Redis backend and no
-semantic cache: ``memory["cache"]`` is always ``None``.
-"""
+One class on purpose: every write, wait, observer and subscriber works on the same data under one
+lock, so it stays whole (about 600 lines) and its helpers live in the sibling modules."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import copy as _copy
 import inspect
 import json
 import logging
-import re
 import threading
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from workspace.errors import AwaitTimeout
-from workspace.messages import Message, UserMessage, format_time, parse_time
+from workspace.memory.change import MemoryChange, _deep_copy, _json_default, _key
+from workspace.memory.proxy import StateProxy
+from workspace.memory.subscriptions import (
+    SubscriptionCallback,
+    _is_async_callable,
+    _Subscription,
+    glob_to_regex,
+)
+from workspace.memory.waiters import TIMEOUT, Waiter, _future_loop, _running_loop
+from workspace.messages import Message, UserMessage
 from workspace.result import RobotResult
-
-__all__ = [
-    "HISTORY_LIMIT",
-    "RESERVED_KEYS",
-    "TIMEOUT",
-    "Memory",
-    "MemoryChange",
-    "StateProxy",
-    "Waiter",
-]
 
 logger = logging.getLogger("workspace.memory")
 
@@ -49,7 +36,6 @@ RESERVED_KEYS: tuple[str, ...] = ("data", "results", "messages", "session_id", "
 #: How many changes :meth:`Memory.history` keeps per key.
 HISTORY_LIMIT = 100
 
-SubscriptionCallback = Callable[["MemoryChange"], Any]
 Observer = Callable[["MemoryChange"], Any]
 
 
@@ -59,393 +45,6 @@ Observer = Callable[["MemoryChange"], Any]
 writer_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("robotlab_memory_writer", default=None)
 
 
-def _key(key: Any) -> str:
-    return key if isinstance(key, str) else str(key)
-
-
-def _deep_copy(value: Any) -> Any:
-    try:
-        return _copy.deepcopy(value)
-    except Exception:
-        return value
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if isinstance(value, datetime):
-        return format_time(value)
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    return str(value)
-
-
-# --------------------------------------------------------------------------------------------
-# MemoryChange
-
-
-@dataclass(frozen=True)
-class MemoryChange:
-    """One write to a memory key: new and previous value, who wrote it, where and when."""
-
-    key: str
-    value: Any
-    previous: Any = None
-    writer: str | None = None
-    network_name: str | None = None
-    timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
-    correlation_id: str | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "key", _key(self.key))
-        stamp: Any = self.timestamp
-        object.__setattr__(self, "timestamp", datetime.now(UTC) if stamp is None else parse_time(stamp))
-
-    @property
-    def is_created(self) -> bool:
-        """No previous value, and a value now."""
-        return self.previous is None and self.value is not None
-
-    @property
-    def is_updated(self) -> bool:
-        """A previous value replaced by a value."""
-        return self.previous is not None and self.value is not None
-
-    @property
-    def is_deleted(self) -> bool:
-        """A previous value, and none now."""
-        return self.value is None and self.previous is not None
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{key, value, previous, writer, network_name, timestamp, correlation_id}`` without ``None``s."""
-        out = {
-            "key": self.key,
-            "value": self.value,
-            "previous": self.previous,
-            "writer": self.writer,
-            "network_name": self.network_name,
-            "timestamp": format_time(self.timestamp),
-            "correlation_id": self.correlation_id,
-        }
-        return {k: v for k, v in out.items() if v is not None}
-
-    def to_json(self) -> str:
-        """JSON of :meth:`to_dict`."""
-        return json.dumps(self.to_dict(), ensure_ascii=False, default=_json_default)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MemoryChange:
-        """Rebuild from :meth:`to_dict`."""
-        d = {str(k): v for k, v in data.items()}
-        return cls(
-            key=d.get("key", ""),
-            value=d.get("value"),
-            previous=d.get("previous"),
-            writer=d.get("writer"),
-            network_name=d.get("network_name"),
-            timestamp=d.get("timestamp"),  # type: ignore[arg-type]  # None -> now, str parsed
-            correlation_id=d.get("correlation_id"),
-        )
-
-
-# --------------------------------------------------------------------------------------------
-# Waiter
-
-
-class _Timeout:
-    """The sentinel :meth:`Waiter.wait` returns on timeout (RobotLab's ``:timeout``)."""
-
-    _instance: _Timeout | None = None
-
-    def __new__(cls) -> _Timeout:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "TIMEOUT"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-TIMEOUT: Any = _Timeout()
-
-
-def _resolve(fut: asyncio.Future[Any], value: Any) -> None:
-    if not fut.done():
-        fut.set_result(value)
-
-
-def _resolve_on(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any], value: Any) -> None:
-    """Complete ``fut`` on its loop, from any thread."""
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is loop:
-        _resolve(fut, value)
-        return
-    try:
-        loop.call_soon_threadsafe(_resolve, fut, value)
-    except RuntimeError:  # the loop is closed: nobody is waiting any more
-        pass
-
-
-class Waiter:
-    """A one-shot latch: :meth:`signal` wakes every waiter, threads and coroutines alike."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._signaled = False
-        self._value: Any = None
-        self._futures: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = []
-
-    @property
-    def is_signaled(self) -> bool:
-        """True once :meth:`signal` has been called."""
-        with self._cond:
-            return self._signaled
-
-    def signal(self, value: Any = None) -> None:
-        """Store ``value`` and wake all waiters (``None`` is a valid value)."""
-        with self._cond:
-            self._value = value
-            self._signaled = True
-            self._cond.notify_all()
-            futures, self._futures = self._futures, []
-        for loop, fut in futures:
-            _resolve_on(loop, fut, value)
-
-    def wait(self, timeout: float | None = None) -> Any:
-        """Block the calling thread until signaled; the value, or :data:`TIMEOUT`."""
-        with self._cond:
-            if not self._cond.wait_for(lambda: self._signaled, timeout):
-                return TIMEOUT
-            return self._value
-
-    async def wait_async(self, timeout: float | None = None) -> Any:
-        """Wait without blocking the event loop; the value, or :data:`TIMEOUT`."""
-        loop = asyncio.get_running_loop()
-        with self._cond:
-            if self._signaled:
-                return self._value
-            if timeout is not None and timeout <= 0:
-                return TIMEOUT
-            fut: asyncio.Future[Any] = loop.create_future()
-            entry = (loop, fut)
-            self._futures.append(entry)
-        try:
-            return await asyncio.wait_for(fut, timeout)
-        except TimeoutError:
-            return TIMEOUT
-        finally:
-            with self._cond:
-                if entry in self._futures:
-                    self._futures.remove(entry)
-
-
-# --------------------------------------------------------------------------------------------
-# StateProxy
-
-
-class StateProxy:
-    """A dict wrapper with attribute access, used for ``memory.data``.
-
-    ``proxy["name"]`` and ``proxy.name`` read (a missing item is ``None``; a missing attribute
-    raises ``AttributeError``); ``proxy.name = v`` and ``proxy["name"] = v`` write and call
-    ``on_change(key, old, new)`` when the value really changed. Keys are strings.
-    """
-
-    __slots__ = ("_data", "_on_change")
-
-    def __init__(
-        self,
-        data: Mapping[Any, Any] | StateProxy | None = None,
-        on_change: Callable[[str, Any, Any], Any] | None = None,
-    ) -> None:
-        source = data.to_dict() if isinstance(data, StateProxy) else (data or {})
-        object.__setattr__(self, "_data", {_key(k): v for k, v in source.items()})
-        object.__setattr__(self, "_on_change", on_change)
-
-    # -- item access ------------------------------------------------------------------------
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._data.get(_key(key))
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.set(key, value)
-
-    def __delitem__(self, key: Any) -> None:
-        self.delete(key)
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        """The value of ``key``, or ``default``."""
-        return self._data.get(_key(key), default)
-
-    def set(self, key: Any, value: Any) -> Any:
-        """Store ``value``; calls ``on_change`` when it differs from the old value. Returns ``value``."""
-        k = _key(key)
-        old = self._data.get(k)
-        self._data[k] = value
-        if self._on_change is not None and _differs(old, value):
-            self._on_change(k, old, value)
-        return value
-
-    def has(self, key: Any) -> bool:
-        """True when ``key`` is present."""
-        return _key(key) in self._data
-
-    def __contains__(self, key: object) -> bool:
-        return _key(key) in self._data
-
-    def keys(self) -> list[str]:
-        """The keys, in insertion order."""
-        return list(self._data)
-
-    def values(self) -> list[Any]:
-        """The values, in key order."""
-        return list(self._data.values())
-
-    def items(self) -> list[tuple[str, Any]]:
-        """``(key, value)`` pairs."""
-        return list(self._data.items())
-
-    each = items
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._data))
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    @property
-    def size(self) -> int:
-        """The number of keys."""
-        return len(self._data)
-
-    @property
-    def is_empty(self) -> bool:
-        """True when there are no keys."""
-        return not self._data
-
-    def delete(self, key: Any) -> Any:
-        """Remove ``key``; its value, or ``None`` when it was missing."""
-        return self._data.pop(_key(key), None)
-
-    def merge(self, other: Mapping[Any, Any] | StateProxy | None = None, **kwargs: Any) -> StateProxy:
-        """Set every pair (``on_change`` per changed key). Returns self."""
-        pairs = other.items() if isinstance(other, StateProxy) else (other or {}).items()
-        for k, v in pairs:
-            self.set(k, v)
-        for k, v in kwargs.items():
-            self.set(k, v)
-        return self
-
-    update = merge
-
-    def to_dict(self) -> dict[str, Any]:
-        """A shallow copy of the data."""
-        return dict(self._data)
-
-    to_hash = to_dict
-
-    def dup(self) -> StateProxy:
-        """A deep copy, keeping ``on_change``."""
-        return StateProxy(_copy.deepcopy(self._data), on_change=self._on_change)
-
-    copy = dup
-
-    def __copy__(self) -> StateProxy:
-        return StateProxy(dict(self._data), on_change=self._on_change)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> StateProxy:
-        return StateProxy(_copy.deepcopy(self._data, memo), on_change=self._on_change)
-
-    # -- attribute access -------------------------------------------------------------------
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in StateProxy.__slots__:
-            raise AttributeError(name)
-        data = object.__getattribute__(self, "_data")
-        if name in data:
-            return data[name]
-        raise AttributeError(f"'StateProxy' object has no attribute {name!r}")
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in StateProxy.__slots__:
-            object.__setattr__(self, name, value)
-        else:
-            self.set(name, value)
-
-    def __delattr__(self, name: str) -> None:
-        if name not in self._data:
-            raise AttributeError(name)
-        self.delete(name)
-
-    def __dir__(self) -> list[str]:
-        return sorted(set(super().__dir__()) | {k for k in self._data if k.isidentifier()})
-
-    # -- value semantics --------------------------------------------------------------------
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, StateProxy):
-            return self._data == other._data
-        if isinstance(other, Mapping):
-            return self._data == dict(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"<RobotLab::StateProxy {self._data!r}>"
-
-
-def _differs(old: Any, new: Any) -> bool:
-    try:
-        return bool(old != new)
-    except Exception:
-        return old is not new
-
-
-# --------------------------------------------------------------------------------------------
-# Memory
-
-
-@dataclass(eq=False)
-class _Subscription:
-    id: str
-    callback: SubscriptionCallback
-    loop: asyncio.AbstractEventLoop | None
-    pattern: re.Pattern[str] | None = None
-
-
-def glob_to_regex(pattern: str) -> re.Pattern[str]:
-    """A compiled, fully anchored regex for a glob: ``*`` any characters, ``?`` exactly one;
-    every other character is literal."""
-    parts = []
-    for ch in pattern:
-        if ch == "*":
-            parts.append(".*")
-        elif ch == "?":
-            parts.append(".")
-        else:
-            parts.append(re.escape(ch))
-    return re.compile(r"\A" + "".join(parts) + r"\Z", re.DOTALL)
-
-
-def _is_async_callable(fn: Any) -> bool:
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 - we want the bound __call__
-    return call is not None and inspect.iscoroutinefunction(call)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 def _normalize_message(value: Any) -> Message:
@@ -1031,10 +630,3 @@ class Memory:
             daemon=True,
         )
         thread.start()
-
-
-def _future_loop(fut: asyncio.Future[Any]) -> asyncio.AbstractEventLoop | None:
-    try:
-        return fut.get_loop()
-    except Exception:
-        return None
