@@ -47,7 +47,7 @@ _RECEIVED = re.compile(r"\s*(?:Received Model Group|LiteLLM Retried|Original exc
 #: Credentials a server may echo back in an error ("Incorrect API key provided: Bearer sk-…").
 _BEARER = re.compile(r"(?i)\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{6,}")
 _KEYLIKE = re.compile(r"\b(sk|pk|rk|ak|gsk|xai|hf)[-_][A-Za-z0-9_-]{6,}")
-_ECHOED = re.compile(r"(?i)(api[ _-]?key(?: provided)?[\"']?\s*[:=]\s*[\"']?)([^\s\"',.]{6,})")
+_ECHOED = re.compile(r"(?i)(api[ _-]?key(?: provided)?[\"']?\s*[:=]\s*[\"']?)(?!(?:Bearer|Basic|Token)\b)([^\s\"',.]{6,})")
 
 
 def mask_keys(text: str) -> str:
