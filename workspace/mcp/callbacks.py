@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcp.types as types
 
-from workspace.mcp.requests import RequestRefused
+from workspace.mcp.requests import RequestFailed, RequestRefused
 
 if TYPE_CHECKING:
     from workspace.mcp.client import Connection
@@ -50,6 +50,9 @@ def session_callbacks(conn: Connection) -> dict[str, Any]:
         except RequestRefused as exc:
             conn.note(f"sampling refused: {exc}")
             return types.ErrorData(code=USER_REJECTED, message=str(exc))
+        except RequestFailed as exc:
+            conn.note(f"sampling failed: {exc}")
+            return types.ErrorData(code=INTERNAL_ERROR, message=str(exc))
         except Exception as exc:
             conn.note(f"sampling failed: {type(exc).__name__}: {exc}")
             return types.ErrorData(code=INTERNAL_ERROR, message=f"The client could not sample: {exc}")
