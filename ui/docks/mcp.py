@@ -1,4 +1,5 @@
-"""The MCP servers dock: status per server, its stderr tail, start / restart / stop, and per-tool on/off."""
+"""The MCP servers dock: status per server, its stderr tail and its log (filtered by level), start / restart /
+stop, and per-tool on/off."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -20,6 +22,7 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSplitter,
     QTableView,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -45,6 +48,26 @@ def manager_for(controller: Any) -> Any:
     except Exception as exc:  # a bad mcpServers section: the dock shows the servers it could read
         log.warning("MCP configuration: %s", exc)
     return manager
+
+
+#: The log filter's choices: the least severe level shown.
+LOG_FILTERS = (("debug", "Everything (debug and up)"), ("info", "Info and up"), ("warning", "Warnings and errors"),
+               ("error", "Errors only"))
+
+
+def log_lines(entries: tuple[tuple[float, str, str, str], ...], minimum: str) -> list[str]:
+    """``(time, level, logger, text)`` entries at ``minimum`` or more severe, one line each."""
+    import time
+
+    from workspace.mcp.status import log_rank
+
+    floor = log_rank(minimum)
+    out = []
+    for ts, level, logger, text in entries:
+        if log_rank(level) >= floor:
+            when = time.strftime("%H:%M:%S", time.localtime(ts))
+            out.append(f"{when} {level.upper():<9} {logger + ': ' if logger else ''}{text}")
+    return out
 
 
 def _wrapping(text: str, parent: QWidget) -> QLabel:
@@ -114,11 +137,42 @@ class McpPane(QWidget):
         self.tools = QListWidget(details)
         self.tools.itemChanged.connect(self._on_tool_toggled)
         dl.addWidget(self.tools, 2)
-        dl.addWidget(_wrapping("Server output (stderr, last lines):", details))
-        self.stderr = QPlainTextEdit(details)
+        # The server's output (stderr, our notes) and its log notifications, each in a tab.
+        self.output_tabs = QTabWidget(details)
+        self.stderr = QPlainTextEdit(self.output_tabs)
         self.stderr.setReadOnly(True)
         self.stderr.setFont(theme.mono_font(-1))
-        dl.addWidget(self.stderr, 1)
+        self.stderr.setAccessibleName("Server output (stderr, last lines)")
+        self.stderr.setToolTip("What the server wrote to stderr (last lines), and RobotLab's notes about it")
+        self.output_tabs.addTab(self.stderr, "Output")
+        log_page = QWidget(self.output_tabs)
+        ll = QVBoxLayout(log_page)
+        ll.setContentsMargins(0, 4, 0, 0)
+        ll.setSpacing(4)
+        row = QHBoxLayout()
+        caption = QLabel("&Show:", log_page)
+        self.log_level = QComboBox(log_page)
+        for level, label in LOG_FILTERS:
+            self.log_level.addItem(label, level)
+        self.log_level.setAccessibleName("Log level to show")
+        self.log_level.setToolTip("The least severe level shown (the server sends debug, info, notice, warning, error, "
+                                  "critical, alert and emergency)")
+        caption.setBuddy(self.log_level)
+        self.log_count = QLabel("", log_page)
+        self.log_count.setObjectName("Muted")
+        row.addWidget(caption)
+        row.addWidget(self.log_level)
+        row.addWidget(self.log_count, 1)
+        ll.addLayout(row)
+        self.log_view = QPlainTextEdit(log_page)
+        self.log_view.setReadOnly(True)
+        self.log_view.setFont(theme.mono_font(-1))
+        self.log_view.setAccessibleName("Server log")
+        self.log_view.setPlaceholderText("No log messages from this server (yet).")
+        ll.addWidget(self.log_view, 1)
+        self.output_tabs.addTab(log_page, "Log")
+        self.log_level.currentIndexChanged.connect(lambda _i: self._show_log(self.current()))
+        dl.addWidget(self.output_tabs, 1)
         splitter.addWidget(self.table)
         splitter.addWidget(details)
         splitter.setSizes([140, 320])
@@ -185,6 +239,7 @@ class McpPane(QWidget):
             self.info.setText("")
             self.tools.clear()
             self.stderr.clear()
+            self._show_log(None)
             return
         state = str(status.state)
         color = {"ready": c.success, "failed": c.error, "starting": c.accent}.get(state, c.muted)
@@ -216,6 +271,21 @@ class McpPane(QWidget):
                 self.tools.addItem(item)
         self.stderr.setPlainText("\n".join(status.stderr))
         self.stderr.verticalScrollBar().setValue(self.stderr.verticalScrollBar().maximum())
+        self._show_log(status)
+
+    def _show_log(self, status: Any) -> None:
+        """The selected server's log notifications at the chosen level and above."""
+        entries = tuple(getattr(status, "log", ()) or ())
+        minimum = str(self.log_level.currentData() or "debug")
+        lines = log_lines(entries, minimum)
+        text = "\n".join(lines)
+        if text != self.log_view.toPlainText():
+            self.log_view.setPlainText(text)
+            self.log_view.verticalScrollBar().setValue(self.log_view.verticalScrollBar().maximum())
+        hidden = len(entries) - len(lines)
+        self.log_count.setText(f"{len(lines)} shown" + (f" · {hidden} below this level" if hidden else "")
+                               if entries else "")
+        self.output_tabs.setTabText(1, f"Log ({len(entries)})" if entries else "Log")
 
     # -- actions ---------------------------------------------------------------------------------
     def _run(self, action: str) -> None:

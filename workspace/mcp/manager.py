@@ -360,7 +360,7 @@ class MCPManager:
             tools=tuple(self._tool_infos(spec, conn)), server_info=conn.server_info,
             protocol_version=conn.protocol_version, stderr=tuple(conn.stderr_tail(len(conn.stderr))),
             since=conn.since, connect_seconds=conn.connect_seconds, starts=conn.starts, disabled=spec.disabled,
-            source=spec.source,
+            source=spec.source, log=tuple(conn.log),
         )
 
     def statuses(self) -> list[ServerStatus]:

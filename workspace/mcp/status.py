@@ -83,6 +83,9 @@ class ServerStatus:
     disabled: bool = False
     #: The file the server's settings came from.
     source: str = ""
+    #: The server's log notifications, oldest first: (time, level, logger, text); levels as MCP names them
+    #: (debug, info, notice, warning, error, critical, alert, emergency).
+    log: tuple[tuple[float, str, str, str], ...] = ()
 
     def __post_init__(self) -> None:
         # Shown in the MCP dock, `robotlab mcp list` and JSON: redact known secrets, as error texts
@@ -114,7 +117,20 @@ class ServerStatus:
             "starts": self.starts,
             "disabled": self.disabled,
             "source": self.source,
+            "log": [{"time": t, "level": level, "logger": logger, "text": text} for t, level, logger, text in self.log],
         }
+
+
+#: MCP's log levels (RFC 5424's), least severe first.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+def log_rank(level: str) -> int:
+    """How severe a log level is (0: debug); an unknown level counts as info."""
+    try:
+        return LOG_LEVELS.index(level.lower())
+    except ValueError:
+        return 1
 
 
 StatusListener = Callable[[ServerStatus], Any]
