@@ -36,6 +36,11 @@ def register(sub: Any) -> None:
     call.add_argument("arguments", nargs="?", default="{}", help="the arguments as a JSON object (default {})")
     call.add_argument("--json", action="store_true", help="print the full result (content blocks) as JSON")
     call.add_argument("--timeout", type=float, help="seconds to wait for the answer (default: the server's timeout)")
+    call.add_argument("--yes", "-y", action="store_true",
+                      help="approve the server's sampling requests (a completion from the configured model) without "
+                      "asking; its requests for input get their defaults")
+    call.add_argument("--model", help="the model that answers the server's sampling requests (default: the "
+                      "configured one)")
     call.set_defaults(func=cmd_call)
 
     imp = msub.add_parser(
@@ -237,6 +242,7 @@ async def _call(args: argparse.Namespace) -> int:
     if not isinstance(arguments, dict):
         raise CLIError("the arguments must be a JSON object like '{\"message\": \"hi\"}'")
     manager = _manager(args)
+    _answer_requests_here(manager, args)
     try:
         if args.server not in manager.server_names():
             raise CLIError(_unknown_servers(manager, [args.server]))
@@ -256,6 +262,35 @@ async def _call(args: argparse.Namespace) -> int:
         text = output_text(output.data)
         (sys.stderr if output.is_error else sys.stdout).write(text + ("\n" if not text.endswith("\n") else ""))
     return 1 if output.is_error else 0
+
+
+def _answer_requests_here(manager: MCPManager, args: argparse.Namespace) -> None:
+    """A call outside a run: the server's sampling and elicitation requests are asked in the terminal
+    (approved with --yes, denied with a message naming it when nobody is there), sampling answered by
+    the configured model (or --model)."""
+    from workspace.approval import ApprovalDecision, ApprovalRequest
+    from workspace.cli.server_requests import ask_server_request
+    from workspace.config import load_config
+    from workspace.providers import provider_for
+
+    yes = bool(getattr(args, "yes", False))
+
+    async def ask(request: ApprovalRequest) -> ApprovalDecision:
+        decision = await ask_server_request(request, yes=yes, out=sys.stderr if getattr(args, "json", False)
+                                            else sys.stdout)
+        if not decision.approved and decision.reason not in ("decline", "cancel"):
+            print(f"robotlab: {decision.reason}", file=sys.stderr)
+        elif not decision.approved:
+            print(f"robotlab: {request.server}'s request for input: {decision.reason}d", file=sys.stderr)
+        return decision
+
+    manager.requests.fallback_ask = ask
+    config = load_config(_folder(args))
+    model = getattr(args, "model", None) or str(config.get("llm.model", "") or "")
+    try:
+        manager.requests.fallback_provider = provider_for(model, api_base=config.get("llm.api_base"), config=config)
+    except Exception as exc:  # no usable model: sampling requests are refused with the reason
+        print(f"note: sampling requests cannot be answered: {exc}", file=sys.stderr)
 
 
 def _resolve_tool(server: str, status: ServerStatus, tool: str) -> str | None:
@@ -324,6 +359,7 @@ async def _toggle(args: argparse.Namespace) -> int:
     from workspace.cli import CLIError
 
     manager = _manager(args)
+    _answer_requests_here(manager, args)
     try:
         if args.server not in manager.server_names():
             raise CLIError(_unknown_servers(manager, [args.server]))

@@ -86,8 +86,8 @@ class FormField:
         return str(value)
 
 
-FORMAT_WORDS = {"email": "an email address", "uri": "a web address (https://…)", "date": "a date (YYYY-MM-DD)",
-                "date-time": "a date and time (YYYY-MM-DDTHH:MM)"}
+FORMAT_WORDS = {"email": "an email address", "uri": "a web address, https://…", "date": "a date, YYYY-MM-DD",
+                "date-time": "a date and time, YYYY-MM-DDTHH:MM"}
 
 
 def _number_text(value: float) -> str:
