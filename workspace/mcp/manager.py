@@ -110,6 +110,9 @@ class MCPManager:
         from workspace.mcp.requests import ClientRequests
 
         self.requests = ClientRequests()
+        #: Opens a remote server's sign-in page: ``opener(server, url)`` (the window: the system browser; the
+        #: command line: webbrowser). Only :meth:`sign_in` opens it; the URL is in the status too.
+        self.sign_in_opener: Callable[[str, str], Any] | None = None
         #: The last error reading the configuration on reload (None when it was fine).
         self.config_error: str | None = None
         if config is not None:
@@ -360,7 +363,7 @@ class MCPManager:
             tools=tuple(self._tool_infos(spec, conn)), server_info=conn.server_info,
             protocol_version=conn.protocol_version, stderr=tuple(conn.stderr_tail(len(conn.stderr))),
             since=conn.since, connect_seconds=conn.connect_seconds, starts=conn.starts, disabled=spec.disabled,
-            source=spec.source, log=tuple(conn.log),
+            source=spec.source, log=tuple(conn.log), auth=conn.auth_state, sign_in_url=conn.sign_in_url,
         )
 
     def statuses(self) -> list[ServerStatus]:
@@ -442,6 +445,38 @@ class MCPManager:
             await self.connection(name).restart()
         except MCPError:
             pass
+        return self.status(name)
+
+    async def sign_in(self, name: str) -> ServerStatus:
+        """Sign in to a remote server now (OAuth: :mod:`workspace.mcp.oauth`): its sign-in page opens through
+        :attr:`sign_in_opener` (its address is in the status meanwhile), and the server starts once the
+        browser came back. The status says how it went."""
+        conn = self.connection(name)
+        await conn.stop()
+        conn.sign_in_next = True
+        try:
+            await conn.ensure_ready(retry=True)
+        except MCPError:
+            pass  # the status says why
+        finally:
+            conn.sign_in_next = False
+        return self.status(name)
+
+    async def sign_out(self, name: str) -> ServerStatus:
+        """Forget the server's sign-in (its tokens and registration) and stop it."""
+        from workspace.mcp.oauth import oauth_options, sign_out
+
+        spec = self._spec(name)
+        if spec is None:
+            raise self._unknown(name)
+        options = oauth_options(spec)
+        if options is not None and spec.url:
+            await asyncio.to_thread(sign_out, name, spec.url, options)
+        conn = self._connections.get(name)
+        if conn is not None:
+            await conn.stop()
+            conn.auth_state, conn.sign_in_url = ("sign-in" if options is not None else None), None
+            conn._changed()
         return self.status(name)
 
     async def aclose(self) -> None:

@@ -83,6 +83,10 @@ class ServerStatus:
     disabled: bool = False
     #: The file the server's settings came from.
     source: str = ""
+    #: OAuth sign-in (remote servers): None (none involved), "signed-in", "sign-in" (never signed in),
+    #: "sign-in-again" (revoked or expired) or "signing-in" (the browser is open at ``sign_in_url``).
+    auth: str | None = None
+    sign_in_url: str | None = None
     #: The server's log notifications, oldest first: (time, level, logger, text); levels as MCP names them
     #: (debug, info, notice, warning, error, critical, alert, emergency).
     log: tuple[tuple[float, str, str, str], ...] = ()
@@ -101,6 +105,11 @@ class ServerStatus:
     def is_ready(self) -> bool:
         return self.state is ServerState.READY
 
+    @property
+    def needs_sign_in(self) -> bool:
+        """The server waits for the person to sign in (first time, or again)."""
+        return self.auth in ("sign-in", "sign-in-again")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -117,6 +126,7 @@ class ServerStatus:
             "starts": self.starts,
             "disabled": self.disabled,
             "source": self.source,
+            "auth": self.auth,
             "log": [{"time": t, "level": level, "logger": logger, "text": text} for t, level, logger, text in self.log],
         }
 
