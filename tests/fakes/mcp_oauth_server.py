@@ -170,29 +170,19 @@ class OAuthServer:
         self.port = port or free_port()
         self.provider = MemoryAuthProvider(token_lifetime=token_lifetime)
         self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
+        self._running: Any = None
 
     def __enter__(self) -> OAuthServer:
-        import uvicorn
+        from tests.fakes.mcp_servers import app_in_thread
 
         app = build(self.port, self.provider).streamable_http_app(host="127.0.0.1")
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="oauth-test-server", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 20
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the OAuth test server did not start")
-            time.sleep(0.02)
+        self._running = app_in_thread(app, self.port)
+        self._running.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(10)
+        if self._running is not None:
+            self._running.__exit__(None, None, None)
 
 
 if __name__ == "__main__":

@@ -161,6 +161,7 @@ class Connection:
         #: The next start may sign in interactively (MCPManager.sign_in).
         self.sign_in_next = False
         self._auth: Any = None
+        self._refused: Any = None
         self._spec = spec
         self._secrets: list[str] = []
         self.spec = spec
@@ -413,7 +414,7 @@ class Connection:
                 group = await stack.enter_async_context(anyio.create_task_group())
                 stack.callback(group.cancel_scope.cancel)
                 send, receive = anyio.create_memory_object_stream[Any](0)
-                group.start_soon(self._pump, read, send, close)
+                group.start_soon(self._pump, read, send, close, write)
                 from workspace.mcp.callbacks import session_callbacks
 
                 session = await stack.enter_async_context(
@@ -575,7 +576,7 @@ class Connection:
         self._changed()
 
     async def _pump(self, source: MemoryObjectReceiveStream[Any], sink: MemoryObjectSendStream[Any],
-                    close: asyncio.Event) -> None:
+                    close: asyncio.Event, write: MemoryObjectSendStream[Any] | None = None) -> None:
         garbage = 0
         try:
             async with sink:
@@ -593,6 +594,9 @@ class Connection:
                                 "on stderr): fix the server or its arguments"
                             )
                             return
+                        continue
+                    if write is not None and self._refuse(item):
+                        await write.send(self._refused)  # answered here, with what is wrong
                         continue
                     await sink.send(item)
                 # End of stdout: the process is exiting. Give its last stderr lines a moment to
@@ -614,6 +618,23 @@ class Connection:
             if not self._stopping and self.state is ServerState.READY:
                 # Say so at once: calls that fail now, and the status view, must not see "ready".
                 self._set_state(ServerState.FAILED, self._with_stderr(self._close_reason))
+
+    def _refuse(self, item: Any) -> bool:
+        """A sampling or elicitation request with parameters that are not valid: say so (the server's output,
+        the run calling it) and keep the answer in ``_refused`` (see callbacks.request_problem)."""
+        from workspace.mcp.callbacks import refusal, request_problem
+
+        found = request_problem(item)
+        if found is None:
+            return False
+        request_id, method, why = found
+        text = f"{self.name} asked for {method}, but {why}"
+        self.note(text)
+        requests = getattr(self.client, "requests", None)
+        if requests is not None:
+            requests.refused(self, method, text)
+        self._refused = refusal(request_id, f"{method}: {why}")
+        return True
 
     async def _list_tools(self, session: ClientSession) -> list[types.Tool]:
         tools: list[types.Tool] = []

@@ -52,6 +52,7 @@ from workspace.tools.base import Tool, ToolContext, ToolOutput
 if TYPE_CHECKING:
     from workspace.config import Config
     from workspace.mcp.client import Connection
+    from workspace.mcp.results import ResourceRead
     from workspace.mcp.startup import ToolsReport
     from workspace.templates import Template
 
@@ -769,8 +770,35 @@ class MCPManager:
         return dump_all(await self.connection(server).list_prompts())
 
     async def get_prompt(self, server: str, prompt: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        result = await self.connection(server).get_prompt(prompt, _str_args(arguments))
+        """``prompts/get``; a prompt the server does not have, or one called without its required arguments,
+        raises MCPError saying which (with the server's own message)."""
+        try:
+            result = await self.connection(server).get_prompt(prompt, _str_args(arguments))
+        except MCPError as exc:
+            problem = await self._prompt_problem(server, prompt, arguments)
+            if problem is None:
+                raise
+            said = f" (the server said: {exc})" if "more argument" in problem else ""
+            raise MCPError(problem + said) from None
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    async def _prompt_problem(self, server: str, prompt: str, arguments: Mapping[str, Any] | None) -> str | None:
+        try:
+            prompts = await self.list_prompts(server)
+        except MCPError:
+            return None
+        found = next((p for p in prompts if p.get("name") == prompt), None)
+        if found is None:
+            names = ", ".join(sorted(str(p.get("name")) for p in prompts)) or "(none)"
+            return f"MCP server '{server}' has no prompt '{prompt}'. Its prompts: {names}"
+        given = {k for k, v in (arguments or {}).items() if v not in (None, "")}
+        missing = [a for a in found.get("arguments") or [] if a.get("required") and a.get("name") not in given]
+        if not missing:
+            return None
+        described = "; ".join(f"{a.get('name')}" + (f" ({a['description']})" if a.get("description") else "")
+                              for a in missing)
+        return (f"The prompt '{prompt}' of MCP server '{server}' needs {len(missing)} more argument"
+                f"{'s' if len(missing) != 1 else ''}: {described}")
 
     async def list_resources(self, server: str) -> list[dict[str, Any]]:
         from workspace.mcp.client import dump_all
@@ -785,6 +813,19 @@ class MCPManager:
     async def read_resource(self, server: str, uri: str) -> dict[str, Any]:
         result = await self.connection(server).read_resource(uri)
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    async def read_resource_text(self, server: str, uri: str, *, limit: int | None = None) -> ResourceRead:
+        """A resource for a model and for people (:class:`~workspace.mcp.results.ResourceRead`): its text cut to
+        ``limit`` characters with a note, and whole. A large one is turned into text off the event loop."""
+        from workspace.mcp.results import RESOURCE_CHARS_FOR_MODEL, resource_read
+
+        result = await self.connection(server).read_resource(uri)
+
+        def convert() -> ResourceRead:
+            contents = [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.contents]
+            return resource_read(uri, contents, limit=limit or RESOURCE_CHARS_FOR_MODEL)
+
+        return await asyncio.to_thread(convert)
 
     async def prompt_template(
         self, server: str, prompt: str, arguments: Mapping[str, Any] | None = None, *, name: str | None = None,

@@ -188,6 +188,13 @@ class ClientRequests:
               server=conn.name)
         return {"action": "accept", "content": dict(content)}
 
+    def refused(self, conn: Connection, method: str, problem: str) -> None:
+        """A request of ``conn``'s that the client refused before anyone saw it (its parameters are not
+        valid): the run calling the server shows it as an error card."""
+        kind = "sampling" if method == SAMPLING else "elicitation"
+        _emit(self._context(conn), ev.ToolError, id=f"mcp-{kind}-{next(_ids)}", name=method, error=problem,
+              server=conn.name)
+
     # -- asking ------------------------------------------------------------------------------------
     async def _decide(self, conn: Connection, context: ToolContext | None, name: str, request_id: str,
                       request_input: dict[str, Any], *, ask: bool, allow_by_policy: bool = True) -> ApprovalDecision:
