@@ -235,3 +235,69 @@ async def test_sampling_card_and_elicitation_form_against_the_reference_server(
     finally:
         await close_app(root)
         set_default_manager(None)
+
+
+async def test_the_cards_answer_from_the_keyboard_and_name_their_fields(qapp_instance: Any) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QWidget
+
+    from ui.widgets.chat import ChatView
+    from ui.widgets.elicitation_form import ElicitationForm
+    from ui.widgets.sampling_card import SamplingCard
+    from workspace.approval import ApprovalRequest
+
+    loop = asyncio.get_running_loop()
+    chat = ChatView()
+    chat.resize(800, 1400)
+    chat.show()
+    chat.activateWindow()
+    try:
+        chat.presenter.add_user("go")
+        chat.presenter.feed_all(_sampling_events("none") + _elicitation_events("none"))
+        sampled: asyncio.Future[Any] = loop.create_future()
+        chat.ask_approval(ApprovalRequest(call_id="mcp-sampling-1", robot="helper", tool=SAMPLING,
+                                          input=SAMPLE_INPUT, server="everything", run_id="r1",
+                                          annotations={"mcpRequest": "sampling"}), sampled)
+        elicited: asyncio.Future[Any] = loop.create_future()
+        request = {"message": "Who are you?", "requestedSchema": SCHEMA, "content": {}}
+        chat.ask_approval(ApprovalRequest(call_id="mcp-elicitation-2", robot="helper", tool=ELICITATION,
+                                          input=request, server="everything", run_id="r1",
+                                          annotations={"mcpRequest": "elicitation"}), elicited)
+        await asyncio.sleep(0.05)  # laid out and shown
+        card, form = chat.request_cards()
+        assert isinstance(card, SamplingCard) and isinstance(form, ElicitationForm)
+
+        # Every field has a name a screen reader says; required ones say so.
+        names = [w.accessibleName() for w in form.findChildren(QWidget) if w.accessibleName()]
+        assert "Your name (required)" in names and "Age" in names and "pet" in names and "Agreed" in names
+        assert card.editors[0].accessibleName() == "Message 1 (user), editable"
+        assert card.max_tokens is not None and card.max_tokens.accessibleName() == "Maximum tokens of the answer"
+
+        # The form: Tab goes from field to field; Enter in a text field accepts once every field fits.
+        name = form.editors["name"].input
+        assert isinstance(name, QLineEdit)
+        name.setFocus()
+        QTest.keyClick(name, Qt.Key.Key_Return)
+        assert not elicited.done() and form.editors["name"].problem.text() == "This field is required."
+        QTest.keyClicks(name, "Ada")
+        chain, widget = [], name
+        while len(chain) < 8:
+            widget = widget.nextInFocusChain()
+            if widget.isVisible() and widget.focusPolicy().value & Qt.FocusPolicy.TabFocus.value:
+                chain.append(widget)
+        assert any(isinstance(w, QComboBox) for w in chain) and any(isinstance(w, QCheckBox) for w in chain)
+        QTest.keyClick(name, Qt.Key.Key_Return)
+        assert elicited.done() and elicited.result().input["content"] == {"name": "Ada", "pet": "dog", "ok": False}
+
+        # The sampling card: y approves when the card has the focus (not when typing in a field).
+        card.editors[0].setFocus()
+        QTest.keyClick(card.editors[0], Qt.Key.Key_Y)
+        assert not sampled.done() and card.editors[0].toPlainText() == "yWhat is 2+2?"  # typed, not approved
+        card.setFocus()
+        QTest.keyClick(card, Qt.Key.Key_Y)
+        assert sampled.done() and sampled.result().approved
+        assert sampled.result().input["messages"][0]["text"] == "yWhat is 2+2?"  # the edit went with it
+    finally:
+        chat.close()
+        chat.deleteLater()
