@@ -14,12 +14,14 @@ from ui.chat.state import (
     CallLaneItem,
     ChangeItem,
     ChatState,
+    ElicitationItem,
     HeaderItem,
     Item,
     LaneItem,
     NetworkItem,
     NoticeItem,
     RunState,
+    SamplingItem,
     TextItem,
     ToolCallItem,
     TurnState,
@@ -46,6 +48,26 @@ def dump_item(item: Item, indent: str = "") -> list[str]:
         return [f"{indent}robot {item.robot}"]
     if isinstance(item, TextItem):
         return [f"{indent}text {item.text!r}"]
+    if isinstance(item, SamplingItem):
+        messages = " | ".join(f"{m['role']}: {m['text']}" for m in item.messages)
+        line = (f"{indent}sampling [{item.status}] id={item.call_id} server={item.server} robot={item.robot} "
+                f"model={item.model!r} max_tokens={item.max_tokens} messages={messages!r}")
+        if item.outcome:
+            line += f" outcome={item.outcome!r}"
+        if item.answer is not None:
+            line += f" answer={item.answer!r}"
+        elif item.error is not None:
+            line += f" {item.error_label.lower()}={_json(item.error)}"
+        return [line]
+    if isinstance(item, ElicitationItem):
+        line = (f"{indent}elicitation [{item.status}] id={item.call_id} server={item.server} robot={item.robot} "
+                f"message={item.message!r} fields={_json(sorted(item.schema.get('properties') or {}))} "
+                f"action={item.action}")
+        if item.action == "accept":
+            line += f" content={_json(item.content)}"
+        if item.error is not None:
+            line += f" error={_json(item.error)}"
+        return [line]
     if isinstance(item, ToolCallItem):
         line = f"{indent}tool {item.tool} [{item.status}] id={item.call_id} robot={item.robot}"
         if item.server:

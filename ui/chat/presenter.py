@@ -42,6 +42,7 @@ from ui.chat.state import (
     ToolCallItem,
     TurnState,
     UserState,
+    call_item_class,
     result_error,
 )
 from workspace import events as ev
@@ -393,8 +394,8 @@ class ChatPresenter:
         existing = run.calls.get(call_id)
         if existing is not None:
             return existing
-        call = ToolCallItem(parent=self._container(run), run=run, call_id=call_id, tool=tool, robot=robot,
-                            server=server, arguments=arguments if arguments is not None else {}, task=task)
+        call = call_item_class(tool)(parent=self._container(run), run=run, call_id=call_id, tool=tool, robot=robot,
+                                     server=server, arguments=arguments if arguments is not None else {}, task=task)
         run.calls[call_id] = call
         self._add(call)
         return call

@@ -38,6 +38,7 @@ from ui.chat.presenter import LOAD_MORE_TURNS, ChatPresenter, TranscriptSource
 from ui.chat.state import (
     CallLaneItem,
     ChangeItem,
+    ElicitationItem,
     HeaderItem,
     Item,
     Lane,
@@ -45,6 +46,7 @@ from ui.chat.state import (
     NetworkItem,
     NoticeItem,
     RunState,
+    SamplingItem,
     TextItem,
     ToolCallItem,
     TurnState,
@@ -52,9 +54,12 @@ from ui.chat.state import (
 from ui.widgets.cards import ApprovalPanel, ToolCard
 from ui.widgets.change_card import ChangeCard
 from ui.widgets.common import RichLabel
+from ui.widgets.elicitation_form import ElicitationForm
 from ui.widgets.flow import FlowRow
 from ui.widgets.lanes import NetworkHeader, TaskLane, robot_color
 from ui.widgets.messages import COLUMN_MAX_WIDTH, NoticeLine, RobotHeader, RunFooter, UserMessage
+from ui.widgets.request_card import RequestCard
+from ui.widgets.sampling_card import SamplingCard
 from ui.widgets.stream import MarkdownStream
 
 if TYPE_CHECKING:
@@ -106,7 +111,8 @@ class ChatView(QScrollArea):
         self._turn_widgets: dict[TurnState, list[QWidget]] = {}
         self._more_button: QPushButton | None = None
         self._empty: QWidget | None = None
-        self.approvals: list[ApprovalPanel] = []
+        #: Questions asked live: approval panels of tool cards, and MCP servers' request cards.
+        self.approvals: list[ApprovalPanel | RequestCard] = []
         #: Approvals asked before their call's card came, by (run id, call id).
         self._waiting_approvals: dict[tuple[str, str], tuple[ApprovalRequest, asyncio.Future[Any]]] = {}
         self._lane_timer = QTimer(self)
@@ -151,6 +157,22 @@ class ChatView(QScrollArea):
         call = self.presenter.call(call_id, run_id)
         widget = self._widgets.get(call) if call is not None else None
         return widget if isinstance(widget, ToolCard) else None
+
+    def request_card(self, call_id: str, run_id: str | None = None) -> RequestCard | None:
+        """The card of an MCP server's request (a sampling card, an elicitation form)."""
+        call = self.presenter.call(call_id, run_id)
+        widget = self._widgets.get(call) if call is not None else None
+        return widget if isinstance(widget, RequestCard) else None
+
+    def request_cards(self) -> list[RequestCard]:
+        """Every MCP server's request card shown (lanes included), in order."""
+        cards: list[RequestCard] = []
+        for w in self.items():
+            if isinstance(w, RequestCard):
+                cards.append(w)
+            elif isinstance(w, TaskLane):
+                cards += [inner for inner in w.widgets() if isinstance(inner, RequestCard)]
+        return cards
 
     def change_card(self, change_set_id: str) -> ChangeCard | None:
         item = self.presenter.change_item(change_set_id)
@@ -312,7 +334,7 @@ class ChatView(QScrollArea):
                 if isinstance(widget, MarkdownStream) and widget.text != item.text:
                     widget.set_text(item.text)
             case ToolCallItem():
-                if isinstance(widget, ToolCard):
+                if isinstance(widget, ToolCard | RequestCard):
                     widget.apply(item)
             case ChangeItem():
                 if isinstance(widget, ChangeCard):
@@ -366,6 +388,10 @@ class ChatView(QScrollArea):
                 return RobotHeader(item.robot, self.column)
             case TextItem():
                 return MarkdownStream(item.text, self.column)
+            case SamplingItem():
+                return SamplingCard(item, self.column)
+            case ElicitationItem():
+                return ElicitationForm(item, self.column)
             case ToolCallItem():
                 card = ToolCard(call_id=item.call_id, tool=item.tool, robot=item.robot, server=item.server,
                                 arguments=item.arguments, parent=self.column)
@@ -446,7 +472,7 @@ class ChatView(QScrollArea):
     def ask_approval(self, request: ApprovalRequest, future: asyncio.Future[Any]) -> None:
         """Show the approval inline in the tool's card (once its tool_use has arrived)."""
         run_id = request.run_id or "approval"
-        if self.card(request.call_id, run_id) is not None:
+        if self.card(request.call_id, run_id) is not None or self.request_card(request.call_id, run_id) is not None:
             self._attach_approval(request, future)
             return
         # The gate asks before the bridge has delivered the tool_use event: wait for the card.
@@ -469,14 +495,24 @@ class ChatView(QScrollArea):
                                        id=request.call_id, name=request.tool, input=dict(request.input or {}),
                                        server=request.server))
 
-    def _attach_approval(self, request: ApprovalRequest, future: asyncio.Future[Any]) -> ApprovalPanel | None:
+    def _attach_approval(self, request: ApprovalRequest,
+                         future: asyncio.Future[Any]) -> ApprovalPanel | RequestCard | None:
         call = self.presenter.call(request.call_id, request.run_id or "approval")
         card = self.card(request.call_id, request.run_id or "approval")
-        if call is None or card is None or future.done() or card.approval is not None:
+        asker = self.request_card(request.call_id, request.run_id or "approval")
+        if call is None or future.done():
+            return None
+        panel: ApprovalPanel | RequestCard
+        if asker is not None:  # an MCP server's request: its card asks
+            if asker.asking:
+                return None
+            panel = asker.ask(request, future)
+        elif card is not None and card.approval is None:
+            panel = card.ask_approval(request, future)
+        else:
             return None
         if isinstance(call.parent, Lane):  # a robot of a network (or used as a tool) asks: open its lane
             self.presenter.set_lane_collapsed(call.parent, False)
-        panel = card.ask_approval(request, future)
         self.approvals.append(panel)
         panel.finished.connect(lambda _d, p=panel: self.approvals.remove(p) if p in self.approvals else None)
 
@@ -490,7 +526,7 @@ class ChatView(QScrollArea):
         QTimer.singleShot(0, reveal)
         return panel
 
-    def pending_approval(self) -> ApprovalPanel | None:
+    def pending_approval(self) -> ApprovalPanel | RequestCard | None:
         for panel in self.approvals:
             if not panel.done:
                 return panel
@@ -557,6 +593,8 @@ def dump_widgets(chat: ChatView) -> str:
             for inner in widget.lanes():
                 lines += widget_lines(inner, indent + "    ")
             return lines
+        if isinstance(widget, RequestCard):
+            return [indent + widget.dump()]
         if isinstance(widget, ChangeCard):
             pill = widget._pill.text() if widget._pill is not None else ""
             undo = widget.undo_button.text() if not widget.undo_button.isHidden() else ""
