@@ -28,6 +28,7 @@ from ui import theme
 from ui.window.commands import Commands
 from ui.window.docks import Docks
 from ui.window.folder_flow import FolderFlow
+from ui.window.geometry import WindowMemory
 from ui.window.robots import PICKER_TIP, Robots
 from ui.window.runs import Runs
 from ui.window.settings_flow import SettingsFlow
@@ -61,7 +62,8 @@ class MainWindow(QMainWindow):
         self.theme_name = theme_name
         self.setWindowTitle("RobotLab Workspace")
         self.setWindowIcon(theme.app_icon())
-        self.resize(1400, 900)
+        self.memory = WindowMemory(self)
+        self.memory.size_window()  # the last geometry, or one that fits the screen
         self.setDockOptions(QMainWindow.DockOption.AllowTabbedDocks | QMainWindow.DockOption.AnimatedDocks)
         self.setTabPosition(Qt.DockWidgetArea.AllDockWidgetAreas, QTabWidget.TabPosition.North)
         self.commands = Commands(self)
@@ -107,6 +109,8 @@ class MainWindow(QMainWindow):
         self.memory_model = MemoryModel(self)
 
         self._build_central()
+        self.memory.fit_to_screen()  # the minimum size of the parts may not fit a small screen
+        self.memory.restore_splitter()
         self.command_palette = CommandPalette(self)
         self.toast = Toast(self)
         self.docks.build()
@@ -207,6 +211,12 @@ class MainWindow(QMainWindow):
             self.commands.refit_palette()
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        try:
+            self.memory.save()
+        except Exception as exc:  # never stop the window from closing
+            import logging
+
+            logging.getLogger("ui.main_window").warning("could not save the window's layout: %s", exc)
         if self.built:
             self.controller.stop()
         super().closeEvent(event)
@@ -214,5 +224,8 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
+        if not event.spontaneous():
+            # The frame's size is known once shown: the window with its frame fits the screen.
+            QTimer.singleShot(0, self.memory.fit_to_screen)
         if self.built:
             QTimer.singleShot(0, self.composer.focus)

@@ -180,9 +180,9 @@ def test_bridge_gives_every_event_class_a_signal(qapp_instance: object) -> None:
     """No event is dropped: each class of the Event union reaches a signal of its own."""
     import typing
 
-    from ui.bridge import RunBridge, event_summary
-
     from PySide6.QtCore import Signal
+
+    from ui.bridge import RunBridge, event_summary
 
     bridge = RunBridge(flush_ms=1000)
     # Every per-kind signal of the bridge (not the catch-alls: every event goes through those).

@@ -411,6 +411,10 @@ class ChatPresenter:
     def change_items(self, change_set_id: str) -> list[ChangeItem]:
         return list(self._changes.get(change_set_id, []))
 
+    def all_change_items(self) -> list[ChangeItem]:
+        """Every change card shown, in the order they came."""
+        return [item for items in self._changes.values() for item in items]
+
     def _change_proposed(self, event: ev.ChangeProposed) -> None:
         existing = self.change_item(event.change_set_id)
         if existing is not None and existing.status == "pending":

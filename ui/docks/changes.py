@@ -52,6 +52,8 @@ class ChangesPane(QWidget):
 
     #: A ChangeDecided event of an apply made here (the chat's change card shows it).
     decided = Signal(object)
+    #: The number of hunks waiting for a decision changed (the status bar's badge shows it).
+    pending_changed = Signal(int)
 
     def __init__(self, controller: Any, parent: QWidget | None = None, *, window: Any = None) -> None:
         super().__init__(parent)
@@ -65,6 +67,9 @@ class ChangesPane(QWidget):
         self._sets: dict[str, ChangeSet] = {}
         self._showing_net = False
         self._restore_refused: tuple[RestoreResult, str] | None = None
+        self._pending_shown = -1
+        #: Change sets whose written changes were all undone (from the thread's change history).
+        self.undone_sets: set[str] = set()
         self._build()
         self._connect()
         self.sync()
@@ -318,13 +323,14 @@ class ChangesPane(QWidget):
         self.redo_button.setEnabled(history.redo is not None and not busy)
         self.undo_button.setToolTip(f"Undo: {history.undo.summary}" if history.undo else "Nothing to undo")
         self.redo_button.setToolTip(f"Redo: {history.redo.summary}" if history.redo else "Nothing to redo")
-        self._update_dock_title()
+        self.refresh_title()
 
     def _file_text(self, fc: Any) -> str:
         if fc is None:
             return ""
         c = fc.counts()
-        state = {"applied": " · applied", "rejected": " · not applied", "conflict": " · conflict"}.get(fc.state, "")
+        state = {"applied": " · applied", "undone": " · undone", "rejected": " · not applied",
+                 "conflict": " · conflict"}.get(self.model.state_of(fc), "")
         return f"{fc.action} · {c['hunks']} hunk{'s' if c['hunks'] != 1 else ''}{state}"
 
     def _mode(self) -> str:
@@ -336,11 +342,21 @@ class ChangesPane(QWidget):
         except Exception:
             return "review"
 
-    def _update_dock_title(self) -> None:
+    @property
+    def pending(self) -> int:
+        """Hunks of the proposed changes waiting for a decision."""
+        return self.model.counts().pending if not self.model.read_only else 0
+
+    def refresh_title(self) -> None:
+        """The dock's tab says how many changes wait ("Changes · 3"); the status bar's badge too."""
+        pending = self.pending
         dock = self.parentWidget()
         if isinstance(dock, QDockWidget):
-            pending = self.model.counts().pending if not self.model.read_only else 0
             dock.setWindowTitle(f"Changes · {pending}" if pending else "Changes")
+            dock.toggleViewAction().setText("Show Changes")
+        if pending != self._pending_shown:
+            self._pending_shown = pending
+            self.pending_changed.emit(pending)
 
     def show_message(self, text: str, kind: str = "info") -> None:
         self.message.setText(text)
@@ -461,7 +477,31 @@ class ChangesPane(QWidget):
         else:
             self.history_label.setText("Nothing applied in this thread yet." if not state.entries else "")
         self.history_label.setToolTip(f"{len(applied)} applied change set(s) in this thread")
+        self._follow_undo(state)
         self._refresh()
+
+    def _follow_undo(self, state: HistoryState) -> None:
+        """What the history says was undone shows everywhere: this pane's files and the chat's cards
+        (a reopened thread too: the history is kept with the folder's checkpoints)."""
+        by_set: dict[str, list[Any]] = {}
+        for entry in state.entries:
+            if entry.change_set_id and entry.kind == "apply" and entry.state != "failed":
+                by_set.setdefault(entry.change_set_id, []).append(entry)
+        self.undone_sets = {cs for cs, entries in by_set.items() if all(e.state == "undone" for e in entries)}
+        shown = self.model.change_set
+        self.model.set_undone(shown is not None and shown.id in self.undone_sets)
+        chat = getattr(self.main_window, "chat", None)
+        if chat is None:
+            return
+        by_checkpoint: dict[str, Any] = {e.before: e for entries in by_set.values() for e in entries}
+        presenter = chat.presenter
+        for item in presenter.all_change_items():
+            if item.status != "decided" or item.checkpoint_id is None:
+                continue
+            found = by_checkpoint.get(item.checkpoint_id)
+            undone = (found.state == "undone") if found is not None else item.change_set_id in self.undone_sets
+            if undone != item.undone:
+                presenter.set_change_undone(item, undone)
 
     # -- the thread's net change -------------------------------------------------------------------------
     def _set_scope(self, *, net: bool) -> None:

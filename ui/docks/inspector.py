@@ -92,6 +92,8 @@ class MemoryPane(QWidget):
         layout.addWidget(splitter)
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._show(cur.row()))
         model.dataChanged.connect(lambda *_: self._show(self.table.currentIndex().row()))
+        model.modelReset.connect(self.detail.clear)  # another thread: the last one's value goes
+        self.setFocusProxy(self.table)
 
     def _show(self, row: int) -> None:
         if row < 0 or row >= self.model.rowCount():
@@ -177,8 +179,14 @@ class ToolCallsPane(QWidget):
         model.modelReset.connect(self._update_count)
         model.dataChanged.connect(lambda *_: self._update_count())  # a call failed after its row came
         model.dataChanged.connect(lambda *_: self._show(self.table.currentIndex().row()))
+        model.modelReset.connect(self._clear_detail)  # another thread: the last one's call goes
+        self.setFocusProxy(self.table)
         self._update_count()
         self._update_buttons()
+
+    def _clear_detail(self) -> None:
+        for view in (self.args_view, self.result_view, self.raw_view, self.diff_view):
+            view.clear()
 
     TOOL_MIN_WIDTH = 110
 
@@ -311,6 +319,8 @@ class TracePane(QWidget):
         bar_.rangeChanged.connect(lambda _lo, hi: bar_.setValue(hi) if self._stick else None)
         model.rowsInserted.connect(self._refresh_kinds)
         model.modelReset.connect(self._refresh_kinds)
+        model.modelReset.connect(self.detail.clear)
+        self.setFocusProxy(self.table)
         self._on_kind(self.kind.currentText())
 
     def column_samples(self) -> list[str]:

@@ -49,6 +49,9 @@ def summary_text(model: ChangeReviewModel) -> str:
         settled = model.files
         if settled:
             applied = sum(1 for f in settled if f.state == "applied")
+            if model.undone and applied:
+                return (f"Undone: {applied} file{'s' if applied != 1 else ''} back as before these changes "
+                        "(Redo writes them again)")
             return f"Settled: {applied} of {len(settled)} file{'s' if len(settled) != 1 else ''} written"
         return "No changes proposed yet"
     n = counts.files

@@ -80,7 +80,12 @@ class ChangeCard(QFrame):
         row.addWidget(self.review_button)
         bl.addLayout(row)
         outer.addWidget(body)
-        self._set_pill("review pending", c.warning, c.warning_bg)
+        self._set_pill(self._pending_text(), c.warning, c.warning_bg)
+
+    def _pending_text(self) -> str:
+        """The pending pill: how many changes wait for review."""
+        hunks = sum(int(f.get("hunks", 1) or 1) for f in self.files) if self.files else 0
+        return f"{hunks} change{'s' if hunks != 1 else ''} to review" if hunks else "review pending"
 
     def _show_files(self) -> None:
         c = theme.colors()
@@ -116,6 +121,8 @@ class ChangeCard(QFrame):
         self.checkpoint_id = item.checkpoint_id
         self.undone = item.undone
         if item.status == "pending":
+            c = theme.colors()
+            self._set_pill(self._pending_text(), c.warning, c.warning_bg)
             return
         c = theme.colors()
         accepted, rejected = item.accepted, item.rejected

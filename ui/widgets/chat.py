@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -61,6 +61,23 @@ if TYPE_CHECKING:
     from workspace.approval import ApprovalRequest
 
 
+class ChatColumn(QWidget):
+    """The conversation's column: as tall as its messages laid out at its width.
+
+    Wrapped text (a user's bubble, a notice) has a height for each width. A word-wrapping label's
+    *minimum* height is the one at its narrowest (every word on a line: a long pasted message
+    asks for several times its real height), and a layout's minimum is the sum of its children's:
+    the scroll area would make the column that tall and show empty space below the messages. Its
+    height comes from :meth:`heightForWidth` instead (what the layout lays out at the column's width).
+    """
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        if self.hasHeightForWidth():
+            return QSize(hint.width(), 0)
+        return hint
+
+
 class ChatView(QScrollArea):
     """The transcript column: renders its :attr:`presenter`'s state."""
 
@@ -83,7 +100,7 @@ class ChatView(QScrollArea):
         row = QHBoxLayout(canvas)
         row.setContentsMargins(24, 12, 24, 24)
         row.addStretch(1)
-        self.column = QWidget(canvas)
+        self.column = ChatColumn(canvas)
         self.column.setObjectName("ChatColumn")
         self.column.setMaximumWidth(COLUMN_MAX_WIDTH)
         self.column.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Minimum)
@@ -104,6 +121,10 @@ class ChatView(QScrollArea):
         self._turn_widgets: dict[TurnState, list[QWidget]] = {}
         self._more_button: QPushButton | None = None
         self._empty: QWidget | None = None
+        #: The widget to scroll to once laid out (a search result's message).
+        self._reveal_target: QWidget | None = None
+        #: The outline around the message a search result opened (while it shows).
+        self.found_flash: QFrame | None = None
         self.approvals: list[ApprovalPanel] = []
         #: Approvals asked before their call's card came, by (run id, call id).
         self._waiting_approvals: dict[tuple[str, str], tuple[ApprovalRequest, asyncio.Future[Any]]] = {}
@@ -228,6 +249,72 @@ class ChatView(QScrollArea):
         self._stick = True
         QTimer.singleShot(0, self.scroll_to_bottom)
 
+    def reveal_turn(self, turn_id: str, *, words: list[str] | None = None) -> bool:
+        """Scroll to a stored turn of the branch shown (loading earlier turns when it is one of them) and
+        flash its message that contains ``words`` (the user's message when none does); False when the
+        turn is not on this branch."""
+        presenter = self.presenter
+
+        def find() -> TurnState | None:
+            return next((t for t in presenter.state.turns if t.turn_id == turn_id), None)
+
+        turn = find()
+        if turn is None and any(getattr(info, "id", None) == turn_id for info in presenter.state.hidden):
+            while turn is None and presenter.hidden_turns:
+                presenter.load_earlier(LOAD_MORE_TURNS)
+                turn = find()
+        if turn is None:
+            return False
+        target = self._matching_widget(turn, [w.lower() for w in words or [] if w.strip()])
+        if target is None:
+            return False
+        self._stick = False
+        self._reveal_target = target
+        QTimer.singleShot(0, self._reveal)
+        return True
+
+    def _matching_widget(self, turn: TurnState, words: list[str]) -> QWidget | None:
+        """The first of the turn's widgets whose text has one of ``words`` (else its user message)."""
+        widgets = [w for w in self._turn_widgets.get(turn, []) if not isinstance(w, RunFooter)]
+        for widget in widgets:
+            text = ""
+            if isinstance(widget, UserMessage | MarkdownStream):
+                text = widget.text
+            elif isinstance(widget, ToolCard):
+                text = f"{widget.tool} {markdown.to_json_text(widget.arguments)}"
+            if words and any(word in text.lower() for word in words):
+                return widget
+        return self._widgets.get(turn) or (widgets[0] if widgets else None)
+
+    def _reveal(self) -> None:
+        target = self._reveal_target
+        self._reveal_target = None
+        if target is None or not _alive(target) or target.parentWidget() is None:
+            return
+        canvas = self.widget()
+        if canvas is None:
+            return
+        for layout in (self.column.layout(), canvas.layout()):
+            if layout is not None:
+                layout.activate()
+        top = target.mapTo(canvas, target.rect().topLeft()).y()
+        self._stick = False
+        self.verticalScrollBar().setValue(max(0, top - 24))
+        self.flash(target)
+
+    def flash(self, widget: QWidget, *, ms: int = 2200) -> None:
+        """Outline ``widget`` for a moment (the message a search result opened)."""
+        frame = QFrame(self.column)
+        frame.setObjectName("FoundFlash")
+        frame.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        frame.setGeometry(widget.geometry().adjusted(-6, -4, 6, 4))
+        frame.setStyleSheet(f"QFrame#FoundFlash {{ border: 2px solid {theme.colors().accent}; border-radius: 10px;"
+                            " background: transparent; }")
+        frame.show()
+        frame.raise_()
+        self.found_flash = frame
+        QTimer.singleShot(ms, frame.deleteLater)
+
     def load_earlier(self) -> None:
         """Show more of the earlier turns above the first one, keeping what is on screen in place."""
         if not self.presenter.hidden_turns:
@@ -247,6 +334,10 @@ class ChatView(QScrollArea):
             self._more_button.deleteLater()
             self._more_button = None
         self._drop_empty()
+        if self.found_flash is not None and _alive(self.found_flash):
+            self.found_flash.deleteLater()
+        self.found_flash = None
+        self._reveal_target = None
         self._widgets.clear()
         self._turn_widgets.clear()
         self.approvals = []
@@ -510,6 +601,13 @@ class ChatView(QScrollArea):
     def dump(self) -> str:
         """What the column shows, as text: see :func:`dump_widgets`."""
         return dump_widgets(self)
+
+
+def _alive(widget: QWidget) -> bool:
+    """Whether the C++ side of ``widget`` still exists."""
+    from shiboken6 import isValid
+
+    return bool(isValid(widget))
 
 
 def _is_text_entry(widget: QWidget | None) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QEnterEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QFrame,
@@ -45,6 +45,13 @@ class UserMessage(QFrame):
 
     edit_submitted = Signal(str, str)  # turn id, new text
     branch_requested = Signal(str, int)  # turn id, +1 / -1
+
+    def minimumSizeHint(self) -> QSize:
+        """The height of the message laid out at its width (a word-wrapping label's own minimum is
+        its height at its narrowest: several times the real one for a long message)."""
+        hint = super().minimumSizeHint()
+        width = self.width()
+        return QSize(hint.width(), self.heightForWidth(width) if width > 0 else self.sizeHint().height())
 
     def resizeEvent(self, event: Any) -> None:
         # The bubble's label is as wide as its longest line, up to what the row has room for.

@@ -44,6 +44,14 @@ class StatusLine:
         bar.addWidget(self.folder)
         for label in (self.robot, self.model, self.connection):
             bar.addWidget(label)
+        # Changes waiting for review: always in sight, whatever the docks show (a click opens them).
+        self.review = QPushButton("", w)
+        self.review.setObjectName("ReviewBadge")
+        self.review.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.review.setToolTip("Changes wait for your review: open the Changes dock (Ctrl+Shift+D)")
+        self.review.clicked.connect(lambda: w.docks.focus_dock("changes"))
+        self.review.setVisible(False)
+        bar.addPermanentWidget(self.review)
         bar.addPermanentWidget(self.usage)
         self.update_folder()
 
@@ -120,6 +128,12 @@ class StatusLine:
         self.connection.setText(text)
         self.connection.setToolTip(tip)
         self.connection.setStyleSheet(f"color: {color};")
+
+    def set_pending(self, pending: int) -> None:
+        """The number of changes (hunks) waiting for review; the badge hides at 0."""
+        self.review.setText(f"{pending} change{'s' if pending != 1 else ''} to review")
+        self.review.setAccessibleName(self.review.text())
+        self.review.setVisible(pending > 0)
 
     # -- usage ---------------------------------------------------------------------------------------------
     def set_usage(self, usage: Usage | None) -> None:

@@ -25,6 +25,7 @@ class Threads:
         c.threads_changed.connect(self.refresh)
         w.sidebar.new_thread_requested.connect(self.new)
         w.sidebar.thread_selected.connect(self.open)
+        w.sidebar.result_opened.connect(self.open_result)
         w.sidebar.search_changed.connect(self.on_search)
         w.sidebar.rename_requested.connect(c.rename_thread)
         w.sidebar.delete_requested.connect(self.delete)
@@ -38,6 +39,11 @@ class Threads:
             w.thread_model.set_hits(c.search(query))
         else:
             w.thread_model.set_threads(c.list_threads())
+        self.show_current()
+
+    def show_current(self) -> None:
+        """Select the open thread in the list (search results stay as they are) and show its title."""
+        w, c = self.window, self.window.controller
         w.sidebar.select_thread(c.thread_id)
         thread = getattr(c.session, "thread", None) if c.session else None
         if thread is not None:
@@ -58,6 +64,17 @@ class Threads:
             w.toast.show_message("The running answer was stopped to open another thread.")
         c.open_thread(thread_id)
         w.composer.focus()
+
+    def open_result(self, thread_id: str, turn_id: str) -> None:
+        """Open a search result: its thread, scrolled to the matching message (on its branch)."""
+        w, c = self.window, self.window.controller
+        self.open(thread_id)
+        if c.thread_id != thread_id:
+            return
+        words = w.sidebar.search.text().split()
+        # On another branch of the thread: show that branch, then the message.
+        if not w.chat.reveal_turn(turn_id, words=words) and c.show_turn(turn_id):
+            w.chat.reveal_turn(turn_id, words=words)
 
     def cycle(self, step: int) -> None:
         items = self.window.thread_model.items
@@ -107,7 +124,7 @@ class Threads:
             w.sidebar.select_thread(None)
             return
         self.render_session(session)
-        self.refresh()
+        self.show_current()  # not a new search: the results stay put while their threads open
 
     def render_session(self, session: Any) -> None:
         """Show a stored thread: its last turns now, earlier ones on demand; the inspector too."""
