@@ -239,6 +239,37 @@ def json_html(value: Any, *, max_chars: int = 60_000) -> str:
             f"{highlight(text, 'json')}{_esc(note)}</pre>")
 
 
+def readable_html(value: Any, *, max_chars: int = 60_000) -> str:
+    """A value for people: pretty, highlighted JSON, with every string that spans lines shown as text
+    under its key (no ``\\n`` or ``\\"``; see :mod:`workspace.readable`). Long parts are cut with a note."""
+    from workspace.readable import JsonBlock, readable_blocks
+
+    c = theme.colors()
+    out: list[str] = []
+    budget = max_chars
+    for block in readable_blocks(value):
+        text = block.text
+        note = ""
+        if len(text) > budget:
+            note = f"\n… {len(text) - budget:,} more characters (open Raw to see everything)"
+            text = text[: max(0, budget)]
+        budget -= len(text)
+        if isinstance(block, JsonBlock):
+            out.append(f'<pre style="font-family:{theme.mono_family()}; margin:0 0 6px 0; white-space:pre-wrap;">'
+                       f"{highlight(text, 'json')}{_esc(note)}</pre>")
+            continue
+        if block.label:
+            out.append(f'<p style="margin:4px 0 2px 0; color:{c.muted}; font-family:{theme.mono_family()};">'
+                       f"{_esc(block.label)}</p>")
+        out.append(f'<table width="100%" cellspacing="0" cellpadding="0" style="margin:0 0 6px 0;"><tr>'
+                   f'<td width="3" style="background-color:{c.border};"></td><td width="8"></td><td>'
+                   f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">'
+                   f"{_esc(text)}{_esc(note)}</pre></td></tr></table>")
+        if budget <= 0:
+            break
+    return "".join(out)
+
+
 _HEADING_SIZE = {"h1": "x-large", "h2": "large"}
 _ITEM_GAP = "margin-bottom:3px;"
 _ALIGN = re.compile(r"text-align:\s*(left|center|right)")

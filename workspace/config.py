@@ -57,7 +57,7 @@ DEFAULTS: dict[str, Any] = {
         "mcp_startup_wait": 5.0,
     },
     "review": {"mode": "review"},
-    "ui": {"theme": "light"},
+    "ui": {"theme": "light", "notifications": True},
     "demo": {"delay": 0.015},
     "mcpServers": {},
 }
@@ -265,6 +265,7 @@ review:
   mode: review      # review | auto | readonly
 ui:
   theme: light      # light | dark
+  notifications: true   # tell the desktop when a long run ends or asks for approval in the background
 # MCP servers, in the format of Claude Desktop / Cursor:
 mcpServers: {}
 """

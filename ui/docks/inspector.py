@@ -104,7 +104,7 @@ class MemoryPane(QWidget):
         parts = [f"<h3 style='margin:0'>{markdown._esc(entry.key)}</h3>",
                  f"<p style='color:{c.muted}; margin-top:2px'>written by {markdown._esc(entry.writer or 'unknown')} "
                  f"at {time.strftime('%H:%M:%S', time.localtime(entry.ts))}</p>",
-                 markdown.json_html(entry.value) if not isinstance(entry.value, str) else _pre(entry.value)]
+                 markdown.readable_html(entry.value) if not isinstance(entry.value, str) else _pre(entry.value)]
         if len(entry.history) > 1:
             parts.append(f"<p style='margin-top:10px'><b>History</b> ({len(entry.history)} changes, newest first)</p>")
             for ts, writer, value, _previous in reversed(entry.history):
@@ -232,7 +232,7 @@ class ToolCallsPane(QWidget):
                 f"<span style='color:{c.muted}'>· {markdown._esc(rec.robot)} · {markdown._esc(rec.status)}"
                 f"{' · ' + format_duration(rec.duration) if rec.duration is not None else ''} · id "
                 f"{markdown._esc(rec.id)}</span></p>")
-        self.args_view.setHtml(head + markdown.json_html(rec.input))
+        self.args_view.setHtml(head + markdown.readable_html(rec.input))
         if rec.status in ("running", "approval"):
             self.result_view.setHtml(head + f"<p style='color:{c.muted}'>No result yet.</p>")
         elif rec.failed:
@@ -243,7 +243,7 @@ class ToolCallsPane(QWidget):
             payload = rec.payload
             value = payload["data"] if isinstance(payload, dict) and set(payload) == {"data"} else payload
             self.result_view.setHtml(head + _value_html(value))
-        self.raw_view.setHtml(_pre(rec.raw_json(), "json"))
+        self.raw_view.setHtml(markdown.readable_html(rec.raw_json()))
 
     def show_diff(self) -> None:
         rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
@@ -366,7 +366,7 @@ class TracePane(QWidget):
             return
         source = self.proxy.mapToSource(current)
         event = self.model.event_at(source.row())
-        self.detail.setHtml(_pre(raw_event_json(event), "json"))
+        self.detail.setHtml(markdown.readable_html(raw_event_json(event)))
 
 
 def _known_kinds() -> set[str]:

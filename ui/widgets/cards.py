@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QPlainTextEdit,
     QPushButton,
     QSizePolicy,
     QVBoxLayout,
@@ -27,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from ui import markdown, theme
 from ui.models.tool_calls import format_duration
-from ui.widgets.common import AutoHeightText, ElidedLabel, JsonHighlighter, pill, robot_chip
+from ui.widgets.common import AutoHeightText, ElidedLabel, JsonHighlighter, SubmitEdit, pill, robot_chip
 from ui.widgets.flow import ElidedToolButton, FlowRow, shrinkable
 from workspace.approval import ApprovalDecision
 
@@ -94,11 +93,12 @@ def _is_json_text(text: str) -> bool:
 
 
 def value_html(value: Any) -> str:
-    """A result or an error for people: highlighted JSON, or plain text when it is not JSON."""
+    """A result or an error for people: highlighted JSON with its multi-line strings as text, or plain
+    text when it is not JSON (:func:`ui.markdown.readable_html`)."""
     if isinstance(value, str) and not _is_json_text(value):
         return (f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">'
                 f"{markdown._esc(value)}</pre>")
-    return markdown.json_html(value)
+    return markdown.readable_html(value)
 
 
 def _tooltip_html(text: str) -> str:
@@ -130,6 +130,10 @@ def _elided_chip(robot: str, parent: QWidget) -> ElidedLabel:
 
 def _args_html(value: Any) -> str:
     value = value if value is not None else {}
+    from workspace.readable import TextBlock, readable_blocks
+
+    if any(isinstance(b, TextBlock) for b in readable_blocks(value)):  # file contents, patches: as text
+        return markdown.readable_html(value, max_chars=6000)
     try:
         compact = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
@@ -392,9 +396,11 @@ class ApprovalPanel(QFrame):
                 top.addWidget(pill(label, fg, c.card_header, self))
         layout.addLayout(top)
 
-        self.editor = QPlainTextEdit(self)
+        self.editor = SubmitEdit(self)
         self.editor.setObjectName("ApprovalEditor")
-        self.editor.setAccessibleName("Tool arguments (JSON, editable)")
+        self.editor.setAccessibleName("Tool arguments (JSON, editable; Ctrl+Enter approves them, Esc leaves)")
+        self.editor.submitted.connect(self.edit_and_approve)
+        self.editor.cancelled.connect(self.setFocus)  # back to the panel: y, e, n work again
         self.editor.setPlainText(self._original)
         self.editor.setFont(theme.mono_font())
         self.editor.setTabChangesFocus(True)

@@ -11,19 +11,20 @@ import contextlib
 import re
 from collections.abc import Iterator
 
-from PySide6.QtCore import QEvent, QObject, QSize, Qt, QUrl
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QUrl, Signal
 from PySide6.QtGui import (
     QColor,
     QCursor,
     QDesktopServices,
     QGuiApplication,
+    QKeyEvent,
     QResizeEvent,
     QSyntaxHighlighter,
     QTextCharFormat,
     QTextDocument,
     QWheelEvent,
 )
-from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QTextBrowser, QToolTip, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QPlainTextEdit, QSizePolicy, QTextBrowser, QToolTip, QWidget
 
 from ui import markdown, theme
 
@@ -132,6 +133,38 @@ class AutoHeightText(QTextBrowser):
 
     def sizeHint(self) -> QSize:
         return QSize(super().sizeHint().width(), self.height())
+
+
+class SubmitEdit(QPlainTextEdit):
+    """A text box where Ctrl+Enter submits and Esc cancels (editing a sent message, tool arguments).
+
+    Both keys are window shortcuts too (Send, Stop): the box takes them first while it has focus.
+    """
+
+    submitted = Signal()
+    cancelled = Signal()
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent) and self._ours(event):
+            event.accept()
+            return True
+        return super().event(event)
+
+    @staticmethod
+    def _ours(event: QKeyEvent) -> bool:
+        if event.key() == Qt.Key.Key_Escape:
+            return True
+        return event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and bool(
+            event.modifiers() & Qt.KeyboardModifier.ControlModifier)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Escape:
+            self.cancelled.emit()
+            return
+        if self._ours(event):
+            self.submitted.emit()
+            return
+        super().keyPressEvent(event)
 
 
 def badge(text: str, color: str, parent: QWidget | None = None, *, small: bool = True) -> QLabel:

@@ -11,7 +11,6 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
-    QPlainTextEdit,
     QPushButton,
     QSizePolicy,
     QToolButton,
@@ -21,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from ui import theme
 from ui.models.tool_calls import format_duration
-from ui.widgets.common import RichLabel
+from ui.widgets.common import RichLabel, SubmitEdit
 
 if TYPE_CHECKING:
     from ui.chat.state import RunState, UserState
@@ -205,12 +204,17 @@ class UserMessage(QFrame):
         editor.setObjectName("EditBox")
         el = QVBoxLayout(editor)
         el.setContentsMargins(10, 8, 10, 8)
-        box = QPlainTextEdit(editor)
+        box = SubmitEdit(editor)
+        box.setObjectName("EditMessage")
+        box.setAccessibleName("Edit the message (Ctrl+Enter resends, Esc cancels)")
+        box.setTabChangesFocus(True)
         box.setPlainText(self.text)
         box.setFixedHeight(max(70, min(220, box.fontMetrics().lineSpacing() * (self.text.count("\n") + 3) + 16)))
         el.addWidget(box)
         row = QHBoxLayout()
-        note = QLabel("Sending creates a new branch; the original stays one click away.", editor)
+        note = QLabel("Ctrl+Enter resends as a new branch (the original stays one click away) · Esc cancels",
+                      editor)
+        note.setWordWrap(True)
         note.setObjectName("Muted")
         row.addWidget(note)
         row.addStretch(1)
@@ -229,10 +233,15 @@ class UserMessage(QFrame):
         box.setFocus()
 
         def finish(submit: bool) -> None:
+            if self.editor is not editor:
+                return  # finished already (a key and a click)
             text = box.toPlainText().strip()
             editor.deleteLater()
             self.editor = None
             self.bubble.setVisible(True)
+            composer = getattr(self.window(), "composer", None)
+            if composer is not None:
+                composer.focus()  # the keyboard goes back to the message box, not nowhere
             if submit and text and self.turn_id is not None:
                 from workspace.changes import compose_user_message
 
@@ -241,6 +250,8 @@ class UserMessage(QFrame):
 
         cancel.clicked.connect(lambda: finish(False))
         send.clicked.connect(lambda: finish(True))
+        box.submitted.connect(lambda: finish(True))
+        box.cancelled.connect(lambda: finish(False))
         self._edit_box = box
         self._edit_finish = finish
 

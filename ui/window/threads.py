@@ -9,8 +9,27 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
 
-#: The empty state's example messages for a robot (networks have their own: network_examples).
-EXAMPLES = ["list the files", "search for TODO", "remember that color is teal"]
+#: The empty state's example messages for a robot whose file has no ``examples:`` and whose tools say
+#: nothing either (networks have their own: network_examples).
+EXAMPLES = ["What can you do?", "Explain recursion with a short example", "Write a haiku about robots"]
+
+
+def robot_examples(info: Any) -> list[str]:
+    """A new thread's suggestions for a robot: its file's ``examples:``, else ones its tools can do."""
+    if info is None:
+        return list(EXAMPLES)
+    examples = [str(e) for e in getattr(info, "examples", ()) or () if str(e).strip()]
+    if examples:
+        return examples[:6]
+    tools = getattr(info, "tools", None)
+    names = {str(t) for t in tools} if isinstance(tools, list | tuple) else set()
+    every = tools == "all"
+    out = []
+    for tool, example in (("list_files", "list the files"), ("search_files", "search for TODO"),
+                          ("edit_file", "add a line to README.md"), ("remember", "remember that color is teal")):
+        if every or tool in names:
+            out.append(example)
+    return out or list(EXAMPLES)
 
 
 class Threads:
@@ -107,7 +126,8 @@ class Threads:
         label, is_lm = c.model_label()
         w.title_label.setText("New thread")
         w.status.retitle(None)
-        examples = EXAMPLES
+        info = next((r for r in c.robots() if getattr(r, "name", None) == c.robot_name), None)
+        examples = robot_examples(info)
         if c.target_kind == "network":
             from ui.models.network import network_examples
 
@@ -117,6 +137,7 @@ class Threads:
 
     def on_thread_opened(self, session: Any) -> None:
         w = self.window
+        w.robots.update_model_label()  # the message box names the robot its messages go to
         w.docks.clear_inspector()
         w.docks.sync_network(reveal=bool(getattr(session, "is_network", False)))
         if session is None:

@@ -102,6 +102,7 @@ class FrontMatter(ModelSettings):
         "tools": LEVEL_HINT,
         "mcp": "must be inherit, none, all or a list of server names",
         "max_turns": "must be a positive whole number",
+        "examples": "must be a list of messages, e.g. [\"list the files\", \"search for TODO\"]",
     }
 
     name: Text | None = Field(None, description="The robot's name (default: the file name)")
@@ -114,6 +115,8 @@ class FrontMatter(ModelSettings):
                          "globs such as 'github__*' work)")
     mcp: McpLevel = Field(None, description="MCP servers: inherit | none | all | a list of server names")
     max_turns: int | None = Field(None, ge=1, strict=True, description="The most model turns of one run")
+    examples: Annotated[list[Text] | None, one_error("must be a list of messages, e.g. [\"list the files\"]")] = Field(
+        None, description="Messages to start with: the window offers them in a new thread of this robot")
     # Checked when a run uses it (check_mcp_prompt): a bad one fails that run, naming the file.
     mcp_prompt: SkipValidation[McpPrompt | None] = Field(
         None, description="Start the system prompt with an MCP server's prompt")
