@@ -29,6 +29,7 @@ from ui.window.commands import Commands
 from ui.window.docks import Docks
 from ui.window.folder_flow import FolderFlow
 from ui.window.geometry import WindowMemory
+from ui.window.notify import Notifier
 from ui.window.robots import PICKER_TIP, Robots
 from ui.window.runs import Runs
 from ui.window.settings_flow import SettingsFlow
@@ -75,6 +76,7 @@ class MainWindow(QMainWindow):
         self.settings_flow = SettingsFlow(self)
         self.folder_flow = FolderFlow(self)
         self.transfer = Transfer(self)
+        self.notifier = Notifier(self)
         self.built = False
         # Until build(): a themed frame (sidebar strip and an empty conversation), painted at once.
         shell = QSplitter(Qt.Orientation.Horizontal, self)
@@ -116,7 +118,7 @@ class MainWindow(QMainWindow):
         self.docks.build()
         self.status.build()
         self.commands.build()
-        for part in (self.docks, self.status, self.robots, self.threads, self.runs):
+        for part in (self.docks, self.status, self.robots, self.threads, self.runs, self.notifier):
             part.connect()
         self.commands.update()
         self.robots.update_picker()

@@ -13,6 +13,7 @@ from typing import Any
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -166,6 +167,10 @@ class SettingsDialog(QDialog):
         self.theme.addItem("Light", "light")
         self.theme.addItem("Dark", "dark")
         gf.addRow("Theme", self.theme)
+        self.notifications = QCheckBox("Tell me when a long run ends or needs my approval while the window is in "
+                                       "the background", general)
+        self.notifications.setAccessibleName("Desktop notifications")
+        gf.addRow("Notifications", self.notifications)
         self.tabs.addTab(general, "General")
 
         self.problem = QLabel("", self)
@@ -193,6 +198,7 @@ class SettingsDialog(QDialog):
         self._on_model_changed(self.model.currentText())
         self.review.setCurrentIndex(max(0, self.review.findData(config.get("review.mode", "review"))))
         self.theme.setCurrentIndex(max(0, self.theme.findData(config.get("ui.theme", "light"))))
+        self.notifications.setChecked(bool(config.get("ui.notifications", True)))
         self.rules.setRowCount(0)
         policy = self._policy()
         for rule in policy.rules if policy is not None else []:
@@ -286,6 +292,7 @@ class SettingsDialog(QDialog):
             "llm.api_base": self.api_base.text().strip() or None,
             "review.mode": self.review.currentData(),
             "ui.theme": self.theme.currentData(),
+            "ui.notifications": self.notifications.isChecked(),
         }
         try:
             policy = ApprovalPolicy.from_list(self.rule_dicts(), path=paths.approval_policy_file())

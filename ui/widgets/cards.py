@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
-from ui.models.tool_calls import format_duration
+from ui.models.tool_calls import elapsed_text, format_duration
 from ui.widgets.common import AutoHeightText, ElidedLabel, JsonHighlighter, SubmitEdit, pill, robot_chip
 from ui.widgets.flow import ElidedToolButton, FlowRow, shrinkable
 from workspace.approval import ApprovalDecision
@@ -241,6 +241,15 @@ class ToolCard(QFrame):
         self._status_pill = pill(STATUS_TEXT.get(status, status), fg, bg, self)
         self._status_holder.addWidget(self._status_pill)
 
+    def show_elapsed(self, seconds: float | None, *, running: bool = False) -> None:
+        """The time the call took, or (``running``) has taken so far; None: none shown."""
+        if seconds is None:
+            self._duration.setText("")
+        elif running:
+            self._duration.setText(elapsed_text(seconds) + "…" if seconds >= 1 else "")
+        else:
+            self._duration.setText(format_duration(seconds))
+
     def set_arguments(self, arguments: Any) -> None:
         self.arguments = arguments
         self._args.setHtml(_args_html(arguments))
@@ -267,6 +276,8 @@ class ToolCard(QFrame):
                 self._error_box.setHtml(html)
         if call.status == "ok" or call.duration:
             self._duration.setText(format_duration(call.duration))
+        elif call.status not in ("running", "approval"):
+            self._duration.setText("")  # no time ticking on a call that ended without one
         approval = call.approval
         if approval is not None and approval.state != "asking":
             self._show_decision(approval.note, approval.state)

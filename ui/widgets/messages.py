@@ -286,8 +286,10 @@ class RunFooter(QWidget):
         layout.setSpacing(4)
         self.status = QLabel("", self)
         self.status.setObjectName("Muted")
-        layout.addWidget(self.status)
-        layout.addStretch(1)
+        # The status takes the row's free width (a long one wraps across it, not in a narrow column).
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.status, 1)
         self.usage = QLabel("", self)
         self.usage.setObjectName("Muted")
         layout.addWidget(self.usage)

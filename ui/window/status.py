@@ -28,6 +28,8 @@ class StatusLine:
         #: The (model label, api base) last probed for a listening local server (None: not a local model).
         self._probed: tuple[str, str | None] | None = None
         self._server_problem: str | None = None
+        #: What the running robot waits for (the chat's activity line), "" when nothing.
+        self.activity = ""
 
     def build(self) -> None:
         w = self.window
@@ -57,6 +59,11 @@ class StatusLine:
 
     def connect(self) -> None:
         self.window.controller.usage_changed.connect(self.set_usage)
+        self.window.chat.activity_changed.connect(self.set_activity)
+
+    def set_activity(self, text: str) -> None:
+        self.activity = text
+        self.update_connection()
 
     # -- folder and title --------------------------------------------------------------------------
     def update_folder(self) -> None:
@@ -116,7 +123,7 @@ class StatusLine:
         _label, is_lm = self.window.controller.model_label()
         tip = ""
         if self.connection_state == "running":
-            text, color = "● Running", c.accent
+            text, color = f"● {self.activity}" if self.activity else "● Running", c.accent
         elif self.connection_state == "error":
             text, color = "● Last run failed", c.error
         elif not is_lm:
