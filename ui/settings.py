@@ -108,12 +108,18 @@ class SettingsDialog(QDialog):
         self.model.setToolTip("Any model id litellm supports: provider/model, e.g. openai/gpt-4o-mini, "
                               "anthropic/claude-sonnet-4-5, ollama_chat/llama3.1. Empty: the offline demo.")
         self.model.currentTextChanged.connect(self._on_model_changed)
+        self.model.setAccessibleName("Model")
+        line = self.model.lineEdit()
+        if line is not None:
+            line.setAccessibleName("Model id")
         form.addRow("Model", self.model)
         self.api_base = QLineEdit(model_tab)
         self.api_base.setPlaceholderText("Only for local or self-hosted servers, e.g. http://localhost:11434")
+        self.api_base.setAccessibleName("API base")
         form.addRow("API base", self.api_base)
         self.api_key = QLineEdit(model_tab)
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.api_key.setAccessibleName("API key")
         form.addRow("API key", self.api_key)
         self.key_note = QLabel("", model_tab)
         self.key_note.setWordWrap(True)
@@ -138,6 +144,7 @@ class SettingsDialog(QDialog):
         self.rules.setHorizontalHeaderLabels(["Robot", "Server", "Tool", "Action"])
         self.rules.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.rules.verticalHeader().setVisible(False)
+        self.rules.setAccessibleName("Approval rules")
         self.rules.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         al.addWidget(self.rules, 1)
         row = QHBoxLayout()
@@ -162,10 +169,12 @@ class SettingsDialog(QDialog):
                             ("auto", "Apply changes automatically (undo stays available)"),
                             ("readonly", "Read only: never write files")):
             self.review.addItem(label, mode)
+        self.review.setAccessibleName("File changes")
         gf.addRow("File changes", self.review)
         self.theme = QComboBox(general)
         self.theme.addItem("Light", "light")
         self.theme.addItem("Dark", "dark")
+        self.theme.setAccessibleName("Theme")
         gf.addRow("Theme", self.theme)
         self.notifications = QCheckBox("Tell me when a long run ends or needs my approval while the window is in "
                                        "the background", general)

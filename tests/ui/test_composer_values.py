@@ -89,3 +89,43 @@ async def test_results_and_raw_payloads_show_multi_line_strings_as_text(desktop:
     assert card is not None
     args = card._args.toPlainText()
     assert 'roses are "red"\nviolets are blue' in args and "\\n" not in args
+
+
+def test_code_blocks_have_their_language_copy_and_a_wrap_toggle(qapp_instance: Any) -> None:
+    from PySide6.QtCore import QUrl
+
+    from ui.widgets.common import AutoHeightText
+
+    view = AutoHeightText()
+    view.resize(300, 100)
+    view.show()
+    code = "x = '" + "long " * 40 + "'"
+    view.set_markdown(f"Look:\n\n```python\n{code}\n```\n")
+    html = view.toHtml()
+    text = view.toPlainText()
+    assert "python" in text and "Copy" in text and "No wrap" in text
+    assert view.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+    QApplication.processEvents()
+    wrapped_height = view.height()
+    view.anchorClicked.emit(QUrl("wrap:0"))  # the toggle: long lines stay whole, the text scrolls sideways
+    QApplication.processEvents()
+    assert view.unwrapped == {0} and "Wrap" in view.toPlainText() and "No wrap" not in view.toPlainText()
+    assert view.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAsNeeded
+    assert view.height() < wrapped_height
+    view.anchorClicked.emit(QUrl("wrap:0"))
+    assert view.unwrapped == set() and "No wrap" in view.toPlainText()
+    assert html  # rendered
+    view.anchorClicked.emit(QUrl("copy:0"))
+    assert QApplication.clipboard().text() == code
+    view.close()
+    view.deleteLater()
+
+
+async def test_copy_the_last_answer_as_markdown(desktop: Any, provider: Any) -> None:
+    w = desktop.window
+    provider.enqueue("Here is **bold** and\n\n```bash\nls -la\n```")
+    w.runs.send("show me")
+    await _idle(desktop)
+    w.commands.by_name["copy_answer"].trigger()
+    assert QApplication.clipboard().text() == "Here is **bold** and\n\n```bash\nls -la\n```"
+    assert w.commands.by_name["copy_answer"].shortcut().toString() == "Ctrl+Shift+C"

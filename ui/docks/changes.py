@@ -71,6 +71,7 @@ class ChangesPane(QWidget):
         #: Change sets whose written changes were all undone (from the thread's change history).
         self.undone_sets: set[str] = set()
         self._build()
+        self.setFocusProxy(self.view)  # its shortcut goes to the diff: a, r, e, u, ]c, [c, Ctrl+Enter applies
         self._connect()
         self.sync()
 
@@ -195,6 +196,7 @@ class ChangesPane(QWidget):
         self.model.source_changed.connect(self._refresh)
         self.model.problem.connect(lambda text: self.show_message(text, "error"))
         self.files.selectionModel().currentRowChanged.connect(self._on_file_selected)
+        self.view.apply_requested.connect(self.apply)
         self.view.file_shown.connect(self._on_view_file)
         a = self.commands
         a.busy_changed.connect(lambda _b: self._refresh())

@@ -27,7 +27,7 @@ from ui import markdown, theme
 from ui.models.memory import MemoryModel, pretty
 from ui.models.tool_calls import ToolCallRecord, ToolCallsModel, diff_results, format_duration
 from ui.models.trace import TraceFilterModel, TraceModel, raw_event_json
-from ui.widgets.common import ElidedLabel
+from ui.widgets.common import ElidedLabel, name_line_edit_buttons
 from workspace import events as ev
 
 #: The narrowest an inspector pane gets (ui.window.docks.DOCK_MIN_WIDTH): set, so that no pane's content
@@ -82,6 +82,7 @@ class MemoryPane(QWidget):
         layout.setContentsMargins(8, 8, 8, 8)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.table = _table(model, splitter)
+        self.table.setAccessibleName("Memory: keys and values")
         self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.table.horizontalHeader().setStretchLastSection(False)
         self.detail = _detail(splitter)
@@ -141,6 +142,7 @@ class ToolCallsPane(QWidget):
         layout.addLayout(bar)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.table = _table(model, splitter)
+        self.table.setAccessibleName("Tool calls")
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         header = self.table.horizontalHeader()
         header.setStretchLastSection(False)
@@ -287,18 +289,22 @@ class TracePane(QWidget):
         layout.setSpacing(6)
         bar = QHBoxLayout()
         self.kind = QComboBox(self)
+        self.kind.setAccessibleName("Which events")
         self.kind.addItems([self.NO_DELTAS, self.ALL])
         self.kind.currentTextChanged.connect(self._on_kind)
         self.kind.view().pressed.connect(lambda *_: None)
         bar.addWidget(self.kind)
         self.filter = QLineEdit(self)
+        self.filter.setAccessibleName("Filter events")
         self.filter.setPlaceholderText("Filter events…")
         self.filter.setClearButtonEnabled(True)
+        name_line_edit_buttons(self.filter, clear="Clear the filter")
         self.filter.textChanged.connect(self.proxy.set_text)
         bar.addWidget(self.filter, 1)
         layout.addLayout(bar)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.table = _table(self.proxy, splitter)
+        self.table.setAccessibleName("Events")
         header = self.table.horizontalHeader()
         header.setStretchLastSection(True)
         # Sized to their contents, which have known shapes (measuring thousands of rows on every batch

@@ -670,6 +670,7 @@ class TaskDetail(QWidget):
         self.transcript = QTextBrowser(self.tabs)
         self.transcript.setObjectName("DetailView")
         self.result = QPlainTextEdit(self.tabs)
+        self.result.setAccessibleName("The task's result")
         self.result.setObjectName("DetailView")
         self.result.setReadOnly(True)
         self.result.setFont(theme.mono_font(-1))

@@ -262,6 +262,8 @@ class DiffView(QAbstractScrollArea):
     split_changed = Signal(bool)
     #: Every hunk under review is decided (after a key or button decision).
     all_decided = Signal()
+    #: Ctrl+Enter in the view: apply the decisions (the Changes dock and the review window do).
+    apply_requested = Signal()
 
     def __init__(self, model: ChangeReviewModel | None = None, parent: QWidget | None = None, *,
                  split: bool = False) -> None:
@@ -694,7 +696,22 @@ class DiffView(QAbstractScrollArea):
             self._advance()
 
     # -- keys and mouse -----------------------------------------------------------------------------------------
+    @staticmethod
+    def _is_apply_key(event: QKeyEvent) -> bool:
+        return event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and bool(
+            event.modifiers() & Qt.KeyboardModifier.ControlModifier)
+
+    def event(self, event: QEvent) -> bool:
+        # Ctrl+Enter applies here, not the window's Send: the view takes it before the shortcuts.
+        if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent) and self._is_apply_key(event):
+            event.accept()
+            return True
+        return super().event(event)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
+        if self._is_apply_key(event):
+            self.apply_requested.emit()
+            return
         text = event.text()
         mods = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
         if mods not in (Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.ShiftModifier) or not text:

@@ -220,6 +220,7 @@ class ReviewWindow(QWidget):
             commands.busy_changed.connect(lambda _b: self._refresh())
             commands.message.connect(lambda text, _kind: self.status.setText(text))
         QShortcut(QKeySequence("Ctrl+Return"), self).activated.connect(self.apply)
+        self.view.apply_requested.connect(self.apply)
         QShortcut(QKeySequence("Esc"), self).activated.connect(self._escape)
         self._refresh()
         self._on_view_file(self.view.fc.id if self.view.fc is not None else "")

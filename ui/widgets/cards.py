@@ -429,6 +429,7 @@ class ApprovalPanel(QFrame):
 
         row = FlowRow(spacing=8)  # "Remember: [Once]" and the reason: one row, or two when narrow
         self.scope = QComboBox(self)
+        self.scope.setAccessibleName("Remember the answer")
         for key, label in SCOPES:
             self.scope.addItem(label, key)
         self.scope.setToolTip("How long this answer holds: this call only, the rest of this thread, "
@@ -436,6 +437,7 @@ class ApprovalPanel(QFrame):
         row.addWidget(QLabel("Remember:", self))
         row.addWidget(self.scope)
         self.reason = QLineEdit(self)
+        self.reason.setAccessibleName("Reason for denying (sent to the model)")
         self.reason.setPlaceholderText("Reason for denying (sent to the model)")
         self.reason.setToolTip("Reason for denying (sent to the model)")
         self.reason.setMinimumWidth(150)

@@ -21,6 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ui.widgets.common import name_line_edit_buttons
+
 #: Keys that belong to a part of the window rather than to a command: (group, what, keys).
 PART_KEYS: list[tuple[str, str, str]] = [
     ("Message box", "New line", "Enter"),
@@ -34,6 +36,7 @@ PART_KEYS: list[tuple[str, str, str]] = [
     ("Change review", "Next / previous change", "]c / [c"),
     ("Change review", "Accept / reject the change", "a / r"),
     ("Change review", "Edit / undo the decision", "e / u"),
+    ("Change review", "Apply the decisions", "Ctrl+Enter"),
     ("Thread list", "Open the thread", "Enter"),
     ("Thread list", "Rename / delete", "F2 / Delete"),
     ("Search field", "Open the first result", "Enter"),
@@ -58,6 +61,7 @@ class ShortcutsDialog(QDialog):
         self.filter.setPlaceholderText("Filter shortcuts…")
         self.filter.setAccessibleName("Filter shortcuts")
         self.filter.setClearButtonEnabled(True)
+        name_line_edit_buttons(self.filter, clear="Clear the filter")
         self.filter.textChanged.connect(self._apply_filter)
         layout.addWidget(self.filter)
         self.tree = QTreeWidget(self)

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from ui import theme
 from ui.models.threads import HIT_KINDS, ThreadItem, ThreadListModel, hit_date, snippet_parts
+from ui.widgets.common import name_line_edit_buttons
 
 
 class ThreadDelegate(QStyledItemDelegate):
@@ -202,8 +203,11 @@ class Sidebar(QFrame):
         self.search.setAccessibleName("Search all threads")
         self.search.setPlaceholderText("Search all threads  (Ctrl+F)")
         self.search.setClearButtonEnabled(True)
+        name_line_edit_buttons(self.search, clear="Clear the search")
         self._search_icon = self.search.addAction(theme.icon("search", theme.colors().muted, 16),
                                                   QLineEdit.ActionPosition.LeadingPosition)
+        self._search_icon.setText("Search")
+        name_line_edit_buttons(self.search, clear="Clear the search")
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
         self._search_timer.setInterval(150)

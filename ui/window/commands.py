@@ -94,6 +94,8 @@ class Commands:
         add("stop", "Stop", runs.escape, "Esc", thread_menu, "stop")
         add("regenerate", "Regenerate last answer", runs.regenerate_last, "Ctrl+R", thread_menu, "regenerate")
         add("edit_last", "Edit last message", runs.edit_last, "Ctrl+E", thread_menu, "edit")
+        add("copy_answer", "Copy last answer as Markdown", runs.copy_last_answer, "Ctrl+Shift+C", thread_menu,
+            "copy")
         add("prev_branch", "Previous branch of last message", lambda: runs.branch_last(-1), "Alt+Left", thread_menu)
         add("next_branch", "Next branch of last message", lambda: runs.branch_last(+1), "Alt+Right", thread_menu)
         add("approval", "Go to pending approval", runs.focus_approval, "Ctrl+J", thread_menu, "shield")
