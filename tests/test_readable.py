@@ -20,7 +20,7 @@ def test_multi_line_strings_come_out_as_text_under_their_key() -> None:
     blocks = readable_blocks(value)
     assert isinstance(blocks[0], JsonBlock)
     assert "\\n" not in blocks[0].text
-    assert '"content": "<text below: 3 lines>"' in blocks[0].text
+    assert '"content": "<text below: 2 lines>"' in blocks[0].text
     assert blocks[1:] == [TextBlock("content", "alpha\nbeta\n"), TextBlock("files[0].text", "x\ny")]
 
 

@@ -80,7 +80,7 @@ def readable_blocks(value: Any) -> list[Block]:
                 return walk(parsed, where)
             if "\n" in node.strip("\n"):
                 texts.append(TextBlock(where, node))
-                lines = node.count("\n") + 1
+                lines = len(node.splitlines())
                 return f"<text below: {lines} lines>"
             return node
         if isinstance(node, dict):

@@ -46,6 +46,8 @@ from workspace.result import NetworkResult, RobotResult, Usage
 
 #: What a run is doing between its start (or a tool's result) and the model's first words.
 WAITING = "Waiting for the model…"
+#: What a run is doing while a person is asked to approve a call.
+APPROVAL = "Waiting for your approval (Ctrl+J)"
 #: Turns shown when a thread opens; earlier ones load on demand.
 INITIAL_TURNS = 10
 LOAD_MORE_TURNS = 40
@@ -223,8 +225,10 @@ class ChatPresenter:
                 self.set_activity(self._run(event.run_id, event.robot, event.task), None)
             case ev.ApprovalRequested():
                 self._approval_requested(event)
+                self.set_activity(self._run(event.run_id, event.robot, event.task), APPROVAL, since=event.ts)
             case ev.ApprovalDecided():
                 self._approval_decided(event)
+                self.set_activity(self._run(event.run_id, event.robot, event.task), None)
             case ev.ToolResult() | ev.ToolError():
                 self._tool_finished(event)
                 run = self._run(event.run_id, event.robot, event.task)

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QVBoxLayout,
@@ -36,6 +37,8 @@ from ui.review.conflict import RESTORE_ACTIONS, ConflictView
 from ui.review.files import file_list
 from ui.review.view import DiffView
 from ui.review.window import ReviewWindow, resolve_conflict, segmented, summary_text
+from ui.widgets.common import ElidedLabel
+from ui.widgets.flow import FlowRow
 
 if TYPE_CHECKING:
     from workspace.changes import ChangeSet, Conflict, RestoreResult
@@ -84,22 +87,21 @@ class ChangesPane(QWidget):
 
         top = QHBoxLayout()
         top.setSpacing(6)
-        titles = QVBoxLayout()
-        titles.setSpacing(0)
-        self.title = QLabel("Changes", self)
+        # The title ends in "…" when the dock is narrow; the summary wraps across the whole pane below it.
+        self.title = ElidedLabel("Changes", self, min_chars=7, tooltip=True)
         self.title.setObjectName("PaneTitle")
         self.summary = QLabel("", self)
         self.summary.setObjectName("Muted")
         self.summary.setWordWrap(True)
-        titles.addWidget(self.title)
-        titles.addWidget(self.summary)
-        top.addLayout(titles, 1)
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        top.addWidget(self.title, 1)
         self.open_button = QPushButton("Open review", self)
         self.open_button.setIcon(theme.icon("diff", c.muted, 16))
         self.open_button.setToolTip("Open the full-size review: file list, unified or side by side")
         self.open_button.clicked.connect(lambda: self.open_review())
         top.addWidget(self.open_button, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(top)
+        layout.addWidget(self.summary)
 
         self.mode_note = QLabel("", self)
         self.mode_note.setObjectName("ModeNote")
@@ -111,8 +113,7 @@ class ChangesPane(QWidget):
         self.scope.idClicked.connect(lambda i: self.show_net(i == 1))
         layout.addWidget(seg)
 
-        bar = QHBoxLayout()
-        bar.setSpacing(6)
+        bar = FlowRow(spacing=6)  # the buttons wrap onto two rows in a narrow dock, never cut
         self.reject_all_button = QPushButton("Reject all", self)
         self.reject_all_button.setObjectName("DangerButton")
         self.accept_all_button = QPushButton("Accept all", self)
@@ -124,7 +125,6 @@ class ChangesPane(QWidget):
         self.apply_button.clicked.connect(self.apply)
         bar.addWidget(self.reject_all_button)
         bar.addWidget(self.accept_all_button)
-        bar.addStretch(1)
         bar.addWidget(self.apply_button)
         layout.addLayout(bar)
 
@@ -135,11 +135,11 @@ class ChangesPane(QWidget):
         fl.setSpacing(4)
         self.files = file_list(self.model, files_box)
         fl.addWidget(self.files, 1)
-        file_row = QHBoxLayout()
-        file_row.setSpacing(6)
-        self.file_label = QLabel("", files_box)
+        file_row = FlowRow(spacing=6)
+        self.file_label = ElidedLabel("", files_box, tooltip=True)
         self.file_label.setObjectName("Muted")
-        file_row.addWidget(self.file_label, 1)
+        self.file_label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        file_row.addWidget(self.file_label)
         self.reject_file_button = QPushButton("Reject file", files_box)
         self.accept_file_button = QPushButton("Accept file", files_box)
         self.reject_file_button.clicked.connect(self._reject_file)
@@ -154,6 +154,9 @@ class ChangesPane(QWidget):
         self.conflicts = ConflictView(self.stack)
         self.stack.addWidget(self.view)
         self.stack.addWidget(self.conflicts)
+        # The three versions of a conflict need room; in a narrow or short dock they scroll and shrink
+        # rather than push the dock (and the window) past the screen. The review window has room.
+        self.stack.setMinimumSize(80, 80)
         splitter.addWidget(files_box)
         splitter.addWidget(self.stack)
         splitter.setStretchFactor(1, 1)

@@ -947,12 +947,7 @@ class DiffView(QAbstractScrollArea):
         base = mid + fm.ascent() // 2 - 1
         p.drawText(QPointF(x, base), label)
         x += QFontMetrics(self.font_ui_bold).horizontalAdvance(label) + 12
-        p.setFont(self.font_normal)
-        p.setPen(c.muted)
-        where = hunk.header() if hunk.kind == "lines" else hunk.where()
-        p.drawText(QPointF(x, base), where)
-        x += self.fm.horizontalAdvance(where) + 12
-        # buttons from the right
+        # buttons from the right, then the hunk's place in what room is left (never under the buttons)
         right = width - 10
         buttons: list[tuple[str, str]] = []
         if self._decidable(hunk):
@@ -971,6 +966,14 @@ class DiffView(QAbstractScrollArea):
             r = QRect(right - bw, y + 5, bw, bh)
             self._paint_button(p, r, text, action, hunk.id)
             right -= bw + 6
+        p.setFont(self.font_normal)
+        p.setPen(c.muted)
+        where = hunk.header() if hunk.kind == "lines" else hunk.where()
+        room = right - x - 8
+        if room > 20:
+            shown_where = self.fm.elidedText(where, Qt.TextElideMode.ElideRight, room)
+            p.drawText(QPointF(x, base), shown_where)
+            x += self.fm.horizontalAdvance(shown_where) + 12
         status, color = self._status_text(hunk)
         if status:
             p.setFont(self.font_ui)

@@ -66,9 +66,21 @@ PREVIEW_CHARS = 300
 TOOLTIP_CHARS = 1200
 
 
+def _one_line(value: Any) -> Any:
+    """``value`` with every string on one line (a preview shows "a b", not "a\\nb")."""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, dict):
+        return {k: _one_line(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_one_line(v) for v in value]
+    return value
+
+
 def _preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
     if isinstance(value, dict) and set(value) == {"data"}:
         value = value["data"]
+    value = _one_line(value)
     if isinstance(value, str):
         text = value
     else:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from ui import markdown, theme
-from ui.widgets.common import RichLabel, pill, robot_chip
+from ui.widgets.common import ElidedLabel, RichLabel, pill, robot_chip
 from ui.widgets.flow import shrinkable
 
 if TYPE_CHECKING:
@@ -47,12 +47,16 @@ class ChangeCard(QFrame):
         icon = QLabel(header)
         icon.setPixmap(theme.icon("diff", c.muted).pixmap(14, 14))
         hl.addWidget(icon)
-        self.title = QLabel("", header)
-        self.title.setTextFormat(Qt.TextFormat.RichText)
-        self.title.setMinimumWidth(40)  # when narrow, "Proposed changes · 3 files" is cut, not the card
+        # When narrow, "Proposed changes" ends in "…" and "· 3 files" goes (the tooltip has both): never
+        # wider than the card.
+        self.title = ElidedLabel("Proposed changes", header, min_chars=8)
+        bold = self.title.font()
+        bold.setBold(True)
+        self.title.setFont(bold)
         hl.addWidget(self.title)
+        self.count = ElidedLabel("", header, whole=True)
+        hl.addWidget(self.count, 1)
         hl.addWidget(robot_chip(robot, header))
-        hl.addStretch(1)
         self._pill_holder = QHBoxLayout()
         hl.addLayout(self._pill_holder)
         self._pill: QLabel | None = None
@@ -90,7 +94,8 @@ class ChangeCard(QFrame):
     def _show_files(self) -> None:
         c = theme.colors()
         count = len(self.files)
-        self.title.setText(f"<b>Proposed changes</b> · {count} file{'s' if count != 1 else ''}")
+        self.count.setText(f"· {count} file{'s' if count != 1 else ''}")
+        self.title.setToolTip(f"Proposed changes · {count} file{'s' if count != 1 else ''}")
         rows = []
         for f in self.files[:12]:
             path = markdown._esc(str(f.get("path", "?")))

@@ -50,7 +50,7 @@ def dump_widgets(chat: ChatView) -> str:
         if isinstance(widget, ChangeCard):
             pill = widget._pill.text() if widget._pill is not None else ""
             undo = widget.undo_button.text() if not widget.undo_button.isHidden() else ""
-            return [f"{indent}change {widget.title.text()} [{pill}] {widget.listing.text()!r} "
+            return [f"{indent}change <b>{widget.title.text()}</b> {widget.count.text()} [{pill}] {widget.listing.text()!r} "
                     f"{widget.note.text()!r} {widget.review_button.text()!r}" + (f" {undo}" if undo else "")]
         if isinstance(widget, NetworkHeader):
             return [f"{indent}network {widget.name.text()} {widget.kind.text()!r}"]

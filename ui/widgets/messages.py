@@ -19,8 +19,9 @@ from PySide6.QtWidgets import (
 )
 
 from ui import theme
+from ui.chat.state import ErrorItem
 from ui.models.tool_calls import format_duration
-from ui.widgets.common import RichLabel, SubmitEdit
+from ui.widgets.common import ElidedLabel, RichLabel, SubmitEdit
 
 if TYPE_CHECKING:
     from ui.chat.state import RunState, UserState
@@ -288,11 +289,10 @@ class RunFooter(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 6)
         layout.setSpacing(4)
-        self.status = QLabel("", self)
+        # How the run ended: it takes the row's free width (a long one wraps across it, not in a narrow
+        # column); one line ending in "…" when an error card above says it all.
+        self.status = FooterStatus(self)
         self.status.setObjectName("Muted")
-        # The status takes the row's free width (a long one wraps across it, not in a narrow column).
-        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.status, 1)
         self.usage = QLabel("", self)
         self.usage.setObjectName("Muted")
@@ -346,10 +346,42 @@ class RunFooter(QWidget):
             color = c.muted
         else:
             color = c.warning
+        # A failed run whose error card shows above: one line here (the card has the message and its fix).
+        self.status.brief = end.outcome == "failed" and any(
+            isinstance(i, ErrorItem) and i.run is run for i in run.turn.items)
         self.set_status(end.status_text, color)
-        self.status.setWordWrap(True)
 
 
+
+
+class FooterStatus(ElidedLabel):
+    """A run footer's status: the whole text, wrapped across the row; or (``brief``) one line that ends
+    in "…" with the whole text in its tooltip. ``text()`` is always the whole text."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        self.brief = False
+        super().__init__("", parent, tooltip=True)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+    def setText(self, text: str) -> None:
+        self.setWordWrap(not self.brief)
+        self._full = ""  # always lay it out again: ``brief`` may have changed
+        super().setText(text)
+
+    def _elide(self) -> None:
+        if self.brief:
+            super()._elide()
+            return
+        if QLabel.text(self) != self._full:
+            QLabel.setText(self, self._full)
+        self.setToolTip("")
+
+    def sizeHint(self) -> QSize:
+        return super().sizeHint() if self.brief else QLabel.sizeHint(self)
+
+    def minimumSizeHint(self) -> QSize:
+        return super().minimumSizeHint() if self.brief else QLabel.minimumSizeHint(self)
 
 
 class NoticeLine(QWidget):

@@ -87,11 +87,13 @@ def _wrapping(text: str, parent: QWidget, name: str, *, rich: bool = False) -> Q
     label = QLabel(text, parent)
     label.setObjectName(name)
     label.setTextFormat(Qt.TextFormat.RichText if rich else Qt.TextFormat.PlainText)
-    label.setWordWrap(True)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     from PySide6.QtWidgets import QSizePolicy
 
-    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # wraps, never widens
+    policy = QSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # wraps, never widens
+    policy.setHeightForWidth(True)
+    label.setSizePolicy(policy)
+    label.setWordWrap(True)
     return label
 
 

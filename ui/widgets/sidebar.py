@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPoint, QRect, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QColor, QFont, QPainter, QPen
+from PySide6.QtCore import (
+    QEvent,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QPoint,
+    QRect,
+    QSize,
+    Qt,
+    QTimer,
+    Signal,
+)
+from PySide6.QtGui import QAction, QColor, QFont, QKeyEvent, QPainter, QPen
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
@@ -201,7 +212,8 @@ class Sidebar(QFrame):
         self.search = QLineEdit(self)
         self.search.setObjectName("SearchField")
         self.search.setAccessibleName("Search all threads")
-        self.search.setPlaceholderText("Search all threads  (Ctrl+F)")
+        self.search.setPlaceholderText("Search all threads")
+        self.search.setToolTip("Search every thread's messages, answers and tool calls (Ctrl+F)")
         self.search.setClearButtonEnabled(True)
         name_line_edit_buttons(self.search, clear="Clear the search")
         self._search_icon = self.search.addAction(theme.icon("search", theme.colors().muted, 16),
@@ -214,6 +226,7 @@ class Sidebar(QFrame):
         self._search_timer.timeout.connect(lambda: self.search_changed.emit(self.search.text().strip()))
         self.search.textChanged.connect(lambda _t: self._search_timer.start())
         self.search.returnPressed.connect(self._activate_first)
+        self.search.installEventFilter(self)  # Down goes to the list
         layout.addWidget(self.search)
 
         self.section = QLabel("THREADS", self)
@@ -256,6 +269,15 @@ class Sidebar(QFrame):
             action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
             action.triggered.connect(slot)
             self.list.addAction(action)
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if obj is self.search and event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent) \
+                and event.key() == Qt.Key.Key_Down and self.model.rowCount():
+            self.list.setFocus(Qt.FocusReason.TabFocusReason)
+            if not self.list.currentIndex().isValid():
+                self.list.setCurrentIndex(self.model.index(0))
+            return True
+        return super().eventFilter(obj, event)
 
     def retheme(self) -> None:
         self.new_button.setIcon(theme.icon("plus", theme.colors().accent_text, 16))

@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton
 
 from ui import theme
+from ui.widgets.common import ElidedLabel
 
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
@@ -35,9 +36,10 @@ class StatusLine:
         w = self.window
         bar = w.statusBar()
         bar.setSizeGripEnabled(False)
+        # Each gives way ("…", the whole text in its tooltip) before the badge and the usage are cut.
         self.robot = QLabel("", w)
-        self.model = QLabel("", w)
-        self.connection = QLabel("", w)
+        self.model = ElidedLabel("", w, min_chars=8, tooltip=True)
+        self.connection = ElidedLabel("", w, min_chars=8)
         self.usage = QLabel("", w)
         self.folder = QPushButton("", w)
         self.folder.setObjectName("ConnectLink")
