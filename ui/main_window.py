@@ -230,6 +230,6 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not event.spontaneous():
             # The frame's size is known once shown: the window with its frame fits the screen.
-            QTimer.singleShot(0, self.memory.fit_to_screen)
+            QTimer.singleShot(0, self.memory.fit_when_shown)
         if self.built:
             QTimer.singleShot(0, self.composer.focus)

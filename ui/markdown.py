@@ -211,7 +211,7 @@ def code_block(code: str, language: str | None, *, index: int | None = None, wra
     head = [f'<span style="color:{c.muted};">{_esc(language)}</span>'] if language else []
     link = f"color:{c.accent}; text-decoration:none;"
     if index is not None and wrap is not None:
-        head.append(f'<a href="{WRAP_SCHEME}:{index}" style="{link}">{"No wrap" if wrap else "Wrap"}</a>')
+        head.append(f'<a href="{WRAP_SCHEME}:{index}" style="{link}">{TASK_DONE if wrap else TASK_OPEN}&nbsp;Wrap</a>')
     if index is not None:
         head.append(f'<a href="{COPY_SCHEME}:{index}" style="{link}">Copy</a>')
     header = (f'<p align="right" style="margin:0 0 2px 0; font-size:small;">{" &nbsp;·&nbsp; ".join(head)}</p>'

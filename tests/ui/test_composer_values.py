@@ -103,17 +103,17 @@ def test_code_blocks_have_their_language_copy_and_a_wrap_toggle(qapp_instance: A
     view.set_markdown(f"Look:\n\n```python\n{code}\n```\n")
     html = view.toHtml()
     text = view.toPlainText()
-    assert "python" in text and "Copy" in text and "No wrap" in text
+    assert "python" in text and "Copy" in text and "☑ Wrap" in text
     assert view.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff
     QApplication.processEvents()
     wrapped_height = view.height()
     view.anchorClicked.emit(QUrl("wrap:0"))  # the toggle: long lines stay whole, the text scrolls sideways
     QApplication.processEvents()
-    assert view.unwrapped == {0} and "Wrap" in view.toPlainText() and "No wrap" not in view.toPlainText()
+    assert view.unwrapped == {0} and "☐ Wrap" in view.toPlainText() and "☑" not in view.toPlainText()
     assert view.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAsNeeded
     assert view.height() < wrapped_height
     view.anchorClicked.emit(QUrl("wrap:0"))
-    assert view.unwrapped == set() and "No wrap" in view.toPlainText()
+    assert view.unwrapped == set() and "☑ Wrap" in view.toPlainText()
     assert html  # rendered
     view.anchorClicked.emit(QUrl("copy:0"))
     assert QApplication.clipboard().text() == code

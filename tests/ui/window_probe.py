@@ -76,7 +76,9 @@ async def _probe(args: argparse.Namespace) -> dict[str, Any]:
     root = Application(provider=provider, db_path=args.db, theme_name="light", folder=folder)
     window = root.window
     if args.fill:
+        # As big as the screen, as the app would size it: once shown, its frame is fitted to the screen too.
         window.resize(window.screen().availableGeometry().size())
+        window.memory.sized = window.size()
     window.show()
     for _ in range(20):
         await asyncio.sleep(0.02)

@@ -151,6 +151,7 @@ class Docks(Mapping[str, QDockWidget]):
         self._docks["tools"].raise_()
         self.sync_network()
         w.memory.restore_docks()
+        w.memory.fit_when_shown()  # the inspector may not fit a narrow screen beside the conversation
 
     def _add_network(self) -> None:
         from ui.docks.network import NetworkPane

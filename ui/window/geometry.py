@@ -74,6 +74,8 @@ class WindowMemory:
         self.window = window
         #: The layout was restored from a previous session (False: the first start, or a reset).
         self.restored = False
+        #: The size this class gave the window (None: not yet); a size set since is someone else's.
+        self.sized: QSize | None = None
 
     # -- at start -------------------------------------------------------------------------------------
     def size_window(self) -> None:
@@ -98,6 +100,12 @@ class WindowMemory:
             w.move(area.x() + (area.width() - size.width()) // 2, area.y() + (area.height() - size.height()) // 2)
         self.fit_to_screen()
 
+    def fit_when_shown(self) -> None:
+        """Once shown (its frame's size known), fit the window with its frame to the screen: only when
+        its size is still the one given here (a size set since, by a test or a script, is kept)."""
+        if self.sized is not None and self.window.size() == self.sized:
+            self.fit_to_screen()
+
     def fit_to_screen(self) -> None:
         """Shrink and move the window into its screen's available area (a smaller screen than last time)."""
         w = self.window
@@ -113,6 +121,11 @@ class WindowMemory:
         if wanted != frame:
             w.resize(max(1, wanted.width() - extra_w), max(1, wanted.height() - extra_h))
             w.move(wanted.topLeft())
+        self.sized = w.size()
+        if getattr(w, "built", False) and area.width() < w.minimumSizeHint().width() and w.docks.raised() is not None:
+            # A screen too narrow for the threads, the conversation and the inspector side by side: the
+            # inspector closes (Ctrl+I opens it over the conversation's room), nothing overlaps.
+            w.docks.toggle_inspector()
 
     def restore_splitter(self) -> None:
         value = settings().value("window/splitter")
