@@ -10,9 +10,14 @@ def test_a_string_is_text_and_a_json_string_is_json() -> None:
     assert readable_blocks('{"a": 1}') == [JsonBlock('{\n  "a": 1\n}')]
 
 
-def test_structures_without_multi_line_strings_are_pretty_json() -> None:
-    blocks = readable_blocks({"path": "a.txt", "say": 'he said "hi"'})
-    assert blocks == [JsonBlock('{\n  "path": "a.txt",\n  "say": "he said \\"hi\\""\n}')]
+def test_structures_without_strings_to_escape_are_pretty_json() -> None:
+    assert readable_blocks({"path": "a.txt", "n": 3}) == [JsonBlock('{\n  "path": "a.txt",\n  "n": 3\n}')]
+
+
+def test_strings_with_quotes_or_a_final_newline_are_text_too() -> None:
+    blocks = readable_blocks({"path": "a.txt", "say": 'he said "hi"', "line": "x = 1\n"})
+    assert blocks == [JsonBlock('{\n  "path": "a.txt",\n  "say": "<text below>",\n  "line": "<text below>"\n}'),
+                      TextBlock("say", 'he said "hi"'), TextBlock("line", "x = 1\n")]
 
 
 def test_multi_line_strings_come_out_as_text_under_their_key() -> None:

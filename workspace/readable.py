@@ -1,10 +1,11 @@
 """Values (tool arguments, results, errors, memory) as people read them: pretty JSON, with every string
-that spans lines shown as text, not as a JSON string full of ``\\n`` and ``\\"``.
+that would need JSON escapes (lines, quotes, tabs, backslashes) shown as text, not as a JSON string full
+of ``\\n`` and ``\\"``.
 
-:func:`readable_blocks` splits a value into blocks: one :class:`JsonBlock` for its structure (a
-multi-line string in it reads ``"<text below: 12 lines>"``) and one :class:`TextBlock` per multi-line
-string, labelled with where it is (``content``, ``files[0].text``). A string that holds a JSON object
-or array is read as that JSON. The inspector (``ui``) turns the blocks into HTML, the Markdown export
+:func:`readable_blocks` splits a value into blocks: one :class:`JsonBlock` for its structure (such a
+string in it reads ``"<text below: 12 lines>"``) and one :class:`TextBlock` per such string, labelled
+with where it is (``content``, ``files[0].text``). A string that holds a JSON object or array is read
+as that JSON. The inspector (``ui``) turns the blocks into HTML, the Markdown export
 into fenced blocks. Qt-free, no imports beyond the standard library.
 """
 
@@ -18,6 +19,8 @@ __all__ = ["JsonBlock", "TextBlock", "json_text", "readable_blocks"]
 
 #: Strings longer than this are not parsed as JSON documents (a big JSON string stays a string).
 PARSE_LIMIT = 2_000_000
+#: A string with one of these would show JSON escapes (``\\n``, ``\\"``, ``\\t``, ``\\\\``): it is shown as text.
+_ESCAPED = ("\n", '"', "\t", "\\")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +81,10 @@ def readable_blocks(value: Any) -> list[Block]:
             parsed = _as_json(node) if node.lstrip()[:1] in ("{", "[") else None
             if parsed is not None:
                 return walk(parsed, where)
-            if "\n" in node.strip("\n"):
+            if any(ch in node for ch in _ESCAPED):
                 texts.append(TextBlock(where, node))
                 lines = len(node.splitlines())
-                return f"<text below: {lines} lines>"
+                return f"<text below: {lines} lines>" if lines > 1 else "<text below>"
             return node
         if isinstance(node, dict):
             return {k: walk(v, _path(where, str(k))) for k, v in node.items()}
