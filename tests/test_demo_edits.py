@@ -49,3 +49,19 @@ async def test_reading_a_file_still_only_reads_it(tmp_path: Path) -> None:
         assert session.changes is None or not session.changes.files
     finally:
         await ws.aclose()
+
+
+async def test_the_review_note_in_front_of_a_message_is_no_request_to_edit(tmp_path: Path) -> None:
+    from workspace.changes import compose_user_message
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("shopping\n", encoding="utf-8")
+    ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=DemoProvider(delay=0))
+    try:
+        session = ws.new_thread("file-helper")
+        note = "notes.txt: edit applied (1 hunk accepted); the change was written."
+        await session.send(compose_user_message(note, "what happened in notes.txt?")).wait()
+        assert session.changes is None or not session.changes.files  # read, not edited
+    finally:
+        await ws.aclose()

@@ -126,7 +126,7 @@ class DemoProvider:
             if m.group(2):
                 args["path"] = m.group(2)
             return [ToolCall("search_files", args)]
-        if files and _has(tools, "read_file") and _EDIT_WORDS.search(text) and _edit_tool(tools):
+        if files and _has(tools, "read_file") and _EDIT_WORDS.search(_typed(text)) and _edit_tool(tools):
             # Asked to change a file: read it first; the edit is proposed once its text is known.
             return [ToolCall("read_file", {"path": files[0]})]
         if files and _has(tools, "read_file") and re.search(r"\b(read|open|show|cat|view|what(?:'s| is) in)\b", low):
@@ -203,6 +203,15 @@ _EDIT_WORDS = re.compile(r"\b(edit|change|update|modify|fix|append|add|insert|am
 DEMO_LINE = "Edited with the RobotLab offline demo (no language model): review this change, then apply or reject it."
 
 
+_REVIEW_NOTE = re.compile(r"<change-review>.*?</change-review>\s*", re.DOTALL)
+
+
+def _typed(text: str) -> str:
+    """What the person typed: without the review outcome put in front of the message (whose words,
+    "applied", "edit", name files too)."""
+    return _REVIEW_NOTE.sub("", text)
+
+
 def _edit_tool(tools: Mapping[str, ToolSpec]) -> str | None:
     return next((name for name in ("write_file", "edit_file") if name in tools), None)
 
@@ -214,7 +223,7 @@ def _edit_after_reading(messages: list[Message], tools: Mapping[str, ToolSpec]) 
     start = max((i for i, m in enumerate(messages) if m.is_user), default=-1)
     if start < 0:
         return []
-    request = str(messages[start].content or "")
+    request = _typed(str(messages[start].content or ""))
     if not _EDIT_WORDS.search(request) or _edit_tool(tools) is None:
         return []
     results = [m for m in messages[start + 1:] if m.is_tool_result]
