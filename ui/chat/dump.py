@@ -1,7 +1,7 @@
 """The chat's view state as text: one line per message, card, lane and footer.
 
 Tests compare a live run with the same thread reopened this way (``dump_state`` here for the view
-state, :func:`ui.widgets.chat.dump_widgets` for what the widgets show). Durations are printed in
+state, :func:`ui.widgets.chat_dump.dump_widgets` for what the widgets show). Durations are printed in
 whole milliseconds; lanes' items are indented under them.
 """
 
@@ -15,6 +15,7 @@ from ui.chat.state import (
     ChangeItem,
     ChatState,
     ElicitationItem,
+    ErrorItem,
     HeaderItem,
     Item,
     LaneItem,
@@ -103,6 +104,9 @@ def dump_item(item: Item, indent: str = "") -> list[str]:
         return [line]
     if isinstance(item, NoticeItem):
         return [f"{indent}notice [{item.level}] {item.text!r}" + (f" details={item.details!r}" if item.details else "")]
+    if isinstance(item, ErrorItem):
+        return [f"{indent}error {item.message!r}" + (f" fix={item.fix!r}" if item.fix else "")
+                + (f" type={item.error_type}" if item.error_type else "")]
     if isinstance(item, NetworkItem):
         return [f"{indent}network {item.network} {item.summary!r}"]
     if isinstance(item, LaneItem):

@@ -27,6 +27,7 @@ from ui.chat.state import (
     CallLaneItem,
     ChangeItem,
     ChatState,
+    ErrorItem,
     HeaderItem,
     Item,
     Lane,
@@ -44,10 +45,15 @@ from ui.chat.state import (
     UserState,
     call_item_class,
     result_error,
+    split_fix,
 )
 from workspace import events as ev
 from workspace.result import NetworkResult, RobotResult, Usage
 
+#: What a run is doing between its start (or a tool's result) and the model's first words.
+WAITING = "Waiting for the model…"
+#: What a run is doing while a person is asked to approve a call.
+APPROVAL = "Waiting for your approval (Ctrl+J)"
 #: Turns shown when a thread opens; earlier ones load on demand.
 INITIAL_TURNS = 10
 LOAD_MORE_TURNS = 40
@@ -217,24 +223,33 @@ class ChatPresenter:
             case ev.RunStarted():
                 run = self._run(event.run_id, event.robot, event.task)
                 run.started = event.ts
+                self.set_activity(run, WAITING, since=event.ts)
                 if run.inner is not None:
                     run.inner.started = event.ts
                     run.inner.message = event.message
                     self.listener.item_changed(run.inner)
             case ev.TextDelta():
                 run = self._run(event.run_id, event.robot, event.task)
+                self.set_activity(run, None)
                 self._append_text(run, event.robot, event.text)
             case ev.Text():
+                self.set_activity(self._run(event.run_id, event.robot, event.task), None)
                 self._complete_text(event)
             case ev.ToolUse():
                 self._tool_use(event.run_id, event.robot, event.task, call_id=event.id, tool=event.name,
-                               server=event.server, arguments=event.input)
+                               server=event.server, arguments=event.input, started=event.ts)
+                self.set_activity(self._run(event.run_id, event.robot, event.task), None)
             case ev.ApprovalRequested():
                 self._approval_requested(event)
+                self.set_activity(self._run(event.run_id, event.robot, event.task), APPROVAL, since=event.ts)
             case ev.ApprovalDecided():
                 self._approval_decided(event)
+                self.set_activity(self._run(event.run_id, event.robot, event.task), None)
             case ev.ToolResult() | ev.ToolError():
                 self._tool_finished(event)
+                run = self._run(event.run_id, event.robot, event.task)
+                if not any(c.status in ("running", "approval") for c in run.calls.values()):
+                    self.set_activity(run, WAITING, since=event.ts)  # the model's next turn
             case ev.ToolProgress():
                 self._tool_progress(event)
             case ev.MemoryChanged():
@@ -266,6 +281,19 @@ class ChatPresenter:
                 assert_never(event)
 
     # -- runs ------------------------------------------------------------------------------------------
+    def set_activity(self, run: RunState, text: str | None, *, since: float | None = None) -> None:
+        """What ``run`` is doing while nothing else shows it (None: nothing to say). The run-status
+        events of a provider (connecting, retrying) come here; a run that ended says nothing."""
+        if run.end is not None or self._loading is not None:
+            text = None  # a stored thread replays what happened, not what was awaited
+        if text == run.activity:
+            return
+        import time
+
+        run.activity = text
+        run.activity_since = (since if since is not None else time.time()) if text else None
+        self.listener.run_changed(run)
+
     def run(self, run_id: str) -> RunState | None:
         return self._runs.get(run_id)
 
@@ -387,7 +415,7 @@ class ChatPresenter:
         return [call for run in self._runs.values() for call in run.calls.values()]
 
     def _tool_use(self, run_id: str, robot: str, task: str | None, *, call_id: str, tool: str,
-                  server: str | None, arguments: Any) -> ToolCallItem:
+                  server: str | None, arguments: Any, started: float | None = None) -> ToolCallItem:
         run = self._run(run_id, robot, task)
         self._header(run, robot)
         run.text = None
@@ -395,7 +423,8 @@ class ChatPresenter:
         if existing is not None:
             return existing
         call = call_item_class(tool)(parent=self._container(run), run=run, call_id=call_id, tool=tool, robot=robot,
-                                     server=server, arguments=arguments if arguments is not None else {}, task=task)
+                                     server=server, arguments=arguments if arguments is not None else {}, task=task,
+                                     started=started)
         run.calls[call_id] = call
         self._add(call)
         return call
@@ -463,6 +492,10 @@ class ChatPresenter:
 
     def change_items(self, change_set_id: str) -> list[ChangeItem]:
         return list(self._changes.get(change_set_id, []))
+
+    def all_change_items(self) -> list[ChangeItem]:
+        """Every change card shown, in the order they came."""
+        return [item for items in self._changes.values() for item in items]
 
     def _change_proposed(self, event: ev.ChangeProposed) -> None:
         existing = self.change_item(event.change_set_id)
@@ -622,6 +655,12 @@ class ChatPresenter:
             if parent is None:
                 return
             run = parent
+        elif isinstance(event, ev.RunFailed):
+            self._finish(run, outcome, message=message, ts=event.ts, result=result)
+            # The error across the column: what went wrong, the fix it names, Retry.
+            text, fix = split_fix(event.error or "The run failed without saying why.")
+            self._add(ErrorItem(parent=run.turn, run=run, message=text, fix=fix, error_type=event.error_type))
+            return
         self._finish(run, outcome, message=message, ts=event.ts, result=result)
 
     def _end_inner(self, run: RunState, lane: CallLaneItem, outcome: RunOutcome, *, message: str | None,
@@ -637,6 +676,9 @@ class ChatPresenter:
 
     def _finish(self, run: RunState, outcome: RunOutcome, *, message: str | None, ts: float | None,
                 result: Any) -> None:
+        run.activity = run.activity_since = None
+        for child in run.children:
+            child.activity = child.activity_since = None
         if run.network is not None:
             self._finish_group(run.network, message or "interrupted", ts)
         for call in run.calls.values():  # robots used as tools that never said how they ended

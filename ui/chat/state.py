@@ -117,6 +117,40 @@ class NoticeItem(Item):
     details: str | None = None
 
 
+#: Words a fix starts with, in error messages that name their fix ("…: set OPENAI_API_KEY or open Settings").
+_FIX_VERBS = ("set", "open", "install", "check", "start", "run", "pick", "choose", "try", "use", "give", "add",
+              "remove", "raise", "lower", "make", "connect", "pass", "export", "wait", "restart", "update", "sign",
+              "log", "create", "put", "increase", "reduce", "fix", "see", "ask", "select", "turn", "enable",
+              "disable", "point", "change", "rename", "delete", "type", "send", "stop", "reload", "upgrade")
+
+
+def split_fix(message: str) -> tuple[str, str]:
+    """An error message as (what went wrong, how to fix it): the fix is the part from the first sentence
+    (or clause after ": ", "; " or " — ") that starts with an imperative verb ("Set …", "open Settings");
+    ("message", "") when the message names no fix."""
+    import re
+
+    text = message.strip()
+    for m in re.finditer(r"(?:(?<=[.!?])\s+|[:;]\s+|\s+[—–-]\s+|\n+)", text):
+        rest = text[m.end():]
+        word = re.match(r"[A-Za-z]+", rest)
+        if word and word.group(0).lower() in _FIX_VERBS and m.start() > 0:
+            head = text[: m.start()].rstrip(" :;—–-")
+            fix = rest.strip()
+            return (head + ("" if head.endswith((".", "!", "?")) else "."), fix[:1].upper() + fix[1:])
+    return text, ""
+
+
+@dataclass(eq=False, kw_only=True)
+class ErrorItem(Item):
+    """A run that failed: what went wrong and the fix the message names (a card across the column, with
+    Retry)."""
+
+    message: str
+    fix: str = ""
+    error_type: str = ""
+
+
 @dataclass(eq=False, kw_only=True)
 class ApprovalState:
     """Whether a person had to approve a call, and what was decided."""
@@ -184,6 +218,8 @@ class ToolCallItem(Item):
     progress: ProgressState | None = None
     #: The run of a robot used as this tool: a lane inside the card.
     inner: CallLaneItem | None = None
+    #: When the call was made (its ``tool_use``): a running card shows the time since.
+    started: float | None = None
 
     @property
     def failed(self) -> bool:
@@ -521,6 +557,12 @@ class RunState:
     end: RunEnd | None = None
     #: The footer (usage, status, copy, regenerate) shows: after the first usage, or the end.
     footer: bool = False
+    #: What the run is doing while nothing else shows it ("Waiting for the model…", "Connecting to …",
+    #: "Retrying…"); None once text or a card shows, and after the end. A live hint, not part of the
+    #: stored conversation: a reopened thread never has one.
+    activity: str | None = None
+    #: When ``activity`` started (its time shows next to it).
+    activity_since: float | None = None
 
     @property
     def totals(self) -> Usage:
@@ -597,6 +639,7 @@ __all__ = [
     "ChangeItem",
     "ChatState",
     "ElicitationItem",
+    "ErrorItem",
     "HeaderItem",
     "Item",
     "Lane",
@@ -614,4 +657,5 @@ __all__ = [
     "call_item_class",
     "first_line",
     "result_error",
+    "split_fix",
 ]

@@ -159,6 +159,7 @@ class McpPane(QWidget):
             manager.sign_in_opener = open_in_browser
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.table = QTableView(splitter)
+        self.table.setAccessibleName("MCP servers")
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -176,6 +177,7 @@ class McpPane(QWidget):
         dl.addWidget(self.info)
         dl.addWidget(_wrapping("Tools (uncheck to hide a tool from every robot):", details))
         self.tools = QListWidget(details)
+        self.tools.setAccessibleName("The server's tools (unchecked: hidden from every robot)")
         self.tools.itemChanged.connect(self._on_tool_toggled)
         dl.addWidget(self.tools, 2)
         # The server's output (stderr, our notes) and its log notifications, each in a tab.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
@@ -33,12 +32,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ui import markdown, theme
 from ui.chat.presenter import LOAD_MORE_TURNS, ChatPresenter, TranscriptSource
 from ui.chat.state import (
     CallLaneItem,
     ChangeItem,
     ElicitationItem,
+    ErrorItem,
     HeaderItem,
     Item,
     Lane,
@@ -53,12 +52,11 @@ from ui.chat.state import (
 )
 from ui.widgets.cards import ApprovalPanel, ToolCard
 from ui.widgets.change_card import ChangeCard
-from ui.widgets.common import RichLabel
 from ui.widgets.elicitation_form import ElicitationForm
-from ui.widgets.flow import FlowRow
 from ui.widgets.lanes import NetworkHeader, TaskLane, robot_color
 from ui.widgets.messages import COLUMN_MAX_WIDTH, NoticeLine, RobotHeader, RunFooter, UserMessage
 from ui.widgets.request_card import RequestCard
+from ui.widgets.run_state import ActivityLine, ChatClock, ErrorCard
 from ui.widgets.sampling_card import SamplingCard
 from ui.widgets.stream import MarkdownStream
 
@@ -66,6 +64,23 @@ if TYPE_CHECKING:
     import asyncio
 
     from workspace.approval import ApprovalRequest
+
+
+class ChatColumn(QWidget):
+    """The conversation's column: as tall as its messages laid out at its width.
+
+    Wrapped text (a user's bubble, a notice) has a height for each width. A word-wrapping label's
+    *minimum* height is the one at its narrowest (every word on a line: a long pasted message
+    asks for several times its real height), and a layout's minimum is the sum of its children's:
+    the scroll area would make the column that tall and show empty space below the messages. Its
+    height comes from :meth:`heightForWidth` instead (what the layout lays out at the column's width).
+    """
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        if self.hasHeightForWidth():
+            return QSize(hint.width(), 0)
+        return hint
 
 
 class ChatView(QScrollArea):
@@ -78,6 +93,8 @@ class ChatView(QScrollArea):
     branch_requested = Signal(str, int)
     example_clicked = Signal(str)
     connect_requested = Signal()
+    #: What the running robot waits for ("" when nothing), for the status bar.
+    activity_changed = Signal(str)
 
     def __init__(self, parent: QWidget | None = None, *, presenter: ChatPresenter | None = None) -> None:
         super().__init__(parent)
@@ -90,7 +107,7 @@ class ChatView(QScrollArea):
         row = QHBoxLayout(canvas)
         row.setContentsMargins(24, 12, 24, 24)
         row.addStretch(1)
-        self.column = QWidget(canvas)
+        self.column = ChatColumn(canvas)
         self.column.setObjectName("ChatColumn")
         self.column.setMaximumWidth(COLUMN_MAX_WIDTH)
         self.column.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Minimum)
@@ -99,6 +116,9 @@ class ChatView(QScrollArea):
         self._layout = QVBoxLayout(self.column)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(6)
+        #: What the running robot waits for, under the last message (not one of the column's items).
+        self.activity = ActivityLine(self.column)
+        self._layout.addWidget(self.activity)
         self._layout.addStretch(1)  # keeps content at the top
         self.setWidget(canvas)
         self._stick = True
@@ -111,13 +131,16 @@ class ChatView(QScrollArea):
         self._turn_widgets: dict[TurnState, list[QWidget]] = {}
         self._more_button: QPushButton | None = None
         self._empty: QWidget | None = None
+        from ui.widgets.chat_parts import Finder
+
+        #: Finds and shows a search result's message.
+        self.finder = Finder(self)
         #: Questions asked live: approval panels of tool cards, and MCP servers' request cards.
         self.approvals: list[ApprovalPanel | RequestCard] = []
         #: Approvals asked before their call's card came, by (run id, call id).
         self._waiting_approvals: dict[tuple[str, str], tuple[ApprovalRequest, asyncio.Future[Any]]] = {}
-        self._lane_timer = QTimer(self)
-        self._lane_timer.setInterval(500)
-        self._lane_timer.timeout.connect(self._tick_lanes)
+        #: Ticks what shows time while it runs: lanes, running tool cards, the activity line.
+        self.clock = ChatClock(self)
         self.presenter = presenter if presenter is not None else ChatPresenter()
         self.presenter.listener = self
 
@@ -128,7 +151,7 @@ class ChatView(QScrollArea):
         for i in range(self._layout.count()):
             item = self._layout.itemAt(i)
             widget = item.widget() if item is not None else None
-            if widget is not None and widget is not self._more_button and widget is not self._empty:
+            if widget is not None and widget not in (self._more_button, self._empty, self.activity):
                 out.append(widget)
         return out
 
@@ -205,44 +228,12 @@ class ChatView(QScrollArea):
         self.presenter.reset()
 
     def show_empty(self, *, robot: str, model_label: str, is_language_model: bool, examples: list[str]) -> None:
+        """A new thread: whom it talks to, and messages to start with (``examples``)."""
+        from ui.widgets.chat_parts import empty_state
+
         self.clear()
-        c = theme.colors()
-        box = QFrame(self.column)
-        box.setObjectName("EmptyState")
-        layout = QVBoxLayout(box)
-        layout.setContentsMargins(24, 60, 24, 24)
-        layout.setSpacing(10)
-        icon = QLabel(box)
-        icon.setPixmap(theme.app_icon().pixmap(72, 72))
-        icon.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-        layout.addWidget(icon)
-        title = QLabel(f"Chat with <b>{markdown._esc(robot)}</b>", box)
-        title.setObjectName("EmptyTitle")
-        title.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-        layout.addWidget(title)
-        sub = QLabel(model_label, box)
-        sub.setObjectName("Muted")
-        sub.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-        layout.addWidget(sub)
-        if not is_language_model:
-            hint = RichLabel(
-                f'<div align="center" style="color:{c.muted};">No language model is connected, so replies come from '
-                "a small rule-based demo that still uses real tools. "
-                f'<a href="settings:" style="color:{c.accent};">Connect a model</a> — an API key (OpenAI, '
-                "Anthropic, …) or a local server such as Ollama.</div>", box)
-            hint.setOpenExternalLinks(False)
-            hint.linkActivated.connect(lambda _link: self.connect_requested.emit())
-            hint.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-            layout.addWidget(hint)
-        chips = FlowRow(spacing=8, center=True)  # wraps onto more rows in a narrow column
-        for example in examples:
-            chip = QPushButton(example, box)
-            chip.setObjectName("ExampleChip")
-            chip.setCursor(Qt.CursorShape.PointingHandCursor)
-            chip.clicked.connect(lambda _=False, text=example: self.example_clicked.emit(text))
-            chips.addWidget(chip)
-        layout.addLayout(chips)
-        layout.addStretch(1)
+        box = empty_state(self, robot=robot, model_label=model_label, is_language_model=is_language_model,
+                          examples=examples)
         self._layout.insertWidget(0, box)
         self._empty = box
 
@@ -251,6 +242,16 @@ class ChatView(QScrollArea):
         self.presenter.load_thread(source)
         self._stick = True
         QTimer.singleShot(0, self.scroll_to_bottom)
+
+    def reveal_turn(self, turn_id: str, *, words: list[str] | None = None) -> bool:
+        """Scroll to a stored turn of the branch shown (loading earlier turns when it is one of them) and
+        outline its message that contains ``words``; False when the turn is not on this branch."""
+        return self.finder.reveal_turn(turn_id, words=words)
+
+    @property
+    def found_flash(self) -> QFrame | None:
+        """The outline around the message a search result opened (while it shows)."""
+        return self.finder.flash_frame
 
     def load_earlier(self) -> None:
         """Show more of the earlier turns above the first one, keeping what is on screen in place."""
@@ -271,11 +272,12 @@ class ChatView(QScrollArea):
             self._more_button.deleteLater()
             self._more_button = None
         self._drop_empty()
+        self.finder.reset()
         self._widgets.clear()
         self._turn_widgets.clear()
         self.approvals = []
         self._waiting_approvals = {}
-        self._lane_timer.stop()
+        self.clock.reset()
         self._stick = True
 
     def turn_added(self, turn: TurnState) -> None:
@@ -323,6 +325,7 @@ class ChatView(QScrollArea):
         else:
             self._place(parent, widget, run=item.run)
         if isinstance(item, ToolCallItem) and item.run is not None:
+            self.clock.follow_call(item, widget)
             waiting = self._waiting_approvals.pop((item.run.run_id, item.call_id), None)
             if waiting is not None:  # the approval was asked before the card came
                 self._attach_approval(*waiting)
@@ -336,6 +339,7 @@ class ChatView(QScrollArea):
             case ToolCallItem():
                 if isinstance(widget, ToolCard | RequestCard):
                     widget.apply(item)
+                    self.clock.follow_call(item, widget)
             case ChangeItem():
                 if isinstance(widget, ChangeCard):
                     widget.apply(item)
@@ -345,7 +349,7 @@ class ChatView(QScrollArea):
             case LaneItem() | CallLaneItem():
                 if isinstance(widget, TaskLane):
                     widget.apply(item)
-                    self._follow_lanes()
+                    self.clock.follow()
             case _:
                 pass  # a robot's header does not change
 
@@ -355,6 +359,8 @@ class ChatView(QScrollArea):
             widget.append(delta)
 
     def run_changed(self, run: RunState) -> None:
+        if run.lane is None and (run.activity or run is self.clock.activity_run):
+            self.clock.set_activity(run if run.activity else None)
         if run.lane is not None or not run.footer:
             return
         footer = self._widgets.get(run)
@@ -399,6 +405,12 @@ class ChatView(QScrollArea):
                 return card
             case NoticeItem():
                 return NoticeLine(item.text, level=item.level, details=item.details, parent=self.column)
+            case ErrorItem():
+                error = ErrorCard(item.message, fix=item.fix, error_type=item.error_type, parent=self.column)
+                error.retry_requested.connect(
+                    lambda it=item: self.regenerate_requested.emit(it.turn.turn_id) if it.turn.turn_id else None)
+                error.settings_requested.connect(self.connect_requested)
+                return error
             case ChangeItem():
                 change = ChangeCard(change_set_id=item.change_set_id, robot=item.robot, files=list(item.files),
                                     parent=self.column)
@@ -434,7 +446,7 @@ class ChatView(QScrollArea):
 
     def _index_after(self, turn: TurnState) -> int:
         """Where the next turn's widgets start in the column (the end, for the last turn)."""
-        end = self._layout.count() - 1  # the stretch
+        end = self._layout.indexOf(self.activity)  # the activity line, then the stretch
         turns = self.presenter.state.turns
         if not turns or turns[-1] is turn:
             return end
@@ -449,24 +461,6 @@ class ChatView(QScrollArea):
             self._layout.removeWidget(self._empty)
             self._empty.deleteLater()
             self._empty = None
-
-    def _follow_lanes(self) -> None:
-        """Tick the running lanes' durations while any runs."""
-        if any(lane.status == "running" for lane in self.lanes()):
-            if not self._lane_timer.isActive():
-                self._lane_timer.start()
-        else:
-            self._lane_timer.stop()
-
-    def _tick_lanes(self) -> None:
-        import time
-
-        now = time.time()
-        running = [lane for lane in self.lanes() if lane.status == "running"]
-        for lane in running:
-            lane.update_duration(now)
-        if not running:
-            self._lane_timer.stop()
 
     # -- approvals (asked live, with a future the card's panel resolves) ---------------------------------
     def ask_approval(self, request: ApprovalRequest, future: asyncio.Future[Any]) -> None:
@@ -550,7 +544,9 @@ class ChatView(QScrollArea):
 
     # -- as text --------------------------------------------------------------------------------------------
     def dump(self) -> str:
-        """What the column shows, as text: see :func:`dump_widgets`."""
+        """What the column shows, as text: see :func:`ui.widgets.chat_dump.dump_widgets`."""
+        from ui.widgets.chat_dump import dump_widgets
+
         return dump_widgets(self)
 
 
@@ -562,64 +558,4 @@ def _is_text_entry(widget: QWidget | None) -> bool:
     return isinstance(widget, QLineEdit | QAbstractSpinBox)
 
 
-def dump_widgets(chat: ChatView) -> str:
-    """The column's widgets as text, one line each (a lane's widgets indented under it): what a
-    person sees — texts, pills, durations, token counts, footers. Tests compare a live run with
-    its reopened thread this way."""
-    lines: list[str] = []
-
-    def card_line(card: ToolCard) -> str:
-        decision = card._decision.text() if card._decision is not None else ""
-        error = card._error_box.toPlainText() if card._error_box is not None else ""
-        result = card._result_toggle.text() if card._result_toggle is not None else ""
-        args = card._args.toPlainText().replace("\n", " ")
-        pill = card._status_pill.text() if card._status_pill is not None else ""
-        return (f"tool {card.title.text()} [{pill}] {card._duration.text()!r} args={args!r}"
-                + (f" decision={decision!r}" if decision else "") + (f" result={result!r}" if result else "")
-                + (f" error={error!r}" if error else ""))
-
-    def widget_lines(widget: QWidget, indent: str) -> list[str]:
-        if isinstance(widget, UserMessage):
-            branch = widget.branch_label.text() if widget._buttons_made and widget.sibling_count > 1 else ""
-            return [f"{indent}user {widget.text!r}" + (f" note={widget.note!r}" if widget.note else "")
-                    + (f" {branch}" if branch else "")]
-        if isinstance(widget, RobotHeader):
-            name = widget.findChild(QLabel, "RobotName")
-            return [f"{indent}robot {name.text() if name is not None else '?'}"]
-        if isinstance(widget, MarkdownStream):
-            return [f"{indent}text {widget.text!r}"]
-        if isinstance(widget, ToolCard):
-            lines = [indent + card_line(widget)]
-            for inner in widget.lanes():
-                lines += widget_lines(inner, indent + "    ")
-            return lines
-        if isinstance(widget, RequestCard):
-            return [indent + widget.dump()]
-        if isinstance(widget, ChangeCard):
-            pill = widget._pill.text() if widget._pill is not None else ""
-            undo = widget.undo_button.text() if not widget.undo_button.isHidden() else ""
-            return [f"{indent}change {widget.title.text()} [{pill}] {widget.listing.text()!r} "
-                    f"{widget.note.text()!r} {widget.review_button.text()!r}" + (f" {undo}" if undo else "")]
-        if isinstance(widget, NetworkHeader):
-            return [f"{indent}network {widget.name.text()} {widget.kind.text()!r}"]
-        if isinstance(widget, TaskLane):
-            pill = widget._pill.text() if widget._pill is not None else ""
-            out = [f"{indent}lane {widget.task} {widget.chip.text()} [{pill}] {widget.usage.text()!r} "
-                   f"({widget.usage.toolTip()}) {widget.duration.text()!r} "
-                   f"{'folded' if widget.collapsed else 'open'} {widget.summary.text()!r}"
-                   + (f" note={widget.note.text()!r}" if not widget.note.isHidden() else "")]
-            for inner in widget.widgets():
-                out += widget_lines(inner, indent + "    ")
-            return out
-        if isinstance(widget, RunFooter):
-            return [f"{indent}footer {widget.usage.text()!r} ({widget.usage.toolTip()}) {widget.status.text()!r}"]
-        return [f"{indent}{type(widget).__name__}"]
-
-    if chat._more_button is not None:
-        lines.append(chat._more_button.text())
-    for widget in chat.items():
-        lines += widget_lines(widget, "")
-    return "\n".join(lines)
-
-
-__all__ = ["ChatView", "dump_widgets"]
+__all__ = ["ChatColumn", "ChatView"]

@@ -12,8 +12,10 @@ from PySide6.QtWidgets import QLabel, QLayout, QLayoutItem, QSizePolicy, QToolBu
 
 def shrinkable(label: QLabel) -> QLabel:
     """A word-wrapping label that never widens its card (a long word is cut, not the card)."""
+    policy = QSizePolicy(QSizePolicy.Policy.Ignored, label.sizePolicy().verticalPolicy())
+    policy.setHeightForWidth(True)  # its height follows its width (a new policy would drop that)
+    label.setSizePolicy(policy)
     label.setWordWrap(True)
-    label.setSizePolicy(QSizePolicy.Policy.Ignored, label.sizePolicy().verticalPolicy())
     return label
 
 
