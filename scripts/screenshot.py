@@ -134,9 +134,9 @@ def main() -> int:
     _ensure_tools(folder)
     app = get_app()
     loop = new_event_loop(app)
-    provider = ScriptedProvider(delay=0.002, chunk_words=3, model_id="anthropic/claude-sonnet-4-5",
-                                label="anthropic/claude-sonnet-4-5")
-    provider.is_language_model = True  # type: ignore[misc]
+    # A scripted conversation says so: never a real model's name on words no model wrote.
+    provider = ScriptedProvider(delay=0.002, chunk_words=3, model_id="scripted-example",
+                                label="Scripted example (no language model)")
     root = Application(folder=folder, theme_name=args.theme, provider=provider, db_path=home / "shot.db")
     width, height = (int(v) for v in args.size.split("x"))
     root.window.resize(width, height)

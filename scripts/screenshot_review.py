@@ -196,8 +196,8 @@ def main() -> int:
     folder = _folder()
     app = get_app()
     loop = new_event_loop(app)
-    provider = ScriptedProvider(model_id="anthropic/claude-sonnet-4-5", label="anthropic/claude-sonnet-4-5")
-    provider.is_language_model = True  # type: ignore[misc]
+    # A scripted conversation says so: never a real model's name on words no model wrote.
+    provider = ScriptedProvider(model_id="scripted-example", label="Scripted example (no language model)")
     root = Application(folder=folder, theme_name=args.theme, provider=provider, db_path=home / "shot.db")
     root.window.resize(1500, 940)
     root.window.show()

@@ -81,3 +81,24 @@ def mcp_bin() -> Path:
     if not (SERVERS / "mcp-server-everything").exists():
         pytest.fail("MCP reference servers are missing: run `make test` (or `cd tests/servers && npm install`)")
     return SERVERS
+
+
+@pytest.fixture
+def keyring_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A working keyring for this test, kept in a JSON file (tests/faults/filekeyring.py); yields the file."""
+    import sys
+
+    import keyring
+
+    faults = str(ROOT / "tests" / "faults")
+    sys.path.insert(0, faults)
+    try:
+        from filekeyring import FileKeyring  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(faults)
+    path = tmp_path / "keyring.json"
+    monkeypatch.setenv("FILE_KEYRING", str(path))
+    previous = keyring.get_keyring()
+    keyring.set_keyring(FileKeyring())
+    yield path
+    keyring.set_keyring(previous)

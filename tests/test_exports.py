@@ -263,3 +263,19 @@ def test_cli_recovers_a_damaged_database_keeping_it(tmp_path: Path, capsys: pyte
     assert len(kept) == 1 and kept[0].read_bytes().startswith(b"garbage") and str(kept[0]) in out
     assert main(["threads", "--db", str(bad)]) == 0 and "No threads yet" in capsys.readouterr().out
     assert main(["threads", "recover", "--db", str(bad)]) == 0 and "is fine" in capsys.readouterr().out
+
+
+async def test_markdown_shows_multi_line_strings_as_text_not_escaped_json(db: Path) -> None:
+    provider = ScriptedProvider()
+    provider.enqueue([ToolCall("remember", {"key": "poem", "value": 'roses are "red"\nviolets are blue'}, id="p1")],
+                     "Kept.")
+    workspace = Workspace(db_path=db, provider=provider)
+    session = workspace.new_thread("helper")
+    run = session.send("keep the poem")
+    await run.wait()
+    await workspace.aclose()
+    with Store(db) as store:
+        md = export_markdown(store, session.thread_id)
+    assert '"value": "<text below: 2 lines>"' in md
+    assert '`value`:\n\n```text\nroses are "red"\nviolets are blue\n```' in md
+    assert "\\n" not in md and '\\"' not in md

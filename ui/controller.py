@@ -306,8 +306,10 @@ class Controller(QObject):
     def search(self, query: str) -> list[Any]:
         if self.store is None or not query:
             return []
+        from ui.models.threads import HIGHLIGHT
+
         try:
-            return list(self.store.search(query))
+            return list(self.store.search(query, highlight=HIGHLIGHT))
         except Exception as exc:
             self.problem.emit(f"Search failed: {exc}")
             return []
@@ -507,6 +509,20 @@ class Controller(QObject):
             return
         self.thread_opened.emit(self.session)
         self._emit_usage()
+
+    def show_turn(self, turn_id: str) -> bool:
+        """Show the branch of the open thread that goes through ``turn_id`` (a search hit on another
+        branch); False when it cannot (a run going, a turn of another thread)."""
+        if self.session is None or self.running:
+            return False
+        try:
+            self.session.switch_branch(turn_id)
+        except Exception as exc:
+            self.problem.emit(f"Could not show that message: {exc}")
+            return False
+        self.thread_opened.emit(self.session)
+        self._emit_usage()
+        return True
 
     def _start(self, run: Any) -> None:
         self._runs.append(run)

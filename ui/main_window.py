@@ -28,6 +28,8 @@ from ui import theme
 from ui.window.commands import Commands
 from ui.window.docks import Docks
 from ui.window.folder_flow import FolderFlow
+from ui.window.geometry import WindowMemory
+from ui.window.notify import Notifier
 from ui.window.robots import PICKER_TIP, Robots
 from ui.window.runs import Runs
 from ui.window.settings_flow import SettingsFlow
@@ -61,7 +63,8 @@ class MainWindow(QMainWindow):
         self.theme_name = theme_name
         self.setWindowTitle("RobotLab Workspace")
         self.setWindowIcon(theme.app_icon())
-        self.resize(1400, 900)
+        self.memory = WindowMemory(self)
+        self.memory.size_window()  # the last geometry, or one that fits the screen
         self.setDockOptions(QMainWindow.DockOption.AllowTabbedDocks | QMainWindow.DockOption.AnimatedDocks)
         self.setTabPosition(Qt.DockWidgetArea.AllDockWidgetAreas, QTabWidget.TabPosition.North)
         self.commands = Commands(self)
@@ -73,6 +76,7 @@ class MainWindow(QMainWindow):
         self.settings_flow = SettingsFlow(self)
         self.folder_flow = FolderFlow(self)
         self.transfer = Transfer(self)
+        self.notifier = Notifier(self)
         self.built = False
         # Until build(): a themed frame (sidebar strip and an empty conversation), painted at once.
         shell = QSplitter(Qt.Orientation.Horizontal, self)
@@ -107,12 +111,14 @@ class MainWindow(QMainWindow):
         self.memory_model = MemoryModel(self)
 
         self._build_central()
+        self.memory.fit_to_screen()  # the minimum size of the parts may not fit a small screen
+        self.memory.restore_splitter()
         self.command_palette = CommandPalette(self)
         self.toast = Toast(self)
         self.docks.build()
         self.status.build()
         self.commands.build()
-        for part in (self.docks, self.status, self.robots, self.threads, self.runs):
+        for part in (self.docks, self.status, self.robots, self.threads, self.runs, self.notifier):
             part.connect()
         self.commands.update()
         self.robots.update_picker()
@@ -155,6 +161,7 @@ class MainWindow(QMainWindow):
         self.connect_link.setObjectName("ConnectLink")
         self.connect_link.setCursor(Qt.CursorShape.PointingHandCursor)
         self.connect_link.setToolTip("Open Settings to choose a provider and model (Ctrl+,)")
+        self.connect_link.setAccessibleName("Connect a model (opens Settings)")
         self.connect_link.clicked.connect(self.settings_flow.open_settings)
         model_row.addWidget(self.connect_link)
         model_row.addStretch(1)
@@ -176,6 +183,7 @@ class MainWindow(QMainWindow):
         self.inspector_button.setObjectName("GhostButton")
         self.inspector_button.setIcon(theme.icon("inspector", theme.colors().muted, 18))
         self.inspector_button.setToolTip("Show or hide the inspector (Ctrl+I)")
+        self.inspector_button.setAccessibleName("Show or hide the inspector")
         self.inspector_button.clicked.connect(self.docks.toggle_inspector)
         hl.addWidget(self.inspector_button)
         layout.addWidget(header)
@@ -207,6 +215,12 @@ class MainWindow(QMainWindow):
             self.commands.refit_palette()
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        try:
+            self.memory.save()
+        except Exception as exc:  # never stop the window from closing
+            import logging
+
+            logging.getLogger("ui.main_window").warning("could not save the window's layout: %s", exc)
         if self.built:
             self.controller.stop()
         super().closeEvent(event)
@@ -214,5 +228,8 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
+        if not event.spontaneous():
+            # The frame's size is known once shown: the window with its frame fits the screen.
+            QTimer.singleShot(0, self.memory.fit_when_shown)
         if self.built:
             QTimer.singleShot(0, self.composer.focus)

@@ -34,6 +34,8 @@ _FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")
 LINK_SCHEMES = ("http", "https", "mailto")
 #: The scheme of a code block's copy link (``copy:N``).
 COPY_SCHEME = "copy"
+#: The scheme of a code block's wrap toggle (``wrap:N``: long lines wrap, or scroll sideways).
+WRAP_SCHEME = "wrap"
 #: A task item's box (a list holding task items shows no bullets, as on GitHub).
 TASK_OPEN, TASK_DONE = "☐", "☑"
 
@@ -134,11 +136,13 @@ def clickable(url: str) -> bool:
     return bool(colon) and scheme.strip().lower() in LINK_SCHEMES
 
 
-def render(text: str, *, copy: bool = False) -> str:
-    """Markdown to Qt rich-text HTML; with ``copy``, code blocks get a ``copy:N`` link."""
+def render(text: str, *, copy: bool = False, unwrapped: frozenset[int] | None = None) -> str:
+    """Markdown to Qt rich-text HTML; with ``copy``, code blocks get a ``copy:N`` link; with ``unwrapped``
+    (a set, possibly empty), a ``wrap:N`` toggle too, and the blocks it names keep their long lines
+    (the view scrolls sideways) instead of wrapping them."""
     env: dict[str, Any] = {}
     tokens = _parser(blocks_only=True).parse(text, env)
-    return _QtWriter(copy=copy, env=env).blocks(tokens)
+    return _QtWriter(copy=copy, env=env, unwrapped=unwrapped).blocks(tokens)
 
 
 def inline(text: str) -> str:
@@ -198,20 +202,25 @@ def warm_up() -> None:
         highlight("x = 1\n", lang)
 
 
-def code_block(code: str, language: str | None, *, index: int | None = None) -> str:
+def code_block(code: str, language: str | None, *, index: int | None = None, wrap: bool | None = None) -> str:
     """A highlighted code block under a header line: its language and, with ``index``, a
-    ``copy:index`` link (one right-aligned line: a nested table would lay out slower)."""
+    ``copy:index`` link (one right-aligned line: a nested table would lay out slower); with ``wrap``
+    (True or False) a ``wrap:index`` toggle, and the lines wrap only when it is True."""
     c = theme.colors()
     body = _highlighted_block(code.rstrip("\n"), language, c.pygments_style)
     head = [f'<span style="color:{c.muted};">{_esc(language)}</span>'] if language else []
+    link = f"color:{c.accent}; text-decoration:none;"
+    if index is not None and wrap is not None:
+        head.append(f'<a href="{WRAP_SCHEME}:{index}" style="{link}">{TASK_DONE if wrap else TASK_OPEN}&nbsp;Wrap</a>')
     if index is not None:
-        head.append(f'<a href="{COPY_SCHEME}:{index}" style="color:{c.accent}; text-decoration:none;">Copy</a>')
+        head.append(f'<a href="{COPY_SCHEME}:{index}" style="{link}">Copy</a>')
     header = (f'<p align="right" style="margin:0 0 2px 0; font-size:small;">{" &nbsp;·&nbsp; ".join(head)}</p>'
               if head else "")
+    space = "pre-wrap" if wrap is None or wrap else "pre"
     return (
         f'<table width="100%" cellspacing="0" cellpadding="10" style="margin-top:4px; margin-bottom:10px; '
         f'background-color:{c.code_bg}; border: 1px solid {c.border};"><tr><td>{header}'
-        f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">{body}</pre>'
+        f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:{space};">{body}</pre>'
         "</td></tr></table>"
     )
 
@@ -239,6 +248,37 @@ def json_html(value: Any, *, max_chars: int = 60_000) -> str:
             f"{highlight(text, 'json')}{_esc(note)}</pre>")
 
 
+def readable_html(value: Any, *, max_chars: int = 60_000) -> str:
+    """A value for people: pretty, highlighted JSON, with every string that spans lines shown as text
+    under its key (no ``\\n`` or ``\\"``; see :mod:`workspace.readable`). Long parts are cut with a note."""
+    from workspace.readable import JsonBlock, readable_blocks
+
+    c = theme.colors()
+    out: list[str] = []
+    budget = max_chars
+    for block in readable_blocks(value):
+        text = block.text
+        note = ""
+        if len(text) > budget:
+            note = f"\n… {len(text) - budget:,} more characters (open Raw to see everything)"
+            text = text[: max(0, budget)]
+        budget -= len(text)
+        if isinstance(block, JsonBlock):
+            out.append(f'<pre style="font-family:{theme.mono_family()}; margin:0 0 6px 0; white-space:pre-wrap;">'
+                       f"{highlight(text, 'json')}{_esc(note)}</pre>")
+            continue
+        if block.label:
+            out.append(f'<p style="margin:4px 0 2px 0; color:{c.muted}; font-family:{theme.mono_family()};">'
+                       f"{_esc(block.label)}</p>")
+        out.append(f'<table width="100%" cellspacing="0" cellpadding="0" style="margin:0 0 6px 0;"><tr>'
+                   f'<td width="3" style="background-color:{c.border};"></td><td width="8"></td><td>'
+                   f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">'
+                   f"{_esc(text)}{_esc(note)}</pre></td></tr></table>")
+        if budget <= 0:
+            break
+    return "".join(out)
+
+
 _HEADING_SIZE = {"h1": "x-large", "h2": "large"}
 _ITEM_GAP = "margin-bottom:3px;"
 _ALIGN = re.compile(r"text-align:\s*(left|center|right)")
@@ -252,10 +292,12 @@ class _QtWriter:
     inside table cells, which are frames of their own).
     """
 
-    def __init__(self, *, copy: bool = False, env: dict[str, Any] | None = None) -> None:
+    def __init__(self, *, copy: bool = False, env: dict[str, Any] | None = None,
+                 unwrapped: frozenset[int] | None = None) -> None:
         self.colors = theme.colors()
         self.env = env or {}
         self.copy = copy
+        self.unwrapped = unwrapped
         self.code_index = 0
         self.depth = 0  # list nesting inside the current frame
         self.last_item = -1  # where in ``out`` the last list item of the current list opened
@@ -356,7 +398,8 @@ class _QtWriter:
         index = None
         if self.copy:
             index, self.code_index = self.code_index, self.code_index + 1
-        self.out.append(code_block(token.content, language, index=index))
+        wrap = None if self.unwrapped is None or index is None else index not in self.unwrapped
+        self.out.append(code_block(token.content, language, index=index, wrap=wrap))
 
     def _table_open(self, token: Token) -> None:
         self._enter_frame()

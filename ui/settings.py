@@ -13,6 +13,7 @@ from typing import Any
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -108,12 +109,18 @@ class SettingsDialog(QDialog):
         self.model.setToolTip("Any model id litellm supports: provider/model, e.g. openai/gpt-4o-mini, "
                               "anthropic/claude-sonnet-4-5, ollama_chat/llama3.1. Empty: the offline demo.")
         self.model.currentTextChanged.connect(self._on_model_changed)
+        self.model.setAccessibleName("Model")
+        line = self.model.lineEdit()
+        if line is not None:
+            line.setAccessibleName("Model id")
         form.addRow("Model", self.model)
         self.api_base = QLineEdit(model_tab)
         self.api_base.setPlaceholderText("Only for local or self-hosted servers, e.g. http://localhost:11434")
+        self.api_base.setAccessibleName("API base")
         form.addRow("API base", self.api_base)
         self.api_key = QLineEdit(model_tab)
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.api_key.setAccessibleName("API key")
         form.addRow("API key", self.api_key)
         self.key_note = QLabel("", model_tab)
         self.key_note.setWordWrap(True)
@@ -151,6 +158,7 @@ class SettingsDialog(QDialog):
         self.rules.setHorizontalHeaderLabels(["Robot", "Server", "Tool", "Action"])
         self.rules.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.rules.verticalHeader().setVisible(False)
+        self.rules.setAccessibleName("Approval rules")
         self.rules.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         al.addWidget(self.rules, 1)
         row = QHBoxLayout()
@@ -175,11 +183,17 @@ class SettingsDialog(QDialog):
                             ("auto", "Apply changes automatically (undo stays available)"),
                             ("readonly", "Read only: never write files")):
             self.review.addItem(label, mode)
+        self.review.setAccessibleName("File changes")
         gf.addRow("File changes", self.review)
         self.theme = QComboBox(general)
         self.theme.addItem("Light", "light")
         self.theme.addItem("Dark", "dark")
+        self.theme.setAccessibleName("Theme")
         gf.addRow("Theme", self.theme)
+        self.notifications = QCheckBox("Tell me when a long run ends or needs my approval while the window is in "
+                                       "the background", general)
+        self.notifications.setAccessibleName("Desktop notifications")
+        gf.addRow("Notifications", self.notifications)
         self.tabs.addTab(general, "General")
         self.mcp_page: Any = None
         self._add_mcp_page()
@@ -233,6 +247,7 @@ class SettingsDialog(QDialog):
         self._on_model_changed(self.model.currentText())
         self.review.setCurrentIndex(max(0, self.review.findData(config.get("review.mode", "review"))))
         self.theme.setCurrentIndex(max(0, self.theme.findData(config.get("ui.theme", "light"))))
+        self.notifications.setChecked(bool(config.get("ui.notifications", True)))
         self.rules.setRowCount(0)
         policy = self._policy()
         for rule in policy.rules if policy is not None else []:
@@ -327,6 +342,7 @@ class SettingsDialog(QDialog):
             "review.mode": self.review.currentData(),
             "ui.theme": self.theme.currentData(),
             "llm.compaction_model": self.compaction_model.text().strip() or None,
+            "ui.notifications": self.notifications.isChecked(),
         }
         if self.context_window.isEnabled():
             window = self.context_window.value()

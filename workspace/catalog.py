@@ -25,6 +25,8 @@ class RobotInfo:
     #: "project", "user" or "shipped"
     source: str
     tools: Any = None
+    #: Messages a new thread of this robot may start with (the front matter's ``examples``).
+    examples: tuple[str, ...] = ()
 
 
 def _source(path: Path, folder: Path | None) -> str:
@@ -68,7 +70,7 @@ def list_robots(folder: Path | None = None, *, problems: list[str] | None = None
             name = template.name
             if name not in seen:
                 seen[name] = RobotInfo(name, template.description, template.model, path, _source(path, folder),
-                                       template.tools)
+                                       template.tools, tuple(template.examples))
     return sorted(seen.values(), key=lambda r: r.name)
 
 

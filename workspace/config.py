@@ -81,7 +81,7 @@ DEFAULTS: dict[str, Any] = {
     # OpenTelemetry export of runs (workspace.tracing); OTEL_EXPORTER_OTLP_ENDPOINT switches it on too.
     "tracing": {"otel": False},
     "review": {"mode": "review"},
-    "ui": {"theme": "light"},
+    "ui": {"theme": "light", "notifications": True},
     "demo": {"delay": 0.015},
     "mcpServers": {},
 }
@@ -295,6 +295,7 @@ review:
   mode: review      # review | auto | readonly
 ui:
   theme: light      # light | dark
+  notifications: true   # tell the desktop when a long run ends or asks for approval in the background
 # MCP servers, in the format of Claude Desktop / Cursor:
 mcpServers: {}
 """

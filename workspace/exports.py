@@ -94,6 +94,31 @@ def _compaction_what(event: ev.ContextCompacted) -> str:
         window = f" of {event.window:,}" if event.window else ""
         what += f", {event.tokens_before:,} → {event.tokens_after:,} tokens{window}"
     return what + (" on request" if event.trigger == "manual" else "")
+def _readable(value: Any) -> str:
+    """A value (arguments, a result, an error) for people: its structure as fenced JSON, and each string
+    that spans lines as fenced text under its key (no ``\\n`` escapes; :mod:`workspace.readable`)."""
+    from workspace.readable import JsonBlock, readable_blocks
+
+    parts: list[str] = []
+    for block in readable_blocks(value):
+        if isinstance(block, JsonBlock):
+            try:
+                parts.append(_fenced(json.loads(block.text)))
+            except ValueError:  # not JSON (a value json cannot write): as text
+                parts.append(_fenced(display_json(block.text), "text"))
+            continue
+        if block.label:
+            parts.append(f"`{display_path(block.label)}`:")
+        text = "\t".join(display_json(part) for part in block.text.rstrip("\n").split("\t"))
+        parts.append(_fenced(text, "text"))
+    return "\n\n".join(parts)
+
+
+def _multi_line(value: Any) -> bool:
+    """Whether ``value`` holds a string that spans lines (shown as text by :func:`_readable`)."""
+    from workspace.readable import TextBlock, readable_blocks
+
+    return any(isinstance(b, TextBlock) for b in readable_blocks(value))
 
 
 def _money(cost: float | None) -> str:
@@ -207,20 +232,20 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
                 server = f" (server `{event.server}`)" if event.server else ""
                 out.append(f"**Tool call** `{event.name}`{server} · `{event.id}`")
                 out.append("")
-                out.append(_fenced(event.input if event.input is not None else {}))
+                out.append(_readable(event.input if event.input is not None else {}))
                 out.append("")
             case ev.ToolResult():
                 heading(who)
                 out.append(f"**Result** of `{event.name}` · `{event.id}` · {event.duration:.2f} s")
                 out.append("")
-                out.append(_fenced(event.payload))
+                out.append(_readable(event.payload))
                 out.append("")
             case ev.ToolError():
                 heading(who)
                 out.append(f"**Error** from `{event.name}` · `{event.id}`" +
                            (f" · {event.duration:.2f} s" if event.duration else ""))
                 out.append("")
-                out.append(_fenced({"error": event.error}))
+                out.append(_readable({"error": event.error}))
                 out.append("")
             case ev.ApprovalRequested():
                 heading(who)
@@ -232,7 +257,7 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
                 reason = f": {event.reason}" if event.reason else ""
                 out.append(f"> **{verdict}** `{event.name}` (scope: {event.scope}){reason}")
                 out.append("")
-                out.append(_fenced(event.input if event.input is not None else {}))
+                out.append(_readable(event.input if event.input is not None else {}))
                 out.append("")
             case ev.ChangeProposed():
                 heading(who)
@@ -254,7 +279,12 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
             case ev.MemoryChanged():
                 heading(who)
                 writer = f" by {event.writer}" if event.writer else ""
-                out.append(f"*Memory* `{event.key}`{writer} = `{_json(event.value, indent=None)}`")
+                if _multi_line(event.value):
+                    out.append(f"*Memory* `{event.key}`{writer} =")
+                    out.append("")
+                    out.append(_readable(event.value))
+                else:
+                    out.append(f"*Memory* `{event.key}`{writer} = `{_json(event.value, indent=None)}`")
                 out.append("")
             case ev.TaskStarted():
                 out.append(f"*Task `{event.task}` started*")

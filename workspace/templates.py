@@ -14,7 +14,7 @@ You are the billing assistant of {{ company_name }}.
 Front-matter keys applied to the model call: model, temperature, top_p, top_k,
 max_tokens, presence_penalty, frequency_penalty, stop, tool_choice. Also understood: name,
 description, api_base, tools, mcp, max_turns, max_cost, max_total_tokens,
-fallback_models, mcp_prompt (the schema is
+fallback_models, mcp_prompt, examples (the schema is
 :class:`workspace.schemas.robot.FrontMatter`; ``robotlab schema robot`` prints it).
 Any other key is an error naming the file, its line and the closest known key
 ("unknown setting 'temprature' — did you mean 'temperature'?"), and so is a value out
@@ -150,6 +150,12 @@ class Template:
     def description(self) -> str | None:
         value = self.metadata.get("description")
         return str(value) if value else None
+
+    @property
+    def examples(self) -> list[str]:
+        """The front matter's ``examples``: messages a new thread of this robot may start with."""
+        value = self.metadata.get("examples")
+        return [str(v) for v in value if str(v).strip()] if isinstance(value, list) else []
 
     @property
     def settings(self) -> dict[str, Any]:

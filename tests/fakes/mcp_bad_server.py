@@ -8,7 +8,12 @@
   stdout instead of answering);
 * ``silent`` — reads everything, never answers;
 * ``garbage`` — answers every request with a line that is not JSON;
-* ``exit`` — writes an error to stderr and exits with status 1 at once.
+* ``exit`` — writes an error to stderr and exits with status 1 at once;
+* ``asks`` — ``ok`` plus tools that send the client requests and answer with what came back:
+  ``garbage_sampling`` (a ``sampling/createMessage`` whose params are garbage), ``sample`` (a proper
+  one: the tool's result is the client's answer), ``sample_then_garble`` (a proper one, then a
+  non-JSON line on stdout instead of the tool's result) and ``bad_schema`` (an ``elicitation/create``
+  whose schema is not an elicitation schema).
 
 Every start appends a line to the file named by ``$FAKE_MCP_STARTS`` (when set), so tests
 can count restarts.
@@ -33,6 +38,28 @@ TOOLS = [
     {"name": "garble", "description": "Write garbage to stdout instead of answering",
      "inputSchema": {"type": "object", "properties": {}}},
 ]
+
+
+ASK_TOOLS = [
+    {"name": name, "description": description, "inputSchema": {"type": "object", "properties": {}}}
+    for name, description in (
+        ("garbage_sampling", "Ask for a completion with garbage parameters"),
+        ("sample", "Ask for a completion and return the answer"),
+        ("sample_then_garble", "Ask for a completion, then write garbage instead of the result"),
+        ("bad_schema", "Ask for input with a schema that is not an elicitation schema"),
+    )
+]
+#: What each tool sends the client: (method, params).
+ASKS: dict[str, tuple[str, dict[str, object]]] = {
+    "garbage_sampling": ("sampling/createMessage", {"messages": "garbage", "maxTokens": "lots"}),
+    "sample": ("sampling/createMessage", {"messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
+                                          "maxTokens": 20}),
+    "sample_then_garble": ("sampling/createMessage",
+                           {"messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
+                            "maxTokens": 20}),
+    "bad_schema": ("elicitation/create", {"message": "Tell me", "requestedSchema": {
+        "type": "object", "properties": {"nested": {"type": "object", "properties": {"a": {"type": "string"}}}}}}),
+}
 
 
 def send(message: dict[str, object]) -> None:
@@ -61,6 +88,7 @@ def main() -> int:
         log("fatal: missing API_TOKEN (this server needs one)")
         return 1
     pending: dict[object, float] = {}  # sleep calls: id -> when to answer
+    asked: dict[object, tuple[object, str]] = {}  # our request id -> (the tool call's id, the tool)
     buffer = b""
     while True:
         timeout = max(0.0, min(pending.values()) - time.monotonic()) if pending else None
@@ -90,6 +118,15 @@ def main() -> int:
                     sys.stdout.write("Welcome to the garbage server! <html>not json</html>\n")
                     sys.stdout.flush()
                 continue
+            if method is None and request_id in asked:  # the client's answer to a request of ours
+                call_id, tool = asked.pop(request_id)
+                if tool == "sample_then_garble":
+                    sys.stdout.write("here is your result, in prose rather than JSON-RPC\n")
+                    sys.stdout.flush()
+                    continue
+                answer = message.get("result", message.get("error"))
+                text_result(call_id, json.dumps(answer), error="error" in message)
+                continue
             if method == "initialize":
                 send({"jsonrpc": "2.0", "id": request_id, "result": {
                     "protocolVersion": message["params"]["protocolVersion"],
@@ -100,7 +137,8 @@ def main() -> int:
                 log(f"cancelled request {cancelled}")
                 pending.pop(cancelled, None)
             elif method == "tools/list":
-                send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": TOOLS}})
+                send({"jsonrpc": "2.0", "id": request_id,
+                      "result": {"tools": TOOLS + (ASK_TOOLS if mode == "asks" else [])}})
             elif method == "tools/call":
                 name = message["params"]["name"]
                 args = message["params"].get("arguments") or {}
@@ -114,6 +152,11 @@ def main() -> int:
                 elif name == "garble":
                     sys.stdout.write("oops, this is a debug print on stdout\n")
                     sys.stdout.flush()
+                elif mode == "asks" and name in ASKS:
+                    ours = f"ask-{len(asked) + 1}-{request_id}"
+                    asked[ours] = (request_id, name)
+                    ask_method, ask_params = ASKS[name]
+                    send({"jsonrpc": "2.0", "id": ours, "method": ask_method, "params": ask_params})
                 else:
                     text_result(request_id, f"Unknown tool: {name}", error=True)
             elif method == "ping":

@@ -2,7 +2,9 @@
 
 * ``whoami``: the ``LABEL`` environment variable it was started with (which settings a call used);
 * ``grow``: adds a tool ``extra`` and tells the client (``notifications/tools/list_changed``);
-* ``slow``: answers after ``seconds``.
+* ``slow``: answers after ``seconds``;
+* the prompt ``greet(name)`` (``name`` required), and the resources ``big://text`` (``BIG_RESOURCE_MB``
+  megabytes of numbered lines, 1 by default) and ``small://text``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,31 @@ async def grow(ctx: Context) -> str:
     server.add_tool(extra, name="extra")
     await ctx.session.send_tool_list_changed()
     return "grown"
+
+
+@server.prompt()
+def greet(name: str) -> str:
+    """Greet someone by name."""
+    return f"Say hello to {name}."
+
+
+@server.resource("big://text")
+def big_text() -> str:
+    """A large text resource."""
+    size = int(float(os.environ.get("BIG_RESOURCE_MB", "1")) * 1024 * 1024)
+    lines, total, n = [], 0, 0
+    while total < size:
+        line = f"line {n} " + "x" * 60 + "\n"
+        lines.append(line)
+        total += len(line)
+        n += 1
+    return "".join(lines)[:size]
+
+
+@server.resource("small://text")
+def small_text() -> str:
+    """A small text resource."""
+    return "just a few words"
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,3 +70,26 @@ def http_everything(mode: str) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         stop_process(process)
+
+
+@contextmanager
+def app_in_thread(app: Any, port: int) -> Iterator[str]:
+    """An ASGI app (an MCP server's streamable HTTP app) served by uvicorn on 127.0.0.1:``port`` in a thread of
+    its own (its own event loop), stopped cleanly at the end; yields its base URL."""
+    import threading
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, name=f"mcp-app-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)

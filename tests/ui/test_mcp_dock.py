@@ -54,3 +54,41 @@ async def test_mcp_dock_start_tools_toggle_and_failure(mcp_config: Path, provide
     finally:
         await close_app(root)
         set_default_manager(None)
+
+
+async def test_mcp_dock_log_with_levels(mcp_config: Path, provider: Any, db_path: Path) -> None:
+    """The server's log notifications (issue 13 §3) show in the dock's Log tab, filtered by level."""
+    from ui.app import Application
+    from workspace.mcp import set_default_manager
+
+    set_default_manager(None)
+    root = Application(provider=provider, db_path=db_path)
+    root.window.show()
+    try:
+        pane = root.window.docks.mcp_pane
+        pane.table.selectRow(0)
+        pane.start_button.click()
+        await wait_until(lambda: pane.model.index(0, 1).data() == "ready", timeout=30, what="the server to start")
+        # The real server logs once at once, then every 5 s, at random levels.
+        await pane.manager.call_tool("everything", "toggle-simulated-logging", {})
+        await wait_until(lambda: pane.log_view.toPlainText().strip() != "", timeout=20, what="a log notification")
+        await pane.manager.call_tool("everything", "toggle-simulated-logging", {})
+        assert pane.output_tabs.tabText(1).startswith("Log (")
+        conn = pane.manager.connection("everything")
+        conn.log.clear()
+        for level in ("debug", "info", "notice", "warning", "error", "critical"):
+            conn.add_log(level, f"a {level} line", "tests")
+        await wait_until(lambda: "a critical line" in pane.log_view.toPlainText(), what="the log lines")
+        assert pane.output_tabs.tabText(1) == "Log (6)"
+        assert len(pane.log_view.toPlainText().splitlines()) == 6
+        pane.log_level.setCurrentIndex(pane.log_level.findData("warning"))
+        shown = pane.log_view.toPlainText().splitlines()
+        assert [line.split()[1] for line in shown] == ["WARNING", "ERROR", "CRITICAL"]
+        assert "tests: a warning line" in shown[0]
+        assert pane.log_count.text() == "3 shown · 3 below this level"
+        pane.log_level.setCurrentIndex(pane.log_level.findData("error"))
+        assert len(pane.log_view.toPlainText().splitlines()) == 2
+        assert "[warning] tests: a warning line" in "\n".join(pane.manager.status("everything").stderr)
+    finally:
+        await close_app(root)
+        set_default_manager(None)

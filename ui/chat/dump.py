@@ -1,7 +1,7 @@
 """The chat's view state as text: one line per message, card, lane and footer.
 
 Tests compare a live run with the same thread reopened this way (``dump_state`` here for the view
-state, :func:`ui.widgets.chat.dump_widgets` for what the widgets show). Durations are printed in
+state, :func:`ui.widgets.chat_dump.dump_widgets` for what the widgets show). Durations are printed in
 whole milliseconds; lanes' items are indented under them.
 """
 
@@ -14,6 +14,8 @@ from ui.chat.state import (
     CallLaneItem,
     ChangeItem,
     ChatState,
+    ElicitationItem,
+    ErrorItem,
     HeaderItem,
     Item,
     LaneItem,
@@ -21,6 +23,7 @@ from ui.chat.state import (
     NoticeItem,
     ReasoningItem,
     RunState,
+    SamplingItem,
     TextItem,
     ToolCallItem,
     TurnState,
@@ -50,6 +53,26 @@ def dump_item(item: Item, indent: str = "") -> list[str]:
     if isinstance(item, ReasoningItem):
         return [f"{indent}thinking [{'done' if item.done else 'streaming'}] "
                 f"{'folded' if item.collapsed else 'open'} {item.text!r}"]
+    if isinstance(item, SamplingItem):
+        messages = " | ".join(f"{m['role']}: {m['text']}" for m in item.messages)
+        line = (f"{indent}sampling [{item.status}] id={item.call_id} server={item.server} robot={item.robot} "
+                f"model={item.model!r} max_tokens={item.max_tokens} messages={messages!r}")
+        if item.outcome:
+            line += f" outcome={item.outcome!r}"
+        if item.answer is not None:
+            line += f" answer={item.answer!r}"
+        elif item.error is not None:
+            line += f" {item.error_label.lower()}={_json(item.error)}"
+        return [line]
+    if isinstance(item, ElicitationItem):
+        line = (f"{indent}elicitation [{item.status}] id={item.call_id} server={item.server} robot={item.robot} "
+                f"message={item.message!r} fields={_json(sorted(item.schema.get('properties') or {}))} "
+                f"action={item.action}")
+        if item.action == "accept":
+            line += f" content={_json(item.content)}"
+        if item.error is not None:
+            line += f" error={_json(item.error)}"
+        return [line]
     if isinstance(item, ToolCallItem):
         line = f"{indent}tool {item.tool} [{item.status}] id={item.call_id} robot={item.robot}"
         if item.server:
@@ -86,6 +109,9 @@ def dump_item(item: Item, indent: str = "") -> list[str]:
     if isinstance(item, NoticeItem):
         return [f"{indent}notice [{item.level}] {item.text!r}" + (f" details={item.details!r}" if item.details else "")
                 + (f" action={item.action}" if item.action else "")]
+    if isinstance(item, ErrorItem):
+        return [f"{indent}error {item.message!r}" + (f" fix={item.fix!r}" if item.fix else "")
+                + (f" type={item.error_type}" if item.error_type else "")]
     if isinstance(item, NetworkItem):
         return [f"{indent}network {item.network} {item.summary!r}"]
     if isinstance(item, LaneItem):
@@ -103,8 +129,6 @@ def dump_footer(run: RunState) -> str:
     line = f"footer {run.robot} usage={usage_text(run.totals)} calls={len(run.model_calls)}"
     if end is not None:
         line += f" ended={end.outcome} took={_ms(end.duration)} status={end.status_text!r}"
-    if run.status_text:
-        line += f" waiting={run.status_text!r}"
     return line
 
 

@@ -27,6 +27,7 @@ from ui.chat.state import (
     CallLaneItem,
     ChangeItem,
     ChatState,
+    ErrorItem,
     HeaderItem,
     Item,
     Lane,
@@ -44,11 +45,17 @@ from ui.chat.state import (
     ToolCallItem,
     TurnState,
     UserState,
+    call_item_class,
     result_error,
+    split_fix,
 )
 from workspace import events as ev
 from workspace.result import STOP_NOTES, NetworkResult, RobotResult, Usage
 
+#: What a run is doing between its start (or a tool's result) and the model's first words.
+WAITING = "Waiting for the model…"
+#: What a run is doing while a person is asked to approve a call.
+APPROVAL = "Waiting for your approval (Ctrl+J)"
 #: Turns shown when a thread opens; earlier ones load on demand.
 INITIAL_TURNS = 10
 LOAD_MORE_TURNS = 40
@@ -219,14 +226,17 @@ class ChatPresenter:
                 run = self._run(event.run_id, event.robot, event.task)
                 run.started = event.ts
                 run.language_model = event.is_language_model
+                self.set_activity(run, WAITING, since=event.ts)
                 if run.inner is not None:
                     run.inner.started = event.ts
                     run.inner.message = event.message
                     self.listener.item_changed(run.inner)
             case ev.TextDelta():
                 run = self._run(event.run_id, event.robot, event.task)
+                self.set_activity(run, None)
                 self._append_text(run, event.robot, event.text)
             case ev.Text():
+                self.set_activity(self._run(event.run_id, event.robot, event.task), None)
                 self._complete_text(event)
             case ev.ReasoningDelta():
                 self._append_reasoning(self._run(event.run_id, event.robot, event.task), event.robot, event.text)
@@ -236,13 +246,19 @@ class ChatPresenter:
                 self._status(event)
             case ev.ToolUse():
                 self._tool_use(event.run_id, event.robot, event.task, call_id=event.id, tool=event.name,
-                               server=event.server, arguments=event.input)
+                               server=event.server, arguments=event.input, started=event.ts)
+                self.set_activity(self._run(event.run_id, event.robot, event.task), None)
             case ev.ApprovalRequested():
                 self._approval_requested(event)
+                self.set_activity(self._run(event.run_id, event.robot, event.task), APPROVAL, since=event.ts)
             case ev.ApprovalDecided():
                 self._approval_decided(event)
+                self.set_activity(self._run(event.run_id, event.robot, event.task), None)
             case ev.ToolResult() | ev.ToolError():
                 self._tool_finished(event)
+                run = self._run(event.run_id, event.robot, event.task)
+                if not any(c.status in ("running", "approval") for c in run.calls.values()):
+                    self.set_activity(run, WAITING, since=event.ts)  # the model's next turn
             case ev.ToolProgress():
                 self._tool_progress(event)
             case ev.MemoryChanged():
@@ -274,6 +290,19 @@ class ChatPresenter:
                 assert_never(event)
 
     # -- runs ------------------------------------------------------------------------------------------
+    def set_activity(self, run: RunState, text: str | None, *, since: float | None = None) -> None:
+        """What ``run`` is doing while nothing else shows it (None: nothing to say). The run-status
+        events of a provider (connecting, retrying) come here; a run that ended says nothing."""
+        if run.end is not None or self._loading is not None:
+            text = None  # a stored thread replays what happened, not what was awaited
+        if text == run.activity:
+            return
+        import time
+
+        run.activity = text
+        run.activity_since = (since if since is not None else time.time()) if text else None
+        self.listener.run_changed(run)
+
     def run(self, run_id: str) -> RunState | None:
         return self._runs.get(run_id)
 
@@ -445,19 +474,13 @@ class ChatPresenter:
             case "notice":
                 self.notice(run, event.detail, level="info")
             case _:
-                self._set_status(run, status_text(event))
+                self._set_status(run, status_text(event), since=event.ts)
 
-    def _set_status(self, run: RunState, text: str | None) -> None:
-        """The transient status line of the run (its footer; a task's or a tool robot's shows in the run
-        that started it)."""
+    def _set_status(self, run: RunState, text: str | None, *, since: float | None = None) -> None:
+        """What the run waits for (connecting, queued, retrying), as the activity of the run that shows it
+        (itself, or the run a task's lane or a tool robot belongs to); None: the wait is over."""
         top = self._top(run)
-        if top.status_text == text or top.end is not None:
-            return
-        top.status_text = text
-        if text is not None:
-            top.footer = True
-        if top.footer:
-            self.listener.run_changed(top)
+        self.set_activity(top, text, since=since)
 
     def _top(self, run: RunState) -> RunState:
         """The run whose footer shows ``run``'s state (itself, or the run a lane belongs to)."""
@@ -491,7 +514,7 @@ class ChatPresenter:
         return [call for run in self._runs.values() for call in run.calls.values()]
 
     def _tool_use(self, run_id: str, robot: str, task: str | None, *, call_id: str, tool: str,
-                  server: str | None, arguments: Any) -> ToolCallItem:
+                  server: str | None, arguments: Any, started: float | None = None) -> ToolCallItem:
         run = self._run(run_id, robot, task)
         self._end_reasoning(run)
         self._set_status(run, None)
@@ -500,8 +523,9 @@ class ChatPresenter:
         existing = run.calls.get(call_id)
         if existing is not None:
             return existing
-        call = ToolCallItem(parent=self._container(run), run=run, call_id=call_id, tool=tool, robot=robot,
-                            server=server, arguments=arguments if arguments is not None else {}, task=task)
+        call = call_item_class(tool)(parent=self._container(run), run=run, call_id=call_id, tool=tool, robot=robot,
+                                     server=server, arguments=arguments if arguments is not None else {}, task=task,
+                                     started=started)
         run.calls[call_id] = call
         self._add(call)
         return call
@@ -569,6 +593,10 @@ class ChatPresenter:
 
     def change_items(self, change_set_id: str) -> list[ChangeItem]:
         return list(self._changes.get(change_set_id, []))
+
+    def all_change_items(self) -> list[ChangeItem]:
+        """Every change card shown, in the order they came."""
+        return [item for items in self._changes.values() for item in items]
 
     def _change_proposed(self, event: ev.ChangeProposed) -> None:
         existing = self.change_item(event.change_set_id)
@@ -729,6 +757,12 @@ class ChatPresenter:
             if parent is None:
                 return
             run = parent
+        elif isinstance(event, ev.RunFailed):
+            self._finish(run, outcome, message=message, ts=event.ts, result=result)
+            # The error across the column: what went wrong, the fix it names, Retry.
+            text, fix = split_fix(event.error or "The run failed without saying why.")
+            self._add(ErrorItem(parent=run.turn, run=run, message=text, fix=fix, error_type=event.error_type))
+            return
         self._finish(run, outcome, message=message, ts=event.ts, result=result)
 
     def _end_inner(self, run: RunState, lane: CallLaneItem, outcome: RunOutcome, *, message: str | None,
@@ -745,6 +779,9 @@ class ChatPresenter:
 
     def _finish(self, run: RunState, outcome: RunOutcome, *, message: str | None, ts: float | None,
                 result: Any) -> None:
+        run.activity = run.activity_since = None
+        for child in run.children:
+            child.activity = child.activity_since = None
         if run.network is not None:
             self._finish_group(run.network, message or "interrupted", ts)
         for call in run.calls.values():  # robots used as tools that never said how they ended
@@ -755,7 +792,6 @@ class ChatPresenter:
         run.text = None
         for each in (run, *run.children):
             self._end_reasoning(each)
-        run.status_text = None
         own = _own_result(run, result)
         usage = own.usage if own is not None else None
         if usage is not None and (usage.input_tokens or usage.output_tokens):
@@ -799,7 +835,7 @@ __all__ = ["INITIAL_TURNS", "LOAD_MORE_TURNS", "ChatPresenter", "compaction_text
 
 
 def status_text(event: ev.RunStatus) -> str | None:
-    """The footer's line for what a run waits for (None: nothing to wait for, the tokens stream)."""
+    """The activity line for what a run waits for (None: nothing to wait for, the tokens stream)."""
     detail = event.detail
     match event.state:
         case "loading":

@@ -3,7 +3,8 @@
 A :class:`ChatState` is a list of :class:`TurnState` (a user message and what answered it).
 A turn holds *items* in the order they show: :class:`HeaderItem` (the robot's name above its
 work), :class:`ReasoningItem` (the model's thinking, above its answer), :class:`TextItem`,
-:class:`ToolCallItem`, :class:`ChangeItem`, :class:`NoticeItem`, and for a network run a
+:class:`ToolCallItem` (an MCP server's requests: :class:`SamplingItem`, :class:`ElicitationItem`),
+:class:`ChangeItem`, :class:`NoticeItem`, and for a network run a
 :class:`NetworkItem` followed by one :class:`LaneItem` per task, whose own ``items`` hold the
 task robot's text and cards. A robot used as a tool shows as a :class:`CallLaneItem` inside its
 call's card (``ToolCallItem.inner``), holding that robot's text and cards the same way. Every run of the turn is a :class:`RunState` (usage, how it ended,
@@ -43,7 +44,8 @@ LANE_STATUS_TEXT = {
 }
 STOPPED_BY_USER = "stopped by the user"
 INTERRUPTED = "interrupted: the app closed before the run finished"
-SCOPE_LABELS = {"once": "once", "thread": "this thread", "always": "always", "policy": "policy"}
+SCOPE_LABELS = {"once": "once", "thread": "this thread", "always": "always", "policy": "policy",
+                "server": "always for this server"}
 
 
 def result_error(payload: Any, raw: Any = None) -> Any:
@@ -143,6 +145,40 @@ class NoticeItem(Item):
     action: NoticeAction | None = None
 
 
+#: Words a fix starts with, in error messages that name their fix ("…: set OPENAI_API_KEY or open Settings").
+_FIX_VERBS = ("set", "open", "install", "check", "start", "run", "pick", "choose", "try", "use", "give", "add",
+              "remove", "raise", "lower", "make", "connect", "pass", "export", "wait", "restart", "update", "sign",
+              "log", "create", "put", "increase", "reduce", "fix", "see", "ask", "select", "turn", "enable",
+              "disable", "point", "change", "rename", "delete", "type", "send", "stop", "reload", "upgrade")
+
+
+def split_fix(message: str) -> tuple[str, str]:
+    """An error message as (what went wrong, how to fix it): the fix is the part from the first sentence
+    (or clause after ": ", "; " or " — ") that starts with an imperative verb ("Set …", "open Settings");
+    ("message", "") when the message names no fix."""
+    import re
+
+    text = message.strip()
+    for m in re.finditer(r"(?:(?<=[.!?])\s+|[:;]\s+|\s+[—–-]\s+|\n+)", text):
+        rest = text[m.end():]
+        word = re.match(r"[A-Za-z]+", rest)
+        if word and word.group(0).lower() in _FIX_VERBS and m.start() > 0:
+            head = text[: m.start()].rstrip(" :;—–-")
+            fix = rest.strip()
+            return (head + ("" if head.endswith((".", "!", "?")) else "."), fix[:1].upper() + fix[1:])
+    return text, ""
+
+
+@dataclass(eq=False, kw_only=True)
+class ErrorItem(Item):
+    """A run that failed: what went wrong and the fix the message names (a card across the column, with
+    Retry)."""
+
+    message: str
+    fix: str = ""
+    error_type: str = ""
+
+
 @dataclass(eq=False, kw_only=True)
 class ApprovalState:
     """Whether a person had to approve a call, and what was decided."""
@@ -210,6 +246,8 @@ class ToolCallItem(Item):
     progress: ProgressState | None = None
     #: The run of a robot used as this tool: a lane inside the card.
     inner: CallLaneItem | None = None
+    #: When the call was made (its ``tool_use``): a running card shows the time since.
+    started: float | None = None
 
     @property
     def failed(self) -> bool:
@@ -225,6 +263,119 @@ class ToolCallItem(Item):
     def error_label(self) -> str:
         """The word in front of the error: Denied, Stopped or Error."""
         return {"denied": "Denied", "stopped": "Stopped"}.get(self.status, "Error")
+
+
+@dataclass(eq=False, kw_only=True)
+class SamplingItem(ToolCallItem):
+    """An MCP server asks for a completion (``sampling/createMessage``): the messages it wants sent, the
+    model that answers (the thread's), the person's decision, and the answer the server got.
+
+    A call item (``tool`` is the method name, ``arguments`` the request as shown and, once approved,
+    as edited): the approval, progress and ending rules of calls apply; its own card shows it."""
+
+    @property
+    def request(self) -> dict[str, Any]:
+        return self.arguments if isinstance(self.arguments, dict) else {}
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        raw = self.request.get("messages")
+        out = []
+        for m in raw if isinstance(raw, list) else []:
+            if isinstance(m, dict):
+                out.append({"role": str(m.get("role") or "user"), "text": str(m.get("text") or "")})
+        return out
+
+    @property
+    def model(self) -> str:
+        return str(self.request.get("model") or "the thread's model")
+
+    @property
+    def system_prompt(self) -> str:
+        return str(self.request.get("systemPrompt") or "")
+
+    @property
+    def max_tokens(self) -> int | None:
+        value = self.request.get("maxTokens")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def answer(self) -> str | None:
+        """The model's answer the server got (once it came)."""
+        return None if self.status != "ok" or self.result_value is None else str(self.result_value)
+
+    @property
+    def outcome(self) -> str:
+        """What was decided, in words ("" while asking or before anything was decided)."""
+        approval = self.approval
+        if approval is None:
+            return "Allowed without asking (this server's sampling setting)." if self.status in ("ok", "running") \
+                else ""
+        if approval.state == "approved":
+            edited = " with edited messages" if approval.edited else ""
+            if approval.scope == "server":
+                return f"Approved{edited}; this server may sample without asking from now on."
+            return f"Approved{edited}."
+        return approval.note
+
+
+#: What an elicitation came to: waiting for the person, the three answers MCP knows, a stop, an error.
+ElicitationAction: TypeAlias = Literal["asking", "accept", "decline", "cancel", "stopped", "error"]
+
+
+@dataclass(eq=False, kw_only=True)
+class ElicitationItem(ToolCallItem):
+    """An MCP server asks the person for input (``elicitation/create``): its message, the form its JSON
+    schema describes, and the answer (accept with the values, decline or cancel).
+
+    A call item like :class:`SamplingItem`: ``arguments`` hold ``message``, ``requestedSchema`` and
+    ``content`` (the values: the defaults while asking, what was sent once accepted)."""
+
+    @property
+    def request(self) -> dict[str, Any]:
+        return self.arguments if isinstance(self.arguments, dict) else {}
+
+    @property
+    def message(self) -> str:
+        return str(self.request.get("message") or "")
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        schema = self.request.get("requestedSchema")
+        return schema if isinstance(schema, dict) else {}
+
+    @property
+    def content(self) -> dict[str, Any]:
+        content = self.request.get("content")
+        return content if isinstance(content, dict) else {}
+
+    @property
+    def action(self) -> ElicitationAction:
+        approval = self.approval
+        if self.status == "error":
+            return "error"
+        if approval is None:
+            return "asking" if self.status in ("running", "approval") else "accept"
+        if approval.state == "asking":
+            return "asking"
+        if approval.state == "stopped":
+            return "stopped"
+        if approval.state == "approved":
+            return "accept"
+        return "cancel" if approval.reason == "cancel" else "decline"
+
+    @property
+    def outcome(self) -> str:
+        return {"accept": "Accepted: these values were sent.", "decline": "Declined: nothing was sent.",
+                "cancel": "Cancelled: nothing was sent.", "stopped": "Stopped before anyone answered.",
+                "asking": "", "error": ""}[self.action]
+
+
+def call_item_class(tool: str) -> type[ToolCallItem]:
+    """The item that shows a call of ``tool``: an MCP server's request has its own."""
+    from workspace.mcp.requests import ELICITATION, SAMPLING
+
+    return {SAMPLING: SamplingItem, ELICITATION: ElicitationItem}.get(tool, ToolCallItem)
 
 
 @dataclass(eq=False, kw_only=True)
@@ -440,11 +591,14 @@ class RunState:
     footer: bool = False
     #: The thinking still growing (None once the answer began or the model turn ended).
     reasoning: ReasoningItem | None = None
-    #: What the run waits for right now ("Connecting to …", "Retrying …"): the footer's status line
-    #: while it runs; None once tokens stream, and at the end.
-    status_text: str | None = None
     #: False for the offline demo (no language model): its cost is not "unknown", there is none.
     language_model: bool = True
+    #: What the run is doing while nothing else shows it ("Waiting for the model…", "Connecting to …",
+    #: "Retrying…"); None once text or a card shows, and after the end. A live hint, not part of the
+    #: stored conversation: a reopened thread never has one.
+    activity: str | None = None
+    #: When ``activity`` started (its time shows next to it).
+    activity_since: float | None = None
 
     @property
     def totals(self) -> Usage:
@@ -521,6 +675,8 @@ __all__ = [
     "CallStatus",
     "ChangeItem",
     "ChatState",
+    "ElicitationItem",
+    "ErrorItem",
     "HeaderItem",
     "Item",
     "Lane",
@@ -534,10 +690,13 @@ __all__ = [
     "RunEnd",
     "RunOutcome",
     "RunState",
+    "SamplingItem",
     "TextItem",
     "ToolCallItem",
     "TurnState",
     "UserState",
+    "call_item_class",
     "first_line",
     "result_error",
+    "split_fix",
 ]

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QVBoxLayout,
@@ -36,6 +37,8 @@ from ui.review.conflict import RESTORE_ACTIONS, ConflictView
 from ui.review.files import file_list
 from ui.review.view import DiffView
 from ui.review.window import ReviewWindow, resolve_conflict, segmented, summary_text
+from ui.widgets.common import ElidedLabel
+from ui.widgets.flow import FlowRow
 from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
@@ -53,6 +56,8 @@ class ChangesPane(QWidget):
 
     #: A ChangeDecided event of an apply made here (the chat's change card shows it).
     decided = Signal(object)
+    #: The number of hunks waiting for a decision changed (the status bar's badge shows it).
+    pending_changed = Signal(int)
 
     def __init__(self, controller: Any, parent: QWidget | None = None, *, window: Any = None) -> None:
         super().__init__(parent)
@@ -66,7 +71,11 @@ class ChangesPane(QWidget):
         self._sets: dict[str, ChangeSet] = {}
         self._showing_net = False
         self._restore_refused: tuple[RestoreResult, str] | None = None
+        self._pending_shown = -1
+        #: Change sets whose written changes were all undone (from the thread's change history).
+        self.undone_sets: set[str] = set()
         self._build()
+        self.setFocusProxy(self.view)  # its shortcut goes to the diff: a, r, e, u, ]c, [c, Ctrl+Enter applies
         self._connect()
         self.sync()
 
@@ -79,22 +88,21 @@ class ChangesPane(QWidget):
 
         top = QHBoxLayout()
         top.setSpacing(6)
-        titles = QVBoxLayout()
-        titles.setSpacing(0)
-        self.title = QLabel("Changes", self)
+        # The title ends in "…" when the dock is narrow; the summary wraps across the whole pane below it.
+        self.title = ElidedLabel("Changes", self, min_chars=7, tooltip=True)
         self.title.setObjectName("PaneTitle")
         self.summary = QLabel("", self)
         self.summary.setObjectName("Muted")
         self.summary.setWordWrap(True)
-        titles.addWidget(self.title)
-        titles.addWidget(self.summary)
-        top.addLayout(titles, 1)
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        top.addWidget(self.title, 1)
         self.open_button = QPushButton("Open review", self)
         self.open_button.setIcon(theme.icon("diff", c.muted, 16))
         self.open_button.setToolTip("Open the full-size review: file list, unified or side by side")
         self.open_button.clicked.connect(lambda: self.open_review())
         top.addWidget(self.open_button, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(top)
+        layout.addWidget(self.summary)
 
         self.mode_note = QLabel("", self)
         self.mode_note.setObjectName("ModeNote")
@@ -106,8 +114,7 @@ class ChangesPane(QWidget):
         self.scope.idClicked.connect(lambda i: self.show_net(i == 1))
         layout.addWidget(seg)
 
-        bar = QHBoxLayout()
-        bar.setSpacing(6)
+        bar = FlowRow(spacing=6)  # the buttons wrap onto two rows in a narrow dock, never cut
         self.reject_all_button = QPushButton("Reject all", self)
         self.reject_all_button.setObjectName("DangerButton")
         self.accept_all_button = QPushButton("Accept all", self)
@@ -119,7 +126,6 @@ class ChangesPane(QWidget):
         self.apply_button.clicked.connect(self.apply)
         bar.addWidget(self.reject_all_button)
         bar.addWidget(self.accept_all_button)
-        bar.addStretch(1)
         bar.addWidget(self.apply_button)
         layout.addLayout(bar)
 
@@ -130,11 +136,11 @@ class ChangesPane(QWidget):
         fl.setSpacing(4)
         self.files = file_list(self.model, files_box)
         fl.addWidget(self.files, 1)
-        file_row = QHBoxLayout()
-        file_row.setSpacing(6)
-        self.file_label = QLabel("", files_box)
+        file_row = FlowRow(spacing=6)
+        self.file_label = ElidedLabel("", files_box, tooltip=True)
         self.file_label.setObjectName("Muted")
-        file_row.addWidget(self.file_label, 1)
+        self.file_label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        file_row.addWidget(self.file_label)
         self.reject_file_button = QPushButton("Reject file", files_box)
         self.accept_file_button = QPushButton("Accept file", files_box)
         self.reject_file_button.clicked.connect(self._reject_file)
@@ -149,6 +155,9 @@ class ChangesPane(QWidget):
         self.conflicts = ConflictView(self.stack)
         self.stack.addWidget(self.view)
         self.stack.addWidget(self.conflicts)
+        # The three versions of a conflict need room; in a narrow or short dock they scroll and shrink
+        # rather than push the dock (and the window) past the screen. The review window has room.
+        self.stack.setMinimumSize(80, 80)
         splitter.addWidget(files_box)
         splitter.addWidget(self.stack)
         splitter.setStretchFactor(1, 1)
@@ -191,6 +200,7 @@ class ChangesPane(QWidget):
         self.model.source_changed.connect(self._refresh)
         self.model.problem.connect(lambda text: self.show_message(text, "error"))
         self.files.selectionModel().currentRowChanged.connect(self._on_file_selected)
+        self.view.apply_requested.connect(self.apply)
         self.view.file_shown.connect(self._on_view_file)
         a = self.commands
         a.busy_changed.connect(lambda _b: self._refresh())
@@ -319,13 +329,14 @@ class ChangesPane(QWidget):
         self.redo_button.setEnabled(history.redo is not None and not busy)
         self.undo_button.setToolTip(f"Undo: {history.undo.summary}" if history.undo else "Nothing to undo")
         self.redo_button.setToolTip(f"Redo: {history.redo.summary}" if history.redo else "Nothing to redo")
-        self._update_dock_title()
+        self.refresh_title()
 
     def _file_text(self, fc: Any) -> str:
         if fc is None:
             return ""
         c = fc.counts()
-        state = {"applied": " · applied", "rejected": " · not applied", "conflict": " · conflict"}.get(fc.state, "")
+        state = {"applied": " · applied", "undone": " · undone", "rejected": " · not applied",
+                 "conflict": " · conflict"}.get(self.model.state_of(fc), "")
         return f"{fc.action} · {c['hunks']} hunk{'s' if c['hunks'] != 1 else ''}{state}"
 
     def _mode(self) -> str:
@@ -337,11 +348,21 @@ class ChangesPane(QWidget):
         except Exception:
             return "review"
 
-    def _update_dock_title(self) -> None:
+    @property
+    def pending(self) -> int:
+        """Hunks of the proposed changes waiting for a decision."""
+        return self.model.counts().pending if not self.model.read_only else 0
+
+    def refresh_title(self) -> None:
+        """The dock's tab says how many changes wait ("Changes · 3"); the status bar's badge too."""
+        pending = self.pending
         dock = self.parentWidget()
         if isinstance(dock, QDockWidget):
-            pending = self.model.counts().pending if not self.model.read_only else 0
             dock.setWindowTitle(f"Changes · {pending}" if pending else "Changes")
+            dock.toggleViewAction().setText("Show Changes")
+        if pending != self._pending_shown:
+            self._pending_shown = pending
+            self.pending_changed.emit(pending)
 
     def show_message(self, text: str, kind: str = "info") -> None:
         self.message.setText(text)
@@ -462,7 +483,31 @@ class ChangesPane(QWidget):
         else:
             self.history_label.setText("Nothing applied in this thread yet." if not state.entries else "")
         self.history_label.setToolTip(f"{len(applied)} applied change set(s) in this thread")
+        self._follow_undo(state)
         self._refresh()
+
+    def _follow_undo(self, state: HistoryState) -> None:
+        """What the history says was undone shows everywhere: this pane's files and the chat's cards
+        (a reopened thread too: the history is kept with the folder's checkpoints)."""
+        by_set: dict[str, list[Any]] = {}
+        for entry in state.entries:
+            if entry.change_set_id and entry.kind == "apply" and entry.state != "failed":
+                by_set.setdefault(entry.change_set_id, []).append(entry)
+        self.undone_sets = {cs for cs, entries in by_set.items() if all(e.state == "undone" for e in entries)}
+        shown = self.model.change_set
+        self.model.set_undone(shown is not None and shown.id in self.undone_sets)
+        chat = getattr(self.main_window, "chat", None)
+        if chat is None:
+            return
+        by_checkpoint: dict[str, Any] = {e.before: e for entries in by_set.values() for e in entries}
+        presenter = chat.presenter
+        for item in presenter.all_change_items():
+            if item.status != "decided" or item.checkpoint_id is None:
+                continue
+            found = by_checkpoint.get(item.checkpoint_id)
+            undone = (found.state == "undone") if found is not None else item.change_set_id in self.undone_sets
+            if undone != item.undone:
+                presenter.set_change_undone(item, undone)
 
     # -- the thread's net change -------------------------------------------------------------------------
     def _set_scope(self, *, net: bool) -> None:

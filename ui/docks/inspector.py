@@ -27,7 +27,7 @@ from ui import markdown, theme
 from ui.models.memory import MemoryModel, pretty
 from ui.models.tool_calls import ToolCallRecord, ToolCallsModel, diff_results, format_duration
 from ui.models.trace import TraceFilterModel, TraceModel, raw_event_json
-from ui.widgets.common import ElidedLabel
+from ui.widgets.common import ElidedLabel, name_line_edit_buttons
 from workspace import events as ev
 
 #: The narrowest an inspector pane gets (ui.window.docks.DOCK_MIN_WIDTH): set, so that no pane's content
@@ -82,6 +82,7 @@ class MemoryPane(QWidget):
         layout.setContentsMargins(8, 8, 8, 8)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.table = _table(model, splitter)
+        self.table.setAccessibleName("Memory: keys and values")
         self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.table.horizontalHeader().setStretchLastSection(False)
         self.detail = _detail(splitter)
@@ -92,6 +93,8 @@ class MemoryPane(QWidget):
         layout.addWidget(splitter)
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._show(cur.row()))
         model.dataChanged.connect(lambda *_: self._show(self.table.currentIndex().row()))
+        model.modelReset.connect(self.detail.clear)  # another thread: the last one's value goes
+        self.setFocusProxy(self.table)
 
     def _show(self, row: int) -> None:
         if row < 0 or row >= self.model.rowCount():
@@ -102,7 +105,7 @@ class MemoryPane(QWidget):
         parts = [f"<h3 style='margin:0'>{markdown._esc(entry.key)}</h3>",
                  f"<p style='color:{c.muted}; margin-top:2px'>written by {markdown._esc(entry.writer or 'unknown')} "
                  f"at {time.strftime('%H:%M:%S', time.localtime(entry.ts))}</p>",
-                 markdown.json_html(entry.value) if not isinstance(entry.value, str) else _pre(entry.value)]
+                 markdown.readable_html(entry.value) if not isinstance(entry.value, str) else _pre(entry.value)]
         if len(entry.history) > 1:
             parts.append(f"<p style='margin-top:10px'><b>History</b> ({len(entry.history)} changes, newest first)</p>")
             for ts, writer, value, _previous in reversed(entry.history):
@@ -139,6 +142,7 @@ class ToolCallsPane(QWidget):
         layout.addLayout(bar)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.table = _table(model, splitter)
+        self.table.setAccessibleName("Tool calls")
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         header = self.table.horizontalHeader()
         header.setStretchLastSection(False)
@@ -177,8 +181,14 @@ class ToolCallsPane(QWidget):
         model.modelReset.connect(self._update_count)
         model.dataChanged.connect(lambda *_: self._update_count())  # a call failed after its row came
         model.dataChanged.connect(lambda *_: self._show(self.table.currentIndex().row()))
+        model.modelReset.connect(self._clear_detail)  # another thread: the last one's call goes
+        self.setFocusProxy(self.table)
         self._update_count()
         self._update_buttons()
+
+    def _clear_detail(self) -> None:
+        for view in (self.args_view, self.result_view, self.raw_view, self.diff_view):
+            view.clear()
 
     TOOL_MIN_WIDTH = 110
 
@@ -224,7 +234,7 @@ class ToolCallsPane(QWidget):
                 f"<span style='color:{c.muted}'>· {markdown._esc(rec.robot)} · {markdown._esc(rec.status)}"
                 f"{' · ' + format_duration(rec.duration) if rec.duration is not None else ''} · id "
                 f"{markdown._esc(rec.id)}</span></p>")
-        self.args_view.setHtml(head + markdown.json_html(rec.input))
+        self.args_view.setHtml(head + markdown.readable_html(rec.input))
         if rec.status in ("running", "approval"):
             self.result_view.setHtml(head + f"<p style='color:{c.muted}'>No result yet.</p>")
         elif rec.failed:
@@ -235,7 +245,7 @@ class ToolCallsPane(QWidget):
             payload = rec.payload
             value = payload["data"] if isinstance(payload, dict) and set(payload) == {"data"} else payload
             self.result_view.setHtml(head + _value_html(value))
-        self.raw_view.setHtml(_pre(rec.raw_json(), "json"))
+        self.raw_view.setHtml(markdown.readable_html(rec.raw_json()))
 
     def show_diff(self) -> None:
         rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
@@ -279,18 +289,22 @@ class TracePane(QWidget):
         layout.setSpacing(6)
         bar = QHBoxLayout()
         self.kind = QComboBox(self)
+        self.kind.setAccessibleName("Which events")
         self.kind.addItems([self.NO_DELTAS, self.ALL])
         self.kind.currentTextChanged.connect(self._on_kind)
         self.kind.view().pressed.connect(lambda *_: None)
         bar.addWidget(self.kind)
         self.filter = QLineEdit(self)
+        self.filter.setAccessibleName("Filter events")
         self.filter.setPlaceholderText("Filter events…")
         self.filter.setClearButtonEnabled(True)
+        name_line_edit_buttons(self.filter, clear="Clear the filter")
         self.filter.textChanged.connect(self.proxy.set_text)
         bar.addWidget(self.filter, 1)
         layout.addLayout(bar)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.table = _table(self.proxy, splitter)
+        self.table.setAccessibleName("Events")
         header = self.table.horizontalHeader()
         header.setStretchLastSection(True)
         # Sized to their contents, which have known shapes (measuring thousands of rows on every batch
@@ -311,6 +325,8 @@ class TracePane(QWidget):
         bar_.rangeChanged.connect(lambda _lo, hi: bar_.setValue(hi) if self._stick else None)
         model.rowsInserted.connect(self._refresh_kinds)
         model.modelReset.connect(self._refresh_kinds)
+        model.modelReset.connect(self.detail.clear)
+        self.setFocusProxy(self.table)
         self._on_kind(self.kind.currentText())
 
     def column_samples(self) -> list[str]:
@@ -356,7 +372,7 @@ class TracePane(QWidget):
             return
         source = self.proxy.mapToSource(current)
         event = self.model.event_at(source.row())
-        self.detail.setHtml(_pre(raw_event_json(event), "json"))
+        self.detail.setHtml(markdown.readable_html(raw_event_json(event)))
 
 
 def _known_kinds() -> set[str]:

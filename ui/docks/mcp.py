@@ -1,15 +1,19 @@
-"""The MCP servers dock: status per server, its stderr tail, start / restart / stop, and per-tool on/off."""
+"""The MCP servers dock: status per server, its stderr tail and its log (filtered by level), start / restart /
+stop, and per-tool on/off."""
 
 from __future__ import annotations
 
+import html
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -20,6 +24,7 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSplitter,
     QTableView,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -45,6 +50,35 @@ def manager_for(controller: Any) -> Any:
     except Exception as exc:  # a bad mcpServers section: the dock shows the servers it could read
         log.warning("MCP configuration: %s", exc)
     return manager
+
+
+def open_in_browser(server: str, url: str) -> None:
+    """A remote server's sign-in page, in the system browser (the dock shows its address too)."""
+    from PySide6.QtCore import QUrl
+    from PySide6.QtGui import QDesktopServices
+
+    if not QDesktopServices.openUrl(QUrl(url)):
+        log.warning("could not open the browser for the sign-in of MCP server '%s'", server)
+
+
+#: The log filter's choices: the least severe level shown.
+LOG_FILTERS = (("debug", "Everything (debug and up)"), ("info", "Info and up"), ("warning", "Warnings and errors"),
+               ("error", "Errors only"))
+
+
+def log_lines(entries: tuple[tuple[float, str, str, str], ...], minimum: str) -> list[str]:
+    """``(time, level, logger, text)`` entries at ``minimum`` or more severe, one line each."""
+    import time
+
+    from workspace.mcp.status import log_rank
+
+    floor = log_rank(minimum)
+    out = []
+    for ts, level, logger, text in entries:
+        if log_rank(level) >= floor:
+            when = time.strftime("%H:%M:%S", time.localtime(ts))
+            out.append(f"{when} {level.upper():<9} {logger + ': ' if logger else ''}{text}")
+    return out
 
 
 def _wrapping(text: str, parent: QWidget) -> QLabel:
@@ -93,8 +127,39 @@ class McpPane(QWidget):
         for b in (self.start_button, self.restart_button, self.stop_button):
             bar.addWidget(b)
         layout.addLayout(bar)
+        # A remote server that wants a sign-in (OAuth): Sign in (again), the page's address while it is
+        # open in the browser (to copy, or open again), and Sign out once signed in.
+        self.sign_in_box = QWidget(self)
+        sl = QVBoxLayout(self.sign_in_box)
+        sl.setContentsMargins(0, 0, 0, 0)
+        sl.setSpacing(4)
+        self.sign_in_note = _wrapping("", self.sign_in_box)
+        self.sign_in_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
+        self.sign_in_note.setOpenExternalLinks(False)
+        self.sign_in_note.linkActivated.connect(self._open_sign_in_link)
+        sl.addWidget(self.sign_in_note)
+        sign_row = QHBoxLayout()
+        self.sign_in_button = QPushButton("Sign in", self.sign_in_box)
+        self.sign_in_button.setObjectName("PrimaryButton")
+        self.sign_in_button.setToolTip("Open the server's sign-in page in your browser")
+        self.copy_link_button = QPushButton("Copy link", self.sign_in_box)
+        self.copy_link_button.setToolTip("Copy the sign-in page's address (to open it in another browser)")
+        self.sign_out_button = QPushButton("Sign out", self.sign_in_box)
+        self.sign_out_button.setToolTip("Forget this server's sign-in (its tokens in the keyring) and stop it")
+        sign_row.addStretch(1)
+        for b in (self.copy_link_button, self.sign_out_button, self.sign_in_button):
+            sign_row.addWidget(b)
+        sl.addLayout(sign_row)
+        self.sign_in_box.setVisible(False)
+        layout.addWidget(self.sign_in_box)
+        self.sign_in_button.clicked.connect(self.sign_in)
+        self.sign_out_button.clicked.connect(self.sign_out)
+        self.copy_link_button.clicked.connect(self._copy_sign_in_link)
+        if hasattr(manager, "sign_in_opener") and getattr(manager, "sign_in_opener", None) is None:
+            manager.sign_in_opener = open_in_browser
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.table = QTableView(splitter)
+        self.table.setAccessibleName("MCP servers")
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -112,13 +177,45 @@ class McpPane(QWidget):
         dl.addWidget(self.info)
         dl.addWidget(_wrapping("Tools (uncheck to hide a tool from every robot):", details))
         self.tools = QListWidget(details)
+        self.tools.setAccessibleName("The server's tools (unchecked: hidden from every robot)")
         self.tools.itemChanged.connect(self._on_tool_toggled)
         dl.addWidget(self.tools, 2)
-        dl.addWidget(_wrapping("Server output (stderr, last lines):", details))
-        self.stderr = QPlainTextEdit(details)
+        # The server's output (stderr, our notes) and its log notifications, each in a tab.
+        self.output_tabs = QTabWidget(details)
+        self.stderr = QPlainTextEdit(self.output_tabs)
         self.stderr.setReadOnly(True)
         self.stderr.setFont(theme.mono_font(-1))
-        dl.addWidget(self.stderr, 1)
+        self.stderr.setAccessibleName("Server output (stderr, last lines)")
+        self.stderr.setToolTip("What the server wrote to stderr (last lines), and RobotLab's notes about it")
+        self.output_tabs.addTab(self.stderr, "Output")
+        log_page = QWidget(self.output_tabs)
+        ll = QVBoxLayout(log_page)
+        ll.setContentsMargins(0, 4, 0, 0)
+        ll.setSpacing(4)
+        row = QHBoxLayout()
+        caption = QLabel("&Show:", log_page)
+        self.log_level = QComboBox(log_page)
+        for level, label in LOG_FILTERS:
+            self.log_level.addItem(label, level)
+        self.log_level.setAccessibleName("Log level to show")
+        self.log_level.setToolTip("The least severe level shown (the server sends debug, info, notice, warning, error, "
+                                  "critical, alert and emergency)")
+        caption.setBuddy(self.log_level)
+        self.log_count = QLabel("", log_page)
+        self.log_count.setObjectName("Muted")
+        row.addWidget(caption)
+        row.addWidget(self.log_level)
+        row.addWidget(self.log_count, 1)
+        ll.addLayout(row)
+        self.log_view = QPlainTextEdit(log_page)
+        self.log_view.setReadOnly(True)
+        self.log_view.setFont(theme.mono_font(-1))
+        self.log_view.setAccessibleName("Server log")
+        self.log_view.setPlaceholderText("No log messages from this server (yet).")
+        ll.addWidget(self.log_view, 1)
+        self.output_tabs.addTab(log_page, "Log")
+        self.log_level.currentIndexChanged.connect(lambda _i: self._show_log(self.current()))
+        dl.addWidget(self.output_tabs, 1)
         splitter.addWidget(self.table)
         splitter.addWidget(details)
         splitter.setSizes([140, 320])
@@ -181,10 +278,12 @@ class McpPane(QWidget):
     def _show(self) -> None:
         status = self.current()
         c = theme.colors()
+        self._show_sign_in(status)
         if status is None:
             self.info.setText("")
             self.tools.clear()
             self.stderr.clear()
+            self._show_log(None)
             return
         state = str(status.state)
         color = {"ready": c.success, "failed": c.error, "starting": c.accent}.get(state, c.muted)
@@ -216,6 +315,81 @@ class McpPane(QWidget):
                 self.tools.addItem(item)
         self.stderr.setPlainText("\n".join(status.stderr))
         self.stderr.verticalScrollBar().setValue(self.stderr.verticalScrollBar().maximum())
+        self._show_log(status)
+
+    def _show_sign_in(self, status: Any) -> None:
+        """The sign-in row of a remote server (hidden for the others)."""
+        auth = getattr(status, "auth", None) if status is not None else None
+        self.sign_in_box.setVisible(auth is not None)
+        if auth is None:
+            return
+        url = getattr(status, "sign_in_url", None)
+        self.copy_link_button.setVisible(auth == "signing-in" and bool(url))
+        self.sign_out_button.setVisible(auth == "signed-in")
+        self.sign_in_button.setVisible(auth != "signed-in")
+        self.sign_in_button.setText({"sign-in-again": "Sign in again", "signing-in": "Cancel sign-in"}.get(
+            auth, "Sign in"))
+        primary = "PrimaryButton" if auth != "signing-in" else ""
+        if self.sign_in_button.objectName() != primary:
+            self.sign_in_button.setObjectName(primary)
+            self.sign_in_button.style().unpolish(self.sign_in_button)
+            self.sign_in_button.style().polish(self.sign_in_button)
+        self.sign_in_button.setAccessibleName(f"{self.sign_in_button.text()} to {status.name}")
+        c = theme.colors()
+        if auth == "signing-in" and url:
+            link = html.escape(url, quote=True)
+            self.sign_in_note.setText(
+                f"Waiting for you to sign in to <b>{html.escape(status.name)}</b> in your browser. If it did not "
+                f"open, <a href=\"{link}\">open the sign-in page</a> or copy its link.")
+        elif auth == "signed-in":
+            self.sign_in_note.setText(f"<span style='color:{c.success}'>Signed in</span> (the sign-in is kept in "
+                                      "your system's keyring).")
+        elif auth == "sign-in-again":
+            self.sign_in_note.setText(f"<span style='color:{c.warning}'>The sign-in to {html.escape(status.name)} was "
+                                      "revoked or has expired.</span> Sign in again to use its tools.")
+        else:
+            self.sign_in_note.setText(f"<b>{html.escape(status.name)}</b> needs you to sign in before its tools can be "
+                                      "used (your browser opens its sign-in page).")
+
+    def sign_in(self) -> None:
+        """Sign in to the selected server (or cancel the sign-in going on)."""
+        status = self.current()
+        if status is None:
+            return
+        if getattr(status, "auth", None) == "signing-in":
+            self.tasks.spawn(self.manager.stop(status.name), name=f"mcp-sign-in-cancel-{status.name}")
+            return
+        self.tasks.spawn(self.manager.sign_in(status.name), name=f"mcp-sign-in-{status.name}")
+
+    def sign_out(self) -> None:
+        status = self.current()
+        if status is not None:
+            self.tasks.spawn(self.manager.sign_out(status.name), name=f"mcp-sign-out-{status.name}")
+
+    def _copy_sign_in_link(self) -> None:
+        status = self.current()
+        url = getattr(status, "sign_in_url", None) if status is not None else None
+        if url:
+            QGuiApplication.clipboard().setText(url)
+
+    def _open_sign_in_link(self, url: str) -> None:
+        status = self.current()
+        if status is not None and url == getattr(status, "sign_in_url", None):
+            open_in_browser(status.name, url)
+
+    def _show_log(self, status: Any) -> None:
+        """The selected server's log notifications at the chosen level and above."""
+        entries = tuple(getattr(status, "log", ()) or ())
+        minimum = str(self.log_level.currentData() or "debug")
+        lines = log_lines(entries, minimum)
+        text = "\n".join(lines)
+        if text != self.log_view.toPlainText():
+            self.log_view.setPlainText(text)
+            self.log_view.verticalScrollBar().setValue(self.log_view.verticalScrollBar().maximum())
+        hidden = len(entries) - len(lines)
+        self.log_count.setText(f"{len(lines)} shown" + (f" · {hidden} below this level" if hidden else "")
+                               if entries else "")
+        self.output_tabs.setTabText(1, f"Log ({len(entries)})" if entries else "Log")
 
     # -- actions ---------------------------------------------------------------------------------
     def _run(self, action: str) -> None:

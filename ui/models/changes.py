@@ -83,6 +83,8 @@ class ChangeReviewModel(QAbstractListModel):
         self._relay.notified.connect(self._on_relay_notified)
         self._scheduled = False
         self.refreshes = 0
+        #: The written changes of the shown change set were undone (its files show "undone").
+        self.undone = False
 
     # -- binding ----------------------------------------------------------------------------------
     def bind(self, changes: ChangeSet | None, *, title: str = "") -> None:
@@ -93,6 +95,7 @@ class ChangeReviewModel(QAbstractListModel):
         self._detach()
         self.beginResetModel()
         self._changes = changes
+        self.undone = False
         self._read_only = False
         self._files = changes.files if changes is not None else []
         self.title = title or (f"Changes proposed by {changes.robot}" if changes is not None and changes.robot
@@ -122,6 +125,18 @@ class ChangeReviewModel(QAbstractListModel):
 
     def clear(self) -> None:
         self.bind(None)
+
+    def set_undone(self, undone: bool) -> None:
+        """The change set's written changes were undone (or redone): its applied files say so."""
+        if undone != self.undone:
+            self.undone = undone
+            if self._files:
+                self.dataChanged.emit(self.index(0), self.index(len(self._files) - 1))
+            self.changed.emit()
+
+    def state_of(self, fc: FileChange) -> str:
+        """A file's state as shown: its change's, or "undone" for an applied file whose change was undone."""
+        return "undone" if self.undone and fc.state == "applied" and not self._read_only else fc.state
 
     def _detach(self) -> None:
         if self._unsubscribe is not None:
@@ -268,7 +283,7 @@ class ChangeReviewModel(QAbstractListModel):
         if role == self.CountsRole:
             return fc.counts()
         if role == self.StateRole:
-            return fc.state
+            return self.state_of(fc)
         if role == Qt.ItemDataRole.ToolTipRole:
             c = fc.counts()
             return (f"{fc.display_path} — {fc.action}, +{c['added']} −{c['removed']}, {c['hunks']} hunk(s): "

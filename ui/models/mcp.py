@@ -10,6 +10,8 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 Index = QModelIndex | QPersistentModelIndex
 
 STATE_LABELS = {"starting": "starting…", "ready": "ready", "failed": "failed", "stopped": "stopped"}
+#: A remote server's sign-in, when it is why the server is not up.
+AUTH_LABELS = {"sign-in": "sign in", "sign-in-again": "sign in again", "signing-in": "signing in…"}
 
 
 class McpServersModel(QAbstractTableModel):
@@ -44,6 +46,9 @@ class McpServersModel(QAbstractTableModel):
                 return status.name
             if col == 1:
                 state = STATE_LABELS.get(str(status.state), str(status.state))
+                auth = AUTH_LABELS.get(str(getattr(status, "auth", None)))
+                if auth is not None and str(status.state) != "ready":
+                    state = auth  # a remote server waiting for the person to sign in says so
                 return "disabled" if getattr(status, "disabled", False) else state
             if col == 2:
                 tools = list(getattr(status, "tools", ()) or ())

@@ -17,9 +17,11 @@ class ThreadItem:
     title: str
     robot: str = ""
     updated: float | None = None
-    #: For search hits: the matching text and the turn it is in.
+    #: For search hits: the matching text (the match between HIGHLIGHT marks) and the turn it is in.
     snippet: str = ""
     turn_id: str | None = None
+    #: For search hits: where the match is ("user", "assistant" or "tool").
+    kind: str = ""
 
 
 def _get(obj: Any, *names: str, default: Any = None) -> Any:
@@ -60,13 +62,61 @@ def thread_item(thread: Any) -> ThreadItem:
     )
 
 
+#: The marks the window asks the search to put around each match in a snippet (never in text).
+HIGHLIGHT = ("\x02", "\x03")
+#: Where a search hit's match is, for people.
+HIT_KINDS = {"user": "in your message", "assistant": "in an answer", "tool": "in a tool call"}
+
+
 def hit_item(hit: Any) -> ThreadItem:
     return ThreadItem(
         thread_id=str(_get(hit, "thread_id", default="")),
         title=str(_get(hit, "title", default="") or "Untitled thread"),
+        robot=str(_get(hit, "robot", default="") or ""),
+        updated=_timestamp(_get(hit, "created_at")),
         snippet=str(_get(hit, "snippet", default="") or ""),
         turn_id=_get(hit, "turn_id"),
+        kind=str(_get(hit, "kind", default="") or ""),
     )
+
+
+def plain_snippet(snippet: str) -> str:
+    """A snippet without its highlight marks."""
+    return snippet.replace(HIGHLIGHT[0], "").replace(HIGHLIGHT[1], "")
+
+
+def snippet_parts(snippet: str) -> list[tuple[str, bool]]:
+    """A snippet as (text, is_match) runs, from its HIGHLIGHT marks."""
+    parts: list[tuple[str, bool]] = []
+    rest = snippet
+    start, end = HIGHLIGHT
+    while rest:
+        i = rest.find(start)
+        if i < 0:
+            parts.append((rest, False))
+            break
+        if i:
+            parts.append((rest[:i], False))
+        j = rest.find(end, i + 1)
+        if j < 0:
+            parts.append((rest[i + 1:], True))
+            break
+        parts.append((rest[i + 1:j], True))
+        rest = rest[j + 1:]
+    return [(text, match) for text, match in parts if text]
+
+
+def hit_date(ts: float | None, now: float | None = None) -> str:
+    """When a matching message was sent: the time today, else the day (and the year when not this one)."""
+    if ts is None:
+        return ""
+    now = time.time() if now is None else now
+    then, today = time.localtime(ts), time.localtime(now)
+    if then[:3] == today[:3]:
+        return time.strftime("%H:%M", then)
+    if then.tm_year == today.tm_year:
+        return time.strftime("%d %b", then).lstrip("0")
+    return time.strftime("%d %b %Y", then).lstrip("0")
 
 
 def relative_time(ts: float | None, now: float | None = None) -> str:
@@ -110,11 +160,18 @@ class ThreadListModel(QAbstractListModel):
             return item
         if role == self.SubtitleRole:
             if self.searching:
-                return item.snippet
+                return plain_snippet(item.snippet)
             parts = [p for p in (item.robot, relative_time(item.updated)) if p]
             return " · ".join(parts)
         if role == Qt.ItemDataRole.ToolTipRole:
-            return item.snippet or item.title
+            return plain_snippet(item.snippet) or item.title
+        if role == Qt.ItemDataRole.AccessibleTextRole:
+            if self.searching:
+                where = HIT_KINDS.get(item.kind, "")
+                parts = [item.title, item.robot, hit_date(item.updated), where, plain_snippet(item.snippet)]
+            else:
+                parts = [item.title, item.robot, relative_time(item.updated)]
+            return ", ".join(p for p in parts if p)
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:

@@ -246,6 +246,12 @@ def format_duration(seconds: float | None) -> str:
     return f"{int(seconds // 60)} min {int(seconds % 60)} s"
 
 
+def elapsed_text(seconds: float) -> str:
+    """Time that is still going, in whole seconds ("4 s", "1 min 5 s"): a ticking count that does not jitter."""
+    whole = int(max(0.0, seconds))
+    return f"{whole} s" if whole < 60 else f"{whole // 60} min {whole % 60} s"
+
+
 def diff_results(a: ToolCallRecord, b: ToolCallRecord) -> str:
     """A unified diff (difflib) of two results' pretty JSON."""
     import difflib

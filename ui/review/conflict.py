@@ -66,6 +66,7 @@ def _column(title: str, parent: QWidget) -> tuple[QWidget, QPlainTextEdit]:
     label.setObjectName("ConflictColumnTitle")
     layout.addWidget(label)
     edit = QPlainTextEdit(box)
+    edit.setAccessibleName(title)
     edit.setReadOnly(True)
     edit.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
     edit.setFont(theme.mono_font())

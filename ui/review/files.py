@@ -19,7 +19,8 @@ from ui import theme
 from ui.models.changes import ChangeReviewModel
 
 ACTION_LABELS = {"create": "new", "modify": "edit", "delete": "deleted", "rename": "renamed"}
-STATE_LABELS = {"applied": "applied", "rejected": "not applied", "conflict": "conflict", "failed": "failed"}
+STATE_LABELS = {"applied": "applied", "undone": "undone", "rejected": "not applied", "conflict": "conflict",
+                "failed": "failed"}
 
 
 class FileDelegate(QStyledItemDelegate):
@@ -53,7 +54,8 @@ class FileDelegate(QStyledItemDelegate):
         bold = QFont(font)
         bold.setBold(True)
         fmb = QFontMetrics(bold)
-        state = STATE_LABELS.get(fc.state, "")
+        file_state = str(index.data(ChangeReviewModel.StateRole) or fc.state)
+        state = STATE_LABELS.get(file_state, "")
         action = ACTION_LABELS.get(fc.action, fc.action)
         tag = state or action
         tag_w = fm.horizontalAdvance(tag) + 14
@@ -71,7 +73,8 @@ class FileDelegate(QStyledItemDelegate):
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, rest)
         # the tag on the right
         tag_color = {"applied": c.success, "conflict": c.error, "failed": c.error,
-                     "rejected": c.muted}.get(fc.state, c.accent if fc.action != "modify" else c.muted)
+                     "rejected": c.muted, "undone": c.muted}.get(file_state, c.accent if fc.action != "modify"
+                                                                    else c.muted)
         painter.setFont(font)
         tr = QRectF(x + w - tag_w, y, tag_w, fm.height())
         painter.setPen(QColor(tag_color))

@@ -263,6 +263,8 @@ class DiffView(QAbstractScrollArea):
     split_changed = Signal(bool)
     #: Every hunk under review is decided (after a key or button decision).
     all_decided = Signal()
+    #: Ctrl+Enter in the view: apply the decisions (the Changes dock and the review window do).
+    apply_requested = Signal()
 
     def __init__(self, model: ChangeReviewModel | None = None, parent: QWidget | None = None, *,
                  split: bool = False) -> None:
@@ -695,7 +697,22 @@ class DiffView(QAbstractScrollArea):
             self._advance()
 
     # -- keys and mouse -----------------------------------------------------------------------------------------
+    @staticmethod
+    def _is_apply_key(event: QKeyEvent) -> bool:
+        return event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and bool(
+            event.modifiers() & Qt.KeyboardModifier.ControlModifier)
+
+    def event(self, event: QEvent) -> bool:
+        # Ctrl+Enter applies here, not the window's Send: the view takes it before the shortcuts.
+        if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent) and self._is_apply_key(event):
+            event.accept()
+            return True
+        return super().event(event)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
+        if self._is_apply_key(event):
+            self.apply_requested.emit()
+            return
         text = event.text()
         mods = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
         if mods not in (Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.ShiftModifier) or not text:
@@ -931,12 +948,7 @@ class DiffView(QAbstractScrollArea):
         base = mid + fm.ascent() // 2 - 1
         p.drawText(QPointF(x, base), label)
         x += QFontMetrics(self.font_ui_bold).horizontalAdvance(label) + 12
-        p.setFont(self.font_normal)
-        p.setPen(c.muted)
-        where = hunk.header() if hunk.kind == "lines" else hunk.where()
-        p.drawText(QPointF(x, base), where)
-        x += self.fm.horizontalAdvance(where) + 12
-        # buttons from the right
+        # buttons from the right, then the hunk's place in what room is left (never under the buttons)
         right = width - 10
         buttons: list[tuple[str, str]] = []
         if self._decidable(hunk):
@@ -955,6 +967,14 @@ class DiffView(QAbstractScrollArea):
             r = QRect(right - bw, y + 5, bw, bh)
             self._paint_button(p, r, text, action, hunk.id)
             right -= bw + 6
+        p.setFont(self.font_normal)
+        p.setPen(c.muted)
+        where = hunk.header() if hunk.kind == "lines" else hunk.where()
+        room = right - x - 8
+        if room > 20:
+            shown_where = self.fm.elidedText(where, Qt.TextElideMode.ElideRight, room)
+            p.drawText(QPointF(x, base), shown_where)
+            x += self.fm.horizontalAdvance(shown_where) + 12
         status, color = self._status_text(hunk)
         if status:
             p.setFont(self.font_ui)

@@ -49,6 +49,9 @@ def summary_text(model: ChangeReviewModel) -> str:
         settled = model.files
         if settled:
             applied = sum(1 for f in settled if f.state == "applied")
+            if model.undone and applied:
+                return (f"Undone: {applied} file{'s' if applied != 1 else ''} back as before these changes "
+                        "(Redo writes them again)")
             return f"Settled: {applied} of {len(settled)} file{'s' if len(settled) != 1 else ''} written"
         return "No changes proposed yet"
     n = counts.files
@@ -217,6 +220,7 @@ class ReviewWindow(QWidget):
             commands.busy_changed.connect(lambda _b: self._refresh())
             commands.message.connect(lambda text, _kind: self.status.setText(text))
         QShortcut(QKeySequence("Ctrl+Return"), self).activated.connect(self.apply)
+        self.view.apply_requested.connect(self.apply)
         QShortcut(QKeySequence("Esc"), self).activated.connect(self._escape)
         self._refresh()
         self._on_view_file(self.view.fc.id if self.view.fc is not None else "")

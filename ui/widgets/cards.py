@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QSizePolicy,
@@ -27,8 +26,8 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
-from ui.models.tool_calls import format_duration
-from ui.widgets.common import AutoHeightText, ElidedLabel, JsonHighlighter, pill, robot_chip
+from ui.models.tool_calls import elapsed_text, format_duration
+from ui.widgets.common import AutoHeightText, ElidedLabel, JsonHighlighter, SubmitEdit, pill, robot_chip
 from ui.widgets.flow import ElidedToolButton, FlowRow, shrinkable
 from workspace.approval import ApprovalDecision
 from workspace.sandbox import display_json, display_path
@@ -69,9 +68,21 @@ PREVIEW_CHARS = 300
 TOOLTIP_CHARS = 1200
 
 
+def _one_line(value: Any) -> Any:
+    """``value`` with every string on one line (a preview shows "a b", not "a\\nb")."""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, dict):
+        return {k: _one_line(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_one_line(v) for v in value]
+    return value
+
+
 def _preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
     if isinstance(value, dict) and set(value) == {"data"}:
         value = value["data"]
+    value = _one_line(value)
     if isinstance(value, str):
         text = value
     else:
@@ -96,11 +107,12 @@ def _is_json_text(text: str) -> bool:
 
 
 def value_html(value: Any) -> str:
-    """A result or an error for people: highlighted JSON, or plain text when it is not JSON."""
+    """A result or an error for people: highlighted JSON with its multi-line strings as text, or plain
+    text when it is not JSON (:func:`ui.markdown.readable_html`)."""
     if isinstance(value, str) and not _is_json_text(value):
         return (f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">'
                 f"{markdown._esc(value)}</pre>")
-    return markdown.json_html(value)
+    return markdown.readable_html(value)
 
 
 def _tooltip_html(text: str) -> str:
@@ -132,6 +144,10 @@ def _elided_chip(robot: str, parent: QWidget) -> ElidedLabel:
 
 def _args_html(value: Any) -> str:
     value = value if value is not None else {}
+    from workspace.readable import TextBlock, readable_blocks
+
+    if any(isinstance(b, TextBlock) for b in readable_blocks(value)):  # file contents, patches: as text
+        return markdown.readable_html(value, max_chars=6000)
     try:
         compact = display_json(json.dumps(value, ensure_ascii=False))
     except (TypeError, ValueError):
@@ -251,6 +267,15 @@ class ToolCard(QFrame):
         self._status_pill = pill(STATUS_TEXT.get(status, status), fg, bg, self)
         self._status_holder.addWidget(self._status_pill)
 
+    def show_elapsed(self, seconds: float | None, *, running: bool = False) -> None:
+        """The time the call took, or (``running``) has taken so far; None: none shown."""
+        if seconds is None:
+            self._duration.setText("")
+        elif running:
+            self._duration.setText(elapsed_text(seconds) + "…" if seconds >= 1 else "")
+        else:
+            self._duration.setText(format_duration(seconds))
+
     def set_arguments(self, arguments: Any) -> None:
         self.arguments = arguments
         self._args.setHtml(_args_html(arguments))
@@ -277,6 +302,8 @@ class ToolCard(QFrame):
                 self._error_box.setHtml(html)
         if call.status == "ok" or call.duration:
             self._duration.setText(format_duration(call.duration))
+        elif call.status not in ("running", "approval"):
+            self._duration.setText("")  # no time ticking on a call that ended without one
         self._show_progress(call)
         approval = call.approval
         if approval is not None and approval.state != "asking":
@@ -436,9 +463,11 @@ class ApprovalPanel(QFrame):
                 top.addWidget(pill(label, fg, c.card_header, self))
         layout.addLayout(top)
 
-        self.editor = QPlainTextEdit(self)
+        self.editor = SubmitEdit(self)
         self.editor.setObjectName("ApprovalEditor")
-        self.editor.setAccessibleName("Tool arguments (JSON, editable)")
+        self.editor.setAccessibleName("Tool arguments (JSON, editable; Ctrl+Enter approves them, Esc leaves)")
+        self.editor.submitted.connect(self.edit_and_approve)
+        self.editor.cancelled.connect(self.setFocus)  # back to the panel: y, e, n work again
         self.editor.setPlainText(self._original)
         self.editor.setFont(theme.mono_font())
         self.editor.setTabChangesFocus(True)
@@ -456,6 +485,7 @@ class ApprovalPanel(QFrame):
 
         row = FlowRow(spacing=8)  # "Remember: [Once]" and the reason: one row, or two when narrow
         self.scope = QComboBox(self)
+        self.scope.setAccessibleName("Remember the answer")
         for key, label in SCOPES:
             self.scope.addItem(label, key)
         self.scope.setToolTip("How long this answer holds: this call only, the rest of this thread, "
@@ -463,6 +493,7 @@ class ApprovalPanel(QFrame):
         row.addWidget(QLabel("Remember:", self))
         row.addWidget(self.scope)
         self.reason = QLineEdit(self)
+        self.reason.setAccessibleName("Reason for denying (sent to the model)")
         self.reason.setPlaceholderText("Reason for denying (sent to the model)")
         self.reason.setToolTip("Reason for denying (sent to the model)")
         self.reason.setMinimumWidth(150)

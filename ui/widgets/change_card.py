@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from ui import markdown, theme
-from ui.widgets.common import RichLabel, pill, robot_chip
+from ui.widgets.common import ElidedLabel, RichLabel, pill, robot_chip
 from ui.widgets.flow import shrinkable
 from workspace.sandbox import display_path
 
@@ -48,12 +48,16 @@ class ChangeCard(QFrame):
         icon = QLabel(header)
         icon.setPixmap(theme.icon("diff", c.muted).pixmap(14, 14))
         hl.addWidget(icon)
-        self.title = QLabel("", header)
-        self.title.setTextFormat(Qt.TextFormat.RichText)
-        self.title.setMinimumWidth(40)  # when narrow, "Proposed changes · 3 files" is cut, not the card
+        # When narrow, "Proposed changes" ends in "…" and "· 3 files" goes (the tooltip has both): never
+        # wider than the card.
+        self.title = ElidedLabel("Proposed changes", header, min_chars=8)
+        bold = self.title.font()
+        bold.setBold(True)
+        self.title.setFont(bold)
         hl.addWidget(self.title)
+        self.count = ElidedLabel("", header, whole=True)
+        hl.addWidget(self.count, 1)
         hl.addWidget(robot_chip(robot, header))
-        hl.addStretch(1)
         self._pill_holder = QHBoxLayout()
         hl.addLayout(self._pill_holder)
         self._pill: QLabel | None = None
@@ -81,12 +85,18 @@ class ChangeCard(QFrame):
         row.addWidget(self.review_button)
         bl.addLayout(row)
         outer.addWidget(body)
-        self._set_pill("review pending", c.warning, c.warning_bg)
+        self._set_pill(self._pending_text(), c.warning, c.warning_bg)
+
+    def _pending_text(self) -> str:
+        """The pending pill: how many changes wait for review."""
+        hunks = sum(int(f.get("hunks", 1) or 1) for f in self.files) if self.files else 0
+        return f"{hunks} change{'s' if hunks != 1 else ''} to review" if hunks else "review pending"
 
     def _show_files(self) -> None:
         c = theme.colors()
         count = len(self.files)
-        self.title.setText(f"<b>Proposed changes</b> · {count} file{'s' if count != 1 else ''}")
+        self.count.setText(f"· {count} file{'s' if count != 1 else ''}")
+        self.title.setToolTip(f"Proposed changes · {count} file{'s' if count != 1 else ''}")
         rows = []
         for f in self.files[:12]:
             name = str(f.get("path", "?"))
@@ -120,6 +130,8 @@ class ChangeCard(QFrame):
         self.checkpoint_id = item.checkpoint_id
         self.undone = item.undone
         if item.status == "pending":
+            c = theme.colors()
+            self._set_pill(self._pending_text(), c.warning, c.warning_bg)
             return
         c = theme.colors()
         accepted, rejected = item.accepted, item.rejected

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
@@ -33,11 +32,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ui import markdown, theme
 from ui.chat.presenter import LOAD_MORE_TURNS, ChatPresenter, TranscriptSource
 from ui.chat.state import (
     CallLaneItem,
     ChangeItem,
+    ElicitationItem,
+    ErrorItem,
     HeaderItem,
     Item,
     Lane,
@@ -46,14 +46,14 @@ from ui.chat.state import (
     NoticeItem,
     ReasoningItem,
     RunState,
+    SamplingItem,
     TextItem,
     ToolCallItem,
     TurnState,
 )
 from ui.widgets.cards import ApprovalPanel, ToolCard
 from ui.widgets.change_card import ChangeCard
-from ui.widgets.common import RichLabel
-from ui.widgets.flow import FlowRow
+from ui.widgets.elicitation_form import ElicitationForm
 from ui.widgets.lanes import NetworkHeader, TaskLane, robot_color
 from ui.widgets.messages import (
     COLUMN_MAX_WIDTH,
@@ -63,12 +63,32 @@ from ui.widgets.messages import (
     ThinkingBlock,
     UserMessage,
 )
+from ui.widgets.request_card import RequestCard
+from ui.widgets.run_state import ActivityLine, ChatClock, ErrorCard
+from ui.widgets.sampling_card import SamplingCard
 from ui.widgets.stream import MarkdownStream
 
 if TYPE_CHECKING:
     import asyncio
 
     from workspace.approval import ApprovalRequest
+
+
+class ChatColumn(QWidget):
+    """The conversation's column: as tall as its messages laid out at its width.
+
+    Wrapped text (a user's bubble, a notice) has a height for each width. A word-wrapping label's
+    *minimum* height is the one at its narrowest (every word on a line: a long pasted message
+    asks for several times its real height), and a layout's minimum is the sum of its children's:
+    the scroll area would make the column that tall and show empty space below the messages. Its
+    height comes from :meth:`heightForWidth` instead (what the layout lays out at the column's width).
+    """
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        if self.hasHeightForWidth():
+            return QSize(hint.width(), 0)
+        return hint
 
 
 class ChatView(QScrollArea):
@@ -83,6 +103,8 @@ class ChatView(QScrollArea):
     connect_requested = Signal()
     #: The Continue of an answer cut off at the token limit (a notice in the last turn).
     continue_requested = Signal()
+    #: What the running robot waits for ("" when nothing), for the status bar.
+    activity_changed = Signal(str)
 
     def __init__(self, parent: QWidget | None = None, *, presenter: ChatPresenter | None = None) -> None:
         super().__init__(parent)
@@ -95,7 +117,7 @@ class ChatView(QScrollArea):
         row = QHBoxLayout(canvas)
         row.setContentsMargins(24, 12, 24, 24)
         row.addStretch(1)
-        self.column = QWidget(canvas)
+        self.column = ChatColumn(canvas)
         self.column.setObjectName("ChatColumn")
         self.column.setMaximumWidth(COLUMN_MAX_WIDTH)
         self.column.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Minimum)
@@ -104,6 +126,9 @@ class ChatView(QScrollArea):
         self._layout = QVBoxLayout(self.column)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(6)
+        #: What the running robot waits for, under the last message (not one of the column's items).
+        self.activity = ActivityLine(self.column)
+        self._layout.addWidget(self.activity)
         self._layout.addStretch(1)  # keeps content at the top
         self.setWidget(canvas)
         self._stick = True
@@ -118,12 +143,16 @@ class ChatView(QScrollArea):
         self._empty: QWidget | None = None
         #: Notices with a button (Continue), by their turn: only the last turn's stay enabled.
         self._action_notices: list[tuple[TurnState, NoticeLine]] = []
-        self.approvals: list[ApprovalPanel] = []
+        from ui.widgets.chat_parts import Finder
+
+        #: Finds and shows a search result's message.
+        self.finder = Finder(self)
+        #: Questions asked live: approval panels of tool cards, and MCP servers' request cards.
+        self.approvals: list[ApprovalPanel | RequestCard] = []
         #: Approvals asked before their call's card came, by (run id, call id).
         self._waiting_approvals: dict[tuple[str, str], tuple[ApprovalRequest, asyncio.Future[Any]]] = {}
-        self._lane_timer = QTimer(self)
-        self._lane_timer.setInterval(500)
-        self._lane_timer.timeout.connect(self._tick_lanes)
+        #: Ticks what shows time while it runs: lanes, running tool cards, the activity line.
+        self.clock = ChatClock(self)
         self.presenter = presenter if presenter is not None else ChatPresenter()
         self.presenter.listener = self
 
@@ -134,7 +163,7 @@ class ChatView(QScrollArea):
         for i in range(self._layout.count()):
             item = self._layout.itemAt(i)
             widget = item.widget() if item is not None else None
-            if widget is not None and widget is not self._more_button and widget is not self._empty:
+            if widget is not None and widget not in (self._more_button, self._empty, self.activity):
                 out.append(widget)
         return out
 
@@ -163,6 +192,22 @@ class ChatView(QScrollArea):
         call = self.presenter.call(call_id, run_id)
         widget = self._widgets.get(call) if call is not None else None
         return widget if isinstance(widget, ToolCard) else None
+
+    def request_card(self, call_id: str, run_id: str | None = None) -> RequestCard | None:
+        """The card of an MCP server's request (a sampling card, an elicitation form)."""
+        call = self.presenter.call(call_id, run_id)
+        widget = self._widgets.get(call) if call is not None else None
+        return widget if isinstance(widget, RequestCard) else None
+
+    def request_cards(self) -> list[RequestCard]:
+        """Every MCP server's request card shown (lanes included), in order."""
+        cards: list[RequestCard] = []
+        for w in self.items():
+            if isinstance(w, RequestCard):
+                cards.append(w)
+            elif isinstance(w, TaskLane):
+                cards += [inner for inner in w.widgets() if isinstance(inner, RequestCard)]
+        return cards
 
     def change_card(self, change_set_id: str) -> ChangeCard | None:
         item = self.presenter.change_item(change_set_id)
@@ -195,44 +240,12 @@ class ChatView(QScrollArea):
         self.presenter.reset()
 
     def show_empty(self, *, robot: str, model_label: str, is_language_model: bool, examples: list[str]) -> None:
+        """A new thread: whom it talks to, and messages to start with (``examples``)."""
+        from ui.widgets.chat_parts import empty_state
+
         self.clear()
-        c = theme.colors()
-        box = QFrame(self.column)
-        box.setObjectName("EmptyState")
-        layout = QVBoxLayout(box)
-        layout.setContentsMargins(24, 60, 24, 24)
-        layout.setSpacing(10)
-        icon = QLabel(box)
-        icon.setPixmap(theme.app_icon().pixmap(72, 72))
-        icon.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-        layout.addWidget(icon)
-        title = QLabel(f"Chat with <b>{markdown._esc(robot)}</b>", box)
-        title.setObjectName("EmptyTitle")
-        title.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-        layout.addWidget(title)
-        sub = QLabel(model_label, box)
-        sub.setObjectName("Muted")
-        sub.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-        layout.addWidget(sub)
-        if not is_language_model:
-            hint = RichLabel(
-                f'<div align="center" style="color:{c.muted};">No language model is connected, so replies come from '
-                "a small rule-based demo that still uses real tools. "
-                f'<a href="settings:" style="color:{c.accent};">Connect a model</a> — an API key (OpenAI, '
-                "Anthropic, …) or a local server such as Ollama.</div>", box)
-            hint.setOpenExternalLinks(False)
-            hint.linkActivated.connect(lambda _link: self.connect_requested.emit())
-            hint.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-            layout.addWidget(hint)
-        chips = FlowRow(spacing=8, center=True)  # wraps onto more rows in a narrow column
-        for example in examples:
-            chip = QPushButton(example, box)
-            chip.setObjectName("ExampleChip")
-            chip.setCursor(Qt.CursorShape.PointingHandCursor)
-            chip.clicked.connect(lambda _=False, text=example: self.example_clicked.emit(text))
-            chips.addWidget(chip)
-        layout.addLayout(chips)
-        layout.addStretch(1)
+        box = empty_state(self, robot=robot, model_label=model_label, is_language_model=is_language_model,
+                          examples=examples)
         self._layout.insertWidget(0, box)
         self._empty = box
 
@@ -241,6 +254,16 @@ class ChatView(QScrollArea):
         self.presenter.load_thread(source)
         self._stick = True
         QTimer.singleShot(0, self.scroll_to_bottom)
+
+    def reveal_turn(self, turn_id: str, *, words: list[str] | None = None) -> bool:
+        """Scroll to a stored turn of the branch shown (loading earlier turns when it is one of them) and
+        outline its message that contains ``words``; False when the turn is not on this branch."""
+        return self.finder.reveal_turn(turn_id, words=words)
+
+    @property
+    def found_flash(self) -> QFrame | None:
+        """The outline around the message a search result opened (while it shows)."""
+        return self.finder.flash_frame
 
     def load_earlier(self) -> None:
         """Show more of the earlier turns above the first one, keeping what is on screen in place."""
@@ -261,12 +284,13 @@ class ChatView(QScrollArea):
             self._more_button.deleteLater()
             self._more_button = None
         self._drop_empty()
+        self.finder.reset()
         self._widgets.clear()
         self._turn_widgets.clear()
         self._action_notices = []
         self.approvals = []
         self._waiting_approvals = {}
-        self._lane_timer.stop()
+        self.clock.reset()
         self._stick = True
 
     def turn_added(self, turn: TurnState) -> None:
@@ -318,6 +342,7 @@ class ChatView(QScrollArea):
             self._action_notices.append((item.turn, widget))
             self._enable_actions()
         if isinstance(item, ToolCallItem) and item.run is not None:
+            self.clock.follow_call(item, widget)
             waiting = self._waiting_approvals.pop((item.run.run_id, item.call_id), None)
             if waiting is not None:  # the approval was asked before the card came
                 self._attach_approval(*waiting)
@@ -332,8 +357,9 @@ class ChatView(QScrollArea):
                 if isinstance(widget, ThinkingBlock):
                     widget.apply(item)
             case ToolCallItem():
-                if isinstance(widget, ToolCard):
+                if isinstance(widget, ToolCard | RequestCard):
                     widget.apply(item)
+                    self.clock.follow_call(item, widget)
             case ChangeItem():
                 if isinstance(widget, ChangeCard):
                     widget.apply(item)
@@ -343,7 +369,7 @@ class ChatView(QScrollArea):
             case LaneItem() | CallLaneItem():
                 if isinstance(widget, TaskLane):
                     widget.apply(item)
-                    self._follow_lanes()
+                    self.clock.follow()
             case _:
                 pass  # a robot's header does not change
 
@@ -366,6 +392,8 @@ class ChatView(QScrollArea):
             widget.append(delta)
 
     def run_changed(self, run: RunState) -> None:
+        if run.lane is None and (run.activity or run is self.clock.activity_run):
+            self.clock.set_activity(run if run.activity else None)
         if run.lane is not None or not run.footer:
             return
         footer = self._widgets.get(run)
@@ -399,6 +427,10 @@ class ChatView(QScrollArea):
                 return RobotHeader(item.robot, self.column)
             case TextItem():
                 return MarkdownStream(item.text, self.column)
+            case SamplingItem():
+                return SamplingCard(item, self.column)
+            case ElicitationItem():
+                return ElicitationForm(item, self.column)
             case ToolCallItem():
                 card = ToolCard(call_id=item.call_id, tool=item.tool, robot=item.robot, server=item.server,
                                 arguments=item.arguments, parent=self.column)
@@ -415,6 +447,12 @@ class ChatView(QScrollArea):
                                   parent=self.column)
                 line.action_requested.connect(self._notice_action)
                 return line
+            case ErrorItem():
+                error = ErrorCard(item.message, fix=item.fix, error_type=item.error_type, parent=self.column)
+                error.retry_requested.connect(
+                    lambda it=item: self.regenerate_requested.emit(it.turn.turn_id) if it.turn.turn_id else None)
+                error.settings_requested.connect(self.connect_requested)
+                return error
             case ChangeItem():
                 change = ChangeCard(change_set_id=item.change_set_id, robot=item.robot, files=list(item.files),
                                     parent=self.column)
@@ -450,7 +488,7 @@ class ChatView(QScrollArea):
 
     def _index_after(self, turn: TurnState) -> int:
         """Where the next turn's widgets start in the column (the end, for the last turn)."""
-        end = self._layout.count() - 1  # the stretch
+        end = self._layout.indexOf(self.activity)  # the activity line, then the stretch
         turns = self.presenter.state.turns
         if not turns or turns[-1] is turn:
             return end
@@ -466,29 +504,11 @@ class ChatView(QScrollArea):
             self._empty.deleteLater()
             self._empty = None
 
-    def _follow_lanes(self) -> None:
-        """Tick the running lanes' durations while any runs."""
-        if any(lane.status == "running" for lane in self.lanes()):
-            if not self._lane_timer.isActive():
-                self._lane_timer.start()
-        else:
-            self._lane_timer.stop()
-
-    def _tick_lanes(self) -> None:
-        import time
-
-        now = time.time()
-        running = [lane for lane in self.lanes() if lane.status == "running"]
-        for lane in running:
-            lane.update_duration(now)
-        if not running:
-            self._lane_timer.stop()
-
     # -- approvals (asked live, with a future the card's panel resolves) ---------------------------------
     def ask_approval(self, request: ApprovalRequest, future: asyncio.Future[Any]) -> None:
         """Show the approval inline in the tool's card (once its tool_use has arrived)."""
         run_id = request.run_id or "approval"
-        if self.card(request.call_id, run_id) is not None:
+        if self.card(request.call_id, run_id) is not None or self.request_card(request.call_id, run_id) is not None:
             self._attach_approval(request, future)
             return
         # The gate asks before the bridge has delivered the tool_use event: wait for the card.
@@ -511,14 +531,24 @@ class ChatView(QScrollArea):
                                        id=request.call_id, name=request.tool, input=dict(request.input or {}),
                                        server=request.server))
 
-    def _attach_approval(self, request: ApprovalRequest, future: asyncio.Future[Any]) -> ApprovalPanel | None:
+    def _attach_approval(self, request: ApprovalRequest,
+                         future: asyncio.Future[Any]) -> ApprovalPanel | RequestCard | None:
         call = self.presenter.call(request.call_id, request.run_id or "approval")
         card = self.card(request.call_id, request.run_id or "approval")
-        if call is None or card is None or future.done() or card.approval is not None:
+        asker = self.request_card(request.call_id, request.run_id or "approval")
+        if call is None or future.done():
+            return None
+        panel: ApprovalPanel | RequestCard
+        if asker is not None:  # an MCP server's request: its card asks
+            if asker.asking:
+                return None
+            panel = asker.ask(request, future)
+        elif card is not None and card.approval is None:
+            panel = card.ask_approval(request, future)
+        else:
             return None
         if isinstance(call.parent, Lane):  # a robot of a network (or used as a tool) asks: open its lane
             self.presenter.set_lane_collapsed(call.parent, False)
-        panel = card.ask_approval(request, future)
         self.approvals.append(panel)
         panel.finished.connect(lambda _d, p=panel: self.approvals.remove(p) if p in self.approvals else None)
 
@@ -532,7 +562,7 @@ class ChatView(QScrollArea):
         QTimer.singleShot(0, reveal)
         return panel
 
-    def pending_approval(self) -> ApprovalPanel | None:
+    def pending_approval(self) -> ApprovalPanel | RequestCard | None:
         for panel in self.approvals:
             if not panel.done:
                 return panel
@@ -556,7 +586,9 @@ class ChatView(QScrollArea):
 
     # -- as text --------------------------------------------------------------------------------------------
     def dump(self) -> str:
-        """What the column shows, as text: see :func:`dump_widgets`."""
+        """What the column shows, as text: see :func:`ui.widgets.chat_dump.dump_widgets`."""
+        from ui.widgets.chat_dump import dump_widgets
+
         return dump_widgets(self)
 
 
@@ -568,68 +600,4 @@ def _is_text_entry(widget: QWidget | None) -> bool:
     return isinstance(widget, QLineEdit | QAbstractSpinBox)
 
 
-def dump_widgets(chat: ChatView) -> str:
-    """The column's widgets as text, one line each (a lane's widgets indented under it): what a
-    person sees — texts, pills, durations, token counts, footers. Tests compare a live run with
-    its reopened thread this way."""
-    lines: list[str] = []
-
-    def card_line(card: ToolCard) -> str:
-        decision = card._decision.text() if card._decision is not None else ""
-        error = card._error_box.toPlainText() if card._error_box is not None else ""
-        result = card._result_toggle.text() if card._result_toggle is not None else ""
-        args = card._args.toPlainText().replace("\n", " ")
-        pill = card._status_pill.text() if card._status_pill is not None else ""
-        return (f"tool {card.title.text()} [{pill}] {card._duration.text()!r} args={args!r}"
-                + (f" decision={decision!r}" if decision else "") + (f" result={result!r}" if result else "")
-                + (f" error={error!r}" if error else ""))
-
-    def widget_lines(widget: QWidget, indent: str) -> list[str]:
-        if isinstance(widget, UserMessage):
-            branch = widget.branch_label.text() if widget._buttons_made and widget.sibling_count > 1 else ""
-            return [f"{indent}user {widget.text!r}" + (f" note={widget.note!r}" if widget.note else "")
-                    + (f" {branch}" if branch else "")]
-        if isinstance(widget, RobotHeader):
-            name = widget.findChild(QLabel, "RobotName")
-            return [f"{indent}robot {name.text() if name is not None else '?'}"]
-        if isinstance(widget, MarkdownStream):
-            return [f"{indent}text {widget.text!r}"]
-        if isinstance(widget, ThinkingBlock):
-            return [f"{indent}thinking {widget.toggle.text()!r} {'folded' if widget.collapsed else 'open'} "
-                    f"{widget.text!r}"]
-        if isinstance(widget, NoticeLine):
-            action = widget.action_button.text() if widget.action_button is not None else ""
-            return [f"{indent}notice {widget.label.text()!r}" + (f" [{action}]" if action else "")]
-        if isinstance(widget, ToolCard):
-            lines = [indent + card_line(widget)]
-            for inner in widget.lanes():
-                lines += widget_lines(inner, indent + "    ")
-            return lines
-        if isinstance(widget, ChangeCard):
-            pill = widget._pill.text() if widget._pill is not None else ""
-            undo = widget.undo_button.text() if not widget.undo_button.isHidden() else ""
-            return [f"{indent}change {widget.title.text()} [{pill}] {widget.listing.text()!r} "
-                    f"{widget.note.text()!r} {widget.review_button.text()!r}" + (f" {undo}" if undo else "")]
-        if isinstance(widget, NetworkHeader):
-            return [f"{indent}network {widget.name.text()} {widget.kind.text()!r}"]
-        if isinstance(widget, TaskLane):
-            pill = widget._pill.text() if widget._pill is not None else ""
-            out = [f"{indent}lane {widget.task} {widget.chip.text()} [{pill}] {widget.usage.text()!r} "
-                   f"({widget.usage.toolTip()}) {widget.duration.text()!r} "
-                   f"{'folded' if widget.collapsed else 'open'} {widget.summary.text()!r}"
-                   + (f" note={widget.note.text()!r}" if not widget.note.isHidden() else "")]
-            for inner in widget.widgets():
-                out += widget_lines(inner, indent + "    ")
-            return out
-        if isinstance(widget, RunFooter):
-            return [f"{indent}footer {widget.usage.text()!r} ({widget.usage.toolTip()}) {widget.status.text()!r}"]
-        return [f"{indent}{type(widget).__name__}"]
-
-    if chat._more_button is not None:
-        lines.append(chat._more_button.text())
-    for widget in chat.items():
-        lines += widget_lines(widget, "")
-    return "\n".join(lines)
-
-
-__all__ = ["ChatView", "dump_widgets"]
+__all__ = ["ChatColumn", "ChatView"]

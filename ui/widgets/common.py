@@ -11,19 +11,30 @@ import contextlib
 import re
 from collections.abc import Iterator
 
-from PySide6.QtCore import QEvent, QObject, QSize, Qt, QUrl
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QUrl, Signal
 from PySide6.QtGui import (
     QColor,
+    QContextMenuEvent,
     QCursor,
     QDesktopServices,
     QGuiApplication,
+    QKeyEvent,
     QResizeEvent,
     QSyntaxHighlighter,
     QTextCharFormat,
     QTextDocument,
     QWheelEvent,
 )
-from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QTextBrowser, QToolTip, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QSizePolicy,
+    QTextBrowser,
+    QToolTip,
+    QWidget,
+)
 
 from ui import markdown, theme
 
@@ -90,15 +101,19 @@ class AutoHeightText(QTextBrowser):
     """Read-only rich text whose height follows its content (selectable, links open outside).
 
     Unlike a word-wrapping QLabel, whose size hint lays big rich text out several times,
-    this lays its document out once per change and only the blocks that changed.
+    this lays its document out once per change and only the blocks that changed. Shown Markdown's
+    code blocks have a Copy link and a Wrap toggle: a block that does not wrap keeps its long lines
+    and the text scrolls sideways.
     """
 
     def __init__(self, html: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.markdown: str | None = None
+        #: Code blocks (by index) whose long lines do not wrap.
+        self.unwrapped: set[int] = set()
         self.setReadOnly(True)
         self.setOpenLinks(False)  # follow_link decides what a click does
-        self.anchorClicked.connect(lambda url: follow_link(url.toString(), self.markdown))
+        self.anchorClicked.connect(self._on_link)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -114,6 +129,9 @@ class AutoHeightText(QTextBrowser):
 
     def _fit(self, size: object = None) -> None:
         height = int(self.document().size().height() + 0.999)
+        bar = self.horizontalScrollBar()
+        if self.horizontalScrollBarPolicy() != Qt.ScrollBarPolicy.ScrollBarAlwaysOff and bar.maximum() > 0:
+            height += bar.sizeHint().height()
         if height != self.height():
             self.setFixedHeight(max(1, height))
 
@@ -123,15 +141,98 @@ class AutoHeightText(QTextBrowser):
         self._fit()
 
     def set_markdown(self, text: str) -> None:
-        """Show Markdown, with a "Copy" link over each code block."""
-        self.setHtml(markdown.render(text, copy=True))
+        """Show Markdown, with a "Copy" link and a "Wrap" toggle over each code block."""
+        self.setHtml(markdown.render(text, copy=True, unwrapped=frozenset(self.unwrapped)))
         self.markdown = text
+        policy = Qt.ScrollBarPolicy.ScrollBarAsNeeded if self.unwrapped else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        self.setHorizontalScrollBarPolicy(policy)
+        self._fit()
+
+    def _on_link(self, url: QUrl) -> None:
+        scheme, _, rest = url.toString().partition(":")
+        if scheme == markdown.WRAP_SCHEME and rest.isdigit() and self.markdown is not None:
+            index = int(rest)
+            self.unwrapped ^= {index}
+            self.set_markdown(self.markdown)
+            return
+        follow_link(url.toString(), self.markdown)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        """The usual menu (copy the selection, select all), and the whole message as Markdown."""
+        menu = self.createStandardContextMenu(event.pos())
+        source = getattr(self.parentWidget(), "markdown_source", None)
+        text = source() if callable(source) else self.markdown
+        if text:
+            menu.addSeparator()
+            action = menu.addAction("Copy message as Markdown")
+            action.triggered.connect(lambda: QGuiApplication.clipboard().setText(str(text)))
+        menu.exec(event.globalPos())
+        menu.deleteLater()
 
     def wheelEvent(self, event: QWheelEvent) -> None:
+        if self.unwrapped and event.angleDelta().x() and not event.angleDelta().y():
+            super().wheelEvent(event)  # sideways in a block that does not wrap
+            return
         event.ignore()  # the conversation scrolls, not each message
 
     def sizeHint(self) -> QSize:
         return QSize(super().sizeHint().width(), self.height())
+
+
+class SubmitEdit(QPlainTextEdit):
+    """A text box where Ctrl+Enter submits and Esc cancels (editing a sent message, tool arguments).
+
+    Both keys are window shortcuts too (Send, Stop): the box takes them first while it has focus.
+    """
+
+    submitted = Signal()
+    cancelled = Signal()
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent) and self._ours(event):
+            event.accept()
+            return True
+        return super().event(event)
+
+    @staticmethod
+    def _ours(event: QKeyEvent) -> bool:
+        if event.key() == Qt.Key.Key_Escape:
+            return True
+        return event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and bool(
+            event.modifiers() & Qt.KeyboardModifier.ControlModifier)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Escape:
+            self.cancelled.emit()
+            return
+        if self._ours(event):
+            self.submitted.emit()
+            return
+        super().keyPressEvent(event)
+
+
+def name_line_edit_buttons(edit: QLineEdit, *, clear: str = "Clear") -> None:
+    """Give the buttons Qt puts inside a line edit (its clear button, its actions) an accessible name."""
+    from PySide6.QtWidgets import QToolButton
+
+    for button in edit.findChildren(QToolButton):
+        if not button.accessibleName():
+            action = button.defaultAction()
+            text = action.text() if action is not None else ""
+            button.setAccessibleName(text or clear)
+
+
+def badge(text: str, color: str, parent: QWidget | None = None, *, small: bool = True) -> QLabel:
+    """A rounded pill with white text on ``color``."""
+    label = QLabel(text, parent)
+    label.setObjectName("Badge")
+    pad = "1px 7px" if small else "2px 9px"
+    label.setStyleSheet(
+        f"QLabel#Badge {{ background-color: {color}; color: white; border-radius: 8px; padding: {pad};"
+        " font-size: 11px; font-weight: 600; }"
+    )
+    label.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
+    return label
 
 
 def robot_chip(robot: str, parent: QWidget | None = None) -> QLabel:

@@ -4,6 +4,7 @@ that give way (:func:`shrinkable`). Used by the cards and the chat's empty state
 
 from __future__ import annotations
 
+import shiboken6
 from PySide6.QtCore import QEvent, QRect, QSize, Qt
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QLayout, QLayoutItem, QSizePolicy, QToolButton, QWidget
@@ -11,8 +12,10 @@ from PySide6.QtWidgets import QLabel, QLayout, QLayoutItem, QSizePolicy, QToolBu
 
 def shrinkable(label: QLabel) -> QLabel:
     """A word-wrapping label that never widens its card (a long word is cut, not the card)."""
+    policy = QSizePolicy(QSizePolicy.Policy.Ignored, label.sizePolicy().verticalPolicy())
+    policy.setHeightForWidth(True)  # its height follows its width (a new policy would drop that)
+    label.setSizePolicy(policy)
     label.setWordWrap(True)
-    label.setSizePolicy(QSizePolicy.Policy.Ignored, label.sizePolicy().verticalPolicy())
     return label
 
 
@@ -76,6 +79,9 @@ class FlowRow(QLayout):
 
     # -- placement ----------------------------------------------------------------------------
     def _visible(self) -> list[QLayoutItem]:
+        # Qt may delete an item behind Python's back while the layout is torn down (its widget destroyed
+        # first): such an item is dropped, not touched.
+        self._items = [i for i in self._items if shiboken6.isValid(i)]
         return [i for i in self._items if not i.isEmpty()]
 
     @staticmethod

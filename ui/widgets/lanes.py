@@ -303,7 +303,10 @@ class TaskLane(QFrame):
         self.title.setTextFormat(Qt.TextFormat.RichText)
         self.title.setText(f"<b>{markdown._esc(task)}</b>")
         self.title.setToolTip(task)
-        self.title.setMinimumWidth(30)  # a long task name is cut rather than widen the conversation
+        # A short task name stays whole (the summary gives way first); a long one is cut at 140 px rather
+        # than widen the conversation (the tooltip has it).
+        self.title.ensurePolished()
+        self.title.setMinimumWidth(max(30, min(self.title.sizeHint().width(), 140)))
         hl.addWidget(self.title)
         self.chip = color_chip(robot, self.color, self.header)
         self.chip.setToolTip(f"Robot {robot}")

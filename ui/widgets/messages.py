@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QEnterEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
-    QPlainTextEdit,
     QPushButton,
     QSizePolicy,
     QToolButton,
@@ -21,8 +20,9 @@ from PySide6.QtWidgets import (
 )
 
 from ui import theme
+from ui.chat.state import ErrorItem
 from ui.models.tool_calls import format_duration
-from ui.widgets.common import RichLabel
+from ui.widgets.common import ElidedLabel, RichLabel, SubmitEdit
 
 if TYPE_CHECKING:
     from ui.chat.state import ReasoningItem, RunState, UserState
@@ -46,6 +46,13 @@ class UserMessage(QFrame):
 
     edit_submitted = Signal(str, str)  # turn id, new text
     branch_requested = Signal(str, int)  # turn id, +1 / -1
+
+    def minimumSizeHint(self) -> QSize:
+        """The height of the message laid out at its width (a word-wrapping label's own minimum is
+        its height at its narrowest: several times the real one for a long message)."""
+        hint = super().minimumSizeHint()
+        width = self.width()
+        return QSize(hint.width(), self.heightForWidth(width) if width > 0 else self.sizeHint().height())
 
     def resizeEvent(self, event: Any) -> None:
         # The bubble's label is as wide as its longest line, up to what the row has room for.
@@ -133,16 +140,20 @@ class UserMessage(QFrame):
         self._buttons_made = True
         al = self._actions_layout
         self.prev_button = _icon_button("chevron-left", "Previous version", self.action_row)
+        self.prev_button.setAccessibleName("Previous version")
         self.branch_label = QLabel("", self.action_row)
         self.branch_label.setObjectName("Muted")
         self.next_button = _icon_button("chevron-right", "Next version", self.action_row)
+        self.next_button.setAccessibleName("Next version")
         self.prev_button.clicked.connect(lambda: self._branch(-1))
         self.next_button.clicked.connect(lambda: self._branch(+1))
         for w in (self.prev_button, self.branch_label, self.next_button):
             al.addWidget(w)
-        self.copy_button = _icon_button("copy", "Copy", self.action_row)
+        self.copy_button = _icon_button("copy", "Copy the message as Markdown", self.action_row)
+        self.copy_button.setAccessibleName("Copy the message as Markdown")
         self.copy_button.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.text))
         self.edit_button = _icon_button("edit", "Edit and resend (forks the thread)", self.action_row)
+        self.edit_button.setAccessibleName("Edit and resend")
         self.edit_button.clicked.connect(self.begin_edit)
         al.addWidget(self.copy_button)
         al.addWidget(self.edit_button)
@@ -199,12 +210,17 @@ class UserMessage(QFrame):
         editor.setObjectName("EditBox")
         el = QVBoxLayout(editor)
         el.setContentsMargins(10, 8, 10, 8)
-        box = QPlainTextEdit(editor)
+        box = SubmitEdit(editor)
+        box.setObjectName("EditMessage")
+        box.setAccessibleName("Edit the message (Ctrl+Enter resends, Esc cancels)")
+        box.setTabChangesFocus(True)
         box.setPlainText(self.text)
         box.setFixedHeight(max(70, min(220, box.fontMetrics().lineSpacing() * (self.text.count("\n") + 3) + 16)))
         el.addWidget(box)
         row = QHBoxLayout()
-        note = QLabel("Sending creates a new branch; the original stays one click away.", editor)
+        note = QLabel("Ctrl+Enter resends as a new branch (the original stays one click away) · Esc cancels",
+                      editor)
+        note.setWordWrap(True)
         note.setObjectName("Muted")
         row.addWidget(note)
         row.addStretch(1)
@@ -223,10 +239,15 @@ class UserMessage(QFrame):
         box.setFocus()
 
         def finish(submit: bool) -> None:
+            if self.editor is not editor:
+                return  # finished already (a key and a click)
             text = box.toPlainText().strip()
             editor.deleteLater()
             self.editor = None
             self.bubble.setVisible(True)
+            composer = getattr(self.window(), "composer", None)
+            if composer is not None:
+                composer.focus()  # the keyboard goes back to the message box, not nowhere
             if submit and text and self.turn_id is not None:
                 from workspace.changes import compose_user_message
 
@@ -235,6 +256,8 @@ class UserMessage(QFrame):
 
         cancel.clicked.connect(lambda: finish(False))
         send.clicked.connect(lambda: finish(True))
+        box.submitted.connect(lambda: finish(True))
+        box.cancelled.connect(lambda: finish(False))
         self._edit_box = box
         self._edit_finish = finish
 
@@ -267,15 +290,18 @@ class RunFooter(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 6)
         layout.setSpacing(4)
-        self.status = QLabel("", self)
+        # How the run ended: it takes the row's free width (a long one wraps across it, not in a narrow
+        # column); one line ending in "…" when an error card above says it all.
+        self.status = FooterStatus(self)
         self.status.setObjectName("Muted")
-        layout.addWidget(self.status)
-        layout.addStretch(1)
+        layout.addWidget(self.status, 1)
         self.usage = QLabel("", self)
         self.usage.setObjectName("Muted")
         layout.addWidget(self.usage)
-        self.copy_button = _icon_button("copy", "Copy the answer", self)
+        self.copy_button = _icon_button("copy", "Copy the answer as Markdown (Ctrl+Shift+C: the last one)", self)
+        self.copy_button.setAccessibleName("Copy the answer as Markdown")
         self.regen_button = _icon_button("regenerate", "Regenerate the answer (forks the thread)", self)
+        self.regen_button.setAccessibleName("Regenerate the answer")
         self.regen_button.clicked.connect(self._regen)
         layout.addWidget(self.copy_button)
         layout.addWidget(self.regen_button)
@@ -320,24 +346,51 @@ class RunFooter(QWidget):
         totals, end = run.totals, run.end
         self.set_usage(totals.input_tokens, totals.output_tokens, totals.cost, end.duration if end else None,
                        calls=run.model_calls, estimated=totals.estimated, priced=run.language_model)
+        if end is None or not end.status_text:  # while it runs, the chat's activity line says what it waits for
+            return
         c = theme.colors()
-        if end is None:  # while it runs: what it waits for (connecting, queued, retrying...), if anything
-            self.set_status(run.status_text or "", c.muted)
-            self.status.setWordWrap(True)
-            return
-        if not end.status_text:
-            self.set_status("")
-            return
         if end.outcome == "failed":
             color = c.error
         elif end.outcome in ("cancelled", "interrupted"):
             color = c.muted
         else:
             color = c.warning
+        # A failed run whose error card shows above: one line here (the card has the message and its fix).
+        self.status.brief = end.outcome == "failed" and any(
+            isinstance(i, ErrorItem) and i.run is run for i in run.turn.items)
         self.set_status(end.status_text, color)
-        self.status.setWordWrap(True)
 
 
+
+
+class FooterStatus(ElidedLabel):
+    """A run footer's status: the whole text, wrapped across the row; or (``brief``) one line that ends
+    in "…" with the whole text in its tooltip. ``text()`` is always the whole text."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        self.brief = False
+        super().__init__("", parent, tooltip=True)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+    def setText(self, text: str) -> None:
+        self.setWordWrap(not self.brief)
+        self._full = ""  # always lay it out again: ``brief`` may have changed
+        super().setText(text)
+
+    def _elide(self) -> None:
+        if self.brief:
+            super()._elide()
+            return
+        if QLabel.text(self) != self._full:
+            QLabel.setText(self, self._full)
+        self.setToolTip("")
+
+    def sizeHint(self) -> QSize:
+        return super().sizeHint() if self.brief else QLabel.sizeHint(self)
+
+    def minimumSizeHint(self) -> QSize:
+        return super().minimumSizeHint() if self.brief else QLabel.minimumSizeHint(self)
 
 
 class ThinkingBlock(QFrame):

@@ -39,6 +39,10 @@ class MarkdownStream(QWidget):
     def text(self) -> str:
         return self._text
 
+    def markdown_source(self) -> str:
+        """The whole message's Markdown (a segment's context menu copies it)."""
+        return self._text
+
     def _new_live(self) -> AutoHeightText:
         label = AutoHeightText("", self)
         label.setObjectName("MessageText")

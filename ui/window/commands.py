@@ -29,6 +29,10 @@ class Commands:
         self.by_name: dict[str, QAction] = {}
         #: The View menu (None until :meth:`build`): docks added later put their action in it.
         self.view_menu: QMenu | None = None
+        #: View > Go to: the docks' shortcuts (None until :meth:`build`).
+        self.docks_menu: QMenu | None = None
+        #: Where each command is listed (its menu's name, "Window" for commands in no menu).
+        self.groups: dict[str, str] = {}
 
     def add(self, name: str, text: str, slot: Callable[[], object], shortcut: Shortcut | None = None,
             menu: QMenu | None = None, icon: str | None = None) -> QAction:
@@ -45,11 +49,13 @@ class Commands:
         if menu is not None:
             menu.addAction(action)
         self.by_name[name] = action
+        self.groups[name] = _menu_name(menu) if menu is not None else "Window"
         return action
 
     def add_view_action(self, name: str, action: QAction) -> None:
         """An action made elsewhere (a dock's show/hide), listed under ``name`` and in the View menu."""
         self.by_name[name] = action
+        self.groups[name] = "View"
         if self.view_menu is not None:
             self.view_menu.addAction(action)
 
@@ -63,6 +69,11 @@ class Commands:
         help_menu = menubar.addMenu("&Help")
         for dock in w.docks.values():
             view_menu.addAction(dock.toggleViewAction())
+        docks_menu = self.docks_menu = view_menu.addMenu("&Go to")
+        for name, action in self.by_name.items():
+            if name.startswith("go."):
+                docks_menu.addAction(action)
+                self.groups[name] = "Go to"
         add = self.add
         threads, runs, settings, transfer = w.threads, w.runs, w.settings_flow, w.transfer
 
@@ -83,6 +94,8 @@ class Commands:
         add("stop", "Stop", runs.escape, "Esc", thread_menu, "stop")
         add("regenerate", "Regenerate last answer", runs.regenerate_last, "Ctrl+R", thread_menu, "regenerate")
         add("edit_last", "Edit last message", runs.edit_last, "Ctrl+E", thread_menu, "edit")
+        add("copy_answer", "Copy last answer as Markdown", runs.copy_last_answer, "Ctrl+Shift+C", thread_menu,
+            "copy")
         add("prev_branch", "Previous branch of last message", lambda: runs.branch_last(-1), "Alt+Left", thread_menu)
         add("next_branch", "Next branch of last message", lambda: runs.branch_last(+1), "Alt+Right", thread_menu)
         add("approval", "Go to pending approval", runs.focus_approval, "Ctrl+J", thread_menu, "shield")
@@ -104,6 +117,7 @@ class Commands:
         add("theme_dark", "Dark theme", lambda: settings.set_theme("dark"), None, view_menu, "moon")
         add("load_earlier", "Show earlier turns", w.chat.load_earlier, None, view_menu)
         add("robot_picker", "Choose robot…", w.robots.focus_picker, "Ctrl+Shift+P", view_menu, "robot")
+        add("shortcuts", "Keyboard shortcuts", self.show_shortcuts, "Ctrl+/", help_menu, "command")
         add("about", "About RobotLab Workspace (version, data folders)…", settings.open_about, None, help_menu)
 
     def update(self) -> None:
@@ -113,12 +127,37 @@ class Commands:
         for name in ("regenerate", "edit_last", "prev_branch", "next_branch"):
             self.by_name[name].setEnabled(not running)
 
+    def show_shortcuts(self) -> None:
+        """Help > Keyboard shortcuts: every command with its keys (from the actions themselves)."""
+        from ui.widgets.shortcuts import ShortcutsDialog
+
+        dialog = getattr(self, "_shortcuts", None)
+        if dialog is None:
+            dialog = self._shortcuts = ShortcutsDialog(self.window)
+        dialog.show_commands(self.sheet())
+        dialog.show()
+        dialog.raise_()
+        dialog.activateWindow()
+
+    def sheet(self) -> list[tuple[str, str, str]]:
+        """(group, command, keys) for every command that has keys, then the keys of the chat's parts."""
+        rows = []
+        for name, action in self.by_name.items():
+            keys = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
+            if keys and action.text():
+                rows.append((self.groups.get(name, "Window"), action.text().replace("&&", "&").replace("&", ""),
+                             keys))
+        from ui.widgets.shortcuts import PART_KEYS
+
+        return rows + PART_KEYS
+
     def open_palette(self) -> None:
         self.window.command_palette.open_with([a for a in self.by_name.values() if a.text()])
 
     def refit_palette(self) -> None:
         """The window was resized: an open palette fits itself to the new size."""
-        if self.window.command_palette.isVisible():
+        palette = getattr(self.window, "command_palette", None)  # None while the window is being built
+        if palette is not None and palette.isVisible():
             self.window.command_palette.open_with(list(self.by_name.values()))
 
     def toggle_sidebar(self) -> None:
@@ -132,3 +171,7 @@ class Commands:
             name = action.property("iconName")
             if name:
                 action.setIcon(theme.icon(str(name), muted, 16))
+
+
+def _menu_name(menu: QMenu) -> str:
+    return menu.title().replace("&", "")

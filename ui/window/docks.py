@@ -12,7 +12,6 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QDockWidget, QTabBar, QWidget
 
 from ui import theme
@@ -87,19 +86,40 @@ class Docks(Mapping[str, QDockWidget]):
                 bar.setElideMode(Qt.TextElideMode.ElideNone)
                 bar.setUsesScrollButtons(True)
         self._docks[key] = dock
+        self._add_actions(key, title, dock, icon=icon, shortcut=shortcut)
+        return dock
+
+    def _add_actions(self, key: str, title: str, dock: QDockWidget, *, icon: str | None,
+                     shortcut: str | None) -> None:
+        """The View menu's show/hide toggle, and the shortcut that goes to the dock (never hides it)."""
+        w = self.window
         action = dock.toggleViewAction()
         action.setText(f"Show {title}")
         if icon:
             action.setIcon(theme.icon(icon, theme.colors().muted, 16))
             action.setProperty("iconName", icon)
-        if shortcut:
-            action.setShortcut(QKeySequence(shortcut))
         w.commands.add_view_action(f"dock.{key}", action)
-        return dock
+        if shortcut:
+            go = w.commands.add(f"go.{key}", f"Go to {title}", lambda: self.focus_dock(key), shortcut,
+                                w.commands.docks_menu)
+            go.setToolTip(f"Show {title} and put the keyboard there (again: back to the message box)")
+
+    def replace_widget(self, key: str, widget: QWidget) -> None:
+        """Put a dock's real pane in place of the placeholder it was registered with."""
+        dock = self._docks[key]
+        widget.setMinimumWidth(DOCK_MIN_WIDTH)
+        old = dock.widget()
+        dock.setWidget(widget)
+        if old is not None and old is not widget:
+            old.deleteLater()
 
     def build(self) -> None:
-        """The inspector docks, empty: :meth:`build_inspector` fills them (after the first paint)."""
+        """The inspector docks, empty: :meth:`build_inspector` fills them (after the first paint).
+
+        Changes comes second, so its tab (and the count of changes waiting in its title) shows at the
+        default width without scrolling the tab bar."""
         for key, title, icon, shortcut in (("tools", "Tool calls", "tool", "Ctrl+Shift+T"),
+                                           ("changes", "Changes", "diff", "Ctrl+Shift+D"),
                                            ("memory", "Memory", "memory", "Ctrl+Shift+M"),
                                            ("trace", "Trace", "trace", "Ctrl+Shift+R")):
             placeholder = QWidget(self.window)
@@ -124,15 +144,14 @@ class Docks(Mapping[str, QDockWidget]):
         panes: tuple[tuple[str, QWidget], ...] = (
             ("tools", self.tool_pane), ("memory", self.memory_pane), ("trace", self.trace_pane))
         for key, pane in panes:
-            old = self._docks[key].widget()
-            self._docks[key].setWidget(pane)
-            if old is not None:
-                old.deleteLater()
+            self.replace_widget(key, pane)
         self._add_mcp()
         self._add_network()
         self._add_changes()
         self._docks["tools"].raise_()
         self.sync_network()
+        w.memory.restore_docks()
+        w.memory.fit_when_shown()  # the inspector may not fit a narrow screen beside the conversation
 
     def _add_network(self) -> None:
         from ui.docks.network import NetworkPane
@@ -149,7 +168,9 @@ class Docks(Mapping[str, QDockWidget]):
 
         w = self.window
         pane = self.changes_pane = ChangesPane(w.controller, w, window=w)
-        self.register("changes", "Changes", pane, icon="diff", shortcut="Ctrl+Shift+D")
+        self.replace_widget("changes", pane)
+        pane.pending_changed.connect(w.status.set_pending)
+        pane.refresh_title()
         commands = w.commands
         commands.add("review_full", "Review changes (full size)…", lambda: pane.open_review(),
                      menu=commands.view_menu, icon="diff")
@@ -180,6 +201,46 @@ class Docks(Mapping[str, QDockWidget]):
                 d.toggleViewAction().isChecked() for d in self._docks.values()):
             dock.show()
             dock.raise_()
+
+    def focus_dock(self, key: str) -> None:
+        """A dock's shortcut: show it, bring its tab to the front and put the keyboard in it; pressed
+        again while the keyboard is there, back to the message box."""
+        from PySide6.QtWidgets import QApplication
+
+        dock = self._docks.get(key)
+        if dock is None:
+            return
+        w = self.window
+        focus = QApplication.focusWidget()
+        if focus is not None and dock.isAncestorOf(focus) and self.in_front(dock):
+            w.composer.focus()
+            return
+        dock.show()
+        dock.raise_()
+        target = focus_target(dock.widget())
+        if target is not None:
+            target.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    def in_front(self, dock: QDockWidget) -> bool:
+        """Whether ``dock`` shows: open, and its tab is the current one when it is tabbed with others."""
+        if not dock.isVisible():
+            return False
+        for bar in self.window.findChildren(QTabBar):
+            if not bar.isVisible() or bar.parentWidget() is not self.window:
+                continue
+            for i in range(bar.count()):
+                if bar.tabText(i) == dock.windowTitle():
+                    return bar.currentIndex() == i
+        return True
+
+    def raised(self) -> str | None:
+        """The key of the dock in front in the right-hand area (None: none shows)."""
+        w = self.window
+        for key, dock in self._docks.items():
+            if not dock.isFloating() and w.dockWidgetArea(dock) == Qt.DockWidgetArea.RightDockWidgetArea \
+                    and self.in_front(dock):
+                return key
+        return None
 
     def toggle_inspector(self) -> None:
         visible = any(d.isVisible() for d in self._docks.values())
@@ -259,3 +320,15 @@ class Docks(Mapping[str, QDockWidget]):
         w.memory_model.set_events(events)
         if w.network_model.has_graph:
             w.network_model.set_events(events)
+
+
+def focus_target(widget: QWidget | None) -> QWidget | None:
+    """Where the keyboard goes in a dock's pane: its focus proxy, else its first control that takes focus."""
+    if widget is None:
+        return None
+    if widget.focusProxy() is not None:
+        return widget.focusProxy()
+    for child in widget.findChildren(QWidget):
+        if child.isVisibleTo(widget) and child.isEnabled() and child.focusPolicy() & Qt.FocusPolicy.TabFocus:
+            return child
+    return widget

@@ -109,6 +109,8 @@ class Robots:
         label, is_lm = c.model_label()
         w.model_label.setText(label)
         w.connect_link.setVisible(not is_lm)
-        w.composer.set_robot(c.robot_name)
+        # The message goes to the open thread's robot (a thread keeps its robot), else to the picked one.
+        thread = getattr(c.session, "thread", None) if c.session is not None else None
+        w.composer.set_robot(getattr(thread, "robot", None) or c.robot_name)
         w.status.show_target(what="Network" if c.target_kind == "network" else "Robot", name=c.robot_name,
                              model_label=label)

@@ -100,6 +100,21 @@ class Runs:
         if last is not None and last.turn_id:
             self.window.controller.regenerate(last.turn_id)
 
+    def copy_last_answer(self) -> str:
+        """Put the last answer's Markdown on the clipboard (and return it; "" when there is none)."""
+        from PySide6.QtGui import QGuiApplication
+
+        w = self.window
+        for turn in reversed(w.chat.presenter.state.turns):
+            for run in reversed(turn.top_runs):
+                text = run.answer_text
+                if text.strip():
+                    QGuiApplication.clipboard().setText(text)
+                    w.toast.show_message("Copied the answer as Markdown.", seconds=3)
+                    return text
+        w.toast.show_message("No answer to copy yet.", seconds=3)
+        return ""
+
     def edit_last(self) -> None:
         last = self.last_user()
         if last is not None:

@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton
 
 from ui import theme
+from ui.widgets.common import ElidedLabel
 from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
@@ -29,14 +30,17 @@ class StatusLine:
         #: The (model label, api base) last probed for a listening local server (None: not a local model).
         self._probed: tuple[str, str | None] | None = None
         self._server_problem: str | None = None
+        #: What the running robot waits for (the chat's activity line), "" when nothing.
+        self.activity = ""
 
     def build(self) -> None:
         w = self.window
         bar = w.statusBar()
         bar.setSizeGripEnabled(False)
+        # Each gives way ("…", the whole text in its tooltip) before the badge and the usage are cut.
         self.robot = QLabel("", w)
-        self.model = QLabel("", w)
-        self.connection = QLabel("", w)
+        self.model = ElidedLabel("", w, min_chars=8, tooltip=True)
+        self.connection = ElidedLabel("", w, min_chars=8)
         self.usage = QLabel("", w)
         self.folder = QPushButton("", w)
         self.folder.setObjectName("ConnectLink")
@@ -49,6 +53,14 @@ class StatusLine:
 
         self.context = ContextMeter(w)
         bar.addPermanentWidget(self.context)
+        # Changes waiting for review: always in sight, whatever the docks show (a click opens them).
+        self.review = QPushButton("", w)
+        self.review.setObjectName("ReviewBadge")
+        self.review.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.review.setToolTip("Changes wait for your review: open the Changes dock (Ctrl+Shift+D)")
+        self.review.clicked.connect(lambda: w.docks.focus_dock("changes"))
+        self.review.setVisible(False)
+        bar.addPermanentWidget(self.review)
         bar.addPermanentWidget(self.usage)
         self.update_folder()
 
@@ -59,6 +71,7 @@ class StatusLine:
         w.bridge.context_compacted.connect(self.context.show_compacted)
         w.bridge.text_appended.connect(lambda _run, _robot, text: self.context.add_streamed(text))
         w.controller.thread_opened.connect(self.show_thread_context)
+        w.chat.activity_changed.connect(self.set_activity)
 
     def show_thread_context(self, session: object) -> None:
         """The meter of the thread just opened: its last count (hidden for a new thread)."""
@@ -67,6 +80,10 @@ class StatusLine:
             self.context.show_usage(reader() if callable(reader) else None)
         except Exception:  # an unreadable store leaves the meter empty; the banner says why elsewhere
             self.context.show_usage(None)
+
+    def set_activity(self, text: str) -> None:
+        self.activity = text
+        self.update_connection()
 
     # -- folder and title --------------------------------------------------------------------------
     def update_folder(self) -> None:
@@ -126,7 +143,7 @@ class StatusLine:
         _label, is_lm = self.window.controller.model_label()
         tip = ""
         if self.connection_state == "running":
-            text, color = "● Running", c.accent
+            text, color = f"● {self.activity}" if self.activity else "● Running", c.accent
         elif self.connection_state == "error":
             text, color = "● Last run failed", c.error
         elif not is_lm:
@@ -138,6 +155,12 @@ class StatusLine:
         self.connection.setText(text)
         self.connection.setToolTip(tip)
         self.connection.setStyleSheet(f"color: {color};")
+
+    def set_pending(self, pending: int) -> None:
+        """The number of changes (hunks) waiting for review; the badge hides at 0."""
+        self.review.setText(f"{pending} change{'s' if pending != 1 else ''} to review")
+        self.review.setAccessibleName(self.review.text())
+        self.review.setVisible(pending > 0)
 
     # -- usage ---------------------------------------------------------------------------------------------
     def set_usage(self, usage: Usage | None) -> None:

@@ -9,8 +9,27 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
 
-#: The empty state's example messages for a robot (networks have their own: network_examples).
-EXAMPLES = ["list the files", "search for TODO", "remember that color is teal"]
+#: The empty state's example messages for a robot whose file has no ``examples:`` and whose tools say
+#: nothing either (networks have their own: network_examples).
+EXAMPLES = ["What can you do?", "Explain recursion with a short example", "Write a haiku about robots"]
+
+
+def robot_examples(info: Any) -> list[str]:
+    """A new thread's suggestions for a robot: its file's ``examples:``, else ones its tools can do."""
+    if info is None:
+        return list(EXAMPLES)
+    examples = [str(e) for e in getattr(info, "examples", ()) or () if str(e).strip()]
+    if examples:
+        return examples[:6]
+    tools = getattr(info, "tools", None)
+    names = {str(t) for t in tools} if isinstance(tools, list | tuple) else set()
+    every = tools == "all"
+    out = []
+    for tool, example in (("list_files", "list the files"), ("search_files", "search for TODO"),
+                          ("edit_file", "add a line to README.md"), ("remember", "remember that color is teal")):
+        if every or tool in names:
+            out.append(example)
+    return out or list(EXAMPLES)
 
 
 class Threads:
@@ -25,6 +44,7 @@ class Threads:
         c.threads_changed.connect(self.refresh)
         w.sidebar.new_thread_requested.connect(self.new)
         w.sidebar.thread_selected.connect(self.open)
+        w.sidebar.result_opened.connect(self.open_result)
         w.sidebar.search_changed.connect(self.on_search)
         w.sidebar.rename_requested.connect(c.rename_thread)
         w.sidebar.delete_requested.connect(self.delete)
@@ -38,6 +58,11 @@ class Threads:
             w.thread_model.set_hits(c.search(query))
         else:
             w.thread_model.set_threads(c.list_threads())
+        self.show_current()
+
+    def show_current(self) -> None:
+        """Select the open thread in the list (search results stay as they are) and show its title."""
+        w, c = self.window, self.window.controller
         w.sidebar.select_thread(c.thread_id)
         thread = getattr(c.session, "thread", None) if c.session else None
         if thread is not None:
@@ -58,6 +83,17 @@ class Threads:
             w.toast.show_message("The running answer was stopped to open another thread.")
         c.open_thread(thread_id)
         w.composer.focus()
+
+    def open_result(self, thread_id: str, turn_id: str) -> None:
+        """Open a search result: its thread, scrolled to the matching message (on its branch)."""
+        w, c = self.window, self.window.controller
+        self.open(thread_id)
+        if c.thread_id != thread_id:
+            return
+        words = w.sidebar.search.text().split()
+        # On another branch of the thread: show that branch, then the message.
+        if not w.chat.reveal_turn(turn_id, words=words) and c.show_turn(turn_id):
+            w.chat.reveal_turn(turn_id, words=words)
 
     def cycle(self, step: int) -> None:
         items = self.window.thread_model.items
@@ -90,7 +126,8 @@ class Threads:
         label, is_lm = c.model_label()
         w.title_label.setText("New thread")
         w.status.retitle(None)
-        examples = EXAMPLES
+        info = next((r for r in c.robots() if getattr(r, "name", None) == c.robot_name), None)
+        examples = robot_examples(info)
         if c.target_kind == "network":
             from ui.models.network import network_examples
 
@@ -100,6 +137,7 @@ class Threads:
 
     def on_thread_opened(self, session: Any) -> None:
         w = self.window
+        w.robots.update_model_label()  # the message box names the robot its messages go to
         w.docks.clear_inspector()
         w.docks.sync_network(reveal=bool(getattr(session, "is_network", False)))
         if session is None:
@@ -107,7 +145,7 @@ class Threads:
             w.sidebar.select_thread(None)
             return
         self.render_session(session)
-        self.refresh()
+        self.show_current()  # not a new search: the results stay put while their threads open
 
     def render_session(self, session: Any) -> None:
         """Show a stored thread: its last turns now, earlier ones on demand; the inspector too."""

@@ -294,7 +294,17 @@ class Chat:
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         from workspace.approval import ApprovalDecision
         from workspace.cli.render import printable
+        from workspace.cli.server_requests import ask_server_request, is_server_request
 
+        if is_server_request(request):  # an MCP server's sampling or elicitation: its own questions
+            if not self.args.yes:
+                await self.questions.printed(request.call_id)
+            try:
+                return await ask_server_request(request, yes=self.args.yes, interactive=True, read=self.input.answer)
+            except KeyboardInterrupt:
+                if self.session is not None:
+                    self.session.stop("interrupted (Ctrl-C)")
+                return ApprovalDecision(approved=False, reason="cancel")
         if self.args.yes:
             return ApprovalDecision(approved=True, scope="once", reason="--yes")
         await self.questions.printed(request.call_id)

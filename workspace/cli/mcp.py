@@ -36,6 +36,11 @@ def register(sub: Any) -> None:
     call.add_argument("arguments", nargs="?", default="{}", help="the arguments as a JSON object (default {})")
     call.add_argument("--json", action="store_true", help="print the full result (content blocks) as JSON")
     call.add_argument("--timeout", type=float, help="seconds to wait for the answer (default: the server's timeout)")
+    call.add_argument("--yes", "-y", action="store_true",
+                      help="approve the server's sampling requests (a completion from the configured model) without "
+                      "asking; its requests for input get their defaults")
+    call.add_argument("--model", help="the model that answers the server's sampling requests (default: the "
+                      "configured one)")
     call.set_defaults(func=cmd_call)
 
     imp = msub.add_parser(
@@ -51,6 +56,18 @@ def register(sub: Any) -> None:
                      help="the file's format (default: detected)")
     imp.add_argument("--to", help="the configuration file to write (default: the user configuration file)")
     imp.set_defaults(func=cmd_import)
+
+    login = msub.add_parser(
+        "login", help="sign in to a remote MCP server (OAuth) in your browser",
+        description="Sign in to a streamable HTTP or SSE server that requires OAuth: its sign-in page opens in your "
+        "browser (its address is printed too, to open elsewhere), and the tokens are kept in your system's keyring.",
+    )
+    login.add_argument("server")
+    login.add_argument("--no-browser", action="store_true", help="only print the sign-in page's address")
+    login.set_defaults(func=cmd_login)
+    logout = msub.add_parser("logout", help="forget the sign-in of a remote MCP server (its tokens in the keyring)")
+    logout.add_argument("server")
+    logout.set_defaults(func=cmd_logout)
 
     for action, enabled in (("enable", True), ("disable", False)):
         p = msub.add_parser(action, help=f"{action} one tool of a server for every robot (remembered)")
@@ -193,6 +210,8 @@ def _flags(annotations: Any) -> str:
 
 def _print_status(status: ServerStatus, extras: dict[str, Any], *, verbose: bool) -> None:
     state = "disabled" if status.disabled else str(status.state)
+    if status.needs_sign_in and not status.is_ready:
+        state = status.auth.replace("-", " ") if status.auth else state
     head = f"{status.name}  [{state}]  {status.transport}: {status.target}"
     if status.server_info:
         head += f"  ({status.server_info})"
@@ -237,10 +256,14 @@ async def _call(args: argparse.Namespace) -> int:
     if not isinstance(arguments, dict):
         raise CLIError("the arguments must be a JSON object like '{\"message\": \"hi\"}'")
     manager = _manager(args)
+    _answer_requests_here(manager, args)
     try:
         if args.server not in manager.server_names():
             raise CLIError(_unknown_servers(manager, [args.server]))
         status = await manager.start(args.server)
+        if status.needs_sign_in and sys.stdin.isatty():  # a person is here: sign in now, then call
+            print(f"MCP server '{args.server}' needs you to sign in.", file=sys.stderr)
+            status = await _sign_in(manager, args.server, browser=True)
         if not status.is_ready:
             raise CLIError(f"MCP server '{args.server}' did not start: {status.reason}", code=1)
         tool = _resolve_tool(args.server, status, args.tool)
@@ -256,6 +279,35 @@ async def _call(args: argparse.Namespace) -> int:
         text = output_text(output.data)
         (sys.stderr if output.is_error else sys.stdout).write(text + ("\n" if not text.endswith("\n") else ""))
     return 1 if output.is_error else 0
+
+
+def _answer_requests_here(manager: MCPManager, args: argparse.Namespace) -> None:
+    """A call outside a run: the server's sampling and elicitation requests are asked in the terminal
+    (approved with --yes, denied with a message naming it when nobody is there), sampling answered by
+    the configured model (or --model)."""
+    from workspace.approval import ApprovalDecision, ApprovalRequest
+    from workspace.cli.server_requests import ask_server_request
+    from workspace.config import load_config
+    from workspace.providers import provider_for
+
+    yes = bool(getattr(args, "yes", False))
+
+    async def ask(request: ApprovalRequest) -> ApprovalDecision:
+        decision = await ask_server_request(request, yes=yes, out=sys.stderr if getattr(args, "json", False)
+                                            else sys.stdout)
+        if not decision.approved and decision.reason not in ("decline", "cancel"):
+            print(f"robotlab: {decision.reason}", file=sys.stderr)
+        elif not decision.approved:
+            print(f"robotlab: {request.server}'s request for input: {decision.reason}d", file=sys.stderr)
+        return decision
+
+    manager.requests.fallback_ask = ask
+    config = load_config(_folder(args))
+    model = getattr(args, "model", None) or str(config.get("llm.model", "") or "")
+    try:
+        manager.requests.fallback_provider = provider_for(model, api_base=config.get("llm.api_base"), config=config)
+    except Exception as exc:  # no usable model: sampling requests are refused with the reason
+        print(f"note: sampling requests cannot be answered: {exc}", file=sys.stderr)
 
 
 def _resolve_tool(server: str, status: ServerStatus, tool: str) -> str | None:
@@ -281,6 +333,70 @@ def _resolve_tool(server: str, status: ServerStatus, tool: str) -> str | None:
 def _no_such_tool(server: str, status: ServerStatus, tool: str) -> str:
     originals = sorted(t.original for t in status.tools)
     return f"MCP server '{server}' has no tool '{tool}'. Its tools: {', '.join(originals) or '(none)'}"
+
+
+# -- login / logout ------------------------------------------------------------------------------
+def terminal_opener(*, browser: bool) -> Any:
+    """Shows a sign-in page's address (on stderr) and opens it in the browser (unless ``browser`` is false)."""
+
+    def open_page(server: str, url: str) -> None:
+        print(f"Sign in to {server} on this page (it opens in your browser; waiting up to 5 minutes):\n  {url}",
+              file=sys.stderr, flush=True)
+        if browser:
+            import webbrowser
+
+            try:
+                webbrowser.open(url)
+            except Exception as exc:  # no browser here: the address is printed
+                print(f"note: could not open a browser ({exc}); open the address above", file=sys.stderr)
+
+    return open_page
+
+
+async def _sign_in(manager: MCPManager, name: str, *, browser: bool) -> ServerStatus:
+    manager.sign_in_opener = terminal_opener(browser=browser)
+    return await manager.sign_in(name)
+
+
+def cmd_login(args: argparse.Namespace) -> int:
+    return asyncio.run(_login(args))
+
+
+async def _login(args: argparse.Namespace) -> int:
+    from workspace.cli import CLIError
+
+    manager = _manager(args)
+    try:
+        if args.server not in manager.server_names():
+            raise CLIError(_unknown_servers(manager, [args.server]))
+        status = await _sign_in(manager, args.server, browser=not args.no_browser)
+        if status.auth is None and status.is_ready:
+            print(f"MCP server '{args.server}' is up and did not ask for a sign-in.")
+            return 0
+        if not status.is_ready:
+            raise CLIError(f"Signing in to MCP server '{args.server}' did not work: {status.reason}", code=1)
+        print(f"Signed in to {args.server} ({len(status.tools)} tools); the sign-in is kept in your system's keyring.")
+        return 0
+    finally:
+        await manager.aclose()
+
+
+def cmd_logout(args: argparse.Namespace) -> int:
+    return asyncio.run(_logout(args))
+
+
+async def _logout(args: argparse.Namespace) -> int:
+    from workspace.cli import CLIError
+
+    manager = _manager(args)
+    try:
+        if args.server not in manager.server_names():
+            raise CLIError(_unknown_servers(manager, [args.server]))
+        await manager.sign_out(args.server)
+    finally:
+        await manager.aclose()
+    print(f"Signed out of {args.server}: its tokens are gone from the keyring.")
+    return 0
 
 
 # -- import ----------------------------------------------------------------------------------
@@ -324,6 +440,7 @@ async def _toggle(args: argparse.Namespace) -> int:
     from workspace.cli import CLIError
 
     manager = _manager(args)
+    _answer_requests_here(manager, args)
     try:
         if args.server not in manager.server_names():
             raise CLIError(_unknown_servers(manager, [args.server]))

@@ -60,7 +60,8 @@ def add_run_options(p: argparse.ArgumentParser, *, who: str) -> None:
         "(default when interactive), apply them all, or never write (default otherwise)",
     )
     p.add_argument("--yes", "-y", action="store_true",
-                   help="approve every tool call that the approval policy would ask about")
+                   help="approve every tool call that the approval policy would ask about, and MCP servers' sampling "
+                   "requests (their requests for input get their defaults)")
     p.add_argument("--context", choices=("compact", "truncate", "error"), default=None,
                    help="when the conversation outgrows the model's context window: compact (summarise older "
                    "messages; the default, or llm.context_policy), truncate (leave out the oldest turns) or error "
@@ -337,6 +338,14 @@ def terminal_approval(args: argparse.Namespace, printer: Any = None) -> Any:
     policy = ApprovalPolicy.load(paths.approval_policy_file())
 
     async def ask(request: ApprovalRequest) -> ApprovalDecision:
+        from workspace.cli.server_requests import ask_server_request, is_server_request
+
+        if is_server_request(request):  # an MCP server's sampling or elicitation: its own questions
+            interactive = sys.stdin.isatty()
+            if interactive and not args.yes and isinstance(printer, QuestionAfterOutput):
+                await printer.printed(request.call_id)
+            return await ask_server_request(request, yes=args.yes, out=sys.stderr if machine_output(args) else sys.stdout,
+                                            interactive=interactive)
         if args.yes:
             return ApprovalDecision(approved=True, scope="once", reason="--yes")
         if not sys.stdin.isatty():

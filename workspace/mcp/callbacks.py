@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcp.types as types
 
-from workspace.mcp.requests import RequestRefused
+from workspace.mcp.requests import RequestFailed, RequestRefused
 
 if TYPE_CHECKING:
     from workspace.mcp.client import Connection
@@ -50,6 +50,9 @@ def session_callbacks(conn: Connection) -> dict[str, Any]:
         except RequestRefused as exc:
             conn.note(f"sampling refused: {exc}")
             return types.ErrorData(code=USER_REJECTED, message=str(exc))
+        except RequestFailed as exc:
+            conn.note(f"sampling failed: {exc}")
+            return types.ErrorData(code=INTERNAL_ERROR, message=str(exc))
         except Exception as exc:
             conn.note(f"sampling failed: {type(exc).__name__}: {exc}")
             return types.ErrorData(code=INTERNAL_ERROR, message=f"The client could not sample: {exc}")
@@ -89,3 +92,51 @@ def session_callbacks(conn: Connection) -> dict[str, Any]:
         "list_roots_callback": on_list_roots,
         "logging_callback": on_log,
     }
+
+
+#: The client requests whose parameters are checked before the SDK sees them, and their models.
+_CHECKED = {"sampling/createMessage": "CreateMessageRequestParams", "elicitation/create": None}
+
+
+def request_problem(message: Any) -> tuple[Any, str, str] | None:
+    """``(request id, method, why)`` when ``message`` (a transport's SessionMessage) is a sampling or
+    elicitation request from the server whose parameters are not valid; None otherwise.
+
+    The SDK would answer such a request with a bare "Invalid request parameters"; the connection answers
+    it instead, with what is wrong, and shows it to the person (the server's output, the run's card)."""
+    inner = getattr(getattr(message, "message", None), "root", getattr(message, "message", None))
+    method = getattr(inner, "method", None)
+    if method not in _CHECKED or getattr(inner, "id", None) is None:
+        return None
+    params: Any = getattr(inner, "params", None)
+    if hasattr(params, "model_dump"):
+        params = params.model_dump(by_alias=True, exclude_none=True)
+    request_id = getattr(inner, "id", None)
+    if method == "elicitation/create":
+        if not isinstance(params, dict):
+            return request_id, method, "the parameters must be an object with message and requestedSchema"
+        return None  # its schema is checked with a person-readable reason in workspace.mcp.requests
+    from pydantic import ValidationError
+
+    try:
+        types.CreateMessageRequestParams.model_validate(params if params is not None else {})
+    except ValidationError as exc:
+        parts = []
+        for error in exc.errors()[:4]:
+            where = ".".join(str(p) for p in error.get("loc", ())) or "params"
+            parts.append(f"{where}: {error.get('msg', 'not valid')} (got {_short(error.get('input'))})")
+        return request_id, method, "the parameters are not valid: " + "; ".join(parts)
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def refusal(request_id: Any, problem: str) -> Any:
+    """The JSON-RPC error that answers a request :func:`request_problem` refused."""
+    from mcp.shared.message import SessionMessage
+
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id,
+                                             error=types.ErrorData(code=INVALID_PARAMS, message=problem)))

@@ -86,6 +86,21 @@ class _StdoutParseFilter(logging.Filter):
 logging.getLogger("mcp.client.stdio").addFilter(_StdoutParseFilter())
 
 
+class _SignInFilter(logging.Filter):
+    """A connection that needs a sign-in ends the SDK's transport with SignInRequired, which the SDK logs
+    with a traceback ("Error in post_writer", "OAuth flow error"); the connection's status says it in words."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and any(type(e).__name__ == "SignInRequired" for e in _leaves(exc)):
+            return False
+        return "needs you to sign in" not in record.getMessage()
+
+
+for _name in ("mcp.client.streamable_http", "mcp.client.auth.oauth2", "mcp.client.sse"):
+    logging.getLogger(_name).addFilter(_SignInFilter())
+
+
 def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         out: list[BaseException] = []
@@ -139,6 +154,14 @@ class Connection:
         self.log: deque[tuple[float, str, str, str]] = deque(maxlen=stderr_lines)
         #: Subscribed resource URIs -> whether the server said it changed since it was last read.
         self.subscriptions: dict[str, bool] = {}
+        #: OAuth sign-in (workspace.mcp.oauth): None when the server never asked for it, else "signed-in",
+        #: "sign-in", "sign-in-again" or "signing-in" (the browser is open at sign_in_url).
+        self.auth_state: str | None = None
+        self.sign_in_url: str | None = None
+        #: The next start may sign in interactively (MCPManager.sign_in).
+        self.sign_in_next = False
+        self._auth: Any = None
+        self._refused: Any = None
         self._spec = spec
         self._secrets: list[str] = []
         self.spec = spec
@@ -391,7 +414,7 @@ class Connection:
                 group = await stack.enter_async_context(anyio.create_task_group())
                 stack.callback(group.cancel_scope.cancel)
                 send, receive = anyio.create_memory_object_stream[Any](0)
-                group.start_soon(self._pump, read, send, close)
+                group.start_soon(self._pump, read, send, close, write)
                 from workspace.mcp.callbacks import session_callbacks
 
                 session = await stack.enter_async_context(
@@ -401,7 +424,8 @@ class Connection:
                     )
                 )
                 phase = "handshake"
-                with anyio.fail_after(self.spec.connect_timeout):
+                # Signing in waits for a person (its own limit: workspace.mcp.oauth.SIGN_IN_TIMEOUT).
+                with anyio.fail_after(None if self.sign_in_next else self.spec.connect_timeout):
                     init = await session.initialize()
                     self.capabilities = init.capabilities
                     self.tools = await self._list_tools(session) if init.capabilities.tools is not None else []
@@ -412,6 +436,10 @@ class Connection:
                 self.connect_seconds = time.monotonic() - started
                 self._failed_start_at = None
                 self._session = session
+                if self._auth is not None:
+                    await self._auth.signed_in_now()
+                    if self._auth.signed_in:
+                        self.auth_state, self.sign_in_url = "signed-in", None
                 phase = "ready"
                 self._set_state(ServerState.READY)
                 ready.set()
@@ -428,6 +456,8 @@ class Connection:
                 self._set_state(ServerState.STOPPED, reason)
                 return
             reason = self._explain(exc, phase)
+            if self.auth_state == "signing-in":  # the sign-in did not finish: Sign in shows again
+                self.auth_state, self.sign_in_url = "sign-in", None
             if phase != "ready":
                 self._failed_start_at = time.monotonic()
             self._set_state(ServerState.FAILED, reason)
@@ -459,12 +489,13 @@ class Connection:
             finally:
                 errlog.close()  # the child holds its own copy; EOF comes when it exits
             return streams[0], streams[1]
+        auth = await self._oauth(stack)
         if spec.transport == "http":
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
             client = await stack.enter_async_context(
-                httpx2.AsyncClient(headers=dict(spec.headers),
+                httpx2.AsyncClient(headers=dict(spec.headers), auth=auth,
                                    timeout=httpx2.Timeout(spec.connect_timeout, read=max(300.0, spec.timeout)))
             )
             streams = await stack.enter_async_context(streamable_http_client(spec.url or "", http_client=client))
@@ -475,9 +506,35 @@ class Connection:
         # the HTTP client's own connect timeout bounds it.
         streams = await stack.enter_async_context(
             sse_client(spec.url or "", headers=dict(spec.headers), timeout=spec.connect_timeout,
-                       sse_read_timeout=max(300.0, spec.timeout))
+                       sse_read_timeout=max(300.0, spec.timeout), auth=auth)
         )
         return streams[0], streams[1]
+
+    async def _oauth(self, stack: contextlib.AsyncExitStack) -> Any:
+        """The OAuth sign-in of an HTTP server (None when it is never signed in to; see workspace.mcp.oauth)."""
+        from workspace.mcp.oauth import create_auth, oauth_options
+
+        options = oauth_options(self.spec)
+        self._auth = None
+        if options is None or not self.spec.url:
+            return None
+        auth = await create_auth(self.name, self.spec.url, options, interactive=self.sign_in_next,
+                                 opener=getattr(self.client, "sign_in_opener", None), on_state=self._on_auth_state)
+        stack.push_async_callback(auth.aclose)
+        self._auth = auth
+        return auth
+
+    def _on_auth_state(self, state: str, url: str | None) -> None:
+        from workspace.mcp.oauth import SIGN_IN, SIGN_IN_AGAIN, sign_in_message
+
+        self.auth_state, self.sign_in_url = state, url
+        if state in (SIGN_IN, SIGN_IN_AGAIN):
+            self._close_reason = sign_in_message(self.name, again=state == SIGN_IN_AGAIN)
+        self._changed()
+
+    @property
+    def needs_sign_in(self) -> bool:
+        return self.auth_state in ("sign-in", "sign-in-again")
 
     def _check_command(self) -> str:
         """The command to start, resolved the way the server will see it (see :func:`resolve_command`)."""
@@ -519,7 +576,7 @@ class Connection:
         self._changed()
 
     async def _pump(self, source: MemoryObjectReceiveStream[Any], sink: MemoryObjectSendStream[Any],
-                    close: asyncio.Event) -> None:
+                    close: asyncio.Event, write: MemoryObjectSendStream[Any] | None = None) -> None:
         garbage = 0
         try:
             async with sink:
@@ -537,6 +594,9 @@ class Connection:
                                 "on stderr): fix the server or its arguments"
                             )
                             return
+                        continue
+                    if write is not None and self._refuse(item):
+                        await write.send(self._refused)  # answered here, with what is wrong
                         continue
                     await sink.send(item)
                 # End of stdout: the process is exiting. Give its last stderr lines a moment to
@@ -558,6 +618,23 @@ class Connection:
             if not self._stopping and self.state is ServerState.READY:
                 # Say so at once: calls that fail now, and the status view, must not see "ready".
                 self._set_state(ServerState.FAILED, self._with_stderr(self._close_reason))
+
+    def _refuse(self, item: Any) -> bool:
+        """A sampling or elicitation request with parameters that are not valid: say so (the server's output,
+        the run calling it) and keep the answer in ``_refused`` (see callbacks.request_problem)."""
+        from workspace.mcp.callbacks import refusal, request_problem
+
+        found = request_problem(item)
+        if found is None:
+            return False
+        request_id, method, why = found
+        text = f"{self.name} asked for {method}, but {why}"
+        self.note(text)
+        requests = getattr(self.client, "requests", None)
+        if requests is not None:
+            requests.refused(self, method, text)
+        self._refused = refusal(request_id, f"{method}: {why}")
+        return True
 
     async def _list_tools(self, session: ClientSession) -> list[types.Tool]:
         tools: list[types.Tool] = []
@@ -652,6 +729,13 @@ class Connection:
                 break
         spec = self.spec
         where = f"mcpServers.{self.name}"
+        failed = next((leaf for leaf in leaves if type(leaf).__name__ == "SignInFailed"), None)
+        if failed is not None:  # an interactive sign-in that did not finish: why
+            return str(failed)
+        if self.needs_sign_in:
+            from workspace.mcp.oauth import sign_in_message
+
+            return sign_in_message(self.name, again=self.auth_state == "sign-in-again")
         if isinstance(first, MCPError):
             return str(first)
         if isinstance(first, FileNotFoundError) and spec.transport == "stdio":
@@ -707,6 +791,10 @@ class Connection:
                 f"MCP server '{self.name}' did not answer {what} within {timeout or self.spec.timeout:g} s; the "
                 f"request was cancelled. Raise {where}.timeout if the tool is just slow"
             )
+        if exc.code == CONNECTION_CLOSED and self.needs_sign_in:
+            from workspace.mcp.oauth import sign_in_message
+
+            return MCPError(sign_in_message(self.name, again=self.auth_state == "sign-in-again"))
         if exc.code == CONNECTION_CLOSED:
             reason = self._close_reason or self.reason or "the connection closed"
             if reason == "the server exited":

@@ -77,12 +77,13 @@ TYPE_HELP = "stdio, sse, http, streamable-http, streamableHttp or streamable_htt
 KNOWN_KEYS = frozenset({
     "command", "args", "env", "cwd", "url", "serverUrl", "headers", "type", "transportType", "disabled",
     "enabled", "timeout", "connectTimeout", "autoApprove", "alwaysAllow", "disabledTools", "name", "transport",
+    "sampling", "oauth",
 })
 #: Keys of RobotLab's inline ``transport:`` block (:class:`workspace.schemas.mcp.McpTransport`).
 TRANSPORT_KEYS = frozenset({"type", "command", "args", "env", "cwd", "url", "headers"})
 #: Keys other clients write that RobotLab does not use: kept, and never taken for misspellings.
 OTHER_CLIENTS_KEYS = frozenset({
-    "envFile", "httpUrl", "trust", "includeTools", "excludeTools", "oauth", "description", "watchPaths", "dev",
+    "envFile", "httpUrl", "trust", "includeTools", "excludeTools", "description", "watchPaths", "dev",
 })
 #: How alike an unknown key and a known one must be for the unknown one to be a misspelling (0 to 1).
 TYPO_CUTOFF = 0.8
@@ -125,9 +126,13 @@ class ServerSpec:
 
     def connection_key(self) -> tuple[Any, ...]:
         """What a running connection depends on: a change means reconnecting."""
+        import json
+
+        oauth = self.raw.get("oauth") if self.raw else None
         return (
             self.transport, self.command, self.args, tuple(sorted(self.env.items())), self.cwd, self.url,
             tuple(sorted(self.headers.items())), self.connect_timeout,
+            json.dumps(oauth, sort_keys=True, default=str) if oauth is not None else None,
         )
 
     def describe(self) -> str:
@@ -554,6 +559,14 @@ def parse_server(
         parse_duration(flat["connectTimeout"], where=f"{base}.connectTimeout")
         if flat.get("connectTimeout") is not None else DEFAULT_CONNECT_TIMEOUT
     )
+    sampling = flat.get("sampling")
+    if sampling is not None and str(sampling).strip().lower() not in ("ask", "allow", "deny"):
+        raise ConfigurationError(f"{base}.sampling: {sampling!r} is not a sampling policy; write ask (the default: "
+                                 "ask each time), allow (answer without asking) or deny")
+    oauth = flat.get("oauth")
+    if oauth is not None and not isinstance(oauth, bool | Mapping | str):
+        raise ConfigurationError(f"{base}.oauth: expected false (never sign in) or a mapping like "
+                                 f"{{scope: read, callbackPort: 8765}}, got {oauth!r}")
     auto = _str_list(flat.get("autoApprove"), where=f"{base}.autoApprove") + _str_list(
         flat.get("alwaysAllow"), where=f"{base}.alwaysAllow"
     )

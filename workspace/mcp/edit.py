@@ -280,6 +280,27 @@ class ServersFile:
         self._text, self._stamp = text, self._file_stamp()
 
 
+def set_server_key(source: str, server: str, key: str, value: Any) -> str | None:
+    """Set one setting of ``server`` in the YAML file ``source`` that defines it (comments kept, written
+    atomically); returns the file, or None when ``source`` is not a YAML file defining ``server``
+    (an inline server, the environment). Raises :class:`ConfigurationError` when it cannot be written."""
+    if not source:
+        return None
+    path = Path(source)
+    if path.suffix.lower() not in (".yaml", ".yml") or not path.is_file():
+        return None
+    servers = ServersFile(path)
+    try:
+        entry = servers.entry(server)
+    except KeyError:
+        return None
+    if entry.get(key) != value:
+        entry[key] = value
+        servers.set(server, entry)
+        servers.save()
+    return str(path)
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder (``os.replace``), keeping
     the file's permissions (a new file gets 0600: it may name keyring entries and commands)."""

@@ -52,6 +52,7 @@ from workspace.tools.base import Tool, ToolContext, ToolOutput
 if TYPE_CHECKING:
     from workspace.config import Config
     from workspace.mcp.client import Connection
+    from workspace.mcp.results import ResourceRead
     from workspace.mcp.startup import ToolsReport
     from workspace.templates import Template
 
@@ -110,6 +111,9 @@ class MCPManager:
         from workspace.mcp.requests import ClientRequests
 
         self.requests = ClientRequests()
+        #: Opens a remote server's sign-in page: ``opener(server, url)`` (the window: the system browser; the
+        #: command line: webbrowser). Only :meth:`sign_in` opens it; the URL is in the status too.
+        self.sign_in_opener: Callable[[str, str], Any] | None = None
         #: The last error reading the configuration on reload (None when it was fine).
         self.config_error: str | None = None
         if config is not None:
@@ -360,7 +364,7 @@ class MCPManager:
             tools=tuple(self._tool_infos(spec, conn)), server_info=conn.server_info,
             protocol_version=conn.protocol_version, stderr=tuple(conn.stderr_tail(len(conn.stderr))),
             since=conn.since, connect_seconds=conn.connect_seconds, starts=conn.starts, disabled=spec.disabled,
-            source=spec.source,
+            source=spec.source, log=tuple(conn.log), auth=conn.auth_state, sign_in_url=conn.sign_in_url,
         )
 
     def statuses(self) -> list[ServerStatus]:
@@ -442,6 +446,38 @@ class MCPManager:
             await self.connection(name).restart()
         except MCPError:
             pass
+        return self.status(name)
+
+    async def sign_in(self, name: str) -> ServerStatus:
+        """Sign in to a remote server now (OAuth: :mod:`workspace.mcp.oauth`): its sign-in page opens through
+        :attr:`sign_in_opener` (its address is in the status meanwhile), and the server starts once the
+        browser came back. The status says how it went."""
+        conn = self.connection(name)
+        await conn.stop()
+        conn.sign_in_next = True
+        try:
+            await conn.ensure_ready(retry=True)
+        except MCPError:
+            pass  # the status says why
+        finally:
+            conn.sign_in_next = False
+        return self.status(name)
+
+    async def sign_out(self, name: str) -> ServerStatus:
+        """Forget the server's sign-in (its tokens and registration) and stop it."""
+        from workspace.mcp.oauth import oauth_options, sign_out
+
+        spec = self._spec(name)
+        if spec is None:
+            raise self._unknown(name)
+        options = oauth_options(spec)
+        if options is not None and spec.url:
+            await asyncio.to_thread(sign_out, name, spec.url, options)
+        conn = self._connections.get(name)
+        if conn is not None:
+            await conn.stop()
+            conn.auth_state, conn.sign_in_url = ("sign-in" if options is not None else None), None
+            conn._changed()
         return self.status(name)
 
     async def aclose(self) -> None:
@@ -734,8 +770,35 @@ class MCPManager:
         return dump_all(await self.connection(server).list_prompts())
 
     async def get_prompt(self, server: str, prompt: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        result = await self.connection(server).get_prompt(prompt, _str_args(arguments))
+        """``prompts/get``; a prompt the server does not have, or one called without its required arguments,
+        raises MCPError saying which (with the server's own message)."""
+        try:
+            result = await self.connection(server).get_prompt(prompt, _str_args(arguments))
+        except MCPError as exc:
+            problem = await self._prompt_problem(server, prompt, arguments)
+            if problem is None:
+                raise
+            said = f" (the server said: {exc})" if "more argument" in problem else ""
+            raise MCPError(problem + said) from None
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    async def _prompt_problem(self, server: str, prompt: str, arguments: Mapping[str, Any] | None) -> str | None:
+        try:
+            prompts = await self.list_prompts(server)
+        except MCPError:
+            return None
+        found = next((p for p in prompts if p.get("name") == prompt), None)
+        if found is None:
+            names = ", ".join(sorted(str(p.get("name")) for p in prompts)) or "(none)"
+            return f"MCP server '{server}' has no prompt '{prompt}'. Its prompts: {names}"
+        given = {k for k, v in (arguments or {}).items() if v not in (None, "")}
+        missing = [a for a in found.get("arguments") or [] if a.get("required") and a.get("name") not in given]
+        if not missing:
+            return None
+        described = "; ".join(f"{a.get('name')}" + (f" ({a['description']})" if a.get("description") else "")
+                              for a in missing)
+        return (f"The prompt '{prompt}' of MCP server '{server}' needs {len(missing)} more argument"
+                f"{'s' if len(missing) != 1 else ''}: {described}")
 
     async def list_resources(self, server: str) -> list[dict[str, Any]]:
         from workspace.mcp.client import dump_all
@@ -750,6 +813,19 @@ class MCPManager:
     async def read_resource(self, server: str, uri: str) -> dict[str, Any]:
         result = await self.connection(server).read_resource(uri)
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    async def read_resource_text(self, server: str, uri: str, *, limit: int | None = None) -> ResourceRead:
+        """A resource for a model and for people (:class:`~workspace.mcp.results.ResourceRead`): its text cut to
+        ``limit`` characters with a note, and whole. A large one is turned into text off the event loop."""
+        from workspace.mcp.results import RESOURCE_CHARS_FOR_MODEL, resource_read
+
+        result = await self.connection(server).read_resource(uri)
+
+        def convert() -> ResourceRead:
+            contents = [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.contents]
+            return resource_read(uri, contents, limit=limit or RESOURCE_CHARS_FOR_MODEL)
+
+        return await asyncio.to_thread(convert)
 
     async def prompt_template(
         self, server: str, prompt: str, arguments: Mapping[str, Any] | None = None, *, name: str | None = None,

@@ -29,6 +29,7 @@ import contextlib
 import itertools
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,11 @@ class RequestRefused(Exception):
     """A server's request the client does not carry out; the message goes back to the server."""
 
 
+class RequestFailed(Exception):
+    """A server's request the client tried and could not carry out (the model failed); the message
+    goes back to the server, and the run shows it on the request's card."""
+
+
 @dataclass
 class _Call:
     context: ToolContext | None
@@ -74,6 +80,9 @@ class ClientRequests:
         self.fallback_ask: Ask | None = None
         #: The provider that answers sampling outside a run (None: refuse).
         self.fallback_provider: Any = None
+        #: Servers the person allowed to sample without asking ("always allow this server"), from now
+        #: on in this process; :func:`allow_sampling` also writes ``sampling: allow`` to the server's file.
+        self.allowed: set[str] = set()
 
     # -- calls in flight ---------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -113,7 +122,7 @@ class ClientRequests:
         }
         if params.get("systemPrompt"):
             request_input["systemPrompt"] = str(params["systemPrompt"])
-        request_input["maxTokens"] = int(params.get("maxTokens") or DEFAULT_MAX_TOKENS)
+        request_input["maxTokens"] = _max_tokens(params.get("maxTokens"))
         policy = sampling_policy(conn)
         if policy == "deny":
             raise RequestRefused(f"sampling is switched off for {conn.name} (mcpServers.{conn.name}.sampling: deny)")
@@ -122,11 +131,25 @@ class ClientRequests:
                                       ask=policy != "allow")
         if not decision.approved:
             raise RequestRefused(f"The user declined the sampling request: {decision.reason or 'denied'}")
+        if decision.scope == "server":  # "always allow this server": asked no more
+            allow_sampling(conn)
         chosen = decision.input if isinstance(decision.input, Mapping) else request_input
-        text = await _complete(provider, chosen, _extra(context, "settings") or {})
+        started = time.monotonic()
+        try:
+            text = await _complete(provider, chosen, _extra(context, "settings") or {})
+        except RequestRefused as exc:
+            _emit(context, ev.ToolError, id=request_id, name=SAMPLING, error=str(exc), server=conn.name,
+                  duration=time.monotonic() - started)
+            raise
+        except Exception as exc:  # the model failed: the run goes on, the server is told why
+            error = f"The model could not answer {conn.name}'s sampling request: {type(exc).__name__}: {exc}"
+            _emit(context, ev.ToolError, id=request_id, name=SAMPLING, error=error, server=conn.name,
+                  duration=time.monotonic() - started)
+            raise RequestFailed(error) from exc
         answer = {"role": "assistant", "content": {"type": "text", "text": text},
                   "model": str(getattr(provider, "model_id", "") or request_input["model"]), "stopReason": "endTurn"}
-        _emit(context, ev.ToolResult, id=request_id, name=SAMPLING, payload={"data": text}, server=conn.name)
+        _emit(context, ev.ToolResult, id=request_id, name=SAMPLING, payload={"data": text}, server=conn.name,
+              duration=time.monotonic() - started)
         return answer
 
     # -- elicitation -------------------------------------------------------------------------------
@@ -158,10 +181,19 @@ class ClientRequests:
         content = edited.get("content", edited) if isinstance(edited, Mapping) else {}
         errors = validate(content, schema)
         if errors:
-            raise RequestRefused(f"The values do not fit the requested schema: {errors}")
+            error = f"The values do not fit the requested schema: {errors}"
+            _emit(context, ev.ToolError, id=request_id, name=ELICITATION, error=error, server=conn.name)
+            raise RequestRefused(error)
         _emit(context, ev.ToolResult, id=request_id, name=ELICITATION, payload={"data": dict(content)},
               server=conn.name)
         return {"action": "accept", "content": dict(content)}
+
+    def refused(self, conn: Connection, method: str, problem: str) -> None:
+        """A request of ``conn``'s that the client refused before anyone saw it (its parameters are not
+        valid): the run calling the server shows it as an error card."""
+        kind = "sampling" if method == SAMPLING else "elicitation"
+        _emit(self._context(conn), ev.ToolError, id=f"mcp-{kind}-{next(_ids)}", name=method, error=problem,
+              server=conn.name)
 
     # -- asking ------------------------------------------------------------------------------------
     async def _decide(self, conn: Connection, context: ToolContext | None, name: str, request_id: str,
@@ -200,9 +232,43 @@ class ClientRequests:
 
 
 def sampling_policy(conn: Connection) -> str:
-    """The server's ``sampling`` setting: ask (default), allow or deny."""
+    """The server's ``sampling`` setting: ask (default), allow or deny (allowed from a card since: allow)."""
     value = str(conn.spec.raw.get("sampling") or "ask").strip().lower()
+    requests = getattr(conn.client, "requests", None)
+    if value != "deny" and isinstance(requests, ClientRequests) and conn.name in requests.allowed:
+        return "allow"
     return value if value in SAMPLING_POLICIES else "ask"
+
+
+def allow_sampling(conn: Connection) -> str | None:
+    """"Always allow this server": its sampling requests are answered without asking, now (this process)
+    and from its configuration file on (``sampling: allow`` written to the file that defines it, which
+    keeps its comments). Returns where it was saved, or None (a server defined inline, or a file that
+    could not be written: the connection's log says why)."""
+    requests = getattr(conn.client, "requests", None)
+    if isinstance(requests, ClientRequests):
+        requests.allowed.add(conn.name)
+    from workspace.mcp.edit import set_server_key
+
+    try:
+        saved = set_server_key(conn.spec.source, conn.name, "sampling", "allow")
+    except Exception as exc:
+        conn.note(f"sampling is allowed for this session, but could not be saved: {exc}")
+        return None
+    if saved is None:
+        conn.note("sampling is allowed for this session (the server is not defined in a file to save it in)")
+    return saved
+
+
+def _max_tokens(value: Any) -> int:
+    """The server's ``maxTokens`` (a positive whole number), else :data:`DEFAULT_MAX_TOKENS`."""
+    if isinstance(value, bool):
+        return DEFAULT_MAX_TOKENS
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return DEFAULT_MAX_TOKENS
+    return number if number > 0 else DEFAULT_MAX_TOKENS
 
 
 def _extra(context: ToolContext | None, key: str) -> Any:
@@ -260,10 +326,7 @@ async def _complete(provider: Any, request: Mapping[str, Any], settings: Mapping
             raise RequestRefused("each edited message must be an object with role and text")
         history.append(TextMessage(str(m.get("role") or "user"), str(m.get("text") or "")))
     options = dict(settings)
-    try:
-        options["max_tokens"] = int(request.get("maxTokens") or DEFAULT_MAX_TOKENS)
-    except (TypeError, ValueError):
-        options["max_tokens"] = DEFAULT_MAX_TOKENS
+    options["max_tokens"] = _max_tokens(request.get("maxTokens"))
     parts: list[str] = []
     system = request.get("systemPrompt")
     async for chunk in provider.stream(system=str(system) if system else None, messages=history, tools=[],

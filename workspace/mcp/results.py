@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from workspace.tools.base import ToolOutput
@@ -83,3 +84,45 @@ def output_text(data: Any) -> str:
         return json.dumps(data, ensure_ascii=False, indent=None, default=str)
     except (TypeError, ValueError):
         return str(data)
+
+
+#: The most characters of one resource a model is given (the rest is cut, with a note).
+RESOURCE_CHARS_FOR_MODEL = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRead:
+    """A resource as read (``resources/read``): its text for the model (cut to a limit, with a note that
+    says so) and for people in full, with every content as the server sent it."""
+
+    uri: str
+    #: What the model is given: :attr:`full`, or its start and a note once longer than the limit.
+    text: str
+    #: Every content's text (binary contents as a one-line description).
+    full: str
+    #: Characters of :attr:`full`.
+    size: int
+    truncated: bool
+    #: The contents as read (wire JSON: uri, mimeType, text or blob).
+    contents: list[dict[str, Any]] = field(default_factory=list)
+
+
+def resource_read(uri: str, contents: Sequence[Mapping[str, Any]], *,
+                  limit: int = RESOURCE_CHARS_FOR_MODEL) -> ResourceRead:
+    """:class:`ResourceRead` of a ``resources/read`` result's contents (dicts)."""
+    parts = []
+    for content in contents:
+        if "text" in content:
+            parts.append(str(content.get("text") or ""))
+        else:
+            mime = content.get("mimeType", "unknown type")
+            parts.append(f"[{content.get('uri', uri)}: {mime}, {_size(content.get('blob'))}]")
+    full = "\n\n".join(parts)
+    size = len(full)
+    if size <= limit:
+        return ResourceRead(uri, full, full, size, False, [dict(c) for c in contents])
+    cut = full.rfind("\n", 0, limit)
+    shown = full[: cut if cut > limit // 2 else limit]
+    note = (f"\n\n[… cut: the resource {uri} has {size:,} characters; the first {len(shown):,} are shown here. "
+            "The whole resource was read and is kept: ask for a part of it if you need more.]")
+    return ResourceRead(uri, shown + note, full, size, True, [dict(c) for c in contents])

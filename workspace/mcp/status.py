@@ -83,6 +83,13 @@ class ServerStatus:
     disabled: bool = False
     #: The file the server's settings came from.
     source: str = ""
+    #: OAuth sign-in (remote servers): None (none involved), "signed-in", "sign-in" (never signed in),
+    #: "sign-in-again" (revoked or expired) or "signing-in" (the browser is open at ``sign_in_url``).
+    auth: str | None = None
+    sign_in_url: str | None = None
+    #: The server's log notifications, oldest first: (time, level, logger, text); levels as MCP names them
+    #: (debug, info, notice, warning, error, critical, alert, emergency).
+    log: tuple[tuple[float, str, str, str], ...] = ()
 
     def __post_init__(self) -> None:
         # Shown in the MCP dock, `robotlab mcp list` and JSON: redact known secrets, as error texts
@@ -97,6 +104,11 @@ class ServerStatus:
     @property
     def is_ready(self) -> bool:
         return self.state is ServerState.READY
+
+    @property
+    def needs_sign_in(self) -> bool:
+        """The server waits for the person to sign in (first time, or again)."""
+        return self.auth in ("sign-in", "sign-in-again")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -114,7 +126,21 @@ class ServerStatus:
             "starts": self.starts,
             "disabled": self.disabled,
             "source": self.source,
+            "auth": self.auth,
+            "log": [{"time": t, "level": level, "logger": logger, "text": text} for t, level, logger, text in self.log],
         }
+
+
+#: MCP's log levels (RFC 5424's), least severe first.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+def log_rank(level: str) -> int:
+    """How severe a log level is (0: debug); an unknown level counts as info."""
+    try:
+        return LOG_LEVELS.index(level.lower())
+    except ValueError:
+        return 1
 
 
 StatusListener = Callable[[ServerStatus], Any]

@@ -27,6 +27,10 @@ class SearchHit:
     snippet: str
     #: "user", "assistant" or "tool".
     kind: str = "user"
+    #: The thread's robot (or network).
+    robot: str = ""
+    #: When the matching message was sent (the thread's last update when the hit has no turn).
+    created_at: float | None = None
 
 
 def index_statements(thread_id: str, turn_id: str | None, kind: str, body: str, *, fts: bool) -> list[Statement]:
@@ -55,25 +59,27 @@ def search_threads(read: Reader, query: str, limit: int = 50, *, highlight: tupl
         start, end = highlight
         try:
             rows = read(
-                "SELECT d.thread_id, t.title, d.turn_id, d.kind,"
+                "SELECT d.thread_id, t.title, d.turn_id, d.kind, t.robot, COALESCE(u.created_at, t.updated_at) AS ts,"
                 " snippet(search_fts, 0, ?, ?, '…', 12) AS snip"
                 " FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid"
-                " JOIN threads t ON t.id = d.thread_id"
+                " JOIN threads t ON t.id = d.thread_id LEFT JOIN turns u ON u.id = d.turn_id"
                 f" WHERE search_fts MATCH ?{deleted} ORDER BY rank, d.id DESC LIMIT ?",
                 (start, end, match, int(limit)),
             )
         except StoreError:
             rows = []
-        return [SearchHit(r["thread_id"], r["title"], r["turn_id"], r["snip"], r["kind"]) for r in rows]
+        return [SearchHit(r["thread_id"], r["title"], r["turn_id"], r["snip"], r["kind"], r["robot"] or "", r["ts"])
+                for r in rows]
     conditions = " AND ".join("d.body LIKE ? ESCAPE '\\'" for _ in words)
     params: list[Any] = [f"%{_like_escape(w)}%" for w in words]
     rows = read(
-        "SELECT d.thread_id, t.title, d.turn_id, d.kind, d.body FROM search_docs d"
-        f" JOIN threads t ON t.id = d.thread_id WHERE {conditions}{deleted} ORDER BY d.id DESC LIMIT ?",
+        "SELECT d.thread_id, t.title, d.turn_id, d.kind, d.body, t.robot, COALESCE(u.created_at, t.updated_at) AS ts"
+        " FROM search_docs d JOIN threads t ON t.id = d.thread_id LEFT JOIN turns u ON u.id = d.turn_id"
+        f" WHERE {conditions}{deleted} ORDER BY d.id DESC LIMIT ?",
         (*params, int(limit)),
     )
-    return [SearchHit(r["thread_id"], r["title"], r["turn_id"], _snippet(r["body"], words, highlight), r["kind"])
-            for r in rows]
+    return [SearchHit(r["thread_id"], r["title"], r["turn_id"], _snippet(r["body"], words, highlight), r["kind"],
+                      r["robot"] or "", r["ts"]) for r in rows]
 
 
 def _like_escape(text: str) -> str:

@@ -74,6 +74,9 @@ class DemoProvider:
     def reply(self, system: str | None, messages: list[Message], tools: dict[str, ToolSpec]) -> list[Part]:
         last = messages[-1] if messages else None
         if last is not None and last.is_tool_result:
+            edit = _edit_after_reading(messages, tools)
+            if edit:
+                return edit
             return [self._explain(messages)]
         text = str(last.content or "") if last is not None else ""
         category = _classify(system, text)
@@ -124,6 +127,9 @@ class DemoProvider:
             if m.group(2):
                 args["path"] = m.group(2)
             return [ToolCall("search_files", args)]
+        if files and _has(tools, "read_file") and _EDIT_WORDS.search(_typed(text)) and _edit_tool(tools):
+            # Asked to change a file: read it first; the edit is proposed once its text is known.
+            return [ToolCall("read_file", {"path": files[0]})]
         if files and _has(tools, "read_file") and re.search(r"\b(read|open|show|cat|view|what(?:'s| is) in)\b", low):
             return [ToolCall("read_file", {"path": f}) for f in files[:3]]
         if _has(tools, "list_files") and re.search(
@@ -190,6 +196,64 @@ class DemoProvider:
         parts.append("\n_(Offline demo — no language model wrote this; it only reports what the tools returned.)_")
         return "\n\n".join(parts)
 
+
+#: A message that asks to change a file ("add a line to notes.txt", "fix README.md", "edit app.py").
+_EDIT_WORDS = re.compile(r"\b(edit|change|update|modify|fix|append|add|insert|amend|rewrite|improve|correct)\b",
+                         re.IGNORECASE)
+#: What the demo adds when it is asked to change a file without saying what to write.
+DEMO_LINE = "Edited with the RobotLab offline demo (no language model): review this change, then apply or reject it."
+
+
+_REVIEW_NOTE = re.compile(r"<change-review>.*?</change-review>\s*", re.DOTALL)
+
+
+def _typed(text: str) -> str:
+    """What the person typed: without the review outcome put in front of the message (whose words,
+    "applied", "edit", name files too)."""
+    return _REVIEW_NOTE.sub("", text)
+
+
+def _edit_tool(tools: Mapping[str, ToolSpec]) -> str | None:
+    return next((name for name in ("write_file", "edit_file") if name in tools), None)
+
+
+def _edit_after_reading(messages: list[Message], tools: Mapping[str, ToolSpec]) -> list[Part]:
+    """After reading a file the user asked to change: propose a change to it (an added line: the quoted
+    text of the message, else a line saying the demo made it), so the change review can be tried offline.
+    Nothing when the turn already proposed a change, or the message did not ask for one."""
+    start = max((i for i, m in enumerate(messages) if m.is_user), default=-1)
+    if start < 0:
+        return []
+    request = _typed(str(messages[start].content or ""))
+    if not _EDIT_WORDS.search(request) or _edit_tool(tools) is None:
+        return []
+    results = [m for m in messages[start + 1:] if m.is_tool_result]
+    if any(r.tool.name in _CHANGE_TOOLS for r in results):  # type: ignore[attr-defined]
+        return []
+    read = next((r for r in reversed(results) if r.tool.name == "read_file"  # type: ignore[attr-defined]
+                 and isinstance(r.data, dict) and isinstance(r.data.get("content"), str)), None)  # type: ignore[attr-defined]
+    if read is None:
+        return []
+    data: dict[str, Any] = read.data  # type: ignore[attr-defined]
+    path = str(data.get("path") or read.tool.input.get("path"))  # type: ignore[attr-defined]
+    content = str(data["content"])
+    quoted = _quoted(request)
+    addition = quoted[0] if quoted else DEMO_LINE
+    what = f"the line “{addition}”" if quoted else "a line saying the offline demo made this change"
+    intro = (f"I can't work out edits without a language model, so to show the change review I propose adding "
+             f"{what} at the end of `{path}`.\n")
+    if "write_file" in tools and not data.get("truncated"):
+        body = content if not content or content.endswith("\n") else content + "\n"
+        return [intro, ToolCall("write_file", {"path": path, "content": body + addition + "\n"})]
+    if "edit_file" in tools and content.strip():
+        lines = content.splitlines()
+        anchor = next((line for line in reversed(lines) if line.strip() and content.count(line) == 1), None)
+        if anchor is not None:
+            return [intro, ToolCall("edit_file", {"path": path, "search": anchor, "replace": f"{anchor}\n{addition}"})]
+    return []
+
+
+_CHANGE_TOOLS = {"write_file", "edit_file", "apply_patch", "create_file", "delete_file", "rename_file"}
 
 _FILE_TOOLS = {"read_file", "list_files", "search_files", "write_file", "edit_file", "apply_patch", "create_file",
                "delete_file", "rename_file"}

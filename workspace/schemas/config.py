@@ -92,6 +92,8 @@ class Review(StrictModel):
 
 class UI(StrictModel):
     theme: Literal["light", "dark"] = "light"
+    notifications: bool = Field(True, strict=True, description="A desktop notification when a long run ends or "
+                                "asks for approval while the window is in the background")
 
 
 class Tracing(StrictModel):

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["McpServer", "McpTransport", "mcp_json_schema", "server_json_schema"]
+__all__ = ["McpOAuth", "McpServer", "McpTransport", "mcp_json_schema", "server_json_schema"]
 
 Scalar = str | int | float | bool
 Duration = float | str
@@ -32,6 +32,23 @@ class McpTransport(BaseModel):
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, Scalar | None] | None = None
+
+
+class McpOAuth(BaseModel):
+    """How RobotLab signs in to a remote server (OAuth 2.1: a browser, a loopback redirect, tokens in the keyring)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    enabled: bool | None = Field(None, description="false: never sign in to this server")
+    scope: str | list[str] | None = Field(None, description="The scopes to ask for (default: what the server says)")
+    clientName: str | None = Field(None, description="The client's name the server shows (default: RobotLab Workspace)")
+    clientId: str | None = Field(None, description="A client registered with the server beforehand (default: "
+                                 "registered on the fly, dynamic client registration)")
+    clientSecret: str | None = Field(None, description="That client's secret (write it as ${keyring:NAME})")
+    callbackPort: int | None = Field(None, description="The loopback port of the sign-in's redirect (default: a "
+                                     "free one; a client registered beforehand needs its own)")
+    tokenStore: str | None = Field(None, description="keyring (the default) or file (a file only you can read; "
+                                   "less safe, for systems without a keyring)", examples=["keyring", "file"])
 
 
 class McpServer(BaseModel):
@@ -62,6 +79,12 @@ class McpServer(BaseModel):
         None, description="Tools (names or glob patterns) the approval policy may run without asking")
     alwaysAllow: list[str] | str | None = Field(None, description="The same as autoApprove (Roo Code's spelling)")
     disabledTools: list[str] | str | None = Field(None, description="Tools never offered to robots")
+    sampling: str | None = Field(
+        None, description="When the server asks for a completion from the thread's model (sampling/createMessage): "
+        "ask (the default), allow (without asking) or deny", examples=["ask", "allow", "deny"])
+    oauth: bool | McpOAuth | None = Field(
+        None, description="Remote servers that require OAuth 2.1 sign-in (on by default for HTTP and SSE servers "
+        "without an Authorization header); false: never sign in")
     name: str | None = Field(None, description="The server's name, in an inline server of a robot's mcp: list")
     transport: McpTransport | None = Field(None, description="RobotLab's inline form of the connection")
 

@@ -127,6 +127,7 @@ class FrontMatter(ModelSettings):
         "fallback_models": "must be a list of model ids (or of {model, api_base})",
         "context_window": "must be a whole number of tokens, at least 256",
         "context_policy": "must be compact, truncate or error",
+        "examples": "must be a list of messages, e.g. [\"list the files\", \"search for TODO\"]",
     }
 
     name: Text | None = Field(None, description="The robot's name (default: the file name)")
@@ -150,6 +151,8 @@ class FrontMatter(ModelSettings):
     context_policy: Literal["compact", "truncate", "error"] | None = Field(
         None, description="When the conversation outgrows the window: compact (older messages summarised), "
         "truncate (the oldest turns left out) or error (the run fails before sending)")
+    examples: Annotated[list[Text] | None, one_error("must be a list of messages, e.g. [\"list the files\"]")] = Field(
+        None, description="Messages to start with: the window offers them in a new thread of this robot")
     # Checked when a run uses it (check_mcp_prompt): a bad one fails that run, naming the file.
     mcp_prompt: SkipValidation[McpPrompt | None] = Field(
         None, description="Start the system prompt with an MCP server's prompt")

@@ -1,0 +1,67 @@
+"""The offline demo proposes an edit when asked to change a file (issue 14, defect 11), instead of only
+reading it: the change goes to review like a model's would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workspace import events as ev
+from workspace.providers.demo import DEMO_LINE, DemoProvider
+from workspace.session import Workspace
+
+
+@pytest.mark.parametrize(("message", "added"), [
+    ("add a line to notes.txt", DEMO_LINE),
+    ('append "Bought milk." to notes.txt', "Bought milk."),
+    ("please fix the typo in notes.txt", DEMO_LINE),
+])
+async def test_asked_to_change_a_file_the_demo_proposes_an_edit(tmp_path: Path, message: str, added: str) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("shopping\neggs\n", encoding="utf-8")
+    ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=DemoProvider(delay=0))
+    try:
+        session = ws.new_thread("file-helper")
+        run = session.send(message)
+        await run.wait()
+        assert (folder / "notes.txt").read_text(encoding="utf-8") == "shopping\neggs\n"  # waits for review
+        files = session.changes.files
+        assert [f.path for f in files] == ["notes.txt"]
+        assert files[0].counts()["added"] == 1
+        hunk = files[0].hunks[0]
+        assert added in "".join(hunk.new_lines)
+        text = " ".join(e.text for t in session.transcript() for e in t.events if isinstance(e, ev.Text))
+        assert "without a language model" in text and "review" in text.lower()
+    finally:
+        await ws.aclose()
+
+
+async def test_reading_a_file_still_only_reads_it(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("shopping\n", encoding="utf-8")
+    ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=DemoProvider(delay=0))
+    try:
+        session = ws.new_thread("file-helper")
+        await session.send("read notes.txt").wait()
+        assert session.changes is None or not session.changes.files
+    finally:
+        await ws.aclose()
+
+
+async def test_the_review_note_in_front_of_a_message_is_no_request_to_edit(tmp_path: Path) -> None:
+    from workspace.changes import compose_user_message
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("shopping\n", encoding="utf-8")
+    ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=DemoProvider(delay=0))
+    try:
+        session = ws.new_thread("file-helper")
+        note = "notes.txt: edit applied (1 hunk accepted); the change was written."
+        await session.send(compose_user_message(note, "what happened in notes.txt?")).wait()
+        assert session.changes is None or not session.changes.files  # read, not edited
+    finally:
+        await ws.aclose()

@@ -1,0 +1,174 @@
+"""The window's size and layout: the first window fits the screen; later ones come back as they were.
+
+The first window is sized to the screen it opens on (its available area: without panels and docks),
+never larger, so the message box is on screen at 1280×720 too. When the window closes, its geometry,
+the docks' layout, the sidebar's width and the inspector's tabs are kept (``QSettings`` in an INI
+file of the configuration folder, ``window.ini``); the next window restores them, and fits itself to
+the screen again when the screen got smaller (another monitor, a lower resolution).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QByteArray, QRect, QSettings, QSize
+from PySide6.QtGui import QGuiApplication, QScreen
+
+if TYPE_CHECKING:
+    from ui.main_window import MainWindow
+
+#: The window's size at first start on a big screen.
+PREFERRED = QSize(1400, 900)
+#: How much of the screen's available area the first window takes at most.
+SCREEN_SHARE = 0.92
+#: ``saveState`` version: bump when the docks change so an old layout is not applied to new docks.
+STATE_VERSION = 2
+
+
+def settings_file() -> str:
+    from workspace import paths
+
+    return str(paths.config_dir() / "window.ini")
+
+
+def settings() -> QSettings:
+    return QSettings(settings_file(), QSettings.Format.IniFormat)
+
+
+def available(screen: QScreen | None) -> QRect:
+    """The screen's area for windows (the primary screen's when unknown)."""
+    screen = screen or QGuiApplication.primaryScreen()
+    return screen.availableGeometry() if screen is not None else QRect(0, 0, PREFERRED.width(), PREFERRED.height())
+
+
+def first_size(area: QRect) -> QSize:
+    """The first window's size on a screen whose available area is ``area``."""
+    width = min(PREFERRED.width(), int(area.width() * SCREEN_SHARE))
+    height = min(PREFERRED.height(), int(area.height() * SCREEN_SHARE))
+    return QSize(max(1, width), max(1, height))
+
+
+def fit(rect: QRect, area: QRect) -> QRect:
+    """``rect`` moved (and shrunk when needed) to lie inside ``area``."""
+    width, height = min(rect.width(), area.width()), min(rect.height(), area.height())
+    x = min(max(rect.x(), area.x()), area.x() + area.width() - width)
+    y = min(max(rect.y(), area.y()), area.y() + area.height() - height)
+    return QRect(x, y, width, height)
+
+
+def _rect(value: object) -> QRect | None:
+    """A rectangle saved as [x, y, width, height] (None when absent or damaged)."""
+    if not isinstance(value, list | tuple) or len(value) != 4:
+        return None
+    try:
+        x, y, width, height = (int(str(v)) for v in value)
+    except ValueError:
+        return None
+    return QRect(x, y, width, height) if width > 0 and height > 0 else None
+
+
+class WindowMemory:
+    """Sizes the window at start and remembers its geometry and layout across restarts."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self.window = window
+        #: The layout was restored from a previous session (False: the first start, or a reset).
+        self.restored = False
+        #: The size this class gave the window (None: not yet); a size set since is someone else's.
+        self.sized: QSize | None = None
+
+    # -- at start -------------------------------------------------------------------------------------
+    def size_window(self) -> None:
+        """Restore the last geometry, or size the window for its screen; either way it fits the screen."""
+        w = self.window
+        store = settings()
+        saved = store.value("window/geometry")
+        rect = _rect(store.value("window/rect"))
+        if isinstance(saved, QByteArray | bytes) and w.restoreGeometry(QByteArray(saved)):
+            self.restored = True
+        elif rect is not None:
+            # Qt refuses a geometry that no longer fits a screen: the same size, made to fit this one.
+            area = available(w.screen())
+            rect = fit(rect, area)
+            w.resize(rect.size())
+            w.move(rect.topLeft())
+            self.restored = True
+        else:
+            area = available(w.screen())
+            size = first_size(area)
+            w.resize(size)
+            w.move(area.x() + (area.width() - size.width()) // 2, area.y() + (area.height() - size.height()) // 2)
+        self.fit_to_screen()
+
+    def fit_when_shown(self) -> None:
+        """Once shown (its frame's size known), fit the window with its frame to the screen: only when
+        its size is still the one given here (a size set since, by a test or a script, is kept)."""
+        if self.sized is not None and self.window.size() == self.sized:
+            self.fit_to_screen()
+
+    def fit_to_screen(self) -> None:
+        """Shrink and move the window into its screen's available area (a smaller screen than last time)."""
+        w = self.window
+        area = available(w.screen())
+        if w.isMaximized() or w.isFullScreen():
+            return
+        frame = w.frameGeometry()
+        extra_w, extra_h = max(0, frame.width() - w.width()), max(0, frame.height() - w.height())
+        # The minimum size gives way on a tiny screen: the window must fit, whatever its parts wish.
+        w.setMinimumSize(min(w.minimumWidth(), area.width() - extra_w), min(w.minimumHeight(), area.height() - extra_h))
+        frame = w.frameGeometry()
+        wanted = fit(frame, area)
+        if wanted != frame:
+            w.resize(max(1, wanted.width() - extra_w), max(1, wanted.height() - extra_h))
+            w.move(wanted.topLeft())
+        self.sized = w.size()
+        if getattr(w, "built", False) and area.width() < w.minimumSizeHint().width() and w.docks.raised() is not None:
+            # A screen too narrow for the threads, the conversation and the inspector side by side: the
+            # inspector closes (Ctrl+I opens it over the conversation's room), nothing overlaps.
+            w.docks.toggle_inspector()
+
+    def restore_splitter(self) -> None:
+        value = settings().value("window/splitter")
+        if isinstance(value, QByteArray | bytes):
+            self.window.splitter.restoreState(QByteArray(value))
+
+    def restore_docks(self) -> None:
+        """The docks' layout and the inspector's tabs (after every dock exists)."""
+        w = self.window
+        store = settings()
+        state = store.value("window/docks")
+        if isinstance(state, QByteArray | bytes):
+            w.restoreState(QByteArray(state), STATE_VERSION)
+        current = store.value("inspector/dock")
+        docks = w.docks
+        if isinstance(current, str) and current in docks and docks[current].toggleViewAction().isChecked():
+            docks[current].raise_()
+        pane = docks.tool_pane
+        tab = store.value("inspector/tool_tab")
+        if pane is not None and tab is not None:
+            try:
+                pane.tabs.setCurrentIndex(int(str(tab)))
+            except ValueError:
+                pass
+
+    # -- at close -------------------------------------------------------------------------------------
+    def save(self) -> None:
+        w = self.window
+        store = settings()
+        store.setValue("window/geometry", w.saveGeometry())
+        normal = w.normalGeometry()
+        store.setValue("window/rect", [normal.x(), normal.y(), normal.width(), normal.height()])
+        if not w.built:
+            store.sync()
+            return
+        store.setValue("window/docks", w.saveState(STATE_VERSION))
+        store.setValue("window/splitter", w.splitter.saveState())
+        raised = w.docks.raised()
+        if raised is not None:
+            store.setValue("inspector/dock", raised)
+        if w.docks.tool_pane is not None:
+            store.setValue("inspector/tool_tab", w.docks.tool_pane.tabs.currentIndex())
+        store.sync()
+
+
+__all__ = ["WindowMemory", "available", "first_size", "fit", "settings_file"]

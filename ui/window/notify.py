@@ -1,0 +1,119 @@
+"""Desktop notifications: a long run ended, or a robot asks for approval, while the window is in the
+background (another window in front, or minimised).
+
+Where the desktop has a notification area, a tray icon shows the message (``QSystemTrayIcon``);
+elsewhere the taskbar entry asks for attention (``QApplication.alert``). Settings > General turns
+them off (``ui.notifications``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtWidgets import QApplication, QSystemTrayIcon
+
+from ui import theme
+
+if TYPE_CHECKING:
+    from ui.main_window import MainWindow
+    from workspace import events as ev
+    from workspace.approval import ApprovalRequest
+
+#: A run at least this long is worth a notification when it ends in the background (seconds).
+LONG_RUN = 15.0
+
+
+class Notifier:
+    """Tells the desktop what the window would tell someone looking at it."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self.window = window
+        self.tray: QSystemTrayIcon | None = None
+        self._started: float | None = None
+        self._last_end: ev.TerminalEvent | None = None
+        #: What was notified, (title, text), newest last (tests and the log read it).
+        self.sent: list[tuple[str, str]] = []
+
+    def connect(self) -> None:
+        w = self.window
+        w.bridge.running_changed.connect(self._on_running)
+        w.bridge.run_ended.connect(self._on_end)
+        w.controller.approval_needed.connect(self._on_approval)
+
+    # -- what happened -------------------------------------------------------------------------------
+    def _on_running(self, running: bool) -> None:
+        if running:
+            self._started = time.monotonic()
+            self._last_end = None
+            return
+        started, self._started = self._started, None
+        if started is None or time.monotonic() - started < LONG_RUN:
+            return
+        self._tell_run_ended(self._last_end)
+
+    def _on_end(self, event: ev.TerminalEvent) -> None:
+        if not event.task:
+            self._last_end = event
+
+    def _tell_run_ended(self, event: ev.TerminalEvent | None) -> None:
+        from workspace import events as ev
+
+        robot = event.robot if event is not None else self.window.controller.robot_name
+        thread = self._thread_title()
+        if isinstance(event, ev.RunFailed):
+            title, text = f"{robot} failed", event.error or "The run failed."
+        elif isinstance(event, ev.RunCancelled):
+            title, text = f"{robot} stopped", event.reason
+        else:
+            title, text = f"{robot} finished", "The answer is ready."
+        self.notify(title, f"{thread}: {text}" if thread else text)
+
+    def _on_approval(self, request: ApprovalRequest, _future: Any) -> None:
+        thread = self._thread_title()
+        text = f"{request.robot} wants to run {request.tool}" + (f" in “{thread}”" if thread else "") + \
+            ". Approve or deny it in the window (Ctrl+J)."
+        self.notify("Approval needed", text)
+
+    def _thread_title(self) -> str:
+        session = self.window.controller.session
+        thread = getattr(session, "thread", None) if session is not None else None
+        return str(getattr(thread, "display_title", "") or "")
+
+    # -- telling the desktop ---------------------------------------------------------------------------
+    def enabled(self) -> bool:
+        try:
+            return bool(self.window.controller.config.get("ui.notifications", True))
+        except Exception:  # a broken configuration: the default
+            return True
+
+    def in_background(self) -> bool:
+        w = self.window
+        return w.isMinimized() or not w.isActiveWindow()
+
+    def notify(self, title: str, text: str) -> bool:
+        """Show ``title``/``text`` on the desktop when enabled and the window is in the background."""
+        if not self.enabled() or not self.in_background():
+            return False
+        self.sent.append((title, text))
+        if QSystemTrayIcon.isSystemTrayAvailable():
+            if self.tray is None:
+                self.tray = QSystemTrayIcon(theme.app_icon(), self.window)
+                self.tray.setToolTip("RobotLab Workspace")
+                self.tray.messageClicked.connect(self._bring_back)
+                self.tray.activated.connect(lambda _reason: self._bring_back())
+            self.tray.show()
+            self.tray.showMessage(title, text, QSystemTrayIcon.MessageIcon.Information, 10_000)
+        else:
+            QApplication.alert(self.window, 0)  # the taskbar entry asks for attention until the window is used
+        return True
+
+    def _bring_back(self) -> None:
+        w = self.window
+        if w.isMinimized():
+            w.showNormal()
+        w.raise_()
+        w.activateWindow()
+
+
+__all__ = ["LONG_RUN", "Notifier"]
