@@ -62,6 +62,19 @@ def robotlab_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     yield home
 
 
+@pytest.fixture(autouse=True)
+def registered_secrets() -> Iterator[None]:
+    """Secrets a test registers (the api_key given to a provider, an MCP server's env value) are
+    forgotten after it: one test's key must not redact another test's text."""
+    from workspace import secrets
+
+    before = set(secrets._redactor._registered)
+    yield
+    added = set(secrets._redactor._registered) - before
+    if added:
+        secrets.forget_secrets(added)
+
+
 @pytest.fixture
 def mcp_bin() -> Path:
     """Folder of the npm-installed MCP reference servers (``make test`` installs them)."""

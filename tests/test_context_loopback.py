@@ -177,6 +177,29 @@ async def test_a_refused_request_is_compacted_and_retried_once() -> None:
     assert all(e.trigger == "threshold" for e in compactions[1:])
 
 
+@pytest.mark.parametrize("lean", [True, False], ids=["openai-sdk", "litellm"])
+async def test_an_empty_200_is_a_refusal_as_too_long_compacted_and_retried(lean: bool) -> None:
+    """llama-cpp-python's streaming server answers a prompt longer than its window with an empty HTTP 200
+    (and does not say its window): both providers report it as a context overflow (reason "empty"), so the
+    conversation is compacted and the request retried, as for a 400 that says so."""
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    model = Model()
+    with FakeLLMServer(reply_fn=model, context_window=2048, overflow="empty", report_window=False) as server:
+        provider = (OpenAICompatibleProvider("openai/fake", api_base=server.base_url + "/v1", api_key="sk-test",
+                                             timeout=10.0, backoff=0.01, max_retries=1)
+                    if lean else provider_for(server))
+        robot = Robot("helper", system_prompt="You look things up.", provider=provider, tools=[lookup])
+        compactions: list[ev.ContextCompacted] = []
+        for i in range(20):
+            events = await drive(robot, question(i))
+            assert isinstance(events[-1], ev.RunFinished), events[-1]
+            compactions += [e for e in events if isinstance(e, ev.ContextCompacted)]
+        assert server.overflows >= 1
+    assert compactions and compactions[0].trigger == "overflow"
+    assert all(pairs_are_whole(r) for r in model.requests)
+
+
 async def test_a_request_that_cannot_fit_fails_naming_what_to_do() -> None:
     model = Model()
     with FakeLLMServer(reply_fn=model, context_window=2048, report_window=False) as server:

@@ -28,11 +28,8 @@ from workspace.providers.base import (
     ToolSpec,
     UsageChunk,
 )
-from workspace.providers.litellm_provider import (
-    LiteLLMProvider,
-    missing_keys,
-    to_openai_messages,
-)
+from workspace.providers.litellm_provider import LiteLLMProvider, missing_keys
+from workspace.providers.openai_format import to_openai_messages
 
 WEATHER = ToolSpec(
     name="get_weather",

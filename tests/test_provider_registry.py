@@ -16,6 +16,7 @@ from workspace.providers import registry as providers
 from workspace.providers.base import Chunk, ConfigLookup, Provider, TextChunk, ToolSpec
 from workspace.providers.demo import DemoProvider
 from workspace.providers.litellm_provider import LiteLLMProvider
+from workspace.providers.openai_provider import OpenAICompatibleProvider
 from workspace.robot import Robot
 
 
@@ -59,9 +60,42 @@ def test_the_built_ins() -> None:
     assert isinstance(provider_for(None), DemoProvider) and isinstance(provider_for("offline"), DemoProvider)
     demo = provider_for("", config=load_config(env={}, overrides={"demo": {"delay": 0}}))
     assert isinstance(demo, DemoProvider) and demo.delay == 0
+    # A bare model name at a server's address: an OpenAI-compatible server, served by the lean provider...
     local = provider_for("llama3.1", api_base="http://localhost:11434/v1")
+    assert isinstance(local, OpenAICompatibleProvider) and local.model_id == "llama3.1"
+    assert local.wire_model == "llama3.1" and local.api_base == "http://localhost:11434/v1"
+    # ... and through litellm (which needs the openai/ prefix) when llm.provider says so.
+    config = load_config(env={}, overrides={"llm": {"provider": "litellm"}})
+    local = provider_for("llama3.1", api_base="http://localhost:11434/v1", config=config)
     assert isinstance(local, LiteLLMProvider) and local.model_id == "openai/llama3.1"
-    assert [f.name for f in providers.factories()][-2:] == ["demo", "litellm"]
+    assert [f.name for f in providers.factories()][-3:] == ["demo", "openai-compatible", "litellm"]
+
+
+@pytest.mark.parametrize(("model", "api_base", "lean"), [
+    ("openai/qwen2.5", "http://127.0.0.1:8080/v1", True),
+    ("hosted_vllm/meta-llama/Llama-3.1-8B", "http://gpu-box:8000/v1", True),
+    ("llama3.1", "http://localhost:11434/v1", True),
+    ("lm_studio/qwen3-4b", None, True),
+    ("llamafile/mistral", None, True),
+    ("openai/gpt-4o-mini", None, False),                         # OpenAI itself: litellm knows its prices
+    ("openai/gpt-4o-mini", "https://api.openai.com/v1", False),
+    ("anthropic/claude-sonnet-4-5", None, False),
+    ("ollama_chat/llama3.1", "http://localhost:11434", False),   # Ollama's own API
+    ("gemini/gemini-2.0-flash", None, False),
+])
+def test_which_models_the_lean_provider_serves(model: str, api_base: str | None, lean: bool) -> None:
+    made = provider_for(model, api_base=api_base)
+    assert isinstance(made, OpenAICompatibleProvider if lean else LiteLLMProvider), made
+    forced = provider_for(model, api_base=api_base,
+                          config=load_config(env={}, overrides={"llm": {"provider": "litellm"}}))
+    assert isinstance(forced, LiteLLMProvider)
+
+
+def test_the_configured_api_base_chooses_the_lean_provider_too() -> None:
+    config = load_config(env={}, overrides={"llm": {"model": "openai/local", "api_base": "http://127.0.0.1:9/v1"}})
+    made = provider_for("openai/local", config=config)
+    assert isinstance(made, OpenAICompatibleProvider) and made.api_base == "http://127.0.0.1:9/v1"
+    assert made.first_token_timeout == 180 and made.idle_timeout == 60 and made.max_wait == 300
 
 
 async def test_a_factory_registered_at_run_time_comes_first() -> None:

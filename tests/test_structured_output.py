@@ -85,6 +85,31 @@ async def test_the_provider_decides_the_way(server: FakeLLMServer) -> None:
     assert result.output_data.customer == "Bo" and "response_format" in server.requests[0]
 
 
+async def test_the_lean_provider_sends_the_runs_response_format_and_tool_choice(server: FakeLLMServer) -> None:
+    """The openai-SDK provider of OpenAI-compatible servers: native for servers known to take a JSON schema
+    (vLLM, LM Studio, llama.cpp), the forced tool call for an unknown one; either way from the run's settings."""
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    base = server.base_url + "/v1"
+    assert OpenAICompatibleProvider("hosted_vllm/qwen", api_base=base).supports_response_schema is True
+    assert OpenAICompatibleProvider("lm_studio/qwen").supports_response_schema is True
+    unknown = OpenAICompatibleProvider("openai/fake", api_base=base)
+    assert unknown.supports_response_schema is False
+    assert OpenAICompatibleProvider("openai/fake", api_base=base, response_schema=True).supports_response_schema
+
+    server.enqueue('{"customer": "Ada", "total": 2}', Reply.tool(FINAL_RESULT_TOOL, {"customer": "Bo", "total": 1}))
+    native = Robot("clerk", system_prompt="s", output_type=Invoice,
+                   provider=OpenAICompatibleProvider("hosted_vllm/fake", api_base=base))
+    assert (await native.arun("Ada, 2")).output_data == Invoice(customer="Ada", total=2)
+    tools = Robot("clerk", system_prompt="s", output_type=Invoice, provider=unknown)
+    assert (await tools.arun("Bo, 1")).output_data == Invoice(customer="Bo", total=1)
+    first, second = server.requests
+    assert first["model"] == "fake" and first["response_format"]["json_schema"]["name"] == "Invoice"
+    assert "tools" not in first and "tool_choice" not in first
+    assert second["tool_choice"] == {"type": "function", "function": {"name": FINAL_RESULT_TOOL}}
+    assert "response_format" not in second
+
+
 # -- the tool way --------------------------------------------------------------------------------
 async def test_tool_structured_output_with_malformed_then_invalid_then_valid_arguments(server: FakeLLMServer) -> None:
     server.enqueue(

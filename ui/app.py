@@ -20,6 +20,9 @@ from typing import Any
 
 log = logging.getLogger("ui.app")
 
+#: Milliseconds after the window is filled in before the model library starts loading in a thread.
+PRELOAD_AFTER_MS = 150
+
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="robotlab", description="RobotLab Workspace desktop window")
@@ -188,6 +191,9 @@ class Application:
         self.loaded = True
         from ui.markdown import warm_up
 
+        # The model library (litellm: seconds) loads in a worker thread once the full window has painted,
+        # so the first message waits only for what is left of it.
+        QTimer.singleShot(PRELOAD_AFTER_MS, self.controller.preload_provider)
         # Highlighting needs pygments (~0.1 s to import and build lexers): do it while idle.
         QTimer.singleShot(600, warm_up)
 

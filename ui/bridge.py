@@ -1,8 +1,8 @@
 """The bridge: consumes a run's events (a RecordedRun or an AgentRun) and re-emits them
 as Qt signals, on the GUI thread, without ever blocking the event loop.
 
-Text deltas are coalesced: they are joined and emitted at most once per ``flush_ms``
-(16 ms by default), so a view renders at a steady rate whatever the stream rate.
+Text deltas (and thinking deltas) are coalesced: they are joined and emitted at most once per
+``flush_ms`` (16 ms by default), so a view renders at a steady rate whatever the stream rate.
 Every other event first flushes pending text (so order is kept) and is emitted at once.
 Events for the trace are batched on the same timer.
 """
@@ -34,6 +34,12 @@ class RunBridge(QObject):
     text_appended = Signal(str, str, str)
     #: A complete model turn's text (Text event) — the streamed text is final.
     text_completed = Signal(object)
+    #: Coalesced thinking: (run_id, robot, thinking appended since the last emission).
+    reasoning_appended = Signal(str, str, str)
+    #: A model turn's whole thinking (Reasoning event).
+    reasoning_completed = Signal(object)
+    #: What the run waits for (RunStatus: loading, connecting, queued, waiting, streaming, retrying, fallback, notice).
+    status_changed = Signal(object)
     tool_used = Signal(object)
     approval_requested = Signal(object)
     approval_decided = Signal(object)
@@ -54,7 +60,8 @@ class RunBridge(QObject):
     #: The terminal event (RunFinished / RunFailed / RunCancelled).
     run_ended = Signal(object)
     #: Every event for the views that show them (the chat's presenter), in order, as it comes;
-    #: text deltas joined: one TextDelta per flush (the last delta's seq) for all that arrived.
+    #: text deltas joined: one TextDelta per flush (the last delta's seq) for all that arrived (and one
+    #: ReasoningDelta for the thinking).
     view_event = Signal(object)
     #: Every event (deltas included), batched on the flush timer: list[Event].
     events_batched = Signal(list)
@@ -65,6 +72,9 @@ class RunBridge(QObject):
         self._pending_text: list[str] = []
         self._pending_key: tuple[str, str] | None = None
         self._pending_delta: ev.TextDelta | None = None
+        self._pending_reasoning: list[str] = []
+        self._reasoning_key: tuple[str, str] | None = None
+        self._reasoning_delta: ev.ReasoningDelta | None = None
         self._pending_events: list[ev.Event] = []
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -123,6 +133,7 @@ class RunBridge(QObject):
         from workspace import events as ev
 
         if isinstance(event, ev.TextDelta):
+            self._flush_reasoning()  # the thinking before it goes out first: order is kept
             key = (event.run_id, event.robot)
             if self._pending_key is not None and self._pending_key != key:
                 self._flush_text()
@@ -130,9 +141,23 @@ class RunBridge(QObject):
             self._pending_delta = event
             self._pending_text.append(event.text)
             return
+        if isinstance(event, ev.ReasoningDelta):
+            self._flush_text()
+            key = (event.run_id, event.robot)
+            if self._reasoning_key is not None and self._reasoning_key != key:
+                self._flush_reasoning()
+            self._reasoning_key = key
+            self._reasoning_delta = event
+            self._pending_reasoning.append(event.text)
+            return
+        self._flush_reasoning()
         self._flush_text()  # the text before it goes out first: order is kept
         self.view_event.emit(event)
         match event:
+            case ev.Reasoning():
+                self.reasoning_completed.emit(event)
+            case ev.RunStatus():
+                self.status_changed.emit(event)
             case ev.RunStarted():
                 self.run_started.emit(event)
             case ev.Text():
@@ -180,9 +205,20 @@ class RunBridge(QObject):
                 self.view_event.emit(last.replace(text=text))
             self.text_appended.emit(run_id, robot, text)
 
+    def _flush_reasoning(self) -> None:
+        if self._pending_reasoning and self._reasoning_key is not None:
+            text = "".join(self._pending_reasoning)
+            self._pending_reasoning.clear()
+            run_id, robot = self._reasoning_key
+            last, self._reasoning_delta = self._reasoning_delta, None
+            if last is not None:
+                self.view_event.emit(last.replace(text=text))
+            self.reasoning_appended.emit(run_id, robot, text)
+
     def flush(self) -> None:
         """Emit pending text and the pending event batch now."""
         self._timer.stop()
+        self._flush_reasoning()
         self._flush_text()
         if self._pending_events:
             batch, self._pending_events = self._pending_events, []
@@ -194,8 +230,13 @@ def event_summary(event: ev.Event) -> str:
     from workspace import events as ev
 
     match event:
-        case ev.TextDelta():
+        case ev.TextDelta() | ev.ReasoningDelta():
             return repr(event.text)[:120]
+        case ev.Reasoning():
+            return f"thinking: {(event.text[:110] + '…') if len(event.text) > 110 else event.text}"
+        case ev.RunStatus():
+            wait = f" (in {event.retry_in:.3g} s)" if event.retry_in is not None else ""
+            return f"{event.state}{wait}: {event.detail}" if event.detail else event.state
         case ev.Text():
             return (event.text[:120] + "…") if len(event.text) > 120 else event.text
         case ev.ToolUse() | ev.ApprovalRequested():
@@ -213,8 +254,9 @@ def event_summary(event: ev.Event) -> str:
         case ev.MemoryChanged():
             return f"{event.key} = {_short(event.value)} (by {event.writer or '?'})"
         case ev.Usage():
-            cost = f", ${event.cost:.4f}" if event.cost else ""
-            return f"{event.input_tokens} in / {event.output_tokens} out{cost}"
+            cost = f", ${event.cost:.4f}" if event.cost is not None else ", cost unknown"
+            mark = "~" if event.estimated else ""
+            return f"{mark}{event.input_tokens} in / {mark}{event.output_tokens} out{cost}"
         case ev.ContextUsage():
             share = f" ({event.used / event.window:.0%})" if event.window else ""
             return f"{event.used:,} / {event.window:,} tokens{share}{' estimated' if event.estimated else ''}"

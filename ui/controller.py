@@ -201,6 +201,34 @@ class Controller(QObject):
             self.robot_name = name
             self.network_name = None
             self.robot_changed.emit(name)
+            self.preload_provider()
+
+    def preload_provider(self) -> Any:
+        """Load what the first message to the current robot needs — its template, and the model library
+        (litellm and its model map, or the openai SDK for an OpenAI-compatible server) — in a worker thread,
+        so the first message waits only for what is left (the import takes seconds; the window keeps
+        painting). Returns the future or thread doing it (None: nothing to load)."""
+        if self.provider is not None or self.workspace is None or self.network_name is not None:
+            return None
+        import threading
+
+        workspace, name = self.workspace, self.robot_name
+
+        def work() -> None:
+            try:
+                workspace.warm_up(name)
+            except Exception as exc:  # the first message reports what is wrong, with its own words
+                log.debug("warming up robot %s failed: %s", name, exc)
+
+        import asyncio
+
+        try:
+            # On the loop's executor: its worker threads then exist before the first message needs one.
+            return asyncio.get_running_loop().run_in_executor(None, work)
+        except RuntimeError:  # no running loop (tests without one): a thread of its own
+            thread = threading.Thread(target=work, name="robotlab-warm-up", daemon=True)
+            thread.start()
+            return thread
 
     # -- networks -----------------------------------------------------------------------------
     @property
@@ -428,6 +456,20 @@ class Controller(QObject):
         if created:
             self._remember_thread(self._thread_id(self.session))
             self.threads_changed.emit()
+        self._start(run)
+        return True
+
+    def continue_(self) -> bool:
+        """Ask the model to go on with its last answer, cut off at the token limit (the "Continue" of a run
+        whose result has ``stop_reason == "length"``)."""
+        if self.session is None or self.running:
+            self.notice.emit("Stop the current run (Esc) first." if self.running else "There is no answer to continue.")
+            return False
+        try:
+            run = self.session.continue_()
+        except Exception as exc:
+            self.problem.emit(f"Could not continue the answer: {exc}")
+            return False
         self._start(run)
         return True
 

@@ -43,7 +43,17 @@ DEFAULTS: dict[str, Any] = {
         "top_p": None,
         "max_tokens": None,
         "timeout": 120.0,
+        # A local server may be loading the model: the first token gets longer than gaps mid-stream.
+        "first_token_timeout": 180.0,
+        "idle_timeout": 60.0,
+        # The most seconds one model call waits for its first token, every retry and pause included.
+        "max_wait": 300.0,
         "max_retries": 3,
+        # Requests at a time to one server; None: 1 for a server on this machine, no limit for hosted ones.
+        "max_concurrent_requests": None,
+        # auto: OpenAI-compatible servers through the openai SDK, the rest through litellm.
+        "provider": "auto",
+        "tool_choice": None,
         # The most characters of one tool result sent to the model (the rest is cut, with a note).
         "max_tool_result_chars": 50_000,
         # The model's window when nothing reports it (a number, or model id -> number); see workspace.context.
@@ -60,6 +70,8 @@ DEFAULTS: dict[str, Any] = {
         # The global level of the tool and MCP hierarchies (see workspace.tools.selection).
         "tools": "all",
         "mcp": "all",
+        # A tool call the model wrote as text (<tool_call>{...}</tool_call>, ...): run it, only say so, or ignore it.
+        "text_tool_calls": "run",
         # Seconds a run waits for MCP servers still starting; it then goes on without them and their
         # tools join when they are up (0: never wait).
         "mcp_startup_wait": 5.0,
@@ -273,6 +285,10 @@ llm:
   model:
   api_base:
   timeout: 120
+  # first_token_timeout: 180   # a local server may be loading the model
+  # idle_timeout: 60           # the longest gap mid-stream
+  # max_wait: 300              # one call's whole wait for its first token, retries included
+  # tool_choice: auto          # llama-cpp-python's server calls tools only when this is sent
 agent:
   max_turns: 20
 review:

@@ -28,6 +28,7 @@ class ProviderError(InferenceError):
 
     ``status_code`` is the HTTP status when there was one; ``retryable`` says whether
     the failure is of a kind that retrying may cure (429, 5xx, timeouts, cut streams).
+    ``reason`` names the kind of failure (:data:`PROVIDER_FAILURES`), None when unclassified.
     """
 
     def __init__(
@@ -37,30 +38,54 @@ class ProviderError(InferenceError):
         provider: str | None = None,
         status_code: int | None = None,
         retryable: bool = False,
+        reason: str | None = None,
     ) -> None:
         super().__init__(message)
         self.provider = provider
         self.status_code = status_code
         self.retryable = retryable
+        self.reason = reason
 
-    #: True when the request did not fit the model's context window (see :class:`ContextOverflowError`).
+    #: True when the request did not fit the model's context window (see :class:`ContextOverflowError`;
+    #: another provider may set it on its own errors).
     context_overflow: bool = False
+
+    @property
+    def is_outage(self) -> bool:
+        """The model cannot answer now (rate limit, server error, unreachable, no answer in time):
+        a robot's ``fallback_models`` are tried."""
+        return self.reason in OUTAGE_FAILURES
+
+
+#: What ``ProviderError.reason`` may say: ``rate_limit`` (429), ``server_error`` (5xx),
+#: ``unreachable`` (no connection), ``timeout`` (no answer in time), ``cut`` (the stream ended early),
+#: ``empty`` (HTTP 200 without a stream), ``not_a_stream`` (an HTML page or garbage instead of events),
+#: ``auth`` (key missing or refused), ``context`` (the prompt is longer than the context window),
+#: ``not_found``, ``bad_request``.
+PROVIDER_FAILURES = frozenset({"rate_limit", "server_error", "unreachable", "timeout", "cut", "empty",
+                               "not_a_stream", "auth", "context", "not_found", "bad_request"})
+#: The failures after which a robot's fallback models are tried.
+OUTAGE_FAILURES = frozenset({"rate_limit", "server_error", "unreachable", "timeout"})
+#: The failures that mean the request did not fit the model's context window: a refusal that says
+#: so, and an empty HTTP 200 (how llama-cpp-python's server answers an over-long prompt).
+OVERFLOW_FAILURES = frozenset({"context", "empty"})
 
 
 class ContextOverflowError(ProviderError):
     """The request was longer than the model's context window.
 
     Providers raise it for a context-length refusal (litellm's ``ContextWindowExceededError``, an
-    HTTP 400 saying "maximum context length", a local server's empty answer to an over-long
-    prompt); the agent loop then compacts the conversation and retries once
-    (:mod:`workspace.context`). ``window`` is the model's window when the provider said it.
+    HTTP 400 saying "maximum context length": ``reason`` ``context``) and for a local server's empty
+    answer to an over-long prompt (``reason`` ``empty``); the agent loop then compacts the
+    conversation and retries once (:mod:`workspace.context`). ``window`` is the model's window when
+    the provider said it.
     """
 
     context_overflow = True
 
     def __init__(self, message: str, *, provider: str | None = None, status_code: int | None = None,
-                 window: int | None = None) -> None:
-        super().__init__(message, provider=provider, status_code=status_code, retryable=False)
+                 window: int | None = None, reason: str = "context") -> None:
+        super().__init__(message, provider=provider, status_code=status_code, retryable=False, reason=reason)
         self.window = window
 
 

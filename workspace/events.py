@@ -54,6 +54,10 @@ ApprovalChoice: TypeAlias = Literal["approve", "deny"]
 #: "once", "thread", "always", or "policy" (decided by the stored policy, nobody asked).
 ApprovalScope: TypeAlias = Literal["once", "thread", "always", "policy"]
 TaskStatus: TypeAlias = Literal["done", "failed", "skipped", "cancelled"]
+#: What a run is doing while nothing else shows (:class:`RunStatus`); the same states as
+#: :data:`workspace.providers.base.StatusState` (a test keeps the two the same).
+RunState: TypeAlias = Literal["loading", "connecting", "queued", "waiting", "streaming", "retrying", "fallback",
+                              "notice"]
 CompactionTrigger: TypeAlias = Literal["threshold", "overflow", "manual"]
 
 
@@ -120,6 +124,51 @@ class Text(BaseEvent):
 
     kind: ClassVar[str] = "text"
     text: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReasoningDelta(BaseEvent):
+    """A piece of the model's thinking, streamed before (or between) its answer's text deltas."""
+
+    kind: ClassVar[str] = "reasoning_delta"
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reasoning(BaseEvent):
+    """The complete thinking of one model turn (after its deltas). Never sent back to the model;
+    exports leave it out unless asked (``include_reasoning``)."""
+
+    kind: ClassVar[str] = "reasoning"
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStatus(BaseEvent):
+    """What the run is waiting for, so a long wait is never silent. One kind for every state:
+
+    - ``loading``: the model library is loading (once per process), or a local server has sent no
+      token for a while (it may be loading the model);
+    - ``connecting``: the request goes to ``endpoint``;
+    - ``queued``: waiting for another request to the same server to finish
+      (``llm.max_concurrent_requests``);
+    - ``waiting``: the server took the request; no token yet;
+    - ``streaming``: the first token arrived (a spinner can stop);
+    - ``retrying``: the call failed for a passing reason (``detail``); the next try is in
+      ``retry_in`` seconds (``attempt``: its number);
+    - ``fallback``: the model failed (outage, rate limit); the run goes on with ``model``;
+    - ``notice``: something to tell people that is not an error (a tool call the model wrote as text).
+    """
+
+    kind: ClassVar[str] = "run_status"
+    state: RunState = "connecting"
+    detail: str = ""
+    retry_in: float | None = None
+    attempt: int | None = None
+    #: The model called (for ``fallback``: the one the run switched to).
+    model: str | None = None
+    #: Where the request goes: the server's URL, or the hosted provider's name.
+    endpoint: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -219,6 +268,10 @@ class Usage(BaseEvent):
     total_output_tokens: int = 0
     total_cost: float | None = None
     model: str | None = None
+    #: Thinking tokens (part of ``output_tokens``), when the server reports them.
+    reasoning_tokens: int = 0
+    #: The server reported no usage: the counts are estimated (show them as "~").
+    estimated: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -348,6 +401,9 @@ Event: TypeAlias = (
     RunStarted
     | TextDelta
     | Text
+    | ReasoningDelta
+    | Reasoning
+    | RunStatus
     | ToolUse
     | ApprovalRequested
     | ApprovalDecided

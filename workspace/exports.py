@@ -10,6 +10,9 @@
 * :func:`export_events_jsonl`: one event dict (``Event.to_dict()`` plus ``turn_id``) per line.
 * :func:`import_results_json`: RobotLab results back into a new thread.
 
+The model's thinking (``reasoning`` events) is left out unless ``include_reasoning=True`` (the CLI's
+``--reasoning``): it can be long, and it was never part of the conversation.
+
 Exports follow the thread's current branch unless told otherwise. Secrets never appear: the
 output goes through :func:`workspace.secrets.redact` (the store already redacts what it keeps).
 """
@@ -32,7 +35,7 @@ from workspace.persistence import (
     coalesce_text,
     conversation_from_events,
 )
-from workspace.result import RobotResult
+from workspace.result import STOP_NOTES, RobotResult
 from workspace.sandbox import display_json, display_path
 from workspace.secrets import redact
 
@@ -158,8 +161,10 @@ def _result_for(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> Robot
 # Markdown
 
 
-def export_markdown(store: Store, thread_id: str, *, leaf_turn_id: str | None = None) -> str:
-    """The thread's current branch as Markdown for people (tool calls, approvals and changes included)."""
+def export_markdown(store: Store, thread_id: str, *, leaf_turn_id: str | None = None,
+                    include_reasoning: bool = False) -> str:
+    """The thread's current branch as Markdown for people (tool calls, approvals and changes included;
+    the model's thinking only with ``include_reasoning``, as a collapsed "Thinking" block)."""
     thread = store.get_thread(thread_id)
     pairs = store.path_events(thread_id, leaf_turn_id)
     branches = store.branch_map(thread_id)
@@ -188,11 +193,12 @@ def export_markdown(store: Store, thread_id: str, *, leaf_turn_id: str | None = 
         lines.append("")
         lines.append(turn.user_text or "*(message not recorded)*")
         lines.append("")
-        lines += _markdown_events(turn, coalesce_text(events), thread.robot)
+        lines += _markdown_events(turn, coalesce_text(events), thread.robot, include_reasoning=include_reasoning)
     return redact("\n".join(lines).rstrip() + "\n")
 
 
-def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> list[str]:
+def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
+                     include_reasoning: bool = False) -> list[str]:
     """The turn's events as Markdown; a robot used as a tool is quoted (``>``) under the call that ran it."""
     out: list[str] = []
     speaker: str | None = None
@@ -293,6 +299,19 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> 
             case ev.RunFailed():
                 out.append(f"*Failed: {event.error}*")
                 out.append("")
+            case ev.Reasoning() | ev.ReasoningDelta():
+                if include_reasoning and event.text:
+                    heading(who)
+                    out.append("<details><summary>Thinking</summary>")
+                    out.append("")
+                    out.append(event.text.strip())
+                    out.append("")
+                    out.append("</details>")
+                    out.append("")
+            case ev.RunStatus():
+                if event.state in ("fallback", "notice"):
+                    out.append(f"*{event.detail}*")
+                    out.append("")
             case ev.McpServers():
                 out.extend(f"*{line}*" for line in event.message.splitlines())
                 out.append("")
@@ -308,9 +327,13 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> 
             case ev.RunFinished() if event.parent_tool_id:
                 out.append(f"*`{event.robot}` finished*")
                 out.append("")
-            case (ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.RunFinished() | ev.ContextUsage()
-                  | ev.ToolProgress()):
-                pass  # the heading, the text, the usage line and the result come from the turn itself
+            case ev.RunFinished():
+                note = STOP_NOTES.get(str(getattr(event.result, "stop_reason", "") or ""))
+                if note and not event.task and not event.nested:
+                    out.append(f"*{note}*")
+                    out.append("")
+            case ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.ContextUsage() | ev.ToolProgress():
+                pass  # the heading, the text and the usage line come from the turn itself
             case _:
                 assert_never(event)
         if depth:
@@ -347,8 +370,9 @@ def export_results_json(store: Store, thread_id: str, *, leaf_turn_id: str | Non
 
 
 def export_events_jsonl(store: Store, thread_id: str, *, leaf_turn_id: str | None = None,
-                        all_branches: bool = False) -> str:
-    """One stored event per line (``Event.to_dict()`` plus ``turn_id``), the branch's turns in order."""
+                        all_branches: bool = False, include_reasoning: bool = False) -> str:
+    """One stored event per line (``Event.to_dict()`` plus ``turn_id``), the branch's turns in order
+    (``reasoning`` events only with ``include_reasoning``)."""
     store.get_thread(thread_id)
     lines: list[str] = []
     if all_branches:
@@ -356,20 +380,23 @@ def export_events_jsonl(store: Store, thread_id: str, *, leaf_turn_id: str | Non
     else:
         pairs = ((turn.id, e) for turn, events in store.path_events(thread_id, leaf_turn_id) for e in events)
     for turn_id, event in pairs:
+        if not include_reasoning and isinstance(event, ev.Reasoning | ev.ReasoningDelta):
+            continue
         data = event.to_dict()
         data["turn_id"] = turn_id
         lines.append(display_json(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)))
     return redact("\n".join(lines) + ("\n" if lines else ""))
 
 
-def export_thread(store: Store, thread_id: str, fmt: str, *, leaf_turn_id: str | None = None) -> str:
-    """Export in ``fmt`` ("md", "json" or "jsonl")."""
+def export_thread(store: Store, thread_id: str, fmt: str, *, leaf_turn_id: str | None = None,
+                  include_reasoning: bool = False) -> str:
+    """Export in ``fmt`` ("md", "json" or "jsonl"); the model's thinking only with ``include_reasoning``."""
     if fmt in ("md", "markdown"):
-        return export_markdown(store, thread_id, leaf_turn_id=leaf_turn_id)
+        return export_markdown(store, thread_id, leaf_turn_id=leaf_turn_id, include_reasoning=include_reasoning)
     if fmt == "json":
         return export_results_json(store, thread_id, leaf_turn_id=leaf_turn_id)
     if fmt == "jsonl":
-        return export_events_jsonl(store, thread_id, leaf_turn_id=leaf_turn_id)
+        return export_events_jsonl(store, thread_id, leaf_turn_id=leaf_turn_id, include_reasoning=include_reasoning)
     raise ValueError(f"Unknown export format: {fmt}. Must be one of: {', '.join(FORMATS)}")
 
 

@@ -26,8 +26,18 @@ if TYPE_CHECKING:
     from workspace.events import Event
     from workspace.memory import Memory
 
-__all__ = ["STATUSES", "NetworkResult", "RobotResult", "TaskState", "Usage", "last_text", "result_from_dict",
-           "to_jsonable"]
+__all__ = ["STATUSES", "STOP_NOTES", "NetworkResult", "RobotResult", "TaskState", "Usage", "last_text",
+           "result_from_dict", "to_jsonable"]
+
+#: What a run's ``stop_reason`` means for people, for the reasons that need saying (a run that simply
+#: answered, ``stop``, needs no note). The window, the CLI and the exports show these.
+STOP_NOTES: dict[str, str] = {
+    "length": "The answer was cut off at the token limit (max_tokens): ask the robot to continue, or raise "
+              "max_tokens.",
+    "max_turns": "Stopped at the turn limit: the robot wanted to go on.",
+    "max_cost": "Stopped: the run reached its cost budget (max_cost).",
+    "max_total_tokens": "Stopped: the run used up its token budget (max_total_tokens).",
+}
 
 
 def to_jsonable(value: Any) -> Any:
@@ -46,11 +56,17 @@ def to_jsonable(value: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts of one or more model calls, and their cost in USD when known."""
+    """Token counts of one or more model calls, and their cost in USD when known.
+
+    ``cost`` None means unknown (a local or unpriced model), never free. ``estimated``: some of the
+    counts are the provider's estimate (the server reported none). ``reasoning_tokens`` are part of
+    ``output_tokens``."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = None
+    reasoning_tokens: int = 0
+    estimated: bool = False
 
     @property
     def total_tokens(self) -> int:
@@ -62,13 +78,19 @@ class Usage:
             return NotImplemented
         both_unknown = self.cost is None and other.cost is None
         cost = None if both_unknown else (self.cost or 0.0) + (other.cost or 0.0)
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens, cost)
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens, cost,
+                     self.reasoning_tokens + other.reasoning_tokens, self.estimated or other.estimated)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{input_tokens, output_tokens, cost?}`` (cost only when known)."""
+        """``{input_tokens, output_tokens, cost?, reasoning_tokens?, estimated?}`` (each optional key only
+        when known or set)."""
         out: dict[str, Any] = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
         if self.cost is not None:
             out["cost"] = self.cost
+        if self.reasoning_tokens:
+            out["reasoning_tokens"] = self.reasoning_tokens
+        if self.estimated:
+            out["estimated"] = True
         return out
 
     @classmethod
@@ -82,7 +104,8 @@ class Usage:
         input_tokens = d.get("input_tokens", d.get("prompt_tokens")) or 0
         output_tokens = d.get("output_tokens", d.get("completion_tokens")) or 0
         cost = d.get("cost")
-        return cls(int(input_tokens), int(output_tokens), None if cost is None else float(cost))
+        return cls(int(input_tokens), int(output_tokens), None if cost is None else float(cost),
+                   int(d.get("reasoning_tokens") or 0), bool(d.get("estimated")))
 
 
 def _normalize_output(output: Any) -> list[Message]:

@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 RUN_OPTIONS = frozenset({
     "tools", "mcp", "memory", "network_memory", "network", "task", "max_turns", "approval", "settings",
     "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
-    "network_mcp", "history", "parent_run_id", "parent_tool_id", "output_type", "output_mode",
+    "network_mcp", "max_cost", "max_total_tokens", "history", "parent_run_id", "parent_tool_id", "output_type",
+    "output_mode",
 })
 
 
@@ -60,6 +61,12 @@ class Robot:
     The conversation is kept across runs, like a chat; :meth:`reset` clears it.
     Model precedence: explicit ``model`` > template front matter > configuration
     (``llm.model``; empty means the offline demo).
+
+    ``api_key`` is this robot's own key for its model (kept in memory only: never written to a file,
+    the database or a log). ``fallback_models`` are tried in order when the model has an outage or a
+    rate limit (model ids, or ``{"model": ..., "api_base": ...}``). ``max_cost`` (USD) and
+    ``max_total_tokens`` are each run's budget: the run stops before a model call once it is used up
+    (``stop_reason`` ``max_cost`` / ``max_total_tokens``). Front matter may set all but the key.
     """
 
     def __init__(
@@ -85,6 +92,10 @@ class Robot:
         approval: ApprovalGate | PolicyFn | None = None,
         mcp_manager: ToolSource | None = None,
         template_dirs: Iterable[Path] = (),
+        api_key: str | None = None,
+        fallback_models: Iterable[str | Mapping[str, Any]] | None = None,
+        max_cost: float | None = None,
+        max_total_tokens: int | None = None,
         context_window: int | None = None,
         context_policy: str | None = None,
         output_type: Any = None,
@@ -117,6 +128,16 @@ class Robot:
         self.context = context
         self._explicit_model = model
         self.api_base = api_base if api_base is not None else (tmpl.api_base if tmpl else None)
+        self._api_key = api_key or None
+        if api_key:
+            from workspace.secrets import register_secret
+
+            register_secret(api_key, name=f"api_key of robot {self.name}")
+        self.fallback_models: list[str | Mapping[str, Any]] = list(
+            fallback_models if fallback_models is not None else (tmpl.fallback_models if tmpl else None) or ())
+        self.max_cost = max_cost if max_cost is not None else (tmpl.max_cost if tmpl else None)
+        self.max_total_tokens = max_total_tokens if max_total_tokens is not None else (
+            tmpl.max_total_tokens if tmpl else None)
         self.max_turns = max_turns or (tmpl.max_turns if tmpl else None)
         self.settings: dict[str, Any] = {**(tmpl.settings if tmpl else {}), **settings}
         self.local_tools: list[Tool] = []
@@ -130,8 +151,12 @@ class Robot:
             from workspace.trust import folder_file_problem
 
             problem = folder_file_problem(tmpl.path, Path(folder), mcp=tmpl.mcp, api_base=tmpl.api_base)
+            for entry in tmpl.fallback_models or ():  # a fallback's server is where the key would go, too
+                if problem is None and isinstance(entry, Mapping) and entry.get("api_base"):
+                    problem = folder_file_problem(tmpl.path, Path(folder), api_base=entry["api_base"])
             if problem:
                 raise ConfigurationError(problem)
+        self._tools_from_objects = False
         self.tools_config = self._take_tools(tools)
         selection.check_level(mcp, what="mcp")
         self.mcp_config: Any = list(mcp) if isinstance(mcp, list | tuple) else mcp
@@ -175,13 +200,18 @@ class Robot:
             tools = [tools]
         if isinstance(tools, list | tuple):
             names: list[str] = []
+            named = False
             for item in tools:
                 if isinstance(item, str):
                     names.append(item)
+                    named = True
                 else:
                     tool = _as_tool(item)
                     self.local_tools.append(tool)
                     names.append(tool.name)
+            # Tools given as functions or Tool objects (``tools=[fn]``) say which of the robot's own and the
+            # built-in tools it uses; they do not hide the tools of the MCP servers it names (``mcp=[...]``).
+            self._tools_from_objects = bool(names) and not named
             return names
         selection.check_level(tools, what="tools")
         return tools
@@ -210,12 +240,36 @@ class Robot:
         if self._provider is None:
             from workspace.providers import provider_for
 
-            self._provider = provider_for(self.model, api_base=self.api_base, config=self.config)
+            options = {"api_key": self._api_key} if self._api_key else {}
+            self._provider = provider_for(self.model, api_base=self.api_base, config=self.config, **options)
         return self._provider
 
     @provider.setter
     def provider(self, value: Provider) -> None:
         self._provider = value
+
+    @property
+    def api_key(self) -> str | None:
+        """Whether this robot has a key of its own: the key itself is never shown (``"***"`` or None)."""
+        return "***" if self._api_key else None
+
+    def _fallback_makers(self) -> list[Callable[[], Provider]]:
+        """One provider factory per fallback model (built only when the run needs it)."""
+        config = self.config if (self._config is not None or self._provider is None) else None
+        makers: list[Callable[[], Provider]] = []
+        for entry in self.fallback_models:
+            if isinstance(entry, Mapping):
+                model, base = str(entry.get("model") or ""), entry.get("api_base")
+            else:
+                model, base = str(entry), None
+
+            def make(model: str = model, base: Any = base) -> Provider:
+                from workspace.providers import provider_for
+
+                return provider_for(model, api_base=str(base) if base else None, config=config)
+
+            makers.append(make)
+        return makers
 
     @property
     def tools(self) -> list[Tool]:
@@ -358,12 +412,20 @@ class Robot:
             # RobotLab's meaning, the robot's own and MCP tools: built-ins are named to be used.)
             available.extend(t for t in registry.builtin_tools() if t.name not in have)
         mcp_tools, pending = await self._mcp_tools(servers, config, wait=mcp_wait)
+        chosen = selection.filter_tools([*available, *mcp_tools], allowed)
+        names_servers = not (selection.is_inherit(self.mcp_config) or selection.is_none(self.mcp_config))
+        late_allowed = allowed
+        if self._tools_from_objects and names_servers:
+            # ``tools=[fn]`` lists the robot's own tools; the MCP servers it names (``mcp=[...]``) bring
+            # theirs (those of a server still starting too, when they join).
+            late_allowed = selection.resolve_chain(global_tools, network_tools, "inherit", run_tools)
+            have_now = {t.name for t in chosen}
+            chosen.extend(t for t in selection.filter_tools(mcp_tools, late_allowed) if t.name not in have_now)
         available.extend(mcp_tools)
-        chosen = selection.filter_tools(available, allowed)
         if allowed != selection.ALL:
             self._check_tool_names(allowed, available)
         if pending is not None:
-            pending = _FilteredPending(pending, allowed)
+            pending = _FilteredPending(pending, late_allowed)
         return ToolManifest(chosen), pending
 
     def _check_tool_names(self, allowed: Any, available: list[Tool]) -> None:
@@ -518,6 +580,10 @@ class Robot:
             on_result=_appender(memory), thread_id=options.get("thread_id"),
             tool_timeout=self._config_tool_timeout(), sequence=options.get("sequence"),
             watch_memory=options.get("watch_memory", True), tools_loader=load_tools,
+            fallbacks=self._fallback_makers() if options.get("provider") is None else [],
+            max_cost=options.get("max_cost", self.max_cost),
+            max_total_tokens=options.get("max_total_tokens", self.max_total_tokens),
+            text_tool_calls=self._config_value("agent.text_tool_calls", "run"),
             context=self.context_manager,
             output=self._structured_output(options), parent_run_id=options.get("parent_run_id"),
             parent_tool_id=options.get("parent_tool_id"),
@@ -525,6 +591,12 @@ class Robot:
         if options.get("run_id"):
             spec.run_id = str(options["run_id"])
         return spec
+
+    def _config_value(self, key: str, default: Any) -> Any:
+        if self._config is None and self._provider is not None:
+            return default
+        value = self.config.get(key, default)
+        return default if value is None else value
 
     # -- structured output ----------------------------------------------------------------------------
     def _schema_of(self, output_type: Any) -> OutputSchema:
@@ -599,7 +671,7 @@ class Robot:
             check_settings(run_settings, what="run setting")
         base: dict[str, Any] = {}
         if self._config is not None or self._provider is None:
-            for key in ("temperature", "top_p", "max_tokens"):
+            for key in ("temperature", "top_p", "max_tokens", "tool_choice"):
                 value = self.config.get(f"llm.{key}")
                 if value is not None:
                     base[key] = value
@@ -634,8 +706,20 @@ class Robot:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(message, **options))
-        raise RuntimeError("Robot.run() cannot be called from a running event loop; use 'await robot.arun(...)'")
+            running = False
+        else:
+            running = True
+        if running:
+            raise RuntimeError("Robot.run() cannot be called from a running event loop; use 'await robot.arun(...)'")
+        # Outside the ``except``: a failure of the run must not carry "no running event loop" as its context.
+        return asyncio.run(self.arun(message, **options))
+
+    def continue_(self, **options: Any) -> AgentRun:
+        """Ask the model to go on with an answer cut off at the token limit (``stop_reason == "length"``):
+        a run of :data:`~workspace.agent.CONTINUE_PROMPT`, which sees the cut answer in the conversation."""
+        from workspace.agent import CONTINUE_PROMPT
+
+        return self.stream(CONTINUE_PROMPT, **options)
 
     def reset(self) -> Robot:
         """Forget the conversation (the memory stays; see :meth:`reset_memory`)."""
@@ -658,6 +742,9 @@ class Robot:
             "mcp_config": self.mcp_config,
             "tools_config": self.tools_config,
             "model": self.model,
+            "fallback_models": [dict(f) if isinstance(f, Mapping) else f for f in self.fallback_models] or None,
+            "max_cost": self.max_cost,
+            "max_total_tokens": self.max_total_tokens,
         }
         return {k: v for k, v in out.items() if v is not None}
 

@@ -255,7 +255,7 @@ class RecordedRun:
                 store.finish_turn(self.turn_id, status_for(event))
         except (StoreError, OSError) as exc:
             self._warn(exc)
-        if (isinstance(event, ev.TextDelta) and self._timer is None and store.flush_interval > 0
+        if (isinstance(event, ev.TextDelta | ev.ReasoningDelta) and self._timer is None and store.flush_interval > 0
                 and not store.closed):
             self._timer = asyncio.get_running_loop().call_later(store.flush_interval, self._flush_timer)
 
@@ -430,6 +430,14 @@ class ThreadSession:
         parameters, ``max_turns``); the thread's own (approval, folder, changes) are set here.
         """
         return self._start(text, self.thread.current_turn_id, options)
+
+    def continue_(self) -> RecordedRun:
+        """Ask the model to go on with its last answer, cut off at the token limit (the turn's result has
+        ``stop_reason == "length"``): a message of :data:`workspace.agent.CONTINUE_PROMPT` after the
+        current turn; the model sees its cut answer in the conversation and continues it."""
+        from workspace.agent import CONTINUE_PROMPT
+
+        return self.send(CONTINUE_PROMPT)
 
     def edit_and_resend(self, turn_id: str, text: str) -> RecordedRun:
         """Send ``text`` in place of turn ``turn_id``'s message: a new sibling branch."""
@@ -883,6 +891,24 @@ class Workspace:
             options["provider"] = self.provider
         robot: Robot = load_robot(name, folder=self.folder, **options)
         return robot
+
+    def warm_up(self, robot_name: str) -> str | None:
+        """Load what the first message to ``robot_name`` will need — its file and template (Jinja2), the
+        built-in tools, and its model's library (litellm, or the openai SDK for an OpenAI-compatible server)
+        — so the first reply is as quick as the later ones. Blocking (seconds for litellm) and touching no
+        thread or store: run it in a worker thread. Returns the library loaded (None: none)."""
+        from workspace.providers import preload
+        from workspace.providers.registry import factories
+        from workspace.tools import registry
+
+        factories()  # reads the entry points of installed provider plugins once
+        robot = self.load_robot(robot_name)
+        robot.render_system({"message": ""})
+        for item in registry.builtin_tools():
+            item.spec()
+        if self.provider is not None:
+            return None
+        return preload(robot.model, robot.api_base, self.config)
 
     # -- networks ----------------------------------------------------------------------------------
     def networks(self) -> list[NetworkInfo]:

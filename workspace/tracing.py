@@ -173,10 +173,12 @@ class RunTracer:
                 self._run_started(event)
             case ev.Usage():
                 self._model_call(event, usage=event)
-            case ev.TextDelta() | ev.Text():
+            case ev.TextDelta() | ev.Text() | ev.ReasoningDelta() | ev.Reasoning():
                 run = self._runs.get(event.run_id)
                 if run is not None:
                     run.call_seen = True
+            case ev.RunStatus():
+                self._status(event)
             case ev.ToolUse():
                 self._tool_use(event)
             case ev.ApprovalRequested() | ev.ApprovalDecided():
@@ -280,6 +282,10 @@ class RunTracer:
             attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
             if usage.cost is not None:
                 attributes["robotlab.cost_usd"] = usage.cost
+            if usage.estimated:  # the server sent no usage: the counts are estimates
+                attributes["robotlab.usage_estimated"] = True
+            if usage.reasoning_tokens:
+                attributes["gen_ai.usage.reasoning_tokens"] = usage.reasoning_tokens
             run.input_tokens += usage.input_tokens
             run.output_tokens += usage.output_tokens
             if run.model is None and usage.model:  # the run began with a provider's label: now the id
@@ -291,6 +297,18 @@ class RunTracer:
         span.end(end_time=_ns(event.ts))
         run.call_start = None
         run.call_seen = False
+
+    def _status(self, event: ev.RunStatus) -> None:
+        """Retries, fallbacks and notices as events of the run's span (the waits in between are not)."""
+        run = self._runs.get(event.run_id)
+        if run is None or event.state not in ("retrying", "fallback", "notice"):
+            return
+        attributes: dict[str, Any] = {"robotlab.state": event.state}
+        if event.retry_in is not None:
+            attributes["robotlab.retry_in"] = event.retry_in
+        if event.state == "fallback" and event.model:
+            attributes["gen_ai.request.model"] = event.model
+        run.span.add_event(f"run_status {event.state}", attributes, timestamp=_ns(event.ts))
 
     # -- tool calls --------------------------------------------------------------------------------------
     def _tool_use(self, event: ev.ToolUse) -> None:

@@ -32,6 +32,17 @@ counts them. ``report_window=False`` keeps the window to itself (as llama-cpp-py
 When the queue is empty, ``reply_fn(body)`` computes the reply if set (return ``None`` for the
 default), else the server answers :attr:`FakeLLMServer.default_text` (``"ok"``).
 
+What real local servers do, on demand: no usage in streams (``Reply(usage=False)``, or
+``FakeLLMServer(stream_usage=False)`` for every reply), an empty HTTP 200 when the prompt overflows the
+context (``Reply(empty=True)``), ``finish_reason: length`` (``Reply.say(..., finish_reason="length")``),
+thinking as ``reasoning_content`` (``Reply(reasoning=...)``; ``reasoning_field="reasoning"`` for
+OpenRouter/Ollama's name; Anthropic thinking blocks), ``<think>`` text and tool calls written as text
+(they are just text), 429 with ``Retry-After``, a 401 that echoes the key it was sent
+(``Reply.error(401, echo_key=True)``), stalls before the first token (``stall_before``: before the
+headers; ``stall_after=0``: after them) and mid-stream, an HTML page with status 200
+(``Reply(html=...)``), an event stream of garbage (``Reply(garbage=...)``), and llama-cpp-python's way
+with a second request: ``FakeLLMServer(interrupt_on_new_request=True)`` cuts the stream in progress.
+
 The server is a :class:`http.server.ThreadingHTTPServer` (HTTP/1.1, keep-alive, chunked
 transfer encoding for streams) running in a daemon thread, so it needs no event loop and works
 from a plain script as well as from sync or async tests.
@@ -110,8 +121,19 @@ class Reply:
     fragments: int = 3
     #: Overrides the finish reason ("stop"/"tool_calls", or Anthropic's "end_turn"/"tool_use").
     finish_reason: str | None = None
-    #: (prompt_tokens, completion_tokens); estimated from the sizes when None.
-    usage: tuple[int, int] | None = None
+    #: (prompt_tokens, completion_tokens); estimated from the sizes when None; False: no usage is sent at all.
+    usage: tuple[int, int] | bool | None = None
+    #: Thinking streamed before the text (OpenAI: ``delta.<reasoning_field>``; Anthropic: a thinking block).
+    reasoning: str = ""
+    reasoning_field: str = "reasoning_content"
+    #: HTTP 200 with an event-stream content type and no data at all (a prompt over llama.cpp's context).
+    empty: bool = False
+    #: HTTP 200 with this HTML page instead of an event stream (a wrong api_base: a web app's page).
+    html: str | None = None
+    #: HTTP 200 event stream whose data lines are this text, not JSON.
+    garbage: str | None = None
+    #: A 401's message ends with the Authorization header the server received (as some servers do).
+    echo_key: bool = False
 
     # -- builders ---------------------------------------------------------------------------
     @classmethod
@@ -221,6 +243,8 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
     server: _Server
+    #: Set when another request arrived on a server that interrupts (``interrupt_on_new_request``).
+    interrupted = False
 
     def log_message(self, format: str, *args: Any) -> None:
         return
@@ -289,6 +313,8 @@ class _Handler(BaseHTTPRequestHandler):
         """Write SSE events, applying the reply's cut / stall / delay faults."""
         self._start_stream()
         for count, event in enumerate(events):
+            if self.interrupted:
+                raise _Cut  # llama-cpp-python: a new request stops the stream in progress
             if reply.cut_after is not None and count >= reply.cut_after:
                 if reply.cut_clean:
                     self._end_stream()
@@ -338,10 +364,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._overflow(owner, request)
             return
         reply = owner._next_reply(request)
+        owner._new_request(self)
         try:
             self._sleep(reply.stall_before)
             if reply.status is not None:
                 self._error(reply, anthropic)
+            elif reply.html is not None or reply.empty or reply.garbage is not None:
+                self._not_a_stream(reply)
             elif anthropic:
                 self._anthropic(reply, request)
             else:
@@ -352,9 +381,29 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
         except (_Gone, OSError):
             self.close_connection = True
+        finally:
+            owner._stream_done(self)
+
+    def _not_a_stream(self, reply: Reply) -> None:
+        if reply.html is not None:
+            data = reply.html.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        self._start_stream()
+        if reply.garbage is not None:
+            for line in reply.garbage.splitlines() or [reply.garbage]:
+                self._write_chunk(b"data: " + line.encode() + b"\n\n")
+        self._end_stream()
 
     def _error(self, reply: Reply, anthropic: bool) -> None:
         status = reply.status or 500
+        if reply.echo_key:
+            sent = self.headers.get("Authorization") or self.headers.get("x-api-key") or ""
+            reply = reply.but(error_message=f"{reply.error_message or 'Incorrect API key provided'}: {sent}")
         message = reply.error_message or {
             400: "Bad request (fake server)",
             401: "Incorrect API key provided (fake server)",
@@ -399,11 +448,14 @@ class _Handler(BaseHTTPRequestHandler):
         created = int(time.time())
         calls = [(c.id or f"call_fake{next(_ids)}", c) for c in reply.tool_calls]
         finish = reply.finish_reason or ("tool_calls" if calls else "stop")
-        prompt, completion = reply.usage or (
+        prompt, completion = reply.usage if isinstance(reply.usage, tuple) else (
             self.server.owner.prompt_tokens(request),
-            max(1, (len(reply.text) + sum(len(c.arguments_json()) + len(c.name) for _, c in calls)) // 4))
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion,
-                 "total_tokens": prompt + completion}
+            max(1, (len(reply.text) + len(reply.reasoning)
+                    + sum(len(c.arguments_json()) + len(c.name) for _, c in calls)) // 4))
+        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                                 "total_tokens": prompt + completion}
+        if reply.reasoning:
+            usage["completion_tokens_details"] = {"reasoning_tokens": max(1, len(reply.reasoning) // 4)}
         if not request.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
             if calls:
@@ -415,7 +467,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
                 "usage": usage})
             return
-        include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+        include_usage = (bool((request.get("stream_options") or {}).get("include_usage")) and reply.usage is not False
+                         and self.server.owner.stream_usage)
 
         def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
             payload = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -425,6 +478,8 @@ class _Handler(BaseHTTPRequestHandler):
 
         def events() -> Iterator[bytes]:
             yield chunk({"role": "assistant", "content": ""})
+            for piece in _split_text(reply.reasoning, reply.chunk_size):
+                yield chunk({reply.reasoning_field: piece})
             for piece in _split_text(reply.text, reply.chunk_size):
                 yield chunk({"content": piece})
             for index, (cid, call) in enumerate(calls):
@@ -447,7 +502,7 @@ class _Handler(BaseHTTPRequestHandler):
         mid = f"msg_fake{next(_ids)}"
         calls = [(c.id or f"toolu_fake{next(_ids)}", c) for c in reply.tool_calls]
         stop = reply.finish_reason or ("tool_use" if calls else "end_turn")
-        prompt, completion = reply.usage or (
+        prompt, completion = reply.usage if isinstance(reply.usage, tuple) else (
             _estimate_tokens([request.get("system"), request.get("messages", [])]),
             max(1, (len(reply.text) + sum(len(c.arguments_json()) + len(c.name) for _, c in calls)) // 4))
         if not request.get("stream"):
@@ -475,6 +530,16 @@ class _Handler(BaseHTTPRequestHandler):
                 "stop_reason": None, "stop_sequence": None,
                 "usage": {"input_tokens": prompt, "output_tokens": 1}}})
             index = 0
+            if reply.reasoning:
+                yield event("content_block_start", {"type": "content_block_start", "index": index,
+                                                    "content_block": {"type": "thinking", "thinking": ""}})
+                for piece in _split_text(reply.reasoning, reply.chunk_size):
+                    yield event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                        "delta": {"type": "thinking_delta", "thinking": piece}})
+                yield event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                    "delta": {"type": "signature_delta", "signature": "sig"}})
+                yield event("content_block_stop", {"type": "content_block_stop", "index": index})
+                index += 1
             if reply.text:
                 yield event("content_block_start", {"type": "content_block_start", "index": index,
                                                     "content_block": {"type": "text", "text": ""}})
@@ -505,10 +570,17 @@ class FakeLLMServer:
     """The fake model server; see the module docstring for the script API."""
 
     def __init__(self, *, default_text: str = "ok", reply_fn: ReplyFn | None = None,
-                 host: str = "127.0.0.1", port: int = 0, context_window: int | None = None,
+                 host: str = "127.0.0.1", port: int = 0, stream_usage: bool = True,
+                 interrupt_on_new_request: bool = False, context_window: int | None = None,
                  overflow: str = "error", report_window: bool = True) -> None:
         self.default_text = default_text
         self.reply_fn = reply_fn
+        #: False: no usage chunk in any stream, whatever the client asks (many local servers).
+        self.stream_usage = stream_usage
+        #: True: a new request cuts the stream in progress (llama-cpp-python's default).
+        self.interrupt_on_new_request = interrupt_on_new_request
+        self._active: set[_Handler] = set()
+        self._interrupted_streams = 0
         #: The model's window in tokens (None: any prompt is answered).
         self.context_window = context_window
         #: How a prompt over the window is refused: "error" (HTTP 400) or "empty" (HTTP 200, empty stream).
@@ -655,7 +727,36 @@ class FakeLLMServer:
                 self._arrived.wait(left)
         return True
 
+    @property
+    def interrupted_streams(self) -> int:
+        """How many streams a new request cut (``interrupt_on_new_request``)."""
+        with self._lock:
+            return self._interrupted_streams
+
+    @property
+    def max_concurrent(self) -> int:
+        """The most requests this server had in progress at once."""
+        with self._lock:
+            return self._max_active
+
+    _max_active = 0
+
     # -- used by the handler ----------------------------------------------------------------
+    def _new_request(self, handler: _Handler) -> None:
+        with self._lock:
+            if self.interrupt_on_new_request:
+                for other in self._active:
+                    if not other.interrupted:
+                        other.interrupted = True
+                        self._interrupted_streams += 1
+            handler.interrupted = False
+            self._active.add(handler)
+            self._max_active = max(self._max_active, len(self._active))
+
+    def _stream_done(self, handler: _Handler) -> None:
+        with self._lock:
+            self._active.discard(handler)
+
     def _record(self, request: RecordedRequest) -> None:
         with self._arrived:
             self._log.append(request)

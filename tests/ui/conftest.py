@@ -65,6 +65,21 @@ async def close_app(root: Any) -> None:
     await asyncio.sleep(0)
 
 
+@pytest.fixture(autouse=True)
+def collect_qt_garbage_here() -> Iterator[None]:
+    """After each test (its event loop closed): collect the garbage on this, the GUI thread.
+
+    Left for later, a test's leftovers (its loop's timers, closed windows) may be collected by a
+    garbage collection that a worker thread of the next test happens to start (the window's warm-up,
+    ``asyncio.to_thread``): Qt objects destroyed there keep their timers ("Timers cannot be stopped
+    from another thread"), which then fire on freed memory and crash the process.
+    """
+    import gc
+
+    yield
+    gc.collect()
+
+
 @pytest.fixture
 def qapp_instance() -> Iterator[Any]:
     yield _qapp()

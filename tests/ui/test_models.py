@@ -186,13 +186,14 @@ def test_bridge_gives_every_event_class_a_signal(qapp_instance: object) -> None:
 
     bridge = RunBridge(flush_ms=1000)
     # Every per-kind signal of the bridge (not the catch-alls: every event goes through those).
-    catch_all = {"view_event", "events_batched", "running_changed", "text_appended"}
+    catch_all = {"view_event", "events_batched", "running_changed", "text_appended", "reasoning_appended"}
     names = [n for n, v in vars(RunBridge).items() if isinstance(v, Signal) and n not in catch_all]
     assert "run_ended" in names and "tool_used" in names
     reached: list[str] = []
     for name in names:
         getattr(bridge, name).connect(lambda e, _n=name: reached.append(type(e).__name__))
     bridge.text_appended.connect(lambda _r, _b, _text: reached.append("TextDelta"))
+    bridge.reasoning_appended.connect(lambda _r, _b, _text: reached.append("ReasoningDelta"))
     classes = typing.get_args(ev.Event)
     for seq, cls in enumerate(classes):
         event = _e(cls, seq)

@@ -21,6 +21,7 @@ from ui.chat.state import (
     LaneItem,
     NetworkItem,
     NoticeItem,
+    ReasoningItem,
     RunState,
     SamplingItem,
     TextItem,
@@ -40,7 +41,7 @@ def _ms(seconds: float | None) -> str:
 
 def usage_text(usage: Usage) -> str:
     cost = "-" if usage.cost is None else f"${usage.cost:.6f}"
-    return f"{usage.input_tokens} in / {usage.output_tokens} out / {cost}"
+    return f"{usage.input_tokens} in / {usage.output_tokens} out / {cost}" + (" (estimated)" if usage.estimated else "")
 
 
 def dump_item(item: Item, indent: str = "") -> list[str]:
@@ -49,6 +50,9 @@ def dump_item(item: Item, indent: str = "") -> list[str]:
         return [f"{indent}robot {item.robot}"]
     if isinstance(item, TextItem):
         return [f"{indent}text {item.text!r}"]
+    if isinstance(item, ReasoningItem):
+        return [f"{indent}thinking [{'done' if item.done else 'streaming'}] "
+                f"{'folded' if item.collapsed else 'open'} {item.text!r}"]
     if isinstance(item, SamplingItem):
         messages = " | ".join(f"{m['role']}: {m['text']}" for m in item.messages)
         line = (f"{indent}sampling [{item.status}] id={item.call_id} server={item.server} robot={item.robot} "
@@ -103,7 +107,8 @@ def dump_item(item: Item, indent: str = "") -> list[str]:
             line += " undone"
         return [line]
     if isinstance(item, NoticeItem):
-        return [f"{indent}notice [{item.level}] {item.text!r}" + (f" details={item.details!r}" if item.details else "")]
+        return [f"{indent}notice [{item.level}] {item.text!r}" + (f" details={item.details!r}" if item.details else "")
+                + (f" action={item.action}" if item.action else "")]
     if isinstance(item, ErrorItem):
         return [f"{indent}error {item.message!r}" + (f" fix={item.fix!r}" if item.fix else "")
                 + (f" type={item.error_type}" if item.error_type else "")]

@@ -33,9 +33,11 @@ from ui.chat.state import (
     Lane,
     LaneItem,
     NetworkItem,
+    NoticeAction,
     NoticeItem,
     NoticeLevel,
     ProgressState,
+    ReasoningItem,
     RunEnd,
     RunOutcome,
     RunState,
@@ -48,7 +50,7 @@ from ui.chat.state import (
     split_fix,
 )
 from workspace import events as ev
-from workspace.result import NetworkResult, RobotResult, Usage
+from workspace.result import STOP_NOTES, NetworkResult, RobotResult, Usage
 
 #: What a run is doing between its start (or a tool's result) and the model's first words.
 WAITING = "Waiting for the model…"
@@ -223,6 +225,7 @@ class ChatPresenter:
             case ev.RunStarted():
                 run = self._run(event.run_id, event.robot, event.task)
                 run.started = event.ts
+                run.language_model = event.is_language_model
                 self.set_activity(run, WAITING, since=event.ts)
                 if run.inner is not None:
                     run.inner.started = event.ts
@@ -235,6 +238,12 @@ class ChatPresenter:
             case ev.Text():
                 self.set_activity(self._run(event.run_id, event.robot, event.task), None)
                 self._complete_text(event)
+            case ev.ReasoningDelta():
+                self._append_reasoning(self._run(event.run_id, event.robot, event.task), event.robot, event.text)
+            case ev.Reasoning():
+                self._complete_reasoning(event)
+            case ev.RunStatus():
+                self._status(event)
             case ev.ToolUse():
                 self._tool_use(event.run_id, event.robot, event.task, call_id=event.id, tool=event.name,
                                server=event.server, arguments=event.input, started=event.ts)
@@ -360,11 +369,12 @@ class ChatPresenter:
             return run.inner
         return run.lane if run.lane is not None else run.turn
 
-    def notice(self, run: RunState, text: str, *, level: NoticeLevel = "info",
-               details: str | None = None) -> NoticeItem:
+    def notice(self, run: RunState, text: str, *, level: NoticeLevel = "info", details: str | None = None,
+               action: NoticeAction | None = None) -> NoticeItem:
         """A line about how the run goes, in its turn (or its task's lane)."""
         run.text = None  # text after the notice starts a new block below it
-        item = NoticeItem(parent=self._container(run), run=run, text=text, level=level, details=details)
+        item = NoticeItem(parent=self._container(run), run=run, text=text, level=level, details=details,
+                          action=action)
         self._add(item)
         return item
 
@@ -377,6 +387,8 @@ class ChatPresenter:
 
     # -- text ------------------------------------------------------------------------------------------
     def _append_text(self, run: RunState, robot: str, delta: str) -> TextItem:
+        self._fold_reasoning(run)  # the answer began: the thinking folds away
+        self._set_status(run, None)
         item = run.text
         if item is None:
             self._header(run, robot)
@@ -391,6 +403,7 @@ class ChatPresenter:
     def _complete_text(self, event: ev.Text) -> None:
         """A model turn's text is complete: the item shows exactly it; later text starts a new one."""
         run = self._run(event.run_id, event.robot, event.task)
+        self._end_reasoning(run)
         item = run.text
         if item is None:
             item = self._append_text(run, event.robot, event.text)
@@ -398,6 +411,92 @@ class ChatPresenter:
             item.text = event.text
             self.listener.item_changed(item)
         run.text = None
+
+    # -- thinking ----------------------------------------------------------------------------------------
+    # A model turn's thinking streams (``reasoning_delta``), folds when its answer begins, and is made
+    # whole by its ``reasoning`` event (which comes before the turn's ``text``): the item stays the run's
+    # ``reasoning`` until the model turn ends (its text, a tool call, the run's end).
+    def _append_reasoning(self, run: RunState, robot: str, delta: str) -> ReasoningItem:
+        self._set_status(run, None)
+        item = run.reasoning
+        if item is None or item.done:
+            self._header(run, robot)
+            run.text = None  # the answer that follows starts below the thinking
+            item = ReasoningItem(parent=self._container(run), run=run)
+            run.reasoning = item
+            self._add(item)
+        item.text += delta
+        self.listener.item_changed(item)
+        return item
+
+    def _complete_reasoning(self, event: ev.Reasoning) -> None:
+        """A model turn's whole thinking: the block shows exactly it, folded."""
+        run = self._run(event.run_id, event.robot, event.task)
+        item = run.reasoning
+        if item is None:
+            item = self._append_reasoning(run, event.robot, event.text)
+        changed = item.text != event.text
+        item.text = event.text
+        self._fold_reasoning(run, changed=changed)
+
+    def _fold_reasoning(self, run: RunState, *, changed: bool = False) -> None:
+        """The answer began: the thinking is complete and folds away (unless the person chose)."""
+        item = run.reasoning
+        if item is None:
+            return
+        if not item.done:
+            item.done = True
+            if not item.user_toggled:
+                item.collapsed = True
+            changed = True
+        if changed:
+            self.listener.item_changed(item)
+
+    def _end_reasoning(self, run: RunState) -> None:
+        """The model turn ended (its text, a tool call, the run's end)."""
+        self._fold_reasoning(run)
+        run.reasoning = None
+
+    def set_reasoning_collapsed(self, item: ReasoningItem, collapsed: bool) -> None:
+        """The person opened or closed a thinking block (automatic folding leaves it alone then)."""
+        item.collapsed = collapsed
+        item.user_toggled = True
+        self.listener.item_changed(item)
+
+    # -- what the run waits for ------------------------------------------------------------------------
+    def _status(self, event: ev.RunStatus) -> None:
+        run = self._run(event.run_id, event.robot, event.task)
+        match event.state:
+            case "fallback":
+                self._set_status(run, None)
+                self.notice(run, f"⇄ {event.detail}" if event.detail else f"⇄ Continuing with {event.model}",
+                            level="warning")
+            case "notice":
+                self.notice(run, event.detail, level="info")
+            case _:
+                self._set_status(run, status_text(event), since=event.ts)
+
+    def _set_status(self, run: RunState, text: str | None, *, since: float | None = None) -> None:
+        """What the run waits for (connecting, queued, retrying), as the activity of the run that shows it
+        (itself, or the run a task's lane or a tool robot belongs to); None: the wait is over."""
+        top = self._top(run)
+        self.set_activity(top, text, since=since)
+
+    def _top(self, run: RunState) -> RunState:
+        """The run whose footer shows ``run``'s state (itself, or the run a lane belongs to)."""
+        seen: set[str] = set()
+        while run.run_id not in seen:
+            seen.add(run.run_id)
+            if run.lane is not None:
+                parent = self._runs.get(run.lane.group.run_id)
+            elif run.inner is not None:
+                parent = run.inner.call.run
+            else:
+                return run
+            if parent is None:
+                return run
+            run = parent
+        return run
 
     # -- tool calls ---------------------------------------------------------------------------------
     def call(self, call_id: str, run_id: str | None = None) -> ToolCallItem | None:
@@ -417,6 +516,8 @@ class ChatPresenter:
     def _tool_use(self, run_id: str, robot: str, task: str | None, *, call_id: str, tool: str,
                   server: str | None, arguments: Any, started: float | None = None) -> ToolCallItem:
         run = self._run(run_id, robot, task)
+        self._end_reasoning(run)
+        self._set_status(run, None)
         self._header(run, robot)
         run.text = None
         existing = run.calls.get(call_id)
@@ -542,7 +643,8 @@ class ChatPresenter:
     # -- usage ----------------------------------------------------------------------------------------
     def _usage(self, event: ev.Usage) -> None:
         run = self._run(event.run_id, event.robot, event.task)
-        run.usage = Usage(event.total_input_tokens, event.total_output_tokens, event.total_cost)
+        run.usage = Usage(event.total_input_tokens, event.total_output_tokens, event.total_cost,
+                          run.usage.reasoning_tokens + event.reasoning_tokens, run.usage.estimated or event.estimated)
         run.model_calls.append(event)
         lane = run.lane or run.inner
         if lane is not None:  # a task's (a robot used as a tool's) usage shows in its lane's header
@@ -666,6 +768,7 @@ class ChatPresenter:
     def _end_inner(self, run: RunState, lane: CallLaneItem, outcome: RunOutcome, *, message: str | None,
                    ts: float | None) -> None:
         run.text = None
+        self._end_reasoning(run)
         run.end = RunEnd(outcome=outcome, message=message)
         lane.status = "done" if outcome == "finished" else "failed" if outcome == "failed" else "cancelled"
         lane.reason = message if outcome != "finished" else None
@@ -687,6 +790,8 @@ class ChatPresenter:
                 self._end_inner(inner.run, inner, "interrupted" if outcome == "interrupted" else "cancelled",
                                 message=message or "the run that called it ended", ts=ts)
         run.text = None
+        for each in (run, *run.children):
+            self._end_reasoning(each)
         own = _own_result(run, result)
         usage = own.usage if own is not None else None
         if usage is not None and (usage.input_tokens or usage.output_tokens):
@@ -694,8 +799,12 @@ class ChatPresenter:
         duration = own.duration if own is not None else None
         if not duration and run.started is not None and ts is not None:
             duration = max(0.0, ts - run.started)
-        max_turns = outcome == "finished" and isinstance(own, RobotResult) and own.stop_reason == "max_turns"
-        run.end = RunEnd(outcome=outcome, message=message, max_turns=max_turns, duration=duration or None)
+        stop = own.stop_reason if outcome == "finished" and isinstance(own, RobotResult) else None
+        if stop == "length":  # the answer was cut off at the token limit: the model may go on
+            self.notice(run, "The answer was cut off at the token limit.", level="warning", action="continue",
+                        details=STOP_NOTES["length"])
+        run.end = RunEnd(outcome=outcome, message=message, max_turns=stop == "max_turns", duration=duration or None,
+                         stop_reason=stop)
         run.footer = True
         for each in (run, *run.children):
             for call in each.calls.values():
@@ -722,7 +831,27 @@ def _own_result(run: RunState, result: Any) -> RobotResult | NetworkResult | Non
     return None
 
 
-__all__ = ["INITIAL_TURNS", "LOAD_MORE_TURNS", "ChatPresenter"]
+__all__ = ["INITIAL_TURNS", "LOAD_MORE_TURNS", "ChatPresenter", "compaction_text", "status_text"]
+
+
+def status_text(event: ev.RunStatus) -> str | None:
+    """The activity line for what a run waits for (None: nothing to wait for, the tokens stream)."""
+    detail = event.detail
+    match event.state:
+        case "loading":
+            return f"Loading — {detail}" if detail else "Loading…"
+        case "connecting":
+            return f"Connecting to {event.endpoint}…" if event.endpoint else "Connecting…"
+        case "queued":
+            return f"Queued — {detail}" if detail else "Queued…"
+        case "waiting":
+            return f"Waiting — {detail}" if detail else "Waiting for the first token…"
+        case "retrying":
+            return f"Retrying — {detail}" if detail else "Retrying…"
+        case "streaming" | "fallback" | "notice":
+            return None
+        case _:
+            assert_never(event.state)
 
 
 def compaction_text(event: ev.ContextCompacted) -> str:

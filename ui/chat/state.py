@@ -2,8 +2,9 @@
 
 A :class:`ChatState` is a list of :class:`TurnState` (a user message and what answered it).
 A turn holds *items* in the order they show: :class:`HeaderItem` (the robot's name above its
-work), :class:`TextItem`, :class:`ToolCallItem` (an MCP server's requests: :class:`SamplingItem`,
-:class:`ElicitationItem`), :class:`ChangeItem`, :class:`NoticeItem`, and for a network run a
+work), :class:`ReasoningItem` (the model's thinking, above its answer), :class:`TextItem`,
+:class:`ToolCallItem` (an MCP server's requests: :class:`SamplingItem`, :class:`ElicitationItem`),
+:class:`ChangeItem`, :class:`NoticeItem`, and for a network run a
 :class:`NetworkItem` followed by one :class:`LaneItem` per task, whose own ``items`` hold the
 task robot's text and cards. A robot used as a tool shows as a :class:`CallLaneItem` inside its
 call's card (``ToolCallItem.inner``), holding that robot's text and cards the same way. Every run of the turn is a :class:`RunState` (usage, how it ended,
@@ -18,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from workspace.result import Usage
+from workspace.result import STOP_NOTES, Usage
 
 if TYPE_CHECKING:
     from workspace import events as ev
@@ -102,19 +103,46 @@ class TextItem(Item):
     text: str = ""
 
 
+@dataclass(eq=False, kw_only=True)
+class ReasoningItem(Item):
+    """The model's thinking in one model turn (never sent back to it): open while it streams, folded
+    once the answer starts (unless the person opened or closed it)."""
+
+    text: str = ""
+    #: The thinking is complete (the answer began, or the model turn ended).
+    done: bool = False
+    collapsed: bool = False
+    #: The person opened or closed it: automatic folding leaves it alone.
+    user_toggled: bool = False
+
+    @property
+    def title(self) -> str:
+        """The block's header line."""
+        if not self.done:
+            return "Thinking…"
+        words = len(self.text.split())
+        return f"Thinking ({words:,} word{'s' if words != 1 else ''})"
+
+
 #: How a notice in the conversation looks: a muted line, a warning, or an error.
 NoticeLevel: TypeAlias = Literal["info", "warning", "error"]
+#: What a notice's button does: "continue" asks the model to go on with an answer cut off at the token limit.
+NoticeAction: TypeAlias = Literal["continue"]
+#: The button's label of each action.
+NOTICE_ACTIONS: dict[str, str] = {"continue": "Continue"}
 
 
 @dataclass(eq=False, kw_only=True)
 class NoticeItem(Item):
     """A line the run adds to the conversation about how it went (MCP servers still starting or
-    failed, a retry, a fallback model, a compaction): ``text`` always shows, ``details`` (when
-    given) expand under it."""
+    failed, a fallback model, a tool call written as text, a compaction, an answer cut off at the
+    token limit): ``text`` always shows, ``details`` (when given) expand under it, ``action`` (when
+    given) is a button beside it."""
 
     text: str = ""
     level: NoticeLevel = "info"
     details: str | None = None
+    action: NoticeAction | None = None
 
 
 #: Words a fix starts with, in error messages that name their fix ("…: set OPENAI_API_KEY or open Settings").
@@ -510,6 +538,8 @@ class RunEnd:
     #: The run stopped at the turn limit (a finished robot run that wanted to go on).
     max_turns: bool = False
     duration: float | None = None
+    #: Why a finished robot run stopped (its result's ``stop_reason``: stop, length, max_cost, ...).
+    stop_reason: str | None = None
 
     @property
     def status_text(self) -> str:
@@ -522,6 +552,8 @@ class RunEnd:
         if self.max_turns:
             return ("■ Stopped at the turn limit — the robot wanted to go on (raise agent.max_turns in "
                     "config.yaml, or send “continue” to let it go on)")
+        if self.stop_reason in ("max_cost", "max_total_tokens"):  # the run's budget
+            return f"■ {STOP_NOTES[self.stop_reason]}"
         return ""
 
 
@@ -555,8 +587,12 @@ class RunState:
     #: The usage the terminal event's result reports (used when no ``usage`` event came).
     result_usage: Usage | None = None
     end: RunEnd | None = None
-    #: The footer (usage, status, copy, regenerate) shows: after the first usage, or the end.
+    #: The footer (usage, status, copy, regenerate) shows: after the first usage, a wait, or the end.
     footer: bool = False
+    #: The thinking still growing (None once the answer began or the model turn ended).
+    reasoning: ReasoningItem | None = None
+    #: False for the offline demo (no language model): its cost is not "unknown", there is none.
+    language_model: bool = True
     #: What the run is doing while nothing else shows it ("Waiting for the model…", "Connecting to …",
     #: "Retrying…"); None once text or a card shows, and after the end. A live hint, not part of the
     #: stored conversation: a reopened thread never has one.
@@ -632,6 +668,7 @@ __all__ = [
     "FAILED_CALL",
     "INTERRUPTED",
     "LANE_STATUS_TEXT",
+    "NOTICE_ACTIONS",
     "STOPPED_BY_USER",
     "ApprovalState",
     "CallLaneItem",
@@ -646,6 +683,10 @@ __all__ = [
     "LaneItem",
     "LaneStatus",
     "NetworkItem",
+    "NoticeAction",
+    "NoticeItem",
+    "NoticeLevel",
+    "ReasoningItem",
     "RunEnd",
     "RunOutcome",
     "RunState",

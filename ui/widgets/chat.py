@@ -44,6 +44,7 @@ from ui.chat.state import (
     LaneItem,
     NetworkItem,
     NoticeItem,
+    ReasoningItem,
     RunState,
     SamplingItem,
     TextItem,
@@ -54,7 +55,14 @@ from ui.widgets.cards import ApprovalPanel, ToolCard
 from ui.widgets.change_card import ChangeCard
 from ui.widgets.elicitation_form import ElicitationForm
 from ui.widgets.lanes import NetworkHeader, TaskLane, robot_color
-from ui.widgets.messages import COLUMN_MAX_WIDTH, NoticeLine, RobotHeader, RunFooter, UserMessage
+from ui.widgets.messages import (
+    COLUMN_MAX_WIDTH,
+    NoticeLine,
+    RobotHeader,
+    RunFooter,
+    ThinkingBlock,
+    UserMessage,
+)
 from ui.widgets.request_card import RequestCard
 from ui.widgets.run_state import ActivityLine, ChatClock, ErrorCard
 from ui.widgets.sampling_card import SamplingCard
@@ -93,6 +101,8 @@ class ChatView(QScrollArea):
     branch_requested = Signal(str, int)
     example_clicked = Signal(str)
     connect_requested = Signal()
+    #: The Continue of an answer cut off at the token limit (a notice in the last turn).
+    continue_requested = Signal()
     #: What the running robot waits for ("" when nothing), for the status bar.
     activity_changed = Signal(str)
 
@@ -131,6 +141,8 @@ class ChatView(QScrollArea):
         self._turn_widgets: dict[TurnState, list[QWidget]] = {}
         self._more_button: QPushButton | None = None
         self._empty: QWidget | None = None
+        #: Notices with a button (Continue), by their turn: only the last turn's stay enabled.
+        self._action_notices: list[tuple[TurnState, NoticeLine]] = []
         from ui.widgets.chat_parts import Finder
 
         #: Finds and shows a search result's message.
@@ -275,6 +287,7 @@ class ChatView(QScrollArea):
         self.finder.reset()
         self._widgets.clear()
         self._turn_widgets.clear()
+        self._action_notices = []
         self.approvals = []
         self._waiting_approvals = {}
         self.clock.reset()
@@ -293,6 +306,7 @@ class ChatView(QScrollArea):
         self._place(turn, message)
         if turn is self.presenter.state.turns[-1]:
             self._stick = True
+            self._enable_actions()
 
     def turn_removed(self, turn: TurnState) -> None:
         gone = self._turn_widgets.pop(turn, [])
@@ -324,6 +338,9 @@ class ChatView(QScrollArea):
                 lane.add_widget(widget)
         else:
             self._place(parent, widget, run=item.run)
+        if isinstance(widget, NoticeLine) and widget.action_button is not None:
+            self._action_notices.append((item.turn, widget))
+            self._enable_actions()
         if isinstance(item, ToolCallItem) and item.run is not None:
             self.clock.follow_call(item, widget)
             waiting = self._waiting_approvals.pop((item.run.run_id, item.call_id), None)
@@ -336,6 +353,9 @@ class ChatView(QScrollArea):
             case TextItem():
                 if isinstance(widget, MarkdownStream) and widget.text != item.text:
                     widget.set_text(item.text)
+            case ReasoningItem():
+                if isinstance(widget, ThinkingBlock):
+                    widget.apply(item)
             case ToolCallItem():
                 if isinstance(widget, ToolCard | RequestCard):
                     widget.apply(item)
@@ -352,6 +372,19 @@ class ChatView(QScrollArea):
                     self.clock.follow()
             case _:
                 pass  # a robot's header does not change
+
+    def _enable_actions(self) -> None:
+        """A notice's button (Continue) works in the last turn only: it acts on the thread's latest answer."""
+        turns = self.presenter.state.turns
+        last = turns[-1] if turns else None
+        self._action_notices = [(turn, line) for turn, line in self._action_notices if turn in turns]
+        for turn, line in self._action_notices:
+            if line.action_button is not None:
+                line.action_button.setEnabled(turn is last)
+
+    def _notice_action(self, action: str) -> None:
+        if action == "continue":
+            self.continue_requested.emit()
 
     def text_appended(self, item: TextItem, delta: str) -> None:
         widget = self._widgets.get(item)
@@ -403,8 +436,17 @@ class ChatView(QScrollArea):
                                 arguments=item.arguments, parent=self.column)
                 card.apply(item)
                 return card
+            case ReasoningItem():
+                block = ThinkingBlock(self.column)
+                block.toggle_requested.connect(
+                    lambda collapsed, it=item: self.presenter.set_reasoning_collapsed(it, collapsed))
+                block.apply(item)
+                return block
             case NoticeItem():
-                return NoticeLine(item.text, level=item.level, details=item.details, parent=self.column)
+                line = NoticeLine(item.text, level=item.level, details=item.details, action=item.action,
+                                  parent=self.column)
+                line.action_requested.connect(self._notice_action)
+                return line
             case ErrorItem():
                 error = ErrorCard(item.message, fix=item.fix, error_type=item.error_type, parent=self.column)
                 error.retry_requested.connect(

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QLabel, QWidget
 from ui.widgets.cards import ToolCard
 from ui.widgets.change_card import ChangeCard
 from ui.widgets.lanes import NetworkHeader, TaskLane
-from ui.widgets.messages import NoticeLine, RobotHeader, RunFooter, UserMessage
+from ui.widgets.messages import NoticeLine, RobotHeader, RunFooter, ThinkingBlock, UserMessage
 from ui.widgets.request_card import RequestCard
 from ui.widgets.run_state import ErrorCard
 from ui.widgets.stream import MarkdownStream
@@ -46,6 +46,9 @@ def dump_widgets(chat: ChatView) -> str:
             return [f"{indent}robot {name.text() if name is not None else '?'}"]
         if isinstance(widget, MarkdownStream):
             return [f"{indent}text {widget.text!r}"]
+        if isinstance(widget, ThinkingBlock):
+            return [f"{indent}thinking {widget.toggle.text()!r} {'folded' if widget.collapsed else 'open'} "
+                    f"{widget.text!r}"]
         if isinstance(widget, ToolCard):
             lines = [indent + card_line(widget)]
             for inner in widget.lanes():
@@ -73,7 +76,8 @@ def dump_widgets(chat: ChatView) -> str:
             fix = widget.fix_label.text() if widget.fix_label is not None else ""
             return [f"{indent}error {widget.title.text()!r} {widget.text.text()!r}" + (f" fix={fix!r}" if fix else "")]
         if isinstance(widget, NoticeLine):
-            return [f"{indent}notice {widget.label.text()!r}"]
+            action = widget.action_button.text() if widget.action_button is not None else ""
+            return [f"{indent}notice {widget.label.text()!r}" + (f" [{action}]" if action else "")]
         if isinstance(widget, RunFooter):
             return [f"{indent}footer {widget.usage.text()!r} ({widget.usage.toolTip()}) {widget.status.text()!r}"]
         return [f"{indent}{type(widget).__name__}"]

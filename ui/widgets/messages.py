@@ -1,5 +1,6 @@
 """The messages of the conversation column: the user's bubble (edit, branches, the review note),
-the robot's name above its work, and the footer under a run (usage, status, copy, regenerate)."""
+the robot's name above its work, the model's thinking (folded once the answer begins), notices, and
+the footer under a run (usage, what it waits for, how it ended, copy, regenerate)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from ui.models.tool_calls import format_duration
 from ui.widgets.common import ElidedLabel, RichLabel, SubmitEdit
 
 if TYPE_CHECKING:
-    from ui.chat.state import RunState, UserState
+    from ui.chat.state import ReasoningItem, RunState, UserState
 
 #: The conversation's width at most (the column is centred in wider windows).
 COLUMN_MAX_WIDTH = 820
@@ -311,18 +312,26 @@ class RunFooter(QWidget):
             self.regenerate_requested.emit(self.turn_id)
 
     def set_usage(self, input_tokens: int, output_tokens: int, cost: float | None, duration: float | None,
-                  *, calls: list[Any] | None = None) -> None:
-        parts = [f"{input_tokens + output_tokens:,} tokens"] if input_tokens or output_tokens else []
+                  *, calls: list[Any] | None = None, estimated: bool = False, priced: bool = False) -> None:
+        """``estimated``: the server reported no usage (the counts are ours: "~N tokens (estimated)");
+        ``priced``: a language model whose cost None means "cost unknown" (never free)."""
+        total = input_tokens + output_tokens
+        parts = [f"~{total:,} tokens (estimated)" if estimated else f"{total:,} tokens"] if total else []
         if cost:
             parts.append(f"${cost:.4f}")
+        elif cost is None and total and priced:
+            parts.append("cost unknown")
         if duration:
             parts.append(format_duration(duration))
         self.usage.setText("  ·  ".join(parts))
-        tip = [f"This answer: {input_tokens:,} input + {output_tokens:,} output tokens"
+        mark = "~" if estimated else ""
+        tip = [f"This answer: {mark}{input_tokens:,} input + {mark}{output_tokens:,} output tokens"
                + (f", ${cost:.6f}" if cost else "")]
+        if estimated:
+            tip.append("The server reported no usage: the counts are estimates.")
         for i, call in enumerate(calls or [], 1):
-            tip.append(f"model call {i}: {call.input_tokens:,} in, {call.output_tokens:,} out"
-                       + (f", ${call.cost:.6f}" if call.cost else ""))
+            tip.append(f"model call {i}: {'~' if call.estimated else ''}{call.input_tokens:,} in, "
+                       f"{call.output_tokens:,} out" + (f", ${call.cost:.6f}" if call.cost else ""))
         self.usage.setToolTip("\n".join(tip))
 
     def set_status(self, text: str, color: str | None = None) -> None:
@@ -336,8 +345,8 @@ class RunFooter(QWidget):
         self.regen_button.setEnabled(self.turn_id is not None)
         totals, end = run.totals, run.end
         self.set_usage(totals.input_tokens, totals.output_tokens, totals.cost, end.duration if end else None,
-                       calls=run.model_calls)
-        if end is None or not end.status_text:
+                       calls=run.model_calls, estimated=totals.estimated, priced=run.language_model)
+        if end is None or not end.status_text:  # while it runs, the chat's activity line says what it waits for
             return
         c = theme.colors()
         if end.outcome == "failed":
@@ -384,11 +393,59 @@ class FooterStatus(ElidedLabel):
         return super().minimumSizeHint() if self.brief else QLabel.minimumSizeHint(self)
 
 
-class NoticeLine(QWidget):
-    """A line about how a run goes (MCP servers starting, a retry, a fallback model, a compaction),
-    muted, amber or red by its level; with details, a "Show" link unfolds them under it."""
+class ThinkingBlock(QFrame):
+    """The model's thinking above its answer: a "Thinking…" header that opens and closes the text under
+    it; open while it streams, folded once the answer begins (the presenter decides: :meth:`apply`)."""
 
-    def __init__(self, text: str, *, level: str = "info", details: str | None = None,
+    toggle_requested = Signal(bool)  # collapsed
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ThinkingBlock")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 2, 0, 2)
+        layout.setSpacing(2)
+        self.toggle = QToolButton(self)
+        self.toggle.setObjectName("GhostButton")
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow)
+        self.toggle.setCheckable(True)
+        self.toggle.setAutoRaise(True)
+        self.toggle.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.toggle.setAccessibleName("Show or hide the model's thinking")
+        self.toggle.clicked.connect(lambda checked: self.toggle_requested.emit(not checked))
+        layout.addWidget(self.toggle, 0, Qt.AlignmentFlag.AlignLeft)
+        self.body = QLabel("", self)
+        self.body.setObjectName("ThinkingText")
+        self.body.setWordWrap(True)
+        self.body.setTextFormat(Qt.TextFormat.PlainText)
+        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.body.setStyleSheet(f"color: {theme.colors().muted}; padding-left: 18px;")
+        layout.addWidget(self.body)
+        self.collapsed = False
+
+    @property
+    def text(self) -> str:
+        return self.body.text()
+
+    def apply(self, item: ReasoningItem) -> None:
+        self.toggle.setText(item.title)
+        if self.body.text() != item.text:
+            self.body.setText(item.text)
+        self.collapsed = item.collapsed
+        self.toggle.setChecked(not item.collapsed)
+        self.toggle.setArrowType(Qt.ArrowType.RightArrow if item.collapsed else Qt.ArrowType.DownArrow)
+        self.body.setVisible(not item.collapsed)
+
+
+class NoticeLine(QWidget):
+    """A line about how a run goes (MCP servers starting, a fallback model, a compaction, an answer cut
+    off), muted, amber or red by its level; with details, a "Show" link unfolds them under it; with an
+    action, a button beside it (``action_requested``)."""
+
+    action_requested = Signal(str)
+
+    def __init__(self, text: str, *, level: str = "info", details: str | None = None, action: str | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("NoticeLine")
@@ -408,6 +465,14 @@ class NoticeLine(QWidget):
         self.label.setAccessibleName(f"{level}: {text}")
         row.addWidget(self.label, 1)
         layout.addLayout(row)
+        self.action_button: QPushButton | None = None
+        if action:
+            from ui.chat.state import NOTICE_ACTIONS
+
+            self.action_button = QPushButton(NOTICE_ACTIONS.get(action, action), self)
+            self.action_button.setCursor(Qt.CursorShape.PointingHandCursor)
+            self.action_button.clicked.connect(lambda: self.action_requested.emit(action))
+            row.addWidget(self.action_button, 0, Qt.AlignmentFlag.AlignTop)
         self.details: RichLabel | None = None
         self.toggle: QToolButton | None = None
         if details:

@@ -33,6 +33,7 @@ class Runs:
         w.composer.stop_requested.connect(c.stop)
         chat.edit_submitted.connect(c.edit_and_resend)
         chat.regenerate_requested.connect(c.regenerate)
+        chat.continue_requested.connect(self.continue_answer)
         chat.review_requested.connect(w.docks.review_changes)
         chat.branch_requested.connect(c.switch_branch)
         chat.example_clicked.connect(self.send)
@@ -57,6 +58,22 @@ class Runs:
         pane = w.docks.changes_pane
         # the review outcome that went in front of the message shows above it
         presenter.set_user(turn, turn_id=turn_id, note=pane.note_for(turn_id) if pane is not None else None)
+        w.threads.refresh()
+
+    def continue_answer(self) -> None:
+        """The Continue of an answer cut off at the token limit: a new turn asks the model to go on."""
+        w, c = self.window, self.window.controller
+        if c.running:
+            w.toast.show_message("A run is in progress: press Esc to stop it first.")
+            return
+        from workspace.agent import CONTINUE_PROMPT
+
+        presenter = w.chat.presenter
+        turn = presenter.add_user(CONTINUE_PROMPT)
+        if not c.continue_():
+            presenter.remove_turn(turn)
+            return
+        presenter.set_user(turn, turn_id=getattr(c.last_run, "turn_id", None))
         w.threads.refresh()
 
     def escape(self) -> None:

@@ -8,6 +8,7 @@ import sys
 from typing import Any, TextIO, assert_never
 
 from workspace import events as ev
+from workspace.result import STOP_NOTES, Usage
 from workspace.sandbox import display_json, display_path
 
 #: Words after which the next word may be a key (held back together with it while streaming).
@@ -35,6 +36,42 @@ def _preview(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def usage_text(usage: Usage, *, language_model: bool = True) -> str:
+    """``12 in / 5 out tokens, $0.0012`` — "~" before estimated counts, "cost unknown" when no price is known."""
+    mark = "~" if usage.estimated else ""
+    text = f"{mark}{usage.input_tokens} in / {mark}{usage.output_tokens} out tokens"
+    if usage.reasoning_tokens:
+        text += f" ({usage.reasoning_tokens} thinking)"
+    if usage.estimated:
+        text += " (estimated: the server reported none)"
+    if usage.cost is not None:
+        text += f", ${usage.cost:.4f}"
+    elif language_model and usage.total_tokens:
+        text += ", cost unknown"
+    return text
+
+
+def status_line(event: ev.RunStatus) -> str | None:
+    """A terminal line for a status worth a line (retries, fallbacks, notices, long waits); None for the rest."""
+    match event.state:
+        case "retrying":
+            return f"⟳ retrying: {event.detail}"
+        case "fallback":
+            return f"⇄ fallback: {event.detail}"
+        case "notice":
+            return f"! {event.detail}"
+        case "queued":
+            return f"… {event.detail}"
+        case "loading":
+            return f"… {event.detail}"
+        case "waiting":
+            return f"… {event.detail}" if event.detail.startswith("no token yet") else None
+        case "connecting" | "streaming":
+            return None
+        case _:
+            assert_never(event.state)
+
+
 def printable(text: str, *, one_line: bool = False) -> str:
     """``text`` safe to print on a terminal: control characters (escape sequences that would move the
     cursor, recolour or retitle the terminal), format characters (bidi overrides), separators and
@@ -57,7 +94,7 @@ def _tokens(result: Any) -> str:
     usage = getattr(result, "usage", None)
     if usage is None or not (usage.input_tokens or usage.output_tokens):
         return ""
-    return f" · {usage.input_tokens} in / {usage.output_tokens} out tokens"
+    return f" · {usage_text(usage)}"
 
 
 def _path(entry: dict[str, Any]) -> str:
@@ -84,6 +121,8 @@ class EventPrinter:
         self.show_task = show_task
         self.preview = preview
         self._in_text = False
+        self._thinking = False
+        self._language_model = True
         self._held = ""  # streamed text not written yet (see _stream)
         self._color = self.out.isatty() if hasattr(self.out, "isatty") else False
         #: How deep each run inside a run is (a robot used as a tool: one more than its caller).
@@ -139,13 +178,25 @@ class EventPrinter:
         who = self._who(event) + pad
         match event:
             case ev.RunStarted():
+                if not event.nested:
+                    self._language_model = event.is_language_model
                 mark = "↳" if event.parent_tool_id else "●"
                 self._line(self._c("2", f"{who}{mark} {event.robot} · {event.model}"))
             case ev.TextDelta():
+                self._thinking = False
                 if not self._in_text and who:
                     self.out.write(who)
                 self._stream(event.text.replace("\n", "\n" + pad) if pad else event.text)
                 self._in_text = True
+            case ev.ReasoningDelta():
+                if not self._thinking:
+                    self._thinking = True
+                    self._line(self._c("2", f"{who}… thinking (--json shows the thoughts)"))
+            case ev.RunStatus():
+                line = status_line(event)
+                if line:
+                    self._line(self._c("33" if event.state in ("retrying", "fallback", "notice") else "2",
+                                       f"{who}{line}"))
             case ev.ToolUse():
                 server = f"{event.server}/" if event.server else ""
                 self._line(self._c("36", f"{who}→ {server}{event.name} {_preview(event.input, self.preview)}"))
@@ -186,10 +237,9 @@ class EventPrinter:
                 self._line(self._c("2", f"{who}✓ {event.robot} done{_tokens(event.result)}"))
             case ev.RunFinished():
                 usage = getattr(event.result, "usage", None)
-                tokens = ""
-                if usage is not None:
-                    cost = f", ${usage.cost:.4f}" if usage.cost else ""
-                    tokens = f" · {usage.input_tokens} in / {usage.output_tokens} out tokens{cost}"
+                tokens = usage_text(usage, language_model=self._language_model) if usage is not None else ""
+                tokens = f" · {tokens}" if tokens else ""
+                stop = getattr(event.result, "stop_reason", None)
                 data = getattr(event.result, "output_data", None)
                 if data is not None and not event.task:  # a structured answer: the object, unless it streamed
                     from workspace.result import to_jsonable
@@ -198,10 +248,16 @@ class EventPrinter:
                     if _json_of(getattr(event.result, "last_text_content", None)) != value:
                         self._line(self._c("1", printable(json.dumps(value, ensure_ascii=False, indent=2,
                                                                      default=str))))
-                if not event.task and getattr(event.result, "stop_reason", None) == "max_turns":
+                if not event.task and stop == "max_turns":
                     self._line(self._c("33", f"{who}■ stopped at the turn limit: the robot wanted to go on. Raise "
                                              f"it with --max-turns N (or agent.max_turns in the configuration)"
                                              f"{tokens}"))
+                elif not event.task and stop == "length":
+                    self._line(self._c("33", f"{who}■ the answer was cut off at the token limit (max_tokens). Ask "
+                                             "for the rest (\"continue\"), or raise max_tokens in the robot file or "
+                                             f"llm.max_tokens{tokens}"))
+                elif not event.task and stop in STOP_NOTES:
+                    self._line(self._c("33", f"{who}■ {STOP_NOTES[stop]}{tokens}"))
                 elif not event.task:
                     self._line(self._c("2", f"{who}✓ done{tokens}"))
             case ev.RunFailed():
@@ -215,7 +271,8 @@ class EventPrinter:
                 self._line(self._c("2", f"{who}⟲ conversation compacted: {count} earlier message"
                                         f"{'s' if count != 1 else ''} summarised ({event.tokens_before:,} → "
                                         f"{event.tokens_after:,} tokens of {event.window:,})"))
-            case ev.Text() | ev.ApprovalRequested() | ev.MemoryChanged() | ev.Usage() | ev.ContextUsage():
+            case (ev.Text() | ev.Reasoning() | ev.ApprovalRequested() | ev.MemoryChanged() | ev.Usage()
+                  | ev.ContextUsage()):
                 pass  # the text was streamed as deltas; the approval is asked for; usage is in "done"
             case _:
                 assert_never(event)

@@ -105,7 +105,27 @@ def output_schema(path: str) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    _warm_up(args)
     return run_reporting_failure(args, _run, who=args.robot)
+
+
+def _warm_up(args: argparse.Namespace) -> None:
+    """While the configuration and the robot are read: import the template engine and, for a model given on
+    the command line that an OpenAI-compatible server serves, the openai SDK (the first token comes sooner)."""
+    import threading
+
+    def work() -> None:
+        try:
+            import jinja2.sandbox  # noqa: F401
+
+            if args.model:
+                from workspace.providers import preload
+
+                preload(args.model, args.api_base, None, litellm=False)
+        except Exception:  # the run itself loads (and reports) what is missing
+            pass
+
+    threading.Thread(target=work, name="robotlab-warm-up", daemon=True).start()
 
 
 def run_config(args: argparse.Namespace, folder: Path | None) -> Config:
@@ -113,6 +133,7 @@ def run_config(args: argparse.Namespace, folder: Path | None) -> Config:
     ``--apply auto`` (the review mode of the thread's change set)."""
     from workspace.cli.trust import warn_if_untrusted
     from workspace.config import load_config
+    from workspace.providers import preload_in_background
 
     overrides: dict[str, Any] = {}
     if args.model:
@@ -125,6 +146,9 @@ def run_config(args: argparse.Namespace, folder: Path | None) -> Config:
 
     overrides.update(tracing_overrides(args))
     config = load_config(folder, overrides=overrides)
+    if not args.model:  # the configured model's openai SDK loads in a thread while the robot is read
+        preload_in_background(config.get("llm.model"), args.api_base or config.get("llm.api_base"), config,
+                              litellm=False)
     warn_if_untrusted(config)
     return config
 

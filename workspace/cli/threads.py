@@ -49,6 +49,8 @@ def register(sub: Any) -> None:
     export.add_argument("--format", "-f", choices=("md", "json", "jsonl"), default="md",
                         help="md: for people; json: RobotLab results; jsonl: the raw events (default: md)")
     export.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of printing")
+    export.add_argument("--reasoning", action="store_true",
+                        help="include the model's thinking (left out by default)")
     export.set_defaults(func=cmd_export)
 
     search = tsub.add_parser("search", help="full-text search across threads", parents=[common])
@@ -137,7 +139,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     with _open(args) as store:
         thread_id = store.resolve_thread_id(args.id)
-        text = export_thread(store, thread_id, args.format)
+        text = export_thread(store, thread_id, args.format, include_reasoning=args.reasoning)
     if args.output:
         target = Path(args.output)
         target.parent.mkdir(parents=True, exist_ok=True)

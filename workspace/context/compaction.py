@@ -22,6 +22,7 @@ from typing import Any
 from workspace.context.tokens import estimate, result_text
 from workspace.messages import Message, TextMessage
 from workspace.providers.base import TextChunk, UsageChunk
+from workspace.providers.text_calls import ThinkSplitter
 
 __all__ = [
     "SUMMARY_HEADER",
@@ -175,12 +176,14 @@ async def _ask(provider: Any, *, previous: str | None, transcript: str, words: i
     parts.append("Write the summary now.")
     request = TextMessage(role="user", content="\n\n".join(parts))
     text: list[str] = []
+    splitter = ThinkSplitter()  # a reasoning model's <think> block is not part of the summary
     async for chunk in provider.stream(system=SUMMARY_INSTRUCTIONS.format(words=words), messages=[request],
                                        tools=[], settings={"max_tokens": max_tokens}):
         if isinstance(chunk, TextChunk):
-            text.append(chunk.text)
+            text.append(splitter.feed(chunk.text)[0])
         elif isinstance(chunk, UsageChunk):
             usage.append(chunk)
+    text.append(splitter.flush()[0])
     summary = "".join(text).strip()
     if not summary:
         raise ValueError("the model's summary was empty")

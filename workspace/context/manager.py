@@ -36,9 +36,9 @@ from workspace.context.compaction import choose_cut, summarise, summary_message,
 from workspace.context.results import result_limit, shorten_result_message
 from workspace.context.tokens import MESSAGE_OVERHEAD, TokenCounter
 from workspace.context.window import DEFAULT_WINDOW, WindowInfo, resolve_window, window_from_message
-from workspace.errors import ContextOverflowError, ProviderError
+from workspace.errors import OVERFLOW_FAILURES, ContextOverflowError, ProviderError
 from workspace.messages import Message
-from workspace.providers.base import Chunk, UsageChunk
+from workspace.providers.base import Chunk, StatusChunk, UsageChunk
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -70,8 +70,11 @@ _OVERFLOW_TEXT = re.compile(
 
 
 def is_context_overflow(exc: BaseException) -> bool:
-    """Whether ``exc`` is a provider's refusal of a request longer than the model's window."""
+    """Whether ``exc`` is a provider's refusal of a request longer than the model's window (an empty
+    HTTP 200 from a local server included: ``ProviderError.reason`` ``empty``)."""
     if isinstance(exc, ContextOverflowError) or getattr(exc, "context_overflow", False):
+        return True
+    if isinstance(exc, ProviderError) and exc.reason in OVERFLOW_FAILURES:
         return True
     return (isinstance(exc, ProviderError) and exc.status_code in (None, 400, 413, 422)
             and bool(_OVERFLOW_TEXT.search(str(exc))))
@@ -245,7 +248,8 @@ class ContextManager:
                                          settings=settings)
                 async with _closing(source) as chunks:
                     async for chunk in chunks:
-                        started = True
+                        if not isinstance(chunk, StatusChunk):  # waits (connecting, queued) are no answer yet
+                            started = True
                         if isinstance(chunk, UsageChunk):
                             self._observe(prepared, chunk, emit)
                         yield chunk
@@ -257,7 +261,8 @@ class ContextManager:
                     raise ContextOverflowError(self._refused_message(provider, prepared, exc, retried),
                                                provider=getattr(exc, "provider", None),
                                                status_code=getattr(exc, "status_code", None),
-                                               window=prepared.window.tokens if prepared.window else None) from exc
+                                               window=prepared.window.tokens if prepared.window else None,
+                                               reason=getattr(exc, "reason", None) or "context") from exc
                 retried = True
                 log.info("%s refused the request as too long (%s); %s and retrying once",
                          getattr(provider, "model_id", "the model"), exc,

@@ -165,6 +165,7 @@ class RobotSpec(StrictModel):
     presence_penalty: Annotated[Number, Field(ge=-2, le=2)] | None = None
     frequency_penalty: Annotated[Number, Field(ge=-2, le=2)] | None = None
     stop: Annotated[str | list[str], _form(_texts)] | None = None
+    tool_choice: str | None = Field(None, description="auto | required | none | a tool's name")
     output_schema: dict[str, Any] | None = Field(
         None, description="a JSON Schema the answer must match (structured output); a route's field reads it")
     robots: list[str] | None = Field(None, description="other robots (robot files) this robot may call as tools")

@@ -134,43 +134,48 @@ def unindexed_tail(events: Sequence[ev.Event]) -> str:
 
 
 def coalesce_text(events: Iterable[ev.Event]) -> list[ev.Event]:
-    """Events with each model turn's ``text_delta`` run replaced by one ``text`` event.
+    """Events with each model turn's ``text_delta`` run replaced by one ``text`` event (and its
+    ``reasoning_delta`` run by one ``reasoning`` event).
 
     The text sits where its first delta was; a later ``text`` event of the same run (the
     complete text of that model turn) replaces the deltas' text. Text of a run that was
     stopped before its ``text`` event (cancelled, failed, interrupted) is kept from the deltas.
     """
     out: list[ev.Event | None] = []
-    open_at: dict[tuple[str, str, str | None], tuple[int, list[str]]] = {}
+    open_at: dict[tuple[str, str, str | None, str], tuple[int, list[str]]] = {}
     for event in events:
-        key = (event.run_id, event.robot, event.task)
-        if isinstance(event, ev.TextDelta):
+        if isinstance(event, ev.TextDelta | ev.ReasoningDelta):
+            key = (event.run_id, event.robot, event.task, event.kind)
             if key in open_at:
                 open_at[key][1].append(event.text)
             else:
                 open_at[key] = (len(out), [event.text])
                 out.append(event)
             continue
-        if isinstance(event, ev.Text) and key in open_at:
-            index, _ = open_at.pop(key)
-            out[index] = event
-            continue
+        if isinstance(event, ev.Text | ev.Reasoning):
+            delta = ev.TextDelta.kind if isinstance(event, ev.Text) else ev.ReasoningDelta.kind
+            key = (event.run_id, event.robot, event.task, delta)
+            if key in open_at:
+                index, _ = open_at.pop(key)
+                out[index] = event
+                continue
         if isinstance(event, (ev.ToolUse, *ev.TERMINAL)):
-            _close(out, open_at, key)
+            for kind in (ev.ReasoningDelta.kind, ev.TextDelta.kind):
+                _close(out, open_at, (event.run_id, event.robot, event.task, kind))
         out.append(event)
     for key in list(open_at):
         _close(out, open_at, key)
     return [e for e in out if e is not None]
 
 
-def _close(out: list[ev.Event | None], open_at: dict[tuple[str, str, str | None], tuple[int, list[str]]],
-           key: tuple[str, str, str | None]) -> None:
+def _close(out: list[ev.Event | None], open_at: dict[tuple[str, str, str | None, str], tuple[int, list[str]]],
+           key: tuple[str, str, str | None, str]) -> None:
     found = open_at.pop(key, None)
     if found is None:
         return
     index, parts = found
     first = out[index]
     assert first is not None
-    out[index] = ev.Text(run_id=first.run_id, robot=first.robot, seq=first.seq, task=first.task, ts=first.ts,
-                         text="".join(parts))
-
+    cls: type[ev.Text | ev.Reasoning] = ev.Reasoning if isinstance(first, ev.ReasoningDelta) else ev.Text
+    out[index] = cls(run_id=first.run_id, robot=first.robot, seq=first.seq, task=first.task, ts=first.ts,
+                     text="".join(parts))

@@ -1,7 +1,7 @@
 """The event log of the turns: each event of a run one row, text deltas held briefly.
 
-A ``text_delta`` event is held in memory and written as one ``text_delta`` row whose ``text`` is
-the joined text of the deltas it covers (it keeps the first delta's ``seq``/``ts`` and adds
+A ``text_delta`` event (and a ``reasoning_delta``, held apart) is held in memory and written as one
+row of its kind whose ``text`` is the joined text of the deltas it covers (it keeps the first delta's ``seq``/``ts`` and adds
 ``"deltas": n``) when any of these happens first: ``flush_interval`` (250 ms) has passed since
 the oldest held delta (checked on every append, and :class:`workspace.session.RecordedRun` arms
 a timer so a stalled stream is flushed too), any other event of the same turn is appended (the
@@ -65,7 +65,7 @@ class _Held:
 
     thread_id: str
     turn_id: str
-    first: ev.TextDelta
+    first: ev.TextDelta | ev.ReasoningDelta
     parts: list[str] = field(default_factory=list)
     count: int = 0
     since: float = 0.0
@@ -80,7 +80,7 @@ class EventLog(Database):
     def __init__(self, path: str | Path, *, recover: bool = False, busy_timeout: float = 5.0,
                  write_timeout: float = 0.5, flush_interval: float = 0.25, retry_after: float = 2.0) -> None:
         self.flush_interval = float(flush_interval)
-        self._held: dict[tuple[str, str, str, str | None], _Held] = {}
+        self._held: dict[tuple[str, str, str, str | None, str], _Held] = {}
         #: Per turn, the text streamed since its last ``text`` event (indexed if the run stops early).
         self._live_text: dict[str, list[str]] = {}
         super().__init__(path, recover=recover, busy_timeout=busy_timeout, write_timeout=write_timeout,
@@ -95,10 +95,11 @@ class EventLog(Database):
         Raises :class:`StoreError` when the database cannot be written; the event is then kept in
         memory and written with the next write.
         """
-        if isinstance(event, ev.TextDelta) and self.flush_interval > 0:
+        if isinstance(event, ev.TextDelta | ev.ReasoningDelta) and self.flush_interval > 0:
             with self._lock:
                 self._check_open()
-                self._live_text.setdefault(turn_id, []).append(event.text)
+                if isinstance(event, ev.TextDelta):
+                    self._live_text.setdefault(turn_id, []).append(event.text)
                 if self._hold(thread_id, turn_id, event):
                     self._write(self._due_statements())
             return
@@ -110,8 +111,9 @@ class EventLog(Database):
             self._check_open()
             statements: list[Statement] = []
             for event in events:
-                if isinstance(event, ev.TextDelta):
-                    self._live_text.setdefault(turn_id, []).append(event.text)
+                if isinstance(event, ev.TextDelta | ev.ReasoningDelta):
+                    if isinstance(event, ev.TextDelta):
+                        self._live_text.setdefault(turn_id, []).append(event.text)
                     if self.flush_interval > 0:
                         self._hold(thread_id, turn_id, event)
                     else:
@@ -122,9 +124,9 @@ class EventLog(Database):
             statements += self._due_statements()
             self._write(statements)
 
-    def _hold(self, thread_id: str, turn_id: str, event: ev.TextDelta) -> bool:
+    def _hold(self, thread_id: str, turn_id: str, event: ev.TextDelta | ev.ReasoningDelta) -> bool:
         """Hold one delta; True when some held text is due for writing."""
-        key = (turn_id, event.run_id, event.robot, event.task)
+        key = (turn_id, event.run_id, event.robot, event.task, event.kind)
         held = self._held.get(key)
         tick = time.monotonic()
         if held is None:
@@ -209,7 +211,7 @@ class EventLog(Database):
             case (ev.TextDelta() | ev.ApprovalRequested() | ev.ApprovalDecided() | ev.ToolResult() | ev.ToolError()
                   | ev.ToolProgress() | ev.MemoryChanged() | ev.ChangeProposed() | ev.ChangeDecided()
                   | ev.McpServers() | ev.TaskStarted() | ev.TaskFinished() | ev.ContextUsage()
-                  | ev.ContextCompacted()):
+                  | ev.ContextCompacted() | ev.ReasoningDelta() | ev.Reasoning() | ev.RunStatus()):
                 pass  # the row is all
             case _:
                 assert_never(event)
@@ -244,7 +246,7 @@ class EventLog(Database):
                 out[row["turn_id"]].append(event_from_row(row["data"], resolver))
         with self._lock:
             for key, held in self._held.items():
-                if key[0] in out and (classes is None or ev.TextDelta in classes):
+                if key[0] in out and (classes is None or type(held.first) in classes):
                     out[key[0]].append(held.first.replace(text="".join(held.parts)))
         return out
 

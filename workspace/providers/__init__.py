@@ -10,6 +10,9 @@ serves it first. The registry's docstring shows how to add one.
 
 from __future__ import annotations
 
+import logging
+import threading
+
 from workspace.providers.base import (
     Chunk,
     ConfigLookup,
@@ -36,10 +39,55 @@ __all__ = [
     "UsageChunk",
     "is_offline",
     "local_server",
+    "preload",
+    "preload_in_background",
     "probe_local_server",
     "provider_for",
     "register",
 ]
+
+
+def preload(model: str | None, api_base: str | None = None, config: ConfigLookup | None = None, *,
+            litellm: bool = True) -> str | None:
+    """Load what the first call of ``model`` will need — the openai SDK for an OpenAI-compatible server,
+    litellm (and its model map) for the rest, unless ``litellm=False`` — so the first message waits only
+    for the server. Blocking (seconds for litellm): call it in a worker thread. Returns what was loaded
+    (None: nothing)."""
+    if is_offline(model):
+        return None
+    from workspace.providers.openai_provider import serves
+
+    base = api_base or (config.get("llm.api_base") if config is not None else None)
+    choice = str(config.get("llm.provider", "auto") or "auto") if config is not None else "auto"
+    if serves(model, base, choice=choice):
+        from workspace.providers.openai_provider import warm_up
+
+        warm_up()
+        return "openai"
+    if not litellm:
+        return None
+    from workspace.providers.litellm_provider import load_litellm
+
+    load_litellm(warm=True, model=model)
+    return "litellm"
+
+
+def preload_in_background(model: str | None, api_base: str | None = None, config: ConfigLookup | None = None, *,
+                          litellm: bool = True) -> threading.Thread | None:
+    """:func:`preload` in a daemon thread, started now (None when there is nothing to load). A failure is
+    logged, never raised: the first call then loads (and reports) it itself."""
+    if is_offline(model):
+        return None
+
+    def work() -> None:
+        try:
+            preload(model, api_base, config, litellm=litellm)
+        except Exception as exc:  # the call itself will say what is wrong
+            logging.getLogger("workspace.providers").debug("preloading the provider failed: %s", exc)
+
+    thread = threading.Thread(target=work, name="robotlab-provider-preload", daemon=True)
+    thread.start()
+    return thread
 
 
 def local_server(model: str | None, api_base: str | None = None) -> str | None:

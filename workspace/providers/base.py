@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from workspace.messages import Message
@@ -39,13 +39,28 @@ class ToolCallChunk:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningChunk:
+    """A piece of the model's thinking ("reasoning_content", thinking blocks, ``<think>`` text), in order.
+
+    Shown apart from the answer and kept in the thread; never sent back to the model."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class UsageChunk:
-    """Token counts (and cost in USD when known) of one model call."""
+    """Token counts (and cost in USD when known) of one model call.
+
+    ``cost`` is None when the price is not known (a local or unknown model), never 0.0 for that.
+    ``estimated``: the server reported no usage, the counts are the provider's own estimate.
+    ``reasoning_tokens`` are part of ``output_tokens`` (the thinking the model billed)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = None
     model: str | None = None
+    reasoning_tokens: int = 0
+    estimated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +70,25 @@ class FinishChunk:
     reason: str | None = None
 
 
-Chunk = TextChunk | ToolCallChunk | UsageChunk | FinishChunk
+#: What a call is doing while it waits (see :class:`workspace.events.RunStatus` for the states).
+StatusState = Literal["loading", "connecting", "queued", "waiting", "streaming", "retrying", "fallback", "notice"]
+
+
+@dataclass(frozen=True, slots=True)
+class StatusChunk:
+    """What the call is waiting for: the agent loop passes it on as a ``run_status`` event.
+
+    ``retry_in`` (seconds) with ``retrying``; ``attempt`` the retry's number; ``endpoint`` where
+    the request goes (a URL, or the hosted provider's name)."""
+
+    state: StatusState
+    detail: str = ""
+    retry_in: float | None = None
+    attempt: int | None = None
+    endpoint: str | None = None
+
+
+Chunk = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | FinishChunk | StatusChunk
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,14 @@
 1. factories registered at run time with :func:`register` (the latest first);
 2. factories of installed packages, from the entry-point group ``robotlab_workspace.providers``
    (read once, on the first look-up; :func:`reload_entry_points` reads them again);
-3. the built-ins: the offline demo (no model, or ``demo``/``offline``) and litellm, which serves
-   every other model and so comes last.
+3. the built-ins: the offline demo (no model, or ``demo``/``offline``), the lean provider for
+   OpenAI-compatible servers (a model with an ``api_base`` such as ``openai/NAME``, a bare name,
+   ``hosted_vllm/…``, ``lm_studio/…``; see :func:`workspace.providers.openai_provider.serves`) and
+   litellm, which serves every other model and so comes last. ``llm.provider`` (``auto``,
+   ``litellm``, ``openai``) overrides the choice between the last two.
+
+A model's ``api_base`` is the one given, else the configuration's ``llm.api_base``: factories see
+it in ``matches`` too.
 
 Adding a provider from another package takes a factory and one entry point::
 
@@ -102,6 +108,53 @@ class DemoFactory:
         return DemoProvider(delay=options.get("delay", delay))
 
 
+def provider_options(config: ConfigLookup | None) -> dict[str, Any]:
+    """What the configuration says about calling a model (``llm.*``), as provider keyword arguments."""
+    if config is None:
+        return {}
+    out: dict[str, Any] = {
+        "timeout": float(config.get("llm.timeout", 120.0)),
+        "max_retries": int(config.get("llm.max_retries", 3)),
+        "max_tool_result_chars": int(config.get("llm.max_tool_result_chars", 50_000)),
+    }
+    for key, name in (("first_token_timeout", "first_token_timeout"), ("idle_timeout", "idle_timeout"),
+                      ("max_wait", "max_wait")):
+        value = config.get(f"llm.{key}")
+        if value is not None:
+            out[name] = float(value)
+    limit = config.get("llm.max_concurrent_requests")
+    if limit is not None:
+        out["max_concurrent"] = int(limit)
+    return out
+
+
+class OpenAICompatibleFactory:
+    """OpenAI-compatible servers (llama.cpp, LM Studio, vLLM, Ollama's /v1, ...) through the openai SDK
+    alone: no litellm import, little per-call work (see :mod:`workspace.providers.openai_provider`)."""
+
+    name = "openai-compatible"
+
+    def matches(self, model: str | None, api_base: str | None) -> bool:
+        from workspace.providers.openai_provider import serves
+
+        return not is_offline(model) and serves(model, api_base)
+
+    def create(self, model: str | None, *, api_base: str | None = None, config: ConfigLookup | None = None,
+               **options: Any) -> Provider:
+        from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+        if model is None:
+            raise ValueError("an OpenAI-compatible server needs a model name")
+        kwargs = provider_options(config)
+        kwargs.update(options)
+        return OpenAICompatibleProvider(model, api_base=api_base or _configured_base(config), **kwargs)
+
+
+def _configured_base(config: ConfigLookup | None) -> str | None:
+    value = config.get("llm.api_base") if config is not None else None
+    return str(value) if value else None
+
+
 class LiteLLMFactory:
     """Every other model, through litellm: hosted providers and OpenAI-compatible local servers."""
 
@@ -116,12 +169,8 @@ class LiteLLMFactory:
 
         if model is None:
             raise ValueError("litellm needs a model id like 'openai/gpt-4o-mini'")
-        kwargs: dict[str, Any] = {}
-        if config is not None:
-            kwargs["timeout"] = float(config.get("llm.timeout", 120.0))
-            kwargs["max_retries"] = int(config.get("llm.max_retries", 3))
-            kwargs["max_tool_result_chars"] = int(config.get("llm.max_tool_result_chars", 50_000))
-            api_base = api_base or config.get("llm.api_base")
+        kwargs = provider_options(config)
+        api_base = api_base or _configured_base(config)
         kwargs.update(options)
         if api_base and "/" not in model:
             # A bare model name with a server address: that server speaks the OpenAI API (Ollama's /v1,
@@ -130,7 +179,9 @@ class LiteLLMFactory:
         return LiteLLMProvider(model, api_base=api_base, **kwargs)
 
 
-_BUILTIN: tuple[ProviderFactory, ...] = (DemoFactory(), LiteLLMFactory())
+_BUILTIN: tuple[ProviderFactory, ...] = (DemoFactory(), OpenAICompatibleFactory(), LiteLLMFactory())
+#: ``llm.provider`` values and the built-in factory each one skips.
+PROVIDER_CHOICES = ("auto", "litellm", "openai")
 _registered: list[ProviderFactory] = []
 _from_entry_points: list[ProviderFactory] | None = None
 _lock = threading.Lock()
@@ -194,13 +245,24 @@ def factories() -> list[ProviderFactory]:
 
 def provider_for(model: str | None, *, api_base: str | None = None, config: ConfigLookup | None = None,
                  **options: Any) -> Provider:
-    """The provider for ``model``: from the first factory that serves it (None or "demo": the offline demo)."""
+    """The provider for ``model``: from the first factory that serves it (None or "demo": the offline demo).
+
+    ``api_base`` defaults to the configuration's ``llm.api_base``; ``options`` (``api_key``, ...) go to
+    the factory's ``create``."""
     from workspace.secrets import register_url_secrets
 
     register_url_secrets(api_base)  # a password or key inside it is redacted wherever it shows up
     if config is not None:
         register_url_secrets(config.get("llm.api_base"))
+    base = api_base or _configured_base(config)
+    choice = str(config.get("llm.provider", "auto") or "auto") if config is not None else "auto"
     for factory in factories():
-        if factory.matches(model, api_base):
+        if isinstance(factory, OpenAICompatibleFactory) and choice != "auto":
+            from workspace.providers.openai_provider import serves
+
+            if not is_offline(model) and serves(model, base, choice=choice):
+                return factory.create(model, api_base=base, config=config, **options)
+            continue
+        if factory.matches(model, base):
             return factory.create(model, api_base=api_base, config=config, **options)
     raise ValueError(f"No provider serves the model {model!r}")  # litellm serves every model: not reached

@@ -24,6 +24,8 @@ from workspace.errors import ProviderError
 from workspace.providers.base import (
     Chunk,
     FinishChunk,
+    ReasoningChunk,
+    StatusChunk,
     TextChunk,
     ToolCallChunk,
     ToolSpec,
@@ -261,7 +263,7 @@ class FunctionProvider:
         if self.stream_fn is not None:
             index = 0
             async for item in self.stream_fn(list(messages), info):
-                if isinstance(item, TextChunk | ToolCallChunk | UsageChunk | FinishChunk):
+                if isinstance(item, TextChunk | ToolCallChunk | UsageChunk | FinishChunk | ReasoningChunk | StatusChunk):
                     yield item
                 elif isinstance(item, str):
                     yield TextChunk(item)

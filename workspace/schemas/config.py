@@ -36,8 +36,22 @@ class LLM(StrictModel):
     temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature, 0 to 2")
     top_p: float | None = Field(None, ge=0, le=1, description="Nucleus sampling, 0 to 1")
     max_tokens: int | None = Field(None, gt=0, description="The most tokens of one answer")
-    timeout: float = Field(120.0, gt=0, description="Seconds one model call may take")
+    timeout: float = Field(120.0, gt=0, description="Seconds to connect and send a request; the default of the "
+                           "two waits below")
+    first_token_timeout: float = Field(180.0, gt=0, description="Seconds to wait for the first token of an answer "
+                                       "(a local server may be loading the model)")
+    idle_timeout: float = Field(60.0, gt=0, description="The longest gap between two pieces of a streamed answer")
+    max_wait: float = Field(300.0, gt=0, description="The most seconds one model call waits for its first token, "
+                            "every retry and pause included; a Retry-After beyond it fails at once")
     max_retries: int = Field(3, ge=0, le=20, description="Retries of a call that failed for a passing reason")
+    max_concurrent_requests: int | None = Field(
+        None, ge=0, description="Requests at a time to one server (0: no limit); empty: 1 for a server on this "
+        "machine (some stop a stream when another request arrives), no limit for hosted providers")
+    provider: Literal["auto", "litellm", "openai"] = Field(
+        "auto", description="auto: OpenAI-compatible servers (a model with api_base) through the openai SDK, "
+        "everything else through litellm; litellm or openai to choose")
+    tool_choice: str | None = Field(None, description="auto | required | none | a tool's name: sent with the tools "
+                                    "(llama-cpp-python's server calls tools only when it is sent)")
     max_tool_result_chars: int = Field(50_000, ge=1_000, description="The most characters of one tool result "
                                        "sent to the model (the rest is cut, with a note); less when a quarter of "
                                        "the context window is less")
@@ -62,6 +76,9 @@ class Agent(StrictModel):
     tool_timeout: float = Field(300.0, gt=0, description="Seconds one tool call may take")
     tools: Level = Field("all", description="Tools robots may use: all | none | a list of names")
     mcp: Level = Field("all", description="MCP servers robots may use: all | none | a list of names")
+    text_tool_calls: Literal["run", "notice", "off"] = Field(
+        "run", description="A tool call the model wrote as text (<tool_call>{...}</tool_call>, a fenced call): run "
+        "it, only say so in the chat, or ignore it")
     mcp_startup_wait: float = Field(5.0, ge=0, le=600, description="Seconds a run waits for MCP servers still "
                                     "starting; it then goes on without them and their tools join when they are up")
     output_retries: int = Field(2, ge=0, le=20, description="Times a structured answer that does not match the "

@@ -35,6 +35,7 @@ from workspace.schemas import Lines, SchemaError, closest, validate
 from workspace.schemas.base import StrictModel, one_error
 
 __all__ = [
+    "FallbackModel",
     "FrontMatter",
     "McpPrompt",
     "ModelSettings",
@@ -71,6 +72,7 @@ class ModelSettings(StrictModel):
         "presence_penalty": "must be a number from -2 to 2",
         "frequency_penalty": "must be a number from -2 to 2",
         "stop": "must be a string or a list of strings",
+        "tool_choice": "must be auto, required, none or a tool's name",
     }
 
     temperature: float | None = Field(None, ge=0, le=2, strict=True,
@@ -85,6 +87,19 @@ class ModelSettings(StrictModel):
     frequency_penalty: float | None = Field(None, ge=-2, le=2, strict=True,
                                             description="-2 to 2: positive values discourage repetition")
     stop: Stop = Field(None, description="Text (or texts) at which the model stops")
+    tool_choice: str | None = Field(None, description="auto | required | none | a tool's name, sent with the tools "
+                                    "(llama-cpp-python's server calls tools only when it is sent)")
+
+
+class FallbackModel(StrictModel):
+    """A model to try when the robot's own cannot answer (outage, rate limit)."""
+
+    model: str = Field(description="Model id, e.g. anthropic/claude-haiku-4-5")
+    api_base: str | None = Field(None, description="Its server's address, when it has one")
+
+
+Fallbacks = Annotated[list[str | FallbackModel] | None,
+                      one_error("must be a list of model ids (or of {model, api_base})")]
 
 
 class McpPrompt(StrictModel):
@@ -107,6 +122,9 @@ class FrontMatter(ModelSettings):
         "tools": LEVEL_HINT,
         "mcp": "must be inherit, none, all or a list of server names",
         "max_turns": "must be a positive whole number",
+        "max_cost": "must be a number of US dollars, 0 or more",
+        "max_total_tokens": "must be a positive whole number",
+        "fallback_models": "must be a list of model ids (or of {model, api_base})",
         "context_window": "must be a whole number of tokens, at least 256",
         "context_policy": "must be compact, truncate or error",
         "examples": "must be a list of messages, e.g. [\"list the files\", \"search for TODO\"]",
@@ -122,6 +140,12 @@ class FrontMatter(ModelSettings):
                          "globs such as 'github__*' work)")
     mcp: McpLevel = Field(None, description="MCP servers: inherit | none | all | a list of server names")
     max_turns: int | None = Field(None, ge=1, strict=True, description="The most model turns of one run")
+    max_cost: float | None = Field(None, ge=0, description="The most one run may cost in US dollars; the run stops "
+                                   "(stop reason max_cost) before a model call once it is reached")
+    max_total_tokens: int | None = Field(None, ge=1, strict=True, description="The most tokens (in + out) of one "
+                                         "run; the run stops (stop reason max_total_tokens) once they are used")
+    fallback_models: Fallbacks = Field(None, description="Models to try, in order, when the robot's model has an "
+                                       "outage or a rate limit (a string, or {model, api_base})")
     context_window: int | None = Field(None, ge=256, strict=True, description="The model's context window in "
                                        "tokens, when the server or litellm does not say it")
     context_policy: Literal["compact", "truncate", "error"] | None = Field(

@@ -253,6 +253,9 @@ class Tool:
     def call(self, input: Any = None, **context: Any) -> Any:
         """RobotLab's synchronous ``call``: the handler's value, or ``{"error": {...}}``.
 
+        An async handler is run to its end (on a loop of its own; called from inside a running event
+        loop, in a worker thread): ``call`` always returns the value, never a coroutine.
+
         Library errors (:class:`workspace.errors.Error`) propagate; other exceptions are
         returned as data. No schema validation happens here (as in RobotLab).
         """
@@ -264,7 +267,7 @@ class Tool:
         try:
             value = self.handler(input if input is not None else {}, **self._handler_kwargs(ctx))
             if inspect.isawaitable(value):
-                raise Error(f"Tool '{self.name}' has an async handler: use 'await tool.invoke(...)'")
+                value = _run_to_end(value)
             return value
         except Error:
             raise
@@ -303,3 +306,24 @@ class Tool:
         if isinstance(value, dict) and set(value) == {"error"}:
             return ToolOutput(value["error"], raw=None, is_error=True)
         return ToolOutput(value)
+
+
+def _run_to_end(awaitable: Any) -> Any:
+    """The value of ``awaitable``, from synchronous code (``Tool.call`` of an async handler)."""
+
+    async def wait() -> Any:
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        running = False
+    else:
+        running = True
+    if not running:
+        return asyncio.run(wait())
+    import concurrent.futures
+
+    # Called from inside a running loop (which this call blocks): the handler runs on a loop of its own.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, wait()).result()

@@ -1,10 +1,15 @@
 """The tool-use loop: one provider-agnostic async loop that streams events.
 
-``AgentRun`` asks the provider for a streamed completion, emits events as they
-happen, runs the tool calls of a turn concurrently, feeds the results back and stops
-when the model answers without tool calls or after ``max_turns``. It never blocks
-the event loop (sync tools run in threads), honours cancellation at every await,
-and always ends with exactly one terminal event.
+``AgentRun`` asks the provider for a streamed completion (:mod:`workspace.agent.turn`), emits
+events as they happen, runs the tool calls of a turn concurrently, feeds the results back and
+stops when the model answers without tool calls, or at a limit. It never blocks the event loop
+(sync tools run in threads), honours cancellation at every await, and always ends with exactly
+one terminal event.
+
+Why a run stopped is its result's ``stop_reason`` (:data:`workspace.result.STOP_NOTES` says it
+for people): ``stop`` (the model answered), ``length`` (the answer was cut off at the token
+limit: :data:`CONTINUE_PROMPT` asks for the rest), ``max_turns``, ``max_cost`` and
+``max_total_tokens`` (the run's budget; checked before each model call), ``cancelled``, ``error``.
 
 Stopping a run (:meth:`AgentRun.cancel`) is not the same as the consumer going
 away: a stopped run still delivers its ``run_cancelled`` event, carrying what was
@@ -16,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import threading
 import time
 import uuid
@@ -26,37 +30,26 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from workspace import events as ev
+from workspace.agent.turn import ModelTurns
 from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest
 from workspace.context import ContextManager
 from workspace.errors import serialize
 from workspace.memory import writer_var
 from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
 from workspace.output import StructuredOutput
-from workspace.providers.base import (
-    Chunk,
-    FinishChunk,
-    Provider,
-    TextChunk,
-    ToolCallChunk,
-    ToolSpec,
-    UsageChunk,
-)
+from workspace.providers.base import Provider, UsageChunk
 from workspace.result import RobotResult
 from workspace.result import Usage as UsageTotals
 from workspace.tools.base import Tool, ToolContext, ToolOutput
 from workspace.tools.manifest import ToolManifest
 
 STOPPED_TOOL_ERROR = "The user stopped the run before this tool call finished."
+#: The message that asks a model to go on with an answer cut off at the token limit
+#: (``ThreadSession.continue_()``, ``Robot.continue_()``).
+CONTINUE_PROMPT = ("Your last answer was cut off at the token limit. Continue exactly where it stopped, "
+                   "without repeating what you already wrote.")
 
 ToolCallback = Callable[..., Any]
-
-
-@dataclass(slots=True)
-class _PartialCall:
-    id: str | None = None
-    name: str | None = None
-    fragments: list[str] = field(default_factory=list)
-    whole: dict[str, Any] | None = None
 
 
 class PendingTools(Protocol):
@@ -140,6 +133,14 @@ class RunSpec:
     pending_tools: PendingTools | None = None
     #: An extra shared sequence counter (a network run numbers all its tasks' events).
     sequence: Callable[[], int] | None = None
+    #: Providers to ask, in order, when the model has an outage or a rate limit (built when needed).
+    fallbacks: list[Callable[[], Provider]] = field(default_factory=list)
+    #: The run stops before a model call once it cost this much (USD; only when the price is known).
+    max_cost: float | None = None
+    #: The run stops before a model call once it used this many tokens (in + out).
+    max_total_tokens: int | None = None
+    #: A tool call the model wrote as text: "run" it, only give a "notice", or "off".
+    text_tool_calls: str = "run"
     #: Keeps each request within the model's context window (compacts, truncates or refuses).
     context: ContextManager | None = None
     #: The answer must be a validated object (``Robot(output_type=...)``, :mod:`workspace.output`).
@@ -221,7 +222,7 @@ class EventRun:
         return self.terminal
 
 
-class AgentRun(EventRun):
+class AgentRun(ModelTurns, EventRun):
     """One run of the loop: iterate it for events; ``cancel()`` stops it.
 
     Iterating starts the run (once). ``await run.wait()`` runs it to the end and
@@ -252,6 +253,8 @@ class AgentRun(EventRun):
         self._emit_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
+        self._fallbacks = list(spec.fallbacks)
+        self._cost_unknown_noted = False
         self._previous_writer: str | None = None
 
     # -- public -------------------------------------------------------------------------
@@ -359,15 +362,34 @@ class AgentRun(EventRun):
                 if turns >= spec.max_turns:
                     self._finish("max_turns")
                     return
+                over = self._over_budget() if turns else None
+                if over is not None:
+                    self._finish(over)
+                    return
                 if turns:
                     await self._join_pending_tools()
                 turns += 1
                 text_parts = []
-                calls = await self._model_turn(text_parts)
+                outcome = await self._model_turn(text_parts)
+                calls = outcome.calls
                 text = "".join(text_parts)
                 text_parts = []
-                if text:
+                from_text = False
+                if not calls and outcome.finish != "length":
+                    calls, rest = self._calls_in_text(text, spec.text_tool_calls)
+                    if rest is not None:
+                        text, from_text = rest, True
+                if outcome.reasoning:
+                    self.emit(ev.Reasoning, text=outcome.reasoning)
+                if outcome.finish == "length" and calls:
+                    self.emit(ev.RunStatus, state="notice", detail=(
+                        f"The tool call{'s' if len(calls) > 1 else ''} the model was writing ("
+                        f"{', '.join(c.name for c in calls)}) were cut off at the token limit and not run."))
+                    calls = []
+                if text or from_text:
                     self.emit(ev.Text, text=text)
+                if text:
+                    # RobotLab's messages know "tool" and "stop"; a cut answer is the result's stop reason.
                     msg = TextMessage(role="assistant", content=text, stop_reason="tool" if calls else "stop")
                     self._say(msg)
                     self._output.append(msg)
@@ -392,7 +414,7 @@ class AgentRun(EventRun):
                         self._say(TextMessage(role="user", content=verdict.retry))
                     continue
                 if not calls:
-                    self._finish("stop")
+                    self._finish("length" if outcome.finish == "length" else "stop")
                     return
         except asyncio.CancelledError:
             self._close_partial(text_parts, pending_calls, stopped=True)
@@ -481,62 +503,10 @@ class AgentRun(EventRun):
 
         self._memory_remover = add_observer(observe)
 
-    async def _model_turn(self, text_parts: list[str]) -> list[ToolMessage]:
-        spec = self.spec
-        partial: dict[int, _PartialCall] = {}
-        specs = [tool.spec() for tool in spec.tools]
-        async for chunk in self._model_call(specs):
-            if isinstance(chunk, TextChunk):
-                if chunk.text:
-                    text_parts.append(chunk.text)
-                    self.emit(ev.TextDelta, text=chunk.text)
-            elif isinstance(chunk, ToolCallChunk):
-                call = partial.setdefault(chunk.index, _PartialCall())
-                if chunk.id:
-                    call.id = chunk.id
-                if chunk.name:
-                    call.name = chunk.name
-                if isinstance(chunk.arguments, dict):
-                    call.whole = dict(chunk.arguments)
-                elif chunk.arguments:
-                    call.fragments.append(chunk.arguments)
-            elif isinstance(chunk, UsageChunk):
-                self._add_usage(chunk)
-            elif isinstance(chunk, FinishChunk):
-                pass  # providers raise on cut streams; a missing finish chunk alone is tolerated
-        return [self._assemble(index, call) for index, call in sorted(partial.items())]
-
-    def _model_call(self, specs: list[ToolSpec]) -> AsyncIterator[Chunk]:
-        """The provider's stream, through the run's context manager when it has one (the request kept
-        within the model's window; compacted and retried once when the server refuses it as too long)."""
-        spec = self.spec
-        if spec.context is not None:
-            return spec.context.stream(spec.provider, system=spec.system, history=spec.history, tools=specs,
-                                       settings=spec.settings, emit=self.emit)
-        return spec.provider.stream(system=spec.system, messages=list(spec.history), tools=specs,
-                                    settings=spec.settings)
-
-    def _assemble(self, index: int, call: _PartialCall) -> ToolMessage:
-        call_id = call.id or f"call_{self.run_id[:8]}_{index}_{uuid.uuid4().hex[:6]}"
-        name = call.name or ""
-        if call.whole is not None:
-            return ToolMessage(id=call_id, name=name, input=call.whole)
-        raw = "".join(call.fragments).strip()
-        if not raw:
-            return ToolMessage(id=call_id, name=name, input={})
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            value = _strip_fences(raw)
-        if not isinstance(value, dict):
-            # Keep it visible; the tool call is answered with an error the model can act on.
-            return ToolMessage(id=call_id, name=name, input={"__invalid_arguments__": raw})
-        return ToolMessage(id=call_id, name=name, input=value)
-
     def _add_usage(self, chunk: UsageChunk) -> None:
         cost = chunk.cost
-        self._usage = self._usage + UsageTotals(input_tokens=chunk.input_tokens,
-                                                output_tokens=chunk.output_tokens, cost=cost)
+        self._usage = self._usage + UsageTotals(chunk.input_tokens, chunk.output_tokens, cost,
+                                                chunk.reasoning_tokens, chunk.estimated)
         self.emit(
             ev.Usage,
             input_tokens=chunk.input_tokens,
@@ -546,7 +516,24 @@ class AgentRun(EventRun):
             total_output_tokens=self._usage.output_tokens,
             total_cost=self._usage.cost,
             model=chunk.model or self.spec.provider.model_id,
+            reasoning_tokens=chunk.reasoning_tokens,
+            estimated=chunk.estimated,
         )
+        if cost is None and self.spec.max_cost is not None and not self._cost_unknown_noted:
+            self._cost_unknown_noted = True
+            self.emit(ev.RunStatus, state="notice", detail=(
+                f"max_cost ({self.spec.max_cost:g} USD) cannot be checked for {chunk.model or self.spec.provider.label}: "
+                "its price is not known. max_total_tokens limits a run by its tokens."))
+
+    def _over_budget(self) -> str | None:
+        """The budget the run has used up (``max_total_tokens``, ``max_cost``), or None."""
+        spec = self.spec
+        if spec.max_total_tokens is not None and self._usage.total_tokens >= spec.max_total_tokens:
+            return "max_total_tokens"
+        cost = self._usage.cost
+        if spec.max_cost is not None and cost is not None and cost >= spec.max_cost:
+            return "max_cost"
+        return None
 
     # -- tools ------------------------------------------------------------------------------
     async def _join_pending_tools(self) -> None:
@@ -677,19 +664,6 @@ async def _with_timeout(tool: Tool, arguments: Any, context: ToolContext, timeou
             return await tool.invoke(arguments, context)
     except TimeoutError:
         return ToolOutput(f"Tool '{tool.name}' timed out after {timeout:g} s", is_error=True)
-
-
-def _strip_fences(raw: str) -> Any:
-    text = raw.strip()
-    if text.startswith("```"):
-        text = text.strip("`")
-        if text.startswith("json"):
-            text = text[4:]
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            return None
-    return None
 
 
 def _safe_callback(fn: ToolCallback, arg: Any) -> None:

@@ -1,0 +1,204 @@
+"""The first reply after launch as quick as the second: time from Send to the first rendered token.
+
+Each run is a fresh process (nothing imported yet): it opens the main window as ``robotlab`` does
+(paint first, then the configuration, the database and the thread list), waits ``TYPING`` seconds (a
+person typing the first message; the model library loads in a worker thread meanwhile), sends a
+message and measures until the first token reaches the chat (the bridge's ``text_appended``, which
+coalesces text on a 16 ms timer: figures move in steps of about that), then sends a second one and
+measures the same, then the first message of a new thread (what a first message costs anyway: the
+thread's rows, the thread list), to separate what launching costs from what a new thread costs. The model is ``openai/fake`` on the loopback server
+(tests/fakes/llm_server.py, in a process of its own); ``PROVIDER`` picks the library:
+
+* ``litellm`` (``llm.provider: litellm``): litellm and its model map, seconds to import;
+* ``auto``: the lean provider (the openai SDK) that serves OpenAI-compatible servers.
+
+Also measured: the longest stall of the window's event loop (a 2 ms Qt timer) from the moment the
+window is filled in until the first message is sent, i.e. while the library loads in its thread. Medians of
+``RUNS`` runs per provider. Targets: first <= 1.3 x second. Writes bench/results/ui_first_reply.json.
+Run offscreen: ``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_ui_first_reply.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = int(os.environ.get("RUNS", "5"))
+TYPING = float(os.environ.get("TYPING", "6"))
+SERVER = """
+import sys
+sys.path.insert(0, {root!r})
+from tests.fakes.llm_server import FakeLLMServer
+server = FakeLLMServer(default_text="Hello from the local model, streamed in words.").start()
+print(server.base_url, flush=True)
+sys.stdin.read()
+"""
+
+CHILD = r"""
+import asyncio, json, os, sys, time
+T0 = time.perf_counter()
+sys.path.insert(0, ROOT)
+from ui.app import Application, get_app, new_event_loop
+import ui.controller
+
+warmed = {}
+_preload = ui.controller.Controller.preload_provider
+def preload(self):
+    started = time.perf_counter()
+    warmed.setdefault("from", started)
+    job = _preload(self)
+    if job is not None and hasattr(job, "add_done_callback"):
+        def done(_):
+            warmed.setdefault("s", time.perf_counter() - started)
+            warmed.setdefault("until", time.perf_counter())
+        job.add_done_callback(done)
+    return job
+ui.controller.Controller.preload_provider = preload
+
+app = get_app()
+home = os.environ["ROBOTLAB_HOME"]
+root = Application(db_path=os.path.join(home, "bench.db"), defer=True)
+root.window.resize(1400, 900)
+root.window.show()
+app.processEvents()
+shown = time.perf_counter() - T0
+loop = new_event_loop(app)
+root.finish_startup(staged=True)
+
+from PySide6.QtCore import QTimer
+
+class Stalls:
+    def __init__(self):
+        self.last = time.perf_counter()
+        self.worst = 0.0
+        self.gaps = []
+        self.timer = QTimer()
+        self.timer.setInterval(2)
+        self.timer.timeout.connect(self.tick)
+        self.timer.start()
+    def tick(self):
+        now = time.perf_counter()
+        gap = now - self.last - 0.002
+        self.worst = max(self.worst, gap)
+        if gap > 0.008:
+            self.gaps.append((self.last, now))
+        self.last = now
+
+first_token = {}
+
+def on_text(run_id, robot, text):
+    first_token.setdefault(run_id, time.perf_counter())
+
+root.bridge.text_appended.connect(on_text)
+
+async def send(text):
+    controller = root.controller
+    before = set(first_token)
+    started = time.perf_counter()
+    assert controller.send(text), "send refused"
+    while not (set(first_token) - before):
+        await asyncio.sleep(0.001)
+    got = first_token[next(iter(set(first_token) - before))]
+    while not controller.idle:
+        await asyncio.sleep(0.005)
+    return got - started
+
+async def main():
+    while not root.loaded:
+        await asyncio.sleep(0.01)
+    stalls = Stalls()  # from the filled-in window on: while the library loads in its thread
+    await asyncio.sleep(TYPING)
+    stall = stalls.worst
+    stalls.timer.stop()
+    start, end = warmed.get("from", 0.0), warmed.get("until", time.perf_counter())
+    during = max([b - a - 0.002 for a, b in stalls.gaps if b > start and a < end] or [0.0])
+    first = await send("Hello, who are you?")
+    second = await send("And again?")
+    root.controller.new_thread()
+    third = await send("A new thread, later")
+    loaded = "litellm" in sys.modules, "openai" in sys.modules
+    print("RESULT " + json.dumps({"shown": shown, "first": first, "second": second, "third": third, "stall": stall,
+                                  "during": during,
+                                  "litellm": loaded[0], "openai": loaded[1], "warm_up": warmed.get("s", -1.0)}),
+          flush=True)
+    await root.aclose()
+
+with loop:
+    loop.run_until_complete(main())
+"""
+
+
+def run_once(base: str, provider: str, home: str) -> dict[str, float]:
+    env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"), "ROBOTLAB_HOME": home,
+           "ROBOT_LAB_LLM__MODEL": "openai/fake" if provider != "none" else "", "ROBOT_LAB_LLM__API_BASE": base + "/v1",
+           "ROBOT_LAB_LLM__PROVIDER": provider if provider != "none" else "auto", "ROBOT_LAB_DEMO__DELAY": "0"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: byte-code caches written and used
+    code = CHILD.replace("ROOT)", repr(str(ROOT)) + ")").replace("TYPING)", f"{TYPING})")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=180)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return dict(json.loads(line[7:]))
+    raise RuntimeError(f"no result:\n{proc.stdout}\n{proc.stderr[-3000:]}")
+
+
+def main() -> int:
+    server = subprocess.Popen([sys.executable, "-c", SERVER.format(root=str(ROOT))], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    base = server.stdout.readline().strip()
+    results: dict[str, list[dict[str, float]]] = {"litellm": [], "auto": [], "none": []}
+    try:
+        with tempfile.TemporaryDirectory() as home:
+            for provider in results:
+                run_once(base, provider, home)  # byte-code caches and the OS file cache
+            for _ in range(RUNS):
+                for provider, runs in results.items():
+                    runs.append(run_once(base, provider, home))
+    finally:
+        server.terminate()
+    summary: dict[str, dict[str, float]] = {}
+    for provider, runs in results.items():
+        first = statistics.median(r["first"] for r in runs)
+        second = statistics.median(r["second"] for r in runs)
+        third = statistics.median(r["third"] for r in runs)
+        summary[provider] = {
+            "first_message_ms": round(first * 1000, 1), "second_message_ms": round(second * 1000, 1),
+            "ratio_first_over_second": round(first / second, 2),
+            "first_message_of_a_new_thread_later_ms": round(third * 1000, 1),
+            "ratio_first_over_new_thread_later": round(first / third, 2),
+            "longest_stall_ms": round(statistics.median(r["stall"] for r in runs) * 1000, 1),
+            "longest_stall_while_loading_ms": round(statistics.median(r["during"] for r in runs) * 1000, 1),
+            "window_shown_ms": round(statistics.median(r["shown"] for r in runs) * 1000, 1),
+            "library_loaded_in_background_ms": round(statistics.median(r["warm_up"] for r in runs) * 1000, 1),
+        }
+    result = {"runs_each": RUNS, "typing_s": TYPING, "target_ratio": 1.3, **summary}
+    print(f"Send -> first rendered token, window just opened, first message sent after {TYPING:g} s of typing "
+          f"(median of {RUNS}):")
+    for provider, s in summary.items():
+        if provider == "none":
+            continue
+        name = "litellm" if provider == "litellm" else "lean provider (openai SDK)"
+        print(f"  {name:27} first {s['first_message_ms']:7.1f} ms, second {s['second_message_ms']:6.1f} ms, "
+              f"ratio {s['ratio_first_over_second']:.2f} (target <= 1.3); a new thread's first message later: "
+              f"{s['first_message_of_a_new_thread_later_ms']:.1f} ms (ratio {s['ratio_first_over_new_thread_later']:.2f})")
+    print("Longest stall of the window's event loop between the filled-in window and the first message:")
+    for provider, s in summary.items():
+        name = {"litellm": "litellm", "auto": "lean provider", "none": "no library (offline demo)"}[provider]
+        during = "" if provider == "none" else (f"; while the library loaded ({s['library_loaded_in_background_ms']:.0f} ms "
+                                                f"in its thread): {s['longest_stall_while_loading_ms']:.1f} ms")
+        print(f"  {name:27} {s['longest_stall_ms']:6.1f} ms{during}")
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ui_first_reply.json").write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

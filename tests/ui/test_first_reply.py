@@ -1,0 +1,61 @@
+"""The window loads what the first message needs in the background, and a run's waits reach the bridge."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from fakes.llm_server import FakeLLMServer, Reply
+
+from tests.ui.conftest import running_app, wait_until
+from workspace.config import load_config
+
+
+async def test_the_model_library_loads_after_the_window_is_filled_in(db_path: Path) -> None:
+    with FakeLLMServer() as server:
+        config = load_config(env={}, overrides={"llm": {"model": "openai/fake", "api_base": server.base_url + "/v1"}})
+        async with running_app(db_path=db_path, config=config, theme_name="light") as root:
+            from workspace import templates
+
+            templates._compiled.clear()
+            job = root.controller.preload_provider()
+            assert isinstance(job, asyncio.Future)  # on the loop's executor: its threads are up for the first run
+            await asyncio.wait_for(job, timeout=30)
+            assert templates._compiled  # the assistant's template is compiled before the first message
+            root.controller.provider = object()
+            assert root.controller.preload_provider() is None  # a given provider: nothing to load
+
+
+async def test_a_runs_waits_reach_the_bridge(db_path: Path) -> None:
+    statuses: list[Any] = []
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.error(429, retry_after=0.05), Reply.say("Hello", reasoning="Thinking first."))
+        config = load_config(env={}, overrides={"llm": {"model": "openai/fake", "api_base": server.base_url + "/v1"}})
+        async with running_app(db_path=db_path, config=config, theme_name="light") as root:
+            thinking: list[str] = []
+            root.bridge.status_changed.connect(statuses.append)
+            root.bridge.reasoning_appended.connect(lambda _r, _b, text: thinking.append(text))
+            assert root.controller.send("hi")
+            await wait_until(lambda: root.controller.idle and statuses, timeout=30, what="the run to end")
+            assert "".join(thinking) == "Thinking first."
+    states = [s.state for s in statuses]
+    assert "retrying" in states and states.index("retrying") < states.index("streaming")
+    assert next(s for s in statuses if s.state == "retrying").retry_in == 0.05
+
+
+async def test_an_answer_cut_at_the_token_limit_can_be_continued(db_path: Path) -> None:
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.say("The first half", finish_reason="length"), Reply.say(" and the rest."))
+        config = load_config(env={}, overrides={"llm": {"model": "openai/fake", "api_base": server.base_url + "/v1"}})
+        async with running_app(db_path=db_path, config=config, theme_name="light") as root:
+            ended: list[Any] = []
+            root.bridge.run_ended.connect(ended.append)
+            assert not root.controller.continue_()  # no thread yet
+            assert root.controller.send("Tell me")
+            await wait_until(lambda: root.controller.idle and ended, timeout=30, what="the first run")
+            assert ended[0].result.stop_reason == "length"
+            assert root.controller.continue_()
+            await wait_until(lambda: root.controller.idle and len(ended) == 2, timeout=30, what="the continuation")
+            assert ended[1].result.last_text_content == " and the rest."
+        assert server.requests[1]["messages"][-2]["content"] == "The first half"

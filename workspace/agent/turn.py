@@ -1,0 +1,221 @@
+"""One model turn of a run: the provider's chunks become events.
+
+- text (``text_delta``), with a ``<think>…</think>`` block at the start of an answer moved to the
+  thinking (:class:`~workspace.providers.text_calls.ThinkSplitter`);
+- thinking (``reasoning_delta``, then one ``reasoning`` with the whole of it);
+- what the call waits for (``run_status``: loading, connecting, queued, waiting, streaming,
+  retrying — passed on from the provider's :class:`~workspace.providers.base.StatusChunk`);
+- usage (``usage``, estimated when the server sent none) and the finish reason;
+- tool-call fragments, assembled into calls at the end.
+
+When the model cannot answer (an outage or a rate limit, before any output) and the robot lists
+``fallback_models``, the turn is asked of the next one, a ``run_status`` ``fallback`` says so, and
+the rest of the run stays with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from workspace import events as ev
+from workspace.errors import ProviderError
+from workspace.messages import ToolMessage
+from workspace.providers.base import (
+    FinishChunk,
+    ReasoningChunk,
+    StatusChunk,
+    TextChunk,
+    ToolCallChunk,
+    UsageChunk,
+)
+from workspace.providers.text_calls import ThinkSplitter, find_text_calls
+
+if TYPE_CHECKING:
+    from workspace.agent.run import RunSpec
+    from workspace.providers.base import Chunk, Provider, ToolSpec
+    from workspace.result import Usage as UsageTotals
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    id: str | None = None
+    name: str | None = None
+    fragments: list[str] = field(default_factory=list)
+    whole: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class TurnOutcome:
+    """What one model turn gave: its tool calls and finish reason (its text is in the caller's list)."""
+
+    calls: list[ToolMessage]
+    finish: str | None = None
+    reasoning: str = ""
+
+
+class ModelTurns:
+    """The model-turn half of :class:`~workspace.agent.run.AgentRun` (a mixin: it emits through the run)."""
+
+    spec: RunSpec
+    run_id: str
+    _usage: UsageTotals
+    _fallbacks: list[Callable[[], Provider]]
+    _cost_unknown_noted: bool
+
+    def emit(self, cls: type[ev.Event], **fields: Any) -> ev.Event:  # pragma: no cover - AgentRun's
+        raise NotImplementedError
+
+    def _add_usage(self, chunk: UsageChunk) -> None:  # pragma: no cover - AgentRun's
+        raise NotImplementedError
+
+    async def _model_turn(self, text_parts: list[str]) -> TurnOutcome:
+        """Ask the model for its next turn (a fallback model when the robot's has an outage)."""
+        specs = [tool.spec() for tool in self.spec.tools]
+        while True:
+            produced = [False]
+            try:
+                return await self._stream_turn(self.spec.provider, specs, text_parts, produced)
+            except ProviderError as exc:
+                if produced[0] or not exc.is_outage or not self._fallbacks:
+                    raise
+                self._switch_model(exc)
+
+    def _switch_model(self, failure: ProviderError) -> None:
+        old = self.spec.provider.label
+        while self._fallbacks:
+            make = self._fallbacks.pop(0)
+            try:
+                provider = make()
+            except Exception as exc:  # a misconfigured fallback: say so, try the next
+                self.emit(ev.RunStatus, state="notice", detail=f"The fallback model could not be used: {exc}")
+                continue
+            why = {"rate_limit": "rate limit", "server_error": "server error", "unreachable": "unreachable",
+                   "timeout": "no answer in time"}.get(failure.reason or "", "failed")
+            self.emit(ev.RunStatus, state="fallback", model=provider.label,
+                      detail=f"{old} is not answering ({why}: {failure}); continuing with {provider.label}")
+            self.spec.provider = provider
+            return
+        raise failure
+
+    async def _stream_turn(self, provider: Provider, specs: Sequence[ToolSpec], text_parts: list[str],
+                           produced: list[bool]) -> TurnOutcome:
+        partial: dict[int, _PartialCall] = {}
+        splitter = ThinkSplitter()
+        reasoning: list[str] = []
+        finish: str | None = None
+        emit = self.emit
+        stream = self._model_call(provider, specs)
+        async with contextlib.aclosing(stream) as chunks:  # type: ignore[type-var]
+            async for chunk in chunks:
+                if isinstance(chunk, TextChunk):
+                    if chunk.text:
+                        produced[0] = True
+                        text, thought = splitter.feed(chunk.text)
+                        if thought:
+                            reasoning.append(thought)
+                            emit(ev.ReasoningDelta, text=thought)
+                        if text:
+                            text_parts.append(text)
+                            emit(ev.TextDelta, text=text)
+                elif isinstance(chunk, ToolCallChunk):
+                    produced[0] = True
+                    call = partial.setdefault(chunk.index, _PartialCall())
+                    if chunk.id:
+                        call.id = chunk.id
+                    if chunk.name:
+                        call.name = chunk.name
+                    if isinstance(chunk.arguments, dict):
+                        call.whole = dict(chunk.arguments)
+                    elif chunk.arguments:
+                        call.fragments.append(chunk.arguments)
+                elif isinstance(chunk, ReasoningChunk):
+                    if chunk.text:
+                        produced[0] = True
+                        reasoning.append(chunk.text)
+                        emit(ev.ReasoningDelta, text=chunk.text)
+                elif isinstance(chunk, UsageChunk):
+                    self._add_usage(chunk)
+                elif isinstance(chunk, FinishChunk):
+                    finish = chunk.reason
+                elif isinstance(chunk, StatusChunk):
+                    emit(ev.RunStatus, state=chunk.state, detail=chunk.detail, retry_in=chunk.retry_in,
+                         attempt=chunk.attempt, model=provider.label, endpoint=chunk.endpoint)
+        text, thought = splitter.flush()
+        if thought:
+            reasoning.append(thought)
+            emit(ev.ReasoningDelta, text=thought)
+        if text:
+            text_parts.append(text)
+            emit(ev.TextDelta, text=text)
+        calls = [self._assemble(index, call) for index, call in sorted(partial.items())]
+        return TurnOutcome(calls=calls, finish=finish, reasoning="".join(reasoning))
+
+    def _model_call(self, provider: Provider, specs: Sequence[ToolSpec]) -> AsyncIterator[Chunk]:
+        """The provider's stream, through the run's context manager when it has one (the request kept
+        within the model's window; compacted and retried once when the server refuses it as too long,
+        an empty HTTP 200 from a local server included)."""
+        spec = self.spec
+        if spec.context is not None:
+            return spec.context.stream(provider, system=spec.system, history=spec.history, tools=specs,
+                                       settings=spec.settings, emit=self.emit)
+        return provider.stream(system=spec.system, messages=list(spec.history), tools=specs, settings=spec.settings)
+
+    def _assemble(self, index: int, call: _PartialCall) -> ToolMessage:
+        call_id = call.id or f"call_{self.run_id[:8]}_{index}_{uuid.uuid4().hex[:6]}"
+        name = call.name or ""
+        if call.whole is not None:
+            return ToolMessage(id=call_id, name=name, input=call.whole)
+        raw = "".join(call.fragments).strip()
+        if not raw:
+            return ToolMessage(id=call_id, name=name, input={})
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = _strip_fences(raw)
+        if not isinstance(value, dict):
+            # Keep it visible; the tool call is answered with an error the model can act on.
+            return ToolMessage(id=call_id, name=name, input={"__invalid_arguments__": raw})
+        return ToolMessage(id=call_id, name=name, input=value)
+
+    def _calls_in_text(self, text: str, mode: str) -> tuple[list[ToolMessage], str | None]:
+        """Tool calls the model wrote as text: (the calls to run, the text left) when ``mode`` is
+        ``run``; a ``notice`` status when it only tried (or ``mode`` is ``notice``)."""
+        tools = self.spec.tools
+        if mode == "off" or not text or not len(tools) or not self.spec.provider.is_language_model:
+            return [], None
+        params = {t.name: list((t.parameters or {}).get("properties") or {}) for t in tools}
+        found = find_text_calls(text, tools.names, parameters=params)
+        fix = ("Setting tool_choice: auto (llama-cpp-python's server needs it) or starting the server with tool-call "
+               "parsing (llama.cpp: --jinja) makes the server send real tool calls.")
+        if found.calls and mode == "run":
+            plural = "s" if len(found.calls) > 1 else ""
+            self.emit(ev.RunStatus, state="notice",
+                      detail=f"The model wrote its tool call{plural} as text ({found.style}); "
+                             f"{'they were' if plural else 'it was'} run as tool call{plural}. {fix}")
+            calls = [ToolMessage(id=f"call_{self.run_id[:8]}_text{i}_{uuid.uuid4().hex[:6]}", name=c.name,
+                                 input=c.arguments) for i, c in enumerate(found.calls)]
+            return calls, found.text
+        style = found.style if found.calls else found.attempted
+        if style:
+            self.emit(ev.RunStatus, state="notice",
+                      detail=f"The model tried to call a tool ({style}) in a form the server did not turn into a "
+                             f"call, so no tool ran. {fix}")
+        return [], None
+
+
+def _strip_fences(raw: str) -> Any:
+    text = raw.strip()
+    if text.startswith("```"):
+        text = text.strip("`")
+        if text.startswith("json"):
+            text = text[4:]
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return None
+    return None

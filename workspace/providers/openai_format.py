@@ -1,0 +1,229 @@
+"""OpenAI's chat format, both ways: the neutral transcript as OpenAI chat messages, and OpenAI-shaped
+stream chunks as :mod:`workspace.providers.base` chunks.
+
+Both providers of real models speak it: litellm takes OpenAI chat messages for every provider it
+serves (and hands back OpenAI-shaped chunks), and the lean provider
+(:mod:`workspace.providers.openai_provider`) sends them to OpenAI-compatible servers as they are.
+Standard library only: importing this module costs nothing.
+
+Reading a stream (:class:`DeltaReader`): text (``delta.content``), thinking (``reasoning_content``
+from llama.cpp, vLLM, DeepSeek and litellm; ``reasoning`` from OpenRouter, Ollama and newer vLLM),
+tool-call fragments (id and name once, the JSON arguments in pieces; a missing ``index`` is
+inferred), the finish reason, and usage with its reasoning tokens. Chunks may be dicts (the raw JSON)
+or objects (the OpenAI SDK's models, litellm's): :func:`field` reads either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from workspace.providers.base import Chunk, ReasoningChunk, TextChunk, ToolCallChunk, ToolSpec
+
+if TYPE_CHECKING:
+    from workspace.messages import Message
+
+__all__ = [
+    "MAX_TOOL_RESULT_CHARS",
+    "DeltaReader",
+    "estimate_tokens",
+    "field",
+    "shorten_result",
+    "to_openai_messages",
+    "to_openai_tools",
+    "tool_choice_value",
+    "usage_numbers",
+]
+
+#: The most characters of one tool result the model is sent (``llm.max_tool_result_chars``); the
+#: whole result stays in the thread and the inspector. About 12k tokens: a huge result would
+#: otherwise fill the context window and the request be refused.
+MAX_TOOL_RESULT_CHARS = 50_000
+
+
+# --------------------------------------------------------------------------------------------
+# The transcript, out
+
+
+def _text(value: Any) -> Any:
+    """Message content for the wire: strings and content-part lists as is, others as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str | list):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def call_id(tool: Any) -> str:
+    """The tool call's id, or a stable one derived from its name and input when it has none."""
+    if getattr(tool, "id", None):
+        return str(tool.id)
+    digest = hashlib.sha1(
+        json.dumps([tool.name, tool.input], sort_keys=True, default=str).encode()
+    ).hexdigest()[:16]
+    return f"call_{digest}"
+
+
+def _result_content(content: Any, limit: int | None = MAX_TOOL_RESULT_CHARS) -> str:
+    """A tool result as the string the model reads: data strings as is, everything else JSON;
+    longer than ``limit``: its start and end, with a note of what was cut in between."""
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, Mapping) and "error" in content:
+        text = json.dumps({"error": content["error"]}, ensure_ascii=False, default=str)
+    elif isinstance(content, Mapping) and "data" in content:
+        data = content["data"]
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+    else:
+        text = json.dumps(content, ensure_ascii=False, default=str)
+    return shorten_result(text, limit)
+
+
+def shorten_result(text: str, limit: int | None) -> str:
+    """``text``, or its start and end with a note of what was left out when longer than ``limit``."""
+    if limit is None or limit <= 0 or len(text) <= limit:
+        return text
+    head = text[: limit * 3 // 4]
+    tail = text[len(text) - limit // 4:]
+    cut = len(text) - len(head) - len(tail)
+    return (f"{head}\n\n[… {cut:,} of {len(text):,} characters left out here to fit the context window; "
+            f"ask for a smaller part (a line range, a narrower search) to see them …]\n\n{tail}")
+
+
+def to_openai_messages(system: str | None, messages: Sequence[Message], *,
+                       empty_content: str | None = "",
+                       max_result_chars: int | None = MAX_TOOL_RESULT_CHARS) -> list[dict[str, Any]]:
+    """The neutral transcript as OpenAI chat messages (what litellm accepts for every provider).
+
+    ``empty_content`` is the content of an assistant turn that only calls tools: ``""`` for
+    OpenAI-style servers (several local ones reject a missing content), ``None`` for providers
+    litellm translates (for Anthropic it would turn ``""`` into a placeholder sentence).
+    """
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    for message in messages:
+        if message.is_tool_call:
+            calls = [
+                {"id": call_id(tool), "type": "function",
+                 "function": {"name": tool.name,
+                              "arguments": json.dumps(tool.input, ensure_ascii=False, default=str)}}
+                for tool in message.tools  # type: ignore[attr-defined]
+            ]
+            previous = out[-1] if out else None
+            if (previous is not None and previous["role"] == "assistant" and "tool_calls" not in previous
+                    and isinstance(previous.get("content"), str)):
+                # Text the model wrote before its tool calls belongs to the same assistant turn.
+                previous["tool_calls"] = calls
+            else:
+                out.append({"role": "assistant", "content": empty_content, "tool_calls": calls})
+        elif message.is_tool_result:
+            tool = message.tool  # type: ignore[attr-defined]
+            out.append({"role": "tool", "tool_call_id": call_id(tool),
+                        "content": _result_content(message.content, max_result_chars)})
+        else:
+            role = message.role if message.role in ("system", "user", "assistant") else "user"
+            out.append({"role": role, "content": _text(message.content)})
+    return out
+
+
+def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tool specs as OpenAI ``tools`` entries."""
+    return [
+        {"type": "function",
+         "function": {"name": t.name, "description": t.description or "",
+                      "parameters": dict(t.parameters) if t.parameters else
+                      {"type": "object", "properties": {}}}}
+        for t in tools
+    ]
+
+
+def tool_choice_value(value: Any, tools: Sequence[ToolSpec]) -> Any:
+    """The ``tool_choice`` setting for the wire: ``auto``/``required``/``none`` as they are, a tool's
+    name as ``{"type": "function", "function": {"name": ...}}``; None when no tools are sent (a
+    ``tool_choice`` without ``tools`` is an error on most servers)."""
+    if value is None or not tools:
+        return None
+    if isinstance(value, str) and value not in ("auto", "required", "none", "any"):
+        return {"type": "function", "function": {"name": value}}
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Chunks, in
+
+
+def field(obj: Any, name: str) -> Any:
+    """``obj.name`` or ``obj[name]`` (chunks are dicts, pydantic models or litellm's objects)."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value) if value else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+def usage_numbers(usage: Any) -> tuple[int, int, int]:
+    """(input, output, reasoning) tokens of an OpenAI- or Anthropic-shaped usage report."""
+    prompt = _int(field(usage, "prompt_tokens")) or _int(field(usage, "input_tokens"))
+    completion = _int(field(usage, "completion_tokens")) or _int(field(usage, "output_tokens"))
+    details = field(usage, "completion_tokens_details")
+    reasoning = _int(field(details, "reasoning_tokens")) if details is not None else 0
+    return prompt, completion, reasoning
+
+
+def estimate_tokens(text_chars: int) -> int:
+    """Tokens of ``text_chars`` characters, erring on the safe (high) side: one per 3 characters
+    (English averages about 4; code and other languages fewer)."""
+    return -(-max(0, text_chars) // 3)
+
+
+class DeltaReader:
+    """Turns OpenAI-shaped stream deltas into text, reasoning and tool-call chunks."""
+
+    __slots__ = ("chars", "last_index", "seen_ids")
+
+    def __init__(self) -> None:
+        self.seen_ids: dict[str, int] = {}
+        self.last_index = 0
+        #: Characters of text, reasoning and tool arguments read (to estimate usage a server omits).
+        self.chars = 0
+
+    def convert(self, delta: Any) -> list[Chunk]:
+        out: list[Chunk] = []
+        reasoning = field(delta, "reasoning_content") or field(delta, "reasoning")
+        if reasoning and isinstance(reasoning, str):
+            self.chars += len(reasoning)
+            out.append(ReasoningChunk(reasoning))
+        content = field(delta, "content")
+        if content:
+            text = content if isinstance(content, str) else str(content)
+            self.chars += len(text)
+            out.append(TextChunk(text))
+        for call in field(delta, "tool_calls") or ():
+            index = field(call, "index")
+            call_id_ = field(call, "id")
+            if index is None:  # some servers omit it: a new id starts a call, else it continues
+                if call_id_ and str(call_id_) not in self.seen_ids:
+                    index = len(self.seen_ids)
+                else:
+                    index = self.seen_ids.get(str(call_id_ or ""), self.last_index)
+            index = int(index)
+            if call_id_:
+                self.seen_ids.setdefault(str(call_id_), index)
+            self.last_index = index
+            function = field(call, "function")
+            name = field(function, "name") if function is not None else None
+            arguments = field(function, "arguments") if function is not None else None
+            args: str | dict[str, Any] = (
+                arguments if isinstance(arguments, dict) else "" if arguments is None else str(arguments))
+            self.chars += len(args) if isinstance(args, str) else len(json.dumps(args, default=str))
+            out.append(ToolCallChunk(index=index, id=str(call_id_) if call_id_ else None,
+                                     name=str(name) if name else None, arguments=args))
+        return out

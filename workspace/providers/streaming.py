@@ -1,0 +1,590 @@
+"""What the providers of real models share: one streamed call with retries, visible waits, bounded
+time, one request at a time to a local server, and failures that name the fix.
+
+:class:`StreamingProvider` is the base of :class:`~workspace.providers.litellm_provider.LiteLLMProvider`
+and :class:`~workspace.providers.openai_provider.OpenAICompatibleProvider`, so both give identical
+chunks for identical server behaviour. A subclass opens the HTTP stream (``_open``) and may read it
+its own way (``_source``, ``_after_finish``); everything else is here:
+
+- **status** (:class:`StatusChunk`, passed on by the agent loop as ``run_status`` events):
+  ``loading`` (a library to load first, or a local server that sends no token for
+  :attr:`slow_notice` seconds), ``connecting``, ``queued`` (another request to the same local server
+  is running), ``waiting`` (the server took the request), ``streaming`` (the first token),
+  ``retrying`` (with the seconds to wait and why);
+- **retries** of what can succeed on retry: 429 (honouring ``Retry-After``), 5xx, connection
+  failures and streams cut before any output, with exponential backoff. Everything else, and every
+  failure after output began, is a :class:`ProviderError` at once, with the provider's words and the
+  fix. The whole wait for a call's first token — every attempt and pause — is bounded by
+  ``max_wait`` (``llm.max_wait``); a ``Retry-After`` longer than what is left fails at once, saying
+  what it would have waited for;
+- **time limits**: ``first_token_timeout`` (``llm.first_token_timeout``; a local model may be
+  loading) and ``idle_timeout`` (``llm.idle_timeout``, the longest gap mid-stream). A stalled server
+  ends in a clear error, never a hang; cancelling (Stop, Ctrl-C) ends any wait at once;
+- **servers as they are**: an empty stream (HTTP 200, no data: a local server whose context window
+  the prompt overflowed) is not retried and says what it likely means; an HTML page or text that is
+  not an event stream says the API base is probably wrong; a stream without usage gets an estimate
+  (``UsageChunk.estimated``); a stream without a finish reason is an error, never a short answer;
+- **one request at a time** to a server on this machine (``llm.max_concurrent_requests``, see
+  :mod:`workspace.providers.limits`): parallel tasks queue instead of cutting each other's streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import re
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from workspace.errors import ContextOverflowError, ProviderError
+from workspace.providers import limits
+from workspace.providers.base import Chunk, FinishChunk, StatusChunk, StatusState, ToolSpec, UsageChunk
+from workspace.providers.failures import (
+    Failure,
+    describe_wait,
+    is_connection_error,
+    is_context_overflow,
+    is_timeout,
+    names_of,
+    provider_message,
+    retry_after,
+    status_of,
+    tidy_connect_message,
+    unreachable,
+)
+from workspace.providers.openai_format import (
+    MAX_TOOL_RESULT_CHARS,
+    DeltaReader,
+    estimate_tokens,
+    field,
+    usage_numbers,
+)
+from workspace.urls import is_loopback_url
+
+if TYPE_CHECKING:
+    from workspace.messages import Message
+
+__all__ = ["DEFAULT_FIRST_TOKEN_TIMEOUT", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_MAX_WAIT", "StreamingProvider"]
+
+log = logging.getLogger("workspace.providers")
+
+#: Seconds to wait for the first token of an answer (``llm.first_token_timeout``).
+DEFAULT_FIRST_TOKEN_TIMEOUT = 180.0
+#: The longest gap between two chunks mid-stream (``llm.idle_timeout``).
+DEFAULT_IDLE_TIMEOUT = 60.0
+#: The most seconds one call may wait for its first token, all attempts and pauses included (``llm.max_wait``).
+DEFAULT_MAX_WAIT = 300.0
+#: After this many seconds without a token a ``loading``/``waiting`` status says so.
+SLOW_NOTICE = 3.0
+#: With no ``max_wait``, the longest ``Retry-After`` honoured on one retry (seconds).
+MAX_RETRY_AFTER = 30.0
+NO_FINISH = "the stream ended before the model finished"
+
+
+class StreamingProvider:
+    """A provider of a real model behind HTTP; see the module docstring. Subclasses implement
+    :meth:`build_request` and :meth:`_open`, and may override the other ``_`` hooks."""
+
+    supports_tools = True
+    supports_streaming = True
+    is_language_model = True
+
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        first_token_timeout: float | None = None,
+        idle_timeout: float | None = None,
+        max_wait: float | None = DEFAULT_MAX_WAIT,
+        max_concurrent: int | None = None,
+        slow_notice: float | None = SLOW_NOTICE,
+        extra: Mapping[str, Any] | None = None,
+        max_tool_result_chars: int | None = MAX_TOOL_RESULT_CHARS,
+    ) -> None:
+        if not model_id or not str(model_id).strip():
+            raise ValueError(f"{type(self).__name__} needs a model id, e.g. 'openai/gpt-4o-mini'")
+        self.model_id = str(model_id).strip()
+        self.label = self.model_id
+        self.api_base = api_base.rstrip("/") if api_base else None
+        self._api_key = api_key
+        if api_key:
+            from workspace.secrets import register_secret
+
+            register_secret(api_key, name="api_key")  # never in a log, an error or the database
+        #: Seconds to connect and send a request; the default of the two waits below.
+        self.timeout = float(timeout)
+        self.first_token_timeout = float(first_token_timeout) if first_token_timeout else self.timeout
+        self.idle_timeout = float(idle_timeout) if idle_timeout else self.timeout
+        self.max_wait = float(max_wait) if max_wait else None
+        self.max_retries = max(0, int(max_retries))
+        self.backoff = max(0.0, float(backoff))
+        self.max_concurrent = max_concurrent
+        self.slow_notice = slow_notice
+        self.max_tool_result_chars = max_tool_result_chars
+        self.extra: dict[str, Any] = dict(extra or {})
+        #: How the provider waits between retries (tests replace it to record the delays).
+        self.sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
+
+    @property
+    def api_key(self) -> str | None:
+        return self._api_key
+
+    def __repr__(self) -> str:  # never the key
+        base = f", api_base={self.api_base!r}" if self.api_base else ""
+        return f"{type(self).__name__}({self.model_id!r}{base})"
+
+    @property
+    def provider_name(self) -> str:
+        """The model id's provider prefix ("openai", "anthropic", ...), or "openai" when there is none."""
+        return self.model_id.split("/", 1)[0] if "/" in self.model_id else "openai"
+
+    @property
+    def endpoint(self) -> str:
+        """Where requests go: the API base, or the hosted provider's name."""
+        return self.api_base or self.provider_name
+
+    @property
+    def is_local(self) -> bool:
+        """Whether the server runs on this machine."""
+        return bool(self.api_base) and is_loopback_url(self.api_base or "")
+
+    def concurrency_limit(self) -> int:
+        """Requests at a time to this endpoint (0: no limit)."""
+        if self.max_concurrent is not None:
+            return max(0, int(self.max_concurrent))
+        return limits.default_limit(self.api_base)
+
+    # -- hooks ----------------------------------------------------------------------------------
+    def _needs_loading(self) -> str | None:
+        """What must load before the first call (shown as a ``loading`` status), or None."""
+        return None
+
+    async def _load(self) -> None:
+        """Load it (off the event loop)."""
+
+    def _preflight(self) -> None:
+        """Raise :class:`ProviderError` for a call that cannot succeed (a missing key), before sending it."""
+
+    def build_request(self, *, system: str | None, messages: Sequence[Message], tools: Sequence[ToolSpec],
+                      settings: Mapping[str, Any]) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def _open(self, request: dict[str, Any]) -> Any:  # pragma: no cover - abstract
+        """Send the request; the streamed response once its headers arrived (SDK exceptions on failure)."""
+        raise NotImplementedError
+
+    def _source(self, response: Any) -> tuple[Any, Any]:
+        """(what to iterate for OpenAI-shaped chunks, the OpenAI SDK stream with the HTTP response or None)."""
+        return response, response
+
+    async def _after_finish(self, response: Any, raw: Any, *, output: bool) -> tuple[bool, Any]:
+        """After the finish reason (``output``: text, thinking or a tool call came before it): (stop
+        reading now, the usage found on the way or None)."""
+        return False, None
+
+    def _special(self, exc: BaseException, *, started: bool) -> Failure | BaseException:
+        """A provider's own classification: a :class:`Failure`, or the exception to classify as usual."""
+        return exc
+
+    def _auth_fix(self, status: int | None) -> str:
+        return "The API key was rejected: check the key configured for this model"
+
+    def _openai_style(self) -> bool:
+        """Whether the server speaks OpenAI's API (whose base URL ends in /v1)."""
+        return True
+
+    def _cost(self, prompt: int, completion: int) -> float | None:
+        """USD for these tokens; None when the price is not known (never 0.0 for that)."""
+        return None
+
+    def _estimate_input(self, request: Mapping[str, Any]) -> int:
+        """Tokens of the request's prompt, erring high (used when the server reports no usage)."""
+        chars = len(json.dumps(request.get("messages") or [], ensure_ascii=False, default=str))
+        if request.get("tools"):
+            chars += len(json.dumps(request["tools"], ensure_ascii=False, default=str))
+        return estimate_tokens(chars)
+
+    async def _close(self, response: Any) -> None:
+        close = getattr(response, "aclose", None) or getattr(response, "close", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                result = close()
+                if asyncio.iscoroutine(result):
+                    await result
+
+    # -- the call -------------------------------------------------------------------------------
+    async def stream(
+        self,
+        *,
+        system: str | None,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: Mapping[str, Any],
+    ) -> AsyncIterator[Chunk]:
+        """Stream one assistant turn; see the module docstring for the contract."""
+        loading = self._needs_loading()
+        if loading is not None:
+            yield StatusChunk("loading", loading, endpoint=self.endpoint)
+            await self._load()
+        self._preflight()
+        request = self.build_request(system=system, messages=messages, tools=tools, settings=settings)
+        endpoint = self.api_base or self.provider_name
+        limit = self.concurrency_limit()
+        if limits.waiting(endpoint, limit):
+            yield StatusChunk("queued", f"waiting for the request before it to {endpoint} to finish "
+                              f"({limit} at a time: llm.max_concurrent_requests)", endpoint=endpoint)
+        async with limits.slot(endpoint, limit):
+            deadline = time.monotonic() + self.max_wait if self.max_wait else None
+            attempt = 0
+            while True:
+                produced = False
+                try:
+                    async with contextlib.aclosing(self._attempt(request, deadline)) as chunks:
+                        async for chunk in chunks:
+                            if not produced and not isinstance(chunk, StatusChunk):
+                                produced = True
+                            yield chunk
+                    return
+                except Failure as failure:
+                    delay = self._next_delay(failure, attempt, produced, deadline)
+                    attempt += 1
+                    reason = str(failure.error).removeprefix(f"{self.model_id}: ")
+                    why = " (Retry-After)" if failure.wait is not None else ""
+                    log.info("%s: %s; retry %d/%d in %.2f s", self.model_id, failure.error, attempt,
+                             self.max_retries, delay)
+                    yield StatusChunk("retrying", f"{reason}; retry {attempt} of {self.max_retries} in "
+                                      f"{describe_wait(delay)}{why}", retry_in=delay, attempt=attempt,
+                                      endpoint=endpoint)
+                    await self.sleep(delay)
+
+    def _next_delay(self, failure: Failure, attempt: int, produced: bool, deadline: float | None) -> float:
+        """The pause before the next attempt; raises the failure's error when there is none."""
+        error = failure.error
+        if produced or not failure.retryable or attempt >= self.max_retries:
+            if failure.retryable and attempt and not produced:
+                error = self._with_note(error, f"gave up after {attempt} {'retry' if attempt == 1 else 'retries'}")
+            raise error from failure.__cause__
+        if failure.wait is not None:
+            delay = failure.wait if self.max_wait else min(failure.wait, MAX_RETRY_AFTER)
+        else:
+            delay = self.backoff * (2 ** attempt) * (1.0 + random.random() * 0.1)
+        if deadline is not None and time.monotonic() + delay > deadline:
+            left = max(0.0, deadline - time.monotonic())
+            if failure.wait is not None:
+                raise self._with_note(error, (
+                    f"the server asks to wait {describe_wait(delay)} before trying again (Retry-After), more than "
+                    f"the {describe_wait(left)} left of llm.max_wait ({self.max_wait:g} s): try again later, or "
+                    "raise llm.max_wait")) from failure.__cause__
+            raise self._with_note(error, f"gave up after {attempt} {'retry' if attempt == 1 else 'retries'}: "
+                                         f"llm.max_wait ({self.max_wait:g} s) reached") from failure.__cause__
+        return delay
+
+    @staticmethod
+    def _with_note(error: ProviderError, note: str) -> ProviderError:
+        return ProviderError(f"{error} ({note})", provider=error.provider, status_code=error.status_code,
+                             retryable=error.retryable, reason=error.reason)
+
+    def _first_wait(self, deadline: float | None) -> tuple[float, str]:
+        """Seconds this attempt may wait for its first token, and the setting that bounds it."""
+        wait, setting = self.first_token_timeout, "llm.first_token_timeout"
+        if deadline is not None and deadline - time.monotonic() < wait:
+            wait, setting = max(0.0, deadline - time.monotonic()), "llm.max_wait"
+        return wait, setting
+
+    async def _attempt(self, request: dict[str, Any], deadline: float | None) -> AsyncGenerator[Chunk, None]:
+        """One call: yields chunks, raises :class:`Failure` for anything that went wrong."""
+        wait, setting = self._first_wait(deadline)
+        sent_at = time.monotonic()
+        first_until = sent_at + wait
+        where = self.api_base or self.provider_name
+        yield StatusChunk("connecting", f"connecting to {where}", endpoint=where)
+        response: Any = None
+        try:
+            guard = asyncio.timeout(wait)
+            try:
+                async with guard:
+                    response = await self._open(request)
+            except (asyncio.CancelledError, GeneratorExit):
+                raise
+            except TimeoutError as exc:
+                if guard.expired():
+                    raise self._no_first_token(wait, setting) from None
+                raise self._classify(exc, started=False) from exc
+            except Exception as exc:
+                raise self._classify(exc, started=False) from exc
+            yield StatusChunk("waiting", f"{where} took the request; waiting for the first token", endpoint=where)
+            async with contextlib.aclosing(self._read(response, request, sent_at, first_until, setting)) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+        finally:
+            if response is not None:
+                await self._close(response)
+
+    async def _next_first(self, iterator: Any, sent_at: float, first_until: float, setting: str,
+                          noticed: list[bool]) -> AsyncGenerator[Any, None]:
+        """Wait for the next chunk before the first token: a status after :attr:`slow_notice` seconds,
+        a failure at ``first_until``. Yields status chunks, then ``("item", chunk)`` or ``("end", None)``."""
+        pending = asyncio.ensure_future(iterator.__anext__())
+        try:
+            while True:
+                left = first_until - time.monotonic()
+                notice = self.slow_notice if self.slow_notice and not noticed[0] else None
+                waited = time.monotonic() - sent_at
+                timeout = min(left, notice - waited) if notice is not None else left
+                done, _ = await asyncio.wait((pending,), timeout=max(0.0, timeout))
+                if done:
+                    break
+                waited = time.monotonic() - sent_at
+                if time.monotonic() >= first_until:
+                    raise self._no_first_token(first_until - sent_at, setting)
+                if notice is not None and waited >= notice:
+                    noticed[0] = True
+                    state: StatusState = "loading" if self.is_local else "waiting"
+                    what = ("the server may be loading the model or reading a long prompt" if self.is_local
+                            else "the provider is slow to answer")
+                    yield StatusChunk(state, f"no token yet from {self.endpoint} after {waited:.0f} s: "
+                                      f"{what} (waiting up to {first_until - sent_at:.0f} s, {setting})",
+                                      endpoint=self.endpoint)
+            try:
+                yield ("item", pending.result())
+            except StopAsyncIteration:
+                yield ("end", None)
+        finally:
+            if not pending.done():
+                pending.cancel()
+                await asyncio.wait((pending,))
+
+    async def _read(self, response: Any, request: Mapping[str, Any], sent_at: float, first_until: float,
+                    setting: str) -> AsyncGenerator[Chunk, None]:
+        source, raw = self._source(response)
+        await self._check_stream(raw, response)
+        iterator = source.__aiter__()
+        reader = DeltaReader()
+        finish: str | None = None
+        usage_sent = False
+        count = 0
+        first = True
+        noticed = [False]
+        while True:
+            try:
+                if first:
+                    item = None
+                    ended = False
+                    async with contextlib.aclosing(self._next_first(iterator, sent_at, first_until, setting, noticed)) as got:
+                        async for value in got:
+                            if isinstance(value, StatusChunk):
+                                yield value
+                            elif value[0] == "item":
+                                item = value[1]
+                            else:
+                                ended = True
+                    if ended:
+                        break
+                else:
+                    guard = asyncio.timeout(self.idle_timeout)
+                    try:
+                        async with guard:
+                            item = await iterator.__anext__()
+                    except TimeoutError as exc:
+                        if guard.expired():
+                            raise self._stalled() from None
+                        raise self._classify(exc, started=True) from exc
+            except StopAsyncIteration:
+                break
+            except (asyncio.CancelledError, GeneratorExit, Failure):
+                raise
+            except Exception as exc:
+                if finish is not None:
+                    log.debug("ignoring an error after the finish chunk: %s", exc)
+                    break
+                raise self._classify(exc, started=count > 0) from exc
+            count += 1
+            choices = field(item, "choices") or ()
+            reason: str | None = None
+            if choices:
+                choice = choices[0]
+                delta = field(choice, "delta")
+                if delta is not None:
+                    converted = reader.convert(delta)
+                    if converted and first:
+                        first = False
+                        yield StatusChunk("streaming", "", endpoint=self.endpoint)
+                    for chunk in converted:
+                        yield chunk
+                reason = field(choice, "finish_reason")
+            usage = field(item, "usage")
+            if usage is not None and not usage_sent:
+                usage_sent = True
+                yield self._usage_chunk(usage)
+            if reason:
+                finish = str(reason)
+                first = False
+                stop, tail = await self._after_finish(response, raw, output=reader.chars > 0)
+                if stop:
+                    if not usage_sent and tail is not None:
+                        usage_sent = True
+                        yield self._usage_chunk(tail)
+                    break
+        if finish is None:
+            if count == 0:
+                raise self._empty(raw)
+            raise self._cut()
+        if not usage_sent:
+            prompt = self._estimate_input(request)
+            completion = estimate_tokens(reader.chars)
+            yield UsageChunk(input_tokens=prompt, output_tokens=completion, cost=self._cost(prompt, completion),
+                             model=self.model_id, estimated=True)
+        yield FinishChunk(finish)
+
+    def _usage_chunk(self, usage: Any) -> UsageChunk:
+        prompt, completion, reasoning = usage_numbers(usage)
+        return UsageChunk(input_tokens=prompt, output_tokens=completion, cost=self._cost(prompt, completion),
+                          model=self.model_id, reasoning_tokens=reasoning)
+
+    # -- what a server sent instead of a stream -------------------------------------------------
+    async def _check_stream(self, raw: Any, response: Any = None) -> None:
+        """Refuse an answer that is not an event stream (an HTML page: the API base is wrong)."""
+        http = getattr(raw, "response", None)
+        headers = getattr(http, "headers", None)
+        if headers is None:
+            # litellm's own streams (Anthropic, ...) keep the response headers in their hidden parameters.
+            hidden = getattr(response, "_hidden_params", None) or {}
+            extra = hidden.get("additional_headers") if isinstance(hidden, dict) else None
+            kind = str((extra or {}).get("llm_provider-content-type") or "")
+            if kind.split(";")[0].strip().lower() == "text/html":
+                raise self._not_a_stream("an HTML page")
+            return
+        kind = str(headers.get("content-type") or "").split(";")[0].strip().lower()
+        if http is None or kind != "text/html":
+            return
+        page = b""
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(min(5.0, self.idle_timeout)):
+                async for piece in http.aiter_bytes():
+                    page += piece
+                    if len(page) > 8192:
+                        break
+        title = re.search(rb"<title[^>]*>(.*?)</title>", page, re.I | re.S)
+        named = f" titled '{title.group(1).decode('utf-8', 'replace').strip()[:80]}'" if title else ""
+        raise self._not_a_stream(f"an HTML page{named}")
+
+    def _not_a_stream(self, what: str) -> Failure:
+        where = self.api_base or self.provider_name
+        hint = (" It usually ends in /v1." if self.api_base and self._openai_style()
+                and not self.api_base.rstrip("/").endswith("/v1") else "")
+        return Failure(ProviderError(
+            f"{self.model_id}: the server at {where} did not answer with an event stream (it sent {what}: is the "
+            f"api_base right?{hint})", provider=self.model_id, status_code=200, reason="not_a_stream"),
+            retryable=False)
+
+    def _empty(self, raw: Any) -> Failure:
+        http = getattr(raw, "response", None)
+        kind = str(getattr(http, "headers", {}).get("content-type") or "") if http is not None else ""
+        if kind and "event-stream" not in kind and "json" not in kind:
+            return self._not_a_stream(f"'{kind.split(';')[0]}' with no events")
+        where = self.api_base or self.provider_name
+        # A context overflow (the agent loop compacts the conversation and retries once, workspace.context).
+        return Failure(ContextOverflowError(
+            f"{self.model_id}: {where} answered with an empty stream (HTTP 200, no data). A local server does that "
+            "when the prompt is longer than its context window (n_ctx): start a new thread or shorten the "
+            "conversation, or start the server with a larger context", provider=self.model_id, status_code=200,
+            reason="empty"), retryable=False)
+
+    def _cut(self, detail: str | None = None) -> Failure:
+        where = self.api_base or self.provider_name
+        text = f"{self.model_id}: {NO_FINISH} (connection to {where} closed mid-stream)"
+        if detail:
+            text += f" — {detail}"
+        if self.is_local:
+            text += (". A local server may stop a stream when another request arrives: "
+                     "llm.max_concurrent_requests (default 1 for a local server) keeps requests to it one at a time")
+        return Failure(ProviderError(text, provider=self.model_id, retryable=True, reason="cut"), retryable=True)
+
+    def _stalled(self) -> Failure:
+        where = self.api_base or self.provider_name
+        return Failure(ProviderError(
+            f"{self.model_id}: {where} stopped sending for {self.idle_timeout:g} s (timeout, llm.idle_timeout) — "
+            f"{NO_FINISH}", provider=self.model_id, retryable=True, reason="timeout"), retryable=True)
+
+    def _no_first_token(self, waited: float, setting: str) -> Failure:
+        where = self.api_base or self.provider_name
+        why = ("a local server may still be loading the model or reading a long prompt" if self.is_local
+               else "the provider did not answer")
+        return Failure(ProviderError(
+            f"{self.model_id}: no answer from {where} within {waited:.3g} s (timeout, {setting}): {why}. Raise "
+            f"{setting}, or check the server", provider=self.model_id, retryable=False, reason="timeout"),
+            retryable=False)
+
+    # -- error classification -------------------------------------------------------------------
+    def _classify(self, exc: BaseException, *, started: bool) -> Failure:
+        special = self._special(exc, started=started)
+        if isinstance(special, Failure):
+            return special
+        exc = special
+        names = names_of(exc)
+        message = provider_message(exc)
+        status = status_of(exc)
+        where = self.api_base or self.provider_name
+        model = self.model_id
+        if "JSONDecodeError" in names:
+            doc = str(getattr(exc, "doc", "") or "").strip()
+            sample = f"'{doc[:60]}'" if doc else "data that is not JSON"
+            return self._not_a_stream(f"{sample} where JSON events belong")
+        if is_timeout(exc):
+            return self._timeout_failure(mid_stream=started)
+        if names & {"AuthenticationError", "PermissionDeniedError"} or status in (401, 403):
+            status = status if status in (401, 403) else 401
+            return Failure(ProviderError(f"{model}: HTTP {status} from {where} — {message}. {self._auth_fix(status)}",
+                                         provider=model, status_code=status, reason="auth"), retryable=False)
+        if status != 429 and is_context_overflow(exc, message):
+            return Failure(ContextOverflowError(
+                f"{model}: HTTP {status or 400} from {where} — {message}. The conversation is longer than the "
+                "model's context window: start a new thread or shorten it", provider=model,
+                status_code=status or 400, reason="context"), retryable=False)
+        if "NotFoundError" in names or status == 404:
+            return Failure(ProviderError(
+                f"{model}: HTTP 404 from {where} — {message}. Check the model name ('{model}') and the API base "
+                "URL", provider=model, status_code=404, reason="not_found"), retryable=False)
+        if status == 429 or "RateLimitError" in names:
+            return Failure(ProviderError(f"{model}: HTTP 429 from {where} — {message}", provider=model,
+                                         status_code=429, retryable=True, reason="rate_limit"),
+                           retryable=True, wait=retry_after(exc))
+        connection = is_connection_error(exc) and (status is None or "APIConnectionError" in names)
+        if connection or (not started and unreachable(exc)):
+            if started:
+                return self._cut(message)
+            return Failure(ProviderError(
+                f"{model}: could not connect to {where} — {tidy_connect_message(message)}. {self._connect_fix()}",
+                provider=model, retryable=True, reason="unreachable"), retryable=True)
+        if status is not None and status >= 500:
+            return Failure(ProviderError(f"{model}: HTTP {status} from {where} — {message}", provider=model,
+                                         status_code=status, retryable=True, reason="server_error"),
+                           retryable=True, wait=retry_after(exc))
+        if status is not None:
+            return Failure(ProviderError(f"{model}: HTTP {status} from {where} — {message}", provider=model,
+                                         status_code=status, reason="bad_request"), retryable=False)
+        if "OpenAIError" in names and "api_key" in message:
+            return Failure(ProviderError(f"{model}: no API key — {self._auth_fix(None)}", provider=model,
+                                         reason="auth"), retryable=False)
+        return Failure(ProviderError(f"{model}: {type(exc).__name__}: {message}", provider=model), retryable=False)
+
+    def _connect_fix(self) -> str:
+        if self.api_base:
+            return (f"Is the server at {self.api_base} running? Start it (for Ollama: 'ollama serve') or "
+                    "correct the API base URL")
+        return "Check your network connection"
+
+    def _timeout_failure(self, exc: BaseException | None = None, *, mid_stream: bool) -> Failure:
+        what = "stopped sending" if mid_stream else "did not answer"
+        text = (f"{self.model_id}: {self.api_base or self.provider_name} {what} within {self.timeout:g} s (timeout)"
+                f"{' — ' + NO_FINISH if mid_stream else ''}")
+        return Failure(ProviderError(text, provider=self.model_id, retryable=True, reason="timeout"), retryable=True)
