@@ -57,6 +57,24 @@ def test_tool_calls_model_tracks_approvals() -> None:
     assert changed and set(changed) == {0}
 
 
+def test_tool_calls_with_the_same_id_in_two_runs_are_two_rows() -> None:
+    """Local servers number their calls afresh in every request (call_0, call_1): a thread holds the same
+    id in several runs, and the table must show each call, never update an older run's row."""
+    from dataclasses import replace
+
+    from ui.models.tool_calls import ToolCallsModel
+
+    model = ToolCallsModel()
+    first = [_e(ev.ToolUse, 1, id="call_0", name="list_files", input={"path": "."}),
+             _e(ev.ToolResult, 2, id="call_0", name="list_files", payload={"entries": []}, duration=0.05)]
+    second = [_e(ev.ToolUse, 3, id="call_0", name="read_file", input={"path": "README.md"}),
+              _e(ev.ToolError, 4, id="call_0", name="read_file", error="No folder is open", duration=0.14)]
+    model.add_events(first + [replace(e, run_id="r2") for e in second])
+    assert model.rowCount() == 2
+    assert [(r.tool, r.status) for r in model.records] == [("list_files", "ok"), ("read_file", "error")]
+    assert model.find("call_0", "r2") is model.records[1] and model.find("call_0") is model.records[1]
+
+
 def test_trace_model_and_filter() -> None:
     from ui.models.trace import TraceFilterModel, TraceModel
 

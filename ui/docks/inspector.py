@@ -217,9 +217,12 @@ class ToolCallsPane(QWidget):
         self.diff_button.setEnabled(two)
         self.compare_button.setEnabled(two)
 
-    def select_call(self, call_id: str) -> None:
-        for row, rec in enumerate(self.model.records):
-            if rec.id == call_id:
+    def select_call(self, call_id: str, run_id: str | None = None) -> None:
+        """Select the call ``call_id`` (of run ``run_id``; ids repeat across runs: the latest when None)."""
+        records = self.model.records
+        for row in reversed(range(len(records))):
+            rec = records[row]
+            if rec.id == call_id and (run_id is None or rec.run_id == run_id):
                 self.table.selectionModel().setCurrentIndex(
                     self.model.index(row, 0),
                     QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)

@@ -1,4 +1,7 @@
-"""ToolCallsModel: tool call/result pairs matched by call id."""
+"""ToolCallsModel: tool call/result pairs matched by run and call id.
+
+A call id is unique only within its run: local servers number their calls (``call_0``, ``call_1``)
+afresh in every request, so a thread holds several calls with the same id."""
 
 from __future__ import annotations
 
@@ -80,7 +83,7 @@ class ToolCallsModel(QAbstractTableModel):
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
         self._rows: list[ToolCallRecord] = []
-        self._by_id: dict[str, int] = {}
+        self._by_id: dict[tuple[str, str], int] = {}
         self._silent = False
 
     # -- Qt -----------------------------------------------------------------------------
@@ -135,9 +138,12 @@ class ToolCallsModel(QAbstractTableModel):
     def record(self, row: int) -> ToolCallRecord:
         return self._rows[row]
 
-    def find(self, call_id: str) -> ToolCallRecord | None:
-        row = self._by_id.get(call_id)
-        return self._rows[row] if row is not None else None
+    def find(self, call_id: str, run_id: str | None = None) -> ToolCallRecord | None:
+        """The call ``call_id`` of run ``run_id`` (of any run, the latest, when ``run_id`` is None)."""
+        if run_id is not None:
+            row = self._by_id.get((run_id, call_id))
+            return self._rows[row] if row is not None else None
+        return next((rec for rec in reversed(self._rows) if rec.id == call_id), None)
 
     def clear(self) -> None:
         self.beginResetModel()
@@ -200,7 +206,7 @@ class ToolCallsModel(QAbstractTableModel):
                 pass  # not about a tool call
 
     def _ensure(self, event: CallEvent) -> ToolCallRecord:
-        rec = self.find(event.id)
+        rec = self.find(event.id, event.run_id)
         if rec is None:
             rec = self._upsert(event, status="running")
         return rec
@@ -208,7 +214,7 @@ class ToolCallsModel(QAbstractTableModel):
     def _upsert(self, event: CallEvent, *, status: str) -> ToolCallRecord:
         # A result or an error carries no arguments; an approval decision runs on no server.
         args = getattr(event, "input", None)
-        rec = self.find(event.id)
+        rec = self.find(event.id, event.run_id)
         if rec is not None:
             if rec.status in ("running", "approval"):
                 rec.status = status
@@ -221,16 +227,16 @@ class ToolCallsModel(QAbstractTableModel):
         row = len(self._rows)
         if self._silent:
             self._rows.append(rec)
-            self._by_id[rec.id] = row
+            self._by_id[rec.run_id, rec.id] = row
             return rec
         self.beginInsertRows(QModelIndex(), row, row)
         self._rows.append(rec)
-        self._by_id[rec.id] = row
+        self._by_id[rec.run_id, rec.id] = row
         self.endInsertRows()
         return rec
 
     def _changed(self, rec: ToolCallRecord) -> None:
-        row = self._by_id.get(rec.id)
+        row = self._by_id.get((rec.run_id, rec.id))
         if row is None or self._silent:
             return
         self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.COLUMNS) - 1))

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import itertools
 import re
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -65,7 +65,6 @@ Part = str | ToolCall | Pause | Fail
 Reply = str | ToolCall | Pause | Fail | Sequence[Part]
 
 _WORDS = re.compile(r"\S+\s*|\s+")
-_ids = itertools.count(1)
 
 
 @dataclass(slots=True)
@@ -119,7 +118,7 @@ async def stream_parts(
                 yield TextChunk(piece)
         elif isinstance(part, ToolCall):
             has_calls = True
-            call_id = part.id or f"call_{next(_ids)}"
+            call_id = part.id or f"call_{uuid.uuid4().hex[:12]}"  # unique across processes, like a hosted model's
             if isinstance(part.input, str):
                 yield ToolCallChunk(index=index, id=call_id, name=part.name, arguments=part.input)
             else:
