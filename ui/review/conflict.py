@@ -27,7 +27,8 @@ from PySide6.QtWidgets import (
 )
 
 from ui import theme
-from ui.review.view import DiffView, diff_colors
+from ui.review.colors import diff_colors
+from ui.review.view import DiffView
 from workspace.changes import compare_texts
 from workspace.diffing import changed_blocks, split_lines
 from workspace.sandbox import display_path
