@@ -35,7 +35,7 @@ COMMANDS: dict[str, str] = {
     "/review": "/review  review the proposed file changes that wait (with --folder)",
     "/undo": "/undo  undo the last change applied in this thread (with --folder)",
     "/export": "/export [FILE]  write the thread to FILE (.md, .json or .jsonl; default thread-<id>.md)",
-    "/compact": "/compact  shorten the conversation the model is given (not available yet)",
+    "/compact": "/compact  summarise the earlier messages for the model now (every message stays in the thread)",
     "/new": "/new  start a new thread with the same robot",
     "/help": "/help  this list",
     "/exit": "/exit  leave the chat (also /quit, Ctrl-D, or Ctrl-C at an empty prompt)",
@@ -380,8 +380,7 @@ class Chat:
         elif name == "/export":
             self.export(rest)
         elif name == "/compact":
-            self.say("/compact is not available yet: this version has no way to shorten the conversation the "
-                     "model is given. /new starts a fresh thread.", "33")
+            await self.compact()
         else:
             self.say(f"Unknown command {name}. /help lists the commands (start with // to send a text "
                      "beginning with /).", "33")
@@ -427,6 +426,26 @@ class Chat:
             return
         self.robot, self.reference, self.session = robot, name, None
         self.say(f"New thread with {robot.name} · {robot.provider.label or robot.model} (from your next message).")
+
+    async def compact(self) -> None:
+        """``/compact``: the model summarises the turns before the latest; the marker is recorded."""
+        if self.session is None:
+            self.say("Nothing to compact yet: the thread starts with your next message.")
+            return
+        from workspace.errors import ProviderError
+        from workspace.persistence import StoreError
+
+        self.say("Compacting: the model summarises the earlier messages…")
+        try:
+            event = await self.session.compact()
+        except (ProviderError, RuntimeError, StoreError) as exc:
+            self.say(f"Could not compact: {exc}. The conversation is unchanged.", "31")
+            return
+        if event is None:
+            self.say("Nothing to compact: there is no earlier turn to summarise yet.")
+            return
+        self.printer(event)
+        self.printer.finish()
 
     async def undo(self) -> None:
         if self.folder is None or self.session is None:
