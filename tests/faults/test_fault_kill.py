@@ -52,7 +52,7 @@ ROBOT = "---\nname: helper\ntools: [remember]\n---\nYou help.\n"
 
 
 def test_kill_9_while_recording_loses_at_most_the_flush_window(tmp_path: Path, matrix: Any) -> None:
-    matrix.case("kill -9", "during a recorded run (streaming, tool calls)")
+    matrix.case("kill -9 during recording", "during a recorded run (streaming, tool calls)")
     from workspace import paths
 
     paths.user_robots_dir().mkdir(parents=True, exist_ok=True)
