@@ -105,6 +105,28 @@ def test_odd_paths_and_git_internals(layout: tuple[Path, Path]) -> None:
     assert box.resolve(".github/workflows/ci.yml", for_write=True).rel == ".github/workflows/ci.yml"
 
 
+def test_long_names_loops_files_as_folders_and_windows_spellings_of_git(layout: tuple[Path, Path]) -> None:
+    """Each gets its own message (never the raw OSError with the absolute path)."""
+    folder, _ = layout
+    (folder / "loop").symlink_to(folder / "loop")
+    box = Sandbox(folder)
+    with pytest.raises(SandboxError, match=r"holds a name of 300 bytes, longer than file systems allow \(255\)"):
+        box.resolve("x" * 300)
+    with pytest.raises(SandboxError, match="too long a path"):
+        box.resolve("d/" * 2100 + "x", for_write=True)
+    with pytest.raises(SandboxError, match="'loop' is a symbolic link that loops"):
+        box.resolve("loop")
+    with pytest.raises(SandboxError, match="goes through 'loop', a symbolic link that loops"):
+        box.resolve("loop/x", for_write=True)
+    with pytest.raises(SandboxError, match="treats 'README.md' as a folder, but it is a file"):
+        box.resolve("README.md/x.txt", for_write=True)
+    for name in (".git./config", ".GIT /hooks/pre-commit", ".Git../x"):
+        with pytest.raises(SandboxError, match=r"internal '\.git' folder"):
+            box.resolve(name, for_write=True)
+    assert box.resolve(".gitignore", for_write=True).rel == ".gitignore"
+    assert box.resolve(".github./x", for_write=True).rel == ".github./x"
+
+
 def test_missing_folder_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(SandboxError, match="does not exist"):
         Sandbox(tmp_path / "nope")
