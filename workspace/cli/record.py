@@ -63,6 +63,8 @@ def open_store(args: argparse.Namespace, *, create: bool = False) -> Store:
     from workspace.persistence import Store
 
     path = database_path(args)
+    if create and getattr(args, "db", None) and path.is_dir():  # not the app's folder: ROBOTLAB_HOME is no fix
+        raise CLIError(f"--db {path} is a folder, not a database file; give a file, e.g. --db {path / 'threads.db'}")
     if not create and not path.is_file():
         if getattr(args, "db", None):
             what = "is a folder, not a database file" if path.is_dir() else "does not exist"
