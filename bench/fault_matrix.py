@@ -1,10 +1,13 @@
 """The fault matrix alone: run tests/faults and print its table (cases tried, survived, lost).
 
-The suite (MCP faults with small Python servers, damaged and locked databases, kill -9 during a
-recording, Ctrl-C to the window, and the secrets sweep) records each case; this script runs it
-and prints the table it wrote to bench/results/fault_matrix.json, grouped by area.
+The suite records each case: provider faults on the loopback server (both providers, and
+``robotlab run`` in a subprocess), MCP faults with small Python servers, bad inputs, path escapes
+(the symlink swap race among them), forged names, kill -9 during an apply and during a recording,
+Ctrl-C to the window, damaged and locked databases, and the secrets sweep. This script runs it and
+prints the cases it wrote to bench/results/fault_matrix.json, then the summary per area (cases
+tried, survived, lost) — the table of issue 16.
 
-Run: ``.venv/bin/python bench/fault_matrix.py`` (about a minute).
+Run: ``.venv/bin/python bench/fault_matrix.py`` (two to three minutes).
 """
 
 from __future__ import annotations
@@ -37,11 +40,15 @@ def main() -> int:
         for case in items:
             print(f"{area:<22} {str(case['name'])[:58]:<58} {'yes' if case['survived'] else 'NO':>8} "
                   f"{case['lost']:>5}")
+    print(f"\n{'area':<26} {'tried':>5} {'survived':>8} {'lost':>5}")
+    for area, items in areas.items():
+        print(f"{area:<26} {len(items):>5} {sum(1 for c in items if c['survived']):>8} "
+              f"{sum(int(c['lost']) for c in items):>5}")
     tried = len(cases)
     survived = sum(1 for c in cases if c["survived"])
     lost = sum(int(c["lost"]) for c in cases)
-    print(f"\ncases tried {tried}, survived {survived}, lost {lost} "
-          f"(pytest: {proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.returncode})")
+    print(f"{'total':<26} {tried:>5} {survived:>8} {lost:>5}")
+    print(f"\n(pytest: {proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.returncode})")
     return 0 if survived == tried and lost == 0 else 1
 
 

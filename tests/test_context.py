@@ -230,6 +230,23 @@ def test_each_kind_of_server_is_asked_its_way(monkeypatch: pytest.MonkeyPatch, m
         assert "/api/show" not in asked  # a POST is only sent to what looks like Ollama
 
 
+def test_a_server_that_does_not_answer_is_asked_one_question_not_three() -> None:
+    """Each question waits its timeout: a server that answers none (it accepts the connection and
+    never reads) would keep a run's first call silent for three timeouts."""
+    import socket
+    import time
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    try:
+        started = time.monotonic()
+        assert probe_server("openai/m", f"http://127.0.0.1:{silent.getsockname()[1]}/v1") is None
+        assert time.monotonic() - started < window_module.PROBE_TIMEOUT * 1.8
+    finally:
+        silent.close()
+
+
 async def test_windows_come_from_the_setting_the_server_litellm_or_a_default() -> None:
     with FakeLLMServer(context_window=2048) as server:
         from workspace.providers.litellm_provider import LiteLLMProvider

@@ -173,6 +173,21 @@ async def test_tool_decorator_invokes_with_keywords_and_validates() -> None:
     assert (await weather.invoke({"city": "Paris", "unit": "k"})).is_error
 
 
+async def test_an_argument_a_function_does_not_take_is_named_not_a_type_error() -> None:
+    out = await weather.invoke({"city": "Paris", "dayz": 2})
+    assert out.is_error and str(out.data).startswith(
+        "Invalid arguments for tool 'weather': unknown argument 'dayz' — did you mean 'days'?")
+    out = await weather.invoke({"city": "Paris", "colour": "red"})
+    assert "unknown argument 'colour' (it takes: city, days, unit, mood)" in str(out.data) and "TypeError" not in str(out.data)
+
+    @tool
+    def loose(city: str, **more: Any) -> dict[str, Any]:
+        """Takes anything."""
+        return {"city": city, **more}
+
+    assert (await loose.invoke({"city": "Oslo", "colour": "red"})).data == {"city": "Oslo", "colour": "red"}
+
+
 async def test_context_parameter_is_injected_not_shown() -> None:
     @tool(name="who", read_only=True)
     async def who_am_i(greeting: str, ctx: ToolContext) -> str:

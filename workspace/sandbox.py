@@ -6,7 +6,10 @@ Every path a file tool receives goes through :meth:`Sandbox.resolve` first. It r
 - absolute paths outside the folder (absolute paths *inside* it are fine),
 - symlinks that point outside the folder, and paths that pass through a symlinked
   directory leaving it,
-- NUL bytes, empty paths and (for writes) the repository's ``.git`` internals, the
+- names too long for the file system, symlinks that loop, and paths that go through a file
+  as if it were a folder (``README.md/x``), each with its own message instead of the raw OSError,
+- NUL bytes, empty paths and (for writes) the repository's ``.git`` internals (whatever the
+  case, and with the trailing dots and spaces Windows drops: ``.GIT.``), the
   folder's own workspace settings in ``.robotlab/``, names ending in ``.robotlab-tmp`` (the
   atomic writes' temporary files) and names holding control, format or bidirectional
   characters (a newline or U+202E in a name would let it pose as another file in the review),
@@ -24,6 +27,7 @@ every place that shows a path to people (review, terminal, exports, the window) 
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -45,6 +49,9 @@ TEMP_SUFFIX = ".robotlab-tmp"
 #: control (newline, tab, escape…), format (U+202E right-to-left override and the other bidi
 #: controls, zero-width characters, U+FEFF), line and paragraph separators, lone surrogates.
 UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+#: The longest name of one file or folder, in bytes (most file systems), and of a whole path.
+NAME_MAX = 255
+PATH_MAX = 4000
 _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _CONTROL_NAMES = {"\n": "LINE FEED", "\r": "CARRIAGE RETURN", "\t": "CHARACTER TABULATION", "\x1b": "ESCAPE",
                   "\x08": "BACKSPACE", "\x0b": "LINE TABULATION", "\x0c": "FORM FEED", "\x7f": "DELETE",
@@ -131,6 +138,11 @@ class Resolved:
         return self.path.name
 
 
+def _plain(name: str) -> str:
+    """A name as a case-insensitive file system that drops trailing dots and spaces (Windows) sees it."""
+    return name.rstrip(". ").casefold() or name.casefold()
+
+
 def _is_within(child: str, root: str) -> bool:
     return child == root or child.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -185,7 +197,9 @@ class Sandbox:
                 f"'{shown}' climbs out of the opened folder with '..'; only files inside it can be used. "
                 "Give a path relative to the folder without leading '..'"
             )
+        self._check_length(shown, rel_lexical)
         candidate = os.path.join(self._root, rel_lexical) if rel_lexical else self._root
+        self._check_reachable(shown, rel_lexical, candidate)
         real = os.path.realpath(candidate)
         if not _is_within(real, self._root):
             via = self._symlink_on_the_way(rel_lexical)
@@ -200,6 +214,44 @@ class Sandbox:
         if for_write:
             self._check_writable(shown, rel_posix)
         return Resolved(Path(real), rel_posix)
+
+    def _check_length(self, shown: str, rel: str) -> None:
+        longest = max((len(os.fsencode(part)) for part in Path(rel).parts), default=0)
+        if longest > NAME_MAX:
+            raise SandboxError(f"'{shown[:80]}…' holds a name of {longest} bytes, longer than file systems allow "
+                               f"({NAME_MAX}); choose a shorter name")
+        if len(os.fsencode(rel)) + len(os.fsencode(self._root)) > PATH_MAX:
+            raise SandboxError(f"'{shown[:80]}…' is too long a path ({len(rel):,} characters); choose a shorter one "
+                               "with fewer folders")
+
+    def _check_reachable(self, shown: str, rel: str, candidate: str) -> None:
+        """Refuse a path through a symlink that loops or through a file, saying which part is wrong."""
+        try:
+            os.stat(candidate)
+        except OSError as exc:
+            code = exc.errno
+        else:
+            return
+        if code not in (errno.ELOOP, errno.ENOTDIR, errno.ENAMETOOLONG):
+            return  # does not exist (yet): fine
+        parts = Path(rel).parts
+        current = self._root
+        for i, part in enumerate(parts):
+            current = os.path.join(current, part)
+            name = display_path(PurePosixPath(*parts[: i + 1]).as_posix())
+            try:
+                os.stat(current)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    what = "is" if i == len(parts) - 1 else f"goes through '{name}',"
+                    raise SandboxError(f"'{shown}' {what} a symbolic link that loops (it leads back to itself); use "
+                                       "the real file or folder instead") from None
+                return
+            if i < len(parts) - 1 and not os.path.isdir(current):
+                raise SandboxError(f"'{shown}' treats '{name}' as a folder, but it is a file; give a path inside a "
+                                   "folder (list_files shows which is which)")
+        if code == errno.ENAMETOOLONG:
+            raise SandboxError(f"'{shown[:80]}…' is too long for the file system; choose a shorter path")
 
     def _symlink_on_the_way(self, rel: str) -> str | None:
         current = self._root
@@ -228,13 +280,13 @@ class Sandbox:
                 "removed after an interrupted write); choose another name"
             )
         first = rel.split("/", 1)[0]
-        # casefold: on macOS and Windows ".GIT/hooks" is ".git/hooks"
-        if any(part.casefold() in PROTECTED_DIRS for part in rel.split("/")[:-1]) or first.casefold() in PROTECTED_DIRS:
+        # casefold and without trailing dots and spaces: on Windows ".git. /hooks" is ".git/hooks"
+        if any(_plain(part) in PROTECTED_DIRS for part in rel.split("/")[:-1]) or _plain(first) in PROTECTED_DIRS:
             raise SandboxError(
                 f"'{raw}' is inside the repository's internal '.git' folder, which robots may not change; "
                 "edit the project's own files instead"
             )
-        if first.casefold() == WORKSPACE_DIR:
+        if _plain(first) == WORKSPACE_DIR:
             raise SandboxError(
                 f"'{raw}' is inside '{WORKSPACE_DIR}', the workspace's own settings for this folder (robots, "
                 "MCP servers, approval rules), which robots may not change; tell the user what to change "

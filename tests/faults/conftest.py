@@ -7,6 +7,12 @@ runs only this suite and prints the same table.
 
 A case *survives* when its test passes: a clear error (never a hang), nothing lost beyond what
 is documented (the streamed text of the last 250 ms on kill -9), no secret in any output.
+
+The areas: provider faults (test_fault_providers.py), MCP faults (test_fault_mcp.py), bad inputs
+(test_fault_inputs.py), path escapes (test_fault_paths.py, and the swap race in
+test_fs_faults.py), forged names and kill -9 during apply (test_fs_faults.py), kill -9 during
+recording and signals (test_fault_kill.py), damaged databases (test_fault_databases.py), and the
+secrets sweep (test_fault_secrets.py).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -51,8 +52,16 @@ RECORDER = textwrap.dedent("""
 ROBOT = "---\nname: helper\ntools: [remember]\n---\nYou help.\n"
 
 
-def test_kill_9_while_recording_loses_at_most_the_flush_window(tmp_path: Path, matrix: Any) -> None:
-    matrix.case("kill -9", "during a recorded run (streaming, tool calls)")
+_rng = random.Random(9)
+#: When to kill: after this many streamed words (the tool call comes after word 300): before it, right
+#: after it, and at random moments after it.
+MOMENTS = sorted({_rng.randint(1, 290), 301, 400, _rng.randint(302, 1200), _rng.randint(302, 1200)})
+
+
+@pytest.mark.parametrize("moment", MOMENTS, ids=[f"after {m} words" for m in MOMENTS])
+def test_kill_9_while_recording_loses_at_most_the_flush_window(tmp_path: Path, matrix: Any, moment: int) -> None:
+    matrix.case("kill -9 during recording", f"a recorded run streaming, killed after {moment} words"
+                + (" (past a tool call)" if moment > 300 else ""))
     from workspace import paths
 
     paths.user_robots_dir().mkdir(parents=True, exist_ok=True)
@@ -68,14 +77,14 @@ def test_kill_9_while_recording_loses_at_most_the_flush_window(tmp_path: Path, m
     try:
         for line in proc.stdout:
             seen.append(json.loads(line))
-            if sum(1 for e in seen if e["kind"] == "text_delta") >= 400:  # past the tool call, mid-stream
+            if sum(1 for e in seen if e["kind"] == "text_delta") >= moment:
                 break
         killed_at = time.time()
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
-    assert any(e["kind"] == "tool_result" for e in seen)
+    assert any(e["kind"] == "tool_result" for e in seen) is (moment > 300)
     with Store(db) as store:
         assert store.get_turn(turn_id).status == "interrupted"
         stored = store.turn_events(turn_id)

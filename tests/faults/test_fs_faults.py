@@ -71,7 +71,9 @@ def fast_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the swapper uses Linux's renameat2(RENAME_EXCHANGE)")
-def test_a_symlink_swapped_in_during_the_apply_redirects_nothing(tmp_path: Path, fast_fsync: None) -> None:
+def test_a_symlink_swapped_in_during_the_apply_redirects_nothing(tmp_path: Path, fast_fsync: None,
+                                                                 matrix: Any) -> None:
+    matrix.case("path escapes", f"symlink swap race during apply ({TRIALS} trials)")
     folder, outside = tmp_path / "project", tmp_path / "outside"
     folder.mkdir()
     outside.mkdir()
@@ -106,6 +108,11 @@ def test_a_symlink_swapped_in_during_the_apply_redirects_nothing(tmp_path: Path,
                 stop.touch()
                 swaps += int(swapper.stdout.readline())
             assert (folder / "sub").is_dir() and not (folder / "sub").is_symlink()
+            outside_now = _tree(outside)
+            stray = [p for p in [*outside.rglob("*"), *folder.rglob("*")] if TEMP in p.name]
+            changed = {k for k in outside_before.keys() | outside_now.keys()
+                       if outside_before.get(k) != outside_now.get(k)}
+            matrix.lost(len(changed) + len(stray), "files written outside or temp files left")
             # Nothing was written outside: no file changed or appeared there, no temp file either.
             assert _tree(outside) == outside_before, f"trial {trial}: a write landed outside the folder"
             assert not [p for p in outside.rglob("*") if TEMP in p.name]
@@ -133,10 +140,11 @@ def test_a_symlink_swapped_in_during_the_apply_redirects_nothing(tmp_path: Path,
 
 
 def test_a_folder_symlinked_in_between_the_check_and_the_write_is_refused_and_rolled_back(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, matrix: Any) -> None:
     """A folder the apply creates is replaced by a symlink out right after the conflict check: the
     write refuses to go through it, the file already written is restored, and apply says so as a
     conflict (never a raw OSError)."""
+    matrix.case("path escapes", "a folder symlinked out between the check and the write")
     from workspace.changes.history import ChangeHistory
 
     folder, outside = tmp_path / "project", tmp_path / "outside"
@@ -165,7 +173,8 @@ def test_a_folder_symlinked_in_between_the_check_and_the_write_is_refused_and_ro
     assert all(fc.state == "pending" for fc in changes.files)
 
 
-def test_a_vanished_folder_or_unreadable_file_is_a_conflict_not_an_exception(tmp_path: Path) -> None:
+def test_a_vanished_folder_or_unreadable_file_is_a_conflict_not_an_exception(tmp_path: Path, matrix: Any) -> None:
+    matrix.case("path escapes", "a folder replaced by a file, an unreadable file (a conflict)")
     folder = tmp_path / "project"
     (folder / "sub").mkdir(parents=True)
     (folder / "sub" / "a.txt").write_text("old\n")
@@ -186,8 +195,9 @@ def test_a_vanished_folder_or_unreadable_file_is_a_conflict_not_an_exception(tmp
         assert not result.ok and result.conflicts and "cannot be read" in result.conflicts[0].message
 
 
-def test_the_path_based_fallback_writes_and_refuses_symlinks_too(tmp_path: Path) -> None:
+def test_the_path_based_fallback_writes_and_refuses_symlinks_too(tmp_path: Path, matrix: Any) -> None:
     """Where dir_fd is missing (Windows), FolderIO works on paths with the same checks."""
+    matrix.case("path escapes", "the path-based fallback (no dir_fd) refuses symlinks")
     from workspace.changes import FolderIO, UnsafePathError
     from workspace.sandbox import Sandbox
 
@@ -242,7 +252,8 @@ def _harness(folder: Path) -> tuple[ChangeSet, Any]:
 
 @pytest.mark.parametrize(("name", "code"), BAD_NAMES)
 async def test_control_format_and_bidi_names_are_refused_by_every_writing_tool(tmp_path: Path, name: str,
-                                                                                 code: str) -> None:
+                                                                                 code: str, matrix: Any) -> None:
+    matrix.case("forged names", f"{code} in a name, every writing tool")
     from workspace.sandbox import unsafe_character
 
     folder = tmp_path / "project"
@@ -267,7 +278,8 @@ async def test_control_format_and_bidi_names_are_refused_by_every_writing_tool(t
     assert sorted(p.name for p in folder.iterdir()) == ["README.md"]
 
 
-def test_display_path_escapes_every_unsafe_character() -> None:
+def test_display_path_escapes_every_unsafe_character(matrix: Any) -> None:
+    matrix.case("forged names", "every unsafe character shown escaped")
     from workspace.sandbox import display_path, unsafe_character
 
     for name, _ in BAD_NAMES:
@@ -290,7 +302,9 @@ def _forged_change_set(folder: Path) -> ChangeSet:
     return changes
 
 
-async def test_the_terminal_review_and_the_run_lines_show_forged_names_escaped(tmp_path: Path) -> None:
+async def test_the_terminal_review_and_the_run_lines_show_forged_names_escaped(tmp_path: Path,
+                                                                                 matrix: Any) -> None:
+    matrix.case("forged names", "the terminal review and run lines")
     import io
 
     from workspace import events as ev
@@ -334,7 +348,8 @@ async def test_the_terminal_review_and_the_run_lines_show_forged_names_escaped(t
     assert "\u202e" not in line and json.loads(line)["files"][0]["path"] == "evil\u202etxt.exe"
 
 
-def test_exports_show_forged_names_escaped(tmp_path: Path) -> None:
+def test_exports_show_forged_names_escaped(tmp_path: Path, matrix: Any) -> None:
+    matrix.case("forged names", "exports (md, json, jsonl)")
     from workspace import events as ev
     from workspace.exports import export_thread
     from workspace.persistence import Store
@@ -464,7 +479,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 @pytest.mark.parametrize("direction", ["back", "forward"])
-async def test_kill_9_mid_apply_is_found_and_recovered(tmp_path: Path, direction: str) -> None:
+async def test_kill_9_mid_apply_is_found_and_recovered(tmp_path: Path, direction: str, matrix: Any) -> None:
+    matrix.case("kill -9 during apply", f"mid-apply, recovered {direction}")
     from workspace.changes import ChangeHistory, find_interrupted_applies, recover
 
     folder = _project(tmp_path)
@@ -504,7 +520,8 @@ async def test_kill_9_mid_apply_is_found_and_recovered(tmp_path: Path, direction
     assert entry.state == ("failed" if direction == "back" else "applied")
 
 
-def test_kill_9_at_random_moments_leaves_every_file_whole(tmp_path: Path) -> None:
+def test_kill_9_at_random_moments_leaves_every_file_whole(tmp_path: Path, matrix: Any) -> None:
+    matrix.case("kill -9 during apply", f"at random moments ({TRIALS_KILLED} trials)")
     from workspace.changes import find_interrupted_applies, recover
 
     rng = random.Random(9)
@@ -529,7 +546,9 @@ def test_kill_9_at_random_moments_leaves_every_file_whole(tmp_path: Path) -> Non
     print(f"kill -9 at random moments: {seen}")
 
 
-def test_the_command_line_reports_and_recovers_an_interrupted_apply(tmp_path: Path, robotlab_home: Path) -> None:
+def test_the_command_line_reports_and_recovers_an_interrupted_apply(tmp_path: Path, robotlab_home: Path,
+                                                                    matrix: Any) -> None:
+    matrix.case("kill -9 during apply", "robotlab run reports it, changes recover")
     folder = _project(tmp_path)
     _kill_mid_apply(folder, "-", pause=4)  # the default store, in ROBOTLAB_HOME
 
@@ -558,7 +577,8 @@ def test_the_command_line_reports_and_recovers_an_interrupted_apply(tmp_path: Pa
 
 
 @pytest.mark.parametrize("direction", ["back", "forward"])
-def test_kill_9_mid_undo_is_recovered(tmp_path: Path, direction: str) -> None:
+def test_kill_9_mid_undo_is_recovered(tmp_path: Path, direction: str, matrix: Any) -> None:
+    matrix.case("kill -9 during apply", f"mid-undo, recovered {direction}")
     from workspace.changes import ChangeHistory, find_interrupted_applies, recover
 
     folder = _project(tmp_path)
@@ -577,8 +597,9 @@ def test_kill_9_mid_undo_is_recovered(tmp_path: Path, direction: str) -> None:
     assert find_interrupted_applies(folder, store=store) == []
 
 
-def test_an_entry_stuck_at_applying_without_a_journal_is_reported_and_recovered(tmp_path: Path) -> None:
+def test_an_entry_stuck_at_applying_without_a_journal_is_reported_and_recovered(tmp_path: Path, matrix: Any) -> None:
     """History entries an older version left at "applying" (no journal) are found too."""
+    matrix.case("kill -9 during apply", "an entry left at applying without a journal")
     import shutil
 
     from workspace.changes import find_interrupted_applies, recover
@@ -594,7 +615,8 @@ def test_an_entry_stuck_at_applying_without_a_journal_is_reported_and_recovered(
     assert find_interrupted_applies(folder, store=store) == []
 
 
-def test_a_file_changed_after_the_interruption_is_not_overwritten_unasked(tmp_path: Path) -> None:
+def test_a_file_changed_after_the_interruption_is_not_overwritten_unasked(tmp_path: Path, matrix: Any) -> None:
+    matrix.case("kill -9 during apply", "a file changed after the interruption")
     from workspace.changes import find_interrupted_applies, recover
 
     folder = _project(tmp_path)
@@ -612,7 +634,8 @@ def test_a_file_changed_after_the_interruption_is_not_overwritten_unasked(tmp_pa
     assert (folder / "f11.txt").read_bytes() == b"old 11\n" * (BIG // 7)
 
 
-async def test_the_workspace_offers_recovery_to_the_window(tmp_path: Path) -> None:
+async def test_the_workspace_offers_recovery_to_the_window(tmp_path: Path, matrix: Any) -> None:
+    matrix.case("kill -9 during apply", "the window is offered the recovery")
     from workspace.providers.testing import ScriptedProvider
     from workspace.session import Workspace
 
@@ -630,8 +653,9 @@ async def test_the_workspace_offers_recovery_to_the_window(tmp_path: Path) -> No
     assert set(_states(folder).values()) == {"old"} and not _temps(folder)
 
 
-def test_an_apply_whose_rollback_failed_too_is_offered_for_recovery(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_apply_whose_rollback_failed_too_is_offered_for_recovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     matrix: Any) -> None:
+    matrix.case("kill -9 during apply", "the apply and its rollback fail (disk full)")
     from workspace.changes import find_interrupted_applies, recover
 
     folder = _project(tmp_path)
@@ -662,9 +686,10 @@ def test_an_apply_whose_rollback_failed_too_is_offered_for_recovery(tmp_path: Pa
 
 
 def test_an_apply_across_more_folders_than_it_keeps_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          fast_fsync: None) -> None:
+                                                          fast_fsync: None, matrix: Any) -> None:
     """Folder handles beyond the limit are closed (synced first); the apply and its undo still work
     and leave no descriptor open."""
+    matrix.case("kill -9 during apply", "an apply across more folders than it keeps open")
     from workspace.changes import folderio
 
     monkeypatch.setattr(folderio, "MAX_OPEN_DIRS", 4)

@@ -63,6 +63,8 @@ def open_store(args: argparse.Namespace, *, create: bool = False) -> Store:
     from workspace.persistence import Store
 
     path = database_path(args)
+    if create:
+        _refuse_a_folder(args, path)
     if not create and not path.is_file():
         if getattr(args, "db", None):
             what = "is a folder, not a database file" if path.is_dir() else "does not exist"
@@ -73,6 +75,14 @@ def open_store(args: argparse.Namespace, *, create: bool = False) -> Store:
         raise CLIError(f"There is no thread to continue yet (no database at {path}). Start one with "
                        "`robotlab run ROBOT \"message\"` or `robotlab chat`.")
     return Store.open(path)
+
+
+def _refuse_a_folder(args: argparse.Namespace, path: Path) -> None:
+    """``--db`` naming a folder: say so in its terms (the database layer's fix, ROBOTLAB_HOME, is no fix here)."""
+    from workspace.cli import CLIError
+
+    if getattr(args, "db", None) and path.is_dir():
+        raise CLIError(f"--db {path} is a folder, not a database file; give a file, e.g. --db {path / 'threads.db'}")
 
 
 def thread_to_continue(store: Store, args: argparse.Namespace, *, kind: str,
@@ -132,6 +142,8 @@ def open_workspace(args: argparse.Namespace, *, config: Config, folder: Path | N
     from workspace.session import Workspace
 
     if store is None:
+        if not getattr(args, "no_record", False):
+            _refuse_a_folder(args, database_path(args))
         store = Store.open(":memory:" if getattr(args, "no_record", False) else database_path(args))
     return Workspace(config=config, folder=folder, store=store, approval=approval)
 

@@ -163,8 +163,16 @@ def _get(url: str, *, data: dict[str, Any] | None = None, timeout: float = PROBE
             if response.status != 200:
                 return None
             return json.loads(response.read(2_000_000) or b"null")
-    except (urllib.error.URLError, OSError, ValueError, TimeoutError):
+    except urllib.error.HTTPError:  # an answer: not this kind of server
         return None
+    except (urllib.error.URLError, OSError, TimeoutError) as exc:  # no answer at all: ask it nothing more
+        raise _NoAnswer(str(exc)) from exc
+    except ValueError:
+        return None
+
+
+class _NoAnswer(Exception):
+    """The server did not answer a probe (refused, timed out): the other questions would wait as long."""
 
 
 def _positive(value: Any) -> int | None:
@@ -255,6 +263,10 @@ def probe_server(model: str | None, api_base: str | None) -> int | None:
     for probe in order:
         try:
             window = probe(root, name)
+        except _NoAnswer as exc:  # a server that does not answer one question keeps the others waiting
+            log.debug("context window probe %s at %s: no answer (%s)", probe.__name__, root, exc)
+            window = None
+            break
         except Exception as exc:  # a strange answer is no answer
             log.debug("context window probe %s at %s failed: %s", probe.__name__, root, exc)
             window = None

@@ -97,6 +97,7 @@ class Tool:
         "_validator",
         "annotations",
         "description",
+        "extra_arguments",
         "handler",
         "mcp",
         "name",
@@ -132,6 +133,9 @@ class Tool:
         self.title = title
         self._validator: Any = None
         self._accepts: frozenset[str] | None = None
+        #: False for a tool whose handler takes only the arguments its schema names (a Python function
+        #: without ``**kwargs``): another argument is then an invalid call, named, not a TypeError.
+        self.extra_arguments = True
 
     # -- RobotLab's surface ---------------------------------------------------------------
     @property
@@ -205,6 +209,15 @@ class Tool:
             return [f"arguments must be a JSON object, got {type(arguments).__name__}"]
         if not self.parameters:
             return []
+        problems = []
+        known = self.parameters.get("properties")
+        if not self.extra_arguments and isinstance(known, dict):
+            import difflib
+
+            for key in sorted(set(arguments) - set(known)):
+                near = difflib.get_close_matches(str(key), list(known), n=1)
+                hint = f" — did you mean '{near[0]}'?" if near else f" (it takes: {', '.join(known) or 'nothing'})"
+                problems.append(f"unknown argument '{key}'{hint}")
         if self._validator is None:
             import jsonschema
 
@@ -216,8 +229,7 @@ class Tool:
                 # A server's schema we cannot use is not the model's fault: accept the call.
                 self._validator = False
         if self._validator is False:
-            return []
-        problems = []
+            return problems
         for err in sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)):
             where = "/".join(str(p) for p in err.absolute_path)
             problems.append(f"{where}: {err.message}" if where else err.message)

@@ -163,6 +163,7 @@ def function_tool(
         annotations=annotations,
         timeout=timeout,
     )
+    t.extra_arguments = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
     return t
 
 

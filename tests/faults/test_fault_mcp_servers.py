@@ -1,6 +1,8 @@
-"""Faults, against real (deliberately bad) server processes: a missing command, a server that
-exits at start or mid-call, garbage on stdout, a server that never answers, call time limits,
-and cancellation of an in-flight call (the server must receive ``notifications/cancelled``)."""
+"""MCP faults at the server manager, against real (deliberately bad) server processes: a missing
+command, a server that exits at start or mid-call, garbage on stdout, a server that never answers,
+call time limits, cancellation of an in-flight call (the server must receive
+``notifications/cancelled``), a server stopped mid-call, and the configuration file broken while
+it is watched. (The same faults met in a recorded thread: test_fault_mcp.py.)"""
 
 from __future__ import annotations
 
@@ -55,7 +57,8 @@ async def wait_until(predicate: Any, timeout: float = 5.0) -> None:
         await asyncio.sleep(0.02)
 
 
-async def test_a_missing_command_names_the_command_and_the_fix(manager: MCPManager) -> None:
+async def test_a_missing_command_names_the_command_and_the_fix(manager: MCPManager, matrix: Any) -> None:
+    matrix.case("MCP faults", "a missing command (and a missing npx)")
     status = await manager.start("missing")
     assert status.state is ServerState.FAILED
     assert "command 'robotlab-no-such-mcp-server' not found on PATH" in (status.reason or "")
@@ -68,7 +71,8 @@ async def test_a_missing_command_names_the_command_and_the_fix(manager: MCPManag
     assert out.is_error and "robotlab-no-such-mcp-server" in out.data
 
 
-async def test_a_server_that_exits_at_start_shows_its_stderr(manager: MCPManager) -> None:
+async def test_a_server_that_exits_at_start_shows_its_stderr(manager: MCPManager, matrix: Any) -> None:
+    matrix.case("MCP faults", "exits at start: its stderr is shown")
     status = await manager.start("exits")
     assert status.state is ServerState.FAILED
     assert "exited before completing the MCP handshake" in (status.reason or "")
@@ -77,7 +81,8 @@ async def test_a_server_that_exits_at_start_shows_its_stderr(manager: MCPManager
 
 
 async def test_a_server_that_exits_mid_call_is_a_tool_error_then_restarts(manager: MCPManager,
-                                                                          tmp_path: Path) -> None:
+                                                                          tmp_path: Path, matrix: Any) -> None:
+    matrix.case("MCP faults", "exits mid-call: a tool error, then restarts")
     tools = {t.name: t for t in await manager.tools_for(["ok"])}
     assert (await tools["ok__echo"].invoke({"message": "one"})).data == "echo: one"
     crashed = await tools["ok__crash"].invoke({})
@@ -91,7 +96,8 @@ async def test_a_server_that_exits_mid_call_is_a_tool_error_then_restarts(manage
     assert manager.status("ok").starts == 2 and starts_of(manager, tmp_path) == 2
 
 
-async def test_garbage_on_stdout(manager: MCPManager) -> None:
+async def test_garbage_on_stdout(manager: MCPManager, matrix: Any) -> None:
+    matrix.case("MCP faults", "garbage on stdout (manager: at start, mid-call)")
     status = await manager.start("garbage")
     assert status.state is ServerState.FAILED
     assert "not JSON-RPC" in (status.reason or "") and "Welcome to the garbage server" in (status.reason or "")
@@ -103,7 +109,8 @@ async def test_garbage_on_stdout(manager: MCPManager) -> None:
     assert (await manager.call_tool("ok", "echo", {"message": "clean"})).data == "echo: clean"
 
 
-async def test_a_server_that_never_answers_times_out(manager: MCPManager) -> None:
+async def test_a_server_that_never_answers_times_out(manager: MCPManager, matrix: Any) -> None:
+    matrix.case("MCP faults", "never answers the handshake (1 s), not retried on each use")
     began = time.monotonic()
     status = await manager.start("silent")
     assert status.state is ServerState.FAILED
@@ -118,14 +125,16 @@ async def test_a_server_that_never_answers_times_out(manager: MCPManager) -> Non
     assert (await manager.restart("silent")).starts == 2
 
 
-async def test_a_call_over_its_time_limit_is_cancelled_on_the_server(manager: MCPManager) -> None:
+async def test_a_call_over_its_time_limit_is_cancelled_on_the_server(manager: MCPManager, matrix: Any) -> None:
+    matrix.case("MCP faults", "a call over its time limit is cancelled on the server")
     out = await manager.call_tool("slow", "sleep", {"seconds": 30})
     assert out.is_error and "did not answer 'sleep' within 1 s" in out.data and "mcpServers.slow.timeout" in out.data
     await wait_until(lambda: any("cancelled request" in line for line in manager.status("slow").stderr))
     assert (await manager.call_tool("slow", "echo", {"message": "after"})).data == "echo: after"
 
 
-async def test_cancelling_a_call_sends_notifications_cancelled(manager: MCPManager) -> None:
+async def test_cancelling_a_call_sends_notifications_cancelled(manager: MCPManager, matrix: Any) -> None:
+    matrix.case("MCP faults", "a cancelled call sends notifications/cancelled")
     tools = {t.name: t for t in await manager.tools_for(["ok"])}
     call = asyncio.ensure_future(tools["ok__sleep"].invoke({"seconds": 30}))
     await asyncio.sleep(0.3)
@@ -137,7 +146,8 @@ async def test_cancelling_a_call_sends_notifications_cancelled(manager: MCPManag
     assert manager.status("ok").starts == 1
 
 
-async def test_stopping_a_server_ends_its_in_flight_calls(manager: MCPManager) -> None:
+async def test_stopping_a_server_ends_its_in_flight_calls(manager: MCPManager, matrix: Any) -> None:
+    matrix.case("MCP faults", "stopping a server ends its in-flight calls")
     await manager.start("ok")
     call = asyncio.ensure_future(manager.call_tool("ok", "sleep", {"seconds": 30}))
     await asyncio.sleep(0.3)
@@ -147,7 +157,8 @@ async def test_stopping_a_server_ends_its_in_flight_calls(manager: MCPManager) -
     assert status.state is ServerState.STOPPED
 
 
-async def test_the_configuration_file_is_watched_and_reloaded(robotlab_home: Path) -> None:
+async def test_the_configuration_file_is_watched_and_reloaded(robotlab_home: Path, matrix: Any) -> None:
+    matrix.case("MCP faults", "the configuration file broken while watched")
     from workspace import paths
     from workspace.config import load_config
 
