@@ -88,13 +88,17 @@ async def test_shipped_robots_duplicate_to_edit_and_delete_asks_first(desktop: A
     w = desktop.window
     editor = w.robots.open_editor()
     assert editor.draft.read_only and editor.read_only_bar.isVisible() and editor.form.body.isReadOnly()
+    assert not editor.dirty  # showing a robot is no edit
     assert not editor.save()
     editor.copy_button.click()
     copy_name = editor.form.name.text()
     assert copy_name.endswith("-copy") and not editor.draft.read_only
+    assert editor.list_selection() == []  # the copy is not the shipped robot
     assert editor.save()
     path = paths.user_robots_dir() / f"{copy_name}.md"
     assert path.is_file()
+    assert not editor.dirty and editor.status.text().startswith("Saved")
+    assert editor.list_selection() == [copy_name]
     answers: list[bool] = [False, True]
     monkeypatch.setattr(editor, "_confirm", lambda *a, **k: answers.pop(0))
     editor.delete_robot()
@@ -122,3 +126,25 @@ async def test_the_editor_fits_a_small_screen(desktop: Any) -> None:
     assert editor.minimumSizeHint().width() <= 800
     assert isinstance(desktop.window.robot_edit_button.accessibleName(), str)
     assert Path(editor.draft.path or "").suffix == ".md"
+
+
+async def test_esc_closes_the_editor_and_unsaved_changes_ask_first(desktop: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    editor = desktop.window.robots.open_editor(new=True)
+    asked: list[str] = []
+    answers = [False, True]
+
+    def confirm(question: str, *_a: Any, **_k: Any) -> bool:
+        asked.append(question)
+        return answers.pop(0)
+
+    monkeypatch.setattr(editor, "_confirm", confirm)
+    await wait_until(lambda: QApplication.activeWindow() is editor, what="the editor to be the active window")
+    QTest.keyClick(editor.form.name, Qt.Key.Key_Escape)
+    assert editor.isVisible() and asked == ["Close without saving?"]  # "No": it stays
+    QTest.keyClick(editor.form.name, Qt.Key.Key_Escape)
+    assert not editor.isVisible()
+    editor = desktop.window.robots.open_editor()  # a saved (shipped) robot: Esc closes at once
+    await wait_until(lambda: QApplication.activeWindow() is editor, what="the editor to be the active window")
+    QTest.keyClick(editor.robot_list, Qt.Key.Key_Escape)
+    assert not editor.isVisible() and len(asked) == 2

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QDialog,
     QFrame,
@@ -367,17 +368,29 @@ class RobotEditor(QDialog):
             name, n = f"{base}-{n}", n + 1
         return name
 
+    def list_selection(self) -> list[str]:
+        """The names chosen in the list (at most one)."""
+        return [str(item.data(Qt.ItemDataRole.UserRole + 1)) for item in self.robot_list.selectedItems()]
+
+    def _unselect(self) -> None:
+        """A robot not saved yet is none of the list's: nothing there looks chosen."""
+        self.robot_list.blockSignals(True)
+        self.robot_list.setCurrentRow(-1)
+        self.robot_list.clearSelection()
+        self.robot_list.blockSignals(False)
+
     def new_robot(self) -> None:
         if self.dirty and not self._confirm("Discard your changes to this robot?",
                                             f"The changes to '{self.draft.name}' are not saved."):
             return
-        self.robot_list.clearSelection()
+        self._unselect()
         self.show_draft(robot_files.new_draft(self._unique("my-robot")))
         self.form.focus_name()
 
     def duplicate_robot(self) -> None:
         base = self._current_draft()
         stem = base.name.split("-copy")[0] or "robot"
+        self._unselect()
         self.show_draft(robot_files.duplicate(base, self._unique(f"{stem}-copy")))
         self.form.focus_name()
 
@@ -422,9 +435,13 @@ class RobotEditor(QDialog):
         self._save_approval(draft.name, old_name if not new else None)
         self.draft = draft
         self.dirty = False
-        self.status.setText(f"Saved {draft.path}")
-        self.saved.emit(draft.name, new)
+        focus = QApplication.focusWidget()
+        self.saved.emit(draft.name, new)  # the window lists the robot (and may start a thread with it)
         self.reload_list(select=draft.name)
+        self.status.setText(f"Saved {draft.path}")
+        self.activateWindow()  # the editor keeps the keyboard (Esc closes it)
+        if focus is not None and self.isAncestorOf(focus):
+            focus.setFocus(Qt.FocusReason.OtherFocusReason)
         return True
 
     # -- the approval policy --------------------------------------------------------------------------------
@@ -461,13 +478,10 @@ class RobotEditor(QDialog):
         box.setDefaultButton(QMessageBox.StandardButton.No)
         return box.exec() == QMessageBox.StandardButton.Yes
 
-    def closeEvent(self, event: QCloseEvent) -> None:
+    def reject(self) -> None:
+        """Esc, Close and the window's close button (QDialog.closeEvent calls this): unsaved changes ask first."""
         if self.dirty and not self.draft.read_only and not self._confirm(
                 "Close without saving?", f"The changes to '{self.draft.name}' are not saved."):
-            event.ignore()
             return
         self.dirty = False
-        super().closeEvent(event)
-
-    def reject(self) -> None:  # Esc
-        self.close()
+        super().reject()

@@ -272,9 +272,9 @@ class RobotForm(QTabWidget):
             self.mcp.set_value(front.get("mcp"))
             for key, editor in self.settings.items():
                 editor.set_value(front.get(key))
+            self.set_read_only(read_only)
         finally:
             self.blockSignals(False)
-        self.set_read_only(read_only)
 
     def set_read_only(self, read_only: bool) -> None:
         for edit in (self.name, self.description, self.tools.other):
