@@ -38,7 +38,10 @@ async def test_new_robot_by_keyboard_saves_a_file_the_next_message_uses(desktop:
     w.commands.by_name["new_robot"].trigger()
     editor = w.robots.editor
     assert editor is not None and editor.isVisible()
-    assert unnamed_controls(editor) == []
+    for tab in range(editor.form.count()):  # every tab's controls have a name a screen reader says
+        editor.form.setCurrentIndex(tab)
+        assert unnamed_controls(editor) == [], editor.form.tabText(tab)
+    editor.form.setCurrentIndex(0)
     await wait_until(lambda: QApplication.focusWidget() is editor.form.name, what="the name field's focus")
     _keys("haiku-bot")
     QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
