@@ -163,3 +163,18 @@ def test_the_robots_approval_rule(tmp_path: Path) -> None:
     robot_files.set_robot_approval(policy, "billing", None)
     assert robot_files.robot_approval(policy, "billing") is None
     assert len(policy.rules) == 1  # the tool's own rule stays
+
+
+def test_a_field_added_to_the_schema_is_offered_without_code_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import Field
+
+    from workspace.schemas import robot as schema
+
+    class Wider(schema.FrontMatter):
+        fallback_models: list[str] | None = Field(None, description="Models to try when the first one fails")
+        max_cost: float | None = Field(None, ge=0, description="The most one run may cost, in dollars")
+
+    monkeypatch.setattr(schema, "FrontMatter", Wider)
+    specs = {s.key: s for s in robot_files.setting_fields()}
+    assert specs["fallback_models"].kind == "list" and "fails" in specs["fallback_models"].description
+    assert specs["max_cost"].kind == "number" and specs["max_cost"].minimum == 0

@@ -55,6 +55,7 @@ def _flow(app: AppUnderTest, xserver: XServer) -> None:
     app.type(message)
     app.key("ctrl+Return")
     turn = app.wait_turn(message, "running", timeout=20)  # the typed message is the thread's turn
+    wait_for(lambda: app.title().startswith(message), 10, "the thread's title in the window's")
     time.sleep(2.0)
     app.shot("streaming")
     app.key("Escape")

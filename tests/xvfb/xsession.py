@@ -108,7 +108,8 @@ class AppUnderTest:
         def shown() -> list[str]:
             if process.poll() is not None:
                 raise AssertionError(f"the app ended with status {process.returncode}: {self.output()}")
-            return self.windows_named(f"^{TITLE}")
+            # The title grows ("thread — folder — RobotLab Workspace"): this process's window, by its end.
+            return self.windows_named(f"{TITLE}$", pid=process.pid)
 
         try:
             ids = wait_for(shown, 90, "the window (xdotool search --name)", step=0.3)
@@ -160,11 +161,14 @@ class AppUnderTest:
         values = dict(line.split("=", 1) for line in out.split() if "=" in line)
         return {k: int(v) for k, v in values.items() if k in ("X", "Y", "WIDTH", "HEIGHT")}
 
-    def windows_named(self, title: str) -> list[str]:
-        """The visible windows whose title matches ``title`` now (no waiting)."""
-        found = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", title], env=self.env(),
-                               capture_output=True, text=True, timeout=30)
+    def windows_named(self, title: str, *, pid: int | None = None) -> list[str]:
+        """The visible windows whose title matches ``title`` (and of process ``pid``) now (no waiting)."""
+        args = ["xdotool", "search", "--all", "--onlyvisible", *(["--pid", str(pid)] if pid else []), "--name", title]
+        found = subprocess.run(args, env=self.env(), capture_output=True, text=True, timeout=30)
         return found.stdout.split()
+
+    def title(self) -> str:
+        return self.xdotool("getwindowname", self.window).strip()
 
     def window_named(self, title: str) -> str:
         found = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--name", title], env=self.env(),
