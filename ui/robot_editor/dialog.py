@@ -279,6 +279,7 @@ class RobotEditor(QDialog):
         self.delete_button.setEnabled(not draft.read_only and not new)
         self.save_button.setEnabled(not draft.read_only)
         self.dirty = new
+        self.status.setText("Not saved" if new else "")
         self._update_path()
         self.refresh_checks()
 
