@@ -67,17 +67,18 @@ libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xfixes0 libxcb-xkb1 libxc
   fi
 fi
 
-# 4. For the packaging tests: a virtual X server and a headless Wayland compositor to start the
-#    bundle on, and the validators of the .desktop entry and AppStream metadata (best effort).
+# 4. For the packaging tests and the Xvfb layer (tests/xvfb): a virtual X server, xdotool for real
+#    key and mouse events, a headless Wayland compositor to start the bundle on, and the validators
+#    of the .desktop entry and AppStream metadata (best effort).
 if [ "$MODE" = dev ] && command -v dpkg-query >/dev/null; then
   missing=""
-  for pkg in xvfb xauth weston libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 desktop-file-utils appstream; do
+  for pkg in xvfb xauth xdotool weston libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 desktop-file-utils appstream; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"
   done
   if [ -n "$missing" ]; then
     say "Installing test tools:$missing"
     { need_root apt-get update -qq && need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null; } \
-      || echo "Could not install$missing; the packaging tests that need them will be skipped." >&2
+      || echo "Could not install$missing; the packaging and Xvfb tests that need them will be skipped." >&2
   fi
 fi
 

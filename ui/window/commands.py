@@ -117,6 +117,8 @@ class Commands:
         add("theme_dark", "Dark theme", lambda: settings.set_theme("dark"), None, view_menu, "moon")
         add("load_earlier", "Show earlier turns", w.chat.load_earlier, None, view_menu)
         add("robot_picker", "Choose robot…", w.robots.focus_picker, "Ctrl+Shift+P", view_menu, "robot")
+        add("robot_editor", "Edit robots…", w.robots.open_editor, "Ctrl+Alt+R", view_menu, "edit")
+        add("new_robot", "New robot…", lambda: w.robots.open_editor(new=True), None, view_menu, "plus")
         add("shortcuts", "Keyboard shortcuts", self.show_shortcuts, "Ctrl+/", help_menu, "command")
         add("about", "About RobotLab Workspace (version, data folders)…", settings.open_about, None, help_menu)
 

@@ -1,4 +1,5 @@
-"""The robot picker (robots, then networks) and the model line under the thread's title."""
+"""The robot picker (robots, then networks), the model line under the thread's title, and the robot
+editor (ui/robot_editor), opened from the button beside the picker or the command palette."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from ui import theme
 
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
+    from ui.robot_editor import RobotEditor
 
 PICKER_TIP = "The robot or network for new threads (a thread keeps its robot or network)"
 
@@ -19,6 +21,8 @@ class Robots:
         self.window = window
         #: The robot files' problems last shown (a toast), so the same ones are not shown again.
         self._shown_problems: list[str] = []
+        #: The robot editor (made on first use, then kept).
+        self.editor: RobotEditor | None = None
 
     def connect(self) -> None:
         w = self.window
@@ -30,6 +34,11 @@ class Robots:
 
         muted = theme.colors().muted
         self.window.robot_model.icons = {"robot": theme.icon("robot", muted, 16), "network": network_icon(muted, 16)}
+        button = getattr(self.window, "robot_edit_button", None)
+        if button is not None:
+            button.setIcon(theme.icon("edit", muted, 16))
+        if self.editor is not None:
+            self.editor.retheme()
 
     def refresh(self) -> None:
         """Read the robots and networks again (a folder, the settings or the trust changed)."""
@@ -114,3 +123,37 @@ class Robots:
         w.composer.set_robot(getattr(thread, "robot", None) or c.robot_name)
         w.status.show_target(what="Network" if c.target_kind == "network" else "Robot", name=c.robot_name,
                              model_label=label)
+
+    # -- the robot editor --------------------------------------------------------------------------------
+    def open_editor(self, *, new: bool = False) -> RobotEditor:
+        """The robot editor, on the robot new threads talk to (or a new robot)."""
+        from ui.robot_editor import RobotEditor
+
+        w, c = self.window, self.window.controller
+        if self.editor is None:
+            self.editor = RobotEditor(c, w)
+            self.editor.saved.connect(self.on_saved)
+            self.editor.deleted.connect(self.on_deleted)
+        thread = getattr(c.session, "thread", None) if c.session is not None else None
+        name = getattr(thread, "robot", None) if getattr(thread, "kind", "robot") == "robot" else None
+        self.editor.open_robot(name or (c.robot_name if c.target_kind == "robot" else None), new=new)
+        return self.editor
+
+    def on_saved(self, name: str, new: bool) -> None:
+        """A robot file was written: every thread's next message uses it, and the picker lists it."""
+        w, c = self.window, self.window.controller
+        c.apply_config(c.config)  # threads build their robots again from the files at their next message
+        self.refresh()
+        if new and not c.running:
+            row = w.robot_model.row_of(name, "robot")
+            if row >= 0:
+                w.robot_picker.setCurrentIndex(row)  # new threads talk to it (a thread keeps its robot)
+        w.toast.show_message(f"Saved robot {name}: the next message uses it.")
+
+    def on_deleted(self, name: str) -> None:
+        w, c = self.window, self.window.controller
+        c.apply_config(c.config)
+        if c.robot_name == name and c.target_kind == "robot":
+            c.set_robot(next((r.name for r in c.robots(refresh=True) if r.name != name), name))
+        self.refresh()
+        w.toast.show_message(f"Deleted robot {name}.")
