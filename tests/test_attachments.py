@@ -275,3 +275,35 @@ async def test_an_mcp_resource_is_attached_with_its_server_and_uri(server: FakeL
     part = server.requests[0]["messages"][-1]["content"][1]["text"]
     assert part.startswith("Attached MCP resource small://text from MCP server 'dynamic' (text/plain")
     assert "just a few words" in part
+
+
+# -- exports ----------------------------------------------------------------------------------------------
+async def test_exports_list_the_attachments(server: FakeLLMServer, folder: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from workspace.exports import export_events_jsonl, export_markdown, export_results_json
+
+    monkeypatch.setenv("SERVICE_API_KEY", "sk-verysecretvalue-123456")
+    (folder / "config.env").write_text("TOKEN=sk-verysecretvalue-123456\n")
+    ws = Workspace(db_path=tmp_path / "w.db", folder=folder, provider=provider("lean", server))
+    try:
+        session = ws.new_thread("assistant")
+        await asyncio.wait_for(session.send("Look", attachments=["cat.png", "config.env"]).wait(), timeout=60)
+        thread = session.thread_id
+        md = export_markdown(ws.store, thread)
+        assert "**Attached:**" in md
+        assert "- cat.png (image/png, 75 B), from `cat.png`" in md
+        assert f"![cat.png](data:image/png;base64,{base64.b64encode(png()).decode()})" in md
+        assert "- config.env (text/plain," in md
+        results = json.loads(export_results_json(ws.store, thread))
+        assert [a["name"] for a in results[0]["attachments"]] == ["cat.png", "config.env"]
+        jsonl = export_events_jsonl(ws.store, thread)
+        assert '"attachments":[{"kind":"image","name":"cat.png"' in jsonl
+        everything = md + jsonl + json.dumps(results)
+        assert "sk-verysecretvalue-123456" not in everything
+        # The secret never reached the database either, nor the model.
+        stored = session.attachments(session.transcript()[0].id)[1]
+        assert "sk-verysecretvalue-123456" not in (stored.text or "") and "<SERVICE_API_KEY>" in (stored.text or "")
+    finally:
+        await ws.aclose()
