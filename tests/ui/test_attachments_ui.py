@@ -187,7 +187,7 @@ async def test_button_drop_and_paste_add_chips_and_a_reopened_thread_shows_them(
         # The next message sends them again with the conversation.
         window.runs.send("And now?")
         await _idle(root)
-        first_user = [m for m in model.seen[-1] if m.is_user][0]
+        first_user = next(m for m in model.seen[-1] if m.is_user)
         assert isinstance(first_user.content, list) and first_user.content[-1]["type"] == "image_url"
 
 
