@@ -163,7 +163,7 @@ async def test_an_image_and_a_text_file_reach_the_request_as_content_parts(serve
     assert [(a["kind"], a["name"], a["mime"]) for a in started.attachments] == [
         ("file", "notes.md", "text/markdown"), ("image", "cat.png", "image/png")]
     notes = [e for e in events if isinstance(e, ev.RunStatus) and e.state == "notice"]
-    assert notes and "is not known (a local server): cat.png is sent as an image" in notes[0].detail
+    assert notes and "is not known (its server does not say): cat.png is sent as an image" in notes[0].detail
     content = server.requests[0]["messages"][-1]["content"]
     assert [p["type"] for p in content] == ["text", "text", "text", "image_url"]
     assert content[0]["text"] == "Describe them"

@@ -425,9 +425,9 @@ def vision_problem(provider: Any, attachments: Sequence[Attachment]) -> tuple[st
     if answer is False:
         return (f"{model} does not take images, so {names} was not sent. Remove the image, or choose a model that "
                 "supports vision (for example openai/gpt-4o-mini or anthropic/claude-sonnet-4-5)"), None
-    if answer is None:
-        return None, (f"Whether {model} takes images is not known (a local server): {names} is sent as an image; "
-                      "if the server refuses it, load a vision model (for example llava or qwen2.5-vl)")
+    if answer is None and getattr(provider, "is_language_model", True):
+        return None, (f"Whether {model} takes images is not known (its server does not say): {names} is sent as an "
+                      "image; if the server refuses it, load a vision model (for example llava or qwen2.5-vl)")
     return None, None
 
 
