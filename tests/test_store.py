@@ -62,7 +62,9 @@ def one_of_each() -> list[ev.Event]:
     """One event of every kind, with non-default fields."""
     result = sample_result()
     samples: dict[type[ev.Event], dict[str, Any]] = {
-        ev.RunStarted: {"message": "hi", "model": "scripted", "is_language_model": False},
+        ev.RunStarted: {"message": "hi", "model": "scripted", "is_language_model": False,
+                        "attachments": [{"kind": "file", "name": "a.md", "mime": "text/markdown", "size": 3,
+                                         "sha256": "ab" * 32, "path": "a.md"}]},
         ev.TextDelta: {"text": "Hel"},
         ev.Text: {"text": "Hello"},
         ev.ToolUse: {"id": "call_1", "name": "add", "input": {"a": 1, "b": 2}, "server": "calc"},

@@ -432,7 +432,29 @@ class Controller(QObject):
         """The run started last (None when none is running)."""
         return self._runs[-1] if self._runs else None
 
-    def send(self, text: str) -> bool:
+    def attachment_problem(self, attachments: list[Any]) -> str | None:
+        """Why ``attachments`` cannot go to the thread's model (images to a model that cannot see them), said
+        before anything is sent; None when they can (or it is not known yet: the run checks again)."""
+        if not any(getattr(a, "is_image", False) for a in attachments):
+            return None
+        try:
+            if self.session is not None:
+                provider = self.session.robot.provider
+            elif self.workspace is not None:
+                provider = self.workspace.load_robot(self.robot_name).provider
+            else:
+                return None
+        except Exception:  # a network thread, a robot that cannot load: the send says what is wrong
+            return None
+        from workspace.attachments import vision_problem
+        from workspace.providers import litellm_provider
+
+        if isinstance(provider, litellm_provider.LiteLLMProvider) and not litellm_provider.is_loaded():
+            return None  # not loaded yet (it loads after the first paint): the run checks, off the window's thread
+        error, _note = vision_problem(provider, attachments)
+        return error
+
+    def send(self, text: str, *, attachments: list[Any] | None = None) -> bool:
         if self.running:
             self.notice.emit("A run is in progress: stop it (Esc) before sending another message.")
             return False
@@ -449,7 +471,7 @@ class Controller(QObject):
                 return False
             created = True
         try:
-            run = self.session.send(text)
+            run = self.session.send(text, attachments=attachments) if attachments else self.session.send(text)
         except Exception as exc:
             self.problem.emit(f"Could not send the message: {exc}")
             return False

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from ui import theme
+from ui.window.attachments import Attachments
 from ui.window.commands import Commands
 from ui.window.docks import Docks
 from ui.window.folder_flow import FolderFlow
@@ -73,6 +74,7 @@ class MainWindow(QMainWindow):
         self.robots = Robots(self)
         self.threads = Threads(self)
         self.runs = Runs(self)
+        self.attachments = Attachments(self)
         self.settings_flow = SettingsFlow(self)
         self.folder_flow = FolderFlow(self)
         self.transfer = Transfer(self)
@@ -118,7 +120,7 @@ class MainWindow(QMainWindow):
         self.docks.build()
         self.status.build()
         self.commands.build()
-        for part in (self.docks, self.status, self.robots, self.threads, self.runs, self.notifier):
+        for part in (self.docks, self.status, self.robots, self.threads, self.runs, self.notifier, self.attachments):
             part.connect()
         self.commands.update()
         self.robots.update_picker()

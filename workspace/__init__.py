@@ -29,6 +29,8 @@ _EXPORTS: dict[str, str] = {
     "tool": "workspace.tools",
     "Template": "workspace.templates",
     "AgentRun": "workspace.agent",
+    "Attachment": "workspace.attachments",
+    "AttachmentError": "workspace.attachments",
     "Network": "workspace.network",
     "Task": "workspace.network",
     "load_network": "workspace.network",

@@ -85,11 +85,12 @@ class BaseEvent:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``kind`` first, then the fields (results exported). The parent
-        fields appear only on the events of a run inside a run (see :func:`is_nested`)."""
+        fields appear only on the events of a run inside a run (see :func:`is_nested`), a
+        ``run_started``'s ``attachments`` only when there are some."""
         out: dict[str, Any] = {"kind": self.kind}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if value is None and f.name in _PARENT_FIELDS:
+            if (value is None and f.name in _PARENT_FIELDS) or (not value and f.name in _EMPTY_LEFT_OUT):
                 continue
             out[f.name] = _to_jsonable(value)
         return out
@@ -110,6 +111,10 @@ class RunStarted(BaseEvent):
     model: str = ""
     #: False when the provider is the offline demo (not a language model).
     is_language_model: bool = True
+    #: The files, images and MCP resources attached to ``message``: their references
+    #: (:meth:`workspace.attachments.Attachment.ref`: kind, name, mime, size, sha256, path or
+    #: server + uri); the content is stored once in the thread's blobs, never in the event.
+    attachments: list[dict[str, JSON]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -394,6 +399,8 @@ class RunCancelled(BaseEvent):
 
 
 _PARENT_FIELDS = frozenset({"parent_run_id", "parent_tool_id"})
+#: Fields left out of :meth:`BaseEvent.to_dict` while empty (most messages have no attachments).
+_EMPTY_LEFT_OUT = frozenset({"attachments"})
 
 
 #: Every event of a run: the closed union consumers match on exhaustively.

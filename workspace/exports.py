@@ -10,6 +10,10 @@
 * :func:`export_events_jsonl`: one event dict (``Event.to_dict()`` plus ``turn_id``) per line.
 * :func:`import_results_json`: RobotLab results back into a new thread.
 
+Attachments are listed with each message (name, type, size, where from): the Markdown embeds images
+up to 512 KB, the JSON results carry them as ``attachments`` and the JSONL in ``run_started``; the
+content of text attachments stays in the thread.
+
 The model's thinking (``reasoning`` events) is left out unless ``include_reasoning=True`` (the CLI's
 ``--reasoning``): it can be long, and it was never part of the conversation.
 
@@ -49,6 +53,8 @@ __all__ = [
     "import_results_json",
 ]
 
+#: Images up to this size are embedded in the Markdown export (larger ones are listed).
+EMBED_IMAGE_BYTES = 512 * 1024
 #: Export formats by name (the CLI's ``--format``) and their file suffix.
 FORMATS: dict[str, str] = {"md": ".md", "json": ".json", "jsonl": ".jsonl"}
 
@@ -193,8 +199,41 @@ def export_markdown(store: Store, thread_id: str, *, leaf_turn_id: str | None = 
         lines.append("")
         lines.append(turn.user_text or "*(message not recorded)*")
         lines.append("")
+        lines += _markdown_attachments(store, _attachments(events))
         lines += _markdown_events(turn, coalesce_text(events), thread.robot, include_reasoning=include_reasoning)
     return redact("\n".join(lines).rstrip() + "\n")
+
+
+def _attachments(events: Sequence[ev.Event]) -> list[dict[str, Any]]:
+    """The attachment references of a turn's message (its run's ``run_started``)."""
+    started = next((e for e in events if isinstance(e, ev.RunStarted) and not e.nested and e.task is None), None)
+    return [dict(a) for a in started.attachments] if started is not None else []
+
+
+def _markdown_attachments(store: Store, refs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The message's attachments: name, type, size and origin; images up to :data:`EMBED_IMAGE_BYTES`
+    embedded (a ``data:`` URL), larger ones listed."""
+    if not refs:
+        return []
+    from workspace.attachments import IMAGE_MIMES, describe_size
+
+    lines = ["**Attached:**", ""]
+    for ref in refs:
+        name, mime, size = str(ref.get("name") or ""), str(ref.get("mime") or ""), int(ref.get("size") or 0)
+        origin = (f"MCP resource `{ref.get('uri')}` of `{ref.get('server')}`" if ref.get("server") else
+                  f"`{display_path(str(ref['path']))}`" if ref.get("path") else "")
+        line = f"- {display_path(name)} ({mime}, {describe_size(size)})" + (f", from {origin}" if origin else "")
+        if ref.get("note"):
+            line += f"; {ref['note']}"
+        lines.append(line)
+        if mime in IMAGE_MIMES and size <= EMBED_IMAGE_BYTES:
+            data = store.attachment_content(str(ref.get("sha256") or ""))
+            if data is not None:
+                import base64
+
+                lines.append(f"  ![{display_path(name)}](data:{mime};base64,{base64.b64encode(data).decode()})")
+    lines.append("")
+    return lines
 
 
 def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
@@ -365,6 +404,9 @@ def export_results_json(store: Store, thread_id: str, *, leaf_turn_id: str | Non
         item = result.export()
         if with_prompt and turn.user_text:
             item["prompt"] = [TextMessage(role="user", content=turn.user_text).to_dict()]
+        attached = _attachments(events)
+        if attached:  # what went with the message (its content stays in the thread's database)
+            item["attachments"] = attached
         items.append(item)
     return redact(_json(items, indent=indent)) + "\n"
 

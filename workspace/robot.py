@@ -42,7 +42,7 @@ RUN_OPTIONS = frozenset({
     "tools", "mcp", "memory", "network_memory", "network", "task", "max_turns", "approval", "settings",
     "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
     "network_mcp", "max_cost", "max_total_tokens", "history", "parent_run_id", "parent_tool_id", "output_type",
-    "output_mode",
+    "output_mode", "attachments",
 })
 
 
@@ -517,7 +517,9 @@ class Robot:
         ``approval``, ``folder``, ``changes``, ``settings``, ``task``, ``run_id``,
         ``output_type`` / ``output_mode`` (this run's structured output), ``history`` (a
         conversation to use instead of the robot's: the run may go on beside another),
-        ``parent_run_id`` / ``parent_tool_id`` (the run this one works for); any other keyword is
+        ``parent_run_id`` / ``parent_tool_id`` (the run this one works for), ``attachments`` (files,
+        images and MCP resources sent with the message: :class:`~workspace.attachments.Attachment`
+        objects or file paths, inside the run's folder when it has one); any other keyword is
         a template variable for this run (``customer=...``).
         """
         own = options.get("history") is None  # a run with a conversation of its own may run alongside
@@ -552,6 +554,11 @@ class Robot:
         changes = options.get("changes")
         if changes is None and folder_path is not None:
             changes = _new_change_set(folder_path, self, options.get("thread_id"))
+        attachments: list[Any] = []
+        if options.get("attachments"):
+            from workspace.attachments import coerce_attachments
+
+            attachments = coerce_attachments(options["attachments"], folder=folder_path)
 
         async def load_tools() -> ToolManifest:
             manifest, spec.pending_tools = await self._resolve_tools(
@@ -586,7 +593,7 @@ class Robot:
             text_tool_calls=self._config_value("agent.text_tool_calls", "run"),
             context=self.context_manager,
             output=self._structured_output(options), parent_run_id=options.get("parent_run_id"),
-            parent_tool_id=options.get("parent_tool_id"),
+            parent_tool_id=options.get("parent_tool_id"), attachments=attachments,
         )
         if options.get("run_id"):
             spec.run_id = str(options["run_id"])

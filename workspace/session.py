@@ -50,6 +50,7 @@ from workspace.result import Usage
 
 if TYPE_CHECKING:
     from workspace.agent import EventRun
+    from workspace.attachments import Attachment
     from workspace.catalog import RobotInfo
     from workspace.changes import InterruptedApply, RecoveryResult
     from workspace.config import Config
@@ -428,6 +429,9 @@ class ThreadSession:
 
         ``options`` are more run options for ``Robot.stream`` / ``Network.stream`` (template
         parameters, ``max_turns``); the thread's own (approval, folder, changes) are set here.
+        ``attachments``: files, images and MCP resources sent with the message
+        (:class:`~workspace.attachments.Attachment` objects, or paths inside the opened folder); their
+        content is stored once in the thread's database, and sent again with the conversation.
         """
         return self._start(text, self.thread.current_turn_id, options)
 
@@ -440,14 +444,23 @@ class ThreadSession:
         return self.send(CONTINUE_PROMPT)
 
     def edit_and_resend(self, turn_id: str, text: str) -> RecordedRun:
-        """Send ``text`` in place of turn ``turn_id``'s message: a new sibling branch."""
+        """Send ``text`` in place of turn ``turn_id``'s message (with its attachments): a new sibling branch."""
         turn = self._own_turn(turn_id)
-        return self._start(text, turn.parent_turn_id)
+        return self._start(text, turn.parent_turn_id, self._attachments_of(turn_id))
 
     def regenerate(self, turn_id: str) -> RecordedRun:
-        """Ask again: a new sibling of ``turn_id`` with the same message."""
+        """Ask again: a new sibling of ``turn_id`` with the same message and attachments."""
         turn = self._own_turn(turn_id)
-        return self._start(turn.user_text, turn.parent_turn_id)
+        return self._start(turn.user_text, turn.parent_turn_id, self._attachments_of(turn_id))
+
+    def attachments(self, turn_id: str) -> list[Attachment]:
+        """The files, images and resources sent with turn ``turn_id``'s message, with their content."""
+        refs = self.store.turn_attachments([turn_id]).get(turn_id) or []
+        return self.store.load_attachments(refs)
+
+    def _attachments_of(self, turn_id: str) -> dict[str, Any]:
+        found = self.attachments(turn_id)
+        return {"attachments": found} if found else {}
 
     def stop(self, reason: str = "stopped by the user") -> None:
         """Cancel the running run (its stream and tool calls); nothing when idle."""
@@ -476,6 +489,8 @@ class ThreadSession:
         self._not_running("send another message")
         if not text or not text.strip():
             raise ValueError("The message is empty; type something to send")
+        extra = dict(extra or {})
+        attachments = self._take_attachments(extra)
         network: Network | None = None
         robot: Robot | None = None
         if self.is_network:
@@ -502,6 +517,8 @@ class ThreadSession:
         problems: list[str] = []
         turn_id = uuid.uuid4().hex
         try:
+            if attachments:  # stored before the message that refers to them
+                self.store.save_attachments(attachments)
             self.store.add_turn(self.thread_id, user_text=text, parent_turn_id=parent_turn_id, turn_id=turn_id)
         except StoreError as exc:
             if exc.reason not in ("locked", "io") or not self.store.queued_writes:
@@ -519,7 +536,9 @@ class ThreadSession:
                     self._thread = self.store.rename_thread(self.thread_id, title)
                 except StoreError as exc:
                     problems.append(f"could not record the title yet: {exc}")
-        options: dict[str, Any] = {**(extra or {}), "thread_id": self.thread_id, "approval": self.approval}
+        options: dict[str, Any] = {**extra, "thread_id": self.thread_id, "approval": self.approval}
+        if attachments:
+            options["attachments"] = attachments
         if self.workspace.folder is not None:
             options["folder"] = self.workspace.folder
             options["changes"] = self._changes_for_run()
@@ -554,6 +573,19 @@ class ThreadSession:
         self.run = run
         self.workspace._runs.add(run)
         return run
+
+    def _take_attachments(self, extra: dict[str, Any]) -> list[Attachment]:
+        """The ``attachments`` option, read (paths inside the opened folder) and checked before anything is
+        recorded: a file that cannot be attached raises, and the message is not sent."""
+        given = extra.pop("attachments", None)
+        if not given:
+            return []
+        from workspace.attachments import AttachmentError, coerce_attachments
+
+        if self.is_network:
+            raise AttachmentError("Attachments go to a robot's thread; a network's tasks get their messages from "
+                                  "the network. Send the message without attachments, or open a robot's thread")
+        return coerce_attachments(given, folder=self.workspace.folder)
 
     def network_histories(self, leaf_turn_id: str | None) -> dict[str, list[Message]]:
         """Each robot's conversation along the branch ending at ``leaf_turn_id`` (a network thread).

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from ui.chat.state import (
+    AttachmentChip,
     CallLaneItem,
     ChangeItem,
     ChatState,
@@ -37,6 +38,11 @@ def _json(value: Any) -> str:
 
 def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{round(seconds * 1000)}ms"
+
+
+def _chip(chip: AttachmentChip) -> str:
+    where = f" {chip.server}:{chip.uri}" if chip.server else f" {chip.path}" if chip.path else ""
+    return f"{chip.kind} {chip.name} {chip.mime} {chip.size}B{where}"
 
 
 def usage_text(usage: Usage) -> str:
@@ -138,7 +144,8 @@ def dump_turn(turn: TurnState) -> list[str]:
     if user is not None:
         lines.append(f"user {user.text!r} turn={'yes' if user.turn_id else 'no'} "
                      f"branch={user.sibling_index + 1}/{user.sibling_count}"
-                     + (f" note={user.note!r}" if user.note else ""))
+                     + (f" note={user.note!r}" if user.note else "")
+                     + (" attachments=" + _json([_chip(a) for a in user.attachments]) if user.attachments else ""))
     for item in turn.items:
         lines += dump_item(item, "  ")
     for run in turn.top_runs:

@@ -24,6 +24,7 @@ from ui.chat.state import (
     INTERRUPTED,
     LANE_STATUS_TEXT,
     ApprovalState,
+    AttachmentChip,
     CallLaneItem,
     ChangeItem,
     ChatState,
@@ -225,6 +226,8 @@ class ChatPresenter:
             case ev.RunStarted():
                 run = self._run(event.run_id, event.robot, event.task)
                 run.started = event.ts
+                if event.attachments and not event.nested and event.task is None:
+                    self._attached(run.turn, event.attachments)
                 run.language_model = event.is_language_model
                 self.set_activity(run, WAITING, since=event.ts)
                 if run.inner is not None:
@@ -290,6 +293,14 @@ class ChatPresenter:
                 assert_never(event)
 
     # -- runs ------------------------------------------------------------------------------------------
+    def _attached(self, turn: TurnState, refs: list[dict[str, Any]]) -> None:
+        """The chips of the files, images and resources sent with the turn's message (from its run's
+        ``run_started``, live and stored alike)."""
+        if turn.user is None:
+            return
+        turn.user.attachments = [AttachmentChip.from_ref(ref) for ref in refs]
+        self.listener.user_changed(turn)
+
     def set_activity(self, run: RunState, text: str | None, *, since: float | None = None) -> None:
         """What ``run`` is doing while nothing else shows it (None: nothing to say). The run-status
         events of a provider (connecting, retrying) come here; a run that ended says nothing."""

@@ -16,6 +16,7 @@ Items compare by identity (``eq=False``) so they can key the widgets that show t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -64,15 +65,52 @@ def result_error(payload: Any, raw: Any = None) -> Any:
 
 
 # -- the user's message ---------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class AttachmentChip:
+    """A file, image or MCP resource sent with a message, as its chip shows it (from the ``run_started``
+    event's reference: the content stays in the thread's database, found by ``sha256``)."""
+
+    kind: str
+    name: str
+    mime: str
+    size: int
+    sha256: str
+    path: str | None = None
+    server: str | None = None
+    uri: str | None = None
+    note: str | None = None
+
+    @classmethod
+    def from_ref(cls, ref: Mapping[str, Any]) -> AttachmentChip:
+        return cls(kind=str(ref.get("kind") or "file"), name=str(ref.get("name") or "attachment"),
+                   mime=str(ref.get("mime") or ""), size=int(ref.get("size") or 0), sha256=str(ref.get("sha256") or ""),
+                   path=ref.get("path"), server=ref.get("server"), uri=ref.get("uri"), note=ref.get("note"))
+
+    def ref(self) -> dict[str, Any]:
+        """The reference again (for :meth:`workspace.persistence.Store.load_attachments`)."""
+        out: dict[str, Any] = {"kind": self.kind, "name": self.name, "mime": self.mime, "size": self.size,
+                               "sha256": self.sha256}
+        for key in ("path", "server", "uri", "note"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        return out
+
+    @property
+    def is_image(self) -> bool:
+        return self.mime.startswith("image/")
+
+
 @dataclass(eq=False, kw_only=True)
 class UserState:
-    """A user's message: the text shown, the review note sent in front of it, its stored turn."""
+    """A user's message: the text shown, the review note sent in front of it, its stored turn, what was
+    attached to it."""
 
     text: str
     note: str | None = None
     turn_id: str | None = None
     sibling_index: int = 0
     sibling_count: int = 1
+    attachments: list[AttachmentChip] = field(default_factory=list)
 
 
 # -- items ------------------------------------------------------------------------------------------

@@ -100,6 +100,8 @@ class ChatView(QScrollArea):
     regenerate_requested = Signal(str)
     branch_requested = Signal(str, int)
     example_clicked = Signal(str)
+    #: A chip of a sent message's attachments was clicked (its ui.chat.state.AttachmentChip).
+    attachment_open_requested = Signal(object)
     connect_requested = Signal()
     #: The Continue of an answer cut off at the token limit (a notice in the last turn).
     continue_requested = Signal()
@@ -302,6 +304,9 @@ class ChatView(QScrollArea):
                               sibling_count=user.sibling_count, parent=self.column)
         message.edit_submitted.connect(self.edit_submitted)
         message.branch_requested.connect(self.branch_requested)
+        message.attachment_clicked.connect(self.attachment_open_requested)
+        if user.attachments:
+            message.set_attachments(user.attachments)
         self._widgets[turn] = message
         self._place(turn, message)
         if turn is self.presenter.state.turns[-1]:

@@ -39,7 +39,9 @@ def dump_widgets(chat: ChatView) -> str:
     def widget_lines(widget: QWidget, indent: str) -> list[str]:
         if isinstance(widget, UserMessage):
             branch = widget.branch_label.text() if widget._buttons_made and widget.sibling_count > 1 else ""
+            chips = widget.chips.names() if widget.chips is not None and widget.chips.chips else []
             return [f"{indent}user {widget.text!r}" + (f" note={widget.note!r}" if widget.note else "")
+                    + (f" chips={chips!r}" if chips else "")
                     + (f" {branch}" if branch else "")]
         if isinstance(widget, RobotHeader):
             name = widget.findChild(QLabel, "RobotName")

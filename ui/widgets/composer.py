@@ -1,13 +1,26 @@
-"""The message box: grows with its text, Ctrl+Enter sends; the send button becomes Stop while running."""
+"""The message box: grows with its text, Ctrl+Enter sends; the send button becomes Stop while running.
+
+Attachments: the paper-clip button (a file dialog in the opened folder), files dropped on it or pasted
+(image data becomes a PNG), ``@`` completing the folder's files (ui/widgets/mentions.py) and MCP
+resources (:meth:`Composer.add_resource_attachment`) add chips under the box (ui/widgets/attachments.py);
+they go with the next message (:meth:`Composer.attachments`)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QEvent, QMimeData, QObject, QSize, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPlainTextEdit, QToolButton, QVBoxLayout, QWidget
 
 from ui import theme
+from ui.widgets.attachments import has_attachable
 from ui.widgets.common import ElidedLabel
+from ui.widgets.composer_attachments import ComposerAttachments
+
+if TYPE_CHECKING:
+    from ui.widgets.mentions import MentionCompleter
 
 MIN_LINES = 1
 MAX_LINES = 10
@@ -16,7 +29,27 @@ MAX_LINES = 10
 class ComposerEdit(QPlainTextEdit):
     submitted = Signal()
 
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        #: The ``@`` completion (ui/widgets/mentions.py): it sees the keys first while its list is open.
+        self.mentions: MentionCompleter | None = None
+        #: Dropped or pasted files and images (the composer's attachments); text stays text.
+        self.take_attachments: Callable[[QMimeData], bool] | None = None
+
+    def event(self, event: QEvent) -> bool:
+        # While the file list is open its keys (Esc, Enter, Tab, arrows) are the list's, not the window's shortcuts.
+        if (event.type() == QEvent.Type.ShortcutOverride and self.mentions is not None and self.mentions.active
+                and isinstance(event, QKeyEvent) and event.key() in _LIST_KEYS):
+            event.accept()
+            return True
+        if (event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent) and event.key() == Qt.Key.Key_Tab
+                and self.mentions is not None and self.mentions.handle_key(event)):
+            return True  # Tab chooses in the list (else it moves the focus, before keyPressEvent sees it)
+        return super().event(event)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
+        if self.mentions is not None and self.mentions.handle_key(event):
+            return
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and (
             event.modifiers() & Qt.KeyboardModifier.ControlModifier
         ):
@@ -24,12 +57,28 @@ class ComposerEdit(QPlainTextEdit):
             return
         super().keyPressEvent(event)
 
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        return has_attachable(source) or super().canInsertFromMimeData(source)
 
-class Composer(QWidget):
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        """Paste and drop: files and image data become attachments; text is inserted as usual."""
+        if self.take_attachments is not None and has_attachable(source) and self.take_attachments(source):
+            return
+        super().insertFromMimeData(source)
+
+
+_LIST_KEYS = (Qt.Key.Key_Escape, Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Tab, Qt.Key.Key_Up, Qt.Key.Key_Down)
+
+
+class Composer(ComposerAttachments, QWidget):
     """Message input with a send / stop button."""
 
     send_requested = Signal(str)
     stop_requested = Signal()
+    #: A file or resource that could not be attached: the message names the limit or the fix.
+    attachment_problem = Signal(str)
+    #: A chip under the message box was clicked (the Attachment).
+    attachment_open_requested = Signal(object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -54,6 +103,8 @@ class Composer(QWidget):
         self.edit.submitted.connect(self.submit)
         self.edit.textChanged.connect(self._fit)
         self.edit.installEventFilter(self)
+        self.attach_button = self._make_attach_button()
+        row.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
         row.addWidget(self.edit, 1)
         self.button = QToolButton(self.frame)
         self.button.setObjectName("SendButton")
@@ -64,6 +115,7 @@ class Composer(QWidget):
         self.button.clicked.connect(self._on_button)
         row.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
         column.addWidget(self.frame)
+        self._setup_attachments(column)
         # The hint gives way ("…") when the column is narrow: it never widens the window.
         self.hint = ElidedLabel("Ctrl+Enter to send · Esc to stop · Ctrl+K for every command", self, tooltip=True)
         self.hint.setObjectName("ComposerHint")

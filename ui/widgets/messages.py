@@ -26,6 +26,7 @@ from ui.widgets.common import ElidedLabel, RichLabel, SubmitEdit
 
 if TYPE_CHECKING:
     from ui.chat.state import ReasoningItem, RunState, UserState
+    from ui.widgets.attachments import ChipRow
 
 #: The conversation's width at most (the column is centred in wider windows).
 COLUMN_MAX_WIDTH = 820
@@ -46,6 +47,8 @@ class UserMessage(QFrame):
 
     edit_submitted = Signal(str, str)  # turn id, new text
     branch_requested = Signal(str, int)  # turn id, +1 / -1
+    #: A chip of the message's attachments was clicked (its ui.chat.state.AttachmentChip).
+    attachment_clicked = Signal(object)
 
     def minimumSizeHint(self) -> QSize:
         """The height of the message laid out at its width (a word-wrapping label's own minimum is
@@ -98,6 +101,8 @@ class UserMessage(QFrame):
         outer.addLayout(row)
         if note:
             self.set_note(note)
+        # The files, images and resources sent with it, as chips under the bubble (set_attachments).
+        self.chips: ChipRow | None = None
 
         # The action row keeps its height whether or not its buttons show: nothing jumps on hover.
         self.action_row = QWidget(self)
@@ -175,6 +180,25 @@ class UserMessage(QFrame):
         """Show the message's state: its stored turn, its place among its siblings, its note."""
         self.set_turn(user.turn_id, user.sibling_index, user.sibling_count)
         self.set_note(user.note)
+        self.set_attachments(user.attachments)
+
+    def set_attachments(self, chips: list[Any]) -> None:
+        """Show the attachments' chips under the bubble (right-aligned; click: open)."""
+        if not chips and self.chips is None:
+            return
+        if self.chips is None:
+            from ui.widgets.attachments import ChipRow
+
+            self.chips = ChipRow(parent=self)
+            self.chips.open_requested.connect(self.attachment_clicked)
+            layout = self.layout()
+            assert isinstance(layout, QVBoxLayout)
+            holder = QHBoxLayout()
+            holder.setContentsMargins(0, 0, 0, 0)
+            holder.addStretch(1)
+            holder.addWidget(self.chips, 0)
+            layout.insertLayout(1 + (1 if self.note_block is not None else 0), holder)
+        self.chips.set_items(chips)
 
     def set_turn(self, turn_id: str | None, sibling_index: int = 0, sibling_count: int = 1) -> None:
         self.turn_id = turn_id

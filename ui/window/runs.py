@@ -46,14 +46,21 @@ class Runs:
             w.toast.show_message("A run is in progress: press Esc to stop it first.")
             w.composer.set_text(text)
             return
+        attachments = w.composer.attachments()
+        problem = c.attachment_problem(attachments)
+        if problem:  # a model that cannot see the images: nothing is sent, nothing is lost
+            w.banner.show_message(problem)
+            w.composer.set_text(text)
+            return
         presenter = w.chat.presenter
         if c.session is None:
             w.chat.clear()
         turn = presenter.add_user(text)
-        if not c.send(text):
-            presenter.remove_turn(turn)  # nothing was sent: the text goes back to the box
+        if not c.send(text, attachments=attachments):
+            presenter.remove_turn(turn)  # nothing was sent: the text goes back to the box (the chips stay)
             w.composer.set_text(text)
             return
+        w.composer.clear_attachments()
         turn_id = getattr(c.last_run, "turn_id", None)
         pane = w.docks.changes_pane
         # the review outcome that went in front of the message shows above it

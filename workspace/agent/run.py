@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from workspace import events as ev
 from workspace.agent.turn import ModelTurns
 from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest
+from workspace.attachments import Attachment, has_images, user_content
 from workspace.context import ContextManager
 from workspace.errors import serialize
 from workspace.memory import writer_var
@@ -149,6 +150,8 @@ class RunSpec:
     #: tool call: set on every event (see :mod:`workspace.events`).
     parent_run_id: str | None = None
     parent_tool_id: str | None = None
+    #: Files, images and MCP resources sent with ``message`` (:mod:`workspace.attachments`).
+    attachments: list[Attachment] = field(default_factory=list)
 
 
 class EventRun:
@@ -256,6 +259,8 @@ class AgentRun(ModelTurns, EventRun):
         self._fallbacks = list(spec.fallbacks)
         self._cost_unknown_noted = False
         self._previous_writer: str | None = None
+        #: The model cannot see images: those earlier in the conversation are sent as a line of text.
+        self.blind = False
 
     # -- public -------------------------------------------------------------------------
     def start(self) -> AgentRun:
@@ -334,6 +339,21 @@ class AgentRun(ModelTurns, EventRun):
         """Why the run is being stopped (None while it is not)."""
         return self._stop_reason
 
+    async def _check_vision(self) -> None:
+        """Images go only to a model that can see them: refused before anything is sent (the run fails,
+        naming the fix); a model nobody knows about (a local server) gets them, with a notice."""
+        from workspace.attachments import check_vision, supports_vision
+
+        spec = self.spec
+        if not any(a.is_image for a in spec.attachments):
+            # Images earlier in the thread, and a model now that cannot see them (switched mid-thread):
+            # they are sent as a line saying so instead.
+            self.blind = await asyncio.to_thread(supports_vision, spec.provider) is False
+            return
+        note = await asyncio.to_thread(check_vision, spec.provider, spec.attachments)
+        if note:
+            self.emit(ev.RunStatus, state="notice", detail=note, model=spec.provider.label)
+
     # -- the loop ---------------------------------------------------------------------------
     async def _main(self) -> None:
         spec = self.spec
@@ -347,7 +367,10 @@ class AgentRun(ModelTurns, EventRun):
             self._take_writer()
             self._watch_memory()
             self.emit(ev.RunStarted, message=spec.message, model=spec.provider.label,
-                      is_language_model=spec.provider.is_language_model)
+                      is_language_model=spec.provider.is_language_model,
+                      attachments=[a.ref() for a in spec.attachments])
+            if any(a.is_image for a in spec.attachments) or has_images(spec.history):
+                await self._check_vision()
             if spec.tools_loader is not None:
                 spec.tools = await spec.tools_loader()
             if spec.output is not None:
@@ -356,7 +379,7 @@ class AgentRun(ModelTurns, EventRun):
             if pending is not None and (pending.starting or pending.failed):
                 self.emit(ev.McpServers, starting=list(pending.starting), failed=dict(pending.failed),
                           message=servers_message(starting=pending.starting, failed=pending.failed))
-            self._say(TextMessage(role="user", content=spec.message))
+            self._say(TextMessage(role="user", content=user_content(spec.message, spec.attachments)))
             turns = 0
             while True:
                 if turns >= spec.max_turns:

@@ -66,6 +66,8 @@ class ModelTurns:
     _usage: UsageTotals
     _fallbacks: list[Callable[[], Provider]]
     _cost_unknown_noted: bool
+    #: The model cannot see images (earlier ones are sent as a line of text).
+    blind: bool = False
 
     def emit(self, cls: type[ev.Event], **fields: Any) -> ev.Event:  # pragma: no cover - AgentRun's
         raise NotImplementedError
@@ -160,10 +162,15 @@ class ModelTurns:
         within the model's window; compacted and retried once when the server refuses it as too long,
         an empty HTTP 200 from a local server included)."""
         spec = self.spec
+        history = spec.history
+        if self.blind:  # images earlier in the thread; a model that cannot see them
+            from workspace.attachments import without_images
+
+            history = without_images(history)
         if spec.context is not None:
-            return spec.context.stream(provider, system=spec.system, history=spec.history, tools=specs,
+            return spec.context.stream(provider, system=spec.system, history=history, tools=specs,
                                        settings=spec.settings, emit=self.emit)
-        return provider.stream(system=spec.system, messages=list(spec.history), tools=specs, settings=spec.settings)
+        return provider.stream(system=spec.system, messages=list(history), tools=specs, settings=spec.settings)
 
     def _assemble(self, index: int, call: _PartialCall) -> ToolMessage:
         call_id = call.id or f"call_{self.run_id[:8]}_{index}_{uuid.uuid4().hex[:6]}"

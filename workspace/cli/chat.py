@@ -35,6 +35,9 @@ COMMANDS: dict[str, str] = {
     "/review": "/review  review the proposed file changes that wait (with --folder)",
     "/undo": "/undo  undo the last change applied in this thread (with --folder)",
     "/export": "/export [FILE]  write the thread to FILE (.md, .json or .jsonl; default thread-<id>.md)",
+    "/attach": "/attach [PATH]  send a file or image with the next message (inside --folder when given); "
+               "alone: list what waits",
+    "/detach": "/detach  drop the attachments waiting for the next message",
     "/compact": "/compact  summarise the earlier messages for the model now (every message stays in the thread)",
     "/new": "/new  start a new thread with the same robot",
     "/help": "/help  this list",
@@ -154,6 +157,8 @@ class Chat:
         self.interrupted = False
         self._main: asyncio.Task[Any] | None = None
         self._signals: list[int] = []
+        #: Files and images ``/attach`` added, sent with the next message.
+        self.attachments: list[Any] = []
 
     # -- Ctrl-C and SIGTERM, for the whole chat -------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -271,10 +276,11 @@ class Chat:
 
         session = self._session()
         try:
-            run = session.send(text)
+            run = session.send(text, attachments=list(self.attachments)) if self.attachments else session.send(text)
         except (Error, RuntimeError, ValueError) as exc:  # the run could not start; the chat goes on
             self.say(f"✗ {exc}", "31")
             return
+        self.attachments = []
         self.current, self.interrupted = run, False
         try:
             status, _ = await print_events(run, self.questions, signals=False)
@@ -379,12 +385,40 @@ class Chat:
             await self.undo()
         elif name == "/export":
             self.export(rest)
+        elif name == "/attach":
+            self.attach(rest)
+        elif name == "/detach":
+            self.say(f"Dropped {len(self.attachments)} attachment(s)." if self.attachments else "Nothing was attached.")
+            self.attachments = []
         elif name == "/compact":
             await self.compact()
         else:
             self.say(f"Unknown command {name}. /help lists the commands (start with // to send a text "
                      "beginning with /).", "33")
         return True
+
+    def attach(self, path: str) -> None:
+        """``/attach PATH``: read the file now (a file that cannot be attached is said at once) and send it with
+        the next message; ``/attach`` alone lists what waits."""
+        from workspace.attachments import coerce_attachments, describe_size
+        from workspace.cli.render import printable
+        from workspace.errors import Error
+
+        if not path:
+            if not self.attachments:
+                self.say("Nothing attached. /attach PATH sends a file or an image with your next message.")
+            for item in self.attachments:
+                self.say(f"📎 {printable(item.origin)} ({item.mime}, {describe_size(item.size)})")
+            return
+        try:
+            found = coerce_attachments([path.strip().strip("'\"")], folder=self.folder)
+        except (Error, OSError) as exc:
+            self.say(f"✗ {exc}", "31")
+            return
+        for item in found:
+            self.attachments.append(item)
+            self.say(f"📎 {printable(item.origin)} ({item.mime}, {describe_size(item.size)}) goes with your next "
+                     "message (/detach drops it).")
 
     def switch_model(self, model: str) -> None:
         from workspace.cli import CLIError

@@ -182,6 +182,12 @@ class EventPrinter:
                     self._language_model = event.is_language_model
                 mark = "↳" if event.parent_tool_id else "●"
                 self._line(self._c("2", f"{who}{mark} {event.robot} · {event.model}"))
+                if event.attachments:
+                    from workspace.attachments import describe_size
+
+                    listed = ", ".join(f"{printable(str(a.get('name')))} ({describe_size(int(a.get('size') or 0))})"
+                                       for a in event.attachments)
+                    self._line(self._c("2", f"{who}  attached: {listed}"))
             case ev.TextDelta():
                 self._thinking = False
                 if not self._in_text and who:

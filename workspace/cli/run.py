@@ -49,6 +49,9 @@ def register(sub: Any) -> None:
     p.add_argument("--max-turns", type=positive_int, metavar="N", help="stop after this many model turns (N >= 1)")
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                    help="a variable for the robot's template (VALUE may be JSON); repeatable")
+    p.add_argument("--attach", "-a", action="append", default=[], metavar="FILE",
+                   help="send a file with the message: text (up to 100 KB), a PDF's text, or an image (PNG, JPEG, "
+                   "GIF, WebP) for a model that takes images; inside --folder when one is given; repeatable")
     p.add_argument("--output-schema", metavar="FILE",
                    help="a JSON Schema file the answer must match (structured output): --plain prints the "
                    "object as JSON, --json has it in run_finished's result.output_data")
@@ -249,6 +252,10 @@ async def _run(args: argparse.Namespace) -> int:
         options["max_turns"] = args.max_turns
     if args.output_schema:
         options["output_type"] = output_schema(args.output_schema)
+    if args.attach:  # read (and refused) before anything is recorded or sent
+        from workspace.attachments import coerce_attachments
+
+        options["attachments"] = coerce_attachments(args.attach, folder=folder)
 
     if args.no_record:
         changes = None

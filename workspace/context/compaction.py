@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workspace.context.tokens import estimate, result_text
+from workspace.context.tokens import content_text, estimate, result_text
 from workspace.messages import Message, TextMessage
 from workspace.providers.base import TextChunk, UsageChunk
 from workspace.providers.text_calls import ThinkSplitter
@@ -144,8 +144,7 @@ def render_unit(messages: Sequence[Message], *, result_chars: int = 1500) -> str
             what = "Error from" if message.is_error else "Result of"  # type: ignore[attr-defined]
             lines.append(f"{what} {tool.name}: {_cut(result_text(message.content), result_chars)}")
         else:
-            content = message.content if isinstance(message.content, str) else json.dumps(
-                message.content, ensure_ascii=False, default=str)
+            content = content_text(message.content)
             who = "User" if message.is_user else "Assistant" if message.is_assistant else message.role.capitalize()
             lines.append(f"{who}: {_cut(content, result_chars * 4)}")
     return "\n".join(lines)
@@ -160,7 +159,7 @@ def fallback_summary(previous: str | None, messages: Sequence[Message], *, reaso
         if message.is_tool_call:
             lines += [f"- The assistant called {c.name}." for c in message.tools]  # type: ignore[attr-defined]
         elif message.is_text and message.is_user:
-            lines.append(f"- The user wrote: {_cut(str(message.content or ''), 300)}")
+            lines.append(f"- The user wrote: {_cut(content_text(message.content), 300)}")
         elif message.is_text and message.is_assistant:
             lines.append(f"- The assistant answered: {_cut(str(message.content or ''), 200)}")
     text = "\n".join(lines)

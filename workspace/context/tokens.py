@@ -22,7 +22,8 @@ from typing import Any
 
 from workspace.messages import Message
 
-__all__ = ["CHARS_PER_TOKEN", "MESSAGE_OVERHEAD", "TokenCounter", "estimate", "result_text", "wire_text"]
+__all__ = ["CHARS_PER_TOKEN", "IMAGE_TOKENS", "MESSAGE_OVERHEAD", "TokenCounter", "content_text", "estimate",
+           "image_parts", "result_text", "wire_text"]
 
 #: Characters of words per estimated token.
 CHARS_PER_TOKEN = 3.3
@@ -32,6 +33,8 @@ MESSAGE_OVERHEAD = 4
 CALL_OVERHEAD = 8
 #: Tokens one tool schema costs besides its JSON (wrapping).
 TOOL_OVERHEAD = 8
+#: Tokens one attached image is counted as (see workspace.attachments.IMAGE_TOKENS: the same number).
+IMAGE_TOKENS = 1_600
 #: Counts kept at most (a long-lived robot's history is counted again after this many new messages).
 CACHE_LIMIT = 50_000
 
@@ -66,6 +69,33 @@ def result_text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False, default=str)
 
 
+def content_text(content: Any) -> str:
+    """A message's content as text: a string as is; content parts (a message with attachments) as their
+    text parts joined, an image as ``[image]`` (its name is in the text part before it)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") == "text":
+                texts.append(str(part.get("text") or ""))
+            elif isinstance(part, Mapping) and part.get("type") == "image_url":
+                texts.append("[image]")
+            else:
+                texts.append(json.dumps(part, ensure_ascii=False, default=str))
+        return "\n\n".join(texts)
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def image_parts(content: Any) -> int:
+    """How many image parts a message's content has."""
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for p in content if isinstance(p, Mapping) and p.get("type") == "image_url")
+
+
 def wire_text(message: Message) -> str:
     """The text of ``message`` that reaches the model (what is counted)."""
     if message.is_tool_call:
@@ -73,10 +103,7 @@ def wire_text(message: Message) -> str:
                          for t in message.tools)  # type: ignore[attr-defined]
     if message.is_tool_result:
         return result_text(message.content)
-    content = message.content
-    if content is None:
-        return ""
-    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str)
+    return content_text(message.content)
 
 
 class TokenCounter:
@@ -110,6 +137,8 @@ class TokenCounter:
         if found is not None and found[0] is message:
             return found[1]
         tokens = MESSAGE_OVERHEAD + self.text(wire_text(message))
+        if message.is_text:  # attached images: a fixed estimate each (their data URL is not text to count)
+            tokens += IMAGE_TOKENS * image_parts(message.content)
         if message.is_tool_call:
             tokens += CALL_OVERHEAD * len(message.tools)  # type: ignore[attr-defined]
         if len(self._messages) >= CACHE_LIMIT:

@@ -19,15 +19,19 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from workspace import events as ev
 from workspace.persistence import blobs
 from workspace.persistence.database import Database, Statement, StoreError, dumps, now
 from workspace.persistence.search import index_statements
+
+if TYPE_CHECKING:
+    from workspace.attachments import Attachment
 
 
 def status_for(event: ev.Event) -> str:
@@ -171,11 +175,14 @@ class EventLog(Database):
         data = event_row(event, extra=extra, externalizer=externalizer)
         out: list[Statement] = [("INSERT OR IGNORE INTO blobs (hash, size, codec, data) VALUES (?, ?, ?, ?)", row)
                                 for row in externalizer.rows]
+        hashes = list(externalizer.hashes)
+        if isinstance(event, ev.RunStarted):  # the message's attachments: their blobs are this row's too
+            hashes += [str(a.get("sha256")) for a in event.attachments if a.get("sha256")]
         out.append((
             "INSERT INTO events (thread_id, turn_id, run_id, seq, kind, robot, task, ts, data, blobs) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (thread_id, turn_id, event.run_id, event.seq, event.kind, event.robot, event.task, event.ts,
-             data, " ".join(externalizer.hashes) or None),
+             data, " ".join(hashes) or None),
         ))
         match event:
             case ev.RunStarted():  # the turn's run, the thread's latest model (not a robot used as a tool's)
@@ -267,6 +274,49 @@ class EventLog(Database):
             return bool(self._read("SELECT 1 FROM blobs WHERE hash = ?", (digest,)))
         except StoreError:  # unreadable now: write it (again); INSERT OR IGNORE keeps one copy
             return False
+
+    # -- attachments (workspace.attachments): their content as blobs, keyed by its SHA-256 ------------
+    def save_attachments(self, attachments: Sequence[Attachment]) -> None:
+        """Store the content of ``attachments`` once each (a content already stored costs nothing). The
+        ``run_started`` event of the message refers to them (and lists them in its row's ``blobs``)."""
+        statements: list[Statement] = []
+        for attachment in attachments:
+            if any(params[0] == attachment.sha256 for _, params in statements) or self._blob_exists(attachment.sha256):
+                continue
+            data = attachment.content()
+            statements.append(("INSERT OR IGNORE INTO blobs (hash, size, codec, data) VALUES (?, ?, ?, ?)",
+                               (attachment.sha256, len(data), blobs.CODEC, zlib.compress(data, blobs.LEVEL))))
+        if statements:
+            with self._lock:
+                self._check_open()
+                self._write(statements)
+
+    def attachment_content(self, digest: str) -> bytes | None:
+        """The stored content of an attachment (None: not in the database)."""
+        rows = self._read("SELECT codec, data FROM blobs WHERE hash = ?", (digest,))
+        if not rows or rows[0]["codec"] != blobs.CODEC:
+            return None
+        try:
+            return zlib.decompress(bytes(rows[0]["data"]))
+        except zlib.error:
+            return None
+
+    def load_attachments(self, refs: Sequence[Mapping[str, Any]]) -> list[Attachment]:
+        """The attachments of a ``run_started`` event's references, with their stored content."""
+        from workspace.attachments import Attachment
+
+        return [Attachment.from_ref(ref, self.attachment_content(str(ref.get("sha256") or ""))) for ref in refs]
+
+    def turn_attachments(self, turn_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """The attachment references of each turn's message (its run's ``run_started``), for the turns that
+        have some."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for turn_id, events in self._events_of(list(turn_ids), (ev.RunStarted,)).items():
+            started = next((e for e in events if isinstance(e, ev.RunStarted) and not e.nested and e.task is None),
+                           None)
+            if started is not None and started.attachments:
+                out[turn_id] = [dict(a) for a in started.attachments]
+        return out
 
     def _resolver(self) -> blobs.Resolver:
         def fetch(digest: str) -> tuple[str, bytes] | None:

@@ -530,9 +530,18 @@ class Store(EventLog):
         results = {tid: terminal_result(terminals.get(tid) or []) for tid in ids}
         missing = [tid for tid in ids if results[tid] is None]
         full = self._events_of(missing) if missing else {}
+        attached = self.turn_attachments(ids)
         messages: list[Message] = []
         for turn in turns:
-            if turn.user_text:
+            refs = attached.get(turn.id)
+            if refs and _refused_attachments(terminals.get(turn.id) or []):
+                refs = None  # the model never took them (it cannot see images): the text alone
+            if refs:
+                from workspace.attachments import user_content
+
+                messages.append(TextMessage(role="user", content=user_content(turn.user_text,
+                                                                              self.load_attachments(refs))))
+            elif turn.user_text:
                 messages.append(TextMessage(role="user", content=turn.user_text))
             result = results[turn.id]
             if result is not None:
@@ -556,3 +565,8 @@ class Store(EventLog):
         """Full-text search over user text, robot text and tool calls of every thread (best first)."""
         return search_threads(self._read, query, limit, highlight=highlight, include_deleted=include_deleted,
                               fts=self.fts)
+
+
+def _refused_attachments(terminals: Sequence[ev.Event]) -> bool:
+    """Whether the turn's run failed because of its attachments (before anything was sent)."""
+    return any(isinstance(e, ev.RunFailed) and e.error_type == "AttachmentError" and not e.nested for e in terminals)

@@ -20,6 +20,14 @@ from typing import TYPE_CHECKING, Any
 from workspace.providers.base import Chunk, ToolSpec
 from workspace.providers.testing import Part, ToolCall, stream_parts
 
+
+def _said(content: Any) -> str:
+    """What the user typed: the text, or (a message with attachments) its first text part."""
+    if isinstance(content, list):
+        first = next((p for p in content if isinstance(p, Mapping) and p.get("type") == "text"), None)
+        return str(first.get("text") or "") if first is not None else ""
+    return str(content or "")
+
 if TYPE_CHECKING:
     from workspace.messages import Message
 
@@ -78,7 +86,7 @@ class DemoProvider:
             if edit:
                 return edit
             return [self._explain(messages)]
-        text = str(last.content or "") if last is not None else ""
+        text = _said(last.content) if last is not None else ""
         category = _classify(system, text)
         if category is not None:
             return [category]
@@ -224,7 +232,7 @@ def _edit_after_reading(messages: list[Message], tools: Mapping[str, ToolSpec]) 
     start = max((i for i, m in enumerate(messages) if m.is_user), default=-1)
     if start < 0:
         return []
-    request = _typed(str(messages[start].content or ""))
+    request = _typed(_said(messages[start].content))
     if not _EDIT_WORDS.search(request) or _edit_tool(tools) is None:
         return []
     results = [m for m in messages[start + 1:] if m.is_tool_result]

@@ -263,6 +263,17 @@ def context_window(model_id: str) -> int | None:
         return None
 
 
+def supports_vision(model_id: str, *, api_base: str | None = None) -> bool | None:
+    """Whether litellm's model map says the model takes images (``supports_vision``); None when litellm does
+    not know the model (a local server's, a new one): nobody knows. Imports litellm: call it in a thread."""
+    litellm = load_litellm()
+    try:
+        info = litellm.get_model_info(model_id)
+    except Exception:  # "This model isn't mapped yet"
+        return None
+    return bool(info.get("supports_vision"))  # a mapped model that does not say: no (litellm's own rule)
+
+
 def token_counter(model_id: str) -> Callable[[str], int] | None:
     """A function counting the tokens of a text with the model's own tokenizer, where litellm has it
     without downloading anything (OpenAI's models: tiktoken; Anthropic's older models); None for other
@@ -345,6 +356,13 @@ class LiteLLMProvider(StreamingProvider):
     def token_counter(self) -> Callable[[str], int] | None:
         """The model's tokenizer as a counting function, where litellm has it (None: estimate)."""
         return token_counter(self.model_id)
+
+    def supports_vision(self) -> bool | None:
+        """Whether the model takes images: as given (``vision=``), else litellm's model map (None: litellm does
+        not know the model). Imports litellm: call it off the event loop."""
+        if self.vision is not None:
+            return self.vision
+        return supports_vision(self.model_id, api_base=self.api_base)
 
     # -- public helpers -----------------------------------------------------------------------
     def missing_keys(self) -> list[str]:

@@ -35,12 +35,16 @@ __all__ = [
     "to_openai_tools",
     "tool_choice_value",
     "usage_numbers",
+    "without_image_data",
 ]
 
 #: The most characters of one tool result the model is sent (``llm.max_tool_result_chars``); the
 #: whole result stays in the thread and the inspector. About 12k tokens: a huge result would
 #: otherwise fill the context window and the request be refused.
 MAX_TOOL_RESULT_CHARS = 50_000
+#: Characters an image part counts as when a request's tokens are estimated (its base64 data is not
+#: text: :data:`workspace.attachments.IMAGE_TOKENS` tokens at 3 characters each).
+IMAGE_CHARS = 1_600 * 3
 
 
 # --------------------------------------------------------------------------------------------
@@ -176,6 +180,25 @@ def usage_numbers(usage: Any) -> tuple[int, int, int]:
     details = field(usage, "completion_tokens_details")
     reasoning = _int(field(details, "reasoning_tokens")) if details is not None else 0
     return prompt, completion, reasoning
+
+
+def without_image_data(messages: Sequence[Any]) -> tuple[list[Any], int]:
+    """OpenAI chat messages with the data of their image parts left out, and how many there were."""
+    count = 0
+    out: list[Any] = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, list) and any(isinstance(p, Mapping) and p.get("type") == "image_url" for p in content):
+            parts = []
+            for part in content:
+                if isinstance(part, Mapping) and part.get("type") == "image_url":
+                    count += 1
+                    parts.append({"type": "image_url"})
+                else:
+                    parts.append(part)
+            message = {**message, "content": parts}
+        out.append(message)
+    return out, count
 
 
 def estimate_tokens(text_chars: int) -> int:

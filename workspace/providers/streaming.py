@@ -57,11 +57,13 @@ from workspace.providers.failures import (
     unreachable,
 )
 from workspace.providers.openai_format import (
+    IMAGE_CHARS,
     MAX_TOOL_RESULT_CHARS,
     DeltaReader,
     estimate_tokens,
     field,
     usage_numbers,
+    without_image_data,
 )
 from workspace.urls import is_loopback_url
 
@@ -109,6 +111,7 @@ class StreamingProvider:
         slow_notice: float | None = SLOW_NOTICE,
         extra: Mapping[str, Any] | None = None,
         max_tool_result_chars: int | None = MAX_TOOL_RESULT_CHARS,
+        vision: bool | None = None,
     ) -> None:
         if not model_id or not str(model_id).strip():
             raise ValueError(f"{type(self).__name__} needs a model id, e.g. 'openai/gpt-4o-mini'")
@@ -131,8 +134,15 @@ class StreamingProvider:
         self.slow_notice = slow_notice
         self.max_tool_result_chars = max_tool_result_chars
         self.extra: dict[str, Any] = dict(extra or {})
+        #: Whether the model takes images, when the caller knows (None: :meth:`supports_vision` finds out).
+        self.vision = vision
         #: How the provider waits between retries (tests replace it to record the delays).
         self.sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
+
+    def supports_vision(self) -> bool | None:
+        """Whether the model takes images: as given (``vision=``), else None (not known: an OpenAI-compatible
+        server does not say; the image is sent with a note, see :mod:`workspace.attachments`)."""
+        return self.vision
 
     @property
     def api_key(self) -> str | None:
@@ -208,7 +218,8 @@ class StreamingProvider:
 
     def _estimate_input(self, request: Mapping[str, Any]) -> int:
         """Tokens of the request's prompt, erring high (used when the server reports no usage)."""
-        chars = len(json.dumps(request.get("messages") or [], ensure_ascii=False, default=str))
+        messages, images = without_image_data(request.get("messages") or [])
+        chars = len(json.dumps(messages, ensure_ascii=False, default=str)) + images * IMAGE_CHARS
         if request.get("tools"):
             chars += len(json.dumps(request["tools"], ensure_ascii=False, default=str))
         return estimate_tokens(chars)

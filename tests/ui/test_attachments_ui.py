@@ -1,0 +1,224 @@
+"""Attachments in the window (issue 12 §4, issue 13 §2): the paper-clip button, files dropped on the window,
+pasted images and file URLs, ``@`` completion with real key events, chips under the box and on the sent
+message (the same when the thread is opened again), opening a chip, and an MCP resource attached through
+the composer's slot."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QGuiApplication, QImage
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+
+from tests.test_attachments import png
+from tests.ui.conftest import running_app, wait_until
+from ui.chat.dump import dump_state
+from workspace.attachments import Attachment
+from workspace.messages import Message
+from workspace.providers.testing import AgentInfo, FunctionProvider
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    (root / "notes.md").write_text("# Notes\nThe answer is 42.\n", encoding="utf-8")
+    (root / "src" / "notebook.py").write_text("print('hi')\n", encoding="utf-8")
+    (root / "cat.png").write_bytes(png())
+    (root / ".git").mkdir()
+    (root / ".git" / "notes-in-git").write_text("hidden")
+    return root
+
+
+class Recorder:
+    """The model: records what it was sent, answers in a few words."""
+
+    def __init__(self) -> None:
+        self.seen: list[list[Message]] = []
+
+    def __call__(self, messages: list[Message], info: AgentInfo) -> Any:
+        self.seen.append(list(messages))
+        return "Seen."
+
+
+@pytest.fixture
+def model() -> Recorder:
+    return Recorder()
+
+
+async def _app(model: Recorder, db_path: Path, folder: Path) -> Any:
+    return running_app(provider=FunctionProvider(model), db_path=db_path, theme_name="light", folder=folder,
+                       size=(1200, 800))
+
+
+async def _idle(root: Any) -> None:
+    await wait_until(lambda: root.controller.idle, what="the run to end")
+    await asyncio.sleep(0.05)
+
+
+def _last_user_parts(model: Recorder) -> list[dict[str, Any]]:
+    users = [m for m in model.seen[-1] if m.is_user]
+    content = users[-1].content
+    assert isinstance(content, list), content
+    return content
+
+
+async def test_at_completes_the_folders_files_with_the_keyboard(model: Recorder, db_path: Path, folder: Path) -> None:
+    async with await _app(model, db_path, folder) as root:
+        composer = root.window.composer
+        edit = composer.edit
+        edit.setFocus()
+        QTest.keyClicks(edit, "look at @note")
+        completer = edit.mentions
+        await wait_until(lambda: completer.active, what="the file list")
+        popup = completer.popup
+        items = [popup.item(i).text() for i in range(popup.count())]
+        assert items == ["notes.md", "src/notebook.py"]  # the name's start first; nothing from .git
+        QTest.keyClick(edit, Qt.Key.Key_Down)
+        assert popup.currentItem().text() == "src/notebook.py"
+        QTest.keyClick(edit, Qt.Key.Key_Up)
+        QTest.keyClick(edit, Qt.Key.Key_Return)
+        assert not completer.active
+        assert edit.toPlainText() == "look at "  # the @query is gone, no newline either
+        assert composer.chips.names() == ["notes.md"]
+        # Tab chooses too; Esc closes without choosing; a space ends the completion.
+        QTest.keyClicks(edit, "and @bo")
+        await wait_until(lambda: completer.active, what="the file list again")
+        QTest.keyClick(edit, Qt.Key.Key_Tab)
+        assert composer.chips.names() == ["notes.md", "notebook.py"]
+        QTest.keyClicks(edit, "@ca")
+        await wait_until(lambda: completer.active, what="the list for @ca")
+        QTest.keyClick(edit, Qt.Key.Key_Escape)
+        assert not completer.active and edit.toPlainText().endswith("@ca")
+        assert not root.controller.running
+        QTest.keyClicks(edit, " x")
+        assert not completer.active
+        # Ctrl+Enter sends the message with its attachments; the chips move to the message.
+        QTest.keyClick(edit, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+        await _idle(root)
+        parts = _last_user_parts(model)
+        assert parts[0]["text"] == "look at and @ca x"
+        assert "Attached file notes.md" in parts[1]["text"] and "Attached file src/notebook.py" in parts[2]["text"]
+        assert composer.chips.names() == [] and not composer.chips.isVisible()
+        message = root.window.chat.user_messages()[-1]
+        assert message.chips is not None and message.chips.names() == ["notes.md", "notebook.py"]
+
+
+async def test_button_drop_and_paste_add_chips_and_a_reopened_thread_shows_them(
+        model: Recorder, db_path: Path, folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from PySide6.QtWidgets import QFileDialog
+
+    async with await _app(model, db_path, folder) as root:
+        window, composer = root.window, root.window.composer
+        # The paper-clip: a file dialog opened in the folder.
+        asked: list[str] = []
+
+        def dialog(parent: Any, caption: str, start: str, filters: str) -> tuple[list[str], str]:
+            asked.append(start)
+            return [str(folder / "notes.md")], ""
+
+        monkeypatch.setattr(QFileDialog, "getOpenFileNames", staticmethod(dialog))
+        composer.attach_button.click()
+        assert asked == [str(folder)] and composer.chips.names() == ["notes.md"]
+        # A file dropped on the window.
+        mime = QMimeData()
+        mime.setUrls([QUrl.fromLocalFile(str(folder / "cat.png"))])
+        enter = QDragEnterEvent(QPoint(300, 300), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                                Qt.KeyboardModifier.NoModifier)
+        QApplication.sendEvent(window, enter)
+        assert enter.isAccepted()
+        drop = QDropEvent(QPointF(300, 300), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                          Qt.KeyboardModifier.NoModifier)
+        # Qt delivers a Drop only during a real drag (a platform one): the window's drop handler gets it directly.
+        assert window.attachments.drops.eventFilter(window, drop) and drop.isAccepted()
+        assert composer.chips.names() == ["notes.md", "cat.png"]
+        # A file outside the folder is refused with the sandbox's words; nothing else changes.
+        (tmp_path / "outside.txt").write_text("no")
+        problems: list[str] = []
+        composer.attachment_problem.connect(problems.append)
+        mime = QMimeData()
+        mime.setUrls([QUrl.fromLocalFile(str(tmp_path / "outside.txt"))])
+        composer.edit.insertFromMimeData(mime)
+        assert problems and "outside the opened folder" in problems[0]
+        assert composer.chips.names() == ["notes.md", "cat.png"]
+        # Pasted image data becomes a PNG; pasted text stays text.
+        clipboard = QGuiApplication.clipboard()
+        clipboard.setImage(QImage.fromData(png(4, 4, seed=9)))
+        composer.edit.setFocus()
+        composer.edit.paste()
+        assert composer.chips.names() == ["notes.md", "cat.png", "pasted-image.png"]
+        clipboard.setText("some words")
+        composer.edit.paste()
+        assert composer.edit.toPlainText() == "some words"
+        # × removes a chip.
+        composer.chips.chips[2].remove_button.click()
+        assert composer.chips.names() == ["notes.md", "cat.png"]
+        composer.edit.setPlainText("What is this?")
+        composer.submit()
+        await _idle(root)
+        parts = _last_user_parts(model)
+        assert [p["type"] for p in parts] == ["text", "text", "text", "image_url"]
+        live = dump_state(window.chat.presenter.state)
+        assert "attachments=" in live and "image cat.png image/png 75B cat.png" in live
+        widgets = window.chat.dump()
+        assert "chips=['notes.md', 'cat.png']" in widgets
+        # Clicking a sent chip opens it: the image from the thread's database.
+        message = window.chat.user_messages()[-1]
+        message.chips.chips[1].button.click()
+        viewer = window.attachments.viewer
+        assert viewer is not None and viewer.image_label is not None and viewer.image_label.pixmap().width() == 2
+        viewer.close()
+        message.chips.chips[0].button.click()
+        assert "The answer is 42." in window.attachments.viewer.text_view.toPlainText()
+        window.attachments.viewer.close()
+        # The thread opened again: the same chips, from the run_started event.
+        thread_id = root.controller.thread_id
+        window.threads.new()
+        await asyncio.sleep(0.05)
+        window.threads.open(thread_id)
+        await asyncio.sleep(0.05)
+        assert dump_state(window.chat.presenter.state) == live
+        assert window.chat.dump() == widgets
+        # The next message sends them again with the conversation.
+        window.runs.send("And now?")
+        await _idle(root)
+        first_user = next(m for m in model.seen[-1] if m.is_user)
+        assert isinstance(first_user.content, list) and first_user.content[-1]["type"] == "image_url"
+
+
+async def test_an_mcp_resource_attaches_through_the_composers_slot(model: Recorder, db_path: Path,
+                                                                   folder: Path) -> None:
+    async with await _app(model, db_path, folder) as root:
+        composer = root.window.composer
+        read: list[tuple[str, str]] = []
+
+        async def reader(server: str, uri: str) -> Attachment:
+            read.append((server, uri))
+            return Attachment.from_resource(server, uri, [{"uri": uri, "mimeType": "text/plain", "text": "Hello"}])
+
+        composer.resource_reader = reader
+        composer.add_resource_attachment("everything", "test://static/resource/1")
+        await wait_until(lambda: composer.chips.names() == ["1"], what="the resource's chip")
+        assert read == [("everything", "test://static/resource/1")]
+        problems: list[str] = []
+        composer.attachment_problem.connect(problems.append)
+
+        async def broken(server: str, uri: str) -> Attachment:
+            raise RuntimeError("the server is not running")
+
+        composer.resource_reader = broken
+        composer.add_resource_attachment("gone", "x://y")
+        await wait_until(lambda: bool(problems), what="the problem")
+        assert problems == ["the server is not running"] and composer.chips.names() == ["1"]
+        composer.edit.setPlainText("Use it")
+        composer.submit()
+        await _idle(root)
+        assert "Attached MCP resource test://static/resource/1 from MCP server 'everything'" in \
+            _last_user_parts(model)[1]["text"]
+        state = dump_state(root.window.chat.presenter.state)
+        assert "resource 1 text/plain 5B everything:test://static/resource/1" in state

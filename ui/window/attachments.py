@@ -1,0 +1,90 @@
+"""Attachments in the window: the composer's folder and MCP resources, files dropped anywhere on the
+window, problems said in a toast, and opening a chip (before sending: the composer's Attachment; on a
+sent message: its content read back from the thread's database)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QDialog
+
+    from ui.chat.state import AttachmentChip
+    from ui.main_window import MainWindow
+    from workspace.attachments import Attachment
+
+
+class _Drops(QObject):
+    """Files or an image dropped anywhere on the window go to the composer."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.window = window
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        from ui.widgets.attachments import has_attachable
+
+        if obj is self.window and isinstance(event, QDragEnterEvent | QDropEvent):
+            mime = event.mimeData()
+            if not has_attachable(mime):
+                return False
+            if isinstance(event, QDropEvent) and event.type() == QEvent.Type.Drop:
+                self.window.composer.attach_mime(mime)
+                self.window.composer.focus()
+            event.acceptProposedAction()
+            return True
+        return super().eventFilter(obj, event)
+
+
+class Attachments:
+    """What the window does for attachments (see the module docstring)."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self.window = window
+        self.drops = _Drops(window)
+        #: The viewer opened last (tests look at it).
+        self.viewer: QDialog | None = None
+
+    def connect(self) -> None:
+        w = self.window
+        composer = w.composer
+        composer.folder_of = lambda: w.controller.folder
+        composer.resource_reader = self.read_resource
+        composer.attachment_problem.connect(lambda text: w.toast.show_message(text))
+        composer.attachment_open_requested.connect(self.open)
+        w.chat.attachment_open_requested.connect(self.open_sent)
+        w.setAcceptDrops(True)
+        w.installEventFilter(self.drops)
+
+    # -- MCP resources -----------------------------------------------------------------------------------
+    async def read_resource(self, server: str, uri: str) -> Attachment:
+        from ui.docks.mcp import manager_for
+        from workspace.attachments import AttachmentError, read_resource_attachment
+
+        manager = manager_for(self.window.controller)
+        if manager is None:
+            raise AttachmentError(f"Cannot read the resource {uri}: MCP support is not installed")
+        return await read_resource_attachment(manager, server, uri)
+
+    # -- opening ----------------------------------------------------------------------------------------------
+    def open(self, attachment: Attachment) -> None:
+        from ui.widgets.attachments import open_attachment
+
+        folder = self.window.controller.folder
+        self.viewer = open_attachment(self.window, attachment, folder=Path(folder) if folder is not None else None)
+
+    def open_sent(self, chip: AttachmentChip) -> None:
+        """A sent message's chip: its content from the thread's database."""
+        store: Any = self.window.controller.store
+        if store is None:
+            return
+        try:
+            attachment = store.load_attachments([chip.ref()])[0]
+        except Exception as exc:  # a database that cannot be read now: say so, nothing else changes
+            self.window.toast.show_message(f"Could not open {chip.name}: {exc}")
+            return
+        self.open(attachment)
