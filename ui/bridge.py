@@ -188,6 +188,8 @@ class RunBridge(QObject):
                 self.task_changed.emit(event)
             case ev.McpServers():
                 self.mcp_notice.emit(event)
+            case ev.ModelChanged():
+                pass  # the chat shows it (view_event); the composer's picker follows the thread's metadata
             case ev.RunFinished() | ev.RunFailed() | ev.RunCancelled():
                 self.flush()
                 if not event.nested:  # the end of a run inside the run (a task's, a robot as a tool's) is not it
@@ -260,6 +262,8 @@ def event_summary(event: ev.Event) -> str:
         case ev.ContextUsage():
             share = f" ({event.used / event.window:.0%})" if event.window else ""
             return f"{event.used:,} / {event.window:,} tokens{share}{' estimated' if event.estimated else ''}"
+        case ev.ModelChanged():
+            return event.describe()
         case ev.ContextCompacted():
             return (f"{event.newly_replaced or event.replaced_count} messages summarised: "
                     f"{event.tokens_before:,} → {event.tokens_after:,} tokens ({event.trigger})")
