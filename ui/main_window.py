@@ -29,6 +29,7 @@ from ui.window.commands import Commands
 from ui.window.docks import Docks
 from ui.window.folder_flow import FolderFlow
 from ui.window.geometry import WindowMemory
+from ui.window.models import ModelChoice
 from ui.window.notify import Notifier
 from ui.window.robots import PICKER_TIP, Robots
 from ui.window.runs import Runs
@@ -71,6 +72,7 @@ class MainWindow(QMainWindow):
         self.docks = Docks(self)
         self.status = StatusLine(self)
         self.robots = Robots(self)
+        self.models = ModelChoice(self)
         self.threads = Threads(self)
         self.runs = Runs(self)
         self.settings_flow = SettingsFlow(self)
@@ -111,6 +113,7 @@ class MainWindow(QMainWindow):
         self.memory_model = MemoryModel(self)
 
         self._build_central()
+        self.models.build()
         self.memory.fit_to_screen()  # the minimum size of the parts may not fit a small screen
         self.memory.restore_splitter()
         self.command_palette = CommandPalette(self)
@@ -118,7 +121,7 @@ class MainWindow(QMainWindow):
         self.docks.build()
         self.status.build()
         self.commands.build()
-        for part in (self.docks, self.status, self.robots, self.threads, self.runs, self.notifier):
+        for part in (self.docks, self.status, self.robots, self.models, self.threads, self.runs, self.notifier):
             part.connect()
         self.commands.update()
         self.robots.update_picker()

@@ -150,13 +150,22 @@ class TokenCounter:
 def _spec_of(tool: Any) -> Any:
     """A tool's schema: a ``ToolSpec`` as is, a :class:`~workspace.tools.Tool` through ``spec()``."""
     spec = getattr(tool, "spec", None)
-    return spec() if callable(spec) else tool
+    if callable(spec):
+        return spec()
+    parameters = getattr(tool, "parameters", None)
+    if isinstance(parameters, Mapping) and not isinstance(parameters, dict):  # an MCP server's ToolInfo
+        from types import SimpleNamespace
+
+        return SimpleNamespace(name=getattr(tool, "name", ""), description=getattr(tool, "description", ""),
+                               parameters=dict(parameters))
+    return tool
 
 
 def tool_costs(tools: Iterable[Any], counter: TokenCounter | None = None) -> dict[str, int]:
     """What each tool's schema (name, description, JSON schema of its parameters) costs in tokens of the
     model's window, counted as the context manager counts a request (``counter``: the model's
-    :class:`TokenCounter`; default: the safe estimate). ``tools``: ``Tool`` objects or ``ToolSpec`` s.
+    :class:`TokenCounter`; default: the safe estimate). ``tools``: ``Tool`` objects, ``ToolSpec`` s, or
+    anything with ``name``, ``description`` and ``parameters`` (an MCP server's ``ToolInfo``).
     Name -> tokens, costliest first; the sum is what a request's tool schemas take."""
     counter = counter if counter is not None else _DEFAULT_COUNTER
     costs = {str(getattr(spec, "name", "")): counter.tool(spec) for spec in map(_spec_of, tools)}
