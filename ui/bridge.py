@@ -57,6 +57,8 @@ class RunBridge(QObject):
     task_changed = Signal(object)  # TaskStarted / TaskFinished
     #: McpServers: MCP servers the run started without (still starting, failed) or that joined it.
     mcp_notice = Signal(object)
+    #: ModelChanged: the thread's model was switched (the chat shows it through view_event).
+    model_changed = Signal(object)
     #: The terminal event (RunFinished / RunFailed / RunCancelled).
     run_ended = Signal(object)
     #: Every event for the views that show them (the chat's presenter), in order, as it comes;
@@ -189,7 +191,7 @@ class RunBridge(QObject):
             case ev.McpServers():
                 self.mcp_notice.emit(event)
             case ev.ModelChanged():
-                pass  # the chat shows it (view_event); the composer's picker follows the thread's metadata
+                self.model_changed.emit(event)
             case ev.RunFinished() | ev.RunFailed() | ev.RunCancelled():
                 self.flush()
                 if not event.nested:  # the end of a run inside the run (a task's, a robot as a tool's) is not it
