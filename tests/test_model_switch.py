@@ -138,3 +138,32 @@ def test_run_thread_keeps_the_threads_model_unless_model_is_given(server: FakeLL
         turns = store.path(thread.id)
         switches = [e for e in store.turn_events(turns[1].id) if isinstance(e, ev.ModelChanged)]
         assert [(e.model, e.previous) for e in switches] == [("openai/other", "openai/fake")]
+
+
+def test_chat_model_lists_numbered_and_records_the_switch(server: FakeLLMServer, robotlab_home: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from workspace.persistence import Store
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    script = "hello\n/model\n/model 2\nagain\n/model default\n/exit\n"
+    result = subprocess.run([sys.executable, "-m", "workspace", "chat", "--model", "openai/fake", "--api-base",
+                             server.base_url + "/v1"], input=script, capture_output=True, text=True, cwd=root,
+                            env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert f"Local server at {server.base_url}/v1:" in out
+    assert "*   1  openai/fake" in out and "    2  openai/other" in out
+    assert "Model: openai/other from your next message on." in out
+    assert "⇄" not in out  # the switch is recorded in the thread; the terminal says it in its own words
+    assert "(the robot's own) from your next message on." in out
+    assert [r["model"] for r in server.requests if isinstance(r, dict)] == ["fake", "other"]
+    with Store(robotlab_home / "data" / "workspace.db") as store:
+        (thread,) = store.list_threads()
+        assert "model" not in thread.metadata  # /model default: no choice of the thread's any more
+        switches = [e for t in store.path(thread.id) for e in store.turn_events(t.id) if isinstance(e, ev.ModelChanged)]
+        assert [(e.model, e.previous, e.robot_default) for e in switches] == [
+            ("openai/other", "openai/fake", False), ("openai/fake", "openai/other", True)]

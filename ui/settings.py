@@ -249,7 +249,10 @@ class SettingsDialog(QDialog):
         except Exception as exc:  # list_models reports its failures as reasons: this is a safety net
             log.warning("listing the models failed: %s", exc)
             listing = ModelListing()
-        self.show_models(listing)
+        try:
+            self.show_models(listing)
+        except RuntimeError:  # the dialog was closed and deleted meanwhile: nobody to tell
+            pass
 
     def show_models(self, listing: Any) -> None:
         """Offer ``listing``'s models after the presets (the typed text stays), and say what failed."""

@@ -115,7 +115,10 @@ class ModelChoice:
         self.listing = listing
         self._listed_at = time.monotonic()
         if self.picker is not None:
-            self.picker.set_listing(listing)
+            try:
+                self.picker.set_listing(listing)
+            except RuntimeError:  # the window closed meanwhile
+                pass
 
     # -- switching --------------------------------------------------------------------------------
     def choose(self, model: str | None, api_base: str | None) -> None:
