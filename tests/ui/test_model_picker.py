@@ -42,7 +42,7 @@ async def test_the_picker_lists_switches_and_the_chat_shows_it(db_path: Path) ->
         async with running_app(db_path=db_path, config=config, theme_name="light") as root:
             window, controller = root.window, root.controller
             picker = window.models.picker
-            assert picker.isVisible() and picker.text() == "fake · default"
+            assert picker.isVisible() and picker.label() == "fake · default"
             window.models.load()
             await wait_until(lambda: picker.listing is not None and not picker.loading, what="the list")
             texts = _menu_texts(picker)
@@ -52,7 +52,7 @@ async def test_the_picker_lists_switches_and_the_chat_shows_it(db_path: Path) ->
             window.runs.send("first")
             await wait_until(lambda: controller.idle and len(_chats(server)) == 1, timeout=30, what="the first run")
             _pick(picker, "openai/other")
-            assert picker.text() == "other"
+            assert picker.label() == "other"
             shown = dump_state(window.chat.presenter.state)
             assert "notice [info] 'Model changed to openai/other'" in shown
             window.runs.send("second")
@@ -64,14 +64,14 @@ async def test_the_picker_lists_switches_and_the_chat_shows_it(db_path: Path) ->
             thread_id = controller.thread_id
             window.threads.new()
             await asyncio.sleep(0.05)
-            assert picker.text() == "fake · default"  # a new thread: the robot's own model
+            assert picker.label() == "fake · default"  # a new thread: the robot's own model
             window.threads.open(thread_id)
             await asyncio.sleep(0.05)
             assert dump_state(window.chat.presenter.state) == live  # reopened: the switch where it was
-            assert picker.text() == "other"
+            assert picker.label() == "other"
 
             _pick(picker, "fake · robot default")  # back to the robot's own
-            assert picker.text() == "fake · default"
+            assert picker.label() == "fake · default"
             assert "Model changed to openai/fake (robot default)" in dump_state(window.chat.presenter.state)
 
 
@@ -83,7 +83,7 @@ async def test_a_model_chosen_before_the_first_message_is_the_new_threads(db_pat
         async with running_app(db_path=db_path, config=config, theme_name="light") as root:
             window, controller = root.window, root.controller
             window.models.choose("openai/other", server.base_url + "/v1")
-            assert window.models.picker.text() == "other"
+            assert window.models.picker.label() == "other"
             assert controller.send("hello")
             await wait_until(lambda: controller.idle, timeout=30, what="the run")
             assert server.requests[-1]["model"] == "other"

@@ -59,7 +59,7 @@ from PySide6.QtWidgets import (
 from ui import markdown, theme
 from ui.models.network import NetworkModel, TaskView
 from ui.models.tool_calls import format_duration
-from ui.widgets.common import JsonHighlighter, pill
+from ui.widgets.common import ElidedLabel, JsonHighlighter, pill
 from ui.widgets.lanes import (
     STATUS_TEXT,
     assign_robot_colors,
@@ -636,9 +636,12 @@ class TaskDetail(QWidget):
         self.icon = QLabel(self)
         self.icon.setFixedSize(16, 16)
         head.addWidget(self.icon)
-        self.title = QLabel("", self)
+        # A long task name ends in "…" in a narrow dock (the full name in its tooltip), never widens the dock.
+        self.title = ElidedLabel("", self, min_chars=3, tooltip=True)
         self.title.setObjectName("TaskDetailTitle")
-        self.title.setMinimumWidth(30)  # a long task name is cut in a narrow dock, not the dock widened
+        bold = self.title.font()
+        bold.setBold(True)
+        self.title.setFont(bold)
         head.addWidget(self.title)
         self._chip_holder = QHBoxLayout()
         self._chip_holder.setContentsMargins(0, 0, 0, 0)
@@ -707,7 +710,7 @@ class TaskDetail(QWidget):
         else:
             self._clock.stop()
         self.icon.setPixmap(status_pixmap(task.status, 16))
-        self.title.setText(f"<b>{html.escape(task.name)}</b>")
+        self.title.setText(task.name)
         self._set_chip(task.robot)
         self._set_pill(task.status)
         self.duration.setText(format_duration(task.duration) if task.duration is not None else "")

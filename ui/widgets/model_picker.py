@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QMenu, QToolButton, QWidget
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QAction, QResizeEvent
+from PySide6.QtWidgets import QMenu, QSizePolicy, QToolButton, QWidget
 
 if TYPE_CHECKING:
     from workspace.providers.listing import ModelListing
@@ -46,6 +46,9 @@ class ModelPicker(QToolButton):
         self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setMaximumWidth(180)
+        # It gives way ("…") when the window is narrow: it never widens the conversation column.
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self._label = ""
         self.menu_ = QMenu(self)
         self.menu_.setAccessibleName("Models")
         self.menu_.aboutToShow.connect(lambda: self.wanted.emit(False))
@@ -62,11 +65,37 @@ class ModelPicker(QToolButton):
         """The thread's model now, and the robot's own (``is_default``: the thread did not choose one)."""
         self.model, self.default, self.is_default = model, default, is_default
         name = short_name(model)
-        self.setText(name + (" · default" if is_default else ""))
+        self._label = name + (" · default" if is_default else "")
+        self._fit_text()
         self.setToolTip(f"Model for this thread: {model or 'the offline demo'}"
                         + (" (robot default)" if is_default else f"\nThe robot's own: {default or 'the offline demo'}")
                         + "\nClick to choose another: the thread's next messages go to it.")
         self._rebuild()
+
+    def label(self) -> str:
+        """The whole text (the button may show it shortened with "…")."""
+        return self._label
+
+    def _room(self) -> int:
+        return max(0, self.width() - 28)  # the menu arrow and the margins
+
+    def _fit_text(self) -> None:
+        metrics = self.fontMetrics()
+        text = self._label
+        if self.width() > 0 and metrics.horizontalAdvance(text) > self._room():
+            text = metrics.elidedText(text, Qt.TextElideMode.ElideRight, self._room())
+        self.setText(text)
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return QSize(min(self.maximumWidth(), self.fontMetrics().horizontalAdvance(self._label) + 32), hint.height())
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(44, super().minimumSizeHint().height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_text()
 
     def set_listing(self, listing: ModelListing | None, *, loading: bool = False) -> None:
         self.listing, self.loading = listing, loading
