@@ -57,6 +57,8 @@ class RunBridge(QObject):
     task_changed = Signal(object)  # TaskStarted / TaskFinished
     #: McpServers: MCP servers the run started without (still starting, failed) or that joined it.
     mcp_notice = Signal(object)
+    #: ModelChanged: the thread's model was switched (the chat shows it through view_event).
+    model_changed = Signal(object)
     #: The terminal event (RunFinished / RunFailed / RunCancelled).
     run_ended = Signal(object)
     #: Every event for the views that show them (the chat's presenter), in order, as it comes;
@@ -188,6 +190,8 @@ class RunBridge(QObject):
                 self.task_changed.emit(event)
             case ev.McpServers():
                 self.mcp_notice.emit(event)
+            case ev.ModelChanged():
+                self.model_changed.emit(event)
             case ev.RunFinished() | ev.RunFailed() | ev.RunCancelled():
                 self.flush()
                 if not event.nested:  # the end of a run inside the run (a task's, a robot as a tool's) is not it
@@ -260,6 +264,8 @@ def event_summary(event: ev.Event) -> str:
         case ev.ContextUsage():
             share = f" ({event.used / event.window:.0%})" if event.window else ""
             return f"{event.used:,} / {event.window:,} tokens{share}{' estimated' if event.estimated else ''}"
+        case ev.ModelChanged():
+            return event.describe()
         case ev.ContextCompacted():
             return (f"{event.newly_replaced or event.replaced_count} messages summarised: "
                     f"{event.tokens_before:,} → {event.tokens_after:,} tokens ({event.trigger})")

@@ -63,6 +63,9 @@ class Controller(QObject):
         self._trust_stamp: Any = _UNSEEN
         #: Robot files that could not be read at the last refresh (each message names the file).
         self.robot_problems: list[str] = []
+        #: A model chosen in the composer before the thread exists: (model, api_base) for the thread the next
+        #: message creates (ui/window/models.py); None: the robot's own.
+        self.pending_model: tuple[str, str | None] | None = None
         self.bridge.running_changed.connect(self.run_state_changed)
 
     # -- opening ------------------------------------------------------------------------------
@@ -284,6 +287,11 @@ class Controller(QObject):
         from workspace.providers.demo import DEMO_LABEL
 
         name = robot_name or self.robot_name
+        session = self.session
+        chosen = (getattr(session, "chosen_model", None)
+                  if session is not None and robot_name is None and not getattr(session, "is_network", False) else None)
+        if isinstance(chosen, str) and chosen:  # the open thread was switched to another model
+            return chosen, not is_offline(chosen)
         model = None
         for info in self.robots():
             if getattr(info, "name", None) == name:
@@ -341,6 +349,7 @@ class Controller(QObject):
     def new_thread(self) -> Any:
         self.stop()
         self.session = None
+        self.pending_model = None
         self._remember_thread(None)
         self.thread_opened.emit(None)
         self.usage_changed.emit(None)
@@ -466,9 +475,13 @@ class Controller(QObject):
         if self.session is None:
             try:
                 self.session = self.workspace.new_thread(self.robot_name, kind=self.target_kind)
+                if self.pending_model is not None and self.target_kind != "network":
+                    self.session.set_model(self.pending_model[0], api_base=self.pending_model[1])
             except Exception as exc:
                 self.problem.emit(f"Could not start a thread with '{self.robot_name}': {exc}")
                 return False
+            finally:
+                self.pending_model = None
             created = True
         try:
             run = self.session.send(text, attachments=attachments) if attachments else self.session.send(text)

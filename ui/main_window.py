@@ -30,6 +30,7 @@ from ui.window.commands import Commands
 from ui.window.docks import Docks
 from ui.window.folder_flow import FolderFlow
 from ui.window.geometry import WindowMemory
+from ui.window.models import ModelChoice
 from ui.window.notify import Notifier
 from ui.window.robots import PICKER_TIP, Robots
 from ui.window.runs import Runs
@@ -72,6 +73,7 @@ class MainWindow(QMainWindow):
         self.docks = Docks(self)
         self.status = StatusLine(self)
         self.robots = Robots(self)
+        self.models = ModelChoice(self)
         self.threads = Threads(self)
         self.runs = Runs(self)
         self.attachments = Attachments(self)
@@ -113,6 +115,7 @@ class MainWindow(QMainWindow):
         self.memory_model = MemoryModel(self)
 
         self._build_central()
+        self.models.build()
         self.memory.fit_to_screen()  # the minimum size of the parts may not fit a small screen
         self.memory.restore_splitter()
         self.command_palette = CommandPalette(self)
@@ -120,7 +123,8 @@ class MainWindow(QMainWindow):
         self.docks.build()
         self.status.build()
         self.commands.build()
-        for part in (self.docks, self.status, self.robots, self.threads, self.runs, self.notifier, self.attachments):
+        for part in (self.docks, self.status, self.robots, self.models, self.threads, self.runs, self.notifier,
+                     self.attachments):
             part.connect()
         self.commands.update()
         self.robots.update_picker()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -114,6 +114,7 @@ class SettingsDialog(QDialog):
         if line is not None:
             line.setAccessibleName("Model id")
         form.addRow("Model", self.model)
+        self._add_model_list_row(form, model_tab)
         self.api_base = QLineEdit(model_tab)
         self.api_base.setPlaceholderText("Only for local or self-hosted servers, e.g. http://localhost:11434")
         self.api_base.setAccessibleName("API base")
@@ -209,6 +210,81 @@ class SettingsDialog(QDialog):
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
 
+    # -- the available models -------------------------------------------------------------------
+    def _add_model_list_row(self, form: QFormLayout, parent: QWidget) -> None:
+        """Under the model: what the local server and the providers with a key offer (loaded in the
+        background; :mod:`workspace.providers.listing`), a Refresh button, and why a source failed."""
+        row = QHBoxLayout()
+        self.models_note = QLabel("", parent)
+        self.models_note.setWordWrap(True)
+        self.models_note.setObjectName("Muted")
+        self.models_note.setAccessibleName("Available models")
+        row.addWidget(self.models_note, 1)
+        self.refresh_models = QPushButton("Refresh", parent)
+        self.refresh_models.setAccessibleName("Refresh the list of models")
+        self.refresh_models.setToolTip("Ask the local server (API base) and litellm again which models are available")
+        self.refresh_models.clicked.connect(lambda: self.load_models(refresh=True))
+        row.addWidget(self.refresh_models, 0, Qt.AlignmentFlag.AlignTop)
+        form.addRow("", row)
+        #: Listed model id -> the server it came from (a local server's models).
+        self.listed_bases: dict[str, str | None] = {}
+        self._models_task: Any = None
+        self._preset_count = self.model.count()
+
+    def load_models(self, *, refresh: bool = False) -> None:
+        """List the available models in a qasync task (the dialog never waits for a server)."""
+        tasks = getattr(self.controller, "tasks", None)
+        if tasks is None or (self._models_task is not None and not self._models_task.done()):
+            return
+        self.models_note.setText("Looking for models…")
+        self.refresh_models.setEnabled(False)
+        model, base = self._model_id() or None, self.api_base.text().strip() or None
+        self._models_task = tasks.spawn(self._load_models(model, base, refresh), name="settings-models")
+
+    async def _load_models(self, model: str | None, base: str | None, refresh: bool) -> None:
+        from workspace.providers.listing import ModelListing, list_models
+
+        try:
+            listing = await list_models(None, model=model, api_base=base, refresh=refresh)
+        except Exception as exc:  # list_models reports its failures as reasons: this is a safety net
+            log.warning("listing the models failed: %s", exc)
+            listing = ModelListing()
+        try:
+            self.show_models(listing)
+        except RuntimeError:  # the dialog was closed and deleted meanwhile: nobody to tell
+            pass
+
+    def show_models(self, listing: Any) -> None:
+        """Offer ``listing``'s models after the presets (the typed text stays), and say what failed."""
+        from ui.widgets.common import signals_blocked
+
+        text = self.model.currentText()
+        with signals_blocked(self.model):
+            while self.model.count() > self._preset_count:
+                self.model.removeItem(self.model.count() - 1)
+            presets = {self.model.itemData(i) for i in range(self._preset_count)}
+            self.listed_bases = {}
+            if listing.models:
+                self.model.insertSeparator(self.model.count())
+            for entry in listing.models:
+                if entry.id in presets:
+                    continue
+                self.listed_bases[entry.id] = entry.api_base
+                label = entry.id + (f"  ({entry.detail})" if entry.detail else "")
+                self.model.addItem(label, entry.id)
+            index = self.model.findText(text)
+            if index >= 0:
+                self.model.setCurrentIndex(index)
+            else:
+                self.model.setEditText(text)
+        count = len(listing.models)
+        sources = ", ".join(s.name for s in listing.sources if s.models)
+        lines = [f"{count} model{'s' if count != 1 else ''} available ({sources})." if count else
+                 "No models listed: configure a local server (API base) or set a provider's API key."]
+        lines += [f"⚠ {problem}" for problem in listing.problems]
+        self.models_note.setText("\n".join(lines))
+        self.refresh_models.setEnabled(True)
+
     def _add_mcp_page(self) -> None:
         """The MCP servers page (saved as it is edited, not by Save)."""
         try:
@@ -245,6 +321,7 @@ class SettingsDialog(QDialog):
         self.context_window.setEnabled(not isinstance(window, dict))
         self.compaction_model.setText(config.get("llm.compaction_model") or "")
         self._on_model_changed(self.model.currentText())
+        self.load_models()
         self.review.setCurrentIndex(max(0, self.review.findData(config.get("review.mode", "review"))))
         self.theme.setCurrentIndex(max(0, self.theme.findData(config.get("ui.theme", "light"))))
         self.notifications.setChecked(bool(config.get("ui.notifications", True)))
@@ -276,6 +353,9 @@ class SettingsDialog(QDialog):
             self.api_key.setEnabled(False)
             self.key_note.setText("The offline demo needs no key.")
             return
+        listed_base = getattr(self, "listed_bases", {}).get(model)
+        if listed_base:  # a model of a local server's list: that server's address
+            self.api_base.setText(listed_base)
         prefix = secrets.provider_prefix(model)
         if prefix in secrets.LOCAL_PROVIDERS or model == "openai/local-model":
             if not self.api_base.text():

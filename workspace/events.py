@@ -326,6 +326,28 @@ class ContextUsage(BaseEvent):
     tools_tokens: int = 0
     #: The share of the window at which the conversation is compacted (0.8: 80 %).
     threshold: float = 0.8
+    #: The costliest tool schemas, name -> tokens, costliest first (at most three).
+    biggest_tools: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelChanged(BaseEvent):
+    """The thread's model was switched (the composer's model picker, ``/model`` in ``robotlab chat``,
+    ``robotlab run --thread ID --model M``): its next runs use ``model``. Stored after the turn it follows
+    (``run_id`` that turn's run), so the chat shows the switch where it happened, live and reopened."""
+
+    kind: ClassVar[str] = "model_changed"
+    #: The model from now on ("" : the offline demo).
+    model: str = ""
+    #: The model before the switch.
+    previous: str = ""
+    #: True when ``model`` is the robot's own (the switch went back to the robot's default).
+    robot_default: bool = False
+
+    def describe(self) -> str:
+        """"Model changed to X" (with "(robot default)" when it is the robot's own), for the chat and exports."""
+        name = self.model or "the offline demo"
+        return f"Model changed to {name}" + (" (robot default)" if self.robot_default else "")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -424,6 +446,7 @@ Event: TypeAlias = (
     | McpServers
     | ContextUsage
     | ContextCompacted
+    | ModelChanged
     | TaskStarted
     | TaskFinished
     | RunFinished

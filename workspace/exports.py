@@ -360,6 +360,9 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
                 out.append(">")
                 out += [f"> {line}" if line else ">" for line in event.summary.strip().splitlines()]
                 out.append("")
+            case ev.ModelChanged():
+                out.append(f"*{event.describe()}*")
+                out.append("")
             case ev.RunStarted() if event.parent_tool_id:
                 out.append(f"*`{event.robot}` runs as the tool call `{event.parent_tool_id}`*")
                 out.append("")

@@ -327,6 +327,33 @@ class _ThreadGate(ApprovalGate):
         return await super().ask(request)
 
 
+def _hosted_past_local(model: str, config: Any) -> bool:
+    """Whether ``model`` is a hosted provider's while the configured ``llm.api_base`` is a local server."""
+    from workspace.secrets import KEY_VARS, provider_prefix
+    from workspace.urls import is_loopback_url
+
+    base = config.get("llm.api_base") if config is not None else None
+    prefix = provider_prefix(model)
+    if not (base and is_loopback_url(str(base)) and "/" in model and prefix in KEY_VARS):
+        return False
+    if prefix != "openai":
+        return True
+    # openai/NAME is also how a local OpenAI-compatible server's models are named: hosted when litellm knows it.
+    from workspace.providers.litellm_provider import known_chat_models
+
+    return model in known_chat_models("openai")
+
+
+class _WithoutApiBase:
+    """A configuration lookup without ``llm.api_base`` (for a hosted model chosen beside a local server)."""
+
+    def __init__(self, config: Any) -> None:
+        self._config = config
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return default if key == "llm.api_base" else self._config.get(key, default)
+
+
 class ThreadSession:
     """One conversation thread: send messages, fork, switch branches, read the transcript."""
 
@@ -380,9 +407,72 @@ class ThreadSession:
             if self._robot_from_catalog:  # (the command line's own robot stays as it was given)
                 self._robot = None
         if self._robot is None:
-            self._robot = self.workspace.load_robot(self._thread.robot)
+            self._robot = self._robot_with_model(self.chosen_model, self._thread.metadata.get("api_base"))
             self._robot_from_catalog = True
         return self._robot
+
+    # -- the thread's model ----------------------------------------------------------------------
+    @property
+    def chosen_model(self) -> str | None:
+        """The model this thread was switched to (its metadata's ``model``); None: the robot's own."""
+        value = self._thread.metadata.get("model")
+        return value if isinstance(value, str) and value else None
+
+    def default_model(self) -> str | None:
+        """The model the thread's robot has of its own (its file's, else the configuration's)."""
+        if self.is_network:
+            return None
+        try:
+            return self.workspace.load_robot(self._thread.robot).model
+        except Exception:  # a robot given as a file the catalog does not know (the command line's)
+            return None
+
+    def _robot_with_model(self, model: str | None, api_base: Any = None) -> Robot:
+        """The catalog's robot, with ``model`` (and the server ``api_base``) when given."""
+        if not model:
+            return self.workspace.load_robot(self._thread.robot)
+        base = str(api_base) if isinstance(api_base, str) and api_base else None
+        return self.workspace.load_robot_with_model(self._thread.robot, model, api_base=base)
+
+    def set_model(self, model: str | None, *, api_base: str | None = None) -> ev.ModelChanged | None:
+        """Use ``model`` for this thread's next runs (None or the robot's own model: back to the robot's
+        default); ``api_base``: the server of a local model (from :mod:`workspace.providers.listing`).
+        Recorded in the thread: its metadata (``model``, ``api_base``) and a ``model_changed`` event after
+        the current turn, returned for the live chat (None: nothing changed, or no turn to put it after).
+        Refused while a run goes."""
+        if self.is_network:
+            raise RuntimeError(f"Thread {self.thread_id[:8]} talks to network '{self._thread.robot}': its tasks' "
+                               "robots choose their models")
+        self._not_running("change the model")
+        default = self.default_model()
+        previous = self.robot.model
+        if not model or (model == default and not api_base):
+            model, api_base = None, None
+        robot = self._robot_with_model(model, api_base)
+        self._robot = robot
+        self._robot_from_catalog = True
+        return self.record_model(robot.model, previous=previous, api_base=api_base, default=default,
+                                 chosen=model)
+
+    def record_model(self, model: str | None, *, previous: str | None, api_base: str | None = None,
+                     default: str | None = None, chosen: str | bool | None = True) -> ev.ModelChanged | None:
+        """Record a switch of the thread's model (the command line builds its robot itself): the metadata says ``chosen`` (True: ``model``; None: the robot's default), and a ``model_changed``
+        event goes after the current turn. Returns that event (None: the model did not change, or the
+        thread has no turn yet: the metadata alone says it)."""
+        keep = model if chosen is True else chosen
+        self._thread = self.store.update_thread_metadata(self.thread_id, model=keep or None,
+                                                         api_base=api_base if keep else None)
+        if (model or "") == (previous or ""):
+            return None
+        turn_id = self._thread.current_turn_id
+        if turn_id is None:
+            return None
+        turn = self.store.get_turn(turn_id)
+        event = ev.ModelChanged(run_id=turn.run_id or f"model-{uuid.uuid4().hex[:12]}", robot=self._thread.robot,
+                                model=model or "", previous=previous or "",
+                                robot_default=default is not None and model == default)
+        self.store.append_event(self.thread_id, turn_id, event)
+        return event
 
     @property
     def network(self) -> Network:
@@ -922,6 +1012,25 @@ class Workspace:
         if self.provider is not None:
             options["provider"] = self.provider
         robot: Robot = load_robot(name, folder=self.folder, **options)
+        return robot
+
+    def load_robot_with_model(self, name: str, model: str, *, api_base: str | None = None) -> Robot:
+        """The robot ``name`` talking to ``model`` (a thread's choice): at ``api_base`` when given (a local
+        server's model). A hosted provider's model (one with an API key variable) is never sent to the
+        configured ``llm.api_base`` when that is a server on this machine (the local server Settings points
+        at): it goes to its provider."""
+        from workspace.catalog import load_robot
+
+        options: dict[str, Any] = {"config": self.config, "model": model}
+        if api_base:
+            options["api_base"] = api_base
+        if self.provider is not None:
+            options["provider"] = self.provider
+        robot: Robot = load_robot(name, folder=self.folder, **options)
+        if self.provider is None and not api_base and robot.api_base is None and _hosted_past_local(model, self.config):
+            from workspace.providers import provider_for
+
+            robot.provider = provider_for(model, api_base=None, config=_WithoutApiBase(self.config))
         return robot
 
     def warm_up(self, robot_name: str) -> str | None:

@@ -20,8 +20,10 @@ Endpoints:
 - ``POST /v1/messages`` (Anthropic): streaming (``message_start``, ``content_block_start`` /
   ``content_block_delta`` (``text_delta``, ``input_json_delta``) / ``content_block_stop``,
   ``message_delta`` with usage, ``message_stop``) and non-streaming.
-- ``GET /v1/models``: one model, ``fake`` (with ``max_model_len``, as vLLM says it, when the server has
-  a ``context_window``); ``GET /props``: llama.cpp's ``n_ctx``, when it has one.
+- ``GET /v1/models``: the ``models`` it was given (default: one, ``fake``; with ``max_model_len``, as vLLM
+  says it, when the server has a ``context_window``); with ``ollama=True`` also Ollama's ``GET /api/tags``
+  (names with ``:latest``, sizes); ``list_status=401`` refuses both; ``GET /props``: llama.cpp's ``n_ctx``,
+  when it has one.
 
 A server with ``context_window=N`` plays a model with an N-token window: a request whose prompt
 (messages and tool schemas, about 4 characters a token) is longer is refused like OpenAI and vLLM do
@@ -333,11 +335,20 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         owner._record(RecordedRequest("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, None))
         window = owner.context_window if owner.report_window else None
-        if self.path.rstrip("/").endswith("/models"):
-            model: dict[str, Any] = {"id": "fake", "object": "model", "owned_by": "fake-llm-server"}
-            if window:
-                model["max_model_len"] = window
-            self._send_json(200, {"object": "list", "data": [model]})
+        if owner.list_status is not None and self.path.rstrip("/").endswith(("/models", "/api/tags")):
+            self._send_json(owner.list_status, {"error": {"message": "listing refused", "type": "refused"}})
+        elif self.path.rstrip("/").endswith("/models"):
+            listed: list[dict[str, Any]] = []
+            for name in owner.models:
+                model: dict[str, Any] = {"id": name, "object": "model", "owned_by": "fake-llm-server"}
+                if window:
+                    model["max_model_len"] = window
+                listed.append(model)
+            self._send_json(200, {"object": "list", "data": listed})
+        elif self.path.rstrip("/") == "/api/tags" and owner.ollama:
+            self._send_json(200, {"models": [{"name": name if ":" in name else f"{name}:latest", "model": name,
+                                              "size": 4_000_000_000, "details": {"format": "gguf"}}
+                                             for name in owner.models]})
         elif self.path.rstrip("/") == "/props" and window:
             self._send_json(200, {"default_generation_settings": {"n_ctx": window}, "total_slots": 1})
         else:
@@ -572,7 +583,8 @@ class FakeLLMServer:
     def __init__(self, *, default_text: str = "ok", reply_fn: ReplyFn | None = None,
                  host: str = "127.0.0.1", port: int = 0, stream_usage: bool = True,
                  interrupt_on_new_request: bool = False, context_window: int | None = None,
-                 overflow: str = "error", report_window: bool = True) -> None:
+                 overflow: str = "error", report_window: bool = True, models: Sequence[str] = ("fake",),
+                 ollama: bool = False, list_status: int | None = None) -> None:
         self.default_text = default_text
         self.reply_fn = reply_fn
         #: False: no usage chunk in any stream, whatever the client asks (many local servers).
@@ -587,6 +599,12 @@ class FakeLLMServer:
         self.overflow = overflow
         #: Whether ``/v1/models`` and ``/props`` say the window.
         self.report_window = report_window
+        #: The models ``GET /v1/models`` (and, with ``ollama``, ``GET /api/tags``) list.
+        self.models = list(models)
+        #: True: also answer Ollama's ``GET /api/tags`` (an Ollama server's list).
+        self.ollama = ollama
+        #: An HTTP status both lists answer instead (401: a server that wants a key).
+        self.list_status = list_status
         self._overflows = 0
         self._host = host
         self._port = port

@@ -28,6 +28,9 @@ def test_the_meter_shows_used_window_and_share(qtbot: Any) -> None:
     assert "1,024 of 2,048 tokens (50%)" in meter.toolTip()
     assert "System prompt 40 · tools 300 · messages 684" in meter.toolTip()
     assert "compacted at 80%" in meter.toolTip()
+    meter.show_usage(ev.ContextUsage(run_id="r1", robot="assistant", used=1024, window=2048, system_tokens=40,
+                                     tools_tokens=300, biggest_tools={"search_files": 180, "read_file": 90}))
+    assert "tools: 300 tokens, biggest: search_files (180), read_file (90)" in meter.toolTip()
     meter.show_usage(usage(1100, estimated=False))  # the server's own count: no "~"
     assert meter.label.text() == "1.1k / 2k · 54%"
     assert "as the server counted" in meter.toolTip()

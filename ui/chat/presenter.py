@@ -283,6 +283,10 @@ class ChatPresenter:
             case ev.McpServers():
                 self.notice(self._run(event.run_id, event.robot, event.task), event.message,
                             level="warning" if event.failed or event.starting else "info")
+            case ev.ModelChanged():
+                self.notice(self._run(event.run_id, event.robot, event.task), event.describe(),
+                            details=f"Before: {event.previous or 'the offline demo'}. The thread's next messages "
+                            "go to the new model; the conversation so far is sent to it as it is.")
             case ev.RunFinished():
                 self._end(event, "finished", message=None, result=event.result)
             case ev.RunFailed():

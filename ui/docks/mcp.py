@@ -301,16 +301,22 @@ class McpPane(QWidget):
             model_names = self.manager.model_tool_names().get(status.name, {})
         except Exception:  # a manager without it (or a config being reloaded): the server's names only
             model_names = {}
+        from workspace.context import tool_costs
+
+        costs = tool_costs(status.tools)
         with signals_blocked(self.tools):
             self.tools.clear()
             for tool in status.tools:
-                item = QListWidgetItem(tool.original + (f" — {tool.description[:80]}" if tool.description else ""))
+                cost = costs.get(tool.name, 0)
+                item = QListWidgetItem(f"{tool.original}  ~{cost:,} tokens"
+                                       + (f" — {tool.description[:80]}" if tool.description else ""))
                 item.setData(Qt.ItemDataRole.UserRole, tool.name)
                 item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
                 item.setCheckState(Qt.CheckState.Checked if tool.enabled else Qt.CheckState.Unchecked)
                 hints = [k[:-4] for k, v in dict(tool.annotations).items() if v is True and k.endswith("Hint")]
                 seen_as = model_names.get(tool.original, tool.name)
-                item.setToolTip(f"The model sees it as {seen_as}\n{tool.description}"
+                item.setToolTip(f"The model sees it as {seen_as}\nIts schema takes ~{cost:,} tokens of the model's window "
+                                "in every request while it is on.\n{tool.description}"
                                 + (f"\nhints: {', '.join(hints)}" if hints else ""))
                 self.tools.addItem(item)
         self.stderr.setPlainText("\n".join(status.stderr))

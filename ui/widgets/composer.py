@@ -106,6 +106,7 @@ class Composer(ComposerAttachments, QWidget):
         self.attach_button = self._make_attach_button()
         row.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
         row.addWidget(self.edit, 1)
+        self._row = row
         self.button = QToolButton(self.frame)
         self.button.setObjectName("SendButton")
         self.button.setAccessibleName("Send or stop")
@@ -162,6 +163,11 @@ class Composer(ComposerAttachments, QWidget):
     def set_running(self, running: bool) -> None:
         self.running = running
         self._update_button()
+
+    def add_side_widget(self, widget: QWidget) -> None:
+        """Put ``widget`` (the model picker) beside the send button, bottom-aligned like it."""
+        widget.setParent(self.frame)
+        self._row.insertWidget(self._row.indexOf(self.button), widget, 0, Qt.AlignmentFlag.AlignBottom)
 
     def set_robot(self, robot: str) -> None:
         self.edit.setPlaceholderText(f"Message {robot}…")

@@ -3,8 +3,9 @@
 A thin bar and "1.5k / 2k · 74 %", fed by :class:`~workspace.events.ContextUsage` events (before each
 model call: the count of the request; after it: the server's own count), live while the answer
 streams (its text is added as an estimate), and by :class:`~workspace.events.ContextCompacted`
-(the count after compacting). The tooltip breaks the count down: system prompt, tool schemas,
-messages, and the share at which the conversation is compacted. Hidden while the window is unknown
+(the count after compacting). The tooltip breaks the count down: system prompt, tool schemas (and the
+costliest ones: "tools: N tokens, biggest: a (x), b (y)"), messages, and the share at which the
+conversation is compacted. Hidden while the window is unknown
 (the offline demo, a test double) or no thread is open.
 """
 
@@ -37,6 +38,14 @@ def short_tokens(value: int) -> str:
     return f"{value / 1_000_000:.1f}".rstrip("0").rstrip(".") + "M"
 
 
+def tools_line(total: int, biggest: dict[str, int]) -> str:
+    """"tools: 1,565 tokens, biggest: search_files (323), edit_file (225)"."""
+    line = f"tools: {total:,} tokens"
+    if biggest:
+        line += ", biggest: " + ", ".join(f"{name} ({tokens:,})" for name, tokens in biggest.items())
+    return line
+
+
 class ContextMeter(QWidget):
     """Used / window tokens of the open thread's model, with the share (see the module docstring)."""
 
@@ -59,6 +68,7 @@ class ContextMeter(QWidget):
         self.threshold = 0.8
         self.system_tokens = 0
         self.tools_tokens = 0
+        self.biggest_tools: dict[str, int] = {}
         self._base = 0  # the count the streamed text is added to
         self._streamed = 0
         self._compacted: str | None = None
@@ -73,6 +83,7 @@ class ContextMeter(QWidget):
         self.window_size = event.window
         self.threshold = event.threshold
         self.system_tokens, self.tools_tokens = event.system_tokens, event.tools_tokens
+        self.biggest_tools = dict(event.biggest_tools)
         self.estimated = event.estimated
         self._base, self._streamed = event.used, 0
         if not event.estimated:
@@ -135,6 +146,7 @@ class ContextMeter(QWidget):
             f"Context window: {self.used:,} of {self.window_size:,} tokens ({share:.0%})"
             + (", estimated" if self.estimated else ", as the server counted"),
             f"System prompt {self.system_tokens:,} · tools {self.tools_tokens:,} · messages {messages:,}",
+            *([tools_line(self.tools_tokens, self.biggest_tools)] if self.tools_tokens else []),
             f"Older messages are compacted at {self.threshold:.0%} of the window (/compact does it now)",
         ]
         if self._compacted:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from workspace.approval import ApprovalDecision, ApprovalRequest
     from workspace.cli.chat_io import ChatInput
     from workspace.config import Config
+    from workspace.providers.listing import ModelEntry
     from workspace.robot import Robot
     from workspace.session import ThreadSession, Workspace
 
@@ -30,7 +31,8 @@ DEFAULT_ROBOT = "assistant"
 
 #: The slash commands, with what ``/help`` says of them.
 COMMANDS: dict[str, str] = {
-    "/model": "/model [NAME]  show the model, or use NAME from the next message on (demo: the offline demo)",
+    "/model": "/model [NAME|N]  list the available models, or use NAME (or number N of the list) from the next "
+              "message on (demo: the offline demo; default: the robot's own)",
     "/robot": "/robot [NAME]  list the robots, or start a new thread with robot NAME",
     "/review": "/review  review the proposed file changes that wait (with --folder)",
     "/undo": "/undo  undo the last change applied in this thread (with --folder)",
@@ -117,8 +119,10 @@ async def _chat(args: argparse.Namespace) -> int:
             raise
     reference = args.robot or (stored_reference(thread, "robot_file") if thread else DEFAULT_ROBOT)
     model = args.model or (thread.metadata.get("model") if thread else None)
+    stored_base = thread.metadata.get("api_base") if thread is not None and not args.model else None
     chat = Chat(args, config=config, folder=folder, reference=reference)
-    robot = chat.build_robot(reference, model)
+    chat._api_base = stored_base if isinstance(stored_base, str) and stored_base else None
+    robot = chat.build_robot(reference, model, api_base=chat._api_base)
     gate = ApprovalGate(ApprovalPolicy.load(paths.approval_policy_file()), chat.ask_approval)
     workspace = open_workspace(args, config=config, folder=folder, approval=gate, store=store)
     chat.workspace = workspace
@@ -159,6 +163,9 @@ class Chat:
         self._signals: list[int] = []
         #: Files and images ``/attach`` added, sent with the next message.
         self.attachments: list[Any] = []
+        #: The models ``/model`` listed last (``/model N`` picks one), and the server of the chosen one.
+        self._listed_models: list[ModelEntry] = []
+        self._api_base: str | None = None
 
     # -- Ctrl-C and SIGTERM, for the whole chat -------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -199,8 +206,9 @@ class Chat:
         self.out.flush()
 
     # -- robots ---------------------------------------------------------------------------------------
-    def build_robot(self, reference: str, model: str | None) -> Robot:
-        """The robot ``reference`` with ``model`` (None: its own), its provider ready; a missing key raises."""
+    def build_robot(self, reference: str, model: str | None, *, api_base: str | None = None) -> Robot:
+        """The robot ``reference`` with ``model`` (None: its own), its provider ready; a missing key raises.
+        ``api_base``: the server of a model from a local server's list (else --api-base)."""
         from workspace.catalog import load_robot
         from workspace.cli.run import check_robot_file
         from workspace.cli.runs import check_key
@@ -208,7 +216,7 @@ class Chat:
 
         check_robot_file(reference)
         robot = load_robot(reference, folder=self.folder, config=self.config, model=model,
-                           api_base=self.args.api_base)
+                           api_base=api_base or self.args.api_base)
         if not is_offline(robot.model):
             check_key(str(robot.model), robot.api_base or self.config.get("llm.api_base"))
         robot.provider = provider_for(robot.model, api_base=robot.api_base, config=self.config)
@@ -221,7 +229,8 @@ class Chat:
 
             assert self.workspace is not None and self.robot is not None
             self.session = self.workspace.new_thread(self.robot.name, robot=self.robot, metadata=metadata(
-                "chat", robot_file=robot_file(self.reference), model=self.args.model))
+                "chat", robot_file=robot_file(self.reference), model=self.args.model,
+                api_base=self._api_base if self.args.model else None))
         return self.session
 
     # -- the loop -------------------------------------------------------------------------------------
@@ -373,7 +382,7 @@ class Chat:
         if name == "/help":
             self.say("\n".join([*COMMANDS.values(), "", KEYS_HELP]), "0")
         elif name == "/model":
-            self.switch_model(rest)
+            await self.model_command(rest)
         elif name == "/robot":
             self.switch_robot(rest)
         elif name == "/new":
@@ -420,26 +429,75 @@ class Chat:
             self.say(f"📎 {printable(item.origin)} ({item.mime}, {describe_size(item.size)}) goes with your next "
                      "message (/detach drops it).")
 
-    def switch_model(self, model: str) -> None:
+    async def model_command(self, rest: str) -> None:
+        """``/model``: the available models, numbered; ``/model N`` or ``/model NAME`` switches."""
+        if not rest:
+            await self.list_models()
+            return
+        api_base: str | None = None
+        if rest.isdigit():
+            listed = self._listed_models
+            if not listed:
+                self.say("List the models first: /model", "33")
+                return
+            index = int(rest)
+            if not 1 <= index <= len(listed):
+                self.say(f"There is no model {index}: /model lists {len(listed)}.", "33")
+                return
+            rest, api_base = listed[index - 1].id, listed[index - 1].api_base
+        self.switch_model(rest, api_base=api_base)
+
+    async def list_models(self) -> None:
+        """The models the configured local server and the hosted providers with a key offer (the window's
+        picker's list: :func:`workspace.providers.listing.list_models`), numbered for ``/model N``."""
+        from workspace.cli.render import printable
+        from workspace.providers.listing import list_models
+
+        assert self.robot is not None
+        base = self.args.api_base or self.robot.api_base
+        found = await list_models(self.config, model=self.robot.model or None, api_base=base, refresh=True)
+        self._listed_models = found.models
+        self.say(f"Model: {self.robot.provider.label or self.robot.model}", "0")
+        number = 0
+        for source in found.sources:
+            if source.models:
+                self.say(f"{source.name}:", "1")
+            for entry in source.models:
+                number += 1
+                mark = "*" if entry.id == self.robot.model else " "
+                detail = f"  ({entry.detail})" if entry.detail else ""
+                self.say(f"{mark}{number:>4}  {printable(entry.id, one_line=True)}{detail}", "0")
+        for problem in found.problems:
+            self.say(f"! {problem}", "33")
+        if not found.sources:
+            self.say("No local server is configured and no provider's API key is set: set one (e.g. OPENAI_API_KEY) "
+                     "or the API base of a local server in Settings (llm.api_base).", "33")
+        self.say("/model N or /model NAME uses that model from your next message on; /model default goes back to "
+                 "the robot's own; /model demo: the offline demo.")
+
+    def switch_model(self, model: str, *, api_base: str | None = None) -> None:
+        from workspace.catalog import load_robot
         from workspace.cli import CLIError
         from workspace.errors import Error
 
         assert self.robot is not None
-        if not model:
-            self.say(f"Model: {self.robot.provider.label or self.robot.model} (/model NAME to change it; "
-                     "/model demo for the offline demo)", "0")
-            return
+        previous = self.robot.model
         try:
-            robot = self.build_robot(self.reference, model)
+            default = load_robot(self.reference, folder=self.folder, config=self.config).model
+            chosen: str | None = None if model.lower() == "default" else model
+            robot = self.build_robot(self.reference, chosen, api_base=api_base)
             if self.session is not None:
                 self.session.use_robot(robot)
-                self.session.store.update_thread_metadata(self.session.thread_id, model=model)
+                self.session.record_model(robot.model, previous=previous, default=default,
+                                          api_base=api_base, chosen=chosen)
         except (CLIError, Error, RuntimeError, ValueError) as exc:
             self.say(f"✗ {exc}", "31")
             return
         self.robot = robot
-        self.args.model = model
-        self.say(f"Model: {robot.provider.label or robot.model} from your next message on.")
+        self.args.model = chosen
+        self._api_base = api_base
+        own = " (the robot's own)" if chosen is None else ""
+        self.say(f"Model: {robot.provider.label or robot.model}{own} from your next message on.")
 
     def switch_robot(self, name: str) -> None:
         from workspace.catalog import list_robots

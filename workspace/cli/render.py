@@ -277,6 +277,8 @@ class EventPrinter:
                 self._line(self._c("2", f"{who}⟲ conversation compacted: {count} earlier message"
                                         f"{'s' if count != 1 else ''} summarised ({event.tokens_before:,} → "
                                         f"{event.tokens_after:,} tokens of {event.window:,})"))
+            case ev.ModelChanged():
+                self._line(self._c("2", f"{who}⇄ {event.describe()}"))
             case (ev.Text() | ev.Reasoning() | ev.ApprovalRequested() | ev.MemoryChanged() | ev.Usage()
                   | ev.ContextUsage()):
                 pass  # the text was streamed as deltas; the approval is asked for; usage is in "done"

@@ -232,6 +232,9 @@ async def _run(args: argparse.Namespace) -> int:
             store.close()
             raise
         reference = given or stored_reference(thread, "robot_file")
+        stored_base = thread.metadata.get("api_base")
+        if not model and isinstance(stored_base, str) and stored_base and not args.api_base:
+            args.api_base = stored_base  # the server of the model the thread was switched to
         model = model or thread.metadata.get("model")
     else:
         message = " ".join(args.message)
@@ -279,7 +282,9 @@ async def _run(args: argparse.Namespace) -> int:
         if thread is not None:
             session = workspace.open_thread(thread.id, robot=robot)
             if args.model and thread.metadata.get("model") != args.model:
-                workspace.store.update_thread_metadata(thread.id, model=args.model)
+                previous = thread.metadata.get("model") or session.default_model()
+                session.record_model(robot.model, previous=str(previous) if previous else None,
+                                     api_base=args.api_base)
         else:
             session = workspace.new_thread(robot.name, robot=robot, metadata=metadata(
                 "run", robot_file=robot_file(args.robot), model=args.model))

@@ -2,7 +2,8 @@
 
 - :mod:`~workspace.context.window`: how many tokens a model's window holds (a setting, the server,
   litellm's model information, a default);
-- :mod:`~workspace.context.tokens`: counting tokens (the model's tokenizer, else a safe estimate);
+- :mod:`~workspace.context.tokens`: counting tokens (the model's tokenizer, else a safe estimate), and
+  what each tool's schema costs (:func:`tool_costs`: shown where tools are chosen and in the context meter);
 - :mod:`~workspace.context.compaction`: summarising older messages without separating a tool call
   from its result;
 - :mod:`~workspace.context.results`: tool results too big for the model, cut with a note;
@@ -27,7 +28,7 @@ from workspace.context.manager import (
     check_policy,
     is_context_overflow,
 )
-from workspace.context.tokens import TokenCounter, estimate
+from workspace.context.tokens import TokenCounter, biggest_tools, estimate, tool_costs
 from workspace.context.window import DEFAULT_WINDOW, WindowInfo, resolve_window, window_setting
 
 __all__ = [
@@ -40,9 +41,11 @@ __all__ = [
     "Prepared",
     "TokenCounter",
     "WindowInfo",
+    "biggest_tools",
     "check_policy",
     "estimate",
     "is_context_overflow",
     "resolve_window",
+    "tool_costs",
     "window_setting",
 ]

@@ -34,7 +34,7 @@ from typing import Any, Literal
 from workspace import events as ev
 from workspace.context.compaction import choose_cut, summarise, summary_message, turn_starts
 from workspace.context.results import result_limit, shorten_result_message
-from workspace.context.tokens import MESSAGE_OVERHEAD, TokenCounter
+from workspace.context.tokens import MESSAGE_OVERHEAD, TokenCounter, biggest_tools
 from workspace.context.window import DEFAULT_WINDOW, WindowInfo, resolve_window, window_from_message
 from workspace.errors import OVERFLOW_FAILURES, ContextOverflowError, ProviderError
 from workspace.messages import Message
@@ -108,6 +108,8 @@ class Prepared:
     window: WindowInfo | None = None
     system_tokens: int = 0
     tools_tokens: int = 0
+    #: The costliest tool schemas (name -> tokens, at most three), for the context meter.
+    biggest_tools: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -304,7 +306,8 @@ class ContextManager:
         self.last = prepared
         if emit is not None:
             emit(ev.ContextUsage, used=prepared.used, window=window, estimated=True,
-                 system_tokens=prepared.system_tokens, tools_tokens=prepared.tools_tokens, threshold=self.threshold)
+                 system_tokens=prepared.system_tokens, tools_tokens=prepared.tools_tokens, threshold=self.threshold,
+                 biggest_tools=prepared.biggest_tools)
         return prepared
 
     # -- compacting -------------------------------------------------------------------------------
@@ -407,7 +410,7 @@ class ContextManager:
                 and all(a is b for a, b in zip(anchor.messages, messages, strict=False))):
             used = anchor.tokens + round(counter.messages(messages[len(anchor.messages):]) * self._ratio)
         return Prepared(system, messages, used=used, counted=counted, window=info, system_tokens=system_tokens,
-                        tools_tokens=tools_tokens)
+                        tools_tokens=tools_tokens, biggest_tools=biggest_tools(tools, counter) if tools else {})
 
     def _observe(self, prepared: Prepared, chunk: UsageChunk, emit: Emit | None) -> None:
         """Correct the counts from the server's (never from an estimate of the provider's)."""
@@ -418,10 +421,11 @@ class ContextManager:
         used = chunk.input_tokens + chunk.output_tokens
         self.last = Prepared(prepared.system, prepared.messages, used=used, counted=prepared.counted,
                              window=prepared.window, system_tokens=prepared.system_tokens,
-                             tools_tokens=prepared.tools_tokens)
+                             tools_tokens=prepared.tools_tokens, biggest_tools=prepared.biggest_tools)
         if emit is not None:
             emit(ev.ContextUsage, used=used, window=prepared.window.tokens, estimated=False,
-                 system_tokens=prepared.system_tokens, tools_tokens=prepared.tools_tokens, threshold=self.threshold)
+                 system_tokens=prepared.system_tokens, tools_tokens=prepared.tools_tokens, threshold=self.threshold,
+                 biggest_tools=prepared.biggest_tools)
 
     def _learn(self, provider: Any, exc: BaseException, prepared: Prepared) -> None:
         """After a refusal: the window the server named, and counts that say the request was too long."""

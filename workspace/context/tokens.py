@@ -22,8 +22,8 @@ from typing import Any
 
 from workspace.messages import Message
 
-__all__ = ["CHARS_PER_TOKEN", "IMAGE_TOKENS", "MESSAGE_OVERHEAD", "TokenCounter", "content_text", "estimate",
-           "image_parts", "result_text", "wire_text"]
+__all__ = ["CHARS_PER_TOKEN", "IMAGE_TOKENS", "MESSAGE_OVERHEAD", "TokenCounter", "biggest_tools", "content_text",
+           "estimate", "image_parts", "result_text", "tool_costs", "wire_text"]
 
 #: Characters of words per estimated token.
 CHARS_PER_TOKEN = 3.3
@@ -173,3 +173,37 @@ class TokenCounter:
     def tool(self, spec: Any) -> int:
         """Tokens one tool schema costs (for showing each tool's cost)."""
         return self.tools([spec])
+
+
+def _spec_of(tool: Any) -> Any:
+    """A tool's schema: a ``ToolSpec`` as is, a :class:`~workspace.tools.Tool` through ``spec()``."""
+    spec = getattr(tool, "spec", None)
+    if callable(spec):
+        return spec()
+    parameters = getattr(tool, "parameters", None)
+    if isinstance(parameters, Mapping) and not isinstance(parameters, dict):  # an MCP server's ToolInfo
+        from types import SimpleNamespace
+
+        return SimpleNamespace(name=getattr(tool, "name", ""), description=getattr(tool, "description", ""),
+                               parameters=dict(parameters))
+    return tool
+
+
+def tool_costs(tools: Iterable[Any], counter: TokenCounter | None = None) -> dict[str, int]:
+    """What each tool's schema (name, description, JSON schema of its parameters) costs in tokens of the
+    model's window, counted as the context manager counts a request (``counter``: the model's
+    :class:`TokenCounter`; default: the safe estimate). ``tools``: ``Tool`` objects, ``ToolSpec`` s, or
+    anything with ``name``, ``description`` and ``parameters`` (an MCP server's ``ToolInfo``).
+    Name -> tokens, costliest first; the sum is what a request's tool schemas take."""
+    counter = counter if counter is not None else _DEFAULT_COUNTER
+    costs = {str(getattr(spec, "name", "")): counter.tool(spec) for spec in map(_spec_of, tools)}
+    return dict(sorted(costs.items(), key=lambda item: (-item[1], item[0])))
+
+
+def biggest_tools(tools: Iterable[Any], counter: TokenCounter | None = None, *, count: int = 3) -> dict[str, int]:
+    """The ``count`` costliest tool schemas (see :func:`tool_costs`)."""
+    return dict(list(tool_costs(tools, counter).items())[:count])
+
+
+#: The estimate's counter (tool schema counts are kept by name, description and size).
+_DEFAULT_COUNTER = TokenCounter()

@@ -218,7 +218,8 @@ class EventLog(Database):
             case (ev.TextDelta() | ev.ApprovalRequested() | ev.ApprovalDecided() | ev.ToolResult() | ev.ToolError()
                   | ev.ToolProgress() | ev.MemoryChanged() | ev.ChangeProposed() | ev.ChangeDecided()
                   | ev.McpServers() | ev.TaskStarted() | ev.TaskFinished() | ev.ContextUsage()
-                  | ev.ContextCompacted() | ev.ReasoningDelta() | ev.Reasoning() | ev.RunStatus()):
+                  | ev.ContextCompacted() | ev.ReasoningDelta() | ev.Reasoning() | ev.RunStatus()
+                  | ev.ModelChanged()):
                 pass  # the row is all
             case _:
                 assert_never(event)

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LiteLLMProvider",
     "context_window",
+    "known_chat_models",
     "load_litellm",
     "missing_keys",
     "preload_litellm",
@@ -272,6 +273,56 @@ def supports_vision(model_id: str, *, api_base: str | None = None) -> bool | Non
     except Exception:  # "This model isn't mapped yet"
         return None
     return bool(info.get("supports_vision"))  # a mapped model that does not say: no (litellm's own rule)
+#: The providers of litellm's model map that each key prefix covers (Cohere's chat models are "cohere_chat").
+_MAP_PROVIDERS: dict[str, tuple[str, ...]] = {"cohere": ("cohere", "cohere_chat")}
+_model_map: dict[str, Any] | None = None
+
+
+def _read_model_map() -> dict[str, Any]:
+    """litellm's model map: the loaded module's when litellm is imported, else its bundled JSON file, read
+    without importing litellm (milliseconds instead of seconds; the same data, as the import is told to use
+    the local map)."""
+    global _model_map
+    if _litellm is not None:
+        found = getattr(_litellm, "model_cost", None)
+        if isinstance(found, dict) and found:
+            return found
+    if _model_map is None:
+        import importlib.util
+        import json
+        from pathlib import Path
+
+        spec = importlib.util.find_spec("litellm")  # finds the package; does not import it
+        data: dict[str, Any] = {}
+        for location in (spec.submodule_search_locations or []) if spec is not None else []:
+            path = Path(location) / "model_prices_and_context_window_backup.json"
+            if path.is_file():
+                try:
+                    data = json.loads(path.read_text(encoding="utf-8"))
+                except (OSError, ValueError) as exc:
+                    log.debug("litellm's model map %s could not be read: %s", path, exc)
+                break
+        _model_map = data if isinstance(data, dict) else {}
+    return _model_map
+
+
+def known_chat_models(provider: str) -> list[str]:
+    """The chat models litellm knows for ``provider`` (a model-id prefix: ``openai``, ``anthropic``,
+    ``gemini``...), as model ids with that prefix (``anthropic/claude-sonnet-4-5``), sorted; fine-tuning
+    templates (``ft:``) left out. Reads litellm's model map without importing litellm: quick, but call it
+    off the event loop the first time (a ~1 MB JSON file)."""
+    wanted = set(_MAP_PROVIDERS.get(provider, (provider,)))
+    found: set[str] = set()
+    for key, info in _read_model_map().items():
+        if not isinstance(info, dict) or info.get("litellm_provider") not in wanted:
+            continue
+        if info.get("mode", "chat") != "chat":
+            continue
+        bare = key.split("/", 1)[1] if key.startswith(f"{provider}/") else key
+        if not bare or bare.startswith("ft:") or bare == "sample_spec":
+            continue
+        found.add(f"{provider}/{bare}")
+    return sorted(found)
 
 
 def token_counter(model_id: str) -> Callable[[str], int] | None:

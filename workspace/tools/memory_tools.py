@@ -17,10 +17,10 @@ def _memory(context: ToolContext | None) -> Any:
 
 @tool(read_only=False, destructive=False)
 def remember(key: str, value: Any, context: ToolContext | None = None) -> dict[str, Any]:
-    """Store a value in the shared memory under a key, for other robots (or later turns) to read.
+    """Store a value in the shared memory, for other robots and later turns.
 
     Args:
-        key: the memory key, e.g. "sentiment" or "analysis:summary"
+        key: e.g. "analysis:summary"
         value: any JSON value
     """
     memory = _memory(context)
@@ -30,10 +30,10 @@ def remember(key: str, value: Any, context: ToolContext | None = None) -> dict[s
 
 @tool(read_only=True)
 def recall(key: str, context: ToolContext | None = None) -> dict[str, Any]:
-    """Read a value from the shared memory; "found" is false when the key was never set.
+    """Read a value from the shared memory ("found": false if never set).
 
     Args:
-        key: the memory key to read
+        key: the memory key
     """
     memory = _memory(context)
     present = memory.has(key)

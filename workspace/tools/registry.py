@@ -7,12 +7,14 @@ The file tools of :mod:`workspace.tools.files` are loaded on first lookup.
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Iterable
 
 from workspace.tools.base import Tool
 
 _TOOLS: dict[str, Tool] = {}
 _LOADED = False
+_LOAD_LOCK = threading.RLock()
 #: Modules whose import registers built-in tools.
 BUILTIN_MODULES = ["workspace.tools.files", "workspace.tools.memory_tools"]
 
@@ -23,16 +25,21 @@ def register(tool: Tool) -> Tool:
 
 
 def _load() -> None:
+    """Import the built-in tool modules once. Loaded only when done: a lookup while another thread imports
+    them (the window warms them up in a worker thread) waits for it, never sees an empty registry."""
     global _LOADED
     if _LOADED:
         return
-    _LOADED = True
-    for module in BUILTIN_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+    with _LOAD_LOCK:
+        if _LOADED:
+            return
+        for module in BUILTIN_MODULES:
+            try:
+                importlib.import_module(module)
+            except ModuleNotFoundError as exc:
+                if exc.name != module:
+                    raise
+        _LOADED = True
 
 
 def get(name: str) -> Tool | None:

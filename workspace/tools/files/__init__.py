@@ -44,14 +44,12 @@ from workspace.tools.registry import register
 @tool(name="read_file", read_only=True)
 def read_file(path: str, start_line: int | None = None, end_line: int | None = None,
               context: ToolContext | None = None) -> Any:
-    """Read a text file of the opened folder, whole or a range of lines (at most 2000 lines per call).
-
-    Shows the file as this run's pending proposals leave it ("pending" says so).
+    """Read a text file (at most 2000 lines per call), as pending proposals leave it.
 
     Args:
-        path: file path relative to the opened folder, e.g. "src/app.py"
-        start_line: first line to return, counting from 1 (default: 1)
-        end_line: last line to return, inclusive (default: the end of the file)
+        path: relative to the opened folder
+        start_line: first line, from 1
+        end_line: last line, inclusive
     """
     return _read_file(path, start_line, end_line, context=context)
 
@@ -59,12 +57,12 @@ def read_file(path: str, start_line: int | None = None, end_line: int | None = N
 @tool(name="list_files", read_only=True)
 def list_files(path: str = ".", recursive: bool = False, pattern: str | None = None,
                context: ToolContext | None = None) -> Any:
-    """List the files and folders in a folder of the opened folder (skips .git, node_modules, .venv, __pycache__).
+    """List files and folders (skips .git, node_modules, .venv, __pycache__).
 
     Args:
-        path: folder relative to the opened folder (default: its top level ".")
-        recursive: also list everything in sub-folders
-        pattern: only names matching this glob, e.g. "*.py" or "src/*.md"
+        path: folder relative to the opened folder
+        recursive: include sub-folders
+        pattern: glob, e.g. "*.py"
     """
     return _list_files(path, recursive, pattern, context=context)
 
@@ -72,28 +70,26 @@ def list_files(path: str = ".", recursive: bool = False, pattern: str | None = N
 @tool(name="search_files", read_only=True)
 def search_files(query: str, path: str = ".", regex: bool = False, case_sensitive: bool | None = None,
                  pattern: str | None = None, max_results: int = 100, context: ToolContext | None = None) -> Any:
-    """Search the text files of the opened folder for a string or regular expression; returns matching lines.
+    """Find lines matching a text or regular expression in the opened folder's files.
 
     Args:
-        query: the text to find (or a Python regular expression with regex=true)
-        path: a folder or file to search in, relative to the opened folder (default: everything)
-        regex: treat query as a regular expression
-        case_sensitive: match case exactly (default: only if the query has capital letters)
-        pattern: only search files whose names match this glob, e.g. "*.py"
-        max_results: stop after this many matching lines (at most 500)
+        query: text, or a Python regex with regex=true
+        path: folder or file to search
+        regex: query is a regular expression
+        case_sensitive: default: only if the query has capitals
+        pattern: file name glob, e.g. "*.py"
+        max_results: at most 500
     """
     return _search_files(query, path, regex, case_sensitive, pattern, max_results, context=context)
 
 
 @tool(name="write_file", read_only=False, destructive=False)
 async def write_file(path: str, content: str, context: ToolContext | None = None) -> Any:
-    """Propose the whole content of a file (creating or replacing it). The user reviews it before it is written.
-
-    Prefer edit_file for changing part of an existing file.
+    """Propose a file's whole new content (the user reviews it). For part of a file use edit_file.
 
     Args:
-        path: file path relative to the opened folder
-        content: the complete new text of the file
+        path: relative to the opened folder
+        content: the complete text
     """
     return await _write_in_thread(_write_file, path, content, context=context)
 
@@ -101,60 +97,55 @@ async def write_file(path: str, content: str, context: ToolContext | None = None
 @tool(name="edit_file", read_only=False, destructive=False)
 async def edit_file(path: str, search: str, replace: str, replace_all: bool = False,
               context: ToolContext | None = None) -> Any:
-    """Propose replacing an exact piece of text in a file. The user reviews it before it is written.
-
-    search must match the file exactly (whitespace and indentation included) and only once, unless replace_all.
+    """Propose replacing text in a file (the user reviews it).
 
     Args:
-        path: file path relative to the opened folder
-        search: the exact text to replace, with enough surrounding lines to be unique
-        replace: the text to put in its place
-        replace_all: replace every occurrence instead of requiring exactly one
+        path: relative to the opened folder
+        search: exact text, whitespace included, found once (add lines to make it unique)
+        replace: the new text
+        replace_all: replace every occurrence
     """
     return await _write_in_thread(_edit_file, path, search, replace, replace_all, context=context)
 
 
 @tool(name="apply_patch", read_only=False, destructive=False)
 async def apply_patch(patch: str, context: ToolContext | None = None) -> Any:
-    """Propose changes to one or more files as a unified diff. The user reviews them before they are written.
-
-    Use '--- a/PATH' / '+++ b/PATH' headers ('/dev/null' to create or delete), hunks with 3 lines of context;
-    git rename headers work too. The whole patch applies or nothing does.
+    """Propose a unified diff of one or more files (the user reviews it); all of it applies or none.
 
     Args:
-        patch: the unified diff text
+        patch: '--- a/PATH' / '+++ b/PATH' headers (/dev/null: create or delete), 3 lines of context
     """
     return await _write_in_thread(_apply_patch, patch, context=context)
 
 
 @tool(name="create_file", read_only=False, destructive=False)
 async def create_file(path: str, content: str = "", context: ToolContext | None = None) -> Any:
-    """Propose a new file (refused if it exists). The user reviews it before it is written.
+    """Propose a new file (refused if it exists; the user reviews it).
 
     Args:
-        path: the new file's path relative to the opened folder; missing folders are created
-        content: the file's text
+        path: relative to the opened folder
+        content: its text
     """
     return await _write_in_thread(_create_file, path, content, context=context)
 
 
 @tool(name="delete_file", read_only=False, destructive=True)
 async def delete_file(path: str, context: ToolContext | None = None) -> Any:
-    """Propose deleting a file. The user reviews it before anything is deleted.
+    """Propose deleting a file (the user reviews it).
 
     Args:
-        path: file path relative to the opened folder
+        path: relative to the opened folder
     """
     return await _write_in_thread(_delete_file, path, context=context)
 
 
 @tool(name="rename_file", read_only=False, destructive=False)
 async def rename_file(path: str, new_path: str, context: ToolContext | None = None) -> Any:
-    """Propose moving or renaming a file. The user reviews it before anything moves.
+    """Propose moving or renaming a file (the user reviews it).
 
     Args:
-        path: the file's current path relative to the opened folder
-        new_path: its new path (must not exist yet); missing folders are created
+        path: relative to the opened folder
+        new_path: must not exist yet
     """
     return await _write_in_thread(_rename_file, path, new_path, context=context)
 
