@@ -13,7 +13,7 @@ You are the billing assistant of {{ company_name }}.
 
 Front-matter keys applied to the model call: model, temperature, top_p, top_k,
 max_tokens, presence_penalty, frequency_penalty, stop. Also understood: name,
-description, api_base, tools, mcp, max_turns, mcp_prompt, examples (the schema is
+description, api_base, tools, mcp, mcp_resources, max_turns, mcp_prompt, examples (the schema is
 :class:`workspace.schemas.robot.FrontMatter`; ``robotlab schema robot`` prints it).
 Any other key is an error naming the file, its line and the closest known key
 ("unknown setting 'temprature' — did you mean 'temperature'?"), and so is a value out
