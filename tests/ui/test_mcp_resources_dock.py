@@ -97,6 +97,7 @@ async def test_browse_preview_fill_a_template_and_subscribe(pane: Any) -> None:
     panel.subscribe_button.click()
     await wait_until(lambda: panel.subscribe_button.text() == "Subscribe", timeout=20, what="the unsubscription")
     assert pane.manager.status("everything").subscriptions == ()
+    await pane.manager.aclose()  # inside the test (see tests/ui/test_slash_commands.py: stop_servers)
 
 
 async def test_images_json_a_20_mb_text_and_attach(pane: Any) -> None:
@@ -135,6 +136,7 @@ async def test_images_json_a_20_mb_text_and_attach(pane: Any) -> None:
     assert len(preview_text(pane)) < 300_000 and "20,971,520 characters" in preview_text(pane)
     assert panel.content.size == 20 * 1024 * 1024  # read whole
     QCoreApplication.processEvents()
+    await pane.manager.aclose()
 
 
 async def test_unknown_uri_and_a_server_without_resources(pane: Any) -> None:
@@ -145,3 +147,4 @@ async def test_unknown_uri_and_a_server_without_resources(pane: Any) -> None:
                      what="the error")
     await start(pane, 2)
     assert panel.status.text() == "This server offers no resources." and panel.items() == []
+    await pane.manager.aclose()
