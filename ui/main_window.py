@@ -2,7 +2,8 @@
 
 The window makes the widgets and the models; small controllers it owns do the work (ui/window/):
 ``commands`` (menus, actions, palette), ``docks``, ``status`` (status bar, title), ``robots``
-(the picker), ``threads``, ``runs``, ``settings_flow``, ``folder_flow`` and ``transfer``.
+(the picker), ``threads``, ``runs``, ``slash`` (the composer's / commands), ``settings_flow``, ``folder_flow`` and
+``transfer``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ui.window.notify import Notifier
 from ui.window.robots import PICKER_TIP, Robots
 from ui.window.runs import Runs
 from ui.window.settings_flow import SettingsFlow
+from ui.window.slash import SlashCommands
 from ui.window.status import StatusLine
 from ui.window.threads import Threads
 from ui.window.transfer import Transfer
@@ -77,6 +79,7 @@ class MainWindow(QMainWindow):
         self.threads = Threads(self)
         self.runs = Runs(self)
         self.attachments = Attachments(self)
+        self.slash = SlashCommands(self)  # the composer's / commands: /compact and MCP prompts
         self.settings_flow = SettingsFlow(self)
         self.folder_flow = FolderFlow(self)
         self.transfer = Transfer(self)
@@ -123,8 +126,8 @@ class MainWindow(QMainWindow):
         self.docks.build()
         self.status.build()
         self.commands.build()
-        for part in (self.docks, self.status, self.robots, self.models, self.threads, self.runs, self.notifier,
-                     self.attachments):
+        for part in (self.docks, self.status, self.robots, self.models, self.threads, self.runs, self.slash,
+                     self.notifier, self.attachments):
             part.connect()
         self.commands.update()
         self.robots.update_picker()

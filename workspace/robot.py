@@ -102,6 +102,7 @@ class Robot:
         output_mode: OutputMode = "auto",
         output_retries: int | None = None,
         robots: Iterable[Robot | str] | None = None,
+        mcp_resources: bool | None = None,
         **settings: Any,
     ) -> None:
         if template is None and system_prompt is None:
@@ -189,6 +190,9 @@ class Robot:
         self._output_schema: OutputSchema | None = None
         if self.output_type is not None:
             self._output_schema = self._schema_of(self.output_type)
+        #: Read its MCP servers' resources itself (``list_mcp_resources`` / ``read_mcp_resource``): the argument,
+        #: else the file's ``mcp_resources: true``. Off by default.
+        self.mcp_resources: bool = bool(mcp_resources if mcp_resources is not None else meta.get("mcp_resources"))
         #: Other robots this robot may call as tools (Robot objects, or names of robot files).
         self.robots: list[Robot | str] = list(robots) if robots is not None else list(
             tmpl.metadata.get("robots") or []) if tmpl is not None else []
@@ -422,6 +426,8 @@ class Robot:
             have_now = {t.name for t in chosen}
             chosen.extend(t for t in selection.filter_tools(mcp_tools, late_allowed) if t.name not in have_now)
         available.extend(mcp_tools)
+        if self.mcp_resources:  # asked for by name in the robot's file: offered whatever the tool list says
+            chosen.extend(t for t in self._resource_tools(servers, config) if t.name not in {c.name for c in chosen})
         if allowed != selection.ALL:
             self._check_tool_names(allowed, available)
         if pending is not None:
@@ -483,6 +489,33 @@ class Robot:
         template = await manager.prompt_template(prompt.server, prompt.prompt,  # type: ignore[union-attr]
                                                  dict(prompt.arguments))
         return str(template.render())
+
+    def _mcp_manager(self) -> Any:
+        manager = self.mcp_manager
+        if manager is None:
+            from workspace.mcp import default_manager
+
+            manager = default_manager()
+        return manager
+
+    def _resource_tools(self, servers: Any, config: Config | None) -> list[Tool]:
+        """``list_mcp_resources`` / ``read_mcp_resource`` over the robot's MCP servers (none without servers)."""
+        if servers == selection.ALL:
+            configured = config.mcp_servers if config is not None else {}
+            refs: list[Any] = [name for name, spec in configured.items() if not _disabled(spec)]
+        else:
+            refs = list(servers)
+        manager = self._mcp_manager()
+        servers_for = getattr(manager, "servers_for", None)
+        if not refs or servers_for is None:
+            return []
+        try:
+            names = servers_for(refs, config)
+        except ConfigurationError:
+            return []  # the MCP tools' own resolution reports an unknown server
+        from workspace.mcp.resources import resource_tools
+
+        return resource_tools(manager, names) if names else []
 
     async def _mcp_tools(self, servers: Any, config: Config | None, *,
                          wait: float | None = None) -> tuple[list[Tool], PendingTools | None]:
@@ -747,6 +780,7 @@ class Robot:
             "system_prompt": self.system_prompt,
             "local_tools": [t.name for t in self.local_tools],
             "mcp_config": self.mcp_config,
+            "mcp_resources": self.mcp_resources or None,
             "tools_config": self.tools_config,
             "model": self.model,
             "fallback_models": [dict(f) if isinstance(f, Mapping) else f for f in self.fallback_models] or None,

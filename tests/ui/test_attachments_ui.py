@@ -202,7 +202,10 @@ async def test_an_mcp_resource_attaches_through_the_composers_slot(model: Record
             return Attachment.from_resource(server, uri, [{"uri": uri, "mimeType": "text/plain", "text": "Hello"}])
 
         composer.resource_reader = reader
-        composer.add_resource_attachment("everything", "test://static/resource/1")
+        # The MCP dock's "Attach to message" (its button shows because the window listens).
+        pane = root.window.docks.mcp_pane
+        assert pane is not None and pane._attach_connected()
+        pane.attach_requested.emit("everything", "test://static/resource/1")
         await wait_until(lambda: composer.chips.names() == ["1"], what="the resource's chip")
         assert read == [("everything", "test://static/resource/1")]
         problems: list[str] = []

@@ -1,5 +1,5 @@
 """The MCP servers dock: status per server, its stderr tail and its log (filtered by level), start / restart /
-stop, and per-tool on/off."""
+stop, per-tool on/off, and its resources (``ui/docks/mcp_resources.py``: browse, preview, subscribe, attach)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QMetaMethod, Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -89,7 +89,10 @@ def _wrapping(text: str, parent: QWidget) -> QLabel:
 
 
 class McpPane(QWidget):
-    """Servers in a table; the selected one's details, stderr tail and tools below."""
+    """Servers in a table; the selected one's details, tools, resources, stderr tail and log below."""
+
+    #: "Attach to message" in the Resources tab: (server, uri). The button shows only once this is connected.
+    attach_requested = Signal(str, str)
 
     def __init__(self, manager: Any, tasks: Any, parent: QWidget | None = None, *,
                  on_manage: Callable[[], Any] | None = None, on_config: Callable[[Any], Any] | None = None,
@@ -175,11 +178,23 @@ class McpPane(QWidget):
         self.info.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # long paths: cut, not wider
         self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         dl.addWidget(self.info)
-        dl.addWidget(_wrapping("Tools (uncheck to hide a tool from every robot):", details))
-        self.tools = QListWidget(details)
+        # The server's tools and its resources, each in a tab.
+        self.server_tabs = QTabWidget(details)
+        tools_page = QWidget(self.server_tabs)
+        tl = QVBoxLayout(tools_page)
+        tl.setContentsMargins(0, 4, 0, 0)
+        tl.addWidget(_wrapping("Uncheck a tool to hide it from every robot:", tools_page))
+        self.tools = QListWidget(tools_page)
         self.tools.setAccessibleName("The server's tools (unchecked: hidden from every robot)")
         self.tools.itemChanged.connect(self._on_tool_toggled)
-        dl.addWidget(self.tools, 2)
+        tl.addWidget(self.tools, 1)
+        self.server_tabs.addTab(tools_page, "Tools")
+        from ui.docks.mcp_resources import ResourcesPanel
+
+        self.resources = ResourcesPanel(manager, tasks, self.server_tabs, can_attach=self._attach_connected)
+        self.resources.attach_requested.connect(self.attach_requested)
+        self.server_tabs.addTab(self.resources, "Resources")
+        dl.addWidget(self.server_tabs, 2)
         # The server's output (stderr, our notes) and its log notifications, each in a tab.
         self.output_tabs = QTabWidget(details)
         self.stderr = QPlainTextEdit(self.output_tabs)
@@ -238,6 +253,9 @@ class McpPane(QWidget):
             tasks.spawn(watch(), name="mcp-watch")
         self.refresh()
 
+    def _attach_connected(self) -> bool:
+        return self.isSignalConnected(QMetaMethod.fromSignal(self.attach_requested))
+
     def retheme(self) -> None:
         self.restart_button.setIcon(theme.icon("restart", theme.colors().muted, 16))
         self._show()
@@ -279,6 +297,7 @@ class McpPane(QWidget):
         status = self.current()
         c = theme.colors()
         self._show_sign_in(status)
+        self.resources.set_server(status)
         if status is None:
             self.info.setText("")
             self.tools.clear()

@@ -3,10 +3,15 @@
 Attachments: the paper-clip button (a file dialog in the opened folder), files dropped on it or pasted
 (image data becomes a PNG), ``@`` completing the folder's files (ui/widgets/mentions.py) and MCP
 resources (:meth:`Composer.add_resource_attachment`) add chips under the box (ui/widgets/attachments.py);
-they go with the next message (:meth:`Composer.attachments`)."""
+they go with the next message (:meth:`Composer.attachments`).
+
+Typing ``/`` at the start opens the completion list of ``/`` commands (``ui/widgets/slash.py``): the
+window sets :attr:`Composer.slash_source` (what there is to offer) and handles :attr:`Composer.command_chosen`.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,16 +23,23 @@ from ui import theme
 from ui.widgets.attachments import has_attachable
 from ui.widgets.common import ElidedLabel
 from ui.widgets.composer_attachments import ComposerAttachments
+from ui.widgets.slash import SlashItem, SlashList, matching
 
 if TYPE_CHECKING:
     from ui.widgets.mentions import MentionCompleter
 
 MIN_LINES = 1
 MAX_LINES = 10
+#: The text that opens the ``/`` completion: a slash at the start and one word.
+SLASH = re.compile(r"^/(\S*)$")
+_SLASH_KEYS = (Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Tab,
+               Qt.Key.Key_Escape)
 
 
 class ComposerEdit(QPlainTextEdit):
     submitted = Signal()
+    #: Keys for the ``/`` completion while it shows (returns True when it took the key).
+    completion_keys: Callable[..., bool] | None = None
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -45,6 +57,17 @@ class ComposerEdit(QPlainTextEdit):
         if (event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent) and event.key() == Qt.Key.Key_Tab
                 and self.mentions is not None and self.mentions.handle_key(event)):
             return True  # Tab chooses in the list (else it moves the focus, before keyPressEvent sees it)
+        # Before Tab moves the focus and before the window's shortcuts (Esc stops a run) see the key.
+        if event.type() in (QEvent.Type.KeyPress, QEvent.Type.ShortcutOverride) and self.completion_keys is not None:
+            key_event = event if isinstance(event, QKeyEvent) else None
+            if key_event is not None and key_event.key() in _SLASH_KEYS and \
+                    not key_event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+                if event.type() == QEvent.Type.ShortcutOverride:
+                    if self.completion_keys(key_event, peek=True):  # the key press that follows is ours
+                        event.accept()
+                        return True
+                elif self.completion_keys(key_event, peek=False):
+                    return True
         return super().event(event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
@@ -79,6 +102,10 @@ class Composer(ComposerAttachments, QWidget):
     attachment_problem = Signal(str)
     #: A chip under the message box was clicked (the Attachment).
     attachment_open_requested = Signal(object)
+    #: A ``/`` command was chosen (a :class:`~ui.widgets.slash.SlashItem`); the box is emptied.
+    command_chosen = Signal(object)
+    #: The ``/`` completion opened: the window may look for more to offer (then calls :meth:`refresh_slash`).
+    slash_opened = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -102,6 +129,8 @@ class Composer(ComposerAttachments, QWidget):
         self.edit.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.edit.submitted.connect(self.submit)
         self.edit.textChanged.connect(self._fit)
+        self.edit.textChanged.connect(self.refresh_slash)
+        self.edit.completion_keys = self._slash_key
         self.edit.installEventFilter(self)
         self.attach_button = self._make_attach_button()
         row.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
@@ -115,6 +144,11 @@ class Composer(ComposerAttachments, QWidget):
         self.button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.button.clicked.connect(self._on_button)
         row.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
+        self.slash = SlashList(self)
+        #: What the ``/`` completion offers now (set by the window); None: no completion.
+        self.slash_source: Callable[[], tuple[list[SlashItem], str]] | None = None
+        self.slash.itemClicked.connect(lambda _item: self._choose(self.slash.current()))
+        column.addWidget(self.slash)
         column.addWidget(self.frame)
         self._setup_attachments(column)
         # The hint gives way ("…") when the column is narrow: it never widens the window.
@@ -178,10 +212,63 @@ class Composer(ComposerAttachments, QWidget):
         else:
             self.submit()
 
+    # -- the / completion --------------------------------------------------------------------------------
+    def slash_query(self) -> str | None:
+        """What follows the ``/`` while the text is a ``/`` command being typed, else None."""
+        found = SLASH.match(self.edit.toPlainText())
+        return found.group(1) if found else None
+
+    def refresh_slash(self) -> None:
+        """Show (or hide) the completion for the text as it is now."""
+        query = self.slash_query()
+        if query is None or self.slash_source is None:
+            self.slash.setVisible(False)
+            return
+        items, note = self.slash_source()
+        found = matching(items, query)
+        opening = not self.slash.isVisible()
+        self.slash.show_items(found, note=note if note or found else f"No command or prompt matches /{query}")
+        self.slash.setVisible(True)
+        if opening:
+            self.slash_opened.emit()
+
+    def _slash_key(self, event: QKeyEvent, *, peek: bool = False) -> bool:
+        """A key while the completion shows: True when it is the completion's (``peek``: only say so)."""
+        if not self.slash.isVisible():
+            return False
+        if peek:
+            return True
+        key = event.key()
+        if key == Qt.Key.Key_Escape:
+            self.slash.setVisible(False)
+        elif key == Qt.Key.Key_Up:
+            self.slash.step(-1)
+        elif key == Qt.Key.Key_Down:
+            self.slash.step(1)
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Tab):
+            item = self.slash.current()
+            if item is None:
+                return key != Qt.Key.Key_Tab  # nothing to choose: Enter does nothing, Tab moves on
+            self._choose(item)
+        return True
+
+    def _choose(self, item: SlashItem | None) -> None:
+        if item is None:
+            return
+        self.slash.setVisible(False)
+        self.edit.clear()
+        self.command_chosen.emit(item)
+
     def submit(self) -> None:
         text = self.edit.toPlainText().strip()
         if not text or self.running:
             return
+        query = self.slash_query()
+        if query is not None and self.slash_source is not None:  # "/compact" typed whole, then Ctrl+Enter
+            item = next((i for i in self.slash_source()[0] if i.name == query), None)
+            if item is not None:
+                self._choose(item)
+                return
         self.edit.clear()
         self.send_requested.emit(text)
 

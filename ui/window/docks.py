@@ -186,6 +186,8 @@ class Docks(Mapping[str, QDockWidget]):
         w = self.window
         self.mcp_pane = McpPane(manager, w.controller.tasks, w, on_manage=lambda: w.settings_flow.open_mcp_servers(),
                                 on_config=w.controller.apply_config)
+        # "Attach to message" on a resource: a chip in the message box, like a file's.
+        self.mcp_pane.attach_requested.connect(w.composer.add_resource_attachment)
         self.register("mcp", "MCP servers", self.mcp_pane, icon="server", shortcut="Ctrl+Shift+S")
 
     # -- showing ------------------------------------------------------------------------------------------

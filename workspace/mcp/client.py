@@ -154,6 +154,10 @@ class Connection:
         self.log: deque[tuple[float, str, str, str]] = deque(maxlen=stderr_lines)
         #: Subscribed resource URIs -> whether the server said it changed since it was last read.
         self.subscriptions: dict[str, bool] = {}
+        #: When each subscribed resource last changed (time.time()), per the server's notifications.
+        self.changed_at: dict[str, float] = {}
+        #: Bumped on ``notifications/resources/list_changed`` (the dock lists the resources again).
+        self.resources_version = 0
         #: OAuth sign-in (workspace.mcp.oauth): None when the server never asked for it, else "signed-in",
         #: "sign-in", "sign-in-again" or "signing-in" (the browser is open at sign_in_url).
         self.auth_state: str | None = None
@@ -443,6 +447,8 @@ class Connection:
                 phase = "ready"
                 self._set_state(ServerState.READY)
                 ready.set()
+                if self.subscriptions and init.capabilities.resources is not None:
+                    group.start_soon(self._resubscribe, session)
                 await close.wait()
                 self._session = None
         except BaseException as exc:
@@ -660,7 +666,11 @@ class Connection:
             uri = str(message.params.uri)
             if uri in self.subscriptions:
                 self.subscriptions[uri] = True
+                self.changed_at[uri] = time.time()
                 self._changed()
+        elif isinstance(message, types.ResourceListChangedNotification):
+            self.resources_version += 1
+            self._changed()
 
     def add_log(self, level: str, text: str, logger: str | None = None) -> None:
         """A log notification of the server (kept with its level; also in the stderr view)."""
@@ -683,19 +693,34 @@ class Connection:
 
     async def subscribe(self, uri: str, *, on: bool = True) -> None:
         """Subscribe to (or unsubscribe from) a resource's updates (``resources/subscribe``)."""
+        await self.ensure_ready()
         if self.capabilities is None or self.capabilities.resources is None or \
                 not self.capabilities.resources.subscribe:
-            raise MCPError(f"MCP server '{self.name}' does not offer resource subscriptions")
+            raise MCPError(f"MCP server '{self.name}' does not offer resource subscriptions (it did not announce "
+                           "resources.subscribe): watch it by reading the resource again")
 
         async def send(session: ClientSession) -> Any:
-            return await (session.subscribe_resource(uri) if on else session.unsubscribe_resource(uri))
+            with warnings.catch_warnings():  # deprecated by the 2026 drafts; servers still offer it
+                warnings.simplefilter("ignore")
+                return await (session.subscribe_resource(uri) if on else session.unsubscribe_resource(uri))
 
         await self._request(f"resources/{'subscribe' if on else 'unsubscribe'} '{uri}'", send)
         if on:
-            self.subscriptions[uri] = False
+            self.subscriptions.setdefault(uri, False)
         else:
             self.subscriptions.pop(uri, None)
+            self.changed_at.pop(uri, None)
         self._changed()
+
+    async def _resubscribe(self, session: ClientSession) -> None:
+        """After a (re)start the server knows no subscriptions: ask again for those kept here."""
+        for uri in list(self.subscriptions):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    await session.subscribe_resource(uri)
+            except Exception as exc:
+                self.note(f"could not subscribe to {uri} again: {exc}")
 
     async def _refresh_tools(self) -> None:
         session = self.session

@@ -52,6 +52,7 @@ from workspace.tools.base import Tool, ToolContext, ToolOutput
 if TYPE_CHECKING:
     from workspace.config import Config
     from workspace.mcp.client import Connection
+    from workspace.mcp.resources import ResourceContent
     from workspace.mcp.results import ResourceRead
     from workspace.mcp.startup import ToolsReport
     from workspace.templates import Template
@@ -365,6 +366,9 @@ class MCPManager:
             protocol_version=conn.protocol_version, stderr=tuple(conn.stderr_tail(len(conn.stderr))),
             since=conn.since, connect_seconds=conn.connect_seconds, starts=conn.starts, disabled=spec.disabled,
             source=spec.source, log=tuple(conn.log), auth=conn.auth_state, sign_in_url=conn.sign_in_url,
+            subscriptions=tuple(sorted((uri, conn.changed_at.get(uri) if changed else None)
+                                       for uri, changed in conn.subscriptions.items())),
+            resources_version=conn.resources_version,
         )
 
     def statuses(self) -> list[ServerStatus]:
@@ -811,15 +815,68 @@ class MCPManager:
         return dump_all(await self.connection(server).list_resource_templates())
 
     async def read_resource(self, server: str, uri: str) -> dict[str, Any]:
-        result = await self.connection(server).read_resource(uri)
+        result = await self._read(server, uri)
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    async def _read(self, server: str, uri: str) -> Any:
+        """``resources/read``; a server without resources, or a URI it does not know, is an MCPError naming the
+        fix."""
+        conn = self.connection(server)
+        await conn.ensure_ready()
+        if conn.capabilities is not None and conn.capabilities.resources is None:
+            raise MCPError(f"MCP server '{server}' offers no resources (it did not announce the resources "
+                           "capability): read them from another server")
+        try:
+            return await conn.read_resource(uri)
+        except MCPError as exc:
+            text = str(exc)
+            if " with an error: " not in text:
+                raise
+            said = re.sub(r"^MCP error -?\d+: | \(code -?\d+\)$", "", text.split(" with an error: ", 1)[1])
+            raise MCPError(f"MCP server '{server}' could not read the resource '{uri}': {said}. Check the URI "
+                           "against its list (the MCP dock's Resources tab, or list_mcp_resources)") from None
+
+    async def read_resource_content(self, server: str, uri: str) -> ResourceContent:
+        """The resource as read, whole (:class:`~workspace.mcp.resources.ResourceContent`: text, or bytes with
+        their MIME type); for previews and attachments. Errors are MCPError naming the fix."""
+        from workspace.mcp.resources import content_from_dict
+
+        result = await self._read(server, uri)
+        name = await self._resource_name(server, uri)
+
+        def convert() -> ResourceContent:
+            contents = [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.contents]
+            if not contents:
+                raise MCPError(f"MCP server '{server}' answered the resource '{uri}' with no content")
+            return content_from_dict(server, uri, contents[0], name=name, more=contents[1:])
+
+        return await asyncio.to_thread(convert)
+
+    async def _resource_name(self, server: str, uri: str) -> str | None:
+        try:
+            listed = await self.list_resources(server)
+        except MCPError:
+            return None
+        return next((str(r.get("name")) for r in listed if r.get("uri") == uri and r.get("name")), None)
+
+    async def read_template(self, server: str, template: str, arguments: Mapping[str, Any]) -> ResourceContent:
+        """A resource template filled in with ``arguments`` and read (a missing one raises
+        :class:`~workspace.mcp.resources.TemplateArgumentsMissing` naming it)."""
+        from workspace.mcp.resources import expand_template
+
+        return await self.read_resource_content(server, expand_template(template, arguments))
+
+    async def subscribe_resource(self, server: str, uri: str, *, on: bool = True) -> None:
+        """Subscribe to a resource's updates (``resources/subscribe``), or stop (``on=False``). A change the server
+        reports marks it in the status (``ServerStatus.subscriptions``: the time it changed) until it is read."""
+        await self.connection(server).subscribe(uri, on=on)
 
     async def read_resource_text(self, server: str, uri: str, *, limit: int | None = None) -> ResourceRead:
         """A resource for a model and for people (:class:`~workspace.mcp.results.ResourceRead`): its text cut to
         ``limit`` characters with a note, and whole. A large one is turned into text off the event loop."""
         from workspace.mcp.results import RESOURCE_CHARS_FOR_MODEL, resource_read
 
-        result = await self.connection(server).read_resource(uri)
+        result = await self._read(server, uri)
 
         def convert() -> ResourceRead:
             contents = [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.contents]

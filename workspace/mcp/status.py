@@ -90,6 +90,10 @@ class ServerStatus:
     #: The server's log notifications, oldest first: (time, level, logger, text); levels as MCP names them
     #: (debug, info, notice, warning, error, critical, alert, emergency).
     log: tuple[tuple[float, str, str, str], ...] = ()
+    #: Subscribed resources: (uri, when the server said it changed and it was not read since, else None).
+    subscriptions: tuple[tuple[str, float | None], ...] = ()
+    #: Bumped when the server says its resource list changed (``notifications/resources/list_changed``).
+    resources_version: int = 0
 
     def __post_init__(self) -> None:
         # Shown in the MCP dock, `robotlab mcp list` and JSON: redact known secrets, as error texts
@@ -127,6 +131,7 @@ class ServerStatus:
             "disabled": self.disabled,
             "source": self.source,
             "auth": self.auth,
+            "subscriptions": [{"uri": uri, "changed_at": at} for uri, at in self.subscriptions],
             "log": [{"time": t, "level": level, "logger": logger, "text": text} for t, level, logger, text in self.log],
         }
 

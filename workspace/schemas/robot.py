@@ -8,6 +8,7 @@ model: openai/gpt-4o-mini
 temperature: 0.2
 tools: [read_file, search_files]
 mcp: inherit
+mcp_resources: true          # may read its MCP servers' resources itself (read-only tools)
 robots: [refunds]            # other robots it may call as tools
 output_schema:               # optional: the answer is a JSON object of this JSON Schema
   type: object
@@ -125,6 +126,7 @@ class FrontMatter(ModelSettings):
         "max_cost": "must be a number of US dollars, 0 or more",
         "max_total_tokens": "must be a positive whole number",
         "fallback_models": "must be a list of model ids (or of {model, api_base})",
+        "mcp_resources": "must be true or false",
         "context_window": "must be a whole number of tokens, at least 256",
         "context_policy": "must be compact, truncate or error",
         "examples": "must be a list of messages, e.g. [\"list the files\", \"search for TODO\"]",
@@ -139,6 +141,9 @@ class FrontMatter(ModelSettings):
     tools: Level = Field(None, description="inherit | none | all | a list of tool names ([] means none; "
                          "globs such as 'github__*' work)")
     mcp: McpLevel = Field(None, description="MCP servers: inherit | none | all | a list of server names")
+    mcp_resources: bool | None = Field(None, strict=True, description="Let the robot read its MCP servers' "
+                                       "resources itself (the read-only tools list_mcp_resources and "
+                                       "read_mcp_resource); off by default")
     max_turns: int | None = Field(None, ge=1, strict=True, description="The most model turns of one run")
     max_cost: float | None = Field(None, ge=0, description="The most one run may cost in US dollars; the run stops "
                                    "(stop reason max_cost) before a model call once it is reached")
