@@ -219,6 +219,9 @@ class Controller(QObject):
 
         def work() -> None:
             try:
+                from workspace.shared_imports import settle_shared_imports
+
+                settle_shared_imports()  # pydantic whole first: the window's schemas wait on it, never half of it
                 workspace.warm_up(name)
             except Exception as exc:  # the first message reports what is wrong, with its own words
                 log.debug("warming up robot %s failed: %s", name, exc)

@@ -125,8 +125,8 @@ async def test_a_network_run_streams_into_lanes_in_order(desktop: Any, provider:
     assert lanes["billing"].text == "**Billing** here. About: I was charged twice"
     assert "not activated" in lanes["technical"].summary.text()
     assert lanes["billing"].chip.text() == "billing" and lanes["billing"].duration.text()
-    assert [lane.title.text() for lane in window.chat.lanes()] == ["<b>classifier</b>", "<b>technical</b>",
-                                                                  "<b>general</b>", "<b>billing</b>"]
+    assert [lane.title.text() for lane in window.chat.lanes()] == ["classifier", "technical", "general", "billing"]
+    assert all(lane.title.font().bold() for lane in window.chat.lanes())
     # the robot's text lives inside its lane, not loose in the column
     assert not any(isinstance(w, MarkdownStream) for w in items)
     # a click on the header opens a folded lane

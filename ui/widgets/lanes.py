@@ -18,7 +18,18 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QByteArray, QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QIcon, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPen, QPixmap
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetrics,
+    QIcon,
+    QMouseEvent,
+    QPainter,
+    QPainterPath,
+    QPaintEvent,
+    QPen,
+    QPixmap,
+)
 from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
@@ -298,15 +309,17 @@ class TaskLane(QFrame):
         self.status_icon = QLabel(self.header)
         self.status_icon.setFixedSize(14, 14)
         hl.addWidget(self.status_icon)
-        self.title = QLabel(self.header)
+        # A short task name stays whole (the summary gives way first); a long one ends in "…" at 140 px
+        # rather than widen the conversation (the tooltip has it). Measured in the bold font it is drawn
+        # with: a size hint taken before the style applies was a few pixels short at 200 %.
+        self.title = ElidedLabel(task, self.header, min_chars=3, tooltip=True)
         self.title.setObjectName("TaskTitle")
-        self.title.setTextFormat(Qt.TextFormat.RichText)
-        self.title.setText(f"<b>{markdown._esc(task)}</b>")
+        bold = QFont(self.title.font())
+        bold.setBold(True)
+        self.title.setFont(bold)
         self.title.setToolTip(task)
-        # A short task name stays whole (the summary gives way first); a long one is cut at 140 px rather
-        # than widen the conversation (the tooltip has it).
-        self.title.ensurePolished()
-        self.title.setMinimumWidth(max(30, min(self.title.sizeHint().width(), 140)))
+        whole = QFontMetrics(bold).horizontalAdvance(task) + 4
+        self.title.setMinimumWidth(max(30, min(whole, 140)))
         hl.addWidget(self.title)
         self.chip = color_chip(robot, self.color, self.header)
         self.chip.setToolTip(f"Robot {robot}")

@@ -119,6 +119,11 @@ def _warm_up(args: argparse.Namespace) -> None:
 
     def work() -> None:
         try:
+            # pydantic first, whole, under the lock the schemas of this thread's robot file wait on (the
+            # openai SDK builds on it): two threads importing its inner modules at once can break it.
+            from workspace.shared_imports import settle_shared_imports
+
+            settle_shared_imports()
             import jinja2.sandbox  # noqa: F401
 
             if args.model:

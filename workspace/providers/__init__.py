@@ -85,6 +85,9 @@ def preload_in_background(model: str | None, api_base: str | None = None, config
         except Exception as exc:  # the call itself will say what is wrong
             logging.getLogger("workspace.providers").debug("preloading the provider failed: %s", exc)
 
+    from workspace.shared_imports import settle_shared_imports
+
+    settle_shared_imports()  # pydantic whole on this thread first: never half-imported by two threads
     thread = threading.Thread(target=work, name="robotlab-provider-preload", daemon=True)
     thread.start()
     return thread

@@ -57,6 +57,7 @@ from workspace.providers.openai_format import (
     tool_choice_value,
 )
 from workspace.providers.streaming import StreamingProvider
+from workspace.shared_imports import import_in_thread
 
 if TYPE_CHECKING:
     from workspace.messages import Message
@@ -210,7 +211,7 @@ def _warm_up(litellm: Any, model: str | None) -> None:
 
 async def preload_litellm() -> None:
     """Import and warm up litellm in a worker thread, so the first model call is quick."""
-    await asyncio.to_thread(load_litellm, warm=True)
+    await import_in_thread(load_litellm, warm=True)
 
 
 def _version(module: Any) -> str:
@@ -443,7 +444,7 @@ class LiteLLMProvider(StreamingProvider):
         return "loading litellm, the library that talks to the model (once per session)"
 
     async def _load(self) -> None:
-        await asyncio.to_thread(load_litellm, warm=True, model=self.model_id)
+        await import_in_thread(load_litellm, warm=True, model=self.model_id)
 
     def _preflight(self) -> None:
         """A hosted model without its key fails now, naming the variable and Settings (no request,
@@ -538,7 +539,7 @@ class LiteLLMProvider(StreamingProvider):
 
     # -- streaming ----------------------------------------------------------------------------
     async def _open(self, request: dict[str, Any]) -> Any:
-        litellm = _litellm if _litellm is not None else await asyncio.to_thread(load_litellm, warm=True)
+        litellm = _litellm if _litellm is not None else await import_in_thread(load_litellm, warm=True)
         return await litellm.acompletion(**request)
 
     def _source(self, response: Any) -> tuple[Any, Any]:

@@ -49,6 +49,7 @@ from workspace.providers.openai_format import (
     tool_choice_value,
 )
 from workspace.providers.streaming import StreamingProvider
+from workspace.shared_imports import import_in_thread
 
 if TYPE_CHECKING:
     from workspace.messages import Message
@@ -208,7 +209,7 @@ class OpenAICompatibleProvider(StreamingProvider):
         return body
 
     async def _open(self, request: dict[str, Any]) -> Any:
-        openai = _openai if _openai is not None else await asyncio.to_thread(_load_openai)
+        openai = _openai if _openai is not None else await import_in_thread(_load_openai)
         client = self.client()
         headers = self.extra.get("extra_headers")
         options: dict[str, Any] = {"headers": dict(headers)} if isinstance(headers, Mapping) else {}

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
-from pydantic_core import PydanticCustomError
+from workspace.shared_imports import settle_shared_imports
+
+settle_shared_imports()  # waits while a warm-up thread imports pydantic: never two half-imports at once
+
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator  # noqa: E402
+from pydantic_core import PydanticCustomError  # noqa: E402
 
 __all__ = ["StrictModel", "one_error"]
 
