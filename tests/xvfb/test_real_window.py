@@ -50,16 +50,17 @@ def _flow(app: AppUnderTest, xserver: XServer) -> None:
 
     # Streaming, then Esc. The message box is clicked with the mouse (it is at the window's bottom).
     app.pace.write_text("0.12", encoding="utf-8")
-    app.click(geometry["X"] + geometry["WIDTH"] // 2, geometry["Y"] + geometry["HEIGHT"] - 95)
+    # Left of the middle: the model picker sits beside Send, at the middle of a 1280-wide window.
+    app.click(geometry["X"] + geometry["WIDTH"] // 2 - 150, geometry["Y"] + geometry["HEIGHT"] - 95)
     message = "read notes.txt and README.md"
     app.type(message)
     app.key("ctrl+Return")
-    turn = app.wait_turn(message, "running", timeout=20)  # the typed message is the thread's turn
+    turn = app.wait_turn(message, "running", timeout=60)  # the typed message is the thread's turn
     wait_for(lambda: app.title().startswith(message), 10, "the thread's title in the window's")
     time.sleep(2.0)
     app.shot("streaming")
     app.key("Escape")
-    app.wait_turn(message, "cancelled", timeout=20)
+    app.wait_turn(message, "cancelled", timeout=60)
     assert app.events(turn, ev.RunCancelled.kind) == 1
     app.pace.write_text("0.004", encoding="utf-8")
 
@@ -68,13 +69,13 @@ def _flow(app: AppUnderTest, xserver: XServer) -> None:
     question = "search for basil"
     app.type(question)
     app.key("ctrl+Return")
-    turn = app.wait_turn(question, "running", timeout=20)
+    turn = app.wait_turn(question, "running", timeout=60)
     wait_for(lambda: app.events(turn, ev.ApprovalRequested.kind), 20, "the approval question")
     time.sleep(0.8)
     app.shot("approval")
     app.key("ctrl+j")
     app.key("y")
-    app.wait_turn(question, "finished", timeout=30)
+    app.wait_turn(question, "finished", timeout=60)
     assert app.events(turn, ev.ApprovalDecided.kind) == 1
 
     # The robot editor: a copy of file-helper saved by keystrokes only.
