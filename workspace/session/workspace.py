@@ -1,0 +1,297 @@
+"""The composition root, :class:`Workspace`: configuration, the thread store, approvals, the MCP servers and the robots."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workspace.approval import ApprovalGate
+from workspace.persistence import Store, ThreadInfo
+from workspace.session.recording import RecordedRun
+from workspace.session.thread import ThreadSession, _hosted_past_local, _WithoutApiBase
+
+if TYPE_CHECKING:
+    from workspace.catalog import RobotInfo
+    from workspace.changes import InterruptedApply, RecoveryResult
+    from workspace.config import Config
+    from workspace.network import Network, NetworkInfo
+    from workspace.providers.base import Provider
+    from workspace.robot import Robot
+
+log = logging.getLogger("workspace.session")
+
+
+class Workspace:
+    """Configuration, the thread store, approvals and robots: what the desktop is built on.
+
+    ``provider``: when given, every robot uses it (tests pass a ``ScriptedProvider``).
+    ``approval``: the gate whose policy and ``ask_fn`` every thread uses (default: the policy
+    file ``robotlab paths`` shows, and nobody to ask until the front end sets ``ask_fn``).
+    """
+
+    def __init__(
+        self,
+        *,
+        config: Config | None = None,
+        folder: str | Path | None = None,
+        store: Store | None = None,
+        db_path: str | Path | None = None,
+        provider: Provider | None = None,
+        approval: ApprovalGate | None = None,
+    ) -> None:
+        from workspace import paths
+
+        self.folder = Path(folder).resolve() if folder is not None else None
+        if config is None:
+            from workspace.config import load_config
+
+            config = load_config(self.folder)
+        self.config = config
+        self.store = store if store is not None else Store.open(db_path or paths.database_path())
+        if approval is None:
+            from workspace.approval import ApprovalPolicy
+
+            approval = ApprovalGate(ApprovalPolicy.load(paths.approval_policy_file()))
+        self.approval = approval
+        self.provider = provider
+        self._sessions: dict[str, ThreadSession] = {}
+        self._runs: set[RecordedRun] = set()
+
+    # -- the folder ----------------------------------------------------------------------------------
+    def set_folder(self, folder: str | Path | None, *, config: Config | None = None) -> None:
+        """Work in another folder from now on (File > Open Folder): its configuration, robots and
+        networks; threads keep their history and their next message works in the new folder.
+
+        Refused while a run is going. Changes awaiting review stay with their folder (kept in the
+        database) and come back when it is open again, so nothing is lost.
+        """
+        new = Path(folder).resolve() if folder is not None else None
+        if new is not None and not new.is_dir():
+            raise ValueError(f"{folder}: no such folder")
+        if self.running:
+            raise RuntimeError("Stop the running robots first (Esc), then open the other folder")
+        if config is None:
+            from workspace.config import load_config
+
+            config = load_config(new)  # a bad file raises here, before anything changed
+        for session in self._sessions.values():
+            session.save_changes()  # changes awaiting review stay kept for their folder
+        self.folder, self.config = new, config
+        for session in self._sessions.values():  # rebuilt for the new folder on the next message
+            session._robot = None
+            session._network = None
+            if session.changes is None or Path(session.changes.folder) != new:
+                session.changes = None
+                session._restore_changes()  # this folder's, when some wait here
+
+    def set_config(self, config: Config) -> None:
+        """A new configuration (Settings, the MCP servers page, the file edited on disk): every
+        thread's next run uses it (robots are built again); a run in progress finishes with what
+        it started with."""
+        self.config = config
+        for session in self._sessions.values():
+            session._stale_config = True
+            session._network = None if not session.running else session._network
+
+    # -- applies a crash cut short ------------------------------------------------------------------
+    def interrupted_applies(self, *, all_folders: bool = False) -> list[InterruptedApply]:
+        """Applies (and undos, redos, restores) a crash cut short, of the open folder (of every folder
+        with ``all_folders`` or when none is open): each file is whole, the set may be mixed. The
+        window asks at start (and after opening a folder) and offers :meth:`recover_apply`;
+        :meth:`recovery_notice` words them for its banner."""
+        from workspace.changes import find_interrupted_applies
+
+        return find_interrupted_applies(None if all_folders else self.folder)
+
+    @staticmethod
+    def recovery_notice(items: list[InterruptedApply]) -> str | None:
+        """The banner text for :meth:`interrupted_applies` (None when there are none)."""
+        if not items:
+            return None
+        if len(items) == 1:
+            return items[0].message()
+        return (f"{len(items)} applies were cut short by the program stopping. "
+                + " ".join(f"({n}) {item.message()}" for n, item in enumerate(items, start=1)))
+
+    def recover_apply(self, item: InterruptedApply, direction: str = "back", *,
+                      force: bool = False) -> RecoveryResult:
+        """Roll an interrupted apply back (every file as before) or forward (as the change makes it),
+        remove its temp files, and say what was done (``RecoveryResult.message``). Refused while a
+        run goes (it could be writing the same files); ``direction="discard"`` forgets the record."""
+        from workspace.changes import RecoveryResult, discard_interrupted, recover
+
+        if self.running:
+            raise RuntimeError("Stop the running robots first (Esc), then recover the interrupted apply")
+        if direction == "discard":
+            discard_interrupted(item)
+            return RecoveryResult(True, "Forgot the interrupted apply; the files were left as they are.",
+                                  direction)
+        return recover(item, direction, force=force)
+
+    # -- robots ------------------------------------------------------------------------------------
+    def robots(self, *, problems: list[str] | None = None) -> list[RobotInfo]:
+        """The robots the catalog finds (project, user, shipped); unreadable files go to ``problems``."""
+        from workspace.catalog import list_robots
+
+        return list_robots(self.folder, problems=problems)
+
+    def load_robot(self, name: str) -> Robot:
+        from workspace.catalog import load_robot
+
+        options: dict[str, Any] = {"config": self.config}
+        if self.provider is not None:
+            options["provider"] = self.provider
+        robot: Robot = load_robot(name, folder=self.folder, **options)
+        return robot
+
+    def load_robot_with_model(self, name: str, model: str, *, api_base: str | None = None) -> Robot:
+        """The robot ``name`` talking to ``model`` (a thread's choice): at ``api_base`` when given (a local
+        server's model). A hosted provider's model (one with an API key variable) is never sent to the
+        configured ``llm.api_base`` when that is a server on this machine (the local server Settings points
+        at): it goes to its provider."""
+        from workspace.catalog import load_robot
+
+        options: dict[str, Any] = {"config": self.config, "model": model}
+        if api_base:
+            options["api_base"] = api_base
+        if self.provider is not None:
+            options["provider"] = self.provider
+        robot: Robot = load_robot(name, folder=self.folder, **options)
+        if self.provider is None and not api_base and robot.api_base is None and _hosted_past_local(model, self.config):
+            from workspace.providers import provider_for
+
+            robot.provider = provider_for(model, api_base=None, config=_WithoutApiBase(self.config))
+        return robot
+
+    def warm_up(self, robot_name: str) -> str | None:
+        """Load what the first message to ``robot_name`` will need — its file and template (Jinja2), the
+        built-in tools, and its model's library (litellm, or the openai SDK for an OpenAI-compatible server)
+        — so the first reply is as quick as the later ones. Blocking (seconds for litellm) and touching no
+        thread or store: run it in a worker thread. Returns the library loaded (None: none)."""
+        from workspace.providers import preload
+        from workspace.providers.registry import factories
+        from workspace.tools import registry
+
+        factories()  # reads the entry points of installed provider plugins once
+        robot = self.load_robot(robot_name)
+        robot.render_system({"message": ""})
+        for item in registry.builtin_tools():
+            item.spec()
+        if self.provider is not None:
+            return None
+        return preload(robot.model, robot.api_base, self.config)
+
+    # -- networks ----------------------------------------------------------------------------------
+    def networks(self) -> list[NetworkInfo]:
+        """The networks found (project, user, shipped), as ``robotlab network list`` shows them."""
+        from workspace.network import list_networks
+
+        return list_networks(self.folder)
+
+    def load_network(self, name: str | Path) -> Network:
+        """A network by name (see :meth:`networks`) or file path, with the workspace's configuration
+        and provider. Problems in the file raise ``NetworkFileError`` naming file, task and field."""
+        from workspace.network import find_network_file, load_network
+
+        path = find_network_file(name, self.folder)
+        return load_network(path, folder=self.folder, config=self.config, provider=self.provider)
+
+    def new_network_thread(self, name: str, *, title: str | None = None,
+                           loader: Callable[[], Network] | None = None,
+                           metadata: dict[str, Any] | None = None) -> ThreadSession:
+        """A new thread whose messages each run the network ``name`` (validated now: a bad file raises).
+
+        ``loader`` builds the network for each run instead of :meth:`load_network` (the command
+        line's network files and overrides); ``metadata`` is kept with the thread (its origin).
+        """
+        network = loader() if loader is not None else self.load_network(name)
+        info = self.store.create_thread(robot=network.name, title=title, kind="network",
+                                        folder=str(self.folder) if self.folder else None, metadata=metadata)
+        session = ThreadSession(self, info)
+        session._network = network
+        session.network_loader = loader
+        self._sessions[info.id] = session
+        return session
+
+    # -- threads -------------------------------------------------------------------------------------
+    def new_thread(self, robot_name: str, *, title: str | None = None, kind: str = "robot",
+                   robot: Robot | None = None, metadata: dict[str, Any] | None = None) -> ThreadSession:
+        """A new thread with the robot (an unknown robot raises ConfigurationError naming the known ones);
+        ``kind="network"``: with the network of that name (:meth:`new_network_thread`).
+
+        ``robot``: the robot to talk to, already built (the command line's, with its model and
+        provider) instead of the catalog's; ``metadata`` is kept with the thread (its origin).
+        """
+        if kind == "network":
+            return self.new_network_thread(robot_name, title=title, metadata=metadata)
+        if kind != "robot":
+            raise ValueError(f"Invalid thread kind: {kind!r}. Must be 'robot' or 'network'")
+        from_catalog = robot is None
+        if robot is None:
+            robot = self.load_robot(robot_name)
+        info = self.store.create_thread(robot=robot.name, title=title,
+                                        folder=str(self.folder) if self.folder else None, metadata=metadata)
+        session = ThreadSession(self, info)
+        session._robot = robot
+        session._robot_from_catalog = from_catalog
+        self._sessions[info.id] = session
+        return session
+
+    def open_thread(self, thread_id: str, *, robot: Robot | None = None) -> ThreadSession:
+        """The session of a stored thread (the same object while it is open); ``robot``: talk to
+        this robot from now on (the command line's, with its model and provider)."""
+        session = self._sessions.get(thread_id)
+        if session is None:
+            session = ThreadSession(self, self.store.get_thread(thread_id))
+            session._restore_changes()
+            self._sessions[thread_id] = session
+        if robot is not None:
+            session.use_robot(robot)
+        return session
+
+    def threads(self, include_deleted: bool = False) -> list[ThreadInfo]:
+        return self.store.list_threads(include_deleted)
+
+    @property
+    def running(self) -> list[RecordedRun]:
+        return [r for r in self._runs if not r.done]
+
+    def _run_done(self, run: RecordedRun) -> None:
+        self._runs.discard(run)
+
+    # -- closing ------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Cancel running runs and close the store, also one passed in (their turns are marked
+        ``interrupted`` unless they recorded their end already).
+
+        Prefer ``await aclose()`` inside an event loop: it lets the runs record their
+        ``run_cancelled`` event first.
+        """
+        for run in list(self._runs):
+            run.cancel("the workspace was closed")
+        for session in self._sessions.values():
+            session.save_changes()  # review decisions made since the last run or apply
+        self.store.close()
+
+    async def aclose(self, timeout: float = 5.0) -> None:
+        """Cancel running runs, wait (up to ``timeout`` s) for them to record their end, close."""
+        runs = list(self._runs)
+        for run in runs:
+            run.cancel("the workspace was closed")
+        tasks = [r._task for r in runs if r._task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+        self.close()
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+
+__all__ = ["Workspace"]
