@@ -4,6 +4,11 @@ Besides running (``stream`` / ``arun`` / ``run``), a robot is RobotLab's pipelin
 (:meth:`Robot.call` with a :class:`workspace.pipeline.StepResult`), a tool of other robots
 (:meth:`Robot.as_tool`, ``robots=[...]``), and may answer with a validated object
 (``output_type=``, :mod:`workspace.output`).
+
+Why one module of this size: :class:`Robot` is RobotLab's public class (settings, conversation,
+tools, MCP servers, memory, templates, running, the pipeline step, robots as tools); its parts that
+stand alone live elsewhere (the loop in :mod:`workspace.agent`, tools in :mod:`workspace.tools`,
+output in :mod:`workspace.output`, templates in :mod:`workspace.templates`).
 """
 
 from __future__ import annotations

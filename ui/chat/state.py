@@ -12,6 +12,10 @@ whether its footer shows). The presenter (:mod:`ui.chat.presenter`) is the only 
 widget reads.
 
 Items compare by identity (``eq=False``) so they can key the widgets that show them.
+
+Why one module of this size: it is the chat's vocabulary — plain dataclasses only, no behaviour
+beyond derived properties — read together by the presenter, the widgets and the dump; one module
+keeps the whole view state in one place to read.
 """
 
 from __future__ import annotations

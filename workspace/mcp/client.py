@@ -23,6 +23,11 @@ limit (``timeout``) is the SDK's request timeout, which sends the same notificat
 
 A server's stderr goes to a pipe read by a small thread; the last lines are kept for
 the status view (values of the server's ``env`` and ``headers`` are masked).
+
+Why one module of this size: :class:`Connection` is one actor — the transport, the session, the
+handshake, the server's requests (sampling, elicitation, roots), its notifications and the calls all
+live in the task that entered the SDK's context managers, and must; splitting the class would split
+that task's state across modules without making any part usable alone.
 """
 
 from __future__ import annotations

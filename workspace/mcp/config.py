@@ -40,6 +40,11 @@ mcpServers:
   database redact them.
 
 Nothing here imports the MCP SDK.
+
+Why one module of this size: it is one file format, read the way Claude Desktop, Cursor, Cline and
+VS Code write it (stdio, HTTP, SSE, variables, secrets in the keyring, timeouts in seconds or
+milliseconds) and shown redacted; the pydantic schema is :mod:`workspace.schemas.mcp`, edits
+:mod:`workspace.mcp.edit`, imports :mod:`workspace.mcp.importers`.
 """
 
 from __future__ import annotations

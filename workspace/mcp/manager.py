@@ -29,6 +29,11 @@ Tool policy hooks:
   ``ApprovalRequest.annotations``; :meth:`MCPManager.is_auto_approved` answers the same;
 * per-tool on/off: :meth:`set_tool_enabled` (persisted in ``mcp-tools.json`` next to the user
   config file) plus the server's ``disabledTools`` list; disabled tools are never offered.
+
+Why one module of this size: :class:`MCPManager` is the one owner of every connection's lifecycle
+(start in the background, reload keeping running runs on their servers, retire, sign in, subscribe);
+its methods share that state and its lock, and the parts that stand alone already live beside it
+(config, edit, status, requests, resources, oauth).
 """
 
 from __future__ import annotations
