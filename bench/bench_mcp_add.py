@@ -43,7 +43,7 @@ async def once(home: Path, index: int) -> dict[str, float]:
     t1 = time.perf_counter()
     await manager.reload()
     t2 = time.perf_counter()
-    tools = await manager.server_tools(name)
+    tools = await manager.tools_for([name])
     t3 = time.perf_counter()
     echo = next(t for t in tools if t.name.endswith("__echo"))
     out = await echo.invoke({"message": "hi"})
