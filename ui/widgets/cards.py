@@ -27,7 +27,15 @@ from PySide6.QtWidgets import (
 
 from ui import markdown, theme
 from ui.models.tool_calls import elapsed_text, format_duration
-from ui.widgets.common import AutoHeightText, ElidedLabel, JsonHighlighter, SubmitEdit, pill, robot_chip
+from ui.widgets.common import (
+    AutoHeightText,
+    ElidedLabel,
+    JsonHighlighter,
+    SubmitEdit,
+    card_frame,
+    pill,
+    robot_chip,
+)
 from ui.widgets.flow import ElidedToolButton, FlowRow, shrinkable
 from workspace.approval import ApprovalDecision
 from workspace.sandbox import display_json, display_path
@@ -186,18 +194,7 @@ class ToolCard(QFrame):
         c = theme.colors()
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
 
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.setSpacing(0)
-
-        header = QFrame(self)
-        header.setObjectName("ToolCardHeader")
-        hl = QHBoxLayout(header)
-        hl.setContentsMargins(10, 6, 10, 6)
-        hl.setSpacing(6)
-        icon = QLabel(header)
-        icon.setPixmap(theme.icon("tool", c.muted).pixmap(14, 14))
-        hl.addWidget(icon)
+        outer, header, hl = card_frame(self, "tool", c.muted)
         short = tool.split("__", 1)[-1] if server and tool.startswith(f"{server}__") else tool
         # Long names (MCP tools, servers) end in "…" rather than widen the card; the tooltip has them.
         if server:

@@ -9,7 +9,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from ui import markdown, theme
-from ui.widgets.common import ElidedLabel, RichLabel, pill, robot_chip
+from ui.widgets.common import ElidedLabel, RichLabel, card_frame, pill, robot_chip
 from ui.widgets.flow import shrinkable
 from workspace.sandbox import display_path
 
@@ -37,17 +37,7 @@ class ChangeCard(QFrame):
         self.outcome: dict[str, Any] = {}
         self.undone = False
         c = theme.colors()
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.setSpacing(0)
-        header = QFrame(self)
-        header.setObjectName("ToolCardHeader")
-        hl = QHBoxLayout(header)
-        hl.setContentsMargins(10, 6, 10, 6)
-        hl.setSpacing(8)
-        icon = QLabel(header)
-        icon.setPixmap(theme.icon("diff", c.muted).pixmap(14, 14))
-        hl.addWidget(icon)
+        outer, header, hl = card_frame(self, "diff", c.muted, spacing=8)
         # When narrow, "Proposed changes" ends in "…" and "· 3 files" goes (the tooltip has both): never
         # wider than the card.
         self.title = ElidedLabel("Proposed changes", header, min_chars=8)

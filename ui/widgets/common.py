@@ -27,12 +27,14 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QFrame,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
     QSizePolicy,
     QTextBrowser,
     QToolTip,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -220,6 +222,25 @@ def name_line_edit_buttons(edit: QLineEdit, *, clear: str = "Clear") -> None:
             action = button.defaultAction()
             text = action.text() if action is not None else ""
             button.setAccessibleName(text or clear)
+
+
+def card_frame(card: QWidget, icon: str, color: str, *,
+               spacing: int = 6) -> tuple[QVBoxLayout, QFrame, QHBoxLayout]:
+    """The frame the chat's cards share (tool calls, MCP requests, proposed changes): the card's column
+    the header (``ToolCardHeader``) and its row, which starts with ``icon`` in ``color``. The caller
+    fills the row, then adds the header and a body to the column."""
+    outer = QVBoxLayout(card)
+    outer.setContentsMargins(0, 0, 0, 0)
+    outer.setSpacing(0)
+    header = QFrame(card)
+    header.setObjectName("ToolCardHeader")
+    row = QHBoxLayout(header)
+    row.setContentsMargins(10, 6, 10, 6)
+    row.setSpacing(spacing)
+    mark = QLabel(header)
+    mark.setPixmap(theme.icon(icon, color).pixmap(14, 14))
+    row.addWidget(mark)
+    return outer, header, row
 
 
 def badge(text: str, color: str, parent: QWidget | None = None, *, small: bool = True) -> QLabel:

@@ -15,7 +15,7 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from ui import markdown, theme
-from ui.widgets.common import ElidedLabel, pill, robot_chip
+from ui.widgets.common import ElidedLabel, card_frame, pill, robot_chip
 from ui.widgets.flow import shrinkable
 from workspace.approval import ApprovalDecision
 
@@ -82,17 +82,7 @@ class RequestCard(QFrame):
         self._done = True
         self._shown: tuple[Any, ...] | None = None
         c = theme.colors()
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.setSpacing(0)
-        header = QFrame(self)
-        header.setObjectName("ToolCardHeader")
-        hl = QHBoxLayout(header)
-        hl.setContentsMargins(10, 6, 10, 6)
-        hl.setSpacing(6)
-        icon = QLabel(header)
-        icon.setPixmap(theme.icon(self.icon_name, c.accent).pixmap(14, 14))
-        hl.addWidget(icon)
+        outer, header, hl = card_frame(self, self.icon_name, c.accent)
         self.title = ElidedLabel(self.title_text(), header, min_chars=8, tooltip=True)
         self.title.setObjectName("RequestTitle")
         bold = self.title.font()
