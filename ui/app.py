@@ -14,7 +14,7 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,12 +60,45 @@ def check_qt_binding() -> None:
         )
 
 
+def quicken_pyside_import_hook() -> None:
+    """Make PySide6's import hook read each newly imported module's file instead of parsing it.
+
+    Once PySide6 is loaded, every module imported after it (ours, and the thousand-odd modules of
+    litellm loading in a worker thread) passes through ``shibokensupport.feature._mod_uses_pyside``,
+    which calls ``inspect.getsource(module)`` (the tokenizer, the line cache) only to look for the
+    word "PySide6" in it, for the ``__feature__`` switches this app never uses. That was a sixth of
+    litellm's import time and much of the window's own start-up. Same question, same answer, asked
+    of the file's bytes; anything but a plain ``.py`` file goes to the original. Nothing is changed
+    when the hook is not there (another PySide6 version).
+    """
+    import sys
+
+    feature = sys.modules.get("shibokensupport.feature")
+    original = getattr(feature, "_mod_uses_pyside", None)
+    if original is None or getattr(original, "quick", False):
+        return
+
+    def mod_uses_pyside(module: Any) -> bool:
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or not path.endswith(".py"):
+            return bool(original(module))
+        try:
+            with open(path, "rb") as source:
+                return b"PySide6" in source.read()
+        except OSError:
+            return bool(original(module))
+
+    mod_uses_pyside.quick = True  # type: ignore[attr-defined]
+    feature._mod_uses_pyside = mod_uses_pyside  # type: ignore[union-attr]
+
+
 def get_app(argv: Sequence[str] | None = None) -> Any:
     """The QApplication (created once)."""
     ensure_platform()
     check_qt_binding()
     from PySide6.QtWidgets import QApplication
 
+    quicken_pyside_import_hook()
     app = QApplication.instance()
     if app is None:
         app = QApplication(list(argv) if argv is not None else ["robotlab"])
@@ -135,7 +168,15 @@ class Application:
         self._closed = False
         self.started = False
         self.loaded = False
-        if not defer:
+        #: Whether start-up has paused the garbage collector (until the inspector is built).
+        self._gc_paused = False
+        if defer:
+            from workspace.shared_imports import pause_gc
+
+            # What start-up builds lives as long as the window; collecting it midway only freezes it.
+            pause_gc()
+            self._gc_paused = True
+        else:
             self.finish_startup()
 
     def finish_startup(self, *, staged: bool = False) -> None:
@@ -156,7 +197,6 @@ class Application:
             self._load(staged=False)
 
     def _load(self, *, staged: bool) -> None:
-        from PySide6.QtCore import QTimer
 
         config_problem: str | None = None
         try:
@@ -169,9 +209,7 @@ class Application:
 
             self.controller._config = Config(copy.deepcopy(DEFAULTS), {}, self.folder)
         self.controller.open()
-        if staged:
-            QTimer.singleShot(0, self.window.docks.build_inspector)
-        else:
+        if not staged:
             self.window.docks.build_inspector()
         self.window.robots.refresh()
         self.window.threads.refresh()
@@ -189,13 +227,68 @@ class Application:
             self.window.folder_flow.offer_recovery()
         self._warn_ignored_env()
         self.loaded = True
-        from ui.markdown import warm_up
+        if staged:
+            self._run_steps(self.window.docks.inspector_steps(), then=self._after_inspector)
+        else:
+            self._after_inspector()
 
+    def _run_steps(self, steps: Iterator[None], *, then: Callable[[], None]) -> None:
+        """One step of ``steps`` per turn of the event loop (the window paints in between), then ``then``."""
+        from PySide6.QtCore import QTimer
+
+        def step() -> None:
+            if self._closed:
+                return
+            try:
+                next(steps)
+            except StopIteration:
+                then()
+                return
+            QTimer.singleShot(0, step)
+
+        QTimer.singleShot(0, step)
+
+    def _after_inspector(self) -> None:
+        """The window is whole: load, in worker threads, what the first message will need."""
+        from PySide6.QtCore import QTimer
+
+        self._resume_gc()
         # The model library (litellm: seconds) loads in a worker thread once the full window has painted,
         # so the first message waits only for what is left of it.
         QTimer.singleShot(PRELOAD_AFTER_MS, self.controller.preload_provider)
-        # Highlighting needs pygments (~0.1 s to import and build lexers): do it while idle.
-        QTimer.singleShot(600, warm_up)
+        # Highlighting needs markdown-it and pygments (~60 ms to import and build lexers): in a worker.
+        QTimer.singleShot(PRELOAD_AFTER_MS, self._load_markdown)
+
+    def _resume_gc(self) -> None:
+        if self._gc_paused:
+            from workspace.shared_imports import resume_gc
+
+            self._gc_paused = False
+            resume_gc()
+
+    def _load_markdown(self) -> None:
+        if self._closed:
+            return
+        import asyncio
+
+        from ui import markdown
+
+        async def load() -> None:
+            from workspace.shared_imports import gc_paused
+
+            def work() -> None:
+                with gc_paused():
+                    markdown.load_libraries()
+
+            await asyncio.to_thread(work)
+            markdown.warm_up()  # what is left: a few ms on this thread
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no running loop (tests driving the window without one)
+            markdown.warm_up()
+            return
+        self.tasks.spawn(load(), name="load the Markdown libraries")
 
     def _warn_ignored_env(self) -> None:
         """ROBOT_LAB_ variables without SECTION__KEY do nothing: say so, as the CLI does."""
@@ -217,6 +310,7 @@ class Application:
         if self._closed:
             return
         self._closed = True
+        self._resume_gc()
         workspace = self.controller.workspace
         if workspace is not None:
             try:
@@ -239,6 +333,7 @@ class Application:
         if self._closed:
             return
         self._closed = True
+        self._resume_gc()
         self.tasks.cancel_all()
         self.controller.close()
         self._close_store()

@@ -2,7 +2,10 @@
 as Qt signals, on the GUI thread, without ever blocking the event loop.
 
 Text deltas (and thinking deltas) are coalesced: they are joined and emitted at most once per
-``flush_ms`` (16 ms by default), so a view renders at a steady rate whatever the stream rate.
+``flush_ms`` (16 ms by default), so a view renders at a steady rate whatever the stream rate. The
+first delta of a stretch of text (the first words of an answer, or of the text after a tool call)
+goes out at once: that is what the person is waiting for, and waiting for the timer's next tick
+added 0-16 ms to it.
 Every other event first flushes pending text (so order is kept) and is emitted at once.
 Events for the trace are batched on the same timer.
 """
@@ -78,6 +81,8 @@ class RunBridge(QObject):
         self._reasoning_key: tuple[str, str] | None = None
         self._reasoning_delta: ev.ReasoningDelta | None = None
         self._pending_events: list[ev.Event] = []
+        #: The run and robot whose text is streaming now (None: another event came since the last text).
+        self._stretch: tuple[str, str] | None = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(flush_ms)
@@ -142,7 +147,11 @@ class RunBridge(QObject):
             self._pending_key = key
             self._pending_delta = event
             self._pending_text.append(event.text)
+            if self._stretch != key:  # the first words of an answer: shown now, not on the next tick
+                self._stretch = key
+                self._flush_text()
             return
+        self._stretch = None
         if isinstance(event, ev.ReasoningDelta):
             self._flush_text()
             key = (event.run_id, event.robot)
@@ -151,6 +160,7 @@ class RunBridge(QObject):
             self._reasoning_key = key
             self._reasoning_delta = event
             self._pending_reasoning.append(event.text)
+            self._stretch = None
             return
         self._flush_reasoning()
         self._flush_text()  # the text before it goes out first: order is kept

@@ -9,14 +9,25 @@ handing one thread a *partially initialised* module, and that thread fails with 
 runs of the packaged app under load). :func:`settle_shared_imports` imports those modules on the
 calling thread first (about 20 ms when pydantic is already loaded, 100 ms from nothing), so the
 worker finds them whole.
+
+Loading a library also allocates a few hundred thousand long-lived objects, and the cyclic garbage
+collector walks all of them every time its oldest generation fills: 80-170 ms with the interpreter
+lock held, which froze the window (and any other thread) that long, a dozen times while litellm
+loaded. :func:`pause_gc` / :func:`resume_gc` (or :func:`gc_paused`) stop the collector while a
+library loads and then *freeze* what was loaded (``gc.freeze``: kept out of later collections, which
+then cost what the conversation allocates, not what the libraries did). Cyclic garbage made while
+paused is freed by the next collection, not lost; what is frozen is never collected, a bounded cost
+paid once (modules, classes and their tables live as long as the process anyway).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -54,10 +65,54 @@ def settle_shared_imports() -> None:
         _settled = True
 
 
+_gc_lock = threading.Lock()
+_gc_pauses = 0
+_gc_was_enabled = True
+
+
+def pause_gc() -> None:
+    """Stop the cyclic garbage collector until the matching :func:`resume_gc` (pauses nest, any thread)."""
+    global _gc_pauses, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
+
+
+def resume_gc() -> None:
+    """End one :func:`pause_gc`; the last one freezes what exists now and restarts the collector."""
+    global _gc_pauses
+    with _gc_lock:
+        if _gc_pauses == 0:
+            return
+        _gc_pauses -= 1
+        if _gc_pauses == 0:
+            gc.freeze()
+            if _gc_was_enabled:
+                gc.enable()
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """:func:`pause_gc` for the ``with`` block (a library loading), then :func:`resume_gc`."""
+    pause_gc()
+    try:
+        yield
+    finally:
+        resume_gc()
+
+
+def _load_paused(load: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    with gc_paused():
+        return load(*args, **kwargs)
+
+
 async def import_in_thread(load: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``load(*args, **kwargs)`` (an SDK's import) in a worker thread, the shared imports settled first."""
+    """``load(*args, **kwargs)`` (an SDK's import) in a worker thread, the shared imports settled first
+    and the garbage collector paused meanwhile (see the module docstring)."""
     settle_shared_imports()
-    return await asyncio.to_thread(load, *args, **kwargs)
+    return await asyncio.to_thread(_load_paused, load, *args, **kwargs)
 
 
-__all__ = ["SHARED", "import_in_thread", "settle_shared_imports"]
+__all__ = ["SHARED", "gc_paused", "import_in_thread", "pause_gc", "resume_gc", "settle_shared_imports"]

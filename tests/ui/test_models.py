@@ -173,7 +173,8 @@ def test_bridge_coalesces_text_and_keeps_order(qapp_instance: object) -> None:
     bridge.feed(_e(ev.ToolUse, 501, id="a", name="recall", input={}))
     bridge.feed(_e(ev.TextDelta, 502, text="yz"))
     bridge.flush()
-    assert seen == [("text", "x" * 500), ("tool", "recall"), ("text", "yz")]
+    # the first delta of each stretch of text goes out at once, the rest is joined until the flush
+    assert seen == [("text", "x"), ("text", "x" * 499), ("tool", "recall"), ("text", "yz")]
     assert sum(batches) == 502 and len(batches) == 1
 
 
@@ -188,10 +189,11 @@ def test_bridge_gives_views_every_event_in_order_with_text_joined(qapp_instance:
     bridge.feed(_e(ev.ToolUse, 4, id="a", name="recall", input={}))
     bridge.feed(_e(ev.TextDelta, 5, text="tail"))
     bridge.flush()
-    assert [type(e).__name__ for e in seen] == ["TextDelta", "ToolUse", "TextDelta"]
-    first = seen[0]
-    assert isinstance(first, ev.TextDelta) and first.text == "1 2 3 " and first.seq == 3  # the last delta's seq
-    assert isinstance(seen[2], ev.TextDelta) and seen[2].text == "tail"
+    assert [type(e).__name__ for e in seen] == ["TextDelta", "TextDelta", "ToolUse", "TextDelta"]
+    first, joined = seen[0], seen[1]
+    assert isinstance(first, ev.TextDelta) and first.text == "1 " and first.seq == 1  # the first words: at once
+    assert isinstance(joined, ev.TextDelta) and joined.text == "2 3 " and joined.seq == 3  # the last delta's seq
+    assert isinstance(seen[3], ev.TextDelta) and seen[3].text == "tail"
 
 
 def test_bridge_gives_every_event_class_a_signal(qapp_instance: object) -> None:

@@ -2,7 +2,8 @@
 
 :class:`Docks` is the registry of the window's docks by key (a read-only mapping:
 ``window.docks["changes"]``) and owns their panes. The docks are made empty at startup and
-filled after the first paint (:meth:`Docks.build_inspector`). The inspector's models are fed the
+filled after the first paint (:meth:`Docks.build_inspector`, or :meth:`Docks.inspector_steps` a pane
+per turn of the event loop). The inspector's models are fed the
 bridge's batched events, or a stored thread's events when it opens.
 """
 
@@ -47,6 +48,7 @@ class Docks(Mapping[str, QDockWidget]):
         self.changes_pane: ChangesPane | None = None
         #: Events that arrive while a long thread's events are read for the inspector.
         self._inspector_buffer: list[ev.Event] | None = None
+        self._steps: Iterator[None] | None = None
 
     # -- the mapping --------------------------------------------------------------------------------
     def __getitem__(self, key: str) -> QDockWidget:
@@ -132,22 +134,38 @@ class Docks(Mapping[str, QDockWidget]):
         self.window.bridge.events_batched.connect(self.add_events)
 
     def build_inspector(self) -> None:
-        """Put the inspector panes in their docks (and add the MCP servers dock when MCP is there)."""
-        if self.tool_pane is not None:
-            return
+        """Put the inspector panes in their docks (and add the MCP servers dock when MCP is there), all at
+        once (what :meth:`inspector_steps` has not done yet)."""
+        for _ in self.inspector_steps():
+            pass
+
+    def inspector_steps(self) -> Iterator[None]:
+        """:meth:`build_inspector` one pane at a time: a staged start-up runs one step per turn of the
+        event loop, so the window keeps painting (a pane takes 5-30 ms to build; all of them at once
+        froze the window 130 ms). The same iterator each time: steps already done are not done again."""
+        if self._steps is None:
+            self._steps = self._inspector_steps()
+        return self._steps
+
+    def _inspector_steps(self) -> Iterator[None]:
         from ui.docks.inspector import MemoryPane, ToolCallsPane, TracePane
 
         w = self.window
         self.tool_pane = ToolCallsPane(w.tool_model, w)
+        self.replace_widget("tools", self.tool_pane)
+        yield
         self.memory_pane = MemoryPane(w.memory_model, w)
+        self.replace_widget("memory", self.memory_pane)
+        yield
         self.trace_pane = TracePane(w.trace_model, w)
-        panes: tuple[tuple[str, QWidget], ...] = (
-            ("tools", self.tool_pane), ("memory", self.memory_pane), ("trace", self.trace_pane))
-        for key, pane in panes:
-            self.replace_widget(key, pane)
+        self.replace_widget("trace", self.trace_pane)
+        yield
         self._add_mcp()
+        yield
         self._add_network()
+        yield
         self._add_changes()
+        yield
         self._docks["tools"].raise_()
         self.sync_network()
         w.memory.restore_docks()

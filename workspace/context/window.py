@@ -288,8 +288,14 @@ async def resolve_window(provider: Any, *, setting: int | None = None, default: 
     api_base = getattr(provider, "api_base", None) or getattr(provider, "base_url", None)
     if api_base is not None and not isinstance(api_base, str):
         api_base = str(api_base)
-    if server_of(model, api_base) is not None:
-        found = await asyncio.to_thread(probe_server, model, api_base)
+    where = server_of(model, api_base)
+    if where is not None:
+        with _cache_lock:
+            known = _cache.get(where)
+        if known is not None and known[0] is not None:  # asked before (the warm-up asks ahead): no thread
+            found: int | None = known[0]
+        else:
+            found = await asyncio.to_thread(probe_server, model, api_base)
         if found:
             return WindowInfo(found, "server")
     hook = getattr(provider, "context_window", None)

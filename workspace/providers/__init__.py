@@ -55,6 +55,13 @@ def preload(model: str | None, api_base: str | None = None, config: ConfigLookup
     (None: nothing)."""
     if is_offline(model):
         return None
+    from workspace.shared_imports import gc_paused
+
+    with gc_paused():  # the collector walking what the import allocates would freeze other threads
+        return _preload(model, api_base, config, litellm=litellm)
+
+
+def _preload(model: str | None, api_base: str | None, config: ConfigLookup | None, *, litellm: bool) -> str | None:
     from workspace.providers.openai_provider import serves
 
     base = api_base or (config.get("llm.api_base") if config is not None else None)

@@ -36,6 +36,7 @@ OpenAI-compatible servers with an ``api_base`` are served by the lean provider
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import re
@@ -326,10 +327,12 @@ def known_chat_models(provider: str) -> list[str]:
     return sorted(found)
 
 
+@functools.lru_cache(maxsize=64)
 def token_counter(model_id: str) -> Callable[[str], int] | None:
     """A function counting the tokens of a text with the model's own tokenizer, where litellm has it
     without downloading anything (OpenAI's models: tiktoken; Anthropic's older models); None for other
-    models, which are estimated instead. Imports litellm: call it in a thread."""
+    models, which are estimated instead. Imports litellm: call it in a thread. Remembered per model
+    (loading an encoding takes a while; the warm-up loads it before the first message)."""
     litellm = load_litellm()
     try:
         provider = str(litellm.get_llm_provider(model_id)[1])

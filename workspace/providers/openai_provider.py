@@ -37,7 +37,9 @@ window is asked of the server at :attr:`api_base` (:mod:`workspace.context`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -116,10 +118,29 @@ def _load_openai() -> Any:
     return _openai
 
 
+#: The SDK clients of each event loop, by server, key and timeouts (see ``client``); a loop's go with it.
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str, tuple[float, float, float]], Any]] \
+    = weakref.WeakKeyDictionary()
+
+
+@functools.cache
+def _platform() -> Any:
+    """The operating system as the SDK names it in its request headers. The SDK finds it out in a worker
+    thread on each new client's first request (it may read files: 5-10 ms on a busy machine); once per
+    process is enough."""
+    from openai._base_client import get_platform
+
+    return get_platform()
+
+
 def warm_up() -> None:
     """Import what the first call needs (the SDK, about 0.5 s, and the HTTP transport it loads lazily);
     meant for a worker thread (:func:`workspace.providers.preload`)."""
     _load_openai()
+    try:
+        _platform()
+    except Exception:  # pragma: no cover - an SDK without it finds it out itself
+        pass
     import importlib
 
     for name in ("httpcore", "anyio._backends._asyncio", "h11"):
@@ -169,24 +190,37 @@ class OpenAICompatibleProvider(StreamingProvider):
 
     def client(self) -> Any:
         """The SDK client of this event loop (it keeps the connection to the server open; a connection
-        belongs to the loop that opened it, so ``Robot.run`` called twice gets a new one)."""
+        belongs to the loop that opened it, so ``Robot.run`` called twice gets a new one). Providers of
+        the same server, key and timeouts share one on a loop: a new thread's robot neither builds its
+        own (5 ms) nor opens a new connection."""
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
             self._client_loop = loop
-            openai = _load_openai()
-            import httpx
-
-            # Our own guards bound the first token and every gap (they say which setting to raise).
-            timeout = httpx.Timeout(max(self.timeout, self.first_token_timeout, self.idle_timeout) + 5.0,
-                                    connect=self.timeout)
-            http_client = None
-            if str(self.api_base).startswith("http://"):
-                # Plain HTTP (a local server): no TLS, so no certificate store to load (50 ms), and no
-                # redirects that could lead to an https address without it.
-                http_client = openai.DefaultAsyncHttpxClient(verify=False, timeout=timeout, follow_redirects=False)
-            self._client = openai.AsyncOpenAI(base_url=self.api_base, api_key=self._key(), max_retries=0,
-                                              timeout=timeout, http_client=http_client)
+            timeouts = (self.timeout, self.first_token_timeout, self.idle_timeout)
+            key = (str(self.api_base), self._key(), timeouts)
+            shared = _clients.setdefault(loop, {})
+            client = shared.get(key)
+            if client is None:
+                client = shared[key] = self._new_client(timeouts)
+            self._client = client
         return self._client
+
+    def _new_client(self, timeouts: tuple[float, float, float]) -> Any:
+        openai = _load_openai()
+        import httpx
+
+        # Our own guards bound the first token and every gap (they say which setting to raise).
+        timeout = httpx.Timeout(max(timeouts) + 5.0, connect=self.timeout)
+        http_client = None
+        if str(self.api_base).startswith("http://"):
+            # Plain HTTP (a local server): no TLS, so no certificate store to load (50 ms), and no
+            # redirects that could lead to an https address without it.
+            http_client = openai.DefaultAsyncHttpxClient(verify=False, timeout=timeout, follow_redirects=False)
+        client = openai.AsyncOpenAI(base_url=self.api_base, api_key=self._key(), max_retries=0, timeout=timeout,
+                                    http_client=http_client)
+        if getattr(client, "_platform", "") is None and _platform.cache_info().currsize:
+            client._platform = _platform()  # known already (the warm-up): no thread for it
+        return client
 
     # -- the request ------------------------------------------------------------------------------
     def build_request(self, *, system: str | None, messages: Sequence[Message], tools: Sequence[ToolSpec],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -170,19 +171,29 @@ class Workspace:
         """Load what the first message to ``robot_name`` will need — its file and template (Jinja2), the
         built-in tools, and its model's library (litellm, or the openai SDK for an OpenAI-compatible server)
         — so the first reply is as quick as the later ones. Blocking (seconds for litellm) and touching no
-        thread or store: run it in a worker thread. Returns the library loaded (None: none)."""
-        from workspace.providers import preload
-        from workspace.providers.registry import factories
-        from workspace.tools import registry
+        thread or store: run it in a worker thread. Returns the library loaded (None: none). Also asks a
+        local server for the model's context window and loads the model's tokenizer (both remembered
+        for the process), which the first message would otherwise wait for."""
+        from workspace.shared_imports import gc_paused
 
-        factories()  # reads the entry points of installed provider plugins once
-        robot = self.load_robot(robot_name)
-        robot.render_system({"message": ""})
-        for item in registry.builtin_tools():
-            item.spec()
-        if self.provider is not None:
-            return None
-        return preload(robot.model, robot.api_base, self.config)
+        with gc_paused():  # the collector walking what the imports allocate would freeze other threads
+            from workspace.providers import preload
+            from workspace.providers.registry import factories
+            from workspace.tools import registry
+
+            factories()  # reads the entry points of installed provider plugins once
+            for module in ("workspace.robots_as_tools", "workspace.tracing"):  # what a run's first start imports
+                importlib.import_module(module)
+            robot = self.load_robot(robot_name)
+            robot.render_system({"message": ""})
+            for item in registry.builtin_tools():
+                item.spec()
+            if self.provider is not None:
+                return None
+            loaded = preload(robot.model, robot.api_base, self.config)
+            if loaded is not None:
+                _warm_context(robot)
+            return loaded
 
     # -- networks ----------------------------------------------------------------------------------
     def networks(self) -> list[NetworkInfo]:
@@ -295,3 +306,22 @@ class Workspace:
 
 
 __all__ = ["Workspace"]
+
+
+def _warm_context(robot: Robot) -> None:
+    """What the first request's context check asks once per model: the window (a local server is
+    asked, a few loopback requests) and the tokenizer (litellm's, where the model has one). Failures
+    stay quiet here: the first message asks again and reports them."""
+    try:
+        provider = robot.provider
+        from workspace.context.window import probe_server, server_of
+
+        api_base = getattr(provider, "api_base", None)
+        model = getattr(provider, "model_id", None)
+        if server_of(model, api_base if isinstance(api_base, str) else None) is not None:
+            probe_server(model, api_base)
+        counter = getattr(provider, "token_counter", None)
+        if callable(counter):
+            counter()
+    except Exception as exc:
+        log.debug("warming up the context of %s failed: %s", robot.name, exc)
