@@ -98,10 +98,12 @@ def on_text(run_id, robot, text):
 root.bridge.text_appended.connect(on_text)
 
 async def send(text):
-    controller = root.controller
+    controller, composer = root.controller, root.window.composer
     before = set(first_token)
+    composer.set_text(text)
     started = time.perf_counter()
-    assert controller.send(text), "send refused"
+    composer.submit()  # what Enter in the message box does
+    assert not controller.idle, "send refused"
     while not (set(first_token) - before):
         await asyncio.sleep(0.001)
     got = first_token[next(iter(set(first_token) - before))]

@@ -89,6 +89,8 @@ class RunBridge(QObject):
         self._timer.timeout.connect(self.flush)
         self._yield_every = yield_every_s
         self._active = 0
+        #: Whether ``running_changed(True)`` went out for the runs being consumed.
+        self._announced = False
         self.events_seen = 0
 
     @property
@@ -105,13 +107,17 @@ class RunBridge(QObject):
 
         from workspace import events as ev
 
-        self._active += 1
-        if self._active == 1:
-            self.running_changed.emit(True)
+        self._active += 1  # ``running`` is True from now on
         terminal: ev.TerminalEvent | None = None
         last_yield = time.perf_counter()
         try:
             async for event in run:
+                if not self._announced:
+                    # Said with the run's first event: the views' "running" updates (the Stop button,
+                    # the status bar, the thread list) then happen while the request is on its way to
+                    # the model, not before it leaves.
+                    self._announced = True
+                    self.running_changed.emit(True)
                 self.feed(event)
                 if isinstance(event, ev.TERMINAL) and not event.nested:  # not a run inside the run
                     terminal = event
@@ -123,6 +129,9 @@ class RunBridge(QObject):
             self.flush()
             self._active -= 1
             if self._active == 0:
+                if not self._announced:  # a run that ended before its first event: the views still see both
+                    self.running_changed.emit(True)
+                self._announced = False
                 self.running_changed.emit(False)
         return terminal
 

@@ -491,9 +491,8 @@ class Controller(QObject):
         except Exception as exc:
             self.problem.emit(f"Could not send the message: {exc}")
             return False
-        if created:
+        if created:  # the thread list shows it once the run is under way (the window's running_changed)
             self._remember_thread(self._thread_id(self.session))
-            self.threads_changed.emit()
         self._start(run)
         return True
 

@@ -152,9 +152,8 @@ class ChangesPane(QWidget):
         self.view = DiffView(self.model, self.stack)
         self.view.placeholder = "No proposed changes.\n\nWhen a robot edits files in the opened folder, its " \
                                 "changes wait here for your review."
-        self.conflicts = ConflictView(self.stack)
+        self._conflicts: ConflictView | None = None  # made when first needed (see conflicts)
         self.stack.addWidget(self.view)
-        self.stack.addWidget(self.conflicts)
         # The three versions of a conflict need room; in a narrow or short dock they scroll and shrink
         # rather than push the dock (and the window) past the screen. The review window has room.
         self.stack.setMinimumSize(80, 80)
@@ -187,6 +186,16 @@ class ChangesPane(QWidget):
         hl.addWidget(self.history_label, 1)
         layout.addWidget(history)
 
+    @property
+    def conflicts(self) -> ConflictView:
+        """The three versions of each conflicting file, with Merge / Overwrite / Skip: made the first time a
+        conflict shows (two more diff views; building them with the pane held up the window's start)."""
+        if self._conflicts is None:
+            view = self._conflicts = ConflictView(self.stack)
+            self.stack.addWidget(view)
+            view.action_requested.connect(self._on_conflict_action)
+        return self._conflicts
+
     def _connect(self) -> None:
         c = self.controller
         c.thread_opened.connect(lambda _s: self.sync())
@@ -214,7 +223,6 @@ class ChangesPane(QWidget):
         a.history_changed.connect(self._on_history)
         a.net_changes_ready.connect(self._on_net_changes)
         a.message.connect(self.show_message)
-        self.conflicts.action_requested.connect(self._on_conflict_action)
         chat = getattr(self.main_window, "chat", None)
         undo_signal = getattr(chat, "change_undo_requested", None)
         if undo_signal is not None:
@@ -578,7 +586,8 @@ class ChangesPane(QWidget):
         c = theme.colors()
         self.open_button.setIcon(theme.icon("diff", c.muted, 16))
         self.view.retheme()
-        self.conflicts.retheme()
+        if self._conflicts is not None:
+            self._conflicts.retheme()
         self.files.viewport().update()
         if self.review_window is not None:
             self.review_window.retheme()

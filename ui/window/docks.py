@@ -160,33 +160,42 @@ class Docks(Mapping[str, QDockWidget]):
         self.trace_pane = TracePane(w.trace_model, w)
         self.replace_widget("trace", self.trace_pane)
         yield
-        self._add_mcp()
+        yield from self._add_mcp()
         yield
-        self._add_network()
+        yield from self._add_network()
         yield
-        self._add_changes()
+        yield from self._add_changes()
         yield
         self._docks["tools"].raise_()
         self.sync_network()
+        yield
         w.memory.restore_docks()
         w.memory.fit_when_shown()  # the inspector may not fit a narrow screen beside the conversation
 
-    def _add_network(self) -> None:
+    # Each part is built in one step and put in its dock in the next (a pane is set as an attribute once
+    # its dock has it).
+    def _add_network(self) -> Iterator[None]:
         from ui.docks.network import NetworkPane
         from ui.widgets.lanes import network_icon
 
-        self.network_pane = NetworkPane(self.window.network_model, self.window)
-        self.network_pane.reveal_requested.connect(self.window.chat.reveal_task)
-        dock = self.register("network", "Network", self.network_pane, shortcut="Ctrl+Shift+N")
+        yield  # the imports in a step of their own
+        pane = NetworkPane(self.window.network_model, self.window)
+        pane.reveal_requested.connect(self.window.chat.reveal_task)
+        yield
+        dock = self.register("network", "Network", pane, shortcut="Ctrl+Shift+N")
         dock.toggleViewAction().setIcon(network_icon(theme.colors().muted, 16))
+        self.network_pane = pane
 
-    def _add_changes(self) -> None:
+    def _add_changes(self) -> Iterator[None]:
         """The Changes dock (review of proposed file changes) and its actions (full-size review, compare)."""
         from ui.docks.changes import ChangesPane
 
+        yield  # the imports in a step of their own
         w = self.window
-        pane = self.changes_pane = ChangesPane(w.controller, w, window=w)
+        pane = ChangesPane(w.controller, w, window=w)
+        yield
         self.replace_widget("changes", pane)
+        self.changes_pane = pane
         pane.pending_changed.connect(w.status.set_pending)
         pane.refresh_title()
         commands = w.commands
@@ -195,18 +204,21 @@ class Docks(Mapping[str, QDockWidget]):
         commands.add("compare_answers", "Compare the last two answers…", pane.compare_answers,
                      menu=commands.view_menu, icon="diff")
 
-    def _add_mcp(self) -> None:
+    def _add_mcp(self) -> Iterator[None]:
         from ui.docks.mcp import McpPane, manager_for
 
         manager = manager_for(self.window.controller)
         if manager is None:
             return
+        yield  # the imports (and the manager) in a step of their own
         w = self.window
-        self.mcp_pane = McpPane(manager, w.controller.tasks, w, on_manage=lambda: w.settings_flow.open_mcp_servers(),
-                                on_config=w.controller.apply_config)
+        pane = McpPane(manager, w.controller.tasks, w, on_manage=lambda: w.settings_flow.open_mcp_servers(),
+                       on_config=w.controller.apply_config)
         # "Attach to message" on a resource: a chip in the message box, like a file's.
-        self.mcp_pane.attach_requested.connect(w.composer.add_resource_attachment)
-        self.register("mcp", "MCP servers", self.mcp_pane, icon="server", shortcut="Ctrl+Shift+S")
+        pane.attach_requested.connect(w.composer.add_resource_attachment)
+        yield
+        self.register("mcp", "MCP servers", pane, icon="server", shortcut="Ctrl+Shift+S")
+        self.mcp_pane = pane
 
     # -- showing ------------------------------------------------------------------------------------------
     def sync_network(self, *, reveal: bool = False) -> None:

@@ -65,7 +65,8 @@ class Runs:
         pane = w.docks.changes_pane
         # the review outcome that went in front of the message shows above it
         presenter.set_user(turn, turn_id=turn_id, note=pane.note_for(turn_id) if pane is not None else None)
-        w.threads.refresh()
+        # The thread list shows the thread on top once the run is under way (on_running_changed): the
+        # message goes to the model first.
 
     def continue_answer(self) -> None:
         """The Continue of an answer cut off at the token limit: a new turn asks the model to go on."""
@@ -81,7 +82,6 @@ class Runs:
             presenter.remove_turn(turn)
             return
         presenter.set_user(turn, turn_id=getattr(c.last_run, "turn_id", None))
-        w.threads.refresh()
 
     def escape(self) -> None:
         """Esc: close the palette or an edit box first; otherwise stop the run."""
@@ -174,3 +174,5 @@ class Runs:
         w.status.update_connection()
         w.commands.update()
         w.robots.update_picker()
+        if running:  # a message went out: its thread comes first in the list (a new one appears there)
+            w.threads.refresh()

@@ -223,7 +223,11 @@ class ContextManager:
         if counter is None:
             encode: Callable[[str], int] | None = None
             hook = getattr(provider, "token_counter", None)
-            if callable(hook):
+            quick = getattr(provider, "known_token_counter", None)
+            known, found = quick() if callable(quick) else (False, None)
+            if known:  # loaded before (the warm-up loads it): no thread for it
+                encode = found
+            elif callable(hook):
                 try:
                     encode = await asyncio.to_thread(hook)
                 except Exception as exc:

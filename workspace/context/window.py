@@ -245,16 +245,25 @@ def _lm_studio(root: str, name: str) -> int | None:
     return _positive(entry.get("loaded_context_length")) or _positive(entry.get("max_context_length"))
 
 
+def _remembered(where: tuple[str, str]) -> tuple[bool, int | None]:
+    """(True, the window) when ``where`` was asked recently enough (an answer is kept, no answer for
+    ``RETRY_AFTER`` seconds); (False, None) when it must be asked."""
+    with _cache_lock:
+        found = _cache.get(where)
+    if found is not None and (found[0] is not None or time.monotonic() - found[1] < RETRY_AFTER):
+        return True, found[0]
+    return False, None
+
+
 def probe_server(model: str | None, api_base: str | None) -> int | None:
     """Ask the model's server for its context window (blocking: call it in a thread); remembered per
     server and model. None: no server, or none of the known questions got an answer."""
     where = server_of(model, api_base)
     if where is None:
         return None
-    with _cache_lock:
-        found = _cache.get(where)
-    if found is not None and (found[0] is not None or time.monotonic() - found[1] < RETRY_AFTER):
-        return found[0]
+    known, remembered = _remembered(where)
+    if known:
+        return remembered
     root, name = where
     ollama = (model or "").lower().startswith("ollama") or ":11434" in root
     # Ollama's question is a POST: only asked of what looks like Ollama (its prefix or its port).
@@ -290,23 +299,24 @@ async def resolve_window(provider: Any, *, setting: int | None = None, default: 
         api_base = str(api_base)
     where = server_of(model, api_base)
     if where is not None:
-        with _cache_lock:
-            known = _cache.get(where)
-        if known is not None and known[0] is not None:  # asked before (the warm-up asks ahead): no thread
-            found: int | None = known[0]
-        else:
+        known, found = _remembered(where)  # asked before (the warm-up asks ahead): no thread for it
+        if not known:
             found = await asyncio.to_thread(probe_server, model, api_base)
         if found:
             return WindowInfo(found, "server")
     hook = getattr(provider, "context_window", None)
-    if callable(hook):
+    quick = getattr(provider, "known_context_window", None)
+    known, value = quick() if callable(quick) else (False, None)  # asked before: no thread for it
+    if not known and callable(hook):
         try:
             value = await asyncio.to_thread(hook)
         except Exception as exc:
             log.debug("%s: context_window() failed: %s", model, exc)
             value = None
-        if _positive(value):
-            return WindowInfo(int(value), "model info")
+    if known or callable(hook):
+        size = _positive(value)
+        if size:
+            return WindowInfo(size, "model info")
     elif isinstance(hook, int) and hook > 0:
         return WindowInfo(hook, "model info")
     return WindowInfo(default, "default")

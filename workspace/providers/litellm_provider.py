@@ -44,7 +44,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from workspace.errors import ProviderError
 from workspace.providers.base import ToolSpec
@@ -250,10 +250,39 @@ def missing_keys(model_id: str, *, api_key: str | None = None, api_base: str | N
     return out
 
 
+T = TypeVar("T")
+
+
+class _PerModel(Generic[T]):
+    """A per-model answer that costs a worker thread the first time (litellm's model map, loading a
+    tokenizer) and is then remembered: :meth:`known` tells, without blocking, whether it is there, so
+    the first request of a new thread's robot needs no thread hop for it."""
+
+    def __init__(self, compute: Callable[[str], T]) -> None:
+        self._compute = compute
+        self._answers: dict[str, T] = {}
+        functools.update_wrapper(self, compute)
+
+    def __call__(self, model_id: str) -> T:
+        if model_id not in self._answers:
+            self._answers[model_id] = self._compute(model_id)
+        return self._answers[model_id]
+
+    def known(self, model_id: str) -> tuple[bool, T | None]:
+        """(True, the answer) when it was worked out already; (False, None) when it needs a thread."""
+        if model_id in self._answers:
+            return True, self._answers[model_id]
+        return False, None
+
+    def forget(self) -> None:
+        self._answers.clear()
+
+
+@_PerModel
 def context_window(model_id: str) -> int | None:
     """The model's context window (input tokens) from litellm's model map; None when litellm does not
     know the model (a local server's model, a new one). Imports litellm (seconds, once): call it in a
-    thread."""
+    thread. Remembered per model (the warm-up asks it before the first message)."""
     litellm = load_litellm()
     try:
         info = litellm.get_model_info(model_id)
@@ -327,7 +356,7 @@ def known_chat_models(provider: str) -> list[str]:
     return sorted(found)
 
 
-@functools.lru_cache(maxsize=64)
+@_PerModel
 def token_counter(model_id: str) -> Callable[[str], int] | None:
     """A function counting the tokens of a text with the model's own tokenizer, where litellm has it
     without downloading anything (OpenAI's models: tiktoken; Anthropic's older models); None for other
@@ -411,6 +440,14 @@ class LiteLLMProvider(StreamingProvider):
     def token_counter(self) -> Callable[[str], int] | None:
         """The model's tokenizer as a counting function, where litellm has it (None: estimate)."""
         return token_counter(self.model_id)
+
+    def known_context_window(self) -> tuple[bool, int | None]:
+        """:meth:`context_window` when it was asked before (True, the answer), without blocking."""
+        return context_window.known(self.model_id)
+
+    def known_token_counter(self) -> tuple[bool, Callable[[str], int] | None]:
+        """:meth:`token_counter` when it was loaded before (True, the function), without blocking."""
+        return token_counter.known(self.model_id)
 
     def supports_vision(self) -> bool | None:
         """Whether the model takes images: as given (``vision=``), else litellm's model map (None: litellm does

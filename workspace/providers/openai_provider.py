@@ -139,7 +139,18 @@ def warm_up() -> None:
     _load_openai()
     try:
         _platform()
-    except Exception:  # pragma: no cover - an SDK without it finds it out itself
+        # The SDK builds its chunk types' validators on the first chunk it reads (4 ms): build them now.
+        from openai._models import construct_type
+        from openai.types.chat import ChatCompletionChunk
+
+        construct_type(type_=ChatCompletionChunk, value={
+            "id": "warm-up", "object": "chat.completion.chunk", "created": 0, "model": "warm-up",
+            "choices": [{"index": 0, "finish_reason": None, "delta": {
+                "role": "assistant", "content": "",
+                "tool_calls": [{"index": 0, "id": "c", "type": "function",
+                                "function": {"name": "f", "arguments": "{}"}}]}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+    except Exception:  # pragma: no cover - an SDK without them does this on its first call
         pass
     import importlib
 

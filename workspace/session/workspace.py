@@ -320,8 +320,9 @@ def _warm_context(robot: Robot) -> None:
         model = getattr(provider, "model_id", None)
         if server_of(model, api_base if isinstance(api_base, str) else None) is not None:
             probe_server(model, api_base)
-        counter = getattr(provider, "token_counter", None)
-        if callable(counter):
-            counter()
+        for hook in ("context_window", "token_counter"):  # litellm's model map, the tokenizer (remembered)
+            ask = getattr(provider, hook, None)
+            if callable(ask):
+                ask()
     except Exception as exc:
         log.debug("warming up the context of %s failed: %s", robot.name, exc)
