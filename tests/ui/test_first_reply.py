@@ -27,6 +27,66 @@ async def test_the_model_library_loads_after_the_window_is_filled_in(db_path: Pa
             assert root.controller.preload_provider() is None  # a given provider: nothing to load
 
 
+async def test_the_window_fills_its_docks_a_step_at_a_time_with_the_collector_paused(db_path: Path) -> None:
+    """Start-up as ``robotlab`` does it: the panes are made in steps (the window paints between them), the
+    garbage collector waits until they are all there, and no step is done twice."""
+    import gc
+
+    from tests.ui.conftest import close_app
+    from ui.app import Application
+
+    assert gc.isenabled()
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    try:
+        assert not gc.isenabled()  # what start-up builds lives as long as the window
+        root.window.show()
+        root.finish_startup(staged=True)
+        docks = root.window.docks
+        steps = docks.inspector_steps()
+        assert steps is docks.inspector_steps()  # one iterator: a step is never done twice
+        await wait_until(lambda: root.loaded, timeout=30, what="the window to be filled in")
+        await wait_until(lambda: docks.changes_pane is not None, timeout=30, what="the last pane")
+        assert docks.tool_pane is not None and docks.memory_pane is not None and docks.network_pane is not None
+        assert docks["changes"].widget() is docks.changes_pane
+        await wait_until(lambda: gc.isenabled(), timeout=30, what="the collector to restart")
+        docks.build_inspector()  # after the steps: nothing left to do
+        assert docks["changes"].widget() is docks.changes_pane
+    finally:
+        await close_app(root)
+    assert gc.isenabled()
+
+
+async def test_a_window_built_at_once_builds_what_the_steps_left(db_path: Path) -> None:
+    from tests.ui.conftest import close_app
+    from ui.app import Application
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    try:
+        root.window.build()
+        docks = root.window.docks
+        steps = docks.inspector_steps()
+        next(steps)
+        assert docks.tool_pane is not None and docks.changes_pane is None  # one pane per step
+        docks.build_inspector()
+        assert docks.changes_pane is not None and docks["changes"].widget() is docks.changes_pane
+    finally:
+        await close_app(root)
+
+
+def test_pyside_s_import_hook_reads_files_and_answers_as_before() -> None:
+    import json
+    import sys
+
+    import ui.app
+    from ui.app import get_app
+
+    get_app()
+    feature = sys.modules["shibokensupport.feature"]
+    quick = feature._mod_uses_pyside
+    assert getattr(quick, "quick", False)
+    assert quick(ui.app) is True and quick(json) is False and quick(sys) is False  # sys: no file
+
+
 async def test_a_runs_waits_reach_the_bridge(db_path: Path) -> None:
     statuses: list[Any] = []
     with FakeLLMServer() as server:

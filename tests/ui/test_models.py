@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import pytest
 from PySide6.QtCore import Qt
@@ -176,6 +177,30 @@ def test_bridge_coalesces_text_and_keeps_order(qapp_instance: object) -> None:
     # the first delta of each stretch of text goes out at once, the rest is joined until the flush
     assert seen == [("text", "x"), ("text", "x" * 499), ("tool", "recall"), ("text", "yz")]
     assert sum(batches) == 502 and len(batches) == 1
+
+
+async def test_bridge_says_running_with_the_first_event_and_for_a_run_with_none(qapp_instance: object) -> None:
+    """The window's running-state updates wait for the run's first event: the request leaves first."""
+    from ui.bridge import RunBridge
+
+    bridge = RunBridge(flush_ms=1000)
+    said: list[bool] = []
+    bridge.running_changed.connect(said.append)
+
+    async def one_event() -> AsyncIterator[ev.Event]:
+        assert bridge.running and said == []  # running at once, said with the first event
+        yield _e(ev.TextDelta, 1, text="hi")
+        assert said == [True]
+
+    async def no_event() -> AsyncIterator[ev.Event]:
+        return
+        yield  # an async generator that ends at once
+
+    await bridge.consume(one_event())
+    assert said == [True, False] and not bridge.running
+    said.clear()
+    await bridge.consume(no_event())
+    assert said == [True, False]  # the views still see both
 
 
 def test_bridge_gives_views_every_event_in_order_with_text_joined(qapp_instance: object) -> None:

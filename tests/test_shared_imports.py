@@ -1,0 +1,66 @@
+"""The garbage collector paused while libraries load, and what was loaded frozen out of later passes."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+
+from workspace.shared_imports import gc_paused, pause_gc, resume_gc
+
+
+@pytest.fixture(autouse=True)
+def collector_on() -> object:
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    (gc.enable if was else gc.disable)()
+
+
+def test_pauses_nest_and_the_last_resume_freezes_and_restarts() -> None:
+    frozen = gc.get_freeze_count()
+    kept = [[i] for i in range(1000)]  # tracked objects that exist when the pause ends
+    pause_gc()
+    pause_gc()
+    assert not gc.isenabled()
+    resume_gc()
+    assert not gc.isenabled()  # one pause still holds
+    resume_gc()
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= frozen + len(kept)  # out of later collections
+    resume_gc()  # one too many: nothing happens
+    assert gc.isenabled()
+
+
+def test_a_collector_switched_off_before_stays_off() -> None:
+    gc.disable()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert not gc.isenabled()
+
+
+def test_the_pause_ends_when_the_load_fails() -> None:
+    with pytest.raises(ImportError), gc_paused():
+        raise ImportError("no such library")
+    assert gc.isenabled()
+
+
+def test_pauses_from_two_threads_end_with_the_last_one() -> None:
+    inside = threading.Event()
+    leave = threading.Event()
+
+    def load() -> None:
+        with gc_paused():
+            inside.set()
+            leave.wait(5)
+
+    worker = threading.Thread(target=load)
+    worker.start()
+    assert inside.wait(5)
+    with gc_paused():
+        pass
+    assert not gc.isenabled()  # the worker's load goes on
+    leave.set()
+    worker.join(5)
+    assert gc.isenabled()
