@@ -2,8 +2,8 @@
 
 Each run is a fresh process (nothing imported yet): it opens the main window as ``robotlab`` does
 (paint first, then the configuration, the database and the thread list), waits ``TYPING`` seconds (a
-person typing the first message; the model library loads in a worker thread meanwhile), sends a
-message and measures until the first token reaches the chat (the bridge's ``text_appended``, which
+person typing the first message; the model library loads in a worker thread meanwhile), submits a
+message from the message box (what Enter does) and measures until the first token reaches the chat (the bridge's ``text_appended``, which
 coalesces text on a 16 ms timer: figures move in steps of about that), then sends a second one and
 measures the same, then the first message of a new thread (what a first message costs anyway: the
 thread's rows, the thread list), to separate what launching costs from what a new thread costs. The model is ``openai/fake`` on the loopback server

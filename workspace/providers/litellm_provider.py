@@ -183,8 +183,9 @@ def _warm_up(litellm: Any, model: str | None) -> None:
         try:
             import openai.resources.chat  # noqa: F401  (the OpenAI client imports it on first use)
 
-            # Token counts (of a server that reports no usage) use the model's tokenizer: load it now.
-            litellm.token_counter(model=model or "", text="warm-up")
+            # The model's own tokenizer, where it has one (counts when a server reports no usage).
+            if model:
+                token_counter(model)
             # A streamed call answered by litellm's mock (no network) builds its response types and the
             # lazy parts of its first call; the rest are the types of a streamed OpenAI chunk.
             # With tools: litellm then loads its tool handling (its MCP gateway's types, ~0.5 s) here too.
@@ -657,8 +658,12 @@ class LiteLLMProvider(StreamingProvider):
         return cost
 
     def _estimate_input(self, request: Mapping[str, Any]) -> int:
-        """The prompt's tokens counted with the model's tokenizer where litellm has one."""
-        if _litellm is not None:
+        """The prompt's tokens counted with the model's tokenizer where litellm has one (loaded ahead by
+        :func:`token_counter`); else the estimate that errs high. litellm would otherwise count other models
+        with its default encoding, loaded here on the event loop the first time (a 1.7 MB table, with the
+        interpreter lock held for most of it)."""
+        known, encode = token_counter.known(self.model_id)
+        if _litellm is not None and known and encode is not None:
             try:
                 counted = int(_litellm.token_counter(model=self.model_id, messages=request.get("messages") or [],
                                                      tools=request.get("tools") or None))
