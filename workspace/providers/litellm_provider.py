@@ -205,6 +205,10 @@ def _warm_up(litellm: Any, model: str | None) -> None:
                     getattr(loaded, name).model_rebuild()
             for module in ("anyio._backends._asyncio", "litellm._service_logger"):
                 importlib.import_module(module)
+            # What the OpenAI SDK (litellm's client for OpenAI-style servers) works out on a first request.
+            from workspace.providers.openai_provider import warm_sdk
+
+            warm_sdk()
         except Exception as exc:
             log.debug("litellm warm-up failed (harmless): %s", exc)
         _warmed = True
