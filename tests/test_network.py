@@ -397,6 +397,39 @@ async def test_wait_for_times_out_and_fails_the_task() -> None:
     assert finished(events)["reader"].status == "failed"
 
 
+async def test_a_wait_nothing_in_the_network_can_end_is_said_and_a_write_from_outside_ends_it() -> None:
+    net = Network("waiting")
+    net.task("writer", bot("writer", says("done, and I wrote nothing")))
+    net.task("reader", bot("reader", says("read it")), wait_for=["missing"])  # no wait_timeout
+    run = net.stream("go")
+    events: list[ev.Event] = []
+
+    async def watch() -> None:
+        async for event in run:
+            events.append(event)
+            if isinstance(event, ev.RunStatus) and event.state == "notice":
+                net.memory["missing"] = "at last"  # what the notice says can still end the wait
+
+    await asyncio.wait_for(watch(), 10)
+    notices = [e for e in events if isinstance(e, ev.RunStatus) and e.state == "notice"]
+    assert len(notices) == 1 and notices[0].task == "reader"
+    assert "'missing'" in notices[0].detail and "wait_timeout" in notices[0].detail
+    assert index(events, ev.TaskFinished, "writer") < events.index(notices[0])  # said once the writer ended
+    assert isinstance(check_stream(events), ev.RunFinished)
+    assert finished(events)["reader"].status == "done"
+
+
+async def test_a_wait_another_task_may_still_end_is_not_called_stuck() -> None:
+    writer_script = ScriptedProvider([
+        [Pause(0.2), ToolCall("remember", {"key": "answer", "value": 42})], "stored"])
+    net = Network("waiting")
+    net.task("writer", bot("writer", writer_script, tools=["remember"]))
+    net.task("reader", bot("reader", says("read it")), wait_for="answer")
+    events = await asyncio.wait_for(collect(net.stream("go")), 10)
+    assert isinstance(check_stream(events), ev.RunFinished)
+    assert not [e for e in events if isinstance(e, ev.RunStatus) and e.state == "notice"]
+
+
 async def test_broadcast_reaches_handlers_and_memory() -> None:
     net = Network("news")
     seen: list[dict[str, Any]] = []

@@ -73,6 +73,9 @@ class NetworkRun(EventRun):
         self._queue: asyncio.Queue[ev.Event] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._handles: dict[str, asyncio.Task[None]] = {}
+        #: Tasks waiting for memory keys with no time limit (``wait_for`` without ``wait_timeout``).
+        self._memory_waits: dict[str, tuple[str, ...]] = {}
+        self._told_stuck: set[str] = set()
         self._seq = 0
         self._consumed = False
         self._stop_reason: str | None = None
@@ -272,6 +275,26 @@ class NetworkRun(EventRun):
                                  else "its dependencies can no longer run")
         if not self._handles and self._idle is not None:
             self._idle.set()
+        self._tell_stuck()
+
+    def _tell_stuck(self) -> None:
+        """A wait that nothing in the network can end is said once per task (a notice in the chat, a
+        line in the terminal), not left silent: every task still going waits for memory with no time
+        limit, so only a write from outside the network (the library's ``network.memory``) ends it."""
+        if not self._memory_waits or self._stop_reason is not None or self._failure is not None:
+            return
+        if any(name not in self._memory_waits for name in self._handles):
+            return  # a task still runs: it may write the key
+        for name, keys in self._memory_waits.items():
+            if name in self._told_stuck:
+                continue
+            self._told_stuck.add(name)
+            listed = ", ".join(f"'{k}'" for k in keys)
+            some = "keys" if len(keys) > 1 else "key"
+            self._emit(ev.RunStatus, robot=self.tasks[name].robot, task=name, state="notice",
+                       detail=f"Task '{name}' waits for memory {some} {listed}, and no other task is running to "
+                              f"write {'them' if len(keys) > 1 else 'it'}: it waits until something outside the "
+                              "network does. Stop the run, or give the task a wait_timeout.")
 
     def _launch(self, state: TaskState) -> None:
         assert self._loop is not None
@@ -333,7 +356,13 @@ class NetworkRun(EventRun):
                 self._emit(ev.TaskStarted, robot=state.robot, task=state.name, message=message)
                 memory = self._task_memory(task)
                 if task.wait_for:
-                    values = await memory.wait_for(*task.wait_for, timeout=task.wait_timeout)
+                    if task.wait_timeout is None:
+                        self._memory_waits[state.name] = tuple(str(k) for k in task.wait_for)
+                        self._tell_stuck()
+                    try:
+                        values = await memory.wait_for(*task.wait_for, timeout=task.wait_timeout)
+                    finally:
+                        self._memory_waits.pop(state.name, None)
                     found = values if len(task.wait_for) > 1 else {task.wait_for[0]: values}
                     variables.update(_template_safe(found))
                 if self._stop_reason is not None or self._failure is not None:
