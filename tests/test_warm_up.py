@@ -41,3 +41,15 @@ async def test_providers_of_one_server_share_the_sdk_client() -> None:
         assert one.client() is two.client()
         assert other_key.client() is not one.client()
         assert getattr(one.client(), "_platform", None) is not None  # set from the warm-up's answer
+
+
+def test_the_offline_demo_warms_up_its_patterns_and_loads_no_library(tmp_path: Path) -> None:
+    import sys
+
+    config = load_config(env={}, overrides={"llm": {"model": ""}})
+    workspace = Workspace(db_path=tmp_path / "w.db", config=config)
+    try:
+        assert workspace.warm_up("assistant") is None  # no model library for the demo
+    finally:
+        workspace.close()
+    assert "workspace.providers.demo" in sys.modules

@@ -177,7 +177,7 @@ class Workspace:
         from workspace.shared_imports import gc_paused
 
         with gc_paused():  # the collector walking what the imports allocate would freeze other threads
-            from workspace.providers import preload
+            from workspace.providers import is_offline, preload
             from workspace.providers.registry import factories
             from workspace.tools import registry
 
@@ -189,6 +189,11 @@ class Workspace:
             for item in registry.builtin_tools():
                 item.spec()
             if self.provider is not None:
+                return None
+            if is_offline(robot.model):  # the offline demo: its patterns
+                from workspace.providers.demo import warm_up as warm_demo
+
+                warm_demo()
                 return None
             loaded = preload(robot.model, robot.api_base, self.config)
             if loaded is not None:
