@@ -244,6 +244,12 @@ class Application:
             except StopIteration:
                 then()
                 return
+            except Exception as exc:  # a part that cannot be built: say so, and start the rest anyway
+                log.exception("building the window's docks")
+                self.window.banner.show_message(f"Part of the window could not be built: {type(exc).__name__}: "
+                                                f"{exc}. The conversation still works; the log has the details.")
+                then()
+                return
             QTimer.singleShot(0, step)
 
         QTimer.singleShot(0, step)

@@ -56,6 +56,29 @@ async def test_the_window_fills_its_docks_a_step_at_a_time_with_the_collector_pa
     assert gc.isenabled()
 
 
+async def test_a_pane_that_cannot_be_built_is_said_and_start_up_goes_on(db_path: Path, monkeypatch: Any) -> None:
+    import gc
+
+    from tests.ui.conftest import close_app
+    from ui.app import Application
+    from ui.window.docks import Docks
+
+    def broken(self: Docks) -> Any:
+        raise RuntimeError("no network pane today")
+        yield
+
+    monkeypatch.setattr(Docks, "_add_network", broken)
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    try:
+        root.window.show()
+        root.finish_startup(staged=True)
+        await wait_until(lambda: gc.isenabled(), timeout=30, what="the rest of start-up")
+        assert "no network pane today" in root.window.banner.text
+        assert root.window.docks.mcp_pane is not None  # what came before it is there
+    finally:
+        await close_app(root)
+
+
 async def test_a_window_built_at_once_builds_what_the_steps_left(db_path: Path) -> None:
     from tests.ui.conftest import close_app
     from ui.app import Application
