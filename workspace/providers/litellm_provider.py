@@ -279,9 +279,6 @@ class _PerModel(Generic[T]):
             return True, self._answers[model_id]
         return False, None
 
-    def forget(self) -> None:
-        self._answers.clear()
-
 
 @_PerModel
 def context_window(model_id: str) -> int | None:
