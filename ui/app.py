@@ -197,7 +197,6 @@ class Application:
             self._load(staged=False)
 
     def _load(self, *, staged: bool) -> None:
-
         config_problem: str | None = None
         try:
             self.controller.config  # noqa: B018 - load it now to report problems

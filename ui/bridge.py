@@ -169,7 +169,6 @@ class RunBridge(QObject):
             self._reasoning_key = key
             self._reasoning_delta = event
             self._pending_reasoning.append(event.text)
-            self._stretch = None
             return
         self._flush_reasoning()
         self._flush_text()  # the text before it goes out first: order is kept

@@ -203,24 +203,18 @@ def load_libraries() -> None:
     """Import markdown-it and pygments and build the parsers and the common lexers (their regular
     expressions compile on first use): about 60 ms. No Qt: meant for a worker thread, so neither the
     window's start nor the first answer's code block pays it on the event loop."""
-    from pygments import highlight as _highlight
-
     _parser(blocks_only=True)
     _parser()
-    formatter = _formatter(theme.colors().pygments_style)
     for lang in COMMON_LANGUAGES:
-        lexer = _lexer(lang)
-        if lexer is not None:
-            _highlight("x = 1\n", lexer, formatter)
+        highlight("x = 1\n", lang)
 
 
 def warm_up() -> None:
     """Import the parser and pygments and build the common lexers now (at idle time), not mid-stream
-    (on this thread: after :func:`load_libraries` in a worker, what is left takes a few ms)."""
+    (on this thread: after :func:`load_libraries` in a worker, what is left — a render, which asks Qt
+    for the monospace font — takes a few ms)."""
     load_libraries()
     render("# x\n\n- [ ] *a* `b` https://x.org\n\n| a |\n|---|\n| 1 |\n")
-    for lang in COMMON_LANGUAGES:
-        highlight("x = 1\n", lang)
 
 
 def code_block(code: str, language: str | None, *, index: int | None = None, wrap: bool | None = None) -> str:
