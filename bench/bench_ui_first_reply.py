@@ -9,7 +9,10 @@ measures the same, then the first message of a new thread (what a first message 
 thread's rows, the thread list), to separate what launching costs from what a new thread costs. The model is ``openai/fake`` on the loopback server
 (tests/fakes/llm_server.py, in a process of its own); ``PROVIDER`` picks the library:
 
-* ``litellm`` (``llm.provider: litellm``): litellm and its model map, seconds to import;
+* ``litellm`` (``llm.provider: litellm``): litellm and its model map, seconds to import, in a process of
+  its own (the window's default, ``llm.litellm_process: auto``);
+* ``litellm-same`` (also ``llm.litellm_process: same``): litellm imported in the window's process, the
+  baseline the row above is compared with;
 * ``auto``: the lean provider (the openai SDK) that serves OpenAI-compatible servers.
 
 Also measured: the longest stall of the window's event loop (a 2 ms Qt timer) from the moment the
@@ -141,10 +144,16 @@ with loop:
 """
 
 
+NAMES = {"litellm": "litellm, own process", "litellm-same": "litellm, window's process",
+         "auto": "lean provider (openai SDK)", "none": "no library (offline demo)"}
+
+
 def run_once(base: str, provider: str, home: str) -> dict[str, float]:
     env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"), "ROBOTLAB_HOME": home,
            "ROBOT_LAB_LLM__MODEL": "openai/fake" if provider != "none" else "", "ROBOT_LAB_LLM__API_BASE": base + "/v1",
-           "ROBOT_LAB_LLM__PROVIDER": provider if provider != "none" else "auto", "ROBOT_LAB_DEMO__DELAY": "0"}
+           "ROBOT_LAB_LLM__PROVIDER": {"none": "auto", "litellm-same": "litellm"}.get(provider, provider),
+           "ROBOT_LAB_LLM__LITELLM_PROCESS": "same" if provider == "litellm-same" else "auto",
+           "ROBOT_LAB_DEMO__DELAY": "0"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: byte-code caches written and used
     code = CHILD.replace("ROOT)", repr(str(ROOT)) + ")").replace("TYPING)", f"{TYPING})")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT,
@@ -160,7 +169,7 @@ def main() -> int:
                               stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None
     base = server.stdout.readline().strip()
-    results: dict[str, list[dict[str, float]]] = {"litellm": [], "auto": [], "none": []}
+    results: dict[str, list[dict[str, float]]] = {"litellm": [], "litellm-same": [], "auto": [], "none": []}
     try:
         with tempfile.TemporaryDirectory() as home:
             for provider in results:
@@ -184,6 +193,7 @@ def main() -> int:
             "longest_stall_while_loading_ms": round(statistics.median(r["during"] for r in runs) * 1000, 1),
             "window_shown_ms": round(statistics.median(r["shown"] for r in runs) * 1000, 1),
             "library_loaded_in_background_ms": round(statistics.median(r["warm_up"] for r in runs) * 1000, 1),
+            "litellm_imported_by_the_window": any(r["litellm"] for r in runs),
             "each_run_first_second_ms": [(round(r["first"] * 1000, 1), round(r["second"] * 1000, 1)) for r in runs],
         }
     result = {"runs_each": RUNS, "typing_s": TYPING, "server_first_token_ms": FIRST_TOKEN_MS, "target_ratio": 1.3,
@@ -194,13 +204,13 @@ def main() -> int:
     for provider, s in summary.items():
         if provider == "none":
             continue
-        name = "litellm" if provider == "litellm" else "lean provider (openai SDK)"
+        name = NAMES[provider]
         print(f"  {name:27} first {s['first_message_ms']:7.1f} ms, second {s['second_message_ms']:6.1f} ms, "
               f"ratio {s['ratio_first_over_second']:.2f} (target <= 1.3); a new thread's first message later: "
               f"{s['first_message_of_a_new_thread_later_ms']:.1f} ms (ratio {s['ratio_first_over_new_thread_later']:.2f})")
     print("Longest stall of the window's event loop between the filled-in window and the first message:")
     for provider, s in summary.items():
-        name = {"litellm": "litellm", "auto": "lean provider", "none": "no library (offline demo)"}[provider]
+        name = NAMES[provider]
         during = "" if provider == "none" else (f"; while the library loaded ({s['library_loaded_in_background_ms']:.0f} ms "
                                                 f"in its thread): {s['longest_stall_while_loading_ms']:.1f} ms")
         print(f"  {name:27} {s['longest_stall_ms']:6.1f} ms{during}")

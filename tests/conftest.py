@@ -75,6 +75,16 @@ def registered_secrets() -> Iterator[None]:
         secrets.forget_secrets(added)
 
 
+@pytest.fixture(autouse=True)
+def litellm_in_this_process() -> Iterator[None]:
+    """A test that builds the window (which runs litellm in a process of its own) leaves the library's
+    default, litellm in this process, for the tests after it."""
+    yield
+    from workspace.providers import registry
+
+    registry.set_litellm_process("same")
+
+
 @pytest.fixture
 def mcp_bin() -> Path:
     """Folder of the npm-installed MCP reference servers (``make test`` installs them)."""

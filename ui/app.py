@@ -157,6 +157,11 @@ class Application:
 
         self.app = get_app()
         self.folder = folder
+        # litellm (a model it serves) loads in a process of its own: its import never freezes the window
+        # (llm.litellm_process: same keeps it in this process).
+        from workspace.providers.registry import set_litellm_process
+
+        set_litellm_process("separate")
         self.tasks = TaskOwner(on_error=self._on_task_error)
         self.bridge = RunBridge()
         self.controller = Controller(bridge=self.bridge, tasks=self.tasks, folder=folder, provider=provider,

@@ -53,6 +53,8 @@ DEFAULTS: dict[str, Any] = {
         "max_concurrent_requests": None,
         # auto: OpenAI-compatible servers through the openai SDK, the rest through litellm.
         "provider": "auto",
+        # Where litellm runs: separate (its own process), same, auto (separate in the window, same elsewhere).
+        "litellm_process": "auto",
         "tool_choice": None,
         # The most characters of one tool result sent to the model (the rest is cut, with a note).
         "max_tool_result_chars": 50_000,

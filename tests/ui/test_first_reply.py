@@ -142,3 +142,25 @@ async def test_an_answer_cut_at_the_token_limit_can_be_continued(db_path: Path) 
             await wait_until(lambda: root.controller.idle and len(ended) == 2, timeout=30, what="the continuation")
             assert ended[1].result.last_text_content == " and the rest."
         assert server.requests[1]["messages"][-2]["content"] == "The first half"
+
+
+async def test_the_window_runs_litellm_in_a_process_of_its_own(db_path: Path) -> None:
+    """A model litellm serves: the warm-up starts litellm's process, which asks the model's window; the
+    reply comes through it, streamed into the chat, with the run's states on the way."""
+    from workspace.providers.litellm_process import SeparateLiteLLMProvider, litellm_process
+
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.say("Hello from the other process", reasoning="Thinking there."))
+        config = load_config(env={}, overrides={"llm": {"model": "openai/fake", "provider": "litellm",
+                                                        "api_base": server.base_url + "/v1"}})
+        async with running_app(db_path=db_path, config=config, theme_name="light") as root:
+            await asyncio.wait_for(root.controller.preload_provider(), timeout=120)
+            assert litellm_process().running
+            robot = root.controller.workspace.load_robot(root.controller.robot_name)
+            assert isinstance(robot.provider, SeparateLiteLLMProvider)
+            assert robot.provider.known_context_window()[0]  # asked by the warm-up: the first message waits for nothing
+            texts: list[str] = []
+            root.bridge.text_appended.connect(lambda _r, _b, text: texts.append(text))
+            assert root.controller.send("hi")
+            await wait_until(lambda: root.controller.idle and texts, timeout=60, what="the run to end")
+            assert "".join(texts) == "Hello from the other process"

@@ -292,7 +292,9 @@ class ContextManager:
         params = _tool_params(tools)
         limit = result_limit(info.tokens, self.max_result_chars)
         view = self._view(history, limit, params)
-        if len(view) > COUNT_IN_THREAD and not counter.counted(view[len(view) // 2]):
+        if counter.blocking and not (view and counter.counted(view[-1])):  # the tokenizer is in another process
+            await asyncio.to_thread(self._count_ahead, counter, system, view, tools)
+        elif len(view) > COUNT_IN_THREAD and not counter.counted(view[len(view) // 2]):
             await asyncio.to_thread(counter.messages, view)  # a long thread opened again: count it off the loop
         prepared = self._measure(system, view, tools, counter, info)
         window = info.tokens
@@ -399,6 +401,13 @@ class ContextManager:
         return self._measure(system, kept, tools, counter, info)
 
     # -- counting ---------------------------------------------------------------------------------
+    @staticmethod
+    def _count_ahead(counter: TokenCounter, system: str | None, view: Sequence[Message], tools: Sequence[Any]) -> None:
+        """What :meth:`_measure` counts, counted in a worker thread (the tokenizer keeps each text's count)."""
+        counter.text(system or "")
+        counter.tools(tools)
+        counter.messages(view)
+
     def _measure(self, system: str | None, messages: list[Message], tools: Sequence[Any], counter: TokenCounter,
                  info: WindowInfo | None) -> Prepared:
         cached_system, cached_counter, system_tokens = self._system

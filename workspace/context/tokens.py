@@ -110,10 +110,12 @@ class TokenCounter:
     """Counts tokens with ``encode`` (a function returning the token count of a text: the model's
     tokenizer) or, without one, :func:`estimate`; message counts are kept per message object."""
 
-    __slots__ = ("_messages", "_tools", "encode", "tokenizer")
+    __slots__ = ("_messages", "_tools", "blocking", "encode", "tokenizer")
 
     def __init__(self, encode: Callable[[str], int] | None = None, *, tokenizer: str | None = None) -> None:
         self.encode = encode
+        #: ``encode`` waits for another process (litellm's, in the window): count in a worker thread first.
+        self.blocking = bool(getattr(encode, "blocking", False))
         #: What counts: the tokenizer's name, or "estimate".
         self.tokenizer = tokenizer or ("tokenizer" if encode is not None else "estimate")
         # id(message) -> (message, tokens): the message is held so its id is not reused meanwhile.

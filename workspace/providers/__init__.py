@@ -23,7 +23,14 @@ from workspace.providers.base import (
     ToolSpec,
     UsageChunk,
 )
-from workspace.providers.registry import OFFLINE_NAMES, ProviderFactory, is_offline, provider_for, register
+from workspace.providers.registry import (
+    OFFLINE_NAMES,
+    ProviderFactory,
+    is_offline,
+    litellm_separate,
+    provider_for,
+    register,
+)
 from workspace.urls import LOCAL_DEFAULT_BASES, is_loopback_url
 
 __all__ = [
@@ -73,6 +80,11 @@ def _preload(model: str | None, api_base: str | None, config: ConfigLookup | Non
         return "openai"
     if not litellm:
         return None
+    if litellm_separate(config):  # the window's: litellm loads in its own process, this thread waits for it
+        from workspace.providers.litellm_process import litellm_process
+
+        litellm_process().ask_blocking("load")
+        return "litellm"
     from workspace.providers.litellm_provider import load_litellm
 
     load_litellm(warm=True, model=model)

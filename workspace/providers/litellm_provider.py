@@ -458,6 +458,10 @@ class LiteLLMProvider(StreamingProvider):
             return self.vision
         return supports_vision(self.model_id, api_base=self.api_base)
 
+    def capabilities_known(self) -> bool:
+        """Whether the answers about the model (window, vision, tokenizer) come at once, without loading litellm."""
+        return is_loaded()
+
     # -- public helpers -----------------------------------------------------------------------
     def missing_keys(self) -> list[str]:
         """The environment variables this provider still needs (imports litellm)."""

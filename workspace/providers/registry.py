@@ -56,9 +56,11 @@ __all__ = [
     "ProviderFactory",
     "factories",
     "is_offline",
+    "litellm_separate",
     "provider_for",
     "register",
     "reload_entry_points",
+    "set_litellm_process",
     "unregister",
 ]
 
@@ -167,6 +169,11 @@ class LiteLLMFactory:
                **options: Any) -> Provider:
         from workspace.providers.litellm_provider import LiteLLMProvider
 
+        cls = LiteLLMProvider
+        if litellm_separate(config):
+            from workspace.providers.litellm_process import SeparateLiteLLMProvider
+
+            cls = SeparateLiteLLMProvider
         if model is None:
             raise ValueError("litellm needs a model id like 'openai/gpt-4o-mini'")
         kwargs = provider_options(config)
@@ -176,7 +183,30 @@ class LiteLLMFactory:
             # A bare model name with a server address: that server speaks the OpenAI API (Ollama's /v1,
             # LM Studio, vLLM, llama.cpp); litellm would otherwise refuse the name ("LLM Provider NOT provided").
             model = f"openai/{model}"
-        return LiteLLMProvider(model, api_base=api_base, **kwargs)
+        return cls(model, api_base=api_base, **kwargs)
+
+
+#: ``llm.litellm_process`` values: where litellm runs.
+LITELLM_PROCESS_CHOICES = ("auto", "same", "separate")
+#: What ``auto`` means in this program: "same" (the command line, the library) unless it says otherwise.
+_litellm_auto = "same"
+
+
+def set_litellm_process(where: str) -> None:
+    """What ``llm.litellm_process: auto`` means in this program: ``separate`` (the window: litellm in a
+    process of its own, see :mod:`workspace.providers.litellm_process`) or ``same``."""
+    global _litellm_auto
+    if where not in ("same", "separate"):
+        raise ValueError(f"litellm runs in the 'same' process or a 'separate' one, not {where!r}")
+    _litellm_auto = where
+
+
+def litellm_separate(config: ConfigLookup | None) -> bool:
+    """Whether litellm runs in a process of its own (``llm.litellm_process``; ``auto``: this program's choice)."""
+    choice = str(config.get("llm.litellm_process", "auto") or "auto") if config is not None else "auto"
+    if choice == "auto":
+        choice = _litellm_auto
+    return choice == "separate"
 
 
 _BUILTIN: tuple[ProviderFactory, ...] = (DemoFactory(), OpenAICompatibleFactory(), LiteLLMFactory())

@@ -50,6 +50,9 @@ class LLM(StrictModel):
     provider: Literal["auto", "litellm", "openai"] = Field(
         "auto", description="auto: OpenAI-compatible servers (a model with api_base) through the openai SDK, "
         "everything else through litellm; litellm or openai to choose")
+    litellm_process: Literal["auto", "same", "separate"] = Field(
+        "auto", description="Where litellm runs: separate (a process of its own: loading it never freezes the "
+        "window), same (this process), auto (separate in the window, same on the command line)")
     tool_choice: str | None = Field(None, description="auto | required | none | a tool's name: sent with the tools "
                                     "(llama-cpp-python's server calls tools only when it is sent)")
     max_tool_result_chars: int = Field(50_000, ge=1_000, description="The most characters of one tool result "

@@ -1,0 +1,251 @@
+"""litellm in a process of its own (the window's way): the same chunks, failures and answers as
+litellm in this process, through a real child process and a real HTTP server on loopback.
+
+One child serves the whole module (starting it imports litellm: seconds); the test that kills it
+checks that the next request starts another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from fakes.llm_server import FakeLLMServer, Reply
+
+from workspace.context.manager import ContextManager
+from workspace.errors import ContextOverflowError, ProviderError
+from workspace.messages import Message, TextMessage
+from workspace.providers.base import Chunk, StatusChunk, TextChunk, ToolSpec
+from workspace.providers.litellm_process import SeparateLiteLLMProvider, litellm_process
+from workspace.providers.litellm_provider import LiteLLMProvider
+from workspace.providers.registry import provider_for, set_litellm_process
+
+WEATHER = ToolSpec(name="get_weather", description="The weather in a city.",
+                   parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+HELLO = [TextMessage(role="user", content="Hello")]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as srv:
+        yield srv
+
+
+@pytest.fixture(autouse=True)
+def clean_queue(server: FakeLLMServer) -> Iterator[None]:
+    server.clear()
+    yield
+    server.clear()
+
+
+def make(cls: type[LiteLLMProvider], server: FakeLLMServer, **options: Any) -> LiteLLMProvider:
+    options.setdefault("backoff", 0.01)
+    options.setdefault("timeout", 10.0)
+    options.setdefault("api_key", "sk-test")
+    return cls("openai/fake", api_base=server.base_url + "/v1", **options)
+
+
+async def collect(provider: LiteLLMProvider, messages: Sequence[Message] = HELLO, *,
+                  tools: Sequence[ToolSpec] = (WEATHER,)) -> list[Chunk]:
+    async def run() -> list[Chunk]:
+        return [c async for c in provider.stream(system="Be brief.", messages=messages, tools=tools, settings={})]
+    return await asyncio.wait_for(run(), timeout=60)  # the first one waits for litellm's import
+
+
+def answer(chunks: Sequence[Chunk]) -> list[Chunk]:
+    """The chunks that are the answer (the waits' wording differs: "starting litellm" first)."""
+    return [c for c in chunks if not isinstance(c, StatusChunk)]
+
+
+async def test_the_same_chunks_as_litellm_in_this_process(server: FakeLLMServer) -> None:
+    replies = [Reply.tool("get_weather", {"city": "Oslo"}, id="call_1"), Reply(text="Sunny.", reasoning="It is July.")]
+    for cls in (LiteLLMProvider, SeparateLiteLLMProvider):
+        server.enqueue(*replies)
+        first = await collect(make(cls, server))
+        second = await collect(make(cls, server))
+        if cls is LiteLLMProvider:
+            here = (answer(first), answer(second))
+        else:
+            assert (answer(first), answer(second)) == here
+    sent = server.requests
+    assert sent[0]["messages"] == sent[2]["messages"] and sent[0]["tools"] == sent[2]["tools"]
+    assert "Sunny." in "".join(c.text for c in here[1] if isinstance(c, TextChunk))
+
+
+async def test_a_refusal_as_too_long_stays_a_context_overflow(server: FakeLLMServer) -> None:
+    server.enqueue(Reply.error(400, "This model's maximum context length is 2048 tokens. However, you requested "
+                                    "5000 tokens. Please reduce the length of the messages."))
+    with pytest.raises(ContextOverflowError) as caught:
+        await collect(make(SeparateLiteLLMProvider, server))
+    assert caught.value.context_overflow and caught.value.reason == "context"
+
+
+async def test_a_refused_key_says_what_to_do_and_keeps_its_reason(server: FakeLLMServer) -> None:
+    server.enqueue(Reply.error(401, "Incorrect API key provided"))
+    with pytest.raises(ProviderError) as caught:
+        await collect(make(SeparateLiteLLMProvider, server))
+    assert caught.value.reason == "auth" and caught.value.status_code == 401
+    assert "sk-test" not in str(caught.value)
+
+
+async def test_retries_show_as_they_happen(server: FakeLLMServer) -> None:
+    server.enqueue(Reply.error(429, times=1, retry_after=0.05), "Now it works.")
+    chunks = await collect(make(SeparateLiteLLMProvider, server))
+    retrying = [c for c in chunks if isinstance(c, StatusChunk) and c.state == "retrying"]
+    assert len(retrying) == 1 and retrying[0].retry_in == pytest.approx(0.05)
+    assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == "Now it works."
+
+
+async def test_stop_mid_stream_ends_the_request_in_the_other_process(server: FakeLLMServer) -> None:
+    server.enqueue(Reply.say("one two three four five six seven eight", chunk_size=4, chunk_delay=0.2))
+    provider = make(SeparateLiteLLMProvider, server)
+    await collect(make(SeparateLiteLLMProvider, server, timeout=10.0), tools=())  # started and loaded
+    before = server.disconnects
+    server.enqueue(Reply.say("one two three four five six seven eight", chunk_size=4, chunk_delay=0.2))
+    stream = provider.stream(system=None, messages=HELLO, tools=(), settings={})
+    async for chunk in stream:
+        if isinstance(chunk, TextChunk):
+            break
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert await asyncio.to_thread(server.wait_for_disconnects, before + 1, 10.0)
+    server.enqueue("Still here.")
+    chunks = await collect(provider, tools=())
+    assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == "Still here."
+
+
+async def test_a_crashed_process_fails_what_waits_and_the_next_call_starts_another(server: FakeLLMServer) -> None:
+    provider = make(SeparateLiteLLMProvider, server)
+    await collect(provider, tools=())
+    process = litellm_process()
+    started = process.started
+    server.enqueue(Reply.say("slow answer", stall_before=5.0))
+    stream = provider.stream(system=None, messages=HELLO, tools=(), settings={})
+    got: list[Any] = []
+
+    async def read() -> None:
+        try:
+            async for chunk in stream:
+                got.append(chunk)
+        except ProviderError as exc:
+            got.append(exc)
+
+    reader = asyncio.create_task(read())
+    await asyncio.sleep(0.3)
+    await asyncio.to_thread(process.kill)
+    await asyncio.wait_for(reader, 10)
+    error = got[-1]
+    assert isinstance(error, ProviderError) and "litellm's process stopped unexpectedly" in str(error)
+    assert "llm.litellm_process" in str(error)
+    server.clear()
+    server.enqueue("Back again.")
+    chunks = await collect(provider, tools=())
+    assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == "Back again."
+    assert process.started == started + 1
+
+
+async def test_what_is_known_of_a_model_is_asked_once_and_never_waited_for_on_the_loop() -> None:
+    provider = SeparateLiteLLMProvider("openai/gpt-4o-mini")
+    assert provider.known_context_window() in ((False, None), (True, 128_000))
+    window = await asyncio.to_thread(provider.context_window)
+    assert window == 128_000
+    assert provider.known_context_window() == (True, 128_000)
+    assert provider.supports_vision() is True  # known now: answered on the loop without waiting
+    counter = await asyncio.to_thread(provider.token_counter)
+    assert counter is not None and counter.blocking
+    here = LiteLLMProvider("openai/gpt-4o-mini").token_counter()
+    assert here is not None
+    text = "Counting tokens the way the model does, in another process."
+    assert await asyncio.to_thread(counter, text) == here(text)
+    assert counter(text) == here(text)  # kept: on the loop too
+
+
+async def test_the_context_manager_counts_with_the_tokenizer_of_the_other_process() -> None:
+    provider = SeparateLiteLLMProvider("openai/gpt-4o-mini")
+    manager = ContextManager()
+    history = [TextMessage(role="user", content="Hello " * 50)]
+    prepared = await manager.prepare(provider, system="Be brief.", history=history, tools=[WEATHER])
+    here = ContextManager()
+    expected = await here.prepare(LiteLLMProvider("openai/gpt-4o-mini"), system="Be brief.", history=history,
+                                  tools=[WEATHER])
+    assert prepared.used == expected.used and (await manager.counter(provider)).tokenizer == "openai/gpt-4o-mini"
+
+
+async def test_a_missing_key_is_named_from_the_other_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    provider = SeparateLiteLLMProvider("anthropic/claude-3-5-haiku-20241022")
+    assert await provider.check_environment() == ["ANTHROPIC_API_KEY"]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-settings")  # saved in Settings after the start
+    assert await provider.check_environment() == []
+
+
+def test_the_window_runs_litellm_apart_and_the_library_here(server: FakeLLMServer) -> None:
+    from workspace.config import load_config
+
+    config = load_config(env={}, overrides={"llm": {"provider": "litellm"}})
+    assert type(provider_for("openai/fake", api_base=server.base_url + "/v1", config=config)) is LiteLLMProvider
+    set_litellm_process("separate")
+    assert isinstance(provider_for("openai/fake", api_base=server.base_url + "/v1", config=config),
+                      SeparateLiteLLMProvider)
+    same = load_config(env={}, overrides={"llm": {"provider": "litellm", "litellm_process": "same"}})
+    assert type(provider_for("openai/fake", api_base=server.base_url + "/v1", config=same)) is LiteLLMProvider
+
+
+def test_this_process_never_imports_litellm(server: FakeLLMServer) -> None:
+    server.enqueue("From the other process.")
+    script = textwrap.dedent(f"""
+        import asyncio, json, sys
+        from workspace.messages import TextMessage
+        from workspace.providers.litellm_process import SeparateLiteLLMProvider, shutdown
+
+        async def main():
+            provider = SeparateLiteLLMProvider("openai/fake", api_base={server.base_url + '/v1'!r}, api_key="sk-x")
+            text = [c.text async for c in provider.stream(system=None, messages=[TextMessage(role="user",
+                    content="hi")], tools=[], settings={{}}) if hasattr(c, "text")]
+            return "".join(text)
+
+        text = asyncio.run(main())
+        shutdown()
+        print(json.dumps({{"text": text, "litellm": "litellm" in sys.modules, "openai": "openai" in sys.modules}}))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {"text": "From the other process.", "litellm": False,
+                                                         "openai": False}
+
+
+def test_answers_go_to_the_loop_that_asked() -> None:
+    """Two event loops in two threads (a worker's own loop) each get their own stream's answers."""
+    results: dict[str, str] = {}
+
+    def run(name: str) -> None:
+        async def main() -> None:
+            provider = SeparateLiteLLMProvider("openai/fake", api_base=_server_url + "/v1", api_key="sk-x",
+                                               timeout=10.0)
+            chunks = [c async for c in provider.stream(system=None, messages=[TextMessage(role="user", content=name)],
+                                                       tools=[], settings={})]
+            results[name] = "".join(c.text for c in chunks if isinstance(c, TextChunk))
+        asyncio.run(main())
+
+    with FakeLLMServer(reply_fn=lambda body: Reply.say("to " + body["messages"][-1]["content"])) as srv:
+        _set_url(srv.base_url)
+        threads = [threading.Thread(target=run, args=(name,)) for name in ("alpha", "beta")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    assert results == {"alpha": "to alpha", "beta": "to beta"}
+
+
+_server_url = ""
+
+
+def _set_url(url: str) -> None:
+    global _server_url
+    _server_url = url

@@ -1,0 +1,96 @@
+"""What crosses the pipe between the window's process and litellm's own (:mod:`.litellm_process`,
+:mod:`.litellm_host`): one JSON object per line.
+
+A request is ``{"id": N, "op": ..., ...}``; its answers carry the same ``id``: ``{"chunk": {...}}`` for
+each chunk of a stream, then ``{"done": true}``; ``{"result": ...}`` for the other ops; ``{"error":
+{...}}`` when it failed. ``{"id": N, "op": "cancel"}`` stops request N (a closed stream, Stop).
+
+Chunks travel as their dataclass fields plus ``type`` (the class name); a provider's error keeps its
+class (:class:`ProviderError`, :class:`ContextOverflowError`: compaction depends on it) and fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from workspace.errors import ContextOverflowError, ProviderError
+from workspace.providers.base import (
+    Chunk,
+    FinishChunk,
+    ReasoningChunk,
+    StatusChunk,
+    TextChunk,
+    ToolCallChunk,
+    ToolSpec,
+    UsageChunk,
+)
+
+__all__ = ["chunk_from_dict", "chunk_to_dict", "encode", "error_from_dict", "error_to_dict", "tool_from_dict",
+           "tool_to_dict"]
+
+_CHUNKS: dict[str, type[Any]] = {cls.__name__: cls for cls in (TextChunk, ReasoningChunk, ToolCallChunk, UsageChunk,
+                                                                FinishChunk, StatusChunk)}
+#: Built-in exceptions rebuilt as themselves (a bad setting's ValueError stays a ValueError).
+_BUILTIN = {cls.__name__: cls for cls in (ValueError, TypeError, KeyError, RuntimeError, TimeoutError, OSError)}
+
+
+def encode(message: Mapping[str, Any]) -> bytes:
+    """One line of the pipe. Raises ``TypeError`` naming what cannot be sent (never sends it altered)."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def chunk_to_dict(chunk: Chunk) -> dict[str, Any]:
+    out = {f.name: getattr(chunk, f.name) for f in dataclasses.fields(chunk)}
+    out["type"] = type(chunk).__name__
+    return out
+
+
+def chunk_from_dict(data: Mapping[str, Any]) -> Chunk:
+    fields = dict(data)
+    cls = _CHUNKS.get(str(fields.pop("type", "")))
+    if cls is None:
+        raise ProviderError(f"litellm's process sent a chunk of an unknown type: {data.get('type')!r}")
+    chunk: Chunk = cls(**fields)
+    return chunk
+
+
+def tool_to_dict(spec: ToolSpec) -> dict[str, Any]:
+    return {"name": spec.name, "description": spec.description, "parameters": dict(spec.parameters)}
+
+
+def tool_from_dict(data: Mapping[str, Any]) -> ToolSpec:
+    return ToolSpec(name=str(data["name"]), description=str(data.get("description") or ""),
+                    parameters=data.get("parameters") or {"type": "object", "properties": {}})
+
+
+def error_to_dict(exc: BaseException) -> dict[str, Any]:
+    out: dict[str, Any] = {"class": type(exc).__name__, "message": str(exc)}
+    if isinstance(exc, ProviderError):
+        out.update(provider=exc.provider, status_code=exc.status_code, retryable=exc.retryable, reason=exc.reason,
+                   overflow=bool(exc.context_overflow))
+    if isinstance(exc, ContextOverflowError):
+        out["window"] = exc.window
+    return out
+
+
+def error_from_dict(data: Mapping[str, Any]) -> BaseException:
+    """The error as the provider raised it in its process: its class where it is one of ours or a
+    built-in one, else a :class:`ProviderError` with its message."""
+    name = str(data.get("class") or "")
+    message = str(data.get("message") or "litellm's process reported an error without a message")
+    if name == "ContextOverflowError":
+        return ContextOverflowError(message, provider=data.get("provider"), status_code=data.get("status_code"),
+                                    window=data.get("window"), reason=str(data.get("reason") or "context"))
+    if "reason" in data or name == "ProviderError":
+        error = ProviderError(message, provider=data.get("provider"), status_code=data.get("status_code"),
+                              retryable=bool(data.get("retryable")), reason=data.get("reason"))
+        if data.get("overflow"):
+            error.context_overflow = True
+        return error
+    builtin = _BUILTIN.get(name)
+    if builtin is not None:
+        return builtin(message)
+    return ProviderError(f"{message} ({name} in litellm's process)" if name else message)
