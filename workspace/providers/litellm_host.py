@@ -93,6 +93,7 @@ class _Server:
                 return
             if op == "load":
                 await preload_litellm()
+                await _rehearse()
                 result: Any = True
             elif op == "describe":
                 result = await asyncio.to_thread(_describe, self._provider(request["provider"]))
@@ -129,6 +130,52 @@ class _Server:
                                        api_key=spec.get("api_key"), **dict(spec.get("options") or {}))
             self._providers[key] = provider
         return provider
+
+
+_CANNED: list[dict[str, Any]] = [
+    {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "ok"}, "finish_reason": None}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_0", "type": "function", "function": {
+        "name": "rehearsal", "arguments": "{}"}}]}, "finish_reason": None}]},
+    {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    {"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}},
+]
+
+
+async def _answer_rehearsal(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """One streamed chat completion, always the same, to whatever was asked."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    await reader.readexactly(length)
+    body = b"".join(b"data: " + json.dumps({"id": "rehearsal", "object": "chat.completion.chunk", "created": 0,
+                                            "model": "rehearsal", **chunk}).encode() + b"\n\n" for chunk in _CANNED)
+    body += b"data: [DONE]\n\n"
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n"
+                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    await writer.drain()
+    writer.close()
+
+
+async def _rehearse() -> None:
+    """A streamed call with a tool, through litellm, to a server of this process on loopback: what a first
+    call does once (litellm's async path, its stream handling, the HTTP client's) is done before the
+    window's first message. Failures are only logged: the real call does the same work itself."""
+    from workspace.messages import TextMessage
+    from workspace.providers.base import ToolSpec
+
+    server = await asyncio.start_server(_answer_rehearsal, "127.0.0.1", 0)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        provider = LiteLLMProvider("openai/rehearsal", api_base=f"http://127.0.0.1:{port}/v1",
+                                   api_key="sk-rehearsal-not-a-key", max_retries=0, timeout=10.0)
+        chunks = provider.stream(system="Rehearsal.", messages=[TextMessage(role="user", content="hi")],
+                                 tools=[ToolSpec("rehearsal", "A rehearsal.")], settings={})
+        async for _chunk in chunks:
+            pass
+    except Exception as exc:
+        log.debug("the rehearsal call failed (harmless): %s", exc)
+    finally:
+        server.close()
 
 
 def _follow_env(changed: Mapping[str, str | None] | None) -> None:
