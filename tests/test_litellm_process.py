@@ -249,3 +249,15 @@ _server_url = ""
 def _set_url(url: str) -> None:
     global _server_url
     _server_url = url
+
+
+async def test_the_rehearsal_after_loading_is_a_whole_streamed_call(caplog: pytest.LogCaptureFixture) -> None:
+    """litellm's process rehearses one streamed call with a tool against a loopback server of its own: litellm
+    takes the canned answer as a real one (a failure would only be logged, so it is checked here)."""
+    import logging
+
+    from workspace.providers import litellm_host
+
+    with caplog.at_level(logging.DEBUG, logger="workspace.providers.litellm_host"):
+        await asyncio.wait_for(litellm_host._rehearse(), timeout=60)
+    assert not [r for r in caplog.records if "rehearsal call failed" in r.getMessage()]
