@@ -461,7 +461,8 @@ class Controller(QObject):
         from workspace.attachments import vision_problem
         from workspace.providers import litellm_provider
 
-        if isinstance(provider, litellm_provider.LiteLLMProvider) and not litellm_provider.is_loaded():
+        if isinstance(provider, litellm_provider.LiteLLMProvider) and provider.vision is None and \
+                not litellm_provider.is_loaded():
             return None  # not loaded yet (it loads after the first paint): the run checks, off the window's thread
         error, _note = vision_problem(provider, attachments)
         return error

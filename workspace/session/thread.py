@@ -393,12 +393,13 @@ class ThreadSession:
         given = extra.pop("attachments", None)
         if not given:
             return []
-        from workspace.attachments import AttachmentError, coerce_attachments
+        from workspace.attachments import AttachmentError, AttachmentLimits, coerce_attachments
 
         if self.is_network:
             raise AttachmentError("Attachments go to a robot's thread; a network's tasks get their messages from "
                                   "the network. Send the message without attachments, or open a robot's thread")
-        return coerce_attachments(given, folder=self.workspace.folder)
+        return coerce_attachments(given, folder=self.workspace.folder,
+                                  limits=AttachmentLimits.from_config(self.workspace.config))
 
     def network_histories(self, leaf_turn_id: str | None) -> dict[str, list[Message]]:
         """Each robot's conversation along the branch ending at ``leaf_turn_id`` (a network thread).
