@@ -225,6 +225,35 @@ async def test_a_thread_stores_attachments_once_and_sends_them_again(server: Fak
         await ws.aclose()
 
 
+async def test_edit_and_resend_sends_the_attachments_given_or_the_turns_own(server: FakeLLMServer, folder: Path,
+                                                                            tmp_path: Path) -> None:
+    ws = Workspace(db_path=tmp_path / "w.db", folder=folder, provider=provider("lean", server))
+    try:
+        session = ws.new_thread("assistant")
+        await asyncio.wait_for(session.send("Look", attachments=["cat.png", "notes.md"]).wait(), timeout=60)
+        turn = session.transcript()[0].id
+        kept = [a for a in session.attachments(turn) if a.name == "notes.md"]
+
+        def last_user() -> Any:
+            return server.requests[-1]["messages"][-1]["content"]
+
+        await asyncio.wait_for(session.edit_and_resend(turn, "Only the notes", attachments=kept).wait(), timeout=60)
+        assert [p["type"] for p in last_user()] == ["text", "text"] and "Attached file notes.md" in last_user()[1]["text"]
+        await asyncio.wait_for(session.edit_and_resend(turn, "Nothing", attachments=[]).wait(), timeout=60)
+        assert last_user() == "Nothing"
+        await asyncio.wait_for(session.edit_and_resend(turn, "A path", attachments=["notes.md", *kept]).wait(),
+                               timeout=60)
+        assert [p["type"] for p in last_user()] == ["text", "text"]  # the same file once
+        await asyncio.wait_for(session.edit_and_resend(turn, "As it was").wait(), timeout=60)
+        assert [p["type"] for p in last_user()] == ["text", "text", "image_url", "text"]
+        turns = session.transcript()
+        assert turns[0].sibling_count == 5
+        assert [[a.name for a in session.attachments(t.id)] for t in session.store.siblings(turn)] == [
+            ["cat.png", "notes.md"], ["notes.md"], [], ["notes.md"], ["cat.png", "notes.md"]]
+    finally:
+        await ws.aclose()
+
+
 async def test_a_bad_attachment_sends_nothing_and_records_nothing(server: FakeLLMServer, folder: Path,
                                                                   tmp_path: Path) -> None:
     (tmp_path / "outside.txt").write_text("secret")

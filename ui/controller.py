@@ -511,8 +511,9 @@ class Controller(QObject):
         self._start(run)
         return True
 
-    def edit_and_resend(self, turn_id: str, text: str) -> bool:
-        return self._fork(lambda: self.session.edit_and_resend(turn_id, text))
+    def edit_and_resend(self, turn_id: str, text: str, attachments: list[Any] | None = None) -> bool:
+        """The edited message in place of turn ``turn_id``'s, with ``attachments`` (None: the turn's own)."""
+        return self._fork(lambda: self.session.edit_and_resend(turn_id, text, attachments=attachments))
 
     def regenerate(self, turn_id: str) -> bool:
         return self._fork(lambda: self.session.regenerate(turn_id))
