@@ -225,6 +225,35 @@ async def test_a_thread_stores_attachments_once_and_sends_them_again(server: Fak
         await ws.aclose()
 
 
+async def test_edit_and_resend_sends_the_attachments_given_or_the_turns_own(server: FakeLLMServer, folder: Path,
+                                                                            tmp_path: Path) -> None:
+    ws = Workspace(db_path=tmp_path / "w.db", folder=folder, provider=provider("lean", server))
+    try:
+        session = ws.new_thread("assistant")
+        await asyncio.wait_for(session.send("Look", attachments=["cat.png", "notes.md"]).wait(), timeout=60)
+        turn = session.transcript()[0].id
+        kept = [a for a in session.attachments(turn) if a.name == "notes.md"]
+
+        def last_user() -> Any:
+            return server.requests[-1]["messages"][-1]["content"]
+
+        await asyncio.wait_for(session.edit_and_resend(turn, "Only the notes", attachments=kept).wait(), timeout=60)
+        assert [p["type"] for p in last_user()] == ["text", "text"] and "Attached file notes.md" in last_user()[1]["text"]
+        await asyncio.wait_for(session.edit_and_resend(turn, "Nothing", attachments=[]).wait(), timeout=60)
+        assert last_user() == "Nothing"
+        await asyncio.wait_for(session.edit_and_resend(turn, "A path", attachments=["notes.md", *kept]).wait(),
+                               timeout=60)
+        assert [p["type"] for p in last_user()] == ["text", "text"]  # the same file once
+        await asyncio.wait_for(session.edit_and_resend(turn, "As it was").wait(), timeout=60)
+        assert [p["type"] for p in last_user()] == ["text", "text", "image_url", "text"]
+        turns = session.transcript()
+        assert turns[0].sibling_count == 5
+        assert [[a.name for a in session.attachments(t.id)] for t in session.store.siblings(turn)] == [
+            ["cat.png", "notes.md"], ["notes.md"], [], ["notes.md"], ["cat.png", "notes.md"]]
+    finally:
+        await ws.aclose()
+
+
 async def test_a_bad_attachment_sends_nothing_and_records_nothing(server: FakeLLMServer, folder: Path,
                                                                   tmp_path: Path) -> None:
     (tmp_path / "outside.txt").write_text("secret")
@@ -252,6 +281,96 @@ async def test_a_refused_image_is_not_sent_again_with_the_next_message(server: F
         assert [m["content"] for m in sent if m["role"] == "user"] == ["See", "Just text then"]
     finally:
         await ws.aclose()
+
+
+# -- limits and vision from the configuration ------------------------------------------------------------
+def test_the_limits_and_vision_are_configuration_keys_checked_with_the_file_line_and_fix(tmp_path: Path) -> None:
+    from workspace.attachments import AttachmentLimits, vision_setting
+    from workspace.errors import ConfigurationError
+
+    assert AttachmentLimits.from_config(None) == AttachmentLimits(MAX_TEXT_BYTES, 20 * 1024 * 1024)
+    assert AttachmentLimits.from_config(load_config(env={})) == AttachmentLimits()
+    user = tmp_path / "config.yaml"
+    user.write_text("attachments:\n  max_text_bytes: 2048\n  max_image_bytes: 4096\nllm:\n  vision: {llava: true}\n")
+    cfg = load_config(env={}, user_file=user)
+    assert AttachmentLimits.from_config(cfg).options() == {"max_text_bytes": 2048, "max_image_bytes": 4096}
+    assert cfg.get("llm.vision") == {"llava": True}
+    user.write_text("attachments:\n  max_text_bytes: 100KB\n  max_image_bytes: 10\nllm:\n  vision: sometimes\n")
+    with pytest.raises(ConfigurationError) as bad:
+        load_config(env={}, user_file=user)
+    assert f"{user}:2: 'attachments.max_text_bytes' = '100KB': must be a whole number of bytes, at least 1024 " \
+           "(102400 is 100 KB" in str(bad.value)
+    assert f"{user}:3: 'attachments.max_image_bytes' = 10: must be a whole number of bytes" in str(bad.value)
+    assert f"{user}:5: 'llm.vision' = 'sometimes': must be true or false (for every model), or model ids mapped " \
+           "to true or false" in str(bad.value)
+    with pytest.raises(ConfigurationError, match="ROBOT_LAB_LLM__VISION: 'llm.vision' = 'often'"):
+        load_config(env={"ROBOT_LAB_LLM__VISION": "often"}, user_file=tmp_path / "none.yaml")
+    with pytest.raises(ConfigurationError, match=r"unknown key 'attachments.max_text'.*did you mean 'max_text_bytes'"):
+        load_config(env={}, overrides={"attachments": {"max_text": 5000}})
+    # A mapping names models with or without their provider's prefix; a boolean is every model's.
+    assert vision_setting(True, "openai/x") is True and vision_setting(False, None) is False
+    assert vision_setting({"llava": True, "openai/gpt-4o": False}, "ollama_chat/llava") is True
+    assert vision_setting({"llava": True, "openai/gpt-4o": False}, "openai/gpt-4o") is False
+    assert vision_setting({"llava": True}, "other") is None and vision_setting(None, "x") is None
+
+
+async def test_a_thread_a_robot_and_their_files_honour_the_configured_limits(server: FakeLLMServer, folder: Path,
+                                                                             tmp_path: Path) -> None:
+    (folder / "log.txt").write_text("line of the log\n" * 125)  # 2,000 bytes
+    (folder / "big.png").write_bytes(png() + b"\x00" * 2000)  # a PNG of 2,075 bytes
+    small = load_config(env={}, overrides={"attachments": {"max_text_bytes": 1024, "max_image_bytes": 1024}})
+    ws = Workspace(db_path=tmp_path / "w.db", folder=folder, provider=provider("lean", server), config=small)
+    try:
+        session = ws.new_thread("assistant")
+        with pytest.raises(AttachmentError, match=r"log.txt is 2.0 KB of text; attachments are sent whole up to 1.0 KB"
+                                                  r".*raise the limit: attachments.max_text_bytes in the configuration"):
+            session.send("Read it", attachments=["log.txt"])
+        with pytest.raises(AttachmentError, match=r"big.png is an image of 2.0 KB; images are sent up to 1.0 KB.*"
+                                                  r"attachments.max_image_bytes in the configuration"):
+            session.send("See it", attachments=["big.png"])
+        assert session.transcript() == [] and server.requests == []
+        ws.set_config(load_config(env={}, overrides={"attachments": {"max_text_bytes": 4096}}))
+        final = await asyncio.wait_for(session.send("Read it", attachments=["log.txt", "big.png"]).wait(), timeout=60)
+        assert isinstance(final, ev.RunFinished)
+        assert [p["type"] for p in server.requests[-1]["messages"][-1]["content"]] == ["text", "text", "text",
+                                                                                       "image_url"]
+    finally:
+        await ws.aclose()
+    # Robot.stream reads paths within its configuration's limits too: a file over the default 100 KB.
+    (folder / "long.md").write_text("x" * (MAX_TEXT_BYTES + 10))
+    roomy = load_config(env={}, overrides={"attachments": {"max_text_bytes": 2 * MAX_TEXT_BYTES},
+                                           "llm": {"context_window": 128_000}})
+    r = Robot("r", system_prompt="You help.", model="openai/fake", api_base=server.base_url + "/v1", tools="none",
+              mcp="none", config=roomy)
+    events = await events_of(r.stream("Summarise", attachments=["long.md"], folder=folder))
+    assert isinstance(events[-1], ev.RunFinished), events[-1]
+    assert len(server.requests[-1]["messages"][-1]["content"][1]["text"]) > MAX_TEXT_BYTES
+
+
+@kinds
+async def test_llm_vision_says_whether_a_model_takes_images(server: FakeLLMServer, kind: str, folder: Path) -> None:
+    def seeing(vision: Any, model: str = "openai/fake") -> Robot:
+        cfg = load_config(env={}, overrides={"llm": {"provider": "litellm" if kind == "litellm" else "auto",
+                                                     "max_retries": 1, "vision": vision}})
+        return Robot("r", system_prompt="You help.", model=model, api_base=server.base_url + "/v1", tools="none",
+                     mcp="none", config=cfg)
+
+    # A local server's model nobody knows about, said not to see: refused before anything is sent.
+    events = await events_of(seeing(False).stream("What is this?", attachments=[folder / "cat.png"]))
+    failed = events[-1]
+    assert isinstance(failed, ev.RunFailed) and failed.error_type == "AttachmentError"
+    assert "openai/fake does not take images, so cat.png was not sent" in failed.error
+    assert "if this one does, say so in the configuration: llm.vision: true" in failed.error
+    assert server.requests == []
+    # Said to see (by its name without the prefix): sent, without the note that nobody knows.
+    events = await events_of(seeing({"fake": True}).stream("What is this?", attachments=[folder / "cat.png"]))
+    assert isinstance(events[-1], ev.RunFinished)
+    assert not [e for e in events if isinstance(e, ev.RunStatus) and e.state == "notice"]
+    assert server.requests[-1]["messages"][-1]["content"][-1]["type"] == "image_url"
+    if kind == "litellm":  # the setting wins over litellm's model map (gpt-3.5-turbo: no vision)
+        events = await events_of(seeing({"openai/gpt-3.5-turbo": True}, "openai/gpt-3.5-turbo").stream(
+            "And this?", attachments=[folder / "cat.png"]))
+        assert isinstance(events[-1], ev.RunFinished), events[-1]
 
 
 # -- MCP resources ----------------------------------------------------------------------------------------

@@ -461,7 +461,8 @@ class Controller(QObject):
         from workspace.attachments import vision_problem
         from workspace.providers import litellm_provider
 
-        if isinstance(provider, litellm_provider.LiteLLMProvider) and not provider.capabilities_known():
+        if isinstance(provider, litellm_provider.LiteLLMProvider) and provider.vision is None and \
+                not provider.capabilities_known():
             return None  # not loaded yet (it loads after the first paint): the run checks, off the window's thread
         error, _note = vision_problem(provider, attachments)
         return error
@@ -510,8 +511,9 @@ class Controller(QObject):
         self._start(run)
         return True
 
-    def edit_and_resend(self, turn_id: str, text: str) -> bool:
-        return self._fork(lambda: self.session.edit_and_resend(turn_id, text))
+    def edit_and_resend(self, turn_id: str, text: str, attachments: list[Any] | None = None) -> bool:
+        """The edited message in place of turn ``turn_id``'s, with ``attachments`` (None: the turn's own)."""
+        return self._fork(lambda: self.session.edit_and_resend(turn_id, text, attachments=attachments))
 
     def regenerate(self, turn_id: str) -> bool:
         return self._fork(lambda: self.session.regenerate(turn_id))

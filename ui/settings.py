@@ -145,6 +145,14 @@ class SettingsDialog(QDialog):
         self.compaction_model.setToolTip("The model that summarises older messages when a conversation outgrows "
                                          "the context window (llm.compaction_model): a cheaper one saves money")
         form.addRow("Compaction model", self.compaction_model)
+        self.vision = QComboBox(model_tab)
+        for label, value in (("As litellm or the server says", None), ("Yes: it takes images", True),
+                             ("No: it does not take images", False)):
+            self.vision.addItem(label, value)
+        self.vision.setAccessibleName("Images")
+        self.vision.setToolTip("Whether the model takes images (llm.vision): images attached to a message go only to "
+                               "a model that does; a local server's model is otherwise not known")
+        form.addRow("Images", self.vision)
         self.tabs.addTab(model_tab, "Model")
 
         # -- approvals -------------------------------------------------------------------------
@@ -320,6 +328,12 @@ class SettingsDialog(QDialog):
         # A window per model (a mapping) is edited in the file: shown, not overwritten.
         self.context_window.setEnabled(not isinstance(window, dict))
         self.compaction_model.setText(config.get("llm.compaction_model") or "")
+        vision = config.get("llm.vision")
+        self.vision.setCurrentIndex(max(0, self.vision.findData(vision)) if isinstance(vision, bool) else 0)
+        # Vision per model (a mapping) is edited in the file: shown as such, not overwritten.
+        self.vision.setEnabled(not isinstance(vision, dict))
+        self.vision.setItemText(0, "Per model, in the configuration file" if isinstance(vision, dict)
+                                else "As litellm or the server says")
         self._on_model_changed(self.model.currentText())
         self.load_models()
         self.review.setCurrentIndex(max(0, self.review.findData(config.get("review.mode", "review"))))
@@ -424,6 +438,8 @@ class SettingsDialog(QDialog):
             "llm.compaction_model": self.compaction_model.text().strip() or None,
             "ui.notifications": self.notifications.isChecked(),
         }
+        if self.vision.isEnabled():
+            values["llm.vision"] = self.vision.currentData()
         if self.context_window.isEnabled():
             window = self.context_window.value()
             if 0 < window < 256:

@@ -11,13 +11,18 @@ read by ``MCPManager.read_resource``; :func:`read_resource_attachment` does both
 Limits, decided here once:
 
 - text (source, Markdown, logs, JSON…) is sent whole up to :data:`MAX_TEXT_BYTES` (100 KB, about
-  30,000 tokens); a larger file is refused with a message naming the limit (``max_text_bytes=`` raises
-  it from the library) rather than cut silently, so the model never answers about half a file;
+  30,000 tokens); a larger file is refused with a message naming the limit rather than cut silently, so
+  the model never answers about half a file;
 - images (PNG, JPEG, GIF, WebP) up to :data:`MAX_IMAGE_BYTES` (20 MB, what hosted models take) go to
   the model as image content parts; a model that cannot see images is refused before anything is sent
-  (:func:`check_vision`); a local server whose vision nobody knows is sent the image with a note;
+  (:func:`check_vision`; ``llm.vision`` in the configuration says it for a model); a local server whose
+  vision nobody knows is sent the image with a note;
 - PDFs are sent as their extracted text (pypdf), with the same text limit;
 - anything else binary is refused, naming what is accepted.
+
+Both size limits are settings: ``attachments.max_text_bytes`` and ``attachments.max_image_bytes`` of the
+configuration (:class:`AttachmentLimits` reads them; the window and the command line pass them on), and
+``max_text_bytes=`` / ``max_image_bytes=`` of the functions here for the library.
 
 On the wire (:func:`user_content`) the message becomes OpenAI-style content parts: the typed text,
 then for each text attachment a text part headed with its name, type and size, for each image a
@@ -53,6 +58,7 @@ __all__ = [
     "Attachment",
     "AttachmentError",
     "AttachmentKind",
+    "AttachmentLimits",
     "check_vision",
     "coerce_attachments",
     "describe_size",
@@ -61,6 +67,7 @@ __all__ = [
     "supports_vision",
     "user_content",
     "vision_problem",
+    "vision_setting",
     "without_images",
 ]
 
@@ -70,6 +77,11 @@ AttachmentKind: TypeAlias = Literal["file", "image", "resource"]
 MAX_TEXT_BYTES = 100 * 1024
 #: Image attachments larger than this (bytes) are refused (hosted models take up to about 20 MB).
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
+#: The settings that change the two limits, named in the messages of a refusal.
+TEXT_LIMIT_KEY = "attachments.max_text_bytes"
+IMAGE_LIMIT_KEY = "attachments.max_image_bytes"
+#: The setting that says whether a model takes images (see :func:`vision_setting`).
+VISION_KEY = "llm.vision"
 #: Image types sent to models as image content parts.
 IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 #: Tokens one image is counted as in the context window (OpenAI bills a 1024×1024 image at 765 tokens
@@ -91,6 +103,31 @@ _TEXT_LIKE = ("json", "xml", "yaml", "toml", "javascript", "x-sh", "x-python", "
 class AttachmentError(Error, ValueError):
     """A file or resource that cannot be attached (too large, not text, outside the folder, a model
     that cannot see images); the message names the limit or the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class AttachmentLimits:
+    """How large an attachment may be, in bytes: the configuration's ``attachments.max_text_bytes`` and
+    ``attachments.max_image_bytes`` (:meth:`from_config`), given to the functions that make attachments
+    as keyword arguments (:meth:`options`). ``max_text_bytes`` None: no limit on text."""
+
+    max_text_bytes: int | None = MAX_TEXT_BYTES
+    max_image_bytes: int = MAX_IMAGE_BYTES
+
+    @classmethod
+    def from_config(cls, config: Any) -> AttachmentLimits:
+        """The limits ``config`` (a :class:`~workspace.config.Config`, or anything with ``get(dotted)``) sets;
+        the defaults for what it leaves out, and for None."""
+        if config is None:
+            return cls()
+        text = config.get(TEXT_LIMIT_KEY)
+        image = config.get(IMAGE_LIMIT_KEY)
+        return cls(max_text_bytes=int(text) if text is not None else MAX_TEXT_BYTES,
+                   max_image_bytes=int(image) if image is not None else MAX_IMAGE_BYTES)
+
+    def options(self) -> dict[str, Any]:
+        """``max_text_bytes=`` and ``max_image_bytes=`` for :meth:`Attachment.from_path` and the others."""
+        return {"max_text_bytes": self.max_text_bytes, "max_image_bytes": self.max_image_bytes}
 
 
 def describe_size(size: int) -> str:
@@ -169,7 +206,8 @@ class Attachment:
             raise AttachmentError(
                 f"{name} is {describe_size(len(data))} of text; attachments are sent whole up to "
                 f"{describe_size(max_text_bytes)} (about {max_text_bytes // 3_300:,}k tokens). Attach a smaller "
-                "file or the part that matters (or, from Python, pass max_text_bytes= to raise the limit)")
+                f"file or the part that matters, or raise the limit: {TEXT_LIMIT_KEY} in the configuration "
+                "(in bytes; robotlab paths shows the file)")
         return cls("file", name, mime, len(data), _sha256(data), text=clean, path=path, note=note)
 
     @classmethod
@@ -182,7 +220,8 @@ class Attachment:
         if kind in IMAGE_MIMES:
             if len(data) > max_image_bytes:
                 raise AttachmentError(f"{name} is an image of {describe_size(len(data))}; images are sent up to "
-                                      f"{describe_size(max_image_bytes)}. Attach a smaller or scaled-down image")
+                                      f"{describe_size(max_image_bytes)}. Attach a smaller or scaled-down image, "
+                                      f"or raise the limit: {IMAGE_LIMIT_KEY} in the configuration (in bytes)")
             return cls("image", name, kind, len(data), _sha256(data), data=bytes(data), path=path)
         if kind == PDF_MIME:
             pdf_text, pages = _pdf_text(data, name)
@@ -225,7 +264,8 @@ class Attachment:
         if size > hard:
             raise AttachmentError(f"{shown} is {describe_size(size)}; that is too large to attach (images up to "
                                   f"{describe_size(max_image_bytes)}, text up to "
-                                  f"{describe_size(max_text_bytes or MAX_TEXT_BYTES)})")
+                                  f"{describe_size(max_text_bytes or MAX_TEXT_BYTES)}: {IMAGE_LIMIT_KEY} and "
+                                  f"{TEXT_LIMIT_KEY} in the configuration)")
         try:
             data = real.read_bytes()
         except OSError as exc:
@@ -235,7 +275,7 @@ class Attachment:
 
     @classmethod
     def from_resource(cls, server: str, uri: str, contents: Sequence[Mapping[str, Any]], *,
-                      max_text_bytes: int | None = MAX_TEXT_BYTES) -> Attachment:
+                      max_text_bytes: int | None = MAX_TEXT_BYTES, max_image_bytes: int = MAX_IMAGE_BYTES) -> Attachment:
         """An MCP resource from its ``resources/read`` contents (wire JSON: ``uri``, ``mimeType``, ``text``
         or base64 ``blob``): its text, or its one image."""
         name = uri.rstrip("/").rsplit("/", 1)[-1] or uri
@@ -250,9 +290,10 @@ class Attachment:
             kind = str(content.get("mimeType") or "")
             if isinstance(blob, str) and kind in IMAGE_MIMES and len(contents) == 1:
                 data = base64.b64decode(blob)
-                if len(data) > MAX_IMAGE_BYTES:
+                if len(data) > max_image_bytes:
                     raise AttachmentError(f"The resource {uri} of '{server}' is an image of {describe_size(len(data))};"
-                                          f" images are sent up to {describe_size(MAX_IMAGE_BYTES)}")
+                                          f" images are sent up to {describe_size(max_image_bytes)} ({IMAGE_LIMIT_KEY} "
+                                          "in the configuration)")
                 return cls("resource", name, kind, len(data), _sha256(data), data=data, server=server, uri=uri)
             if isinstance(blob, str):
                 decoded = _decode_text(base64.b64decode(blob))
@@ -348,16 +389,18 @@ class Attachment:
 AttachmentLike: TypeAlias = "Attachment | str | os.PathLike[str]"
 
 
-def coerce_attachments(items: Iterable[Any] | None, *, folder: str | os.PathLike[str] | None = None) -> list[Attachment]:
+def coerce_attachments(items: Iterable[Any] | None, *, folder: str | os.PathLike[str] | None = None,
+                       limits: AttachmentLimits | None = None) -> list[Attachment]:
     """Attachments as given to ``Robot.run(..., attachments=[...])``: :class:`Attachment` objects as they
-    are, paths read (inside ``folder`` when given). One attachment per content: the same file twice is
-    attached once."""
+    are, paths read (inside ``folder`` when given) within ``limits`` (the configuration's, usually). One
+    attachment per content: the same file twice is attached once."""
+    options = (limits or AttachmentLimits()).options()
     out: list[Attachment] = []
     for item in items or ():
         if isinstance(item, Attachment):
             attachment = item
         elif isinstance(item, str | os.PathLike):
-            attachment = Attachment.from_path(item, folder=folder)
+            attachment = Attachment.from_path(item, folder=folder, **options)
         else:
             raise AttachmentError(f"Invalid attachment {item!r}: give a file path or an Attachment "
                                   "(workspace.Attachment.from_path / from_bytes / from_text)")
@@ -412,6 +455,21 @@ def supports_vision(provider: Any) -> bool | None:
     return None if answer is None else bool(answer)
 
 
+def vision_setting(value: Any, model: str | None) -> bool | None:
+    """Whether ``llm.vision`` (``value``) says ``model`` takes images: true or false for every model, or a
+    mapping of model ids (also without the provider's prefix, as ``llm.context_window``) to true or false;
+    None when it does not say."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, Mapping) and model:
+        bare = model.split("/", 1)[1] if "/" in model else model
+        for key in (model, bare):
+            found = value.get(key)
+            if isinstance(found, bool):
+                return found
+    return None
+
+
 def vision_problem(provider: Any, attachments: Sequence[Attachment]) -> tuple[str | None, str | None]:
     """``(error, note)`` for sending ``attachments`` to ``provider``'s model: an error when it has images
     and the model is known not to see them; a note when nobody knows (a local server). May import litellm:
@@ -424,10 +482,12 @@ def vision_problem(provider: Any, attachments: Sequence[Attachment]) -> tuple[st
     names = ", ".join(a.name for a in images)
     if answer is False:
         return (f"{model} does not take images, so {names} was not sent. Remove the image, or choose a model that "
-                "supports vision (for example openai/gpt-4o-mini or anthropic/claude-sonnet-4-5)"), None
+                "supports vision (for example openai/gpt-4o-mini or anthropic/claude-sonnet-4-5); if this one does, "
+                f"say so in the configuration: {VISION_KEY}: true"), None
     if answer is None and getattr(provider, "is_language_model", True):
         return None, (f"Whether {model} takes images is not known (its server does not say): {names} is sent as an "
-                      "image; if the server refuses it, load a vision model (for example llava or qwen2.5-vl)")
+                      "image; if the server refuses it, load a vision model (for example llava or qwen2.5-vl). "
+                      f"{VISION_KEY}: true or false in the configuration says it")
     return None, None
 
 
@@ -442,7 +502,8 @@ def check_vision(provider: Any, attachments: Sequence[Attachment]) -> str | None
 
 # -- MCP resources ------------------------------------------------------------------------------------
 async def read_resource_attachment(manager: Any, server: str, uri: str, *,
-                                   max_text_bytes: int | None = MAX_TEXT_BYTES) -> Attachment:
+                                   max_text_bytes: int | None = MAX_TEXT_BYTES,
+                                   max_image_bytes: int = MAX_IMAGE_BYTES) -> Attachment:
     """Read one resource through ``manager`` (an :class:`~workspace.mcp.MCPManager`: ``read_resource(server,
     uri)`` gives the ``resources/read`` result as wire JSON) and make it an attachment."""
     try:
@@ -453,7 +514,8 @@ async def read_resource_attachment(manager: Any, server: str, uri: str, *,
         raise AttachmentError(f"Could not read the resource {uri} of MCP server '{server}': {exc}. Check that the "
                               "server is running (the MCP dock shows its state)") from exc
     contents = result.get("contents") if isinstance(result, Mapping) else None
-    return Attachment.from_resource(server, uri, list(contents or []), max_text_bytes=max_text_bytes)
+    return Attachment.from_resource(server, uri, list(contents or []), max_text_bytes=max_text_bytes,
+                                    max_image_bytes=max_image_bytes)
 
 
 def _pdf_text(data: bytes, name: str) -> tuple[str, int]:

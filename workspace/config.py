@@ -65,7 +65,11 @@ DEFAULTS: dict[str, Any] = {
         "compaction_threshold": 0.8,
         # The model that summarises compacted messages (empty: the robot's own).
         "compaction_model": None,
+        # Whether the model takes images: true/false, or model id -> true/false; None: litellm's model map says.
+        "vision": None,
     },
+    # The largest files (bytes) sent with a message: text whole up to the first, images up to the second.
+    "attachments": {"max_text_bytes": 100 * 1024, "max_image_bytes": 20 * 1024 * 1024},
     "agent": {
         "max_turns": 20,
         "tool_timeout": 300.0,
@@ -291,6 +295,10 @@ llm:
   # idle_timeout: 60           # the longest gap mid-stream
   # max_wait: 300              # one call's whole wait for its first token, retries included
   # tool_choice: auto          # llama-cpp-python's server calls tools only when this is sent
+  # vision: true               # the model takes images (or per model: {llava: true, llama3.1: false})
+# attachments:
+#   max_text_bytes: 102400     # text files are sent whole up to this size (bytes)
+#   max_image_bytes: 20971520  # images up to this size (bytes)
 agent:
   max_turns: 20
 review:

@@ -594,9 +594,11 @@ class Robot:
             changes = _new_change_set(folder_path, self, options.get("thread_id"))
         attachments: list[Any] = []
         if options.get("attachments"):
-            from workspace.attachments import coerce_attachments
+            from workspace.attachments import AttachmentLimits, coerce_attachments
 
-            attachments = coerce_attachments(options["attachments"], folder=folder_path)
+            limits = AttachmentLimits.from_config(self.config if (self._config is not None or self._provider is None)
+                                                  else None)
+            attachments = coerce_attachments(options["attachments"], folder=folder_path, limits=limits)
 
         async def load_tools() -> ToolManifest:
             manifest, spec.pending_tools = await self._resolve_tools(

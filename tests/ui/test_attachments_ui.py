@@ -16,6 +16,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from tests.test_attachments import png
+from tests.ui.a11y import unnamed_controls
 from tests.ui.conftest import running_app, wait_until
 from ui.chat.dump import dump_state
 from workspace.attachments import Attachment
@@ -225,3 +226,130 @@ async def test_an_mcp_resource_attaches_through_the_composers_slot(model: Record
             _last_user_parts(model)[1]["text"]
         state = dump_state(root.window.chat.presenter.state)
         assert "resource 1 text/plain 5B everything:test://static/resource/1" in state
+
+
+def _chip(chips: Any, name: str) -> Any:
+    return next(chip for chip in chips.chips if chip.item.name == name)
+
+
+async def test_edit_and_resend_shows_the_attachments_as_removable_chips(model: Recorder, db_path: Path,
+                                                                        folder: Path) -> None:
+    async with await _app(model, db_path, folder) as root:
+        window, composer = root.window, root.window.composer
+        composer.add_paths(["notes.md", "cat.png"])
+        composer.edit.setPlainText("What is this?")
+        composer.submit()
+        await _idle(root)
+        message = window.chat.user_messages()[-1]
+        assert message.chips is not None and message.chips.names() == ["notes.md", "cat.png"]
+        # The editor shows the message's attachments as the composer's chips: × on each, read from the database.
+        message.begin_edit()
+        editor = message.editor
+        assert editor is not None and editor.chips.isVisibleTo(window)
+        assert editor.chips.names() == ["notes.md", "cat.png"] and not message.chips.isVisibleTo(window)
+        assert all(chip.remove_button is not None for chip in editor.chips.chips)
+        assert editor.attachments()[1].data == png()  # the content, not only the reference
+        assert unnamed_controls(editor) == []
+        # Esc: nothing is sent, the message shows its chips again.
+        QTest.keyClick(message._edit_box, Qt.Key.Key_Escape)
+        assert message.editor is None and message.chips.isVisibleTo(window) and len(model.seen) == 1
+        # Again: drop the image, add a file by pasting its URL and another with @, then Ctrl+Enter.
+        message.begin_edit()
+        editor = message.editor
+        box = message._edit_box
+        _chip(editor.chips, "cat.png").remove_button.click()
+        assert editor.chips.names() == ["notes.md"]
+        mime = QMimeData()
+        mime.setUrls([QUrl.fromLocalFile(str(folder / "src" / "notebook.py"))])
+        box.insertFromMimeData(mime)
+        assert editor.chips.names() == ["notes.md", "notebook.py"]
+        box.selectAll()
+        QTest.keyClicks(box, "Compare them @cat")
+        await wait_until(lambda: box.mentions.active, what="the file list in the editor")
+        QTest.keyClick(box, Qt.Key.Key_Escape)  # closes the list, not the editor
+        assert message.editor is editor and box.toPlainText() == "Compare them @cat"
+        for _ in "@cat":
+            QTest.keyClick(box, Qt.Key.Key_Backspace)
+        QTest.keyClick(box, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+        await _idle(root)
+        parts = _last_user_parts(model)
+        assert [p["type"] for p in parts] == ["text", "text", "text"]  # no image: exactly what the chips showed
+        assert parts[0]["text"] == "Compare them"
+        assert "Attached file notes.md" in parts[1]["text"] and "Attached file src/notebook.py" in parts[2]["text"]
+        users = window.chat.user_messages()
+        assert [u.text for u in users] == ["Compare them"] and (users[0].sibling_index, users[0].sibling_count) == (1, 2)
+        assert users[0].chips is not None and users[0].chips.names() == ["notes.md", "notebook.py"]
+        # Every chip removed: the message goes alone.
+        users[0].begin_edit()
+        editor = users[0].editor
+        while editor.chips.chips:
+            editor.chips.chips[0].remove_button.click()
+        assert not editor.chips.isVisibleTo(window)
+        users[0]._edit_finish(True)
+        await _idle(root)
+        last = [m for m in model.seen[-1] if m.is_user][-1]
+        assert last.content == "Compare them"
+        assert window.chat.user_messages()[-1].chips is None
+        # Each branch keeps what it was sent with, in the window and when the thread opens again.
+        controller = root.controller
+        controller.switch_branch(window.chat.user_messages()[-1].turn_id, -1)
+        await asyncio.sleep(0.05)
+        assert window.chat.user_messages()[-1].chips.names() == ["notes.md", "notebook.py"]
+        assert "attachments=" in dump_state(window.chat.presenter.state)
+        controller.switch_branch(window.chat.user_messages()[-1].turn_id, -1)
+        await asyncio.sleep(0.05)
+        assert window.chat.user_messages()[-1].chips.names() == ["notes.md", "cat.png"]
+        thread_id = controller.thread_id
+        window.threads.new()
+        await asyncio.sleep(0.05)
+        window.threads.open(thread_id)
+        await asyncio.sleep(0.05)
+        assert window.chat.user_messages()[-1].chips.names() == ["notes.md", "cat.png"]
+
+
+async def test_an_edit_whose_image_the_model_cannot_see_stays_open(model: Recorder, db_path: Path, folder: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    async with await _app(model, db_path, folder) as root:
+        window = root.window
+        window.runs.send("Hello")
+        await _idle(root)
+        message = window.chat.user_messages()[-1]
+        message.begin_edit()
+        editor = message.editor
+        editor.add_paths(["cat.png"])
+        monkeypatch.setattr(root.controller, "attachment_problem",
+                            lambda attachments: "the model does not take images" if attachments else None)
+        message._edit_finish(True)
+        assert message.editor is editor and window.banner.isVisibleTo(window)
+        assert "the model does not take images" in window.banner.text and len(model.seen) == 1
+        _chip(editor.chips, "cat.png").remove_button.click()
+        message._edit_finish(True)
+        await _idle(root)
+        assert len(model.seen) == 2 and window.chat.user_messages()[-1].sibling_count == 2
+
+
+async def test_the_window_honours_the_configured_limits(model: Recorder, db_path: Path, folder: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    (folder / "log.txt").write_text("x" * 2000)
+    (folder / "big.png").write_bytes(png() + b"\x00" * 2000)
+    monkeypatch.setenv("ROBOT_LAB_ATTACHMENTS__MAX_TEXT_BYTES", "1024")
+    monkeypatch.setenv("ROBOT_LAB_ATTACHMENTS__MAX_IMAGE_BYTES", "1024")
+    async with await _app(model, db_path, folder) as root:
+        composer = root.window.composer
+        problems = composer.add_paths(["log.txt", "big.png", "notes.md"])
+        assert composer.chips.names() == ["notes.md"]
+        assert "log.txt is 2.0 KB of text; attachments are sent whole up to 1.0 KB" in problems[0]
+        assert "attachments.max_text_bytes in the configuration" in problems[0]
+        assert "big.png is an image of 2.0 KB; images are sent up to 1.0 KB" in problems[1]
+        assert "attachments.max_image_bytes in the configuration" in problems[1]
+        # A pasted image too.
+        said: list[str] = []
+        composer.attachment_problem.connect(said.append)
+        image = QImage(400, 400, QImage.Format.Format_RGB32)
+        for y in range(400):
+            for x in range(0, 400, 7):
+                image.setPixel(x, y, (x * 7919 + y * 104729) & 0xFFFFFF)
+        QGuiApplication.clipboard().setImage(image)
+        composer.edit.setFocus()
+        composer.edit.paste()
+        assert said and "images are sent up to 1.0 KB" in said[0] and composer.chips.names() == ["notes.md"]

@@ -81,3 +81,32 @@ async def test_settings_choose_the_window_and_the_compaction_model(desktop: Any)
     assert config.get("llm.context_window") == 16384
     assert config.get("llm.compaction_model") == "openai/gpt-4o-mini"
     assert "compaction_model: openai/gpt-4o-mini" in paths.user_config_file().read_text(encoding="utf-8")
+
+
+
+async def test_settings_say_whether_the_model_takes_images(desktop: Any) -> None:
+    from workspace import paths
+    from workspace.config import load_config
+
+    window = desktop.window
+    window.settings_flow.open_settings()
+    dialog = window.settings_flow.dialog
+    assert dialog.vision.currentData() is None and dialog.vision.isEnabled()
+    dialog.vision.setCurrentIndex(dialog.vision.findData(True))
+    dialog.save()
+    assert load_config().get("llm.vision") is True
+    assert "vision: true" in paths.user_config_file().read_text(encoding="utf-8")
+    window.settings_flow.open_settings()
+    dialog = window.settings_flow.dialog
+    assert dialog.vision.currentData() is True
+    dialog.vision.setCurrentIndex(dialog.vision.findData(False))
+    dialog.save()
+    assert load_config().get("llm.vision") is False
+    # Per model in the file: shown, left as it is.
+    paths.user_config_file().write_text("llm:\n  vision: {llava: true}\n", encoding="utf-8")
+    desktop.controller.reload_config()
+    window.settings_flow.open_settings()
+    dialog = window.settings_flow.dialog
+    assert not dialog.vision.isEnabled() and dialog.vision.currentText() == "Per model, in the configuration file"
+    dialog.save()
+    assert load_config().get("llm.vision") == {"llava": True}

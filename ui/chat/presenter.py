@@ -12,9 +12,13 @@ a run that works for a task (its events carry ``task``) shows inside that task's
 as a tool (its events carry ``parent_tool_id``) shows as a lane inside that call's card; its end
 ends only that lane (the run that called it goes on), and its usage is in the caller's totals.
 
-Why one module of this size: the presenter is one state machine over the closed event union (a
-``match`` per event kind, ending in ``assert_never``); keeping every case in one class is what lets
-mypy say a new event kind is unhandled, and what makes the live run and the replay the same code.
+The presenter is one state machine over the closed event union: :meth:`ChatPresenter._apply` is one
+``match`` per event kind ending in ``assert_never`` (so mypy says a new kind is unhandled), and it is
+the only place events are read. What each case does to the state lives in the presenter's parts, each
+a base class over :class:`ui.chat.column.Column` (the state, the runs and where their items go):
+:mod:`ui.chat.text` (answers and thinking), :mod:`ui.chat.calls` (tool calls and approvals),
+:mod:`ui.chat.changes` (change cards) and :mod:`ui.chat.lanes` (network lanes). This module keeps the
+column's turns, stored threads, usage and how a run ends.
 """
 
 from __future__ import annotations
@@ -23,35 +27,22 @@ import enum
 from collections.abc import Iterable
 from typing import Any, Final, assert_never
 
-from ui.chat.listener import ChatListener, Silent, StoredTurn, TranscriptSource
+from ui.chat.calls import ToolCalls
+from ui.chat.changes import ChangeCards
+from ui.chat.lanes import NetworkLanes
+from ui.chat.listener import ChatListener, StoredTurn, TranscriptSource
 from ui.chat.state import (
     INTERRUPTED,
-    LANE_STATUS_TEXT,
-    ApprovalState,
     AttachmentChip,
     CallLaneItem,
-    ChangeItem,
     ChatState,
     ErrorItem,
-    HeaderItem,
-    Item,
-    Lane,
-    LaneItem,
-    NetworkItem,
-    NoticeAction,
-    NoticeItem,
-    NoticeLevel,
     ProgressState,
-    ReasoningItem,
     RunEnd,
     RunOutcome,
     RunState,
-    TextItem,
-    ToolCallItem,
     TurnState,
     UserState,
-    call_item_class,
-    result_error,
     split_fix,
 )
 from workspace import events as ev
@@ -65,6 +56,7 @@ APPROVAL = "Waiting for your approval (Ctrl+J)"
 INITIAL_TURNS = 10
 LOAD_MORE_TURNS = 40
 
+
 class _Keep(enum.Enum):
     KEEP = "keep"
 
@@ -73,26 +65,18 @@ class _Keep(enum.Enum):
 _KEEP: Final = _Keep.KEEP
 
 
-class ChatPresenter:
-    """Turns events into :attr:`state` and tells :attr:`listener` what changed.
-
-    One class handles every event kind (the one place events become the chat's state), which is
-    why this module is longer than the others.
-    """
+class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
+    """Turns events into :attr:`state` and tells :attr:`listener` what changed (the one place events
+    become the chat's state; its parts are its base classes, see the module docstring)."""
 
     def __init__(self, listener: ChatListener | None = None) -> None:
-        self.listener: ChatListener = listener if listener is not None else Silent()
-        self.state = ChatState()
-        self._runs: dict[str, RunState] = {}
-        self._groups: dict[str, NetworkItem] = {}
-        self._changes: dict[str, list[ChangeItem]] = {}
-        #: Decisions about change sets not shown yet (their turn loads later, or never).
-        self._decisions: dict[str, list[ev.ChangeDecided]] = {}
-        #: The turn stored events go to while one loads.
-        self._loading: TurnState | None = None
-        self._source: TranscriptSource | None = None
         #: Runs still going when the column was cleared: their late events belong elsewhere.
         self._ignored: set[str] = set()
+        super().__init__(listener)
+
+    def _forget(self) -> None:
+        super()._forget()
+        self._source: TranscriptSource | None = None
         #: The highest ``seq`` stored per run shown from the store (live events up to it are shown).
         self._stored_seq: dict[str, int] = {}
 
@@ -101,13 +85,7 @@ class ChatPresenter:
         """Empty the column (a thread opens, or a new one starts)."""
         self._ignored |= {run_id for run_id, run in self._runs.items() if not self._ended(run)}
         self.state = ChatState()
-        self._runs.clear()
-        self._groups.clear()
-        self._changes.clear()
-        self._decisions.clear()
-        self._stored_seq.clear()
-        self._source = None
-        self._loading = None
+        self._forget()
         self.listener.chat_reset()
 
     def add_user(self, text: str, *, turn_id: str | None = None, sibling_index: int = 0,
@@ -300,7 +278,7 @@ class ChatPresenter:
             case _:
                 assert_never(event)
 
-    # -- runs ------------------------------------------------------------------------------------------
+    # -- the user's message ----------------------------------------------------------------------------
     def _attached(self, turn: TurnState, refs: list[dict[str, Any]]) -> None:
         """The chips of the files, images and resources sent with the turn's message (from its run's
         ``run_started``, live and stored alike)."""
@@ -308,356 +286,6 @@ class ChatPresenter:
             return
         turn.user.attachments = [AttachmentChip.from_ref(ref) for ref in refs]
         self.listener.user_changed(turn)
-
-    def set_activity(self, run: RunState, text: str | None, *, since: float | None = None) -> None:
-        """What ``run`` is doing while nothing else shows it (None: nothing to say). The run-status
-        events of a provider (connecting, retrying) come here; a run that ended says nothing."""
-        if run.end is not None or self._loading is not None:
-            text = None  # a stored thread replays what happened, not what was awaited
-        if text == run.activity:
-            return
-        import time
-
-        run.activity = text
-        run.activity_since = (since if since is not None else time.time()) if text else None
-        self.listener.run_changed(run)
-
-    def run(self, run_id: str) -> RunState | None:
-        return self._runs.get(run_id)
-
-    def _run(self, run_id: str, robot: str, task: str | None = None) -> RunState:
-        run = self._runs.get(run_id)
-        if run is not None:
-            return run
-        turn = self._loading or (self.state.turns[-1] if self.state.turns else None)
-        if turn is None:  # a run with no message of its own (an approval asked outside a turn)
-            turn = TurnState()
-            self.state.turns.append(turn)
-            self.listener.turn_added(turn)
-        run = RunState(run_id=run_id, robot=robot, turn=turn)
-        self._runs[run_id] = run
-        turn.runs.append(run)
-        group = self._open_group(turn)
-        if group is not None and run_id not in self._groups:
-            lane = (group.lanes.get(task) if task else None) or group.lane_for_robot(robot)
-            if lane is not None:  # a network task's robot: its work goes into the task's lane
-                run.lane = lane
-                parent = self._runs.get(group.run_id)
-                if parent is not None:
-                    parent.children.append(run)
-        return run
-
-    def _inner_run(self, event: ev.Event) -> RunState | None:
-        """The run of a robot used as a tool: a lane inside its call's card (None when the call is not
-        shown: the run then shows like any other)."""
-        parent = self._runs.get(event.parent_run_id or "")
-        call = parent.calls.get(event.parent_tool_id or "") if parent is not None else None
-        if parent is None or call is None:
-            return None
-        run = RunState(run_id=event.run_id, robot=event.robot, turn=parent.turn)
-        lane = CallLaneItem(parent=call.parent, run=run, call=call, robot=event.robot, run_id=event.run_id,
-                            status="running", started=event.ts)
-        run.inner = lane
-        call.inner = lane
-        self._runs[event.run_id] = run
-        parent.turn.runs.append(run)
-        self._add_lane(lane)
-        return run
-
-    def _add_lane(self, lane: CallLaneItem) -> None:
-        self.listener.item_added(lane)
-
-    @staticmethod
-    def _open_group(turn: TurnState) -> NetworkItem | None:
-        """The network run of ``turn`` still going (its task runs go into its lanes)."""
-        for item in reversed(turn.items):
-            if isinstance(item, NetworkItem) and not item.ended:
-                return item
-        return None
-
-    @staticmethod
-    def _ended(run: RunState) -> bool:
-        return run.lane.group.ended if run.lane is not None else run.end is not None
-
-    def _add(self, item: Item) -> None:
-        item.parent.items.append(item)
-        self.listener.item_added(item)
-
-    def _container(self, run: RunState) -> TurnState | Lane:
-        if run.inner is not None:
-            return run.inner
-        return run.lane if run.lane is not None else run.turn
-
-    def notice(self, run: RunState, text: str, *, level: NoticeLevel = "info", details: str | None = None,
-               action: NoticeAction | None = None) -> NoticeItem:
-        """A line about how the run goes, in its turn (or its task's lane)."""
-        run.text = None  # text after the notice starts a new block below it
-        item = NoticeItem(parent=self._container(run), run=run, text=text, level=level, details=details,
-                          action=action)
-        self._add(item)
-        return item
-
-    def _header(self, run: RunState, robot: str) -> None:
-        """The robot's name above its work (again when another robot speaks in the run)."""
-        if run.lane is not None or run.inner is not None or run.last_robot == robot:
-            return
-        run.last_robot = robot
-        self._add(HeaderItem(parent=run.turn, run=run, robot=robot))
-
-    # -- text ------------------------------------------------------------------------------------------
-    def _append_text(self, run: RunState, robot: str, delta: str) -> TextItem:
-        self._fold_reasoning(run)  # the answer began: the thinking folds away
-        self._set_status(run, None)
-        item = run.text
-        if item is None:
-            self._header(run, robot)
-            item = TextItem(parent=self._container(run), run=run)
-            run.text = item
-            run.texts.append(item)
-            self._add(item)
-        item.text += delta
-        self.listener.text_appended(item, delta)
-        return item
-
-    def _complete_text(self, event: ev.Text) -> None:
-        """A model turn's text is complete: the item shows exactly it; later text starts a new one."""
-        run = self._run(event.run_id, event.robot, event.task)
-        self._end_reasoning(run)
-        item = run.text
-        if item is None:
-            item = self._append_text(run, event.robot, event.text)
-        elif item.text != event.text:
-            item.text = event.text
-            self.listener.item_changed(item)
-        run.text = None
-
-    # -- thinking ----------------------------------------------------------------------------------------
-    # A model turn's thinking streams (``reasoning_delta``), folds when its answer begins, and is made
-    # whole by its ``reasoning`` event (which comes before the turn's ``text``): the item stays the run's
-    # ``reasoning`` until the model turn ends (its text, a tool call, the run's end).
-    def _append_reasoning(self, run: RunState, robot: str, delta: str) -> ReasoningItem:
-        self._set_status(run, None)
-        item = run.reasoning
-        if item is None or item.done:
-            self._header(run, robot)
-            run.text = None  # the answer that follows starts below the thinking
-            item = ReasoningItem(parent=self._container(run), run=run)
-            run.reasoning = item
-            self._add(item)
-        item.text += delta
-        self.listener.item_changed(item)
-        return item
-
-    def _complete_reasoning(self, event: ev.Reasoning) -> None:
-        """A model turn's whole thinking: the block shows exactly it, folded."""
-        run = self._run(event.run_id, event.robot, event.task)
-        item = run.reasoning
-        if item is None:
-            item = self._append_reasoning(run, event.robot, event.text)
-        changed = item.text != event.text
-        item.text = event.text
-        self._fold_reasoning(run, changed=changed)
-
-    def _fold_reasoning(self, run: RunState, *, changed: bool = False) -> None:
-        """The answer began: the thinking is complete and folds away (unless the person chose)."""
-        item = run.reasoning
-        if item is None:
-            return
-        if not item.done:
-            item.done = True
-            if not item.user_toggled:
-                item.collapsed = True
-            changed = True
-        if changed:
-            self.listener.item_changed(item)
-
-    def _end_reasoning(self, run: RunState) -> None:
-        """The model turn ended (its text, a tool call, the run's end)."""
-        self._fold_reasoning(run)
-        run.reasoning = None
-
-    def set_reasoning_collapsed(self, item: ReasoningItem, collapsed: bool) -> None:
-        """The person opened or closed a thinking block (automatic folding leaves it alone then)."""
-        item.collapsed = collapsed
-        item.user_toggled = True
-        self.listener.item_changed(item)
-
-    # -- what the run waits for ------------------------------------------------------------------------
-    def _status(self, event: ev.RunStatus) -> None:
-        run = self._run(event.run_id, event.robot, event.task)
-        match event.state:
-            case "fallback":
-                self._set_status(run, None)
-                self.notice(run, f"⇄ {event.detail}" if event.detail else f"⇄ Continuing with {event.model}",
-                            level="warning")
-            case "notice":
-                self.notice(run, event.detail, level="info")
-            case _:
-                self._set_status(run, status_text(event), since=event.ts)
-
-    def _set_status(self, run: RunState, text: str | None, *, since: float | None = None) -> None:
-        """What the run waits for (connecting, queued, retrying), as the activity of the run that shows it
-        (itself, or the run a task's lane or a tool robot belongs to); None: the wait is over."""
-        top = self._top(run)
-        self.set_activity(top, text, since=since)
-
-    def _top(self, run: RunState) -> RunState:
-        """The run whose footer shows ``run``'s state (itself, or the run a lane belongs to)."""
-        seen: set[str] = set()
-        while run.run_id not in seen:
-            seen.add(run.run_id)
-            if run.lane is not None:
-                parent = self._runs.get(run.lane.group.run_id)
-            elif run.inner is not None:
-                parent = run.inner.call.run
-            else:
-                return run
-            if parent is None:
-                return run
-            run = parent
-        return run
-
-    # -- tool calls ---------------------------------------------------------------------------------
-    def call(self, call_id: str, run_id: str | None = None) -> ToolCallItem | None:
-        """The call ``call_id`` of run ``run_id`` (call ids repeat across runs: a network's tasks, the
-        turns of a scripted model); without ``run_id``, the first call with that id."""
-        if run_id:
-            run = self._runs.get(run_id)
-            return run.calls.get(call_id) if run is not None else None
-        for other in self._runs.values():
-            if call_id in other.calls:
-                return other.calls[call_id]
-        return None
-
-    def calls(self) -> list[ToolCallItem]:
-        return [call for run in self._runs.values() for call in run.calls.values()]
-
-    def _tool_use(self, run_id: str, robot: str, task: str | None, *, call_id: str, tool: str,
-                  server: str | None, arguments: Any, started: float | None = None) -> ToolCallItem:
-        run = self._run(run_id, robot, task)
-        self._end_reasoning(run)
-        self._set_status(run, None)
-        self._header(run, robot)
-        run.text = None
-        existing = run.calls.get(call_id)
-        if existing is not None:
-            return existing
-        call = call_item_class(tool)(parent=self._container(run), run=run, call_id=call_id, tool=tool, robot=robot,
-                                     server=server, arguments=arguments if arguments is not None else {}, task=task,
-                                     started=started)
-        run.calls[call_id] = call
-        self._add(call)
-        return call
-
-    def _approval_requested(self, event: ev.ApprovalRequested) -> None:
-        call = self.call(event.id, event.run_id) or self._tool_use(
-            event.run_id, event.robot, event.task, call_id=event.id, tool=event.name, server=event.server,
-            arguments=event.input)
-        call.approval = ApprovalState(state="asking")
-        if call.status == "running":
-            call.status = "approval"
-        self.listener.item_changed(call)
-
-    def _approval_decided(self, event: ev.ApprovalDecided) -> None:
-        call = self.call(event.id, event.run_id)
-        if call is None:
-            return
-        approved = event.decision == "approve"
-        edited = approved and event.input is not None and event.input != call.arguments
-        call.approval = ApprovalState(state="approved" if approved else "denied", scope=event.scope,
-                                      reason=event.reason, edited=edited)
-        if approved:
-            if edited:
-                call.arguments = event.input
-            if call.status == "approval":
-                call.status = "running"
-        elif call.status in ("running", "approval"):
-            call.status = "denied"
-        self.listener.item_changed(call)
-
-    def _tool_progress(self, event: ev.ToolProgress) -> None:
-        call = self.call(event.id, event.run_id)
-        if call is None or call.status not in ("running", "approval"):
-            return
-        call.progress = ProgressState(value=event.progress, total=event.total, message=event.message)
-        self.listener.item_changed(call)
-
-    def _tool_finished(self, event: ev.ToolResult | ev.ToolError) -> None:
-        call = self.call(event.id, event.run_id) or self._tool_use(
-            event.run_id, event.robot, event.task, call_id=event.id, tool=event.name, server=event.server,
-            arguments=None)
-        if isinstance(event, ev.ToolResult):
-            call.result = event.payload
-            call.duration = event.duration
-            error = result_error(event.payload)
-            if error is None:
-                call.status = "ok"
-            else:  # an error carried as a result: shown (and counted) as one
-                call.error = error
-                call.status = "stopped" if "stopped the run" in str(error) else "error"
-        else:
-            text = str(event.error)
-            denied = (call.approval is not None and call.approval.state == "denied") or \
-                text.startswith("Denied by the user") or "approval policy denies" in text
-            call.error = event.error
-            call.duration = event.duration or call.duration
-            call.status = "denied" if denied else ("stopped" if "stopped the run" in text else "error")
-        self.listener.item_changed(call)
-
-    # -- changes ---------------------------------------------------------------------------------------
-    def change_item(self, change_set_id: str) -> ChangeItem | None:
-        """The latest change card of a change set (auto mode makes one per write)."""
-        items = self._changes.get(change_set_id)
-        return items[-1] if items else None
-
-    def change_items(self, change_set_id: str) -> list[ChangeItem]:
-        return list(self._changes.get(change_set_id, []))
-
-    def all_change_items(self) -> list[ChangeItem]:
-        """Every change card shown, in the order they came."""
-        return [item for items in self._changes.values() for item in items]
-
-    def _change_proposed(self, event: ev.ChangeProposed) -> None:
-        existing = self.change_item(event.change_set_id)
-        if existing is not None and existing.status == "pending":
-            existing.merge_files(list(event.files))
-            self.listener.item_changed(existing)
-            return
-        run = self._run(event.run_id, event.robot, event.task)
-        self._header(run, event.robot)
-        run.text = None
-        item = ChangeItem(parent=self._container(run), run=run, change_set_id=event.change_set_id,
-                          robot=event.robot, files=list(event.files))
-        self._changes.setdefault(event.change_set_id, []).append(item)
-        self._add(item)
-        for decision in self._decisions.pop(event.change_set_id, []):
-            self.change_decided(decision)
-
-    def change_decided(self, event: ev.ChangeDecided) -> None:
-        """What the person decided about a change set (a run's event, or the Changes dock's now)."""
-        item = self.change_item(event.change_set_id)
-        if item is None:
-            self._decisions.setdefault(event.change_set_id, []).append(event)
-            return
-        for f in event.outcome:
-            item.outcome[str(f.get("path"))] = f
-        item.status = "decided"
-        item.undone = False
-        if event.checkpoint_id:
-            item.checkpoint_id = event.checkpoint_id
-        self.listener.item_changed(item)
-
-    def set_change_files(self, change_set_id: str, files: list[dict[str, Any]]) -> None:
-        """The change set's files as now composed (events of parallel calls race): a pending card's list."""
-        item = self.change_item(change_set_id)
-        if item is not None and item.status == "pending":
-            item.merge_files(files)
-            self.listener.item_changed(item)
-
-    def set_change_undone(self, item: ChangeItem, undone: bool) -> None:
-        """The written changes were undone (or redone) from the card or the Changes dock."""
-        item.undone = undone
-        self.listener.item_changed(item)
 
     # -- usage ----------------------------------------------------------------------------------------
     def _usage(self, event: ev.Usage) -> None:
@@ -672,94 +300,6 @@ class ChatPresenter:
             return
         run.footer = True
         self.listener.run_changed(run)
-
-    # -- network runs: one lane per task -------------------------------------------------------------
-    def lane(self, task: str, run_id: str | None = None) -> LaneItem | None:
-        """The lane of ``task`` in network run ``run_id`` (default: the latest network run)."""
-        group = self._groups.get(run_id) if run_id else self.latest_group()
-        return group.lanes.get(task) if group is not None else None
-
-    def latest_group(self) -> NetworkItem | None:
-        for turn in reversed(self.state.turns):
-            for item in reversed(turn.items):
-                if isinstance(item, NetworkItem):
-                    return item
-        return None
-
-    def groups(self) -> dict[str, NetworkItem]:
-        return dict(self._groups)
-
-    def _task(self, event: ev.TaskStarted | ev.TaskFinished) -> None:
-        task = event.task
-        if not task:
-            return
-        group = self._groups.get(event.run_id)
-        if group is None:
-            network = self._run(event.run_id, event.robot)
-            group = NetworkItem(parent=self._container(network), run=network, network=network.robot,
-                                run_id=event.run_id)
-            network.network = group
-            self._groups[event.run_id] = group
-            self._add(group)
-        lane = group.lanes.get(task)
-        if lane is None:
-            network_run = group.run
-            assert network_run is not None
-            lane = LaneItem(parent=group.parent, run=network_run, group=group, task=task, robot=event.robot)
-            group.lanes[task] = lane
-            group.order.append(task)
-            self._add(lane)
-        if isinstance(event, ev.TaskStarted):
-            # Another task runs now: the earlier answers fold away (unless the person chose).
-            for other in group.lanes.values():
-                if other is not lane and other.status == "done" and not other.user_toggled and not other.collapsed:
-                    other.collapsed = True
-                    self.listener.item_changed(other)
-            lane.started = event.ts
-            lane.message = event.message
-            lane.status = "running"
-            lane.collapsed = False
-        else:
-            lane.finished = event.ts
-            lane.reason = event.error
-            lane.status = event.status
-            if event.status == "skipped":
-                lane.collapsed = True
-            elif event.status == "done":
-                group.done.append(task)
-                if group.running() and not lane.user_toggled:
-                    lane.collapsed = True
-        self.listener.item_changed(lane)
-
-    def set_lane_collapsed(self, lane: Lane, collapsed: bool, *, by_user: bool = False) -> None:
-        """Fold or open a lane (``by_user``: automatic folding leaves it alone from now on)."""
-        if lane.status == "skipped":
-            return
-        lane.collapsed = collapsed
-        lane.user_toggled = lane.user_toggled or by_user
-        self.listener.item_changed(lane)
-
-    def _finish_group(self, group: NetworkItem, reason: str, ts: float | None) -> None:
-        """The network run ended: stop what still runs, fold every answer but the network's."""
-        group.ended = True
-        for lane in group.lanes.values():
-            if lane.status in ("running", "waiting"):
-                lane.status = "cancelled"
-                lane.reason = reason
-                lane.finished = ts
-        answer = group.answer_lane
-        for lane in group.lanes.values():
-            if not lane.user_toggled and lane.status == "done":
-                lane.collapsed = lane is not answer
-        counts: dict[str, int] = {}
-        for lane in group.lanes.values():
-            counts[lane.status] = counts.get(lane.status, 0) + 1
-        parts = [f"{len(group.lanes)} task{'s' if len(group.lanes) != 1 else ''}"]
-        parts += [f"{n} {LANE_STATUS_TEXT.get(s, s)}" for s, n in counts.items()]
-        group.summary = " · ".join(parts)
-        for lane in group.lanes.values():
-            self.listener.item_changed(lane)
-        self.listener.item_changed(group)
 
     # -- the end of a run ---------------------------------------------------------------------------
     def _end(self, event: ev.TerminalEvent, outcome: RunOutcome, *, message: str | None, result: Any) -> None:
@@ -850,27 +390,7 @@ def _own_result(run: RunState, result: Any) -> RobotResult | NetworkResult | Non
     return None
 
 
-__all__ = ["INITIAL_TURNS", "LOAD_MORE_TURNS", "ChatPresenter", "compaction_text", "status_text"]
-
-
-def status_text(event: ev.RunStatus) -> str | None:
-    """The activity line for what a run waits for (None: nothing to wait for, the tokens stream)."""
-    detail = event.detail
-    match event.state:
-        case "loading":
-            return f"Loading — {detail}" if detail else "Loading…"
-        case "connecting":
-            return f"Connecting to {event.endpoint}…" if event.endpoint else "Connecting…"
-        case "queued":
-            return f"Queued — {detail}" if detail else "Queued…"
-        case "waiting":
-            return f"Waiting — {detail}" if detail else "Waiting for the first token…"
-        case "retrying":
-            return f"Retrying — {detail}" if detail else "Retrying…"
-        case "streaming" | "fallback" | "notice":
-            return None
-        case _:
-            assert_never(event.state)
+__all__ = ["APPROVAL", "INITIAL_TURNS", "LOAD_MORE_TURNS", "WAITING", "ChatPresenter", "compaction_text"]
 
 
 def compaction_text(event: ev.ContextCompacted) -> str:

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from ui import theme
 from ui.widgets.flow import FlowRow
-from workspace.attachments import Attachment, describe_size
+from workspace.attachments import MAX_IMAGE_BYTES, Attachment, describe_size
 
 #: What a chip needs: the core's Attachment (composer) or the chat's AttachmentChip (a sent message).
 ChipData = Any
@@ -194,7 +194,8 @@ def dropped_files(mime: QMimeData) -> list[str]:
     return [url.toLocalFile() for url in mime.urls() if url.isLocalFile() and url.toLocalFile()]
 
 
-def pasted_image(mime: QMimeData, *, name: str = "pasted-image.png") -> Attachment | None:
+def pasted_image(mime: QMimeData, *, name: str = "pasted-image.png",
+                 max_image_bytes: int = MAX_IMAGE_BYTES) -> Attachment | None:
     """Image data on the clipboard (a screenshot) as a PNG attachment; None when there is none."""
     if not mime.hasImage():
         return None
@@ -210,7 +211,7 @@ def pasted_image(mime: QMimeData, *, name: str = "pasted-image.png") -> Attachme
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
     image.save(buffer, "PNG")  # type: ignore[call-overload]  # the stubs say bytes; PySide6 takes str
     buffer.close()
-    return Attachment.from_bytes(bytes(data.data()), name=name, mime="image/png")
+    return Attachment.from_bytes(bytes(data.data()), name=name, mime="image/png", max_image_bytes=max_image_bytes)
 
 
 def has_attachable(mime: QMimeData) -> bool:

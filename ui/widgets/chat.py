@@ -94,7 +94,9 @@ class ChatColumn(QWidget):
 class ChatView(QScrollArea):
     """The transcript column: renders its :attr:`presenter`'s state."""
 
-    edit_submitted = Signal(str, str)
+    edit_submitted = Signal(str, str, object)  # turn id, text, attachments (UserMessage.edit_submitted)
+    #: A sent message's editor opened (UserMessage.editor_opened): the window prepares it.
+    editor_opened = Signal(object, object)
     review_requested = Signal(str)  # change set id
     change_undo_requested = Signal(str, str, bool)  # change set id, checkpoint id, redo
     regenerate_requested = Signal(str)
@@ -303,6 +305,7 @@ class ChatView(QScrollArea):
         message = UserMessage(user.text, note=user.note, turn_id=user.turn_id, sibling_index=user.sibling_index,
                               sibling_count=user.sibling_count, parent=self.column)
         message.edit_submitted.connect(self.edit_submitted)
+        message.editor_opened.connect(self.editor_opened)
         message.branch_requested.connect(self.branch_requested)
         message.attachment_clicked.connect(self.attachment_open_requested)
         if user.attachments:

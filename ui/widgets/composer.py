@@ -13,20 +13,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QMimeData, QObject, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPlainTextEdit, QToolButton, QVBoxLayout, QWidget
 
 from ui import theme
-from ui.widgets.attachments import has_attachable
 from ui.widgets.common import ElidedLabel
-from ui.widgets.composer_attachments import ComposerAttachments
+from ui.widgets.composer_attachments import AttachmentInput, ComposerAttachments
 from ui.widgets.slash import SlashItem, SlashList, matching
-
-if TYPE_CHECKING:
-    from ui.widgets.mentions import MentionCompleter
 
 MIN_LINES = 1
 MAX_LINES = 10
@@ -36,27 +31,15 @@ _SLASH_KEYS = (Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_Return, Qt.Key.Key_Ent
                Qt.Key.Key_Escape)
 
 
-class ComposerEdit(QPlainTextEdit):
+class ComposerEdit(AttachmentInput, QPlainTextEdit):
     submitted = Signal()
     #: Keys for the ``/`` completion while it shows (returns True when it took the key).
     completion_keys: Callable[..., bool] | None = None
 
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        #: The ``@`` completion (ui/widgets/mentions.py): it sees the keys first while its list is open.
-        self.mentions: MentionCompleter | None = None
-        #: Dropped or pasted files and images (the composer's attachments); text stays text.
-        self.take_attachments: Callable[[QMimeData], bool] | None = None
-
     def event(self, event: QEvent) -> bool:
         # While the file list is open its keys (Esc, Enter, Tab, arrows) are the list's, not the window's shortcuts.
-        if (event.type() == QEvent.Type.ShortcutOverride and self.mentions is not None and self.mentions.active
-                and isinstance(event, QKeyEvent) and event.key() in _LIST_KEYS):
-            event.accept()
+        if self._mention_event(event):
             return True
-        if (event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent) and event.key() == Qt.Key.Key_Tab
-                and self.mentions is not None and self.mentions.handle_key(event)):
-            return True  # Tab chooses in the list (else it moves the focus, before keyPressEvent sees it)
         # Before Tab moves the focus and before the window's shortcuts (Esc stops a run) see the key.
         if event.type() in (QEvent.Type.KeyPress, QEvent.Type.ShortcutOverride) and self.completion_keys is not None:
             key_event = event if isinstance(event, QKeyEvent) else None
@@ -71,7 +54,7 @@ class ComposerEdit(QPlainTextEdit):
         return super().event(event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        if self.mentions is not None and self.mentions.handle_key(event):
+        if self._mention_key(event):
             return
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and (
             event.modifiers() & Qt.KeyboardModifier.ControlModifier
@@ -79,18 +62,6 @@ class ComposerEdit(QPlainTextEdit):
             self.submitted.emit()
             return
         super().keyPressEvent(event)
-
-    def canInsertFromMimeData(self, source: QMimeData) -> bool:
-        return has_attachable(source) or super().canInsertFromMimeData(source)
-
-    def insertFromMimeData(self, source: QMimeData) -> None:
-        """Paste and drop: files and image data become attachments; text is inserted as usual."""
-        if self.take_attachments is not None and has_attachable(source) and self.take_attachments(source):
-            return
-        super().insertFromMimeData(source)
-
-
-_LIST_KEYS = (Qt.Key.Key_Escape, Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Tab, Qt.Key.Key_Up, Qt.Key.Key_Down)
 
 
 class Composer(ComposerAttachments, QWidget):

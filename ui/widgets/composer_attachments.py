@@ -1,7 +1,10 @@
 """The composer's attachments, apart from the message box itself (so the composer stays small):
 the paper-clip button, the chips under the box, dropped and pasted files and images, ``@`` completion
-(:mod:`ui.widgets.mentions`) and MCP resources. Mixed into :class:`ui.widgets.composer.Composer`,
-which holds the signals (``attachment_problem``, ``attachment_open_requested``)."""
+(:mod:`ui.widgets.mentions`) and MCP resources. :class:`ComposerAttachments` is mixed into
+:class:`ui.widgets.composer.Composer` and into the editor of a sent message
+(:class:`ui.widgets.message_editor.MessageEditor`), which hold the signals (``attachment_problem``,
+``attachment_open_requested``); :class:`AttachmentInput` into their text boxes. The limits are the
+configuration's (``attachments.max_text_bytes``, ``attachments.max_image_bytes``: ``limits_of``)."""
 
 from __future__ import annotations
 
@@ -10,25 +13,63 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from PySide6.QtCore import QMimeData, QSize, Qt
-from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtCore import QEvent, QMimeData, QSize, Qt
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeyEvent
 from PySide6.QtWidgets import QFileDialog, QToolButton, QVBoxLayout, QWidget
 
 from ui import theme
 from ui.widgets.attachments import ChipRow, dropped_files, has_attachable, pasted_image, relative_name
 from ui.widgets.mentions import MentionCompleter
-from workspace.attachments import Attachment
+from workspace.attachments import Attachment, AttachmentLimits
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QFrame
 
     from ui.widgets.composer import ComposerEdit
+    from ui.widgets.message_editor import EditBox
+
+#: The keys of the ``@`` list while it is open (not the window's shortcuts then).
+_LIST_KEYS = (Qt.Key.Key_Escape, Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Tab, Qt.Key.Key_Up, Qt.Key.Key_Down)
+
+
+class AttachmentInput:
+    """What a message's text box does for attachments (mixed into a ``QPlainTextEdit``): dropped or pasted
+    files and images go to ``take_attachments`` (text stays text), and the ``@`` list (``mentions``) sees
+    its keys first while it is open."""
+
+    #: The ``@`` completion (ui/widgets/mentions.py): it sees the keys first while its list is open.
+    mentions: MentionCompleter | None = None
+    #: Dropped or pasted files and images (the attachments' owner); text stays text.
+    take_attachments: Callable[[QMimeData], bool] | None = None
+
+    def _mention_event(self, event: QEvent) -> bool:
+        """For ``event()``: True when the ``@`` list took ``event`` (its keys before the window's shortcuts,
+        Tab before it moves the focus)."""
+        if (event.type() == QEvent.Type.ShortcutOverride and self.mentions is not None and self.mentions.active
+                and isinstance(event, QKeyEvent) and event.key() in _LIST_KEYS):
+            event.accept()
+            return True
+        return (event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent)
+                and event.key() == Qt.Key.Key_Tab and self.mentions is not None and self.mentions.handle_key(event))
+
+    def _mention_key(self, event: QKeyEvent) -> bool:
+        """For ``keyPressEvent``: True when the ``@`` list took the key."""
+        return self.mentions is not None and self.mentions.handle_key(event)
+
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        return has_attachable(source) or bool(super().canInsertFromMimeData(source))  # type: ignore[misc]
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        """Paste and drop: files and image data become attachments; text is inserted as usual."""
+        if self.take_attachments is not None and has_attachable(source) and self.take_attachments(source):
+            return
+        super().insertFromMimeData(source)  # type: ignore[misc]
 
 
 class ComposerAttachments:
     """What goes with the next message, and the ways to add it (see the module docstring)."""
 
-    edit: ComposerEdit
+    edit: ComposerEdit | EditBox
     frame: QFrame
     attachment_problem: Any
     attachment_open_requested: Any
@@ -58,6 +99,8 @@ class ComposerAttachments:
         self.pending: list[Attachment] = []
         #: The opened folder (files are read inside it; ``@`` lists it): the window's, asked each time.
         self.folder_of: Callable[[], Path | None] = lambda: None
+        #: How large a file may be (the window gives the configuration's, asked each time).
+        self.limits_of: Callable[[], AttachmentLimits] = AttachmentLimits
         #: Reads an MCP resource as an Attachment (set by the window: the MCP manager's).
         self.resource_reader: Callable[[str, str], Awaitable[Attachment]] | None = None
         self._reading: asyncio.Future[None] | None = None
@@ -110,7 +153,8 @@ class ComposerAttachments:
         problems: list[str] = []
         for path in paths:
             try:
-                self.add_attachment(Attachment.from_path(relative_name(path, self.folder), folder=self.folder))
+                self.add_attachment(Attachment.from_path(relative_name(path, self.folder), folder=self.folder,
+                                                         **self.limits_of().options()))
             except (Error, OSError) as exc:
                 problems.append(str(exc))
                 self.attachment_problem.emit(str(exc))
@@ -123,7 +167,7 @@ class ComposerAttachments:
             self.add_paths(files)
             return True
         try:
-            image = pasted_image(mime)
+            image = pasted_image(mime, max_image_bytes=self.limits_of().max_image_bytes)
         except Exception as exc:  # an image too large, say: the message names the limit
             self.attachment_problem.emit(str(exc))
             return True

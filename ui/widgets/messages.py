@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 from ui import theme
 from ui.chat.state import ErrorItem
 from ui.models.tool_calls import format_duration
-from ui.widgets.common import ElidedLabel, RichLabel, SubmitEdit
+from ui.widgets.common import ElidedLabel, RichLabel
 
 if TYPE_CHECKING:
     from ui.chat.state import ReasoningItem, RunState, UserState
@@ -45,7 +45,10 @@ def _icon_button(name: str, tooltip: str, parent: QWidget) -> QToolButton:
 class UserMessage(QFrame):
     """A user's message: a bubble on the right, with edit and branch navigation."""
 
-    edit_submitted = Signal(str, str)  # turn id, new text
+    edit_submitted = Signal(str, str, object)  # turn id, new text, the attachments (list of Attachment)
+    #: An editor opened (the MessageEditor, the message's chips: ui.chat.state.AttachmentChip): the window
+    #: prepares it (folder, limits, the attachments' content).
+    editor_opened = Signal(object, object)
     branch_requested = Signal(str, int)  # turn id, +1 / -1
     #: A chip of the message's attachments was clicked (its ui.chat.state.AttachmentChip).
     attachment_clicked = Signal(object)
@@ -227,48 +230,34 @@ class UserMessage(QFrame):
         super().leaveEvent(event)
 
     def begin_edit(self) -> None:
-        """Replace the bubble with an editor: Save & resend forks the thread."""
+        """Replace the bubble with an editor (:class:`~ui.widgets.message_editor.MessageEditor`): the text and
+        the attachments, removable, more addable; Save & resend forks the thread with exactly what it shows."""
         if self.editor is not None or self.turn_id is None:
             return
-        editor = QFrame(self)
-        editor.setObjectName("EditBox")
-        el = QVBoxLayout(editor)
-        el.setContentsMargins(10, 8, 10, 8)
-        box = SubmitEdit(editor)
-        box.setObjectName("EditMessage")
-        box.setAccessibleName("Edit the message (Ctrl+Enter resends, Esc cancels)")
-        box.setTabChangesFocus(True)
-        box.setPlainText(self.text)
-        box.setFixedHeight(max(70, min(220, box.fontMetrics().lineSpacing() * (self.text.count("\n") + 3) + 16)))
-        el.addWidget(box)
-        row = QHBoxLayout()
-        note = QLabel("Ctrl+Enter resends as a new branch (the original stays one click away) · Esc cancels",
-                      editor)
-        note.setWordWrap(True)
-        note.setObjectName("Muted")
-        row.addWidget(note)
-        row.addStretch(1)
-        cancel = QPushButton("Cancel", editor)
-        send = QPushButton("Save && resend", editor)
-        send.setObjectName("PrimaryButton")
-        row.addWidget(cancel)
-        row.addWidget(send)
-        el.addLayout(row)
+        from ui.widgets.message_editor import MessageEditor
+
+        editor = MessageEditor(self.text, parent=self)
         layout = self.layout()
         assert isinstance(layout, QVBoxLayout)
         layout.insertWidget(0, editor)
-        self.bubble.parentWidget()  # keep the bubble; hide it while editing
-        self.bubble.setVisible(False)
+        self.bubble.setVisible(False)  # kept; hidden while editing
+        if self.chips is not None:
+            self.chips.setVisible(False)  # the editor's own chips say what goes
         self.editor = editor
-        box.setFocus()
+        box = editor.edit
 
         def finish(submit: bool) -> None:
             if self.editor is not editor:
                 return  # finished already (a key and a click)
-            text = box.toPlainText().strip()
+            text = editor.text()
+            attachments = editor.attachments()
+            if submit and text and not editor.accepts(attachments):
+                return  # the window said why (a model that does not see the images): the editor stays
             editor.deleteLater()
             self.editor = None
             self.bubble.setVisible(True)
+            if self.chips is not None:
+                self.chips.setVisible(bool(self.chips.chips))
             composer = getattr(self.window(), "composer", None)
             if composer is not None:
                 composer.focus()  # the keyboard goes back to the message box, not nowhere
@@ -276,14 +265,15 @@ class UserMessage(QFrame):
                 from workspace.changes import compose_user_message
 
                 # the fork replaces this message: it carries the same review outcome to the model
-                self.edit_submitted.emit(self.turn_id, compose_user_message(self.note, text))
+                self.edit_submitted.emit(self.turn_id, compose_user_message(self.note, text), attachments)
 
-        cancel.clicked.connect(lambda: finish(False))
-        send.clicked.connect(lambda: finish(True))
-        box.submitted.connect(lambda: finish(True))
-        box.cancelled.connect(lambda: finish(False))
+        editor.finished.connect(finish)
         self._edit_box = box
         self._edit_finish = finish
+        self.editor_opened.emit(editor, [chip.item for chip in self.chips.chips] if self.chips is not None else [])
+        if self.editor is editor:
+            editor.show()  # now, not when the layout gets to it: the box takes the keyboard at once
+            box.setFocus()
 
 
 class RobotHeader(QWidget):

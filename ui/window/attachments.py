@@ -1,6 +1,7 @@
-"""Attachments in the window: the composer's folder and MCP resources, files dropped anywhere on the
-window, problems said in a toast, and opening a chip (before sending: the composer's Attachment; on a
-sent message: its content read back from the thread's database)."""
+"""Attachments in the window: the composer's folder, limits and MCP resources, files dropped anywhere on
+the window, problems said in a toast, opening a chip (before sending: the composer's Attachment; on a
+sent message: its content read back from the thread's database), and the editor of a sent message (its
+attachments as removable chips, read back from the database)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ if TYPE_CHECKING:
 
     from ui.chat.state import AttachmentChip
     from ui.main_window import MainWindow
-    from workspace.attachments import Attachment
+    from ui.widgets.message_editor import MessageEditor
+    from workspace.attachments import Attachment, AttachmentLimits
 
 
 class _Drops(QObject):
@@ -53,12 +55,20 @@ class Attachments:
         w = self.window
         composer = w.composer
         composer.folder_of = lambda: w.controller.folder
+        composer.limits_of = self.limits
         composer.resource_reader = self.read_resource
         composer.attachment_problem.connect(lambda text: w.toast.show_message(text))
         composer.attachment_open_requested.connect(self.open)
         w.chat.attachment_open_requested.connect(self.open_sent)
+        w.chat.editor_opened.connect(self.prepare_editor)
         w.setAcceptDrops(True)
         w.installEventFilter(self.drops)
+
+    def limits(self) -> AttachmentLimits:
+        """How large an attachment may be: the configuration's ``attachments.*`` (read again after a change)."""
+        from workspace.attachments import AttachmentLimits
+
+        return AttachmentLimits.from_config(self.window.controller.config)
 
     # -- MCP resources -----------------------------------------------------------------------------------
     async def read_resource(self, server: str, uri: str) -> Attachment:
@@ -68,7 +78,34 @@ class Attachments:
         manager = manager_for(self.window.controller)
         if manager is None:
             raise AttachmentError(f"Cannot read the resource {uri}: MCP support is not installed")
-        return await read_resource_attachment(manager, server, uri)
+        return await read_resource_attachment(manager, server, uri, **self.limits().options())
+
+    # -- editing a sent message ----------------------------------------------------------------------------
+    def prepare_editor(self, editor: MessageEditor, chips: list[AttachmentChip]) -> None:
+        """A sent message's editor: the message's attachments as removable chips (their content from the
+        thread's database), files of the opened folder within the configuration's limits, problems in a
+        toast, images checked against the model before the message goes."""
+        w = self.window
+        editor.folder_of = lambda: w.controller.folder
+        editor.limits_of = self.limits
+        editor.attachment_problem.connect(lambda text: w.toast.show_message(text))
+        editor.attachment_open_requested.connect(self.open)
+        editor.accepts = self._resendable
+        if not chips:
+            return
+        store: Any = w.controller.store
+        try:
+            editor.set_attachments(store.load_attachments([chip.ref() for chip in chips]))
+        except Exception as exc:  # a database that cannot be read now: nothing is edited, nothing is lost
+            w.banner.show_message(f"Could not read the attachments of the message to edit it: {exc}")
+            editor.finished.emit(False)
+
+    def _resendable(self, attachments: list[Attachment]) -> bool:
+        """A model that cannot see the images: said in the banner, the editor stays open (as for a new message)."""
+        problem = self.window.controller.attachment_problem(attachments)
+        if problem:
+            self.window.banner.show_message(problem)
+        return not problem
 
     # -- opening ----------------------------------------------------------------------------------------------
     def open(self, attachment: Attachment) -> None:

@@ -409,7 +409,7 @@ class Chat:
     def attach(self, path: str) -> None:
         """``/attach PATH``: read the file now (a file that cannot be attached is said at once) and send it with
         the next message; ``/attach`` alone lists what waits."""
-        from workspace.attachments import coerce_attachments, describe_size
+        from workspace.attachments import AttachmentLimits, coerce_attachments, describe_size
         from workspace.cli.render import printable
         from workspace.errors import Error
 
@@ -420,7 +420,8 @@ class Chat:
                 self.say(f"📎 {printable(item.origin)} ({item.mime}, {describe_size(item.size)})")
             return
         try:
-            found = coerce_attachments([path.strip().strip("'\"")], folder=self.folder)
+            found = coerce_attachments([path.strip().strip("'\"")], folder=self.folder,
+                                       limits=AttachmentLimits.from_config(self.config))
         except (Error, OSError) as exc:
             self.say(f"✗ {exc}", "31")
             return

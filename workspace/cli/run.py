@@ -261,9 +261,10 @@ async def _run(args: argparse.Namespace) -> int:
     if args.output_schema:
         options["output_type"] = output_schema(args.output_schema)
     if args.attach:  # read (and refused) before anything is recorded or sent
-        from workspace.attachments import coerce_attachments
+        from workspace.attachments import AttachmentLimits, coerce_attachments
 
-        options["attachments"] = coerce_attachments(args.attach, folder=folder)
+        options["attachments"] = coerce_attachments(args.attach, folder=folder,
+                                                    limits=AttachmentLimits.from_config(config))
 
     if args.no_record:
         changes = None

@@ -110,8 +110,8 @@ class DemoFactory:
         return DemoProvider(delay=options.get("delay", delay))
 
 
-def provider_options(config: ConfigLookup | None) -> dict[str, Any]:
-    """What the configuration says about calling a model (``llm.*``), as provider keyword arguments."""
+def provider_options(config: ConfigLookup | None, model: str | None = None) -> dict[str, Any]:
+    """What the configuration says about calling ``model`` (``llm.*``), as provider keyword arguments."""
     if config is None:
         return {}
     out: dict[str, Any] = {
@@ -127,6 +127,11 @@ def provider_options(config: ConfigLookup | None) -> dict[str, Any]:
     limit = config.get("llm.max_concurrent_requests")
     if limit is not None:
         out["max_concurrent"] = int(limit)
+    from workspace.attachments import VISION_KEY, vision_setting  # the standard library only
+
+    vision = vision_setting(config.get(VISION_KEY), model)
+    if vision is not None:  # else litellm's model map says it (a local server: nobody knows)
+        out["vision"] = vision
     return out
 
 
@@ -147,7 +152,7 @@ class OpenAICompatibleFactory:
 
         if model is None:
             raise ValueError("an OpenAI-compatible server needs a model name")
-        kwargs = provider_options(config)
+        kwargs = provider_options(config, model)
         kwargs.update(options)
         return OpenAICompatibleProvider(model, api_base=api_base or _configured_base(config), **kwargs)
 
@@ -176,7 +181,7 @@ class LiteLLMFactory:
             cls = SeparateLiteLLMProvider
         if model is None:
             raise ValueError("litellm needs a model id like 'openai/gpt-4o-mini'")
-        kwargs = provider_options(config)
+        kwargs = provider_options(config, model)
         api_base = api_base or _configured_base(config)
         kwargs.update(options)
         if api_base and "/" not in model:

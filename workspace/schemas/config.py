@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, StrictBool, ValidationError
 
 from workspace.errors import ConfigurationError
 from workspace.schemas import Lines, _known_fields, closest
@@ -25,6 +25,10 @@ LEVEL_HINT = "must be all, none, inherit or a list of names"
 # The same order as workspace.schemas.robot's levels: typing caches Literals that are equal in any order,
 # so another order would make the JSON Schema depend on which module was imported first.
 Level = Annotated[Literal["inherit", "none", "all"] | list[str], one_error(LEVEL_HINT)]
+VISION_HINT = "must be true or false (for every model), or model ids mapped to true or false"
+Vision = Annotated[StrictBool | dict[str, StrictBool], one_error(VISION_HINT)]
+BYTES_HINT = "must be a whole number of bytes, at least 1024 (102400 is 100 KB, 20971520 is 20 MB)"
+Bytes = Annotated[int, Field(ge=1024, strict=True), one_error(BYTES_HINT)]
 
 
 class LLM(StrictModel):
@@ -68,6 +72,19 @@ class LLM(StrictModel):
                                         "which older messages are compacted")
     compaction_model: str | None = Field(None, description="The model that writes the summaries of compacted "
                                          "messages (a cheaper one); empty: the robot's own model")
+    vision: Vision | None = Field(
+        None, description="Whether the model takes images: true or false for every model, or model ids mapped to "
+        "true or false; empty: litellm's model map says (a local server's model: not known, images are sent with a "
+        "note)")
+
+
+class Attachments(StrictModel):
+    """The largest files sent with a message (the window, robotlab run --attach, chat's /attach)."""
+
+    max_text_bytes: Bytes = Field(100 * 1024, description="Text files (and a PDF's text) are sent whole up to "
+                                  "this many bytes; a larger one is refused, naming the limit")
+    max_image_bytes: Bytes = Field(20 * 1024 * 1024, description="Images (PNG, JPEG, GIF, WebP) are sent up to this "
+                                   "many bytes (hosted models take about 20 MB)")
 
 
 class Agent(StrictModel):
@@ -113,6 +130,7 @@ class ConfigFile(StrictModel):
 
     llm: LLM = Field(default_factory=LLM)
     agent: Agent = Field(default_factory=Agent)
+    attachments: Attachments = Field(default_factory=Attachments)
     review: Review = Field(default_factory=Review)
     ui: UI = Field(default_factory=UI)
     demo: Demo = Field(default_factory=Demo)

@@ -18,6 +18,9 @@ from workspace.result import Usage
 from workspace.session.recording import RecordedRun, TurnView, title_from
 
 if TYPE_CHECKING:
+    import os
+    from collections.abc import Iterable
+
     from workspace.agent import EventRun
     from workspace.attachments import Attachment
     from workspace.messages import Message
@@ -256,10 +259,13 @@ class ThreadSession:
 
         return self.send(CONTINUE_PROMPT)
 
-    def edit_and_resend(self, turn_id: str, text: str) -> RecordedRun:
-        """Send ``text`` in place of turn ``turn_id``'s message (with its attachments): a new sibling branch."""
+    def edit_and_resend(self, turn_id: str, text: str, *,
+                        attachments: Iterable[Attachment | str | os.PathLike[str]] | None = None) -> RecordedRun:
+        """Send ``text`` in place of turn ``turn_id``'s message: a new sibling branch. ``attachments``: what goes
+        with it (as for :meth:`send`; empty: nothing); None: the attachments of turn ``turn_id``'s message."""
         turn = self._own_turn(turn_id)
-        return self._start(text, turn.parent_turn_id, self._attachments_of(turn_id))
+        options = self._attachments_of(turn_id) if attachments is None else {"attachments": list(attachments)}
+        return self._start(text, turn.parent_turn_id, options)
 
     def regenerate(self, turn_id: str) -> RecordedRun:
         """Ask again: a new sibling of ``turn_id`` with the same message and attachments."""
@@ -393,12 +399,13 @@ class ThreadSession:
         given = extra.pop("attachments", None)
         if not given:
             return []
-        from workspace.attachments import AttachmentError, coerce_attachments
+        from workspace.attachments import AttachmentError, AttachmentLimits, coerce_attachments
 
         if self.is_network:
             raise AttachmentError("Attachments go to a robot's thread; a network's tasks get their messages from "
                                   "the network. Send the message without attachments, or open a robot's thread")
-        return coerce_attachments(given, folder=self.workspace.folder)
+        return coerce_attachments(given, folder=self.workspace.folder,
+                                  limits=AttachmentLimits.from_config(self.workspace.config))
 
     def network_histories(self, leaf_turn_id: str | None) -> dict[str, list[Message]]:
         """Each robot's conversation along the branch ending at ``leaf_turn_id`` (a network thread).
