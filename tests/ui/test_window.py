@@ -530,3 +530,20 @@ async def test_change_proposed_shows_a_change_card(desktop: Any) -> None:
     assert card.status == "decided" and "1 hunk applied" in card.note.text()
     card.review_button.click()  # no Changes dock in this build: a message, not a crash
     assert desktop.window.toast.isVisible()
+
+
+async def test_the_threads_cost_in_the_status_bar_is_never_a_made_up_zero(desktop: Any) -> None:
+    """A model whose price nobody knows: "cost unknown", not "$0.00"; counts of our own are marked."""
+    from workspace.result import Usage
+
+    status = desktop.window.status
+    desktop.controller.model_label = lambda: ("local/model", True)
+    status.set_usage(Usage(120, 30, None))
+    assert status.usage.text() == "Thread: 150 tokens · cost unknown"
+    status.set_usage(Usage(120, 30, 0.0012))
+    assert status.usage.text() == "Thread: 150 tokens · $0.0012"
+    status.set_usage(Usage(120, 30, None, estimated=True))
+    assert status.usage.text().startswith("Thread: ~150 tokens") and "reported none" in status.usage.toolTip()
+    desktop.controller.model_label = lambda: ("Offline demo", False)
+    status.set_usage(Usage(120, 30, None))
+    assert status.usage.text() == "Thread: 150 tokens"  # the demo is no model: nothing to price

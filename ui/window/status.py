@@ -168,7 +168,12 @@ class StatusLine:
         if usage is None:
             self.usage.setText("")
             return
-        tokens = usage.input_tokens + usage.output_tokens
-        cost = f"${usage.cost:.4f}" if usage.cost else "$0.00"
-        self.usage.setText(f"Thread: {tokens:,} tokens · {cost}")
-        self.usage.setToolTip(f"{usage.input_tokens:,} input + {usage.output_tokens:,} output tokens")
+        mark = "~" if usage.estimated else ""
+        text = f"Thread: {mark}{usage.total_tokens:,} tokens"
+        if usage.cost is not None:
+            text += f" · ${usage.cost:.4f}"
+        elif usage.total_tokens and self.window.controller.model_label()[1]:
+            text += " · cost unknown"  # a local or unpriced model: never "$0.00"
+        self.usage.setText(text)
+        tip = f"{mark}{usage.input_tokens:,} input + {mark}{usage.output_tokens:,} output tokens"
+        self.usage.setToolTip(tip + (" (some counted here: the server reported none)" if usage.estimated else ""))
