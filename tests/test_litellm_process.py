@@ -261,3 +261,12 @@ async def test_the_rehearsal_after_loading_is_a_whole_streamed_call(caplog: pyte
     with caplog.at_level(logging.DEBUG, logger="workspace.providers.litellm_host"):
         await asyncio.wait_for(litellm_host._rehearse(), timeout=60)
     assert not [r for r in caplog.records if "rehearsal call failed" in r.getMessage()]
+
+
+async def test_a_call_without_its_key_fails_at_once_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    provider = SeparateLiteLLMProvider("anthropic/claude-3-5-haiku-20241022", max_retries=3)
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider, tools=())
+    assert "ANTHROPIC_API_KEY" in str(caught.value) and caught.value.reason == "auth"
+    assert "retries" not in str(caught.value)
