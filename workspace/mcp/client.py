@@ -51,7 +51,8 @@ from mcp import ClientSession
 from mcp.shared.exceptions import MCPError as SDKError
 
 from workspace.errors import MCPError
-from workspace.mcp.config import ServerSpec, mask_url
+from workspace.mcp.config import ServerSpec
+from workspace.mcp.masking import mask_url
 from workspace.mcp.status import ServerState
 from workspace.secrets import redact
 

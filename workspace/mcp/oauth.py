@@ -126,7 +126,7 @@ def oauth_options(spec: Any) -> OAuthOptions | None:
     store = str(raw.get("tokenStore") or "keyring").strip().lower()
     secret = raw.get("clientSecret")
     if secret:  # ${keyring:NAME} or ${VAR}, as env values and headers are written
-        from workspace.mcp.config import interpolate
+        from workspace.mcp.variables import interpolate
 
         secret = interpolate(str(secret), where=f"mcpServers.{getattr(spec, 'name', '')}.oauth.clientSecret")
     return OAuthOptions(
