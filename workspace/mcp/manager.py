@@ -18,7 +18,7 @@ waits a few seconds at most (``agent.mcp_startup_wait``) and reports which are r
 starting or failed; the tools of a server still starting join the run at its next model turn
 once it is up (:mod:`workspace.mcp.startup`). A server that crashed starts again on its next
 use; one that failed to start is retried on use after a short pause
-(:data:`~workspace.mcp.client.RETRY_AFTER_FAILED_START`), or at once with :meth:`restart`.
+(:data:`~workspace.mcp.actor.RETRY_AFTER_FAILED_START`), or at once with :meth:`restart`.
 
 Tool policy hooks:
 
@@ -56,6 +56,7 @@ from workspace.tools.base import Tool, ToolContext, ToolOutput
 
 if TYPE_CHECKING:
     from workspace.config import Config
+    from workspace.mcp.actor import ConnectionActor
     from workspace.mcp.client import Connection
     from workspace.mcp.resources import ResourceContent
     from workspace.mcp.results import ResourceRead
@@ -386,7 +387,7 @@ class MCPManager:
             status = ServerStatus(name=name, state=ServerState.STOPPED, reason="removed from the configuration")
         self._hub.publish(status)
 
-    def _on_change(self, conn: Connection) -> None:
+    def _on_change(self, conn: ConnectionActor) -> None:
         if self._connections.get(conn.name) is conn:
             self._publish_name(conn.name)
 

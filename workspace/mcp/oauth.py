@@ -24,7 +24,7 @@ registration, PKCE, the token exchange, refresh. Here is what a desktop client a
 
 A server entry may say ``oauth: false`` (never sign in), or ``oauth: {scope, clientName, clientId,
 clientSecret, callbackPort, tokenStore}``. A server given an ``Authorization`` header is not signed
-in to. Imported on use by :mod:`workspace.mcp.client` (it imports the SDK).
+in to. Imported on use by :mod:`workspace.mcp.actor` (it imports the SDK).
 """
 
 from __future__ import annotations
