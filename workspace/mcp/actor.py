@@ -1,22 +1,20 @@
 """One MCP server connection's life on the official SDK: the actor task that owns it.
 
-The SDK's transports and ``ClientSession`` are async context managers built on anyio
-task groups: they must be entered and exited by the same task. So each connection
-runs in its own long-lived asyncio task, the *actor*, which enters the transport and
-the session, performs the handshake, lists the tools, reports ``ready`` and then
-waits until it is told to close (or the server goes away). The requests the client
-makes of a ready server (:mod:`workspace.mcp.client`) come from any task of the same
-event loop and use the session directly.
+The SDK's transports and ``ClientSession`` are async context managers built on anyio task groups:
+they must be entered and exited by the same task. So each connection runs in its own long-lived
+asyncio task, the *actor*, which enters the transport and the session, performs the handshake,
+lists the tools, reports ``ready`` and then waits until it is told to close (or the server goes
+away). The client's requests (:mod:`workspace.mcp.client`) come from any task of the same event
+loop and use the session directly.
 
-Between the transport and the session sits a small pump that forwards messages and
-notices what the SDK does not report: the server closing its stdout (it crashed or
-exited) and lines on stdout that are not JSON-RPC. Either one fails the connection
-with a reason that names the fix; pending calls end at once with that reason, and the
-next call starts the server again.
+Between the transport and the session sits a small pump that forwards messages and notices what
+the SDK does not report: the server closing its stdout (it crashed or exited) and lines on stdout
+that are not JSON-RPC. Either one fails the connection with a reason that names the fix; pending
+calls end at once with that reason, and the next call starts the server again.
 
-A server's stderr goes to a pipe read by a small thread; the last lines are kept for
-the status view (values of the server's ``env`` and ``headers`` are masked). Opening the
-transports and reading their failures is :mod:`workspace.mcp.transport`.
+A server's stderr goes to a pipe read by a small thread; the last lines are kept for the status
+view (values of the server's ``env`` and ``headers`` are masked). Opening the transports and
+reading their failures is :mod:`workspace.mcp.transport`.
 """
 
 from __future__ import annotations
