@@ -46,6 +46,8 @@ def server_script(folder: Path, name: str = "srv.py", *, executable: bool = True
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / name
     script.write_text(f"#!{sys.executable}\n" + BAD_SERVER.read_text(encoding="utf-8"), encoding="utf-8")
+    helper = BAD_SERVER.with_name("jsonrpc_stdio.py")  # the fake server imports it from its own folder
+    (folder / helper.name).write_text(helper.read_text(encoding="utf-8"), encoding="utf-8")
     mode = script.stat().st_mode
     script.chmod(mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH if executable else mode & ~0o111)
     return script

@@ -145,7 +145,7 @@ async def test_tools_can_be_switched_off_and_it_is_remembered(everything: MCPMan
         info = {t.original: t for t in everything.status("everything").tools}
         assert info["get-env"].enabled is False and info["echo"].enabled is True
         again = MCPManager({"mcpServers": {"everything": {"command": str(EVERYTHING)}}},
-                           state_file=everything._state_path())
+                           state_file=everything._switches.path())
         assert not again.is_tool_enabled("everything", "get-env")
     finally:
         everything.set_tool_enabled("everything", "get-env", True)

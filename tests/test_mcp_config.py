@@ -15,13 +15,13 @@ from workspace.mcp import naming
 from workspace.mcp.config import (
     DEFAULT_CALL_TIMEOUT,
     load_servers_file,
-    mask_url,
     parse_duration,
     parse_server,
     parse_servers,
 )
 from workspace.mcp.importers import merge_text, read_client_file
 from workspace.mcp.manager import MCPManager
+from workspace.mcp.masking import mask_url
 from workspace.mcp.results import to_output
 from workspace.mcp.status import ServerState
 

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from workspace.mcp.config import inline_spec, mask_url, parse_server
+from workspace.mcp.config import inline_spec, parse_server
 from workspace.mcp.manager import MCPManager
+from workspace.mcp.masking import mask_url
 from workspace.mcp.status import ServerState, ServerStatus
 from workspace.secrets import forget_secrets, redact
 

@@ -7,7 +7,7 @@ variable's name as the user name) when a keyring backend is available.
 :func:`redact` is the one redaction step. It replaces every known secret in a text by ``<NAME>``:
 values of environment variables whose names look secret (:func:`is_secret_name`), values read
 from or stored in the keyring here, and values given to :func:`register_secret` (MCP servers' env
-and header values, see :mod:`workspace.mcp.config`; the password and key of an ``api_base``, see
+and header values, see :mod:`workspace.mcp.masking`; the password and key of an ``api_base``, see
 :func:`register_url_secrets`). Then it replaces credentials recognised by their shape, known or
 not, by ``<redacted>``: ``Bearer <token>``, the values of ``Authorization``/``x-api-key``/
 ``api-key`` headers (as a provider may echo them: "Incorrect API key provided: Bearer sk-…"),

@@ -22,10 +22,11 @@ can count restarts.
 from __future__ import annotations
 
 import json
-import os
-import select
 import sys
-import time
+from typing import Any
+
+# Started as a script by path: its folder (with the servers' shared part) is on sys.path.
+from jsonrpc_stdio import StdioServer, log, record_start, send, text_result, write_line
 
 TOOLS = [
     {"name": "echo", "description": "Echo the message back",
@@ -62,108 +63,49 @@ ASKS: dict[str, tuple[str, dict[str, object]]] = {
 }
 
 
-def send(message: dict[str, object]) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
 
+class BadServer(StdioServer):
+    server_name = "fake-bad-server"
 
-def log(text: str) -> None:
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+    def __init__(self, mode: str) -> None:
+        super().__init__(mode, TOOLS + (ASK_TOOLS if mode == "asks" else []))
+        #: Our request id -> (the tool call's id, the tool).
+        self.asked: dict[object, tuple[object, str]] = {}
 
+    def cancelled(self, request_id: object) -> None:
+        log(f"cancelled request {request_id}")
+        super().cancelled(request_id)
 
-def text_result(request_id: object, text: str, *, error: bool = False) -> None:
-    send({"jsonrpc": "2.0", "id": request_id,
-          "result": {"content": [{"type": "text", "text": text}], "isError": error}})
+    def on_response(self, message: dict[str, Any]) -> bool:
+        request_id = message.get("id")
+        if request_id not in self.asked:
+            return False
+        call_id, tool = self.asked.pop(request_id)
+        if tool == "sample_then_garble":
+            write_line("here is your result, in prose rather than JSON-RPC")
+            return True
+        answer = message.get("result", message.get("error"))
+        text_result(call_id, json.dumps(answer), error="error" in message)
+        return True
+
+    def call(self, request_id: object, name: str, args: dict[str, Any]) -> None:
+        if self.mode == "asks" and name in ASKS:
+            ours = f"ask-{len(self.asked) + 1}-{request_id}"
+            self.asked[ours] = (request_id, name)
+            ask_method, ask_params = ASKS[name]
+            send({"jsonrpc": "2.0", "id": ours, "method": ask_method, "params": ask_params})
+        else:
+            super().call(request_id, name, args)
 
 
 def main() -> int:
     mode = sys.argv[1] if len(sys.argv) > 1 else "ok"
-    starts = os.environ.get("FAKE_MCP_STARTS")
-    if starts:
-        with open(starts, "a", encoding="utf-8") as fh:
-            fh.write(f"{mode} {os.getpid()}\n")
+    record_start("FAKE_MCP_STARTS", mode)
     log(f"fake MCP server starting in mode {mode}")
     if mode == "exit":
         log("fatal: missing API_TOKEN (this server needs one)")
         return 1
-    pending: dict[object, float] = {}  # sleep calls: id -> when to answer
-    asked: dict[object, tuple[object, str]] = {}  # our request id -> (the tool call's id, the tool)
-    buffer = b""
-    while True:
-        timeout = max(0.0, min(pending.values()) - time.monotonic()) if pending else None
-        ready, _, _ = select.select([sys.stdin.buffer], [], [], timeout)
-        now = time.monotonic()
-        for request_id, due in list(pending.items()):
-            if due <= now:
-                del pending[request_id]
-                text_result(request_id, "slept")
-        if not ready:
-            continue
-        chunk = os.read(sys.stdin.fileno(), 65536)
-        if not chunk:
-            return 0
-        buffer += chunk
-        while b"\n" in buffer:
-            raw, buffer = buffer.split(b"\n", 1)
-            if not raw.strip():
-                continue
-            message = json.loads(raw)
-            method = message.get("method")
-            request_id = message.get("id")
-            if mode == "silent":
-                continue
-            if mode == "garbage":
-                if request_id is not None:
-                    sys.stdout.write("Welcome to the garbage server! <html>not json</html>\n")
-                    sys.stdout.flush()
-                continue
-            if method is None and request_id in asked:  # the client's answer to a request of ours
-                call_id, tool = asked.pop(request_id)
-                if tool == "sample_then_garble":
-                    sys.stdout.write("here is your result, in prose rather than JSON-RPC\n")
-                    sys.stdout.flush()
-                    continue
-                answer = message.get("result", message.get("error"))
-                text_result(call_id, json.dumps(answer), error="error" in message)
-                continue
-            if method == "initialize":
-                send({"jsonrpc": "2.0", "id": request_id, "result": {
-                    "protocolVersion": message["params"]["protocolVersion"],
-                    "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "fake-bad-server", "version": "1.0"}}})
-            elif method == "notifications/cancelled":
-                cancelled = message.get("params", {}).get("requestId")
-                log(f"cancelled request {cancelled}")
-                pending.pop(cancelled, None)
-            elif method == "tools/list":
-                send({"jsonrpc": "2.0", "id": request_id,
-                      "result": {"tools": TOOLS + (ASK_TOOLS if mode == "asks" else [])}})
-            elif method == "tools/call":
-                name = message["params"]["name"]
-                args = message["params"].get("arguments") or {}
-                if name == "echo":
-                    text_result(request_id, f"echo: {args.get('message')}")
-                elif name == "crash":
-                    log("about to crash in the middle of a call")
-                    os._exit(3)
-                elif name == "sleep":
-                    pending[request_id] = time.monotonic() + float(args.get("seconds", 30))
-                elif name == "garble":
-                    sys.stdout.write("oops, this is a debug print on stdout\n")
-                    sys.stdout.flush()
-                elif mode == "asks" and name in ASKS:
-                    ours = f"ask-{len(asked) + 1}-{request_id}"
-                    asked[ours] = (request_id, name)
-                    ask_method, ask_params = ASKS[name]
-                    send({"jsonrpc": "2.0", "id": ours, "method": ask_method, "params": ask_params})
-                else:
-                    text_result(request_id, f"Unknown tool: {name}", error=True)
-            elif method == "ping":
-                send({"jsonrpc": "2.0", "id": request_id, "result": {}})
-            elif request_id is not None:
-                send({"jsonrpc": "2.0", "id": request_id,
-                      "error": {"code": -32601, "message": f"Method not found: {method}"}})
+    return BadServer(mode).serve()
 
 
 if __name__ == "__main__":

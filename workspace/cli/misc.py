@@ -100,7 +100,7 @@ def shown_config(data: dict[str, Any]) -> dict[str, Any]:
     """The configuration as ``config show`` prints it: MCP servers' env and header values, URL
     passwords and keys, and secret-looking flags masked as ``robotlab mcp list -v`` masks them
     (the output is redacted as well, like everything the command line prints)."""
-    from workspace.mcp.config import mask_url, masked_entry
+    from workspace.mcp.masking import mask_url, masked_entry
 
     shown = dict(data)
     servers = shown.get("mcpServers")

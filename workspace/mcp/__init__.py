@@ -1,15 +1,20 @@
 """MCP: connect robots to MCP servers, and serve the workspace's own tools over MCP.
 
 * :mod:`workspace.mcp.config` — the ``mcpServers`` mapping (Claude Desktop / Cursor / Cline
-  format), ``${VAR}`` interpolation, time units.
-* :mod:`workspace.mcp.manager` — :class:`MCPManager`: servers, status, tools for robots.
+  format), time units; ``${VAR}`` interpolation in :mod:`workspace.mcp.variables`, secrets masked
+  and registered in :mod:`workspace.mcp.masking`.
+* :mod:`workspace.mcp.manager` — :class:`MCPManager`: tools for robots, prompts, resources; the
+  servers' lifecycle in :mod:`workspace.mcp.lifecycle`, tool names and switches in
+  :mod:`workspace.mcp.catalogue`.
 * :mod:`workspace.mcp.status` — :class:`ServerStatus` snapshots and their listeners.
-* :mod:`workspace.mcp.client` — one connection on the official SDK (an actor task each).
+* :mod:`workspace.mcp.client` — one connection on the official SDK and the client's requests; the
+  actor task that owns it in :mod:`workspace.mcp.actor`, its transports in :mod:`workspace.mcp.transport`.
 * :mod:`workspace.mcp.importers` — reading other clients' files (``robotlab mcp import``).
 * :mod:`workspace.mcp.server` — ``robotlab mcp serve``.
 
-This package is the only place that imports the ``mcp`` SDK, and only in ``client`` and
-``server``: importing ``workspace.mcp`` (or the manager) costs no SDK import.
+This package is the only place that imports the ``mcp`` SDK, and only in the connection's modules
+(``actor``, ``transport``, ``client``, ``callbacks``, ``oauth``) and ``server``: importing
+``workspace.mcp`` (or the manager) costs no SDK import.
 """
 
 from __future__ import annotations

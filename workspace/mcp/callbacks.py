@@ -1,6 +1,6 @@
 """The client side of a connection on the SDK: what a server may ask of us, and its notifications.
 
-:func:`session_callbacks` gives a :class:`~workspace.mcp.client.Connection`'s ``ClientSession``
+:func:`session_callbacks` gives a :class:`~workspace.mcp.actor.ConnectionActor`'s ``ClientSession``
 its callbacks, which advertise the client capabilities in the handshake:
 
 * ``sampling_callback`` and ``elicitation_callback`` hand the request (as wire JSON) to the
@@ -22,7 +22,7 @@ import mcp.types as types
 from workspace.mcp.requests import RequestFailed, RequestRefused
 
 if TYPE_CHECKING:
-    from workspace.mcp.client import Connection
+    from workspace.mcp.actor import ConnectionActor
 
 log = logging.getLogger("workspace.mcp")
 
@@ -37,7 +37,7 @@ def _wire(params: Any) -> dict[str, Any]:
     return dumped
 
 
-def session_callbacks(conn: Connection) -> dict[str, Any]:
+def session_callbacks(conn: ConnectionActor) -> dict[str, Any]:
     """Keyword arguments for ``ClientSession(...)`` (the manager's requests, the roots, the log)."""
     client = conn.client
 

@@ -39,25 +39,32 @@ mcpServers:
   values are given to :func:`workspace.secrets.register_secret`, so logs, exports and the
   database redact them.
 
-Nothing here imports the MCP SDK.
-
-Why one module of this size: it is one file format, read the way Claude Desktop, Cursor, Cline and
-VS Code write it (stdio, HTTP, SSE, variables, secrets in the keyring, timeouts in seconds or
-milliseconds) and shown redacted; the pydantic schema is :mod:`workspace.schemas.mcp`, edits
-:mod:`workspace.mcp.edit`, imports :mod:`workspace.mcp.importers`.
+Nothing here imports the MCP SDK. ``${VAR}`` interpolation is :mod:`workspace.mcp.variables`; showing
+an entry without its secrets, and registering them, :mod:`workspace.mcp.masking`; the pydantic
+schema is :mod:`workspace.schemas.mcp`, edits :mod:`workspace.mcp.edit`, imports
+:mod:`workspace.mcp.importers`.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from workspace.errors import ConfigurationError
+from workspace.mcp.masking import (
+    filled_values,
+    mask_args,
+    mask_defaults,
+    mask_url,
+    mask_written_url,
+    quote,
+    register_secrets,
+)
+from workspace.mcp.variables import Filled, interpolate
 
 if TYPE_CHECKING:
     from workspace.schemas import Lines
@@ -96,7 +103,6 @@ TYPO_CUTOFF = 0.8
 DEFAULT_CALL_TIMEOUT = 120.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
 
-_VAR = re.compile(r"\$\{([^}]*)\}")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|msec|s|sec|secs|seconds?|m|min|mins|minutes?)?\s*$", re.I)
 
 
@@ -154,15 +160,15 @@ class ServerSpec:
             # Without ``raw`` (a spec built in code) nothing was interpolated: the fields are as written.
             command = str(written.get("command") or "") if written else (self.command or "")
             args = _str_list(written.get("args"), where="args") if written else self.args
-            text = " ".join(_quote(p) for p in [command, *_mask_args(args)])
+            text = " ".join(quote(p) for p in [command, *mask_args(args)])
             if self.env:
                 text += "  (env: " + ", ".join(sorted(self.env)) + ")"
         else:
             url = str(written.get("url") or written.get("serverUrl") or "") if written else (self.url or "")
-            text = _mask_url(url, every_query_value=False)
+            text = mask_written_url(url)
             if self.headers:
                 text += "  (headers: " + ", ".join(f"{k}: ***" for k in sorted(self.headers)) + ")"
-        return redact(_mask_defaults(text))
+        return redact(mask_defaults(text))
 
     def __repr__(self) -> str:
         # The dataclass repr would show interpolated args, env, url and headers.
@@ -176,139 +182,6 @@ class ServerSpec:
         """The entry as written (unknown keys kept), for writing back to a file."""
         return dict(self.raw)
 
-
-def _quote(part: str) -> str:
-    return f'"{part}"' if (not part or any(c.isspace() for c in part)) else part
-
-
-#: Names (of query parameters, flags, headers, env entries) whose values are secrets.
-_SECRETISH = re.compile(
-    r"TOKEN|SECRET|PASS(?:WORD|WD|PHRASE)?(?:$|[_-])|API[_-]?KEY|(?:^|[_-])KEY$|AUTH(?!OR)|CREDENTIAL|COOKIE"
-    r"|PRIVATE|(?:^|[_-])PAT$|(?:^|[_-])PW$|SIGNATURE|^SIG$|(?:^|[_-])JWT$",
-    re.I,
-)
-#: Env entry names holding secrets beyond :func:`workspace.secrets.is_secret_name`'s.
-_SECRET_ENV = re.compile(r"(?:^|_)(?:PAT|APIKEY|AUTH|CREDENTIALS?|COOKIE)$", re.I)
-#: A value that is a path (not a secret).
-_PATH = re.compile(r"^(?:[/~.]|[A-Za-z]:[\\/])")
-#: Header names that never carry a secret.
-_PLAIN_HEADERS = frozenset({
-    "accept", "accept-language", "accept-encoding", "content-type", "user-agent", "mcp-protocol-version",
-    "cache-control", "connection", "origin", "referer",
-})
-#: Variables that are not secrets even when used in env or headers (paths, the user's name, ...).
-_PLAIN_VARS = re.compile(
-    r"^(?:HOME|USER|USERNAME|LOGNAME|PATH|PWD|SHELL|TMPDIR|TEMP|TMP|LANG|LANGUAGE|TERM|DISPLAY|HOSTNAME|"
-    r"USERPROFILE|APPDATA|LOCALAPPDATA|PROGRAMFILES|SYSTEMROOT|NODE_ENV|LC_\w+|XDG_\w+)$",
-    re.I,
-)
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a query parameter, flag, header or env entry called ``name`` holds a secret."""
-    return bool(_SECRETISH.search(name.strip().lstrip("-")))
-
-
-def mask_url(url: str) -> str:
-    """``url`` with any password and every query value replaced by ``***``."""
-    return _mask_url(url, every_query_value=True)
-
-
-def _mask_url(url: str, *, every_query_value: bool) -> str:
-    """``url`` with the password (and a long bare user name, often a token) masked, and query values
-    masked: all of them, or those whose names look secret (a written template shows the rest)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<invalid url>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, host = netloc.rpartition("@")
-        user, colon, _ = userinfo.partition(":")
-        if not colon and "${" not in user and len(user) >= 16:
-            user = "***"
-        netloc = f"{user}:***@{host}" if colon else f"{user}@{host}"
-    query = parts.query
-    if query:
-        if every_query_value:
-            query = urlencode([(k, "***") for k, _ in parse_qsl(query, keep_blank_values=True)], safe="*")
-        else:
-            query = "&".join(
-                f"{k}=***" if sep and is_secret_name(unquote(k)) else f"{k}{sep}{v}"
-                for k, sep, v in (item.partition("=") for item in query.split("&"))
-            )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-
-
-_FLAG_VALUE = re.compile(r"^(--?[A-Za-z][\w.-]*)=(.*)$", re.S)
-_HEADER_ARG = re.compile(r"^([A-Za-z][\w-]*)\s*:\s*(.+)$", re.S)
-
-
-def _mask_args(args: tuple[str, ...]) -> list[str]:
-    """Args as written, with literal values of secret-looking flags, headers and URLs masked."""
-    out: list[str] = []
-    mask_next = False
-    for arg in args:
-        if mask_next and not arg.startswith("-"):
-            out.append(arg if _VAR.fullmatch(arg) else "***")
-            mask_next = False
-            continue
-        mask_next = False
-        flag = _FLAG_VALUE.match(arg)
-        header = _HEADER_ARG.match(arg)
-        if flag:
-            name, value = flag.groups()
-            out.append(f"{name}={value if _VAR.fullmatch(value) or not is_secret_name(name) else '***'}")
-        elif re.match(r"^--?[A-Za-z]", arg):
-            out.append(arg)
-            mask_next = is_secret_name(arg)
-        elif header and not re.match(r"^[a-z][a-z0-9+.-]*://", arg, re.I) and (
-            is_secret_name(header.group(1)) or header.group(1).lower() == "authorization"
-        ):
-            out.append(f"{header.group(1)}: {header.group(2) if _VAR.fullmatch(header.group(2)) else '***'}")
-        elif re.match(r"^https?://", arg, re.I):
-            out.append(_mask_url(arg, every_query_value=False))
-        else:
-            out.append(arg)
-    return out
-
-
-def masked_entry(entry: Any) -> Any:
-    """An ``mcpServers`` entry as written, safe to print (``robotlab config show``), masked the way
-    :meth:`ServerSpec.describe` (``robotlab mcp list -v``) masks it: env and header values are
-    ``***`` unless they are ``${VAR}`` references (shown as written, never their values), URL
-    passwords and secret-looking query values, and literal values of secret-looking flags in
-    ``args`` are masked; ``${NAME:-default}`` defaults of secret-looking names too."""
-    if not isinstance(entry, Mapping):
-        return entry
-    out: dict[str, Any] = {}
-    for key, value in entry.items():
-        if key in ("env", "headers") and isinstance(value, Mapping):
-            out[key] = {k: v if isinstance(v, str) and _VAR.fullmatch(v.strip()) else "***" for k, v in value.items()}
-        elif key == "args" and isinstance(value, list | tuple):
-            out[key] = _mask_args(tuple(str(a) for a in value))
-        elif key in ("url", "serverUrl") and isinstance(value, str):
-            out[key] = _mask_url(value, every_query_value=False)
-        elif key == "transport" and isinstance(value, Mapping):
-            out[key] = masked_entry(value)
-        elif isinstance(value, str):
-            out[key] = _mask_defaults(value)
-        else:
-            out[key] = value
-    return out
-
-
-def _mask_defaults(text: str) -> str:
-    """``${NAME:-default}`` with the default masked when the name looks secret."""
-
-    def replace(match: re.Match[str]) -> str:
-        expr = match.group(1)
-        if ":-" not in expr:
-            return match.group(0)
-        name, default = expr.split(":-", 1)
-        return f"${{{name}:-***}}" if default and is_secret_name(name.rpartition(":")[2]) else match.group(0)
-
-    return _VAR.sub(replace, text)
 
 
 def normalize_type(value: Any, *, where: str) -> str:
@@ -349,87 +222,6 @@ def parse_duration(value: Any, *, where: str) -> float:
         raise ConfigurationError(f"{where}: the time must be more than zero, got {value!r}")
     return seconds
 
-
-Lookup = Callable[[str], "str | None"]
-
-
-def _env_lookup(name: str) -> str | None:
-    value = os.environ.get(name)
-    if value is not None:
-        return value
-    try:
-        from workspace.secrets import get_key
-
-        return get_key(name)
-    except Exception:  # pragma: no cover - a broken keyring is the same as a missing value
-        return None
-
-
-def _keyring_lookup(name: str) -> str | None:
-    try:
-        from workspace.secrets import get_key
-
-        return get_key(name)
-    except Exception:  # pragma: no cover
-        return None
-
-
-#: One replacement :func:`interpolate` made: (kind "env" or "keyring", the name, the value put in).
-Filled = tuple[str, str, str]
-
-
-def interpolate(
-    text: str, *, where: str, environ: Mapping[str, str] | None = None, filled: list[Filled] | None = None
-) -> str:
-    """Replace ``${VAR}``, ``${env:VAR}``, ``${VAR:-default}`` and ``${keyring:NAME}`` in ``text``.
-
-    Each value looked up (defaults are not) is appended to ``filled`` when given.
-    """
-    if "${" not in text:
-        return text
-
-    def lookup(name: str) -> str | None:
-        if environ is not None:
-            return environ.get(name)
-        return _env_lookup(name)
-
-    def replace(match: re.Match[str]) -> str:
-        expr = match.group(1).strip()
-        default: str | None = None
-        if ":-" in expr:
-            expr, default = expr.split(":-", 1)
-        kind, _, name = expr.partition(":") if ":" in expr else ("env", "", expr)
-        kind, name = kind.strip(), name.strip()
-        if not name:
-            raise ConfigurationError(f"{where}: empty variable reference {match.group(0)!r}; write ${{NAME}}")
-        if kind == "env":
-            value = lookup(name)
-        elif kind == "keyring":
-            value = _keyring_lookup(name) if environ is None else environ.get(name)
-        else:
-            raise ConfigurationError(
-                f"{where}: {match.group(0)!r} is not something we can fill in; use ${{VAR}}, ${{env:VAR}} "
-                "or ${keyring:NAME}"
-                + (" (VS Code inputs are converted by `robotlab mcp import`)" if kind == "input" else "")
-            )
-        if value is None:
-            if default is not None:
-                return default
-            if kind == "keyring":
-                raise ConfigurationError(
-                    f"{where} uses {match.group(0)}, but the keyring has no entry '{name}' (service robotlab). "
-                    f"Store it with `keyring set robotlab {name}`, or set the environment variable {name}"
-                )
-            raise ConfigurationError(
-                f"{where} uses {match.group(0)}, but the environment variable {name} is not set. "
-                f"Set it (export {name}=...), store it in the keyring (`keyring set robotlab {name}`), "
-                "or write the value in the file"
-            )
-        if filled is not None:
-            filled.append((kind, name, value))
-        return value
-
-    return _VAR.sub(replace, text)
 
 
 def _str_list(value: Any, *, where: str) -> tuple[str, ...]:
@@ -538,7 +330,8 @@ def parse_server(
     if transport in ("sse", "http") and not url:
         raise ConfigurationError(f"{base}: an {transport} server needs 'url'")
 
-    args = tuple(interp(a, f"args[{i}]") for i, a in enumerate(_str_list(flat.get("args"), where=f"{base}.args")))
+    written_args = _str_list(flat.get("args"), where=f"{base}.args")
+    args = tuple(interp(a, f"args[{i}]") for i, a in enumerate(written_args))
     env = {k: interp(v, f"env.{k}") for k, v in _str_map(flat.get("env"), where=f"{base}.env").items()}
     headers = {
         k: interp(v, f"headers.{k}") for k, v in _str_map(flat.get("headers"), where=f"{base}.headers").items()
@@ -575,11 +368,7 @@ def parse_server(
     auto = _str_list(flat.get("autoApprove"), where=f"{base}.autoApprove") + _str_list(
         flat.get("alwaysAllow"), where=f"{base}.alwaysAllow"
     )
-    _register_secrets(found, flat=flat, env=env, headers=headers, url=url if transport != "stdio" else None)
-    filled_values = tuple(dict.fromkeys(
-        value for items in found.values() for _, name, value in items
-        if len(value) >= 6 and "${" not in value and not _PLAIN_VARS.match(name) and not _PATH.match(value)
-    ))
+    register_secrets(found, args=written_args, env=env, headers=headers, url=url if transport != "stdio" else None)
     return ServerSpec(
         name=str(name),
         transport=transport,
@@ -596,7 +385,7 @@ def parse_server(
         disabled_tools=_str_list(flat.get("disabledTools"), where=f"{base}.disabledTools"),
         raw=raw,
         source=source,
-        filled_values=filled_values,
+        filled_values=filled_values(found),
     )
 
 
@@ -609,73 +398,6 @@ def _flatten(raw: Mapping[str, Any]) -> dict[str, Any]:
             flat.setdefault(str(key), value)
     return flat
 
-
-def _register_secrets(
-    found: Mapping[str, list[Filled]], *, flat: Mapping[str, Any], env: Mapping[str, str],
-    headers: Mapping[str, str], url: str | None,
-) -> None:
-    """Tell :mod:`workspace.secrets` which values of this entry are secrets, so that logs, exports
-    and the database redact them:
-
-    * every value filled in from the keyring or from a secret-looking variable (any key);
-    * every value filled in from a variable into env or headers (the usual way to pass a key),
-      except plain variables such as ``HOME`` or ``USER`` and paths (for URLs: their passwords);
-    * literal env values under secret-looking names, and literal header values except plain
-      headers (``Accept``, ``Content-Type``, ...); for ``Bearer <token>`` the token;
-    * the URL's password and its secret-looking query values;
-    * literal values of secret-looking flags in args (``--token X``, ``--api-key=X``).
-
-    Values still holding a ``${...}`` reference (a checking environment echoes them) are skipped.
-    """
-    from workspace import secrets
-
-    def register(value: str | None, name: str | None = None) -> None:
-        if value and "${" not in value:
-            secrets.register_secret(value, name=name)
-
-    def register_url(url: str) -> None:
-        try:
-            parts = urlsplit(url)
-        except ValueError:
-            return
-        register(parts.password, "password")
-        for name, value in parse_qsl(parts.query, keep_blank_values=True):
-            if is_secret_name(name):
-                register(value, name)
-
-    for key, items in found.items():
-        in_env_or_headers = key.startswith(("env.", "headers."))
-        for kind, name, value in items:
-            if kind == "keyring" or secrets.is_secret_name(name, value):
-                register(value, name)
-            elif in_env_or_headers and not _PLAIN_VARS.match(name):
-                # A path is not a secret; a URL (DATABASE_URL=postgres://u:pw@h/db) may hold one.
-                if re.match(r"^[a-z][a-z0-9+.-]*://", value, re.I):
-                    register_url(value)
-                elif not _PATH.match(value):
-                    register(value, name)
-    for key, value in env.items():
-        if secrets.is_secret_name(key, value) or _SECRET_ENV.search(key):
-            register(value, key)
-    for key, value in headers.items():
-        if key.strip().lower() in _PLAIN_HEADERS:
-            continue
-        scheme, _, credential = value.strip().partition(" ")
-        # "Bearer <token>": the token (which also covers the whole value); else the whole value.
-        register(credential.strip() if credential and scheme.isalpha() else value, key)
-    if url:
-        register_url(url)
-    args = _str_list(flat.get("args"), where="args")
-    for i, arg in enumerate(args):
-        flag = _FLAG_VALUE.match(arg)
-        if flag:
-            name, value = flag.groups()
-        elif arg.startswith("-") and i + 1 < len(args) and not args[i + 1].startswith("-"):
-            name, value = arg, args[i + 1]
-        else:
-            continue
-        if secrets.is_secret_name(name.lstrip("-").replace("-", "_"), value):
-            register(value, name.lstrip("-"))
 
 
 def _flag(value: Any, *, where: str, default: bool = False) -> bool:

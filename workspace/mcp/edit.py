@@ -8,7 +8,7 @@ a file that changed on disk since it was read (the user edited it in another pro
 
 Secrets never go into the file: :func:`store_secrets` moves the values of env entries and headers
 marked secret to the OS keyring (service ``robotlab``) and leaves ``${keyring:NAME}`` in the
-entry, which :func:`workspace.mcp.config.interpolate` fills in when the server starts.
+entry, which :func:`workspace.mcp.variables.interpolate` fills in when the server starts.
 
 Nothing here imports the MCP SDK.
 """

@@ -24,7 +24,7 @@ registration, PKCE, the token exchange, refresh. Here is what a desktop client a
 
 A server entry may say ``oauth: false`` (never sign in), or ``oauth: {scope, clientName, clientId,
 clientSecret, callbackPort, tokenStore}``. A server given an ``Authorization`` header is not signed
-in to. Imported on use by :mod:`workspace.mcp.client` (it imports the SDK).
+in to. Imported on use by :mod:`workspace.mcp.actor` (it imports the SDK).
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def oauth_options(spec: Any) -> OAuthOptions | None:
     store = str(raw.get("tokenStore") or "keyring").strip().lower()
     secret = raw.get("clientSecret")
     if secret:  # ${keyring:NAME} or ${VAR}, as env values and headers are written
-        from workspace.mcp.config import interpolate
+        from workspace.mcp.variables import interpolate
 
         secret = interpolate(str(secret), where=f"mcpServers.{getattr(spec, 'name', '')}.oauth.clientSecret")
     return OAuthOptions(

@@ -38,7 +38,7 @@ from workspace import events as ev
 from workspace.approval import ApprovalDecision, ApprovalRequest
 
 if TYPE_CHECKING:
-    from workspace.mcp.client import Connection
+    from workspace.mcp.actor import ConnectionActor
     from workspace.tools.base import ToolContext
 
 log = logging.getLogger("workspace.mcp")
@@ -65,7 +65,7 @@ class RequestFailed(Exception):
 @dataclass
 class _Call:
     context: ToolContext | None
-    conn: Connection
+    conn: ConnectionActor
 
 
 _ids = itertools.count(1)
@@ -86,7 +86,7 @@ class ClientRequests:
 
     # -- calls in flight ---------------------------------------------------------------------------
     @contextlib.contextmanager
-    def calling(self, conn: Connection, context: ToolContext | None) -> Iterator[Any]:
+    def calling(self, conn: ConnectionActor, context: ToolContext | None) -> Iterator[Any]:
         """While a tool call runs on ``conn`` for ``context``'s run: requests go to that run; yields
         the progress callback that turns notifications into ``ToolProgress`` events."""
         entry = _Call(context, conn)
@@ -101,12 +101,12 @@ class ClientRequests:
             if not calls:
                 self._calls.pop(id(conn), None)
 
-    def _context(self, conn: Connection) -> ToolContext | None:
+    def _context(self, conn: ConnectionActor) -> ToolContext | None:
         calls = self._calls.get(id(conn))
         return calls[-1].context if calls else None
 
     # -- sampling ----------------------------------------------------------------------------------
-    async def sample(self, conn: Connection, params: Mapping[str, Any]) -> dict[str, Any]:
+    async def sample(self, conn: ConnectionActor, params: Mapping[str, Any]) -> dict[str, Any]:
         """Answer ``sampling/createMessage`` (wire JSON in, wire JSON out); raises RequestRefused."""
         context = self._context(conn)
         provider = _extra(context, "provider") or self.fallback_provider
@@ -153,7 +153,7 @@ class ClientRequests:
         return answer
 
     # -- elicitation -------------------------------------------------------------------------------
-    async def elicit(self, conn: Connection, params: Mapping[str, Any]) -> dict[str, Any]:
+    async def elicit(self, conn: ConnectionActor, params: Mapping[str, Any]) -> dict[str, Any]:
         """Answer ``elicitation/create``: ``{"action": accept|decline|cancel, "content": {...}}``."""
         context = self._context(conn)
         schema = params.get("requestedSchema")
@@ -188,7 +188,7 @@ class ClientRequests:
               server=conn.name)
         return {"action": "accept", "content": dict(content)}
 
-    def refused(self, conn: Connection, method: str, problem: str) -> None:
+    def refused(self, conn: ConnectionActor, method: str, problem: str) -> None:
         """A request of ``conn``'s that the client refused before anyone saw it (its parameters are not
         valid): the run calling the server shows it as an error card."""
         kind = "sampling" if method == SAMPLING else "elicitation"
@@ -196,7 +196,7 @@ class ClientRequests:
               server=conn.name)
 
     # -- asking ------------------------------------------------------------------------------------
-    async def _decide(self, conn: Connection, context: ToolContext | None, name: str, request_id: str,
+    async def _decide(self, conn: ConnectionActor, context: ToolContext | None, name: str, request_id: str,
                       request_input: dict[str, Any], *, ask: bool, allow_by_policy: bool = True) -> ApprovalDecision:
         gate = _extra(context, "approval")
         request = ApprovalRequest(
@@ -231,7 +231,7 @@ class ClientRequests:
         return decision
 
 
-def sampling_policy(conn: Connection) -> str:
+def sampling_policy(conn: ConnectionActor) -> str:
     """The server's ``sampling`` setting: ask (default), allow or deny (allowed from a card since: allow)."""
     value = str(conn.spec.raw.get("sampling") or "ask").strip().lower()
     requests = getattr(conn.client, "requests", None)
@@ -240,7 +240,7 @@ def sampling_policy(conn: Connection) -> str:
     return value if value in SAMPLING_POLICIES else "ask"
 
 
-def allow_sampling(conn: Connection) -> str | None:
+def allow_sampling(conn: ConnectionActor) -> str | None:
     """"Always allow this server": its sampling requests are answered without asking, now (this process)
     and from its configuration file on (``sampling: allow`` written to the file that defines it, which
     keeps its comments). Returns where it was saved, or None (a server defined inline, or a file that
