@@ -545,5 +545,6 @@ async def test_the_threads_cost_in_the_status_bar_is_never_a_made_up_zero(deskto
     status.set_usage(Usage(120, 30, None, estimated=True))
     assert status.usage.text().startswith("Thread: ~150 tokens") and "reported none" in status.usage.toolTip()
     desktop.controller.model_label = lambda: ("Offline demo", False)
-    status.set_usage(Usage(120, 30, None))
-    assert status.usage.text() == "Thread: 150 tokens"  # the demo is no model: nothing to price
+    for cost in (None, 0.0):
+        status.set_usage(Usage(120, 30, cost))
+        assert status.usage.text() == "Thread: 150 tokens"  # the demo is no model: nothing to price

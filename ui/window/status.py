@@ -170,9 +170,11 @@ class StatusLine:
             return
         mark = "~" if usage.estimated else ""
         text = f"Thread: {mark}{usage.total_tokens:,} tokens"
-        if usage.cost is not None:
+        if not self.window.controller.model_label()[1]:
+            pass  # the offline demo or a scripted example: no model, nothing to price
+        elif usage.cost is not None:
             text += f" · ${usage.cost:.4f}"
-        elif usage.total_tokens and self.window.controller.model_label()[1]:
+        elif usage.total_tokens:
             text += " · cost unknown"  # a local or unpriced model: never "$0.00"
         self.usage.setText(text)
         tip = f"{mark}{usage.input_tokens:,} input + {mark}{usage.output_tokens:,} output tokens"
