@@ -270,3 +270,13 @@ async def test_a_call_without_its_key_fails_at_once_naming_the_variable(monkeypa
         await collect(provider, tools=())
     assert "ANTHROPIC_API_KEY" in str(caught.value) and caught.value.reason == "auth"
     assert "retries" not in str(caught.value)
+
+
+async def test_a_line_that_is_not_a_request_is_skipped_and_an_unknown_request_is_refused() -> None:
+    process = litellm_process()
+    spec = {"model_id": "openai/gpt-4o-mini", "api_base": None, "api_key": None, "options": {}}
+    assert await process.ask("count", provider=spec, texts=["hello"]) == [1]
+    process._outbox.put(b"this is not JSON\n")  # as a broken writer would send it
+    assert await process.ask("count", provider=spec, texts=["hello world"]) == [2]
+    with pytest.raises(ValueError, match="does not know the request 'dance'"):
+        await process.ask("dance")

@@ -62,10 +62,9 @@ class _Server:
         threading.Thread(target=read, name="robotlab-host-stdin", daemon=True).start()
         while (line := await lines.get()) is not None:
             try:
-                request = json.loads(line)
-                rid = int(request["id"])
-            except (ValueError, KeyError, TypeError) as exc:
-                log.warning("litellm's process got a line it cannot read (%s): %.200r", exc, line)
+                rid, request = wire.decode(line)
+            except ValueError as exc:
+                log.warning("litellm's process got a line that is not a request: %s", exc)
                 continue
             _follow_env(request.pop("env", None))
             if request.get("op") == "cancel":

@@ -213,10 +213,9 @@ class LiteLLMProcess:
         assert proc.stdout is not None
         for line in proc.stdout:
             try:
-                message = json.loads(line)
-                rid = int(message["id"])
-            except (ValueError, KeyError, TypeError) as exc:
-                log.warning("litellm's process sent a line that is not an answer (%s): %.200r", exc, line)
+                rid, message = wire.decode(line)
+            except ValueError as exc:
+                log.warning("litellm's process sent a line that is not an answer: %s", exc)
                 continue
             self._deliver(rid, message)
         self._lost(proc, proc.wait())

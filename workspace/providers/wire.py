@@ -28,7 +28,7 @@ from workspace.providers.base import (
     UsageChunk,
 )
 
-__all__ = ["chunk_from_dict", "chunk_to_dict", "encode", "error_from_dict", "error_to_dict", "tool_from_dict",
+__all__ = ["chunk_from_dict", "chunk_to_dict", "decode", "encode", "error_from_dict", "error_to_dict", "tool_from_dict",
            "tool_to_dict"]
 
 _CHUNKS: dict[str, type[Any]] = {cls.__name__: cls for cls in (TextChunk, ReasoningChunk, ToolCallChunk, UsageChunk,
@@ -40,6 +40,16 @@ _BUILTIN = {cls.__name__: cls for cls in (ValueError, TypeError, KeyError, Runti
 def encode(message: Mapping[str, Any]) -> bytes:
     """One line of the pipe. Raises ``TypeError`` naming what cannot be sent (never sends it altered)."""
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def decode(line: bytes) -> tuple[int, dict[str, Any]]:
+    """A line of the pipe: its request id and the whole message. ``ValueError`` for a line that is not one
+    (what it was, cut to 200 characters)."""
+    try:
+        message = json.loads(line)
+        return int(message["id"]), message
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{exc}: {line[:200]!r}") from exc
 
 
 def chunk_to_dict(chunk: Chunk) -> dict[str, Any]:
