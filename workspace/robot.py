@@ -5,32 +5,32 @@ Besides running (``stream`` / ``arun`` / ``run``), a robot is RobotLab's pipelin
 (:meth:`Robot.as_tool`, ``robots=[...]``), and may answer with a validated object
 (``output_type=``, :mod:`workspace.output`).
 
-Why one module of this size: :class:`Robot` is RobotLab's public class (settings, conversation,
-tools, MCP servers, memory, templates, running, the pipeline step, robots as tools); its parts that
-stand alone live elsewhere (the loop in :mod:`workspace.agent`, tools in :mod:`workspace.tools`,
-output in :mod:`workspace.output`, templates in :mod:`workspace.templates`).
+Its parts that stand alone live elsewhere: the tools a run gets in :mod:`workspace.robot_tools`,
+the preparation of a run (its :class:`~workspace.agent.RunSpec`) in :mod:`workspace.robot_runs`,
+the loop in :mod:`workspace.agent`, tools in :mod:`workspace.tools`, output in
+:mod:`workspace.output`, templates in :mod:`workspace.templates`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from workspace.agent import AgentRun, PendingTools, RunSpec
+from workspace.agent import AgentRun
 from workspace.approval import as_gate
 from workspace.errors import ConfigurationError, RunFailedError
 from workspace.events import RunCancelled, RunFailed
 from workspace.memory import Memory
 from workspace.messages import Message
 from workspace.result import RobotResult
+from workspace.robot_runs import prepare
+from workspace.robot_tools import ToolSource, resolve_tools, take_tools, to_tool
 from workspace.templates import Template
 from workspace.tools import selection
 from workspace.tools.base import Tool
-from workspace.tools.decorator import function_tool
 from workspace.tools.manifest import ToolManifest
 
 if TYPE_CHECKING:
@@ -41,23 +41,6 @@ if TYPE_CHECKING:
     from workspace.output import OutputMode, OutputSchema
     from workspace.pipeline import StepResult
     from workspace.providers.base import Provider
-
-#: Run options that are not template variables.
-RUN_OPTIONS = frozenset({
-    "tools", "mcp", "memory", "network_memory", "network", "task", "max_turns", "approval", "settings",
-    "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
-    "network_mcp", "max_cost", "max_total_tokens", "history", "parent_run_id", "parent_tool_id", "output_type",
-    "output_mode", "attachments",
-})
-
-
-log = logging.getLogger(__name__)
-
-
-class ToolSource(Protocol):
-    """Something that turns resolved MCP server references into tools (see workspace.mcp)."""
-
-    async def tools_for(self, servers: list[Any], config: Config | None) -> list[Tool]: ...
 
 
 class Robot:
@@ -148,7 +131,7 @@ class Robot:
         self.settings: dict[str, Any] = {**(tmpl.settings if tmpl else {}), **settings}
         self.local_tools: list[Tool] = []
         for item in local_tools or ():
-            self.local_tools.append(_as_tool(item))
+            self.local_tools.append(to_tool(item))
         if tools == "inherit" and tmpl is not None and tmpl.tools is not None:
             tools = tmpl.tools
         if mcp == "inherit" and tmpl is not None and tmpl.mcp is not None:
@@ -162,8 +145,8 @@ class Robot:
                     problem = folder_file_problem(tmpl.path, Path(folder), api_base=entry["api_base"])
             if problem:
                 raise ConfigurationError(problem)
-        self._tools_from_objects = False
-        self.tools_config = self._take_tools(tools)
+        self.tools_config, given_tools, self._tools_from_objects = take_tools(tools)
+        self.local_tools.extend(given_tools)
         selection.check_level(mcp, what="mcp")
         self.mcp_config: Any = list(mcp) if isinstance(mcp, list | tuple) else mcp
         self.memory = memory if memory is not None else Memory()
@@ -201,29 +184,6 @@ class Robot:
         #: Other robots this robot may call as tools (Robot objects, or names of robot files).
         self.robots: list[Robot | str] = list(robots) if robots is not None else list(
             tmpl.metadata.get("robots") or []) if tmpl is not None else []
-
-    # -- construction helpers -----------------------------------------------------------------
-    def _take_tools(self, tools: Any) -> Any:
-        """Tool objects and functions in ``tools`` become local tools; names stay a whitelist."""
-        if isinstance(tools, Tool) or (callable(tools) and not isinstance(tools, str)):
-            tools = [tools]
-        if isinstance(tools, list | tuple):
-            names: list[str] = []
-            named = False
-            for item in tools:
-                if isinstance(item, str):
-                    names.append(item)
-                    named = True
-                else:
-                    tool = _as_tool(item)
-                    self.local_tools.append(tool)
-                    names.append(tool.name)
-            # Tools given as functions or Tool objects (``tools=[fn]``) say which of the robot's own and the
-            # built-in tools it uses; they do not hide the tools of the MCP servers it names (``mcp=[...]``).
-            self._tools_from_objects = bool(names) and not named
-            return names
-        selection.check_level(tools, what="tools")
-        return tools
 
     @property
     def config(self) -> Config:
@@ -394,157 +354,9 @@ class Robot:
     ) -> ToolManifest:
         """The tools a run may use, after the global -> network -> robot -> run hierarchy (waiting
         for every MCP server named to start or fail)."""
-        manifest, _pending = await self._resolve_tools(run_tools=run_tools, run_mcp=run_mcp,
-                                                       network_tools=network_tools, network_mcp=network_mcp)
+        manifest, _pending = await resolve_tools(self, run_tools=run_tools, run_mcp=run_mcp,
+                                                 network_tools=network_tools, network_mcp=network_mcp)
         return manifest
-
-    async def _resolve_tools(
-        self, *, run_tools: Any = "inherit", run_mcp: Any = "inherit", network_tools: Any = "inherit",
-        network_mcp: Any = "inherit", mcp_wait: float | None = None,
-    ) -> tuple[ToolManifest, PendingTools | None]:
-        """:meth:`resolve_tools`; with ``mcp_wait`` (seconds), MCP servers are waited for only that
-        long (see :mod:`workspace.mcp.startup`) and the servers still starting or failed come back
-        as :class:`~workspace.agent.PendingTools` (None when every server is up)."""
-        from workspace.tools import registry
-
-        config = self.config if (self._config is not None or self._provider is None) else None
-        global_tools = config.get("agent.tools", "all") if config is not None else "all"
-        global_mcp = config.get("agent.mcp", "all") if config is not None else "all"
-        allowed = selection.resolve_chain(global_tools, network_tools, self.tools_config, run_tools)
-        servers = selection.resolve_chain(global_mcp, network_mcp, self.mcp_config, run_mcp)
-        available: list[Tool] = list(self.local_tools)
-        have = {t.name for t in available}
-        if allowed != selection.ALL:
-            available.extend(t for t in registry.lookup(allowed) if t.name not in have)
-        elif self.tools_config == selection.ALL:
-            # A robot that says "tools: all" gets every built-in tool too. (Elsewhere "all" keeps
-            # RobotLab's meaning, the robot's own and MCP tools: built-ins are named to be used.)
-            available.extend(t for t in registry.builtin_tools() if t.name not in have)
-        mcp_tools, pending = await self._mcp_tools(servers, config, wait=mcp_wait)
-        chosen = selection.filter_tools([*available, *mcp_tools], allowed)
-        names_servers = not (selection.is_inherit(self.mcp_config) or selection.is_none(self.mcp_config))
-        late_allowed = allowed
-        if self._tools_from_objects and names_servers:
-            # ``tools=[fn]`` lists the robot's own tools; the MCP servers it names (``mcp=[...]``) bring
-            # theirs (those of a server still starting too, when they join).
-            late_allowed = selection.resolve_chain(global_tools, network_tools, "inherit", run_tools)
-            have_now = {t.name for t in chosen}
-            chosen.extend(t for t in selection.filter_tools(mcp_tools, late_allowed) if t.name not in have_now)
-        available.extend(mcp_tools)
-        if self.mcp_resources:  # asked for by name in the robot's file: offered whatever the tool list says
-            chosen.extend(t for t in self._resource_tools(servers, config) if t.name not in {c.name for c in chosen})
-        if allowed != selection.ALL:
-            self._check_tool_names(allowed, available)
-        if pending is not None:
-            pending = _FilteredPending(pending, late_allowed)
-        return ToolManifest(chosen), pending
-
-    def _check_tool_names(self, allowed: Any, available: list[Tool]) -> None:
-        """A tool named exactly that exists nowhere is a mistake to report, not to skip in silence.
-
-        Names of MCP tools (``server__tool``) only warn: their server may be down for now (its
-        status in ``robotlab mcp list`` says why), and the robot can still work without them.
-        """
-        have = {t.name for t in available}
-        names = [str(getattr(a, "name", a)) for a in allowed]
-        missing = [n for n in names if n not in have and not any(c in n for c in "*?[")]
-        if not missing:
-            return
-        mcp_like = [n for n in missing if "__" in n]
-        if mcp_like:
-            log.warning("robot '%s': MCP tool(s) %s not available now (is the server running? robotlab mcp list)",
-                        self.name, ", ".join(mcp_like))
-        unknown = [n for n in missing if "__" not in n]
-        if unknown:
-            from workspace.tools import registry
-
-            known = sorted({t.name for t in registry.builtin_tools()} | {t.name for t in self.local_tools})
-            where = f" (in {self.template.path})" if self.template is not None and self.template.path else ""
-            raise ConfigurationError(
-                f"Robot '{self.name}'{where} asks for tool(s) that do not exist: {', '.join(unknown)}. "
-                f"Built-in tools: {', '.join(known)}. Fix the name where the tool list is set: "
-                f"{self._tools_origin(unknown)}"
-            )
-
-    def _tools_origin(self, names: list[str]) -> str:
-        if isinstance(self.tools_config, list) and any(n in self.tools_config for n in names):
-            return "the robot's 'tools:' list"
-        return "the run's, the network's or the task's 'tools:', or agent.tools in the configuration"
-
-    async def _mcp_prompt_text(self) -> str | None:
-        """The text of the MCP prompt a robot file names in its front matter::
-
-            mcp_prompt: {server: everything, prompt: simple_prompt, arguments: {topic: tests}}
-        """
-        tmpl = self.template
-        value = tmpl.metadata.get("mcp_prompt") if tmpl is not None and tmpl.path is not None else None
-        if value is None or tmpl is None:
-            return None
-        from workspace.schemas.robot import check_mcp_prompt
-
-        prompt = check_mcp_prompt(value, where=str(tmpl.path), lines=tmpl.lines)
-        manager = self.mcp_manager
-        if manager is None:
-            from workspace.mcp import default_manager
-
-            manager = default_manager()
-        config = self.config if (self._config is not None or self._provider is None) else None
-        if config is not None and hasattr(manager, "configure"):
-            manager.configure(config)
-        template = await manager.prompt_template(prompt.server, prompt.prompt,  # type: ignore[union-attr]
-                                                 dict(prompt.arguments))
-        return str(template.render())
-
-    def _mcp_manager(self) -> Any:
-        manager = self.mcp_manager
-        if manager is None:
-            from workspace.mcp import default_manager
-
-            manager = default_manager()
-        return manager
-
-    def _resource_tools(self, servers: Any, config: Config | None) -> list[Tool]:
-        """``list_mcp_resources`` / ``read_mcp_resource`` over the robot's MCP servers (none without servers)."""
-        if servers == selection.ALL:
-            configured = config.mcp_servers if config is not None else {}
-            refs: list[Any] = [name for name, spec in configured.items() if not _disabled(spec)]
-        else:
-            refs = list(servers)
-        manager = self._mcp_manager()
-        servers_for = getattr(manager, "servers_for", None)
-        if not refs or servers_for is None:
-            return []
-        try:
-            names = servers_for(refs, config)
-        except ConfigurationError:
-            return []  # the MCP tools' own resolution reports an unknown server
-        from workspace.mcp.resources import resource_tools
-
-        return resource_tools(manager, names) if names else []
-
-    async def _mcp_tools(self, servers: Any, config: Config | None, *,
-                         wait: float | None = None) -> tuple[list[Tool], PendingTools | None]:
-        if servers == selection.ALL:
-            configured = config.mcp_servers if config is not None else {}
-            refs: list[Any] = [name for name, spec in configured.items() if not _disabled(spec)]
-        else:
-            refs = list(servers)
-        if not refs:
-            return [], None
-        manager = self.mcp_manager
-        if manager is None:
-            try:
-                from workspace.mcp import default_manager
-            except ImportError as exc:  # pragma: no cover - the mcp extra is a dependency
-                raise ConfigurationError(f"MCP servers are configured but MCP support is missing: {exc}") from exc
-            manager = default_manager()
-        tools_ready = getattr(manager, "tools_ready", None)
-        if wait is None or tools_ready is None:
-            return await manager.tools_for(refs, config), None
-        report = await tools_ready(refs, config, wait=wait)
-        for name, why in report.failed.items():  # the run says so too (an McpServers event)
-            log.info("MCP server '%s' left out: %s", name, why)
-        return list(report.tools), report.pending
 
     # -- running --------------------------------------------------------------------------------
     def stream(self, message: Any, **options: Any) -> AgentRun:
@@ -565,7 +377,7 @@ class Robot:
             raise RuntimeError(
                 f"Robot '{self.name}' is already running; wait for its run to finish or stop it first"
             )
-        run = AgentRun(self._prepare(message, options))
+        run = AgentRun(prepare(self, message, options))
         if own:
             self._active = run
         if options.get("parent_run_id") is None:  # a run inside a run is traced as part of it
@@ -573,77 +385,6 @@ class Robot:
 
             tracing.attach(run, self._config)
         return run
-
-    def _prepare(self, message: Any, options: dict[str, Any]) -> RunSpec:
-        from workspace.messages import UserMessage
-
-        user = UserMessage.coerce(message) if not isinstance(message, str) else None
-        text = user.content if user is not None else str(message)
-        variables = {k: v for k, v in options.items() if k not in RUN_OPTIONS}
-        variables["message"] = text
-        memory = self._run_memory(options)
-        provider = options.get("provider") or self.provider
-        system = self.render_system(variables, network=options.get("network"))
-        if user is not None and user.system_prompt:
-            system = f"{system}\n\n{user.system_prompt}" if system else user.system_prompt
-        settings = self._settings(options.get("settings"))
-        folder = options.get("folder")
-        folder_path = Path(folder).resolve() if folder is not None else self.folder
-        changes = options.get("changes")
-        if changes is None and folder_path is not None:
-            changes = _new_change_set(folder_path, self, options.get("thread_id"))
-        attachments: list[Any] = []
-        if options.get("attachments"):
-            from workspace.attachments import AttachmentLimits, coerce_attachments
-
-            limits = AttachmentLimits.from_config(self.config if (self._config is not None or self._provider is None)
-                                                  else None)
-            attachments = coerce_attachments(options["attachments"], folder=folder_path, limits=limits)
-
-        async def load_tools() -> ToolManifest:
-            manifest, spec.pending_tools = await self._resolve_tools(
-                run_tools=options.get("tools", "inherit"), run_mcp=options.get("mcp", "inherit"),
-                network_tools=options.get("network_tools", "inherit"),
-                network_mcp=options.get("network_mcp", "inherit"), mcp_wait=self._config_mcp_wait(),
-            )
-            from workspace.robots_as_tools import named_robot_tools
-
-            for tool in named_robot_tools(self):  # ``robots=``: other robots as tools
-                if tool.name not in manifest:
-                    manifest.add(tool)
-            prompt = await self._mcp_prompt_text()
-            if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
-                spec.system = f"{prompt}\n\n{spec.system}" if spec.system else prompt
-            return manifest
-
-        history = options.get("history")
-        spec = RunSpec(
-            robot=self.name, provider=provider, system=system,
-            history=self.history if history is None else history, message=text,
-            settings=settings, max_turns=int(options.get("max_turns") or self.max_turns or self._config_max_turns()),
-            task=options.get("task"), memory=memory, network=options.get("network"), folder=folder_path,
-            changes=changes, approval=as_gate(options.get("approval")) or self.approval,
-            on_tool_call=self.on_tool_call, on_tool_result=self.on_tool_result,
-            on_result=_appender(memory), thread_id=options.get("thread_id"),
-            tool_timeout=self._config_tool_timeout(), sequence=options.get("sequence"),
-            watch_memory=options.get("watch_memory", True), tools_loader=load_tools,
-            fallbacks=self._fallback_makers() if options.get("provider") is None else [],
-            max_cost=options.get("max_cost", self.max_cost),
-            max_total_tokens=options.get("max_total_tokens", self.max_total_tokens),
-            text_tool_calls=self._config_value("agent.text_tool_calls", "run"),
-            context=self.context_manager,
-            output=self._structured_output(options), parent_run_id=options.get("parent_run_id"),
-            parent_tool_id=options.get("parent_tool_id"), attachments=attachments,
-        )
-        if options.get("run_id"):
-            spec.run_id = str(options["run_id"])
-        return spec
-
-    def _config_value(self, key: str, default: Any) -> Any:
-        if self._config is None and self._provider is not None:
-            return default
-        value = self.config.get(key, default)
-        return default if value is None else value
 
     # -- structured output ----------------------------------------------------------------------------
     def _schema_of(self, output_type: Any) -> OutputSchema:
@@ -690,52 +431,6 @@ class Robot:
         from workspace.pipeline import robot_acall
 
         return await robot_acall(self, result)
-
-    def _config_mcp_wait(self) -> float:
-        """How long a run waits for MCP servers still starting (``agent.mcp_startup_wait``)."""
-        from workspace.config import DEFAULTS
-
-        default = float(DEFAULTS["agent"]["mcp_startup_wait"])
-        if self._config is None and self._provider is not None:
-            return default
-        return float(self.config.get("agent.mcp_startup_wait", default))
-
-    def _config_max_turns(self) -> int:
-        if self._config is None and self._provider is not None:
-            return 20
-        return int(self.config.get("agent.max_turns", 20))
-
-    def _config_tool_timeout(self) -> float | None:
-        if self._config is None and self._provider is not None:
-            return None
-        value = self.config.get("agent.tool_timeout")
-        return float(value) if value else None
-
-    def _settings(self, run_settings: Mapping[str, Any] | None) -> dict[str, Any]:
-        if run_settings:
-            from workspace.schemas.robot import check_settings
-
-            check_settings(run_settings, what="run setting")
-        base: dict[str, Any] = {}
-        if self._config is not None or self._provider is None:
-            for key in ("temperature", "top_p", "max_tokens", "tool_choice"):
-                value = self.config.get(f"llm.{key}")
-                if value is not None:
-                    base[key] = value
-        return {**base, **self.settings, **(run_settings or {})}
-
-    def _run_memory(self, options: Mapping[str, Any]) -> Memory:
-        given_shared = options.get("network_memory")
-        memory: Memory = given_shared if given_shared is not None else self.memory
-        network = options.get("network")
-        if given_shared is None and network is not None and getattr(network, "memory", None) is not None:
-            memory = network.memory
-        given = options.get("memory")
-        if isinstance(given, Memory):
-            memory = given
-        elif isinstance(given, Mapping):
-            memory.merge(given)
-        return memory
 
     async def arun(self, message: Any, **options: Any) -> RobotResult:
         """Run to the end and return the RobotResult; a failed run raises RunFailedError."""
@@ -806,54 +501,3 @@ def _check_settings(settings: Mapping[str, Any]) -> None:
 
     params = [p for p in inspect.signature(Robot.__init__).parameters if p not in ("self", "settings")]
     check_settings(settings, also_known=params)
-
-
-def _appender(memory: Memory) -> Callable[[RobotResult], None]:
-    def append(result: RobotResult) -> None:
-        memory.append_result(result)
-
-    return append
-
-
-def _as_tool(item: Tool | Callable[..., Any]) -> Tool:
-    if isinstance(item, Tool):
-        return item
-    if callable(item):
-        return function_tool(item)
-    raise ValueError(f"Invalid tool: {item!r}. Give a Tool, a function, or a tool name")
-
-
-def _disabled(spec: Any) -> bool:
-    return (isinstance(spec, Mapping) and bool(spec.get("disabled"))) or (
-        isinstance(spec, Mapping) and spec.get("enabled") is False
-    )
-
-
-def _new_change_set(folder: Path, robot: Robot, thread_id: str | None) -> Any:
-    from workspace.changes import ChangeSet
-
-    mode = robot.config.get("review.mode", "review") if robot._config is not None else "review"
-    return ChangeSet(folder, mode=mode, thread_id=thread_id)
-
-
-class _FilteredPending:
-    """:class:`~workspace.agent.PendingTools` whose late tools go through the run's tool selection."""
-
-    def __init__(self, inner: PendingTools, allowed: Any) -> None:
-        self.inner = inner
-        self.allowed = allowed
-
-    @property
-    def starting(self) -> list[str]:
-        return self.inner.starting
-
-    @property
-    def failed(self) -> dict[str, str]:
-        return self.inner.failed
-
-    async def poll(self) -> tuple[list[Tool], list[str], dict[str, str]]:
-        tools, joined, failed = await self.inner.poll()
-        return selection.filter_tools(tools, self.allowed), joined, failed
-
-    async def wait_for_tool(self, tool_name: str) -> bool:
-        return await self.inner.wait_for_tool(tool_name)

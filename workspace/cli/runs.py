@@ -94,7 +94,7 @@ def tracing_overrides(args: argparse.Namespace) -> dict[str, Any]:
 def template_params(items: list[str]) -> dict[str, Any]:
     from workspace.cli import CLIError
     from workspace.network import NETWORK_RUN_OPTIONS
-    from workspace.robot import RUN_OPTIONS
+    from workspace.robot_runs import RUN_OPTIONS
 
     reserved = set(RUN_OPTIONS) | set(NETWORK_RUN_OPTIONS) | {"message"}
     params: dict[str, Any] = {}

@@ -70,7 +70,7 @@ class Task:
         wait_timeout: float | None = None,
         description: str | None = None,
     ) -> None:
-        from workspace.robot import RUN_OPTIONS
+        from workspace.robot_runs import RUN_OPTIONS
         from workspace.tools import selection
 
         self.name = str(name)
@@ -430,7 +430,7 @@ class Network:
         settings, provider, tools, mcp, run_id), which reach every task's robot.
         """
         from workspace.network.scheduler import NetworkRun
-        from workspace.robot import RUN_OPTIONS
+        from workspace.robot_runs import RUN_OPTIONS
 
         self.validate()
         options: dict[str, Any] = {}

@@ -503,7 +503,7 @@ class NetworkRun(EventRun):
         options: dict[str, Any] = {
             "parent_run_id": self.run_id,  # the task's run works for this run (its events say so)
             "network": self.network,
-            # Passed as ``memory``: a Memory given this way always wins in Robot._run_memory.
+            # Passed as ``memory``: a Memory given this way always wins in workspace.robot_runs.run_memory.
             "memory": memory,
             "task": task.name,
             "watch_memory": False,  # the network reports each change once
@@ -519,7 +519,7 @@ class NetworkRun(EventRun):
 
 
 def _template_safe(values: Mapping[str, Any]) -> dict[str, Any]:
-    from workspace.robot import RUN_OPTIONS
+    from workspace.robot_runs import RUN_OPTIONS
 
     return {k: v for k, v in values.items() if k not in RUN_OPTIONS and k != "message"}
 

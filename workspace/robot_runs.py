@@ -1,0 +1,173 @@
+"""A run of a :class:`~workspace.robot.Robot` prepared: the :class:`~workspace.agent.RunSpec` built
+from the robot, the run's options and the configuration.
+
+:func:`prepare` is what :meth:`Robot.stream <workspace.robot.Robot.stream>` hands to an
+:class:`~workspace.agent.AgentRun`: the system prompt rendered, the model settings, the memory, the
+change set of the folder, the attachments, the tools (loaded when the run starts) and the limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workspace.agent import RunSpec
+from workspace.approval import as_gate
+from workspace.memory import Memory
+from workspace.result import RobotResult
+from workspace.robot_tools import mcp_prompt_text, resolve_tools
+from workspace.tools.manifest import ToolManifest
+
+if TYPE_CHECKING:
+    from workspace.robot import Robot
+
+#: Run options that are not template variables.
+RUN_OPTIONS = frozenset({
+    "tools", "mcp", "memory", "network_memory", "network", "task", "max_turns", "approval", "settings",
+    "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
+    "network_mcp", "max_cost", "max_total_tokens", "history", "parent_run_id", "parent_tool_id", "output_type",
+    "output_mode", "attachments",
+})
+
+
+def prepare(robot: Robot, message: Any, options: dict[str, Any]) -> RunSpec:
+    """The RunSpec of ``robot``'s run on ``message`` with these ``options`` (see :meth:`Robot.stream`)."""
+    from workspace.messages import UserMessage
+
+    user = UserMessage.coerce(message) if not isinstance(message, str) else None
+    text = user.content if user is not None else str(message)
+    variables = {k: v for k, v in options.items() if k not in RUN_OPTIONS}
+    variables["message"] = text
+    memory = run_memory(robot, options)
+    provider = options.get("provider") or robot.provider
+    system = robot.render_system(variables, network=options.get("network"))
+    if user is not None and user.system_prompt:
+        system = f"{system}\n\n{user.system_prompt}" if system else user.system_prompt
+    settings = run_settings(robot, options.get("settings"))
+    folder = options.get("folder")
+    folder_path = Path(folder).resolve() if folder is not None else robot.folder
+    changes = options.get("changes")
+    if changes is None and folder_path is not None:
+        changes = _new_change_set(folder_path, robot, options.get("thread_id"))
+    attachments: list[Any] = []
+    if options.get("attachments"):
+        from workspace.attachments import AttachmentLimits, coerce_attachments
+
+        limits = AttachmentLimits.from_config(robot.config if (robot._config is not None or robot._provider is None)
+                                              else None)
+        attachments = coerce_attachments(options["attachments"], folder=folder_path, limits=limits)
+
+    async def load_tools() -> ToolManifest:
+        manifest, spec.pending_tools = await resolve_tools(
+            robot, run_tools=options.get("tools", "inherit"), run_mcp=options.get("mcp", "inherit"),
+            network_tools=options.get("network_tools", "inherit"),
+            network_mcp=options.get("network_mcp", "inherit"), mcp_wait=config_mcp_wait(robot),
+        )
+        from workspace.robots_as_tools import named_robot_tools
+
+        for tool in named_robot_tools(robot):  # ``robots=``: other robots as tools
+            if tool.name not in manifest:
+                manifest.add(tool)
+        prompt = await mcp_prompt_text(robot)
+        if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
+            spec.system = f"{prompt}\n\n{spec.system}" if spec.system else prompt
+        return manifest
+
+    history = options.get("history")
+    spec = RunSpec(
+        robot=robot.name, provider=provider, system=system,
+        history=robot.history if history is None else history, message=text,
+        settings=settings, max_turns=int(options.get("max_turns") or robot.max_turns or config_max_turns(robot)),
+        task=options.get("task"), memory=memory, network=options.get("network"), folder=folder_path,
+        changes=changes, approval=as_gate(options.get("approval")) or robot.approval,
+        on_tool_call=robot.on_tool_call, on_tool_result=robot.on_tool_result,
+        on_result=_appender(memory), thread_id=options.get("thread_id"),
+        tool_timeout=config_tool_timeout(robot), sequence=options.get("sequence"),
+        watch_memory=options.get("watch_memory", True), tools_loader=load_tools,
+        fallbacks=robot._fallback_makers() if options.get("provider") is None else [],
+        max_cost=options.get("max_cost", robot.max_cost),
+        max_total_tokens=options.get("max_total_tokens", robot.max_total_tokens),
+        text_tool_calls=config_value(robot, "agent.text_tool_calls", "run"),
+        context=robot.context_manager,
+        output=robot._structured_output(options), parent_run_id=options.get("parent_run_id"),
+        parent_tool_id=options.get("parent_tool_id"), attachments=attachments,
+    )
+    if options.get("run_id"):
+        spec.run_id = str(options["run_id"])
+    return spec
+
+
+def config_value(robot: Robot, key: str, default: Any) -> Any:
+    """The configuration's ``key`` for ``robot`` (``default`` for a robot given only a provider)."""
+    if robot._config is None and robot._provider is not None:
+        return default
+    value = robot.config.get(key, default)
+    return default if value is None else value
+
+
+def config_mcp_wait(robot: Robot) -> float:
+    """How long a run waits for MCP servers still starting (``agent.mcp_startup_wait``)."""
+    from workspace.config import DEFAULTS
+
+    default = float(DEFAULTS["agent"]["mcp_startup_wait"])
+    if robot._config is None and robot._provider is not None:
+        return default
+    return float(robot.config.get("agent.mcp_startup_wait", default))
+
+
+def config_max_turns(robot: Robot) -> int:
+    if robot._config is None and robot._provider is not None:
+        return 20
+    return int(robot.config.get("agent.max_turns", 20))
+
+
+def config_tool_timeout(robot: Robot) -> float | None:
+    if robot._config is None and robot._provider is not None:
+        return None
+    value = robot.config.get("agent.tool_timeout")
+    return float(value) if value else None
+
+
+def run_settings(robot: Robot, given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The model settings of a run: the configuration's ``llm.*``, then the robot's, then the run's."""
+    if given:
+        from workspace.schemas.robot import check_settings
+
+        check_settings(given, what="run setting")
+    base: dict[str, Any] = {}
+    if robot._config is not None or robot._provider is None:
+        for key in ("temperature", "top_p", "max_tokens", "tool_choice"):
+            value = robot.config.get(f"llm.{key}")
+            if value is not None:
+                base[key] = value
+    return {**base, **robot.settings, **(given or {})}
+
+
+def run_memory(robot: Robot, options: Mapping[str, Any]) -> Memory:
+    """The memory of a run: the network's shared one, else the robot's; ``memory=`` replaces or merges."""
+    given_shared = options.get("network_memory")
+    memory: Memory = given_shared if given_shared is not None else robot.memory
+    network = options.get("network")
+    if given_shared is None and network is not None and getattr(network, "memory", None) is not None:
+        memory = network.memory
+    given = options.get("memory")
+    if isinstance(given, Memory):
+        memory = given
+    elif isinstance(given, Mapping):
+        memory.merge(given)
+    return memory
+
+
+def _appender(memory: Memory) -> Callable[[RobotResult], None]:
+    def append(result: RobotResult) -> None:
+        memory.append_result(result)
+
+    return append
+
+
+def _new_change_set(folder: Path, robot: Robot, thread_id: str | None) -> Any:
+    from workspace.changes import ChangeSet
+
+    mode = robot.config.get("review.mode", "review") if robot._config is not None else "review"
+    return ChangeSet(folder, mode=mode, thread_id=thread_id)
