@@ -280,3 +280,23 @@ async def test_a_line_that_is_not_a_request_is_skipped_and_an_unknown_request_is
     assert await process.ask("count", provider=spec, texts=["hello world"]) == [2]
     with pytest.raises(ValueError, match="does not know the request 'dance'"):
         await process.ask("dance")
+
+
+async def test_the_windows_model_list_comes_from_litellms_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Listing hosted models reads litellm's 1.5 MB model map: where litellm runs apart, that process reads
+    it (the same ids), so the window's interpreter lock is not held for it."""
+    from workspace.config import load_config
+    from workspace.providers import listing
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0000000000000")
+    here = await listing.list_models(load_config(env={}, overrides={"llm": {"litellm_process": "same"}}), hosted=True)
+    calls: list[str] = []
+    process = litellm_process()
+    ask = process.ask_blocking
+    monkeypatch.setattr(process, "ask_blocking", lambda op, **kw: calls.append(op) or ask(op, **kw))
+    listing.clear_cache()
+    apart = await listing.list_models(load_config(env={}, overrides={"llm": {"litellm_process": "separate"}}),
+                                      hosted=True)
+    assert calls == ["known_chat_models"]
+    assert apart.ids == here.ids and "anthropic/claude-sonnet-4-5" in apart.ids
+    listing.clear_cache()

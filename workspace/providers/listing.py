@@ -307,10 +307,23 @@ def _has_key(var: str, key_lookup: Callable[[str], str | None] | None) -> bool:
     return bool(secrets.get_key(var))
 
 
-def _hosted_blocking(providers: Iterable[str] | None, key_lookup: Callable[[str], str | None] | None,
-                     refresh: bool) -> list[ModelSource]:
-    from workspace import secrets
+def _known_chat_models(provider: str, config: Any) -> list[str]:
+    """litellm's chat models of ``provider``: asked of litellm's own process where litellm runs there (the
+    window: reading its 1.5 MB model map holds the interpreter lock for 25-40 ms), else read here."""
+    from workspace.providers.registry import litellm_separate
+
+    if litellm_separate(config):
+        from workspace.providers.litellm_process import litellm_process
+
+        return list(litellm_process().ask_blocking("known_chat_models", provider=provider) or [])
     from workspace.providers.litellm_provider import known_chat_models
+
+    return known_chat_models(provider)
+
+
+def _hosted_blocking(providers: Iterable[str] | None, key_lookup: Callable[[str], str | None] | None,
+                     refresh: bool, config: Any = None) -> list[ModelSource]:
+    from workspace import secrets
 
     wanted = list(providers) if providers is not None else list(secrets.KEY_VARS)
     out: list[ModelSource] = []
@@ -322,7 +335,7 @@ def _hosted_blocking(providers: Iterable[str] | None, key_lookup: Callable[[str]
         found = _cached(key, refresh)
         if found is None:
             try:
-                ids = known_chat_models(provider)
+                ids = _known_chat_models(provider, config)
                 problem = None if ids else (f"litellm knows no {provider} models: type the model id "
                                             f"('{provider}/MODEL') in Settings")
                 found = ModelSource(provider, "hosted", None,
@@ -337,11 +350,13 @@ def _hosted_blocking(providers: Iterable[str] | None, key_lookup: Callable[[str]
 
 
 async def hosted_models(*, providers: Iterable[str] | None = None, refresh: bool = False,
-                        key_lookup: Callable[[str], str | None] | None = None) -> list[ModelSource]:
+                        key_lookup: Callable[[str], str | None] | None = None,
+                        config: Any = None) -> list[ModelSource]:
     """litellm's chat models for each hosted provider whose key is set (``key_lookup(var)``, default: the
-    environment, then the system keyring). Off the event loop (the keyring and the model map may take a while)."""
+    environment, then the system keyring). Off the event loop (the keyring and the model map may take a while);
+    from litellm's own process where litellm runs there (``llm.litellm_process`` of ``config``)."""
     try:
-        return await asyncio.to_thread(_hosted_blocking, providers, key_lookup, refresh)
+        return await asyncio.to_thread(_hosted_blocking, providers, key_lookup, refresh, config)
     except Exception as exc:
         log.debug("listing hosted models failed: %s", exc, exc_info=True)
         return [ModelSource("hosted", "hosted", problem=f"the hosted models could not be listed ({exc}): type the "
@@ -368,7 +383,7 @@ async def list_models(config: Any = None, *, model: str | None = None, api_base:
             targets.setdefault(f"{target[1]} {target[0]} {target[2]}", (m, base))
     jobs: list[Any] = [local_models(m, base, refresh=refresh, timeout=timeout) for m, base in targets.values()]
     if hosted:
-        jobs.append(hosted_models(refresh=refresh, key_lookup=key_lookup))
+        jobs.append(hosted_models(refresh=refresh, key_lookup=key_lookup, config=config))
     sources: list[ModelSource] = []
     for result in await asyncio.gather(*jobs, return_exceptions=True):
         if isinstance(result, BaseException):

@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from workspace.messages import Message
 from workspace.providers import wire
-from workspace.providers.litellm_provider import LiteLLMProvider, preload_litellm
+from workspace.providers.litellm_provider import LiteLLMProvider, known_chat_models, preload_litellm
 
 log = logging.getLogger("workspace.providers.litellm_host")
 
@@ -96,6 +96,8 @@ class _Server:
                 result: Any = True
             elif op == "describe":
                 result = await asyncio.to_thread(_describe, self._provider(request["provider"]))
+            elif op == "known_chat_models":
+                result = await asyncio.to_thread(known_chat_models, str(request["provider"]))
             elif op == "missing_keys":
                 result = await asyncio.to_thread(self._provider(request["provider"]).missing_keys)
             elif op == "count":
