@@ -20,6 +20,18 @@ def _forget_bundle_environment() -> None:
             os.environ.pop(name, None)
 
 
+#: workspace.providers.litellm_host.BUNDLE_ARG, written out: importing that module would delay every start.
+LITELLM_HOST_ARG = "--litellm-host"
+
+
+def _run() -> int:
+    if sys.argv[1:2] == [LITELLM_HOST_ARG]:  # the window's litellm process (no ``python -m`` in a bundle)
+        from workspace.providers.litellm_host import main as host_main
+
+        return host_main()
+    return main()
+
+
 if __name__ == "__main__":
     _forget_bundle_environment()
-    sys.exit(main())
+    sys.exit(_run())

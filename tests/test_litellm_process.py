@@ -300,3 +300,30 @@ async def test_the_windows_model_list_comes_from_litellms_process(monkeypatch: p
     assert calls == ["known_chat_models"]
     assert apart.ids == here.ids and "anthropic/claude-sonnet-4-5" in apart.ids
     listing.clear_cache()
+
+
+def test_a_bundle_starts_litellms_process_through_its_own_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A self-contained bundle has no ``python -m``: its executable is asked to be litellm's process, and the
+    bundle's entry point (run here as a script, as the bundle runs it) answers the protocol."""
+    from pathlib import Path
+
+    from workspace.providers import litellm_host
+    from workspace.providers.litellm_process import host_command
+
+    assert host_command()[1:] == ["-m", "workspace.providers.litellm_host"]
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert host_command() == [sys.executable, litellm_host.BUNDLE_ARG]
+    monkeypatch.delattr(sys, "frozen")
+    entry = Path(__file__).resolve().parents[1] / "packaging" / "robotlab_entry.py"
+    assert f'LITELLM_HOST_ARG = "{litellm_host.BUNDLE_ARG}"' in entry.read_text(encoding="utf-8")
+    request = {"id": 1, "op": "count", "texts": ["hello world"],
+               "provider": {"model_id": "openai/gpt-4o-mini", "api_base": None, "api_key": None, "options": {}}}
+    child = subprocess.Popen([sys.executable, str(entry), litellm_host.BUNDLE_ARG], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write(json.dumps(request) + "\n")
+    child.stdin.flush()
+    answer = child.stdout.readline()
+    child.stdin.close()  # the window went away: the process ends
+    assert child.wait(60) == 0
+    assert json.loads(answer) == {"id": 1, "result": [2]}

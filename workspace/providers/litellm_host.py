@@ -33,6 +33,10 @@ from workspace.providers.litellm_provider import LiteLLMProvider, known_chat_mod
 
 log = logging.getLogger("workspace.providers.litellm_host")
 
+#: How a self-contained bundle (``sys.frozen``: no ``python -m``) is asked to be this process instead of the
+#: app: its entry point (packaging/robotlab_entry.py) runs :func:`main` when it is the first argument.
+BUNDLE_ARG = "--litellm-host"
+
 
 class _Server:
     def __init__(self, out: IO[bytes]) -> None:

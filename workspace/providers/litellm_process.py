@@ -47,7 +47,7 @@ from workspace.providers.openai_format import estimate_tokens
 if TYPE_CHECKING:
     from workspace.messages import Message
 
-__all__ = ["ASK_TIMEOUT", "LiteLLMProcess", "SeparateLiteLLMProvider", "litellm_process", "shutdown"]
+__all__ = ["ASK_TIMEOUT", "LiteLLMProcess", "SeparateLiteLLMProvider", "host_command", "litellm_process", "shutdown"]
 
 log = logging.getLogger("workspace.providers.litellm_process")
 
@@ -65,6 +65,16 @@ def _on_event_loop() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+def host_command() -> list[str]:
+    """The command that starts litellm's process: ``python -m workspace.providers.litellm_host``, or, in a
+    self-contained bundle (no ``-m`` there), the bundle's executable asked to be that process."""
+    if getattr(sys, "frozen", False):
+        from workspace.providers.litellm_host import BUNDLE_ARG
+
+        return [sys.executable, BUNDLE_ARG]
+    return [sys.executable, "-m", "workspace.providers.litellm_host"]
 
 
 class _Stream:
@@ -91,7 +101,7 @@ class LiteLLMProcess:
     """The child process and the requests waiting for its answers (thread-safe)."""
 
     def __init__(self, argv: Sequence[str] | None = None) -> None:
-        self._argv = list(argv) if argv else [sys.executable, "-m", "workspace.providers.litellm_host"]
+        self._argv = list(argv) if argv else host_command()
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
@@ -107,11 +117,6 @@ class LiteLLMProcess:
     def running(self) -> bool:
         proc = self._proc
         return proc is not None and proc.poll() is None
-
-    @property
-    def pid(self) -> int | None:
-        proc = self._proc
-        return proc.pid if proc is not None and proc.poll() is None else None
 
     # -- asking ------------------------------------------------------------------------------------
     def call(self, op: str, **fields: Any) -> concurrent.futures.Future[Any]:
@@ -184,7 +189,7 @@ class LiteLLMProcess:
         env["ROBOTLAB_HOST_LOG_LEVEL"] = logging.getLevelName(max(level, logging.DEBUG))
         proc = subprocess.Popen(self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=env, close_fds=True)
-        self._env = {k: v for k, v in os.environ.items()}
+        self._env = dict(os.environ)
         outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._outbox = outbox
         self._proc = proc

@@ -191,8 +191,6 @@ class LiteLLMFactory:
         return cls(model, api_base=api_base, **kwargs)
 
 
-#: ``llm.litellm_process`` values: where litellm runs.
-LITELLM_PROCESS_CHOICES = ("auto", "same", "separate")
 #: What ``auto`` means in this program: "same" (the command line, the library) unless it says otherwise.
 _litellm_auto = "same"
 
