@@ -353,3 +353,14 @@ async def test_the_window_honours_the_configured_limits(model: Recorder, db_path
         composer.edit.setFocus()
         composer.edit.paste()
         assert said and "images are sent up to 1.0 KB" in said[0] and composer.chips.names() == ["notes.md"]
+
+
+def test_a_chip_marks_its_kind_with_an_icon_not_an_emoji(qapp_instance: Any) -> None:
+    """An emoji is a blank box where no emoji font is installed: the kind is a themed icon."""
+    from ui.widgets.attachments import AttachmentChip, chip_icon
+
+    image = Attachment.from_bytes(png(), name="cat.png")
+    text = Attachment.from_text("hello", name="notes.md")
+    assert (chip_icon(image), chip_icon(text)) == ("image", "file")
+    chip = AttachmentChip(image)
+    assert chip.button.text() == f"cat.png · {image.size} B" and not chip.button.icon().isNull()

@@ -37,12 +37,18 @@ from workspace.attachments import MAX_IMAGE_BYTES, Attachment, describe_size
 #: What a chip needs: the core's Attachment (composer) or the chat's AttachmentChip (a sent message).
 ChipData = Any
 
-_MARKS = {"image": "🖼", "resource": "⛁", "file": "📄"}
+#: The icon of each kind of attachment (themed SVGs: an emoji is a blank box without an emoji font).
+_ICONS = {"image": "image", "resource": "server", "file": "file"}
 
 
 def chip_text(item: ChipData) -> str:
+    return f"{item.name} · {describe_size(int(item.size))}"
+
+
+def chip_icon(item: ChipData) -> str:
+    """The icon's name: an image, an MCP resource or a file."""
     kind = "image" if str(getattr(item, "mime", "")).startswith("image/") else str(getattr(item, "kind", "file"))
-    return f"{_MARKS.get(kind, '📄')} {item.name} · {describe_size(int(item.size))}"
+    return _ICONS.get(kind, "file")
 
 
 def chip_tooltip(item: ChipData) -> str:
@@ -71,6 +77,8 @@ class AttachmentChip(QFrame):
         self.button.setObjectName("AttachmentChipName")
         self.button.setAutoRaise(True)
         self.button.setText(chip_text(item))
+        self.button.setIcon(theme.icon(chip_icon(item), theme.colors().muted, 14))
+        self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.button.setToolTip(chip_tooltip(item))
         self.button.setAccessibleName(f"Open attachment {item.name}")
         self.button.setCursor(Qt.CursorShape.PointingHandCursor)
