@@ -2,12 +2,22 @@
 
 Each run is a fresh process (nothing imported yet): it opens the main window as ``robotlab`` does
 (paint first, then the configuration, the database and the thread list), waits ``TYPING`` seconds (a
-person typing the first message; the model library loads in a worker thread meanwhile), submits a
-message from the message box (what Enter does) and measures until the first token reaches the chat (the bridge's ``text_appended``, which
-coalesces text on a 16 ms timer: figures move in steps of about that), then sends a second one and
-measures the same, then the first message of a new thread (what a first message costs anyway: the
-thread's rows, the thread list), to separate what launching costs from what a new thread costs. The model is ``openai/fake`` on the loopback server
-(tests/fakes/llm_server.py, in a process of its own); ``PROVIDER`` picks the library:
+person typing the first message; the model library loads in the background meanwhile), submits a
+message from the message box (what Enter does) and measures until the first token reaches the chat (the
+bridge's ``text_appended``, which coalesces text on a 16 ms timer: figures move in steps of about that).
+Then it waits ``TYPING`` seconds again (the person typing the second message) and sends the second one:
+the target compares these two, sent under the same conditions, so the ratio is what launching costs.
+Also measured: a third message sent the moment the second reply ends (no one types that fast: it shows
+what a process that never went idle gives), and the first message of a new thread, sent at once too
+(what a first message costs anyway: the thread's rows, the thread list).
+
+Why the pause before the second message matters: on a machine that idles its CPUs (and, on some, pages
+out code nobody ran for a few seconds) any work after a pause is slower than the same work right after
+other work. The bench measures that in its own process first: a fixed piece of pure-Python work right
+after other work and after ``TYPING`` seconds of sleep (no RobotLab code involved).
+
+The model is ``openai/fake`` on the loopback server (tests/fakes/llm_server.py, in a process of its
+own); ``PROVIDER`` picks the library:
 
 * ``litellm`` (``llm.provider: litellm``): litellm and its model map, seconds to import, in a process of
   its own (the window's default, ``llm.litellm_process: auto``);
@@ -16,8 +26,8 @@ thread's rows, the thread list), to separate what launching costs from what a ne
 * ``auto``: the lean provider (the openai SDK) that serves OpenAI-compatible servers.
 
 Also measured: the longest stall of the window's event loop (a 2 ms Qt timer) from the moment the
-window is filled in until the first message is sent, i.e. while the library loads in its thread. Medians of
-``RUNS`` runs per provider. Targets: first <= 1.3 x second. Writes bench/results/ui_first_reply.json.
+window is filled in until the first message is sent, i.e. while the library loads. Medians of ``RUNS``
+runs per provider. Target: first <= 1.3 x second. Writes bench/results/ui_first_reply.json.
 ``FIRST_TOKEN_MS``: the server waits that long before its first token, as a real model does (a small
 local model: 30-300 ms); by default it answers at once, the case where our own work weighs most.
 Run offscreen: ``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_ui_first_reply.py``.
@@ -31,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,11 +140,13 @@ async def main():
     start, end = warmed.get("from", 0.0), warmed.get("until", time.perf_counter())
     during = max([b - a - 0.002 for a, b in stalls.gaps if b > start and a < end] or [0.0])
     first = await send("Hello, who are you?")
+    await asyncio.sleep(TYPING)  # the person types the second message
     second = await send("And again?")
+    at_once = await send("And at once?")
     root.controller.new_thread()
     third = await send("A new thread, later")
     loaded = "litellm" in sys.modules, "openai" in sys.modules
-    print("RESULT " + json.dumps({"shown": shown, "first": first, "second": second, "third": third, "stall": stall,
+    print("RESULT " + json.dumps({"shown": shown, "first": first, "second": second, "at_once": at_once, "third": third, "stall": stall,
                                   "during": during,
                                   "litellm": loaded[0], "openai": loaded[1], "warm_up": warmed.get("s", -1.0)}),
           flush=True)
@@ -164,7 +177,28 @@ def run_once(base: str, provider: str, home: str) -> dict[str, float]:
     raise RuntimeError(f"no result:\n{proc.stdout}\n{proc.stderr[-3000:]}")
 
 
+def fixed_work() -> float:
+    """A fixed piece of pure-Python work (JSON out and back), in milliseconds: no RobotLab code."""
+    data = {f"k{i}": [i, str(i), {"x": i}] for i in range(2000)}
+    started = time.perf_counter()
+    for _ in range(3):
+        json.loads(json.dumps(data))
+    return (time.perf_counter() - started) * 1000
+
+
+def machine_after_pause() -> tuple[float, float]:
+    """The same work right after other work and after ``TYPING`` seconds of sleep (medians of 3)."""
+    hot, paused = [], []
+    for _ in range(3):
+        fixed_work()
+        hot.append(fixed_work())
+        time.sleep(TYPING)
+        paused.append(fixed_work())
+    return statistics.median(hot), statistics.median(paused)
+
+
 def main() -> int:
+    hot, paused = machine_after_pause()
     server = subprocess.Popen([sys.executable, "-c", SERVER.format(root=str(ROOT), delay=FIRST_TOKEN_MS)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None
@@ -184,9 +218,12 @@ def main() -> int:
         first = statistics.median(r["first"] for r in runs)
         second = statistics.median(r["second"] for r in runs)
         third = statistics.median(r["third"] for r in runs)
+        at_once = statistics.median(r["at_once"] for r in runs)
         summary[provider] = {
             "first_message_ms": round(first * 1000, 1), "second_message_ms": round(second * 1000, 1),
             "ratio_first_over_second": round(first / second, 2),
+            "third_message_sent_at_once_ms": round(at_once * 1000, 1),
+            "ratio_first_over_sent_at_once": round(first / at_once, 2),
             "first_message_of_a_new_thread_later_ms": round(third * 1000, 1),
             "ratio_first_over_new_thread_later": round(first / third, 2),
             "longest_stall_ms": round(statistics.median(r["stall"] for r in runs) * 1000, 1),
@@ -196,18 +233,23 @@ def main() -> int:
             "litellm_imported_by_the_window": any(r["litellm"] for r in runs),
             "each_run_first_second_ms": [(round(r["first"] * 1000, 1), round(r["second"] * 1000, 1)) for r in runs],
         }
-    result = {"runs_each": RUNS, "typing_s": TYPING, "server_first_token_ms": FIRST_TOKEN_MS, "target_ratio": 1.3,
+    result = {"runs_each": RUNS, "typing_s": TYPING,
+              "machine_fixed_work_ms": {"right_after_other_work": round(hot, 1), "after_a_pause": round(paused, 1)}, "server_first_token_ms": FIRST_TOKEN_MS, "target_ratio": 1.3,
               **summary}
     server = f", a server that takes {FIRST_TOKEN_MS:g} ms to its first token" if FIRST_TOKEN_MS else ""
-    print(f"Send -> first rendered token, window just opened, first message sent after {TYPING:g} s of typing{server} "
+    print(f"Send -> first rendered token, window just opened, each message sent after {TYPING:g} s of typing{server} "
           f"(median of {RUNS}):")
     for provider, s in summary.items():
         if provider == "none":
             continue
         name = NAMES[provider]
-        print(f"  {name:27} first {s['first_message_ms']:7.1f} ms, second {s['second_message_ms']:6.1f} ms, "
-              f"ratio {s['ratio_first_over_second']:.2f} (target <= 1.3); a new thread's first message later: "
-              f"{s['first_message_of_a_new_thread_later_ms']:.1f} ms (ratio {s['ratio_first_over_new_thread_later']:.2f})")
+        print(f"  {name:27} first {s['first_message_ms']:6.1f} ms, second {s['second_message_ms']:6.1f} ms: "
+              f"ratio {s['ratio_first_over_second']:.2f} (target <= 1.3)")
+        print(f"  {'':27} sent at once after a reply {s['third_message_sent_at_once_ms']:.1f} ms (ratio "
+              f"{s['ratio_first_over_sent_at_once']:.2f}); a new thread's first message, at once: "
+              f"{s['first_message_of_a_new_thread_later_ms']:.1f} ms")
+    print(f"This machine after a pause: a fixed piece of pure-Python work takes {hot:.1f} ms right after other "
+          f"work, {paused:.1f} ms after {TYPING:g} s of sleep ({paused / hot:.1f} x)")
     print("Longest stall of the window's event loop between the filled-in window and the first message:")
     for provider, s in summary.items():
         name = NAMES[provider]
