@@ -327,3 +327,52 @@ def test_a_bundle_starts_litellms_process_through_its_own_entry_point(monkeypatc
     child.stdin.close()  # the window went away: the process ends
     assert child.wait(60) == 0
     assert json.loads(answer) == {"id": 1, "result": [2]}
+
+
+async def test_an_image_reaches_the_server_encoded_off_the_event_loop(server: FakeLLMServer,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request with an image is megabytes of JSON: it is encoded in a worker thread, not on the loop, and
+    reaches the server as the same content parts."""
+    from workspace.providers import litellm_process as module
+
+    threads: list[str] = []
+    encode = module.encode_request
+    monkeypatch.setattr(module, "encode_request", lambda fields: threads.append(threading.current_thread().name)
+                        or encode(fields))
+    url = "data:image/png;base64," + "iVBORw0KGgo" * 50_000
+    picture = TextMessage(role="user", content=[{"type": "text", "text": "What is this?"},
+                                                {"type": "image_url", "image_url": {"url": url}}])
+    server.enqueue(Reply(text="A picture."))
+    chunks = await collect(make(SeparateLiteLLMProvider, server), [picture], tools=())
+    assert "A picture." in "".join(c.text for c in chunks if isinstance(c, TextChunk))
+    assert threads and threading.main_thread().name not in threads
+    parts = server.requests[-1]["messages"][-1]["content"]
+    assert {"type": "image_url", "image_url": {"url": url}} in parts
+    server.enqueue(Reply(text="Hi."))
+    await collect(make(SeparateLiteLLMProvider, server), tools=())  # no image: encoded where it is sent
+    assert threads[-1] == threading.main_thread().name
+
+
+def test_a_question_not_answered_in_time_is_given_up_and_forgotten() -> None:
+    """A process that never answers: the blocking question raises TimeoutError naming the request, and
+    nothing stays registered waiting for it (the process is told to drop it)."""
+    from workspace.providers.litellm_process import LiteLLMProcess
+
+    silent = LiteLLMProcess([sys.executable, "-c", "import sys, time\nfor line in sys.stdin: pass"])
+    try:
+        with pytest.raises(TimeoutError, match="'load'"):
+            silent.ask_blocking("load", timeout=0.3)
+        assert silent._waiting == {}
+    finally:
+        silent.close()
+
+
+def test_a_large_body_is_joined_to_its_request_id_as_one_line() -> None:
+    from workspace.providers import wire
+
+    body = wire.encode({"op": "stream", "messages": [{"role": "user", "content": "é\n"}]})
+    line = wire.joined({"id": 7, "env": {"KEY": None}}, body)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert wire.decode(line) == (7, {"id": 7, "env": {"KEY": None}, "op": "stream",
+                                     "messages": [{"role": "user", "content": "é\n"}]})
+    assert wire.decode(wire.joined({"id": 8}, wire.encode({}))) == (8, {"id": 8})

@@ -38,6 +38,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from workspace.attachments import has_images
 from workspace.errors import ProviderError
 from workspace.providers import wire
 from workspace.providers.base import Chunk, StatusChunk, ToolSpec
@@ -97,6 +98,16 @@ class _Stream:
 _Waiter = concurrent.futures.Future[Any] | _Stream
 
 
+def encode_request(fields: Mapping[str, Any]) -> bytes:
+    """A request's fields as a line of the pipe (its id and environment are added when it is sent). A
+    request with an image is megabytes of JSON (25 ms for 5 MB): encode that one in a worker thread."""
+    try:
+        return wire.encode(fields)
+    except (TypeError, ValueError) as exc:
+        raise ProviderError(f"This request cannot be sent to litellm's process: {exc}. Set llm.litellm_process "
+                            "to 'same' to run litellm in this process") from exc
+
+
 class LiteLLMProcess:
     """The child process and the requests waiting for its answers (thread-safe)."""
 
@@ -130,15 +141,23 @@ class LiteLLMProcess:
         return await asyncio.wrap_future(self.call(op, **fields))
 
     def ask_blocking(self, op: str, timeout: float = ASK_TIMEOUT, **fields: Any) -> Any:
-        """:meth:`call`, waited for in this thread (never on an event loop: that raises RuntimeError)."""
+        """:meth:`call`, waited for in this thread (never on an event loop: that raises RuntimeError).
+        ``TimeoutError`` after ``timeout`` seconds; the request is then cancelled (its answer dropped)."""
         if _on_event_loop():
             raise RuntimeError(f"asking litellm's process for {op!r} would block the event loop")
-        return self.call(op, **fields).result(timeout)
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        rid = self._send({"op": op, **fields}, future)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            self.cancel(rid)
+            raise TimeoutError(f"litellm's process did not answer {op!r} within {timeout:g} s") from None
 
-    def open(self, fields: Mapping[str, Any]) -> _Stream:
-        """Start a stream request; its answers arrive on the returned stream's queue."""
+    def open(self, fields: Mapping[str, Any], *, body: bytes | None = None) -> _Stream:
+        """Start a stream request; its answers arrive on the returned stream's queue. ``body``: ``fields``
+        already encoded (:func:`encode_request`, in a worker thread for a large request)."""
         stream = _Stream(asyncio.get_running_loop())
-        stream.rid = self._send(fields, stream)
+        stream.rid = self._send(fields, stream, body=body)
         return stream
 
     def cancel(self, rid: int) -> None:
@@ -148,7 +167,9 @@ class LiteLLMProcess:
             if entry is not None and entry[0] is self._proc:
                 self._outbox.put(wire.encode({"id": rid, "op": "cancel"}))
 
-    def _send(self, fields: Mapping[str, Any], waiter: _Waiter) -> int:
+    def _send(self, fields: Mapping[str, Any], waiter: _Waiter, *, body: bytes | None = None) -> int:
+        if body is None:
+            body = encode_request(fields)
         with self._lock:
             if self._closing:
                 raise ProviderError("litellm's process was closed (the window is closing)")
@@ -156,15 +177,11 @@ class LiteLLMProcess:
                 self._start()
             assert self._proc is not None
             rid = next(self._ids)
-            message = {"id": rid, **fields}
+            head: dict[str, Any] = {"id": rid}
             changed = self._changed_env()
             if changed:
-                message["env"] = changed
-            try:
-                line = wire.encode(message)
-            except (TypeError, ValueError) as exc:
-                raise ProviderError(f"This request cannot be sent to litellm's process: {exc}. Set llm.litellm_process "
-                                    "to 'same' to run litellm in this process") from exc
+                head["env"] = changed
+            line = wire.joined(head, body)
             self._env.update({k: v for k, v in changed.items() if v is not None})
             for name in [k for k, v in changed.items() if v is None]:
                 self._env.pop(name, None)
@@ -446,9 +463,12 @@ class SeparateLiteLLMProvider(LiteLLMProvider):
         process = litellm_process()
         if not process.running:
             yield StatusChunk("loading", "starting litellm (it runs in a process of its own)", endpoint=self.endpoint)
-        stream = process.open({"op": "stream", "provider": self._spec, "system": system,
-                               "messages": [m.to_dict() for m in messages],
-                               "tools": [wire.tool_to_dict(t) for t in tools], "settings": dict(settings)})
+        fields = {"op": "stream", "provider": self._spec, "system": system,
+                  "messages": [m.to_dict() for m in messages],
+                  "tools": [wire.tool_to_dict(t) for t in tools], "settings": dict(settings)}
+        # An image is megabytes of base64: encoded in a worker thread, the window does not stall on it.
+        body = await asyncio.to_thread(encode_request, fields) if has_images(messages) else None
+        stream = process.open(fields, body=body)
         finished = False
         try:
             while True:

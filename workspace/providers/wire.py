@@ -28,8 +28,8 @@ from workspace.providers.base import (
     UsageChunk,
 )
 
-__all__ = ["chunk_from_dict", "chunk_to_dict", "decode", "encode", "error_from_dict", "error_to_dict", "tool_from_dict",
-           "tool_to_dict"]
+__all__ = ["chunk_from_dict", "chunk_to_dict", "decode", "encode", "error_from_dict", "error_to_dict", "joined",
+           "tool_from_dict", "tool_to_dict"]
 
 _CHUNKS: dict[str, type[Any]] = {cls.__name__: cls for cls in (TextChunk, ReasoningChunk, ToolCallChunk, UsageChunk,
                                                                 FinishChunk, StatusChunk)}
@@ -40,6 +40,17 @@ _BUILTIN = {cls.__name__: cls for cls in (ValueError, TypeError, KeyError, Runti
 def encode(message: Mapping[str, Any]) -> bytes:
     """One line of the pipe. Raises ``TypeError`` naming what cannot be sent (never sends it altered)."""
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def joined(head: Mapping[str, Any], body: bytes) -> bytes:
+    """The line of ``head``'s fields followed by those of ``body`` (a line :func:`encode` made of an
+    object): a large body (a request with an image) can be encoded in a worker thread ahead of its
+    request id. A key of both is sent twice; a reader keeps the last (``json.loads``): the body's."""
+    if body in (b"{}\n", b""):
+        return encode(head)
+    if not head:
+        return body
+    return encode(head)[:-2] + b"," + body[1:]
 
 
 def decode(line: bytes) -> tuple[int, dict[str, Any]]:
