@@ -105,8 +105,10 @@ def get_app(argv: Sequence[str] | None = None) -> Any:
         app.setApplicationName("RobotLab Workspace")
         app.setOrganizationName("RobotLab")
         app.setDesktopFileName("io.github.robotlab.Workspace")
-        # Closing the window starts an async shutdown (see run_app); Qt must not end the loop first.
-        app.setQuitOnLastWindowClosed(False)
+    # Closing the window starts an async shutdown (see run_app); Qt must not end the loop first. Also for
+    # an application made elsewhere (a host program, a test plugin): its last window closing would end
+    # qasync's loop under the coroutines still running on it.
+    app.setQuitOnLastWindowClosed(False)
     return app
 
 

@@ -548,3 +548,13 @@ async def test_the_threads_cost_in_the_status_bar_is_never_a_made_up_zero(deskto
     for cost in (None, 0.0):
         status.set_usage(Usage(120, 30, cost))
         assert status.usage.text() == "Thread: 150 tokens"  # the demo is no model: nothing to price
+
+
+def test_an_application_made_elsewhere_does_not_quit_when_its_last_window_closes(qapp_instance: Any) -> None:
+    """A QApplication made by someone else (pytest-qt's ``qapp``, a host program) quits by default when its
+    last window closes, which ends qasync's loop under the coroutines still running on it (the window's
+    async shutdown among them): the app turns that off on whatever application it is given."""
+    from ui.app import get_app
+
+    qapp_instance.setQuitOnLastWindowClosed(True)
+    assert get_app() is qapp_instance and not qapp_instance.quitOnLastWindowClosed()
