@@ -364,3 +364,21 @@ def test_a_chip_marks_its_kind_with_an_icon_not_an_emoji(qapp_instance: Any) -> 
     assert (chip_icon(image), chip_icon(text)) == ("image", "file")
     chip = AttachmentChip(image)
     assert chip.button.text() == f"cat.png · {image.size} B" and not chip.button.icon().isNull()
+
+
+def test_a_chips_icons_follow_a_switch_of_theme(qapp_instance: Any) -> None:
+    """A chip waiting in the message box when the theme changes draws its icons in the new colours."""
+    from ui import theme
+    from ui.widgets.attachments import AttachmentChip
+
+    theme.apply_theme(qapp_instance, "light")
+    chip = AttachmentChip(Attachment.from_text("hello", name="notes.md"), removable=True)
+    assert chip.remove_button is not None
+    try:
+        theme.apply_theme(qapp_instance, "dark")
+        qapp_instance.processEvents()
+        dark = theme.colors().muted
+        assert chip.button.icon().cacheKey() == theme.icon("file", dark, 14).cacheKey()
+        assert chip.remove_button.icon().cacheKey() == theme.icon("close", dark, 12).cacheKey()
+    finally:
+        theme.apply_theme(qapp_instance, "light")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QMimeData, QSize, Qt, QUrl, Signal
+from PySide6.QtCore import QEvent, QMimeData, QSize, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QImage, QPixmap
 from PySide6.QtWidgets import (
     QDialog,
@@ -77,7 +77,6 @@ class AttachmentChip(QFrame):
         self.button.setObjectName("AttachmentChipName")
         self.button.setAutoRaise(True)
         self.button.setText(chip_text(item))
-        self.button.setIcon(theme.icon(chip_icon(item), theme.colors().muted, 14))
         self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.button.setToolTip(chip_tooltip(item))
         self.button.setAccessibleName(f"Open attachment {item.name}")
@@ -89,12 +88,24 @@ class AttachmentChip(QFrame):
             self.remove_button = QToolButton(self)
             self.remove_button.setObjectName("AttachmentChipRemove")
             self.remove_button.setAutoRaise(True)
-            self.remove_button.setIcon(theme.icon("close", theme.colors().muted, 12))
             self.remove_button.setIconSize(QSize(12, 12))
             self.remove_button.setToolTip(f"Remove {item.name}")
             self.remove_button.setAccessibleName(f"Remove attachment {item.name}")
             self.remove_button.clicked.connect(lambda: self.remove_requested.emit(self.item))
             row.addWidget(self.remove_button)
+        self._draw_icons()
+
+    def _draw_icons(self) -> None:
+        """The icons in the theme's colours (again after a switch of theme: the palette changes)."""
+        muted = theme.colors().muted
+        self.button.setIcon(theme.icon(chip_icon(self.item), muted, 14))
+        if self.remove_button is not None:
+            self.remove_button.setIcon(theme.icon("close", muted, 12))
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._draw_icons()
 
 
 class ChipRow(QWidget):
