@@ -8,6 +8,7 @@ only to the OS keyring (or nowhere: then the dialog says which environment varia
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -150,8 +151,11 @@ class SettingsDialog(QDialog):
                              ("No: it does not take images", False)):
             self.vision.addItem(label, value)
         self.vision.setAccessibleName("Images")
-        self.vision.setToolTip("Whether the model takes images (llm.vision): images attached to a message go only to "
-                               "a model that does; a local server's model is otherwise not known")
+        self.vision.setToolTip("Whether the model above takes images (llm.vision, kept per model: a thread switched "
+                               "to another model asks about that one): images attached to a message go only to a "
+                               "model that does; a local server's model is otherwise not known")
+        #: ``llm.vision`` as configured: true/false for every model, or per model (Settings writes per model).
+        self._vision_configured: Any = None
         form.addRow("Images", self.vision)
         self.tabs.addTab(model_tab, "Model")
 
@@ -328,12 +332,7 @@ class SettingsDialog(QDialog):
         # A window per model (a mapping) is edited in the file: shown, not overwritten.
         self.context_window.setEnabled(not isinstance(window, dict))
         self.compaction_model.setText(config.get("llm.compaction_model") or "")
-        vision = config.get("llm.vision")
-        self.vision.setCurrentIndex(max(0, self.vision.findData(vision)) if isinstance(vision, bool) else 0)
-        # Vision per model (a mapping) is edited in the file: shown as such, not overwritten.
-        self.vision.setEnabled(not isinstance(vision, dict))
-        self.vision.setItemText(0, "Per model, in the configuration file" if isinstance(vision, dict)
-                                else "As litellm or the server says")
+        self._vision_configured = config.get("llm.vision")
         self._on_model_changed(self.model.currentText())
         self.load_models()
         self.review.setCurrentIndex(max(0, self.review.findData(config.get("review.mode", "review"))))
@@ -359,10 +358,36 @@ class SettingsDialog(QDialog):
             return str(data)
         return "" if text.startswith("Offline demo") else text
 
+    def _show_vision(self, model: str) -> None:
+        """What ``llm.vision`` says of ``model`` (the model field's)."""
+        from workspace.attachments import vision_setting
+
+        said = vision_setting(self._vision_configured, model) if model else None
+        self.vision.setCurrentIndex(0 if said is None else max(0, self.vision.findData(said)))
+        self.vision.setEnabled(bool(model))
+
+    def _vision_to_save(self, model: str) -> tuple[bool, Any]:
+        """``(changed, value)``: ``llm.vision`` with the choice shown recorded for ``model`` alone. A
+        true/false for every model, written by hand, stays as it is unless the choice differs from it."""
+        from workspace.attachments import vision_setting
+
+        configured, choice = self._vision_configured, self.vision.currentData()
+        if not model or choice == vision_setting(configured, model):
+            return False, configured
+        per_model = dict(configured) if isinstance(configured, Mapping) else {}
+        if choice is None:
+            bare = model.split("/", 1)[1] if "/" in model else model
+            per_model.pop(model, None)
+            per_model.pop(bare, None)
+        else:
+            per_model[model] = bool(choice)
+        return True, per_model or None
+
     def _on_model_changed(self, _text: str) -> None:
         from workspace import secrets
 
         model = self._model_id()
+        self._show_vision(model)
         if not model:
             self.api_key.setEnabled(False)
             self.key_note.setText("The offline demo needs no key.")
@@ -438,8 +463,9 @@ class SettingsDialog(QDialog):
             "llm.compaction_model": self.compaction_model.text().strip() or None,
             "ui.notifications": self.notifications.isChecked(),
         }
-        if self.vision.isEnabled():
-            values["llm.vision"] = self.vision.currentData()
+        vision_changed, vision = self._vision_to_save(model)
+        if vision_changed:
+            values["llm.vision"] = vision
         if self.context_window.isEnabled():
             window = self.context_window.value()
             if 0 < window < 256:

@@ -85,28 +85,39 @@ async def test_settings_choose_the_window_and_the_compaction_model(desktop: Any)
 
 
 async def test_settings_say_whether_the_model_takes_images(desktop: Any) -> None:
+    """Settings › Model › Images is said of the model above and kept for it alone: a thread switched to
+    another model asks about that one (litellm's map, or its own line)."""
     from workspace import paths
     from workspace.config import load_config
 
     window = desktop.window
     window.settings_flow.open_settings()
     dialog = window.settings_flow.dialog
+    dialog.model.setCurrentText("ollama/llava")
     assert dialog.vision.currentData() is None and dialog.vision.isEnabled()
     dialog.vision.setCurrentIndex(dialog.vision.findData(True))
     dialog.save()
-    assert load_config().get("llm.vision") is True
-    assert "vision: true" in paths.user_config_file().read_text(encoding="utf-8")
+    assert load_config().get("llm.vision") == {"ollama/llava": True}
+    assert "ollama/llava: true" in paths.user_config_file().read_text(encoding="utf-8")
     window.settings_flow.open_settings()
     dialog = window.settings_flow.dialog
-    assert dialog.vision.currentData() is True
+    assert dialog.model.currentText() == "ollama/llava" and dialog.vision.currentData() is True
+    dialog.model.setCurrentText("ollama/qwen2.5")  # another model: nothing said of it yet
+    assert dialog.vision.currentData() is None
     dialog.vision.setCurrentIndex(dialog.vision.findData(False))
     dialog.save()
-    assert load_config().get("llm.vision") is False
-    # Per model in the file: shown, left as it is.
-    paths.user_config_file().write_text("llm:\n  vision: {llava: true}\n", encoding="utf-8")
+    assert load_config().get("llm.vision") == {"ollama/llava": True, "ollama/qwen2.5": False}
+    # Back to "as litellm or the server says": that model's line goes.
+    window.settings_flow.open_settings()
+    dialog = window.settings_flow.dialog
+    dialog.vision.setCurrentIndex(0)
+    dialog.save()
+    assert load_config().get("llm.vision") == {"ollama/llava": True}
+    # Written by hand for every model: shown for each, and left as it is when nothing changes.
+    paths.user_config_file().write_text("llm:\n  model: ollama/llava\n  vision: true\n", encoding="utf-8")
     desktop.controller.reload_config()
     window.settings_flow.open_settings()
     dialog = window.settings_flow.dialog
-    assert not dialog.vision.isEnabled() and dialog.vision.currentText() == "Per model, in the configuration file"
+    assert dialog.vision.currentData() is True
     dialog.save()
-    assert load_config().get("llm.vision") == {"llava": True}
+    assert load_config().get("llm.vision") is True
