@@ -108,7 +108,8 @@ def get_app(argv: Sequence[str] | None = None) -> Any:
     # Closing the window starts an async shutdown (see run_app); Qt must not end the loop first. Also for
     # an application made elsewhere (a host program, a test plugin): its last window closing would end
     # qasync's loop under the coroutines still running on it.
-    app.setQuitOnLastWindowClosed(False)
+    if isinstance(app, QApplication):
+        app.setQuitOnLastWindowClosed(False)
     return app
 
 
