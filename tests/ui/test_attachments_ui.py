@@ -85,7 +85,7 @@ async def test_at_completes_the_folders_files_with_the_keyboard(model: Recorder,
         QTest.keyClick(edit, Qt.Key.Key_Up)
         QTest.keyClick(edit, Qt.Key.Key_Return)
         assert not completer.active
-        assert edit.toPlainText() == "look at "  # the @query is gone, no newline either
+        assert edit.toPlainText() == "look at @notes.md "  # the file named in the text, no newline either
         assert composer.chips.names() == ["notes.md"]
         # Tab chooses too; Esc closes without choosing; a space ends the completion.
         QTest.keyClicks(edit, "and @bo")
@@ -103,7 +103,7 @@ async def test_at_completes_the_folders_files_with_the_keyboard(model: Recorder,
         QTest.keyClick(edit, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
         await _idle(root)
         parts = _last_user_parts(model)
-        assert parts[0]["text"] == "look at and @ca x"
+        assert parts[0]["text"] == "look at @notes.md and @src/notebook.py @ca x"
         assert "Attached file notes.md" in parts[1]["text"] and "Attached file src/notebook.py" in parts[2]["text"]
         assert composer.chips.names() == [] and not composer.chips.isVisible()
         message = root.window.chat.user_messages()[-1]

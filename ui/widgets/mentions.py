@@ -2,7 +2,8 @@
 
 Typing ``@`` and a few letters opens a list of the folder's files whose path matches (the name's start
 first, then the name, then anywhere in the path), filtered as you type. Up/Down move, Enter or Tab
-choose (the ``@query`` text is taken out and the file becomes an attachment chip), Esc closes; so does
+choose (the ``@query`` becomes ``@path`` in the text, so the message says which file it means, and
+the file becomes an attachment chip), Esc closes; so does
 a space or moving away from the ``@``. The folder is listed once (again after a few seconds), skipping
 what the file tools skip (``.git``, ``node_modules``, virtual environments, caches).
 """
@@ -212,7 +213,8 @@ class MentionCompleter(QObject):
         end = cursor.position()
         cursor.setPosition(start)
         cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
-        cursor.removeSelectedText()
+        # "@path " in place of the query: the message names the file it attaches ("what does @notes.md say?")
+        cursor.insertText(f"@{path} " if " " not in path else f'@"{path}" ')
         self.edit.setTextCursor(cursor)
         self.close()
         self.choose(path)
