@@ -119,6 +119,7 @@ class SettingsDialog(QDialog):
         self.api_base = QLineEdit(model_tab)
         self.api_base.setPlaceholderText("Only for local or self-hosted servers, e.g. http://localhost:11434")
         self.api_base.setAccessibleName("API base")
+        self.api_base.editingFinished.connect(lambda: self._show_key(self._model_id()))
         form.addRow("API base", self.api_base)
         self.api_key = QLineEdit(model_tab)
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
@@ -384,7 +385,6 @@ class SettingsDialog(QDialog):
         return True, per_model or None
 
     def _on_model_changed(self, _text: str) -> None:
-        from workspace import secrets
 
         model = self._model_id()
         self._show_vision(model)
@@ -395,6 +395,14 @@ class SettingsDialog(QDialog):
         listed_base = getattr(self, "listed_bases", {}).get(model)
         if listed_base:  # a model of a local server's list: that server's address
             self.api_base.setText(listed_base)
+        self._show_key(model)
+
+    def _show_key(self, model: str) -> None:
+        """The API key field and its note for ``model`` at the API base shown."""
+        from workspace import secrets
+
+        if not model:
+            return
         prefix = secrets.provider_prefix(model)
         if prefix in secrets.LOCAL_PROVIDERS or model == "openai/local-model":
             if not self.api_base.text():
@@ -408,15 +416,22 @@ class SettingsDialog(QDialog):
             self.key_note.setText("Set the API key variable litellm documents for this provider in your environment.")
             return
         have = bool(secrets.get_key(var))
+        from workspace.urls import is_loopback_url
+
+        # An OpenAI-compatible server on this computer (llama.cpp, vLLM, LM Studio): no key unless it asks.
+        local = " A server on this computer usually needs none." if is_loopback_url(self.api_base.text()) else ""
         if secrets.keyring_available():
             self.api_key.setEnabled(True)
             self.api_key.setPlaceholderText("•••••••• (stored)" if have else f"Paste your {var}")
-            self.key_note.setText(f"Stored in the system keyring as {var}." + (" A key is already set." if have else ""))
+            self.key_note.setText(f"Stored in the system keyring as {var}." + (" A key is already set." if have else "")
+                                  + local)
         else:
             self.api_key.setEnabled(False)
             self.api_key.setPlaceholderText("")
-            self.key_note.setText(f"No system keyring is available here: set {var} in your environment before "
-                                  "starting RobotLab." + (" (It is set.)" if have else ""))
+            self.key_note.setText((f"A server on this computer usually needs no key; if yours asks for one, set {var} "
+                                   "in your environment before starting RobotLab." if local else
+                                   f"No system keyring is available here: set {var} in your environment before "
+                                   "starting RobotLab.") + (" (It is set.)" if have else ""))
 
     def _add_rule(self, robot: str, server: str, tool: str, action: str) -> None:
         row = self.rules.rowCount()

@@ -121,3 +121,20 @@ async def test_settings_say_whether_the_model_takes_images(desktop: Any) -> None
     assert dialog.vision.currentData() is True
     dialog.save()
     assert load_config().get("llm.vision") is True
+
+
+async def test_settings_say_a_server_on_this_computer_needs_no_key(desktop: Any, monkeypatch: Any) -> None:
+    """An OpenAI-compatible server on loopback (llama.cpp, vLLM): the key note says it usually needs none,
+    and follows an API base typed afterwards."""
+    from workspace import secrets
+
+    monkeypatch.setattr(secrets, "keyring_available", lambda: False)
+    window = desktop.window
+    window.settings_flow.open_settings()
+    dialog = window.settings_flow.dialog
+    dialog.api_base.setText("http://127.0.0.1:8080/v1")
+    dialog.model.setCurrentText("openai/qwen2.5")
+    assert "A server on this computer usually needs no key" in dialog.key_note.text()
+    dialog.api_base.setText("")
+    dialog.api_base.editingFinished.emit()
+    assert dialog.key_note.text().startswith("No system keyring is available here: set OPENAI_API_KEY")
