@@ -558,3 +558,31 @@ def test_an_application_made_elsewhere_does_not_quit_when_its_last_window_closes
 
     qapp_instance.setQuitOnLastWindowClosed(True)
     assert get_app() is qapp_instance and not qapp_instance.quitOnLastWindowClosed()
+
+
+async def test_the_inspectors_tabs_keep_their_names_in_a_restored_layout(provider: Any, db_path: Path) -> None:
+    """Reopened, the docks' layout is restored with a new tab bar: its tabs keep their names and scroll,
+    as on the first launch ("Tr…" for Trace said nothing)."""
+    from PySide6.QtWidgets import QTabBar
+
+    from ui.app import Application
+
+    def dock_tabs(root: Any) -> list[QTabBar]:
+        return [b for b in root.window.findChildren(QTabBar) if b.isVisible()
+                and "Tool calls" in [b.tabText(i) for i in range(b.count())]]
+
+    first = Application(provider=provider, db_path=db_path)
+    first.window.resize(1280, 720)
+    first.window.show()
+    await wait_until(lambda: len(dock_tabs(first)) == 1, what="the inspector's tabs")
+    assert dock_tabs(first)[0].elideMode() == Qt.TextElideMode.ElideNone
+    await close_app(first)
+    second = Application(provider=provider, db_path=db_path)
+    second.window.resize(1280, 720)
+    second.window.show()
+    try:
+        await wait_until(lambda: len(dock_tabs(second)) == 1, what="the inspector's tabs again")
+        bar = dock_tabs(second)[0]
+        assert bar.elideMode() == Qt.TextElideMode.ElideNone and bar.usesScrollButtons()
+    finally:
+        await close_app(second)

@@ -83,13 +83,20 @@ class Docks(Mapping[str, QDockWidget]):
         w.addDockWidget(area, dock)
         if existing:
             w.tabifyDockWidget(existing[0], dock)
-            # In a narrow dock area the tabs keep their names and scroll ("T…" for Trace says nothing).
-            for bar in w.findChildren(QTabBar):
-                bar.setElideMode(Qt.TextElideMode.ElideNone)
-                bar.setUsesScrollButtons(True)
+            self.keep_tab_names()
+        # Docks tabbed anew (a restored layout, a dock dragged onto another) get a new tab bar.
+        dock.dockLocationChanged.connect(self.keep_tab_names)
+        dock.topLevelChanged.connect(self.keep_tab_names)
         self._docks[key] = dock
         self._add_actions(key, title, dock, icon=icon, shortcut=shortcut)
         return dock
+
+    def keep_tab_names(self, *_args: object) -> None:
+        """In a narrow dock area the tabs keep their names and scroll ("T…" for Trace says nothing)."""
+        for bar in self.window.findChildren(QTabBar):
+            if bar.elideMode() != Qt.TextElideMode.ElideNone or not bar.usesScrollButtons():
+                bar.setElideMode(Qt.TextElideMode.ElideNone)
+                bar.setUsesScrollButtons(True)
 
     def _add_actions(self, key: str, title: str, dock: QDockWidget, *, icon: str | None,
                      shortcut: str | None) -> None:

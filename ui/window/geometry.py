@@ -139,6 +139,7 @@ class WindowMemory:
         state = store.value("window/docks")
         if isinstance(state, QByteArray | bytes):
             w.restoreState(QByteArray(state), STATE_VERSION)
+            w.docks.keep_tab_names()
         current = store.value("inspector/dock")
         docks = w.docks
         if isinstance(current, str) and current in docks and docks[current].toggleViewAction().isChecked():
