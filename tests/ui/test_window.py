@@ -586,3 +586,15 @@ async def test_the_inspectors_tabs_keep_their_names_in_a_restored_layout(provide
         assert bar.elideMode() == Qt.TextElideMode.ElideNone and bar.usesScrollButtons()
     finally:
         await close_app(second)
+
+
+def test_a_notice_marks_its_level_with_a_drawn_icon(qapp_instance: Any) -> None:
+    """"ⓘ" was a blank box where the font lacks it: each level's mark is a themed icon, the text is the text."""
+    from ui.widgets.messages import NoticeLine
+
+    for level in ("info", "warning", "error"):
+        line = NoticeLine("The answer was cut off at the token limit.", level=level)
+        pixmap = line.mark.pixmap()
+        assert pixmap is not None and not pixmap.isNull()
+        assert line.label.text() == "The answer was cut off at the token limit."
+        assert line.label.accessibleName() == f"{level}: The answer was cut off at the token limit."

@@ -452,6 +452,10 @@ class ThinkingBlock(QFrame):
         self.body.setVisible(not item.collapsed)
 
 
+#: The icon of a notice line of each level.
+NOTICE_ICONS = {"info": "info", "warning": "warning", "error": "error"}
+
+
 class NoticeLine(QWidget):
     """A line about how a run goes (MCP servers starting, a fallback model, a compaction, an answer cut
     off), muted, amber or red by its level; with details, a "Show" link unfolds them under it; with an
@@ -470,8 +474,15 @@ class NoticeLine(QWidget):
         row.setSpacing(6)
         c = theme.colors()
         color = {"warning": c.warning, "error": c.error}.get(level, c.muted)
-        mark = {"warning": "⚠", "error": "✗"}.get(level, "ⓘ")
-        self.label = QLabel(f"{mark} {text}", self)
+        # A drawn icon, not a symbol character: "ⓘ" is a blank box where the font has no such glyph.
+        self.mark = QLabel(self)
+        self.mark.setObjectName("NoticeMark")
+        size = max(12, self.fontMetrics().height() - 3)
+        self.mark.setPixmap(theme.icon(NOTICE_ICONS.get(level, "info"), color, size).pixmap(size, size))
+        self.mark.setFixedSize(size, self.fontMetrics().height())
+        self.mark.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        row.addWidget(self.mark, 0, Qt.AlignmentFlag.AlignTop)
+        self.label = QLabel(text, self)
         self.label.setObjectName("NoticeText")
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
