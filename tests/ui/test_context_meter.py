@@ -138,3 +138,23 @@ async def test_settings_say_a_server_on_this_computer_needs_no_key(desktop: Any,
     dialog.api_base.setText("")
     dialog.api_base.editingFinished.emit()
     assert dialog.key_note.text().startswith("No system keyring is available here: set OPENAI_API_KEY")
+
+
+def test_the_meter_follows_a_switch_of_theme(qtbot: Any) -> None:
+    """The bar is drawn in the theme's colours: after a switch, in the new ones (it kept the old)."""
+    from PySide6.QtWidgets import QApplication
+
+    from ui import theme
+
+    app = QApplication.instance()
+    theme.apply_theme(app, "light")
+    meter = ContextMeter()
+    qtbot.addWidget(meter)
+    meter.show_usage(usage(100))
+    assert theme.LIGHT.border in meter.bar.styleSheet()
+    try:
+        theme.apply_theme(app, "dark")
+        app.processEvents()
+        assert theme.DARK.border in meter.bar.styleSheet() and theme.DARK.accent in meter.bar.styleSheet()
+    finally:
+        theme.apply_theme(app, "light")

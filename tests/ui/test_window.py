@@ -510,6 +510,9 @@ async def test_switching_theme_keeps_the_conversation(desktop: Any, provider: An
     try:
         assert theme.colors().name == "dark"
         assert _kinds(desktop) == ["user", "robot", "tool:remember:ok", "text", "footer"]
+        # The status bar's state in the new theme's colours (a dark green on a dark bar was hard to read).
+        css = desktop.window.status.connection.styleSheet()
+        assert any(getattr(theme.DARK, k) in css for k in ("success", "warning", "accent", "error")), css
     finally:
         desktop.window.settings_flow.set_theme("light")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 
 from ui import theme
@@ -121,6 +121,11 @@ class ContextMeter(QWidget):
     @property
     def share(self) -> float:
         return self.used / self.window_size if self.window_size else 0.0
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and self.window_size:
+            self._update(self.used)  # the bar and the label in the new theme's colours
 
     def _level(self) -> str:
         share = self.share

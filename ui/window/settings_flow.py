@@ -85,6 +85,7 @@ class SettingsFlow:
         w.banner.retheme()
         w.robots.retheme()
         w.docks.retheme()
+        w.status.update_connection()  # "● Ready" in the new theme's colour
 
     # -- a database that did not open ---------------------------------------------------------------------
     def offer_store_retry(self) -> None:
