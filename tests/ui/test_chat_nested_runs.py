@@ -10,7 +10,8 @@ from typing import Any
 
 from ui.chat.dump import dump_state
 from ui.chat.presenter import ChatPresenter
-from ui.chat.state import CallLaneItem, LaneItem, NetworkItem, TextItem, ToolCallItem
+from ui.chat.state import CallLaneItem, LaneItem, NetworkItem, TextItem
+from ui.chat.tool_calls import ToolCallItem
 from workspace import Robot, ScriptedProvider, ToolCall
 from workspace import events as ev
 from workspace.network import Network

@@ -22,9 +22,9 @@ from ui.chat.state import (
     NetworkItem,
     RunState,
     TextItem,
-    ToolCallItem,
     TurnState,
 )
+from ui.chat.tool_calls import ToolCallItem
 from workspace import events as ev
 from workspace.persistence import coalesce_text
 from workspace.result import NetworkResult, RobotResult, TaskState, Usage

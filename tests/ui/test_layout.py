@@ -161,7 +161,8 @@ async def test_cards_shrink_to_the_chat_column(desktop: Any, provider: Any) -> N
 
 
 async def test_a_tool_card_asks_for_little_width(qapp_instance: Any) -> None:
-    from ui.chat.state import ToolCallItem, TurnState
+    from ui.chat.state import TurnState
+    from ui.chat.tool_calls import ToolCallItem
     from ui.widgets.cards import ToolCard
 
     arguments = {"path": "/" + "deep/" * 60 + "file.txt"}

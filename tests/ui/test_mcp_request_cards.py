@@ -17,7 +17,7 @@ import pytest
 from tests.ui.conftest import close_app, wait_until
 from ui.chat.dump import dump_state
 from ui.chat.presenter import ChatPresenter
-from ui.chat.state import ElicitationItem, SamplingItem
+from ui.chat.tool_calls import ElicitationItem, SamplingItem
 from workspace import events as ev
 from workspace.mcp.requests import ELICITATION, SAMPLING
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ui.chat.state import ApprovalState, ProgressState, ToolCallItem, call_item_class, result_error
 from ui.chat.text import Texts
+from ui.chat.tool_calls import ApprovalState, ProgressState, ToolCallItem, call_item_class, result_error
 from workspace import events as ev
 
 

@@ -15,7 +15,6 @@ from ui.chat.state import (
     CallLaneItem,
     ChangeItem,
     ChatState,
-    ElicitationItem,
     ErrorItem,
     HeaderItem,
     Item,
@@ -24,11 +23,10 @@ from ui.chat.state import (
     NoticeItem,
     ReasoningItem,
     RunState,
-    SamplingItem,
     TextItem,
-    ToolCallItem,
     TurnState,
 )
+from ui.chat.tool_calls import ElicitationItem, SamplingItem, ToolCallItem
 from workspace.result import Usage
 
 

@@ -37,7 +37,6 @@ from ui.chat.state import (
     CallLaneItem,
     ChatState,
     ErrorItem,
-    ProgressState,
     RunEnd,
     RunOutcome,
     RunState,
@@ -45,6 +44,7 @@ from ui.chat.state import (
     UserState,
     split_fix,
 )
+from ui.chat.tool_calls import ProgressState
 from workspace import events as ev
 from workspace.result import STOP_NOTES, NetworkResult, RobotResult, Usage
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
-from ui.chat.state import FAILED_CALL, result_error
+from ui.chat.tool_calls import FAILED_CALL, result_error
 from workspace import events as ev
 
 Index = QModelIndex | QPersistentModelIndex

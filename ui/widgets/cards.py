@@ -1,6 +1,6 @@
 """Tool cards (a call, then its result or error, in place) and the inline approval panel.
 
-A :class:`ToolCard` shows a :class:`~ui.chat.state.ToolCallItem` (:meth:`ToolCard.apply`); while a
+A :class:`ToolCard` shows a :class:`~ui.chat.tool_calls.ToolCallItem` (:meth:`ToolCard.apply`); while a
 person is asked, its :class:`ApprovalPanel` takes the arguments' place, and once answered gives
 way to the decision's line, as a reopened thread shows it.
 """
@@ -43,7 +43,7 @@ from workspace.sandbox import display_json, display_path
 if TYPE_CHECKING:
     import asyncio
 
-    from ui.chat.state import ToolCallItem
+    from ui.chat.tool_calls import ToolCallItem
 
 ARGS_MAX_LINES = 40
 STATUS_TEXT = {

@@ -36,7 +36,6 @@ from ui.chat.presenter import LOAD_MORE_TURNS, ChatPresenter, TranscriptSource
 from ui.chat.state import (
     CallLaneItem,
     ChangeItem,
-    ElicitationItem,
     ErrorItem,
     HeaderItem,
     Item,
@@ -46,11 +45,10 @@ from ui.chat.state import (
     NoticeItem,
     ReasoningItem,
     RunState,
-    SamplingItem,
     TextItem,
-    ToolCallItem,
     TurnState,
 )
+from ui.chat.tool_calls import ElicitationItem, SamplingItem, ToolCallItem
 from ui.widgets.cards import ApprovalPanel, ToolCard
 from ui.widgets.change_card import ChangeCard
 from ui.widgets.elicitation_form import ElicitationForm

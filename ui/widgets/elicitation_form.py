@@ -36,7 +36,7 @@ from workspace.approval import ApprovalDecision
 from workspace.mcp.forms import FormField, check, content_of, form_fields, start_value
 
 if TYPE_CHECKING:
-    from ui.chat.state import ElicitationItem
+    from ui.chat.tool_calls import ElicitationItem
 
 #: Whole numbers a field takes when its schema gives no range.
 INT_LIMIT = 2_000_000_000
@@ -174,7 +174,7 @@ class FieldEditor(QWidget):
 
 
 class ElicitationForm(RequestCard):
-    """See the module. ``item`` is a :class:`~ui.chat.state.ElicitationItem`."""
+    """See the module. ``item`` is a :class:`~ui.chat.tool_calls.ElicitationItem`."""
 
     icon_name = "edit"
     kind_name = "Request for input"
@@ -192,7 +192,7 @@ class ElicitationForm(RequestCard):
 
     @property
     def elicitation(self) -> ElicitationItem:
-        from ui.chat.state import ElicitationItem
+        from ui.chat.tool_calls import ElicitationItem
 
         assert isinstance(self.item, ElicitationItem)
         return self.item

@@ -22,7 +22,7 @@ from workspace.approval import ApprovalDecision
 if TYPE_CHECKING:
     import asyncio
 
-    from ui.chat.state import ToolCallItem
+    from ui.chat.tool_calls import ToolCallItem
     from workspace.approval import ApprovalRequest
 
 

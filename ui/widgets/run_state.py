@@ -16,7 +16,8 @@ from ui.models.tool_calls import elapsed_text
 from ui.widgets.flow import FlowRow
 
 if TYPE_CHECKING:
-    from ui.chat.state import RunState, ToolCallItem
+    from ui.chat.state import RunState
+    from ui.chat.tool_calls import ToolCallItem
     from ui.widgets.cards import ToolCard
     from ui.widgets.chat import ChatView
 

@@ -32,7 +32,7 @@ from ui.widgets.request_card import RequestCard, message_html, note_label, secti
 from workspace.approval import ApprovalDecision
 
 if TYPE_CHECKING:
-    from ui.chat.state import SamplingItem
+    from ui.chat.tool_calls import SamplingItem
 
 #: Lines an answer shows before "Show all".
 ANSWER_LINES = 12
@@ -65,7 +65,7 @@ class GrowingEditor(QPlainTextEdit):
 
 
 class SamplingCard(RequestCard):
-    """See the module. ``item`` is a :class:`~ui.chat.state.SamplingItem`."""
+    """See the module. ``item`` is a :class:`~ui.chat.tool_calls.SamplingItem`."""
 
     icon_name = "robot"
     kind_name = "Sampling request"
@@ -84,7 +84,7 @@ class SamplingCard(RequestCard):
 
     @property
     def sampling(self) -> SamplingItem:
-        from ui.chat.state import SamplingItem
+        from ui.chat.tool_calls import SamplingItem
 
         assert isinstance(self.item, SamplingItem)
         return self.item
