@@ -400,6 +400,31 @@ async def test_unreachable_server_is_a_readable_error(model: str) -> None:
     assert "running?" in text and "SSLContext" not in text and info.value.retryable
 
 
+@pytest.mark.parametrize("provider_class", ["litellm", "lean"])
+async def test_a_server_on_this_machine_that_refuses_is_reported_at_once(provider_class: str) -> None:
+    """Nothing listens on the local port (Ollama not started): retrying within seconds cannot start it, so
+    the error comes at once (no "retrying" waits, no "gave up after 3 retries"), still naming the fix."""
+    import time
+
+    from workspace.providers.base import StatusChunk
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    with FakeLLMServer() as gone:
+        api_base = gone.base_url + "/v1"
+    cls = LiteLLMProvider if provider_class == "litellm" else OpenAICompatibleProvider
+    provider = cls("openai/fake", api_base=api_base, api_key="sk-test", max_retries=3, backoff=0.5)
+    seen: list[Chunk] = []
+    started = time.monotonic()
+    with pytest.raises(ProviderError) as info:
+        async for chunk in provider.stream(system=None, messages=HELLO, tools=(), settings={}):
+            seen.append(chunk)
+    assert time.monotonic() - started < 1.5  # three retries with backoff 0.5 would take longer
+    assert not [c for c in seen if isinstance(c, StatusChunk) and c.state == "retrying"]
+    text = str(info.value)
+    assert f"could not connect to {api_base}" in text and "running?" in text and "gave up" not in text, text
+    assert info.value.retryable  # the chat's Retry: once the server is started
+
+
 @styles
 async def test_stream_cut_mid_way_is_an_error_not_a_hang(server: FakeLLMServer, style: str) -> None:
     server.enqueue(Reply.say("one two three four five six seven", cut_after=4))

@@ -198,8 +198,9 @@ CONTEXT_REFUSAL = ("This model's maximum context length is 300 tokens. However, 
                    "900 tokens. Please reduce the length of the messages.")
 
 FAULTS = [
+    # A local server not running: said at once, no retries (they cannot start it).
     Fault("connection refused", (), failed_saying("could not connect", "running?", "correct the API base URL",
-                                                  "llm.max_wait", min_retries=1, within=6.0), {"max_wait": 2.5},
+                                                  retries=0, within=3.0), {"max_wait": 2.5},
           address="refused"),
     Fault("accepts, never reads or answers", (), failed_saying("no answer from", "llm.max_wait", within=6.0),
           {"max_wait": 1.5, "first_token_timeout": 100}, address="silent"),

@@ -23,6 +23,7 @@ __all__ = [
     "is_timeout",
     "mask_keys",
     "provider_message",
+    "refused",
     "retry_after",
     "status_of",
     "tidy_connect_message",
@@ -172,6 +173,24 @@ def unreachable(exc: BaseException) -> bool:
         if node is not exc and (is_connection_error(node) or names & {"ClientConnectorError", "gaierror"}):
             return True
         if _CONNECT_TEXT.search(_provider_message(node).strip()):
+            return True
+        original = getattr(node, "original_exception", None)
+        node = original if isinstance(original, BaseException) and id(original) not in seen else (
+            node.__cause__ or node.__context__)
+    return False
+
+
+_REFUSED_TEXT = re.compile(r"Connection refused|Connect call failed|All connection attempts failed", re.I)
+
+
+def refused(exc: BaseException) -> bool:
+    """True when the server's port refused the connection (nothing listens there), however the SDK or
+    litellm wraps it; a reset or a cut connection is not a refusal."""
+    seen: set[int] = set()
+    node: BaseException | None = exc
+    while node is not None and id(node) not in seen:
+        seen.add(id(node))
+        if isinstance(node, ConnectionRefusedError) or _REFUSED_TEXT.search(_provider_message(node)):
             return True
         original = getattr(node, "original_exception", None)
         node = original if isinstance(original, BaseException) and id(original) not in seen else (

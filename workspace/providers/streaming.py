@@ -51,6 +51,7 @@ from workspace.providers.failures import (
     is_timeout,
     names_of,
     provider_message,
+    refused,
     retry_after,
     status_of,
     tidy_connect_message,
@@ -573,9 +574,12 @@ class StreamingProvider:
         if connection or (not started and unreachable(exc)):
             if started:
                 return self._cut(message)
+            # A server on this machine that refuses the connection is not running: retrying within seconds
+            # will not start it, so the user hears at once (Retry in the chat tries again once it is up).
+            again = not (self.is_local and refused(exc))
             return Failure(ProviderError(
                 f"{model}: could not connect to {where} — {tidy_connect_message(message)}. {self._connect_fix()}",
-                provider=model, retryable=True, reason="unreachable"), retryable=True)
+                provider=model, retryable=True, reason="unreachable"), retryable=again)
         if status is not None and status >= 500:
             return Failure(ProviderError(f"{model}: HTTP {status} from {where} — {message}", provider=model,
                                          status_code=status, retryable=True, reason="server_error"),
