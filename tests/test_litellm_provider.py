@@ -406,11 +406,13 @@ async def test_a_server_on_this_machine_that_refuses_is_reported_at_once(provide
     the error comes at once (no "retrying" waits, no "gave up after 3 retries"), still naming the fix."""
     import time
 
+    from workspace.providers import streaming
     from workspace.providers.base import StatusChunk
     from workspace.providers.openai_provider import OpenAICompatibleProvider
 
     with FakeLLMServer() as gone:
         api_base = gone.base_url + "/v1"
+    streaming.ANSWERED.discard(api_base)  # a server of an earlier test on the same port answered
     cls = LiteLLMProvider if provider_class == "litellm" else OpenAICompatibleProvider
     provider = cls("openai/fake", api_base=api_base, api_key="sk-test", max_retries=3, backoff=0.5)
     seen: list[Chunk] = []
@@ -423,6 +425,34 @@ async def test_a_server_on_this_machine_that_refuses_is_reported_at_once(provide
     text = str(info.value)
     assert f"could not connect to {api_base}" in text and "running?" in text and "gave up" not in text, text
     assert info.value.retryable  # the chat's Retry: once the server is started
+
+
+async def test_a_local_server_that_answered_before_and_now_refuses_is_retried() -> None:
+    """It may be restarting (Ollama's service, a relaunched llama.cpp): the refusal is retried as before."""
+    from workspace.providers.base import StatusChunk
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    server = FakeLLMServer().start()
+    api_base = server.base_url + "/v1"
+    provider = OpenAICompatibleProvider("openai/fake", api_base=api_base, api_key="sk-test", max_retries=1,
+                                        backoff=0.01)
+    assert text_of(await collect(provider, tools=()))
+    server.stop()
+    seen: list[Chunk] = []
+    with pytest.raises(ProviderError) as info:
+        async for chunk in provider.stream(system=None, messages=HELLO, tools=(), settings={}):
+            seen.append(chunk)
+    assert [c for c in seen if isinstance(c, StatusChunk) and c.state == "retrying"]
+    assert "gave up after 1 retry" in str(info.value)
+
+
+async def test_a_local_proxy_whose_upstream_refused_is_still_retried(server: FakeLLMServer) -> None:
+    """An HTTP 500 whose text says "Connection refused" (a local proxy with its upstream down) came from a
+    server that is running: retried as a server error (the refusal is told by its type, not its text)."""
+    server.enqueue(Reply.error(500, "litellm.APIConnectionError: [Errno 111] Connection refused", times=2))
+    with pytest.raises(ProviderError) as info:
+        await collect(make(server, "openai", max_retries=1), tools=())
+    assert len(server.requests) == 2 and "gave up after 1 retry" in str(info.value)
 
 
 @styles

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import email.utils
+import errno
 import json
 import re
 import time
@@ -180,17 +181,15 @@ def unreachable(exc: BaseException) -> bool:
     return False
 
 
-_REFUSED_TEXT = re.compile(r"Connection refused|Connect call failed|All connection attempts failed", re.I)
-
-
 def refused(exc: BaseException) -> bool:
-    """True when the server's port refused the connection (nothing listens there), however the SDK or
-    litellm wraps it; a reset or a cut connection is not a refusal."""
+    """True when the server's port refused the connection (nothing listens there): a
+    ``ConnectionRefusedError`` under the SDK's or litellm's wrapping. By type, not by text: an HTTP
+    error whose body mentions a refused connection (a proxy whose upstream is down) answered."""
     seen: set[int] = set()
     node: BaseException | None = exc
     while node is not None and id(node) not in seen:
         seen.add(id(node))
-        if isinstance(node, ConnectionRefusedError) or _REFUSED_TEXT.search(_provider_message(node)):
+        if isinstance(node, ConnectionRefusedError) or getattr(node, "errno", None) == errno.ECONNREFUSED:
             return True
         original = getattr(node, "original_exception", None)
         node = original if isinstance(original, BaseException) and id(original) not in seen else (

@@ -83,6 +83,9 @@ DEFAULT_IDLE_TIMEOUT = 60.0
 DEFAULT_MAX_WAIT = 300.0
 #: After this many seconds without a token a ``loading``/``waiting`` status says so.
 SLOW_NOTICE = 3.0
+#: The servers (API bases, provider names) that answered a request in this process: a local one that
+#: refuses a connection after that may be restarting, and is retried (see ``_classify``).
+ANSWERED: set[str] = set()
 #: With no ``max_wait``, the longest ``Retry-After`` honoured on one retry (seconds).
 MAX_RETRY_AFTER = 30.0
 NO_FINISH = "the stream ended before the model finished"
@@ -325,6 +328,7 @@ class StreamingProvider:
             try:
                 async with guard:
                     response = await self._open(request)
+                ANSWERED.add(where)
             except (asyncio.CancelledError, GeneratorExit):
                 raise
             except TimeoutError as exc:
@@ -574,9 +578,10 @@ class StreamingProvider:
         if connection or (not started and unreachable(exc)):
             if started:
                 return self._cut(message)
-            # A server on this machine that refuses the connection is not running: retrying within seconds
-            # will not start it, so the user hears at once (Retry in the chat tries again once it is up).
-            again = not (self.is_local and refused(exc))
+            # A server on this machine that refuses the connection and has not answered since this process
+            # started is not running: retrying within seconds will not start it, so the user hears at once
+            # (Retry in the chat tries again once it is up). One that answered before may be restarting.
+            again = not (self.is_local and refused(exc) and where not in ANSWERED)
             return Failure(ProviderError(
                 f"{model}: could not connect to {where} — {tidy_connect_message(message)}. {self._connect_fix()}",
                 provider=model, retryable=True, reason="unreachable"), retryable=again)
