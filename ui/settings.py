@@ -48,6 +48,23 @@ MODEL_PRESETS = [
 LOCAL_BASES = {**LOCAL_DEFAULT_BASES, "openai/local-model": "http://localhost:1234/v1"}
 
 
+def _own_setting(dotted: str) -> Any:
+    """``dotted`` as the user's configuration file says it (None: not there, or the file cannot be read)."""
+    from workspace import paths
+    from workspace.schemas import read_yaml_file
+
+    path = paths.user_config_file()
+    try:
+        node: Any = read_yaml_file(path)[0] if path.is_file() else {}
+    except Exception:
+        return None
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node
+
+
 def save_user_setting(dotted: str, value: Any) -> None:
     """Set one key in the user config file (keeps the other keys)."""
     save_user_settings({dotted: value})
@@ -152,11 +169,13 @@ class SettingsDialog(QDialog):
                              ("No: it does not take images", False)):
             self.vision.addItem(label, value)
         self.vision.setAccessibleName("Images")
-        self.vision.setToolTip("Whether the model above takes images (llm.vision, kept per model: a thread switched "
-                               "to another model asks about that one): images attached to a message go only to a "
-                               "model that does; a local server's model is otherwise not known")
-        #: ``llm.vision`` as configured: true/false for every model, or per model (Settings writes per model).
-        self._vision_configured: Any = None
+        self.vision.activated.connect(self._vision_picked)
+        #: ``llm.vision`` in the user's own file (what Settings writes), as merged from every layer, the
+        #: configuration (for where a value came from), and the choices made here, by model.
+        self._vision_own: Any = None
+        self._vision_merged: Any = None
+        self._vision_config: Any = None
+        self._vision_chosen: dict[str, bool | None] = {}
         form.addRow("Images", self.vision)
         self.tabs.addTab(model_tab, "Model")
 
@@ -333,7 +352,10 @@ class SettingsDialog(QDialog):
         # A window per model (a mapping) is edited in the file: shown, not overwritten.
         self.context_window.setEnabled(not isinstance(window, dict))
         self.compaction_model.setText(config.get("llm.compaction_model") or "")
-        self._vision_configured = config.get("llm.vision")
+        self._vision_config = config
+        self._vision_merged = config.get("llm.vision")
+        self._vision_own = _own_setting("llm.vision")
+        self._vision_chosen = {}
         self._on_model_changed(self.model.currentText())
         self.load_models()
         self.review.setCurrentIndex(max(0, self.review.findData(config.get("review.mode", "review"))))
@@ -359,30 +381,68 @@ class SettingsDialog(QDialog):
             return str(data)
         return "" if text.startswith("Offline demo") else text
 
-    def _show_vision(self, model: str) -> None:
-        """What ``llm.vision`` says of ``model`` (the model field's)."""
-        from workspace.attachments import vision_setting
+    def _vision_fixed_by(self, model: str) -> str | None:
+        """The layer above the user's file (the folder's configuration, an environment variable) that says
+        whether ``model`` takes images, or None (the user's file says it, or nobody)."""
+        from workspace import paths
 
-        said = vision_setting(self._vision_configured, model) if model else None
-        self.vision.setCurrentIndex(0 if said is None else max(0, self.vision.findData(said)))
-        self.vision.setEnabled(bool(model))
-
-    def _vision_to_save(self, model: str) -> tuple[bool, Any]:
-        """``(changed, value)``: ``llm.vision`` with the choice shown recorded for ``model`` alone. A
-        true/false for every model, written by hand, stays as it is unless the choice differs from it."""
-        from workspace.attachments import vision_setting
-
-        configured, choice = self._vision_configured, self.vision.currentData()
-        if not model or choice == vision_setting(configured, model):
-            return False, configured
-        per_model = dict(configured) if isinstance(configured, Mapping) else {}
-        if choice is None:
+        config, merged = self._vision_config, self._vision_merged
+        if config is None or merged is None:
+            return None
+        if isinstance(merged, Mapping):
             bare = model.split("/", 1)[1] if "/" in model else model
-            per_model.pop(model, None)
-            per_model.pop(bare, None)
+            keys = [f"llm.vision.{k}" for k in (model, bare) if isinstance(merged.get(k), bool)][:1]
         else:
-            per_model[model] = bool(choice)
-        return True, per_model or None
+            keys = ["llm.vision"]
+        # A mapping set whole by one layer is recorded under llm.vision; keys merged into it, under their own.
+        source = (config.sources.get(keys[0]) or config.sources.get("llm.vision")) if keys else None
+        return source if source and source != str(paths.user_config_file()) else None
+
+    def _show_vision(self, model: str) -> None:
+        """What ``llm.vision`` says of ``model`` (the model field's), or the choice made here for it."""
+        from workspace.attachments import vision_setting
+
+        fixed = self._vision_fixed_by(model) if model else None
+        said = self._vision_chosen[model] if model in self._vision_chosen else (
+            vision_setting(self._vision_merged, model) if model else None)
+        self.vision.setCurrentIndex(0 if said is None else max(0, self.vision.findData(said)))
+        self.vision.setEnabled(bool(model) and fixed is None)
+        if fixed is not None:
+            tip = f"Said in {fixed} (llm.vision): change it there"
+        elif isinstance(self._vision_own, bool):
+            tip = ("For every model (llm.vision: true/false in your configuration file; a mapping of model ids "
+                   "says it per model)")
+        else:
+            tip = ("Whether the model above takes images (llm.vision, kept per model: a thread switched to another "
+                   "model asks about that one); images go only to a model that does, and a local server's model "
+                   "is otherwise not known")
+        self.vision.setToolTip(tip)
+
+    def _vision_picked(self, _index: int) -> None:
+        model = self._model_id()
+        if model:
+            self._vision_chosen[model] = self.vision.currentData()
+
+    def _vision_to_save(self) -> tuple[bool, Any]:
+        """``(changed, value)`` of ``llm.vision`` for the user's file: the choices made here recorded per model
+        on top of what the file says (never what the folder's configuration adds). A true/false for every
+        model, written in the file, stays one: the choice changes it for every model."""
+        own, chosen = self._vision_own, self._vision_chosen
+        if not chosen:
+            return False, own
+        if isinstance(own, bool):
+            every = list(chosen.values())[-1]
+            return every != own, every
+        per_model = dict(own) if isinstance(own, Mapping) else {}
+        for model, choice in chosen.items():
+            if choice is None:
+                bare = model.split("/", 1)[1] if "/" in model else model
+                per_model.pop(model, None)
+                per_model.pop(bare, None)
+            else:
+                per_model[model] = bool(choice)
+        value = per_model or None
+        return value != (own or None), value
 
     def _on_model_changed(self, _text: str) -> None:
 
@@ -478,7 +538,7 @@ class SettingsDialog(QDialog):
             "llm.compaction_model": self.compaction_model.text().strip() or None,
             "ui.notifications": self.notifications.isChecked(),
         }
-        vision_changed, vision = self._vision_to_save(model)
+        vision_changed, vision = self._vision_to_save()
         if vision_changed:
             values["llm.vision"] = vision
         if self.context_window.isEnabled():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ui.widgets.context_meter import ContextMeter, short_tokens
@@ -84,43 +85,80 @@ async def test_settings_choose_the_window_and_the_compaction_model(desktop: Any)
 
 
 
-async def test_settings_say_whether_the_model_takes_images(desktop: Any) -> None:
+def _pick(combo: Any, value: Any) -> None:
+    """Choose ``value`` in a combo box as a person does (``activated`` follows)."""
+    index = combo.findData(value) if value is not None else 0
+    combo.setCurrentIndex(index)
+    combo.activated.emit(index)
+
+
+async def test_settings_say_whether_the_model_takes_images(desktop: Any, tmp_path: Path) -> None:
     """Settings › Model › Images is said of the model above and kept for it alone: a thread switched to
     another model asks about that one (litellm's map, or its own line)."""
     from workspace import paths
     from workspace.config import load_config
 
     window = desktop.window
-    window.settings_flow.open_settings()
-    dialog = window.settings_flow.dialog
-    dialog.model.setCurrentText("ollama/llava")
+
+    def dialog_for(model: str | None = None) -> Any:
+        window.settings_flow.open_settings()
+        dialog = window.settings_flow.dialog
+        if model is not None:
+            dialog.model.setCurrentText(model)
+        return dialog
+
+    dialog = dialog_for("ollama/llava")
     assert dialog.vision.currentData() is None and dialog.vision.isEnabled()
-    dialog.vision.setCurrentIndex(dialog.vision.findData(True))
+    _pick(dialog.vision, True)
+    dialog.model.setCurrentText("ollama/llava-13b")  # typing on in the model field…
+    dialog.model.setCurrentText("ollama/llava")  # …and back: the choice made for it stays
+    assert dialog.vision.currentData() is True
     dialog.save()
     assert load_config().get("llm.vision") == {"ollama/llava": True}
     assert "ollama/llava: true" in paths.user_config_file().read_text(encoding="utf-8")
-    window.settings_flow.open_settings()
-    dialog = window.settings_flow.dialog
+    dialog = dialog_for()
     assert dialog.model.currentText() == "ollama/llava" and dialog.vision.currentData() is True
     dialog.model.setCurrentText("ollama/qwen2.5")  # another model: nothing said of it yet
     assert dialog.vision.currentData() is None
-    dialog.vision.setCurrentIndex(dialog.vision.findData(False))
+    _pick(dialog.vision, False)
     dialog.save()
     assert load_config().get("llm.vision") == {"ollama/llava": True, "ollama/qwen2.5": False}
     # Back to "as litellm or the server says": that model's line goes.
-    window.settings_flow.open_settings()
-    dialog = window.settings_flow.dialog
-    dialog.vision.setCurrentIndex(0)
+    dialog = dialog_for()
+    _pick(dialog.vision, None)
     dialog.save()
     assert load_config().get("llm.vision") == {"ollama/llava": True}
-    # Written by hand for every model: shown for each, and left as it is when nothing changes.
+
+    # A folder's own configuration: what it says is shown, not editable here, and never copied into the
+    # user's file when another model is saved.
+    folder = tmp_path / "project"
+    folder.mkdir()
+    project = paths.project_config_file(folder)
+    project.parent.mkdir(parents=True, exist_ok=True)
+    project.write_text("llm:\n  vision: {ollama/bakllava: true}\n", encoding="utf-8")
+    desktop.controller.set_folder(folder)
+    dialog = dialog_for("ollama/bakllava")
+    assert dialog.vision.currentData() is True and not dialog.vision.isEnabled()
+    assert str(project) in dialog.vision.toolTip()
+    dialog.model.setCurrentText("ollama/moondream")
+    assert dialog.vision.isEnabled()
+    _pick(dialog.vision, True)
+    dialog.save()
+    written = paths.user_config_file().read_text(encoding="utf-8")
+    assert "ollama/moondream: true" in written and "bakllava" not in written
+    desktop.controller.set_folder(None)
+
+    # Written by hand for every model: shown for each, and changed for every model.
     paths.user_config_file().write_text("llm:\n  model: ollama/llava\n  vision: true\n", encoding="utf-8")
     desktop.controller.reload_config()
-    window.settings_flow.open_settings()
-    dialog = window.settings_flow.dialog
-    assert dialog.vision.currentData() is True
+    dialog = dialog_for()
+    assert dialog.vision.currentData() is True and "every model" in dialog.vision.toolTip()
     dialog.save()
     assert load_config().get("llm.vision") is True
+    dialog = dialog_for("ollama/qwen2.5")
+    _pick(dialog.vision, False)
+    dialog.save()
+    assert load_config().get("llm.vision") is False
 
 
 async def test_settings_say_a_server_on_this_computer_needs_no_key(desktop: Any, monkeypatch: Any) -> None:
