@@ -376,3 +376,6 @@ def test_a_large_body_is_joined_to_its_request_id_as_one_line() -> None:
     assert wire.decode(line) == (7, {"id": 7, "env": {"KEY": None}, "op": "stream",
                                      "messages": [{"role": "user", "content": "é\n"}]})
     assert wire.decode(wire.joined({"id": 8}, wire.encode({}))) == (8, {"id": 8})
+    for broken in (b"", b'{"op": "x"}', b"[1]\n", b' {"op": "x"}\n'):  # no newline, not an object
+        with pytest.raises(ValueError, match="not a line of an encoded object"):
+            wire.joined({"id": 9}, broken)

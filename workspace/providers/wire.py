@@ -44,9 +44,12 @@ def encode(message: Mapping[str, Any]) -> bytes:
 
 def joined(head: Mapping[str, Any], body: bytes) -> bytes:
     """The line of ``head``'s fields followed by those of ``body`` (a line :func:`encode` made of an
-    object): a large body (a request with an image) can be encoded in a worker thread ahead of its
-    request id. A key of both is sent twice; a reader keeps the last (``json.loads``): the body's."""
-    if body in (b"{}\n", b""):
+    object; ``ValueError`` for anything else): a large body (a request with an image) can be encoded in a
+    worker thread ahead of its request id. A key of both is sent twice; a reader keeps the last
+    (``json.loads``): the body's."""
+    if not (body.startswith(b"{") and body.endswith(b"}\n")):
+        raise ValueError(f"not a line of an encoded object: {body[:40]!r}…{body[-10:]!r}")
+    if body == b"{}\n":
         return encode(head)
     if not head:
         return body
