@@ -382,3 +382,19 @@ def test_a_chips_icons_follow_a_switch_of_theme(qapp_instance: Any) -> None:
         assert chip.remove_button.icon().cacheKey() == theme.icon("close", dark, 12).cacheKey()
     finally:
         theme.apply_theme(qapp_instance, "light")
+
+
+async def test_a_file_whose_name_has_spaces_is_named_in_quotes(model: Recorder, db_path: Path,
+                                                               folder: Path) -> None:
+    """``@"my notes.md"``: the mention stays one token in the text, the file is attached."""
+    (folder / "my notes.md").write_text("spaced\n", encoding="utf-8")
+    async with await _app(model, db_path, folder) as root:
+        composer = root.window.composer
+        edit = composer.edit
+        edit.setFocus()
+        QTest.keyClicks(edit, "read @my")
+        completer = edit.mentions
+        await wait_until(lambda: completer.active, what="the file list")
+        QTest.keyClick(edit, Qt.Key.Key_Return)
+        assert edit.toPlainText() == 'read @"my notes.md" ' and composer.chips.names() == ["my notes.md"]
+        assert not completer.active
