@@ -15,6 +15,10 @@ calls end at once with that reason, and the next call starts the server again.
 A server's stderr goes to a pipe read by a small thread; the last lines are kept for the status
 view (values of the server's ``env`` and ``headers`` are masked). Opening the transports and
 reading their failures is :mod:`workspace.mcp.transport`.
+
+Why one class of about 600 lines: :class:`ConnectionActor` is the state of one task (the session,
+the pump, the pending calls, the stop request) and its transitions; split across classes, each
+half would reach into the other's fields under the same task.
 """
 
 from __future__ import annotations
