@@ -48,15 +48,22 @@ MODEL_PRESETS = [
 LOCAL_BASES = {**LOCAL_DEFAULT_BASES, "openai/local-model": "http://localhost:1234/v1"}
 
 
-def _own_setting(dotted: str) -> Any:
-    """``dotted`` as the user's configuration file says it (None: not there, or the file cannot be read)."""
+def _user_file() -> dict[str, Any]:
+    """The user's configuration file as written (``ConfigurationError`` for one that cannot be read)."""
     from workspace import paths
     from workspace.schemas import read_yaml_file
 
     path = paths.user_config_file()
+    return read_yaml_file(path)[0] if path.is_file() else {}
+
+
+def _own_setting(dotted: str) -> Any:
+    """``dotted`` as the user's configuration file says it (None: not there, or the file cannot be read)."""
+    from workspace.errors import ConfigurationError
+
     try:
-        node: Any = read_yaml_file(path)[0] if path.is_file() else {}
-    except Exception:
+        node: Any = _user_file()
+    except (ConfigurationError, OSError):
         return None
     for part in dotted.split("."):
         if not isinstance(node, Mapping):
@@ -74,10 +81,9 @@ def save_user_settings(values: dict[str, Any]) -> None:
     import yaml
 
     from workspace import paths
-    from workspace.schemas import read_yaml_file
 
     path = paths.user_config_file()
-    data: dict[str, Any] = read_yaml_file(path)[0] if path.is_file() else {}
+    data = _user_file()
     for dotted, value in values.items():
         if "key" in dotted.split(".")[-1].lower() and "api" in dotted.lower():
             raise ValueError("API keys are never written to the configuration file")
