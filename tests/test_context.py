@@ -35,7 +35,15 @@ from workspace.context.compaction import (
 from workspace.context.results import result_limit, shorten_result_message
 from workspace.context.window import WindowInfo, probe_server, resolve_window, server_of, window_from_message
 from workspace.errors import ConfigurationError, ContextOverflowError, ProviderError, deserialize, serialize
-from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
+from workspace.messages import (
+    STOPPED_BEFORE_ANSWERING,
+    Message,
+    TextMessage,
+    ToolCallMessage,
+    ToolMessage,
+    ToolResultMessage,
+    alternating,
+)
 from workspace.providers import registry
 from workspace.providers.base import ToolSpec
 from workspace.providers.testing import FunctionProvider
@@ -410,11 +418,25 @@ def test_tool_schemas_are_counted_once_each() -> None:
 def test_the_manager_keeps_the_history_untouched(tmp_path: Path) -> None:
     manager = ContextManager()
     history = random_conversation(3, turns=4)
-    assert manager.messages_for_model(history) == history
+    kept = list(history)
+    # the view is the history itself, but for the assistant's placeholder after an unanswered message
+    assert manager.messages_for_model(history) == alternating(history) and history == kept
+    assert [m for m in manager.messages_for_model(history) if m.content != STOPPED_BEFORE_ANSWERING] == history
     from workspace.context import Compaction
 
     manager.restore(Compaction("S", 4))
     view = manager.messages_for_model(history)
     assert view[0].content.startswith(SUMMARY_HEADER) and len(history) == len(random_conversation(3, turns=4))
     manager.restore(Compaction("S", 10_000))  # a history shorter than the compaction: it is dropped on use
-    assert manager.messages_for_model(history) == history or manager.compaction is not None
+    assert manager.messages_for_model(history) == alternating(history) or manager.compaction is not None
+
+
+def test_an_unanswered_message_gets_a_placeholder_answer_for_the_model() -> None:
+    """A run stopped or failed before its first word: never two user messages in a row for the model."""
+    call, results = calls("a")
+    history: list[Message] = [user("one"), user("two"), answer("ok"), user("three"), answer("looking", stop="tool"),
+                              call, *results, user("four")]
+    view = ContextManager().messages_for_model(history)
+    assert [m.role for m in view] == ["user", "assistant", "user", "assistant", "user", "assistant", "assistant",
+                                      "tool_result", "user"]
+    assert view[1].content == STOPPED_BEFORE_ANSWERING and view[2] is history[1]

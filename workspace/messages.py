@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 __all__ = [
+    "STOPPED_BEFORE_ANSWERING",
     "VALID_ROLES",
     "VALID_STOP_REASONS",
     "VALID_TYPES",
@@ -24,12 +25,16 @@ __all__ = [
     "ToolMessage",
     "ToolResultMessage",
     "UserMessage",
+    "alternating",
     "format_time",
     "parse_time",
 ]
 
 VALID_TYPES: tuple[str, ...] = ("text", "tool_call", "tool_result")
 VALID_ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool_result")
+#: What the model is sent as its answer to a message it never answered (the run was stopped or
+#: failed before its first word), so user and assistant still take turns (:func:`alternating`).
+STOPPED_BEFORE_ANSWERING = "(stopped before answering)"
 VALID_STOP_REASONS: tuple[str, ...] = ("tool", "stop")
 
 
@@ -521,3 +526,22 @@ class UserMessage:
 
     def __repr__(self) -> str:
         return f"UserMessage(content={self._content!r}, session_id={self._session_id!r}, id={self._id!r})"
+
+
+def alternating(messages: Iterable[Message]) -> list[Message]:
+    """``messages`` as a strict chat template accepts them: never two user messages in a row.
+
+    A run stopped (or failed) before the model said anything leaves the user's message unanswered;
+    the next message would follow it directly, which templates that require user and assistant to
+    take turns (Mistral's, Gemma's, many local servers') refuse. An assistant message
+    :data:`STOPPED_BEFORE_ANSWERING` goes between them: it tells the model the earlier question
+    got no answer, where merging the two would make it answer both as one.
+    """
+    out: list[Message] = []
+    previous: Message | None = None
+    for message in messages:
+        if previous is not None and previous.role == "user" and message.role == "user":
+            out.append(TextMessage(role="assistant", content=STOPPED_BEFORE_ANSWERING, stop_reason="stop"))
+        out.append(message)
+        previous = message
+    return out

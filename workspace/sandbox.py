@@ -8,6 +8,7 @@ Every path a file tool receives goes through :meth:`Sandbox.resolve` first. It r
   directory leaving it,
 - names too long for the file system, symlinks that loop, and paths that go through a file
   as if it were a folder (``README.md/x``), each with its own message instead of the raw OSError,
+- a name with a trailing slash that is not a folder (``README.md/`` is not the file ``README.md``),
 - NUL bytes, empty paths and (for writes) the repository's ``.git`` internals (whatever the
   case, and with the trailing dots and spaces Windows drops: ``.GIT.``), the
   folder's own workspace settings in ``.robotlab/``, names ending in ``.robotlab-tmp`` (the
@@ -211,9 +212,22 @@ class Sandbox:
             )
         rel = os.path.relpath(real, self._root)
         rel_posix = "" if rel == os.curdir else PurePosixPath(*Path(rel).parts).as_posix()
+        if rel_posix and text.endswith(("/", os.sep)) and (for_write or os.path.exists(real)) \
+                and not os.path.isdir(real):
+            self._refuse_trailing_slash(shown, rel_posix, real)
         if for_write:
             self._check_writable(shown, rel_posix)
         return Resolved(Path(real), rel_posix)
+
+    @staticmethod
+    def _refuse_trailing_slash(shown: str, rel: str, real: str) -> None:
+        """``README.md/`` names a folder: never take it for the file ``README.md``."""
+        name = display_path(rel)
+        if os.path.lexists(real):
+            raise SandboxError(f"'{shown}' ends with '/', which names a folder, but '{name}' is a file; give the "
+                               f"file's name without the slash: '{name}'")
+        raise SandboxError(f"'{shown}' ends with '/', which names a folder, and file tools write files; give a "
+                           f"file name such as '{name}/notes.txt' (or '{name}' for a file of that name)")
 
     def _check_length(self, shown: str, rel: str) -> None:
         longest = max((len(os.fsencode(part)) for part in Path(rel).parts), default=0)

@@ -13,12 +13,11 @@ import contextlib
 import hashlib
 import os
 import stat
-import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
 from workspace.changes.errors import ChangeError
-from workspace.changes.folderio import FolderIO
+from workspace.changes.folderio import FolderIO, temp_name
 from workspace.sandbox import Sandbox, display_path
 
 
@@ -63,7 +62,7 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None, sync: bool
     collect the folders instead and fsync each once later (:func:`sync_dirs`).
     """
     directory = path.parent
-    tmp = directory / f".{path.name}.{uuid.uuid4().hex[:8]}.robotlab-tmp"
+    tmp = directory / temp_name(path.name)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
     try:
         try:

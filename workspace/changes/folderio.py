@@ -63,14 +63,30 @@ MAX_OPEN_DIRS = 64
 Handle = Any
 
 
+#: The most bytes of a file's name a temp name repeats: with the dot, the random part and
+#: :data:`TEMP_SUFFIX` it stays far below :data:`workspace.sandbox.NAME_MAX` (255 bytes).
+TEMP_STEM_BYTES = 150
+
+
+def temp_stem(name: str) -> str:
+    """The start of ``name`` that a temp name repeats: at most :data:`TEMP_STEM_BYTES` bytes as the
+    file system stores them (UTF-8), cut between characters (150 characters of 3 bytes would be 450)."""
+    size = 0
+    for i, ch in enumerate(name):
+        size += len(os.fsencode(ch))
+        if size > TEMP_STEM_BYTES:
+            return name[:i]
+    return name
+
+
 def temp_name(name: str) -> str:
-    """A fresh temp file name next to ``name``: ``.NAME.XXXXXXXX.robotlab-tmp``."""
-    return f".{name[:150]}.{uuid.uuid4().hex[:8]}{TEMP_SUFFIX}"
+    """A fresh temp file name next to ``name``: ``.NAME.XXXXXXXX.robotlab-tmp`` (NAME cut by bytes)."""
+    return f".{temp_stem(name)}.{uuid.uuid4().hex[:8]}{TEMP_SUFFIX}"
 
 
 def is_temp_of(entry: str, name: str) -> bool:
     """Whether ``entry`` (a name in a folder) is one of :func:`temp_name`'s names for ``name``."""
-    return is_temp_name(entry) and entry.startswith(f".{name[:150]}.")
+    return is_temp_name(entry) and entry.startswith(f".{temp_stem(name)}.")
 
 
 def split_rel(rel: str) -> list[str]:

@@ -37,7 +37,7 @@ from workspace.context.results import result_limit, shorten_result_message
 from workspace.context.tokens import MESSAGE_OVERHEAD, TokenCounter, biggest_tools
 from workspace.context.window import DEFAULT_WINDOW, WindowInfo, resolve_window, window_from_message
 from workspace.errors import OVERFLOW_FAILURES, ContextOverflowError, ProviderError
-from workspace.messages import Message
+from workspace.messages import Message, alternating
 from workspace.providers.base import Chunk, StatusChunk, UsageChunk
 
 __all__ = [
@@ -398,7 +398,7 @@ class ContextManager:
             message, merged = summary_message(self.compaction.summary, kept[0] if kept else None)
             kept = [message, *kept[1:]] if merged else [message, *kept]
         log.info("context: %d oldest message(s) left out of the request to fit the window", cut - start)
-        return self._measure(system, kept, tools, counter, info)
+        return self._measure(system, alternating(kept), tools, counter, info)
 
     # -- counting ---------------------------------------------------------------------------------
     @staticmethod
@@ -458,6 +458,12 @@ class ContextManager:
             self.compaction = None
 
     def _view(self, history: Sequence[Message], limit: int | None, params: Mapping[str, Any]) -> list[Message]:
+        """What the model is sent: the summary for the compacted part, and never two user messages in a
+        row (a run stopped or failed before its first word: :func:`workspace.messages.alternating`)."""
+        return alternating(self._compacted_view(history, limit, params))
+
+    def _compacted_view(self, history: Sequence[Message], limit: int | None,
+                        params: Mapping[str, Any]) -> list[Message]:
         compaction = self.compaction
         start = compaction.upto if compaction is not None else 0
         kept = [self._shortened(m, limit, params) for m in history[start:]] if limit else list(history[start:])

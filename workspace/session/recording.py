@@ -21,6 +21,8 @@ log = logging.getLogger("workspace.session")
 
 
 TITLE_LENGTH = 60
+#: How the thread (the window's live view, the command line) says the run's end is not in the database.
+NOT_SAVED = "The end of the run could not be saved"
 
 
 def title_from(text: str, limit: int = TITLE_LENGTH) -> str | None:
@@ -102,6 +104,13 @@ class RecordedRun:
         self.events: list[ev.Event] = []
         #: Messages about events that could not be stored (the run went on regardless).
         self.recording_errors: list[str] = []
+        #: Why the run's end (its terminal event, the turn's status, text held before it) could not be
+        #: written to the database (a full disk, a database locked too long); None when it was. The
+        #: thread says so in a ``run_status`` notice just before the terminal event; ``robotlab run``
+        #: exits with ``EXIT_NOT_SAVED``. The rows stay queued in memory and are written with the next
+        #: write, or on closing, if the database is writable by then.
+        self.save_error: str | None = None
+        self._first_error: str | None = None
         self._on_done = on_done
         self._task: asyncio.Task[None] | None = None
         self._waiters: list[asyncio.Future[None]] = []
@@ -192,7 +201,9 @@ class RecordedRun:
     async def _record_all(self) -> None:
         try:
             async for event in self.agent_run:
-                self._record(event)
+                saved = self._record(event)
+                if ev.ends(event, self.run_id):
+                    self._check_end_saved(event, saved)
                 self._publish(event)
         except asyncio.CancelledError:
             # The workspace is shutting down: the AgentRun was cancelled by our iteration ending.
@@ -204,17 +215,32 @@ class RecordedRun:
         finally:
             self._finish()
 
-    def _record(self, event: ev.Event) -> None:
+    def _record(self, event: ev.Event) -> bool:
+        """Store ``event``; False when it could not be (kept in memory by the store, or lost)."""
         store = self.store
+        saved = True
         try:
             store.append_event(self.thread_id, self.turn_id, event)
             if ev.ends(event, self.run_id):  # a run inside this one (a task, a robot as a tool) ends too
                 store.finish_turn(self.turn_id, status_for(event))
         except (StoreError, OSError) as exc:
+            saved = False
             self._warn(exc)
         if (isinstance(event, ev.TextDelta | ev.ReasoningDelta) and self._timer is None and store.flush_interval > 0
                 and not store.closed):
             self._timer = asyncio.get_running_loop().call_later(store.flush_interval, self._flush_timer)
+        return saved
+
+    def _check_end_saved(self, terminal: ev.Event, saved: bool) -> None:
+        """After the run's terminal event was recorded: if it (or what came before it) is not in the
+        database, say so in the thread, before the terminal event, with the first error's reason."""
+        if saved and not self.store.queued_writes:
+            return
+        reason = self._first_error or "the database could not be written"
+        self.save_error = reason
+        log.error("%s (run %s, thread %s): %s", NOT_SAVED, self.run_id[:8], self.thread_id[:8], reason)
+        self._publish(ev.RunStatus(run_id=terminal.run_id, robot=terminal.robot, seq=terminal.seq, task=terminal.task,
+                                   state="notice", detail=f"{NOT_SAVED}: {reason}"))
 
     def _flush_timer(self) -> None:
         self._timer = None
@@ -225,6 +251,8 @@ class RecordedRun:
 
     def _warn(self, exc: Exception) -> None:
         message = f"could not record an event of run {self.run_id[:8]} in thread {self.thread_id[:8]}: {exc}"
+        if self._first_error is None:
+            self._first_error = str(exc)  # the cause (a full disk); later writes only say "unavailable"
         closed = isinstance(exc, StoreError) and exc.reason == "closed"
         if not self.recording_errors and not closed:
             log.warning("%s (the run goes on; later failures of this run are not logged again)", message)
@@ -262,4 +290,4 @@ class RecordedRun:
 
 
 
-__all__ = ["TITLE_LENGTH", "RecordedRun", "TurnView", "title_from"]
+__all__ = ["NOT_SAVED", "TITLE_LENGTH", "RecordedRun", "TurnView", "title_from"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -46,10 +47,63 @@ class _FilePatch:
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
-def _patch_path(raw: str, prefix: str) -> str | None:
-    name = raw.split("\t", 1)[0].strip()
-    if len(name) >= 2 and name[0] == name[-1] == '"':
-        name = name[1:-1]
+_GIT_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _git_unquote(text: str) -> tuple[str, str]:
+    """A name in git's quoted form at the start of ``text`` (``"caf\\303\\251.md"``: C escapes, octal
+    bytes of UTF-8, as git writes when ``core.quotePath`` is on) and what follows it. ``text`` not
+    starting with a quote is returned as it is, with nothing after it."""
+    if not text.startswith('"'):
+        return text, ""
+    out = bytearray()
+    i = 1
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            return os.fsdecode(bytes(out)), text[i + 1:]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt in _GIT_ESCAPES:
+                out.append(_GIT_ESCAPES[nxt])
+                i += 2
+                continue
+            octal = re.match(r"[0-7]{1,3}", text[i + 1:i + 4])
+            if octal:
+                out.append(int(octal.group(0), 8) & 0xFF)
+                i += 1 + len(octal.group(0))
+                continue
+        out += ch.encode("utf-8", "surrogateescape")
+        i += 1
+    raise Refused(f"The patch names a file with an opening quote and no closing one: {text[:80]!r}. Write the "
+                  "name as git does (\"a/x y.md\") or without quotes")
+
+
+def _header_name(raw: str) -> str:
+    """The file name of a '---' / '+++' / 'rename' line's rest: unquoted, without a timestamp."""
+    raw = raw.strip()
+    if raw.startswith('"'):
+        return _git_unquote(raw)[0]
+    return raw.split("\t", 1)[0].strip()
+
+
+def _git_header_pair(rest: str) -> tuple[str, str] | None:
+    """The two names of a ``diff --git`` line (quoted or not); None when they cannot be told apart."""
+    if rest.startswith('"'):
+        old, after = _git_unquote(rest)
+        after = after.strip()
+        new = _git_unquote(after)[0] if after.startswith('"') else after
+    else:
+        m = re.match(r'(a/.+?) ("b/.*"|b/.+)$', rest)
+        if m is None:
+            return None
+        old, new = m.group(1), _header_name(m.group(2))
+    if old.startswith("a/") and new.startswith("b/"):
+        return old[2:], new[2:]
+    return None
+
+
+def _patch_path(name: str, prefix: str) -> str | None:
     if name == "/dev/null":
         return None
     if name.startswith(prefix):
@@ -74,18 +128,18 @@ def parse_patch(patch: str) -> list[_FilePatch]:
         if line.startswith("diff --git "):
             cur = _FilePatch()
             files.append(cur)
-            m = re.match(r"diff --git a/(.+) b/(.+)$", line)
-            if m:
-                cur.old, cur.new = m.group(1), m.group(2)
+            pair = _git_header_pair(line[len("diff --git "):])
+            if pair:
+                cur.old, cur.new = pair
             i += 1
             continue
         if cur is not None and not cur.hunks and not cur.has_headers:
             if line.startswith("rename from "):
-                cur.rename_from = line[len("rename from "):].strip()
+                cur.rename_from = _header_name(line[len("rename from "):])
                 i += 1
                 continue
             if line.startswith("rename to "):
-                cur.rename_to = line[len("rename to "):].strip()
+                cur.rename_to = _header_name(line[len("rename to "):])
                 i += 1
                 continue
             if line.startswith("new file mode"):
@@ -104,12 +158,11 @@ def parse_patch(patch: str) -> list[_FilePatch]:
             if cur is None or cur.hunks or cur.has_headers:
                 cur = _FilePatch()
                 files.append(cur)
-            old_raw, new_raw = lines[i][4:], lines[i + 1][4:]
-            old_name, new_name = old_raw.split("\t", 1)[0].strip(), new_raw.split("\t", 1)[0].strip()
+            old_name, new_name = _header_name(lines[i][4:]), _header_name(lines[i + 1][4:])
             both_prefixed = (old_name.startswith("a/") or old_name == "/dev/null") and \
                 (new_name.startswith("b/") or new_name == "/dev/null")
-            cur.old = _patch_path(old_raw, "a/" if both_prefixed else "\0")
-            cur.new = _patch_path(new_raw, "b/" if both_prefixed else "\0")
+            cur.old = _patch_path(old_name, "a/" if both_prefixed else "\0")
+            cur.new = _patch_path(new_name, "b/" if both_prefixed else "\0")
             cur.new_file = cur.new_file or cur.old is None
             cur.deleted = cur.deleted or cur.new is None
             cur.has_headers = True
