@@ -17,16 +17,24 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
+from faultkit import ROOT
 
 from workspace import events as ev
 from workspace.changes import ChangeSet, CheckpointStore
 from workspace.changes.folderio import temp_name
+from workspace.cli.runs import EXIT_NOT_SAVED
 from workspace.config import load_config
 from workspace.errors import SandboxError
 from workspace.messages import STOPPED_BEFORE_ANSWERING
@@ -332,6 +340,13 @@ async def test_a_full_disk_while_a_run_is_recorded_is_said_in_the_thread(llm: Fa
         assert notices and notices[-1] is seen[-2], seen[-3:]  # said just before the end
         assert notices[-1].detail.startswith(NOT_SAVED) and "database or disk is full" in notices[-1].detail
         assert seen[-1].result.last_text_content == BIG_ANSWER  # the run itself is whole
+        from ui.chat.dump import dump_state  # the window's chat (Qt-free): a warning in the turn
+        from ui.chat.presenter import ChatPresenter
+
+        presenter = ChatPresenter()
+        presenter.add_user("write a lot")
+        presenter.feed_all(seen)
+        assert f"notice [warning] '{NOT_SAVED}: " in dump_state(presenter.state), dump_state(presenter.state)
         thread_id, turn_id = session.thread_id, run.turn_id
         list(workspace.store.iter_rows("PRAGMA max_page_count = 1073741823"))  # space again ...
     finally:
@@ -345,3 +360,61 @@ async def test_a_full_disk_while_a_run_is_recorded_is_said_in_the_thread(llm: Fa
     lost = (turn.status != "finished") + (kept[-1].content != BIG_ANSWER)
     matrix.lost(lost, "the end of the run, after space was freed")
     assert turn.status == "finished" and kept[-1].content == BIG_ANSWER
+
+
+def _can_mount_a_small_disk() -> bool:
+    if sys.platform != "linux" or shutil.which("unshare") is None:
+        return False
+    try:
+        done = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
+                              capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+FILL = """
+import os, sys
+path, free = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+try:
+    while True:
+        os.write(fd, b"x" * 4096)
+except OSError:
+    pass
+os.close(fd)
+os.truncate(path, max(0, os.path.getsize(path) - free))
+"""
+
+
+@pytest.mark.skipif(not _can_mount_a_small_disk(), reason="needs a mount namespace (unshare -m) to mount a small tmpfs")
+def test_robotlab_run_on_a_disk_that_fills_up_says_so_and_exits_non_zero(llm: FakeLLMServer, tmp_path: Path,
+                                                                         matrix: Any) -> None:
+    """A real full disk: a 2 MB tmpfs (in a mount namespace of its own) holding the database, filled
+    but for 200 KB before ``robotlab run --json`` streams an answer of 2 MB."""
+    matrix.case("full disk", "robotlab run --json on a tmpfs that fills up: said, exit status EXIT_NOT_SAVED")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    db = disk / "threads.db"
+    llm.clear()
+    llm.enqueue(Reply.say("All work and no play makes a long answer. " * 50_000, chunk_size=4000))
+    py = shlex.quote(sys.executable)
+    script = (f"mount -t tmpfs -o size=2m tmpfs {shlex.quote(str(disk))} || exit 97\n"
+              f"{py} -c {shlex.quote(f'from workspace.persistence import Store; Store.open({str(db)!r}).close()')}"
+              " || exit 98\n"
+              f"{py} -c {shlex.quote(FILL)} {shlex.quote(str(disk / 'filler'))} 200000 || exit 99\n"
+              f"exec {py} -m workspace run assistant 'write a lot' --json --model openai/fake "
+              f"--api-base {llm.base_url}/v1 --db {shlex.quote(str(db))}\n")
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "ROBOTLAB_HOME": str(tmp_path / "home"),
+           "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=HOW_LONG * 2)
+    assert done.returncode == EXIT_NOT_SAVED, (done.returncode, done.stderr[-2000:])
+    lines = [json.loads(line) for line in done.stdout.splitlines()]  # nothing but JSON lines
+    assert lines[-1]["kind"] == "run_finished"
+    said = lines[-2]
+    assert said["kind"] == "run_status" and said["state"] == "notice", said
+    assert said["detail"].startswith(NOT_SAVED) and "database or disk is full" in said["detail"], said
+    assert "robotlab: the end of the run could not be saved: " in done.stderr and "disk is full" in done.stderr
+    assert "Traceback" not in done.stderr
+    matrix.lost(0, "")

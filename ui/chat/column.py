@@ -26,6 +26,7 @@ from ui.chat.state import (
     TurnState,
 )
 from workspace import events as ev
+from workspace.session.recording import NOT_SAVED
 
 
 class Column:
@@ -147,8 +148,8 @@ class Column:
                 self._set_status(run, None)
                 self.notice(run, f"⇄ {event.detail}" if event.detail else f"⇄ Continuing with {event.model}",
                             level="warning")
-            case "notice":
-                self.notice(run, event.detail, level="info")
+            case "notice":  # the run's end not saved (a full disk) is a warning; the rest are news
+                self.notice(run, event.detail, level="warning" if event.detail.startswith(NOT_SAVED) else "info")
             case _:
                 self._set_status(run, status_text(event), since=event.ts)
 

@@ -20,6 +20,7 @@ from workspace.cli.runs import (
     hit_turn_limit,
     print_events,
     run_reporting_failure,
+    saved_status,
     settle_changes,
     settle_recorded,
     template_params,
@@ -184,6 +185,7 @@ async def _run(args: argparse.Namespace) -> int:
         args.run_started = True
         status, stopped = await print_events(recorded, questions)
         await recorded.wait()
+        status = saved_status(recorded, status, printer.printer)
         result = recorded.result
         if not args.json and not args.plain and result is not None:
             printer.summary(result)

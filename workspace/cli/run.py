@@ -21,6 +21,7 @@ from workspace.cli.runs import (
     make_printer,
     print_events,
     run_reporting_failure,
+    saved_status,
     settle_changes,
     settle_recorded,
     template_params,
@@ -298,6 +299,7 @@ async def _run(args: argparse.Namespace) -> int:
         args.run_started = True
         status, stopped = await print_events(run, printer)
         await run.wait()
+        status = saved_status(run, status, printer)
         await settle_recorded(session, args, stopped, printer)
         if not args.json and not args.plain:
             recorded_hint(session.thread_id)

@@ -23,6 +23,10 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 #: The run stopped at the turn limit (``--max-turns``, ``agent.max_turns``) with the robot wanting to go on.
 EXIT_TURN_LIMIT = 3
+#: The run ended but its end could not be saved in the threads database (a full disk, a database locked
+#: too long): the reason is on stderr and in the run's lines ("The end of the run could not be saved: ...").
+#: A run that failed, stopped or hit the turn limit keeps that status.
+EXIT_NOT_SAVED = 4
 #: Stopped: Ctrl-C (128 + SIGINT); SIGTERM gives 143 (128 + 15).
 EXIT_CANCELLED = 130
 
@@ -31,6 +35,8 @@ EXIT_STATUS_HELP = """exit status:
   1    the run failed (the error is on stderr; with --json also the run_failed line)
   2    nothing ran: bad usage or configuration (unknown robot, missing API key, bad file)
   3    stopped at the turn limit (--max-turns, agent.max_turns): the robot wanted to go on
+  4    the run ended but its end could not be saved in the threads database (disk full): the reason
+       is on stderr; free some space, the thread keeps what was saved before
   130  stopped by Ctrl-C (143: by SIGTERM)
   141  the reader of the output went away (`robotlab run ... | head -1`)"""
 
@@ -180,6 +186,22 @@ def run_reporting_failure(args: argparse.Namespace, main: Any, *, who: str) -> i
             failed = ev.RunFailed(run_id="", robot=who, error=str(exc), error_type=type(exc).__name__)
             print(ev.to_json(failed), flush=True)
         raise
+
+
+def saved_status(run: Any, status: int, printer: Any) -> int:
+    """The exit status once a recorded run (:class:`~workspace.session.RecordedRun`) has ended:
+    :data:`EXIT_NOT_SAVED` when its end could not be written to the database (said on stderr with
+    ``--plain`` and ``--json``; the terminal's lines already showed the run's notice), else ``status``."""
+    reason = getattr(run, "save_error", None)
+    if not reason:
+        return status
+    if getattr(printer, "json_lines", False) or getattr(printer, "plain", False):
+        from workspace.cli.render import printable
+        from workspace.session.recording import NOT_SAVED
+
+        sys.stderr.write(f"robotlab: {NOT_SAVED.lower()}: {printable(reason)}\n")
+        sys.stderr.flush()
+    return EXIT_NOT_SAVED if status == EXIT_OK else status
 
 
 def hit_turn_limit(event: Any) -> bool:
