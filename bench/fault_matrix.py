@@ -3,7 +3,9 @@
 The suite records each case: provider faults on the loopback server (both providers, and
 ``robotlab run`` in a subprocess), MCP faults with small Python servers, bad inputs, path escapes
 (the symlink swap race among them), forged names, kill -9 during an apply and during a recording,
-Ctrl-C to the window, damaged and locked databases, and the secrets sweep. This script runs it and
+Ctrl-C to the window, damaged and locked databases, the secrets sweep, file names the file system
+cannot hold and git's quoted patch headers, runs stopped before their first word, and a full disk
+while a run is recorded. This script runs it and
 prints the cases it wrote to bench/results/fault_matrix.json, then the summary per area (cases
 tried, survived, lost) — the table of issue 16.
 
@@ -48,6 +50,7 @@ def main() -> int:
     survived = sum(1 for c in cases if c["survived"])
     lost = sum(int(c["lost"]) for c in cases)
     print(f"{'total':<26} {tried:>5} {survived:>8} {lost:>5}")
+    print(f"\n{tried} cases in {len(areas)} areas: {survived} survived, {tried - survived} failed, {lost} lost")
     print(f"\n(pytest: {proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.returncode})")
     return 0 if survived == tried and lost == 0 else 1
 

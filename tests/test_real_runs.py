@@ -303,8 +303,9 @@ async def test_retries_are_events_and_stop_ends_the_wait(server: FakeLLMServer, 
                 run.cancel()
 
     stopped_at = [0.0]
-    await asyncio.wait_for(consume(), timeout=30)
-    assert isinstance(seen[-1], ev.RunCancelled) and time.monotonic() - stopped_at[0] < 1
+    await asyncio.wait_for(consume(), timeout=60)
+    # at once: long before the 30 s the retry waits for (a generous bound for a loaded machine)
+    assert isinstance(seen[-1], ev.RunCancelled) and time.monotonic() - stopped_at[0] < 30 / 2
     retry = next(s for s in of(seen, ev.RunStatus) if s.state == "retrying")
     assert retry.retry_in == 30 and retry.attempt == 1 and "Retry-After" in retry.detail
     assert [s.state for s in of(seen, ev.RunStatus)][:1] in (["connecting"], ["loading"])

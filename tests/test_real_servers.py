@@ -204,7 +204,7 @@ async def test_a_retry_after_beyond_max_wait_fails_at_once(server: FakeLLMServer
     server.enqueue(Reply.error(429, times=5, retry_after=3600))
     started = time.monotonic()
     error = await failure(make(kind, server, max_wait=60))
-    assert time.monotonic() - started < 5 and len(server.requests) == 1
+    assert time.monotonic() - started < 60 / 2 and len(server.requests) == 1  # at once, not after max_wait
     text = str(error)
     assert "asks to wait 60 min" in text and "Retry-After" in text and "llm.max_wait" in text
     assert error.reason == "rate_limit" and error.is_outage
@@ -235,7 +235,7 @@ async def test_cancelling_ends_a_retry_wait_at_once(server: FakeLLMServer, kind:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 20 / 2  # at once: long before the 20 s the retry waits for
 
 
 # --------------------------------------------------------------------------------------------
@@ -315,7 +315,7 @@ async def test_a_missing_key_is_an_immediate_error_naming_the_variable() -> None
     provider = LiteLLMProvider("anthropic/claude-sonnet-4-5", max_retries=3)
     started = time.monotonic()
     error = await failure(provider, tools=())
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30  # an anti-hang bound; that it was not retried: "gave up" below
     text = str(error)
     assert "ANTHROPIC_API_KEY" in text and "Settings" in text and "HTTP 500" not in text and "gave up" not in text
     assert error.reason == "auth" and not error.retryable

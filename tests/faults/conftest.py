@@ -11,8 +11,14 @@ is documented (the streamed text of the last 250 ms on kill -9), no secret in an
 The areas: provider faults (test_fault_providers.py), MCP faults (test_fault_mcp.py), bad inputs
 (test_fault_inputs.py), path escapes (test_fault_paths.py, and the swap race in
 test_fs_faults.py), forged names and kill -9 during apply (test_fs_faults.py), kill -9 during
-recording and signals (test_fault_kill.py), damaged databases (test_fault_databases.py), and the
-secrets sweep (test_fault_secrets.py).
+recording and signals (test_fault_kill.py), damaged databases (test_fault_databases.py), the
+secrets sweep (test_fault_secrets.py), and file names the file system cannot hold, git's quoted
+patch headers, runs stopped before their first word and a full disk while a run is recorded
+(test_fault_files_disk.py).
+
+A time limit in these tests is a bound on hanging, never a measure of speed: generous (ten times the
+wait a case is set, or half of a wait it must not make) so the matrix holds on a loaded machine; the
+figures themselves are printed by bench/bench_fault_timing.py.
 """
 
 from __future__ import annotations

@@ -202,7 +202,7 @@ def llm() -> Iterator[FakeLLMServer]:
 
 
 def _robot(address: str) -> Robot:
-    config = load_config(env={}, overrides={"llm": {"provider": "auto", "max_retries": 0, "max_wait": 10}})
+    config = load_config(env={}, overrides={"llm": {"provider": "auto", "max_retries": 0, "max_wait": 60}})
     return Robot("r", system_prompt="You help.", model="openai/fake", api_base=address, config=config,
                  api_key="sk-test")
 

@@ -105,7 +105,7 @@ async def test_garbage_on_stdout(manager: MCPManager, matrix: Any) -> None:
     began = time.monotonic()
     out = await manager.call_tool("ok", "garble", {})
     assert out.is_error and "not JSON-RPC to stdout" in out.data and "oops, this is a debug print" in out.data
-    assert time.monotonic() - began < 5
+    assert time.monotonic() - began < 20 / 2  # at once: well before the call's time limit (20 s) would end it
     assert (await manager.call_tool("ok", "echo", {"message": "clean"})).data == "echo: clean"
 
 
@@ -116,11 +116,10 @@ async def test_a_server_that_never_answers_times_out(manager: MCPManager, matrix
     assert status.state is ServerState.FAILED
     assert "no answer to the MCP handshake within 1 s" in (status.reason or "")
     assert "mcpServers.silent.connectTimeout" in (status.reason or "")
-    assert time.monotonic() - began < 10
+    assert time.monotonic() - began < 10 * 1  # an anti-hang bound: ten times the handshake's time limit
     # A failed start is not retried on every use (each run would wait again)...
-    began = time.monotonic()
     assert await manager.tools_for(["silent"]) == []
-    assert time.monotonic() - began < 0.5
+    assert manager.status("silent").starts == 1
     # ...but restart() tries again at once.
     assert (await manager.restart("silent")).starts == 2
 
