@@ -169,6 +169,13 @@ async def test_apply_patch_creates_and_renames_with_quoted_names(project: Path, 
     matrix.lost(0, "")
 
 
+async def test_a_quoted_name_without_its_closing_quote_is_refused_with_the_fix(project: Path, tmp_path: Path) -> None:
+    harness = Harness(project, tmp_path / "store")
+    out = await harness.call("apply_patch", patch='--- "a/README.md\n+++ "b/README.md\n@@ -1 +1 @@\n-# readme\n+# x\n')
+    assert out.is_error and "no closing one" in str(out.data) and '"a/x y.md"' in str(out.data), out.data
+    assert harness.changes.files == []
+
+
 async def test_a_trailing_slash_is_not_the_file(project: Path, tmp_path: Path, matrix: Any) -> None:
     matrix.case("file names", "'README.md/' (a trailing slash) is refused, not taken as README.md")
     harness = Harness(project, tmp_path / "store")
