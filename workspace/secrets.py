@@ -135,6 +135,12 @@ def delete_key(var: str) -> None:
         pass
 
 
+def missing_key_message(model: str, var: str) -> str:
+    """What a run of ``model`` without its key ``var`` says (the window, the command line, the library)."""
+    return (f"{model}: no API key. Set {var} in the environment (export {var}=...) or enter it in Settings; "
+            "from Python, Robot(..., api_key=...) gives a robot its own key")
+
+
 def export_key_for(model: str) -> bool:
     """Put the model's key from the keyring into the environment litellm reads; True if present."""
     var = key_var_for(model)
