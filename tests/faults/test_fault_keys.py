@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -276,3 +277,25 @@ async def test_a_missing_key_is_reported_before_litellms_process_starts(matrix: 
             pass
     assert caught.value.reason == "auth"
     assert litellm_process().running == running_before
+
+
+def test_without_a_keyring_a_saved_key_is_kept_in_a_file_only_the_user_reads(matrix: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                             user_key: str) -> None:
+    matrix.case("keys", "no OS keyring: Settings keeps the key in a 0600 file of the config folder")
+    from workspace import paths, secrets
+
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setattr(secrets, "_keyring", lambda: None)
+    old = os.umask(0o022)
+    try:
+        where = secrets.save_key("OPENAI_API_KEY", USER_KEY)
+    finally:
+        os.umask(old)
+    path = secrets.keys_file()
+    assert path.parent == paths.config_dir() and str(path) in where
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert secrets.get_key("OPENAI_API_KEY") == USER_KEY
+    assert "OPENAI_API_KEY" not in os.environ  # read for the call, never put into commands' environment
+    assert USER_KEY not in secrets.redact(f"echo {USER_KEY}")
+    secrets.delete_key("OPENAI_API_KEY")
+    assert secrets.get_key("OPENAI_API_KEY") is None
