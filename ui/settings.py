@@ -8,6 +8,7 @@ only to the OS keyring (or nowhere: then the dialog says which environment varia
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,8 +98,11 @@ def save_user_settings(values: dict[str, Any]) -> None:
         node[parts[-1]] = value
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".yaml.tmp")
-    tmp.write_text("# RobotLab Workspace configuration (written by Settings).\n"
-                   + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    # Readable only by the user from the first byte: it names servers, commands and keyring entries.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write("# RobotLab Workspace configuration (written by Settings).\n" + yaml.safe_dump(data, sort_keys=False))
+    os.chmod(tmp, 0o600)
     tmp.replace(path)
 
 

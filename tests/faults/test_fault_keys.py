@@ -299,3 +299,89 @@ def test_without_a_keyring_a_saved_key_is_kept_in_a_file_only_the_user_reads(mat
     assert USER_KEY not in secrets.redact(f"echo {USER_KEY}")
     secrets.delete_key("OPENAI_API_KEY")
     assert secrets.get_key("OPENAI_API_KEY") is None
+
+
+SHADOW = "---\nname: assistant\ndescription: the folder's own\n---\nYou are the folder's robot.\n"
+
+
+def test_a_folder_robot_named_like_a_shipped_one_is_the_folders_not_a_replacement(
+        matrix: Any, tmp_path: Path, robotlab_home: Path) -> None:
+    matrix.case("keys", "folder robot named like the shipped 'assistant': listed, run and shown as the folder's")
+    folder = folder_with(tmp_path)
+    (folder / ".robotlab" / "robots" / "assistant.md").write_text(SHADOW, encoding="utf-8")
+    from workspace.catalog import find_robot_file, list_robots, load_robot
+
+    robots = {r.name: r for r in list_robots(folder)}
+    assert robots["assistant"].source == "shipped"
+    assert robots["assistant · this folder"].source == "project"
+    assert find_robot_file("assistant", folder) == robots["assistant"].path
+    assert load_robot("assistant", folder=folder).name == "assistant"
+    theirs = load_robot("assistant · this folder", folder=folder)
+    assert theirs.name == "assistant · this folder" and "folder's robot" in str(theirs.template.body)
+
+    env = cli_env(robotlab_home)
+    listed = cli("--folder", str(folder), "robots", "list", cwd=folder, env=env)
+    assert listed.returncode == 0, listed.stderr
+    lines = {line.split("  ")[0].strip(): line for line in listed.stdout.splitlines()}
+    assert "shipped" in lines["assistant"] and "project" in lines["assistant · this folder"]
+    plain = cli("run", "assistant", "hi", "--no-record", "--folder", str(folder), cwd=folder, env=env)
+    assert plain.returncode == 0, plain.stderr
+    assert "● assistant · " in plain.stdout and "this folder" not in plain.stdout
+    folders = cli("run", "assistant · this folder", "hi", "--no-record", "--folder", str(folder), cwd=folder, env=env)
+    assert folders.returncode == 0, folders.stderr
+    assert "● assistant · this folder · " in folders.stdout
+
+
+def test_a_user_robot_named_like_a_shipped_one_still_replaces_it(matrix: Any, tmp_path: Path) -> None:
+    matrix.case("keys", "the user's own robot named 'assistant' replaces the shipped one (theirs to choose)")
+    from workspace import paths
+    from workspace.catalog import list_robots
+
+    robots_dir = paths.config_dir() / "robots"
+    robots_dir.mkdir(parents=True)
+    (robots_dir / "assistant.md").write_text(SHADOW, encoding="utf-8")
+    robots = {r.name: r for r in list_robots(folder_with(tmp_path))}
+    assert robots["assistant"].source == "user"
+    assert not any(name.endswith("this folder") for name in robots)
+
+
+ENV_SECRET = "ghp_imported-env-secret-0123456789"
+HEADER_SECRET = "imported-header-token-0123456789"
+
+
+def test_mcp_import_write_keeps_secrets_out_of_the_file_and_the_preview(matrix: Any, tmp_path: Path,
+                                                                        robotlab_home: Path) -> None:
+    matrix.case("keys", "robotlab mcp import: preview masks env and headers; --write keeps them out of a 0600 file")
+    import json
+
+    client = tmp_path / "claude_desktop_config.json"
+    client.write_text(json.dumps({"mcpServers": {
+        "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+                   "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": ENV_SECRET, "LOG_LEVEL": "debug", "FROM_ENV": "${HOME}"}},
+        "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": f"Bearer {HEADER_SECRET}",
+                                                                     "X-Team": HEADER_SECRET}},
+    }}), encoding="utf-8")
+    keyring_file = tmp_path / "keyring.json"
+    env = cli_env(robotlab_home, PYTHON_KEYRING_BACKEND="filekeyring.FileKeyring", FILE_KEYRING=str(keyring_file))
+    preview = cli("mcp", "import", str(client), cwd=tmp_path, env={**env, "PYTHONIOENCODING": "utf-8"})
+    assert preview.returncode == 0, preview.stderr
+    assert ENV_SECRET not in preview.stdout and HEADER_SECRET not in preview.stdout
+    assert "***" in preview.stdout and "${HOME}" in preview.stdout
+
+    target = robotlab_home / "config" / "config.yaml"
+    done = cli("mcp", "import", str(client), "--write", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    text = target.read_text(encoding="utf-8")
+    assert ENV_SECRET not in text and HEADER_SECRET not in text and "debug" not in text
+    assert "${keyring:MCP_GITHUB_ENV_GITHUB_PERSONAL_ACCESS_TOKEN}" in text and "${HOME}" in text
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    stored = json.loads(keyring_file.read_text(encoding="utf-8"))
+    assert stored["robotlab/MCP_GITHUB_ENV_GITHUB_PERSONAL_ACCESS_TOKEN"] == ENV_SECRET
+    assert stored["robotlab/MCP_REMOTE_HEADER_AUTHORIZATION"] == f"Bearer {HEADER_SECRET}"
+    assert ENV_SECRET not in done.stdout + done.stderr and HEADER_SECRET not in done.stdout + done.stderr
+
+    resolve = ("from workspace.config import load_config; from workspace.mcp.config import parse_server;"
+               "spec = parse_server('github', load_config().mcp_servers['github']);"
+               f"print(spec.env['GITHUB_PERSONAL_ACCESS_TOKEN'] == {ENV_SECRET!r})")
+    back = subprocess.run([sys.executable, "-c", resolve], env=env, capture_output=True, text=True, timeout=60)
+    assert back.stdout.strip() == "True", back.stderr  # the server still gets its value, from the keyring

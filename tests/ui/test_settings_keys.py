@@ -63,6 +63,7 @@ def test_a_key_typed_without_a_keyring_is_kept_in_a_private_file_never_in_the_co
     config_text = paths.user_config_file().read_text(encoding="utf-8")
     assert KEY not in config_text
     assert "model: openai/gpt-4o-mini" in config_text
+    assert stat.S_IMODE(paths.user_config_file().stat().st_mode) == 0o600  # it names servers and keyring entries
     assert secrets.get_key("OPENAI_API_KEY") == KEY
     assert keys_file.parent == paths.config_dir()
     assert stat.S_IMODE(keys_file.stat().st_mode) == 0o600
