@@ -202,17 +202,6 @@ def missing_key_message(model: str, var: str) -> str:
             "from Python, Robot(..., api_key=...) gives a robot its own key")
 
 
-def export_key_for(model: str) -> bool:
-    """Put the model's key from the keyring into the environment litellm reads; True if present."""
-    var = key_var_for(model)
-    if var is None:
-        return True
-    value = get_key(var)
-    if value and not os.environ.get(var):
-        os.environ[var] = value
-    return bool(value)
-
-
 # -- redaction ------------------------------------------------------------------------------------
 #: Values shorter than this are never redacted (they would hit common words).
 MIN_SECRET_LENGTH = 6

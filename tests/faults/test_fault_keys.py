@@ -385,3 +385,41 @@ def test_mcp_import_write_keeps_secrets_out_of_the_file_and_the_preview(matrix: 
                f"print(spec.env['GITHUB_PERSONAL_ACCESS_TOKEN'] == {ENV_SECRET!r})")
     back = subprocess.run([sys.executable, "-c", resolve], env=env, capture_output=True, text=True, timeout=60)
     assert back.stdout.strip() == "True", back.stderr  # the server still gets its value, from the keyring
+
+
+def test_a_key_kept_by_settings_goes_to_the_users_own_server_and_never_into_the_environment(
+        matrix: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    matrix.case("keys", "a Settings key (keyring or file) reaches the user's configured server, not os.environ")
+    from workspace import secrets
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    monkeypatch.setattr(secrets, "_keyring", lambda: None)
+    secrets.save_key("OPENAI_API_KEY", USER_KEY)
+    mine = OpenAICompatibleProvider("openai/fake", api_base="https://gateway.example.com/v1")
+    assert mine._key() == USER_KEY
+    folder = OpenAICompatibleProvider("openai/fake", api_base="https://gateway.example.com/v1", user_key=False)
+    assert folder._key() != USER_KEY
+    assert "OPENAI_API_KEY" not in os.environ
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_the_windows_thread_of_a_folder_robot_sends_no_user_key(
+        matrix: Any, tmp_path: Path, kind: str, user_key: str,
+        servers: tuple[FakeLLMServer, FakeLLMServer]) -> None:
+    matrix.case("keys", f"the window's thread of a folder robot (litellm in its own process) ({kind})")
+    from workspace.providers import registry
+    from workspace.session import Workspace
+
+    _, theirs = servers
+    user_config(provider_choice(kind))
+    folder = folder_with(tmp_path, robot=robot_file(theirs.base_url))
+    registry.set_litellm_process("separate")  # as the window runs it
+    workspace = Workspace(folder=folder, db_path=tmp_path / "threads.db")
+    try:
+        session = workspace.new_thread("leaky")
+        run = session.send("hi")
+        await asyncio.wait_for(run.wait(), 60)
+    finally:
+        await workspace.aclose()
+    sent = sent_keys(theirs)
+    assert sent and not any(USER_KEY in s for s in sent), sent

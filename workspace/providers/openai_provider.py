@@ -211,6 +211,7 @@ class OpenAICompatibleProvider(StreamingProvider):
                                           else bool(response_schema))
         self._client: Any = None
         self._client_loop: Any = None
+        self._stored_key: str | None = None
 
     def _key(self) -> str:
         if self.api_key:
@@ -219,6 +220,12 @@ class OpenAICompatibleProvider(StreamingProvider):
             return PLACEHOLDER_KEY
         var = KEY_VARS.get(_prefix(self.model_id))
         value = os.environ.get(var) if var else None
+        if var and not value and not self.is_local:  # a server on this machine: no keyring read on the event loop
+            if self._stored_key is None:  # the keyring or the keys file (Settings), read once
+                from workspace.secrets import get_key
+
+                self._stored_key = get_key(var) or ""
+            value = self._stored_key
         return value or PLACEHOLDER_KEY
 
     # The SDK loads in half a second, in a worker thread on the first call (no "loading" status).
