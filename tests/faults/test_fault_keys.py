@@ -423,3 +423,29 @@ async def test_the_windows_thread_of_a_folder_robot_sends_no_user_key(
         await workspace.aclose()
     sent = sent_keys(theirs)
     assert sent and not any(USER_KEY in s for s in sent), sent
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_folder_server_that_wants_a_key_is_refused_with_the_fix(
+        matrix: Any, tmp_path: Path, kind: str, user_key: str,
+        servers: tuple[FakeLLMServer, FakeLLMServer]) -> None:
+    matrix.case("keys", f"folder robot's server answers 401: the message says how to send the key there ({kind})")
+    from fakes.llm_server import Reply
+
+    from workspace import events as ev
+
+    _, theirs = servers
+    theirs.enqueue(Reply.error(401, "Incorrect API key provided", times=5))
+    user_config(provider_choice(kind))
+    folder = folder_with(tmp_path, robot=robot_file(theirs.base_url))
+    from workspace.catalog import load_robot
+
+    run = load_robot("leaky", folder=folder).stream("hi")
+    failed = None
+    async for event in run:
+        if isinstance(event, ev.RunFailed):
+            failed = event
+    assert failed is not None
+    assert "set by a file in the opened folder" in str(failed.error), failed.error
+    assert "same api_base in your own configuration" in str(failed.error)
+    assert not any(USER_KEY in s for s in sent_keys(theirs))
