@@ -8,6 +8,7 @@ only to the OS keyring (or nowhere: then the dialog says which environment varia
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,8 +98,11 @@ def save_user_settings(values: dict[str, Any]) -> None:
         node[parts[-1]] = value
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".yaml.tmp")
-    tmp.write_text("# RobotLab Workspace configuration (written by Settings).\n"
-                   + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    # Readable only by the user from the first byte: it names servers, commands and keyring entries.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write("# RobotLab Workspace configuration (written by Settings).\n" + yaml.safe_dump(data, sort_keys=False))
+    os.chmod(tmp, 0o600)
     tmp.replace(path)
 
 
@@ -147,13 +151,16 @@ class SettingsDialog(QDialog):
         self.api_key = QLineEdit(model_tab)
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.api_key.setAccessibleName("API key")
+        # Never disabled: a click on a disabled field leaves the focus where it was (the model's name), and a key
+        # typed next landed there, saved in config.yaml. When no key is wanted it is read-only and looks it.
+        self.api_key.setObjectName("KeyField")
         form.addRow("API key", self.api_key)
         self.key_note = QLabel("", model_tab)
         self.key_note.setWordWrap(True)
         self.key_note.setObjectName("Muted")
         form.addRow("", self.key_note)
-        hint = QLabel("Keys are kept in your system keyring (or read from the environment) — never in the "
-                      "configuration file, the database, exports or logs.", model_tab)
+        hint = QLabel("Keys are kept in your system keyring, or without one in a file only you can read (or read from "
+                      "the environment) — never in the configuration file, the database, exports or logs.", model_tab)
         hint.setWordWrap(True)
         hint.setObjectName("Muted")
         form.addRow("", hint)
@@ -455,7 +462,7 @@ class SettingsDialog(QDialog):
         model = self._model_id()
         self._show_vision(model)
         if not model:
-            self.api_key.setEnabled(False)
+            self._key_wanted(False, "No key needed")
             self.key_note.setText("The offline demo needs no key.")
             return
         listed_base = getattr(self, "listed_bases", {}).get(model)
@@ -473,12 +480,12 @@ class SettingsDialog(QDialog):
         if prefix in secrets.LOCAL_PROVIDERS or model == "openai/local-model":
             if not self.api_base.text():
                 self.api_base.setText(LOCAL_BASES.get(prefix, LOCAL_BASES.get(model, "")))
-            self.api_key.setEnabled(False)
+            self._key_wanted(False, "No key needed")
             self.key_note.setText("A local server needs no key; check the API base.")
             return
         var = secrets.key_var_for(model)
         if var is None:
-            self.api_key.setEnabled(False)
+            self._key_wanted(False, "Set in your environment")
             self.key_note.setText("Set the API key variable litellm documents for this provider in your environment.")
             return
         have = bool(secrets.get_key(var))
@@ -486,18 +493,23 @@ class SettingsDialog(QDialog):
 
         # An OpenAI-compatible server on this computer (llama.cpp, vLLM, LM Studio): no key unless it asks.
         local = " A server on this computer usually needs none." if is_loopback_url(self.api_base.text()) else ""
+        self._key_wanted(True, "•••••••• (stored)" if have else f"Paste your {var}")
         if secrets.keyring_available():
-            self.api_key.setEnabled(True)
-            self.api_key.setPlaceholderText("•••••••• (stored)" if have else f"Paste your {var}")
-            self.key_note.setText(f"Stored in the system keyring as {var}." + (" A key is already set." if have else "")
-                                  + local)
-        else:
-            self.api_key.setEnabled(False)
-            self.api_key.setPlaceholderText("")
-            self.key_note.setText((f"A server on this computer usually needs no key; if yours asks for one, set {var} "
-                                   "in your environment before starting RobotLab." if local else
-                                   f"No system keyring is available here: set {var} in your environment before "
-                                   "starting RobotLab.") + (" (It is set.)" if have else ""))
+            where = "Stored in the system keyring"
+        else:  # a bare Linux desktop, a container: a file only the user can read, as `llm keys` does
+            where = f"No system keyring is available here: stored in {secrets.keys_file()} (readable only by you)"
+        self.key_note.setText(f"{where} as {var}." + (" A key is already set." if have else "") + local)
+
+    def _key_wanted(self, wanted: bool, placeholder: str) -> None:
+        """The key field takes a key, or is read-only and looks it (greyed: the ``readOnly`` style)."""
+        field = self.api_key
+        if not wanted:
+            field.clear()
+        field.setReadOnly(not wanted)
+        field.setPlaceholderText(placeholder)
+        field.setToolTip("" if wanted else "This model needs no key here")
+        field.style().unpolish(field)  # the [readOnly] style follows
+        field.style().polish(field)
 
     def _add_rule(self, robot: str, server: str, tool: str, action: str) -> None:
         row = self.rules.rowCount()
@@ -559,10 +571,15 @@ class SettingsDialog(QDialog):
             self._fail(str(exc))
             return
         key = self.api_key.text().strip()
-        if key and model:
+        if key and model and not self.api_key.isReadOnly():
             var = secrets.key_var_for(model)
-            if var is None or not secrets.store_key(var, key):
-                self._fail(f"The key could not be stored: no system keyring is available. Set {var or 'the key'} "
+            if var is None:
+                self._fail("This model's key variable is not known here: set it in your environment instead.")
+                return
+            try:
+                secrets.save_key(var, key)
+            except OSError as exc:
+                self._fail(f"The key could not be stored in {secrets.keys_file()}: {exc.strerror or exc}. Set {var} "
                            "in your environment instead.")
                 return
             self.api_key.clear()

@@ -2,13 +2,18 @@
 
 A robot file is a prompt template (Markdown with YAML front matter) in a ``robots``
 folder: ``.robotlab/robots/`` of the opened folder, the user's config folder
-(``robotlab paths``), or the robots shipped in ``resources/robots/``. The first
-found wins, so a project can override a shipped robot by name.
+(``robotlab paths``), or the robots shipped in ``resources/robots/``. The user's
+robots come before the shipped ones of the same name. A robot of the opened folder
+never takes the name of a user's or shipped robot: one that has it is listed beside
+it as ``NAME · this folder`` (:data:`FOLDER_MARK`), its name in the picker, ``robots
+list``, a run's header and its threads, and the bare name stays the user's or the
+shipped robot (a cloned repository cannot replace ``assistant`` in silence, nor get
+the approval rules written for it).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +51,10 @@ def _source(path: Path, folder: Path | None) -> str:
     return "user"
 
 
+#: Appended to the name of a folder's robot that has the name of a user's or shipped robot.
+FOLDER_MARK = " · this folder"
+
+
 def robot_dirs(folder: Path | None = None) -> list[Path]:
     return search_path(folder, kind="robots")
 
@@ -57,6 +66,7 @@ def list_robots(folder: Path | None = None, *, problems: list[str] | None = None
     (one message per file, naming it and what to fix).
     """
     seen: dict[str, RobotInfo] = {}
+    folders: dict[str, RobotInfo] = {}  # the opened folder's, named apart from the user's and shipped ones
     for directory in robot_dirs(folder):
         if not directory.is_dir():
             continue
@@ -67,10 +77,15 @@ def list_robots(folder: Path | None = None, *, problems: list[str] | None = None
                 if problems is not None:
                     problems.append(str(exc))
                 continue
-            name = template.name
-            if name not in seen:
-                seen[name] = RobotInfo(name, template.description, template.model, path, _source(path, folder),
-                                       template.tools, tuple(template.examples))
+            name, source = template.name, _source(path, folder)
+            found = folders if source == "project" else seen
+            if name not in found:
+                found[name] = RobotInfo(name, template.description, template.model, path, source,
+                                        template.tools, tuple(template.examples))
+    for name, info in folders.items():
+        if name in seen:
+            info = replace(info, name=name + FOLDER_MARK)
+        seen[info.name] = info
     return sorted(seen.values(), key=lambda r: r.name)
 
 
@@ -78,12 +93,14 @@ def find_robot_file(name: str, folder: Path | None = None) -> Path:
     candidate = Path(name)
     if candidate.suffix and candidate.is_file():
         return candidate
-    for info in list_robots(folder):
+    listed = list_robots(folder)
+    for info in listed:
         if info.name == name:
             return info.path
+    renamed = {info.path for info in listed if info.name.endswith(FOLDER_MARK)}
     for directory in robot_dirs(folder):
         path = directory / f"{name}.md"
-        if path.is_file():
+        if path.is_file() and path not in renamed:  # a folder's file named like a user's robot: by its mark only
             return path
     available = ", ".join(r.name for r in list_robots(folder)) or "(none)"
     raise ConfigurationError(
@@ -98,4 +115,5 @@ def load_robot(name: str, *, folder: Path | None = None, **options: Any) -> Any:
 
     path = find_robot_file(name, folder)
     template = Template.load(path)
-    return Robot(template.name, template=template, folder=folder, **options)
+    own = name if name.endswith(FOLDER_MARK) else template.name  # a folder's robot keeps its mark everywhere
+    return Robot(own, template=template, folder=folder, **options)

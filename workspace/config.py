@@ -111,6 +111,9 @@ class Config:
     key_lines: dict[str, Lines] = field(default_factory=dict, repr=False)
     #: When it was read (``time.monotonic()``): the MCP manager never goes back to an older one.
     loaded_at: float = field(default_factory=time.monotonic, compare=False, repr=False)
+    #: The ``llm.api_base`` values of the user's own layers (their file, ``ROBOT_LAB_`` variables, arguments),
+    #: even when the folder's file overrides them: where the user's API keys may go (:func:`workspace.urls.key_may_go`).
+    user_api_bases: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def trusted(self) -> bool:
@@ -213,10 +216,12 @@ def load_config(
     data = copy.deepcopy(DEFAULTS)
     sources: dict[str, str] = {}
     key_lines: dict[str, Lines] = {}
+    own_bases: list[str] = []
     user = user_file if user_file is not None else paths.user_config_file()
     if user.is_file():
         user_layer, user_lines = read_yaml_file(user)
         check_layer(user_layer, lines=user_lines, source=str(user))
+        own_bases.append(_api_base_of(user_layer))
         key_lines[str(user)] = user_lines.also_under(("mcp_servers",), ("mcpServers",))
         _merge(data, user_layer, sources, str(user))
     withheld: dict[str, Any] = {}
@@ -243,11 +248,20 @@ def load_config(
         for dotted, var in env_names.items():
             sources[dotted] = var
         _merge(data, env_layer, {}, "environment")
+        own_bases.append(_api_base_of(env_layer))
     if overrides:
         check_layer(overrides, source="argument")
         _merge(data, overrides, sources, "argument")
+        own_bases.append(_api_base_of(overrides))
     validated = validate(data, sources)
-    return Config(validated, sources, Path(folder) if folder else None, withheld, key_lines)
+    return Config(validated, sources, Path(folder) if folder else None, withheld, key_lines,
+                  user_api_bases=tuple(b for b in own_bases if b))
+
+
+def _api_base_of(layer: Mapping[str, Any]) -> str:
+    llm = layer.get("llm")
+    value = llm.get("api_base") if isinstance(llm, Mapping) else None
+    return str(value) if value else ""
 
 
 def validate(data: dict[str, Any], sources: Mapping[str, str] | None = None) -> dict[str, Any]:

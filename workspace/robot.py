@@ -91,6 +91,7 @@ class Robot:
         output_retries: int | None = None,
         robots: Iterable[Robot | str] | None = None,
         mcp_resources: bool | None = None,
+        api_base_file: str | Path | None = None,
         **settings: Any,
     ) -> None:
         if template is None and system_prompt is None:
@@ -117,6 +118,14 @@ class Robot:
         self.context = context
         self._explicit_model = model
         self.api_base = api_base if api_base is not None else (tmpl.api_base if tmpl else None)
+        from workspace.trust import written_in_folder
+
+        #: Where ``api_base`` was written: a file inside the opened folder (a robot's, a network's) makes it the
+        #: folder's address, which gets none of the user's keys unless they configured it (workspace.urls.key_may_go).
+        self.api_base_in_folder = written_in_folder(
+            api_base_file if api_base is not None else (tmpl.path if tmpl else None), self.folder)
+        self._fallbacks_in_folder = fallback_models is None and tmpl is not None and \
+            written_in_folder(tmpl.path, self.folder)
         self._api_key = api_key or None
         if api_key:
             from workspace.secrets import register_secret
@@ -210,7 +219,8 @@ class Robot:
             from workspace.providers import provider_for
 
             options = {"api_key": self._api_key} if self._api_key else {}
-            self._provider = provider_for(self.model, api_base=self.api_base, config=self.config, **options)
+            self._provider = provider_for(self.model, api_base=self.api_base, config=self.config,
+                                          folder_written=self.api_base_in_folder, **options)
         return self._provider
 
     @provider.setter
@@ -235,7 +245,8 @@ class Robot:
             def make(model: str = model, base: Any = base) -> Provider:
                 from workspace.providers import provider_for
 
-                return provider_for(model, api_base=str(base) if base else None, config=config)
+                return provider_for(model, api_base=str(base) if base else None, config=config,
+                                    folder_written=self._fallbacks_in_folder)
 
             makers.append(make)
         return makers

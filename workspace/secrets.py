@@ -28,6 +28,7 @@ Where it is applied (the choke points, so a new ``print`` or table cannot forget
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import logging
 import os
@@ -78,10 +79,10 @@ def key_var_for(model: str) -> str | None:
 def _keyring() -> object | None:
     try:
         import keyring
-        from keyring.backends import fail
+        from keyring.backends import fail, null
 
         backend = keyring.get_keyring()
-        if isinstance(backend, fail.Keyring):
+        if isinstance(backend, fail.Keyring | null.Keyring):  # null forgets what it is given: no keyring either
             return None
         return keyring
     except Exception:
@@ -93,22 +94,79 @@ def keyring_available() -> bool:
 
 
 def get_key(var: str) -> str | None:
-    """The key from the environment, else from the keyring; None when neither has it."""
+    """The key from the environment, else from the keyring, else from the keys file (:func:`keys_file`, where
+    Settings keeps keys without a keyring); None when none has it."""
     value = os.environ.get(var)
     if value:
         register_secret(value, name=var)
         return value
+    stored: str | None = None
     kr = _keyring()
-    if kr is None:
-        return None
-    try:
-        stored = kr.get_password(SERVICE, var)  # type: ignore[attr-defined]
-    except Exception as exc:  # a locked or broken keyring is not fatal
-        log.warning("could not read %s from the keyring: %s", var, type(exc).__name__)
-        return None
+    if kr is not None:
+        try:
+            stored = kr.get_password(SERVICE, var)  # type: ignore[attr-defined]
+        except Exception as exc:  # a locked or broken keyring is not fatal
+            log.warning("could not read %s from the keyring: %s", var, type(exc).__name__)
+    if not stored:
+        stored = _file_keys().get(var)
     if stored:
         register_secret(stored, name=var)
-    return stored
+    return stored or None
+
+
+def keys_file() -> Any:
+    """Where keys are kept without an OS keyring: ``keys.json`` in the config folder, readable only by the user
+    (0600), as ``llm keys`` does. A :class:`pathlib.Path`."""
+    from workspace import paths
+
+    return paths.config_dir() / "keys.json"
+
+
+def _file_keys() -> dict[str, str]:
+    import json
+
+    try:
+        data = json.loads(keys_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items() if isinstance(v, str) and v} if isinstance(data, dict) else {}
+
+
+def _write_file_keys(keys: dict[str, str]) -> None:
+    """The keys file written whole, 0600 from its first byte (created so, then renamed over the old one)."""
+    import json
+
+    path = keys_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(keys, out, indent=2, sort_keys=True)
+            out.write("\n")
+        os.chmod(tmp, 0o600)  # whatever the umask said
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def key_storage() -> str:
+    """Where :func:`save_key` keeps a key, for people: the system keyring, or the keys file's path."""
+    return "the system keyring" if keyring_available() else f"{keys_file()} (readable only by you)"
+
+
+def save_key(var: str, value: str) -> str:
+    """Keep a key the user typed (Settings): in the keyring, else in the keys file (0600). Returns where
+    (:func:`key_storage`'s words); raises OSError when neither could keep it."""
+    if keyring_available() and store_key(var, value):
+        return key_storage()
+    register_secret(value, name=var)
+    keys = _file_keys()
+    keys[var] = value
+    _write_file_keys(keys)
+    return f"{keys_file()} (readable only by you)"
 
 
 def store_key(var: str, value: str) -> bool:
@@ -126,24 +184,22 @@ def store_key(var: str, value: str) -> bool:
 
 
 def delete_key(var: str) -> None:
+    """Forget a stored key: the keyring's and the keys file's."""
     kr = _keyring()
-    if kr is None:
-        return
-    try:
-        kr.delete_password(SERVICE, var)  # type: ignore[attr-defined]
-    except Exception:
-        pass
+    if kr is not None:
+        try:
+            kr.delete_password(SERVICE, var)  # type: ignore[attr-defined]
+        except Exception:
+            pass
+    keys = _file_keys()
+    if keys.pop(var, None) is not None:
+        _write_file_keys(keys)
 
 
-def export_key_for(model: str) -> bool:
-    """Put the model's key from the keyring into the environment litellm reads; True if present."""
-    var = key_var_for(model)
-    if var is None:
-        return True
-    value = get_key(var)
-    if value and not os.environ.get(var):
-        os.environ[var] = value
-    return bool(value)
+def missing_key_message(model: str, var: str) -> str:
+    """What a run of ``model`` without its key ``var`` says (the window, the command line, the library)."""
+    return (f"{model}: no API key. Set {var} in the environment (export {var}=...) or enter it in Settings; "
+            "from Python, Robot(..., api_key=...) gives a robot its own key")
 
 
 # -- redaction ------------------------------------------------------------------------------------

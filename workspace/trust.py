@@ -20,6 +20,15 @@ their programs or send the user's API keys to their server. So:
    on this machine (``api_base``): they may only name servers of ``mcpServers``. This is
    decided by where the file is, not by reading its contents, so no spelling gets round it
    (:func:`folder_file_problem`).
+
+3. The user's API keys (environment or keyring) go only where the user sent them
+   (:func:`key_may_go`): the provider's own address (no ``api_base``), or an ``api_base`` the
+   user set in their own configuration (the user file, Settings, ``ROBOT_LAB_LLM__API_BASE``),
+   on the command line (``--api-base``) or in their own Python code.
+   An ``api_base`` written in a file inside the opened folder (a robot, a network, the folder's
+   ``.robotlab/config.yaml`` even once trusted) is called without the user's key unless the user
+   configured that same address: the provider sends a placeholder instead (see
+   :mod:`workspace.providers.registry`).
 """
 
 from __future__ import annotations
@@ -32,7 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from workspace.errors import ConfigurationError
-from workspace.urls import is_loopback_url
+from workspace.urls import is_loopback_url, key_may_go, user_api_bases, written_in_folder
+
+#: Where keys may go is decided in workspace.urls (the providers ask it too); named here for the folder's side.
+__all__ = ["key_may_go", "user_api_bases", "written_in_folder"]
 
 #: Settings of a project file held back until the folder is trusted (dotted keys).
 SENSITIVE_KEYS = ("mcpServers", "llm.api_base", "approval", "review.mode")
@@ -212,7 +224,8 @@ def describe(settings: Mapping[str, Any]) -> list[str]:
             for name, spec in value.items():
                 lines.append(f"MCP server '{name}': {_what(spec)}")
         elif key == "llm.api_base":
-            lines.append(f"llm.api_base: {value} (your provider key would be sent there)")
+            lines.append(f"llm.api_base: {value} (models are called there without your API keys, unless your "
+                         "own configuration sets the same address)")
         elif key == "review.mode":
             lines.append(f"review.mode: {value} (robots' file changes applied without review)")
         elif key == "approval":

@@ -1,4 +1,5 @@
-"""Addresses of model servers: which are on this machine, and where local servers listen.
+"""Addresses of model servers: which are on this machine, where local servers listen, and which
+may get the user's API keys (:func:`key_may_go`, see :mod:`workspace.trust`).
 
 A leaf module (standard library only): the configuration, folder trust and the providers all
 ask these questions, and none of them should have to import the others to do so.
@@ -6,7 +7,11 @@ ask these questions, and none of them should have to import the others to do so.
 
 from __future__ import annotations
 
-__all__ = ["LOCAL_DEFAULT_BASES", "is_loopback_url"]
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["LOCAL_DEFAULT_BASES", "is_loopback_url", "key_may_go", "normal_base", "user_api_bases",
+           "written_in_folder"]
 
 #: Where local servers listen when no ``api_base`` is given (litellm's defaults), by model prefix.
 LOCAL_DEFAULT_BASES = {"ollama": "http://localhost:11434", "ollama_chat": "http://localhost:11434",
@@ -29,3 +34,69 @@ def is_loopback_url(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def normal_base(url: Any) -> str:
+    """An ``api_base`` as compared: scheme and host lower-case, no trailing slash."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    text = str(url).strip().rstrip("/")
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return text
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, ""))
+
+
+def from_folder_config(config: Any, dotted: str) -> bool:
+    """Whether ``config``'s value of ``dotted`` comes from the opened folder's ``.robotlab/config.yaml``."""
+    sources = getattr(config, "sources", None)
+    folder = getattr(config, "folder", None)
+    if not isinstance(sources, Mapping) or folder is None:
+        return False
+    source = sources.get(dotted)
+    return isinstance(source, str) and written_in_folder(source, folder)  # its .robotlab/config.yaml
+
+
+def user_api_bases(config: Any) -> set[str]:
+    """The ``api_base`` addresses the user configured: their own file (Settings writes it), ``ROBOT_LAB_``
+    variables and arguments (``--api-base``) (``Config.user_api_bases``), and ``llm.api_base`` unless it comes
+    from the opened folder."""
+    found: set[str] = set()
+    found.update(normal_base(b) for b in getattr(config, "user_api_bases", ()) or () if b)
+    if config is not None:
+        value = config.get("llm.api_base")
+        if value and not from_folder_config(config, "llm.api_base"):
+            found.add(normal_base(value))
+    return found
+
+
+def written_in_folder(path: Any, folder: Any) -> bool:
+    """Whether the file at ``path`` is inside the opened ``folder`` (its settings are the folder's, not the user's)."""
+    if path is None or folder is None:
+        return False
+    import os
+
+    real, root = os.path.realpath(os.fspath(path)), os.path.realpath(os.fspath(folder))
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def key_may_go(api_base: str | None, *, config: Any = None, folder_written: bool = False) -> bool:
+    """Whether a request to ``api_base`` may carry the user's API key (environment or keyring).
+
+    Yes for the provider's own address (no ``api_base``) and for an address the user configured
+    (:func:`user_api_bases`). No for an address written in a file of the opened folder
+    (``folder_written``: a robot's or network's ``api_base``), nor for ``llm.api_base`` when the folder's
+    ``.robotlab/config.yaml`` set it (trusted or not), unless the user configured the same address."""
+    if not api_base:
+        return True
+    base = normal_base(api_base)
+    if base in user_api_bases(config):
+        return True
+    if folder_written:
+        return False
+    if config is not None and from_folder_config(config, "llm.api_base"):
+        value = config.get("llm.api_base")
+        if value and normal_base(value) == base:
+            return False
+    return True

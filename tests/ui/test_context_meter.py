@@ -172,10 +172,11 @@ async def test_settings_say_a_server_on_this_computer_needs_no_key(desktop: Any,
     dialog = window.settings_flow.dialog
     dialog.api_base.setText("http://127.0.0.1:8080/v1")
     dialog.model.setCurrentText("openai/qwen2.5")
-    assert "A server on this computer usually needs no key" in dialog.key_note.text()
+    assert "A server on this computer usually needs none" in dialog.key_note.text()
     dialog.api_base.setText("")
     dialog.api_base.editingFinished.emit()
-    assert dialog.key_note.text().startswith("No system keyring is available here: set OPENAI_API_KEY")
+    assert dialog.key_note.text().startswith("No system keyring is available here: stored in ")
+    assert dialog.key_note.text().endswith("(readable only by you) as OPENAI_API_KEY.")
 
 
 def test_the_meter_follows_a_switch_of_theme(qtbot: Any) -> None:

@@ -219,7 +219,8 @@ class Chat:
                            api_base=api_base or self.args.api_base)
         if not is_offline(robot.model):
             check_key(str(robot.model), robot.api_base or self.config.get("llm.api_base"))
-        robot.provider = provider_for(robot.model, api_base=robot.api_base, config=self.config)
+        robot.provider = provider_for(robot.model, api_base=robot.api_base, config=self.config,
+                                  folder_written=robot.api_base_in_folder)
         return robot
 
     def _session(self) -> ThreadSession:

@@ -404,7 +404,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     import yaml
 
     from workspace import paths
-    from workspace.mcp.importers import merge_into_file, read_client_file
+    from workspace.mcp.edit import keep_secrets_out
+    from workspace.mcp.importers import merge_into_file, merge_text, read_client_file
+    from workspace.mcp.masking import masked_entry
 
     result = read_client_file(Path(args.file), format=args.format)
     for note in result.notes:
@@ -414,11 +416,21 @@ def cmd_import(args: argparse.Namespace) -> int:
         return 0
     if not args.write:
         print(f"# {len(result.servers)} server(s) from {result.path} ({result.format} format); "
-              "add --write to save them in your configuration")
-        print(yaml.safe_dump({"mcpServers": result.servers}, sort_keys=False, allow_unicode=True).rstrip())
+              "add --write to save them in your configuration (env values and headers shown as *** go to the "
+              "keyring, never into the file)")
+        shown = {name: masked_entry(entry) for name, entry in result.servers.items()}
+        print(yaml.safe_dump({"mcpServers": shown}, sort_keys=False, allow_unicode=True).rstrip())
         return 0
     target = Path(args.to).expanduser() if args.to else paths.user_config_file()
-    report = merge_into_file(target, result.servers, replace=args.replace)
+    # Only the servers that will be written have their secrets stored (a kept server's entries stay as they are).
+    existing = target.read_text(encoding="utf-8") if target.exists() else ""
+    planned = merge_text(existing, result.servers, replace=args.replace, source=str(target))[1]
+    writing = set(planned.added) | set(planned.replaced)
+    stored, kept = keep_secrets_out({k: v for k, v in result.servers.items() if k in writing})
+    servers = {name: stored.get(name, entry) for name, entry in result.servers.items()}
+    report = merge_into_file(target, servers, replace=args.replace)
+    for line in kept:
+        print(f"note: {line}", file=sys.stderr)
     if report.added:
         print(f"added to {target}: {', '.join(report.added)}")
     if report.replaced:

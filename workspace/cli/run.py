@@ -251,7 +251,8 @@ async def _run(args: argparse.Namespace) -> int:
     robot = load_robot(reference, folder=folder, config=config, model=model, api_base=args.api_base)
     if not is_offline(robot.model):
         check_key(robot.model, robot.api_base or config.get("llm.api_base"))
-    robot.provider = provider_for(robot.model, api_base=robot.api_base, config=config)
+    robot.provider = provider_for(robot.model, api_base=robot.api_base, config=config,
+                                  folder_written=robot.api_base_in_folder)
     if args.context:
         robot.context_policy = args.context
     printer = QuestionAfterOutput(make_printer(args))

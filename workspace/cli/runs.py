@@ -341,9 +341,9 @@ def check_key(model: str, api_base: str | None) -> None:
 
     if api_base or secrets.provider_prefix(model) in secrets.LOCAL_PROVIDERS:
         return
-    if secrets.export_key_for(model):
-        return
     var = secrets.key_var_for(model)
+    if var is None or secrets.get_key(var):  # a keyring key goes to the provider, not into the environment
+        return
     raise CLIError(
         f"The model '{model}' needs an API key: set {var} (export {var}=...) or store it from the app's "
         "Settings. To run without a key, use a local server, e.g. --model ollama_chat/llama3.1 "

@@ -242,6 +242,9 @@ class ContextManager:
                      settings: Mapping[str, Any], emit: Emit | None = None) -> AsyncIterator[Chunk]:
         """``provider.stream`` for the prepared request; a refusal as too long compacts (or truncates)
         and retries once. The usage of summary requests comes first, as usage chunks of their model."""
+        check_key = getattr(provider, "check_key", None)
+        if callable(check_key):
+            check_key()  # a missing key is said before the window or the tokenizer loads a provider's library
         prepared = await self.prepare(provider, system=system, history=history, tools=tools, settings=settings,
                                       emit=emit)
         retried = False

@@ -81,6 +81,34 @@ def store_secrets(server: str, entry: Mapping[str, Any], secret: Mapping[str, It
     return out
 
 
+def keep_secrets_out(servers: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """``servers`` with every literal ``env`` value and header value kept by :func:`workspace.secrets.save_key`
+    (the OS keyring, else the user's 0600 keys file) and written as ``${keyring:MCP_<SERVER>_...}``; values that
+    already are ``${...}`` references stay. Returns the entries and one line per value kept, for people."""
+    from workspace import secrets
+
+    out: dict[str, dict[str, Any]] = {}
+    kept: list[str] = []
+    for server, entry in servers.items():
+        converted = dict(entry)
+        for section in ("env", "headers"):
+            values = entry.get(section)
+            if not isinstance(values, Mapping):
+                continue
+            block: dict[str, Any] = {}
+            for key, value in values.items():
+                if isinstance(value, str) and value and "${" not in value:
+                    name = keyring_name(server, section, str(key))
+                    where = secrets.save_key(name, value)
+                    block[str(key)] = f"${{keyring:{name}}}"
+                    kept.append(f"{server}: {section}.{key} kept in {where} as {name}")
+                else:
+                    block[str(key)] = value
+            converted[section] = block
+        out[str(server)] = converted
+    return out, kept
+
+
 def secret_keys(entry: Mapping[str, Any]) -> dict[str, set[str]]:
     """The env entries and headers of ``entry`` whose values live in the keyring (``${keyring:...}``)."""
     out: dict[str, set[str]] = {"env": set(), "headers": set()}

@@ -354,8 +354,26 @@ def merge_into_file(path: Path, servers: Mapping[str, Mapping[str, Any]], *, rep
         return report
     path.parent.mkdir(parents=True, exist_ok=True)
     if report.rewritten and text:
-        path.with_suffix(path.suffix + ".bak").write_text(text, encoding="utf-8")
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(new_text, encoding="utf-8")
-    tmp.replace(path)
+        _write_private(path.with_suffix(path.suffix + ".bak"), text)
+    _write_private(path, new_text)
     return report
+
+
+def _write_private(path: Path, text: str) -> None:
+    """``text`` into ``path`` through a temporary file, readable only by the user (0600 from the first byte):
+    a configuration file names commands, servers and keyring entries."""
+    import os
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(tmp, 0o600)  # whatever the umask said
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

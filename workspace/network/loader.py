@@ -449,6 +449,7 @@ class _Loader:
         if spec.api_base is not None:
             self.allowed_here((*loc, "api_base"), api_base=spec.api_base, robot=name)
             options["api_base"] = spec.api_base
+            options["api_base_file"] = self.path  # inside the opened folder: the folder's address, not the user's
         if spec.context is not None:
             options["context"] = dict(spec.context)
         if spec.description is not None:

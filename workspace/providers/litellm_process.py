@@ -460,6 +460,7 @@ class SeparateLiteLLMProvider(LiteLLMProvider):
     # -- the call -----------------------------------------------------------------------------------
     async def stream(self, *, system: str | None, messages: Sequence[Message], tools: Sequence[ToolSpec],
                      settings: Mapping[str, Any]) -> AsyncIterator[Chunk]:
+        self.check_key()  # a missing key is said before litellm's process starts
         process = litellm_process()
         if not process.running:
             yield StatusChunk("loading", "starting litellm (it runs in a process of its own)", endpoint=self.endpoint)

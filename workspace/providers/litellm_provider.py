@@ -431,6 +431,8 @@ class LiteLLMProvider(StreamingProvider):
         self._openai_wire: bool | None = None
         self._unpriced = self.provider_name.lower() in LOCAL_PREFIXES
         self._keys_checked = False
+        #: The user's key read from the keyring for this provider's calls (None: the environment has it, or none).
+        self._user_api_key: str | None = None
         #: Structured output the native way (None: ask litellm, see supports_response_schema).
         self._response_schema = response_schema
 
@@ -504,11 +506,13 @@ class LiteLLMProvider(StreamingProvider):
         if keys:
             from workspace import secrets
 
-            try:
-                secrets.export_key_for(self.model_id)
+            var = secrets.key_var_for(self.model_id)
+            try:  # given to litellm as this call's key: never put into the environment commands inherit
+                self._user_api_key = secrets.get_key(var) if var in keys else None
             except Exception as exc:  # a broken keyring must not hide the real problem
                 log.debug("reading the keyring failed: %s", exc)
-            keys = self.missing_keys()
+            if self._user_api_key:
+                keys = []
         if keys:
             raise ProviderError(
                 f"{self.model_id}: no API key. Set {_key_hint(keys)} in the environment, or enter it in Settings "
@@ -551,8 +555,10 @@ class LiteLLMProvider(StreamingProvider):
         request.setdefault("drop_params", True)
         if self.api_base:
             request["api_base"] = self.api_base
-        key: str | None = self.api_key
-        if key is None and self.api_base and self._needs_placeholder_key():
+        key: str | None = self.api_key or self._user_api_key
+        if key is None and self.api_base and (not self.user_key or self._needs_placeholder_key()):
+            # Not the user's key (an address they did not configure), nor what litellm would read from the
+            # environment by itself: the placeholder is sent explicitly.
             key = PLACEHOLDER_KEY
         if key is not None:
             request["api_key"] = key
@@ -701,6 +707,10 @@ class LiteLLMProvider(StreamingProvider):
         return exc
 
     def _auth_fix(self, status: int | None) -> str:
+        if self.api_key is None and not self.user_key:
+            from workspace.providers.openai_provider import withheld_key_fix
+
+            return withheld_key_fix(self.api_base)
         try:
             keys = [] if self.api_key is not None else missing_keys(self.model_id, api_base=self.api_base)
         except Exception:

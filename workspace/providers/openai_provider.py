@@ -79,6 +79,13 @@ _RESERVED = frozenset({"model", "messages", "tools", "stream", "stream_options",
                        "timeout", "num_retries", "max_retries", "tool_choice", "drop_params", "extra_headers"})
 
 
+def withheld_key_fix(api_base: str | None) -> str:
+    """The fix for a server that wants a key the user's configuration did not send it (see ``user_key``)."""
+    return (f"{api_base} was set by a file in the opened folder, not by you, so your API key is not sent there. "
+            "If you trust that server, set the same api_base in your own configuration (Settings, or llm.api_base in "
+            "robotlab paths' config.yaml) or pass --api-base")
+
+
 def _prefix(model: str) -> str:
     return model.split("/", 1)[0].lower() if "/" in model else ""
 
@@ -204,12 +211,21 @@ class OpenAICompatibleProvider(StreamingProvider):
                                           else bool(response_schema))
         self._client: Any = None
         self._client_loop: Any = None
+        self._stored_key: str | None = None
 
     def _key(self) -> str:
         if self.api_key:
             return self.api_key
+        if not self.user_key:  # an address the user did not configure: none of their keys goes there
+            return PLACEHOLDER_KEY
         var = KEY_VARS.get(_prefix(self.model_id))
         value = os.environ.get(var) if var else None
+        if var and not value and not self.is_local:  # a server on this machine: no keyring read on the event loop
+            if self._stored_key is None:  # the keyring or the keys file (Settings), read once
+                from workspace.secrets import get_key
+
+                self._stored_key = get_key(var) or ""
+            value = self._stored_key
         return value or PLACEHOLDER_KEY
 
     # The SDK loads in half a second, in a worker thread on the first call (no "loading" status).
@@ -279,6 +295,8 @@ class OpenAICompatibleProvider(StreamingProvider):
                                  stream_cls=openai.AsyncStream[object], options=options)
 
     def _auth_fix(self, status: int | None) -> str:
+        if not self.api_key and not self.user_key:
+            return withheld_key_fix(self.api_base)
         if self.api_key:
             what = "the API key given for this robot"
         else:

@@ -277,17 +277,26 @@ def factories() -> list[ProviderFactory]:
 
 
 def provider_for(model: str | None, *, api_base: str | None = None, config: ConfigLookup | None = None,
-                 **options: Any) -> Provider:
+                 folder_written: bool = False, **options: Any) -> Provider:
     """The provider for ``model``: from the first factory that serves it (None or "demo": the offline demo).
 
     ``api_base`` defaults to the configuration's ``llm.api_base``; ``options`` (``api_key``, ...) go to
-    the factory's ``create``."""
+    the factory's ``create``. ``folder_written``: ``api_base`` was written in a file of the opened folder.
+    When the address is not one the user configured (:func:`workspace.urls.key_may_go`), the factory gets
+    ``user_key=False``: the provider sends no key of the user's (environment or keyring), only an
+    ``api_key`` given here."""
     from workspace.secrets import register_url_secrets
+    from workspace.urls import key_may_go
 
     register_url_secrets(api_base)  # a password or key inside it is redacted wherever it shows up
     if config is not None:
         register_url_secrets(config.get("llm.api_base"))
     base = api_base or _configured_base(config)
+    if not is_offline(model) and not options.get("api_key") and \
+            not key_may_go(base, config=config, folder_written=folder_written and bool(api_base)):
+        log.info("%s: %s is not an address you configured (it comes from the opened folder): called without "
+                 "your API key", model, base)
+        options["user_key"] = False
     choice = str(config.get("llm.provider", "auto") or "auto") if config is not None else "auto"
     for factory in factories():
         if isinstance(factory, OpenAICompatibleFactory) and choice != "auto":

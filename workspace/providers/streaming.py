@@ -116,6 +116,7 @@ class StreamingProvider:
         extra: Mapping[str, Any] | None = None,
         max_tool_result_chars: int | None = MAX_TOOL_RESULT_CHARS,
         vision: bool | None = None,
+        user_key: bool = True,
     ) -> None:
         if not model_id or not str(model_id).strip():
             raise ValueError(f"{type(self).__name__} needs a model id, e.g. 'openai/gpt-4o-mini'")
@@ -123,6 +124,9 @@ class StreamingProvider:
         self.label = self.model_id
         self.api_base = api_base.rstrip("/") if api_base else None
         self._api_key = api_key
+        #: Whether the user's own key (environment or keyring) may be sent: False for an address the user did not
+        #: configure (see :func:`workspace.urls.key_may_go`); then only ``api_key`` or a placeholder is sent.
+        self.user_key = bool(user_key)
         if api_key:
             from workspace.secrets import register_secret
 
@@ -188,6 +192,19 @@ class StreamingProvider:
     def _preflight(self) -> None:
         """Raise :class:`ProviderError` for a call that cannot succeed (a missing key), before sending it."""
 
+    def check_key(self) -> None:
+        """A hosted model whose key variable is known (``secrets.KEY_VARS``) and set nowhere (environment,
+        keyring) fails at once, naming the variable: before any provider library loads."""
+        if self.api_key or self.api_base or not self.user_key:
+            return
+        from workspace import secrets
+
+        var = secrets.KEY_VARS.get(self.model_id.split("/", 1)[0].lower()) if "/" in self.model_id else None
+        if var is None or secrets.get_key(var):
+            return
+        raise ProviderError(secrets.missing_key_message(self.model_id, var), provider=self.model_id,
+                            status_code=None, reason="auth")
+
     def build_request(self, *, system: str | None, messages: Sequence[Message], tools: Sequence[ToolSpec],
                       settings: Mapping[str, Any]) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -246,6 +263,7 @@ class StreamingProvider:
         settings: Mapping[str, Any],
     ) -> AsyncIterator[Chunk]:
         """Stream one assistant turn; see the module docstring for the contract."""
+        self.check_key()
         loading = self._needs_loading()
         if loading is not None:
             yield StatusChunk("loading", loading, endpoint=self.endpoint)
