@@ -184,6 +184,9 @@ class ToolUse(BaseEvent):
     input: dict[str, JSON] = field(default_factory=dict)
     #: MCP server name for MCP tools, None for local tools.
     server: str | None = None
+    #: True when the model wrote the call in its text (a chat template's form, its server did not make it
+    #: a structured call): the card says "from the model's text".
+    from_text: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -433,7 +436,7 @@ class RunCancelled(BaseEvent):
 
 _PARENT_FIELDS = frozenset({"parent_run_id", "parent_tool_id"})
 #: Fields left out of :meth:`BaseEvent.to_dict` while empty (most messages have no attachments).
-_EMPTY_LEFT_OUT = frozenset({"attachments", "api_base", "previous_api_base"})
+_EMPTY_LEFT_OUT = frozenset({"attachments", "api_base", "previous_api_base", "from_text"})
 
 
 #: Every event of a run: the closed union consumers match on exhaustively.

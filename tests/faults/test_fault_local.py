@@ -28,11 +28,14 @@ from workspace import events as ev
 from workspace.cli import main
 from workspace.config import load_config
 from workspace.persistence import Store
+from workspace.robot import Robot
 from workspace.session import Workspace
+from workspace.tools import tool
 
 pytestmark = pytest.mark.timeout(120)
 
 AREA_SERVER = "local: a thread keeps its server"
+AREA_TEXT = "local: tool calls written as text"
 HOSTED = "openai/gpt-4o-mini"  # a hosted model's name that a local server may serve too
 
 
@@ -122,3 +125,79 @@ def test_a_key_in_the_api_base_is_not_kept_with_the_thread(server: FakeLLMServer
     stored: Any = thread.metadata["api_base"]
     assert stored == server.base_url and "secret" not in json.dumps(thread.metadata)
     matrix.lost(0, "keys")
+
+
+# --------------------------------------------------------------------------------------------
+# Tool calls written as text: only a chat template's forms, never a code example
+
+RAN: list[str] = []
+
+
+@tool
+def list_files(path: str = ".") -> str:
+    """List the files of a folder."""
+    RAN.append(path)
+    return "a.txt"
+
+
+def lean_robot(server: FakeLLMServer) -> Robot:
+    config = load_config(env={}, overrides={"llm": {"max_retries": 1}})
+    return Robot("r", system_prompt="You help.", model="openai/fake", api_base=server.base_url + "/v1",
+                 config=config, tools=[list_files])
+
+
+async def events_of(run: Any) -> list[ev.Event]:
+    async def go() -> list[ev.Event]:
+        return [e async for e in run]
+    return await asyncio.wait_for(go(), timeout=30)
+
+
+EXAMPLES = {
+    "a Python example defining its own list_files()": (
+        "You could write it yourself:\n```python\nimport os\n\ndef list_files(path='.'):\n"
+        "    return os.listdir(path)\n\nlist_files()\n```\nThen call it."),
+    "a fenced block holding only list_files()": "Run this:\n```python\nlist_files(path=\".\")\n```",
+    "a JSON call in a json code example": (
+        'The call would be:\n```json\n{"name": "list_files", "arguments": {"path": "."}}\n```'),
+    "a <tool_call> shown in a code example": (
+        'Qwen writes calls like this:\n```\n<tool_call>{"name": "list_files", "arguments": {}}</tool_call>\n```'),
+    "a <tool_call> in inline code": 'Qwen writes `<tool_call>{"name": "list_files", "arguments": {}}</tool_call>`.',
+    "a bare JSON call after prose": 'For example:\n{"name": "list_files", "parameters": {"path": "."}}',
+    "a call in prose": "You can call list_files(path='.') to see them.",
+}
+
+
+@pytest.mark.parametrize("case", list(EXAMPLES))
+async def test_a_call_in_prose_or_a_code_example_runs_nothing(server: FakeLLMServer, matrix: Matrix,
+                                                                case: str) -> None:
+    matrix.case(AREA_TEXT, f"{case}: no tool runs, the text stays")
+    RAN.clear()
+    server.enqueue(EXAMPLES[case])
+    events = await events_of(lean_robot(server).stream("How do I list files?"))
+    assert not [e for e in events if isinstance(e, ev.ToolUse)] and RAN == []
+    (text,) = [e for e in events if isinstance(e, ev.Text)]
+    assert text.text == EXAMPLES[case]
+    assert len(server.requests) == 1
+    matrix.lost(0, "tool runs")
+
+
+TEMPLATE_FORMS = {
+    "Hermes/Qwen <tool_call>": '<tool_call>\n{"name": "list_files", "arguments": {"path": "src"}}\n</tool_call>',
+    "Llama 3 <|python_tag|>": '<|python_tag|>{"name": "list_files", "parameters": {"path": "src"}}',
+    "Llama 3 bare JSON as the whole message": '{"name": "list_files", "parameters": {"path": "src"}}',
+    "Mistral [TOOL_CALLS]": '[TOOL_CALLS] [{"name": "list_files", "arguments": {"path": "src"}}]',
+}
+
+
+@pytest.mark.parametrize("form", list(TEMPLATE_FORMS))
+async def test_a_chat_templates_call_runs_and_says_it_came_from_text(server: FakeLLMServer, matrix: Matrix,
+                                                                     form: str) -> None:
+    matrix.case(AREA_TEXT, f"{form}: runs, its tool_use says from_text")
+    RAN.clear()
+    server.enqueue(TEMPLATE_FORMS[form], "Here they are.")
+    events = await events_of(lean_robot(server).stream("List src"))
+    (use,) = [e for e in events if isinstance(e, ev.ToolUse)]
+    assert use.name == "list_files" and use.input == {"path": "src"} and use.from_text and RAN == ["src"]
+    assert ev.event_from_dict(json.loads(ev.to_json(use))) == use
+    structured = ev.ToolUse(run_id="r", robot="r", name="list_files")
+    assert "from_text" not in structured.to_dict()  # a server's call: the stored row is as before

@@ -231,7 +231,8 @@ class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
                 self._status(event)
             case ev.ToolUse():
                 self._tool_use(event.run_id, event.robot, event.task, call_id=event.id, tool=event.name,
-                               server=event.server, arguments=event.input, started=event.ts)
+                               server=event.server, arguments=event.input, started=event.ts,
+                               from_text=event.from_text)
                 self.set_activity(self._run(event.run_id, event.robot, event.task), None)
             case ev.ApprovalRequested():
                 self._approval_requested(event)

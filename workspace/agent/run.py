@@ -423,7 +423,7 @@ class AgentRun(ModelTurns, EventRun):
                     self._output.append(call_msg)
                     pending_calls = list(calls)
                     self._turn_results = {}
-                    results = await self._run_tools(calls)
+                    results = await self._run_tools(calls, from_text=from_text)
                     pending_calls = []
                     for result in results:
                         self._say(result)
@@ -574,11 +574,11 @@ class AgentRun(ModelTurns, EventRun):
             self.emit(ev.McpServers, joined=list(joined), failed=dict(failed), starting=list(pending.starting),
                       message=servers_message(joined=joined, failed=failed, tools=[t.name for t in added]))
 
-    async def _run_tools(self, calls: Sequence[ToolMessage]) -> list[ToolResultMessage]:
+    async def _run_tools(self, calls: Sequence[ToolMessage], *, from_text: bool = False) -> list[ToolResultMessage]:
         for call in calls:
             tool = self.spec.tools.get(call.name)
             self.emit(ev.ToolUse, id=call.id or "", name=call.name, input=call.input,
-                      server=tool.mcp if tool else None)
+                      server=tool.mcp if tool else None, from_text=from_text)
         results: list[ToolResultMessage | None] = [None] * len(calls)
 
         async def one(i: int, call: ToolMessage) -> None:

@@ -1,0 +1,38 @@
+"""A tool call the model wrote in its text (``tool_use.from_text``): its card says "from the model's text",
+live and reopened alike (the presenter's item carries it); a server's structured call says nothing more."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workspace import events as ev
+
+
+def events(from_text: bool, call_id: str) -> list[ev.Event]:
+    return [ev.RunStarted(run_id="r1", robot="bot", message="List src"),
+            ev.ToolUse(run_id="r1", robot="bot", id=call_id, name="list_files", input={"path": "src"},
+                       from_text=from_text),
+            ev.ToolResult(run_id="r1", robot="bot", id=call_id, name="list_files", payload={"data": "a.txt"})]
+
+
+def test_the_card_of_a_call_from_text_says_so(qapp_instance: Any) -> None:
+    from ui.widgets.cards import FROM_TEXT, ToolCard
+    from ui.widgets.chat import ChatView
+
+    chat = ChatView()
+    chat.presenter.add_user("List src")
+    stored = [ev.event_from_dict(e.to_dict()) for e in events(True, "c1")]  # as the store gives them back
+    chat.presenter.feed_all(stored)
+    item = chat.presenter.call("c1")
+    assert item is not None and item.from_text
+    card = chat.card("c1")
+    assert isinstance(card, ToolCard)
+    assert not card.from_text_label.isHidden() and card.from_text_label.text() == FROM_TEXT == "from the model's text"
+    chat.deleteLater()
+
+    other = ChatView()
+    other.presenter.add_user("List src")
+    other.presenter.feed_all(events(False, "c2"))
+    card = other.card("c2")
+    assert isinstance(card, ToolCard) and card.from_text_label.isHidden()
+    other.deleteLater()
