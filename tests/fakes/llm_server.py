@@ -30,6 +30,9 @@ A server with ``context_window=N`` plays a model with an N-token window: a reque
 (HTTP 400, "This model's maximum context length is N tokens...") or, with ``overflow="empty"``, like
 llama-cpp-python's streaming server (HTTP 200 with an empty stream); :attr:`FakeLLMServer.overflows`
 counts them. ``report_window=False`` keeps the window to itself (as llama-cpp-python does).
+``tokenizer=True`` counts prompts (the usage it reports, the window) with a deterministic tokenizer and chat
+template (:func:`tokenize`, :func:`template_tokens`) as llama.cpp counts them; ``tokenize=True`` also offers
+llama.cpp's ``POST /tokenize`` (``{"content": ...}`` -> ``{"tokens": [...]}``).
 
 When the queue is empty, ``reply_fn(body)`` computes the reply if set (return ``None`` for the
 default), else the server answers :attr:`FakeLLMServer.default_text` (``"ok"``).
@@ -229,6 +232,39 @@ def _estimate_tokens(value: Any) -> int:
     return max(1, len(json.dumps(value)) // 4)
 
 
+#: The fake tokenizer's pieces: a word (with the space before it) in pieces of up to 6 letters, up to 3
+#: digits, one mark of punctuation, a run of other white space: about what a BPE tokenizer of a local model
+#: (Llama, Qwen) counts for English prose and code.
+_TOKEN = re.compile(r" ?[A-Za-z]{1,6}| ?\d{1,3}|\s+|[^\sA-Za-z\d]")
+#: Tokens the fake chat template adds per message (``<|im_start|>role\n`` ... ``<|im_end|>\n``).
+TEMPLATE_TOKENS = 5
+
+
+def tokenize(text: str) -> list[int]:
+    """The fake server's deterministic tokenizer (what ``POST /tokenize`` answers): token ids of ``text``."""
+    return [sum(piece.encode()) % 32_000 for piece in _TOKEN.findall(text)]
+
+
+def _message_text(message: Any) -> str:
+    if not isinstance(message, dict):
+        return json.dumps(message)
+    content = message.get("content")
+    text = content if isinstance(content, str) else json.dumps(content) if content else ""
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {} if isinstance(call, dict) else {}
+        text += f"\n{function.get('name', '')} {function.get('arguments', '')}"
+    return text
+
+
+def template_tokens(request: dict[str, Any]) -> int:
+    """The prompt's tokens by the fake tokenizer, as a llama.cpp server counts them: each message's text
+    and its template tokens, the tool schemas' JSON, and the assistant's header."""
+    tokens = sum(len(tokenize(_message_text(m))) + TEMPLATE_TOKENS for m in request.get("messages") or ())
+    if request.get("tools"):
+        tokens += len(tokenize(json.dumps(request["tools"], separators=(",", ":"))))
+    return tokens + 3
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
@@ -362,6 +398,14 @@ class _Handler(BaseHTTPRequestHandler):
             body: Any = json.loads(raw) if raw else {}
         except ValueError:
             body = raw.decode(errors="replace")
+        if self.path.rstrip("/") == "/tokenize":  # llama.cpp's; counted, not recorded: ``requests`` are the model's
+            if not (owner.tokenize and isinstance(body, dict)):
+                self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                return
+            with owner._lock:
+                owner._tokenized += 1
+            self._send_json(200, {"tokens": tokenize(str(body.get("content") or ""))})
+            return
         owner._record(RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
         # A query may sit inside the path (a client that appended its route to an api_base with a
         # query: "/v1?api-key=K/chat/completions"): route on the path without it.
@@ -584,8 +628,15 @@ class FakeLLMServer:
                  host: str = "127.0.0.1", port: int = 0, stream_usage: bool = True,
                  interrupt_on_new_request: bool = False, context_window: int | None = None,
                  overflow: str = "error", report_window: bool = True, models: Sequence[str] = ("fake",),
-                 ollama: bool = False, list_status: int | None = None) -> None:
+                 ollama: bool = False, list_status: int | None = None, tokenizer: bool = False,
+                 tokenize: bool = False) -> None:
         self.default_text = default_text
+        #: True: the prompt's tokens (usage, the window) are counted with the fake tokenizer and template
+        #: (:func:`template_tokens`), as a llama.cpp server counts them; False: about 4 characters a token.
+        self.tokenizer = tokenizer or tokenize
+        #: True: llama.cpp's ``POST /tokenize`` {"content": ...} -> {"tokens": [...]} is offered.
+        self.tokenize = tokenize
+        self._tokenized = 0
         self.reply_fn = reply_fn
         #: False: no usage chunk in any stream, whatever the client asks (many local servers).
         self.stream_usage = stream_usage
@@ -704,7 +755,9 @@ class FakeLLMServer:
 
     def prompt_tokens(self, request: dict[str, Any]) -> int:
         """The prompt's tokens as this server counts them: the messages (and, with a window, the tool
-        schemas), about 4 characters a token."""
+        schemas), about 4 characters a token; with ``tokenizer``, by the fake tokenizer and chat template."""
+        if self.tokenizer:
+            return template_tokens(request)
         tokens = _estimate_tokens(request.get("messages", []))
         if self.context_window and request.get("tools"):
             tokens += _estimate_tokens(request["tools"])
@@ -716,6 +769,11 @@ class FakeLLMServer:
         with self._lock:
             self._overflows += 1
         return True
+
+    @property
+    def tokenized(self) -> int:
+        """How many ``POST /tokenize`` requests were answered."""
+        return self._tokenized
 
     @property
     def disconnects(self) -> int:

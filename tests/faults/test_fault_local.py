@@ -21,12 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.llm_server import FakeLLMServer
+from fakes.llm_server import FakeLLMServer, template_tokens
 from faultkit import Matrix
 
 from workspace import events as ev
 from workspace.cli import main
 from workspace.config import load_config
+from workspace.context import window as context_window
+from workspace.context.tokens import TokenCounter
+from workspace.messages import TextMessage
 from workspace.persistence import Store
 from workspace.robot import Robot
 from workspace.session import Workspace
@@ -36,6 +39,7 @@ pytestmark = pytest.mark.timeout(120)
 
 AREA_SERVER = "local: a thread keeps its server"
 AREA_TEXT = "local: tool calls written as text"
+AREA_TOKENS = "local: counting a local model's tokens"
 HOSTED = "openai/gpt-4o-mini"  # a hosted model's name that a local server may serve too
 
 
@@ -201,3 +205,77 @@ async def test_a_chat_templates_call_runs_and_says_it_came_from_text(server: Fak
     assert ev.event_from_dict(json.loads(ev.to_json(use))) == use
     structured = ev.ToolUse(run_id="r", robot="r", name="list_files")
     assert "from_text" not in structured.to_dict()  # a server's call: the stored row is as before
+
+
+# --------------------------------------------------------------------------------------------
+# Counting tokens: the server's tokenizer, else the estimate calibrated by the server's counts
+
+PROSE = ("The quick brown fox jumps over the lazy dog, and then it runs back into the forest where its friends "
+         "are waiting for dinner. ")
+
+
+def conversation(exchanges: int) -> list[TextMessage]:
+    out: list[TextMessage] = []
+    for i in range(exchanges):
+        out += [TextMessage("user", f"Question {i}: " + PROSE * 2), TextMessage("assistant", PROSE * 3)]
+    return out
+
+
+def usages(events: list[ev.Event]) -> list[ev.ContextUsage]:
+    return [e for e in events if isinstance(e, ev.ContextUsage)]
+
+
+def local_robot(server: FakeLLMServer, history: list[TextMessage]) -> Robot:
+    config = load_config(env={}, overrides={"llm": {"max_retries": 1}})
+    robot = Robot("r", system_prompt="You help.", model="openai/local", api_base=server.base_url + "/v1",
+                  config=config)
+    robot.history = list(history)
+    return robot
+
+
+@pytest.fixture(autouse=True)
+def fresh_servers() -> Iterator[None]:
+    context_window.clear_cache()
+    yield
+    context_window.clear_cache()
+
+
+async def test_the_servers_tokenizer_counts_what_the_server_counts(matrix: Matrix) -> None:
+    matrix.case(AREA_TOKENS, "llama.cpp's /tokenize: the count before the call is the server's, no early compaction")
+    history = conversation(20)
+    with FakeLLMServer(tokenize=True, context_window=4096) as server:
+        sent = {"messages": [{"role": "system", "content": "You help."},
+                             *({"role": m.role, "content": m.content} for m in history),
+                             {"role": "user", "content": "Go on."}]}
+        truth = template_tokens(sent)
+        guess = TokenCounter().messages([*history, TextMessage("user", "Go on.")])
+        assert guess > 1.25 * truth and 0.75 * 4096 < truth < 0.8 * 4096  # the estimate alone would compact
+        events = await events_of(local_robot(server, history).stream("Go on."))
+        before, after = usages(events)[:2]
+        assert server.tokenized > 0 and len(server.requests) == 1
+        assert not [e for e in events if isinstance(e, ev.ContextCompacted)]
+        reported = after.used - 1  # the server's prompt tokens and the answer's one token ("ok")
+        assert reported == truth
+        assert abs(before.used - truth) <= 0.03 * truth, (before.used, truth)
+
+
+async def test_without_a_tokenizer_the_estimate_asks_the_server_then_is_calibrated(matrix: Matrix) -> None:
+    matrix.case(AREA_TOKENS, "no /tokenize: a request the server accepts is sent, not refused on the estimate")
+    history = conversation(20)
+    with FakeLLMServer(tokenizer=True, context_window=4096) as server:
+        robot = local_robot(server, history)
+        guess = TokenCounter().messages(robot.history)
+        assert guess > 4096 - 512  # past the hard limit by the estimate alone
+        events = await events_of(robot.stream("Go on."))
+        assert isinstance(events[-1], ev.RunFinished), events[-1]
+        assert len(server.requests) == 1 and server.overflows == 0
+        assert not [e for e in events if isinstance(e, ev.ContextCompacted)]
+        first = usages(events)
+        truth = first[1].used - 1
+
+        matrix.case(AREA_TOKENS, "no /tokenize: after the first call the estimate is calibrated by the server's count")
+        events = await events_of(robot.stream("And?"))
+        before, after = usages(events)[:2]
+        reported = after.used - 1
+        assert reported > truth
+        assert abs(before.used - reported) <= 0.05 * reported, (before.used, reported)

@@ -35,7 +35,14 @@ from workspace import events as ev
 from workspace.context.compaction import choose_cut, summarise, summary_message, turn_starts
 from workspace.context.results import result_limit, shorten_result_message
 from workspace.context.tokens import MESSAGE_OVERHEAD, TokenCounter, biggest_tools
-from workspace.context.window import DEFAULT_WINDOW, WindowInfo, resolve_window, window_from_message
+from workspace.context.window import (
+    DEFAULT_WINDOW,
+    WindowInfo,
+    resolve_window,
+    server_of,
+    server_tokenizer,
+    window_from_message,
+)
 from workspace.errors import OVERFLOW_FAILURES, ContextOverflowError, ProviderError
 from workspace.messages import Message
 from workspace.providers.base import Chunk, StatusChunk, UsageChunk
@@ -57,6 +64,12 @@ ContextPolicy = Literal["compact", "truncate", "error"]
 POLICIES: tuple[str, ...] = ("compact", "truncate", "error")
 #: The share of the window past which the policy acts.
 DEFAULT_THRESHOLD = 0.8
+#: The most the safe estimate is above a server's count (see workspace.context.tokens.estimate): an estimate
+#: no server has checked yet acts only when even this much below it is past the threshold.
+ESTIMATE_HIGH = 1.6
+#: What servers' counts said of the estimate, by provider, model and server (ratio of their count to ours),
+#: kept for the process: a robot built again (a thread reopened, the configuration changed) starts calibrated.
+_calibrations: dict[tuple[str, str | None, str | None], float] = {}
 #: A request of more messages than this whose middle one is new (a long thread opened again: tens of
 #: milliseconds to count) is counted in a worker thread, so the window does not freeze meanwhile.
 COUNT_IN_THREAD = 64
@@ -175,6 +188,8 @@ class ContextManager:
         #: The model and server the counts below were corrected for (another model: start again).
         self._corrected_for: tuple[str, str | None, str | None] | None = None
         self._ratio = 1.0
+        #: The ratio comes from the server (its reported count or its refusal), not from nothing.
+        self._calibrated = False
         self._anchor: _Anchor | None = None
         self._cache = _Cache()
         self._system: tuple[str | None, TokenCounter | None, int] = (None, None, 0)
@@ -222,18 +237,26 @@ class ContextManager:
         counter = self._counters.get(key)
         if counter is None:
             encode: Callable[[str], int] | None = None
+            name = key[0]
+            if getattr(provider, "is_language_model", True) and server_of(key[0], key[1]) is not None:
+                # The server's own tokenizer first (llama.cpp's /tokenize): the count it will make itself.
+                encode = await asyncio.to_thread(server_tokenizer, key[0], key[1])
+                name = f"{key[0]} (the server's /tokenize)"
             hook = getattr(provider, "token_counter", None)
             quick = getattr(provider, "known_token_counter", None)
-            known, found = quick() if callable(quick) else (False, None)
-            if known:  # loaded before (the warm-up loads it): no thread for it
-                encode = found
+            known, found = quick() if callable(quick) and encode is None else (False, None)
+            if encode is not None:
+                pass
+            elif known:  # loaded before (the warm-up loads it): no thread for it
+                encode, name = found, key[0]
             elif callable(hook):
+                name = key[0]
                 try:
                     encode = await asyncio.to_thread(hook)
                 except Exception as exc:
                     log.debug("%s: token_counter() failed: %s", key[0], exc)
             counter = TokenCounter(encode if callable(encode) else None,
-                                   tokenizer=key[0] if callable(encode) else None)
+                                   tokenizer=name if callable(encode) else None)
             self._counters[key] = counter
         return counter
 
@@ -286,7 +309,10 @@ class ContextManager:
         if info is None:  # nothing known to keep within: the conversation as it is
             return Prepared(system, self._view(history, None, {}))
         if self._corrected_for != _key(provider):  # another model: its server's counts are not known yet
-            self._corrected_for, self._ratio, self._anchor = _key(provider), 1.0, None
+            key = _key(provider)
+            self._corrected_for, self._anchor = key, None
+            self._ratio = _calibrations.get(key, 1.0)  # what its server said to another robot of this process
+            self._calibrated = key in _calibrations
         counter = await self.counter(provider)
         self._tools = list(tools)
         params = _tool_params(tools)
@@ -298,7 +324,12 @@ class ContextManager:
             await asyncio.to_thread(counter.messages, view)  # a long thread opened again: count it off the loop
         prepared = self._measure(system, view, tools, counter, info)
         window = info.tokens
-        over = prepared.used > self.threshold * window or trigger == "overflow"
+        # An estimate no server has checked yet errs high (by up to ESTIMATE_HIGH): it compacts only when even
+        # its least plausible count is past the threshold, and refuses nothing; the server says (its count, or
+        # its refusal, which compacts and retries once).
+        sure = self._sure(provider, counter) or trigger == "overflow"
+        likely = prepared.used if sure else prepared.used / ESTIMATE_HIGH
+        over = likely > self.threshold * window or trigger == "overflow"
         hard = self._hard_limit(window, settings or {})
         if over and self.policy == "compact":
             prepared = await self._compact_to_fit(provider, system=system, history=history, tools=tools,
@@ -306,7 +337,7 @@ class ContextManager:
                                                   prepared=prepared, trigger=trigger, emit=emit)
         elif over and self.policy == "truncate":
             prepared = self._truncate(system, history, tools, counter, info, limit, params, prepared)
-        if prepared.used > hard:
+        if prepared.used > hard and sure:
             raise ContextOverflowError(self._too_long_message(provider, prepared, hard),
                                        provider=getattr(provider, "model_id", None), window=window)
         self.last = prepared
@@ -430,6 +461,8 @@ class ContextManager:
         if prepared.window is None or chunk.input_tokens <= 0 or getattr(chunk, "estimated", False):
             return
         self._ratio = min(4.0, max(0.25, chunk.input_tokens / max(1, prepared.counted)))
+        self._calibrated = True
+        _calibrations[self._corrected_for or ("", None, None)] = self._ratio
         self._anchor = _Anchor(prepared.system, prepared.messages, prepared.tools_tokens, chunk.input_tokens)
         used = chunk.input_tokens + chunk.output_tokens
         self.last = Prepared(prepared.system, prepared.messages, used=used, counted=prepared.counted,
@@ -449,9 +482,16 @@ class ContextManager:
             window = int(named)
         if window and prepared.counted:
             self._ratio = max(self._ratio, (window + 1) / prepared.counted * 1.05)
+            self._calibrated = True  # the server said the request was too long: the counts say so from now on
         self._anchor = None
 
     # -- helpers ----------------------------------------------------------------------------------
+    def _sure(self, provider: Any, counter: TokenCounter) -> bool:
+        """Whether the counts may refuse a request before it is sent: a tokenizer counts them, a server's
+        report (or refusal) calibrated them, or there is no server to ask (not a language model)."""
+        return (counter.tokenizer != "estimate" or self._calibrated
+                or not getattr(provider, "is_language_model", True))
+
     def _check(self, history: Sequence[Message]) -> None:
         if self.compaction is not None and self.compaction.upto > len(history):
             log.debug("compaction of %d messages dropped: the history has %d", self.compaction.upto, len(history))
