@@ -139,6 +139,10 @@ class Reply:
     garbage: str | None = None
     #: A 401's message ends with the Authorization header the server received (as some servers do).
     echo_key: bool = False
+    #: A looping model: ``text`` written again and again until the request's ``max_tokens`` (finish "length")
+    #: or, without one, until the context window is full (finish "length", as llama.cpp stops), counted with
+    #: the fake tokenizer (a server with ``context_window``).
+    loops: bool = False
 
     # -- builders ---------------------------------------------------------------------------
     @classmethod
@@ -498,6 +502,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- OpenAI ----------------------------------------------------------------------------
     def _openai(self, reply: Reply, request: dict[str, Any]) -> None:
+        if reply.loops:
+            reply = self.server.owner._looped(reply, request)
         model = str(request.get("model") or "fake")
         rid = f"chatcmpl-fake{next(_ids)}"
         created = int(time.time())
@@ -769,6 +775,17 @@ class FakeLLMServer:
         with self._lock:
             self._overflows += 1
         return True
+
+    def _looped(self, reply: Reply, request: dict[str, Any]) -> Reply:
+        """What a looping model writes for ``request``: its text repeated up to ``max_tokens``, else up to the
+        window, with the usage the fake tokenizer counts."""
+        prompt = self.prompt_tokens(request)
+        limit = request.get("max_tokens") or request.get("max_completion_tokens")
+        room = max(1, (self.context_window or 4096) - prompt)
+        wanted = min(int(limit), room) if isinstance(limit, int) and limit > 0 else room
+        pieces = _TOKEN.findall(reply.text or "and again ")
+        text = "".join(pieces[i % len(pieces)] for i in range(wanted))
+        return replace(reply, text=text, loops=False, finish_reason="length", usage=(prompt, wanted))
 
     @property
     def tokenized(self) -> int:

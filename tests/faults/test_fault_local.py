@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.llm_server import FakeLLMServer, template_tokens
+from fakes.llm_server import FakeLLMServer, Reply, template_tokens
 from faultkit import Matrix
 
 from workspace import events as ev
@@ -31,6 +31,7 @@ from workspace.context import window as context_window
 from workspace.context.tokens import TokenCounter
 from workspace.messages import TextMessage
 from workspace.persistence import Store
+from workspace.result import STOP_NOTES
 from workspace.robot import Robot
 from workspace.session import Workspace
 from workspace.tools import tool
@@ -40,6 +41,7 @@ pytestmark = pytest.mark.timeout(120)
 AREA_SERVER = "local: a thread keeps its server"
 AREA_TEXT = "local: tool calls written as text"
 AREA_TOKENS = "local: counting a local model's tokens"
+AREA_FULL = "local: a looping model, a full window"
 HOSTED = "openai/gpt-4o-mini"  # a hosted model's name that a local server may serve too
 
 
@@ -225,8 +227,8 @@ def usages(events: list[ev.Event]) -> list[ev.ContextUsage]:
     return [e for e in events if isinstance(e, ev.ContextUsage)]
 
 
-def local_robot(server: FakeLLMServer, history: list[TextMessage]) -> Robot:
-    config = load_config(env={}, overrides={"llm": {"max_retries": 1}})
+def local_robot(server: FakeLLMServer, history: list[TextMessage], **llm: Any) -> Robot:
+    config = load_config(env={}, overrides={"llm": {"max_retries": 1, **llm}})
     robot = Robot("r", system_prompt="You help.", model="openai/local", api_base=server.base_url + "/v1",
                   config=config)
     robot.history = list(history)
@@ -279,3 +281,52 @@ async def test_without_a_tokenizer_the_estimate_asks_the_server_then_is_calibrat
         reported = after.used - 1
         assert reported > truth
         assert abs(before.used - reported) <= 0.05 * reported, (before.used, reported)
+
+
+# --------------------------------------------------------------------------------------------
+# A looping small model; an answer stopped by a full window
+
+
+def finished(events: list[ev.Event]) -> ev.RunFinished:
+    end = events[-1]
+    assert isinstance(end, ev.RunFinished), end
+    return end
+
+
+async def test_a_local_model_gets_a_default_max_tokens(matrix: Matrix) -> None:
+    matrix.case(AREA_FULL, "a looping local model is held to llm.local_max_tokens_share of the window")
+    with FakeLLMServer(tokenizer=True, context_window=4096) as server:
+        server.enqueue(Reply(text="I will check again. ", loops=True))
+        events = await events_of(local_robot(server, []).stream("Count the files."))
+        assert server.requests[0]["max_tokens"] == 1024  # 0.25 of 4,096
+        end = finished(events)
+        assert end.result.stop_reason == "length"  # the limit it was given, with room left: max_tokens
+        assert end.result.usage.output_tokens == 1024
+
+        matrix.case(AREA_FULL, "a max_tokens of the robot's own is sent as it is")
+        server.enqueue(Reply(text="again ", loops=True))
+        await events_of(local_robot(server, [], max_tokens=300).stream("Count."))
+        assert server.requests[-1]["max_tokens"] == 300
+
+
+async def test_an_answer_stopped_by_a_full_window_says_so(matrix: Matrix) -> None:
+    matrix.case(AREA_FULL, "an answer the full window stopped says so, not 'raise max_tokens'")
+    with FakeLLMServer(tokenizer=True, context_window=4096) as server:
+        server.enqueue(Reply(text="I will check again. ", loops=True))
+        robot = local_robot(server, [], local_max_tokens_share=0)  # no limit: it writes until the window is full
+        events = await events_of(robot.stream("Count the files."))
+        assert "max_tokens" not in server.requests[0]
+        end = finished(events)
+        assert end.result.stop_reason == "context_full"
+        note = STOP_NOTES["context_full"]
+        assert "context window is full" in note and "raising max_tokens cannot help" in note
+        assert ev.event_from_dict(json.loads(ev.to_json(end))).result.stop_reason == "context_full"
+
+        matrix.case(AREA_FULL, "a nearly full window: the default max_tokens does not stop it first; 'full' is said")
+        server.enqueue(Reply(text="I will check again. ", loops=True))
+        events = await events_of(local_robot(server, conversation(20)).stream("Go on."))
+        assert not [e for e in events if isinstance(e, ev.ContextCompacted)]
+        assert server.requests[-1]["max_tokens"] == 1024  # more than the ~900 tokens of room the window has left
+        end = finished(events)
+        assert end.result.stop_reason == "context_full"
+        assert end.result.usage.input_tokens + end.result.usage.output_tokens == 4096

@@ -363,6 +363,9 @@ class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
         if stop == "length":  # the answer was cut off at the token limit: the model may go on
             self.notice(run, "The answer was cut off at the token limit.", level="warning", action="continue",
                         details=STOP_NOTES["length"])
+        elif stop == "context_full":  # the window is full: going on or a larger max_tokens cannot help
+            self.notice(run, "The answer stopped: the model's context window is full.", level="warning",
+                        details=STOP_NOTES["context_full"])
         run.end = RunEnd(outcome=outcome, message=message, max_turns=stop == "max_turns", duration=duration or None,
                          stop_reason=stop)
         run.footer = True
