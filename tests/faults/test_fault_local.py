@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply, template_tokens
-from faultkit import Matrix
+from faultkit import ROOT, Matrix
 
 from workspace import events as ev
 from workspace.cli import main
@@ -118,6 +121,23 @@ async def test_the_window_reopening_a_local_thread_goes_to_its_server(server: Fa
         assert "api_base" not in session.thread.metadata
     finally:
         await workspace.aclose()
+
+
+def chat(*args: str, typed: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "workspace", "chat", *args], input=typed, capture_output=True,
+                          text=True, cwd=ROOT, env=dict(os.environ), timeout=90)
+
+
+def test_chat_continue_goes_to_the_threads_server(server: FakeLLMServer, robotlab_home: Path, matrix: Matrix) -> None:
+    matrix.case(AREA_SERVER, "chat --continue without --api-base goes to the thread's local server")
+    first = chat("--model", HOSTED, "--api-base", server.base_url, typed="hello\n")
+    assert first.returncode == 0, first.stderr
+    assert len(server.requests) == 1
+    again = chat("--continue", typed="and then?\n")
+    assert again.returncode == 0, again.stderr
+    assert len(server.requests) == 2, again.stdout + again.stderr
+    assert "from the local server\n✓ done" in again.stdout
+    assert model_events(db_of(robotlab_home)) == []
 
 
 def test_a_key_in_the_api_base_is_not_kept_with_the_thread(server: FakeLLMServer, robotlab_home: Path,
