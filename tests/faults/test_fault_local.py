@@ -123,6 +123,42 @@ async def test_the_window_reopening_a_local_thread_goes_to_its_server(server: Fa
         await workspace.aclose()
 
 
+async def test_a_window_thread_keeps_its_server_when_the_settings_change(server: FakeLLMServer,
+                                                                         robotlab_home: Path, matrix: Matrix) -> None:
+    write_robot(robotlab_home)
+    matrix.case(AREA_SERVER, "a window thread keeps its server when Settings point at another one")
+    db = db_of(robotlab_home)
+
+    def settings(model: str, base: str) -> Any:
+        return load_config(env={}, overrides={"llm": {"model": model, "api_base": base, "max_retries": 0}})
+
+    first = Workspace(config=settings("openai/local", server.base_url), store=Store(db))
+    try:
+        session = first.new_thread("bot")
+        await asyncio.wait_for(session.send("hello").wait(), 30)
+        thread_id = session.thread_id
+        assert session.thread.metadata == {"api_base": server.base_url, "server_model": "openai/local"}
+    finally:
+        await first.aclose()
+    with FakeLLMServer(default_text="from the other server") as other:
+        again = Workspace(config=settings("openai/local", other.base_url), store=Store(db))
+        try:
+            await asyncio.wait_for(again.open_thread(thread_id).send("more").wait(), 30)
+        finally:
+            await again.aclose()
+        assert len(server.requests) == 2 and not other.requests
+
+        matrix.case(AREA_SERVER, "a window thread follows the robot's model when Settings change the model")
+        chosen = Workspace(config=settings("openai/another", other.base_url), store=Store(db))
+        try:
+            await asyncio.wait_for(chosen.open_thread(thread_id).send("and more").wait(), 30)
+        finally:
+            await chosen.aclose()
+        assert len(server.requests) == 2 and len(other.requests) == 1
+        with Store(db) as store:
+            assert store.get_thread(thread_id).metadata == {"api_base": other.base_url, "server_model": "openai/another"}
+
+
 def chat(*args: str, typed: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "workspace", "chat", *args], input=typed, capture_output=True,
                           text=True, cwd=ROOT, env=dict(os.environ), timeout=90)

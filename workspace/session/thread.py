@@ -171,11 +171,14 @@ class ThreadSession:
 
     def _robot_with_model(self, model: str | None, api_base: Any = None) -> Robot:
         """The catalog's robot, with ``model`` (and the server ``api_base``) when given: the robot's own model
-        goes on at the thread's server too, whatever the configuration says now."""
+        goes on at the thread's server too, whatever the configuration says now (unless the robot's model is
+        no longer the one the thread was held with: the user chose another, at its own server)."""
         base = str(api_base) if isinstance(api_base, str) and api_base else None
         if not model:
             robot = self.workspace.load_robot(self._thread.robot)
-            if base is None or not robot.model or self.workspace.provider is not None or robot.api_base == base:
+            held = self._thread.metadata.get("server_model")
+            if (base is None or not robot.model or self.workspace.provider is not None or robot.api_base == base
+                    or (isinstance(held, str) and held != robot.model)):
                 return robot
             model = robot.model
         return self.workspace.load_robot_with_model(self._thread.robot, model, api_base=base)
@@ -210,7 +213,8 @@ class ThreadSession:
         keep = model if chosen is True else chosen
         previous_base = self.server or ""
         base = without_credentials(api_base) if api_base else ""
-        self._thread = self.store.update_thread_metadata(self.thread_id, model=keep or None, api_base=base or None)
+        self._thread = self.store.update_thread_metadata(self.thread_id, model=keep or None, api_base=base or None,
+                                                         server_model=model if base and not keep else None)
         if (model or "") == (previous or "") and base == previous_base:
             return None
         turn_id = self._thread.current_turn_id
@@ -331,11 +335,13 @@ class ThreadSession:
     def _remember_server(self, robot: Robot) -> None:
         """Keep the server the thread is held with (its first run's, or the one the user switched to), so a
         reopened or continued thread goes on there and not to the hosted provider of the same model prefix."""
-        if self.server is not None:
-            return
+        held = self._thread.metadata.get("server_model")
+        if self.server is not None and (self.chosen_model or not isinstance(held, str) or held == robot.model):
+            return  # (the robot's own model changed in the settings: the thread is held where it goes now)
         base = server_of(robot)
-        if base:
-            self._thread = self.store.update_thread_metadata(self.thread_id, api_base=base)
+        if base or self.server is not None:
+            model = None if self.chosen_model or not base else robot.model  # the robot's own: which, at that server
+            self._thread = self.store.update_thread_metadata(self.thread_id, api_base=base, server_model=model)
 
     def _start(self, text: str, parent_turn_id: str | None, extra: dict[str, Any] | None = None) -> RecordedRun:
         self._not_running("send another message")
