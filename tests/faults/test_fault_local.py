@@ -15,6 +15,7 @@ server), played by the loopback server (tests/fakes/llm_server.py).
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import subprocess
@@ -29,6 +30,7 @@ from faultkit import ROOT, Matrix
 
 from workspace import events as ev
 from workspace.cli import main
+from workspace.cli.render import EventPrinter
 from workspace.config import load_config
 from workspace.context import window as context_window
 from workspace.context.tokens import TokenCounter
@@ -263,6 +265,11 @@ async def test_a_chat_templates_call_runs_and_says_it_came_from_text(server: Fak
     assert ev.event_from_dict(json.loads(ev.to_json(use))) == use
     structured = ev.ToolUse(run_id="r", robot="r", name="list_files")
     assert "from_text" not in structured.to_dict()  # a server's call: the stored row is as before
+    out = io.StringIO()
+    printer = EventPrinter(out)
+    printer(use)
+    printer(structured)
+    assert out.getvalue().splitlines() == ["→ list_files (from the model's text) {\"path\": \"src\"}", "→ list_files {}"]
 
 
 # --------------------------------------------------------------------------------------------
