@@ -9,12 +9,14 @@ is printed against the server's ``prompt_tokens``:
 * the estimate calibrated by the usage the server reported for the previous call (the second request);
 * the server's own tokenizer (``/tokenize``).
 
-Run: ``PYTHONPATH=$PWD .venv/bin/python bench/bench_token_estimate.py`` (EXCHANGES=20 by default).
+Run: ``PYTHONPATH=$PWD .venv/bin/python bench/bench_token_estimate.py`` (EXCHANGES=20 by default); the figures
+are also written to bench/results/token_estimate.json.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -80,4 +82,7 @@ async def main() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    figures = asyncio.run(main())
+    out = ROOT / "bench" / "results" / "token_estimate.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
