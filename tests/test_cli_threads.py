@@ -88,7 +88,8 @@ def test_run_is_recorded_with_its_origin_and_listed(provider: FunctionProvider, 
     assert "terminal" in listed and "hello there" in listed
     assert main(["threads", "list", "--json"]) == 0
     (thread,) = json.loads(capsys.readouterr().out)
-    assert thread["origin"] == "cli" and thread["metadata"] == {"origin": "cli", "command": "run", "model": "test/x"}
+    assert thread["origin"] == "cli" and thread["metadata"] == {"origin": "cli", "command": "run", "model": "test/x",
+                                                              "api_base": "http://127.0.0.1:9"}
     assert thread["kind"] == "robot" and thread["turns"] == 1
 
     assert main(["run", "bot", "not kept", *MODEL, "--no-record", "--plain"]) == 0

@@ -180,7 +180,8 @@ async def test_a_tool_call_written_as_text_is_run(server: FakeLLMServer, kind: s
     server.enqueue(Reply.say(f"Let me check.\n{written}"), Reply.say("It is sunny in Oslo."))
     r = robot(kind, server)
     events = await events_of(r.stream("Weather in Oslo?"))
-    assert [(e.name, e.input) for e in of(events, ev.ToolUse)] == [("get_weather", {"city": "Oslo"})]
+    assert [(e.name, e.input, e.from_text) for e in of(events, ev.ToolUse)] == [
+        ("get_weather", {"city": "Oslo"}, True)]
     assert of(events, ev.ToolResult)[0].payload == {"data": "sunny in Oslo"}
     assert [e.text for e in of(events, ev.Text)] == ["Let me check.", "It is sunny in Oslo."]
     notice = [s for s in of(events, ev.RunStatus) if s.state == "notice"]

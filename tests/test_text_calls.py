@@ -6,8 +6,8 @@ import pytest
 
 from workspace.providers.text_calls import ThinkSplitter, find_text_calls
 
-TOOLS = ["get_weather", "add"]
-PARAMS = {"get_weather": ["city"], "add": ["a", "b"]}
+TOOLS = ["get_weather", "add", "list_files"]
+PARAMS = {"get_weather": ["city"], "add": ["a", "b"], "list_files": ["path"]}
 
 
 @pytest.mark.parametrize(("text", "style"), [
@@ -16,19 +16,28 @@ PARAMS = {"get_weather": ["city"], "add": ["a", "b"]}
     ('[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Oslo"}}]', "Mistral [TOOL_CALLS]"),
     ('[TOOL_CALLS]get_weather[ARGS]{"city": "Oslo"}', "Mistral [TOOL_CALLS]"),
     ('<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo"}}', "Llama <|python_tag|>"),
-    ('{"name": "get_weather", "parameters": {"city": "Oslo"}}', "JSON"),
-    ('{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}', "JSON"),
     ('<function=get_weather>{"city": "Oslo"}</function>', "Llama <function=…>"),
-    ('```json\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n```', "fenced code"),
-    ('```tool_code\nget_weather(city="Oslo")\n```', "fenced code"),
-    ('```tool_code\nprint(get_weather("Oslo"))\n```', "fenced code"),
-    ('```python\nget_weather(city="Oslo")\n```', "fenced code"),
+    ('```tool_code\nget_weather(city="Oslo")\n```', "Gemma ```tool_code```"),
+    ('```tool_code\nprint(get_weather("Oslo"))\n```', "Gemma ```tool_code```"),
 ])
-def test_the_common_formats(text: str, style: str) -> None:
+def test_the_chat_templates_forms(text: str, style: str) -> None:
     found = find_text_calls(f"Let me look that up.\n{text}", TOOLS, parameters=PARAMS)
     assert found.style == style
     assert [(c.name, c.arguments) for c in found.calls] == [("get_weather", {"city": "Oslo"})]
     assert found.text == "Let me look that up."
+
+
+@pytest.mark.parametrize("text", [
+    '{"name": "get_weather", "parameters": {"city": "Oslo"}}',
+    '  {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}\n',
+    '[{"name": "get_weather", "parameters": {"city": "Oslo"}}]',
+])
+def test_a_bare_json_call_is_a_call_only_as_the_whole_message(text: str) -> None:
+    found = find_text_calls(text, TOOLS, parameters=PARAMS)
+    assert found.style == "JSON" and [(c.name, c.arguments) for c in found.calls] == [("get_weather", {"city": "Oslo"})]
+    assert found.text == ""
+    after_prose = find_text_calls(f"The call looks like this:\n{text}", TOOLS, parameters=PARAMS)
+    assert not after_prose.calls
 
 
 def test_several_calls_in_one_answer() -> None:
@@ -41,6 +50,15 @@ def test_several_calls_in_one_answer() -> None:
 @pytest.mark.parametrize("text", [
     "The weather in Oslo is mild today.",
     '```python\nprint("hello")\n```',
+    # Code examples: a call in a fenced block of a programming language (or none) is an example, not a call.
+    '```json\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n```',
+    '```python\nget_weather(city="Oslo")\n```',
+    '```\nget_weather(city="Oslo")\n```',
+    "Here is how:\n```python\ndef list_files():\n    return []\n```\n```python\nlist_files()\n```",
+    # A template's marker shown in a code example or in inline code is not a call either.
+    'Qwen writes:\n```\n<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>\n```',
+    'Qwen writes `<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>` for a call.',
+    'Mistral uses\n~~~\n[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Oslo"}}]\n~~~',
     '{"name": "Ada", "arguments": {"age": 3}}',            # not a tool of this run
     "Use get_weather(city='Oslo') to find out.",            # prose, not a fenced call
 ])

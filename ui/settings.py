@@ -172,6 +172,16 @@ class SettingsDialog(QDialog):
         self.context_window.setToolTip("The model's context window, when neither its server nor litellm says it "
                                        "(llm.context_window). Long conversations are compacted before it is full.")
         form.addRow("Context window", self.context_window)
+        self.local_share = QSpinBox(model_tab)
+        self.local_share.setRange(0, 90)
+        self.local_share.setSingleStep(5)
+        self.local_share.setSpecialValueText("No limit")
+        self.local_share.setSuffix(" % of the window")
+        self.local_share.setAccessibleName("Local answer limit")
+        self.local_share.setToolTip("A local model's answer is held to this share of its context window when no "
+                                    "max_tokens is set (llm.local_max_tokens_share), so a looping small model "
+                                    "cannot write until the window is full. 0: no limit.")
+        form.addRow("Local answer limit", self.local_share)
         self.compaction_model = QLineEdit(model_tab)
         self.compaction_model.setPlaceholderText("Empty: the model above summarises, e.g. openai/gpt-4o-mini")
         self.compaction_model.setToolTip("The model that summarises older messages when a conversation outgrows "
@@ -188,6 +198,7 @@ class SettingsDialog(QDialog):
         self._vision_own: Any = None
         self._vision_merged: Any = None
         self._vision_config: Any = None
+        self._local_share: Any = None
         self._vision_chosen: dict[str, bool | None] = {}
         form.addRow("Images", self.vision)
         self.tabs.addTab(model_tab, "Model")
@@ -365,6 +376,9 @@ class SettingsDialog(QDialog):
         # A window per model (a mapping) is edited in the file: shown, not overwritten.
         self.context_window.setEnabled(not isinstance(window, dict))
         self.compaction_model.setText(config.get("llm.compaction_model") or "")
+        self._local_share = config.get("llm.local_max_tokens_share")
+        share = self._local_share if isinstance(self._local_share, int | float) else 0.25
+        self.local_share.setValue(round(float(share) * 100))
         self._vision_config = config
         self._vision_merged = config.get("llm.vision")
         self._vision_own = _own_setting("llm.vision")
@@ -556,6 +570,10 @@ class SettingsDialog(QDialog):
             "llm.compaction_model": self.compaction_model.text().strip() or None,
             "ui.notifications": self.notifications.isChecked(),
         }
+        share = self.local_share.value() / 100
+        if not isinstance(self._local_share, int | float) or round(float(self._local_share) * 100) != \
+                self.local_share.value():
+            values["llm.local_max_tokens_share"] = share  # written when changed: the default stays the default
         vision_changed, vision = self._vision_to_save()
         if vision_changed:
             values["llm.vision"] = vision

@@ -63,6 +63,9 @@ DEFAULTS: dict[str, Any] = {
         # compact | truncate | error: what happens when a conversation outgrows the window.
         "context_policy": "compact",
         "compaction_threshold": 0.8,
+        # A local model's answer is held to this share of its context window when max_tokens is not set
+        # (a looping small model cannot write until the window is full); 0: no limit.
+        "local_max_tokens_share": 0.25,
         # The model that summarises compacted messages (empty: the robot's own).
         "compaction_model": None,
         # Whether the model takes images: true/false, or model id -> true/false; None: litellm's model map says.

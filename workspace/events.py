@@ -184,6 +184,9 @@ class ToolUse(BaseEvent):
     input: dict[str, JSON] = field(default_factory=dict)
     #: MCP server name for MCP tools, None for local tools.
     server: str | None = None
+    #: True when the model wrote the call in its text (a chat template's form, its server did not make it
+    #: a structured call): the card says "from the model's text".
+    from_text: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -343,11 +346,22 @@ class ModelChanged(BaseEvent):
     previous: str = ""
     #: True when ``model`` is the robot's own (the switch went back to the robot's default).
     robot_default: bool = False
+    #: The server from now on (its API base, never a key; "": the model's hosted provider or none).
+    api_base: str = ""
+    #: The server before the switch.
+    previous_api_base: str = ""
 
     def describe(self) -> str:
-        """"Model changed to X" (with "(robot default)" when it is the robot's own), for the chat and exports."""
+        """"Model changed to X" (with "(robot default)" when it is the robot's own, and the server when it
+        changed: a conversation leaving a local server for a hosted provider says so), for the chat and exports."""
         name = self.model or "the offline demo"
-        return f"Model changed to {name}" + (" (robot default)" if self.robot_default else "")
+        text = f"Model changed to {name}" + (" (robot default)" if self.robot_default else "")
+        if self.api_base != self.previous_api_base:
+            if self.api_base:
+                text += f" at {self.api_base}"
+            elif self.model:
+                text += f", its provider's hosted service (no longer the server at {self.previous_api_base})"
+        return text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -422,7 +436,7 @@ class RunCancelled(BaseEvent):
 
 _PARENT_FIELDS = frozenset({"parent_run_id", "parent_tool_id"})
 #: Fields left out of :meth:`BaseEvent.to_dict` while empty (most messages have no attachments).
-_EMPTY_LEFT_OUT = frozenset({"attachments"})
+_EMPTY_LEFT_OUT = frozenset({"attachments", "api_base", "previous_api_base", "from_text"})
 
 
 #: Every event of a run: the closed union consumers match on exhaustively.

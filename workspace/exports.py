@@ -269,7 +269,8 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
             case ev.ToolUse():
                 heading(who)
                 server = f" (server `{event.server}`)" if event.server else ""
-                out.append(f"**Tool call** `{event.name}`{server} · `{event.id}`")
+                written = " · from the model's text" if event.from_text else ""
+                out.append(f"**Tool call** `{event.name}`{server} · `{event.id}`{written}")
                 out.append("")
                 out.append(_readable(event.input if event.input is not None else {}))
                 out.append("")

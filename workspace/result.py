@@ -34,6 +34,10 @@ __all__ = ["STATUSES", "STOP_NOTES", "NetworkResult", "RobotResult", "TaskState"
 STOP_NOTES: dict[str, str] = {
     "length": "The answer was cut off at the token limit (max_tokens): ask the robot to continue, or raise "
               "max_tokens.",
+    "context_full": "The answer stopped because the model's context window is full (the conversation and the "
+                    "answer filled it): raising max_tokens cannot help. Compact the conversation (/compact), start "
+                    "a new thread, or give the model a larger window (the server's context size, e.g. llama.cpp's "
+                    "-c, and llm.context_window).",
     "max_turns": "Stopped at the turn limit: the robot wanted to go on.",
     "max_cost": "Stopped: the run reached its cost budget (max_cost).",
     "max_total_tokens": "Stopped: the run used up its token budget (max_total_tokens).",

@@ -288,6 +288,7 @@ class Robot:
 
     def _new_context_manager(self) -> ContextManager:
         from workspace.context import DEFAULT_THRESHOLD, ContextManager, window_setting
+        from workspace.context.manager import DEFAULT_LOCAL_SHARE
 
         config = self.config if (self._config is not None or self._provider is None) else None
         window = self.context_window
@@ -297,6 +298,7 @@ class Robot:
         policy = self._context_policy or (config.get("llm.context_policy") if config is not None else None)
         threshold = config.get("llm.compaction_threshold") if config is not None else None
         max_chars = config.get("llm.max_tool_result_chars") if config is not None else None
+        share = config.get("llm.local_max_tokens_share") if config is not None else None
         summarizer: Callable[[], Provider] | None = None
         compaction_model = config.get("llm.compaction_model") if config is not None else None
         if compaction_model and compaction_model != self.model and config is not None:
@@ -308,7 +310,8 @@ class Robot:
         try:
             return ContextManager(policy=policy or "compact", window=window,
                                   threshold=float(threshold or DEFAULT_THRESHOLD),
-                                  max_result_chars=int(max_chars) if max_chars else None, summarizer=summarizer)
+                                  max_result_chars=int(max_chars) if max_chars else None, summarizer=summarizer,
+                                  local_max_tokens_share=DEFAULT_LOCAL_SHARE if share is None else float(share))
         except ValueError as exc:
             raise ConfigurationError(f"Robot '{self.name}': {exc}") from None
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["LOCAL_DEFAULT_BASES", "is_loopback_url", "key_may_go", "normal_base", "user_api_bases",
-           "written_in_folder"]
+           "without_credentials", "written_in_folder"]
 
 #: Where local servers listen when no ``api_base`` is given (litellm's defaults), by model prefix.
 LOCAL_DEFAULT_BASES = {"ollama": "http://localhost:11434", "ollama_chat": "http://localhost:11434",
@@ -100,3 +100,21 @@ def key_may_go(api_base: str | None, *, config: Any = None, folder_written: bool
         if value and normal_base(value) == base:
             return False
     return True
+
+
+_SECRET_PARAM = ("key", "token", "secret", "password", "sig", "auth")
+
+
+def without_credentials(url: str) -> str:
+    """``url`` without what could be a credential (a user name and password, a ``?key=``/``?token=``-like
+    query parameter): what may be stored with a thread to find its server again (never a key)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ""
+    netloc = parts.netloc.rpartition("@")[2]
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+             if not any(word in k.lower().replace("-", "").replace("_", "") for word in _SECRET_PARAM)]
+    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query), ""))

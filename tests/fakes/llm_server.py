@@ -30,6 +30,9 @@ A server with ``context_window=N`` plays a model with an N-token window: a reque
 (HTTP 400, "This model's maximum context length is N tokens...") or, with ``overflow="empty"``, like
 llama-cpp-python's streaming server (HTTP 200 with an empty stream); :attr:`FakeLLMServer.overflows`
 counts them. ``report_window=False`` keeps the window to itself (as llama-cpp-python does).
+``tokenizer=True`` counts prompts (the usage it reports, the window) with a deterministic tokenizer and chat
+template (:func:`tokenize`, :func:`template_tokens`) as llama.cpp counts them; ``tokenize=True`` also offers
+llama.cpp's ``POST /tokenize`` (``{"content": ...}`` -> ``{"tokens": [...]}``).
 
 When the queue is empty, ``reply_fn(body)`` computes the reply if set (return ``None`` for the
 default), else the server answers :attr:`FakeLLMServer.default_text` (``"ok"``).
@@ -136,6 +139,10 @@ class Reply:
     garbage: str | None = None
     #: A 401's message ends with the Authorization header the server received (as some servers do).
     echo_key: bool = False
+    #: A looping model: ``text`` written again and again until the request's ``max_tokens`` (finish "length")
+    #: or, without one, until the context window is full (finish "length", as llama.cpp stops), counted with
+    #: the fake tokenizer (a server with ``context_window``).
+    loops: bool = False
 
     # -- builders ---------------------------------------------------------------------------
     @classmethod
@@ -227,6 +234,39 @@ def _split_args(args: str, fragments: int) -> list[str]:
 
 def _estimate_tokens(value: Any) -> int:
     return max(1, len(json.dumps(value)) // 4)
+
+
+#: The fake tokenizer's pieces: a word (with the space before it) in pieces of up to 6 letters, up to 3
+#: digits, one mark of punctuation, a run of other white space: about what a BPE tokenizer of a local model
+#: (Llama, Qwen) counts for English prose and code.
+_TOKEN = re.compile(r" ?[A-Za-z]{1,6}| ?\d{1,3}|\s+|[^\sA-Za-z\d]")
+#: Tokens the fake chat template adds per message (``<|im_start|>role\n`` ... ``<|im_end|>\n``).
+TEMPLATE_TOKENS = 5
+
+
+def tokenize(text: str) -> list[int]:
+    """The fake server's deterministic tokenizer (what ``POST /tokenize`` answers): token ids of ``text``."""
+    return [sum(piece.encode()) % 32_000 for piece in _TOKEN.findall(text)]
+
+
+def _message_text(message: Any) -> str:
+    if not isinstance(message, dict):
+        return json.dumps(message)
+    content = message.get("content")
+    text = content if isinstance(content, str) else json.dumps(content) if content else ""
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {} if isinstance(call, dict) else {}
+        text += f"\n{function.get('name', '')} {function.get('arguments', '')}"
+    return text
+
+
+def template_tokens(request: dict[str, Any]) -> int:
+    """The prompt's tokens by the fake tokenizer, as a llama.cpp server counts them: each message's text
+    and its template tokens, the tool schemas' JSON, and the assistant's header."""
+    tokens = sum(len(tokenize(_message_text(m))) + TEMPLATE_TOKENS for m in request.get("messages") or ())
+    if request.get("tools"):
+        tokens += len(tokenize(json.dumps(request["tools"], separators=(",", ":"))))
+    return tokens + 3
 
 
 class _Server(ThreadingHTTPServer):
@@ -362,6 +402,14 @@ class _Handler(BaseHTTPRequestHandler):
             body: Any = json.loads(raw) if raw else {}
         except ValueError:
             body = raw.decode(errors="replace")
+        if self.path.rstrip("/") == "/tokenize":  # llama.cpp's; counted, not recorded: ``requests`` are the model's
+            if not (owner.tokenize and isinstance(body, dict)):
+                self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                return
+            with owner._lock:
+                owner._tokenized += 1
+            self._send_json(200, {"tokens": tokenize(str(body.get("content") or ""))})
+            return
         owner._record(RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
         # A query may sit inside the path (a client that appended its route to an api_base with a
         # query: "/v1?api-key=K/chat/completions"): route on the path without it.
@@ -454,6 +502,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- OpenAI ----------------------------------------------------------------------------
     def _openai(self, reply: Reply, request: dict[str, Any]) -> None:
+        if reply.loops:
+            reply = self.server.owner._looped(reply, request)
         model = str(request.get("model") or "fake")
         rid = f"chatcmpl-fake{next(_ids)}"
         created = int(time.time())
@@ -584,8 +634,15 @@ class FakeLLMServer:
                  host: str = "127.0.0.1", port: int = 0, stream_usage: bool = True,
                  interrupt_on_new_request: bool = False, context_window: int | None = None,
                  overflow: str = "error", report_window: bool = True, models: Sequence[str] = ("fake",),
-                 ollama: bool = False, list_status: int | None = None) -> None:
+                 ollama: bool = False, list_status: int | None = None, tokenizer: bool = False,
+                 tokenize: bool = False) -> None:
         self.default_text = default_text
+        #: True: the prompt's tokens (usage, the window) are counted with the fake tokenizer and template
+        #: (:func:`template_tokens`), as a llama.cpp server counts them; False: about 4 characters a token.
+        self.tokenizer = tokenizer or tokenize
+        #: True: llama.cpp's ``POST /tokenize`` {"content": ...} -> {"tokens": [...]} is offered.
+        self.tokenize = tokenize
+        self._tokenized = 0
         self.reply_fn = reply_fn
         #: False: no usage chunk in any stream, whatever the client asks (many local servers).
         self.stream_usage = stream_usage
@@ -704,7 +761,9 @@ class FakeLLMServer:
 
     def prompt_tokens(self, request: dict[str, Any]) -> int:
         """The prompt's tokens as this server counts them: the messages (and, with a window, the tool
-        schemas), about 4 characters a token."""
+        schemas), about 4 characters a token; with ``tokenizer``, by the fake tokenizer and chat template."""
+        if self.tokenizer:
+            return template_tokens(request)
         tokens = _estimate_tokens(request.get("messages", []))
         if self.context_window and request.get("tools"):
             tokens += _estimate_tokens(request["tools"])
@@ -716,6 +775,22 @@ class FakeLLMServer:
         with self._lock:
             self._overflows += 1
         return True
+
+    def _looped(self, reply: Reply, request: dict[str, Any]) -> Reply:
+        """What a looping model writes for ``request``: its text repeated up to ``max_tokens``, else up to the
+        window, with the usage the fake tokenizer counts."""
+        prompt = self.prompt_tokens(request)
+        limit = request.get("max_tokens") or request.get("max_completion_tokens")
+        room = max(1, (self.context_window or 4096) - prompt)
+        wanted = min(int(limit), room) if isinstance(limit, int) and limit > 0 else room
+        pieces = _TOKEN.findall(reply.text or "and again ")
+        text = "".join(pieces[i % len(pieces)] for i in range(wanted))
+        return replace(reply, text=text, loops=False, finish_reason="length", usage=(prompt, wanted))
+
+    @property
+    def tokenized(self) -> int:
+        """How many ``POST /tokenize`` requests were answered."""
+        return self._tokenized
 
     @property
     def disconnects(self) -> int:

@@ -197,3 +197,28 @@ def test_the_meter_follows_a_switch_of_theme(qtbot: Any) -> None:
         assert theme.DARK.border in meter.bar.styleSheet() and theme.DARK.accent in meter.bar.styleSheet()
     finally:
         theme.apply_theme(app, "light")
+
+
+async def test_settings_hold_a_local_models_answer_to_a_share_of_the_window(desktop: Any) -> None:
+    """Settings › Model › Local answer limit is llm.local_max_tokens_share (default 25 %), written when changed."""
+    from workspace import paths
+    from workspace.config import load_config
+
+    window = desktop.window
+    window.settings_flow.open_settings()
+    dialog = window.settings_flow.dialog
+    assert dialog.local_share.value() == 25 and dialog.local_share.accessibleName() == "Local answer limit"
+    dialog.save()
+    assert "local_max_tokens_share" not in paths.user_config_file().read_text(encoding="utf-8")
+    window.settings_flow.open_settings()
+    dialog = window.settings_flow.dialog
+    dialog.local_share.setValue(40)
+    dialog.save()
+    assert load_config().get("llm.local_max_tokens_share") == 0.4
+    window.settings_flow.open_settings()
+    dialog = window.settings_flow.dialog
+    assert dialog.local_share.value() == 40
+    dialog.local_share.setValue(0)
+    assert dialog.local_share.text() == "No limit"
+    dialog.save()
+    assert load_config().get("llm.local_max_tokens_share") == 0

@@ -28,7 +28,8 @@ class ToolCalls(Texts):
         return [call for run in self._runs.values() for call in run.calls.values()]
 
     def _tool_use(self, run_id: str, robot: str, task: str | None, *, call_id: str, tool: str,
-                  server: str | None, arguments: Any, started: float | None = None) -> ToolCallItem:
+                  server: str | None, arguments: Any, started: float | None = None,
+                  from_text: bool = False) -> ToolCallItem:
         run = self._run(run_id, robot, task)
         self._end_reasoning(run)
         self._set_status(run, None)
@@ -39,7 +40,7 @@ class ToolCalls(Texts):
             return existing
         call = call_item_class(tool)(parent=self._container(run), run=run, call_id=call_id, tool=tool, robot=robot,
                                      server=server, arguments=arguments if arguments is not None else {}, task=task,
-                                     started=started)
+                                     started=started, from_text=from_text)
         run.calls[call_id] = call
         self._add(call)
         return call

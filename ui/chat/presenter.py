@@ -231,7 +231,8 @@ class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
                 self._status(event)
             case ev.ToolUse():
                 self._tool_use(event.run_id, event.robot, event.task, call_id=event.id, tool=event.name,
-                               server=event.server, arguments=event.input, started=event.ts)
+                               server=event.server, arguments=event.input, started=event.ts,
+                               from_text=event.from_text)
                 self.set_activity(self._run(event.run_id, event.robot, event.task), None)
             case ev.ApprovalRequested():
                 self._approval_requested(event)
@@ -362,6 +363,9 @@ class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
         if stop == "length":  # the answer was cut off at the token limit: the model may go on
             self.notice(run, "The answer was cut off at the token limit.", level="warning", action="continue",
                         details=STOP_NOTES["length"])
+        elif stop == "context_full":  # the window is full: going on or a larger max_tokens cannot help
+            self.notice(run, "The answer stopped: the model's context window is full.", level="warning",
+                        details=STOP_NOTES["context_full"])
         run.end = RunEnd(outcome=outcome, message=message, max_turns=stop == "max_turns", duration=duration or None,
                          stop_reason=stop)
         run.footer = True

@@ -378,7 +378,7 @@ class RunEnd:
         if self.max_turns:
             return ("■ Stopped at the turn limit — the robot wanted to go on (raise agent.max_turns in "
                     "config.yaml, or send “continue” to let it go on)")
-        if self.stop_reason in ("max_cost", "max_total_tokens"):  # the run's budget
+        if self.stop_reason in ("max_cost", "max_total_tokens", "context_full"):  # the run's budget, the window
             return f"■ {STOP_NOTES[self.stop_reason]}"
         return ""
 

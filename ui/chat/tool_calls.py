@@ -114,6 +114,8 @@ class ToolCallItem(Item):
     inner: CallLaneItem | None = None
     #: When the call was made (its ``tool_use``): a running card shows the time since.
     started: float | None = None
+    #: The model wrote the call in its text (``tool_use.from_text``): the card says so.
+    from_text: bool = False
 
     @property
     def failed(self) -> bool:

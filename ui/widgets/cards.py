@@ -173,6 +173,10 @@ def _args_html(value: Any) -> str:
     return (f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">{body}</pre>')
 
 
+#: What a tool card says of a call the model wrote in its text.
+FROM_TEXT = "from the model's text"
+
+
 class ToolCard(QFrame):
     """One tool call: header (robot badge, server › tool, status, duration), arguments, result."""
 
@@ -212,6 +216,14 @@ class ToolCard(QFrame):
         self.title = title
         hl.addWidget(title)
         hl.addWidget(_elided_chip(robot, header))
+        #: "from the model's text": the call was written in the model's answer, not made by its server.
+        self.from_text_label = QLabel(FROM_TEXT, header)
+        self.from_text_label.setObjectName("Muted")
+        self.from_text_label.setAccessibleName(FROM_TEXT)
+        self.from_text_label.setToolTip("The model wrote this call in its answer (its chat template's form); its "
+                                        "server did not send it as a tool call.")
+        self.from_text_label.setVisible(False)
+        hl.addWidget(self.from_text_label)
         hl.addStretch(1)
         self._duration = QLabel("", header)
         self._duration.setObjectName("Muted")
@@ -279,6 +291,7 @@ class ToolCard(QFrame):
 
     def apply(self, call: ToolCallItem) -> None:
         """Show the call's state: its arguments, status, result or error, and the approval's outcome."""
+        self.from_text_label.setVisible(call.from_text)
         if call.arguments != self.arguments:
             self.set_arguments(call.arguments)
         if call.status == "ok" and self._result_toggle is None:

@@ -45,6 +45,9 @@ from workspace.tools.base import Tool, ToolContext, ToolOutput
 from workspace.tools.manifest import ToolManifest
 
 STOPPED_TOOL_ERROR = "The user stopped the run before this tool call finished."
+#: Finish reasons of an answer cut off: at the token limit (``length``), or by a full context window
+#: (``context_full``, said by the context manager); both are the run's ``stop_reason``.
+CUT_OFF = ("length", "context_full")
 #: The message that asks a model to go on with an answer cut off at the token limit
 #: (``ThreadSession.continue_()``, ``Robot.continue_()``).
 CONTINUE_PROMPT = ("Your last answer was cut off at the token limit. Continue exactly where it stopped, "
@@ -398,16 +401,19 @@ class AgentRun(ModelTurns, EventRun):
                 text = "".join(text_parts)
                 text_parts = []
                 from_text = False
-                if not calls and outcome.finish != "length":
+                cut = outcome.finish in CUT_OFF
+                if not calls and not cut:
                     calls, rest = self._calls_in_text(text, spec.text_tool_calls)
                     if rest is not None:
                         text, from_text = rest, True
                 if outcome.reasoning:
                     self.emit(ev.Reasoning, text=outcome.reasoning)
-                if outcome.finish == "length" and calls:
+                if cut and calls:
+                    where = ("when the context window was full" if outcome.finish == "context_full"
+                             else "at the token limit")
                     self.emit(ev.RunStatus, state="notice", detail=(
                         f"The tool call{'s' if len(calls) > 1 else ''} the model was writing ("
-                        f"{', '.join(c.name for c in calls)}) were cut off at the token limit and not run."))
+                        f"{', '.join(c.name for c in calls)}) were cut off {where} and not run."))
                     calls = []
                 if text or from_text:
                     self.emit(ev.Text, text=text)
@@ -423,7 +429,7 @@ class AgentRun(ModelTurns, EventRun):
                     self._output.append(call_msg)
                     pending_calls = list(calls)
                     self._turn_results = {}
-                    results = await self._run_tools(calls)
+                    results = await self._run_tools(calls, from_text=from_text)
                     pending_calls = []
                     for result in results:
                         self._say(result)
@@ -437,7 +443,7 @@ class AgentRun(ModelTurns, EventRun):
                         self._say(TextMessage(role="user", content=verdict.retry))
                     continue
                 if not calls:
-                    self._finish("length" if outcome.finish == "length" else "stop")
+                    self._finish(str(outcome.finish) if cut else "stop")
                     return
         except asyncio.CancelledError:
             self._close_partial(text_parts, pending_calls, stopped=True)
@@ -574,11 +580,11 @@ class AgentRun(ModelTurns, EventRun):
             self.emit(ev.McpServers, joined=list(joined), failed=dict(failed), starting=list(pending.starting),
                       message=servers_message(joined=joined, failed=failed, tools=[t.name for t in added]))
 
-    async def _run_tools(self, calls: Sequence[ToolMessage]) -> list[ToolResultMessage]:
+    async def _run_tools(self, calls: Sequence[ToolMessage], *, from_text: bool = False) -> list[ToolResultMessage]:
         for call in calls:
             tool = self.spec.tools.get(call.name)
             self.emit(ev.ToolUse, id=call.id or "", name=call.name, input=call.input,
-                      server=tool.mcp if tool else None)
+                      server=tool.mcp if tool else None, from_text=from_text)
         results: list[ToolResultMessage | None] = [None] * len(calls)
 
         async def one(i: int, call: ToolMessage) -> None:

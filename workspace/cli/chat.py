@@ -99,7 +99,7 @@ async def _chat(args: argparse.Namespace) -> int:
     from workspace import paths
     from workspace.approval import ApprovalGate, ApprovalPolicy
     from workspace.cli.record import open_store, open_workspace, stored_reference, thread_to_continue
-    from workspace.cli.run import run_config, run_folder
+    from workspace.cli.run import kept_server, run_config, run_folder, server_of, switched
 
     folder = run_folder(args)
     config = run_config(args, folder)
@@ -119,9 +119,8 @@ async def _chat(args: argparse.Namespace) -> int:
             raise
     reference = args.robot or (stored_reference(thread, "robot_file") if thread else DEFAULT_ROBOT)
     model = args.model or (thread.metadata.get("model") if thread else None)
-    stored_base = thread.metadata.get("api_base") if thread is not None and not args.model else None
     chat = Chat(args, config=config, folder=folder, reference=reference)
-    chat._api_base = stored_base if isinstance(stored_base, str) and stored_base else None
+    chat._api_base = kept_server(thread, args.model) if thread is not None and not args.api_base else None
     robot = chat.build_robot(reference, model, api_base=chat._api_base)
     gate = ApprovalGate(ApprovalPolicy.load(paths.approval_policy_file()), chat.ask_approval)
     workspace = open_workspace(args, config=config, folder=folder, approval=gate, store=store)
@@ -130,6 +129,10 @@ async def _chat(args: argparse.Namespace) -> int:
     try:
         if thread is not None:
             chat.session = workspace.open_thread(thread.id, robot=robot)
+            if switched(thread, args.model, args.api_base):
+                previous = thread.metadata.get("model") or chat.session.default_model()
+                chat.session.record_model(robot.model, previous=str(previous) if previous else None,
+                                          api_base=server_of(robot))
         chat.robot = robot
         return await chat.loop()
     finally:
@@ -229,9 +232,10 @@ class Chat:
             from workspace.cli.record import metadata, robot_file
 
             assert self.workspace is not None and self.robot is not None
+            from workspace.cli.run import server_of
+
             self.session = self.workspace.new_thread(self.robot.name, robot=self.robot, metadata=metadata(
-                "chat", robot_file=robot_file(self.reference), model=self.args.model,
-                api_base=self._api_base if self.args.model else None))
+                "chat", robot_file=robot_file(self.reference), model=self.args.model, api_base=server_of(self.robot)))
         return self.session
 
     # -- the loop -------------------------------------------------------------------------------------
@@ -490,8 +494,10 @@ class Chat:
             robot = self.build_robot(self.reference, chosen, api_base=api_base)
             if self.session is not None:
                 self.session.use_robot(robot)
+                from workspace.cli.run import server_of
+
                 self.session.record_model(robot.model, previous=previous, default=default,
-                                          api_base=api_base, chosen=chosen)
+                                          api_base=server_of(robot), chosen=chosen)
         except (CLIError, Error, RuntimeError, ValueError) as exc:
             self.say(f"✗ {exc}", "31")
             return

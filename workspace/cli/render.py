@@ -205,7 +205,8 @@ class EventPrinter:
                                        f"{who}{line}"))
             case ev.ToolUse():
                 server = f"{event.server}/" if event.server else ""
-                self._line(self._c("36", f"{who}→ {server}{event.name} {_preview(event.input, self.preview)}"))
+                written = " (from the model's text)" if event.from_text else ""
+                self._line(self._c("36", f"{who}→ {server}{event.name}{written} {_preview(event.input, self.preview)}"))
             case ev.ApprovalDecided():
                 verdict = "approved" if event.decision == "approve" else "denied"
                 reason = f": {event.reason}" if event.reason else ""

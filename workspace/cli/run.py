@@ -31,6 +31,7 @@ from workspace.cli.runs import (
 if TYPE_CHECKING:
     from workspace.config import Config
     from workspace.persistence import Store, ThreadInfo
+    from workspace.robot import Robot
 
 
 def register(sub: Any) -> None:
@@ -207,6 +208,31 @@ def continued_thread(args: argparse.Namespace, folder: Path | None,
     return thread, given, " ".join(words)
 
 
+def kept_server(thread: ThreadInfo, model: str | None) -> str | None:
+    """The server a continued thread goes on with when no ``--api-base`` is given: the one it was held with
+    (its metadata's ``api_base``), unless ``--model`` names another model than the thread's (a switch)."""
+    stored = thread.metadata.get("api_base")
+    if not (isinstance(stored, str) and stored):
+        return None
+    return stored if not model or model == thread.metadata.get("model") else None
+
+
+def switched(thread: ThreadInfo, model: str | None, api_base: str | None) -> bool:
+    """Whether ``--model`` / ``--api-base`` switch a continued thread to another model or server (the user's
+    explicit choice, recorded as a ``model_changed`` event)."""
+    from workspace.urls import without_credentials
+
+    if model and thread.metadata.get("model") != model:
+        return True
+    return bool(api_base) and without_credentials(str(api_base)) != (thread.metadata.get("api_base") or "")
+
+
+def server_of(robot: Robot) -> str | None:
+    from workspace.session.thread import server_of as of
+
+    return of(robot)
+
+
 async def _run(args: argparse.Namespace) -> int:
     from workspace.catalog import load_robot
     from workspace.cli import CLIError
@@ -238,9 +264,8 @@ async def _run(args: argparse.Namespace) -> int:
             store.close()
             raise
         reference = given or stored_reference(thread, "robot_file")
-        stored_base = thread.metadata.get("api_base")
-        if not model and isinstance(stored_base, str) and stored_base and not args.api_base:
-            args.api_base = stored_base  # the server of the model the thread was switched to
+        explicit_base = args.api_base
+        args.api_base = args.api_base or kept_server(thread, model)
         model = model or thread.metadata.get("model")
     else:
         message = " ".join(args.message)
@@ -289,13 +314,13 @@ async def _run(args: argparse.Namespace) -> int:
     try:
         if thread is not None:
             session = workspace.open_thread(thread.id, robot=robot)
-            if args.model and thread.metadata.get("model") != args.model:
+            if switched(thread, args.model, explicit_base):
                 previous = thread.metadata.get("model") or session.default_model()
                 session.record_model(robot.model, previous=str(previous) if previous else None,
-                                     api_base=args.api_base)
+                                     api_base=server_of(robot))
         else:
             session = workspace.new_thread(robot.name, robot=robot, metadata=metadata(
-                "run", robot_file=robot_file(args.robot), model=args.model))
+                "run", robot_file=robot_file(args.robot), model=args.model, api_base=server_of(robot)))
         run = session.send(message, **options)
         args.run_started = True
         status, stopped = await print_events(run, printer)

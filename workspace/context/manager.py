@@ -34,11 +34,27 @@ from typing import Any, Literal
 from workspace import events as ev
 from workspace.context.compaction import choose_cut, summarise, summary_message, turn_starts
 from workspace.context.results import result_limit, shorten_result_message
-from workspace.context.tokens import MESSAGE_OVERHEAD, TokenCounter, biggest_tools
-from workspace.context.window import DEFAULT_WINDOW, WindowInfo, resolve_window, window_from_message
+from workspace.context.tokens import CHARS_PER_TOKEN, MESSAGE_OVERHEAD, TokenCounter, biggest_tools
+from workspace.context.window import (
+    DEFAULT_WINDOW,
+    WindowInfo,
+    resolve_window,
+    server_of,
+    server_tokenizer,
+    window_from_message,
+)
 from workspace.errors import OVERFLOW_FAILURES, ContextOverflowError, ProviderError
 from workspace.messages import Message, alternating
-from workspace.providers.base import Chunk, StatusChunk, UsageChunk
+from workspace.providers.base import (
+    Chunk,
+    FinishChunk,
+    ReasoningChunk,
+    StatusChunk,
+    TextChunk,
+    ToolCallChunk,
+    UsageChunk,
+)
+from workspace.urls import LOCAL_DEFAULT_BASES, is_loopback_url
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -57,6 +73,17 @@ ContextPolicy = Literal["compact", "truncate", "error"]
 POLICIES: tuple[str, ...] = ("compact", "truncate", "error")
 #: The share of the window past which the policy acts.
 DEFAULT_THRESHOLD = 0.8
+#: The share of the window a local model's answer gets when ``max_tokens`` is not set (``llm.local_max_tokens_share``).
+DEFAULT_LOCAL_SHARE = 0.25
+#: The most the safe estimate is above a server's count (see workspace.context.tokens.estimate): an estimate
+#: no server has checked yet acts only when even this much below it is past the threshold.
+ESTIMATE_HIGH = 1.6
+#: The fewest tokens of a request whose server count calibrates the estimate (in a smaller one the chat
+#: template's tokens weigh more than the text's).
+CALIBRATE_FROM = 256
+#: What servers' counts said of the estimate, by provider, model and server (ratio of their count to ours),
+#: kept for the process: a robot built again (a thread reopened, the configuration changed) starts calibrated.
+_calibrations: dict[tuple[str, str | None, str | None], float] = {}
 #: A request of more messages than this whose middle one is new (a long thread opened again: tens of
 #: milliseconds to count) is counted in a worker thread, so the window does not freeze meanwhile.
 COUNT_IN_THREAD = 64
@@ -151,6 +178,7 @@ class ContextManager:
         keep_ratio: float = 0.3,
         summary_ratio: float = 0.12,
         default_window: int = DEFAULT_WINDOW,
+        local_max_tokens_share: float = DEFAULT_LOCAL_SHARE,
     ) -> None:
         self.policy: ContextPolicy = check_policy(policy)
         if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 256):
@@ -164,6 +192,10 @@ class ContextManager:
         self.keep_ratio = keep_ratio
         self.summary_ratio = summary_ratio
         self.default_window = default_window
+        if not 0 <= float(local_max_tokens_share) <= 0.9:
+            raise ValueError(f"llm.local_max_tokens_share must be between 0 and 0.9 (got {local_max_tokens_share!r})")
+        #: A local model's answer is held to this share of its window when max_tokens is not set (0: not held).
+        self.local_max_tokens_share = float(local_max_tokens_share)
         #: The summary standing for the oldest messages, if the conversation was compacted.
         self.compaction: Compaction | None = None
         #: The last count of a request (for the meter of a thread that is opened again).
@@ -175,6 +207,8 @@ class ContextManager:
         #: The model and server the counts below were corrected for (another model: start again).
         self._corrected_for: tuple[str, str | None, str | None] | None = None
         self._ratio = 1.0
+        #: The ratio comes from the server (its reported count or its refusal), not from nothing.
+        self._calibrated = False
         self._anchor: _Anchor | None = None
         self._cache = _Cache()
         self._system: tuple[str | None, TokenCounter | None, int] = (None, None, 0)
@@ -222,18 +256,26 @@ class ContextManager:
         counter = self._counters.get(key)
         if counter is None:
             encode: Callable[[str], int] | None = None
+            name = key[0]
+            if getattr(provider, "is_language_model", True) and server_of(key[0], key[1]) is not None:
+                # The server's own tokenizer first (llama.cpp's /tokenize): the count it will make itself.
+                encode = await asyncio.to_thread(server_tokenizer, key[0], key[1])
+                name = f"{key[0]} (the server's /tokenize)"
             hook = getattr(provider, "token_counter", None)
             quick = getattr(provider, "known_token_counter", None)
-            known, found = quick() if callable(quick) else (False, None)
-            if known:  # loaded before (the warm-up loads it): no thread for it
-                encode = found
+            known, found = quick() if callable(quick) and encode is None else (False, None)
+            if encode is not None:
+                pass
+            elif known:  # loaded before (the warm-up loads it): no thread for it
+                encode, name = found, key[0]
             elif callable(hook):
+                name = key[0]
                 try:
                     encode = await asyncio.to_thread(hook)
                 except Exception as exc:
                     log.debug("%s: token_counter() failed: %s", key[0], exc)
             counter = TokenCounter(encode if callable(encode) else None,
-                                   tokenizer=key[0] if callable(encode) else None)
+                                   tokenizer=name if callable(encode) else None)
             self._counters[key] = counter
         return counter
 
@@ -252,16 +294,31 @@ class ContextManager:
             for spent in self.take_usage():  # the summaries' tokens count like the run's own
                 yield spent
             started = False
+            sent = self._local_limit(provider, prepared, settings)
+            usage: UsageChunk | None = None
+            cut: FinishChunk | None = None
+            written = 0
             try:
                 source = provider.stream(system=prepared.system, messages=prepared.messages, tools=tools,
-                                         settings=settings)
+                                         settings=sent)
                 async with _closing(source) as chunks:
                     async for chunk in chunks:
                         if not isinstance(chunk, StatusChunk):  # waits (connecting, queued) are no answer yet
                             started = True
                         if isinstance(chunk, UsageChunk):
                             self._observe(prepared, chunk, emit)
+                            usage = chunk
+                        elif isinstance(chunk, TextChunk | ReasoningChunk):
+                            written += len(chunk.text or "")
+                        elif isinstance(chunk, ToolCallChunk):
+                            written += len(chunk.arguments) if isinstance(chunk.arguments, str) else 0
+                        elif isinstance(chunk, FinishChunk) and chunk.reason == "length":
+                            cut = chunk  # said at the end: the usage that tells why may come after it
+                            continue
                         yield chunk
+                if cut is not None:
+                    full = self._window_full(prepared, usage, sent, written)
+                    yield FinishChunk("context_full") if full else cut
                 return
             except Exception as exc:
                 if started or not is_context_overflow(exc):
@@ -289,7 +346,10 @@ class ContextManager:
         if info is None:  # nothing known to keep within: the conversation as it is
             return Prepared(system, self._view(history, None, {}))
         if self._corrected_for != _key(provider):  # another model: its server's counts are not known yet
-            self._corrected_for, self._ratio, self._anchor = _key(provider), 1.0, None
+            key = _key(provider)
+            self._corrected_for, self._anchor = key, None
+            self._ratio = _calibrations.get(key, 1.0)  # what its server said to another robot of this process
+            self._calibrated = key in _calibrations
         counter = await self.counter(provider)
         self._tools = list(tools)
         params = _tool_params(tools)
@@ -301,7 +361,12 @@ class ContextManager:
             await asyncio.to_thread(counter.messages, view)  # a long thread opened again: count it off the loop
         prepared = self._measure(system, view, tools, counter, info)
         window = info.tokens
-        over = prepared.used > self.threshold * window or trigger == "overflow"
+        # An estimate no server has checked yet errs high (by up to ESTIMATE_HIGH): it compacts only when even
+        # its least plausible count is past the threshold, and refuses nothing; the server says (its count, or
+        # its refusal, which compacts and retries once).
+        sure = self._sure(provider, counter) or trigger == "overflow"
+        likely = prepared.used if sure else prepared.used / ESTIMATE_HIGH
+        over = likely > self.threshold * window or trigger == "overflow"
         hard = self._hard_limit(window, settings or {})
         if over and self.policy == "compact":
             prepared = await self._compact_to_fit(provider, system=system, history=history, tools=tools,
@@ -309,7 +374,7 @@ class ContextManager:
                                                   prepared=prepared, trigger=trigger, emit=emit)
         elif over and self.policy == "truncate":
             prepared = self._truncate(system, history, tools, counter, info, limit, params, prepared)
-        if prepared.used > hard:
+        if prepared.used > hard and sure:
             raise ContextOverflowError(self._too_long_message(provider, prepared, hard),
                                        provider=getattr(provider, "model_id", None), window=window)
         self.last = prepared
@@ -432,7 +497,10 @@ class ContextManager:
         """Correct the counts from the server's (never from an estimate of the provider's)."""
         if prepared.window is None or chunk.input_tokens <= 0 or getattr(chunk, "estimated", False):
             return
-        self._ratio = min(4.0, max(0.25, chunk.input_tokens / max(1, prepared.counted)))
+        if prepared.counted >= CALIBRATE_FROM:  # a small request's count is mostly the chat template's
+            self._ratio = min(4.0, max(0.25, chunk.input_tokens / max(1, prepared.counted)))
+            self._calibrated = True
+            _calibrations[self._corrected_for or ("", None, None)] = self._ratio
         self._anchor = _Anchor(prepared.system, prepared.messages, prepared.tools_tokens, chunk.input_tokens)
         used = chunk.input_tokens + chunk.output_tokens
         self.last = Prepared(prepared.system, prepared.messages, used=used, counted=prepared.counted,
@@ -452,9 +520,48 @@ class ContextManager:
             window = int(named)
         if window and prepared.counted:
             self._ratio = max(self._ratio, (window + 1) / prepared.counted * 1.05)
+            self._calibrated = True  # the server said the request was too long: the counts say so from now on
         self._anchor = None
 
+    # -- the answer's room --------------------------------------------------------------------------
+    def _local_limit(self, provider: Any, prepared: Prepared, settings: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``settings`` with a ``max_tokens`` for a local model that has none (``local_max_tokens_share`` of its
+        window, within the room the request leaves), so a looping small model cannot write until the window
+        is full."""
+        if (self.local_max_tokens_share <= 0 or settings.get("max_tokens") is not None or prepared.window is None
+                or not _local(provider)):
+            return settings
+        window = prepared.window.tokens
+        used = prepared.used if self._calibrated else prepared.used / ESTIMATE_HIGH  # (see prepare)
+        room = int(window - used) - 16
+        limit = max(64, min(int(window * self.local_max_tokens_share), room))
+        return {**settings, "max_tokens": limit}
+
+    def _window_full(self, prepared: Prepared, usage: UsageChunk | None, settings: Mapping[str, Any],
+                     written: int) -> bool:
+        """Whether an answer the server stopped at "length" stopped because the context window was full (the
+        request and the answer filled it), not at the ``max_tokens`` it was given."""
+        if prepared.window is None:
+            return False
+        window = prepared.window.tokens
+        margin = max(32, window // 50)
+        limit = settings.get("max_tokens")
+        limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
+        if usage is not None and not usage.estimated and usage.input_tokens > 0:
+            # (a max_tokens cut to the room the request left counts as the window too)
+            return usage.input_tokens + usage.output_tokens >= window - margin
+        answer = round(written / CHARS_PER_TOKEN * self._ratio)  # no count from the server: the text's estimate
+        if limit is not None and answer >= 0.8 * limit and prepared.used + limit < window - margin:
+            return False  # it stopped at the max_tokens it was given, with room left
+        return prepared.used + answer >= window - margin
+
     # -- helpers ----------------------------------------------------------------------------------
+    def _sure(self, provider: Any, counter: TokenCounter) -> bool:
+        """Whether the counts may refuse a request before it is sent: a tokenizer counts them, a server's
+        report (or refusal) calibrated them, or there is no server to ask (not a language model)."""
+        return (counter.tokenizer != "estimate" or self._calibrated
+                or not getattr(provider, "is_language_model", True))
+
     def _check(self, history: Sequence[Message]) -> None:
         if self.compaction is not None and self.compaction.upto > len(history):
             log.debug("compaction of %d messages dropped: the history has %d", self.compaction.upto, len(history))
@@ -546,6 +653,20 @@ class ContextManager:
             what = "(the context policy is 'error', so nothing was compacted)"
         return (f"{model}: the conversation is longer than the model's context window{size} {what} — the "
                 f"server said: {exc}. {self._fixes()}")
+
+
+def _local(provider: Any) -> bool:
+    """Whether ``provider``'s model runs on a server on this machine."""
+    if not getattr(provider, "is_language_model", True):
+        return False
+    local = getattr(provider, "is_local", None)
+    if isinstance(local, bool):
+        return local
+    base = getattr(provider, "api_base", None)
+    if isinstance(base, str) and base:
+        return is_loopback_url(base)
+    prefix = str(getattr(provider, "model_id", "") or "").partition("/")[0].lower()
+    return prefix in LOCAL_DEFAULT_BASES
 
 
 def _key(provider: Any) -> tuple[str, str | None, str | None]:

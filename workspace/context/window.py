@@ -28,7 +28,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ __all__ = [
     "clear_cache",
     "probe_server",
     "resolve_window",
+    "server_tokenizer",
     "window_from_message",
     "window_setting",
 ]
@@ -126,9 +127,10 @@ _cache_lock = threading.Lock()
 
 
 def clear_cache() -> None:
-    """Forget what servers said (tests; a server restarted with another context size)."""
+    """Forget what servers said (tests; a server restarted with another context size or tokenizer)."""
     with _cache_lock:
         _cache.clear()
+        _tokenizers.clear()
 
 
 def server_of(model: str | None, api_base: str | None) -> tuple[str, str] | None:
@@ -285,6 +287,62 @@ def probe_server(model: str | None, api_base: str | None) -> int | None:
     with _cache_lock:
         _cache[where] = (window, time.monotonic())
     return window
+
+
+# --------------------------------------------------------------------------------------------
+# The server's own tokenizer
+
+#: Texts whose count a server tokenizer keeps (the longest texts first to go).
+TOKENIZE_CACHE = 4096
+_tokenizers: dict[str, tuple[bool, float]] = {}
+
+
+def server_tokenizer(model: str | None, api_base: str | None) -> Callable[[str], int] | None:
+    """A function counting a text's tokens with the server's own tokenizer, where the server offers one
+    (llama.cpp's ``POST /tokenize`` ``{"content": ...}`` -> ``{"tokens": [...]}``), else None. Blocking (call
+    it in a thread; the function it returns blocks too and says so: its ``blocking`` is True); whether a
+    server has one is asked once per server (again after ``RETRY_AFTER`` seconds when it did not answer)."""
+    where = server_of(model, api_base)
+    if where is None:
+        return None
+    root = where[0]
+    with _cache_lock:
+        known = _tokenizers.get(root)
+    if known is not None and (known[0] or time.monotonic() - known[1] < RETRY_AFTER):
+        return _tokenize_fn(root) if known[0] else None
+    try:
+        answer = _get(f"{root}/tokenize", data={"content": "Hello, world"})
+        offered = isinstance(answer, dict) and isinstance(answer.get("tokens"), list)
+    except _NoAnswer:
+        offered = False
+    with _cache_lock:
+        _tokenizers[root] = (offered, time.monotonic())
+    if offered:
+        log.debug("token counts of %s come from its server's /tokenize", root)
+    return _tokenize_fn(root) if offered else None
+
+
+def _tokenize_fn(root: str) -> Callable[[str], int]:
+    counts: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def count(text: str) -> int:
+        with lock:
+            found = counts.get(text)
+        if found is not None:
+            return found
+        answer = _get(f"{root}/tokenize", data={"content": text}, timeout=max(PROBE_TIMEOUT, 5.0))
+        tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        if not isinstance(tokens, list):
+            raise ValueError(f"{root}/tokenize gave no tokens")
+        with lock:
+            if len(counts) >= TOKENIZE_CACHE:
+                counts.clear()
+            counts[text] = len(tokens)
+        return len(tokens)
+
+    count.blocking = True  # type: ignore[attr-defined]
+    return count
 
 
 async def resolve_window(provider: Any, *, setting: int | None = None, default: int = DEFAULT_WINDOW) -> WindowInfo | None:

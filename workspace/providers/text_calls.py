@@ -3,16 +3,19 @@
 Local models often know how to call tools while their server does not turn the call into a
 structured one (llama-cpp-python without ``tool_choice``, llama.cpp without ``--jinja``, a chat
 template without tool support): the call arrives as text. :func:`find_text_calls` recognises the
-common formats:
+forms models' chat templates produce, and only those:
 
 - Hermes / Qwen 2.5 / Qwen 3: ``<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>``
   (the closing tag may be missing when the server stopped on it);
 - Mistral: ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}]`` (also ``[TOOL_CALLS]name[ARGS]{...}``);
-- Llama 3.1 / 3.2: ``<|python_tag|>{"name": ..., "parameters": {...}}``, an answer that is only such a JSON
-  object (or a list of them), and ``<function=get_weather>{"city": "Oslo"}</function>``;
-- a fenced block: a JSON call (````json {"name": ..., "arguments": ...}````) or a Python-style call
-  (````tool_code``/````python``: ``get_weather(city="Oslo")``, ``print(get_weather(...))``, as Gemma
-  writes them) of a tool that exists.
+- Llama 3.1 / 3.2: ``<|python_tag|>{"name": ..., "parameters": {...}}``, a whole answer that is such a JSON
+  object (or a list of them) and nothing else, and ``<function=get_weather>{"city": "Oslo"}</function>``;
+- Gemma: a ````tool_code`` block (``get_weather(city="Oslo")``, ``print(get_weather(...))``), the one
+  fence whose language is a call and not a programming language.
+
+A call written in prose or in a code example (a ````python`` / ````json`` / bare fenced block, an inline
+`` `code` `` span) is text: a model defining its own ``list_files()`` in an example runs nothing. The
+markers are looked for outside fenced blocks and inline code only.
 
 Only calls of tools the run offered are recognised; a marker without a call that can be read is
 reported (``attempted``), so the chat can say the model tried. :class:`ThinkSplitter` moves a
@@ -59,6 +62,10 @@ _MISTRAL = re.compile(r"\[TOOL_CALLS\]\s*(.*)$", re.S)
 _MISTRAL_ARGS = re.compile(r"([A-Za-z0-9_.\-]+)\[ARGS\]\s*(\{.*?\})(?=\s*(?:\[TOOL_CALLS\]|$))", re.S)
 _PYTHON_TAG = re.compile(r"<\|python_tag\|>\s*(.*)$", re.S)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n(.*?)\n?```", re.S)
+_ANY_FENCE = re.compile(r"(```|~~~)[^\n]*\n.*?(?:\n[ \t]*\1|$)", re.S)
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
+#: The fences whose language says "a call" (Gemma's), not a programming language.
+_CALL_FENCES = ("tool_code", "tool_call", "tool_calls")
 _MARKERS = (("<tool_call>", "Hermes <tool_call>"), ("[TOOL_CALLS]", "Mistral [TOOL_CALLS]"),
             ("<|python_tag|>", "Llama <|python_tag|>"), ("<function=", "Llama <function=…>"))
 
@@ -143,6 +150,7 @@ def find_text_calls(text: str, tools: Iterable[str], *,
         return found
     order = parameters or {}
     spans: list[TextCall] = []
+    masked = _without_code(text)  # the same length: offsets stay those of the original
 
     def take(style: str, matches: Iterable[tuple[int, int, list[tuple[str, dict[str, Any]]]]]) -> bool:
         for start, end, calls in matches:
@@ -153,19 +161,19 @@ def find_text_calls(text: str, tools: Iterable[str], *,
         return bool(spans)
 
     def tagged() -> Iterable[tuple[int, int, list[tuple[str, dict[str, Any]]]]]:
-        for m in _TAGGED.finditer(text):
+        for m in _TAGGED.finditer(masked):
             calls = [c for v in _json_values(m.group(1)) if (c := _as_call(v, names))]
             if calls:
                 yield m.start(), m.end(), calls
 
     def function_tags() -> Iterable[tuple[int, int, list[tuple[str, dict[str, Any]]]]]:
-        for m in _FUNCTION_TAG.finditer(text):
+        for m in _FUNCTION_TAG.finditer(masked):
             values = _json_values(m.group(2)) or ([{}] if not m.group(2).strip() else [])
             if m.group(1) in names and len(values) == 1 and isinstance(values[0], Mapping):
                 yield m.start(), m.end(), [(m.group(1), dict(values[0]))]
 
     def mistral() -> Iterable[tuple[int, int, list[tuple[str, dict[str, Any]]]]]:
-        m = _MISTRAL.search(text)
+        m = _MISTRAL.search(masked)
         if m is None:
             return
         calls = [c for v in _json_values(m.group(1)) if (c := _as_call(v, names))]
@@ -173,35 +181,32 @@ def find_text_calls(text: str, tools: Iterable[str], *,
             calls = [(n, json.loads(a)) for n, a in _MISTRAL_ARGS.findall(m.group(0).replace("[TOOL_CALLS]", " "))
                      if n in names and _loads_object(a)]
         if calls:
-            yield m.start(), len(text), calls
+            yield m.start(), len(masked), calls
 
     def python_tag() -> Iterable[tuple[int, int, list[tuple[str, dict[str, Any]]]]]:
-        m = _PYTHON_TAG.search(text)
+        m = _PYTHON_TAG.search(masked)
         if m is not None:
             calls = [c for v in _json_values(m.group(1)) if (c := _as_call(v, names))]
             if calls:
-                yield m.start(), len(text), calls
+                yield m.start(), len(masked), calls
 
     def bare_json() -> Iterable[tuple[int, int, list[tuple[str, dict[str, Any]]]]]:
-        # The answer is a JSON call (or ends with one, after a line of text), as Llama 3.x writes them.
-        starts = [0] + [m.end() for m in re.finditer(r"\n[ \t]*(?=[{\[])", text)]
-        for start in starts:
-            if text[start:].lstrip()[:1] not in ("{", "["):
-                continue
-            values = _json_values(text[start:])
-            calls = [c for v in values if (c := _as_call(v, names))]
-            if calls and len(calls) == len(values):
-                yield start, len(text), calls
-                return
+        # The whole answer is a JSON call (or a list of them), as Llama 3.x's template has it: nothing else.
+        if text.lstrip()[:1] not in ("{", "["):
+            return
+        values = _json_values(text)
+        calls = [c for v in values if (c := _as_call(v, names))]
+        if calls and len(calls) == len(values):
+            yield 0, len(text), calls
 
     def fenced() -> Iterable[tuple[int, int, list[tuple[str, dict[str, Any]]]]]:
         for m in _FENCE.finditer(text):
             lang, body = m.group(1).lower(), m.group(2)
-            calls: list[tuple[str, dict[str, Any]]] = []
-            if lang in ("", "json", "tool_call", "tool_calls", "javascript"):
-                values = _json_values(body)
-                calls = [c for v in values if (c := _as_call(v, names))]
-            if not calls and lang in ("", "tool_code", "python", "py", "tool_call"):
+            if lang not in _CALL_FENCES:
+                continue  # a code example, whatever it holds
+            values = _json_values(body)
+            calls = [c for v in values if (c := _as_call(v, names))]
+            if not calls:
                 lines = [ln for ln in body.strip().splitlines() if ln.strip()]
                 parsed = [_python_call(ln, names, order) for ln in lines]
                 if parsed and all(parsed):
@@ -211,7 +216,7 @@ def find_text_calls(text: str, tools: Iterable[str], *,
 
     for style, finder in (("Hermes <tool_call>", tagged), ("Llama <function=…>", function_tags),
                           ("Mistral [TOOL_CALLS]", mistral), ("Llama <|python_tag|>", python_tag),
-                          ("JSON", bare_json), ("fenced code", fenced)):
+                          ("JSON", bare_json), ("Gemma ```tool_code```", fenced)):
         if take(style, finder()):
             break
     if spans:
@@ -225,10 +230,19 @@ def find_text_calls(text: str, tools: Iterable[str], *,
         found.text = re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip()
         return found
     for marker, style in _MARKERS:
-        if marker in text:
+        if marker in masked:
             found.attempted = style
             break
     return found
+
+
+def _without_code(text: str) -> str:
+    """``text`` with its fenced blocks and inline code spans blanked (spaces, newlines kept: the same
+    offsets), so a call marker shown in a code example is not taken for a call."""
+    def blank(m: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", m.group(0))
+
+    return _INLINE_CODE.sub(blank, _ANY_FENCE.sub(blank, text))
 
 
 def _loads_object(text: str) -> bool:

@@ -70,6 +70,10 @@ class LLM(StrictModel):
         "truncate (the oldest turns left out) or error (the run fails before sending)")
     compaction_threshold: float = Field(0.8, ge=0.1, le=0.95, description="The share of the context window at "
                                         "which older messages are compacted")
+    local_max_tokens_share: float = Field(
+        0.25, ge=0, le=0.9, description="A local model's answer (a server on this machine) is held to this share of "
+        "its context window when max_tokens is not set, so a looping small model cannot write until the window is "
+        "full; 0: no limit")
     compaction_model: str | None = Field(None, description="The model that writes the summaries of compacted "
                                          "messages (a cheaper one); empty: the robot's own model")
     vision: Vision | None = Field(
@@ -97,7 +101,8 @@ class Agent(StrictModel):
     tools: Level = Field("all", description="Tools robots may use: all | none | a list of names")
     mcp: Level = Field("all", description="MCP servers robots may use: all | none | a list of names")
     text_tool_calls: Literal["run", "notice", "off"] = Field(
-        "run", description="A tool call the model wrote as text (<tool_call>{...}</tool_call>, a fenced call): run "
+        "run", description="A tool call the model wrote as text in a chat template's form (<tool_call>{...}"
+        "</tool_call>, <|python_tag|>, [TOOL_CALLS], a whole answer that is a JSON call; never a code example): run "
         "it, only say so in the chat, or ignore it")
     mcp_startup_wait: float = Field(5.0, ge=0, le=600, description="Seconds a run waits for MCP servers still "
                                     "starting; it then goes on without them and their tools join when they are up")

@@ -70,6 +70,15 @@ def _hosted_past_local(model: str, config: Any) -> bool:
     return model in known_chat_models("openai")
 
 
+def server_of(robot: Robot) -> str | None:
+    """The server ``robot`` talks to: its provider's API base (else the robot's), without credentials;
+    None for a hosted provider's own service (or a provider with no address)."""
+    from workspace.urls import without_credentials
+
+    base = getattr(robot.provider, "api_base", None) or robot.api_base
+    return without_credentials(base) or None if isinstance(base, str) and base else None
+
+
 class _WithoutApiBase:
     """A configuration lookup without ``llm.api_base`` (for a hosted model chosen beside a local server)."""
 
@@ -133,9 +142,16 @@ class ThreadSession:
             if self._robot_from_catalog:  # (the command line's own robot stays as it was given)
                 self._robot = None
         if self._robot is None:
-            self._robot = self._robot_with_model(self.chosen_model, self._thread.metadata.get("api_base"))
+            self._robot = self._robot_with_model(self.chosen_model, self.server)
             self._robot_from_catalog = True
         return self._robot
+
+    @property
+    def server(self) -> str | None:
+        """The server the thread was held with (metadata ``api_base``: an API base, never a key); None: the
+        model's hosted provider, or not known yet. The thread goes on there until the user switches."""
+        value = self._thread.metadata.get("api_base")
+        return value if isinstance(value, str) and value else None
 
     # -- the thread's model ----------------------------------------------------------------------
     @property
@@ -154,10 +170,17 @@ class ThreadSession:
             return None
 
     def _robot_with_model(self, model: str | None, api_base: Any = None) -> Robot:
-        """The catalog's robot, with ``model`` (and the server ``api_base``) when given."""
-        if not model:
-            return self.workspace.load_robot(self._thread.robot)
+        """The catalog's robot, with ``model`` (and the server ``api_base``) when given: the robot's own model
+        goes on at the thread's server too, whatever the configuration says now (unless the robot's model is
+        no longer the one the thread was held with: the user chose another, at its own server)."""
         base = str(api_base) if isinstance(api_base, str) and api_base else None
+        if not model:
+            robot = self.workspace.load_robot(self._thread.robot)
+            held = self._thread.metadata.get("server_model")
+            if (base is None or not robot.model or self.workspace.provider is not None or robot.api_base == base
+                    or (isinstance(held, str) and held != robot.model)):
+                return robot
+            model = robot.model
         return self.workspace.load_robot_with_model(self._thread.robot, model, api_base=base)
 
     def set_model(self, model: str | None, *, api_base: str | None = None) -> ev.ModelChanged | None:
@@ -177,18 +200,22 @@ class ThreadSession:
         robot = self._robot_with_model(model, api_base)
         self._robot = robot
         self._robot_from_catalog = True
-        return self.record_model(robot.model, previous=previous, api_base=api_base, default=default,
-                                 chosen=model)
+        return self.record_model(robot.model, previous=previous, api_base=api_base or server_of(robot),
+                                 default=default, chosen=model)
 
     def record_model(self, model: str | None, *, previous: str | None, api_base: str | None = None,
                      default: str | None = None, chosen: str | bool | None = True) -> ev.ModelChanged | None:
         """Record a switch of the thread's model (the command line builds its robot itself): the metadata says ``chosen`` (True: ``model``; None: the robot's default), and a ``model_changed``
         event goes after the current turn. Returns that event (None: the model did not change, or the
         thread has no turn yet: the metadata alone says it)."""
+        from workspace.urls import without_credentials
+
         keep = model if chosen is True else chosen
-        self._thread = self.store.update_thread_metadata(self.thread_id, model=keep or None,
-                                                         api_base=api_base if keep else None)
-        if (model or "") == (previous or ""):
+        previous_base = self.server or ""
+        base = without_credentials(api_base) if api_base else ""
+        self._thread = self.store.update_thread_metadata(self.thread_id, model=keep or None, api_base=base or None,
+                                                         server_model=model if base and not keep else None)
+        if (model or "") == (previous or "") and base == previous_base:
             return None
         turn_id = self._thread.current_turn_id
         if turn_id is None:
@@ -196,7 +223,8 @@ class ThreadSession:
         turn = self.store.get_turn(turn_id)
         event = ev.ModelChanged(run_id=turn.run_id or f"model-{uuid.uuid4().hex[:12]}", robot=self._thread.robot,
                                 model=model or "", previous=previous or "",
-                                robot_default=default is not None and model == default)
+                                robot_default=default is not None and model == default,
+                                api_base=base, previous_api_base=previous_base)
         self.store.append_event(self.thread_id, turn_id, event)
         return event
 
@@ -304,6 +332,17 @@ class ThreadSession:
         if self.running:
             raise RuntimeError(f"The thread is running; stop the run (or wait for it) before you {what}")
 
+    def _remember_server(self, robot: Robot) -> None:
+        """Keep the server the thread is held with (its first run's, or the one the user switched to), so a
+        reopened or continued thread goes on there and not to the hosted provider of the same model prefix."""
+        held = self._thread.metadata.get("server_model")
+        if self.server is not None and (self.chosen_model or not isinstance(held, str) or held == robot.model):
+            return  # (the robot's own model changed in the settings: the thread is held where it goes now)
+        base = server_of(robot)
+        if base or self.server is not None:
+            model = None if self.chosen_model or not base else robot.model  # the robot's own: which, at that server
+            self._thread = self.store.update_thread_metadata(self.thread_id, api_base=base, server_model=model)
+
     def _start(self, text: str, parent_turn_id: str | None, extra: dict[str, Any] | None = None) -> RecordedRun:
         self._not_running("send another message")
         if not text or not text.strip():
@@ -317,6 +356,7 @@ class ThreadSession:
             network = self._load_network()
         else:
             robot = self.robot
+            self._remember_server(robot)
         if self.changes is not None:
             # The review outcome of earlier proposals reaches the model in front of this message
             # (stored that way too, so a rebuilt conversation tells the model the same truth).

@@ -315,16 +315,18 @@ __all__ = ["Workspace"]
 
 def _warm_context(robot: Robot) -> None:
     """What the first request's context check asks once per model: the window (a local server is
-    asked, a few loopback requests) and the tokenizer (litellm's, where the model has one). Failures
+    asked, a few loopback requests) and the tokenizer (the server's /tokenize, else litellm's, where the model
+    has one). Failures
     stay quiet here: the first message asks again and reports them."""
     try:
         provider = robot.provider
-        from workspace.context.window import probe_server, server_of
+        from workspace.context.window import probe_server, server_of, server_tokenizer
 
         api_base = getattr(provider, "api_base", None)
         model = getattr(provider, "model_id", None)
         if server_of(model, api_base if isinstance(api_base, str) else None) is not None:
             probe_server(model, api_base)
+            server_tokenizer(model, api_base)  # whether the server counts tokens itself (llama.cpp's /tokenize)
         for hook in ("context_window", "token_counter"):  # litellm's model map, the tokenizer (remembered)
             ask = getattr(provider, hook, None)
             if callable(ask):
