@@ -479,8 +479,10 @@ def read_file(path: Path) -> dict[str, Any]:
     else:
         import yaml
 
+        from workspace import yaml_limits
+
         try:
-            data = yaml.safe_load(text)
+            data = yaml_limits.safe_load(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

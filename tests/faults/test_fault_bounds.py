@@ -1,0 +1,165 @@
+"""Everything read from a folder or a server is bounded (issue 23, section 3).
+
+- YAML from a folder or a person: a 1 KB alias bomb ("billion laughs"), a recursive alias and
+  ``[[[[…`` nested deep are refused with a message naming the file, in milliseconds and a few MB
+  (``workspace.yaml_limits``), through the real paths: a robot file, a network, config.yaml, an
+  MCP servers file, the robot editor and the ``mcpServers`` editor.
+
+A case survives when the answer is a clear error naming the file (no traceback) and the memory
+used stays far below what the document stands for. Times are bounded only by the anti-hang timeout;
+``bench/bench_bounds.py`` prints the figures.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workspace import paths
+from workspace.cli import main as cli_main
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def alias_bomb(indent: str = "") -> str:
+    """The 1 KB "billion laughs": nine levels of nine aliases, 9**9 (387 million) strings once expanded."""
+    lines = [f'{indent}a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    previous = "a"
+    for name in "bcdefghi":
+        lines.append(f"{indent}{name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]")
+        previous = name
+    return "\n".join(lines) + "\n"
+
+
+BOMB = alias_bomb()
+RECURSIVE = "a: &a [1, *a]\n"
+DEEP = "x: " + "[" * 50_000 + "]" * 50_000 + "\n"
+
+
+def robot_with(front: str) -> str:
+    return "---\nname: bad\nx-data:\n" + "".join(f"  {line}\n" for line in front.splitlines()) + "---\nYou help.\n"
+
+
+@dataclass
+class YamlCase:
+    name: str
+    argv: tuple[str, ...]
+    file: str  # "config", "robot" or a name in the test's folder
+    text: str
+    says: tuple[str, ...]
+
+
+YAML_CASES = [
+    YamlCase("robot front matter: a 1 KB alias bomb", ("run", "bad", "hi"), "robot", robot_with(BOMB),
+             ("{file}", "billion laughs", "write the values out")),
+    YamlCase("robot front matter: a recursive alias", ("run", "bad", "hi"), "robot", robot_with(RECURSIVE),
+             ("{file}", "recursive alias")),
+    YamlCase("robot front matter: nested 50,000 deep", ("run", "bad", "hi"), "robot", robot_with(DEEP),
+             ("{file}", "nest more than 100 levels")),
+    YamlCase("network: a 1 KB alias bomb", ("network", "run", "{tmp}/n.yaml", "hi"), "n.yaml",
+             "name: n\ntasks:\n  a:\n    robot: assistant\nx:\n" + alias_bomb("  "),
+             ("{file}", "billion laughs")),
+    YamlCase("network: a recursive alias", ("network", "run", "{tmp}/n.yaml", "hi"), "n.yaml",
+             "name: n\ntasks: &t\n  a:\n    robot: assistant\n    input: *t\n", ("{file}", "recursive alias")),
+    YamlCase("config.yaml: a 1 KB alias bomb", ("config", "show"), "config", "x-bomb:\n" + alias_bomb("  "),
+             ("{file}", "billion laughs")),
+    YamlCase("config.yaml: a recursive alias", ("config", "show"), "config", "llm: &l {model: x, more: *l}\n",
+             ("{file}", "recursive alias")),
+    YamlCase("config.yaml mcpServers: a 1 KB alias bomb", ("mcp", "list"), "config",
+             "mcpServers:\n  s:\n    command: node\n    env:\n" + alias_bomb("      ") + "    args: *i\n",
+             ("{file}", "billion laughs")),
+    YamlCase("an MCP servers file (mcp import): a 1 KB alias bomb", ("mcp", "import", "{tmp}/servers.yaml"),
+             "servers.yaml", alias_bomb() + "mcpServers:\n  s:\n    command: node\n    args: *i\n",
+             ("{file}", "billion laughs")),
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def imported() -> None:
+    """Import what the commands import before measuring (imports under tracemalloc are slow and big)."""
+    import importlib
+
+    for name in ("workspace.cli.runs", "workspace.cli.record", "workspace.session", "workspace.schemas.robot",
+                 "workspace.schemas.config", "workspace.schemas.mcp", "workspace.network.loader",
+                 "workspace.mcp.importers", "workspace.mcp.edit", "workspace.robot_files",
+                 "workspace.catalog", "workspace.robot"):
+        importlib.import_module(name)
+
+
+@pytest.mark.parametrize("case", YAML_CASES, ids=[c.name for c in YAML_CASES])
+def test_yaml_past_the_limits_is_refused_naming_the_file(case: YamlCase, tmp_path: Path, matrix: Any,
+                                                         capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    matrix.case("bounded inputs", case.name)
+    where = {"config": paths.user_config_file(), "robot": paths.user_robots_dir() / "bad.md"}
+    path = where.get(case.file, tmp_path / case.file)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(case.text, encoding="utf-8")
+    monkeypatch.setenv("ROBOT_LAB_DEMO__DELAY", "0")
+    tracemalloc.start()
+    try:
+        code = cli_main([arg.format(tmp=tmp_path) for arg in case.argv])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    out, err = capsys.readouterr()
+    shown = out + err
+    assert code != 0, shown
+    for part in case.says:
+        assert part.format(file=path) in shown, (part.format(file=path), shown)
+    assert "Traceback" not in shown and "RecursionError" not in shown, shown
+    assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MB"  # the bomb stands for gigabytes
+
+
+def _draft(path: Path) -> Any:
+    from workspace.robot_files import load_draft
+
+    return load_draft(path)
+
+
+def _servers_file(path: Path) -> Any:
+    from workspace.mcp.edit import ServersFile
+
+    return ServersFile(path)
+
+
+EDITORS: list[tuple[str, Callable[[Path], Any], str]] = [
+    ("the robot editor (ruamel): a 1 KB alias bomb", _draft, robot_with(BOMB)),
+    ("the robot editor (ruamel): a recursive alias", _draft, robot_with(RECURSIVE)),
+    ("the mcpServers editor (ruamel): a 1 KB alias bomb", _servers_file, "x:\n" + alias_bomb("  ")),
+]
+
+
+@pytest.mark.parametrize(("name", "open_it", "text"), EDITORS, ids=[e[0] for e in EDITORS])
+def test_the_round_trip_editors_refuse_yaml_past_the_limits(name: str, open_it: Callable[[Path], Any], text: str,
+                                                            tmp_path: Path, matrix: Any) -> None:
+    from workspace.errors import ConfigurationError
+
+    matrix.case("bounded inputs", name)
+    path = tmp_path / "file.md"
+    path.write_text(text, encoding="utf-8")
+    tracemalloc.start()
+    try:
+        with pytest.raises(ConfigurationError) as caught:
+            open_it(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(path) in str(caught.value)
+    assert "billion laughs" in str(caught.value) or "recursive alias" in str(caught.value)
+    assert peak < 64 * 2**20
+
+
+def test_aliases_used_as_intended_still_load(tmp_path: Path) -> None:
+    """Merge keys and a few shared values are what aliases are for: well inside the limits."""
+    from workspace.yaml_limits import safe_load
+
+    text = "base: &base {command: node, args: [a, b], env: {A: '1'}}\n" + "".join(
+        f"s{i}: {{<<: *base, cwd: /tmp/{i}}}\n" for i in range(200))
+    data = safe_load(text)
+    assert data["s199"] == {"command": "node", "args": ["a", "b"], "env": {"A": "1"}, "cwd": "/tmp/199"}
