@@ -163,3 +163,62 @@ def test_aliases_used_as_intended_still_load(tmp_path: Path) -> None:
         f"s{i}: {{<<: *base, cwd: /tmp/{i}}}\n" for i in range(200))
     data = safe_load(text)
     assert data["s199"] == {"command": "node", "args": ["a", "b"], "env": {"A": "1"}, "cwd": "/tmp/199"}
+
+
+# -- robot templates: time and size ------------------------------------------------------------------
+
+TEMPLATES = [  # (case, body, what the message says)
+    ("template: range(10**9)", "{% for i in range(10**9) %}x{% endfor %}", "Range too big"),
+    ("template: 'x' * 300000000", "{{ 'x' * 300000000 }}", "300,000,000"),
+    ("template: a text doubled 40 times with ~", "{% set ns = namespace(s='x') %}{% for i in range(40) %}"
+     "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}", "more than the 4,000,000"),
+    ("template: loops that do not end in time", "{% for i in range(100000) %}{% for j in range(100000) %}"
+     "{% endfor %}{% endfor %}", "more than 3 seconds"),
+    ("template: a loop over a loop over a loop (no calls inside)", "{% set r = range(100000) %}{% for i in r %}"
+     "{% for j in r %}{% for k in r %}{% endfor %}{% endfor %}{% endfor %}", "more than 3 seconds"),
+    ("template: 300 MB of output", "{% for i in range(100000) %}{{ 'x' * 3000 }}{% endfor %}", "more than the 4,000,000"),
+    ("template: a width of 300,000,000", "{{ '{:>300000000}'.format(1) }}{{ 'x'|center(300000000) }}",
+     "300,000,000"),
+    ("template: a macro calling itself", "{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "too deep"),
+]
+
+
+@pytest.mark.parametrize(("name", "body", "says"), TEMPLATES, ids=[t[0] for t in TEMPLATES])
+def test_a_template_past_the_limits_fails_naming_the_robot_file(name: str, body: str, says: str, matrix: Any,
+                                                                capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    matrix.case("bounded inputs", name)
+    path = paths.user_robots_dir() / "bad.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\nname: bad\n---\n{body}\n", encoding="utf-8")
+    monkeypatch.setenv("ROBOT_LAB_DEMO__DELAY", "0")
+    tracemalloc.start()
+    try:
+        code = cli_main(["run", "bad", "hi", "--no-record"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    out, err = capsys.readouterr()
+    shown = out + err
+    assert code != 0, shown
+    assert str(path) in shown and "cannot render the template" in shown and says in shown, shown
+    assert "Traceback" not in shown, shown
+    assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MB"
+
+
+def test_a_set_inside_a_loop_does_not_double() -> None:
+    """``{% set s = s ~ s %}`` in a loop doubles nothing: Jinja scopes the set to one iteration."""
+    from workspace.templates import Template
+
+    body = "{% set s = 'x' %}{% for i in range(40) %}{% set s = s ~ s %}{% endfor %}[{{ s }}]"
+    assert Template.parse(body, name="t").render() == "[x]"
+
+
+def test_templates_within_the_limits_render_as_before() -> None:
+    from workspace.templates import Template
+
+    body = ("Hello {{ name }} {% for i in range(3) %}{{ i }}{% endfor %} {{ 'ab' * 3 }} {{ [1, 2]|join(',') }} "
+            "{{ 'a b'|replace(' ', '-') }} {{ '%05d' % 3 }} [{{ 'x'|center(5) }}] {{ '{:>4}'.format(7) }} "
+            "{% for x in [1, 2] %}{{ loop.index }}/{{ loop.length }} {% endfor %}{{ 2 ** 10 }}")
+    assert Template.parse(body, name="t").render(name="you") == (
+        "Hello you 012 ababab 1,2 a-b 00003 [  x  ]    7 1/2 2/2 1024")
