@@ -222,3 +222,103 @@ def test_templates_within_the_limits_render_as_before() -> None:
             "{% for x in [1, 2] %}{{ loop.index }}/{{ loop.length }} {% endfor %}{{ 2 ** 10 }}")
     assert Template.parse(body, name="t").render(name="you") == (
         "Hello you 012 ababab 1,2 a-b 00003 [  x  ]    7 1/2 2/2 1024")
+
+
+# -- read_file streams ---------------------------------------------------------------------------------
+
+
+def _big_file(path: Path, lines: int) -> int:
+    """``lines`` numbered lines of about 100 bytes; returns the file's size."""
+    pad = "." * 90
+    with path.open("w", encoding="utf-8", newline="\n") as fh:
+        for start in range(1, lines + 1, 10_000):
+            fh.write("".join(f"{n:08d} {pad}\n" for n in range(start, min(start + 10_000, lines + 1))))
+    return path.stat().st_size
+
+
+READS = [  # (case, arguments, what the answer holds)
+    ("read_file: 11 lines deep in a 30 MB file", {"start_line": 250_000, "end_line": 250_010},
+     {"start_line": 250_000, "end_line": 250_010, "total_lines": 300_000, "first": "00250000", "lines": 11}),
+    ("read_file: a 30 MB file without a range is cut with a note", {},
+     {"start_line": 1, "end_line": 2000, "total_lines": 300_000, "first": "00000001", "lines": 2000,
+      "note": "call read_file with start_line=2001"}),
+    ("read_file: the last lines of a 30 MB file", {"start_line": 299_999},
+     {"start_line": 299_999, "end_line": 300_000, "total_lines": 300_000, "first": "00299999", "lines": 2}),
+]
+
+
+@pytest.fixture(scope="module")
+def big_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("big")
+    _big_file(folder / "big.log", 300_000)
+    (folder / "empty.txt").write_bytes(b"")
+    return folder
+
+
+@pytest.mark.parametrize(("name", "arguments", "expected"), READS, ids=[r[0] for r in READS])
+async def test_read_file_streams_a_big_file(name: str, arguments: dict[str, Any], expected: dict[str, Any],
+                                            big_folder: Path, matrix: Any) -> None:
+    from workspace.changes import ChangeSet
+    from workspace.tools import registry
+    from workspace.tools.base import ToolContext
+
+    matrix.case("bounded inputs", name)
+    size = (big_folder / "big.log").stat().st_size
+    context = ToolContext(robot="r", run_id="run", call_id="call", folder=big_folder, changes=ChangeSet(big_folder),
+                          emit=lambda cls, **fields: None)
+    tool = registry.get("read_file")
+    assert tool is not None
+    await tool.invoke({"path": "empty.txt"}, context)  # imports (the arguments' schema) before measuring
+    tracemalloc.start()
+    try:
+        out = await tool.invoke({"path": "big.log", **arguments}, context)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not out.is_error, out.data
+    data = out.data
+    for key in ("start_line", "end_line", "total_lines"):
+        assert data[key] == expected[key], (key, data)
+    lines = data["content"].splitlines()
+    assert lines[0].startswith(expected["first"]) and len(lines) == expected["lines"]
+    assert expected.get("note", "") in data.get("note", "")
+    assert peak < size / 8, f"{peak / 2**20:.1f} MB for a {size / 2**20:.0f} MB file"
+
+
+async def test_an_empty_file_reads_as_empty(big_folder: Path, matrix: Any) -> None:
+    from workspace.tools import registry
+    from workspace.tools.base import ToolContext
+
+    matrix.case("bounded inputs", "read_file: an empty file")
+    context = ToolContext(robot="r", run_id="run", call_id="call", folder=big_folder, changes=None,
+                          emit=lambda cls, **fields: None)
+    out = await registry.get("read_file").invoke({"path": "empty.txt"}, context)  # type: ignore[union-attr]
+    assert not out.is_error, out.data
+    assert out.data["content"] == "" and out.data["total_lines"] == 0 and "empty" in out.data["note"]
+
+
+async def test_a_big_file_with_a_pending_edit_reads_the_edit(tmp_path: Path) -> None:
+    """Streaming reads the disk only when the run left the file as it is there."""
+    from workspace.changes import ChangeSet
+    from workspace.tools import registry
+    from workspace.tools.base import ToolContext
+    from workspace.tools.files import reading
+
+    (tmp_path / "a.txt").write_text("one\ntwo\n")
+    changes = ChangeSet(tmp_path)
+    context = ToolContext(robot="r", run_id="run", call_id="call", folder=tmp_path, changes=changes,
+                          emit=lambda cls, **fields: None)
+    tool = registry.get("read_file")
+    assert tool is not None
+    edit = registry.get("edit_file")
+    assert edit is not None
+    streamed = reading.STREAM_BYTES
+    reading.STREAM_BYTES = 0  # every file is "big"
+    try:
+        before = await tool.invoke({"path": "a.txt"}, context)
+        await edit.invoke({"path": "a.txt", "search": "two", "replace": "deux"}, context)
+        after = await tool.invoke({"path": "a.txt"}, context)
+    finally:
+        reading.STREAM_BYTES = streamed
+    assert before.data["content"] == "one\ntwo\n" and "big" in before.data["note"]
+    assert after.data["content"] == "one\ndeux\n" and "pending" in after.data
