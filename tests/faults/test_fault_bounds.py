@@ -12,6 +12,7 @@ used stays far below what the document stands for. Times are bounded only by the
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -322,3 +323,165 @@ async def test_a_big_file_with_a_pending_edit_reads_the_edit(tmp_path: Path) -> 
         reading.STREAM_BYTES = streamed
     assert before.data["content"] == "one\ntwo\n" and "big" in before.data["note"]
     assert after.data["content"] == "one\ndeux\n" and "pending" in after.data
+
+
+# -- arguments and results nested deep, and an MCP server's bytes that are not UTF-8 ---------------------
+
+
+@pytest.fixture
+async def manager() -> Any:
+    from workspace.mcp import set_default_manager
+    from workspace.mcp.manager import MCPManager
+
+    fresh = MCPManager()
+    previous = set_default_manager(fresh)
+    yield fresh
+    await fresh.aclose()
+    set_default_manager(previous)
+
+
+def configure(servers: dict[str, Any], *, wait: float = 20) -> None:
+    for entry in servers.values():
+        entry.setdefault("autoApprove", ["*"])
+    config = paths.user_config_file()
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"agent": {"mcp_startup_wait": wait}, "mcpServers": servers}), encoding="utf-8")
+    robots = paths.user_robots_dir()
+    robots.mkdir(parents=True, exist_ok=True)
+    (robots / "helper.md").write_text(f"---\nname: helper\nmcp: {json.dumps(list(servers))}\n---\nYou help.\n",
+                                      encoding="utf-8")
+
+
+async def record(replies: list[Any], tmp_path: Path) -> tuple[Any, Any]:
+    from workspace.providers.testing import ScriptedProvider
+    from workspace.session import Workspace
+
+    workspace = Workspace(provider=ScriptedProvider(replies), db_path=tmp_path / "threads.db")
+    session = workspace.new_thread("helper")
+    run = session.send("go")
+    await run.wait()
+    return workspace, run
+
+
+def stored_kinds(workspace: Any, run: Any) -> list[str]:
+    return [e.kind for e in workspace.store.turn_events(run.turn_id) if e.kind != "text_delta"]
+
+
+def deep_list(depth: int) -> list[Any]:
+    top: list[Any] = []
+    inner = top
+    for _ in range(depth - 1):
+        inner.append([])
+        inner = inner[0]
+    return top
+
+
+DEEP_JSON = '{"message": ' + "[" * 100_000 + "]" * 100_000 + "}"
+DEEP_ARGUMENTS = [  # (case, arguments as the model sends them)
+    ("tool arguments: [[[[…]]]] 100,000 deep (JSON text)", DEEP_JSON),
+    ("tool arguments: 500 deep (JSON text json.loads parses)", '{"message": ' + "[" * 500 + "]" * 500 + "}"),
+    ("tool arguments: 100,000 deep (an object from the provider)", {"message": deep_list(100_000)}),
+]
+
+
+@pytest.mark.parametrize(("name", "arguments"), DEEP_ARGUMENTS, ids=[a[0] for a in DEEP_ARGUMENTS])
+async def test_arguments_nested_too_deep_are_an_invalid_arguments_error(name: str, arguments: Any, manager: Any,
+                                                                        tmp_path: Path, matrix: Any) -> None:
+    from workspace import events as ev
+    from workspace.providers.testing import ToolCall
+
+    matrix.case("bounded inputs", name)
+    configure({"fault": _fault_server("ok")})
+    workspace, run = await record([ToolCall("fault__echo", arguments), "Sorry, my arguments were too deep."],
+                                  tmp_path)
+    try:
+        assert isinstance(run.terminal, ev.RunFinished), run.terminal
+        [error] = [e for e in run.events if isinstance(e, ev.ToolError)]
+        assert "are nested deeper than 100 levels" in str(error.error), error.error
+        assert "nested less deep" in str(error.error) and len(str(error.error)) < 1000
+        kinds = stored_kinds(workspace, run)
+        assert kinds.count("tool_error") == 1 and kinds[-1] == "run_finished", kinds
+    finally:
+        await workspace.aclose()
+
+
+async def test_a_function_tool_result_nested_too_deep_is_cut(tmp_path: Path, matrix: Any) -> None:
+    from workspace import events as ev
+    from workspace.providers.testing import ScriptedProvider, ToolCall
+    from workspace.robot import Robot
+    from workspace.tools.decorator import tool
+
+    matrix.case("bounded inputs", "a function tool's result nested 100,000 deep")
+
+    @tool(name="deep")
+    def deep() -> Any:
+        """Answer something nested very deep."""
+        return {"x": deep_list(100_000)}
+
+    provider = ScriptedProvider([ToolCall("deep", {}), "It was deep."])
+    robot = Robot(name="r", system_prompt="You help.", provider=provider, tools=[deep])
+    events = [e async for e in robot.stream("go")]
+    assert isinstance(events[-1], ev.RunFinished), events[-1]
+    [result] = [e for e in events if isinstance(e, ev.ToolResult)]
+    assert "nested deeper than 100 levels" in result.payload["data"]["note"]
+    json.dumps([e.to_dict() for e in events])  # what the store writes
+
+
+async def test_an_mcp_result_nested_too_deep_is_an_error_or_cut(manager: Any, tmp_path: Path, matrix: Any) -> None:
+    from workspace import events as ev
+    from workspace.providers.testing import ToolCall
+
+    matrix.case("bounded inputs", "an MCP tool's result nested 100,000 deep")
+    configure({"fault": _fault_server("ok")})
+    workspace, run = await record([ToolCall("fault__deep", {}), ToolCall("fault__deep", {"depth": 150}),
+                                   ToolCall("fault__echo", {"message": "still there?"}), "Done."], tmp_path)
+    try:
+        assert isinstance(run.terminal, ev.RunFinished), run.terminal
+        answers = [e for e in run.events if isinstance(e, ev.ToolResult | ev.ToolError)]
+        assert len(answers) == 3, answers
+        first, second, echo = answers
+        assert "RecursionError" not in str(first.to_dict())
+        assert isinstance(second, ev.ToolResult), second
+        assert "nested deeper than 100 levels" in json.dumps(second.to_dict())
+        assert isinstance(echo, ev.ToolResult) and "still there?" in json.dumps(echo.payload)
+        assert stored_kinds(workspace, run)[-1] == "run_finished"
+    finally:
+        await workspace.aclose()
+
+
+def _fault_server(mode: str) -> dict[str, Any]:
+    from faultkit import fault_server
+
+    return fault_server(mode)
+
+
+NOT_UTF8 = [  # (case, mode, the call answered)
+    ("an MCP server writes a line that is not UTF-8 before its handshake answer", "badutf8", True),
+    ("an MCP server writes lines that are not UTF-8 among its answers", "badutf8-among", False),
+    ("an MCP server answers its handshake with bytes that are not UTF-8 only", "badutf8-only", False),
+]
+
+
+@pytest.mark.parametrize(("name", "mode", "answered"), NOT_UTF8, ids=[n[0] for n in NOT_UTF8])
+async def test_an_mcp_server_writing_bytes_that_are_not_utf8(name: str, mode: str, answered: bool, manager: Any,
+                                                             tmp_path: Path, matrix: Any) -> None:
+    from workspace import events as ev
+    from workspace.providers.testing import ToolCall
+
+    matrix.case("bounded inputs", name)
+    configure({"fault": {**_fault_server(mode), "connectTimeout": 4}})
+    workspace, run = await record([ToolCall("fault__echo", {"message": "hello"}), "Done."], tmp_path)
+    try:
+        assert isinstance(run.terminal, ev.RunFinished), run.terminal
+        status = manager.status("fault")
+        said = json.dumps([e.to_dict() for e in run.events]) + str(status.reason or "")
+        assert "no answer to the MCP handshake" not in said, said
+        [answer] = [e for e in run.events if isinstance(e, ev.ToolResult | ev.ToolError)]
+        if answered:  # the bad line before the handshake is skipped (with a note in the server's log)
+            assert isinstance(answer, ev.ToolResult) and "echo: hello" in json.dumps(answer.payload), answer
+            notes = list(status.stderr)
+            assert any("not UTF-8" in line for line in notes), notes
+        else:
+            assert "'fault'" in said and "not UTF-8" in said, said
+    finally:
+        await workspace.aclose()
