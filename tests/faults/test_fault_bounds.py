@@ -77,6 +77,8 @@ YAML_CASES = [
     YamlCase("an MCP servers file (mcp import): a 1 KB alias bomb", ("mcp", "import", "{tmp}/servers.yaml"),
              "servers.yaml", alias_bomb() + "mcpServers:\n  s:\n    command: node\n    args: *i\n",
              ("{file}", "billion laughs")),
+    YamlCase("an MCP servers file (mcp import): JSON nested 100,000 deep", ("mcp", "import", "{tmp}/servers.json"),
+             "servers.json", '{"mcpServers": ' + "[" * 100_000 + "]" * 100_000 + "}", ("{file}", "nests too deep")),
 ]
 
 
@@ -133,7 +135,15 @@ EDITORS: list[tuple[str, Callable[[Path], Any], str]] = [
     ("the robot editor (ruamel): a 1 KB alias bomb", _draft, robot_with(BOMB)),
     ("the robot editor (ruamel): a recursive alias", _draft, robot_with(RECURSIVE)),
     ("the mcpServers editor (ruamel): a 1 KB alias bomb", _servers_file, "x:\n" + alias_bomb("  ")),
+    ("a pasted mcpServers block: JSON nested 100,000 deep", lambda path: _pasted(path.read_text()),
+     '{"mcpServers": ' + "[" * 100_000 + "]" * 100_000 + "}"),
 ]
+
+
+def _pasted(text: str) -> Any:
+    from workspace.mcp.edit import parse_pasted
+
+    return parse_pasted(text)
 
 
 @pytest.mark.parametrize(("name", "open_it", "text"), EDITORS, ids=[e[0] for e in EDITORS])
@@ -151,8 +161,11 @@ def test_the_round_trip_editors_refuse_yaml_past_the_limits(name: str, open_it: 
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert str(path) in str(caught.value)
-    assert "billion laughs" in str(caught.value) or "recursive alias" in str(caught.value)
+    if "pasted" in name:  # no file: the problem is said
+        assert "not JSON" in str(caught.value)
+    else:
+        assert str(path) in str(caught.value)
+        assert "billion laughs" in str(caught.value) or "recursive alias" in str(caught.value)
     assert peak < 64 * 2**20
 
 
@@ -440,7 +453,8 @@ async def test_an_mcp_result_nested_too_deep_is_an_error_or_cut(manager: Any, tm
         answers = [e for e in run.events if isinstance(e, ev.ToolResult | ev.ToolError)]
         assert len(answers) == 3, answers
         first, second, echo = answers
-        assert "RecursionError" not in str(first.to_dict())
+        assert isinstance(first, ev.ToolError) and "'fault'" in str(first.error), first  # the SDK cannot parse it
+        assert "nested too deep to parse" in str(first.error) and "RecursionError" not in str(first.error)
         assert isinstance(second, ev.ToolResult), second
         assert "nested deeper than 100 levels" in json.dumps(second.to_dict())
         assert isinstance(echo, ev.ToolResult) and "still there?" in json.dumps(echo.payload)

@@ -42,7 +42,15 @@ from mcp import ClientSession
 from workspace.errors import MCPError
 from workspace.mcp.config import ServerSpec
 from workspace.mcp.status import ServerState
-from workspace.mcp.transport import NOT_UTF8, bad_line, explain, garbage_kind, leaves, open_transport
+from workspace.mcp.transport import (
+    NOT_UTF8,
+    TOO_DEEP,
+    bad_line,
+    explain,
+    garbage_kind,
+    leaves,
+    open_transport,
+)
 from workspace.secrets import redact
 
 log = logging.getLogger("workspace.mcp")
@@ -479,8 +487,10 @@ class ConnectionActor:
                 async for item in source:
                     if isinstance(item, Exception):
                         line = bad_line(item)
-                        kind = garbage_kind(line)
-                        if kind == NOT_UTF8:
+                        kind = garbage_kind(line, item)
+                        if kind == TOO_DEEP:
+                            self.note(f"stdout line that is {TOO_DEEP}: {line[:80]}")
+                        elif kind == NOT_UTF8:
                             self.note(f"skipped a stdout line of {NOT_UTF8} (shown as \ufffd), not JSON-RPC: {line}")
                         else:
                             self.note(f"stdout line that is not JSON-RPC: {line}")
@@ -488,11 +498,11 @@ class ConnectionActor:
                             self._garbage.append(line)
                         garbage += 1
                         if self.state is ServerState.READY or garbage >= GARBAGE_BEFORE_READY:
-                            self._close_reason = self._garbage_reason(line)
+                            self._close_reason = self._garbage_reason(line, kind)
                             return
                         if kind == NOT_UTF8 and self._close_reason is None:
                             # Said if the handshake then gets no answer (the bytes may have been the answer).
-                            self._not_utf8 = self._garbage_reason(line)
+                            self._not_utf8 = self._garbage_reason(line, kind)
                         continue
                     if write is not None and self._refuse(item):
                         await write.send(self._refused)  # answered here, with what is wrong
@@ -604,8 +614,11 @@ class ConnectionActor:
             return f"{reason}. Last stderr: " + " | ".join(tail)
         return reason
 
-    def _garbage_reason(self, line: str) -> str:
-        if garbage_kind(line) == NOT_UTF8:
+    def _garbage_reason(self, line: str, kind: str) -> str:
+        if kind == TOO_DEEP:
+            return (f"the server wrote {TOO_DEEP}, not JSON-RPC this client can read, to stdout: {line[:80]!r}…. "
+                    "Its results must nest less deep: fix the server or what it was asked")
+        if kind == NOT_UTF8:
             what, encoded = f"{NOT_UTF8} (not JSON-RPC)", " in UTF-8"
         else:
             what, encoded = "something that is not JSON-RPC", ""

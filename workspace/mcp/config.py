@@ -476,6 +476,9 @@ def read_file(path: Path) -> dict[str, Any]:
             raise ConfigurationError(
                 f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}. Fix the file"
             ) from exc
+        except RecursionError:
+            raise ConfigurationError(f"{path}: its JSON nests too deep (thousands of levels) to read. Fix the "
+                                     "file") from None
     else:
         import yaml
 

@@ -350,7 +350,7 @@ def parse_pasted(text: str) -> dict[str, dict[str, Any]]:
         try:
             data = json.loads(_strip_json_comments(candidate))
             break
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested thousands of levels deep
             error = exc
     if data is None:
         try:

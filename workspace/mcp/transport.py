@@ -77,8 +77,15 @@ def leaves(exc: BaseException) -> list[BaseException]:
 NOT_UTF8 = "bytes that are not UTF-8"
 
 
-def garbage_kind(line: str) -> str:
-    """What a stdout line that is not JSON-RPC is, for messages: :data:`NOT_UTF8` or "something"."""
+#: What a stdout line of JSON nested deeper than the SDK's parser reads (about 200 levels) is called.
+TOO_DEEP = "a message nested too deep to parse (JSON past about 200 levels)"
+
+
+def garbage_kind(line: str, exc: BaseException | None = None) -> str:
+    """What a stdout line that is not JSON-RPC is, for messages: :data:`TOO_DEEP`, :data:`NOT_UTF8` or
+    "something"."""
+    if exc is not None and "recursion limit exceeded" in str(exc):
+        return TOO_DEEP
     return NOT_UTF8 if "\ufffd" in line else "something"
 
 
