@@ -3,11 +3,22 @@
 - YAML from a folder or a person: a 1 KB alias bomb ("billion laughs"), a recursive alias and
   ``[[[[…`` nested deep are refused with a message naming the file, in milliseconds and a few MB
   (``workspace.yaml_limits``), through the real paths: a robot file, a network, config.yaml, an
-  MCP servers file, the robot editor and the ``mcpServers`` editor.
+  MCP servers file (YAML or JSON), the robot editor and the ``mcpServers`` editor.
+- Robot templates: loops that do not end, ``'x' * 300000000``, a text doubled in a loop, 300 MB of
+  output, huge widths and macros calling themselves fail naming the robot file
+  (``workspace.template_limits``: 3 s, 4,000,000 characters).
+- ``read_file`` streams a big file: lines deep in it, no range (cut with a note), the last lines,
+  with memory far below the file's size; an empty file reads as empty.
+- Tool-call arguments nested 100,000 deep (JSON text, or an object) are the invalid-arguments tool
+  error; a function tool's or an MCP tool's result nested deep is cut or a clear error; the run goes on
+  (``workspace.nesting``).
+- An MCP server writing bytes that are not UTF-8 on stdout: skipped with a note before the handshake,
+  named as the cause after it or when it never answers; never "no answer to the MCP handshake".
 
-A case survives when the answer is a clear error naming the file (no traceback) and the memory
-used stays far below what the document stands for. Times are bounded only by the anti-hang timeout;
-``bench/bench_bounds.py`` prints the figures.
+A case survives when the answer is a clear error naming the file or server (no traceback, no
+``RecursionError``), the run (when there is one) finishes, and the memory used stays far below what the
+input stands for. Times are bounded only by the anti-hang timeout; ``bench/bench_bounds.py`` and
+``bench/bench_read_file.py`` print the figures.
 """
 
 from __future__ import annotations
