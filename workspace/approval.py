@@ -127,10 +127,12 @@ class ApprovalPolicy:
     def load(cls, path: Path) -> ApprovalPolicy:
         import yaml
 
+        from workspace import yaml_limits
+
         if not path.exists():
             return cls(path=path)
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            data = yaml_limits.safe_load(path.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as exc:
             raise ConfigurationError(f"{path}: not valid YAML ({exc}). Fix or delete the file.") from exc
         if not isinstance(data, Mapping):

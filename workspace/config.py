@@ -183,6 +183,8 @@ def _merge(base: dict[str, Any], layer: Mapping[str, Any], sources: dict[str, st
 def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     import yaml
 
+    from workspace import yaml_limits
+
     layer: dict[str, Any] = {}
     names: dict[str, str] = {}
     for name, raw in env.items():
@@ -191,7 +193,7 @@ def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
         parts = [p.lower() for p in name[len(ENV_PREFIX):].split("__")]
         parts[0] = SECTION_ALIASES.get(parts[0], parts[0])
         try:
-            value = yaml.safe_load(raw) if raw.strip() else None
+            value = yaml_limits.safe_load(raw) if raw.strip() else None
         except yaml.YAMLError:
             value = raw
         node = layer

@@ -153,9 +153,9 @@ def _plain(value: Any) -> Any:
 
 
 def _yaml() -> Any:
-    from ruamel.yaml import YAML
+    from workspace.yaml_limits import round_trip_yaml
 
-    yaml = YAML(typ="rt")
+    yaml = round_trip_yaml()
     yaml.preserve_quotes = True
     yaml.width = 4096
     yaml.indent(mapping=2, sequence=4, offset=2)

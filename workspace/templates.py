@@ -52,9 +52,9 @@ _loaded: dict[tuple[str, int, int, int, int], Template] = {}
 def _jinja() -> Any:
     global _env
     if _env is None:
-        from jinja2.sandbox import SandboxedEnvironment
+        from workspace.template_limits import LimitedEnvironment
 
-        _env = SandboxedEnvironment(autoescape=False, keep_trailing_newline=True, trim_blocks=True,
+        _env = LimitedEnvironment(autoescape=False, keep_trailing_newline=True, trim_blocks=True,
                                     lstrip_blocks=True)
     return _env
 
@@ -200,16 +200,21 @@ class Template:
             return self.body.strip()  # no template syntax: Jinja2 would give the same text (and takes 0.1 s to import)
         from jinja2 import TemplateError, UndefinedError
 
+        from workspace.template_limits import render_limited
+
         values = {**(context or {}), **more}
+        where = str(self.path) if self.path else f"template '{self.name}'"
         try:
             compiled = _compiled.get(self.body)
             if compiled is None:
                 if len(_compiled) >= 256:
                     _compiled.clear()
                 compiled = _compiled[self.body] = _jinja().from_string(self.body)
-            return str(compiled.render(**values)).strip()
+            return render_limited(compiled, values).strip()
+        except (OverflowError, RecursionError, MemoryError) as exc:  # range() too big, macros calling themselves
+            problem = "macros call each other too deep" if isinstance(exc, RecursionError) else str(exc) or "too big"
+            raise ConfigurationError(f"{where}: cannot render the template: {problem}; make it smaller") from None
         except TemplateError as exc:
-            where = str(self.path) if self.path else f"template '{self.name}'"
             line = getattr(exc, "lineno", None)
             at = f" (line {line} of the body)" if line else ""
             fix = ""

@@ -158,9 +158,11 @@ def fingerprint(settings: Mapping[str, Any]) -> str:
 def _read() -> dict[str, str]:
     import yaml
 
+    from workspace import yaml_limits
+
     path = trust_file()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml_limits.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError):

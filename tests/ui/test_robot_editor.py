@@ -151,3 +151,20 @@ async def test_esc_closes_the_editor_and_unsaved_changes_ask_first(desktop: Any,
     await wait_until(lambda: QApplication.activeWindow() is editor, what="the editor to be the active window")
     QTest.keyClick(editor.robot_list, Qt.Key.Key_Escape)
     assert not editor.isVisible() and len(asked) == 2
+
+
+async def test_preview_values_that_are_an_alias_bomb_are_refused(desktop: Any, provider: Any) -> None:
+    """The preview values are YAML a person types: read within workspace.yaml_limits (a one-line "billion
+    laughs" is a problem under the preview, not minutes of rendering 387 million strings)."""
+    w = desktop.window
+    w.commands.by_name["new_robot"].trigger()
+    editor = w.robots.editor
+    assert editor is not None
+    editor.form.body.setPlainText("About {{ topic }}.")
+    levels = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for name, previous in zip("bcdefghi", "abcdefgh", strict=True):
+        levels.append(f"{name}: &{name} [" + ", ".join([f"*{previous}"] * 9) + "]")
+    editor.values.setText("{" + ", ".join(levels) + ", topic: *i}")
+    await _settle(editor)
+    assert "billion laughs" in editor.preview_problem.text()
+    assert editor.preview.toPlainText() == "About ."

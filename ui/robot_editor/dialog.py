@@ -344,8 +344,10 @@ class RobotEditor(QDialog):
             return {}, None
         import yaml
 
+        from workspace.yaml_limits import safe_load
+
         try:
-            data = yaml.safe_load(text if "\n" in text or text.startswith("{") else "{" + text + "}")
+            data = safe_load(text if "\n" in text or text.startswith("{") else "{" + text + "}")
         except yaml.YAMLError as exc:
             return {}, f"The preview values are not YAML ({getattr(exc, 'problem', exc)}): write name: value"
         if not isinstance(data, dict):

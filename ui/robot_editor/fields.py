@@ -130,8 +130,10 @@ class SettingEditor(QWidget):
                 return [line.strip() for line in text.splitlines() if line.strip()]
             import yaml
 
+            from workspace.yaml_limits import safe_load
+
             try:
-                return yaml.safe_load(text)
+                return safe_load(text)
             except yaml.YAMLError:
                 return text  # reported by the schema as not the right kind of value
         assert isinstance(control, QLineEdit)

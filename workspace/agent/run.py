@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from workspace import events as ev
-from workspace.agent.turn import ModelTurns
+from workspace.agent.turn import INVALID_ARGUMENTS, INVALID_WHY, ModelTurns
 from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest
 from workspace.attachments import Attachment, has_images, user_content
 from workspace.context import ContextManager
@@ -611,11 +611,14 @@ class AgentRun(ModelTurns, EventRun):
             available = ", ".join(spec.tools.names) or "(none)"
             return self._tool_failed(call, f"Unknown tool '{call.name}'. Available tools: {available}",
                                      started, None)
-        if "__invalid_arguments__" in call.input and len(call.input) == 1:
+        if INVALID_ARGUMENTS in call.input and set(call.input) <= {INVALID_ARGUMENTS, INVALID_WHY}:
+            why = call.input.get(INVALID_WHY)
+            problem = f"are {why}" if why else "were not valid JSON"
+            fix = " nested less deep" if why else ""
             return self._tool_failed(
                 call,
-                f"The arguments for '{call.name}' were not valid JSON: {call.input['__invalid_arguments__']!r}. "
-                "Send the arguments as one JSON object.",
+                f"The arguments for '{call.name}' {problem}: {call.input[INVALID_ARGUMENTS]!r}. "
+                f"Send the arguments as one JSON object{fix}.",
                 started,
                 tool,
             )

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from workspace import events as ev
 from workspace.errors import ProviderError
 from workspace.messages import ToolMessage
+from workspace.nesting import MAX_NESTING, cut_deep, too_deep
 from workspace.providers.base import (
     FinishChunk,
     ReasoningChunk,
@@ -176,6 +177,8 @@ class ModelTurns:
         call_id = call.id or f"call_{self.run_id[:8]}_{index}_{uuid.uuid4().hex[:6]}"
         name = call.name or ""
         if call.whole is not None:
+            if too_deep(call.whole):
+                return ToolMessage(id=call_id, name=name, input=too_deep_input(repr(cut_deep(call.whole, 8))))
             return ToolMessage(id=call_id, name=name, input=call.whole)
         raw = "".join(call.fragments).strip()
         if not raw:
@@ -184,9 +187,13 @@ class ModelTurns:
             value = json.loads(raw)
         except json.JSONDecodeError:
             value = _strip_fences(raw)
+        except RecursionError:  # nested thousands of levels deep
+            return ToolMessage(id=call_id, name=name, input=too_deep_input(raw))
+        if too_deep(value):
+            return ToolMessage(id=call_id, name=name, input=too_deep_input(raw))
         if not isinstance(value, dict):
             # Keep it visible; the tool call is answered with an error the model can act on.
-            return ToolMessage(id=call_id, name=name, input={"__invalid_arguments__": raw})
+            return ToolMessage(id=call_id, name=name, input={INVALID_ARGUMENTS: raw})
         return ToolMessage(id=call_id, name=name, input=value)
 
     def _calls_in_text(self, text: str, mode: str) -> tuple[list[ToolMessage], str | None]:
@@ -196,7 +203,10 @@ class ModelTurns:
         if mode == "off" or not text or not len(tools) or not self.spec.provider.is_language_model:
             return [], None
         params = {t.name: list((t.parameters or {}).get("properties") or {}) for t in tools}
-        found = find_text_calls(text, tools.names, parameters=params)
+        try:
+            found = find_text_calls(text, tools.names, parameters=params)
+        except RecursionError:  # JSON nested thousands of levels deep in the text: not a call to run
+            return [], None
         fix = ("Setting tool_choice: auto (llama-cpp-python's server needs it) or starting the server with tool-call "
                "parsing (llama.cpp: --jinja) makes the server send real tool calls.")
         if found.calls and mode == "run":
@@ -205,7 +215,8 @@ class ModelTurns:
                       detail=f"The model wrote its tool call{plural} as text ({found.style}); "
                              f"{'they were' if plural else 'it was'} run as tool call{plural}. {fix}")
             calls = [ToolMessage(id=f"call_{self.run_id[:8]}_text{i}_{uuid.uuid4().hex[:6]}", name=c.name,
-                                 input=c.arguments) for i, c in enumerate(found.calls)]
+                                 input=too_deep_input(repr(cut_deep(c.arguments, 8))) if too_deep(c.arguments)
+                                 else c.arguments) for i, c in enumerate(found.calls)]
             return calls, found.text
         style = found.style if found.calls else found.attempted
         if style:
@@ -213,6 +224,19 @@ class ModelTurns:
                       detail=f"The model tried to call a tool ({style}) in a form the server did not turn into a "
                              f"call, so no tool ran. {fix}")
         return [], None
+
+
+#: The input of a call whose arguments cannot be used (``__why__``: nested too deep): the run answers the call
+#: with an invalid-arguments error (``AgentRun._run_tool``).
+INVALID_ARGUMENTS = "__invalid_arguments__"
+INVALID_WHY = "__why__"
+
+
+def too_deep_input(raw: str) -> dict[str, str]:
+    """The input of a call whose arguments nest deeper than :data:`workspace.nesting.MAX_NESTING` (the start
+    of the arguments kept, to show)."""
+    return {INVALID_ARGUMENTS: raw[:200] + ("…" if len(raw) > 200 else ""),
+            INVALID_WHY: f"nested deeper than {MAX_NESTING} levels"}
 
 
 def _strip_fences(raw: str) -> Any:

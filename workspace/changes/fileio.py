@@ -15,6 +15,7 @@ import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 from workspace.changes.errors import ChangeError
 from workspace.changes.folderio import FolderIO, temp_name
@@ -105,3 +106,14 @@ def disk_state(sandbox: Sandbox, rel: str, io: FolderIO | None = None) -> tuple[
     if io.kind(rel) == "dir":
         raise ChangeError(f"'{display_path(rel)}' is a folder; file tools change files only")
     return io.state(rel)
+
+
+def open_disk_file(sandbox: Sandbox, rel: str) -> BinaryIO | None:
+    """A folder-relative file open for reading (binary; the caller closes it), opened as
+    :func:`disk_state` reads it; None when there is no such file."""
+    if not rel:
+        raise ChangeError("'' is the opened folder itself; file tools change files only")
+    with FolderIO(sandbox) as io:
+        if io.kind(rel) == "dir":
+            raise ChangeError(f"'{display_path(rel)}' is a folder; file tools change files only")
+        return io.open_file(rel)

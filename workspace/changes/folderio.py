@@ -40,7 +40,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from workspace.changes.errors import ChangeError, UnsafePathError
 from workspace.sandbox import TEMP_SUFFIX, Sandbox, display_path, is_temp_name
@@ -279,29 +279,38 @@ class FolderIO:
         """(bytes, permission bits) of the regular file ``rel``, or (None, None) when there is none
         (absent, a folder, a symlink, a device). :class:`UnsafePathError` if a folder on the way
         is now a symlink."""
+        fh = self.open_file(rel)
+        if fh is None:
+            return None, None
+        with fh:
+            return fh.read(), stat.S_IMODE(os.fstat(fh.fileno()).st_mode)
+
+    def open_file(self, rel: str) -> BinaryIO | None:
+        """The regular file ``rel`` open for reading (binary; the caller closes it), or None when
+        there is none, as :meth:`state` decides. The file stays readable after this FolderIO closes."""
         try:
             handle, name, _ = self._parent(rel)
         except UnsafePathError:
             raise
         except ChangeError:  # a file where a folder of the path should be: no such file
-            return None, None
+            return None
         if handle is None:
-            return None, None
+            return None
         path, kw = self._at(handle, name)
         try:
             fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY, **kw)
         except (FileNotFoundError, NotADirectoryError):
-            return None, None
+            return None
         except OSError:  # ELOOP: the name is a symlink; ENXIO: a socket
             st = self._lstat(handle, name)
             if st is None or not stat.S_ISREG(st.st_mode):
-                return None, None
+                return None
             raise
-        with open(fd, "rb", closefd=True) as fh:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                return None, None
-            return fh.read(), stat.S_IMODE(st.st_mode)
+        fh = open(fd, "rb", closefd=True)  # noqa: SIM115 - returned open
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            fh.close()
+            return None
+        return fh
 
     def listdir(self, rel_dir: str) -> list[str]:
         """The names in the folder ``rel_dir`` ("" the top), [] if it does not exist."""

@@ -42,7 +42,15 @@ from mcp import ClientSession
 from workspace.errors import MCPError
 from workspace.mcp.config import ServerSpec
 from workspace.mcp.status import ServerState
-from workspace.mcp.transport import bad_line, explain, leaves, open_transport
+from workspace.mcp.transport import (
+    NOT_UTF8,
+    TOO_DEEP,
+    bad_line,
+    explain,
+    garbage_kind,
+    leaves,
+    open_transport,
+)
 from workspace.secrets import redact
 
 log = logging.getLogger("workspace.mcp")
@@ -121,6 +129,8 @@ class ConnectionActor:
         self._stderr_flush_pending = False
         self._background: set[asyncio.Task[Any]] = set()
         self._garbage: list[str] = []
+        #: Why the handshake failed when it got no answer after a stdout line of bytes that are not UTF-8.
+        self._not_utf8: str | None = None
         self._stderr_total = 0
         self._start_mark = 0
         self._stderr_eof: threading.Event | None = None
@@ -290,6 +300,7 @@ class ConnectionActor:
         self._close = asyncio.Event()
         self._close_reason = None
         self._garbage = []
+        self._not_utf8 = None
         self._stopping = False
         with self._stderr_lock:
             self._start_mark = self._stderr_total
@@ -476,17 +487,22 @@ class ConnectionActor:
                 async for item in source:
                     if isinstance(item, Exception):
                         line = bad_line(item)
-                        self.note(f"stdout line that is not JSON-RPC: {line}")
+                        kind = garbage_kind(line, item)
+                        if kind == TOO_DEEP:
+                            self.note(f"stdout line that is {TOO_DEEP}: {line[:80]}")
+                        elif kind == NOT_UTF8:
+                            self.note(f"skipped a stdout line of {NOT_UTF8} (shown as \ufffd), not JSON-RPC: {line}")
+                        else:
+                            self.note(f"stdout line that is not JSON-RPC: {line}")
                         if len(self._garbage) < 3:
                             self._garbage.append(line)
                         garbage += 1
                         if self.state is ServerState.READY or garbage >= GARBAGE_BEFORE_READY:
-                            self._close_reason = (
-                                f"the server wrote something that is not JSON-RPC to stdout: {line!r}. "
-                                "An MCP stdio server must write only JSON-RPC messages to stdout (logs belong "
-                                "on stderr): fix the server or its arguments"
-                            )
+                            self._close_reason = self._garbage_reason(line, kind)
                             return
+                        if kind == NOT_UTF8 and self._close_reason is None:
+                            # Said if the handshake then gets no answer (the bytes may have been the answer).
+                            self._not_utf8 = self._garbage_reason(line, kind)
                         continue
                     if write is not None and self._refuse(item):
                         await write.send(self._refused)  # answered here, with what is wrong
@@ -598,8 +614,22 @@ class ConnectionActor:
             return f"{reason}. Last stderr: " + " | ".join(tail)
         return reason
 
+    def _garbage_reason(self, line: str, kind: str) -> str:
+        if kind == TOO_DEEP:
+            return (f"the server wrote {TOO_DEEP}, not JSON-RPC this client can read, to stdout: {line[:80]!r}…. "
+                    "Its results must nest less deep: fix the server or what it was asked")
+        if kind == NOT_UTF8:
+            what, encoded = f"{NOT_UTF8} (not JSON-RPC)", " in UTF-8"
+        else:
+            what, encoded = "something that is not JSON-RPC", ""
+        return (f"the server wrote {what} to stdout: {line!r}. An MCP stdio server must write only JSON-RPC "
+                f"messages{encoded} to stdout (logs belong on stderr): fix the server or its arguments")
+
     def _explain(self, exc: BaseException, phase: str) -> str:
         """A reason that names the fix, from whatever the SDK or the transport raised (see :func:`explain`)."""
+        if phase != "ready" and self._close_reason in (None, "the server exited") and self._not_utf8 is not None:
+            self._close_reason = self._not_utf8.replace("to stdout", "to stdout instead of answering the MCP "
+                                                        "handshake", 1)
         sign_in = None
         if self.needs_sign_in:
             from workspace.mcp.oauth import sign_in_message

@@ -476,11 +476,16 @@ def read_file(path: Path) -> dict[str, Any]:
             raise ConfigurationError(
                 f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}. Fix the file"
             ) from exc
+        except RecursionError:
+            raise ConfigurationError(f"{path}: its JSON nests too deep (thousands of levels) to read. Fix the "
+                                     "file") from None
     else:
         import yaml
 
+        from workspace import yaml_limits
+
         try:
-            data = yaml.safe_load(text)
+            data = yaml_limits.safe_load(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

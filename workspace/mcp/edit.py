@@ -134,9 +134,9 @@ def forget_secrets(entry: Mapping[str, Any]) -> None:
 
 
 def _yaml() -> Any:
-    from ruamel.yaml import YAML
+    from workspace.yaml_limits import round_trip_yaml
 
-    yaml = YAML(typ="rt")
+    yaml = round_trip_yaml()
     yaml.preserve_quotes = True
     yaml.width = 4096
     yaml.indent(mapping=2, sequence=4, offset=2)
@@ -378,13 +378,14 @@ def parse_pasted(text: str) -> dict[str, dict[str, Any]]:
         try:
             data = json.loads(_strip_json_comments(candidate))
             break
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested thousands of levels deep
             error = exc
     if data is None:
         try:
-            import yaml
 
-            data = yaml.safe_load(body)
+            from workspace import yaml_limits
+
+            data = yaml_limits.safe_load(body)
         except Exception:
             data = None
         if not isinstance(data, Mapping):

@@ -265,8 +265,10 @@ def merge_text(text: str, servers: Mapping[str, Mapping[str, Any]], *, replace: 
     """
     import yaml
 
+    from workspace import yaml_limits
+
     try:
-        data = yaml.safe_load(text) if text.strip() else {}
+        data = yaml_limits.safe_load(text) if text.strip() else {}
     except yaml.YAMLError as exc:
         raise ConfigurationError(f"{source}: not valid YAML ({exc}); fix it before importing into it") from exc
     if data is None:
@@ -292,7 +294,7 @@ def merge_text(text: str, servers: Mapping[str, Mapping[str, Any]], *, replace: 
     edited = None if report.replaced else _insert(text, key, to_add)
     if edited is not None:
         try:
-            if yaml.safe_load(edited) == expected:
+            if yaml_limits.safe_load(edited) == expected:
                 return edited, report
         except yaml.YAMLError:
             pass

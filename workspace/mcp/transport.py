@@ -73,6 +73,22 @@ def leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
+#: What a stdout line holding bytes that are not UTF-8 is called (they are decoded as U+FFFD).
+NOT_UTF8 = "bytes that are not UTF-8"
+
+
+#: What a stdout line of JSON nested deeper than the SDK's parser reads (about 200 levels) is called.
+TOO_DEEP = "a message nested too deep to parse (JSON past about 200 levels)"
+
+
+def garbage_kind(line: str, exc: BaseException | None = None) -> str:
+    """What a stdout line that is not JSON-RPC is, for messages: :data:`TOO_DEEP`, :data:`NOT_UTF8` or
+    "something"."""
+    if exc is not None and "recursion limit exceeded" in str(exc):
+        return TOO_DEEP
+    return NOT_UTF8 if "\ufffd" in line else "something"
+
+
 def bad_line(exc: BaseException) -> str:
     """The offending text of a stdout line the SDK could not parse."""
     errors = getattr(exc, "errors", None)
@@ -112,7 +128,10 @@ async def open_transport(
         command = resolve_command(spec)
         env = {k: os.environ[k] for k in EXTRA_INHERITED_ENV if k in os.environ}
         env.update(spec.env)
-        params = StdioServerParameters(command=command, args=list(spec.args), env=env, cwd=spec.cwd)
+        # Bytes that are not UTF-8 become U+FFFD: the line is then reported as such (see NOT_UTF8), instead of
+        # ending the SDK's reader and every line after it ("no answer to the MCP handshake").
+        params = StdioServerParameters(command=command, args=list(spec.args), env=env, cwd=spec.cwd,
+                                       encoding_error_handler="replace")
         errlog = stderr_pipe()
         try:
             streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
@@ -180,6 +199,8 @@ def explain(
             if spec.transport == "stdio":
                 text += f" (check {where}.command and args)"
         return with_stderr(text)
+    if isinstance(first, TimeoutError) and close_reason and NOT_UTF8 in close_reason:
+        return with_stderr(close_reason)
     if isinstance(first, TimeoutError):
         return with_stderr(
             f"no answer to the MCP handshake within {spec.connect_timeout:g} s. Check that "

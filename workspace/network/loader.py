@@ -59,6 +59,7 @@ def list_networks(folder: Path | None = None) -> list[NetworkInfo]:
     are listed with their problem as the description."""
     import yaml
 
+    from workspace import yaml_limits
     from workspace.catalog import _source
 
     seen: dict[str, NetworkInfo] = {}
@@ -67,7 +68,7 @@ def list_networks(folder: Path | None = None) -> list[NetworkInfo]:
             continue
         for path in sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")]):
             try:
-                data = yaml.safe_load(path.read_text(encoding="utf-8"))
+                data = yaml_limits.safe_load(path.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
                 data = {"description": f"(cannot be read: {type(exc).__name__})"}
             if not isinstance(data, dict):

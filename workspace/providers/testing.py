@@ -123,7 +123,10 @@ async def stream_parts(
                 yield ToolCallChunk(index=index, id=call_id, name=part.name, arguments=part.input)
             else:
                 yield ToolCallChunk(index=index, id=call_id, name=part.name, arguments=dict(part.input))
-            output_chars += len(part.name) + len(str(part.input))
+            try:
+                output_chars += len(part.name) + len(str(part.input))
+            except RecursionError:  # arguments nested thousands deep (the agent loop refuses them)
+                output_chars += len(part.name)
             index += 1
         elif isinstance(part, Pause):
             if part.event is not None:

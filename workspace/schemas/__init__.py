@@ -98,15 +98,15 @@ class Lines:
 
 
 def yaml_with_lines(text: str, *, source: str | None = None, offset: int = 0) -> tuple[Any, Lines]:
-    """Parse YAML (safe) and record the line of every mapping key and list item.
+    """Parse YAML (safe, within :mod:`workspace.yaml_limits`) and record the line of every mapping key
+    and list item.
 
-    A syntax error propagates as ``yaml.YAMLError`` (for callers with their own wording of it);
+    A syntax error (or a document past the limits) propagates as ``yaml.YAMLError`` (for callers with their own wording of it);
     :func:`load_yaml` turns it into a :class:`SchemaError`."""
-    import yaml
+    from workspace.yaml_limits import load_with_node
 
     lines = Lines(source=source, offset=offset)
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
-    data = yaml.load(text, Loader=yaml.SafeLoader) if node is not None else None
+    data, node = load_with_node(text)
     if node is not None:
         _walk(node, (), lines._lines)
     return data, lines

@@ -290,6 +290,11 @@ class Tool:
         """Validate, run the handler off the event loop if it is sync, and capture errors."""
         if self.handler is None:
             return ToolOutput(f"Tool '{self.name}' has no handler defined", is_error=True)
+        from workspace.nesting import MAX_NESTING, too_deep
+
+        if too_deep(arguments):
+            return ToolOutput(f"Invalid arguments for tool '{self.name}': they are nested deeper than {MAX_NESTING} "
+                              "levels. Call it again with arguments nested less deep.", is_error=True)
         problems = self.validate(arguments)
         if problems:
             schema = json.dumps(self.parameters, ensure_ascii=False)
@@ -313,11 +318,26 @@ class Tool:
             return ToolOutput(f"Tool '{self.name}' timed out after {self.timeout:g} s", is_error=True)
         except Exception as exc:
             return ToolOutput(serialize(exc), is_error=True)
-        if isinstance(value, ToolOutput):
-            return value
-        if isinstance(value, dict) and set(value) == {"error"}:
-            return ToolOutput(value["error"], raw=None, is_error=True)
-        return ToolOutput(value)
+        if not isinstance(value, ToolOutput):
+            if isinstance(value, dict) and set(value) == {"error"}:
+                value = ToolOutput(value["error"], raw=None, is_error=True)
+            else:
+                value = ToolOutput(value)
+        return _within_nesting(value)
+
+
+def _within_nesting(output: ToolOutput) -> ToolOutput:
+    """``output`` with what nests deeper than :data:`workspace.nesting.MAX_NESTING` cut (the model is told)."""
+    from workspace.nesting import MAX_NESTING, cut_deep, too_deep
+
+    deep_data, deep_raw = too_deep(output.data), too_deep(output.raw)
+    if not deep_data and not deep_raw:
+        return output
+    data = cut_deep(output.data) if deep_data else output.data
+    if deep_data:
+        note = f"The result nested deeper than {MAX_NESTING} levels; the deeper levels were cut."
+        data = {"result": data, "note": note}
+    return ToolOutput(data, raw=cut_deep(output.raw) if deep_raw else output.raw, is_error=output.is_error)
 
 
 def _run_to_end(awaitable: Any) -> Any:

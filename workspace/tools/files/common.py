@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from workspace.diffing import TextFormat, sniff
 from workspace.errors import SandboxError
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
 MAX_READ_LINES = 2000
 MAX_READ_CHARS = 200_000
+#: read_file reads a file bigger than this as a stream (the lines asked for, never the whole file).
+STREAM_BYTES = 8 * 1024 * 1024
 MAX_LIST_ENTRIES = 1000
 MAX_SEARCH_RESULTS = 500
 MAX_SEARCH_FILE_BYTES = 4 * 1024 * 1024
@@ -101,6 +104,19 @@ class _Workspace:
         except ChangeError:
             return None
 
+    def open_unchanged(self, rel: str) -> BinaryIO | None:
+        """The file open on disk (binary; the caller closes it) when this run's proposals leave it as it
+        is there; None when a proposal changes it, or there is no such file."""
+        if self.changes is not None and self.changes.pending_change(rel) is not None:
+            return None
+        from workspace.changes.errors import ChangeError
+        from workspace.changes.fileio import open_disk_file
+
+        try:
+            return open_disk_file(self.sandbox, rel)
+        except ChangeError:
+            return None
+
     def pending_note(self, rel: str) -> str | None:
         if self.changes is None:
             return None
@@ -139,7 +155,25 @@ def _text_of(rel: str, data: bytes) -> tuple[str, TextFormat]:
 
 
 def _existing(ws: _Workspace, path: str) -> tuple[str, bytes]:
+    rel, found = _existing_or_big(ws, path, stream_bytes=None)
+    assert isinstance(found, bytes)
+    return rel, found
+
+
+def _existing_or_big(ws: _Workspace, path: str, *, stream_bytes: int | None) -> tuple[str, bytes | BinaryIO]:
+    """The file's bytes, or with ``stream_bytes``, the file open on disk when it is unchanged by this
+    run and bigger than that (the caller closes it)."""
     res = ws.sandbox.resolve(path)
+    if stream_bytes is not None and not res.path.is_dir() and not is_temp_name(res.path.name):
+        fh = ws.open_unchanged(res.rel)
+        if fh is not None:
+            keep = False
+            try:
+                keep = os.fstat(fh.fileno()).st_size > stream_bytes
+                return res.rel, fh if keep else fh.read()
+            finally:
+                if not keep:
+                    fh.close()
     if res.path.is_dir():
         raise Refused(f"'{display_path(path)}' is a folder, not a file; use list_files to see what is in it")
     data = None if is_temp_name(res.path.name) else ws.read(res.rel)

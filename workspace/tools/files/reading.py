@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from workspace.diffing import sniff, split_lines, strip_eol
 from workspace.sandbox import SKIPPED_DIRS, display_path, is_temp_name
@@ -16,8 +16,9 @@ from workspace.tools.files.common import (
     MAX_READ_LINES,
     MAX_SEARCH_FILE_BYTES,
     MAX_SEARCH_RESULTS,
+    STREAM_BYTES,
     Refused,
-    _existing,
+    _existing_or_big,
     _guard,
     _text_of,
     _workspace,
@@ -32,15 +33,26 @@ if TYPE_CHECKING:
 def _read_file(path: str, start_line: int | None = None, end_line: int | None = None,
                context: ToolContext | None = None) -> Any:
     ws = _workspace(context)
-    rel, data = _existing(ws, path)
+    if start_line is not None and start_line < 1:
+        raise Refused("start_line counts from 1 (the first line); call read_file again with start_line=1 or more")
+    rel, found = _existing_or_big(ws, path, stream_bytes=STREAM_BYTES)
+    if not isinstance(found, bytes):
+        with found:
+            return _read_stream(rel, found, start_line, end_line)
+    data = found
     text, fmt = _text_of(rel, data)
     lines = split_lines(text)
     total = len(lines)
     first = 1 if start_line is None else start_line
     last = total if end_line is None else end_line
-    if first < 1:
-        raise Refused("start_line counts from 1 (the first line); call read_file again with start_line=1 or more")
-    if total and first > total:
+    if not total:
+        empty: dict[str, Any] = {"path": rel, "content": "", "start_line": 0, "end_line": 0, "total_lines": 0,
+                                 "note": "The file is empty."}
+        pending = ws.pending_note(rel)
+        if pending:
+            empty["pending"] = pending
+        return empty
+    if first > total:
         raise Refused(f"'{rel}' has {total} lines, so start_line={first} is past its end; use a start_line "
                       f"between 1 and {total}")
     if last < first:
@@ -84,6 +96,111 @@ def _read_file(path: str, start_line: int | None = None, end_line: int | None = 
         out["pending"] = pending
     if notes:
         out["note"] = " ".join(notes)
+    return out
+
+
+_EOL = re.compile(rb"\r\n|\r|\n")
+#: How much of a big file is read at a time, and how much of its start decides its encoding.
+_CHUNK = 1 << 20
+_HEAD = 1 << 16
+#: Codecs whose line ends are the bytes CR and LF (a big file in another codec is refused).
+_BYTE_NEWLINES = ("utf-8", "cp1252", "latin-1")
+
+
+def _eols(data: bytes) -> int:
+    """Line ends in ``data`` (CRLF counts once)."""
+    if b"\r" not in data:
+        return data.count(b"\n")
+    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+
+
+def _read_stream(rel: str, fh: BinaryIO, start_line: int | None, end_line: int | None) -> dict[str, Any]:
+    """read_file of a big file unchanged by this run: only the lines asked for are kept (time grows with
+    the file's size, memory does not); the total is counted as it goes."""
+    size = os.fstat(fh.fileno()).st_size
+    head = fh.read(_HEAD)
+    cut = max(head.rfind(b"\n"), head.rfind(b"\r"))
+    fmt = sniff(head[: cut + 1] if cut > 0 else head)
+    if fmt is None:
+        raise Refused(f"'{display_path(rel)}' is a binary file ({size:,} bytes); the file tools read and edit text "
+                      "files only. delete_file and rename_file work on binary files")
+    if fmt.encoding not in _BYTE_NEWLINES:
+        raise Refused(f"'{display_path(rel)}' is a {fmt.encoding} file of {size:,} bytes; read_file reads files of "
+                      f"that encoding up to {STREAM_BYTES:,} bytes only")
+    first = 1 if start_line is None else start_line
+    if end_line is not None and end_line < first:
+        raise Refused(f"end_line ({end_line}) is before start_line ({first}); give end_line >= start_line")
+    last = first + MAX_READ_LINES - 1 if end_line is None else min(end_line, first + MAX_READ_LINES - 1)
+    fh.seek(len(fmt.bom))
+    shown: list[bytes] = []
+    shown_size = 0
+    current = bytearray()  # the line being read, while it is one to show
+    long_line = 0  # the number of a line cut because it is very long
+    done = False  # every line to show is read: the rest is only counted
+    line = 1  # the number of the line the next byte belongs to
+    ended = True  # the bytes read so far end a line (or there are none)
+    while chunk := fh.read(_CHUNK):
+        if chunk.endswith(b"\r"):
+            chunk += fh.read(1)  # a CRLF stays in one chunk
+        ended = chunk.endswith((b"\n", b"\r"))
+        ends = _eols(chunk)
+        if done or line + ends < first:
+            line += ends
+            continue
+        pos = 0
+        for match in _EOL.finditer(chunk):
+            if line >= first:
+                current += chunk[pos: min(match.start(), pos + max(MAX_READ_CHARS - len(current), 0))]
+                if shown and shown_size + len(current) > MAX_READ_CHARS:
+                    done = True  # this line would pass the size limit: shown from the next call
+                    break
+                if len(current) >= MAX_READ_CHARS:
+                    long_line = line
+                current += match.group()
+                shown.append(bytes(current))
+                shown_size += len(current)
+                current.clear()
+                if line >= last or long_line:
+                    line += 1
+                    pos = match.end()
+                    done = True
+                    break
+            line += 1
+            pos = match.end()
+        if done:
+            line += _eols(chunk[pos:])
+        elif line >= first:
+            current += chunk[pos: pos + max(MAX_READ_CHARS - len(current), 0)]
+    if current and not done:  # the last line, without a line end
+        shown.append(bytes(current))
+    total = line - 1 if ended else line
+    if total and first > total:
+        raise Refused(f"'{rel}' has {total} lines, so start_line={first} is past its end; use a start_line "
+                      f"between 1 and {total}")
+    if not total:
+        return {"path": rel, "content": "", "start_line": 0, "end_line": 0, "total_lines": 0,
+                "note": "The file is empty."}
+    lines = [fmt_line.decode(fmt.encoding, errors="replace") for fmt_line in shown]
+    content = "".join(strip_eol(text) + "\n" for text in lines)
+    shown_last = first + len(lines) - 1
+    if lines and shown_last == total and not ended:
+        content = content[:-1]
+    notes = [f"The file is big ({size:,} bytes): read_file shows at most {MAX_READ_LINES} lines or "
+             f"{MAX_READ_CHARS:,} characters a call."]
+    if long_line:
+        notes.append(f"Line {long_line} is very long; only its first {MAX_READ_CHARS:,} characters are shown.")
+    wanted = total if end_line is None else min(end_line, total)
+    out: dict[str, Any] = {"path": rel, "content": content, "start_line": first, "end_line": shown_last,
+                           "total_lines": total}
+    if shown_last < wanted:
+        out["truncated"] = True
+        notes.append(f"Showing lines {first}-{shown_last} of {total}; call read_file with start_line={shown_last + 1} "
+                     "to read more.")
+    if fmt.encoding != "utf-8" or fmt.bom or fmt.newline != "\n":
+        out["format"] = fmt.label
+    if not ended and shown_last == total:
+        notes.append("The file does not end with a newline.")
+    out["note"] = " ".join(notes)
     return out
 
 
