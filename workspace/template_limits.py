@@ -186,15 +186,15 @@ class LimitedEnvironment(SandboxedEnvironment):
             _check_widths(value.__self__)  # '{:>300000000}'.format(1)
         return wrapped
 
-    def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+    def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
         _check_time()
-        if isinstance(getattr(__obj, "__self__", None), str):  # a method of a text: its widths and counts
+        if isinstance(getattr(obj, "__self__", None), str):  # a method of a text: its widths and counts
             _check_counts(*args, *kwargs.values())
-            if getattr(__obj, "__name__", "") == "join" and args:
-                _check_join(__obj.__self__, args[0])
-            if getattr(__obj, "__name__", "") == "replace" and len(args) >= 2:
-                _check_replace(__obj.__self__, args[0], args[1])
-        return _check_size(super().call(__context, __obj, *args, **kwargs))
+            if getattr(obj, "__name__", "") == "join" and args:
+                _check_join(obj.__self__, args[0])
+            if getattr(obj, "__name__", "") == "replace" and len(args) >= 2:
+                _check_replace(obj.__self__, args[0], args[1])
+        return _check_size(super().call(context, obj, *args, **kwargs))
 
 
 def render_limited(template: Any, values: Mapping[str, Any]) -> str:
