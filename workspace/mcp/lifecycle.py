@@ -152,6 +152,10 @@ class ServerLifecycle:
     def _spec(self, name: str) -> ServerSpec | None:
         return self._specs.get(name) or self._inline.get(name)
 
+    def spec(self, name: str) -> ServerSpec | None:
+        """The server's settings as configured (None: not configured, or its entry is broken)."""
+        return self._spec(name)
+
     def _apply_spec(self, name: str) -> None:
         spec = self._spec(name)
         conn = self._connections.get(name)
