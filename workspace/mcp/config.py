@@ -419,6 +419,16 @@ def _flag(value: Any, *, where: str, default: bool = False) -> bool:
     raise ConfigurationError(f"{where}: expected true or false, got {value!r}")
 
 
+def trusts_annotations(entry: Any) -> bool:
+    """Whether an ``mcpServers`` entry (as written) trusts its server's tool annotations (``trustAnnotations``)."""
+    if not isinstance(entry, Mapping):
+        return False
+    try:
+        return _flag(entry.get("trustAnnotations"), where="trustAnnotations")
+    except ConfigurationError:
+        return False
+
+
 def is_disabled(entry: Any) -> bool:
     """Whether a raw entry says ``disabled: true`` (or ``enabled: false``), without checking the rest."""
     if not isinstance(entry, Mapping):
