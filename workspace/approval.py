@@ -526,7 +526,7 @@ def _did_you_mean(tool: str, servers: Sequence[tuple[str, Sequence[tuple[str, st
             spelled.setdefault(robot_name, f"tool: {robot_name}")
             if server != "local":
                 spelled.setdefault(original, f"server: {server}, tool: {original}")
-    close = difflib.get_close_matches(tool, list(spelled), n=3, cutoff=0.6)
+    close = difflib.get_close_matches(tool, list(spelled), n=3, cutoff=0.8)
     if not close:
         return "; check the tool's name (robotlab mcp list shows each server's tools)"
     return ": did you mean " + " or ".join("{" + spelled[c] + "}" for c in close) + "?"
