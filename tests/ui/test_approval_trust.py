@@ -89,3 +89,27 @@ async def test_settings_shows_rules_that_match_no_tool(desktop: Any) -> None:
         assert dialog.rule_problems.isHidden()
     finally:
         dialog.reject()
+
+
+async def test_the_approval_card_says_what_the_call_does_and_what_is_only_claimed(qapp_instance: Any) -> None:
+    import asyncio
+
+    from PySide6.QtWidgets import QLabel
+
+    from ui.widgets.cards import ApprovalPanel
+    from workspace.approval import ApprovalRequest, FileEffect
+
+    patch = ApprovalRequest(call_id="c1", robot="helper", tool="apply_patch", input={"patch": "..."},
+                            effects=(FileEffect(kind="delete", path="a.txt"),))
+    claimed = ApprovalRequest(call_id="c2", robot="helper", tool="files__wipe", input={}, server="files",
+                              annotations={"readOnlyHint": True})
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    panels = [ApprovalPanel(request, future) for request in (patch, claimed)]
+    try:
+        texts = [[label.text() for label in panel.findChildren(QLabel)] for panel in panels]
+        assert "That means deleting 'a.txt'." in texts[0]
+        assert any("read-only (claimed)" in t for t in texts[1])
+    finally:
+        for panel in panels:
+            panel.deleteLater()
+        future.cancel()
