@@ -84,3 +84,16 @@ def test_config_show_names_rules_that_match_no_tool(robotlab_home: Path) -> None
     assert "rule 3" not in out
     assert "mcpServers.files.autoApprove entry 'eco' matches no tool of 'files': did you mean 'echo'" in out
     assert "entry 'sleep'" not in out
+
+
+def test_mcp_list_says_an_untrusted_servers_read_only_is_a_claim(robotlab_home: Path) -> None:
+    config = robotlab_home / "config" / "config.yaml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    entry = f"    command: {sys.executable}\n    args: ['{BAD_SERVER}', ok]\n"
+    config.write_text(f"mcpServers:\n  plain:\n{entry}  trusted:\n{entry}    trustAnnotations: true\n",
+                      encoding="utf-8")
+    listed = robotlab("mcp", "list")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert any(line.startswith("  plain__echo  (read-only as claimed, asked about)") for line in lines), lines
+    assert any(line.startswith("  trusted__echo  (read-only)") for line in lines), lines
