@@ -65,7 +65,8 @@ def test_run_refuses_every_way_of_deleting(robotlab_home: Path, folder: Path, ap
 
 def test_config_show_names_rules_that_match_no_tool(robotlab_home: Path) -> None:
     policy(robotlab_home, "rules:\n  - {tool: delete_files, action: deny}\n  - {tool: echo, action: deny}\n"
-                          "  - {server: files, tool: echo, action: deny}\n")
+                          "  - {server: files, tool: echo, action: deny}\n"
+                          "  - {tool: file-helper, action: ask}\n")  # a robot used as a tool
     config = robotlab_home / "config" / "config.yaml"
     config.write_text(f"mcpServers:\n  files:\n    command: {sys.executable}\n    args: ['{BAD_SERVER}', ok]\n"
                       "    autoApprove: [eco, sleep]\n", encoding="utf-8")
@@ -81,7 +82,7 @@ def test_config_show_names_rules_that_match_no_tool(robotlab_home: Path) -> None
     out = checked.stdout
     assert "rule 1 {tool: delete_files, action: deny} matches no tool: did you mean {tool: delete_file}" in out
     assert "rule 2 {tool: echo, action: deny} matches no tool: did you mean {server: files, tool: echo}" in out
-    assert "rule 3" not in out
+    assert "rule 3" not in out and "rule 4" not in out
     assert "mcpServers.files.autoApprove entry 'eco' matches no tool of 'files': did you mean 'echo'" in out
     assert "entry 'sleep'" not in out
 

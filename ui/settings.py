@@ -540,10 +540,13 @@ class SettingsDialog(QDialog):
         from workspace.errors import ConfigurationError
 
         try:
+            from workspace.catalog import list_robots
             from workspace.mcp import default_manager
-            from workspace.mcp.policy_check import approval_problems
+            from workspace.mcp.policy_check import approval_problems, local_tool_names
 
-            problems = approval_problems(ApprovalPolicy.from_list(self.rule_dicts()), default_manager())
+            robots = [r.name for r in list_robots(getattr(self.controller, "folder", None))]
+            problems = approval_problems(ApprovalPolicy.from_list(self.rule_dicts()), default_manager(),
+                                         local=local_tool_names(robots))
         except ConfigurationError as exc:
             problems = [str(exc)]
         except ImportError:  # without the MCP extra: nothing to check against

@@ -95,20 +95,21 @@ def cmd_config_show(args: argparse.Namespace) -> int:
         print("\n# where values came from:")
         for key, source in sorted(config.sources.items()):
             print(f"#   {key}: {source}")
-    print_approval_problems(config, check_tools=bool(getattr(args, "check_tools", False)))
+    print_approval_problems(config, folder=_folder(args), check_tools=bool(getattr(args, "check_tools", False)))
     return 0
 
 
-def print_approval_problems(config: Any, *, check_tools: bool = False) -> None:
+def print_approval_problems(config: Any, *, folder: Path | None = None, check_tools: bool = False) -> None:
     """The approval policy's rules and the servers' ``autoApprove`` entries that match no tool (or could not
     be checked: servers that are not running, unless ``check_tools`` starts them)."""
     import asyncio
 
     from workspace import paths
     from workspace.approval import ApprovalPolicy
+    from workspace.catalog import list_robots
     from workspace.errors import ConfigurationError
     from workspace.mcp.manager import MCPManager
-    from workspace.mcp.policy_check import approval_problems
+    from workspace.mcp.policy_check import approval_problems, local_tool_names
 
     path = paths.approval_policy_file()
     try:
@@ -123,7 +124,7 @@ def print_approval_problems(config: Any, *, check_tools: bool = False) -> None:
             if check_tools:
                 names = [n for n in manager.server_names() if (spec := manager.spec(n)) and not spec.disabled]
                 await manager.tools_ready(names, config, wait=float(config.get("agent.mcp_startup_wait", 5.0)))
-            return approval_problems(policy, manager)
+            return approval_problems(policy, manager, local=local_tool_names(r.name for r in list_robots(folder)))
         finally:
             await manager.aclose()
 

@@ -9,6 +9,7 @@ that may be about it is said to be unchecked for it, never to match nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -21,11 +22,13 @@ if TYPE_CHECKING:
     from workspace.mcp.manager import MCPManager
 
 
-def local_tool_names() -> list[str]:
-    """The tools that run in the process and that a rule may name: the built-in tools and the MCP resource tools."""
+def local_tool_names(robots: Iterable[str] = ()) -> list[str]:
+    """The tools that run in the process and that a rule may name: the built-in tools, the MCP resource tools,
+    and ``robots`` (names of robots, which other robots may use as tools)."""
     from workspace.tools import registry
 
-    return [tool.name for tool in registry.builtin_tools()] + [LIST_TOOL, READ_TOOL]
+    names = [tool.name for tool in registry.builtin_tools()] + [LIST_TOOL, READ_TOOL]
+    return names + [re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] for name in robots]
 
 
 def known_tools(manager: MCPManager, *, local: Iterable[str] | None = None) -> KnownTools:
