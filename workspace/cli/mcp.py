@@ -220,7 +220,7 @@ def _print_status(status: ServerStatus, extras: dict[str, Any], *, verbose: bool
     if status.reason and not status.disabled:
         print(f"  reason: {status.reason}")
     for tool in status.tools:
-        flags = _flags(tool.annotations, trusted=status.trust_annotations)
+        flags = _flags(tool.annotations, trusted=status.trust_annotations or tool.auto_approve)
         notes = [n for n in (flags, "auto-approve" if tool.auto_approve else "",
                              "off" if not tool.enabled else "") if n]
         suffix = f"  ({'; '.join(notes)})" if notes else ""
