@@ -207,8 +207,12 @@ class SettingsDialog(QDialog):
         approval_tab = QWidget(self)
         al = QVBoxLayout(approval_tab)
         intro = QLabel("Rules decide whether a tool runs without asking (allow), asks you first (ask) or is "
-                       "refused (deny). The most specific matching rule wins; * matches anything. Without a "
-                       "rule: read-only tools are allowed, destructive and MCP tools ask.", approval_tab)
+                       "refused (deny). The most specific matching rule wins; * matches anything. An MCP tool may be "
+                       "named as robots see it (files__wipe) or, with its server, by its own name. The rules for "
+                       "write_file and delete_file apply to every tool that writes or deletes (apply_patch, "
+                       "edit_file, …); the strictest decision wins. Without a rule: read-only tools are allowed, "
+                       "destructive tools ask, and MCP tools ask unless their server's annotations are trusted "
+                       "(Settings › MCP servers).", approval_tab)
         intro.setWordWrap(True)
         al.addWidget(intro)
         self.rules = QTableWidget(0, 4, approval_tab)
@@ -218,6 +222,19 @@ class SettingsDialog(QDialog):
         self.rules.setAccessibleName("Approval rules")
         self.rules.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         al.addWidget(self.rules, 1)
+        self.rules.itemChanged.connect(lambda _item: self._show_rule_problems())
+        self.rule_problems = QLabel("", approval_tab)
+        from ui import theme
+
+        self.rule_problems.setStyleSheet(f"color: {theme.colors().warning};")
+        self.rule_problems.setWordWrap(True)
+        self.rule_problems.setAccessibleName("Approval rules that match no tool")
+        self.rule_problems.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.rule_problems.setVisible(False)
+        al.addWidget(self.rule_problems)
+        self.empty_write_is_delete = QCheckBox("Emptying a file counts as deleting it (the rules for delete_file "
+                                               "apply)", approval_tab)
+        al.addWidget(self.empty_write_is_delete)
         row = QHBoxLayout()
         add = QPushButton("Add rule", approval_tab)
         add.clicked.connect(lambda: self._add_rule("*", "*", "*", "ask"))
@@ -392,6 +409,8 @@ class SettingsDialog(QDialog):
         policy = self._policy()
         for rule in policy.rules if policy is not None else []:
             self._add_rule(rule.robot, rule.server, rule.tool, rule.action)
+        self.empty_write_is_delete.setChecked(bool(policy is not None and policy.empty_write_is_delete))
+        self._show_rule_problems()
         from workspace import paths
 
         self.policy_path.setText(str(paths.approval_policy_file()))
@@ -538,6 +557,28 @@ class SettingsDialog(QDialog):
     def _remove_rule(self) -> None:
         for index in sorted({i.row() for i in self.rules.selectedIndexes()}, reverse=True):
             self.rules.removeRow(index)
+        self._show_rule_problems()
+
+    def _show_rule_problems(self) -> None:
+        """Rules (and servers' autoApprove entries) that match no tool the MCP manager knows, or could not be
+        checked because their servers are not running."""
+        from workspace.approval import ApprovalPolicy
+        from workspace.errors import ConfigurationError
+
+        try:
+            from workspace.catalog import list_robots
+            from workspace.mcp import default_manager
+            from workspace.mcp.policy_check import approval_problems, local_tool_names
+
+            robots = [r.name for r in list_robots(getattr(self.controller, "folder", None))]
+            problems = approval_problems(ApprovalPolicy.from_list(self.rule_dicts()), default_manager(),
+                                         local=local_tool_names(robots))
+        except ConfigurationError as exc:
+            problems = [str(exc)]
+        except ImportError:  # without the MCP extra: nothing to check against
+            problems = []
+        self.rule_problems.setText("\n".join(problems))
+        self.rule_problems.setVisible(bool(problems))
 
     def rule_dicts(self) -> list[dict[str, str]]:
         out = []
@@ -584,7 +625,8 @@ class SettingsDialog(QDialog):
                 return
             values["llm.context_window"] = window or None
         try:
-            policy = ApprovalPolicy.from_list(self.rule_dicts(), path=paths.approval_policy_file())
+            policy = ApprovalPolicy.from_list(self.rule_dicts(), path=paths.approval_policy_file(),
+                                              empty_write_is_delete=self.empty_write_is_delete.isChecked())
         except ConfigurationError as exc:
             self._fail(str(exc))
             return

@@ -194,6 +194,12 @@ class McpServersPage(QWidget):
             self.sampling.addItem(label, value)
         self.sampling.setToolTip("When this server asks for a completion from the thread's model (sampling)")
         form.addRow("Sampling", self.sampling)
+        self.trust_annotations = QCheckBox("Trust its tool annotations (read-only tools run without asking)", right)
+        self.trust_annotations.setAccessibleName("Trust this server's tool annotations")
+        self.trust_annotations.setToolTip(
+            "A server says which of its tools only read (readOnlyHint). Those are claims: unless you trust this "
+            "server, every tool of it is asked about before it runs. Approval rules still apply either way.")
+        form.addRow("Annotations", self.trust_annotations)
         self.enabled = QCheckBox("Enabled", right)
         form.addRow("", self.enabled)
         actions = QHBoxLayout()
@@ -315,6 +321,9 @@ class McpServersPage(QWidget):
         self.sampling.setCurrentIndex(max(0, [s for s, _ in SAMPLING].index(policy) if policy in
                                           [s for s, _ in SAMPLING] else 0))
         self.enabled.setChecked(not (entry.get("disabled") or entry.get("enabled") is False))
+        from workspace.mcp.config import trusts_annotations
+
+        self.trust_annotations.setChecked(trusts_annotations(entry))
         self._show_transport()
 
     def _show_transport(self) -> None:
@@ -332,7 +341,7 @@ class McpServersPage(QWidget):
             old = self._file.entry(self._current or "")
         entry = {k: v for k, v in old.items() if k not in (
             "command", "args", "cwd", "env", "url", "serverUrl", "headers", "type", "transportType", "disabled",
-            "enabled", "sampling")}
+            "enabled", "sampling", "trustAnnotations")}
         kind = str(self.transport.currentData())
         secret: dict[str, set[str]] = {"env": set(), "headers": set()}
         if kind == "stdio":
@@ -357,6 +366,8 @@ class McpServersPage(QWidget):
                 entry["headers"] = headers
         if self.sampling.currentData() != "ask":
             entry["sampling"] = self.sampling.currentData()
+        if self.trust_annotations.isChecked():
+            entry["trustAnnotations"] = True
         if not self.enabled.isChecked():
             entry["disabled"] = True
         return name, entry, secret

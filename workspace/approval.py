@@ -9,10 +9,24 @@ policy file).
 
 Rules are matched by specificity: a rule naming robot, server and tool beats one
 naming only the tool, which beats the wildcard rule; among equally specific rules
-the last one wins. When no rule matches, defaults come from the tool itself:
-read-only tools are allowed, MCP tools without a read-only hint and tools marked
-destructive are asked about, and local tools (your own code and the built-in file
-tools, whose writes are proposals reviewed separately) are allowed.
+the last one wins. A rule about an MCP tool matches whichever name it is written
+with: the name robots see (``files__wipe``) or, in a rule that names the server,
+the server's own name (``{server: files, tool: wipe}``). When no rule matches,
+defaults come from the tool itself: local tools (your own code and the built-in
+file tools, whose writes are proposals reviewed separately) are allowed unless
+marked destructive; an MCP tool is asked about, unless its server's entry has
+``trustAnnotations: true`` and the server marks it read-only (``readOnlyHint``),
+or it is in the server's ``autoApprove`` list. Annotations are the server's
+claims, hints as the MCP specification says, so they count only when trusted.
+
+**Policy by effect.** A built-in file tool's call carries its effects
+(:class:`FileEffect`: create, modify, delete or rename of which paths), and the
+rules for ``write_file`` (creating or changing a file), ``delete_file`` (deleting
+one; for a rename's source only an explicit rule, since the content is kept) and
+``rename_file`` apply to them whichever tool produces them (``apply_patch``,
+``edit_file``, ...). The strictest applicable decision wins (deny, then ask, then
+allow). With ``empty_write_is_delete: true`` in the policy file, emptying a file
+counts as deleting it.
 
 Programs that embed robots can decide in code instead (:class:`CallbackGate`, made for them by
 ``Robot(approval=fn)``): ``fn(request)`` returns ``"allow"``, ``"deny"`` or ``"ask"`` (ask the
@@ -24,16 +38,54 @@ from __future__ import annotations
 
 import fnmatch
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from workspace.errors import ConfigurationError
 
 Action = Literal["allow", "ask", "deny"]
 ACTIONS: tuple[str, ...] = ("allow", "ask", "deny")
 SCOPES: tuple[str, ...] = ("once", "thread", "always")
+
+
+EffectKind = Literal["create", "modify", "delete", "rename"]
+_STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileEffect:
+    """What a file tool's call does to one file (paths relative to the opened folder)."""
+
+    kind: EffectKind
+    path: str
+    #: A rename's target.
+    new_path: str | None = None
+    #: A modification that leaves a file with content empty.
+    emptied: bool = False
+
+    def describe(self) -> str:
+        match self.kind:
+            case "create":
+                return f"creating '{self.path}'"
+            case "modify":
+                return f"emptying '{self.path}'" if self.emptied else f"changing '{self.path}'"
+            case "delete":
+                return f"deleting '{self.path}'"
+            case "rename":
+                return f"renaming '{self.path}' to '{self.new_path}'"
+            case _:
+                assert_never(self.kind)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "path": self.path}
+        if self.new_path is not None:
+            out["new_path"] = self.new_path
+        if self.emptied:
+            out["emptied"] = True
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +99,10 @@ class ApprovalRequest:
     run_id: str = ""
     task: str | None = None
     thread_id: str | None = None
+    #: The MCP server's own name of the tool (``wipe`` for ``files__wipe``); None for local tools.
+    original: str | None = None
+    #: What a built-in file tool's call does (:func:`workspace.agent.effects.file_effects`).
+    effects: tuple[FileEffect, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,11 +127,20 @@ class Rule:
 
     def matches(self, request: ApprovalRequest) -> bool:
         server = request.server or "local"
-        return (
-            fnmatch.fnmatchcase(request.robot, self.robot)
-            and fnmatch.fnmatchcase(server, self.server)
-            and fnmatch.fnmatchcase(request.tool, self.tool)
-        )
+        if not (fnmatch.fnmatchcase(request.robot, self.robot) and fnmatch.fnmatchcase(server, self.server)):
+            return False
+        return any(fnmatch.fnmatchcase(name, self.tool) for name in self.tool_names(request))
+
+    def tool_names(self, request: ApprovalRequest) -> tuple[str, ...]:
+        """The names the rule's ``tool`` may be written with for ``request``'s tool: the name robots see,
+        ``<server>__<tool>`` from the server's own name, and the server's own name when the rule names
+        the server (a bare ``wipe`` in a rule for every server would be any server's ``wipe``)."""
+        if request.server is None or request.original is None:
+            return (request.tool,)
+        names = [request.tool, f"{_sanitize(request.server)}__{_sanitize(request.original)}"]
+        if self.server != "*":
+            names.append(request.original)
+        return tuple(names)
 
     @property
     def specificity(self) -> int:
@@ -90,17 +155,26 @@ class Rule:
         return out
 
 
+def _sanitize(part: str) -> str:
+    """:func:`workspace.mcp.naming.sanitize` (a layer above this one)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", part) or "_"
+
+
 class ApprovalPolicy:
     """Ordered rules, loadable from and savable to YAML (``approval: {rules: [...]}``)."""
 
-    def __init__(self, rules: list[Rule] | None = None, *, path: Path | None = None) -> None:
+    def __init__(self, rules: list[Rule] | None = None, *, path: Path | None = None,
+                 empty_write_is_delete: bool = False) -> None:
         self.rules: list[Rule] = list(rules or [])
         self.path = path
+        #: Emptying a file (a write of empty content, an edit or patch removing all of it) is deleting it.
+        self.empty_write_is_delete = empty_write_is_delete
 
     @classmethod
-    def from_list(cls, items: Any, *, source: str = "approval policy", path: Path | None = None) -> ApprovalPolicy:
+    def from_list(cls, items: Any, *, source: str = "approval policy", path: Path | None = None,
+                  empty_write_is_delete: bool = False) -> ApprovalPolicy:
         if items is None:
-            return cls(path=path)
+            return cls(path=path, empty_write_is_delete=empty_write_is_delete)
         if not isinstance(items, list):
             raise ConfigurationError(f"{source}: 'rules' must be a list of rules, got {type(items).__name__}")
         rules = []
@@ -121,7 +195,7 @@ class ApprovalPolicy:
                 )
             rules.append(Rule(action, str(item.get("robot", "*")), str(item.get("server", "*")),
                               str(item.get("tool", "*"))))
-        return cls(rules, path=path)
+        return cls(rules, path=path, empty_write_is_delete=empty_write_is_delete)
 
     @classmethod
     def load(cls, path: Path) -> ApprovalPolicy:
@@ -137,7 +211,14 @@ class ApprovalPolicy:
             raise ConfigurationError(f"{path}: not valid YAML ({exc}). Fix or delete the file.") from exc
         if not isinstance(data, Mapping):
             raise ConfigurationError(f"{path}: expected a mapping with a 'rules' list")
-        return cls.from_list(data.get("rules"), source=str(path), path=path)
+        unknown = set(data) - {"rules", "empty_write_is_delete"}
+        if unknown:
+            raise ConfigurationError(f"{path}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; "
+                                     "allowed keys: rules, empty_write_is_delete")
+        emptying = data.get("empty_write_is_delete", False)
+        if not isinstance(emptying, bool):
+            raise ConfigurationError(f"{path}: empty_write_is_delete must be true or false, not {emptying!r}")
+        return cls.from_list(data.get("rules"), source=str(path), path=path, empty_write_is_delete=emptying)
 
     def save(self, path: Path | None = None) -> None:
         import yaml
@@ -147,7 +228,10 @@ class ApprovalPolicy:
             return
         target.parent.mkdir(parents=True, exist_ok=True)
         text = "# RobotLab Workspace approval policy: allow / ask / deny per robot, server, tool.\n"
-        text += yaml.safe_dump({"rules": [r.to_dict() for r in self.rules]}, sort_keys=False)
+        data: dict[str, Any] = {"rules": [r.to_dict() for r in self.rules]}
+        if self.empty_write_is_delete:
+            data["empty_write_is_delete"] = True
+        text += yaml.safe_dump(data, sort_keys=False)
         tmp = target.with_suffix(target.suffix + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(target)
@@ -166,23 +250,75 @@ class ApprovalPolicy:
                 best = rule
         return best
 
-    def decide(self, request: ApprovalRequest) -> Action:
+    def decide_one(self, request: ApprovalRequest) -> Action:
+        """The decision for the request's tool alone (its rule, else its default), effects aside."""
         rule = self.rule_for(request)
         if rule is not None:
             return rule.action  # type: ignore[return-value]
         return default_action(request)
 
+    def checks(self, request: ApprovalRequest) -> list[tuple[ApprovalRequest, FileEffect | None]]:
+        """What is decided for ``request``: the call itself, then for each of its effects the request of
+        the tool whose rules govern that effect (``write_file``, ``delete_file``, ``rename_file``)."""
+        out: list[tuple[ApprovalRequest, FileEffect | None]] = [(request, None)]
+        for effect in request.effects:
+            for tool, hints in self._effect_tools(effect):
+                if tool == request.tool and not hints:
+                    continue  # the call itself, already there
+                out.append((replace(request, tool=tool, annotations=hints, original=None, effects=()), effect))
+        return out
+
+    def _effect_tools(self, effect: FileEffect) -> list[tuple[str, dict[str, Any]]]:
+        destructive = {"destructiveHint": True}
+        match effect.kind:
+            case "create":
+                return [("write_file", {})]
+            case "modify":
+                if effect.emptied and self.empty_write_is_delete:
+                    return [("write_file", {}), ("delete_file", destructive)]
+                return [("write_file", {})]
+            case "delete":
+                return [("delete_file", destructive)]
+            case "rename":
+                # The source's name stops existing (delete_file's rules; not its destructive default, as the
+                # content is kept), and the target is written.
+                return [("rename_file", {}), ("delete_file", {}), ("write_file", {})]
+            case _:
+                assert_never(effect.kind)
+
+    def deciding(self, request: ApprovalRequest, *,
+                 granted: Callable[[ApprovalRequest], bool] | None = None,
+                 ) -> tuple[Action, ApprovalRequest, FileEffect | None]:
+        """The strictest decision over :meth:`checks` (``granted``: allowed for this thread), with the
+        check that gave it (the first of the strictest)."""
+        best: tuple[Action, ApprovalRequest, FileEffect | None] | None = None
+        for sub, effect in self.checks(request):
+            action: Action = "allow" if granted is not None and granted(sub) else self.decide_one(sub)
+            if best is None or _STRICTNESS[action] > _STRICTNESS[best[0]]:
+                best = (action, sub, effect)
+        assert best is not None
+        return best
+
+    def decide(self, request: ApprovalRequest) -> Action:
+        return self.deciding(request)[0]
+
 
 def default_action(request: ApprovalRequest) -> Action:
-    """Defaults from MCP annotations: read-only allowed, destructive asked."""
+    """Defaults when no rule matches: local tools are allowed unless marked destructive; an MCP tool is
+    asked about unless it is in its server's ``autoApprove`` list, or its server's annotations are trusted
+    (``trustAnnotations``: true in its entry) and mark it read-only. A server's annotations are its own
+    claims (hints, in the MCP specification's words), so an untrusted server's ``readOnlyHint`` is not
+    believed."""
     hints = request.annotations
     if hints.get("autoApprove"):  # the server's autoApprove / alwaysAllow list names this tool
         return "allow"
+    if request.server:
+        if hints.get("trustAnnotations") and hints.get("readOnlyHint") and not hints.get("destructiveHint"):
+            return "allow"
+        return "ask"
     if hints.get("readOnlyHint"):
         return "allow"
     if hints.get("destructiveHint"):
-        return "ask"
-    if request.server:
         return "ask"
     return "allow"
 
@@ -207,15 +343,30 @@ class ApprovalGate:
     def _thread_key(cls, request: ApprovalRequest) -> tuple[str, str, str, str]:
         return (request.thread_id or "", *cls._key(request))
 
+    def _granted(self, request: ApprovalRequest) -> bool:
+        return self._thread_key(request) in self._thread_grants
+
     def decide(self, request: ApprovalRequest) -> Action:
-        if self._thread_key(request) in self._thread_grants:
-            return "allow"
-        return self.policy.decide(request)
+        """The strictest of the call's own decision and its effects' (a grant for this thread allows
+        what it names: the tool, or the tool whose rules govern an effect)."""
+        return self.policy.deciding(request, granted=self._granted)[0]
 
     async def adecide(self, request: ApprovalRequest) -> Action | ApprovalDecision:
         """What the agent loop asks before a tool call: allow, deny or ask, or a whole decision
-        (a :class:`CallbackGate`'s function may give one). This gate: :meth:`decide`."""
-        return self.decide(request)
+        (a :class:`CallbackGate`'s function may give one). This gate: :meth:`decide`; a denial because
+        of what the call does (an effect) is a decision that says so."""
+        action = self.decide(request)
+        if action != "deny" or not request.effects:
+            return action
+        strictest, sub, effect = self.policy.deciding(request, granted=self._granted)
+        if strictest == "deny" and effect is not None:
+            return ApprovalDecision(
+                approved=False, scope="policy",
+                reason=(f"The approval policy denies {effect.describe()}, which '{request.tool}' would do "
+                        f"(the rules for {sub.tool} apply to it whichever tool does it). Tell the user what "
+                        "you wanted to change instead."),
+            )
+        return action
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         if self.ask_fn is None:
@@ -298,3 +449,86 @@ def as_gate(approval: ApprovalGate | PolicyFn | None) -> ApprovalGate | None:
     if approval is None or isinstance(approval, ApprovalGate):
         return approval
     return CallbackGate(approval)
+
+
+# -- rules that match nothing ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KnownTools:
+    """The tools a policy's rules may be about, for :func:`rule_problems`.
+
+    ``servers``: each configured MCP server's tools as ``(the name robots see, the server's own name)``
+    pairs, or None when its tools are not known (the server is not running). ``local``: the names of the
+    tools that run in the process (the built-in tools, your own)."""
+
+    servers: Mapping[str, Sequence[tuple[str, str]] | None]
+    local: Sequence[str] = ()
+
+
+def _rule_text(rule: Rule) -> str:
+    return "{" + ", ".join(f"{k}: {v}" for k, v in [*((k, v) for k, v in rule.to_dict().items() if k != "action"),
+                                                      ("action", rule.action)]) + "}"
+
+
+def rule_problems(policy: ApprovalPolicy, known: KnownTools) -> list[str]:
+    """What is wrong with the policy's rules, one sentence each: a rule that matches no tool of any
+    configured server nor any local tool ("rule 3 … matches no tool: did you mean …?"), one naming a server
+    that is not configured, and one that could not be checked because the servers it may be about are not
+    running (said as such, never as "matches no tool")."""
+    import difflib
+
+    catalogue: list[tuple[str, Sequence[tuple[str, str]] | None]] = [
+        ("local", [(name, name) for name in known.local]), *known.servers.items()]
+    problems: list[str] = []
+    for number, rule in enumerate(policy.rules, start=1):
+        if rule.tool == "*":
+            continue
+        label = f"rule {number} {_rule_text(rule)}"
+        servers = [(name, tools) for name, tools in catalogue if fnmatch.fnmatchcase(name, rule.server)]
+        if not servers:
+            names = [name for name, _ in catalogue]
+            close = difflib.get_close_matches(rule.server, names, n=2, cutoff=0.6)
+            hint = f": did you mean {' or '.join(repr(c) for c in close)}?" if close else \
+                f"; the servers are: {', '.join(names)}"
+            problems.append(f"{label} names the server '{rule.server}', which is not configured{hint}")
+            continue
+        matched = False
+        unchecked: list[str] = []
+        for server, tools in servers:
+            if tools is None:
+                unchecked.append(server)
+                continue
+            for robot_name, original in tools:
+                request = ApprovalRequest(call_id="", robot=rule.robot, tool=robot_name, input=None,
+                                          server=None if server == "local" else server,
+                                          original=None if server == "local" else original)
+                if any(fnmatch.fnmatchcase(name, rule.tool) for name in rule.tool_names(request)):
+                    matched = True
+                    break
+            if matched:
+                break
+        if matched:
+            continue
+        if unchecked:
+            which = ", ".join(f"'{s}'" for s in unchecked)
+            problems.append(f"{label} could not be checked for the server{'s' if len(unchecked) > 1 else ''} "
+                            f"{which}: not running, so its tools are not known (start it to check)")
+            continue
+        problems.append(f"{label} matches no tool{_did_you_mean(rule.tool, servers)}")
+    return problems
+
+
+def _did_you_mean(tool: str, servers: Sequence[tuple[str, Sequence[tuple[str, str]] | None]]) -> str:
+    import difflib
+
+    spelled: dict[str, str] = {}  # a name as the rule could write it -> how to write the rule
+    for server, tools in servers:
+        for robot_name, original in tools or ():
+            spelled.setdefault(robot_name, f"tool: {robot_name}")
+            if server != "local":
+                spelled.setdefault(original, f"server: {server}, tool: {original}")
+    close = difflib.get_close_matches(tool, list(spelled), n=3, cutoff=0.8)
+    if not close:
+        return "; check the tool's name (robotlab mcp list shows each server's tools)"
+    return ": did you mean " + " or ".join("{" + spelled[c] + "}" for c in close) + "?"

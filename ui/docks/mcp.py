@@ -315,6 +315,12 @@ class McpPane(QWidget):
         if status.server_info:
             lines.append(f"<span style='color:{c.muted}'>{status.server_info}"
                          f"{f' · connected in {status.connect_seconds:.2f} s' if status.connect_seconds else ''}</span>")
+        if status.trust_annotations:
+            lines.append(f"<span style='color:{c.muted}'>Annotations trusted: its read-only tools run without "
+                         "asking (Manage servers… to change)</span>")
+        else:
+            lines.append(f"<span style='color:{c.muted}'>Annotations not trusted: each of its tools is asked about "
+                         "unless a rule or autoApprove allows it (Manage servers… to change)</span>")
         self.info.setText("<br>".join(lines))
         try:  # the names robots' models see (unique across servers), for the tooltips
             model_names = self.manager.model_tool_names().get(status.name, {})
@@ -335,8 +341,10 @@ class McpPane(QWidget):
                 hints = [k[:-4] for k, v in dict(tool.annotations).items() if v is True and k.endswith("Hint")]
                 seen_as = model_names.get(tool.original, tool.name)
                 item.setToolTip(f"The model sees it as {seen_as}\nIts schema takes ~{cost:,} tokens of the model's window "
-                                "in every request while it is on.\n{tool.description}"
-                                + (f"\nhints: {', '.join(hints)}" if hints else ""))
+                                f"in every request while it is on.\n{tool.description}"
+                                + (f"\nhints: {', '.join(hints)}"
+                                   + ("" if status.trust_annotations else " (the server's claims, not trusted)")
+                                   if hints else ""))
                 self.tools.addItem(item)
         self.stderr.setPlainText("\n".join(status.stderr))
         self.stderr.verticalScrollBar().setValue(self.stderr.verticalScrollBar().maximum())

@@ -430,6 +430,26 @@ class ToolCard(QFrame):
             self.decided.emit(self.call_id, decision)
 
 
+
+def effects_text(effects: object) -> str:
+    """An approval request's effects (:class:`~workspace.approval.FileEffect`, or their dicts in a stored
+    event's ``annotations["effects"]``) as a sentence ("That means deleting 'a.txt'.")."""
+    from workspace.approval import FileEffect
+
+    if not isinstance(effects, list | tuple):
+        return ""
+    described = []
+    for item in effects:
+        if isinstance(item, FileEffect):
+            described.append(item.describe())
+            continue
+        kind = item.get("kind") if isinstance(item, dict) else None
+        if isinstance(item, dict) and kind in ("create", "modify", "delete", "rename"):
+            described.append(FileEffect(kind=kind, path=str(item.get("path", "")),
+                                        new_path=item.get("new_path"), emptied=bool(item.get("emptied"))).describe())
+    return ("That means " + ", ".join(described) + ".") if described else ""
+
+
 class ApprovalPanel(QFrame):
     """The inline approval: full editable highlighted arguments, Approve / Edit & approve / Deny.
 
@@ -466,12 +486,20 @@ class ApprovalPanel(QFrame):
         title.setTextFormat(Qt.TextFormat.RichText)
         shrinkable(title)
         top.addWidget(title, 1)
-        for hint, value in dict(getattr(request, "annotations", {}) or {}).items():
+        hints = dict(getattr(request, "annotations", {}) or {})
+        claimed = bool(server) and not hints.get("trustAnnotations")  # an untrusted server's own claims
+        for hint, value in hints.items():
             if isinstance(value, bool) and value and hint.endswith("Hint"):
                 label = hint[:-4].replace("readOnly", "read-only").replace("openWorld", "open world")
                 fg = c.error if hint == "destructiveHint" else c.muted
-                top.addWidget(pill(label, fg, c.card_header, self))
+                top.addWidget(pill(f"{label} (claimed)" if claimed else label, fg, c.card_header, self))
         layout.addLayout(top)
+        effects = effects_text(getattr(request, "effects", None) or hints.get("effects"))
+        if effects:  # what a file tool's call does, which the policy decided by
+            does = shrinkable(QLabel(effects, self))
+            does.setObjectName("ApprovalEffects")
+            does.setWordWrap(True)
+            layout.addWidget(does)
 
         self.editor = SubmitEdit(self)
         self.editor.setObjectName("ApprovalEditor")

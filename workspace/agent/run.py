@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from workspace import events as ev
+from workspace.agent.effects import FILE_WRITING_TOOLS, file_effects
 from workspace.agent.turn import INVALID_ARGUMENTS, INVALID_WHY, ModelTurns
-from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest
+from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest, FileEffect
 from workspace.attachments import Attachment, has_images, user_content
 from workspace.context import ContextManager
 from workspace.errors import serialize
@@ -624,9 +625,15 @@ class AgentRun(ModelTurns, EventRun):
             )
         arguments: Any = call.input
         if spec.approval is not None and not (spec.output is not None and spec.output.is_output_tool(call.name)):
+            effects: tuple[FileEffect, ...] = ()
+            if tool.mcp is None and call.name in FILE_WRITING_TOOLS:  # decided by what it does, not its name
+                effects = await asyncio.to_thread(file_effects, call.name, call.input, folder=spec.folder,
+                                                  changes=spec.changes)
+            original = tool.annotations.get("mcpTool") if tool.mcp is not None else None
             request = ApprovalRequest(call_id=call_id, robot=spec.robot, tool=call.name, input=call.input,
                                       server=tool.mcp, annotations=dict(tool.annotations), run_id=self.run_id,
-                                      task=spec.task, thread_id=spec.thread_id)
+                                      task=spec.task, thread_id=spec.thread_id,
+                                      original=original if isinstance(original, str) else None, effects=effects)
             verdict = await spec.approval.adecide(request)
             decision: ApprovalDecision
             if isinstance(verdict, ApprovalDecision):  # a callable policy decided it all
@@ -641,8 +648,11 @@ class AgentRun(ModelTurns, EventRun):
                                             reason=f"The approval policy denies '{call.name}'.")
             else:
                 action = verdict
+                shown = dict(tool.annotations)
+                if effects:  # what the call does, as the policy decided it
+                    shown["effects"] = [effect.to_dict() for effect in effects]
                 self.emit(ev.ApprovalRequested, id=call_id, name=call.name, input=call.input, server=tool.mcp,
-                          annotations=dict(tool.annotations))
+                          annotations=shown)
                 decision = await spec.approval.ask(request)
             if action in ("ask", "decided") or not decision.approved:
                 self.emit(ev.ApprovalDecided, id=call_id, name=call.name, decision=decision.decision,

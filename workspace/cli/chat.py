@@ -331,6 +331,8 @@ class Chat:
         where = f"{request.server}/" if request.server else ""
         self.say(f"{request.robot} wants to call {where}{request.tool} with:", "33")
         self.say(printable(json.dumps(request.input, indent=2, ensure_ascii=False)), "0")
+        if request.effects:  # what the call does, which the policy decided by
+            self.say(printable("That means " + ", ".join(e.describe() for e in request.effects) + "."), "33")
         try:
             answer = (await self.input.answer("Approve? [y]es / [n]o / [t]his thread / [a]lways: ")).strip().lower()
         except EOFError:

@@ -197,10 +197,11 @@ async def _extras(manager: MCPManager, name: str) -> dict[str, Any]:
     return out
 
 
-def _flags(annotations: Any) -> str:
+def _flags(annotations: Any, *, trusted: bool = True) -> str:
     marks = []
     if annotations.get("readOnlyHint"):
-        marks.append("read-only")
+        # An untrusted server's claim: its tools are asked about all the same (trustAnnotations).
+        marks.append("read-only" if trusted else "read-only as claimed, asked about")
     elif annotations.get("destructiveHint"):
         marks.append("destructive")
     if annotations.get("openWorldHint"):
@@ -219,7 +220,7 @@ def _print_status(status: ServerStatus, extras: dict[str, Any], *, verbose: bool
     if status.reason and not status.disabled:
         print(f"  reason: {status.reason}")
     for tool in status.tools:
-        flags = _flags(tool.annotations)
+        flags = _flags(tool.annotations, trusted=status.trust_annotations or tool.auto_approve)
         notes = [n for n in (flags, "auto-approve" if tool.auto_approve else "",
                              "off" if not tool.enabled else "") if n]
         suffix = f"  ({'; '.join(notes)})" if notes else ""

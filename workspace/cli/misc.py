@@ -26,6 +26,8 @@ def register(sub: Any) -> None:
     init = csub.add_parser("init", help="write a commented starter config.yaml (never overwrites)")
     init.set_defaults(func=cmd_config_init)
     show = csub.add_parser("show", help="print the merged configuration and where each value came from")
+    show.add_argument("--check-tools", action="store_true",
+                      help="start the MCP servers to check the approval rules against their tools")
     show.set_defaults(func=cmd_config_show)
     config.set_defaults(func=cmd_config_show)
 
@@ -93,7 +95,47 @@ def cmd_config_show(args: argparse.Namespace) -> int:
         print("\n# where values came from:")
         for key, source in sorted(config.sources.items()):
             print(f"#   {key}: {source}")
+    print_approval_problems(config, folder=_folder(args), check_tools=bool(getattr(args, "check_tools", False)))
     return 0
+
+
+def print_approval_problems(config: Any, *, folder: Path | None = None, check_tools: bool = False) -> None:
+    """The approval policy's rules and the servers' ``autoApprove`` entries that match no tool (or could not
+    be checked: servers that are not running, unless ``check_tools`` starts them)."""
+    import asyncio
+
+    from workspace import paths
+    from workspace.approval import ApprovalPolicy
+    from workspace.catalog import list_robots
+    from workspace.errors import ConfigurationError
+    from workspace.mcp.manager import MCPManager
+    from workspace.mcp.policy_check import approval_problems, local_tool_names
+
+    path = paths.approval_policy_file()
+    try:
+        policy = ApprovalPolicy.load(path)
+    except ConfigurationError as exc:
+        print(f"\n# approval policy ({path}): {exc}")
+        return
+    manager = MCPManager(config)
+
+    async def check() -> list[str]:
+        try:
+            if check_tools:
+                names = [n for n in manager.server_names() if (spec := manager.spec(n)) and not spec.disabled]
+                await manager.tools_ready(names, config, wait=float(config.get("agent.mcp_startup_wait", 5.0)))
+            return approval_problems(policy, manager, local=local_tool_names(r.name for r in list_robots(folder)))
+        finally:
+            await manager.aclose()
+
+    problems = asyncio.run(check())
+    if not problems:
+        return
+    print(f"\n# approval policy ({path}):")
+    for problem in problems:
+        print(f"#   {problem}")
+    if not check_tools and any("not running" in p for p in problems):
+        print("#   (robotlab config show --check-tools starts the MCP servers to check them)")
 
 
 def shown_config(data: dict[str, Any]) -> dict[str, Any]:

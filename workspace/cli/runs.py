@@ -384,7 +384,12 @@ def terminal_approval(args: argparse.Namespace, printer: Any = None) -> Any:
         out = sys.stderr if machine_output(args) else sys.stdout
         where = f"{request.server}/" if request.server else ""
         args_text = json.dumps(request.input, indent=2, ensure_ascii=False)
-        prompt = f"\n{request.robot} wants to call {where}{request.tool} with:\n{args_text}\nApprove? [y]es / [n]o / [a]lways: "
+        from workspace.cli.render import printable
+
+        does = "".join(f"\nThat means {printable(e.describe())}." for e in request.effects[:1]) + "".join(
+            f"\n  and {printable(e.describe())}." for e in request.effects[1:])
+        prompt = (f"\n{request.robot} wants to call {where}{request.tool} with:\n{args_text}{does}\n"
+                  "Approve? [y]es / [n]o / [a]lways: ")
         try:
             answer = (await read_terminal_line(prompt, out=out)).strip().lower()
         except EOFError:  # the terminal closed (Ctrl-D): no answer is a no

@@ -17,6 +17,7 @@ mcpServers:
     autoApprove: [search, "get_*"]  # tools the approval policy may run without asking (Cline)
     alwaysAllow: [...]              # the same, Roo Code's spelling
     disabledTools: [delete_*]       # tools never offered to robots
+    trustAnnotations: false         # true: believe the server's readOnlyHint (its read-only tools run unasked)
 ```
 
 * The transport is inferred from ``command`` (stdio) vs ``url`` (streamable HTTP); ``type``
@@ -89,7 +90,7 @@ TYPE_HELP = "stdio, sse, http, streamable-http, streamableHttp or streamable_htt
 KNOWN_KEYS = frozenset({
     "command", "args", "env", "cwd", "url", "serverUrl", "headers", "type", "transportType", "disabled",
     "enabled", "timeout", "connectTimeout", "autoApprove", "alwaysAllow", "disabledTools", "name", "transport",
-    "sampling", "oauth",
+    "sampling", "oauth", "trustAnnotations",
 })
 #: Keys of RobotLab's inline ``transport:`` block (:class:`workspace.schemas.mcp.McpTransport`).
 TRANSPORT_KEYS = frozenset({"type", "command", "args", "env", "cwd", "url", "headers"})
@@ -127,6 +128,9 @@ class ServerSpec:
     auto_approve: tuple[str, ...] = ()
     #: Tool names (or glob patterns) never offered to robots.
     disabled_tools: tuple[str, ...] = ()
+    #: Believe the server's tool annotations (``readOnlyHint``) when deciding approvals; by default an
+    #: MCP tool is asked about whatever its annotations claim.
+    trust_annotations: bool = False
     #: The entry exactly as written (before interpolation), unknown keys included.
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
     #: Where the entry came from (a file path, "inline", ...).
@@ -383,6 +387,7 @@ def parse_server(
         connect_timeout=connect_timeout,
         auto_approve=tuple(dict.fromkeys(auto)),
         disabled_tools=_str_list(flat.get("disabledTools"), where=f"{base}.disabledTools"),
+        trust_annotations=_flag(flat.get("trustAnnotations"), where=f"{base}.trustAnnotations"),
         raw=raw,
         source=source,
         filled_values=filled_values(found),
@@ -412,6 +417,16 @@ def _flag(value: Any, *, where: str, default: bool = False) -> bool:
     if isinstance(value, int):
         return bool(value)
     raise ConfigurationError(f"{where}: expected true or false, got {value!r}")
+
+
+def trusts_annotations(entry: Any) -> bool:
+    """Whether an ``mcpServers`` entry (as written) trusts its server's tool annotations (``trustAnnotations``)."""
+    if not isinstance(entry, Mapping):
+        return False
+    try:
+        return _flag(entry.get("trustAnnotations"), where="trustAnnotations")
+    except ConfigurationError:
+        return False
 
 
 def is_disabled(entry: Any) -> bool:

@@ -152,6 +152,10 @@ class ServerLifecycle:
     def _spec(self, name: str) -> ServerSpec | None:
         return self._specs.get(name) or self._inline.get(name)
 
+    def spec(self, name: str) -> ServerSpec | None:
+        """The server's settings as configured (None: not configured, or its entry is broken)."""
+        return self._spec(name)
+
     def _apply_spec(self, name: str) -> None:
         spec = self._spec(name)
         conn = self._connections.get(name)
@@ -332,13 +336,14 @@ class ServerLifecycle:
             return ServerStatus(
                 name=name, state=ServerState.STOPPED, reason="disabled in the configuration" if spec.disabled else None,
                 transport=spec.transport, target=spec.describe(), disabled=spec.disabled, source=spec.source,
+                trust_annotations=spec.trust_annotations,
             )
         return ServerStatus(
             name=name, state=conn.state, reason=conn.reason, transport=spec.transport, target=spec.describe(),
             tools=tuple(self._tool_infos(spec, conn)), server_info=conn.server_info,
             protocol_version=conn.protocol_version, stderr=tuple(conn.stderr_tail(len(conn.stderr))),
             since=conn.since, connect_seconds=conn.connect_seconds, starts=conn.starts, disabled=spec.disabled,
-            source=spec.source, log=tuple(conn.log), auth=conn.auth_state, sign_in_url=conn.sign_in_url,
+            source=spec.source, trust_annotations=spec.trust_annotations, log=tuple(conn.log), auth=conn.auth_state, sign_in_url=conn.sign_in_url,
             subscriptions=tuple(sorted((uri, conn.changed_at.get(uri) if changed else None)
                                        for uri, changed in conn.subscriptions.items())),
             resources_version=conn.resources_version,

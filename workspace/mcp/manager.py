@@ -27,6 +27,8 @@ Tool policy hooks:
   ``idempotentHint``, ``openWorldHint``) and ``autoApprove: True`` when the tool is in the
   server's ``autoApprove``/``alwaysAllow`` list — the approval policy reads it from
   ``ApprovalRequest.annotations``; :meth:`MCPManager.is_auto_approved` answers the same;
+  ``trustAnnotations: True`` when the server's entry trusts its annotations (else the policy asks
+  whatever they claim), and ``mcpTool``: the server's own name of the tool, which rules may use;
 * per-tool on/off: :meth:`set_tool_enabled` (persisted in ``mcp-tools.json`` next to the user
   config file) plus the server's ``disabledTools`` list; disabled tools are never offered.
 
@@ -61,6 +63,9 @@ if TYPE_CHECKING:
     from workspace.templates import Template
 
 log = logging.getLogger("workspace.mcp")
+
+#: Keys of ``Tool.annotations`` the manager sets itself (never taken from a server).
+OWN_ANNOTATIONS = frozenset({"autoApprove", "trustAnnotations", "mcpTool"})
 
 
 class MCPManager(ServerLifecycle):
@@ -104,9 +109,12 @@ class MCPManager(ServerLifecycle):
 
     def _make_tool(self, spec: ServerSpec, info: ToolInfo, name: str | None = None, *,
                    conn: Connection | None = None) -> Tool:
-        annotations = dict(info.annotations)
+        annotations = {k: v for k, v in info.annotations.items() if k not in OWN_ANNOTATIONS}
         if info.auto_approve:
             annotations["autoApprove"] = True
+        if spec.trust_annotations:
+            annotations["trustAnnotations"] = True
+        annotations["mcpTool"] = info.original  # the server's own name, which approval rules may use
         server, original = spec.name, info.original
         manager = self
         bound = conn if conn is not None else self._connections.get(server)

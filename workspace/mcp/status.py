@@ -81,6 +81,9 @@ class ServerStatus:
     starts: int = 0
     #: Disabled in the configuration (``disabled: true``).
     disabled: bool = False
+    #: The entry trusts the server's tool annotations (``trustAnnotations: true``): its read-only tools run
+    #: without asking; otherwise each of its tools is asked about, whatever its annotations claim.
+    trust_annotations: bool = False
     #: The file the server's settings came from.
     source: str = ""
     #: OAuth sign-in (remote servers): None (none involved), "signed-in", "sign-in" (never signed in),

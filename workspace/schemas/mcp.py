@@ -79,6 +79,9 @@ class McpServer(BaseModel):
         None, description="Tools (names or glob patterns) the approval policy may run without asking")
     alwaysAllow: list[str] | str | None = Field(None, description="The same as autoApprove (Roo Code's spelling)")
     disabledTools: list[str] | str | None = Field(None, description="Tools never offered to robots")
+    trustAnnotations: bool | str | int | None = Field(
+        None, description="true: believe the server's tool annotations (its readOnlyHint tools run without asking); "
+        "by default every tool of the server is asked about, whatever its annotations claim")
     sampling: str | None = Field(
         None, description="When the server asks for a completion from the thread's model (sampling/createMessage): "
         "ask (the default), allow (without asking) or deny", examples=["ask", "allow", "deny"])

@@ -45,7 +45,7 @@ class _ThreadGate(ApprovalGate):
     async def adecide(self, request: ApprovalRequest) -> Action | ApprovalDecision:
         if self._key(request) not in self._thread_grants and type(self._shared).adecide is not ApprovalGate.adecide:
             return await self._shared.adecide(request)  # a gate that decides in its own way (a function)
-        return self.decide(request)
+        return await super().adecide(request)  # a denial by effect says which effect
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         self.policy = self._shared.policy

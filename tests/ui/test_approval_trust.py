@@ -1,0 +1,115 @@
+"""Issue 23 §1 in the window: Settings › MCP servers has one switch per server to trust its tool
+annotations (saved as ``trustAnnotations``), the MCP dock shows whether they are trusted, and Settings ›
+Approvals says which rules match no tool (and keeps the empty-write switch)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.fakes.mcp_servers import BAD_SERVER
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+async def manager(tmp_path: Path) -> AsyncIterator[Any]:
+    from workspace.mcp.manager import MCPManager
+
+    mgr = MCPManager(state_file=tmp_path / "mcp-tools.json")
+    yield mgr
+    await mgr.aclose()
+
+
+async def test_the_trust_switch_is_saved_and_shown_in_the_dock(qapp_instance: Any, tmp_path: Path,
+                                                              manager: Any) -> None:
+    from ui.docks.mcp import McpPane
+    from ui.settings_mcp import McpServersPage
+    from ui.tasks import TaskOwner
+
+    config = tmp_path / "config.yaml"
+    config.write_text(f"# mine\nmcpServers:\n  files:\n    command: {sys.executable}\n    args: [{BAD_SERVER}, ok]\n",
+                      encoding="utf-8")
+    page = McpServersPage(manager, lambda coro, **_: coro.close(), path=config)
+    tasks = TaskOwner()
+    pane = McpPane(manager, tasks, watch_interval=None)
+    try:
+        page.load()
+        assert page.trust_annotations.accessibleName()
+        assert not page.trust_annotations.isChecked()  # not trusted by default
+        manager.configure({"mcpServers": yaml.safe_load(config.read_text())["mcpServers"]})
+        pane.refresh()
+        pane.table.selectRow(0)
+        assert "Annotations not trusted" in pane.info.text()
+        page.trust_annotations.setChecked(True)
+        assert page.save_server()
+        saved = yaml.safe_load(config.read_text(encoding="utf-8"))["mcpServers"]["files"]
+        assert saved["trustAnnotations"] is True and "# mine" in config.read_text(encoding="utf-8")
+        manager.configure({"mcpServers": {"files": saved}})
+        pane.refresh()
+        pane.table.selectRow(0)
+        pane._show()
+        assert "Annotations trusted" in pane.info.text()
+        assert manager.status("files").trust_annotations
+        # Reopened: the switch shows what the file says; switched off, the key goes.
+        page.load(select="files")
+        assert page.trust_annotations.isChecked()
+        page.trust_annotations.setChecked(False)
+        assert page.save_server()
+        assert "trustAnnotations" not in yaml.safe_load(config.read_text(encoding="utf-8"))["mcpServers"]["files"]
+    finally:
+        await tasks.shutdown()
+        await pane.aclose()
+        pane.deleteLater()
+        page.deleteLater()
+
+
+async def test_settings_shows_rules_that_match_no_tool(desktop: Any) -> None:
+    from workspace.approval import ApprovalPolicy, Rule
+
+    window = desktop.window
+    workspace = window.controller.workspace
+    workspace.approval.policy = ApprovalPolicy([Rule("deny", tool="delete_files"), Rule("ask", tool="write_file")],
+                                               empty_write_is_delete=True)
+    window.settings_flow.open_settings()
+    dialog = window.settings_flow.dialog
+    try:
+        assert not dialog.rule_problems.isHidden()
+        text = dialog.rule_problems.text()
+        assert "rule 1 {tool: delete_files, action: deny} matches no tool: did you mean {tool: delete_file}" in text
+        assert "rule 2" not in text
+        assert dialog.empty_write_is_delete.isChecked()
+        # Fixed in the table: the sentence goes.
+        dialog.rules.item(0, 2).setText("delete_file")
+        assert dialog.rule_problems.isHidden()
+    finally:
+        dialog.reject()
+
+
+async def test_the_approval_card_says_what_the_call_does_and_what_is_only_claimed(qapp_instance: Any) -> None:
+    import asyncio
+
+    from PySide6.QtWidgets import QLabel
+
+    from ui.widgets.cards import ApprovalPanel
+    from workspace.approval import ApprovalRequest, FileEffect
+
+    patch = ApprovalRequest(call_id="c1", robot="helper", tool="apply_patch", input={"patch": "..."},
+                            effects=(FileEffect(kind="delete", path="a.txt"),))
+    claimed = ApprovalRequest(call_id="c2", robot="helper", tool="files__wipe", input={}, server="files",
+                              annotations={"readOnlyHint": True})
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    panels = [ApprovalPanel(request, future) for request in (patch, claimed)]
+    try:
+        texts = [[label.text() for label in panel.findChildren(QLabel)] for panel in panels]
+        assert "That means deleting 'a.txt'." in texts[0]
+        assert any("read-only (claimed)" in t for t in texts[1])
+    finally:
+        for panel in panels:
+            panel.deleteLater()
+        future.cancel()
