@@ -14,7 +14,10 @@ test_fs_faults.py), forged names and kill -9 during apply (test_fs_faults.py), k
 recording and signals (test_fault_kill.py), damaged databases (test_fault_databases.py), the
 secrets sweep (test_fault_secrets.py), and file names the file system cannot hold, git's quoted
 patch headers, runs stopped before their first word and a full disk while a run is recorded
-(test_fault_files_disk.py).
+(test_fault_files_disk.py); approval by effect (test_fault_approval_effect.py), keys only where the
+user sent them (test_fault_keys.py), bounded inputs: YAML alias bombs, template time and size, streamed
+reads, deep arguments and results, stdout that is not UTF-8 (test_fault_bounds.py), and a local
+conversation staying local (test_fault_local.py).
 
 A time limit in these tests is a bound on hanging, never a measure of speed: generous (ten times the
 wait a case is set, or half of a wait it must not make) so the matrix holds on a loaded machine; the
