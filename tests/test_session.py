@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from workspace import events as ev
-from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalPolicy, ApprovalRequest
+from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalPolicy, ApprovalRequest, CallbackGate
 from workspace.errors import ConfigurationError
 from workspace.messages import ToolCallMessage, ToolResultMessage
 from workspace.persistence import Store
@@ -270,6 +270,27 @@ async def test_approvals_are_recorded_and_denials_reach_the_model(db: Path, prov
         assert kinds.index("approval_requested") < kinds.index("approval_decided") < kinds.index("tool_error")
         result_msg = provider.history[-1].messages[-1]
         assert result_msg.content == {"error": "Denied by the user: not today"}
+    finally:
+        await workspace.aclose()
+
+
+async def test_a_thread_grant_holds_with_a_gate_written_as_a_function(db: Path, provider: ScriptedProvider) -> None:
+    """A function gate that says "ask": "approve for this thread" is not asked again in that thread."""
+    asked: list[ApprovalRequest] = []
+
+    async def ask(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(approved=True, scope="thread")
+
+    workspace = Workspace(db_path=db, provider=provider, approval=CallbackGate(lambda request: "ask", ask))
+    try:
+        provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")], "noted",
+                         [ToolCall("remember", {"key": "k", "value": 2}, id="c2")], "noted again")
+        session = workspace.new_thread("helper")
+        await drain(session.send("remember 1"))
+        second = await drain(session.send("remember 2"))
+        assert len(asked) == 1
+        assert [e.kind for e in second if e.kind in ("approval_requested", "tool_result")] == ["tool_result"]
     finally:
         await workspace.aclose()
 

@@ -43,7 +43,7 @@ class _ThreadGate(ApprovalGate):
         return super().decide(request)
 
     async def adecide(self, request: ApprovalRequest) -> Action | ApprovalDecision:
-        if self._key(request) not in self._thread_grants and type(self._shared).adecide is not ApprovalGate.adecide:
+        if not self._granted(request) and type(self._shared).adecide is not ApprovalGate.adecide:
             return await self._shared.adecide(request)  # a gate that decides in its own way (a function)
         return await super().adecide(request)  # a denial by effect says which effect
 
