@@ -345,3 +345,30 @@ async def test_keys_in_the_inline_boxes_are_not_taken_by_window_shortcuts(app: A
     QTest.keyClick(view, Qt.Key.Key_R)
     QTest.keyClick(view.overlay.reason, Qt.Key.Key_Escape)  # cancels the box, not "Stop"
     assert view.overlay is None and changes.hunks()[1].status == "pending"
+
+
+async def test_apply_then_undo_the_robot_hears_the_change_was_undone(app: Any, provider: Any, folder: Path) -> None:
+    window = app.window
+    pane = window.docks.changes_pane
+    _propose_two_files(provider)
+    window.runs.send("edit both")
+    await _idle(app)
+    changes = app.controller.session.changes
+    beta, kappa, doc = (h.id for h in changes.hunks())
+    pane.model.accept(beta, doc)
+    pane.model.reject(kappa, reason="not kappa")
+    await _settled(pane)  # the history read after the run
+    pane.apply_button.click()
+    await _settled(pane)
+    assert (folder / "notes.txt").read_bytes() == NOTES.replace(b"beta", b"BETA")
+    pane.undo_button.click()
+    await _settled(pane)
+    assert (folder / "notes.txt").read_bytes() == NOTES
+    assert (folder / "app.py").read_text(encoding="utf-8") == CODE
+    provider.enqueue("Understood.")
+    window.runs.send("and now?")
+    await _idle(app)
+    note, typed = split_user_message(str(provider.history[-1].messages[-1].content))
+    assert typed == "and now?" and note is not None
+    assert "partly applied" not in note and "accepted and written" not in note
+    assert "notes.txt: applied, then undone" in note and "app.py: applied, then undone" in note
