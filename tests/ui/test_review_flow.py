@@ -357,11 +357,12 @@ async def test_apply_then_undo_the_robot_hears_the_change_was_undone(app: Any, p
     beta, kappa, doc = (h.id for h in changes.hunks())
     pane.model.accept(beta, doc)
     pane.model.reject(kappa, reason="not kappa")
-    await _settled(pane)  # the history read after the run
+    await wait_until(lambda: pane.apply_button.isEnabled(), what="Apply (the history is read after the run)")
     pane.apply_button.click()
-    await _settled(pane)
+    await wait_until(lambda: pane.undo_button.isEnabled(), what="the apply and its history")
     assert (folder / "notes.txt").read_bytes() == NOTES.replace(b"beta", b"BETA")
     pane.undo_button.click()
+    await wait_until(lambda: pane.redo_button.isEnabled(), what="the undo")
     await _settled(pane)
     assert (folder / "notes.txt").read_bytes() == NOTES
     assert (folder / "app.py").read_text(encoding="utf-8") == CODE

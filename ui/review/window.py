@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QItemSelectionModel, Qt
-from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtCore import QItemSelectionModel, QSize, Qt
+from PySide6.QtGui import QCloseEvent, QKeySequence, QResizeEvent, QShortcut
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QToolButton,
@@ -29,11 +30,16 @@ from PySide6.QtWidgets import (
 from ui.review.conflict import ConflictView
 from ui.review.files import file_list
 from ui.review.view import DiffView
+from ui.screen import size_to_screen
 
 if TYPE_CHECKING:
     from ui.models.changes import ChangeActions, ChangeReviewModel
     from workspace.changes import Conflict
 
+#: The review window's size on a big screen; a smaller one gets the share of it the main window would.
+PREFERRED_SIZE = QSize(1280, 820)
+#: Narrower than this, Previous / Next show only their arrows.
+COMPACT_BELOW = 1100
 KEY_HINTS = ("]c / [c  next / previous hunk   ·   j / k   ·   a accept   ·   r reject   ·   e edit   ·   "
              "u undo decision   ·   s side by side")
 
@@ -58,6 +64,44 @@ def summary_text(model: ChangeReviewModel) -> str:
     return (f"{n} file{'s' if n != 1 else ''} · +{counts.added} −{counts.removed} · {counts.hunks} hunk"
             f"{'s' if counts.hunks != 1 else ''}: {counts.pending} pending, {counts.accepted} accepted, "
             f"{counts.rejected} rejected")
+
+
+def wrapping(label: QLabel) -> QLabel:
+    """A word-wrapping label that never widens the window (it takes the width it is given)."""
+    policy = QSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    policy.setHeightForWidth(True)
+    label.setSizePolicy(policy)
+    label.setWordWrap(True)
+    return label
+
+
+class TitleLabel(QLabel):
+    """The review's title on one line, ending in "…" when the window is narrow (the tooltip has it all)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._full = ""
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+
+    def setText(self, text: str) -> None:
+        self._full = text
+        self._elide()
+
+    def text(self) -> str:
+        return self._full
+
+    def full_width(self) -> int:
+        return self.fontMetrics().horizontalAdvance(self._full)
+
+    def _elide(self) -> None:
+        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, max(0, self.width()))
+        super().setText(shown)
+        self.setToolTip(self._full if shown != self._full else "")
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._elide()
 
 
 def segmented(parent: QWidget, labels: tuple[str, ...], *, checked: int = 0) -> tuple[QFrame, QButtonGroup]:
@@ -90,7 +134,6 @@ class ReviewWindow(QWidget):
         self.setWindowTitle(f"{title} — RobotLab Workspace")
         self.model = model
         self.commands = commands
-        self.resize(1280, 820)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.setSpacing(0)
@@ -103,9 +146,10 @@ class ReviewWindow(QWidget):
         hl.setSpacing(10)
         titles = QVBoxLayout()
         titles.setSpacing(1)
-        self.title_label = QLabel("", header)
+        # Both give way (the title ends in "…", the summary wraps) so the buttons stay on a 1024-wide screen.
+        self.title_label = TitleLabel(header)
         self.title_label.setObjectName("ReviewTitle")
-        self.summary = QLabel("", header)
+        self.summary = wrapping(QLabel("", header))
         self.summary.setObjectName("Muted")
         titles.addWidget(self.title_label)
         titles.addWidget(self.summary)
@@ -123,8 +167,10 @@ class ReviewWindow(QWidget):
         hl.addWidget(self.whole_file)
         self.prev_button = QPushButton("↑  Previous", header)
         self.prev_button.setToolTip("Previous hunk ([c or k)")
+        self.prev_button.setAccessibleName("Previous hunk")
         self.next_button = QPushButton("↓  Next", header)
         self.next_button.setToolTip("Next hunk (]c or j)")
+        self.next_button.setAccessibleName("Next hunk")
         self.prev_button.clicked.connect(lambda: (self.view.prev_hunk(), self.view.setFocus()))
         self.next_button.clicked.connect(lambda: (self.view.next_hunk(), self.view.setFocus()))
         hl.addWidget(self.prev_button)
@@ -196,12 +242,13 @@ class ReviewWindow(QWidget):
         footer.setObjectName("ReviewFooter")
         fl = QHBoxLayout(footer)
         fl.setContentsMargins(16, 6, 16, 6)
-        self.hints = QLabel(KEY_HINTS, footer)
+        self.hints = wrapping(QLabel(KEY_HINTS, footer))
         self.hints.setObjectName("Muted")
         fl.addWidget(self.hints, 1)
-        self.status = QLabel("", footer)
+        self.status = wrapping(QLabel("", footer))
         self.status.setObjectName("Muted")
-        fl.addWidget(self.status)
+        self.status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        fl.addWidget(self.status, 1)
         outer.addWidget(footer)
 
         # -- wiring
@@ -224,6 +271,7 @@ class ReviewWindow(QWidget):
         QShortcut(QKeySequence("Esc"), self).activated.connect(self._escape)
         self._refresh()
         self._on_view_file(self.view.fc.id if self.view.fc is not None else "")
+        size_to_screen(self, PREFERRED_SIZE)
 
     # -- state ---------------------------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -311,6 +359,8 @@ class ReviewWindow(QWidget):
             row = self.model.row_of(file_id)
             if row >= 0:
                 self.view.show_file(self.model.file(row))
+        if not self.isVisible():  # the main window may be on another (smaller) screen since
+            size_to_screen(self, self.size().expandedTo(PREFERRED_SIZE))
         self.show()
         self.raise_()
         self.activateWindow()
@@ -320,6 +370,13 @@ class ReviewWindow(QWidget):
         self.view.retheme()
         self.conflicts.retheme()
         self.files.viewport().update()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        # A narrow window (a 1024-wide screen) keeps the arrows of Previous / Next: the title keeps its room.
+        compact = event.size().width() < COMPACT_BELOW
+        self.prev_button.setText("↑" if compact else "↑  Previous")
+        self.next_button.setText("↓" if compact else "↓  Next")
+        super().resizeEvent(event)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.view.overlay is not None:
@@ -375,7 +432,7 @@ def compare_window(old: str, new: str, *, name: str, title: str, parent: QWidget
     if file_list_pane is not None:
         file_list_pane.setVisible(False)
     window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-    window.resize(1100, 720)
+    size_to_screen(window, QSize(1100, 720))
     return window
 
 
