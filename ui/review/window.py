@@ -9,6 +9,7 @@ results or answers compared).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QItemSelectionModel, QSize, Qt
@@ -18,6 +19,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMessageBox,
     QPushButton,
     QSizePolicy,
     QSplitter,
@@ -31,6 +33,7 @@ from ui.review.conflict import ConflictView
 from ui.review.files import file_list
 from ui.review.view import DiffView
 from ui.screen import size_to_screen
+from workspace.changes import PENDING
 
 if TYPE_CHECKING:
     from ui.models.changes import ChangeActions, ChangeReviewModel
@@ -134,6 +137,8 @@ class ReviewWindow(QWidget):
         self.setWindowTitle(f"{title} — RobotLab Workspace")
         self.model = model
         self.commands = commands
+        #: The question Apply asked last (hunks were still undecided), or None.
+        self.apply_question: ApplyQuestion | None = None
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.setSpacing(0)
@@ -180,7 +185,7 @@ class ReviewWindow(QWidget):
         self.accept_all_button = QPushButton("Accept all", header)
         self.apply_button = QPushButton("Apply", header)
         self.apply_button.setObjectName("PrimaryButton")
-        self.apply_button.setToolTip("Write the accepted hunks; undecided ones are not applied (Ctrl+Enter)")
+        self.apply_button.setToolTip("Write the accepted hunks (Ctrl+Enter); with hunks still undecided it asks first")
         self.reject_all_button.clicked.connect(lambda: self.model.reject_all())
         self.accept_all_button.clicked.connect(lambda: self.model.accept_all())
         self.apply_button.clicked.connect(self.apply)
@@ -337,8 +342,14 @@ class ReviewWindow(QWidget):
 
     # -- actions ---------------------------------------------------------------------------------------
     def apply(self) -> None:
+        """Apply (Ctrl+Enter); with hunks still undecided it asks first (:func:`ask_before_apply`)."""
         if self.commands is not None and not self.model.read_only:
-            self.commands.apply()
+            self.apply_question = ask_before_apply(self, self.model, self.commands, self._go_back)
+
+    def _go_back(self, hunk_id: str) -> None:
+        self.show_diff()
+        self.view.select_hunk(hunk_id)
+        self.view.setFocus()
 
     def show_conflicts(self, conflicts: list[Conflict]) -> None:
         self.conflicts.set_conflicts(conflicts)
@@ -404,6 +415,53 @@ def file_title_html(fc: object) -> str:
             f"{counts['hunks']} hunk{'s' if counts['hunks'] != 1 else ''} · {escape(encoding)}</span>")
 
 
+class ApplyQuestion(QMessageBox):
+    """Apply with hunks still undecided: "N hunks are still undecided: reject them and apply / go back"."""
+
+    def __init__(self, undecided: int, parent: QWidget | None) -> None:
+        s = "s" if undecided != 1 else ""
+        super().__init__(QMessageBox.Icon.Question, "Apply changes",
+                         f"{undecided} hunk{s} {'are' if s else 'is'} still undecided: reject {'them' if s else 'it'} "
+                         "and apply?", QMessageBox.StandardButton.NoButton, parent)
+        self.setInformativeText("Only the accepted hunks are written; the robot is told the others were rejected. "
+                                "Go back to decide them one by one.")
+        self.button_apply = self.addButton(f"Reject {'them' if s else 'it'} and apply",
+                                           QMessageBox.ButtonRole.AcceptRole)
+        self.button_back = self.addButton("Go back", QMessageBox.ButtonRole.RejectRole)
+        self.setDefaultButton(self.button_back)
+        self.setEscapeButton(self.button_back)
+
+
+def ask_before_apply(parent: QWidget, model: ChangeReviewModel, commands: ChangeActions,
+                     go_back: Callable[[str], None]) -> ApplyQuestion | None:
+    """Apply the decided hunks; with hunks still undecided, ask first (not modal): "Reject them and
+    apply" rejects them, then applies; "Go back" applies nothing and shows the first undecided hunk
+    (``go_back(hunk_id)``). Returns the question when one is asked."""
+    undecided = [h.id for fc in model.pending_files for h in fc.hunks if h.status == PENDING]
+    if not undecided:
+        commands.apply()
+        return None
+    box = ApplyQuestion(len(undecided), parent)
+
+    def answered(button: object) -> None:
+        if button is box.button_apply:
+            if model.reject(*[hid for hid in undecided if _still_pending(model, hid)]):
+                commands.apply()
+        else:
+            first = next((hid for hid in undecided if _still_pending(model, hid)), None)
+            if first is not None:
+                go_back(first)
+
+    box.buttonClicked.connect(answered)
+    box.open()
+    return box
+
+
+def _still_pending(model: ChangeReviewModel, hunk_id: str) -> bool:
+    found = model.locate(hunk_id)
+    return found is not None and found[1].status == PENDING
+
+
 def resolve_conflict(commands: ChangeActions, action: str, key: str) -> None:
     """A conflict view's button: rebase / overwrite / skip / cancel."""
     if action == "rebase":
@@ -465,5 +523,5 @@ def answers_to_compare(session: object) -> tuple[str, str, str] | None:
     return first.text, second.text, "The last two answers"
 
 
-__all__ = ["KEY_HINTS", "ReviewWindow", "answers_to_compare", "compare_window", "resolve_conflict", "segmented", "summary_text"]
+__all__ = ["KEY_HINTS", "ApplyQuestion", "ReviewWindow", "answers_to_compare", "ask_before_apply", "compare_window", "resolve_conflict", "segmented", "summary_text"]
 
