@@ -445,3 +445,19 @@ async def test_apply_with_every_hunk_decided_does_not_ask(app: Any, provider: An
     assert pane.apply_question is None or not pane.apply_question.isVisible()
     await wait_until(lambda: not app.controller.session.changes.pending_files, what="the apply")
     assert (folder / "notes.txt").read_bytes() != NOTES
+
+
+async def test_apply_again_while_asked_does_not_ask_twice(app: Any, provider: Any, folder: Path) -> None:
+    window = app.window
+    pane = window.docks.changes_pane
+    _propose_two_files(provider)
+    window.runs.send("edit both")
+    await _idle(app)
+    await wait_until(lambda: pane.apply_button.isEnabled(), what="Apply")
+    pane.apply()
+    first = pane.apply_question
+    pane.apply()  # Ctrl+Enter again
+    assert pane.apply_question is first and first is not None and first.isVisible()
+    first.button_back.click()
+    await _settled(pane)
+    assert (folder / "notes.txt").read_bytes() == NOTES

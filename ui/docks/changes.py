@@ -445,6 +445,9 @@ class ChangesPane(QWidget):
         if self._showing_net:
             return
         self.show_message("", "info")
+        if self.apply_question is not None and self.apply_question.isVisible():
+            self.apply_question.raise_()  # asked already (Ctrl+Enter again)
+            return
         self.apply_question = ask_before_apply(self, self.model, self.commands, self._go_back)
 
     def _go_back(self, hunk_id: str) -> None:

@@ -344,6 +344,9 @@ class ReviewWindow(QWidget):
     def apply(self) -> None:
         """Apply (Ctrl+Enter); with hunks still undecided it asks first (:func:`ask_before_apply`)."""
         if self.commands is not None and not self.model.read_only:
+            if self.apply_question is not None and self.apply_question.isVisible():
+                self.apply_question.raise_()  # asked already (Ctrl+Enter again)
+                return
             self.apply_question = ask_before_apply(self, self.model, self.commands, self._go_back)
 
     def _go_back(self, hunk_id: str) -> None:
