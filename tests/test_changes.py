@@ -749,3 +749,18 @@ def test_merge3_and_inline_spans() -> None:
 def test_unified_diff_marks_missing_final_newline() -> None:
     text = unified_diff(["a\n", "b"], ["a\n", "b\n"])
     assert text.endswith("-b\n\\ No newline at end of file\n+b\n")
+
+
+def test_an_undo_of_an_earlier_set_is_told_and_a_redo_before_the_next_message_cancels_it(tmp_path: Path) -> None:
+    from workspace.changes import ChangeSet
+
+    changes = ChangeSet(tmp_path)
+    changes.record_restore("undo", ["a.txt", "b.txt"], change_set_id="earlier")
+    note = changes.take_outcome_message()
+    assert note is not None and "a.txt: the user undid your earlier change" in note and "b.txt" in note
+    changes.record_restore("undo", ["a.txt"], change_set_id="earlier")
+    changes.record_restore("redo", ["a.txt"], change_set_id="earlier")
+    assert not changes.has_undelivered_outcome and changes.take_outcome_message() is None
+    changes.record_restore("redo", ["a.txt"], change_set_id="earlier")
+    note = changes.take_outcome_message()
+    assert note is not None and "the user redid your earlier change" in note

@@ -167,3 +167,76 @@ async def test_proposed_changes_survive_quitting_and_reopening(tmp_path: Path) -
         assert ws.store.load_change_set(thread_id, folder.resolve()) is None
     finally:
         await ws.aclose()
+
+
+def _two_edits_workspace(tmp_path: Path, *replies: object) -> tuple[Path, ScriptedProvider, Workspace]:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "a.txt").write_text("one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n", encoding="utf-8")
+    provider = ScriptedProvider([
+        [ToolCall("edit_file", {"path": "a.txt", "search": "two", "replace": "TWO"}),
+         ToolCall("edit_file", {"path": "a.txt", "search": "nine", "replace": "NINE"})],
+        "I proposed two edits.", *replies,
+    ])
+    return folder, provider, Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=provider)
+
+
+async def test_apply_then_undo_tells_the_model_the_change_was_undone(tmp_path: Path) -> None:
+    folder, provider, ws = _two_edits_workspace(tmp_path, "Noted.")
+    try:
+        session = ws.new_thread("file-helper")
+        await session.send("capitalise two and nine").wait()
+        original = (folder / "a.txt").read_bytes()
+        first, second = session.changes.hunks()
+        session.changes.accept(first.id)
+        session.changes.reject(second.id, reason="keep nine")
+        await session.apply_changes()
+        result = await session.undo_changes()
+        assert result.ok and (folder / "a.txt").read_bytes() == original
+        await session.send("go on").wait()
+        note, typed = split_user_message(str(provider.history[-1].messages[-1].content))
+        assert typed == "go on" and note is not None
+        assert "partly applied" not in note and "undone" in note
+        assert "none of this change is on disk" in note
+    finally:
+        await ws.aclose()
+
+
+async def test_undo_after_the_model_heard_the_outcome_is_told_at_the_next_message(tmp_path: Path) -> None:
+    folder, provider, ws = _two_edits_workspace(tmp_path, "Thanks.", "Noted.")
+    try:
+        session = ws.new_thread("file-helper")
+        await session.send("capitalise two and nine").wait()
+        original = (folder / "a.txt").read_bytes()
+        session.changes.accept_all()
+        await session.apply_changes()
+        await session.send("thanks").wait()
+        note, _typed = split_user_message(str(provider.history[-1].messages[-1].content))
+        assert note is not None and "accepted and written" in note
+        await session.undo_changes()
+        assert (folder / "a.txt").read_bytes() == original
+        session.save_changes()
+        assert session.changes.has_undelivered_outcome
+        await session.send("what now?").wait()
+        note, typed = split_user_message(str(provider.history[-1].messages[-1].content))
+        assert typed == "what now?" and note is not None
+        assert "a.txt" in note and "undid" in note and "accepted and written" not in note
+    finally:
+        await ws.aclose()
+
+
+async def test_undo_then_redo_before_the_next_message_tells_what_is_on_disk(tmp_path: Path) -> None:
+    folder, provider, ws = _two_edits_workspace(tmp_path, "Noted.")
+    try:
+        session = ws.new_thread("file-helper")
+        await session.send("capitalise two and nine").wait()
+        session.changes.accept_all()
+        await session.apply_changes()
+        await session.undo_changes()
+        await session.redo_changes()
+        assert "TWO" in (folder / "a.txt").read_text(encoding="utf-8")
+        await session.send("go on").wait()
+        note, _typed = split_user_message(str(provider.history[-1].messages[-1].content))
+        assert note is not None and "accepted and written" in note and "undone" not in note
+    finally:
+        await ws.aclose()

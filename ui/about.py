@@ -10,20 +10,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import QSize, Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
+    QFrame,
     QGridLayout,
     QLabel,
     QPushButton,
+    QScrollArea,
     QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
 
 from ui import theme
+from ui.screen import size_to_screen
 
 
 def about_facts() -> dict[str, str]:
@@ -48,7 +51,11 @@ class AboutDialog(QDialog):
         self.setObjectName("aboutDialog")
         self.setWindowTitle("About RobotLab Workspace")
         self.setModal(False)
-        layout = QVBoxLayout(self)
+        outer = QVBoxLayout(self)
+        # What the dialog says scrolls on a short screen (1024×640); Close stays on the screen.
+        body = QWidget(self)
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
         head = QLabel(self)
         head.setPixmap(theme.app_icon().pixmap(64, 64))
         head.setAlignment(Qt.AlignmentFlag.AlignHCenter)
@@ -86,9 +93,20 @@ class AboutDialog(QDialog):
             row += 1
         layout.addLayout(grid)
 
+        scroll = QScrollArea(self)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(body)
+        outer.addWidget(scroll, 1)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.close)
-        layout.addWidget(buttons)
+        outer.addWidget(buttons)
+        wanted = body.sizeHint()
+        margins = outer.contentsMargins()
+        size_to_screen(self, QSize(wanted.width() + margins.left() + margins.right() + 24,
+                                   wanted.height() + buttons.sizeHint().height() + outer.spacing()
+                                   + margins.top() + margins.bottom()))
 
     def _muted(self, text: str) -> QLabel:
         label = QLabel(text, self)

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -20,11 +20,13 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
@@ -33,6 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ui.screen import size_to_screen
 from workspace.urls import LOCAL_DEFAULT_BASES
 
 log = logging.getLogger("ui.settings")
@@ -106,6 +109,10 @@ def save_user_settings(values: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+#: The settings dialog's size on a big screen (a smaller one gets most of its screen; the pages scroll).
+PREFERRED_SIZE = QSize(880, 700)
+
+
 class SettingsDialog(QDialog):
     """Non-modal settings; ``saved`` carries the changed dotted keys and values."""
 
@@ -116,6 +123,8 @@ class SettingsDialog(QDialog):
         self.controller = controller
         self.setWindowTitle("Settings")
         self.setMinimumSize(640, 480)
+        #: Each tab's page in the scroll area that holds it (a small screen scrolls a page, never squeezes it).
+        self._pages: dict[QWidget, QWidget] = {}
         layout = QVBoxLayout(self)
         self.tabs = QTabWidget(self)
         self.tabs.setDocumentMode(True)
@@ -201,7 +210,7 @@ class SettingsDialog(QDialog):
         self._local_share: Any = None
         self._vision_chosen: dict[str, bool | None] = {}
         form.addRow("Images", self.vision)
-        self.tabs.addTab(model_tab, "Model")
+        self._add_tab(model_tab, "Model")
 
         # -- approvals -------------------------------------------------------------------------
         approval_tab = QWidget(self)
@@ -247,7 +256,7 @@ class SettingsDialog(QDialog):
         self.policy_path.setObjectName("Muted")
         row.addWidget(self.policy_path)
         al.addLayout(row)
-        self.tabs.addTab(approval_tab, "Approvals")
+        self._add_tab(approval_tab, "Approvals")
 
         # -- general ---------------------------------------------------------------------------
         general = QWidget(self)
@@ -268,7 +277,7 @@ class SettingsDialog(QDialog):
                                        "the background", general)
         self.notifications.setAccessibleName("Desktop notifications")
         gf.addRow("Notifications", self.notifications)
-        self.tabs.addTab(general, "General")
+        self._add_tab(general, "General")
         self.mcp_page: Any = None
         self._add_mcp_page()
 
@@ -282,6 +291,21 @@ class SettingsDialog(QDialog):
         buttons.accepted.connect(self.save)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
+        size_to_screen(self, PREFERRED_SIZE)
+
+    def _add_tab(self, page: QWidget, title: str, *, scroll: bool = True) -> None:
+        """A tab whose page scrolls when the dialog is smaller than it (Save and Cancel stay on the screen)."""
+        if not scroll:
+            self._pages[page] = page
+            self.tabs.addTab(page, title)
+            return
+        area = QScrollArea(self.tabs)
+        area.setWidgetResizable(True)
+        area.setFrameShape(QFrame.Shape.NoFrame)
+        area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        area.setWidget(page)
+        self._pages[page] = area
+        self.tabs.addTab(area, title)
 
     # -- the available models -------------------------------------------------------------------
     def _add_model_list_row(self, form: QFormLayout, parent: QWidget) -> None:
@@ -370,12 +394,12 @@ class SettingsDialog(QDialog):
         if tasks is None:
             return
         self.mcp_page = McpServersPage(default_manager(), tasks.spawn, self)
-        self.tabs.addTab(self.mcp_page, "MCP servers")
+        self._add_tab(self.mcp_page, "MCP servers", scroll=False)  # its form scrolls by itself
 
     def show_mcp_page(self) -> None:
         if self.mcp_page is not None:
             self.mcp_page.load()
-            self.tabs.setCurrentWidget(self.mcp_page)
+            self.tabs.setCurrentWidget(self._pages[self.mcp_page])
 
     # -- loading -----------------------------------------------------------------------------------
     def load(self) -> None:

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QHeaderView,
     QInputDialog,
@@ -34,6 +35,7 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -220,8 +222,14 @@ class McpServersPage(QWidget):
         self.output.setPlaceholderText("Test results and the server's output appear here.")
         self.output.setAccessibleName("Test output")
         form.addRow(self.output)
+        # The server's form scrolls on a short screen; the list and its buttons stay in view.
+        form_scroll = QScrollArea(splitter)
+        form_scroll.setWidgetResizable(True)
+        form_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        form_scroll.setWidget(right)
         splitter.addWidget(left)
-        splitter.addWidget(right)
+        splitter.addWidget(form_scroll)
         splitter.setSizes([200, 460])
         layout.addWidget(splitter, 1)
 

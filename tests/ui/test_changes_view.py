@@ -323,3 +323,16 @@ def test_review_note_block_is_collapsed_and_summarises(qtbot: Any) -> None:
     assert not block.expanded and not block.body.isVisibleTo(block)
     block.toggle.click()
     assert block.expanded and block.body.isVisibleTo(block) and "hunk 2" in block.body.text()
+
+
+def test_review_note_summary_counts_undone_files() -> None:
+    from ui.review.note import note_summary
+    from workspace.changes import format_outcome
+
+    applied = {"path": "a.txt", "action": "modify", "status": "applied", "undone": True,
+               "hunks": [{"index": 0, "status": "accepted", "old_start": 2, "old_count": 1, "kind": "text"}]}
+    earlier = {"path": "b.txt", "action": "modify", "status": "undone", "hunks": []}
+    again = {"path": "c.txt", "action": "modify", "status": "redone", "hunks": []}
+    note = format_outcome([applied, earlier, again])
+    assert "accepted and written" not in note and "partly applied" not in note
+    assert note_summary(note) == "Review outcome sent to the robot · 3 files: 2 undone, 1 redone"

@@ -345,3 +345,119 @@ async def test_keys_in_the_inline_boxes_are_not_taken_by_window_shortcuts(app: A
     QTest.keyClick(view, Qt.Key.Key_R)
     QTest.keyClick(view.overlay.reason, Qt.Key.Key_Escape)  # cancels the box, not "Stop"
     assert view.overlay is None and changes.hunks()[1].status == "pending"
+
+
+async def test_apply_then_undo_the_robot_hears_the_change_was_undone(app: Any, provider: Any, folder: Path) -> None:
+    window = app.window
+    pane = window.docks.changes_pane
+    _propose_two_files(provider)
+    window.runs.send("edit both")
+    await _idle(app)
+    changes = app.controller.session.changes
+    beta, kappa, doc = (h.id for h in changes.hunks())
+    pane.model.accept(beta, doc)
+    pane.model.reject(kappa, reason="not kappa")
+    await wait_until(lambda: pane.apply_button.isEnabled(), what="Apply (the history is read after the run)")
+    pane.apply_button.click()
+    await wait_until(lambda: pane.undo_button.isEnabled(), what="the apply and its history")
+    assert (folder / "notes.txt").read_bytes() == NOTES.replace(b"beta", b"BETA")
+    pane.undo_button.click()
+    await wait_until(lambda: pane.redo_button.isEnabled(), what="the undo")
+    await _settled(pane)
+    assert (folder / "notes.txt").read_bytes() == NOTES
+    assert (folder / "app.py").read_text(encoding="utf-8") == CODE
+    provider.enqueue("Understood.")
+    window.runs.send("and now?")
+    await _idle(app)
+    note, typed = split_user_message(str(provider.history[-1].messages[-1].content))
+    assert typed == "and now?" and note is not None
+    assert "partly applied" not in note and "accepted and written" not in note
+    assert "notes.txt: applied, then undone" in note and "app.py: applied, then undone" in note
+
+
+async def test_the_card_counts_what_the_dock_counts_when_some_hunks_are_decided(app: Any, provider: Any) -> None:
+    window = app.window
+    pane = window.docks.changes_pane
+    _propose_two_files(provider)
+    window.runs.send("edit both")
+    await _idle(app)
+    card = window.chat.change_card(app.controller.session.changes.id)
+    assert card._pill is not None and card._pill.text() == "3 changes to review"
+    beta, kappa, _doc = (h.id for h in app.controller.session.changes.hunks())
+    pane.model.accept(beta)
+    pane.model.reject(kappa)
+    await asyncio.sleep(0.05)
+    # one accepted, one rejected, one undecided: the dock, the status bar and the card say the same
+    assert "1 pending, 1 accepted, 1 rejected" in pane.summary.text()
+    assert window.docks["changes"].windowTitle() == "Changes · 1"
+    assert window.status.review.text() == "1 change to review"
+    assert card._pill.text() == "1 change to review"
+    assert "1 pending, 1 accepted, 1 rejected" in card.note.text()
+    pane.model.reset(beta, kappa)
+    await asyncio.sleep(0.05)
+    assert card._pill.text() == "3 changes to review" == window.status.review.text()
+
+
+async def test_apply_with_undecided_hunks_asks_first(app: Any, provider: Any, folder: Path) -> None:
+    window = app.window
+    pane = window.docks.changes_pane
+    _propose_two_files(provider)
+    window.runs.send("edit both")
+    await _idle(app)
+    changes = app.controller.session.changes
+    beta, kappa, doc = (h.id for h in changes.hunks())
+    pane.model.accept(beta)
+    await wait_until(lambda: pane.apply_button.isEnabled(), what="Apply")
+    pane.apply_button.click()
+    box = pane.apply_question
+    assert box is not None and box.isVisible() and "2 hunks are still undecided" in box.text()
+    await asyncio.sleep(0.05)
+    assert (folder / "notes.txt").read_bytes() == NOTES and changes.pending_files  # nothing written yet
+    # Go back: still nothing written, the diff is at the first undecided hunk
+    box.button_back.click()
+    await _settled(pane)
+    assert not box.isVisible() and (folder / "notes.txt").read_bytes() == NOTES
+    assert pane.view.current_hunk.id == kappa
+    assert changes.hunk(kappa).status == "pending"
+    # the full review window asks the same; "Reject them and apply" writes the accepted hunk only
+    review = pane.open_review()
+    review.apply()
+    box = review.apply_question
+    assert box is not None and "2 hunks are still undecided" in box.text()
+    box.button_apply.click()
+    await wait_until(lambda: not changes.pending_files, what="the apply")
+    await _settled(pane)
+    assert (folder / "notes.txt").read_bytes() == NOTES.replace(b"beta", b"BETA")
+    assert (folder / "app.py").read_text(encoding="utf-8") == CODE
+    assert changes.hunk(kappa).status == REJECTED and changes.hunk(doc).status == REJECTED
+    review.close()
+
+
+async def test_apply_with_every_hunk_decided_does_not_ask(app: Any, provider: Any, folder: Path) -> None:
+    window = app.window
+    pane = window.docks.changes_pane
+    _propose_two_files(provider)
+    window.runs.send("edit both")
+    await _idle(app)
+    pane.model.accept_all()
+    await wait_until(lambda: pane.apply_button.isEnabled(), what="Apply")
+    pane.apply_button.click()
+    assert pane.apply_question is None or not pane.apply_question.isVisible()
+    await wait_until(lambda: not app.controller.session.changes.pending_files, what="the apply")
+    assert (folder / "notes.txt").read_bytes() != NOTES
+
+
+async def test_apply_again_while_asked_does_not_ask_twice(app: Any, provider: Any, folder: Path) -> None:
+    window = app.window
+    pane = window.docks.changes_pane
+    _propose_two_files(provider)
+    window.runs.send("edit both")
+    await _idle(app)
+    await wait_until(lambda: pane.apply_button.isEnabled(), what="Apply")
+    pane.apply()
+    first = pane.apply_question
+    pane.apply()  # Ctrl+Enter again
+    assert pane.apply_question is first and first is not None and first.isVisible()
+    first.button_back.click()
+    await _settled(pane)
+    assert (folder / "notes.txt").read_bytes() == NOTES

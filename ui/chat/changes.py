@@ -65,8 +65,10 @@ class ChangeCards(Column):
         """The change set's files as now composed (events of parallel calls race): a pending card's list."""
         item = self.change_item(change_set_id)
         if item is not None and item.status == "pending":
+            before = [dict(f) for f in item.files]
             item.merge_files(files)
-            self.listener.item_changed(item)
+            if item.files != before:  # the dock calls this at every refresh: redraw only what changed
+                self.listener.item_changed(item)
 
     def set_change_undone(self, item: ChangeItem, undone: bool) -> None:
         """The written changes were undone (or redone) from the card or the Changes dock."""

@@ -36,7 +36,14 @@ from ui.models.changes import ChangeActions, ChangeReviewModel, HistoryState
 from ui.review.conflict import RESTORE_ACTIONS, ConflictView
 from ui.review.files import file_list
 from ui.review.view import DiffView
-from ui.review.window import ReviewWindow, resolve_conflict, segmented, summary_text
+from ui.review.window import (
+    ApplyQuestion,
+    ReviewWindow,
+    ask_before_apply,
+    resolve_conflict,
+    segmented,
+    summary_text,
+)
 from ui.widgets.common import ElidedLabel
 from ui.widgets.flow import FlowRow
 from workspace.sandbox import display_path
@@ -67,6 +74,8 @@ class ChangesPane(QWidget):
         self.model = ChangeReviewModel(self)
         self.commands = ChangeActions(lambda: self.controller.session, controller.tasks, self)
         self.review_window: ReviewWindow | None = None
+        #: The question Apply asked last (hunks were still undecided), or None.
+        self.apply_question: ApplyQuestion | None = None
         #: Change sets seen in this window, by id (a card may ask for an earlier one).
         self._sets: dict[str, ChangeSet] = {}
         self._showing_net = False
@@ -120,7 +129,7 @@ class ChangesPane(QWidget):
         self.accept_all_button = QPushButton("Accept all", self)
         self.apply_button = QPushButton("Apply", self)
         self.apply_button.setObjectName("PrimaryButton")
-        self.apply_button.setToolTip("Write the accepted hunks; undecided ones are not applied")
+        self.apply_button.setToolTip("Write the accepted hunks; with hunks still undecided it asks first")
         self.reject_all_button.clicked.connect(lambda: self.model.reject_all())
         self.accept_all_button.clicked.connect(lambda: self.model.accept_all())
         self.apply_button.clicked.connect(self.apply)
@@ -240,9 +249,7 @@ class ChangesPane(QWidget):
         changes = getattr(session, "changes", None) if session is not None else None
         if changes is not None:
             self._sets[changes.id] = changes
-            chat = getattr(self.main_window, "chat", None)
-            if chat is not None:  # a pending card lists the composed totals (events of parallel calls race)
-                chat.presenter.set_change_files(changes.id, changes.summary())
+            self._update_card_files(changes)
         if self._showing_net:
             self._refresh()
             return
@@ -263,6 +270,19 @@ class ChangesPane(QWidget):
         if history:
             self.commands.refresh_history()
         self._refresh()
+
+    def _update_card_files(self, changes: ChangeSet | None) -> None:
+        """A pending card lists the composed totals (events of parallel calls race) and counts what this
+        pane counts: each file's undecided, accepted and rejected hunks."""
+        chat = getattr(self.main_window, "chat", None)
+        if chat is None or changes is None:
+            return
+        files = []
+        for fc in changes.pending_files:
+            counts = fc.counts()
+            files.append({**fc.summary(), "pending": counts["pending"], "accepted": counts["accepted"],
+                          "rejected": counts["rejected"]})
+        chat.presenter.set_change_files(changes.id, files)
 
     def _after_settled(self) -> None:
         self.model.refresh()
@@ -306,6 +326,8 @@ class ChangesPane(QWidget):
     # -- showing ---------------------------------------------------------------------------------------
     def _refresh(self) -> None:
         model = self.model
+        if not model.read_only:
+            self._update_card_files(model.change_set)
         busy = self.commands.busy
         session = self.session
         folder = getattr(getattr(session, "workspace", None), "folder", None) if session is not None else None
@@ -419,10 +441,19 @@ class ChangesPane(QWidget):
 
     # -- actions ---------------------------------------------------------------------------------------
     def apply(self) -> None:
+        """Apply (the button, Ctrl+Enter); with hunks still undecided it asks first."""
         if self._showing_net:
             return
         self.show_message("", "info")
-        self.commands.apply()
+        if self.apply_question is not None and self.apply_question.isVisible():
+            self.apply_question.raise_()  # asked already (Ctrl+Enter again)
+            return
+        self.apply_question = ask_before_apply(self, self.model, self.commands, self._go_back)
+
+    def _go_back(self, hunk_id: str) -> None:
+        self._show_diff()
+        self.view.select_hunk(hunk_id)
+        self.view.setFocus()
 
     def _on_conflict_action(self, action: str, key: str) -> None:
         refused = self._restore_refused

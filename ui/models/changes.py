@@ -517,9 +517,12 @@ class ChangeActions(QObject):
         if history is None:
             self.message.emit("No folder is open, so there is nothing to undo.", "info")
             return None
+        # The session's undo / redo also tells the model at the next message (it heard the change was applied).
+        session_op = getattr(self.session, f"{op}_changes", None)
         method = history.undo if op == "undo" else history.redo
         try:
-            result: RestoreResult = await asyncio.to_thread(method, entry_id, force=force)
+            result: RestoreResult = (await session_op(entry_id, force=force) if callable(session_op)
+                                     else await asyncio.to_thread(method, entry_id, force=force))
         except Exception as exc:
             self.message.emit(f"Could not {op}: {exc}", "error")
             return None

@@ -10,14 +10,22 @@ from ui import theme
 
 
 def note_summary(note: str) -> str:
-    """One line about the note: how many files were accepted / partly / rejected."""
+    """One line about the note: how many files were undone / redone / accepted / partly / rejected."""
     lines = [ln for ln in note.splitlines() if ln.startswith("- ")]
     if not lines:
         return "Review outcome sent to the robot"
-    written = sum(1 for ln in lines if "accepted" in ln and "rejected" not in ln and "NOT" not in ln)
-    partly = sum(1 for ln in lines if "partly applied" in ln)
-    refused = len(lines) - written - partly
+    undone = sum(1 for ln in lines if "undone by the user" in ln or "the user undid" in ln)
+    redone = sum(1 for ln in lines if "the user redid" in ln)
+    lines_left = [ln for ln in lines if "undone by the user" not in ln and "the user undid" not in ln
+                  and "the user redid" not in ln]
+    written = sum(1 for ln in lines_left if "accepted" in ln and "rejected" not in ln and "NOT" not in ln)
+    partly = sum(1 for ln in lines_left if "partly applied" in ln)
+    refused = len(lines_left) - written - partly
     parts = []
+    if undone:
+        parts.append(f"{undone} undone")
+    if redone:
+        parts.append(f"{redone} redone")
     if written:
         parts.append(f"{written} accepted")
     if partly:

@@ -9,16 +9,19 @@ results or answers compared).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QItemSelectionModel, Qt
-from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtCore import QItemSelectionModel, QSize, Qt
+from PySide6.QtGui import QCloseEvent, QKeySequence, QResizeEvent, QShortcut
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMessageBox,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QToolButton,
@@ -29,11 +32,17 @@ from PySide6.QtWidgets import (
 from ui.review.conflict import ConflictView
 from ui.review.files import file_list
 from ui.review.view import DiffView
+from ui.screen import size_to_screen
+from workspace.changes import PENDING
 
 if TYPE_CHECKING:
     from ui.models.changes import ChangeActions, ChangeReviewModel
     from workspace.changes import Conflict
 
+#: The review window's size on a big screen; a smaller one gets the share of it the main window would.
+PREFERRED_SIZE = QSize(1280, 820)
+#: Narrower than this, Previous / Next show only their arrows.
+COMPACT_BELOW = 1100
 KEY_HINTS = ("]c / [c  next / previous hunk   ·   j / k   ·   a accept   ·   r reject   ·   e edit   ·   "
              "u undo decision   ·   s side by side")
 
@@ -58,6 +67,44 @@ def summary_text(model: ChangeReviewModel) -> str:
     return (f"{n} file{'s' if n != 1 else ''} · +{counts.added} −{counts.removed} · {counts.hunks} hunk"
             f"{'s' if counts.hunks != 1 else ''}: {counts.pending} pending, {counts.accepted} accepted, "
             f"{counts.rejected} rejected")
+
+
+def wrapping(label: QLabel) -> QLabel:
+    """A word-wrapping label that never widens the window (it takes the width it is given)."""
+    policy = QSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    policy.setHeightForWidth(True)
+    label.setSizePolicy(policy)
+    label.setWordWrap(True)
+    return label
+
+
+class TitleLabel(QLabel):
+    """The review's title on one line, ending in "…" when the window is narrow (the tooltip has it all)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._full = ""
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+
+    def setText(self, text: str) -> None:
+        self._full = text
+        self._elide()
+
+    def text(self) -> str:
+        return self._full
+
+    def full_width(self) -> int:
+        return self.fontMetrics().horizontalAdvance(self._full)
+
+    def _elide(self) -> None:
+        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, max(0, self.width()))
+        super().setText(shown)
+        self.setToolTip(self._full if shown != self._full else "")
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._elide()
 
 
 def segmented(parent: QWidget, labels: tuple[str, ...], *, checked: int = 0) -> tuple[QFrame, QButtonGroup]:
@@ -90,7 +137,8 @@ class ReviewWindow(QWidget):
         self.setWindowTitle(f"{title} — RobotLab Workspace")
         self.model = model
         self.commands = commands
-        self.resize(1280, 820)
+        #: The question Apply asked last (hunks were still undecided), or None.
+        self.apply_question: ApplyQuestion | None = None
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.setSpacing(0)
@@ -103,9 +151,10 @@ class ReviewWindow(QWidget):
         hl.setSpacing(10)
         titles = QVBoxLayout()
         titles.setSpacing(1)
-        self.title_label = QLabel("", header)
+        # Both give way (the title ends in "…", the summary wraps) so the buttons stay on a 1024-wide screen.
+        self.title_label = TitleLabel(header)
         self.title_label.setObjectName("ReviewTitle")
-        self.summary = QLabel("", header)
+        self.summary = wrapping(QLabel("", header))
         self.summary.setObjectName("Muted")
         titles.addWidget(self.title_label)
         titles.addWidget(self.summary)
@@ -123,8 +172,10 @@ class ReviewWindow(QWidget):
         hl.addWidget(self.whole_file)
         self.prev_button = QPushButton("↑  Previous", header)
         self.prev_button.setToolTip("Previous hunk ([c or k)")
+        self.prev_button.setAccessibleName("Previous hunk")
         self.next_button = QPushButton("↓  Next", header)
         self.next_button.setToolTip("Next hunk (]c or j)")
+        self.next_button.setAccessibleName("Next hunk")
         self.prev_button.clicked.connect(lambda: (self.view.prev_hunk(), self.view.setFocus()))
         self.next_button.clicked.connect(lambda: (self.view.next_hunk(), self.view.setFocus()))
         hl.addWidget(self.prev_button)
@@ -134,7 +185,7 @@ class ReviewWindow(QWidget):
         self.accept_all_button = QPushButton("Accept all", header)
         self.apply_button = QPushButton("Apply", header)
         self.apply_button.setObjectName("PrimaryButton")
-        self.apply_button.setToolTip("Write the accepted hunks; undecided ones are not applied (Ctrl+Enter)")
+        self.apply_button.setToolTip("Write the accepted hunks (Ctrl+Enter); with hunks still undecided it asks first")
         self.reject_all_button.clicked.connect(lambda: self.model.reject_all())
         self.accept_all_button.clicked.connect(lambda: self.model.accept_all())
         self.apply_button.clicked.connect(self.apply)
@@ -196,12 +247,13 @@ class ReviewWindow(QWidget):
         footer.setObjectName("ReviewFooter")
         fl = QHBoxLayout(footer)
         fl.setContentsMargins(16, 6, 16, 6)
-        self.hints = QLabel(KEY_HINTS, footer)
+        self.hints = wrapping(QLabel(KEY_HINTS, footer))
         self.hints.setObjectName("Muted")
         fl.addWidget(self.hints, 1)
-        self.status = QLabel("", footer)
+        self.status = wrapping(QLabel("", footer))
         self.status.setObjectName("Muted")
-        fl.addWidget(self.status)
+        self.status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        fl.addWidget(self.status, 1)
         outer.addWidget(footer)
 
         # -- wiring
@@ -224,6 +276,7 @@ class ReviewWindow(QWidget):
         QShortcut(QKeySequence("Esc"), self).activated.connect(self._escape)
         self._refresh()
         self._on_view_file(self.view.fc.id if self.view.fc is not None else "")
+        size_to_screen(self, PREFERRED_SIZE)
 
     # -- state ---------------------------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -289,8 +342,17 @@ class ReviewWindow(QWidget):
 
     # -- actions ---------------------------------------------------------------------------------------
     def apply(self) -> None:
+        """Apply (Ctrl+Enter); with hunks still undecided it asks first (:func:`ask_before_apply`)."""
         if self.commands is not None and not self.model.read_only:
-            self.commands.apply()
+            if self.apply_question is not None and self.apply_question.isVisible():
+                self.apply_question.raise_()  # asked already (Ctrl+Enter again)
+                return
+            self.apply_question = ask_before_apply(self, self.model, self.commands, self._go_back)
+
+    def _go_back(self, hunk_id: str) -> None:
+        self.show_diff()
+        self.view.select_hunk(hunk_id)
+        self.view.setFocus()
 
     def show_conflicts(self, conflicts: list[Conflict]) -> None:
         self.conflicts.set_conflicts(conflicts)
@@ -311,6 +373,8 @@ class ReviewWindow(QWidget):
             row = self.model.row_of(file_id)
             if row >= 0:
                 self.view.show_file(self.model.file(row))
+        if not self.isVisible():  # the main window may be on another (smaller) screen since
+            size_to_screen(self, self.size().expandedTo(PREFERRED_SIZE))
         self.show()
         self.raise_()
         self.activateWindow()
@@ -320,6 +384,13 @@ class ReviewWindow(QWidget):
         self.view.retheme()
         self.conflicts.retheme()
         self.files.viewport().update()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        # A narrow window (a 1024-wide screen) keeps the arrows of Previous / Next: the title keeps its room.
+        compact = event.size().width() < COMPACT_BELOW
+        self.prev_button.setText("↑" if compact else "↑  Previous")
+        self.next_button.setText("↓" if compact else "↓  Next")
+        super().resizeEvent(event)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.view.overlay is not None:
@@ -345,6 +416,53 @@ def file_title_html(fc: object) -> str:
             f"</span><span style='color:{c.success}'>+{counts['added']}</span> "
             f"<span style='color:{c.error}'>−{counts['removed']}</span><span style='color:{c.muted}'> · "
             f"{counts['hunks']} hunk{'s' if counts['hunks'] != 1 else ''} · {escape(encoding)}</span>")
+
+
+class ApplyQuestion(QMessageBox):
+    """Apply with hunks still undecided: "N hunks are still undecided: reject them and apply / go back"."""
+
+    def __init__(self, undecided: int, parent: QWidget | None) -> None:
+        s = "s" if undecided != 1 else ""
+        super().__init__(QMessageBox.Icon.Question, "Apply changes",
+                         f"{undecided} hunk{s} {'are' if s else 'is'} still undecided: reject {'them' if s else 'it'} "
+                         "and apply?", QMessageBox.StandardButton.NoButton, parent)
+        self.setInformativeText("Only the accepted hunks are written; the robot is told the others were rejected. "
+                                "Go back to decide them one by one.")
+        self.button_apply = self.addButton(f"Reject {'them' if s else 'it'} and apply",
+                                           QMessageBox.ButtonRole.AcceptRole)
+        self.button_back = self.addButton("Go back", QMessageBox.ButtonRole.RejectRole)
+        self.setDefaultButton(self.button_back)
+        self.setEscapeButton(self.button_back)
+
+
+def ask_before_apply(parent: QWidget, model: ChangeReviewModel, commands: ChangeActions,
+                     go_back: Callable[[str], None]) -> ApplyQuestion | None:
+    """Apply the decided hunks; with hunks still undecided, ask first (not modal): "Reject them and
+    apply" rejects them, then applies; "Go back" applies nothing and shows the first undecided hunk
+    (``go_back(hunk_id)``). Returns the question when one is asked."""
+    undecided = [h.id for fc in model.pending_files for h in fc.hunks if h.status == PENDING]
+    if not undecided:
+        commands.apply()
+        return None
+    box = ApplyQuestion(len(undecided), parent)
+
+    def answered(button: object) -> None:
+        if button is box.button_apply:
+            if model.reject(*[hid for hid in undecided if _still_pending(model, hid)]):
+                commands.apply()
+        else:
+            first = next((hid for hid in undecided if _still_pending(model, hid)), None)
+            if first is not None:
+                go_back(first)
+
+    box.buttonClicked.connect(answered)
+    box.open()
+    return box
+
+
+def _still_pending(model: ChangeReviewModel, hunk_id: str) -> bool:
+    found = model.locate(hunk_id)
+    return found is not None and found[1].status == PENDING
 
 
 def resolve_conflict(commands: ChangeActions, action: str, key: str) -> None:
@@ -375,7 +493,7 @@ def compare_window(old: str, new: str, *, name: str, title: str, parent: QWidget
     if file_list_pane is not None:
         file_list_pane.setVisible(False)
     window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-    window.resize(1100, 720)
+    size_to_screen(window, QSize(1100, 720))
     return window
 
 
@@ -408,5 +526,5 @@ def answers_to_compare(session: object) -> tuple[str, str, str] | None:
     return first.text, second.text, "The last two answers"
 
 
-__all__ = ["KEY_HINTS", "ReviewWindow", "answers_to_compare", "compare_window", "resolve_conflict", "segmented", "summary_text"]
+__all__ = ["KEY_HINTS", "ApplyQuestion", "ReviewWindow", "answers_to_compare", "ask_before_apply", "compare_window", "resolve_conflict", "segmented", "summary_text"]
 

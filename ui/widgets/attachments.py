@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from ui import theme
+from ui.screen import size_to_screen
 from ui.widgets.flow import FlowRow
 from workspace.attachments import MAX_IMAGE_BYTES, Attachment, describe_size
 
@@ -186,7 +187,7 @@ class AttachmentViewer(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
-        self.resize(760, 560)
+        size_to_screen(self, QSize(760, 560))
 
 
 def open_attachment(parent: QWidget, attachment: Attachment, *, folder: Path | None,

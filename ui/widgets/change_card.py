@@ -77,10 +77,28 @@ class ChangeCard(QFrame):
         outer.addWidget(body)
         self._set_pill(self._pending_text(), c.warning, c.warning_bg)
 
+    def _counts(self) -> tuple[int, int, int, int]:
+        """(hunks, undecided, accepted, rejected) of the files, as the Changes dock counts them (a file's
+        decisions come from the dock; a file without them is all undecided)."""
+        hunks = sum(int(f.get("hunks", 0) or 0) for f in self.files)
+        pending = sum(int(f.get("pending", f.get("hunks", 0)) or 0) for f in self.files)
+        accepted = sum(int(f.get("accepted", 0) or 0) for f in self.files)
+        rejected = sum(int(f.get("rejected", 0) or 0) for f in self.files)
+        return hunks, pending, accepted, rejected
+
     def _pending_text(self) -> str:
-        """The pending pill: how many changes wait for review."""
-        hunks = sum(int(f.get("hunks", 1) or 1) for f in self.files) if self.files else 0
-        return f"{hunks} change{'s' if hunks != 1 else ''} to review" if hunks else "review pending"
+        """The pending pill: how many changes (hunks) wait for a decision, the status bar's number."""
+        hunks, pending, _accepted, _rejected = self._counts()
+        if pending:
+            return f"{pending} change{'s' if pending != 1 else ''} to review"
+        return "ready to apply" if hunks else "review pending"
+
+    def _pending_note(self) -> str:
+        hunks, pending, accepted, rejected = self._counts()
+        if not hunks or pending == hunks:
+            return "Nothing is written until you review it."
+        return (f"{hunks} hunk{'s' if hunks != 1 else ''}: {pending} pending, {accepted} accepted, {rejected} "
+                "rejected. Nothing is written until you apply.")
 
     def _show_files(self) -> None:
         c = theme.colors()
@@ -122,6 +140,7 @@ class ChangeCard(QFrame):
         if item.status == "pending":
             c = theme.colors()
             self._set_pill(self._pending_text(), c.warning, c.warning_bg)
+            self.note.setText(self._pending_note())
             return
         c = theme.colors()
         accepted, rejected = item.accepted, item.rejected

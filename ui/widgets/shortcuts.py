@@ -7,7 +7,7 @@ the sheet lists every shortcut the window has, and only those.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ui.screen import size_to_screen
 from ui.widgets.common import name_line_edit_buttons
 
 #: Keys that belong to a part of the window rather than to a command: (group, what, keys).
@@ -51,7 +52,7 @@ class ShortcutsDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Keyboard shortcuts")
         self.setObjectName("ShortcutsDialog")
-        self.resize(560, 620)
+        size_to_screen(self, QSize(560, 620))
         layout = QVBoxLayout(self)
         intro = QLabel("Every command is also in the command palette (Ctrl+K), with or without keys.", self)
         intro.setObjectName("Muted")

@@ -12,15 +12,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QRect, QSettings, QSize
-from PySide6.QtGui import QGuiApplication, QScreen
+
+from ui.screen import SCREEN_SHARE, available, fit, size_to_screen
 
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
 
 #: The window's size at first start on a big screen.
 PREFERRED = QSize(1400, 900)
-#: How much of the screen's available area the first window takes at most.
-SCREEN_SHARE = 0.92
 #: ``saveState`` version: bump when the docks change so an old layout is not applied to new docks.
 STATE_VERSION = 2
 
@@ -35,25 +34,11 @@ def settings() -> QSettings:
     return QSettings(settings_file(), QSettings.Format.IniFormat)
 
 
-def available(screen: QScreen | None) -> QRect:
-    """The screen's area for windows (the primary screen's when unknown)."""
-    screen = screen or QGuiApplication.primaryScreen()
-    return screen.availableGeometry() if screen is not None else QRect(0, 0, PREFERRED.width(), PREFERRED.height())
-
-
 def first_size(area: QRect) -> QSize:
     """The first window's size on a screen whose available area is ``area``."""
     width = min(PREFERRED.width(), int(area.width() * SCREEN_SHARE))
     height = min(PREFERRED.height(), int(area.height() * SCREEN_SHARE))
     return QSize(max(1, width), max(1, height))
-
-
-def fit(rect: QRect, area: QRect) -> QRect:
-    """``rect`` moved (and shrunk when needed) to lie inside ``area``."""
-    width, height = min(rect.width(), area.width()), min(rect.height(), area.height())
-    x = min(max(rect.x(), area.x()), area.x() + area.width() - width)
-    y = min(max(rect.y(), area.y()), area.y() + area.height() - height)
-    return QRect(x, y, width, height)
 
 
 def _rect(value: object) -> QRect | None:
@@ -172,4 +157,4 @@ class WindowMemory:
         store.sync()
 
 
-__all__ = ["WindowMemory", "available", "first_size", "fit", "settings_file"]
+__all__ = ["WindowMemory", "available", "first_size", "fit", "settings_file", "size_to_screen"]

@@ -184,8 +184,8 @@ class ChangeSet:
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(what, change_set, detail)`` on every change; returns the unsubscriber.
 
-        ``what`` is ``proposed``, ``decided``, ``edited``, ``applied``, ``conflict`` or
-        ``rebased``. Listeners run on the thread that made the change (tools run in
+        ``what`` is ``proposed``, ``decided``, ``edited``, ``applied``, ``conflict``,
+        ``rebased`` or ``restored`` (an undo or redo, :meth:`record_restore`). Listeners run on the thread that made the change (tools run in
         worker threads): a Qt view must hop to the GUI thread itself.
         """
         self._listeners.append(listener)
@@ -621,6 +621,36 @@ class ChangeSet:
     @property
     def has_undelivered_outcome(self) -> bool:
         return bool(self._undelivered)
+
+    def record_restore(self, op: str, paths: Iterable[str], *, change_set_id: str | None = None) -> None:
+        """An undo (``op`` "undo") or redo of written changes, for the model's next note.
+
+        The outcome of this set's apply that the model has not heard yet is marked undone (or no
+        longer undone); otherwise an entry per file says that an earlier change was undone or
+        redone. An undo and a redo the model never heard cancel out.
+        """
+        undone = op == "undo"
+        mine = change_set_id in (None, self.id)
+        with self._lock:
+            seen: set[str] = set()
+            for rel in paths:
+                if rel in seen:
+                    continue
+                match = next((o for o in reversed(self._undelivered)
+                              if rel in (o.get("path"), o.get("new_path"))
+                              and (o.get("status") in ("undone", "redone") or (mine and o.get("status") == "applied"))),
+                             None)
+                if match is not None:
+                    seen.update(str(p) for p in (match.get("path"), match.get("new_path")) if p)
+                    if match.get("status") == "applied":
+                        match["undone"] = undone
+                    elif (match.get("status") == "undone") != undone:
+                        self._undelivered.remove(match)
+                    continue
+                seen.add(rel)
+                self._undelivered.append({"path": rel, "status": "undone" if undone else "redone",
+                                          "action": "modify", "hunks": []})
+        self._notify("restored", op=op)
 
     def summary(self, files: Iterable[FileChange] | None = None) -> list[dict[str, Any]]:
         """``ChangeProposed.files`` for the given (default: pending) files."""

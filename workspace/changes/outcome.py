@@ -46,6 +46,16 @@ def format_outcome(outcome: Sequence[dict[str, Any]], *, change_set_id: str | No
         hunks = f.get("hunks", [])
         status = f.get("status")
         action = f.get("action", "modify")
+        if status in ("undone", "redone"):
+            lines.append(f"- {name}: the user undid your earlier change to this file; it is back as it was before "
+                         "that change." if status == "undone" else
+                         f"- {name}: the user redid your earlier change to this file after undoing it; that change "
+                         "is on disk again.")
+            continue
+        if status == "applied" and f.get("undone"):
+            lines.append(f"- {name}: applied, then undone by the user: the file is back as it was before, none of "
+                         "this change is on disk.")
+            continue
         if status in ("conflict", "failed"):
             cause = f.get("reason") or ("the file changed on disk meanwhile" if status == "conflict"
                                         else "it could not be written")

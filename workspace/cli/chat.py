@@ -554,8 +554,7 @@ class Chat:
             self.say("Nothing to undo: " + ("no folder is open (start with --folder)." if self.folder is None
                                             else "nothing was applied in this chat yet."))
             return
-        history = self.session.change_history()
-        result = await asyncio.to_thread(history.undo)
+        result = await self.session.undo_changes()  # the robot hears it with the next message
         self.say(result.message or ("Undone." if result.ok else "Could not undo."), "0" if result.ok else "31")
         for conflict in getattr(result, "conflicts", []) or []:
             self.say(f"  {getattr(conflict, 'message', conflict)}", "31")

@@ -527,6 +527,43 @@ class ThreadSession:
         await asyncio.to_thread(self.save_changes)
         return result
 
+    async def undo_changes(self, entry_id: str | None = None, *, force: bool = False) -> Any:
+        """Undo the latest applied change (or ``entry_id``) off the event loop, and tell the model at the
+        next message: the outcome it has not heard yet says undone, or a note says an earlier change was."""
+        return await self._restore_changes_op("undo", entry_id, force)
+
+    async def redo_changes(self, entry_id: str | None = None, *, force: bool = False) -> Any:
+        """Redo what the last undo restored (or ``entry_id``); the model's next note follows it."""
+        return await self._restore_changes_op("redo", entry_id, force)
+
+    async def _restore_changes_op(self, op: str, entry_id: str | None, force: bool) -> Any:
+        import asyncio
+
+        history = self.change_history()
+        result = await asyncio.to_thread(history.undo if op == "undo" else history.redo, entry_id, force=force)
+        entry = result.entry
+        if result.ok and entry is not None and entry.paths:
+            self._note_restore(op, entry)
+            await asyncio.to_thread(self.save_changes)
+        return result
+
+    def _note_restore(self, op: str, entry: Any) -> None:
+        """Record an undo / redo in the thread's change set (one is made to carry it when none is open)."""
+        from workspace.changes import ChangeSet
+        from workspace.sandbox import Sandbox
+
+        changes = self.changes
+        if changes is not None and Path(changes.folder) != Path(entry.folder):
+            self.save_changes()  # kept for its own folder
+            changes = None
+        if changes is None:
+            folder = self.workspace.folder
+            if folder is None or Sandbox(folder).root != Path(entry.folder):
+                return  # an entry of a folder not open now
+            mode = str(self.workspace.config.get("review.mode", "review"))
+            changes = self.changes = ChangeSet(folder, mode=mode, thread_id=self.thread_id)
+        changes.record_restore(op, entry.paths, change_set_id=entry.change_set_id)
+
     def save_changes(self) -> None:
         """Keep the change set in the database while anything of it is unsettled or unheard by the
         model (so quitting mid-review loses nothing); drop it once it is neither."""
