@@ -89,9 +89,11 @@ class Composer(ComposerAttachments, QWidget):
         self.frame = QFrame(self)
         self.frame.setObjectName("Composer")
         self.frame.setMaximumWidth(820)
-        row = QHBoxLayout(self.frame)
-        row.setContentsMargins(12, 8, 8, 8)
-        row.setSpacing(8)
+        # The text has the box's whole width; the buttons and the model picker are on a row of their own
+        # under it (beside the text they left a few characters a line in a narrow window).
+        box = QVBoxLayout(self.frame)
+        box.setContentsMargins(10, 8, 8, 6)
+        box.setSpacing(2)
         self.edit = ComposerEdit(self.frame)
         self.edit.setObjectName("ComposerEdit")
         self.edit.setAccessibleName("Message")
@@ -103,10 +105,13 @@ class Composer(ComposerAttachments, QWidget):
         self.edit.textChanged.connect(self.refresh_slash)
         self.edit.completion_keys = self._slash_key
         self.edit.installEventFilter(self)
+        box.addWidget(self.edit)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(6)
         self.attach_button = self._make_attach_button()
-        row.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
-        row.addWidget(self.edit, 1)
-        self._row = row
+        row.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignVCenter)
+        row.addStretch(1)
         self.button = QToolButton(self.frame)
         self.button.setObjectName("SendButton")
         self.button.setAccessibleName("Send or stop")
@@ -114,7 +119,10 @@ class Composer(ComposerAttachments, QWidget):
         self.button.setFixedSize(34, 34)
         self.button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.button.clicked.connect(self._on_button)
-        row.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
+        row.addWidget(self.button, 0, Qt.AlignmentFlag.AlignVCenter)
+        box.addLayout(row)
+        #: The row under the text: the attach button, side widgets (the model picker), room, Send.
+        self._row = row
         self.slash = SlashList(self)
         #: What the ``/`` completion offers now (set by the window); None: no completion.
         self.slash_source: Callable[[], tuple[list[SlashItem], str]] | None = None
@@ -170,9 +178,10 @@ class Composer(ComposerAttachments, QWidget):
         self._update_button()
 
     def add_side_widget(self, widget: QWidget) -> None:
-        """Put ``widget`` (the model picker) beside the send button, bottom-aligned like it."""
+        """Put ``widget`` (the model picker) on the row under the text, after the attach button (and any side
+        widget added before): the text keeps the box's whole width."""
         widget.setParent(self.frame)
-        self._row.insertWidget(self._row.indexOf(self.button), widget, 0, Qt.AlignmentFlag.AlignBottom)
+        self._row.insertWidget(self._row.count() - 2, widget, 0, Qt.AlignmentFlag.AlignVCenter)
 
     def set_robot(self, robot: str) -> None:
         self.edit.setPlaceholderText(f"Message {robot}…")

@@ -24,10 +24,20 @@ MENU_LIMIT = 25
 
 
 def short_name(model: str | None) -> str:
-    """The name without the provider prefix ("ollama_chat/llama3.1" -> "llama3.1"); the demo for none."""
-    if not model:
+    """The name without the provider prefix ("ollama_chat/llama3.1" -> "llama3.1"); "Offline demo" for none
+    and for the demo's own names ("offline-demo", "demo": what the window says of it everywhere)."""
+    from workspace.providers import is_offline
+
+    if not model or is_offline(model):
         return "Offline demo"
     return model.split("/", 1)[1] if "/" in model else model
+
+
+def _full_name(model: str | None) -> str:
+    """The model's whole id, or "the offline demo" (its own names too)."""
+    from workspace.providers import is_offline
+
+    return "the offline demo" if not model or is_offline(model) else model
 
 
 class ModelPicker(QToolButton):
@@ -67,8 +77,8 @@ class ModelPicker(QToolButton):
         name = short_name(model)
         self._label = name + (" · default" if is_default else "")
         self._fit_text()
-        self.setToolTip(f"Model for this thread: {model or 'the offline demo'}"
-                        + (" (robot default)" if is_default else f"\nThe robot's own: {default or 'the offline demo'}")
+        self.setToolTip(f"Model for this thread: {_full_name(model)}"
+                        + (" (robot default)" if is_default else f"\nThe robot's own: {_full_name(default)}")
                         + "\nClick to choose another: the thread's next messages go to it.")
         self._rebuild()
 

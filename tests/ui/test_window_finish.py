@@ -1,0 +1,75 @@
+"""The window's fit and finish (session 22): the message box keeps its text full width at every size (the
+model picker and the buttons sit on a row under it), the picker follows a model changed in Settings, the
+keyboard comes back to the message box once an approval is decided, the command palette lists robots and
+threads and says when nothing matches, and the labels say the same thing once, the same way."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QPoint
+from PySide6.QtWidgets import QLabel, QWidget
+
+from tests.ui.conftest import running_app, wait_until
+
+SIZES = ((1024, 640), (1280, 720), (1920, 1080))
+SENTENCE = "The quick brown fox jumps over the lazy dog while the robot reads every note in the folder. " * 3
+
+
+async def _settle(turns: int = 6) -> None:
+    for _ in range(turns):
+        await asyncio.sleep(0.02)
+
+
+async def _idle(root: Any) -> None:
+    await wait_until(lambda: root.controller.idle, what="the run to end")
+    await _settle(3)
+
+
+def _top_in(widget: QWidget, ancestor: QWidget) -> int:
+    return widget.mapTo(ancestor, QPoint(0, 0)).y()
+
+
+def _visible_texts(widget: QWidget) -> list[str]:
+    return [label.text() for label in widget.findChildren(QLabel) if label.isVisibleTo(widget) and label.text()]
+
+
+# -- 1. the message box keeps the full width ------------------------------------------------------------------
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+async def test_the_message_box_keeps_its_text_full_width_at_every_size(db_path: Path, size: tuple[int, int]) -> None:
+    from workspace.providers.demo import DemoProvider
+
+    async with running_app(provider=DemoProvider(delay=0.001), db_path=db_path, theme_name="light",
+                           size=size) as root:
+        window = root.window
+        await wait_until(lambda: window.docks.tool_pane is not None, what="the docks")
+        await _settle()
+        composer, picker = window.composer, window.models.picker
+        box = composer.frame
+        edit = composer.edit
+        assert picker.isVisible() and picker.label() == "Offline demo · default"
+        # The text has the box's whole width: the picker and the buttons are on a row of their own, under it.
+        assert edit.viewport().width() >= 0.9 * box.width(), (edit.viewport().width(), box.width())
+        for control in (picker, composer.attach_button, composer.button):
+            assert control.isVisible()
+            assert _top_in(control, box) >= _top_in(edit, box) + edit.height() - 1, control.objectName()
+        # A long message wraps at the box's width: its first line holds most of what fits, never a few words.
+        composer.set_text(SENTENCE)
+        await _settle(2)
+        line = edit.document().firstBlock().layout().lineAt(0)
+        assert line.naturalTextWidth() >= 0.8 * edit.viewport().width()
+        # The placeholder names the robot and fits on the line.
+        composer.set_text("")
+        assert edit.placeholderText() == "Message assistant…"
+        assert edit.fontMetrics().horizontalAdvance(edit.placeholderText()) < edit.viewport().width()
+
+
+# -- 5. labels ----------------------------------------------------------------------------------------------
+def test_the_offline_demo_is_named_the_same_everywhere() -> None:
+    from ui.widgets.model_picker import short_name
+
+    assert short_name(None) == short_name("") == short_name("offline-demo") == short_name("demo") == "Offline demo"
+    assert short_name("ollama_chat/llama3.1") == "llama3.1"
