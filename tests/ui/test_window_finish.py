@@ -14,6 +14,7 @@ from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QLabel, QWidget
 
 from tests.ui.conftest import running_app, wait_until
+from workspace.config import load_config
 
 SIZES = ((1024, 640), (1280, 720), (1920, 1080))
 SENTENCE = "The quick brown fox jumps over the lazy dog while the robot reads every note in the folder. " * 3
@@ -65,6 +66,29 @@ async def test_the_message_box_keeps_its_text_full_width_at_every_size(db_path: 
         composer.set_text("")
         assert edit.placeholderText() == "Message assistant…"
         assert edit.fontMetrics().horizontalAdvance(edit.placeholderText()) < edit.viewport().width()
+
+
+# -- 2. the picker follows Settings ---------------------------------------------------------------------------
+async def test_the_model_picker_follows_a_model_changed_in_settings(db_path: Path) -> None:
+    config = load_config(env={})
+    async with running_app(db_path=db_path, config=config, theme_name="light", size=(1280, 720)) as root:
+        window, controller = root.window, root.controller
+        await wait_until(lambda: window.docks.tool_pane is not None, what="the docks")
+        picker = window.models.picker
+        assert picker.label() == "Offline demo · default"
+        window.runs.send("hello")  # the offline demo answers: a thread is open
+        await _idle(root)
+        assert controller.session is not None
+        window.settings_flow.open_settings()
+        dialog = window.settings_flow.dialog
+        dialog.model.setEditText("ollama_chat/llama3.1")
+        dialog.save()
+        await _settle()
+        assert controller.session.robot.model == "ollama_chat/llama3.1"  # what the next run uses
+        assert picker.label() == "llama3.1 · default"  # and what the picker says
+        window.threads.new()
+        await _settle()
+        assert picker.label() == "llama3.1 · default"
 
 
 # -- 5. labels ----------------------------------------------------------------------------------------------
