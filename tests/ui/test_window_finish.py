@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QPoint
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
 from tests.ui.conftest import running_app, wait_until
 from workspace.config import load_config
+from workspace.providers.testing import ToolCall
 
 SIZES = ((1024, 640), (1280, 720), (1920, 1080))
 SENTENCE = "The quick brown fox jumps over the lazy dog while the robot reads every note in the folder. " * 3
@@ -89,6 +91,55 @@ async def test_the_model_picker_follows_a_model_changed_in_settings(db_path: Pat
         window.threads.new()
         await _settle()
         assert picker.label() == "llama3.1 · default"
+
+
+# -- 3. the keyboard comes back to the message box ------------------------------------------------------------
+@pytest.mark.parametrize("how", ["y key", "approve click", "deny by key", "deny click"])
+async def test_the_keyboard_goes_back_to_the_message_box_after_an_approval(desktop: Any, provider: Any,
+                                                                         how: str) -> None:
+    window = desktop.window
+    desktop.controller.workspace.approval.policy.set_rule("ask", tool="remember")
+    provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")], "Done.")
+    window.activateWindow()
+    window.composer.focus()
+    window.runs.send("store k")
+    await wait_until(lambda: window.chat.pending_approval() is not None, what="the approval card")
+    window.runs.focus_approval()  # Ctrl+J
+    panel = window.chat.pending_approval()
+    assert QApplication.focusWidget() is panel
+    if how == "y key":
+        QTest.keyClick(panel, Qt.Key.Key_Y)
+    elif how == "approve click":
+        QTest.mouseClick(panel.approve_button, Qt.MouseButton.LeftButton)
+    elif how == "deny by key":
+        QTest.keyClick(panel, Qt.Key.Key_N)
+        assert QApplication.focusWidget() is panel.reason
+        QTest.keyClicks(panel.reason, "not now")
+        QTest.keyClick(panel.reason, Qt.Key.Key_Return)
+    else:
+        QTest.mouseClick(panel.deny_button, Qt.MouseButton.LeftButton)
+    await _idle(desktop)
+    assert QApplication.focusWidget() is window.composer.edit
+    QTest.keyClicks(QApplication.focusWidget(), "next")
+    assert window.composer.text() == "next"
+
+
+async def test_a_second_approval_waiting_gets_the_keyboard_first(desktop: Any, provider: Any) -> None:
+    window = desktop.window
+    desktop.controller.workspace.approval.policy.set_rule("ask", tool="remember")
+    provider.enqueue([ToolCall("remember", {"key": "a", "value": 1}, id="c1"),
+                      ToolCall("remember", {"key": "b", "value": 2}, id="c2")], "Done.")
+    window.activateWindow()
+    window.runs.send("store a and b")
+    await wait_until(lambda: len(window.chat.approvals) == 2, what="both approvals (the calls run together)")
+    window.runs.focus_approval()
+    first = window.chat.pending_approval()
+    QTest.keyClick(first, Qt.Key.Key_Y)
+    await _settle(2)
+    assert first.done and QApplication.focusWidget() is window.chat.pending_approval() is not first
+    QTest.keyClick(window.chat.pending_approval(), Qt.Key.Key_Y)
+    await _idle(desktop)
+    assert QApplication.focusWidget() is window.composer.edit
 
 
 # -- 5. labels ----------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from ui.widgets.common import (
     JsonHighlighter,
     SubmitEdit,
     card_frame,
+    holds_focus,
     pill,
     robot_chip,
 )
@@ -559,6 +560,8 @@ class ApprovalPanel(QFrame):
             buttons.addWidget(b)
         layout.addLayout(buttons)
         self._done = False
+        #: The keyboard was in the panel when it was answered (the chat then gives it back: ChatView).
+        self.had_keyboard = False
         future.add_done_callback(self._on_future_done)
 
     # -- decisions ----------------------------------------------------------------------------
@@ -615,6 +618,7 @@ class ApprovalPanel(QFrame):
 
     def _finish(self, decision: ApprovalDecision | None) -> None:
         self._done = True
+        self.had_keyboard = holds_focus(self)  # before its controls hide (the keyboard then goes elsewhere)
         c = theme.colors()
         for w in (self.editor, self.scope, self.reason, self.deny_button, self.edit_button, self.approve_button):
             w.setEnabled(False)
@@ -645,6 +649,7 @@ class ApprovalPanel(QFrame):
     def dismiss(self) -> None:
         """Nobody needs the answer any more (the run ended): stop waiting, quietly."""
         self._done = True
+        self.had_keyboard = holds_focus(self)
         if not self.future.done():
             self.future.cancel()
         self.finished.emit(None)
