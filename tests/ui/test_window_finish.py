@@ -142,6 +142,51 @@ async def test_a_second_approval_waiting_gets_the_keyboard_first(desktop: Any, p
     assert QApplication.focusWidget() is window.composer.edit
 
 
+# -- 4. the command palette -------------------------------------------------------------------------------
+async def test_the_palette_says_when_nothing_matches(desktop: Any) -> None:
+    window = desktop.window
+    QTest.keyClick(window, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    palette = window.command_palette
+    assert palette.isVisible() and not palette.empty_note.isVisible()
+    QTest.keyClicks(palette.input, "qqqzzz")
+    assert palette.labels() == []
+    assert palette.empty_note.isVisible() and "No matches" in palette.empty_note.text()
+    QTest.keyClick(palette.input, Qt.Key.Key_Backspace)
+    palette.input.clear()
+    assert palette.labels() and not palette.empty_note.isVisible()
+
+
+async def test_the_palette_lists_robots_and_threads_and_opens_them(desktop: Any, provider: Any) -> None:
+    window, controller = desktop.window, desktop.controller
+    provider.enqueue("Hi there.")
+    window.runs.send("plan the garden beds")
+    await _idle(desktop)
+    first = controller.thread_id
+    window.threads.new()
+    await _settle()
+    palette = window.command_palette
+    window.commands.open_palette()
+    labels = palette.labels()
+    assert "Robot: file-helper" in labels and "Robot: assistant" in labels
+    assert "Thread: plan the garden beds" in labels
+    # choosing a thread opens it
+    QTest.keyClicks(palette.input, "garden beds")
+    assert palette.labels()[0] == "Thread: plan the garden beds"
+    QTest.keyClick(palette.input, Qt.Key.Key_Return)
+    await _settle()
+    assert not palette.isVisible() and controller.thread_id == first
+    # choosing a robot switches to it: the open thread keeps its robot, so a new thread starts with it
+    window.commands.open_palette()
+    QTest.keyClicks(palette.input, "file-helper")
+    assert palette.labels()[0] == "Robot: file-helper"
+    QTest.keyClick(palette.input, Qt.Key.Key_Return)
+    await _settle()
+    assert controller.robot_name == "file-helper"
+    assert window.robot_picker.currentText() == "file-helper"
+    assert controller.thread_id != first
+    assert window.composer.edit.placeholderText() == "Message file-helper…"
+
+
 # -- 5. labels ----------------------------------------------------------------------------------------------
 def test_the_offline_demo_is_named_the_same_everywhere() -> None:
     from ui.widgets.model_picker import short_name
