@@ -297,7 +297,7 @@ class Controller(QObject):
         chosen = (getattr(session, "chosen_model", None)
                   if session is not None and robot_name is None and not getattr(session, "is_network", False) else None)
         if isinstance(chosen, str) and chosen:  # the open thread was switched to another model
-            return chosen, not is_offline(chosen)
+            return (DEMO_LABEL, False) if is_offline(chosen) else (chosen, True)
         model = None
         for info in self.robots():
             if getattr(info, "name", None) == name:

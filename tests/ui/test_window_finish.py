@@ -193,3 +193,34 @@ def test_the_offline_demo_is_named_the_same_everywhere() -> None:
 
     assert short_name(None) == short_name("") == short_name("offline-demo") == short_name("demo") == "Offline demo"
     assert short_name("ollama_chat/llama3.1") == "llama3.1"
+
+
+def test_the_robot_list_names_the_demo_by_its_label(qapp_instance: Any) -> None:
+    from types import SimpleNamespace
+
+    from ui.models.robots import DEMO_LABEL, RobotListModel
+    from workspace.providers.demo import DEMO_LABEL as CORE_LABEL
+
+    assert DEMO_LABEL == CORE_LABEL == "Offline demo (no language model)"
+    model = RobotListModel(default_model="offline-demo")
+    assert model.model_label(SimpleNamespace(name="a", model=None)) == DEMO_LABEL
+    assert model.model_label(SimpleNamespace(name="b", model="demo")) == DEMO_LABEL
+    assert model.model_label(SimpleNamespace(name="c", model="openai/gpt-4o-mini")) == "openai/gpt-4o-mini"
+
+
+async def test_a_denied_tool_card_says_denied_once(desktop: Any, provider: Any) -> None:
+    window = desktop.window
+    desktop.controller.workspace.approval.policy.set_rule("ask", tool="remember")
+    provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")], "Understood.")
+    window.runs.send("store k")
+    await wait_until(lambda: window.chat.pending_approval() is not None, what="the approval card")
+    panel = window.chat.pending_approval()
+    panel.reason.setText("not now")
+    panel.deny()
+    await _idle(desktop)
+    card = window.chat.card("c1")
+    assert card is not None and card.status == "denied"
+    box = card._error_box
+    shown = " ".join(_visible_texts(card) + ([box.toPlainText()] if box is not None and box.isVisibleTo(card) else []))
+    assert shown.count("not now") == 1, shown  # the reason once, in the note
+    assert shown.count("Denied") == 1 and "Denied by the user" not in shown, shown

@@ -298,6 +298,12 @@ class ToolCard(QFrame):
         if call.status == "ok" and self._result_toggle is None:
             self.result = call.result
             self._add_result_section("Result", call.result_value, expanded=False)
+        elif call.status == "denied" and call.approval is not None and call.approval.state == "denied":
+            # The person's denial: the note under the arguments says it, with the reason (the error the model
+            # got, "Denied by the user: <reason>", would only say it again).
+            self.result, self.error = call.result, call.error
+            if self._error_box is not None:
+                self._error_box.setVisible(False)
         elif call.failed and call.error is not None and call.error != self.error:
             self.result = call.result
             self.error = call.error
