@@ -62,8 +62,12 @@ async def test_the_message_box_keeps_its_text_full_width_at_every_size(db_path: 
         # A long message wraps at the box's width: its first line holds most of what fits, never a few words.
         composer.set_text(SENTENCE)
         await _settle(2)
-        line = edit.document().firstBlock().layout().lineAt(0)
-        assert line.naturalTextWidth() >= 0.8 * edit.viewport().width()
+        layout = edit.document().firstBlock().layout()
+        assert layout.lineAt(0).naturalTextWidth() >= 0.8 * edit.viewport().width()
+        # The box grows to show every line (up to ten): none scrolled out of sight, at this width.
+        assert layout.lineCount() <= 10
+        whole = layout.lineCount() * layout.lineAt(0).height() + 2 * edit.document().documentMargin()
+        assert edit.viewport().height() >= whole and edit.verticalScrollBar().value() == 0
         # The placeholder names the robot and fits on the line.
         composer.set_text("")
         assert edit.placeholderText() == "Message assistant…"

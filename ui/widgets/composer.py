@@ -11,11 +11,12 @@ window sets :attr:`Composer.slash_source` (what there is to offer) and handles :
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPlainTextEdit, QToolButton, QVBoxLayout, QWidget
 
 from ui import theme
@@ -33,6 +34,8 @@ _SLASH_KEYS = (Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_Return, Qt.Key.Key_Ent
 
 class ComposerEdit(AttachmentInput, QPlainTextEdit):
     submitted = Signal()
+    #: Its width changed (the window or a dock was resized).
+    width_changed = Signal()
     #: Keys for the ``/`` completion while it shows (returns True when it took the key).
     completion_keys: Callable[..., bool] | None = None
 
@@ -52,6 +55,11 @@ class ComposerEdit(AttachmentInput, QPlainTextEdit):
                 elif self.completion_keys(key_event, peek=False):
                     return True
         return super().event(event)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.width_changed.emit()  # the lines wrap again: the box fits them
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if self._mention_key(event):
@@ -102,6 +110,7 @@ class Composer(ComposerAttachments, QWidget):
         self.edit.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.edit.submitted.connect(self.submit)
         self.edit.textChanged.connect(self._fit)
+        self.edit.width_changed.connect(self._fit)
         self.edit.textChanged.connect(self.refresh_slash)
         self.edit.completion_keys = self._slash_key
         self.edit.installEventFilter(self)
@@ -152,9 +161,16 @@ class Composer(ComposerAttachments, QWidget):
         return super().eventFilter(obj, event)
 
     def _fit(self) -> None:
-        lines = max(MIN_LINES, min(MAX_LINES, int(self.edit.document().size().height()) or 1))
-        height = self.edit.fontMetrics().lineSpacing() * lines + 12
-        self.edit.setFixedHeight(max(30, height))
+        """As tall as its lines (at its width now: a resize may wrap them again), up to MAX_LINES."""
+        edit = self.edit
+        lines = max(MIN_LINES, min(MAX_LINES, int(edit.document().size().height()) or 1))
+        # Around the lines: the document's margin, and the box's frame and padding (the style sheet's).
+        around = edit.height() - edit.viewport().height() if edit.viewport().height() > 0 else 8
+        layout = edit.document().firstBlock().layout()
+        line = layout.lineAt(0).height() if layout is not None and layout.lineCount() else 0.0
+        line_height = max(edit.fontMetrics().lineSpacing(), math.ceil(line))  # a laid-out line may be a pixel taller
+        height = line_height * lines + math.ceil(2 * edit.document().documentMargin()) + around
+        edit.setFixedHeight(max(30, height))
         if not self.running:
             self.button.setEnabled(bool(self.edit.toPlainText().strip()))
 

@@ -89,6 +89,7 @@ class CommandPalette(QFrame):
         self.empty_note.setObjectName("Muted")
         self.empty_note.setWordWrap(True)
         self.empty_note.setContentsMargins(8, 6, 8, 6)
+        self.empty_note.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.empty_note.setVisible(False)
         layout.addWidget(self.empty_note)
         self.list = QListWidget(self)
@@ -143,8 +144,8 @@ class CommandPalette(QFrame):
             item.setData(ShortcutRole, detail)
             self.list.addItem(item)
         nothing = not scored
-        self.empty_note.setText(f"No matches for “{text.strip()}”: no command, robot or thread has these "
-                                "letters in this order." if nothing else "")
+        self.empty_note.setText(f"No matches for “{text.strip()}”. Commands, robots and thread titles are searched; "
+                                "Ctrl+F searches inside the threads." if nothing else "")
         self.empty_note.setVisible(nothing)
         self.list.setVisible(not nothing)
         if self.list.count():
