@@ -228,3 +228,21 @@ async def test_a_denied_tool_card_says_denied_once(desktop: Any, provider: Any) 
     shown = " ".join(_visible_texts(card) + ([box.toPlainText()] if box is not None and box.isVisibleTo(card) else []))
     assert shown.count("not now") == 1, shown  # the reason once, in the note
     assert shown.count("Denied") == 1 and "Denied by the user" not in shown, shown
+
+
+async def test_the_picker_shows_its_whole_label_when_there_is_room(qapp_instance: Any) -> None:
+    from ui.widgets.composer import Composer
+    from ui.widgets.model_picker import ModelPicker
+
+    composer = Composer()
+    picker = ModelPicker()
+    composer.add_side_widget(picker)
+    composer.resize(800, 160)
+    composer.show()
+    await _settle(2)
+    picker.set_current("scripted-example", default="scripted-example", is_default=True)  # longer than before
+    await _settle(2)
+    assert picker.label() == "scripted-example · default"
+    assert picker.text() == picker.label(), picker.text()  # the row has room: not cut to "scripted-example · def…"
+    composer.close()
+    composer.deleteLater()

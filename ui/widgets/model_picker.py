@@ -55,7 +55,7 @@ class ModelPicker(QToolButton):
         self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.setMaximumWidth(180)
+        self.setMaximumWidth(240)  # on its own row under the text: room for "qwen2.5-coder-14b · default"
         # It gives way ("…") when the window is narrow: it never widens the conversation column.
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self._label = ""
@@ -76,6 +76,7 @@ class ModelPicker(QToolButton):
         self.model, self.default, self.is_default = model, default, is_default
         name = short_name(model)
         self._label = name + (" · default" if is_default else "")
+        self.updateGeometry()  # its size hint follows the label: the row gives it room again
         self._fit_text()
         self.setToolTip(f"Model for this thread: {_full_name(model)}"
                         + (" (robot default)" if is_default else f"\nThe robot's own: {_full_name(default)}")
