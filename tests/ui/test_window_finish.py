@@ -246,3 +246,16 @@ async def test_the_picker_shows_its_whole_label_when_there_is_room(qapp_instance
     assert picker.text() == picker.label(), picker.text()  # the row has room: not cut to "scripted-example · def…"
     composer.close()
     composer.deleteLater()
+
+
+async def test_a_click_in_the_box_beside_its_buttons_puts_the_keyboard_in_it(desktop: Any) -> None:
+    window = desktop.window
+    window.activateWindow()
+    composer = window.composer
+    window.sidebar.search.setFocus()
+    await _settle(2)
+    row_y = composer.button.mapTo(composer.frame, QPoint(0, composer.button.height() // 2)).y()
+    empty = QPoint(composer.frame.width() - composer.button.width() - 40, row_y)  # between the picker and Send
+    assert composer.frame.childAt(empty) is None
+    QTest.mouseClick(composer.frame, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, empty)
+    assert QApplication.focusWidget() is composer.edit

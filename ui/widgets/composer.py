@@ -114,6 +114,7 @@ class Composer(ComposerAttachments, QWidget):
         self.edit.textChanged.connect(self.refresh_slash)
         self.edit.completion_keys = self._slash_key
         self.edit.installEventFilter(self)
+        self.frame.installEventFilter(self)
         box.addWidget(self.edit)
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
@@ -154,6 +155,9 @@ class Composer(ComposerAttachments, QWidget):
         self._fit()
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if obj is self.frame and event.type() == QEvent.Type.MouseButtonPress:
+            self.edit.setFocus(Qt.FocusReason.MouseFocusReason)  # the box's room beside its buttons is the box too
+            return False
         if obj is self.edit and event.type() in (QEvent.Type.FocusIn, QEvent.Type.FocusOut):
             self.frame.setProperty("focused", event.type() == QEvent.Type.FocusIn)
             self.frame.style().unpolish(self.frame)
