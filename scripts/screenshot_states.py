@@ -13,7 +13,12 @@ States (each one reached the way a person would, through the window's own comman
 - ``network``: the support-triage network of robots, its lanes and the Network dock;
 - ``settings``: the Settings dialog (its own PNG);
 - ``search``: search results across threads (title, robot, date, the match);
-- ``long``: a thread with a 50,000-character message, reopened at its end.
+- ``long``: a thread with a 50,000-character message, reopened at its end;
+- ``composer``: a long message typed in the message box (it wraps at the box's whole width; the model picker,
+  the attach button and Send on the row under it);
+- ``denied``: the demo's tool call denied with a reason (the card says "Denied" once, with the reason);
+- ``palette``: the command palette (Ctrl+K) listing robots and threads for what is typed;
+- ``nomatch``: the command palette saying that nothing matches.
 
 Each state runs in its own process (the screen size and ``QT_SCALE_FACTOR`` are set before Qt starts):
 the screen is an offscreen one of the given size (``offscreen:configfile=``), and the window fills it.
@@ -37,7 +42,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-STATES = ("empty", "streaming", "approval", "review", "error", "network", "settings", "search", "long")
+STATES = ("empty", "streaming", "approval", "review", "error", "network", "settings", "search", "long", "composer",
+          "denied", "palette", "nomatch")
 SIZES = ("1280x720", "1920x1080")
 
 
@@ -145,6 +151,49 @@ async def long(root: Any) -> None:
     await asyncio.sleep(0.1)
     w.threads.open(thread)
     await asyncio.sleep(0.5)
+
+
+async def composer(root: Any) -> None:
+    w = root.window
+    w.composer.set_text("Read notes.txt and plan.md, then write a short watering schedule for the basil and the "
+                        "tomatoes: which days, how much water, and what to check in the morning before it gets hot.")
+    w.composer.focus()
+    await asyncio.sleep(0.3)
+
+
+async def denied(root: Any) -> None:
+    w = root.window
+    root.controller.workspace.approval.policy.set_rule("ask", tool="read_file")
+    w.runs.send("read notes.txt")
+    await _until(lambda: w.chat.pending_approval() is not None, what="the approval")
+    panel = w.chat.pending_approval()
+    panel.reason.setText("not the notes, only the plan")
+    panel.deny()
+    await _idle(root)
+
+
+async def _threads(root: Any) -> None:
+    w = root.window
+    for message in ("read notes.txt", "search for basil", "remember that basil likes sun"):
+        w.threads.new()
+        w.runs.send(message)
+        await _idle(root)
+    w.threads.new()
+
+
+async def palette(root: Any) -> None:
+    await _threads(root)
+    w = root.window
+    w.commands.open_palette()
+    w.command_palette.input.setText("bas")
+    await asyncio.sleep(0.3)
+
+
+async def nomatch(root: Any) -> None:
+    w = root.window
+    w.commands.open_palette()
+    w.command_palette.input.setText("qxz")
+    await asyncio.sleep(0.3)
 
 
 def _pick(root: Any, robot: str) -> None:

@@ -38,6 +38,8 @@ class Controller(QObject):
     approval_needed = Signal(object, object)  # ApprovalRequest, asyncio.Future
     problem = Signal(str)  # a message for the user (store, run start, settings)
     notice = Signal(str)
+    #: A new configuration is in use (Settings saved, the MCP servers page, the file changed): the picker follows.
+    config_changed = Signal()
 
     def __init__(self, *, bridge: RunBridge, tasks: TaskOwner, config: Any = None, folder: Path | None = None,
                  provider: Any = None, db_path: Path | str | None = None, parent: QObject | None = None) -> None:
@@ -147,6 +149,7 @@ class Controller(QObject):
         if self.workspace is not None:
             self.workspace.set_config(config)
             self._network_cache.clear()
+        self.config_changed.emit()
 
     @staticmethod
     def _trust_mtime() -> float | None:
@@ -294,7 +297,7 @@ class Controller(QObject):
         chosen = (getattr(session, "chosen_model", None)
                   if session is not None and robot_name is None and not getattr(session, "is_network", False) else None)
         if isinstance(chosen, str) and chosen:  # the open thread was switched to another model
-            return chosen, not is_offline(chosen)
+            return (DEMO_LABEL, False) if is_offline(chosen) else (chosen, True)
         model = None
         for info in self.robots():
             if getattr(info, "name", None) == name:

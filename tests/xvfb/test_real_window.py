@@ -50,8 +50,9 @@ def _flow(app: AppUnderTest, xserver: XServer) -> None:
 
     # Streaming, then Esc. The message box is clicked with the mouse (it is at the window's bottom).
     app.pace.write_text("0.12", encoding="utf-8")
-    # Left of the middle: the model picker sits beside Send, at the middle of a 1280-wide window.
-    app.click(geometry["X"] + geometry["WIDTH"] // 2 - 150, geometry["Y"] + geometry["HEIGHT"] - 95)
+    # Left of the middle, on the text's line: the row under it has the attach button and the model picker (whose
+    # menu a click would open) at its left end, Send at its right.
+    app.click(geometry["X"] + geometry["WIDTH"] // 2 - 150, geometry["Y"] + geometry["HEIGHT"] - 120)
     message = "read notes.txt and README.md"
     app.type(message)
     app.key("ctrl+Return")

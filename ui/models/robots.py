@@ -41,8 +41,10 @@ class RobotListModel(QAbstractListModel):
         return None
 
     def model_label(self, info: Any) -> str:
+        from workspace.providers import is_offline
+
         model = getattr(info, "model", None) or self.default_model
-        return model or DEMO_LABEL
+        return DEMO_LABEL if not model or is_offline(str(model)) else str(model)  # "demo", "offline-demo": the demo
 
     def set_robots(self, robots: list[Any]) -> None:
         self.beginResetModel()

@@ -33,6 +33,7 @@ from ui.widgets.common import (
     JsonHighlighter,
     SubmitEdit,
     card_frame,
+    holds_focus,
     pill,
     robot_chip,
 )
@@ -297,6 +298,12 @@ class ToolCard(QFrame):
         if call.status == "ok" and self._result_toggle is None:
             self.result = call.result
             self._add_result_section("Result", call.result_value, expanded=False)
+        elif call.status == "denied" and call.approval is not None and call.approval.state == "denied":
+            # The person's denial: the note under the arguments says it, with the reason (the error the model
+            # got, "Denied by the user: <reason>", would only say it again).
+            self.result, self.error = call.result, call.error
+            if self._error_box is not None:
+                self._error_box.setVisible(False)
         elif call.failed and call.error is not None and call.error != self.error:
             self.result = call.result
             self.error = call.error
@@ -559,6 +566,8 @@ class ApprovalPanel(QFrame):
             buttons.addWidget(b)
         layout.addLayout(buttons)
         self._done = False
+        #: The keyboard was in the panel when it was answered (the chat then gives it back: ChatView).
+        self.had_keyboard = False
         future.add_done_callback(self._on_future_done)
 
     # -- decisions ----------------------------------------------------------------------------
@@ -615,6 +624,7 @@ class ApprovalPanel(QFrame):
 
     def _finish(self, decision: ApprovalDecision | None) -> None:
         self._done = True
+        self.had_keyboard = holds_focus(self)  # before its controls hide (the keyboard then goes elsewhere)
         c = theme.colors()
         for w in (self.editor, self.scope, self.reason, self.deny_button, self.edit_button, self.approve_button):
             w.setEnabled(False)
@@ -645,6 +655,7 @@ class ApprovalPanel(QFrame):
     def dismiss(self) -> None:
         """Nobody needs the answer any more (the run ended): stop waiting, quietly."""
         self._done = True
+        self.had_keyboard = holds_focus(self)
         if not self.future.done():
             self.future.cancel()
         self.finished.emit(None)

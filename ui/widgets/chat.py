@@ -107,6 +107,9 @@ class ChatView(QScrollArea):
     continue_requested = Signal()
     #: What the running robot waits for ("" when nothing), for the status bar.
     activity_changed = Signal(str)
+    #: An approval that had the keyboard was answered and none other waits: the window gives the keyboard
+    #: back to the message box.
+    keyboard_released = Signal()
 
     def __init__(self, parent: QWidget | None = None, *, presenter: ChatPresenter | None = None) -> None:
         super().__init__(parent)
@@ -556,7 +559,7 @@ class ChatView(QScrollArea):
         if isinstance(call.parent, Lane):  # a robot of a network (or used as a tool) asks: open its lane
             self.presenter.set_lane_collapsed(call.parent, False)
         self.approvals.append(panel)
-        panel.finished.connect(lambda _d, p=panel: self.approvals.remove(p) if p in self.approvals else None)
+        panel.finished.connect(lambda _d, p=panel: self._approval_finished(p))
 
         def reveal() -> None:
             self.ensureWidgetVisible(panel, 0, 40)
@@ -567,6 +570,20 @@ class ChatView(QScrollArea):
 
         QTimer.singleShot(0, reveal)
         return panel
+
+    def _approval_finished(self, panel: ApprovalPanel | RequestCard) -> None:
+        """An approval was answered (or the run ended): when the keyboard was in it, it goes on to the next one
+        waiting, else back to the message box (``keyboard_released``), not to whatever came next in the tab order."""
+        if panel in self.approvals:
+            self.approvals.remove(panel)
+        if not panel.had_keyboard:
+            return
+        waiting = self.pending_approval()
+        if waiting is not None:
+            self.ensureWidgetVisible(waiting, 0, 40)
+            waiting.setFocus()
+        else:
+            self.keyboard_released.emit()
 
     def pending_approval(self) -> ApprovalPanel | RequestCard | None:
         for panel in self.approvals:

@@ -26,6 +26,7 @@ from PySide6.QtGui import (
     QWheelEvent,
 )
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -49,6 +50,12 @@ def signals_blocked(obj: QObject) -> Iterator[None]:
         yield
     finally:
         obj.blockSignals(previous)
+
+
+def holds_focus(widget: QWidget) -> bool:
+    """Whether the keyboard is in ``widget`` (it, or one of its children, has the focus)."""
+    focused = QApplication.focusWidget()
+    return focused is not None and (focused is widget or widget.isAncestorOf(focused))
 
 
 def follow_link(url: str, source: str | None) -> bool:

@@ -11,11 +11,12 @@ window sets :attr:`Composer.slash_source` (what there is to offer) and handles :
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPlainTextEdit, QToolButton, QVBoxLayout, QWidget
 
 from ui import theme
@@ -33,6 +34,8 @@ _SLASH_KEYS = (Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_Return, Qt.Key.Key_Ent
 
 class ComposerEdit(AttachmentInput, QPlainTextEdit):
     submitted = Signal()
+    #: Its width changed (the window or a dock was resized).
+    width_changed = Signal()
     #: Keys for the ``/`` completion while it shows (returns True when it took the key).
     completion_keys: Callable[..., bool] | None = None
 
@@ -52,6 +55,11 @@ class ComposerEdit(AttachmentInput, QPlainTextEdit):
                 elif self.completion_keys(key_event, peek=False):
                     return True
         return super().event(event)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.width_changed.emit()  # the lines wrap again: the box fits them
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if self._mention_key(event):
@@ -89,9 +97,11 @@ class Composer(ComposerAttachments, QWidget):
         self.frame = QFrame(self)
         self.frame.setObjectName("Composer")
         self.frame.setMaximumWidth(820)
-        row = QHBoxLayout(self.frame)
-        row.setContentsMargins(12, 8, 8, 8)
-        row.setSpacing(8)
+        # The text has the box's whole width; the buttons and the model picker are on a row of their own
+        # under it (beside the text they left a few characters a line in a narrow window).
+        box = QVBoxLayout(self.frame)
+        box.setContentsMargins(10, 8, 8, 6)
+        box.setSpacing(2)
         self.edit = ComposerEdit(self.frame)
         self.edit.setObjectName("ComposerEdit")
         self.edit.setAccessibleName("Message")
@@ -100,13 +110,18 @@ class Composer(ComposerAttachments, QWidget):
         self.edit.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.edit.submitted.connect(self.submit)
         self.edit.textChanged.connect(self._fit)
+        self.edit.width_changed.connect(self._fit)
         self.edit.textChanged.connect(self.refresh_slash)
         self.edit.completion_keys = self._slash_key
         self.edit.installEventFilter(self)
+        self.frame.installEventFilter(self)
+        box.addWidget(self.edit)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(6)
         self.attach_button = self._make_attach_button()
-        row.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
-        row.addWidget(self.edit, 1)
-        self._row = row
+        row.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignVCenter)
+        row.addStretch(1)
         self.button = QToolButton(self.frame)
         self.button.setObjectName("SendButton")
         self.button.setAccessibleName("Send or stop")
@@ -114,7 +129,10 @@ class Composer(ComposerAttachments, QWidget):
         self.button.setFixedSize(34, 34)
         self.button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.button.clicked.connect(self._on_button)
-        row.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
+        row.addWidget(self.button, 0, Qt.AlignmentFlag.AlignVCenter)
+        box.addLayout(row)
+        #: The row under the text: the attach button, side widgets (the model picker), room, Send.
+        self._row = row
         self.slash = SlashList(self)
         #: What the ``/`` completion offers now (set by the window); None: no completion.
         self.slash_source: Callable[[], tuple[list[SlashItem], str]] | None = None
@@ -137,6 +155,9 @@ class Composer(ComposerAttachments, QWidget):
         self._fit()
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if obj is self.frame and event.type() == QEvent.Type.MouseButtonPress:
+            self.edit.setFocus(Qt.FocusReason.MouseFocusReason)  # the box's room beside its buttons is the box too
+            return False
         if obj is self.edit and event.type() in (QEvent.Type.FocusIn, QEvent.Type.FocusOut):
             self.frame.setProperty("focused", event.type() == QEvent.Type.FocusIn)
             self.frame.style().unpolish(self.frame)
@@ -144,9 +165,16 @@ class Composer(ComposerAttachments, QWidget):
         return super().eventFilter(obj, event)
 
     def _fit(self) -> None:
-        lines = max(MIN_LINES, min(MAX_LINES, int(self.edit.document().size().height()) or 1))
-        height = self.edit.fontMetrics().lineSpacing() * lines + 12
-        self.edit.setFixedHeight(max(30, height))
+        """As tall as its lines (at its width now: a resize may wrap them again), up to MAX_LINES."""
+        edit = self.edit
+        lines = max(MIN_LINES, min(MAX_LINES, int(edit.document().size().height()) or 1))
+        # Around the lines: the document's margin, and the box's frame and padding (the style sheet's).
+        around = edit.height() - edit.viewport().height() if edit.viewport().height() > 0 else 8
+        layout = edit.document().firstBlock().layout()
+        line = layout.lineAt(0).height() if layout is not None and layout.lineCount() else 0.0
+        line_height = max(edit.fontMetrics().lineSpacing(), math.ceil(line))  # a laid-out line may be a pixel taller
+        height = line_height * lines + math.ceil(2 * edit.document().documentMargin()) + around
+        edit.setFixedHeight(max(30, height))
         if not self.running:
             self.button.setEnabled(bool(self.edit.toPlainText().strip()))
 
@@ -170,9 +198,10 @@ class Composer(ComposerAttachments, QWidget):
         self._update_button()
 
     def add_side_widget(self, widget: QWidget) -> None:
-        """Put ``widget`` (the model picker) beside the send button, bottom-aligned like it."""
+        """Put ``widget`` (the model picker) on the row under the text, after the attach button (and any side
+        widget added before): the text keeps the box's whole width."""
         widget.setParent(self.frame)
-        self._row.insertWidget(self._row.indexOf(self.button), widget, 0, Qt.AlignmentFlag.AlignBottom)
+        self._row.insertWidget(self._row.count() - 2, widget, 0, Qt.AlignmentFlag.AlignVCenter)
 
     def set_robot(self, robot: str) -> None:
         self.edit.setPlaceholderText(f"Message {robot}…")

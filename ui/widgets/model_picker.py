@@ -24,10 +24,20 @@ MENU_LIMIT = 25
 
 
 def short_name(model: str | None) -> str:
-    """The name without the provider prefix ("ollama_chat/llama3.1" -> "llama3.1"); the demo for none."""
-    if not model:
+    """The name without the provider prefix ("ollama_chat/llama3.1" -> "llama3.1"); "Offline demo" for none
+    and for the demo's own names ("offline-demo", "demo": what the window says of it everywhere)."""
+    from workspace.providers import is_offline
+
+    if not model or is_offline(model):
         return "Offline demo"
     return model.split("/", 1)[1] if "/" in model else model
+
+
+def _full_name(model: str | None) -> str:
+    """The model's whole id, or "the offline demo" (its own names too)."""
+    from workspace.providers import is_offline
+
+    return "the offline demo" if not model or is_offline(model) else model
 
 
 class ModelPicker(QToolButton):
@@ -45,7 +55,7 @@ class ModelPicker(QToolButton):
         self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.setMaximumWidth(180)
+        self.setMaximumWidth(240)  # on its own row under the text: room for "qwen2.5-coder-14b · default"
         # It gives way ("…") when the window is narrow: it never widens the conversation column.
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self._label = ""
@@ -66,9 +76,10 @@ class ModelPicker(QToolButton):
         self.model, self.default, self.is_default = model, default, is_default
         name = short_name(model)
         self._label = name + (" · default" if is_default else "")
+        self.updateGeometry()  # its size hint follows the label: the row gives it room again
         self._fit_text()
-        self.setToolTip(f"Model for this thread: {model or 'the offline demo'}"
-                        + (" (robot default)" if is_default else f"\nThe robot's own: {default or 'the offline demo'}")
+        self.setToolTip(f"Model for this thread: {_full_name(model)}"
+                        + (" (robot default)" if is_default else f"\nThe robot's own: {_full_name(default)}")
                         + "\nClick to choose another: the thread's next messages go to it.")
         self._rebuild()
 

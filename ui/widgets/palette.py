@@ -1,11 +1,16 @@
-"""Command palette (Ctrl+K): fuzzy search over every action of the window."""
+"""Command palette (Ctrl+K): fuzzy search over every action of the window, the robots and networks (choosing
+one switches to it) and the threads (choosing one opens it). "No matches" says when nothing fits."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, Qt
 from PySide6.QtGui import QAction, QColor, QKeyEvent, QKeySequence, QPainter
 from PySide6.QtWidgets import (
     QFrame,
+    QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
@@ -18,6 +23,18 @@ from PySide6.QtWidgets import (
 from ui import theme
 
 ShortcutRole = Qt.ItemDataRole.UserRole + 1
+
+
+@dataclass(frozen=True)
+class PaletteEntry:
+    """Something the palette offers besides the window's actions: a robot, a network, a thread."""
+
+    #: What the list shows ("Robot: assistant", "Thread: plan the garden").
+    label: str
+    #: What choosing it does.
+    run: Callable[[], object]
+    #: A muted word on the right (where an action shows its shortcut).
+    detail: str = ""
 
 
 class _CommandDelegate(QStyledItemDelegate):
@@ -68,43 +85,69 @@ class CommandPalette(QFrame):
         self.input.textChanged.connect(self._filter)
         self.input.installEventFilter(self)
         layout.addWidget(self.input)
+        self.empty_note = QLabel("", self)
+        self.empty_note.setObjectName("Muted")
+        self.empty_note.setWordWrap(True)
+        self.empty_note.setContentsMargins(8, 6, 8, 6)
+        self.empty_note.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.empty_note.setVisible(False)
+        layout.addWidget(self.empty_note)
         self.list = QListWidget(self)
         self.list.setObjectName("PaletteList")
         self.list.setAccessibleName("Commands")
         self.list.setItemDelegate(_CommandDelegate(self.list))
         self.list.itemActivated.connect(self._run_item)
-        layout.addWidget(self.list)
+        layout.addWidget(self.list, 1)
         self._actions: list[QAction] = []
+        self._entries: list[PaletteEntry] = []
         self.hide()
 
-    def open_with(self, actions: list[QAction]) -> None:
+    def open_with(self, actions: list[QAction], entries: list[PaletteEntry] | None = None) -> None:
+        """Show the window's ``actions`` (those with a text) and ``entries`` (robots, threads), the input empty."""
         self._actions = [a for a in actions if a.text()]
+        self._entries = list(entries or [])
         self.input.clear()
         self._filter("")
+        self.fit()
+        self.show()
+        self.raise_()
+        self.input.setFocus()
+
+    def fit(self) -> None:
+        """Fit the window it floats in (opened, or the window resized), keeping what is typed."""
         parent = self.parentWidget()
         if parent is not None:
             width = min(560, parent.width() - 40)
             self.setFixedWidth(width)
             self.setFixedHeight(min(420, parent.height() - 80))
             self.move((parent.width() - width) // 2, 60)
-        self.show()
-        self.raise_()
-        self.input.setFocus()
 
     def _filter(self, text: str) -> None:
         self.list.clear()
-        scored = []
+        # (score, group, order, label, what it runs, detail): commands first (by name), then the entries in
+        # their order (robots, networks, threads: the newest first); typed text puts the best match first.
+        scored: list[tuple[int, int, int, str, QAction | PaletteEntry, str]] = []
         for action in self._actions:
             label = action.text().replace("&&", "\0").replace("&", "").replace("\0", "&")
             s = _score(text, label)
             if s and action.isEnabled():
-                scored.append((-s, label, action))
-        scored.sort(key=lambda item: (item[0], item[1]) if text else (0, item[1]))
-        for _s, label, action in scored:
+                scored.append((-s, 0, 0, label, action,
+                               action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)))
+        for order, entry in enumerate(self._entries):
+            s = _score(text, entry.label)
+            if s:
+                scored.append((-s, 1, order, entry.label, entry, entry.detail))
+        scored.sort(key=lambda row: (row[0], row[1], row[2], row[3]) if text.strip() else (row[1], row[2], row[3]))
+        for _s, _group, _order, label, target, detail in scored:
             item = QListWidgetItem(label)
-            item.setData(Qt.ItemDataRole.UserRole, action)
-            item.setData(ShortcutRole, action.shortcut().toString(QKeySequence.SequenceFormat.NativeText))
+            item.setData(Qt.ItemDataRole.UserRole, target)
+            item.setData(ShortcutRole, detail)
             self.list.addItem(item)
+        nothing = not scored
+        self.empty_note.setText(f"No matches for “{text.strip()}”. Commands, robots and thread titles are searched; "
+                                "Ctrl+F searches inside the threads." if nothing else "")
+        self.empty_note.setVisible(nothing)
+        self.list.setVisible(not nothing)
         if self.list.count():
             self.list.setCurrentRow(0)
 
@@ -112,10 +155,12 @@ class CommandPalette(QFrame):
         return [self.list.item(i).text() for i in range(self.list.count())]
 
     def _run_item(self, item: QListWidgetItem) -> None:
-        action = item.data(Qt.ItemDataRole.UserRole)
+        target = item.data(Qt.ItemDataRole.UserRole)
         self.hide()
-        if isinstance(action, QAction):
-            action.trigger()
+        if isinstance(target, QAction):
+            target.trigger()
+        elif isinstance(target, PaletteEntry):
+            target.run()
 
     def run_current(self) -> None:
         item = self.list.currentItem()

@@ -15,7 +15,7 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from ui import markdown, theme
-from ui.widgets.common import ElidedLabel, card_frame, pill, robot_chip
+from ui.widgets.common import ElidedLabel, card_frame, holds_focus, pill, robot_chip
 from ui.widgets.flow import shrinkable
 from workspace.approval import ApprovalDecision
 
@@ -80,6 +80,8 @@ class RequestCard(QFrame):
         self.request: ApprovalRequest | None = None
         self.future: asyncio.Future[ApprovalDecision] | None = None
         self._done = True
+        #: The keyboard was in the card when its question was answered (the chat then gives it back: ChatView).
+        self.had_keyboard = False
         self._shown: tuple[Any, ...] | None = None
         c = theme.colors()
         outer, header, hl = card_frame(self, self.icon_name, c.accent)
@@ -191,6 +193,7 @@ class RequestCard(QFrame):
         if self._done:
             return
         self._done = True
+        self.had_keyboard = holds_focus(self)
         if self.future is not None and not self.future.done():
             self.future.cancel()
         self._rerender(None)
@@ -203,6 +206,7 @@ class RequestCard(QFrame):
 
     def _finish(self, decision: ApprovalDecision | None) -> None:
         self._done = True
+        self.had_keyboard = holds_focus(self)  # before the question gives way (the keyboard then goes elsewhere)
         self._rerender(decision)
         self.finished.emit(decision)
 

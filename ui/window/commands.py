@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
@@ -13,8 +14,11 @@ from ui import theme
 
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
+    from ui.widgets.palette import PaletteEntry
 
 Shortcut = str | QKeySequence.StandardKey
+#: The threads the command palette lists (the newest first); the sidebar's search finds the others.
+PALETTE_THREADS = 200
 
 
 class Commands:
@@ -154,13 +158,43 @@ class Commands:
         return rows + PART_KEYS
 
     def open_palette(self) -> None:
-        self.window.command_palette.open_with([a for a in self.by_name.values() if a.text()])
+        """Ctrl+K: every command, then the robots and networks, then the threads (the newest first)."""
+        self.window.command_palette.open_with([a for a in self.by_name.values() if a.text()], self.palette_entries())
+
+    def palette_entries(self) -> list[PaletteEntry]:
+        from ui.widgets.palette import PaletteEntry
+
+        c = self.window.controller
+        choose, open_thread = self.choose_target, self.window.threads.open
+        entries = [PaletteEntry(f"Robot: {name}", partial(choose, "robot", name), "robot") for name in c.robot_names()]
+        entries += [PaletteEntry(f"Network: {name}", partial(choose, "network", name), "network")
+                    for name in (str(getattr(n, "name", n)) for n in c.networks())]
+        threads = [t for t in c.list_threads() if not getattr(t, "is_deleted", False)][:PALETTE_THREADS]
+        entries += [PaletteEntry(f"Thread: {t.display_title}", partial(open_thread, t.id), t.robot) for t in threads]
+        return entries
+
+    def choose_target(self, kind: str, name: str) -> None:
+        """A robot or network chosen in the palette: as if picked in the header (a thread keeps its robot, so
+        another one starts a new thread with it); then the keyboard is in the message box."""
+        from ui.widgets.common import signals_blocked
+
+        w = self.window
+        if not w.robot_picker.isEnabled():
+            w.toast.show_message("Stop the run (Esc) to choose another robot or network.")
+            return
+        row = w.robot_model.row_of(name, kind)
+        if row < 0:
+            return
+        with signals_blocked(w.robot_picker):
+            w.robot_picker.setCurrentIndex(row)
+        w.robots.on_picked(row)
+        w.composer.focus()
 
     def refit_palette(self) -> None:
-        """The window was resized: an open palette fits itself to the new size."""
+        """The window was resized: an open palette fits itself to the new size (what is typed stays)."""
         palette = getattr(self.window, "command_palette", None)  # None while the window is being built
         if palette is not None and palette.isVisible():
-            self.window.command_palette.open_with(list(self.by_name.values()))
+            palette.fit()
 
     def toggle_sidebar(self) -> None:
         sidebar = self.window.sidebar

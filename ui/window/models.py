@@ -48,7 +48,9 @@ class ModelChoice:
         self.picker.wanted.connect(lambda refresh: self.load(refresh=bool(refresh)))
         c.thread_opened.connect(lambda _session: self.update())
         c.robot_changed.connect(lambda _name: self.update())
-        c.bridge.running_changed.connect(self.picker.set_running)
+        c.config_changed.connect(self.on_config_changed)
+        # At a run's end the thread's robot may be built again (Settings changed meanwhile): the picker asks again.
+        c.bridge.running_changed.connect(lambda running: self.picker.set_running(True) if running else self.update())
         self.update()
 
     # -- showing ----------------------------------------------------------------------------------
@@ -89,6 +91,15 @@ class ModelChoice:
         model, default, is_default = self.current()
         self.picker.set_current(model, default=default, is_default=is_default)
         self.picker.set_running(c.running)
+
+    def on_config_changed(self) -> None:
+        """Settings (or the configuration file) changed: the robot's own model may be another one now, and
+        the servers and keys that list models too."""
+        self.listing = None
+        self._listed_at = 0.0
+        if self.picker is not None:
+            self.picker.set_listing(None)
+        self.update()
 
     # -- the list ---------------------------------------------------------------------------------
     def load(self, *, refresh: bool = False) -> None:

@@ -37,6 +37,7 @@ class Runs:
         chat.review_requested.connect(w.docks.review_changes)
         chat.branch_requested.connect(c.switch_branch)
         chat.example_clicked.connect(self.send)
+        chat.keyboard_released.connect(w.composer.focus)  # an approval answered: typing goes to the message box
         chat.connect_requested.connect(w.settings_flow.open_settings)
 
     # -- the user's commands ---------------------------------------------------------------------------
