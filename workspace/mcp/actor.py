@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import threading
 import time
 import warnings
@@ -65,6 +66,10 @@ GARBAGE_BEFORE_READY = 20
 RETRY_AFTER_FAILED_START = 10.0
 #: How long stop() waits for a clean shutdown before cancelling the actor.
 STOP_TIMEOUT = 10.0
+#: A stdio server still running this long after its connection began to close is killed (its process group),
+#: whatever the actor task is doing. The SDK's own shutdown (close stdin, 2 s, SIGTERM, 2 s, SIGKILL) ends
+#: sooner; this is for when it is cut short (see :meth:`ConnectionActor._kill_later`).
+KILL_AFTER = 8.0
 
 CLIENT_INFO = types.Implementation(name="robotlab-workspace", version="0.1.0")
 
@@ -134,6 +139,8 @@ class ConnectionActor:
         self._stderr_total = 0
         self._start_mark = 0
         self._stderr_eof: threading.Event | None = None
+        #: The stdio server's child process (the SDK's anyio Process) while the actor runs.
+        self._process: Any = None
 
     # -- state ------------------------------------------------------------------------------
     @property
@@ -352,7 +359,8 @@ class ConnectionActor:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await open_transport(self.spec, stack, stderr_pipe=self._stderr_pipe,
-                                                   oauth=self._oauth)
+                                                   oauth=self._oauth, on_process=self._on_process)
+                stack.callback(self._kill_later)  # runs first when the connection closes, however it closes
                 group = await stack.enter_async_context(anyio.create_task_group())
                 stack.callback(group.cancel_scope.cancel)
                 send, receive = anyio.create_memory_object_stream[Any](0)
@@ -416,7 +424,46 @@ class ConnectionActor:
                 log.info("MCP server '%s' failed: %s", self.name, reason)
         finally:
             self._session = None
+            process, self._process = self._process, None
+            if process is not None:  # the SDK's shutdown was cut short before its kill: the server must not outlive us
+                self._kill(process, "its connection ended")
             ready.set()
+
+    def _on_process(self, process: Any) -> None:
+        self._process = process
+
+    def _kill_later(self) -> None:
+        """The connection is closing: kill the server if it still runs :data:`KILL_AFTER` s from now.
+
+        The SDK's shutdown (shielded) closes stdin, waits, terminates and kills, and only then lets its stdout
+        reader stop waiting for the end of the server's output. A second cancellation of the actor (the event
+        loop cancelling every task as it closes, after a close that stopped waiting; :meth:`stop` timing out)
+        goes through that shield: the kill never comes, the reader waits for ever on a server that runs on,
+        and so does whoever waits for the actor. A timer is not a task, so it fires even then; the kill ends
+        the server's output, and with it the actor.
+        """
+        process = self._process
+        if process is None:
+            return
+        with contextlib.suppress(RuntimeError):  # no running loop: nothing can wait for the actor either
+            asyncio.get_running_loop().call_later(KILL_AFTER, self._kill_if_current, process)
+
+    def _kill_if_current(self, process: Any) -> None:
+        if process is self._process:  # else the actor is done with it (and killed it if it still ran)
+            self._kill(process, f"it was still running {KILL_AFTER:g} s after its connection began to close")
+
+    def _kill(self, process: Any, why: str) -> None:
+        """Kill the stdio server's process group (the SDK starts it in a session of its own) if it still runs."""
+        if process.returncode is not None or getattr(process, "_robotlab_killed", False):
+            return  # it exited and was reaped (so its pid is not someone else's now), or it was killed already
+        with contextlib.suppress(AttributeError):
+            process._robotlab_killed = True
+        log.warning("MCP server '%s' (pid %s): killing it, %s", self.name, process.pid, why)
+        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+            if hasattr(os, "killpg"):
+                os.killpg(process.pid, signal.SIGKILL)
+            else:  # pragma: no cover - Windows: the SDK's job object holds the tree
+                process.kill()
 
     async def _oauth(self, stack: contextlib.AsyncExitStack) -> Any:
         """The OAuth sign-in of an HTTP server (None when it is never signed in to; see workspace.mcp.oauth)."""

@@ -118,10 +118,12 @@ def bad_line(exc: BaseException) -> str:
 async def open_transport(
     spec: ServerSpec, stack: contextlib.AsyncExitStack, *, stderr_pipe: Callable[[], TextIO],
     oauth: Callable[[contextlib.AsyncExitStack], Awaitable[Any]],
+    on_process: Callable[[Any], None] | None = None,
 ) -> tuple[Any, Any]:
     """The SDK's read and write streams for ``spec``, entered on ``stack``. ``stderr_pipe()`` is where a stdio
     server's stderr goes (called once the command is found); ``oauth(stack)`` is the sign-in of an HTTP server
-    (None when it is never signed in to)."""
+    (None when it is never signed in to); ``on_process(process)`` gets a stdio server's child process once it
+    runs (see :func:`server_process`)."""
     if spec.transport == "stdio":
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -133,10 +135,14 @@ async def open_transport(
         params = StdioServerParameters(command=command, args=list(spec.args), env=env, cwd=spec.cwd,
                                        encoding_error_handler="replace")
         errlog = stderr_pipe()
+        transport = stdio_client(params, errlog=errlog)
         try:
-            streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+            streams = await stack.enter_async_context(transport)
         finally:
             errlog.close()  # the child holds its own copy; EOF comes when it exits
+        process = server_process(transport)
+        if on_process is not None and process is not None:
+            on_process(process)
         return streams[0], streams[1]
     auth = await oauth(stack)
     if spec.transport == "http":
@@ -158,6 +164,19 @@ async def open_transport(
                    sse_read_timeout=max(300.0, spec.timeout), auth=auth)
     )
     return streams[0], streams[1]
+
+
+def server_process(transport: Any) -> Any:
+    """The child process of the SDK's ``stdio_client`` context (entered), or None when it cannot be found.
+
+    The SDK does not expose it; it is a local of the context's suspended generator. The connection needs it
+    to kill the server when the SDK's own shutdown is cut short: a second cancellation of the task (the event
+    loop closing, a stop that timed out) goes through the SDK's shielded shutdown before it kills the process,
+    and its stdout reader then waits, shielded, for an end of file that a live server never sends.
+    """
+    frame = getattr(getattr(transport, "gen", None), "ag_frame", None)
+    process = frame.f_locals.get("process") if frame is not None else None
+    return process if isinstance(getattr(process, "pid", None), int) else None
 
 
 def explain(
