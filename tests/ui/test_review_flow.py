@@ -67,10 +67,11 @@ async def _settled(pane: Any) -> None:
 
 
 def _propose_two_files(provider: Any) -> None:
+    # One call a turn: calls of one turn run concurrently, so the files' order would be the order they finished.
     provider.enqueue(
-        [ToolCall("edit_file", {"path": "notes.txt", "search": "beta", "replace": "BETA"}, id="e1"),
-         ToolCall("edit_file", {"path": "notes.txt", "search": "kappa", "replace": "KAPPA"}, id="e2"),
-         ToolCall("edit_file", {"path": "app.py", "search": "    return w * h\n",
+        [ToolCall("edit_file", {"path": "notes.txt", "search": "beta", "replace": "BETA"}, id="e1")],
+        [ToolCall("edit_file", {"path": "notes.txt", "search": "kappa", "replace": "KAPPA"}, id="e2")],
+        [ToolCall("edit_file", {"path": "app.py", "search": "    return w * h\n",
                                 "replace": "    \"\"\"Area of a rectangle.\"\"\"\n    return w * h\n"}, id="e3")],
         "I proposed three edits in two files.",
     )
