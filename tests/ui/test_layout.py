@@ -274,7 +274,7 @@ def test_plain_error_text_is_not_highlighted_as_json(qapp_instance: Any) -> None
 
 
 def test_the_card_shows_plain_errors_and_json_results_accordingly(qapp_instance: Any) -> None:
-    from ui.widgets.cards import value_html
+    from ui.markdown import value_html
 
     assert "<span" not in value_html("Unknown tool 'huge': 1 [x] {y}")
     assert "<span" in value_html('{"a": [1, true, "b"]}')

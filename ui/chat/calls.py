@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ui.chat.text import Texts
-from ui.chat.tool_calls import ApprovalState, ProgressState, ToolCallItem, call_item_class, result_error
+from ui.chat.tool_calls import ApprovalState, ProgressState, ToolCallItem, call_item_class
+from ui.formatting import result_error
 from workspace import events as ev
 
 

@@ -4,7 +4,8 @@ working inside it), earlier answers folding as the next task starts, and the sum
 from __future__ import annotations
 
 from ui.chat.column import Column
-from ui.chat.state import LANE_STATUS_TEXT, Lane, LaneItem, NetworkItem
+from ui.chat.state import Lane, LaneItem, NetworkItem
+from ui.formatting import LANE_STATUS_TEXT
 from workspace import events as ev
 
 

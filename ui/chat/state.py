@@ -38,15 +38,6 @@ RunOutcome: TypeAlias = Literal["finished", "failed", "cancelled", "interrupted"
 #: A network task's state in its lane.
 LaneStatus: TypeAlias = Literal["waiting", "running", "done", "failed", "skipped", "cancelled"]
 
-#: What a lane's status pill and the network row's summary call each task state.
-LANE_STATUS_TEXT = {
-    "waiting": "waiting",
-    "running": "running",
-    "done": "done",
-    "failed": "failed",
-    "skipped": "skipped",
-    "cancelled": "stopped",
-}
 STOPPED_BY_USER = "stopped by the user"
 INTERRUPTED = "interrupted: the app closed before the run finished"
 
@@ -492,7 +483,6 @@ class ChatState:
 
 __all__ = [
     "INTERRUPTED",
-    "LANE_STATUS_TEXT",
     "NOTICE_ACTIONS",
     "STOPPED_BY_USER",
     "CallLaneItem",

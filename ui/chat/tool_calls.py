@@ -20,29 +20,13 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from ui.chat.state import CallLaneItem, Item
+from ui.formatting import FAILED_CALL
 
 #: A tool call's state: what its card's status pill says.
 CallStatus: TypeAlias = Literal["running", "approval", "ok", "error", "denied", "stopped"]
-#: The states of a call that failed (an error, a denial, a stop): counted as failed everywhere.
-FAILED_CALL = frozenset({"error", "denied", "stopped"})
 #: What an approval's card calls the scope it was given for.
 SCOPE_LABELS = {"once": "once", "thread": "this thread", "always": "always", "policy": "policy",
                 "server": "always for this server"}
-
-
-def result_error(payload: Any, raw: Any = None) -> Any:
-    """The error inside a ``tool_result``, or None when it succeeded.
-
-    Results normally carry ``{"data": ...}`` and errors come as ``tool_error``; but a payload of
-    ``{"error": ...}`` (an ``is_error`` tool result as the model sees it) or an MCP result marked
-    ``isError`` is a failure too, and is counted and shown as one.
-    """
-    if isinstance(payload, dict) and "error" in payload and "data" not in payload:
-        return payload["error"]
-    if isinstance(raw, dict) and raw.get("isError") is True:
-        data = payload.get("data") if isinstance(payload, dict) else payload
-        return data if data is not None else raw
-    return None
 
 
 @dataclass(eq=False, kw_only=True)
@@ -247,12 +231,10 @@ def call_item_class(tool: str) -> type[ToolCallItem]:
 
 
 __all__ = [
-    "FAILED_CALL",
     "ApprovalState",
     "CallStatus",
     "ElicitationItem",
     "SamplingItem",
     "ToolCallItem",
     "call_item_class",
-    "result_error",
 ]

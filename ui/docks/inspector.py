@@ -24,8 +24,9 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
+from ui.formatting import format_duration
 from ui.models.memory import MemoryModel, pretty
-from ui.models.tool_calls import ToolCallRecord, ToolCallsModel, diff_results, format_duration
+from ui.models.tool_calls import ToolCallRecord, ToolCallsModel, diff_results
 from ui.models.trace import TraceFilterModel, TraceModel, raw_event_json
 from ui.widgets.common import ElidedLabel, name_line_edit_buttons
 from workspace import events as ev
@@ -65,7 +66,7 @@ def _pre(text: str, lang: str | None = None) -> str:
 
 def _value_html(value: Any) -> str:
     """A result or error: highlighted JSON when it is JSON, else plain text (no JSON colours on prose)."""
-    from ui.widgets.cards import value_html
+    from ui.markdown import value_html
 
     return value_html(value)
 

@@ -38,7 +38,7 @@ from ui import theme
 from ui.docks.network_graph import NetworkGraphView
 from ui.docks.network_task import TaskDetail
 from ui.models.network import NetworkModel
-from ui.widgets.lanes import (
+from ui.widgets.status import (
     assign_robot_colors,
     network_icon,
 )

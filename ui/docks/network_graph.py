@@ -32,9 +32,9 @@ from PySide6.QtWidgets import (
 )
 
 from ui import theme
+from ui.formatting import format_duration
 from ui.models.network import NetworkModel, TaskView
-from ui.models.tool_calls import format_duration
-from ui.widgets.lanes import (
+from ui.widgets.status import (
     STATUS_TEXT,
     paint_status,
     robot_color,

@@ -20,10 +20,10 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
+from ui.formatting import format_duration
 from ui.models.network import NetworkModel, TaskView
-from ui.models.tool_calls import format_duration
 from ui.widgets.common import ElidedLabel, JsonHighlighter, pill
-from ui.widgets.lanes import (
+from ui.widgets.status import (
     STATUS_TEXT,
     color_chip,
     robot_color,

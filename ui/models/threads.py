@@ -8,6 +8,8 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt
 
+from ui.formatting import HIGHLIGHT
+
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -62,8 +64,6 @@ def thread_item(thread: Any) -> ThreadItem:
     )
 
 
-#: The marks the window asks the search to put around each match in a snippet (never in text).
-HIGHLIGHT = ("\x02", "\x03")
 #: Where a search hit's match is, for people.
 HIT_KINDS = {"user": "in your message", "assistant": "in an answer", "tool": "in a tool call"}
 

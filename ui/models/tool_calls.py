@@ -12,7 +12,7 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
-from ui.chat.tool_calls import FAILED_CALL, result_error
+from ui.formatting import FAILED_CALL, format_duration, result_error
 from workspace import events as ev
 
 Index = QModelIndex | QPersistentModelIndex
@@ -242,22 +242,6 @@ class ToolCallsModel(QAbstractTableModel):
         self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.COLUMNS) - 1))
 
 
-def format_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
-
-
-def elapsed_text(seconds: float) -> str:
-    """Time that is still going, in whole seconds ("4 s", "1 min 5 s"): a ticking count that does not jitter."""
-    whole = int(max(0.0, seconds))
-    return f"{whole} s" if whole < 60 else f"{whole // 60} min {whole % 60} s"
-
-
 def diff_results(a: ToolCallRecord, b: ToolCallRecord) -> str:
     """A unified diff (difflib) of two results' pretty JSON."""
     import difflib
@@ -271,4 +255,4 @@ def diff_results(a: ToolCallRecord, b: ToolCallRecord) -> str:
     return "\n".join(lines) or "(the two results are identical)"
 
 
-__all__ = ["ToolCallRecord", "ToolCallsModel", "diff_results", "format_duration"]
+__all__ = ["ToolCallRecord", "ToolCallsModel", "diff_results"]

@@ -26,7 +26,8 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
-from ui.models.tool_calls import elapsed_text, format_duration
+from ui.formatting import elapsed_text, format_duration
+from ui.markdown import value_html
 from ui.widgets.common import (
     AutoHeightText,
     ElidedLabel,
@@ -101,27 +102,6 @@ def _preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
             text = repr(value)
     text = display_path(" ".join(text.split()))  # no control or bidi character reorders the card
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _is_json_text(text: str) -> bool:
-    """True when ``text`` is a JSON document (an object or array; plain words are not)."""
-    stripped = text.strip()
-    if not stripped or stripped[0] not in "[{":
-        return False
-    try:
-        json.loads(stripped)
-    except ValueError:
-        return False
-    return True
-
-
-def value_html(value: Any) -> str:
-    """A result or an error for people: highlighted JSON with its multi-line strings as text, or plain
-    text when it is not JSON (:func:`ui.markdown.readable_html`)."""
-    if isinstance(value, str) and not _is_json_text(value):
-        return (f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">'
-                f"{markdown._esc(value)}</pre>")
-    return markdown.readable_html(value)
 
 
 def _tooltip_html(text: str) -> str:

@@ -52,7 +52,7 @@ from ui.chat.tool_calls import ElicitationItem, SamplingItem, ToolCallItem
 from ui.widgets.cards import ApprovalPanel, ToolCard
 from ui.widgets.change_card import ChangeCard
 from ui.widgets.elicitation_form import ElicitationForm
-from ui.widgets.lanes import NetworkHeader, TaskLane, robot_color
+from ui.widgets.lanes import NetworkHeader, TaskLane
 from ui.widgets.messages import (
     COLUMN_MAX_WIDTH,
     NoticeLine,
@@ -64,6 +64,7 @@ from ui.widgets.messages import (
 from ui.widgets.request_card import RequestCard
 from ui.widgets.run_state import ActivityLine, ChatClock, ErrorCard
 from ui.widgets.sampling_card import SamplingCard
+from ui.widgets.status import robot_color
 from ui.widgets.stream import MarkdownStream
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 
 from ui import theme
 from ui.chat.state import ErrorItem
-from ui.models.tool_calls import format_duration
+from ui.formatting import format_duration
 from ui.widgets.common import ElidedLabel, RichLabel
 
 if TYPE_CHECKING:

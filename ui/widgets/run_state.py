@@ -12,7 +12,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from ui import theme
-from ui.models.tool_calls import elapsed_text
+from ui.formatting import elapsed_text
 from ui.widgets.flow import FlowRow
 
 if TYPE_CHECKING:

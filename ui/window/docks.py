@@ -183,7 +183,7 @@ class Docks(Mapping[str, QDockWidget]):
     # its dock has it).
     def _add_network(self) -> Iterator[None]:
         from ui.docks.network import NetworkPane
-        from ui.widgets.lanes import network_icon
+        from ui.widgets.status import network_icon
 
         yield  # the imports in a step of their own
         pane = NetworkPane(self.window.network_model, self.window)
@@ -301,7 +301,7 @@ class Docks(Mapping[str, QDockWidget]):
             self.changes_pane.show_change_set(change_set_id)
 
     def retheme(self) -> None:
-        from ui.widgets.lanes import network_icon
+        from ui.widgets.status import network_icon
 
         if "network" in self._docks:
             self._docks["network"].toggleViewAction().setIcon(network_icon(theme.colors().muted, 16))
