@@ -76,7 +76,7 @@ async def empty(root: Any) -> None:
 
 
 async def streaming(root: Any) -> None:
-    from ui.widgets.stream import MarkdownStream
+    from ui.chat.view.stream import MarkdownStream
 
     w = root.window
     root.controller.workspace.provider.delay = 0.06

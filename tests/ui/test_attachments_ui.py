@@ -357,7 +357,7 @@ async def test_the_window_honours_the_configured_limits(model: Recorder, db_path
 
 def test_a_chip_marks_its_kind_with_an_icon_not_an_emoji(qapp_instance: Any) -> None:
     """An emoji is a blank box where no emoji font is installed: the kind is a themed icon."""
-    from ui.widgets.attachments import AttachmentChip, chip_icon
+    from ui.chat.composer.attachments import AttachmentChip, chip_icon
 
     image = Attachment.from_bytes(png(), name="cat.png")
     text = Attachment.from_text("hello", name="notes.md")
@@ -369,7 +369,7 @@ def test_a_chip_marks_its_kind_with_an_icon_not_an_emoji(qapp_instance: Any) -> 
 def test_a_chips_icons_follow_a_switch_of_theme(qapp_instance: Any) -> None:
     """A chip waiting in the message box when the theme changes draws its icons in the new colours."""
     from ui import theme
-    from ui.widgets.attachments import AttachmentChip
+    from ui.chat.composer.attachments import AttachmentChip
 
     theme.apply_theme(qapp_instance, "light")
     chip = AttachmentChip(Attachment.from_text("hello", name="notes.md"), removable=True)

@@ -21,7 +21,7 @@ def _app(qapp_instance: object) -> None:
 
 
 def test_tool_calls_model_pairs_calls_and_results_by_id() -> None:
-    from ui.models.tool_calls import ToolCallsModel, diff_results
+    from ui.inspector.tool_calls import ToolCallsModel, diff_results
 
     model = ToolCallsModel()
     model.add_events([
@@ -43,7 +43,7 @@ def test_tool_calls_model_pairs_calls_and_results_by_id() -> None:
 
 
 def test_tool_calls_model_tracks_approvals() -> None:
-    from ui.models.tool_calls import ToolCallsModel
+    from ui.inspector.tool_calls import ToolCallsModel
 
     model = ToolCallsModel()
     changed: list[int] = []
@@ -63,7 +63,7 @@ def test_tool_calls_with_the_same_id_in_two_runs_are_two_rows() -> None:
     id in several runs, and the table must show each call, never update an older run's row."""
     from dataclasses import replace
 
-    from ui.models.tool_calls import ToolCallsModel
+    from ui.inspector.tool_calls import ToolCallsModel
 
     model = ToolCallsModel()
     first = [_e(ev.ToolUse, 1, id="call_0", name="list_files", input={"path": "."}),
@@ -77,7 +77,7 @@ def test_tool_calls_with_the_same_id_in_two_runs_are_two_rows() -> None:
 
 
 def test_trace_model_and_filter() -> None:
-    from ui.models.trace import TraceFilterModel, TraceModel
+    from ui.inspector.trace import TraceFilterModel, TraceModel
 
     model = TraceModel()
     proxy = TraceFilterModel()
@@ -97,7 +97,7 @@ def test_trace_model_and_filter() -> None:
 
 
 def test_memory_model_keeps_writer_and_history() -> None:
-    from ui.models.memory import MemoryModel
+    from ui.inspector.memory import MemoryModel
 
     model = MemoryModel()
     model.add_events([_e(ev.MemoryChanged, 1, key="color", value="teal", writer="assistant")])
@@ -113,7 +113,7 @@ def test_memory_model_keeps_writer_and_history() -> None:
 
 
 def test_thread_list_model_threads_and_search_hits(tmp_path: object) -> None:
-    from ui.models.threads import ThreadListModel
+    from ui.threads.model import ThreadListModel
     from workspace.persistence import SearchHit, Store
 
     store = Store(":memory:")
@@ -133,7 +133,7 @@ def test_thread_list_model_threads_and_search_hits(tmp_path: object) -> None:
 
 
 def test_robot_model_shows_model_or_offline_demo() -> None:
-    from ui.models.robots import DEMO_LABEL, RobotListModel
+    from ui.network.robots import DEMO_LABEL, RobotListModel
     from workspace.catalog import list_robots
 
     model = RobotListModel()
@@ -272,7 +272,7 @@ async def test_task_owner_reports_errors_and_treats_cancel_as_normal() -> None:
 
 
 def test_mcp_servers_model_from_status_snapshots() -> None:
-    from ui.models.mcp import McpServersModel
+    from ui.mcp.model import McpServersModel
     from workspace.mcp.status import ServerState, ServerStatus, ToolInfo
 
     model = McpServersModel()

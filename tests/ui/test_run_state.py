@@ -13,10 +13,10 @@ import pytest
 
 from tests.ui.conftest import wait_until
 from ui.chat.dump import dump_state
-from ui.chat.presenter import WAITING, ChatPresenter
-from ui.chat.state import ErrorItem, split_fix
-from ui.widgets.chat import ChatView
-from ui.widgets.run_state import ErrorCard
+from ui.chat.model.presenter import WAITING, ChatPresenter
+from ui.chat.model.state import ErrorItem, split_fix
+from ui.chat.view.chat import ChatView
+from ui.chat.view.run_state import ErrorCard
 from workspace import events as ev
 from workspace.providers.testing import Fail, Pause
 

@@ -1,7 +1,7 @@
 """The chat's view state as text: one line per message, card, lane and footer.
 
 Tests compare a live run with the same thread reopened this way (``dump_state`` here for the view
-state, :func:`ui.widgets.chat_dump.dump_widgets` for what the widgets show). Durations are printed in
+state, :func:`ui.chat.view.chat_dump.dump_widgets` for what the widgets show). Durations are printed in
 whole milliseconds; lanes' items are indented under them.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ui.chat.state import (
+from ui.chat.model.state import (
     AttachmentChip,
     CallLaneItem,
     ChangeItem,
@@ -26,7 +26,7 @@ from ui.chat.state import (
     TextItem,
     TurnState,
 )
-from ui.chat.tool_calls import ElicitationItem, SamplingItem, ToolCallItem
+from ui.chat.model.tool_calls import ElicitationItem, SamplingItem, ToolCallItem
 from workspace.result import Usage
 
 
