@@ -14,7 +14,8 @@ from keyring.backend import KeyringBackend
 
 from workspace.errors import ConfigurationError
 from workspace.mcp.config import parse_server
-from workspace.mcp.edit import ServersFile, keyring_name, parse_pasted, secret_keys, store_secrets
+from workspace.mcp.edit import ServersFile, keyring_name, secret_keys, store_secrets
+from workspace.mcp.importers import parse_pasted
 
 HAND_WRITTEN = """\
 # My settings (written by hand)
