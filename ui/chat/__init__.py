@@ -6,8 +6,7 @@ thread's turns) into :mod:`ui.chat.state`: turns, user messages, robot text, too
 are its base classes (:mod:`ui.chat.column`, :mod:`ui.chat.text`, :mod:`ui.chat.calls`,
 :mod:`ui.chat.changes`, :mod:`ui.chat.lanes`). The chat widget
 (:class:`ui.widgets.chat.ChatView`) only renders that state, told what changed through
-:class:`~ui.chat.listener.ChatListener`. :mod:`ui.chat.dump` writes the state as text (tests
-compare a live run with its reopened thread that way).
+:class:`~ui.chat.listener.ChatListener`.
 
 Nothing here imports Qt: the presenter is tested without a window.
 """
