@@ -99,7 +99,7 @@ def test_a_hosted_model_is_not_sent_to_the_local_server(server: FakeLLMServer, t
 
 
 def test_the_chat_shows_the_switch_live_and_reopened() -> None:
-    from ui.chat.dump import dump_state
+    from tests.ui.chat_dump import dump_state
     from ui.chat.model.presenter import ChatPresenter
 
     run = "r1"

@@ -17,8 +17,8 @@ from PySide6.QtWidgets import QApplication
 
 from tests.test_attachments import png
 from tests.ui.a11y import unnamed_controls
+from tests.ui.chat_dump import dump_state, dump_widgets
 from tests.ui.conftest import running_app, wait_until
-from ui.chat.dump import dump_state
 from workspace.attachments import Attachment
 from workspace.messages import Message
 from workspace.providers.testing import AgentInfo, FunctionProvider
@@ -166,7 +166,7 @@ async def test_button_drop_and_paste_add_chips_and_a_reopened_thread_shows_them(
         assert [p["type"] for p in parts] == ["text", "text", "text", "image_url"]
         live = dump_state(window.chat.presenter.state)
         assert "attachments=" in live and "image cat.png image/png 75B cat.png" in live
-        widgets = window.chat.dump()
+        widgets = dump_widgets(window.chat)
         assert "chips=['notes.md', 'cat.png']" in widgets
         # Clicking a sent chip opens it: the image from the thread's database.
         message = window.chat.user_messages()[-1]
@@ -184,7 +184,7 @@ async def test_button_drop_and_paste_add_chips_and_a_reopened_thread_shows_them(
         window.threads.open(thread_id)
         await asyncio.sleep(0.05)
         assert dump_state(window.chat.presenter.state) == live
-        assert window.chat.dump() == widgets
+        assert dump_widgets(window.chat) == widgets
         # The next message sends them again with the conversation.
         window.runs.send("And now?")
         await _idle(root)

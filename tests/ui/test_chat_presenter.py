@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ui.chat.dump import dump_state
+from tests.ui.chat_dump import dump_state
 from ui.chat.model.presenter import ChatPresenter
 from ui.chat.model.state import (
     ChangeItem,
@@ -450,7 +450,7 @@ class Block(importlib.abc.MetaPathFinder):
             raise ImportError('blocked: ' + name)
         return None
 sys.meta_path.insert(0, Block())
-import ui.chat.model.presenter, ui.chat.dump
+import ui.chat.model.presenter, tests.ui.chat_dump
 print('ok')
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)

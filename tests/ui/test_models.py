@@ -285,3 +285,47 @@ def test_mcp_servers_model_from_status_snapshots() -> None:
     assert model.rowCount() == 2
     assert model.index(0, 1).data() == "ready" and model.index(0, 2).data() == "1/2"
     assert model.index(1, 1).data() == "failed" and "not found" in model.index(1, 0).data(Qt.ItemDataRole.ToolTipRole)
+
+
+def test_table_models_find_rows_by_key_after_a_reset_and_tell_views_what_changed() -> None:
+    """The shared table base (ui/widgets/table_model.py): a reset rebuilds each model's lookup by key, an insert
+    and a change reach the views as one signal each, and headers come from the columns."""
+    from ui.inspector.memory import MemoryModel
+    from ui.inspector.tool_calls import ToolCallsModel
+    from ui.mcp.model import McpServersModel
+    from workspace.mcp.status import ServerState, ServerStatus
+
+    memory = MemoryModel()
+    memory.set_events([_e(ev.MemoryChanged, 1, key="a", value=1), _e(ev.MemoryChanged, 2, key="b", value=2)])
+    assert memory.rowCount() == 2 and memory.entry("b") is not None
+    assert [memory.headerData(c, Qt.Orientation.Horizontal) for c in range(memory.columnCount())] == \
+        ["Key", "Value", "Writer", "Time"]
+    changed: list[tuple[int, int]] = []
+    memory.dataChanged.connect(lambda top, bottom: changed.append((top.row(), bottom.column())))
+    memory.apply("b", 3, previous=2)
+    assert changed == [(1, 3)] and memory.index(1, 1).data() == "3"
+    memory.clear()
+    assert memory.rowCount() == 0 and memory.entry("a") is None
+    memory.apply("a", 5)  # after a clear the key is new again: a row of its own, not a stale row number
+    assert memory.rowCount() == 1 and memory.index(0, 1).data() == "5"
+    assert memory.index(0, 0).data(Qt.ItemDataRole.UserRole).key == "a"
+
+    servers = McpServersModel()
+    inserted: list[int] = []
+    servers.rowsInserted.connect(lambda _parent, first, _last: inserted.append(first))
+    servers.update(ServerStatus(name="one", state=ServerState.READY))
+    servers.update(ServerStatus(name="two", state=ServerState.READY))
+    assert inserted == [0, 1] and servers.status("two") is not None
+    servers.set_statuses([ServerStatus(name="two", state=ServerState.FAILED)])
+    assert servers.status("one") is None and servers.status("two").state == ServerState.FAILED
+    servers.update(ServerStatus(name="two", state=ServerState.READY))
+    assert servers.rowCount() == 1 and servers.index(0, 1).data() == "ready"
+
+    calls = ToolCallsModel()
+    calls.set_events([_e(ev.ToolUse, 1, id="c1", name="read_file", input={})])
+    calls.add_event(_e(ev.ToolResult, 2, id="c1", name="read_file", payload="ok", duration=0.5))
+    assert calls.rowCount() == 1 and calls.index(0, calls.COL_STATUS).data() == "ok"
+    calls.clear()
+    calls.add_event(_e(ev.ToolResult, 3, id="c1", name="read_file", payload="ok", duration=0.5))
+    assert calls.rowCount() == 1  # a result with no call after a clear gets a row of its own
+    assert calls.index(5, 0).data() is None  # past the rows: nothing

@@ -7,11 +7,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import Qt
 
+from ui.widgets.table_model import RowsTableModel
 from workspace import events as ev
-
-Index = QModelIndex | QPersistentModelIndex
 
 
 @dataclass(slots=True)
@@ -25,33 +24,20 @@ class MemoryEntry:
     history: list[tuple[float, str | None, Any, Any]] = field(default_factory=list)
 
 
-class MemoryModel(QAbstractTableModel):
+class MemoryModel(RowsTableModel[MemoryEntry]):
     COLUMNS = ("Key", "Value", "Writer", "Time")
     EntryRole = Qt.ItemDataRole.UserRole
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
-        self._rows: list[MemoryEntry] = []
         self._by_key: dict[str, int] = {}
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self._rows)
+    def reindex(self) -> None:
+        self._by_key = {entry.key: i for i, entry in enumerate(self._rows)}
 
-    def columnCount(self, parent: Index = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.COLUMNS[section]
-        return None
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid():
-            return None
-        entry = self._rows[index.row()]
+    def cell(self, entry: MemoryEntry, col: int, role: int) -> Any:
         if role == self.EntryRole:
             return entry
-        col = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             if col == 0:
                 return entry.key
@@ -79,23 +65,16 @@ class MemoryModel(QAbstractTableModel):
     def entries(self) -> list[MemoryEntry]:
         return list(self._rows)
 
-    def clear(self) -> None:
-        self.beginResetModel()
-        self._rows.clear()
-        self._by_key.clear()
-        self.endResetModel()
-
     def set_events(self, events: list[ev.Event]) -> None:
         """Replace everything with the memory changes in ``events`` (one reset)."""
-        self.beginResetModel()
-        self._rows.clear()
-        self._by_key.clear()
-        self.blockSignals(True)
-        try:
-            self.add_events(events)
-        finally:
-            self.blockSignals(False)
-        self.endResetModel()
+        with self.resetting():
+            self._rows.clear()
+            self._by_key.clear()
+            self.blockSignals(True)
+            try:
+                self.add_events(events)
+            finally:
+                self.blockSignals(False)
 
     def add_events(self, events: list[ev.Event]) -> None:
         for event in events:
@@ -109,11 +88,8 @@ class MemoryModel(QAbstractTableModel):
         if row is None:
             entry = MemoryEntry(key, value, writer, ts, deleted=value is None and previous is not None)
             entry.history.append((ts, writer, value, previous))
-            row = len(self._rows)
-            self.beginInsertRows(QModelIndex(), row, row)
-            self._rows.append(entry)
-            self._by_key[key] = row
-            self.endInsertRows()
+            self._by_key[key] = len(self._rows)
+            self.append_rows([entry])
             return
         entry = self._rows[row]
         entry.value = value
@@ -121,7 +97,7 @@ class MemoryModel(QAbstractTableModel):
         entry.ts = ts
         entry.deleted = value is None and previous is not None
         entry.history.append((ts, writer, value, previous))
-        self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.COLUMNS) - 1))
+        self.row_changed(row)
 
 
 def pretty(value: Any) -> str:

@@ -10,12 +10,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import Qt
 
 from ui.formatting import FAILED_CALL, format_duration, result_error
+from ui.widgets.table_model import RowsTableModel
 from workspace import events as ev
 
-Index = QModelIndex | QPersistentModelIndex
 #: The events about one tool call (matched by their ``id``).
 CallEvent = ev.ToolUse | ev.ApprovalRequested | ev.ApprovalDecided | ev.ToolResult | ev.ToolError
 
@@ -74,7 +74,7 @@ class ToolCallRecord:
         return json.dumps(data, indent=2, ensure_ascii=False, default=str)
 
 
-class ToolCallsModel(QAbstractTableModel):
+class ToolCallsModel(RowsTableModel[ToolCallRecord]):
     COLUMNS = ("Tool", "Server", "Robot", "Status", "Duration")
     COL_TOOL, COL_SERVER, COL_ROBOT, COL_STATUS, COL_DURATION = range(5)
     RecordRole = Qt.ItemDataRole.UserRole
@@ -82,27 +82,13 @@ class ToolCallsModel(QAbstractTableModel):
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
-        self._rows: list[ToolCallRecord] = []
         self._by_id: dict[tuple[str, str], int] = {}
         self._silent = False
 
-    # -- Qt -----------------------------------------------------------------------------
-    def rowCount(self, parent: Index = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self._rows)
+    def reindex(self) -> None:
+        self._by_id = {(rec.run_id, rec.id): i for i, rec in enumerate(self._rows)}
 
-    def columnCount(self, parent: Index = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.COLUMNS[section]
-        return None
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid() or index.row() >= len(self._rows):
-            return None
-        rec = self._rows[index.row()]
-        col = index.column()
+    def cell(self, rec: ToolCallRecord, col: int, role: int) -> Any:
         if role == self.RecordRole:
             return rec
         if role in (Qt.ItemDataRole.DisplayRole, self.SortRole):
@@ -145,28 +131,21 @@ class ToolCallsModel(QAbstractTableModel):
             return self._rows[row] if row is not None else None
         return next((rec for rec in reversed(self._rows) if rec.id == call_id), None)
 
-    def clear(self) -> None:
-        self.beginResetModel()
-        self._rows.clear()
-        self._by_id.clear()
-        self.endResetModel()
-
     def add_events(self, events: list[ev.Event]) -> None:
         for event in events:
             self.add_event(event)
 
     def set_events(self, events: list[ev.Event]) -> None:
         """Replace everything with the calls in ``events`` (one reset, not a signal per row)."""
-        self.beginResetModel()
-        self._rows.clear()
-        self._by_id.clear()
-        self._silent = True
-        try:
-            for event in events:
-                self.add_event(event)
-        finally:
-            self._silent = False
-        self.endResetModel()
+        with self.resetting():
+            self._rows.clear()
+            self._by_id.clear()
+            self._silent = True
+            try:
+                for event in events:
+                    self.add_event(event)
+            finally:
+                self._silent = False
 
     def add_event(self, event: ev.Event) -> None:
         match event:
@@ -224,22 +203,17 @@ class ToolCallsModel(QAbstractTableModel):
             return rec
         rec = ToolCallRecord(id=event.id, tool=event.name, robot=event.robot, server=getattr(event, "server", None),
                              input=args, status=status, run_id=event.run_id, started=event.ts)
-        row = len(self._rows)
+        self._by_id[rec.run_id, rec.id] = len(self._rows)
         if self._silent:
             self._rows.append(rec)
-            self._by_id[rec.run_id, rec.id] = row
-            return rec
-        self.beginInsertRows(QModelIndex(), row, row)
-        self._rows.append(rec)
-        self._by_id[rec.run_id, rec.id] = row
-        self.endInsertRows()
+        else:
+            self.append_rows([rec])
         return rec
 
     def _changed(self, rec: ToolCallRecord) -> None:
         row = self._by_id.get((rec.run_id, rec.id))
-        if row is None or self._silent:
-            return
-        self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.COLUMNS) - 1))
+        if row is not None and not self._silent:
+            self.row_changed(row)
 
 
 def diff_results(a: ToolCallRecord, b: ToolCallRecord) -> str:

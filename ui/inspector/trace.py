@@ -10,47 +10,34 @@ import json
 import time
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QSortFilterProxyModel, Qt
 
 from ui.bridge import event_summary
+from ui.widgets.table_model import Index, RowsTableModel
 from workspace import events as ev
 
-Index = QModelIndex | QPersistentModelIndex
 
-
-class TraceModel(QAbstractTableModel):
+class TraceModel(RowsTableModel[ev.Event]):
     COLUMNS = ("#", "Time", "Kind", "Robot", "Details")
     EventRole = Qt.ItemDataRole.UserRole
     KindRole = Qt.ItemDataRole.UserRole + 1
 
     def __init__(self, parent: Any = None, *, limit: int = 200_000) -> None:
         super().__init__(parent)
-        self._events: list[ev.Event] = []
         self._summaries: dict[int, str] = {}
         self._kinds: set[str] = set()
         self.limit = limit
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self._events)
+    def reindex(self) -> None:
+        self._summaries.clear()
+        self._kinds = {e.kind for e in self._rows}
 
-    def columnCount(self, parent: Index = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.COLUMNS[section]
-        return None
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid():
-            return None
-        event = self._events[index.row()]
+    def cell(self, event: ev.Event, col: int, role: int) -> Any:
         if role == self.EventRole:
             return event
         if role == self.KindRole:
             return event.kind
         if role == Qt.ItemDataRole.DisplayRole:
-            col = index.column()
             if col == 0:
                 return event.seq
             if col == 1:
@@ -60,44 +47,31 @@ class TraceModel(QAbstractTableModel):
             if col == 3:
                 return event.robot + (f" / {event.task}" if event.task else "")
             if col == 4:
-                row = index.row()
-                summary = self._summaries.get(row)
-                if summary is None:
-                    summary = self._summaries[row] = event_summary(event)
-                return summary
-        if role == Qt.ItemDataRole.ToolTipRole and index.column() == 4:
+                return self.summary(event)
+        if role == Qt.ItemDataRole.ToolTipRole and col == 4:
             return raw_event_json(event)[:2000]
         return None
 
+    def summary(self, event: ev.Event) -> str:
+        """``event``'s Details, worked out once when first shown (kept by the event, which the rows hold)."""
+        summary = self._summaries.get(id(event))
+        if summary is None:
+            summary = self._summaries[id(event)] = event_summary(event)
+        return summary
+
     @property
     def events(self) -> list[ev.Event]:
-        return list(self._events)
+        return list(self._rows)
 
     def event_at(self, row: int) -> ev.Event:
-        return self._events[row]
-
-    def clear(self) -> None:
-        self.beginResetModel()
-        self._events.clear()
-        self._summaries.clear()
-        self._kinds.clear()
-        self.endResetModel()
+        return self._rows[row]
 
     def set_events(self, events: list[ev.Event]) -> None:
-        self.beginResetModel()
-        self._events = list(events)[-self.limit:]
-        self._summaries.clear()
-        self._kinds = {e.kind for e in self._events}
-        self.endResetModel()
+        self.set_rows(list(events)[-self.limit:])
 
     def append_events(self, events: list[ev.Event]) -> None:
-        if not events:
-            return
-        first = len(self._events)
-        self.beginInsertRows(QModelIndex(), first, first + len(events) - 1)
-        self._events.extend(events)
         self._kinds.update(e.kind for e in events)
-        self.endInsertRows()
+        self.append_rows(events)
 
     def kinds(self) -> list[str]:
         return sorted(self._kinds)

@@ -5,42 +5,29 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import Qt
 
-Index = QModelIndex | QPersistentModelIndex
+from ui.widgets.table_model import RowsTableModel
 
 STATE_LABELS = {"starting": "starting…", "ready": "ready", "failed": "failed", "stopped": "stopped"}
 #: A remote server's sign-in, when it is why the server is not up.
 AUTH_LABELS = {"sign-in": "sign in", "sign-in-again": "sign in again", "signing-in": "signing in…"}
 
 
-class McpServersModel(QAbstractTableModel):
+class McpServersModel(RowsTableModel[Any]):
     COLUMNS = ("Server", "State", "Tools", "Transport")
     StatusRole = Qt.ItemDataRole.UserRole
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
-        self._rows: list[Any] = []
         self._by_name: dict[str, int] = {}
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self._rows)
+    def reindex(self) -> None:
+        self._by_name = {s.name: i for i, s in enumerate(self._rows)}
 
-    def columnCount(self, parent: Index = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.COLUMNS[section]
-        return None
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid():
-            return None
-        status = self._rows[index.row()]
+    def cell(self, status: Any, col: int, role: int) -> Any:
         if role == self.StatusRole:
             return status
-        col = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             if col == 0:
                 return status.name
@@ -71,23 +58,17 @@ class McpServersModel(QAbstractTableModel):
         return self._rows[row] if row is not None else None
 
     def set_statuses(self, statuses: list[Any]) -> None:
-        self.beginResetModel()
-        self._rows = list(statuses)
-        self._by_name = {s.name: i for i, s in enumerate(self._rows)}
-        self.endResetModel()
+        self.set_rows(statuses)
 
     def update(self, status: Any) -> None:
         """Insert or replace one server's status (called for every manager change)."""
         row = self._by_name.get(status.name)
         if row is None:
-            row = len(self._rows)
-            self.beginInsertRows(QModelIndex(), row, row)
-            self._rows.append(status)
-            self._by_name[status.name] = row
-            self.endInsertRows()
+            self._by_name[status.name] = len(self._rows)
+            self.append_rows([status])
             return
         self._rows[row] = status
-        self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.COLUMNS) - 1))
+        self.row_changed(row)
 
 
 def since_text(status: Any, now: float | None = None) -> str:

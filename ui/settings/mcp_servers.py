@@ -494,7 +494,7 @@ class McpServersPage(QWidget):
         return added
 
     def paste(self, text: str) -> list[str]:
-        from workspace.mcp.edit import parse_pasted
+        from workspace.mcp.importers import parse_pasted
 
         try:
             servers = parse_pasted(text)

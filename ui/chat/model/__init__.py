@@ -6,7 +6,7 @@ thread's turns) into :mod:`ui.chat.model.state`: turns, user messages, robot tex
 are its base classes (:mod:`ui.chat.model.column`, :mod:`ui.chat.model.text`, :mod:`ui.chat.model.calls`,
 :mod:`ui.chat.model.changes`, :mod:`ui.chat.model.lanes`). The chat widget
 (:class:`ui.chat.view.chat.ChatView`) only renders that state, told what changed through
-:class:`~ui.chat.model.listener.ChatListener`. :mod:`ui.chat.dump` writes the state as text (tests
+:class:`~ui.chat.model.listener.ChatListener`. `tests/ui/chat_dump.py` writes the state as text (tests
 compare a live run with its reopened thread that way).
 
 Nothing here imports Qt: the presenter is tested without a window.

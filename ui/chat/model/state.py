@@ -15,8 +15,8 @@ Items compare by identity (``eq=False``) so they can key the widgets that show t
 
 Why this module holds what it holds: it is the conversation's structure — the containers (chat,
 turns, runs, lanes), the :class:`Item` base whose ``parent`` is a turn or a lane, and the simple
-items — plain dataclasses that refer to each other, read together by the presenter, the widgets and
-the dump. The tool-call vocabulary (calls, MCP requests shown as calls, approvals, progress) is
+items — plain dataclasses that refer to each other, read together by the presenter and the
+widgets. The tool-call vocabulary (calls, MCP requests shown as calls, approvals, progress) is
 :mod:`ui.chat.model.tool_calls`, which builds on this module; this one names its classes only for type
 checking.
 """

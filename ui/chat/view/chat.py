@@ -608,13 +608,6 @@ class ChatView(QScrollArea):
         bar = self.verticalScrollBar()
         bar.setValue(bar.maximum())
 
-    # -- as text --------------------------------------------------------------------------------------------
-    def dump(self) -> str:
-        """What the column shows, as text: see :func:`ui.chat.view.chat_dump.dump_widgets`."""
-        from ui.chat.view.chat_dump import dump_widgets
-
-        return dump_widgets(self)
-
 
 def _is_text_entry(widget: QWidget | None) -> bool:
     if isinstance(widget, QTextEdit | QPlainTextEdit):

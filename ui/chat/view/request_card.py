@@ -254,11 +254,6 @@ class RequestCard(QFrame):
         walk(self.body)
         return out
 
-    def dump(self) -> str:
-        """The card as one line of text (the chat's dump)."""
-        pill_text = self.status_pill.text() if self.status_pill is not None else ""
-        return f"{self.kind_name.lower()} {self.title.text()!r} [{pill_text}] " + " | ".join(self.texts())
-
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if not self._done and event.key() == Qt.Key.Key_Escape and event.modifiers() == Qt.KeyboardModifier.NoModifier:
             event.ignore()  # Esc stops the run (the window's shortcut)
