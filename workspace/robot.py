@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from workspace.agent import AgentRun
 from workspace.approval import as_gate
+from workspace.bus import BusMessaging
 from workspace.errors import ConfigurationError, RunFailedError
 from workspace.events import RunCancelled, RunFailed
 from workspace.memory import Memory
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from workspace.providers.base import Provider
 
 
-class Robot:
+class Robot(BusMessaging):
     """A robot: a system prompt or template, a model, tools, MCP servers and a memory.
 
     The conversation is kept across runs, like a chat; :meth:`reset` clears it.
@@ -55,6 +56,9 @@ class Robot:
     rate limit (model ids, or ``{"model": ..., "api_base": ...}``). ``max_cost`` (USD) and
     ``max_total_tokens`` are each run's budget: the run stops before a model call once it is used up
     (``stop_reason`` ``max_cost`` / ``max_total_tokens``). Front matter may set all but the key.
+
+    Robots talk on a message bus and delegate to each other (:class:`~workspace.bus.BusMessaging`:
+    ``with_bus``, ``send_message``, ``on_message``, ``spawn``, ``delegate``).
     """
 
     def __init__(
