@@ -119,15 +119,17 @@ _STOP = frozenset([
     "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will",
     "with", "would", "you", "your", "yours", "yourself", "yourselves", "use", "used", "using",
 ])
-_SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "ies", "ied", "ed", "er", "es", "ly", "s")
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "ies", "ied", "ed", "er", "ly", "s")
 
 
 def _stem(word: str) -> str:
+    """A light stemmer: ``reviews``, ``reviewers``, ``reviewing`` -> ``review``; ``queries`` -> ``query``;
+    ``codes``, ``code`` -> ``cod`` (a final ``e`` goes, so ``optimize``/``optimizes``/``optimized`` meet)."""
     for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            return word + "y" if suffix in ("ies", "ied") else word
-    return word
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not (suffix == "s" and word.endswith("ss")):
+            word = word[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
 def term_vector(text: str) -> dict[str, float]:
@@ -153,9 +155,11 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
 class AgentSkillCatalog:
     """The skills found in ``dirs`` (first found wins for a name), read once, on first use."""
 
-    def __init__(self, dirs: Iterable[str | Path] | None = None, *, folder: str | Path | None = None,
+    def __init__(self, dirs: str | Path | Iterable[str | Path] | None = None, *, folder: str | Path | None = None,
                  template_dirs: Iterable[str | Path] = (), embedder: Embedder | None = None,
                  threshold: float | None = None) -> None:
+        if isinstance(dirs, str | Path):
+            dirs = [dirs]
         if dirs is None:
             dirs = search_path(Path(folder) if folder is not None else None, kind="templates",
                                extra=[Path(d) for d in template_dirs])
