@@ -37,3 +37,13 @@ def test_the_example_runs_offline(name: str, tmp_path: Path) -> None:
     for expected in EXPECTED[name]:
         assert expected in lines, f"{name} did not print {expected!r}:\n{lines}"
     assert "Traceback" not in done.stderr
+
+
+def test_the_example_in_docs_robotlab_runs(tmp_path: Path) -> None:
+    page = (ROOT / "docs" / "robotlab.md").read_text(encoding="utf-8")
+    code = page.split("```python\n", 1)[1].split("\n```", 1)[0]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ROBOTLAB_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["bob answered alice:1: 4", "6 alice"]
