@@ -12,6 +12,7 @@ import pytest
 from workspace import BusError, MessageBus, Robot, RobotMessage
 from workspace.bus import Delivery
 from workspace.providers.testing import FunctionProvider, Pause, ScriptedProvider
+from workspace.robot_tools import to_tool
 
 # Every wait below only bounds a hang (a delivery that never comes); none measures time.
 HANG = 10.0
@@ -275,3 +276,50 @@ def test_a_message_sent_outside_an_event_loop_waits_for_drain() -> None:
     assert got == [] and bus.busy
     asyncio.run(bus.drain(timeout=HANG))
     assert got == ["queued"] and not bus.busy
+
+
+async def test_a_robots_tool_sends_from_a_worker_thread() -> None:
+    """Plain tools run in worker threads: a message sent there is handed to the bus's event loop."""
+    import threading
+
+    from workspace.providers.testing import ToolCall
+
+    bus = MessageBus()
+    threads: list[str] = []
+    alice = robot("alice", ScriptedProvider([[ToolCall("tell", {"to": "bob", "text": "meet at noon"})], "Told him."]))
+
+    def tell(to: str, text: str) -> str:
+        """Send a message to another robot."""
+        threads.append(threading.current_thread().name)
+        return alice.send_message(to=to, content=text).key
+
+    alice.local_tools.append(to_tool(tell))
+    alice.with_bus(bus)
+    bob = robot("bob").with_bus(bus)
+    got: list[Any] = []
+    bob.on_message(lambda m: got.append((m.from_, m.content)))
+    result = await alice.arun("Tell bob about the meeting")
+    assert result.last_text_content == "Told him."
+    async with asyncio.timeout(HANG):  # delivered by the loop itself, with nobody draining the bus
+        while not got:
+            await asyncio.sleep(0.01)
+    assert threads and threads[0] != threading.main_thread().name  # it did run in a worker thread
+    assert got == [("alice", "meet at noon")]
+
+
+async def test_leaving_a_bus_refuses_what_was_still_queued() -> None:
+    bus = MessageBus()
+    alice, bob = robot("alice").with_bus(bus), robot("bob").with_bus(bus)
+    gate = asyncio.Event()
+
+    async def slow(msg: RobotMessage) -> None:
+        await gate.wait()
+
+    bob.on_message(slow)
+    for n in range(3):
+        alice.send_message(to="bob", content=f"m{n}")
+    await asyncio.sleep(0)  # bob is on the first
+    bob.with_bus(MessageBus())
+    await bus.drain(timeout=HANG)  # nothing left waiting on the old bus
+    assert [d.message.content for d in bus.dead_letters] == ["m1", "m2"]
+    assert "bob" not in bus.channels

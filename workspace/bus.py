@@ -19,6 +19,7 @@ import asyncio
 import inspect
 import logging
 import threading
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Self, overload
@@ -115,19 +116,25 @@ Handler = Callable[[Delivery], Awaitable[None] | None]
 class _Channel:
     def __init__(self, name: str) -> None:
         self.name = name
-        self.queue: asyncio.Queue[Delivery] = asyncio.Queue()
+        self.queue: deque[Delivery] = deque()
         self.handler: Handler | None = None
         self.consumer: asyncio.Task[None] | None = None
 
 
 class MessageBus:
-    """Channels by robot name; publishing never waits for the recipient."""
+    """Channels by robot name; publishing never waits for the recipient.
+
+    A robot's tool may send from a worker thread: the delivery is handed to the event loop the bus
+    runs on.
+    """
 
     def __init__(self) -> None:
         self._channels: dict[str, _Channel] = {}
+        self._lock = threading.Lock()
         self._pending = 0
         self._idle: asyncio.Event | None = None
-        #: Deliveries a handler refused (``nack``) or failed on, oldest first.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: Deliveries a handler refused (``nack``), oldest first.
         self.dead_letters: list[Delivery] = []
 
     @property
@@ -139,11 +146,27 @@ class MessageBus:
 
     def add_channel(self, name: str) -> None:
         self._channels.setdefault(name, _Channel(name))
+        self._running_loop()
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The running event loop, remembered as the bus's (None outside one)."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        self._loop = running
+        return running
 
     def remove_channel(self, name: str) -> None:
+        """Take channel ``name`` off the bus; what was still queued for it is refused (``nack``)."""
         channel = self._channels.pop(name, None)
-        if channel is not None and channel.consumer is not None:
+        if channel is None:
+            return
+        if channel.consumer is not None:
             channel.consumer.cancel()
+        while channel.queue:
+            channel.queue.popleft().nack()
+            self._done_one()
 
     def subscribe(self, name: str, handler: Handler) -> None:
         """``handler(delivery)`` receives every delivery to channel ``name``, one at a time."""
@@ -151,33 +174,34 @@ class MessageBus:
         self._channels[name].handler = handler
 
     def publish(self, to: str, message: RobotMessage) -> Delivery:
-        """Queue ``message`` for channel ``to`` and return at once. Outside a running event loop the
-        delivery waits in the queue until :meth:`drain` (or a later publish inside one) starts it."""
+        """Queue ``message`` for channel ``to`` and return at once. Outside any event loop the bus has run
+        on, the delivery waits in the queue until :meth:`drain` (or a later publish inside a loop) starts it."""
         channel = self._channels.get(str(to))
         if channel is None:
             known = ", ".join(sorted(self._channels)) or "none"
             raise BusError(f"No robot named '{to}' is on this bus (on it: {known}); put it on the bus first "
                            "with robot.with_bus(bus)")
         delivery = Delivery(message, to=channel.name, bus=self)
-        self._pending += 1
-        if self._idle is not None:
-            self._idle.clear()
-        channel.queue.put_nowait(delivery)
-        self._start(channel)
+        with self._lock:
+            self._pending += 1
+            channel.queue.append(delivery)
+        if self._running_loop() is not None:
+            self._start(channel)
+        elif self._loop is not None and not self._loop.is_closed():  # a worker thread: over to the loop
+            self._loop.call_soon_threadsafe(self._start, channel)
         return delivery
 
     def _start(self, channel: _Channel) -> None:
         if channel.consumer is not None and not channel.consumer.done():
             return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+        if self._channels.get(channel.name) is not channel:
             return
-        channel.consumer = loop.create_task(self._consume(channel), name=f"bus channel {channel.name}")
+        channel.consumer = asyncio.get_running_loop().create_task(self._consume(channel),
+                                                                  name=f"bus channel {channel.name}")
 
     async def _consume(self, channel: _Channel) -> None:
-        while not channel.queue.empty():
-            delivery = channel.queue.get_nowait()
+        while channel.queue:
+            delivery = channel.queue.popleft()
             try:
                 handler = channel.handler
                 if handler is None:
@@ -193,8 +217,10 @@ class MessageBus:
                 self._done_one()
 
     def _done_one(self) -> None:
-        self._pending -= 1
-        if self._pending == 0 and self._idle is not None:
+        with self._lock:
+            self._pending -= 1
+            idle = self._pending == 0
+        if idle and self._idle is not None:
             self._idle.set()
 
     @property
@@ -203,16 +229,20 @@ class MessageBus:
         return self._pending > 0
 
     async def drain(self, *, timeout: float | None = None) -> None:
-        """Wait until every delivery, and every one its handlers published in turn, has been handled."""
-        for channel in self._channels.values():
-            if not channel.queue.empty():
+        """Wait until every delivery, and every one its handlers published in turn, has been handled
+        (``TimeoutError`` after ``timeout`` seconds)."""
+        self._loop = asyncio.get_running_loop()
+        for channel in list(self._channels.values()):
+            if channel.queue:
                 self._start(channel)
         if self._idle is None:
             self._idle = asyncio.Event()
-        if self._pending == 0:
-            return
-        self._idle.clear()
-        await asyncio.wait_for(self._idle.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            while self.busy:
+                self._idle.clear()
+                if not self.busy:
+                    break
+                await self._idle.wait()
 
     def __repr__(self) -> str:
         return f"<MessageBus channels={self.channels!r}>"
