@@ -128,3 +128,55 @@ def test_parallel_callers_never_reserve_more_than_the_limit_together() -> None:
     assert len(granted) == 1000 // 7
     assert len(granted) + len(refused) == 400
     assert ledger.remaining("tokens") == 1000 - 7 * (1000 // 7)
+
+
+def test_a_reservation_holds_several_dimensions_all_or_none() -> None:
+    ledger = Ledger(limits={"tokens": 100, "cost": 1.0})
+    ledger.reserve("cost", 0.9)
+    with pytest.raises(BudgetExceeded, match="budget exceeded for cost"):
+        ledger.reservation(tokens=50, cost=0.5)
+    assert ledger.remaining("tokens") == 100  # the tokens it had taken were given back
+    with ledger.reservation(tokens=50, cost=0.05) as held:
+        assert ledger.remaining("tokens") == 50
+        held.settle(tokens=30)
+    assert ledger.consumed == {"tokens": 30, "cost": 0}
+    assert ledger.remaining("tokens") == 70 and ledger.remaining("cost") == pytest.approx(0.1)
+    with pytest.raises(RuntimeError, match="already settled"):
+        held.settle(tokens=1)
+    with pytest.raises(ValueError, match=r"Nothing was reserved for cost \(reserved: tokens\)"):
+        ledger.reservation(tokens=1).settle(cost=1)
+
+
+def test_a_reservation_left_unsettled_is_given_back() -> None:
+    ledger = Ledger(limits={"tokens": 100})
+    with pytest.raises(ConnectionError), ledger.reservation(tokens=80):
+        raise ConnectionError("the model call failed")
+    assert ledger.remaining("tokens") == 100 and ledger.consumed == {"tokens": 0}
+
+
+async def test_parallel_robot_runs_share_one_ledger() -> None:
+    """Three robots start at once against a 250-token budget, each reserving 100 before its model call and
+    settling from the usage the run reports: two run, the third is refused before it spends anything."""
+    import asyncio
+
+    from workspace import Robot
+    from workspace.providers.testing import ScriptedProvider
+
+    ledger = Ledger(limits={"tokens": 250})
+    providers = [ScriptedProvider([f"answer {n}"]) for n in range(3)]
+    robots = [Robot(f"r{n}", system_prompt="Answer.", provider=p) for n, p in enumerate(providers)]
+
+    async def run(robot: Robot) -> str:
+        with ledger.reservation(tokens=100) as held:
+            result = await robot.arun("question")
+            assert result.usage is not None
+            held.settle(tokens=result.usage.input_tokens + result.usage.output_tokens)
+            return str(result.last_text_content)
+
+    outcomes = await asyncio.gather(*(run(r) for r in robots), return_exceptions=True)
+    assert outcomes[:2] == ["answer 0", "answer 1"]
+    assert isinstance(outcomes[2], BudgetExceeded)
+    assert providers[2].history == []  # refused before the call
+    spent = ledger.consumed["tokens"]
+    assert 0 < spent <= 200 and ledger.reserved == {}
+    assert ledger.remaining("tokens") == 250 - spent

@@ -97,5 +97,50 @@ class Ledger:
                 return math.inf
             return max(limit - self._consumed.get(key, 0) - self._reserved.get(key, 0), 0)
 
+    def reservation(self, **amounts: float) -> Reservation:
+        """Reserve several dimensions at once (``ledger.reservation(tokens=2000, cost=0.01)``), all or none,
+        for a ``with`` block: :meth:`Reservation.settle` records what was spent; leaving the block without
+        settling (the call failed or never happened) gives the reservation back."""
+        held: dict[str, float] = {}
+        try:
+            for key, amount in amounts.items():
+                self.reserve(key, amount)
+                held[key] = amount
+        except BaseException:
+            for key, amount in held.items():
+                self.release(key, amount)
+            raise
+        return Reservation(self, held)
+
     def __repr__(self) -> str:
         return f"<Ledger limits={self._limits!r} consumed={self.consumed!r}>"
+
+
+class Reservation:
+    """What :meth:`Ledger.reservation` holds, until settled or given back."""
+
+    def __init__(self, ledger: Ledger, amounts: dict[str, float]) -> None:
+        self._ledger = ledger
+        self.amounts = amounts
+        self.settled = False
+
+    def settle(self, **actual: float) -> None:
+        """Record what was really spent (a dimension not named spent 0) and drop the reservation."""
+        if self.settled:
+            raise RuntimeError("This reservation is already settled or given back")
+        unknown = sorted(set(actual) - set(self.amounts))
+        if unknown:
+            raise ValueError(f"Nothing was reserved for {', '.join(unknown)} (reserved: "
+                             f"{', '.join(sorted(self.amounts)) or 'nothing'})")
+        for key, reserved in self.amounts.items():
+            self._ledger.reconcile(key, reserved=reserved, actual=actual.get(key, 0))
+        self.settled = True
+
+    def __enter__(self) -> Reservation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.settled:
+            for key, amount in self.amounts.items():
+                self._ledger.release(key, amount)
+            self.settled = True
