@@ -188,3 +188,17 @@ async def test_an_async_embedder_works_and_a_failing_one_falls_back_to_the_lexic
 def test_a_threshold_outside_zero_to_one_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="threshold must be between 0 and 1"):
         AgentSkillCatalog(tmp_path, threshold=70)
+
+
+async def test_a_run_gets_the_instructions_of_the_skills_its_message_asks_for(catalog: AgentSkillCatalog) -> None:
+    from workspace import Robot
+    from workspace.providers.testing import ScriptedProvider
+
+    provider = ScriptedProvider(["Found two bugs.", "A poem.", "Sunny."])
+    robot = Robot("helper", system_prompt="You are helpful.", provider=provider)
+    await robot.arun("Please review this code for bugs", agent_skills=catalog)
+    await robot.arun("Write short poems about nature in autumn", agent_skills=catalog)
+    await robot.arun("What's the weather tomorrow?", agent_skills=catalog)
+    systems = [call.system for call in provider.history]
+    assert systems == ["Read the diff line by line.\n\nYou are helpful.", "Use few words.\n\nYou are helpful.",
+                       "You are helpful."]

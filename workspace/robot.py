@@ -387,8 +387,10 @@ class Robot(BusMessaging):
         conversation to use instead of the robot's: the run may go on beside another),
         ``parent_run_id`` / ``parent_tool_id`` (the run this one works for), ``attachments`` (files,
         images and MCP resources sent with the message: :class:`~workspace.attachments.Attachment`
-        objects or file paths, inside the run's folder when it has one); any other keyword is
-        a template variable for this run (``customer=...``).
+        objects or file paths, inside the run's folder when it has one), ``agent_skills`` (an
+        :class:`~workspace.agent_skills.AgentSkillCatalog`: the instructions of the skills the message
+        asks for go before the system prompt, this run only); any other keyword is a template
+        variable for this run (``customer=...``).
         """
         own = options.get("history") is None  # a run with a conversation of its own may run alongside
         if own and self._active is not None and not self._active.done:

@@ -27,7 +27,7 @@ RUN_OPTIONS = frozenset({
     "tools", "mcp", "memory", "network_memory", "network", "task", "max_turns", "approval", "settings",
     "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
     "network_mcp", "max_cost", "max_total_tokens", "history", "parent_run_id", "parent_tool_id", "output_type",
-    "output_mode", "attachments",
+    "output_mode", "attachments", "agent_skills",
 })
 
 
@@ -69,6 +69,13 @@ def prepare(robot: Robot, message: Any, options: dict[str, Any]) -> RunSpec:
         for tool in named_robot_tools(robot):  # ``robots=``: other robots as tools
             if tool.name not in manifest:
                 manifest.add(tool)
+        catalog = options.get("agent_skills")
+        if catalog is not None:  # RobotLab's AgentSkills: the skills this message asks for, this run only
+            from workspace.agent_skills import instructions
+
+            chosen = instructions(await catalog.select(text))
+            if chosen:
+                spec.system = f"{chosen}\n\n{spec.system}" if spec.system else chosen
         prompt = await mcp_prompt_text(robot)
         if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
             spec.system = f"{prompt}\n\n{spec.system}" if spec.system else prompt
