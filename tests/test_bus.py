@@ -323,3 +323,21 @@ async def test_leaving_a_bus_refuses_what_was_still_queued() -> None:
     await bus.drain(timeout=HANG)  # nothing left waiting on the old bus
     assert [d.message.content for d in bus.dead_letters] == ["m1", "m2"]
     assert "bob" not in bus.channels
+
+
+def test_the_new_names_are_exported_lazily() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, workspace\n"
+            "new = ['workspace.bus', 'workspace.delegation', 'workspace.agent_skills', 'workspace.ledger']\n"
+            "assert not [m for m in new if m in sys.modules], 'import workspace loaded them'\n"
+            "from workspace import (RobotMessage, DelegationFuture, DelegationTimeout, AgentSkill, AgentSkillCatalog,\n"
+            "                       Ledger, MessageBus, BusError, BudgetExceeded)\n"
+            "assert RobotMessage.__module__ == 'workspace.bus' and Ledger.__module__ == 'workspace.ledger'\n"
+            "print('ok')\n")
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
