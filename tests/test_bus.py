@@ -341,3 +341,17 @@ def test_the_new_names_are_exported_lazily() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+async def test_two_robots_of_one_name_cannot_share_a_bus() -> None:
+    bus = MessageBus()
+    first = robot("bob").with_bus(bus)
+    with pytest.raises(BusError, match="Another robot named 'bob' is already on this bus"):
+        robot("bob").with_bus(bus)
+    with pytest.raises(BusError, match="Another robot named 'bob'"):
+        robot("alice").with_bus(bus).spawn(name="bob", system_prompt="x")
+    got: list[Any] = []
+    first.on_message(lambda m: got.append(m.content))
+    bus.publish("bob", RobotMessage.build(id=1, from_="x", content="still mine"))
+    await bus.drain(timeout=HANG)
+    assert got == ["still mine"]

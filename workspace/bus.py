@@ -313,6 +313,9 @@ class BusMessaging:
         target = bus if bus is not None else (talk.bus or MessageBus())
         if talk.bus is target and target.has_channel(self.name):
             return self
+        if target.has_channel(self.name):
+            raise BusError(f"Another robot named '{self.name}' is already on this bus: messages are addressed by "
+                           "name, so give this robot a name of its own")
         if talk.bus is not None and talk.bus is not target:
             talk.bus.remove_channel(self.name)
         talk.bus = target
