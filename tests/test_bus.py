@@ -355,3 +355,14 @@ async def test_two_robots_of_one_name_cannot_share_a_bus() -> None:
     bus.publish("bob", RobotMessage.build(id=1, from_="x", content="still mine"))
     await bus.drain(timeout=HANG)
     assert got == ["still mine"]
+
+
+async def test_a_robot_joins_a_bus_when_made_with_one() -> None:
+    bus = MessageBus()
+    alice = robot("alice", bus=bus)
+    bob = robot("bob", bus=bus)
+    got: list[Any] = []
+    bob.on_message(lambda m: got.append(m.content))
+    alice.send_message(to="bob", content="hello")
+    await bus.drain(timeout=HANG)
+    assert alice.bus is bus and got == ["hello"]

@@ -36,6 +36,7 @@ from workspace.tools.manifest import ToolManifest
 
 if TYPE_CHECKING:
     from workspace.approval import ApprovalGate, PolicyFn
+    from workspace.bus import MessageBus
     from workspace.config import Config
     from workspace.context import ContextManager
     from workspace.events import ContextCompacted
@@ -83,6 +84,7 @@ class Robot(BusMessaging):
         folder: str | Path | None = None,
         approval: ApprovalGate | PolicyFn | None = None,
         mcp_manager: ToolSource | None = None,
+        bus: MessageBus | None = None,
         template_dirs: Iterable[Path] = (),
         api_key: str | None = None,
         fallback_models: Iterable[str | Mapping[str, Any]] | None = None,
@@ -197,6 +199,8 @@ class Robot(BusMessaging):
         #: Other robots this robot may call as tools (Robot objects, or names of robot files).
         self.robots: list[Robot | str] = list(robots) if robots is not None else list(
             tmpl.metadata.get("robots") or []) if tmpl is not None else []
+        if bus is not None:  # RobotLab's ``bus:``: on that bus from the start (see with_bus)
+            self.with_bus(bus)
 
     @property
     def config(self) -> Config:
