@@ -366,3 +366,19 @@ async def test_a_robot_joins_a_bus_when_made_with_one() -> None:
     alice.send_message(to="bob", content="hello")
     await bus.drain(timeout=HANG)
     assert alice.bus is bus and got == ["hello"]
+
+
+def test_one_bus_serves_one_event_loop_after_another() -> None:
+    """A script may call asyncio.run more than once with the same robots."""
+    bus = MessageBus()
+    alice, bob = robot("alice").with_bus(bus), robot("bob").with_bus(bus)
+    got: list[Any] = []
+    bob.on_message(lambda m: got.append(m.content))
+
+    async def send(text: str) -> None:
+        alice.send_message(to="bob", content=text)
+        await bus.drain(timeout=HANG)
+
+    asyncio.run(send("first"))
+    asyncio.run(send("second"))
+    assert got == ["first", "second"]

@@ -133,6 +133,7 @@ class MessageBus:
         self._lock = threading.Lock()
         self._pending = 0
         self._idle: asyncio.Event | None = None
+        self._idle_loop: asyncio.AbstractEventLoop | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Deliveries a handler refused (``nack``), oldest first.
         self.dead_letters: list[Delivery] = []
@@ -192,12 +193,13 @@ class MessageBus:
         return delivery
 
     def _start(self, channel: _Channel) -> None:
-        if channel.consumer is not None and not channel.consumer.done():
+        loop = asyncio.get_running_loop()
+        running = channel.consumer
+        if running is not None and not running.done() and running.get_loop() is loop:
             return
         if self._channels.get(channel.name) is not channel:
             return
-        channel.consumer = asyncio.get_running_loop().create_task(self._consume(channel),
-                                                                  name=f"bus channel {channel.name}")
+        channel.consumer = loop.create_task(self._consume(channel), name=f"bus channel {channel.name}")
 
     async def _consume(self, channel: _Channel) -> None:
         while channel.queue:
@@ -235,8 +237,8 @@ class MessageBus:
         for channel in list(self._channels.values()):
             if channel.queue:
                 self._start(channel)
-        if self._idle is None:
-            self._idle = asyncio.Event()
+        if self._idle is None or self._idle_loop is not self._loop:  # an Event belongs to one event loop
+            self._idle, self._idle_loop = asyncio.Event(), self._loop
         async with asyncio.timeout(timeout):
             while self.busy:
                 self._idle.clear()
