@@ -136,6 +136,17 @@ async def test_writes_come_back_as_changes_split_by_gitignore_and_nothing_lands_
 
 
 @needs_sandbox
+async def test_a_folder_whose_path_the_mount_options_cannot_hold(tmp_path: Path) -> None:
+    folder = tmp_path / "odd: name, with\\ marks"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a\n")
+    result = await sandbox().run("cat a.txt b.txt; pwd; echo c > c.txt", folder, pending={"b.txt": b"b\n"})
+    assert result.output.text == f"a\nb\n{folder}\n"
+    assert [(c.path, c.text) for c in result.changes.proposed] == [("c.txt", "c\n")]
+    assert sorted(os.listdir(folder)) == ["a.txt"]
+
+
+@needs_sandbox
 async def test_large_files_and_many_changes_are_bounded(folder: Path) -> None:
     result = await sandbox(max_change_bytes=1000, max_changes=5).run(
         "head -c 5000 /dev/zero > big.bin; for i in 1 2 3 4 5 6 7 8; do echo $i > f$i.txt; done", folder

@@ -5,12 +5,13 @@ process's group stops it all):
 
 1. ``prlimit``: the process count (``RLIMIT_NPROC``), memory (``RLIMIT_AS``) and file size
    (``RLIMIT_FSIZE``) limits;
-2. ``unshare --user --map-root-user --mount --pid --fork --mount-proc``: a user namespace where the
+2. ``unshare --user --map-root-user --mount --pid --fork``: a user namespace where the
    caller is root over nothing but itself, with its own mounts and process numbers;
 3. ``sh -c SETUP``: caps the namespace's process numbers (``kernel.pid_max``, per pid namespace since
    Linux 6.14: the process limit that holds even for the host's root, whom ``RLIMIT_NPROC`` spares),
-   binds the folder read-only and mounts overlayfs: the folder, the pending-changes layer, and an
-   empty upper directory for the command's writes (bubblewrap 0.8, Debian 12's, has no overlay
+   mounts overlayfs: the folder (bound to a plain path first when its own holds a character the
+   mount options cannot: ``:``, ``,`` or a backslash), the pending-changes layer, and an empty upper
+   directory for the command's writes (overlayfs never writes to its lower layers) (bubblewrap 0.8, Debian 12's, has no overlay
    options of its own: ``--overlay`` came with 0.9);
 4. ``bwrap``: a second user namespace, new pid, network (loopback only: the host's loopback servers
    are unreachable), IPC, UTS and cgroup namespaces; the system's directories read-only, a private
@@ -83,10 +84,12 @@ run="$1"; pid_max="$2"; folder="$3"; shift 3
 if [ "$pid_max" != 0 ]; then
   if echo "$pid_max" > /proc/sys/kernel/pid_max 2>/dev/null; then :; else echo "robotlab-sandbox: no pid_max" >&2; fi
 fi
-mount -n -i --bind "$folder" "$run/real"
-mount -n -i -o remount,bind,ro "$run/real"
+lower="$folder"
+case "$folder" in
+  *[:,\\]*) mount -n -i --bind "$folder" "$run/real"; lower="$run/real" ;;
+esac
 mount -n -i -t overlay robotlab-sandbox \
-  -o "userxattr,lowerdir=$run/pending:$run/real,upperdir=$run/upper,workdir=$run/work" "$run/merged"
+  -o "userxattr,lowerdir=$run/pending:$lower,upperdir=$run/upper,workdir=$run/work" "$run/merged"
 exec "$@"
 """
 
@@ -278,6 +281,12 @@ class BubblewrapSandbox:
                 )
             workdir = str(inside)
         run = Path(tempfile.mkdtemp(prefix="robotlab-sandbox-"))
+        if any(c in str(run) for c in ":,\\"):
+            _remove_tree(run)
+            raise IsolationError(
+                f"the temporary folder {run.parent} has ':', ',' or '\\' in its path, which overlay mounts "
+                "cannot take; set TMPDIR to a plain path"
+            )
         try:
             for name in ("pending", "real", "upper", "work", "merged"):
                 (run / name).mkdir()
@@ -358,7 +367,7 @@ class BubblewrapSandbox:
         ]  # fmt: skip
         return [
             _tool("prlimit", "util-linux"), *rlimits, "--",
-            _tool("unshare", "util-linux"), "--user", "--map-root-user", "--mount", "--pid", "--fork", "--mount-proc",
+            _tool("unshare", "util-linux"), "--user", "--map-root-user", "--mount", "--pid", "--fork",
             "/bin/sh", "-c", _SETUP, "robotlab-sandbox-setup", str(run), str(pid_max), str(folder),
             *bwrap,
         ]  # fmt: skip
