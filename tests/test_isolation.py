@@ -402,6 +402,8 @@ async def test_bad_input_is_refused_with_the_fix(folder: Path) -> None:
         await box.run("true", folder, pending={"../escape": b"x"})
     with pytest.raises(IsolationError, match="timeout_s must be a positive"):
         Limits(timeout_s=0)
+    with pytest.raises(IsolationError, match="could not start the command: bwrap: Can't chdir"):
+        await box.run("true", folder, cwd="no-such-dir")
     result = await box.run("pwd", folder, cwd="src")
     assert result.output.text == f"{folder}/src\n"
 

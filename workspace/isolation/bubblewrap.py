@@ -449,8 +449,10 @@ class BubblewrapCommand:
         setup_errors = await stderr_task
         status = self._read_status()
         try:
-            if "child-pid" not in status and self._stopped_by is None:
-                message = "\n".join(line for line in setup_errors.splitlines() if "no pid_max" not in line)
+            # The chain's stderr holds only the set-up's and bwrap's own messages (the command's
+            # stderr goes to its output): any is a failure to start, as is no child started.
+            message = "\n".join(line for line in setup_errors.splitlines() if "no pid_max" not in line)
+            if self._stopped_by is None and ("child-pid" not in status or message.strip()):
                 raise IsolationError(
                     f"the sandbox could not start the command: {message.strip() or 'no reason given'}"
                 )
