@@ -120,6 +120,7 @@ async def test_writes_come_back_as_changes_split_by_gitignore_and_nothing_lands_
         "pkg/y.txt", "src/app.py",
     ]  # fmt: skip
     assert sorted(ignored) == [".git/HEAD", "a.pyc", "build/out.bin", "pkg/run.log"]
+    assert ignored["build/out.bin"].content is None and ignored["build/out.bin"].size == 4  # never read
     assert proposed["src/app.py"].kind == "changed"
     assert proposed["src/app.py"].text == "proposed\nmore\n"  # on top of the pending content
     assert proposed["notes.txt"].kind == "created" and proposed["notes.txt"].text == "created\n"

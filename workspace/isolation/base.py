@@ -53,7 +53,7 @@ class Limits:
     keep_chars: int = 16_000
     #: A changed file's content is returned up to this size (larger: ``too_large``).
     max_change_bytes: int = 1 << 20
-    #: Changes returned at most (more: ``FolderChanges.truncated``).
+    #: Changes returned at most, proposed and ignored each (more: ``FolderChanges.truncated``).
     max_changes: int = 1000
 
     def __post_init__(self) -> None:
@@ -70,8 +70,8 @@ class Limits:
 class Change:
     """One file the command created, changed or deleted inside the folder.
 
-    ``content`` is the new bytes (None for a deletion, a symbolic link or a file over the size
-    limit: ``too_large``); ``binary`` says it is not UTF-8 text; ``link`` is a symbolic link's
+    ``content`` is the new bytes (None for a deletion, a symbolic link, a path the folder ignores,
+    or a file over the size limit: ``too_large``); ``binary`` says it is not UTF-8 text; ``link`` is a symbolic link's
     target (the command made the path a link).
     """
 

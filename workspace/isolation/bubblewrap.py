@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Literal
 
 from workspace.isolation.base import (
+    Change,
     CommandResult,
     FolderChanges,
     IsolationError,
@@ -578,11 +579,26 @@ class BubblewrapCommand:
         return notes
 
     def _changes(self) -> FolderChanges:
-        from workspace.isolation.ignore import split_ignored
-        from workspace.isolation.layers import FolderView, read_upper
+        """The upper directory read back: the paths first, then the content of at most
+        ``max_changes`` proposed ones (ignored ones keep their size only: a build's output is never
+        read into memory)."""
+        from workspace.isolation.ignore import ignore_matcher
+        from workspace.isolation.layers import FolderView, load_change, scan_upper
 
         view = FolderView(self._folder, self._pending)
-        changes = read_upper(self._run / "upper", view, max_change_bytes=self._limits.max_change_bytes)
-        truncated = len(changes) > self._limits.max_changes
-        proposed, ignored = split_ignored(changes[: self._limits.max_changes], view.read)
+        is_ignored = ignore_matcher(view.read)
+        proposed: list[Change] = []
+        ignored: list[Change] = []
+        truncated = False
+        for written in scan_upper(self._run / "upper", view):
+            skip = is_ignored(written.path)
+            bucket = ignored if skip else proposed
+            if len(bucket) >= self._limits.max_changes:
+                truncated = True
+                continue
+            change = load_change(
+                written, view, max_change_bytes=self._limits.max_change_bytes, content=not skip
+            )
+            if change is not None:
+                bucket.append(change)
         return FolderChanges(proposed=tuple(proposed), ignored=tuple(ignored), truncated=truncated)

@@ -8,19 +8,15 @@ Matching is pathspec's ``GitIgnoreSpec`` (imported on use).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING
-
-from workspace.isolation.base import Change
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
 
 
-def split_ignored(
-    changes: Iterable[Change], read: Callable[[str], bytes | None]
-) -> tuple[list[Change], list[Change]]:
-    """(proposed, ignored); ``read(path)`` gives a file's content as the command saw it."""
+def ignore_matcher(read: Callable[[str], bytes | None]) -> Callable[[str], bool]:
+    """Whether the folder ignores a path; ``read(path)`` gives a file's content as the command saw it."""
     from pathspec import GitIgnoreSpec
 
     specs: dict[str, GitIgnoreSpec | None] = {}
@@ -38,8 +34,7 @@ def split_ignored(
             return True
         verdict = False
         for depth in range(len(parts)):
-            directory = "/".join(parts[:depth])
-            spec = spec_of(directory)
+            spec = spec_of("/".join(parts[:depth]))
             if spec is None:
                 continue
             # The path relative to that folder, and each of its parent folders: an ignored folder
@@ -54,8 +49,4 @@ def split_ignored(
                         return True
         return verdict
 
-    proposed: list[Change] = []
-    skipped: list[Change] = []
-    for change in changes:
-        (skipped if ignored(change.path) else proposed).append(change)
-    return proposed, skipped
+    return ignored

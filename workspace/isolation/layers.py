@@ -12,7 +12,7 @@ The folder a command sees is an overlay (kernel overlayfs) of three directories:
   and changed files whole (copied up), deletions as whiteouts, a directory removed and made again as
   an *opaque* directory (``user.overlay.opaque`` = ``y``: nothing below it shows).
 
-:func:`read_upper` turns the upper directory into :class:`~workspace.isolation.base.Change`\\ s,
+:func:`scan_upper` and :func:`load_change` turn the upper directory into :class:`~workspace.isolation.base.Change`\\ s,
 comparing with what the command saw (pending layer over the folder), so a file rewritten with the
 same bytes (``touch``) is no change.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
@@ -166,16 +167,27 @@ def _binary(data: bytes) -> bool:
     return False
 
 
-def read_upper(upper: Path, view: FolderView, *, max_change_bytes: int) -> list[Change]:
-    """The command's writes in the overlay's upper directory as changes, sorted by path."""
-    changes: dict[str, Change] = {}
+@dataclass(frozen=True)
+class Written:
+    """One path the upper directory says the command changed, its content not read yet: a regular
+    file's is in the upper directory at ``source``; ``change`` is the whole change otherwise."""
+
+    path: str
+    source: str | None = None
+    size: int = 0
+    change: Change | None = None
+
+
+def scan_upper(upper: Path, view: FolderView) -> list[Written]:
+    """The command's writes in the overlay's upper directory, sorted by path (no content read)."""
+    found: dict[str, Written] = {}
 
     def deleted(rel: str) -> None:
         under = list(view.files_under(rel))
         for path in under:
-            changes[path] = Change(path, "deleted")
+            found[path] = Written(path, change=Change(path, "deleted"))
         if not under and view.exists(rel) and not view.is_dir(rel):
-            changes[rel] = Change(rel, "deleted")
+            found[rel] = Written(rel, change=Change(rel, "deleted"))
 
     def walk(directory: Path, rel_dir: str) -> None:
         if rel_dir and _is_opaque(directory):
@@ -186,7 +198,7 @@ def read_upper(upper: Path, view: FolderView, *, max_change_bytes: int) -> list[
                     present.add(Path(root, name).relative_to(upper).as_posix())
             for path in view.files_under(rel_dir):
                 if path not in present:
-                    changes[path] = Change(path, "deleted")
+                    found[path] = Written(path, change=Change(path, "deleted"))
         with os.scandir(directory) as entries:
             for entry in entries:
                 rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
@@ -194,27 +206,34 @@ def read_upper(upper: Path, view: FolderView, *, max_change_bytes: int) -> list[
                 if is_whiteout(st):
                     deleted(rel)
                 elif stat.S_ISDIR(st.st_mode):
-                    if view.read(rel) is not None:
-                        changes[rel] = Change(rel, "deleted")  # a file the command replaced by a folder
+                    if view.exists(rel) and not view.is_dir(rel):
+                        found[rel] = Written(rel, change=Change(rel, "deleted"))  # a file made a folder
                     walk(Path(entry.path), rel)
                 elif stat.S_ISLNK(st.st_mode):
-                    target = os.readlink(entry.path)
-                    changes[rel] = Change(rel, "changed" if view.exists(rel) else "created", link=target)
+                    kind: Literal["created", "changed"] = "changed" if view.exists(rel) else "created"
+                    found[rel] = Written(rel, change=Change(rel, kind, link=os.readlink(entry.path)))
                 elif stat.S_ISREG(st.st_mode):
-                    before = view.read(rel)
-                    kind: Literal["created", "changed"] = "created" if before is None else "changed"
-                    if st.st_size > max_change_bytes:
-                        if before is None or len(before) != st.st_size or _differs(entry.path, before):
-                            changes[rel] = Change(rel, kind, size=st.st_size, too_large=True)
-                        continue
-                    data = Path(entry.path).read_bytes()
-                    if data == before:
-                        continue  # rewritten with the same bytes, or only its metadata changed
-                    changes[rel] = Change(rel, kind, content=data, size=len(data), binary=_binary(data))
+                    found[rel] = Written(rel, source=entry.path, size=st.st_size)
                 # Sockets, FIFOs and devices the command made are not files to propose.
 
     walk(upper, "")
-    return [changes[p] for p in sorted(changes)]
+    return [found[p] for p in sorted(found)]
+
+
+def load_change(written: Written, view: FolderView, *, max_change_bytes: int, content: bool) -> Change | None:
+    """The change ``written`` stands for, with its content when ``content`` (and it is at most
+    ``max_change_bytes``); None when the file holds the bytes it held before (``touch``)."""
+    if written.change is not None or written.source is None:
+        return written.change
+    before = view.read(written.path)
+    kind: Literal["created", "changed"] = "created" if before is None else "changed"
+    size = written.size
+    if before is not None and len(before) == size and not _differs(written.source, before):
+        return None  # rewritten with the same bytes, or only its metadata changed
+    if not content or size > max_change_bytes:
+        return Change(written.path, kind, size=size, too_large=content)
+    data = Path(written.source).read_bytes()
+    return Change(written.path, kind, content=data, size=len(data), binary=_binary(data))
 
 
 def _differs(path: str, before: bytes) -> bool:
