@@ -449,3 +449,14 @@ def test_the_output_collector_keeps_head_and_tail_and_whole_characters() -> None
     short = OutputCollector(keep_chars=100)
     short.feed(b"\xff ok", final=True)
     assert short.result().text == "\ufffd ok"
+
+
+def test_other_systems_are_refused_until_their_sandbox_exists(monkeypatch: pytest.MonkeyPatch) -> None:
+    for platform in ("darwin", "win32"):
+        monkeypatch.setattr("sys.platform", platform)
+        with pytest.raises(
+            SandboxUnavailable, match=rf"No sandbox on this system \({platform}\).*Linux's bubblewrap"
+        ):
+            sandbox_for_platform()
+        with pytest.raises(SandboxUnavailable, match=rf"\({platform}\)"):
+            check()
