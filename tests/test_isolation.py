@@ -178,8 +178,12 @@ async def test_a_fork_bomb_is_contained_and_killed(folder: Path) -> None:
         result = await box.run(f"{marker}() {{ {marker} | {marker} & }}; {marker}; sleep 10", folder)
     finally:
         counter.cancel()
-    assert result.stopped_by == "timeout" and result.exit_code is None
-    assert any("time limit" in note for note in result.notes)
+    # Either the time limit kills it, or the command's own shell cannot fork its `sleep` and ends,
+    # which ends the sandbox's pid namespace and every process of the bomb with it.
+    if result.stopped_by == "timeout":
+        assert result.exit_code is None and any("time limit" in note for note in result.notes)
+    else:
+        assert result.exit_code not in (None, 0) and result.duration_s < 4
     # The per-namespace pid_max (301 at least) or RLIMIT_NPROC holds the bomb; the host never sees more.
     limit = 64 if box.capabilities.process_limit == "rlimit" else 320
     assert 0 < peak <= limit, peak
@@ -403,6 +407,13 @@ async def test_bad_input_is_refused_with_the_fix(folder: Path) -> None:
         await box.run("true", folder, pending={"../escape": b"x"})
     with pytest.raises(IsolationError, match="timeout_s must be a positive"):
         Limits(timeout_s=0)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(folder / "src"))
+        for home_or_above in (folder / "src", folder):
+            with pytest.raises(
+                IsolationError, match="is your home folder or holds it.*open a project folder"
+            ):
+                await box.run("true", home_or_above)
     with pytest.raises(IsolationError, match="could not start the command: bwrap: Can't chdir"):
         await box.run("true", folder, cwd="no-such-dir")
     result = await box.run("pwd", folder, cwd="src")

@@ -269,6 +269,12 @@ class BubblewrapSandbox:
             raise IsolationError(
                 f"the folder {folder} does not exist or is not a folder; open an existing folder"
             )
+        home = Path.home().resolve()
+        if folder == home or folder in home.parents:
+            raise IsolationError(
+                f"the folder {folder} is your home folder or holds it: a command would see ~/.ssh, your "
+                "keyring and your settings; open a project folder instead"
+            )
         timeout = self.limits.timeout_s if timeout_s is None else timeout_s
         if not timeout > 0:
             raise IsolationError(f"timeout_s must be a positive number of seconds, not {timeout!r}")
