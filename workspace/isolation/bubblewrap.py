@@ -299,7 +299,7 @@ class BubblewrapSandbox:
                 (run / name).mkdir()
             from workspace.isolation.layers import write_pending_layer
 
-            write_pending_layer(run / "pending", pending or {})
+            await asyncio.to_thread(write_pending_layer, run / "pending", pending or {})
             status_read, status_write = os.pipe()
             argv = self._argv(run, folder, workdir, command, status_write)
             try:
@@ -313,6 +313,9 @@ class BubblewrapSandbox:
                     start_new_session=True,
                     pass_fds=(status_write,),
                 )
+            except BaseException:
+                os.close(status_read)
+                raise
             finally:
                 os.close(status_write)
         except BaseException:
