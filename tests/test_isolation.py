@@ -471,3 +471,33 @@ def test_other_systems_are_refused_until_their_sandbox_exists(monkeypatch: pytes
             sandbox_for_platform()
         with pytest.raises(SandboxUnavailable, match=rf"\({platform}\)"):
             check()
+
+
+@needs_sandbox
+async def test_whatever_the_command_does_the_folder_stays_as_it_was(folder: Path) -> None:
+    before = snapshot(folder)
+    result = await sandbox().run(
+        "find . -exec touch {} +; chmod -R 000 src; rm -rf -- * .gitignore; echo gone > README.md", folder
+    )
+    assert result.exit_code == 0, result.output.text
+    assert snapshot(folder) == before
+    kinds = {c.path: c.kind for c in (*result.changes.proposed, *result.changes.ignored)}
+    assert kinds == {
+        ".gitignore": "deleted", "README.md": "changed", "docs/a.md": "deleted", "docs/b.md": "deleted",
+        "old.txt": "deleted", "src/app.py": "deleted",
+    }  # fmt: skip
+
+
+@needs_sandbox
+async def test_commands_on_one_folder_at_the_same_time_keep_their_own_writes(folder: Path) -> None:
+    box = sandbox()
+    results = await asyncio.gather(
+        *(
+            box.run(f"echo {i} >> README.md; cat README.md", folder, pending={"n.txt": f"{i}\n".encode()})
+            for i in range(3)
+        )
+    )
+    for i, result in enumerate(results):
+        assert result.output.text == f"# readme\n{i}\n"
+        assert [(c.path, c.text) for c in result.changes.proposed] == [("README.md", f"# readme\n{i}\n")]
+    assert (folder / "README.md").read_text() == "# readme\n"
