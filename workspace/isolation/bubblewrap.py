@@ -9,10 +9,10 @@ process's group stops it all):
    caller is root over nothing but itself, with its own mounts and process numbers;
 3. ``sh -c SETUP``: caps the namespace's process numbers (``kernel.pid_max``, per pid namespace since
    Linux 6.14: the process limit that holds even for the host's root, whom ``RLIMIT_NPROC`` spares),
-   mounts overlayfs: the folder (bound to a plain path first when its own holds a character the
+   and mounts overlayfs: the folder (bound to a plain path first when its own holds a character the
    mount options cannot: ``:``, ``,`` or a backslash), the pending-changes layer, and an empty upper
-   directory for the command's writes (overlayfs never writes to its lower layers) (bubblewrap 0.8, Debian 12's, has no overlay
-   options of its own: ``--overlay`` came with 0.9);
+   directory for the command's writes (overlayfs never writes to its lower layers). bubblewrap 0.8,
+   Debian 12's, has no overlay options of its own: ``--overlay`` came with 0.9;
 4. ``bwrap``: a second user namespace, new pid, network (loopback only: the host's loopback servers
    are unreachable), IPC, UTS and cgroup namespaces; the system's directories read-only, a private
    ``/tmp`` and home, no host home at all, the overlay at the folder's own path, everything else
