@@ -88,7 +88,7 @@ _calibrations: dict[tuple[str, str | None, str | None], float] = {}
 #: milliseconds to count) is counted in a worker thread, so the window does not freeze meanwhile.
 COUNT_IN_THREAD = 64
 
-Emit = Callable[..., Any]
+Emit = ev.Emit
 
 _OVERFLOW_TEXT = re.compile(
     r"context[ _-]?length|maximum context|context[ _-]?window|context_length_exceeded|too many tokens|"
@@ -379,9 +379,9 @@ class ContextManager:
                                        provider=getattr(provider, "model_id", None), window=window)
         self.last = prepared
         if emit is not None:
-            emit(ev.ContextUsage, used=prepared.used, window=window, estimated=True,
+            emit(ev.ContextUsage(used=prepared.used, window=window, estimated=True,
                  system_tokens=prepared.system_tokens, tools_tokens=prepared.tools_tokens, threshold=self.threshold,
-                 biggest_tools=prepared.biggest_tools)
+                 biggest_tools=prepared.biggest_tools))
         return prepared
 
     # -- compacting -------------------------------------------------------------------------------
@@ -443,7 +443,7 @@ class ContextManager:
             if fields is None:
                 break
             if emit is not None:
-                emit(ev.ContextCompacted, **fields)
+                emit(ev.ContextCompacted(**fields))
             prepared = self._measure(system, self._view(history, limit, params), tools, counter, info)
             if prepared.used <= target:
                 break
@@ -507,9 +507,9 @@ class ContextManager:
                              window=prepared.window, system_tokens=prepared.system_tokens,
                              tools_tokens=prepared.tools_tokens, biggest_tools=prepared.biggest_tools)
         if emit is not None:
-            emit(ev.ContextUsage, used=used, window=prepared.window.tokens, estimated=False,
+            emit(ev.ContextUsage(used=used, window=prepared.window.tokens, estimated=False,
                  system_tokens=prepared.system_tokens, tools_tokens=prepared.tools_tokens, threshold=self.threshold,
-                 biggest_tools=prepared.biggest_tools)
+                 biggest_tools=prepared.biggest_tools))
 
     def _learn(self, provider: Any, exc: BaseException, prepared: Prepared) -> None:
         """After a refusal: the window the server named, and counts that say the request was too long."""
