@@ -2,9 +2,11 @@
 
 Every event is a frozen, slotted dataclass carrying the ``run_id`` it belongs to, the ``robot``
 that produced it, a per-run sequence number ``seq``, inside a network run the ``task`` name, and
-a timestamp ``ts``. :data:`Event` is the closed union of every event class: consumers ``match``
-on the classes and end with ``case _: assert_never(event)``, so the type checker reports an
-event kind a consumer forgot::
+a timestamp ``ts``. :data:`Event` is the closed union of every event class. A consumer for which
+every kind matters (the chat presenter, the CLI printer, the Markdown export) ``match``es on the
+classes and ends with ``case _: assert_never(event)``, so the type checker reports a kind it forgot;
+a consumer that cares about a few kinds ends with ``case _:`` and lets the others through (so a new
+kind costs nothing there)::
 
     match event:
         case ev.TextDelta(text=text):
@@ -39,7 +41,7 @@ Serialisation has one registry, here: :func:`to_dict` / :func:`event_from_dict` 
 use. The ``kind`` class attribute names an event in that JSON and nowhere else.
 
 Adding an event kind: write its dataclass below, add it to :data:`Event`, then run mypy — every
-``match`` that does not handle it is reported (docs/ARCHITECTURE.md walks through it).
+exhaustive ``match`` that does not handle it is reported (docs/ARCHITECTURE.md walks through it).
 """
 
 from __future__ import annotations
