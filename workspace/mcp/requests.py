@@ -39,6 +39,7 @@ from workspace.approval import ApprovalDecision, ApprovalRequest
 
 if TYPE_CHECKING:
     from workspace.mcp.actor import ConnectionActor
+    from workspace.providers.base import Provider
     from workspace.tools.base import ToolContext
 
 log = logging.getLogger("workspace.mcp")
@@ -79,7 +80,7 @@ class ClientRequests:
         #: Asked when no run is calling the server (``robotlab mcp call``, the dock); None: refuse.
         self.fallback_ask: Ask | None = None
         #: The provider that answers sampling outside a run (None: refuse).
-        self.fallback_provider: Any = None
+        self.fallback_provider: Provider | None = None
         #: Servers the person allowed to sample without asking ("always allow this server"), from now
         #: on in this process; :func:`allow_sampling` also writes ``sampling: allow`` to the server's file.
         self.allowed: set[str] = set()
@@ -109,7 +110,7 @@ class ClientRequests:
     async def sample(self, conn: ConnectionActor, params: Mapping[str, Any]) -> dict[str, Any]:
         """Answer ``sampling/createMessage`` (wire JSON in, wire JSON out); raises RequestRefused."""
         context = self._context(conn)
-        provider = _extra(context, "provider") or self.fallback_provider
+        provider: Provider | None = _extra(context, "provider") or self.fallback_provider
         if provider is None:
             raise RequestRefused(f"{conn.name} asked for a completion (sampling), but no model is available here; "
                                  "it can only be answered during a robot's run")
@@ -118,7 +119,7 @@ class ClientRequests:
             raise RequestRefused("sampling/createMessage needs a non-empty 'messages' list")
         request_input: dict[str, Any] = {
             "messages": [_plain_message(m) for m in messages],
-            "model": str(getattr(provider, "label", "") or getattr(provider, "model_id", "") or "the thread's model"),
+            "model": provider.label or provider.model_id or "the thread's model",
         }
         if params.get("systemPrompt"):
             request_input["systemPrompt"] = str(params["systemPrompt"])
@@ -147,7 +148,7 @@ class ClientRequests:
                   duration=time.monotonic() - started))
             raise RequestFailed(error) from exc
         answer = {"role": "assistant", "content": {"type": "text", "text": text},
-                  "model": str(getattr(provider, "model_id", "") or request_input["model"]), "stopReason": "endTurn"}
+                  "model": provider.model_id or request_input["model"], "stopReason": "endTurn"}
         _emit(context, ev.ToolResult(id=request_id, name=SAMPLING, payload={"data": text}, server=conn.name,
               duration=time.monotonic() - started))
         return answer
@@ -313,7 +314,7 @@ def _plain_message(message: Any) -> dict[str, Any]:
     return {"role": role if role in ("user", "assistant") else "user", "text": "\n".join(parts)}
 
 
-async def _complete(provider: Any, request: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
+async def _complete(provider: Provider, request: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
     from workspace.messages import TextMessage
     from workspace.providers.base import TextChunk
 

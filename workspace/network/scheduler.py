@@ -241,10 +241,10 @@ class NetworkRun(EventRun):
                 provider = self.options.get("provider") or task.robot.provider
             except Exception:
                 continue
-            label = str(getattr(provider, "label", "") or "")
+            label = provider.label
             if label and label not in labels:
                 labels.append(label)
-            is_lm = is_lm and bool(getattr(provider, "is_language_model", True))
+            is_lm = is_lm and provider.is_language_model
         return (", ".join(labels) if labels else "network"), is_lm
 
     def _advance(self) -> None:
