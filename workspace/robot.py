@@ -329,14 +329,12 @@ class Robot:
             system = self.render_system({"message": ""})
         except Exception:  # a template that needs run variables: count the plain prompt
             system = self.system_prompt
-        fields = await self.context_manager.compact(self.provider, system=system, history=self.history)
-        if fields is None:
+        event = await self.context_manager.compact(self.provider, system=system, history=self.history)
+        if event is None:
             return None
         import uuid
 
-        from workspace.events import ContextCompacted
-
-        return ContextCompacted(run_id=f"compact-{uuid.uuid4().hex[:12]}", robot=self.name, **fields)
+        return event.replace(run_id=f"compact-{uuid.uuid4().hex[:12]}", robot=self.name)
 
     # -- system prompt --------------------------------------------------------------------------
     def build_context(self, network: Any = None) -> dict[str, Any]:

@@ -54,6 +54,7 @@ from workspace.providers.base import (
     TextChunk,
     ToolCallChunk,
     UsageChunk,
+    with_defaults,
 )
 from workspace.urls import LOCAL_DEFAULT_BASES, is_loopback_url
 
@@ -384,10 +385,10 @@ class ContextManager:
     # -- compacting -------------------------------------------------------------------------------
     async def compact(self, provider: Provider, *, system: str | None, history: Sequence[Message],
                       tools: Sequence[Any] = (), trigger: Literal["threshold", "overflow", "manual"] = "manual",
-                      keep_budget: int | None = None) -> dict[str, Any] | None:
+                      keep_budget: int | None = None) -> ev.ContextCompacted | None:
         """Summarise the older messages now (``/compact``): everything before the latest turn, or as much
-        as needed to keep ``keep_budget`` tokens. Returns the fields of the
-        :class:`~workspace.events.ContextCompacted` event (None: nothing to compact)."""
+        as needed to keep ``keep_budget`` tokens. Returns the :class:`~workspace.events.ContextCompacted`
+        event, not stamped yet (None: nothing to compact)."""
         self._check(history)
         info = await self.window(provider)
         counter = await self.counter(provider)
@@ -416,13 +417,11 @@ class ContextManager:
         self.compaction = Compaction(summary, cut)
         self._anchor = None
         after = self._measure(system, self._view(history, limit, params), tools, counter, info)
-        fields: dict[str, Any] = {
-            "summary": summary, "replaced_count": cut, "newly_replaced": cut - start,
-            "tokens_before": before.used, "tokens_after": after.used, "window": info.tokens if info else 0,
-            "trigger": trigger, "model": getattr(summarizer, "model_id", None)}
         if problem:
             log.info("compaction of %d message(s) used a plain list: %s", cut - start, problem)
-        return fields
+        return ev.ContextCompacted(summary=summary, replaced_count=cut, newly_replaced=cut - start,
+                                   tokens_before=before.used, tokens_after=after.used,
+                                   window=info.tokens if info else 0, trigger=trigger, model=summarizer.model_id)
 
     async def _compact_to_fit(self, provider: Provider, *, system: str | None, history: Sequence[Message],
                               tools: Sequence[Any], counter: TokenCounter, info: WindowInfo, limit: int | None,
@@ -435,12 +434,12 @@ class ContextManager:
         keep = int(min(self.keep_ratio * window, room * 0.5 - self._summary_tokens(window)))
         for attempt in range(3):
             budget = max(0, keep // (2 ** attempt)) if attempt < 2 else 0
-            fields = await self.compact(provider, system=system, history=history, tools=tools, trigger=trigger,
-                                        keep_budget=budget)
-            if fields is None:
+            event = await self.compact(provider, system=system, history=history, tools=tools, trigger=trigger,
+                                       keep_budget=budget)
+            if event is None:
                 break
             if emit is not None:
-                emit(ev.ContextCompacted(**fields))
+                emit(event)
             prepared = self._measure(system, self._view(history, limit, params), tools, counter, info)
             if prepared.used <= target:
                 break
@@ -599,7 +598,7 @@ class ContextManager:
         cache[id(message)] = (message, limit, short if short is not None else message)
         return short if short is not None else message
 
-    def _summarizer(self, provider: Provider) -> Any:
+    def _summarizer(self, provider: Provider) -> Provider:
         summarizer = self.summarizer
         if summarizer is None:
             return provider
@@ -610,8 +609,9 @@ class ContextManager:
                 log.warning("the compaction model could not be used (%s); the robot's model summarises", exc)
                 self.summarizer = None
                 return provider
-            self.summarizer = summarizer
-        return summarizer
+        made: Provider = with_defaults(summarizer)
+        self.summarizer = made
+        return made
 
     def _summary_tokens(self, window: int) -> int:
         return int(min(2048, max(128, window * self.summary_ratio)))
