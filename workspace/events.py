@@ -559,9 +559,22 @@ Emit: TypeAlias = Callable[[Event], object]
 
 def stamp(event: E, *, run_id: str, robot: str, seq: int, task: str | None = None,
           parent_run_id: str | None = None, parent_tool_id: str | None = None) -> E:
-    """``event`` with the stamp fields of the run it belongs to (its own fields and ``ts`` kept)."""
-    return dataclasses.replace(event, run_id=run_id, robot=robot, seq=seq, task=task,
-                               parent_run_id=parent_run_id, parent_tool_id=parent_tool_id)
+    """``event`` with the stamp fields of the run it belongs to (its own fields and ``ts`` kept).
+
+    An event built for this (``run_id`` still empty: nobody has seen it stamped) is stamped where it
+    is, before it is published: a copy would cost three times the event's construction on every text
+    delta. An event stamped before (emitted or forwarded already) is copied, never changed."""
+    if event.run_id:
+        return dataclasses.replace(event, run_id=run_id, robot=robot, seq=seq, task=task,
+                                   parent_run_id=parent_run_id, parent_tool_id=parent_tool_id)
+    put = object.__setattr__  # the frozen dataclass's own way to set a field before it is shared
+    put(event, "run_id", run_id)
+    put(event, "robot", robot)
+    put(event, "seq", seq)
+    put(event, "task", task)
+    put(event, "parent_run_id", parent_run_id)
+    put(event, "parent_tool_id", parent_tool_id)
+    return event
 
 
 def ends(event: Event, run_id: str) -> bool:
