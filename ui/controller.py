@@ -320,7 +320,7 @@ class Controller(QObject):
     def search(self, query: str) -> list[Any]:
         if self.store is None or not query:
             return []
-        from ui.models.threads import HIGHLIGHT
+        from ui.formatting import HIGHLIGHT
 
         try:
             return list(self.store.search(query, highlight=HIGHLIGHT))

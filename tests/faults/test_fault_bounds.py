@@ -152,7 +152,7 @@ EDITORS: list[tuple[str, Callable[[Path], Any], str]] = [
 
 
 def _pasted(text: str) -> Any:
-    from workspace.mcp.edit import parse_pasted
+    from workspace.mcp.importers import parse_pasted
 
     return parse_pasted(text)
 

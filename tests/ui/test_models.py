@@ -22,7 +22,7 @@ def _app(qapp_instance: object) -> None:
 
 
 def test_tool_calls_model_pairs_calls_and_results_by_id() -> None:
-    from ui.models.tool_calls import ToolCallsModel, diff_results
+    from ui.inspector.tool_calls import ToolCallsModel, diff_results
 
     model = ToolCallsModel()
     model.add_events([
@@ -44,7 +44,7 @@ def test_tool_calls_model_pairs_calls_and_results_by_id() -> None:
 
 
 def test_tool_calls_model_tracks_approvals() -> None:
-    from ui.models.tool_calls import ToolCallsModel
+    from ui.inspector.tool_calls import ToolCallsModel
 
     model = ToolCallsModel()
     changed: list[int] = []
@@ -64,7 +64,7 @@ def test_tool_calls_with_the_same_id_in_two_runs_are_two_rows() -> None:
     id in several runs, and the table must show each call, never update an older run's row."""
     from dataclasses import replace
 
-    from ui.models.tool_calls import ToolCallsModel
+    from ui.inspector.tool_calls import ToolCallsModel
 
     model = ToolCallsModel()
     first = [_e(ev.ToolUse, 1, id="call_0", name="list_files", input={"path": "."}),
@@ -78,7 +78,7 @@ def test_tool_calls_with_the_same_id_in_two_runs_are_two_rows() -> None:
 
 
 def test_trace_model_and_filter() -> None:
-    from ui.models.trace import TraceFilterModel, TraceModel
+    from ui.inspector.trace import TraceFilterModel, TraceModel
 
     model = TraceModel()
     proxy = TraceFilterModel()
@@ -98,7 +98,7 @@ def test_trace_model_and_filter() -> None:
 
 
 def test_memory_model_keeps_writer_and_history() -> None:
-    from ui.models.memory import MemoryModel
+    from ui.inspector.memory import MemoryModel
 
     model = MemoryModel()
     model.add_events([_e(ev.MemoryChanged, 1, key="color", value="teal", writer="assistant")])
@@ -114,7 +114,7 @@ def test_memory_model_keeps_writer_and_history() -> None:
 
 
 def test_thread_list_model_threads_and_search_hits(tmp_path: object) -> None:
-    from ui.models.threads import ThreadListModel
+    from ui.threads.model import ThreadListModel
     from workspace.persistence import SearchHit, Store
 
     store = Store(":memory:")
@@ -134,7 +134,7 @@ def test_thread_list_model_threads_and_search_hits(tmp_path: object) -> None:
 
 
 def test_robot_model_shows_model_or_offline_demo() -> None:
-    from ui.models.robots import DEMO_LABEL, RobotListModel
+    from ui.network.robots import DEMO_LABEL, RobotListModel
     from workspace.catalog import list_robots
 
     model = RobotListModel()
@@ -278,7 +278,7 @@ async def test_task_owner_reports_errors_and_treats_cancel_as_normal() -> None:
 
 
 def test_mcp_servers_model_from_status_snapshots() -> None:
-    from ui.models.mcp import McpServersModel
+    from ui.mcp.model import McpServersModel
     from workspace.mcp.status import ServerState, ServerStatus, ToolInfo
 
     model = McpServersModel()
@@ -291,3 +291,47 @@ def test_mcp_servers_model_from_status_snapshots() -> None:
     assert model.rowCount() == 2
     assert model.index(0, 1).data() == "ready" and model.index(0, 2).data() == "1/2"
     assert model.index(1, 1).data() == "failed" and "not found" in model.index(1, 0).data(Qt.ItemDataRole.ToolTipRole)
+
+
+def test_table_models_find_rows_by_key_after_a_reset_and_tell_views_what_changed() -> None:
+    """The shared table base (ui/widgets/table_model.py): a reset rebuilds each model's lookup by key, an insert
+    and a change reach the views as one signal each, and headers come from the columns."""
+    from ui.inspector.memory import MemoryModel
+    from ui.inspector.tool_calls import ToolCallsModel
+    from ui.mcp.model import McpServersModel
+    from workspace.mcp.status import ServerState, ServerStatus
+
+    memory = MemoryModel()
+    memory.set_events([_e(ev.MemoryChanged, 1, key="a", value=1), _e(ev.MemoryChanged, 2, key="b", value=2)])
+    assert memory.rowCount() == 2 and memory.entry("b") is not None
+    assert [memory.headerData(c, Qt.Orientation.Horizontal) for c in range(memory.columnCount())] == \
+        ["Key", "Value", "Writer", "Time"]
+    changed: list[tuple[int, int]] = []
+    memory.dataChanged.connect(lambda top, bottom: changed.append((top.row(), bottom.column())))
+    memory.apply("b", 3, previous=2)
+    assert changed == [(1, 3)] and memory.index(1, 1).data() == "3"
+    memory.clear()
+    assert memory.rowCount() == 0 and memory.entry("a") is None
+    memory.apply("a", 5)  # after a clear the key is new again: a row of its own, not a stale row number
+    assert memory.rowCount() == 1 and memory.index(0, 1).data() == "5"
+    assert memory.index(0, 0).data(Qt.ItemDataRole.UserRole).key == "a"
+
+    servers = McpServersModel()
+    inserted: list[int] = []
+    servers.rowsInserted.connect(lambda _parent, first, _last: inserted.append(first))
+    servers.update(ServerStatus(name="one", state=ServerState.READY))
+    servers.update(ServerStatus(name="two", state=ServerState.READY))
+    assert inserted == [0, 1] and servers.status("two") is not None
+    servers.set_statuses([ServerStatus(name="two", state=ServerState.FAILED)])
+    assert servers.status("one") is None and servers.status("two").state == ServerState.FAILED
+    servers.update(ServerStatus(name="two", state=ServerState.READY))
+    assert servers.rowCount() == 1 and servers.index(0, 1).data() == "ready"
+
+    calls = ToolCallsModel()
+    calls.set_events([_e(ev.ToolUse, 1, id="c1", name="read_file", input={})])
+    calls.add_event(_e(ev.ToolResult, 2, id="c1", name="read_file", payload="ok", duration=0.5))
+    assert calls.rowCount() == 1 and calls.index(0, calls.COL_STATUS).data() == "ok"
+    calls.clear()
+    calls.add_event(_e(ev.ToolResult, 3, id="c1", name="read_file", payload="ok", duration=0.5))
+    assert calls.rowCount() == 1  # a result with no call after a clear gets a row of its own
+    assert calls.index(5, 0).data() is None  # past the rows: nothing

@@ -36,7 +36,7 @@ class ModelChoice:
         self._task: Any = None
 
     def build(self) -> None:
-        from ui.widgets.model_picker import ModelPicker
+        from ui.chat.composer.model_picker import ModelPicker
 
         w = self.window
         self.picker = ModelPicker(w.composer)
