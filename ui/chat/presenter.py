@@ -37,6 +37,7 @@ from ui.chat.state import (
     CallLaneItem,
     ChatState,
     ErrorItem,
+    NoticeItem,
     RunEnd,
     RunOutcome,
     RunState,
@@ -280,9 +281,11 @@ class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
                 self.notice(self._run(event.run_id, event.robot, event.task), event.message,
                             level="warning" if event.failed or event.starting else "info")
             case ev.ModelChanged():
-                self.notice(self._run(event.run_id, event.robot, event.task), event.describe(),
-                            details=f"Before: {event.previous or 'the offline demo'}. The thread's next messages "
-                            "go to the new model; the conversation so far is sent to it as it is.")
+                # Between the answers: under the turn it follows, below its footer (a notice of no run).
+                run = self._run(event.run_id, event.robot, event.task)
+                self._add(NoticeItem(parent=run.turn, text=event.describe(),
+                                     details=f"Before: {event.previous or 'the offline demo'}. The thread's next "
+                                     "messages go to the new model; the conversation so far is sent to it as it is."))
             case ev.RunFinished():
                 self._end(event, "finished", message=None, result=event.result)
             case ev.RunFailed():
