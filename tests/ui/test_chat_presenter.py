@@ -516,3 +516,15 @@ def test_the_footer_knows_the_time_to_first_token_and_the_speed_live_and_stored(
     fresh.feed(E(ev.RunStarted, 1))
     run = fresh.run("r1")
     assert run is not None and run.tokens_per_second is None and run.time_to_first_token is None
+
+
+def test_a_running_calls_time_starts_when_it_is_approved() -> None:
+    """The card's ticking time (and so its duration) leaves out the wait for approval (issue 24)."""
+    presenter = ChatPresenter()
+    presenter.add_user("go")
+    presenter.feed_all([E(ev.RunStarted, 1), E(ev.ToolUse, 2, id="c1", name="remember", input={}),
+                        E(ev.ApprovalRequested, 3, id="c1", name="remember", input={})])
+    call = presenter.call("c1")
+    assert call is not None and call.started == 102.0 and call.status == "approval"
+    presenter.feed(E(ev.ApprovalDecided, 30, id="c1", name="remember", decision="approve", input={}))
+    assert call.status == "running" and call.started == 130.0
