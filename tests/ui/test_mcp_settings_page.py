@@ -48,6 +48,9 @@ async def test_settings_page_adds_tests_pastes_and_removes_servers(mcp_bin: Path
         assert "# my own notes" in text and "# keep" in text
         assert yaml.safe_load(text)["mcpServers"]["everything"]["env"] == {"GREETING": "hello"}
         await wait_until(lambda: [s.name for s in dock.model.statuses] == ["everything"], what="the dock to reload")
+        # Added from the window, it starts without a separate Start; the page says so (issue 24).
+        await wait_until(lambda: "everything started:" in page.status.text(), timeout=40, what="the server to start")
+        assert [s.state for s in dock.model.statuses] == ["ready"]
         # The controller's configuration (the robots' next run) has it too.
         await wait_until(lambda: "everything" in root.window.controller.config.mcp_servers, what="the robots")
         # A broken server: the error and its stderr.
@@ -59,6 +62,12 @@ async def test_settings_page_adds_tests_pastes_and_removes_servers(mcp_bin: Path
         await wait_until(lambda: "could not connect" in page.output.toPlainText(), timeout=30, what="the failure")
         assert "missing key" in page.output.toPlainText()
         assert "did not connect" in page.status.text()
+        # Saved anyway: it is started, and the page says why it did not start.
+        page.save_button.click()
+        await wait_until(lambda: "broken did not start:" in page.status.text(), timeout=40, what="the failed start")
+        page.list.setCurrentRow(page.names().index("broken"))
+        page.remove_button.click()
+        assert page.names() == ["everything"]
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         dialog.resize(900, 640)
         dialog.grab().save(str(SCREENSHOTS / "settings-mcp-servers.png"))
@@ -73,7 +82,8 @@ async def test_settings_page_adds_tests_pastes_and_removes_servers(mcp_bin: Path
         page.remove_button.click()
         assert page.names() == ["everything"]
         assert "# my own notes" in config.read_text(encoding="utf-8")
-        await wait_until(lambda: [s.name for s in dock.model.statuses] == ["everything"], what="the removal")
+        await wait_until(lambda: [s.name for s in dock.model.statuses] == ["everything"],
+                         what=f"the removal {[(s.name, s.state, s.reason) for s in dock.model.statuses]}")
         dialog.close()
     finally:
         await close_app(root)
