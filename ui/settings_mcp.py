@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -226,7 +226,7 @@ class McpServersPage(QWidget):
         self.output.setAccessibleName("Test output")
         form.addRow(self.output)
         # The server's form scrolls on a short screen; the list and its buttons stay in view.
-        form_scroll = QScrollArea(splitter)
+        self.form_scroll = form_scroll = QScrollArea(splitter)
         form_scroll.setWidgetResizable(True)
         form_scroll.setFrameShape(QFrame.Shape.NoFrame)
         form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -546,7 +546,17 @@ class McpServersPage(QWidget):
         self._say(f"Connecting to {name or 'the server'}…")
         self.output.setPlainText("")
         self.test_button.setEnabled(False)
+        self._reveal_output()
         self._test_task = self.spawn(self._test(name or "server", entry), name="mcp-settings-test")
+
+    def _reveal_output(self) -> None:
+        """Scroll the form (on a short screen) so that the status and the test's output are in view (once
+        the form is laid out again: the status's new text may take more lines)."""
+        def reveal() -> None:
+            bar = self.form_scroll.verticalScrollBar()
+            bar.setValue(bar.maximum())  # the output is the form's last row, the status just above it
+
+        QTimer.singleShot(0, reveal)
 
     async def _test(self, name: str, entry: dict[str, Any]) -> Any:
         from workspace.mcp.probe import probe
@@ -558,6 +568,7 @@ class McpServersPage(QWidget):
         self._say(f"{name}: connected; {len(report.tools)} tools." if report.ok else
                   f"{name} did not connect: {report.error}", error=not report.ok)
         self.output.setPlainText(report.summary())
+        self._reveal_output()
         return report
 
     def _saved(self, message: str, *, start: list[str] | None = None) -> None:

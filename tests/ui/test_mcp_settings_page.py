@@ -4,11 +4,13 @@ the user's comments kept, reaching the MCP dock and the next message at once."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
+from PySide6.QtCore import QPoint
 
 from tests.ui.conftest import close_app, wait_until
 
@@ -38,8 +40,20 @@ async def test_settings_page_adds_tests_pastes_and_removes_servers(mcp_bin: Path
         page.name.setText("everything")
         page.command.setText(str(mcp_bin / "mcp-server-everything"))
         page.env.add_row("GREETING", "hello")
+        dialog.resize(880, 662)  # its size on a 1280×720 screen
+        await asyncio.sleep(0.05)
+        assert page.env.height() >= 4 * page.env.verticalHeader().defaultSectionSize()  # room for a few variables
         page.test_button.click()
         await wait_until(lambda: "tools" in page.output.toPlainText(), timeout=40, what="the test to connect")
+        # The output is in view below the form (scrolled to), with room for lines of it (issue 24).
+        await asyncio.sleep(0.05)
+        viewport = page.form_scroll.viewport()
+        top = page.output.mapTo(viewport, QPoint(0, 0)).y()
+        assert top >= 0 and top + 8 * page.output.fontMetrics().lineSpacing() <= viewport.height(), (
+            top, viewport.height(), page.output.height(), page.form_scroll.verticalScrollBar().value(),
+            page.form_scroll.verticalScrollBar().maximum(), page.form_scroll.widget().height())
+        status_top = page.status.mapTo(viewport, QPoint(0, 0)).y()
+        assert 0 <= status_top < viewport.height()
         assert "echo" in page.output.toPlainText() and "prompts" in page.output.toPlainText()
         assert page.save_button.isEnabled()
         page.save_button.click()
