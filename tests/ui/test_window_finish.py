@@ -297,3 +297,31 @@ async def test_a_relaunch_restores_the_folder_and_the_network_threads_graph(db_p
         assert set(pane.graph.nodes) == set(pane.model.tasks)
         await wait_until(lambda: w.docks.raised() == "network" and pane.graph.isVisible(),
                          what=f"the graph in front {w.docks.raised()} {pane.graph.isVisible()}")
+
+
+async def test_the_robot_picker_shows_a_longer_name_whole_at_1024(robotlab_home: Path, db_path: Path) -> None:
+    """At 1024×640 "garden-helper" showed as "garden-he…" in the header's picker: the picker fits the picked
+    name (the thread's title gives way), and a very long name still ends in "…" rather than pushing the header."""
+    from PySide6.QtWidgets import QStyle, QStyleOptionComboBox
+
+    from workspace import paths
+
+    robots = paths.user_robots_dir()
+    robots.mkdir(parents=True, exist_ok=True)
+    (robots / "garden-helper.md").write_text("---\ndescription: Edits the garden notes\ntools: []\n---\nYou help.",
+                                             encoding="utf-8")
+    async with running_app(db_path=db_path, theme_name="light", size=(1024, 640)) as root:
+        w = root.window
+        await wait_until(lambda: w.robot_model.row_of("garden-helper", "robot") >= 0, what="the robot")
+        w.robot_picker.setCurrentIndex(w.robot_model.row_of("garden-helper", "robot"))
+        await _settle()
+        picker = w.robot_picker
+        assert picker.currentText() == "garden-helper"
+        option = QStyleOptionComboBox()
+        picker.initStyleOption(option)
+        field = picker.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, option,
+                                              QStyle.SubControl.SC_ComboBoxEditField, picker)
+        room = field.width() - picker.iconSize().width() - 4
+        assert picker.fontMetrics().horizontalAdvance("garden-helper") <= room, (room, picker.width())
+        header = picker.parentWidget()
+        assert picker.geometry().right() < header.width() and w.title_label.isVisible()
