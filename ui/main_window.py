@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -19,6 +19,8 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QPushButton,
     QSplitter,
+    QStyle,
+    QStyleOptionComboBox,
     QTabWidget,
     QToolButton,
     QVBoxLayout,
@@ -232,8 +234,16 @@ class MainWindow(QMainWindow):
         """Size the robot picker to the picked name (from 9 to 24 characters): "garden-helper" shows whole
         at 1024 wide instead of "garden-he…"; a longer name ends in "…" (whole in the list and tooltip)."""
         low, high = PICKER_CHARS
-        text = self.robot_picker.currentText()
-        self.robot_picker.setMinimumContentsLength(max(low, min(high, len(text) + 1)))
+        picker = self.robot_picker
+        fm = picker.fontMetrics()
+        text = fm.horizontalAdvance(picker.currentText())
+        text = max(fm.horizontalAdvance("x") * low, min(text, fm.horizontalAdvance("x") * high))
+        option = QStyleOptionComboBox()
+        picker.initStyleOption(option)
+        # A hard minimum: the header's layout squeezed the picker below its size hint before its title.
+        contents = QSize(text + picker.iconSize().width() + 10, fm.height())
+        picker.setMinimumWidth(picker.style().sizeFromContents(QStyle.ContentsType.CT_ComboBox, option, contents,
+                                                               picker).width())
 
     # -- Qt --------------------------------------------------------------------------------------------
     def resizeEvent(self, event: QResizeEvent) -> None:

@@ -311,6 +311,8 @@ class RunFooter(QWidget):
         layout.addWidget(self.status, 1)
         self.usage = QLabel("", self)
         self.usage.setObjectName("Muted")
+        self.usage.setWordWrap(True)  # the speed and times make it long: it wraps rather than widen the column
+        self.usage.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         layout.addWidget(self.usage)
         self.copy_button = _icon_button("copy", "Copy the answer as Markdown (Ctrl+Shift+C: the last one)", self)
         self.copy_button.setAccessibleName("Copy the answer as Markdown")
@@ -345,7 +347,8 @@ class RunFooter(QWidget):
             parts.append("cost unknown")
         if duration:
             parts.append(format_duration(duration))
-        self.usage.setText("  ·  ".join(parts))
+        # A narrow column wraps the figures between them, never inside one ("290 in · 162 out tokens").
+        self.usage.setText("  ·  ".join(part.replace(" ", "\u00a0") for part in parts))
         tip = [f"This answer: {mark}{input_tokens:,} input + {mark}{output_tokens:,} output tokens"
                + (f", ${cost:.6f}" if cost else "")]
         if speed is not None:
