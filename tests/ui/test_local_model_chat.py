@@ -84,3 +84,7 @@ def test_the_footer_shows_the_speed_as_local_model_tools_do(qapp_instance: Any) 
     assert "first token" in footer.usage.toolTip()
     # Long as the figures are, they wrap between them in a narrow column rather than widen it.
     assert footer.minimumSizeHint().width() < footer.usage.fontMetrics().horizontalAdvance(text) / 2
+    footer.resize(1000, 60)  # where the row has room: one line
+    footer.show()
+    footer.layout().activate()
+    assert footer.usage.width() > footer.usage.fontMetrics().horizontalAdvance(text)

@@ -293,6 +293,15 @@ class RobotHeader(QWidget):
         layout.addStretch(1)
 
 
+class FooterFigures(QLabel):
+    """A footer's figures: on one line where the row has room (a wrapping label would ask for less), wrapped
+    between the figures in a narrow column (never wider than it)."""
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return QSize(max(hint.width(), self.fontMetrics().horizontalAdvance(self.text()) + 4), hint.height())
+
+
 class RunFooter(QWidget):
     """Under a robot's answer: usage (tokens, cost, time), copy, regenerate."""
 
@@ -309,7 +318,7 @@ class RunFooter(QWidget):
         self.status = FooterStatus(self)
         self.status.setObjectName("Muted")
         layout.addWidget(self.status, 1)
-        self.usage = QLabel("", self)
+        self.usage = FooterFigures("", self)
         self.usage.setObjectName("Muted")
         self.usage.setWordWrap(True)  # the speed and times make it long: it wraps rather than widen the column
         self.usage.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
