@@ -510,6 +510,15 @@ def test_the_footer_knows_the_time_to_first_token_and_the_speed_live_and_stored(
         assert run.time_to_first_token == pytest.approx(0.5)
         assert run.tokens_per_second == pytest.approx(80 / 3.0)
         assert run.totals.input_tokens == 100 and run.totals.output_tokens == 80
+    # a network's footer: its tasks' first token and speed, live and stored alike
+    speeds = []
+    for events in ([*network_events()], coalesce_text(network_events())):
+        presenter = ChatPresenter()
+        presenter.load_turn(FakeView(FakeInfo("t1"), list(events), user_text="go"))
+        network = presenter.run("n1")
+        assert network is not None and network.time_to_first_token == pytest.approx(2.0)
+        speeds.append(network.tokens_per_second)
+    assert speeds[0] is not None and speeds[0] == pytest.approx(speeds[1])
     # a run with no usage yet, or none streamed, claims no speed
     fresh = ChatPresenter()
     fresh.add_user("go")

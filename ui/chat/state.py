@@ -436,17 +436,22 @@ class RunState:
 
     @property
     def time_to_first_token(self) -> float | None:
-        """Seconds from the run's start to its first token (text or thinking); None before it."""
-        if self.first_token is None or self.started is None:
+        """Seconds from the run's start to its first token (text or thinking; a network's: its first task's);
+        None before it."""
+        firsts = [run.first_token for run in (self, *self.children) if run.first_token is not None]
+        if not firsts or self.started is None:
             return None
-        return max(0.0, self.first_token - self.started)
+        return max(0.0, min(firsts) - self.started)
 
     @property
     def tokens_per_second(self) -> float | None:
-        """The answer's output tokens per second while the model streamed; None when unknown."""
-        if self.streamed_tokens <= 0 or self.streamed_seconds < 0.01:
+        """The answer's output tokens per second while the model streamed (a network's: its tasks' together);
+        None when unknown."""
+        runs = (self, *self.children)
+        tokens, seconds = sum(r.streamed_tokens for r in runs), sum(r.streamed_seconds for r in runs)
+        if tokens <= 0 or seconds < 0.01:
             return None
-        return self.streamed_tokens / self.streamed_seconds
+        return tokens / seconds
 
     @property
     def totals(self) -> Usage:
