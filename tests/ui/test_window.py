@@ -601,4 +601,3 @@ def test_a_notice_marks_its_level_with_a_drawn_icon(qapp_instance: Any) -> None:
         assert pixmap is not None and not pixmap.isNull()
         assert line.label.text() == "The answer was cut off at the token limit."
         assert line.label.accessibleName() == f"{level}: The answer was cut off at the token limit."
-
