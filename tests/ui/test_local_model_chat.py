@@ -62,8 +62,8 @@ def test_an_answer_stopped_by_a_full_window_says_so() -> None:
 def test_the_footer_shows_the_speed_as_local_model_tools_do(qapp_instance: Any) -> None:
     """Under the answer: input and output tokens apart, tokens a second, the time to the first token
     (issue 24, fit and finish); the same from the events as the store gives them back."""
-    from ui.widgets.chat import ChatView
-    from ui.widgets.messages import RunFooter
+    from ui.chat.view.chat import ChatView
+    from ui.chat.view.messages import RunFooter
 
     def at(cls: type[ev.Event], seq: int, ts: float, **fields: Any) -> Any:
         return cls(run_id="r1", robot="bot", seq=seq, ts=ts, **fields)

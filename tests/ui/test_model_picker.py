@@ -31,7 +31,7 @@ def _chats(server: FakeLLMServer) -> list[Any]:
 
 def _order(window: Any) -> list[str]:
     """The chat column top to bottom: messages, footers and the "Model changed" marker."""
-    from ui.widgets.messages import NoticeLine, RunFooter, UserMessage
+    from ui.chat.view.messages import NoticeLine, RunFooter, UserMessage
 
     out = []
     for widget in window.chat.items():
