@@ -215,6 +215,8 @@ class Application:
             from workspace.config import DEFAULTS, Config
 
             self.controller._config = Config(copy.deepcopy(DEFAULTS), {}, self.folder)
+        if self.folder is None and config_problem is None:
+            self._reopen_folder()
         self.controller.open()
         if not staged:
             self.window.docks.build_inspector()
@@ -238,6 +240,19 @@ class Application:
             self._run_steps(self.window.docks.inspector_steps(), then=self._after_inspector)
         else:
             self._after_inspector()
+
+    def _reopen_folder(self) -> None:
+        """No ``--folder``: the folder that was open when the window was last closed, if it is still there."""
+        folder = self.window.memory.last_folder()
+        if folder is None:
+            return
+        try:
+            self.controller.set_folder(folder)
+        except Exception as exc:  # a bad config file in it: start without it, and say why
+            log.info("could not reopen the folder %s: %s", folder, exc)
+            return
+        self.folder = self.controller.folder
+        self.window.status.update_folder()
 
     def _run_steps(self, steps: Iterator[None], *, then: Callable[[], None]) -> None:
         """One step of ``steps`` per turn of the event loop (the window paints in between), then ``then``."""

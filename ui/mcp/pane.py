@@ -245,7 +245,13 @@ class McpPane(QWidget):
         self._remove_listener = manager.add_listener(self._on_status)
         # Any reload (this dock, the Settings page, the file edited on disk) reaches the robots too.
         add_reload = getattr(manager, "add_reload_listener", None)
-        self._remove_reload = add_reload(on_config) if add_reload is not None and on_config is not None else None
+
+        def reloaded(config: Any) -> None:
+            self.refresh()  # the servers as configured now (a removed server's last status is not one)
+            if on_config is not None:
+                on_config(config)
+
+        self._remove_reload = add_reload(reloaded) if add_reload is not None else None
         if watch_interval is not None and hasattr(manager, "start_watching"):
             async def watch() -> None:
                 manager.start_watching(interval=watch_interval)

@@ -75,7 +75,7 @@ def thread_server(robot: Robot) -> str | None:
     None for a hosted provider's own service (or a provider with no address)."""
     from workspace.urls import without_credentials
 
-    base = getattr(robot.provider, "api_base", None) or robot.api_base
+    base = robot.provider.api_base or robot.api_base
     return without_credentials(base) or None if isinstance(base, str) and base else None
 
 
