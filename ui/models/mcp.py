@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from workspace.mcp.status import ServerStatus
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -18,9 +23,9 @@ class McpServersModel(QAbstractTableModel):
     COLUMNS = ("Server", "State", "Tools", "Transport")
     StatusRole = Qt.ItemDataRole.UserRole
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._rows: list[Any] = []
+        self._rows: list[ServerStatus] = []
         self._by_name: dict[str, int] = {}
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:
@@ -63,20 +68,20 @@ class McpServersModel(QAbstractTableModel):
         return None
 
     @property
-    def statuses(self) -> list[Any]:
+    def statuses(self) -> list[ServerStatus]:
         return list(self._rows)
 
-    def status(self, name: str) -> Any:
+    def status(self, name: str) -> ServerStatus | None:
         row = self._by_name.get(name)
         return self._rows[row] if row is not None else None
 
-    def set_statuses(self, statuses: list[Any]) -> None:
+    def set_statuses(self, statuses: Sequence[ServerStatus]) -> None:
         self.beginResetModel()
         self._rows = list(statuses)
         self._by_name = {s.name: i for i, s in enumerate(self._rows)}
         self.endResetModel()
 
-    def update(self, status: Any) -> None:
+    def update(self, status: ServerStatus) -> None:
         """Insert or replace one server's status (called for every manager change)."""
         row = self._by_name.get(status.name)
         if row is None:
@@ -90,7 +95,7 @@ class McpServersModel(QAbstractTableModel):
         self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.COLUMNS) - 1))
 
 
-def since_text(status: Any, now: float | None = None) -> str:
+def since_text(status: ServerStatus, now: float | None = None) -> str:
     since = getattr(status, "since", None)
     if not since:
         return ""

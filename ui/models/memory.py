@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 
 from workspace import events as ev
 
@@ -29,7 +29,7 @@ class MemoryModel(QAbstractTableModel):
     COLUMNS = ("Key", "Value", "Writer", "Time")
     EntryRole = Qt.ItemDataRole.UserRole
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._rows: list[MemoryEntry] = []
         self._by_key: dict[str, int] = {}

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 
 from ui.chat.tool_calls import FAILED_CALL, result_error
 from workspace import events as ev
@@ -80,7 +80,7 @@ class ToolCallsModel(QAbstractTableModel):
     RecordRole = Qt.ItemDataRole.UserRole
     SortRole = Qt.ItemDataRole.UserRole + 1
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._rows: list[ToolCallRecord] = []
         self._by_id: dict[tuple[str, str], int] = {}

@@ -10,7 +10,14 @@ import json
 import time
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+)
 
 from ui.bridge import event_summary
 from workspace import events as ev
@@ -23,7 +30,7 @@ class TraceModel(QAbstractTableModel):
     EventRole = Qt.ItemDataRole.UserRole
     KindRole = Qt.ItemDataRole.UserRole + 1
 
-    def __init__(self, parent: Any = None, *, limit: int = 200_000) -> None:
+    def __init__(self, parent: QObject | None = None, *, limit: int = 200_000) -> None:
         super().__init__(parent)
         self._events: list[ev.Event] = []
         self._summaries: dict[int, str] = {}
@@ -114,7 +121,7 @@ def raw_event_json(event: ev.Event) -> str:
 class TraceFilterModel(QSortFilterProxyModel):
     """Keeps events of the chosen kinds whose text contains the filter text."""
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._kinds: set[str] | None = None
         self._text = ""
