@@ -48,10 +48,12 @@ from workspace.messages import Message, alternating
 from workspace.providers.base import (
     Chunk,
     FinishChunk,
+    Provider,
     ReasoningChunk,
     StatusChunk,
     TextChunk,
     ToolCallChunk,
+    ToolSpec,
     UsageChunk,
 )
 from workspace.urls import LOCAL_DEFAULT_BASES, is_loopback_url
@@ -280,8 +282,9 @@ class ContextManager:
         return counter
 
     # -- one model call ----------------------------------------------------------------------------
-    async def stream(self, provider: Any, *, system: str | None, history: Sequence[Message], tools: Sequence[Any],
-                     settings: Mapping[str, Any], emit: Emit | None = None) -> AsyncIterator[Chunk]:
+    async def stream(self, provider: Provider, *, system: str | None, history: Sequence[Message],
+                     tools: Sequence[ToolSpec], settings: Mapping[str, Any],
+                     emit: Emit | None = None) -> AsyncIterator[Chunk]:
         """``provider.stream`` for the prepared request; a refusal as too long compacts (or truncates)
         and retries once. The usage of summary requests comes first, as usage chunks of their model."""
         check_key = getattr(provider, "check_key", None)
