@@ -16,7 +16,15 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from types import FrameType, ModuleType
+
+    from PySide6.QtCore import QCoreApplication
+
+    from workspace.config import Config
+    from workspace.providers.base import Provider
 
 log = logging.getLogger("ui.app")
 
@@ -78,7 +86,7 @@ def quicken_pyside_import_hook() -> None:
     if original is None or getattr(original, "quick", False):
         return
 
-    def mod_uses_pyside(module: Any) -> bool:
+    def mod_uses_pyside(module: ModuleType) -> bool:
         path = getattr(module, "__file__", None)
         if not isinstance(path, str) or not path.endswith(".py"):
             return bool(original(module))
@@ -150,8 +158,8 @@ class Application:
     first paint) loads the configuration, opens the database and fills the window in.
     """
 
-    def __init__(self, *, folder: Path | None = None, theme_name: str | None = None, provider: Any = None,
-                 db_path: Path | str | None = None, config: Any = None, defer: bool = False) -> None:
+    def __init__(self, *, folder: Path | None = None, theme_name: str | None = None, provider: Provider | None = None,
+                 db_path: Path | str | None = None, config: Config | None = None, defer: bool = False) -> None:
         from ui import theme
         from ui.bridge import RunBridge
         from ui.controller import Controller
@@ -360,7 +368,7 @@ class Application:
                 log.warning("closing the database: %s", exc)
 
 
-def new_event_loop(app: Any = None) -> Any:
+def new_event_loop(app: QCoreApplication | None = None) -> Any:
     """A qasync event loop on the QApplication, set as the current loop (close it when done)."""
     import asyncio
 
@@ -434,7 +442,7 @@ class SignalQuit:
     runs in C++, so Python would only see the signal at its next bytecode: the signal's wakeup fd
     is a socket a :class:`QSocketNotifier` watches, which wakes the loop to run the handler."""
 
-    def __init__(self, app: Any, close: Any) -> None:
+    def __init__(self, app: QCoreApplication, close: Callable[[], object]) -> None:
         import signal
         import socket
 
@@ -459,7 +467,7 @@ class SignalQuit:
         except OSError:
             pass
 
-    def _handle(self, number: int, frame: Any) -> None:
+    def _handle(self, number: int, frame: FrameType | None) -> None:
         from PySide6.QtCore import QTimer
 
         if self.status:  # a second one: quit now (run_app closes what it can)
@@ -484,6 +492,6 @@ class SignalQuit:
         self._write.close()
 
 
-def quit_on_signals(app: Any, close: Any) -> SignalQuit:
+def quit_on_signals(app: QCoreApplication, close: Callable[[], object]) -> SignalQuit:
     """Make Ctrl-C in the terminal that started the window close it cleanly (see :class:`SignalQuit`)."""
     return SignalQuit(app, close)

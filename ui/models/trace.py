@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import (
@@ -126,7 +127,7 @@ class TraceFilterModel(QSortFilterProxyModel):
         self._kinds: set[str] | None = None
         self._text = ""
 
-    def _refilter(self, change: Any) -> None:
+    def _refilter(self, change: Callable[[], object]) -> None:
         if hasattr(self, "beginFilterChange"):  # Qt >= 6.10
             self.beginFilterChange()
             change()
