@@ -104,6 +104,7 @@ class MemoryModel(QAbstractTableModel):
 
     def apply(self, key: str, value: Any, *, previous: Any = None, writer: str | None = None,
               ts: float | None = None) -> None:
+        """``key`` now holds ``value`` (None: deleted); values are whatever JSON the robots wrote (any)."""
         ts = time.time() if ts is None else ts
         row = self._by_key.get(key)
         if row is None:
@@ -125,6 +126,7 @@ class MemoryModel(QAbstractTableModel):
 
 
 def pretty(value: Any) -> str:
+    """A memory value (any JSON) as indented text."""
     if isinstance(value, str):
         return value
     try:
@@ -134,6 +136,7 @@ def pretty(value: Any) -> str:
 
 
 def preview(value: Any, limit: int = 80) -> str:
+    """A memory value (any JSON) on one line, cut to ``limit`` characters."""
     if isinstance(value, str):
         text = value
     else:
