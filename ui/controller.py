@@ -60,7 +60,8 @@ class Controller(QObject):
     config_changed = Signal()
 
     def __init__(self, *, bridge: RunBridge, tasks: TaskOwner, config: Config | None = None,
-                 folder: Path | None = None, provider: Provider | None = None, db_path: Path | str | None = None, parent: QObject | None = None) -> None:
+                 folder: Path | None = None, provider: Provider | None = None, db_path: Path | str | None = None,
+                 parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
         self.tasks = tasks
@@ -114,16 +115,16 @@ class Controller(QObject):
         self.store_error = self.store_error_reason = None
         try:
             store = Store(path, busy_timeout=1.5, recover=recover)
-            workspace = Workspace(store=store, config=config, folder=folder, provider=provider)
+            workspace = self.workspace = Workspace(store=store, config=config, folder=folder, provider=provider)
         except StoreError as exc:
             self.store_error, self.store_error_reason = str(exc), exc.reason
             log.warning("store unavailable: %s", exc)
-            workspace = Workspace(store=Store(":memory:"), config=config, folder=folder, provider=provider)
+            workspace = self.workspace = Workspace(store=Store(":memory:"), config=config, folder=folder,
+                                                   provider=provider)
             self.problem.emit(
                 f"{exc}\n\nThe app is running with a temporary database: conversations in this session "
                 "will not be kept after you quit."
             )
-        self.workspace = workspace
         workspace.approval.ask_fn = self._ask
         names = self.robot_names()
         if names and self.robot_name not in names:
@@ -297,10 +298,10 @@ class Controller(QObject):
                 if session.is_network:
                     return session.network, None
                 return None, None
-            if self.network_name is not None and self.workspace is not None:
+            if self.network_name is not None:
                 network = self._network_cache.get(self.network_name)
                 if network is None:
-                    network = self._network_cache[self.network_name] = self.workspace.load_network(
+                    network = self._network_cache[self.network_name] = self.require_workspace().load_network(
                         self.network_name)
                 return network, None
         except Exception as exc:
