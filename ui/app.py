@@ -294,6 +294,12 @@ class Application:
 
         from ui import markdown
 
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no running loop (tests driving the window without one)
+            markdown.warm_up()
+            return
+
         async def load() -> None:
             from workspace.shared_imports import gc_paused
 
@@ -301,14 +307,11 @@ class Application:
                 with gc_paused():
                     markdown.load_libraries()
 
-            await asyncio.to_thread(work)
+            # The loop of the spawn, not asyncio.to_thread's running one: a test's loop may stop before this task's
+            # first step, which Qt then runs between two runs of the loop (when none is running).
+            await loop.run_in_executor(None, work)
             markdown.warm_up()  # what is left: a few ms on this thread
 
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # no running loop (tests driving the window without one)
-            markdown.warm_up()
-            return
         self.tasks.spawn(load(), name="load the Markdown libraries")
 
     def _warn_ignored_env(self) -> None:
