@@ -3,7 +3,7 @@ server-everything over stdio (the server already started, as in the MCP dock onc
 
 1. list: ``resources/list`` + ``resources/templates/list`` (what the dock's Resources tab asks first);
 2. preview: reading the first Markdown document (``MCPManager.read_resource_content``, which also looks its
-   name up in the list) plus turning it into the preview's HTML (``ui.docks.mcp_resources.preview_html``:
+   name up in the list) plus turning it into the preview's HTML (``ui.mcp.resources.preview_html``:
    Markdown rendered; Qt-free);
 3. template: filling in ``demo://resource/dynamic/text/{resourceId}`` and reading it.
 
@@ -32,7 +32,7 @@ async def main() -> None:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from ui.docks.mcp_resources import preview_html
+    from ui.mcp.resources import preview_html
     from workspace.mcp.manager import MCPManager
 
     _app = QApplication.instance() or QApplication([])  # the theme's colours need one

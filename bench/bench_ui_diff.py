@@ -63,7 +63,7 @@ def main() -> dict[str, Any]:
     from ui import theme
 
     theme.apply_theme(app, "light")
-    from ui.models.changes import ChangeReviewModel
+    from ui.review.model import ChangeReviewModel
     from ui.review.view import DiffView
     from workspace.changes import CheckpointStore
 

@@ -69,16 +69,18 @@ fi
 
 # 4. For the packaging tests and the Xvfb layer (tests/xvfb): a virtual X server, xdotool for real
 #    key and mouse events, a headless Wayland compositor to start the bundle on, and the validators
-#    of the .desktop entry and AppStream metadata (best effort).
+#    of the .desktop entry and AppStream metadata; bubblewrap for the command sandbox's tests
+#    (tests/test_isolation.py; util-linux gives its prlimit, unshare and mount) (best effort).
 if [ "$MODE" = dev ] && command -v dpkg-query >/dev/null; then
   missing=""
-  for pkg in xvfb xauth xdotool weston libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 desktop-file-utils appstream; do
+  for pkg in xvfb xauth xdotool weston libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 desktop-file-utils appstream \
+      bubblewrap util-linux; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"
   done
   if [ -n "$missing" ]; then
     say "Installing test tools:$missing"
     { need_root apt-get update -qq && need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null; } \
-      || echo "Could not install$missing; the packaging and Xvfb tests that need them will be skipped." >&2
+      || echo "Could not install$missing; the packaging, Xvfb and sandbox tests that need them will be skipped." >&2
   fi
 fi
 

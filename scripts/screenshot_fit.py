@@ -20,26 +20,16 @@ import asyncio
 import os
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scripts.window_shots import ROOT, folder_with, fresh_home, run_window, until
 
 SHOTS = ("review", "apply-question", "card-counts", "undo-note", "settings", "mcp-settings", "about")
 NOTES = "alpha\nbeta\ngamma\ndelta\nepsilon\nzeta\neta\ntheta\niota\nkappa\nlambda\nmu\n"
 CODE = "def area(w, h):\n    return w * h\n\n\ndef main():\n    print(area(2, 3))\n"
-
-
-async def _until(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "the state") -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not predicate():
-        if loop.time() > end:
-            raise TimeoutError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 async def _pause(seconds: float = 0.4) -> None:
@@ -65,11 +55,11 @@ async def _proposed(root: Any) -> Any:
     w = root.window
     w.robot_picker.setCurrentIndex(w.robot_model.row_of("file-helper", "robot"))
     w.runs.send("capitalise beta and kappa in the notes and document area()")
-    await _until(lambda: root.controller.idle and root.controller.session is not None, what="the run")
+    await until(lambda: root.controller.idle and root.controller.session is not None, what="the run")
     await _pause()
     pane = w.docks.changes_pane
     w.docks.review_changes(root.controller.session.changes.id)
-    await _until(lambda: not pane.commands.busy, what="the history")
+    await until(lambda: not pane.commands.busy, what="the history")
     return pane
 
 
@@ -103,11 +93,11 @@ async def shot(name: str, root: Any) -> Any:
         pane.model.accept(beta, doc)
         pane.model.reject(kappa, reason="kappa stays lower-case")
         pane.apply()
-        await _until(lambda: pane.undo_button.isEnabled(), what="the apply")
+        await until(lambda: pane.undo_button.isEnabled(), what="the apply")
         pane.undo_button.click()
-        await _until(lambda: pane.redo_button.isEnabled(), what="the undo")
+        await until(lambda: pane.redo_button.isEnabled(), what="the undo")
         w.runs.send("I undid it after all. What now?")
-        await _until(lambda: root.controller.idle, what="the answer")
+        await until(lambda: root.controller.idle, what="the answer")
         await _pause()
         block = w.chat.user_messages()[-1].note_block
         if block is not None:
@@ -117,24 +107,20 @@ async def shot(name: str, root: Any) -> Any:
 
 
 def one(name: str, out: Path) -> int:
-    home = Path(tempfile.mkdtemp(prefix="robotlab-home-"))
-    os.environ["ROBOTLAB_HOME"] = str(home)
-    os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
-    from PySide6.QtGui import QGuiApplication
+    home = fresh_home()
 
-    from ui.app import Application, get_app, new_event_loop
+    def build() -> Any:
+        from ui.app import Application
 
-    app = get_app()
-    loop = new_event_loop(app)
-    folder = Path(tempfile.mkdtemp(prefix="robotlab-fit-")) / "garden"
-    folder.mkdir()
-    (folder / "notes.txt").write_text(NOTES, encoding="utf-8")
-    (folder / "app.py").write_text(CODE, encoding="utf-8")
-    root = Application(folder=folder, theme_name="light", provider=_provider(), db_path=home / "fit.db")
-    window = root.window
-    window.show()
-    async def run() -> None:  # one coroutine: tasks the shot starts (a model listing) run on the loop
-        await _until(lambda: window.docks.changes_pane is not None, what="the docks")
+        folder = folder_with("garden", {"notes.txt": NOTES, "app.py": CODE}, prefix="robotlab-fit-")
+        root = Application(folder=folder, theme_name="light", provider=_provider(), db_path=home / "fit.db")
+        root.window.show()
+        return root
+
+    async def shoot(root: Any, app: Any) -> None:
+        from PySide6.QtGui import QGuiApplication
+
+        window = root.window
         target = await shot(name, root)
         await _pause(0.8)
         if target is not None and target is not window:
@@ -145,15 +131,8 @@ def one(name: str, out: Path) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         QGuiApplication.primaryScreen().grabWindow(0).save(str(out))
         print(f"wrote {out}")
-        await root.aclose()
 
-    try:
-        with loop:
-            loop.run_until_complete(run())
-    finally:
-        if not loop.is_closed():
-            loop.close()
-    return 0
+    return run_window(build, shoot)
 
 
 def main() -> int:

@@ -35,39 +35,29 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scripts.window_shots import ROOT, folder_with, fresh_home, run_window, until
 
 STATES = ("empty", "streaming", "approval", "review", "error", "network", "settings", "search", "long", "composer",
           "denied", "palette", "nomatch")
 SIZES = ("1280x720", "1920x1080")
 
 
-async def _until(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "the state") -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not predicate():
-        if loop.time() > end:
-            raise TimeoutError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
 async def _idle(root: Any) -> None:
-    await _until(lambda: root.controller.idle, what="the run to end")
+    await until(lambda: root.controller.idle, what="the run to end")
     await asyncio.sleep(0.3)
 
 
 def _folder() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="robotlab-states-")) / "garden-notes"
-    folder.mkdir()
-    (folder / "notes.txt").write_text("Plant tomatoes in May.\nWater the basil every morning.\n", encoding="utf-8")
-    (folder / "README.md").write_text("# Garden notes\n\nWhat grows where, and when to water it.\n", encoding="utf-8")
-    (folder / "plan.md").write_text("- [ ] build the raised bed\n- [x] buy seeds\n", encoding="utf-8")
-    return folder
+    return folder_with("garden-notes", {
+        "notes.txt": "Plant tomatoes in May.\nWater the basil every morning.\n",
+        "README.md": "# Garden notes\n\nWhat grows where, and when to water it.\n",
+        "plan.md": "- [ ] build the raised bed\n- [x] buy seeds\n",
+    }, prefix="robotlab-states-")
 
 
 # -- the states ---------------------------------------------------------------------------------------------
@@ -76,12 +66,12 @@ async def empty(root: Any) -> None:
 
 
 async def streaming(root: Any) -> None:
-    from ui.widgets.stream import MarkdownStream
+    from ui.chat.view.stream import MarkdownStream
 
     w = root.window
     root.controller.workspace.provider.delay = 0.06
     w.runs.send("read notes.txt and README.md")
-    await _until(lambda: len([x for x in w.chat.items() if isinstance(x, MarkdownStream)]) >= 2
+    await until(lambda: len([x for x in w.chat.items() if isinstance(x, MarkdownStream)]) >= 2
                  and sum(len(x.text) for x in w.chat.items() if isinstance(x, MarkdownStream)) > 160,
                  what="text to stream")
 
@@ -90,7 +80,7 @@ async def approval(root: Any) -> None:
     w = root.window
     root.controller.workspace.approval.policy.set_rule("ask", tool="read_file")
     w.runs.send("read notes.txt")
-    await _until(lambda: w.chat.pending_approval() is not None, what="the approval")
+    await until(lambda: w.chat.pending_approval() is not None, what="the approval")
     await asyncio.sleep(0.2)
     w.runs.focus_approval()
 
@@ -136,7 +126,7 @@ async def search(root: Any) -> None:
         await _idle(root)
     w.threads.new()
     w.sidebar.search.setText("basil")
-    await _until(lambda: w.thread_model.searching and w.thread_model.rowCount() >= 2, what="search results")
+    await until(lambda: w.thread_model.searching and w.thread_model.rowCount() >= 2, what="search results")
     await asyncio.sleep(0.3)
 
 
@@ -165,7 +155,7 @@ async def denied(root: Any) -> None:
     w = root.window
     root.controller.workspace.approval.policy.set_rule("ask", tool="read_file")
     w.runs.send("read notes.txt")
-    await _until(lambda: w.chat.pending_approval() is not None, what="the approval")
+    await until(lambda: w.chat.pending_approval() is not None, what="the approval")
     panel = w.chat.pending_approval()
     panel.reason.setText("not the notes, only the plan")
     panel.deny()
@@ -203,45 +193,40 @@ def _pick(root: Any, robot: str) -> None:
 
 # -- one state in this process --------------------------------------------------------------------------------
 def shoot(state: str, out: Path, theme: str) -> int:
-    home = Path(tempfile.mkdtemp(prefix="robotlab-home-"))
-    os.environ["ROBOTLAB_HOME"] = str(home)
-    os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
-    from ui.app import Application, get_app, new_event_loop
-    from workspace.config import load_config
-    from workspace.providers.demo import DemoProvider
+    home = fresh_home()
 
-    app = get_app()
-    loop = new_event_loop(app)
-    folder = _folder()
-    provider: Any = DemoProvider(delay=0.004)
-    overrides: dict[str, Any] = {}
-    if state == "error":
-        # A real run against a local server that is not there: the error is the provider's own.
-        provider = None
-        overrides = {"llm": {"model": "ollama_chat/llama3.1", "api_base": "http://127.0.0.1:9", "timeout": 5}}
-    config = load_config(folder, overrides=overrides) if overrides else None
-    root = Application(folder=folder, theme_name=theme, provider=provider, db_path=home / "states.db",
-                       config=config)
-    window = root.window
-    area = window.screen().availableGeometry()
-    window.resize(area.size())
-    window.move(area.topLeft())
-    window.show()
-    try:
-        with loop:
-            loop.run_until_complete(_until(lambda: window.docks.changes_pane is not None, what="the docks"))
-            loop.run_until_complete(globals()[state](root))
-            app.processEvents()
-            out.parent.mkdir(parents=True, exist_ok=True)
-            target = window.settings_flow.dialog if state == "settings" else window
-            assert target is not None
-            target.grab().save(str(out))
-            print(f"wrote {out}")
-            loop.run_until_complete(root.aclose())
-    finally:
-        if not loop.is_closed():
-            loop.close()
-    return 0
+    def build() -> Any:
+        from ui.app import Application
+        from workspace.config import load_config
+        from workspace.providers.demo import DemoProvider
+
+        folder = _folder()
+        provider: Any = DemoProvider(delay=0.004)
+        overrides: dict[str, Any] = {}
+        if state == "error":
+            # A real run against a local server that is not there: the error is the provider's own.
+            provider = None
+            overrides = {"llm": {"model": "ollama_chat/llama3.1", "api_base": "http://127.0.0.1:9", "timeout": 5}}
+        config = load_config(folder, overrides=overrides) if overrides else None
+        root = Application(folder=folder, theme_name=theme, provider=provider, db_path=home / "states.db",
+                           config=config)
+        window = root.window
+        area = window.screen().availableGeometry()
+        window.resize(area.size())
+        window.move(area.topLeft())
+        window.show()
+        return root
+
+    async def grab(root: Any, app: Any) -> None:
+        await globals()[state](root)
+        app.processEvents()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        target = root.window.settings_flow.dialog if state == "settings" else root.window
+        assert target is not None
+        target.grab().save(str(out))
+        print(f"wrote {out}")
+
+    return run_window(build, grab)
 
 
 def _screen_file(size: str) -> str:

@@ -14,7 +14,8 @@ from keyring.backend import KeyringBackend
 
 from workspace.errors import ConfigurationError
 from workspace.mcp.config import parse_server
-from workspace.mcp.edit import ServersFile, keyring_name, parse_pasted, secret_keys, store_secrets
+from workspace.mcp.edit import ServersFile, keyring_name, secret_keys, store_secrets
+from workspace.mcp.importers import parse_pasted
 
 HAND_WRITTEN = """\
 # My settings (written by hand)
@@ -159,3 +160,21 @@ def test_pasted_blocks_of_other_clients() -> None:
         parse_pasted('{"command": "npx"}')
     with pytest.raises(ConfigurationError, match="Nothing pasted"):
         parse_pasted("  ")
+
+
+def test_mcp_import_writes_the_file_and_its_backup_private_whatever_they_were(tmp_path: Path) -> None:
+    """``mcp import`` goes through the same atomic writer with ``mode=0o600``: a configuration file names
+    commands, servers and keyring entries, so the merged file (and a rewritten file's backup) are the user's
+    alone even when the file was readable by others before."""
+    from workspace.mcp.importers import merge_into_file
+
+    path = tmp_path / "config.yaml"
+    path.write_text("mcpServers: {a: {command: x}}\n", encoding="utf-8")  # flow style: rewritten, with a backup
+    os.chmod(path, 0o644)
+    report = merge_into_file(path, {"b": {"command": "y"}})
+    assert "b" in path.read_text(encoding="utf-8")
+    assert path.stat().st_mode & 0o777 == 0o600
+    backup = path.with_suffix(".yaml.bak")
+    assert report.rewritten and backup.read_text(encoding="utf-8") == "mcpServers: {a: {command: x}}\n"
+    assert backup.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml", "config.yaml.bak"]  # no temporary file

@@ -99,8 +99,8 @@ def test_a_hosted_model_is_not_sent_to_the_local_server(server: FakeLLMServer, t
 
 
 def test_the_chat_shows_the_switch_live_and_reopened() -> None:
-    from ui.chat.dump import dump_state
-    from ui.chat.presenter import ChatPresenter
+    from tests.ui.chat_dump import dump_state
+    from ui.chat.model.presenter import ChatPresenter
 
     run = "r1"
     events: list[ev.Event] = [ev.RunStarted(run_id=run, robot="assistant", seq=1, model="openai/fake"),

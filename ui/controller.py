@@ -343,7 +343,7 @@ class Controller(QObject):
     def search(self, query: str) -> list[SearchHit]:
         if self.store is None or not query:
             return []
-        from ui.models.threads import HIGHLIGHT
+        from ui.formatting import HIGHLIGHT
 
         try:
             return list(self.store.search(query, highlight=HIGHLIGHT))

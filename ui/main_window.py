@@ -101,11 +101,11 @@ class MainWindow(QMainWindow):
         if self.built:
             return
         self.built = True
-        from ui.models.memory import MemoryModel
-        from ui.models.network import ChatTargetModel, NetworkModel
-        from ui.models.threads import ThreadListModel
-        from ui.models.tool_calls import ToolCallsModel
-        from ui.models.trace import TraceModel
+        from ui.inspector.memory import MemoryModel
+        from ui.inspector.tool_calls import ToolCallsModel
+        from ui.inspector.trace import TraceModel
+        from ui.network.model import ChatTargetModel, NetworkModel
+        from ui.threads.model import ThreadListModel
         from ui.widgets.notices import Toast
         from ui.widgets.palette import CommandPalette
 
@@ -134,11 +134,11 @@ class MainWindow(QMainWindow):
 
     def _build_central(self) -> None:
         """The sidebar, and the conversation: its header, the banner, the chat and the composer."""
-        from ui.widgets.chat import ChatView
+        from ui.chat.composer.composer import Composer
+        from ui.chat.view.chat import ChatView
+        from ui.threads.sidebar import Sidebar
         from ui.widgets.common import ElidedLabel
-        from ui.widgets.composer import Composer
         from ui.widgets.notices import Banner
-        from ui.widgets.sidebar import Sidebar
 
         self.setMinimumSize(WINDOW_MIN_WIDTH, WINDOW_MIN_HEIGHT)
         self.sidebar = Sidebar(self.thread_model, self)

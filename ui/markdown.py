@@ -481,3 +481,24 @@ _INLINE_TAGS = {
 
 def _skip(token: Token) -> None:
     return None
+
+
+def _is_json_text(text: str) -> bool:
+    """True when ``text`` is a JSON document (an object or array; plain words are not)."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{":
+        return False
+    try:
+        json.loads(stripped)
+    except ValueError:
+        return False
+    return True
+
+
+def value_html(value: Any) -> str:
+    """A result or an error for people: highlighted JSON with its multi-line strings as text, or plain
+    text when it is not JSON (:func:`readable_html`)."""
+    if isinstance(value, str) and not _is_json_text(value):
+        return (f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">'
+                f"{_esc(value)}</pre>")
+    return readable_html(value)

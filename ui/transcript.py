@@ -3,7 +3,7 @@
 ``ThreadSession.transcript()`` reads every event of the branch; for a thread of thousands of
 messages that is most of the time to first paint. The window shows the last turns first, so
 it reads the (cheap) turn list, and the events of a turn when the turn is rendered: a
-:class:`LazyTranscript` is the chat presenter's :class:`~ui.chat.listener.TranscriptSource` (and
+:class:`LazyTranscript` is the chat presenter's :class:`~ui.chat.model.listener.TranscriptSource` (and
 gives the inspector every event, read off the UI thread for long threads).
 """
 

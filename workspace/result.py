@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from workspace.messages import Message, ToolResultMessage, format_time, parse_time
 
@@ -363,10 +363,10 @@ class RobotResult:
 
 WAITING = "waiting"
 RUNNING = "running"
-DONE = "done"
-FAILED = "failed"
-SKIPPED = "skipped"
-CANCELLED = "cancelled"
+DONE: Final = "done"
+FAILED: Final = "failed"
+SKIPPED: Final = "skipped"
+CANCELLED: Final = "cancelled"
 STATUSES = (WAITING, RUNNING, DONE, FAILED, SKIPPED, CANCELLED)
 TERMINAL_STATUSES = frozenset({DONE, FAILED, SKIPPED, CANCELLED})
 

@@ -25,6 +25,7 @@ from workspace.errors import ConfigurationError, RunFailedError
 from workspace.events import RunCancelled, RunFailed
 from workspace.memory import Memory
 from workspace.messages import Message
+from workspace.providers.base import with_defaults
 from workspace.result import RobotResult
 from workspace.robot_runs import prepare
 from workspace.robot_tools import ToolSource, resolve_tools, take_tools, to_tool
@@ -165,7 +166,7 @@ class Robot:
         self.approval: ApprovalGate | None = as_gate(approval)
         self.mcp_manager = mcp_manager
         self.history: list[Message] = []
-        self._provider = provider
+        self._provider = with_defaults(provider) if provider is not None else None
         self._active: AgentRun | None = None
         meta = tmpl.metadata if tmpl is not None else {}
         #: The model's context window in tokens, when set here or in the front matter (else the
@@ -225,7 +226,7 @@ class Robot:
 
     @provider.setter
     def provider(self, value: Provider) -> None:
-        self._provider = value
+        self._provider = with_defaults(value)
 
     @property
     def api_key(self) -> str | None:
@@ -328,14 +329,12 @@ class Robot:
             system = self.render_system({"message": ""})
         except Exception:  # a template that needs run variables: count the plain prompt
             system = self.system_prompt
-        fields = await self.context_manager.compact(self.provider, system=system, history=self.history)
-        if fields is None:
+        event = await self.context_manager.compact(self.provider, system=system, history=self.history)
+        if event is None:
             return None
         import uuid
 
-        from workspace.events import ContextCompacted
-
-        return ContextCompacted(run_id=f"compact-{uuid.uuid4().hex[:12]}", robot=self.name, **fields)
+        return event.replace(run_id=f"compact-{uuid.uuid4().hex[:12]}", robot=self.name)
 
     # -- system prompt --------------------------------------------------------------------------
     def build_context(self, network: Any = None) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from workspace.agent import RunSpec
 from workspace.approval import as_gate
 from workspace.memory import Memory
+from workspace.providers.base import with_defaults
 from workspace.result import RobotResult
 from workspace.robot_tools import mcp_prompt_text, resolve_tools
 from workspace.tools.manifest import ToolManifest
@@ -40,7 +41,8 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
     variables = {k: v for k, v in options.items() if k not in RUN_OPTIONS}
     variables["message"] = text
     memory = run_memory(robot, options)
-    provider = options.get("provider") or robot.provider
+    given = options.get("provider")
+    provider = with_defaults(given) if given is not None else robot.provider
     system = robot.render_system(variables, network=options.get("network"))
     if user is not None and user.system_prompt:
         system = f"{system}\n\n{user.system_prompt}" if system else user.system_prompt

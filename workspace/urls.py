@@ -8,9 +8,9 @@ ask these questions, and none of them should have to import the others to do so.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["LOCAL_DEFAULT_BASES", "is_loopback_url", "key_may_go", "normal_base", "user_api_bases",
+__all__ = ["LOCAL_DEFAULT_BASES", "Settings", "is_loopback_url", "key_may_go", "normal_base", "user_api_bases",
            "without_credentials", "written_in_folder"]
 
 #: Where local servers listen when no ``api_base`` is given (litellm's defaults), by model prefix.
@@ -36,19 +36,31 @@ def is_loopback_url(url: str) -> bool:
         return False
 
 
-def normal_base(url: Any) -> str:
-    """An ``api_base`` as compared: scheme and host lower-case, no trailing slash."""
+class Settings(Protocol):
+    """What these questions read of a configuration (:class:`workspace.config.Config`, or a view of one):
+    ``get(dotted)``; and, when it has them, ``sources``, ``folder`` and ``user_api_bases``."""
+
+    def get(self, dotted: str, default: Any = None) -> Any: ...
+
+
+def normal_base(url: object) -> str:
+    """An ``api_base`` as compared: without credentials (:func:`without_credentials`), scheme and host
+    lower-case, no trailing slash and no trailing ``/v1`` (``http://h:8080/v1`` and ``http://h:8080`` are
+    one server: OpenAI-style clients append ``/v1`` or not)."""
     from urllib.parse import urlsplit, urlunsplit
 
-    text = str(url).strip().rstrip("/")
+    text = without_credentials(str(url).strip()) or str(url).strip()
     try:
         parts = urlsplit(text)
     except ValueError:
-        return text
-    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, ""))
+        return text.rstrip("/")
+    path = parts.path.rstrip("/")
+    if path.lower().endswith("/v1"):
+        path = path[:-3].rstrip("/")
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, parts.query, ""))
 
 
-def from_folder_config(config: Any, dotted: str) -> bool:
+def from_folder_config(config: Settings | None, dotted: str) -> bool:
     """Whether ``config``'s value of ``dotted`` comes from the opened folder's ``.robotlab/config.yaml``."""
     sources = getattr(config, "sources", None)
     folder = getattr(config, "folder", None)
@@ -58,7 +70,7 @@ def from_folder_config(config: Any, dotted: str) -> bool:
     return isinstance(source, str) and written_in_folder(source, folder)  # its .robotlab/config.yaml
 
 
-def user_api_bases(config: Any) -> set[str]:
+def user_api_bases(config: Settings | None) -> set[str]:
     """The ``api_base`` addresses the user configured: their own file (Settings writes it), ``ROBOT_LAB_``
     variables and arguments (``--api-base``) (``Config.user_api_bases``), and ``llm.api_base`` unless it comes
     from the opened folder."""
@@ -81,13 +93,14 @@ def written_in_folder(path: Any, folder: Any) -> bool:
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def key_may_go(api_base: str | None, *, config: Any = None, folder_written: bool = False) -> bool:
+def key_may_go(api_base: str | None, *, config: Settings | None = None, folder_written: bool = False) -> bool:
     """Whether a request to ``api_base`` may carry the user's API key (environment or keyring).
 
     Yes for the provider's own address (no ``api_base``) and for an address the user configured
     (:func:`user_api_bases`). No for an address written in a file of the opened folder
     (``folder_written``: a robot's or network's ``api_base``), nor for ``llm.api_base`` when the folder's
-    ``.robotlab/config.yaml`` set it (trusted or not), unless the user configured the same address."""
+    ``.robotlab/config.yaml`` set it (trusted or not), unless the user configured the same address.
+    Addresses are compared as :func:`normal_base` spells them."""
     if not api_base:
         return True
     base = normal_base(api_base)

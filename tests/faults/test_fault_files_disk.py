@@ -57,7 +57,7 @@ class Harness:
         self.folder = folder
         self.changes = ChangeSet(folder, store=CheckpointStore(store), mode=mode)  # type: ignore[arg-type]
         self.context = ToolContext(robot="r", run_id="run", call_id="call", folder=folder, changes=self.changes,
-                                   emit=lambda cls, **fields: None)
+                                   emit=lambda event: None)
 
     async def call(self, name: str, **args: Any) -> Any:
         tool = registry.get(name)
@@ -347,8 +347,8 @@ async def test_a_full_disk_while_a_run_is_recorded_is_said_in_the_thread(llm: Fa
         assert notices and notices[-1] is seen[-2], seen[-3:]  # said just before the end
         assert notices[-1].detail.startswith(NOT_SAVED) and "database or disk is full" in notices[-1].detail
         assert seen[-1].result.last_text_content == BIG_ANSWER  # the run itself is whole
-        from ui.chat.dump import dump_state  # the window's chat (Qt-free): a warning in the turn
-        from ui.chat.presenter import ChatPresenter
+        from tests.ui.chat_dump import dump_state  # the window's chat (Qt-free): a warning in the turn
+        from ui.chat.model.presenter import ChatPresenter
 
         presenter = ChatPresenter()
         presenter.add_user("write a lot")

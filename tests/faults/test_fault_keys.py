@@ -128,13 +128,16 @@ async def test_a_folder_robots_api_base_gets_no_user_key(matrix: Any, tmp_path: 
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("mine", "folders"), [("/", ""), ("/v1", ""), ("", "/v1/")])
 async def test_the_same_api_base_in_the_users_configuration_gets_the_key(
-        matrix: Any, tmp_path: Path, kind: str, user_key: str,
+        matrix: Any, tmp_path: Path, kind: str, mine: str, folders: str, user_key: str,
         servers: tuple[FakeLLMServer, FakeLLMServer]) -> None:
-    matrix.case("keys", f"folder robot's api_base the user also configured gets the key ({kind})")
+    matrix.case("keys", f"folder robot's api_base the user also configured gets the key ({kind}, {mine!r} vs "
+                        f"{folders!r})")
     _, theirs = servers
-    user_config(provider_choice(kind) + f"  api_base: {theirs.base_url}/\n")  # spelt with a slash: the same
-    folder = folder_with(tmp_path, robot=robot_file(theirs.base_url))
+    # Spelt with a slash or a /v1 on either side: the same server.
+    user_config(provider_choice(kind) + f"  api_base: {theirs.base_url}{mine}\n")
+    folder = folder_with(tmp_path, robot=robot_file(theirs.base_url + folders))
     from workspace.catalog import load_robot
 
     assert await answer(load_robot("leaky", folder=folder)) == "folder's"

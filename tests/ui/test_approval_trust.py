@@ -28,8 +28,8 @@ async def manager(tmp_path: Path) -> AsyncIterator[Any]:
 
 async def test_the_trust_switch_is_saved_and_shown_in_the_dock(qapp_instance: Any, tmp_path: Path,
                                                               manager: Any) -> None:
-    from ui.docks.mcp import McpPane
-    from ui.settings_mcp import McpServersPage
+    from ui.mcp.pane import McpPane
+    from ui.settings.mcp_servers import McpServersPage
     from ui.tasks import TaskOwner
 
     config = tmp_path / "config.yaml"
@@ -96,7 +96,7 @@ async def test_the_approval_card_says_what_the_call_does_and_what_is_only_claime
 
     from PySide6.QtWidgets import QLabel
 
-    from ui.widgets.cards import ApprovalPanel
+    from ui.chat.view.cards import ApprovalPanel
     from workspace.approval import ApprovalRequest, FileEffect
 
     patch = ApprovalRequest(call_id="c1", robot="helper", tool="apply_patch", input={"patch": "..."},

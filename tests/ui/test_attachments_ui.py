@@ -17,8 +17,8 @@ from PySide6.QtWidgets import QApplication
 
 from tests.test_attachments import png
 from tests.ui.a11y import unnamed_controls
+from tests.ui.chat_dump import dump_state, dump_widgets
 from tests.ui.conftest import running_app, wait_until
-from ui.chat.dump import dump_state
 from workspace.attachments import Attachment
 from workspace.messages import Message
 from workspace.providers.testing import AgentInfo, FunctionProvider
@@ -166,7 +166,7 @@ async def test_button_drop_and_paste_add_chips_and_a_reopened_thread_shows_them(
         assert [p["type"] for p in parts] == ["text", "text", "text", "image_url"]
         live = dump_state(window.chat.presenter.state)
         assert "attachments=" in live and "image cat.png image/png 75B cat.png" in live
-        widgets = window.chat.dump()
+        widgets = dump_widgets(window.chat)
         assert "chips=['notes.md', 'cat.png']" in widgets
         # Clicking a sent chip opens it: the image from the thread's database.
         message = window.chat.user_messages()[-1]
@@ -184,7 +184,7 @@ async def test_button_drop_and_paste_add_chips_and_a_reopened_thread_shows_them(
         window.threads.open(thread_id)
         await asyncio.sleep(0.05)
         assert dump_state(window.chat.presenter.state) == live
-        assert window.chat.dump() == widgets
+        assert dump_widgets(window.chat) == widgets
         # The next message sends them again with the conversation.
         window.runs.send("And now?")
         await _idle(root)
@@ -357,7 +357,7 @@ async def test_the_window_honours_the_configured_limits(model: Recorder, db_path
 
 def test_a_chip_marks_its_kind_with_an_icon_not_an_emoji(qapp_instance: Any) -> None:
     """An emoji is a blank box where no emoji font is installed: the kind is a themed icon."""
-    from ui.widgets.attachments import AttachmentChip, chip_icon
+    from ui.chat.composer.attachments import AttachmentChip, chip_icon
 
     image = Attachment.from_bytes(png(), name="cat.png")
     text = Attachment.from_text("hello", name="notes.md")
@@ -369,7 +369,7 @@ def test_a_chip_marks_its_kind_with_an_icon_not_an_emoji(qapp_instance: Any) -> 
 def test_a_chips_icons_follow_a_switch_of_theme(qapp_instance: Any) -> None:
     """A chip waiting in the message box when the theme changes draws its icons in the new colours."""
     from ui import theme
-    from ui.widgets.attachments import AttachmentChip
+    from ui.chat.composer.attachments import AttachmentChip
 
     theme.apply_theme(qapp_instance, "light")
     chip = AttachmentChip(Attachment.from_text("hello", name="notes.md"), removable=True)

@@ -34,7 +34,7 @@ def _set(tmp_path: Path) -> ChangeSet:
 
 
 def _model(changes: ChangeSet | None = None) -> Any:
-    from ui.models.changes import ChangeReviewModel
+    from ui.review.model import ChangeReviewModel
 
     model = ChangeReviewModel()
     if changes is not None:
@@ -312,7 +312,7 @@ def test_syntax_colours_come_from_pygments_for_the_file_type() -> None:
 
 
 def test_review_note_block_is_collapsed_and_summarises(qtbot: Any) -> None:
-    from ui.review.note import ReviewNoteBlock, note_summary
+    from ui.chat.view.review_note import ReviewNoteBlock, note_summary
 
     note = ("The user reviewed the file changes you proposed (change set x):\n"
             "- a.txt: partly applied — hunk 1 (line 3) accepted; hunk 2 (line 30) rejected (reason: \"no\").\n"
@@ -326,7 +326,7 @@ def test_review_note_block_is_collapsed_and_summarises(qtbot: Any) -> None:
 
 
 def test_review_note_summary_counts_undone_files() -> None:
-    from ui.review.note import note_summary
+    from ui.chat.view.review_note import note_summary
     from workspace.changes import format_outcome
 
     applied = {"path": "a.txt", "action": "modify", "status": "applied", "undone": True,

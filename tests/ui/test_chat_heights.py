@@ -11,8 +11,8 @@ import pytest
 from PySide6.QtWidgets import QApplication, QWidget
 
 from tests.ui.conftest import wait_until
-from ui.widgets.chat import ChatView
-from ui.widgets.messages import UserMessage
+from ui.chat.view.chat import ChatView
+from ui.chat.view.messages import UserMessage
 from workspace import events as ev
 
 

@@ -8,10 +8,10 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from ui.chat.dump import dump_state
-from ui.chat.presenter import ChatPresenter
-from ui.chat.state import CallLaneItem, LaneItem, NetworkItem, TextItem
-from ui.chat.tool_calls import ToolCallItem
+from tests.ui.chat_dump import dump_state, dump_widgets
+from ui.chat.model.presenter import ChatPresenter
+from ui.chat.model.state import CallLaneItem, LaneItem, NetworkItem, TextItem
+from ui.chat.model.tool_calls import ToolCallItem
 from workspace import Robot, ScriptedProvider, ToolCall
 from workspace import events as ev
 from workspace.network import Network
@@ -124,9 +124,9 @@ def test_a_task_runs_end_does_not_end_the_network() -> None:
 
 
 def test_the_chat_view_shows_the_lane_in_the_card(qapp_instance: Any) -> None:
-    from ui.widgets.cards import ToolCard
-    from ui.widgets.chat import ChatView
-    from ui.widgets.lanes import TaskLane
+    from ui.chat.view.cards import ToolCard
+    from ui.chat.view.chat import ChatView
+    from ui.chat.view.lanes import TaskLane
 
     chat = ChatView()
     chat.presenter.add_user("go")
@@ -136,7 +136,7 @@ def test_the_chat_view_shows_the_lane_in_the_card(qapp_instance: Any) -> None:
     [lane] = card.lanes()
     assert isinstance(lane, TaskLane) and lane.status == "done" and lane.collapsed
     assert [type(w).__name__ for w in lane.widgets()] == ["MarkdownStream", "ToolCard", "MarkdownStream"]
-    text = chat.dump()
+    text = dump_widgets(chat)
     assert "\n    lane helper" in text and "\n        text 'It is sunny.'" in text
     chat.presenter.set_lane_collapsed(chat.presenter.call("c1").inner, False, by_user=True)  # type: ignore[arg-type]
     assert not lane.collapsed

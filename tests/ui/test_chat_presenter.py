@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from ui.chat.dump import dump_state
-from ui.chat.presenter import ChatPresenter
-from ui.chat.state import (
+from tests.ui.chat_dump import dump_state
+from ui.chat.model.presenter import ChatPresenter
+from ui.chat.model.state import (
     ChangeItem,
     HeaderItem,
     Item,
@@ -24,7 +24,7 @@ from ui.chat.state import (
     TextItem,
     TurnState,
 )
-from ui.chat.tool_calls import ToolCallItem
+from ui.chat.model.tool_calls import ToolCallItem
 from workspace import events as ev
 from workspace.persistence import coalesce_text
 from workspace.result import NetworkResult, RobotResult, TaskState, Usage
@@ -450,7 +450,7 @@ class Block(importlib.abc.MetaPathFinder):
             raise ImportError('blocked: ' + name)
         return None
 sys.meta_path.insert(0, Block())
-import ui.chat.presenter, ui.chat.dump
+import ui.chat.model.presenter, tests.ui.chat_dump
 print('ok')
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.ui.chat_dump import dump_state, dump_widgets, usage_text
 from tests.ui.conftest import close_app, wait_until
-from ui.chat.dump import dump_state, usage_text
 from workspace.messages import Message
 from workspace.providers.testing import AgentInfo, FunctionProvider, ToolCall
 from workspace.result import Usage
@@ -43,7 +43,7 @@ def _snapshot(root: Any) -> dict[str, Any]:
     window = root.window
     state = window.chat.presenter.state
     return {
-        "widgets": window.chat.dump(),
+        "widgets": dump_widgets(window.chat),
         "state": dump_state(state),
         "turn_totals": [usage_text(turn.totals) for turn in state.turns],
         "thread_totals": usage_text(state.totals),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ui.widgets.context_meter import ContextMeter, short_tokens
+from ui.chat.composer.context_meter import ContextMeter, short_tokens
 from workspace import events as ev
 
 

@@ -22,7 +22,7 @@ def _probe(tmp_path: Path, width: int, height: int) -> dict[str, Any]:
     screen.write_text(json.dumps({"screens": [{"name": "probe", "x": 0, "y": 0, "width": width, "height": height,
                                                "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}))
     env = dict(os.environ, QT_QPA_PLATFORM=f"offscreen:configfile={screen}", ROBOTLAB_HOME=str(tmp_path / "home"))
-    done = subprocess.run([sys.executable, "-m", "tests.ui.dialog_probe"], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-m", "tests.ui.window_probe", "--dialogs"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.ui.conftest import close_app, wait_until
-from ui.widgets.change_card import ChangeCard
+from ui.chat.view.change_card import ChangeCard
 from workspace.providers.testing import ToolCall
 
 NOTES = "alpha\nbeta\ngamma\ndelta\nepsilon\nzeta\neta\ntheta\niota\nkappa\nlambda\nmu\n"

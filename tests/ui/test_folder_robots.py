@@ -9,7 +9,7 @@ from typing import Any
 def test_the_picker_lists_the_folders_assistant_beside_the_shipped_one(qtbot: Any, tmp_path: Path) -> None:
     from PySide6.QtCore import Qt
 
-    from ui.models.robots import RobotListModel
+    from ui.network.robots import RobotListModel
     from workspace.catalog import list_robots
 
     folder = tmp_path / "project"

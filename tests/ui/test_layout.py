@@ -161,9 +161,9 @@ async def test_cards_shrink_to_the_chat_column(desktop: Any, provider: Any) -> N
 
 
 async def test_a_tool_card_asks_for_little_width(qapp_instance: Any) -> None:
-    from ui.chat.state import TurnState
-    from ui.chat.tool_calls import ToolCallItem
-    from ui.widgets.cards import ToolCard
+    from ui.chat.model.state import TurnState
+    from ui.chat.model.tool_calls import ToolCallItem
+    from ui.chat.view.cards import ToolCard
 
     arguments = {"path": "/" + "deep/" * 60 + "file.txt"}
     card = ToolCard(call_id="c1", tool="a_server_with_a_long_name__a_tool_with_a_long_name_too",
@@ -208,8 +208,8 @@ async def test_a_toast_stays_inside_the_window_and_off_the_send_button(desktop: 
 
 # -- the inspector -------------------------------------------------------------------------------------
 def test_failed_calls_are_counted_consistently(qapp_instance: Any) -> None:
-    from ui.docks.inspector import ToolCallsPane
-    from ui.models.tool_calls import ToolCallsModel
+    from ui.inspector.panes import ToolCallsPane
+    from ui.inspector.tool_calls import ToolCallsModel
 
     model = ToolCallsModel()
     pane = ToolCallsPane(model)
@@ -253,8 +253,8 @@ def _block_colors(document: Any, needle: str) -> set[str]:
 
 
 def test_plain_error_text_is_not_highlighted_as_json(qapp_instance: Any) -> None:
-    from ui.docks.inspector import ToolCallsPane
-    from ui.models.tool_calls import ToolCallsModel
+    from ui.inspector.panes import ToolCallsPane
+    from ui.inspector.tool_calls import ToolCallsModel
 
     model = ToolCallsModel()
     pane = ToolCallsPane(model)
@@ -274,7 +274,7 @@ def test_plain_error_text_is_not_highlighted_as_json(qapp_instance: Any) -> None
 
 
 def test_the_card_shows_plain_errors_and_json_results_accordingly(qapp_instance: Any) -> None:
-    from ui.widgets.cards import value_html
+    from ui.markdown import value_html
 
     assert "<span" not in value_html("Unknown tool 'huge': 1 [x] {y}")
     assert "<span" in value_html('{"a": [1, true, "b"]}')
@@ -282,8 +282,8 @@ def test_the_card_shows_plain_errors_and_json_results_accordingly(qapp_instance:
 
 
 async def test_trace_columns_fit_their_contents(qapp_instance: Any) -> None:
-    from ui.docks.inspector import TracePane
-    from ui.models.trace import TraceModel
+    from ui.inspector.panes import TracePane
+    from ui.inspector.trace import TraceModel
 
     model = TraceModel()
     pane = TracePane(model)

@@ -18,8 +18,8 @@ def events(from_text: bool, call_id: str) -> list[ev.Event]:
 
 
 def test_the_card_of_a_call_from_text_says_so(qapp_instance: Any) -> None:
-    from ui.widgets.cards import FROM_TEXT, ToolCard
-    from ui.widgets.chat import ChatView
+    from ui.chat.view.cards import FROM_TEXT, ToolCard
+    from ui.chat.view.chat import ChatView
 
     chat = ChatView()
     chat.presenter.add_user("List src")
@@ -41,8 +41,8 @@ def test_the_card_of_a_call_from_text_says_so(qapp_instance: Any) -> None:
 
 
 def test_an_answer_stopped_by_a_full_window_says_so() -> None:
-    from ui.chat.presenter import ChatPresenter
-    from ui.chat.state import NoticeItem
+    from ui.chat.model.presenter import ChatPresenter
+    from ui.chat.model.state import NoticeItem
 
     presenter = ChatPresenter()
     turn = presenter.add_user("Count the files")

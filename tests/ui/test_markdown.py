@@ -265,7 +265,7 @@ def test_follow_link_opens_only_web_and_mail_links(clipboard: Any, monkeypatch: 
 
 
 def test_streamed_markdown_keeps_copy_links_per_segment(clipboard: Any, qtbot: Any) -> None:
-    from ui.widgets.stream import FREEZE_CHARS, MarkdownStream
+    from ui.chat.view.stream import FREEZE_CHARS, MarkdownStream
 
     para = "A paragraph of words that fills the segment quickly. " * 8
     text = "".join(f"{para}\n\n```python\nblock_{i} = {i}\n```\n\n" for i in range(6)) + "- [x] done\n"

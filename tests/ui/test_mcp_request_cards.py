@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from tests.ui.chat_dump import dump_state, dump_widgets, request_card_line
 from tests.ui.conftest import close_app, wait_until
-from ui.chat.dump import dump_state
-from ui.chat.presenter import ChatPresenter
-from ui.chat.tool_calls import ElicitationItem, SamplingItem
+from ui.chat.model.presenter import ChatPresenter
+from ui.chat.model.tool_calls import ElicitationItem, SamplingItem
 from workspace import events as ev
 from workspace.mcp.requests import ELICITATION, SAMPLING
 
@@ -156,8 +156,8 @@ def everything_robot(robotlab_home: Path, mcp_bin: Path) -> str:
 async def test_sampling_card_and_elicitation_form_against_the_reference_server(
         everything_robot: str, provider: Any, db_path: Path) -> None:
     from ui.app import Application
-    from ui.widgets.elicitation_form import ElicitationForm
-    from ui.widgets.sampling_card import SamplingCard
+    from ui.chat.view.elicitation_form import ElicitationForm
+    from ui.chat.view.sampling_card import SamplingCard
     from workspace.mcp import set_default_manager
     from workspace.providers.testing import ToolCall
 
@@ -175,7 +175,7 @@ async def test_sampling_card_and_elicitation_form_against_the_reference_server(
         try:
             await wait_until(lambda: any(c.asking for c in chat.request_cards()), timeout=30, what="the sampling card")
         except AssertionError:
-            print(chat.dump())
+            print(dump_widgets(chat))
             raise
         card = chat.request_cards()[0]
         assert isinstance(card, SamplingCard)
@@ -225,13 +225,13 @@ async def test_sampling_card_and_elicitation_form_against_the_reference_server(
         assert any("Ada Lovelace" in t for t in form.texts())
 
         # 3. Reopened: the decided requests read exactly as they did live.
-        live = [c.dump() for c in chat.request_cards()]
+        live = [request_card_line(c) for c in chat.request_cards()]
         thread_id = root.controller.thread_id
         root.window.threads.new()
         await asyncio.sleep(0.05)
         root.window.threads.open(thread_id)
         await asyncio.sleep(0.05)
-        assert [c.dump() for c in chat.request_cards()] == live
+        assert [request_card_line(c) for c in chat.request_cards()] == live
     finally:
         await close_app(root)
         set_default_manager(None)
@@ -242,9 +242,9 @@ async def test_the_cards_answer_from_the_keyboard_and_name_their_fields(qapp_ins
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QWidget
 
-    from ui.widgets.chat import ChatView
-    from ui.widgets.elicitation_form import ElicitationForm
-    from ui.widgets.sampling_card import SamplingCard
+    from ui.chat.view.chat import ChatView
+    from ui.chat.view.elicitation_form import ElicitationForm
+    from ui.chat.view.sampling_card import SamplingCard
     from workspace.approval import ApprovalRequest
 
     loop = asyncio.get_running_loop()

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.timeout(120)
 
 @pytest.fixture
 async def pane(qapp_instance: Any, tmp_path: Path) -> AsyncIterator[Any]:
-    from ui.docks.mcp import McpPane
+    from ui.mcp.pane import McpPane
     from ui.tasks import TaskOwner
     from workspace.mcp.manager import MCPManager
 

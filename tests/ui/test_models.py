@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
@@ -21,7 +22,7 @@ def _app(qapp_instance: object) -> None:
 
 
 def test_tool_calls_model_pairs_calls_and_results_by_id() -> None:
-    from ui.models.tool_calls import ToolCallsModel, diff_results
+    from ui.inspector.tool_calls import ToolCallsModel, diff_results
 
     model = ToolCallsModel()
     model.add_events([
@@ -43,7 +44,7 @@ def test_tool_calls_model_pairs_calls_and_results_by_id() -> None:
 
 
 def test_tool_calls_model_tracks_approvals() -> None:
-    from ui.models.tool_calls import ToolCallsModel
+    from ui.inspector.tool_calls import ToolCallsModel
 
     model = ToolCallsModel()
     changed: list[int] = []
@@ -63,7 +64,7 @@ def test_tool_calls_with_the_same_id_in_two_runs_are_two_rows() -> None:
     id in several runs, and the table must show each call, never update an older run's row."""
     from dataclasses import replace
 
-    from ui.models.tool_calls import ToolCallsModel
+    from ui.inspector.tool_calls import ToolCallsModel
 
     model = ToolCallsModel()
     first = [_e(ev.ToolUse, 1, id="call_0", name="list_files", input={"path": "."}),
@@ -77,7 +78,7 @@ def test_tool_calls_with_the_same_id_in_two_runs_are_two_rows() -> None:
 
 
 def test_trace_model_and_filter() -> None:
-    from ui.models.trace import TraceFilterModel, TraceModel
+    from ui.inspector.trace import TraceFilterModel, TraceModel
 
     model = TraceModel()
     proxy = TraceFilterModel()
@@ -97,7 +98,7 @@ def test_trace_model_and_filter() -> None:
 
 
 def test_memory_model_keeps_writer_and_history() -> None:
-    from ui.models.memory import MemoryModel
+    from ui.inspector.memory import MemoryModel
 
     model = MemoryModel()
     model.add_events([_e(ev.MemoryChanged, 1, key="color", value="teal", writer="assistant")])
@@ -113,7 +114,7 @@ def test_memory_model_keeps_writer_and_history() -> None:
 
 
 def test_thread_list_model_threads_and_search_hits(tmp_path: object) -> None:
-    from ui.models.threads import ThreadListModel
+    from ui.threads.model import ThreadListModel
     from workspace.persistence import SearchHit, Store
 
     store = Store(":memory:")
@@ -133,7 +134,7 @@ def test_thread_list_model_threads_and_search_hits(tmp_path: object) -> None:
 
 
 def test_robot_model_shows_model_or_offline_demo() -> None:
-    from ui.models.robots import DEMO_LABEL, RobotListModel
+    from ui.network.robots import DEMO_LABEL, RobotListModel
     from workspace.catalog import list_robots
 
     model = RobotListModel()
@@ -166,7 +167,7 @@ def test_bridge_coalesces_text_and_keeps_order(qapp_instance: object) -> None:
     bridge = RunBridge(flush_ms=1000)
     seen: list[tuple[str, str]] = []
     bridge.text_appended.connect(lambda _r, _b, text: seen.append(("text", text)))
-    bridge.tool_used.connect(lambda e: seen.append(("tool", e.name)))
+    bridge.view_event.connect(lambda e: seen.append(("tool", e.name)) if isinstance(e, ev.ToolUse) else None)
     batches: list[int] = []
     bridge.events_batched.connect(lambda batch: batches.append(len(batch)))
     for i in range(500):
@@ -221,8 +222,10 @@ def test_bridge_gives_views_every_event_in_order_with_text_joined(qapp_instance:
     assert isinstance(seen[3], ev.TextDelta) and seen[3].text == "tail"
 
 
-def test_bridge_gives_every_event_class_a_signal(qapp_instance: object) -> None:
-    """No event is dropped: each class of the Event union reaches a signal of its own."""
+def test_bridge_gives_every_event_class_to_the_views_and_keeps_only_subscribed_signals(qapp_instance: object) -> None:
+    """No event is dropped: each class of the Event union reaches ``view_event`` and the trace's batches;
+    and every per-kind signal of the bridge has a subscriber in the window (no dead signals)."""
+    import re
     import typing
 
     from PySide6.QtCore import Signal
@@ -230,22 +233,25 @@ def test_bridge_gives_every_event_class_a_signal(qapp_instance: object) -> None:
     from ui.bridge import RunBridge, event_summary
 
     bridge = RunBridge(flush_ms=1000)
-    # Every per-kind signal of the bridge (not the catch-alls: every event goes through those).
-    catch_all = {"view_event", "events_batched", "running_changed", "text_appended", "reasoning_appended"}
-    names = [n for n, v in vars(RunBridge).items() if isinstance(v, Signal) and n not in catch_all]
-    assert "run_ended" in names and "tool_used" in names
-    reached: list[str] = []
-    for name in names:
-        getattr(bridge, name).connect(lambda e, _n=name: reached.append(type(e).__name__))
-    bridge.text_appended.connect(lambda _r, _b, _text: reached.append("TextDelta"))
-    bridge.reasoning_appended.connect(lambda _r, _b, _text: reached.append("ReasoningDelta"))
+    viewed: list[str] = []
+    batched: list[str] = []
+    bridge.view_event.connect(lambda e: viewed.append(type(e).__name__))
+    bridge.events_batched.connect(lambda batch: batched.extend(type(e).__name__ for e in batch))
     classes = typing.get_args(ev.Event)
     for seq, cls in enumerate(classes):
         event = _e(cls, seq)
         bridge.feed(event)
         bridge.flush()
         assert isinstance(event_summary(event), str)
-    assert sorted(reached) == sorted(cls.__name__ for cls in classes)
+    names = sorted(cls.__name__ for cls in classes)
+    assert sorted(viewed) == names and sorted(batched) == names
+
+    root = Path(__file__).resolve().parents[2] / "ui"
+    sources = "\n".join(p.read_text(encoding="utf-8") for p in root.rglob("*.py") if p.name != "bridge.py")
+    signals = [n for n, v in vars(RunBridge).items() if isinstance(v, Signal)]
+    assert "run_ended" in signals and "view_event" in signals
+    unsubscribed = [n for n in signals if not re.search(rf"\.{n}\.connect\(", sources)]
+    assert unsubscribed == [], f"signals of the bridge nothing in ui/ connects to: {unsubscribed}"
 
 
 async def test_task_owner_reports_errors_and_treats_cancel_as_normal() -> None:
@@ -272,7 +278,7 @@ async def test_task_owner_reports_errors_and_treats_cancel_as_normal() -> None:
 
 
 def test_mcp_servers_model_from_status_snapshots() -> None:
-    from ui.models.mcp import McpServersModel
+    from ui.mcp.model import McpServersModel
     from workspace.mcp.status import ServerState, ServerStatus, ToolInfo
 
     model = McpServersModel()
@@ -285,3 +291,47 @@ def test_mcp_servers_model_from_status_snapshots() -> None:
     assert model.rowCount() == 2
     assert model.index(0, 1).data() == "ready" and model.index(0, 2).data() == "1/2"
     assert model.index(1, 1).data() == "failed" and "not found" in model.index(1, 0).data(Qt.ItemDataRole.ToolTipRole)
+
+
+def test_table_models_find_rows_by_key_after_a_reset_and_tell_views_what_changed() -> None:
+    """The shared table base (ui/widgets/table_model.py): a reset rebuilds each model's lookup by key, an insert
+    and a change reach the views as one signal each, and headers come from the columns."""
+    from ui.inspector.memory import MemoryModel
+    from ui.inspector.tool_calls import ToolCallsModel
+    from ui.mcp.model import McpServersModel
+    from workspace.mcp.status import ServerState, ServerStatus
+
+    memory = MemoryModel()
+    memory.set_events([_e(ev.MemoryChanged, 1, key="a", value=1), _e(ev.MemoryChanged, 2, key="b", value=2)])
+    assert memory.rowCount() == 2 and memory.entry("b") is not None
+    assert [memory.headerData(c, Qt.Orientation.Horizontal) for c in range(memory.columnCount())] == \
+        ["Key", "Value", "Writer", "Time"]
+    changed: list[tuple[int, int]] = []
+    memory.dataChanged.connect(lambda top, bottom: changed.append((top.row(), bottom.column())))
+    memory.apply("b", 3, previous=2)
+    assert changed == [(1, 3)] and memory.index(1, 1).data() == "3"
+    memory.clear()
+    assert memory.rowCount() == 0 and memory.entry("a") is None
+    memory.apply("a", 5)  # after a clear the key is new again: a row of its own, not a stale row number
+    assert memory.rowCount() == 1 and memory.index(0, 1).data() == "5"
+    assert memory.index(0, 0).data(Qt.ItemDataRole.UserRole).key == "a"
+
+    servers = McpServersModel()
+    inserted: list[int] = []
+    servers.rowsInserted.connect(lambda _parent, first, _last: inserted.append(first))
+    servers.update(ServerStatus(name="one", state=ServerState.READY))
+    servers.update(ServerStatus(name="two", state=ServerState.READY))
+    assert inserted == [0, 1] and servers.status("two") is not None
+    servers.set_statuses([ServerStatus(name="two", state=ServerState.FAILED)])
+    assert servers.status("one") is None and servers.status("two").state == ServerState.FAILED
+    servers.update(ServerStatus(name="two", state=ServerState.READY))
+    assert servers.rowCount() == 1 and servers.index(0, 1).data() == "ready"
+
+    calls = ToolCallsModel()
+    calls.set_events([_e(ev.ToolUse, 1, id="c1", name="read_file", input={})])
+    calls.add_event(_e(ev.ToolResult, 2, id="c1", name="read_file", payload="ok", duration=0.5))
+    assert calls.rowCount() == 1 and calls.index(0, calls.COL_STATUS).data() == "ok"
+    calls.clear()
+    calls.add_event(_e(ev.ToolResult, 3, id="c1", name="read_file", payload="ok", duration=0.5))
+    assert calls.rowCount() == 1  # a result with no call after a clear gets a row of its own
+    assert calls.index(5, 0).data() is None  # past the rows: nothing

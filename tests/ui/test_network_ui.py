@@ -11,10 +11,10 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 
 from tests.ui.conftest import wait_until
-from ui.widgets.cards import ToolCard
-from ui.widgets.lanes import NetworkHeader
-from ui.widgets.messages import RunFooter, UserMessage
-from ui.widgets.stream import MarkdownStream
+from ui.chat.view.cards import ToolCard
+from ui.chat.view.lanes import NetworkHeader
+from ui.chat.view.messages import RunFooter, UserMessage
+from ui.chat.view.stream import MarkdownStream
 from workspace import events as ev
 from workspace.messages import Message
 from workspace.providers.testing import AgentInfo, FunctionProvider, ToolCall
@@ -270,7 +270,7 @@ async def test_stop_mid_run_cancels_every_running_task(desktop: Any, writers: Pa
 
 
 async def test_the_network_model_follows_events_without_a_window() -> None:
-    from ui.models.network import NetworkModel
+    from ui.network.model import NetworkModel
 
     model = NetworkModel()
     graph = {"name": "n", "nodes": [{"name": "a", "robot": "ra", "optional": False, "step": 1},

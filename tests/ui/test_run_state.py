@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from tests.ui.chat_dump import dump_state, dump_widgets
 from tests.ui.conftest import wait_until
-from ui.chat.dump import dump_state
-from ui.chat.presenter import WAITING, ChatPresenter
-from ui.chat.state import ErrorItem, split_fix
-from ui.widgets.chat import ChatView
-from ui.widgets.run_state import ErrorCard
+from ui.chat.model.presenter import WAITING, ChatPresenter
+from ui.chat.model.state import ErrorItem, split_fix
+from ui.chat.view.chat import ChatView
+from ui.chat.view.run_state import ErrorCard
 from workspace import events as ev
 from workspace.providers.testing import Fail, Pause
 
@@ -70,16 +70,16 @@ async def test_a_failed_run_shows_a_card_across_the_column_with_retry_and_reopen
     assert card.fix_label is not None and "Set OPENAI_API_KEY, or open Settings." in card.fix_label.text()
     assert card.settings_button is not None and card.retry_button.isVisible()
     assert card.width() >= w.chat.column.width() - 2  # across the column, not a narrow red line
-    live = w.chat.dump()
+    live = dump_widgets(w.chat)
     thread = desktop.controller.thread_id
     w.threads.new()
     await asyncio.sleep(0.05)
     w.threads.open(thread)
     await asyncio.sleep(0.1)
-    assert w.chat.dump() == live  # reopened: the same card
+    assert dump_widgets(w.chat) == live  # reopened: the same card
     card = next(x for x in w.chat.items() if isinstance(x, ErrorCard))
     card.retry_button.click()  # Retry: the message again, as a new branch
-    await wait_until(lambda: desktop.controller.idle and "It worked" in w.chat.dump(), what="the retry")
+    await wait_until(lambda: desktop.controller.idle and "It worked" in dump_widgets(w.chat), what="the retry")
     users = w.chat.user_messages()
     assert users[-1].sibling_count == 2
 

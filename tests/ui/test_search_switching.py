@@ -10,9 +10,9 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 
 from tests.ui.conftest import wait_until
-from ui.models.threads import ThreadListModel, snippet_parts
-from ui.widgets.messages import UserMessage
-from ui.widgets.stream import MarkdownStream
+from ui.chat.view.messages import UserMessage
+from ui.chat.view.stream import MarkdownStream
+from ui.threads.model import ThreadListModel, snippet_parts
 from workspace.providers.testing import ToolCall
 
 

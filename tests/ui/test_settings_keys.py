@@ -30,7 +30,7 @@ def no_keyring() -> Iterator[None]:
 
 @pytest.fixture
 def dialog(qtbot: Any, no_keyring: None) -> Any:
-    from ui.settings import SettingsDialog
+    from ui.settings.dialog import SettingsDialog
     from workspace.config import load_config
 
     controller = SimpleNamespace(config=load_config(), workspace=None, tasks=None)

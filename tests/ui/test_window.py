@@ -14,9 +14,9 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from tests.ui.conftest import close_app, wait_until
-from ui.widgets.cards import ToolCard
-from ui.widgets.messages import RobotHeader, RunFooter, UserMessage
-from ui.widgets.stream import MarkdownStream
+from ui.chat.view.cards import ToolCard
+from ui.chat.view.messages import RobotHeader, RunFooter, UserMessage
+from ui.chat.view.stream import MarkdownStream
 from workspace.providers.testing import Pause, ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -593,7 +593,7 @@ async def test_the_inspectors_tabs_keep_their_names_in_a_restored_layout(provide
 
 def test_a_notice_marks_its_level_with_a_drawn_icon(qapp_instance: Any) -> None:
     """"ⓘ" was a blank box where the font lacks it: each level's mark is a themed icon, the text is the text."""
-    from ui.widgets.messages import NoticeLine
+    from ui.chat.view.messages import NoticeLine
 
     for level in ("info", "warning", "error"):
         line = NoticeLine("The answer was cut off at the token limit.", level=level)

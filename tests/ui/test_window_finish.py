@@ -193,7 +193,7 @@ async def test_the_palette_lists_robots_and_threads_and_opens_them(desktop: Any,
 
 # -- 5. labels ----------------------------------------------------------------------------------------------
 def test_the_offline_demo_is_named_the_same_everywhere() -> None:
-    from ui.widgets.model_picker import short_name
+    from ui.chat.composer.model_picker import short_name
 
     assert short_name(None) == short_name("") == short_name("offline-demo") == short_name("demo") == "Offline demo"
     assert short_name("ollama_chat/llama3.1") == "llama3.1"
@@ -202,7 +202,7 @@ def test_the_offline_demo_is_named_the_same_everywhere() -> None:
 def test_the_robot_list_names_the_demo_by_its_label(qapp_instance: Any) -> None:
     from types import SimpleNamespace
 
-    from ui.models.robots import DEMO_LABEL, RobotListModel
+    from ui.network.robots import DEMO_LABEL, RobotListModel
     from workspace.providers.demo import DEMO_LABEL as CORE_LABEL
 
     assert DEMO_LABEL == CORE_LABEL == "Offline demo (no language model)"
@@ -231,8 +231,8 @@ async def test_a_denied_tool_card_says_denied_once(desktop: Any, provider: Any) 
 
 
 async def test_the_picker_shows_its_whole_label_when_there_is_room(qapp_instance: Any) -> None:
-    from ui.widgets.composer import Composer
-    from ui.widgets.model_picker import ModelPicker
+    from ui.chat.composer.composer import Composer
+    from ui.chat.composer.model_picker import ModelPicker
 
     composer = Composer()
     picker = ModelPicker()

@@ -1,7 +1,10 @@
 """Opens the window on the screen the platform gives (tests choose it with ``offscreen:configfile=``),
 prints where its parts are as JSON, changes what it is told to, and closes it (which saves the layout).
+With ``--dialogs`` it opens each of the window's dialogs instead and prints where each one and its
+visible buttons are.
 
     QT_QPA_PLATFORM=offscreen:configfile=screen.json python -m tests.ui.window_probe [--resize WxH] ...
+    QT_QPA_PLATFORM=offscreen:configfile=screen.json python -m tests.ui.window_probe --dialogs [--shots DIR]
 """
 
 from __future__ import annotations
@@ -15,6 +18,22 @@ from typing import Any
 
 def _rect(r: Any) -> list[int]:
     return [r.x(), r.y(), r.width(), r.height()]
+
+
+async def _settle(n: int = 10) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0.02)
+
+
+def _garden(notes: str = "Plant tomatoes in May.\n") -> Any:
+    """A folder the robots work in, with one file."""
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp()) / "garden"
+    folder.mkdir()
+    (folder / "notes.txt").write_text(notes, encoding="utf-8")
+    return folder
 
 
 async def _until(predicate: Any, timeout: float = 20.0) -> None:
@@ -52,14 +71,10 @@ async def _reach(root: Any, state: str) -> None:
         w.runs.send("I was charged twice")
         await _until(lambda: root.controller.idle)
         w.docks["network"].raise_()
-    for _ in range(15):
-        await asyncio.sleep(0.02)
+    await _settle(15)
 
 
 async def _probe(args: argparse.Namespace) -> dict[str, Any]:
-    import tempfile
-    from pathlib import Path
-
     from PySide6.QtCore import QPoint, QRect
 
     from ui.app import Application
@@ -69,9 +84,7 @@ async def _probe(args: argparse.Namespace) -> dict[str, Any]:
     folder = None
     provider: Any = ScriptedProvider()
     if args.state:
-        folder = Path(tempfile.mkdtemp()) / "garden"
-        folder.mkdir()
-        (folder / "notes.txt").write_text("Plant tomatoes in May.\n", encoding="utf-8")
+        folder = _garden()
         provider = DemoProvider(delay=0.001)
     root = Application(provider=provider, db_path=args.db, theme_name="light", folder=folder)
     window = root.window
@@ -80,8 +93,7 @@ async def _probe(args: argparse.Namespace) -> dict[str, Any]:
         window.resize(window.screen().availableGeometry().size())
         window.memory.sized = window.size()
     window.show()
-    for _ in range(20):
-        await asyncio.sleep(0.02)
+    await _settle(20)
     checks: dict[str, Any] = {}
     if args.state:
         from tests.ui.a11y import clipped_texts, unnamed_controls
@@ -127,6 +139,80 @@ async def _probe(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _describe(dialog: Any) -> dict[str, Any]:
+    """The dialog's frame, its minimum size, and each visible button's place on the screen."""
+    from PySide6.QtCore import QPoint, QRect
+    from PySide6.QtWidgets import QAbstractButton, QAbstractScrollArea
+
+    buttons = []
+    for button in dialog.findChildren(QAbstractButton):
+        if not button.isVisibleTo(dialog) or not button.text():
+            continue
+        # Only the buttons of the page shown: a hidden tab's buttons are not on the screen.
+        if not button.isVisible():
+            continue
+        top_left = button.mapToGlobal(QPoint(0, 0))
+        # A button in a scrolling page is reached by scrolling: only the others must be on the screen.
+        scrolled = False
+        parent = button.parentWidget()
+        while parent is not None and parent is not dialog:
+            if isinstance(parent, QAbstractScrollArea):
+                scrolled = True
+                break
+            parent = parent.parentWidget()
+        buttons.append({"text": button.text(), "rect": _rect(QRect(top_left, button.size())), "scrolled": scrolled})
+    hint = dialog.minimumSizeHint()
+    return {"frame": _rect(dialog.frameGeometry()), "minimum": [max(hint.width(), dialog.minimumWidth()),
+                                                               max(hint.height(), dialog.minimumHeight())],
+            "buttons": buttons}
+
+
+async def _probe_dialogs(args: argparse.Namespace) -> dict[str, Any]:
+    from pathlib import Path
+
+    from ui.app import Application
+    from workspace.providers.demo import DemoProvider
+
+    folder = _garden("Plant tomatoes in May.\nWater them.\n")
+    root = Application(provider=DemoProvider(delay=0.001), db_path=":memory:", theme_name="light", folder=folder)
+    window = root.window
+    window.show()
+    await _settle(20)
+    await _until(lambda: window.docks.changes_pane is not None)
+    out: dict[str, Any] = {"screen": _rect(window.screen().availableGeometry()), "dialogs": {}}
+
+    async def record(name: str, dialog: Any) -> None:
+        await _settle()
+        out["dialogs"][name] = _describe(dialog)
+        if args.shots:
+            dialog.grab().save(str(Path(args.shots) / f"{name}.png"))
+        dialog.close()
+        await _settle(3)
+
+    window.threads.new()
+    await _reach(root, "review")
+    review = window.docks.changes_pane.open_review()
+    await _settle()
+    from PySide6.QtCore import QPoint, QRect
+
+    viewport = review.view.viewport()  # the hunks' Accept / Reject / Edit are painted at its right edge
+    diff_view = _rect(QRect(viewport.mapToGlobal(QPoint(0, 0)), viewport.size()))
+    await record("review", review)
+    out["dialogs"]["review"]["diff_view"] = diff_view
+    window.settings_flow.open_settings()
+    await record("settings", window.settings_flow.dialog)
+    window.settings_flow.open_mcp_servers()
+    await record("mcp_settings", window.settings_flow.dialog)
+    await record("robot_editor", window.robots.open_editor())
+    window.commands.show_shortcuts()
+    await record("shortcuts", window.commands._shortcuts)
+    window.settings_flow.open_about()
+    await record("about", window.settings_flow.about_dialog)
+    window.close()
+    await root.aclose()
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", default=":memory:")
@@ -138,13 +224,15 @@ def main() -> int:
     parser.add_argument("--shot")
     parser.add_argument("--state", choices=("review", "approval", "error", "network"), action="append")
     parser.add_argument("--fill", action="store_true", help="the window fills the screen")
+    parser.add_argument("--dialogs", action="store_true", help="open each dialog instead and say where it is")
+    parser.add_argument("--shots", help="with --dialogs: a folder for a PNG of each dialog")
     args = parser.parse_args()
     from ui.app import get_app, new_event_loop
 
     app = get_app()
     loop = new_event_loop(app)
     with loop:
-        out = loop.run_until_complete(_probe(args))
+        out = loop.run_until_complete(_probe_dialogs(args) if args.dialogs else _probe(args))
     print(json.dumps(out))
     return 0
 

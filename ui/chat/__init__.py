@@ -1,13 +1,12 @@
-"""The chat's view state and its presenter, without widgets.
+"""The chat: the conversation and the message box.
 
-:class:`~ui.chat.presenter.ChatPresenter` turns a run's events (live from the bridge, or a stored
-thread's turns) into :mod:`ui.chat.state`: turns, user messages, robot text, tool cards
-(:mod:`ui.chat.tool_calls`), change cards, network lanes, usage and how each run ended; its parts
-are its base classes (:mod:`ui.chat.column`, :mod:`ui.chat.text`, :mod:`ui.chat.calls`,
-:mod:`ui.chat.changes`, :mod:`ui.chat.lanes`). The chat widget
-(:class:`ui.widgets.chat.ChatView`) only renders that state, told what changed through
-:class:`~ui.chat.listener.ChatListener`. :mod:`ui.chat.dump` writes the state as text (tests
-compare a live run with its reopened thread that way).
+- :mod:`ui.chat.model`: the view state and its presenter (events → turns, answers, tool cards, change
+  cards, lanes), without Qt; tested without a window.
+- :mod:`ui.chat.view`: the widgets that render that state (the chat column, messages, cards, lanes,
+  the Markdown stream).
+- :mod:`ui.chat.composer`: the message box (attachments, mentions, / commands, the model picker, the
+  context meter).
 
-Nothing here imports Qt: the presenter is tested without a window.
+A feature of its own: it imports no other feature (``ui.review``, ``ui.inspector``…); what it shares
+goes through :mod:`ui.formatting`, :mod:`ui.widgets` and the session.
 """

@@ -1,8 +1,4 @@
-"""The change review views: the virtualised diff view (unified and side by side), the file list, the
-conflict view and the full-size review window. Models live in :mod:`ui.models.changes`.
+"""The change review: the Changes dock (:mod:`ui.review.pane`), its Qt item models
+(:mod:`ui.review.model`), the virtualised diff view (unified and side by side), the file list, the
+conflict view and the full-size review window.
 """
-
-from __future__ import annotations
-
-
-

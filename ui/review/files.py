@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from ui import theme
-from ui.models.changes import ChangeReviewModel
+from ui.review.model import ChangeReviewModel
 
 ACTION_LABELS = {"create": "new", "modify": "edit", "delete": "deleted", "rename": "renamed"}
 STATE_LABELS = {"applied": "applied", "undone": "undone", "rejected": "not applied", "conflict": "conflict",

@@ -24,7 +24,7 @@ from workspace.diffing import strip_eol
 from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
-    from ui.models.changes import ChangeReviewModel
+    from ui.review.model import ChangeReviewModel
     from workspace.changes import FileChange, Hunk
 
 #: How long idle-time lexing may hold the event loop per turn (seconds).

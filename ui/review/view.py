@@ -46,7 +46,7 @@ from ui.review.rows import ADD, CTX, DEL, GAP, HUNK, INFO, PAIR, DiffRows, build
 from workspace.changes import PENDING
 
 if TYPE_CHECKING:
-    from ui.models.changes import ChangeReviewModel
+    from ui.review.model import ChangeReviewModel
     from workspace.changes import FileChange, Hunk
 from ui.review.colors import diff_colors
 from ui.review.overlay import HunkOverlay
@@ -54,7 +54,7 @@ from ui.review.painting import DiffPainting
 
 
 class DiffView(DiffPainting, QAbstractScrollArea):
-    """One file of a :class:`~ui.models.changes.ChangeReviewModel`, with hunk decisions and keys."""
+    """One file of a :class:`~ui.review.model.ChangeReviewModel`, with hunk decisions and keys."""
 
     #: The current hunk changed (its id; "" for none).
     current_hunk_changed = Signal(str)

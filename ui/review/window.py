@@ -1,8 +1,8 @@
 """The full-size review: a large window (never a modal ``exec()``) with the file list on the left and
 the diff of the selected file, unified or side by side, on the right.
 
-It shares its :class:`~ui.models.changes.ChangeReviewModel` with the Changes dock, so a
-decision taken in one shows in the other. With a :class:`~ui.models.changes.ChangeActions`
+It shares its :class:`~ui.review.model.ChangeReviewModel` with the Changes dock, so a
+decision taken in one shows in the other. With a :class:`~ui.review.model.ChangeActions`
 it can apply (and resolve conflicts); without, it only shows (a thread's net diff, two
 results or answers compared).
 """
@@ -36,7 +36,7 @@ from ui.screen import size_to_screen
 from workspace.changes import PENDING
 
 if TYPE_CHECKING:
-    from ui.models.changes import ChangeActions, ChangeReviewModel
+    from ui.review.model import ChangeActions, ChangeReviewModel
     from workspace.changes import Conflict
 
 #: The review window's size on a big screen; a smaller one gets the share of it the main window would.
@@ -480,7 +480,7 @@ def resolve_conflict(commands: ChangeActions, action: str, key: str) -> None:
 def compare_window(old: str, new: str, *, name: str, title: str, parent: QWidget | None = None,
                    split: bool = True) -> ReviewWindow:
     """A window comparing any two texts (two tool results, two answers) in the review view."""
-    from ui.models.changes import ChangeReviewModel
+    from ui.review.model import ChangeReviewModel
     from workspace.changes import compare_texts
 
     model = ChangeReviewModel()

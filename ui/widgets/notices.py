@@ -38,6 +38,7 @@ class Banner(QFrame):
         self._close = close
         close.setIcon(theme.icon("close", theme.colors().muted, 14))
         close.setToolTip("Dismiss")
+        close.setAccessibleName("Dismiss the message")
         close.clicked.connect(self.dismiss)
         layout.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
         self.setVisible(False)

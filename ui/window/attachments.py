@@ -14,9 +14,9 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QDialog
 
-    from ui.chat.state import AttachmentChip
+    from ui.chat.composer.message_editor import MessageEditor
+    from ui.chat.model.state import AttachmentChip
     from ui.main_window import MainWindow
-    from ui.widgets.message_editor import MessageEditor
     from workspace.attachments import Attachment, AttachmentLimits
 
 
@@ -28,7 +28,7 @@ class _Drops(QObject):
         self.window = window
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
-        from ui.widgets.attachments import has_attachable
+        from ui.chat.composer.attachments import has_attachable
 
         if obj is self.window and isinstance(event, QDragEnterEvent | QDropEvent):
             mime = event.mimeData()
@@ -72,7 +72,7 @@ class Attachments:
 
     # -- MCP resources -----------------------------------------------------------------------------------
     async def read_resource(self, server: str, uri: str) -> Attachment:
-        from ui.docks.mcp import manager_for
+        from ui.mcp.pane import manager_for
         from workspace.attachments import AttachmentError, read_resource_attachment
 
         manager = manager_for(self.window.controller)
@@ -109,7 +109,7 @@ class Attachments:
 
     # -- opening ----------------------------------------------------------------------------------------------
     def open(self, attachment: Attachment) -> None:
-        from ui.widgets.attachments import open_attachment
+        from ui.chat.composer.attachments import open_attachment
 
         folder = self.window.controller.folder
         self.viewer = open_attachment(self.window, attachment, folder=Path(folder) if folder is not None else None)

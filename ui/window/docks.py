@@ -18,11 +18,11 @@ from PySide6.QtWidgets import QDockWidget, QTabBar, QWidget
 from ui import theme
 
 if TYPE_CHECKING:
-    from ui.docks.changes import ChangesPane
-    from ui.docks.inspector import MemoryPane, ToolCallsPane, TracePane
-    from ui.docks.mcp import McpPane
-    from ui.docks.network import NetworkPane
+    from ui.inspector.panes import MemoryPane, ToolCallsPane, TracePane
     from ui.main_window import MainWindow
+    from ui.mcp.pane import McpPane
+    from ui.network.pane import NetworkPane
+    from ui.review.pane import ChangesPane
     from ui.transcript import LazyTranscript
     from workspace import events as ev
 
@@ -155,10 +155,11 @@ class Docks(Mapping[str, QDockWidget]):
         return self._steps
 
     def _inspector_steps(self) -> Iterator[None]:
-        from ui.docks.inspector import MemoryPane, ToolCallsPane, TracePane
+        from ui.inspector.panes import MemoryPane, ToolCallsPane, TracePane
+        from ui.review.window import compare_window
 
         w = self.window
-        self.tool_pane = ToolCallsPane(w.tool_model, w)
+        self.tool_pane = ToolCallsPane(w.tool_model, w, compare=compare_window)
         self.replace_widget("tools", self.tool_pane)
         yield
         self.memory_pane = MemoryPane(w.memory_model, w)
@@ -182,8 +183,8 @@ class Docks(Mapping[str, QDockWidget]):
     # Each part is built in one step and put in its dock in the next (a pane is set as an attribute once
     # its dock has it).
     def _add_network(self) -> Iterator[None]:
-        from ui.docks.network import NetworkPane
-        from ui.widgets.lanes import network_icon
+        from ui.network.pane import NetworkPane
+        from ui.widgets.status import network_icon
 
         yield  # the imports in a step of their own
         pane = NetworkPane(self.window.network_model, self.window)
@@ -195,7 +196,7 @@ class Docks(Mapping[str, QDockWidget]):
 
     def _add_changes(self) -> Iterator[None]:
         """The Changes dock (review of proposed file changes) and its actions (full-size review, compare)."""
-        from ui.docks.changes import ChangesPane
+        from ui.review.pane import ChangesPane
 
         yield  # the imports in a step of their own
         w = self.window
@@ -212,7 +213,7 @@ class Docks(Mapping[str, QDockWidget]):
                      menu=commands.view_menu, icon="diff")
 
     def _add_mcp(self) -> Iterator[None]:
-        from ui.docks.mcp import McpPane, manager_for
+        from ui.mcp.pane import McpPane, manager_for
 
         manager = manager_for(self.window.controller)
         if manager is None:
@@ -301,7 +302,7 @@ class Docks(Mapping[str, QDockWidget]):
             self.changes_pane.show_change_set(change_set_id)
 
     def retheme(self) -> None:
-        from ui.widgets.lanes import network_icon
+        from ui.widgets.status import network_icon
 
         if "network" in self._docks:
             self._docks["network"].toggleViewAction().setIcon(network_icon(theme.colors().muted, 16))

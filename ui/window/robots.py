@@ -30,7 +30,7 @@ class Robots:
         w.controller.robot_changed.connect(self.on_controller_changed)
 
     def retheme(self) -> None:
-        from ui.widgets.lanes import network_icon
+        from ui.widgets.status import network_icon
 
         muted = theme.colors().muted
         self.window.robot_model.icons = {"robot": theme.icon("robot", muted, 16), "network": network_icon(muted, 16)}

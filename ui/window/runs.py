@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import asyncio
 
+    from ui.chat.view.chat import UserMessage
     from ui.main_window import MainWindow
-    from ui.widgets.chat import UserMessage
     from workspace import events as ev
     from workspace.approval import ApprovalDecision, ApprovalRequest
 

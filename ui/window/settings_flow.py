@@ -11,7 +11,7 @@ from ui import theme
 if TYPE_CHECKING:
     from ui.about import AboutDialog
     from ui.main_window import MainWindow
-    from ui.settings import SettingsDialog
+    from ui.settings.dialog import SettingsDialog
 
 
 class SettingsFlow:
@@ -24,7 +24,7 @@ class SettingsFlow:
 
     # -- settings ---------------------------------------------------------------------------------------
     def open_settings(self) -> None:
-        from ui.settings import SettingsDialog
+        from ui.settings.dialog import SettingsDialog
 
         if self.dialog is None:
             self.dialog = SettingsDialog(self.window.controller, self.window)
@@ -64,7 +64,7 @@ class SettingsFlow:
         w = self.window
         theme.apply_theme(app, name)
         w.theme_name = name
-        from ui.settings import save_user_setting
+        from ui.settings.dialog import save_user_setting
 
         save_user_setting("ui.theme", name)
         self.retheme_chrome()

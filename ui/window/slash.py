@@ -16,7 +16,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ui.widgets.slash import PromptForm, SlashItem
+from ui.chat.composer.slash import PromptForm, SlashItem
 
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
@@ -154,7 +154,7 @@ class SlashCommands:
 
     def compact(self) -> None:
         """``/compact``: summarise the conversation before its latest turn now (workspace ThreadSession.compact)."""
-        from ui.chat.presenter import compaction_text
+        from ui.chat.model.presenter import compaction_text
 
         w, c = self.window, self.window.controller
         session = c.session

@@ -49,7 +49,7 @@ class StatusLine:
         bar.addWidget(self.folder)
         for label in (self.robot, self.model, self.connection):
             bar.addWidget(label)
-        from ui.widgets.context_meter import ContextMeter
+        from ui.chat.composer.context_meter import ContextMeter
 
         self.context = ContextMeter(w)
         bar.addPermanentWidget(self.context)

@@ -129,7 +129,7 @@ class Threads:
         info = next((r for r in c.robots() if getattr(r, "name", None) == c.robot_name), None)
         examples = robot_examples(info)
         if c.target_kind == "network":
-            from ui.models.network import network_examples
+            from ui.network.model import network_examples
 
             examples = network_examples(c.robot_name)
             label = f"A network of robots · {label}"

@@ -99,7 +99,8 @@ async def _chat(args: argparse.Namespace) -> int:
     from workspace import paths
     from workspace.approval import ApprovalGate, ApprovalPolicy
     from workspace.cli.record import open_store, open_workspace, stored_reference, thread_to_continue
-    from workspace.cli.run import kept_server, run_config, run_folder, server_of, switched
+    from workspace.cli.run import kept_server, run_config, run_folder, switched
+    from workspace.session.thread import thread_server
 
     folder = run_folder(args)
     config = run_config(args, folder)
@@ -132,7 +133,7 @@ async def _chat(args: argparse.Namespace) -> int:
             if switched(thread, args.model, args.api_base):
                 previous = thread.metadata.get("model") or chat.session.default_model()
                 chat.session.record_model(robot.model, previous=str(previous) if previous else None,
-                                          api_base=server_of(robot))
+                                          api_base=thread_server(robot))
         chat.robot = robot
         return await chat.loop()
     finally:
@@ -232,10 +233,10 @@ class Chat:
             from workspace.cli.record import metadata, robot_file
 
             assert self.workspace is not None and self.robot is not None
-            from workspace.cli.run import server_of
+            from workspace.session.thread import thread_server
 
             self.session = self.workspace.new_thread(self.robot.name, robot=self.robot, metadata=metadata(
-                "chat", robot_file=robot_file(self.reference), model=self.args.model, api_base=server_of(self.robot)))
+                "chat", robot_file=robot_file(self.reference), model=self.args.model, api_base=thread_server(self.robot)))
         return self.session
 
     # -- the loop -------------------------------------------------------------------------------------
@@ -496,10 +497,10 @@ class Chat:
             robot = self.build_robot(self.reference, chosen, api_base=api_base)
             if self.session is not None:
                 self.session.use_robot(robot)
-                from workspace.cli.run import server_of
+                from workspace.session.thread import thread_server
 
                 self.session.record_model(robot.model, previous=previous, default=default,
-                                          api_base=server_of(robot), chosen=chosen)
+                                          api_base=thread_server(robot), chosen=chosen)
         except (CLIError, Error, RuntimeError, ValueError) as exc:
             self.say(f"✗ {exc}", "31")
             return

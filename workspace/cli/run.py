@@ -31,7 +31,6 @@ from workspace.cli.runs import (
 if TYPE_CHECKING:
     from workspace.config import Config
     from workspace.persistence import Store, ThreadInfo
-    from workspace.robot import Robot
 
 
 def register(sub: Any) -> None:
@@ -227,12 +226,6 @@ def switched(thread: ThreadInfo, model: str | None, api_base: str | None) -> boo
     return bool(api_base) and without_credentials(str(api_base)) != (thread.metadata.get("api_base") or "")
 
 
-def server_of(robot: Robot) -> str | None:
-    from workspace.session.thread import server_of as of
-
-    return of(robot)
-
-
 async def _run(args: argparse.Namespace) -> int:
     from workspace.catalog import load_robot
     from workspace.cli import CLIError
@@ -245,6 +238,7 @@ async def _run(args: argparse.Namespace) -> int:
         stored_reference,
     )
     from workspace.providers import is_offline, provider_for
+    from workspace.session.thread import thread_server
 
     folder = run_folder(args)
     config = run_config(args, folder)
@@ -317,10 +311,10 @@ async def _run(args: argparse.Namespace) -> int:
             if switched(thread, args.model, explicit_base):
                 previous = thread.metadata.get("model") or session.default_model()
                 session.record_model(robot.model, previous=str(previous) if previous else None,
-                                     api_base=server_of(robot))
+                                     api_base=thread_server(robot))
         else:
             session = workspace.new_thread(robot.name, robot=robot, metadata=metadata(
-                "run", robot_file=robot_file(args.robot), model=args.model, api_base=server_of(robot)))
+                "run", robot_file=robot_file(args.robot), model=args.model, api_base=thread_server(robot)))
         run = session.send(message, **options)
         args.run_started = True
         status, stopped = await print_events(run, printer)

@@ -329,23 +329,24 @@ def set_server_key(source: str, server: str, key: str, value: Any) -> str | None
     return str(path)
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, *, mode: int | None = None) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder (``os.replace``), keeping
-    the file's permissions (a new file gets 0600: it may name keyring entries and commands)."""
+    the file's permissions (a new file gets 0600: it may name keyring entries and commands), or with
+    ``mode`` when given (the temporary file is 0600 from its first byte either way)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode: int | None = path.stat().st_mode & 0o777
-    except OSError:
-        mode = 0o600
+    if mode is None:
+        try:
+            mode = path.stat().st_mode & 0o777
+        except OSError:
+            mode = 0o600
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -353,53 +354,3 @@ def write_atomic(path: Path, text: str) -> None:
         except OSError:
             pass
         raise
-
-
-def parse_pasted(text: str) -> dict[str, dict[str, Any]]:
-    """The servers of a pasted block: Claude Desktop / Cursor (``{"mcpServers": {...}}``), VS Code
-    (``{"servers": {...}}`` or ``{"mcp": {"servers": ...}}``), Zed (``context_servers``), a bare
-    ``{"name": {"command": ...}}`` mapping, or a single entry ``"name": {...}`` without braces.
-
-    Raises :class:`ConfigurationError` saying what was expected.
-    """
-    import json
-
-    from workspace.mcp.config import _strip_json_comments
-    from workspace.mcp.importers import detect_format, servers_from_data
-
-    body = text.strip()
-    if not body:
-        raise ConfigurationError("Nothing pasted: paste a JSON block like {\"mcpServers\": {\"name\": {\"command\": "
-                                 "\"npx\", \"args\": [...]}}}")
-    candidates = [body] if body.startswith("{") else [body, "{" + body.rstrip(",") + "}"]
-    data: Any = None
-    error: Exception | None = None
-    for candidate in candidates:
-        try:
-            data = json.loads(_strip_json_comments(candidate))
-            break
-        except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested thousands of levels deep
-            error = exc
-    if data is None:
-        try:
-
-            from workspace import yaml_limits
-
-            data = yaml_limits.safe_load(body)
-        except Exception:
-            data = None
-        if not isinstance(data, Mapping):
-            raise ConfigurationError(f"The pasted text is not JSON ({error}); paste the whole block, braces included")
-    if not isinstance(data, Mapping):
-        raise ConfigurationError("The pasted text is not a JSON object; paste the block with mcpServers")
-    if detect_format(data) is None:
-        # A bare mapping of servers, or one entry.
-        if data and all(isinstance(v, Mapping) and ("command" in v or "url" in v or "serverUrl" in v)
-                        for v in data.values()):
-            data = {"mcpServers": data}
-        elif "command" in data or "url" in data:
-            raise ConfigurationError("The pasted entry has no name: paste it as \"name\": {\"command\": ...}")
-    result = servers_from_data(data, source="pasted text")
-    if not result.servers:
-        raise ConfigurationError("The pasted text holds no MCP servers")
-    return result.servers

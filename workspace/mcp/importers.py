@@ -12,7 +12,8 @@ Understood formats (detected from the file's top-level keys):
   ``headers``, ``type``, ``enabled``, ``timeout``); built-in extensions are skipped.
 
 :func:`merge_into_file` adds the servers to a YAML configuration file, editing the text so
-comments and everything else in the file stay as they were.
+comments and everything else in the file stay as they were. :func:`parse_pasted` reads a block
+pasted in the window (any of these formats, or a bare entry).
 """
 
 from __future__ import annotations
@@ -354,28 +355,58 @@ def merge_into_file(path: Path, servers: Mapping[str, Mapping[str, Any]], *, rep
     report.path = path
     if new_text == text:
         return report
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from workspace.mcp.edit import write_atomic
+
     if report.rewritten and text:
-        _write_private(path.with_suffix(path.suffix + ".bak"), text)
-    _write_private(path, new_text)
+        write_atomic(path.with_suffix(path.suffix + ".bak"), text, mode=0o600)
+    write_atomic(path, new_text, mode=0o600)  # it names commands, servers, keyring entries
     return report
 
 
-def _write_private(path: Path, text: str) -> None:
-    """``text`` into ``path`` through a temporary file, readable only by the user (0600 from the first byte):
-    a configuration file names commands, servers and keyring entries."""
-    import os
+def parse_pasted(text: str) -> dict[str, dict[str, Any]]:
+    """The servers of a pasted block: Claude Desktop / Cursor (``{"mcpServers": {...}}``), VS Code
+    (``{"servers": {...}}`` or ``{"mcp": {"servers": ...}}``), Zed (``context_servers``), a bare
+    ``{"name": {"command": ...}}`` mapping, or a single entry ``"name": {...}`` without braces.
 
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(tmp, 0o600)  # whatever the umask said
-        os.replace(tmp, path)
-    except BaseException:
+    Raises :class:`ConfigurationError` saying what was expected.
+    """
+    import json
+
+    from workspace.mcp.config import _strip_json_comments
+
+    body = text.strip()
+    if not body:
+        raise ConfigurationError("Nothing pasted: paste a JSON block like {\"mcpServers\": {\"name\": {\"command\": "
+                                 "\"npx\", \"args\": [...]}}}")
+    candidates = [body] if body.startswith("{") else [body, "{" + body.rstrip(",") + "}"]
+    data: Any = None
+    error: Exception | None = None
+    for candidate in candidates:
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            data = json.loads(_strip_json_comments(candidate))
+            break
+        except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested thousands of levels deep
+            error = exc
+    if data is None:
+        try:
+
+            from workspace import yaml_limits
+
+            data = yaml_limits.safe_load(body)
+        except Exception:
+            data = None
+        if not isinstance(data, Mapping):
+            raise ConfigurationError(f"The pasted text is not JSON ({error}); paste the whole block, braces included")
+    if not isinstance(data, Mapping):
+        raise ConfigurationError("The pasted text is not a JSON object; paste the block with mcpServers")
+    if detect_format(data) is None:
+        # A bare mapping of servers, or one entry.
+        if data and all(isinstance(v, Mapping) and ("command" in v or "url" in v or "serverUrl" in v)
+                        for v in data.values()):
+            data = {"mcpServers": data}
+        elif "command" in data or "url" in data:
+            raise ConfigurationError("The pasted entry has no name: paste it as \"name\": {\"command\": ...}")
+    result = servers_from_data(data, source="pasted text")
+    if not result.servers:
+        raise ConfigurationError("The pasted text holds no MCP servers")
+    return result.servers

@@ -72,12 +72,12 @@ def _hosted_past_local(model: str, config: ConfigLookup | None) -> bool:
     return model in known_chat_models("openai")
 
 
-def server_of(robot: Robot) -> str | None:
+def thread_server(robot: Robot) -> str | None:
     """The server ``robot`` talks to: its provider's API base (else the robot's), without credentials;
     None for a hosted provider's own service (or a provider with no address)."""
     from workspace.urls import without_credentials
 
-    base = getattr(robot.provider, "api_base", None) or robot.api_base
+    base = robot.provider.api_base or robot.api_base
     return without_credentials(base) or None if isinstance(base, str) and base else None
 
 
@@ -202,7 +202,7 @@ class ThreadSession:
         robot = self._robot_with_model(model, api_base)
         self._robot = robot
         self._robot_from_catalog = True
-        return self.record_model(robot.model, previous=previous, api_base=api_base or server_of(robot),
+        return self.record_model(robot.model, previous=previous, api_base=api_base or thread_server(robot),
                                  default=default, chosen=model)
 
     def record_model(self, model: str | None, *, previous: str | None, api_base: str | None = None,
@@ -344,7 +344,7 @@ class ThreadSession:
         held = self._thread.metadata.get("server_model")
         if self.server is not None and (self.chosen_model or not isinstance(held, str) or held == robot.model):
             return  # (the robot's own model changed in the settings: the thread is held where it goes now)
-        base = server_of(robot)
+        base = thread_server(robot)
         if base or self.server is not None:
             model = None if self.chosen_model or not base else robot.model  # the robot's own: which, at that server
             self._thread = self.store.update_thread_metadata(self.thread_id, api_base=base, server_model=model)

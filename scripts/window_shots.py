@@ -1,0 +1,68 @@
+"""What the screenshot scripts share: a fresh data folder, a folder for the robots, the window started on a
+qasync loop, and waiting for a state (``screenshot_states.py``, ``screenshot_fit.py``).
+
+One shot is one process: :func:`fresh_home` first (before Qt or the app is imported), then
+:func:`run_window` with a function that builds the app and one that reaches the state and grabs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def until(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "the state") -> None:
+    """Wait on the running loop until ``predicate()`` holds (at most ``timeout`` seconds)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            raise TimeoutError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def fresh_home() -> Path:
+    """A new, empty ``ROBOTLAB_HOME`` (and no keyring), so a shot never reads or writes the user's data."""
+    home = Path(tempfile.mkdtemp(prefix="robotlab-home-"))
+    os.environ["ROBOTLAB_HOME"] = str(home)
+    os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
+    return home
+
+
+def folder_with(name: str, files: dict[str, str], *, prefix: str) -> Path:
+    """A folder ``name`` (in a new temporary folder) holding ``files`` (name -> text)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix)) / name
+    folder.mkdir()
+    for file, text in files.items():
+        (folder / file).write_text(text, encoding="utf-8")
+    return folder
+
+
+def run_window(build: Callable[[], Any], shoot: Callable[[Any, Any], Awaitable[None]]) -> int:
+    """Start Qt and its loop, ``build()`` the app (an ``ui.app.Application``; show its window there), wait for
+    the window's docks, then ``await shoot(root, app)`` and close the app, all in one coroutine (tasks the shot
+    starts run on the loop)."""
+    from ui.app import get_app, new_event_loop
+
+    app = get_app()
+    loop = new_event_loop(app)
+    root = build()
+
+    async def run() -> None:
+        await until(lambda: root.window.docks.changes_pane is not None, what="the docks")
+        await shoot(root, app)
+        await root.aclose()
+
+    try:
+        with loop:
+            loop.run_until_complete(run())
+    finally:
+        if not loop.is_closed():
+            loop.close()
+    return 0

@@ -1,0 +1,655 @@
+"""Tool cards (a call, then its result or error, in place) and the inline approval panel.
+
+A :class:`ToolCard` shows a :class:`~ui.chat.model.tool_calls.ToolCallItem` (:meth:`ToolCard.apply`); while a
+person is asked, its :class:`ApprovalPanel` takes the arguments' place, and once answered gives
+way to the decision's line, as a reopened thread shows it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeyEvent, QTextOption
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui import markdown, theme
+from ui.formatting import elapsed_text, format_duration
+from ui.markdown import value_html
+from ui.widgets.common import (
+    AutoHeightText,
+    ElidedLabel,
+    JsonHighlighter,
+    SubmitEdit,
+    card_frame,
+    holds_focus,
+    pill,
+    robot_chip,
+)
+from ui.widgets.flow import ElidedToolButton, FlowRow, shrinkable
+from workspace.approval import ApprovalDecision
+from workspace.sandbox import display_json, display_path
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ui.chat.model.tool_calls import ToolCallItem
+
+ARGS_MAX_LINES = 40
+STATUS_TEXT = {
+    "running": "running…",
+    "approval": "needs approval",
+    "ok": "done",
+    "error": "error",
+    "denied": "denied",
+    "stopped": "stopped",
+}
+SCOPES = (("once", "Once"), ("thread", "This thread"), ("always", "Always"))
+
+
+def _status_colors(status: str) -> tuple[str, str]:
+    c = theme.colors()
+    if status == "ok":
+        return c.success, c.card_header
+    if status in ("error", "stopped"):
+        return c.error, c.error_bg
+    if status == "denied":
+        return c.error, c.error_bg
+    if status == "approval":
+        return c.warning, c.warning_bg
+    return c.accent, c.card_header
+
+
+#: Characters of a result in its one-line preview (the toggle elides it to the card's width).
+PREVIEW_CHARS = 300
+#: Characters of a result in the preview's tooltip.
+TOOLTIP_CHARS = 1200
+
+
+def _one_line(value: Any) -> Any:
+    """``value`` with every string on one line (a preview shows "a b", not "a\\nb")."""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, dict):
+        return {k: _one_line(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_one_line(v) for v in value]
+    return value
+
+
+def _preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
+    if isinstance(value, dict) and set(value) == {"data"}:
+        value = value["data"]
+    value = _one_line(value)
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            text = repr(value)
+    text = display_path(" ".join(text.split()))  # no control or bidi character reorders the card
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _tooltip_html(text: str) -> str:
+    """A tooltip that wraps (rich text tooltips wrap; plain ones are one line as wide as the text)."""
+    if len(text) > TOOLTIP_CHARS:
+        text = text[: TOOLTIP_CHARS - 1] + "…"
+    return f"<p style='white-space:pre-wrap'>{markdown._esc(text)}</p>"
+
+
+def _body_text(html: str, parent: QWidget, name: str) -> AutoHeightText:
+    """Card text (arguments, result, error) that wraps to the card's width, long words too."""
+    view = AutoHeightText("", parent)
+    view.setObjectName(name)
+    view.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    view.setMinimumWidth(40)
+    if html:
+        view.setHtml(html)
+    return view
+
+
+def _elided_chip(robot: str, parent: QWidget) -> ElidedLabel:
+    """The robot badge of a card; a long robot name ends in "…" (the tooltip has it)."""
+    chip = ElidedLabel(robot, parent, min_chars=4)
+    chip.setObjectName("RobotChip")
+    chip.setStyleSheet(robot_chip(robot).styleSheet())
+    chip.setToolTip(f"Robot {robot}")
+    return chip
+
+
+def _args_html(value: Any) -> str:
+    value = value if value is not None else {}
+    from workspace.readable import TextBlock, readable_blocks
+
+    if any(isinstance(b, TextBlock) for b in readable_blocks(value)):  # file contents, patches: as text
+        return markdown.readable_html(value, max_chars=6000)
+    try:
+        compact = display_json(json.dumps(value, ensure_ascii=False))
+    except (TypeError, ValueError):
+        compact = ""
+    if compact and len(compact) <= 72:  # short arguments on one line: cards stay small
+        return (f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">'
+                f"{markdown.highlight(compact, 'json')}</pre>")
+    text = markdown.to_json_text(value)
+    lines = text.splitlines()
+    note = ""
+    if len(lines) > ARGS_MAX_LINES:
+        note = f"\n… {len(lines) - ARGS_MAX_LINES} more lines (full arguments in the Tool calls inspector)"
+        text = "\n".join(lines[:ARGS_MAX_LINES])
+    body = markdown.highlight(text, "json") + markdown._esc(note)
+    return (f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">{body}</pre>')
+
+
+#: What a tool card says of a call the model wrote in its text.
+FROM_TEXT = "from the model's text"
+
+
+class ToolCard(QFrame):
+    """One tool call: header (robot badge, server › tool, status, duration), arguments, result."""
+
+    decided = Signal(str, object)  # call id, ApprovalDecision
+
+    def __init__(self, *, call_id: str, tool: str, robot: str, server: str | None, arguments: Any,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ToolCard")
+        self.call_id = call_id
+        self.tool = tool
+        self.robot = robot
+        self.server = server
+        self.arguments = arguments
+        self.status = "running"
+        self.result: Any = None
+        self.error: Any = None
+        self.approval: ApprovalPanel | None = None
+        c = theme.colors()
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+
+        outer, header, hl = card_frame(self, "tool", c.muted)
+        short = tool.split("__", 1)[-1] if server and tool.startswith(f"{server}__") else tool
+        # Long names (MCP tools, servers) end in "…" rather than widen the card; the tooltip has them.
+        if server:
+            server_label = ElidedLabel(f"{server} ›", header, min_chars=3)
+            server_label.setObjectName("ToolTitle")
+            server_label.setStyleSheet(f"color: {c.muted};")
+            server_label.setToolTip(f"{server} › {short}")
+            hl.addWidget(server_label)
+        title = ElidedLabel(short, header, min_chars=6)
+        title.setObjectName("ToolTitle")
+        bold = title.font()
+        bold.setBold(True)
+        title.setFont(bold)
+        title.setToolTip(f"{server} › {short}" if server else short)
+        self.title = title
+        hl.addWidget(title)
+        hl.addWidget(_elided_chip(robot, header))
+        #: "from the model's text": the call was written in the model's answer, not made by its server.
+        self.from_text_label = QLabel(FROM_TEXT, header)
+        self.from_text_label.setObjectName("Muted")
+        self.from_text_label.setAccessibleName(FROM_TEXT)
+        self.from_text_label.setToolTip("The model wrote this call in its answer (its chat template's form); its "
+                                        "server did not send it as a tool call.")
+        self.from_text_label.setVisible(False)
+        hl.addWidget(self.from_text_label)
+        hl.addStretch(1)
+        self._duration = QLabel("", header)
+        self._duration.setObjectName("Muted")
+        hl.addWidget(self._duration)
+        self._status_holder = QHBoxLayout()
+        self._status_holder.setContentsMargins(0, 0, 0, 0)
+        hl.addLayout(self._status_holder)
+        self._status_pill: QLabel | None = None
+        outer.addWidget(header)
+
+        body = QWidget(self)
+        body.setObjectName("ToolCardBody")
+        self._body = QVBoxLayout(body)
+        self._body.setContentsMargins(12, 8, 12, 10)
+        self._body.setSpacing(6)
+        self._args = _body_text(_args_html(arguments), body, "ToolArgs")
+        self._body.addWidget(self._args)
+        outer.addWidget(body)
+
+        self._result_toggle: ElidedToolButton | None = None
+        self._result_view: AutoHeightText | None = None
+        self._error_box: AutoHeightText | None = None
+        self._decision: QLabel | None = None
+        self._lanes: list[QWidget] = []
+        self._set_status("running")
+
+    # -- a robot used as this tool ----------------------------------------------------------------
+    def add_lane(self, lane: QWidget) -> None:
+        """The lane of the robot this call runs (a robot used as a tool), under the arguments."""
+        lane.setParent(self)
+        self._body.addWidget(lane)
+        self._lanes.append(lane)
+        lane.setVisible(True)
+
+    def lanes(self) -> list[QWidget]:
+        return list(self._lanes)
+
+    # -- state ------------------------------------------------------------------------------
+    def _set_status(self, status: str) -> None:
+        if status == self.status and self._status_pill is not None:
+            return
+        self.status = status
+        self.setProperty("status", status)
+        self.style().unpolish(self)
+        self.style().polish(self)
+        fg, bg = _status_colors(status)
+        if self._status_pill is not None:
+            self._status_holder.removeWidget(self._status_pill)
+            self._status_pill.deleteLater()
+        self._status_pill = pill(STATUS_TEXT.get(status, status), fg, bg, self)
+        self._status_holder.addWidget(self._status_pill)
+
+    def show_elapsed(self, seconds: float | None, *, running: bool = False) -> None:
+        """The time the call took, or (``running``) has taken so far; None: none shown."""
+        if seconds is None:
+            self._duration.setText("")
+        elif running:
+            self._duration.setText(elapsed_text(seconds) + "…" if seconds >= 1 else "")
+        else:
+            self._duration.setText(format_duration(seconds))
+
+    def set_arguments(self, arguments: Any) -> None:
+        self.arguments = arguments
+        self._args.setHtml(_args_html(arguments))
+
+    def apply(self, call: ToolCallItem) -> None:
+        """Show the call's state: its arguments, status, result or error, and the approval's outcome."""
+        self.from_text_label.setVisible(call.from_text)
+        if call.arguments != self.arguments:
+            self.set_arguments(call.arguments)
+        if call.status == "ok" and self._result_toggle is None:
+            self.result = call.result
+            self._add_result_section("Result", call.result_value, expanded=False)
+        elif call.status == "denied" and call.approval is not None and call.approval.state == "denied":
+            # The person's denial: the note under the arguments says it, with the reason (the error the model
+            # got, "Denied by the user: <reason>", would only say it again).
+            self.result, self.error = call.result, call.error
+            if self._error_box is not None:
+                self._error_box.setVisible(False)
+        elif call.failed and call.error is not None and call.error != self.error:
+            self.result = call.result
+            self.error = call.error
+            c = theme.colors()
+            error = call.error
+            message = error.get("message", error) if isinstance(error, dict) else error
+            text = message if isinstance(message, str) else markdown.to_json_text(message)
+            html = f'<div style="color:{c.error};"><b>{call.error_label}</b> — {markdown._esc(text)}</div>'
+            if self._error_box is None:
+                self._error_box = _body_text(html, self, "ToolError")
+                self._body.addWidget(self._error_box)
+            else:
+                self._error_box.setHtml(html)
+        if call.status == "ok" or call.duration:
+            self._duration.setText(format_duration(call.duration))
+        elif call.status not in ("running", "approval"):
+            self._duration.setText("")  # no time ticking on a call that ended without one
+        self._show_progress(call)
+        approval = call.approval
+        if approval is not None and approval.state != "asking":
+            self._show_decision(approval.note, approval.state)
+        if self.approval is None or self.approval.done:
+            self._set_status(call.status)
+
+    def _show_progress(self, call: ToolCallItem) -> None:
+        """An MCP server's progress reports: a bar (busy when the total is unknown) and its message;
+        hidden once the call ends, unless the run was stopped (the server was told to cancel)."""
+        progress = call.progress
+        bar: QProgressBar | None = getattr(self, "_progress", None)
+        label: QLabel | None = getattr(self, "_progress_label", None)
+        if progress is None or (call.status not in ("running", "approval") and not progress.cancelled):
+            if bar is not None and label is not None:
+                bar.setVisible(False)
+                label.setVisible(False)
+            return
+        if bar is None or label is None:
+            bar = QProgressBar(self)
+            bar.setTextVisible(False)
+            bar.setMaximumHeight(6)
+            bar.setAccessibleName("Tool progress")
+            label = shrinkable(QLabel("", self))
+            label.setObjectName("Muted")
+            self._progress, self._progress_label = bar, label
+            self._body.addWidget(bar)
+            self._body.addWidget(label)
+        fraction = progress.fraction
+        bar.setRange(0, 0 if fraction is None else 1000)
+        if fraction is not None:
+            bar.setValue(int(fraction * 1000))
+        bar.setVisible(not progress.cancelled)
+        label.setText(progress.text)
+        label.setVisible(True)
+
+    def _show_decision(self, text: str, state: str) -> None:
+        """The approval's outcome under the arguments (the live panel, once answered, gives way to it)."""
+        panel = self.approval
+        if panel is not None:
+            if not panel.done:
+                if state != "stopped":
+                    return  # decided elsewhere (the policy file, another window): the panel finishes itself
+                panel.dismiss()  # the run ended while it waited
+            self.approval = None
+            self._body.removeWidget(panel)
+            panel.setVisible(False)
+            panel.deleteLater()
+            self._args.setVisible(True)
+        c = theme.colors()
+        color = {"approved": c.success, "denied": c.error}.get(state, c.muted)
+        if self._decision is None:
+            self._decision = shrinkable(QLabel("", self))
+            self._decision.setObjectName("ApprovalNote")
+            self._body.insertWidget(1, self._decision)
+        self._decision.setText(text)
+        self._decision.setStyleSheet(f"color: {color}; font-weight: 600;")
+
+    def _add_result_section(self, label: str, value: Any, *, expanded: bool) -> None:
+        c = theme.colors()
+        toggle = ElidedToolButton(self, min_text=f"{label}…")
+        toggle.setObjectName("ResultToggle")
+        toggle.setCheckable(True)
+        toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        toggle.setIcon(theme.icon("chevron-right", c.muted, 14))
+        preview = _preview(value)
+        toggle.setText(f"{label}  ·  {preview}")
+        toggle.setToolTip(_tooltip_html(_preview(value, TOOLTIP_CHARS)) if preview.endswith("…")
+                          or len(preview) > 60 else "")
+        toggle.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        toggle.setCursor(Qt.CursorShape.PointingHandCursor)
+        view = _body_text("", self, "ToolResult")
+        view.setVisible(False)
+        self._result_value = value
+
+        def on_toggled(checked: bool) -> None:
+            if checked and not view.toPlainText():
+                view.setHtml(value_html(value))
+            view.setVisible(checked)
+            toggle.setIcon(theme.icon("chevron-down" if checked else "chevron-right", c.muted, 14))
+
+        toggle.toggled.connect(on_toggled)
+        self._body.addWidget(toggle)
+        self._body.addWidget(view)
+        self._result_toggle, self._result_view = toggle, view
+        if expanded:
+            toggle.setChecked(True)
+
+    @property
+    def result_expanded(self) -> bool:
+        return bool(self._result_toggle and self._result_toggle.isChecked())
+
+    def set_result_expanded(self, expanded: bool) -> None:
+        if self._result_toggle is not None:
+            self._result_toggle.setChecked(expanded)
+
+    # -- approval ----------------------------------------------------------------------------
+    def ask_approval(self, request: Any, future: asyncio.Future[ApprovalDecision]) -> ApprovalPanel:
+        self._set_status("approval")
+        self._args.setVisible(False)  # the panel shows them, editable
+        panel = ApprovalPanel(request, future, self)
+        self.approval = panel
+        self._body.addWidget(panel)
+        panel.finished.connect(self._on_approval_finished)
+        return panel
+
+    def _on_approval_finished(self, decision: object) -> None:
+        self._args.setVisible(True)
+        if isinstance(decision, ApprovalDecision):
+            if decision.approved:
+                self._set_status("running")
+                if decision.input is not None:
+                    self.set_arguments(decision.input)
+            self.decided.emit(self.call_id, decision)
+
+
+
+def effects_text(effects: object) -> str:
+    """An approval request's effects (:class:`~workspace.approval.FileEffect`, or their dicts in a stored
+    event's ``annotations["effects"]``) as a sentence ("That means deleting 'a.txt'.")."""
+    from workspace.approval import FileEffect
+
+    if not isinstance(effects, list | tuple):
+        return ""
+    described = []
+    for item in effects:
+        if isinstance(item, FileEffect):
+            described.append(item.describe())
+            continue
+        kind = item.get("kind") if isinstance(item, dict) else None
+        if isinstance(item, dict) and kind in ("create", "modify", "delete", "rename"):
+            described.append(FileEffect(kind=kind, path=str(item.get("path", "")),
+                                        new_path=item.get("new_path"), emptied=bool(item.get("emptied"))).describe())
+    return ("That means " + ", ".join(described) + ".") if described else ""
+
+
+class ApprovalPanel(QFrame):
+    """The inline approval: full editable highlighted arguments, Approve / Edit & approve / Deny.
+
+    Keys while the panel (not an editor in it) has focus: y approve, e edit, n deny.
+    """
+
+    finished = Signal(object)  # ApprovalDecision or None when stopped
+
+    def __init__(self, request: Any, future: asyncio.Future[ApprovalDecision], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ApprovalPanel")
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.request = request
+        self.future = future
+        self._original = markdown.to_json_text(getattr(request, "input", {}) or {})
+        c = theme.colors()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 8, 10, 10)
+        layout.setSpacing(6)
+
+        top = QHBoxLayout()
+        top.setSpacing(6)
+        icon = QLabel(self)
+        icon.setPixmap(theme.icon("shield", c.warning).pixmap(16, 16))
+        top.addWidget(icon)
+        server = getattr(request, "server", None)
+        where = f" on <b>{markdown._esc(server)}</b>" if server else ""
+        task = getattr(request, "task", None)
+        in_task = (f' <span style="color:{c.muted};">in task</span> <b>{markdown._esc(task)}</b>'
+                   if task else "")  # a robot of a network: which task asks
+        title = QLabel(f"<b>{markdown._esc(request.robot)}</b>{in_task} wants to run "
+                       f"<b>{markdown._esc(request.tool)}</b>{where}", self)
+        title.setObjectName("ApprovalTitle")
+        title.setTextFormat(Qt.TextFormat.RichText)
+        shrinkable(title)
+        top.addWidget(title, 1)
+        hints = dict(getattr(request, "annotations", {}) or {})
+        claimed = bool(server) and not hints.get("trustAnnotations")  # an untrusted server's own claims
+        for hint, value in hints.items():
+            if isinstance(value, bool) and value and hint.endswith("Hint"):
+                label = hint[:-4].replace("readOnly", "read-only").replace("openWorld", "open world")
+                fg = c.error if hint == "destructiveHint" else c.muted
+                top.addWidget(pill(f"{label} (claimed)" if claimed else label, fg, c.card_header, self))
+        layout.addLayout(top)
+        effects = effects_text(getattr(request, "effects", None) or hints.get("effects"))
+        if effects:  # what a file tool's call does, which the policy decided by
+            does = shrinkable(QLabel(effects, self))
+            does.setObjectName("ApprovalEffects")
+            does.setWordWrap(True)
+            layout.addWidget(does)
+
+        self.editor = SubmitEdit(self)
+        self.editor.setObjectName("ApprovalEditor")
+        self.editor.setAccessibleName("Tool arguments (JSON, editable; Ctrl+Enter approves them, Esc leaves)")
+        self.editor.submitted.connect(self.edit_and_approve)
+        self.editor.cancelled.connect(self.setFocus)  # back to the panel: y, e, n work again
+        self.editor.setPlainText(self._original)
+        self.editor.setFont(theme.mono_font())
+        self.editor.setTabChangesFocus(True)
+        self._highlighter = JsonHighlighter(self.editor.document())
+        self.editor.ensurePolished()  # measure with the style sheet's font
+        lines = max(3, min(16, self._original.count("\n") + 1))
+        margins = 2 * self.editor.document().documentMargin() + 2 * self.editor.frameWidth() + 10
+        self.editor.setFixedHeight(int(self.editor.fontMetrics().lineSpacing() * lines + margins))
+        self.editor.textChanged.connect(self._on_edited)
+        layout.addWidget(self.editor)
+        self.problem = shrinkable(QLabel("", self))
+        self.problem.setStyleSheet(f"color: {c.error};")
+        self.problem.setVisible(False)
+        layout.addWidget(self.problem)
+
+        row = FlowRow(spacing=8)  # "Remember: [Once]" and the reason: one row, or two when narrow
+        self.scope = QComboBox(self)
+        self.scope.setAccessibleName("Remember the answer")
+        for key, label in SCOPES:
+            self.scope.addItem(label, key)
+        self.scope.setToolTip("How long this answer holds: this call only, the rest of this thread, "
+                              "or always (saved to the approval policy)")
+        row.addWidget(QLabel("Remember:", self))
+        row.addWidget(self.scope)
+        self.reason = QLineEdit(self)
+        self.reason.setAccessibleName("Reason for denying (sent to the model)")
+        self.reason.setPlaceholderText("Reason for denying (sent to the model)")
+        self.reason.setToolTip("Reason for denying (sent to the model)")
+        self.reason.setMinimumWidth(150)
+        self.reason.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.reason.returnPressed.connect(self.deny)
+        row.addWidget(self.reason)
+        layout.addLayout(row)
+
+        # The buttons always show: the key hint gives way first, then the buttons wrap onto two rows.
+        buttons = FlowRow(spacing=8, align_right=True)
+        hint = ElidedLabel("Ctrl+J, then y approve · e edit · n deny", self, whole=True)
+        hint.setObjectName("Muted")
+        hint.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        buttons.addWidget(hint)
+        self.deny_button = QPushButton("Deny", self)
+        self.deny_button.setObjectName("DangerButton")
+        self.deny_button.clicked.connect(self.deny)
+        self.edit_button = QPushButton("Edit && approve", self)
+        self.edit_button.clicked.connect(self.edit_and_approve)
+        self.approve_button = QPushButton("Approve", self)
+        self.approve_button.setObjectName("PrimaryButton")
+        self.approve_button.clicked.connect(self.approve)
+        for b in (self.deny_button, self.edit_button, self.approve_button):
+            b.setCursor(Qt.CursorShape.PointingHandCursor)
+            buttons.addWidget(b)
+        layout.addLayout(buttons)
+        self._done = False
+        #: The keyboard was in the panel when it was answered (the chat then gives it back: ChatView).
+        self.had_keyboard = False
+        future.add_done_callback(self._on_future_done)
+
+    # -- decisions ----------------------------------------------------------------------------
+    def _scope(self) -> str:
+        return str(self.scope.currentData() or "once")
+
+    def _on_edited(self) -> None:
+        edited = self.editor.toPlainText().strip() != self._original.strip()
+        self.edit_button.setText("Approve edited" if edited else "Edit && approve")
+        self.problem.setVisible(False)
+
+    def approve(self) -> None:
+        self._resolve(ApprovalDecision(approved=True, scope=self._scope()))
+
+    def edit_and_approve(self) -> None:
+        text = self.editor.toPlainText()
+        if text.strip() == self._original.strip() and not self.editor.hasFocus():
+            self.start_editing()
+            return
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            self.problem.setText(f"The arguments are not valid JSON: {exc.msg} (line {exc.lineno}, column "
+                                 f"{exc.colno}). Fix them, or Approve the original.")
+            self.problem.setVisible(True)
+            return
+        if not isinstance(value, dict):
+            self.problem.setText("The arguments must be one JSON object ({...}).")
+            self.problem.setVisible(True)
+            return
+        self._resolve(ApprovalDecision(approved=True, input=value, scope=self._scope()))
+
+    def start_editing(self) -> None:
+        self.editor.setFocus()
+        self.editor.moveCursor(self.editor.textCursor().MoveOperation.End)
+
+    def deny(self) -> None:
+        reason = self.reason.text().strip() or None
+        scope = self._scope()
+        self._resolve(ApprovalDecision(approved=False, reason=reason, scope=scope))
+
+    def _resolve(self, decision: ApprovalDecision) -> None:
+        if self._done:
+            return
+        if not self.future.done():
+            self.future.set_result(decision)
+        self._finish(decision)
+
+    def _on_future_done(self, future: asyncio.Future[ApprovalDecision]) -> None:
+        if self._done:
+            return
+        decision = None if future.cancelled() else future.result()
+        self._finish(decision)
+
+    def _finish(self, decision: ApprovalDecision | None) -> None:
+        self._done = True
+        self.had_keyboard = holds_focus(self)  # before its controls hide (the keyboard then goes elsewhere)
+        c = theme.colors()
+        for w in (self.editor, self.scope, self.reason, self.deny_button, self.edit_button, self.approve_button):
+            w.setEnabled(False)
+        if decision is None:
+            text, color = "Stopped before anyone decided.", c.muted
+        elif decision.approved:
+            edited = " with edited arguments" if decision.input is not None else ""
+            text, color = f"Approved{edited} ({dict(SCOPES).get(decision.scope, decision.scope).lower()}).", c.success
+        else:
+            text = "Denied" + (f": {decision.reason}" if decision.reason else "") + "."
+            color = c.error
+        self.setProperty("decided", True)
+        self.style().unpolish(self)
+        self.style().polish(self)
+        for child in self.findChildren(QWidget):
+            child.setVisible(False)
+        layout = self.layout()
+        note = shrinkable(QLabel(text, self))
+        note.setStyleSheet(f"color: {color}; font-weight: 600;")
+        assert layout is not None
+        layout.addWidget(note)
+        self.finished.emit(decision)
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def dismiss(self) -> None:
+        """Nobody needs the answer any more (the run ended): stop waiting, quietly."""
+        self._done = True
+        self.had_keyboard = holds_focus(self)
+        if not self.future.done():
+            self.future.cancel()
+        self.finished.emit(None)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        key = event.key()
+        if self._done:
+            super().keyPressEvent(event)
+            return
+        if key == Qt.Key.Key_Y:
+            self.approve()
+        elif key == Qt.Key.Key_E:
+            self.start_editing()
+        elif key == Qt.Key.Key_N:
+            self.reason.setFocus()
+        else:
+            super().keyPressEvent(event)

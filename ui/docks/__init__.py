@@ -1,1 +1,0 @@
-"""Inspector docks of the main window."""

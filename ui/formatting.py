@@ -1,0 +1,59 @@
+"""What the window's features show the same way: durations, a tool call's failure, a network task's
+status words, search-hit marks.
+
+Plain functions and constants, no widgets (the chat's Qt-free model uses them too): the features
+share them through here, never by importing each other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: The states of a call that failed (an error, a denial, a stop): counted as failed everywhere.
+FAILED_CALL = frozenset({"error", "denied", "stopped"})
+
+
+def result_error(payload: Any, raw: Any = None) -> Any:
+    """The error inside a ``tool_result``, or None when it succeeded.
+
+    Results normally carry ``{"data": ...}`` and errors come as ``tool_error``; but a payload of
+    ``{"error": ...}`` (an ``is_error`` tool result as the model sees it) or an MCP result marked
+    ``isError`` is a failure too, and is counted and shown as one.
+    """
+    if isinstance(payload, dict) and "error" in payload and "data" not in payload:
+        return payload["error"]
+    if isinstance(raw, dict) and raw.get("isError") is True:
+        data = payload.get("data") if isinstance(payload, dict) else payload
+        return data if data is not None else raw
+    return None
+
+
+#: What a lane's status pill and the network row's summary call each task state.
+LANE_STATUS_TEXT = {
+    "waiting": "waiting",
+    "running": "running",
+    "done": "done",
+    "failed": "failed",
+    "skipped": "skipped",
+    "cancelled": "stopped",
+}
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+
+
+def elapsed_text(seconds: float) -> str:
+    """Time that is still going, in whole seconds ("4 s", "1 min 5 s"): a ticking count that does not jitter."""
+    whole = int(max(0.0, seconds))
+    return f"{whole} s" if whole < 60 else f"{whole // 60} min {whole % 60} s"
+
+
+#: The marks the window asks the search to put around each match in a snippet (never in text).
+HIGHLIGHT = ("\x02", "\x03")

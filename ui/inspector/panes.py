@@ -1,0 +1,393 @@
+"""Inspector panes: Memory, Tool calls, Trace. Each is a plain widget over its Qt model;
+the main window puts each in a dock (see :meth:`ui.window.docks.Docks.register`)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+from PySide6.QtCore import QAbstractItemModel, QEvent, QItemSelectionModel, QModelIndex, QObject, Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QStyle,
+    QTableView,
+    QTabWidget,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui import markdown, theme
+from ui.formatting import format_duration
+from ui.inspector.memory import MemoryModel, pretty
+from ui.inspector.tool_calls import ToolCallRecord, ToolCallsModel, diff_results
+from ui.inspector.trace import TraceFilterModel, TraceModel, raw_event_json
+from ui.widgets.common import ElidedLabel, name_line_edit_buttons
+from workspace import events as ev
+
+#: The narrowest an inspector pane gets (ui.window.docks.DOCK_MIN_WIDTH): set, so that no pane's content
+#: makes the dock area (and the window) wider; below their wish, tables scroll and labels elide.
+PANE_MIN_WIDTH = 260
+
+
+def _table(model: QAbstractItemModel, parent: QWidget) -> QTableView:
+    view = QTableView(parent)
+    view.setModel(model)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setAlternatingRowColors(True)
+    view.setShowGrid(False)
+    view.setWordWrap(False)
+    view.verticalHeader().setVisible(False)
+    view.verticalHeader().setDefaultSectionSize(24)
+    view.horizontalHeader().setHighlightSections(False)
+    view.horizontalHeader().setStretchLastSection(True)
+    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+    return view
+
+
+def _detail(parent: QWidget) -> QTextBrowser:
+    view = QTextBrowser(parent)
+    view.setObjectName("DetailView")
+    view.setOpenExternalLinks(True)
+    return view
+
+
+def _pre(text: str, lang: str | None = None) -> str:
+    body = markdown.highlight(text, lang) if lang else markdown._esc(text)
+    return f'<pre style="font-family:{theme.mono_family()}; white-space:pre-wrap;">{body}</pre>'
+
+
+def _value_html(value: Any) -> str:
+    """A result or error: highlighted JSON when it is JSON, else plain text (no JSON colours on prose)."""
+    from ui.markdown import value_html
+
+    return value_html(value)
+
+
+class MemoryPane(QWidget):
+    """Live key/value memory with the writer and time of each value, and its history."""
+
+    def __init__(self, model: MemoryModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("InspectorPane")
+        self.setMinimumWidth(PANE_MIN_WIDTH)
+        self.model = model
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        splitter = QSplitter(Qt.Orientation.Vertical, self)
+        self.table = _table(model, splitter)
+        self.table.setAccessibleName("Memory: keys and values")
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.table.horizontalHeader().setStretchLastSection(False)
+        self.detail = _detail(splitter)
+        self.detail.setPlaceholderText("Select a key to see its value and history.")
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.detail)
+        splitter.setSizes([220, 200])
+        layout.addWidget(splitter)
+        self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._show(cur.row()))
+        model.dataChanged.connect(lambda *_: self._show(self.table.currentIndex().row()))
+        model.modelReset.connect(self.detail.clear)  # another thread: the last one's value goes
+        self.setFocusProxy(self.table)
+
+    def _show(self, row: int) -> None:
+        if row < 0 or row >= self.model.rowCount():
+            self.detail.clear()
+            return
+        entry = self.model.entries[row]
+        c = theme.colors()
+        parts = [f"<h3 style='margin:0'>{markdown._esc(entry.key)}</h3>",
+                 f"<p style='color:{c.muted}; margin-top:2px'>written by {markdown._esc(entry.writer or 'unknown')} "
+                 f"at {time.strftime('%H:%M:%S', time.localtime(entry.ts))}</p>",
+                 markdown.readable_html(entry.value) if not isinstance(entry.value, str) else _pre(entry.value)]
+        if len(entry.history) > 1:
+            parts.append(f"<p style='margin-top:10px'><b>History</b> ({len(entry.history)} changes, newest first)</p>")
+            for ts, writer, value, _previous in reversed(entry.history):
+                stamp = time.strftime("%H:%M:%S", time.localtime(ts))
+                parts.append(f"<p style='color:{c.muted}; margin:6px 0 2px 0'>{stamp} · {markdown._esc(writer or '?')}"
+                             "</p>" + _pre(pretty(value)[:4000], "json" if not isinstance(value, str) else None))
+        self.detail.setHtml("".join(parts))
+
+
+class CompareWindow(Protocol):
+    """Opens two texts side by side in a window of their own (the change review's compare window)."""
+
+    def __call__(self, old: str, new: str, *, name: str, title: str,
+                 parent: QWidget | None = None) -> QWidget: ...
+
+
+class ToolCallsPane(QWidget):
+    """Call/result pairs by id; highlighted arguments and result, raw payload, diff of two results."""
+
+    def __init__(self, model: ToolCallsModel, parent: QWidget | None = None, *,
+                 compare: CompareWindow | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("InspectorPane")
+        self.setMinimumWidth(PANE_MIN_WIDTH)
+        self.model = model
+        #: Opens two texts side by side (the review's compare window, given by the window): None hides "Side by side…".
+        self._compare = compare
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.setSpacing(6)
+        bar = QHBoxLayout()
+        self.count = ElidedLabel("", self, tooltip=True)
+        self.count.setObjectName("Muted")
+        bar.addWidget(self.count, 1)
+        self.diff_button = QPushButton("Diff", self)
+        self.diff_button.setToolTip("Select two calls (Ctrl+click) and compare their results")
+        self.diff_button.setIcon(theme.icon("diff", theme.colors().muted, 16))
+        self.diff_button.clicked.connect(self.show_diff)
+        bar.addWidget(self.diff_button)
+        self.compare_button = QPushButton("Side by side…", self)
+        self.compare_button.setToolTip("Open the two selected results in the review view (side by side, highlighted)")
+        self.compare_button.clicked.connect(self.compare_results)
+        self.compare_button.setVisible(compare is not None)
+        bar.addWidget(self.compare_button)
+        layout.addLayout(bar)
+        splitter = QSplitter(Qt.Orientation.Vertical, self)
+        self.table = _table(model, splitter)
+        self.table.setAccessibleName("Tool calls")
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        header = self.table.horizontalHeader()
+        header.setStretchLastSection(False)
+        # Widths from the shapes of the contents (sizing to contents measures every row on every change):
+        # the Tool column takes the rest, but never less than TOOL_MIN_WIDTH (the table scrolls instead).
+        for col in range(model.columnCount()):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
+        fm = self.table.fontMetrics()
+        pad = 2 * (self.table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self.table) + 1) + 12
+        for col, sample in ((1, "Server"), (2, "assistant"), (3, "approval"), (4, "1 min 30 s")):
+            title = str(model.headerData(col, Qt.Orientation.Horizontal) or "")
+            header.resizeSection(col, max(fm.horizontalAdvance(sample), header.fontMetrics().horizontalAdvance(title)
+                                          + 8) + pad)
+        self.table.viewport().installEventFilter(self)
+        self._fit_tool_column()
+        self.tabs = QTabWidget(splitter)
+        self.tabs.setDocumentMode(True)
+        self.args_view = _detail(self.tabs)
+        self.result_view = _detail(self.tabs)
+        self.raw_view = _detail(self.tabs)
+        self.diff_view = _detail(self.tabs)
+        self.args_view.setPlaceholderText("Select a call to see its arguments.")
+        self.result_view.setPlaceholderText("Select a call to see its result.")
+        self.diff_view.setPlaceholderText("Ctrl+click two calls, then Diff two results.")
+        self.tabs.addTab(self.args_view, "Arguments")
+        self.tabs.addTab(self.result_view, "Result")
+        self.tabs.addTab(self.raw_view, "Raw")
+        self.tabs.addTab(self.diff_view, "Diff")
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.tabs)
+        splitter.setSizes([200, 260])
+        layout.addWidget(splitter, 1)
+        self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._show(cur.row()))
+        self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
+        model.rowsInserted.connect(lambda *_: self._update_count())
+        model.modelReset.connect(self._update_count)
+        model.dataChanged.connect(lambda *_: self._update_count())  # a call failed after its row came
+        model.dataChanged.connect(lambda *_: self._show(self.table.currentIndex().row()))
+        model.modelReset.connect(self._clear_detail)  # another thread: the last one's call goes
+        self.setFocusProxy(self.table)
+        self._update_count()
+        self._update_buttons()
+
+    def _clear_detail(self) -> None:
+        for view in (self.args_view, self.result_view, self.raw_view, self.diff_view):
+            view.clear()
+
+    TOOL_MIN_WIDTH = 110
+
+    def _fit_tool_column(self) -> None:
+        """The Tool column fills the table's width (at least TOOL_MIN_WIDTH; the table scrolls below)."""
+        header = self.table.horizontalHeader()
+        others = sum(header.sectionSize(col) for col in range(1, self.model.columnCount()))
+        header.resizeSection(0, max(self.TOOL_MIN_WIDTH, self.table.viewport().width() - others))
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if obj is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_tool_column()
+        return super().eventFilter(obj, event)
+
+    def retheme(self) -> None:
+        self.diff_button.setIcon(theme.icon("diff", theme.colors().muted, 16))
+        self._show(self.table.currentIndex().row())
+
+    def _update_count(self) -> None:
+        n = self.model.rowCount()
+        errors = self.model.failed_count
+        self.count.setText(f"{n} call{'s' if n != 1 else ''}" + (f" · {errors} failed" if errors else ""))
+
+    def _update_buttons(self) -> None:
+        two = len(self.table.selectionModel().selectedRows()) == 2
+        self.diff_button.setEnabled(two)
+        self.compare_button.setEnabled(two)
+
+    def select_call(self, call_id: str, run_id: str | None = None) -> None:
+        """Select the call ``call_id`` (of run ``run_id``; ids repeat across runs: the latest when None)."""
+        records = self.model.records
+        for row in reversed(range(len(records))):
+            rec = records[row]
+            if rec.id == call_id and (run_id is None or rec.run_id == run_id):
+                self.table.selectionModel().setCurrentIndex(
+                    self.model.index(row, 0),
+                    QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+                return
+
+    def _show(self, row: int) -> None:
+        if row < 0 or row >= self.model.rowCount():
+            return
+        rec: ToolCallRecord = self.model.record(row)
+        c = theme.colors()
+        head = (f"<p style='margin:0 0 6px 0'><b>{markdown._esc(rec.display_name)}</b> "
+                f"<span style='color:{c.muted}'>· {markdown._esc(rec.robot)} · {markdown._esc(rec.status)}"
+                f"{' · ' + format_duration(rec.duration) if rec.duration is not None else ''} · id "
+                f"{markdown._esc(rec.id)}</span></p>")
+        self.args_view.setHtml(head + markdown.readable_html(rec.input))
+        if rec.status in ("running", "approval"):
+            self.result_view.setHtml(head + f"<p style='color:{c.muted}'>No result yet.</p>")
+        elif rec.failed:
+            reason = f"<p><b>Reason:</b> {markdown._esc(rec.reason)}</p>" if rec.reason else ""
+            self.result_view.setHtml(head + f"<p style='color:{c.error}'><b>Error</b></p>" + reason
+                                     + _value_html(rec.error))
+        else:
+            payload = rec.payload
+            value = payload["data"] if isinstance(payload, dict) and set(payload) == {"data"} else payload
+            self.result_view.setHtml(head + _value_html(value))
+        self.raw_view.setHtml(markdown.readable_html(rec.raw_json()))
+
+    def show_diff(self) -> None:
+        rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
+        if len(rows) != 2:
+            self.diff_view.setHtml("<p>Select exactly two calls (Ctrl+click) to compare their results.</p>")
+        else:
+            a, b = (self.model.record(r) for r in rows)
+            self.diff_view.setHtml(_pre(diff_results(a, b), "diff"))
+        self.tabs.setCurrentWidget(self.diff_view)
+
+    def compare_results(self) -> QWidget | None:
+        """The two selected results in the change review's view (a window, side by side)."""
+        rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
+        if len(rows) != 2 or self._compare is None:
+            return None
+        a, b = (self.model.record(r) for r in rows)
+        window = self._compare(markdown.to_json_text(a.result_value), markdown.to_json_text(b.result_value),
+                               name="result.json", title=f"{a.display_name} ({a.id}) vs {b.display_name} ({b.id})",
+                               parent=self.window())
+        window.show()
+        return window
+
+
+class TracePane(QWidget):
+    """The raw event stream, filterable by kind and text; one click shows an event's JSON."""
+
+    ALL = "All events"
+    NO_DELTAS = "All but text deltas"
+
+    def __init__(self, model: TraceModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("InspectorPane")
+        self.setMinimumWidth(PANE_MIN_WIDTH)
+        self.model = model
+        self.proxy = TraceFilterModel(self)
+        self.proxy.setSourceModel(model)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.setSpacing(6)
+        bar = QHBoxLayout()
+        self.kind = QComboBox(self)
+        self.kind.setAccessibleName("Which events")
+        self.kind.addItems([self.NO_DELTAS, self.ALL])
+        self.kind.currentTextChanged.connect(self._on_kind)
+        self.kind.view().pressed.connect(lambda *_: None)
+        bar.addWidget(self.kind)
+        self.filter = QLineEdit(self)
+        self.filter.setAccessibleName("Filter events")
+        self.filter.setPlaceholderText("Filter events…")
+        self.filter.setClearButtonEnabled(True)
+        name_line_edit_buttons(self.filter, clear="Clear the filter")
+        self.filter.textChanged.connect(self.proxy.set_text)
+        bar.addWidget(self.filter, 1)
+        layout.addLayout(bar)
+        splitter = QSplitter(Qt.Orientation.Vertical, self)
+        self.table = _table(self.proxy, splitter)
+        self.table.setAccessibleName("Events")
+        header = self.table.horizontalHeader()
+        header.setStretchLastSection(True)
+        # Sized to their contents, which have known shapes (measuring thousands of rows on every batch
+        # would be slow): sequence numbers, "HH:MM:SS.mmm", the longest event kind; the user can resize.
+        for col in range(4):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
+        self.size_columns()
+        self.detail = _detail(splitter)
+        self.detail.setPlaceholderText("Select an event to see its raw JSON.")
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.detail)
+        splitter.setSizes([300, 160])
+        layout.addWidget(splitter, 1)
+        self.table.selectionModel().currentRowChanged.connect(self._show)
+        self._stick = True
+        bar_ = self.table.verticalScrollBar()
+        bar_.valueChanged.connect(lambda v: setattr(self, "_stick", v >= bar_.maximum() - 4))
+        bar_.rangeChanged.connect(lambda _lo, hi: bar_.setValue(hi) if self._stick else None)
+        model.rowsInserted.connect(self._refresh_kinds)
+        model.modelReset.connect(self._refresh_kinds)
+        model.modelReset.connect(self.detail.clear)
+        self.setFocusProxy(self.table)
+        self._on_kind(self.kind.currentText())
+
+    def column_samples(self) -> list[str]:
+        """The widest text each of the first four columns shows (seq, time, kind, robot)."""
+        kinds = sorted(_known_kinds() | set(self.model.kinds()), key=len) or [ev.RunStarted.kind]
+        return ["00000", "00:00:00.000", kinds[-1], "assistant"]
+
+    def size_columns(self) -> None:
+        """Make the seq, time, kind and robot columns wide enough for what they show."""
+        header = self.table.horizontalHeader()
+        fm = self.table.fontMetrics()
+        header_fm = header.fontMetrics()
+        margin = self.table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self.table)
+        pad = 2 * (margin + 1) + 12  # the cell's text margins, and some air
+        for col, sample in enumerate(self.column_samples()):
+            title = str(self.model.headerData(col, Qt.Orientation.Horizontal) or "")
+            width = max(fm.horizontalAdvance(sample), header_fm.horizontalAdvance(title) + 8) + pad
+            header.resizeSection(col, width)
+
+    def _refresh_kinds(self, *_: Any) -> None:
+        current = self.kind.currentText()
+        wanted = [self.NO_DELTAS, self.ALL, *self.model.kinds()]
+        have = [self.kind.itemText(i) for i in range(self.kind.count())]
+        if wanted != have:
+            self.kind.blockSignals(True)
+            self.kind.clear()
+            self.kind.addItems(wanted)
+            self.kind.setCurrentText(current if current in wanted else self.NO_DELTAS)
+            self.kind.blockSignals(False)
+
+    def _on_kind(self, text: str) -> None:
+        if text == self.ALL or not text:
+            self.proxy.set_kinds(None)
+        elif text == self.NO_DELTAS:
+            kinds = set(self.model.kinds()) | _known_kinds()
+            kinds.discard(ev.TextDelta.kind)
+            self.proxy.set_kinds(kinds)
+        else:
+            self.proxy.set_kinds({text})
+
+    def _show(self, current: QModelIndex, _previous: QModelIndex | None = None) -> None:
+        if not current.isValid():
+            return
+        source = self.proxy.mapToSource(current)
+        event = self.model.event_at(source.row())
+        self.detail.setHtml(markdown.readable_html(raw_event_json(event)))
+
+
+def _known_kinds() -> set[str]:
+    """Every event's name as the trace shows it (its serialised ``kind``)."""
+    return set(ev.event_kinds())

@@ -1,0 +1,232 @@
+"""ToolCallsModel: tool call/result pairs matched by run and call id.
+
+A call id is unique only within its run: local servers number their calls (``call_0``, ``call_1``)
+afresh in every request, so a thread holds several calls with the same id."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt
+
+from ui.formatting import FAILED_CALL, format_duration, result_error
+from ui.widgets.table_model import RowsTableModel
+from workspace import events as ev
+
+#: The events about one tool call (matched by their ``id``).
+CallEvent = ev.ToolUse | ev.ApprovalRequested | ev.ApprovalDecided | ev.ToolResult | ev.ToolError
+
+
+STATUS_LABELS = {
+    "running": "running",
+    "approval": "approval",
+    "ok": "ok",
+    "error": "error",
+    "denied": "denied",
+    "stopped": "stopped",
+}
+
+
+@dataclass(slots=True)
+class ToolCallRecord:
+    id: str
+    tool: str
+    robot: str
+    server: str | None = None
+    input: Any = None
+    status: str = "running"
+    duration: float | None = None
+    payload: Any = None
+    error: Any = None
+    raw: Any = None
+    run_id: str = ""
+    started: float = field(default_factory=time.time)
+    decision: str | None = None
+    reason: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """The call failed: a ``tool_error`` (an ``is_error`` output), a denial, a stop, or a result
+        whose payload is an error (``{"error": ...}``, MCP's ``isError``)."""
+        return self.status in FAILED_CALL
+
+    @property
+    def result_value(self) -> Any:
+        """What the call returned, for showing and diffing: the payload or the error."""
+        if self.failed:
+            return {"error": self.error}
+        return self.payload
+
+    @property
+    def display_name(self) -> str:
+        if self.server:
+            short = self.tool.split("__", 1)[-1] if self.tool.startswith(f"{self.server}__") else self.tool
+            return f"{self.server} › {short}"
+        return self.tool
+
+    def raw_json(self) -> str:
+        data = {"id": self.id, "tool": self.tool, "server": self.server, "robot": self.robot, "input": self.input,
+                "status": self.status, "duration": self.duration, "payload": self.payload, "error": self.error,
+                "raw": self.raw, "decision": self.decision, "reason": self.reason}
+        return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+
+
+class ToolCallsModel(RowsTableModel[ToolCallRecord]):
+    COLUMNS = ("Tool", "Server", "Robot", "Status", "Duration")
+    COL_TOOL, COL_SERVER, COL_ROBOT, COL_STATUS, COL_DURATION = range(5)
+    RecordRole = Qt.ItemDataRole.UserRole
+    SortRole = Qt.ItemDataRole.UserRole + 1
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._by_id: dict[tuple[str, str], int] = {}
+        self._silent = False
+
+    def reindex(self) -> None:
+        self._by_id = {(rec.run_id, rec.id): i for i, rec in enumerate(self._rows)}
+
+    def cell(self, rec: ToolCallRecord, col: int, role: int) -> Any:
+        if role == self.RecordRole:
+            return rec
+        if role in (Qt.ItemDataRole.DisplayRole, self.SortRole):
+            if col == self.COL_TOOL:
+                return rec.tool.split("__", 1)[-1] if rec.server else rec.tool
+            if col == self.COL_SERVER:
+                return rec.server or "local"
+            if col == self.COL_ROBOT:
+                return rec.robot
+            if col == self.COL_STATUS:
+                return STATUS_LABELS.get(rec.status, rec.status)
+            if col == self.COL_DURATION:
+                if role == self.SortRole:
+                    return rec.duration or 0.0
+                return format_duration(rec.duration) if rec.duration is not None else "…"
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"{rec.display_name} ({rec.id})"
+        if role == Qt.ItemDataRole.TextAlignmentRole and col == self.COL_DURATION:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    # -- data -----------------------------------------------------------------------------
+    @property
+    def records(self) -> list[ToolCallRecord]:
+        return list(self._rows)
+
+    @property
+    def failed_count(self) -> int:
+        """Calls that failed (see :attr:`ToolCallRecord.failed`): what the Status column says "error"/"denied"/
+        "stopped" for."""
+        return sum(1 for r in self._rows if r.failed)
+
+    def record(self, row: int) -> ToolCallRecord:
+        return self._rows[row]
+
+    def find(self, call_id: str, run_id: str | None = None) -> ToolCallRecord | None:
+        """The call ``call_id`` of run ``run_id`` (of any run, the latest, when ``run_id`` is None)."""
+        if run_id is not None:
+            row = self._by_id.get((run_id, call_id))
+            return self._rows[row] if row is not None else None
+        return next((rec for rec in reversed(self._rows) if rec.id == call_id), None)
+
+    def add_events(self, events: list[ev.Event]) -> None:
+        for event in events:
+            self.add_event(event)
+
+    def set_events(self, events: list[ev.Event]) -> None:
+        """Replace everything with the calls in ``events`` (one reset, not a signal per row)."""
+        with self.resetting():
+            self._rows.clear()
+            self._by_id.clear()
+            self._silent = True
+            try:
+                for event in events:
+                    self.add_event(event)
+            finally:
+                self._silent = False
+
+    def add_event(self, event: ev.Event) -> None:
+        match event:
+            case ev.ToolUse():
+                self._upsert(event, status="running")
+            case ev.ApprovalRequested():
+                self._upsert(event, status="approval")
+            case ev.ApprovalDecided():
+                rec = self._ensure(event)
+                rec.decision = event.decision
+                rec.reason = event.reason
+                if event.decision == "approve":
+                    rec.status = "running"
+                    if event.input is not None:
+                        rec.input = event.input
+                else:
+                    rec.status = "denied"
+                self._changed(rec)
+            case ev.ToolResult():
+                rec = self._ensure(event)
+                error = result_error(event.payload, event.raw)
+                rec.status = "ok" if error is None else "error"
+                rec.payload = event.payload
+                rec.error = error
+                rec.raw = event.raw
+                rec.duration = event.duration
+                self._changed(rec)
+            case ev.ToolError():
+                rec = self._ensure(event)
+                if rec.status != "denied":
+                    rec.status = "stopped" if "stopped the run" in str(event.error) else "error"
+                rec.error = event.error
+                rec.raw = event.raw
+                rec.duration = event.duration
+                self._changed(rec)
+            case _:
+                pass  # not about a tool call
+
+    def _ensure(self, event: CallEvent) -> ToolCallRecord:
+        rec = self.find(event.id, event.run_id)
+        if rec is None:
+            rec = self._upsert(event, status="running")
+        return rec
+
+    def _upsert(self, event: CallEvent, *, status: str) -> ToolCallRecord:
+        # A result or an error carries no arguments; an approval decision runs on no server.
+        args = getattr(event, "input", None)
+        rec = self.find(event.id, event.run_id)
+        if rec is not None:
+            if rec.status in ("running", "approval"):
+                rec.status = status
+            if args is not None and rec.input is None:
+                rec.input = args
+            self._changed(rec)
+            return rec
+        rec = ToolCallRecord(id=event.id, tool=event.name, robot=event.robot, server=getattr(event, "server", None),
+                             input=args, status=status, run_id=event.run_id, started=event.ts)
+        self._by_id[rec.run_id, rec.id] = len(self._rows)
+        if self._silent:
+            self._rows.append(rec)
+        else:
+            self.append_rows([rec])
+        return rec
+
+    def _changed(self, rec: ToolCallRecord) -> None:
+        row = self._by_id.get((rec.run_id, rec.id))
+        if row is not None and not self._silent:
+            self.row_changed(row)
+
+
+def diff_results(a: ToolCallRecord, b: ToolCallRecord) -> str:
+    """A unified diff (difflib) of two results' pretty JSON."""
+    import difflib
+
+    from ui.markdown import to_json_text
+
+    left = to_json_text(a.result_value).splitlines()
+    right = to_json_text(b.result_value).splitlines()
+    lines = difflib.unified_diff(left, right, fromfile=f"{a.display_name} ({a.id})",
+                                 tofile=f"{b.display_name} ({b.id})", lineterm="")
+    return "\n".join(lines) or "(the two results are identical)"
+
+
+__all__ = ["ToolCallRecord", "ToolCallsModel", "diff_results"]

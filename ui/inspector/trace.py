@@ -1,0 +1,123 @@
+"""TraceModel: the raw event stream of a thread, with a filter proxy by kind and text.
+
+The Kind column and the kind filter show each event's serialised name (its ``kind``, as in the
+JSON): a label people read and pick from, never something the code dispatches on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, QSortFilterProxyModel, Qt
+
+from ui.bridge import event_summary
+from ui.widgets.table_model import Index, RowsTableModel
+from workspace import events as ev
+
+
+class TraceModel(RowsTableModel[ev.Event]):
+    COLUMNS = ("#", "Time", "Kind", "Robot", "Details")
+    EventRole = Qt.ItemDataRole.UserRole
+    KindRole = Qt.ItemDataRole.UserRole + 1
+
+    def __init__(self, parent: QObject | None = None, *, limit: int = 200_000) -> None:
+        super().__init__(parent)
+        self._summaries: dict[int, str] = {}
+        self._kinds: set[str] = set()
+        self.limit = limit
+
+    def reindex(self) -> None:
+        self._summaries.clear()
+        self._kinds = {e.kind for e in self._rows}
+
+    def cell(self, event: ev.Event, col: int, role: int) -> Any:
+        if role == self.EventRole:
+            return event
+        if role == self.KindRole:
+            return event.kind
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col == 0:
+                return event.seq
+            if col == 1:
+                return time.strftime("%H:%M:%S", time.localtime(event.ts)) + f".{int(event.ts * 1000) % 1000:03d}"
+            if col == 2:
+                return event.kind
+            if col == 3:
+                return event.robot + (f" / {event.task}" if event.task else "")
+            if col == 4:
+                return self.summary(event)
+        if role == Qt.ItemDataRole.ToolTipRole and col == 4:
+            return raw_event_json(event)[:2000]
+        return None
+
+    def summary(self, event: ev.Event) -> str:
+        """``event``'s Details, worked out once when first shown (kept by the event, which the rows hold)."""
+        summary = self._summaries.get(id(event))
+        if summary is None:
+            summary = self._summaries[id(event)] = event_summary(event)
+        return summary
+
+    @property
+    def events(self) -> list[ev.Event]:
+        return list(self._rows)
+
+    def event_at(self, row: int) -> ev.Event:
+        return self._rows[row]
+
+    def set_events(self, events: list[ev.Event]) -> None:
+        self.set_rows(list(events)[-self.limit:])
+
+    def append_events(self, events: list[ev.Event]) -> None:
+        self._kinds.update(e.kind for e in events)
+        self.append_rows(events)
+
+    def kinds(self) -> list[str]:
+        return sorted(self._kinds)
+
+
+def raw_event_json(event: ev.Event) -> str:
+    try:
+        data = event.to_dict()
+    except Exception:
+        data = {"repr": repr(event)}
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+
+
+class TraceFilterModel(QSortFilterProxyModel):
+    """Keeps events of the chosen kinds whose text contains the filter text."""
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._kinds: set[str] | None = None
+        self._text = ""
+
+    def _refilter(self, change: Callable[[], object]) -> None:
+        if hasattr(self, "beginFilterChange"):  # Qt >= 6.10
+            self.beginFilterChange()
+            change()
+            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+        else:  # pragma: no cover - older Qt
+            change()
+            self.invalidateFilter()
+
+    def set_kinds(self, kinds: set[str] | None) -> None:
+        self._refilter(lambda: setattr(self, "_kinds", set(kinds) if kinds is not None else None))
+
+    def set_text(self, text: str) -> None:
+        self._refilter(lambda: setattr(self, "_text", text.strip().lower()))
+
+    def filterAcceptsRow(self, source_row: int, _source_parent: Index) -> bool:
+        model = self.sourceModel()
+        if not isinstance(model, TraceModel):
+            return True
+        event = model.event_at(source_row)
+        if self._kinds is not None and event.kind not in self._kinds:
+            return False
+        if self._text:
+            hay = f"{event.kind} {event.robot} {event_summary(event)}".lower()
+            if self._text not in hay and self._text not in raw_event_json(event).lower():
+                return False
+        return True

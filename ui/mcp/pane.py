@@ -1,0 +1,471 @@
+"""The MCP servers dock: status per server, its stderr tail and its log (filtered by level), start / restart /
+stop, per-tool on/off, and its resources (``ui/mcp/resources.py``: browse, preview, subscribe, attach)."""
+
+from __future__ import annotations
+
+import html
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QMetaMethod, Qt, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui import theme
+from ui.mcp.model import McpServersModel, since_text
+from ui.widgets.common import signals_blocked
+
+if TYPE_CHECKING:
+    from ui.controller import Controller
+    from ui.tasks import TaskOwner
+    from workspace.mcp import MCPManager
+    from workspace.mcp.status import ServerStatus
+
+log = logging.getLogger("ui.mcp.pane")
+
+
+def manager_for(controller: Controller) -> MCPManager | None:
+    """The process-wide MCP manager, configured from the controller's configuration (None without MCP)."""
+    try:
+        from workspace.mcp import default_manager
+    except ImportError:
+        return None
+    manager = default_manager()
+    if manager.folder is None and controller.folder is not None:
+        manager.folder = Path(controller.folder)  # Reload reads this folder's settings too
+    try:
+        manager.configure(controller.config)
+    except Exception as exc:  # a bad mcpServers section: the dock shows the servers it could read
+        log.warning("MCP configuration: %s", exc)
+    return manager
+
+
+def open_in_browser(server: str, url: str) -> None:
+    """A remote server's sign-in page, in the system browser (the dock shows its address too)."""
+    from PySide6.QtCore import QUrl
+    from PySide6.QtGui import QDesktopServices
+
+    if not QDesktopServices.openUrl(QUrl(url)):
+        log.warning("could not open the browser for the sign-in of MCP server '%s'", server)
+
+
+#: The log filter's choices: the least severe level shown.
+LOG_FILTERS = (("debug", "Everything (debug and up)"), ("info", "Info and up"), ("warning", "Warnings and errors"),
+               ("error", "Errors only"))
+
+
+def log_lines(entries: tuple[tuple[float, str, str, str], ...], minimum: str) -> list[str]:
+    """``(time, level, logger, text)`` entries at ``minimum`` or more severe, one line each."""
+    import time
+
+    from workspace.mcp.status import log_rank
+
+    floor = log_rank(minimum)
+    out = []
+    for ts, level, logger, text in entries:
+        if log_rank(level) >= floor:
+            when = time.strftime("%H:%M:%S", time.localtime(ts))
+            out.append(f"{when} {level.upper():<9} {logger + ': ' if logger else ''}{text}")
+    return out
+
+
+def _wrapping(text: str, parent: QWidget) -> QLabel:
+    """A caption that wraps in a narrow dock instead of widening it."""
+    label = QLabel(text, parent)
+    label.setWordWrap(True)
+    return label
+
+
+class McpPane(QWidget):
+    """Servers in a table; the selected one's details, tools, resources, stderr tail and log below."""
+
+    #: "Attach to message" in the Resources tab: (server, uri). The button shows only once this is connected.
+    attach_requested = Signal(str, str)
+
+    def __init__(self, manager: MCPManager, tasks: TaskOwner, parent: QWidget | None = None, *,
+                 on_manage: Callable[[], Any] | None = None, on_config: Callable[[Any], Any] | None = None,
+                 watch_interval: float | None = 1.0) -> None:
+        super().__init__(parent)
+        self.setObjectName("InspectorPane")
+        self.manager = manager
+        self.tasks = tasks
+        self._on_manage = on_manage
+        self.model = McpServersModel(self)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.setSpacing(6)
+        # Two short rows (summary and Reload; the server's buttons) rather than one: the pane stays narrow.
+        top = QHBoxLayout()
+        self.summary = QLabel("", self)
+        self.summary.setObjectName("Muted")
+        self.summary.setWordWrap(True)
+        top.addWidget(self.summary, 1)
+        self.reload_button = QPushButton("Reload config", self)
+        self.reload_button.setToolTip("Read mcpServers from the configuration files again (no app restart needed)")
+        top.addWidget(self.reload_button, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addLayout(top)
+        bar = QHBoxLayout()
+        self.manage_button = QPushButton("Manage servers…", self)
+        self.manage_button.setToolTip("Add, edit, test or import MCP servers (Settings › MCP servers)")
+        self.manage_button.setVisible(on_manage is not None)
+        self.manage_button.clicked.connect(lambda: self._on_manage() if self._on_manage is not None else None)
+        bar.addWidget(self.manage_button)
+        bar.addStretch(1)
+        self.start_button = QPushButton("Start", self)
+        self.restart_button = QPushButton("Restart", self)
+        self.restart_button.setIcon(theme.icon("restart", theme.colors().muted, 16))
+        self.stop_button = QPushButton("Stop", self)
+        for b in (self.start_button, self.restart_button, self.stop_button):
+            bar.addWidget(b)
+        layout.addLayout(bar)
+        # A remote server that wants a sign-in (OAuth): Sign in (again), the page's address while it is
+        # open in the browser (to copy, or open again), and Sign out once signed in.
+        self.sign_in_box = QWidget(self)
+        sl = QVBoxLayout(self.sign_in_box)
+        sl.setContentsMargins(0, 0, 0, 0)
+        sl.setSpacing(4)
+        self.sign_in_note = _wrapping("", self.sign_in_box)
+        self.sign_in_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
+        self.sign_in_note.setOpenExternalLinks(False)
+        self.sign_in_note.linkActivated.connect(self._open_sign_in_link)
+        sl.addWidget(self.sign_in_note)
+        sign_row = QHBoxLayout()
+        self.sign_in_button = QPushButton("Sign in", self.sign_in_box)
+        self.sign_in_button.setObjectName("PrimaryButton")
+        self.sign_in_button.setToolTip("Open the server's sign-in page in your browser")
+        self.copy_link_button = QPushButton("Copy link", self.sign_in_box)
+        self.copy_link_button.setToolTip("Copy the sign-in page's address (to open it in another browser)")
+        self.sign_out_button = QPushButton("Sign out", self.sign_in_box)
+        self.sign_out_button.setToolTip("Forget this server's sign-in (its tokens in the keyring) and stop it")
+        sign_row.addStretch(1)
+        for b in (self.copy_link_button, self.sign_out_button, self.sign_in_button):
+            sign_row.addWidget(b)
+        sl.addLayout(sign_row)
+        self.sign_in_box.setVisible(False)
+        layout.addWidget(self.sign_in_box)
+        self.sign_in_button.clicked.connect(self.sign_in)
+        self.sign_out_button.clicked.connect(self.sign_out)
+        self.copy_link_button.clicked.connect(self._copy_sign_in_link)
+        if hasattr(manager, "sign_in_opener") and getattr(manager, "sign_in_opener", None) is None:
+            manager.sign_in_opener = open_in_browser
+        splitter = QSplitter(Qt.Orientation.Vertical, self)
+        self.table = QTableView(splitter)
+        self.table.setAccessibleName("MCP servers")
+        self.table.setModel(self.model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setShowGrid(False)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        details = QWidget(splitter)
+        dl = QVBoxLayout(details)
+        dl.setContentsMargins(0, 0, 0, 0)
+        self.info = QLabel("", details)
+        self.info.setWordWrap(True)
+        self.info.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # long paths: cut, not wider
+        self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        dl.addWidget(self.info)
+        # The server's tools and its resources, each in a tab.
+        self.server_tabs = QTabWidget(details)
+        tools_page = QWidget(self.server_tabs)
+        tl = QVBoxLayout(tools_page)
+        tl.setContentsMargins(0, 4, 0, 0)
+        tl.addWidget(_wrapping("Uncheck a tool to hide it from every robot:", tools_page))
+        self.tools = QListWidget(tools_page)
+        self.tools.setAccessibleName("The server's tools (unchecked: hidden from every robot)")
+        self.tools.itemChanged.connect(self._on_tool_toggled)
+        tl.addWidget(self.tools, 1)
+        self.server_tabs.addTab(tools_page, "Tools")
+        from ui.mcp.resources import ResourcesPanel
+
+        self.resources = ResourcesPanel(manager, tasks, self.server_tabs, can_attach=self._attach_connected)
+        self.resources.attach_requested.connect(self.attach_requested)
+        self.server_tabs.addTab(self.resources, "Resources")
+        dl.addWidget(self.server_tabs, 2)
+        # The server's output (stderr, our notes) and its log notifications, each in a tab.
+        self.output_tabs = QTabWidget(details)
+        self.stderr = QPlainTextEdit(self.output_tabs)
+        self.stderr.setReadOnly(True)
+        self.stderr.setFont(theme.mono_font(-1))
+        self.stderr.setAccessibleName("Server output (stderr, last lines)")
+        self.stderr.setToolTip("What the server wrote to stderr (last lines), and RobotLab's notes about it")
+        self.output_tabs.addTab(self.stderr, "Output")
+        log_page = QWidget(self.output_tabs)
+        ll = QVBoxLayout(log_page)
+        ll.setContentsMargins(0, 4, 0, 0)
+        ll.setSpacing(4)
+        row = QHBoxLayout()
+        caption = QLabel("&Show:", log_page)
+        self.log_level = QComboBox(log_page)
+        for level, label in LOG_FILTERS:
+            self.log_level.addItem(label, level)
+        self.log_level.setAccessibleName("Log level to show")
+        self.log_level.setToolTip("The least severe level shown (the server sends debug, info, notice, warning, error, "
+                                  "critical, alert and emergency)")
+        caption.setBuddy(self.log_level)
+        self.log_count = QLabel("", log_page)
+        self.log_count.setObjectName("Muted")
+        row.addWidget(caption)
+        row.addWidget(self.log_level)
+        row.addWidget(self.log_count, 1)
+        ll.addLayout(row)
+        self.log_view = QPlainTextEdit(log_page)
+        self.log_view.setReadOnly(True)
+        self.log_view.setFont(theme.mono_font(-1))
+        self.log_view.setAccessibleName("Server log")
+        self.log_view.setPlaceholderText("No log messages from this server (yet).")
+        ll.addWidget(self.log_view, 1)
+        self.output_tabs.addTab(log_page, "Log")
+        self.log_level.currentIndexChanged.connect(lambda _i: self._show_log(self.current()))
+        dl.addWidget(self.output_tabs, 1)
+        splitter.addWidget(self.table)
+        splitter.addWidget(details)
+        splitter.setSizes([140, 320])
+        layout.addWidget(splitter, 1)
+
+        self.start_button.clicked.connect(lambda: self._run("start"))
+        self.restart_button.clicked.connect(lambda: self._run("restart"))
+        self.stop_button.clicked.connect(lambda: self._run("stop"))
+        self.reload_button.clicked.connect(self.reload)
+        self.table.selectionModel().currentRowChanged.connect(lambda *_: self._show())
+        self.model.dataChanged.connect(lambda *_: self._show())
+        self._remove_listener = manager.add_listener(self._on_status)
+        # Any reload (this dock, the Settings page, the file edited on disk) reaches the robots too.
+        add_reload = getattr(manager, "add_reload_listener", None)
+        self._remove_reload = add_reload(on_config) if add_reload is not None and on_config is not None else None
+        if watch_interval is not None and hasattr(manager, "start_watching"):
+            async def watch() -> None:
+                manager.start_watching(interval=watch_interval)
+
+            tasks.spawn(watch(), name="mcp-watch")
+        self.refresh()
+
+    def _attach_connected(self) -> bool:
+        return self.isSignalConnected(QMetaMethod.fromSignal(self.attach_requested))
+
+    def retheme(self) -> None:
+        self.restart_button.setIcon(theme.icon("restart", theme.colors().muted, 16))
+        self._show()
+
+    # -- data ------------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        try:
+            statuses = self.manager.statuses()
+        except Exception as exc:
+            statuses = []
+            self.summary.setText(f"MCP: {exc}")
+        self.model.set_statuses(statuses)
+        if statuses and not self.table.currentIndex().isValid():
+            self.table.selectRow(0)
+        self._update_summary()
+        self._show()
+
+    def _on_status(self, status: ServerStatus) -> None:
+        self.model.update(status)
+        self._update_summary()
+
+    def _update_summary(self) -> None:
+        statuses = self.model.statuses
+        if not statuses:
+            self.summary.setText("No MCP servers configured yet. Add them with Manage servers… (or under "
+                                 "mcpServers in your config file, the Claude Desktop / Cursor format).")
+        else:
+            ready = sum(1 for s in statuses if str(s.state) == "ready")
+            failed = sum(1 for s in statuses if str(s.state) == "failed")
+            self.summary.setText(f"{len(statuses)} servers · {ready} ready" + (f" · {failed} failed" if failed else ""))
+        for b in (self.start_button, self.restart_button, self.stop_button):
+            b.setEnabled(bool(statuses))
+
+    def current(self) -> ServerStatus | None:
+        index = self.table.currentIndex()
+        return self.model.statuses[index.row()] if index.isValid() else None
+
+    def _show(self) -> None:
+        status = self.current()
+        c = theme.colors()
+        self._show_sign_in(status)
+        self.resources.set_server(status)
+        if status is None:
+            self.info.setText("")
+            self.tools.clear()
+            self.stderr.clear()
+            self._show_log(None)
+            return
+        state = str(status.state)
+        color = {"ready": c.success, "failed": c.error, "starting": c.accent}.get(state, c.muted)
+        lines = [f"<b>{status.name}</b> · <span style='color:{color}'>{state}</span>"
+                 f"{' · ' + since_text(status) if since_text(status) else ''}"]
+        if status.reason:
+            lines.append(f"<span style='color:{c.error if state == 'failed' else c.muted}'>{status.reason}</span>")
+        if status.target:
+            lines.append(f"<span style='color:{c.muted}'>{status.transport}: {status.target}</span>")
+        if status.server_info:
+            lines.append(f"<span style='color:{c.muted}'>{status.server_info}"
+                         f"{f' · connected in {status.connect_seconds:.2f} s' if status.connect_seconds else ''}</span>")
+        if status.trust_annotations:
+            lines.append(f"<span style='color:{c.muted}'>Annotations trusted: its read-only tools run without "
+                         "asking (Manage servers… to change)</span>")
+        else:
+            lines.append(f"<span style='color:{c.muted}'>Annotations not trusted: each of its tools is asked about "
+                         "unless a rule or autoApprove allows it (Manage servers… to change)</span>")
+        self.info.setText("<br>".join(lines))
+        try:  # the names robots' models see (unique across servers), for the tooltips
+            model_names = self.manager.model_tool_names().get(status.name, {})
+        except Exception:  # a manager without it (or a config being reloaded): the server's names only
+            model_names = {}
+        from workspace.context import tool_costs
+
+        costs = tool_costs(status.tools)
+        with signals_blocked(self.tools):
+            self.tools.clear()
+            for tool in status.tools:
+                cost = costs.get(tool.name, 0)
+                item = QListWidgetItem(f"{tool.original}  ~{cost:,} tokens"
+                                       + (f" — {tool.description[:80]}" if tool.description else ""))
+                item.setData(Qt.ItemDataRole.UserRole, tool.name)
+                item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+                item.setCheckState(Qt.CheckState.Checked if tool.enabled else Qt.CheckState.Unchecked)
+                hints = [k[:-4] for k, v in dict(tool.annotations).items() if v is True and k.endswith("Hint")]
+                seen_as = model_names.get(tool.original, tool.name)
+                item.setToolTip(f"The model sees it as {seen_as}\nIts schema takes ~{cost:,} tokens of the model's window "
+                                f"in every request while it is on.\n{tool.description}"
+                                + (f"\nhints: {', '.join(hints)}"
+                                   + ("" if status.trust_annotations else " (the server's claims, not trusted)")
+                                   if hints else ""))
+                self.tools.addItem(item)
+        self.stderr.setPlainText("\n".join(status.stderr))
+        self.stderr.verticalScrollBar().setValue(self.stderr.verticalScrollBar().maximum())
+        self._show_log(status)
+
+    def _show_sign_in(self, status: ServerStatus | None) -> None:
+        """The sign-in row of a remote server (hidden for the others)."""
+        auth = getattr(status, "auth", None) if status is not None else None
+        self.sign_in_box.setVisible(auth is not None)
+        if auth is None or status is None:
+            return
+        url = getattr(status, "sign_in_url", None)
+        self.copy_link_button.setVisible(auth == "signing-in" and bool(url))
+        self.sign_out_button.setVisible(auth == "signed-in")
+        self.sign_in_button.setVisible(auth != "signed-in")
+        self.sign_in_button.setText({"sign-in-again": "Sign in again", "signing-in": "Cancel sign-in"}.get(
+            auth, "Sign in"))
+        primary = "PrimaryButton" if auth != "signing-in" else ""
+        if self.sign_in_button.objectName() != primary:
+            self.sign_in_button.setObjectName(primary)
+            self.sign_in_button.style().unpolish(self.sign_in_button)
+            self.sign_in_button.style().polish(self.sign_in_button)
+        self.sign_in_button.setAccessibleName(f"{self.sign_in_button.text()} to {status.name}")
+        c = theme.colors()
+        if auth == "signing-in" and url:
+            link = html.escape(url, quote=True)
+            self.sign_in_note.setText(
+                f"Waiting for you to sign in to <b>{html.escape(status.name)}</b> in your browser. If it did not "
+                f"open, <a href=\"{link}\">open the sign-in page</a> or copy its link.")
+        elif auth == "signed-in":
+            self.sign_in_note.setText(f"<span style='color:{c.success}'>Signed in</span> (the sign-in is kept in "
+                                      "your system's keyring).")
+        elif auth == "sign-in-again":
+            self.sign_in_note.setText(f"<span style='color:{c.warning}'>The sign-in to {html.escape(status.name)} was "
+                                      "revoked or has expired.</span> Sign in again to use its tools.")
+        else:
+            self.sign_in_note.setText(f"<b>{html.escape(status.name)}</b> needs you to sign in before its tools can be "
+                                      "used (your browser opens its sign-in page).")
+
+    def sign_in(self) -> None:
+        """Sign in to the selected server (or cancel the sign-in going on)."""
+        status = self.current()
+        if status is None:
+            return
+        if getattr(status, "auth", None) == "signing-in":
+            self.tasks.spawn(self.manager.stop(status.name), name=f"mcp-sign-in-cancel-{status.name}")
+            return
+        self.tasks.spawn(self.manager.sign_in(status.name), name=f"mcp-sign-in-{status.name}")
+
+    def sign_out(self) -> None:
+        status = self.current()
+        if status is not None:
+            self.tasks.spawn(self.manager.sign_out(status.name), name=f"mcp-sign-out-{status.name}")
+
+    def _copy_sign_in_link(self) -> None:
+        status = self.current()
+        url = getattr(status, "sign_in_url", None) if status is not None else None
+        if url:
+            QGuiApplication.clipboard().setText(url)
+
+    def _open_sign_in_link(self, url: str) -> None:
+        status = self.current()
+        if status is not None and url == getattr(status, "sign_in_url", None):
+            open_in_browser(status.name, url)
+
+    def _show_log(self, status: ServerStatus | None) -> None:
+        """The selected server's log notifications at the chosen level and above."""
+        entries = tuple(getattr(status, "log", ()) or ())
+        minimum = str(self.log_level.currentData() or "debug")
+        lines = log_lines(entries, minimum)
+        text = "\n".join(lines)
+        if text != self.log_view.toPlainText():
+            self.log_view.setPlainText(text)
+            self.log_view.verticalScrollBar().setValue(self.log_view.verticalScrollBar().maximum())
+        hidden = len(entries) - len(lines)
+        self.log_count.setText(f"{len(lines)} shown" + (f" · {hidden} below this level" if hidden else "")
+                               if entries else "")
+        self.output_tabs.setTabText(1, f"Log ({len(entries)})" if entries else "Log")
+
+    # -- actions ---------------------------------------------------------------------------------
+    def _run(self, action: str) -> None:
+        status = self.current()
+        if status is None:
+            return
+        method = getattr(self.manager, action)
+        self.tasks.spawn(method(status.name), name=f"mcp-{action}-{status.name}")
+
+    def _on_tool_toggled(self, item: QListWidgetItem) -> None:
+        status = self.current()
+        if status is None:
+            return
+        name = str(item.data(Qt.ItemDataRole.UserRole))
+        enabled = item.checkState() == Qt.CheckState.Checked
+        try:
+            self.manager.set_tool_enabled(status.name, name, enabled)
+        except Exception as exc:
+            self.summary.setText(f"Could not switch {name}: {exc}")
+
+    def reload(self) -> None:
+        folder = getattr(self.manager, "folder", None)
+        set_roots = getattr(self.manager, "set_roots", None)
+
+        async def go() -> None:
+            try:
+                if set_roots is not None:  # the opened folder is the client's root; servers are told
+                    set_roots([folder] if folder is not None else [])
+                await self.manager.reload()
+            except Exception as exc:
+                self.summary.setText(f"Reloading the MCP configuration failed: {exc}")
+            self.refresh()
+
+        self.tasks.spawn(go(), name="mcp-reload")
+
+    async def aclose(self) -> None:
+        self._remove_listener()
+        if self._remove_reload is not None:
+            self._remove_reload()
+        await self.manager.aclose()

@@ -1,1 +1,0 @@
-"""Qt item models over core data. They hold no references to views and are tested without widgets."""

@@ -1,0 +1,1 @@
+"""Settings: the dialog (provider, model, keys, appearance, approvals) and its MCP servers page."""

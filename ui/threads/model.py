@@ -1,0 +1,195 @@
+"""ThreadListModel: the sidebar's threads, or the hits of a full-text search across threads."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from workspace.persistence import SearchHit, ThreadInfo
+
+from ui.formatting import HIGHLIGHT
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+@dataclass(slots=True)
+class ThreadItem:
+    thread_id: str
+    title: str
+    robot: str = ""
+    updated: float | None = None
+    #: For search hits: the matching text (the match between HIGHLIGHT marks) and the turn it is in.
+    snippet: str = ""
+    turn_id: str | None = None
+    #: For search hits: where the match is ("user", "assistant" or "tool").
+    kind: str = ""
+
+
+def thread_item(thread: ThreadInfo) -> ThreadItem:
+    """A ThreadItem from a store thread record."""
+    return ThreadItem(
+        thread_id=thread.id,
+        title=thread.title or "Untitled thread",
+        robot=" · ".join(p for p in (thread.robot, thread.origin_label) if p),
+        updated=float(thread.updated_at),
+    )
+
+
+#: Where a search hit's match is, for people.
+HIT_KINDS = {"user": "in your message", "assistant": "in an answer", "tool": "in a tool call"}
+
+
+def hit_item(hit: SearchHit) -> ThreadItem:
+    return ThreadItem(
+        thread_id=hit.thread_id,
+        title=hit.title or "Untitled thread",
+        robot=hit.robot or "",
+        updated=float(hit.created_at) if hit.created_at is not None else None,
+        snippet=hit.snippet or "",
+        turn_id=hit.turn_id,
+        kind=hit.kind or "",
+    )
+
+
+def plain_snippet(snippet: str) -> str:
+    """A snippet without its highlight marks."""
+    return snippet.replace(HIGHLIGHT[0], "").replace(HIGHLIGHT[1], "")
+
+
+def snippet_parts(snippet: str) -> list[tuple[str, bool]]:
+    """A snippet as (text, is_match) runs, from its HIGHLIGHT marks."""
+    parts: list[tuple[str, bool]] = []
+    rest = snippet
+    start, end = HIGHLIGHT
+    while rest:
+        i = rest.find(start)
+        if i < 0:
+            parts.append((rest, False))
+            break
+        if i:
+            parts.append((rest[:i], False))
+        j = rest.find(end, i + 1)
+        if j < 0:
+            parts.append((rest[i + 1:], True))
+            break
+        parts.append((rest[i + 1:j], True))
+        rest = rest[j + 1:]
+    return [(text, match) for text, match in parts if text]
+
+
+def hit_date(ts: float | None, now: float | None = None) -> str:
+    """When a matching message was sent: the time today, else the day (and the year when not this one)."""
+    if ts is None:
+        return ""
+    now = time.time() if now is None else now
+    then, today = time.localtime(ts), time.localtime(now)
+    if then[:3] == today[:3]:
+        return time.strftime("%H:%M", then)
+    if then.tm_year == today.tm_year:
+        return time.strftime("%d %b", then).lstrip("0")
+    return time.strftime("%d %b %Y", then).lstrip("0")
+
+
+def relative_time(ts: float | None, now: float | None = None) -> str:
+    if ts is None:
+        return ""
+    now = time.time() if now is None else now
+    delta = max(0.0, now - ts)
+    if delta < 60:
+        return "now"
+    if delta < 3600:
+        return f"{int(delta // 60)} min"
+    if delta < 86400:
+        return f"{int(delta // 3600)} h"
+    if delta < 86400 * 7:
+        return f"{int(delta // 86400)} d"
+    return time.strftime("%d %b", time.localtime(ts))
+
+
+class ThreadListModel(QAbstractListModel):
+    ThreadIdRole = Qt.ItemDataRole.UserRole
+    ItemRole = Qt.ItemDataRole.UserRole + 1
+    SubtitleRole = Qt.ItemDataRole.UserRole + 2
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._items: list[ThreadItem] = []
+        self.searching = False
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._items)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or index.row() >= len(self._items):
+            return None
+        item = self._items[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return item.title
+        if role == self.ThreadIdRole:
+            return item.thread_id
+        if role == self.ItemRole:
+            return item
+        if role == self.SubtitleRole:
+            if self.searching:
+                return plain_snippet(item.snippet)
+            parts = [p for p in (item.robot, relative_time(item.updated)) if p]
+            return " · ".join(parts)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return plain_snippet(item.snippet) or item.title
+        if role == Qt.ItemDataRole.AccessibleTextRole:
+            if self.searching:
+                where = HIT_KINDS.get(item.kind, "")
+                parts = [item.title, item.robot, hit_date(item.updated), where, plain_snippet(item.snippet)]
+            else:
+                parts = [item.title, item.robot, relative_time(item.updated)]
+            return ", ".join(p for p in parts if p)
+        return None
+
+    def flags(self, index: Index) -> Qt.ItemFlag:
+        base = super().flags(index)
+        if index.isValid() and not self.searching:
+            return base | Qt.ItemFlag.ItemIsEditable
+        return base
+
+    def setData(self, index: Index, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:
+        # Renames go through the window (which saves to the store and reloads).
+        return False
+
+    @property
+    def items(self) -> list[ThreadItem]:
+        return list(self._items)
+
+    def set_threads(self, threads: Sequence[ThreadInfo | ThreadItem]) -> None:
+        self.beginResetModel()
+        self.searching = False
+        self._items = [t if isinstance(t, ThreadItem) else thread_item(t) for t in threads]
+        self.endResetModel()
+
+    def set_hits(self, hits: Sequence[SearchHit | ThreadItem]) -> None:
+        self.beginResetModel()
+        self.searching = True
+        seen: set[tuple[str, str | None]] = set()
+        items = []
+        for hit in hits:
+            item = hit if isinstance(hit, ThreadItem) else hit_item(hit)
+            key = (item.thread_id, item.turn_id)
+            if key not in seen:
+                seen.add(key)
+                items.append(item)
+        self._items = items
+        self.endResetModel()
+
+    def row_of(self, thread_id: str) -> int:
+        for row, item in enumerate(self._items):
+            if item.thread_id == thread_id:
+                return row
+        return -1
+
+    def item(self, row: int) -> ThreadItem:
+        return self._items[row]

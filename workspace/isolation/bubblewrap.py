@@ -1,0 +1,613 @@
+"""Linux's sandbox: bubblewrap (``bwrap``) over an overlay of the folder, in user namespaces.
+
+One command runs through this chain (each step ``exec``\\ s the next, so stopping the first
+process's group stops it all):
+
+1. ``prlimit``: the process count (``RLIMIT_NPROC``), memory (``RLIMIT_AS``) and file size
+   (``RLIMIT_FSIZE``) limits;
+2. ``unshare --user --map-root-user --mount --pid --fork``: a user namespace where the
+   caller is root over nothing but itself, with its own mounts and process numbers;
+3. ``sh -c SETUP``: caps the namespace's process numbers (``kernel.pid_max``, per pid namespace since
+   Linux 6.14: the process limit that holds even for the host's root, whom ``RLIMIT_NPROC`` spares),
+   and mounts overlayfs: the folder (bound to a plain path first when its own holds a character the
+   mount options cannot: ``:``, ``,`` or a backslash), the pending-changes layer, and an empty upper
+   directory for the command's writes (overlayfs never writes to its lower layers). bubblewrap 0.8,
+   Debian 12's, has no overlay options of its own: ``--overlay`` came with 0.9;
+4. ``bwrap``: a second user namespace, new pid, network (loopback only: the host's loopback servers
+   are unreachable), IPC, UTS and cgroup namespaces; the system's directories read-only, a private
+   ``/tmp`` and home, no host home at all, the overlay at the folder's own path, everything else
+   read-only; ``--die-with-parent`` and ``--new-session``;
+5. ``/bin/sh -c COMMAND`` in the folder, stderr merged into stdout, with a reduced environment
+   (:func:`safe_environment`).
+
+After the command the upper directory holds exactly what it wrote: read back as changes
+(:mod:`workspace.isolation.layers`), split by the folder's ``.gitignore`` (:mod:`workspace.isolation.ignore`).
+The user's folder is a read-only lower layer: nothing the command does reaches it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from workspace.isolation.base import (
+    Change,
+    CommandResult,
+    FolderChanges,
+    IsolationError,
+    Limits,
+    OutputCallback,
+    OutputCollector,
+    PendingChanges,
+    SandboxUnavailable,
+)
+from workspace.secrets import is_secret_name
+
+#: Environment variables a command keeps from the caller's environment (when set there).
+SAFE_VARIABLES = ("LANG", "LANGUAGE", "TERM", "TZ", "COLORTERM", "NO_COLOR", "FORCE_COLOR")
+#: The command's PATH: the system's directories (the host's PATH may name folders the sandbox hides).
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: The command's home: an empty folder in its private /tmp.
+SANDBOX_HOME = "/tmp/home"
+#: The system's directories the sandbox shows, read-only (those that exist; a symbolic link, as
+#: ``/bin`` -> ``usr/bin`` on merged-/usr systems, is made the same link).
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/gnu")
+#: The smallest ``kernel.pid_max`` Linux accepts.
+MIN_PID_MAX = 301
+#: How long a stop waits for the killed tree's output pipe to close.
+STOP_GRACE_S = 1.0
+
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install "
+    "bubblewrap; Arch: sudo pacman -S bubblewrap)"
+)
+USERNS_HINT = (
+    "enable unprivileged user namespaces (sudo sysctl kernel.unprivileged_userns_clone=1; on Ubuntu "
+    "24.04 and later also sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor "
+    "profile that allows bwrap and unshare)"
+)
+
+_SETUP = r"""
+set -e
+run="$1"; pid_max="$2"; folder="$3"; shift 3
+if [ "$pid_max" != 0 ]; then
+  if echo "$pid_max" > /proc/sys/kernel/pid_max 2>/dev/null; then :; else echo "robotlab-sandbox: no pid_max" >&2; fi
+fi
+lower="$folder"
+case "$folder" in
+  *[:,\\]*) mount -n -i --bind "$folder" "$run/real"; lower="$run/real" ;;
+esac
+mount -n -i -t overlay robotlab-sandbox \
+  -o "userxattr,lowerdir=$run/pending:$lower,upperdir=$run/upper,workdir=$run/work" "$run/merged"
+exec "$@"
+"""
+
+
+def safe_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a command gets: locale and terminal variables of this process, a system
+    PATH, an empty home, and ``extra`` (which may not hold secrets: no keys, no tokens)."""
+    env = {name: os.environ[name] for name in SAFE_VARIABLES if name in os.environ}
+    env.update({name: value for name, value in os.environ.items() if name.startswith("LC_")})
+    env.update(
+        PATH=SANDBOX_PATH,
+        HOME=SANDBOX_HOME,
+        TMPDIR="/tmp",
+        USER="sandbox",
+        LOGNAME="sandbox",
+        SHELL="/bin/sh",
+    )
+    for name, value in (extra or {}).items():
+        if is_secret_name(name, value):
+            raise IsolationError(
+                f"{name} looks like a secret: a sandboxed command gets no keys or tokens; "
+                "leave it out of the command's environment"
+            )
+        if not name or "=" in name or "\0" in name or "\0" in value:
+            raise IsolationError(f"{name!r} is not a valid environment variable name or value")
+        env[name] = value
+    return env
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What this machine's sandbox can do (from :func:`check`)."""
+
+    bwrap: str
+    version: str
+    #: How the process limit holds: "pid namespace" (kernel.pid_max per namespace and RLIMIT_NPROC),
+    #: "rlimit" (RLIMIT_NPROC alone: not enforced for the host's root).
+    process_limit: Literal["pid namespace", "rlimit"]
+
+
+_checked: dict[str, Capabilities] = {}
+
+
+def _tool(name: str, package: str) -> str:
+    found = shutil.which(name, path=os.environ.get("PATH", "") + os.pathsep + SANDBOX_PATH)
+    if not found:
+        raise SandboxUnavailable(f"No sandbox: the {name} command is missing; install {package}.")
+    return found
+
+
+def check(bwrap: str | None = None) -> Capabilities:
+    """Whether a sandbox can be made here (once per bwrap path): raises :class:`SandboxUnavailable`
+    saying why and what to install or enable."""
+    if not sys.platform.startswith("linux"):
+        raise SandboxUnavailable(
+            f"No sandbox on this system ({sys.platform}): commands run only in Linux's bubblewrap "
+            "sandbox for now (macOS's Seatbelt and Windows' AppContainer are not supported yet)."
+        )
+    path = bwrap or shutil.which("bwrap") or "bwrap"
+    if path in _checked:
+        return _checked[path]
+    resolved = shutil.which(path)
+    if not resolved:
+        raise SandboxUnavailable(f"No sandbox: bubblewrap ({path}) is not installed; {INSTALL_HINT}.")
+    for name in ("prlimit", "unshare", "mount"):
+        _tool(name, "util-linux (sudo apt-get install util-linux)")
+    import subprocess
+
+    try:
+        version = subprocess.run(
+            [resolved, "--version"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SandboxUnavailable(
+            f"No sandbox: bubblewrap ({resolved}) does not run: {exc}; {INSTALL_HINT}."
+        ) from exc
+    caps = Capabilities(bwrap=resolved, version=version or "bubblewrap", process_limit="rlimit")
+    from concurrent.futures import ThreadPoolExecutor
+
+    # The probe runs a command in a loop of its own, in a thread: check() may be called from a loop.
+    with ThreadPoolExecutor(1) as pool:
+        caps = pool.submit(asyncio.run, _probe(caps)).result()
+    _checked[path] = caps
+    return caps
+
+
+async def _probe(caps: Capabilities) -> Capabilities:
+    """Runs one command in a sandbox: the namespaces, the overlay, a pending file and a pending
+    deletion; says whether the per-namespace process limit holds."""
+    with tempfile.TemporaryDirectory(prefix="robotlab-sandbox-check-") as tmp:
+        folder = Path(tmp, "folder")
+        folder.mkdir()
+        (folder / "probe").write_text("lower\n")
+        (folder / "probe-gone").write_text("gone\n")
+        sandbox = BubblewrapSandbox(bwrap=caps.bwrap, limits=Limits(timeout_s=20), _caps=caps)
+        try:
+            result = await sandbox.run(
+                "cat probe pending && ! test -e probe-gone",
+                folder,
+                pending={"pending": b"upper\n", "probe-gone": None},
+            )
+        except IsolationError as exc:
+            raise SandboxUnavailable(f"No sandbox: {exc}; {USERNS_HINT}.") from exc
+    if result.exit_code != 0 or "lower\nupper\n" not in result.output.text:
+        raise SandboxUnavailable(
+            f"No sandbox: the overlay of the folder did not work (exit {result.exit_code}: "
+            f"{result.output.text.strip()[:300]}); Linux 5.11 or newer mounts overlayfs in a user namespace."
+        )
+    if any("pid_max" in note for note in result.notes):
+        return caps
+    return Capabilities(bwrap=caps.bwrap, version=caps.version, process_limit="pid namespace")
+
+
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for directory in SYSTEM_DIRS:
+        if os.path.islink(directory):
+            args += ["--symlink", os.readlink(directory), directory]
+        elif os.path.isdir(directory):
+            args += ["--ro-bind", directory, directory]
+    return args
+
+
+def _remove_tree(path: Path) -> None:
+    """Removes a run's directory, overlayfs's work folder (mode 000) included."""
+
+    def fix(func: object, name: str, _exc: object) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(name), 0o700)
+            os.chmod(name, 0o700)
+        with contextlib.suppress(OSError):
+            if os.path.isdir(name) and not os.path.islink(name):
+                shutil.rmtree(name, ignore_errors=True)
+            else:
+                os.unlink(name)
+
+    shutil.rmtree(path, onerror=fix)
+
+
+class BubblewrapSandbox:
+    """Runs shell commands on a folder in bubblewrap: see the module's description."""
+
+    def __init__(
+        self, *, bwrap: str | None = None, limits: Limits | None = None, _caps: Capabilities | None = None
+    ) -> None:
+        self.bwrap = bwrap
+        self.limits = limits or Limits()
+        self._caps = _caps
+
+    @property
+    def capabilities(self) -> Capabilities:
+        if self._caps is None:
+            self._caps = check(self.bwrap)
+        return self._caps
+
+    async def start(
+        self,
+        command: str,
+        folder: Path,
+        *,
+        pending: PendingChanges | None = None,
+        on_output: OutputCallback | None = None,
+        timeout_s: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> BubblewrapCommand:
+        """Starts ``command`` (run by ``/bin/sh -c``) on ``folder`` seen through ``pending``."""
+        if self._caps is None:
+            self._caps = await asyncio.to_thread(check, self.bwrap)
+        if not isinstance(command, str) or not command.strip():
+            raise IsolationError("the command is empty: give a shell command such as 'pytest -q'")
+        if "\0" in command:
+            raise IsolationError("the command holds a NUL character, which no shell command can")
+        folder = Path(folder).resolve()
+        if not folder.is_dir():
+            raise IsolationError(
+                f"the folder {folder} does not exist or is not a folder; open an existing folder"
+            )
+        home = Path.home().resolve()
+        if folder == home or folder in home.parents:
+            raise IsolationError(
+                f"the folder {folder} is your home folder or holds it: a command would see ~/.ssh, your "
+                "keyring and your settings; open a project folder instead"
+            )
+        timeout = self.limits.timeout_s if timeout_s is None else timeout_s
+        if not timeout > 0:
+            raise IsolationError(f"timeout_s must be a positive number of seconds, not {timeout!r}")
+        environment = safe_environment(env)
+        workdir = str(folder)
+        if cwd:
+            inside = (folder / cwd).resolve()
+            if inside != folder and folder not in inside.parents:
+                raise IsolationError(
+                    f"the working folder {cwd!r} is outside the folder; give a path inside it"
+                )
+            workdir = str(inside)
+        run = Path(tempfile.mkdtemp(prefix="robotlab-sandbox-"))
+        if any(c in str(run) for c in ":,\\"):
+            _remove_tree(run)
+            raise IsolationError(
+                f"the temporary folder {run.parent} has ':', ',' or '\\' in its path, which overlay mounts "
+                "cannot take; set TMPDIR to a plain path"
+            )
+        try:
+            for name in ("pending", "real", "upper", "work", "merged"):
+                (run / name).mkdir()
+            from workspace.isolation.layers import write_pending_layer
+
+            await asyncio.to_thread(write_pending_layer, run / "pending", pending or {})
+            status_read, status_write = os.pipe()
+            argv = self._argv(run, folder, workdir, command, status_write)
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    *argv,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    env=environment,
+                    cwd="/",
+                    start_new_session=True,
+                    pass_fds=(status_write,),
+                )
+            except BaseException:
+                os.close(status_read)
+                raise
+            finally:
+                os.close(status_write)
+        except BaseException:
+            _remove_tree(run)
+            raise
+        return BubblewrapCommand(
+            command=command,
+            process=process,
+            run=run,
+            folder=folder,
+            pending=dict(pending or {}),
+            limits=self.limits,
+            timeout_s=timeout,
+            on_output=on_output,
+            status_fd=status_read,
+        )
+
+    async def run(
+        self,
+        command: str,
+        folder: Path,
+        *,
+        pending: PendingChanges | None = None,
+        on_output: OutputCallback | None = None,
+        timeout_s: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> CommandResult:
+        """Runs ``command`` to its end (see :meth:`start`); cancelling stops it."""
+        running = await self.start(
+            command, folder, pending=pending, on_output=on_output, timeout_s=timeout_s, env=env, cwd=cwd
+        )
+        return await running.result()
+
+    def _argv(self, run: Path, folder: Path, workdir: str, command: str, status_fd: int) -> list[str]:
+        limits = self.limits
+        caps = self.capabilities
+        rlimits = [f"--nproc={limits.max_processes}"]
+        if limits.max_memory_bytes is not None:
+            rlimits.append(f"--as={limits.max_memory_bytes}")
+        if limits.max_file_bytes is not None:
+            rlimits.append(f"--fsize={limits.max_file_bytes}")
+        # The namespace's own processes (unshare's child, bwrap and its reaper) come on top.
+        pid_max = max(MIN_PID_MAX, limits.max_processes + 8)
+        bwrap = [
+            caps.bwrap,
+            "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+            "--hostname", "sandbox",
+            "--json-status-fd", str(status_fd),
+            *_system_binds(),
+            "--proc", "/proc", "--dev", "/dev",
+            "--tmpfs", "/tmp", "--dir", SANDBOX_HOME,
+            "--dir", "/var", "--tmpfs", "/var/tmp",
+            "--bind", str(run / "merged"), str(folder),
+            "--remount-ro", "/",
+            "--chdir", workdir,
+            "--", "/bin/sh", "-c", 'exec 2>&1; exec /bin/sh -c "$0"', command,
+        ]  # fmt: skip
+        return [
+            _tool("prlimit", "util-linux"), *rlimits, "--",
+            _tool("unshare", "util-linux"), "--user", "--map-root-user", "--mount", "--pid", "--fork",
+            "/bin/sh", "-c", _SETUP, "robotlab-sandbox-setup", str(run), str(pid_max), str(folder),
+            *bwrap,
+        ]  # fmt: skip
+
+
+class BubblewrapCommand:
+    """A command running in bubblewrap: :meth:`stop` it, await :meth:`result`."""
+
+    def __init__(
+        self,
+        *,
+        command: str,
+        process: asyncio.subprocess.Process,
+        run: Path,
+        folder: Path,
+        pending: dict[str, bytes | None],
+        limits: Limits,
+        timeout_s: float,
+        on_output: OutputCallback | None,
+        status_fd: int,
+    ) -> None:
+        self.command = command
+        self._process = process
+        self._run = run
+        self._folder = folder
+        self._pending = pending
+        self._limits = limits
+        self._timeout_s = timeout_s
+        self._on_output = on_output
+        self._status_fd = status_fd
+        self._started = time.monotonic()
+        self._stopped_by: Literal["timeout", "output", "stop"] | None = None
+        self._stop_reason = ""
+        self._killed = asyncio.Event()
+        self._result: CommandResult | None = None
+        self._task: asyncio.Task[CommandResult] | None = None
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def stop(self, reason: str = "stopped") -> None:
+        """Kills the command and everything it started; :meth:`result` then returns."""
+        self._kill("stop", reason)
+
+    def _kill(self, why: Literal["timeout", "output", "stop"], reason: str) -> None:
+        if self._process.returncode is None and self._stopped_by is None:
+            self._stopped_by = why
+            self._stop_reason = reason
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+        self._killed.set()
+
+    async def result(self) -> CommandResult:
+        """Waits for the end of the command and returns what it did (cancelling stops it)."""
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._finish())
+        try:
+            return await asyncio.shield(self._task)
+        except asyncio.CancelledError:
+            self.stop("cancelled")
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(self._task), STOP_GRACE_S + 1)
+            raise
+
+    async def _finish(self) -> CommandResult:
+        collector = OutputCollector(self._limits.keep_chars)
+        stderr_task = asyncio.ensure_future(self._read_stderr())
+        timer = asyncio.get_running_loop().call_later(
+            self._timeout_s, self._kill, "timeout", f"the time limit of {self._timeout_s:g} s"
+        )
+        try:
+            await self._pump(collector)
+            await self._process.wait()
+        finally:
+            timer.cancel()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._process.pid, signal.SIGKILL)  # anything left in the group
+        setup_errors = await stderr_task
+        status = self._read_status()
+        try:
+            # The chain's stderr holds only the set-up's and bwrap's own messages (the command's
+            # stderr goes to its output): any is a failure to start, as is no child started.
+            message = "\n".join(line for line in setup_errors.splitlines() if "no pid_max" not in line)
+            if self._stopped_by is None and ("child-pid" not in status or message.strip()):
+                raise IsolationError(
+                    f"the sandbox could not start the command: {message.strip() or 'no reason given'}"
+                )
+            notes = self._notes(collector, setup_errors)
+            exit_code: int | None = status.get("exit-code")
+            if self._stopped_by is not None:
+                exit_code = None
+            changes = await asyncio.to_thread(self._changes)
+            return CommandResult(
+                command=self.command,
+                exit_code=exit_code,
+                output=collector.result(),
+                changes=changes,
+                duration_s=time.monotonic() - self._started,
+                stopped_by=self._stopped_by,
+                notes=tuple(notes),
+            )
+        finally:
+            await asyncio.to_thread(_remove_tree, self._run)
+
+    async def _pump(self, collector: OutputCollector) -> None:
+        """Streams the output to the callback until its end. After a kill the rest of the pipe is
+        read (and kept, unless the output limit killed the command) for at most
+        :data:`STOP_GRACE_S`: asyncio's ``wait()`` returns only once the pipe is closed."""
+        stream = self._process.stdout
+        assert stream is not None
+        limit = self._limits.max_output_bytes
+        discard = False
+        deadline: float | None = None
+        loop = asyncio.get_running_loop()
+        while True:
+            read = asyncio.ensure_future(stream.read(65536))
+            if not self._killed.is_set():
+                killed = asyncio.ensure_future(self._killed.wait())
+                await asyncio.wait({read, killed}, return_when=asyncio.FIRST_COMPLETED)
+                killed.cancel()
+            if not read.done():
+                deadline = deadline or loop.time() + STOP_GRACE_S
+                done, _ = await asyncio.wait({read}, timeout=max(0.0, deadline - loop.time()))
+                if not done:
+                    read.cancel()
+                    self._close_pipes()
+                    break
+            data = read.result()
+            if not data:
+                text = collector.feed(b"", final=True)
+                if text and not discard:
+                    await self._emit(text)
+                break
+            if discard:
+                continue
+            if collector.bytes + len(data) > limit:
+                text = collector.feed(data[: max(0, limit - collector.bytes)], final=True)
+                if text:
+                    await self._emit(text)
+                self._kill("output", f"more than {limit:,} bytes of output")
+                discard = True
+                continue
+            text = collector.feed(data)
+            if text:
+                await self._emit(text)
+
+    def _close_pipes(self) -> None:
+        """The last resort when a killed command's pipe stays open: asyncio's transport closed."""
+        transport = getattr(self._process, "_transport", None)
+        if transport is not None:
+            transport.close()
+
+    async def _emit(self, text: str) -> None:
+        if self._on_output is None:
+            return
+        outcome = self._on_output(text)
+        if inspect.isawaitable(outcome):
+            await outcome
+
+    async def _read_stderr(self) -> str:
+        stream = self._process.stderr
+        assert stream is not None
+        chunks: list[bytes] = []
+        size = 0
+        while data := await stream.read(65536):
+            if size < 65536:
+                chunks.append(data)
+            size += len(data)
+        return b"".join(chunks).decode("utf-8", errors="replace")
+
+    def _read_status(self) -> dict[str, int]:
+        status: dict[str, int] = {}
+        os.set_blocking(self._status_fd, False)
+        data = b""
+        with contextlib.suppress(BlockingIOError, OSError):
+            while chunk := os.read(self._status_fd, 65536):
+                data += chunk
+        os.close(self._status_fd)
+        for line in data.decode("utf-8", errors="replace").splitlines():
+            with contextlib.suppress(ValueError, TypeError):
+                value = json.loads(line)
+                if isinstance(value, dict):
+                    status.update({k: v for k, v in value.items() if isinstance(v, int)})
+        return status
+
+    def _notes(self, collector: OutputCollector, setup_errors: str) -> list[str]:
+        notes: list[str] = []
+        if self._stopped_by == "timeout":
+            notes.append(
+                f"Stopped: the command ran past {self._stop_reason}; it and everything it started were killed."
+            )
+        elif self._stopped_by == "output":
+            notes.append(
+                f"Stopped: the command wrote {self._stop_reason}; it and everything it started were killed."
+            )
+        elif self._stopped_by == "stop":
+            notes.append(f"Stopped ({self._stop_reason}): the command and everything it started were killed.")
+        left_out = collector.result().left_out
+        if left_out:
+            notes.append(
+                f"{left_out:,} characters of output were left out in the middle (its start and end are kept)."
+            )
+        if "no pid_max" in setup_errors:
+            notes.append(
+                "The process limit is RLIMIT_NPROC alone (this kernel has no per-namespace pid_max)."
+            )
+        return notes
+
+    def _changes(self) -> FolderChanges:
+        """The upper directory read back: the paths first, then the content of at most
+        ``max_changes`` proposed ones (ignored ones keep their size only: a build's output is never
+        read into memory)."""
+        from workspace.isolation.ignore import ignore_matcher
+        from workspace.isolation.layers import FolderView, load_change, scan_upper
+
+        view = FolderView(self._folder, self._pending)
+        is_ignored = ignore_matcher(view.read)
+        proposed: list[Change] = []
+        ignored: list[Change] = []
+        truncated = False
+        for written in scan_upper(self._run / "upper", view):
+            skip = is_ignored(written.path)
+            bucket = ignored if skip else proposed
+            if len(bucket) >= self._limits.max_changes:
+                truncated = True
+                continue
+            change = load_change(
+                written, view, max_change_bytes=self._limits.max_change_bytes, content=not skip
+            )
+            if change is not None:
+                bucket.append(change)
+        return FolderChanges(proposed=tuple(proposed), ignored=tuple(ignored), truncated=truncated)

@@ -1,0 +1,52 @@
+"""Which of a command's changes the folder ignores: its ``.gitignore`` files, as git reads them.
+
+The ``.gitignore`` files are read as the command saw them (the pending changes over the folder),
+from the folder's root and every folder on the way to a changed path; a deeper file's patterns
+decide over a shallower one's (a ``!negation`` below re-includes). ``.git/`` is always ignored.
+Matching is pathspec's ``GitIgnoreSpec`` (imported on use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
+
+
+def ignore_matcher(read: Callable[[str], bytes | None]) -> Callable[[str], bool]:
+    """Whether the folder ignores a path; ``read(path)`` gives a file's content as the command saw it."""
+    from pathspec import GitIgnoreSpec
+
+    specs: dict[str, GitIgnoreSpec | None] = {}
+
+    def spec_of(directory: str) -> GitIgnoreSpec | None:
+        if directory not in specs:
+            data = read(f"{directory}/.gitignore" if directory else ".gitignore")
+            lines = data.decode("utf-8", errors="replace").splitlines() if data else []
+            specs[directory] = GitIgnoreSpec.from_lines(lines) if lines else None
+        return specs[directory]
+
+    def ignored(path: str) -> bool:
+        parts = path.split("/")
+        if ".git" in parts[:-1] or parts[0] == ".git":
+            return True
+        verdict = False
+        for depth in range(len(parts)):
+            spec = spec_of("/".join(parts[:depth]))
+            if spec is None:
+                continue
+            # The path relative to that folder, and each of its parent folders: an ignored folder
+            # ignores everything below it (git never looks inside it).
+            rel_parts = parts[depth:]
+            for end in range(1, len(rel_parts) + 1):
+                rel = "/".join(rel_parts[:end]) + ("/" if end < len(rel_parts) else "")
+                result = spec.check_file(rel)
+                if result.include is not None:
+                    verdict = result.include
+                    if verdict and end < len(rel_parts):
+                        return True
+        return verdict
+
+    return ignored
