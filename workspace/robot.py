@@ -380,9 +380,10 @@ class Robot(BusMessaging):
         return manifest
 
     # -- running --------------------------------------------------------------------------------
-    def stream(self, message: Any, **options: Any) -> AgentRun:
+    def stream(self, message: object, **options: Any) -> AgentRun:
         """Start a run; iterate the returned :class:`AgentRun` for its events.
 
+        ``message``: its text, a :class:`~workspace.messages.UserMessage`, its dict, or any object (its ``str``).
         Options: ``tools``, ``mcp`` (run level of the hierarchies), ``memory`` (a Memory to
         use, or a dict merged into the robot's), ``network_memory``, ``max_turns``,
         ``approval``, ``folder``, ``changes``, ``settings``, ``task``, ``run_id``,
@@ -455,7 +456,7 @@ class Robot(BusMessaging):
 
         return await robot_acall(self, result)
 
-    async def arun(self, message: Any, **options: Any) -> RobotResult:
+    async def arun(self, message: object, **options: Any) -> RobotResult:
         """Run to the end and return the RobotResult; a failed run raises RunFailedError."""
         run = self.stream(message, **options)
         terminal = await run.wait()
@@ -466,7 +467,7 @@ class Robot(BusMessaging):
         assert run.result is not None
         return run.result
 
-    def run(self, message: Any, **options: Any) -> RobotResult:
+    def run(self, message: object, **options: Any) -> RobotResult:
         """Blocking wrapper of :meth:`arun` for scripts (not inside a running event loop)."""
         try:
             asyncio.get_running_loop()

@@ -32,7 +32,7 @@ RUN_OPTIONS = frozenset({
 })
 
 
-def prepare(robot: Robot, message: Any, options: dict[str, Any]) -> RunSpec:
+def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
     """The RunSpec of ``robot``'s run on ``message`` with these ``options`` (see :meth:`Robot.stream`)."""
     from workspace.messages import UserMessage
 

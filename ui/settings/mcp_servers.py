@@ -17,7 +17,7 @@ import logging
 import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -45,6 +45,9 @@ from PySide6.QtWidgets import (
 
 from ui import theme
 from workspace.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from workspace.mcp import MCPManager
 
 log = logging.getLogger("ui.settings.dialog")
 
@@ -122,7 +125,7 @@ class McpServersPage(QWidget):
 
     changed = Signal()
 
-    def __init__(self, manager: Any, spawn: Callable[..., Any], parent: QWidget | None = None, *,
+    def __init__(self, manager: MCPManager, spawn: Callable[..., Any], parent: QWidget | None = None, *,
                  path: Path | None = None) -> None:
         super().__init__(parent)
         from workspace import paths
