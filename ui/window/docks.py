@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ui.docks.network import NetworkPane
     from ui.main_window import MainWindow
     from ui.transcript import LazyTranscript
+    from ui.window.change_cards import ChangeCards
     from workspace import events as ev
 
 #: The narrowest a dock's pane gets (its content elides, wraps or scrolls below its wish).
@@ -46,6 +47,7 @@ class Docks(Mapping[str, QDockWidget]):
         self.mcp_pane: McpPane | None = None
         self.network_pane: NetworkPane | None = None
         self.changes_pane: ChangesPane | None = None
+        self.change_cards: ChangeCards | None = None
         #: Events that arrive while a long thread's events are read for the inspector.
         self._inspector_buffer: list[ev.Event] | None = None
         self._steps: Iterator[None] | None = None
@@ -196,10 +198,15 @@ class Docks(Mapping[str, QDockWidget]):
     def _add_changes(self) -> Iterator[None]:
         """The Changes dock (review of proposed file changes) and its actions (full-size review, compare)."""
         from ui.docks.changes import ChangesPane
+        from ui.window.change_cards import ChangeCards
 
         yield  # the imports in a step of their own
         w = self.window
-        pane = ChangesPane(w.controller, w, window=w)
+        pane = ChangesPane(w.controller, w)
+        # The review tells the chat's cards through its signals; the chat's owner applies them.
+        self.change_cards = ChangeCards(w.chat)
+        self.change_cards.follow(pane)
+        pane.notice.connect(w.toast.show_message)
         yield
         self.replace_widget("changes", pane)
         self.changes_pane = pane
