@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from ui import theme
+from ui.services import Services
 from ui.window.attachments import Attachments
 from ui.window.commands import Commands
 from ui.window.docks import Docks
@@ -72,6 +73,8 @@ class MainWindow(QMainWindow):
         self.setDockOptions(QMainWindow.DockOption.AllowTabbedDocks | QMainWindow.DockOption.AnimatedDocks)
         self.setTabPosition(Qt.DockWidgetArea.AllDockWidgetAreas, QTabWidget.TabPosition.North)
         self.commands = Commands(self)
+        #: What the parts share (the parts converted so far receive it, not the window).
+        self.services = Services(session=controller, shell=self, commands=self.commands)
         self.docks = Docks(self)
         self.status = StatusLine(self)
         self.robots = Robots(self)
@@ -82,8 +85,8 @@ class MainWindow(QMainWindow):
         self.slash = SlashCommands(self)  # the composer's / commands: /compact and MCP prompts
         self.settings_flow = SettingsFlow(self)
         self.folder_flow = FolderFlow(self)
-        self.transfer = Transfer(self)
-        self.notifier = Notifier(self)
+        self.transfer = Transfer(self.services)
+        self.notifier = Notifier(self.services)
         self.built = False
         # Until build(): a themed frame (sidebar strip and an empty conversation), painted at once.
         shell = QSplitter(Qt.Orientation.Horizontal, self)
@@ -123,14 +126,21 @@ class MainWindow(QMainWindow):
         self.memory.restore_splitter()
         self.command_palette = CommandPalette(self)
         self.toast = Toast(self)
+        self.services.notices.attach(self.toast, self.banner)
         self.docks.build()
         self.status.build()
         self.commands.build()
         for part in (self.docks, self.status, self.robots, self.models, self.threads, self.runs, self.slash,
                      self.notifier, self.attachments):
             part.connect()
+        self._wire()
         self.commands.update()
         self.robots.update_picker()
+
+    def _wire(self) -> None:
+        """What one part tells another (the parts never hold each other)."""
+        self.transfer.imported.connect(lambda _thread_id: self.threads.refresh())
+        self.transfer.imported.connect(self.threads.open)
 
     def _build_central(self) -> None:
         """The sidebar, and the conversation: its header, the banner, the chat and the composer."""
