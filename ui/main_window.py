@@ -44,6 +44,8 @@ from ui.window.transfer import Transfer
 
 if TYPE_CHECKING:
     from ui.controller import Controller
+    from ui.docks.changes import ChangesPane
+    from workspace.events import ModelChanged
 
 #: The smallest window: every part shrinks to fit it (long titles and previews end in "…", docks
 #: narrow down to DOCK_MIN_WIDTH). Set explicitly, so the window never grows by itself when some
@@ -65,7 +67,6 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.controller = controller
         self.bridge = controller.bridge
-        self.theme_name = theme_name
         self.setWindowTitle("RobotLab Workspace")
         self.setWindowIcon(theme.app_icon())
         self.memory = WindowMemory(self)
@@ -76,14 +77,14 @@ class MainWindow(QMainWindow):
         #: What the parts share (the parts converted so far receive it, not the window).
         self.services = Services(session=controller, shell=self, commands=self.commands)
         self.docks = Docks(self)
-        self.status = StatusLine(self)
-        self.robots = Robots(self)
-        self.models = ModelChoice(self)
+        self.status = StatusLine(self.services)
+        self.robots = Robots(self.services)
+        self.models = ModelChoice(self.services)
         self.threads = Threads(self)
         self.runs = Runs(self)
-        self.attachments = Attachments(self)
-        self.slash = SlashCommands(self)  # the composer's / commands: /compact and MCP prompts
-        self.settings_flow = SettingsFlow(self)
+        self.attachments = Attachments(self.services)
+        self.slash = SlashCommands(self.services)  # the composer's / commands: /compact and MCP prompts
+        self.settings_flow = SettingsFlow(self.services, theme_name=theme_name)
         self.folder_flow = FolderFlow(self)
         self.transfer = Transfer(self.services)
         self.notifier = Notifier(self.services)
@@ -121,7 +122,10 @@ class MainWindow(QMainWindow):
         self.memory_model = MemoryModel(self)
 
         self._build_central()
-        self.models.build()
+        self.models.build(self.composer)
+        self.memory.attach(self.splitter, self.docks)
+        self.robots.attach(picker=self.robot_picker, model=self.robot_model, edit_button=self.robot_edit_button,
+                           model_label=self.model_label, connect_link=self.connect_link, composer=self.composer)
         self.memory.fit_to_screen()  # the minimum size of the parts may not fit a small screen
         self.memory.restore_splitter()
         self.command_palette = CommandPalette(self)
@@ -130,10 +134,16 @@ class MainWindow(QMainWindow):
         self.docks.build()
         self.status.build()
         self.commands.build()
-        for part in (self.docks, self.status, self.robots, self.models, self.threads, self.runs, self.slash,
-                     self.notifier, self.attachments):
-            part.connect()
         self._wire()
+        for part in (self.docks, self.status):
+            part.connect()
+        self.robots.follow()
+        self.models.follow()
+        for later in (self.threads, self.runs):
+            later.connect()
+        self.slash.connect(self.composer)
+        self.notifier.connect()
+        self.attachments.connect(self.composer, self.chat)
         self.commands.update()
         self.robots.update_picker()
 
@@ -141,6 +151,72 @@ class MainWindow(QMainWindow):
         """What one part tells another (the parts never hold each other)."""
         self.transfer.imported.connect(lambda _thread_id: self.threads.refresh())
         self.transfer.imported.connect(self.threads.open)
+        self.models.switched.connect(self._model_switched)
+        self.robots.target_shown.connect(
+            lambda what, name, label: self.status.show_target(what=what, name=name, model_label=label))
+        self.robots.picked_without_thread.connect(self._picked_without_thread)
+        self.settings_flow.reloaded.connect(self._settings_reloaded)
+        self.settings_flow.theme_changed.connect(self._theme_changed)
+        self.settings_flow.store_reopened.connect(self._store_reopened)
+        self.status.folder.clicked.connect(lambda: self.folder_flow.open_folder())
+        self.status.review.clicked.connect(lambda: self.docks.focus_dock("changes"))
+        self.chat.activity_changed.connect(self.status.set_activity)
+        docks = self.docks
+        # "Attach to message" on an MCP resource: a chip in the message box, like a file's.
+        docks.when_made("mcp", lambda pane: pane.attach_requested.connect(self.composer.add_resource_attachment))
+        docks.when_made("mcp", lambda pane: self.slash.set_manager(pane.manager))
+        docks.when_made("network", lambda pane: pane.reveal_requested.connect(self.chat.reveal_task))
+        docks.when_made("changes", self._wire_changes)
+
+    def _picked_without_thread(self, kind: str) -> None:
+        self.threads.show_empty()
+        self.docks.sync_network(reveal=kind == "network")
+
+    def _settings_reloaded(self) -> None:
+        self.robots.refresh()
+        if self.controller.session is None:
+            self.threads.show_empty()
+
+    def _theme_changed(self, _name: str) -> None:
+        """Icons drawn in the old theme's colours are drawn again (messages re-render themselves), and the thread."""
+        self.commands.retheme()
+        self.inspector_button.setIcon(theme.icon("inspector", theme.colors().muted, 18))
+        self.sidebar.retheme()
+        self.composer.set_running(self.composer.running)
+        self.banner.retheme()
+        self.robots.retheme()
+        self.docks.retheme()
+        self.status.update_connection()  # "● Ready" in the new theme's colour
+        session = self.controller.session
+        if session is not None and not self.controller.running:
+            self.threads.render_session(session)
+        elif session is None:
+            self.threads.show_empty()
+
+    def _store_reopened(self) -> None:
+        self.threads.refresh()
+        self.threads.show_empty()
+
+    def _model_switched(self, event: ModelChanged | None) -> None:
+        if event is not None:
+            self.chat.presenter.feed(event)  # "Model changed to X", where the stored event will replay it
+        self.robots.update_model_label()
+
+    def _wire_changes(self, pane: ChangesPane) -> None:
+        """The Changes dock: the chat's cards follow it (through their owner, never the pane), the status bar
+        counts what waits, and its actions (full-size review, compare)."""
+        from ui.window.change_cards import ChangeCards
+
+        self.change_cards = ChangeCards(self.chat)
+        self.change_cards.follow(pane)
+        pane.notice.connect(lambda text: self.services.notices.toast(text))
+        pane.pending_changed.connect(self.status.set_pending)
+        pane.refresh_title()
+        commands = self.commands
+        commands.add("review_full", "Review changes (full size)…", lambda: pane.open_review(),
+                     menu=commands.view_menu, icon="diff")
+        commands.add("compare_answers", "Compare the last two answers…", pane.compare_answers,
+                     menu=commands.view_menu, icon="diff")
 
     def _build_central(self) -> None:
         """The sidebar, and the conversation: its header, the banner, the chat and the composer."""

@@ -47,6 +47,10 @@ class Notices:
         if self.banner_widget is not None:
             self.banner_widget.show_message(text, kind=kind, action=action)
 
+    def dismiss_banner(self) -> None:
+        if self.banner_widget is not None:
+            self.banner_widget.dismiss()
+
 
 @dataclass(frozen=True)
 class Services:

@@ -50,6 +50,7 @@ from ui.widgets.flow import FlowRow
 from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
+    from ui.window.docks import DockContext
     from workspace.changes import ChangeSet, Conflict, RestoreResult
 
 MODE_NOTES = {
@@ -594,4 +595,8 @@ class ChangesPane(QWidget):
             self.review_window.retheme()
 
 
-__all__ = ["ChangesPane"]
+def make_pane(context: DockContext) -> ChangesPane:
+    return ChangesPane(context.services.session, context.parent)
+
+
+__all__ = ["ChangesPane", "make_pane"]

@@ -7,7 +7,7 @@ import html
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QMetaMethod, Qt, Signal
 from PySide6.QtGui import QGuiApplication
@@ -32,6 +32,9 @@ from PySide6.QtWidgets import (
 from ui import theme
 from ui.models.mcp import McpServersModel, since_text
 from ui.widgets.common import signals_blocked
+
+if TYPE_CHECKING:
+    from ui.window.docks import DockContext
 
 log = logging.getLogger("ui.docks.mcp")
 
@@ -463,3 +466,13 @@ class McpPane(QWidget):
         if self._remove_reload is not None:
             self._remove_reload()
         await self.manager.aclose()
+
+
+def make_pane(context: DockContext) -> McpPane | None:
+    """The MCP servers dock's pane (None without MCP: the window then has no such dock)."""
+    manager = manager_for(context.services.session)
+    if manager is None:
+        return None
+    session = context.services.session
+    return McpPane(manager, context.services.tasks, context.parent, on_manage=lambda: context.open_mcp_servers(),
+                   on_config=session.apply_config)

@@ -16,7 +16,7 @@ The graph is :mod:`ui.docks.network_graph`, the task panel :mod:`ui.docks.networ
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import (
@@ -38,6 +38,9 @@ from ui import theme
 from ui.docks.network_graph import NetworkGraphView
 from ui.docks.network_task import TaskDetail
 from ui.models.network import NetworkModel
+
+if TYPE_CHECKING:
+    from ui.window.docks import DockContext
 from ui.widgets.lanes import (
     assign_robot_colors,
     network_icon,
@@ -199,3 +202,7 @@ class NetworkPane(QWidget):
         self._update_header()
         if self.model.has_graph is False:
             self.empty.setText(self._empty_text())
+
+
+def make_pane(context: DockContext) -> NetworkPane:
+    return NetworkPane(context.network_model, context.parent)

@@ -1,18 +1,25 @@
-"""The window's docks: the inspector (tool calls, memory, trace), MCP servers, Network and Changes.
+"""The window's docks, declared as data: the inspector (tool calls, memory, trace), MCP servers, Network
+and Changes.
 
-:class:`Docks` is the registry of the window's docks by key (a read-only mapping:
-``window.docks["changes"]``) and owns their panes. The docks are made empty at startup and
-filled after the first paint (:meth:`Docks.build_inspector`, or :meth:`Docks.inspector_steps` a pane
-per turn of the event loop). The inspector's models are fed the
-bridge's batched events, or a stored thread's events when it opens.
+A dock is one :class:`DockSpec` in :data:`DOCKS` (key, title, icon, shortcut, area, whether its dock
+shows empty from the start) naming the factory in its pane's module (``"ui.docks.network:make_pane"``,
+called with a :class:`DockContext`). :class:`Docks` builds them all from the list: the docks marked
+``early`` are made empty at startup (their tabs keep their places), and every pane is made after the
+first paint, one step per turn of the event loop (:meth:`Docks.inspector_steps`). :class:`Docks` is
+also the registry of the window's docks by key (a read-only mapping: ``window.docks["changes"]``) and
+owns their panes. The inspector's models are fed the bridge's batched events, or a stored thread's
+events when it opens.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QDockWidget, QTabBar, QWidget
 
 from ui import theme
@@ -23,8 +30,12 @@ if TYPE_CHECKING:
     from ui.docks.mcp import McpPane
     from ui.docks.network import NetworkPane
     from ui.main_window import MainWindow
+    from ui.models.memory import MemoryModel
+    from ui.models.network import NetworkModel
+    from ui.models.tool_calls import ToolCallsModel
+    from ui.models.trace import TraceModel
+    from ui.services import Services
     from ui.transcript import LazyTranscript
-    from ui.window.change_cards import ChangeCards
     from workspace import events as ev
 
 #: The narrowest a dock's pane gets (its content elides, wraps or scrolls below its wish).
@@ -34,23 +45,107 @@ DOCK_WIDTH = 410
 #: A stored thread with more events than this fills the inspector from a worker thread.
 INSPECTOR_SYNC_EVENTS = 200
 
+RIGHT = Qt.DockWidgetArea.RightDockWidgetArea
+
+
+@dataclass(frozen=True)
+class DockContext:
+    """What a dock's pane is made with: the services, the models it shows, and what it may ask of the window."""
+
+    services: Services
+    #: The pane's parent until its dock takes it.
+    parent: QWidget
+    tool_model: ToolCallsModel
+    memory_model: MemoryModel
+    trace_model: TraceModel
+    network_model: NetworkModel
+    #: Settings > MCP servers.
+    open_mcp_servers: Callable[[], None]
+
+
+#: A dock's pane factory: the pane, or None when the window has no such dock (MCP without the SDK).
+PaneFactory = Callable[[DockContext], "QWidget | None"]
+
+
+@dataclass(frozen=True)
+class DockSpec:
+    """One dock, declared once."""
+
+    key: str
+    title: str
+    #: ``"module:function"``: the pane's factory (:data:`PaneFactory`), imported after the first paint.
+    factory: str
+    #: A theme icon's name, or a function of (colour, size) for a drawn one; None: no icon.
+    icon: str | Callable[[str, int], QIcon] | None = None
+    #: The shortcut that puts the keyboard in the dock (View > Go to).
+    shortcut: str | None = None
+    area: Qt.DockWidgetArea = RIGHT
+    #: The dock is made (empty) with the window, so its tab keeps its place; else it comes with its pane.
+    early: bool = False
+
+
+def _network_icon(color: str, size: int) -> QIcon:
+    from ui.widgets.lanes import network_icon
+
+    return network_icon(color, size)
+
+
+#: The window's docks, in the order of their tabs and of their panes' build (Changes second, so its tab
+#: and the count of changes waiting in its title show at the default width without scrolling the tabs).
+DOCKS: tuple[DockSpec, ...] = (
+    DockSpec("tools", "Tool calls", "ui.docks.inspector:make_tool_calls", "tool", "Ctrl+Shift+T", early=True),
+    DockSpec("changes", "Changes", "ui.docks.changes:make_pane", "diff", "Ctrl+Shift+D", early=True),
+    DockSpec("memory", "Memory", "ui.docks.inspector:make_memory", "memory", "Ctrl+Shift+M", early=True),
+    DockSpec("trace", "Trace", "ui.docks.inspector:make_trace", "trace", "Ctrl+Shift+R", early=True),
+    DockSpec("mcp", "MCP servers", "ui.docks.mcp:make_pane", "server", "Ctrl+Shift+S"),
+    DockSpec("network", "Network", "ui.docks.network:make_pane", _network_icon, "Ctrl+Shift+N"),
+)
+
 
 class Docks(Mapping[str, QDockWidget]):
     """The window's docks by key, and their panes (None until :meth:`build_inspector`)."""
 
-    def __init__(self, window: MainWindow) -> None:
+    def __init__(self, window: MainWindow, specs: tuple[DockSpec, ...] = DOCKS) -> None:
         self.window = window
+        self.specs = specs
         self._docks: dict[str, QDockWidget] = {}
-        self.tool_pane: ToolCallsPane | None = None
-        self.memory_pane: MemoryPane | None = None
-        self.trace_pane: TracePane | None = None
-        self.mcp_pane: McpPane | None = None
-        self.network_pane: NetworkPane | None = None
-        self.changes_pane: ChangesPane | None = None
-        self.change_cards: ChangeCards | None = None
+        #: Each dock's pane once its dock has it, by key.
+        self.panes: dict[str, QWidget] = {}
+        #: What the window wires to a pane when it is made (:meth:`when_made`), by key.
+        self._on_made: dict[str, list[Callable[[Any], object]]] = {}
         #: Events that arrive while a long thread's events are read for the inspector.
         self._inspector_buffer: list[ev.Event] | None = None
         self._steps: Iterator[None] | None = None
+
+    # -- the panes by their types (None until made) ----------------------------------------------------
+    @property
+    def tool_pane(self) -> ToolCallsPane | None:
+        return cast("ToolCallsPane | None", self.panes.get("tools"))
+
+    @property
+    def memory_pane(self) -> MemoryPane | None:
+        return cast("MemoryPane | None", self.panes.get("memory"))
+
+    @property
+    def trace_pane(self) -> TracePane | None:
+        return cast("TracePane | None", self.panes.get("trace"))
+
+    @property
+    def mcp_pane(self) -> McpPane | None:
+        return cast("McpPane | None", self.panes.get("mcp"))
+
+    @property
+    def network_pane(self) -> NetworkPane | None:
+        return cast("NetworkPane | None", self.panes.get("network"))
+
+    @property
+    def changes_pane(self) -> ChangesPane | None:
+        return cast("ChangesPane | None", self.panes.get("changes"))
+
+    def when_made(self, key: str, wire: Callable[[Any], object]) -> None:
+        """Call ``wire(pane)`` when the pane of dock ``key`` is in its dock (how the window connects it to the
+        other parts)."""
+        self._on_made.setdefault(key, []).append(wire)
 
     # -- the mapping --------------------------------------------------------------------------------
     def __getitem__(self, key: str) -> QDockWidget:
@@ -63,13 +158,9 @@ class Docks(Mapping[str, QDockWidget]):
         return len(self._docks)
 
     # -- construction ----------------------------------------------------------------------------------
-    def register(self, key: str, title: str, widget: QWidget, *, icon: str | None = None,
-                 area: Qt.DockWidgetArea = Qt.DockWidgetArea.RightDockWidgetArea,
-                 shortcut: str | None = None) -> QDockWidget:
-        """Add a dock (tabbed with the others on the right) and a View action for it.
-
-        Every part with a dock (Changes, Network, MCP servers) registers it this way.
-        """
+    def register(self, spec: DockSpec, widget: QWidget) -> QDockWidget:
+        """Add the dock of ``spec`` (tabbed with the others in its area) and a View action for it."""
+        key, title, area = spec.key, spec.title, spec.area
         w = self.window
         dock = QDockWidget(title, w)
         dock.setObjectName(f"dock-{key}")
@@ -90,7 +181,7 @@ class Docks(Mapping[str, QDockWidget]):
         dock.dockLocationChanged.connect(self.keep_tab_names)
         dock.topLevelChanged.connect(self.keep_tab_names)
         self._docks[key] = dock
-        self._add_actions(key, title, dock, icon=icon, shortcut=shortcut)
+        self._add_actions(spec, dock)
         return dock
 
     def keep_tab_names(self, *_args: object) -> None:
@@ -100,15 +191,17 @@ class Docks(Mapping[str, QDockWidget]):
                 bar.setElideMode(Qt.TextElideMode.ElideNone)
                 bar.setUsesScrollButtons(True)
 
-    def _add_actions(self, key: str, title: str, dock: QDockWidget, *, icon: str | None,
-                     shortcut: str | None) -> None:
+    def _add_actions(self, spec: DockSpec, dock: QDockWidget) -> None:
         """The View menu's show/hide toggle, and the shortcut that goes to the dock (never hides it)."""
         w = self.window
+        key, title, shortcut = spec.key, spec.title, spec.shortcut
         action = dock.toggleViewAction()
         action.setText(f"Show {title}")
-        if icon:
-            action.setIcon(theme.icon(icon, theme.colors().muted, 16))
-            action.setProperty("iconName", icon)
+        if isinstance(spec.icon, str):
+            action.setIcon(theme.icon(spec.icon, theme.colors().muted, 16))
+            action.setProperty("iconName", spec.icon)
+        elif spec.icon is not None:
+            action.setIcon(spec.icon(theme.colors().muted, 16))  # drawn: retheme() draws it anew
         w.commands.add_view_action(f"dock.{key}", action)
         if shortcut:
             go = w.commands.add(f"go.{key}", f"Go to {title}", lambda: self.focus_dock(key), shortcut,
@@ -125,17 +218,12 @@ class Docks(Mapping[str, QDockWidget]):
             old.deleteLater()
 
     def build(self) -> None:
-        """The inspector docks, empty: :meth:`build_inspector` fills them (after the first paint).
-
-        Changes comes second, so its tab (and the count of changes waiting in its title) shows at the
-        default width without scrolling the tab bar."""
-        for key, title, icon, shortcut in (("tools", "Tool calls", "tool", "Ctrl+Shift+T"),
-                                           ("changes", "Changes", "diff", "Ctrl+Shift+D"),
-                                           ("memory", "Memory", "memory", "Ctrl+Shift+M"),
-                                           ("trace", "Trace", "trace", "Ctrl+Shift+R")):
-            placeholder = QWidget(self.window)
-            placeholder.setObjectName("InspectorPane")
-            self.register(key, title, placeholder, icon=icon, shortcut=shortcut)
+        """The early docks, empty: :meth:`build_inspector` fills them (after the first paint)."""
+        for spec in self.specs:
+            if spec.early:
+                placeholder = QWidget(self.window)
+                placeholder.setObjectName("InspectorPane")
+                self.register(spec, placeholder)
         self._docks["tools"].raise_()
         self.window.resizeDocks([self._docks["tools"]], [DOCK_WIDTH], Qt.Orientation.Horizontal)
 
@@ -143,96 +231,59 @@ class Docks(Mapping[str, QDockWidget]):
         self.window.bridge.events_batched.connect(self.add_events)
 
     def build_inspector(self) -> None:
-        """Put the inspector panes in their docks (and add the MCP servers dock when MCP is there), all at
-        once (what :meth:`inspector_steps` has not done yet)."""
+        """Put every pane in its dock (adding the docks that come with their panes), all at once (what
+        :meth:`inspector_steps` has not done yet)."""
         for _ in self.inspector_steps():
             pass
 
     def inspector_steps(self) -> Iterator[None]:
-        """:meth:`build_inspector` one pane at a time: a staged start-up runs one step per turn of the
+        """:meth:`build_inspector` one step at a time: a staged start-up runs one step per turn of the
         event loop, so the window keeps painting (a pane takes 5-30 ms to build; all of them at once
         froze the window 130 ms). The same iterator each time: steps already done are not done again."""
         if self._steps is None:
             self._steps = self._inspector_steps()
         return self._steps
 
-    def _inspector_steps(self) -> Iterator[None]:
-        from ui.docks.inspector import MemoryPane, ToolCallsPane, TracePane
-
+    def context(self) -> DockContext:
+        """What the panes are made with."""
         w = self.window
-        self.tool_pane = ToolCallsPane(w.tool_model, w)
-        self.replace_widget("tools", self.tool_pane)
-        yield
-        self.memory_pane = MemoryPane(w.memory_model, w)
-        self.replace_widget("memory", self.memory_pane)
-        yield
-        self.trace_pane = TracePane(w.trace_model, w)
-        self.replace_widget("trace", self.trace_pane)
-        yield
-        yield from self._add_mcp()
-        yield
-        yield from self._add_network()
-        yield
-        yield from self._add_changes()
-        yield
+        return DockContext(services=w.services, parent=w, tool_model=w.tool_model, memory_model=w.memory_model,
+                           trace_model=w.trace_model, network_model=w.network_model,
+                           open_mcp_servers=w.settings_flow.open_mcp_servers)
+
+    def _inspector_steps(self) -> Iterator[None]:
+        context = self.context()
+        for spec in self.specs:
+            yield from self._add(spec, context)
+            yield
         self._docks["tools"].raise_()
         self.sync_network()
         yield
+        w = self.window
         w.memory.restore_docks()
         w.memory.fit_when_shown()  # the inspector may not fit a narrow screen beside the conversation
 
-    # Each part is built in one step and put in its dock in the next (a pane is set as an attribute once
-    # its dock has it).
-    def _add_network(self) -> Iterator[None]:
-        from ui.docks.network import NetworkPane
-        from ui.widgets.lanes import network_icon
+    def _add(self, spec: DockSpec, context: DockContext) -> Iterator[None]:
+        """A dock's pane: its module imported in a step of its own (unless it already is), the pane made, then
+        put in its dock in the next step (a pane is in :attr:`panes` once its dock has it)."""
+        import sys
 
-        yield  # the imports in a step of their own
-        pane = NetworkPane(self.window.network_model, self.window)
-        pane.reveal_requested.connect(self.window.chat.reveal_task)
-        yield
-        dock = self.register("network", "Network", pane, shortcut="Ctrl+Shift+N")
-        dock.toggleViewAction().setIcon(network_icon(theme.colors().muted, 16))
-        self.network_pane = pane
-
-    def _add_changes(self) -> Iterator[None]:
-        """The Changes dock (review of proposed file changes) and its actions (full-size review, compare)."""
-        from ui.docks.changes import ChangesPane
-        from ui.window.change_cards import ChangeCards
-
-        yield  # the imports in a step of their own
-        w = self.window
-        pane = ChangesPane(w.controller, w)
-        # The review tells the chat's cards through its signals; the chat's owner applies them.
-        self.change_cards = ChangeCards(w.chat)
-        self.change_cards.follow(pane)
-        pane.notice.connect(w.toast.show_message)
-        yield
-        self.replace_widget("changes", pane)
-        self.changes_pane = pane
-        pane.pending_changed.connect(w.status.set_pending)
-        pane.refresh_title()
-        commands = w.commands
-        commands.add("review_full", "Review changes (full size)…", lambda: pane.open_review(),
-                     menu=commands.view_menu, icon="diff")
-        commands.add("compare_answers", "Compare the last two answers…", pane.compare_answers,
-                     menu=commands.view_menu, icon="diff")
-
-    def _add_mcp(self) -> Iterator[None]:
-        from ui.docks.mcp import McpPane, manager_for
-
-        manager = manager_for(self.window.controller)
-        if manager is None:
+        module_name, _, function = spec.factory.partition(":")
+        if module_name not in sys.modules:
+            importlib.import_module(module_name)
+            yield
+        factory = cast(PaneFactory, getattr(sys.modules[module_name], function))
+        pane = factory(context)
+        if pane is None:
             return
-        yield  # the imports (and the manager) in a step of their own
-        w = self.window
-        pane = McpPane(manager, w.controller.tasks, w, on_manage=lambda: w.settings_flow.open_mcp_servers(),
-                       on_config=w.controller.apply_config)
-        # "Attach to message" on a resource: a chip in the message box, like a file's.
-        pane.attach_requested.connect(w.composer.add_resource_attachment)
         yield
-        self.register("mcp", "MCP servers", pane, icon="server", shortcut="Ctrl+Shift+S")
-        self.mcp_pane = pane
+        if spec.key in self._docks:
+            self.replace_widget(spec.key, pane)
+        else:
+            self.register(spec, pane)
+        self.panes[spec.key] = pane
+        for wire in self._on_made.get(spec.key, []):
+            wire(pane)
 
     # -- showing ------------------------------------------------------------------------------------------
     def sync_network(self, *, reveal: bool = False) -> None:
@@ -308,10 +359,9 @@ class Docks(Mapping[str, QDockWidget]):
             self.changes_pane.show_change_set(change_set_id)
 
     def retheme(self) -> None:
-        from ui.widgets.lanes import network_icon
-
-        if "network" in self._docks:
-            self._docks["network"].toggleViewAction().setIcon(network_icon(theme.colors().muted, 16))
+        for spec in self.specs:
+            if spec.key in self._docks and spec.icon is not None and not isinstance(spec.icon, str):
+                self._docks[spec.key].toggleViewAction().setIcon(spec.icon(theme.colors().muted, 16))
         for pane in (self.tool_pane, self.mcp_pane, self.network_pane, self.changes_pane):
             if pane is not None:
                 pane.retheme()
