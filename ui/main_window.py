@@ -8,7 +8,7 @@ The window makes the widgets and the models; small controllers it owns do the wo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QResizeEvent, QShowEvent
@@ -80,12 +80,12 @@ class MainWindow(QMainWindow):
         self.status = StatusLine(self.services)
         self.robots = Robots(self.services)
         self.models = ModelChoice(self.services)
-        self.threads = Threads(self)
+        self.threads = Threads(self.services)
         self.runs = Runs(self)
         self.attachments = Attachments(self.services)
         self.slash = SlashCommands(self.services)  # the composer's / commands: /compact and MCP prompts
         self.settings_flow = SettingsFlow(self.services, theme_name=theme_name)
-        self.folder_flow = FolderFlow(self)
+        self.folder_flow = FolderFlow(self.services)
         self.transfer = Transfer(self.services)
         self.notifier = Notifier(self.services)
         self.built = False
@@ -124,6 +124,8 @@ class MainWindow(QMainWindow):
         self._build_central()
         self.models.build(self.composer)
         self.memory.attach(self.splitter, self.docks)
+        self.threads.attach(sidebar=self.sidebar, model=self.thread_model, title_label=self.title_label,
+                            chat=self.chat, composer=self.composer)
         self.robots.attach(picker=self.robot_picker, model=self.robot_model, edit_button=self.robot_edit_button,
                            model_label=self.model_label, connect_link=self.connect_link, composer=self.composer)
         self.memory.fit_to_screen()  # the minimum size of the parts may not fit a small screen
@@ -139,8 +141,8 @@ class MainWindow(QMainWindow):
             part.connect()
         self.robots.follow()
         self.models.follow()
-        for later in (self.threads, self.runs):
-            later.connect()
+        self.threads.follow()
+        self.runs.connect()
         self.slash.connect(self.composer)
         self.notifier.connect()
         self.attachments.connect(self.composer, self.chat)
@@ -158,6 +160,13 @@ class MainWindow(QMainWindow):
         self.settings_flow.reloaded.connect(self._settings_reloaded)
         self.settings_flow.theme_changed.connect(self._theme_changed)
         self.settings_flow.store_reopened.connect(self._store_reopened)
+        self.folder_flow.folder_switched.connect(self._folder_switched)
+        self.threads.opening.connect(self._thread_opening)
+        self.threads.transcript_shown.connect(self.docks.load_inspector)
+        self.threads.title_shown.connect(self.status.retitle)
+        self.sidebar.export_requested.connect(lambda thread_id: self.transfer.export_thread("markdown", thread_id))
+        self.folder_flow.trusted.connect(self._folder_trusted)
+        self.folder_flow.recovered.connect(self._sync_changes)
         self.status.folder.clicked.connect(lambda: self.folder_flow.open_folder())
         self.status.review.clicked.connect(lambda: self.docks.focus_dock("changes"))
         self.chat.activity_changed.connect(self.status.set_activity)
@@ -167,6 +176,31 @@ class MainWindow(QMainWindow):
         docks.when_made("mcp", lambda pane: self.slash.set_manager(pane.manager))
         docks.when_made("network", lambda pane: pane.reveal_requested.connect(self.chat.reveal_task))
         docks.when_made("changes", self._wire_changes)
+
+    def _thread_opening(self, session: Any) -> None:
+        self.robots.update_model_label()  # the message box names the robot its messages go to
+        self.docks.clear_inspector()
+        self.docks.sync_network(reveal=bool(getattr(session, "is_network", False)))
+
+    def _folder_switched(self) -> None:
+        mcp_pane = self.docks.mcp_pane
+        if mcp_pane is not None:
+            mcp_pane.manager.folder = self.controller.folder
+            mcp_pane.reload()
+        self.status.update_folder()
+        self.robots.refresh()
+        self._sync_changes()  # the open thread's changes waiting in this folder, if any
+        if self.controller.session is None:
+            self.threads.show_empty()
+
+    def _folder_trusted(self) -> None:
+        if self.docks.mcp_pane is not None:
+            self.docks.mcp_pane.reload()
+        self.robots.refresh()
+
+    def _sync_changes(self) -> None:
+        if self.docks.changes_pane is not None:
+            self.docks.changes_pane.sync()
 
     def _picked_without_thread(self, kind: str) -> None:
         self.threads.show_empty()
