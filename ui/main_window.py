@@ -45,7 +45,7 @@ from ui.window.transfer import Transfer
 if TYPE_CHECKING:
     from ui.controller import Controller
     from ui.docks.changes import ChangesPane
-    from workspace.events import ModelChanged
+    from workspace.events import ModelChanged, TerminalEvent
 
 #: The smallest window: every part shrinks to fit it (long titles and previews end in "…", docks
 #: narrow down to DOCK_MIN_WIDTH). Set explicitly, so the window never grows by itself when some
@@ -73,7 +73,7 @@ class MainWindow(QMainWindow):
         self.memory.size_window()  # the last geometry, or one that fits the screen
         self.setDockOptions(QMainWindow.DockOption.AllowTabbedDocks | QMainWindow.DockOption.AnimatedDocks)
         self.setTabPosition(Qt.DockWidgetArea.AllDockWidgetAreas, QTabWidget.TabPosition.North)
-        self.commands = Commands(self)
+        self.commands = Commands(self, controller)
         #: What the parts share (the parts converted so far receive it, not the window).
         self.services = Services(session=controller, shell=self, commands=self.commands)
         self.docks = Docks(self)
@@ -81,7 +81,7 @@ class MainWindow(QMainWindow):
         self.robots = Robots(self.services)
         self.models = ModelChoice(self.services)
         self.threads = Threads(self.services)
-        self.runs = Runs(self)
+        self.runs = Runs(self.services)
         self.attachments = Attachments(self.services)
         self.slash = SlashCommands(self.services)  # the composer's / commands: /compact and MCP prompts
         self.settings_flow = SettingsFlow(self.services, theme_name=theme_name)
@@ -131,23 +131,80 @@ class MainWindow(QMainWindow):
         self.memory.fit_to_screen()  # the minimum size of the parts may not fit a small screen
         self.memory.restore_splitter()
         self.command_palette = CommandPalette(self)
+        self.runs.attach(composer=self.composer, chat=self.chat, palette=self.command_palette)
         self.toast = Toast(self)
         self.services.notices.attach(self.toast, self.banner)
         self.docks.build()
         self.status.build()
-        self.commands.build()
+        self.commands.build(self.docks)
+        self.commands.attach(palette=self.command_palette, sidebar=self.sidebar)
+        self._add_commands()
         self._wire()
         for part in (self.docks, self.status):
             part.connect()
         self.robots.follow()
         self.models.follow()
         self.threads.follow()
-        self.runs.connect()
+        self.runs.follow()
         self.slash.connect(self.composer)
         self.notifier.connect()
         self.attachments.connect(self.composer, self.chat)
         self.commands.update()
         self.robots.update_picker()
+
+    def _add_commands(self) -> None:
+        """Every command of the window, in its menu (the parts do the work)."""
+        commands = self.commands
+        add = commands.add
+        file_menu, thread_menu = commands.file_menu, commands.thread_menu
+        view_menu, help_menu = commands.view_menu, commands.help_menu
+        assert file_menu is not None and thread_menu is not None and view_menu is not None and help_menu is not None
+        threads, runs, settings, transfer = self.threads, self.runs, self.settings_flow, self.transfer
+
+        add("new_thread", "New thread", threads.new, "Ctrl+N", file_menu, "plus")
+        add("open_folder", "Open folder…", self.folder_flow.open_folder, "Ctrl+O", file_menu, "folder")
+        file_menu.addSeparator()
+        add("export_md", "Export thread as Markdown…", lambda: transfer.export_thread("markdown"), "Ctrl+Shift+E",
+            file_menu, "export")
+        add("export_json", "Export thread as RobotLab JSON…", lambda: transfer.export_thread("json"), None, file_menu)
+        add("export_jsonl", "Export thread events as JSONL…", lambda: transfer.export_thread("jsonl"), None,
+            file_menu)
+        add("import_json", "Import RobotLab JSON…", transfer.import_thread, None, file_menu, "import")
+        file_menu.addSeparator()
+        add("settings", "Settings…", settings.open_settings, "Ctrl+,", file_menu, "settings")
+        add("quit", "Quit", self.close, "Ctrl+Q", file_menu)
+
+        add("send", "Send message", self.composer.submit, "Ctrl+Return", thread_menu, "send")
+        add("stop", "Stop", runs.escape, "Esc", thread_menu, "stop")
+        add("regenerate", "Regenerate last answer", runs.regenerate_last, "Ctrl+R", thread_menu, "regenerate")
+        add("edit_last", "Edit last message", runs.edit_last, "Ctrl+E", thread_menu, "edit")
+        add("copy_answer", "Copy last answer as Markdown", runs.copy_last_answer, "Ctrl+Shift+C", thread_menu,
+            "copy")
+        add("prev_branch", "Previous branch of last message", lambda: runs.branch_last(-1), "Alt+Left", thread_menu)
+        add("next_branch", "Next branch of last message", lambda: runs.branch_last(+1), "Alt+Right", thread_menu)
+        add("approval", "Go to pending approval", runs.focus_approval, "Ctrl+J", thread_menu, "shield")
+        thread_menu.addSeparator()
+        add("rename", "Rename thread…", self.sidebar.rename_current, "F2", thread_menu, "edit")
+        add("delete", "Delete thread", threads.delete_current, "Ctrl+Shift+Backspace", thread_menu, "trash")
+        add("undo_delete", "Undo delete", self.toast.trigger, "Ctrl+Z")
+        add("next_thread", "Next thread", lambda: threads.cycle(+1), "Ctrl+Tab", thread_menu)
+        add("prev_thread", "Previous thread", lambda: threads.cycle(-1), "Ctrl+Shift+Tab", thread_menu)
+
+        view_menu.addSeparator()
+        add("palette", "Command palette…", commands.open_palette, "Ctrl+K", view_menu, "command")
+        add("search", "Search threads", self.sidebar.focus_search, "Ctrl+F", view_menu, "search")
+        add("focus_composer", "Focus message box", self.composer.focus, "Ctrl+L", view_menu, "chat")
+        add("toggle_sidebar", "Show or hide threads", commands.toggle_sidebar, "Ctrl+B", view_menu, "sidebar")
+        add("toggle_inspector", "Show or hide the inspector", self.docks.toggle_inspector, "Ctrl+I", view_menu,
+            "inspector")
+        add("theme_light", "Light theme", lambda: settings.set_theme("light"), None, view_menu, "sun")
+        add("theme_dark", "Dark theme", lambda: settings.set_theme("dark"), None, view_menu, "moon")
+        add("load_earlier", "Show earlier turns", self.chat.load_earlier, None, view_menu)
+        add("robot_picker", "Choose robot…", self.robots.focus_picker, "Ctrl+Shift+P", view_menu, "robot")
+        add("robot_editor", "Edit robots…", self.robots.open_editor, "Ctrl+Alt+R", view_menu, "edit")
+        add("new_robot", "New robot…", lambda: self.robots.open_editor(new=True), None, view_menu, "plus")
+        add("shortcuts", "Keyboard shortcuts", commands.show_shortcuts, "Ctrl+/", help_menu, "command")
+        add("about", "About RobotLab Workspace (version, data folders)…", settings.open_about, None, help_menu)
 
     def _wire(self) -> None:
         """What one part tells another (the parts never hold each other)."""
@@ -162,6 +219,13 @@ class MainWindow(QMainWindow):
         self.settings_flow.store_reopened.connect(self._store_reopened)
         self.folder_flow.folder_switched.connect(self._folder_switched)
         self.threads.opening.connect(self._thread_opening)
+        self.commands.target_chosen.connect(self.robots.choose_target)
+        self.commands.thread_chosen.connect(self.threads.open)
+        self.runs.ended.connect(self._run_ended)
+        self.bridge.running_changed.connect(self._running_changed)
+        self.chat.review_requested.connect(self.docks.review_changes)
+        self.chat.connect_requested.connect(self.settings_flow.open_settings)
+        self.docks.when_made("changes", lambda pane: self.runs.set_review_notes(pane.note_for))
         self.threads.transcript_shown.connect(self.docks.load_inspector)
         self.threads.title_shown.connect(self.status.retitle)
         self.sidebar.export_requested.connect(lambda thread_id: self.transfer.export_thread("markdown", thread_id))
@@ -176,6 +240,24 @@ class MainWindow(QMainWindow):
         docks.when_made("mcp", lambda pane: self.slash.set_manager(pane.manager))
         docks.when_made("network", lambda pane: pane.reveal_requested.connect(self.chat.reveal_task))
         docks.when_made("changes", self._wire_changes)
+
+    def _run_ended(self, event: TerminalEvent) -> None:
+        from workspace import events as ev
+
+        self.status.set_connection("error" if isinstance(event, ev.RunFailed) else "idle")
+        self.status.probe_server(again=True)  # the server may have been started (or stopped) since
+
+    def _running_changed(self, running: bool) -> None:
+        status = self.status
+        if running:
+            status.connection_state = "running"
+        elif status.connection_state == "running":
+            status.connection_state = "idle"
+        status.update_connection()
+        self.commands.update()
+        self.robots.update_picker()
+        if running:  # a message went out: its thread comes first in the list (a new one appears there)
+            self.threads.refresh()
 
     def _thread_opening(self, session: Any) -> None:
         self.robots.update_model_label()  # the message box names the robot its messages go to

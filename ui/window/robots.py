@@ -128,6 +128,24 @@ class Robots(QObject):
                 picker.setCurrentIndex(row)
         self.update_model_label()
 
+    def choose_target(self, kind: str, name: str) -> None:
+        """A robot or network chosen in the palette: as if picked in the header (a thread keeps its robot, so
+        another one starts a new thread with it); then the keyboard is in the message box."""
+        from ui.widgets.common import signals_blocked
+
+        picker, model = self.picker, self.model
+        assert picker is not None and model is not None and self.composer is not None
+        if not picker.isEnabled():
+            self.services.notices.toast("Stop the run (Esc) to choose another robot or network.")
+            return
+        row = model.row_of(name, kind)
+        if row < 0:
+            return
+        with signals_blocked(picker):
+            picker.setCurrentIndex(row)
+        self.on_picked(row)
+        self.composer.focus()
+
     def focus_picker(self) -> None:
         picker = self.picker
         assert picker is not None
