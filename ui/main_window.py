@@ -76,7 +76,7 @@ class MainWindow(QMainWindow):
         self.commands = Commands(self, controller)
         #: What the parts share (the parts converted so far receive it, not the window).
         self.services = Services(session=controller, shell=self, commands=self.commands)
-        self.docks = Docks(self)
+        self.docks = Docks(self.services)
         self.status = StatusLine(self.services)
         self.robots = Robots(self.services)
         self.models = ModelChoice(self.services)
@@ -124,6 +124,9 @@ class MainWindow(QMainWindow):
         self._build_central()
         self.models.build(self.composer)
         self.memory.attach(self.splitter, self.docks)
+        self.docks.attach(tool_model=self.tool_model, memory_model=self.memory_model, trace_model=self.trace_model,
+                          network_model=self.network_model, composer=self.composer,
+                          open_mcp_servers=self.settings_flow.open_mcp_servers)
         self.threads.attach(sidebar=self.sidebar, model=self.thread_model, title_label=self.title_label,
                             chat=self.chat, composer=self.composer)
         self.robots.attach(picker=self.robot_picker, model=self.robot_model, edit_button=self.robot_edit_button,
@@ -235,6 +238,8 @@ class MainWindow(QMainWindow):
         self.status.review.clicked.connect(lambda: self.docks.focus_dock("changes"))
         self.chat.activity_changed.connect(self.status.set_activity)
         docks = self.docks
+        docks.when_built(self.memory.restore_docks)
+        docks.when_built(self.memory.fit_when_shown)  # the inspector may not fit a narrow screen beside the chat
         # "Attach to message" on an MCP resource: a chip in the message box, like a file's.
         docks.when_made("mcp", lambda pane: pane.attach_requested.connect(self.composer.add_resource_attachment))
         docks.when_made("mcp", lambda pane: self.slash.set_manager(pane.manager))

@@ -29,13 +29,13 @@ if TYPE_CHECKING:
     from ui.docks.inspector import MemoryPane, ToolCallsPane, TracePane
     from ui.docks.mcp import McpPane
     from ui.docks.network import NetworkPane
-    from ui.main_window import MainWindow
     from ui.models.memory import MemoryModel
     from ui.models.network import NetworkModel
     from ui.models.tool_calls import ToolCallsModel
     from ui.models.trace import TraceModel
     from ui.services import Services
     from ui.transcript import LazyTranscript
+    from ui.widgets.composer import Composer
     from workspace import events as ev
 
 #: The narrowest a dock's pane gets (its content elides, wraps or scrolls below its wish).
@@ -105,9 +105,13 @@ DOCKS: tuple[DockSpec, ...] = (
 class Docks(Mapping[str, QDockWidget]):
     """The window's docks by key, and their panes (None until :meth:`build_inspector`)."""
 
-    def __init__(self, window: MainWindow, specs: tuple[DockSpec, ...] = DOCKS) -> None:
-        self.window = window
+    def __init__(self, services: Services, specs: tuple[DockSpec, ...] = DOCKS) -> None:
+        self.services = services
+        #: Where the docks go (the Qt window).
+        self.window = services.shell
         self.specs = specs
+        #: What to call once every pane is in its dock (:meth:`when_built`).
+        self._after_build: list[Callable[[], object]] = []
         self._docks: dict[str, QDockWidget] = {}
         #: Each dock's pane once its dock has it, by key.
         self.panes: dict[str, QWidget] = {}
@@ -141,6 +145,17 @@ class Docks(Mapping[str, QDockWidget]):
     @property
     def changes_pane(self) -> ChangesPane | None:
         return cast("ChangesPane | None", self.panes.get("changes"))
+
+    def attach(self, *, tool_model: ToolCallsModel, memory_model: MemoryModel, trace_model: TraceModel,
+               network_model: NetworkModel, composer: Composer, open_mcp_servers: Callable[[], None]) -> None:
+        """What the docks work on: the inspector's models (fed the events), the message box (a dock's shortcut
+        pressed again goes back to it), and Settings' MCP page (the MCP dock's "Manage servers…")."""
+        self.tool_model, self.memory_model, self.trace_model = tool_model, memory_model, trace_model
+        self.network_model, self.composer, self.open_mcp_servers = network_model, composer, open_mcp_servers
+
+    def when_built(self, then: Callable[[], object]) -> None:
+        """Call ``then()`` once every pane is in its dock (the window restores the docks' layout)."""
+        self._after_build.append(then)
 
     def when_made(self, key: str, wire: Callable[[Any], object]) -> None:
         """Call ``wire(pane)`` when the pane of dock ``key`` is in its dock (how the window connects it to the
@@ -193,7 +208,6 @@ class Docks(Mapping[str, QDockWidget]):
 
     def _add_actions(self, spec: DockSpec, dock: QDockWidget) -> None:
         """The View menu's show/hide toggle, and the shortcut that goes to the dock (never hides it)."""
-        w = self.window
         key, title, shortcut = spec.key, spec.title, spec.shortcut
         action = dock.toggleViewAction()
         action.setText(f"Show {title}")
@@ -202,10 +216,11 @@ class Docks(Mapping[str, QDockWidget]):
             action.setProperty("iconName", spec.icon)
         elif spec.icon is not None:
             action.setIcon(spec.icon(theme.colors().muted, 16))  # drawn: retheme() draws it anew
-        w.commands.add_view_action(f"dock.{key}", action)
+        commands = self.services.commands
+        commands.add_view_action(f"dock.{key}", action)
         if shortcut:
-            go = w.commands.add(f"go.{key}", f"Go to {title}", lambda: self.focus_dock(key), shortcut,
-                                w.commands.docks_menu)
+            go = commands.add(f"go.{key}", f"Go to {title}", lambda: self.focus_dock(key), shortcut,
+                              commands.docks_menu)
             go.setToolTip(f"Show {title} and put the keyboard there (again: back to the message box)")
 
     def replace_widget(self, key: str, widget: QWidget) -> None:
@@ -228,7 +243,7 @@ class Docks(Mapping[str, QDockWidget]):
         self.window.resizeDocks([self._docks["tools"]], [DOCK_WIDTH], Qt.Orientation.Horizontal)
 
     def connect(self) -> None:
-        self.window.bridge.events_batched.connect(self.add_events)
+        self.services.bridge.events_batched.connect(self.add_events)
 
     def build_inspector(self) -> None:
         """Put every pane in its dock (adding the docks that come with their panes), all at once (what
@@ -246,10 +261,9 @@ class Docks(Mapping[str, QDockWidget]):
 
     def context(self) -> DockContext:
         """What the panes are made with."""
-        w = self.window
-        return DockContext(services=w.services, parent=w, tool_model=w.tool_model, memory_model=w.memory_model,
-                           trace_model=w.trace_model, network_model=w.network_model,
-                           open_mcp_servers=w.settings_flow.open_mcp_servers)
+        return DockContext(services=self.services, parent=self.window, tool_model=self.tool_model,
+                           memory_model=self.memory_model, trace_model=self.trace_model,
+                           network_model=self.network_model, open_mcp_servers=self.open_mcp_servers)
 
     def _inspector_steps(self) -> Iterator[None]:
         context = self.context()
@@ -259,9 +273,8 @@ class Docks(Mapping[str, QDockWidget]):
         self._docks["tools"].raise_()
         self.sync_network()
         yield
-        w = self.window
-        w.memory.restore_docks()
-        w.memory.fit_when_shown()  # the inspector may not fit a narrow screen beside the conversation
+        for then in self._after_build:
+            then()
 
     def _add(self, spec: DockSpec, context: DockContext) -> Iterator[None]:
         """A dock's pane: its module imported in a step of its own (unless it already is), the pane made, then
@@ -291,7 +304,7 @@ class Docks(Mapping[str, QDockWidget]):
         pane = self.network_pane
         if pane is None:
             return
-        network, note = self.window.controller.network_for_dock()
+        network, note = self.services.session.network_for_dock()
         pane.set_network(network, note=note)
         dock = self._docks.get("network")
         if reveal and network is not None and dock is not None and any(
@@ -307,10 +320,9 @@ class Docks(Mapping[str, QDockWidget]):
         dock = self._docks.get(key)
         if dock is None:
             return
-        w = self.window
         focus = QApplication.focusWidget()
         if focus is not None and dock.isAncestorOf(focus) and self.in_front(dock):
-            w.composer.focus()
+            self.composer.focus()
             return
         dock.show()
         dock.raise_()
@@ -350,8 +362,8 @@ class Docks(Mapping[str, QDockWidget]):
         """Show the Changes dock for a proposed change set."""
         dock = self._docks.get("changes")
         if dock is None or self.changes_pane is None:
-            self.window.toast.show_message("Change review is not available in this window yet: the proposed "
-                                           "changes are kept; `robotlab run --folder` reviews them in the terminal.")
+            self.services.notices.toast("Change review is not available in this window yet: the proposed "
+                                        "changes are kept; `robotlab run --folder` reviews them in the terminal.")
             return
         dock.show()
         dock.raise_()
@@ -368,26 +380,24 @@ class Docks(Mapping[str, QDockWidget]):
 
     # -- the inspector's events ---------------------------------------------------------------------------
     def clear_inspector(self) -> None:
-        w = self.window
-        for model in (w.tool_model, w.trace_model, w.memory_model):
+        for model in (self.tool_model, self.trace_model, self.memory_model):
             model.clear()
 
     def add_events(self, events: list[ev.Event]) -> None:
         """A batch of live events (the bridge's)."""
         if self._inspector_buffer is not None:
             self._inspector_buffer.extend(events)
-        w = self.window
-        w.trace_model.append_events(events)
-        w.tool_model.add_events(events)
-        w.memory_model.add_events(events)
-        if w.network_model.has_graph:
-            w.network_model.add_events(events)
+        self.trace_model.append_events(events)
+        self.tool_model.add_events(events)
+        self.memory_model.add_events(events)
+        if self.network_model.has_graph:
+            self.network_model.add_events(events)
 
     def load_inspector(self, lazy: LazyTranscript) -> None:
         """Fill the inspector with a stored thread's events: at once for short threads, else read
         in a worker thread (events that arrive meanwhile are kept)."""
-        w = self.window
-        if len(lazy) <= INSPECTOR_SYNC_EVENTS or w.controller.running:
+        c = self.services.session
+        if len(lazy) <= INSPECTOR_SYNC_EVENTS or c.running:
             self.set_events(lazy.all_events())
             return
         self._inspector_buffer = []
@@ -399,23 +409,22 @@ class Docks(Mapping[str, QDockWidget]):
             try:
                 events = await asyncio.to_thread(lazy.all_events)
             except Exception as exc:
-                w.banner.show_message(f"Could not read the thread's events for the inspector: {exc}")
+                self.services.notices.banner(f"Could not read the thread's events for the inspector: {exc}")
                 return
-            if w.controller.thread_id != thread_id:
+            if c.thread_id != thread_id:
                 return
             buffered, self._inspector_buffer = self._inspector_buffer or [], None
             seen = {(e.run_id, e.seq) for e in events}
             self.set_events(events + [e for e in buffered if (e.run_id, e.seq) not in seen])
 
-        w.controller.tasks.spawn(load(), name="inspector-load")
+        self.services.tasks.spawn(load(), name="inspector-load")
 
     def set_events(self, events: list[ev.Event]) -> None:
-        w = self.window
-        w.trace_model.set_events(events)
-        w.tool_model.set_events(events)
-        w.memory_model.set_events(events)
-        if w.network_model.has_graph:
-            w.network_model.set_events(events)
+        self.trace_model.set_events(events)
+        self.tool_model.set_events(events)
+        self.memory_model.set_events(events)
+        if self.network_model.has_graph:
+            self.network_model.set_events(events)
 
 
 def focus_target(widget: QWidget | None) -> QWidget | None:
