@@ -1,9 +1,9 @@
 """The main window: threads on the left, the conversation in the middle, the inspector on the right.
 
-The window makes the widgets and the models; small controllers it owns do the work (ui/window/):
-``commands`` (menus, actions, palette), ``docks``, ``status`` (status bar, title), ``robots``
-(the picker), ``threads``, ``runs``, ``slash`` (the composer's / commands), ``settings_flow``, ``folder_flow`` and
-``transfer``.
+The window makes the widgets and the models; small parts it owns do the work (ui/window/): each gets
+the typed services (:class:`ui.services.Services`) and the widgets it works on, never the window.
+What one part tells another is connected here, in :meth:`MainWindow._wire`, and every command is
+declared in :meth:`MainWindow._add_commands`. Only the entry point (``ui.app``) imports this module.
 """
 
 from __future__ import annotations
