@@ -1,14 +1,14 @@
 """The main window: threads on the left, the conversation in the middle, the inspector on the right.
 
-The window makes the widgets and the models; small controllers it owns do the work (ui/window/):
-``commands`` (menus, actions, palette), ``docks``, ``status`` (status bar, title), ``robots``
-(the picker), ``threads``, ``runs``, ``slash`` (the composer's / commands), ``settings_flow``, ``folder_flow`` and
-``transfer``.
+The window makes the widgets and the models; small parts it owns do the work (ui/window/): each gets
+the typed services (:class:`ui.services.Services`) and the widgets it works on, never the window.
+What one part tells another is connected here, in :meth:`MainWindow._wire`, and every command is
+declared in :meth:`MainWindow._add_commands`. Only the entry point (``ui.app``) imports this module.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QResizeEvent, QShowEvent
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from ui import theme
+from ui.services import Services
 from ui.window.attachments import Attachments
 from ui.window.commands import Commands
 from ui.window.docks import Docks
@@ -45,6 +46,8 @@ from ui.window.transfer import Transfer
 
 if TYPE_CHECKING:
     from ui.controller import Controller
+    from ui.review.pane import ChangesPane
+    from workspace.events import ModelChanged, TerminalEvent
 
 #: The smallest window: every part shrinks to fit it (long titles and previews end in "…", docks
 #: narrow down to DOCK_MIN_WIDTH). Set explicitly, so the window never grows by itself when some
@@ -68,26 +71,27 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.controller = controller
         self.bridge = controller.bridge
-        self.theme_name = theme_name
         self.setWindowTitle("RobotLab Workspace")
         self.setWindowIcon(theme.app_icon())
         self.memory = WindowMemory(self)
         self.memory.size_window()  # the last geometry, or one that fits the screen
         self.setDockOptions(QMainWindow.DockOption.AllowTabbedDocks | QMainWindow.DockOption.AnimatedDocks)
         self.setTabPosition(Qt.DockWidgetArea.AllDockWidgetAreas, QTabWidget.TabPosition.North)
-        self.commands = Commands(self)
-        self.docks = Docks(self)
-        self.status = StatusLine(self)
-        self.robots = Robots(self)
-        self.models = ModelChoice(self)
-        self.threads = Threads(self)
-        self.runs = Runs(self)
-        self.attachments = Attachments(self)
-        self.slash = SlashCommands(self)  # the composer's / commands: /compact and MCP prompts
-        self.settings_flow = SettingsFlow(self)
-        self.folder_flow = FolderFlow(self)
-        self.transfer = Transfer(self)
-        self.notifier = Notifier(self)
+        self.commands = Commands(self, controller)
+        #: What the parts share (the parts converted so far receive it, not the window).
+        self.services = Services(session=controller, shell=self, commands=self.commands)
+        self.docks = Docks(self.services)
+        self.status = StatusLine(self.services)
+        self.robots = Robots(self.services)
+        self.models = ModelChoice(self.services)
+        self.threads = Threads(self.services)
+        self.runs = Runs(self.services)
+        self.attachments = Attachments(self.services)
+        self.slash = SlashCommands(self.services)  # the composer's / commands: /compact and MCP prompts
+        self.settings_flow = SettingsFlow(self.services, theme_name=theme_name)
+        self.folder_flow = FolderFlow(self.services)
+        self.transfer = Transfer(self.services)
+        self.notifier = Notifier(self.services)
         self.built = False
         # Until build(): a themed frame (sidebar strip and an empty conversation), painted at once.
         shell = QSplitter(Qt.Orientation.Horizontal, self)
@@ -122,19 +126,221 @@ class MainWindow(QMainWindow):
         self.memory_model = MemoryModel(self)
 
         self._build_central()
-        self.models.build()
+        self.models.build(self.composer)
+        self.memory.attach(self.splitter, self.docks)
+        self.docks.attach(tool_model=self.tool_model, memory_model=self.memory_model, trace_model=self.trace_model,
+                          network_model=self.network_model, composer=self.composer,
+                          open_mcp_servers=self.settings_flow.open_mcp_servers)
+        self.threads.attach(sidebar=self.sidebar, model=self.thread_model, title_label=self.title_label,
+                            chat=self.chat, composer=self.composer)
+        self.robots.attach(picker=self.robot_picker, model=self.robot_model, edit_button=self.robot_edit_button,
+                           model_label=self.model_label, connect_link=self.connect_link, composer=self.composer)
         self.memory.fit_to_screen()  # the minimum size of the parts may not fit a small screen
         self.memory.restore_splitter()
         self.command_palette = CommandPalette(self)
+        self.runs.attach(composer=self.composer, chat=self.chat, palette=self.command_palette)
         self.toast = Toast(self)
+        self.services.notices.attach(self.toast, self.banner)
         self.docks.build()
         self.status.build()
-        self.commands.build()
-        for part in (self.docks, self.status, self.robots, self.models, self.threads, self.runs, self.slash,
-                     self.notifier, self.attachments):
+        self.commands.build(self.docks)
+        self.commands.attach(palette=self.command_palette, sidebar=self.sidebar)
+        self._add_commands()
+        self._wire()
+        for part in (self.docks, self.status):
             part.connect()
+        self.robots.follow()
+        self.models.follow()
+        self.threads.follow()
+        self.runs.follow()
+        self.slash.connect(self.composer)
+        self.notifier.connect()
+        self.attachments.connect(self.composer, self.chat)
         self.commands.update()
         self.robots.update_picker()
+
+    def _add_commands(self) -> None:
+        """Every command of the window, in its menu (the parts do the work)."""
+        commands = self.commands
+        add = commands.add
+        file_menu, thread_menu = commands.file_menu, commands.thread_menu
+        view_menu, help_menu = commands.view_menu, commands.help_menu
+        assert file_menu is not None and thread_menu is not None and view_menu is not None and help_menu is not None
+        threads, runs, settings, transfer = self.threads, self.runs, self.settings_flow, self.transfer
+
+        add("new_thread", "New thread", threads.new, "Ctrl+N", file_menu, "plus")
+        add("open_folder", "Open folder…", self.folder_flow.open_folder, "Ctrl+O", file_menu, "folder")
+        file_menu.addSeparator()
+        add("export_md", "Export thread as Markdown…", lambda: transfer.export_thread("markdown"), "Ctrl+Shift+E",
+            file_menu, "export")
+        add("export_json", "Export thread as RobotLab JSON…", lambda: transfer.export_thread("json"), None, file_menu)
+        add("export_jsonl", "Export thread events as JSONL…", lambda: transfer.export_thread("jsonl"), None,
+            file_menu)
+        add("import_json", "Import RobotLab JSON…", transfer.import_thread, None, file_menu, "import")
+        file_menu.addSeparator()
+        add("settings", "Settings…", settings.open_settings, "Ctrl+,", file_menu, "settings")
+        add("quit", "Quit", self.close, "Ctrl+Q", file_menu)
+
+        add("send", "Send message", self.composer.submit, "Ctrl+Return", thread_menu, "send")
+        add("stop", "Stop", runs.escape, "Esc", thread_menu, "stop")
+        add("regenerate", "Regenerate last answer", runs.regenerate_last, "Ctrl+R", thread_menu, "regenerate")
+        add("edit_last", "Edit last message", runs.edit_last, "Ctrl+E", thread_menu, "edit")
+        add("copy_answer", "Copy last answer as Markdown", runs.copy_last_answer, "Ctrl+Shift+C", thread_menu,
+            "copy")
+        add("prev_branch", "Previous branch of last message", lambda: runs.branch_last(-1), "Alt+Left", thread_menu)
+        add("next_branch", "Next branch of last message", lambda: runs.branch_last(+1), "Alt+Right", thread_menu)
+        add("approval", "Go to pending approval", runs.focus_approval, "Ctrl+J", thread_menu, "shield")
+        thread_menu.addSeparator()
+        add("rename", "Rename thread…", self.sidebar.rename_current, "F2", thread_menu, "edit")
+        add("delete", "Delete thread", threads.delete_current, "Ctrl+Shift+Backspace", thread_menu, "trash")
+        add("undo_delete", "Undo delete", self.toast.trigger, "Ctrl+Z")
+        add("next_thread", "Next thread", lambda: threads.cycle(+1), "Ctrl+Tab", thread_menu)
+        add("prev_thread", "Previous thread", lambda: threads.cycle(-1), "Ctrl+Shift+Tab", thread_menu)
+
+        view_menu.addSeparator()
+        add("palette", "Command palette…", commands.open_palette, "Ctrl+K", view_menu, "command")
+        add("search", "Search threads", self.sidebar.focus_search, "Ctrl+F", view_menu, "search")
+        add("focus_composer", "Focus message box", self.composer.focus, "Ctrl+L", view_menu, "chat")
+        add("toggle_sidebar", "Show or hide threads", commands.toggle_sidebar, "Ctrl+B", view_menu, "sidebar")
+        add("toggle_inspector", "Show or hide the inspector", self.docks.toggle_inspector, "Ctrl+I", view_menu,
+            "inspector")
+        add("theme_light", "Light theme", lambda: settings.set_theme("light"), None, view_menu, "sun")
+        add("theme_dark", "Dark theme", lambda: settings.set_theme("dark"), None, view_menu, "moon")
+        add("load_earlier", "Show earlier turns", self.chat.load_earlier, None, view_menu)
+        add("robot_picker", "Choose robot…", self.robots.focus_picker, "Ctrl+Shift+P", view_menu, "robot")
+        add("robot_editor", "Edit robots…", self.robots.open_editor, "Ctrl+Alt+R", view_menu, "edit")
+        add("new_robot", "New robot…", lambda: self.robots.open_editor(new=True), None, view_menu, "plus")
+        add("shortcuts", "Keyboard shortcuts", commands.show_shortcuts, "Ctrl+/", help_menu, "command")
+        add("about", "About RobotLab Workspace (version, data folders)…", settings.open_about, None, help_menu)
+
+    def _wire(self) -> None:
+        """What one part tells another (the parts never hold each other)."""
+        self.transfer.imported.connect(lambda _thread_id: self.threads.refresh())
+        self.transfer.imported.connect(self.threads.open)
+        self.models.switched.connect(self._model_switched)
+        self.robots.target_shown.connect(self._target_shown)
+        self.robots.picked_without_thread.connect(self._picked_without_thread)
+        self.settings_flow.reloaded.connect(self._settings_reloaded)
+        self.settings_flow.theme_changed.connect(self._theme_changed)
+        self.settings_flow.store_reopened.connect(self._store_reopened)
+        self.folder_flow.folder_switched.connect(self._folder_switched)
+        self.threads.opening.connect(self._thread_opening)
+        self.commands.target_chosen.connect(self.robots.choose_target)
+        self.commands.thread_chosen.connect(self.threads.open)
+        self.runs.ended.connect(self._run_ended)
+        self.bridge.running_changed.connect(self._running_changed)
+        self.chat.review_requested.connect(self.docks.review_changes)
+        self.chat.connect_requested.connect(self.settings_flow.open_settings)
+        self.docks.when_made("changes", lambda pane: self.runs.set_review_notes(pane.note_for))
+        self.threads.transcript_shown.connect(self.docks.load_inspector)
+        self.threads.title_shown.connect(self.status.retitle)
+        self.sidebar.export_requested.connect(lambda thread_id: self.transfer.export_thread("markdown", thread_id))
+        self.folder_flow.trusted.connect(self._folder_trusted)
+        self.folder_flow.recovered.connect(self._sync_changes)
+        self.status.folder.clicked.connect(lambda: self.folder_flow.open_folder())
+        self.status.review.clicked.connect(lambda: self.docks.focus_dock("changes"))
+        self.chat.activity_changed.connect(self.status.set_activity)
+        docks = self.docks
+        docks.when_built(self.memory.restore_docks)
+        docks.when_built(self.memory.fit_when_shown)  # the inspector may not fit a narrow screen beside the chat
+        # "Attach to message" on an MCP resource: a chip in the message box, like a file's.
+        docks.when_made("mcp", lambda pane: pane.attach_requested.connect(self.composer.add_resource_attachment))
+        docks.when_made("mcp", lambda pane: self.slash.set_manager(pane.manager))
+        docks.when_made("network", lambda pane: pane.reveal_requested.connect(self.chat.reveal_task))
+        docks.when_made("changes", self._wire_changes)
+
+    def _run_ended(self, event: TerminalEvent) -> None:
+        from workspace import events as ev
+
+        self.status.set_connection("error" if isinstance(event, ev.RunFailed) else "idle")
+        self.status.probe_server(again=True)  # the server may have been started (or stopped) since
+
+    def _running_changed(self, running: bool) -> None:
+        status = self.status
+        if running:
+            status.connection_state = "running"
+        elif status.connection_state == "running":
+            status.connection_state = "idle"
+        status.update_connection()
+        self.commands.update()
+        self.robots.update_picker()
+        if running:  # a message went out: its thread comes first in the list (a new one appears there)
+            self.threads.refresh()
+
+    def _thread_opening(self, session: Any) -> None:
+        self.robots.update_model_label()  # the message box names the robot its messages go to
+        self.docks.clear_inspector()
+        self.docks.sync_network(reveal=bool(getattr(session, "is_network", False)))
+
+    def _folder_switched(self) -> None:
+        mcp_pane = self.docks.mcp_pane
+        if mcp_pane is not None:
+            mcp_pane.manager.folder = self.controller.folder
+            mcp_pane.reload()
+        self.status.update_folder()
+        self.robots.refresh()
+        self._sync_changes()  # the open thread's changes waiting in this folder, if any
+        if self.controller.session is None:
+            self.threads.show_empty()
+
+    def _folder_trusted(self) -> None:
+        if self.docks.mcp_pane is not None:
+            self.docks.mcp_pane.reload()
+        self.robots.refresh()
+
+    def _sync_changes(self) -> None:
+        if self.docks.changes_pane is not None:
+            self.docks.changes_pane.sync()
+
+    def _picked_without_thread(self, kind: str) -> None:
+        self.threads.show_empty()
+        self.docks.sync_network(reveal=kind == "network")
+
+    def _settings_reloaded(self) -> None:
+        self.robots.refresh()
+        if self.controller.session is None:
+            self.threads.show_empty()
+
+    def _theme_changed(self, _name: str) -> None:
+        """Icons drawn in the old theme's colours are drawn again (messages re-render themselves), and the thread."""
+        self.commands.retheme()
+        self.inspector_button.setIcon(theme.icon("inspector", theme.colors().muted, 18))
+        self.sidebar.retheme()
+        self.composer.set_running(self.composer.running)
+        self.banner.retheme()
+        self.robots.retheme()
+        self.docks.retheme()
+        self.status.update_connection()  # "● Ready" in the new theme's colour
+        session = self.controller.session
+        if session is not None and not self.controller.running:
+            self.threads.render_session(session)
+        elif session is None:
+            self.threads.show_empty()
+
+    def _store_reopened(self) -> None:
+        self.threads.refresh()
+        self.threads.show_empty()
+
+    def _model_switched(self, event: ModelChanged | None) -> None:
+        if event is not None:
+            self.chat.presenter.feed(event)  # "Model changed to X", where the stored event will replay it
+        self.robots.update_model_label()
+
+    def _wire_changes(self, pane: ChangesPane) -> None:
+        """The Changes dock: the chat's cards follow it (through their owner, never the pane), the status bar
+        counts what waits, and its actions (full-size review, compare)."""
+        from ui.window.change_cards import ChangeCards
+
+        self.change_cards = ChangeCards(self.chat)
+        self.change_cards.follow(pane)
+        pane.notice.connect(lambda text: self.services.notices.toast(text))
+        pane.pending_changed.connect(self.status.set_pending)
+        pane.refresh_title()
+        commands = self.commands
+        commands.add("review_full", "Review changes (full size)…", lambda: pane.open_review(),
+                     menu=commands.view_menu, icon="diff")
+        commands.add("compare_answers", "Compare the last two answers…", pane.compare_answers,
+                     menu=commands.view_menu, icon="diff")
 
     def _build_central(self) -> None:
         """The sidebar, and the conversation: its header, the banner, the chat and the composer."""
@@ -167,7 +373,7 @@ class MainWindow(QMainWindow):
         titles.addWidget(self.title_label)
         model_row = QHBoxLayout()
         model_row.setSpacing(6)
-        self.model_label = ElidedLabel("", header, min_chars=6, tooltip=True)
+        self.model_label = ElidedLabel("", header, min_chars=3, tooltip=True)
         self.model_label.setObjectName("ModelLabel")
         model_row.addWidget(self.model_label)
         self.connect_link = QPushButton("Connect a model…", header)
@@ -230,6 +436,11 @@ class MainWindow(QMainWindow):
         self.splitter.setChildrenCollapsible(False)
         self.setCentralWidget(self.splitter)
 
+    def _target_shown(self, what: str, name: str, label: str) -> None:
+        """The robot or network new messages go to: the status bar says it, the picker shows it whole."""
+        self.status.show_target(what=what, name=name, model_label=label)
+        self.fit_robot_picker()  # the picker may have been set with its signals blocked
+
     def fit_robot_picker(self) -> None:
         """Size the robot picker to the picked name (from 9 to 24 characters): "garden-helper" shows whole
         at 1024 wide instead of "garden-he…"; a longer name ends in "…" (whole in the list and tooltip)."""
@@ -253,7 +464,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         try:
-            self.memory.save()
+            self.memory.save(folder=self.controller.folder)
         except Exception as exc:  # never stop the window from closing
             import logging
 

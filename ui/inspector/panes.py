@@ -4,7 +4,7 @@ the main window puts each in a dock (see :meth:`ui.window.docks.Docks.register`)
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import QAbstractItemModel, QEvent, QItemSelectionModel, QModelIndex, QObject, Qt
 from PySide6.QtWidgets import (
@@ -30,6 +30,9 @@ from ui.inspector.tool_calls import ToolCallRecord, ToolCallsModel, diff_results
 from ui.inspector.trace import TraceFilterModel, TraceModel, raw_event_json
 from ui.widgets.common import ElidedLabel, name_line_edit_buttons
 from workspace import events as ev
+
+if TYPE_CHECKING:
+    from ui.services import DockContext
 
 #: The narrowest an inspector pane gets (ui.window.docks.DOCK_MIN_WIDTH): set, so that no pane's content
 #: makes the dock area (and the window) wider; below their wish, tables scroll and labels elide.
@@ -391,3 +394,16 @@ class TracePane(QWidget):
 def _known_kinds() -> set[str]:
     """Every event's name as the trace shows it (its serialised ``kind``)."""
     return set(ev.event_kinds())
+
+
+# -- the docks' factories (ui.window.docks.DOCKS names them) ------------------------------------------------
+def make_tool_calls(context: DockContext) -> ToolCallsPane:
+    return ToolCallsPane(context.tool_model, context.parent, compare=context.compare)
+
+
+def make_memory(context: DockContext) -> MemoryPane:
+    return MemoryPane(context.memory_model, context.parent)
+
+
+def make_trace(context: DockContext) -> TracePane:
+    return TracePane(context.trace_model, context.parent)

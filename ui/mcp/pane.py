@@ -35,6 +35,7 @@ from ui.widgets.common import signals_blocked
 
 if TYPE_CHECKING:
     from ui.controller import Controller
+    from ui.services import DockContext
     from ui.tasks import TaskOwner
     from workspace.mcp import MCPManager
     from workspace.mcp.status import ServerStatus
@@ -475,3 +476,13 @@ class McpPane(QWidget):
         if self._remove_reload is not None:
             self._remove_reload()
         await self.manager.aclose()
+
+
+def make_pane(context: DockContext) -> McpPane | None:
+    """The MCP servers dock's pane (None without MCP: the window then has no such dock)."""
+    manager = manager_for(context.services.session)
+    if manager is None:
+        return None
+    session = context.services.session
+    return McpPane(manager, context.services.tasks, context.parent, on_manage=lambda: context.open_mcp_servers(),
+                   on_config=session.apply_config)

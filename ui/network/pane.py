@@ -39,6 +39,9 @@ from ui import theme
 from ui.network.graph import NetworkGraphView
 from ui.network.model import NetworkModel
 from ui.network.task import TaskDetail
+
+if TYPE_CHECKING:
+    from ui.services import DockContext
 from ui.widgets.status import (
     assign_robot_colors,
     network_icon,
@@ -203,3 +206,7 @@ class NetworkPane(QWidget):
         self._update_header()
         if self.model.has_graph is False:
             self.empty.setText(self._empty_text())
+
+
+def make_pane(context: DockContext) -> NetworkPane:
+    return NetworkPane(context.network_model, context.parent)

@@ -8,8 +8,9 @@ thread" — the net diff since the thread's first change. "Open review" shows th
 review full size (:class:`~ui.review.window.ReviewWindow`).
 
 The pane follows the controller: the session's change set is bound when a thread opens
-and when a run proposes changes; the chat's change cards are updated when an apply,
-undo or redo settles them.
+and when a run proposes changes. It never touches the chat: what the chat's change cards
+show (a decision, the composed files, an undo or redo) leaves as its signals, and the
+chat's owner applies them (:class:`ui.window.change_cards.ChangeCards`).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
     from ui.controller import Controller
-    from workspace import events as ev
+    from ui.services import DockContext
     from workspace.changes import ChangeSet, Conflict, FileChange, HistoryEntry, RestoreResult
     from workspace.session import ThreadSession
 
@@ -66,14 +67,24 @@ class ChangesPane(QWidget):
 
     #: A ChangeDecided event of an apply made here (the chat's change card shows it).
     decided = Signal(object)
+    #: A pending change set's files as this pane counts them: change set id, the files' summaries with
+    #: their "pending", "accepted" and "rejected" hunk counts (the chat's pending card lists them).
+    files_counted = Signal(str, list)
+    #: An undo (True) or redo (False) of a change set's written changes settled: change set id,
+    #: checkpoint id ("" when unknown), undone.
+    undone_changed = Signal(str, str, bool)
+    #: The thread's change history as read: whether each applied checkpoint is undone (by its
+    #: checkpoint id), and the change sets whose written changes were all undone.
+    history_undone = Signal(dict, set)
+    #: A message for the window's toast (the pane's own line says it too).
+    notice = Signal(str)
     #: The number of hunks waiting for a decision changed (the status bar's badge shows it).
     pending_changed = Signal(int)
 
-    def __init__(self, controller: Controller, parent: QWidget | None = None, *, window: Any = None) -> None:
+    def __init__(self, controller: Controller, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("InspectorPane")
         self.controller = controller
-        self.main_window = window
         self.model = ChangeReviewModel(self)
         self.commands = ChangeActions(lambda: self.controller.session, controller.tasks, self)
         self.review_window: ReviewWindow | None = None
@@ -229,16 +240,11 @@ class ChangesPane(QWidget):
         a.conflicts_cleared.connect(self._show_diff)
         a.applied.connect(lambda _r: self._show_diff())
         a.decided.connect(self.decided)
-        a.decided.connect(self._update_card)
         a.restored.connect(self._on_restored)
         a.restore_refused.connect(self._on_restore_refused)
         a.history_changed.connect(self._on_history)
         a.net_changes_ready.connect(self._on_net_changes)
         a.message.connect(self.show_message)
-        chat = getattr(self.main_window, "chat", None)
-        undo_signal = getattr(chat, "change_undo_requested", None)
-        if undo_signal is not None:
-            undo_signal.connect(self.undo_from_card)
 
     # -- following the controller ---------------------------------------------------------------------
     @property
@@ -277,15 +283,14 @@ class ChangesPane(QWidget):
     def _update_card_files(self, changes: ChangeSet | None) -> None:
         """A pending card lists the composed totals (events of parallel calls race) and counts what this
         pane counts: each file's undecided, accepted and rejected hunks."""
-        chat = getattr(self.main_window, "chat", None)
-        if chat is None or changes is None:
+        if changes is None:
             return
         files = []
         for fc in changes.pending_files:
             counts = fc.counts()
             files.append({**fc.summary(), "pending": counts["pending"], "accepted": counts["accepted"],
                           "rejected": counts["rejected"]})
-        chat.presenter.set_change_files(changes.id, files)
+        self.files_counted.emit(changes.id, files)
 
     def _after_settled(self) -> None:
         self.model.refresh()
@@ -305,17 +310,13 @@ class ChangesPane(QWidget):
             text = (f"Those changes wait in {display_path(changes.folder)}: open that folder (File > Open Folder) to review "
                     "them. They are kept until then.")
             self.show_message(text, "info")
-            toast = getattr(self.main_window, "toast", None)
-            if toast is not None:
-                toast.show_message(text)
+            self.notice.emit(text)
             return
         if changes is None:
             text = ("Those changes were settled in an earlier session; “Whole thread” shows what "
                     "the thread changed.")
             self.show_message(text, "info")
-            toast = getattr(self.main_window, "toast", None)
-            if toast is not None:
-                toast.show_message(text)
+            self.notice.emit(text)
             self._set_scope(net=True)
             return
         if changes is not self.model.change_set:
@@ -482,31 +483,10 @@ class ChangesPane(QWidget):
 
     def _on_restored(self, result: RestoreResult, op: str) -> None:
         entry = result.entry
-        card = self._card(entry.change_set_id if entry is not None else None,
-                          checkpoint_id=entry.before if entry is not None else None)
-        chat = getattr(self.main_window, "chat", None)
-        if card is not None and card.item is not None and chat is not None:
-            chat.presenter.set_change_undone(card.item, op == "undo")
+        if entry is not None and entry.change_set_id:
+            self.undone_changed.emit(entry.change_set_id, entry.before or "", op == "undo")
         if self._showing_net:
             self.commands.load_net_changes()
-
-    def _card(self, change_set_id: str | None, *, checkpoint_id: str | None = None) -> Any:
-        """The chat's change card of a change set (the one of that checkpoint, when auto mode made several)."""
-        chat = getattr(self.main_window, "chat", None)
-        if chat is None or not change_set_id:
-            return None
-        if checkpoint_id:
-            for item in chat.items():
-                if getattr(item, "checkpoint_id", None) == checkpoint_id:
-                    return item
-        return chat.change_card(change_set_id)
-
-    def _update_card(self, event: ev.ChangeDecided) -> None:
-        if self.main_window is None:
-            return
-        chat = getattr(self.main_window, "chat", None)
-        if chat is not None and self._card(event.change_set_id) is not None:
-            chat.presenter.change_decided(event)
 
     def undo_from_card(self, change_set_id: str, checkpoint_id: str = "", redo: bool = False) -> None:
         """A change card's Undo / Redo (auto mode writes at once; its card offers to undo)."""
@@ -538,18 +518,8 @@ class ChangesPane(QWidget):
         self.undone_sets = {cs for cs, entries in by_set.items() if all(e.state == "undone" for e in entries)}
         shown = self.model.change_set
         self.model.set_undone(shown is not None and shown.id in self.undone_sets)
-        chat = getattr(self.main_window, "chat", None)
-        if chat is None:
-            return
-        by_checkpoint: dict[str, HistoryEntry] = {e.before: e for entries in by_set.values() for e in entries}
-        presenter = chat.presenter
-        for item in presenter.all_change_items():
-            if item.status != "decided" or item.checkpoint_id is None:
-                continue
-            found = by_checkpoint.get(item.checkpoint_id)
-            undone = (found.state == "undone") if found is not None else item.change_set_id in self.undone_sets
-            if undone != item.undone:
-                presenter.set_change_undone(item, undone)
+        by_checkpoint = {e.before: e.state == "undone" for entries in by_set.values() for e in entries}
+        self.history_undone.emit(by_checkpoint, set(self.undone_sets))
 
     # -- the thread's net change -------------------------------------------------------------------------
     def _set_scope(self, *, net: bool) -> None:
@@ -627,4 +597,8 @@ class ChangesPane(QWidget):
             self.review_window.retheme()
 
 
-__all__ = ["ChangesPane"]
+def make_pane(context: DockContext) -> ChangesPane:
+    return ChangesPane(context.services.session, context.parent)
+
+
+__all__ = ["ChangesPane", "make_pane"]

@@ -1,28 +1,41 @@
-"""The window's docks: the inspector (tool calls, memory, trace), MCP servers, Network and Changes.
+"""The window's docks, declared as data: the inspector (tool calls, memory, trace), MCP servers, Network
+and Changes.
 
-:class:`Docks` is the registry of the window's docks by key (a read-only mapping:
-``window.docks["changes"]``) and owns their panes. The docks are made empty at startup and
-filled after the first paint (:meth:`Docks.build_inspector`, or :meth:`Docks.inspector_steps` a pane
-per turn of the event loop). The inspector's models are fed the
-bridge's batched events, or a stored thread's events when it opens.
+A dock is one :class:`DockSpec` in :data:`DOCKS` (key, title, icon, shortcut, area, whether its dock
+shows empty from the start) naming the factory in its pane's module (``"ui.network.pane:make_pane"``,
+called with a :class:`DockContext`). :class:`Docks` builds them all from the list: the docks marked
+``early`` are made empty at startup (their tabs keep their places), and every pane is made after the
+first paint, one step per turn of the event loop (:meth:`Docks.inspector_steps`). :class:`Docks` is
+also the registry of the window's docks by key (a read-only mapping: ``window.docks["changes"]``) and
+owns their panes. The inspector's models are fed the bridge's batched events, or a stored thread's
+events when it opens.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QDockWidget, QTabBar, QWidget
 
 from ui import theme
+from ui.services import DockContext, PaneFactory
 
 if TYPE_CHECKING:
+    from ui.chat.composer.composer import Composer
+    from ui.inspector.memory import MemoryModel
     from ui.inspector.panes import MemoryPane, ToolCallsPane, TracePane
-    from ui.main_window import MainWindow
+    from ui.inspector.tool_calls import ToolCallsModel
+    from ui.inspector.trace import TraceModel
     from ui.mcp.pane import McpPane
+    from ui.network.model import NetworkModel
     from ui.network.pane import NetworkPane
     from ui.review.pane import ChangesPane
+    from ui.services import Services
     from ui.transcript import LazyTranscript
     from workspace import events as ev
 
@@ -35,22 +48,110 @@ DOCK_MAX_SHARE = 0.39
 #: A stored thread with more events than this fills the inspector from a worker thread.
 INSPECTOR_SYNC_EVENTS = 200
 
+RIGHT = Qt.DockWidgetArea.RightDockWidgetArea
+
+
+@dataclass(frozen=True)
+class DockSpec:
+    """One dock, declared once."""
+
+    key: str
+    title: str
+    #: ``"module:function"``: the pane's factory (:data:`PaneFactory`), imported after the first paint.
+    factory: str
+    #: A theme icon's name, or a function of (colour, size) for a drawn one; None: no icon.
+    icon: str | Callable[[str, int], QIcon] | None = None
+    #: The shortcut that puts the keyboard in the dock (View > Go to).
+    shortcut: str | None = None
+    area: Qt.DockWidgetArea = RIGHT
+    #: The dock is made (empty) with the window, so its tab keeps its place; else it comes with its pane.
+    early: bool = False
+
+
+def _compare_window(old: str, new: str, *, name: str, title: str, parent: QWidget | None = None) -> QWidget:
+    """Two texts side by side in the review's compare window (imported when first asked for)."""
+    from ui.review.window import compare_window
+
+    return compare_window(old, new, name=name, title=title, parent=parent)
+
+
+def _network_icon(color: str, size: int) -> QIcon:
+    from ui.widgets.status import network_icon
+
+    return network_icon(color, size)
+
+
+#: The window's docks, in the order of their tabs and of their panes' build (Changes second, so its tab
+#: and the count of changes waiting in its title show at the default width without scrolling the tabs).
+DOCKS: tuple[DockSpec, ...] = (
+    DockSpec("tools", "Tool calls", "ui.inspector.panes:make_tool_calls", "tool", "Ctrl+Shift+T", early=True),
+    DockSpec("changes", "Changes", "ui.review.pane:make_pane", "diff", "Ctrl+Shift+D", early=True),
+    DockSpec("memory", "Memory", "ui.inspector.panes:make_memory", "memory", "Ctrl+Shift+M", early=True),
+    DockSpec("trace", "Trace", "ui.inspector.panes:make_trace", "trace", "Ctrl+Shift+R", early=True),
+    DockSpec("mcp", "MCP servers", "ui.mcp.pane:make_pane", "server", "Ctrl+Shift+S"),
+    DockSpec("network", "Network", "ui.network.pane:make_pane", _network_icon, "Ctrl+Shift+N"),
+)
+
 
 class Docks(Mapping[str, QDockWidget]):
     """The window's docks by key, and their panes (None until :meth:`build_inspector`)."""
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    def __init__(self, services: Services, specs: tuple[DockSpec, ...] | None = None) -> None:
+        self.services = services
+        #: Where the docks go (the Qt window).
+        self.window = services.shell
+        self.specs = DOCKS if specs is None else specs
+        #: What to call once every pane is in its dock (:meth:`when_built`).
+        self._after_build: list[Callable[[], object]] = []
         self._docks: dict[str, QDockWidget] = {}
-        self.tool_pane: ToolCallsPane | None = None
-        self.memory_pane: MemoryPane | None = None
-        self.trace_pane: TracePane | None = None
-        self.mcp_pane: McpPane | None = None
-        self.network_pane: NetworkPane | None = None
-        self.changes_pane: ChangesPane | None = None
+        #: Each dock's pane once its dock has it, by key.
+        self.panes: dict[str, QWidget] = {}
+        #: What the window wires to a pane when it is made (:meth:`when_made`), by key.
+        self._on_made: dict[str, list[Callable[[Any], object]]] = {}
         #: Events that arrive while a long thread's events are read for the inspector.
         self._inspector_buffer: list[ev.Event] | None = None
         self._steps: Iterator[None] | None = None
+
+    # -- the panes by their types (None until made) ----------------------------------------------------
+    @property
+    def tool_pane(self) -> ToolCallsPane | None:
+        return cast("ToolCallsPane | None", self.panes.get("tools"))
+
+    @property
+    def memory_pane(self) -> MemoryPane | None:
+        return cast("MemoryPane | None", self.panes.get("memory"))
+
+    @property
+    def trace_pane(self) -> TracePane | None:
+        return cast("TracePane | None", self.panes.get("trace"))
+
+    @property
+    def mcp_pane(self) -> McpPane | None:
+        return cast("McpPane | None", self.panes.get("mcp"))
+
+    @property
+    def network_pane(self) -> NetworkPane | None:
+        return cast("NetworkPane | None", self.panes.get("network"))
+
+    @property
+    def changes_pane(self) -> ChangesPane | None:
+        return cast("ChangesPane | None", self.panes.get("changes"))
+
+    def attach(self, *, tool_model: ToolCallsModel, memory_model: MemoryModel, trace_model: TraceModel,
+               network_model: NetworkModel, composer: Composer, open_mcp_servers: Callable[[], None]) -> None:
+        """What the docks work on: the inspector's models (fed the events), the message box (a dock's shortcut
+        pressed again goes back to it), and Settings' MCP page (the MCP dock's "Manage servers…")."""
+        self.tool_model, self.memory_model, self.trace_model = tool_model, memory_model, trace_model
+        self.network_model, self.composer, self.open_mcp_servers = network_model, composer, open_mcp_servers
+
+    def when_built(self, then: Callable[[], object]) -> None:
+        """Call ``then()`` once every pane is in its dock (the window restores the docks' layout)."""
+        self._after_build.append(then)
+
+    def when_made(self, key: str, wire: Callable[[Any], object]) -> None:
+        """Call ``wire(pane)`` when the pane of dock ``key`` is in its dock (how the window connects it to the
+        other parts)."""
+        self._on_made.setdefault(key, []).append(wire)
 
     # -- the mapping --------------------------------------------------------------------------------
     def __getitem__(self, key: str) -> QDockWidget:
@@ -63,13 +164,9 @@ class Docks(Mapping[str, QDockWidget]):
         return len(self._docks)
 
     # -- construction ----------------------------------------------------------------------------------
-    def register(self, key: str, title: str, widget: QWidget, *, icon: str | None = None,
-                 area: Qt.DockWidgetArea = Qt.DockWidgetArea.RightDockWidgetArea,
-                 shortcut: str | None = None) -> QDockWidget:
-        """Add a dock (tabbed with the others on the right) and a View action for it.
-
-        Every part with a dock (Changes, Network, MCP servers) registers it this way.
-        """
+    def register(self, spec: DockSpec, widget: QWidget) -> QDockWidget:
+        """Add the dock of ``spec`` (tabbed with the others in its area) and a View action for it."""
+        key, title, area = spec.key, spec.title, spec.area
         w = self.window
         dock = QDockWidget(title, w)
         dock.setObjectName(f"dock-{key}")
@@ -90,7 +187,7 @@ class Docks(Mapping[str, QDockWidget]):
         dock.dockLocationChanged.connect(self.keep_tab_names)
         dock.topLevelChanged.connect(self.keep_tab_names)
         self._docks[key] = dock
-        self._add_actions(key, title, dock, icon=icon, shortcut=shortcut)
+        self._add_actions(spec, dock)
         return dock
 
     def fit_tabs(self) -> None:
@@ -113,19 +210,21 @@ class Docks(Mapping[str, QDockWidget]):
                 bar.setElideMode(Qt.TextElideMode.ElideNone)
                 bar.setUsesScrollButtons(True)
 
-    def _add_actions(self, key: str, title: str, dock: QDockWidget, *, icon: str | None,
-                     shortcut: str | None) -> None:
+    def _add_actions(self, spec: DockSpec, dock: QDockWidget) -> None:
         """The View menu's show/hide toggle, and the shortcut that goes to the dock (never hides it)."""
-        w = self.window
+        key, title, shortcut = spec.key, spec.title, spec.shortcut
         action = dock.toggleViewAction()
         action.setText(f"Show {title}")
-        if icon:
-            action.setIcon(theme.icon(icon, theme.colors().muted, 16))
-            action.setProperty("iconName", icon)
-        w.commands.add_view_action(f"dock.{key}", action)
+        if isinstance(spec.icon, str):
+            action.setIcon(theme.icon(spec.icon, theme.colors().muted, 16))
+            action.setProperty("iconName", spec.icon)
+        elif spec.icon is not None:
+            action.setIcon(spec.icon(theme.colors().muted, 16))  # drawn: retheme() draws it anew
+        commands = self.services.commands
+        commands.add_view_action(f"dock.{key}", action)
         if shortcut:
-            go = w.commands.add(f"go.{key}", f"Go to {title}", lambda: self.focus_dock(key), shortcut,
-                                w.commands.docks_menu)
+            go = commands.add(f"go.{key}", f"Go to {title}", lambda: self.focus_dock(key), shortcut,
+                              commands.docks_menu)
             go.setToolTip(f"Show {title} and put the keyboard there (again: back to the message box)")
 
     def replace_widget(self, key: str, widget: QWidget) -> None:
@@ -138,111 +237,72 @@ class Docks(Mapping[str, QDockWidget]):
             old.deleteLater()
 
     def build(self) -> None:
-        """The inspector docks, empty: :meth:`build_inspector` fills them (after the first paint).
-
-        Changes comes second, so its tab (and the count of changes waiting in its title) shows at the
-        default width without scrolling the tab bar."""
-        for key, title, icon, shortcut in (("tools", "Tool calls", "tool", "Ctrl+Shift+T"),
-                                           ("changes", "Changes", "diff", "Ctrl+Shift+D"),
-                                           ("memory", "Memory", "memory", "Ctrl+Shift+M"),
-                                           ("trace", "Trace", "trace", "Ctrl+Shift+R")):
-            placeholder = QWidget(self.window)
-            placeholder.setObjectName("InspectorPane")
-            self.register(key, title, placeholder, icon=icon, shortcut=shortcut)
+        """The early docks, empty: :meth:`build_inspector` fills them (after the first paint)."""
+        for spec in self.specs:
+            if spec.early:
+                placeholder = QWidget(self.window)
+                placeholder.setObjectName("InspectorPane")
+                self.register(spec, placeholder)
         self._docks["tools"].raise_()
         self.window.resizeDocks([self._docks["tools"]], [DOCK_WIDTH], Qt.Orientation.Horizontal)
 
     def connect(self) -> None:
-        self.window.bridge.events_batched.connect(self.add_events)
+        self.services.bridge.events_batched.connect(self.add_events)
 
     def build_inspector(self) -> None:
-        """Put the inspector panes in their docks (and add the MCP servers dock when MCP is there), all at
-        once (what :meth:`inspector_steps` has not done yet)."""
+        """Put every pane in its dock (adding the docks that come with their panes), all at once (what
+        :meth:`inspector_steps` has not done yet)."""
         for _ in self.inspector_steps():
             pass
 
     def inspector_steps(self) -> Iterator[None]:
-        """:meth:`build_inspector` one pane at a time: a staged start-up runs one step per turn of the
+        """:meth:`build_inspector` one step at a time: a staged start-up runs one step per turn of the
         event loop, so the window keeps painting (a pane takes 5-30 ms to build; all of them at once
         froze the window 130 ms). The same iterator each time: steps already done are not done again."""
         if self._steps is None:
             self._steps = self._inspector_steps()
         return self._steps
 
-    def _inspector_steps(self) -> Iterator[None]:
-        from ui.inspector.panes import MemoryPane, ToolCallsPane, TracePane
-        from ui.review.window import compare_window
+    def context(self) -> DockContext:
+        """What the panes are made with."""
+        return DockContext(services=self.services, parent=self.window, tool_model=self.tool_model,
+                           memory_model=self.memory_model, trace_model=self.trace_model,
+                           network_model=self.network_model, open_mcp_servers=self.open_mcp_servers,
+                           compare=_compare_window)
 
-        w = self.window
-        self.tool_pane = ToolCallsPane(w.tool_model, w, compare=compare_window)
-        self.replace_widget("tools", self.tool_pane)
-        yield
-        self.memory_pane = MemoryPane(w.memory_model, w)
-        self.replace_widget("memory", self.memory_pane)
-        yield
-        self.trace_pane = TracePane(w.trace_model, w)
-        self.replace_widget("trace", self.trace_pane)
-        yield
-        yield from self._add_mcp()
-        yield
-        yield from self._add_network()
-        yield
-        yield from self._add_changes()
-        yield
+    def _inspector_steps(self) -> Iterator[None]:
+        context = self.context()
+        for spec in self.specs:
+            yield from self._add(spec, context)
+            yield
         self._docks["tools"].raise_()
         self.sync_network()
         self.fit_tabs()
         yield
-        w.memory.restore_docks()
-        w.memory.fit_when_shown()  # the inspector may not fit a narrow screen beside the conversation
+        for then in self._after_build:
+            then()
 
-    # Each part is built in one step and put in its dock in the next (a pane is set as an attribute once
-    # its dock has it).
-    def _add_network(self) -> Iterator[None]:
-        from ui.network.pane import NetworkPane
-        from ui.widgets.status import network_icon
+    def _add(self, spec: DockSpec, context: DockContext) -> Iterator[None]:
+        """A dock's pane: its module imported in a step of its own (unless it already is), the pane made, then
+        put in its dock in the next step (a pane is in :attr:`panes` once its dock has it)."""
+        import sys
 
-        yield  # the imports in a step of their own
-        pane = NetworkPane(self.window.network_model, self.window)
-        pane.reveal_requested.connect(self.window.chat.reveal_task)
-        yield
-        dock = self.register("network", "Network", pane, shortcut="Ctrl+Shift+N")
-        dock.toggleViewAction().setIcon(network_icon(theme.colors().muted, 16))
-        self.network_pane = pane
-
-    def _add_changes(self) -> Iterator[None]:
-        """The Changes dock (review of proposed file changes) and its actions (full-size review, compare)."""
-        from ui.review.pane import ChangesPane
-
-        yield  # the imports in a step of their own
-        w = self.window
-        pane = ChangesPane(w.controller, w, window=w)
-        yield
-        self.replace_widget("changes", pane)
-        self.changes_pane = pane
-        pane.pending_changed.connect(w.status.set_pending)
-        pane.refresh_title()
-        commands = w.commands
-        commands.add("review_full", "Review changes (full size)…", lambda: pane.open_review(),
-                     menu=commands.view_menu, icon="diff")
-        commands.add("compare_answers", "Compare the last two answers…", pane.compare_answers,
-                     menu=commands.view_menu, icon="diff")
-
-    def _add_mcp(self) -> Iterator[None]:
-        from ui.mcp.pane import McpPane, manager_for
-
-        manager = manager_for(self.window.controller)
-        if manager is None:
+        module_name, _, function = spec.factory.partition(":")
+        if module_name not in sys.modules:
+            importlib.import_module(module_name)
+            yield
+        factory = cast(PaneFactory, getattr(sys.modules[module_name], function))
+        pane = factory(context)
+        if pane is None:
             return
-        yield  # the imports (and the manager) in a step of their own
-        w = self.window
-        pane = McpPane(manager, w.controller.tasks, w, on_manage=lambda: w.settings_flow.open_mcp_servers(),
-                       on_config=w.controller.apply_config)
-        # "Attach to message" on a resource: a chip in the message box, like a file's.
-        pane.attach_requested.connect(w.composer.add_resource_attachment)
         yield
-        self.register("mcp", "MCP servers", pane, icon="server", shortcut="Ctrl+Shift+S")
-        self.mcp_pane = pane
+        if spec.key in self._docks:
+            self.replace_widget(spec.key, pane)
+        else:
+            self.register(spec, pane)
+        self.panes[spec.key] = pane
+        for wire in self._on_made.get(spec.key, []):
+            wire(pane)
 
     # -- showing ------------------------------------------------------------------------------------------
     def sync_network(self, *, reveal: bool = False) -> None:
@@ -250,7 +310,7 @@ class Docks(Mapping[str, QDockWidget]):
         pane = self.network_pane
         if pane is None:
             return
-        network, note = self.window.controller.network_for_dock()
+        network, note = self.services.session.network_for_dock()
         pane.set_network(network, note=note)
         dock = self._docks.get("network")
         if reveal and network is not None and dock is not None and any(
@@ -266,10 +326,9 @@ class Docks(Mapping[str, QDockWidget]):
         dock = self._docks.get(key)
         if dock is None:
             return
-        w = self.window
         focus = QApplication.focusWidget()
         if focus is not None and dock.isAncestorOf(focus) and self.in_front(dock):
-            w.composer.focus()
+            self.composer.focus()
             return
         dock.show()
         dock.raise_()
@@ -309,8 +368,8 @@ class Docks(Mapping[str, QDockWidget]):
         """Show the Changes dock for a proposed change set."""
         dock = self._docks.get("changes")
         if dock is None or self.changes_pane is None:
-            self.window.toast.show_message("Change review is not available in this window yet: the proposed "
-                                           "changes are kept; `robotlab run --folder` reviews them in the terminal.")
+            self.services.notices.toast("Change review is not available in this window yet: the proposed "
+                                        "changes are kept; `robotlab run --folder` reviews them in the terminal.")
             return
         dock.show()
         dock.raise_()
@@ -318,36 +377,33 @@ class Docks(Mapping[str, QDockWidget]):
             self.changes_pane.show_change_set(change_set_id)
 
     def retheme(self) -> None:
-        from ui.widgets.status import network_icon
-
-        if "network" in self._docks:
-            self._docks["network"].toggleViewAction().setIcon(network_icon(theme.colors().muted, 16))
+        for spec in self.specs:
+            if spec.key in self._docks and spec.icon is not None and not isinstance(spec.icon, str):
+                self._docks[spec.key].toggleViewAction().setIcon(spec.icon(theme.colors().muted, 16))
         for pane in (self.tool_pane, self.mcp_pane, self.network_pane, self.changes_pane):
             if pane is not None:
                 pane.retheme()
 
     # -- the inspector's events ---------------------------------------------------------------------------
     def clear_inspector(self) -> None:
-        w = self.window
-        for model in (w.tool_model, w.trace_model, w.memory_model):
+        for model in (self.tool_model, self.trace_model, self.memory_model):
             model.clear()
 
     def add_events(self, events: list[ev.Event]) -> None:
         """A batch of live events (the bridge's)."""
         if self._inspector_buffer is not None:
             self._inspector_buffer.extend(events)
-        w = self.window
-        w.trace_model.append_events(events)
-        w.tool_model.add_events(events)
-        w.memory_model.add_events(events)
-        if w.network_model.has_graph:
-            w.network_model.add_events(events)
+        self.trace_model.append_events(events)
+        self.tool_model.add_events(events)
+        self.memory_model.add_events(events)
+        if self.network_model.has_graph:
+            self.network_model.add_events(events)
 
     def load_inspector(self, lazy: LazyTranscript) -> None:
         """Fill the inspector with a stored thread's events: at once for short threads, else read
         in a worker thread (events that arrive meanwhile are kept)."""
-        w = self.window
-        if len(lazy) <= INSPECTOR_SYNC_EVENTS or w.controller.running:
+        c = self.services.session
+        if len(lazy) <= INSPECTOR_SYNC_EVENTS or c.running:
             self.set_events(lazy.all_events())
             return
         self._inspector_buffer = []
@@ -359,23 +415,22 @@ class Docks(Mapping[str, QDockWidget]):
             try:
                 events = await asyncio.to_thread(lazy.all_events)
             except Exception as exc:
-                w.banner.show_message(f"Could not read the thread's events for the inspector: {exc}")
+                self.services.notices.banner(f"Could not read the thread's events for the inspector: {exc}")
                 return
-            if w.controller.thread_id != thread_id:
+            if c.thread_id != thread_id:
                 return
             buffered, self._inspector_buffer = self._inspector_buffer or [], None
             seen = {(e.run_id, e.seq) for e in events}
             self.set_events(events + [e for e in buffered if (e.run_id, e.seq) not in seen])
 
-        w.controller.tasks.spawn(load(), name="inspector-load")
+        self.services.tasks.spawn(load(), name="inspector-load")
 
     def set_events(self, events: list[ev.Event]) -> None:
-        w = self.window
-        w.trace_model.set_events(events)
-        w.tool_model.set_events(events)
-        w.memory_model.set_events(events)
-        if w.network_model.has_graph:
-            w.network_model.set_events(events)
+        self.trace_model.set_events(events)
+        self.tool_model.set_events(events)
+        self.memory_model.set_events(events)
+        if self.network_model.has_graph:
+            self.network_model.set_events(events)
 
 
 def focus_target(widget: QWidget | None) -> QWidget | None:

@@ -6,31 +6,40 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QAbstractButton, QFileDialog, QMessageBox
 
 from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+    from ui.services import Services
 
 
-class FolderFlow:
+class FolderFlow(QObject):
     """Switching the open folder, and the banner and question for a folder's withheld settings."""
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    #: Robots work in another folder now: the MCP servers, the status bar, the robots, the changes follow.
+    folder_switched = Signal()
+    #: The folder was trusted and its settings read: the MCP servers and the robots follow.
+    trusted = Signal()
+    #: An interrupted apply was recovered (or not): the Changes dock reads the folder again.
+    recovered = Signal()
+
+    def __init__(self, services: Services) -> None:
+        super().__init__(services.shell)
+        self.services = services
         self._dialog: QFileDialog | None = None
         self._recovery_box: QMessageBox | None = None
 
     # -- the folder ----------------------------------------------------------------------------------
     def open_folder(self) -> QFileDialog:
         """File > Open Folder: robots read and propose changes there from the next message on."""
-        w = self.window
-        dialog = QFileDialog(w, "Open a folder for the robots to work in")
+        c = self.services.session
+        dialog = QFileDialog(self.services.shell, "Open a folder for the robots to work in")
         dialog.setFileMode(QFileDialog.FileMode.Directory)
         dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
-        if w.controller.folder is not None:
-            dialog.setDirectory(str(w.controller.folder))
+        if c.folder is not None:
+            dialog.setDirectory(str(c.folder))
         dialog.fileSelected.connect(lambda path: self.switch_folder(Path(path)))
         dialog.open()
         self._dialog = dialog
@@ -38,26 +47,16 @@ class FolderFlow:
 
     def switch_folder(self, folder: Path | None) -> bool:
         """Work in ``folder`` now; on a problem, say what to do and keep the current folder."""
-        w = self.window
+        c, notices = self.services.session, self.services.notices
         try:
-            w.controller.set_folder(folder)
+            c.set_folder(folder)
         except Exception as exc:
-            w.banner.show_message(f"Could not open {folder}: {exc}")
+            notices.banner(f"Could not open {folder}: {exc}")
             return False
-        w.banner.dismiss()
-        mcp_pane = w.docks.mcp_pane
-        if mcp_pane is not None:
-            mcp_pane.manager.folder = w.controller.folder
-            mcp_pane.reload()
-        w.status.update_folder()
-        w.robots.refresh()
-        changes_pane = w.docks.changes_pane
-        if changes_pane is not None:
-            changes_pane.sync()  # the open thread's changes waiting in this folder, if any
-        if w.controller.session is None:
-            w.threads.show_empty()
-        w.toast.show_message(f"Robots now work in {display_path(w.controller.folder or '')}." if folder is not None
-                             else "No folder open: robots can't see your files.")
+        notices.dismiss_banner()
+        self.folder_switched.emit()
+        notices.toast(f"Robots now work in {display_path(c.folder or '')}." if folder is not None
+                      else "No folder open: robots can't see your files.")
         self.offer_trust()
         self.offer_recovery()
         return True
@@ -67,8 +66,8 @@ class FolderFlow:
         """At start and after a folder opens: look (off the event loop) for an apply, undo or redo
         that a crash cut short in this folder; if there is one, the banner says so and offers to
         roll it back or forward."""
-        w = self.window
-        workspace = w.controller.workspace
+        notices = self.services.notices
+        workspace = self.services.session.workspace
         if workspace is None:
             return
 
@@ -76,21 +75,21 @@ class FolderFlow:
             try:
                 items = await asyncio.to_thread(workspace.interrupted_applies)
             except Exception as exc:  # a damaged journal must not keep the window from starting
-                w.banner.show_message(f"Could not check for interrupted applies: {exc}")
+                notices.banner(f"Could not check for interrupted applies: {exc}")
                 return
             notice = workspace.recovery_notice(items)
             if notice:
-                w.banner.show_message(notice, action=("Recover…", lambda: self.ask_recovery(items)))
+                notices.banner(notice, action=("Recover…", lambda: self.ask_recovery(items)))
 
-        w.controller.tasks.spawn(look(), name="interrupted-applies")
+        self.services.tasks.spawn(look(), name="interrupted-applies")
 
     def ask_recovery(self, items: list[Any]) -> QMessageBox:
         """Ask (non-modally) which way to settle the interrupted applies: every file as before, or as
         the change makes it. Nothing is written until a button is pressed."""
-        w = self.window
-        workspace = w.controller.require_workspace()
+        workspace = self.services.session.require_workspace()
         box = QMessageBox(QMessageBox.Icon.Warning, "Recover an interrupted apply",
-                          workspace.recovery_notice(items) or "", QMessageBox.StandardButton.Cancel, w)
+                          workspace.recovery_notice(items) or "", QMessageBox.StandardButton.Cancel,
+                          self.services.shell)
         box.setInformativeText("Each file is whole; the set may be part old, part new. A file you changed "
                                "since is left alone (robotlab changes recover --force overwrites it).")
         back = box.addButton("Roll back", QMessageBox.ButtonRole.AcceptRole)
@@ -102,7 +101,7 @@ class FolderFlow:
         def done(button: QAbstractButton) -> None:
             direction = "back" if button is back else "forward" if button is forward else None
             if direction is not None:
-                w.controller.tasks.spawn(self._recover(items, direction), name="recover-apply")
+                self.services.tasks.spawn(self._recover(items, direction), name="recover-apply")
 
         box.buttonClicked.connect(done)
         box.open()
@@ -110,8 +109,8 @@ class FolderFlow:
         return box
 
     async def _recover(self, items: list[Any], direction: str) -> None:
-        w = self.window
-        workspace = w.controller.require_workspace()
+        notices = self.services.notices
+        workspace = self.services.session.require_workspace()
         messages: list[str] = []
         ok = True
         for item in items:
@@ -123,40 +122,38 @@ class FolderFlow:
                 ok, text = ok and result.ok, result.message
             messages.append(text)
         if ok:
-            w.banner.dismiss()
-            w.toast.show_message(" ".join(messages), seconds=12)
+            notices.dismiss_banner()
+            notices.toast(" ".join(messages), seconds=12)
         else:
-            w.banner.show_message(" ".join(messages), action=("Recover…", lambda: self.offer_recovery()))
-        changes_pane = w.docks.changes_pane
-        if changes_pane is not None:
-            changes_pane.sync()
+            notices.banner(" ".join(messages), action=("Recover…", lambda: self.offer_recovery()))
+        self.recovered.emit()
 
     # -- trust -----------------------------------------------------------------------------------------
     def offer_trust(self) -> None:
         """A banner when the folder's .robotlab/ settings are withheld until the user trusts it."""
-        withheld = self.window.controller.config.withheld
+        withheld = self.services.config.withheld
         if not withheld:
             return
         from workspace.trust import describe
 
         items = describe(withheld)
         more = f" and {len(items) - 2} more" if len(items) > 2 else ""
-        self.window.banner.show_message(
+        self.services.notices.banner(
             "This folder's .robotlab/ settings are not used until you trust the folder: "
             + "; ".join(items[:2]) + more + ".",
             kind="info", action=("Review and trust…", self.trust_folder))
 
     def trust_folder(self) -> QMessageBox | None:
         """Ask (non-modally) whether to trust the folder; on yes, its settings take effect at once."""
-        w = self.window
-        withheld = w.controller.config.withheld
-        folder = w.controller.folder
+        withheld = self.services.config.withheld
+        folder = self.services.session.folder
         if not withheld or folder is None:
             return None
         from workspace.trust import describe
 
         box = QMessageBox(QMessageBox.Icon.Warning, "Trust this folder?",
-                          f"{folder} asks for these settings:", QMessageBox.StandardButton.Cancel, w)
+                          f"{folder} asks for these settings:", QMessageBox.StandardButton.Cancel,
+                          self.services.shell)
         box.setInformativeText("\n".join(f"• {line}" for line in describe(withheld))
                                + "\n\nTrust the folder only if you know who wrote them. They apply until they "
                                "change; “robotlab trust --revoke” forgets.")
@@ -174,23 +171,21 @@ class FolderFlow:
     def apply_trust(self) -> None:
         from workspace import trust
 
-        w = self.window
-        folder = w.controller.folder
+        c, notices = self.services.session, self.services.notices
+        folder = c.folder
         if folder is None:
             return
-        shown = w.controller.config.withheld or {}
+        shown = c.config.withheld or {}
         try:
             trust.trust(folder, expected=shown)
         except trust.TrustChanged as exc:
-            w.controller.reload_config()
-            w.banner.show_message(str(exc), action=("Review and trust…", self.trust_folder))
+            c.reload_config()
+            notices.banner(str(exc), action=("Review and trust…", self.trust_folder))
             return
         except OSError as exc:
-            w.banner.show_message(f"Could not record the folder's trust: {exc}")
+            notices.banner(f"Could not record the folder's trust: {exc}")
             return
-        w.banner.dismiss()
-        w.controller.reload_config()
-        if w.docks.mcp_pane is not None:
-            w.docks.mcp_pane.reload()
-        w.robots.refresh()
-        w.toast.show_message("Folder trusted: its settings apply now.")
+        notices.dismiss_banner()
+        c.reload_config()
+        self.trusted.emit()
+        notices.toast("Folder trusted: its settings apply now.")

@@ -17,7 +17,9 @@ from PySide6.QtCore import QByteArray, QRect, QSettings, QSize
 from ui.screen import SCREEN_SHARE, available, fit, size_to_screen
 
 if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+    from PySide6.QtWidgets import QMainWindow, QSplitter
+
+    from ui.window.docks import Docks
 
 #: The window's size at first start on a big screen.
 PREFERRED = QSize(1400, 900)
@@ -56,12 +58,20 @@ def _rect(value: object) -> QRect | None:
 class WindowMemory:
     """Sizes the window at start and remembers its geometry and layout across restarts."""
 
-    def __init__(self, window: MainWindow) -> None:
+    def __init__(self, window: QMainWindow) -> None:
         self.window = window
+        #: The conversation's splitter and the docks, once the window has built them (:meth:`attach`).
+        self.splitter: QSplitter | None = None
+        self.docks: Docks | None = None
         #: The layout was restored from a previous session (False: the first start, or a reset).
         self.restored = False
         #: The size this class gave the window (None: not yet); a size set since is someone else's.
         self.sized: QSize | None = None
+
+    def attach(self, splitter: QSplitter, docks: Docks) -> None:
+        """The parts whose layout is kept too (the window's widgets, built after the window is sized)."""
+        self.splitter = splitter
+        self.docks = docks
 
     # -- at start -------------------------------------------------------------------------------------
     def size_window(self) -> None:
@@ -108,26 +118,30 @@ class WindowMemory:
             w.resize(max(1, wanted.width() - extra_w), max(1, wanted.height() - extra_h))
             w.move(wanted.topLeft())
         self.sized = w.size()
-        if getattr(w, "built", False) and area.width() < w.minimumSizeHint().width() and w.docks.raised() is not None:
+        docks = self.docks
+        if docks is not None and area.width() < w.minimumSizeHint().width() and docks.raised() is not None:
             # A screen too narrow for the threads, the conversation and the inspector side by side: the
             # inspector closes (Ctrl+I opens it over the conversation's room), nothing overlaps.
-            w.docks.toggle_inspector()
+            docks.toggle_inspector()
 
     def restore_splitter(self) -> None:
         value = settings().value("window/splitter")
+        if self.splitter is None:
+            return
         if isinstance(value, QByteArray | bytes):
-            self.window.splitter.restoreState(QByteArray(value))
+            self.splitter.restoreState(QByteArray(value))
 
     def restore_docks(self) -> None:
         """The docks' layout and the inspector's tabs (after every dock exists)."""
-        w = self.window
+        w, docks = self.window, self.docks
+        if docks is None:
+            return
         store = settings()
         state = store.value("window/docks")
         if isinstance(state, QByteArray | bytes):
             w.restoreState(QByteArray(state), STATE_VERSION)
-            w.docks.keep_tab_names()
+            docks.keep_tab_names()
         current = store.value("inspector/dock")
-        docks = w.docks
         if isinstance(current, str) and current in docks and docks[current].toggleViewAction().isChecked():
             docks[current].raise_()
         pane = docks.tool_pane
@@ -147,24 +161,25 @@ class WindowMemory:
         return folder if folder.is_dir() else None
 
     # -- at close -------------------------------------------------------------------------------------
-    def save(self) -> None:
+    def save(self, *, folder: Path | None = None) -> None:
+        """Keep the geometry, the layout and the folder that is open (reopened by the next start)."""
         w = self.window
         store = settings()
         store.setValue("window/geometry", w.saveGeometry())
         normal = w.normalGeometry()
         store.setValue("window/rect", [normal.x(), normal.y(), normal.width(), normal.height()])
-        folder = getattr(w.controller, "folder", None)
         store.setValue("session/folder", str(folder) if folder is not None else "")
-        if not w.built:
+        docks, splitter = self.docks, self.splitter
+        if docks is None or splitter is None:  # not built yet
             store.sync()
             return
         store.setValue("window/docks", w.saveState(STATE_VERSION))
-        store.setValue("window/splitter", w.splitter.saveState())
-        raised = w.docks.raised()
+        store.setValue("window/splitter", splitter.saveState())
+        raised = docks.raised()
         if raised is not None:
             store.setValue("inspector/dock", raised)
-        if w.docks.tool_pane is not None:
-            store.setValue("inspector/tool_tab", w.docks.tool_pane.tabs.currentIndex())
+        if docks.tool_pane is not None:
+            store.setValue("inspector/tool_tab", docks.tool_pane.tabs.currentIndex())
         store.sync()
 
 

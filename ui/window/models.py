@@ -15,8 +15,11 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from PySide6.QtCore import QObject, Signal
+
 if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+    from ui.chat.composer.composer import Composer
+    from ui.services import Services
     from workspace.providers.listing import ModelListing
 
 log = logging.getLogger("ui.models")
@@ -25,25 +28,31 @@ log = logging.getLogger("ui.models")
 LIST_SECONDS = 60.0
 
 
-class ModelChoice:
+class ModelChoice(QObject):
     """Keeps the picker in step with the open thread and switches its model."""
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    #: The open thread's model was switched: the thread's ModelChanged event (None: nothing to show), for
+    #: the chat ("Model changed to X") and the header's model line.
+    switched = Signal(object)
+
+    def __init__(self, services: Services) -> None:
+        super().__init__(services.shell)
+        self.services = services
         self.picker: Any = None
         self.listing: ModelListing | None = None
         self._listed_at = 0.0
         self._task: Any = None
 
-    def build(self) -> None:
+    def build(self, composer: Composer) -> None:
+        """The picker, at the side of ``composer``."""
         from ui.chat.composer.model_picker import ModelPicker
 
-        w = self.window
-        self.picker = ModelPicker(w.composer)
-        w.composer.add_side_widget(self.picker)
+        self.picker = ModelPicker(composer)
+        composer.add_side_widget(self.picker)
 
-    def connect(self) -> None:
-        c = self.window.controller
+    def follow(self) -> None:
+        """Follow the session (its thread, robot, configuration and runs) and the picker's choices."""
+        c = self.services.session
         self.picker.chosen.connect(self.choose)
         self.picker.wanted.connect(lambda refresh: self.load(refresh=bool(refresh)))
         c.thread_opened.connect(lambda _session: self.update())
@@ -56,7 +65,7 @@ class ModelChoice:
     # -- showing ----------------------------------------------------------------------------------
     def current(self) -> tuple[str | None, str | None, bool]:
         """(the model the next message goes to, the robot's own, whether that is the robot's own)."""
-        c = self.window.controller
+        c = self.services.session
         session = c.session
         if session is not None and not getattr(session, "is_network", False):
             try:
@@ -75,7 +84,7 @@ class ModelChoice:
     def _default_of(self, robot_name: str) -> str | None:
         from workspace.providers import is_offline
 
-        c = self.window.controller
+        c = self.services.session
         if c.provider is not None:
             return str(c.provider.model_id or "") or None
         model = next((getattr(i, "model", None) for i in c.robots() if getattr(i, "name", None) == robot_name), None)
@@ -85,7 +94,7 @@ class ModelChoice:
     def update(self) -> None:
         if self.picker is None:
             return
-        c = self.window.controller
+        c = self.services.session
         network = c.target_kind == "network" and (c.session is None or getattr(c.session, "is_network", False))
         self.picker.setVisible(not network)  # a network's tasks' robots choose their own models
         model, default, is_default = self.current()
@@ -108,14 +117,14 @@ class ModelChoice:
             return
         if not refresh and self.listing is not None and time.monotonic() - self._listed_at < LIST_SECONDS:
             return
-        c = self.window.controller
+        c = self.services.session
         self.picker.set_listing(self.listing, loading=True)
         self._task = c.tasks.spawn(self._load(refresh), name="list-models")
 
     async def _load(self, refresh: bool) -> None:
         from workspace.providers.listing import ModelListing, list_models
 
-        c = self.window.controller
+        c = self.services.session
         model, _default, _ = self.current()
         try:
             listing = await list_models(c.config, refresh=refresh,
@@ -133,9 +142,9 @@ class ModelChoice:
 
     # -- switching --------------------------------------------------------------------------------
     def choose(self, model: str | None, api_base: str | None) -> None:
-        w, c = self.window, self.window.controller
+        c = self.services.session
         if c.running:
-            w.toast.show_message("Stop the run (Esc) to choose another model.")
+            self.services.notices.toast("Stop the run (Esc) to choose another model.")
             self.update()
             return
         session = c.session
@@ -150,10 +159,8 @@ class ModelChoice:
             c.problem.emit(f"Could not switch the model: {exc}")
             self.update()
             return
-        if event is not None:
-            w.chat.presenter.feed(event)  # "Model changed to X", where the stored event will replay it
         self.update()
-        w.robots.update_model_label()
+        self.switched.emit(event)
 
 
 __all__ = ["LIST_SECONDS", "ModelChoice"]

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 from ui import theme
 
 if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+    from ui.services import Services
     from workspace import events as ev
     from workspace.approval import ApprovalRequest
 
@@ -27,8 +27,8 @@ LONG_RUN = 15.0
 class Notifier:
     """Tells the desktop what the window would tell someone looking at it."""
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    def __init__(self, services: Services) -> None:
+        self.services = services
         self.tray: QSystemTrayIcon | None = None
         self._started: float | None = None
         self._last_end: ev.TerminalEvent | None = None
@@ -36,10 +36,10 @@ class Notifier:
         self.sent: list[tuple[str, str]] = []
 
     def connect(self) -> None:
-        w = self.window
-        w.bridge.running_changed.connect(self._on_running)
-        w.bridge.run_ended.connect(self._on_end)
-        w.controller.approval_needed.connect(self._on_approval)
+        s = self.services
+        s.bridge.running_changed.connect(self._on_running)
+        s.bridge.run_ended.connect(self._on_end)
+        s.session.approval_needed.connect(self._on_approval)
 
     # -- what happened -------------------------------------------------------------------------------
     def _on_running(self, running: bool) -> None:
@@ -59,7 +59,7 @@ class Notifier:
     def _tell_run_ended(self, event: ev.TerminalEvent | None) -> None:
         from workspace import events as ev
 
-        robot = event.robot if event is not None else self.window.controller.robot_name
+        robot = event.robot if event is not None else self.services.session.robot_name
         thread = self._thread_title()
         if isinstance(event, ev.RunFailed):
             title, text = f"{robot} failed", event.error or "The run failed."
@@ -76,19 +76,19 @@ class Notifier:
         self.notify("Approval needed", text)
 
     def _thread_title(self) -> str:
-        session = self.window.controller.session
+        session = self.services.session.session
         thread = getattr(session, "thread", None) if session is not None else None
         return str(getattr(thread, "display_title", "") or "")
 
     # -- telling the desktop ---------------------------------------------------------------------------
     def enabled(self) -> bool:
         try:
-            return bool(self.window.controller.config.get("ui.notifications", True))
+            return bool(self.services.config.get("ui.notifications", True))
         except Exception:  # a broken configuration: the default
             return True
 
     def in_background(self) -> bool:
-        w = self.window
+        w = self.services.shell
         return w.isMinimized() or not w.isActiveWindow()
 
     def notify(self, title: str, text: str) -> bool:
@@ -98,18 +98,18 @@ class Notifier:
         self.sent.append((title, text))
         if QSystemTrayIcon.isSystemTrayAvailable():
             if self.tray is None:
-                self.tray = QSystemTrayIcon(theme.app_icon(), self.window)
+                self.tray = QSystemTrayIcon(theme.app_icon(), self.services.shell)
                 self.tray.setToolTip("RobotLab Workspace")
                 self.tray.messageClicked.connect(self._bring_back)
                 self.tray.activated.connect(lambda _reason: self._bring_back())
             self.tray.show()
             self.tray.showMessage(title, text, QSystemTrayIcon.MessageIcon.Information, 10_000)
         else:
-            QApplication.alert(self.window, 0)  # the taskbar entry asks for attention until the window is used
+            QApplication.alert(self.services.shell, 0)  # the taskbar entry asks for attention until the window is used
         return True
 
     def _bring_back(self) -> None:
-        w = self.window
+        w = self.services.shell
         if w.isMinimized():
             w.showNormal()
         w.raise_()

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from ui.chat.composer.slash import PromptForm, SlashItem
 
 if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+    from ui.chat.composer.composer import Composer
+    from ui.services import Services
 
 log = logging.getLogger("ui.window.slash")
 
@@ -31,8 +32,12 @@ LIST_TIMEOUT = 15.0
 
 
 class SlashCommands:
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        #: The message box (set by :meth:`connect`).
+        self.composer: Composer | None = None
+        #: The MCP manager once the MCP servers dock has it (None: no MCP, or not yet).
+        self._manager: Any = None
         #: The prompts of each server, as last listed.
         self.prompts: dict[str, list[SlashItem]] = {}
         self.problems: dict[str, str] = {}
@@ -40,16 +45,20 @@ class SlashCommands:
         #: The open argument form (tests fill it in).
         self.form: PromptForm | None = None
 
-    def connect(self) -> None:
-        composer = self.window.composer
+    def connect(self, composer: Composer) -> None:
+        """Offer the commands in ``composer`` (its "/" menu) and run the one chosen."""
+        self.composer = composer
         composer.slash_source = self.items
         composer.slash_opened.connect(self.refresh)
         composer.command_chosen.connect(self.run)
 
     # -- what is offered -------------------------------------------------------------------------------------
     def manager(self) -> Any:
-        pane = self.window.docks.mcp_pane
-        return pane.manager if pane is not None else None
+        return self._manager
+
+    def set_manager(self, manager: Any) -> None:
+        """The MCP manager whose servers' prompts are offered."""
+        self._manager = manager
 
     def servers(self) -> list[str]:
         """The MCP servers of the thread's robot (or of the robot picked for a new thread)."""
@@ -58,7 +67,7 @@ class SlashCommands:
         manager = self.manager()
         if manager is None:
             return []
-        c = self.window.controller
+        c = self.services.session
         robot = getattr(c.session, "robot", None) if c.session is not None else None
         if robot is None:
             robot = next((r for r in c.robots() if getattr(r, "name", None) == c.robot_name), None)
@@ -103,10 +112,12 @@ class SlashCommands:
 
         async def all_of_them() -> None:
             await asyncio.gather(*(one(s) for s in servers))
-            self.window.composer.refresh_slash()
+            if self.composer is not None:
+                self.composer.refresh_slash()
 
-        self._listing = self.window.controller.tasks.spawn(all_of_them(), name="mcp-prompts-list")
-        self.window.composer.refresh_slash()  # "Listing…" while it goes
+        self._listing = self.services.tasks.spawn(all_of_them(), name="mcp-prompts-list")
+        if self.composer is not None:
+            self.composer.refresh_slash()  # "Listing…" while it goes
 
     # -- what a choice does ----------------------------------------------------------------------------------
     def run(self, item: SlashItem) -> None:
@@ -115,7 +126,7 @@ class SlashCommands:
                 self.compact()
             return
         if item.arguments:
-            form = self.form = PromptForm(item, self.window)
+            form = self.form = PromptForm(item, self.services.shell)
             form.accepted.connect(lambda: self.insert(item, form.values()))
             form.finished.connect(lambda _result: self._form_closed(form))
             form.open()
@@ -126,14 +137,15 @@ class SlashCommands:
         if self.form is form:
             self.form = None
         form.deleteLater()
-        self.window.composer.focus()
+        if self.composer is not None:
+            self.composer.focus()
 
     def insert(self, item: SlashItem, values: dict[str, str]) -> None:
         """Ask the server for the prompt with ``values`` and put its messages in the message box."""
         from workspace.mcp.resources import prompt_text
 
-        manager, w = self.manager(), self.window
-        if manager is None or item.server is None or item.prompt is None:
+        manager, notices, composer = self.manager(), self.services.notices, self.composer
+        if manager is None or composer is None or item.server is None or item.prompt is None:
             return
         server, prompt = item.server, item.prompt
 
@@ -141,40 +153,40 @@ class SlashCommands:
             try:
                 result = await manager.get_prompt(server, prompt, values)
             except Exception as exc:
-                w.banner.show_message(f"The prompt /{item.name} could not be used: {exc}")
+                notices.banner(f"The prompt /{item.name} could not be used: {exc}")
                 return
             text = prompt_text(result)
             if not text.strip():
-                w.toast.show_message(f"The prompt /{item.name} has no messages.")
+                notices.toast(f"The prompt /{item.name} has no messages.")
                 return
-            w.composer.set_text(text)
-            w.composer.focus()
+            composer.set_text(text)
+            composer.focus()
 
-        w.controller.tasks.spawn(go(), name=f"mcp-prompt-{server}")
+        self.services.tasks.spawn(go(), name=f"mcp-prompt-{server}")
 
     def compact(self) -> None:
         """``/compact``: summarise the conversation before its latest turn now (workspace ThreadSession.compact)."""
         from ui.chat.model.presenter import compaction_text
 
-        w, c = self.window, self.window.controller
+        notices, c = self.services.notices, self.services.session
         session = c.session
         if session is None:
-            w.toast.show_message("Nothing to compact yet: this thread has no messages.")
+            notices.toast("Nothing to compact yet: this thread has no messages.")
             return
         if not c.idle:
-            w.toast.show_message("A run is in progress: /compact works once it has finished.")
+            notices.toast("A run is in progress: /compact works once it has finished.")
             return
 
         async def go() -> None:
             try:
                 event = await session.compact()
             except Exception as exc:
-                w.banner.show_message(f"The conversation could not be compacted: {exc}")
+                notices.banner(f"The conversation could not be compacted: {exc}")
                 return
             if event is None:
-                w.toast.show_message("Nothing to compact yet: the conversation is only its latest turn.")
+                notices.toast("Nothing to compact yet: the conversation is only its latest turn.")
                 return
             c.thread_opened.emit(session)  # the chat shows the compaction's marker where it is stored
-            w.toast.show_message(compaction_text(event))
+            notices.toast(compaction_text(event))
 
         c.tasks.spawn(go(), name="compact")

@@ -13,7 +13,7 @@ from ui.widgets.common import ElidedLabel
 from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+    from ui.services import Services
     from workspace.result import Usage
 
 #: What the connection label says: a run going, the last run failed, or nothing going on.
@@ -23,8 +23,8 @@ Connection = Literal["idle", "running", "error"]
 class StatusLine:
     """The status bar's labels and what they say; the window title (thread — folder — app)."""
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    def __init__(self, services: Services) -> None:
+        self.services = services
         self.connection_state: Connection = "idle"
         self._thread_title: str | None = None
         #: The (model label, api base) last probed for a listening local server (None: not a local model).
@@ -34,7 +34,8 @@ class StatusLine:
         self.activity = ""
 
     def build(self) -> None:
-        w = self.window
+        """The labels in the shell's status bar (the window wires what a click on the folder or the badge does)."""
+        w = self.services.shell
         bar = w.statusBar()
         bar.setSizeGripEnabled(False)
         # Each gives way ("…", the whole text in its tooltip) before the badge and the usage are cut.
@@ -45,7 +46,6 @@ class StatusLine:
         self.folder = QPushButton("", w)
         self.folder.setObjectName("ConnectLink")
         self.folder.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.folder.clicked.connect(lambda: w.folder_flow.open_folder())
         bar.addWidget(self.folder)
         for label in (self.robot, self.model, self.connection):
             bar.addWidget(label)
@@ -58,20 +58,18 @@ class StatusLine:
         self.review.setObjectName("ReviewBadge")
         self.review.setCursor(Qt.CursorShape.PointingHandCursor)
         self.review.setToolTip("Changes wait for your review: open the Changes dock (Ctrl+Shift+D)")
-        self.review.clicked.connect(lambda: w.docks.focus_dock("changes"))
         self.review.setVisible(False)
         bar.addPermanentWidget(self.review)
         bar.addPermanentWidget(self.usage)
         self.update_folder()
 
     def connect(self) -> None:
-        w = self.window
-        w.controller.usage_changed.connect(self.set_usage)
-        w.bridge.context_usage.connect(self.context.show_usage)
-        w.bridge.context_compacted.connect(self.context.show_compacted)
-        w.bridge.text_appended.connect(lambda _run, _robot, text: self.context.add_streamed(text))
-        w.controller.thread_opened.connect(self.show_thread_context)
-        w.chat.activity_changed.connect(self.set_activity)
+        s = self.services
+        s.session.usage_changed.connect(self.set_usage)
+        s.bridge.context_usage.connect(self.context.show_usage)
+        s.bridge.context_compacted.connect(self.context.show_compacted)
+        s.bridge.text_appended.connect(lambda _run, _robot, text: self.context.add_streamed(text))
+        s.session.thread_opened.connect(self.show_thread_context)
 
     def show_thread_context(self, session: object) -> None:
         """The meter of the thread just opened: its last count (hidden for a new thread)."""
@@ -87,7 +85,7 @@ class StatusLine:
 
     # -- folder and title --------------------------------------------------------------------------
     def update_folder(self) -> None:
-        folder = self.window.controller.folder
+        folder = self.services.session.folder
         if folder is None:
             self.folder.setText("No folder open")
             self.folder.setToolTip("Robots can't see your files. Open a folder for them to work in (Ctrl+O)")
@@ -99,9 +97,9 @@ class StatusLine:
     def retitle(self, thread_title: str | None) -> None:
         """The window title: the thread, the folder, the app."""
         self._thread_title = thread_title
-        folder = self.window.controller.folder
+        folder = self.services.session.folder
         parts = [p for p in (thread_title, display_path(Path(folder).name or str(folder)) if folder else None) if p]
-        self.window.setWindowTitle(" — ".join([*parts, "RobotLab Workspace"]))
+        self.services.shell.setWindowTitle(" — ".join([*parts, "RobotLab Workspace"]))
 
     # -- robot, model, connection ------------------------------------------------------------------------
     def show_target(self, *, what: str, name: str, model_label: str) -> None:
@@ -118,7 +116,7 @@ class StatusLine:
     def probe_server(self, *, again: bool = False) -> None:
         """Check (off the event loop's critical path) that a local model server is listening, so the
         status bar does not say "Ready" while Ollama is not running."""
-        c = self.window.controller
+        c = self.services.session
         label, is_lm = c.model_label()
         api_base = c.config.get("llm.api_base") if c.provider is None else None
         key = (label, api_base) if c.provider is None and is_lm else None
@@ -140,7 +138,7 @@ class StatusLine:
 
     def update_connection(self) -> None:
         c = theme.colors()
-        _label, is_lm = self.window.controller.model_label()
+        _label, is_lm = self.services.session.model_label()
         tip = ""
         if self.connection_state == "running":
             text, color = f"● {self.activity}" if self.activity else "● Running", c.accent
@@ -170,7 +168,7 @@ class StatusLine:
             return
         mark = "~" if usage.estimated else ""
         text = f"Thread: {mark}{usage.total_tokens:,} tokens"
-        if not self.window.controller.model_label()[1]:
+        if not self.services.session.model_label()[1]:
             pass  # the offline demo or a scripted example: no model, nothing to price
         elif usage.cost is not None:
             text += f" · ${usage.cost:.4f}"

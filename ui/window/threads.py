@@ -6,8 +6,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from PySide6.QtCore import QObject, Signal
+
 if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+    from ui.chat.composer.composer import Composer
+    from ui.chat.view.chat import ChatView
+    from ui.services import Services
+    from ui.threads.model import ThreadListModel
+    from ui.threads.sidebar import Sidebar
+    from ui.widgets.common import ElidedLabel
 
 #: The empty state's example messages for a robot whose file has no ``examples:`` and whose tools say
 #: nothing either (networks have their own: network_examples).
@@ -32,100 +39,115 @@ def robot_examples(info: Any) -> list[str]:
     return out or list(EXAMPLES)
 
 
-class Threads:
+class Threads(QObject):
     """Switching threads; the chat, the title and the inspector follow the open one."""
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    #: A thread opened (its session, None: no thread): the model line and the inspector follow.
+    opening = Signal(object)
+    #: A stored thread is shown (its LazyTranscript): the inspector reads its events.
+    transcript_shown = Signal(object)
+    #: The open thread's title (None: no thread), for the window's title.
+    title_shown = Signal(object)
 
-    def connect(self) -> None:
-        w, c = self.window, self.window.controller
+    def __init__(self, services: Services) -> None:
+        super().__init__(services.shell)
+        self.services = services
+
+    def attach(self, *, sidebar: Sidebar, model: ThreadListModel, title_label: ElidedLabel, chat: ChatView,
+               composer: Composer) -> None:
+        """The widgets it works on: the thread list and its model, the conversation's title, the chat, the
+        message box."""
+        self.sidebar, self.thread_model, self.title_label = sidebar, model, title_label
+        self.chat, self.composer = chat, composer
+
+    def follow(self) -> None:
+        """Follow the session's threads and the thread list's requests."""
+        c, sidebar = self.services.session, self.sidebar
         c.thread_opened.connect(self.on_thread_opened)
         c.threads_changed.connect(self.refresh)
-        w.sidebar.new_thread_requested.connect(self.new)
-        w.sidebar.thread_selected.connect(self.open)
-        w.sidebar.result_opened.connect(self.open_result)
-        w.sidebar.search_changed.connect(self.on_search)
-        w.sidebar.rename_requested.connect(c.rename_thread)
-        w.sidebar.delete_requested.connect(self.delete)
-        w.sidebar.export_requested.connect(lambda tid: w.transfer.export_thread("markdown", tid))
+        sidebar.new_thread_requested.connect(self.new)
+        sidebar.thread_selected.connect(self.open)
+        sidebar.result_opened.connect(self.open_result)
+        sidebar.search_changed.connect(self.on_search)
+        sidebar.rename_requested.connect(c.rename_thread)
+        sidebar.delete_requested.connect(self.delete)
 
     # -- the list ------------------------------------------------------------------------------------
     def refresh(self) -> None:
-        w, c = self.window, self.window.controller
-        query = w.sidebar.search.text().strip()
+        c = self.services.session
+        query = self.sidebar.search.text().strip()
         if query:
-            w.thread_model.set_hits(c.search(query))
+            self.thread_model.set_hits(c.search(query))
         else:
-            w.thread_model.set_threads(c.list_threads())
+            self.thread_model.set_threads(c.list_threads())
         self.show_current()
 
     def show_current(self) -> None:
         """Select the open thread in the list (search results stay as they are) and show its title."""
-        w, c = self.window, self.window.controller
-        w.sidebar.select_thread(c.thread_id)
+        c = self.services.session
+        self.sidebar.select_thread(c.thread_id)
         thread = getattr(c.session, "thread", None) if c.session else None
         if thread is not None:
-            w.title_label.setText(getattr(thread, "display_title", None) or "Untitled thread")
-            w.status.retitle(w.title_label.text())
+            self.title_label.setText(getattr(thread, "display_title", None) or "Untitled thread")
+            self.title_shown.emit(self.title_label.text())
 
     def on_search(self, _query: str) -> None:
         self.refresh()
 
     # -- switching -----------------------------------------------------------------------------------
     def new(self) -> None:
-        self.window.controller.new_thread()
-        self.window.composer.focus()
+        self.services.session.new_thread()
+        self.composer.focus()
 
     def open(self, thread_id: str) -> None:
-        w, c = self.window, self.window.controller
+        c = self.services.session
         if c.running and thread_id != c.thread_id:
-            w.toast.show_message("The running answer was stopped to open another thread.")
+            self.services.notices.toast("The running answer was stopped to open another thread.")
         c.open_thread(thread_id)
-        w.composer.focus()
+        self.composer.focus()
 
     def open_result(self, thread_id: str, turn_id: str) -> None:
         """Open a search result: its thread, scrolled to the matching message (on its branch)."""
-        w, c = self.window, self.window.controller
+        c = self.services.session
         self.open(thread_id)
         if c.thread_id != thread_id:
             return
-        words = w.sidebar.search.text().split()
+        words = self.sidebar.search.text().split()
         # On another branch of the thread: show that branch, then the message.
-        if not w.chat.reveal_turn(turn_id, words=words) and c.show_turn(turn_id):
-            w.chat.reveal_turn(turn_id, words=words)
+        if not self.chat.reveal_turn(turn_id, words=words) and c.show_turn(turn_id):
+            self.chat.reveal_turn(turn_id, words=words)
 
     def cycle(self, step: int) -> None:
-        items = self.window.thread_model.items
+        items = self.thread_model.items
         if not items:
             return
-        current = self.window.controller.thread_id
+        current = self.services.session.thread_id
         ids = [i.thread_id for i in items]
         index = ids.index(current) + step if current in ids else (0 if step > 0 else len(ids) - 1)
         self.open(ids[index % len(ids)])
 
     def delete_current(self) -> None:
-        thread_id = self.window.controller.thread_id
+        thread_id = self.services.session.thread_id
         if thread_id:
             self.delete(thread_id)
 
     def delete(self, thread_id: str) -> None:
-        w = self.window
-        title = next((i.title for i in w.thread_model.items if i.thread_id == thread_id), "Thread")
-        if w.controller.delete_thread(thread_id):
-            w.toast.show_message(f"Deleted “{title}”", action="Undo", callback=lambda: self.undo_delete(thread_id))
+        title = next((i.title for i in self.thread_model.items if i.thread_id == thread_id), "Thread")
+        if self.services.session.delete_thread(thread_id):
+            self.services.notices.toast(f"Deleted “{title}”", action="Undo",
+                                        callback=lambda: self.undo_delete(thread_id))
 
     def undo_delete(self, thread_id: str) -> None:
-        self.window.controller.restore_thread(thread_id)
+        self.services.session.restore_thread(thread_id)
         self.open(thread_id)
 
     # -- showing ---------------------------------------------------------------------------------------
     def show_empty(self) -> None:
         """No thread open: the chat's empty state for the picked robot or network."""
-        w, c = self.window, self.window.controller
+        c = self.services.session
         label, is_lm = c.model_label()
-        w.title_label.setText("New thread")
-        w.status.retitle(None)
+        self.title_label.setText("New thread")
+        self.title_shown.emit(None)
         info = next((r for r in c.robots() if getattr(r, "name", None) == c.robot_name), None)
         examples = robot_examples(info)
         if c.target_kind == "network":
@@ -133,16 +155,13 @@ class Threads:
 
             examples = network_examples(c.robot_name)
             label = f"A network of robots · {label}"
-        w.chat.show_empty(robot=c.robot_name, model_label=label, is_language_model=is_lm, examples=examples)
+        self.chat.show_empty(robot=c.robot_name, model_label=label, is_language_model=is_lm, examples=examples)
 
     def on_thread_opened(self, session: Any) -> None:
-        w = self.window
-        w.robots.update_model_label()  # the message box names the robot its messages go to
-        w.docks.clear_inspector()
-        w.docks.sync_network(reveal=bool(getattr(session, "is_network", False)))
+        self.opening.emit(session)  # the model line (the message box names the robot), the inspector
         if session is None:
             self.show_empty()
-            w.sidebar.select_thread(None)
+            self.sidebar.select_thread(None)
             return
         self.render_session(session)
         self.show_current()  # not a new search: the results stay put while their threads open
@@ -151,16 +170,16 @@ class Threads:
         """Show a stored thread: its last turns now, earlier ones on demand; the inspector too."""
         from ui.transcript import LazyTranscript
 
-        w = self.window
-        thread_id = w.controller.thread_id or ""
+        c = self.services.session
+        thread_id = c.thread_id or ""
         try:
-            lazy = LazyTranscript(w.controller.require_store(), thread_id)
+            lazy = LazyTranscript(c.require_store(), thread_id)
         except Exception as exc:
-            w.banner.show_message(f"Could not read the thread: {exc}")
-            w.chat.clear()
+            self.services.notices.banner(f"Could not read the thread: {exc}")
+            self.chat.clear()
             return
-        w.chat.show_thread(lazy)  # through the chat's presenter, like a live run
-        w.docks.load_inspector(lazy)
+        self.chat.show_thread(lazy)  # through the chat's presenter, like a live run
+        self.transcript_shown.emit(lazy)
         thread = session.thread
-        w.title_label.setText(thread.display_title)
-        w.status.retitle(thread.display_title)
+        self.title_label.setText(thread.display_title)
+        self.title_shown.emit(thread.display_title)

@@ -5,29 +5,34 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog
 
 if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+    from ui.services import Services
 
 ExportFormat = Literal["markdown", "json", "jsonl"]
 SUFFIXES: dict[ExportFormat, str] = {"markdown": "md", "json": "json", "jsonl": "jsonl"}
 
 
-class Transfer:
+class Transfer(QObject):
     """File > Export / Import: a save or open dialog, then the file written or read (workspace.exports)."""
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    #: A thread was imported (its id): the thread list shows and opens it.
+    imported = Signal(str)
+
+    def __init__(self, services: Services) -> None:
+        super().__init__(services.shell)
+        self.services = services
 
     def export_thread(self, fmt: ExportFormat, thread_id: str | None = None) -> None:
-        w = self.window
-        thread_id = thread_id or w.controller.thread_id
+        s = self.services
+        thread_id = thread_id or s.session.thread_id
         if not thread_id:
-            w.toast.show_message("Open a thread to export it.")
+            s.notices.toast("Open a thread to export it.")
             return
         suffix = SUFFIXES[fmt]
-        dialog = QFileDialog(w, "Export thread")
+        dialog = QFileDialog(s.shell, "Export thread")
         dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
         dialog.setDefaultSuffix(suffix)
         dialog.selectFile(f"thread.{suffix}")
@@ -35,11 +40,11 @@ class Transfer:
         dialog.open()
 
     def write_export(self, fmt: ExportFormat, thread_id: str, path: Path) -> None:
-        w = self.window
+        s = self.services
         try:
             from workspace import exports
 
-            store = w.controller.require_store()
+            store = s.session.require_store()
             if fmt == "markdown":
                 text = exports.export_markdown(store, thread_id)
             elif fmt == "json":
@@ -48,26 +53,25 @@ class Transfer:
                 text = exports.export_events_jsonl(store, thread_id)
             path.write_text(text, encoding="utf-8")
         except Exception as exc:
-            w.banner.show_message(f"Export failed: {exc}")
+            s.notices.banner(f"Export failed: {exc}")
             return
-        w.toast.show_message(f"Exported to {path}")
+        s.notices.toast(f"Exported to {path}")
 
     def import_thread(self) -> None:
-        dialog = QFileDialog(self.window, "Import RobotLab JSON results")
+        dialog = QFileDialog(self.services.shell, "Import RobotLab JSON results")
         dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
         dialog.setNameFilter("JSON (*.json)")
         dialog.fileSelected.connect(lambda path: self.read_import(Path(path)))
         dialog.open()
 
     def read_import(self, path: Path) -> None:
-        w = self.window
+        s = self.services
         try:
             from workspace import exports
 
-            thread = exports.import_results_json(w.controller.require_store(), path.read_text(encoding="utf-8"))
+            thread = exports.import_results_json(s.session.require_store(), path.read_text(encoding="utf-8"))
         except Exception as exc:
-            w.banner.show_message(f"Import failed: {exc}")
+            s.notices.banner(f"Import failed: {exc}")
             return
-        w.threads.refresh()
-        w.threads.open(thread.id)
-        w.toast.show_message(f"Imported {path.name}")
+        self.imported.emit(thread.id)
+        s.notices.toast(f"Imported {path.name}")
