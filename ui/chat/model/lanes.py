@@ -1,5 +1,9 @@
 """Network runs in the chat: one lane per task (made by ``task_started`` / ``task_finished``, the task's robot
-working inside it), earlier answers folding as the next task starts, and the summary when the run ends."""
+working inside it), earlier answers folding as the next task starts, and the summary when the run ends.
+
+:class:`NetworkLanes` is the presenter's reducer of ``task_started`` and ``task_finished``; the network
+runs' items are the :class:`~ui.chat.model.column.Column`'s ``groups`` (where a task's run goes is found
+there), and the end of a network run folds them through :meth:`NetworkLanes.finish_group`."""
 
 from __future__ import annotations
 
@@ -9,36 +13,36 @@ from ui.formatting import LANE_STATUS_TEXT
 from workspace import events as ev
 
 
-class NetworkLanes(Column):
-    """The lanes of network runs (a part of :class:`~ui.chat.model.presenter.ChatPresenter`)."""
+class NetworkLanes:
+    """The lanes of network runs (a reducer of :class:`~ui.chat.model.presenter.ChatPresenter`; it keeps
+    nothing of its own)."""
 
-    def lane(self, task: str, run_id: str | None = None) -> LaneItem | None:
+    def lane(self, column: Column, task: str, run_id: str | None = None) -> LaneItem | None:
         """The lane of ``task`` in network run ``run_id`` (default: the latest network run)."""
-        group = self._groups.get(run_id) if run_id else self.latest_group()
+        group = column.groups.get(run_id) if run_id else self.latest_group(column)
         return group.lanes.get(task) if group is not None else None
 
-    def latest_group(self) -> NetworkItem | None:
-        for turn in reversed(self.state.turns):
+    @staticmethod
+    def latest_group(column: Column) -> NetworkItem | None:
+        for turn in reversed(column.state.turns):
             for item in reversed(turn.items):
                 if isinstance(item, NetworkItem):
                     return item
         return None
 
-    def groups(self) -> dict[str, NetworkItem]:
-        return dict(self._groups)
-
-    def _task(self, event: ev.TaskStarted | ev.TaskFinished) -> None:
+    @staticmethod
+    def task(column: Column, event: ev.TaskStarted | ev.TaskFinished) -> None:
         task = event.task
         if not task:
             return
-        group = self._groups.get(event.run_id)
+        group = column.groups.get(event.run_id)
         if group is None:
-            network = self._run(event.run_id, event.robot)
-            group = NetworkItem(parent=self._container(network), run=network, network=network.robot,
+            network = column.run(event.run_id, event.robot)
+            group = NetworkItem(parent=column.container(network), run=network, network=network.robot,
                                 run_id=event.run_id)
             network.network = group
-            self._groups[event.run_id] = group
-            self._add(group)
+            column.groups[event.run_id] = group
+            column.add(group)
         lane = group.lanes.get(task)
         if lane is None:
             network_run = group.run
@@ -46,13 +50,13 @@ class NetworkLanes(Column):
             lane = LaneItem(parent=group.parent, run=network_run, group=group, task=task, robot=event.robot)
             group.lanes[task] = lane
             group.order.append(task)
-            self._add(lane)
+            column.add(lane)
         if isinstance(event, ev.TaskStarted):
             # Another task runs now: the earlier answers fold away (unless the person chose).
             for other in group.lanes.values():
                 if other is not lane and other.status == "done" and not other.user_toggled and not other.collapsed:
                     other.collapsed = True
-                    self.listener.item_changed(other)
+                    column.listener.item_changed(other)
             lane.started = event.ts
             lane.message = event.message
             lane.status = "running"
@@ -67,17 +71,19 @@ class NetworkLanes(Column):
                 group.done.append(task)
                 if group.running() and not lane.user_toggled:
                     lane.collapsed = True
-        self.listener.item_changed(lane)
+        column.listener.item_changed(lane)
 
-    def set_lane_collapsed(self, lane: Lane, collapsed: bool, *, by_user: bool = False) -> None:
+    @staticmethod
+    def set_lane_collapsed(column: Column, lane: Lane, collapsed: bool, *, by_user: bool = False) -> None:
         """Fold or open a lane (``by_user``: automatic folding leaves it alone from now on)."""
         if lane.status == "skipped":
             return
         lane.collapsed = collapsed
         lane.user_toggled = lane.user_toggled or by_user
-        self.listener.item_changed(lane)
+        column.listener.item_changed(lane)
 
-    def _finish_group(self, group: NetworkItem, reason: str, ts: float | None) -> None:
+    @staticmethod
+    def finish_group(column: Column, group: NetworkItem, reason: str, ts: float | None) -> None:
         """The network run ended: stop what still runs, fold every answer but the network's."""
         group.ended = True
         for lane in group.lanes.values():
@@ -96,5 +102,8 @@ class NetworkLanes(Column):
         parts += [f"{n} {LANE_STATUS_TEXT.get(s, s)}" for s, n in counts.items()]
         group.summary = " · ".join(parts)
         for lane in group.lanes.values():
-            self.listener.item_changed(lane)
-        self.listener.item_changed(group)
+            column.listener.item_changed(lane)
+        column.listener.item_changed(group)
+
+
+__all__ = ["NetworkLanes"]

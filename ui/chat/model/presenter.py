@@ -14,11 +14,15 @@ ends only that lane (the run that called it goes on), and its usage is in the ca
 
 The presenter is one state machine over the closed event union: :meth:`ChatPresenter._apply` is one
 ``match`` per event kind ending in ``assert_never`` (so mypy says a new kind is unhandled), and it is
-the only place events are read. What each case does to the state lives in the presenter's parts, each
-a base class over :class:`ui.chat.model.column.Column` (the state, the runs and where their items go):
-:mod:`ui.chat.model.text` (answers and thinking), :mod:`ui.chat.model.calls` (tool calls and approvals),
-:mod:`ui.chat.model.changes` (change cards) and :mod:`ui.chat.model.lanes` (network lanes). This module keeps the
-column's turns, stored threads, usage and how a run ends.
+the only place events are dispatched. Each case hands its event to the reducer of that concern, with the
+one shared context, the :class:`~ui.chat.model.column.Column` (the state, the listener, the runs and where
+their items go): :class:`~ui.chat.model.text.Texts` (answers and thinking),
+:class:`~ui.chat.model.calls.ToolCalls` (tool calls, approvals, progress),
+:class:`~ui.chat.model.changes.ChangeCards` (change cards), :class:`~ui.chat.model.lanes.NetworkLanes`
+(network lanes) and :class:`~ui.chat.model.runs.RunLifecycle` (a run's start, status, usage, notices and
+end). Each reducer is a small class whose methods take the column; none reads another's fields. This
+module keeps the column's turns and stored threads, and the presenter's public surface (what the chat
+view and the Changes dock call) delegates to the reducers.
 """
 
 from __future__ import annotations
@@ -29,30 +33,29 @@ from typing import Any, Final, assert_never
 
 from ui.chat.model.calls import ToolCalls
 from ui.chat.model.changes import ChangeCards
+from ui.chat.model.column import APPROVAL, WAITING, Column
 from ui.chat.model.lanes import NetworkLanes
 from ui.chat.model.listener import ChatListener, StoredTurn, TranscriptSource
+from ui.chat.model.runs import RunLifecycle, compaction_text
 from ui.chat.model.state import (
     INTERRUPTED,
-    AttachmentChip,
-    CallLaneItem,
+    ChangeItem,
     ChatState,
-    ErrorItem,
+    Lane,
+    LaneItem,
+    NetworkItem,
+    NoticeAction,
     NoticeItem,
-    RunEnd,
-    RunOutcome,
+    NoticeLevel,
+    ReasoningItem,
     RunState,
     TurnState,
     UserState,
-    split_fix,
 )
-from ui.chat.model.tool_calls import ProgressState
+from ui.chat.model.text import Texts
+from ui.chat.model.tool_calls import ToolCallItem
 from workspace import events as ev
-from workspace.result import STOP_NOTES, NetworkResult, RobotResult, Usage
 
-#: What a run is doing between its start (or a tool's result) and the model's first words.
-WAITING = "Waiting for the model…"
-#: What a run is doing while a person is asked to approve a call.
-APPROVAL = "Waiting for your approval (Ctrl+J)"
 #: Turns shown when a thread opens; earlier ones load on demand.
 INITIAL_TURNS = 10
 LOAD_MORE_TURNS = 40
@@ -66,28 +69,46 @@ class _Keep(enum.Enum):
 _KEEP: Final = _Keep.KEEP
 
 
-class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
+class ChatPresenter:
     """Turns events into :attr:`state` and tells :attr:`listener` what changed (the one place events
-    become the chat's state; its parts are its base classes, see the module docstring)."""
+    become the chat's state; it composes the reducers of each concern, see the module docstring)."""
 
     def __init__(self, listener: ChatListener | None = None) -> None:
+        self._column = Column(listener)
+        self._texts = Texts()
+        self._lanes = NetworkLanes()
+        self._calls = ToolCalls(self._texts)
+        self._changes = ChangeCards()
+        self._lifecycle = RunLifecycle(self._texts, self._lanes)
         #: Runs still going when the column was cleared: their late events belong elsewhere.
         self._ignored: set[str] = set()
-        super().__init__(listener)
-
-    def _forget(self) -> None:
-        super()._forget()
         self._source: TranscriptSource | None = None
         #: The highest ``seq`` stored per run shown from the store (live events up to it are shown).
         self._stored_seq: dict[str, int] = {}
 
+    # -- the shared context ---------------------------------------------------------------------------
+    @property
+    def state(self) -> ChatState:
+        return self._column.state
+
+    @property
+    def listener(self) -> ChatListener:
+        return self._column.listener
+
+    @listener.setter
+    def listener(self, listener: ChatListener) -> None:
+        self._column.listener = listener
+
     # -- the column -------------------------------------------------------------------------------
     def reset(self) -> None:
         """Empty the column (a thread opens, or a new one starts)."""
-        self._ignored |= {run_id for run_id, run in self._runs.items() if not self._ended(run)}
-        self.state = ChatState()
-        self._forget()
-        self.listener.chat_reset()
+        column = self._column
+        self._ignored |= {run_id for run_id, run in column.runs.items() if not column.ended(run)}
+        self._column = Column(column.listener)
+        self._changes = ChangeCards()
+        self._source = None
+        self._stored_seq = {}
+        self._column.listener.chat_reset()
 
     def add_user(self, text: str, *, turn_id: str | None = None, sibling_index: int = 0,
                  sibling_count: int = 1) -> TurnState:
@@ -123,12 +144,73 @@ class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
             return
         self.state.turns.remove(turn)
         for run in turn.runs:
-            self._runs.pop(run.run_id, None)
+            self._column.runs.pop(run.run_id, None)
         self.listener.turn_removed(turn)
 
     def last_user_turn(self) -> TurnState | None:
         """The last turn whose user message is stored."""
         return next((t for t in reversed(self.state.turns) if t.turn_id is not None), None)
+
+    # -- what the view asks and tells -----------------------------------------------------------------
+    def run(self, run_id: str) -> RunState | None:
+        return self._column.runs.get(run_id)
+
+    def set_activity(self, run: RunState, text: str | None, *, since: float | None = None) -> None:
+        """What ``run`` is doing while nothing else shows it (see :meth:`Column.set_activity`)."""
+        self._column.set_activity(run, text, since=since)
+
+    def notice(self, run: RunState, text: str, *, level: NoticeLevel = "info", details: str | None = None,
+               action: NoticeAction | None = None) -> NoticeItem:
+        """A line about how the run goes, in its turn (or its task's lane)."""
+        return self._column.notice(run, text, level=level, details=details, action=action)
+
+    def set_reasoning_collapsed(self, item: ReasoningItem, collapsed: bool) -> None:
+        """The person opened or closed a thinking block (automatic folding leaves it alone then)."""
+        self._texts.set_reasoning_collapsed(self._column, item, collapsed)
+
+    def call(self, call_id: str, run_id: str | None = None) -> ToolCallItem | None:
+        """The call ``call_id`` of run ``run_id`` (without it, the first call with that id)."""
+        return self._calls.call(self._column, call_id, run_id)
+
+    def calls(self) -> list[ToolCallItem]:
+        return self._calls.calls(self._column)
+
+    def change_item(self, change_set_id: str) -> ChangeItem | None:
+        """The latest change card of a change set (auto mode makes one per write)."""
+        return self._changes.change_item(change_set_id)
+
+    def change_items(self, change_set_id: str) -> list[ChangeItem]:
+        return self._changes.change_items(change_set_id)
+
+    def all_change_items(self) -> list[ChangeItem]:
+        """Every change card shown, in the order they came."""
+        return self._changes.all_change_items()
+
+    def change_decided(self, event: ev.ChangeDecided) -> None:
+        """What the person decided about a change set (a run's event, or the Changes dock's now)."""
+        self._changes.change_decided(self._column, event)
+
+    def set_change_files(self, change_set_id: str, files: list[dict[str, Any]]) -> None:
+        """The change set's files as now composed (events of parallel calls race): a pending card's list."""
+        self._changes.set_change_files(self._column, change_set_id, files)
+
+    def set_change_undone(self, item: ChangeItem, undone: bool) -> None:
+        """The written changes were undone (or redone) from the card or the Changes dock."""
+        self._changes.set_change_undone(self._column, item, undone)
+
+    def lane(self, task: str, run_id: str | None = None) -> LaneItem | None:
+        """The lane of ``task`` in network run ``run_id`` (default: the latest network run)."""
+        return self._lanes.lane(self._column, task, run_id)
+
+    def latest_group(self) -> NetworkItem | None:
+        return self._lanes.latest_group(self._column)
+
+    def groups(self) -> dict[str, NetworkItem]:
+        return dict(self._column.groups)
+
+    def set_lane_collapsed(self, lane: Lane, collapsed: bool, *, by_user: bool = False) -> None:
+        """Fold or open a lane (``by_user``: automatic folding leaves it alone from now on)."""
+        self._lanes.set_lane_collapsed(self._column, lane, collapsed, by_user=by_user)
 
     # -- stored threads ---------------------------------------------------------------------------
     def load_thread(self, source: TranscriptSource, *, initial: int = INITIAL_TURNS) -> None:
@@ -166,11 +248,12 @@ class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
                                         sibling_count=view.sibling_count), status=view.status)
         self.state.turns.insert(len(self.state.turns) if index is None else index, turn)
         self.listener.turn_added(turn)
-        self._loading = turn
+        column = self._column
+        column.loading = turn
         try:
             self._replay(turn, view.events)
         finally:
-            self._loading = None
+            column.loading = None
         return turn
 
     def _replay(self, turn: TurnState, events: Iterable[ev.Event]) -> None:
@@ -185,8 +268,9 @@ class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
             ended = ended or (isinstance(event, ev.TERMINAL) and not event.nested)
         if not ended and last is not None and turn.status == "interrupted":
             # The app closed before the run ended: its lanes stop when its last event came.
-            top = next(iter(turn.top_runs), None) or self._run(last.run_id, last.robot)
-            self._finish(top, "interrupted", message=INTERRUPTED, ts=last.ts, result=None)
+            column = self._column
+            top = next(iter(turn.top_runs), None) or column.run(last.run_id, last.robot)
+            self._lifecycle.finish(column, top, "interrupted", message=INTERRUPTED, ts=last.ts, result=None)
 
     # -- live events --------------------------------------------------------------------------------
     def feed(self, event: ev.Event) -> None:
@@ -203,233 +287,60 @@ class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
             self.feed(event)
 
     def _apply(self, event: ev.Event) -> None:
-        if event.parent_tool_id is not None and event.run_id not in self._runs:
-            self._inner_run(event)
+        """The one ``match`` over the events: each kind goes to the reducer of its concern."""
+        column = self._column
+        if event.parent_tool_id is not None and event.run_id not in column.runs:
+            column.inner_run(event)
         match event:
             case ev.RunStarted():
-                run = self._run(event.run_id, event.robot, event.task)
-                run.started = event.ts
-                if event.attachments and not event.nested and event.task is None:
-                    self._attached(run.turn, event.attachments)
-                run.language_model = event.is_language_model
-                self.set_activity(run, WAITING, since=event.ts)
-                if run.inner is not None:
-                    run.inner.started = event.ts
-                    run.inner.message = event.message
-                    self.listener.item_changed(run.inner)
+                self._lifecycle.run_started(column, event)
             case ev.TextDelta():
-                run = self._run(event.run_id, event.robot, event.task)
-                _token_came(run, event.ts)
-                self.set_activity(run, None)
-                self._append_text(run, event.robot, event.text)
+                self._texts.text_delta(column, event)
             case ev.Text():
-                run = self._run(event.run_id, event.robot, event.task)
-                if run.text is None:  # a stored model turn's text (its deltas joined, at the first one's time)
-                    _token_came(run, event.ts)
-                self.set_activity(run, None)
-                self._complete_text(event)
+                self._texts.text(column, event)
             case ev.ReasoningDelta():
-                run = self._run(event.run_id, event.robot, event.task)
-                _token_came(run, event.ts)
-                self._append_reasoning(run, event.robot, event.text)
+                self._texts.reasoning_delta(column, event)
             case ev.Reasoning():
-                run = self._run(event.run_id, event.robot, event.task)
-                if run.reasoning is None:  # stored thinking (its deltas joined, at the first one's time)
-                    _token_came(run, event.ts)
-                self._complete_reasoning(event)
+                self._texts.reasoning(column, event)
             case ev.RunStatus():
-                self._status(event)
+                self._lifecycle.status(column, event)
             case ev.ToolUse():
-                self._tool_use(event.run_id, event.robot, event.task, call_id=event.id, tool=event.name,
-                               server=event.server, arguments=event.input, started=event.ts,
-                               from_text=event.from_text)
-                run = self._run(event.run_id, event.robot, event.task)
-                if run.first_token is None:  # a first model call that only called a tool: its call came
-                    run.first_token = event.ts
-                self.set_activity(run, None)
+                self._calls.tool_use(column, event)
             case ev.ApprovalRequested():
-                self._approval_requested(event)
-                self.set_activity(self._run(event.run_id, event.robot, event.task), APPROVAL, since=event.ts)
+                self._calls.approval_requested(column, event)
             case ev.ApprovalDecided():
-                self._approval_decided(event)
-                self.set_activity(self._run(event.run_id, event.robot, event.task), None)
+                self._calls.approval_decided(column, event)
             case ev.ToolResult() | ev.ToolError():
-                self._tool_finished(event)
-                run = self._run(event.run_id, event.robot, event.task)
-                run.call_first_token = None  # the next model call streams after the tools
-                if not any(c.status in ("running", "approval") for c in run.calls.values()):
-                    self.set_activity(run, WAITING, since=event.ts)  # the model's next turn
+                self._calls.tool_finished(column, event)
             case ev.ToolProgress():
-                self._tool_progress(event)
+                self._calls.tool_progress(column, event)
             case ev.MemoryChanged():
                 pass  # the Memory dock shows it; the conversation does not
             case ev.ChangeProposed():
-                self._change_proposed(event)
+                self._changes.change_proposed(column, event)
             case ev.ChangeDecided():
-                self.change_decided(event)
+                self._changes.change_decided(column, event)
             case ev.Usage():
-                self._usage(event)
+                self._lifecycle.usage(column, event)
             case ev.TaskStarted() | ev.TaskFinished():
-                self._task(event)
+                self._lanes.task(column, event)
             case ev.ContextUsage():
                 pass  # the status bar's context meter shows it (bridge.context_usage)
             case ev.ContextCompacted():
-                self.notice(self._run(event.run_id, event.robot, event.task), compaction_text(event),
-                            details=event.summary.strip() + "\n\n*The model now sees this summary instead of the "
-                            "messages above; they are still in the thread, searchable and exported.*")
+                self._lifecycle.compacted(column, event)
             case ev.McpServers():
-                self.notice(self._run(event.run_id, event.robot, event.task), event.message,
-                            level="warning" if event.failed or event.starting else "info")
+                self._lifecycle.mcp_servers(column, event)
             case ev.ModelChanged():
-                # Between the answers: under the turn it follows, below its footer (a notice of no run).
-                run = self._run(event.run_id, event.robot, event.task)
-                self._add(NoticeItem(parent=run.turn, text=event.describe(),
-                                     details=f"Before: {event.previous or 'the offline demo'}. The thread's next "
-                                     "messages go to the new model; the conversation so far is sent to it as it is."))
+                self._lifecycle.model_changed(column, event)
             case ev.RunFinished():
-                self._end(event, "finished", message=None, result=event.result)
+                self._lifecycle.end(column, event, "finished", message=None, result=event.result)
             case ev.RunFailed():
-                self._end(event, "failed", message=event.error, result=event.partial)
+                self._lifecycle.end(column, event, "failed", message=event.error, result=event.partial)
             case ev.RunCancelled():
-                self._end(event, "cancelled", message=event.reason, result=event.partial)
+                self._lifecycle.end(column, event, "cancelled", message=event.reason, result=event.partial)
             case _:
                 assert_never(event)
 
-    # -- the user's message ----------------------------------------------------------------------------
-    def _attached(self, turn: TurnState, refs: list[dict[str, Any]]) -> None:
-        """The chips of the files, images and resources sent with the turn's message (from its run's
-        ``run_started``, live and stored alike)."""
-        if turn.user is None:
-            return
-        turn.user.attachments = [AttachmentChip.from_ref(ref) for ref in refs]
-        self.listener.user_changed(turn)
 
-    # -- usage ----------------------------------------------------------------------------------------
-    def _usage(self, event: ev.Usage) -> None:
-        run = self._run(event.run_id, event.robot, event.task)
-        run.usage = Usage(event.total_input_tokens, event.total_output_tokens, event.total_cost,
-                          run.usage.reasoning_tokens + event.reasoning_tokens, run.usage.estimated or event.estimated)
-        run.model_calls.append(event)
-        if run.call_first_token is not None and event.ts > run.call_first_token:
-            # The call streamed from its first token to its usage (sent as the stream ends).
-            run.streamed_tokens += event.output_tokens
-            run.streamed_seconds += event.ts - run.call_first_token
-        run.call_first_token = None
-        lane = run.lane or run.inner
-        if lane is not None:  # a task's (a robot used as a tool's) usage shows in its lane's header
-            lane.usage = run.usage
-            self.listener.item_changed(lane)
-            return
-        run.footer = True
-        self.listener.run_changed(run)
-
-    # -- the end of a run ---------------------------------------------------------------------------
-    def _end(self, event: ev.TerminalEvent, outcome: RunOutcome, *, message: str | None, result: Any) -> None:
-        run = self._run(event.run_id, event.robot)
-        if run.inner is not None:  # a robot used as a tool ended: its lane, not the run that called it
-            self._end_inner(run, run.inner, outcome, message=message, ts=event.ts)
-            return
-        if event.nested:  # a network task's own run ended: its task_finished says how the lane ends
-            run.text = None
-            return
-        if run.lane is not None:  # a task run's end: the end belongs to its network run
-            run.text = None
-            parent = self._runs.get(run.lane.group.run_id)
-            if parent is None:
-                return
-            run = parent
-        elif isinstance(event, ev.RunFailed):
-            self._finish(run, outcome, message=message, ts=event.ts, result=result)
-            # The error across the column: what went wrong, the fix it names, Retry.
-            text, fix = split_fix(event.error or "The run failed without saying why.")
-            self._add(ErrorItem(parent=run.turn, run=run, message=text, fix=fix, error_type=event.error_type))
-            return
-        self._finish(run, outcome, message=message, ts=event.ts, result=result)
-
-    def _end_inner(self, run: RunState, lane: CallLaneItem, outcome: RunOutcome, *, message: str | None,
-                   ts: float | None) -> None:
-        run.text = None
-        self._end_reasoning(run)
-        run.end = RunEnd(outcome=outcome, message=message)
-        lane.status = "done" if outcome == "finished" else "failed" if outcome == "failed" else "cancelled"
-        lane.reason = message if outcome != "finished" else None
-        lane.finished = ts
-        if outcome == "finished" and not lane.user_toggled:
-            lane.collapsed = True  # the answer is in the card's result
-        self.listener.item_changed(lane)
-
-    def _finish(self, run: RunState, outcome: RunOutcome, *, message: str | None, ts: float | None,
-                result: Any) -> None:
-        run.activity = run.activity_since = None
-        for child in run.children:
-            child.activity = child.activity_since = None
-        if run.network is not None:
-            self._finish_group(run.network, message or "interrupted", ts)
-        for call in run.calls.values():  # robots used as tools that never said how they ended
-            inner = call.inner
-            if inner is not None and inner.status == "running" and inner.run is not None:
-                self._end_inner(inner.run, inner, "interrupted" if outcome == "interrupted" else "cancelled",
-                                message=message or "the run that called it ended", ts=ts)
-        run.text = None
-        for each in (run, *run.children):
-            self._end_reasoning(each)
-        own = _own_result(run, result)
-        usage = own.usage if own is not None else None
-        if usage is not None and (usage.input_tokens or usage.output_tokens):
-            run.result_usage = usage
-        duration = own.duration if own is not None else None
-        if not duration and run.started is not None and ts is not None:
-            duration = max(0.0, ts - run.started)
-        stop = own.stop_reason if outcome == "finished" and isinstance(own, RobotResult) else None
-        if stop == "length":  # the answer was cut off at the token limit: the model may go on
-            self.notice(run, "The answer was cut off at the token limit.", level="warning", action="continue",
-                        details=STOP_NOTES["length"])
-        elif stop == "context_full":  # the window is full: going on or a larger max_tokens cannot help
-            self.notice(run, "The answer stopped: the model's context window is full.", level="warning",
-                        details=STOP_NOTES["context_full"])
-        run.end = RunEnd(outcome=outcome, message=message, max_turns=stop == "max_turns", duration=duration or None,
-                         stop_reason=stop)
-        run.footer = True
-        for each in (run, *run.children):
-            for call in each.calls.values():
-                if call.approval is not None and call.approval.state == "asking":
-                    call.approval.state = "stopped"
-                    self.listener.item_changed(call)
-                if outcome == "cancelled" and call.server and call.status == "running":
-                    # An MCP call in flight when the run stopped: the SDK sent notifications/cancelled.
-                    call.progress = ProgressState(value=call.progress.value if call.progress else 0.0,
-                                                  total=call.progress.total if call.progress else None,
-                                                  cancelled=True)
-                    self.listener.item_changed(call)
-        self.listener.run_changed(run)
-
-
-def _own_result(run: RunState, result: Any) -> RobotResult | NetworkResult | None:
-    """The terminal event's result when it is this run's own (a network's NetworkResult, a robot's
-    RobotResult), with its usage; None otherwise (a stored network result read back as its last
-    task's RobotResult would give that task's figures for the whole turn)."""
-    if isinstance(result, NetworkResult) and result.network == run.robot:
-        return result
-    if isinstance(result, RobotResult) and result.robot_name == run.robot and run.network is None:
-        return result
-    return None
-
-
-__all__ = ["APPROVAL", "INITIAL_TURNS", "LOAD_MORE_TURNS", "WAITING", "ChatPresenter", "compaction_text"]
-
-
-def compaction_text(event: ev.ContextCompacted) -> str:
-    """The marker's line: how many messages were summarised, and the tokens before and after."""
-    why = {"manual": " on request", "overflow": " after the server refused the request as too long"}.get(
-        event.trigger, "")
-    window = f" of {event.window:,}" if event.window else ""
-    return (f"⟲ Conversation compacted{why} — {event.newly_replaced} earlier messages summarised "
-            f"({event.tokens_before:,} → {event.tokens_after:,} tokens{window})")
-
-
-def _token_came(run: RunState, ts: float) -> None:
-    """A model call's token (text or thinking) came at ``ts``: the first of the run, of the call."""
-    if run.first_token is None:
-        run.first_token = ts
-    if run.call_first_token is None:
-        run.call_first_token = ts
+__all__ = ["APPROVAL", "INITIAL_TURNS", "LOAD_MORE_TURNS", "WAITING", "ChatPresenter", "TranscriptSource",
+           "compaction_text"]

@@ -9,7 +9,7 @@ tool calls (:class:`~ui.chat.model.tool_calls.ToolCallItem`, in :mod:`ui.chat.mo
 task robot's text and cards. A robot used as a tool shows as a :class:`CallLaneItem` inside its
 call's card (``ToolCallItem.inner``), holding that robot's text and cards the same way. Every run
 of the turn is a :class:`RunState` (usage, how it ended, whether its footer shows). The presenter
-(:mod:`ui.chat.model.presenter`) is the only writer; the chat widget reads.
+(:mod:`ui.chat.model.presenter`, through its reducers) is the only writer; the chat widget reads.
 
 Items compare by identity (``eq=False``) so they can key the widgets that show them.
 
