@@ -192,7 +192,8 @@ class RunTracer:
             case ev.RunFinished() | ev.RunFailed() | ev.RunCancelled():
                 self._run_ended(event)
             case (ev.MemoryChanged() | ev.ChangeProposed() | ev.ChangeDecided() | ev.McpServers()
-                  | ev.ToolProgress() | ev.ContextUsage() | ev.ContextCompacted() | ev.ModelChanged()):
+                  | ev.ToolProgress() | ev.ToolOutput() | ev.ContextUsage() | ev.ContextCompacted()
+                  | ev.ModelChanged()):
                 pass  # not part of the GenAI spans
             case _:
                 from typing import assert_never

@@ -216,7 +216,7 @@ class EventLog(Database):
                 ))
                 out.append(("UPDATE threads SET updated_at = ? WHERE id = ?", (now(), thread_id)))
             case (ev.TextDelta() | ev.ApprovalRequested() | ev.ApprovalDecided() | ev.ToolResult() | ev.ToolError()
-                  | ev.ToolProgress() | ev.MemoryChanged() | ev.ChangeProposed() | ev.ChangeDecided()
+                  | ev.ToolProgress() | ev.ToolOutput() | ev.MemoryChanged() | ev.ChangeProposed() | ev.ChangeDecided()
                   | ev.McpServers() | ev.TaskStarted() | ev.TaskFinished() | ev.ContextUsage()
                   | ev.ContextCompacted() | ev.ReasoningDelta() | ev.Reasoning() | ev.RunStatus()
                   | ev.ModelChanged()):

@@ -247,6 +247,8 @@ class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
                     self.set_activity(run, WAITING, since=event.ts)  # the model's next turn
             case ev.ToolProgress():
                 self._tool_progress(event)
+            case ev.ToolOutput():
+                pass  # a running command's output: the tool card does not show it yet
             case ev.MemoryChanged():
                 pass  # the Memory dock shows it; the conversation does not
             case ev.ChangeProposed():
