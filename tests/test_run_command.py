@@ -327,3 +327,28 @@ async def test_without_a_sandbox_it_refuses_naming_what_to_install(folder: Path,
     monkeypatch.setattr(commands, "_box", None)
     [data] = results(await run_commands(folder, ChangeSet(folder), "echo hi"))
     assert "run_command cannot run here" in data["error"] and "bwrap" in data["error"]
+
+
+# -- in a thread, with the offline demo ---------------------------------------------------------------------
+
+
+async def test_the_offline_demo_runs_a_command_on_the_threads_proposals_and_the_output_is_kept(
+        tmp_path: Path, folder: Path) -> None:
+    from workspace.providers.demo import DEMO_LINE, DemoProvider
+    from workspace.session import Workspace
+
+    (folder / "notes.txt").write_text("shopping\neggs\n", encoding="utf-8")
+    ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=DemoProvider(delay=0),
+                   approval=Gate(ALLOW_ALL))
+    try:
+        session = ws.new_thread("file-helper")
+        await session.send("add a line to notes.txt").wait()
+        await session.send('run "cat notes.txt"').wait()
+        assert (folder / "notes.txt").read_text(encoding="utf-8") == "shopping\neggs\n"
+        events = [e for t in session.transcript() for e in t.events]  # as stored with the thread
+        streamed = "".join(e.text for e in events if isinstance(e, ev.ToolOutput))
+        assert streamed == f"shopping\neggs\n{DEMO_LINE}\n"
+        answer = [e.text for e in events if isinstance(e, ev.Text)][-1]
+        assert "`cat notes.txt` exited with 0" in answer and "Offline demo" in answer
+    finally:
+        await ws.aclose()
