@@ -352,3 +352,25 @@ async def test_the_offline_demo_runs_a_command_on_the_threads_proposals_and_the_
         assert "`cat notes.txt` exited with 0" in answer and "Offline demo" in answer
     finally:
         await ws.aclose()
+
+
+async def test_this_thread_and_always_are_for_the_command_asked_about(folder: Path, tmp_path: Path) -> None:
+    policy = ApprovalPolicy(path=tmp_path / "approval.yaml")
+    scope = "thread"
+
+    async def ask(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request.input["command"])
+        return ApprovalDecision(approved=True, scope=scope)
+
+    asked: list[str] = []
+    gate = ApprovalGate(policy, ask)
+    await run_commands(folder, ChangeSet(folder), "echo one", "echo one", "echo two", gate=gate)
+    assert asked == ["echo one", "echo two"]  # granted for this thread: that command, not every command
+    scope = "always"
+    asked.clear()
+    await run_commands(folder, ChangeSet(folder), "ls -a", "ls -a", "ls *", "ls *", "pwd",
+                       gate=ApprovalGate(policy, ask))
+    assert asked == ["ls -a", "ls *", "ls *", "pwd"]  # a command with a glob is not written as a rule
+    assert policy.path is not None
+    assert [(r.action, r.tool, r.command) for r in ApprovalPolicy.load(policy.path).rules] == [
+        ("allow", "run_command", "ls -a"), ("allow", "run_command", "pwd")]

@@ -394,16 +394,17 @@ class ApprovalGate:
     def __init__(self, policy: ApprovalPolicy | None = None, ask: AskFn | None = None) -> None:
         self.policy = policy or ApprovalPolicy()
         self.ask_fn = ask
-        #: "for this thread" grants: (thread id, robot, server, tool); a run outside a thread has id "".
-        self._thread_grants: set[tuple[str, str, str, str]] = set()
+        #: "for this thread" grants: (thread id, robot, server, tool, command); a run outside a thread has id "",
+        #: a call that runs no command the command "" (a grant for ``run_command`` is for that command only).
+        self._thread_grants: set[tuple[str, str, str, str, str]] = set()
 
     @staticmethod
     def _key(request: ApprovalRequest) -> tuple[str, str, str]:
         return (request.robot, request.server or "local", request.tool)
 
     @classmethod
-    def _thread_key(cls, request: ApprovalRequest) -> tuple[str, str, str, str]:
-        return (request.thread_id or "", *cls._key(request))
+    def _thread_key(cls, request: ApprovalRequest) -> tuple[str, str, str, str, str]:
+        return (request.thread_id or "", *cls._key(request), command_of(request) or "")
 
     def _granted(self, request: ApprovalRequest) -> bool:
         return self._thread_key(request) in self._thread_grants
@@ -457,7 +458,13 @@ class ApprovalGate:
         if decision.scope == "thread" and decision.approved:
             self._thread_grants.add(self._thread_key(request))
         elif decision.scope == "always":
-            self.policy.set_rule("allow" if decision.approved else "deny", robot=robot, server=server, tool=tool)
+            # For run_command: this command, as it was written (a glob's characters would widen it: then the
+            # rule is not written, and the answer holds once).
+            command = command_of(request)
+            if command is not None and any(c in command for c in "*?["):
+                return
+            self.policy.set_rule("allow" if decision.approved else "deny", robot=robot, server=server, tool=tool,
+                                 command=command)
             self.policy.save()
 
 
