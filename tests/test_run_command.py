@@ -374,3 +374,17 @@ async def test_this_thread_and_always_are_for_the_command_asked_about(folder: Pa
     assert policy.path is not None
     assert [(r.action, r.tool, r.command) for r in ApprovalPolicy.load(policy.path).rules] == [
         ("allow", "run_command", "ls -a"), ("allow", "run_command", "pwd")]
+
+
+async def test_bad_calls_get_an_error_naming_the_fix(folder: Path) -> None:
+    robot = Robot("helper", system_prompt="x", tools=[RUN], provider=ScriptedProvider([
+        [ToolCall("run_command", {"command": "true", "timeout_s": 0}, id="c0")],
+        [ToolCall("run_command", {"command": "   "}, id="c1")], "Done."]), folder=folder)
+    events = [e async for e in robot.stream("go", changes=ChangeSet(folder), approval=Gate(ALLOW_ALL))]
+    zero, empty = results(events)
+    assert "timeout_s must be between 0 and 600" in zero["error"] and "leave it out" in zero["error"]
+    assert "could not be run" in empty["error"] and "the command is empty" in empty["error"]
+    no_folder = Robot("helper", system_prompt="x", tools=[RUN], provider=ScriptedProvider([
+        [ToolCall("run_command", {"command": "ls"}, id="c0")], "Done."]))
+    [alone] = results([e async for e in no_folder.stream("go", approval=Gate(ALLOW_ALL))])
+    assert "No folder is open" in alone["error"] and "--folder" in alone["error"]
