@@ -243,6 +243,9 @@ async def test_the_time_limit_is_said_in_the_result(folder: Path) -> None:
     ("pytest", "allow", "pytester", False),
     ("rm *", "deny", "make && rm -rf build", True),
     ("rm *", "deny", "make | rm x", True),
+    ("rm *", "deny", "echo $(rm x)", True),
+    ("rm *", "deny", "echo `rm x`", True),
+    ("rm *", "deny", "(cd src; rm x)", True),
     ("rm *", "deny", "make", False),
     ("git push", "deny", "git status; git push origin", True),
 ])

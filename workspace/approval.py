@@ -128,7 +128,7 @@ class ApprovalDecision:
 
 #: What makes a shell command more than one command: a separator, a pipe, a substitution.
 _COMPOUND = re.compile(r"[;&|`\n]|\$\(")
-_SEPARATORS = re.compile(r"\|\||&&|[;&|\n]")
+_SEPARATORS = re.compile(r"\|\||&&|[;&|\n`(]|\$\(")
 
 
 def command_of(request: ApprovalRequest) -> str | None:
@@ -144,7 +144,9 @@ def command_matches(pattern: str, command: str, action: str) -> bool:
     over the whole command; one without is a prefix of whole words (``pytest`` covers ``pytest -q``, not
     ``pytester``). An *allow* covers a single command only: one with ``;``, ``&&``, ``|``, a newline or a
     substitution is asked about (``pytest*`` must not allow ``pytest; curl …``). A *deny* or *ask* covers a
-    command any part of which it covers (``rm *`` denies ``make && rm -rf build``)."""
+    command any part of which it covers (``rm *`` denies ``make && rm -rf build`` and ``echo $(rm x)``). A
+    deny is a best effort over the shell's text (``sh -c "rm x"`` is ``sh`` to it): the sandbox is what keeps
+    the folder safe."""
     def one(text: str) -> bool:
         text = text.strip().lstrip("({ ").strip()
         if any(c in pattern for c in "*?["):
