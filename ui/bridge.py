@@ -49,6 +49,8 @@ class RunBridge(QObject):
     tool_finished = Signal(object)  # ToolResult or ToolError
     #: ToolProgress: a running MCP tool's progress report (the chat's card shows it via view_event).
     tool_progress = Signal(object)
+    #: ToolOutput: a chunk of a running command's output (run_command), in order.
+    tool_output = Signal(object)
     memory_changed = Signal(object)
     change_proposed = Signal(object)
     change_decided = Signal(object)
@@ -193,7 +195,7 @@ class RunBridge(QObject):
             case ev.ToolProgress():
                 self.tool_progress.emit(event)
             case ev.ToolOutput():
-                pass  # a running command's output: view_event carries it
+                self.tool_output.emit(event)
             case ev.MemoryChanged():
                 self.memory_changed.emit(event)
             case ev.ChangeProposed():
