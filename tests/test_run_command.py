@@ -175,7 +175,9 @@ async def test_the_models_result_and_the_kept_output_are_bounded(folder: Path) -
     assert output.startswith("1\n2\n3\n") and output.endswith("299999\n300000\n")
     assert "characters of output left out" in output
     assert len(output) < 2 * commands.MODEL_KEEP_CHARS + 200
-    streamed = "".join(e.text for e in events if isinstance(e, ev.ToolOutput))
+    chunks = [e.text for e in events if isinstance(e, ev.ToolOutput)]
+    assert max(len(c) for c in chunks) <= commands.MAX_CHUNK_CHARS
+    streamed = "".join(chunks)
     assert len(streamed) < commands.MAX_STREAMED_CHARS + 200  # the full output is about 2 MB
     assert streamed.startswith("1\n2\n") and "is not shown or kept" in streamed
 

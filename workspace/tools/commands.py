@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 #: Output events are sent at most this often (chunks arriving in between are joined).
 OUTPUT_INTERVAL_S = 0.05
+#: The most text one output event carries (more arriving at once is sent as several, in order), so no
+#: consumer is handed megabytes in one piece.
+MAX_CHUNK_CHARS = 64_000
 #: Output streamed (and kept with the thread) per call, in characters; the rest is only counted.
 MAX_STREAMED_CHARS = 1_000_000
 #: Characters of the output's start and as many of its end the model receives.
@@ -117,7 +120,8 @@ class _OutputStream:
                     "command's result has its end …]\n")
         self._sent += len(text)
         self._last = time.monotonic()
-        self._send(text)
+        for start in range(0, len(text), MAX_CHUNK_CHARS):
+            self._send(text[start:start + MAX_CHUNK_CHARS])
 
     def note(self, text: str) -> None:
         """A line of ours after the output (the command was stopped)."""
