@@ -393,3 +393,12 @@ async def test_bad_calls_get_an_error_naming_the_fix(folder: Path) -> None:
         [ToolCall("run_command", {"command": "ls"}, id="c0")], "Done."]))
     [alone] = results([e async for e in no_folder.stream("go", approval=Gate(ALLOW_ALL))])
     assert "No folder is open" in alone["error"] and "--folder" in alone["error"]
+
+
+async def test_a_symbolic_link_it_makes_is_reported_not_proposed(folder: Path) -> None:
+    changes = ChangeSet(folder)
+    [data] = results(await run_commands(folder, changes, "ln -s /etc/passwd link && echo text > plain.txt"))
+    assert data["changes"] == ["plain.txt"]
+    assert data["not_proposed"] == [{"path": "link", "why": "it is a symbolic link (to /etc/passwd), which is not "
+                                                             "proposed"}]
+    assert [fc.path for fc in changes.files] == ["plain.txt"] and not (folder / "link").is_symlink()
