@@ -402,3 +402,13 @@ async def test_a_symbolic_link_it_makes_is_reported_not_proposed(folder: Path) -
     assert data["not_proposed"] == [{"path": "link", "why": "it is a symbolic link (to /etc/passwd), which is not "
                                                              "proposed"}]
     assert [fc.path for fc in changes.files] == ["plain.txt"] and not (folder / "link").is_symlink()
+
+
+async def test_in_auto_mode_what_it_writes_is_applied_with_a_decision_per_file(folder: Path) -> None:
+    changes = ChangeSet(folder, mode="auto")
+    events = await run_commands(folder, changes, "echo one > one.txt && echo two > two.txt")
+    [data] = results(events)
+    assert data["changes"] == ["one.txt", "two.txt"] and "applied (auto mode)" in " ".join(data["notes"])
+    assert (folder / "one.txt").read_text() == "one\n" and (folder / "two.txt").read_text() == "two\n"
+    decided = [e for e in events if isinstance(e, ev.ChangeDecided)]
+    assert sorted(f["path"] for e in decided for f in e.outcome) == ["one.txt", "two.txt"]

@@ -177,14 +177,14 @@ def _emit_output(context: ToolContext, text: str) -> None:
 async def _report(result: CommandResult, context: ToolContext, changes: ChangeSet | None) -> Any:
     """The model's result, after proposing what the command changed in the folder."""
     proposed, refused, summaries, decided = await asyncio.to_thread(_propose, result, context, changes)
-    if context.emit is not None:
+    if context.emit is not None and changes is not None:
         from workspace import events as ev
 
-        if summaries and changes is not None:
+        if summaries:
             context.emit(ev.ChangeProposed, change_set_id=changes.id, files=summaries, tool_id=context.call_id or None)
-        if decided is not None and changes is not None:
-            context.emit(ev.ChangeDecided, change_set_id=changes.id, outcome=decided.outcome,
-                         checkpoint_id=decided.checkpoint_id)
+        for applied in decided:
+            context.emit(ev.ChangeDecided, change_set_id=changes.id, outcome=applied.outcome,
+                         checkpoint_id=applied.checkpoint_id)
     data: dict[str, Any] = {"exit_code": result.exit_code, "output": result.output.text,
                             "timed_out": result.timed_out, "changes": proposed}
     if result.stopped_by is not None:
@@ -207,15 +207,15 @@ async def _report(result: CommandResult, context: ToolContext, changes: ChangeSe
 
 
 def _propose(result: CommandResult, context: ToolContext,
-             changes: ChangeSet | None) -> tuple[list[str], list[dict[str, str]], list[dict[str, Any]], Any]:
+             changes: ChangeSet | None) -> tuple[list[str], list[dict[str, str]], list[dict[str, Any]], list[Any]]:
     """Propose the command's changes into the run's change set: (paths proposed, [{path, why}] not
-    proposed, the ``change_proposed`` entries, the apply result in auto mode)."""
+    proposed, the ``change_proposed`` entries, the apply results in auto mode, one per file)."""
     from workspace.errors import SandboxError
 
     proposed: list[str] = []
     refused: list[dict[str, str]] = []
     summaries: list[dict[str, Any]] = []
-    decided = None
+    decided: list[Any] = []
     for change in result.changes.proposed:
         why = None
         if changes is None:
@@ -238,8 +238,8 @@ def _propose(result: CommandResult, context: ToolContext,
                 proposed.append(change.path)
                 if fc is not None:
                     summaries.append(fc.summary())
-                    if changes.mode == "auto":
-                        decided = changes.last_result
+                    if changes.mode == "auto" and changes.last_result is not None:
+                        decided.append(changes.last_result)
                 continue
         refused.append({"path": change.path, "why": why or "not proposed"})
     return proposed, refused, summaries, decided
