@@ -41,7 +41,7 @@ folder, args, whole = Path(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3] ==
 if whole:
     reading.STREAM_BYTES = 1 << 62
 context = ToolContext(robot="r", run_id="run", call_id="c", folder=folder, changes=ChangeSet(folder),
-                      emit=lambda cls, **fields: None)
+                      emit=lambda event: None)
 tool = registry.get("read_file")
 asyncio.run(tool.invoke({"path": "empty.txt"}, context))  # imports before measuring
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -252,6 +252,20 @@ async def test_edited_approval_runs_with_the_edited_arguments() -> None:
     assert not [e for e in events if e.kind == "approval_requested"]
 
 
+async def test_a_tools_duration_leaves_out_the_wait_for_approval() -> None:
+    """The card's and the inspector's duration is the tool's own time, not the person's (issue 24)."""
+    async def ask(request: ApprovalRequest) -> ApprovalDecision:
+        await asyncio.sleep(0.6)  # the person reads the call
+        return ApprovalDecision(approved=True)
+
+    policy = ApprovalPolicy()
+    policy.set_rule("ask", tool="slow")
+    p = ScriptedProvider([[ToolCall("slow", {"seconds": 0.2})], "ok"])
+    events = await collect(robot(p, approval=ApprovalGate(policy, ask)).stream("x"))
+    result = next(e for e in events if isinstance(e, ev.ToolResult))
+    assert 0.15 <= result.duration < 0.5, result.duration
+
+
 async def test_policy_deny_and_default_allow_without_asking() -> None:
     policy = ApprovalPolicy()
     policy.set_rule("deny", tool="slow")
@@ -358,3 +372,29 @@ async def test_a_grant_for_this_thread_holds_in_that_thread_only() -> None:
     other = ApprovalRequest(call_id="3", robot="r", tool="write_file", input={}, server="fs", thread_id="t2")
     assert gate.decide(other) == "ask"
     assert asked == ["t1"]
+
+
+async def test_events_emitted_built_are_stamped_by_the_run_and_a_stamped_one_is_copied() -> None:
+    """A tool emits an event built as its class; the run stamps its run id, robot, seq and task. An event
+    emitted twice is a copy the second time: the first stays as it was published."""
+    emitted: list[ev.Event] = []
+
+    @tool
+    def progress(context: ToolContext) -> str:
+        """Say how far it is, twice with the same event."""
+        assert context.emit is not None
+        event = ev.ToolProgress(id=context.call_id, name="progress", progress=1.0, total=2.0, message="half")
+        emitted.extend([event, event])
+        context.emit(event)
+        context.emit(event)  # already stamped: copied, not changed
+        return "done"
+
+    p = ScriptedProvider([[ToolCall("progress", {})], "Done."])
+    events = await collect(robot(p, tools=[progress]).stream("go"))
+    shown = [e for e in events if isinstance(e, ev.ToolProgress)]
+    run_id = events[0].run_id
+    assert len(shown) == 2 and all(e.run_id == run_id and e.robot == "bot" and e.message == "half" for e in shown)
+    assert shown[0] is emitted[0] and shown[1] is not shown[0]  # the first stamped as built, the second a copy
+    assert shown[0].seq < shown[1].seq and shown[0].ts == shown[1].ts
+    assert [e.seq for e in events] == sorted(e.seq for e in events)  # numbered in the stream's order
+    assert ev.stamp(ev.Text(text="hi"), run_id="r", robot="b", seq=3).to_dict()["seq"] == 3

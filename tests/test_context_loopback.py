@@ -27,7 +27,7 @@ from workspace.context.compaction import SUMMARY_HEADER, SUMMARY_INSTRUCTIONS
 from workspace.errors import ContextOverflowError
 from workspace.exports import export_events_jsonl, export_markdown
 from workspace.messages import Message
-from workspace.providers.base import Chunk
+from workspace.providers.base import Chunk, ProviderBase
 from workspace.providers.litellm_provider import LiteLLMProvider
 from workspace.robot import Robot
 from workspace.session import Workspace
@@ -214,7 +214,7 @@ async def test_a_request_that_cannot_fit_fails_naming_what_to_do() -> None:
         assert words in failed.error
 
 
-class Refusing:
+class Refusing(ProviderBase):
     """A provider whose server refuses every request as too long (its summaries too)."""
 
     model_id = "refusing/model"

@@ -38,8 +38,8 @@ class Harness:
         self.context = ToolContext(robot="helper", run_id="run-1", call_id="call-1", folder=folder,
                                    changes=changes, emit=self._emit)
 
-    def _emit(self, cls: type[ev.Event], **fields: Any) -> None:
-        self.events.append((cls.kind, fields))
+    def _emit(self, event: ev.Event) -> None:
+        self.events.append((event.kind, event.to_dict()))
 
     async def __call__(self, name: str, **args: Any) -> ToolOutput:
         tool = registry.get(name)

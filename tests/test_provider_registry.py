@@ -13,7 +13,15 @@ import pytest
 from workspace.config import load_config
 from workspace.providers import provider_for, register
 from workspace.providers import registry as providers
-from workspace.providers.base import Chunk, ConfigLookup, Provider, TextChunk, ToolSpec
+from workspace.providers.base import (
+    Chunk,
+    ConfigLookup,
+    Provider,
+    TextChunk,
+    ToolSpec,
+    WithDefaults,
+    with_defaults,
+)
 from workspace.providers.demo import DemoProvider
 from workspace.providers.litellm_provider import LiteLLMProvider
 from workspace.providers.openai_provider import OpenAICompatibleProvider
@@ -101,7 +109,9 @@ def test_the_configured_api_base_chooses_the_lean_provider_too() -> None:
 async def test_a_factory_registered_at_run_time_comes_first() -> None:
     register(EchoFactory())
     made = provider_for("echo/one", api_base="http://127.0.0.1:9/v1")
-    assert isinstance(made, EchoProvider) and made.api_base == "http://127.0.0.1:9/v1"
+    # Not a ProviderBase: wrapped with the defaults of what it does not have (WithDefaults).
+    assert isinstance(made, WithDefaults) and isinstance(made.inner, EchoProvider)
+    assert made.api_base == "http://127.0.0.1:9/v1" and made.model_id == "echo/one" and not made.supports_tools
     assert isinstance(provider_for("openai/gpt-4o-mini"), LiteLLMProvider)  # others still go to litellm
     robot = Robot("r", system_prompt="Hi", model="echo/two")
     assert (await robot.arun("hello")).last_text_content == "echo from echo/two"
@@ -167,6 +177,87 @@ def test_a_package_adds_a_provider_through_its_entry_point(tmp_path: Path, monke
     # A factory registered at run time still comes before the entry points.
     register(EchoFactory("mine", "acme/"))
     assert [f.name for f in providers.factories()][:2] == ["mine", "acme"]
+
+
+MINIMAL_PLUGIN = """
+from workspace.providers.base import FinishChunk, TextChunk
+
+
+class Minimal:
+    # Only what the Provider protocol requires: no api_base, no window, no tokenizer, no vision, no key check.
+    supports_tools = True
+    supports_streaming = True
+    is_language_model = True
+
+    def __init__(self, model):
+        self.model_id = self.label = model
+
+    async def stream(self, *, system, messages, tools, settings):
+        yield TextChunk(f"minimal answers {len(messages)} message(s)")
+        yield FinishChunk("stop")
+
+
+class Knowing(Minimal):
+    # What it knows passes through the wrapper.
+    api_base = "http://127.0.0.1:9/v1"
+    is_local = False
+    supports_response_schema = True
+
+    def context_window(self):
+        return 1234
+
+    def supports_vision(self):
+        return True
+
+    def check_key(self):
+        raise RuntimeError("set ACME_KEY")
+
+
+class Factory:
+    name = "minimal"
+
+    def matches(self, model, api_base):
+        return bool(model) and model.startswith(("minimal/", "knowing/"))
+
+    def create(self, model, *, api_base=None, config=None, **options):
+        return (Knowing if model.startswith("knowing/") else Minimal)(model)
+
+
+factory = Factory()
+"""
+
+
+async def test_a_plugin_provider_with_only_the_required_members_gets_the_defaults(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provider of another package that implements only the protocol's required members works: it is
+    wrapped once where its factory made it, and everything asks the capabilities directly."""
+    from workspace.context.window import WindowInfo, resolve_window
+
+    _plugin(tmp_path, "minimal = acme_provider:factory\n", MINIMAL_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "acme_provider", raising=False)
+    assert [f.name for f in providers.reload_entry_points()] == ["minimal"]
+
+    made = provider_for("minimal/one")
+    assert isinstance(made, WithDefaults) and type(made.inner).__name__ == "Minimal"
+    assert (made.label, made.model_id, made.api_base, made.is_local) == ("minimal/one", "minimal/one", None, None)
+    assert made.supports_vision() is None and made.context_window() is None and made.token_counter() is None
+    assert made.known_context_window() == (True, None) and made.known_token_counter() == (True, None)
+    assert made.supports_response_schema is False and made.check_key() is None
+    assert await resolve_window(made) == WindowInfo(8192, "default")
+    robot = Robot("r", system_prompt="Hi", model="minimal/one")
+    assert (await robot.arun("hello")).last_text_content == "minimal answers 1 message(s)"
+
+    knowing = provider_for("knowing/two")
+    assert (knowing.api_base, knowing.is_local, knowing.supports_vision()) == ("http://127.0.0.1:9/v1", False, True)
+    assert knowing.supports_response_schema is True and knowing.known_context_window() == (False, None)
+    assert await resolve_window(knowing) == WindowInfo(1234, "model info")
+    with pytest.raises(RuntimeError, match="ACME_KEY"):
+        knowing.check_key()
+    # Given to a robot directly (not through a factory): wrapped the same way, once.
+    direct = Robot("d", system_prompt="Hi", provider=made.inner)
+    assert isinstance(direct.provider, WithDefaults) and direct.provider.inner is made.inner
+    assert with_defaults(direct.provider) is direct.provider
 
 
 def test_entry_points_are_read_once_on_first_use(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterable
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -26,45 +26,26 @@ if TYPE_CHECKING:
 class RunBridge(QObject):
     """One object between the core's event stream and the widgets.
 
-    Every event class reaches a signal (``_emit`` matches on :data:`workspace.events.Event` to
-    the end, so a new event class is a type error here until it has one), and every event is in
-    the ``events_batched`` batches.
+    Every event reaches ``view_event`` (what the chat's presenter shows) and the ``events_batched``
+    batches (the trace); a kind has a signal of its own only when a part of the window subscribes to
+    it, so a new event kind needs nothing here (a test keeps every signal subscribed).
     """
 
-    #: The first event of a run (RunStarted).
+    #: The first event of a run (RunStarted): the changes dock clears its "applied…" message.
     run_started = Signal(object)
-    #: Coalesced text: (run_id, robot, text appended since the last emission).
+    #: Coalesced text: (run_id, robot, text appended since the last emission): the context meter's
+    #: running estimate.
     text_appended = Signal(str, str, str)
-    #: A complete model turn's text (Text event) — the streamed text is final.
-    text_completed = Signal(object)
-    #: Coalesced thinking: (run_id, robot, thinking appended since the last emission).
-    reasoning_appended = Signal(str, str, str)
-    #: A model turn's whole thinking (Reasoning event).
-    reasoning_completed = Signal(object)
-    #: What the run waits for (RunStatus: loading, connecting, queued, waiting, streaming, retrying, fallback, notice).
-    status_changed = Signal(object)
-    tool_used = Signal(object)
-    approval_requested = Signal(object)
-    approval_decided = Signal(object)
-    tool_finished = Signal(object)  # ToolResult or ToolError
-    #: ToolProgress: a running MCP tool's progress report (the chat's card shows it via view_event).
-    tool_progress = Signal(object)
-    #: ToolOutput: a chunk of a running command's output (run_command), in order.
-    tool_output = Signal(object)
-    memory_changed = Signal(object)
+    #: ChangeProposed / ChangeDecided: the changes dock.
     change_proposed = Signal(object)
     change_decided = Signal(object)
+    #: Usage: the run's token and cost totals in the status bar.
     usage_reported = Signal(object)
     #: How full the model's context window is (ContextUsage), before and after each model call.
     context_usage = Signal(object)
-    #: Older messages were summarised for the model (ContextCompacted): the chat's marker.
+    #: Older messages were summarised for the model (ContextCompacted): the context meter.
     context_compacted = Signal(object)
-    task_changed = Signal(object)  # TaskStarted / TaskFinished
-    #: McpServers: MCP servers the run started without (still starting, failed) or that joined it.
-    mcp_notice = Signal(object)
-    #: ModelChanged: the thread's model was switched (the chat shows it through view_event).
-    model_changed = Signal(object)
-    #: The terminal event (RunFinished / RunFailed / RunCancelled).
+    #: The terminal event (RunFinished / RunFailed / RunCancelled) of the run, not of a run inside it.
     run_ended = Signal(object)
     #: Every event for the views that show them (the chat's presenter), in order, as it comes;
     #: text deltas joined: one TextDelta per flush (the last delta's seq) for all that arrived (and one
@@ -146,8 +127,9 @@ class RunBridge(QObject):
             self._timer.start()
 
     def _emit(self, event: ev.Event) -> None:
-        """Every event reaches a signal: text deltas ``text_appended`` (coalesced), the rest their own;
-        and ``view_event``, all of them in order (text deltas joined)."""
+        """Every event reaches ``view_event``, in order (text and thinking deltas joined); text deltas
+        also ``text_appended`` (coalesced), and the kinds a part of the window subscribes to their own
+        signal."""
         from workspace import events as ev
 
         if isinstance(event, ev.TextDelta):
@@ -176,28 +158,8 @@ class RunBridge(QObject):
         self._flush_text()  # the text before it goes out first: order is kept
         self.view_event.emit(event)
         match event:
-            case ev.Reasoning():
-                self.reasoning_completed.emit(event)
-            case ev.RunStatus():
-                self.status_changed.emit(event)
             case ev.RunStarted():
                 self.run_started.emit(event)
-            case ev.Text():
-                self.text_completed.emit(event)
-            case ev.ToolUse():
-                self.tool_used.emit(event)
-            case ev.ApprovalRequested():
-                self.approval_requested.emit(event)
-            case ev.ApprovalDecided():
-                self.approval_decided.emit(event)
-            case ev.ToolResult() | ev.ToolError():
-                self.tool_finished.emit(event)
-            case ev.ToolProgress():
-                self.tool_progress.emit(event)
-            case ev.ToolOutput():
-                self.tool_output.emit(event)
-            case ev.MemoryChanged():
-                self.memory_changed.emit(event)
             case ev.ChangeProposed():
                 self.change_proposed.emit(event)
             case ev.ChangeDecided():
@@ -208,18 +170,12 @@ class RunBridge(QObject):
                 self.context_usage.emit(event)
             case ev.ContextCompacted():
                 self.context_compacted.emit(event)
-            case ev.TaskStarted() | ev.TaskFinished():
-                self.task_changed.emit(event)
-            case ev.McpServers():
-                self.mcp_notice.emit(event)
-            case ev.ModelChanged():
-                self.model_changed.emit(event)
             case ev.RunFinished() | ev.RunFailed() | ev.RunCancelled():
                 self.flush()
                 if not event.nested:  # the end of a run inside the run (a task's, a robot as a tool's) is not it
                     self.run_ended.emit(event)
             case _:
-                assert_never(event)
+                pass  # the views take every other kind from view_event (the chat's presenter)
 
     def _flush_text(self) -> None:
         if self._pending_text and self._pending_key is not None:
@@ -235,11 +191,9 @@ class RunBridge(QObject):
         if self._pending_reasoning and self._reasoning_key is not None:
             text = "".join(self._pending_reasoning)
             self._pending_reasoning.clear()
-            run_id, robot = self._reasoning_key
             last, self._reasoning_delta = self._reasoning_delta, None
             if last is not None:
                 self.view_event.emit(last.replace(text=text))
-            self.reasoning_appended.emit(run_id, robot, text)
 
     def flush(self) -> None:
         """Emit pending text and the pending event batch now."""
@@ -307,10 +261,8 @@ def event_summary(event: ev.Event) -> str:
             return f"{len(event.files)} file(s)"
         case ev.McpServers():
             return event.message.replace("\n", " · ")
-        case ev.ChangeDecided() | ev.RunFinished():
-            return ""
         case _:
-            assert_never(event)
+            return ""  # ChangeDecided, RunFinished, a kind with nothing to add: the trace's row shows its kind
 
 
 def _short(value: Any, limit: int = 100) -> str:

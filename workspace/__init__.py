@@ -58,6 +58,15 @@ _EXPORTS: dict[str, str] = {
     "MCPError": "workspace.errors",
     "AwaitTimeout": "workspace.errors",
     "RunFailedError": "workspace.errors",
+    "RobotMessage": "workspace.bus",
+    "MessageBus": "workspace.bus",
+    "BusError": "workspace.bus",
+    "DelegationFuture": "workspace.delegation",
+    "DelegationTimeout": "workspace.delegation",
+    "AgentSkill": "workspace.agent_skills",
+    "AgentSkillCatalog": "workspace.agent_skills",
+    "Ledger": "workspace.ledger",
+    "BudgetExceeded": "workspace.ledger",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__", "build", "create_memory"]

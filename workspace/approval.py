@@ -42,9 +42,12 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, assert_never
+from typing import TYPE_CHECKING, Any, Literal, assert_never, cast
 
 from workspace.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from workspace.events import ApprovalChoice, ApprovalScope
 
 Action = Literal["allow", "ask", "deny"]
 ACTIONS: tuple[str, ...] = ("allow", "ask", "deny")
@@ -122,8 +125,14 @@ class ApprovalDecision:
     scope: str = "once"
 
     @property
-    def decision(self) -> str:
+    def decision(self) -> ApprovalChoice:
         return "approve" if self.approved else "deny"
+
+    @property
+    def event_scope(self) -> ApprovalScope:
+        """``scope`` as the :class:`~workspace.events.ApprovalDecided` event records it (the window's
+        widgets set ``scope`` from their combo boxes' data, typed ``str``)."""
+        return cast("ApprovalScope", self.scope)
 
 
 #: What makes a shell command more than one command: a separator, a pipe, a substitution.

@@ -46,9 +46,12 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from workspace.errors import Error
+
+if TYPE_CHECKING:
+    from workspace.providers.base import Provider
 
 __all__ = [
     "IMAGE_MIMES",
@@ -444,12 +447,11 @@ def without_images(messages: Sequence[Any]) -> list[Any]:
     return out
 
 
-def supports_vision(provider: Any) -> bool | None:
+def supports_vision(provider: Provider) -> bool | None:
     """Whether ``provider``'s model takes images: True, False, or None when nobody knows (a local server;
-    a provider without ``supports_vision``). May import litellm: call it off the event loop."""
-    ask = getattr(provider, "supports_vision", None)
+    a provider that does not say). May import litellm: call it off the event loop."""
     try:
-        answer = ask() if callable(ask) else ask
+        answer = provider.supports_vision()
     except Exception:  # a provider that cannot tell: as unknown
         return None
     return None if answer is None else bool(answer)
@@ -470,7 +472,7 @@ def vision_setting(value: Any, model: str | None) -> bool | None:
     return None
 
 
-def vision_problem(provider: Any, attachments: Sequence[Attachment]) -> tuple[str | None, str | None]:
+def vision_problem(provider: Provider, attachments: Sequence[Attachment]) -> tuple[str | None, str | None]:
     """``(error, note)`` for sending ``attachments`` to ``provider``'s model: an error when it has images
     and the model is known not to see them; a note when nobody knows (a local server). May import litellm:
     call it off the event loop."""
@@ -478,20 +480,20 @@ def vision_problem(provider: Any, attachments: Sequence[Attachment]) -> tuple[st
     if not images:
         return None, None
     answer = supports_vision(provider)
-    model = getattr(provider, "label", None) or getattr(provider, "model_id", "the model")
+    model = provider.label or provider.model_id or "the model"
     names = ", ".join(a.name for a in images)
     if answer is False:
         return (f"{model} does not take images, so {names} was not sent. Remove the image, or choose a model that "
                 "supports vision (for example openai/gpt-4o-mini or anthropic/claude-sonnet-4-5); if this one does, "
                 f"say so in the configuration: {VISION_KEY}: true"), None
-    if answer is None and getattr(provider, "is_language_model", True):
+    if answer is None and provider.is_language_model:
         return None, (f"Whether {model} takes images is not known (its server does not say): {names} is sent as an "
                       "image; if the server refuses it, load a vision model (for example llava or qwen2.5-vl). "
                       f"{VISION_KEY}: true or false in the configuration says it")
     return None, None
 
 
-def check_vision(provider: Any, attachments: Sequence[Attachment]) -> str | None:
+def check_vision(provider: Provider, attachments: Sequence[Attachment]) -> str | None:
     """Raise :class:`AttachmentError` when the model cannot see the images attached; return the note to
     show when nobody knows (see :func:`vision_problem`)."""
     error, note = vision_problem(provider, attachments)

@@ -2,9 +2,11 @@
 
 Every event is a frozen, slotted dataclass carrying the ``run_id`` it belongs to, the ``robot``
 that produced it, a per-run sequence number ``seq``, inside a network run the ``task`` name, and
-a timestamp ``ts``. :data:`Event` is the closed union of every event class: consumers ``match``
-on the classes and end with ``case _: assert_never(event)``, so the type checker reports an
-event kind a consumer forgot::
+a timestamp ``ts``. :data:`Event` is the closed union of every event class. A consumer for which
+every kind matters (the chat presenter, the CLI printer, the Markdown export) ``match``es on the
+classes and ends with ``case _: assert_never(event)``, so the type checker reports a kind it forgot;
+a consumer that cares about a few kinds ends with ``case _:`` and lets the others through (so a new
+kind costs nothing there)::
 
     match event:
         case ev.TextDelta(text=text):
@@ -24,12 +26,22 @@ event, before the outer run's. So a stream may hold several terminal events: the
 it is the one whose ``run_id`` is the stream's run (:func:`ends`); consumers that count or stop
 at "the" terminal event compare run ids (``event.nested`` is True for the inner runs' events).
 
+Events are built typed, as their classes, with their own fields only; the run stamps the rest::
+
+    emit(ev.TextDelta(text=text))
+
+``emit`` (:data:`Emit`: :meth:`workspace.agent.run.AgentRun.emit`, ``ToolContext.emit``, the context
+manager's) takes the built event and returns it stamped with the run's ``run_id``, ``robot``, next
+``seq``, ``task`` and parent fields (:func:`stamp`), so a misspelt field or a wrong type is a mypy error
+where the event is written. ``ts`` is the time the event was built. Code outside a run (the store, the
+network scheduler, tests) passes the stamp fields itself.
+
 Serialisation has one registry, here: :func:`to_dict` / :func:`event_from_dict` (and
 :func:`to_json` / :func:`event_from_json`) are what the store, the exports, ``--json`` and JSONL
 use. The ``kind`` class attribute names an event in that JSON and nowhere else.
 
 Adding an event kind: write its dataclass below, add it to :data:`Event`, then run mypy — every
-``match`` that does not handle it is reported (docs/ARCHITECTURE.md walks through it).
+exhaustive ``match`` that does not handle it is reported (docs/ARCHITECTURE.md walks through it).
 """
 
 from __future__ import annotations
@@ -38,8 +50,9 @@ import dataclasses
 import json
 import time
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
     from workspace.result import NetworkResult, RobotResult
@@ -51,8 +64,9 @@ JSON: TypeAlias = Any
 AnyResult: TypeAlias = "RobotResult | NetworkResult"
 
 ApprovalChoice: TypeAlias = Literal["approve", "deny"]
-#: "once", "thread", "always", or "policy" (decided by the stored policy, nobody asked).
-ApprovalScope: TypeAlias = Literal["once", "thread", "always", "policy"]
+#: "once", "thread", "always", "policy" (decided by the stored policy, nobody asked), or "server" (an
+#: MCP server's sampling requests: allowed for the rest of the session).
+ApprovalScope: TypeAlias = Literal["once", "thread", "always", "policy", "server"]
 TaskStatus: TypeAlias = Literal["done", "failed", "skipped", "cancelled"]
 #: What a run is doing while nothing else shows (:class:`RunStatus`); the same states as
 #: :data:`workspace.providers.base.StatusState` (a test keeps the two the same).
@@ -72,8 +86,10 @@ class BaseEvent:
     #: Fields holding a RobotResult / NetworkResult, rebuilt from their dicts by the registry.
     result_fields: ClassVar[tuple[str, ...]] = ()
 
-    run_id: str
-    robot: str
+    #: The stamp: the run fills these in (:meth:`workspace.agent.run.AgentRun.emit`); code that
+    #: emits into a run builds an event with its own fields only.
+    run_id: str = ""
+    robot: str = ""
     seq: int = 0
     task: str | None = None
     ts: float = field(default_factory=time.time)
@@ -548,6 +564,31 @@ def event_from_json(text: str) -> Event:
     if not isinstance(data, dict):
         raise ValueError("An event is a JSON object with a 'kind'")
     return event_from_dict(data)
+
+
+E = TypeVar("E", bound=BaseEvent)
+#: What code inside a run emits with: takes a built event, the run stamps and queues it.
+Emit: TypeAlias = Callable[[Event], object]
+
+
+def stamp(event: E, *, run_id: str, robot: str, seq: int, task: str | None = None,
+          parent_run_id: str | None = None, parent_tool_id: str | None = None) -> E:
+    """``event`` with the stamp fields of the run it belongs to (its own fields and ``ts`` kept).
+
+    An event built for this (``run_id`` still empty: nobody has seen it stamped) is stamped where it
+    is, before it is published: a copy would cost three times the event's construction on every text
+    delta. An event stamped before (emitted or forwarded already) is copied, never changed."""
+    if event.run_id:
+        return dataclasses.replace(event, run_id=run_id, robot=robot, seq=seq, task=task,
+                                   parent_run_id=parent_run_id, parent_tool_id=parent_tool_id)
+    put = object.__setattr__  # the frozen dataclass's own way to set a field before it is shared
+    put(event, "run_id", run_id)
+    put(event, "robot", robot)
+    put(event, "seq", seq)
+    put(event, "task", task)
+    put(event, "parent_run_id", parent_run_id)
+    put(event, "parent_tool_id", parent_tool_id)
+    return event
 
 
 def ends(event: Event, run_id: str) -> bool:

@@ -494,44 +494,44 @@ def _result_events(result: RobotResult, *, run_id: str, message: str) -> list[ev
     seq = 0
     ts = result.created_at.timestamp()
 
-    def make(cls: type[ev.Event], **fields: Any) -> ev.Event:
+    def make(event: ev.Event) -> ev.Event:
         nonlocal seq
         seq += 1
-        return cls(run_id=run_id, robot=robot, seq=seq, ts=ts, **fields)
+        return ev.stamp(event, run_id=run_id, robot=robot, seq=seq).replace(ts=ts)
 
     results: dict[str, ToolResultMessage] = {}
     for m in result.tool_calls:
         if isinstance(m, ToolResultMessage) and m.tool.id:
             results.setdefault(m.tool.id, m)
-    out = [make(ev.RunStarted, message=message, model="imported from RobotLab", is_language_model=True)]
+    out = [make(ev.RunStarted(message=message, model="imported from RobotLab", is_language_model=True))]
     message_list: list[Message] = result.output
     for m in message_list:
         if m.is_text and m.is_assistant and isinstance(m.content, str):
-            out.append(make(ev.Text, text=m.content))
+            out.append(make(ev.Text(text=m.content)))
         elif m.is_tool_call:
             calls = getattr(m, "tools", [])
             for call in calls:
-                out.append(make(ev.ToolUse, id=call.id or "", name=call.name, input=call.input))
+                out.append(make(ev.ToolUse(id=call.id or "", name=call.name, input=call.input)))
             for call in calls:
                 r = results.get(call.id or "")
                 if r is None:
                     continue
                 if r.is_error:
-                    out.append(make(ev.ToolError, id=call.id or "", name=call.name, error=r.error))
+                    out.append(make(ev.ToolError(id=call.id or "", name=call.name, error=r.error)))
                 else:
                     payload = r.content if isinstance(r.content, Mapping) else {"data": r.content}
-                    out.append(make(ev.ToolResult, id=call.id or "", name=call.name, payload=payload))
+                    out.append(make(ev.ToolResult(id=call.id or "", name=call.name, payload=payload)))
     if result.usage is not None:
         u = result.usage
-        out.append(make(ev.Usage, input_tokens=u.input_tokens, output_tokens=u.output_tokens, cost=u.cost,
-                        total_input_tokens=u.input_tokens, total_output_tokens=u.output_tokens, total_cost=u.cost))
+        out.append(make(ev.Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens, cost=u.cost,
+                        total_input_tokens=u.input_tokens, total_output_tokens=u.output_tokens, total_cost=u.cost)))
     status = _status(result.stop_reason)
     if status == "cancelled":
-        out.append(make(ev.RunCancelled, reason="stopped (imported)", partial=result))
+        out.append(make(ev.RunCancelled(reason="stopped (imported)", partial=result)))
     elif status == "failed":
-        out.append(make(ev.RunFailed, error="failed (imported)", error_type="ImportedResult", partial=result))
+        out.append(make(ev.RunFailed(error="failed (imported)", error_type="ImportedResult", partial=result)))
     elif status == "finished":
-        out.append(make(ev.RunFinished, result=result))
+        out.append(make(ev.RunFinished(result=result)))
     return out
 
 

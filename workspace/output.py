@@ -34,11 +34,14 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from workspace.errors import Error
 from workspace.result import to_jsonable
 from workspace.tools.base import Tool, ToolOutput
+
+if TYPE_CHECKING:
+    from workspace.providers.base import Provider
 
 __all__ = [
     "FINAL_RESULT_TOOL",
@@ -284,13 +287,13 @@ class StructuredOutput:
         self.last_error: str | None = None
         self._accepted: list[Any] = []
 
-    async def prepare(self, provider: Any, tools: Any, settings: Mapping[str, Any]) -> dict[str, Any]:
+    async def prepare(self, provider: Provider, tools: Any, settings: Mapping[str, Any]) -> dict[str, Any]:
         """Choose the way; add the final_result tool to ``tools`` (a ToolManifest) for the tool way.
         Returns the run's settings with ``response_format`` or ``tool_choice``."""
         mode = self.mode
         if mode == "auto":
             native = await _supports_response_schema(provider)
-            mode = "native" if native or not getattr(provider, "supports_tools", True) else "tool"
+            mode = "native" if native or not provider.supports_tools else "tool"
         self.used = mode
         out = dict(settings)
         if mode == "native":
@@ -346,14 +349,14 @@ class StructuredOutput:
                 f"{'try' if tries == 1 else 'tries'} ({self.used} structured output): {error}")
 
 
-async def _supports_response_schema(provider: Any) -> bool:
+async def _supports_response_schema(provider: Provider) -> bool:
     """The provider's flag; a property (the litellm provider asks litellm, which it may import) is read
     off the event loop."""
     if isinstance(getattr(type(provider), "supports_response_schema", None), property):
         import asyncio
 
-        return bool(await asyncio.to_thread(getattr, provider, "supports_response_schema", False))
-    return bool(getattr(provider, "supports_response_schema", False))
+        return bool(await asyncio.to_thread(lambda: provider.supports_response_schema))
+    return bool(provider.supports_response_schema)
 
 
 def _error_text(result: Any) -> str:

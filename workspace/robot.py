@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from workspace.agent import AgentRun
 from workspace.approval import as_gate
+from workspace.bus import BusMessaging
 from workspace.errors import ConfigurationError, RunFailedError
 from workspace.events import RunCancelled, RunFailed
 from workspace.memory import Memory
 from workspace.messages import Message
+from workspace.providers.base import with_defaults
 from workspace.result import RobotResult
 from workspace.robot_runs import prepare
 from workspace.robot_tools import ToolSource, resolve_tools, take_tools, to_tool
@@ -35,6 +37,7 @@ from workspace.tools.manifest import ToolManifest
 
 if TYPE_CHECKING:
     from workspace.approval import ApprovalGate, PolicyFn
+    from workspace.bus import MessageBus
     from workspace.config import Config
     from workspace.context import ContextManager
     from workspace.events import ContextCompacted
@@ -43,7 +46,7 @@ if TYPE_CHECKING:
     from workspace.providers.base import Provider
 
 
-class Robot:
+class Robot(BusMessaging):
     """A robot: a system prompt or template, a model, tools, MCP servers and a memory.
 
     The conversation is kept across runs, like a chat; :meth:`reset` clears it.
@@ -55,6 +58,9 @@ class Robot:
     rate limit (model ids, or ``{"model": ..., "api_base": ...}``). ``max_cost`` (USD) and
     ``max_total_tokens`` are each run's budget: the run stops before a model call once it is used up
     (``stop_reason`` ``max_cost`` / ``max_total_tokens``). Front matter may set all but the key.
+
+    Robots talk on a message bus and delegate to each other (:class:`~workspace.bus.BusMessaging`:
+    ``with_bus``, ``send_message``, ``on_message``, ``spawn``, ``delegate``).
     """
 
     def __init__(
@@ -79,6 +85,7 @@ class Robot:
         folder: str | Path | None = None,
         approval: ApprovalGate | PolicyFn | None = None,
         mcp_manager: ToolSource | None = None,
+        bus: MessageBus | None = None,
         template_dirs: Iterable[Path] = (),
         api_key: str | None = None,
         fallback_models: Iterable[str | Mapping[str, Any]] | None = None,
@@ -165,7 +172,7 @@ class Robot:
         self.approval: ApprovalGate | None = as_gate(approval)
         self.mcp_manager = mcp_manager
         self.history: list[Message] = []
-        self._provider = provider
+        self._provider = with_defaults(provider) if provider is not None else None
         self._active: AgentRun | None = None
         meta = tmpl.metadata if tmpl is not None else {}
         #: The model's context window in tokens, when set here or in the front matter (else the
@@ -193,6 +200,8 @@ class Robot:
         #: Other robots this robot may call as tools (Robot objects, or names of robot files).
         self.robots: list[Robot | str] = list(robots) if robots is not None else list(
             tmpl.metadata.get("robots") or []) if tmpl is not None else []
+        if bus is not None:  # RobotLab's ``bus:``: on that bus from the start (see with_bus)
+            self.with_bus(bus)
 
     @property
     def config(self) -> Config:
@@ -225,7 +234,7 @@ class Robot:
 
     @provider.setter
     def provider(self, value: Provider) -> None:
-        self._provider = value
+        self._provider = with_defaults(value)
 
     @property
     def api_key(self) -> str | None:
@@ -328,14 +337,12 @@ class Robot:
             system = self.render_system({"message": ""})
         except Exception:  # a template that needs run variables: count the plain prompt
             system = self.system_prompt
-        fields = await self.context_manager.compact(self.provider, system=system, history=self.history)
-        if fields is None:
+        event = await self.context_manager.compact(self.provider, system=system, history=self.history)
+        if event is None:
             return None
         import uuid
 
-        from workspace.events import ContextCompacted
-
-        return ContextCompacted(run_id=f"compact-{uuid.uuid4().hex[:12]}", robot=self.name, **fields)
+        return event.replace(run_id=f"compact-{uuid.uuid4().hex[:12]}", robot=self.name)
 
     # -- system prompt --------------------------------------------------------------------------
     def build_context(self, network: Any = None) -> dict[str, Any]:
@@ -373,9 +380,10 @@ class Robot:
         return manifest
 
     # -- running --------------------------------------------------------------------------------
-    def stream(self, message: Any, **options: Any) -> AgentRun:
+    def stream(self, message: object, **options: Any) -> AgentRun:
         """Start a run; iterate the returned :class:`AgentRun` for its events.
 
+        ``message``: its text, a :class:`~workspace.messages.UserMessage`, its dict, or any object (its ``str``).
         Options: ``tools``, ``mcp`` (run level of the hierarchies), ``memory`` (a Memory to
         use, or a dict merged into the robot's), ``network_memory``, ``max_turns``,
         ``approval``, ``folder``, ``changes``, ``settings``, ``task``, ``run_id``,
@@ -383,8 +391,10 @@ class Robot:
         conversation to use instead of the robot's: the run may go on beside another),
         ``parent_run_id`` / ``parent_tool_id`` (the run this one works for), ``attachments`` (files,
         images and MCP resources sent with the message: :class:`~workspace.attachments.Attachment`
-        objects or file paths, inside the run's folder when it has one); any other keyword is
-        a template variable for this run (``customer=...``).
+        objects or file paths, inside the run's folder when it has one), ``agent_skills`` (an
+        :class:`~workspace.agent_skills.AgentSkillCatalog`: the instructions of the skills the message
+        asks for go before the system prompt, this run only); any other keyword is a template
+        variable for this run (``customer=...``).
         """
         own = options.get("history") is None  # a run with a conversation of its own may run alongside
         if own and self._active is not None and not self._active.done:
@@ -446,7 +456,7 @@ class Robot:
 
         return await robot_acall(self, result)
 
-    async def arun(self, message: Any, **options: Any) -> RobotResult:
+    async def arun(self, message: object, **options: Any) -> RobotResult:
         """Run to the end and return the RobotResult; a failed run raises RunFailedError."""
         run = self.stream(message, **options)
         terminal = await run.wait()
@@ -457,7 +467,7 @@ class Robot:
         assert run.result is not None
         return run.result
 
-    def run(self, message: Any, **options: Any) -> RobotResult:
+    def run(self, message: object, **options: Any) -> RobotResult:
         """Blocking wrapper of :meth:`arun` for scripts (not inside a running event loop)."""
         try:
             asyncio.get_running_loop()

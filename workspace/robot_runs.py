@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from workspace.agent import RunSpec
 from workspace.approval import as_gate
 from workspace.memory import Memory
+from workspace.providers.base import with_defaults
 from workspace.result import RobotResult
 from workspace.robot_tools import mcp_prompt_text, resolve_tools
 from workspace.tools.manifest import ToolManifest
@@ -27,11 +28,11 @@ RUN_OPTIONS = frozenset({
     "tools", "mcp", "memory", "network_memory", "network", "task", "max_turns", "approval", "settings",
     "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
     "network_mcp", "max_cost", "max_total_tokens", "history", "parent_run_id", "parent_tool_id", "output_type",
-    "output_mode", "attachments",
+    "output_mode", "attachments", "agent_skills",
 })
 
 
-def prepare(robot: Robot, message: Any, options: dict[str, Any]) -> RunSpec:
+def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
     """The RunSpec of ``robot``'s run on ``message`` with these ``options`` (see :meth:`Robot.stream`)."""
     from workspace.messages import UserMessage
 
@@ -40,7 +41,8 @@ def prepare(robot: Robot, message: Any, options: dict[str, Any]) -> RunSpec:
     variables = {k: v for k, v in options.items() if k not in RUN_OPTIONS}
     variables["message"] = text
     memory = run_memory(robot, options)
-    provider = options.get("provider") or robot.provider
+    given = options.get("provider")
+    provider = with_defaults(given) if given is not None else robot.provider
     system = robot.render_system(variables, network=options.get("network"))
     if user is not None and user.system_prompt:
         system = f"{system}\n\n{user.system_prompt}" if system else user.system_prompt
@@ -69,6 +71,13 @@ def prepare(robot: Robot, message: Any, options: dict[str, Any]) -> RunSpec:
         for tool in named_robot_tools(robot):  # ``robots=``: other robots as tools
             if tool.name not in manifest:
                 manifest.add(tool)
+        catalog = options.get("agent_skills")
+        if catalog is not None:  # RobotLab's AgentSkills: the skills this message asks for, this run only
+            from workspace.agent_skills import instructions
+
+            chosen = instructions(await catalog.select(text))
+            if chosen:
+                spec.system = f"{chosen}\n\n{spec.system}" if spec.system else chosen
         prompt = await mcp_prompt_text(robot)
         if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
             spec.system = f"{prompt}\n\n{spec.system}" if spec.system else prompt

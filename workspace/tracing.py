@@ -191,14 +191,8 @@ class RunTracer:
                 self._task_finished(event)
             case ev.RunFinished() | ev.RunFailed() | ev.RunCancelled():
                 self._run_ended(event)
-            case (ev.MemoryChanged() | ev.ChangeProposed() | ev.ChangeDecided() | ev.McpServers()
-                  | ev.ToolProgress() | ev.ToolOutput() | ev.ContextUsage() | ev.ContextCompacted()
-                  | ev.ModelChanged()):
-                pass  # not part of the GenAI spans
             case _:
-                from typing import assert_never
-
-                assert_never(event)
+                pass  # the other kinds (memory, changes, MCP notices, context, model switches): not GenAI spans
 
     # -- runs ------------------------------------------------------------------------------------------
     def _parent_context(self, event: ev.Event) -> Any:

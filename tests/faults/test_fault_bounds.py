@@ -290,7 +290,7 @@ async def test_read_file_streams_a_big_file(name: str, arguments: dict[str, Any]
     matrix.case("bounded inputs", name)
     size = (big_folder / "big.log").stat().st_size
     context = ToolContext(robot="r", run_id="run", call_id="call", folder=big_folder, changes=ChangeSet(big_folder),
-                          emit=lambda cls, **fields: None)
+                          emit=lambda event: None)
     tool = registry.get("read_file")
     assert tool is not None
     await tool.invoke({"path": "empty.txt"}, context)  # imports (the arguments' schema) before measuring
@@ -316,7 +316,7 @@ async def test_an_empty_file_reads_as_empty(big_folder: Path, matrix: Any) -> No
 
     matrix.case("bounded inputs", "read_file: an empty file")
     context = ToolContext(robot="r", run_id="run", call_id="call", folder=big_folder, changes=None,
-                          emit=lambda cls, **fields: None)
+                          emit=lambda event: None)
     out = await registry.get("read_file").invoke({"path": "empty.txt"}, context)  # type: ignore[union-attr]
     assert not out.is_error, out.data
     assert out.data["content"] == "" and out.data["total_lines"] == 0 and "empty" in out.data["note"]
@@ -332,7 +332,7 @@ async def test_a_big_file_with_a_pending_edit_reads_the_edit(tmp_path: Path) -> 
     (tmp_path / "a.txt").write_text("one\ntwo\n")
     changes = ChangeSet(tmp_path)
     context = ToolContext(robot="r", run_id="run", call_id="call", folder=tmp_path, changes=changes,
-                          emit=lambda cls, **fields: None)
+                          emit=lambda event: None)
     tool = registry.get("read_file")
     assert tool is not None
     edit = registry.get("edit_file")

@@ -224,7 +224,7 @@ async def test_a_bad_tool_input_is_an_error_the_model_can_act_on(folder: Path, c
     before = {p: p.read_bytes() for p in folder.iterdir()}
     changes = ChangeSet(folder)
     context = ToolContext(robot="r", run_id="run", call_id="call", folder=folder, changes=changes,
-                          emit=lambda cls, **fields: None)
+                          emit=lambda event: None)
     tool = registry.get(name)
     assert tool is not None
     out = await tool.invoke(arguments, context)

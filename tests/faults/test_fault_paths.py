@@ -60,7 +60,7 @@ class Harness:
         self.folder = folder
         self.changes = ChangeSet(folder, store=CheckpointStore(store))
         self.context = ToolContext(robot="r", run_id="run", call_id="call", folder=folder, changes=self.changes,
-                                   emit=lambda cls, **fields: None)
+                                   emit=lambda event: None)
 
     async def call(self, name: str, **args: Any) -> Any:
         tool = registry.get(name)

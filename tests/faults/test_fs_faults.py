@@ -240,7 +240,7 @@ def _harness(folder: Path) -> tuple[ChangeSet, Any]:
 
     changes = ChangeSet(folder)
     context = ToolContext(robot="helper", run_id="run-1", call_id="call-1", folder=folder, changes=changes,
-                          emit=lambda cls, **fields: None)
+                          emit=lambda event: None)
 
     async def call(name: str, **args: Any) -> Any:
         tool = registry.get(name)

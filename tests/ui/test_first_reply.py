@@ -9,6 +9,7 @@ from typing import Any
 from fakes.llm_server import FakeLLMServer, Reply
 
 from tests.ui.conftest import running_app, wait_until
+from workspace import events as ev
 from workspace.config import load_config
 
 
@@ -117,8 +118,14 @@ async def test_a_runs_waits_reach_the_bridge(db_path: Path) -> None:
         config = load_config(env={}, overrides={"llm": {"model": "openai/fake", "api_base": server.base_url + "/v1"}})
         async with running_app(db_path=db_path, config=config, theme_name="light") as root:
             thinking: list[str] = []
-            root.bridge.status_changed.connect(statuses.append)
-            root.bridge.reasoning_appended.connect(lambda _r, _b, text: thinking.append(text))
+
+            def seen(event: Any) -> None:
+                if isinstance(event, ev.RunStatus):
+                    statuses.append(event)
+                elif isinstance(event, ev.ReasoningDelta):
+                    thinking.append(event.text)
+
+            root.bridge.view_event.connect(seen)
             assert root.controller.send("hi")
             await wait_until(lambda: root.controller.idle and statuses, timeout=30, what="the run to end")
             assert "".join(thinking) == "Thinking first."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
@@ -166,7 +167,7 @@ def test_bridge_coalesces_text_and_keeps_order(qapp_instance: object) -> None:
     bridge = RunBridge(flush_ms=1000)
     seen: list[tuple[str, str]] = []
     bridge.text_appended.connect(lambda _r, _b, text: seen.append(("text", text)))
-    bridge.tool_used.connect(lambda e: seen.append(("tool", e.name)))
+    bridge.view_event.connect(lambda e: seen.append(("tool", e.name)) if isinstance(e, ev.ToolUse) else None)
     batches: list[int] = []
     bridge.events_batched.connect(lambda batch: batches.append(len(batch)))
     for i in range(500):
@@ -221,8 +222,10 @@ def test_bridge_gives_views_every_event_in_order_with_text_joined(qapp_instance:
     assert isinstance(seen[3], ev.TextDelta) and seen[3].text == "tail"
 
 
-def test_bridge_gives_every_event_class_a_signal(qapp_instance: object) -> None:
-    """No event is dropped: each class of the Event union reaches a signal of its own."""
+def test_bridge_gives_every_event_class_to_the_views_and_keeps_only_subscribed_signals(qapp_instance: object) -> None:
+    """No event is dropped: each class of the Event union reaches ``view_event`` and the trace's batches;
+    and every per-kind signal of the bridge has a subscriber in the window (no dead signals)."""
+    import re
     import typing
 
     from PySide6.QtCore import Signal
@@ -230,22 +233,25 @@ def test_bridge_gives_every_event_class_a_signal(qapp_instance: object) -> None:
     from ui.bridge import RunBridge, event_summary
 
     bridge = RunBridge(flush_ms=1000)
-    # Every per-kind signal of the bridge (not the catch-alls: every event goes through those).
-    catch_all = {"view_event", "events_batched", "running_changed", "text_appended", "reasoning_appended"}
-    names = [n for n, v in vars(RunBridge).items() if isinstance(v, Signal) and n not in catch_all]
-    assert "run_ended" in names and "tool_used" in names
-    reached: list[str] = []
-    for name in names:
-        getattr(bridge, name).connect(lambda e, _n=name: reached.append(type(e).__name__))
-    bridge.text_appended.connect(lambda _r, _b, _text: reached.append("TextDelta"))
-    bridge.reasoning_appended.connect(lambda _r, _b, _text: reached.append("ReasoningDelta"))
+    viewed: list[str] = []
+    batched: list[str] = []
+    bridge.view_event.connect(lambda e: viewed.append(type(e).__name__))
+    bridge.events_batched.connect(lambda batch: batched.extend(type(e).__name__ for e in batch))
     classes = typing.get_args(ev.Event)
     for seq, cls in enumerate(classes):
         event = _e(cls, seq)
         bridge.feed(event)
         bridge.flush()
         assert isinstance(event_summary(event), str)
-    assert sorted(reached) == sorted(cls.__name__ for cls in classes)
+    names = sorted(cls.__name__ for cls in classes)
+    assert sorted(viewed) == names and sorted(batched) == names
+
+    root = Path(__file__).resolve().parents[2] / "ui"
+    sources = "\n".join(p.read_text(encoding="utf-8") for p in root.rglob("*.py") if p.name != "bridge.py")
+    signals = [n for n, v in vars(RunBridge).items() if isinstance(v, Signal)]
+    assert "run_ended" in signals and "view_event" in signals
+    unsubscribed = [n for n in signals if not re.search(rf"\.{n}\.connect\(", sources)]
+    assert unsubscribed == [], f"signals of the bridge nothing in ui/ connects to: {unsubscribed}"
 
 
 async def test_task_owner_reports_errors_and_treats_cancel_as_normal() -> None:

@@ -77,7 +77,7 @@ class ModelChoice:
 
         c = self.window.controller
         if c.provider is not None:
-            return str(getattr(c.provider, "model_id", "") or "") or None
+            return str(c.provider.model_id or "") or None
         model = next((getattr(i, "model", None) for i in c.robots() if getattr(i, "name", None) == robot_name), None)
         model = model or c.config.get("llm.model")
         return None if is_offline(model) else str(model)

@@ -292,12 +292,14 @@ class AgentRun(ModelTurns, EventRun):
         self._seq += 1
         return self._seq
 
-    def emit(self, cls: type[ev.Event], **fields: Any) -> ev.Event:
-        """Add an event to the stream; safe from worker threads (sync tools, memory observers)."""
+    def emit(self, built: ev.Event) -> ev.Event:
+        """Stamp ``built`` with this run's fields (:func:`workspace.events.stamp`) and add it to the
+        stream; safe from worker threads (sync tools, memory observers). Returns the stamped event
+        (after the run's terminal event: that one, the new one is dropped)."""
         spec = self.spec
         with self._emit_lock:
-            event = cls(run_id=self.run_id, robot=spec.robot, seq=self._next_seq(), task=spec.task,
-                        parent_run_id=spec.parent_run_id, parent_tool_id=spec.parent_tool_id, **fields)
+            event = ev.stamp(built, run_id=self.run_id, robot=spec.robot, seq=self._next_seq(), task=spec.task,
+                             parent_run_id=spec.parent_run_id, parent_tool_id=spec.parent_tool_id)
             if event.terminal:
                 if self.terminal is not None:
                     return self.terminal  # exactly one terminal event
@@ -356,7 +358,7 @@ class AgentRun(ModelTurns, EventRun):
             return
         note = await asyncio.to_thread(check_vision, spec.provider, spec.attachments)
         if note:
-            self.emit(ev.RunStatus, state="notice", detail=note, model=spec.provider.label)
+            self.emit(ev.RunStatus(state="notice", detail=note, model=spec.provider.label))
 
     # -- the loop ---------------------------------------------------------------------------
     async def _main(self) -> None:
@@ -370,9 +372,9 @@ class AgentRun(ModelTurns, EventRun):
             writer_var.set(spec.robot)  # this task's memory writes are this robot's
             self._take_writer()
             self._watch_memory()
-            self.emit(ev.RunStarted, message=spec.message, model=spec.provider.label,
+            self.emit(ev.RunStarted(message=spec.message, model=spec.provider.label,
                       is_language_model=spec.provider.is_language_model,
-                      attachments=[a.ref() for a in spec.attachments])
+                      attachments=[a.ref() for a in spec.attachments]))
             if any(a.is_image for a in spec.attachments) or has_images(spec.history):
                 await self._check_vision()
             if spec.tools_loader is not None:
@@ -381,8 +383,8 @@ class AgentRun(ModelTurns, EventRun):
                 spec.settings = await spec.output.prepare(spec.provider, spec.tools, spec.settings)
             pending = spec.pending_tools
             if pending is not None and (pending.starting or pending.failed):
-                self.emit(ev.McpServers, starting=list(pending.starting), failed=dict(pending.failed),
-                          message=servers_message(starting=pending.starting, failed=pending.failed))
+                self.emit(ev.McpServers(starting=list(pending.starting), failed=dict(pending.failed),
+                          message=servers_message(starting=pending.starting, failed=pending.failed)))
             self._say(TextMessage(role="user", content=user_content(spec.message, spec.attachments)))
             turns = 0
             while True:
@@ -408,16 +410,16 @@ class AgentRun(ModelTurns, EventRun):
                     if rest is not None:
                         text, from_text = rest, True
                 if outcome.reasoning:
-                    self.emit(ev.Reasoning, text=outcome.reasoning)
+                    self.emit(ev.Reasoning(text=outcome.reasoning))
                 if cut and calls:
                     where = ("when the context window was full" if outcome.finish == "context_full"
                              else "at the token limit")
-                    self.emit(ev.RunStatus, state="notice", detail=(
+                    self.emit(ev.RunStatus(state="notice", detail=(
                         f"The tool call{'s' if len(calls) > 1 else ''} the model was writing ("
-                        f"{', '.join(c.name for c in calls)}) were cut off {where} and not run."))
+                        f"{', '.join(c.name for c in calls)}) were cut off {where} and not run.")))
                     calls = []
                 if text or from_text:
-                    self.emit(ev.Text, text=text)
+                    self.emit(ev.Text(text=text))
                 if text:
                     # RobotLab's messages know "tool" and "stop"; a cut answer is the result's stop reason.
                     msg = TextMessage(role="assistant", content=text, stop_reason="tool" if calls else "stop")
@@ -449,20 +451,20 @@ class AgentRun(ModelTurns, EventRun):
         except asyncio.CancelledError:
             self._close_partial(text_parts, pending_calls, stopped=True)
             self.result = self._make_result("cancelled")
-            self.emit(ev.RunCancelled, reason=self._stop_reason or "cancelled", partial=self.result)
+            self.emit(ev.RunCancelled(reason=self._stop_reason or "cancelled", partial=self.result))
             if self._stop_reason is None:
                 raise
         except Exception as exc:
             self._close_partial(text_parts, pending_calls, stopped=False)
             self.result = self._make_result("error")
             message = str(exc) or type(exc).__name__
-            self.emit(ev.RunFailed, error=message, error_type=type(exc).__name__, partial=self.result)
+            self.emit(ev.RunFailed(error=message, error_type=type(exc).__name__, partial=self.result))
         finally:
             if self._memory_remover is not None:
                 self._memory_remover()
             self._give_back_writer()
             if self.terminal is None:  # pragma: no cover - defensive: never leave a run open
-                self.emit(ev.RunFailed, error="the run ended without a result", error_type="RuntimeError")
+                self.emit(ev.RunFailed(error="the run ended without a result", error_type="RuntimeError"))
 
     def _finish(self, stop_reason: str, *, output_data: Any = None) -> None:
         if stop_reason == "max_turns" and self.spec.output is not None:
@@ -470,7 +472,7 @@ class AgentRun(ModelTurns, EventRun):
         self.result = self._make_result(stop_reason, output_data=output_data)
         if self.spec.on_result is not None:
             self.spec.on_result(self.result)
-        self.emit(ev.RunFinished, result=self.result)
+        self.emit(ev.RunFinished(result=self.result))
 
     def _make_result(self, stop_reason: str, *, output_data: Any = None) -> RobotResult:
         return RobotResult(
@@ -514,8 +516,8 @@ class AgentRun(ModelTurns, EventRun):
             result = self._turn_results.get(call.id or "")
             if result is None:
                 result = ToolResultMessage(tool=call, content={"error": error})
-                self.emit(ev.ToolError, id=call.id or "", name=call.name, error=error,
-                          server=getattr(self.spec.tools.get(call.name), "mcp", None))
+                self.emit(ev.ToolError(id=call.id or "", name=call.name, error=error,
+                          server=getattr(self.spec.tools.get(call.name), "mcp", None)))
             self._say(result)
             self._tool_results.append(result)
 
@@ -528,8 +530,8 @@ class AgentRun(ModelTurns, EventRun):
             return
 
         def observe(change: Any) -> None:
-            self.emit(ev.MemoryChanged, key=str(change.key), value=change.value, previous=change.previous,
-                      writer=change.writer, network_name=change.network_name)
+            self.emit(ev.MemoryChanged(key=str(change.key), value=change.value, previous=change.previous,
+                      writer=change.writer, network_name=change.network_name))
 
         self._memory_remover = add_observer(observe)
 
@@ -537,8 +539,7 @@ class AgentRun(ModelTurns, EventRun):
         cost = chunk.cost
         self._usage = self._usage + UsageTotals(chunk.input_tokens, chunk.output_tokens, cost,
                                                 chunk.reasoning_tokens, chunk.estimated)
-        self.emit(
-            ev.Usage,
+        self.emit(ev.Usage(
             input_tokens=chunk.input_tokens,
             output_tokens=chunk.output_tokens,
             cost=cost,
@@ -548,12 +549,12 @@ class AgentRun(ModelTurns, EventRun):
             model=chunk.model or self.spec.provider.model_id,
             reasoning_tokens=chunk.reasoning_tokens,
             estimated=chunk.estimated,
-        )
+        ))
         if cost is None and self.spec.max_cost is not None and not self._cost_unknown_noted:
             self._cost_unknown_noted = True
-            self.emit(ev.RunStatus, state="notice", detail=(
+            self.emit(ev.RunStatus(state="notice", detail=(
                 f"max_cost ({self.spec.max_cost:g} USD) cannot be checked for {chunk.model or self.spec.provider.label}: "
-                "its price is not known. max_total_tokens limits a run by its tokens."))
+                "its price is not known. max_total_tokens limits a run by its tokens.")))
 
     def _over_budget(self) -> str | None:
         """The budget the run has used up (``max_total_tokens``, ``max_cost``), or None."""
@@ -578,14 +579,14 @@ class AgentRun(ModelTurns, EventRun):
         for tool in added:
             self.spec.tools.add(tool)
         if joined or failed:
-            self.emit(ev.McpServers, joined=list(joined), failed=dict(failed), starting=list(pending.starting),
-                      message=servers_message(joined=joined, failed=failed, tools=[t.name for t in added]))
+            self.emit(ev.McpServers(joined=list(joined), failed=dict(failed), starting=list(pending.starting),
+                      message=servers_message(joined=joined, failed=failed, tools=[t.name for t in added])))
 
     async def _run_tools(self, calls: Sequence[ToolMessage], *, from_text: bool = False) -> list[ToolResultMessage]:
         for call in calls:
             tool = self.spec.tools.get(call.name)
-            self.emit(ev.ToolUse, id=call.id or "", name=call.name, input=call.input,
-                      server=tool.mcp if tool else None, from_text=from_text)
+            self.emit(ev.ToolUse(id=call.id or "", name=call.name, input=call.input,
+                      server=tool.mcp if tool else None, from_text=from_text))
         results: list[ToolResultMessage | None] = [None] * len(calls)
 
         async def one(i: int, call: ToolMessage) -> None:
@@ -651,13 +652,14 @@ class AgentRun(ModelTurns, EventRun):
                 shown = dict(tool.annotations)
                 if effects:  # what the call does, as the policy decided it
                     shown["effects"] = [effect.to_dict() for effect in effects]
-                self.emit(ev.ApprovalRequested, id=call_id, name=call.name, input=call.input, server=tool.mcp,
-                          annotations=shown)
+                self.emit(ev.ApprovalRequested(id=call_id, name=call.name, input=call.input, server=tool.mcp,
+                          annotations=shown))
                 decision = await spec.approval.ask(request)
+            started = time.monotonic()  # the tool's duration leaves out the wait for the person's decision
             if action in ("ask", "decided") or not decision.approved:
-                self.emit(ev.ApprovalDecided, id=call_id, name=call.name, decision=decision.decision,
+                self.emit(ev.ApprovalDecided(id=call_id, name=call.name, decision=decision.decision,
                           input=decision.input if decision.input is not None else call.input,
-                          reason=decision.reason, scope=decision.scope)
+                          reason=decision.reason, scope=decision.event_scope))
             if not decision.approved:
                 reason = decision.reason or "no reason given"
                 return self._tool_failed(call, f"Denied by the user: {reason}", started, tool)
@@ -681,19 +683,19 @@ class AgentRun(ModelTurns, EventRun):
         ran = ToolMessage(id=call.id, name=call.name, input=arguments)
         if output.is_error:
             result = ToolResultMessage(tool=ran, content={"error": output.data})
-            self.emit(ev.ToolError, id=call_id, name=call.name, error=output.data, raw=output.raw,
-                      duration=duration, server=tool.mcp)
+            self.emit(ev.ToolError(id=call_id, name=call.name, error=output.data, raw=output.raw,
+                      duration=duration, server=tool.mcp))
         else:
             result = ToolResultMessage(tool=ran, content={"data": output.data})
-            self.emit(ev.ToolResult, id=call_id, name=call.name, payload={"data": output.data}, raw=output.raw,
-                      duration=duration, server=tool.mcp)
+            self.emit(ev.ToolResult(id=call_id, name=call.name, payload={"data": output.data}, raw=output.raw,
+                      duration=duration, server=tool.mcp))
         if spec.on_tool_result is not None:
             _safe_callback(spec.on_tool_result, result)
         return result
 
     def _tool_failed(self, call: ToolMessage, error: str, started: float, tool: Tool | None) -> ToolResultMessage:
-        self.emit(ev.ToolError, id=call.id or "", name=call.name, error=error,
-                  duration=time.monotonic() - started, server=tool.mcp if tool else None)
+        self.emit(ev.ToolError(id=call.id or "", name=call.name, error=error,
+                  duration=time.monotonic() - started, server=tool.mcp if tool else None))
         result = ToolResultMessage(tool=call, content={"error": error})
         if self.spec.on_tool_result is not None:
             _safe_callback(self.spec.on_tool_result, result)

@@ -70,7 +70,7 @@ class ModelTurns:
     #: The model cannot see images (earlier ones are sent as a line of text).
     blind: bool = False
 
-    def emit(self, cls: type[ev.Event], **fields: Any) -> ev.Event:  # pragma: no cover - AgentRun's
+    def emit(self, built: ev.Event) -> ev.Event:  # pragma: no cover - AgentRun's
         raise NotImplementedError
 
     def _add_usage(self, chunk: UsageChunk) -> None:  # pragma: no cover - AgentRun's
@@ -95,12 +95,12 @@ class ModelTurns:
             try:
                 provider = make()
             except Exception as exc:  # a misconfigured fallback: say so, try the next
-                self.emit(ev.RunStatus, state="notice", detail=f"The fallback model could not be used: {exc}")
+                self.emit(ev.RunStatus(state="notice", detail=f"The fallback model could not be used: {exc}"))
                 continue
             why = {"rate_limit": "rate limit", "server_error": "server error", "unreachable": "unreachable",
                    "timeout": "no answer in time"}.get(failure.reason or "", "failed")
-            self.emit(ev.RunStatus, state="fallback", model=provider.label,
-                      detail=f"{old} is not answering ({why}: {failure}); continuing with {provider.label}")
+            self.emit(ev.RunStatus(state="fallback", model=provider.label,
+                      detail=f"{old} is not answering ({why}: {failure}); continuing with {provider.label}"))
             self.spec.provider = provider
             return
         raise failure
@@ -121,10 +121,10 @@ class ModelTurns:
                         text, thought = splitter.feed(chunk.text)
                         if thought:
                             reasoning.append(thought)
-                            emit(ev.ReasoningDelta, text=thought)
+                            emit(ev.ReasoningDelta(text=thought))
                         if text:
                             text_parts.append(text)
-                            emit(ev.TextDelta, text=text)
+                            emit(ev.TextDelta(text=text))
                 elif isinstance(chunk, ToolCallChunk):
                     produced[0] = True
                     call = partial.setdefault(chunk.index, _PartialCall())
@@ -140,21 +140,21 @@ class ModelTurns:
                     if chunk.text:
                         produced[0] = True
                         reasoning.append(chunk.text)
-                        emit(ev.ReasoningDelta, text=chunk.text)
+                        emit(ev.ReasoningDelta(text=chunk.text))
                 elif isinstance(chunk, UsageChunk):
                     self._add_usage(chunk)
                 elif isinstance(chunk, FinishChunk):
                     finish = chunk.reason
                 elif isinstance(chunk, StatusChunk):
-                    emit(ev.RunStatus, state=chunk.state, detail=chunk.detail, retry_in=chunk.retry_in,
-                         attempt=chunk.attempt, model=provider.label, endpoint=chunk.endpoint)
+                    emit(ev.RunStatus(state=chunk.state, detail=chunk.detail, retry_in=chunk.retry_in,
+                         attempt=chunk.attempt, model=provider.label, endpoint=chunk.endpoint))
         text, thought = splitter.flush()
         if thought:
             reasoning.append(thought)
-            emit(ev.ReasoningDelta, text=thought)
+            emit(ev.ReasoningDelta(text=thought))
         if text:
             text_parts.append(text)
-            emit(ev.TextDelta, text=text)
+            emit(ev.TextDelta(text=text))
         calls = [self._assemble(index, call) for index, call in sorted(partial.items())]
         return TurnOutcome(calls=calls, finish=finish, reasoning="".join(reasoning))
 
@@ -211,18 +211,18 @@ class ModelTurns:
                "parsing (llama.cpp: --jinja) makes the server send real tool calls.")
         if found.calls and mode == "run":
             plural = "s" if len(found.calls) > 1 else ""
-            self.emit(ev.RunStatus, state="notice",
+            self.emit(ev.RunStatus(state="notice",
                       detail=f"The model wrote its tool call{plural} as text ({found.style}); "
-                             f"{'they were' if plural else 'it was'} run as tool call{plural}. {fix}")
+                             f"{'they were' if plural else 'it was'} run as tool call{plural}. {fix}"))
             calls = [ToolMessage(id=f"call_{self.run_id[:8]}_text{i}_{uuid.uuid4().hex[:6]}", name=c.name,
                                  input=too_deep_input(repr(cut_deep(c.arguments, 8))) if too_deep(c.arguments)
                                  else c.arguments) for i, c in enumerate(found.calls)]
             return calls, found.text
         style = found.style if found.calls else found.attempted
         if style:
-            self.emit(ev.RunStatus, state="notice",
+            self.emit(ev.RunStatus(state="notice",
                       detail=f"The model tried to call a tool ({style}) in a form the server did not turn into a "
-                             f"call, so no tool ran. {fix}")
+                             f"call, so no tool ran. {fix}"))
         return [], None
 
 

@@ -48,11 +48,14 @@ from workspace.messages import Message, alternating
 from workspace.providers.base import (
     Chunk,
     FinishChunk,
+    Provider,
     ReasoningChunk,
     StatusChunk,
     TextChunk,
     ToolCallChunk,
+    ToolSpec,
     UsageChunk,
+    with_defaults,
 )
 from workspace.urls import LOCAL_DEFAULT_BASES, is_loopback_url
 
@@ -88,7 +91,7 @@ _calibrations: dict[tuple[str, str | None, str | None], float] = {}
 #: milliseconds to count) is counted in a worker thread, so the window does not freeze meanwhile.
 COUNT_IN_THREAD = 64
 
-Emit = Callable[..., Any]
+Emit = ev.Emit
 
 _OVERFLOW_TEXT = re.compile(
     r"context[ _-]?length|maximum context|context[ _-]?window|context_length_exceeded|too many tokens|"
@@ -238,7 +241,7 @@ class ContextManager:
         return self._view(history, None, {})
 
     # -- the window and the counter ---------------------------------------------------------------
-    async def window(self, provider: Any) -> WindowInfo | None:
+    async def window(self, provider: Provider) -> WindowInfo | None:
         """The window of ``provider``'s model (asked once per model and server)."""
         key = _key(provider)
         if key not in self._windows:
@@ -250,28 +253,26 @@ class ContextManager:
             return WindowInfo(learned, "learned")
         return info
 
-    async def counter(self, provider: Any) -> TokenCounter:
+    async def counter(self, provider: Provider) -> TokenCounter:
         """The token counter of ``provider``'s model: its tokenizer when the provider has one."""
-        key = (getattr(provider, "model_id", "") or "", getattr(provider, "api_base", None))
+        key = (provider.model_id or "", provider.api_base)
         counter = self._counters.get(key)
         if counter is None:
             encode: Callable[[str], int] | None = None
             name = key[0]
-            if getattr(provider, "is_language_model", True) and server_of(key[0], key[1]) is not None:
+            if provider.is_language_model and server_of(key[0], key[1]) is not None:
                 # The server's own tokenizer first (llama.cpp's /tokenize): the count it will make itself.
                 encode = await asyncio.to_thread(server_tokenizer, key[0], key[1])
                 name = f"{key[0]} (the server's /tokenize)"
-            hook = getattr(provider, "token_counter", None)
-            quick = getattr(provider, "known_token_counter", None)
-            known, found = quick() if callable(quick) and encode is None else (False, None)
+            known, found = provider.known_token_counter() if encode is None else (False, None)
             if encode is not None:
                 pass
             elif known:  # loaded before (the warm-up loads it): no thread for it
                 encode, name = found, key[0]
-            elif callable(hook):
+            else:
                 name = key[0]
                 try:
-                    encode = await asyncio.to_thread(hook)
+                    encode = await asyncio.to_thread(provider.token_counter)
                 except Exception as exc:
                     log.debug("%s: token_counter() failed: %s", key[0], exc)
             counter = TokenCounter(encode if callable(encode) else None,
@@ -280,13 +281,12 @@ class ContextManager:
         return counter
 
     # -- one model call ----------------------------------------------------------------------------
-    async def stream(self, provider: Any, *, system: str | None, history: Sequence[Message], tools: Sequence[Any],
-                     settings: Mapping[str, Any], emit: Emit | None = None) -> AsyncIterator[Chunk]:
+    async def stream(self, provider: Provider, *, system: str | None, history: Sequence[Message],
+                     tools: Sequence[ToolSpec], settings: Mapping[str, Any],
+                     emit: Emit | None = None) -> AsyncIterator[Chunk]:
         """``provider.stream`` for the prepared request; a refusal as too long compacts (or truncates)
         and retries once. The usage of summary requests comes first, as usage chunks of their model."""
-        check_key = getattr(provider, "check_key", None)
-        if callable(check_key):
-            check_key()  # a missing key is said before the window or the tokenizer loads a provider's library
+        provider.check_key()  # a missing key is said before the window or the tokenizer loads a provider's library
         prepared = await self.prepare(provider, system=system, history=history, tools=tools, settings=settings,
                                       emit=emit)
         retried = False
@@ -331,13 +331,13 @@ class ContextManager:
                                                reason=getattr(exc, "reason", None) or "context") from exc
                 retried = True
                 log.info("%s refused the request as too long (%s); %s and retrying once",
-                         getattr(provider, "model_id", "the model"), exc,
+                         provider.model_id or "the model", exc,
                          "compacting" if self.policy == "compact" else "truncating")
                 self._learn(provider, exc, prepared)
                 prepared = await self.prepare(provider, system=system, history=history, tools=tools,
                                               settings=settings, emit=emit, trigger="overflow")
 
-    async def prepare(self, provider: Any, *, system: str | None, history: Sequence[Message], tools: Sequence[Any],
+    async def prepare(self, provider: Provider, *, system: str | None, history: Sequence[Message], tools: Sequence[Any],
                       settings: Mapping[str, Any] | None = None, emit: Emit | None = None,
                       trigger: Literal["threshold", "overflow"] = "threshold") -> Prepared:
         """The request for the next model call (see the module docstring)."""
@@ -376,21 +376,21 @@ class ContextManager:
             prepared = self._truncate(system, history, tools, counter, info, limit, params, prepared)
         if prepared.used > hard and sure:
             raise ContextOverflowError(self._too_long_message(provider, prepared, hard),
-                                       provider=getattr(provider, "model_id", None), window=window)
+                                       provider=provider.model_id or None, window=window)
         self.last = prepared
         if emit is not None:
-            emit(ev.ContextUsage, used=prepared.used, window=window, estimated=True,
+            emit(ev.ContextUsage(used=prepared.used, window=window, estimated=True,
                  system_tokens=prepared.system_tokens, tools_tokens=prepared.tools_tokens, threshold=self.threshold,
-                 biggest_tools=prepared.biggest_tools)
+                 biggest_tools=prepared.biggest_tools))
         return prepared
 
     # -- compacting -------------------------------------------------------------------------------
-    async def compact(self, provider: Any, *, system: str | None, history: Sequence[Message],
+    async def compact(self, provider: Provider, *, system: str | None, history: Sequence[Message],
                       tools: Sequence[Any] = (), trigger: Literal["threshold", "overflow", "manual"] = "manual",
-                      keep_budget: int | None = None) -> dict[str, Any] | None:
+                      keep_budget: int | None = None) -> ev.ContextCompacted | None:
         """Summarise the older messages now (``/compact``): everything before the latest turn, or as much
-        as needed to keep ``keep_budget`` tokens. Returns the fields of the
-        :class:`~workspace.events.ContextCompacted` event (None: nothing to compact)."""
+        as needed to keep ``keep_budget`` tokens. Returns the :class:`~workspace.events.ContextCompacted`
+        event, not stamped yet (None: nothing to compact)."""
         self._check(history)
         info = await self.window(provider)
         counter = await self.counter(provider)
@@ -419,15 +419,13 @@ class ContextManager:
         self.compaction = Compaction(summary, cut)
         self._anchor = None
         after = self._measure(system, self._view(history, limit, params), tools, counter, info)
-        fields: dict[str, Any] = {
-            "summary": summary, "replaced_count": cut, "newly_replaced": cut - start,
-            "tokens_before": before.used, "tokens_after": after.used, "window": info.tokens if info else 0,
-            "trigger": trigger, "model": getattr(summarizer, "model_id", None)}
         if problem:
             log.info("compaction of %d message(s) used a plain list: %s", cut - start, problem)
-        return fields
+        return ev.ContextCompacted(summary=summary, replaced_count=cut, newly_replaced=cut - start,
+                                   tokens_before=before.used, tokens_after=after.used,
+                                   window=info.tokens if info else 0, trigger=trigger, model=summarizer.model_id)
 
-    async def _compact_to_fit(self, provider: Any, *, system: str | None, history: Sequence[Message],
+    async def _compact_to_fit(self, provider: Provider, *, system: str | None, history: Sequence[Message],
                               tools: Sequence[Any], counter: TokenCounter, info: WindowInfo, limit: int | None,
                               params: Mapping[str, Any], prepared: Prepared,
                               trigger: Literal["threshold", "overflow"], emit: Emit | None) -> Prepared:
@@ -438,12 +436,12 @@ class ContextManager:
         keep = int(min(self.keep_ratio * window, room * 0.5 - self._summary_tokens(window)))
         for attempt in range(3):
             budget = max(0, keep // (2 ** attempt)) if attempt < 2 else 0
-            fields = await self.compact(provider, system=system, history=history, tools=tools, trigger=trigger,
-                                        keep_budget=budget)
-            if fields is None:
+            event = await self.compact(provider, system=system, history=history, tools=tools, trigger=trigger,
+                                       keep_budget=budget)
+            if event is None:
                 break
             if emit is not None:
-                emit(ev.ContextCompacted, **fields)
+                emit(event)
             prepared = self._measure(system, self._view(history, limit, params), tools, counter, info)
             if prepared.used <= target:
                 break
@@ -507,11 +505,11 @@ class ContextManager:
                              window=prepared.window, system_tokens=prepared.system_tokens,
                              tools_tokens=prepared.tools_tokens, biggest_tools=prepared.biggest_tools)
         if emit is not None:
-            emit(ev.ContextUsage, used=used, window=prepared.window.tokens, estimated=False,
+            emit(ev.ContextUsage(used=used, window=prepared.window.tokens, estimated=False,
                  system_tokens=prepared.system_tokens, tools_tokens=prepared.tools_tokens, threshold=self.threshold,
-                 biggest_tools=prepared.biggest_tools)
+                 biggest_tools=prepared.biggest_tools))
 
-    def _learn(self, provider: Any, exc: BaseException, prepared: Prepared) -> None:
+    def _learn(self, provider: Provider, exc: BaseException, prepared: Prepared) -> None:
         """After a refusal: the window the server named, and counts that say the request was too long."""
         named = getattr(exc, "window", None) or window_from_message(str(exc))
         window = prepared.window.tokens if prepared.window is not None else None
@@ -524,7 +522,7 @@ class ContextManager:
         self._anchor = None
 
     # -- the answer's room --------------------------------------------------------------------------
-    def _local_limit(self, provider: Any, prepared: Prepared, settings: Mapping[str, Any]) -> Mapping[str, Any]:
+    def _local_limit(self, provider: Provider, prepared: Prepared, settings: Mapping[str, Any]) -> Mapping[str, Any]:
         """``settings`` with a ``max_tokens`` for a local model that has none (``local_max_tokens_share`` of its
         window, within the room the request leaves), so a looping small model cannot write until the window
         is full."""
@@ -556,11 +554,11 @@ class ContextManager:
         return prepared.used + answer >= window - margin
 
     # -- helpers ----------------------------------------------------------------------------------
-    def _sure(self, provider: Any, counter: TokenCounter) -> bool:
+    def _sure(self, provider: Provider, counter: TokenCounter) -> bool:
         """Whether the counts may refuse a request before it is sent: a tokenizer counts them, a server's
         report (or refusal) calibrated them, or there is no server to ask (not a language model)."""
         return (counter.tokenizer != "estimate" or self._calibrated
-                or not getattr(provider, "is_language_model", True))
+                or not provider.is_language_model)
 
     def _check(self, history: Sequence[Message]) -> None:
         if self.compaction is not None and self.compaction.upto > len(history):
@@ -602,7 +600,7 @@ class ContextManager:
         cache[id(message)] = (message, limit, short if short is not None else message)
         return short if short is not None else message
 
-    def _summarizer(self, provider: Any) -> Any:
+    def _summarizer(self, provider: Provider) -> Provider:
         summarizer = self.summarizer
         if summarizer is None:
             return provider
@@ -613,8 +611,9 @@ class ContextManager:
                 log.warning("the compaction model could not be used (%s); the robot's model summarises", exc)
                 self.summarizer = None
                 return provider
-            self.summarizer = summarizer
-        return summarizer
+        made: Provider = with_defaults(summarizer)
+        self.summarizer = made
+        return made
 
     def _summary_tokens(self, window: int) -> int:
         return int(min(2048, max(128, window * self.summary_ratio)))
@@ -631,10 +630,10 @@ class ContextManager:
                 "allows one (llm.context_window in the configuration, or context_window in the robot's front "
                 "matter), or use a model with a larger context window")
 
-    def _too_long_message(self, provider: Any, prepared: Prepared, hard: int) -> str:
+    def _too_long_message(self, provider: Provider, prepared: Prepared, hard: int) -> str:
         window = prepared.window
         assert window is not None
-        model = getattr(provider, "model_id", None) or "the model"
+        model = provider.model_id or "the model"
         what = {"compact": "even after compacting the older messages",
                 "truncate": "even without the older turns",
                 "error": "(the context policy is 'error', so nothing was compacted; the 'compact' policy would "
@@ -643,8 +642,8 @@ class ContextManager:
                 f"({window.tokens:,} tokens, {window.describe()}; {window.tokens - hard:,} kept for the answer) "
                 f"{what}. {self._fixes()}")
 
-    def _refused_message(self, provider: Any, prepared: Prepared, exc: BaseException, retried: bool) -> str:
-        model = getattr(provider, "model_id", None) or "the model"
+    def _refused_message(self, provider: Provider, prepared: Prepared, exc: BaseException, retried: bool) -> str:
+        model = provider.model_id or "the model"
         window = prepared.window
         size = f" ({window.tokens:,} tokens, {window.describe()})" if window is not None else ""
         if retried:
@@ -655,23 +654,23 @@ class ContextManager:
                 f"server said: {exc}. {self._fixes()}")
 
 
-def _local(provider: Any) -> bool:
+def _local(provider: Provider) -> bool:
     """Whether ``provider``'s model runs on a server on this machine."""
-    if not getattr(provider, "is_language_model", True):
+    if not provider.is_language_model:
         return False
-    local = getattr(provider, "is_local", None)
-    if isinstance(local, bool):
+    local = provider.is_local
+    if local is not None:
         return local
-    base = getattr(provider, "api_base", None)
-    if isinstance(base, str) and base:
+    base = provider.api_base
+    if base:
         return is_loopback_url(base)
-    prefix = str(getattr(provider, "model_id", "") or "").partition("/")[0].lower()
+    prefix = (provider.model_id or "").partition("/")[0].lower()
     return prefix in LOCAL_DEFAULT_BASES
 
 
-def _key(provider: Any) -> tuple[str, str | None, str | None]:
+def _key(provider: Provider) -> tuple[str, str | None, str | None]:
     """A provider's model and server (what a window and the counts' corrections belong to)."""
-    return type(provider).__name__, getattr(provider, "model_id", None), getattr(provider, "api_base", None)
+    return type(provider).__name__, provider.model_id, provider.api_base
 
 
 def _tool_params(tools: Sequence[Any]) -> dict[str, tuple[str, ...]]:

@@ -30,9 +30,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workspace.urls import LOCAL_DEFAULT_BASES, is_loopback_url
+
+if TYPE_CHECKING:
+    from workspace.providers.base import Provider
 
 __all__ = [
     "DEFAULT_WINDOW",
@@ -345,16 +348,13 @@ def _tokenize_fn(root: str) -> Callable[[str], int]:
     return count
 
 
-async def resolve_window(provider: Any, *, setting: int | None = None, default: int = DEFAULT_WINDOW) -> WindowInfo | None:
+async def resolve_window(provider: Provider, *, setting: int | None = None, default: int = DEFAULT_WINDOW) -> WindowInfo | None:
     """The window of ``provider``'s model (see the module docstring for the order)."""
     if setting:
         return WindowInfo(int(setting), "setting")
-    if not getattr(provider, "is_language_model", True):
+    if not provider.is_language_model:
         return None
-    model = getattr(provider, "model_id", None)
-    api_base = getattr(provider, "api_base", None) or getattr(provider, "base_url", None)
-    if api_base is not None and not isinstance(api_base, str):
-        api_base = str(api_base)
+    model, api_base = provider.model_id, provider.api_base
     where = server_of(model, api_base)
     if where is not None:
         known, found = _remembered(where)  # asked before (the warm-up asks ahead): no thread for it
@@ -362,19 +362,14 @@ async def resolve_window(provider: Any, *, setting: int | None = None, default: 
             found = await asyncio.to_thread(probe_server, model, api_base)
         if found:
             return WindowInfo(found, "server")
-    hook = getattr(provider, "context_window", None)
-    quick = getattr(provider, "known_context_window", None)
-    known, value = quick() if callable(quick) else (False, None)  # asked before: no thread for it
-    if not known and callable(hook):
+    known, value = provider.known_context_window()  # asked before (or nothing to ask): no thread for it
+    if not known:
         try:
-            value = await asyncio.to_thread(hook)
+            value = await asyncio.to_thread(provider.context_window)
         except Exception as exc:
             log.debug("%s: context_window() failed: %s", model, exc)
             value = None
-    if known or callable(hook):
-        size = _positive(value)
-        if size:
-            return WindowInfo(size, "model info")
-    elif isinstance(hook, int) and hook > 0:
-        return WindowInfo(hook, "model info")
+    size = _positive(value)
+    if size:
+        return WindowInfo(size, "model info")
     return WindowInfo(default, "default")

@@ -39,6 +39,7 @@ from workspace.approval import ApprovalDecision, ApprovalRequest
 
 if TYPE_CHECKING:
     from workspace.mcp.actor import ConnectionActor
+    from workspace.providers.base import Provider
     from workspace.tools.base import ToolContext
 
 log = logging.getLogger("workspace.mcp")
@@ -79,7 +80,7 @@ class ClientRequests:
         #: Asked when no run is calling the server (``robotlab mcp call``, the dock); None: refuse.
         self.fallback_ask: Ask | None = None
         #: The provider that answers sampling outside a run (None: refuse).
-        self.fallback_provider: Any = None
+        self.fallback_provider: Provider | None = None
         #: Servers the person allowed to sample without asking ("always allow this server"), from now
         #: on in this process; :func:`allow_sampling` also writes ``sampling: allow`` to the server's file.
         self.allowed: set[str] = set()
@@ -109,7 +110,7 @@ class ClientRequests:
     async def sample(self, conn: ConnectionActor, params: Mapping[str, Any]) -> dict[str, Any]:
         """Answer ``sampling/createMessage`` (wire JSON in, wire JSON out); raises RequestRefused."""
         context = self._context(conn)
-        provider = _extra(context, "provider") or self.fallback_provider
+        provider: Provider | None = _extra(context, "provider") or self.fallback_provider
         if provider is None:
             raise RequestRefused(f"{conn.name} asked for a completion (sampling), but no model is available here; "
                                  "it can only be answered during a robot's run")
@@ -118,7 +119,7 @@ class ClientRequests:
             raise RequestRefused("sampling/createMessage needs a non-empty 'messages' list")
         request_input: dict[str, Any] = {
             "messages": [_plain_message(m) for m in messages],
-            "model": str(getattr(provider, "label", "") or getattr(provider, "model_id", "") or "the thread's model"),
+            "model": provider.label or provider.model_id or "the thread's model",
         }
         if params.get("systemPrompt"):
             request_input["systemPrompt"] = str(params["systemPrompt"])
@@ -138,18 +139,18 @@ class ClientRequests:
         try:
             text = await _complete(provider, chosen, _extra(context, "settings") or {})
         except RequestRefused as exc:
-            _emit(context, ev.ToolError, id=request_id, name=SAMPLING, error=str(exc), server=conn.name,
-                  duration=time.monotonic() - started)
+            _emit(context, ev.ToolError(id=request_id, name=SAMPLING, error=str(exc), server=conn.name,
+                  duration=time.monotonic() - started))
             raise
         except Exception as exc:  # the model failed: the run goes on, the server is told why
             error = f"The model could not answer {conn.name}'s sampling request: {type(exc).__name__}: {exc}"
-            _emit(context, ev.ToolError, id=request_id, name=SAMPLING, error=error, server=conn.name,
-                  duration=time.monotonic() - started)
+            _emit(context, ev.ToolError(id=request_id, name=SAMPLING, error=error, server=conn.name,
+                  duration=time.monotonic() - started))
             raise RequestFailed(error) from exc
         answer = {"role": "assistant", "content": {"type": "text", "text": text},
-                  "model": str(getattr(provider, "model_id", "") or request_input["model"]), "stopReason": "endTurn"}
-        _emit(context, ev.ToolResult, id=request_id, name=SAMPLING, payload={"data": text}, server=conn.name,
-              duration=time.monotonic() - started)
+                  "model": provider.model_id or request_input["model"], "stopReason": "endTurn"}
+        _emit(context, ev.ToolResult(id=request_id, name=SAMPLING, payload={"data": text}, server=conn.name,
+              duration=time.monotonic() - started))
         return answer
 
     # -- elicitation -------------------------------------------------------------------------------
@@ -159,8 +160,8 @@ class ClientRequests:
         schema = params.get("requestedSchema")
         problem = schema_problem(schema)
         if problem is not None:
-            _emit(context, ev.ToolError, id=f"mcp-elicitation-{next(_ids)}", name=ELICITATION,
-                  error=f"{conn.name} asked for input with a schema that is not valid: {problem}", server=conn.name)
+            _emit(context, ev.ToolError(id=f"mcp-elicitation-{next(_ids)}", name=ELICITATION,
+                  error=f"{conn.name} asked for input with a schema that is not valid: {problem}", server=conn.name))
             raise RequestRefused(f"The requested schema is not valid: {problem}")
         assert isinstance(schema, Mapping)
         request_input = {"message": str(params.get("message") or ""), "requestedSchema": dict(schema),
@@ -182,18 +183,18 @@ class ClientRequests:
         errors = validate(content, schema)
         if errors:
             error = f"The values do not fit the requested schema: {errors}"
-            _emit(context, ev.ToolError, id=request_id, name=ELICITATION, error=error, server=conn.name)
+            _emit(context, ev.ToolError(id=request_id, name=ELICITATION, error=error, server=conn.name))
             raise RequestRefused(error)
-        _emit(context, ev.ToolResult, id=request_id, name=ELICITATION, payload={"data": dict(content)},
-              server=conn.name)
+        _emit(context, ev.ToolResult(id=request_id, name=ELICITATION, payload={"data": dict(content)},
+              server=conn.name))
         return {"action": "accept", "content": dict(content)}
 
     def refused(self, conn: ConnectionActor, method: str, problem: str) -> None:
         """A request of ``conn``'s that the client refused before anyone saw it (its parameters are not
         valid): the run calling the server shows it as an error card."""
         kind = "sampling" if method == SAMPLING else "elicitation"
-        _emit(self._context(conn), ev.ToolError, id=f"mcp-{kind}-{next(_ids)}", name=method, error=problem,
-              server=conn.name)
+        _emit(self._context(conn), ev.ToolError(id=f"mcp-{kind}-{next(_ids)}", name=method, error=problem,
+              server=conn.name))
 
     # -- asking ------------------------------------------------------------------------------------
     async def _decide(self, conn: ConnectionActor, context: ToolContext | None, name: str, request_id: str,
@@ -206,7 +207,7 @@ class ClientRequests:
             thread_id=_extra(context, "thread_id"),
         )
         if not ask:
-            _emit(context, ev.ToolUse, id=request_id, name=name, input=request_input, server=conn.name)
+            _emit(context, ev.ToolUse(id=request_id, name=name, input=request_input, server=conn.name))
             return ApprovalDecision(approved=True, scope="server")
         action = "ask"
         if gate is not None:
@@ -214,7 +215,7 @@ class ClientRequests:
             if action == "allow" and not allow_by_policy:
                 action = "ask"
         if action == "allow":
-            _emit(context, ev.ToolUse, id=request_id, name=name, input=request_input, server=conn.name)
+            _emit(context, ev.ToolUse(id=request_id, name=name, input=request_input, server=conn.name))
             return ApprovalDecision(approved=True, scope="policy")
         if action == "deny":
             decision = ApprovalDecision(approved=False, scope="policy", reason=f"the approval policy denies {name}")
@@ -222,12 +223,12 @@ class ClientRequests:
             asker: Ask | None = gate.ask if gate is not None else self.fallback_ask
             if asker is None:
                 raise RequestRefused(f"{conn.name} asked for {name}, but there is nobody to ask here")
-            _emit(context, ev.ApprovalRequested, id=request_id, name=name, input=request_input, server=conn.name,
-                  annotations={"mcpRequest": name.split("/")[0]})
+            _emit(context, ev.ApprovalRequested(id=request_id, name=name, input=request_input, server=conn.name,
+                  annotations={"mcpRequest": name.split("/")[0]}))
             decision = await asker(request)
-        _emit(context, ev.ApprovalDecided, id=request_id, name=name, decision=decision.decision,
+        _emit(context, ev.ApprovalDecided(id=request_id, name=name, decision=decision.decision,
               input=decision.input if decision.input is not None else request_input, reason=decision.reason,
-              scope=decision.scope)
+              scope=decision.event_scope))
         return decision
 
 
@@ -275,12 +276,12 @@ def _extra(context: ToolContext | None, key: str) -> Any:
     return context.extras.get(key) if context is not None else None
 
 
-def _emit(context: ToolContext | None, cls: type[ev.BaseEvent], **fields: Any) -> None:
+def _emit(context: ToolContext | None, event: ev.Event) -> None:
     if context is not None and context.emit is not None:
         try:
-            context.emit(cls, **fields)
+            context.emit(event)
         except Exception:
-            log.debug("could not emit %s", cls.__name__, exc_info=True)
+            log.debug("could not emit %s", type(event).__name__, exc_info=True)
 
 
 def _progress(context: ToolContext | None) -> Callable[[float, float | None, str | None], None] | None:
@@ -289,8 +290,8 @@ def _progress(context: ToolContext | None) -> Callable[[float, float | None, str
     call_id, name = context.call_id, str(context.extras.get("tool") or "")
 
     def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        _emit(context, ev.ToolProgress, id=call_id, name=name, progress=float(progress),
-              total=float(total) if total is not None else None, message=message or "")
+        _emit(context, ev.ToolProgress(id=call_id, name=name, progress=float(progress),
+              total=float(total) if total is not None else None, message=message or ""))
 
     return on_progress
 
@@ -313,7 +314,7 @@ def _plain_message(message: Any) -> dict[str, Any]:
     return {"role": role if role in ("user", "assistant") else "user", "text": "\n".join(parts)}
 
 
-async def _complete(provider: Any, request: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
+async def _complete(provider: Provider, request: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
     from workspace.messages import TextMessage
     from workspace.providers.base import TextChunk
 

@@ -123,12 +123,12 @@ class NetworkRun(EventRun):
         self._seq += 1
         return self._seq
 
-    def _emit(self, cls: type[ev.Event], *, robot: str | None = None, task: str | None = None,
-              **fields: Any) -> ev.Event | None:
+    def _emit(self, built: ev.Event, *, robot: str | None = None, task: str | None = None) -> ev.Event | None:
+        """Stamp ``built`` as the network run's (``robot``: the network's name unless given) and queue it."""
         if self.terminal is not None:
             return None
-        event = cls(run_id=self.run_id, robot=robot or self.network.name, seq=self._next_seq(), task=task,
-                    **fields)
+        event = ev.stamp(built, run_id=self.run_id, robot=robot or self.network.name, seq=self._next_seq(),
+                         task=task)
         if isinstance(event, ev.TERMINAL):
             self.terminal = event
         elif task is not None and task in self.tasks:
@@ -146,16 +146,16 @@ class NetworkRun(EventRun):
     def _on_memory_change(self, change: Any) -> None:
         current = _CURRENT.get()
         state = current[1] if current is not None and current[0] is self else None
-        fields = {"key": str(change.key), "value": change.value, "previous": change.previous,
-                  "writer": change.writer, "network_name": change.network_name}
+        event = ev.MemoryChanged(key=str(change.key), value=change.value, previous=change.previous,
+                                 writer=change.writer, network_name=change.network_name)
 
         def deliver() -> None:
             run = state.agent_run if state is not None else None
             if run is not None and not run.done:
-                run.emit(ev.MemoryChanged, **fields)  # in order with the task's tool events
+                run.emit(event)  # in order with the task's tool events
             else:
-                self._emit(ev.MemoryChanged, robot=change.writer or self.network.name,
-                           task=state.name if state is not None else None, **fields)
+                self._emit(event, robot=change.writer or self.network.name,
+                           task=state.name if state is not None else None)
 
         if self._loop is None or threading.get_ident() == self._thread:
             deliver()
@@ -172,7 +172,7 @@ class NetworkRun(EventRun):
             self._idle = asyncio.Event()
             remove_observer = self.network.memory.add_observer(self._on_memory_change)
             model, is_lm = self._models()
-            self._emit(ev.RunStarted, message=self.message, model=model, is_language_model=is_lm)
+            self._emit(ev.RunStarted(message=self.message, model=model, is_language_model=is_lm))
             self._advance()
             await self._idle.wait()
         except asyncio.CancelledError:
@@ -184,8 +184,8 @@ class NetworkRun(EventRun):
             self._stop_reason = self._stop_reason or "the network failed"
             await self._drain()
             self.result = self._make_result(FAILED, error=f"{type(exc).__name__}: {exc}")
-            self._emit(ev.RunFailed, error=f"The network failed: {exc}", error_type=type(exc).__name__,
-                       partial=self.result)
+            self._emit(ev.RunFailed(error=f"The network failed: {exc}", error_type=type(exc).__name__,
+                                    partial=self.result))
         finally:
             if remove_observer is not None:
                 remove_observer()
@@ -216,14 +216,14 @@ class NetworkRun(EventRun):
             failed = self._failure
             error = f"Task '{failed.name}' failed: {failed.error}"
             self.result = self._make_result(FAILED, error=error)
-            self._emit(ev.RunFailed, robot=failed.robot, task=failed.name, error=error,
-                       error_type=failed.error_type or "Error", partial=self.result)
+            self._emit(ev.RunFailed(error=error, error_type=failed.error_type or "Error", partial=self.result),
+                       robot=failed.robot, task=failed.name)
         elif self._stop_reason is not None:
             self.result = self._make_result(CANCELLED, error=self._stop_reason)
-            self._emit(ev.RunCancelled, reason=self._stop_reason, partial=self.result)
+            self._emit(ev.RunCancelled(reason=self._stop_reason, partial=self.result))
         else:
             self.result = self._make_result(DONE)
-            self._emit(ev.RunFinished, result=self.result)
+            self._emit(ev.RunFinished(result=self.result))
 
     def _make_result(self, status: str, *, error: str | None = None) -> NetworkResult:
         return NetworkResult(
@@ -241,10 +241,10 @@ class NetworkRun(EventRun):
                 provider = self.options.get("provider") or task.robot.provider
             except Exception:
                 continue
-            label = str(getattr(provider, "label", "") or "")
+            label = provider.label
             if label and label not in labels:
                 labels.append(label)
-            is_lm = is_lm and bool(getattr(provider, "is_language_model", True))
+            is_lm = is_lm and provider.is_language_model
         return (", ".join(labels) if labels else "network"), is_lm
 
     def _advance(self) -> None:
@@ -291,10 +291,9 @@ class NetworkRun(EventRun):
             self._told_stuck.add(name)
             listed = ", ".join(f"'{k}'" for k in keys)
             some = "keys" if len(keys) > 1 else "key"
-            self._emit(ev.RunStatus, robot=self.tasks[name].robot, task=name, state="notice",
-                       detail=f"Task '{name}' waits for memory {some} {listed}, and no other task is running to "
+            self._emit(ev.RunStatus(state="notice", detail=f"Task '{name}' waits for memory {some} {listed}, and no other task is running to "
                               f"write {'them' if len(keys) > 1 else 'it'}: it waits until something outside the "
-                              "network does. Stop the run, or give the task a wait_timeout.")
+                              "network does. Stop the run, or give the task a wait_timeout."), robot=self.tasks[name].robot, task=name)
 
     def _launch(self, state: TaskState) -> None:
         assert self._loop is not None
@@ -322,7 +321,7 @@ class NetworkRun(EventRun):
             self._failure = state
             self._stop_tasks(f"task '{state.name}' failed")
 
-    def _finish(self, state: TaskState, status: str, *, result: RobotResult | None = None,
+    def _finish(self, state: TaskState, status: ev.TaskStatus, *, result: RobotResult | None = None,
                 error: str | None = None, reason: str | None = None) -> None:
         state.status = status
         state.finished_at = time.time()
@@ -332,8 +331,8 @@ class NetworkRun(EventRun):
         state.reason = reason if reason is not None else error
         if status == DONE:
             self._order.append(state.name)
-        self._emit(ev.TaskFinished, robot=state.robot, task=state.name, status=status,
-                   error=error if error is not None else reason, result=state.result)
+        self._emit(ev.TaskFinished(status=status, error=error if error is not None else reason, result=state.result),
+                   robot=state.robot, task=state.name)
 
     # -- one task -------------------------------------------------------------------------
     async def _run_task(self, state: TaskState) -> None:
@@ -353,7 +352,7 @@ class NetworkRun(EventRun):
                 state.message = message
                 state.status = RUNNING
                 state.started_at = time.time()
-                self._emit(ev.TaskStarted, robot=state.robot, task=state.name, message=message)
+                self._emit(ev.TaskStarted(message=message), robot=state.robot, task=state.name)
                 memory = self._task_memory(task)
                 if task.wait_for:
                     if task.wait_timeout is None:

@@ -8,7 +8,7 @@ calls; providers never run tools themselves.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -109,7 +109,11 @@ class ConfigLookup(Protocol):
 
 @runtime_checkable
 class Provider(Protocol):
-    """One streaming method plus capability flags (never ``isinstance`` checks on vendors)."""
+    """One streaming method plus capability flags and questions about the model (never ``isinstance``
+    checks on vendors). :class:`ProviderBase` holds the defaults of everything but ``stream``, ``label``
+    and ``model_id``: every shipped provider and test double inherits it, and a provider of another
+    package that does not is wrapped once where it is created (:class:`WithDefaults`, by
+    :func:`workspace.providers.registry.provider_for`), so callers ask these directly."""
 
     #: Short label for people: the model id, or "Offline demo (no language model)".
     label: str
@@ -121,10 +125,45 @@ class Provider(Protocol):
     is_language_model: bool
 
     @property
+    def api_base(self) -> str | None:
+        """The server's address (``http://127.0.0.1:8080/v1``), None for a hosted provider's default."""
+        ...
+
+    @property
+    def is_local(self) -> bool | None:
+        """Whether the model runs on a server on this machine; None: judge by ``api_base`` and the
+        model id's prefix (:func:`workspace.context.manager`'s ``_local``)."""
+        ...
+
+    @property
     def supports_response_schema(self) -> bool:
         """The model takes a JSON schema for its answer (``response_format``): structured output the
         native way (:mod:`workspace.output`); False: a forced final tool call instead. A plain
         attribute is fine; a property may be slow (it is read off the event loop)."""
+        ...
+
+    def supports_vision(self) -> bool | None:
+        """Whether the model takes images; None: not known (may be slow: asked off the event loop)."""
+        ...
+
+    def context_window(self) -> int | None:
+        """The model's context window in tokens; None: not known (may be slow: asked in a worker thread)."""
+        ...
+
+    def known_context_window(self) -> tuple[bool, int | None]:
+        """:meth:`context_window` without blocking: ``(True, answer)`` when it is known already."""
+        ...
+
+    def token_counter(self) -> Callable[[str], int] | None:
+        """The model's tokenizer as a counting function; None: estimate (may be slow: a worker thread)."""
+        ...
+
+    def known_token_counter(self) -> tuple[bool, Callable[[str], int] | None]:
+        """:meth:`token_counter` without blocking: ``(True, function)`` when it is loaded already."""
+        ...
+
+    def check_key(self) -> None:
+        """Raise :class:`workspace.errors.ProviderError` at once when a key the model needs is set nowhere."""
         ...
 
     def stream(
@@ -141,3 +180,117 @@ class Provider(Protocol):
         when the call fails for good, after any retries the provider does itself.
         """
         ...
+
+
+class ProviderBase:
+    """The defaults of :class:`Provider`'s capabilities: a language model with tools and streaming, on
+    no known server, that says nothing about its window, tokenizer, vision or keys. A provider sets
+    ``label``, ``model_id`` and ``stream`` and overrides what it knows."""
+
+    label: str
+    model_id: str
+    supports_tools: bool = True
+    supports_streaming: bool = True
+    is_language_model: bool = True
+    api_base: str | None = None
+    supports_response_schema: bool = False
+
+    @property
+    def is_local(self) -> bool | None:
+        return None
+
+    def supports_vision(self) -> bool | None:
+        return None
+
+    def context_window(self) -> int | None:
+        return None
+
+    def known_context_window(self) -> tuple[bool, int | None]:
+        # Known at once when there is nothing to ask (no thread for it); else the subclass's own answer.
+        return (True, None) if type(self).context_window is ProviderBase.context_window else (False, None)
+
+    def token_counter(self) -> Callable[[str], int] | None:
+        return None
+
+    def known_token_counter(self) -> tuple[bool, Callable[[str], int] | None]:
+        return (True, None) if type(self).token_counter is ProviderBase.token_counter else (False, None)
+
+    def check_key(self) -> None:
+        return None
+
+    def stream(self, *, system: str | None, messages: Sequence[Message], tools: Sequence[ToolSpec],
+               settings: Mapping[str, Any]) -> AsyncIterator[Chunk]:  # pragma: no cover - every provider's own
+        raise NotImplementedError(f"{type(self).__name__} does not implement stream()")
+
+
+class WithDefaults(ProviderBase):
+    """A provider that does not inherit :class:`ProviderBase` (another package's, from an entry point or
+    :func:`workspace.providers.registry.register`), with the defaults for what it does not have: the one
+    place that asks whether a provider has a capability. ``inner`` is the provider itself."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.label = str(getattr(inner, "label", "") or getattr(inner, "model_id", "") or type(inner).__name__)
+        self.model_id = str(getattr(inner, "model_id", "") or self.label)
+        self.supports_tools = bool(getattr(inner, "supports_tools", True))
+        self.supports_streaming = bool(getattr(inner, "supports_streaming", True))
+        self.is_language_model = bool(getattr(inner, "is_language_model", True))
+        base = getattr(inner, "api_base", None)
+        self.api_base = str(base) if base else None
+
+    def __repr__(self) -> str:
+        return f"WithDefaults({self.inner!r})"
+
+    @property  # read from the provider each time (it may be slow: read off the event loop)
+    def supports_response_schema(self) -> bool:
+        return bool(getattr(self.inner, "supports_response_schema", False))
+
+    @supports_response_schema.setter
+    def supports_response_schema(self, value: bool) -> None:
+        self.inner.supports_response_schema = value
+
+    @property
+    def is_local(self) -> bool | None:
+        local = getattr(self.inner, "is_local", None)
+        return local if isinstance(local, bool) else None
+
+    def _ask(self, name: str, default: Any) -> Any:
+        hook = getattr(self.inner, name, None)
+        return hook() if callable(hook) else default
+
+    def supports_vision(self) -> bool | None:
+        answer = self._ask("supports_vision", None)
+        return None if answer is None else bool(answer)
+
+    def context_window(self) -> int | None:
+        value = getattr(self.inner, "context_window", None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value  # a plain number is fine too
+        return self._ask("context_window", None)
+
+    def known_context_window(self) -> tuple[bool, int | None]:
+        value = getattr(self.inner, "context_window", None)
+        if not callable(value):  # a number, or nothing to ask: known at once
+            return True, value if isinstance(value, int) and not isinstance(value, bool) else None
+        return self._ask("known_context_window", (False, None))
+
+    def token_counter(self) -> Callable[[str], int] | None:
+        return self._ask("token_counter", None)
+
+    def known_token_counter(self) -> tuple[bool, Callable[[str], int] | None]:
+        if not callable(getattr(self.inner, "token_counter", None)):
+            return True, None
+        return self._ask("known_token_counter", (False, None))
+
+    def check_key(self) -> None:
+        self._ask("check_key", None)
+
+    def stream(self, *, system: str | None, messages: Sequence[Message], tools: Sequence[ToolSpec],
+               settings: Mapping[str, Any]) -> AsyncIterator[Chunk]:
+        return self.inner.stream(system=system, messages=messages, tools=tools,
+                                 settings=settings)
+
+
+def with_defaults(provider: Any) -> Provider:
+    """``provider`` itself when it inherits :class:`ProviderBase`, else wrapped in :class:`WithDefaults`."""
+    return provider if isinstance(provider, ProviderBase) else WithDefaults(provider)

@@ -17,7 +17,7 @@ import shlex
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from workspace.providers.base import Chunk, ToolSpec
+from workspace.providers.base import Chunk, ProviderBase, ToolSpec
 from workspace.providers.testing import Part, ToolCall, stream_parts
 
 
@@ -62,7 +62,7 @@ def warm_up() -> None:
         demo._plan(text, {})
 
 
-class DemoProvider:
+class DemoProvider(ProviderBase):
     """Reads the message, calls real tools, explains the results. Not a language model."""
 
     label = DEMO_LABEL

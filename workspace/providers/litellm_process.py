@@ -447,6 +447,10 @@ class SeparateLiteLLMProvider(LiteLLMProvider):
             self._response_schema = bool(profile.get("supports_response_schema"))
         return self._response_schema
 
+    @supports_response_schema.setter
+    def supports_response_schema(self, value: bool) -> None:
+        self._response_schema = bool(value)
+
     def missing_keys(self) -> list[str]:
         if self.api_key:
             return []

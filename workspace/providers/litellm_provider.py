@@ -485,6 +485,10 @@ class LiteLLMProvider(StreamingProvider):
             except Exception:  # an unknown model: the tool way works everywhere
                 self._response_schema = False
         return self._response_schema
+
+    @supports_response_schema.setter
+    def supports_response_schema(self, value: bool) -> None:
+        self._response_schema = bool(value)
     # -- loading and the key ------------------------------------------------------------------
     def _needs_loading(self) -> str | None:
         if is_loaded():

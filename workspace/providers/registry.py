@@ -25,7 +25,7 @@ Adding a provider from another package takes a factory and one entry point::
             return bool(model) and model.startswith("acme/")
 
         def create(self, model: str | None, *, api_base: str | None = None, config=None, **options):
-            return AcmeProvider(model.removeprefix("acme/"))   # implements workspace.providers.Provider
+            return AcmeProvider(model.removeprefix("acme/"))   # a workspace.providers.base.ProviderBase
 
     factory = AcmeFactory()
 
@@ -39,6 +39,10 @@ never keeps the built-in providers from working. In a script, ``register(AcmeFac
 same without packaging.
 
 ``config`` is the merged configuration (anything with ``get("section.key", default)``), or None.
+
+A provider that does not inherit :class:`~workspace.providers.base.ProviderBase` (with only the protocol's
+required members: ``label``, ``model_id``, the flags and ``stream``) is wrapped once here, in
+:class:`~workspace.providers.base.WithDefaults`, so the rest of the program asks every capability directly.
 """
 
 from __future__ import annotations
@@ -285,6 +289,7 @@ def provider_for(model: str | None, *, api_base: str | None = None, config: Conf
     When the address is not one the user configured (:func:`workspace.urls.key_may_go`), the factory gets
     ``user_key=False``: the provider sends no key of the user's (environment or keyring), only an
     ``api_key`` given here."""
+    from workspace.providers.base import with_defaults
     from workspace.secrets import register_url_secrets
     from workspace.urls import key_may_go
 
@@ -306,5 +311,6 @@ def provider_for(model: str | None, *, api_base: str | None = None, config: Conf
                 return factory.create(model, api_base=base, config=config, **options)
             continue
         if factory.matches(model, base):
-            return factory.create(model, api_base=api_base, config=config, **options)
+            # Another package's provider may have only the required members: the defaults fill in the rest.
+            return with_defaults(factory.create(model, api_base=api_base, config=config, **options))
     raise ValueError(f"No provider serves the model {model!r}")  # litellm serves every model: not reached

@@ -42,7 +42,15 @@ from typing import TYPE_CHECKING, Any
 
 from workspace.errors import ContextOverflowError, ProviderError
 from workspace.providers import limits
-from workspace.providers.base import Chunk, FinishChunk, StatusChunk, StatusState, ToolSpec, UsageChunk
+from workspace.providers.base import (
+    Chunk,
+    FinishChunk,
+    ProviderBase,
+    StatusChunk,
+    StatusState,
+    ToolSpec,
+    UsageChunk,
+)
 from workspace.providers.failures import (
     Failure,
     describe_wait,
@@ -91,7 +99,7 @@ MAX_RETRY_AFTER = 30.0
 NO_FINISH = "the stream ended before the model finished"
 
 
-class StreamingProvider:
+class StreamingProvider(ProviderBase):
     """A provider of a real model behind HTTP; see the module docstring. Subclasses implement
     :meth:`build_request` and :meth:`_open`, and may override the other ``_`` hooks."""
 

@@ -24,6 +24,7 @@ from workspace.errors import ProviderError
 from workspace.providers.base import (
     Chunk,
     FinishChunk,
+    ProviderBase,
     ReasoningChunk,
     StatusChunk,
     TextChunk,
@@ -143,7 +144,7 @@ async def stream_parts(
     yield FinishChunk("tool_calls" if has_calls else "stop")
 
 
-class ScriptedProvider:
+class ScriptedProvider(ProviderBase):
     """Answers from a queue of scripted replies; records every call in ``history``.
 
     >>> p = ScriptedProvider(["Hello!"])
@@ -221,7 +222,7 @@ ReplyFn = Callable[[list["Message"], AgentInfo], Reply | Awaitable[Reply]]
 StreamFn = Callable[[list["Message"], AgentInfo], AsyncIterator[Part | Chunk]]
 
 
-class FunctionProvider:
+class FunctionProvider(ProviderBase):
     """Computes each reply with ``fn(messages, info)`` (sync or async).
 
     Or give ``stream_fn``, an async generator yielding parts or raw chunks, for full

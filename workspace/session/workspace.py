@@ -322,14 +322,11 @@ def _warm_context(robot: Robot) -> None:
         provider = robot.provider
         from workspace.context.window import probe_server, server_of, server_tokenizer
 
-        api_base = getattr(provider, "api_base", None)
-        model = getattr(provider, "model_id", None)
-        if server_of(model, api_base if isinstance(api_base, str) else None) is not None:
+        api_base, model = provider.api_base, provider.model_id
+        if server_of(model, api_base) is not None:
             probe_server(model, api_base)
             server_tokenizer(model, api_base)  # whether the server counts tokens itself (llama.cpp's /tokenize)
-        for hook in ("context_window", "token_counter"):  # litellm's model map, the tokenizer (remembered)
-            ask = getattr(provider, hook, None)
-            if callable(ask):
-                ask()
+        provider.context_window()  # litellm's model map (remembered)
+        provider.token_counter()  # the tokenizer (remembered)
     except Exception as exc:
         log.debug("warming up the context of %s failed: %s", robot.name, exc)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from workspace.errors import Error, serialize
 
 if TYPE_CHECKING:
+    from workspace.events import Emit
     from workspace.memory import Memory
     from workspace.providers.base import ToolSpec
 
@@ -63,8 +64,8 @@ class ToolContext:
     folder: Path | None = None
     #: The run's proposed change set collector (see :mod:`workspace.changes`), if any.
     changes: Any = None
-    #: Emit an extra event into the run's stream (``emit(EventClass, **fields)``).
-    emit: Callable[..., Any] | None = None
+    #: Emit an extra event into the run's stream (``emit(ev.ToolProgress(...))``: the run stamps it).
+    emit: Emit | None = None
     #: The run itself (None outside a run, e.g. ``Tool.call``).
     run: RunHandle | None = None
     extras: dict[str, Any] = field(default_factory=dict)

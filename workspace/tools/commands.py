@@ -171,7 +171,7 @@ def _emit_output(context: ToolContext, text: str) -> None:
     if context.emit is not None:
         from workspace import events as ev
 
-        context.emit(ev.ToolOutput, id=context.call_id, name="run_command", text=text)
+        context.emit(ev.ToolOutput(id=context.call_id, name="run_command", text=text))
 
 
 async def _report(result: CommandResult, context: ToolContext, changes: ChangeSet | None) -> Any:
@@ -181,10 +181,10 @@ async def _report(result: CommandResult, context: ToolContext, changes: ChangeSe
         from workspace import events as ev
 
         if summaries:
-            context.emit(ev.ChangeProposed, change_set_id=changes.id, files=summaries, tool_id=context.call_id or None)
+            context.emit(ev.ChangeProposed(change_set_id=changes.id, files=summaries, tool_id=context.call_id or None))
         for applied in decided:
-            context.emit(ev.ChangeDecided, change_set_id=changes.id, outcome=applied.outcome,
-                         checkpoint_id=applied.checkpoint_id)
+            context.emit(ev.ChangeDecided(change_set_id=changes.id, outcome=applied.outcome,
+                                          checkpoint_id=applied.checkpoint_id))
     data: dict[str, Any] = {"exit_code": result.exit_code, "output": result.output.text,
                             "timed_out": result.timed_out, "changes": proposed}
     if result.stopped_by is not None:

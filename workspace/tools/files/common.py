@@ -18,6 +18,7 @@ from workspace.tools.base import ToolContext, ToolOutput
 
 if TYPE_CHECKING:
     from workspace.changes import ChangeSet
+    from workspace.events import Event
 
 
 
@@ -62,10 +63,10 @@ def _guard(fn: F) -> F:
 async def _write_in_thread(fn: Callable[..., Any], *args: Any, context: ToolContext | None) -> Any:
     """Run a writing tool's work in a worker thread, holding the change set's lock, and emit its
     events afterwards on the event loop (``ToolContext.emit`` feeds an asyncio queue)."""
-    collected: list[tuple[Any, dict[str, Any]]] = []
+    collected: list[Event] = []
     local = None
     if context is not None:
-        local = dataclasses.replace(context, emit=lambda cls, **fields: collected.append((cls, fields)))
+        local = dataclasses.replace(context, emit=collected.append)
 
     def work() -> Any:
         changes = context.changes if context is not None else None
@@ -77,8 +78,8 @@ async def _write_in_thread(fn: Callable[..., Any], *args: Any, context: ToolCont
     result = await asyncio.to_thread(work)
     emit = context.emit if context is not None else None
     if emit is not None:
-        for cls, fields in collected:
-            emit(cls, **fields)
+        for event in collected:
+            emit(event)
     return result
 
 

@@ -61,8 +61,8 @@ def _proposed(ws: _Workspace, rel: str, verb: str, fc: FileChange | None, before
     if emit is not None:
         from workspace.events import ChangeProposed
 
-        emit(ChangeProposed, change_set_id=changes.id, files=[fc.summary()],
-             tool_id=context.call_id if context is not None else None)
+        emit(ChangeProposed(change_set_id=changes.id, files=[fc.summary()],
+             tool_id=context.call_id if context is not None else None))
     diff = _diff_preview(rel, before, after, new_rel)
     stats = f"+{fc.added} -{fc.removed} in {len(fc.hunks)} hunk{'s' if len(fc.hunks) != 1 else ''}"
     out: dict[str, Any] = {"path": rel, "action": fc.action, "change_set_id": changes.id, "diff": diff}
@@ -73,8 +73,8 @@ def _proposed(ws: _Workspace, rel: str, verb: str, fc: FileChange | None, before
         if emit is not None and result is not None:
             from workspace.events import ChangeDecided
 
-            emit(ChangeDecided, change_set_id=changes.id, outcome=result.outcome,
-                 checkpoint_id=result.checkpoint_id)
+            emit(ChangeDecided(change_set_id=changes.id, outcome=result.outcome,
+                 checkpoint_id=result.checkpoint_id))
         if fc.state == "applied":
             out["status"] = "applied"
             out["message"] = (f"Applied: {verb} {shown} ({stats}). The file on disk now has this change; the user "
