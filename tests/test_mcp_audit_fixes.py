@@ -172,7 +172,8 @@ def test_serve_does_not_offer_the_file_writing_tools(tmp_path: Path, capsys: pyt
     served = {t.name for t in workspace_tools(tmp_path, robots=False)}
     assert not served & WRITERS
     assert {"read_file", "list_files", "search_files", "remember", "recall"} <= served
-    assert {t.name for t in registry.builtin_tools() if writes_files(t)} == WRITERS
+    assert {t.name for t in registry.builtin_tools() if writes_files(t)} == WRITERS | {"run_command"}
+    assert "run_command" not in served  # what it writes needs review, and its commands the workspace's approval
 
     assert cli_main(["mcp", "serve", "--tools", "write_file", "edit_*"]) == 2
     err = capsys.readouterr().err

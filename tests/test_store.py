@@ -77,6 +77,7 @@ def one_of_each() -> list[ev.Event]:
         ev.ToolError: {"id": "call_2", "name": "add", "error": {"type": "ValueError", "message": "bad"},
                        "duration": 0.1},
         ev.ToolProgress: {"id": "call_1", "name": "slow", "progress": 2.0, "total": 4.0, "message": "half way"},
+        ev.ToolOutput: {"id": "call_1", "name": "run_command", "text": "collected 3 items\n..."},
         ev.MemoryChanged: {"key": "k", "value": {"x": 1}, "previous": None, "writer": "helper"},
         ev.ChangeProposed: {"change_set_id": "cs1", "files": [{"path": "a.txt", "action": "modify",
                                                                 "hunks": [], "added": 1, "removed": 0}]},

@@ -231,6 +231,8 @@ def event_summary(event: ev.Event) -> str:
         case ev.ToolProgress():
             return f"{event.name} {event.progress:g}" + (f"/{event.total:g}" if event.total is not None else "") + \
                 (f" {event.message}" if event.message else "")
+        case ev.ToolOutput():
+            return f"{event.name}: {len(event.text):,} characters of output"
         case ev.MemoryChanged():
             return f"{event.key} = {_short(event.value)} (by {event.writer or '?'})"
         case ev.Usage():

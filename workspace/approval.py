@@ -54,13 +54,14 @@ ACTIONS: tuple[str, ...] = ("allow", "ask", "deny")
 SCOPES: tuple[str, ...] = ("once", "thread", "always")
 
 
-EffectKind = Literal["create", "modify", "delete", "rename"]
+EffectKind = Literal["create", "modify", "delete", "rename", "run"]
 _STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileEffect:
-    """What a file tool's call does to one file (paths relative to the opened folder)."""
+    """What a file tool's call does to one file (paths relative to the opened folder), or, of kind
+    ``run``, the shell command a call runs in the sandbox (``command``; ``path`` is the folder's ``.``)."""
 
     kind: EffectKind
     path: str
@@ -68,6 +69,8 @@ class FileEffect:
     new_path: str | None = None
     #: A modification that leaves a file with content empty.
     emptied: bool = False
+    #: The command a ``run`` effect runs.
+    command: str | None = None
 
     def describe(self) -> str:
         match self.kind:
@@ -79,6 +82,9 @@ class FileEffect:
                 return f"deleting '{self.path}'"
             case "rename":
                 return f"renaming '{self.path}' to '{self.new_path}'"
+            case "run":
+                return (f"running the command `{self.command}` in the sandbox (it sees the folder with the pending "
+                        "changes; what it writes is proposed for review, not written)")
             case _:
                 assert_never(self.kind)
 
@@ -88,6 +94,8 @@ class FileEffect:
             out["new_path"] = self.new_path
         if self.emptied:
             out["emptied"] = True
+        if self.command is not None:
+            out["command"] = self.command
         return out
 
 
@@ -127,18 +135,57 @@ class ApprovalDecision:
         return cast("ApprovalScope", self.scope)
 
 
+#: What makes a shell command more than one command: a separator, a pipe, a substitution.
+_COMPOUND = re.compile(r"[;&|`\n]|\$\(")
+_SEPARATORS = re.compile(r"\|\||&&|[;&|\n`(]|\$\(")
+
+
+def command_of(request: ApprovalRequest) -> str | None:
+    """The shell command a call runs (``run_command``'s ``command``), None for other calls."""
+    if request.server is not None or not isinstance(request.input, Mapping):
+        return None
+    command = request.input.get("command")
+    return command.strip() if isinstance(command, str) and request.tool == "run_command" else None
+
+
+def command_matches(pattern: str, command: str, action: str) -> bool:
+    """Whether a rule's ``command`` pattern covers ``command``. A pattern with ``*``, ``?`` or ``[`` is a glob
+    over the whole command; one without is a prefix of whole words (``pytest`` covers ``pytest -q``, not
+    ``pytester``). An *allow* covers a single command only: one with ``;``, ``&&``, ``|``, a newline or a
+    substitution is asked about (``pytest*`` must not allow ``pytest; curl …``). A *deny* or *ask* covers a
+    command any part of which it covers (``rm *`` denies ``make && rm -rf build`` and ``echo $(rm x)``). A
+    deny is a best effort over the shell's text (``sh -c "rm x"`` is ``sh`` to it): the sandbox is what keeps
+    the folder safe."""
+    def one(text: str) -> bool:
+        text = text.strip().lstrip("({ ").strip()
+        if any(c in pattern for c in "*?["):
+            return fnmatch.fnmatchcase(text, pattern)
+        return text == pattern or text.startswith(pattern + " ")
+
+    if action == "allow":
+        return one(command) and not _COMPOUND.search(command)
+    return one(command) or any(one(part) for part in _SEPARATORS.split(command) if part.strip())
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     action: str
     robot: str = "*"
     server: str = "*"
     tool: str = "*"
+    #: For ``run_command``: a glob or word prefix of the command (:func:`command_matches`); None: any call.
+    command: str | None = None
 
     def matches(self, request: ApprovalRequest) -> bool:
         server = request.server or "local"
         if not (fnmatch.fnmatchcase(request.robot, self.robot) and fnmatch.fnmatchcase(server, self.server)):
             return False
-        return any(fnmatch.fnmatchcase(name, self.tool) for name in self.tool_names(request))
+        if not any(fnmatch.fnmatchcase(name, self.tool) for name in self.tool_names(request)):
+            return False
+        if self.command is None:
+            return True
+        command = command_of(request)
+        return command is not None and command_matches(self.command, command, self.action)
 
     def tool_names(self, request: ApprovalRequest) -> tuple[str, ...]:
         """The names the rule's ``tool`` may be written with for ``request``'s tool: the name robots see,
@@ -153,7 +200,8 @@ class Rule:
 
     @property
     def specificity(self) -> int:
-        return sum(1 for part in (self.robot, self.server, self.tool) if part != "*")
+        named = sum(1 for part in (self.robot, self.server, self.tool) if part != "*")
+        return named + (self.command is not None)
 
     def to_dict(self) -> dict[str, str]:
         out = {"action": self.action}
@@ -161,6 +209,8 @@ class Rule:
             value = getattr(self, key)
             if value != "*":
                 out[key] = value
+        if self.command is not None:
+            out["command"] = self.command
         return out
 
 
@@ -196,14 +246,20 @@ class ApprovalPolicy:
                 raise ConfigurationError(
                     f"{source}: rules[{i}].action is {action!r}; must be one of: {', '.join(ACTIONS)}"
                 )
-            unknown = set(item) - {"action", "robot", "server", "tool"}
+            unknown = set(item) - {"action", "robot", "server", "tool", "command"}
             if unknown:
                 raise ConfigurationError(
-                    f"{source}: rules[{i}] has unknown key(s) {', '.join(sorted(unknown))}; "
-                    "allowed keys: action, robot, server, tool"
+                    f"{source}: rules[{i}] has unknown key(s) {', '.join(sorted(map(str, unknown)))}; "
+                    "allowed keys: action, robot, server, tool, command"
+                )
+            command = item.get("command")
+            if command is not None and (not isinstance(command, str) or not command.strip()):
+                raise ConfigurationError(
+                    f"{source}: rules[{i}].command must be a command's start or a pattern, like "
+                    f"{{tool: run_command, command: \"pytest*\", action: allow}}, not {command!r}"
                 )
             rules.append(Rule(action, str(item.get("robot", "*")), str(item.get("server", "*")),
-                              str(item.get("tool", "*"))))
+                              str(item.get("tool", "*")), command.strip() if command is not None else None))
         return cls(rules, path=path, empty_write_is_delete=empty_write_is_delete)
 
     @classmethod
@@ -245,12 +301,14 @@ class ApprovalPolicy:
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(target)
 
-    def set_rule(self, action: str, *, robot: str = "*", server: str = "*", tool: str = "*") -> None:
+    def set_rule(self, action: str, *, robot: str = "*", server: str = "*", tool: str = "*",
+                 command: str | None = None) -> None:
         """Add (or replace the same-target) rule, most recent last so it wins ties."""
         if action not in ACTIONS:
             raise ValueError(f"Invalid action: {action}. Must be one of: {', '.join(ACTIONS)}")
-        self.rules = [r for r in self.rules if (r.robot, r.server, r.tool) != (robot, server, tool)]
-        self.rules.append(Rule(action, robot, server, tool))
+        target = (robot, server, tool, command)
+        self.rules = [r for r in self.rules if (r.robot, r.server, r.tool, r.command) != target]
+        self.rules.append(Rule(action, robot, server, tool, command))
 
     def rule_for(self, request: ApprovalRequest) -> Rule | None:
         best: Rule | None = None
@@ -272,9 +330,12 @@ class ApprovalPolicy:
         out: list[tuple[ApprovalRequest, FileEffect | None]] = [(request, None)]
         for effect in request.effects:
             for tool, hints in self._effect_tools(effect):
-                if tool == request.tool and not hints:
+                if tool == request.tool and (not hints or effect.kind == "run"):
                     continue  # the call itself, already there
-                out.append((replace(request, tool=tool, annotations=hints, original=None, effects=()), effect))
+                sub = replace(request, tool=tool, annotations=hints, original=None, effects=())
+                if effect.command is not None:  # run_command's rules see the command, whichever tool runs it
+                    sub = replace(sub, input={"command": effect.command})
+                out.append((sub, effect))
         return out
 
     def _effect_tools(self, effect: FileEffect) -> list[tuple[str, dict[str, Any]]]:
@@ -292,6 +353,9 @@ class ApprovalPolicy:
                 # The source's name stops existing (delete_file's rules; not its destructive default, as the
                 # content is kept), and the target is written.
                 return [("rename_file", {}), ("delete_file", {}), ("write_file", {})]
+            case "run":
+                # Whichever tool runs a command, run_command's rules (and their command patterns) decide it.
+                return [("run_command", {"destructiveHint": True})]
             case _:
                 assert_never(effect.kind)
 
@@ -341,16 +405,17 @@ class ApprovalGate:
     def __init__(self, policy: ApprovalPolicy | None = None, ask: AskFn | None = None) -> None:
         self.policy = policy or ApprovalPolicy()
         self.ask_fn = ask
-        #: "for this thread" grants: (thread id, robot, server, tool); a run outside a thread has id "".
-        self._thread_grants: set[tuple[str, str, str, str]] = set()
+        #: "for this thread" grants: (thread id, robot, server, tool, command); a run outside a thread has id "",
+        #: a call that runs no command the command "" (a grant for ``run_command`` is for that command only).
+        self._thread_grants: set[tuple[str, str, str, str, str]] = set()
 
     @staticmethod
     def _key(request: ApprovalRequest) -> tuple[str, str, str]:
         return (request.robot, request.server or "local", request.tool)
 
     @classmethod
-    def _thread_key(cls, request: ApprovalRequest) -> tuple[str, str, str, str]:
-        return (request.thread_id or "", *cls._key(request))
+    def _thread_key(cls, request: ApprovalRequest) -> tuple[str, str, str, str, str]:
+        return (request.thread_id or "", *cls._key(request), command_of(request) or "")
 
     def _granted(self, request: ApprovalRequest) -> bool:
         return self._thread_key(request) in self._thread_grants
@@ -368,6 +433,13 @@ class ApprovalGate:
         if action != "deny" or not request.effects:
             return action
         strictest, sub, effect = self.policy.deciding(request, granted=self._granted)
+        command = command_of(sub)
+        if strictest == "deny" and command is not None:
+            return ApprovalDecision(
+                approved=False, scope="policy",
+                reason=(f"The approval policy denies running `{command}` (a rule for run_command). Tell the user "
+                        "what you wanted to run and why, or do without it."),
+            )
         if strictest == "deny" and effect is not None:
             return ApprovalDecision(
                 approved=False, scope="policy",
@@ -397,7 +469,13 @@ class ApprovalGate:
         if decision.scope == "thread" and decision.approved:
             self._thread_grants.add(self._thread_key(request))
         elif decision.scope == "always":
-            self.policy.set_rule("allow" if decision.approved else "deny", robot=robot, server=server, tool=tool)
+            # For run_command: this command, as it was written (a glob's characters would widen it: then the
+            # rule is not written, and the answer holds once).
+            command = command_of(request)
+            if command is not None and any(c in command for c in "*?["):
+                return
+            self.policy.set_rule("allow" if decision.approved else "deny", robot=robot, server=server, tool=tool,
+                                 command=command)
             self.policy.save()
 
 
@@ -491,9 +569,13 @@ def rule_problems(policy: ApprovalPolicy, known: KnownTools) -> list[str]:
         ("local", [(name, name) for name in known.local]), *known.servers.items()]
     problems: list[str] = []
     for number, rule in enumerate(policy.rules, start=1):
+        label = f"rule {number} {_rule_text(rule)}"
+        if rule.command is not None and not fnmatch.fnmatchcase("run_command", rule.tool):
+            problems.append(f"{label} has a command, which only run_command's calls have, so it matches nothing: "
+                            f"write it as {{tool: run_command, command: {rule.command}, action: {rule.action}}}")
+            continue
         if rule.tool == "*":
             continue
-        label = f"rule {number} {_rule_text(rule)}"
         servers = [(name, tools) for name, tools in catalogue if fnmatch.fnmatchcase(name, rule.server)]
         if not servers:
             names = [name for name, _ in catalogue]

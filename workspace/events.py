@@ -313,6 +313,19 @@ class ToolProgress(BaseEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOutput(BaseEvent):
+    """A chunk of what a running tool prints (``run_command``'s output, stdout and stderr merged), in
+    order, as it arrives (chunks coalesced, a few per second at most). ``id`` is the tool call's. The
+    tool's result keeps a bounded head and tail for the model; these chunks are the output people see
+    (what is stored per call is capped, the last chunk saying so)."""
+
+    kind: ClassVar[str] = "tool_output"
+    id: str = ""
+    name: str = ""
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class McpServers(BaseEvent):
     """MCP servers the run started without, or whose tools joined it later.
 
@@ -469,6 +482,7 @@ Event: TypeAlias = (
     | ToolResult
     | ToolError
     | ToolProgress
+    | ToolOutput
     | MemoryChanged
     | ChangeProposed
     | ChangeDecided

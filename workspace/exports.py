@@ -375,8 +375,10 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
                 if note and not event.task and not event.nested:
                     out.append(f"*{note}*")
                     out.append("")
-            case ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.ContextUsage() | ev.ToolProgress():
-                pass  # the heading, the text and the usage line come from the turn itself
+            case (ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.ContextUsage() | ev.ToolProgress()
+                  | ev.ToolOutput()):
+                pass  # the heading, the text and the usage line come from the turn itself; a command's output
+                # is in its result (head and tail)
             case _:
                 assert_never(event)
         if depth:

@@ -66,10 +66,13 @@ WRITING_FILE_TOOLS = frozenset({"write_file", "edit_file", "apply_patch", "creat
 
 
 def writes_files(tool: Tool) -> bool:
-    """Whether ``tool`` is a built-in file tool that proposes changes for review (needs a change set).
+    """Whether ``tool`` is a built-in tool that proposes changes for review (needs a change set).
 
-    Those are the tools of :mod:`workspace.tools.files` not marked read-only (``readOnlyHint``).
+    Those are the tools of :mod:`workspace.tools.files` not marked read-only (``readOnlyHint``), and
+    ``run_command`` (what its command writes is proposed; it runs under the workspace's approval).
     """
+    if tool.name == "run_command" and tool.mcp is None:
+        return True
     try:
         from workspace.tools.files import FILE_TOOLS
     except ImportError:  # pragma: no cover - the module ships with the workspace

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 #: The built-in tools whose calls have effects on files.
 FILE_WRITING_TOOLS = frozenset({"write_file", "edit_file", "apply_patch", "create_file", "delete_file",
                                 "rename_file"})
+#: The built-in tools whose calls have effects the policy decides by: the file tools, and ``run_command``
+#: (its effect: it runs a command, in the sandbox).
+EFFECT_TOOLS = FILE_WRITING_TOOLS | {"run_command"}
 
 
 class _Folder:
@@ -67,7 +70,10 @@ class _Folder:
 
 def file_effects(tool: str, arguments: Any, *, folder: Path | None = None,
                  changes: ChangeSet | None = None) -> tuple[FileEffect, ...]:
-    """The effects of calling the built-in file tool ``tool`` with ``arguments`` (() for other tools)."""
+    """The effects of calling the built-in file tool ``tool`` with ``arguments`` (() for other tools);
+    ``run_command``'s is the command it runs."""
+    if tool == "run_command" and isinstance(arguments, dict) and isinstance(arguments.get("command"), str):
+        return (FileEffect(kind="run", path=".", command=arguments["command"].strip()),)
     if tool not in FILE_WRITING_TOOLS or not isinstance(arguments, dict):
         return ()
     where = _Folder(folder, changes)

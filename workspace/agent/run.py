@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from workspace import events as ev
-from workspace.agent.effects import FILE_WRITING_TOOLS, file_effects
+from workspace.agent.effects import EFFECT_TOOLS, file_effects
 from workspace.agent.turn import INVALID_ARGUMENTS, INVALID_WHY, ModelTurns
 from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest, FileEffect
 from workspace.attachments import Attachment, has_images, user_content
@@ -627,7 +627,7 @@ class AgentRun(ModelTurns, EventRun):
         arguments: Any = call.input
         if spec.approval is not None and not (spec.output is not None and spec.output.is_output_tool(call.name)):
             effects: tuple[FileEffect, ...] = ()
-            if tool.mcp is None and call.name in FILE_WRITING_TOOLS:  # decided by what it does, not its name
+            if tool.mcp is None and call.name in EFFECT_TOOLS:  # decided by what it does, not its name
                 effects = await asyncio.to_thread(file_effects, call.name, call.input, folder=spec.folder,
                                                   changes=spec.changes)
             original = tool.annotations.get("mcpTool") if tool.mcp is not None else None

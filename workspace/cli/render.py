@@ -83,6 +83,17 @@ def printable(text: str, *, one_line: bool = False) -> str:
     return "\n".join("\t".join(display_path(part) for part in line.split("\t")) for line in text.split("\n"))
 
 
+#: An ANSI escape sequence (colours, cursor moves): a command's output is printed without them.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
+def output_line(line: str) -> str:
+    """One line of a command's output as the terminal shows it: escape sequences dropped, and of a line
+    redrawn with carriage returns (a progress bar) only its last state."""
+    line = _ANSI.sub("", line).rstrip("\r")
+    return printable(line.rsplit("\r", 1)[-1], one_line=True)
+
+
 def _json_of(text: Any) -> Any:
     try:
         return json.loads(text) if isinstance(text, str) else None
@@ -127,6 +138,8 @@ class EventPrinter:
         self._color = self.out.isatty() if hasattr(self.out, "isatty") else False
         #: How deep each run inside a run is (a robot used as a tool: one more than its caller).
         self._depth: dict[str, int] = {}
+        #: A running command's last, unfinished line of output, per tool call.
+        self._partial: dict[str, str] = {}
 
     def _c(self, code: str, text: str) -> str:
         return f"\033[{code}m{text}\033[0m" if self._color else text
@@ -211,6 +224,15 @@ class EventPrinter:
                 verdict = "approved" if event.decision == "approve" else "denied"
                 reason = f": {event.reason}" if event.reason else ""
                 self._line(self._c("33", f"{who}  {event.name} {verdict} ({event.scope}){reason}"))
+            case ev.ToolOutput():
+                lines = (self._partial.pop(event.id, "") + event.text).split("\n")
+                if lines[-1]:
+                    self._partial[event.id] = lines[-1]
+                for line in lines[:-1]:
+                    self._line(self._c("2", f"{who}  │ {output_line(line)}"))
+            case ev.ToolResult() | ev.ToolError() if event.id in self._partial:
+                self._line(self._c("2", f"{who}  │ {output_line(self._partial.pop(event.id))}"))
+                self(event)
             case ev.ToolResult():
                 payload = event.payload.get("data") if isinstance(event.payload, dict) else event.payload
                 self._line(self._c("32", f"{who}← {event.name} ({event.duration * 1000:.0f} ms) {_preview(payload, self.preview)}"))

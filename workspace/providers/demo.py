@@ -116,6 +116,11 @@ class DemoProvider(ProviderBase):
         quoted = _quoted(text)
         files = [f for f in re.findall(_FILE, text) if not f.startswith("http")]
 
+        # "run `ls -la`" / "run pytest -q": a command in the sandbox.
+        m = re.match(r"\s*(?:please\s+)?run\s+(?:the\s+command\s+)?(.+?)\s*$", text, re.IGNORECASE | re.DOTALL)
+        if m and _has(tools, "run_command"):
+            return [ToolCall("run_command", {"command": quoted[0] if quoted else m.group(1)})]
+
         # An MCP (or any non-file) tool named in the message: call it.
         for name, spec in tools.items():
             short = name.split("__", 1)[-1]
@@ -181,6 +186,9 @@ class DemoProvider(ProviderBase):
                 examples.append("- `replace \"old text\" with \"new text\" in notes.txt`")
             if "create_file" in tools:
                 examples.append("- `create hello.txt with \"Hi there\"`")
+            if "run_command" in tools:
+                examples.append("- `run \"ls -la\"` (a command in the sandbox: it sees the folder with the proposed "
+                                "changes, and what it writes is proposed too)")
             mcp = [n for n in tools if n not in _FILE_TOOLS and n not in ("remember", "recall")]
             for name in mcp[:3]:
                 examples.append(f"- `call {name}` (an MCP tool)")
@@ -273,7 +281,7 @@ def _edit_after_reading(messages: list[Message], tools: Mapping[str, ToolSpec]) 
 _CHANGE_TOOLS = {"write_file", "edit_file", "apply_patch", "create_file", "delete_file", "rename_file"}
 
 _FILE_TOOLS = {"read_file", "list_files", "search_files", "write_file", "edit_file", "apply_patch", "create_file",
-               "delete_file", "rename_file"}
+               "delete_file", "rename_file", "run_command"}
 
 
 _MEMORY_TOOLS = {"remember", "recall"}
@@ -326,6 +334,18 @@ def _arguments_for(spec: ToolSpec, text: str, name: str) -> dict[str, Any]:
 
 
 def _describe(name: str, arguments: Mapping[str, Any], data: Any) -> str:
+    if name == "run_command" and isinstance(data, dict):
+        ended = ("was stopped by its time limit" if data.get("timed_out") else
+                 f"exited with {data.get('exit_code')}" if data.get("exit_code") is not None else "was stopped")
+        output = str(data.get("output") or "").rstrip("\n")
+        excerpt = output if len(output) <= 3000 else output[:3000] + "\n…"
+        said = f"`{arguments.get('command')}` {ended} (in the sandbox; your folder was not touched)."
+        if excerpt:
+            said += f"\n\n```\n{excerpt.replace('```', '` ` `')}\n```"
+        if data.get("changes"):
+            said += ("\n\nWhat it wrote is proposed for your review: " +
+                     ", ".join(f"`{p}`" for p in data["changes"]) + ".")
+        return said
     if name == "remember" and isinstance(data, dict):
         return f"Saved `{arguments.get('key')}` to the shared memory: {_brief(arguments.get('value'))}."
     if name == "recall" and isinstance(data, dict):

@@ -16,7 +16,7 @@ _TOOLS: dict[str, Tool] = {}
 _LOADED = False
 _LOAD_LOCK = threading.RLock()
 #: Modules whose import registers built-in tools.
-BUILTIN_MODULES = ["workspace.tools.files", "workspace.tools.memory_tools"]
+BUILTIN_MODULES = ["workspace.tools.files", "workspace.tools.memory_tools", "workspace.tools.commands"]
 
 
 def register(tool: Tool) -> Tool:

@@ -314,6 +314,8 @@ class ChatPresenter:
                 self._calls.tool_finished(column, event)
             case ev.ToolProgress():
                 self._calls.tool_progress(column, event)
+            case ev.ToolOutput():
+                pass  # a running command's output: the tool card does not show it yet
             case ev.MemoryChanged():
                 pass  # the Memory dock shows it; the conversation does not
             case ev.ChangeProposed():

@@ -431,9 +431,9 @@ def effects_text(effects: object) -> str:
             described.append(item.describe())
             continue
         kind = item.get("kind") if isinstance(item, dict) else None
-        if isinstance(item, dict) and kind in ("create", "modify", "delete", "rename"):
-            described.append(FileEffect(kind=kind, path=str(item.get("path", "")),
-                                        new_path=item.get("new_path"), emptied=bool(item.get("emptied"))).describe())
+        if isinstance(item, dict) and kind in ("create", "modify", "delete", "rename", "run"):
+            described.append(FileEffect(kind=kind, path=str(item.get("path", "")), new_path=item.get("new_path"),
+                                        emptied=bool(item.get("emptied")), command=item.get("command")).describe())
     return ("That means " + ", ".join(described) + ".") if described else ""
 
 
