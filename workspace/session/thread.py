@@ -476,8 +476,11 @@ class ThreadSession:
         opened), so that the first send does not read the thread on the caller's thread."""
         if self.is_network or self._conversation is not None:
             return
-        current = self.thread.current_turn_id
-        await asyncio.to_thread(self._conversation_to, current)
+        try:
+            current = self.thread.current_turn_id
+            await asyncio.to_thread(self._conversation_to, current)
+        except (StoreError, OSError) as exc:  # the send reads it then, and says what is wrong
+            log.info("the conversation of thread %s was not read ahead: %s", self.thread_id, exc)
 
     def _extend_conversation(self, parent_turn_id: str | None, finished: RecordedRun) -> None:
         """After a run of this session ended: the kept conversation grows by its turn (read alone, in a
