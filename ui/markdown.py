@@ -162,16 +162,12 @@ def _formatter(style: str) -> Any:
     return HtmlFormatter(noclasses=True, nowrap=True, style=style)
 
 
-#: Longer code is shown without colours (highlighting it would take seconds).
-MAX_HIGHLIGHT = 200_000
-
-
 def highlight(code: str, language: str | None) -> str:
     """``code`` as highlighted HTML spans (no wrapper); plain escaped text when unknown."""
     from pygments import highlight as _highlight
 
     lang = (language or "").strip().lower()
-    if not lang or len(code) > MAX_HIGHLIGHT:
+    if not lang or len(code) > 200_000:
         return _esc(code)
     lexer = _lexer(lang)
     if lexer is None:
@@ -197,154 +193,6 @@ def _lexer(lang: str) -> Any:
 def _highlighted_block(code: str, language: str | None, style: str) -> str:
     """:func:`highlight` for code blocks: a streaming tail shows the same blocks render after render."""
     return highlight(code, language)
-
-
-#: A code fence's opening line at the start of a text (at the margin, as a streamed answer's own block).
-_OPENER = re.compile(r"(`{3,})([^`\n]*)\n|(~{3,})([^\n]*)\n")
-
-
-class OpenFence(NamedTuple):
-    """A code block at the start of a text (:func:`leading_fence`)."""
-
-    #: Where its code starts (just past the opening line).
-    start: int
-    #: Its language (the info string's first word; None: plain text).
-    language: str | None
-    #: Where its closing line starts, and just past it; None while it is open.
-    close: int | None
-    end: int | None
-
-    def code(self, text: str) -> str:
-        """The block's code as :func:`render` highlights it (the closing line and trailing newlines left out)."""
-        return text[self.start:self.close].rstrip("\n")
-
-
-def leading_fence(text: str, since: int = 0) -> OpenFence | None:
-    """The code block ``text`` starts with, when its fence opens at the margin and its language is a
-    plain word (what :class:`CodeLines` can grow line by line); None otherwise. ``since``: the start
-    of a line of its code before which no line closes it (known from an earlier look at a shorter text)."""
-    m = _OPENER.match(text)
-    if m is None:
-        return None
-    fence, info = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-    if "\\" in info or "&" in info or "\r" in text:
-        return None  # escapes and entities in the info string, carriage returns: markdown-it's business
-    words = info.split(maxsplit=1)
-    pos = max(m.end(), since)
-    while pos < len(text):
-        nl = text.find("\n", pos)
-        if nl < 0:
-            break
-        line = text[pos:nl]
-        stripped = line.lstrip(" ")
-        if (len(line) - len(stripped) <= 3 and stripped.startswith(fence[0] * len(fence))
-                and not stripped.strip(fence[0]).strip(" \t")):
-            return OpenFence(m.end(), words[0] if words else None, pos, nl + 1)
-        pos = nl + 1
-    return OpenFence(m.end(), words[0] if words else None, None, None)
-
-
-class CodeLines:
-    """A code block's highlighting, grown a line at a time: finished lines are highlighted once, the
-    lexer's state carried from one to the next; the lines since the lexer was last back in its first
-    state (a string or comment still open: a rule may yet match over all of them) and the line still
-    being written are the ``live`` part, highlighted again as they grow. Put together, the HTML is
-    :func:`highlight`'s of the whole code, for a lexer that can resume (a pygments ``RegexLexer``:
-    ``resumable`` is False otherwise)."""
-
-    def __init__(self, language: str | None) -> None:
-        from pygments.lexer import RegexLexer
-
-        lang = (language or "").strip().lower()
-        self.lexer = _lexer(lang) if lang else None
-        lexer = self.lexer
-        self.resumable = lexer is None or (
-            isinstance(lexer, RegexLexer) and not lexer.filters
-            and type(lexer).get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed)
-        #: Finished lines not highlighted for good yet (the lexer ended them in a state of its own).
-        self.pending = ""
-
-    def finished(self, lines: str) -> str:
-        """Add finished lines (``lines`` ends with a newline); the HTML of those now highlighted for good
-        (the pending ones and these, once the lexer is back in its first state; else empty)."""
-        self.pending += lines
-        if self.lexer is None:
-            done, self.pending = self.pending, ""
-            return _esc(done)
-        html_lines, stack = self._html(self.pending)
-        if stack != ("root",):
-            return ""
-        self.pending = ""
-        return html_lines
-
-    def live(self, line: str) -> str:
-        """The HTML of the pending lines and the last line (``line``, no newline)."""
-        html_live, _stack = self._html(self.pending + line)
-        return html_live[:-1] if html_live.endswith("\n") else html_live
-
-    def _html(self, text: str) -> tuple[str, tuple[str, ...]]:
-        if self.lexer is None or not text:
-            return _esc(text), ("root",)
-        from pygments import format as _format
-
-        tokens, stack = _lex_from(self.lexer, text, ("root",))
-        result = _format(tokens, _formatter(theme.colors().pygments_style))
-        return re.sub(r"background-color: #[0-9a-fA-F]{3,6};?\s*", "", result), stack
-
-
-def _lex_from(lexer: Any, text: str, stack: tuple[str, ...]) -> tuple[list[tuple[Any, str]], tuple[str, ...]]:
-    """pygments' ``RegexLexer.get_tokens_unprocessed``, started in state ``stack`` and giving back the
-    state it ended in (the library's own drops it)."""
-    from pygments.token import Error, Whitespace, _TokenType
-
-    pos = 0
-    tokendefs = lexer._tokens
-    statestack = list(stack)
-    statetokens = tokendefs[statestack[-1]]
-    out: list[tuple[Any, str]] = []
-    ended = False
-    while not ended:
-        for rexmatch, action, new_state in statetokens:
-            m = rexmatch(text, pos)
-            if not m:
-                continue
-            if action is not None:
-                if type(action) is _TokenType:
-                    out.append((action, m.group()))
-                else:
-                    out.extend((kind, value) for _pos, kind, value in action(lexer, m))
-            pos = m.end()
-            if new_state is not None:
-                if isinstance(new_state, tuple):
-                    for state in new_state:
-                        if state == "#pop":
-                            if len(statestack) > 1:
-                                statestack.pop()
-                        elif state == "#push":
-                            statestack.append(statestack[-1])
-                        else:
-                            statestack.append(state)
-                elif isinstance(new_state, int):
-                    if abs(new_state) >= len(statestack):
-                        del statestack[1:]
-                    else:
-                        del statestack[new_state:]
-                elif new_state == "#push":
-                    statestack.append(statestack[-1])
-                statetokens = tokendefs[statestack[-1]]
-            break
-        else:
-            if pos >= len(text):
-                ended = True
-            elif text[pos] == "\n":  # at the end of a line, back to "root"
-                statestack = ["root"]
-                statetokens = tokendefs["root"]
-                out.append((Whitespace, "\n"))
-                pos += 1
-            else:
-                out.append((Error, text[pos]))
-                pos += 1
-    return out, tuple(statestack)
 
 
 #: The languages whose lexers :func:`load_libraries` builds ahead (the common ones in answers).
