@@ -149,6 +149,57 @@ async def test_second_run_gets_the_first_runs_tool_call_and_result(ws: Workspace
         await ws2.aclose()
 
 
+async def test_a_send_does_not_reread_the_thread(ws: Workspace, provider: ScriptedProvider, db: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session keeps the conversation: after the first send (or a reopened thread's load), a send reads
+    no branch of the thread from the database, and the model gets exactly what the store rebuilds."""
+    provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")], "Stored.", "Two.", "Three.")
+    session = ws.new_thread("helper")
+    reads: list[str] = []
+    names = ("path", "path_events", "history_messages", "thread_events")
+    reals = {name: getattr(ws.store, name) for name in names}
+
+    def counting(name: str) -> None:
+        real = reals[name]
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            reads.append(name)
+            return real(*args, **kwargs)
+        monkeypatch.setattr(ws.store, name, wrapper)
+
+    for name in names:
+        counting(name)
+    firsts: list[int] = []  # each run's first request to the model
+    turns: list[str] = []
+    for text in ("store k", "second", "third"):
+        firsts.append(len(provider.history))
+        run = session.send(text)
+        await drain(run)
+        await wait_for(lambda run=run: run.done)
+        turns.append(run.turn_id)
+    assert reads == []  # three sends, not one read of the thread's history
+    for name, real in reals.items():
+        monkeypatch.setattr(ws.store, name, real)
+    for index, parent in zip(firsts[1:], turns, strict=False):
+        sent = [m.to_dict() for m in provider.history[index].messages]
+        assert sent[:-1] == [m.to_dict() for m in ws.store.history_messages(session.thread_id, parent)]
+    assert len(provider.history[firsts[-1]].messages) == 7  # store k, call, result, Stored., second, Two., third
+    truth = [m.to_dict() for m in ws.store.history_messages(session.thread_id, turns[-1])]
+
+    # A reopened thread reads its conversation once, off the event loop; its sends read nothing more.
+    await ws.aclose()
+    again = ScriptedProvider(["Four."])
+    ws2 = Workspace(db_path=db, provider=again)
+    try:
+        resumed = ws2.open_thread(session.thread_id)
+        await resumed.load_conversation()
+        monkeypatch.setattr(ws2.store, "path", lambda *a, **k: pytest.fail("the send read the thread's path"))
+        await drain(resumed.send("fourth"))
+        assert [m.to_dict() for m in again.history[-1].messages[:-1]] == truth
+    finally:
+        await ws2.aclose()
+
+
 async def test_edit_and_resend_and_regenerate_fork(ws: Workspace, provider: ScriptedProvider) -> None:
     provider.enqueue("One.", "Two.", "Two, edited.", "Two, regenerated.", "Three.")
     session = ws.new_thread("helper")

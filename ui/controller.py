@@ -396,6 +396,9 @@ class Controller(QObject):
             self.problem.emit(f"Could not open the thread: {exc}")
             return None
         self.session = session
+        load = getattr(session, "load_conversation", None)
+        if load is not None:  # the conversation a send continues, read now in a worker, not at the send
+            self.tasks.spawn(load(), name="load-conversation")
         self._remember_thread(thread_id)
         thread = session.thread
         robot: str | None = thread.robot

@@ -231,6 +231,11 @@ class EventLog(Database):
                         events.append(held.first.replace(text="".join(held.parts)))
         return events
 
+    def events_of(self, turn_ids: Sequence[str],
+                  classes: Sequence[type[ev.Event]] | None = None) -> dict[str, list[ev.Event]]:
+        """The events of these turns alone (only those of ``classes``, if given), by turn, held deltas last."""
+        return self._events_of(list(turn_ids), classes)
+
     def _events_of(self, turn_ids: list[str],
                    classes: Sequence[type[ev.Event]] | None = None) -> dict[str, list[ev.Event]]:
         """The events of these turns (only those of ``classes``, if given), by turn, held deltas last."""

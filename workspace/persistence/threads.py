@@ -522,7 +522,11 @@ class Store(EventLog):
         Every tool call is answered (an unanswered one gets an error result), so the
         conversation is valid to send to a model.
         """
-        turns = self.path(thread_id, leaf_turn_id)
+        return self.turn_messages(self.path(thread_id, leaf_turn_id))
+
+    def turn_messages(self, turns: Sequence[TurnInfo]) -> list[Message]:
+        """What :meth:`history_messages` makes of these turns (in this order): reading only theirs, so
+        a session that keeps the conversation so far adds a finished turn without re-reading the thread."""
         if not turns:
             return []
         ids = [t.id for t in turns]

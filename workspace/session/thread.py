@@ -8,6 +8,8 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -91,6 +93,16 @@ class _WithoutApiBase:
         return default if key == "llm.api_base" else self._config.get(key, default)
 
 
+@dataclass
+class _Conversation:
+    """The conversation along a branch up to ``leaf`` (None: before the first message), as
+    :meth:`Store.history_messages` gives it, and the ``context_compacted`` events along that branch."""
+
+    leaf: str | None
+    messages: list[Message] = field(default_factory=list)
+    compactions: list[ev.Event] = field(default_factory=list)
+
+
 class ThreadSession:
     """One conversation thread: send messages, fork, switch branches, read the transcript."""
 
@@ -114,6 +126,11 @@ class ThreadSession:
         #: The workspace's configuration changed since the robot was built (Workspace.set_config).
         self._stale_config = False
         self._robot_from_catalog = False
+        #: The conversation a robot thread's next message continues, kept in memory: a send extends it
+        #: with the turn it added (read off the event loop once the run ended) instead of re-reading the
+        #: whole thread. None: not known yet (read on demand: :meth:`load_conversation`).
+        self._conversation: _Conversation | None = None
+        self._extending: Future[None] | None = None
 
     # -- state -------------------------------------------------------------------------------------
     @property
@@ -376,9 +393,10 @@ class ThreadSession:
                 bot.history = list(histories.get(bot.name, []))
             self._restore_compactions(_network_robots(network), parent_turn_id)
         else:
-            history = self.store.history_messages(self.thread_id, parent_turn_id) if parent_turn_id else []
+            conversation = self._conversation_to(parent_turn_id)
+            history = list(conversation.messages)
             assert robot is not None
-            self._restore_compactions([robot], parent_turn_id)
+            _restore_compaction(robot, conversation.compactions)
         problems: list[str] = []
         turn_id = uuid.uuid4().hex
         try:
@@ -425,6 +443,8 @@ class ThreadSession:
             raise
         def done(finished: RecordedRun) -> None:
             self.workspace._run_done(finished)
+            if network is None:
+                self._extend_conversation(parent_turn_id, finished)
             if self.changes is None:
                 return
             try:  # off the event loop: the snapshot writes the proposed contents to the checkpoint store
@@ -438,6 +458,68 @@ class ThreadSession:
         self.run = run
         self.workspace._runs.add(run)
         return run
+
+    # -- the conversation kept in memory -------------------------------------------------------------
+    def _conversation_to(self, leaf: str | None) -> _Conversation:
+        """The conversation along the branch ending at ``leaf``: the one kept, or (another branch, a
+        reopened thread) read from the store once."""
+        extending, self._extending = self._extending, None
+        if extending is not None:
+            extending.result()  # the turn that just ended (a read of that turn alone, off the event loop)
+        conversation = self._conversation
+        if conversation is not None and conversation.leaf == leaf:
+            return conversation
+        conversation = _Conversation(leaf)
+        if leaf is not None:
+            conversation.messages = self.store.history_messages(self.thread_id, leaf)
+            for _turn, found in self.store.path_events(self.thread_id, leaf, classes=(ev.ContextCompacted,)):
+                conversation.compactions += found
+        self._conversation = conversation
+        return conversation
+
+    async def load_conversation(self) -> None:
+        """Read the conversation the next message continues now, off the event loop (a thread just
+        opened), so that the first send does not read the thread on the caller's thread."""
+        if self.is_network or self._conversation is not None:
+            return
+        try:
+            current = self.thread.current_turn_id
+            await asyncio.to_thread(self._conversation_to, current)
+        except (StoreError, OSError) as exc:  # the send reads it then, and says what is wrong
+            log.info("the conversation of thread %s was not read ahead: %s", self.thread_id, exc)
+
+    def _extend_conversation(self, parent_turn_id: str | None, finished: RecordedRun) -> None:
+        """After a run of this session ended: the kept conversation grows by its turn (read alone, in a
+        worker thread); when the turn is not all in the database yet, the next send reads the thread."""
+        kept = self._conversation
+        if kept is None or kept.leaf != parent_turn_id:
+            return
+        if finished.save_error is not None or self.store.queued_writes or self.store.closed:
+            self._conversation = None
+            return
+        turn_id = finished.turn_id
+
+        def extend() -> None:
+            try:
+                turn = self.store.get_turn(turn_id)
+                messages = self.store.turn_messages([turn])
+                compactions = self.store.events_of([turn_id], (ev.ContextCompacted,))[turn_id]
+            except Exception as exc:  # the next send reads the thread instead
+                if not self.store.closed:
+                    log.warning("the conversation of thread %s could not be extended: %s", self.thread_id,
+                                exc)
+                if self._conversation is kept:
+                    self._conversation = None
+                return
+            if self._conversation is kept:
+                self._conversation = _Conversation(turn_id, kept.messages + messages, kept.compactions + compactions)
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no event loop to keep free (a script): now
+            extend()
+            return
+        self._extending = _reader().submit(extend)
 
     def _take_attachments(self, extra: dict[str, Any]) -> list[Attachment]:
         """The ``attachments`` option, read (paths inside the opened folder) and checked before anything is
@@ -642,10 +724,9 @@ class ThreadSession:
         """The conversation as the model is sent it next: the summary of a compaction in place of the
         messages it stands for (they stay in the thread: :meth:`history`, the transcript, search)."""
         robot = self.robot
-        current = self.thread.current_turn_id
-        history = self.history()
-        self._restore_compactions([robot], current)
-        return robot.context_manager.messages_for_model(history)
+        conversation = self._conversation_to(self.thread.current_turn_id)
+        _restore_compaction(robot, conversation.compactions)
+        return robot.context_manager.messages_for_model(list(conversation.messages))
 
     async def compact(self) -> ev.ContextCompacted | None:
         """Summarise the conversation before its latest turn now (``/compact``): the model is sent the
@@ -660,8 +741,9 @@ class ThreadSession:
         if current is None:
             return None
         robot = self.robot
-        robot.history = self.store.history_messages(self.thread_id, current)
-        self._restore_compactions([robot], current)
+        conversation = self._conversation_to(current)
+        robot.history = list(conversation.messages)
+        _restore_compaction(robot, conversation.compactions)
         event = await robot.compact()
         for spent in robot.context_manager.take_usage():  # the summary's tokens count in the thread's usage
             self.store.append_event(self.thread_id, current, ev.Usage(
@@ -671,6 +753,8 @@ class ThreadSession:
                 total_cost=spent.cost, model=spent.model))
         if event is not None:
             self.store.append_event(self.thread_id, current, event)
+            if self._conversation is conversation:  # the kept conversation's branch holds it now
+                conversation.compactions.append(event)
         return event
 
     def context_usage(self) -> ev.ContextUsage | None:
@@ -700,6 +784,26 @@ class ThreadSession:
 
     def __repr__(self) -> str:
         return f"<ThreadSession {self.thread_id[:8]} {self._thread.kind}={self._thread.robot!r}>"
+
+
+_READER: ThreadPoolExecutor | None = None
+
+
+def _reader() -> ThreadPoolExecutor:
+    """The worker that reads a finished turn into its session's conversation (one: reads queue in order)."""
+    global _READER
+    if _READER is None:
+        _READER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="conversation")
+    return _READER
+
+
+def _restore_compaction(robot: Robot, compactions: list[ev.Event]) -> None:
+    """The robot takes up its latest compaction among ``compactions`` (none: the whole conversation)."""
+    from workspace.context import Compaction
+    from workspace.persistence import latest_compaction
+
+    latest = latest_compaction(compactions, robot.name)
+    robot.context_manager.restore(Compaction(latest.summary, latest.replaced_count) if latest else None)
 
 
 def _network_robots(network: Network) -> list[Robot]:

@@ -1,0 +1,155 @@
+"""A send at turn 100, 1,000 and 10,000: how long the caller's thread (the window's) is held.
+
+Builds a robot thread of N turns (each: the user's message and an answer) in a fresh database,
+opens it in a :class:`workspace.session.Workspace` with a scripted provider, and measures, in the
+same process:
+
+* ``baseline``: the session knows nothing of the conversation before each send (as before the
+  session kept it: every send rebuilt the whole branch from the database on the caller's thread);
+* ``kept``: the conversation read once when the thread opens (``load_conversation``, in a worker
+  thread), then each send extends it with the turn it added (read alone, off the event loop).
+
+Figures per length: the ``send()`` call itself (the stall a person feels at the click) and the
+worst event-loop stall from the click until the run is recorded (a 1 ms ticker), medians of
+``SENDS`` sends. Target: the 10,000-turn send within 1.5 x the 100-turn one, and under 16 ms.
+Writes bench/results/send_scale.json. ``.venv/bin/python bench/bench_send_scale.py [lengths...]``
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+LENGTHS = (100, 1_000, 10_000)
+SENDS = 7
+
+
+def build_thread(db_path: Path, turns: int) -> str:
+    from workspace import events as ev
+    from workspace.messages import TextMessage
+    from workspace.persistence import Store
+    from workspace.result import RobotResult
+
+    store = Store(db_path)
+    thread = store.create_thread(robot="assistant", title=f"{turns} turns")
+    parent = None
+    for i in range(turns):
+        turn = store.add_turn(thread.id, user_text=f"Question {i}: what does file_{i}.py do?", parent_turn_id=parent)
+        run = f"run{i}"
+        answer = f"**file_{i}.py** defines `f`, which does nothing:\n\n```python\ndef f():\n    pass\n```"
+        result = RobotResult(robot_name="assistant", output=[TextMessage(role="assistant", content=answer)])
+        store.append_events(thread.id, turn.id, [
+            ev.RunStarted(run_id=run, robot="assistant", seq=1, message=f"Question {i}", model="bench"),
+            ev.Text(run_id=run, robot="assistant", seq=2, text=answer),
+            ev.RunFinished(run_id=run, robot="assistant", seq=3, result=result),
+        ])
+        store.finish_turn(turn.id, "finished")
+        parent = turn.id
+    store.close()
+    return thread.id
+
+
+class LoopStalls:
+    """The longest gap between ticks of a 1 ms asyncio ticker (minus the interval)."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _tick(self) -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            self.worst = max(self.worst, now - last - 0.001)
+            last = now
+
+    def start(self) -> None:
+        self.worst = 0.0
+        self._task = asyncio.get_running_loop().create_task(self._tick())
+
+    async def stop(self) -> float:
+        assert self._task is not None
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+        return max(0.0, self.worst)
+
+
+async def measure(db_path: Path, thread_id: str, *, kept: bool) -> dict[str, float]:
+    from workspace.providers.testing import ScriptedProvider
+    from workspace.session import Workspace
+
+    workspace = Workspace(db_path=db_path, provider=ScriptedProvider(default="Fine."))
+    try:
+        session = workspace.open_thread(thread_id)
+        if kept:
+            await session.load_conversation()
+        calls: list[float] = []
+        stalls: list[float] = []
+        for i in range(SENDS + 1):  # the first send builds the robot (templates): not counted
+            if not kept:
+                session._conversation = None  # what every send did before: rebuild the branch from the store
+            meter = LoopStalls()
+            meter.start()
+            await asyncio.sleep(0.002)
+            start = time.perf_counter()
+            run = session.send(f"message {i}")
+            call = time.perf_counter() - start
+            await run.wait()
+            while not run.done:
+                await asyncio.sleep(0.001)
+            await asyncio.sleep(0.005)  # the turn read into the conversation, off the loop
+            stall = await meter.stop()
+            if i:
+                calls.append(call)
+                stalls.append(stall)
+        return {"send_ms": statistics.median(calls) * 1000, "worst_stall_ms": statistics.median(stalls) * 1000}
+    finally:
+        await workspace.aclose()
+
+
+async def run_all(lengths: tuple[int, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for turns in lengths:
+        db_path = Path(tempfile.mkdtemp(prefix="robotlab-send-")) / "bench.db"
+        thread_id = build_thread(db_path, turns)
+        out[str(turns)] = {"baseline": await measure(db_path, thread_id, kept=False),
+                           "kept": await measure(db_path, thread_id, kept=True)}
+    return out
+
+
+def main(argv: list[str]) -> int:
+    os.environ["ROBOTLAB_HOME"] = tempfile.mkdtemp(prefix="robotlab-bench-")
+    lengths = tuple(int(a) for a in argv) or LENGTHS
+    result = asyncio.run(run_all(lengths))
+    print(f"{'turns':>7}  {'send() before':>14} {'after':>8}   {'worst loop stall before':>24} {'after':>8}")
+    for turns, row in result.items():
+        b, k = row["baseline"], row["kept"]
+        print(f"{int(turns):>7,}  {b['send_ms']:>11.2f} ms {k['send_ms']:>5.2f} ms   "
+              f"{b['worst_stall_ms']:>21.2f} ms {k['worst_stall_ms']:>5.2f} ms")
+    first, last = result[str(lengths[0])]["kept"], result[str(lengths[-1])]["kept"]
+    growth = last["send_ms"] / first["send_ms"] if first["send_ms"] else float("inf")
+    print(f"send() at {lengths[-1]:,} turns / at {lengths[0]:,} turns: {growth:.2f} x "
+          f"(target: at most 1.5 x, and under 16 ms)")
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "send_scale.json").write_text(json.dumps({"lengths": result, "growth": round(growth, 2),
+                                                     "targets": {"growth": 1.5, "send_ms": 16}}, indent=2) + "\n")
+    return 0 if growth <= 1.5 and last["send_ms"] < 16 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
