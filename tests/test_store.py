@@ -83,6 +83,8 @@ def one_of_each() -> list[ev.Event]:
                                                                 "hunks": [], "added": 1, "removed": 0}]},
         ev.ChangeDecided: {"change_set_id": "cs1", "outcome": [{"path": "a.txt", "accepted": [0], "rejected": []}],
                            "checkpoint_id": "cp1"},
+        ev.VerifyFinished: {"change_set_id": "cs1", "subset": "accepted", "command": "pytest -q", "passed": True,
+                            "exit_code": 0, "output": "3 passed\n", "duration": 1.5, "timed_out": False},
         ev.Usage: {"input_tokens": 10, "output_tokens": 5, "cost": 0.25, "total_input_tokens": 10,
                    "total_output_tokens": 5, "total_cost": 0.25, "model": "m", "reasoning_tokens": 2,
                    "estimated": True},

@@ -281,6 +281,34 @@ class ChangeDecided(BaseEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class VerifyFinished(BaseEvent):
+    """The folder's or robot's verify command (``review.verify``, a robot's ``verify:``) ran in the sandbox on a
+    change set: on everything proposed (``subset`` "proposed") or on exactly the hunks accepted so far, the
+    candidate an Apply would write (``subset`` "accepted")."""
+
+    kind: ClassVar[str] = "verify_finished"
+    change_set_id: str = ""
+    #: "proposed" (the set as the robot proposed it) or "accepted" (only the hunks accepted so far).
+    subset: str = "proposed"
+    #: The command that ran.
+    command: str = ""
+    passed: bool = False
+    exit_code: int | None = None
+    #: Its output, bounded (a head and a tail, with a note of what was left out).
+    output: str = ""
+    #: Seconds it took.
+    duration: float = 0.0
+    timed_out: bool = False
+
+    def describe(self) -> str:
+        """"✓ verify passed on the accepted hunks (pytest -q, 1.2 s)", for the terminal and exports."""
+        mark = "✓ verify passed" if self.passed else "✗ verify failed"
+        what = "the accepted hunks" if self.subset == "accepted" else "the proposed changes"
+        why = "" if self.passed else (", timed out" if self.timed_out else f", exit code {self.exit_code}")
+        return f"{mark} on {what} ({self.command}{why}, {self.duration:.1f} s)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Usage(BaseEvent):
     """Tokens and cost of one model call, with the run's running totals."""
 
@@ -486,6 +514,7 @@ Event: TypeAlias = (
     | MemoryChanged
     | ChangeProposed
     | ChangeDecided
+    | VerifyFinished
     | Usage
     | McpServers
     | ContextUsage

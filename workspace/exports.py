@@ -364,6 +364,11 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
             case ev.ModelChanged():
                 out.append(f"*{event.describe()}*")
                 out.append("")
+            case ev.VerifyFinished():
+                out.append(f"*{event.describe()}*")
+                if event.output:
+                    out += ["", "```text", event.output.rstrip("\n"), "```"]
+                out.append("")
             case ev.RunStarted() if event.parent_tool_id:
                 out.append(f"*`{event.robot}` runs as the tool call `{event.parent_tool_id}`*")
                 out.append("")

@@ -9,7 +9,8 @@ their programs or send the user's API keys to their server. So:
    - ``mcpServers`` (or ``mcp_servers``): each server is a program started on the machine;
    - ``llm.api_base``: the user's provider key would be sent there;
    - ``approval``: a policy that allows tools without asking;
-   - ``review.mode: auto``: robots' file changes applied without review.
+   - ``review.mode: auto``: robots' file changes applied without review;
+   - ``review.verify``: a command run (in the sandbox) on every change set proposed.
 
    Trust is remembered per folder in ``trusted-folders.yaml`` of the user's config folder,
    with a fingerprint of exactly those settings: when a ``git pull`` changes them, the
@@ -47,7 +48,7 @@ from workspace.urls import is_loopback_url, key_may_go, user_api_bases, written_
 __all__ = ["key_may_go", "user_api_bases", "written_in_folder"]
 
 #: Settings of a project file held back until the folder is trusted (dotted keys).
-SENSITIVE_KEYS = ("mcpServers", "llm.api_base", "approval", "review.mode")
+SENSITIVE_KEYS = ("mcpServers", "llm.api_base", "approval", "review.mode", "review.verify")
 _SAFE_VALUES = {"review.mode": {"review", "readonly"}}
 
 
@@ -192,6 +193,12 @@ def is_trusted(folder: Path, settings: Mapping[str, Any] | None = None) -> bool:
     return _read().get(_key(folder)) == fingerprint(settings)
 
 
+def trusted_by_user(folder: Path) -> bool:
+    """True when the user trusted the folder (``robotlab trust``, the banner) with its current settings; a
+    folder that needs nothing is not thereby trusted (what its own robot files ask to run is held back)."""
+    return _read().get(_key(folder)) == fingerprint(needs_trust(folder))
+
+
 class TrustChanged(Exception):
     """The folder's settings changed between being shown to the user and being trusted."""
 
@@ -230,6 +237,8 @@ def describe(settings: Mapping[str, Any]) -> list[str]:
                          "own configuration sets the same address)")
         elif key == "review.mode":
             lines.append(f"review.mode: {value} (robots' file changes applied without review)")
+        elif key == "review.verify":
+            lines.append(f"review.verify: {value} (a command run on proposed changes, in the sandbox)")
         elif key == "approval":
             lines.append("approval: its own tool approval policy")
         else:

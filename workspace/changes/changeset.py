@@ -85,6 +85,8 @@ class ChangeSet:
         self._lock = threading.RLock()
         self._listeners: list[Listener] = []
         self._undelivered: list[dict[str, Any]] = []
+        #: The latest verify of this set the model has not heard (``note_verify``), told with the outcome.
+        self._verify: dict[str, Any] | None = None
         self.last_result: ApplyResult | None = None
 
     def __repr__(self) -> str:
@@ -606,7 +608,7 @@ class ChangeSet:
     def outcome_message(self) -> str | None:
         """What the model should be told about every settled file of the set (None: nothing settled)."""
         outcome = self.outcome()
-        return format_outcome(outcome, change_set_id=self.id) if outcome else None
+        return format_outcome(outcome, change_set_id=self.id, verify=self._verify) if outcome else None
 
     def take_outcome_message(self) -> str | None:
         """The outcome not yet delivered to the model, once (then it counts as delivered).
@@ -616,7 +618,22 @@ class ChangeSet:
         """
         with self._lock:
             outcome, self._undelivered = self._undelivered, []
-        return format_outcome(outcome, change_set_id=self.id) if outcome else None
+            verify = self._verify
+            if outcome:
+                self._verify = None
+        return format_outcome(outcome, change_set_id=self.id, verify=verify) if outcome else None
+
+    def note_verify(self, result: dict[str, Any]) -> None:
+        """Keep the latest verify of this set (``subset``, ``command``, ``passed``, ``exit_code``, ``output``,
+        ``timed_out``): the model is told it with the review outcome, so it can fix what failed."""
+        with self._lock:
+            self._verify = dict(result)
+
+    @property
+    def last_verify(self) -> dict[str, Any] | None:
+        """The latest verify kept by :meth:`note_verify` and not yet told to the model."""
+        with self._lock:
+            return dict(self._verify) if self._verify is not None else None
 
     @property
     def has_undelivered_outcome(self) -> bool:

@@ -9,7 +9,7 @@ in a ``<change-review>`` block in front of the user's next message and
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workspace.changes.hunks import ACCEPTED, REJECTED
@@ -31,12 +31,29 @@ def _hunk_phrase(h: dict[str, Any]) -> str:
     return f"hunk {h['index'] + 1} ({where})"
 
 
+#: Lines of a verify command's output the model is told (its end: where test runners say what failed).
+VERIFY_NOTE_LINES = 60
+
+
+def _verify_lines(verify: Mapping[str, Any]) -> list[str]:
+    what = "the hunks the user accepted" if verify.get("subset") == "accepted" else "your proposed changes"
+    command = verify.get("command") or "the verify command"
+    if verify.get("passed"):
+        return [f"The verify command `{command}` passed on {what}."]
+    why = "timed out" if verify.get("timed_out") else f"exit code {verify.get('exit_code')}"
+    lines = [f"The verify command `{command}` FAILED on {what} ({why}). Fix what it reports; the end of its output:"]
+    shown = str(verify.get("output") or "").splitlines()[-VERIFY_NOTE_LINES:]
+    lines.extend("    " + s for s in shown)
+    return lines
+
+
 def format_outcome(outcome: Sequence[dict[str, Any]], *, change_set_id: str | None = None,
-                   max_edit_lines: int = 40) -> str:
+                   max_edit_lines: int = 40, verify: Mapping[str, Any] | None = None) -> str:
     """The review outcome as text for the model: per file, what was accepted, rejected and why.
 
     ``outcome`` is a list of ``FileChange.outcome()`` dicts (what ``ChangeDecided``
-    carries), so a session can rebuild the message from stored events alone.
+    carries), so a session can rebuild the message from stored events alone. ``verify``: the set's
+    latest verify (:meth:`ChangeSet.note_verify`), said after the files.
     """
     head = "The user reviewed the file changes you proposed"
     head += f" (change set {change_set_id}):" if change_set_id else ":"
@@ -103,6 +120,8 @@ def format_outcome(outcome: Sequence[dict[str, Any]], *, change_set_id: str | No
                 shown = text.splitlines()[:max_edit_lines]
                 lines.append(f"  The user's version of {_hunk_phrase(h)}:")
                 lines.extend("    " + s for s in shown)
+    if verify:
+        lines.extend(_verify_lines(verify))
     lines.append("Read a file again before changing it further: the files on disk are the source of truth.")
     return "\n".join(lines)
 

@@ -1,4 +1,5 @@
-"""``robotlab changes recover``: applies (and undos, redos, restores) that a crash cut short.
+"""``robotlab changes recover``: applies (and undos, redos, restores) that a crash cut short; ``robotlab
+changes verify``: the verify command, run by hand on a thread's proposed changes.
 
 Each file of an interrupted apply is whole (old or new), but the set may be mixed and temp
 files may be left in the folder. This command lists them and rolls each back or forward
@@ -18,7 +19,7 @@ RECOVER_HINT = "Run `robotlab changes recover` to roll it back or forward."
 
 
 def register(sub: Any) -> None:
-    changes = sub.add_parser("changes", help="file changes: recover applies a crash cut short")
+    changes = sub.add_parser("changes", help="file changes: recover applies a crash cut short, verify a proposal")
     csub = changes.add_subparsers(dest="changes_command", metavar="ACTION")
     recover = csub.add_parser(
         "recover", help="find applies a crash cut short and roll each back or forward",
@@ -37,6 +38,19 @@ def register(sub: Any) -> None:
     recover.add_argument("--list", action="store_true", help="only list them")
     recover.add_argument("--folder", dest="changes_folder", help="only applies into this folder")
     recover.set_defaults(func=cmd_recover)
+    verify = csub.add_parser(
+        "verify", help="run the verify command on a thread's proposed changes, in the sandbox",
+        description="Run the verify command (review.verify of a trusted folder's .robotlab/config.yaml, or the "
+        "robot's verify:) in the sandbox on the changes a thread proposed for the folder: the folder is seen as "
+        "they would make it, and is never written. Exit status 0: it passed; 1: it failed; 2: it could not run.")
+    verify.add_argument("--thread", "-t", metavar="ID",
+                        help="the thread (or the start of its id; default: the latest with changes for the folder)")
+    verify.add_argument("--folder", dest="changes_folder", help="the folder (default: the current one)")
+    verify.add_argument("--accepted", action="store_true",
+                        help="only the hunks accepted so far (what Apply would write), not the whole proposal")
+    verify.add_argument("--json", action="store_true", help="print the verify_finished event as one JSON line")
+    verify.add_argument("--db", metavar="FILE", help="the threads database file (default: the app's)")
+    verify.set_defaults(func=cmd_verify)
     changes.set_defaults(func=lambda args: changes.print_help() or 0)
 
 
@@ -91,6 +105,53 @@ def cmd_recover(args: argparse.Namespace) -> int:
         print("Give --back (every file as before) or --forward (every file as the change makes it), or --discard "
               "to leave the files as they are.", file=sys.stderr)
     return 1 if remaining else 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+
+    from workspace import events as ev
+    from workspace.cli import CLIError
+    from workspace.cli.record import open_store
+    from workspace.isolation import IsolationError, SandboxUnavailable
+    from workspace.session import Workspace
+
+    folder = _folder(args) or Path.cwd().resolve()
+    store = open_store(args)
+    try:
+        if args.thread:
+            thread_id = store.resolve_thread_id(args.thread)
+        else:
+            found = next((t.id for t in store.list_threads() if store.load_change_set(t.id, folder) is not None), None)
+            if found is None:
+                raise CLIError(f"No thread has proposed changes for {folder}; give --thread ID, or --folder DIR for "
+                               "another folder")
+            thread_id = found
+        session = Workspace(folder=folder, store=store).open_thread(thread_id)
+        if session.changes is None or not session.changes.pending_files:
+            raise CLIError(f"Thread {thread_id[:8]} has no proposed changes waiting for {folder}")
+        setting = session.verify_setting()
+        if setting.notice:
+            print(f"robotlab: {setting.notice}", file=sys.stderr)
+        if setting.command is None:
+            raise CLIError("No verify command: set review.verify in the folder's .robotlab/config.yaml (e.g. "
+                           "review: {verify: \"pytest -q\"}) and trust the folder, or verify: in the robot's file")
+        try:
+            event = asyncio.run(session.verify_changes("accepted" if args.accepted else "proposed"))
+        except (SandboxUnavailable, IsolationError) as exc:
+            raise CLIError(f"The verify command could not run: {exc}") from exc
+    finally:
+        store.close()
+    if event is None:
+        raise CLIError("The verify command did not run: nothing is proposed")
+    if args.json:
+        print(json.dumps(ev.to_dict(event), ensure_ascii=False, default=str))
+    else:
+        print(event.describe())
+        if event.output:
+            print(event.output.rstrip("\n"))
+    return 0 if event.passed else 1
 
 
 def _ask() -> str | None:

@@ -370,7 +370,11 @@ class Chat:
             except KeyboardInterrupt:  # Ctrl-C: stop reviewing (what is not decided is not applied)
                 raise EOFError("Ctrl-C") from None
 
-        result = await settle_in_terminal(changes, mode="review", printer=self.printer, ask=ask)
+        setting = session.verify_setting()
+        if setting.notice:
+            self.say(setting.notice, "33")
+        verify = session.verify_changes if setting.command is not None else None
+        result = await settle_in_terminal(changes, mode="review", printer=self.printer, ask=ask, verify=verify)
         turn_id = session.thread.current_turn_id
         if result is not None and result.settled and turn_id is not None:
             try:

@@ -302,6 +302,10 @@ class EventPrinter:
                                         f"{event.tokens_after:,} tokens of {event.window:,})"))
             case ev.ModelChanged():
                 self._line(self._c("2", f"{who}⇄ {event.describe()}"))
+            case ev.VerifyFinished():
+                self._line(self._c("32" if event.passed else "31", f"{who}{event.describe()}"))
+                if not event.passed:
+                    self._line("\n".join("    " + line for line in event.output.splitlines()[-20:]))
             case (ev.Text() | ev.Reasoning() | ev.ApprovalRequested() | ev.MemoryChanged() | ev.Usage()
                   | ev.ContextUsage()):
                 pass  # the text was streamed as deltas; the approval is asked for; usage is in "done"

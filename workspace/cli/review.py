@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 #: Asks one question, returns the answer (the terminal's prompt, or a script in tests).
 AskFn = Callable[[str], Awaitable[str]]
+#: Runs the verify command on a subset ("proposed" or "accepted"): its ``verify_finished`` event, or None
+#: (no verify command). :meth:`workspace.session.ThreadSession.verify_changes` is one.
+VerifyFn = Callable[[str], Awaitable[Any]]
 
 
 def _isatty(stream: Any) -> bool:
@@ -326,14 +329,45 @@ async def review_in_terminal(changes: ChangeSet, *, ask: AskFn, out: _Out) -> bo
     return True
 
 
+async def verify_in_terminal(verify: VerifyFn, subset: str, *, out: _Out) -> Any:
+    """Run ``verify`` on ``subset`` and show the result (``--json``: the ``verify_finished`` event on stdout).
+    The event, or None (no verify command, or no sandbox here: said)."""
+    from workspace.isolation import IsolationError, SandboxUnavailable
+
+    try:
+        event = await verify(subset)
+    except (SandboxUnavailable, IsolationError) as exc:
+        out.line(out.c("33", f"The verify command could not run: {exc}"))
+        return None
+    if event is None:
+        return None
+    if out.json:
+        from workspace import events as ev
+
+        out.record(ev.to_dict(event))
+    out.line(out.c("32" if event.passed else "31", event.describe()))
+    if not event.passed:
+        for line in event.output.splitlines()[-VERIFY_SHOWN_LINES:]:
+            out.line(out.c("2", "  " + _visible(line)))
+    return event
+
+
+#: Lines of a failing verify's output the terminal shows (its end).
+VERIFY_SHOWN_LINES = 30
+
+
 async def settle_in_terminal(changes: ChangeSet, *, mode: str, printer: Any = None,
-                             ask: AskFn | None = None) -> ApplyResult | None:
+                             ask: AskFn | None = None, verify: VerifyFn | None = None) -> ApplyResult | None:
     """Settle a run's proposed changes on the command line.
 
     ``mode``: ``auto`` applies everything, ``never`` prints the proposed diff and
     writes nothing, ``review`` shows each hunk and asks (accept / reject with a
     reason / edit / rest of file / all / quit), then applies. Prints the outcome and
     the checkpoint to undo from; ``ask`` replaces the terminal prompt (tests).
+
+    With ``verify`` (a verify command is set), it runs on the proposed set before the review and on
+    exactly the accepted hunks before the apply; when that fails, the review asks whether to apply
+    anyway (no: nothing is written and the robot is told why); ``auto`` applies and says it failed.
     """
     import asyncio
 
@@ -367,10 +401,30 @@ async def settle_in_terminal(changes: ChangeSet, *, mode: str, printer: Any = No
     out.line()
     out.line(out.c("1", f"✎ {counts.files} file(s) changed by {changes.robot or 'the robot'}: {counts.hunks} "
                         f"hunk(s), +{counts.added} -{counts.removed}"))
+    if verify is not None and mode == "review":
+        await verify_in_terminal(verify, "proposed", out=out)
     if mode == "auto":
         changes.accept_all()
     elif not await review_in_terminal(changes, ask=ask, out=out):
         out.line("Stopped reviewing: the hunks not decided yet are not applied.")
+    if verify is not None and changes.counts().accepted:
+        checked = await verify_in_terminal(verify, "accepted", out=out)
+        if checked is not None and not checked.passed and mode == "review":
+            try:
+                answer = (await ask("The verify command failed on the accepted hunks. Apply them anyway? [y/N] ")
+                          ).strip().lower()
+            except EOFError:
+                answer = ""
+            if answer not in ("y", "yes"):
+                result = await asyncio.to_thread(
+                    lambda: changes.discard(reason=f"not applied: the verify command {checked.command!r} failed"))
+                out.line(out.c("33", "Nothing was applied: the verify command failed."))
+                message = changes.outcome_message()
+                if message:
+                    out.line()
+                    out.line(message)
+                _emit_decided(changes, printer)
+                return result
     result = await asyncio.to_thread(changes.apply)
     while result.conflicts and not result.settled:
         for conflict in result.conflicts:

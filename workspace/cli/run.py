@@ -8,6 +8,7 @@ thread, the robot getting the conversation so far.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -301,7 +302,7 @@ async def _run(args: argparse.Namespace) -> int:
         run = robot.stream(message, **options, approval=approval)
         args.run_started = True
         status, stopped = await print_events(run, printer)
-        await settle_changes(changes, args, stopped, printer)
+        await settle_changes(changes, args, stopped, printer, verify=_verify_for(config, robot, folder, changes))
         return status
 
     workspace = open_workspace(args, config=config, folder=folder, approval=approval, store=store)
@@ -326,3 +327,23 @@ async def _run(args: argparse.Namespace) -> int:
         return status
     finally:
         workspace.close()
+
+
+def _verify_for(config: Any, robot: Any, folder: Path | None, changes: Any) -> Any:
+    """The verify step of an unrecorded run's review (None: no verify command; a folder's own ignored when
+    untrusted, said on stderr)."""
+    from workspace.session.verify import run_verify, verify_command
+
+    if changes is None:
+        return None
+    setting = verify_command(config, robot, folder=folder)
+    if setting.notice:
+        print(f"robotlab: {setting.notice}", file=sys.stderr)
+    command = setting.command
+    if command is None:
+        return None
+
+    async def verify(subset: str) -> Any:
+        return await run_verify(command, changes, subset=subset)
+
+    return verify

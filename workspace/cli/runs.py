@@ -305,9 +305,11 @@ def machine_output(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "json", False) or getattr(args, "plain", False))
 
 
-async def settle_changes(changes: Any, args: argparse.Namespace, stopped: SignalStop, printer: Any) -> Any:
+async def settle_changes(changes: Any, args: argparse.Namespace, stopped: SignalStop, printer: Any, *,
+                         verify: Any = None) -> Any:
     """What ``--apply`` says to do with the run's proposed changes (a review in the terminal when
-    interactive); a run stopped by a signal writes nothing. The ApplyResult, or None."""
+    interactive); a run stopped by a signal writes nothing. The ApplyResult, or None. ``verify``: runs the
+    verify command on a subset (see :func:`workspace.cli.review.settle_in_terminal`)."""
     if changes is None or not getattr(changes, "files", None):
         return None
     mode = args.apply or ("review" if sys.stdin.isatty() and not args.json else "never")
@@ -315,7 +317,7 @@ async def settle_changes(changes: Any, args: argparse.Namespace, stopped: Signal
         mode = "never"  # stopped by the user or the system: nothing of the run is written
     from workspace.cli.review import settle_in_terminal
 
-    return await settle_in_terminal(changes, mode=mode, printer=printer)
+    return await settle_in_terminal(changes, mode=mode, printer=printer, verify=verify if mode != "never" else None)
 
 
 async def settle_recorded(session: Any, args: argparse.Namespace, stopped: SignalStop, printer: Any) -> None:
@@ -325,7 +327,11 @@ async def settle_recorded(session: Any, args: argparse.Namespace, stopped: Signa
     changes = session.changes
     if changes is None:
         return
-    result = await settle_changes(changes, args, stopped, printer)
+    setting = session.verify_setting()
+    if setting.notice:
+        print(f"robotlab: {setting.notice}", file=sys.stderr)
+    verify = session.verify_changes if setting.command is not None else None
+    result = await settle_changes(changes, args, stopped, printer, verify=verify)
     turn_id = session.thread.current_turn_id
     if turn_id is not None and result is not None and result.settled:
         from workspace.persistence import StoreError

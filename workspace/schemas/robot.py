@@ -167,6 +167,8 @@ class FrontMatter(ModelSettings):
         "(structured output)")
     robots: list[Text] | None = Field(None, description="Other robots (robot or template names) this robot may "
                                       "call as tools")
+    verify: Text | None = Field(None, description="A command (e.g. \"pytest -q\") run in the sandbox on the changes "
+                                "this robot proposes, and on the accepted hunks before Apply (review.verify otherwise)")
 
     @field_validator("output_schema")
     @classmethod

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from workspace.network import Network, NetworkRun
     from workspace.providers.base import ConfigLookup
     from workspace.robot import Robot
+    from workspace.session.verify import VerifySetting
     from workspace.session.workspace import Workspace
 
 log = logging.getLogger("workspace.session")
@@ -596,18 +597,68 @@ class ThreadSession:
             current = self.changes = ChangeSet(self.workspace.folder, mode=mode, thread_id=self.thread_id)
         return current
 
+    def verify_setting(self) -> VerifySetting:
+        """The verify command in force for this thread (its robot's ``verify:``, else ``review.verify``), with
+        a notice when the folder's own was ignored because the folder is not trusted."""
+        from workspace.session.verify import verify_command
+
+        robot = None if self.is_network else self.robot
+        return verify_command(self.workspace.config, robot, folder=self.workspace.folder)
+
+    async def verify_changes(self, subset: str = "accepted", *,
+                             on_output: Callable[[str], None] | None = None) -> ev.VerifyFinished | None:
+        """Run the verify command in the sandbox on the thread's change set: ``subset`` "proposed" (the set as
+        proposed, rejected hunks left out) or "accepted" (exactly the hunks accepted so far: what Apply would
+        write). Returns the ``verify_finished`` event, recorded after the thread's current turn when no run
+        goes (None: no verify command, or nothing proposed). The model hears the result with the review
+        outcome. Raises :class:`~workspace.isolation.SandboxUnavailable` where no sandbox can be made."""
+        from workspace.session.verify import run_verify
+
+        changes = self.changes
+        setting = self.verify_setting()
+        if changes is None or not changes.pending_files or setting.command is None:
+            return None
+        event = await run_verify(setting.command, changes, subset=subset, on_output=on_output)
+        turn_id = self.thread.current_turn_id
+        if turn_id is not None and not self.running:
+            turn = self.store.get_turn(turn_id)
+            event = ev.stamp(event, run_id=turn.run_id or f"verify-{uuid.uuid4().hex[:12]}", robot=self._thread.robot,
+                             seq=0)
+            with contextlib.suppress(StoreError):
+                self.store.append_event(self.thread_id, turn_id, event)
+        await asyncio.to_thread(self.save_changes)
+        return event
+
     async def apply_changes(self, *, files: Sequence[str] | None = None, accept_pending: bool = False,
-                            on_conflict: str = "refuse") -> ApplyResult:
+                            on_conflict: str = "refuse", verify: bool = True,
+                            if_verify_fails: str = "refuse") -> ApplyResult:
         """Apply the decided hunks (off the event loop) and record the ``change_decided`` event.
 
         The options are those of :meth:`workspace.changes.ChangeSet.apply`. The model hears the
         outcome in front of the next message sent in this thread.
+
+        With a verify command (:meth:`verify_setting`) and ``verify``, it first runs on exactly the hunks
+        accepted (with ``accept_pending``: and the undecided ones) and, when it fails, raises
+        :class:`~workspace.session.verify.VerifyFailed` (carrying the event) and writes nothing, unless
+        ``if_verify_fails`` is "apply". A window asks the user, then calls again with "apply" (or
+        ``verify=False`` to use the result it already has).
         """
         import asyncio
 
+        from workspace.session.verify import VerifyFailed
+
+        if if_verify_fails not in ("refuse", "apply"):
+            raise ValueError(f"if_verify_fails is 'refuse' or 'apply', not {if_verify_fails!r}")
         changes = self.changes
         if changes is None:
             raise RuntimeError("Nothing to apply: no change was proposed in this thread")
+        if verify and self.verify_setting().command is not None:
+            if accept_pending:
+                changes.accept(*[h.id for h in changes.hunks(pending_only=True)])
+            if changes.counts().accepted:
+                checked = await self.verify_changes("accepted")
+                if checked is not None and not checked.passed and if_verify_fails == "refuse":
+                    raise VerifyFailed(checked)
         result = await asyncio.to_thread(changes.apply, files=files, accept_pending=accept_pending,
                                          on_conflict=on_conflict)
         # The thread's current turn as stored now: another window or a branch switch may have moved it.

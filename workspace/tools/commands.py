@@ -64,17 +64,18 @@ def _sandbox() -> Sandbox:
         return _box
 
 
-def pending_layer(changes: ChangeSet | None) -> dict[str, bytes | None]:
+def pending_layer(changes: ChangeSet | None, *, accepted_only: bool = False) -> dict[str, bytes | None]:
     """The run's proposed changes as the command sees them: ``{path: content or None (deleted)}``, each
-    file as its hunks leave it when the undecided and accepted ones apply and the rejected ones do not."""
+    file as its hunks leave it when the undecided and accepted ones apply and the rejected ones do not
+    (``accepted_only``: the accepted ones alone, what an Apply now would write)."""
     if changes is None:
         return {}
-    from workspace.changes.hunks import ACCEPTED
+    from workspace.changes.hunks import ACCEPTED, REJECTED
 
     layer: dict[str, bytes | None] = {}
     with changes.lock:
         for fc in changes.pending_files:
-            merged = fc.merge(pending=ACCEPTED)
+            merged = fc.merge(pending=REJECTED if accepted_only else ACCEPTED)
             if not merged.changed:
                 continue
             if merged.target != fc.path:

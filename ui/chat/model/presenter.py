@@ -334,6 +334,8 @@ class ChatPresenter:
                 self._lifecycle.mcp_servers(column, event)
             case ev.ModelChanged():
                 self._lifecycle.model_changed(column, event)
+            case ev.VerifyFinished():
+                pass  # the review shows the verify result (not in the chat yet)
             case ev.RunFinished():
                 self._lifecycle.end(column, event, "finished", message=None, result=event.result)
             case ev.RunFailed():
