@@ -190,3 +190,27 @@ def test_run_json_has_verify_finished_and_review_asks_before_applying_a_failing_
     assert (folder / "a.txt").read_text(encoding="utf-8") == TEXT  # "n": nothing written
     [decided] = [e for e in events if e["kind"] == "change_decided"]
     assert all(not f.get("accepted") for f in decided["outcome"]), decided
+
+
+def test_a_robots_verify_comes_first_and_one_inside_an_untrusted_folder_is_ignored(tmp_path: Path) -> None:
+    from workspace.config import load_config
+    from workspace.robot import Robot
+    from workspace.session.verify import verify_command
+    from workspace.templates import Template
+
+    folder = make_folder(tmp_path)
+    mine = tmp_path / "robots" / "checker.md"
+    mine.parent.mkdir()
+    mine.write_text("---\nverify: make lint\n---\nYou check.\n", encoding="utf-8")
+    setting = verify_command(load_config(folder), Robot("checker", template=Template.load(mine)), folder=folder)
+    assert setting.command == "make lint" and setting.notice is None
+
+    untrusted = make_folder(tmp_path / "other", trusted=False)
+    theirs = untrusted / "theirs.md"
+    theirs.write_text("---\nverify: curl evil\n---\nYou check.\n", encoding="utf-8")
+    setting = verify_command(load_config(untrusted), Robot("theirs", template=Template.load(theirs)), folder=untrusted)
+    assert setting.command is None  # neither the robot's nor the folder's config's
+    assert setting.notice is not None and "theirs.md" in setting.notice and "robotlab trust" in setting.notice
+    trust.trust(untrusted)
+    setting = verify_command(load_config(untrusted), Robot("theirs", template=Template.load(theirs)), folder=untrusted)
+    assert setting.command == "curl evil"  # trusted by the user: the folder's robot may name it
