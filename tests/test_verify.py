@@ -161,6 +161,14 @@ async def test_changes_verify_exit_codes_and_json(tmp_path: Path) -> None:
     assert event["exit_code"] == 0 and "nine" in event["output"] and isinstance(event["duration"], float)
     assert (folder / "a.txt").read_text(encoding="utf-8") == TEXT
 
+    ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=two_edits())
+    try:  # kept with the thread's changes: the model hears the latest verify with the review outcome
+        changes = ws.open_thread(thread_id).changes
+        assert changes is not None and changes.last_verify is not None
+        assert changes.last_verify["subset"] == "accepted" and changes.last_verify["passed"] is True
+    finally:
+        await ws.aclose()
+
 
 async def test_changes_verify_without_a_command_is_an_error_naming_the_fix(tmp_path: Path) -> None:
     folder = make_folder(tmp_path, trusted=False)

@@ -586,7 +586,8 @@ class ChangeSet:
             self.store.put_many(data for fc in self._files for data in (fc.before, fc.after) if data is not None)
             return {"id": self.id, "folder": str(self.folder), "mode": self.mode, "thread_id": self.thread_id,
                     "run_id": self.run_id, "robot": self.robot, "counter": self._counter,
-                    "files": [fc.snapshot() for fc in self._files], "undelivered": list(self._undelivered)}
+                    "files": [fc.snapshot() for fc in self._files], "undelivered": list(self._undelivered),
+                    "verify": dict(self._verify) if self._verify is not None else None}
 
     @classmethod
     def from_snapshot(cls, data: dict[str, Any], *, store: CheckpointStore | None = None) -> ChangeSet:
@@ -596,6 +597,8 @@ class ChangeSet:
         changes.run_id, changes.robot = data.get("run_id"), data.get("robot")
         changes._counter = int(data.get("counter", 0))
         changes._undelivered = list(data.get("undelivered", []))
+        verify = data.get("verify")
+        changes._verify = dict(verify) if isinstance(verify, dict) else None
         changes._files = [FileChange.from_snapshot(entry, changes.store.get) for entry in data.get("files", [])]
         return changes
 
