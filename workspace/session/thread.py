@@ -641,7 +641,8 @@ class ThreadSession:
         accepted (with ``accept_pending``: and the undecided ones) and, when it fails, raises
         :class:`~workspace.session.verify.VerifyFailed` (carrying the event) and writes nothing, unless
         ``if_verify_fails`` is "apply". A window asks the user, then calls again with "apply" (or
-        ``verify=False`` to use the result it already has).
+        ``verify=False`` to use the result it already has). The verify covers every accepted hunk of the
+        set, also with ``files``; ``accept_pending`` accepts the undecided hunks first, also when it fails.
         """
         import asyncio
 

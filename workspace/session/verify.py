@@ -48,7 +48,6 @@ class VerifySetting:
     """The verify command in force (None: none) and, when a folder's own was ignored, a notice saying why."""
 
     command: str | None
-    source: str = ""
     notice: str | None = None
 
 
@@ -73,7 +72,7 @@ def verify_command(config: Any, robot: Robot | None = None, *, folder: Path | No
     if isinstance(own, str) and own.strip():
         path = template.path if template is not None else None
         if not _inside(path, folder) or (folder is not None and trust.trusted_by_user(folder)):
-            return VerifySetting(own.strip(), source=str(path or f"robot {robot.name if robot else ''}"))
+            return VerifySetting(own.strip())
         notice = (f"The verify command of {path} ({own.strip()!r}) is ignored: the folder {folder} is not trusted. "
                   f"Run `robotlab trust {folder}` to use it.")
     value = config.get("review.verify") if config is not None else None
@@ -82,7 +81,7 @@ def verify_command(config: Any, robot: Robot | None = None, *, folder: Path | No
         notice = (f"The folder's review.verify ({withheld['review.verify']!r}) is ignored: the folder {folder} is "
                   f"not trusted. Run `robotlab trust {folder}` to use it.")
     if isinstance(value, str) and value.strip():
-        return VerifySetting(value.strip(), source="review.verify", notice=notice)
+        return VerifySetting(value.strip(), notice=notice)
     return VerifySetting(None, notice=notice)
 
 
