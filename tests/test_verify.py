@@ -222,3 +222,15 @@ def test_a_robots_verify_comes_first_and_one_inside_an_untrusted_folder_is_ignor
     trust.trust(untrusted)
     setting = verify_command(load_config(untrusted), Robot("theirs", template=Template.load(theirs)), folder=untrusted)
     assert setting.command == "curl evil"  # trusted by the user: the folder's robot may name it
+
+
+def test_the_review_applies_a_failing_set_when_told_to_and_says_so(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path)
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.tool("edit_file", {"path": "a.txt", "search": "nine", "replace": "NINE"}))
+        server.enqueue("Proposed.")
+        result = robotlab(*run_line(folder, server, "--apply", "review", "--no-record"), stdin="y\ny\n")
+    assert result.returncode == 0, result.stderr
+    assert "✗ verify failed on the proposed changes" in result.stdout
+    assert "✗ verify failed on the accepted hunks" in result.stdout and "Apply them anyway? [y/N]" in result.stdout
+    assert "NINE" in (folder / "a.txt").read_text(encoding="utf-8")
