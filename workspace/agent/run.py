@@ -676,9 +676,12 @@ class AgentRun(ModelTurns, EventRun):
         if len(calls) == 1:
             await one(0, calls[0])
         else:
-            async with asyncio.TaskGroup() as group:
-                for i, call in enumerate(calls):
-                    group.create_task(one(i, call))
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for i, call in enumerate(calls):
+                        group.create_task(one(i, call))
+            except* Exception as group_error:  # a raise_on_error tool, or a hook, raised: the run fails with it
+                raise group_error.exceptions[0] from None
         done = [r for r in results if r is not None]
         if self._doom is not None:
             self._check_doom_loop(done)
