@@ -58,6 +58,13 @@ _EXPORTS: dict[str, str] = {
     "MCPError": "workspace.errors",
     "AwaitTimeout": "workspace.errors",
     "RunFailedError": "workspace.errors",
+    # Hooks and the tool loop's guards (RobotLab 0.2)
+    "Hook": "workspace.hooks",
+    "on": "workspace.hooks",
+    "clear_hooks": "workspace.hooks",
+    "ToolLoopError": "workspace.errors",
+    "DoomLoopDetector": "workspace.agent.guards",
+    "AskUser": "workspace.ask_user",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__", "build", "create_memory"]
