@@ -252,6 +252,20 @@ async def test_edited_approval_runs_with_the_edited_arguments() -> None:
     assert not [e for e in events if e.kind == "approval_requested"]
 
 
+async def test_a_tools_duration_leaves_out_the_wait_for_approval() -> None:
+    """The card's and the inspector's duration is the tool's own time, not the person's (issue 24)."""
+    async def ask(request: ApprovalRequest) -> ApprovalDecision:
+        await asyncio.sleep(0.6)  # the person reads the call
+        return ApprovalDecision(approved=True)
+
+    policy = ApprovalPolicy()
+    policy.set_rule("ask", tool="slow")
+    p = ScriptedProvider([[ToolCall("slow", {"seconds": 0.2})], "ok"])
+    events = await collect(robot(p, approval=ApprovalGate(policy, ask)).stream("x"))
+    result = next(e for e in events if isinstance(e, ev.ToolResult))
+    assert 0.15 <= result.duration < 0.5, result.duration
+
+
 async def test_policy_deny_and_default_allow_without_asking() -> None:
     policy = ApprovalPolicy()
     policy.set_rule("deny", tool="slow")

@@ -16,7 +16,15 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from types import FrameType, ModuleType
+
+    from PySide6.QtCore import QCoreApplication
+
+    from workspace.config import Config
+    from workspace.providers.base import Provider
 
 log = logging.getLogger("ui.app")
 
@@ -78,7 +86,7 @@ def quicken_pyside_import_hook() -> None:
     if original is None or getattr(original, "quick", False):
         return
 
-    def mod_uses_pyside(module: Any) -> bool:
+    def mod_uses_pyside(module: ModuleType) -> bool:
         path = getattr(module, "__file__", None)
         if not isinstance(path, str) or not path.endswith(".py"):
             return bool(original(module))
@@ -150,8 +158,8 @@ class Application:
     first paint) loads the configuration, opens the database and fills the window in.
     """
 
-    def __init__(self, *, folder: Path | None = None, theme_name: str | None = None, provider: Any = None,
-                 db_path: Path | str | None = None, config: Any = None, defer: bool = False) -> None:
+    def __init__(self, *, folder: Path | None = None, theme_name: str | None = None, provider: Provider | None = None,
+                 db_path: Path | str | None = None, config: Config | None = None, defer: bool = False) -> None:
         from ui import theme
         from ui.bridge import RunBridge
         from ui.controller import Controller
@@ -215,6 +223,8 @@ class Application:
             from workspace.config import DEFAULTS, Config
 
             self.controller._config = Config(copy.deepcopy(DEFAULTS), {}, self.folder)
+        if self.folder is None and config_problem is None:
+            self._reopen_folder()
         self.controller.open()
         if not staged:
             self.window.docks.build_inspector()
@@ -238,6 +248,19 @@ class Application:
             self._run_steps(self.window.docks.inspector_steps(), then=self._after_inspector)
         else:
             self._after_inspector()
+
+    def _reopen_folder(self) -> None:
+        """No ``--folder``: the folder that was open when the window was last closed, if it is still there."""
+        folder = self.window.memory.last_folder()
+        if folder is None:
+            return
+        try:
+            self.controller.set_folder(folder)
+        except Exception as exc:  # a bad config file in it: start without it, and say why
+            log.info("could not reopen the folder %s: %s", folder, exc)
+            return
+        self.folder = self.controller.folder
+        self.window.status.update_folder()
 
     def _run_steps(self, steps: Iterator[None], *, then: Callable[[], None]) -> None:
         """One step of ``steps`` per turn of the event loop (the window paints in between), then ``then``."""
@@ -286,6 +309,12 @@ class Application:
 
         from ui import markdown
 
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no running loop (tests driving the window without one)
+            markdown.warm_up()
+            return
+
         async def load() -> None:
             from workspace.shared_imports import gc_paused
 
@@ -293,14 +322,11 @@ class Application:
                 with gc_paused():
                     markdown.load_libraries()
 
-            await asyncio.to_thread(work)
+            # The loop of the spawn, not asyncio.to_thread's running one: a test's loop may stop before this task's
+            # first step, which Qt then runs between two runs of the loop (when none is running).
+            await loop.run_in_executor(None, work)
             markdown.warm_up()  # what is left: a few ms on this thread
 
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # no running loop (tests driving the window without one)
-            markdown.warm_up()
-            return
         self.tasks.spawn(load(), name="load the Markdown libraries")
 
     def _warn_ignored_env(self) -> None:
@@ -360,7 +386,7 @@ class Application:
                 log.warning("closing the database: %s", exc)
 
 
-def new_event_loop(app: Any = None) -> Any:
+def new_event_loop(app: QCoreApplication | None = None) -> Any:
     """A qasync event loop on the QApplication, set as the current loop (close it when done)."""
     import asyncio
 
@@ -434,7 +460,7 @@ class SignalQuit:
     runs in C++, so Python would only see the signal at its next bytecode: the signal's wakeup fd
     is a socket a :class:`QSocketNotifier` watches, which wakes the loop to run the handler."""
 
-    def __init__(self, app: Any, close: Any) -> None:
+    def __init__(self, app: QCoreApplication, close: Callable[[], object]) -> None:
         import signal
         import socket
 
@@ -459,7 +485,7 @@ class SignalQuit:
         except OSError:
             pass
 
-    def _handle(self, number: int, frame: Any) -> None:
+    def _handle(self, number: int, frame: FrameType | None) -> None:
         from PySide6.QtCore import QTimer
 
         if self.status:  # a second one: quit now (run_app closes what it can)
@@ -484,6 +510,6 @@ class SignalQuit:
         self._write.close()
 
 
-def quit_on_signals(app: Any, close: Any) -> SignalQuit:
+def quit_on_signals(app: QCoreApplication, close: Callable[[], object]) -> SignalQuit:
     """Make Ctrl-C in the terminal that started the window close it cleanly (see :class:`SignalQuit`)."""
     return SignalQuit(app, close)

@@ -1,5 +1,15 @@
-"""The window's controller: owns the Workspace (store, robots, approval gate), the current
-thread session and the runs. Views call it; it reports back through Qt signals.
+"""The window's session model, :class:`Controller`: the one typed surface the window asks of the core.
+
+It owns the :class:`~workspace.session.Workspace` (store, robots, networks, approval gate, configuration),
+the open :class:`~workspace.session.ThreadSession` and its :class:`~workspace.session.RecordedRun` s. What
+the window does to a conversation goes through its typed methods — :meth:`send`, :meth:`stop`,
+:meth:`continue_`, :meth:`edit_and_resend` / :meth:`regenerate` (forks), :meth:`switch_branch`,
+:meth:`new_thread` / :meth:`open_thread`, :meth:`set_robot` / :meth:`set_network`, :meth:`reload_config` /
+:meth:`apply_config` / :meth:`set_folder` (settings), :meth:`pending_approvals` — and the session's own typed
+methods (``set_model``, ``apply_changes``, ``undo_changes``…) for the open thread. It reports back through Qt
+signals. The core's types are imported under ``TYPE_CHECKING`` (the window's start does not wait for them),
+so mypy follows a message from the composer (``ui/window/runs.py`` ``Runs.send``) through :meth:`send` to
+``ThreadSession.send`` and on to the provider.
 
 Every run is consumed by the one :class:`~ui.bridge.RunBridge` in a task owned by the
 :class:`~ui.tasks.TaskOwner`. Approvals: the gate's ``ask_fn`` is a coroutine that emits
@@ -10,23 +20,31 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
 if TYPE_CHECKING:
     import asyncio
+    import threading
+    from collections.abc import Callable, Sequence
 
     from ui.bridge import RunBridge
     from ui.tasks import TaskOwner
+    from workspace import events as ev
     from workspace.approval import ApprovalDecision, ApprovalRequest
+    from workspace.attachments import Attachment
+    from workspace.catalog import RobotInfo
+    from workspace.config import Config
+    from workspace.network import Network, NetworkInfo
+    from workspace.persistence import SearchHit, Store, ThreadInfo
+    from workspace.providers.base import Provider
+    from workspace.result import Usage
+    from workspace.session import RecordedRun, ThreadSession, Workspace
 
 log = logging.getLogger("ui.controller")
 
 DEFAULT_ROBOT = "assistant"
-
-
-_UNSEEN = object()
 
 
 class Controller(QObject):
@@ -41,8 +59,9 @@ class Controller(QObject):
     #: A new configuration is in use (Settings saved, the MCP servers page, the file changed): the picker follows.
     config_changed = Signal()
 
-    def __init__(self, *, bridge: RunBridge, tasks: TaskOwner, config: Any = None, folder: Path | None = None,
-                 provider: Any = None, db_path: Path | str | None = None, parent: QObject | None = None) -> None:
+    def __init__(self, *, bridge: RunBridge, tasks: TaskOwner, config: Config | None = None,
+                 folder: Path | None = None, provider: Provider | None = None, db_path: Path | str | None = None,
+                 parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
         self.tasks = tasks
@@ -50,19 +69,23 @@ class Controller(QObject):
         self.provider = provider
         self.db_path = db_path
         self._config = config
-        self.workspace: Any = None
-        self.session: Any = None
+        self.workspace: Workspace | None = None
+        #: The open thread (None: the next message starts a new one).
+        self.session: ThreadSession | None = None
         self.store_error: str | None = None
         self.store_error_reason: str | None = None
         self.robot_name = DEFAULT_ROBOT
         #: Set when a network is what new threads talk to (``robot_name`` then holds its name too).
         self.network_name: str | None = None
-        self._runs: list[Any] = []
-        self._robots: list[Any] | None = None
-        self._networks: list[Any] | None = None
-        self._network_cache: dict[str, Any] = {}
+        self._runs: list[RecordedRun] = []
+        self._robots: list[RobotInfo] | None = None
+        self._networks: list[NetworkInfo] | None = None
+        self._network_cache: dict[str, Network] = {}
         self._pending: set[asyncio.Future[ApprovalDecision]] = set()
-        self._trust_stamp: Any = _UNSEEN
+        #: The trust file's mtime when this controller read the configuration (unseen: a configuration
+        #: given to it, which it does not follow).
+        self._trust_seen = False
+        self._trust_stamp: float | None = None
         #: Robot files that could not be read at the last refresh (each message names the file).
         self.robot_problems: list[str] = []
         #: A model chosen in the composer before the thread exists: (model, api_base) for the thread the next
@@ -72,11 +95,11 @@ class Controller(QObject):
 
     # -- opening ------------------------------------------------------------------------------
     @property
-    def config(self) -> Any:
+    def config(self) -> Config:
         if self._config is None:
             from workspace.config import load_config
 
-            self._trust_stamp = self._trust_mtime()
+            self._trust_seen, self._trust_stamp = True, self._trust_mtime()
             self._config = load_config(self.folder)
         return self._config
 
@@ -87,23 +110,22 @@ class Controller(QObject):
         from workspace.persistence import Store, StoreError
         from workspace.session import Workspace
 
-        kwargs: dict[str, Any] = {"config": self.config, "folder": self.folder}
-        if self.provider is not None:
-            kwargs["provider"] = self.provider
+        config, folder, provider = self.config, self.folder, self.provider
         path = Path(self.db_path) if self.db_path is not None else paths.database_path()
         self.store_error = self.store_error_reason = None
         try:
             store = Store(path, busy_timeout=1.5, recover=recover)
-            self.workspace = Workspace(store=store, **kwargs)
+            workspace = self.workspace = Workspace(store=store, config=config, folder=folder, provider=provider)
         except StoreError as exc:
             self.store_error, self.store_error_reason = str(exc), exc.reason
             log.warning("store unavailable: %s", exc)
-            self.workspace = Workspace(store=Store(":memory:"), **kwargs)
+            workspace = self.workspace = Workspace(store=Store(":memory:"), config=config, folder=folder,
+                                                   provider=provider)
             self.problem.emit(
                 f"{exc}\n\nThe app is running with a temporary database: conversations in this session "
                 "will not be kept after you quit."
             )
-        self.workspace.approval.ask_fn = self._ask
+        workspace.approval.ask_fn = self._ask
         names = self.robot_names()
         if names and self.robot_name not in names:
             self.robot_name = names[0]
@@ -136,14 +158,14 @@ class Controller(QObject):
         from workspace.config import load_config
 
         try:
-            self._trust_stamp = self._trust_mtime()
-            self._config = load_config(self.folder)
+            self._trust_seen, self._trust_stamp = True, self._trust_mtime()
+            config = self._config = load_config(self.folder)
         except Exception as exc:
             self.problem.emit(f"The configuration could not be read: {exc}")
             return
-        self.apply_config(self._config)
+        self.apply_config(config)
 
-    def apply_config(self, config: Any) -> None:
+    def apply_config(self, config: Config) -> None:
         """Use ``config`` from the next run of every thread on (a run going on keeps its own)."""
         self._config = config
         if self.workspace is not None:
@@ -162,7 +184,7 @@ class Controller(QObject):
 
     def _follow_trust(self) -> None:
         """Trust given or revoked elsewhere (``robotlab trust``) counts from the next message on."""
-        if self.folder is not None and self._trust_stamp is not _UNSEEN and self._trust_mtime() != self._trust_stamp:
+        if self.folder is not None and self._trust_seen and self._trust_mtime() != self._trust_stamp:
             self.reload_config()
 
     def set_folder(self, folder: Path | None) -> None:
@@ -175,32 +197,33 @@ class Controller(QObject):
         config = load_config(new)
         if self.workspace is not None:
             self.workspace.set_folder(new, config=config)
-        self.folder, self._config, self._trust_stamp = new, config, stamp
+        self.folder, self._config, self._trust_seen, self._trust_stamp = new, config, True, stamp
         self._robots = None
         self._networks = None
         self._network_cache.clear()
 
     @property
-    def store(self) -> Any:
+    def store(self) -> Store | None:
         return self.workspace.store if self.workspace is not None else None
 
     # -- robots -------------------------------------------------------------------------------
-    def robots(self, *, refresh: bool = False) -> list[Any]:
+    def robots(self, *, refresh: bool = False) -> list[RobotInfo]:
         """The robots the catalog finds (read once; ``refresh=True`` reads the folders again)."""
         if self.workspace is None:
             return []
-        if self._robots is None or refresh:
+        robots = self._robots
+        if robots is None or refresh:
             problems: list[str] = []
             try:
-                self._robots = list(self.workspace.robots(problems=problems))
+                robots = self._robots = list(self.workspace.robots(problems=problems))
                 self.robot_problems = problems
             except Exception as exc:
                 self.problem.emit(f"Could not list the robots: {exc}")
                 return []
-        return list(self._robots)
+        return list(robots)
 
     def robot_names(self) -> list[str]:
-        return [getattr(r, "name", str(r)) for r in self.robots()]
+        return [r.name for r in self.robots()]
 
     def set_robot(self, name: str) -> None:
         if name != self.robot_name or self.network_name is not None:
@@ -209,7 +232,7 @@ class Controller(QObject):
             self.robot_changed.emit(name)
             self.preload_provider()
 
-    def preload_provider(self) -> Any:
+    def preload_provider(self) -> asyncio.Future[None] | threading.Thread | None:
         """Load what the first message to the current robot needs — its template, and the model library
         (litellm and its model map, or the openai SDK for an OpenAI-compatible server) — in a worker thread,
         so the first message waits only for what is left (the import takes seconds; the window keeps
@@ -245,18 +268,19 @@ class Controller(QObject):
         """What new threads talk to: "robot" or "network"."""
         return "network" if self.network_name is not None else "robot"
 
-    def networks(self, *, refresh: bool = False) -> list[Any]:
+    def networks(self, *, refresh: bool = False) -> list[NetworkInfo]:
         """The networks found (project, user, shipped), read once unless ``refresh``."""
         if self.workspace is None:
             return []
-        if self._networks is None or refresh:
+        networks = self._networks
+        if networks is None or refresh:
             try:
-                self._networks = list(self.workspace.networks())
+                networks = self._networks = list(self.workspace.networks())
             except Exception as exc:
                 self.problem.emit(f"Could not list the networks: {exc}")
                 return []
             self._network_cache.clear()
-        return list(self._networks)
+        return list(networks)
 
     def set_network(self, name: str) -> None:
         """New threads run the network ``name``."""
@@ -265,19 +289,19 @@ class Controller(QObject):
             self.robot_name = name
             self.robot_changed.emit(name)
 
-    def network_for_dock(self) -> tuple[Any, str | None]:
+    def network_for_dock(self) -> tuple[Network | None, str | None]:
         """(the Network to draw, or None; a note when it cannot be loaded) for the current thread,
         or for the picked network when no thread is open."""
         session = self.session
         try:
             if session is not None:
-                if getattr(session, "is_network", False):
+                if session.is_network:
                     return session.network, None
                 return None, None
             if self.network_name is not None:
                 network = self._network_cache.get(self.network_name)
                 if network is None:
-                    network = self._network_cache[self.network_name] = self.workspace.load_network(
+                    network = self._network_cache[self.network_name] = self.require_workspace().load_network(
                         self.network_name)
                 return network, None
         except Exception as exc:
@@ -287,28 +311,27 @@ class Controller(QObject):
     def model_label(self, robot_name: str | None = None) -> tuple[str, bool]:
         """(label, is_language_model) for the robot's model."""
         if self.provider is not None:
-            return str(getattr(self.provider, "label", "provider")), bool(
-                getattr(self.provider, "is_language_model", True))
+            return str(self.provider.label), bool(self.provider.is_language_model)
         from workspace.providers import is_offline
         from workspace.providers.demo import DEMO_LABEL
 
         name = robot_name or self.robot_name
         session = self.session
-        chosen = (getattr(session, "chosen_model", None)
-                  if session is not None and robot_name is None and not getattr(session, "is_network", False) else None)
-        if isinstance(chosen, str) and chosen:  # the open thread was switched to another model
+        chosen = (session.chosen_model
+                  if session is not None and robot_name is None and not session.is_network else None)
+        if chosen:  # the open thread was switched to another model
             return (DEMO_LABEL, False) if is_offline(chosen) else (chosen, True)
-        model = None
+        model: str | None = None
         for info in self.robots():
-            if getattr(info, "name", None) == name:
-                model = getattr(info, "model", None)
+            if info.name == name:
+                model = info.model
         model = model or self.config.get("llm.model")
         if is_offline(model):
             return DEMO_LABEL, False
         return str(model), True
 
     # -- threads ------------------------------------------------------------------------------
-    def list_threads(self) -> list[Any]:
+    def list_threads(self) -> list[ThreadInfo]:
         if self.store is None:
             return []
         try:
@@ -317,7 +340,7 @@ class Controller(QObject):
             self.problem.emit(f"Could not read the thread list: {exc}")
             return []
 
-    def search(self, query: str) -> list[Any]:
+    def search(self, query: str) -> list[SearchHit]:
         if self.store is None or not query:
             return []
         from ui.formatting import HIGHLIGHT
@@ -352,19 +375,21 @@ class Controller(QObject):
             return None
         return None
 
-    def new_thread(self) -> Any:
+    def new_thread(self) -> None:
         self.stop()
         self.session = None
         self.pending_model = None
         self._remember_thread(None)
         self.thread_opened.emit(None)
         self.usage_changed.emit(None)
-        return None
 
-    def open_thread(self, thread_id: str) -> Any:
+    def open_thread(self, thread_id: str) -> ThreadSession | None:
         if self.session is not None and self._thread_id(self.session) == thread_id:
             return self.session
         self.stop()
+        if self.workspace is None:
+            self.problem.emit("Could not open the thread: the threads are still opening")
+            return None
         try:
             session = self.workspace.open_thread(thread_id)
         except Exception as exc:
@@ -372,11 +397,10 @@ class Controller(QObject):
             return None
         self.session = session
         self._remember_thread(thread_id)
-        thread = getattr(session, "thread", None)
-        robot = getattr(thread, "robot", None)
-        network = robot if getattr(thread, "kind", "robot") == "network" else None
-        available = ([getattr(n, "name", None) for n in self.networks()] if network is not None
-                     else self.robot_names())
+        thread = session.thread
+        robot: str | None = thread.robot
+        network = robot if thread.kind == "network" else None
+        available = [n.name for n in self.networks()] if network is not None else self.robot_names()
         if robot not in available:  # its robot file is gone: new threads keep the current choice
             robot = None
         if robot and (robot != self.robot_name or network != self.network_name):
@@ -389,14 +413,14 @@ class Controller(QObject):
 
     def rename_thread(self, thread_id: str, title: str) -> None:
         try:
-            self.store.rename_thread(thread_id, title)
+            self.require_store().rename_thread(thread_id, title)
         except Exception as exc:
             self.problem.emit(f"Could not rename the thread: {exc}")
         self.threads_changed.emit()
 
     def delete_thread(self, thread_id: str) -> bool:
         try:
-            self.store.delete_thread(thread_id)
+            self.require_store().delete_thread(thread_id)
         except Exception as exc:
             self.problem.emit(f"Could not delete the thread: {exc}")
             return False
@@ -407,25 +431,34 @@ class Controller(QObject):
 
     def restore_thread(self, thread_id: str) -> None:
         try:
-            self.store.restore_thread(thread_id)
+            self.require_store().restore_thread(thread_id)
         except Exception as exc:
             self.problem.emit(f"Could not restore the thread: {exc}")
         self.threads_changed.emit()
 
+    def require_workspace(self) -> Workspace:
+        """The workspace, or a RuntimeError (for the caller's message to people) before :meth:`open`."""
+        if self.workspace is None:
+            raise RuntimeError("the threads are still opening")
+        return self.workspace
+
+    def require_store(self) -> Store:
+        """The thread store, or a RuntimeError (for the caller's message to people) before :meth:`open`."""
+        return self.require_workspace().store
+
     @staticmethod
-    def _thread_id(session: Any) -> str | None:
-        thread = getattr(session, "thread", None)
-        return getattr(thread, "id", None) if thread is not None else getattr(session, "thread_id", None)
+    def _thread_id(session: ThreadSession) -> str:
+        return session.thread_id
 
     @property
     def thread_id(self) -> str | None:
         return self._thread_id(self.session) if self.session is not None else None
 
-    def thread_usage(self) -> Any:
+    def thread_usage(self) -> Usage | None:
         if self.session is None or self.store is None:
             return None
         try:
-            return self.store.usage(self.thread_id)
+            return self.store.usage(self.session.thread_id)
         except Exception:
             return None
 
@@ -443,14 +476,14 @@ class Controller(QObject):
         return not self.bridge.running and not self._runs
 
     @property
-    def last_run(self) -> Any:
+    def last_run(self) -> RecordedRun | None:
         """The run started last (None when none is running)."""
         return self._runs[-1] if self._runs else None
 
-    def attachment_problem(self, attachments: list[Any]) -> str | None:
+    def attachment_problem(self, attachments: Sequence[Attachment]) -> str | None:
         """Why ``attachments`` cannot go to the thread's model (images to a model that cannot see them), said
         before anything is sent; None when they can (or it is not known yet: the run checks again)."""
-        if not any(getattr(a, "is_image", False) for a in attachments):
+        if not any(a.is_image for a in attachments):
             return None
         try:
             if self.session is not None:
@@ -470,7 +503,7 @@ class Controller(QObject):
         error, _note = vision_problem(provider, attachments)
         return error
 
-    def send(self, text: str, *, attachments: list[Any] | None = None) -> bool:
+    def send(self, text: str, *, attachments: Sequence[Attachment] | None = None) -> bool:
         if self.running:
             self.notice.emit("A run is in progress: stop it (Esc) before sending another message.")
             return False
@@ -479,11 +512,12 @@ class Controller(QObject):
             return False
         self._follow_trust()
         created = False
-        if self.session is None:
+        session = self.session
+        if session is None:
             try:
-                self.session = self.workspace.new_thread(self.robot_name, kind=self.target_kind)
+                session = self.session = self.workspace.new_thread(self.robot_name, kind=self.target_kind)
                 if self.pending_model is not None and self.target_kind != "network":
-                    self.session.set_model(self.pending_model[0], api_base=self.pending_model[1])
+                    session.set_model(self.pending_model[0], api_base=self.pending_model[1])
             except Exception as exc:
                 self.problem.emit(f"Could not start a thread with '{self.robot_name}': {exc}")
                 return False
@@ -491,12 +525,12 @@ class Controller(QObject):
                 self.pending_model = None
             created = True
         try:
-            run = self.session.send(text, attachments=attachments) if attachments else self.session.send(text)
+            run = session.send(text, attachments=attachments) if attachments else session.send(text)
         except Exception as exc:
             self.problem.emit(f"Could not send the message: {exc}")
             return False
         if created:  # the thread list shows it once the run is under way (the window's running_changed)
-            self._remember_thread(self._thread_id(self.session))
+            self._remember_thread(self._thread_id(session))
         self._start(run)
         return True
 
@@ -514,21 +548,22 @@ class Controller(QObject):
         self._start(run)
         return True
 
-    def edit_and_resend(self, turn_id: str, text: str, attachments: list[Any] | None = None) -> bool:
+    def edit_and_resend(self, turn_id: str, text: str, attachments: Sequence[Attachment] | None = None) -> bool:
         """The edited message in place of turn ``turn_id``'s, with ``attachments`` (None: the turn's own)."""
-        return self._fork(lambda: self.session.edit_and_resend(turn_id, text, attachments=attachments))
+        return self._fork(lambda session: session.edit_and_resend(turn_id, text, attachments=attachments))
 
     def regenerate(self, turn_id: str) -> bool:
-        return self._fork(lambda: self.session.regenerate(turn_id))
+        return self._fork(lambda session: session.regenerate(turn_id))
 
-    def _fork(self, start: Any) -> bool:
-        if self.session is None:
+    def _fork(self, start: Callable[[ThreadSession], RecordedRun]) -> bool:
+        session = self.session
+        if session is None:
             return False
         if self.running:
             self.notice.emit("Stop the current run (Esc) first.")
             return False
         try:
-            run = start()
+            run = start(session)
         except Exception as exc:
             self.problem.emit(f"Could not fork the thread: {exc}")
             return False
@@ -541,7 +576,7 @@ class Controller(QObject):
         if self.session is None or self.running:
             return
         try:
-            siblings = [t.id for t in self.store.siblings(turn_id)]
+            siblings = [t.id for t in self.require_store().siblings(turn_id)]
             index = siblings.index(turn_id) + direction
             if not 0 <= index < len(siblings):
                 return
@@ -566,11 +601,11 @@ class Controller(QObject):
         self._emit_usage()
         return True
 
-    def _start(self, run: Any) -> None:
+    def _start(self, run: RecordedRun) -> None:
         self._runs.append(run)
         self.tasks.spawn(self._consume(run), name="run")
 
-    async def _consume(self, run: Any) -> None:
+    async def _consume(self, run: RecordedRun) -> None:
         try:
             await self.bridge.consume(run)
         finally:
@@ -588,13 +623,13 @@ class Controller(QObject):
                 log.warning("cancel failed: %s", exc)
         for fut in list(self._pending):
             fut.cancel()
-        if self.session is not None and getattr(self.session, "running", False):
+        if self.session is not None and self.session.running:
             try:
                 self.session.stop()
             except Exception as exc:
                 log.warning("session stop failed: %s", exc)
 
-    def on_usage_event(self, _event: Any) -> None:
+    def on_usage_event(self, _event: ev.Usage) -> None:
         self._emit_usage()
 
     # -- approvals ------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -19,6 +19,8 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QPushButton,
     QSplitter,
+    QStyle,
+    QStyleOptionComboBox,
     QTabWidget,
     QToolButton,
     QVBoxLayout,
@@ -53,6 +55,8 @@ WINDOW_MIN_HEIGHT = 600
 CHAT_MIN_WIDTH = 440
 SIDEBAR_MIN_WIDTH = 180
 SIDEBAR_WIDTH = 220
+#: The robot picker's width in characters: at least, and at most (a longer name ends in "…").
+PICKER_CHARS = (9, 24)
 
 
 class MainWindow(QMainWindow):
@@ -185,8 +189,10 @@ class MainWindow(QMainWindow):
         self.robot_picker.setModel(self.robot_model)
         # As wide as about 12 characters whatever the names (a long one is elided in the box, whole in the list).
         self.robot_picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.robot_picker.setMinimumContentsLength(9)
+        self.robot_picker.setMinimumContentsLength(PICKER_CHARS[0])
         self.robot_picker.setToolTip(PICKER_TIP)
+        # The picked name shows whole (up to PICKER_CHARS[1] characters): the thread's title gives way first.
+        self.robot_picker.currentIndexChanged.connect(lambda _i: self.fit_robot_picker())
         hl.addWidget(self.robot_picker)
         self.robot_edit_button = QToolButton(header)
         self.robot_edit_button.setObjectName("GhostButton")
@@ -223,6 +229,21 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([SIDEBAR_WIDTH, 900])
         self.splitter.setChildrenCollapsible(False)
         self.setCentralWidget(self.splitter)
+
+    def fit_robot_picker(self) -> None:
+        """Size the robot picker to the picked name (from 9 to 24 characters): "garden-helper" shows whole
+        at 1024 wide instead of "garden-he…"; a longer name ends in "…" (whole in the list and tooltip)."""
+        low, high = PICKER_CHARS
+        picker = self.robot_picker
+        fm = picker.fontMetrics()
+        text = fm.horizontalAdvance(picker.currentText())
+        text = max(fm.horizontalAdvance("x") * low, min(text, fm.horizontalAdvance("x") * high))
+        option = QStyleOptionComboBox()
+        picker.initStyleOption(option)
+        # A hard minimum: the header's layout squeezed the picker below its size hint before its title.
+        contents = QSize(text + picker.iconSize().width() + 10, fm.height())
+        picker.setMinimumWidth(picker.style().sizeFromContents(QStyle.ContentsType.CT_ComboBox, option, contents,
+                                                               picker).width())
 
     # -- Qt --------------------------------------------------------------------------------------------
     def resizeEvent(self, event: QResizeEvent) -> None:

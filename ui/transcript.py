@@ -9,22 +9,27 @@ gives the inspector every event, read off the UI thread for long threads).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workspace import events as ev
+    from workspace.persistence import Store, TurnInfo
+    from workspace.session import TurnView
 
 
 class LazyTranscript:
     """The current branch of a thread, events loaded per turn on demand."""
 
-    def __init__(self, store: Any, thread_id: str, leaf_turn_id: str | None = None) -> None:
+    def __init__(self, store: Store, thread_id: str, leaf_turn_id: str | None = None) -> None:
         self.store = store
         self.thread_id = thread_id
-        self.turns: list[Any] = list(store.path(thread_id, leaf_turn_id))
+        self.turns: list[TurnInfo] = list(store.path(thread_id, leaf_turn_id))
         self._branches: dict[str | None, list[str]] = store.branch_map(thread_id) if self.turns else {}
 
     def __len__(self) -> int:
         return len(self.turns)
 
-    def view(self, turn: Any) -> Any:
+    def view(self, turn: TurnInfo) -> TurnView:
         """The TurnView of ``turn`` (a TurnInfo): its events (text coalesced) and siblings."""
         from workspace.persistence import coalesce_text
         from workspace.session import TurnView
@@ -34,11 +39,11 @@ class LazyTranscript:
         index = siblings.index(turn.id) if turn.id in siblings else 0
         return TurnView(turn, events, index, len(siblings), tuple(siblings))
 
-    def all_events(self) -> list[Any]:
+    def all_events(self) -> list[ev.Event]:
         """Every event of the branch, in order (for the inspector)."""
         from workspace.persistence import coalesce_text
 
-        out: list[Any] = []
+        out: list[ev.Event] = []
         for _turn, events in self.store.path_events(self.thread_id, self.turns[-1].id if self.turns else None):
             out.extend(coalesce_text(events))
         return out

@@ -210,6 +210,8 @@ class RobotResult:
         #: The validated answer of a robot with an output type (a model or dataclass instance, or
         #: JSON for a JSON Schema); read back from JSON (:meth:`from_dict`) it is the JSON value.
         self.output_data: Any = output_data
+        #: The robot that delegated this run (``Robot.delegate``), else None.
+        self.delegated_by: str | None = None
 
     # -- read-only attributes ---------------------------------------------------------------
 
@@ -304,6 +306,8 @@ class RobotResult:
             out["duration"] = self.duration
         if self.output_data is not None:
             out["output_data"] = to_jsonable(self.output_data)
+        if self.delegated_by is not None:
+            out["delegated_by"] = self.delegated_by
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -328,7 +332,7 @@ class RobotResult:
     def from_dict(cls, data: Mapping[str, Any]) -> RobotResult:
         """Rebuild from :meth:`export` or :meth:`to_dict`; a stored checksum is ignored."""
         d = {str(k): v for k, v in data.items()}
-        return cls(
+        result = cls(
             robot_name=d.get("robot_name") or "",
             output=d.get("output") or [],
             tool_calls=d.get("tool_calls") or [],
@@ -342,6 +346,8 @@ class RobotResult:
             duration=d.get("duration"),
             output_data=d.get("output_data"),
         )
+        result.delegated_by = d.get("delegated_by")
+        return result
 
     # -- value semantics --------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from workspace.agent import AgentRun
 from workspace.agent.guards import DEFAULT_MAX_TOOLS, DoomLoopDetector
 from workspace.approval import as_gate
+from workspace.bus import BusMessaging
 from workspace.errors import ConfigurationError, RunFailedError, ToolLoopError
 from workspace.events import RunCancelled, RunFailed
 from workspace.hooks import Hook, HookRegistry
@@ -38,6 +39,7 @@ from workspace.tools.manifest import ToolManifest
 
 if TYPE_CHECKING:
     from workspace.approval import ApprovalGate, PolicyFn
+    from workspace.bus import MessageBus
     from workspace.config import Config
     from workspace.context import ContextManager
     from workspace.events import ContextCompacted
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
     from workspace.providers.base import Provider
 
 
-class Robot:
+class Robot(BusMessaging):
     """A robot: a system prompt or template, a model, tools, MCP servers and a memory.
 
     The conversation is kept across runs, like a chat; :meth:`reset` clears it.
@@ -58,6 +60,9 @@ class Robot:
     rate limit (model ids, or ``{"model": ..., "api_base": ...}``). ``max_cost`` (USD) and
     ``max_total_tokens`` are each run's budget: the run stops before a model call once it is used up
     (``stop_reason`` ``max_cost`` / ``max_total_tokens``). Front matter may set all but the key.
+
+    Robots talk on a message bus and delegate to each other (:class:`~workspace.bus.BusMessaging`:
+    ``with_bus``, ``send_message``, ``on_message``, ``spawn``, ``delegate``).
     """
 
     def __init__(
@@ -82,6 +87,7 @@ class Robot:
         folder: str | Path | None = None,
         approval: ApprovalGate | PolicyFn | None = None,
         mcp_manager: ToolSource | None = None,
+        bus: MessageBus | None = None,
         template_dirs: Iterable[Path] = (),
         api_key: str | None = None,
         fallback_models: Iterable[str | Mapping[str, Any]] | None = None,
@@ -207,6 +213,8 @@ class Robot:
         self.max_tools: int = _whole(max_tools, "max_tools", self.name, minimum=1) or DEFAULT_MAX_TOOLS
         #: This robot's hooks (``robot.on``): its runs, their model and tool calls, its compactions.
         self.hooks = HookRegistry()
+        if bus is not None:  # RobotLab's ``bus:``: on that bus from the start (see with_bus)
+            self.with_bus(bus)
 
     @property
     def config(self) -> Config:
@@ -394,9 +402,10 @@ class Robot:
         return self
 
     # -- running --------------------------------------------------------------------------------
-    def stream(self, message: Any, **options: Any) -> AgentRun:
+    def stream(self, message: object, **options: Any) -> AgentRun:
         """Start a run; iterate the returned :class:`AgentRun` for its events.
 
+        ``message``: its text, a :class:`~workspace.messages.UserMessage`, its dict, or any object (its ``str``).
         Options: ``tools``, ``mcp`` (run level of the hierarchies), ``memory`` (a Memory to
         use, or a dict merged into the robot's), ``network_memory``, ``max_turns``,
         ``approval``, ``folder``, ``changes``, ``settings``, ``task``, ``run_id``,
@@ -404,8 +413,10 @@ class Robot:
         conversation to use instead of the robot's: the run may go on beside another),
         ``parent_run_id`` / ``parent_tool_id`` (the run this one works for), ``attachments`` (files,
         images and MCP resources sent with the message: :class:`~workspace.attachments.Attachment`
-        objects or file paths, inside the run's folder when it has one); any other keyword is
-        a template variable for this run (``customer=...``).
+        objects or file paths, inside the run's folder when it has one), ``agent_skills`` (an
+        :class:`~workspace.agent_skills.AgentSkillCatalog`: the instructions of the skills the message
+        asks for go before the system prompt, this run only); any other keyword is a template
+        variable for this run (``customer=...``).
         """
         own = options.get("history") is None  # a run with a conversation of its own may run alongside
         if own and self._active is not None and not self._active.done:
@@ -467,7 +478,7 @@ class Robot:
 
         return await robot_acall(self, result)
 
-    async def arun(self, message: Any, **options: Any) -> RobotResult:
+    async def arun(self, message: object, **options: Any) -> RobotResult:
         """Run to the end and return the RobotResult; a failed run raises RunFailedError."""
         run = self.stream(message, **options)
         terminal = await run.wait()
@@ -480,7 +491,7 @@ class Robot:
         assert run.result is not None
         return run.result
 
-    def run(self, message: Any, **options: Any) -> RobotResult:
+    def run(self, message: object, **options: Any) -> RobotResult:
         """Blocking wrapper of :meth:`arun` for scripts (not inside a running event loop)."""
         try:
             asyncio.get_running_loop()

@@ -29,12 +29,12 @@ RUN_OPTIONS = frozenset({
     "tools", "mcp", "memory", "network_memory", "network", "task", "max_turns", "approval", "settings",
     "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
     "network_mcp", "max_cost", "max_total_tokens", "history", "parent_run_id", "parent_tool_id", "output_type",
-    "output_mode", "attachments",
+    "output_mode", "attachments", "agent_skills",
     "hooks", "max_tool_rounds", "doom_loop_threshold", "max_tools",
 })
 
 
-def prepare(robot: Robot, message: Any, options: dict[str, Any]) -> RunSpec:
+def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
     """The RunSpec of ``robot``'s run on ``message`` with these ``options`` (see :meth:`Robot.stream`)."""
     from workspace.messages import UserMessage
 
@@ -73,6 +73,13 @@ def prepare(robot: Robot, message: Any, options: dict[str, Any]) -> RunSpec:
         for tool in named_robot_tools(robot):  # ``robots=``: other robots as tools
             if tool.name not in manifest:
                 manifest.add(tool)
+        catalog = options.get("agent_skills")
+        if catalog is not None:  # RobotLab's AgentSkills: the skills this message asks for, this run only
+            from workspace.agent_skills import instructions
+
+            chosen = instructions(await catalog.select(text))
+            if chosen:
+                spec.system = f"{chosen}\n\n{spec.system}" if spec.system else chosen
         prompt = await mcp_prompt_text(robot)
         if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
             spec.system = f"{prompt}\n\n{spec.system}" if spec.system else prompt

@@ -336,3 +336,25 @@ def test_review_note_summary_counts_undone_files() -> None:
     note = format_outcome([applied, earlier, again])
     assert "accepted and written" not in note and "partly applied" not in note
     assert note_summary(note) == "Review outcome sent to the robot · 3 files: 2 undone, 1 redone"
+
+
+@pytest.mark.parametrize("width", [260, 300, 340, 420, 900])
+def test_a_hunks_buttons_never_cover_its_label_in_a_narrow_pane(tmp_path: Path, qtbot: Any, width: int) -> None:
+    """In the narrow Changes dock (1024×640) the buttons painted over "Hunk 1 of 2": they give way (their keys,
+    then the label shortens) and stay inside the pane (issue 24)."""
+    from ui.review.view import DiffView
+
+    changes = _set(tmp_path)
+    view = DiffView(_model(changes))
+    qtbot.addWidget(view)
+    view.resize(width, 500)
+    view.show()
+    view.grab()
+    first = changes.hunks()[0]
+    rects = [view.button_rect(first.id, action) for action in ("accept", "reject", "edit")]
+    assert all(r is not None for r in rects)
+    left = min(r.left() for r in rects if r is not None)
+    assert view.label_ends[first.id] < left, (view.label_ends, left)
+    assert all(r.left() >= 0 and r.right() < view.viewport().width() for r in rects if r is not None)
+    if width >= 900:
+        assert view.label_ends[first.id] > 60  # "Hunk 1 of 2" whole where there is room

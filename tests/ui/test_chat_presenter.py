@@ -469,3 +469,71 @@ def test_mcp_progress_shows_on_the_card_and_a_stop_says_the_server_was_told() ->
     assert "progress='2 of 4 · half way'" in dump_state(presenter.state)
     presenter.feed(E(ev.RunCancelled, 4))
     assert call.progress.cancelled and "server was told to cancel" in call.progress.text
+
+
+def speed_events() -> list[ev.Event]:
+    """A run sent at 100.0: thinking from 100.5, a tool call, then an answer streamed from 103.0."""
+    def at(cls: type[ev.Event], seq: int, ts: float, **fields: Any) -> Any:
+        return cls(run_id="r1", robot="assistant", seq=seq, ts=ts, **fields)
+
+    def used(seq: int, ts: float, out: int, total_out: int) -> ev.Usage:
+        return ev.Usage(run_id="r1", robot="assistant", seq=seq, ts=ts, input_tokens=50, output_tokens=out,
+                        total_input_tokens=50 * (seq // 5 + 1), total_output_tokens=total_out)
+
+    return [
+        at(ev.RunStarted, 1, 100.0, message="go"),
+        at(ev.ReasoningDelta, 2, 100.5, text="Let me "),
+        at(ev.ReasoningDelta, 3, 100.9, text="look."),
+        used(4, 101.5, 20, 20),  # 20 tokens in 1.0 s
+        at(ev.ToolUse, 5, 101.6, id="c1", name="recall", input={"key": "k"}),
+        at(ev.ToolResult, 6, 102.0, id="c1", name="recall", payload={"data": None}),
+        at(ev.TextDelta, 7, 103.0, text="The "),
+        at(ev.TextDelta, 8, 103.5, text="answer."),
+        used(9, 105.0, 60, 80),  # 60 tokens in 2.0 s
+        at(ev.Text, 10, 105.1, text="The answer."),
+        at(ev.RunFinished, 11, 105.2, result=None),
+    ]
+
+
+def test_the_footer_knows_the_time_to_first_token_and_the_speed_live_and_stored() -> None:
+    """Time to first token: from the run's start to its first token (thinking counts); speed: the
+    output tokens of the calls over the seconds they streamed (not the tool's time between them)."""
+    live = ChatPresenter()
+    turn = live.add_user("go")
+    live.set_user(turn, turn_id="t1")
+    live.feed_all(speed_events())
+    stored = ChatPresenter()
+    stored.load_turn(FakeView(FakeInfo("t1"), coalesce_text(speed_events()), user_text="go"))
+    for presenter in (live, stored):
+        run = presenter.run("r1")
+        assert run is not None
+        assert run.time_to_first_token == pytest.approx(0.5)
+        assert run.tokens_per_second == pytest.approx(80 / 3.0)
+        assert run.totals.input_tokens == 100 and run.totals.output_tokens == 80
+    # a network's footer: its tasks' first token and speed, live and stored alike
+    speeds = []
+    for events in ([*network_events()], coalesce_text(network_events())):
+        presenter = ChatPresenter()
+        presenter.load_turn(FakeView(FakeInfo("t1"), list(events), user_text="go"))
+        network = presenter.run("n1")
+        assert network is not None and network.time_to_first_token == pytest.approx(2.0)
+        speeds.append(network.tokens_per_second)
+    assert speeds[0] is not None and speeds[0] == pytest.approx(speeds[1])
+    # a run with no usage yet, or none streamed, claims no speed
+    fresh = ChatPresenter()
+    fresh.add_user("go")
+    fresh.feed(E(ev.RunStarted, 1))
+    run = fresh.run("r1")
+    assert run is not None and run.tokens_per_second is None and run.time_to_first_token is None
+
+
+def test_a_running_calls_time_starts_when_it_is_approved() -> None:
+    """The card's ticking time (and so its duration) leaves out the wait for approval (issue 24)."""
+    presenter = ChatPresenter()
+    presenter.add_user("go")
+    presenter.feed_all([E(ev.RunStarted, 1), E(ev.ToolUse, 2, id="c1", name="remember", input={}),
+                        E(ev.ApprovalRequested, 3, id="c1", name="remember", input={})])
+    call = presenter.call("c1")
+    assert call is not None and call.started == 102.0 and call.status == "approval"
+    presenter.feed(E(ev.ApprovalDecided, 30, id="c1", name="remember", decision="approve", input={}))
+    assert call.status == "running" and call.started == 130.0

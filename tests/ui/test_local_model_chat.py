@@ -57,3 +57,34 @@ def test_an_answer_stopped_by_a_full_window_says_so() -> None:
     run = presenter.run("r1")
     assert run is not None and run.end is not None
     assert run.end.status_text.startswith("■ The answer stopped because the model's context window is full")
+
+
+def test_the_footer_shows_the_speed_as_local_model_tools_do(qapp_instance: Any) -> None:
+    """Under the answer: input and output tokens apart, tokens a second, the time to the first token
+    (issue 24, fit and finish); the same from the events as the store gives them back."""
+    from ui.chat.view.chat import ChatView
+    from ui.chat.view.messages import RunFooter
+
+    def at(cls: type[ev.Event], seq: int, ts: float, **fields: Any) -> Any:
+        return cls(run_id="r1", robot="bot", seq=seq, ts=ts, **fields)
+
+    run = [at(ev.RunStarted, 1, 10.0, message="hi"),
+           at(ev.TextDelta, 2, 10.25, text="Hello"),
+           at(ev.Usage, 3, 12.25, input_tokens=1200, output_tokens=85, total_input_tokens=1200,
+              total_output_tokens=85),
+           at(ev.Text, 4, 12.3, text="Hello"),
+           at(ev.RunFinished, 5, 12.4, result=None)]
+    chat = ChatView()
+    chat.presenter.add_user("hi")
+    chat.presenter.feed_all([ev.event_from_dict(e.to_dict()) for e in run])
+    footer = next(w for w in chat.items() if isinstance(w, RunFooter))
+    text = footer.usage.text().replace("\u00a0", " ")
+    assert "1,200 in · 85 out tokens" in text, text
+    assert "42.5 tok/s" in text and "0.25 s to first token" in text, text
+    assert "first token" in footer.usage.toolTip()
+    # Long as the figures are, they wrap between them in a narrow column rather than widen it.
+    assert footer.minimumSizeHint().width() < footer.usage.fontMetrics().horizontalAdvance(text) / 2
+    footer.resize(1000, 60)  # where the row has room: one line
+    footer.show()
+    footer.layout().activate()
+    assert footer.usage.width() > footer.usage.fontMetrics().horizontalAdvance(text)

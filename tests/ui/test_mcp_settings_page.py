@@ -4,11 +4,13 @@ the user's comments kept, reaching the MCP dock and the next message at once."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
+from PySide6.QtCore import QPoint
 
 from tests.ui.conftest import close_app, wait_until
 
@@ -38,8 +40,20 @@ async def test_settings_page_adds_tests_pastes_and_removes_servers(mcp_bin: Path
         page.name.setText("everything")
         page.command.setText(str(mcp_bin / "mcp-server-everything"))
         page.env.add_row("GREETING", "hello")
+        dialog.resize(880, 662)  # its size on a 1280×720 screen
+        await asyncio.sleep(0.05)
+        assert page.env.height() >= 4 * page.env.verticalHeader().defaultSectionSize()  # room for a few variables
         page.test_button.click()
         await wait_until(lambda: "tools" in page.output.toPlainText(), timeout=40, what="the test to connect")
+        # The output is in view below the form (scrolled to), with room for lines of it (issue 24).
+        await asyncio.sleep(0.05)
+        viewport = page.form_scroll.viewport()
+        top = page.output.mapTo(viewport, QPoint(0, 0)).y()
+        assert top >= 0 and top + 8 * page.output.fontMetrics().lineSpacing() <= viewport.height(), (
+            top, viewport.height(), page.output.height(), page.form_scroll.verticalScrollBar().value(),
+            page.form_scroll.verticalScrollBar().maximum(), page.form_scroll.widget().height())
+        status_top = page.status.mapTo(viewport, QPoint(0, 0)).y()
+        assert 0 <= status_top < viewport.height()
         assert "echo" in page.output.toPlainText() and "prompts" in page.output.toPlainText()
         assert page.save_button.isEnabled()
         page.save_button.click()
@@ -48,6 +62,9 @@ async def test_settings_page_adds_tests_pastes_and_removes_servers(mcp_bin: Path
         assert "# my own notes" in text and "# keep" in text
         assert yaml.safe_load(text)["mcpServers"]["everything"]["env"] == {"GREETING": "hello"}
         await wait_until(lambda: [s.name for s in dock.model.statuses] == ["everything"], what="the dock to reload")
+        # Added from the window, it starts without a separate Start; the page says so (issue 24).
+        await wait_until(lambda: "everything started:" in page.status.text(), timeout=40, what="the server to start")
+        assert [s.state for s in dock.model.statuses] == ["ready"]
         # The controller's configuration (the robots' next run) has it too.
         await wait_until(lambda: "everything" in root.window.controller.config.mcp_servers, what="the robots")
         # A broken server: the error and its stderr.
@@ -59,6 +76,12 @@ async def test_settings_page_adds_tests_pastes_and_removes_servers(mcp_bin: Path
         await wait_until(lambda: "could not connect" in page.output.toPlainText(), timeout=30, what="the failure")
         assert "missing key" in page.output.toPlainText()
         assert "did not connect" in page.status.text()
+        # Saved anyway: it is started, and the page says why it did not start.
+        page.save_button.click()
+        await wait_until(lambda: "broken did not start:" in page.status.text(), timeout=40, what="the failed start")
+        page.list.setCurrentRow(page.names().index("broken"))
+        page.remove_button.click()
+        assert page.names() == ["everything"]
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         dialog.resize(900, 640)
         dialog.grab().save(str(SCREENSHOTS / "settings-mcp-servers.png"))
@@ -73,7 +96,8 @@ async def test_settings_page_adds_tests_pastes_and_removes_servers(mcp_bin: Path
         page.remove_button.click()
         assert page.names() == ["everything"]
         assert "# my own notes" in config.read_text(encoding="utf-8")
-        await wait_until(lambda: [s.name for s in dock.model.statuses] == ["everything"], what="the removal")
+        await wait_until(lambda: [s.name for s in dock.model.statuses] == ["everything"],
+                         what=f"the removal {[(s.name, s.state, s.reason) for s in dock.model.statuses]}")
         dialog.close()
     finally:
         await close_app(root)

@@ -29,6 +29,21 @@ def _chats(server: FakeLLMServer) -> list[Any]:
     return [r for r in server.requests if isinstance(r, dict)]
 
 
+def _order(window: Any) -> list[str]:
+    """The chat column top to bottom: messages, footers and the "Model changed" marker."""
+    from ui.chat.view.messages import NoticeLine, RunFooter, UserMessage
+
+    out = []
+    for widget in window.chat.items():
+        if isinstance(widget, UserMessage):
+            out.append("user")
+        elif isinstance(widget, RunFooter):
+            out.append("footer")
+        elif isinstance(widget, NoticeLine) and widget.label.text().startswith("Model changed"):
+            out.append("model changed")
+    return out
+
+
 def _pick(picker: Any, text: str) -> None:
     action = next(a for a in picker.menu_.actions() if a.text().split("  (")[0] == text)
     action.trigger()
@@ -55,12 +70,14 @@ async def test_the_picker_lists_switches_and_the_chat_shows_it(db_path: Path) ->
             assert picker.label() == "other"
             shown = dump_state(window.chat.presenter.state)
             assert "notice [info] 'Model changed to openai/other'" in shown
+            assert _order(window) == ["user", "footer", "model changed"]  # under the answer, not inside it
             window.runs.send("second")
             await wait_until(lambda: controller.idle and len(_chats(server)) == 2, timeout=30, what="the second run")
             assert [r["model"] for r in _chats(server)] == ["fake", "other"]
             assert window.model_label.text() == "openai/other"
 
             live = dump_state(window.chat.presenter.state)
+            assert _order(window) == ["user", "footer", "model changed", "user", "footer"]  # between the answers
             thread_id = controller.thread_id
             window.threads.new()
             await asyncio.sleep(0.05)
@@ -68,6 +85,7 @@ async def test_the_picker_lists_switches_and_the_chat_shows_it(db_path: Path) ->
             window.threads.open(thread_id)
             await asyncio.sleep(0.05)
             assert dump_state(window.chat.presenter.state) == live  # reopened: the switch where it was
+            assert _order(window) == ["user", "footer", "model changed", "user", "footer"]
             assert picker.label() == "other"
 
             _pick(picker, "fake · robot default")  # back to the robot's own

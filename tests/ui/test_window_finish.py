@@ -259,3 +259,69 @@ async def test_a_click_in_the_box_beside_its_buttons_puts_the_keyboard_in_it(des
     assert composer.frame.childAt(empty) is None
     QTest.mouseClick(composer.frame, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, empty)
     assert QApplication.focusWidget() is composer.edit
+
+
+async def test_a_relaunch_restores_the_folder_and_the_network_threads_graph(db_path: Path, tmp_path: Path) -> None:
+    """Closed with a folder open and a network thread open, the window starts again in the same folder, on the
+    same thread, with the network's graph drawn in the Network dock (issue 24)."""
+    from workspace.providers.demo import DemoProvider
+
+    folder = tmp_path / "garden"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("Plant tomatoes in May.\n", encoding="utf-8")
+    async with running_app(provider=DemoProvider(delay=0.001), db_path=db_path, theme_name="light",
+                           size=(1280, 720)) as first:
+        w = first.window
+        await wait_until(lambda: w.docks.network_pane is not None, what="the inspector")
+        assert w.folder_flow.switch_folder(folder)
+        w.robot_picker.setCurrentIndex(w.robot_model.row_of("support-triage", "network"))
+        w.runs.send("I was charged twice")
+        await _idle(first)
+        thread_id = first.controller.thread_id
+        assert thread_id is not None and w.docks.network_pane.graph.nodes
+        w.docks["network"].raise_()  # the person looks at the graph
+        await _settle()
+        assert w.docks.raised() == "network"
+    async with running_app(provider=DemoProvider(delay=0.001), db_path=db_path, theme_name="light",
+                           size=(1280, 720), defer=True) as second:
+        second.finish_startup(staged=True)  # as `robotlab` starts: the frame first, the rest a step a turn
+        w = second.window
+        w.resize(1280, 720)  # not fitted to the test's small screen (the inspector would close)
+        await wait_until(lambda: w.docks.network_pane is not None and second.controller.thread_id == thread_id,
+                         what="the thread again")
+        await _settle()
+        assert second.controller.folder == folder.resolve()
+        assert "garden" in w.status.folder.text()
+        pane = w.docks.network_pane
+        assert pane.network is not None and pane.graph.nodes, "the network's graph is drawn"
+        assert set(pane.graph.nodes) == set(pane.model.tasks)
+        await wait_until(lambda: w.docks.raised() == "network" and pane.graph.isVisible(),
+                         what=f"the graph in front {w.docks.raised()} {pane.graph.isVisible()}")
+
+
+async def test_the_robot_picker_shows_a_longer_name_whole_at_1024(robotlab_home: Path, db_path: Path) -> None:
+    """At 1024×640 "garden-helper" showed as "garden-he…" in the header's picker: the picker fits the picked
+    name (the thread's title gives way), and a very long name still ends in "…" rather than pushing the header."""
+    from PySide6.QtWidgets import QStyle, QStyleOptionComboBox
+
+    from workspace import paths
+
+    robots = paths.user_robots_dir()
+    robots.mkdir(parents=True, exist_ok=True)
+    (robots / "garden-helper.md").write_text("---\ndescription: Edits the garden notes\ntools: []\n---\nYou help.",
+                                             encoding="utf-8")
+    async with running_app(db_path=db_path, theme_name="light", size=(1024, 640)) as root:
+        w = root.window
+        await wait_until(lambda: w.robot_model.row_of("garden-helper", "robot") >= 0, what="the robot")
+        w.robot_picker.setCurrentIndex(w.robot_model.row_of("garden-helper", "robot"))
+        await _settle()
+        picker = w.robot_picker
+        assert picker.currentText() == "garden-helper"
+        option = QStyleOptionComboBox()
+        picker.initStyleOption(option)
+        field = picker.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, option,
+                                              QStyle.SubControl.SC_ComboBoxEditField, picker)
+        room = field.width() - picker.iconSize().width() - 4
+        assert picker.fontMetrics().horizontalAdvance("garden-helper") + 6 <= room, (room, picker.width())
+        header = picker.parentWidget()
+        assert picker.geometry().right() < header.width() and w.title_label.isVisible()

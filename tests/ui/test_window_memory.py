@@ -59,6 +59,18 @@ def test_the_first_window_fits_the_screen_with_the_message_box_on_it(tmp_path: P
     assert _inside(out["composer"], out["screen"])
 
 
+def test_every_inspector_tab_shows_whole_at_1280x720(tmp_path: Path) -> None:
+    """Six tabs (Tool calls, Changes, Memory, Trace, MCP servers, Network), all in sight with their whole
+    names and no scroll arrows in the first window at 1280×720 (issue 24: five showed)."""
+    out = _probe(_screen(tmp_path, 1280, 720), "--state", "review")  # "Changes · 1": a change to review
+    tabs = out["tab_bar"]
+    assert "Changes · 1" in tabs["names"], tabs
+    assert tabs is not None and len(tabs["names"]) == 6, tabs
+    assert not tabs["arrows"] and sum(tabs["widths"]) <= tabs["width"], tabs
+    assert all(w > t for w, t in zip(tabs["widths"], tabs["text_widths"], strict=True)), tabs
+    assert out["splitter"][1] >= 500, (out["splitter"], tabs, out["size"])  # the conversation keeps its room
+
+
 def test_geometry_docks_splitter_and_tabs_come_back_and_a_smaller_screen_is_fitted(tmp_path: Path) -> None:
     big = _screen(tmp_path, 1920, 1080)
     first = _probe(big, "--resize", "1500x850", "--splitter", "300", "--raise-dock", "memory", "--tool-tab", "2",

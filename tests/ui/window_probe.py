@@ -45,6 +45,21 @@ async def _until(predicate: Any, timeout: float = 20.0) -> None:
         await asyncio.sleep(0.02)
 
 
+def _dock_tabs(window: Any) -> dict[str, Any] | None:
+    """The inspector's tab bar: its tabs' names and widths, its width, whether its scroll arrows show."""
+    from PySide6.QtWidgets import QTabBar, QToolButton
+
+    bar = next((b for b in window.findChildren(QTabBar) if b.parentWidget() is window and b.isVisible()
+                and b.count() == len(window.docks)), None)
+    if bar is None:
+        return None
+    return {"names": [bar.tabText(i) for i in range(bar.count())],
+            "widths": [bar.tabRect(i).width() for i in range(bar.count())],
+            "text_widths": [bar.fontMetrics().horizontalAdvance(bar.tabText(i)) for i in range(bar.count())],
+            "width": bar.width(),
+            "arrows": any(b.isVisible() for b in bar.findChildren(QToolButton))}
+
+
 async def _reach(root: Any, state: str) -> None:
     """Bring the window to ``state`` the way a person would (the offline demo answers)."""
     w = root.window
@@ -118,6 +133,7 @@ async def _probe(args: argparse.Namespace) -> dict[str, Any]:
         "restored": window.memory.restored,
     }
     out["states"] = checks
+    out["tab_bar"] = _dock_tabs(window)
     if args.resize:
         width, height = (int(v) for v in args.resize.split("x"))
         window.resize(width, height)

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt
 
 from ui.widgets.table_model import RowsTableModel
 from workspace import events as ev
@@ -28,7 +28,7 @@ class MemoryModel(RowsTableModel[MemoryEntry]):
     COLUMNS = ("Key", "Value", "Writer", "Time")
     EntryRole = Qt.ItemDataRole.UserRole
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._by_key: dict[str, int] = {}
 
@@ -83,6 +83,7 @@ class MemoryModel(RowsTableModel[MemoryEntry]):
 
     def apply(self, key: str, value: Any, *, previous: Any = None, writer: str | None = None,
               ts: float | None = None) -> None:
+        """``key`` now holds ``value`` (None: deleted); values are whatever JSON the robots wrote (any)."""
         ts = time.time() if ts is None else ts
         row = self._by_key.get(key)
         if row is None:
@@ -101,6 +102,7 @@ class MemoryModel(RowsTableModel[MemoryEntry]):
 
 
 def pretty(value: Any) -> str:
+    """A memory value (any JSON) as indented text."""
     if isinstance(value, str):
         return value
     try:
@@ -110,6 +112,7 @@ def pretty(value: Any) -> str:
 
 
 def preview(value: Any, limit: int = 80) -> str:
+    """A memory value (any JSON) on one line, cut to ``limit`` characters."""
     if isinstance(value, str):
         text = value
     else:

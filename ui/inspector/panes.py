@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, Qt
+from PySide6.QtCore import QAbstractItemModel, QEvent, QItemSelectionModel, QModelIndex, QObject, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -36,7 +36,7 @@ from workspace import events as ev
 PANE_MIN_WIDTH = 260
 
 
-def _table(model: Any, parent: QWidget) -> QTableView:
+def _table(model: QAbstractItemModel, parent: QWidget) -> QTableView:
     view = QTableView(parent)
     view.setModel(model)
     view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -380,7 +380,7 @@ class TracePane(QWidget):
         else:
             self.proxy.set_kinds({text})
 
-    def _show(self, current: Any, _previous: Any = None) -> None:
+    def _show(self, current: QModelIndex, _previous: QModelIndex | None = None) -> None:
         if not current.isValid():
             return
         source = self.proxy.mapToSource(current)

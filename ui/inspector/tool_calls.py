@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt
 
 from ui.formatting import FAILED_CALL, format_duration, result_error
 from ui.widgets.table_model import RowsTableModel
@@ -80,7 +80,7 @@ class ToolCallsModel(RowsTableModel[ToolCallRecord]):
     RecordRole = Qt.ItemDataRole.UserRole
     SortRole = Qt.ItemDataRole.UserRole + 1
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._by_id: dict[tuple[str, str], int] = {}
         self._silent = False

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QSortFilterProxyModel, Qt
+from PySide6.QtCore import QObject, QSortFilterProxyModel, Qt
 
 from ui.bridge import event_summary
 from ui.widgets.table_model import Index, RowsTableModel
@@ -22,7 +23,7 @@ class TraceModel(RowsTableModel[ev.Event]):
     EventRole = Qt.ItemDataRole.UserRole
     KindRole = Qt.ItemDataRole.UserRole + 1
 
-    def __init__(self, parent: Any = None, *, limit: int = 200_000) -> None:
+    def __init__(self, parent: QObject | None = None, *, limit: int = 200_000) -> None:
         super().__init__(parent)
         self._summaries: dict[int, str] = {}
         self._kinds: set[str] = set()
@@ -88,12 +89,12 @@ def raw_event_json(event: ev.Event) -> str:
 class TraceFilterModel(QSortFilterProxyModel):
     """Keeps events of the chosen kinds whose text contains the filter text."""
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._kinds: set[str] | None = None
         self._text = ""
 
-    def _refilter(self, change: Any) -> None:
+    def _refilter(self, change: Callable[[], object]) -> None:
         if hasattr(self, "beginFilterChange"):  # Qt >= 6.10
             self.beginFilterChange()
             change()

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt
 
 from ui.widgets.table_model import RowsTableModel
+
+if TYPE_CHECKING:
+    from workspace.mcp.status import ServerStatus
 
 STATE_LABELS = {"starting": "starting…", "ready": "ready", "failed": "failed", "stopped": "stopped"}
 #: A remote server's sign-in, when it is why the server is not up.
@@ -18,7 +21,7 @@ class McpServersModel(RowsTableModel[Any]):
     COLUMNS = ("Server", "State", "Tools", "Transport")
     StatusRole = Qt.ItemDataRole.UserRole
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._by_name: dict[str, int] = {}
 
@@ -50,17 +53,17 @@ class McpServersModel(RowsTableModel[Any]):
         return None
 
     @property
-    def statuses(self) -> list[Any]:
+    def statuses(self) -> list[ServerStatus]:
         return list(self._rows)
 
-    def status(self, name: str) -> Any:
+    def status(self, name: str) -> ServerStatus | None:
         row = self._by_name.get(name)
         return self._rows[row] if row is not None else None
 
     def set_statuses(self, statuses: list[Any]) -> None:
         self.set_rows(statuses)
 
-    def update(self, status: Any) -> None:
+    def update(self, status: ServerStatus) -> None:
         """Insert or replace one server's status (called for every manager change)."""
         row = self._by_name.get(status.name)
         if row is None:
@@ -71,7 +74,7 @@ class McpServersModel(RowsTableModel[Any]):
         self.row_changed(row)
 
 
-def since_text(status: Any, now: float | None = None) -> str:
+def since_text(status: ServerStatus, now: float | None = None) -> str:
     since = getattr(status, "since", None)
     if not since:
         return ""

@@ -7,7 +7,7 @@ import html
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QMetaMethod, Qt, Signal
 from PySide6.QtGui import QGuiApplication
@@ -33,17 +33,23 @@ from ui import theme
 from ui.mcp.model import McpServersModel, since_text
 from ui.widgets.common import signals_blocked
 
+if TYPE_CHECKING:
+    from ui.controller import Controller
+    from ui.tasks import TaskOwner
+    from workspace.mcp import MCPManager
+    from workspace.mcp.status import ServerStatus
+
 log = logging.getLogger("ui.mcp.pane")
 
 
-def manager_for(controller: Any) -> Any:
+def manager_for(controller: Controller) -> MCPManager | None:
     """The process-wide MCP manager, configured from the controller's configuration (None without MCP)."""
     try:
         from workspace.mcp import default_manager
     except ImportError:
         return None
     manager = default_manager()
-    if manager.folder is None and getattr(controller, "folder", None) is not None:
+    if manager.folder is None and controller.folder is not None:
         manager.folder = Path(controller.folder)  # Reload reads this folder's settings too
     try:
         manager.configure(controller.config)
@@ -94,7 +100,7 @@ class McpPane(QWidget):
     #: "Attach to message" in the Resources tab: (server, uri). The button shows only once this is connected.
     attach_requested = Signal(str, str)
 
-    def __init__(self, manager: Any, tasks: Any, parent: QWidget | None = None, *,
+    def __init__(self, manager: MCPManager, tasks: TaskOwner, parent: QWidget | None = None, *,
                  on_manage: Callable[[], Any] | None = None, on_config: Callable[[Any], Any] | None = None,
                  watch_interval: float | None = 1.0) -> None:
         super().__init__(parent)
@@ -245,7 +251,13 @@ class McpPane(QWidget):
         self._remove_listener = manager.add_listener(self._on_status)
         # Any reload (this dock, the Settings page, the file edited on disk) reaches the robots too.
         add_reload = getattr(manager, "add_reload_listener", None)
-        self._remove_reload = add_reload(on_config) if add_reload is not None and on_config is not None else None
+
+        def reloaded(config: Any) -> None:
+            self.refresh()  # the servers as configured now (a removed server's last status is not one)
+            if on_config is not None:
+                on_config(config)
+
+        self._remove_reload = add_reload(reloaded) if add_reload is not None else None
         if watch_interval is not None and hasattr(manager, "start_watching"):
             async def watch() -> None:
                 manager.start_watching(interval=watch_interval)
@@ -273,7 +285,7 @@ class McpPane(QWidget):
         self._update_summary()
         self._show()
 
-    def _on_status(self, status: Any) -> None:
+    def _on_status(self, status: ServerStatus) -> None:
         self.model.update(status)
         self._update_summary()
 
@@ -289,7 +301,7 @@ class McpPane(QWidget):
         for b in (self.start_button, self.restart_button, self.stop_button):
             b.setEnabled(bool(statuses))
 
-    def current(self) -> Any:
+    def current(self) -> ServerStatus | None:
         index = self.table.currentIndex()
         return self.model.statuses[index.row()] if index.isValid() else None
 
@@ -350,11 +362,11 @@ class McpPane(QWidget):
         self.stderr.verticalScrollBar().setValue(self.stderr.verticalScrollBar().maximum())
         self._show_log(status)
 
-    def _show_sign_in(self, status: Any) -> None:
+    def _show_sign_in(self, status: ServerStatus | None) -> None:
         """The sign-in row of a remote server (hidden for the others)."""
         auth = getattr(status, "auth", None) if status is not None else None
         self.sign_in_box.setVisible(auth is not None)
-        if auth is None:
+        if auth is None or status is None:
             return
         url = getattr(status, "sign_in_url", None)
         self.copy_link_button.setVisible(auth == "signing-in" and bool(url))
@@ -410,7 +422,7 @@ class McpPane(QWidget):
         if status is not None and url == getattr(status, "sign_in_url", None):
             open_in_browser(status.name, url)
 
-    def _show_log(self, status: Any) -> None:
+    def _show_log(self, status: ServerStatus | None) -> None:
         """The selected server's log notifications at the chosen level and above."""
         entries = tuple(getattr(status, "log", ()) or ())
         minimum = str(self.log_level.currentData() or "debug")

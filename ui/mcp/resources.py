@@ -12,8 +12,8 @@ from __future__ import annotations
 import html
 import logging
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont, QPixmap
@@ -34,6 +34,12 @@ from PySide6.QtWidgets import (
 )
 
 from ui import theme
+
+if TYPE_CHECKING:
+    from ui.tasks import TaskOwner
+    from workspace.mcp import MCPManager
+    from workspace.mcp.resources import ResourceContent
+    from workspace.mcp.status import ServerStatus
 
 log = logging.getLogger("ui.mcp.pane")
 
@@ -56,7 +62,7 @@ def changed_text(changed_at: float) -> str:
     return f"changed at {time.strftime('%H:%M', time.localtime(changed_at))}"
 
 
-def preview_html(content: Any) -> tuple[str, str]:
+def preview_html(content: ResourceContent) -> tuple[str, str]:
     """``(kind, payload)`` for a :class:`~workspace.mcp.resources.ResourceContent`: ("html", rich text),
     ("plain", text) or ("image", "") — long text cut to :data:`PREVIEW_CHARS` with a note."""
     from ui import markdown
@@ -91,18 +97,18 @@ class ResourcesPanel(QWidget):
     #: "Attach to message" was pressed: (server, uri).
     attach_requested = Signal(str, str)
 
-    def __init__(self, manager: Any, tasks: Any, parent: QWidget | None = None, *,
+    def __init__(self, manager: MCPManager, tasks: TaskOwner, parent: QWidget | None = None, *,
                  can_attach: Callable[[], bool] | None = None) -> None:
         super().__init__(parent)
         self.manager = manager
         self.tasks = tasks
         self._can_attach = can_attach or (lambda: False)
         self.server: str | None = None
-        self._version: Any = None
+        self._version: tuple[str | None, bool, int] | None = None
         self._subscribed: dict[str, float | None] = {}
         #: What the preview shows: (server, uri), and the content read.
         self.shown: tuple[str, str] | None = None
-        self.content: Any = None
+        self.content: ResourceContent | None = None
         self._pending: tuple[str, str] | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 4, 0, 0)
@@ -172,7 +178,7 @@ class ResourcesPanel(QWidget):
         self._update_buttons()
 
     # -- the list ------------------------------------------------------------------------------------------
-    def set_server(self, status: Any) -> None:
+    def set_server(self, status: ServerStatus | None) -> None:
         """The selected server's status (None: nothing selected); lists again when another server is
         selected, it became ready, or it said its list changed; marks changed subscriptions."""
         name = getattr(status, "name", None)
@@ -299,7 +305,7 @@ class ResourcesPanel(QWidget):
         self.tasks.spawn(self._read(server, uri, lambda: self.manager.read_resource_content(server, uri)),
                          name=f"mcp-resource-read-{server}")
 
-    async def _read(self, server: str, uri: str, fetch: Callable[[], Any]) -> None:
+    async def _read(self, server: str, uri: str, fetch: Callable[[], Awaitable[ResourceContent]]) -> None:
         try:
             content = await fetch()
         except Exception as exc:
@@ -314,7 +320,7 @@ class ResourcesPanel(QWidget):
         self._render(content)
         self._update_buttons()
 
-    def _render(self, content: Any) -> None:
+    def _render(self, content: ResourceContent) -> None:
         kind, payload = preview_html(content)
         if kind == "image":
             pixmap = QPixmap()

@@ -14,12 +14,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
 
 from ui.network.robots import RobotListModel
 from workspace import events as ev
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from workspace.catalog import RobotInfo
+    from workspace.network import NetworkInfo
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -280,9 +286,10 @@ class ChatTargetModel(RobotListModel):
 
     KindRole = Qt.ItemDataRole.UserRole + 3
 
-    def __init__(self, parent: Any = None, *, default_model: str | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, *, default_model: str | None = None) -> None:
         super().__init__(parent, default_model=default_model)
-        self._networks: list[Any] = []
+        self._networks: list[NetworkInfo] = []
+        #: (kind, what): ("robot", RobotInfo), ("network", NetworkInfo) or (None, a heading's text).
         self._rows: list[tuple[str | None, Any]] = []
         self.icons: dict[str, Any] = {}
 
@@ -296,13 +303,13 @@ class ChatTargetModel(RobotListModel):
             rows += [("network", n) for n in self._networks]
         self._rows = rows
 
-    def set_robots(self, robots: list[Any]) -> None:
+    def set_robots(self, robots: Sequence[RobotInfo]) -> None:
         self.beginResetModel()
         self._robots = list(robots)
         self._rebuild()
         self.endResetModel()
 
-    def set_networks(self, networks: list[Any]) -> None:
+    def set_networks(self, networks: Sequence[NetworkInfo]) -> None:
         self.beginResetModel()
         self._networks = list(networks)
         self._rebuild()

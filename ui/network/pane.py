@@ -16,7 +16,8 @@ The graph is :mod:`ui.network.graph`, the task panel :mod:`ui.network.task`.
 from __future__ import annotations
 
 import html
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import (
@@ -43,6 +44,9 @@ from ui.widgets.status import (
     network_icon,
 )
 
+if TYPE_CHECKING:
+    from workspace.network import Network
+
 
 class NetworkPane(QWidget):
     """The Network dock: header, task graph, and the selected task."""
@@ -53,7 +57,7 @@ class NetworkPane(QWidget):
         super().__init__(parent)
         self.setObjectName("InspectorPane")
         self.model = model
-        self.network: Any = None
+        self.network: Network | None = None
         #: The user clicked a task: the dock stops following the running task / the answer.
         self._user_selected = False
         layout = QVBoxLayout(self)
@@ -123,15 +127,15 @@ class NetworkPane(QWidget):
         self.retheme()
 
     # -- content ------------------------------------------------------------------------------
-    def set_network(self, network: Any, *, note: str | None = None) -> None:
+    def set_network(self, network: Network | Mapping[str, Any] | None, *, note: str | None = None) -> None:
         """Show ``network`` (a Network, its graph dict, or None with an explanation)."""
-        self.network = network if network is not None and hasattr(network, "graph") else None
+        self.network = None if network is None or isinstance(network, Mapping) else network
         if network is None:
             self.model.set_graph(None)
             self.empty.setText(note or self._empty_text())
             self.stack.setCurrentWidget(self.empty)
             return
-        graph = network.graph() if hasattr(network, "graph") else dict(network)
+        graph = dict(network) if isinstance(network, Mapping) else network.graph()
         assign_robot_colors(str(graph.get("name")), [str(n.get("robot")) for n in graph.get("nodes") or []])
         self.model.set_graph(graph, description=getattr(network, "description", None))
         self.stack.setCurrentWidget(self.page)

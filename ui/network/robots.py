@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from workspace.catalog import RobotInfo
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -16,9 +21,9 @@ class RobotListModel(QAbstractListModel):
     InfoRole = Qt.ItemDataRole.UserRole + 1
     ModelRole = Qt.ItemDataRole.UserRole + 2
 
-    def __init__(self, parent: Any = None, *, default_model: str | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, *, default_model: str | None = None) -> None:
         super().__init__(parent)
-        self._robots: list[Any] = []
+        self._robots: list[RobotInfo] = []
         self.default_model = default_model
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:
@@ -35,18 +40,18 @@ class RobotListModel(QAbstractListModel):
         if role == self.ModelRole:
             return self.model_label(info)
         if role == Qt.ItemDataRole.ToolTipRole:
-            source = getattr(info, "source", "")
-            desc = getattr(info, "description", "") or ""
+            source = info.source
+            desc = info.description or ""
             return f"{info.name} ({source}) — {desc}\nModel: {self.model_label(info)}"
         return None
 
-    def model_label(self, info: Any) -> str:
+    def model_label(self, info: RobotInfo) -> str:
         from workspace.providers import is_offline
 
-        model = getattr(info, "model", None) or self.default_model
+        model = info.model or self.default_model
         return DEMO_LABEL if not model or is_offline(str(model)) else str(model)  # "demo", "offline-demo": the demo
 
-    def set_robots(self, robots: list[Any]) -> None:
+    def set_robots(self, robots: Sequence[RobotInfo]) -> None:
         self.beginResetModel()
         self._robots = list(robots)
         self.endResetModel()

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt, QTimer, Signal
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ui.tasks import TaskOwner
     from workspace.changes import (
         ApplyResult,
+        ChangeHistory,
         ChangeSet,
         Conflict,
         FileChange,
@@ -35,8 +36,11 @@ if TYPE_CHECKING:
         Hunk,
         RestoreResult,
     )
+    from workspace.session import ThreadSession
 
 log = logging.getLogger("ui.review.model")
+
+_T = TypeVar("_T")
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -104,7 +108,7 @@ class ChangeReviewModel(QAbstractListModel):
         if changes is not None:
             relay = self._relay
 
-            def listener(what: str, _changes: Any, _detail: dict[str, Any]) -> None:
+            def listener(what: str, _changes: ChangeSet, _detail: dict[str, Any]) -> None:
                 relay.notified.emit(what)  # any thread: Qt queues it to the GUI thread
 
             self._unsubscribe = changes.subscribe(listener)
@@ -329,7 +333,7 @@ class ChangeActions(QObject):
     #: (text, kind): kind is "info" or "error".
     message = Signal(str, str)
 
-    def __init__(self, session: Callable[[], Any], tasks: TaskOwner, parent: QObject | None = None) -> None:
+    def __init__(self, session: Callable[[], ThreadSession | None], tasks: TaskOwner, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._session = session
         self.tasks = tasks
@@ -343,7 +347,7 @@ class ChangeActions(QObject):
 
     # -- state --------------------------------------------------------------------------------------
     @property
-    def session(self) -> Any:
+    def session(self) -> ThreadSession | None:
         return self._session()
 
     @property
@@ -356,13 +360,13 @@ class ChangeActions(QObject):
         if self.busy != before:
             self.busy_changed.emit(self.busy)
 
-    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+    def _spawn(self, coro: Coroutine[Any, Any, _T], name: str) -> asyncio.Task[_T]:
         task = self.tasks.spawn(self._busy_wrap(coro), name=name)
         self._running.add(task)
         task.add_done_callback(self._running.discard)
         return task
 
-    async def _busy_wrap(self, coro: Any) -> Any:
+    async def _busy_wrap(self, coro: Coroutine[Any, Any, _T]) -> _T:
         self._set_busy(+1)
         try:
             return await coro
@@ -466,7 +470,7 @@ class ChangeActions(QObject):
         await self._apply(on_conflict="skip" if skipped else "refuse")
 
     # -- history --------------------------------------------------------------------------------------
-    def _history(self) -> Any:
+    def _history(self) -> ChangeHistory | None:
         """The thread's ChangeHistory (None: no folder open, or a thread kind without file changes)."""
         session = self.session
         make = getattr(session, "change_history", None) if session is not None else None
@@ -562,6 +566,8 @@ class ChangeActions(QObject):
     async def _net(self) -> None:
         history = self._history()
         try:
+            if history is None:
+                raise RuntimeError("no folder is open")
             files = await asyncio.to_thread(history.net_changes)
         except Exception as exc:
             self.message.emit(f"Could not compute the thread's changes: {exc}", "error")

@@ -96,6 +96,7 @@ class DiffPainting:
         _rows: DiffRows
         _split: bool
         _buttons: list[tuple[QRect, str, str]]
+        label_ends: dict[str, int]
         _hover: tuple[str, str] | None
         _slot_row: int
         _colors_cache: dict[int, tuple[Any, LineColors]]
@@ -152,6 +153,7 @@ class DiffPainting:
         rect = self.viewport().rect()
         p.fillRect(rect, c.bg)
         self._buttons = []
+        self.label_ends = {}
         rows = self._rows.rows
         if self.fc is None or not rows:
             p.setPen(c.muted)
@@ -241,9 +243,6 @@ class DiffPainting:
             label = f"Change {hunk.number} of {total}" if total > 1 else "Change"
         fm = self.fm_ui
         base = mid + fm.ascent() // 2 - 1
-        p.drawText(QPointF(x, base), label)
-        x += QFontMetrics(self.font_ui_bold).horizontalAdvance(label) + 12
-        # buttons from the right, then the hunk's place in what room is left (never under the buttons)
         right = width - 10
         buttons: list[tuple[str, str]] = []
         if self._decidable(hunk):
@@ -255,6 +254,24 @@ class DiffPainting:
                 if hunk.status == ACCEPTED and hunk.kind != "rename" and not self.fc.binary:
                     buttons.append(("edit", "Edit  e"))
                 buttons.append(("reset", "Undo  u"))
+        # In a narrow pane the buttons never cover the label: first their keys go (the keys still work),
+        # then the label shortens ("2/3"), then it goes.
+        bold = QFontMetrics(self.font_ui_bold)
+
+        def row(texts: list[tuple[str, str]]) -> int:
+            return sum(fm.horizontalAdvance(t) + 26 for _, t in texts)
+
+        if bold.horizontalAdvance(label) + 12 + row(buttons) > right - x:
+            buttons = [(action, text.split("  ")[0]) for action, text in buttons]
+            for shorter in (f"{hunk.number}/{total}" if total > 1 else "", ""):
+                if bold.horizontalAdvance(label) + 12 + row(buttons) <= right - x:
+                    break
+                label = shorter
+        if label:
+            p.drawText(QPointF(x, base), label)
+            x += bold.horizontalAdvance(label) + 12
+        self.label_ends[hunk.id] = x - 12 if label else x
+        # buttons from the right, then the hunk's place in what room is left (never under the buttons)
         p.setFont(self.font_ui)
         bh = h - 10
         for action, text in reversed(buttons):

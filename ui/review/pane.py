@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QItemSelectionModel, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QDockWidget,
     QFrame,
@@ -49,7 +49,10 @@ from ui.widgets.flow import FlowRow
 from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
-    from workspace.changes import ChangeSet, Conflict, RestoreResult
+    from ui.controller import Controller
+    from workspace import events as ev
+    from workspace.changes import ChangeSet, Conflict, FileChange, HistoryEntry, RestoreResult
+    from workspace.session import ThreadSession
 
 MODE_NOTES = {
     "review": "Every change waits for your review before it is written.",
@@ -66,7 +69,7 @@ class ChangesPane(QWidget):
     #: The number of hunks waiting for a decision changed (the status bar's badge shows it).
     pending_changed = Signal(int)
 
-    def __init__(self, controller: Any, parent: QWidget | None = None, *, window: Any = None) -> None:
+    def __init__(self, controller: Controller, parent: QWidget | None = None, *, window: Any = None) -> None:
         super().__init__(parent)
         self.setObjectName("InspectorPane")
         self.controller = controller
@@ -239,7 +242,7 @@ class ChangesPane(QWidget):
 
     # -- following the controller ---------------------------------------------------------------------
     @property
-    def session(self) -> Any:
+    def session(self) -> ThreadSession | None:
         return self.controller.session
 
     def sync(self, *, history: bool = True) -> None:
@@ -361,7 +364,7 @@ class ChangesPane(QWidget):
         self.redo_button.setToolTip(f"Redo: {history.redo.summary}" if history.redo else "Nothing to redo")
         self.refresh_title()
 
-    def _file_text(self, fc: Any) -> str:
+    def _file_text(self, fc: FileChange | None) -> str:
         if fc is None:
             return ""
         c = fc.counts()
@@ -401,7 +404,7 @@ class ChangesPane(QWidget):
         self.message.style().polish(self.message)
         self.message.setVisible(bool(text))
 
-    def _on_file_selected(self, current: Any, _previous: Any = None) -> None:
+    def _on_file_selected(self, current: QModelIndex | None, _previous: QModelIndex | None = None) -> None:
         row = current.row() if current is not None else -1
         if 0 <= row < self.model.rowCount():
             fc = self.model.file(row)
@@ -498,7 +501,7 @@ class ChangesPane(QWidget):
                     return item
         return chat.change_card(change_set_id)
 
-    def _update_card(self, event: Any) -> None:
+    def _update_card(self, event: ev.ChangeDecided) -> None:
         if self.main_window is None:
             return
         chat = getattr(self.main_window, "chat", None)
@@ -528,7 +531,7 @@ class ChangesPane(QWidget):
     def _follow_undo(self, state: HistoryState) -> None:
         """What the history says was undone shows everywhere: this pane's files and the chat's cards
         (a reopened thread too: the history is kept with the folder's checkpoints)."""
-        by_set: dict[str, list[Any]] = {}
+        by_set: dict[str, list[HistoryEntry]] = {}
         for entry in state.entries:
             if entry.change_set_id and entry.kind == "apply" and entry.state != "failed":
                 by_set.setdefault(entry.change_set_id, []).append(entry)
@@ -538,7 +541,7 @@ class ChangesPane(QWidget):
         chat = getattr(self.main_window, "chat", None)
         if chat is None:
             return
-        by_checkpoint: dict[str, Any] = {e.before: e for entries in by_set.values() for e in entries}
+        by_checkpoint: dict[str, HistoryEntry] = {e.before: e for entries in by_set.values() for e in entries}
         presenter = chat.presenter
         for item in presenter.all_change_items():
             if item.status != "decided" or item.checkpoint_id is None:

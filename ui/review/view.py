@@ -86,6 +86,8 @@ class DiffView(DiffPainting, QAbstractScrollArea):
         self._current: str | None = None
         self._prefix: str | None = None
         self._buttons: list[tuple[QRect, str, str]] = []
+        #: Where each painted hunk header's label ends (x): its buttons start right of it.
+        self.label_ends: dict[str, int] = {}
         self._hover: tuple[str, str] | None = None
         self._overlay: HunkOverlay | None = None
         self._slot_row = -1

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -41,6 +41,12 @@ from workspace import robot_files
 from workspace.errors import ConfigurationError
 from workspace.robot_files import RobotDraft
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ui.controller import Controller
+    from workspace.approval import ApprovalPolicy
+
 log = logging.getLogger("ui.robot_editor")
 SOURCE_LABELS = {"shipped": "shipped · read-only", "user": "yours", "project": "this folder", "new": "new, not saved"}
 WHERE_LABELS = {"user": "Your robots (all folders)", "project": "This folder's robots (.robotlab/robots)"}
@@ -53,7 +59,7 @@ class RobotEditor(QDialog):
     saved = Signal(str, bool)
     deleted = Signal(str)
 
-    def __init__(self, controller: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, controller: Controller, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
         self.setObjectName("RobotEditor")
@@ -177,7 +183,7 @@ class RobotEditor(QDialog):
         self.retheme()
 
     @staticmethod
-    def _button(text: str, tip: str, slot: Any, layout: QHBoxLayout, parent: QWidget) -> QPushButton:
+    def _button(text: str, tip: str, slot: Callable[[], object], layout: QHBoxLayout, parent: QWidget) -> QPushButton:
         button = QPushButton(text, parent)
         button.setToolTip(tip)
         button.setAccessibleName(text.replace("&", ""))
@@ -448,8 +454,8 @@ class RobotEditor(QDialog):
         return True
 
     # -- the approval policy --------------------------------------------------------------------------------
-    def _policy(self) -> Any:
-        workspace = getattr(self.controller, "workspace", None)
+    def _policy(self) -> ApprovalPolicy:
+        workspace = self.controller.workspace
         if workspace is not None:
             return workspace.approval.policy
         from workspace import paths

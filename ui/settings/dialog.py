@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
@@ -37,6 +37,11 @@ from PySide6.QtWidgets import (
 
 from ui.screen import size_to_screen
 from workspace.urls import LOCAL_DEFAULT_BASES
+
+if TYPE_CHECKING:
+    from ui.controller import Controller
+    from workspace.approval import ApprovalPolicy
+    from workspace.providers.listing import ModelListing
 
 log = logging.getLogger("ui.settings.dialog")
 
@@ -77,7 +82,7 @@ def _own_setting(dotted: str) -> Any:
 
 
 def save_user_setting(dotted: str, value: Any) -> None:
-    """Set one key in the user config file (keeps the other keys)."""
+    """Set one key in the user config file (keeps the other keys); ``value``: any YAML value."""
     save_user_settings({dotted: value})
 
 
@@ -118,7 +123,7 @@ class SettingsDialog(QDialog):
 
     saved = Signal(dict)
 
-    def __init__(self, controller: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, controller: Controller, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
         self.setWindowTitle("Settings")
@@ -351,7 +356,7 @@ class SettingsDialog(QDialog):
         except RuntimeError:  # the dialog was closed and deleted meanwhile: nobody to tell
             pass
 
-    def show_models(self, listing: Any) -> None:
+    def show_models(self, listing: ModelListing) -> None:
         """Offer ``listing``'s models after the presets (the typed text stays), and say what failed."""
         from ui.widgets.common import signals_blocked
 
@@ -440,7 +445,7 @@ class SettingsDialog(QDialog):
         self.policy_path.setText(str(paths.approval_policy_file()))
         self.problem.setVisible(False)
 
-    def _policy(self) -> Any:
+    def _policy(self) -> ApprovalPolicy | None:
         workspace = self.controller.workspace
         return workspace.approval.policy if workspace is not None else None
 

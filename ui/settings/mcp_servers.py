@@ -17,9 +17,9 @@ import logging
 import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -45,6 +45,9 @@ from PySide6.QtWidgets import (
 
 from ui import theme
 from workspace.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from workspace.mcp import MCPManager
 
 log = logging.getLogger("ui.settings.dialog")
 
@@ -122,7 +125,7 @@ class McpServersPage(QWidget):
 
     changed = Signal()
 
-    def __init__(self, manager: Any, spawn: Callable[..., Any], parent: QWidget | None = None, *,
+    def __init__(self, manager: MCPManager, spawn: Callable[..., Any], parent: QWidget | None = None, *,
                  path: Path | None = None) -> None:
         super().__init__(parent)
         from workspace import paths
@@ -133,6 +136,9 @@ class McpServersPage(QWidget):
         self._file: Any = None
         self._current: str | None = None
         self._test_task: Any = None
+        #: The reload after a change, and the start of the servers it added.
+        self.start_task: Any = None
+        self._changes = 0  # changes saved so far: a start waits for no later change (it would reload again)
         layout = QVBoxLayout(self)
         intro = QLabel(f"MCP servers give robots tools, resources and prompts. Saved in {self.path} "
                        "(only the mcpServers section is touched); secret values go to your system keyring.", self)
@@ -223,7 +229,7 @@ class McpServersPage(QWidget):
         self.output.setAccessibleName("Test output")
         form.addRow(self.output)
         # The server's form scrolls on a short screen; the list and its buttons stay in view.
-        form_scroll = QScrollArea(splitter)
+        self.form_scroll = form_scroll = QScrollArea(splitter)
         form_scroll.setWidgetResizable(True)
         form_scroll.setFrameShape(QFrame.Shape.NoFrame)
         form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -403,13 +409,15 @@ class McpServersPage(QWidget):
         try:
             name, entry = self._checked_entry()
             self._file.reload()
+            new = name not in self._file.names()
             self._file.set(name, entry, rename_from=self._current if self._current != name else None)
             self._file.save()
         except ConfigurationError as exc:
             self._say(str(exc), error=True)
             return False
         self._current = name
-        self._saved(f"Saved {name}.")
+        # A server added here starts at once (no separate Start): the page says how that went.
+        self._saved(f"Saved {name}.", start=[name] if new and not entry.get("disabled") else [])
         return True
 
     def add_server(self) -> None:
@@ -490,7 +498,7 @@ class McpServersPage(QWidget):
             message += f" Already there (kept as they were): {', '.join(skipped)}."
         if added:
             self._current = added[0]
-        self._saved(message)
+        self._saved(message, start=[n for n in added if not servers[n].get("disabled")])
         return added
 
     def paste(self, text: str) -> list[str]:
@@ -541,7 +549,17 @@ class McpServersPage(QWidget):
         self._say(f"Connecting to {name or 'the server'}…")
         self.output.setPlainText("")
         self.test_button.setEnabled(False)
+        self._reveal_output()
         self._test_task = self.spawn(self._test(name or "server", entry), name="mcp-settings-test")
+
+    def _reveal_output(self) -> None:
+        """Scroll the form (on a short screen) so that the status and the test's output are in view (once
+        the form is laid out again: the status's new text may take more lines)."""
+        def reveal() -> None:
+            bar = self.form_scroll.verticalScrollBar()
+            bar.setValue(bar.maximum())  # the output is the form's last row, the status just above it
+
+        QTimer.singleShot(0, reveal)
 
     async def _test(self, name: str, entry: dict[str, Any]) -> Any:
         from workspace.mcp.probe import probe
@@ -553,15 +571,43 @@ class McpServersPage(QWidget):
         self._say(f"{name}: connected; {len(report.tools)} tools." if report.ok else
                   f"{name} did not connect: {report.error}", error=not report.ok)
         self.output.setPlainText(report.summary())
+        self._reveal_output()
         return report
 
-    def _saved(self, message: str) -> None:
+    def _saved(self, message: str, *, start: list[str] | None = None) -> None:
+        """``start``: servers just added, started once the manager has reloaded (the page says how it went)."""
         self.load(select=self._current)
         self._say(message)
         self.changed.emit()
         reload = getattr(self.manager, "reload", None)
+        self._changes += 1
         if reload is not None:
-            self.spawn(reload(), name="mcp-settings-reload")
+            self.start_task = self.spawn(self._reload_and_start(reload, start or [], message, self._changes),
+                                         name="mcp-settings-reload")
+
+    async def _reload_and_start(self, reload: Callable[[], Any], names: list[str], message: str,
+                                change: int) -> None:
+        await reload()
+        start = getattr(self.manager, "start", None)
+        if not names or start is None or change != self._changes:
+            return  # nothing added, or changed again since (disabled, removed): that change's reload decides
+        self._say(f"{message} Starting {', '.join(names)}…")
+        said, failed = [], False
+        for name in names:
+            try:
+                status = await start(name)
+            except ConfigurationError:  # removed (or disabled) again meanwhile: nothing to start
+                continue
+            if status.state == "ready":
+                said.append(f"{name} started: {len(status.tools)} tools")
+            else:
+                failed = True
+                said.append(f"{name} did not start: {status.reason or status.state} (see the MCP dock)")
+        try:
+            if said:
+                self._say(f"{message} {'; '.join(said)}.", error=failed)
+        except RuntimeError:  # the dialog was closed meanwhile: the MCP dock shows the state too
+            pass
 
     def _say(self, text: str, *, error: bool = False) -> None:
         c = theme.colors()

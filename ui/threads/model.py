@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from workspace.persistence import SearchHit, ThreadInfo
 
 from ui.formatting import HIGHLIGHT
 
@@ -26,41 +31,13 @@ class ThreadItem:
     kind: str = ""
 
 
-def _get(obj: Any, *names: str, default: Any = None) -> Any:
-    for name in names:
-        if isinstance(obj, dict) and name in obj:
-            return obj[name]
-        value = getattr(obj, name, None)
-        if value is not None:
-            return value
-    return default
-
-
-def _timestamp(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    ts = getattr(value, "timestamp", None)
-    if callable(ts):
-        return float(ts())
-    if isinstance(value, str):
-        from datetime import datetime
-
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
-
-
-def thread_item(thread: Any) -> ThreadItem:
-    """A ThreadItem from a store thread record (attribute or dict access)."""
+def thread_item(thread: ThreadInfo) -> ThreadItem:
+    """A ThreadItem from a store thread record."""
     return ThreadItem(
-        thread_id=str(_get(thread, "id", "thread_id", default="")),
-        title=str(_get(thread, "title", default="") or "Untitled thread"),
-        robot=" · ".join(p for p in (str(_get(thread, "robot", "robot_name", default="") or ""), str(_get(thread, "origin_label", default="") or "")) if p),
-        updated=_timestamp(_get(thread, "updated_at", "updated", "created_at")),
+        thread_id=thread.id,
+        title=thread.title or "Untitled thread",
+        robot=" · ".join(p for p in (thread.robot, thread.origin_label) if p),
+        updated=float(thread.updated_at),
     )
 
 
@@ -68,15 +45,15 @@ def thread_item(thread: Any) -> ThreadItem:
 HIT_KINDS = {"user": "in your message", "assistant": "in an answer", "tool": "in a tool call"}
 
 
-def hit_item(hit: Any) -> ThreadItem:
+def hit_item(hit: SearchHit) -> ThreadItem:
     return ThreadItem(
-        thread_id=str(_get(hit, "thread_id", default="")),
-        title=str(_get(hit, "title", default="") or "Untitled thread"),
-        robot=str(_get(hit, "robot", default="") or ""),
-        updated=_timestamp(_get(hit, "created_at")),
-        snippet=str(_get(hit, "snippet", default="") or ""),
-        turn_id=_get(hit, "turn_id"),
-        kind=str(_get(hit, "kind", default="") or ""),
+        thread_id=hit.thread_id,
+        title=hit.title or "Untitled thread",
+        robot=hit.robot or "",
+        updated=float(hit.created_at) if hit.created_at is not None else None,
+        snippet=hit.snippet or "",
+        turn_id=hit.turn_id,
+        kind=hit.kind or "",
     )
 
 
@@ -140,7 +117,7 @@ class ThreadListModel(QAbstractListModel):
     ItemRole = Qt.ItemDataRole.UserRole + 1
     SubtitleRole = Qt.ItemDataRole.UserRole + 2
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._items: list[ThreadItem] = []
         self.searching = False
@@ -188,16 +165,16 @@ class ThreadListModel(QAbstractListModel):
     def items(self) -> list[ThreadItem]:
         return list(self._items)
 
-    def set_threads(self, threads: list[Any]) -> None:
+    def set_threads(self, threads: Sequence[ThreadInfo | ThreadItem]) -> None:
         self.beginResetModel()
         self.searching = False
         self._items = [t if isinstance(t, ThreadItem) else thread_item(t) for t in threads]
         self.endResetModel()
 
-    def set_hits(self, hits: list[Any]) -> None:
+    def set_hits(self, hits: Sequence[SearchHit | ThreadItem]) -> None:
         self.beginResetModel()
         self.searching = True
-        seen: set[tuple[str, Any]] = set()
+        seen: set[tuple[str, str | None]] = set()
         items = []
         for hit in hits:
             item = hit if isinstance(hit, ThreadItem) else hit_item(hit)

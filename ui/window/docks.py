@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 DOCK_MIN_WIDTH = 260
 #: The docks' width at start (the chat keeps the rest).
 DOCK_WIDTH = 410
+#: The most of the window's width :meth:`Docks.fit_tabs` gives the docks so that their tabs show whole.
+DOCK_MAX_SHARE = 0.39
 #: A stored thread with more events than this fills the inspector from a worker thread.
 INSPECTOR_SYNC_EVENTS = 200
 
@@ -90,6 +92,19 @@ class Docks(Mapping[str, QDockWidget]):
         self._docks[key] = dock
         self._add_actions(key, title, dock, icon=icon, shortcut=shortcut)
         return dock
+
+    def fit_tabs(self) -> None:
+        """Widen the docks (from :data:`DOCK_WIDTH`) so that every tab shows whole without scroll arrows,
+        with room for a count in a title ("Changes · 9"); at most :data:`DOCK_MAX_SHARE` of the window
+        (narrower windows scroll the tabs)."""
+        w = self.window
+        bars = [b for b in w.findChildren(QTabBar) if b.parentWidget() is w and b.count() == len(self._docks)]
+        if not bars or "tools" not in self._docks:
+            return
+        needed = bars[0].sizeHint().width() + bars[0].fontMetrics().horizontalAdvance(" · 9")
+        width = min(max(DOCK_WIDTH, needed), int(w.width() * DOCK_MAX_SHARE))
+        if width > self._docks["tools"].width():
+            w.resizeDocks([self._docks["tools"]], [width], Qt.Orientation.Horizontal)
 
     def keep_tab_names(self, *_args: object) -> None:
         """In a narrow dock area the tabs keep their names and scroll ("T…" for Trace says nothing)."""
@@ -176,6 +191,7 @@ class Docks(Mapping[str, QDockWidget]):
         yield
         self._docks["tools"].raise_()
         self.sync_network()
+        self.fit_tabs()
         yield
         w.memory.restore_docks()
         w.memory.fit_when_shown()  # the inspector may not fit a narrow screen beside the conversation

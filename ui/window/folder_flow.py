@@ -88,7 +88,7 @@ class FolderFlow:
         """Ask (non-modally) which way to settle the interrupted applies: every file as before, or as
         the change makes it. Nothing is written until a button is pressed."""
         w = self.window
-        workspace = w.controller.workspace
+        workspace = w.controller.require_workspace()
         box = QMessageBox(QMessageBox.Icon.Warning, "Recover an interrupted apply",
                           workspace.recovery_notice(items) or "", QMessageBox.StandardButton.Cancel, w)
         box.setInformativeText("Each file is whole; the set may be part old, part new. A file you changed "
@@ -111,7 +111,7 @@ class FolderFlow:
 
     async def _recover(self, items: list[Any], direction: str) -> None:
         w = self.window
-        workspace = w.controller.workspace
+        workspace = w.controller.require_workspace()
         messages: list[str] = []
         ok = True
         for item in items:

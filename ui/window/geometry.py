@@ -9,6 +9,7 @@ the screen again when the screen got smaller (another monitor, a lower resolutio
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QRect, QSettings, QSize
@@ -137,6 +138,14 @@ class WindowMemory:
             except ValueError:
                 pass
 
+    def last_folder(self) -> Path | None:
+        """The folder that was open when the window was last closed (None: none, or it is gone)."""
+        value = settings().value("session/folder")
+        if not isinstance(value, str) or not value:
+            return None
+        folder = Path(value)
+        return folder if folder.is_dir() else None
+
     # -- at close -------------------------------------------------------------------------------------
     def save(self) -> None:
         w = self.window
@@ -144,6 +153,8 @@ class WindowMemory:
         store.setValue("window/geometry", w.saveGeometry())
         normal = w.normalGeometry()
         store.setValue("window/rect", [normal.x(), normal.y(), normal.width(), normal.height()])
+        folder = getattr(w.controller, "folder", None)
+        store.setValue("session/folder", str(folder) if folder is not None else "")
         if not w.built:
             store.sync()
             return

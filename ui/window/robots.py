@@ -121,6 +121,7 @@ class Robots:
         # The message goes to the open thread's robot (a thread keeps its robot), else to the picked one.
         thread = getattr(c.session, "thread", None) if c.session is not None else None
         w.composer.set_robot(getattr(thread, "robot", None) or c.robot_name)
+        w.fit_robot_picker()  # the picked name whole (the picker may have been set with its signals blocked)
         w.status.show_target(what="Network" if c.target_kind == "network" else "Robot", name=c.robot_name,
                              model_label=label)
 

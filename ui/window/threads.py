@@ -154,7 +154,7 @@ class Threads:
         w = self.window
         thread_id = w.controller.thread_id or ""
         try:
-            lazy = LazyTranscript(w.controller.store, thread_id)
+            lazy = LazyTranscript(w.controller.require_store(), thread_id)
         except Exception as exc:
             w.banner.show_message(f"Could not read the thread: {exc}")
             w.chat.clear()

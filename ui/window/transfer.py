@@ -39,7 +39,7 @@ class Transfer:
         try:
             from workspace import exports
 
-            store = w.controller.store
+            store = w.controller.require_store()
             if fmt == "markdown":
                 text = exports.export_markdown(store, thread_id)
             elif fmt == "json":
@@ -64,7 +64,7 @@ class Transfer:
         try:
             from workspace import exports
 
-            thread = exports.import_results_json(w.controller.store, path.read_text(encoding="utf-8"))
+            thread = exports.import_results_json(w.controller.require_store(), path.read_text(encoding="utf-8"))
         except Exception as exc:
             w.banner.show_message(f"Import failed: {exc}")
             return

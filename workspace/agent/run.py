@@ -761,6 +761,7 @@ class AgentRun(ModelTurns, EventRun):
                 self.emit(ev.ApprovalRequested(id=call_id, name=call.name, input=call.input, server=tool.mcp,
                           annotations=shown))
                 decision = await spec.approval.ask(request)
+            started = time.monotonic()  # the tool's duration leaves out the wait for the person's decision
             if action in ("ask", "decided") or not decision.approved:
                 self.emit(ev.ApprovalDecided(id=call_id, name=call.name, decision=decision.decision,
                           input=decision.input if decision.input is not None else call.input,

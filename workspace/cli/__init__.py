@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "workspace.cli.trust",
     "workspace.cli.schema",
     "workspace.cli.changes",
+    "workspace.cli.skills",
 ]
 
 

@@ -54,6 +54,7 @@ from workspace.providers.base import (
     StatusChunk,
     TextChunk,
     ToolCallChunk,
+    ToolSpec,
     UsageChunk,
     with_defaults,
 )
@@ -281,8 +282,9 @@ class ContextManager:
         return counter
 
     # -- one model call ----------------------------------------------------------------------------
-    async def stream(self, provider: Provider, *, system: str | None, history: Sequence[Message], tools: Sequence[Any],
-                     settings: Mapping[str, Any], emit: Emit | None = None) -> AsyncIterator[Chunk]:
+    async def stream(self, provider: Provider, *, system: str | None, history: Sequence[Message],
+                     tools: Sequence[ToolSpec], settings: Mapping[str, Any],
+                     emit: Emit | None = None) -> AsyncIterator[Chunk]:
         """``provider.stream`` for the prepared request; a refusal as too long compacts (or truncates)
         and retries once. The usage of summary requests comes first, as usage chunks of their model."""
         provider.check_key()  # a missing key is said before the window or the tokenizer loads a provider's library

@@ -137,8 +137,9 @@ def coalesce_text(events: Iterable[ev.Event]) -> list[ev.Event]:
     """Events with each model turn's ``text_delta`` run replaced by one ``text`` event (and its
     ``reasoning_delta`` run by one ``reasoning`` event).
 
-    The text sits where its first delta was; a later ``text`` event of the same run (the
-    complete text of that model turn) replaces the deltas' text. Text of a run that was
+    The text sits where its first delta was, with its time (when the model's first token came: the
+    chat's time to first token and speed); a later ``text`` event of the same run (the complete text
+    of that model turn) replaces the deltas' text. Text of a run that was
     stopped before its ``text`` event (cancelled, failed, interrupted) is kept from the deltas.
     """
     out: list[ev.Event | None] = []
@@ -157,7 +158,8 @@ def coalesce_text(events: Iterable[ev.Event]) -> list[ev.Event]:
             key = (event.run_id, event.robot, event.task, delta)
             if key in open_at:
                 index, _ = open_at.pop(key)
-                out[index] = event
+                first = out[index]
+                out[index] = event if first is None else event.replace(ts=first.ts)
                 continue
         if isinstance(event, (ev.ToolUse, *ev.TERMINAL)):
             for kind in (ev.ReasoningDelta.kind, ev.TextDelta.kind):

@@ -9,7 +9,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from workspace import events as ev
 from workspace.approval import Action, ApprovalDecision, ApprovalGate, ApprovalRequest
@@ -19,12 +19,14 @@ from workspace.session.recording import RecordedRun, TurnView, title_from
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from workspace.agent import EventRun
     from workspace.attachments import Attachment
+    from workspace.changes import ApplyResult, ChangeHistory, ChangeSet, HistoryEntry, RestoreResult
     from workspace.messages import Message
-    from workspace.network import Network
+    from workspace.network import Network, NetworkRun
+    from workspace.providers.base import ConfigLookup
     from workspace.robot import Robot
     from workspace.session.workspace import Workspace
 
@@ -53,7 +55,7 @@ class _ThreadGate(ApprovalGate):
         return await super().ask(request)
 
 
-def _hosted_past_local(model: str, config: Any) -> bool:
+def _hosted_past_local(model: str, config: ConfigLookup | None) -> bool:
     """Whether ``model`` is a hosted provider's while the configured ``llm.api_base`` is a local server."""
     from workspace.secrets import KEY_VARS, provider_prefix
     from workspace.urls import is_loopback_url
@@ -82,7 +84,7 @@ def thread_server(robot: Robot) -> str | None:
 class _WithoutApiBase:
     """A configuration lookup without ``llm.api_base`` (for a hosted model chosen beside a local server)."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: ConfigLookup) -> None:
         self._config = config
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -104,7 +106,7 @@ class ThreadSession:
         self.run: RecordedRun | None = None
         self._save_lock = threading.Lock()
         #: Proposed file changes awaiting review (when the workspace has a folder open).
-        self.changes: Any = None
+        self.changes: ChangeSet | None = None
         #: How a network thread gets a fresh network for each run (default: the workspace's
         #: ``load_network`` of the thread's network name). The command line sets it for a network
         #: given as a file, with its --model and --api-base.
@@ -169,7 +171,7 @@ class ThreadSession:
         except Exception:  # a robot given as a file the catalog does not know (the command line's)
             return None
 
-    def _robot_with_model(self, model: str | None, api_base: Any = None) -> Robot:
+    def _robot_with_model(self, model: str | None, api_base: object = None) -> Robot:
         """The catalog's robot, with ``model`` (and the server ``api_base``) when given: the robot's own model
         goes on at the thread's server too, whatever the configuration says now (unless the robot's model is
         no longer the one the thread was held with: the user chose another, at its own server)."""
@@ -254,10 +256,10 @@ class ThreadSession:
         self._robot = robot
 
     @property
-    def network_run(self) -> Any:
+    def network_run(self) -> NetworkRun | None:
         """The latest :class:`~workspace.network.NetworkRun` of a network thread (live task states), or None."""
         run = self.run
-        return run.agent_run if run is not None and run.is_network else None
+        return cast("NetworkRun", run.agent_run) if run is not None and run.is_network else None
 
     @property
     def running(self) -> bool:
@@ -268,15 +270,19 @@ class ThreadSession:
         return self.store.usage(self.thread_id)
 
     # -- running ------------------------------------------------------------------------------------
-    def send(self, text: str, **options: Any) -> RecordedRun:
+    def send(self, text: str, *, attachments: Iterable[Attachment | str | os.PathLike[str]] | None = None,
+             **options: Any) -> RecordedRun:
         """Send a message after the current turn; iterate the returned run for its events.
 
-        ``options`` are more run options for ``Robot.stream`` / ``Network.stream`` (template
-        parameters, ``max_turns``); the thread's own (approval, folder, changes) are set here.
         ``attachments``: files, images and MCP resources sent with the message
         (:class:`~workspace.attachments.Attachment` objects, or paths inside the opened folder); their
         content is stored once in the thread's database, and sent again with the conversation.
+        ``options`` are more run options for ``Robot.stream`` / ``Network.stream`` (template
+        parameters, ``max_turns``: values of any kind, as the robot's template takes them); the thread's
+        own (approval, folder, changes) are set here.
         """
+        if attachments is not None:
+            options["attachments"] = attachments
         return self._start(text, self.thread.current_turn_id, options)
 
     def continue_(self) -> RecordedRun:
@@ -494,7 +500,7 @@ class ThreadSession:
         return histories
 
     # -- file changes -----------------------------------------------------------------------------
-    def _changes_for_run(self) -> Any:
+    def _changes_for_run(self) -> ChangeSet:
         """The thread's change set; a fresh one once everything proposed so far is settled."""
         from workspace.changes import ChangeSet
 
@@ -505,38 +511,41 @@ class ThreadSession:
         if current is None or (not current.pending_files and not current.has_undelivered_outcome):
             mode = str(self.workspace.config.get("review.mode", "review"))
             assert self.workspace.folder is not None
-            self.changes = ChangeSet(self.workspace.folder, mode=mode, thread_id=self.thread_id)
-        return self.changes
+            current = self.changes = ChangeSet(self.workspace.folder, mode=mode, thread_id=self.thread_id)
+        return current
 
-    async def apply_changes(self, **options: Any) -> Any:
+    async def apply_changes(self, *, files: Sequence[str] | None = None, accept_pending: bool = False,
+                            on_conflict: str = "refuse") -> ApplyResult:
         """Apply the decided hunks (off the event loop) and record the ``change_decided`` event.
 
-        Options are those of :meth:`workspace.changes.ChangeSet.apply`. The model hears the
+        The options are those of :meth:`workspace.changes.ChangeSet.apply`. The model hears the
         outcome in front of the next message sent in this thread.
         """
         import asyncio
 
-        if self.changes is None:
+        changes = self.changes
+        if changes is None:
             raise RuntimeError("Nothing to apply: no change was proposed in this thread")
-        result = await asyncio.to_thread(self.changes.apply, **options)
+        result = await asyncio.to_thread(changes.apply, files=files, accept_pending=accept_pending,
+                                         on_conflict=on_conflict)
         # The thread's current turn as stored now: another window or a branch switch may have moved it.
         turn_id = self.thread.current_turn_id
         if turn_id is not None and result.settled:
             with contextlib.suppress(StoreError):
-                self.store.append_event(self.thread_id, turn_id, self.changes.decided_event())
+                self.store.append_event(self.thread_id, turn_id, changes.decided_event())
         await asyncio.to_thread(self.save_changes)
         return result
 
-    async def undo_changes(self, entry_id: str | None = None, *, force: bool = False) -> Any:
+    async def undo_changes(self, entry_id: str | None = None, *, force: bool = False) -> RestoreResult:
         """Undo the latest applied change (or ``entry_id``) off the event loop, and tell the model at the
         next message: the outcome it has not heard yet says undone, or a note says an earlier change was."""
         return await self._restore_changes_op("undo", entry_id, force)
 
-    async def redo_changes(self, entry_id: str | None = None, *, force: bool = False) -> Any:
+    async def redo_changes(self, entry_id: str | None = None, *, force: bool = False) -> RestoreResult:
         """Redo what the last undo restored (or ``entry_id``); the model's next note follows it."""
         return await self._restore_changes_op("redo", entry_id, force)
 
-    async def _restore_changes_op(self, op: str, entry_id: str | None, force: bool) -> Any:
+    async def _restore_changes_op(self, op: str, entry_id: str | None, force: bool) -> RestoreResult:
         import asyncio
 
         history = self.change_history()
@@ -547,7 +556,7 @@ class ThreadSession:
             await asyncio.to_thread(self.save_changes)
         return result
 
-    def _note_restore(self, op: str, entry: Any) -> None:
+    def _note_restore(self, op: str, entry: HistoryEntry) -> None:
         """Record an undo / redo in the thread's change set (one is made to carry it when none is open)."""
         from workspace.changes import ChangeSet
         from workspace.sandbox import Sandbox
@@ -601,7 +610,7 @@ class ThreadSession:
         except Exception as exc:  # a snapshot whose contents are gone must not stop the thread opening
             log.warning("the proposed changes of thread %s could not be restored: %s", self.thread_id, exc)
 
-    def change_history(self) -> Any:
+    def change_history(self) -> ChangeHistory:
         """Checkpoints of this thread's applied changes: undo, redo, the net diff since the start."""
         from workspace.changes import ChangeHistory
 
@@ -623,7 +632,7 @@ class ThreadSession:
             views.append(TurnView(turn, coalesce_text(events), index, len(siblings), tuple(siblings)))
         return views
 
-    def history(self) -> list[Any]:
+    def history(self) -> list[Message]:
         """The conversation the next message continues (what the robot will be given)."""
         current = self.thread.current_turn_id
         return self.store.history_messages(self.thread_id, current) if current else []

@@ -64,6 +64,7 @@ class ToolCalls(Texts):
         call.approval = ApprovalState(state="approved" if approved else "denied", scope=event.scope,
                                       reason=event.reason, edited=edited)
         if approved:
+            call.started = event.ts  # the tool runs from now: its time ticking leaves out the wait for the person
             if edited:
                 call.arguments = event.input
             if call.status == "approval":

@@ -37,6 +37,7 @@ from ui.chat.model.state import (
     CallLaneItem,
     ChatState,
     ErrorItem,
+    NoticeItem,
     RunEnd,
     RunOutcome,
     RunState,
@@ -218,14 +219,23 @@ class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
                     self.listener.item_changed(run.inner)
             case ev.TextDelta():
                 run = self._run(event.run_id, event.robot, event.task)
+                _token_came(run, event.ts)
                 self.set_activity(run, None)
                 self._append_text(run, event.robot, event.text)
             case ev.Text():
-                self.set_activity(self._run(event.run_id, event.robot, event.task), None)
+                run = self._run(event.run_id, event.robot, event.task)
+                if run.text is None:  # a stored model turn's text (its deltas joined, at the first one's time)
+                    _token_came(run, event.ts)
+                self.set_activity(run, None)
                 self._complete_text(event)
             case ev.ReasoningDelta():
-                self._append_reasoning(self._run(event.run_id, event.robot, event.task), event.robot, event.text)
+                run = self._run(event.run_id, event.robot, event.task)
+                _token_came(run, event.ts)
+                self._append_reasoning(run, event.robot, event.text)
             case ev.Reasoning():
+                run = self._run(event.run_id, event.robot, event.task)
+                if run.reasoning is None:  # stored thinking (its deltas joined, at the first one's time)
+                    _token_came(run, event.ts)
                 self._complete_reasoning(event)
             case ev.RunStatus():
                 self._status(event)
@@ -233,7 +243,10 @@ class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
                 self._tool_use(event.run_id, event.robot, event.task, call_id=event.id, tool=event.name,
                                server=event.server, arguments=event.input, started=event.ts,
                                from_text=event.from_text)
-                self.set_activity(self._run(event.run_id, event.robot, event.task), None)
+                run = self._run(event.run_id, event.robot, event.task)
+                if run.first_token is None:  # a first model call that only called a tool: its call came
+                    run.first_token = event.ts
+                self.set_activity(run, None)
             case ev.ApprovalRequested():
                 self._approval_requested(event)
                 self.set_activity(self._run(event.run_id, event.robot, event.task), APPROVAL, since=event.ts)
@@ -243,6 +256,7 @@ class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
             case ev.ToolResult() | ev.ToolError():
                 self._tool_finished(event)
                 run = self._run(event.run_id, event.robot, event.task)
+                run.call_first_token = None  # the next model call streams after the tools
                 if not any(c.status in ("running", "approval") for c in run.calls.values()):
                     self.set_activity(run, WAITING, since=event.ts)  # the model's next turn
             case ev.ToolProgress():
@@ -267,9 +281,11 @@ class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
                 self.notice(self._run(event.run_id, event.robot, event.task), event.message,
                             level="warning" if event.failed or event.starting else "info")
             case ev.ModelChanged():
-                self.notice(self._run(event.run_id, event.robot, event.task), event.describe(),
-                            details=f"Before: {event.previous or 'the offline demo'}. The thread's next messages "
-                            "go to the new model; the conversation so far is sent to it as it is.")
+                # Between the answers: under the turn it follows, below its footer (a notice of no run).
+                run = self._run(event.run_id, event.robot, event.task)
+                self._add(NoticeItem(parent=run.turn, text=event.describe(),
+                                     details=f"Before: {event.previous or 'the offline demo'}. The thread's next "
+                                     "messages go to the new model; the conversation so far is sent to it as it is."))
             case ev.RunFinished():
                 self._end(event, "finished", message=None, result=event.result)
             case ev.RunFailed():
@@ -294,6 +310,11 @@ class ChatPresenter(ToolCalls, ChangeCards, NetworkLanes):
         run.usage = Usage(event.total_input_tokens, event.total_output_tokens, event.total_cost,
                           run.usage.reasoning_tokens + event.reasoning_tokens, run.usage.estimated or event.estimated)
         run.model_calls.append(event)
+        if run.call_first_token is not None and event.ts > run.call_first_token:
+            # The call streamed from its first token to its usage (sent as the stream ends).
+            run.streamed_tokens += event.output_tokens
+            run.streamed_seconds += event.ts - run.call_first_token
+        run.call_first_token = None
         lane = run.lane or run.inner
         if lane is not None:  # a task's (a robot used as a tool's) usage shows in its lane's header
             lane.usage = run.usage
@@ -404,3 +425,11 @@ def compaction_text(event: ev.ContextCompacted) -> str:
     window = f" of {event.window:,}" if event.window else ""
     return (f"⟲ Conversation compacted{why} — {event.newly_replaced} earlier messages summarised "
             f"({event.tokens_before:,} → {event.tokens_after:,} tokens{window})")
+
+
+def _token_came(run: RunState, ts: float) -> None:
+    """A model call's token (text or thinking) came at ``ts``: the first of the run, of the call."""
+    if run.first_token is None:
+        run.first_token = ts
+    if run.call_first_token is None:
+        run.call_first_token = ts

@@ -406,6 +406,14 @@ class RunState:
     end: RunEnd | None = None
     #: The footer (usage, status, copy, regenerate) shows: after the first usage, a wait, or the end.
     footer: bool = False
+    #: When the run's first token (text or thinking) came: the time to first token is this less ``started``.
+    first_token: float | None = None
+    #: When the current model call's first token came (None before it, and after its ``usage``).
+    call_first_token: float | None = None
+    #: The output tokens of the model calls that streamed, and the seconds they streamed (from each
+    #: call's first token to its ``usage``): the answer's tokens per second.
+    streamed_tokens: int = 0
+    streamed_seconds: float = 0.0
     #: The thinking still growing (None once the answer began or the model turn ended).
     reasoning: ReasoningItem | None = None
     #: False for the offline demo (no language model): its cost is not "unknown", there is none.
@@ -416,6 +424,25 @@ class RunState:
     activity: str | None = None
     #: When ``activity`` started (its time shows next to it).
     activity_since: float | None = None
+
+    @property
+    def time_to_first_token(self) -> float | None:
+        """Seconds from the run's start to its first token (text or thinking; a network's: its first task's);
+        None before it."""
+        firsts = [run.first_token for run in (self, *self.children) if run.first_token is not None]
+        if not firsts or self.started is None:
+            return None
+        return max(0.0, min(firsts) - self.started)
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """The answer's output tokens per second while the model streamed (a network's: its tasks' together);
+        None when unknown."""
+        runs = (self, *self.children)
+        tokens, seconds = sum(r.streamed_tokens for r in runs), sum(r.streamed_seconds for r in runs)
+        if tokens <= 0 or seconds < 0.01:
+            return None
+        return tokens / seconds
 
     @property
     def totals(self) -> Usage:

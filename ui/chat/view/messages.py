@@ -293,6 +293,15 @@ class RobotHeader(QWidget):
         layout.addStretch(1)
 
 
+class FooterFigures(QLabel):
+    """A footer's figures: on one line where the row has room (a wrapping label would ask for less), wrapped
+    between the figures in a narrow column (never wider than it)."""
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return QSize(max(hint.width(), self.fontMetrics().horizontalAdvance(self.text()) + 4), hint.height())
+
+
 class RunFooter(QWidget):
     """Under a robot's answer: usage (tokens, cost, time), copy, regenerate."""
 
@@ -309,8 +318,10 @@ class RunFooter(QWidget):
         self.status = FooterStatus(self)
         self.status.setObjectName("Muted")
         layout.addWidget(self.status, 1)
-        self.usage = QLabel("", self)
+        self.usage = FooterFigures("", self)
         self.usage.setObjectName("Muted")
+        self.usage.setWordWrap(True)  # the speed and times make it long: it wraps rather than widen the column
+        self.usage.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         layout.addWidget(self.usage)
         self.copy_button = _icon_button("copy", "Copy the answer as Markdown (Ctrl+Shift+C: the last one)", self)
         self.copy_button.setAccessibleName("Copy the answer as Markdown")
@@ -326,21 +337,34 @@ class RunFooter(QWidget):
             self.regenerate_requested.emit(self.turn_id)
 
     def set_usage(self, input_tokens: int, output_tokens: int, cost: float | None, duration: float | None,
-                  *, calls: list[Any] | None = None, estimated: bool = False, priced: bool = False) -> None:
-        """``estimated``: the server reported no usage (the counts are ours: "~N tokens (estimated)");
-        ``priced``: a language model whose cost None means "cost unknown" (never free)."""
+                  *, calls: list[Any] | None = None, estimated: bool = False, priced: bool = False,
+                  first_token: float | None = None, speed: float | None = None) -> None:
+        """``estimated``: the server reported no usage (the counts are ours: "~N in · ~N out tokens
+        (estimated)"); ``priced``: a language model whose cost None means "cost unknown" (never free);
+        ``first_token``: seconds to the first token; ``speed``: output tokens a second while it streamed."""
         total = input_tokens + output_tokens
-        parts = [f"~{total:,} tokens (estimated)" if estimated else f"{total:,} tokens"] if total else []
+        mark = "~" if estimated else ""
+        parts = [f"{mark}{input_tokens:,} in · {mark}{output_tokens:,} out tokens"
+                 + (" (estimated)" if estimated else "")] if total else []
+        if speed is not None:
+            parts.append(f"{mark}{speed:,.1f} tok/s")
+        if first_token is not None:
+            parts.append(f"{first_token:.2f} s to first token")
         if cost:
             parts.append(f"${cost:.4f}")
         elif cost is None and total and priced:
             parts.append("cost unknown")
         if duration:
             parts.append(format_duration(duration))
-        self.usage.setText("  ·  ".join(parts))
-        mark = "~" if estimated else ""
+        # A narrow column wraps the figures between them, never inside one ("290 in · 162 out tokens").
+        self.usage.setText("  ·  ".join(part.replace(" ", "\u00a0") for part in parts))
         tip = [f"This answer: {mark}{input_tokens:,} input + {mark}{output_tokens:,} output tokens"
                + (f", ${cost:.6f}" if cost else "")]
+        if speed is not None:
+            tip.append(f"Speed: {mark}{speed:,.1f} output tokens a second while the model wrote "
+                       "(from each model call's first token to its end)")
+        if first_token is not None:
+            tip.append(f"Time to first token: {first_token:.2f} s after the message was sent")
         if estimated:
             tip.append("The server reported no usage: the counts are estimates.")
         for i, call in enumerate(calls or [], 1):
@@ -359,7 +383,8 @@ class RunFooter(QWidget):
         self.regen_button.setEnabled(self.turn_id is not None)
         totals, end = run.totals, run.end
         self.set_usage(totals.input_tokens, totals.output_tokens, totals.cost, end.duration if end else None,
-                       calls=run.model_calls, estimated=totals.estimated, priced=run.language_model)
+                       calls=run.model_calls, estimated=totals.estimated, priced=run.language_model,
+                       first_token=run.time_to_first_token, speed=run.tokens_per_second)
         if end is None or not end.status_text:  # while it runs, the chat's activity line says what it waits for
             return
         c = theme.colors()

@@ -1,0 +1,260 @@
+"""Agent skills: ``SKILL.md`` folders a robot picks per run by what the message asks (RobotLab's AgentSkills).
+
+A skill is a folder holding ``SKILL.md``: YAML front matter with ``name`` and ``description`` (both
+required; capability keys such as ``fs_read`` or ``network`` are kept in :attr:`AgentSkill.capabilities`),
+then the instructions, and optionally ``scripts/`` (also ``references/`` and ``assets/``).
+
+:class:`AgentSkillCatalog` finds skills where robot templates are found: the ``template_dirs=`` given,
+the opened folder's ``.robotlab/templates``, the user's templates and the shipped ones; in each, the
+folders under ``skills/`` and the skill folders directly inside. :meth:`AgentSkillCatalog.select`
+picks the skills whose description is similar to a message. The similarity comes from an embedder
+(any ``embed(texts) -> vectors`` callable, plain or ``async``: a local model, a hosted embeddings API)
+or, with none, from an offline lexical measure: the cosine of stemmed, stop-word-filtered word counts,
+which needs no key and no download.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import re
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workspace.errors import ConfigurationError
+from workspace.templates import search_path
+
+log = logging.getLogger(__name__)
+
+SKILL_FILE = "SKILL.md"
+#: RobotLab's threshold for embeddings (cosine of two sentence vectors).
+EMBEDDING_THRESHOLD = 0.70
+#: The lexical measure's threshold: word counts of a short message and a one-line description overlap
+#: far less than sentence vectors do, so the same 0.70 would select almost nothing.
+LEXICAL_THRESHOLD = 0.25
+CAPABILITY_KEYS = ("fs_read", "fs_write", "network", "timeout", "trust")
+
+Embedder = Callable[[Sequence[str]], Sequence[Sequence[float]] | Awaitable[Sequence[Sequence[float]]]]
+
+
+@dataclass(frozen=True)
+class AgentSkill:
+    """One ``SKILL.md`` folder: its ``name``, ``description``, ``instructions`` (the body) and files."""
+
+    name: str
+    description: str
+    path: Path
+    instructions: str
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_path(cls, path: str | Path) -> AgentSkill:
+        """Read a skill from its folder or its ``SKILL.md``; a missing ``name`` or ``description`` raises
+        :class:`~workspace.errors.ConfigurationError` naming the file."""
+        file = Path(path)
+        if file.is_dir():
+            file = file / SKILL_FILE
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigurationError(f"Cannot read the skill {file}: {exc.strerror or exc}") from None
+        meta, body = _front_matter(text, where=str(file))
+        for key in ("name", "description"):
+            if not str(meta.get(key) or "").strip():
+                raise ConfigurationError(f"SKILL.md at {file} missing '{key}': add a line '{key}: ...' to its front "
+                                         "matter (between the two '---' lines at the top)")
+        return cls(name=str(meta["name"]).strip(), description=str(meta["description"]).strip(),
+                   path=file.parent, instructions=body.strip(), metadata=meta)
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """What the skill's scripts ask to be allowed (``fs_read``, ``fs_write``, ``network``, ``timeout``,
+        ``trust``), as written."""
+        return {key: self.metadata[key] for key in CAPABILITY_KEYS if key in self.metadata}
+
+    @property
+    def scripts(self) -> list[Path]:
+        """The files in ``scripts/``, sorted."""
+        folder = self.path / "scripts"
+        if not folder.is_dir():
+            return []
+        return sorted(p for p in folder.iterdir() if p.is_file())
+
+
+def _front_matter(text: str, *, where: str) -> tuple[dict[str, Any], str]:
+    from workspace import yaml_limits
+
+    stripped = text.lstrip("\ufeff")
+    if not stripped.startswith("---"):
+        return {}, stripped
+    lines = stripped.splitlines(keepends=True)
+    end = next((i for i, line in enumerate(lines[1:], start=1) if line.strip() in ("---", "...")), None)
+    if end is None:
+        raise ConfigurationError(f"{where}: the front matter starts with '---' but has no closing '---' line")
+    try:
+        loaded = yaml_limits.safe_load("".join(lines[1:end]))
+    except Exception as exc:  # yaml's errors and the size limits' alike
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 2}" if mark is not None else ""
+        raise ConfigurationError(f"{where}: the front matter is not valid YAML{at}: "
+                                 f"{getattr(exc, 'problem', None) or exc}") from None
+    return (dict(loaded) if isinstance(loaded, Mapping) else {}), "".join(lines[end + 1:])
+
+
+# -- the offline lexical measure ---------------------------------------------------------------------
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset([
+    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at",
+    "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did",
+    "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have",
+    "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into",
+    "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of",
+    "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "please",
+    "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them",
+    "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until",
+    "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will",
+    "with", "would", "you", "your", "yours", "yourself", "yourselves", "use", "used", "using",
+])
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "ies", "ied", "ed", "er", "ly", "s")
+
+
+def _stem(word: str) -> str:
+    """A light stemmer: ``reviews``, ``reviewers``, ``reviewing`` -> ``review``; ``queries`` -> ``query``;
+    ``codes``, ``code`` -> ``cod`` (a final ``e`` goes, so ``optimize``/``optimizes``/``optimized`` meet)."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not (suffix == "s" and word.endswith("ss")):
+            word = word[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+def term_vector(text: str) -> dict[str, float]:
+    """The L2-normalised counts of the stemmed words of ``text`` that are not stop words."""
+    counts = Counter(_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1)
+    norm = math.sqrt(sum(c * c for c in counts.values()))
+    return {word: count / norm for word, count in counts.items()} if norm else {}
+
+
+def lexical_similarity(a: str, b: str) -> float:
+    """The cosine of the two texts' :func:`term_vector` (0.0 when either has no words)."""
+    va, vb = term_vector(a), term_vector(b)
+    return sum(weight * vb.get(word, 0.0) for word, weight in va.items())
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    if not a or len(a) != len(b):
+        return 0.0
+    na, nb = math.sqrt(sum(x * x for x in a)), math.sqrt(sum(x * x for x in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / (na * nb) if na and nb else 0.0
+
+
+class AgentSkillCatalog:
+    """The skills found in ``dirs`` (first found wins for a name), read once, on first use."""
+
+    def __init__(self, dirs: str | Path | Iterable[str | Path] | None = None, *, folder: str | Path | None = None,
+                 template_dirs: Iterable[str | Path] = (), embedder: Embedder | None = None,
+                 threshold: float | None = None) -> None:
+        if isinstance(dirs, str | Path):
+            dirs = [dirs]
+        if dirs is None:
+            dirs = search_path(Path(folder) if folder is not None else None, kind="templates",
+                               extra=[Path(d) for d in template_dirs])
+        self.dirs = [Path(d) for d in dirs]
+        self.embedder = embedder
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"threshold must be between 0 and 1 (got {threshold!r})")
+        #: The lowest similarity selected (None: 0.70 with an embedder, 0.25 for the lexical measure).
+        self.threshold = threshold
+        self._skills: dict[str, AgentSkill] | None = None
+        #: Skill folders that could not be read, with why (they are skipped).
+        self.problems: list[str] = []
+
+    def _load(self) -> dict[str, AgentSkill]:
+        if self._skills is not None:
+            return self._skills
+        skills: dict[str, AgentSkill] = {}
+        for root in self.dirs:
+            for base in (root / "skills", root):
+                try:
+                    folders = sorted(p for p in base.iterdir() if (p / SKILL_FILE).is_file())
+                except OSError:
+                    continue
+                for folder in folders:
+                    try:
+                        skill = AgentSkill.from_path(folder)
+                    except ConfigurationError as exc:
+                        self.problems.append(str(exc))
+                        log.warning("AgentSkillCatalog: %s, skipping %s", exc, folder)
+                        continue
+                    skills.setdefault(skill.name, skill)
+        self._skills = skills
+        return skills
+
+    def reload(self) -> None:
+        """Read the folders again on next use."""
+        self._skills = None
+        self.problems = []
+
+    def all(self) -> list[AgentSkill]:
+        """Every skill, by name."""
+        return sorted(self._load().values(), key=lambda s: s.name)
+
+    def find(self, name: str) -> AgentSkill | None:
+        return self._load().get(name)
+
+    async def scores(self, message: str, *, among: Iterable[str | AgentSkill] | None = None) -> dict[str, float]:
+        """The similarity of ``message`` to each skill's description, by skill name. An embedder that fails
+        is logged and the lexical measure used instead."""
+        skills = self._among(among)
+        if not skills or not message.strip():
+            return {skill.name: 0.0 for skill in skills}
+        if self.embedder is not None:
+            try:
+                vectors = self.embedder([message, *(s.description for s in skills)])
+                if inspect.isawaitable(vectors):
+                    vectors = await vectors
+                query, *rest = list(vectors)
+                if len(rest) != len(skills):
+                    raise ValueError(f"the embedder returned {len(rest) + 1} vectors for {len(skills) + 1} texts")
+                return {s.name: _cosine(query, v) for s, v in zip(skills, rest, strict=True)}
+            except Exception as exc:
+                log.warning("AgentSkillCatalog: embedding failed (%s); using the lexical measure", exc)
+        return {s.name: lexical_similarity(message, s.description) for s in skills}
+
+    async def select(self, message: str, *, among: Iterable[str | AgentSkill] | None = None,
+                     limit: int | None = None) -> list[AgentSkill]:
+        """The skills (of ``among``, else all) whose description is at least :attr:`threshold` similar to
+        ``message``, most similar first."""
+        skills = {s.name: s for s in self._among(among)}
+        scored = await self.scores(message, among=list(skills.values()))
+        threshold = self.threshold
+        if threshold is None:
+            threshold = EMBEDDING_THRESHOLD if self.embedder is not None else LEXICAL_THRESHOLD
+        chosen = sorted((name for name, score in scored.items() if score >= threshold),
+                        key=lambda name: (-scored[name], name))
+        return [skills[name] for name in chosen[:limit]]
+
+    def _among(self, among: Iterable[str | AgentSkill] | None) -> list[AgentSkill]:
+        if among is None:
+            return self.all()
+        out: list[AgentSkill] = []
+        for item in among:
+            if isinstance(item, AgentSkill):
+                out.append(item)
+                continue
+            skill = self.find(str(item))
+            if skill is None:
+                known = ", ".join(s.name for s in self.all()) or "none"
+                raise ConfigurationError(f"No agent skill named '{item}' (found: {known}); skills are folders with "
+                                         f"a SKILL.md under: {', '.join(str(d) for d in self.dirs)}")
+            out.append(skill)
+        return out
+
+
+def instructions(skills: Iterable[AgentSkill]) -> str:
+    """The selected skills' instructions joined as RobotLab prepends them to the system prompt."""
+    return "\n\n".join(s.instructions for s in skills if s.instructions)

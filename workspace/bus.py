@@ -1,0 +1,472 @@
+"""Robots that talk: RobotLab's message bus (``RobotMessage``, ``send_message``, ``on_message``, ``spawn``).
+
+A :class:`MessageBus` has one channel per robot, named after the robot. A message published to a
+channel becomes a :class:`Delivery` that the robot's handler acknowledges (``ack``) or refuses
+(``nack``; refused deliveries are kept in :attr:`MessageBus.dead_letters`). Deliveries to one robot
+are handled one at a time, in order, by a task of the channel's own: the sender never waits for the
+handler (RobotLab handles a delivery inline in the sender when the robot is idle; a long run inside
+a handler blocked the sender there, not here). A handler's failure is logged and never reaches the
+sender.
+
+:class:`BusMessaging` is the part of :class:`~workspace.robot.Robot` that talks: ``robot.bus``,
+``with_bus``, ``send_message`` / ``send_reply``, ``on_message``, the ``outbox`` with its replies,
+``respond_to_tasks``, ``serve``, ``spawn`` and ``delegate`` (:mod:`workspace.delegation`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Self, overload
+
+from workspace.delegation import DelegationFuture, delegate
+from workspace.errors import Error
+
+if TYPE_CHECKING:
+    from workspace.result import RobotResult
+
+log = logging.getLogger(__name__)
+
+
+class BusError(Error):
+    """A bus operation that cannot happen: no bus, an unknown recipient, a handler that failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class RobotMessage:
+    """One message on the bus. ``id`` is the sender's counter (from 1), ``from_`` the sender's name
+    (``from`` on the wire: :meth:`to_dict`), ``content`` a string or a mapping, ``in_reply_to`` the
+    :attr:`key` of the message this one answers."""
+
+    id: int
+    from_: str
+    content: str | Mapping[str, Any]
+    in_reply_to: str | None = None
+
+    @classmethod
+    def build(cls, *, id: int, from_: str, content: str | Mapping[str, Any],
+              in_reply_to: str | None = None) -> RobotMessage:
+        return cls(id=id, from_=str(from_), content=content, in_reply_to=in_reply_to)
+
+    @property
+    def key(self) -> str:
+        """``"<from>:<id>"``: what a reply names in ``in_reply_to``."""
+        return f"{self.from_}:{self.id}"
+
+    @property
+    def reply(self) -> bool:
+        """RobotLab's ``reply?``: this message answers another."""
+        return self.in_reply_to is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form: ``{"id", "from", "content", "in_reply_to"}``."""
+        content = dict(self.content) if isinstance(self.content, Mapping) else self.content
+        return {"id": self.id, "from": self.from_, "content": content, "in_reply_to": self.in_reply_to}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RobotMessage:
+        """Read the wire form back (``from``; ``from_`` is accepted too)."""
+        sender = data.get("from", data.get("from_"))
+        if sender is None or "id" not in data or "content" not in data:
+            raise ValueError("A RobotMessage needs 'id', 'from' and 'content' (got keys: "
+                             f"{', '.join(sorted(map(str, data))) or 'none'})")
+        return cls(id=int(data["id"]), from_=str(sender), content=data["content"],
+                   in_reply_to=data.get("in_reply_to"))
+
+
+DeliveryStatus = Literal["pending", "acked", "nacked"]
+
+
+class Delivery:
+    """A message as one robot received it: acknowledge it (:meth:`ack`) or refuse it (:meth:`nack`)."""
+
+    def __init__(self, message: RobotMessage, *, to: str, bus: MessageBus) -> None:
+        self.message = message
+        self.to = to
+        self.status: DeliveryStatus = "pending"
+        self._bus = bus
+
+    @property
+    def pending(self) -> bool:
+        """Neither acknowledged nor refused yet."""
+        return self.status == "pending"
+
+    def ack(self) -> None:
+        if self.pending:
+            self.status = "acked"
+
+    def nack(self) -> None:
+        """Refuse the message: it goes to the bus's :attr:`~MessageBus.dead_letters`."""
+        if self.pending:
+            self.status = "nacked"
+            self._bus.dead_letters.append(self)
+
+    def __repr__(self) -> str:
+        return f"<Delivery {self.message.key} -> {self.to} {self.status}>"
+
+
+Handler = Callable[[Delivery], Awaitable[None] | None]
+
+
+class _Channel:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.queue: deque[Delivery] = deque()
+        self.handler: Handler | None = None
+        self.consumer: asyncio.Task[None] | None = None
+
+
+class MessageBus:
+    """Channels by robot name; publishing never waits for the recipient.
+
+    A robot's tool may send from a worker thread: the delivery is handed to the event loop the bus
+    runs on.
+    """
+
+    def __init__(self) -> None:
+        self._channels: dict[str, _Channel] = {}
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._idle: asyncio.Event | None = None
+        self._idle_loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: Deliveries a handler refused (``nack``), oldest first.
+        self.dead_letters: list[Delivery] = []
+
+    @property
+    def channels(self) -> list[str]:
+        return list(self._channels)
+
+    def has_channel(self, name: str) -> bool:
+        return name in self._channels
+
+    def add_channel(self, name: str) -> None:
+        self._channels.setdefault(name, _Channel(name))
+        self._running_loop()
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The running event loop, remembered as the bus's (None outside one)."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        self._loop = running
+        return running
+
+    def remove_channel(self, name: str) -> None:
+        """Take channel ``name`` off the bus; what was still queued for it is refused (``nack``)."""
+        channel = self._channels.pop(name, None)
+        if channel is None:
+            return
+        if channel.consumer is not None:
+            channel.consumer.cancel()
+        while channel.queue:
+            channel.queue.popleft().nack()
+            self._done_one()
+
+    def subscribe(self, name: str, handler: Handler) -> None:
+        """``handler(delivery)`` receives every delivery to channel ``name``, one at a time."""
+        self.add_channel(name)
+        self._channels[name].handler = handler
+
+    def publish(self, to: str, message: RobotMessage) -> Delivery:
+        """Queue ``message`` for channel ``to`` and return at once. Outside any event loop the bus has run
+        on, the delivery waits in the queue until :meth:`drain` (or a later publish inside a loop) starts it."""
+        channel = self._channels.get(str(to))
+        if channel is None:
+            known = ", ".join(sorted(self._channels)) or "none"
+            raise BusError(f"No robot named '{to}' is on this bus (on it: {known}); put it on the bus first "
+                           "with robot.with_bus(bus)")
+        delivery = Delivery(message, to=channel.name, bus=self)
+        with self._lock:
+            self._pending += 1
+            channel.queue.append(delivery)
+        if self._running_loop() is not None:
+            self._start(channel)
+        elif self._loop is not None and not self._loop.is_closed():  # a worker thread: over to the loop
+            self._loop.call_soon_threadsafe(self._start, channel)
+        return delivery
+
+    def _start(self, channel: _Channel) -> None:
+        loop = asyncio.get_running_loop()
+        running = channel.consumer
+        if running is not None and not running.done() and running.get_loop() is loop:
+            return
+        if self._channels.get(channel.name) is not channel:
+            return
+        channel.consumer = loop.create_task(self._consume(channel), name=f"bus channel {channel.name}")
+
+    async def _consume(self, channel: _Channel) -> None:
+        while channel.queue:
+            delivery = channel.queue.popleft()
+            try:
+                handler = channel.handler
+                if handler is None:
+                    delivery.ack()
+                else:
+                    outcome = handler(delivery)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+            except Exception as exc:  # a handler's failure stays on the bus: the sender never sees it
+                delivery.nack()
+                log.warning("bus: delivery error: %s", exc)
+            finally:
+                self._done_one()
+
+    def _done_one(self) -> None:
+        with self._lock:
+            self._pending -= 1
+            idle = self._pending == 0
+        if idle and self._idle is not None:
+            self._idle.set()
+
+    @property
+    def busy(self) -> bool:
+        """Deliveries are queued or being handled."""
+        return self._pending > 0
+
+    async def drain(self, *, timeout: float | None = None) -> None:
+        """Wait until every delivery, and every one its handlers published in turn, has been handled
+        (``TimeoutError`` after ``timeout`` seconds)."""
+        self._loop = asyncio.get_running_loop()
+        for channel in list(self._channels.values()):
+            if channel.queue:
+                self._start(channel)
+        if self._idle is None or self._idle_loop is not self._loop:  # an Event belongs to one event loop
+            self._idle, self._idle_loop = asyncio.Event(), self._loop
+        async with asyncio.timeout(timeout):
+            while self.busy:
+                self._idle.clear()
+                if not self.busy:
+                    break
+                await self._idle.wait()
+
+    def __repr__(self) -> str:
+        return f"<MessageBus channels={self.channels!r}>"
+
+
+@dataclass
+class OutboxEntry:
+    """A message this robot sent, whether it was answered (``status``) and the replies."""
+
+    message: RobotMessage
+    status: Literal["sent", "replied"] = "sent"
+    replies: list[RobotMessage] = field(default_factory=list)
+
+
+MessageHandler = Callable[..., Any]
+
+
+def _wants_delivery(handler: MessageHandler) -> bool:
+    """RobotLab's arity rule: a handler of two parameters gets ``(delivery, message)`` and acknowledges
+    itself; a handler of one gets the message, acknowledged before the call."""
+    try:
+        params = inspect.signature(handler).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+def _as_text(content: str | Mapping[str, Any]) -> str:
+    if isinstance(content, Mapping):
+        return "\n".join(f"{k}: {v}" for k, v in content.items())
+    return str(content)
+
+
+class _Talk:
+    """One robot's state on the bus."""
+
+    def __init__(self) -> None:
+        self.bus: MessageBus | None = None
+        self.counter = 0
+        self.lock = threading.Lock()
+        self.outbox: dict[str, OutboxEntry] = {}
+        self.handler: MessageHandler = lambda message: None
+        self.children: dict[str, Any] = {}
+
+
+class BusMessaging:
+    """The messaging half of a robot (mixed into :class:`~workspace.robot.Robot`)."""
+
+    name: str
+
+    @property
+    def _talk(self) -> _Talk:
+        talk: _Talk | None = self.__dict__.get("_talk_state")
+        if talk is None:
+            talk = self.__dict__["_talk_state"] = _Talk()
+        return talk
+
+    @property
+    def bus(self) -> MessageBus | None:
+        """The bus this robot is on (None: not on one)."""
+        return self._talk.bus
+
+    def with_bus(self, bus: MessageBus | None = None) -> Self:
+        """Put this robot on ``bus`` (None: keep its bus, or make a new one) and return the robot. It leaves
+        the bus it was on."""
+        talk = self._talk
+        target = bus if bus is not None else (talk.bus or MessageBus())
+        if talk.bus is target and target.has_channel(self.name):
+            return self
+        if target.has_channel(self.name):
+            raise BusError(f"Another robot named '{self.name}' is already on this bus: messages are addressed by "
+                           "name, so give this robot a name of its own")
+        if talk.bus is not None and talk.bus is not target:
+            talk.bus.remove_channel(self.name)
+        talk.bus = target
+        target.subscribe(self.name, self._receive)
+        return self
+
+    def _need_bus(self) -> MessageBus:
+        bus = self._talk.bus
+        if bus is None:
+            raise BusError(f"No bus configured on robot '{self.name}': put it on one first with "
+                           "robot.with_bus(bus) (or robot.with_bus() for a new bus)")
+        return bus
+
+    def _next(self, *, content: str | Mapping[str, Any], in_reply_to: str | None) -> RobotMessage:
+        talk = self._talk
+        with talk.lock:
+            talk.counter += 1
+            return RobotMessage(id=talk.counter, from_=self.name, content=content, in_reply_to=in_reply_to)
+
+    def send_message(self, *, to: str | BusMessaging, content: str | Mapping[str, Any]) -> RobotMessage:
+        """Send ``content`` to the robot named ``to`` and return the message (its reply, when one comes, is
+        in :attr:`outbox` under the message's key). Does not wait for the recipient."""
+        bus = self._need_bus()
+        recipient = to.name if isinstance(to, BusMessaging) else str(to)
+        message = self._next(content=content, in_reply_to=None)
+        with self._talk.lock:
+            self._talk.outbox[message.key] = OutboxEntry(message)
+        bus.publish(recipient, message)
+        return message
+
+    def send_reply(self, *, to: str | BusMessaging, content: str | Mapping[str, Any],
+                   in_reply_to: str) -> RobotMessage:
+        """Answer the message whose key is ``in_reply_to`` (a reply is not kept in the outbox)."""
+        bus = self._need_bus()
+        recipient = to.name if isinstance(to, BusMessaging) else str(to)
+        message = self._next(content=content, in_reply_to=in_reply_to)
+        bus.publish(recipient, message)
+        return message
+
+    @property
+    def outbox(self) -> dict[str, OutboxEntry]:
+        """The messages this robot sent, by key, with their replies."""
+        return self._talk.outbox
+
+    @overload
+    def on_message(self, handler: MessageHandler) -> Self: ...
+
+    @overload
+    def on_message(self, handler: None = None) -> Callable[[MessageHandler], MessageHandler]: ...
+
+    def on_message(self, handler: MessageHandler | None = None) -> Self | Callable[[MessageHandler], MessageHandler]:
+        """Handle the messages this robot receives, one at a time (plain or ``async``). ``handler(message)``:
+        acknowledged before the call, refused (``nack``) when it raises. ``handler(delivery, message)``:
+        the handler calls ``delivery.ack()`` or ``delivery.nack()`` itself. Usable as a decorator."""
+        if handler is None:
+            def decorate(fn: MessageHandler) -> MessageHandler:
+                self.on_message(fn)
+                return fn
+
+            return decorate
+        self._talk.handler = handler
+        return self
+
+    async def _receive(self, delivery: Delivery) -> None:
+        message = delivery.message
+        talk = self._talk
+        if message.in_reply_to is not None:
+            with talk.lock:
+                entry = talk.outbox.get(message.in_reply_to)
+                if entry is not None:
+                    entry.status = "replied"
+                    entry.replies.append(message)
+        handler = talk.handler
+        manual = _wants_delivery(handler)
+        if not manual:
+            delivery.ack()
+        try:
+            outcome = handler(delivery, message) if manual else handler(message)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception as exc:
+            delivery.nack()
+            raise BusError(f"Error handling bus message on robot '{self.name}': {exc}") from exc
+
+    def respond_to_tasks(self, handler: Callable[[RobotMessage], Any], *, auto_reply: bool = True) -> Self:
+        """Answer each message that is not itself a reply with ``handler(message)`` (plain or ``async``),
+        sent back as a reply when ``auto_reply`` and the answer is not None."""
+        async def answer(message: RobotMessage) -> None:
+            if message.reply:
+                return
+            reply = handler(message)
+            if inspect.isawaitable(reply):
+                reply = await reply
+            if auto_reply and reply is not None:
+                self.send_reply(to=message.from_, content=reply, in_reply_to=message.key)
+
+        return self.on_message(answer)
+
+    def serve(self, *, auto_reply: bool = True) -> Self:
+        """Run each task message through this robot and reply with its answer (a mapping's content is sent
+        to the model as ``key: value`` lines)."""
+        async def work(message: RobotMessage) -> Any:
+            result = await self.arun(_as_text(message.content))
+            return result.last_text_content
+
+        return self.respond_to_tasks(work, auto_reply=auto_reply)
+
+    if TYPE_CHECKING:
+        async def arun(self, message: Any, **options: Any) -> RobotResult: ...
+
+    # -- robots that make robots ----------------------------------------------------------------------
+    def _child_options(self) -> dict[str, Any]:
+        """RobotLab's inherited LLM settings: this robot's model and provider (the provider object carries
+        its server and which keys may go there), configuration and folder."""
+        out: dict[str, Any] = {"provider": getattr(self, "provider", None), "model": getattr(self, "model", None),
+                               "config": getattr(self, "_config", None), "folder": getattr(self, "folder", None)}
+        return {key: value for key, value in out.items() if value is not None}
+
+    def spawn(self, *, name: str = "robot", system_prompt: str | None = None, template: Any = None,
+              local_tools: Iterable[Any] = (), **options: Any) -> Any:
+        """A new robot on this robot's bus (made if it has none) with this robot's model and provider
+        (``options`` override them, and are any other Robot argument)."""
+        bus = self._talk.bus
+        if bus is None:
+            self.with_bus()
+            bus = self._need_bus()
+        make: Callable[..., BusMessaging] = type(self)
+        child = make(name, system_prompt=system_prompt, template=template, local_tools=list(local_tools),
+                     **{**self._child_options(), **options})
+        child.with_bus(bus)
+        self._talk.children[child.name] = child
+        return child
+
+    @property
+    def children(self) -> dict[str, Any]:
+        """The robots this one spawned, by name."""
+        return dict(self._talk.children)
+
+    @overload
+    async def delegate(self, *, to: Any, task: Any, background: Literal[False] = False,
+                       **options: Any) -> RobotResult: ...
+
+    @overload
+    async def delegate(self, *, to: Any, task: Any, background: Literal[True], **options: Any) -> DelegationFuture: ...
+
+    async def delegate(self, *, to: Any, task: Any, background: bool = False,
+                       **options: Any) -> RobotResult | DelegationFuture:
+        """Have robot ``to`` run ``task`` and return its result, with ``duration`` (seconds) and
+        ``delegated_by`` (this robot's name); ``background=True`` returns a :class:`DelegationFuture` at
+        once. ``options`` go to ``to.arun``. Errors of the delegate propagate (from ``value()`` in the
+        background)."""
+        return await delegate(to, task, delegated_by=self.name, background=background, **options)

@@ -1,0 +1,78 @@
+"""Delegation: one robot has another run a task, now or in the background (RobotLab's ``Robot#delegate``).
+
+``await robot.delegate(to=other, task="...")`` returns the other robot's result with ``duration``
+(seconds) and ``delegated_by`` set. With ``background=True`` it returns a :class:`DelegationFuture` at
+once (the work runs as an asyncio task, where RobotLab starts a thread): ``done()`` says whether it
+finished, ``await future.value(timeout=30)`` gives the result, raises the delegate's error, or raises
+:class:`DelegationTimeout` without stopping the work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from workspace.errors import Error
+
+if TYPE_CHECKING:
+    from workspace.result import RobotResult
+
+
+class DelegationTimeout(Error):
+    """:meth:`DelegationFuture.value` waited longer than its ``timeout``; the delegated work goes on."""
+
+
+class DelegationFuture:
+    """The result to come of a task delegated in the background."""
+
+    def __init__(self, task: asyncio.Task[RobotResult], *, robot_name: str, delegated_by: str) -> None:
+        self.robot_name = robot_name
+        self.delegated_by = delegated_by
+        self._task = task
+        # Read the error once it is there, so a future nobody waits on does not log "never retrieved".
+        task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
+
+    def done(self) -> bool:
+        """The delegate finished (with a result or an error)."""
+        return self._task.done()
+
+    async def value(self, *, timeout: float | None = None) -> RobotResult:
+        """Wait for the result (at most ``timeout`` seconds): the delegate's RobotResult, or its error."""
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._task), timeout)
+        except TimeoutError:
+            if self._task.done():  # finished at the very moment the wait gave up
+                return self._task.result()
+            raise DelegationTimeout(f"Delegation to '{self.robot_name}' timed out after {timeout:g}s") from None
+
+    wait = value
+
+    def cancel(self) -> bool:
+        """Stop the delegated work (RobotLab cannot); True if it was still running."""
+        return self._task.cancel()
+
+    def __repr__(self) -> str:
+        state = "done" if self.done() else "running"
+        return f"<DelegationFuture {self.delegated_by} -> {self.robot_name} {state}>"
+
+
+async def _run(to: Any, task: Any, *, delegated_by: str, options: dict[str, Any]) -> RobotResult:
+    start = time.monotonic()
+    result: RobotResult = await to.arun(task, **options)
+    result.duration = time.monotonic() - start
+    result.delegated_by = delegated_by
+    return result
+
+
+async def delegate(to: Any, task: Any, *, delegated_by: str, background: bool = False,
+                   **options: Any) -> RobotResult | DelegationFuture:
+    """``to.arun(task, **options)`` timed and signed by ``delegated_by``; see :meth:`workspace.robot.Robot.delegate`."""
+    if not callable(getattr(to, "arun", None)):
+        raise TypeError(f"delegate(to=...) needs a robot (something with 'arun'); got {type(to).__name__}")
+    name = str(getattr(to, "name", "robot"))
+    work = _run(to, task, delegated_by=delegated_by, options=options)
+    if not background:
+        return await work
+    return DelegationFuture(asyncio.create_task(work, name=f"delegation {delegated_by} -> {name}"),
+                            robot_name=name, delegated_by=delegated_by)
