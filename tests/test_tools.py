@@ -108,7 +108,16 @@ async def test_async_handler_and_exceptions_become_error_outputs() -> None:
 
     assert (await Tool("ok", handler=ok).invoke({})).data == "fine"
     out = await Tool("boom", handler=boom).invoke({})
-    assert out.is_error and out.data == {"type": "KeyError", "message": "'missing'"}
+    assert out.is_error and out.data == "Error (boom): 'missing'"  # RobotLab's text for the model
+    assert out.raw == {"type": "KeyError", "message": "'missing'"}  # the type, for the inspector
+
+
+async def test_raise_on_error_lets_the_exception_through() -> None:
+    def boom(inp: dict[str, Any]) -> str:
+        raise RuntimeError("disk on fire")
+
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        await Tool("critical", handler=boom, raise_on_error=True).invoke({})
 
 
 async def test_timeout_is_an_error_output() -> None:

@@ -67,6 +67,13 @@ _EXPORTS: dict[str, str] = {
     "AgentSkillCatalog": "workspace.agent_skills",
     "Ledger": "workspace.ledger",
     "BudgetExceeded": "workspace.ledger",
+    # Hooks and the tool loop's guards (RobotLab 0.2)
+    "Hook": "workspace.hooks",
+    "on": "workspace.hooks",
+    "clear_hooks": "workspace.hooks",
+    "ToolLoopError": "workspace.errors",
+    "DoomLoopDetector": "workspace.agent.guards",
+    "AskUser": "workspace.ask_user",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__", "build", "create_memory"]

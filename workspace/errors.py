@@ -105,6 +105,10 @@ class RunFailedError(Error):
     """A robot run ended in ``run_failed``; ``arun`` raises this with the run's error."""
 
 
+class ToolLoopError(InferenceError):
+    """The run made more tool calls than ``max_tool_rounds`` allows (RobotLab's circuit breaker); not retryable."""
+
+
 class SandboxError(Error):
     """A path outside the folder the user opened, or another refused file operation."""
 
@@ -112,7 +116,7 @@ class SandboxError(Error):
 #: Classes known to :func:`deserialize`, by RobotLab's names and by ours.
 _KNOWN: dict[str, type[BaseException]] = {}
 for _cls in (Error, ConfigurationError, ToolNotFoundError, InferenceError, ProviderError, ContextOverflowError,
-             MCPError, AwaitTimeout, HistoryError, RunFailedError, SandboxError):
+             MCPError, AwaitTimeout, HistoryError, RunFailedError, SandboxError, ToolLoopError):
     _KNOWN[_cls.__name__] = _cls
     _KNOWN[f"RobotLab::{_cls.__name__}"] = _cls
 _KNOWN["RobotLab::Error"] = Error

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workspace.agent import AgentRun
+from workspace.agent.guards import DEFAULT_MAX_TOOLS, DoomLoopDetector
 from workspace.approval import as_gate
 from workspace.bus import BusMessaging
-from workspace.errors import ConfigurationError, RunFailedError
+from workspace.errors import ConfigurationError, RunFailedError, ToolLoopError
 from workspace.events import RunCancelled, RunFailed
+from workspace.hooks import Hook, HookRegistry
 from workspace.memory import Memory
 from workspace.messages import Message
 from workspace.providers.base import with_defaults
@@ -99,6 +101,9 @@ class Robot(BusMessaging):
         robots: Iterable[Robot | str] | None = None,
         mcp_resources: bool | None = None,
         api_base_file: str | Path | None = None,
+        max_tool_rounds: int | None = None,
+        doom_loop_threshold: int | None = None,
+        max_tools: int | None = None,
         **settings: Any,
     ) -> None:
         if template is None and system_prompt is None:
@@ -200,6 +205,14 @@ class Robot(BusMessaging):
         #: Other robots this robot may call as tools (Robot objects, or names of robot files).
         self.robots: list[Robot | str] = list(robots) if robots is not None else list(
             tmpl.metadata.get("robots") or []) if tmpl is not None else []
+        #: The tool loop's guards (RobotLab 0.2): the most tool calls of a run (None: no limit), the repeats
+        #: that warn the model of a loop (0: never), the most tools offered.
+        self.max_tool_rounds = _whole(max_tool_rounds, "max_tool_rounds", self.name, minimum=1)
+        self.doom_loop_threshold: int = DoomLoopDetector.DEFAULT_THRESHOLD if doom_loop_threshold is None else \
+            _whole(doom_loop_threshold, "doom_loop_threshold", self.name, minimum=0) or 0
+        self.max_tools: int = _whole(max_tools, "max_tools", self.name, minimum=1) or DEFAULT_MAX_TOOLS
+        #: This robot's hooks (``robot.on``): its runs, their model and tool calls, its compactions.
+        self.hooks = HookRegistry()
         if bus is not None:  # RobotLab's ``bus:``: on that bus from the start (see with_bus)
             self.with_bus(bus)
 
@@ -337,7 +350,10 @@ class Robot(BusMessaging):
             system = self.render_system({"message": ""})
         except Exception:  # a template that needs run variables: count the plain prompt
             system = self.system_prompt
-        event = await self.context_manager.compact(self.provider, system=system, history=self.history)
+        from workspace import hooks
+
+        with hooks.scope(hooks.collect(hooks.GLOBAL, self.hooks), self):  # this robot's compaction hooks
+            event = await self.context_manager.compact(self.provider, system=system, history=self.history)
         if event is None:
             return None
         import uuid
@@ -378,6 +394,12 @@ class Robot(BusMessaging):
         manifest, _pending = await resolve_tools(self, run_tools=run_tools, run_mcp=run_mcp,
                                                  network_tools=network_tools, network_mcp=network_mcp)
         return manifest
+
+    def on(self, handler: type[Hook], *, context: Mapping[str, Any] | None = None) -> Robot:
+        """Register a :class:`~workspace.hooks.Hook` subclass for this robot's runs (``context`` seeds its
+        ``ctx.local``); returns the robot."""
+        self.hooks.on(handler, context=context)
+        return self
 
     # -- running --------------------------------------------------------------------------------
     def stream(self, message: object, **options: Any) -> AgentRun:
@@ -461,6 +483,8 @@ class Robot(BusMessaging):
         run = self.stream(message, **options)
         terminal = await run.wait()
         if isinstance(terminal, RunFailed):
+            if isinstance(run.error, ToolLoopError):  # RobotLab raises the circuit breaker's error itself
+                raise run.error
             raise RunFailedError(terminal.error)
         if isinstance(terminal, RunCancelled) and run.result is not None:
             return run.result
@@ -517,6 +541,16 @@ class Robot(BusMessaging):
 
     def __repr__(self) -> str:
         return f"<Robot {self.name!r} model={self.model or 'offline demo'!r}>"
+
+
+def _whole(value: Any, what: str, robot: str, *, minimum: int) -> int | None:
+    """``value`` checked as a whole number of at least ``minimum`` (None stays None)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigurationError(f"Robot '{robot}': {what} must be a whole number of at least {minimum} "
+                                 f"(got {value!r})")
+    return value
 
 
 def _check_settings(settings: Mapping[str, Any]) -> None:

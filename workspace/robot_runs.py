@@ -21,6 +21,7 @@ from workspace.robot_tools import mcp_prompt_text, resolve_tools
 from workspace.tools.manifest import ToolManifest
 
 if TYPE_CHECKING:
+    from workspace.hooks import Registration
     from workspace.robot import Robot
 
 #: Run options that are not template variables.
@@ -29,6 +30,7 @@ RUN_OPTIONS = frozenset({
     "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
     "network_mcp", "max_cost", "max_total_tokens", "history", "parent_run_id", "parent_tool_id", "output_type",
     "output_mode", "attachments", "agent_skills",
+    "hooks", "max_tool_rounds", "doom_loop_threshold", "max_tools",
 })
 
 
@@ -101,10 +103,23 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         context=robot.context_manager,
         output=robot._structured_output(options), parent_run_id=options.get("parent_run_id"),
         parent_tool_id=options.get("parent_tool_id"), attachments=attachments,
+        owner=robot, hooks=run_hooks(robot, options),
+        max_tool_rounds=options.get("max_tool_rounds", robot.max_tool_rounds),
+        doom_loop_threshold=options.get("doom_loop_threshold", robot.doom_loop_threshold),
+        max_tools=options.get("max_tools", robot.max_tools),
     )
     if options.get("run_id"):
         spec.run_id = str(options["run_id"])
     return spec
+
+
+def run_hooks(robot: Robot, options: Mapping[str, Any]) -> tuple[Registration, ...]:
+    """The hooks of a run, in RobotLab's order: global, the network's, the robot's, the run's ``hooks=``."""
+    from workspace import hooks
+
+    network = options.get("network")
+    return hooks.collect(hooks.GLOBAL, getattr(network, "hooks", None), robot.hooks,
+                         run=hooks.per_run(options.get("hooks")))
 
 
 def config_value(robot: Robot, key: str, default: Any) -> Any:

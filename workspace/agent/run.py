@@ -30,12 +30,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from workspace import events as ev
+from workspace import hooks
 from workspace.agent.effects import EFFECT_TOOLS, file_effects
-from workspace.agent.turn import INVALID_ARGUMENTS, INVALID_WHY, ModelTurns
+from workspace.agent.guards import DEFAULT_MAX_TOOLS, DoomLoopDetector, circuit_breaker_message, with_warning
+from workspace.agent.turn import INVALID_ARGUMENTS, INVALID_WHY, ModelTurns, TurnOutcome
 from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest, FileEffect
 from workspace.attachments import Attachment, has_images, user_content
 from workspace.context import ContextManager
-from workspace.errors import serialize
+from workspace.errors import ToolLoopError, serialize
 from workspace.memory import writer_var
 from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
 from workspace.output import StructuredOutput
@@ -156,6 +158,16 @@ class RunSpec:
     parent_tool_id: str | None = None
     #: Files, images and MCP resources sent with ``message`` (:mod:`workspace.attachments`).
     attachments: list[Attachment] = field(default_factory=list)
+    #: The Robot object the hooks are told about (``ctx.robot``).
+    owner: Any = None
+    #: The hooks of this run, in order: global, network, robot, per run (:mod:`workspace.hooks`).
+    hooks: tuple[hooks.Registration, ...] = ()
+    #: The most tool calls a run may make; one more fails it with ToolLoopError (None: no limit).
+    max_tool_rounds: int | None = None
+    #: Warn the model when the same tool (or cycle of tools) is called this many times in a row (0: never).
+    doom_loop_threshold: int = DoomLoopDetector.DEFAULT_THRESHOLD
+    #: The most tools offered to the model (the rest are dropped, with a notice).
+    max_tools: int = DEFAULT_MAX_TOOLS
 
 
 class EventRun:
@@ -265,6 +277,10 @@ class AgentRun(ModelTurns, EventRun):
         self._previous_writer: str | None = None
         #: The model cannot see images: those earlier in the conversation are sent as a line of text.
         self.blind = False
+        #: The exception that failed the run (None while it has not failed).
+        self.error: BaseException | None = None
+        self._tool_count = 0
+        self._doom = DoomLoopDetector(spec.doom_loop_threshold) if spec.doom_loop_threshold else None
 
     # -- public -------------------------------------------------------------------------
     def start(self) -> AgentRun:
@@ -379,75 +395,26 @@ class AgentRun(ModelTurns, EventRun):
                 await self._check_vision()
             if spec.tools_loader is not None:
                 spec.tools = await spec.tools_loader()
+            self._cap_tools()
             if spec.output is not None:
                 spec.settings = await spec.output.prepare(spec.provider, spec.tools, spec.settings)
             pending = spec.pending_tools
             if pending is not None and (pending.starting or pending.failed):
                 self.emit(ev.McpServers(starting=list(pending.starting), failed=dict(pending.failed),
                           message=servers_message(starting=pending.starting, failed=pending.failed)))
-            self._say(TextMessage(role="user", content=user_content(spec.message, spec.attachments)))
-            turns = 0
-            while True:
-                if turns >= spec.max_turns:
-                    self._finish("max_turns")
-                    return
-                over = self._over_budget() if turns else None
-                if over is not None:
-                    self._finish(over)
-                    return
-                if turns:
-                    await self._join_pending_tools()
-                turns += 1
-                text_parts = []
-                outcome = await self._model_turn(text_parts)
-                calls = outcome.calls
-                text = "".join(text_parts)
-                text_parts = []
-                from_text = False
-                cut = outcome.finish in CUT_OFF
-                if not calls and not cut:
-                    calls, rest = self._calls_in_text(text, spec.text_tool_calls)
-                    if rest is not None:
-                        text, from_text = rest, True
-                if outcome.reasoning:
-                    self.emit(ev.Reasoning(text=outcome.reasoning))
-                if cut and calls:
-                    where = ("when the context window was full" if outcome.finish == "context_full"
-                             else "at the token limit")
-                    self.emit(ev.RunStatus(state="notice", detail=(
-                        f"The tool call{'s' if len(calls) > 1 else ''} the model was writing ("
-                        f"{', '.join(c.name for c in calls)}) were cut off {where} and not run.")))
-                    calls = []
-                if text or from_text:
-                    self.emit(ev.Text(text=text))
-                if text:
-                    # RobotLab's messages know "tool" and "stop"; a cut answer is the result's stop reason.
-                    msg = TextMessage(role="assistant", content=text, stop_reason="tool" if calls else "stop")
-                    self._say(msg)
-                    self._output.append(msg)
-                results: list[ToolResultMessage] = []
-                if calls:
-                    call_msg = ToolCallMessage(role="assistant", tools=calls)
-                    self._say(call_msg)
-                    self._output.append(call_msg)
-                    pending_calls = list(calls)
-                    self._turn_results = {}
-                    results = await self._run_tools(calls, from_text=from_text)
-                    pending_calls = []
-                    for result in results:
-                        self._say(result)
-                    self._tool_results.extend(results)
-                if spec.output is not None:  # the answer must be a validated object
-                    verdict = spec.output.check(text, calls, results)
-                    if verdict.done:
-                        self._finish("stop", output_data=verdict.value)
-                        return
-                    if verdict.retry is not None:
-                        self._say(TextMessage(role="user", content=verdict.retry))
-                    continue
-                if not calls:
-                    self._finish(str(outcome.finish) if cut else "stop")
-                    return
+            if spec.hooks:
+                hooks.enter_scope(spec.hooks, spec.owner)  # tool calls and compactions of this task see the run's hooks
+                ctx = hooks.RunHookContext(robot=spec.owner, request=spec.message, network=spec.network,
+                                           task=spec.task, memory=spec.memory)
+                value = await hooks.dispatch("run", ctx, spec.hooks, lambda: self._turns(ctx.request, text_parts,
+                                                                                        pending_calls))
+                result = self._hooked_result(value)
+            else:
+                result = await self._turns(spec.message, text_parts, pending_calls)
+            self.result = result
+            if spec.on_result is not None:
+                spec.on_result(result)
+            self.emit(ev.RunFinished(result=result))
         except asyncio.CancelledError:
             self._close_partial(text_parts, pending_calls, stopped=True)
             self.result = self._make_result("cancelled")
@@ -455,6 +422,7 @@ class AgentRun(ModelTurns, EventRun):
             if self._stop_reason is None:
                 raise
         except Exception as exc:
+            self.error = exc
             self._close_partial(text_parts, pending_calls, stopped=False)
             self.result = self._make_result("error")
             message = str(exc) or type(exc).__name__
@@ -466,13 +434,120 @@ class AgentRun(ModelTurns, EventRun):
             if self.terminal is None:  # pragma: no cover - defensive: never leave a run open
                 self.emit(ev.RunFailed(error="the run ended without a result", error_type="RuntimeError"))
 
-    def _finish(self, stop_reason: str, *, output_data: Any = None) -> None:
+    def _hooked_result(self, value: Any) -> RobotResult:
+        """What an around_run hook returned, as the run's result (a string is the answer's text)."""
+        if isinstance(value, RobotResult):
+            return value
+        if isinstance(value, str):
+            return RobotResult(robot_name=self.spec.robot, output=[TextMessage(role="assistant", content=value)],
+                               stop_reason="stop", duration=time.monotonic() - self._started)
+        raise TypeError(f"An around_run hook returned {type(value).__name__}, not a RobotResult: return the value of "
+                        "'await call_next()' (or a RobotResult, or the answer's text, to skip the model)")
+
+    async def _generation(self, text_parts: list[str], iteration: int, request: Any) -> TurnOutcome:
+        """One model call inside the llm_generation hooks."""
+        spec = self.spec
+        ctx = hooks.LlmGenerationHookContext(robot=spec.owner, request=request, network=spec.network,
+                                             task=spec.task, memory=spec.memory, iteration=iteration)
+
+        async def core() -> hooks.Generation:
+            outcome = await self._model_turn(text_parts)
+            return hooks.Generation(text="".join(text_parts), calls=list(outcome.calls), finish=outcome.finish,
+                                    reasoning=outcome.reasoning)
+
+        value = await hooks.dispatch("llm_generation", ctx, spec.hooks, core)
+        if isinstance(value, str):
+            value = hooks.Generation(text=value)
+        if not isinstance(value, hooks.Generation):
+            raise TypeError(f"An around_llm_generation hook returned {type(value).__name__}: return the value of "
+                            "'await call_next()' (or a workspace.hooks.Generation, or text, to skip the model)")
+        text_parts[:] = [value.text] if value.text else []
+        return TurnOutcome(calls=list(value.calls), finish=value.finish, reasoning=value.reasoning)
+
+    def _cap_tools(self) -> None:
+        """Offer at most ``max_tools`` tools (RobotLab's clamp); the dropped ones are named in a notice."""
+        spec = self.spec
+        limit = spec.max_tools if spec.max_tools and spec.max_tools > 0 else DEFAULT_MAX_TOOLS
+        if len(spec.tools) <= limit:
+            return
+        dropped = spec.tools.names[limit:]
+        for name in dropped:
+            spec.tools.remove(name)
+        self.emit(ev.RunStatus(state="notice", detail=(
+            f"The run offers the model at most {limit} tools (max_tools); {len(dropped)} were left out: "
+            f"{', '.join(dropped[:10])}{', …' if len(dropped) > 10 else ''}")))
+
+    async def _turns(self, message: Any, text_parts: list[str], pending_calls: list[ToolMessage]) -> RobotResult:
+        """The turns of the run, until it has a result (``text_parts`` and ``pending_calls`` are what is
+        in flight, for a stop or a failure to close)."""
+        spec = self.spec
+        self._say(TextMessage(role="user", content=user_content(str(message), spec.attachments)))
+        turns = 0
+        while True:
+            if turns >= spec.max_turns:
+                return self._finish("max_turns")
+            over = self._over_budget() if turns else None
+            if over is not None:
+                return self._finish(over)
+            if turns:
+                await self._join_pending_tools()
+            turns += 1
+            text_parts.clear()
+            if spec.hooks:
+                outcome = await self._generation(text_parts, turns - 1, message)
+            else:
+                outcome = await self._model_turn(text_parts)
+            calls = outcome.calls
+            text = "".join(text_parts)
+            text_parts.clear()
+            from_text = False
+            cut = outcome.finish in CUT_OFF
+            if not calls and not cut:
+                calls, rest = self._calls_in_text(text, spec.text_tool_calls)
+                if rest is not None:
+                    text, from_text = rest, True
+            if outcome.reasoning:
+                self.emit(ev.Reasoning(text=outcome.reasoning))
+            if cut and calls:
+                where = ("when the context window was full" if outcome.finish == "context_full"
+                         else "at the token limit")
+                self.emit(ev.RunStatus(state="notice", detail=(
+                    f"The tool call{'s' if len(calls) > 1 else ''} the model was writing ("
+                    f"{', '.join(c.name for c in calls)}) were cut off {where} and not run.")))
+                calls = []
+            if text or from_text:
+                self.emit(ev.Text(text=text))
+            if text:
+                # RobotLab's messages know "tool" and "stop"; a cut answer is the result's stop reason.
+                msg = TextMessage(role="assistant", content=text, stop_reason="tool" if calls else "stop")
+                self._say(msg)
+                self._output.append(msg)
+            results: list[ToolResultMessage] = []
+            if calls:
+                call_msg = ToolCallMessage(role="assistant", tools=calls)
+                self._say(call_msg)
+                self._output.append(call_msg)
+                pending_calls[:] = calls
+                self._turn_results = {}
+                results = await self._run_tools(calls, from_text=from_text)
+                pending_calls.clear()
+                for result in results:
+                    self._say(result)
+                self._tool_results.extend(results)
+            if spec.output is not None:  # the answer must be a validated object
+                verdict = spec.output.check(text, calls, results)
+                if verdict.done:
+                    return self._finish("stop", output_data=verdict.value)
+                if verdict.retry is not None:
+                    self._say(TextMessage(role="user", content=verdict.retry))
+                continue
+            if not calls:
+                return self._finish(str(outcome.finish) if cut else "stop")
+
+    def _finish(self, stop_reason: str, *, output_data: Any = None) -> RobotResult:
         if stop_reason == "max_turns" and self.spec.output is not None:
             self.spec.output.turn_limit()  # no answer in the schema within the turns: a failure
-        self.result = self._make_result(stop_reason, output_data=output_data)
-        if self.spec.on_result is not None:
-            self.spec.on_result(self.result)
-        self.emit(ev.RunFinished(result=self.result))
+        return self._make_result(stop_reason, output_data=output_data)
 
     def _make_result(self, stop_reason: str, *, output_data: Any = None) -> RobotResult:
         return RobotResult(
@@ -587,6 +662,11 @@ class AgentRun(ModelTurns, EventRun):
             tool = self.spec.tools.get(call.name)
             self.emit(ev.ToolUse(id=call.id or "", name=call.name, input=call.input,
                       server=tool.mcp if tool else None, from_text=from_text))
+        limit = self.spec.max_tool_rounds
+        if limit is not None:
+            self._tool_count += len(calls)
+            if self._tool_count > limit:  # the circuit breaker: the whole turn is refused
+                raise ToolLoopError(circuit_breaker_message(self._tool_count, limit))
         results: list[ToolResultMessage | None] = [None] * len(calls)
 
         async def one(i: int, call: ToolMessage) -> None:
@@ -596,10 +676,36 @@ class AgentRun(ModelTurns, EventRun):
         if len(calls) == 1:
             await one(0, calls[0])
         else:
-            async with asyncio.TaskGroup() as group:
-                for i, call in enumerate(calls):
-                    group.create_task(one(i, call))
-        return [r for r in results if r is not None]
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for i, call in enumerate(calls):
+                        group.create_task(one(i, call))
+            except* Exception as group_error:  # a raise_on_error tool, or a hook, raised: the run fails with it
+                raise group_error.exceptions[0] from None
+        done = [r for r in results if r is not None]
+        if self._doom is not None:
+            self._check_doom_loop(done)
+        return done
+
+    def _check_doom_loop(self, results: list[ToolResultMessage]) -> None:
+        """Track the calls in the order the model made them; on a loop, warn the model in that result."""
+        detector = self._doom
+        assert detector is not None
+        for i, result in enumerate(results):
+            detector.track(result.tool.name)
+            warning = detector.warning_message() if detector.doom_loop else None
+            if warning is None:
+                continue
+            detector.reset()
+            content = result.content
+            if isinstance(content, dict) and ("error" in content or "data" in content):
+                key = "error" if "error" in content else "data"
+                content = {**content, key: with_warning(content[key], warning)}
+            else:
+                content = with_warning(content, warning)
+            results[i] = ToolResultMessage(tool=result.tool, content=content)
+            self._turn_results[result.tool.id or ""] = results[i]
+            self.emit(ev.RunStatus(state="notice", detail=warning))
 
     async def _run_tool(self, call: ToolMessage) -> ToolResultMessage:
         spec = self.spec
@@ -674,11 +780,10 @@ class AgentRun(ModelTurns, EventRun):
                               changes=spec.changes, emit=self.emit, run=self,
                               extras={"provider": spec.provider, "approval": spec.approval, "tool": call.name,
                                       "settings": spec.settings, "thread_id": spec.thread_id})
-        tool_for_call = tool
-        if tool.timeout is None and spec.tool_timeout:
-            output = await _with_timeout(tool, arguments, context, spec.tool_timeout)
+        if spec.hooks:
+            output = await self._hooked_invoke(tool, arguments, context)
         else:
-            output = await tool_for_call.invoke(arguments, context)
+            output = await self._invoke(tool, arguments, context)
         duration = time.monotonic() - started
         ran = ToolMessage(id=call.id, name=call.name, input=arguments)
         if output.is_error:
@@ -692,6 +797,31 @@ class AgentRun(ModelTurns, EventRun):
         if spec.on_tool_result is not None:
             _safe_callback(spec.on_tool_result, result)
         return result
+
+    async def _invoke(self, tool: Tool, arguments: Any, context: ToolContext) -> ToolOutput:
+        if tool.timeout is None and self.spec.tool_timeout:
+            return await _with_timeout(tool, arguments, context, self.spec.tool_timeout)
+        return await tool.invoke(arguments, context)
+
+    async def _hooked_invoke(self, tool: Tool, arguments: Any, context: ToolContext) -> ToolOutput:
+        """The tool call inside the tool_call hooks: ``ctx.tool_result`` is what the model is sent (a hook
+        that sets it without calling ``call_next`` skips the tool)."""
+        ctx = hooks.ToolCallHookContext(tool=tool, tool_name=tool.name, tool_args=arguments, robot=self.spec.owner)
+        ran: list[ToolOutput] = []
+
+        async def core() -> Any:
+            output = await self._invoke(tool, arguments, context)
+            ran.append(output)
+            ctx.tool_result = output.data
+            ctx.tool_error = output.data if output.is_error else None
+            return output.data
+
+        await hooks.dispatch("tool_call", ctx, self.spec.hooks, core)
+        original = ran[0] if ran else None
+        if original is not None and ctx.tool_result is original.data and \
+                (ctx.tool_error is not None) == original.is_error:
+            return original
+        return ToolOutput(ctx.tool_result, raw=original.raw if original else None, is_error=ctx.tool_error is not None)
 
     def _tool_failed(self, call: ToolMessage, error: str, started: float, tool: Tool | None) -> ToolResultMessage:
         self.emit(ev.ToolError(id=call.id or "", name=call.name, error=error,

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from workspace import events as ev
+from workspace import hooks
 from workspace.context.compaction import choose_cut, summarise, summary_message, turn_starts
 from workspace.context.results import result_limit, shorten_result_message
 from workspace.context.tokens import CHARS_PER_TOKEN, MESSAGE_OVERHEAD, TokenCounter, biggest_tools
@@ -390,7 +391,37 @@ class ContextManager:
                       keep_budget: int | None = None) -> ev.ContextCompacted | None:
         """Summarise the older messages now (``/compact``): everything before the latest turn, or as much
         as needed to keep ``keep_budget`` tokens. Returns the :class:`~workspace.events.ContextCompacted`
-        event, not stamped yet (None: nothing to compact)."""
+        event, not stamped yet (None: nothing to compact).
+
+        Inside the compaction hooks of the run in progress (:mod:`workspace.hooks`): an ``on_compaction``
+        hook that sets ``ctx.compacted_messages`` to a text makes it the summary (the model is not asked)."""
+        registrations = hooks.current_scope()
+        if not registrations:
+            return await self._compact(provider, system=system, history=history, tools=tools, trigger=trigger,
+                                       keep_budget=keep_budget)
+        ctx = hooks.CompactionHookContext(robot=hooks.current_robot(), messages_before=tuple(history),
+                                          strategy=trigger)
+
+        async def core() -> ev.ContextCompacted | None:
+            await hooks.call_each(registrations, "on_compaction", ctx)
+            given = ctx.compacted_messages
+            if given is not None and not isinstance(given, str):
+                raise TypeError(f"on_compaction set compacted_messages to {type(given).__name__}: set it to the "
+                                "summary's text (the model is sent it in place of the older messages)")
+            event = await self._compact(provider, system=system, history=history, tools=tools, trigger=trigger,
+                                        keep_budget=keep_budget, summary=given)
+            ctx.compacted_messages = event.summary if event is not None else None
+            return event
+
+        event = await hooks.dispatch("compaction", ctx, registrations, core)
+        if event is not None and not isinstance(event, ev.ContextCompacted):
+            raise TypeError(f"An around_compaction hook returned {type(event).__name__}: return the value of "
+                            "'await call_next()'")
+        return event
+
+    async def _compact(self, provider: Provider, *, system: str | None, history: Sequence[Message],
+                       tools: Sequence[Any], trigger: Literal["threshold", "overflow", "manual"],
+                       keep_budget: int | None, summary: str | None = None) -> ev.ContextCompacted | None:
         self._check(history)
         info = await self.window(provider)
         counter = await self.counter(provider)
@@ -412,10 +443,12 @@ class ContextManager:
         summarizer = self._summarizer(provider)
         summary_window = await self.window(summarizer) if summarizer is not provider else info
         budget = int((summary_window.tokens if summary_window else window) * 0.75) - summary_tokens
-        summary, problem = await summarise(summarizer, history[start:cut],
-                                           previous=self.compaction.summary if self.compaction else None,
-                                           input_budget=max(budget, 400), max_tokens=summary_tokens,
-                                           usage=self._spent)
+        problem = None
+        if summary is None:
+            summary, problem = await summarise(summarizer, history[start:cut],
+                                               previous=self.compaction.summary if self.compaction else None,
+                                               input_budget=max(budget, 400), max_tokens=summary_tokens,
+                                               usage=self._spent)
         self.compaction = Compaction(summary, cut)
         self._anchor = None
         after = self._measure(system, self._view(history, limit, params), tools, counter, info)

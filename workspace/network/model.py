@@ -25,6 +25,7 @@ from workspace.network.routing import Route, as_names
 from workspace.result import NetworkResult, RobotResult
 
 if TYPE_CHECKING:
+    from workspace.hooks import Hook
     from workspace.network.scheduler import NetworkRun
     from workspace.robot import Robot
 
@@ -248,8 +249,18 @@ class Network:
         self._broadcast_handlers: list[BroadcastHandler] = []
         #: The YAML file this network came from, if any.
         self.source: Path | None = None
+        from workspace.hooks import HookRegistry
+
+        #: This network's hooks (``network.on``): its runs, its tasks and the robot runs inside them.
+        self.hooks = HookRegistry()
         for task in tasks:
             self.add_task(task)
+
+    def on(self, handler: type[Hook], *, context: Mapping[str, Any] | None = None) -> Network:
+        """Register a :class:`~workspace.hooks.Hook` subclass for this network's runs, tasks and the robot
+        runs inside them (``context`` seeds its ``ctx.local``); returns the network."""
+        self.hooks.on(handler, context=context)
+        return self
 
     # -- the DSL --------------------------------------------------------------------------
     def task(self, name: str, robot: Robot, **options: Any) -> Network:

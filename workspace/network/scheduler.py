@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, assert_never
 
 from workspace import events as ev
+from workspace import hooks
 from workspace.agent import EventRun
 from workspace.errors import AwaitTimeout
 from workspace.memory import Memory
@@ -69,6 +70,8 @@ class NetworkRun(EventRun):
             for name, t in network.tasks.items()
         }
         self.result: NetworkResult | None = None
+        #: The result an around_network_run hook gave (None: the run's own).
+        self._hooked: NetworkResult | None = None
         self.terminal: ev.Event | None = None
         self._queue: asyncio.Queue[ev.Event] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
@@ -173,8 +176,17 @@ class NetworkRun(EventRun):
             remove_observer = self.network.memory.add_observer(self._on_memory_change)
             model, is_lm = self._models()
             self._emit(ev.RunStarted(message=self.message, model=model, is_language_model=is_lm))
-            self._advance()
-            await self._idle.wait()
+            registrations = hooks.collect(hooks.GLOBAL, self.network.hooks)
+            if registrations:
+                ctx = hooks.NetworkRunHookContext(network=self.network, context=self.params,
+                                                  memory=self.network.memory)
+                value = await hooks.dispatch("network_run", ctx, registrations, self._run_tasks)
+                if not isinstance(value, NetworkResult):
+                    raise TypeError(f"An around_network_run hook returned {type(value).__name__}: return the value "
+                                    "of 'await call_next()' (or a NetworkResult)")
+                self._hooked = value
+            else:
+                await self._run_tasks()
         except asyncio.CancelledError:
             self._stop_reason = self._stop_reason or "cancelled"
             await self._drain()
@@ -190,6 +202,17 @@ class NetworkRun(EventRun):
             if remove_observer is not None:
                 remove_observer()
         self._conclude()
+
+    async def _run_tasks(self) -> NetworkResult:
+        """Run the tasks to the end; the result the run will have."""
+        assert self._idle is not None
+        self._advance()
+        await self._idle.wait()
+        if self._failure is not None:
+            return self._make_result(FAILED, error=f"Task '{self._failure.name}' failed: {self._failure.error}")
+        if self._stop_reason is not None:
+            return self._make_result(CANCELLED, error=self._stop_reason)
+        return self._make_result(DONE)
 
     async def _drain(self) -> None:
         self._stop_tasks(self._stop_reason or "stopped")
@@ -222,7 +245,7 @@ class NetworkRun(EventRun):
             self.result = self._make_result(CANCELLED, error=self._stop_reason)
             self._emit(ev.RunCancelled(reason=self._stop_reason, partial=self.result))
         else:
-            self.result = self._make_result(DONE)
+            self.result = self._hooked if self._hooked is not None else self._make_result(DONE)
             self._emit(ev.RunFinished(result=self.result))
 
     def _make_result(self, status: str, *, error: str | None = None) -> NetworkResult:
@@ -367,18 +390,11 @@ class NetworkRun(EventRun):
                 if self._stop_reason is not None or self._failure is not None:
                     self._finish(state, CANCELLED, reason=self._stop_reason or "another task failed")
                     return
-                run = robot.stream(message, **self._robot_options(task, memory), **variables)
-                state.agent_run = run
-                state.run_id = run.run_id
-                terminal: ev.TerminalEvent | None = None
-                began = False
-                async for event in run:
-                    if isinstance(event, ev.TERMINAL) and ev.ends(event, run.run_id):
-                        terminal = event  # the task's run ends with its own terminal event, forwarded too
-                        if not began:
-                            continue  # stopped before it began: no run to end
-                    began = began or isinstance(event, ev.RunStarted)
-                    self._forward(state, event)
+                registrations = hooks.collect(hooks.GLOBAL, self.network.hooks)
+                if registrations:
+                    terminal = await self._hooked_task(task, state, message, memory, variables, registrations)
+                else:
+                    terminal = await self._robot_run(task, state, message, memory, variables)
                 await self._settle(task, state, terminal)
             except asyncio.CancelledError:
                 if state.status not in TERMINAL_STATUSES:
@@ -391,6 +407,46 @@ class NetworkRun(EventRun):
                 self._task_failed(state, f"{exc} (wait_for of task '{state.name}')", "AwaitTimeout")
             except Exception as exc:
                 self._task_failed(state, str(exc) or type(exc).__name__, type(exc).__name__)
+
+    async def _robot_run(self, task: Task, state: TaskState, message: str, memory: Memory,
+                         variables: dict[str, Any]) -> ev.TerminalEvent | None:
+        run = task.robot.stream(message, **self._robot_options(task, memory), **variables)
+        state.agent_run = run
+        state.run_id = run.run_id
+        terminal: ev.TerminalEvent | None = None
+        began = False
+        async for event in run:
+            if isinstance(event, ev.TERMINAL) and ev.ends(event, run.run_id):
+                terminal = event  # the task's run ends with its own terminal event, forwarded too
+                if not began:
+                    continue  # stopped before it began: no run to end
+            began = began or isinstance(event, ev.RunStarted)
+            self._forward(state, event)
+        return terminal
+
+    async def _hooked_task(self, task: Task, state: TaskState, message: str, memory: Memory,
+                           variables: dict[str, Any], registrations: tuple[hooks.Registration, ...]
+                           ) -> ev.TerminalEvent | None:
+        """The task's robot run inside the task hooks: the result is the robot's RobotResult (an around
+        hook may return another, or one of its own without running the robot)."""
+        ctx = hooks.TaskHookContext(task=task, task_name=state.name, network=self.network, robot=task.robot,
+                                    memory=memory)
+        ended: list[ev.TerminalEvent | None] = []
+
+        async def core() -> Any:
+            terminal = await self._robot_run(task, state, message, memory, variables)
+            ended.append(terminal)
+            return terminal.result if isinstance(terminal, ev.RunFinished) else None
+
+        value = await hooks.dispatch("task", ctx, registrations, core)
+        terminal = ended[0] if ended else None
+        if isinstance(value, RobotResult):
+            if not (isinstance(terminal, ev.RunFinished) and terminal.result is value):
+                return ev.RunFinished(result=value)  # the hook's result stands for the robot's
+        elif value is not None or terminal is None:
+            raise TypeError(f"An around_task hook of task '{state.name}' returned {type(value).__name__}: return the "
+                            "value of 'await call_next()' (or a RobotResult)")
+        return terminal
 
     async def _settle(self, task: Task, state: TaskState, terminal: ev.TerminalEvent | None) -> None:
         match terminal:

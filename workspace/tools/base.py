@@ -90,7 +90,8 @@ class Tool:
 
     ``handler(input)`` receives the validated argument dict; it may also accept the
     keywords ``context`` (a :class:`ToolContext`) and RobotLab's ``robot``, ``network``
-    and ``step``. It may be a coroutine function.
+    and ``step``. It may be a coroutine function. When it raises, the model is sent
+    ``Error (<name>): <message>`` (RobotLab's text) unless ``raise_on_error`` (the run fails).
     """
 
     __slots__ = (
@@ -103,6 +104,7 @@ class Tool:
         "mcp",
         "name",
         "parameters",
+        "raise_on_error",
         "strict",
         "timeout",
         "title",
@@ -120,6 +122,7 @@ class Tool:
         annotations: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         title: str | None = None,
+        raise_on_error: bool = False,
     ) -> None:
         self.name = str(name)
         self.description = description
@@ -132,6 +135,9 @@ class Tool:
         self.annotations: dict[str, Any] = dict(annotations or {})
         self.timeout = timeout
         self.title = title
+        #: A critical tool: its exception fails the run instead of going back to the model (RobotLab's
+        #: ``raise_on_error``).
+        self.raise_on_error = raise_on_error
         self._validator: Any = None
         self._accepts: frozenset[str] | None = None
         #: False for a tool whose handler takes only the arguments its schema names (a Python function
@@ -318,7 +324,10 @@ class Tool:
         except TimeoutError:
             return ToolOutput(f"Tool '{self.name}' timed out after {self.timeout:g} s", is_error=True)
         except Exception as exc:
-            return ToolOutput(serialize(exc), is_error=True)
+            if self.raise_on_error:
+                raise
+            # RobotLab's text for the model; the inspector keeps the exception's type and cause.
+            return ToolOutput(f"Error ({self.name}): {exc or type(exc).__name__}", raw=serialize(exc), is_error=True)
         if not isinstance(value, ToolOutput):
             if isinstance(value, dict) and set(value) == {"error"}:
                 value = ToolOutput(value["error"], raw=None, is_error=True)

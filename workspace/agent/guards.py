@@ -1,0 +1,81 @@
+"""The tool loop's guards (RobotLab 0.2): :class:`DoomLoopDetector` (the same tool, or the same cycle of
+tools, called again and again: the model is warned in the tool's result) and the circuit breaker's
+message (``max_tool_rounds``: :class:`workspace.errors.ToolLoopError`). ``max_tools`` caps the tools a
+run offers (:data:`DEFAULT_MAX_TOOLS`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: RobotLab's ``DEFAULT_MAX_TOOLS``: the most tools a run offers the model (the rest are dropped, said).
+DEFAULT_MAX_TOOLS = 128
+
+_ADVICE = ("You appear to be stuck in a loop. Try a fundamentally different approach, use a different tool, "
+           "or ask for clarification.")
+
+
+class DoomLoopDetector:
+    """Tracks the names of the tools a run calls (never their arguments) and tells when the last ones
+    repeat: one name ``threshold`` times in a row (A, A, A), or a cycle of 2 to :attr:`MAX_PERIOD` names
+    repeated ``threshold`` times (A, B, C, A, B, C, A, B, C)."""
+
+    DEFAULT_THRESHOLD = 3
+    MAX_PERIOD = 10
+
+    def __init__(self, threshold: int = DEFAULT_THRESHOLD) -> None:
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 2:
+            raise ValueError(f"DoomLoopDetector: threshold must be a whole number of at least 2 (got {threshold!r})")
+        self.threshold = threshold
+        self._names: list[str] = []
+
+    @property
+    def sequence(self) -> list[str]:
+        """The tool names tracked so far."""
+        return list(self._names)
+
+    def track(self, tool_name: Any) -> None:
+        self._names.append(str(tool_name))
+
+    def reset(self) -> None:
+        self._names.clear()
+
+    def _period(self) -> int | None:
+        names, k = self._names, self.threshold
+        if len(names) >= k and len(set(names[-k:])) == 1:
+            return 1
+        for period in range(2, min(self.MAX_PERIOD, len(names) // k) + 1):
+            tail = names[-k * period:]
+            if tail == tail[:period] * k and len(set(tail[:period])) > 1:
+                return period
+        return None
+
+    @property
+    def doom_loop(self) -> bool:
+        """RobotLab's ``doom_loop?``: the last calls repeat (a name or a cycle) ``threshold`` times."""
+        return self._period() is not None
+
+    def warning_message(self) -> str | None:
+        """What the model is told when :attr:`doom_loop` (None otherwise)."""
+        period = self._period()
+        if period is None:
+            return None
+        k = self.threshold
+        if period == 1:
+            return f"Tool '{self._names[-1]}' has been called {k}+ times consecutively with no progress. {_ADVICE}"
+        pattern = " → ".join(self._names[-period:])
+        return f"Tool call pattern [{pattern}] has repeated {k}+ times. {_ADVICE}"
+
+
+def with_warning(content: Any, warning: str) -> Any:
+    """A tool result with the doom-loop ``warning`` added: after the text (``"\\n\\n⚠️ "``), or under
+    ``_doom_loop_warning`` in a mapping."""
+    if isinstance(content, str):
+        return f"{content}\n\n⚠️ {warning}"
+    if isinstance(content, dict):
+        return {**content, "_doom_loop_warning": warning}
+    return {"result": content, "_doom_loop_warning": warning}
+
+
+def circuit_breaker_message(count: int, limit: int) -> str:
+    return f"Circuit breaker triggered: {count} tool calls exceeded max_tool_rounds ({limit})"
