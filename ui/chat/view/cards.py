@@ -52,7 +52,7 @@ ARGS_MAX_LINES = 40
 #: Lines of a command's output the card shows at most (it scrolls beyond).
 OUTPUT_MAX_LINES = 14
 #: A finished call's output longer than this many lines starts folded.
-OUTPUT_FOLD_LINES = 6
+OUTPUT_FOLD_LINES = 12
 STATUS_TEXT = {
     "running": "running…",
     "approval": "needs approval",
@@ -476,12 +476,14 @@ class CommandOutput(QWidget):
         layout.addWidget(self.view)
         self._lines = 0
         self._cut = 0
+        #: The output's last line end, not shown yet (the view would end in an empty line).
+        self._held = False
         self._finished = False
         self._fit()
 
     @property
     def text(self) -> str:
-        return self.view.toPlainText()
+        return self.view.toPlainText() + ("\n" if self._held else "")
 
     def at_end(self) -> bool:
         bar = self.view.verticalScrollBar()
@@ -491,15 +493,15 @@ class CommandOutput(QWidget):
         follow = self.at_end()
         bar = self.view.verticalScrollBar()
         kept = bar.value()
-        if state.cut != self._cut:  # the start was cut: show what is kept
+        if state.cut != self._cut or not self.view.document().characterCount() > 1:  # a first or cut output: whole
             self._cut = state.cut
-            self.view.setPlainText(state.text)
+            self.view.setPlainText(self._hold(state.text, held=False))
         else:
             cursor = self.view.textCursor()
             cursor.movePosition(cursor.MoveOperation.End)
-            cursor.insertText(text)
+            cursor.insertText(self._hold(text, held=self._held))
         self.cut_note.setText(state.note)
-        self.cut_note.setVisible(bool(state.cut))
+        self.cut_note.setVisible(bool(state.cut) and self.expanded)
         self._lines = state.lines
         self._label()
         self._fit()
@@ -507,6 +509,12 @@ class CommandOutput(QWidget):
             bar.setValue(bar.maximum())
         else:
             bar.setValue(kept)  # the person scrolled up: the view stays where they read
+
+    def _hold(self, text: str, *, held: bool) -> str:
+        """``text`` to add to the view: a line end at its end is held back until more comes (no empty last line)."""
+        text = ("\n" if held else "") + text
+        self._held = text.endswith("\n")
+        return text[:-1] if self._held else text
 
     def finish(self) -> None:
         """The call ended: a long output folds (its toggle opens it again)."""
