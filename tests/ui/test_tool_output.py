@@ -180,3 +180,25 @@ def test_a_short_output_stays_open_and_a_cut_one_says_so(qapp_instance: Any) -> 
     assert other.output.cut_note.isVisible() and "earlier characters not shown" in other.output.cut_note.text()
     card.close()
     other.close()
+
+
+def test_a_long_stream_keeps_the_view_bounded_and_its_end_in_order(qapp_instance: Any) -> None:
+    card = _card(qapp_instance)
+    item = ToolCallItem(parent=None, call_id="c1", tool="run_command", robot="file-helper", arguments={})
+    item.output = OutputState()
+    every = []
+    for i in range(6000):  # 6000 lines of 100 characters: 600,000, three times what is kept
+        line = f"{i:06d} " + "z" * 92 + "\n"
+        every.append(line)
+        card.append_output(item.output, item.output.append(line))
+    shown = card.output
+    assert shown is not None
+    whole = "".join(every)
+    assert whole.endswith(shown.text) and len(shown.text) <= 2 * OUTPUT_KEEP  # the end, in order, bounded
+    assert shown.text.endswith("005999 " + "z" * 92 + "\n")
+    qapp_instance.processEvents()
+    cut = len(whole) - len(shown.text)
+    assert shown.cut_note.isVisible() and f"{cut:,} earlier characters" in shown.cut_note.text()
+    bar = shown.view.verticalScrollBar()
+    assert bar.value() == bar.maximum()
+    card.close()

@@ -77,6 +77,11 @@ class ProgressState:
 
 #: Characters of a running command's output a card keeps (the start is cut beyond: the card says how much).
 OUTPUT_KEEP = 200_000
+def cut_note(cut: int) -> str:
+    """What a card says of ``cut`` characters of output it does not show ("" for none)."""
+    return f"… {cut:,} earlier characters not shown (the whole output is in the Tool calls inspector)" if cut else ""
+
+
 @dataclass(eq=False, kw_only=True)
 class OutputState:
     """What a running tool printed (``tool_output`` chunks, ANSI codes stripped), its last
@@ -103,8 +108,7 @@ class OutputState:
     @property
     def note(self) -> str:
         """What the card says of the output left out ("" when nothing was)."""
-        return f"… {self.cut:,} earlier characters not shown (the whole output is in the Tool calls inspector)" \
-            if self.cut else ""
+        return cut_note(self.cut)
 
     @property
     def lines(self) -> int:
@@ -277,4 +281,5 @@ __all__ = [
     "SamplingItem",
     "ToolCallItem",
     "call_item_class",
+    "cut_note",
 ]

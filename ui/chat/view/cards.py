@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
+from ui.chat.model.tool_calls import OUTPUT_KEEP, cut_note
 from ui.formatting import elapsed_text, format_duration
 from ui.markdown import value_html
 from ui.widgets.common import (
@@ -493,15 +494,18 @@ class CommandOutput(QWidget):
         follow = self.at_end()
         bar = self.view.verticalScrollBar()
         kept = bar.value()
-        if state.cut != self._cut or not self.view.document().characterCount() > 1:  # a first or cut output: whole
+        shown = self.view.document().characterCount() - 1
+        if shown == 0 or (state.cut != self._cut and shown + len(text) > 2 * OUTPUT_KEEP):
+            # the first output, or the view holds twice what is kept: shown anew from what is kept (once per
+            # OUTPUT_KEEP characters that came, not once per chunk: the view lays its whole text out again)
             self._cut = state.cut
             self.view.setPlainText(self._hold(state.text, held=False))
         else:
             cursor = self.view.textCursor()
             cursor.movePosition(cursor.MoveOperation.End)
             cursor.insertText(self._hold(text, held=self._held))
-        self.cut_note.setText(state.note)
-        self.cut_note.setVisible(bool(state.cut) and self.expanded)
+        self.cut_note.setText(cut_note(self._cut))  # what the view left out (it may show more than is kept)
+        self.cut_note.setVisible(bool(self._cut) and self.expanded)
         self._lines = state.lines
         self._label()
         self._fit()
