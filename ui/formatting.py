@@ -7,6 +7,7 @@ share them through here, never by importing each other.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 #: The states of a call that failed (an error, a denial, a stop): counted as failed everywhere.
@@ -57,3 +58,20 @@ def elapsed_text(seconds: float) -> str:
 
 #: The marks the window asks the search to put around each match in a snippet (never in text).
 HIGHLIGHT = ("\x02", "\x03")
+
+
+#: An ANSI escape sequence (colours, cursor moves, OSC titles): output is shown without them.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+#: An escape sequence cut at a chunk's end (the next chunk completes it).
+_ANSI_PARTIAL = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*)?$")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without ANSI escape sequences, CR LF line ends as LF (a command's output as shown)."""
+    return _ANSI.sub("", text).replace("\r\n", "\n")
+
+
+def split_partial_escape(text: str) -> tuple[str, str]:
+    """``text`` and the start of an escape sequence it ends in (kept for the next chunk), apart."""
+    partial = _ANSI_PARTIAL.search(text)
+    return (text[: partial.start()], partial.group(0)) if partial else (text, "")

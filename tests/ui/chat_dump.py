@@ -91,6 +91,8 @@ def dump_item(item: Item, indent: str = "") -> list[str]:
             line += f" approval={item.approval.state}:{item.approval.note!r}"
         if item.progress is not None:
             line += f" progress={item.progress.text!r}"
+        if item.output is not None:
+            line += f" output={item.output.text!r}" + (f" cut={item.output.cut}" if item.output.cut else "")
         if item.status == "ok":
             line += f" result={_json(item.result_value)}"
         elif item.error is not None:
@@ -195,7 +197,10 @@ def dump_widgets(chat: ChatView) -> str:
         result = card._result_toggle.text() if card._result_toggle is not None else ""
         args = card._args.toPlainText().replace("\n", " ")
         pill = card._status_pill.text() if card._status_pill is not None else ""
-        return (f"tool {card.title.text()} [{pill}] {card._duration.text()!r} args={args!r}"
+        shown = card.output
+        output = (f" output={shown.text!r} {shown.toggle.text()!r}" + ("" if shown.expanded else " folded")) \
+            if shown is not None else ""
+        return (f"tool {card.title.text()} [{pill}] {card._duration.text()!r} args={args!r}{output}"
                 + (f" decision={decision!r}" if decision else "") + (f" result={result!r}" if result else "")
                 + (f" error={error!r}" if error else ""))
 

@@ -59,6 +59,9 @@ class Recorder:
     def text_appended(self, item: TextItem, delta: str) -> None:
         self.calls.append(("text", delta))
 
+    def tool_output(self, item: ToolCallItem, text: str) -> None:
+        self.calls.append(("output", text))
+
     def run_changed(self, run: RunState) -> None:
         self.calls.append(("run", run))
 

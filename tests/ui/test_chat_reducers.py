@@ -12,6 +12,7 @@ from ui.chat.model.lanes import NetworkLanes
 from ui.chat.model.runs import RunLifecycle
 from ui.chat.model.state import Item, ReasoningItem, RunState, TextItem, TurnState
 from ui.chat.model.text import Texts
+from ui.chat.model.tool_calls import ToolCallItem
 from workspace import events as ev
 from workspace.result import Usage
 
@@ -42,6 +43,9 @@ class Told:
 
     def text_appended(self, item: TextItem, delta: str) -> None:
         self.calls.append(("text", delta))
+
+    def tool_output(self, item: ToolCallItem, text: str) -> None:
+        self.calls.append(("output", text))
 
     def run_changed(self, run: RunState) -> None:
         self.calls.append(("run", run.activity))

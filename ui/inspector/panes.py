@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
-from ui.formatting import format_duration
+from ui.formatting import format_duration, strip_ansi
 from ui.inspector.memory import MemoryModel, pretty
 from ui.inspector.tool_calls import ToolCallRecord, ToolCallsModel, diff_results
 from ui.inspector.trace import TraceFilterModel, TraceModel, raw_event_json
@@ -179,11 +179,16 @@ class ToolCallsPane(QWidget):
         self.result_view = _detail(self.tabs)
         self.raw_view = _detail(self.tabs)
         self.diff_view = _detail(self.tabs)
+        self.output_view = _detail(self.tabs)
+        self.output_view.setObjectName("ToolCallOutput")
+        self.output_view.setFont(theme.mono_font())
+        self.output_view.setPlaceholderText("What a command printed while it ran (run_command's output).")
         self.args_view.setPlaceholderText("Select a call to see its arguments.")
         self.result_view.setPlaceholderText("Select a call to see its result.")
         self.diff_view.setPlaceholderText("Ctrl+click two calls, then Diff two results.")
         self.tabs.addTab(self.args_view, "Arguments")
         self.tabs.addTab(self.result_view, "Result")
+        self.tabs.addTab(self.output_view, "Output")
         self.tabs.addTab(self.raw_view, "Raw")
         self.tabs.addTab(self.diff_view, "Diff")
         splitter.addWidget(self.table)
@@ -202,7 +207,7 @@ class ToolCallsPane(QWidget):
         self._update_buttons()
 
     def _clear_detail(self) -> None:
-        for view in (self.args_view, self.result_view, self.raw_view, self.diff_view):
+        for view in (self.args_view, self.result_view, self.raw_view, self.diff_view, self.output_view):
             view.clear()
 
     TOOL_MIN_WIDTH = 110
@@ -264,6 +269,7 @@ class ToolCallsPane(QWidget):
             value = payload["data"] if isinstance(payload, dict) and set(payload) == {"data"} else payload
             self.result_view.setHtml(head + _value_html(value))
         self.raw_view.setHtml(markdown.readable_html(rec.raw_json()))
+        self.output_view.setPlainText(strip_ansi(rec.output))
 
     def show_diff(self) -> None:
         rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())

@@ -46,6 +46,8 @@ class ToolCallRecord:
     started: float = field(default_factory=time.time)
     decision: str | None = None
     reason: str | None = None
+    #: What the call printed while it ran (its ``tool_output`` chunks, as they came).
+    output: str = ""
 
     @property
     def failed(self) -> bool:
@@ -173,6 +175,10 @@ class ToolCallsModel(RowsTableModel[ToolCallRecord]):
                 rec.raw = event.raw
                 rec.duration = event.duration
                 self._changed(rec)
+            case ev.ToolOutput():
+                found = self.find(event.id, event.run_id)
+                if found is not None:  # shown when the call is (re)selected or ends: no repaint per chunk
+                    found.output += event.text
             case ev.ToolError():
                 rec = self._ensure(event)
                 if rec.status != "denied":

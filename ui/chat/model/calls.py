@@ -2,7 +2,7 @@
 approval asked and decided, an MCP tool's progress, and its result or error (a denial, a stop).
 
 :class:`ToolCalls` is the presenter's reducer of ``tool_use``, ``approval_requested``, ``approval_decided``,
-``tool_progress``, ``tool_result`` and ``tool_error``; a call ends its model turn's thinking through the
+``tool_progress``, ``tool_output``, ``tool_result`` and ``tool_error``; a call ends its model turn's thinking through the
 :class:`~ui.chat.model.text.Texts` it is given."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from ui.chat.model.column import APPROVAL, WAITING, Column
 from ui.chat.model.text import Texts
-from ui.chat.model.tool_calls import ApprovalState, ProgressState, ToolCallItem, call_item_class
+from ui.chat.model.tool_calls import ApprovalState, OutputState, ProgressState, ToolCallItem, call_item_class
 from ui.formatting import result_error
 from workspace import events as ev
 
@@ -83,6 +83,18 @@ class ToolCalls:
             return
         call.progress = ProgressState(value=event.progress, total=event.total, message=event.message)
         column.listener.item_changed(call)
+
+    def tool_output(self, column: Column, event: ev.ToolOutput) -> None:
+        """A chunk of what a running tool prints: added to its call's output (the last
+        :data:`~ui.chat.model.tool_calls.OUTPUT_KEEP` characters kept), and the listener told."""
+        call = self.call(column, event.id, event.run_id) or self._card(
+            column, event.run_id, event.robot, event.task, call_id=event.id, tool=event.name, server=None,
+            arguments=None)
+        if call.output is None:
+            call.output = OutputState()
+        added = call.output.append(event.text)
+        if added:
+            column.listener.tool_output(call, added)
 
     def tool_finished(self, column: Column, event: ev.ToolResult | ev.ToolError) -> None:
         call = self.call(column, event.id, event.run_id) or self._card(

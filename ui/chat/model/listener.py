@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ui.chat.model.state import Item, RunState, TextItem, TurnState
+    from ui.chat.model.tool_calls import ToolCallItem
     from workspace import events as ev
 
 
@@ -30,6 +31,9 @@ class ChatListener(Protocol):
     def item_changed(self, item: Item) -> None: ...
 
     def text_appended(self, item: TextItem, delta: str) -> None: ...
+
+    def tool_output(self, item: ToolCallItem, text: str) -> None:
+        """A running tool printed ``text`` (ANSI codes stripped; ``item.output`` has all that is kept)."""
 
     def run_changed(self, run: RunState) -> None:
         """A run's footer: its usage, how it ended (``run.footer`` says whether it shows)."""
@@ -60,6 +64,9 @@ class Silent:
         pass
 
     def text_appended(self, item: TextItem, delta: str) -> None:
+        pass
+
+    def tool_output(self, item: ToolCallItem, text: str) -> None:
         pass
 
     def run_changed(self, run: RunState) -> None:

@@ -315,7 +315,7 @@ class ChatPresenter:
             case ev.ToolProgress():
                 self._calls.tool_progress(column, event)
             case ev.ToolOutput():
-                pass  # a running command's output: the tool card does not show it yet
+                self._calls.tool_output(self._column, event)
             case ev.MemoryChanged():
                 pass  # the Memory dock shows it; the conversation does not
             case ev.ChangeProposed():

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from ui.chat.model.state import CallLaneItem, Item
-from ui.formatting import FAILED_CALL
+from ui.formatting import FAILED_CALL, split_partial_escape, strip_ansi
 
 #: A tool call's state: what its card's status pill says.
 CallStatus: TypeAlias = Literal["running", "approval", "ok", "error", "denied", "stopped"]
@@ -75,6 +75,46 @@ class ProgressState:
         return f"{self.value:g}{of}" + (f" · {self.message}" if self.message else "")
 
 
+#: Characters of a running command's output a card keeps (the start is cut beyond: the card says how much).
+OUTPUT_KEEP = 200_000
+def cut_note(cut: int) -> str:
+    """What a card says of ``cut`` characters of output it does not show ("" for none)."""
+    return f"… {cut:,} earlier characters not shown (the whole output is in the Tool calls inspector)" if cut else ""
+
+
+@dataclass(eq=False, kw_only=True)
+class OutputState:
+    """What a running tool printed (``tool_output`` chunks, ANSI codes stripped), its last
+    :data:`OUTPUT_KEEP` characters; ``cut`` characters before them were left out."""
+
+    text: str = ""
+    cut: int = 0
+    #: The start of an escape sequence a chunk ended in (the next chunk completes it).
+    pending: str = ""
+
+    def append(self, chunk: str) -> str:
+        """Add a chunk; the text it added (what a view appends)."""
+        chunk, self.pending = split_partial_escape(self.pending + chunk)
+        added = strip_ansi(chunk)
+        self.text += added
+        if len(self.text) > OUTPUT_KEEP:
+            cut = len(self.text) - OUTPUT_KEEP
+            newline = self.text.find("\n", cut, cut + 200)  # start at a line's start when one is near
+            cut = newline + 1 if newline >= 0 else cut
+            self.cut += cut
+            self.text = self.text[cut:]
+        return added
+
+    @property
+    def note(self) -> str:
+        """What the card says of the output left out ("" when nothing was)."""
+        return cut_note(self.cut)
+
+    @property
+    def lines(self) -> int:
+        return self.text.count("\n") + (0 if self.text.endswith("\n") or not self.text else 1)
+
+
 @dataclass(eq=False, kw_only=True)
 class ToolCallItem(Item):
     """A tool call: its arguments, then its result or error; the approval asked for it."""
@@ -100,6 +140,8 @@ class ToolCallItem(Item):
     started: float | None = None
     #: The model wrote the call in its text (``tool_use.from_text``): the card says so.
     from_text: bool = False
+    #: What the tool printed while it ran (``tool_output``: a command's output); None: nothing.
+    output: OutputState | None = None
 
     @property
     def failed(self) -> bool:
@@ -231,10 +273,13 @@ def call_item_class(tool: str) -> type[ToolCallItem]:
 
 
 __all__ = [
+    "OUTPUT_KEEP",
     "ApprovalState",
     "CallStatus",
     "ElicitationItem",
+    "OutputState",
     "SamplingItem",
     "ToolCallItem",
     "call_item_class",
+    "cut_note",
 ]

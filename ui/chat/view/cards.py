@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QSizePolicy,
@@ -26,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
+from ui.chat.model.tool_calls import OUTPUT_KEEP, cut_note
 from ui.formatting import elapsed_text, format_duration
 from ui.markdown import value_html
 from ui.widgets.common import (
@@ -45,9 +47,13 @@ from workspace.sandbox import display_json, display_path
 if TYPE_CHECKING:
     import asyncio
 
-    from ui.chat.model.tool_calls import ToolCallItem
+    from ui.chat.model.tool_calls import OutputState, ToolCallItem
 
 ARGS_MAX_LINES = 40
+#: Lines of a command's output the card shows at most (it scrolls beyond).
+OUTPUT_MAX_LINES = 14
+#: A finished call's output longer than this many lines starts folded.
+OUTPUT_FOLD_LINES = 12
 STATUS_TEXT = {
     "running": "running…",
     "approval": "needs approval",
@@ -229,6 +235,7 @@ class ToolCard(QFrame):
         self._error_box: AutoHeightText | None = None
         self._decision: QLabel | None = None
         self._lanes: list[QWidget] = []
+        self._output: CommandOutput | None = None
         self._set_status("running")
 
     # -- a robot used as this tool ----------------------------------------------------------------
@@ -270,9 +277,25 @@ class ToolCard(QFrame):
         self.arguments = arguments
         self._args.setHtml(_args_html(arguments))
 
+    # -- a running command's output -----------------------------------------------------------
+    @property
+    def output(self) -> CommandOutput | None:
+        return self._output
+
+    def append_output(self, state: OutputState, text: str) -> None:
+        """A running tool printed ``text`` (``state`` is all its output kept so far)."""
+        if self._output is None:
+            self._output = CommandOutput(self)
+            self._body.insertWidget(self._body.indexOf(self._args) + 1, self._output)
+        self._output.append(state, text)
+
     def apply(self, call: ToolCallItem) -> None:
         """Show the call's state: its arguments, status, result or error, and the approval's outcome."""
         self.from_text_label.setVisible(call.from_text)
+        if call.output is not None and self._output is None:  # shown whole (a card made after the chunks)
+            self.append_output(call.output, call.output.text)
+        if self._output is not None and call.status not in ("running", "approval"):
+            self._output.finish()
         if call.arguments != self.arguments:
             self.set_arguments(call.arguments)
         if call.status == "ok" and self._result_toggle is None:
@@ -416,6 +439,117 @@ class ToolCard(QFrame):
                     self.set_arguments(decision.input)
             self.decided.emit(self.call_id, decision)
 
+
+class CommandOutput(QWidget):
+    """A running command's output in its card: monospace, at most :data:`OUTPUT_MAX_LINES` high with a scroll
+    bar, following the end unless the person scrolled up; once the call ends, a long output folds behind
+    its toggle ("Output · 120 lines")."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("CommandOutput")
+        c = theme.colors()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        self.toggle = ElidedToolButton(self, min_text="Output…")
+        self.toggle.setObjectName("OutputToggle")
+        self.toggle.setCheckable(True)
+        self.toggle.setChecked(True)
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.setIcon(theme.icon("chevron-down", c.muted, 14))
+        self.toggle.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.toggle.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.toggle.toggled.connect(self._on_toggled)
+        layout.addWidget(self.toggle)
+        self.cut_note = shrinkable(QLabel("", self))
+        self.cut_note.setObjectName("Muted")
+        self.cut_note.setVisible(False)
+        layout.addWidget(self.cut_note)
+        self.view = QPlainTextEdit(self)
+        self.view.setObjectName("ToolOutput")
+        self.view.setAccessibleName("Command output")
+        self.view.setReadOnly(True)
+        self.view.setFont(theme.mono_font())
+        self.view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.view.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        layout.addWidget(self.view)
+        self._lines = 0
+        self._cut = 0
+        #: The output's last line end, not shown yet (the view would end in an empty line).
+        self._held = False
+        self._finished = False
+        self._fit()
+
+    @property
+    def text(self) -> str:
+        return self.view.toPlainText() + ("\n" if self._held else "")
+
+    def at_end(self) -> bool:
+        bar = self.view.verticalScrollBar()
+        return bar.value() >= bar.maximum() - 2
+
+    def append(self, state: OutputState, text: str) -> None:
+        follow = self.at_end()
+        bar = self.view.verticalScrollBar()
+        kept = bar.value()
+        shown = self.view.document().characterCount() - 1
+        if shown == 0 or (state.cut != self._cut and shown + len(text) > 2 * OUTPUT_KEEP):
+            # the first output, or the view holds twice what is kept: shown anew from what is kept (once per
+            # OUTPUT_KEEP characters that came, not once per chunk: the view lays its whole text out again)
+            self._cut = state.cut
+            self.view.setPlainText(self._hold(state.text, held=False))
+        else:
+            cursor = self.view.textCursor()
+            cursor.movePosition(cursor.MoveOperation.End)
+            cursor.insertText(self._hold(text, held=self._held))
+        self.cut_note.setText(cut_note(self._cut))  # what the view left out (it may show more than is kept)
+        self.cut_note.setVisible(bool(self._cut) and self.expanded)
+        self._lines = state.lines
+        self._label()
+        self._fit()
+        if follow:
+            bar.setValue(bar.maximum())
+        else:
+            bar.setValue(kept)  # the person scrolled up: the view stays where they read
+
+    def _hold(self, text: str, *, held: bool) -> str:
+        """``text`` to add to the view: a line end at its end is held back until more comes (no empty last line)."""
+        text = ("\n" if held else "") + text
+        self._held = text.endswith("\n")
+        return text[:-1] if self._held else text
+
+    def finish(self) -> None:
+        """The call ended: a long output folds (its toggle opens it again)."""
+        if self._finished:
+            return
+        self._finished = True
+        self._label()
+        if self._lines > OUTPUT_FOLD_LINES:
+            self.toggle.setChecked(False)
+
+    @property
+    def expanded(self) -> bool:
+        return self.toggle.isChecked()
+
+    def _label(self) -> None:
+        lines = f"{self._lines} line" + ("" if self._lines == 1 else "s")
+        self.toggle.setText(f"Output  ·  {lines}" + ("" if self._finished else "  ·  running"))
+
+    def _fit(self) -> None:
+        metrics = self.view.fontMetrics()
+        lines = max(1, min(OUTPUT_MAX_LINES, self._lines or 1))
+        margins = 2 * self.view.document().documentMargin() + 2 * self.view.frameWidth() + 4
+        self.view.setFixedHeight(int(metrics.lineSpacing() * lines + margins))
+
+    def _on_toggled(self, checked: bool) -> None:
+        self.view.setVisible(checked)
+        self.cut_note.setVisible(checked and bool(self.cut_note.text()))
+        self.toggle.setIcon(theme.icon("chevron-down" if checked else "chevron-right", theme.colors().muted, 14))
+        if checked:
+            bar = self.view.verticalScrollBar()
+            bar.setValue(bar.maximum())
 
 
 def effects_text(effects: object) -> str:

@@ -401,6 +401,11 @@ class ChatView(QScrollArea):
         if isinstance(widget, MarkdownStream):
             widget.append(delta)
 
+    def tool_output(self, item: ToolCallItem, text: str) -> None:
+        widget = self._widgets.get(item)
+        if isinstance(widget, ToolCard) and item.output is not None:
+            widget.append_output(item.output, text)
+
     def run_changed(self, run: RunState) -> None:
         if run.lane is None and (run.activity or run is self.clock.activity_run):
             self.clock.set_activity(run if run.activity else None)
