@@ -88,3 +88,52 @@ def test_tool_duration_then_a_relaunch_restores_folder_and_network(xserver: XSer
         again.shot("relaunch")
 
     _run(again, second)
+
+
+def _kinds(app: AppUnderTest, thread_title: str) -> list[str]:
+    wanted = (ev.RunStarted.kind, ev.RunFinished.kind, ev.ModelChanged.kind)
+    rows = app.query("SELECT e.kind FROM events e JOIN threads t ON t.id = e.thread_id WHERE t.title = ? "
+                     "ORDER BY e.id", thread_title)
+    return [kind for (kind,) in rows if kind in wanted]
+
+
+@SIZES
+def test_the_model_changed_marker_sits_between_two_answers(xserver: XServer, tmp_path: Path, shots: Path) -> None:
+    from tests.fakes.llm_server import FakeLLMServer
+
+    with FakeLLMServer(models=["fake", "other"],
+                       reply_fn=lambda body: f"This answer comes from the model {body.get('model')}.") as server:
+        config = f"llm:\n  model: openai/fake\n  api_base: {server.base_url}/v1\n  max_retries: 1\n"
+        app = AppUnderTest(xserver, _home(tmp_path, "home-models", config), shots=shots).start()
+
+        def flow() -> None:
+            time.sleep(1.5)
+            app.key("ctrl+l")
+            first = "Which model answers?"
+            app.type(first)
+            app.key("ctrl+Return")
+            app.wait_turn(first, "finished", timeout=60)
+            # The model picker, by keyboard from the message box: Tab to it, Space opens its menu.
+            app.key("ctrl+l")
+            app.key("Tab")
+            app.key("Tab")
+            app.key("space", pause=1.5)  # "fake · robot default", then the local server's openai/fake, openai/other
+            app.key("Down")
+            app.key("Down")
+            app.key("Down")
+            app.key("Return", pause=0.8)
+            wait_for(lambda: _kinds(app, first) == ["run_started", "run_finished", "model_changed"], 20,
+                     "the model_changed event after the first answer")
+            app.key("ctrl+l")
+            second = "And now?"
+            app.type(second)
+            app.key("ctrl+Return")
+            app.wait_turn(second, "finished", timeout=60)
+            # The marker is between the two answers, and each went to its model.
+            assert _kinds(app, first) == ["run_started", "run_finished", "model_changed", "run_started",
+                                          "run_finished"]
+            assert [r.get("model") for r in server.requests if "messages" in r] == ["fake", "other"]
+            time.sleep(0.8)
+            app.shot("model-changed")
+
+        _run(app, flow)
