@@ -90,6 +90,29 @@ def test_tool_duration_then_a_relaunch_restores_folder_and_network(xserver: XSer
     _run(again, second)
 
 
+def _children_running(app: AppUnderTest, name: str) -> bool:
+    """Whether a process under the app's has ``name`` in its command line (read from /proc)."""
+    assert app.process is not None
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    for pid in parents:
+        ancestor = parents.get(pid)
+        while ancestor and ancestor != app.process.pid:
+            ancestor = parents.get(ancestor)
+        if ancestor == app.process.pid:
+            try:
+                if name in (Path("/proc") / str(pid) / "cmdline").read_bytes().decode(errors="replace"):
+                    return True
+            except OSError:
+                continue
+    return False
+
+
 def _kinds(app: AppUnderTest, thread_title: str) -> list[str]:
     wanted = (ev.RunStarted.kind, ev.RunFinished.kind, ev.ModelChanged.kind)
     rows = app.query("SELECT e.kind FROM events e JOIN threads t ON t.id = e.thread_id WHERE t.title = ? "
@@ -137,3 +160,49 @@ def test_the_model_changed_marker_sits_between_two_answers(xserver: XServer, tmp
             app.shot("model-changed")
 
         _run(app, flow)
+
+
+@SIZES
+def test_a_server_added_in_settings_starts_by_itself(xserver: XServer, tmp_path: Path, shots: Path,
+                                                      mcp_bin: Path) -> None:
+    app = AppUnderTest(xserver, _home(tmp_path, "home-mcp"), shots=shots).start()
+
+    def flow() -> None:
+        time.sleep(1.5)
+        app.key("ctrl+comma", pause=1.0)
+        dialog = app.window_named("^Settings")
+        app.xdotool("windowfocus", "--sync", dialog)
+        app.key("ctrl+shift+Tab", pause=0.6)  # from the first tab back to the last: MCP servers
+        box = app.geometry(dialog)
+        # Add, under the server list at the page's bottom left: a new server's form, its name field focused.
+        app.click(box["X"] + 44, box["Y"] + box["HEIGHT"] - 102)
+        app.key("ctrl+a")
+        app.type("everything")
+        app.key("Tab")  # Type: Local program (stdio)
+        app.key("Tab")
+        app.type(str(mcp_bin / "mcp-server-everything"))
+        for _ in range(9):  # Arguments, Folder, Environment, +, -, Sampling, Annotations, Enabled: Save server
+            app.key("Tab", pause=0.1)
+        app.key("space")
+        config = app.home / "config" / "config.yaml"
+        wait_for(lambda: config.is_file() and "mcp-server-everything" in config.read_text(encoding="utf-8"), 10,
+                 "the server saved in config.yaml")
+        # No Start pressed: the app itself runs the server (a child process of it) ...
+        wait_for(lambda: _children_running(app, "mcp-server-everything"), 40, "the server's process")
+        # ... and the page's status line says it started and with how many tools (under Save server: the form
+        # is scrolled down to it with the mouse wheel on its scroll bar, at the dialog's right edge: over the form,
+        # a wheel would turn whichever combo box comes under the pointer).
+        time.sleep(1.5)
+        app.xdotool("mousemove", "--sync", str(box["X"] + box["WIDTH"] - 26), str(box["Y"] + box["HEIGHT"] // 2))
+        app.xdotool("click", "--repeat", "8", "--delay", "30", "5")
+        time.sleep(0.5)
+        app.shot("mcp-started")
+        # The MCP servers dock says so too (Esc closes Settings; the server was saved by its own button).
+        app.key("Escape", pause=0.8)
+        assert not app.windows_named("^Settings"), "Esc did not close Settings"
+        app.focus()
+        app.key("ctrl+shift+s", pause=1.0)
+        assert _children_running(app, "mcp-server-everything")
+        app.shot("mcp-dock")
+
+    _run(app, flow)
