@@ -295,6 +295,10 @@ async def test_a_relaunch_restores_the_folder_and_the_network_threads_graph(db_p
         pane = w.docks.network_pane
         assert pane.network is not None and pane.graph.nodes, "the network's graph is drawn"
         assert set(pane.graph.nodes) == set(pane.model.tasks)
+        # ... with the state of the thread's run, not every task "waiting" as if it never ran
+        assert pane.model.run_status != "idle"
+        assert any(task.status != "waiting" for task in pane.model.tasks.values()), \
+            {name: task.status for name, task in pane.model.tasks.items()}
         await wait_until(lambda: w.docks.raised() == "network" and pane.graph.isVisible(),
                          what=f"the graph in front {w.docks.raised()} {pane.graph.isVisible()}")
 

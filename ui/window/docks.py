@@ -110,6 +110,8 @@ class Docks(Mapping[str, QDockWidget]):
         self._on_made: dict[str, list[Callable[[Any], object]]] = {}
         #: Events that arrive while a long thread's events are read for the inspector.
         self._inspector_buffer: list[ev.Event] | None = None
+        #: The open thread's events (stored, then live), for a Network graph drawn after they came.
+        self._thread_events: list[ev.Event] = []
         self._steps: Iterator[None] | None = None
 
     # -- the panes by their types (None until made) ----------------------------------------------------
@@ -312,6 +314,10 @@ class Docks(Mapping[str, QDockWidget]):
             return
         network, note = self.services.session.network_for_dock()
         pane.set_network(network, note=note)
+        if self.network_model.has_graph and self._thread_events:
+            # The graph is drawn anew (every task waiting): the open thread's runs give it its state back (a
+            # thread opened before the Network pane was made, at start-up or after a relaunch, too).
+            self.network_model.set_events(self._thread_events)
         dock = self._docks.get("network")
         if reveal and network is not None and dock is not None and any(
                 d.toggleViewAction().isChecked() for d in self._docks.values()):
@@ -386,6 +392,7 @@ class Docks(Mapping[str, QDockWidget]):
 
     # -- the inspector's events ---------------------------------------------------------------------------
     def clear_inspector(self) -> None:
+        self._thread_events = []
         for model in (self.tool_model, self.trace_model, self.memory_model):
             model.clear()
 
@@ -393,6 +400,7 @@ class Docks(Mapping[str, QDockWidget]):
         """A batch of live events (the bridge's)."""
         if self._inspector_buffer is not None:
             self._inspector_buffer.extend(events)
+        self._thread_events.extend(events)
         self.trace_model.append_events(events)
         self.tool_model.add_events(events)
         self.memory_model.add_events(events)
@@ -426,6 +434,7 @@ class Docks(Mapping[str, QDockWidget]):
         self.services.tasks.spawn(load(), name="inspector-load")
 
     def set_events(self, events: list[ev.Event]) -> None:
+        self._thread_events = list(events)
         self.trace_model.set_events(events)
         self.tool_model.set_events(events)
         self.memory_model.set_events(events)
