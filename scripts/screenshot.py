@@ -141,6 +141,7 @@ def main() -> int:
     width, height = (int(v) for v in args.size.split("x"))
     root.window.resize(width, height)
     root.window.show()
+    root.window.docks.fit_tabs()  # as at start-up, for the size the picture is taken at: every tab whole
     try:
         with loop:
             loop.run_until_complete(_script(root, provider))
