@@ -378,7 +378,7 @@ def _describe(name: str, arguments: Mapping[str, Any], data: Any) -> str:
                     shown.append(f"- `{item.get('path')}:{item.get('line')}` {str(item.get('text', '')).strip()}")
                 else:
                     shown.append(f"- {item}")
-            return f"{len(matches)} matches for `{arguments.get('query')}`:\n" + "\n".join(shown)
+            return f"{len(matches)} {'match' if len(matches) == 1 else 'matches'} for `{arguments.get('query')}`:\n" + "\n".join(shown)
     if name in _FILE_TOOLS:
         summary = data.get("message") if isinstance(data, dict) else None
         if summary:
