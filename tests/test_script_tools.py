@@ -188,3 +188,15 @@ async def test_a_robot_can_name_a_script_tool(folder: Path) -> None:
                   provider=ScriptedProvider(["Done."]), folder=folder)
     manifest = await robot.resolve_tools()
     assert [t.name for t in manifest] == ["count_args"]
+
+
+def test_an_agent_skills_scripts_become_script_tools(tmp_path: Path) -> None:
+    from workspace import AgentSkill
+
+    skill = tmp_path / "counter"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: counter\ndescription: counts things\n---\nCount.\n")
+    script(skill / "scripts" / "count-args", HELP)
+    (skill / "scripts" / "notes.txt").write_text("not a script\n")
+    tools = AgentSkill.from_path(skill).script_tools
+    assert [t.name for t in tools] == ["count_args"]
