@@ -171,15 +171,23 @@ def test_the_user_tools_folder_is_discovered(folder: Path) -> None:
     assert [t.name for t in tools] == ["count_args"] and notices == []
 
 
-def test_an_untrusted_folders_tools_are_ignored_with_a_notice_and_trusted_ones_used(folder: Path) -> None:
+def test_an_untrusted_folders_tools_are_ignored_with_a_notice_and_trusted_ones_used(
+        folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workspace.tools import script as script_module
+
     script(folder / ".robotlab" / "tools" / "greet.sh", FRONT)
+    script(folder / ".robotlab" / "tools" / "other", "#!/bin/sh\necho help\n")
+    helped: list[Path] = []
+    real_help = script_module._help_text
+    monkeypatch.setattr(script_module, "_help_text", lambda p: helped.append(p) or real_help(p))
     tools, notices = discover_script_tools(folder)
-    assert tools == []
+    assert tools == [] and helped == []  # an untrusted folder's scripts are not run, not even for --help
     [notice] = notices
     assert "greet" in notice and "not trusted" in notice and "robotlab trust" in notice
     trust.trust(folder)
     tools, notices = discover_script_tools(folder)
-    assert [t.name for t in tools] == ["greet"] and notices == []
+    assert [t.name for t in tools] == ["greet", "other"] and notices == []
+    assert [p.name for p in helped] == ["other"]
 
 
 async def test_a_robot_can_name_a_script_tool(folder: Path) -> None:

@@ -13,7 +13,7 @@ import logging
 import os
 from pathlib import Path
 
-from workspace.tools.script import ScriptTool, ScriptToolError
+from workspace.tools.script import ScriptTool, ScriptToolError, tool_name_for
 
 log = logging.getLogger(__name__)
 
@@ -27,15 +27,18 @@ def user_tools_dir() -> Path:
     return paths.config_dir() / "tools"
 
 
+def _executables(directory: Path) -> list[Path]:
+    """The executable files of ``directory`` that are not sidecars or hidden, sorted."""
+    if not directory.is_dir():
+        return []
+    return [entry for entry in sorted(directory.iterdir())
+            if entry.suffix not in (".yaml", ".yml", ".json", ".md") and not entry.name.startswith(".")
+            and entry.is_file() and os.access(entry, os.X_OK)]
+
+
 def _scan(directory: Path) -> list[ScriptTool]:
     tools: list[ScriptTool] = []
-    if not directory.is_dir():
-        return tools
-    for entry in sorted(directory.iterdir()):
-        if entry.suffix in (".yaml", ".yml", ".json", ".md") or entry.name.startswith("."):
-            continue
-        if not entry.is_file() or not os.access(entry, os.X_OK):
-            continue
+    for entry in _executables(directory):
         try:
             stat = entry.stat()
             key = (str(entry.resolve()), stat.st_mtime_ns, stat.st_size)
@@ -59,14 +62,13 @@ def discover_script_tools(folder: Path | None = None, *,
     found: dict[str, ScriptTool] = {t.name: t for t in _scan(user_dir if user_dir is not None else user_tools_dir())}
     if folder is not None:
         project = Path(folder) / ".robotlab" / "tools"
-        local = _scan(project)
-        if local:
+        if _executables(project):
             from workspace.trust import trusted_by_user
 
             if trusted_by_user(Path(folder)):
-                found.update((t.name, t) for t in local)
-            else:
-                names = ", ".join(t.name for t in local)
+                found.update((t.name, t) for t in _scan(project))
+            else:  # not even --help is run for an untrusted folder's scripts
+                names = ", ".join(tool_name_for(p) for p in _executables(project))
                 notices.append(f"The script tools in {project} ({names}) are ignored: the folder is not trusted. "
                                f"Run `robotlab trust {folder}` (or use the window's banner) to use them.")
     return list(found.values()), notices
