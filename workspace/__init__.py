@@ -74,6 +74,7 @@ _EXPORTS: dict[str, str] = {
     "ToolLoopError": "workspace.errors",
     "DoomLoopDetector": "workspace.agent.guards",
     "AskUser": "workspace.ask_user",
+    "ScriptTool": "workspace.tools.script",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__", "build", "create_memory"]

@@ -23,10 +23,13 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workspace.errors import ConfigurationError
 from workspace.templates import search_path
+
+if TYPE_CHECKING:
+    from workspace.tools.script import ScriptTool
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +86,15 @@ class AgentSkill:
         if not folder.is_dir():
             return []
         return sorted(p for p in folder.iterdir() if p.is_file())
+
+    @property
+    def script_tools(self) -> list[ScriptTool]:
+        """A :class:`~workspace.tools.script.ScriptTool` per executable script (non-executables skipped,
+        with RobotLab's warning)."""
+        from workspace.tools.script import ScriptTool
+
+        return [tool for path in self.scripts
+                if (tool := ScriptTool.from_path(path, capabilities=self.capabilities, skill_dir=self.path))]
 
 
 def _front_matter(text: str, *, where: str) -> tuple[dict[str, Any], str]:

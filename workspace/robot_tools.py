@@ -78,6 +78,8 @@ async def resolve_tools(
     have = {t.name for t in available}
     if allowed != selection.ALL:
         available.extend(t for t in registry.lookup(allowed) if t.name not in have)
+        have = {t.name for t in available}
+        available.extend(t for t in _script_tools(robot, allowed) if t.name not in have)
     elif robot.tools_config == selection.ALL:
         # A robot that says "tools: all" gets every built-in tool too. (Elsewhere "all" keeps
         # RobotLab's meaning, the robot's own and MCP tools: built-ins are named to be used.)
@@ -100,6 +102,16 @@ async def resolve_tools(
     if pending is not None:
         pending = _FilteredPending(pending, late_allowed)
     return ToolManifest(chosen), pending
+
+
+def _script_tools(robot: Robot, allowed: Any) -> list[Tool]:
+    """The script tools (:mod:`workspace.script_tools`) among the names ``allowed`` lists."""
+    from workspace.script_tools import discover_script_tools
+
+    tools, notices = discover_script_tools(robot.folder)
+    for notice in notices:
+        log.warning("%s", notice)
+    return selection.filter_tools(list(tools), allowed)
 
 
 def _check_tool_names(robot: Robot, allowed: Any, available: list[Tool]) -> None:

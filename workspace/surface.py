@@ -73,6 +73,10 @@ def writes_files(tool: Tool) -> bool:
     """
     if tool.name == "run_command" and tool.mcp is None:
         return True
+    from workspace.tools.script import ScriptTool
+
+    if isinstance(tool, ScriptTool):
+        return True
     try:
         from workspace.tools.files import FILE_TOOLS
     except ImportError:  # pragma: no cover - the module ships with the workspace

@@ -46,6 +46,7 @@ from workspace.result import RobotResult
 from workspace.result import Usage as UsageTotals
 from workspace.tools.base import Tool, ToolContext, ToolOutput
 from workspace.tools.manifest import ToolManifest
+from workspace.tools.script import ScriptTool
 
 STOPPED_TOOL_ERROR = "The user stopped the run before this tool call finished."
 #: Finish reasons of an answer cut off: at the token limit (``length``), or by a full context window
@@ -736,6 +737,8 @@ class AgentRun(ModelTurns, EventRun):
             if tool.mcp is None and call.name in EFFECT_TOOLS:  # decided by what it does, not its name
                 effects = await asyncio.to_thread(file_effects, call.name, call.input, folder=spec.folder,
                                                   changes=spec.changes)
+            elif isinstance(tool, ScriptTool) and isinstance(call.input, dict):  # the command the script runs
+                effects = (FileEffect(kind="run", path=".", command=tool.command(call.input, spec.folder)),)
             original = tool.annotations.get("mcpTool") if tool.mcp is not None else None
             request = ApprovalRequest(call_id=call_id, robot=spec.robot, tool=call.name, input=call.input,
                                       server=tool.mcp, annotations=dict(tool.annotations), run_id=self.run_id,

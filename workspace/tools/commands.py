@@ -145,6 +145,13 @@ async def run_command(command: str, timeout_s: float | None = None, context: Too
     if timeout_s is not None and not 0 < timeout_s <= MAX_TIMEOUT_S:
         return ToolOutput(f"timeout_s must be between 0 and {MAX_TIMEOUT_S:g} seconds, not {timeout_s!r}; leave it "
                           "out for the default of 120 s", is_error=True)
+    return await run_in_sandbox(command, context, timeout_s=timeout_s)
+
+
+async def run_in_sandbox(command: str, context: ToolContext, *, timeout_s: float | None = None,
+                         env: dict[str, str] | None = None, tool_name: str = "run_command") -> Any:
+    """Run ``command`` as ``run_command`` does (the sandbox, the pending layer, streamed output, the writes
+    proposed) for the call in ``context``; ``tool_name`` names the tool in refusals and output events."""
     from workspace.isolation import IsolationError, SandboxUnavailable
 
     changes: ChangeSet | None = context.changes
@@ -152,11 +159,11 @@ async def run_command(command: str, timeout_s: float | None = None, context: Too
     try:
         box = await asyncio.to_thread(_sandbox)
     except SandboxUnavailable as exc:
-        return ToolOutput(f"run_command cannot run here: {exc}", is_error=True)
+        return ToolOutput(f"{tool_name} cannot run here: {exc}", is_error=True)
     pending = await asyncio.to_thread(pending_layer, changes)
-    stream = _OutputStream(lambda text: _emit_output(context, text))
+    stream = _OutputStream(lambda text: _emit_output(context, text, tool_name))
     try:
-        result = await box.run(command, folder, pending=pending, on_output=stream.add, timeout_s=timeout_s)
+        result = await box.run(command, folder, pending=pending, on_output=stream.add, timeout_s=timeout_s, env=env)
     except IsolationError as exc:
         stream.flush()
         return ToolOutput(f"The command could not be run: {exc}", is_error=True)
@@ -167,12 +174,12 @@ async def run_command(command: str, timeout_s: float | None = None, context: Too
     return await _report(result, context, changes)
 
 
-def _emit_output(context: ToolContext, text: str) -> None:
+def _emit_output(context: ToolContext, text: str, tool_name: str = "run_command") -> None:
     """The one place a ``tool_output`` event is made."""
     if context.emit is not None:
         from workspace import events as ev
 
-        context.emit(ev.ToolOutput(id=context.call_id, name="run_command", text=text))
+        context.emit(ev.ToolOutput(id=context.call_id, name=tool_name, text=text))
 
 
 async def _report(result: CommandResult, context: ToolContext, changes: ChangeSet | None) -> Any:
