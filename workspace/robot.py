@@ -32,6 +32,7 @@ from workspace.providers.base import with_defaults
 from workspace.result import RobotResult
 from workspace.robot_runs import prepare
 from workspace.robot_tools import ToolSource, resolve_tools, take_tools, to_tool
+from workspace.runnable import Runnable
 from workspace.templates import Template
 from workspace.tools import selection
 from workspace.tools.base import Tool
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from workspace.providers.base import Provider
 
 
-class Robot(BusMessaging):
+class Robot(BusMessaging, Runnable):
     """A robot: a system prompt or template, a model, tools, MCP servers and a memory.
 
     The conversation is kept across runs, like a chat; :meth:`reset` clears it.
@@ -527,6 +528,11 @@ class Robot(BusMessaging):
     def reset_memory(self) -> Robot:
         self.memory.reset()
         return self
+
+    @property
+    def crew(self) -> list[Robot]:
+        """RobotLab's ``Runnable``: a robot is a crew of one."""
+        return [self]
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

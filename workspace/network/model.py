@@ -23,6 +23,7 @@ from workspace.network.errors import NetworkError, NetworkRunError, Problem
 from workspace.network.merge import deep_merge
 from workspace.network.routing import Route, as_names
 from workspace.result import NetworkResult, RobotResult
+from workspace.runnable import Runnable
 
 if TYPE_CHECKING:
     from workspace.hooks import Hook
@@ -204,7 +205,7 @@ class ParallelGroup:
 BroadcastHandler = Callable[[dict[str, Any]], Any]
 
 
-class Network:
+class Network(Runnable):
     """Tasks wrapping robots, run as a dependency graph with one shared memory.
 
     ``concurrency``: ``"auto"`` (no limit; RobotLab's ``:threads``/``:async`` mean the same) or
@@ -339,6 +340,13 @@ class Network:
     @property
     def optional_tasks(self) -> list[str]:
         return [t.name for t in self._tasks.values() if t.optional]
+
+    is_network = True
+
+    @property
+    def crew(self) -> list[Robot]:
+        """RobotLab's ``Runnable``: the network's robots, in the order they were added."""
+        return list(self._robots.values())
 
     def robot(self, name: str) -> Robot | None:
         return self._robots.get(str(name))
