@@ -78,6 +78,27 @@ async def test_mcp_selection_levels(manager: MCPManager) -> None:
 
 
 
+async def test_to_dict_names_the_mcp_tools_and_servers_of_the_last_run(manager: MCPManager) -> None:
+    r = robot(manager, ScriptedProvider(["ok", "ok"]), mcp_servers=["everything", "fake"])  # RobotLab's older name
+    assert r.mcp_config == ["everything", "fake"]
+    before = r.to_dict()
+    assert before["mcp_tools"] == [] and before["mcp_servers"] == []  # nothing connected before a run
+    await r.arun("hi")
+    d = r.to_dict()
+    # RobotLab's keys first, in its order (nil ones left out), then ours
+    spec = ["name", "description", "template", "system_prompt", "local_tools", "mcp_tools", "mcp_config",
+            "tools_config", "mcp_servers", "model"]
+    present = [k for k in spec if k in d]
+    assert list(d)[:len(present)] == present
+    assert {"mcp_tools", "mcp_config", "tools_config", "mcp_servers"} <= set(present)
+    assert "everything__echo" in d["mcp_tools"] and "fake__echo" in d["mcp_tools"]
+    assert d["mcp_servers"] == ["everything", "fake"]
+    await r.arun("hi", mcp=["fake"])  # the last run's servers
+    d = r.to_dict()
+    assert d["mcp_servers"] == ["fake"] and "fake__echo" in d["mcp_tools"]
+    assert all(name.startswith("fake__") for name in d["mcp_tools"])
+
+
 async def test_stopping_a_run_cancels_the_mcp_call(manager: MCPManager) -> None:
     provider = ScriptedProvider([[ToolCall("fake__sleep", {"seconds": 30}, id="s1")], "never reached"])
     run = robot(manager, provider, mcp=["fake"]).stream("sleep")

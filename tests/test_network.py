@@ -219,6 +219,45 @@ async def test_concurrency_limit_runs_one_at_a_time() -> None:
     assert result.results["b"].last_text_content == "together"  # a had arrived before b started
 
 
+def counting_provider(running: list[int], peak: list[int]) -> FunctionProvider:
+    """Records how many model calls are inside at once (``running[0]``) and the most ever (``peak[0]``)."""
+    async def fn(messages: list[Message], info: AgentInfo) -> str:
+        running[0] += 1
+        peak[0] = max(peak[0], running[0])
+        try:
+            await asyncio.sleep(0.05)
+        finally:
+            running[0] -= 1
+        return "done"
+
+    return FunctionProvider(fn)
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ({"max_concurrent_robots": 4}, 4),                       # RobotLab's example 31: six analysts, four at once
+    ({"max_concurrent_robots": 2, "concurrency": 3}, 2),     # the tighter of the two holds
+    ({"max_concurrent_robots": 5, "concurrency": 3}, 3),
+    ({}, 6),                                                 # no cap: all six together
+])
+async def test_max_concurrent_robots_bounds_the_tasks_running_at_once(options: dict[str, Any],
+                                                                       expected: int) -> None:
+    running, peak = [0], [0]
+    net = Network("launch", **options)
+    for i in range(6):
+        net.task(f"analyst{i}", bot(f"analyst{i}", counting_provider(running, peak)))
+    assert net.task_limit == (None if not options else expected)
+    assert f"concurrency: {expected if options else 'no limit'})" in net.execution_plan()
+    result = await asyncio.wait_for(net.arun("assess"), 10)
+    assert peak[0] == expected
+    assert [r.last_text_content for r in result.results.values()] == ["done"] * 6
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5, "4"])
+def test_max_concurrent_robots_refuses_what_is_not_a_positive_number(bad: Any) -> None:
+    with pytest.raises(ValueError, match="max_concurrent_robots must be a positive number or None"):
+        Network("n", max_concurrent_robots=bad)
+
+
 @pytest.mark.parametrize("how", ["rule", "json", "router", "plain"])
 async def test_routing_runs_exactly_one_optional_task(how: str) -> None:
     answers = {"rule": "This looks like a technical problem.", "json": '{"activate": "technical"}',

@@ -166,12 +166,17 @@ class TestSerialization:
 
     def test_usage_and_duration_after_robotlab_keys(self) -> None:
         result = hello_result(usage=Usage(10, 5, 0.001), duration=1.5)
-        data = json.loads(result.to_json())
+        data = result.to_dict()
         assert list(data)[-2:] == ["usage", "duration"]
         assert data["usage"] == {"input_tokens": 10, "output_tokens": 5, "cost": 0.001}
         assert data["duration"] == 1.5
         assert data["checksum"] == VECTOR_CHECKSUM  # additions do not change the checksum
-        assert list(result.to_dict())[-2:] == ["usage", "duration"]
+        # to_json is the spec's export alone: no additions, whatever the result carries
+        result.output_data = {"a": 1}
+        result.delegated_by = "boss"
+        assert json.loads(result.to_json()) == result.export()
+        assert not {"usage", "duration", "output_data", "delegated_by"} & set(json.loads(result.to_json()))
+        assert {"usage", "duration", "output_data", "delegated_by"} <= set(result.to_dict())
 
     def test_from_dict_string_keys(self) -> None:
         result = RobotResult.from_dict({

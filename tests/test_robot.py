@@ -39,6 +39,27 @@ def test_construction_and_to_dict() -> None:
     assert "description" not in Robot("x", system_prompt="y").to_dict()
 
 
+def test_to_dict_has_robotlabs_keys_in_its_order() -> None:
+    r = Robot("helper", system_prompt="Be nice.", description="A helper robot", local_tools=[search],
+              model="claude-sonnet-4", tools=["search"], mcp="none")
+    assert r.to_dict() == {  # the spec's example (robotlab-spec 2.11), system_prompt in place of a template
+        "name": "helper", "description": "A helper robot", "system_prompt": "Be nice.", "local_tools": ["search"],
+        "mcp_tools": [], "mcp_config": "none", "tools_config": ["search"], "mcp_servers": [],
+        "model": "claude-sonnet-4"}
+
+
+def test_mcp_servers_is_robotlabs_older_name_for_mcp() -> None:
+    servers = [{"name": "github", "command": "github-mcp-server", "args": ["stdio"]}]
+    assert Robot("a", system_prompt="x", mcp_servers=servers).mcp_config == servers
+    assert Robot("a", system_prompt="x", mcp_servers=("github",)).mcp_config == ["github"]
+    # An empty list is RobotLab's default: mcp= stands
+    assert Robot("a", system_prompt="x", mcp="none", mcp_servers=[]).mcp_config == "none"
+    with pytest.raises(ValueError, match=r"both mcp= and mcp_servers= given.*as mcp=\[\.\.\.\]"):
+        Robot("a", system_prompt="x", mcp=["github"], mcp_servers=["github"])
+    with pytest.raises(ValueError, match=r"mcp_servers= must be a list.*give them as mcp="):
+        Robot("a", system_prompt="x", mcp_servers="github")
+
+
 def test_requires_template_or_system_prompt() -> None:
     with pytest.raises(ValueError, match="Must provide either template or system_prompt"):
         Robot("nothing")

@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "Network": "workspace.network",
     "Task": "workspace.network",
     "load_network": "workspace.network",
+    "Runnable": "workspace.runnable",
     "load_config": "workspace.config",
     "ScriptedProvider": "workspace.providers.testing",
     "FunctionProvider": "workspace.providers.testing",

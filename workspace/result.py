@@ -323,10 +323,9 @@ class RobotResult:
         return out
 
     def to_json(self, *, indent: int | None = None) -> str:
-        """JSON of :meth:`export` (plus usage/duration when set)."""
-        data = self.export()
-        data.update(self._additions())
-        return json.dumps(data, ensure_ascii=False, indent=indent, default=_json_default)
+        """JSON of :meth:`export`, as RobotLab's spec has it: our additions (usage, duration,
+        output_data, delegated_by) and the debug fields are in :meth:`to_dict` only."""
+        return json.dumps(self.export(), ensure_ascii=False, indent=indent, default=_json_default)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RobotResult:

@@ -32,6 +32,7 @@ from workspace.providers.base import with_defaults
 from workspace.result import RobotResult
 from workspace.robot_runs import prepare
 from workspace.robot_tools import ToolSource, resolve_tools, take_tools, to_tool
+from workspace.runnable import Runnable
 from workspace.templates import Template
 from workspace.tools import selection
 from workspace.tools.base import Tool
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from workspace.providers.base import Provider
 
 
-class Robot(BusMessaging):
+class Robot(BusMessaging, Runnable):
     """A robot: a system prompt or template, a model, tools, MCP servers and a memory.
 
     The conversation is kept across runs, like a chat; :meth:`reset` clears it.
@@ -104,10 +105,13 @@ class Robot(BusMessaging):
         max_tool_rounds: int | None = None,
         doom_loop_threshold: int | None = None,
         max_tools: int | None = None,
+        mcp_servers: Iterable[Any] | None = None,
         **settings: Any,
     ) -> None:
         if template is None and system_prompt is None:
             raise ValueError("Must provide either template or system_prompt")
+        if mcp_servers is not None:
+            mcp = _legacy_mcp_servers(str(name), mcp_servers, mcp)
         if settings:
             _check_settings(settings)
         self.name = str(name)
@@ -170,6 +174,9 @@ class Robot(BusMessaging):
         self.local_tools.extend(given_tools)
         selection.check_level(mcp, what="mcp")
         self.mcp_config: Any = list(mcp) if isinstance(mcp, list | tuple) else mcp
+        #: The MCP tools the robot's last run was offered (RobotLab's ``mcp_tools``), from the servers
+        #: that were up then.
+        self.mcp_tools: list[Tool] = []
         self.memory = memory if memory is not None else Memory()
         self.on_tool_call = on_tool_call
         self.on_tool_result = on_tool_result
@@ -522,6 +529,11 @@ class Robot(BusMessaging):
         self.memory.reset()
         return self
 
+    @property
+    def crew(self) -> list[Robot]:
+        """RobotLab's ``Runnable``: a robot is a crew of one."""
+        return [self]
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "name": self.name,
@@ -529,10 +541,12 @@ class Robot(BusMessaging):
             "template": self.template_name,
             "system_prompt": self.system_prompt,
             "local_tools": [t.name for t in self.local_tools],
+            "mcp_tools": [t.name for t in self.mcp_tools],
             "mcp_config": self.mcp_config,
-            "mcp_resources": self.mcp_resources or None,
             "tools_config": self.tools_config,
+            "mcp_servers": list(dict.fromkeys(t.mcp for t in self.mcp_tools if t.mcp)),
             "model": self.model,
+            "mcp_resources": self.mcp_resources or None,
             "fallback_models": [dict(f) if isinstance(f, Mapping) else f for f in self.fallback_models] or None,
             "max_cost": self.max_cost,
             "max_total_tokens": self.max_total_tokens,
@@ -541,6 +555,20 @@ class Robot(BusMessaging):
 
     def __repr__(self) -> str:
         return f"<Robot {self.name!r} model={self.model or 'offline demo'!r}>"
+
+
+def _legacy_mcp_servers(robot: str, servers: Any, mcp: Any) -> Any:
+    """RobotLab's older ``mcp_servers=[...]``: taken as ``mcp=`` (an empty list leaves ``mcp=`` as it is)."""
+    if isinstance(servers, str | bytes | Mapping) or not isinstance(servers, Iterable):
+        raise ValueError(f"Robot '{robot}': mcp_servers= must be a list of MCP servers, got {servers!r}; "
+                         "give them as mcp=[...] (names from mcpServers, or {name, command|url} mappings)")
+    servers = list(servers)
+    if not servers:
+        return mcp
+    if not selection.is_inherit(mcp):
+        raise ValueError(f"Robot '{robot}': both mcp= and mcp_servers= given; mcp_servers= is RobotLab's older "
+                         "name for mcp=, so give the servers once, as mcp=[...]")
+    return servers
 
 
 def _whole(value: Any, what: str, robot: str, *, minimum: int) -> int | None:

@@ -85,6 +85,7 @@ async def resolve_tools(
         # RobotLab's meaning, the robot's own and MCP tools: built-ins are named to be used.)
         available.extend(t for t in registry.builtin_tools() if t.name not in have)
     mcp_tools, pending = await _mcp_tools(robot, servers, config, wait=mcp_wait)
+    robot.mcp_tools = list(mcp_tools)
     chosen = selection.filter_tools([*available, *mcp_tools], allowed)
     names_servers = not (selection.is_inherit(robot.mcp_config) or selection.is_none(robot.mcp_config))
     late_allowed = allowed

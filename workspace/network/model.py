@@ -23,6 +23,7 @@ from workspace.network.errors import NetworkError, NetworkRunError, Problem
 from workspace.network.merge import deep_merge
 from workspace.network.routing import Route, as_names
 from workspace.result import NetworkResult, RobotResult
+from workspace.runnable import Runnable
 
 if TYPE_CHECKING:
     from workspace.hooks import Hook
@@ -204,12 +205,13 @@ class ParallelGroup:
 BroadcastHandler = Callable[[dict[str, Any]], Any]
 
 
-class Network:
+class Network(Runnable):
     """Tasks wrapping robots, run as a dependency graph with one shared memory.
 
     ``concurrency``: ``"auto"`` (no limit; RobotLab's ``:threads``/``:async`` mean the same) or
-    the most tasks running at once. ``tools``/``mcp``: the network level of the tool and MCP
-    hierarchies. ``context``: template variables for every task (under the run parameters).
+    the most tasks running at once. ``max_concurrent_robots`` (RobotLab 0.1's cap; ``None`` = no cap)
+    bounds it further: the tighter of the two holds (:attr:`task_limit`). ``tools``/``mcp``: the
+    network level of the tool and MCP hierarchies. ``context``: template variables for every task (under the run parameters).
     """
 
     def __init__(
@@ -218,6 +220,7 @@ class Network:
         *,
         memory: Memory | None = None,
         concurrency: int | str = "auto",
+        max_concurrent_robots: int | None = None,
         tools: Any = "inherit",
         mcp: Any = "inherit",
         context: Mapping[str, Any] | None = None,
@@ -237,6 +240,12 @@ class Network:
             raise ValueError(f"Network '{self.name}': concurrency must be 'auto' or a positive number, "
                              f"got {concurrency!r}")
         self.concurrency: int | str = concurrency
+        if max_concurrent_robots is not None and (
+                isinstance(max_concurrent_robots, bool) or not isinstance(max_concurrent_robots, int)
+                or max_concurrent_robots < 1):
+            raise ValueError(f"Network '{self.name}': max_concurrent_robots must be a positive number or None "
+                             f"(no cap), got {max_concurrent_robots!r}")
+        self.max_concurrent_robots: int | None = max_concurrent_robots
         selection.check_level(tools, what="tools")
         selection.check_level(mcp, what="mcp")
         self.tools: Any = tools
@@ -255,6 +264,13 @@ class Network:
         self.hooks = HookRegistry()
         for task in tasks:
             self.add_task(task)
+
+    @property
+    def task_limit(self) -> int | None:
+        """The most tasks that run at once: the tighter of ``concurrency`` and ``max_concurrent_robots``
+        (``None``: no limit)."""
+        limits = [n for n in (self.concurrency, self.max_concurrent_robots) if isinstance(n, int)]
+        return min(limits) if limits else None
 
     def on(self, handler: type[Hook], *, context: Mapping[str, Any] | None = None) -> Network:
         """Register a :class:`~workspace.hooks.Hook` subclass for this network's runs, tasks and the robot
@@ -324,6 +340,13 @@ class Network:
     @property
     def optional_tasks(self) -> list[str]:
         return [t.name for t in self._tasks.values() if t.optional]
+
+    is_network = True
+
+    @property
+    def crew(self) -> list[Robot]:
+        """RobotLab's ``Runnable``: the network's robots, in the order they were added."""
+        return list(self._robots.values())
 
     def robot(self, name: str) -> Robot | None:
         return self._robots.get(str(name))

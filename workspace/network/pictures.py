@@ -116,7 +116,8 @@ def execution_plan(network: Network) -> str:
     """A text outline: the steps, what each task receives, routes and waits."""
     steps, unknown = levels(network)
     tasks = network.tasks
-    concurrency = network.concurrency if isinstance(network.concurrency, int) else "no limit"
+    most = network.task_limit
+    concurrency = str(most) if most is not None else "no limit"
     lines = [f"Execution plan for network '{network.name}' ({len(tasks)} tasks, concurrency: {concurrency})"]
     if network.description:
         lines.append(network.description)

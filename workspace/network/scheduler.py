@@ -85,7 +85,8 @@ class NetworkRun(EventRun):
         self._failure: TaskState | None = None
         self._order: list[str] = []
         self._idle: asyncio.Event | None = None
-        self._semaphore = asyncio.Semaphore(network.concurrency) if isinstance(network.concurrency, int) else None
+        limit = network.task_limit
+        self._semaphore = asyncio.Semaphore(limit) if limit is not None else None
         self._locks: dict[int, asyncio.Lock] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: int | None = None
