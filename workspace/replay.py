@@ -6,7 +6,8 @@ robot it was held with (or another one, another model, another system prompt). A
 that matches one recorded in the thread (the same tool with the same arguments, compared as canonical JSON)
 is answered from the record: nothing runs, no MCP server is started. A new or different call is reported
 and, by default, not run: the model is told, as the call's error, that it was not run during the replay.
-With ``run_new_calls=True`` it runs through the approval gate as any call does.
+With ``run_new_calls=True`` it runs through the approval gate as any call does (the robot's MCP servers
+start then, so that a new call of theirs can run; recorded calls are still answered from the record).
 
 The result (:class:`ReplayResult`) compares the two runs turn by turn and names where the replay diverged:
 another tool, other arguments, a different answer, a different change proposed, a run that ended
@@ -463,9 +464,9 @@ async def replay(
         raise ReplayError(f"Thread {thread_id[:8]} has no messages to replay")
     recording = Recording(outcomes)
     tool_server = _Server(recording, run_new_calls=run_new_calls)
-    # The robot's own tools (no MCP server is started), each answered from the record; a recorded tool of
-    # an MCP server is offered under its name.
-    manifest, _pending = await resolve_tools(robot, run_mcp="none")
+    # The robot's own tools, each answered from the record; a recorded tool of an MCP server is offered
+    # under its name. No MCP server is started, unless new calls are to run (one may be a server's).
+    manifest, _pending = await resolve_tools(robot, run_mcp="inherit" if run_new_calls else "none")
     tools = [tool_server.wrap(t, t.name) for t in manifest]
     have = {t.name for t in tools}
     tools += [tool_server.wrap(None, name, server=servers.get(name)) for name in sorted(recording.tool_names - have)]
@@ -485,8 +486,7 @@ async def replay(
         tool_server.turn_changes, tool_server.turn_new = [], []
         turn = store.add_turn(new.id, user_text=recorded.user_text, parent_turn_id=parent)
         parent = turn.id
-        spec = prepare(robot, recorded.user_text, {"history": history, "thread_id": new.id, "approval": gate,
-                                                    "mcp": "none"})
+        spec = prepare(robot, recorded.user_text, {"history": history, "thread_id": new.id, "approval": gate})
 
         async def load(tools: list[Tool] = tools) -> ToolManifest:
             return ToolManifest(list(tools))
