@@ -220,3 +220,33 @@ async def test_a_denied_rerun_does_not_run(tmp_path: Path) -> None:
         result = await rerun_call(store, thread_id, call_id, robot(server, tools), approval=gate)
     assert tools.ran == [] and not tools.marker.exists()
     assert "Denied" in str(result.new["error"])
+
+
+async def test_a_different_change_proposed_is_named_and_nothing_is_written(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.md").write_text("old\n", encoding="utf-8")
+    store = Store(tmp_path / "threads.db")
+    write = Reply.tool("write_file", {"path": "notes.md", "content": "new\n"})
+    with FakeLLMServer() as server:
+        server.enqueue(write, "Written.")
+        workspace = Workspace(store=store, approval=allow_all(), folder=project)
+        bot = Robot("writer", system_prompt="You write.", provider=provider(server), tools=["write_file"])
+        session = workspace.new_thread("writer", robot=bot)
+        await session.send("Update the notes").wait()
+
+        def writer() -> Robot:
+            return Robot("writer", system_prompt="You write.", provider=provider(server), tools=["write_file"])
+
+        server.enqueue(write, "Written.")
+        same = await replay(store, session.thread_id, writer(), folder=project)
+        server.enqueue(Reply.tool("write_file", {"path": "notes.md", "content": "new\nand more\nlines\n"}),
+                       "Written.")
+        other = await replay(store, session.thread_id, writer(), folder=project, run_new_calls=True,
+                             approval=allow_all(), tolerance="tools")
+    assert (project / "notes.md").read_text() == "old\n"  # proposed in review, never written
+    assert not same.diverged and same.turns[0].replayed.changes == same.turns[0].recorded.changes != []
+    kinds = [d.kind for d in other.divergences]
+    assert other.diverged and "arguments" in kinds and "change" in kinds
+    change = next(d for d in other.divergences if d.kind == "change")
+    assert '"added": 1' in change.diff and '"added": 3' in change.diff

@@ -441,12 +441,14 @@ async def replay(
     run_new_calls: bool = False,
     approval: ApprovalGate | None = None,
     judge: Judge | None = None,
+    folder: Path | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> ReplayResult:
     """Replay thread ``thread_id`` of ``store`` with ``robot`` (already given its model and prompt: see
     :func:`use_prompt`) and compare it with the record. ``approval``: the gate new calls go through when
     ``run_new_calls``; ``judge``: decides ``judged`` answers (required for that tolerance); ``options``: what
-    is recorded of the replay's options in the new thread's metadata (the model, the prompt file...)."""
+    is recorded of the replay's options in the new thread's metadata (the model, the prompt file...);
+    ``folder``: the folder new calls work in (their file changes are proposed there, never written)."""
     from workspace.agent import AgentRun
     from workspace.robot_runs import prepare
     from workspace.robot_tools import resolve_tools
@@ -474,10 +476,16 @@ async def replay(
 
     started = time.monotonic()
     new = store.create_thread(robot=robot.name, title=f"Replay of {original.display_title}",
-                              folder=original.folder, metadata={
+                              folder=str(folder) if folder is not None else original.folder, metadata={
                                   "replay_of": thread_id, "origin": original.metadata.get("origin") or "replay",
                                   "replay": {"tolerance": tolerance, "run_new_calls": run_new_calls,
                                              **dict(options or {})}})
+    # One change set for the whole replay, in review mode: what new calls propose is kept, never written.
+    changes: Any = None
+    if folder is not None:
+        from workspace.changes import ChangeSet
+
+        changes = ChangeSet(folder, mode="review", thread_id=new.id)
     history: list[Message] = []
     comparisons: list[TurnComparison] = []
     new_calls: list[NewCall] = []
@@ -486,7 +494,10 @@ async def replay(
         tool_server.turn_changes, tool_server.turn_new = [], []
         turn = store.add_turn(new.id, user_text=recorded.user_text, parent_turn_id=parent)
         parent = turn.id
-        spec = prepare(robot, recorded.user_text, {"history": history, "thread_id": new.id, "approval": gate})
+        run_options: dict[str, Any] = {"history": history, "thread_id": new.id, "approval": gate}
+        if folder is not None:
+            run_options.update(folder=folder, changes=changes)
+        spec = prepare(robot, recorded.user_text, run_options)
 
         async def load(tools: list[Tool] = tools) -> ToolManifest:
             return ToolManifest(list(tools))

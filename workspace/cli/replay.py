@@ -130,7 +130,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 options["judge"] = args.judge
             result = asyncio.run(_stopping_servers(replay(
                 store, thread_id, robot, tolerance=args.tolerance, run_new_calls=args.run_new_calls,
-                approval=workspace.approval, judge=judge, options=options)))
+                approval=workspace.approval, judge=judge, folder=workspace.folder, options=options)))
         except ReplayError as exc:
             raise CLIError(str(exc)) from exc
     if args.json:
