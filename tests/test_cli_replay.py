@@ -76,8 +76,17 @@ def test_a_replay_that_matches_exits_0_serves_the_record_and_starts_no_server(ho
         if result.returncode == 0:
             server.enqueue(*RECORD)
             as_json = robotlab("threads", "replay", thread_id, *model(server), "--json")
+        # Another answer: past the exact tolerance; within the judged one when the judge says it means the same.
+        other = [RECORD[0], "The server said hi.", RECORD[2]]
+        server.enqueue(*other)
+        exact = robotlab("threads", "replay", thread_id, *model(server))
+        server.enqueue(other[0], other[1], "SAME", other[2])  # the judge is asked once turn 1 ended
+        judged = robotlab("threads", "replay", thread_id, *model(server), "--tolerance", "judged",
+                          "--judge", "openai/fake")
+        lone_judge = robotlab("threads", "replay", thread_id, *model(server), "--judge", "openai/fake")
+        no_prompt = robotlab("threads", "replay", thread_id, *model(server), "--prompt", str(home / "missing.md"))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "No divergence." in result.stdout and "2 call(s) answered from the record" not in result.stdout
+    assert "No divergence." in result.stdout
     assert "1 call(s) answered from the record, 0 tool(s) run" in result.stdout
     assert not (home / "started.txt").exists()  # no MCP server was started
     assert as_json is not None and as_json.returncode == 0, as_json.stderr
@@ -86,6 +95,13 @@ def test_a_replay_that_matches_exits_0_serves_the_record_and_starts_no_server(ho
     assert data["original_thread_id"] == thread_id and data["thread_id"] != thread_id
     shown = json.loads(robotlab("threads", "show", data["thread_id"], "--json").stdout)
     assert shown["thread"]["metadata"]["replay_of"] == thread_id
+    assert exact.returncode == 1 and "✗ answer: the answer differs" in exact.stdout, exact.stdout + exact.stderr
+    assert "+The server said hi." in exact.stdout
+    assert judged.returncode == 0, judged.stdout + judged.stderr
+    assert "the judge says it means the same (within the tolerance)" in judged.stdout
+    assert lone_judge.returncode == 2 and "--tolerance judged" in lone_judge.stderr
+    assert no_prompt.returncode == 2 and "Cannot read the prompt file" in no_prompt.stderr
+    assert not (home / "started.txt").exists()
 
 
 def test_a_changed_prompt_diverges_at_its_turn_and_exits_1(home: Path, tmp_path: Path) -> None:
