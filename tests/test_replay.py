@@ -250,3 +250,20 @@ async def test_a_different_change_proposed_is_named_and_nothing_is_written(tmp_p
     assert other.diverged and "arguments" in kinds and "change" in kinds
     change = next(d for d in other.divergences if d.kind == "change")
     assert '"added": 1' in change.diff and '"added": 3' in change.diff
+
+
+async def test_a_messages_attachments_are_sent_again(tmp_path: Path) -> None:
+    from workspace.attachments import Attachment
+
+    tools = Tools(tmp_path / "marker.txt")
+    store = Store(tmp_path / "threads.db")
+    notes = Attachment.from_bytes(b"The secret word is teapot.\n", name="notes.md", mime="text/markdown")
+    with FakeLLMServer() as server:
+        server.enqueue("It says teapot.")
+        session = Workspace(store=store, approval=allow_all()).new_thread("helper", robot=robot(server, tools))
+        await session.send("What do the notes say?", attachments=[notes]).wait()
+        server.enqueue("It says teapot.")
+        result = await replay(store, session.thread_id, robot(server, tools))
+        sent = [json.dumps(r["messages"]) for r in server.requests]
+    assert not result.diverged
+    assert len(sent) == 2 and "teapot" in sent[0] and "teapot" in sent[1]

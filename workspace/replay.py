@@ -115,6 +115,8 @@ class TurnRecord:
 
     user_text: str
     calls: list[Call] = field(default_factory=list)
+    #: The stored turn (its attachments are sent again with its message).
+    turn_id: str | None = None
     answer: str = ""
     changes: list[dict[str, Any]] = field(default_factory=list)
     status: str = "finished"
@@ -177,6 +179,7 @@ def read_thread(store: Store, thread_id: str) -> tuple[list[TurnRecord], list[Re
     for turn, events in store.path_events(thread_id):
         terminal_run = next((e.run_id for e in events if isinstance(e, ev.RunStarted) and not e.nested), None)
         turns.append(turn_record(turn.user_text, events, run_id=terminal_run))
+        turns[-1].turn_id = turn.id
         calls: dict[str, Call] = {}
         changes: dict[str, list[dict[str, Any]]] = {}
         for event in events:
@@ -497,6 +500,9 @@ async def replay(
         run_options: dict[str, Any] = {"history": history, "thread_id": new.id, "approval": gate}
         if folder is not None:
             run_options.update(folder=folder, changes=changes)
+        refs = store.turn_attachments([recorded.turn_id]).get(recorded.turn_id) if recorded.turn_id else None
+        if refs:  # the files and images sent with the message, from the thread's blobs
+            run_options["attachments"] = store.load_attachments(refs)
         spec = prepare(robot, recorded.user_text, run_options)
 
         async def load(tools: list[Tool] = tools) -> ToolManifest:
