@@ -76,6 +76,8 @@ def test_a_replay_that_matches_exits_0_serves_the_record_and_starts_no_server(ho
         if result.returncode == 0:
             server.enqueue(*RECORD)
             as_json = robotlab("threads", "replay", thread_id, *model(server), "--json")
+        server.enqueue(*RECORD)
+        own_model = robotlab("threads", "replay", thread_id)  # the thread's own model and server
         # Another answer: past the exact tolerance; within the judged one when the judge says it means the same.
         other = [RECORD[0], "The server said hi.", RECORD[2]]
         server.enqueue(*other)
@@ -95,6 +97,7 @@ def test_a_replay_that_matches_exits_0_serves_the_record_and_starts_no_server(ho
     assert data["original_thread_id"] == thread_id and data["thread_id"] != thread_id
     shown = json.loads(robotlab("threads", "show", data["thread_id"], "--json").stdout)
     assert shown["thread"]["metadata"]["replay_of"] == thread_id
+    assert own_model.returncode == 0 and "No divergence." in own_model.stdout, own_model.stdout + own_model.stderr
     assert exact.returncode == 1 and "✗ answer: the answer differs" in exact.stdout, exact.stdout + exact.stderr
     assert "+The server said hi." in exact.stdout
     assert judged.returncode == 0, judged.stdout + judged.stderr
