@@ -267,3 +267,31 @@ async def test_a_messages_attachments_are_sent_again(tmp_path: Path) -> None:
         sent = [json.dumps(r["messages"]) for r in server.requests]
     assert not result.diverged
     assert len(sent) == 2 and "teapot" in sent[0] and "teapot" in sent[1]
+
+
+async def test_rerun_of_a_file_tool_proposes_and_the_policy_decides_by_what_it_does(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.md").write_text("old\n", encoding="utf-8")
+    store = Store(tmp_path / "threads.db")
+
+    def writer(server: FakeLLMServer) -> Robot:
+        return Robot("writer", system_prompt="You write.", provider=provider(server), tools=["write_file"])
+
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.tool("write_file", {"path": "notes.md", "content": "new\n"}), "Written.")
+        session = Workspace(store=store, approval=allow_all(), folder=project).new_thread("writer",
+                                                                                          robot=writer(server))
+        await session.send("Update the notes").wait()
+        call_id = next(c.id for c in read_thread(store, session.thread_id)[0][0].calls)
+        asked = len(server.requests)
+        # Emptying a file is deleting it, and deleting is denied: the policy sees what the call does.
+        gate = ApprovalGate(ApprovalPolicy.from_list([{"tool": "delete_file", "action": "deny"},
+                                                      {"tool": "*", "action": "allow"}], empty_write_is_delete=True))
+        again = await rerun_call(store, session.thread_id, call_id, writer(server), approval=gate, folder=project)
+        emptied = await rerun_call(store, session.thread_id, call_id, writer(server), approval=gate, folder=project,
+                                   arguments={"path": "notes.md", "content": ""})
+        assert len(server.requests) == asked  # the model was not asked
+    assert "error" not in again.new and "notes.md" in json.dumps(again.new)
+    assert "Denied" in str(emptied.new["error"]) and "delet" in str(emptied.new["error"]).lower()
+    assert (project / "notes.md").read_text() == "old\n"  # proposed for review, never written

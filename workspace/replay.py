@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workspace import events as ev
-from workspace.approval import Action, ApprovalDecision, ApprovalGate, ApprovalRequest
+from workspace.approval import Action, ApprovalDecision, ApprovalGate, ApprovalRequest, FileEffect
 from workspace.diffing import split_lines, unified_diff
 from workspace.persistence import Store
 from workspace.result import RobotResult, last_text
@@ -599,9 +599,17 @@ async def rerun_call(
         available = ", ".join(manifest.names) or "none"
         raise ReplayError(f"Robot '{robot.name}' has no tool '{recorded.call.name}' now (its tools: {available}); "
                           "give the robot that has it (--robot NAME)")
+    where = folder or robot.folder
+    # A file tool proposes its change for review in the folder (nothing is written), as in a thread.
+    changes: Any = None
+    if where is not None:
+        from workspace.changes import ChangeSet
+
+        changes = ChangeSet(where, mode="review", thread_id=thread_id)
     if approval is not None:
         request = ApprovalRequest(call_id=f"rerun-{recorded.call.id}", robot=robot.name, tool=tool.name, input=args,
-                                  server=tool.mcp, annotations=dict(tool.annotations), thread_id=thread_id)
+                                  server=tool.mcp, annotations=dict(tool.annotations), thread_id=thread_id,
+                                  effects=await _effects(tool, args, where, changes))
         verdict = await approval.adecide(request)
         if isinstance(verdict, ApprovalDecision):
             decision = verdict
@@ -617,10 +625,24 @@ async def rerun_call(
                                {"error": f"Denied: {decision.reason or 'no reason given'}"})
         if decision.input is not None:
             args = decision.input
-    context = ToolContext(robot=robot.name, call_id=f"rerun-{recorded.call.id}", folder=folder or robot.folder,
+    context = ToolContext(robot=robot.name, call_id=f"rerun-{recorded.call.id}", folder=where, changes=changes,
                           extras={"provider": None, "approval": approval, "tool": tool.name, "thread_id": thread_id})
     started = time.monotonic()
     output = await tool.invoke(args, context)
     new = {"error": output.data} if output.is_error else {"data": output.data}
     return RerunResult(recorded.call, args, recorded.value(), new, raw=output.raw,
                        duration=time.monotonic() - started)
+
+
+async def _effects(tool: Tool, arguments: Any, folder: Path | None, changes: Any) -> tuple[FileEffect, ...]:
+    """What the call does, for the approval policy's rules by effect (as the agent loop decides it)."""
+    import asyncio
+
+    from workspace.agent.effects import EFFECT_TOOLS, file_effects
+    from workspace.tools.script import ScriptTool
+
+    if tool.mcp is None and tool.name in EFFECT_TOOLS:
+        return await asyncio.to_thread(file_effects, tool.name, arguments, folder=folder, changes=changes)
+    if isinstance(tool, ScriptTool) and isinstance(arguments, dict):
+        return (FileEffect(kind="run", path=".", command=tool.command(arguments, folder)),)
+    return ()
