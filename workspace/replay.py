@@ -422,8 +422,8 @@ async def model_judge_answer(provider: Provider, question: str, recorded: str, r
                                        tools=[], settings={}):
         if isinstance(chunk, TextChunk):
             parts.append(chunk.text)
-    verdict = "".join(parts).strip().upper()
-    return verdict.startswith("SAME")
+    words = "".join(parts).upper().replace(".", " ").split()
+    return "SAME" in words and "DIFFERENT" not in words  # an answer that says neither is not a yes
 
 
 def model_judge(provider: Provider) -> Judge:
