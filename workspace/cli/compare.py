@@ -76,7 +76,7 @@ def _check(args: argparse.Namespace) -> None:
     if getattr(args, "apply", None) == "auto":
         raise CLIError("--compare and --robots keep every candidate's changes pending: leave out --apply auto, then "
                        "take hunks with `robotlab changes apply --take ID...`")
-    if args.run_folder and args.no_record:
+    if (getattr(args, "run_folder", None) or getattr(args, "folder", None)) and args.no_record:
         raise CLIError("With --folder the candidates' changes wait for review in their threads: leave out --no-record")
     if args.output_schema:
         raise CLIError("--output-schema is for one run; leave it out with --compare and --robots")
