@@ -212,3 +212,26 @@ async def test_a_comparison_takes_two_to_four_candidates(server: FakeLLMServer, 
     with pytest.raises(ValueError, match="by name or file"):
         await acompare("x", [Candidate(one, model="other"), robot(server, "model-b")], folder=folder)
     assert labels(["coder", "coder", "helper"]) == ["coder #1", "coder #2", "helper"]
+
+
+async def test_whole_proposals_of_different_files_combine_deletions_and_creations_too(folder: Path) -> None:
+    """Every hunk of a file taken from one candidate is its proposal as it is: a deletion deletes, a creation
+    creates, beside another candidate's edit of another file; the undo brings all of it back."""
+    from workspace.changes import ChangeSet
+    from workspace.changes.combine import CandidateChanges, pending_hunks
+    from workspace.session.compare import apply_hunks
+
+    (folder / "old.py").write_text("gone soon\n")
+    a, b = ChangeSet(folder), ChangeSet(folder)
+    a.propose("old.py", None)
+    a.propose("new.py", b"made by A\n")
+    b.propose("app.py", BASE.replace("line 1\n", "first\n").encode())
+    sources = [CandidateChanges(0, "a", a), CandidateChanges(1, "b", b)]
+    done = await apply_hunks(sources, [h.id for h in pending_hunks(sources)], thread_id="t")
+    assert done.ok, done.result.error
+    assert not (folder / "old.py").exists()
+    assert (folder / "new.py").read_bytes() == b"made by A\n"
+    assert (folder / "app.py").read_text().startswith("first\nline 2\n")
+    assert ChangeHistory(folder, "t").undo().ok
+    assert (folder / "old.py").read_text() == "gone soon\n" and not (folder / "new.py").exists()
+    assert (folder / "app.py").read_text() == BASE

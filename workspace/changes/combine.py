@@ -141,6 +141,8 @@ def _merged(files: list[TakenHunk]) -> tuple[bytes | None, str | None]:
     """The content and new path of one file with the taken hunks (all of one base, none overlapping)."""
     fc = files[0].file
     hunks = [t.hunk for t in files]
+    if all(t.file is fc for t in files) and {h.id for h in hunks} == {h.id for h in fc.hunks}:
+        return fc.merge(pending="accepted").data if any(h.edited for h in hunks) else fc.after, fc.new_path
     rename = next((t.file.new_path for t in files if t.hunk.kind == "rename"), None)
     whole = next((t for t in files if t.hunk.kind == "file"), None)
     if whole is not None:
