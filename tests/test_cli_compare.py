@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -156,3 +157,38 @@ def test_bad_comparisons_are_refused_with_the_fix(server: FakeLLMServer, folder:
     result = compare(server, folder, *extra)
     assert result.returncode == 2
     assert message in result.stderr, result.stderr
+
+
+def test_plain_prints_each_answer_under_its_name(server: FakeLLMServer) -> None:
+    result = compare(server, None, "--compare", "openai/model-b", "--plain")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["== openai/model-a ==", "model-a edited app.py", "== openai/model-b ==",
+                                          "model-b edited app.py"]
+
+
+def test_ctrl_c_stops_every_candidate(folder: Path) -> None:
+    def slow(body: dict[str, Any]) -> Reply:
+        return Reply.say("never in time", stall_before=60)
+
+    with FakeLLMServer(reply_fn=slow) as server:
+        env = {**os.environ, "ROBOT_LAB_DEMO__DELAY": "0"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "workspace", "--folder", str(folder), "run", "file-helper", "Edit app.py",
+             "--model", "openai/model-a", "--api-base", server.base_url + "/v1", "--compare", "openai/model-b",
+             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
+            stdin=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        started: set[int] = set()
+        lines = []
+        for line in proc.stdout:  # both candidates started: then Ctrl-C
+            lines.append(json.loads(line))
+            if lines[-1]["kind"] == "run_started":
+                started.add(lines[-1]["candidate"])
+            if started == {0, 1}:
+                break
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)
+    lines += [json.loads(line) for line in rest.splitlines()]
+    assert proc.returncode == 130
+    assert sorted(e["candidate"] for e in lines if e["kind"] == "run_cancelled") == [0, 1]
+    assert (folder / "app.py").read_text() == BASE

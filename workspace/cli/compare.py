@@ -126,7 +126,7 @@ async def _run(args: argparse.Namespace) -> int:
     from workspace.cli.changes import warn_interrupted_applies
     from workspace.cli.record import metadata, open_workspace, robot_file
     from workspace.cli.run import run_config, run_folder
-    from workspace.cli.runs import template_params, terminal_approval
+    from workspace.cli.runs import stop_on_signals, template_params, terminal_approval
     from workspace.session.compare import CandidateResult, run_candidates
     from workspace.session.thread import thread_server
 
@@ -162,13 +162,27 @@ async def _run(args: argparse.Namespace) -> int:
             run = session.send(message, candidate=index, **options)
             started.append((result, run))
         args.run_started = True
-        results = await run_candidates(started, on_event=printer)
-        for _, run in started:
-            await run.wait()
+        with stop_on_signals(_Every([run for _, run in started])) as stopped:  # Ctrl-C stops every candidate
+            results = await run_candidates(started, on_event=printer)
+            for _, run in started:
+                await run.wait()
         printer.summary(results, folder is not None)
+        if stopped.status is not None:
+            return stopped.status
         return 0 if all(r.status == "finished" for r in results) else 1
     finally:
         workspace.close()
+
+
+class _Every:
+    """The candidates' runs as one for :func:`~workspace.cli.runs.stop_on_signals`: a stop stops them all."""
+
+    def __init__(self, runs: list[Any]) -> None:
+        self.runs = runs
+
+    def cancel(self, reason: str) -> None:
+        for run in self.runs:
+            run.cancel(reason)
 
 
 class _Printer:
