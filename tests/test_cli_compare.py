@@ -97,6 +97,11 @@ def test_compare_shows_each_answer_under_its_model_and_leaves_the_changes_pendin
         ("c0.f1.h1", 0, "app.py", 2), ("c0.f1.h2", 0, "app.py", 8), ("c1.f1.h1", 1, "app.py", 2),
         ("c1.f1.h2", 1, "app.py", 9), ("c2.f1.h1", 2, "app.py", 2), ("c2.f1.h2", 2, "app.py", 5)]
     assert data["hunks"][3]["new_lines"] == ["B nine\n"]
+    # The three line-2 hunks cannot be taken together: each names the others.
+    assert data["hunks"][0]["overlaps"] == ["c1.f1.h1", "c2.f1.h1"] and data["hunks"][1]["overlaps"] == []
+    text = robotlab("changes", "list", "--folder", str(folder)).stdout
+    assert "c1.f1.h1  candidate 1 (openai/model-b)  app.py  hunk 1, line 2  +1 -1  (overlaps c0.f1.h1, c2.f1.h1: " \
+        "take one)" in text, text
     # Any candidate's thread names the same comparison.
     again = listing(folder, "--thread", data["candidates"][2]["thread_id"][:8])
     assert [h["id"] for h in again["hunks"]] == [h["id"] for h in data["hunks"]]

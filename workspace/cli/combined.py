@@ -134,7 +134,7 @@ def _sources(store: Store, folder: Path, given: str | None) -> tuple[list[Candid
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from workspace.changes.combine import pending_hunks
+    from workspace.changes.combine import find_overlaps, pending_hunks
     from workspace.cli.record import open_store
 
     folder = _folder(args)
@@ -142,6 +142,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     try:
         sources, _, kept = _sources(store, folder, args.thread)
         hunks = pending_hunks(sources)
+        overlaps: dict[str, list[str]] = {}
+        for a, b in find_overlaps(hunks):  # what cannot be taken together, said before anyone tries
+            overlaps.setdefault(a.id, []).append(b.id)
+            overlaps.setdefault(b.id, []).append(a.id)
         comparison = store.get_thread(kept).metadata.get("comparison")
     finally:
         store.close()
@@ -150,21 +154,22 @@ def cmd_list(args: argparse.Namespace) -> int:
             "folder": str(folder), "comparison": comparison,
             "candidates": [{"candidate": s.candidate, "label": s.label, "thread_id": s.changes.thread_id,
                             "change_set_id": s.changes.id} for s in sources],
-            "hunks": [h.to_dict() for h in hunks]}, ensure_ascii=False))
+            "hunks": [{**h.to_dict(), "overlaps": overlaps.get(h.id, [])} for h in hunks]}, ensure_ascii=False))
         return 0
-    _print_hunks(hunks)
+    _print_hunks(hunks, overlaps)
     print(f"\nTake hunks with `robotlab changes apply --thread {kept[:8]} --take ID...` (ids from the first column).",
           file=sys.stderr)
     return 0
 
 
-def _print_hunks(hunks: list[TakenHunk]) -> None:
+def _print_hunks(hunks: list[TakenHunk], overlaps: dict[str, list[str]]) -> None:
     from workspace.cli.render import printable
 
     for h in hunks:
+        clash = f"  (overlaps {', '.join(overlaps[h.id])}: take one)" if h.id in overlaps else ""
         print(f"{h.id}  candidate {h.candidate} ({printable(h.source.label, one_line=True)})  "
               f"{printable(h.path, one_line=True)}  hunk {h.hunk.number}, {h.hunk.where()}  "
-              f"+{h.hunk.added} -{h.hunk.removed}")
+              f"+{h.hunk.added} -{h.hunk.removed}{clash}")
         for line in h.hunk.old_lines if h.hunk.kind == "lines" else []:
             print("    - " + printable(line.rstrip("\r\n"), one_line=True))
         for line in h.hunk.final_lines if h.hunk.kind == "lines" else []:
