@@ -235,3 +235,16 @@ async def test_whole_proposals_of_different_files_combine_deletions_and_creation
     assert ChangeHistory(folder, "t").undo().ok
     assert (folder / "old.py").read_text() == "gone soon\n" and not (folder / "new.py").exists()
     assert (folder / "app.py").read_text() == BASE
+
+
+async def test_hunks_proposed_on_different_versions_of_a_file_are_refused_saying_so(folder: Path) -> None:
+    from workspace.changes import ChangeSet
+    from workspace.changes.combine import CandidateChanges, combine
+
+    a = ChangeSet(folder)
+    a.propose("app.py", BASE.replace("line 1\n", "one\n").encode())
+    (folder / "app.py").write_text(BASE + "line 11\n")  # the file changed before the second proposal
+    b = ChangeSet(folder)
+    b.propose("app.py", (BASE + "line 11\n").replace("line 9\n", "nine\n").encode())
+    with pytest.raises(OverlapError, match=r"c0.f1.h1 and c1.f1.h1 were proposed on different versions of app.py"):
+        combine([CandidateChanges(0, "a", a), CandidateChanges(1, "b", b)], ["c0.f1.h1", "c1.f1.h1"])

@@ -82,10 +82,16 @@ class OverlapError(ChangeError):
 
     def __init__(self, pairs: Sequence[tuple[TakenHunk, TakenHunk]]) -> None:
         self.pairs = list(pairs)
-        named = "; ".join(f"{a.id} and {b.id} both change {display_path(a.path)} "
-                          f"({a.hunk.where()} / {b.hunk.where()})" for a, b in self.pairs)
+        named = "; ".join(_clash(a, b) for a, b in self.pairs)
         super().__init__(f"Overlapping hunks cannot both be applied: {named}. Take one of each pair (nothing was "
                          "written)")
+
+
+def _clash(a: TakenHunk, b: TakenHunk) -> str:
+    if a.file.before != b.file.before:
+        return (f"{a.id} and {b.id} were proposed on different versions of {display_path(a.path)} (it changed "
+                "between the proposals)")
+    return f"{a.id} and {b.id} both change {display_path(a.path)} ({a.hunk.where()} / {b.hunk.where()})"
 
 
 def hunk_id(candidate: int, hunk: Hunk) -> str:
