@@ -197,3 +197,27 @@ def test_ctrl_c_stops_every_candidate(folder: Path) -> None:
     assert proc.returncode == 130
     assert sorted(e["candidate"] for e in lines if e["kind"] == "run_cancelled") == [0, 1]
     assert (folder / "app.py").read_text() == BASE
+
+
+def test_apply_runs_the_verify_command_on_the_combined_set_first(server: FakeLLMServer, folder: Path) -> None:
+    from workspace import trust
+    from workspace.isolation import SandboxUnavailable, sandbox_for_platform
+
+    try:
+        sandbox_for_platform()
+    except SandboxUnavailable as exc:  # pragma: no cover - the suite's machine has bubblewrap
+        pytest.skip(f"no sandbox on this machine: {exc}")
+    # Passes only when A's line 2 and B's line 9 are both in the file: on the combined set, not on either's.
+    verify = "grep -q '^A two$' app.py && grep -q '^B nine$' app.py"
+    (folder / ".robotlab").mkdir()
+    (folder / ".robotlab" / "config.yaml").write_text(f"review:\n  verify: {json.dumps(verify)}\n")
+    trust.trust(folder)
+    assert compare(server, folder, "--compare", "openai/model-b").returncode == 0
+    failed = robotlab("changes", "apply", "--folder", str(folder), "--take", "c0.f1.h1", "c0.f1.h2")
+    assert failed.returncode == 1, failed.stderr
+    assert "✗ verify failed on the accepted hunks" in failed.stderr and "nothing was applied" in failed.stderr
+    assert (folder / "app.py").read_text() == BASE
+    applied = robotlab("changes", "apply", "--folder", str(folder), "--take", "c0.f1.h1", "c1.f1.h2")
+    assert applied.returncode == 0, applied.stderr
+    assert "✓ verify passed on the accepted hunks" in applied.stdout
+    assert (folder / "app.py").read_text() == BASE.replace("line 2\n", "A two\n").replace("line 9\n", "B nine\n")
