@@ -87,6 +87,7 @@ def test_compare_shows_each_answer_under_its_model_and_leaves_the_changes_pendin
         assert "tokens" in head and " s" in head, head
         assert out.index(f"{model} edited app.py") > out.index(head)
     assert "robotlab changes list --thread" in result.stderr
+    assert out.count("  proposed: app.py (2 hunks, +2 -2)") == 3, out
     assert (folder / "app.py").read_text() == BASE  # nothing written
     data = listing(folder)
     assert [c["candidate"] for c in data["candidates"]] == [0, 1, 2]
@@ -212,7 +213,11 @@ def test_apply_runs_the_verify_command_on_the_combined_set_first(server: FakeLLM
     (folder / ".robotlab").mkdir()
     (folder / ".robotlab" / "config.yaml").write_text(f"review:\n  verify: {json.dumps(verify)}\n")
     trust.trust(folder)
-    assert compare(server, folder, "--compare", "openai/model-b").returncode == 0
+    ran = compare(server, folder, "--compare", "openai/model-b")
+    assert ran.returncode == 0, ran.stderr
+    # Each candidate's verify ran on its own proposal alone (its own layer): both fail, each under its name.
+    assert ran.stdout.count("✗ verify failed on the proposed changes") == 2, ran.stdout
+    assert ran.stdout.index("✗ verify failed") > ran.stdout.index("── candidate 0")
     failed = robotlab("changes", "apply", "--folder", str(folder), "--take", "c0.f1.h1", "c0.f1.h2")
     assert failed.returncode == 1, failed.stderr
     assert "✗ verify failed on the accepted hunks" in failed.stderr and "nothing was applied" in failed.stderr

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from workspace import events as ev
     from workspace.robot import Robot
+    from workspace.session import ThreadSession
     from workspace.session.compare import CandidateResult
 
 
@@ -153,10 +154,12 @@ async def _run(args: argparse.Namespace) -> int:
     try:
         # (run_config made review.mode "review": every candidate proposes, nothing is written)
         started: list[tuple[CandidateResult, Any]] = []
+        sessions: list[ThreadSession] = []
         for index, (robot, label) in enumerate(zip(robots, labels, strict=True)):
             session = workspace.new_thread(robot.name, robot=robot, metadata=metadata(
-                "run", robot_file=robot_file(given[index]), model=robot.model, api_base=thread_server(robot), comparison=comparison, candidate=index,
-                candidate_label=label, candidates=len(robots)))
+                "run", robot_file=robot_file(given[index]), model=robot.model, api_base=thread_server(robot),
+                comparison=comparison, candidate=index, candidate_label=label, candidates=len(robots)))
+            sessions.append(session)
             result = CandidateResult(index=index, label=label, robot=robot.name, model=robot.model,
                                      thread_id=session.thread_id)
             run = session.send(message, candidate=index, **options)
@@ -166,12 +169,48 @@ async def _run(args: argparse.Namespace) -> int:
             results = await run_candidates(started, on_event=printer)
             for _, run in started:
                 await run.wait()
-        printer.summary(results, folder is not None)
         if stopped.status is not None:
+            printer.summary(results, {})
             return stopped.status
+        notes = await _proposals(sessions, printer) if folder is not None else {}
+        printer.summary(results, notes)
         return 0 if all(r.status == "finished" for r in results) else 1
     finally:
         workspace.close()
+
+
+async def _proposals(sessions: list[ThreadSession], printer: _Printer) -> dict[int, list[str]]:
+    """Per candidate: what it proposed and, with a verify command in force, the verify run on its own
+    proposal in the sandbox (each candidate's own layer over the folder; recorded in its thread)."""
+    import asyncio
+
+    from workspace.isolation import IsolationError, SandboxUnavailable
+
+    notes: dict[int, list[str]] = {}
+    checks = []
+    for index, session in enumerate(sessions):
+        changes = session.changes
+        if changes is None or not changes.pending_files:
+            notes[index] = ["proposed no file change"]
+            continue
+        counts = changes.counts()
+        names = ", ".join(fc.display_path for fc in changes.pending_files[:4])
+        more = f" and {len(changes.pending_files) - 4} more" if len(changes.pending_files) > 4 else ""
+        notes[index] = [f"proposed: {names}{more} ({counts.hunks} hunk{'s' if counts.hunks != 1 else ''}, "
+                        f"+{counts.added} -{counts.removed})"]
+        if session.verify_setting().command is not None:
+            checks.append((index, session))
+    try:
+        verified = await asyncio.gather(*(s.verify_changes("proposed") for _, s in checks))
+    except (SandboxUnavailable, IsolationError) as exc:
+        print(f"robotlab: the verify command could not run: {exc}", file=sys.stderr)
+        return notes
+    for (index, _), event in zip(checks, verified, strict=True):
+        if event is None:
+            continue
+        printer.verified(event.replace(candidate=index))
+        notes[index].append(event.describe())
+    return notes
 
 
 class _Every:
@@ -204,7 +243,13 @@ class _Printer:
             word = {"run_finished": "finished", "run_failed": "failed", "run_cancelled": "stopped"}[event.kind]
             print(f"  candidate {event.candidate} ({self.labels[event.candidate]}) {word}", file=sys.stderr, flush=True)
 
-    def summary(self, results: list[CandidateResult], with_folder: bool) -> None:
+    def verified(self, event: ev.VerifyFinished) -> None:
+        from workspace import events as ev
+
+        if self.json:
+            print(ev.to_json(event), flush=True)
+
+    def summary(self, results: list[CandidateResult], notes: dict[int, list[str]]) -> None:
         from workspace.cli.render import printable
 
         if self.json:
@@ -219,9 +264,11 @@ class _Printer:
                 print(f"{r.status}: {printable(r.error or '', one_line=True)}")
             elif r.text:
                 print(printable(r.text))
-            if with_folder and r.thread_id is not None:
-                print(f"(thread {r.thread_id[:8]})")
-        if with_folder and not self.plain and results and results[0].thread_id:
+            for note in notes.get(r.index, []):
+                print(f"  {printable(note, one_line=True)}")
+            if notes and r.thread_id is not None:
+                print(f"  (thread {r.thread_id[:8]})")
+        if notes and not self.plain and results and results[0].thread_id:
             first = results[0].thread_id[:8]
             print(f"\nThe proposed changes wait for review: `robotlab changes list --thread {first}` lists every "
                   f"candidate's hunks, `robotlab changes apply --thread {first} --take ID...` applies the ones you "
