@@ -248,3 +248,35 @@ async def test_hunks_proposed_on_different_versions_of_a_file_are_refused_saying
     b.propose("app.py", (BASE + "line 11\n").replace("line 9\n", "nine\n").encode())
     with pytest.raises(OverlapError, match=r"c0.f1.h1 and c1.f1.h1 were proposed on different versions of app.py"):
         combine([CandidateChanges(0, "a", a), CandidateChanges(1, "b", b)], ["c0.f1.h1", "c1.f1.h1"])
+
+
+async def test_one_failing_candidate_does_not_stop_the_others(server: FakeLLMServer, folder: Path) -> None:
+    def one_fails(body: dict[str, Any]) -> Reply:
+        if body["model"] == "model-b":
+            return Reply.error(400, "model-b does not exist on this server")
+        return answer(body)
+
+    server.reply_fn = one_fails
+    events: list[ev.Event] = []
+    comparison = await acompare("Edit app.py", [robot(server, "model-a"), robot(server, "model-b")], folder=folder,
+                                on_event=events.append)
+    a, b = comparison.candidates
+    assert a.status == "finished" and "A two" in a.text
+    assert b.status == "failed" and b.result is None and "model-b does not exist" in str(b.error)
+    assert [e.candidate for e in events if isinstance(e, ev.RunFailed)] == [1]
+    assert [h.id for h in comparison.hunks()] == ["c0.f1.h1", "c0.f1.h2"]
+
+
+def test_compare_from_synchronous_code(folder: Path) -> None:
+    from workspace import ScriptedProvider, ToolCall, compare
+
+    def coder(name: str, text: str) -> Robot:
+        return Robot(name, system_prompt="x", tools=["write_file"], provider=ScriptedProvider(
+            [ToolCall("write_file", {"path": "app.py", "content": BASE.replace("line 3\n", text)}), f"{name} done"]))
+
+    comparison = compare("Edit", [coder("one", "3!\n"), coder("two", "three\n"), coder("three", "III\n")],
+                         folder=folder)
+    assert [(c.label, c.text) for c in comparison.candidates] == [("one", "one done"), ("two", "two done"),
+                                                                  ("three", "three done")]
+    assert [h.hunk.final_lines for h in comparison.hunks()] == [["3!\n"], ["three\n"], ["III\n"]]
+    assert (folder / "app.py").read_text() == BASE
