@@ -104,8 +104,8 @@ class BaseEvent:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``kind`` first, then the fields (results exported). The parent
-        fields appear only on the events of a run inside a run (see :func:`is_nested`), a
-        ``run_started``'s ``attachments`` only when there are some."""
+        fields appear only on the events of a run inside a run (see :func:`is_nested`), ``candidate``
+        only on a comparison's, a ``run_started``'s ``attachments`` only when there are some."""
         out: dict[str, Any] = {"kind": self.kind}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
