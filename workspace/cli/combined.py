@@ -76,7 +76,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _folder(args: argparse.Namespace) -> Path:
     from workspace.cli import CLIError
 
-    given = getattr(args, "changes_folder", None)
+    given = getattr(args, "changes_folder", None) or getattr(args, "folder", None)  # (also `robotlab --folder`)
     folder = Path(given).resolve() if given else Path.cwd().resolve()
     if not folder.is_dir():
         raise CLIError(f"--folder {given}: no such folder")
