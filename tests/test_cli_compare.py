@@ -136,7 +136,7 @@ def test_apply_takes_exactly_the_hunks_given_refuses_overlaps_and_undo_restores(
     assert "Taken — yours: app.py hunk 2 (line 9); from candidate 0 (openai/model-a): app.py hunk 1 (line 2)" \
         in told, told
 
-    undone = robotlab("changes", "undo", "--folder", str(folder))
+    undone = robotlab("--folder", str(folder), "changes", "undo")  # the global --folder works too
     assert undone.returncode == 0, undone.stderr
     assert (folder / "app.py").read_bytes() == BASE.encode()
 
