@@ -74,14 +74,17 @@ class RunBridge(QObject):
         self._active = 0
         #: Whether ``running_changed(True)`` went out for the runs being consumed.
         self._announced = False
+        #: Counts :meth:`release` calls: a consume started before the last one feeds nothing more.
+        self._generation = 0
         self.events_seen = 0
 
     @property
     def running(self) -> bool:
         return self._active > 0
 
-    async def consume(self, run: AsyncIterable[ev.Event]) -> ev.TerminalEvent | None:
-        """Feed every event of ``run`` through the bridge; returns the terminal event.
+    async def consume(self, run: AsyncIterable[ev.Event], *, announce: bool = False) -> ev.TerminalEvent | None:
+        """Feed every event of ``run`` through the bridge; returns the terminal event. ``announce``: say
+        ``running_changed(True)`` now, not with the first event (a run already under way, shown again).
 
         Yields to the Qt event loop at least every ``yield_every_s`` seconds of work, so
         painting and input keep going even when events arrive faster than they render.
@@ -91,10 +94,16 @@ class RunBridge(QObject):
         from workspace import events as ev
 
         self._active += 1  # ``running`` is True from now on
+        generation = self._generation
+        if announce and not self._announced:
+            self._announced = True
+            self.running_changed.emit(True)
         terminal: ev.TerminalEvent | None = None
         last_yield = time.perf_counter()
         try:
             async for event in run:
+                if generation != self._generation:  # released: the run goes on without the views
+                    break
                 if not self._announced:
                     # Said with the run's first event: the views' "running" updates (the Stop button,
                     # the status bar, the thread list) then happen while the request is on its way to
@@ -109,14 +118,37 @@ class RunBridge(QObject):
                     await asyncio.sleep(0)
                     last_yield = time.perf_counter()
         finally:
-            self.flush()
-            self._active -= 1
-            if self._active == 0:
-                if not self._announced:  # a run that ended before its first event: the views still see both
-                    self.running_changed.emit(True)
-                self._announced = False
-                self.running_changed.emit(False)
+            if generation == self._generation:
+                self._finish_consume()
         return terminal
+
+    def _finish_consume(self) -> None:
+        self.flush()
+        self._active -= 1
+        if self._active == 0:
+            if not self._announced:  # a run that ended before its first event: the views still see both
+                self.running_changed.emit(True)
+            self._announced = False
+            self.running_changed.emit(False)
+
+    def release(self) -> None:
+        """The views leave the runs being consumed (another thread opens): nothing more of theirs reaches
+        them — text not yet shown is dropped, not flushed into the next thread — and ``running_changed(False)``
+        says the open thread has no run going. The runs themselves go on (their recording does not depend on
+        the bridge); a consume of them started before this call ends at its next event."""
+        self._generation += 1
+        self._timer.stop()
+        self._pending_text.clear()
+        self._pending_reasoning.clear()
+        self._pending_key = self._reasoning_key = self._stretch = None
+        self._pending_delta = None
+        self._reasoning_delta = None
+        self._pending_events.clear()
+        was_running, self._active = self._active > 0, 0
+        if was_running:
+            announced, self._announced = self._announced, False
+            if announced:
+                self.running_changed.emit(False)
 
     def feed(self, event: ev.Event) -> None:
         """Route one event (synchronous, cheap)."""

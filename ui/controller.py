@@ -11,14 +11,21 @@ signals. The core's types are imported under ``TYPE_CHECKING`` (the window's sta
 so mypy follows a message from the composer (``ui/window/runs.py`` ``Runs.send``) through :meth:`send` to
 ``ThreadSession.send`` and on to the provider.
 
-Every run is consumed by the one :class:`~ui.bridge.RunBridge` in a task owned by the
-:class:`~ui.tasks.TaskOwner`. Approvals: the gate's ``ask_fn`` is a coroutine that emits
-``approval_needed(request, future)`` and awaits the future, which the inline card resolves.
+Runs belong to their thread, not to the open view: switching threads (or opening a new one) leaves a run
+going in the background, its recording writes it to the store, and a watcher task follows each run for
+:meth:`run_states` (streaming, waiting for your approval, waiting for a review, finished, failed: the sidebar
+and the status bar show them). The open thread's run is consumed by the one :class:`~ui.bridge.RunBridge`
+in a task owned by the :class:`~ui.tasks.TaskOwner`; another thread opening releases the bridge, and coming
+back to a thread whose run goes on consumes it again (the chat shows the stored part, then goes on live).
+Approvals: the gate's ``ask_fn`` is a coroutine that emits ``approval_needed(request, future)`` and awaits
+the future, which the inline card resolves; one asked in a background thread waits (never denied for
+being out of sight) and its card shows when the thread is open again (``approvals_reshown``).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,7 +34,7 @@ from PySide6.QtCore import QObject, Signal
 if TYPE_CHECKING:
     import asyncio
     import threading
-    from collections.abc import Callable, Sequence
+    from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 
     from ui.bridge import RunBridge
     from ui.tasks import TaskOwner
@@ -46,6 +53,15 @@ log = logging.getLogger("ui.controller")
 
 DEFAULT_ROBOT = "assistant"
 
+#: What a thread's run is at, for people (the sidebar's accessible text, the quit question).
+RUN_STATE_WORDS = {
+    "streaming": "streaming",
+    "approval": "waiting for your approval",
+    "review": "waiting for a review",
+    "finished": "finished",
+    "failed": "failed",
+}
+
 
 class Controller(QObject):
     threads_changed = Signal()
@@ -58,6 +74,17 @@ class Controller(QObject):
     notice = Signal(str)
     #: A new configuration is in use (Settings saved, the MCP servers page, the file changed): the picker follows.
     config_changed = Signal()
+    #: What a thread's run is at changed (:meth:`run_states`): the sidebar and the status bar follow.
+    run_states_changed = Signal()
+    #: A run ended in a thread that is not the open one: (thread id, its state: "finished", "failed",
+    #: "review", "cancelled") — the desktop notification.
+    background_run_ended = Signal(str, str)
+    #: The open thread's run went on in the background and is shown again: (its turn id, its run id, its
+    #: events so far).
+    run_resumed = Signal(str, str, list)
+    #: The open thread's approvals still waiting, as [(ApprovalRequest, Future)], oldest first: shown again
+    #: when the thread opens (each was asked while another thread was open, or before it was left).
+    approvals_reshown = Signal(list)
 
     def __init__(self, *, bridge: RunBridge, tasks: TaskOwner, config: Config | None = None,
                  folder: Path | None = None, provider: Provider | None = None, db_path: Path | str | None = None,
@@ -77,11 +104,17 @@ class Controller(QObject):
         self.robot_name = DEFAULT_ROBOT
         #: Set when a network is what new threads talk to (``robot_name`` then holds its name too).
         self.network_name: str | None = None
+        #: Every run going, in any thread, oldest first.
         self._runs: list[RecordedRun] = []
+        #: The run the bridge feeds to the chat now (the open thread's) and the task doing it.
+        self._viewed: tuple[RecordedRun, asyncio.Task[object]] | None = None
+        #: Threads whose run ended while they were not open, until opened: "finished", "failed" or "review".
+        self._unseen: dict[str, str] = {}
         self._robots: list[RobotInfo] | None = None
         self._networks: list[NetworkInfo] | None = None
         self._network_cache: dict[str, Network] = {}
-        self._pending: set[asyncio.Future[ApprovalDecision]] = set()
+        #: Approvals waiting for an answer, oldest first: (the request, its thread id, when it was asked).
+        self._pending: dict[asyncio.Future[ApprovalDecision], tuple[ApprovalRequest, str | None, float]] = {}
         #: The trust file's mtime when this controller read the configuration (unseen: a configuration
         #: given to it, which it does not follow).
         self._trust_seen = False
@@ -376,7 +409,7 @@ class Controller(QObject):
         return None
 
     def new_thread(self) -> None:
-        self.stop()
+        self._leave()
         self.session = None
         self.pending_model = None
         self._remember_thread(None)
@@ -386,7 +419,6 @@ class Controller(QObject):
     def open_thread(self, thread_id: str) -> ThreadSession | None:
         if self.session is not None and self._thread_id(self.session) == thread_id:
             return self.session
-        self.stop()
         if self.workspace is None:
             self.problem.emit("Could not open the thread: the threads are still opening")
             return None
@@ -395,6 +427,7 @@ class Controller(QObject):
         except Exception as exc:
             self.problem.emit(f"Could not open the thread: {exc}")
             return None
+        self._leave()  # the run of the thread left goes on in the background
         self.session = session
         load = getattr(session, "load_conversation", None)
         if load is not None:  # the conversation a send continues, read now in a worker, not at the send
@@ -410,7 +443,17 @@ class Controller(QObject):
             self.robot_name = robot
             self.network_name = network
             self.robot_changed.emit(robot)
-        self.thread_opened.emit(session)
+        self.thread_opened.emit(session)  # the chat shows what is stored, the running turn so far included
+        run = session.run
+        if run is not None and run in self._runs:
+            shown = list(run.events)
+            self.run_resumed.emit(run.turn_id, run.run_id, shown)  # the chat shows that turn from the run's events
+            self._show(run, skip=len(shown))  # … and goes on live from the next one
+        waiting = self.waiting_approvals(thread_id)
+        if waiting:
+            self.approvals_reshown.emit([(request, future) for _thread, request, future in waiting])
+        if self._unseen.pop(thread_id, None) is not None:
+            self.run_states_changed.emit()
         self._emit_usage()
         return session
 
@@ -427,6 +470,7 @@ class Controller(QObject):
         except Exception as exc:
             self.problem.emit(f"Could not delete the thread: {exc}")
             return False
+        self.stop_thread(thread_id)  # a deleted thread's run does not go on out of sight
         if self.session is not None and self._thread_id(self.session) == thread_id:
             self.new_thread()
         self.threads_changed.emit()
@@ -471,7 +515,9 @@ class Controller(QObject):
     # -- runs ---------------------------------------------------------------------------------
     @property
     def running(self) -> bool:
-        return self.bridge.running
+        """The open thread has a run going (streaming, or waiting for an approval)."""
+        session = self.session
+        return self.bridge.running or (session is not None and session.run is not None and session.run in self._runs)
 
     @property
     def idle(self) -> bool:
@@ -606,31 +652,118 @@ class Controller(QObject):
 
     def _start(self, run: RecordedRun) -> None:
         self._runs.append(run)
-        self.tasks.spawn(self._consume(run), name="run")
+        self._unseen.pop(run.thread_id, None)
+        self.tasks.spawn(self._watch(run), name="run")
+        self._show(run)
+        self.run_states_changed.emit()
 
-    async def _consume(self, run: RecordedRun) -> None:
+    def _show(self, run: RecordedRun, *, skip: int = 0) -> None:
+        """The bridge feeds ``run`` (the open thread's) to the chat, from its first event (or after the first
+        ``skip``, which the chat was given at once: the running state shows now, not at the next event)."""
+        events = run if not skip else _after(run, skip)
+        self._viewed = (run, self.tasks.spawn(self.bridge.consume(events, announce=bool(skip)), name="run-view"))
+
+    def _leave(self) -> None:
+        """The open thread is left: its run (if any) goes on, unseen; nothing more of it reaches the chat."""
+        viewed, self._viewed = self._viewed, None
+        if viewed is not None:
+            self.bridge.release()
+            viewed[1].cancel()  # the consuming task only: the run and its recording go on
+
+    async def _watch(self, run: RecordedRun) -> None:
+        """Follow ``run`` (whichever thread is open) until it ends: its state for the sidebar, and the
+        notice when it ends out of sight."""
+        from workspace import events as ev
+
+        terminal: ev.Event | None = None
         try:
-            await self.bridge.consume(run)
+            async for event in run:
+                if isinstance(event, ev.TERMINAL) and ev.ends(event, run.run_id):
+                    terminal = event
         finally:
             if run in self._runs:
                 self._runs.remove(run)
+            state = self._end_state(run, terminal)
+            if run.thread_id != self.thread_id:
+                if state in ("finished", "failed", "review"):
+                    self._unseen[run.thread_id] = state
+                self.background_run_ended.emit(run.thread_id, state)
+            self.run_states_changed.emit()
             self.threads_changed.emit()
             self._emit_usage()
 
+    def _end_state(self, run: RecordedRun, terminal: object) -> str:
+        from workspace import events as ev
+
+        if isinstance(terminal, ev.RunFailed):
+            return "failed"
+        if not isinstance(terminal, ev.RunFinished):
+            return "cancelled"
+        try:
+            session = self.workspace.open_thread(run.thread_id) if self.workspace is not None else None
+            changes = session.changes if session is not None else None
+            if changes is not None and changes.pending_files:
+                return "review"
+        except Exception:  # a thread or change set that cannot say: the run finished all the same
+            log.debug("could not read the pending changes of %s", run.thread_id)
+        return "finished"
+
+    def run_states(self) -> dict[str, str]:
+        """What each thread's run is at, by thread id: "streaming", "approval" (waiting for your answer),
+        and, until the thread is opened, "review", "finished" or "failed" (keys of :data:`RUN_STATE_WORDS`)."""
+        states = dict(self._unseen)
+        for run in self._runs:
+            states[run.thread_id] = "streaming"
+        for _thread, request, _future in self.waiting_approvals():
+            thread = self._approval_thread(request)
+            if thread is not None:
+                states[thread] = "approval"
+        return states
+
+    def runs_going(self) -> list[tuple[str, str]]:
+        """The threads with a run going, oldest run first: (thread id, its state)."""
+        states = self.run_states()
+        seen: list[str] = []
+        for run in self._runs:
+            if run.thread_id not in seen:
+                seen.append(run.thread_id)
+        return [(thread, states.get(thread, "streaming")) for thread in seen]
+
+    def waiting_for_you(self) -> int:
+        """How many things wait for you: approvals in every thread, and threads whose changes wait for a review."""
+        return len(self.waiting_approvals()) + sum(1 for s in self._unseen.values() if s == "review")
+
     def stop(self) -> None:
-        """Stop everything: the stream, in-flight tools, pending approvals."""
+        """Stop the open thread's run: the stream, in-flight tools, its pending approvals (runs of other
+        threads go on)."""
+        self.stop_thread(self.thread_id)
+
+    def stop_thread(self, thread_id: str | None) -> None:
+        """Stop the runs of ``thread_id`` and the approvals waiting in it."""
         for run in list(self._runs):
+            if run.thread_id != thread_id:
+                continue
             try:
                 run.cancel()
             except Exception as exc:
                 log.warning("cancel failed: %s", exc)
-        for fut in list(self._pending):
+        for _thread, _request, fut in self.waiting_approvals(thread_id):
             fut.cancel()
-        if self.session is not None and self.session.running:
+        if self.session is not None and self.session.thread_id == thread_id and self.session.running:
             try:
                 self.session.stop()
             except Exception as exc:
                 log.warning("session stop failed: %s", exc)
+
+    def stop_all(self) -> None:
+        """Stop every thread's run (quitting): streams, tools, every approval waiting."""
+        for run in list(self._runs):
+            try:
+                run.cancel("the app was closed")
+            except Exception as exc:
+                log.warning("cancel failed: %s", exc)
+        for fut in list(self._pending):
+            fut.cancel()
 
     def on_usage_event(self, _event: ev.Usage) -> None:
         self._emit_usage()
@@ -640,13 +773,56 @@ class Controller(QObject):
         import asyncio
 
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
-        self._pending.add(future)
+        # Asked in a thread that is not open, it waits there (no timeout, no denial) until answered there.
+        self._pending[future] = (request, self._approval_thread(request), time.monotonic())
+        future.add_done_callback(lambda _f: self.run_states_changed.emit())
+        self.run_states_changed.emit()
         try:
             self.approval_needed.emit(request, future)
             return await future
         finally:
-            self._pending.discard(future)
+            self._pending.pop(future, None)
+
+    def _approval_thread(self, request: ApprovalRequest) -> str | None:
+        """The thread an approval is asked in: the request's, else the thread of the run asking."""
+        if request.thread_id:
+            return request.thread_id
+        for run in self._runs:
+            if run.run_id == request.run_id:
+                return run.thread_id
+        return self.thread_id
+
+    def approval_thread(self, request: ApprovalRequest) -> str | None:
+        """The thread ``request`` was asked in (as noted when it was asked)."""
+        for fut, (asked, thread, _when) in self._pending.items():
+            if asked is request and not fut.done():
+                return thread
+        return self._approval_thread(request)
+
+    def waiting_approvals(self, thread_id: str | None = None) -> list[
+            tuple[str | None, ApprovalRequest, asyncio.Future[ApprovalDecision]]]:
+        """Approvals waiting for an answer (of ``thread_id`` only, when given), oldest first:
+        (thread id, request, future)."""
+        out = [(thread, request, fut, when) for fut, (request, thread, when) in self._pending.items()
+               if not fut.done() and (thread_id is None or thread == thread_id)]
+        out.sort(key=lambda row: row[3])
+        return [(thread, request, fut) for thread, request, fut, _when in out]
+
+    def oldest_approval_thread(self) -> str | None:
+        """The thread of the approval waiting longest (None: none waits)."""
+        waiting = self.waiting_approvals()
+        return waiting[0][0] if waiting else None
 
     @property
     def pending_approvals(self) -> int:
-        return sum(1 for f in self._pending if not f.done())
+        """Approvals waiting in the open thread."""
+        return len(self.waiting_approvals(self.thread_id))
+
+
+async def _after(run: AsyncIterable[ev.Event], skip: int) -> AsyncIterator[ev.Event]:
+    """The events of ``run`` (which replays from its first) after the first ``skip``."""
+    seen = 0
+    async for event in run:
+        seen += 1
+        if seen > skip:
+            yield event

@@ -45,6 +45,8 @@ from ui.window.threads import Threads
 from ui.window.transfer import Transfer
 
 if TYPE_CHECKING:
+    from PySide6.QtWidgets import QMessageBox
+
     from ui.controller import Controller
     from ui.review.pane import ChangesPane
     from workspace.events import ModelChanged, TerminalEvent
@@ -93,6 +95,9 @@ class MainWindow(QMainWindow):
         self.transfer = Transfer(self.services)
         self.notifier = Notifier(self.services)
         self.built = False
+        #: Quitting with runs going: the question, once asked; and whether Quit was the answer.
+        self.quit_box: QMessageBox | None = None
+        self._quit_confirmed = False
         # Until build(): a themed frame (sidebar strip and an empty conversation), painted at once.
         shell = QSplitter(Qt.Orientation.Horizontal, self)
         left = QFrame(shell)
@@ -189,7 +194,8 @@ class MainWindow(QMainWindow):
             "copy")
         add("prev_branch", "Previous branch of last message", lambda: runs.branch_last(-1), "Alt+Left", thread_menu)
         add("next_branch", "Next branch of last message", lambda: runs.branch_last(+1), "Alt+Right", thread_menu)
-        add("approval", "Go to pending approval", runs.focus_approval, "Ctrl+J", thread_menu, "shield")
+        add("approval", "Go to the oldest approval waiting (any thread)", self._go_to_approval, "Ctrl+J", thread_menu,
+            "shield")
         thread_menu.addSeparator()
         add("rename", "Rename thread…", self.sidebar.rename_current, "F2", thread_menu, "edit")
         add("delete", "Delete thread", threads.delete_current, "Ctrl+Shift+Backspace", thread_menu, "trash")
@@ -229,6 +235,7 @@ class MainWindow(QMainWindow):
         self.commands.thread_chosen.connect(self.threads.open)
         self.runs.ended.connect(self._run_ended)
         self.bridge.running_changed.connect(self._running_changed)
+        self.controller.run_states_changed.connect(self._run_states_changed)
         self.chat.review_requested.connect(self.docks.review_changes)
         self.chat.connect_requested.connect(self.settings_flow.open_settings)
         self.docks.when_made("changes", lambda pane: self.runs.set_review_notes(pane.note_for))
@@ -266,6 +273,25 @@ class MainWindow(QMainWindow):
         self.robots.update_picker()
         if running:  # a message went out: its thread comes first in the list (a new one appears there)
             self.threads.refresh()
+
+    def _go_to_approval(self) -> None:
+        """Ctrl+J: the approval waiting longest, in whichever thread it was asked: open that thread, focus its card."""
+        c = self.controller
+        thread_id = c.oldest_approval_thread()
+        if thread_id is None:
+            if not self.runs.focus_approval():
+                self.services.notices.toast("No approval is waiting.", seconds=3)
+            return
+        if thread_id != c.thread_id:
+            self.threads.open(thread_id)
+        if not self.runs.focus_approval():  # its card shows once its tool call is drawn: focus it then
+            QTimer.singleShot(0, self.runs.focus_approval)
+
+    def _run_states_changed(self) -> None:
+        """The sidebar's state icons and the status bar's count of what waits for you follow the runs."""
+        c = self.controller
+        self.thread_model.set_run_states(c.run_states())
+        self.status.set_waiting(c.waiting_for_you())
 
     def _thread_opening(self, session: Any) -> None:
         self.robots.update_model_label()  # the message box names the robot its messages go to
@@ -469,10 +495,56 @@ class MainWindow(QMainWindow):
             import logging
 
             logging.getLogger("ui.main_window").warning("could not save the window's layout: %s", exc)
+        if self.built and not self._quit_confirmed and self._ask_to_quit():
+            event.ignore()
+            return
         if self.built:
-            self.controller.stop()
+            self.controller.stop_all()
         super().closeEvent(event)
         self.closed.emit()
+
+    def quit_question(self) -> str | None:
+        """What quitting would stop, for the question before it ("2 runs are going: …"); None: nothing going."""
+        from ui.controller import RUN_STATE_WORDS
+
+        c = self.controller
+        store = c.store
+        going = c.runs_going() if store is not None and not store.closed else []
+        if not going:
+            return None
+        titles = {i.thread_id: i.title for i in self.thread_model.items}
+        named = []
+        for thread_id, state in going:
+            title = titles.get(thread_id) or "Untitled thread"
+            title = title if len(title) <= 40 else title[:39] + "…"
+            named.append(f"‘{title}’ ({RUN_STATE_WORDS.get(state, state)})")
+        count = f"{len(going)} runs are going" if len(going) > 1 else "A run is going"
+        return f"{count}: {', '.join(named)}. Quit and stop {'them' if len(going) > 1 else 'it'}?"
+
+    def _ask_to_quit(self) -> bool:
+        """Runs going: ask (window-modal, without blocking the loop the runs need); True: the close waits for
+        the answer — Quit closes again, Cancel keeps them running."""
+        from PySide6.QtWidgets import QMessageBox
+
+        text = self.quit_question()
+        if text is None:
+            return False
+        box = self.quit_box
+        if box is None:
+            box = self.quit_box = QMessageBox(QMessageBox.Icon.Question, "Quit RobotLab Workspace?", "",
+                                              QMessageBox.StandardButton.Cancel, self)
+            quit_button = box.addButton("Quit and stop them", QMessageBox.ButtonRole.AcceptRole)
+            box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+            box.setWindowModality(Qt.WindowModality.WindowModal)
+            box.finished.connect(lambda _r: self._quit_answered(box.clickedButton() is quit_button))
+        box.setText(text)
+        box.open()
+        return True
+
+    def _quit_answered(self, quit_: bool) -> None:
+        if quit_:
+            self._quit_confirmed = True
+            self.close()
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)

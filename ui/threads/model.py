@@ -41,6 +41,15 @@ def thread_item(thread: ThreadInfo) -> ThreadItem:
     )
 
 
+#: A thread's run state (the window's session model says which), in words for the accessible text and the tooltip.
+RUN_STATES = {
+    "streaming": "answering now",
+    "approval": "waiting for your approval",
+    "review": "changes waiting for your review",
+    "finished": "finished, not seen yet",
+    "failed": "failed",
+}
+
 #: Where a search hit's match is, for people.
 HIT_KINDS = {"user": "in your message", "assistant": "in an answer", "tool": "in a tool call"}
 
@@ -116,11 +125,15 @@ class ThreadListModel(QAbstractListModel):
     ThreadIdRole = Qt.ItemDataRole.UserRole
     ItemRole = Qt.ItemDataRole.UserRole + 1
     SubtitleRole = Qt.ItemDataRole.UserRole + 2
+    #: The thread's run state (a key of RUN_STATES), or None when no run goes or waits to be seen.
+    RunStateRole = Qt.ItemDataRole.UserRole + 3
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._items: list[ThreadItem] = []
         self.searching = False
+        #: Run states by thread id (threads with none are not in it).
+        self.run_states: dict[str, str] = {}
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._items)
@@ -135,19 +148,23 @@ class ThreadListModel(QAbstractListModel):
             return item.thread_id
         if role == self.ItemRole:
             return item
+        if role == self.RunStateRole:
+            return self.run_states.get(item.thread_id)
         if role == self.SubtitleRole:
             if self.searching:
                 return plain_snippet(item.snippet)
             parts = [p for p in (item.robot, relative_time(item.updated)) if p]
             return " · ".join(parts)
+        state = RUN_STATES.get(self.run_states.get(item.thread_id, ""), "")
         if role == Qt.ItemDataRole.ToolTipRole:
-            return plain_snippet(item.snippet) or item.title
+            tip = plain_snippet(item.snippet) or item.title
+            return f"{tip}\n{state[:1].upper()}{state[1:]}" if state else tip
         if role == Qt.ItemDataRole.AccessibleTextRole:
             if self.searching:
                 where = HIT_KINDS.get(item.kind, "")
                 parts = [item.title, item.robot, hit_date(item.updated), where, plain_snippet(item.snippet)]
             else:
-                parts = [item.title, item.robot, relative_time(item.updated)]
+                parts = [item.title, state, item.robot, relative_time(item.updated)]
             return ", ".join(p for p in parts if p)
         return None
 
@@ -184,6 +201,16 @@ class ThreadListModel(QAbstractListModel):
                 items.append(item)
         self._items = items
         self.endResetModel()
+
+    def set_run_states(self, states: dict[str, str]) -> None:
+        """Which threads have a run going, waiting or ended unseen (by thread id: a key of RUN_STATES)."""
+        changed = {t for t in set(states) | set(self.run_states) if states.get(t) != self.run_states.get(t)}
+        self.run_states = dict(states)
+        for row, item in enumerate(self._items):
+            if item.thread_id in changed:
+                index = self.index(row)
+                self.dataChanged.emit(index, index, [self.RunStateRole, Qt.ItemDataRole.AccessibleTextRole,
+                                                     Qt.ItemDataRole.ToolTipRole])
 
     def row_of(self, thread_id: str) -> int:
         for row, item in enumerate(self._items):

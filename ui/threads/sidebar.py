@@ -35,6 +35,15 @@ from ui import theme
 from ui.threads.model import HIT_KINDS, ThreadItem, ThreadListModel, hit_date, snippet_parts
 from ui.widgets.common import name_line_edit_buttons
 
+#: The icon of a thread's run state: (icon name, the theme colour it is drawn in).
+RUN_STATE_ICONS = {
+    "streaming": ("regenerate", "accent"),
+    "approval": ("shield", "warning"),
+    "review": ("diff", "warning"),
+    "finished": ("check", "success"),
+    "failed": ("error", "error"),
+}
+
 
 class ThreadDelegate(QStyledItemDelegate):
     """Two lines per thread: the title, and the robot and age. A search hit has three: the title and
@@ -99,6 +108,13 @@ class ThreadDelegate(QStyledItemDelegate):
         subtitle = str(index.data(ThreadListModel.SubtitleRole) or "")
         bold, small = self._fonts(option)
         inner = option.rect.adjusted(12, 5, -10, -5)
+        state = index.data(ThreadListModel.RunStateRole)
+        if state in RUN_STATE_ICONS:  # its run's state, at the right of the title (the words are its accessible text)
+            name, role = RUN_STATE_ICONS[state]
+            size = 14
+            theme.icon(name, getattr(c, role), size).paint(painter, QRect(inner.right() - size, inner.top() + 1,
+                                                                          size, size))
+            inner.setRight(inner.right() - size - 6)
         painter.setFont(bold)
         painter.setPen(QColor(c.text))
         fm = painter.fontMetrics()

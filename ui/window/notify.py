@@ -1,5 +1,7 @@
 """Desktop notifications: a long run ended, or a robot asks for approval, while the window is in the
-background (another window in front, or minimised).
+background (another window in front, or minimised); and a thread that is not the open one needs you (an
+approval, changes to review, a failure) — on the desktop when the window is in the background, else as the
+window's own notice.
 
 Where the desktop has a notification area, a tray icon shows the message (``QSystemTrayIcon``);
 elsewhere the taskbar entry asks for attention (``QApplication.alert``). Settings > General turns
@@ -40,6 +42,7 @@ class Notifier:
         s.bridge.running_changed.connect(self._on_running)
         s.bridge.run_ended.connect(self._on_end)
         s.session.approval_needed.connect(self._on_approval)
+        s.session.background_run_ended.connect(self._on_background_end)
 
     # -- what happened -------------------------------------------------------------------------------
     def _on_running(self, running: bool) -> None:
@@ -49,6 +52,8 @@ class Notifier:
             return
         started, self._started = self._started, None
         if started is None or time.monotonic() - started < LONG_RUN:
+            return
+        if self._last_end is None:  # the open thread changed: its run goes on in the background, not ended
             return
         self._tell_run_ended(self._last_end)
 
@@ -70,13 +75,31 @@ class Notifier:
         self.notify(title, f"{thread}: {text}" if thread else text)
 
     def _on_approval(self, request: ApprovalRequest, _future: Any) -> None:
-        thread = self._thread_title()
+        c = self.services.session
+        thread_id = c.approval_thread(request)
+        elsewhere = thread_id is not None and thread_id != c.thread_id
+        thread = self._thread_title(thread_id if elsewhere else None)
         text = f"{request.robot} wants to run {request.tool}" + (f" in “{thread}”" if thread else "") + \
             ". Approve or deny it in the window (Ctrl+J)."
-        self.notify("Approval needed", text)
+        self.notify("Approval needed", text, elsewhere=elsewhere)
 
-    def _thread_title(self) -> str:
-        session = self.services.session.session
+    def _on_background_end(self, thread_id: str, state: str) -> None:
+        """A run ended in a thread that is not open: say so when it needs you (a failure, changes to review)."""
+        thread = self._thread_title(thread_id) or "A thread"
+        if state == "failed":
+            self.notify("A run failed", f"“{thread}”: the run failed. Open the thread to see why.", elsewhere=True)
+        elif state == "review":
+            self.notify("Changes to review", f"“{thread}” finished: its changes wait for your review.", elsewhere=True)
+
+    def _thread_title(self, thread_id: str | None = None) -> str:
+        """The title of ``thread_id`` (None: the open thread), "" when it has none or cannot be read."""
+        c = self.services.session
+        if thread_id is not None:
+            try:
+                return str(c.require_store().get_thread(thread_id).display_title or "")
+            except Exception:
+                return ""
+        session = c.session
         thread = getattr(session, "thread", None) if session is not None else None
         return str(getattr(thread, "display_title", "") or "")
 
@@ -91,10 +114,17 @@ class Notifier:
         w = self.services.shell
         return w.isMinimized() or not w.isActiveWindow()
 
-    def notify(self, title: str, text: str) -> bool:
-        """Show ``title``/``text`` on the desktop when enabled and the window is in the background."""
-        if not self.enabled() or not self.in_background():
+    def notify(self, title: str, text: str, *, elsewhere: bool = False) -> bool:
+        """Show ``title``/``text`` on the desktop when enabled and the window is in the background; about a
+        thread that is not the open one (``elsewhere``) with the window in front, as the window's own notice."""
+        if not self.enabled():
             return False
+        if not self.in_background():
+            if not elsewhere:
+                return False
+            self.sent.append((title, text))
+            self.services.notices.toast(f"{title}: {text}", seconds=8)
+            return True
         self.sent.append((title, text))
         if QSystemTrayIcon.isSystemTrayAvailable():
             if self.tray is None:

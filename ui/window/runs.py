@@ -44,10 +44,12 @@ class Runs(QObject):
         s, chat, composer = self.services, self.chat, self.composer
         b, c = s.bridge, s.session
         b.view_event.connect(chat.presenter.feed)  # the chat shows what its presenter makes of the events
+        c.run_resumed.connect(chat.presenter.follow_live)  # a run that went on while its thread was not open
         b.usage_reported.connect(c.on_usage_event)
         b.run_ended.connect(self.on_run_ended)
         b.running_changed.connect(composer.set_running)
         c.approval_needed.connect(self.on_approval_needed)
+        c.approvals_reshown.connect(self.on_approvals_reshown)
         c.problem.connect(lambda text: s.notices.banner(text))
         c.notice.connect(lambda text: s.notices.toast(text))
         composer.send_requested.connect(self.send)
@@ -151,16 +153,27 @@ class Runs(QObject):
         if forked:
             self.services.session.switch_branch(forked[-1].turn_id or "", direction)
 
-    def focus_approval(self) -> None:
+    def focus_approval(self) -> bool:
+        """Scroll to the open thread's first approval waiting and give it the keyboard (False: none shows)."""
         chat = self.chat
         panel = chat.pending_approval()
         if panel is not None:
             chat.ensureWidgetVisible(panel)
             panel.setFocus()
+        return panel is not None
 
     # -- from the controller and the bridge ------------------------------------------------------------
     def on_approval_needed(self, request: ApprovalRequest, future: asyncio.Future[ApprovalDecision]) -> None:
+        c = self.services.session
+        if c.approval_thread(request) not in (None, c.thread_id):
+            return  # asked in a thread that is not open: it waits there (Ctrl+J goes to it)
         self.chat.ask_approval(request, future)
+
+    def on_approvals_reshown(self, waiting: list[tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]]]) -> None:
+        """A thread opened with approvals waiting: their cards, in the stored tool calls."""
+        for request, future in waiting:
+            if not future.done():
+                self.chat.ask_approval(request, future)
 
     def on_run_ended(self, event: ev.TerminalEvent) -> None:
         self.ended.emit(event)

@@ -60,6 +60,13 @@ class StatusLine:
         self.review.setToolTip("Changes wait for your review: open the Changes dock (Ctrl+Shift+D)")
         self.review.setVisible(False)
         bar.addPermanentWidget(self.review)
+        # Approvals and reviews waiting in any thread (a click goes to the oldest approval: Ctrl+J).
+        self.waiting = QPushButton("", w)
+        self.waiting.setObjectName("ReviewBadge")
+        self.waiting.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.waiting.setToolTip("Approvals and reviews wait for you in your threads: go to the oldest approval (Ctrl+J)")
+        self.waiting.setVisible(False)
+        bar.addPermanentWidget(self.waiting)
         bar.addPermanentWidget(self.usage)
         self.update_folder()
 
@@ -159,6 +166,13 @@ class StatusLine:
         self.review.setText(f"{pending} change{'s' if pending != 1 else ''} to review")
         self.review.setAccessibleName(self.review.text())
         self.review.setVisible(pending > 0)
+
+    def set_waiting(self, count: int) -> None:
+        """How many approvals and reviews wait for you across the threads; hidden at 0."""
+        self.waiting.setText(f"{count} waiting for you")
+        self.waiting.setAccessibleName(f"{count} approval{'s' if count != 1 else ''} or review{'s' if count != 1 else ''} "
+                                       "waiting for you")
+        self.waiting.setVisible(count > 0)
 
     # -- usage ---------------------------------------------------------------------------------------------
     def set_usage(self, usage: Usage | None) -> None:

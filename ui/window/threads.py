@@ -100,10 +100,7 @@ class Threads(QObject):
         self.composer.focus()
 
     def open(self, thread_id: str) -> None:
-        c = self.services.session
-        if c.running and thread_id != c.thread_id:
-            self.services.notices.toast("The running answer was stopped to open another thread.")
-        c.open_thread(thread_id)
+        self.services.session.open_thread(thread_id)  # a run going in the thread left goes on in the background
         self.composer.focus()
 
     def open_result(self, thread_id: str, turn_id: str) -> None:

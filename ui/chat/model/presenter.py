@@ -147,6 +147,27 @@ class ChatPresenter:
             self._column.runs.pop(run.run_id, None)
         self.listener.turn_removed(turn)
 
+    def follow_live(self, turn_id: str, run_id: str, events: Iterable[ev.Event]) -> TurnState | None:
+        """The stored turn ``turn_id`` has its run ``run_id`` still going (its thread opened again while the run
+        went on in the background): what the store showed of it goes (its text is joined and partly held back
+        there), the user's message stays, and the run's own ``events`` so far show the answer again, exactly;
+        the live events that follow (the ones after those) are fed as usual. None when the turn is not shown."""
+        turn = next((t for t in self.state.turns if t.turn_id == turn_id), None)
+        if turn is None or turn.user is None:
+            return None
+        index = self.state.turns.index(turn)
+        gone = {run.run_id for run in turn.runs} | {run_id}
+        self.remove_turn(turn)
+        live = TurnState(user=turn.user)
+        self.state.turns.insert(index, live)
+        self.listener.turn_added(live)
+        for rid in gone:
+            self._stored_seq.pop(rid, None)
+            self._ignored.discard(rid)
+        for event in events:
+            self._apply(event)
+        return live
+
     def last_user_turn(self) -> TurnState | None:
         """The last turn whose user message is stored."""
         return next((t for t in reversed(self.state.turns) if t.turn_id is not None), None)
