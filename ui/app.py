@@ -432,14 +432,14 @@ def run_app(args: Sequence[str] | argparse.Namespace | None = None) -> int:
 
         QTimer.singleShot(300, smoke)
     if ns.quit_after:
-        QTimer.singleShot(int(ns.quit_after * 1000), root.window.close)
+        QTimer.singleShot(int(ns.quit_after * 1000), root.window.close_without_asking)
 
     async def main() -> None:
         await closed.wait()
         await root.aclose()
 
     status = 0
-    signals = quit_on_signals(app, root.window.close)
+    signals = quit_on_signals(app, root.window.close_without_asking)  # the terminal asked: no question
     try:
         with loop:
             loop.run_until_complete(main())

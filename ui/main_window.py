@@ -246,6 +246,7 @@ class MainWindow(QMainWindow):
         self.folder_flow.recovered.connect(self._sync_changes)
         self.status.folder.clicked.connect(lambda: self.folder_flow.open_folder())
         self.status.review.clicked.connect(lambda: self.docks.focus_dock("changes"))
+        self.status.waiting.clicked.connect(self._go_to_waiting)
         self.chat.activity_changed.connect(self.status.set_activity)
         docks = self.docks
         docks.when_built(self.memory.restore_docks)
@@ -286,6 +287,17 @@ class MainWindow(QMainWindow):
             self.threads.open(thread_id)
         if not self.runs.focus_approval():  # its card shows once its tool call is drawn: focus it then
             QTimer.singleShot(0, self.runs.focus_approval)
+
+    def _go_to_waiting(self) -> None:
+        """The status bar's "waiting for you": the oldest approval, else a thread whose changes wait for review."""
+        c = self.controller
+        if c.oldest_approval_thread() is None:
+            review = next((t for t, state in c.run_states().items() if state == "review"), None)
+            if review is not None:
+                self.threads.open(review)
+                self.docks.focus_dock("changes")
+                return
+        self._go_to_approval()
 
     def _run_states_changed(self) -> None:
         """The sidebar's state icons and the status bar's count of what waits for you follow the runs."""
@@ -543,8 +555,12 @@ class MainWindow(QMainWindow):
 
     def _quit_answered(self, quit_: bool) -> None:
         if quit_:
-            self._quit_confirmed = True
-            self.close()
+            self.close_without_asking()
+
+    def close_without_asking(self) -> bool:
+        """Close, stopping the runs going without the question (a signal from the terminal, ``--quit-after``)."""
+        self._quit_confirmed = True
+        return self.close()
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
