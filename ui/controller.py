@@ -168,7 +168,7 @@ class Controller(QObject):
         fresh"); refused when this session's conversations live in the temporary one."""
         if self.workspace is None or self.store_error is None:
             return True
-        if self.running or self.workspace.threads():
+        if not self.idle or self.workspace.threads():
             self.problem.emit("This session's conversations are in the temporary database: quit and start the "
                               "app again to use your database.")
             return False
@@ -226,6 +226,12 @@ class Controller(QObject):
         from workspace.config import load_config
 
         new = Path(folder).resolve() if folder is not None else None
+        going = self.runs_going()
+        if going and new != self.folder:  # runs of other threads too: say which, Esc alone stops the open one's
+            titles = [self._thread_title(thread_id) for thread_id, _state in going]
+            raise RuntimeError(f"{len(going)} run{'s are' if len(going) > 1 else ' is'} going ("
+                               + ", ".join(f"‘{t}’" for t in titles)
+                               + "): let them finish, or open each thread and stop it (Esc), then open the other folder")
         stamp = self._trust_mtime()
         config = load_config(new)
         if self.workspace is not None:
@@ -719,6 +725,12 @@ class Controller(QObject):
             if thread is not None:
                 states[thread] = "approval"
         return states
+
+    def _thread_title(self, thread_id: str) -> str:
+        try:
+            return str(self.require_store().get_thread(thread_id).display_title or "Untitled thread")
+        except Exception:  # gone, or an unreadable database: the words still make sense
+            return "Untitled thread"
 
     def runs_going(self) -> list[tuple[str, str]]:
         """The threads with a run going, oldest run first: (thread id, its state)."""

@@ -6,6 +6,7 @@ going asks first, naming them."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -100,7 +101,7 @@ async def test_a_run_goes_on_in_another_thread_and_its_thread_shows_it_live_then
     await wait_until(lambda: row_state(w, long_thread)[0] is None, what="the finished mark to go once seen")
 
 
-async def test_two_threads_run_at_once(desktop: Any, provider: Any) -> None:
+async def test_two_threads_run_at_once(desktop: Any, provider: Any, tmp_path: Path) -> None:
     w, c = desktop.window, desktop.controller
     provider.enqueue(LONG, LONG)
     w.threads.new()
@@ -113,6 +114,8 @@ async def test_two_threads_run_at_once(desktop: Any, provider: Any) -> None:
     second = c.thread_id
     await wait_until(lambda: len(c.runs_going()) == 2, what="two runs going")
     assert dict(c.runs_going()) == {first: "streaming", second: "streaming"}
+    with pytest.raises(RuntimeError, match=r"2 runs are going \(‘first’, ‘second’\)"):
+        c.set_folder(tmp_path)  # names them: Esc alone stops only the open thread's
     await idle(desktop)
     assert answer(w) == LONG
     w.threads.open(first)
@@ -168,6 +171,40 @@ async def test_a_run_failing_in_the_background_marks_its_thread_and_says_so(desk
     await wait_until(lambda: row_state(w, failing)[0] == "failed", what="the sidebar's failed state")
     assert row_state(w, failing)[1].startswith(w.thread_model.item(w.thread_model.row_of(failing)).title + ", failed")
     assert w.notifier.sent[-1][0] == "A run failed"
+
+
+async def test_changes_proposed_in_the_background_wait_for_review(provider: Any, db_path: Path,
+                                                                  tmp_path: Path) -> None:
+    from tests.ui.conftest import running_app
+    from workspace.config import load_config
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
+    config = load_config(folder, overrides={"review": {"mode": "review"}})
+    async with running_app(provider=provider, db_path=db_path, theme_name="light", folder=folder, config=config,
+                           size=(1200, 800)) as root:
+        w, c = root.window, root.controller
+        other = await a_finished_thread(root, provider, "other")
+        c.set_robot("file-helper")  # the shipped robot with the file tools
+        provider.enqueue([" ".join(WORDS[:10]),
+                          ToolCall("edit_file", {"path": "notes.txt", "search": "beta", "replace": "BETA"}, id="e1")],
+                         "Proposed: beta in capitals.")
+        w.threads.new()
+        w.runs.send("capitalise beta")
+        editing = c.thread_id
+        assert editing
+        await wait_until(lambda: "w01" in answer(w), what="the first words")
+        w.threads.open(other)
+        await wait_until(lambda: c.run_states().get(editing) == "review", what="the run to end with changes")
+        await wait_until(lambda: row_state(w, editing)[0] == "review", what="the sidebar's review state")
+        assert "changes waiting for your review" in row_state(w, editing)[1]
+        assert c.waiting_for_you() == 1 and w.status.waiting.text() == "1 waiting for you"
+        assert (folder / "notes.txt").read_text(encoding="utf-8") == "alpha\nbeta\n"  # nothing written before Apply
+        assert w.notifier.sent[-1][0] == "Changes to review"
+        w.status.waiting.click()  # no approval waits: the thread whose changes wait, with the Changes dock
+        assert c.thread_id == editing
+        assert c.waiting_for_you() == 0
 
 
 async def test_quitting_with_runs_going_asks_and_cancel_keeps_them(desktop: Any, provider: Any) -> None:
