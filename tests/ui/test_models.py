@@ -204,6 +204,38 @@ async def test_bridge_says_running_with_the_first_event_and_for_a_run_with_none(
     assert said == [True, False]  # the views still see both
 
 
+async def test_bridge_released_drops_the_held_text_and_stops_feeding_the_views(qapp_instance: object) -> None:
+    """Another thread opens while a run streams: the run's held text does not reach the next thread's chat,
+    the views hear the open thread has nothing running, and the run's later events go nowhere."""
+    import asyncio
+
+    from ui.bridge import RunBridge
+
+    bridge = RunBridge(flush_ms=1000)
+    said: list[bool] = []
+    texts: list[str] = []
+    bridge.running_changed.connect(said.append)
+    bridge.view_event.connect(lambda e: texts.append(e.text) if isinstance(e, ev.TextDelta) else None)
+    more = asyncio.Event()
+
+    async def streaming() -> AsyncIterator[ev.Event]:
+        yield _e(ev.TextDelta, 1, text="first ")  # the first words: out at once
+        yield _e(ev.TextDelta, 2, text="held ")  # joined until the next flush
+        await more.wait()
+        yield _e(ev.TextDelta, 3, text="after")
+
+    task = asyncio.ensure_future(bridge.consume(streaming()))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert texts == ["first "] and said == [True] and bridge.running
+    bridge.release()
+    assert said == [True, False] and not bridge.running
+    more.set()
+    assert await task is None
+    bridge.flush()
+    assert texts == ["first "] and said == [True, False]  # "held " and "after" went nowhere; no second False
+
+
 def test_bridge_gives_views_every_event_in_order_with_text_joined(qapp_instance: object) -> None:
     from ui.bridge import RunBridge
 
