@@ -207,6 +207,38 @@ async def test_changes_proposed_in_the_background_wait_for_review(provider: Any,
         assert c.waiting_for_you() == 0
 
 
+async def test_a_change_card_shown_again_mid_run_is_the_one_the_reopened_thread_shows(provider: Any, db_path: Path,
+                                                                                     tmp_path: Path) -> None:
+    from tests.ui.conftest import running_app
+    from tests.ui.test_chat_replay import _assert_same, _reopen, _snapshot
+    from workspace import events as ev
+    from workspace.config import load_config
+    from workspace.providers.testing import Pause
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
+    config = load_config(folder, overrides={"review": {"mode": "review"}})
+    async with running_app(provider=provider, db_path=db_path, theme_name="light", folder=folder, config=config,
+                           size=(1200, 800)) as root:
+        w, c = root.window, root.controller
+        c.set_robot("file-helper")
+        provider.enqueue([ToolCall("edit_file", {"path": "notes.txt", "search": "beta", "replace": "BETA"}, id="e1")],
+                         [Pause(1.0), "Proposed: beta in capitals."])
+        w.runs.send("capitalise beta")
+        editing = c.thread_id
+        assert editing
+        await wait_until(lambda: any(isinstance(e, ev.ChangeProposed) for e in c.session.run.events),
+                         what="the proposal")
+        w.threads.new()  # left with its change card shown
+        w.threads.open(editing)  # and back while the model is still thinking
+        assert c.running and len(w.chat.presenter.all_change_items()) == 1
+        await idle(root)
+        live = _snapshot(root)
+        assert len(w.chat.presenter.all_change_items()) == 1 and "Proposed: beta in capitals." in answer(w)
+        _assert_same(live, await _reopen(root))
+
+
 async def test_quitting_with_runs_going_asks_and_cancel_keeps_them(desktop: Any, provider: Any) -> None:
     w, c = desktop.window, desktop.controller
     provider.enqueue(LONG, LONG)
@@ -231,3 +263,31 @@ async def test_quitting_with_runs_going_asks_and_cancel_keeps_them(desktop: Any,
     quit_button.click()
     await wait_until(lambda: not w.isVisible(), what="the window to close")
     await wait_until(lambda: c.idle, what="the run to be stopped")
+
+
+async def test_a_network_run_left_and_shown_again_mid_way_ends_as_its_reopened_thread(db_path: Path) -> None:
+    """A network's lanes and totals, shown again from the run's own events after going on out of sight, are
+    what the store shows once it ended."""
+    from tests.ui.conftest import running_app
+    from tests.ui.test_chat_replay import _assert_same, _reopen, _snapshot
+    from workspace.providers.demo import DemoProvider
+
+    async with running_app(provider=DemoProvider(delay=0.01), db_path=db_path, theme_name="light",
+                           size=(1400, 900)) as root:
+        w, c = root.window, root.controller
+        w.threads.new()
+        w.robot_picker.setCurrentIndex(w.robot_model.row_of("parallel-analysis", "network"))
+        w.runs.send("The new Acme dashboard is fast, but the export is broken.")
+        network_thread = c.thread_id
+        assert network_thread
+        await wait_until(lambda: len(c.session.run.events) > 20 if c.session and c.session.run else False,
+                         what="the network under way")
+        w.threads.new()  # left mid-way
+        await asyncio.sleep(0.3)
+        assert c.run_states() == {network_thread: "streaming"}
+        w.threads.open(network_thread)  # shown again while it goes on
+        await wait_until(lambda: c.idle, timeout=60, what="the network run to end")
+        await asyncio.sleep(0.1)
+        live = _snapshot(root)
+        assert "[done]" in live["widgets"]
+        _assert_same(live, await _reopen(root))

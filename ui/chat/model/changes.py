@@ -33,6 +33,16 @@ class ChangeCards:
         """Every change card shown, in the order they came."""
         return [item for items in self._changes.values() for item in items]
 
+    def forget_runs(self, run_ids: set[str]) -> None:
+        """The cards of runs ``run_ids`` are gone from the column (their turn is shown again from the run's
+        events): a proposal replayed makes its card anew instead of merging into one no longer shown."""
+        for key, items in list(self._changes.items()):
+            kept = [item for item in items if item.run is None or item.run.run_id not in run_ids]
+            if kept:
+                self._changes[key] = kept
+            else:
+                del self._changes[key]
+
     def change_proposed(self, column: Column, event: ev.ChangeProposed) -> None:
         existing = self.change_item(event.change_set_id)
         if existing is not None and existing.status == "pending":

@@ -164,6 +164,8 @@ class ChatPresenter:
         for rid in gone:
             self._stored_seq.pop(rid, None)
             self._ignored.discard(rid)
+            self._column.groups.pop(rid, None)  # a network's lanes are made again from its events
+        self._changes.forget_runs(gone)
         for event in events:
             self._apply(event)
         return live
