@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "workspace.cli.schema",
     "workspace.cli.changes",
     "workspace.cli.skills",
+    "workspace.cli.eval",
 ]
 
 
