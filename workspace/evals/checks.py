@@ -49,10 +49,12 @@ def subset(expected: Any, actual: Any) -> bool:
     if isinstance(expected, list):
         return isinstance(actual, list) and len(expected) == len(actual) and all(
             subset(e, a) for e, a in zip(expected, actual, strict=True))
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return type(expected) is type(actual) and expected == actual
     if expected == actual:
         return True
-    return not isinstance(expected, bool) and not isinstance(actual, bool) and \
-        isinstance(expected, int | float | str) and isinstance(actual, int | float | str) and str(expected) == str(actual)
+    scalars = int | float | str
+    return isinstance(expected, scalars) and isinstance(actual, scalars) and str(expected) == str(actual)
 
 
 def describe(expect: Expect) -> str:
