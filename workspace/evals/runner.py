@@ -98,6 +98,25 @@ class EvalReport:
                                for (robot, model), (p, t) in self.pass_rates().items()]}
 
 
+class _Providers:
+    """One provider per model and server for the whole eval (its client, its answers about the model's window
+    are made once, not per case); each case wraps it to count its own cached and asked answers."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._made: dict[tuple[str | None, str | None, bool], Provider] = {}
+
+    def get(self, model: str | None, api_base: str | None, *, folder_written: bool = False) -> Provider:
+        key = (model, api_base, folder_written)
+        found = self._made.get(key)
+        if found is None:
+            from workspace.providers import provider_for
+
+            found = self._made[key] = provider_for(model, api_base=api_base, config=self.config,
+                                                   folder_written=folder_written)
+        return found
+
+
 @dataclass(frozen=True, slots=True)
 class _Cell:
     robot: str
@@ -123,12 +142,13 @@ async def run_eval(spec: EvalFile, *, base: Path, robots: Sequence[str] | None =
     cells = [_Cell(robot, entry, case) for robot in (robots or spec.robot_names()) for entry in entries
              for case in spec.cases]
     gate = asyncio.Semaphore(concurrency)
+    providers = _Providers(config)
     hits0, misses0 = (cache.hits, cache.misses) if cache is not None else (0, 0)
     started = time.monotonic()
 
     async def one(cell: _Cell) -> CaseResult:
         async with gate:
-            result = await _run_case(spec, cell, base=base, cache=cache, config=config)
+            result = await _run_case(spec, cell, base=base, cache=cache, config=config, providers=providers)
         if on_result is not None:
             on_result(result)
         return result
@@ -147,7 +167,7 @@ def _model_name(robot: Any, entry: ModelEntry | None) -> str:
 
 
 async def _run_case(spec: EvalFile, cell: _Cell, *, base: Path, cache: AnswerCache | None,
-                    config: Config) -> CaseResult:
+                    config: Config, providers: _Providers) -> CaseResult:
     case = cell.case
     result = CaseResult(case=case.name, robot=cell.robot, model=cell.entry.name if cell.entry else "")
     work_root = Path(tempfile.mkdtemp(prefix="robotlab-eval-"))
@@ -157,7 +177,8 @@ async def _run_case(spec: EvalFile, cell: _Cell, *, base: Path, cache: AnswerCac
             await asyncio.to_thread(shutil.copytree, base / case.folder, folder, symlinks=True)
         else:
             folder.mkdir()
-        await _run_in(spec, cell, result, folder=folder, base=base, cache=cache, config=config)
+        await _run_in(spec, cell, result, folder=folder, base=base, cache=cache, config=config,
+                      providers=providers)
     except Exception as exc:  # a robot that cannot load, a provider that cannot be made: this case fails
         result.outcome.error = f"{type(exc).__name__}: {exc}"
     finally:
@@ -180,12 +201,10 @@ def _counting(provider: Provider, cache: AnswerCache | None, replace: dict[str, 
 
 
 async def _run_in(spec: EvalFile, cell: _Cell, result: CaseResult, *, folder: Path, base: Path,
-                  cache: AnswerCache | None, config: Config) -> None:
+                  cache: AnswerCache | None, config: Config, providers: _Providers) -> None:
     from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalPolicy, ApprovalRequest
     from workspace.catalog import load_robot
     from workspace.changes import ChangeSet
-    from workspace.providers import provider_for
-
     case, entry = cell.case, cell.entry
     reference = cell.robot
     if reference.endswith(".md") or "/" in reference:
@@ -195,8 +214,7 @@ async def _run_in(spec: EvalFile, cell: _Cell, result: CaseResult, *, folder: Pa
     result.robot = robot.name
     if not result.model:
         result.model = _model_name(robot, entry)
-    provider = provider_for(robot.model, api_base=robot.api_base, config=config,
-                            folder_written=robot.api_base_in_folder)
+    provider = providers.get(robot.model, robot.api_base, folder_written=robot.api_base_in_folder)
     changes = ChangeSet(folder, mode="review")
     stable = {str(folder): "<folder>", changes.id: "<changes>"}
     robot.provider = _counting(provider, cache, stable, result)
@@ -249,16 +267,18 @@ async def _run_in(spec: EvalFile, cell: _Cell, result: CaseResult, *, folder: Pa
     for expect in case.expect:
         result.checks.append((describe(expect), await _check(expect, outcome, spec=spec, robot=robot,
                                                              changes=changes, config=config, cache=cache,
-                                                             folder=folder, stable=stable, result=result)))
+                                                             folder=folder, stable=stable, result=result,
+                                                             providers=providers)))
 
 
 async def _check(expect: Expect, outcome: Outcome, *, spec: EvalFile, robot: Any, changes: Any, config: Config,
-                 cache: AnswerCache | None, folder: Path, stable: dict[str, str], result: CaseResult) -> str | None:
+                 cache: AnswerCache | None, folder: Path, stable: dict[str, str], result: CaseResult,
+                 providers: _Providers) -> str | None:
     if expect.verify is not None:
         return await _verify(expect.verify, spec=spec, robot=robot, changes=changes, config=config, folder=folder)
     if expect.rubric is not None:
-        return await _judge(expect, outcome, spec=spec, robot=robot, config=config, cache=cache, stable=stable,
-                            result=result)
+        return await _judge(expect, outcome, spec=spec, robot=robot, cache=cache, stable=stable,
+                            result=result, providers=providers)
     return check(expect, outcome)
 
 
@@ -284,12 +304,11 @@ async def _verify(wanted: str, *, spec: EvalFile, robot: Any, changes: Any, conf
                                                                                 else "")
 
 
-async def _judge(expect: Expect, outcome: Outcome, *, spec: EvalFile, robot: Any, config: Config,
-                 cache: AnswerCache | None, stable: dict[str, str], result: CaseResult) -> str | None:
+async def _judge(expect: Expect, outcome: Outcome, *, spec: EvalFile, robot: Any, cache: AnswerCache | None,
+                 stable: dict[str, str], result: CaseResult, providers: _Providers) -> str | None:
     import json
 
     from workspace.messages import TextMessage
-    from workspace.providers import provider_for
     from workspace.providers.base import TextChunk
 
     rubric = expect.rubric
@@ -298,7 +317,7 @@ async def _judge(expect: Expect, outcome: Outcome, *, spec: EvalFile, robot: Any
         model, api_base = rubric.model, rubric.api_base or spec.api_base
     else:
         model, api_base = robot.model, rubric.api_base or robot.api_base
-    judge = _counting(provider_for(model, api_base=api_base, config=config), cache, stable, result)
+    judge = _counting(providers.get(model, api_base), cache, stable, result)
     question = (f"Rubric: {rubric.text}\n\nThe user's message: {_message_of(spec, result.case)}\n\n"
                 f"The assistant's answer:\n{outcome.answer}")
     reply = ""
