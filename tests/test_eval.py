@@ -341,3 +341,29 @@ async def test_a_case_whose_robot_cannot_load_fails_with_the_reason(tmp_path: Pa
     report = await run_eval(spec, base=tmp_path, robots=["no-such-robot"])
     assert len(report.results) == 1 and not report.passed
     assert "Unknown robot 'no-such-robot'" in report.results[0].failures[0]
+
+
+async def test_a_router_group_spreads_the_cases_over_its_deployments(tmp_path: Path) -> None:
+    with FakeLLMServer(reply_fn=answer) as one, FakeLLMServer(reply_fn=answer) as two:
+        deployments = ", ".join(f"{{litellm_params: {{model: openai/fake, api_base: '{s.base_url}/v1', "
+                                f"api_key: sk-deployment-{n}-0123456789}}}}" for n, s in enumerate((one, two)))
+        (tmp_path / "helper.md").write_text(ROBOT, encoding="utf-8")
+        path = tmp_path / "eval.yaml"
+        path.write_text("robot: helper.md\nmodels:\n  - model: cluster\n"
+                        f"    router: {{model_list: [{deployments}]}}\ncases:\n" + "".join(
+                            f"  - name: c{i}\n    message: 'charged twice ({i})'\n    expect: [{{contains: refund}}]\n"
+                            for i in range(20)), encoding="utf-8")
+        report = await run(path, concurrency=4)
+        assert report.passed, [r.failures for r in report.results if not r.passed]
+        assert report.pass_rates() == {("helper", "cluster"): (20, 20)}
+        # litellm's Router shuffles: both deployments answered (all 20 on one: a 1 in 500,000 chance).
+        assert len(one.requests) + len(two.requests) == 20 and one.requests and two.requests
+        assert one.request_log[0].headers["authorization"] == "Bearer sk-deployment-0-0123456789"
+
+
+def test_a_router_without_deployments_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "eval.yaml"
+    path.write_text("robot: a\nmodels: [{model: cluster, router: {routing_strategy: simple-shuffle}}]\n"
+                    "cases: [{name: x, message: y}]\n", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=r"router: needs model_list:"):
+        load_eval_file(path)

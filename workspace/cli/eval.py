@@ -111,5 +111,5 @@ def _check_keys(models: list[Any]) -> None:
     from workspace.providers import is_offline
 
     for entry in models:
-        if not is_offline(entry.model):
+        if entry.router is None and not is_offline(entry.model):  # a router's deployments carry their own keys
             check_key(entry.model, entry.api_base)

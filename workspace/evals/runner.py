@@ -106,10 +106,17 @@ class _Providers:
         self.config = config
         self._made: dict[tuple[str | None, str | None, bool], Provider] = {}
 
-    def get(self, model: str | None, api_base: str | None, *, folder_written: bool = False) -> Provider:
+    def get(self, model: str | None, api_base: str | None, *, folder_written: bool = False,
+            router: dict[str, Any] | None = None) -> Provider:
         key = (model, api_base, folder_written)
         found = self._made.get(key)
-        if found is None:
+        if found is None and router is not None:  # a group of deployments: litellm's Router spreads the requests
+            from workspace.providers.litellm_provider import RouterProvider
+
+            settings = {k: v for k, v in router.items() if k != "model_list"}
+            found = self._made[key] = RouterProvider(str(model), model_list=router["model_list"],
+                                                     router_settings=settings)
+        elif found is None:
             from workspace.providers import provider_for
 
             found = self._made[key] = provider_for(model, api_base=api_base, config=self.config,
@@ -214,7 +221,8 @@ async def _run_in(spec: EvalFile, cell: _Cell, result: CaseResult, *, folder: Pa
     result.robot = robot.name
     if not result.model:
         result.model = _model_name(robot, entry)
-    provider = providers.get(robot.model, robot.api_base, folder_written=robot.api_base_in_folder)
+    provider = providers.get(robot.model, robot.api_base, folder_written=robot.api_base_in_folder,
+                             router=entry.router if entry is not None else None)
     changes = ChangeSet(folder, mode="review")
     stable = {str(folder): "<folder>", changes.id: "<changes>"}
     robot.provider = _counting(provider, cache, stable, result)

@@ -112,12 +112,32 @@ class Expect(StrictModel):
 
 
 class ModelEntry(StrictModel):
-    """A model of the matrix: its id and, for an OpenAI-compatible server, its address."""
+    """A model of the matrix: its id and, for an OpenAI-compatible server, its address; or, with ``router``, a
+    group of deployments litellm's Router spreads the cases over (``model`` is then the group's name)."""
 
     model: str = Field(min_length=1)
     api_base: str | None = None
     #: The column's name in the table (default: the model id).
     label: str | None = None
+    #: litellm's Router: ``model_list`` (its deployments, litellm's shape) and any other Router setting
+    #: (``routing_strategy``, ...).
+    router: dict[str, Any] | None = None
+
+    @field_validator("router")
+    @classmethod
+    def _deployments(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return value
+        deployments = value.get("model_list")
+        if not isinstance(deployments, list) or not deployments:
+            raise ValueError("router: needs model_list:, the deployments, e.g. [{litellm_params: {model: "
+                             "openai/llama, api_base: 'http://10.0.0.5:8000/v1'}}, ...]")
+        for index, entry in enumerate(deployments):
+            params = entry.get("litellm_params") if isinstance(entry, dict) else None
+            if not isinstance(params, dict) or not isinstance(params.get("model"), str):
+                raise ValueError(f"router: model_list[{index}] needs litellm_params: with model: (litellm's "
+                                 "model id of that deployment), and api_base: / api_key: as it needs")
+        return value
 
     @property
     def name(self) -> str:
