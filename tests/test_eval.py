@@ -367,3 +367,33 @@ def test_a_router_without_deployments_is_refused(tmp_path: Path) -> None:
                     "cases: [{name: x, message: y}]\n", encoding="utf-8")
     with pytest.raises(ConfigurationError, match=r"router: needs model_list:"):
         load_eval_file(path)
+
+
+async def test_a_case_continues_a_recorded_thread(tmp_path: Path, server: FakeLLMServer) -> None:
+    from workspace.paths import database_path
+    from workspace.providers.testing import ScriptedProvider
+    from workspace.session import Workspace
+
+    ws = Workspace(db_path=database_path(), provider=ScriptedProvider(["Noted: order 1041, charged twice."]))
+    session = ws.new_thread("assistant")
+    run = session.send("My order 1041 was charged twice")
+    await run.wait()
+    thread_id = session.thread_id
+    await ws.aclose()
+    path = write_eval(tmp_path, server, f"""
+  - name: follow-up
+    message: "so what now?"
+    thread: {thread_id[:8]}
+    expect:
+      - contains: refund
+  - name: unknown-thread
+    message: "so what now?"
+    thread: no-such-thread
+""")
+    report = await run_eval(load_eval_file(path), base=tmp_path)
+    why = reasons(report)
+    assert why["follow-up"] == []
+    sent = [m["content"] for m in server.requests[0]["messages"]]
+    assert sent[1:] == ["My order 1041 was charged twice", "Noted: order 1041, charged twice.", "so what now?"]
+    assert why["unknown-thread"] == ["the run did not finish: ConfigurationError: thread: no-such-thread: no recorded "
+                                     "thread has that id; see `robotlab threads list`"]

@@ -363,7 +363,7 @@ def _thread_history(thread_id: str) -> list[Any]:
     path = database_path()
     if not path.is_file():
         raise ConfigurationError(f"thread: {thread_id}: there is no database of threads yet ({path})")
-    store = Store(path)
+    store = Store.open(path)
     try:
         matches = [t for t in store.list_threads() if t.id == thread_id or t.id.startswith(thread_id)]
         if len(matches) != 1:
