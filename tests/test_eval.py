@@ -397,3 +397,35 @@ async def test_a_case_continues_a_recorded_thread(tmp_path: Path, server: FakeLL
     assert sent[1:] == ["My order 1041 was charged twice", "Noted: order 1041, charged twice.", "so what now?"]
     assert why["unknown-thread"] == ["the run did not finish: ConfigurationError: thread: no-such-thread: no recorded "
                                      "thread has that id; see `robotlab threads list`"]
+
+
+@pytest.mark.skipif(not _has_sandbox(), reason="run_command runs in the bubblewrap sandbox")
+async def test_approve_answers_the_tools_that_ask(tmp_path: Path) -> None:
+    def runs(body: dict[str, Any]) -> Reply:
+        if body["messages"][-1]["role"] == "tool":
+            return Reply.say("Ran it." if "hello" not in str(body["messages"][-1]["content"]) else "Ran: hello")
+        return Reply.tool("run_command", {"command": "echo hello > out.txt"})
+
+    with FakeLLMServer(reply_fn=runs) as fake:
+        path = write_eval(tmp_path, fake, """
+  - name: denied
+    message: "make out.txt"
+    folder: shop
+    expect:
+      - tool_called: {name: run_command}
+      - change_proposed: {path: out.txt}
+  - name: allowed
+    message: "make out.txt, please"
+    folder: shop
+    approve: allow
+    expect:
+      - change_proposed: {path: out.txt, contains: hello}
+""")
+        (tmp_path / "helper.md").write_text(ROBOT.replace("list_files]", "list_files, run_command]"),
+                                            encoding="utf-8")
+        why = reasons(await run(path))
+        denied = [m for r in fake.requests if r["messages"][-1]["role"] == "tool" for m in r["messages"][-1:]]
+    assert why["allowed"] == []
+    assert why["denied"] == ['change_proposed: {"path": "out.txt"}: no change was proposed to out.txt (changes '
+                             "proposed: none)"]
+    assert any("The eval denies tools that ask for approval ('run_command')" in str(m["content"]) for m in denied)
