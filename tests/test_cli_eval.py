@@ -106,7 +106,7 @@ def test_models_and_robots_from_the_command_line(tmp_path: Path) -> None:
     with FakeLLMServer(reply_fn=answer) as server:
         path = make(tmp_path, server, CASES.split("  - name: reads")[0])
         (tmp_path / "twin.md").write_text(ROBOT.replace("name: helper", "name: twin"), encoding="utf-8")
-        done = robotlab(str(path), "--robots", "helper.md,twin.md", "--models", "openai/fake,openai/fake2",
+        done = robotlab(str(path), "--robots", f"helper.md,{tmp_path / 'twin.md'}", "--models", "openai/fake,openai/fake2",
                         "--api-base", f"{server.base_url}/v1", "--json", home=tmp_path / "home")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout.splitlines()[-1])

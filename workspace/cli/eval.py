@@ -26,7 +26,7 @@ def register(sub: Any) -> None:
         epilog="Exit status: 0 every case passed, 1 some case failed, 2 nothing ran (a bad eval file or option).",
     )
     p.add_argument("file", help="the eval file (.yaml)")
-    p.add_argument("--robots", metavar="A,B", help="run these robots instead of the file's (names or robot files)")
+    p.add_argument("--robots", metavar="A,B", help="run these robots instead of the file's (names, or robot files relative to the current folder)")
     p.add_argument("--models", metavar="M,N", help="run these models instead of the file's")
     p.add_argument("--api-base", metavar="URL", help="the OpenAI-compatible server of the models given by --models")
     p.add_argument("--concurrency", "-j", type=positive_int, default=4, metavar="K",
@@ -64,6 +64,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from None
     base = Path(args.file).resolve().parent
     robots = _names(args.robots, "--robots")
+    if robots is not None:  # a robot file given here is relative to the current folder (the file's: to the file)
+        robots = [str(Path(r).resolve()) if Path(r).suffix == ".md" and Path(r).is_file() else r for r in robots]
     model_names = _names(args.models, "--models")
     if args.api_base and model_names is None:
         raise CLIError("--api-base goes with --models (the server of those models); an eval file's own models "
