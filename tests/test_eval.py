@@ -379,11 +379,19 @@ async def test_a_case_continues_a_recorded_thread(tmp_path: Path, server: FakeLL
     run = session.send("My order 1041 was charged twice")
     await run.wait()
     thread_id = session.thread_id
+    from workspace.exports import export_thread
+
+    (tmp_path / "thread.json").write_text(export_thread(ws.store, thread_id, "json"), encoding="utf-8")
     await ws.aclose()
     path = write_eval(tmp_path, server, f"""
   - name: follow-up
     message: "so what now?"
     thread: {thread_id[:8]}
+    expect:
+      - contains: refund
+  - name: from-export
+    message: "and now?"
+    thread: thread.json
     expect:
       - contains: refund
   - name: unknown-thread
@@ -393,8 +401,10 @@ async def test_a_case_continues_a_recorded_thread(tmp_path: Path, server: FakeLL
     report = await run_eval(load_eval_file(path), base=tmp_path)
     why = reasons(report)
     assert why["follow-up"] == []
-    sent = [m["content"] for m in server.requests[0]["messages"]]
-    assert sent[1:] == ["My order 1041 was charged twice", "Noted: order 1041, charged twice.", "so what now?"]
+    assert why["from-export"] == []
+    sent = sorted([m["content"] for m in r["messages"]][1:] for r in server.requests)
+    assert sent == [["My order 1041 was charged twice", "Noted: order 1041, charged twice.", "and now?"],
+                    ["My order 1041 was charged twice", "Noted: order 1041, charged twice.", "so what now?"]]
     assert why["unknown-thread"] == ["the run did not finish: ConfigurationError: thread: no-such-thread: no recorded "
                                      "thread has that id; see `robotlab threads list`"]
 

@@ -244,7 +244,7 @@ async def _run_in(spec: EvalFile, cell: _Cell, result: CaseResult, *, folder: Pa
         options["attachments"] = coerce_attachments(case.attachments, folder=folder,
                                                     limits=AttachmentLimits.from_config(config))
     if case.thread is not None:
-        options["history"] = await asyncio.to_thread(_thread_history, case.thread)
+        options["history"] = await asyncio.to_thread(_thread_history, case.thread, base)
     outcome = result.outcome
     started = time.monotonic()
     run = robot.stream(case.message, **options)
@@ -354,12 +354,28 @@ def _message_of(spec: EvalFile, name: str) -> str:
     return next(c.message for c in spec.cases if c.name == name)
 
 
-def _thread_history(thread_id: str) -> list[Any]:
-    """The conversation of a recorded thread (the app's database), which a case continues."""
+def _thread_history(thread_id: str, base: Path) -> list[Any]:
+    """The conversation a case continues: a thread's export (a ``.json`` file of `robotlab threads export ID
+    --format json`, relative to the eval file), or a recorded thread of the app's database (its id, or the
+    start of it)."""
     from workspace.errors import ConfigurationError
     from workspace.paths import database_path
     from workspace.persistence import Store
 
+    export = base / thread_id
+    if export.suffix == ".json" and export.is_file():
+        from workspace.exports import ImportFormatError, import_results_json
+
+        with tempfile.TemporaryDirectory(prefix="robotlab-eval-thread-") as scratch:
+            store = Store.open(Path(scratch) / "export.db")
+            try:
+                thread = import_results_json(store, export.read_text(encoding="utf-8"))
+                return list(store.history_messages(thread.id))
+            except ImportFormatError as exc:
+                raise ConfigurationError(f"thread: {thread_id}: not a thread's export ({exc}); export one with "
+                                         "`robotlab threads export ID --format json`") from None
+            finally:
+                store.close()
     path = database_path()
     if not path.is_file():
         raise ConfigurationError(f"thread: {thread_id}: there is no database of threads yet ({path})")

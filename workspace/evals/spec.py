@@ -153,7 +153,8 @@ class Case(StrictModel):
     attachments: list[str] = Field(default_factory=list)
     #: A folder (relative to the eval file) copied to a temporary folder the robot works on.
     folder: str | None = None
-    #: A recorded thread (its id, as `robotlab threads list` shows it) whose conversation the case continues.
+    #: The conversation the case continues: a recorded thread's id (as `robotlab threads list` shows it), or a
+    #: thread's JSON export (a file relative to the eval file).
     thread: str | None = None
     #: Tools that ask for approval in this case: allow or deny (default: the file's ``approve``).
     approve: Literal["allow", "deny"] | None = None
