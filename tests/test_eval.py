@@ -439,3 +439,13 @@ async def test_approve_answers_the_tools_that_ask(tmp_path: Path) -> None:
     assert why["denied"] == ['change_proposed: {"path": "out.txt"}: no change was proposed to out.txt (changes '
                              "proposed: none)"]
     assert any("The eval denies tools that ask for approval ('run_command')" in str(m["content"]) for m in denied)
+
+
+async def test_a_case_past_the_timeout_is_stopped_and_failed(tmp_path: Path) -> None:
+    with FakeLLMServer(reply_fn=lambda body: Reply.say("late", stall_before=60)) as slow:
+        path = write_eval(tmp_path, slow, "  - name: stuck\n    message: hi\n    expect: [{contains: late}]\n",
+                          head="timeout: 0.5\n")
+        report = await run(path)
+    assert reasons(report)["stuck"] == [
+        "the run did not finish: stopped after the eval's timeout of 0.5 s (timeout: in the eval file)",
+        "contains: \"late\": the answer does not contain 'late'; it was ''"]

@@ -9,6 +9,7 @@ default). Model answers go through the :class:`~workspace.evals.cache.AnswerCach
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import tempfile
 import time
@@ -33,6 +34,10 @@ JUDGE_PROMPT = (
     "You judge an assistant's answer against a rubric. Reply with one JSON object and nothing else: "
     '{"pass": true or false, "reason": "one sentence"}.'
 )
+
+
+#: Seconds a case stopped at the eval's timeout gets to end its run before its folder copy is removed.
+_STOP_WAIT_S = 10.0
 
 
 @dataclass(slots=True)
@@ -267,6 +272,8 @@ async def _run_in(spec: EvalFile, cell: _Cell, result: CaseResult, *, folder: Pa
     except TimeoutError:
         run.cancel(f"the case ran past the eval's timeout of {spec.timeout:g} s")
         outcome.error = f"stopped after the eval's timeout of {spec.timeout:g} s (timeout: in the eval file)"
+        with contextlib.suppress(Exception, TimeoutError):  # its tools stop before the folder copy goes
+            await asyncio.wait_for(run.wait(), _STOP_WAIT_S)
     outcome.seconds = time.monotonic() - started
     outcome.answer = answer_text
     for change in changes.pending_files:
