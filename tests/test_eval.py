@@ -449,3 +449,24 @@ async def test_a_case_past_the_timeout_is_stopped_and_failed(tmp_path: Path) -> 
     assert reasons(report)["stuck"] == [
         "the run did not finish: stopped after the eval's timeout of 0.5 s (timeout: in the eval file)",
         "contains: \"late\": the answer does not contain 'late'; it was ''"]
+
+
+def test_the_cache_key_is_the_request_without_secrets_or_run_ids() -> None:
+    from workspace.evals import request_key
+    from workspace.messages import TextMessage, ToolCallMessage, ToolResultMessage
+    from workspace.messages import ToolMessage as Call
+    from workspace.providers.base import ToolSpec
+
+    def key(call_id: str, folder: str, **settings: Any) -> str:
+        messages = [TextMessage("user", f"read {folder}/orders.csv"),
+                    ToolCallMessage(tools=[Call(call_id, "read_file", {"path": "orders.csv"})]),
+                    ToolResultMessage(Call(call_id, "read_file", {"path": "orders.csv"}), "1041")]
+        return request_key("openai/fake", system="You help.", messages=messages,
+                           tools=[ToolSpec("read_file", "Read a file.")], settings={"temperature": 0, **settings},
+                           replace={folder: "<folder>"})
+
+    first = key("call_abc", "/tmp/robotlab-eval-1/folder")
+    assert key("call_xyz", "/tmp/robotlab-eval-2/folder") == first  # another run of the same case
+    assert key("call_abc", "/tmp/robotlab-eval-1/folder", api_key="sk-one", extra_headers={"x": "y"}) == first
+    assert key("call_abc", "/tmp/robotlab-eval-1/folder", temperature=1) != first
+    assert len(first) == 64 and int(first, 16) >= 0

@@ -217,6 +217,7 @@ async def _run_in(spec: EvalFile, cell: _Cell, result: CaseResult, *, folder: Pa
     from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalPolicy, ApprovalRequest
     from workspace.catalog import load_robot
     from workspace.changes import ChangeSet
+
     case, entry = cell.case, cell.entry
     reference = cell.robot
     if reference.endswith(".md") or "/" in reference:
