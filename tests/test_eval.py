@@ -470,3 +470,22 @@ def test_the_cache_key_is_the_request_without_secrets_or_run_ids() -> None:
     assert key("call_abc", "/tmp/robotlab-eval-1/folder", api_key="sk-one", extra_headers={"x": "y"}) == first
     assert key("call_abc", "/tmp/robotlab-eval-1/folder", temperature=1) != first
     assert len(first) == 64 and int(first, 16) >= 0
+
+
+async def test_attachments_go_with_the_message_from_the_case_folder(tmp_path: Path, server: FakeLLMServer) -> None:
+    path = write_eval(tmp_path, server, """
+  - name: attached
+    message: "what is in the attached file?"
+    folder: shop
+    attachments: [orders.csv]
+    expect:
+      - contains: refund
+  - name: missing
+    message: "and this one?"
+    folder: shop
+    attachments: [nope.csv]
+""")
+    why = reasons(await run(path))
+    assert why["attached"] == []
+    assert len(why["missing"]) == 1 and "nope.csv" in why["missing"][0]
+    assert len(server.requests) == 1 and "1041,42.00" in json.dumps(server.requests[0]["messages"][-1])
