@@ -4,21 +4,25 @@ the main window puts each in a dock (see :meth:`ui.window.docks.Docks.register`)
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from PySide6.QtCore import QAbstractItemModel, QEvent, QItemSelectionModel, QModelIndex, QObject, Qt
+from PySide6.QtCore import QAbstractItemModel, QEvent, QItemSelectionModel, QModelIndex, QObject, Qt, QTimer
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLineEdit,
+    QMenu,
     QPushButton,
     QSplitter,
     QStyle,
     QTableView,
     QTabWidget,
     QTextBrowser,
+    QTreeView,
     QVBoxLayout,
     QWidget,
 )
@@ -28,6 +32,8 @@ from ui.formatting import format_duration, strip_ansi
 from ui.inspector.memory import MemoryModel, pretty
 from ui.inspector.tool_calls import ToolCallRecord, ToolCallsModel, diff_results
 from ui.inspector.trace import TraceFilterModel, TraceModel, raw_event_json
+from ui.inspector.trace_tree import TraceNode
+from ui.inspector.trace_view import Rerun, RerunDialog, TraceTreeFilter, TraceTreeModel, node_json
 from ui.widgets.common import ElidedLabel, name_line_edit_buttons
 from workspace import events as ev
 
@@ -294,18 +300,34 @@ class ToolCallsPane(QWidget):
 
 
 class TracePane(QWidget):
-    """The raw event stream, filterable by kind and text; one click shows an event's JSON."""
+    """The thread's trace: a tree of its runs, model calls and tool calls (times, tokens, cost), searchable
+    and exportable, with "Run again" on a tool call; and the raw event stream, filterable by kind and text.
+    One click shows a node's or an event's JSON."""
 
     ALL = "All events"
     NO_DELTAS = "All but text deltas"
+    #: How long live events wait to be added to the tree together (a run streams many small batches).
+    TREE_DELAY_MS = 250
 
-    def __init__(self, model: TraceModel, parent: QWidget | None = None) -> None:
+    def __init__(self, model: TraceModel, parent: QWidget | None = None, *, rerun: Rerun | None = None,
+                 compare: Callable[..., QWidget] | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("InspectorPane")
         self.setMinimumWidth(PANE_MIN_WIDTH)
         self.model = model
+        self._rerun = rerun
+        self._compare = compare
         self.proxy = TraceFilterModel(self)
         self.proxy.setSourceModel(model)
+        self.tree_model = TraceTreeModel(self)
+        self.tree_proxy = TraceTreeFilter(self)
+        self.tree_proxy.setSourceModel(self.tree_model)
+        self._pending: list[ev.Event] = []
+        self._tree_timer = QTimer(self)
+        self._tree_timer.setSingleShot(True)
+        self._tree_timer.setInterval(self.TREE_DELAY_MS)
+        self._tree_timer.timeout.connect(self.flush_tree)
+        self.rerun_dialog: RerunDialog | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.setSpacing(6)
@@ -317,16 +339,38 @@ class TracePane(QWidget):
         self.kind.view().pressed.connect(lambda *_: None)
         bar.addWidget(self.kind)
         self.filter = QLineEdit(self)
-        self.filter.setAccessibleName("Filter events")
-        self.filter.setPlaceholderText("Filter events…")
+        self.filter.setAccessibleName("Search the trace")
+        self.filter.setPlaceholderText("Search the trace…")
         self.filter.setClearButtonEnabled(True)
-        name_line_edit_buttons(self.filter, clear="Clear the filter")
-        self.filter.textChanged.connect(self.proxy.set_text)
+        name_line_edit_buttons(self.filter, clear="Clear the search")
+        self.filter.textChanged.connect(self._on_filter)
         bar.addWidget(self.filter, 1)
+        self.export_button = QPushButton("Export trace…", self)
+        self.export_button.setToolTip("Save the trace tree as JSON (secrets masked)")
+        self.export_button.clicked.connect(self.export_trace)
+        bar.addWidget(self.export_button)
         layout.addLayout(bar)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
-        self.table = _table(self.proxy, splitter)
+        self.views = QTabWidget(splitter)
+        self.views.setDocumentMode(True)
+        self.tree = QTreeView(self.views)
+        self.tree.setAccessibleName("Trace tree")
+        self.tree.setModel(self.tree_proxy)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._tree_menu)
+        self.tree.doubleClicked.connect(self._tree_activated)
+        tree_header = self.tree.header()
+        tree_header.setStretchLastSection(False)
+        tree_header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for col in (1, 2, 3):
+            tree_header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        self.views.addTab(self.tree, "Tree")
+        self.table = _table(self.proxy, self.views)
         self.table.setAccessibleName("Events")
+        self.views.addTab(self.table, "Events")
         header = self.table.horizontalHeader()
         header.setStretchLastSection(True)
         # Sized to their contents, which have known shapes (measuring thousands of rows on every batch
@@ -335,22 +379,147 @@ class TracePane(QWidget):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
         self.size_columns()
         self.detail = _detail(splitter)
-        self.detail.setPlaceholderText("Select an event to see its raw JSON.")
-        splitter.addWidget(self.table)
+        self.detail.setPlaceholderText("Select a step or an event to see its JSON.")
+        splitter.addWidget(self.views)
         splitter.addWidget(self.detail)
         splitter.setSizes([300, 160])
         layout.addWidget(splitter, 1)
         self.table.selectionModel().currentRowChanged.connect(self._show)
+        self.tree.selectionModel().currentRowChanged.connect(self._show_node)
+        self.tree_model.modelReset.connect(self._reselect)
+        self.views.currentChanged.connect(lambda _i: self.kind.setVisible(self.views.currentWidget() is self.table))
+        self.kind.setVisible(False)
         self._stick = True
         bar_ = self.table.verticalScrollBar()
         bar_.valueChanged.connect(lambda v: setattr(self, "_stick", v >= bar_.maximum() - 4))
         bar_.rangeChanged.connect(lambda _lo, hi: bar_.setValue(hi) if self._stick else None)
         model.rowsInserted.connect(self._refresh_kinds)
+        model.rowsInserted.connect(self._rows_added)
         model.modelReset.connect(self._refresh_kinds)
+        model.modelReset.connect(self._events_reset)
         model.modelReset.connect(self.detail.clear)
-        self.setFocusProxy(self.table)
+        self.setFocusProxy(self.views)
         self._on_kind(self.kind.currentText())
+        self._expanded: set[int] = set()
+        self._current: TraceNode | None = None
+        if model.rowCount():
+            self._events_reset()
 
+    # -- the tree ---------------------------------------------------------------------------------------
+    def _events_reset(self) -> None:
+        self._pending.clear()
+        self._tree_timer.stop()
+        self._expanded = set()
+        self.tree_model.set_events(self.model.events)
+        roots = self.tree_model.tree.roots
+        if roots:  # the last run open: what a person looks at first
+            self.tree.expand(self.tree_proxy.mapFromSource(self.tree_model.index(len(roots) - 1, 0)))
+
+    def _rows_added(self, _parent: QModelIndex, first: int, last: int) -> None:
+        self._pending.extend(self.model.event_at(row) for row in range(first, last + 1))
+        if not self._tree_timer.isActive():
+            self._tree_timer.start()
+
+    def flush_tree(self) -> None:
+        """Add the live events that wait to the tree (their expanded nodes stay expanded)."""
+        self._tree_timer.stop()
+        if not self._pending:
+            return
+        events, self._pending = self._pending, []
+        self._remember_view()
+        self.tree_model.append_events(events)
+
+    def _remember_view(self) -> None:
+        expanded: set[int] = set()
+        for node in self.tree_model.tree.walk():
+            if node.children and self.tree.isExpanded(self._view_index(node)):
+                expanded.add(id(node))
+        self._expanded = expanded
+
+    def _view_index(self, node: TraceNode, column: int = 0) -> QModelIndex:
+        return self.tree_proxy.mapFromSource(self.tree_model.createIndex(node.pos, column, node))
+
+    def _reselect(self) -> None:
+        if self._expanded:
+            for node in self.tree_model.tree.walk():
+                if id(node) in self._expanded:
+                    self.tree.expand(self._view_index(node))
+        if self._current is not None:
+            index = self._view_index(self._current)
+            if index.isValid():
+                self.tree.selectionModel().setCurrentIndex(
+                    index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+
+    def node_at(self, index: QModelIndex) -> TraceNode | None:
+        return self.tree_model.node(self.tree_proxy.mapToSource(index)) if index.isValid() else None
+
+    def find_nodes(self, kind: str) -> list[TraceNode]:
+        return [n for n in self.tree_model.tree.walk() if n.kind == kind]
+
+    def select_node(self, node: TraceNode) -> None:
+        index = self._view_index(node)
+        self.tree.scrollTo(index)
+        self.tree.selectionModel().setCurrentIndex(
+            index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+
+    def _show_node(self, current: QModelIndex, _previous: QModelIndex | None = None) -> None:
+        node = self.node_at(current)
+        self._current = node
+        if node is not None:
+            self.detail.setHtml(markdown.readable_html(node_json(node)))
+
+    def _tree_menu(self, pos: Any) -> None:
+        node = self.node_at(self.tree.indexAt(pos))
+        if node is None:
+            return
+        menu = QMenu(self)
+        if node.kind == "tool_call" and self._rerun is not None:
+            menu.addAction("Run again…", lambda: self.run_again(node))
+        menu.addAction("Copy as JSON", lambda: QApplication.clipboard().setText(node_json(node)))
+        menu.exec(self.tree.viewport().mapToGlobal(pos))
+
+    def _tree_activated(self, index: QModelIndex) -> None:
+        node = self.node_at(index)
+        if node is not None and node.kind == "tool_call" and self._rerun is not None:
+            self.run_again(node)
+
+    def run_again(self, node: TraceNode) -> RerunDialog | None:
+        """The "Run again" dialog of tool call ``node`` (None: this trace cannot run calls again)."""
+        if self._rerun is None or node.kind != "tool_call":
+            return None
+        if self.rerun_dialog is not None:
+            self.rerun_dialog.close()
+        dialog = self.rerun_dialog = RerunDialog(node, self._rerun, self.window(), compare=self._compare)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.destroyed.connect(lambda *_: setattr(self, "rerun_dialog", None))
+        dialog.show()
+        return dialog
+
+    def export_trace(self, path: str | None = None) -> str | None:
+        """Save the trace tree as JSON (secrets masked) to ``path`` (None: ask where); the path, or None."""
+        self.flush_tree()
+        if path is None:
+            from PySide6.QtWidgets import QFileDialog
+
+            path, _ = QFileDialog.getSaveFileName(self, "Export trace", "trace.json", "JSON (*.json)")
+            if not path:
+                return None
+        from pathlib import Path
+
+        try:
+            Path(path).write_text(self.tree_model.tree.to_json(), encoding="utf-8")
+        except OSError as exc:
+            self.detail.setPlainText(f"Could not write {path}: {exc.strerror or exc}; choose another place.")
+            return None
+        return path
+
+    def _on_filter(self, text: str) -> None:
+        self.proxy.set_text(text)
+        self.tree_proxy.set_text(text)
+        if text.strip():
+            self.tree.expandAll()
+
+    # -- the events --------------------------------------------------------------------------------------
     def column_samples(self) -> list[str]:
         """The widest text each of the first four columns shows (seq, time, kind, robot)."""
         kinds = sorted(_known_kinds() | set(self.model.kinds()), key=len) or [ev.RunStarted.kind]
@@ -412,4 +581,23 @@ def make_memory(context: DockContext) -> MemoryPane:
 
 
 def make_trace(context: DockContext) -> TracePane:
-    return TracePane(context.trace_model, context.parent)
+    return TracePane(context.trace_model, context.parent, rerun=thread_rerun(context.services.session),
+                     compare=context.compare)
+
+
+def thread_rerun(session: Any) -> Rerun:
+    """"Run again" in the open thread: the recorded call run with the thread's robot, through the
+    workspace's approval (the person is asked in the chat as for any call), without the model."""
+
+    async def rerun(call_id: str, arguments: dict[str, Any]) -> Any:
+        from workspace.replay import ReplayError, rerun_call
+
+        thread = session.session
+        if thread is None:
+            raise ReplayError("Open the thread whose call to run again")
+        workspace = session.require_workspace()
+        robot = thread.robot  # a network's thread says it has no robot of its own
+        return await rerun_call(workspace.store, thread.thread_id, call_id, robot, arguments=arguments,
+                                approval=workspace.approval, folder=workspace.folder)
+
+    return rerun
