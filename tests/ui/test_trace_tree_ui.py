@@ -77,7 +77,8 @@ async def test_run_again_runs_the_tool_not_the_model_and_shows_the_diff(qapp_ins
         run = pane.tree_model.tree.roots[0]
         assert [c.kind for c in run.children] == ["model_call", "model_call"]
         assert (run.input_tokens, run.output_tokens) == (120, 10)
-        assert pane.tree_proxy.rowCount() == 1 and pane.tree.isExpanded(pane.tree_proxy.index(0, 0))
+        view = pane.tree.model()
+        assert view.rowCount() == 1 and pane.tree.isExpanded(view.index(0, 0))
         [call] = pane.find_nodes("tool_call")
         assert call.tool == "lookup" and call.result == {"data": "tea is number 1"}
         pane.select_node(call)
@@ -152,3 +153,35 @@ async def test_search_export_and_live_events(qapp_instance: Any, tmp_path: Path)
     assert data["trace"][0]["input_tokens"] == 120 and data["trace"][0]["children"][0]["kind"] == "model_call"
     assert pane.export_trace(str(tmp_path / "missing" / "trace.json")) is None
     assert "choose another place" in pane.detail.toPlainText()
+
+
+async def test_a_long_threads_tree_is_built_off_the_window_thread_with_the_events_that_come_meanwhile(
+        qapp_instance: Any) -> None:
+    from ui.inspector.panes import TracePane
+    from ui.inspector.trace import TraceModel
+    from workspace import events as ev
+
+    def run(run_id: str, calls: int, start: float) -> list[ev.Event]:
+        out: list[ev.Event] = [ev.RunStarted(run_id=run_id, robot="boss", seq=0, ts=start, message="go")]
+        for i in range(calls):
+            ts = start + i
+            out += [ev.Usage(run_id=run_id, robot="boss", seq=3 * i + 1, ts=ts, input_tokens=10, output_tokens=1),
+                    ev.ToolUse(run_id=run_id, robot="boss", seq=3 * i + 2, ts=ts, id=f"{run_id}{i}", name="lookup",
+                               input={"i": i}),
+                    ev.ToolResult(run_id=run_id, robot="boss", seq=3 * i + 3, ts=ts, id=f"{run_id}{i}", name="lookup",
+                                  payload={"data": i})]
+        return out
+
+    stored = run("a", 200, 1000.0)
+    model = TraceModel()
+    pane = TracePane(model)
+    assert len(stored) > pane.SYNC_TREE_EVENTS
+    model.set_events(stored)
+    assert pane.building and pane.tree_model.tree.roots == []  # the window goes on meanwhile
+    model.append_events(run("b", 2, 5000.0))  # a new run's first events, live
+    pane.flush_tree()
+    await wait_until(lambda: not pane.building, what="the tree built in the worker")
+    roots = pane.tree_model.tree.roots
+    assert [r.run_id for r in roots] == ["a", "b"]
+    assert roots[0].input_tokens == 2000 and len(pane.find_nodes("tool_call")) == 202
+    assert pane.tree.isExpanded(pane.tree.model().index(1, 0))  # the last run open

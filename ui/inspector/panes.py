@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import QAbstractItemModel, QEvent, QItemSelectionModel, QModelIndex, QObject, Qt, QTimer
@@ -32,7 +33,7 @@ from ui.formatting import format_duration, strip_ansi
 from ui.inspector.memory import MemoryModel, pretty
 from ui.inspector.tool_calls import ToolCallRecord, ToolCallsModel, diff_results
 from ui.inspector.trace import TraceFilterModel, TraceModel, raw_event_json
-from ui.inspector.trace_tree import TraceNode
+from ui.inspector.trace_tree import TraceNode, TraceTree, build_tree
 from ui.inspector.trace_view import Rerun, RerunDialog, TraceTreeFilter, TraceTreeModel, node_json
 from ui.widgets.common import ElidedLabel, name_line_edit_buttons
 from workspace import events as ev
@@ -308,6 +309,9 @@ class TracePane(QWidget):
     NO_DELTAS = "All but text deltas"
     #: How long live events wait to be added to the tree together (a run streams many small batches).
     TREE_DELAY_MS = 250
+    #: Up to this many events the tree is built at once; more are built in a worker thread (the window
+    #: stays responsive; the tree shows when built, with the events that came meanwhile).
+    SYNC_TREE_EVENTS = 300
 
     def __init__(self, model: TraceModel, parent: QWidget | None = None, *, rerun: Rerun | None = None,
                  compare: Callable[..., QWidget] | None = None) -> None:
@@ -327,6 +331,10 @@ class TracePane(QWidget):
         self._tree_timer.setSingleShot(True)
         self._tree_timer.setInterval(self.TREE_DELAY_MS)
         self._tree_timer.timeout.connect(self.flush_tree)
+        self._building: Future[TraceTree] | None = None
+        self._build_poll = QTimer(self)
+        self._build_poll.setInterval(10)
+        self._build_poll.timeout.connect(self._check_build)
         self.rerun_dialog: RerunDialog | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
@@ -355,7 +363,9 @@ class TracePane(QWidget):
         self.views.setDocumentMode(True)
         self.tree = QTreeView(self.views)
         self.tree.setAccessibleName("Trace tree")
-        self.tree.setModel(self.tree_proxy)
+        # The tree's own model while nothing is searched (a filter over thousands of nodes maps them all);
+        # the filter in front of it while a search is on.
+        self.tree.setModel(self.tree_model)
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
         self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -365,8 +375,11 @@ class TracePane(QWidget):
         tree_header = self.tree.header()
         tree_header.setStretchLastSection(False)
         tree_header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for col in (1, 2, 3):
-            tree_header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        # Sized to known shapes, not measured over every node: "12.3 s", "123,456 → 12,345", "$0.0123".
+        fm = self.tree.fontMetrics()
+        for col, sample in ((1, "00.0 min"), (2, "000,000 → 00,000"), (3, "$0.0000")):
+            tree_header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
+            tree_header.resizeSection(col, fm.horizontalAdvance(sample) + 16)
         self.views.addTab(self.tree, "Tree")
         self.table = _table(self.proxy, self.views)
         self.table.setAccessibleName("Events")
@@ -385,7 +398,7 @@ class TracePane(QWidget):
         splitter.setSizes([300, 160])
         layout.addWidget(splitter, 1)
         self.table.selectionModel().currentRowChanged.connect(self._show)
-        self.tree.selectionModel().currentRowChanged.connect(self._show_node)
+        self._connect_tree_selection()
         self.tree_model.modelReset.connect(self._reselect)
         self.views.currentChanged.connect(lambda _i: self.kind.setVisible(self.views.currentWidget() is self.table))
         self.kind.setVisible(False)
@@ -406,14 +419,55 @@ class TracePane(QWidget):
             self._events_reset()
 
     # -- the tree ---------------------------------------------------------------------------------------
+    def _connect_tree_selection(self) -> None:
+        self.tree.selectionModel().currentRowChanged.connect(self._show_node)
+
+    def _searching(self) -> bool:
+        return self.tree.model() is self.tree_proxy
+
     def _events_reset(self) -> None:
         self._pending.clear()
         self._tree_timer.stop()
         self._expanded = set()
-        self.tree_model.set_events(self.model.events)
+        events = self.model.events
+        self._building = None
+        if len(events) <= self.SYNC_TREE_EVENTS:
+            self.tree_model.set_events(events)
+            self._open_last_run()
+            return
+        self.tree_model.set_tree(TraceTree())
+        # The worker holds the events and nothing of the window (no Qt object is freed off its thread).
+        self._building = _tree_builder().submit(build_tree, events)
+        self._build_poll.start()
+
+    def _check_build(self) -> None:
+        future = self._building
+        if future is None:
+            self._build_poll.stop()
+            return
+        if not future.done():
+            return
+        self._build_poll.stop()
+        self._building = None
+        try:
+            tree = future.result()
+        except Exception as exc:  # a bug in the tree: the Events tab still shows everything
+            self.detail.setPlainText(f"Could not build the trace tree: {exc}")
+            return
+        tree.extend(self._pending)
+        self._pending = []
+        self.tree_model.set_tree(tree)
+        self._open_last_run()
+
+    @property
+    def building(self) -> bool:
+        """Whether the tree is being built in the worker."""
+        return self._building is not None
+
+    def _open_last_run(self) -> None:
         roots = self.tree_model.tree.roots
         if roots:  # the last run open: what a person looks at first
-            self.tree.expand(self.tree_proxy.mapFromSource(self.tree_model.index(len(roots) - 1, 0)))
+            self.tree.expand(self._view_index(roots[-1]))
 
     def _rows_added(self, _parent: QModelIndex, first: int, last: int) -> None:
         self._pending.extend(self.model.event_at(row) for row in range(first, last + 1))
@@ -423,7 +477,7 @@ class TracePane(QWidget):
     def flush_tree(self) -> None:
         """Add the live events that wait to the tree (their expanded nodes stay expanded)."""
         self._tree_timer.stop()
-        if not self._pending:
+        if not self._pending or self._building is not None:
             return
         events, self._pending = self._pending, []
         self._remember_view()
@@ -437,7 +491,8 @@ class TracePane(QWidget):
         self._expanded = expanded
 
     def _view_index(self, node: TraceNode, column: int = 0) -> QModelIndex:
-        return self.tree_proxy.mapFromSource(self.tree_model.createIndex(node.pos, column, node))
+        index = self.tree_model.createIndex(node.pos, column, node)
+        return self.tree_proxy.mapFromSource(index) if self._searching() else index
 
     def _reselect(self) -> None:
         if self._expanded:
@@ -451,7 +506,9 @@ class TracePane(QWidget):
                     index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
 
     def node_at(self, index: QModelIndex) -> TraceNode | None:
-        return self.tree_model.node(self.tree_proxy.mapToSource(index)) if index.isValid() else None
+        if not index.isValid():
+            return None
+        return self.tree_model.node(self.tree_proxy.mapToSource(index) if self._searching() else index)
 
     def find_nodes(self, kind: str) -> list[TraceNode]:
         return [n for n in self.tree_model.tree.walk() if n.kind == kind]
@@ -516,7 +573,11 @@ class TracePane(QWidget):
     def _on_filter(self, text: str) -> None:
         self.proxy.set_text(text)
         self.tree_proxy.set_text(text)
-        if text.strip():
+        searching = bool(text.strip())
+        if searching != self._searching():
+            self.tree.setModel(self.tree_proxy if searching else self.tree_model)
+            self._connect_tree_selection()
+        if searching:
             self.tree.expandAll()
 
     # -- the events --------------------------------------------------------------------------------------
@@ -564,6 +625,17 @@ class TracePane(QWidget):
         source = self.proxy.mapToSource(current)
         event = self.model.event_at(source.row())
         self.detail.setHtml(markdown.readable_html(raw_event_json(event)))
+
+
+_builder: ThreadPoolExecutor | None = None
+
+
+def _tree_builder() -> ThreadPoolExecutor:
+    """The one worker that builds long threads' trace trees."""
+    global _builder
+    if _builder is None:
+        _builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace-tree")
+    return _builder
 
 
 def _known_kinds() -> set[str]:

@@ -17,12 +17,12 @@ nested runs'). Everything shown or exported goes through :func:`workspace.secret
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from workspace import events as ev
-from workspace.secrets import redact
+from workspace.secrets import redact, redactor
 
 __all__ = ["TraceNode", "TraceTree", "build_tree"]
 
@@ -77,10 +77,10 @@ class TraceNode:
         for child in self.children:
             yield from child.walk()
 
-    def text(self) -> str:
-        """What a search looks in: the label and the data (redacted)."""
+    def text(self, mask: Callable[[str], str] = redact) -> str:
+        """What a search looks in: the label and the data (through ``mask``: the secrets masked)."""
         data = "" if self.data is None else _json(self.data)
-        return redact(f"{self.kind} {self.label} {self.tool} {data}").lower()
+        return mask(f"{self.kind} {self.label} {self.tool} {data}").lower()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "label": redact(self.label), "start": self.start,
@@ -297,8 +297,9 @@ class TraceTree:
         """The ids of the nodes whose text holds ``text`` and of their ancestors (a search keeps the path)."""
         needle = text.strip().lower()
         keep: set[int] = set()
+        mask = redactor()
         for node in self.walk():
-            if needle in node.text():
+            if needle in node.text(mask):
                 at: TraceNode | None = node
                 while at is not None and id(at) not in keep:
                     keep.add(id(at))

@@ -34,7 +34,7 @@ from ui import markdown, theme
 from ui.formatting import format_duration
 from ui.inspector.trace_tree import TraceNode, TraceTree
 from workspace import events as ev
-from workspace.secrets import redact
+from workspace.secrets import redact, redactor
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -62,12 +62,31 @@ class TraceTreeModel(QAbstractItemModel):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.tree = TraceTree()
+        #: Labels as shown (secrets masked), worked out once per node when first painted.
+        self._labels: dict[int, str] = {}
+        self._mask = redactor()
+        self.modelAboutToBeReset.connect(self._forget)
+
+    def _forget(self) -> None:
+        self._labels.clear()
+        self._mask = redactor()
+
+    def label(self, node: TraceNode) -> str:
+        label = self._labels.get(id(node))
+        if label is None:
+            label = self._labels[id(node)] = self._mask(node.label)
+        return label
 
     # -- filling ----------------------------------------------------------------------------------
     def set_events(self, events: list[ev.Event]) -> None:
+        tree = TraceTree()
+        tree.extend(events)
+        self.set_tree(tree)
+
+    def set_tree(self, tree: TraceTree) -> None:
+        """Show ``tree`` (built elsewhere: a long thread's is built off the window's thread)."""
         self.beginResetModel()
-        self.tree = TraceTree()
-        self.tree.extend(events)
+        self.tree = tree
         self.endResetModel()
 
     def append_events(self, events: list[ev.Event]) -> None:
@@ -111,46 +130,58 @@ class TraceTreeModel(QAbstractItemModel):
         return None
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        node = self.node(index)
-        if node is None:
+        # Painting asks for a dozen roles a cell; only these have answers (checked first: it is hot).
+        if role not in _ROLES or not index.isValid():
             return None
+        node: TraceNode = index.internalPointer()
         if role == self.NodeRole:
             return node
         col = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             if col == 0:
-                return redact(node.label)
+                return self.label(node)
             if col == 1:
                 duration = node.duration
-                return "" if duration is None or node.kind in {"request", "response", "text", "approval", "event"} \
-                    else format_duration(duration)
+                return "" if duration is None or node.kind in _INSTANTS else format_duration(duration)
             if col == 2:
                 return tokens_text(node)
-            if col == 3:
-                return cost_text(node)
-        if role == Qt.ItemDataRole.TextAlignmentRole and col > 0:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if role == Qt.ItemDataRole.ToolTipRole and col == 0:
-            return redact(node.label)
-        return None
+            return cost_text(node)
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return _RIGHT if col > 0 else None
+        return self.label(node) if col == 0 else None  # the tooltip
+
+
+_ROLES = frozenset({Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.TextAlignmentRole, Qt.ItemDataRole.ToolTipRole,
+                    TraceTreeModel.NodeRole})
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+#: Steps that are a moment, not a span (no time shown).
+_INSTANTS = frozenset({"request", "response", "text", "approval", "event"})
 
 
 class TraceTreeFilter(QSortFilterProxyModel):
-    """Keeps the nodes whose text holds the search, with the path to them (recursive filtering)."""
+    """Keeps the nodes whose text holds the search, with the path to them: the tree is searched in one pass
+    (:meth:`TraceTree.matching`) when the search changes, the rows then kept by that set."""
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.setRecursiveFilteringEnabled(True)
         self._text = ""
+        self._keep: set[int] | None = None
+
+    def setSourceModel(self, model: QAbstractItemModel) -> None:
+        super().setSourceModel(model)
+        model.modelAboutToBeReset.connect(self._forget)
+
+    def _forget(self) -> None:
+        self._keep = None
 
     def set_text(self, text: str) -> None:
         text = text.strip().lower()
         if hasattr(self, "beginFilterChange"):  # Qt >= 6.10
             self.beginFilterChange()
-            self._text = text
+            self._text, self._keep = text, None
             self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
         else:  # pragma: no cover - older Qt
-            self._text = text
+            self._text, self._keep = text, None
             self.invalidateFilter()
 
     def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
@@ -159,8 +190,10 @@ class TraceTreeFilter(QSortFilterProxyModel):
         model = self.sourceModel()
         if not isinstance(model, TraceTreeModel):
             return True
+        if self._keep is None:
+            self._keep = model.tree.matching(self._text)
         node = model.node(model.index(source_row, 0, source_parent))
-        return node is not None and self._text in node.text()
+        return node is not None and id(node) in self._keep
 
 
 def node_json(node: TraceNode) -> str:
