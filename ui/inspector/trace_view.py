@@ -227,7 +227,7 @@ class RerunDialog(QDialog):
         self._rerun = rerun
         self._compare = compare
         self.task: asyncio.Task[None] | None = None
-        self.result: Any = None
+        self.rerun_result: Any = None
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel(f"Run <b>{markdown._esc(node.tool)}</b> again without the model, with these "
                                 "arguments (JSON):", self))
@@ -314,7 +314,7 @@ class RerunDialog(QDialog):
 
     def show_result(self, result: Any) -> None:
         """A :class:`workspace.replay.RerunResult`: both results and their diff."""
-        self.result = result
+        self.rerun_result = result
         self.old_view.setHtml(self._titled("Recorded", result.old))
         self.new_view.setHtml(self._titled(f"Now ({format_duration(result.duration)})", result.new))
         diff = redact(result.diff)
@@ -323,10 +323,10 @@ class RerunDialog(QDialog):
         self.side_button.setEnabled(True)
 
     def side_by_side(self) -> QWidget | None:
-        if self._compare is None or self.result is None:
+        if self._compare is None or self.rerun_result is None:
             return None
-        window = self._compare(redact(markdown.to_json_text(self.result.old)),
-                               redact(markdown.to_json_text(self.result.new)), name="result.json",
+        window = self._compare(redact(markdown.to_json_text(self.rerun_result.old)),
+                               redact(markdown.to_json_text(self.rerun_result.new)), name="result.json",
                                title=f"{self.node.tool}: recorded vs now", parent=self)
         window.show()
         return window
