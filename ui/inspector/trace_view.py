@@ -49,7 +49,7 @@ def tokens_text(node: TraceNode) -> str:
 
 
 def cost_text(node: TraceNode) -> str:
-    return "" if node.cost is None or (node.cost == 0 and not node.input_tokens) else f"${node.cost:.4f}"
+    return "" if not node.cost else f"${node.cost:.4f}"  # (a free model's 0 says nothing)
 
 
 class TraceTreeModel(QAbstractItemModel):
