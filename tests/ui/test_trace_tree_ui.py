@@ -185,3 +185,27 @@ async def test_a_long_threads_tree_is_built_off_the_window_thread_with_the_event
     assert [r.run_id for r in roots] == ["a", "b"]
     assert roots[0].input_tokens == 2000 and len(pane.find_nodes("tool_call")) == 202
     assert pane.tree.isExpanded(pane.tree.model().index(1, 0))  # the last run open
+
+
+async def test_fork_this_turn_with_another_model_starts_a_branch_from_its_message(desktop: Any, provider: Any) -> None:
+    c = desktop.controller
+    provider.enqueue("First answer.", "Second answer.")
+    for text in ("one", "two"):
+        desktop.window.runs.send(text)
+        await wait_until(lambda: c.idle, what="the run to end")
+    pane = desktop.window.docks.trace_pane
+    pane.flush_tree()
+    first_run = pane.tree_model.tree.roots[0]
+    call = first_run.children[0]
+    assert call.kind == "model_call" and pane.can_fork(call)
+    assert not pane.can_fork(first_run)
+    store = c.require_store()
+    first_turn = store.path(c.thread_id)[0]
+    provider.enqueue("A forked answer.")
+    assert pane.fork_from(call, model="openai/other-model")
+    await wait_until(lambda: c.idle, what="the forked run to end")
+    siblings = store.siblings(first_turn.id)
+    assert len(siblings) == 2 and siblings[1].user_text == "one"
+    path = store.path(c.thread_id)
+    assert [t.user_text for t in path] == ["one"] and path[0].id == siblings[1].id  # the new branch is shown
+    assert store.get_thread(c.thread_id).metadata["model"] == "openai/other-model"

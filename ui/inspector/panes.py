@@ -314,12 +314,13 @@ class TracePane(QWidget):
     SYNC_TREE_EVENTS = 300
 
     def __init__(self, model: TraceModel, parent: QWidget | None = None, *, rerun: Rerun | None = None,
-                 compare: Callable[..., QWidget] | None = None) -> None:
+                 fork: Fork | None = None, compare: Callable[..., QWidget] | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("InspectorPane")
         self.setMinimumWidth(PANE_MIN_WIDTH)
         self.model = model
         self._rerun = rerun
+        self._fork = fork
         self._compare = compare
         self.proxy = TraceFilterModel(self)
         self.proxy.setSourceModel(model)
@@ -532,6 +533,10 @@ class TracePane(QWidget):
         menu = QMenu(self)
         if node.kind == "tool_call" and self._rerun is not None:
             menu.addAction("Run again…", lambda: self.run_again(node))
+        if self.can_fork(node):
+            action = menu.addAction("Fork this turn with another model…", lambda: self.fork_from(node))
+            action.setToolTip("A new branch from this turn's message, answered by the model you choose "
+                              "(a thread branches at a message, not inside a turn)")
         menu.addAction("Copy as JSON", lambda: QApplication.clipboard().setText(node_json(node)))
         menu.exec(self.tree.viewport().mapToGlobal(pos))
 
@@ -551,6 +556,25 @@ class TracePane(QWidget):
         dialog.destroyed.connect(lambda *_: setattr(self, "rerun_dialog", None))
         dialog.show()
         return dialog
+
+    def can_fork(self, node: TraceNode) -> bool:
+        """Whether ``node`` is a model call of a turn's own run (a thread branches at a turn's message)."""
+        return (self._fork is not None and node.kind == "model_call" and node.parent is not None
+                and node.parent.parent is None)
+
+    def fork_from(self, node: TraceNode, model: str | None = None) -> bool:
+        """A new branch from the turn of model call ``node``, with ``model`` (None: ask which)."""
+        if self._fork is None or not self.can_fork(node):
+            return False
+        if model is None:
+            from PySide6.QtWidgets import QInputDialog
+
+            current = node.label.split(" · ", 1)[1] if " · " in node.label else ""  # the model that answered
+            model, ok = QInputDialog.getText(self, "Fork this turn", "The model to answer this turn's message "
+                                             "again, in a new branch:", text=current)
+            if not ok or not model.strip():
+                return False
+        return bool(self._fork(node.run_id, model.strip()))
 
     def export_trace(self, path: str | None = None) -> str | None:
         """Save the trace tree as JSON (secrets masked) to ``path`` (None: ask where); the path, or None."""
@@ -653,8 +677,41 @@ def make_memory(context: DockContext) -> MemoryPane:
 
 
 def make_trace(context: DockContext) -> TracePane:
-    return TracePane(context.trace_model, context.parent, rerun=thread_rerun(context.services.session),
+    session = context.services.session
+    return TracePane(context.trace_model, context.parent, rerun=thread_rerun(session), fork=thread_fork(session),
                      compare=context.compare)
+
+
+#: "Fork this turn": the run's id (a turn's own run) and the model → whether the new branch started.
+Fork = Callable[[str, str], bool]
+
+
+def thread_fork(session: Any) -> Fork:
+    """A new branch of the open thread from the turn of run ``run_id``, answered by ``model``: the thread's
+    model is switched (recorded in the thread, as the composer's picker does) and the turn regenerated."""
+
+    def fork(run_id: str, model: str) -> bool:
+        thread = session.session
+        if thread is None:
+            session.problem.emit("Open the thread to fork it")
+            return False
+        if session.running:
+            session.notice.emit("Stop the current run (Esc) first.")
+            return False
+        store = session.require_store()
+        turn_id = next((turn for turn, event in store.thread_events(thread.thread_id)
+                        if isinstance(event, ev.RunStarted) and event.run_id == run_id), None)
+        if turn_id is None:
+            session.problem.emit("That run is not a turn of the open thread: open its thread to fork it")
+            return False
+        try:
+            thread.set_model(model)
+        except Exception as exc:
+            session.problem.emit(f"Could not switch the model to {model}: {exc}")
+            return False
+        return bool(session.regenerate(turn_id))
+
+    return fork
 
 
 def thread_rerun(session: Any) -> Rerun:
