@@ -131,3 +131,28 @@ def test_live_events_in_batches_give_the_same_tree() -> None:
     for i in range(0, len(events), 3):
         live.extend(events[i:i + 3])
     assert json.loads(live.to_json()) == json.loads(whole.to_json())
+
+
+async def test_an_mcp_servers_tool_call_shows_its_json_rpc_request_and_the_servers_result() -> None:
+    from fakes.mcp_servers import EVERYTHING, require_servers
+
+    from workspace.mcp.manager import MCPManager
+    from workspace.providers.testing import ScriptedProvider, ToolCall
+
+    require_servers()
+    manager = MCPManager({"mcpServers": {"everything": {"command": str(EVERYTHING), "autoApprove": ["echo"]}}})
+    try:
+        provider = ScriptedProvider([[ToolCall("everything__echo", {"message": "hi"}, id="c1")], "Done."])
+        robot = Robot("helper", system_prompt="You help.", provider=provider, mcp_manager=manager, mcp=["everything"])
+        events = [e async for e in robot.stream("echo something")]
+    finally:
+        await manager.aclose()
+    tree = build_tree(events)
+    [call] = [n for n in tree.walk() if n.kind == "tool_call"]
+    request, response = call.children
+    assert request.label == "MCP request → everything"
+    assert request.data == {"jsonrpc": "2.0", "method": "tools/call",
+                            "params": {"name": "echo", "arguments": {"message": "hi"}}}
+    assert response.label == "MCP response ← everything (ok)"
+    assert response.data["result"]["content"] == [{"type": "text", "text": "Echo: hi"}]
+    assert call.result == {"data": "Echo: hi"}

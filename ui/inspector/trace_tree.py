@@ -107,6 +107,12 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _wire_name(name: str, server: str) -> str:
+    """A server's tool as the server names it (the robot sees it as ``<server>__<tool>``)."""
+    prefix = f"{server}__"
+    return name[len(prefix):] if name.startswith(prefix) else name
+
+
 class _Run:
     """A run being built: its node, its open model call, its tool calls by id."""
 
@@ -175,7 +181,8 @@ class TraceTree:
                     tool.add(TraceNode("request", f"MCP request → {event.server}", event.ts, event.ts,
                                        run_id=run.node.run_id, call_id=event.id,
                                        data={"jsonrpc": "2.0", "method": "tools/call",
-                                             "params": {"name": event.name, "arguments": event.input}}))
+                                             "params": {"name": _wire_name(event.name, event.server),
+                                                        "arguments": event.input}}))
                 else:
                     tool.add(TraceNode("request", "Request", event.ts, event.ts, run_id=run.node.run_id,
                                        call_id=event.id, data={"name": event.name, "arguments": event.input}))
