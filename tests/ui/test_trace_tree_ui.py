@@ -133,10 +133,17 @@ async def test_search_export_and_live_events(qapp_instance: Any, tmp_path: Path)
     model = TraceModel()
     pane = TracePane(model)
     # Live: the events come in batches; the tree follows once they settle.
-    half = len(events) // 2
+    half = next(i for i, e in enumerate(events) if e.kind == "tool_result") + 1  # the call and its result in
     model.append_events(events[:half])
+    await wait_until(lambda: pane.tree_model.tree.events == half, what="the first batch in the tree")
+    [call] = pane.find_nodes("tool_call")
+    pane.select_node(call)
+    pane.tree.expand(pane.tree.currentIndex())
     model.append_events(events[half:])
     await wait_until(lambda: pane.tree_model.tree.events == len(events), what="the live events in the tree")
+    # What was open and selected stays so as the run goes on.
+    assert pane.node_at(pane.tree.currentIndex()) is call and pane.tree.isExpanded(pane.tree.currentIndex())
+    assert len(pane.tree_model.tree.roots[0].children) == 2
     run = pane.tree_model.tree.roots[0]
     assert (run.input_tokens, run.output_tokens) == (120, 10)
     assert pane.run_again(pane.find_nodes("tool_call")[0]) is None  # a pane without a thread runs nothing

@@ -400,7 +400,6 @@ class TracePane(QWidget):
         layout.addWidget(splitter, 1)
         self.table.selectionModel().currentRowChanged.connect(self._show)
         self._connect_tree_selection()
-        self.tree_model.modelReset.connect(self._reselect)
         self.views.currentChanged.connect(lambda _i: self.kind.setVisible(self.views.currentWidget() is self.table))
         self.kind.setVisible(False)
         self._stick = True
@@ -414,8 +413,6 @@ class TracePane(QWidget):
         model.modelReset.connect(self.detail.clear)
         self.setFocusProxy(self.views)
         self._on_kind(self.kind.currentText())
-        self._expanded: set[int] = set()
-        self._current: TraceNode | None = None
         if model.rowCount():
             self._events_reset()
 
@@ -429,7 +426,6 @@ class TracePane(QWidget):
     def _events_reset(self) -> None:
         self._pending.clear()
         self._tree_timer.stop()
-        self._expanded = set()
         events = self.model.events
         self._building = None
         if len(events) <= self.SYNC_TREE_EVENTS:
@@ -481,30 +477,11 @@ class TracePane(QWidget):
         if not self._pending or self._building is not None:
             return
         events, self._pending = self._pending, []
-        self._remember_view()
         self.tree_model.append_events(events)
-
-    def _remember_view(self) -> None:
-        expanded: set[int] = set()
-        for node in self.tree_model.tree.walk():
-            if node.children and self.tree.isExpanded(self._view_index(node)):
-                expanded.add(id(node))
-        self._expanded = expanded
 
     def _view_index(self, node: TraceNode, column: int = 0) -> QModelIndex:
         index = self.tree_model.createIndex(node.pos, column, node)
         return self.tree_proxy.mapFromSource(index) if self._searching() else index
-
-    def _reselect(self) -> None:
-        if self._expanded:
-            for node in self.tree_model.tree.walk():
-                if id(node) in self._expanded:
-                    self.tree.expand(self._view_index(node))
-        if self._current is not None:
-            index = self._view_index(self._current)
-            if index.isValid():
-                self.tree.selectionModel().setCurrentIndex(
-                    index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
 
     def node_at(self, index: QModelIndex) -> TraceNode | None:
         if not index.isValid():
@@ -522,7 +499,6 @@ class TracePane(QWidget):
 
     def _show_node(self, current: QModelIndex, _previous: QModelIndex | None = None) -> None:
         node = self.node_at(current)
-        self._current = node
         if node is not None:
             self.detail.setHtml(markdown.readable_html(node_json(node)))
 

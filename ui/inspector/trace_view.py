@@ -90,11 +90,11 @@ class TraceTreeModel(QAbstractItemModel):
         self.endResetModel()
 
     def append_events(self, events: list[ev.Event]) -> None:
-        """Live events: added to the tree, the view told the tree changed (its expanded nodes are kept by
-        the pane, by their place)."""
-        self.beginResetModel()
+        """Live events: added to the tree. A node never moves (new ones are appended under their parent),
+        so the view is told the layout changed, not reset: what is expanded and selected stays so."""
+        self.layoutAboutToBeChanged.emit()
         self.tree.extend(events)
-        self.endResetModel()
+        self.layoutChanged.emit()
 
     # -- the item model ---------------------------------------------------------------------------
     def node(self, index: Index) -> TraceNode | None:
