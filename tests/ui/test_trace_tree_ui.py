@@ -162,7 +162,7 @@ async def test_search_export_and_live_events(qapp_instance: Any, tmp_path: Path)
     assert "choose another place" in pane.detail.toPlainText()
 
 
-async def test_a_long_threads_tree_is_built_off_the_window_thread_with_the_events_that_come_meanwhile(
+async def test_a_long_threads_tree_is_built_in_slices_with_the_events_that_come_meanwhile(
         qapp_instance: Any) -> None:
     from ui.inspector.panes import TracePane
     from ui.inspector.trace import TraceModel
@@ -187,7 +187,7 @@ async def test_a_long_threads_tree_is_built_off_the_window_thread_with_the_event
     assert pane.building and pane.tree_model.tree.roots == []  # the window goes on meanwhile
     model.append_events(run("b", 2, 5000.0))  # a new run's first events, live
     pane.flush_tree()
-    await wait_until(lambda: not pane.building, what="the tree built in the worker")
+    await wait_until(lambda: not pane.building, what="the tree built in slices")
     roots = pane.tree_model.tree.roots
     assert [r.run_id for r in roots] == ["a", "b"]
     assert roots[0].input_tokens == 2000 and len(pane.find_nodes("tool_call")) == 202

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import QAbstractItemModel, QEvent, QItemSelectionModel, QModelIndex, QObject, Qt, QTimer
@@ -33,7 +32,7 @@ from ui.formatting import format_duration, strip_ansi
 from ui.inspector.memory import MemoryModel, pretty
 from ui.inspector.tool_calls import ToolCallRecord, ToolCallsModel, diff_results
 from ui.inspector.trace import TraceFilterModel, TraceModel, raw_event_json
-from ui.inspector.trace_tree import TraceNode, TraceTree, build_tree
+from ui.inspector.trace_tree import TraceNode, TraceTree
 from ui.inspector.trace_view import Rerun, RerunDialog, TraceTreeFilter, TraceTreeModel, node_json
 from ui.widgets.common import ElidedLabel, name_line_edit_buttons
 from workspace import events as ev
@@ -309,9 +308,11 @@ class TracePane(QWidget):
     NO_DELTAS = "All but text deltas"
     #: How long live events wait to be added to the tree together (a run streams many small batches).
     TREE_DELAY_MS = 250
-    #: Up to this many events the tree is built at once; more are built in a worker thread (the window
-    #: stays responsive; the tree shows when built, with the events that came meanwhile).
+    #: Up to this many events the tree is built at once; more are built in slices of at most
+    #: BUILD_SLICE_SECONDS between the event loop's other work (the window stays responsive; the tree shows
+    #: when built, with the events that came meanwhile).
     SYNC_TREE_EVENTS = 300
+    BUILD_SLICE_SECONDS = 0.008
 
     def __init__(self, model: TraceModel, parent: QWidget | None = None, *, rerun: Rerun | None = None,
                  fork: Fork | None = None, compare: Callable[..., QWidget] | None = None) -> None:
@@ -332,10 +333,10 @@ class TracePane(QWidget):
         self._tree_timer.setSingleShot(True)
         self._tree_timer.setInterval(self.TREE_DELAY_MS)
         self._tree_timer.timeout.connect(self.flush_tree)
-        self._building: Future[TraceTree] | None = None
-        self._build_poll = QTimer(self)
-        self._build_poll.setInterval(10)
-        self._build_poll.timeout.connect(self._check_build)
+        self._building: tuple[TraceTree, list[ev.Event], int] | None = None
+        self._build_timer = QTimer(self)
+        self._build_timer.setInterval(0)
+        self._build_timer.timeout.connect(self._build_slice)
         self.rerun_dialog: RerunDialog | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
@@ -426,6 +427,7 @@ class TracePane(QWidget):
     def _events_reset(self) -> None:
         self._pending.clear()
         self._tree_timer.stop()
+        self._build_timer.stop()
         events = self.model.events
         self._building = None
         if len(events) <= self.SYNC_TREE_EVENTS:
@@ -433,24 +435,24 @@ class TracePane(QWidget):
             self._open_last_run()
             return
         self.tree_model.set_tree(TraceTree())
-        # The worker holds the events and nothing of the window (no Qt object is freed off its thread).
-        self._building = _tree_builder().submit(build_tree, events)
-        self._build_poll.start()
+        self._building = (TraceTree(), events, 0)
+        self._build_timer.start()
 
-    def _check_build(self) -> None:
-        future = self._building
-        if future is None:
-            self._build_poll.stop()
+    def _build_slice(self) -> None:
+        """Build the next part of a long thread's tree, for at most BUILD_SLICE_SECONDS (then the loop turns)."""
+        if self._building is None:
+            self._build_timer.stop()
             return
-        if not future.done():
+        tree, events, at = self._building
+        deadline = time.perf_counter() + self.BUILD_SLICE_SECONDS
+        while at < len(events) and time.perf_counter() < deadline:
+            tree.extend(events[at:at + 50])
+            at += 50
+        if at < len(events):
+            self._building = (tree, events, at)
             return
-        self._build_poll.stop()
+        self._build_timer.stop()
         self._building = None
-        try:
-            tree = future.result()
-        except Exception as exc:  # a bug in the tree: the Events tab still shows everything
-            self.detail.setPlainText(f"Could not build the trace tree: {exc}")
-            return
         tree.extend(self._pending)
         self._pending = []
         self.tree_model.set_tree(tree)
@@ -458,7 +460,7 @@ class TracePane(QWidget):
 
     @property
     def building(self) -> bool:
-        """Whether the tree is being built in the worker."""
+        """Whether a long thread's tree is still being built (in slices, between the loop's other work)."""
         return self._building is not None
 
     def _open_last_run(self) -> None:
@@ -625,17 +627,6 @@ class TracePane(QWidget):
         source = self.proxy.mapToSource(current)
         event = self.model.event_at(source.row())
         self.detail.setHtml(markdown.readable_html(raw_event_json(event)))
-
-
-_builder: ThreadPoolExecutor | None = None
-
-
-def _tree_builder() -> ThreadPoolExecutor:
-    """The one worker that builds long threads' trace trees."""
-    global _builder
-    if _builder is None:
-        _builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace-tree")
-    return _builder
 
 
 def _known_kinds() -> set[str]:

@@ -134,6 +134,9 @@ class TraceTree:
         self.roots: list[TraceNode] = []
         self._runs: dict[str, _Run] = {}
         self.events = 0
+        #: Each node's searchable text, kept between searches (typing a word searches at each key) until an
+        #: event changes the tree.
+        self._texts: dict[int, str] = {}
 
     # -- building ----------------------------------------------------------------------------------
     def extend(self, events: Iterable[ev.Event]) -> None:
@@ -143,6 +146,8 @@ class TraceTree:
     def add(self, event: ev.Event) -> None:
         """Place ``event`` in the tree (a text delta only extends its model call's time)."""
         self.events += 1
+        if self._texts:
+            self._texts.clear()
         run = self._run(event)
         node = run.node
         node.end = event.ts if node.end is None or event.ts > node.end else node.end
@@ -305,8 +310,12 @@ class TraceTree:
         needle = text.strip().lower()
         keep: set[int] = set()
         mask = redactor()
+        texts = self._texts
         for node in self.walk():
-            if needle in node.text(mask):
+            hay = texts.get(id(node))
+            if hay is None:
+                hay = texts[id(node)] = node.text(mask)
+            if needle in hay:
                 at: TraceNode | None = node
                 while at is not None and id(at) not in keep:
                     keep.add(id(at))
