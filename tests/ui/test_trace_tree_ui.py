@@ -216,3 +216,35 @@ async def test_fork_this_turn_with_another_model_starts_a_branch_from_its_messag
     path = store.path(c.thread_id)
     assert [t.user_text for t in path] == ["one"] and path[0].id == siblings[1].id  # the new branch is shown
     assert store.get_thread(c.thread_id).metadata["model"] == "openai/other-model"
+
+
+async def test_run_again_in_the_window_asks_for_approval_in_the_chat_and_not_the_model(
+        desktop: Any, provider: Any) -> None:
+    from workspace.providers.testing import ToolCall
+
+    c = desktop.controller
+    provider.enqueue([ToolCall("remember", {"key": "k", "value": 1}, id="c1")], "Stored.")
+    desktop.window.runs.send("store k")
+    await wait_until(lambda: c.idle, what="the run to end")
+    asked = len(provider.history)
+    pane = desktop.window.docks.trace_pane
+    pane.flush_tree()
+    [call] = pane.find_nodes("tool_call")
+    c.workspace.approval.policy.set_rule("ask", tool="remember")
+    dialog = pane.run_again(call)
+    assert dialog is not None
+    dialog.arguments.setPlainText('{"key": "k", "value": 7}')
+    task = dialog.start()
+    assert task is not None
+    await wait_until(lambda: desktop.window.chat.pending_approval() is not None, what="the approval card")
+    panel = desktop.window.chat.pending_approval()
+    assert panel.request.tool == "remember" and panel.request.input == {"key": "k", "value": 7}
+    panel.approve()
+    await task
+    assert len(provider.history) == asked  # the model was not asked
+    # It ran with the approved arguments, and its answer is beside the recorded one with the diff. (A memory
+    # tool run again outside its run has no memory to write to: it answers with that error.)
+    assert dialog.rerun_result.arguments == {"key": "k", "value": 7}
+    assert "no memory to use" in dialog.new_view.toPlainText()
+    assert dialog.status.text() == "The result changed." and dialog.diff_view.toPlainText().startswith("--- recorded")
+    dialog.close()
