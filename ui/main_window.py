@@ -164,7 +164,7 @@ class MainWindow(QMainWindow):
         from ui.replay.dialog import open_replay
 
         listing = self.models.listing
-        open_replay(self.services, models=[m.id for m in listing.models] if listing is not None else [])
+        open_replay(self.services, models=[(m.id, m.api_base) for m in listing.models] if listing is not None else [])
         self.models.load()  # (the list for next time, when it was not asked for yet)
 
     def _add_commands(self) -> None:

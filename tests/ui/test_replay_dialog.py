@@ -9,7 +9,7 @@ import asyncio
 from typing import Any
 
 from tests.ui.conftest import wait_until
-from ui.replay.dialog import ReplayDialog
+from ui.replay.dialog import ReplayChoice, ReplayDialog
 from workspace.providers.testing import Pause, ToolCall
 
 MESSAGES = ["hi", "and then?"]
@@ -71,4 +71,22 @@ async def test_a_replay_as_recorded_exits_0_and_one_can_be_cancelled(desktop: An
     await wait_until(task.done, what="the replay to stop")
     assert task.cancelled() and "cancelled" in dialog.progress.text()
     assert dialog.start_button.isEnabled()
+    dialog.close()
+
+
+async def test_a_listed_model_is_replayed_on_its_own_server(qapp_instance: Any) -> None:
+    async def never(_choice: Any) -> Any:
+        raise AssertionError("not started")
+
+    dialog = ReplayDialog("t", never, models=[("llama3", "http://127.0.0.1:11434"), ("openai/gpt-4o-mini", None)],
+                          robots=["assistant"], turns=1)
+    assert dialog.choice().model is None and dialog.choice().robot is None
+    dialog.model.setCurrentText("llama3")
+    assert (dialog.choice().model, dialog.choice().api_base) == ("llama3", "http://127.0.0.1:11434")
+    dialog.model.setCurrentText("openai/gpt-4o-mini")
+    assert (dialog.choice().model, dialog.choice().api_base) == ("openai/gpt-4o-mini", None)
+    dialog.model.setCurrentText("typed/model")
+    dialog.robot.setCurrentText("assistant")
+    dialog.tolerance.setCurrentIndex(1)
+    assert dialog.choice() == ReplayChoice("typed/model", "assistant", "tools", None)
     dialog.close()

@@ -48,6 +48,8 @@ class ReplayChoice:
     model: str | None
     robot: str | None
     tolerance: str = "exact"
+    #: The model's server (a local server's model, from the composer's list); None: its provider's.
+    api_base: str | None = None
 
 
 #: Runs the replay of the choice (the window's: :func:`thread_replay`).
@@ -82,8 +84,8 @@ def _pre(text: str, lang: str | None = None) -> str:
 class ReplayDialog(QDialog):
     """Pick a model and robot, replay (cancelable, with a progress line), then the comparison."""
 
-    def __init__(self, title: str, start: Start, *, models: list[str], robots: list[str], turns: int,
-                 parent: QWidget | None = None) -> None:
+    def __init__(self, title: str, start: Start, *, models: list[tuple[str, str | None]], robots: list[str],
+                 turns: int, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(f"Replay with… — {title}")
         self._start = start
@@ -96,7 +98,9 @@ class ReplayDialog(QDialog):
         self.model = QComboBox(self)
         self.model.setEditable(True)
         self.model.setAccessibleName("Model")
-        self.model.addItems([THREADS_OWN, *models])
+        self.model.addItem(THREADS_OWN, None)
+        for model_id, api_base in models:  # (each with its server, for a local server's model)
+            self.model.addItem(model_id, api_base)
         self.model.setToolTip("The model to send the thread's messages to (type any model name)")
         form.addRow("Model", self.model)
         self.robot = QComboBox(self)
@@ -154,9 +158,12 @@ class ReplayDialog(QDialog):
     def choice(self) -> ReplayChoice:
         model = self.model.currentText().strip()
         robot = self.robot.currentText().strip()
+        listed = self.model.findText(model)
+        api_base = self.model.itemData(listed) if listed >= 0 else None
         return ReplayChoice(model=None if model in {"", THREADS_OWN} else model,
                             robot=None if robot in {"", THREADS_OWN} else robot,
-                            tolerance=str(self.tolerance.currentData() or "exact"))
+                            tolerance=str(self.tolerance.currentData() or "exact"),
+                            api_base=api_base if isinstance(api_base, str) and api_base else None)
 
     def start(self) -> asyncio.Task[None] | None:
         if self.task is not None and not self.task.done():
@@ -248,7 +255,7 @@ def thread_replay(services: Services, thread_id: str) -> Start:
         store = workspace.store
         if choice.model:
             name = choice.robot or store.get_thread(thread_id).robot
-            robot = workspace.load_robot_with_model(name, choice.model)
+            robot = workspace.load_robot_with_model(name, choice.model, api_base=choice.api_base)
         elif choice.robot:
             robot = workspace.load_robot(choice.robot)
         else:
@@ -263,8 +270,9 @@ def thread_replay(services: Services, thread_id: str) -> Start:
     return start
 
 
-def open_replay(services: Services, *, models: list[str]) -> ReplayDialog | None:
-    """"Replay with…" on the open thread (a notice when there is none, or it is a network's)."""
+def open_replay(services: Services, *, models: list[tuple[str, str | None]]) -> ReplayDialog | None:
+    """"Replay with…" on the open thread (a notice when there is none, or it is a network's); ``models``: the
+    composer's list, each model with its server (None: its provider's)."""
     c = services.session
     session = c.session
     if session is None:
