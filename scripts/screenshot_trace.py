@@ -7,7 +7,8 @@
 
     xvfb-run -s "-screen 0 1280x720x24" .venv/bin/python scripts/screenshot_trace.py --platform xcb --out shots
 
-The dialogs are windows of their own: the shot is the whole screen. Each state runs in its own process;
+Under Xvfb the steps are a person's input (xdotool): a double-click on the tool call, a click on Run; Ctrl+K,
+"Replay with", Enter, a click on Replay. The dialogs are windows of their own: the shot is the whole screen. Each state runs in its own process;
 files are ``<state>.png``.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +28,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from scripts.window_shots import ROOT, folder_with, fresh_home, run_window, until
 
 STATES = ("trace-rerun", "replay-divergence")
+
+
+async def xdo(*args: str) -> bool:
+    """A person's input through xdotool on the X server (False: no X server or no xdotool: the caller acts)."""
+    if os.environ.get("QT_QPA_PLATFORM") != "xcb" or shutil.which("xdotool") is None:
+        return False
+    done = await asyncio.to_thread(subprocess.run, ["xdotool", *args], capture_output=True, timeout=30)
+    await asyncio.sleep(0.3)
+    return done.returncode == 0
+
+
+async def click(widget: Any, at: Any, *, double: bool = False) -> bool:
+    """A real click (or double-click) on ``widget`` at its point ``at``."""
+    where = widget.mapToGlobal(at)
+    repeat = ["--repeat", "2", "--delay", "90"] if double else []
+    return await xdo("mousemove", "--sync", str(where.x()), str(where.y())) and await xdo("click", *repeat, "1")
 
 
 def shoot(state: str, out: Path) -> int:
@@ -78,11 +96,28 @@ def shoot(state: str, out: Path) -> int:
             pane.tree.expandAll()
             call = pane.find_nodes("tool_call")[0]
             pane.select_node(call)
-            dialog = pane.run_again(call)
+            app.processEvents()
+            # A double-click on the call, as a person would (xdotool), opens "Run again".
+            index = pane.tree.currentIndex()
+            if await click(pane.tree.viewport(), pane.tree.visualRect(index).center(), double=True):
+                try:
+                    await until(lambda: pane.rerun_dialog is not None, timeout=5, what="the Run again dialog")
+                except Exception:
+                    print("the double-click did not open the dialog: opened through the pane")
+            if pane.rerun_dialog is None:
+                pane.run_again(call)
+            dialog = pane.rerun_dialog
             dialog.move(w.geometry().left() + 8, w.geometry().top() + 90)
             dialog.resize(700, 580)
-            task = dialog.start()
-            await task
+            await asyncio.sleep(0.3)
+            if not await click(dialog.run_button, dialog.run_button.rect().center()):
+                dialog.start()
+            try:
+                await until(lambda: dialog.rerun_result is not None, timeout=10, what="the call to run again")
+            except Exception:
+                print("the click did not run it: started through the dialog")
+                dialog.start()
+                await until(lambda: dialog.rerun_result is not None, timeout=30, what="the call to run again")
         else:
             for text in ("hi", "how do I water the basil?"):
                 w.runs.send(text)
@@ -90,14 +125,33 @@ def shoot(state: str, out: Path) -> int:
             provider.enqueue("Hello! I can help with the garden notes.",
                              ["Let me look.", ToolCall("search_files", {"query": "basil"}, id="n1")],
                              "The notes say: water it every morning.")
-            w.commands.by_name["replay_with"].trigger()
             from ui.replay.dialog import ReplayDialog
 
-            dialog = next(d for d in w.findChildren(ReplayDialog) if d.isVisible())
+            def shown() -> Any:
+                return next((d for d in w.findChildren(ReplayDialog) if d.isVisible()), None)
+
+            # Thread › Replay with…, through the command palette, typed (xdotool).
+            w.activateWindow()
+            typed = (await xdo("key", "ctrl+k") and await xdo("type", "--delay", "20", "Replay with")
+                     and await xdo("key", "Return"))
+            try:
+                await until(lambda: shown() is not None, timeout=5 if typed else 0.1, what="the Replay dialog")
+            except Exception:
+                print("the typed command did not open the dialog: opened through its action")
+                w.commands.by_name["replay_with"].trigger()
+            await until(lambda: shown() is not None, what="the Replay dialog")
+            dialog = shown()
             dialog.move(w.geometry().left() + 120, w.geometry().top() + 50)
             dialog.resize(980, 640)
-            task = dialog.start()
-            await task
+            await asyncio.sleep(0.3)
+            if not await click(dialog.start_button, dialog.start_button.rect().center()):
+                dialog.start()
+            try:
+                await until(lambda: dialog.replay_result is not None, timeout=10, what="the replay")
+            except Exception:
+                print("the click did not start it: started through the dialog")
+                dialog.start()
+                await until(lambda: dialog.replay_result is not None, timeout=30, what="the replay")
         await asyncio.sleep(0.5)
         app.processEvents()
         out.parent.mkdir(parents=True, exist_ok=True)
