@@ -209,7 +209,13 @@ async def test_fork_this_turn_with_another_model_starts_a_branch_from_its_messag
     store = c.require_store()
     first_turn = store.path(c.thread_id)[0]
     provider.enqueue("A forked answer.")
-    assert pane.fork_from(call, model="openai/other-model")
+    from PySide6.QtWidgets import QInputDialog
+
+    assert not pane.fork_from(call)  # it asks which model first (the one that answered, to change)
+    ask = next(d for d in pane.findChildren(QInputDialog) if d.isVisible())
+    assert ask.textValue() == call.label.split(" · ")[1] != ""
+    ask.setTextValue("openai/other-model")
+    ask.accept()
     await wait_until(lambda: c.idle, what="the forked run to end")
     siblings = store.siblings(first_turn.id)
     assert len(siblings) == 2 and siblings[1].user_text == "one"

@@ -516,7 +516,8 @@ class TracePane(QWidget):
             action.setToolTip("A new branch from this turn's message, answered by the model you choose "
                               "(a thread branches at a message, not inside a turn)")
         menu.addAction("Copy as JSON", lambda: QApplication.clipboard().setText(node_json(node)))
-        menu.exec(self.tree.viewport().mapToGlobal(pos))
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        menu.popup(self.tree.viewport().mapToGlobal(pos))  # not exec(): never a nested event loop
 
     def _tree_activated(self, index: QModelIndex) -> None:
         node = self.node_at(index)
@@ -541,17 +542,21 @@ class TracePane(QWidget):
                 and node.parent.parent is None)
 
     def fork_from(self, node: TraceNode, model: str | None = None) -> bool:
-        """A new branch from the turn of model call ``node``, with ``model`` (None: ask which)."""
+        """A new branch from the turn of model call ``node``, with ``model`` (None: ask which, in a small
+        dialog that forks when accepted)."""
         if self._fork is None or not self.can_fork(node):
             return False
         if model is None:
             from PySide6.QtWidgets import QInputDialog
 
-            current = node.label.split(" · ", 1)[1] if " · " in node.label else ""  # the model that answered
-            model, ok = QInputDialog.getText(self, "Fork this turn", "The model to answer this turn's message "
-                                             "again, in a new branch:", text=current)
-            if not ok or not model.strip():
-                return False
+            ask = QInputDialog(self)
+            ask.setWindowTitle("Fork this turn")
+            ask.setLabelText("The model to answer this turn's message again, in a new branch:")
+            ask.setTextValue(node.label.split(" · ", 1)[1] if " · " in node.label else "")  # the model that answered
+            ask.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            ask.textValueSelected.connect(lambda text: self.fork_from(node, text) if text.strip() else None)
+            ask.open()  # not exec(): never a nested event loop
+            return False
         return bool(self._fork(node.run_id, model.strip()))
 
     def export_trace(self, path: str | None = None) -> str | None:
