@@ -14,6 +14,7 @@ import pytest
 from fakes.llm_server import FakeLLMServer, Reply
 
 from tests.ui.conftest import wait_until
+from workspace import events as ev
 from workspace.approval import ApprovalGate, ApprovalPolicy
 from workspace.persistence import Store
 from workspace.providers.openai_provider import OpenAICompatibleProvider
@@ -153,6 +154,14 @@ async def test_search_export_and_live_events(qapp_instance: Any, tmp_path: Path)
     assert pane.tree_proxy.rowCount(run_index) == 1  # the model call that asked for it; not the other
     pane.filter.setText("no such thing anywhere")
     assert pane.tree_proxy.rowCount() == 0
+    # A search on while events come: what they add and matches shows.
+    pane.filter.setText("run_finished of later")
+    model.append_events([ev.RunStatus(run_id=run.run_id, robot="helper", seq=999, ts=events[-1].ts,
+                                      state="notice", detail="nothing"),
+                         ev.MemoryChanged(run_id=run.run_id, robot="helper", seq=1000, ts=events[-1].ts,
+                                          key="run_finished of later", value=1)])
+    pane.flush_tree()
+    assert pane.tree_proxy.rowCount() == 1
     pane.filter.clear()
     path = pane.export_trace(str(tmp_path / "trace.json"))
     assert path is not None
@@ -166,7 +175,6 @@ async def test_a_long_threads_tree_is_built_in_slices_with_the_events_that_come_
         qapp_instance: Any) -> None:
     from ui.inspector.panes import TracePane
     from ui.inspector.trace import TraceModel
-    from workspace import events as ev
 
     def run(run_id: str, calls: int, start: float) -> list[ev.Event]:
         out: list[ev.Event] = [ev.RunStarted(run_id=run_id, robot="boss", seq=0, ts=start, message="go")]

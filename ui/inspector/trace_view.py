@@ -170,6 +170,7 @@ class TraceTreeFilter(QSortFilterProxyModel):
     def setSourceModel(self, model: QAbstractItemModel) -> None:
         super().setSourceModel(model)
         model.modelAboutToBeReset.connect(self._forget)
+        model.layoutAboutToBeChanged.connect(self._forget)  # live events: new nodes may match
 
     def _forget(self) -> None:
         self._keep = None
