@@ -247,18 +247,18 @@ async def test_run_again_in_the_window_asks_for_approval_in_the_chat_and_not_the
     c.workspace.approval.policy.set_rule("ask", tool="remember")
     dialog = pane.run_again(call)
     assert dialog is not None
-    dialog.arguments.setPlainText('{"key": "k", "value": 7}')
+    dialog.arguments.setPlainText('{"key": "k2", "value": 7}')
     task = dialog.start()
     assert task is not None
     await wait_until(lambda: desktop.window.chat.pending_approval() is not None, what="the approval card")
     panel = desktop.window.chat.pending_approval()
-    assert panel.request.tool == "remember" and panel.request.input == {"key": "k", "value": 7}
+    assert panel.request.tool == "remember" and panel.request.input == {"key": "k2", "value": 7}
     panel.approve()
     await task
     assert len(provider.history) == asked  # the model was not asked
-    # It ran with the approved arguments, and its answer is beside the recorded one with the diff. (A memory
-    # tool run again outside its run has no memory to write to: it answers with that error.)
-    assert dialog.rerun_result.arguments == {"key": "k", "value": 7}
-    assert "no memory to use" in dialog.new_view.toPlainText()
+    # It ran with the approved arguments, on the robot's memory, and its answer is beside the recorded one with
+    # the diff.
+    assert dialog.rerun_result.arguments == {"key": "k2", "value": 7}
+    assert '"k2"' in dialog.new_view.toPlainText() and "no memory" not in dialog.new_view.toPlainText()
     assert dialog.status.text() == "The result changed." and dialog.diff_view.toPlainText().startswith("--- recorded")
     dialog.close()
