@@ -57,6 +57,7 @@ _EXPORTS: dict[str, str] = {
     "ProviderError": "workspace.errors",
     "ContextOverflowError": "workspace.errors",
     "MCPError": "workspace.errors",
+    "ToolError": "workspace.errors",
     "AwaitTimeout": "workspace.errors",
     "RunFailedError": "workspace.errors",
     "RobotMessage": "workspace.bus",
@@ -67,6 +68,10 @@ _EXPORTS: dict[str, str] = {
     "AgentSkill": "workspace.agent_skills",
     "AgentSkillCatalog": "workspace.agent_skills",
     "Ledger": "workspace.ledger",
+    "KnowledgeStore": "workspace.knowledge",
+    "KnowledgeEntry": "workspace.knowledge",
+    "PendingMemoryWrite": "workspace.knowledge",
+    "HistoryResult": "workspace.learning",
     "BudgetExceeded": "workspace.ledger",
     # Hooks and the tool loop's guards (RobotLab 0.2)
     "Hook": "workspace.hooks",

@@ -26,6 +26,7 @@ from workspace.bus import BusMessaging
 from workspace.errors import ConfigurationError, RunFailedError, ToolLoopError
 from workspace.events import RunCancelled, RunFailed
 from workspace.hooks import Hook, HookRegistry
+from workspace.learning import RobotLearning
 from workspace.memory import Memory
 from workspace.messages import Message
 from workspace.providers.base import with_defaults
@@ -33,7 +34,7 @@ from workspace.result import RobotResult
 from workspace.robot_runs import prepare
 from workspace.robot_tools import ToolSource, resolve_tools, take_tools, to_tool
 from workspace.runnable import Runnable
-from workspace.templates import Template
+from workspace.templates import Template, skill_ids
 from workspace.tools import selection
 from workspace.tools.base import Tool
 from workspace.tools.manifest import ToolManifest
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from workspace.providers.base import Provider
 
 
-class Robot(BusMessaging, Runnable):
+class Robot(BusMessaging, RobotLearning, Runnable):
     """A robot: a system prompt or template, a model, tools, MCP servers and a memory.
 
     The conversation is kept across runs, like a chat; :meth:`reset` clears it.
@@ -63,7 +64,10 @@ class Robot(BusMessaging, Runnable):
     (``stop_reason`` ``max_cost`` / ``max_total_tokens``). Front matter may set all but the key.
 
     Robots talk on a message bus and delegate to each other (:class:`~workspace.bus.BusMessaging`:
-    ``with_bus``, ``send_message``, ``on_message``, ``spawn``, ``delegate``).
+    ``with_bus``, ``send_message``, ``on_message``, ``spawn``, ``delegate``), and learn
+    (:class:`~workspace.learning.RobotLearning`: ``learn``, ``learnings``, ``search_history``; ``learn=True``
+    for the knowledge tools, ``knowledge_store=``, ``review_memory=``, ``on_memory_write=``).
+    ``skills`` are template skills: their bodies go before the template's (depth-first, each once).
     """
 
     def __init__(
@@ -106,6 +110,12 @@ class Robot(BusMessaging, Runnable):
         doom_loop_threshold: int | None = None,
         max_tools: int | None = None,
         mcp_servers: Iterable[Any] | None = None,
+        skills: str | Iterable[str] | None = None,
+        learn: bool | None = None,
+        learn_domain: str | None = None,
+        knowledge_store: Any = None,
+        review_memory: str | None = None,
+        on_memory_write: Callable[..., Any] | None = None,
         **settings: Any,
     ) -> None:
         if template is None and system_prompt is None:
@@ -114,6 +124,7 @@ class Robot(BusMessaging, Runnable):
             mcp = _legacy_mcp_servers(str(name), mcp_servers, mcp)
         if settings:
             _check_settings(settings)
+        template_dirs = [Path(d) for d in template_dirs]
         self.name = str(name)
         self.folder = Path(folder).resolve() if folder is not None else None
         self._config = config
@@ -129,6 +140,17 @@ class Robot(BusMessaging, Runnable):
                     *search_path(self.folder, kind="robots")]
             self.template = find_template(str(template), dirs)
         tmpl = self.template
+        #: The template skills asked for (the constructor's, then the template's front matter's), and the
+        #: templates they expand to, in order (see workspace.templates.expand_skills).
+        self.skills: list[str] = [*skill_ids(skills), *skill_ids(tmpl.metadata.get("skills") if tmpl else None)]
+        self.skill_templates: list[Template] = []
+        if self.skills:
+            from workspace.templates import expand_skills, search_path
+
+            skill_dirs = [*template_dirs, *search_path(self.folder, kind="templates"),
+                          *search_path(self.folder, kind="robots")]
+            self.skill_templates = expand_skills(self.skills, skill_dirs, robot=self.name,
+                                                 visited={tmpl.name} if tmpl is not None else set())
         self.system_prompt = system_prompt
         self.description = description if description is not None else (tmpl.description if tmpl else None)
         self.context = context
@@ -220,6 +242,9 @@ class Robot(BusMessaging, Runnable):
         self.max_tools: int = _whole(max_tools, "max_tools", self.name, minimum=1) or DEFAULT_MAX_TOOLS
         #: This robot's hooks (``robot.on``): its runs, their model and tool calls, its compactions.
         self.hooks = HookRegistry()
+        self._setup_learning(learn=learn if learn is not None else meta.get("learn"),
+                             learn_domain=learn_domain or meta.get("learn_domain"), knowledge_store=knowledge_store,
+                             review_memory=review_memory, on_memory_write=on_memory_write)
         if bus is not None:  # RobotLab's ``bus:``: on that bus from the start (see with_bus)
             self.with_bus(bus)
 
@@ -382,11 +407,12 @@ class Robot(BusMessaging, Runnable):
 
     def render_system(self, variables: Mapping[str, Any] | None = None, *, network: Any = None) -> str | None:
         parts = []
-        if self.template is not None:
+        if self.template is not None or self.skill_templates:
             values = {**self.build_context(network), **(variables or {})}
-            rendered = self.template.render(values)
-            if rendered:
-                parts.append(rendered)
+            for template in [*self.skill_templates, *([self.template] if self.template is not None else [])]:
+                rendered = template.render(values)
+                if rendered:
+                    parts.append(rendered)
         if self.system_prompt:
             parts.append(self.system_prompt)
         return "\n\n".join(parts) if parts else None
@@ -550,6 +576,7 @@ class Robot(BusMessaging, Runnable):
             "fallback_models": [dict(f) if isinstance(f, Mapping) else f for f in self.fallback_models] or None,
             "max_cost": self.max_cost,
             "max_total_tokens": self.max_total_tokens,
+            "skills": list(self.skills) or None,
         }
         return {k: v for k, v in out.items() if v is not None}
 

@@ -48,6 +48,9 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
     system = robot.render_system(variables, network=options.get("network"))
     if user is not None and user.system_prompt:
         system = f"{system}\n\n{user.system_prompt}" if system else user.system_prompt
+    learned = robot.learnings_prompt()
+    if learned:  # RobotLab's learnings from earlier runs, at the end of the system prompt
+        system = f"{system}\n\n{learned}" if system else learned
     settings = run_settings(robot, options.get("settings"))
     folder = options.get("folder")
     folder_path = Path(folder).resolve() if folder is not None else robot.folder
@@ -73,6 +76,10 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         for tool in named_robot_tools(robot):  # ``robots=``: other robots as tools
             if tool.name not in manifest:
                 manifest.add(tool)
+        if robot.learn_enabled:  # ``learn=True``: recall_knowledge and record_knowledge
+            for tool in robot.knowledge_tools():
+                if tool.name not in manifest:
+                    manifest.add(tool)
         catalog = options.get("agent_skills")
         if catalog is not None:  # RobotLab's AgentSkills: the skills this message asks for, this run only
             from workspace.agent_skills import instructions
