@@ -81,6 +81,10 @@ class RobotLearning:
     hooks: HookRegistry
     history: list[Message]
 
+    def _config_value(self, key: str, default: Any) -> Any:
+        """The configuration's ``key`` (``default`` for a robot given only a provider; see Robot.config)."""
+        raise NotImplementedError
+
     @property
     def _learning(self) -> _LearningState:
         state: _LearningState | None = self.__dict__.get("_learning_state")
@@ -146,11 +150,7 @@ class RobotLearning:
         ``review_memory=``, else the configuration's ``review.memory``."""
         if self._learning.review is not None:
             return "ask" if self._learning.review == "ask" else "auto"
-        config = getattr(self, "_config", None)
-        if config is None and getattr(self, "_provider", None) is not None:
-            return "auto"
-        value = self.config.get("review.memory", "auto")
-        return "ask" if value == "ask" else "auto"
+        return "ask" if self._config_value("review.memory", "auto") == "ask" else "auto"
 
     @property
     def pending_memory_writes(self) -> list[PendingMemoryWrite]:

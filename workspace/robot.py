@@ -116,6 +116,7 @@ class Robot(BusMessaging, RobotLearning, Runnable):
         knowledge_store: Any = None,
         review_memory: str | None = None,
         on_memory_write: Callable[..., Any] | None = None,
+        tool_share: float | None = None,
         **settings: Any,
     ) -> None:
         if template is None and system_prompt is None:
@@ -240,6 +241,13 @@ class Robot(BusMessaging, RobotLearning, Runnable):
         self.doom_loop_threshold: int = DoomLoopDetector.DEFAULT_THRESHOLD if doom_loop_threshold is None else \
             _whole(doom_loop_threshold, "doom_loop_threshold", self.name, minimum=0) or 0
         self.max_tools: int = _whole(max_tools, "max_tools", self.name, minimum=1) or DEFAULT_MAX_TOOLS
+        from workspace.tool_search import check_share
+
+        try:  # the share of the model's window the tools' schemas may take before the run searches instead
+            self.tool_share: float = check_share(tool_share if tool_share is not None else meta.get("tool_share"),
+                                                 robot=self.name)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
         #: This robot's hooks (``robot.on``): its runs, their model and tool calls, its compactions.
         self.hooks = HookRegistry()
         self._setup_learning(learn=learn if learn is not None else meta.get("learn"),
@@ -255,6 +263,12 @@ class Robot(BusMessaging, RobotLearning, Runnable):
 
             self._config = load_config(self.folder)
         return self._config
+
+    def _config_value(self, key: str, default: Any) -> Any:
+        if self._config is None and self._provider is not None:
+            return default
+        value = self.config.get(key, default)
+        return default if value is None else value
 
     @property
     def model(self) -> str | None:

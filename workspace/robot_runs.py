@@ -30,7 +30,7 @@ RUN_OPTIONS = frozenset({
     "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
     "network_mcp", "max_cost", "max_total_tokens", "history", "parent_run_id", "parent_tool_id", "output_type",
     "output_mode", "attachments", "agent_skills",
-    "hooks", "max_tool_rounds", "doom_loop_threshold", "max_tools",
+    "hooks", "max_tool_rounds", "doom_loop_threshold", "max_tools", "tool_share",
 })
 
 
@@ -90,7 +90,7 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         prompt = await mcp_prompt_text(robot)
         if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
             spec.system = f"{prompt}\n\n{spec.system}" if spec.system else prompt
-        return manifest
+        return await _within_share(robot, manifest, provider, options.get("tool_share", robot.tool_share))
 
     history = options.get("history")
     spec = RunSpec(
@@ -118,6 +118,22 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
     if options.get("run_id"):
         spec.run_id = str(options["run_id"])
     return spec
+
+
+async def _within_share(robot: Robot, manifest: ToolManifest, provider: Any, share: Any) -> ToolManifest:
+    """``manifest``, or ``search_tools`` alone when its schemas take more than ``share`` of the model's window
+    (:mod:`workspace.tool_search`)."""
+    from workspace.tool_search import check_share, narrow
+
+    share = check_share(share, robot=robot.name)
+    if share >= 1 or not len(manifest):
+        return manifest
+    info = await robot.context_manager.window(provider)
+    if info is None:
+        return manifest
+    counter = await robot.context_manager.counter(provider)
+    narrowed = narrow(manifest, window=info.tokens, share=share, cost=counter.tools)
+    return narrowed if narrowed is not None else manifest
 
 
 def run_hooks(robot: Robot, options: Mapping[str, Any]) -> tuple[Registration, ...]:

@@ -178,6 +178,9 @@ class FrontMatter(ModelSettings):
                                "record_knowledge tools over what it learnt in earlier runs")
     learn_domain: Text | None = Field(None, description="The topic area its knowledge is recorded under "
                                       "(default: general)")
+    tool_share: float | None = Field(None, gt=0, le=1, description="The share of the model's context window the "
+                                     "tools' schemas may take (default 0.25); past it the robot searches for the "
+                                     "tools it needs (search_tools) instead of being sent them all")
 
     @field_validator("output_schema")
     @classmethod

@@ -1,0 +1,91 @@
+"""Too many tools: past a share of the model's window the robot searches for its tools (search_tools), so a
+26-tool server and an 8k model still run; when even that cannot fit, the error names the tools."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from workspace import Robot, RunFailedError, ScriptedProvider
+from workspace.errors import ConfigurationError
+from workspace.messages import ToolResultMessage
+from workspace.providers.testing import ToolCall
+from workspace.tool_search import SEARCH_TOOL, rank
+from workspace.tools.base import Tool
+
+TOPICS = ["weather", "calendar", "email", "invoice", "ticket", "deploy", "backup", "translate", "invoice_pdf",
+          "stock", "flight", "hotel", "recipe", "music", "podcast", "news", "map", "taxi", "parcel", "bank",
+          "crypto", "fitness", "diary", "todo", "contacts", "photos"]
+
+
+def big_tool(topic: str, seen: list[str]) -> Tool:
+    """A tool whose schema is about 400 tokens, like an MCP server's well-documented tools."""
+    def handler(arguments: dict[str, Any]) -> str:
+        seen.append(topic)
+        return f"{topic} done with {arguments}"
+
+    properties = {f"{topic}_option_{i}": {"type": "string", "description": f"Option {i} of the {topic} service. " * 6}
+                  for i in range(4)}
+    return Tool(f"{topic}_service", f"Works with the {topic} service: look up, create and change {topic} records. "
+                * 4, {"type": "object", "properties": properties, "required": []}, handler)
+
+
+def tool_names(provider: ScriptedProvider, call: int) -> list[str]:
+    return [spec.name for spec in provider.history[call].tools]
+
+
+async def test_26_big_tools_and_an_8k_model_run_through_search_tools() -> None:
+    seen: list[str] = []
+    provider = ScriptedProvider([[ToolCall(SEARCH_TOOL, {"query": "what is the weather forecast"})],
+                                 [ToolCall("weather_service", {"weather_option_0": "Paris"})], "Sunny in Paris."])
+    robot = Robot("helper", system_prompt="You help.", provider=provider, context_window=8192,
+                  local_tools=[big_tool(t, seen) for t in TOPICS], knowledge_store=False)
+    result = await robot.arun("What is the weather in Paris?")
+    assert result.last_text_content == "Sunny in Paris."
+    assert tool_names(provider, 0) == [SEARCH_TOOL]  # not the 26 schemas
+    found = [m.content for m in provider.history[1].messages if isinstance(m, ToolResultMessage)]
+    assert found[0]["data"].startswith("You can call these tools now:\n- weather_service: Works with the weather")
+    assert "weather_service" in tool_names(provider, 1) and len(tool_names(provider, 1)) < 8
+    assert seen == ["weather"]
+
+
+async def test_without_the_search_the_same_run_does_not_fit_and_the_error_names_the_tools() -> None:
+    provider = ScriptedProvider(default="never", model_id="scripted-uncalibrated")  # its own token counts
+    robot = Robot("helper", system_prompt="You help.", provider=provider, context_window=8192, tool_share=1,
+                  local_tools=[big_tool(t, []) for t in TOPICS], knowledge_store=False,
+                  context_policy="error")
+    with pytest.raises(RunFailedError, match=r"does not fit the context window .* The tools' schemas take [\d,]+ "
+                                             r"tokens of it \(the biggest: \w+_service"):
+        await robot.arun("What is the weather in Paris?")
+    assert provider.history == []  # nothing was sent
+
+
+async def test_tools_that_fit_are_all_offered() -> None:
+    provider = ScriptedProvider(default="ok")
+    robot = Robot("helper", system_prompt="You help.", provider=provider, context_window=8192,
+                  local_tools=[big_tool(t, []) for t in TOPICS[:3]], knowledge_store=False)
+    await robot.arun("hi")
+    assert sorted(tool_names(provider, 0)) == ["calendar_service", "email_service", "weather_service"]
+
+
+async def test_a_search_with_no_match_lists_the_tools() -> None:
+    provider = ScriptedProvider([[ToolCall(SEARCH_TOOL, {"query": "zzzz qqqq"})], "ok"])
+    robot = Robot("helper", system_prompt="You help.", provider=provider, context_window=8192,
+                  local_tools=[big_tool(t, []) for t in TOPICS], knowledge_store=False)
+    await robot.arun("hi")
+    [answer] = [m.content for m in provider.history[1].messages if isinstance(m, ToolResultMessage)]
+    assert answer["data"].startswith("No tool matches 'zzzz qqqq'. The tools there are: backup_service, ")
+    assert tool_names(provider, 1) == [SEARCH_TOOL]
+
+
+def test_rank_puts_a_named_tool_first() -> None:
+    tools = [big_tool(t, []) for t in TOPICS]
+    assert [t.name for t in rank("invoice_pdf_service please", tools)][:1] == ["invoice_pdf_service"]
+    assert rank("", tools) == []
+
+
+def test_a_bad_share_names_the_fix() -> None:
+    with pytest.raises(ConfigurationError, match=r"tool_share must be a fraction of the context window above 0 "
+                                                 r"and at most 1, e.g. 0.25 \(got 2\)"):
+        Robot("r", system_prompt="x", tool_share=2, knowledge_store=False)
