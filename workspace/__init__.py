@@ -33,6 +33,8 @@ _EXPORTS: dict[str, str] = {
     "AttachmentError": "workspace.attachments",
     "Network": "workspace.network",
     "Task": "workspace.network",
+    "Person": "workspace.network.person",
+    "Convergence": "workspace.network.convergence",
     "load_network": "workspace.network",
     "Runnable": "workspace.runnable",
     "load_config": "workspace.config",

@@ -118,6 +118,7 @@ def load_network(
         name: support-triage            # default: the file name
         description: ...
         concurrency: auto               # or the most tasks running at once
+        max_concurrent_robots: 4        # RobotLab's cap (optional; with concurrency, the tighter holds)
         tools: inherit                  # network level: inherit | none | all | [names]
         mcp: none
         context: {company: Acme}        # template variables for every robot
@@ -143,6 +144,7 @@ def load_network(
             tools: none                 # run level for this task: inherit | none | all | [names]
             input: run                  # auto (default) | run | upstream | a Jinja2 template
             wait_for: [key]             # memory keys to wait for (timeout: seconds)
+            on_error: continue          # fail (default) | continue: a failure becomes the answer "Error: ..."
         routes:                         # routes may also be listed here, with from:
           - {from: classifier, match: {...}, default: general}
     """
@@ -266,7 +268,8 @@ class _Loader:
         if self.problems or self.checking_only:
             return None
 
-        network = Network(spec.name or self.path.stem, concurrency=spec.concurrency, tools=levels["tools"],
+        network = Network(spec.name or self.path.stem, concurrency=spec.concurrency,
+                          max_concurrent_robots=spec.max_concurrent_robots, tools=levels["tools"],
                           mcp=levels["mcp"], context=spec.context or {}, description=spec.description)
         # Only a file without problems gets here: the network and its tasks are built.
         network.source = self.path
@@ -368,6 +371,8 @@ class _Loader:
             options["wait_for"] = spec.wait_for
         if spec.description is not None:
             options["description"] = spec.description
+        if spec.on_error is not None:
+            options["on_error"] = spec.on_error
         if spec.route is not None:
             route = self.route(spec.route, (*loc, "route"), task=name)
             if route is not None:
