@@ -298,3 +298,68 @@ async def test_a_run_sends_the_skills_text(skills_dir: Path) -> None:
 def test_a_missing_skill_names_the_folders_and_the_fix(skills_dir: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"Robot 'r': skill 'nope' not found: .*put nope.md in one of those"):
         Robot("r", system_prompt="x", skills=["nope"], template_dirs=[skills_dir], knowledge_store=False)
+
+
+# -- compress_history (history_compressor_test.rb, example 22) --------------------------------------------------
+def conversation() -> list[Any]:
+    from workspace.messages import TextMessage, ToolCallMessage, ToolResultMessage
+
+    return [
+        TextMessage("system", "You are a travel planner."),
+        TextMessage("user", "Tell me about the weather in Lisbon during spring."),                   # unlike: dropped
+        TextMessage("assistant", "Lisbon springs are mild, sunny and pleasant for walking."),        # unlike
+        TextMessage("user", "ok"),                                                                    # short: kept
+        ToolCallMessage(tools=[{"id": "c1", "name": "lookup", "input": {}}]),                         # pinned
+        ToolResultMessage(tool={"id": "c1", "name": "lookup"}, content={"data": "x"}),                # pinned
+        TextMessage("user", "Which hotels near the Porto river have rooms for families?"),           # like: kept
+        TextMessage("assistant", "Two Porto river hotels have family rooms with river views."),
+        TextMessage("user", "Book the Porto river hotel with family rooms for two nights please."),
+    ]
+
+
+def test_compress_history_keeps_recent_and_like_drops_unlike_and_pins_tools(store: KnowledgeStore) -> None:
+    robot = bot("r", ScriptedProvider(default="ok"), store)
+    robot.history.extend(conversation())
+    before = list(robot.history)
+    assert robot.compress_history(recent_turns=1) is robot
+    kept = [before.index(m) for m in robot.history]
+    assert kept == [0, 3, 4, 5, 6, 7, 8]  # the Lisbon pair is gone; system, short, tool messages stay
+
+
+def test_compress_history_summarises_the_middle_band(store: KnowledgeStore) -> None:
+    robot = bot("r", ScriptedProvider(default="ok"), store)
+    robot.history.extend(conversation())
+    seen: list[str] = []
+
+    def summarize(text: str) -> str:
+        seen.append(text)
+        return f"(short) {text[:12]}"
+
+    robot.compress_history(recent_turns=1, keep_threshold=0.99, drop_threshold=0.0001, summarizer=summarize)
+    assert "Which hotels near the Porto river have rooms for families?" in seen
+    summary = next(m for m in robot.history if str(m.content).startswith("(short) Which hotels"))
+    assert summary.role == "user"
+    assert len(robot.history) == len(conversation()) - 2  # the Lisbon pair shares no word: under the drop threshold
+
+
+def test_compress_history_with_few_messages_changes_nothing_and_checks_thresholds(store: KnowledgeStore) -> None:
+    robot = bot("r", ScriptedProvider(default="ok"), store)
+    robot.history.extend(conversation()[:3])
+    robot.compress_history()
+    assert len(robot.history) == 3
+    with pytest.raises(ValueError, match=r"keep_threshold \(0.2\) must be greater than drop_threshold \(0.5\)"):
+        robot.compress_history(keep_threshold=0.2, drop_threshold=0.5)
+
+
+async def test_an_async_summarizer_needs_acompress_history(store: KnowledgeStore) -> None:
+    summarizer_robot = bot("summary", ScriptedProvider(default="A short summary of it."), store)
+    robot = bot("r", ScriptedProvider(default="ok"), store)
+    robot.history.extend(conversation())
+
+    async def summarize(text: str) -> Any:
+        return await summarizer_robot.arun(f"One sentence: {text}")
+
+    with pytest.raises(TypeError, match=r"await robot.acompress_history"):
+        robot.compress_history(recent_turns=1, keep_threshold=0.99, drop_threshold=0.0001, summarizer=summarize)
+    await robot.acompress_history(recent_turns=1, keep_threshold=0.99, drop_threshold=0.0001, summarizer=summarize)
+    assert "A short summary of it." in [m.content for m in robot.history]

@@ -306,6 +306,40 @@ class RobotLearning:
             "required": ["content", "reasoning", "category"]}, record)
 
     # -- the conversation ------------------------------------------------------------------------------
+    def compress_history(self, *, recent_turns: int = 3, keep_threshold: float = 0.6, drop_threshold: float = 0.2,
+                         summarizer: Callable[[str], str] | None = None) -> Self:
+        """RobotLab's ``compress_history``: older messages unlike the recent ones leave the conversation
+        (:func:`compress_messages`); those in between are replaced by ``summarizer(text)`` when given (a
+        summary keeps the message's role). Returns the robot. An async summarizer: ``acompress_history``."""
+        compressed = compress_messages(self.history, recent_turns=recent_turns, keep_threshold=keep_threshold,
+                                       drop_threshold=drop_threshold, summarizer=summarizer)
+        if any(isinstance(item, tuple) and inspect.isawaitable(item[1]) for item in compressed):
+            for item in compressed:
+                if isinstance(item, tuple) and inspect.iscoroutine(item[1]):
+                    item[1].close()
+            raise TypeError("The summarizer returned an awaitable: use 'await robot.acompress_history(...)'")
+        self._replace_history([_summarised(item) for item in compressed])
+        return self
+
+    async def acompress_history(self, *, recent_turns: int = 3, keep_threshold: float = 0.6,
+                                drop_threshold: float = 0.2, summarizer: Callable[[str], Any] | None = None) -> Self:
+        """:meth:`compress_history` with a summarizer that may be ``async`` (another robot's ``arun``)."""
+        compressed = compress_messages(self.history, recent_turns=recent_turns, keep_threshold=keep_threshold,
+                                       drop_threshold=drop_threshold, summarizer=summarizer)
+        done = []
+        for item in compressed:
+            if isinstance(item, tuple) and inspect.isawaitable(item[1]):
+                item = (item[0], await item[1])
+            done.append(_summarised(item))
+        self._replace_history(done)
+        return self
+
+    def _replace_history(self, items: list[Message | None]) -> None:
+        self.history[:] = [m for m in items if m is not None]
+        manager = self.__dict__.get("_context_manager")
+        if manager is not None:  # its summary counted messages by position: they moved
+            manager.reset()
+
     def search_history(self, query: str, *, limit: int = 5) -> list[HistoryResult]:
         """The messages of the conversation most like ``query`` (RobotLab's ``search_history``): by the
         cosine of their stemmed word counts, best first, at most ``limit``; messages under 20 characters and
@@ -322,6 +356,66 @@ class RobotLearning:
                 found.append(HistoryResult(text=text, role=message.role, score=score, index=index))
         found.sort(key=lambda r: -r.score)
         return found[:limit]
+
+
+def compress_messages(messages: list[Message], *, recent_turns: int = 3, keep_threshold: float = 0.6,
+                      drop_threshold: float = 0.2, summarizer: Callable[[str], Any] | None = None) -> list[Any]:
+    """RobotLab's ``HistoryCompressor``: the older text messages scored against the recent ones; what is
+    like them is kept, what is not is dropped, what is in between is summarised (``summarizer(text)``; may
+    return an awaitable, which the caller awaits) or dropped. System messages, tool calls and their results
+    are never touched; the last ``recent_turns`` pairs are kept. Returns the new list, in order, where an
+    item to summarise is a ``(message, pending summary)`` pair."""
+    from workspace.agent_skills import term_vector
+
+    if not keep_threshold > drop_threshold:
+        raise ValueError(f"keep_threshold ({keep_threshold}) must be greater than drop_threshold ({drop_threshold})")
+    if recent_turns < 0:
+        raise ValueError(f"recent_turns must be 0 or more (got {recent_turns})")
+
+    def pinned(message: Message) -> bool:
+        return not message.is_text or message.role == "system" or not (_text_of(message) or "").strip()
+
+    free = [i for i, m in enumerate(messages) if not pinned(m)]
+    keep_last = recent_turns * 2
+    if len(free) <= keep_last:
+        return list(messages)
+    recent = free[len(free) - keep_last:] if keep_last else []
+    reference: dict[str, float] = {}
+    vectors = [term_vector(_text_of(messages[i]) or "") for i in recent
+               if len((_text_of(messages[i]) or "").strip()) >= MIN_SEARCH_LENGTH]
+    for vector in vectors:
+        for word, weight in vector.items():
+            reference[word] = reference.get(word, 0.0) + weight / len(vectors)
+    if not reference:
+        return list(messages)
+    norm = sum(w * w for w in reference.values()) ** 0.5
+    older = set(free[: len(free) - keep_last])
+    out: list[Any] = []
+    for index, message in enumerate(messages):
+        text = _text_of(message) or ""
+        if index not in older or len(text.strip()) < MIN_SEARCH_LENGTH:
+            out.append(message)
+            continue
+        vector = term_vector(text)
+        score = sum(weight * vector.get(word, 0.0) for word, weight in reference.items()) / norm if norm else 0.0
+        if score >= keep_threshold:
+            out.append(message)
+        elif score >= drop_threshold and summarizer is not None:
+            out.append((message, summarizer(text)))
+    return out
+
+
+def _summarised(item: Any) -> Message | None:
+    """A kept message, or the summary of one (None when the summary is empty: the message is dropped)."""
+    if not isinstance(item, tuple):
+        return item
+    message, summary = item
+    text = getattr(summary, "last_text_content", summary)
+    if not str(text or "").strip():
+        return None
+    from workspace.messages import TextMessage
+
+    return TextMessage(role=message.role, content=str(text).strip(), stop_reason="stop")
 
 
 def _text_of(message: Message) -> str | None:
