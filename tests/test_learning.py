@@ -363,3 +363,13 @@ async def test_an_async_summarizer_needs_acompress_history(store: KnowledgeStore
         robot.compress_history(recent_turns=1, keep_threshold=0.99, drop_threshold=0.0001, summarizer=summarize)
     await robot.acompress_history(recent_turns=1, keep_threshold=0.99, drop_threshold=0.0001, summarizer=summarize)
     assert "A short summary of it." in [m.content for m in robot.history]
+
+
+async def test_a_robot_that_never_learns_creates_no_knowledge_file(tmp_path: Path) -> None:
+    store = KnowledgeStore(tmp_path / "sub" / "knowledge.db")
+    robot = bot("r", ScriptedProvider(default="ok"), store)
+    await robot.arun("hi")
+    assert robot.learnings == [] and robot.recall_knowledge("anything") == []
+    assert not store.path.parent.exists()
+    await robot.alearn("now it does")
+    assert store.path.exists()

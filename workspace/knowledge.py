@@ -136,6 +136,10 @@ class KnowledgeStore:
             self._conn = conn
         return self._conn
 
+    def _absent(self) -> bool:
+        """Nothing was ever written (no file): reads answer at once, and a robot that never learns creates none."""
+        return self._conn is None and not self.path.exists()
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
@@ -145,6 +149,8 @@ class KnowledgeStore:
     # -- learnings ----------------------------------------------------------------------------------
     def learnings(self, *, robot: str, folder: str | Path | None = None) -> list[str]:
         """The learnings of ``robot`` in ``folder``, oldest first."""
+        if self._absent():
+            return []
         with self._lock:
             rows = self._db().execute("SELECT text FROM learnings WHERE robot=? AND folder=? ORDER BY position",
                                       (robot, _folder_key(folder))).fetchall()
@@ -167,6 +173,8 @@ class KnowledgeStore:
     def entries(self, *, robot: str, folder: str | Path | None = None, domain: str | None = None
                 ) -> list[KnowledgeEntry]:
         """Every entry of ``robot`` in ``folder`` (of ``domain`` only, when given), most confident first."""
+        if self._absent():
+            return []
         sql = ("SELECT content, reasoning, category, domain, confidence, use_count, created_at, updated_at "
                "FROM knowledge WHERE robot=? AND folder=?")
         args: list[object] = [robot, _folder_key(folder)]
@@ -209,6 +217,8 @@ class KnowledgeStore:
     def forget(self, content: str, *, robot: str, folder: str | Path | None = None,
                domain: str | None = None) -> int:
         """Remove the entries with this content (any case; of ``domain`` only, when given). Returns how many."""
+        if self._absent():
+            return 0
         sql = "DELETE FROM knowledge WHERE robot=? AND folder=? AND key=?"
         args: list[object] = [robot, _folder_key(folder), _content_key(content)]
         if domain is not None:
@@ -220,6 +230,8 @@ class KnowledgeStore:
                 return db.execute(sql, args).rowcount
 
     def _find(self, entry: KnowledgeEntry, *, robot: str, folder: str | Path | None) -> KnowledgeEntry | None:
+        if self._absent():
+            return None
         with self._lock:
             row = self._db().execute(
                 "SELECT content, reasoning, category, domain, confidence, use_count, created_at, updated_at "
