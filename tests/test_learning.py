@@ -373,3 +373,14 @@ async def test_a_robot_that_never_learns_creates_no_knowledge_file(tmp_path: Pat
     assert not store.path.parent.exists()
     await robot.alearn("now it does")
     assert store.path.exists()
+
+
+async def test_with_nobody_to_review_the_run_does_not_wait(store: KnowledgeStore) -> None:
+    provider = ScriptedProvider([[ToolCall("record_knowledge", {"content": "Tea at four", "reasoning": "r",
+                                                                "category": "fact"})], "ok"])
+    robot = bot("r", provider, store, learn=True, review_memory="ask")  # no on_memory_write
+    await robot.arun("remember")
+    assert results_sent(provider, 1) == [{"data": "Proposed for review (not stored yet): Tea at four"}]
+    [pending] = robot.pending_memory_writes
+    pending.accept()  # decided later, by whoever shows the proposals
+    assert [e.content for e in store.entries(robot="r")] == ["Tea at four"]

@@ -243,7 +243,8 @@ class RobotLearning:
     async def record_knowledge(self, content: str, *, reasoning: str = "", category: str = "fact",
                                domain: str | None = None, wait: bool = True) -> str:
         """Record a piece of knowledge (and learn ``"<content> (<domain>)"``); returns what the robot is told.
-        With ``review_memory="ask"`` it is proposed; ``wait``: wait for the decision (else say it waits)."""
+        With ``review_memory="ask"`` it is proposed; ``wait``: wait for the decision when an ``on_memory_write``
+        callback is there to take it (else, or without one, the robot is told it waits for review)."""
         store = self._learning.store
         if store is None:
             return "No durable store configured on this robot."
@@ -258,7 +259,7 @@ class RobotLearning:
         pending = PendingMemoryWrite("knowledge", self.name, text, entry=entry,
                                      _apply=lambda p: self._record(p.entry or entry))
         await self._propose(pending)
-        if wait:
+        if wait and self._learning.on_write is not None:  # nobody to decide now: the run does not wait
             await pending.wait()
         return pending.outcome()
 
