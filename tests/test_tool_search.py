@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -89,3 +90,29 @@ def test_a_bad_share_names_the_fix() -> None:
     with pytest.raises(ConfigurationError, match=r"tool_share must be a fraction of the context window above 0 "
                                                  r"and at most 1, e.g. 0.25 \(got 2\)"):
         Robot("r", system_prompt="x", tool_share=2, knowledge_store=False)
+
+
+# -- the shipped assistant with a real 26-tool MCP server and an 8k model --------------------------------------
+async def test_the_shipped_assistant_with_a_26_tool_mcp_server_and_an_8k_model_runs() -> None:
+    import sys
+    from pathlib import Path
+
+    from workspace.mcp.manager import MCPManager
+
+    server = Path(__file__).resolve().parent / "fakes" / "mcp_many_tools_server.py"
+    manager = MCPManager({"mcpServers": {"many": {"command": sys.executable, "args": [str(server)]}}})
+    try:
+        provider = ScriptedProvider([[ToolCall(SEARCH_TOOL, {"query": "book a taxi"})],
+                                     [ToolCall("many__taxi_service", {"option_0": "airport"})],
+                                     "Your taxi to the airport is booked."])
+        robot = Robot("assistant", template="assistant", provider=provider, context_window=8192,
+                      mcp_manager=manager, mcp=["many"], knowledge_store=False)
+        result = await asyncio.wait_for(robot.arun("Book me a taxi to the airport"), 120)  # bounds a hang only
+        assert result.last_text_content == "Your taxi to the airport is booked."
+        assert tool_names(provider, 0) == [SEARCH_TOOL]
+        assert "many__taxi_service" in tool_names(provider, 1)
+        [answer] = [m.content for m in provider.history[2].messages if isinstance(m, ToolResultMessage)][-1:]
+        assert answer == {"data": {"result": 'taxi done with ["airport", "", "", ""]'}}
+        assert len(robot.mcp_tools) == 26  # the server's tools, all reachable through the search
+    finally:
+        await manager.aclose()
