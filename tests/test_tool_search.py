@@ -42,8 +42,14 @@ async def test_26_big_tools_and_an_8k_model_run_through_search_tools() -> None:
                                  [ToolCall("weather_service", {"weather_option_0": "Paris"})], "Sunny in Paris."])
     robot = Robot("helper", system_prompt="You help.", provider=provider, context_window=8192,
                   local_tools=[big_tool(t, seen) for t in TOPICS], knowledge_store=False)
-    result = await robot.arun("What is the weather in Paris?")
-    assert result.last_text_content == "Sunny in Paris."
+    from workspace import events as ev
+
+    run = robot.stream("What is the weather in Paris?")
+    notices = [e.detail async for e in run if isinstance(e, ev.RunStatus) and e.state == "notice"]
+    result = run.result
+    assert result is not None and result.last_text_content == "Sunny in Paris."
+    assert any(n.startswith("The 26 tools' descriptions (") and "more than 25% of the model's 8,192-token window: "
+               "the model searches for the tools it needs (search_tools)" in n for n in notices), notices
     assert tool_names(provider, 0) == [SEARCH_TOOL]  # not the 26 schemas
     found = [m.content for m in provider.history[1].messages if isinstance(m, ToolResultMessage)]
     assert found[0]["data"].startswith("You can call these tools now:\n- weather_service: Works with the weather")
@@ -102,6 +108,7 @@ async def test_the_shipped_assistant_with_a_26_tool_mcp_server_and_an_8k_model_r
     server = Path(__file__).resolve().parent / "fakes" / "mcp_many_tools_server.py"
     manager = MCPManager({"mcpServers": {"many": {"command": sys.executable, "args": [str(server)]}}})
     try:
+        assert len(await manager.tools_for(["many"])) == 26  # up before the run: the test is about the window
         provider = ScriptedProvider([[ToolCall(SEARCH_TOOL, {"query": "book a taxi"})],
                                      [ToolCall("many__taxi_service", {"option_0": "airport"})],
                                      "Your taxi to the airport is booked."])
@@ -116,3 +123,20 @@ async def test_the_shipped_assistant_with_a_26_tool_mcp_server_and_an_8k_model_r
         assert len(robot.mcp_tools) == 26  # the server's tools, all reachable through the search
     finally:
         await manager.aclose()
+
+
+def test_tools_joining_later_are_kept_within_the_window_too() -> None:
+    from workspace.context.tokens import TokenCounter
+    from workspace.tool_search import WindowedManifest
+
+    small = [Tool(f"small{i}", "A small tool.", {"type": "object", "properties": {}}, lambda a: "ok") for i in range(2)]
+    manifest = WindowedManifest(small, budget=2048, cost=TokenCounter().tools)
+    assert not manifest.searching and manifest.names == ["small0", "small1"]
+    for topic in TOPICS:  # an MCP server that was still starting joins with its 26 tools
+        manifest.add(big_tool(topic, []))
+    assert manifest.searching and manifest.names == [SEARCH_TOOL]
+    assert len(manifest.hidden) == 28
+    assert manifest.get("taxi_service") is manifest.hidden["taxi_service"]  # called by name: offered from now on
+    assert manifest.names == [SEARCH_TOOL, "taxi_service"]
+    manifest.add(big_tool("late", []))
+    assert "late_service" in manifest.hidden and "late_service" not in manifest

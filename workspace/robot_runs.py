@@ -90,7 +90,8 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         prompt = await mcp_prompt_text(robot)
         if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
             spec.system = f"{prompt}\n\n{spec.system}" if spec.system else prompt
-        return await _within_share(robot, manifest, provider, options.get("tool_share", robot.tool_share))
+        return await _within_share(robot, manifest, provider, options.get("tool_share", robot.tool_share),
+                                   spec.notices)
 
     history = options.get("history")
     spec = RunSpec(
@@ -120,20 +121,27 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
     return spec
 
 
-async def _within_share(robot: Robot, manifest: ToolManifest, provider: Any, share: Any) -> ToolManifest:
-    """``manifest``, or ``search_tools`` alone when its schemas take more than ``share`` of the model's window
-    (:mod:`workspace.tool_search`)."""
+async def _within_share(robot: Robot, manifest: ToolManifest, provider: Any, share: Any,
+                        notices: list[str]) -> ToolManifest:
+    """``manifest`` kept within ``share`` of the model's window (:mod:`workspace.tool_search`): past it, and when
+    tools joining later push it past, the model is offered ``search_tools`` and the tools it finds."""
     from workspace.tool_search import check_share, narrow
 
     share = check_share(share, robot=robot.name)
-    if share >= 1 or not len(manifest):
+    if share >= 1:
         return manifest
     info = await robot.context_manager.window(provider)
     if info is None:
         return manifest
     counter = await robot.context_manager.counter(provider)
     narrowed = narrow(manifest, window=info.tokens, share=share, cost=counter.tools)
-    return narrowed if narrowed is not None else manifest
+    if narrowed is None:
+        return manifest
+    if narrowed.searching:
+        notices.append(f"The {len(manifest)} tools' descriptions ({counter.tools(list(manifest)):,} tokens) would "
+                       f"take more than {share:.0%} of the model's {info.tokens:,}-token window: the model searches "
+                       "for the tools it needs (search_tools) instead of being sent them all")
+    return narrowed
 
 
 def run_hooks(robot: Robot, options: Mapping[str, Any]) -> tuple[Registration, ...]:

@@ -52,33 +52,73 @@ def rank(query: str, tools: Iterable[Tool]) -> list[Tool]:
     return [tool for _score, tool in scored]
 
 
-def narrow(manifest: ToolManifest, *, window: int, share: float,
-           cost: Callable[[list[Tool]], int]) -> ToolManifest | None:
-    """A manifest of ``search_tools`` alone when ``manifest``'s schemas (``cost``: their tokens) take more than
-    ``share`` of ``window`` tokens; None when they fit (nothing changes). The search adds the tools it finds
-    to the returned manifest (which the run offers at each model turn)."""
-    tools = list(manifest)
-    budget = int(window * share)
-    if share >= 1 or not tools or cost(tools) <= budget:
-        return None
-    hidden = {tool.name: tool for tool in tools}
-    offered = ToolManifest()
+class WindowedManifest(ToolManifest):
+    """The tools of a run, kept within ``budget`` tokens of schemas (``cost``: the tokens of some tools).
 
-    def search(arguments: dict[str, Any]) -> str:
+    While they fit, it is a plain manifest. Once they do not (at the start, or when an MCP server's tools
+    join later), the model is offered ``search_tools`` alone, and each tool a search finds
+    (:meth:`offer`); tools joining afterwards wait to be found. A hidden tool the model calls by name is
+    offered then too (it may know the name from an earlier turn)."""
+
+    def __init__(self, tools: Iterable[Tool], *, budget: int, cost: Callable[[list[Tool]], int]) -> None:
+        super().__init__()
+        self.budget = budget
+        self._cost = cost
+        #: The tools not offered, by name (empty while everything fits).
+        self.hidden: dict[str, Tool] = {}
+        self.searching = False
+        for tool in tools:
+            super().add(tool)
+        self._check()
+
+    def add(self, tool: Tool) -> WindowedManifest:
+        if self.searching:
+            self.hidden[tool.name] = tool
+            return self
+        super().add(tool)
+        self._check()
+        return self
+
+    def get(self, name: str) -> Tool | None:
+        tool = super().get(name)
+        if tool is None and name in self.hidden:
+            tool = self.hidden[name]
+            self.offer(tool)
+        return tool
+
+    def offer(self, tool: Tool) -> bool:
+        """Offer a hidden tool from now on, if it fits; True when it does."""
+        if tool.name in self:
+            return True
+        if self._cost([*self, tool]) > self.budget:
+            return False
+        super().add(tool)
+        return True
+
+    def _check(self) -> None:
+        tools = list(self)
+        if self.searching or not tools or self._cost(tools) <= self.budget:
+            return
+        self.searching = True
+        self.hidden = {tool.name: tool for tool in tools}
+        self.clear()
+        super().add(Tool(SEARCH_TOOL, (
+            "Find the tools you need: there are too many tools to describe here. Describe what you want to do; "
+            "the tools that match become available to call."), {
+            "type": "object", "properties": {"query": {"type": "string", "description": "What the tool should do, "
+                                                       "or its name"}},
+            "required": ["query"]}, self._search))
+
+    def _search(self, arguments: dict[str, Any]) -> str:
         query = str(arguments.get("query") or "").strip()
         if not query:
             return "Say what the tool should do, e.g. search_tools(query=\"read a file\")."
-        found = [tool for tool in rank(query, hidden.values()) if tool.name not in offered][:SEARCH_LIMIT]
+        found = [tool for tool in rank(query, self.hidden.values()) if tool.name not in self][:SEARCH_LIMIT]
         if not found:
-            names = ", ".join(sorted(hidden))
+            names = ", ".join(sorted(self.hidden))
             return f"No tool matches '{query}'. The tools there are: {names}. Search again with other words."
-        added, no_room = [], []
-        for tool in found:
-            if cost([*offered, tool]) <= budget:
-                offered.add(tool)
-                added.append(tool)
-            else:
-                no_room.append(tool.name)
+        added = [tool for tool in found if self.offer(tool)]
+        no_room = [tool.name for tool in found if tool not in added]
         lines = [f"- {tool.name}: {(tool.description or '').strip().splitlines()[0] if tool.description else ''}"
                  for tool in added]
         text = ("You can call these tools now:\n" + "\n".join(lines)) if added else "No tool was added."
@@ -87,13 +127,14 @@ def narrow(manifest: ToolManifest, *, window: int, share: float,
                      "of them alone).")
         return text
 
-    offered.add(Tool(SEARCH_TOOL, (
-        f"Find the tools you need: there are {len(tools)} tools, too many to describe here. Describe what you "
-        "want to do; the tools that match become available to call."), {
-        "type": "object", "properties": {"query": {"type": "string", "description": "What the tool should do, "
-                                                   "or its name"}},
-        "required": ["query"]}, search))
-    return offered
+
+def narrow(manifest: ToolManifest, *, window: int, share: float,
+           cost: Callable[[list[Tool]], int]) -> WindowedManifest | None:
+    """``manifest``'s tools as a :class:`WindowedManifest` within ``share`` of ``window`` tokens (None when
+    ``share`` is 1: every tool is offered whatever its size)."""
+    if share >= 1:
+        return None
+    return WindowedManifest(list(manifest), budget=int(window * share), cost=cost)
 
 
-__all__ = ["DEFAULT_SHARE", "SEARCH_TOOL", "check_share", "narrow", "rank"]
+__all__ = ["DEFAULT_SHARE", "SEARCH_TOOL", "WindowedManifest", "check_share", "narrow", "rank"]
