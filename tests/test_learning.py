@@ -384,3 +384,17 @@ async def test_with_nobody_to_review_the_run_does_not_wait(store: KnowledgeStore
     [pending] = robot.pending_memory_writes
     pending.accept()  # decided later, by whoever shows the proposals
     assert [e.content for e in store.entries(robot="r")] == ["Tea at four"]
+
+
+def test_skills_front_matter_cascades_under_the_template_and_the_constructor(skills_dir: Path) -> None:
+    (skills_dir / "terse.md").write_text("---\ntemperature: 0.1\nmax_tokens: 50\ndescription: Terse\n"
+                                         "tools: [read_file]\n---\nBe terse.")
+    (skills_dir / "warm.md").write_text("---\ntemperature: 0.9\n---\nBe warm.")
+    (skills_dir / "host.md").write_text("---\nskills: [terse, warm]\nmax_tokens: 80\n---\nHost.")
+    robot = Robot("r", template="host", template_dirs=[skills_dir], provider=ScriptedProvider(default="ok"),
+                  knowledge_store=False)
+    assert robot.settings == {"temperature": 0.9, "max_tokens": 80}  # the later skill, then the template, win
+    assert robot.description == "Terse" and robot.tools_config == ["read_file"]
+    own = Robot("r", template="host", template_dirs=[skills_dir], provider=ScriptedProvider(default="ok"),
+                knowledge_store=False, temperature=0.5, description="Mine", tools=["list_files"])
+    assert own.settings["temperature"] == 0.5 and own.description == "Mine" and own.tools_config == ["list_files"]

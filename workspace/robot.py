@@ -153,7 +153,15 @@ class Robot(BusMessaging, RobotLearning, Runnable):
             self.skill_templates = expand_skills(self.skills, skill_dirs, robot=self.name,
                                                  visited={tmpl.name} if tmpl is not None else set())
         self.system_prompt = system_prompt
-        self.description = description if description is not None else (tmpl.description if tmpl else None)
+        # RobotLab's cascade: each skill's front matter, then the template's, then the constructor's (the last
+        # skill that says wins over the ones before it).
+        from_skills: dict[str, Any] = {}
+        for skill in self.skill_templates:
+            for key, value in (("description", skill.description), ("tools", skill.tools)):
+                if value is not None:
+                    from_skills[key] = value
+        self.description = description if description is not None else (
+            tmpl.description if tmpl and tmpl.description is not None else from_skills.get("description"))
         self.context = context
         self._explicit_model = model
         self.api_base = api_base if api_base is not None else (tmpl.api_base if tmpl else None)
@@ -176,12 +184,15 @@ class Robot(BusMessaging, RobotLearning, Runnable):
         self.max_total_tokens = max_total_tokens if max_total_tokens is not None else (
             tmpl.max_total_tokens if tmpl else None)
         self.max_turns = max_turns or (tmpl.max_turns if tmpl else None)
-        self.settings: dict[str, Any] = {**(tmpl.settings if tmpl else {}), **settings}
+        skill_settings = {k: v for skill in self.skill_templates for k, v in skill.settings.items()}
+        self.settings: dict[str, Any] = {**skill_settings, **(tmpl.settings if tmpl else {}), **settings}
         self.local_tools: list[Tool] = []
         for item in local_tools or ():
             self.local_tools.append(to_tool(item))
         if tools == "inherit" and tmpl is not None and tmpl.tools is not None:
             tools = tmpl.tools
+        elif tools == "inherit" and from_skills.get("tools") is not None:
+            tools = from_skills["tools"]
         if mcp == "inherit" and tmpl is not None and tmpl.mcp is not None:
             mcp = tmpl.mcp
         if tmpl is not None and tmpl.path is not None and folder is not None:
