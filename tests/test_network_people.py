@@ -184,3 +184,37 @@ def test_a_bad_max_concurrent_robots_in_a_file_names_it(tmp_path: Path) -> None:
     path.write_text("max_concurrent_robots: 0\nrobots: {a: {system_prompt: x}}\ntasks: {t: {robot: a}}\n")
     with pytest.raises(NetworkFileError, match="max_concurrent_robots"):
         load_network(path, provider=ScriptedProvider(default="x"))
+
+
+# -- a person in a network file ------------------------------------------------------------------------------
+async def test_a_network_file_can_name_a_person(tmp_path: Path) -> None:
+    path = tmp_path / "release.yaml"
+    path.write_text("name: release\nrobots:\n  writer: {system_prompt: You draft.}\n"
+                    "  approver: {person: true, timeout: 600, choices: [approve, reject], description: The release manager}\n"
+                    "tasks:\n  draft: {robot: writer}\n  approve: {robot: approver, depends_on: [draft]}\n",
+                    encoding="utf-8")
+    asked: list[str] = []
+
+    def ask(question: str, choices: list[str] | None, default: str | None) -> str:
+        asked.append(question)
+        return "1"
+
+    net = load_network(path, provider=ScriptedProvider(default="Draft: v2."), ask=ask)
+    approver = net.tasks["approve"].robot
+    assert isinstance(approver, Person) and approver.timeout == 600 and approver.description == "The release manager"
+    result = await asyncio.wait_for(net.arun("Release v2"), 30)
+    assert result.results["approve"].last_text_content == "approve"
+    assert "Draft: v2." in asked[0]
+
+
+def test_a_person_with_instructions_or_person_keys_on_a_robot_are_problems(tmp_path: Path) -> None:
+    from workspace.network import NetworkFileError
+
+    path = tmp_path / "bad.yaml"
+    path.write_text("robots:\n  approver: {person: true, system_prompt: x}\n  writer: {system_prompt: x, timeout: 5}\n"
+                    "tasks:\n  a: {robot: approver}\n  w: {robot: writer}\n", encoding="utf-8")
+    with pytest.raises(NetworkFileError) as caught:
+        load_network(path, provider=ScriptedProvider(default="x"))
+    text = str(caught.value)
+    assert "a person has no system_prompt: remove it, or remove person: true" in text
+    assert "'timeout' is for a person: add person: true, or remove it" in text

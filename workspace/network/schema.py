@@ -169,6 +169,11 @@ class RobotSpec(StrictModel):
     output_schema: dict[str, Any] | None = Field(
         None, description="a JSON Schema the answer must match (structured output); a route's field reads it")
     robots: list[str] | None = Field(None, description="other robots (robot files) this robot may call as tools")
+    person: bool | None = Field(None, strict=True, description="a person, not a model, answers this robot's tasks "
+                                "(RobotLab's cyborg): the network waits for them")
+    timeout: Annotated[Number, Field(gt=0)] | None = Field(None, description="a person's time to answer, in seconds")
+    default: str | None = Field(None, description="a person's answer when the time runs out (else the task fails)")
+    choices: list[str] | None = Field(None, description="answers a person is offered")
 
 
 RobotEntry = Annotated[str | RobotSpec, _form(_robot)]
