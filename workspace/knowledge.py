@@ -16,16 +16,16 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from workspace.agent_skills import lexical_similarity
+if TYPE_CHECKING:
+    import sqlite3
 
 #: RobotLab's categories of knowledge.
 CATEGORIES = ("fact", "preference", "pattern", "correction")
@@ -40,6 +40,8 @@ LEARNINGS_HEADING = "LEARNINGS FROM PREVIOUS RUNS:"
 
 def similarity(a: str, b: str) -> float:
     """The cosine of the stemmed word counts of ``a`` and ``b`` (0.0 to 1.0; stop words left out)."""
+    from workspace.agent_skills import lexical_similarity
+
     return lexical_similarity(a, b)
 
 
@@ -129,6 +131,8 @@ class KnowledgeStore:
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
+            import sqlite3  # imported on use: a robot that never learns does not pay for it
+
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, check_same_thread=False, timeout=5.0)
             conn.execute("PRAGMA journal_mode=WAL")
