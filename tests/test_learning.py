@@ -398,3 +398,13 @@ def test_skills_front_matter_cascades_under_the_template_and_the_constructor(ski
     own = Robot("r", template="host", template_dirs=[skills_dir], provider=ScriptedProvider(default="ok"),
                 knowledge_store=False, temperature=0.5, description="Mine", tools=["list_files"])
     assert own.settings["temperature"] == 0.5 and own.description == "Mine" and own.tools_config == ["list_files"]
+
+
+def test_robotlab_names_for_the_store_and_compaction(tmp_path: Path) -> None:
+    robot = Robot("r", system_prompt="x", provider=ScriptedProvider(default="ok"), store_path=str(tmp_path / "kb"))
+    robot.learn("kept where RobotLab's store_path says")
+    assert robot.knowledge_store is not None and robot.knowledge_store.path == tmp_path / "kb" / "knowledge.db"
+    for key, value in (("auto_compact", "context_window"), ("compact_threshold", 0.8)):
+        with pytest.raises(ConfigurationError, match=rf"Robot 'r': {key} is RobotLab's; here a conversation nearing "
+                                                     r"the model's window is compacted by default: context_policy="):
+            Robot("r", system_prompt="x", knowledge_store=False, **{key: value})

@@ -123,6 +123,17 @@ class Robot(BusMessaging, RobotLearning, Runnable):
             raise ValueError("Must provide either template or system_prompt")
         if mcp_servers is not None:
             mcp = _legacy_mcp_servers(str(name), mcp_servers, mcp)
+        if "store_path" in settings:  # RobotLab's name for where durable knowledge is kept
+            store_path = settings.pop("store_path")
+            if knowledge_store is None and store_path is not None:
+                knowledge_store = Path(store_path) / "knowledge.db" if Path(store_path).suffix == "" else store_path
+        for key in ("auto_compact", "compact_threshold"):
+            if key in settings:
+                raise ConfigurationError(
+                    f"Robot '{name}': {key} is RobotLab's; here a conversation nearing the model's window is "
+                    "compacted by default: context_policy='compact' (the default), 'truncate' or 'error', and "
+                    "llm.compaction_threshold in the configuration for the threshold (0.8 of the window by default); "
+                    "robot.compress_history(...) compresses it RobotLab's way when you call it")
         if settings:
             _check_settings(settings)
         template_dirs = [Path(d) for d in template_dirs]
