@@ -408,3 +408,16 @@ def test_robotlab_names_for_the_store_and_compaction(tmp_path: Path) -> None:
         with pytest.raises(ConfigurationError, match=rf"Robot 'r': {key} is RobotLab's; here a conversation nearing "
                                                      r"the model's window is compacted by default: context_policy="):
             Robot("r", system_prompt="x", knowledge_store=False, **{key: value})
+
+
+def test_the_store_lists_what_each_robot_learnt_and_forgets_one(store: KnowledgeStore, tmp_path: Path) -> None:
+    assert store.learnt() == {}
+    bot("alice", ScriptedProvider(default="ok"), store).learn("a1").learn("a2")
+    bot("bob", ScriptedProvider(default="ok"), store).learn("b1")
+    bot("carol", ScriptedProvider(default="ok"), store, folder=tmp_path).learn("elsewhere")
+    assert store.learnt() == {"alice": ["a1", "a2"], "bob": ["b1"]}
+    assert store.forget_learning("a1", robot="alice") and not store.forget_learning("a1", robot="alice")
+    assert bot("alice", ScriptedProvider(default="ok"), store).learnings == ["a2"]
+    robot = bot("bob", ScriptedProvider(default="ok"), store)
+    assert robot.forget_learning("b1") and robot.learnings == []
+    assert store.learnt() == {"alice": ["a2"]}

@@ -173,6 +173,29 @@ class KnowledgeStore:
                 db.executemany("INSERT INTO learnings VALUES (?, ?, ?, ?, ?)",
                                [(robot, key, i, clean(text), now) for i, text in enumerate(texts)])
 
+    def learnt(self, *, folder: str | Path | None = None) -> dict[str, list[str]]:
+        """What every robot learnt in ``folder``: robot name -> its learnings, oldest first (for a view of
+        what was learnt, by whom)."""
+        if self._absent():
+            return {}
+        with self._lock:
+            rows = self._db().execute("SELECT robot, text FROM learnings WHERE folder=? ORDER BY robot, position",
+                                      (_folder_key(folder),)).fetchall()
+        out: dict[str, list[str]] = {}
+        for robot, text in rows:
+            out.setdefault(robot, []).append(text)
+        return out
+
+    def forget_learning(self, text: str, *, robot: str, folder: str | Path | None = None) -> bool:
+        """Forget one learning of ``robot`` in ``folder``; True when it was there. A robot object already
+        holding its learnings keeps them until it is made again (``robot.forget_learning`` forgets in both)."""
+        learnings = self.learnings(robot=robot, folder=folder)
+        if text not in learnings:
+            return False
+        learnings.remove(text)
+        self.save_learnings(learnings, robot=robot, folder=folder)
+        return True
+
     # -- knowledge ----------------------------------------------------------------------------------
     def entries(self, *, robot: str, folder: str | Path | None = None, domain: str | None = None
                 ) -> list[KnowledgeEntry]:
