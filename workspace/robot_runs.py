@@ -30,7 +30,7 @@ RUN_OPTIONS = frozenset({
     "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
     "network_mcp", "max_cost", "max_total_tokens", "history", "parent_run_id", "parent_tool_id", "output_type",
     "output_mode", "attachments", "agent_skills",
-    "hooks", "max_tool_rounds", "doom_loop_threshold", "max_tools", "tool_share",
+    "hooks", "max_tool_rounds", "doom_loop_threshold", "max_tools", "candidate", "tool_share",
 })
 
 
@@ -110,7 +110,7 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         text_tool_calls=config_value(robot, "agent.text_tool_calls", "run"),
         context=robot.context_manager,
         output=robot._structured_output(options), parent_run_id=options.get("parent_run_id"),
-        parent_tool_id=options.get("parent_tool_id"), attachments=attachments,
+        parent_tool_id=options.get("parent_tool_id"), attachments=attachments, candidate=options.get("candidate"),
         owner=robot, hooks=run_hooks(robot, options),
         max_tool_rounds=options.get("max_tool_rounds", robot.max_tool_rounds),
         doom_loop_threshold=options.get("doom_loop_threshold", robot.doom_loop_threshold),

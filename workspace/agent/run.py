@@ -159,6 +159,8 @@ class RunSpec:
     #: tool call: set on every event (see :mod:`workspace.events`).
     parent_run_id: str | None = None
     parent_tool_id: str | None = None
+    #: The run's place in a comparison (0, 1, ...), stamped on its events; None outside one.
+    candidate: int | None = None
     #: Files, images and MCP resources sent with ``message`` (:mod:`workspace.attachments`).
     attachments: list[Attachment] = field(default_factory=list)
     #: The Robot object the hooks are told about (``ctx.robot``).
@@ -318,7 +320,8 @@ class AgentRun(ModelTurns, EventRun):
         spec = self.spec
         with self._emit_lock:
             event = ev.stamp(built, run_id=self.run_id, robot=spec.robot, seq=self._next_seq(), task=spec.task,
-                             parent_run_id=spec.parent_run_id, parent_tool_id=spec.parent_tool_id)
+                             parent_run_id=spec.parent_run_id, parent_tool_id=spec.parent_tool_id,
+                             candidate=spec.candidate)
             if event.terminal:
                 if self.terminal is not None:
                     return self.terminal  # exactly one terminal event
@@ -352,7 +355,7 @@ class AgentRun(ModelTurns, EventRun):
         """Run options of a run started by this run's tool call ``call_id``."""
         spec = self.spec
         options: dict[str, Any] = {"parent_run_id": self.run_id, "parent_tool_id": call_id, "task": spec.task,
-                                   "thread_id": spec.thread_id}
+                                   "thread_id": spec.thread_id, "candidate": spec.candidate}
         for key in ("approval", "folder", "changes"):
             value = getattr(spec, key)
             if value is not None:
