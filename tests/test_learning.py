@@ -421,3 +421,20 @@ def test_the_store_lists_what_each_robot_learnt_and_forgets_one(store: Knowledge
     robot = bot("bob", ScriptedProvider(default="ok"), store)
     assert robot.forget_learning("b1") and robot.learnings == []
     assert store.learnt() == {"alice": ["a2"]}
+
+
+async def test_a_learning_recorded_in_a_run_reaches_that_runs_hooks(store: KnowledgeStore) -> None:
+    seen: list[tuple[str, bool]] = []
+
+    class PerRun(Hook):
+        @classmethod
+        def on_learn(cls, ctx: Any) -> None:
+            seen.append((ctx.text, ctx.stored))
+
+    provider = ScriptedProvider([[ToolCall("record_knowledge", {"content": "Ship on Tuesdays", "reasoning": "r",
+                                                                "category": "fact", "domain": "release"})], "ok"])
+    robot = bot("r", provider, store, learn=True)
+    await robot.arun("remember", hooks=[PerRun])
+    assert seen == [("Ship on Tuesdays (release)", True)]
+    await robot.alearn("outside the run")  # the per-run hook is not the robot's
+    assert len(seen) == 1

@@ -199,7 +199,10 @@ class RobotLearning:
             return self
         from workspace import hooks
 
-        registrations = hooks.collect(hooks.GLOBAL, self.hooks)
+        # Inside this robot's run (record_knowledge): the run's hooks (global, network, robot, per run); else the
+        # global and the robot's.
+        registrations = hooks.current_scope() if hooks.current_robot() is self else \
+            hooks.collect(hooks.GLOBAL, self.hooks)
         ctx = hooks.LearnHookContext(robot=self, text=clean, learnings_before=tuple(self._learnings_list()))
 
         async def core() -> bool:
@@ -254,7 +257,8 @@ class RobotLearning:
         entry = KnowledgeEntry(text, reasoning=str(reasoning or "").strip(), category=check_category(category),
                                domain=str(domain or self.learn_domain).strip() or "general")
         if self.review_memory != "ask":
-            self._record(entry)
+            store.record(entry, robot=self.name, folder=self.folder)
+            await self.alearn(f"{entry.content} ({entry.domain})")  # RobotLab's: inside the learn hooks
             return f"Recorded: {text}"
         pending = PendingMemoryWrite("knowledge", self.name, text, entry=entry,
                                      _apply=lambda p: self._record(p.entry or entry))
@@ -264,6 +268,7 @@ class RobotLearning:
         return pending.outcome()
 
     def _record(self, entry: KnowledgeEntry) -> None:
+        """An accepted proposal stored (``accept`` is a plain call: the learn hooks do not fire for it)."""
         store = self._learning.store
         assert store is not None
         store.record(entry, robot=self.name, folder=self.folder)
