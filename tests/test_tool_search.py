@@ -140,3 +140,40 @@ def test_tools_joining_later_are_kept_within_the_window_too() -> None:
     assert manifest.names == [SEARCH_TOOL, "taxi_service"]
     manifest.add(big_tool("late", []))
     assert "late_service" in manifest.hidden and "late_service" not in manifest
+
+
+# -- a local server with an 8k window, on loopback -------------------------------------------------------------
+def loopback_model(request: dict[str, Any]) -> Any:
+    from fakes.llm_server import Reply
+
+    names = [t["function"]["name"] for t in request.get("tools") or []]
+    last = request["messages"][-1]
+    if last["role"] == "tool":
+        return Reply.say("Sunny in Paris.") if "weather done with" in str(last) else \
+            Reply.tool("weather_service", {"weather_option_0": "Paris"})
+    if SEARCH_TOOL in names:
+        return Reply.tool(SEARCH_TOOL, {"query": "weather forecast"})
+    return Reply.say("I was sent every tool.")
+
+
+@pytest.mark.parametrize("share", [None, 1])
+async def test_an_8k_local_server_runs_with_the_search_and_refuses_without_naming_the_tools(share: Any) -> None:
+    from fakes.llm_server import FakeLLMServer
+
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    seen: list[str] = []
+    with FakeLLMServer(reply_fn=loopback_model, context_window=8192, report_window=False) as server:
+        provider = OpenAICompatibleProvider("openai/fake", api_base=server.base_url + "/v1", api_key="sk-test",
+                                            max_retries=1)
+        robot = Robot("helper", system_prompt="You help.", provider=provider, tool_share=share,
+                      local_tools=[big_tool(t, seen) for t in TOPICS], knowledge_store=False)
+        if share is None:
+            result = await asyncio.wait_for(robot.arun("Weather in Paris?"), 120)  # bounds a hang only
+            assert result.last_text_content == "Sunny in Paris." and seen == ["weather"]
+            assert server.overflows == 0
+        else:
+            with pytest.raises(RunFailedError, match=r"does not fit the context window \(8,192 tokens.* The tools' "
+                                                     r"schemas take [\d,]+ tokens of it \(the biggest: "):
+                await asyncio.wait_for(robot.arun("Weather in Paris?"), 120)
+            assert server.overflows == 1  # the server refused; nothing older to compact: the tools are the cause
