@@ -438,3 +438,21 @@ async def test_a_learning_recorded_in_a_run_reaches_that_runs_hooks(store: Knowl
     assert seen == [("Ship on Tuesdays (release)", True)]
     await robot.alearn("outside the run")  # the per-run hook is not the robot's
     assert len(seen) == 1
+
+
+async def test_the_next_run_is_told_what_became_of_a_proposed_learning(store: KnowledgeStore) -> None:
+    provider = ScriptedProvider(default="ok")
+    robot = bot("r", provider, store, review_memory="ask")
+    await robot.alearn("the boss likes pie charts")
+    await robot.alearn("reports go out on Mondays")
+    first, second = robot.pending_memory_writes
+    first.reject("a guess")
+    second.accept("reports go out on Monday mornings")
+    await robot.arun("hi")
+    assert provider.history[0].system == (
+        "You are r.\n\nLEARNINGS FROM PREVIOUS RUNS:\n- reports go out on Monday mornings\n\n"
+        "WHAT YOU PROPOSED TO REMEMBER WAS REVIEWED:\n"
+        "- \"the boss likes pie charts\": Not recorded: the person reviewing memory rejected it: a guess\n"
+        "- Learnt: reports go out on Monday mornings (proposed: reports go out on Mondays)")
+    await robot.arun("again")
+    assert "REVIEWED" not in provider.history[1].system  # told once

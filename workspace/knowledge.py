@@ -313,8 +313,15 @@ class PendingMemoryWrite:
     id: str = field(default_factory=lambda: f"memory-{uuid.uuid4().hex[:12]}")
     status: Status = "pending"
     reason: str = ""
+    #: Whether the robot was told the outcome (a tool's result, or its next run's system prompt).
+    told: bool = False
+    #: The text as proposed (``text`` may be edited on accept).
+    proposed: str = ""
     _apply: Callable[[PendingMemoryWrite], None] | None = field(default=None, repr=False)
     _decided: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    def __post_init__(self) -> None:
+        self.proposed = self.proposed or self.text
 
     @property
     def pending(self) -> bool:

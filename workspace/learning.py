@@ -141,8 +141,18 @@ class RobotLearning:
         return list(self._learnings_list())
 
     def learnings_prompt(self) -> str:
-        """The block later runs get at the end of their system prompt (empty when nothing was learnt)."""
-        return learnings_block(self._learnings_list())
+        """The block later runs get at the end of their system prompt (empty when nothing was learnt), and once
+        the outcome of each memory write reviewed since the robot was last told (a proposed ``learn``)."""
+        block = learnings_block(self._learnings_list())
+        state = self._learning
+        decided = [p for p in state.pending if not p.pending]
+        state.pending = [p for p in state.pending if p.pending]
+        told = [f'- "{p.proposed}": {p.outcome()}' if p.status == "rejected" else
+                f"- {p.outcome()} (proposed: {p.proposed})" if p.text != p.proposed else f"- {p.outcome()}"
+                for p in decided if not p.told]
+        if told:
+            block = "\n\n".join(filter(None, [block, "WHAT YOU PROPOSED TO REMEMBER WAS REVIEWED:\n" + "\n".join(told)]))
+        return block
 
     @property
     def review_memory(self) -> Literal["auto", "ask"]:
@@ -155,9 +165,7 @@ class RobotLearning:
     @property
     def pending_memory_writes(self) -> list[PendingMemoryWrite]:
         """The durable writes proposed and not decided yet (``review_memory="ask"``)."""
-        state = self._learning
-        state.pending = [p for p in state.pending if p.pending]
-        return list(state.pending)
+        return [p for p in self._learning.pending if p.pending]
 
     def _store_learning(self, text: str) -> bool:
         learnings = self._learnings_list()
@@ -265,6 +273,7 @@ class RobotLearning:
         await self._propose(pending)
         if wait and self._learning.on_write is not None:  # nobody to decide now: the run does not wait
             await pending.wait()
+            pending.told = True  # the tool's result says it
         return pending.outcome()
 
     def _record(self, entry: KnowledgeEntry) -> None:
