@@ -456,3 +456,23 @@ async def test_the_next_run_is_told_what_became_of_a_proposed_learning(store: Kn
         "- Learnt: reports go out on Monday mornings (proposed: reports go out on Mondays)")
     await robot.arun("again")
     assert "REVIEWED" not in provider.history[1].system  # told once
+
+
+async def test_the_reflector_promotes_learnings_to_knowledge_after_each_run(store: KnowledgeStore) -> None:
+    provider = ScriptedProvider([[ToolCall("record_knowledge", {"content": "Invoices are due in 30 days",
+                                                                "reasoning": "policy", "category": "fact"})], "ok",
+                                 "ok"])
+    robot = bot("r", provider, store, learn=True, learn_domain="billing")
+    await robot.alearn("Customers prefer email")
+    await robot.arun("remember the policy")
+    entries = {e.content: e for e in store.entries(robot="r")}
+    assert set(entries) == {"Invoices are due in 30 days", "Customers prefer email"}  # no "(billing)" duplicate
+    promoted = entries["Customers prefer email"]
+    assert (promoted.category, promoted.domain, promoted.confidence) == ("pattern", "billing", 0.1)
+    assert promoted.reasoning == "Observed during session (auto-promoted by Reflector)"
+    await robot.arun("again")
+    assert len(store.entries(robot="r")) == 2  # promoted once
+    plain = bot("plain", ScriptedProvider(default="ok"), store)
+    await plain.alearn("not durable knowledge")
+    await plain.arun("hi")
+    assert store.entries(robot="plain") == []  # without learn=True nothing is promoted

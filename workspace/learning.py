@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 #: Messages shorter than this are not searched (RobotLab's ``MIN_SCORE_LENGTH``).
 MIN_SEARCH_LENGTH = 20
 REVIEW_MEMORY_MODES = ("auto", "ask")
+#: Why an entry the Reflector made is there (RobotLab's text).
+REFLECTOR_REASONING = "Observed during session (auto-promoted by Reflector)"
 MemoryWriteCallback = Callable[[PendingMemoryWrite], Any]
 
 
@@ -282,6 +284,24 @@ class RobotLearning:
         assert store is not None
         store.record(entry, robot=self.name, folder=self.folder)
         self._store_learning(f"{entry.content} ({entry.domain})")
+
+    def reflect(self) -> list[KnowledgeEntry]:
+        """RobotLab's ``Reflector``, run at the end of each run of a robot with ``learn=True``: each learning
+        not yet a knowledge entry of its domain becomes one (category ``pattern``, confidence 0.1). A learning
+        ``record_knowledge`` made (``"<content> (<domain>)"``) is its entry already. Returns the new entries."""
+        store = self._learning.store
+        if store is None:
+            return []
+        entries = store.entries(robot=self.name, folder=self.folder)
+        known = {e.content.lower() for e in entries} | {f"{e.content} ({e.domain})".lower() for e in entries}
+        added = []
+        for text in self._learnings_list():
+            if text.lower() not in known:
+                added.append(store.record(KnowledgeEntry(
+                    text, reasoning=REFLECTOR_REASONING, category="pattern", domain=self.learn_domain),
+                    robot=self.name, folder=self.folder))
+                known.add(text.lower())
+        return added
 
     def knowledge_tools(self) -> list[Tool]:
         """The ``recall_knowledge`` and ``record_knowledge`` tools over this robot's knowledge."""

@@ -101,7 +101,7 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         task=options.get("task"), memory=memory, network=options.get("network"), folder=folder_path,
         changes=changes, approval=as_gate(options.get("approval")) or robot.approval,
         on_tool_call=robot.on_tool_call, on_tool_result=robot.on_tool_result,
-        on_result=_appender(memory), thread_id=options.get("thread_id"),
+        on_result=_appender(memory, robot), thread_id=options.get("thread_id"),
         tool_timeout=config_tool_timeout(robot), sequence=options.get("sequence"),
         watch_memory=options.get("watch_memory", True), tools_loader=load_tools,
         fallbacks=robot._fallback_makers() if options.get("provider") is None else [],
@@ -214,9 +214,11 @@ def run_memory(robot: Robot, options: Mapping[str, Any]) -> Memory:
     return memory
 
 
-def _appender(memory: Memory) -> Callable[[RobotResult], None]:
+def _appender(memory: Memory, robot: Robot) -> Callable[[RobotResult], None]:
     def append(result: RobotResult) -> None:
         memory.append_result(result)
+        if robot.learn_enabled:  # RobotLab's Reflector: the run's learnings become knowledge entries
+            robot.reflect()
 
     return append
 
