@@ -671,9 +671,15 @@ class ContextManager:
                 "truncate": "even without the older turns",
                 "error": "(the context policy is 'error', so nothing was compacted; the 'compact' policy would "
                          "summarise older messages)"}[self.policy]
+        cause = ""
+        if prepared.tools_tokens * 4 >= window.tokens:  # the tools' schemas, not older messages, fill the window
+            biggest = ", ".join(f"{name} ({tokens:,})" for name, tokens in prepared.biggest_tools.items())
+            cause = (f" The tools' schemas take {prepared.tools_tokens:,} tokens of it (the biggest: {biggest}): "
+                     "offer the robot fewer tools (tools: / mcp: in its file, or tools=[...]), or let it search "
+                     "for them (a tool_share below 1).")
         return (f"{model}: the request ({prepared.used:,} tokens) does not fit the context window "
                 f"({window.tokens:,} tokens, {window.describe()}; {window.tokens - hard:,} kept for the answer) "
-                f"{what}. {self._fixes()}")
+                f"{what}.{cause} {self._fixes()}")
 
     def _refused_message(self, provider: Provider, prepared: Prepared, exc: BaseException, retried: bool) -> str:
         model = provider.model_id or "the model"
