@@ -214,8 +214,11 @@ class Store(EventLog):
         )]
 
     # -- threads ----------------------------------------------------------------------------------
-    _THREAD_SQL = ("SELECT t.*, (SELECT COUNT(*) FROM turns u WHERE u.thread_id = t.id) AS turn_count "
-                   "FROM threads t")
+    # A thread's turns are numbered 1, 2, 3... as they are added (``add_turn``) and only ever deleted with the
+    # thread: the highest number is their count, read from the index in O(log n) where COUNT(*) walked every
+    # turn of the thread (a send, which reads its thread, cost more at turn 10,000 than at turn 10).
+    _THREAD_SQL = ("SELECT t.*, (SELECT COALESCE(MAX(u.ordinal), 0) FROM turns u WHERE u.thread_id = t.id) "
+                   "AS turn_count FROM threads t")
 
     @staticmethod
     def _thread(row: sqlite3.Row) -> ThreadInfo:
