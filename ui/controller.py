@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from workspace.catalog import RobotInfo
     from workspace.config import Config
     from workspace.network import Network, NetworkInfo
-    from workspace.persistence import SearchHit, Store, ThreadInfo
+    from workspace.persistence import BackgroundSearch, SearchHit, Store, ThreadInfo
     from workspace.providers.base import Provider
     from workspace.result import Usage
     from workspace.session import RecordedRun, ThreadSession, Workspace
@@ -82,6 +82,8 @@ class Controller(QObject):
         self._robots: list[RobotInfo] | None = None
         #: The window's event loop, for what a worker thread has to say (set when start-up uses workers).
         self.window_loop: asyncio.AbstractEventLoop | None = None
+        #: Thread search off the window's thread (made for the open store on the first search).
+        self._searcher: BackgroundSearch | None = None
         #: The thread list read in the start-up's worker thread, for the first :meth:`list_threads` (then None).
         self._threads_ahead: list[ThreadInfo] | None = None
         self._networks: list[NetworkInfo] | None = None
@@ -193,6 +195,9 @@ class Controller(QObject):
     def close(self) -> None:
         for fut in list(self._pending):
             fut.cancel()
+        if self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
         if self.workspace is not None:
             try:
                 self.workspace.close()
@@ -398,6 +403,27 @@ class Controller(QObject):
             return list(self.store.list_threads())
         except Exception as exc:
             self.problem.emit(f"Could not read the thread list: {exc}")
+            return []
+
+    async def search_in_background(self, query: str) -> list[SearchHit] | None:
+        """:meth:`search` off the window's thread (a worker with its own connection to the database); None
+        when a newer query was asked meanwhile (its hits are the ones to show)."""
+        store = self.store
+        if store is None or not query:
+            return []
+        from workspace.persistence import BackgroundSearch
+
+        searcher = self._searcher
+        if searcher is None or searcher.store is not store:
+            if searcher is not None:
+                searcher.close()
+            from ui.formatting import HIGHLIGHT
+
+            searcher = self._searcher = BackgroundSearch(store, highlight=HIGHLIGHT)
+        try:
+            return await searcher.search(query)
+        except Exception as exc:
+            self.problem.emit(f"Search failed: {exc}")
             return []
 
     def search(self, query: str) -> list[SearchHit]:

@@ -78,12 +78,13 @@ from workspace.persistence.conversation import (
 from workspace.persistence.database import NotFoundError, StoreError
 from workspace.persistence.eventlog import status_for
 from workspace.persistence.schema import MIGRATIONS, fts5_available
-from workspace.persistence.search import SearchHit
+from workspace.persistence.search import BackgroundSearch, SearchHit
 from workspace.persistence.threads import STATUSES, Store, ThreadInfo, TurnInfo
 
 __all__ = [
     "MIGRATIONS",
     "STATUSES",
+    "BackgroundSearch",
     "NotFoundError",
     "SearchHit",
     "Store",

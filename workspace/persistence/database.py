@@ -223,6 +223,9 @@ class Database:
         self._lock = threading.RLock()
         self._owner = f"{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self._queued: list[Statement] = []
+        #: Transactions written by this store: what was read earlier (a search's hits) is still current while
+        #: it is the same.
+        self.write_count = 0
         self._quiet_until = 0.0
         self._closed = False
         self._conn: sqlite3.Connection = self._connect(recover=recover)
@@ -514,6 +517,7 @@ class Database:
                     self._queued = []
                 raise self._runtime_error(exc, "writing") from exc
             self._queued = []
+            self.write_count += 1
 
     def _queue(self, batch: list[Statement]) -> None:
         if len(batch) > _MAX_QUEUED:
