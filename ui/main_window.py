@@ -164,6 +164,14 @@ class MainWindow(QMainWindow):
         self.commands.update()
         self.robots.update_picker()
 
+    def _replay_with(self) -> None:
+        """"Replay with…" on the open thread, offering the composer's list of models."""
+        from ui.replay.dialog import open_replay
+
+        listing = self.models.listing
+        open_replay(self.services, models=[(m.id, m.api_base) for m in listing.models] if listing is not None else [])
+        self.models.load()  # (the list for next time, when it was not asked for yet)
+
     def _add_commands(self) -> None:
         """Every command of the window, in its menu (the parts do the work)."""
         commands = self.commands
@@ -196,6 +204,7 @@ class MainWindow(QMainWindow):
         add("next_branch", "Next branch of last message", lambda: runs.branch_last(+1), "Alt+Right", thread_menu)
         add("approval", "Go to the oldest approval waiting (any thread)", self._go_to_approval, "Ctrl+J", thread_menu,
             "shield")
+        add("replay_with", "Replay with…", self._replay_with, None, thread_menu, "regenerate")
         thread_menu.addSeparator()
         add("rename", "Rename thread…", self.sidebar.rename_current, "F2", thread_menu, "edit")
         add("delete", "Delete thread", threads.delete_current, "Ctrl+Shift+Backspace", thread_menu, "trash")

@@ -586,7 +586,8 @@ async def rerun_call(
 ) -> RerunResult:
     """Run the recorded tool call ``call_id`` of the thread again, without the model: with ``arguments``
     (None: the recorded ones), through ``approval`` (the policy, then the person) as any call. The tool is
-    found among ``robot``'s tools (its MCP servers are started if the tool is theirs)."""
+    found among ``robot``'s tools (its MCP servers are started if the tool is theirs); a memory tool uses
+    ``robot.memory``."""
     from workspace.robot_tools import resolve_tools
 
     recorded = find_call(store, thread_id, call_id)
@@ -626,7 +627,7 @@ async def rerun_call(
         if decision.input is not None:
             args = decision.input
     context = ToolContext(robot=robot.name, call_id=f"rerun-{recorded.call.id}", folder=where, changes=changes,
-                          extras={"provider": None, "approval": approval, "tool": tool.name, "thread_id": thread_id})
+                          memory=robot.memory, extras={"provider": None, "approval": approval, "tool": tool.name, "thread_id": thread_id})
     started = time.monotonic()
     output = await tool.invoke(args, context)
     new = {"error": output.data} if output.is_error else {"data": output.data}

@@ -139,6 +139,8 @@ class RunSpec:
     tools_loader: Callable[[], Awaitable[ToolManifest]] | None = None
     #: Set by ``tools_loader`` when some MCP servers were still starting or failed.
     pending_tools: PendingTools | None = None
+    #: Said to the person when the run starts (``run_status`` notices), e.g. by ``tools_loader``.
+    notices: list[str] = field(default_factory=list)
     #: An extra shared sequence counter (a network run numbers all its tasks' events).
     sequence: Callable[[], int] | None = None
     #: Providers to ask, in order, when the model has an outage or a rate limit (built when needed).
@@ -400,6 +402,8 @@ class AgentRun(ModelTurns, EventRun):
             if spec.tools_loader is not None:
                 spec.tools = await spec.tools_loader()
             self._cap_tools()
+            for notice in spec.notices:
+                self.emit(ev.RunStatus(state="notice", detail=notice))
             if spec.output is not None:
                 spec.settings = await spec.output.prepare(spec.provider, spec.tools, spec.settings)
             pending = spec.pending_tools

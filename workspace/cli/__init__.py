@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "workspace.cli.schema",
     "workspace.cli.changes",
     "workspace.cli.skills",
+    "workspace.cli.eval",
 ]
 
 
