@@ -48,7 +48,8 @@ SIZES = ("1280x720", "1920x1080")
 
 
 async def _idle(root: Any) -> None:
-    await until(lambda: root.controller.idle, what="the run to end")
+    # The open thread's run: a state left before (an approval waiting) goes on in its own thread.
+    await until(lambda: not root.controller.running, what="the run to end")
     await asyncio.sleep(0.3)
 
 

@@ -80,11 +80,11 @@ async def _reach(root: Any, state: str) -> None:
                                          "and try again, or pick another model in Settings.")])
         root.controller.workspace.provider = provider
         w.runs.send("hello")
-        await _until(lambda: root.controller.idle)
+        await _until(lambda: not root.controller.running)  # the approval state's run waits on in its thread
     elif state == "network":
         w.robot_picker.setCurrentIndex(w.robot_model.row_of("support-triage", "network"))
         w.runs.send("I was charged twice")
-        await _until(lambda: root.controller.idle)
+        await _until(lambda: not root.controller.running)
         w.docks["network"].raise_()
     await _settle(15)
 
