@@ -16,11 +16,12 @@ each other at run time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ui.ansi import PLAIN, AnsiParser, Style
 from ui.chat.model.state import CallLaneItem, Item
-from ui.formatting import FAILED_CALL, split_partial_escape, strip_ansi
+from ui.formatting import FAILED_CALL
 
 #: A tool call's state: what its card's status pill says.
 CallStatus: TypeAlias = Literal["running", "approval", "ok", "error", "denied", "stopped"]
@@ -84,26 +85,64 @@ def cut_note(cut: int) -> str:
 
 @dataclass(eq=False, kw_only=True)
 class OutputState:
-    """What a running tool printed (``tool_output`` chunks, ANSI codes stripped), its last
-    :data:`OUTPUT_KEEP` characters; ``cut`` characters before them were left out."""
+    """What a running tool printed (``tool_output`` chunks): its last :data:`OUTPUT_KEEP` characters as plain
+    text (``cut`` characters before them were left out) and where their ANSI colours change (``runs``: offsets
+    into ``text`` and the style from there on); other escape sequences are dropped."""
 
     text: str = ""
     cut: int = 0
-    #: The start of an escape sequence a chunk ended in (the next chunk completes it).
-    pending: str = ""
+    #: Where the style changes: (offset into ``text``, the style from there), in order; none: all plain.
+    runs: list[tuple[int, Style]] = field(default_factory=list)
+    _parser: AnsiParser = field(default_factory=AnsiParser, repr=False)
+
+    @property
+    def pending(self) -> str:
+        """The start of an escape sequence a chunk ended in (the next chunk completes it)."""
+        return self._parser.pending
 
     def append(self, chunk: str) -> str:
-        """Add a chunk; the text it added (what a view appends)."""
-        chunk, self.pending = split_partial_escape(self.pending + chunk)
-        added = strip_ansi(chunk)
-        self.text += added
+        """Add a chunk; the text it added (what a view appends; :meth:`styled` has its colours)."""
+        added: list[str] = []
+        for text, style in self._parser.feed(chunk):
+            if style != self._style_at(len(self.text)):
+                self.runs.append((len(self.text), style))
+            self.text += text
+            added.append(text)
         if len(self.text) > OUTPUT_KEEP:
             cut = len(self.text) - OUTPUT_KEEP
             newline = self.text.find("\n", cut, cut + 200)  # start at a line's start when one is near
             cut = newline + 1 if newline >= 0 else cut
+            first = self._style_at(cut)
             self.cut += cut
             self.text = self.text[cut:]
-        return added
+            kept = [(offset - cut, style) for offset, style in self.runs if offset - cut > 0]
+            self.runs = ([(0, first)] if first != PLAIN else []) + kept
+        return "".join(added)
+
+    def _style_at(self, offset: int) -> Style:
+        """The style of the character at ``offset`` (of the next one, at the end)."""
+        style = PLAIN
+        for start, run_style in self.runs:
+            if start > offset:
+                break
+            style = run_style
+        return style
+
+    def styled(self, start: int = 0) -> list[tuple[str, Style]]:
+        """``text[start:]`` as (text, style) spans, in order."""
+        start = max(0, min(start, len(self.text)))
+        spans: list[tuple[str, Style]] = []
+        style = self._style_at(start)
+        position = start
+        for offset, run_style in self.runs:
+            if offset <= start:
+                continue
+            if offset > position:
+                spans.append((self.text[position:offset], style))
+            position, style = offset, run_style
+        if position < len(self.text):
+            spans.append((self.text[position:], style))
+        return spans
 
     @property
     def note(self) -> str:

@@ -27,9 +27,11 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
+from ui.ansi import PLAIN, Style
 from ui.chat.model.tool_calls import OUTPUT_KEEP, cut_note
 from ui.formatting import elapsed_text, format_duration
 from ui.markdown import value_html
+from ui.widgets.ansi_text import insert_styled
 from ui.widgets.common import (
     AutoHeightText,
     ElidedLabel,
@@ -499,11 +501,11 @@ class CommandOutput(QWidget):
             # the first output, or the view holds twice what is kept: shown anew from what is kept (once per
             # OUTPUT_KEEP characters that came, not once per chunk: the view lays its whole text out again)
             self._cut = state.cut
-            self.view.setPlainText(self._hold(state.text, held=False))
+            self.view.clear()
+            self._held = False
+            self._insert(state.styled(0))
         else:
-            cursor = self.view.textCursor()
-            cursor.movePosition(cursor.MoveOperation.End)
-            cursor.insertText(self._hold(text, held=self._held))
+            self._insert(state.styled(len(state.text) - len(text)))
         self.cut_note.setText(cut_note(self._cut))  # what the view left out (it may show more than is kept)
         self.cut_note.setVisible(bool(self._cut) and self.expanded)
         self._lines = state.lines
@@ -514,11 +516,20 @@ class CommandOutput(QWidget):
         else:
             bar.setValue(kept)  # the person scrolled up: the view stays where they read
 
-    def _hold(self, text: str, *, held: bool) -> str:
-        """``text`` to add to the view: a line end at its end is held back until more comes (no empty last line)."""
-        text = ("\n" if held else "") + text
-        self._held = text.endswith("\n")
-        return text[:-1] if self._held else text
+    def _insert(self, spans: list[tuple[str, Style]]) -> None:
+        """Add the spans in their colours at the end; a line end at their end is held back until more comes
+        (no empty last line)."""
+        if not spans:
+            return
+        cursor = self.view.textCursor()
+        cursor.movePosition(cursor.MoveOperation.End)
+        if self._held:
+            spans = [("\n", PLAIN), *spans]
+        last, style = spans[-1]
+        self._held = last.endswith("\n")
+        if self._held:
+            spans[-1] = (last[:-1], style)
+        insert_styled(cursor, spans)
 
     def finish(self) -> None:
         """The call ended: a long output folds (its toggle opens it again)."""
