@@ -164,6 +164,8 @@ def _args_html(value: Any) -> str:
 
 #: What a tool card says of a call the model wrote in its text.
 FROM_TEXT = "from the model's text"
+#: What a card says of a command that ran without a sandbox (in the palette's error colour).
+UNSANDBOXED = "Ran without a sandbox"
 
 
 class ToolCard(QFrame):
@@ -213,6 +215,16 @@ class ToolCard(QFrame):
                                         "server did not send it as a tool call.")
         self.from_text_label.setVisible(False)
         hl.addWidget(self.from_text_label)
+        #: The command ran without a sandbox (none here; the folder allows it, asked every time): said in red.
+        self.unsandboxed_label = QLabel(UNSANDBOXED, header)
+        self.unsandboxed_label.setObjectName("UnsandboxedNote")
+        self.unsandboxed_label.setAccessibleName(UNSANDBOXED)
+        self.unsandboxed_label.setStyleSheet(f"color: {theme.colors().error}; font-weight: 600;")
+        self.unsandboxed_label.setToolTip("No sandbox can be made on this system, and this folder lets commands run "
+                                          "without one: it ran directly in the folder, could change its files and "
+                                          "reach the network. What it wrote is on disk, not proposed for review.")
+        self.unsandboxed_label.setVisible(False)
+        hl.addWidget(self.unsandboxed_label)
         hl.addStretch(1)
         self._duration = QLabel("", header)
         self._duration.setObjectName("Muted")
@@ -294,6 +306,8 @@ class ToolCard(QFrame):
     def apply(self, call: ToolCallItem) -> None:
         """Show the call's state: its arguments, status, result or error, and the approval's outcome."""
         self.from_text_label.setVisible(call.from_text)
+        value = call.result_value if call.status == "ok" else None
+        self.unsandboxed_label.setVisible(isinstance(value, dict) and value.get("sandboxed") is False)
         if call.output is not None and self._output is None:  # shown whole (a card made after the chunks)
             self.append_output(call.output, call.output.text)
         if self._output is not None and call.status not in ("running", "approval"):
@@ -563,6 +577,14 @@ class CommandOutput(QWidget):
             bar.setValue(bar.maximum())
 
 
+def _unsandboxed(effects: object) -> bool:
+    """True when an approval's effects say its command runs without a sandbox."""
+    if not isinstance(effects, list | tuple):
+        return False
+    return any(bool(getattr(e, "unsandboxed", False) or (isinstance(e, dict) and e.get("unsandboxed")))
+               for e in effects)
+
+
 def effects_text(effects: object) -> str:
     """An approval request's effects (:class:`~workspace.approval.FileEffect`, or their dicts in a stored
     event's ``annotations["effects"]``) as a sentence ("That means deleting 'a.txt'.")."""
@@ -578,7 +600,8 @@ def effects_text(effects: object) -> str:
         kind = item.get("kind") if isinstance(item, dict) else None
         if isinstance(item, dict) and kind in ("create", "modify", "delete", "rename", "run"):
             described.append(FileEffect(kind=kind, path=str(item.get("path", "")), new_path=item.get("new_path"),
-                                        emptied=bool(item.get("emptied")), command=item.get("command")).describe())
+                                        emptied=bool(item.get("emptied")), command=item.get("command"),
+                                        unsandboxed=bool(item.get("unsandboxed"))).describe())
     return ("That means " + ", ".join(described) + ".") if described else ""
 
 
@@ -632,6 +655,15 @@ class ApprovalPanel(QFrame):
             does.setObjectName("ApprovalEffects")
             does.setWordWrap(True)
             layout.addWidget(does)
+        #: The command would run without a sandbox: said plainly, in red, and never remembered (asked every time).
+        self.unsandboxed = _unsandboxed(getattr(request, "effects", None) or hints.get("effects"))
+        if self.unsandboxed:
+            warning = shrinkable(QLabel("No sandbox: this command runs directly in your folder. It can change or "
+                                        "delete files there and reach the network. You are asked every time.", self))
+            warning.setObjectName("UnsandboxedWarning")
+            warning.setWordWrap(True)
+            warning.setStyleSheet(f"color: {c.error}; font-weight: 600;")
+            layout.addWidget(warning)
 
         self.editor = SubmitEdit(self)
         self.editor.setObjectName("ApprovalEditor")
@@ -660,8 +692,12 @@ class ApprovalPanel(QFrame):
             self.scope.addItem(label, key)
         self.scope.setToolTip("How long this answer holds: this call only, the rest of this thread, "
                               "or always (saved to the approval policy)")
-        row.addWidget(QLabel("Remember:", self))
+        remember = QLabel("Remember:", self)
+        row.addWidget(remember)
         row.addWidget(self.scope)
+        if self.unsandboxed:  # this call only: never for the thread, never always
+            remember.setVisible(False)
+            self.scope.setVisible(False)
         self.reason = QLineEdit(self)
         self.reason.setAccessibleName("Reason for denying (sent to the model)")
         self.reason.setPlaceholderText("Reason for denying (sent to the model)")
