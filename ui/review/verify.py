@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 #: The end of a verify's output the strip keeps (a test suite's failures are at its end).
 OUTPUT_CHARS = 20_000
 #: Lines of output the strip shows before it scrolls.
-OUTPUT_LINES = 12
+OUTPUT_LINES = 8
 
 SUBSET_WORDS = {"proposed": "on the proposed changes", "accepted": "on the accepted hunks"}
 
@@ -86,16 +86,17 @@ class VerifyStrip(QFrame):
         self.verdict.setObjectName("VerifyVerdict")
         self.verdict.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         top.addWidget(self.verdict)
-        self.details = ElidedLabel("", self, tooltip=True)
-        self.details.setObjectName("Muted")
-        self.details.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        top.addWidget(self.details, 1)
+        top.addStretch(1)
         self.again_button = QPushButton("Verify again", self)
         self.again_button.setToolTip("Run the verify command again in the sandbox: on the accepted hunks when some "
                                      "are accepted, else on everything proposed")
         self.again_button.clicked.connect(self.verify_requested)
         top.addWidget(self.again_button, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(top)
+        self.details = ElidedLabel("", self, tooltip=True)
+        self.details.setObjectName("Muted")
+        self.details.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        layout.addWidget(self.details)
         row = QHBoxLayout()
         row.setSpacing(4)
         self.toggle = QToolButton(self)
@@ -118,6 +119,7 @@ class VerifyStrip(QFrame):
         self.output.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.output.setVisible(False)
         layout.addWidget(self.output)
+        self._on_toggled(False)
         self._clock = QTimer(self)
         self._clock.setInterval(1000)
         self._clock.timeout.connect(self._tick)
