@@ -11,7 +11,7 @@ next chunk. The palettes are the colours the window paints the 16 indexes with, 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from ui.formatting import split_partial_escape
 
@@ -20,9 +20,9 @@ from ui.formatting import split_partial_escape
 _ESCAPE = re.compile(r"\x1b(?:\[([0-?]*)[ -/]*([@-~])|\][^\x07\x1b]*(?:\x07|\x1b\\)|[ -/]+[0-~]|[@-Z\\-_])")
 
 
-@dataclass(frozen=True, slots=True)
-class Style:
-    """How a span is painted: a colour index 0–15 (None: the view's own), bold."""
+class Style(NamedTuple):
+    """How a span is painted: a colour index 0–15 (None: the view's own), bold. (A tuple: compared and hashed
+    at C speed, once per span of a long output.)"""
 
     fg: int | None = None
     bg: int | None = None
@@ -48,8 +48,22 @@ def palette(theme_name: str) -> tuple[str, ...]:
     return DARK_PALETTE if theme_name == "dark" else LIGHT_PALETTE
 
 
+#: apply_sgr's answers (a command repeats a few codes thousands of times).
+_SGR_CACHE: dict[tuple[Style, str], Style] = {}
+
+
 def apply_sgr(style: Style, params: str) -> Style:
     """``style`` after the SGR parameters ``params`` ("1;31", "" for a reset)."""
+    key = (style, params)
+    found = _SGR_CACHE.get(key)
+    if found is None:
+        if len(_SGR_CACHE) > 4096:
+            _SGR_CACHE.clear()
+        found = _SGR_CACHE[key] = _apply_sgr(style, params)
+    return found
+
+
+def _apply_sgr(style: Style, params: str) -> Style:
     codes = [int(p) if p.isdigit() else 0 for p in params.replace(":", ";").split(";")] if params else [0]
     i = 0
     while i < len(codes):
@@ -57,27 +71,27 @@ def apply_sgr(style: Style, params: str) -> Style:
         if code == 0:
             style = PLAIN
         elif code == 1:
-            style = replace(style, bold=True)
+            style = style._replace(bold=True)
         elif code in (21, 22):
-            style = replace(style, bold=False)
+            style = style._replace(bold=False)
         elif 30 <= code <= 37:
-            style = replace(style, fg=code - 30)
+            style = style._replace(fg=code - 30)
         elif 90 <= code <= 97:
-            style = replace(style, fg=code - 90 + 8)
+            style = style._replace(fg=code - 90 + 8)
         elif code == 39:
-            style = replace(style, fg=None)
+            style = style._replace(fg=None)
         elif 40 <= code <= 47:
-            style = replace(style, bg=code - 40)
+            style = style._replace(bg=code - 40)
         elif 100 <= code <= 107:
-            style = replace(style, bg=code - 100 + 8)
+            style = style._replace(bg=code - 100 + 8)
         elif code == 49:
-            style = replace(style, bg=None)
+            style = style._replace(bg=None)
         elif code in (38, 48):  # an extended colour: 5;N (256 colours) or 2;R;G;B (true colour)
             kind = codes[i + 1] if i + 1 < len(codes) else None
             if kind == 5 and i + 2 < len(codes):
                 index = codes[i + 2]
                 if index < 16:
-                    style = replace(style, fg=index) if code == 38 else replace(style, bg=index)
+                    style = style._replace(fg=index) if code == 38 else style._replace(bg=index)
                 i += 2
             elif kind == 2:
                 i += 4
@@ -98,22 +112,26 @@ class AnsiParser:
     def feed(self, chunk: str) -> list[tuple[str, Style]]:
         """The spans of ``chunk`` (CR LF line ends as LF, escape sequences gone), in order, none empty."""
         text, self.pending = split_partial_escape(self.pending + chunk)
+        text = text.replace("\r\n", "\n")
+        style = self.style
+        if "\x1b" not in text:
+            return [(text, style)] if text else []
         spans: list[tuple[str, Style]] = []
-        start = 0
-        for match in _ESCAPE.finditer(text):
-            _add(spans, text[start:match.start()], self.style)
-            if match.group(2) == "m":
-                self.style = apply_sgr(self.style, match.group(1) or "")
-            start = match.end()
-        _add(spans, text[start:], self.style)
+        parts = _ESCAPE.split(text)  # text, (CSI parameters, CSI final byte), text, …: one pass in C
+        if parts[0]:
+            spans.append((parts[0], style))
+        for i in range(1, len(parts), 3):
+            if parts[i + 1] == "m":
+                style = apply_sgr(style, parts[i] or "")
+            piece = parts[i + 2]
+            if piece:
+                _add(spans, piece, style)
+        self.style = style
         return spans
 
 
 def _add(spans: list[tuple[str, Style]], text: str, style: Style) -> None:
-    text = text.replace("\r\n", "\n")
-    if not text:
-        return
-    if spans and spans[-1][1] == style:
+    if spans and spans[-1][1] == style:  # an escape sequence that changed nothing between them
         spans[-1] = (spans[-1][0] + text, style)
     else:
         spans.append((text, style))

@@ -24,16 +24,20 @@ def char_format(style: Style, colors: tuple[str, ...] | None = None) -> QTextCha
 
 
 def insert_styled(cursor: QTextCursor, spans: Iterable[tuple[str, Style]]) -> None:
-    """Insert the spans at ``cursor``, each in its colours."""
+    """Insert the spans at ``cursor``, each in its colours (in one edit block: one layout for them all)."""
     colors = palette(theme.colors().name)
     formats: dict[Style, QTextCharFormat] = {}
-    for text, style in spans:
-        if not text:
-            continue
-        fmt = formats.get(style)
-        if fmt is None:
-            fmt = formats[style] = char_format(style, colors)
-        cursor.insertText(text, fmt)
+    cursor.beginEditBlock()
+    try:
+        for text, style in spans:
+            if not text:
+                continue
+            fmt = formats.get(style)
+            if fmt is None:
+                fmt = formats[style] = char_format(style, colors)
+            cursor.insertText(text, fmt)
+    finally:
+        cursor.endEditBlock()
 
 
 __all__ = ["char_format", "insert_styled"]

@@ -16,6 +16,7 @@ each other at run time.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -83,15 +84,20 @@ def cut_note(cut: int) -> str:
     return f"… {cut:,} earlier characters not shown (the whole output is in the Tool calls inspector)" if cut else ""
 
 
+def _offset(run: tuple[int, Style]) -> int:
+    return run[0]
+
+
 @dataclass(eq=False, kw_only=True)
 class OutputState:
     """What a running tool printed (``tool_output`` chunks): its last :data:`OUTPUT_KEEP` characters as plain
-    text (``cut`` characters before them were left out) and where their ANSI colours change (``runs``: offsets
-    into ``text`` and the style from there on); other escape sequences are dropped."""
+    text (``cut`` characters before them were left out) and where their ANSI colours change (``runs``); other
+    escape sequences are dropped."""
 
     text: str = ""
     cut: int = 0
-    #: Where the style changes: (offset into ``text``, the style from there), in order; none: all plain.
+    #: Where the style changes: (offset in the whole output, the style from there), in order; ``text`` starts
+    #: at offset ``cut``, and a run at ``cut`` holds the style its first character has. None: all plain.
     runs: list[tuple[int, Style]] = field(default_factory=list)
     _parser: AnsiParser = field(default_factory=AnsiParser, repr=False)
 
@@ -103,30 +109,33 @@ class OutputState:
     def append(self, chunk: str) -> str:
         """Add a chunk; the text it added (what a view appends; :meth:`styled` has its colours)."""
         added: list[str] = []
+        end = self.cut + len(self.text)
+        runs = self.runs
         for text, style in self._parser.feed(chunk):
-            if style != self._style_at(len(self.text)):
-                self.runs.append((len(self.text), style))
-            self.text += text
+            if style != (runs[-1][1] if runs else PLAIN):
+                runs.append((end, style))
+            end += len(text)
             added.append(text)
+        joined = "".join(added)
+        self.text += joined  # once per chunk: the kept text is long
         if len(self.text) > OUTPUT_KEEP:
             cut = len(self.text) - OUTPUT_KEEP
             newline = self.text.find("\n", cut, cut + 200)  # start at a line's start when one is near
             cut = newline + 1 if newline >= 0 else cut
-            first = self._style_at(cut)
-            self.cut += cut
             self.text = self.text[cut:]
-            kept = [(offset - cut, style) for offset, style in self.runs if offset - cut > 0]
-            self.runs = ([(0, first)] if first != PLAIN else []) + kept
-        return "".join(added)
+            self.cut += cut
+            index = bisect_right(runs, self.cut, key=_offset)  # the runs before the kept text go
+            if index:
+                first = runs[index - 1][1]
+                del runs[:index]
+                if first != PLAIN:
+                    runs.insert(0, (self.cut, first))
+        return joined
 
     def _style_at(self, offset: int) -> Style:
-        """The style of the character at ``offset`` (of the next one, at the end)."""
-        style = PLAIN
-        for start, run_style in self.runs:
-            if start > offset:
-                break
-            style = run_style
-        return style
+        """The style of the kept text's character at ``offset`` (of the next one, at the end)."""
+        index = bisect_right(self.runs, self.cut + offset, key=_offset)
+        return self.runs[index - 1][1] if index else PLAIN
 
     def styled(self, start: int = 0) -> list[tuple[str, Style]]:
         """``text[start:]`` as (text, style) spans, in order."""
@@ -134,9 +143,9 @@ class OutputState:
         spans: list[tuple[str, Style]] = []
         style = self._style_at(start)
         position = start
-        for offset, run_style in self.runs:
-            if offset <= start:
-                continue
+        base = self.cut
+        for offset, run_style in self.runs[bisect_right(self.runs, base + start, key=_offset):]:
+            offset -= base
             if offset > position:
                 spans.append((self.text[position:offset], style))
             position, style = offset, run_style
