@@ -88,3 +88,27 @@ def test_the_card_paints_the_colours_and_shows_no_codes(qapp_instance: Any) -> N
     assert fail.foreground().color() == QColor(colors[1]) and fail.fontWeight() == QFont.Weight.Bold
     assert format_at("done").foreground().style().name == "NoBrush"  # plain: the view's own colour
     card.close()
+
+
+def test_a_long_output_shown_anew_keeps_the_colours_where_it_ends(qapp_instance: Any) -> None:
+    from PySide6.QtGui import QColor
+
+    from ui import theme
+    from ui.chat.view.cards import RESTYLE_CHARS, ToolCard
+
+    card = ToolCard(call_id="c1", tool="run_command", robot="file-helper", server=None, arguments={"command": "make"})
+    item = ToolCallItem(parent=None, call_id="c1", tool="run_command", robot="file-helper", arguments={})
+    item.output = OutputState()
+    line = "x" * 40 + " \x1b[32mok\x1b[0m\n"
+    for n in range(2 * OUTPUT_KEEP // 44 // 500 + 1):
+        chunk = "".join(line.replace("x" * 40, f"{n:05d}-{i:04d}".ljust(40, "x")) for i in range(500))
+        card.append_output(item.output, item.output.append(chunk))
+    shown = card.output
+    assert shown is not None and item.output.cut > 0 and "\x1b" not in shown.text
+    document = shown.view.document()
+    last = document.find(item.output.text.splitlines()[-1][:10])
+    assert not last.isNull()
+    ok = document.find("ok", last.position())
+    assert ok.charFormat().foreground().color() == QColor(palette(theme.colors().name)[2])
+    assert len(item.output.text) > RESTYLE_CHARS
+    card.close()

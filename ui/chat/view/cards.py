@@ -164,6 +164,9 @@ def _args_html(value: Any) -> str:
 
 #: What a tool card says of a call the model wrote in its text.
 FROM_TEXT = "from the model's text"
+#: When a card shows a long output anew (its start was cut, or it opens with the output), the colours of its last
+#: this many characters are painted; what comes before shows plain (the Tool calls inspector has it all).
+RESTYLE_CHARS = 20_000
 #: What a card says of a command that ran without a sandbox (in the palette's error colour).
 UNSANDBOXED = "Ran without a sandbox"
 
@@ -517,7 +520,10 @@ class CommandOutput(QWidget):
             self._cut = state.cut
             self.view.clear()
             self._held = False
-            self._insert(state.styled(0))
+            # Its colours from RESTYLE_CHARS before the end (where the person reads): the text before, plain in
+            # one piece, so showing the whole kept output anew costs one insert, not one per coloured word.
+            split = max(0, len(state.text) - RESTYLE_CHARS)
+            self._insert(([(state.text[:split], PLAIN)] if split else []) + state.styled(split))
         else:
             self._insert(state.styled(len(state.text) - len(text)))
         self.cut_note.setText(cut_note(self._cut))  # what the view left out (it may show more than is kept)
