@@ -87,6 +87,13 @@ async def test_a_proposal_is_verified_when_its_run_ends_and_the_strip_shows_the_
     session = app.controller.session
     stored = [e for t in session.transcript() for e in t.events if isinstance(e, ev.VerifyFinished)]
     assert [(e.subset, e.passed) for e in stored] == [("proposed", False)]
+    review = pane.open_review()  # the full-size review shows the same result, and verifies again from there
+    assert review.verify_strip.verdict.text() == "✗ Verify failed" and "NINE" in review.verify_strip.output_text
+    review.verify_strip.again_button.click()
+    await wait_until(lambda: strip.running and review.verify_strip.running, 5, what="the verify from the review")
+    await wait_until(lambda: not review.verify_strip.running, SANDBOX_S, what="the verify to end")
+    assert review.verify_strip.verdict.text() == "✗ Verify failed"
+    review.close()
 
 
 async def test_apply_of_a_failing_accepted_set_asks_and_cancel_writes_nothing(app: Any, provider: Any,

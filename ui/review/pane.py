@@ -540,6 +540,11 @@ class ChangesPane(QWidget):
         self.history_undone.emit(by_checkpoint, set(self.undone_sets))
 
     # -- verify ------------------------------------------------------------------------------------------------
+    def _mirror_verify(self) -> None:
+        """The full-size review's strip shows what this one shows."""
+        if self.review_window is not None:
+            self.review_window.verify_strip.show_like(self.verify_strip)
+
     def _verify_command(self) -> str | None:
         session = self.session
         setting = getattr(session, "verify_setting", None) if session is not None else None
@@ -561,6 +566,7 @@ class ChangesPane(QWidget):
             strip.clear()  # another thread's result is not this one's
         if session is None or command is None or self._showing_net:
             strip.clear()
+            self._mirror_verify()
             return
         progress = getattr(session, "verifying", None)
         shown = strip.progress
@@ -569,6 +575,7 @@ class ChangesPane(QWidget):
                 strip.show_progress(progress)
         elif strip.result is None and not strip.running:
             strip.show_command(command)
+        self._mirror_verify()
 
     def _on_verify_progress(self, progress: VerifyProgress) -> None:
         session = self.session
@@ -578,6 +585,7 @@ class ChangesPane(QWidget):
                 self.verify_strip.progress.started != progress.started and self.verify_strip.running:
             return  # a newer verify already shows
         self.verify_strip.show_progress(progress)
+        self._mirror_verify()
         if progress.event is not None:
             self.verified.emit(progress.event)
 
@@ -598,6 +606,7 @@ class ChangesPane(QWidget):
     def _ask_verify_failed(self, event: ev.VerifyFinished) -> None:
         """Apply refused because the accepted hunks failed the verify: ask "Apply anyway" / "Cancel"."""
         self.verify_strip.show_result(event)
+        self._mirror_verify()
         parent: QWidget = self.review_window if self.review_window is not None and \
             self.review_window.isVisible() else self
         box = self.verify_question = VerifyFailedQuestion(event, parent)
@@ -647,8 +656,10 @@ class ChangesPane(QWidget):
     def open_review(self, *, hunk_id: str | None = None) -> ReviewWindow:
         if self.review_window is None:
             self.review_window = ReviewWindow(self.model, self.commands, self.window())
+            self.review_window.verify_strip.verify_requested.connect(self.verify_again)
         window = self.review_window
         window.open(hunk_id=hunk_id or (self.view.current_hunk.id if self.view.current_hunk else None))
+        self._mirror_verify()
         return window
 
     def note_for(self, turn_id: str | None) -> str | None:

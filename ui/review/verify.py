@@ -127,6 +127,8 @@ class VerifyStrip(QFrame):
         self.progress: VerifyProgress | None = None
         #: The latest result shown (kept while a newer verify runs).
         self.result: ev.VerifyFinished | None = None
+        #: Something is shown (a verify command is in force); False: the strip is hidden.
+        self.active = False
         self._fit()
         self.setVisible(False)
 
@@ -139,6 +141,7 @@ class VerifyStrip(QFrame):
         """Nothing to show (another thread, no verify command)."""
         self.progress, self.result = None, None
         self._clock.stop()
+        self.active = False
         self.setVisible(False)
 
     def show_command(self, command: str) -> None:
@@ -149,6 +152,7 @@ class VerifyStrip(QFrame):
         self.details.setText("the verify command runs when a robot proposes changes")
         self._set_command(command)
         self._set_output("")
+        self.active = True
         self.setVisible(True)
 
     def show_progress(self, progress: VerifyProgress) -> None:
@@ -177,6 +181,7 @@ class VerifyStrip(QFrame):
                 self.details.setText(progress.error or "")
                 self.details.setToolTip(progress.error or "")
         self.again_button.setEnabled(not self.running)
+        self.active = True
         self.setVisible(True)
 
     def show_result(self, event: ev.VerifyFinished) -> None:
@@ -190,7 +195,22 @@ class VerifyStrip(QFrame):
         self.setAccessibleDescription(f"{verdict(event)}: {event.command}, {details(event)}")
         if not event.passed and not self.toggle.isChecked():
             self.toggle.setChecked(True)  # a failure shows what failed
+        self.active = True
         self.setVisible(True)
+
+    def show_like(self, other: VerifyStrip) -> None:
+        """Show what ``other`` shows (the full-size review mirrors the dock's strip)."""
+        if not other.active:
+            self.clear()
+        elif other.progress is not None and other.progress.running:
+            self.show_progress(other.progress)
+        elif other.result is not None:
+            self.show_result(other.result)
+            self.progress = other.progress
+        elif other.progress is not None:
+            self.show_progress(other.progress)
+        else:
+            self.show_command(other.command.text())
 
     def _tick(self) -> None:
         progress = self.progress
