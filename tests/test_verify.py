@@ -274,3 +274,29 @@ def test_the_review_applies_a_failing_set_when_told_to_and_says_so(tmp_path: Pat
     assert "✗ verify failed on the proposed changes" in result.stdout
     assert "✗ verify failed on the accepted hunks" in result.stdout and "Apply them anyway? [y/N]" in result.stdout
     assert "NINE" in (folder / "a.txt").read_text(encoding="utf-8")
+
+
+async def test_a_verify_that_cannot_run_says_why_to_its_listeners(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from workspace.session.verify import VerifyProgress
+    from workspace.tools import commands
+
+    folder = make_folder(tmp_path)
+    ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=two_edits())
+    seen: list[VerifyProgress] = []
+    ws.verify_listeners.append(seen.append)
+    try:
+        session = ws.new_thread("file-helper")
+        await session.send("capitalise two and nine").wait()
+        assert session._verify_task is None  # auto_verify is off unless a front end turns it on
+        empty = tmp_path / "bin"
+        empty.mkdir()
+        monkeypatch.setenv("PATH", str(empty))  # no bubblewrap on this machine now
+        monkeypatch.setattr(commands, "_box", None)
+        task = session.start_verify("proposed")
+        assert task is not None and await asyncio.wait_for(task, 60) is None
+        assert [p.running for p in seen] == [True, False]
+        assert seen[-1].error is not None and "could not run" in seen[-1].error and "bwrap" in seen[-1].error
+        assert session.verifying == seen[-1]
+    finally:
+        await ws.aclose()

@@ -697,6 +697,11 @@ class ThreadSession:
                 self._tell_verify(dataclasses.replace(progress, running=False, error=f"The verify command could not "
                                                       f"run: {exc}"))
             return None
+        except Exception as exc:  # anything else: said, so no window waits on a verify that ended
+            log.exception("verify failed")
+            if self._verify_task is me:
+                self._tell_verify(dataclasses.replace(progress, running=False, error=f"The verify failed: {exc}"))
+            return None
         if self._verify_task is me:
             self._verify_task = None
             self._tell_verify(dataclasses.replace(progress, running=False, event=event,
