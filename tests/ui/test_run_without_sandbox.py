@@ -55,9 +55,11 @@ async def test_refused_until_settings_turns_it_on_then_asked_every_time_and_the_
         assert refused.status == "error" and "--run-without-sandbox on" in str(refused.error)
         assert not refused.unsandboxed_label.isVisible() and not (folder / "out.txt").exists()
 
-        # Settings › General: the folder's switch, off by default
-        window.settings_flow.open_settings()
+        # the refusal's button opens Settings, where the folder's switch is (off by default)
+        assert refused._sandbox_button is not None and refused._sandbox_button.isVisible()
+        refused._sandbox_button.click()
         dialog = window.settings_flow.dialog
+        assert dialog is not None and dialog.isVisible()
         assert dialog.without_sandbox.isEnabled() and not dialog.without_sandbox.isChecked()
         dialog.without_sandbox.setChecked(True)
         dialog.save()

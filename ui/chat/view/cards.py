@@ -174,6 +174,8 @@ UNSANDBOXED = "Ran without a sandbox"
 class ToolCard(QFrame):
     """One tool call: header (robot badge, server › tool, status, duration), arguments, result."""
 
+    #: The refusal of a command where no sandbox can be made: its button asks for Settings (the folder's switch).
+    sandbox_settings_requested = Signal()
     decided = Signal(str, object)  # call id, ApprovalDecision
 
     def __init__(self, *, call_id: str, tool: str, robot: str, server: str | None, arguments: Any,
@@ -253,6 +255,7 @@ class ToolCard(QFrame):
         self._decision: QLabel | None = None
         self._lanes: list[QWidget] = []
         self._output: CommandOutput | None = None
+        self._sandbox_button: QPushButton | None = None
         self._set_status("running")
 
     # -- a robot used as this tool ----------------------------------------------------------------
@@ -339,6 +342,12 @@ class ToolCard(QFrame):
                 self._body.addWidget(self._error_box)
             else:
                 self._error_box.setHtml(html)
+            if "--run-without-sandbox on" in text and self._sandbox_button is None:
+                button = self._sandbox_button = QPushButton("Run without a sandbox here…", self)
+                button.setToolTip("Settings › General: let this folder's commands run without a sandbox where none "
+                                  "can be made, asking you every time")
+                button.clicked.connect(self.sandbox_settings_requested)
+                self._body.addWidget(button, 0, Qt.AlignmentFlag.AlignLeft)
         if call.status == "ok" or call.duration:
             self._duration.setText(format_duration(call.duration))
         elif call.status not in ("running", "approval"):
