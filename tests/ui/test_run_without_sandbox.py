@@ -53,7 +53,7 @@ async def test_refused_until_settings_turns_it_on_then_asked_every_time_and_the_
         await wait_until(lambda: root.controller.idle, timeout=60, what="the run to end")
         refused = _card(root, "c1")
         assert refused.status == "error" and "--run-without-sandbox on" in str(refused.error)
-        assert not refused.unsandboxed_label.isVisible() and not (folder / "out.txt").exists()
+        assert refused.unsandboxed_label is None and not (folder / "out.txt").exists()
 
         # the refusal's button opens Settings, where the folder's switch is (off by default)
         assert refused._sandbox_button is not None and refused._sandbox_button.isVisible()
@@ -77,7 +77,7 @@ async def test_refused_until_settings_turns_it_on_then_asked_every_time_and_the_
             panel.approve()
             await wait_until(lambda: root.controller.idle, timeout=60, what="the command to run")
             card = _card(root, f"c{n}")
-            assert card.status == "ok" and card.unsandboxed_label.isVisible()
+            assert card.status == "ok" and card.unsandboxed_label is not None and card.unsandboxed_label.isVisible()
             assert card.unsandboxed_label.text() == "Ran without a sandbox"
         assert (folder / "out.txt").read_text(encoding="utf-8") == "hi\nagain\n"  # on disk: no sandbox
         trust.set_run_without_sandbox(folder, False)

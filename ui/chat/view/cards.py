@@ -220,16 +220,9 @@ class ToolCard(QFrame):
                                         "server did not send it as a tool call.")
         self.from_text_label.setVisible(False)
         hl.addWidget(self.from_text_label)
-        #: The command ran without a sandbox (none here; the folder allows it, asked every time): said in red.
-        self.unsandboxed_label = QLabel(UNSANDBOXED, header)
-        self.unsandboxed_label.setObjectName("UnsandboxedNote")
-        self.unsandboxed_label.setAccessibleName(UNSANDBOXED)
-        self.unsandboxed_label.setStyleSheet(f"color: {theme.colors().error}; font-weight: 600;")
-        self.unsandboxed_label.setToolTip("No sandbox can be made on this system, and this folder lets commands run "
-                                          "without one: it ran directly in the folder, could change its files and "
-                                          "reach the network. What it wrote is on disk, not proposed for review.")
-        self.unsandboxed_label.setVisible(False)
-        hl.addWidget(self.unsandboxed_label)
+        #: "Ran without a sandbox", in red: made for a command that did (none here; the folder allows it).
+        self.unsandboxed_label: QLabel | None = None
+        self._header_row = hl
         hl.addStretch(1)
         self._duration = QLabel("", header)
         self._duration.setObjectName("Muted")
@@ -313,7 +306,8 @@ class ToolCard(QFrame):
         """Show the call's state: its arguments, status, result or error, and the approval's outcome."""
         self.from_text_label.setVisible(call.from_text)
         value = call.result_value if call.status == "ok" else None
-        self.unsandboxed_label.setVisible(isinstance(value, dict) and value.get("sandboxed") is False)
+        if isinstance(value, dict) and value.get("sandboxed") is False and self.unsandboxed_label is None:
+            self._show_unsandboxed()
         if call.output is not None and self._output is None:  # shown whole (a card made after the chunks)
             self.append_output(call.output, call.output.text)
         if self._output is not None and call.status not in ("running", "approval"):
@@ -358,6 +352,16 @@ class ToolCard(QFrame):
             self._show_decision(approval.note, approval.state)
         if self.approval is None or self.approval.done:
             self._set_status(call.status)
+
+    def _show_unsandboxed(self) -> None:
+        label = self.unsandboxed_label = QLabel(UNSANDBOXED, self)
+        label.setObjectName("UnsandboxedNote")
+        label.setAccessibleName(UNSANDBOXED)
+        label.setStyleSheet(f"color: {theme.colors().error}; font-weight: 600;")
+        label.setToolTip("No sandbox can be made on this system, and this folder lets commands run without one: it "
+                         "ran directly in the folder, could change its files and reach the network. What it wrote is "
+                         "on disk, not proposed for review.")
+        self._header_row.insertWidget(self._header_row.indexOf(self.from_text_label) + 1, label)
 
     def _show_progress(self, call: ToolCallItem) -> None:
         """An MCP server's progress reports: a bar (busy when the total is unknown) and its message;
