@@ -59,6 +59,8 @@ class Controller(QObject):
     notice = Signal(str)
     #: A new configuration is in use (Settings saved, the MCP servers page, the file changed): the picker follows.
     config_changed = Signal()
+    #: A thread's verify started or ended (:class:`~workspace.session.verify.VerifyProgress`): the review shows it.
+    verify_progress = Signal(object)
 
     def __init__(self, *, bridge: RunBridge, tasks: TaskOwner, config: Config | None = None,
                  folder: Path | None = None, provider: Provider | None = None, db_path: Path | str | None = None,
@@ -142,6 +144,8 @@ class Controller(QObject):
                 "will not be kept after you quit."
             )
         workspace.approval.ask_fn = self._ask
+        workspace.auto_verify = True  # a proposal is verified when its run ends (the review shows it)
+        workspace.verify_listeners.append(self.verify_progress.emit)
         names = self.robot_names()
         if names and self.robot_name not in names:
             self.robot_name = names[0]
