@@ -156,7 +156,7 @@ class MainWindow(QMainWindow):
         self.threads.follow()
         self.runs.follow()
         self.comparisons.attach(chat=self.chat, composer=self.composer, send_one=self.runs.send, docks=self.docks,
-                                 listing=lambda: self.models.listing)
+                                 listing=lambda: self.models.listing, load_listing=self.models.load)
         self.comparisons.follow()
         self.slash.connect(self.composer)
         self.notifier.connect()

@@ -182,3 +182,28 @@ async def test_keep_this_one_goes_on_with_that_candidates_thread_alone(
     chats = [r for r in server.requests[asked:] if isinstance(r, dict)]
     assert [r["model"] for r in chats] == ["model-c"]
     assert "Answer of model-c: done" in dump_state(app.window.chat.presenter.state)
+
+
+async def test_compare_with_offers_the_listed_models_and_starts_the_columns(app: Any, server: FakeLLMServer) -> None:
+    from PySide6.QtCore import Qt
+
+    from workspace.providers import listing
+
+    listing.clear_cache()
+    window = app.window
+    window.commands.by_name["compare"].trigger()  # the palette's and the Thread menu's "Compare with…"
+    await wait_until(lambda: window.comparisons.dialog is not None and window.comparisons.dialog.isVisible(),
+                     timeout=30, what="the dialog")
+    dialog = window.comparisons.dialog
+    texts = [dialog.list.item(row).text() for row in range(dialog.list.count())]
+    assert texts[0] == "file-helper again (its own model)"
+    assert "file-helper with openai/model-b" in texts and "assistant (robot)" in texts
+    ok = dialog.buttons.buttons()[0]
+    assert not ok.isEnabled()  # none checked yet
+    for text in ("file-helper with openai/model-b", "file-helper with openai/model-c"):
+        dialog.list.item(texts.index(text)).setCheckState(Qt.CheckState.Checked)
+    assert ok.isEnabled()
+    dialog.accept()
+    view = window.comparisons.view
+    assert view is not None and [h.index for h in view.headers] == [0, 1, 2]
+    assert view.labels == ["openai/model-a", "openai/model-b", "openai/model-c"]

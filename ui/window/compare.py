@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ui.bridge import RunBridge
     from ui.chat.composer.composer import Composer
     from ui.chat.view.chat import ChatView
+    from ui.compare.picker import CompareDialog
     from ui.compare.session import CandidateSpec, CompareSession
     from ui.compare.stats import ComparisonStats
     from ui.compare.view import CompareView
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ui.compare")
 
+#: How long "Compare with…" waits for the list of models before it opens without them (seconds).
+LIST_WAIT_S = 3.0
 #: How often the headers' figures are redrawn while the candidates stream (ms).
 STATS_MS = 250
 
@@ -56,6 +59,7 @@ class Comparisons(QObject):
         self.chats: list[ChatView] = []
         self.bridges: list[RunBridge] = []
         self.review: CombinedReview | None = None
+        self.dialog: CompareDialog | None = None
         self._dock_pane: QWidget | None = None
         self._task: Any = None
         self._timer = QTimer(self)
@@ -63,12 +67,13 @@ class Comparisons(QObject):
         self._timer.timeout.connect(self._show_stats)
 
     def attach(self, *, chat: ChatView, composer: Composer, send_one: Callable[[str], None],
-               docks: Mapping[str, QDockWidget], listing: Callable[[], ModelListing | None]) -> None:
+               docks: Mapping[str, QDockWidget], listing: Callable[[], ModelListing | None],
+               load_listing: Callable[[], None]) -> None:
         """The chat (the columns take its place), the message box, where a message goes outside a comparison
         (``send_one``: the runs' send) and the docks (the combined review goes in the Changes dock)."""
         self.chat, self.composer, self.send_one, self.docks = chat, composer, send_one, docks
         #: The models the picker listed (None: not listed yet): what "Compare with…" offers.
-        self.listing = listing
+        self.listing, self.load_listing = listing, load_listing
 
     @property
     def changes_dock(self) -> QDockWidget | None:
@@ -95,21 +100,32 @@ class Comparisons(QObject):
 
     # -- choosing ---------------------------------------------------------------------------------------------
     def choose(self) -> None:
-        """"Compare with…": the dialog; the next message goes to the robot and the candidates checked."""
-        from ui.compare.picker import CompareDialog, choices
-
+        """"Compare with…": the dialog (once the models are listed, for up to :data:`LIST_WAIT_S`); the next
+        message goes to the robot and the candidates checked."""
         c = self.services.session
         if c.target_kind == "network":
             self.services.notices.toast("A comparison is of robots and models: choose a robot first.")
             return
-        models: list[tuple[str, str | None]] = []
+        self.services.tasks.spawn(self._choose(), name="compare-choose")
+
+    async def _choose(self) -> None:
+        import asyncio
+
+        from ui.compare.picker import CompareDialog, choices
+
+        if self.listing() is None:
+            self.load_listing()
+            for _ in range(round(LIST_WAIT_S / 0.05)):  # the list arrives from a task of the model picker's
+                if self.listing() is not None:
+                    break
+                await asyncio.sleep(0.05)
         listing = self.listing()
-        if listing is not None:
-            models = [(m.id, m.api_base) for source in listing.sources for m in source.models]
-        dialog = CompareDialog(c.robot_name, choices(c.robot_name, robots=c.robot_names(), models=models),
-                               self.services.shell)
-        if dialog.exec():
-            self.start(dialog.checked())
+        models = [(m.id, m.api_base) for source in listing.sources for m in source.models] if listing else []
+        c = self.services.session
+        dialog = self.dialog = CompareDialog(c.robot_name, choices(c.robot_name, robots=c.robot_names(),
+                                                                   models=models), self.services.shell)
+        dialog.accepted.connect(lambda: self.start(dialog.checked()))
+        dialog.open()
 
     def start(self, others: list[CandidateSpec]) -> bool:
         """A comparison of the open thread's robot (with its model) and ``others``: the columns replace the chat."""
