@@ -60,9 +60,16 @@ class CompareSession:
         for session, spec in zip(sessions, self.specs, strict=True):
             if spec.model:
                 session.set_model(spec.model, api_base=spec.api_base)
-        same_robot = len({spec.robot for spec in self.specs}) == 1
-        names = [(s.robot.model or spec.robot) if same_robot else spec.robot
-                 for s, spec in zip(sessions, self.specs, strict=True)]
+        robots = [spec.robot for spec in self.specs]
+        names = []
+        for session, spec in zip(sessions, self.specs, strict=True):
+            model = session.robot.model
+            if robots.count(spec.robot) == 1:  # a robot of its own: its name
+                names.append(spec.robot)
+            elif len(set(robots)) == 1:
+                names.append(model or spec.robot)  # one robot with several models: the models
+            else:
+                names.append(f"{spec.robot} · {model}" if model else spec.robot)
         self.labels = labels(names)
         store = self.workspace.store
         for index, session in enumerate(sessions):

@@ -50,24 +50,26 @@ class ColumnHeader(QFrame):
         top = QHBoxLayout()
         self.name = QLabel(f"<b style='color:{color}'>{_escape(label)}</b>")
         self.name.setAccessibleName(f"Candidate {index + 1}: {label}")
+        self.name.setMinimumWidth(40)
         self.state = QLabel("waiting")
+        self.state.setObjectName("CompareState")
         self.keep = QPushButton("Keep this one")
         self.keep.setToolTip("End the comparison with this candidate: the thread goes on with it")
         self.keep.clicked.connect(lambda: self.keep_requested.emit(self.index))
-        top.addWidget(self.name)
-        top.addWidget(self.state)
-        top.addStretch(1)
+        layout.addWidget(self.name)  # the name on a row of its own: a narrow column still shows it whole
+        top.addWidget(self.state, 1)
         top.addWidget(self.keep)
         layout.addLayout(top)
         self.figures = QLabel("")
+        self.figures.setWordWrap(True)
         self.figures.setObjectName("CompareFigures")
         self.figures.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.figures)
 
     def show_stats(self, stats: ColumnStats) -> None:
-        model = f"{stats.model} · " if stats.model and stats.model != stats.label else ""
-        self.figures.setText(model + stats.line())
-        self.state.setText(stats.status)
+        model = f" · {stats.model}" if stats.model and stats.model != stats.label else ""
+        self.state.setText(stats.status + model)
+        self.figures.setText(stats.line())
 
 
 class CompareView(QWidget):
@@ -107,7 +109,7 @@ class CompareView(QWidget):
         for index, (label, body) in enumerate(zip(labels, bodies, strict=True)):
             column = QWidget()
             column.setObjectName("CompareColumn")
-            column.setMinimumWidth(220)
+            column.setMinimumWidth(160)
             box = QVBoxLayout(column)
             box.setContentsMargins(0, 0, 0, 0)
             box.setSpacing(0)

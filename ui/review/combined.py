@@ -102,6 +102,7 @@ class CombinedReview(QWidget):
         row.addWidget(self.undo_button)
         row.addWidget(self.apply_button)
         layout.addLayout(row)
+        self.setFocusProxy(self.tree)  # the dock's shortcut puts the keyboard in the list: Space accepts a hunk
         self._fill()
         self.tree.itemChanged.connect(self._checked)
         self.tree.currentItemChanged.connect(lambda item, _old: self._show(item))
@@ -126,7 +127,8 @@ class CombinedReview(QWidget):
                 item.setToolTip(0, hunk.describe())
                 self.items[hunk.id] = item
             top.setExpanded(True)
-        self.tree.resizeColumnToContents(0)
+        for column in range(3):
+            self.tree.resizeColumnToContents(column)
 
     def set_accepted(self, hunk_id: str, accepted: bool = True) -> None:
         """Accept (or leave out) a hunk, as its check box does."""

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("ui.compare")
 
 #: How long "Compare with…" waits for the list of models before it opens without them (seconds).
-LIST_WAIT_S = 3.0
+LIST_WAIT_S = 6.0
 #: How often the headers' figures are redrawn while the candidates stream (ms).
 STATS_MS = 250
 
@@ -153,6 +153,7 @@ class Comparisons(QObject):
         self._build(labels)
         c.threads_changed.emit()
         self.changed.emit(compare)
+        self.composer.focus()  # the one message box goes on: typing goes to every candidate
         return True
 
     def _build(self, labels: list[str]) -> None:
