@@ -155,8 +155,9 @@ class MainWindow(QMainWindow):
         self.models.follow()
         self.threads.follow()
         self.runs.follow()
-        self.comparisons.attach(chat=self.chat, composer=self.composer, send_one=self.runs.send, docks=self.docks,
-                                 listing=lambda: self.models.listing, load_listing=self.models.load)
+        self.comparisons.attach(chat=self.chat, composer=self.composer, send_one=self.runs.send,
+                                ask_one=self.runs.on_approval_needed, docks=self.docks,
+                                listing=lambda: self.models.listing, load_listing=self.models.load)
         self.comparisons.follow()
         self.slash.connect(self.composer)
         self.notifier.connect()

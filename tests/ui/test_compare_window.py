@@ -44,6 +44,8 @@ def answer(body: dict[str, Any]) -> Reply:
     tools = [m for m in body["messages"] if m.get("role") == "tool"]
     if not tools and "Edit" in str(body["messages"][-1].get("content")):
         return Reply.tool("write_file", {"path": "app.py", "content": edited(model)})
+    if not tools and "Run" in str(body["messages"][-1].get("content")) and model == "model-b":
+        return Reply.tool("run_command", {"command": "echo compared"})  # asks for approval
     return Reply.say(f"Answer of {model}: done")
 
 
@@ -207,3 +209,20 @@ async def test_compare_with_offers_the_listed_models_and_starts_the_columns(app:
     view = window.comparisons.view
     assert view is not None and [h.index for h in view.headers] == [0, 1, 2]
     assert view.labels == ["openai/model-a", "openai/model-b", "openai/model-c"]
+
+
+async def test_an_approval_a_candidate_asks_for_shows_in_its_own_column(app: Any, server: FakeLLMServer) -> None:
+    from ui.compare.session import CandidateSpec
+
+    window = app.window
+    comparisons = window.comparisons
+    base = server.base_url + "/v1"
+    assert comparisons.start([CandidateSpec("file-helper", model="openai/model-b", api_base=base)])
+    comparisons.send("Run the tests")
+    await wait_until(lambda: comparisons.chats[1].pending_approval() is not None, timeout=60,
+                     what="model-b's approval card in its column")
+    assert comparisons.chats[0].pending_approval() is None and window.chat.pending_approval() is None
+    comparisons.chats[1].pending_approval().approve()
+    await wait_until(lambda: not comparisons.running, timeout=60, what="both answers")
+    assert [c.status for c in comparisons.stats.columns] == ["finished", "finished"]
+    assert "Answer of model-b: done" in dump_state(comparisons.chats[1].presenter.state)

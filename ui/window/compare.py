@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 if TYPE_CHECKING:
+    import asyncio
     from collections.abc import Callable, Mapping
 
     from PySide6.QtWidgets import QDockWidget, QWidget
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from ui.review.combined import CombinedReview
     from ui.services import Services
     from workspace import events as ev
+    from workspace.approval import ApprovalDecision, ApprovalRequest
     from workspace.providers.listing import ModelListing
     from workspace.session.compare import CandidateResult
 
@@ -67,11 +69,14 @@ class Comparisons(QObject):
         self._timer.timeout.connect(self._show_stats)
 
     def attach(self, *, chat: ChatView, composer: Composer, send_one: Callable[[str], None],
+               ask_one: Callable[[ApprovalRequest, asyncio.Future[ApprovalDecision]], None],
                docks: Mapping[str, QDockWidget], listing: Callable[[], ModelListing | None],
                load_listing: Callable[[], None]) -> None:
         """The chat (the columns take its place), the message box, where a message goes outside a comparison
         (``send_one``: the runs' send) and the docks (the combined review goes in the Changes dock)."""
         self.chat, self.composer, self.send_one, self.docks = chat, composer, send_one, docks
+        #: Where an approval outside a comparison goes (the runs': the chat's inline card).
+        self.ask_one = ask_one
         #: The models the picker listed (None: not listed yet): what "Compare with…" offers.
         self.listing, self.load_listing = listing, load_listing
 
@@ -83,6 +88,20 @@ class Comparisons(QObject):
         """The message box's messages: to the comparison's candidates while there is one, else to the thread."""
         self.composer.send_requested.disconnect(self.send_one)
         self.composer.send_requested.connect(self.route)
+        c = self.services.session
+        c.approval_needed.disconnect(self.ask_one)
+        c.approval_needed.connect(self.route_approval)
+
+    def route_approval(self, request: ApprovalRequest, future: asyncio.Future[ApprovalDecision]) -> None:
+        """An approval a candidate's run asks for goes in its column (the card in its tool call), any other to
+        the chat."""
+        compare = self.session
+        if compare is not None and request.thread_id in compare.thread_ids:
+            index = compare.thread_ids.index(request.thread_id)
+            if index < len(self.chats):
+                self.chats[index].ask_approval(request, future)
+                return
+        self.ask_one(request, future)
 
     @property
     def active(self) -> bool:
