@@ -226,3 +226,24 @@ async def test_an_approval_a_candidate_asks_for_shows_in_its_own_column(app: Any
     await wait_until(lambda: not comparisons.running, timeout=60, what="both answers")
     assert [c.status for c in comparisons.stats.columns] == ["finished", "finished"]
     assert "Answer of model-b: done" in dump_state(comparisons.chats[1].presenter.state)
+
+
+async def test_each_column_shows_the_verify_run_on_its_own_proposal(server: FakeLLMServer, folder: Path,
+                                                                    db_path: Path) -> None:
+    from workspace.isolation import SandboxUnavailable, sandbox_for_platform
+
+    try:
+        sandbox_for_platform()
+    except SandboxUnavailable as exc:  # pragma: no cover - the suite's machine has bubblewrap
+        pytest.skip(f"no sandbox on this machine: {exc}")
+    config = load_config(folder, env={}, overrides={
+        "llm": {"model": "openai/model-a", "max_retries": 1, "api_base": server.base_url + "/v1"},
+        "review": {"verify": "grep -q 'B two' app.py"}})  # only model-b's proposal passes
+    async with running_app(db_path=db_path, config=config, folder=folder, theme_name="light", size=(1400, 900)) as root:
+        root.controller.set_robot("file-helper")
+        comparisons = await compared(root, server)
+        await wait_until(lambda: comparisons.review is not None, timeout=60, what="the verify and the review")
+        assert [c.verify for c in comparisons.stats.columns] == [False, True, False]
+        figures = [h.figures.text() for h in comparisons.view.headers]
+        assert figures[0].endswith("verify ✗") and figures[1].endswith("verify ✓"), figures
+        assert (folder / "app.py").read_text() == BASE  # each verify ran on its own layer: nothing written

@@ -11,6 +11,7 @@ combined review takes hunks from (``comparison.take``: one atomic apply, undoabl
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
     from workspace import events as ev
     from workspace.session import RecordedRun, ThreadSession, Workspace
     from workspace.session.compare import CandidateResult, Comparison
+
+
+log = logging.getLogger("ui.compare")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +112,24 @@ class CompareSession:
         for run in self._runs:
             await run.wait()
         return results
+
+    async def verify_proposals(self) -> dict[int, ev.VerifyFinished]:
+        """Run the verify command in force (``review.verify``, or the robot's) on each candidate's own proposal,
+        at once, each in its sandbox on its own layer over the folder: its ✓ or ✗ per candidate (a candidate
+        that proposed nothing, no verify command, or no sandbox on this machine: none)."""
+        import asyncio
+
+        from workspace.isolation import IsolationError, SandboxUnavailable
+
+        async def one(index: int) -> tuple[int, ev.VerifyFinished | None]:
+            try:
+                return index, await self.sessions[index].verify_changes("proposed")
+            except (SandboxUnavailable, IsolationError, OSError) as exc:  # no sandbox here: no mark rather than a wrong one
+                log.info("verify of candidate %d did not run: %s", index, exc)
+                return index, None
+
+        done = await asyncio.gather(*(one(i) for i in self.active))
+        return {index: event for index, event in done if event is not None}
 
     def stop(self) -> None:
         """Stop every candidate's run."""

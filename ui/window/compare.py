@@ -230,6 +230,16 @@ class Comparisons(QObject):
             self._timer.stop()
             self._show_stats()
             self.composer.set_running(False)
+        if compare is self.session and self.stats is not None and compare.workspace.folder is not None:
+            stats = self.stats
+            try:
+                checked = await compare.verify_proposals()
+            except Exception as exc:  # a verify that cannot run leaves the marks off, with the reason in the log
+                log.warning("verifying the candidates' proposals failed: %s", exc)
+                checked = {}
+            for index, event in checked.items():
+                stats.columns[index].verify = event.passed
+            self._show_stats()
         self.services.session.threads_changed.emit()
         if compare is self.session:
             self._show_review(compare)
