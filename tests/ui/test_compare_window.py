@@ -247,3 +247,24 @@ async def test_each_column_shows_the_verify_run_on_its_own_proposal(server: Fake
         figures = [h.figures.text() for h in comparisons.view.headers]
         assert figures[0].endswith("verify ✗") and figures[1].endswith("verify ✓"), figures
         assert (folder / "app.py").read_text() == BASE  # each verify ran on its own layer: nothing written
+
+
+async def test_a_candidates_thread_opened_again_brings_back_the_combined_review(
+        app: Any, server: FakeLLMServer, folder: Path) -> None:
+    comparisons = await compared(app, server)
+    threads = comparisons.session.thread_ids
+    dock = app.window.docks["changes"]
+    comparisons.view.headers[1].keep.click()  # the thread goes on with model-b: the review stays
+    assert app.controller.thread_id == threads[1] and dock.widget() is comparisons.review
+    app.window.threads.new()  # another thread: the dock's own review again
+    assert comparisons.review is None and dock.widget() is not None
+    assert type(dock.widget()).__name__ != "CombinedReview"
+    app.window.threads.open(threads[0])  # any candidate's thread: every candidate's hunks
+    review = comparisons.review
+    assert review is not None and dock.widget() is review
+    assert sorted(review.items) == ["c0.f1.h1", "c0.f1.h2", "c1.f1.h1", "c1.f1.h2", "c2.f1.h1", "c2.f1.h2"]
+    assert review.thread_id == threads[1]  # the apply goes in the kept thread's history
+    review.set_accepted("c2.f1.h2")
+    review.apply()
+    await wait_until(lambda: review.result is not None, timeout=60, what="the apply")
+    assert (folder / "app.py").read_text() == BASE.replace("line 5\n", "C five\n")

@@ -82,6 +82,26 @@ class CompareSession:
         self.sessions, self.active = sessions, list(range(len(sessions)))
         return self.labels
 
+    @classmethod
+    def reopen(cls, workspace: Workspace, thread_id: str) -> CompareSession | None:
+        """The comparison thread ``thread_id`` is a candidate of, its candidates' threads opened again (their
+        pending changes as kept), for the combined review; None for a thread that is no candidate."""
+        info = workspace.store.get_thread(thread_id)
+        comparison = info.metadata.get("comparison")
+        if not comparison:
+            return None
+        linked = sorted((t for t in workspace.store.list_threads() if t.metadata.get("comparison") == comparison),
+                        key=lambda t: int(t.metadata.get("candidate") or 0))
+        if len(linked) < 2:
+            return None
+        self = cls.__new__(cls)
+        self.workspace, self.specs, self.id, self.message, self._runs = workspace, [], str(comparison), "", []
+        self.sessions = [workspace.open_thread(t.id) for t in linked]
+        self.labels = [str(t.metadata.get("candidate_label") or t.robot) for t in linked]
+        kept = [i for i, t in enumerate(linked) if t.metadata.get("kept")]
+        self.active = kept[:1] or [next(i for i, t in enumerate(linked) if t.id == thread_id)]
+        return self
+
     @property
     def thread_ids(self) -> list[str]:
         return [s.thread_id for s in self.sessions]

@@ -68,6 +68,8 @@ class CombinedReview(QWidget):
         #: Undoes the apply (the kept thread's history): set by the shell.
         self.undo: Callable[[], Awaitable[object]] | None = None
         self.result: CombinedApply | None = None
+        #: The candidates' threads (any of them open in the chat keeps this review in the dock).
+        self.thread_ids = [c.thread_id for c in comparison.candidates if c.thread_id]
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         names = ", ".join(f"<span style='color:{candidate_color(c.index)}'><b>{c.label}</b></span>"

@@ -91,6 +91,29 @@ class Comparisons(QObject):
         c = self.services.session
         c.approval_needed.disconnect(self.ask_one)
         c.approval_needed.connect(self.route_approval)
+        c.thread_opened.connect(self.on_thread_opened)
+
+    def on_thread_opened(self, session: Any) -> None:
+        """A comparison's candidate thread opened in the chat: the Changes dock shows the combined review of all
+        its candidates' pending hunks; any other thread: the dock's own review again."""
+        if self.session is not None:
+            return  # the columns' own comparison has the dock
+        thread_id = getattr(session, "thread_id", None)
+        review = self.review
+        if review is not None and thread_id in review.thread_ids:
+            return
+        self._hide_review()
+        if thread_id is None or getattr(session, "is_network", False):
+            return
+        from ui.compare.session import CompareSession
+
+        try:
+            compare = CompareSession.reopen(self.services.session.require_workspace(), thread_id)
+        except Exception as exc:  # a damaged record: the thread opens as any other
+            log.warning("the comparison of thread %s could not be read: %s", thread_id, exc)
+            return
+        if compare is not None:
+            self._show_review(compare)
 
     def route_approval(self, request: ApprovalRequest, future: asyncio.Future[ApprovalDecision]) -> None:
         """An approval a candidate's run asks for goes in its column (the card in its tool call), any other to
@@ -325,6 +348,7 @@ class Comparisons(QObject):
             verify = None
         review = self.review = CombinedReview(comparison, tasks=self.services.tasks, verify=verify or None,
                                               thread_id=kept.thread_id)
+        review.thread_ids = compare.thread_ids
         review.ask_apply_anyway = self._ask_apply_anyway
         review.undo = kept.undo_changes
         review.message.connect(self.services.notices.banner)
