@@ -324,6 +324,8 @@ class Comparisons(QObject):
             view.hide()
             view.deleteLater()
         self.chat.show()
+        for bridge in self.bridges:
+            bridge.deleteLater()
         self.chats, self.bridges, self.stats = [], [], None
         if not keep_review:
             self._hide_review()
