@@ -86,6 +86,8 @@ class Controller(QObject):
     #: The open thread's approvals still waiting, as [(ApprovalRequest, Future)], oldest first: shown again
     #: when the thread opens (each was asked while another thread was open, or before it was left).
     approvals_reshown = Signal(list)
+    #: A thread's verify started or ended (:class:`~workspace.session.verify.VerifyProgress`): the review shows it.
+    verify_progress = Signal(object)
 
     def __init__(self, *, bridge: RunBridge, tasks: TaskOwner, config: Config | None = None,
                  folder: Path | None = None, provider: Provider | None = None, db_path: Path | str | None = None,
@@ -175,6 +177,8 @@ class Controller(QObject):
                 "will not be kept after you quit."
             )
         workspace.approval.ask_fn = self._ask
+        workspace.auto_verify = True  # a proposal is verified when its run ends (the review shows it)
+        workspace.verify_listeners.append(self.verify_progress.emit)
         names = self.robot_names()
         if names and self.robot_name not in names:
             self.robot_name = names[0]

@@ -28,12 +28,14 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
-from ui.formatting import format_duration, strip_ansi
+from ui.ansi import styled
+from ui.formatting import format_duration
 from ui.inspector.memory import MemoryModel, pretty
 from ui.inspector.tool_calls import ToolCallRecord, ToolCallsModel, diff_results
 from ui.inspector.trace import TraceFilterModel, TraceModel, raw_event_json
 from ui.inspector.trace_tree import TraceNode, TraceTree
 from ui.inspector.trace_view import Rerun, RerunDialog, TraceTreeFilter, TraceTreeModel, node_json
+from ui.widgets.ansi_text import insert_styled
 from ui.widgets.common import ElidedLabel, name_line_edit_buttons
 from workspace import events as ev
 
@@ -275,7 +277,8 @@ class ToolCallsPane(QWidget):
             value = payload["data"] if isinstance(payload, dict) and set(payload) == {"data"} else payload
             self.result_view.setHtml(head + _value_html(value))
         self.raw_view.setHtml(markdown.readable_html(rec.raw_json()))
-        self.output_view.setPlainText(strip_ansi(rec.output))
+        self.output_view.clear()
+        insert_styled(self.output_view.textCursor(), styled(rec.output))  # its colours, other escapes dropped
 
     def show_diff(self) -> None:
         rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())

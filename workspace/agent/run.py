@@ -739,6 +739,9 @@ class AgentRun(ModelTurns, EventRun):
                 tool,
             )
         arguments: Any = call.input
+        #: A command that would run without a sandbox (none here, and the folder allows it): whether the person
+        #: approved this very call ("asked"; only then does it run) or not ("not asked"); None: not such a call.
+        without_sandbox: str | None = None
         if spec.approval is not None and not (spec.output is not None and spec.output.is_output_tool(call.name)):
             effects: tuple[FileEffect, ...] = ()
             if tool.mcp is None and call.name in EFFECT_TOOLS:  # decided by what it does, not its name
@@ -781,6 +784,8 @@ class AgentRun(ModelTurns, EventRun):
                 return self._tool_failed(call, f"Denied by the user: {reason}", started, tool)
             if decision.input is not None:
                 arguments = decision.input
+            if any(effect.kind == "run" and effect.unsandboxed for effect in effects):
+                without_sandbox = "asked" if action == "ask" else "not asked"
         if spec.on_tool_call is not None:
             _safe_callback(spec.on_tool_call, ToolMessage(id=call.id, name=call.name, input=arguments))
         # extras: what an MCP server's requests during the call need (sampling with the thread's
@@ -789,7 +794,8 @@ class AgentRun(ModelTurns, EventRun):
                               memory=spec.memory, network=spec.network, folder=spec.folder,
                               changes=spec.changes, emit=self.emit, run=self,
                               extras={"provider": spec.provider, "approval": spec.approval, "tool": call.name,
-                                      "settings": spec.settings, "thread_id": spec.thread_id})
+                                      "settings": spec.settings, "thread_id": spec.thread_id,
+                                      "without_sandbox": without_sandbox})
         if spec.hooks:
             output = await self._hooked_invoke(tool, arguments, context)
         else:

@@ -35,11 +35,12 @@ if TYPE_CHECKING:
     from workspace.changes import ApplyResult, ChangeSet
     from workspace.changes.combine import CandidateChanges, TakenHunk
     from workspace.config import Config
+    from workspace.persistence import Store
     from workspace.result import RobotResult
     from workspace.robot import Robot
 
 __all__ = ["MAX_CANDIDATES", "Candidate", "CandidateResult", "CombinedApply", "Comparison", "acompare", "apply_hunks",
-           "compare", "run_candidates"]
+           "compare", "record_verdict", "run_candidates"]
 
 #: How many candidates one comparison may have (and at least two).
 MAX_CANDIDATES = 4
@@ -292,3 +293,22 @@ def compare(message: str, candidates: Sequence[Candidate | Robot | str], *, fold
             **options: Any) -> Comparison:
     """:func:`acompare` from synchronous code (not inside a running event loop)."""
     return asyncio.run(acompare(message, candidates, folder=folder, config=config, on_event=on_event, **options))
+
+
+# -- the verdict ------------------------------------------------------------------------------------------------
+def record_verdict(store: Store, thread_ids: Sequence[str], *, winner: int, reason: str = "") -> dict[str, Any]:
+    """Keep a person's verdict on a comparison with each of its candidates' threads (``thread_ids``, in candidate
+    order): the ``verdict`` key of the threads' metadata, ``{"winner": 1, "label": "model-b", "reason": "..."}``;
+    exports of those threads include it. Returns the verdict kept."""
+    if not 0 <= winner < len(thread_ids):
+        raise ValueError(f"The verdict names candidate {winner}, but the comparison has {len(thread_ids)} "
+                         f"(0 to {len(thread_ids) - 1}); mark one of its columns")
+    info = store.get_thread(thread_ids[winner])
+    label = str(info.metadata.get("candidate_label") or info.robot)
+    verdict: dict[str, Any] = {"winner": winner, "label": label}
+    if reason.strip():
+        verdict["reason"] = reason.strip()
+    for thread_id in thread_ids:
+        store.update_thread_metadata(thread_id, verdict=verdict)
+    return verdict
+

@@ -16,11 +16,13 @@ each other at run time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from bisect import bisect_right
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ui.ansi import PLAIN, AnsiParser, Style
 from ui.chat.model.state import CallLaneItem, Item
-from ui.formatting import FAILED_CALL, split_partial_escape, strip_ansi
+from ui.formatting import FAILED_CALL
 
 #: A tool call's state: what its card's status pill says.
 CallStatus: TypeAlias = Literal["running", "approval", "ok", "error", "denied", "stopped"]
@@ -82,28 +84,74 @@ def cut_note(cut: int) -> str:
     return f"… {cut:,} earlier characters not shown (the whole output is in the Tool calls inspector)" if cut else ""
 
 
+def _offset(run: tuple[int, Style]) -> int:
+    return run[0]
+
+
 @dataclass(eq=False, kw_only=True)
 class OutputState:
-    """What a running tool printed (``tool_output`` chunks, ANSI codes stripped), its last
-    :data:`OUTPUT_KEEP` characters; ``cut`` characters before them were left out."""
+    """What a running tool printed (``tool_output`` chunks): its last :data:`OUTPUT_KEEP` characters as plain
+    text (``cut`` characters before them were left out) and where their ANSI colours change (``runs``); other
+    escape sequences are dropped."""
 
     text: str = ""
     cut: int = 0
-    #: The start of an escape sequence a chunk ended in (the next chunk completes it).
-    pending: str = ""
+    #: Where the style changes: (offset in the whole output, the style from there), in order; ``text`` starts
+    #: at offset ``cut``, and a run at ``cut`` holds the style its first character has. None: all plain.
+    runs: list[tuple[int, Style]] = field(default_factory=list)
+    _parser: AnsiParser = field(default_factory=AnsiParser, repr=False)
+
+    @property
+    def pending(self) -> str:
+        """The start of an escape sequence a chunk ended in (the next chunk completes it)."""
+        return self._parser.pending
 
     def append(self, chunk: str) -> str:
-        """Add a chunk; the text it added (what a view appends)."""
-        chunk, self.pending = split_partial_escape(self.pending + chunk)
-        added = strip_ansi(chunk)
-        self.text += added
+        """Add a chunk; the text it added (what a view appends; :meth:`styled` has its colours)."""
+        added: list[str] = []
+        end = self.cut + len(self.text)
+        runs = self.runs
+        for text, style in self._parser.feed(chunk):
+            if style != (runs[-1][1] if runs else PLAIN):
+                runs.append((end, style))
+            end += len(text)
+            added.append(text)
+        joined = "".join(added)
+        self.text += joined  # once per chunk: the kept text is long
         if len(self.text) > OUTPUT_KEEP:
             cut = len(self.text) - OUTPUT_KEEP
             newline = self.text.find("\n", cut, cut + 200)  # start at a line's start when one is near
             cut = newline + 1 if newline >= 0 else cut
-            self.cut += cut
             self.text = self.text[cut:]
-        return added
+            self.cut += cut
+            index = bisect_right(runs, self.cut, key=_offset)  # the runs before the kept text go
+            if index:
+                first = runs[index - 1][1]
+                del runs[:index]
+                if first != PLAIN:
+                    runs.insert(0, (self.cut, first))
+        return joined
+
+    def _style_at(self, offset: int) -> Style:
+        """The style of the kept text's character at ``offset`` (of the next one, at the end)."""
+        index = bisect_right(self.runs, self.cut + offset, key=_offset)
+        return self.runs[index - 1][1] if index else PLAIN
+
+    def styled(self, start: int = 0) -> list[tuple[str, Style]]:
+        """``text[start:]`` as (text, style) spans, in order."""
+        start = max(0, min(start, len(self.text)))
+        spans: list[tuple[str, Style]] = []
+        style = self._style_at(start)
+        position = start
+        base = self.cut
+        for offset, run_style in self.runs[bisect_right(self.runs, base + start, key=_offset):]:
+            offset -= base
+            if offset > position:
+                spans.append((self.text[position:offset], style))
+            position, style = offset, run_style
+        if position < len(self.text):
+            spans.append((self.text[position:], style))
+        return spans
 
     @property
     def note(self) -> str:
