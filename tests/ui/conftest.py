@@ -36,8 +36,9 @@ def pytest_asyncio_loop_factories(config: Any, item: Any) -> dict[str, Callable[
     return {"qasync": _qasync_loop}
 
 
-async def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, *, what: str = "the condition") -> None:
-    """Poll ``predicate`` on the running (qasync) loop until it is true."""
+async def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, *, what: str = "the condition") -> None:
+    """Poll ``predicate`` on the running (qasync) loop until it is true. The time limit only stops a hang:
+    it is generous because the suite runs on a busy two-core machine."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():
