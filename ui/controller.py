@@ -142,6 +142,7 @@ class Controller(QObject):
                 "will not be kept after you quit."
             )
         workspace.approval.ask_fn = self._ask
+        workspace.approval.question_fn = self._ask  # a robot's question, a person's task: a card in the chat
         names = self.robot_names()
         if names and self.robot_name not in names:
             self.robot_name = names[0]

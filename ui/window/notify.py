@@ -71,8 +71,12 @@ class Notifier:
 
     def _on_approval(self, request: ApprovalRequest, _future: Any) -> None:
         thread = self._thread_title()
-        text = f"{request.robot} wants to run {request.tool}" + (f" in “{thread}”" if thread else "") + \
-            ". Approve or deny it in the window (Ctrl+J)."
+        where = f" in “{thread}”" if thread else ""
+        if request.annotations.get("askUser"):  # a robot's question, a person's task
+            question = str((request.input or {}).get("question") or "")[:120]
+            self.notify(f"{request.robot} asks", f"{question}{where}. Answer it in the window (Ctrl+J).")
+            return
+        text = f"{request.robot} wants to run {request.tool}{where}. Approve or deny it in the window (Ctrl+J)."
         self.notify("Approval needed", text)
 
     def _thread_title(self) -> str:
