@@ -430,6 +430,10 @@ class ThreadSession:
             options["folder"] = self.workspace.folder
             options["changes"] = self._changes_for_run()
         name = network.name if network is not None else robot.name if robot is not None else self._thread.robot
+        on_write = self.workspace.on_memory_write
+        if on_write is not None:  # review.memory: ask: proposed writes go to the front end's review
+            for bot in _network_robots(network) if network is not None else [robot] if robot is not None else []:
+                bot.watch_memory_writes(on_write)
         try:
             if network is not None:
                 event_run: EventRun = network.stream(text, **options)
