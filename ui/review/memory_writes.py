@@ -41,7 +41,8 @@ class MemoryWriteRow(QFrame):
         self.text = QLineEdit(pending.text, self)
         self.text.setObjectName("MemoryWriteText")
         self.text.setAccessibleName(f"What {pending.robot} would remember (edit it before accepting)")
-        self.text.setToolTip("Edit the text to store a corrected version")
+        self.text.setToolTip(pending.text)
+        self.text.setCursorPosition(0)  # its start shows in a narrow dock
         layout.addWidget(self.text)
         row = FlowRow(spacing=6)
         self.reason = QLineEdit(self)
