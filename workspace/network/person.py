@@ -59,7 +59,9 @@ class PersonProvider(ProviderBase):
         if _interactive():
             return terminal_ask(self.name)
         raise ProviderError(f"Nobody can answer for {self.name}: give Person('{self.name}', ask=...) a function "
-                            "that asks the person (the window and the terminal each pass one)", provider=self.model_id)
+                            "that asks the person (the window and the terminal each pass one); stdin is not a "
+                            "terminal, so nobody can type the answer here: run it in a terminal, or in the window",
+                            provider=self.model_id)
 
     def _front_end(self) -> tuple[AskFn, Any, str] | None:
         """The window's way of asking, when this person's task runs in a network whose approval gate has one:
