@@ -79,6 +79,8 @@ async def test_nobody_to_ask_says_what_to_give(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # not a terminal
     with pytest.raises(Exception, match=r"Nobody can answer for approver: give Person\('approver', ask=...\)"):
         await Person("approver").arun("Go?")
+    with pytest.raises(Exception, match=r"stdin is not a terminal"):
+        await Person("approver").arun("Go?")
     with pytest.raises(ValueError, match="timeout must be a number of seconds above 0"):
         Person("p", timeout=0)
 

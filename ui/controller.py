@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from workspace.attachments import Attachment
     from workspace.catalog import RobotInfo
     from workspace.config import Config
+    from workspace.knowledge import PendingMemoryWrite
     from workspace.network import Network, NetworkInfo
     from workspace.persistence import BackgroundSearch, SearchHit, Store, ThreadInfo
     from workspace.providers.base import Provider
@@ -71,6 +72,10 @@ class Controller(QObject):
     robot_changed = Signal(str)
     usage_changed = Signal(object)  # Usage of the thread (tokens, cost) or None
     approval_needed = Signal(object, object)  # ApprovalRequest, asyncio.Future
+    #: A robot proposed a durable memory write (review.memory: ask): the PendingMemoryWrite.
+    memory_write_proposed = Signal(object)
+    #: What robots learnt changed (a learning forgotten, a proposal accepted): the Memory dock's Learnt list.
+    learnt_changed = Signal()
     problem = Signal(str)  # a message for the user (store, run start, settings)
     notice = Signal(str)
     #: A new configuration is in use (Settings saved, the MCP servers page, the file changed): the picker follows.
@@ -100,6 +105,7 @@ class Controller(QObject):
         self.db_path = db_path
         self._config = config
         self.workspace: Workspace | None = None
+        self._memory_writes: list[PendingMemoryWrite] = []
         #: The open thread (None: the next message starts a new one).
         self.session: ThreadSession | None = None
         self.store_error: str | None = None
@@ -179,6 +185,8 @@ class Controller(QObject):
         workspace.approval.ask_fn = self._ask
         workspace.auto_verify = True  # a proposal is verified when its run ends (the review shows it)
         workspace.verify_listeners.append(self.verify_progress.emit)
+        workspace.approval.question_fn = self._ask  # a robot's question, a person's task: a card in the chat
+        workspace.on_memory_write = self._memory_write  # review.memory: ask: the Changes dock's Memory group
         names = self.robot_names()
         if names and self.robot_name not in names:
             self.robot_name = names[0]
@@ -914,6 +922,43 @@ class Controller(QObject):
         """The thread of the approval waiting longest (None: none waits)."""
         waiting = self.waiting_approvals()
         return waiting[0][0] if waiting else None
+
+    # -- memory writes and what robots learnt ------------------------------------------------------
+    def _memory_write(self, pending: PendingMemoryWrite) -> None:
+        self._memory_writes = [p for p in self._memory_writes if p.pending] + [pending]
+        self.memory_write_proposed.emit(pending)
+
+    def pending_memory_writes(self) -> list[PendingMemoryWrite]:
+        """The memory writes proposed in this window and not decided yet, oldest first."""
+        return [p for p in self._memory_writes if p.pending]
+
+    def learnt(self) -> list[tuple[str, str, str]]:
+        """What robots learnt in the opened folder: (robot, learning, ISO time first learnt)."""
+        from workspace.knowledge import KnowledgeStore
+
+        store = KnowledgeStore()
+        try:
+            return store.learnt_when(folder=self.workspace.folder if self.workspace is not None else None)
+        finally:
+            store.close()
+
+    def forget_learning(self, robot: str, text: str) -> bool:
+        """Forget one learning of ``robot`` in the opened folder (and in the open thread's robot, which
+        holds its learnings); True when it was there."""
+        from workspace.knowledge import KnowledgeStore
+
+        folder = self.workspace.folder if self.workspace is not None else None
+        session = self.session
+        forgotten = False
+        if session is not None and not session.is_network and session.robot.name == robot:
+            forgotten = session.robot.forget_learning(text)
+        store = KnowledgeStore()
+        try:
+            forgotten = store.forget_learning(text, robot=robot, folder=folder) or forgotten
+        finally:
+            store.close()
+        self.learnt_changed.emit()
+        return forgotten
 
     @property
     def pending_approvals(self) -> int:

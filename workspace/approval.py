@@ -418,6 +418,11 @@ class ApprovalGate:
     def __init__(self, policy: ApprovalPolicy | None = None, ask: AskFn | None = None) -> None:
         self.policy = policy or ApprovalPolicy()
         self.ask_fn = ask
+        #: Who answers a robot's question (the AskUser tool, a person's task in a network) when the front end
+        #: shows it (the window): a function of an :class:`ApprovalRequest` of the tool ``ask_user`` (its input:
+        #: ``question``, ``choices``, ``default``, ``timeout``) whose approved decision's input is
+        #: ``{"answer": text}``; a decision not approved means nobody answered. None: the terminal, or nobody.
+        self.question_fn: AskFn | None = None
         #: "for this thread" grants: (thread id, robot, server, tool, command); a run outside a thread has id "",
         #: a call that runs no command the command "" (a grant for ``run_command`` is for that command only).
         self._thread_grants: set[tuple[str, str, str, str, str]] = set()
@@ -476,6 +481,10 @@ class ApprovalGate:
         decision = await self.ask_fn(request)
         self.remember(request, decision)
         return decision
+
+    def answers_questions(self) -> AskFn | None:
+        """The front end's :attr:`question_fn` (None: it shows no questions)."""
+        return self.question_fn
 
     def remember(self, request: ApprovalRequest, decision: ApprovalDecision) -> None:
         if not decision.approved and decision.scope == "once":

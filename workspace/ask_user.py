@@ -1,7 +1,8 @@
 """``AskUser`` (RobotLab's ``RobotLab::AskUser``): a tool the model calls to ask the person a question.
 
 Who answers is pluggable: ``AskUser(ask=fn)`` with ``fn(question, choices, default)`` returning the
-answer (or an awaitable of it), so a window or a test can answer. Without ``ask`` it asks on the
+answer (or an awaitable of it), so a window or a test can answer. Without ``ask`` it asks the front end when
+the run's approval gate has one that shows questions (the window: a question card in the chat), else the
 terminal when the process has one (stdin is interactive: ``robotlab chat`` / ``run`` in a terminal);
 when nobody can answer, the model gets an error result saying so, and the run goes on.
 
@@ -65,6 +66,41 @@ def terminal_ask(robot: str | None = None) -> AskFn:
     return ask
 
 
+#: The tool name of a question the front end is asked (an AskUser call, a person's task).
+QUESTION = "ask_user"
+
+
+class NotAnswered(Exception):
+    """The front end's person did not answer (they skipped the question); the message says why."""
+
+
+def front_end_ask(gate: Any, *, call_id: str, robot: str, run_id: str = "", task: str | None = None,
+                  thread_id: str | None = None, timeout: float | None = None, person: bool = False) -> AskFn | None:
+    """An ``ask`` that asks through the run's approval gate when its front end shows questions (the window
+    sets the gate's ``question_fn``), else None. The request is tool :data:`QUESTION`, its input the
+    question, choices, default and ``timeout`` (seconds, for a countdown); an answer not given raises
+    :class:`NotAnswered`."""
+    fn = gate.answers_questions() if gate is not None and hasattr(gate, "answers_questions") else None
+    if fn is None:
+        return None
+
+    async def ask(question: str, choices: list[str] | None, default: str | None) -> str:
+        from workspace.approval import ApprovalRequest
+
+        request = ApprovalRequest(
+            call_id=call_id, robot=robot, tool=QUESTION, run_id=run_id, task=task, thread_id=thread_id,
+            input={"question": question, "choices": list(choices or []), "default": default, "timeout": timeout},
+            annotations={"askUser": True, "person": person},
+        )
+        decision = await fn(request)
+        answer = decision.input.get("answer") if isinstance(decision.input, dict) else None
+        if not decision.approved or answer is None:
+            raise NotAnswered(decision.reason or "the user skipped the question")
+        return str(answer)
+
+    return ask
+
+
 def _interactive() -> bool:
     try:
         return sys.stdin is not None and sys.stdin.isatty()
@@ -83,6 +119,9 @@ class AskUser(Tool):
 
     async def _answer(self, arguments: dict[str, Any], context: ToolContext | None = None) -> Any:
         ask = self.ask
+        if ask is None and context is not None:  # the window shows the question in its chat
+            ask = front_end_ask(context.extras.get("approval"), call_id=context.call_id, robot=context.robot,
+                                run_id=context.run_id, task=context.task, thread_id=context.extras.get("thread_id"))
         if ask is None:
             if not _interactive():
                 return ToolOutput(NOBODY, is_error=True)
@@ -90,7 +129,11 @@ class AskUser(Tool):
         question = str(arguments["question"])
         choices = [str(c) for c in arguments.get("choices") or []] or None
         default = arguments.get("default")
-        answer = ask(question, choices, None if default is None else str(default))
-        if inspect.isawaitable(answer):
-            answer = await answer
+        try:
+            answer = ask(question, choices, None if default is None else str(default))
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except NotAnswered as exc:
+            return ToolOutput(f"The user did not answer ({exc}). Go on without the answer, or say in your reply "
+                              "what you need.", is_error=True)
         return resolve_answer(answer, choices, None if default is None else str(default))

@@ -169,9 +169,13 @@ class KnowledgeStore:
         with self._lock:
             db = self._db()
             with db:
+                # A learning kept keeps the time it was first learnt (the Memory dock shows when).
+                since = dict(db.execute("SELECT text, created_at FROM learnings WHERE robot=? AND folder=?",
+                                        (robot, key)).fetchall())
                 db.execute("DELETE FROM learnings WHERE robot=? AND folder=?", (robot, key))
-                db.executemany("INSERT INTO learnings VALUES (?, ?, ?, ?, ?)",
-                               [(robot, key, i, clean(text), now) for i, text in enumerate(texts)])
+                rows = [(robot, key, i, text, since.get(text, now))
+                        for i, text in enumerate(clean(t) for t in texts)]
+                db.executemany("INSERT INTO learnings VALUES (?, ?, ?, ?, ?)", rows)
 
     def learnt(self, *, folder: str | Path | None = None) -> dict[str, list[str]]:
         """What every robot learnt in ``folder``: robot name -> its learnings, oldest first (for a view of
@@ -185,6 +189,16 @@ class KnowledgeStore:
         for robot, text in rows:
             out.setdefault(robot, []).append(text)
         return out
+
+    def learnt_when(self, *, folder: str | Path | None = None) -> list[tuple[str, str, str]]:
+        """What every robot learnt in ``folder``, with when: (robot, learning, ISO time first learnt), by robot,
+        oldest first."""
+        if self._absent():
+            return []
+        with self._lock:
+            rows = self._db().execute("SELECT robot, text, created_at FROM learnings WHERE folder=? "
+                                      "ORDER BY robot, position", (_folder_key(folder),)).fetchall()
+        return [(str(robot), str(text), str(at)) for robot, text, at in rows]
 
     def forget_learning(self, text: str, *, robot: str, folder: str | Path | None = None) -> bool:
         """Forget one learning of ``robot`` in ``folder``; True when it was there. A robot object already

@@ -164,6 +164,12 @@ class RobotLearning:
             return "ask" if self._learning.review == "ask" else "auto"
         return "ask" if self._config_value("review.memory", "auto") == "ask" else "auto"
 
+    def watch_memory_writes(self, callback: MemoryWriteCallback) -> None:
+        """Hand proposed memory writes to ``callback`` (a front end's review: the window's Changes dock) when
+        the robot has no ``on_memory_write`` of its own."""
+        if self._learning.on_write is None:
+            self._learning.on_write = callback
+
     @property
     def pending_memory_writes(self) -> list[PendingMemoryWrite]:
         """The durable writes proposed and not decided yet (``review_memory="ask"``)."""

@@ -55,6 +55,7 @@ __all__ = [
     "save_dirs",
     "set_robot_approval",
     "setting_fields",
+    "skills_of",
     "valid_name",
 ]
 
@@ -406,6 +407,31 @@ def builtin_tools() -> list[tuple[str, str]]:
     for tool in sorted(registry.builtin_tools(), key=lambda t: t.name):
         out.append((tool.name, (tool.description or "").strip().splitlines()[0] if tool.description else ""))
     return out
+
+
+def skills_of(front: Mapping[str, Any], *, folder: Path | None) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """What the editor shows of a robot's skills: the template skills its ``skills:`` names, expanded as a run
+    expands them (each (name, the file) in the order their text goes before the robot's; a skill that cannot
+    be found gives (name, "not found: …")), and the agent skills (``SKILL.md``) found
+    beside the templates, (name, description), which a run is given when its message asks for them."""
+    from workspace.agent_skills import AgentSkillCatalog
+    from workspace.templates import expand_skills, search_path, skill_ids
+
+    template: list[tuple[str, str]] = []
+    ids = skill_ids(front.get("skills"))
+    if ids:
+        dirs = [*search_path(folder, kind="templates"), *search_path(folder, kind="robots")]
+        name = str(front.get("name") or "robot")
+        visited = {name}
+        for skill_id in ids:  # one at a time: the skills found stay listed beside one that is not
+            try:
+                for skill in expand_skills([skill_id], dirs, robot=name, visited=visited):
+                    template.append((skill.name, str(skill.path) if skill.path is not None else ""))
+            except ConfigurationError as exc:
+                template.append((skill_id, f"not found: {exc}"))
+    catalog = AgentSkillCatalog(folder=folder)
+    agent = [(skill.name, skill.description) for skill in catalog.all()]
+    return template, agent
 
 
 _MODEL_CALL_KEYS = ("top_p", "top_k", "presence_penalty", "frequency_penalty", "stop")

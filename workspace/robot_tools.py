@@ -80,6 +80,10 @@ async def resolve_tools(
         available.extend(t for t in registry.lookup(allowed) if t.name not in have)
         have = {t.name for t in available}
         available.extend(t for t in _script_tools(robot, allowed) if t.name not in have)
+        if "ask_user" in (str(getattr(a, "name", a)) for a in allowed) and "ask_user" not in have:
+            from workspace.ask_user import AskUser
+
+            available.append(AskUser())  # named in a robot's file (tools: [ask_user]): the person answers
     elif robot.tools_config == selection.ALL:
         # A robot that says "tools: all" gets every built-in tool too. (Elsewhere "all" keeps
         # RobotLab's meaning, the robot's own and MCP tools: built-ins are named to be used.)

@@ -168,3 +168,29 @@ async def test_preview_values_that_are_an_alias_bomb_are_refused(desktop: Any, p
     await _settle(editor)
     assert "billion laughs" in editor.preview_problem.text()
     assert editor.preview.toPlainText() == "About ."
+
+
+async def test_the_editor_shows_the_robots_skills_in_order_and_the_agent_skills(desktop: Any) -> None:
+    """Template skills as a run expands them (a skill's own skills first), a missing one named, the SKILL.md
+    skills of the catalog, and where hooks come from."""
+    skills = paths.config_dir() / "templates" / "skills"
+    skills.mkdir(parents=True, exist_ok=True)
+    (skills / "brief.md").write_text("---\nname: brief\n---\nBe brief.\n", encoding="utf-8")
+    (skills / "tone.md").write_text("---\nname: tone\nskills: [brief]\n---\nBe kind.\n", encoding="utf-8")
+    agent = paths.config_dir() / "templates" / "summarise"
+    agent.mkdir(parents=True)
+    (agent / "SKILL.md").write_text("---\nname: summarise\ndescription: Summarise long texts\n---\nSummarise.\n",
+                                    encoding="utf-8")
+    editor = desktop.window.robots.open_editor(new=True)
+    editor.form.settings["skills"].set_value(["tone"])
+    await _settle(editor)
+    text = editor.form.skills_text()
+    assert text.index("brief") < text.index("tone") < text.index("Agent skills")  # brief's text goes first
+    assert "summarise Summarise long texts" in " ".join(text.split())
+    assert "Hooks" in text
+    editor.form.settings["skills"].set_value(["tone", "nowhere"])
+    await _settle(editor)
+    assert "nowhere not found" in " ".join(editor.form.skills_text().split())
+    editor.form.settings["skills"].set_value(None)
+    await _settle(editor)
+    assert "Template skills" in editor.form.skills_text() and "brief" not in editor.form.skills_text()

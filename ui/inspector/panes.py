@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from ui import markdown, theme
 from ui.ansi import styled
 from ui.formatting import format_duration
+from ui.inspector.learnt import LearntSection, LearntSource
 from ui.inspector.memory import MemoryModel, pretty
 from ui.inspector.tool_calls import ToolCallRecord, ToolCallsModel, diff_results
 from ui.inspector.trace import TraceFilterModel, TraceModel, raw_event_json
@@ -85,7 +86,8 @@ def _value_html(value: Any) -> str:
 class MemoryPane(QWidget):
     """Live key/value memory with the writer and time of each value, and its history."""
 
-    def __init__(self, model: MemoryModel, parent: QWidget | None = None) -> None:
+    def __init__(self, model: MemoryModel, parent: QWidget | None = None, *,
+                 learnt: LearntSource | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("InspectorPane")
         self.setMinimumWidth(PANE_MIN_WIDTH)
@@ -102,6 +104,12 @@ class MemoryPane(QWidget):
         splitter.addWidget(self.table)
         splitter.addWidget(self.detail)
         splitter.setSizes([220, 200])
+        #: What robots learnt (kept across runs), with Forget; None without a session model to ask.
+        self.learnt: LearntSection | None = None
+        if learnt is not None:
+            self.learnt = LearntSection(learnt, splitter)
+            splitter.addWidget(self.learnt)
+            splitter.setSizes([200, 160, 160])
         layout.addWidget(splitter)
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._show(cur.row()))
         model.dataChanged.connect(lambda *_: self._show(self.table.currentIndex().row()))
@@ -648,7 +656,7 @@ def make_tool_calls(context: DockContext) -> ToolCallsPane:
 
 
 def make_memory(context: DockContext) -> MemoryPane:
-    return MemoryPane(context.memory_model, context.parent)
+    return MemoryPane(context.memory_model, context.parent, learnt=context.services.session)
 
 
 def make_trace(context: DockContext) -> TracePane:

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 from ui import theme
 from ui.review.conflict import RESTORE_ACTIONS, ConflictView
 from ui.review.files import file_list
+from ui.review.memory_writes import MemoryWritesBox
 from ui.review.model import ChangeActions, ChangeReviewModel, HistoryState
 from ui.review.verify import VerifyFailedQuestion, VerifyStrip
 from ui.review.view import DiffView
@@ -106,6 +107,10 @@ class ChangesPane(QWidget):
         #: Change sets whose written changes were all undone (from the thread's change history).
         self.undone_sets: set[str] = set()
         self._build()
+        self.memory_writes.set_pending(controller.pending_memory_writes())
+        controller.memory_write_proposed.connect(self.memory_writes.add)
+        self.memory_writes.decided.connect(lambda _pending: controller.learnt_changed.emit())
+        self.memory_writes.notice.connect(self.notice)
         self.setFocusProxy(self.view)  # its shortcut goes to the diff: a, r, e, u, ]c, [c, Ctrl+Enter applies
         self._connect()
         self.sync()
@@ -159,6 +164,9 @@ class ChangesPane(QWidget):
         bar.addWidget(self.accept_all_button)
         bar.addWidget(self.apply_button)
         layout.addLayout(bar)
+        # Memory writes a robot proposed (review.memory: ask), reviewed beside the files.
+        self.memory_writes = MemoryWritesBox(self)
+        layout.addWidget(self.memory_writes)
 
         self.verify_strip = VerifyStrip(self)
         layout.addWidget(self.verify_strip)

@@ -335,6 +335,7 @@ class RobotEditor(QDialog):
         for problem in problems:  # "…/name.md:6: temperature: …" reads "line 6: temperature: …" at the field
             by_key.setdefault(problem.key, []).append(re.sub(r"^.*?\.md:(\d+): ", r"line \1: ", problem.message))
         rest = self.form.show_problems(by_key)
+        self.form.show_skills(*robot_files.skills_of(self.form.front(), folder=self.controller.folder))
         values, values_problem = self._preview_values()
         rendered = robot_files.preview(draft, values)
         self.preview.setPlainText(rendered.text)

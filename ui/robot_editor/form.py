@@ -219,8 +219,50 @@ class RobotForm(QTabWidget):
             column.addWidget(part)
         self.problem_labels["tools"] = self.tools.problems
         self.problem_labels["mcp"] = self.mcp.problems
+        skills = QGroupBox("Skills and hooks", page)
+        skills.setObjectName("RobotSkills")
+        box = QVBoxLayout(skills)
+        self.skills_view = QLabel("", skills)
+        self.skills_view.setObjectName("SkillsList")
+        self.skills_view.setWordWrap(True)
+        self.skills_view.setTextFormat(Qt.TextFormat.RichText)
+        self.skills_view.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.skills_view.setAccessibleName("The robot's skills and hooks")
+        box.addWidget(self.skills_view)
+        column.addWidget(skills)
         column.addStretch(1)
         self._scroll(page, "&Tools")
+
+    def show_skills(self, template: list[tuple[str, str]], agent: list[tuple[str, str]]) -> None:
+        """The robot's template skills (name, file or problem), the agent skills a run may be given (name,
+        description), and where its hooks come from (read-only: ``skills:`` is edited in Settings)."""
+        from ui.markdown import _esc
+
+        parts = ["<b>Template skills</b> (their text goes before the robot's, in this order; "
+                 "<i>skills</i> in Settings lists them):"]
+        if template:
+            parts.append("<br>".join(f"&nbsp;&nbsp;• {_esc(name)} <span style='color:gray'>{_esc(where)}</span>"
+                                     for name, where in template))
+        else:
+            parts.append("&nbsp;&nbsp;none")
+        parts.append("<b>Agent skills</b> (SKILL.md beside the templates; given to a run whose message asks "
+                     "for one; <tt>robotlab skills list</tt>):")
+        if agent:
+            parts.append("<br>".join(f"&nbsp;&nbsp;• {_esc(name)} <span style='color:gray'>{_esc(text)}</span>"
+                                     for name, text in agent))
+        else:
+            parts.append("&nbsp;&nbsp;none found")
+        parts.append("<b>Hooks</b>: none in a robot file; a program gives them (<tt>Robot(hooks=...)</tt>, "
+                     "a network's <tt>hooks</tt>).")
+        self.skills_view.setText("<br>".join(parts))
+
+    def skills_text(self) -> str:
+        """What the Skills and hooks box says, as plain text."""
+        from PySide6.QtGui import QTextDocument
+
+        document = QTextDocument()
+        document.setHtml(self.skills_view.text())
+        return document.toPlainText()
 
     def _build_settings_tab(self, specs: list[FieldSpec]) -> None:
         page = QWidget(self)

@@ -79,8 +79,13 @@ class Notifier:
         thread_id = c.approval_thread(request)
         elsewhere = thread_id is not None and thread_id != c.thread_id
         thread = self._thread_title(thread_id if elsewhere else None)
-        text = f"{request.robot} wants to run {request.tool}" + (f" in “{thread}”" if thread else "") + \
-            ". Approve or deny it in the window (Ctrl+J)."
+        where = f" in “{thread}”" if thread else ""
+        if request.annotations.get("askUser"):  # a robot's question, a person's task
+            question = str((request.input or {}).get("question") or "")[:120]
+            self.notify(f"{request.robot} asks", f"{question}{where}. Answer it in the window (Ctrl+J).",
+                        elsewhere=elsewhere)
+            return
+        text = f"{request.robot} wants to run {request.tool}{where}. Approve or deny it in the window (Ctrl+J)."
         self.notify("Approval needed", text, elsewhere=elsewhere)
 
     def _on_background_end(self, thread_id: str, state: str) -> None:

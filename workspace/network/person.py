@@ -4,7 +4,8 @@
 (``network.task("approve", person, depends_on=["draft"])``): when its task runs, the network waits for
 ``await fn(question, choices, default)`` (plain or ``async``, AskUser's signature) and the answer flows on
 like a robot's. The question is the task's message (what the tasks before it said, as for a robot).
-Without ``ask``, the terminal asks when stdin is one; with nobody to ask, the task fails saying so.
+Without ``ask``, the window asks when the network runs in one (the network's approval gate shows
+questions: a card in the task's lane, the time limit counting down), else the terminal when stdin is one; with nobody to ask, the task fails saying so.
 ``timeout`` (seconds) bounds the wait: past it the task fails naming the person and the time, or, with
 ``default=``, goes on with that answer. ``choices`` are offered with every question.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +29,10 @@ from workspace.robot import Robot
 
 if TYPE_CHECKING:
     from workspace.messages import Message
+
+
+#: Numbers the questions asked of people through the window (their cards' ids).
+_questions = itertools.count(1)
 
 
 class PersonProvider(ProviderBase):
@@ -53,24 +59,62 @@ class PersonProvider(ProviderBase):
         if _interactive():
             return terminal_ask(self.name)
         raise ProviderError(f"Nobody can answer for {self.name}: give Person('{self.name}', ask=...) a function "
-                            "that asks the person (the window and the terminal each pass one)", provider=self.model_id)
+                            "that asks the person (the window and the terminal each pass one); stdin is not a "
+                            "terminal, so nobody can type the answer here: run it in a terminal, or in the window",
+                            provider=self.model_id)
+
+    def _front_end(self) -> tuple[AskFn, Any, str] | None:
+        """The window's way of asking, when this person's task runs in a network whose approval gate has one:
+        the ask, the task's run (its events show the question as a card) and the question's id."""
+        from workspace.ask_user import front_end_ask
+        from workspace.network.scheduler import _CURRENT
+
+        current = _CURRENT.get()
+        if self.ask is not None or current is None:
+            return None
+        network_run, state = current
+        if state.robot != self.name:
+            return None  # asked from inside another robot's task (delegated to): not this task's lane
+        call_id = f"person-{state.name}-{next(_questions)}"
+        ask = front_end_ask(network_run.options.get("approval"), call_id=call_id, robot=self.name,
+                            run_id=state.run_id or "", task=state.name,
+                            thread_id=network_run.options.get("thread_id"), timeout=self.timeout, person=True)
+        return None if ask is None else (ask, state.agent_run, call_id)
 
     async def stream(self, *, system: str | None, messages: Sequence[Message], tools: Sequence[ToolSpec],
                      settings: Mapping[str, Any]) -> AsyncIterator[Chunk]:
+        from workspace import events as ev
+        from workspace.ask_user import QUESTION, NotAnswered
+
         question = _last_user_text(messages)
-        ask = self._asker()
+        front = self._front_end()
+        ask = front[0] if front is not None else self._asker()
+        run = front[1] if front is not None else None
+        call_id = front[2] if front is not None else ""
+        if run is not None:  # the question shows in the task's lane as a card to answer
+            run.emit(ev.ToolUse(id=call_id, name=QUESTION, input={
+                "question": question, "choices": self.choices or [], "default": self.default,
+                "timeout": self.timeout, "person": True}))
         try:
             async with asyncio.timeout(self.timeout):
                 value = ask(question, self.choices, self.default)
                 if inspect.isawaitable(value):
                     value = await value
+        except NotAnswered as exc:
+            if run is not None:
+                run.emit(ev.ToolError(id=call_id, name=QUESTION, error=f"Not answered: {exc}"))
+            raise ProviderError(f"{self.name} did not answer ({exc})", provider=self.model_id) from None
         except TimeoutError:
+            if run is not None:
+                run.emit(ev.ToolError(id=call_id, name=QUESTION, error=f"No answer within {self.timeout:g} s"))
             if self.default is None:
                 raise ProviderError(f"{self.name} did not answer within {self.timeout:g} s: give the person more "
                                     f"time (Person(timeout=...)), or a default= answer to go on with",
                                     provider=self.model_id) from None
             value = self.default
         answer = resolve_answer(value, self.choices, self.default)
+        if run is not None:
+            run.emit(ev.ToolResult(id=call_id, name=QUESTION, payload={"data": answer}))
         if not answer:
             raise ProviderError(f"{self.name} gave no answer", provider=self.model_id)
         yield TextChunk(answer)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from workspace import events as ev
-from workspace.approval import Action, ApprovalDecision, ApprovalGate, ApprovalRequest
+from workspace.approval import Action, ApprovalDecision, ApprovalGate, ApprovalRequest, AskFn
 from workspace.persistence import StoreError, ThreadInfo, TurnInfo, coalesce_text
 from workspace.result import Usage
 from workspace.session.recording import RecordedRun, TurnView, title_from
@@ -56,6 +56,9 @@ class _ThreadGate(ApprovalGate):
         self.policy = self._shared.policy
         self.ask_fn = self._shared.ask_fn
         return await super().ask(request)
+
+    def answers_questions(self) -> AskFn | None:
+        return self._shared.answers_questions()
 
 
 def _hosted_past_local(model: str, config: ConfigLookup | None) -> bool:
@@ -430,6 +433,10 @@ class ThreadSession:
             options["folder"] = self.workspace.folder
             options["changes"] = self._changes_for_run()
         name = network.name if network is not None else robot.name if robot is not None else self._thread.robot
+        on_write = self.workspace.on_memory_write
+        if on_write is not None:  # review.memory: ask: proposed writes go to the front end's review
+            for bot in _network_robots(network) if network is not None else [robot] if robot is not None else []:
+                bot.watch_memory_writes(on_write)
         try:
             if network is not None:
                 event_run: EventRun = network.stream(text, **options)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from workspace.catalog import RobotInfo
     from workspace.changes import InterruptedApply, RecoveryResult
     from workspace.config import Config
+    from workspace.knowledge import PendingMemoryWrite
     from workspace.network import Network, NetworkInfo
     from workspace.providers.base import Provider
     from workspace.robot import Robot
@@ -59,6 +60,9 @@ class Workspace:
             approval = ApprovalGate(ApprovalPolicy.load(paths.approval_policy_file()))
         self.approval = approval
         self.provider = provider
+        #: Who reviews a memory write a robot proposes (``review.memory: ask``): the window's Changes dock sets
+        #: it; None: the write waits in ``robot.pending_memory_writes``.
+        self.on_memory_write: Callable[[PendingMemoryWrite], Any] | None = None
         self._sessions: dict[str, ThreadSession] = {}
         self._runs: set[RecordedRun] = set()
         #: Verify a thread's change set on its own after each run that proposed changes (a window turns it

@@ -313,16 +313,72 @@ class ElicitationItem(ToolCallItem):
                 "asking": "", "error": ""}[self.action]
 
 
+@dataclass(eq=False, kw_only=True)
+class AskUserItem(ToolCallItem):
+    """A robot asks the person a question (its ``ask_user`` tool), or a network waits for a person's answer
+    (a person's task): the question, its choices and default, the time limit, then the answer.
+
+    ``arguments`` hold ``question``, ``choices``, ``default`` (and ``timeout``, ``person`` for a person's
+    task); the answer is the call's result."""
+
+    @property
+    def request(self) -> dict[str, Any]:
+        return self.arguments if isinstance(self.arguments, dict) else {}
+
+    @property
+    def question(self) -> str:
+        return str(self.request.get("question") or "")
+
+    @property
+    def choices(self) -> list[str]:
+        raw = self.request.get("choices")
+        return [str(c) for c in raw] if isinstance(raw, list) else []
+
+    @property
+    def default(self) -> str | None:
+        value = self.request.get("default")
+        return None if value is None or value == "" else str(value)
+
+    @property
+    def timeout(self) -> float | None:
+        value = self.request.get("timeout")
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
+
+    @property
+    def person(self) -> bool:
+        """A person's task in a network (not a robot's question)."""
+        return bool(self.request.get("person"))
+
+    @property
+    def answer(self) -> str | None:
+        """What the person answered (once they did)."""
+        return None if self.status != "ok" or self.result_value is None else str(self.result_value)
+
+    @property
+    def outcome(self) -> str:
+        """What the card says once the question is over ("" while it waits)."""
+        if self.answer is not None:
+            return f"Answered: {self.answer}"
+        if self.status == "stopped":
+            return "Stopped before anyone answered."
+        if self.status in ("error", "denied"):
+            error = self.error.get("message", self.error) if isinstance(self.error, dict) else self.error
+            return f"Not answered — {error}" if error else "Not answered."
+        return ""
+
+
 def call_item_class(tool: str) -> type[ToolCallItem]:
-    """The item that shows a call of ``tool``: an MCP server's request has its own."""
+    """The item that shows a call of ``tool``: an MCP server's request and a question to the person have their own."""
+    from workspace.ask_user import QUESTION
     from workspace.mcp.requests import ELICITATION, SAMPLING
 
-    return {SAMPLING: SamplingItem, ELICITATION: ElicitationItem}.get(tool, ToolCallItem)
+    return {SAMPLING: SamplingItem, ELICITATION: ElicitationItem, QUESTION: AskUserItem}.get(tool, ToolCallItem)
 
 
 __all__ = [
     "OUTPUT_KEEP",
     "ApprovalState",
+    "AskUserItem",
     "CallStatus",
     "ElicitationItem",
     "OutputState",

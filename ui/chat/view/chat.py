@@ -48,7 +48,8 @@ from ui.chat.model.state import (
     TextItem,
     TurnState,
 )
-from ui.chat.model.tool_calls import ElicitationItem, SamplingItem, ToolCallItem
+from ui.chat.model.tool_calls import AskUserItem, ElicitationItem, SamplingItem, ToolCallItem
+from ui.chat.view.ask_user_card import AskUserCard
 from ui.chat.view.cards import ApprovalPanel, ToolCard
 from ui.chat.view.change_card import ChangeCard
 from ui.chat.view.elicitation_form import ElicitationForm
@@ -446,6 +447,8 @@ class ChatView(QScrollArea):
                 return SamplingCard(item, self.column)
             case ElicitationItem():
                 return ElicitationForm(item, self.column)
+            case AskUserItem():
+                return AskUserCard(item, self.column)
             case ToolCallItem():
                 card = ToolCard(call_id=item.call_id, tool=item.tool, robot=item.robot, server=item.server,
                                 arguments=item.arguments, parent=self.column)
