@@ -3,21 +3,20 @@
 One command runs through this chain (each step ``exec``\\ s the next, so stopping the first
 process's group stops it all):
 
-1. ``prlimit``: the process count (``RLIMIT_NPROC``), memory (``RLIMIT_AS``) and file size
-   (``RLIMIT_FSIZE``) limits;
-2. ``unshare --user --map-root-user --mount --pid --fork``: a user namespace where the
+1. ``unshare --user --map-root-user --mount --pid --fork``: a user namespace where the
    caller is root over nothing but itself, with its own mounts and process numbers;
-3. ``sh -c SETUP``: caps the namespace's process numbers (``kernel.pid_max``, per pid namespace since
-   Linux 6.14: the process limit that holds even for the host's root, whom ``RLIMIT_NPROC`` spares),
-   and mounts overlayfs: the folder (bound to a plain path first when its own holds a character the
+2. ``sh -c SETUP``: sets the process count (``RLIMIT_NPROC``), memory (``RLIMIT_AS``) and file size
+   (``RLIMIT_FSIZE``) limits (the shell's ``ulimit``: no process of its own), caps the namespace's
+   process numbers (``kernel.pid_max``, per pid namespace since Linux 6.14: the process limit that
+   holds even for the host's root, whom ``RLIMIT_NPROC`` spares), and mounts overlayfs: the folder (bound to a plain path first when its own holds a character the
    mount options cannot: ``:``, ``,`` or a backslash), the pending-changes layer, and an empty upper
    directory for the command's writes (overlayfs never writes to its lower layers). bubblewrap 0.8,
    Debian 12's, has no overlay options of its own: ``--overlay`` came with 0.9;
-4. ``bwrap``: a second user namespace, new pid, network (loopback only: the host's loopback servers
+3. ``bwrap``: a second user namespace, new pid, network (loopback only: the host's loopback servers
    are unreachable), IPC, UTS and cgroup namespaces; the system's directories read-only, a private
    ``/tmp`` and home, no host home at all, the overlay at the folder's own path, everything else
    read-only; ``--die-with-parent`` and ``--new-session``;
-5. ``/bin/sh -c COMMAND`` in the folder, stderr merged into stdout, with a reduced environment
+4. ``/bin/sh -c COMMAND`` in the folder, stderr merged into stdout, with a reduced environment
    (:func:`safe_environment`).
 
 After the command the upper directory holds exactly what it wrote: read back as changes
@@ -29,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import json
 import os
@@ -81,7 +81,10 @@ USERNS_HINT = (
 
 _SETUP = r"""
 set -e
-run="$1"; pid_max="$2"; folder="$3"; shift 3
+run="$1"; pid_max="$2"; folder="$3"; nproc="$4"; memory_kb="$5"; file_blocks="$6"; shift 6
+ulimit -u "$nproc" 2>/dev/null || ulimit -p "$nproc"  # bash's -u, dash's -p
+if [ "$memory_kb" != - ]; then ulimit -v "$memory_kb"; fi
+if [ "$file_blocks" != - ]; then ulimit -f "$file_blocks"; fi
 if [ "$pid_max" != 0 ]; then
   if echo "$pid_max" > /proc/sys/kernel/pid_max 2>/dev/null; then :; else echo "robotlab-sandbox: no pid_max" >&2; fi
 fi
@@ -134,10 +137,17 @@ class Capabilities:
 _checked: dict[str, Capabilities] = {}
 
 
+_tools: dict[str, str] = {}
+
+
 def _tool(name: str, package: str) -> str:
+    """The path of a command the chain runs, looked up once per process."""
+    if name in _tools:
+        return _tools[name]
     found = shutil.which(name, path=os.environ.get("PATH", "") + os.pathsep + SANDBOX_PATH)
     if not found:
         raise SandboxUnavailable(f"No sandbox: the {name} command is missing; install {package}.")
+    _tools[name] = found
     return found
 
 
@@ -155,7 +165,7 @@ def check(bwrap: str | None = None) -> Capabilities:
     resolved = shutil.which(path)
     if not resolved:
         raise SandboxUnavailable(f"No sandbox: bubblewrap ({path}) is not installed; {INSTALL_HINT}.")
-    for name in ("prlimit", "unshare", "mount"):
+    for name in ("unshare", "mount"):
         _tool(name, "util-linux (sudo apt-get install util-linux)")
     import subprocess
 
@@ -204,14 +214,16 @@ async def _probe(caps: Capabilities) -> Capabilities:
     return Capabilities(bwrap=caps.bwrap, version=caps.version, process_limit="pid namespace")
 
 
-def _system_binds() -> list[str]:
+@functools.cache
+def _system_binds() -> tuple[str, ...]:
+    """bwrap's arguments for the system's directories (they do not change while RobotLab runs)."""
     args: list[str] = []
     for directory in SYSTEM_DIRS:
         if os.path.islink(directory):
             args += ["--symlink", os.readlink(directory), directory]
         elif os.path.isdir(directory):
             args += ["--ro-bind", directory, directory]
-    return args
+    return tuple(args)
 
 
 def _remove_tree(path: Path) -> None:
@@ -295,11 +307,14 @@ class BubblewrapSandbox:
                 "cannot take; set TMPDIR to a plain path"
             )
         try:
-            for name in ("pending", "real", "upper", "work", "merged"):
-                (run / name).mkdir()
-            from workspace.isolation.layers import write_pending_layer
+            for name in ("pending", "upper", "work", "merged"):
+                os.mkdir(run / name)
+            if any(c in str(folder) for c in ":,\\"):
+                os.mkdir(run / "real")  # the folder is bound there first (see _SETUP)
+            if pending:
+                from workspace.isolation.layers import write_pending_layer
 
-            await asyncio.to_thread(write_pending_layer, run / "pending", pending or {})
+                await asyncio.to_thread(write_pending_layer, run / "pending", pending)
             status_read, status_write = os.pipe()
             argv = self._argv(run, folder, workdir, command, status_write)
             try:
@@ -353,11 +368,9 @@ class BubblewrapSandbox:
     def _argv(self, run: Path, folder: Path, workdir: str, command: str, status_fd: int) -> list[str]:
         limits = self.limits
         caps = self.capabilities
-        rlimits = [f"--nproc={limits.max_processes}"]
-        if limits.max_memory_bytes is not None:
-            rlimits.append(f"--as={limits.max_memory_bytes}")
-        if limits.max_file_bytes is not None:
-            rlimits.append(f"--fsize={limits.max_file_bytes}")
+        # The shell's ulimit takes memory in KiB and file sizes in 512-byte blocks (POSIX): rounded up.
+        memory_kb = "-" if limits.max_memory_bytes is None else str(-(-limits.max_memory_bytes // 1024))
+        file_blocks = "-" if limits.max_file_bytes is None else str(-(-limits.max_file_bytes // 512))
         # The namespace's own processes (unshare's child, bwrap and its reaper) come on top.
         pid_max = max(MIN_PID_MAX, limits.max_processes + 8)
         bwrap = [
@@ -376,9 +389,9 @@ class BubblewrapSandbox:
             "--", "/bin/sh", "-c", 'exec 2>&1; exec /bin/sh -c "$0"', command,
         ]  # fmt: skip
         return [
-            _tool("prlimit", "util-linux"), *rlimits, "--",
             _tool("unshare", "util-linux"), "--user", "--map-root-user", "--mount", "--pid", "--fork",
             "/bin/sh", "-c", _SETUP, "robotlab-sandbox-setup", str(run), str(pid_max), str(folder),
+            str(limits.max_processes), memory_kb, file_blocks,
             *bwrap,
         ]  # fmt: skip
 
@@ -414,6 +427,7 @@ class BubblewrapCommand:
         self._killed = asyncio.Event()
         self._result: CommandResult | None = None
         self._task: asyncio.Task[CommandResult] | None = None
+        self._removed = False
 
     @property
     def pid(self) -> int:
@@ -470,7 +484,8 @@ class BubblewrapCommand:
             exit_code: int | None = status.get("exit-code")
             if self._stopped_by is not None:
                 exit_code = None
-            changes = await asyncio.to_thread(self._changes)
+            # One hop to a thread: the writes read back, then the run's directory removed.
+            changes = await asyncio.to_thread(self._changes_then_remove)
             return CommandResult(
                 command=self.command,
                 exit_code=exit_code,
@@ -481,7 +496,8 @@ class BubblewrapCommand:
                 notes=tuple(notes),
             )
         finally:
-            await asyncio.to_thread(_remove_tree, self._run)
+            if not self._removed:
+                await asyncio.to_thread(self._remove)
 
     async def _pump(self, collector: OutputCollector) -> None:
         """Streams the output to the callback until its end. After a kill the rest of the pipe is
@@ -587,10 +603,25 @@ class BubblewrapCommand:
             )
         return notes
 
+    def _remove(self) -> None:
+        self._removed = True
+        _remove_tree(self._run)
+
+    def _changes_then_remove(self) -> FolderChanges:
+        try:
+            return self._changes()
+        finally:
+            self._remove()
+
     def _changes(self) -> FolderChanges:
         """The upper directory read back: the paths first, then the content of at most
         ``max_changes`` proposed ones (ignored ones keep their size only: a build's output is never
-        read into memory)."""
+        read into memory). Only the upper directory is listed: a command that wrote nothing costs
+        one empty listing."""
+        upper = self._run / "upper"
+        with os.scandir(upper) as entries:
+            if next(entries, None) is None:
+                return FolderChanges()
         from workspace.isolation.ignore import ignore_matcher
         from workspace.isolation.layers import FolderView, load_change, scan_upper
 
@@ -599,7 +630,7 @@ class BubblewrapCommand:
         proposed: list[Change] = []
         ignored: list[Change] = []
         truncated = False
-        for written in scan_upper(self._run / "upper", view):
+        for written in scan_upper(upper, view):
             skip = is_ignored(written.path)
             bucket = ignored if skip else proposed
             if len(bucket) >= self._limits.max_changes:
