@@ -55,6 +55,27 @@ def _table(model: QAbstractItemModel, parent: QWidget) -> QTableView:
     return view
 
 
+#: The most of a call's output the Tool calls pane's Output tab shows at once (Earlier / Later page through it).
+OUTPUT_PAGE = 50_000
+
+
+def output_part(output: str, edge: int, *, backwards: bool) -> tuple[int, int]:
+    """The part of ``output`` that ends at ``edge`` (``backwards``) or starts there: at most
+    :data:`OUTPUT_PAGE` characters, its far end at a line's start when one is near (so no line, and no colour
+    code, is cut there)."""
+    if backwards:
+        start = max(0, edge - OUTPUT_PAGE)
+        if start > 0:
+            newline = output.find("\n", start, start + 200)
+            start = newline + 1 if newline >= 0 else start
+        return start, edge
+    end = min(len(output), edge + OUTPUT_PAGE)
+    if end < len(output):
+        newline = output.rfind("\n", end - 200, end)
+        end = newline + 1 if newline > edge else end
+    return edge, end
+
+
 def _detail(parent: QWidget) -> QTextBrowser:
     view = QTextBrowser(parent)
     view.setObjectName("DetailView")
@@ -179,16 +200,40 @@ class ToolCallsPane(QWidget):
         self.result_view = _detail(self.tabs)
         self.raw_view = _detail(self.tabs)
         self.diff_view = _detail(self.tabs)
-        self.output_view = _detail(self.tabs)
+        self.output_tab = QWidget(self.tabs)
+        output_layout = QVBoxLayout(self.output_tab)
+        output_layout.setContentsMargins(0, 0, 0, 0)
+        output_layout.setSpacing(4)
+        self.output_pager = QWidget(self.output_tab)
+        pager = QHBoxLayout(self.output_pager)
+        pager.setContentsMargins(4, 2, 4, 0)
+        self.output_part = ElidedLabel("", self.output_pager, tooltip=True)
+        self.output_part.setObjectName("Muted")
+        pager.addWidget(self.output_part, 1)
+        self.output_earlier = QPushButton("Earlier", self.output_pager)
+        self.output_earlier.setToolTip(f"Show the {OUTPUT_PAGE:,} characters before these")
+        self.output_earlier.clicked.connect(lambda: self._page_output(-1))
+        pager.addWidget(self.output_earlier)
+        self.output_later = QPushButton("Later", self.output_pager)
+        self.output_later.setToolTip(f"Show the {OUTPUT_PAGE:,} characters after these")
+        self.output_later.clicked.connect(lambda: self._page_output(1))
+        pager.addWidget(self.output_later)
+        self.output_pager.setVisible(False)
+        output_layout.addWidget(self.output_pager)
+        self.output_view = _detail(self.output_tab)
         self.output_view.setObjectName("ToolCallOutput")
         self.output_view.setFont(theme.mono_font())
         self.output_view.setPlaceholderText("What a command printed while it ran (run_command's output).")
+        output_layout.addWidget(self.output_view, 1)
+        #: The call whose output is shown, and the part shown: (start, end) in its output; None follows the end.
+        self._output_call: tuple[str, str] | None = None
+        self._output_part: tuple[int, int] | None = None
         self.args_view.setPlaceholderText("Select a call to see its arguments.")
         self.result_view.setPlaceholderText("Select a call to see its result.")
         self.diff_view.setPlaceholderText("Ctrl+click two calls, then Diff two results.")
         self.tabs.addTab(self.args_view, "Arguments")
         self.tabs.addTab(self.result_view, "Result")
-        self.tabs.addTab(self.output_view, "Output")
+        self.tabs.addTab(self.output_tab, "Output")
         self.tabs.addTab(self.raw_view, "Raw")
         self.tabs.addTab(self.diff_view, "Diff")
         splitter.addWidget(self.table)
@@ -209,6 +254,8 @@ class ToolCallsPane(QWidget):
     def _clear_detail(self) -> None:
         for view in (self.args_view, self.result_view, self.raw_view, self.diff_view, self.output_view):
             view.clear()
+        self._output_call = self._output_part = None
+        self.output_pager.setVisible(False)
 
     TOOL_MIN_WIDTH = 110
 
@@ -269,7 +316,32 @@ class ToolCallsPane(QWidget):
             value = payload["data"] if isinstance(payload, dict) and set(payload) == {"data"} else payload
             self.result_view.setHtml(head + _value_html(value))
         self.raw_view.setHtml(markdown.readable_html(rec.raw_json()))
-        self.output_view.setPlainText(strip_ansi(rec.output))
+        if self._output_call != (rec.run_id, rec.id):
+            self._output_call, self._output_part = (rec.run_id, rec.id), None
+        self._show_output(rec.output)
+
+    def _show_output(self, output: str) -> None:
+        """One part of the call's output, at most :data:`OUTPUT_PAGE` characters (the end unless the person
+        paged back): a long output is never laid out whole."""
+        start, end = self._output_part or output_part(output, len(output), backwards=True)
+        self.output_view.setPlainText(strip_ansi(output[start:end]))
+        self.output_pager.setVisible(start > 0 or end < len(output))
+        self.output_part.setText(f"Characters {start + 1:,}–{end:,} of {len(output):,}")
+        self.output_earlier.setEnabled(start > 0)
+        self.output_later.setEnabled(end < len(output))
+
+    def _page_output(self, step: int) -> None:
+        row = self.table.currentIndex().row()
+        if row < 0 or row >= self.model.rowCount():
+            return
+        output = self.model.record(row).output
+        start, end = self._output_part or output_part(output, len(output), backwards=True)
+        if step < 0:
+            self._output_part = output_part(output, start, backwards=True)
+        else:
+            part = output_part(output, end, backwards=False)
+            self._output_part = None if part[1] >= len(output) else part  # the last part follows the end again
+        self._show_output(output)
 
     def show_diff(self) -> None:
         rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())

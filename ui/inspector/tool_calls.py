@@ -46,8 +46,15 @@ class ToolCallRecord:
     started: float = field(default_factory=time.time)
     decision: str | None = None
     reason: str | None = None
-    #: What the call printed while it ran (its ``tool_output`` chunks, as they came).
-    output: str = ""
+    #: What the call printed while it ran (its ``tool_output`` chunks, as they came; :attr:`output` joins them).
+    output_chunks: list[str] = field(default_factory=list)
+
+    @property
+    def output(self) -> str:
+        """Everything the call printed, as it came (the chunks joined once, not copied again per chunk)."""
+        if len(self.output_chunks) > 1:
+            self.output_chunks[:] = ["".join(self.output_chunks)]
+        return self.output_chunks[0] if self.output_chunks else ""
 
     @property
     def failed(self) -> bool:
@@ -178,7 +185,7 @@ class ToolCallsModel(RowsTableModel[ToolCallRecord]):
             case ev.ToolOutput():
                 found = self.find(event.id, event.run_id)
                 if found is not None:  # shown when the call is (re)selected or ends: no repaint per chunk
-                    found.output += event.text
+                    found.output_chunks.append(event.text)
             case ev.ToolError():
                 rec = self._ensure(event)
                 if rec.status != "denied":
