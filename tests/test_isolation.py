@@ -539,3 +539,36 @@ def test_the_pending_layer_holds_files_folders_and_whiteouts(tmp_path: Path) -> 
         fresh.mkdir()
         with pytest.raises(IsolationError, match="'a/b' and its parent folder conflict: one is a file"):
             write_pending_layer(fresh, clash)
+
+
+@needs_sandbox
+async def test_a_command_never_sees_what_the_one_before_it_wrote_or_had_pending(folder: Path) -> None:
+    from workspace.isolation import bubblewrap
+
+    box = sandbox()
+    first = await box.run(
+        "echo made > made.txt; mkdir -p out/deep && echo x > out/deep/x; rm README.md; cat pending.txt",
+        folder,
+        pending={"pending.txt": b"pending\n", "docs/a.md": None},
+    )
+    assert first.output.text == "pending\n"
+    assert sorted(c.path for c in first.changes.proposed) == ["README.md", "made.txt", "out/deep/x"]
+    spare = list(bubblewrap._spare_runs)
+    assert spare and all(not any(os.scandir(run / "upper")) for run in spare)  # kept for the next, emptied
+    second = await box.run(
+        "ls; test -e made.txt || echo no-made; test -e pending.txt || echo no-pending; cat docs/a.md", folder
+    )
+    assert "no-made\nno-pending\na\n" in second.output.text and "README.md" in second.output.text
+    assert second.changes.proposed == () and second.changes.ignored == ()
+    # at the same time: each command its own run directory, and only a few are kept
+    results = await asyncio.gather(*(box.run(f"echo {i} > mine.txt", folder) for i in range(8)))
+    assert [r.changes.proposed[0].content for r in results] == [f"{i}\n".encode() for i in range(8)]
+    assert len(bubblewrap._spare_runs) <= bubblewrap.MAX_SPARE_RUNS
+    # a command that was stopped leaves no run directory behind: it is removed, not kept
+    before = set(bubblewrap._spare_runs)
+    running = await box.start("echo started > s.txt; sleep 30", folder)
+    await asyncio.sleep(0.3)
+    run = running._run  # type: ignore[attr-defined]
+    running.stop()
+    assert (await running.result()).stopped_by == "stop"
+    assert not run.exists() and set(bubblewrap._spare_runs) <= before

@@ -27,6 +27,7 @@ The user's folder is a read-only lower layer: nothing the command does reaches i
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import functools
 import inspect
@@ -36,6 +37,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -226,6 +228,75 @@ def _system_binds() -> tuple[str, ...]:
     return tuple(args)
 
 
+#: The folders of a run's directory: the overlay's layers, its mount point, and where a folder whose path the
+#: mount options cannot hold is bound first (see ``_SETUP``).
+RUN_FOLDERS = ("pending", "upper", "work", "merged", "real")
+#: Run directories of commands that ended, their layers emptied, kept for the next commands (making and removing
+#: a run's folders costs milliseconds on a disk-backed /tmp, and more on a loaded machine): at most this many.
+MAX_SPARE_RUNS = 4
+_spare_runs: list[Path] = []
+_spare_lock = threading.Lock()
+
+
+def _take_run() -> Path:
+    """A run directory with empty layers: a spare one, or a new one."""
+    while _spare_runs:
+        run = _spare_runs.pop()
+        with contextlib.suppress(OSError):
+            if _empty(run / "upper") and _empty(run / "pending"):
+                return run
+        _remove_tree(run)
+    run = Path(tempfile.mkdtemp(prefix="robotlab-sandbox-"))
+    if any(c in str(run) for c in ":,\\"):
+        _remove_tree(run)
+        raise IsolationError(
+            f"the temporary folder {run.parent} has ':', ',' or '\\' in its path, which overlay mounts "
+            "cannot take; set TMPDIR to a plain path"
+        )
+    try:
+        for name in RUN_FOLDERS:
+            os.mkdir(run / name)
+    except BaseException:
+        _remove_tree(run)
+        raise
+    if not _spare_runs and not _at_exit:
+        _at_exit.append(True)
+        atexit.register(_remove_spare_runs)
+    return run
+
+
+def _recycle(run: Path) -> None:
+    """Keeps the run directory of a command that ended for the next one, its layers emptied (removed when there
+    are enough spare ones or emptying fails). The overlay's work folder is reused as it is: the kernel empties it
+    when it mounts."""
+    try:
+        for name in ("upper", "pending"):
+            if not _empty(run / name):
+                _remove_tree(run / name)
+                os.mkdir(run / name)
+    except OSError:
+        _remove_tree(run)
+        return
+    with _spare_lock:  # commands end in threads of their own (reading their writes back)
+        if len(_spare_runs) < MAX_SPARE_RUNS:
+            _spare_runs.append(run)
+            return
+    _remove_tree(run)
+
+
+_at_exit: list[bool] = []
+
+
+def _remove_spare_runs() -> None:
+    while _spare_runs:
+        _remove_tree(_spare_runs.pop())
+
+
+def _empty(directory: Path) -> bool:
+    with os.scandir(directory) as entries:
+        return next(entries, None) is None
+
+
 def _remove_tree(path: Path) -> None:
     """Removes a run's directory, overlayfs's work folder (mode 000) included."""
 
@@ -299,18 +370,8 @@ class BubblewrapSandbox:
                     f"the working folder {cwd!r} is outside the folder; give a path inside it"
                 )
             workdir = str(inside)
-        run = Path(tempfile.mkdtemp(prefix="robotlab-sandbox-"))
-        if any(c in str(run) for c in ":,\\"):
-            _remove_tree(run)
-            raise IsolationError(
-                f"the temporary folder {run.parent} has ':', ',' or '\\' in its path, which overlay mounts "
-                "cannot take; set TMPDIR to a plain path"
-            )
+        run = _take_run()
         try:
-            for name in ("pending", "upper", "work", "merged"):
-                os.mkdir(run / name)
-            if any(c in str(folder) for c in ":,\\"):
-                os.mkdir(run / "real")  # the folder is bound there first (see _SETUP)
             if pending:
                 from workspace.isolation.layers import write_pending_layer
 
@@ -484,8 +545,12 @@ class BubblewrapCommand:
             exit_code: int | None = status.get("exit-code")
             if self._stopped_by is not None:
                 exit_code = None
-            # One hop to a thread: the writes read back, then the run's directory removed.
-            changes = await asyncio.to_thread(self._changes_then_remove)
+            if not self._pending and _empty(self._run / "upper"):
+                # Nothing pending, nothing written: the run's few empty folders go at once, no thread needed.
+                changes = FolderChanges()
+                self._remove()
+            else:  # one hop to a thread: the writes read back, then the run's directory removed
+                changes = await asyncio.to_thread(self._changes_then_remove)
             return CommandResult(
                 command=self.command,
                 exit_code=exit_code,
@@ -604,8 +669,13 @@ class BubblewrapCommand:
         return notes
 
     def _remove(self) -> None:
+        """The run's directory kept for the next command when this one ended by itself (nothing of it can be
+        running), removed otherwise."""
         self._removed = True
-        _remove_tree(self._run)
+        if self._stopped_by is None and self._process.returncode is not None:
+            _recycle(self._run)
+        else:
+            _remove_tree(self._run)
 
     def _changes_then_remove(self) -> FolderChanges:
         try:
@@ -619,9 +689,8 @@ class BubblewrapCommand:
         read into memory). Only the upper directory is listed: a command that wrote nothing costs
         one empty listing."""
         upper = self._run / "upper"
-        with os.scandir(upper) as entries:
-            if next(entries, None) is None:
-                return FolderChanges()
+        if _empty(upper):
+            return FolderChanges()
         from workspace.isolation.ignore import ignore_matcher
         from workspace.isolation.layers import FolderView, load_change, scan_upper
 
