@@ -70,15 +70,18 @@ def stream(chunk_kb: int) -> dict[str, Any]:
     chunk = LINE * (chunk_kb * 1024 // len(LINE))
     loop = QEventLoop()
     gaps: list[float] = []
+    cpu_gaps: list[float] = []
     feeds: list[float] = []
     sent = 0
     last = time.perf_counter()
+    last_cpu = time.thread_time()
 
     def tick() -> None:
-        nonlocal last
-        now = time.perf_counter()
+        nonlocal last, last_cpu
+        now, cpu = time.perf_counter(), time.thread_time()
         gaps.append(now - last - TICK_MS / 1000)
-        last = now
+        cpu_gaps.append(cpu - last_cpu)
+        last, last_cpu = now, cpu
 
     def feed_one() -> None:
         nonlocal sent
@@ -100,7 +103,7 @@ def stream(chunk_kb: int) -> dict[str, Any]:
     feeder.setInterval(0)
     feeder.timeout.connect(feed_one)
     started = time.perf_counter()
-    last = started
+    last, last_cpu = started, time.thread_time()
     ticker.start()
     feeder.start()
     loop.exec()
@@ -118,21 +121,27 @@ def stream(chunk_kb: int) -> dict[str, Any]:
     feeds.sort()
     return {"chunk_kb": chunk_kb, "chunks": len(feeds) - 1, "seconds": round(elapsed, 2),
             "longest_stall_ms": round(max(gaps) * 1000, 1), "p99_stall_ms": round(gaps[int(len(gaps) * 0.99)] * 1000, 1),
+            "longest_stall_cpu_ms": round(max(cpu_gaps) * 1000, 1),
             "median_feed_ms": round(statistics.median(feeds) * 1000, 2), "card_lines": shown_lines,
             "inspector_chars": len(pane.output_view.toPlainText())}
 
 
 def main() -> None:
     results = [stream(kb) for kb in (8, 64)]
+    load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
+    print(f"target: the longest stall under one frame ({TARGET_MS:g} ms); load average {load} "
+          f"(on a loaded machine the wall-clock stall includes the time the system ran other processes; "
+          f"the loop's own CPU in that stall does not)")
     for r in results:
         met = "met" if r["longest_stall_ms"] <= TARGET_MS else "NOT met"
+        cpu_met = "met" if r["longest_stall_cpu_ms"] <= TARGET_MS else "NOT met"
         print(f"{r['chunk_kb']:>3} KB chunks x {r['chunks']} in {r['seconds']} s: longest stall {r['longest_stall_ms']} ms "
-              f"(target {TARGET_MS:g} ms, one frame: {met}), p99 {r['p99_stall_ms']} ms, "
+              f"({met}), its own CPU at most {r['longest_stall_cpu_ms']} ms ({cpu_met}); p99 {r['p99_stall_ms']} ms, "
               f"median per chunk {r['median_feed_ms']} ms; the card holds {r['card_lines']} lines, the inspector "
               f"shows {r['inspector_chars']:,} characters")
     out = ROOT / "bench" / "results" / "command_output.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"target_ms": TARGET_MS, "runs": results}, indent=2) + "\n", encoding="utf-8")
+    out.write_text(json.dumps({"target_ms": TARGET_MS, "load": load, "runs": results}, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -314,3 +314,26 @@ def test_the_inspector_pages_a_long_output_and_keeps_all_of_it(qapp_instance: An
     assert "".join(pages) == strip_ansi(whole)  # every character once, in order, no colour codes
     assert pane.output_part.text() == parts[0]  # the last part follows the end again
     pane.close()
+
+
+def test_the_inspector_shows_a_changed_call_once_per_turn_of_the_loop(qapp_instance: Any) -> None:
+    from ui.inspector.panes import ToolCallsPane
+    from ui.inspector.tool_calls import ToolCallsModel
+
+    model = ToolCallsModel()
+    pane = ToolCallsPane(model)
+    pane.show()
+    model.add_event(E(ev.ToolUse, 1, id="c1", name="run_command", input={"command": "make"}))
+    model.add_event(E(ev.ToolOutput, 2, id="c1", name="run_command", text="built\n"))
+    pane.select_call("c1")
+    assert pane.output_view.toPlainText() == "built\n"
+    shown: list[int] = []
+    pane.output_view.document().contentsChange.connect(lambda _at, _gone, added: added and shown.append(added))
+    for seq in range(3, 8):  # five changes of the call in one turn: its detail is shown again once, after them
+        model.add_event(E(ev.ToolUse, seq, id="c1", name="run_command", input={"command": f"make {seq}"}))
+    model.add_event(E(ev.ToolResult, 9, id="c1", name="run_command", payload={"data": {"exit_code": 0}}, duration=1.0))
+    assert shown == []
+    _wait_for(qapp_instance, lambda: bool(shown), "the call shown again")
+    qapp_instance.processEvents()
+    assert len(shown) == 1 and "· ok ·" in pane.args_view.toPlainText() and "exit_code" in pane.result_view.toPlainText()
+    pane.close()

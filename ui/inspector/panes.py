@@ -6,13 +6,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
-from PySide6.QtCore import QAbstractItemModel, QEvent, QItemSelectionModel, QModelIndex, QObject, Qt
+from PySide6.QtCore import QAbstractItemModel, QEvent, QItemSelectionModel, QModelIndex, QObject, Qt, QTimer
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLineEdit,
+    QPlainTextEdit,
     QPushButton,
     QSplitter,
     QStyle,
@@ -59,20 +60,21 @@ def _table(model: QAbstractItemModel, parent: QWidget) -> QTableView:
 OUTPUT_PAGE = 50_000
 
 
-def output_part(output: str, edge: int, *, backwards: bool) -> tuple[int, int]:
-    """The part of ``output`` that ends at ``edge`` (``backwards``) or starts there: at most
+def output_part(rec: ToolCallRecord, edge: int, *, backwards: bool) -> tuple[int, int]:
+    """The part of the call's output that ends at ``edge`` (``backwards``) or starts there: at most
     :data:`OUTPUT_PAGE` characters, its far end at a line's start when one is near (so no line, and no colour
     code, is cut there)."""
+    length = rec.output_length
     if backwards:
         start = max(0, edge - OUTPUT_PAGE)
         if start > 0:
-            newline = output.find("\n", start, start + 200)
-            start = newline + 1 if newline >= 0 else start
+            newline = rec.output_slice(start, start + 200).find("\n")
+            start = start + newline + 1 if newline >= 0 else start
         return start, edge
-    end = min(len(output), edge + OUTPUT_PAGE)
-    if end < len(output):
-        newline = output.rfind("\n", end - 200, end)
-        end = newline + 1 if newline > edge else end
+    end = min(length, edge + OUTPUT_PAGE)
+    if end < length:
+        newline = rec.output_slice(end - 200, end).rfind("\n")
+        end = end - 200 + newline + 1 if newline >= 0 and end - 200 + newline > edge else end
     return edge, end
 
 
@@ -220,7 +222,8 @@ class ToolCallsPane(QWidget):
         pager.addWidget(self.output_later)
         self.output_pager.setVisible(False)
         output_layout.addWidget(self.output_pager)
-        self.output_view = _detail(self.output_tab)
+        self.output_view = QPlainTextEdit(self.output_tab)  # plain text: laid out several times faster than rich
+        self.output_view.setReadOnly(True)
         self.output_view.setObjectName("ToolCallOutput")
         self.output_view.setFont(theme.mono_font())
         self.output_view.setPlaceholderText("What a command printed while it ran (run_command's output).")
@@ -245,7 +248,13 @@ class ToolCallsPane(QWidget):
         model.rowsInserted.connect(lambda *_: self._update_count())
         model.modelReset.connect(self._update_count)
         model.dataChanged.connect(lambda *_: self._update_count())  # a call failed after its row came
-        model.dataChanged.connect(lambda *_: self._show(self.table.currentIndex().row()))
+        # a call that changed shows on the next turn of the loop: the changes of one turn (a result, the call's
+        # status) are shown once, and not in the same turn as the chat's own work on them
+        self._show_timer = QTimer(self)
+        self._show_timer.setSingleShot(True)
+        self._show_timer.setInterval(0)
+        self._show_timer.timeout.connect(lambda: self._show(self.table.currentIndex().row()))
+        model.dataChanged.connect(lambda *_: self._show_timer.start())
         model.modelReset.connect(self._clear_detail)  # another thread: the last one's call goes
         self.setFocusProxy(self.table)
         self._update_count()
@@ -318,30 +327,31 @@ class ToolCallsPane(QWidget):
         self.raw_view.setHtml(markdown.readable_html(rec.raw_json()))
         if self._output_call != (rec.run_id, rec.id):
             self._output_call, self._output_part = (rec.run_id, rec.id), None
-        self._show_output(rec.output)
+        self._show_output(rec)
 
-    def _show_output(self, output: str) -> None:
+    def _show_output(self, rec: ToolCallRecord) -> None:
         """One part of the call's output, at most :data:`OUTPUT_PAGE` characters (the end unless the person
-        paged back): a long output is never laid out whole."""
-        start, end = self._output_part or output_part(output, len(output), backwards=True)
-        self.output_view.setPlainText(strip_ansi(output[start:end]))
-        self.output_pager.setVisible(start > 0 or end < len(output))
-        self.output_part.setText(f"Characters {start + 1:,}–{end:,} of {len(output):,}")
+        paged back): a long output is never joined or laid out whole."""
+        length = rec.output_length
+        start, end = self._output_part or output_part(rec, length, backwards=True)
+        self.output_view.setPlainText(strip_ansi(rec.output_slice(start, end)))
+        self.output_pager.setVisible(start > 0 or end < length)
+        self.output_part.setText(f"Characters {start + 1:,}–{end:,} of {length:,}")
         self.output_earlier.setEnabled(start > 0)
-        self.output_later.setEnabled(end < len(output))
+        self.output_later.setEnabled(end < length)
 
     def _page_output(self, step: int) -> None:
         row = self.table.currentIndex().row()
         if row < 0 or row >= self.model.rowCount():
             return
-        output = self.model.record(row).output
-        start, end = self._output_part or output_part(output, len(output), backwards=True)
+        rec = self.model.record(row)
+        start, end = self._output_part or output_part(rec, rec.output_length, backwards=True)
         if step < 0:
-            self._output_part = output_part(output, start, backwards=True)
+            self._output_part = output_part(rec, start, backwards=True)
         else:
-            part = output_part(output, end, backwards=False)
-            self._output_part = None if part[1] >= len(output) else part  # the last part follows the end again
-        self._show_output(output)
+            part = output_part(rec, end, backwards=False)
+            self._output_part = None if part[1] >= rec.output_length else part  # the last part follows the end
+        self._show_output(rec)
 
     def show_diff(self) -> None:
         rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())

@@ -5,6 +5,7 @@ afresh in every request, so a thread holds several calls with the same id."""
 
 from __future__ import annotations
 
+import bisect
 import json
 import time
 from dataclasses import dataclass, field
@@ -46,15 +47,35 @@ class ToolCallRecord:
     started: float = field(default_factory=time.time)
     decision: str | None = None
     reason: str | None = None
-    #: What the call printed while it ran (its ``tool_output`` chunks, as they came; :attr:`output` joins them).
+    #: What the call printed while it ran (its ``tool_output`` chunks, as they came), and where each ends in the
+    #: output: a part is read from the chunks it spans (:meth:`output_slice`), never the whole joined.
     output_chunks: list[str] = field(default_factory=list)
+    output_ends: list[int] = field(default_factory=list)
+
+    def add_output(self, text: str) -> None:
+        self.output_chunks.append(text)
+        self.output_ends.append(self.output_length + len(text))
+
+    @property
+    def output_length(self) -> int:
+        return self.output_ends[-1] if self.output_ends else 0
+
+    def output_slice(self, start: int, end: int) -> str:
+        """``output[start:end]``, joined from the chunks it spans."""
+        start, end = max(0, start), min(end, self.output_length)
+        pieces: list[str] = []
+        i = bisect.bisect_right(self.output_ends, start)
+        while start < end and i < len(self.output_chunks):
+            chunk_start = self.output_ends[i] - len(self.output_chunks[i])
+            pieces.append(self.output_chunks[i][start - chunk_start:end - chunk_start])
+            start = self.output_ends[i]
+            i += 1
+        return "".join(pieces)
 
     @property
     def output(self) -> str:
-        """Everything the call printed, as it came (the chunks joined once, not copied again per chunk)."""
-        if len(self.output_chunks) > 1:
-            self.output_chunks[:] = ["".join(self.output_chunks)]
-        return self.output_chunks[0] if self.output_chunks else ""
+        """Everything the call printed, as it came."""
+        return "".join(self.output_chunks)
 
     @property
     def failed(self) -> bool:
@@ -185,7 +206,7 @@ class ToolCallsModel(RowsTableModel[ToolCallRecord]):
             case ev.ToolOutput():
                 found = self.find(event.id, event.run_id)
                 if found is not None:  # shown when the call is (re)selected or ends: no repaint per chunk
-                    found.output_chunks.append(event.text)
+                    found.add_output(event.text)
             case ev.ToolError():
                 rec = self._ensure(event)
                 if rec.status != "denied":
