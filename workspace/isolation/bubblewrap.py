@@ -8,8 +8,9 @@ process's group stops it all):
 2. ``sh -c SETUP``: sets the process count (``RLIMIT_NPROC``), memory (``RLIMIT_AS``) and file size
    (``RLIMIT_FSIZE``) limits (the shell's ``ulimit``: no process of its own), caps the namespace's
    process numbers (``kernel.pid_max``, per pid namespace since Linux 6.14: the process limit that
-   holds even for the host's root, whom ``RLIMIT_NPROC`` spares), and mounts overlayfs: the folder (bound to a plain path first when its own holds a character the
-   mount options cannot: ``:``, ``,`` or a backslash), the pending-changes layer, and an empty upper
+   holds even for the host's root, whom ``RLIMIT_NPROC`` spares), and mounts overlayfs: the folder
+   (bound to a plain path first when its own holds a character the mount options cannot: ``:``, ``,``
+   or a backslash), the pending-changes layer, and an empty upper
    directory for the command's writes (overlayfs never writes to its lower layers). bubblewrap 0.8,
    Debian 12's, has no overlay options of its own: ``--overlay`` came with 0.9;
 3. ``bwrap``: a second user namespace, new pid, network (loopback only: the host's loopback servers
@@ -259,7 +260,7 @@ def _take_run() -> Path:
     except BaseException:
         _remove_tree(run)
         raise
-    if not _spare_runs and not _at_exit:
+    if not _at_exit:  # the spare ones go when RobotLab ends
         _at_exit.append(True)
         atexit.register(_remove_spare_runs)
     return run
@@ -488,7 +489,7 @@ class BubblewrapCommand:
         self._killed = asyncio.Event()
         self._result: CommandResult | None = None
         self._task: asyncio.Task[CommandResult] | None = None
-        self._removed = False
+        self._released = False
 
     @property
     def pid(self) -> int:
@@ -546,11 +547,11 @@ class BubblewrapCommand:
             if self._stopped_by is not None:
                 exit_code = None
             if not self._pending and _empty(self._run / "upper"):
-                # Nothing pending, nothing written: the run's few empty folders go at once, no thread needed.
+                # Nothing pending, nothing written: nothing to read back or empty, so no thread is needed.
                 changes = FolderChanges()
-                self._remove()
-            else:  # one hop to a thread: the writes read back, then the run's directory removed
-                changes = await asyncio.to_thread(self._changes_then_remove)
+                self._release()
+            else:  # one hop to a thread: the writes read back, then the run directory released
+                changes = await asyncio.to_thread(self._changes_then_release)
             return CommandResult(
                 command=self.command,
                 exit_code=exit_code,
@@ -561,8 +562,8 @@ class BubblewrapCommand:
                 notes=tuple(notes),
             )
         finally:
-            if not self._removed:
-                await asyncio.to_thread(self._remove)
+            if not self._released:
+                await asyncio.to_thread(self._release)
 
     async def _pump(self, collector: OutputCollector) -> None:
         """Streams the output to the callback until its end. After a kill the rest of the pipe is
@@ -668,20 +669,20 @@ class BubblewrapCommand:
             )
         return notes
 
-    def _remove(self) -> None:
+    def _release(self) -> None:
         """The run's directory kept for the next command when this one ended by itself (nothing of it can be
         running), removed otherwise."""
-        self._removed = True
+        self._released = True
         if self._stopped_by is None and self._process.returncode is not None:
             _recycle(self._run)
         else:
             _remove_tree(self._run)
 
-    def _changes_then_remove(self) -> FolderChanges:
+    def _changes_then_release(self) -> FolderChanges:
         try:
             return self._changes()
         finally:
-            self._remove()
+            self._release()
 
     def _changes(self) -> FolderChanges:
         """The upper directory read back: the paths first, then the content of at most
