@@ -8,12 +8,16 @@ our GIL), in the same process, interleaved in rounds:
 * our loop (``Robot.arun``) with the provider ``provider_for`` picks for ``openai/fake`` at a server
   address: the lean provider on the openai SDK;
 * our loop with ``LiteLLMProvider`` (every other model goes this way);
-* the openai SDK by hand (``client.chat.completions.create``, the floor);
+* the openai SDK by hand (``client.chat.completions.create``: pydantic models per chunk);
+* the lean provider's own transport by hand (the SDK's raw ``client.post`` with chunks as plain dicts,
+  what :class:`~workspace.providers.openai_provider.OpenAICompatibleProvider` sends and reads): the
+  floor of what the loop adds;
 * ``litellm.acompletion`` by hand.
 
 200 turns each (``TURNS``), after a warm-up; prints the medians and the ratios. Targets: our loop on
-the lean provider <= 1.3 x the openai SDK by hand; on litellm <= 1.10 x litellm by hand. Writes
-bench/results/agent_loop.json.
+the lean provider <= 1.2 x its own transport by hand (wall clock and this process's CPU), <= 1.3 x the
+openai SDK by hand; on litellm <= 1.10 x litellm by hand. ``--lean-only``: the lean paths alone (no
+litellm). Writes bench/results/agent_loop.json.
 """
 
 from __future__ import annotations
@@ -97,6 +101,37 @@ async def openai_sdk(client: Any) -> None:
     assert text.startswith("It is"), text
 
 
+async def raw_transport(client: Any, openai: Any) -> None:
+    """The lean provider's transport by hand: the same raw post, chunks as dicts, no loop around it."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are helpful."},
+                                      {"role": "user", "content": "Weather in Oslo?"}]
+    body = {"model": "fake", "tools": TOOLS, "stream": True, "stream_options": {"include_usage": True}}
+
+    async def post(msgs: list[dict[str, Any]]) -> Any:
+        return await client.post("/chat/completions", body={**body, "messages": msgs}, cast_to=object, stream=True,
+                                 stream_cls=openai.AsyncStream[object])
+
+    call = {"id": "", "name": "", "arguments": ""}
+    async for chunk in await post(messages):
+        choices = chunk.get("choices") or ()
+        for tc in (choices[0].get("delta") or {}).get("tool_calls") or () if choices else ():
+            call["id"] = tc.get("id") or call["id"]
+            function = tc.get("function") or {}
+            if function.get("name"):
+                call["name"] = function["name"]
+            if function.get("arguments"):
+                call["arguments"] += function["arguments"]
+    messages += [{"role": "assistant", "content": "", "tool_calls": [
+        {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}]},
+                 {"role": "tool", "tool_call_id": call["id"], "content": "sunny"}]
+    parts = []
+    async for chunk in await post(messages):
+        choices = chunk.get("choices") or ()
+        if choices:
+            parts.append((choices[0].get("delta") or {}).get("content") or "")
+    assert "".join(parts).startswith("It is"), parts
+
+
 CPU: dict[Any, list[float]] = {}
 
 
@@ -116,16 +151,18 @@ async def measure(fn: Any, key: str = "") -> list[float]:
     return times
 
 
-async def main() -> None:
-    import litellm
-
+async def main(lean_only: bool = False) -> int:
     from workspace.providers import provider_for
     from workspace.providers.litellm_provider import LiteLLMProvider, preload_litellm
     from workspace.robot import Robot
     from workspace.tools import tool
 
-    await preload_litellm()
-    litellm.suppress_debug_info = True
+    litellm: Any = None
+    if not lean_only:
+        import litellm
+
+        await preload_litellm()
+        litellm.suppress_debug_info = True
     proc = subprocess.Popen([sys.executable, "-c", SERVER.format(root=str(ROOT))], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -160,16 +197,33 @@ async def main() -> None:
         lean_t: list[float] = []
         hand_t: list[float] = []
         sdk_t: list[float] = []
+        raw_t: list[float] = []
         for _ in range(4):
             lean_t += await measure(ours_lean, "lean")
+            raw_t += await measure(lambda: raw_transport(client, openai), "raw")
             sdk_t += await measure(lambda: openai_sdk(client), "sdk")
-            ours_t += await measure(ours, "litellm")
-            hand_t += await measure(lambda: by_hand(litellm, base), "by_hand")
+            if not lean_only:
+                ours_t += await measure(ours, "litellm")
+                hand_t += await measure(lambda: by_hand(litellm, base), "by_hand")
     finally:
         proc.terminate()
-    lean_m, ours_m, hand_m, sdk_m = (statistics.median(t) for t in (lean_t, ours_t, hand_t, sdk_t))
     cpu = {k: statistics.median(v) for k, v in CPU.items()}
+    lean_m, raw_m, sdk_m = (statistics.median(t) for t in (lean_t, raw_t, sdk_t))
+    own_ratio, own_cpu_ratio = lean_m / raw_m, cpu["lean"] / cpu["raw"]
+    met = own_ratio <= 1.2 and own_cpu_ratio <= 1.2
+    print(f"our agent loop, lean provider:                median {lean_m:7.2f} ms, CPU {cpu['lean']:.2f} ms a turn")
+    print(f"its own transport by hand (raw post, dicts):  median {raw_m:7.2f} ms, CPU {cpu['raw']:.2f} ms a turn")
+    print(f"ratio ours (lean) / its own transport: {own_ratio:.3f} wall clock, {own_cpu_ratio:.3f} CPU "
+          f"(target <= 1.2: {'met' if met else 'missed'})")
+    if lean_only:
+        return 0 if met else 1
+    ours_m, hand_m = (statistics.median(t) for t in (ours_t, hand_t))
     result = {
+        "our_loop_lean_provider_cpu_ms": round(cpu["lean"], 2),
+        "own_transport_by_hand_median_ms": round(raw_m, 2),
+        "ratio_lean_over_own_transport": round(own_ratio, 3),
+        "cpu_ratio_lean_over_own_transport": round(own_cpu_ratio, 3),
+        "target_ratio_lean_over_own_transport": 1.2,
         "turns_each": len(ours_t),
         "our_loop_lean_provider_median_ms": round(lean_m, 2),
         "our_loop_litellm_median_ms": round(ours_m, 2),
@@ -197,7 +251,8 @@ async def main() -> None:
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "agent_loop.json").write_text(json.dumps(result, indent=2) + "\n")
+    return 0 if met else 1
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    sys.exit(asyncio.run(main(lean_only="--lean-only" in sys.argv[1:])))

@@ -412,3 +412,80 @@ async def test_in_auto_mode_what_it_writes_is_applied_with_a_decision_per_file(f
     assert (folder / "one.txt").read_text() == "one\n" and (folder / "two.txt").read_text() == "two\n"
     decided = [e for e in events if isinstance(e, ev.ChangeDecided)]
     assert sorted(f["path"] for e in decided for f in e.outcome) == ["one.txt", "two.txt"]
+
+
+# -- where no sandbox can be made: the per-folder escape hatch, asked every time --------------------------------------
+
+
+class AlwaysGate(Gate):
+    """A person who answers "yes, always" (the answer an unsandboxed command must never turn into a rule)."""
+
+    def __init__(self, rules: list[dict[str, str]]) -> None:
+        super().__init__(rules)
+        asked = self.asked
+
+        async def ask(request: ApprovalRequest) -> ApprovalDecision:
+            asked.append(request)
+            return ApprovalDecision(approved=True, scope="always")
+
+        self.ask_fn = ask
+
+
+@pytest.fixture
+def no_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This machine without bubblewrap, as the refusal test makes it (a PATH without bwrap, the cached box gone)."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setattr(commands, "_box", None)
+
+
+async def test_without_a_sandbox_the_refusal_names_the_folders_setting(folder: Path, no_sandbox: None) -> None:
+    from workspace import trust
+
+    assert not trust.runs_without_sandbox(folder)  # off by default
+    gate = Gate(ALLOW_ALL)
+    [data] = results(await run_commands(folder, ChangeSet(folder), "echo hi > out.txt", gate=gate))
+    assert "run_command cannot run here" in data["error"] and "bwrap" in data["error"]
+    assert f"robotlab trust {folder} --run-without-sandbox on" in data["error"]
+    assert gate.asked == [] and not (folder / "out.txt").exists()
+
+
+async def test_with_the_setting_each_command_is_asked_even_past_an_always_rule_and_runs_in_the_folder(
+        folder: Path, no_sandbox: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workspace import trust
+
+    assert trust.set_run_without_sandbox(folder, True) and trust.runs_without_sandbox(folder)
+    assert not trust.set_run_without_sandbox(folder, True)  # already on: nothing changed
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-commands")
+    gate = AlwaysGate([{"tool": "run_command", "command": "echo*", "action": "allow"}, *ALLOW_ALL])
+    events = await run_commands(folder, ChangeSet(folder), "echo one > out.txt; env",
+                                "echo two >> out.txt", gate=gate)
+    first, second = results(events)
+    assert second["exit_code"] == 0 and second["sandboxed"] is False
+    # an allow rule for the tool and one for the command, and the person's "always": asked both times all the same
+    assert [r.input["command"] for r in gate.asked] == ["echo one > out.txt; env", "echo two >> out.txt"]
+    assert all(r.effects[0].unsandboxed for r in gate.asked)
+    assert "WITHOUT a sandbox" in gate.asked[0].effects[0].describe()
+    assert "reach the network" in gate.asked[0].effects[0].describe()
+    assert len(gate.policy.rules) == 2  # no rule was written for the answer "always"
+    # it ran directly in the folder: the file is on disk, not proposed; the environment is the sandbox's reduced one
+    assert (folder / "out.txt").read_text() == "one\ntwo\n"
+    data = first
+    assert data["sandboxed"] is False and data["exit_code"] == 0 and data["changes"] == []
+    assert "sk-not-for-commands" not in data["output"] and "HOME=" in data["output"]
+    assert any("WITHOUT a sandbox" in note for note in data["notes"])
+    requested = [e for e in events if isinstance(e, ev.ApprovalRequested)]
+    assert [e.annotations["effects"][0]["unsandboxed"] for e in requested] == [True, True]
+
+
+async def test_with_the_setting_a_call_nobody_was_asked_about_does_not_run(folder: Path, no_sandbox: None) -> None:
+    from workspace import trust
+    from workspace.approval import CallbackGate
+
+    trust.set_run_without_sandbox(folder, True)
+    gate = CallbackGate(lambda _request: ApprovalDecision(approved=True))  # a program's policy, no person
+    [data] = results(await run_commands(folder, ChangeSet(folder), "echo hi > out.txt", gate=gate))
+    assert "only when the user approves that very call" in data["error"]
+    assert not (folder / "out.txt").exists()
+    assert trust.set_run_without_sandbox(folder, False) and not trust.runs_without_sandbox(folder)

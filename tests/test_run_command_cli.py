@@ -142,3 +142,22 @@ def test_ctrl_c_stops_the_command_and_everything_it_started(robotlab_home: Path,
     assert _processes_with(marker) == []
     assert "[stopped: the command and everything it started were killed]" in rest
     assert "stopped" in rest.splitlines()[-1].lower() or "■" in rest, rest
+
+
+def test_yes_does_not_answer_a_command_that_would_run_without_a_sandbox(robotlab_home: Path, folder: Path,
+                                                                       tmp_path: Path) -> None:
+    from workspace import trust
+
+    trust.set_run_without_sandbox(folder, True)  # the user's own trust file (ROBOTLAB_HOME)
+    policy(robotlab_home, "rules:\n  - {tool: run_command, action: allow}\n")
+    empty = tmp_path / "bin"
+    empty.mkdir()  # this machine without bubblewrap
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.tool("run_command", {"command": "echo hi > out.txt"}))
+        server.enqueue("It was not run.")
+        env = {**os.environ, "ROBOT_LAB_DEMO__DELAY": "0", "PATH": str(empty)}
+        result = subprocess.run(command_line(folder, server, "--yes"), capture_output=True, text=True, cwd=ROOT,
+                                env=env, timeout=120, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    assert not (folder / "out.txt").exists()  # neither the allow rule nor --yes ran it: nobody was asked
+    assert "needs approval" in result.stdout + result.stderr

@@ -15,7 +15,7 @@ from workspace.schemas.export import json_schema, schema_text, shipped_dir
 from workspace.templates import Template
 
 ROOT = Path(__file__).resolve().parent.parent
-OURS = ("robot", "config", "mcp", "network")
+OURS = ("robot", "config", "mcp", "network", "eval")
 
 
 @pytest.mark.parametrize("kind", OURS)
@@ -39,6 +39,10 @@ def test_the_shipped_files_follow_their_schemas() -> None:
     assert not list(config.iter_errors(yaml.safe_load(default_config_text())))
     assert list(config.iter_errors({"llm": {"temperature": 7}}))
     assert list(config.iter_errors({"mcpServers": {"a": {"command": 5}}}))
+    evals = jsonschema.Draft202012Validator(json_schema("eval"))
+    example = yaml.safe_load((ROOT / "examples" / "evals" / "support.yaml").read_text(encoding="utf-8"))
+    assert not list(evals.iter_errors(example))
+    assert list(evals.iter_errors({"robot": "a", "cases": [{"name": "x", "message": "y", "expect": [{"contain": 1}]}]}))
 
 
 def test_robotlab_schema_prints_one_and_writes_several(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -52,6 +56,6 @@ def test_robotlab_schema_prints_one_and_writes_several(tmp_path: Path, capsys: p
 
 def test_robotlab_schema_says_what_it_needs(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["schema"]) == 2
-    assert "name one schema to print (robot, config, mcp, network)" in capsys.readouterr().err
+    assert "name one schema to print (robot, config, mcp, network, eval)" in capsys.readouterr().err
     assert main(["schema", "robots"]) == 2
     assert "no schema named 'robots'" in capsys.readouterr().err

@@ -212,3 +212,33 @@ def test_cli_says_what_is_withheld_and_trust_lets_it_apply(tmp_path: Path, robot
     assert robotlab("trust", str(folder), "--yes").returncode == 0
     listed = robotlab("--folder", str(folder), "mcp", "list", "--json")
     assert "helper" in listed.stdout and "not used until" not in listed.stderr
+
+
+def test_running_without_a_sandbox_is_a_folder_setting_of_the_user_off_by_default(tmp_path: Path,
+                                                                                   robotlab_home: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    # the folder's own config cannot turn it on (a repository could ship that file)
+    write(paths.project_config_file(folder), "run_without_sandbox: true\n")
+    assert not trust.runs_without_sandbox(folder)
+    trust.trust(folder)  # trusting the folder's settings does not turn it on either
+    assert not trust.runs_without_sandbox(folder)
+    env = {**os.environ, "ROBOTLAB_HOME": str(robotlab_home)}
+
+    def robotlab(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "workspace", *args], capture_output=True, text=True,
+                              env=env, stdin=subprocess.DEVNULL, timeout=120)
+
+    on = robotlab("trust", str(folder), "--run-without-sandbox", "on")
+    assert on.returncode == 0 and "WITHOUT one" in on.stdout and "asks you before every command" in on.stdout
+    assert trust.runs_without_sandbox(folder) and trust.is_trusted(folder)  # the folder's trust is kept beside it
+    assert trust.runs_without_sandbox(folder / ".")  # the same folder however it is spelled
+    assert not trust.runs_without_sandbox(tmp_path)  # only that folder
+    off = robotlab("trust", str(folder), "--run-without-sandbox", "off")
+    assert off.returncode == 0 and "only in a sandbox" in off.stdout and not trust.runs_without_sandbox(folder)
+    bad = robotlab("trust", str(folder), "--run-without-sandbox", "yes")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr

@@ -4,6 +4,7 @@ told, an untrusted folder's command is ignored, and ``robotlab changes verify`` 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -106,6 +107,45 @@ async def test_a_failing_accepted_set_is_not_applied_until_the_caller_says_so(tm
         assert note is not None and f"The verify command `{VERIFY}` FAILED on the hunks the user accepted (exit code 1)" \
             in note
         assert "    NINE" in note  # the end of its output, so the robot can fix what failed
+    finally:
+        await ws.aclose()
+
+
+async def test_with_auto_verify_a_proposing_run_is_verified_and_a_newer_verify_supersedes_a_running_one(
+        tmp_path: Path) -> None:
+    from workspace.session.verify import VerifyProgress
+
+    folder = make_folder(tmp_path)
+    ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=two_edits("Nothing to change.", "Done."))
+    seen: list[VerifyProgress] = []
+    ws.auto_verify = True
+    ws.verify_listeners.append(seen.append)
+    try:
+        session = ws.new_thread("file-helper")
+        await session.send("capitalise two and nine").wait()
+        task = session._verify_task
+        assert task is not None and seen and seen[0].running and seen[0].subset == "proposed"
+        event = await asyncio.wait_for(task, 120)  # bounds a hang only
+        assert event is not None and not event.passed and "NINE" in event.output
+        assert seen[-1].event == event and not seen[-1].running and session.verifying == seen[-1]
+        recorded = [e for t in session.transcript() for e in t.events if isinstance(e, ev.VerifyFinished)]
+        assert [(e.subset, e.passed) for e in recorded] == [("proposed", False)]  # recorded as a manual one is
+
+        seen.clear()
+        await session.send("anything else?").wait()  # proposes nothing: no verify
+        assert session._verify_task is None and seen == []
+
+        slow = session.start_verify("proposed")
+        assert slow is not None
+        newer = session.start_verify("accepted")  # the person asked again: the first one is cancelled
+        assert newer is not None and newer is not slow
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(slow, 30)
+        superseded = [p for p in seen if p.superseded]
+        assert len(superseded) == 1 and superseded[0].subset == "proposed"
+        assert session.verifying is not None and session.verifying.subset == "accepted"
+        await asyncio.wait_for(newer, 120)
+        assert seen[-1].subset == "accepted" and seen[-1].event is not None and not seen[-1].superseded
     finally:
         await ws.aclose()
 
@@ -234,3 +274,29 @@ def test_the_review_applies_a_failing_set_when_told_to_and_says_so(tmp_path: Pat
     assert "✗ verify failed on the proposed changes" in result.stdout
     assert "✗ verify failed on the accepted hunks" in result.stdout and "Apply them anyway? [y/N]" in result.stdout
     assert "NINE" in (folder / "a.txt").read_text(encoding="utf-8")
+
+
+async def test_a_verify_that_cannot_run_says_why_to_its_listeners(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from workspace.session.verify import VerifyProgress
+    from workspace.tools import commands
+
+    folder = make_folder(tmp_path)
+    ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=two_edits())
+    seen: list[VerifyProgress] = []
+    ws.verify_listeners.append(seen.append)
+    try:
+        session = ws.new_thread("file-helper")
+        await session.send("capitalise two and nine").wait()
+        assert session._verify_task is None  # auto_verify is off unless a front end turns it on
+        empty = tmp_path / "bin"
+        empty.mkdir()
+        monkeypatch.setenv("PATH", str(empty))  # no bubblewrap on this machine now
+        monkeypatch.setattr(commands, "_box", None)
+        task = session.start_verify("proposed")
+        assert task is not None and await asyncio.wait_for(task, 60) is None
+        assert [p.running for p in seen] == [True, False]
+        assert seen[-1].error is not None and "could not run" in seen[-1].error and "bwrap" in seen[-1].error
+        assert session.verifying == seen[-1]
+    finally:
+        await ws.aclose()

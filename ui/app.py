@@ -11,6 +11,7 @@ runs record their end, the database is closed, and then the asyncio loop is clos
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import os
 import sys
@@ -208,32 +209,77 @@ class Application:
         if staged:
             from PySide6.QtCore import QTimer
 
-            QTimer.singleShot(0, lambda: self._load(staged=True))
+            QTimer.singleShot(0, lambda: self.tasks.spawn(self._load_staged(), name="start-up"))
         else:
             self._load(staged=False)
 
-    def _load(self, *, staged: bool) -> None:
-        config_problem: str | None = None
+    async def _load_staged(self) -> None:
+        """:meth:`_load` with what holds the interpreter for long and needs no widget in worker threads: the
+        configuration (pydantic's import and the files' validation), then the database opened and the
+        thread list read (the window paints meanwhile; a frame at most between the steps)."""
+        import asyncio
+
+        self.controller.window_loop = asyncio.get_running_loop()
+        config_problem = await asyncio.to_thread(self._read_config)
+        if self._closed:
+            return
+        self._reopen_folder_unless(config_problem)
+        await asyncio.to_thread(self._open_workspace)
+        if not self._closed:
+            self._load(staged=True, config_problem=config_problem, opened=True)
+
+    def _read_config(self) -> str | None:
+        """The configuration, loaded (None), or why it could not be (the defaults are used meanwhile)."""
         try:
             self.controller.config  # noqa: B018 - load it now to report problems
         except Exception as exc:  # a broken config file must not stop the window
-            config_problem = str(exc)
             import copy
 
             from workspace.config import DEFAULTS, Config
 
             self.controller._config = Config(copy.deepcopy(DEFAULTS), {}, self.folder)
+            return str(exc)
+        return None
+
+    def _reopen_folder_unless(self, config_problem: str | None) -> None:
         if self.folder is None and config_problem is None:
             self._reopen_folder()
+
+    def _open_workspace(self) -> None:
+        """The database opened and what the window shows first read from it (Qt-free: any thread)."""
         self.controller.open()
+        self.controller.robots(refresh=True)
+        self.controller.networks(refresh=True)
+        self.controller.read_thread_list_ahead()
+
+    def _load(self, *, staged: bool, config_problem: str | None = None, opened: bool = False) -> None:
+        if not opened:
+            config_problem = self._read_config()
+            self._reopen_folder_unless(config_problem)
+            self.controller.open()
         if not staged:
             self.window.docks.build_inspector()
-        self.window.robots.refresh()
+            for _ in self._fill_steps(config_problem, opened=opened):
+                pass
+            self._after_inspector()
+            return
+        # One part per turn of the event loop (the window paints in between), then the inspector's panes.
+        self._run_steps(itertools.chain(self._fill_steps(config_problem, opened=opened),
+                                        self.window.docks.inspector_steps()), then=self._after_inspector)
+
+    def _fill_steps(self, config_problem: str | None, *, opened: bool) -> Iterator[None]:
+        """The window filled in from the session, a part at a time: the robots, the thread list, the thread
+        left open, what start-up has to say. ``loaded`` when done."""
+        self.window.robots.refresh(reread=not opened)  # (read in the worker that opened the database)
+        yield
         self.window.threads.refresh()
+        yield
         self.window.threads.show_empty()
         last = self.controller.last_thread()
         if last is not None:  # back where the user left off
+            yield
             self.window.threads.open(last)
+        yield
         if config_problem:
             self.window.banner.show_message(f"{config_problem}\n\nThe app uses the default settings until the "
                                             "file is fixed.")
@@ -244,10 +290,6 @@ class Application:
             self.window.folder_flow.offer_recovery()
         self._warn_ignored_env()
         self.loaded = True
-        if staged:
-            self._run_steps(self.window.docks.inspector_steps(), then=self._after_inspector)
-        else:
-            self._after_inspector()
 
     def _reopen_folder(self) -> None:
         """No ``--folder``: the folder that was open when the window was last closed, if it is still there."""

@@ -18,6 +18,7 @@ Every run is consumed by the one :class:`~ui.bridge.RunBridge` in a task owned b
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from workspace.catalog import RobotInfo
     from workspace.config import Config
     from workspace.network import Network, NetworkInfo
-    from workspace.persistence import SearchHit, Store, ThreadInfo
+    from workspace.persistence import BackgroundSearch, SearchHit, Store, ThreadInfo
     from workspace.providers.base import Provider
     from workspace.result import Usage
     from workspace.session import RecordedRun, ThreadSession, Workspace
@@ -58,6 +59,8 @@ class Controller(QObject):
     notice = Signal(str)
     #: A new configuration is in use (Settings saved, the MCP servers page, the file changed): the picker follows.
     config_changed = Signal()
+    #: A thread's verify started or ended (:class:`~workspace.session.verify.VerifyProgress`): the review shows it.
+    verify_progress = Signal(object)
 
     def __init__(self, *, bridge: RunBridge, tasks: TaskOwner, config: Config | None = None,
                  folder: Path | None = None, provider: Provider | None = None, db_path: Path | str | None = None,
@@ -79,6 +82,12 @@ class Controller(QObject):
         self.network_name: str | None = None
         self._runs: list[RecordedRun] = []
         self._robots: list[RobotInfo] | None = None
+        #: The window's event loop, for what a worker thread has to say (set when start-up uses workers).
+        self.window_loop: asyncio.AbstractEventLoop | None = None
+        #: Thread search off the window's thread (made for the open store on the first search).
+        self._searcher: BackgroundSearch | None = None
+        #: The thread list read in the start-up's worker thread, for the first :meth:`list_threads` (then None).
+        self._threads_ahead: list[ThreadInfo] | None = None
         self._networks: list[NetworkInfo] | None = None
         self._network_cache: dict[str, Network] = {}
         self._pending: set[asyncio.Future[ApprovalDecision]] = set()
@@ -106,29 +115,72 @@ class Controller(QObject):
     def open(self, *, recover: bool = False) -> None:
         """Open the workspace; a broken database falls back to an in-memory one, with a message.
         ``recover``: a damaged database is moved aside (kept) and a fresh one created."""
+        import asyncio
+        import threading
+
         from workspace import paths
         from workspace.persistence import Store, StoreError
         from workspace.session import Workspace
 
+        if threading.current_thread() is threading.main_thread():
+            with contextlib.suppress(RuntimeError):  # (no loop running: a test's window without one)
+                self.window_loop = asyncio.get_running_loop()
         config, folder, provider = self.config, self.folder, self.provider
         path = Path(self.db_path) if self.db_path is not None else paths.database_path()
         self.store_error = self.store_error_reason = None
         try:
-            store = Store(path, busy_timeout=1.5, recover=recover)
+            # The file's full check (a read of every page) only after an unclean exit; else in a worker, below.
+            store = Store(path, busy_timeout=1.5, recover=recover, integrity_check="after_unclean_exit")
             workspace = self.workspace = Workspace(store=store, config=config, folder=folder, provider=provider)
+            if not store.checked_at_open:
+                self._check_store_later(store)
         except StoreError as exc:
             self.store_error, self.store_error_reason = str(exc), exc.reason
             log.warning("store unavailable: %s", exc)
             workspace = self.workspace = Workspace(store=Store(":memory:"), config=config, folder=folder,
                                                    provider=provider)
-            self.problem.emit(
+            self._emit_problem(
                 f"{exc}\n\nThe app is running with a temporary database: conversations in this session "
                 "will not be kept after you quit."
             )
         workspace.approval.ask_fn = self._ask
+        workspace.auto_verify = True  # a proposal is verified when its run ends (the review shows it)
+        workspace.verify_listeners.append(self.verify_progress.emit)
         names = self.robot_names()
         if names and self.robot_name not in names:
             self.robot_name = names[0]
+
+    def _check_store_later(self, store: Store) -> None:
+        """SQLite's ``quick_check`` of the database just opened, in a worker thread (its own read-only
+        connection): damage found is said with the fix (the signal reaches the window's thread queued)."""
+        import threading
+
+        def check() -> None:
+            problem = store.integrity_problem()
+            if problem is not None:
+                log.warning("%s", problem)
+                self._emit_problem(problem)
+
+        threading.Thread(target=check, name="robotlab-store-check", daemon=True).start()
+
+    def _emit_problem(self, text: str) -> None:
+        """:attr:`problem`, emitted on the window's thread: opening the database and its check run in worker
+        threads at start-up, and a signal emitted there would run its lambdas (widgets) there."""
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self.problem.emit(text)
+            return
+        loop = self.window_loop
+        if loop is None or loop.is_closed():
+            log.warning("not shown (no window): %s", text)
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(self._emit_problem_here, text)
+
+    def _emit_problem_here(self, text: str) -> None:
+        with contextlib.suppress(RuntimeError):  # the window closed meanwhile
+            self.problem.emit(text)
 
     def retry_store(self, *, recover: bool = False) -> bool:
         """Leave the temporary database for the real one (after "Try again" or "Move aside and start
@@ -147,6 +199,9 @@ class Controller(QObject):
     def close(self) -> None:
         for fut in list(self._pending):
             fut.cancel()
+        if self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
         if self.workspace is not None:
             try:
                 self.workspace.close()
@@ -218,7 +273,7 @@ class Controller(QObject):
                 robots = self._robots = list(self.workspace.robots(problems=problems))
                 self.robot_problems = problems
             except Exception as exc:
-                self.problem.emit(f"Could not list the robots: {exc}")
+                self._emit_problem(f"Could not list the robots: {exc}")
                 return []
         return list(robots)
 
@@ -277,7 +332,7 @@ class Controller(QObject):
             try:
                 networks = self._networks = list(self.workspace.networks())
             except Exception as exc:
-                self.problem.emit(f"Could not list the networks: {exc}")
+                self._emit_problem(f"Could not list the networks: {exc}")
                 return []
             self._network_cache.clear()
         return list(networks)
@@ -331,13 +386,48 @@ class Controller(QObject):
         return str(model), True
 
     # -- threads ------------------------------------------------------------------------------
+    def read_thread_list_ahead(self) -> None:
+        """Read the thread list now (in the start-up's worker thread) for the window's first
+        :meth:`list_threads`, so the window's thread does not wait for it."""
+        store = self.store
+        if store is None:
+            return
+        try:
+            self._threads_ahead = list(store.list_threads())
+        except Exception as exc:  # the window's own read says it
+            log.debug("the thread list was not read ahead: %s", exc)
+
     def list_threads(self) -> list[ThreadInfo]:
+        ahead, self._threads_ahead = self._threads_ahead, None
         if self.store is None:
             return []
+        if ahead is not None:
+            return ahead
         try:
             return list(self.store.list_threads())
         except Exception as exc:
             self.problem.emit(f"Could not read the thread list: {exc}")
+            return []
+
+    async def search_in_background(self, query: str) -> list[SearchHit] | None:
+        """:meth:`search` off the window's thread (a worker with its own connection to the database); None
+        when a newer query was asked meanwhile (its hits are the ones to show)."""
+        store = self.store
+        if store is None or not query:
+            return []
+        from workspace.persistence import BackgroundSearch
+
+        searcher = self._searcher
+        if searcher is None or searcher.store is not store:
+            if searcher is not None:
+                searcher.close()
+            from ui.formatting import HIGHLIGHT
+
+            searcher = self._searcher = BackgroundSearch(store, highlight=HIGHLIGHT)
+        try:
+            return await searcher.search(query)
+        except Exception as exc:
+            self.problem.emit(f"Search failed: {exc}")
             return []
 
     def search(self, query: str) -> list[SearchHit]:

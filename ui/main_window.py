@@ -31,6 +31,7 @@ from ui import theme
 from ui.services import Services
 from ui.window.attachments import Attachments
 from ui.window.commands import Commands
+from ui.window.compare import Comparisons
 from ui.window.docks import Docks
 from ui.window.folder_flow import FolderFlow
 from ui.window.geometry import WindowMemory
@@ -86,6 +87,7 @@ class MainWindow(QMainWindow):
         self.models = ModelChoice(self.services)
         self.threads = Threads(self.services)
         self.runs = Runs(self.services)
+        self.comparisons = Comparisons(self.services)
         self.attachments = Attachments(self.services)
         self.slash = SlashCommands(self.services)  # the composer's / commands: /compact and MCP prompts
         self.settings_flow = SettingsFlow(self.services, theme_name=theme_name)
@@ -153,11 +155,23 @@ class MainWindow(QMainWindow):
         self.models.follow()
         self.threads.follow()
         self.runs.follow()
+        self.comparisons.attach(chat=self.chat, composer=self.composer, send_one=self.runs.send,
+                                ask_one=self.runs.on_approval_needed, docks=self.docks,
+                                listing=lambda: self.models.listing, load_listing=self.models.load)
+        self.comparisons.follow()
         self.slash.connect(self.composer)
         self.notifier.connect()
         self.attachments.connect(self.composer, self.chat)
         self.commands.update()
         self.robots.update_picker()
+
+    def _replay_with(self) -> None:
+        """"Replay with…" on the open thread, offering the composer's list of models."""
+        from ui.replay.dialog import open_replay
+
+        listing = self.models.listing
+        open_replay(self.services, models=[(m.id, m.api_base) for m in listing.models] if listing is not None else [])
+        self.models.load()  # (the list for next time, when it was not asked for yet)
 
     def _add_commands(self) -> None:
         """Every command of the window, in its menu (the parts do the work)."""
@@ -182,7 +196,9 @@ class MainWindow(QMainWindow):
         add("quit", "Quit", self.close, "Ctrl+Q", file_menu)
 
         add("send", "Send message", self.composer.submit, "Ctrl+Return", thread_menu, "send")
-        add("stop", "Stop", runs.escape, "Esc", thread_menu, "stop")
+        add("stop", "Stop", self._escape, "Esc", thread_menu, "stop")
+        add("compare", "Compare with… (the next message to several models or robots)", self.comparisons.choose, None,
+            thread_menu)
         add("regenerate", "Regenerate last answer", runs.regenerate_last, "Ctrl+R", thread_menu, "regenerate")
         add("edit_last", "Edit last message", runs.edit_last, "Ctrl+E", thread_menu, "edit")
         add("copy_answer", "Copy last answer as Markdown", runs.copy_last_answer, "Ctrl+Shift+C", thread_menu,
@@ -190,6 +206,7 @@ class MainWindow(QMainWindow):
         add("prev_branch", "Previous branch of last message", lambda: runs.branch_last(-1), "Alt+Left", thread_menu)
         add("next_branch", "Next branch of last message", lambda: runs.branch_last(+1), "Alt+Right", thread_menu)
         add("approval", "Go to pending approval", runs.focus_approval, "Ctrl+J", thread_menu, "shield")
+        add("replay_with", "Replay with…", self._replay_with, None, thread_menu, "regenerate")
         thread_menu.addSeparator()
         add("rename", "Rename thread…", self.sidebar.rename_current, "F2", thread_menu, "edit")
         add("delete", "Delete thread", threads.delete_current, "Ctrl+Shift+Backspace", thread_menu, "trash")
@@ -218,6 +235,7 @@ class MainWindow(QMainWindow):
         self.transfer.imported.connect(lambda _thread_id: self.threads.refresh())
         self.transfer.imported.connect(self.threads.open)
         self.models.switched.connect(self._model_switched)
+        self.models.picker.compare_wanted.connect(self.comparisons.choose)
         self.robots.target_shown.connect(self._target_shown)
         self.robots.picked_without_thread.connect(self._picked_without_thread)
         self.settings_flow.reloaded.connect(self._settings_reloaded)
@@ -248,6 +266,11 @@ class MainWindow(QMainWindow):
         docks.when_made("mcp", lambda pane: self.slash.set_manager(pane.manager))
         docks.when_made("network", lambda pane: pane.reveal_requested.connect(self.chat.reveal_task))
         docks.when_made("changes", self._wire_changes)
+
+    def _escape(self) -> None:
+        """Esc: stop a comparison's candidates, else what the runs' Esc does."""
+        if not self.comparisons.stop():
+            self.runs.escape()
 
     def _run_ended(self, event: TerminalEvent) -> None:
         from workspace import events as ev

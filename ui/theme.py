@@ -72,6 +72,15 @@ def badge_color(name: str) -> str:
     return BADGE_COLORS[h % len(BADGE_COLORS)]
 
 
+#: The colours that mark a comparison's candidates (their columns, their hunks in the combined review), in order.
+CANDIDATE_COLORS = ("#1f6feb", "#c0470b", "#0f8a6d", "#8250df")
+
+
+def candidate_color(index: int) -> str:
+    """The colour of candidate ``index`` of a comparison."""
+    return CANDIDATE_COLORS[index % len(CANDIDATE_COLORS)]
+
+
 def resources_dir() -> Path:
     from workspace.paths import resources_dir as _resources
 

@@ -71,6 +71,9 @@ class FileEffect:
     emptied: bool = False
     #: The command a ``run`` effect runs.
     command: str | None = None
+    #: A ``run`` effect with no sandbox (none can be made here and the person let this folder's commands run
+    #: without one): always asked, every time, whatever the rules and grants say.
+    unsandboxed: bool = False
 
     def describe(self) -> str:
         match self.kind:
@@ -82,6 +85,9 @@ class FileEffect:
                 return f"deleting '{self.path}'"
             case "rename":
                 return f"renaming '{self.path}' to '{self.new_path}'"
+            case "run" if self.unsandboxed:
+                return (f"running the command `{self.command}` WITHOUT a sandbox, directly in the folder: it can "
+                        "change or delete the folder's files and reach the network")
             case "run":
                 return (f"running the command `{self.command}` in the sandbox (it sees the folder with the pending "
                         "changes; what it writes is proposed for review, not written)")
@@ -96,6 +102,8 @@ class FileEffect:
             out["emptied"] = True
         if self.command is not None:
             out["command"] = self.command
+        if self.unsandboxed:
+            out["unsandboxed"] = True
         return out
 
 
@@ -133,6 +141,11 @@ class ApprovalDecision:
         """``scope`` as the :class:`~workspace.events.ApprovalDecided` event records it (the window's
         widgets set ``scope`` from their combo boxes' data, typed ``str``)."""
         return cast("ApprovalScope", self.scope)
+
+
+def unsandboxed(request: ApprovalRequest) -> bool:
+    """True when the call would run a command without a sandbox (asked every time)."""
+    return any(effect.kind == "run" and effect.unsandboxed for effect in request.effects)
 
 
 #: What makes a shell command more than one command: a separator, a pipe, a substitution.
@@ -422,8 +435,10 @@ class ApprovalGate:
 
     def decide(self, request: ApprovalRequest) -> Action:
         """The strictest of the call's own decision and its effects' (a grant for this thread allows
-        what it names: the tool, or the tool whose rules govern an effect)."""
-        return self.policy.deciding(request, granted=self._granted)[0]
+        what it names: the tool, or the tool whose rules govern an effect). A command run without a sandbox
+        is asked about every time: no rule or grant allows it."""
+        action = self.policy.deciding(request, granted=self._granted)[0]
+        return "ask" if action == "allow" and unsandboxed(request) else action
 
     async def adecide(self, request: ApprovalRequest) -> Action | ApprovalDecision:
         """What the agent loop asks before a tool call: allow, deny or ask, or a whole decision
@@ -465,6 +480,8 @@ class ApprovalGate:
     def remember(self, request: ApprovalRequest, decision: ApprovalDecision) -> None:
         if not decision.approved and decision.scope == "once":
             return
+        if decision.approved and unsandboxed(request):
+            return  # asked every time: never an "always" rule nor a grant for the thread
         robot, server, tool = self._key(request)
         if decision.scope == "thread" and decision.approved:
             self._thread_grants.add(self._thread_key(request))

@@ -424,11 +424,25 @@ def user_content(text: str, attachments: Sequence[Attachment]) -> str | list[dic
 
 
 # -- vision -----------------------------------------------------------------------------------------
+def _has_image(message: Any) -> bool:
+    return (getattr(message, "is_user", False) and isinstance(message.content, list)
+            and any(isinstance(p, Mapping) and p.get("type") == "image_url" for p in message.content))
+
+
+_HAS_IMAGES: Any = None
+
+
 def has_images(messages: Sequence[Any]) -> bool:
-    """Whether any user message of ``messages`` has an image part."""
-    return any(isinstance(m.content, list) and any(isinstance(p, Mapping) and p.get("type") == "image_url"
-                                                   for p in m.content)
-               for m in messages if getattr(m, "is_user", False))
+    """Whether any user message of ``messages`` has an image part (a conversation asked again one turn
+    longer: only its new messages are looked at, :class:`workspace.messages.GrowingFold`)."""
+    global _HAS_IMAGES
+    if not isinstance(messages, list | tuple):
+        return any(_has_image(m) for m in messages)
+    if _HAS_IMAGES is None:
+        from workspace.messages import GrowingFold
+
+        _HAS_IMAGES = GrowingFold(False, lambda found, message: found or _has_image(message), kept=2)
+    return bool(_HAS_IMAGES(messages))
 
 
 def without_images(messages: Sequence[Any]) -> list[Any]:

@@ -89,7 +89,7 @@ DEFAULTS: dict[str, Any] = {
     },
     # OpenTelemetry export of runs (workspace.tracing); OTEL_EXPORTER_OTLP_ENDPOINT switches it on too.
     "tracing": {"otel": False},
-    "review": {"mode": "review"},
+    "review": {"mode": "review", "memory": "auto"},
     "ui": {"theme": "light", "notifications": True},
     "demo": {"delay": 0.015},
     "mcpServers": {},
@@ -322,6 +322,7 @@ agent:
   max_turns: 20
 review:
   mode: review      # review | auto | readonly
+  memory: auto      # auto: what a robot learns is kept at once | ask: proposed for you to accept or reject
 ui:
   theme: light      # light | dark
   notifications: true   # tell the desktop when a long run ends or asks for approval in the background

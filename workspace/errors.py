@@ -90,7 +90,21 @@ class ContextOverflowError(ProviderError):
 
 
 class MCPError(Error):
-    """An MCP server could not be reached or answered badly."""
+    """An MCP server could not be reached or answered badly; ``retryable`` says whether trying again may help
+    (RobotLab's ``MCPError(retryable:)``)."""
+
+    def __init__(self, *args: object, retryable: bool = False) -> None:
+        super().__init__(*args)
+        self.retryable = retryable
+
+
+class ToolError(Error):
+    """A tool failed; raised by a tool, the model is sent ``Error (<tool>): <message>``, with ``" (retryable)"``
+    when ``retryable`` (RobotLab's ``ToolError(retryable:)``): the model may call it again."""
+
+    def __init__(self, *args: object, retryable: bool = False) -> None:
+        super().__init__(*args)
+        self.retryable = retryable
 
 
 class AwaitTimeout(Error):
@@ -109,6 +123,19 @@ class ToolLoopError(InferenceError):
     """The run made more tool calls than ``max_tool_rounds`` allows (RobotLab's circuit breaker); not retryable."""
 
 
+def retryable(error: BaseException | None) -> bool:
+    """RobotLab's ``Errors.retryable?``: whether the operation that raised ``error`` may be tried again.
+    ``ToolLoopError`` never; ``MCPError`` / ``ToolError`` when raised with ``retryable=True``; another
+    ``InferenceError`` as it says (a provider's error knows whether it was passing); anything else never."""
+    if error is None or isinstance(error, ToolLoopError):
+        return False
+    if isinstance(error, MCPError | ToolError):
+        return getattr(error, "retryable", False) is True
+    if isinstance(error, InferenceError):
+        return getattr(error, "retryable", True) is not False
+    return False
+
+
 class SandboxError(Error):
     """A path outside the folder the user opened, or another refused file operation."""
 
@@ -116,7 +143,7 @@ class SandboxError(Error):
 #: Classes known to :func:`deserialize`, by RobotLab's names and by ours.
 _KNOWN: dict[str, type[BaseException]] = {}
 for _cls in (Error, ConfigurationError, ToolNotFoundError, InferenceError, ProviderError, ContextOverflowError,
-             MCPError, AwaitTimeout, HistoryError, RunFailedError, SandboxError, ToolLoopError):
+             MCPError, ToolError, AwaitTimeout, HistoryError, RunFailedError, SandboxError, ToolLoopError):
     _KNOWN[_cls.__name__] = _cls
     _KNOWN[f"RobotLab::{_cls.__name__}"] = _cls
 _KNOWN["RobotLab::Error"] = Error

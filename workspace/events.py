@@ -98,15 +98,18 @@ class BaseEvent:
     parent_run_id: str | None = None
     #: The id of the parent run's tool call that started this run (a robot used as a tool).
     parent_tool_id: str | None = None
+    #: Which candidate of a comparison (several robots or models on one message at once) the run is:
+    #: 0, 1, ...; None outside a comparison (:mod:`workspace.session.compare`).
+    candidate: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``kind`` first, then the fields (results exported). The parent
-        fields appear only on the events of a run inside a run (see :func:`is_nested`), a
-        ``run_started``'s ``attachments`` only when there are some."""
+        fields appear only on the events of a run inside a run (see :func:`is_nested`), ``candidate``
+        only on a comparison's, a ``run_started``'s ``attachments`` only when there are some."""
         out: dict[str, Any] = {"kind": self.kind}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if (value is None and f.name in _PARENT_FIELDS) or (not value and f.name in _EMPTY_LEFT_OUT):
+            if (value is None and f.name in _NONE_LEFT_OUT) or (not value and f.name in _EMPTY_LEFT_OUT):
                 continue
             out[f.name] = _to_jsonable(value)
         return out
@@ -492,6 +495,8 @@ class RunCancelled(BaseEvent):
 
 
 _PARENT_FIELDS = frozenset({"parent_run_id", "parent_tool_id"})
+#: Fields left out of :meth:`BaseEvent.to_dict` while None (a run outside a comparison has no candidate).
+_NONE_LEFT_OUT = _PARENT_FIELDS | {"candidate"}
 #: Fields left out of :meth:`BaseEvent.to_dict` while empty (most messages have no attachments).
 _EMPTY_LEFT_OUT = frozenset({"attachments", "api_base", "previous_api_base", "from_text"})
 
@@ -601,7 +606,7 @@ Emit: TypeAlias = Callable[[Event], object]
 
 
 def stamp(event: E, *, run_id: str, robot: str, seq: int, task: str | None = None,
-          parent_run_id: str | None = None, parent_tool_id: str | None = None) -> E:
+          parent_run_id: str | None = None, parent_tool_id: str | None = None, candidate: int | None = None) -> E:
     """``event`` with the stamp fields of the run it belongs to (its own fields and ``ts`` kept).
 
     An event built for this (``run_id`` still empty: nobody has seen it stamped) is stamped where it
@@ -609,7 +614,7 @@ def stamp(event: E, *, run_id: str, robot: str, seq: int, task: str | None = Non
     delta. An event stamped before (emitted or forwarded already) is copied, never changed."""
     if event.run_id:
         return dataclasses.replace(event, run_id=run_id, robot=robot, seq=seq, task=task,
-                                   parent_run_id=parent_run_id, parent_tool_id=parent_tool_id)
+                                   parent_run_id=parent_run_id, parent_tool_id=parent_tool_id, candidate=candidate)
     put = object.__setattr__  # the frozen dataclass's own way to set a field before it is shared
     put(event, "run_id", run_id)
     put(event, "robot", robot)
@@ -617,6 +622,7 @@ def stamp(event: E, *, run_id: str, robot: str, seq: int, task: str | None = Non
     put(event, "task", task)
     put(event, "parent_run_id", parent_run_id)
     put(event, "parent_tool_id", parent_tool_id)
+    put(event, "candidate", candidate)
     return event
 
 

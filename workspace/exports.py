@@ -167,6 +167,23 @@ def _result_for(turn: TurnInfo, events: Sequence[ev.Event], robot: str) -> Robot
 # Markdown
 
 
+def _comparison_lines(metadata: Mapping[str, Any]) -> list[str]:
+    """A compared thread's place in its comparison and the person's verdict (kept by
+    :func:`workspace.session.compare.record_verdict`); nothing for a thread that is no candidate."""
+    if "comparison" not in metadata:
+        return []
+    count = metadata.get("candidates")
+    of = f" of {count}" if count else ""
+    lines = [f"- **Comparison:** `{metadata['comparison']}`, candidate {int(metadata.get('candidate', 0)) + 1}{of} "
+             f"({metadata.get('candidate_label', '?')})"]
+    verdict = metadata.get("verdict")
+    if isinstance(verdict, Mapping) and "winner" in verdict:
+        why = f": {verdict['reason']}" if verdict.get("reason") else ""
+        lines.append(f"- **Verdict:** candidate {int(verdict['winner']) + 1} ({verdict.get('label', '?')}) "
+                     f"is the better answer{why}")
+    return lines
+
+
 def export_markdown(store: Store, thread_id: str, *, leaf_turn_id: str | None = None,
                     include_reasoning: bool = False) -> str:
     """The thread's current branch as Markdown for people (tool calls, approvals and changes included;
@@ -186,6 +203,7 @@ def export_markdown(store: Store, thread_id: str, *, leaf_turn_id: str | None = 
     lines.append(f"- **Usage:** {thread.input_tokens:,} input + {thread.output_tokens:,} output tokens"
                  f"{_money(thread.cost)} (every branch)")
     lines.append(f"- **Thread id:** `{thread.id}`")
+    lines += _comparison_lines(thread.metadata)
     lines.append("")
     for turn, events in pairs:
         lines.append("---")

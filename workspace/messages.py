@@ -9,16 +9,19 @@ order, so checksums computed over them match RobotLab's. Keys are strings throug
 from __future__ import annotations
 
 import json
+import threading
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 __all__ = [
     "STOPPED_BEFORE_ANSWERING",
     "VALID_ROLES",
     "VALID_STOP_REASONS",
     "VALID_TYPES",
+    "AlternatingView",
+    "GrowingFold",
     "Message",
     "TextMessage",
     "ToolCallMessage",
@@ -28,6 +31,7 @@ __all__ = [
     "alternating",
     "format_time",
     "parse_time",
+    "shared_prefix",
 ]
 
 VALID_TYPES: tuple[str, ...] = ("text", "tool_call", "tool_result")
@@ -526,6 +530,106 @@ class UserMessage:
 
     def __repr__(self) -> str:
         return f"UserMessage(content={self._content!r}, session_id={self._session_id!r}, id={self._id!r})"
+
+
+_T = TypeVar("_T")
+
+
+def shared_prefix(earlier: Sequence[Any], messages: Sequence[Any]) -> int:
+    """How many messages ``messages`` shares with ``earlier`` from the start, the same objects at the same
+    places. A conversation only grows at its end or has its last turn replaced (read back from the
+    store, another branch), so once the two differ they differ to the end: a binary search finds the
+    point in O(log n) identity checks instead of comparing every message of a long thread."""
+    count = min(len(earlier), len(messages))
+    if not count or earlier[0] is not messages[0]:
+        return 0
+    low, high = 1, count  # earlier[:low] is shared
+    while low < high:
+        middle = (low + high + 1) // 2
+        if earlier[middle - 1] is messages[middle - 1]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+class GrowingFold(Generic[_T]):
+    """A value folded over a conversation that grows at its end, each message folded once.
+
+    A thread's conversation is sent again with every message, one turn longer each time: a value
+    over all of it (is there an image? its tokens?) recomputed from the first message would cost
+    more at turn 10,000 than at turn 10. This keeps the last few conversations it was given (their
+    messages, kept alive so their ids cannot be reused, and the value after each) and folds only
+    what follows the longest part one of them shares (:func:`shared_prefix`). ``fold`` returns a
+    new value (the values are kept per message). Thread-safe.
+    """
+
+    __slots__ = ("_fold", "_kept", "_lock", "_start", "_states")
+
+    def __init__(self, start: _T, fold: Callable[[_T, Any], _T], *, kept: int = 4) -> None:
+        self._start = start
+        self._fold = fold
+        self._kept = kept
+        self._lock = threading.Lock()
+        self._states: list[tuple[list[Any], list[_T]]] = []
+
+    def __call__(self, messages: Sequence[Any]) -> _T:
+        with self._lock:
+            best: tuple[list[Any], list[_T]] | None = None
+            shared = 0
+            for state in self._states:
+                count = shared_prefix(state[0], messages)
+                if count > shared:
+                    best, shared = state, count
+            if best is None:
+                inputs: list[Any] = []
+                values: list[_T] = []
+            else:
+                self._states.remove(best)
+                inputs, values = best
+                del inputs[shared:], values[shared:]
+            value = values[-1] if values else self._start
+            fold = self._fold
+            for index in range(shared, len(messages)):
+                message = messages[index]
+                value = fold(value, message)
+                inputs.append(message)
+                values.append(value)
+            if inputs:
+                self._states.append((inputs, values))
+                del self._states[:-self._kept]
+            return value
+
+
+class AlternatingView:
+    """:func:`alternating` for a conversation that grows at its end: each call costs the messages that
+    follow the part it shares with the last call's (:func:`shared_prefix`), plus a copy of the list."""
+
+    __slots__ = ("_ends", "_inputs", "_lock", "_out")
+
+    def __init__(self) -> None:
+        self._inputs: list[Message] = []
+        self._ends: list[int] = []  # the length of the view after each message of the conversation
+        self._out: list[Message] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, messages: Sequence[Message]) -> list[Message]:
+        with self._lock:
+            inputs, ends, out = self._inputs, self._ends, self._out
+            shared = shared_prefix(inputs, messages)
+            del inputs[shared:], ends[shared:]
+            del out[ends[-1] if ends else 0:]
+            last_was_user = bool(inputs) and inputs[-1].role == "user"
+            for index in range(shared, len(messages)):
+                message = messages[index]
+                is_user = message.role == "user"
+                if is_user and last_was_user:
+                    out.append(TextMessage(role="assistant", content=STOPPED_BEFORE_ANSWERING, stop_reason="stop"))
+                out.append(message)
+                inputs.append(message)
+                ends.append(len(out))
+                last_was_user = is_user
+            return list(out)
 
 
 def alternating(messages: Iterable[Message]) -> list[Message]:

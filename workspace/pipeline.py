@@ -32,6 +32,7 @@ returns a new one.
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -129,17 +130,36 @@ def _run_arguments(result: StepResult) -> tuple[Any, dict[str, Any]]:
 
 
 def robot_call(robot: Robot, result: StepResult) -> StepResult:
-    """``Robot#call``: run, then ``result.with_context(name, robot_result).continue_(robot_result)``."""
+    """``Robot#call``: run, then ``result.with_context(name, robot_result).continue_(robot_result)``. An error
+    of the run does not stop the pipeline (RobotLab's error-tolerant step): the step's result says
+    ``"Error: <type>: <message>"`` and the next step runs on it."""
     message, options = _run_arguments(result)
-    robot_result = robot.run(message, **options)
+    started = time.monotonic()
+    try:
+        robot_result = robot.run(message, **options)
+    except Exception as exc:
+        robot_result = _error_result(robot.name, exc, time.monotonic() - started)
     return result.with_context(robot.name, robot_result).continue_(robot_result)
 
 
 async def robot_acall(robot: Robot, result: StepResult) -> StepResult:
     """:func:`robot_call` in a running event loop."""
     message, options = _run_arguments(result)
-    robot_result = await robot.arun(message, **options)
+    started = time.monotonic()
+    try:
+        robot_result = await robot.arun(message, **options)
+    except Exception as exc:
+        robot_result = _error_result(robot.name, exc, time.monotonic() - started)
     return result.with_context(robot.name, robot_result).continue_(robot_result)
+
+
+def _error_result(robot: str, exc: BaseException, duration: float) -> RobotResult:
+    """RobotLab's result of a failed step: ``"Error: <Class>: <message>"``, with the time it took."""
+    from workspace.messages import TextMessage
+
+    text = f"Error: {type(exc).__name__}: {exc}"
+    return RobotResult(robot_name=robot, output=[TextMessage(role="assistant", content=text)], stop_reason="stop",
+                       duration=duration)
 
 
 #: A step: a robot (its ``call``), or a function of a StepResult returning one (sync or async).

@@ -26,6 +26,7 @@ from workspace.bus import BusMessaging
 from workspace.errors import ConfigurationError, RunFailedError, ToolLoopError
 from workspace.events import RunCancelled, RunFailed
 from workspace.hooks import Hook, HookRegistry
+from workspace.learning import RobotLearning
 from workspace.memory import Memory
 from workspace.messages import Message
 from workspace.providers.base import with_defaults
@@ -33,7 +34,7 @@ from workspace.result import RobotResult
 from workspace.robot_runs import prepare
 from workspace.robot_tools import ToolSource, resolve_tools, take_tools, to_tool
 from workspace.runnable import Runnable
-from workspace.templates import Template
+from workspace.templates import Template, skill_ids
 from workspace.tools import selection
 from workspace.tools.base import Tool
 from workspace.tools.manifest import ToolManifest
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from workspace.providers.base import Provider
 
 
-class Robot(BusMessaging, Runnable):
+class Robot(BusMessaging, RobotLearning, Runnable):
     """A robot: a system prompt or template, a model, tools, MCP servers and a memory.
 
     The conversation is kept across runs, like a chat; :meth:`reset` clears it.
@@ -63,7 +64,10 @@ class Robot(BusMessaging, Runnable):
     (``stop_reason`` ``max_cost`` / ``max_total_tokens``). Front matter may set all but the key.
 
     Robots talk on a message bus and delegate to each other (:class:`~workspace.bus.BusMessaging`:
-    ``with_bus``, ``send_message``, ``on_message``, ``spawn``, ``delegate``).
+    ``with_bus``, ``send_message``, ``on_message``, ``spawn``, ``delegate``), and learn
+    (:class:`~workspace.learning.RobotLearning`: ``learn``, ``learnings``, ``search_history``; ``learn=True``
+    for the knowledge tools, ``knowledge_store=``, ``review_memory=``, ``on_memory_write=``).
+    ``skills`` are template skills: their bodies go before the template's (depth-first, each once).
     """
 
     def __init__(
@@ -106,14 +110,33 @@ class Robot(BusMessaging, Runnable):
         doom_loop_threshold: int | None = None,
         max_tools: int | None = None,
         mcp_servers: Iterable[Any] | None = None,
+        skills: str | Iterable[str] | None = None,
+        learn: bool | None = None,
+        learn_domain: str | None = None,
+        knowledge_store: Any = None,
+        review_memory: str | None = None,
+        on_memory_write: Callable[..., Any] | None = None,
+        tool_share: float | None = None,
         **settings: Any,
     ) -> None:
         if template is None and system_prompt is None:
             raise ValueError("Must provide either template or system_prompt")
         if mcp_servers is not None:
             mcp = _legacy_mcp_servers(str(name), mcp_servers, mcp)
+        if "store_path" in settings:  # RobotLab's name for where durable knowledge is kept
+            store_path = settings.pop("store_path")
+            if knowledge_store is None and store_path is not None:
+                knowledge_store = Path(store_path) / "knowledge.db" if Path(store_path).suffix == "" else store_path
+        for key in ("auto_compact", "compact_threshold"):
+            if key in settings:
+                raise ConfigurationError(
+                    f"Robot '{name}': {key} is RobotLab's; here a conversation nearing the model's window is "
+                    "compacted by default: context_policy='compact' (the default), 'truncate' or 'error', and "
+                    "llm.compaction_threshold in the configuration for the threshold (0.8 of the window by default); "
+                    "robot.compress_history(...) compresses it RobotLab's way when you call it")
         if settings:
             _check_settings(settings)
+        template_dirs = [Path(d) for d in template_dirs]
         self.name = str(name)
         self.folder = Path(folder).resolve() if folder is not None else None
         self._config = config
@@ -129,8 +152,27 @@ class Robot(BusMessaging, Runnable):
                     *search_path(self.folder, kind="robots")]
             self.template = find_template(str(template), dirs)
         tmpl = self.template
+        #: The template skills asked for (the constructor's, then the template's front matter's), and the
+        #: templates they expand to, in order (see workspace.templates.expand_skills).
+        self.skills: list[str] = [*skill_ids(skills), *skill_ids(tmpl.metadata.get("skills") if tmpl else None)]
+        self.skill_templates: list[Template] = []
+        if self.skills:
+            from workspace.templates import expand_skills, search_path
+
+            skill_dirs = [*template_dirs, *search_path(self.folder, kind="templates"),
+                          *search_path(self.folder, kind="robots")]
+            self.skill_templates = expand_skills(self.skills, skill_dirs, robot=self.name,
+                                                 visited={tmpl.name} if tmpl is not None else set())
         self.system_prompt = system_prompt
-        self.description = description if description is not None else (tmpl.description if tmpl else None)
+        # RobotLab's cascade: each skill's front matter, then the template's, then the constructor's (the last
+        # skill that says wins over the ones before it).
+        from_skills: dict[str, Any] = {}
+        for skill in self.skill_templates:
+            for key, value in (("description", skill.description), ("tools", skill.tools)):
+                if value is not None:
+                    from_skills[key] = value
+        self.description = description if description is not None else (
+            tmpl.description if tmpl and tmpl.description is not None else from_skills.get("description"))
         self.context = context
         self._explicit_model = model
         self.api_base = api_base if api_base is not None else (tmpl.api_base if tmpl else None)
@@ -153,12 +195,15 @@ class Robot(BusMessaging, Runnable):
         self.max_total_tokens = max_total_tokens if max_total_tokens is not None else (
             tmpl.max_total_tokens if tmpl else None)
         self.max_turns = max_turns or (tmpl.max_turns if tmpl else None)
-        self.settings: dict[str, Any] = {**(tmpl.settings if tmpl else {}), **settings}
+        skill_settings = {k: v for skill in self.skill_templates for k, v in skill.settings.items()}
+        self.settings: dict[str, Any] = {**skill_settings, **(tmpl.settings if tmpl else {}), **settings}
         self.local_tools: list[Tool] = []
         for item in local_tools or ():
             self.local_tools.append(to_tool(item))
         if tools == "inherit" and tmpl is not None and tmpl.tools is not None:
             tools = tmpl.tools
+        elif tools == "inherit" and from_skills.get("tools") is not None:
+            tools = from_skills["tools"]
         if mcp == "inherit" and tmpl is not None and tmpl.mcp is not None:
             mcp = tmpl.mcp
         if tmpl is not None and tmpl.path is not None and folder is not None:
@@ -218,8 +263,18 @@ class Robot(BusMessaging, Runnable):
         self.doom_loop_threshold: int = DoomLoopDetector.DEFAULT_THRESHOLD if doom_loop_threshold is None else \
             _whole(doom_loop_threshold, "doom_loop_threshold", self.name, minimum=0) or 0
         self.max_tools: int = _whole(max_tools, "max_tools", self.name, minimum=1) or DEFAULT_MAX_TOOLS
+        from workspace.tool_search import check_share
+
+        try:  # the share of the model's window the tools' schemas may take before the run searches instead
+            self.tool_share: float = check_share(tool_share if tool_share is not None else meta.get("tool_share"),
+                                                 robot=self.name)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
         #: This robot's hooks (``robot.on``): its runs, their model and tool calls, its compactions.
         self.hooks = HookRegistry()
+        self._setup_learning(learn=learn if learn is not None else meta.get("learn"),
+                             learn_domain=learn_domain or meta.get("learn_domain"), knowledge_store=knowledge_store,
+                             review_memory=review_memory, on_memory_write=on_memory_write)
         if bus is not None:  # RobotLab's ``bus:``: on that bus from the start (see with_bus)
             self.with_bus(bus)
 
@@ -230,6 +285,12 @@ class Robot(BusMessaging, Runnable):
 
             self._config = load_config(self.folder)
         return self._config
+
+    def _config_value(self, key: str, default: Any) -> Any:
+        if self._config is None and self._provider is not None:
+            return default
+        value = self.config.get(key, default)
+        return default if value is None else value
 
     @property
     def model(self) -> str | None:
@@ -382,11 +443,12 @@ class Robot(BusMessaging, Runnable):
 
     def render_system(self, variables: Mapping[str, Any] | None = None, *, network: Any = None) -> str | None:
         parts = []
-        if self.template is not None:
+        if self.template is not None or self.skill_templates:
             values = {**self.build_context(network), **(variables or {})}
-            rendered = self.template.render(values)
-            if rendered:
-                parts.append(rendered)
+            for template in [*self.skill_templates, *([self.template] if self.template is not None else [])]:
+                rendered = template.render(values)
+                if rendered:
+                    parts.append(rendered)
         if self.system_prompt:
             parts.append(self.system_prompt)
         return "\n\n".join(parts) if parts else None
@@ -550,6 +612,7 @@ class Robot(BusMessaging, Runnable):
             "fallback_models": [dict(f) if isinstance(f, Mapping) else f for f in self.fallback_models] or None,
             "max_cost": self.max_cost,
             "max_total_tokens": self.max_total_tokens,
+            "skills": list(self.skills) or None,
         }
         return {k: v for k, v in out.items() if v is not None}
 

@@ -30,7 +30,7 @@ RUN_OPTIONS = frozenset({
     "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
     "network_mcp", "max_cost", "max_total_tokens", "history", "parent_run_id", "parent_tool_id", "output_type",
     "output_mode", "attachments", "agent_skills",
-    "hooks", "max_tool_rounds", "doom_loop_threshold", "max_tools",
+    "hooks", "max_tool_rounds", "doom_loop_threshold", "max_tools", "candidate", "tool_share",
 })
 
 
@@ -48,6 +48,9 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
     system = robot.render_system(variables, network=options.get("network"))
     if user is not None and user.system_prompt:
         system = f"{system}\n\n{user.system_prompt}" if system else user.system_prompt
+    learned = robot.learnings_prompt()
+    if learned:  # RobotLab's learnings from earlier runs, at the end of the system prompt
+        system = f"{system}\n\n{learned}" if system else learned
     settings = run_settings(robot, options.get("settings"))
     folder = options.get("folder")
     folder_path = Path(folder).resolve() if folder is not None else robot.folder
@@ -73,6 +76,10 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         for tool in named_robot_tools(robot):  # ``robots=``: other robots as tools
             if tool.name not in manifest:
                 manifest.add(tool)
+        if robot.learn_enabled:  # ``learn=True``: recall_knowledge and record_knowledge
+            for tool in robot.knowledge_tools():
+                if tool.name not in manifest:
+                    manifest.add(tool)
         catalog = options.get("agent_skills")
         if catalog is not None:  # RobotLab's AgentSkills: the skills this message asks for, this run only
             from workspace.agent_skills import instructions
@@ -83,7 +90,8 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         prompt = await mcp_prompt_text(robot)
         if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
             spec.system = f"{prompt}\n\n{spec.system}" if spec.system else prompt
-        return manifest
+        return await _within_share(robot, manifest, provider, options.get("tool_share", robot.tool_share),
+                                   spec.notices)
 
     history = options.get("history")
     spec = RunSpec(
@@ -93,7 +101,7 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         task=options.get("task"), memory=memory, network=options.get("network"), folder=folder_path,
         changes=changes, approval=as_gate(options.get("approval")) or robot.approval,
         on_tool_call=robot.on_tool_call, on_tool_result=robot.on_tool_result,
-        on_result=_appender(memory), thread_id=options.get("thread_id"),
+        on_result=_appender(memory, robot), thread_id=options.get("thread_id"),
         tool_timeout=config_tool_timeout(robot), sequence=options.get("sequence"),
         watch_memory=options.get("watch_memory", True), tools_loader=load_tools,
         fallbacks=robot._fallback_makers() if options.get("provider") is None else [],
@@ -102,7 +110,7 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         text_tool_calls=config_value(robot, "agent.text_tool_calls", "run"),
         context=robot.context_manager,
         output=robot._structured_output(options), parent_run_id=options.get("parent_run_id"),
-        parent_tool_id=options.get("parent_tool_id"), attachments=attachments,
+        parent_tool_id=options.get("parent_tool_id"), attachments=attachments, candidate=options.get("candidate"),
         owner=robot, hooks=run_hooks(robot, options),
         max_tool_rounds=options.get("max_tool_rounds", robot.max_tool_rounds),
         doom_loop_threshold=options.get("doom_loop_threshold", robot.doom_loop_threshold),
@@ -111,6 +119,29 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
     if options.get("run_id"):
         spec.run_id = str(options["run_id"])
     return spec
+
+
+async def _within_share(robot: Robot, manifest: ToolManifest, provider: Any, share: Any,
+                        notices: list[str]) -> ToolManifest:
+    """``manifest`` kept within ``share`` of the model's window (:mod:`workspace.tool_search`): past it, and when
+    tools joining later push it past, the model is offered ``search_tools`` and the tools it finds."""
+    from workspace.tool_search import check_share, narrow
+
+    share = check_share(share, robot=robot.name)
+    if share >= 1:
+        return manifest
+    info = await robot.context_manager.window(provider)
+    if info is None:
+        return manifest
+    counter = await robot.context_manager.counter(provider)
+    narrowed = narrow(manifest, window=info.tokens, share=share, cost=counter.tools)
+    if narrowed is None:
+        return manifest
+    if narrowed.searching:
+        notices.append(f"The {len(manifest)} tools' descriptions ({counter.tools(list(manifest)):,} tokens) would "
+                       f"take more than {share:.0%} of the model's {info.tokens:,}-token window: the model searches "
+                       "for the tools it needs (search_tools) instead of being sent them all")
+    return narrowed
 
 
 def run_hooks(robot: Robot, options: Mapping[str, Any]) -> tuple[Registration, ...]:
@@ -183,9 +214,11 @@ def run_memory(robot: Robot, options: Mapping[str, Any]) -> Memory:
     return memory
 
 
-def _appender(memory: Memory) -> Callable[[RobotResult], None]:
+def _appender(memory: Memory, robot: Robot) -> Callable[[RobotResult], None]:
     def append(result: RobotResult) -> None:
         memory.append_result(result)
+        if robot.learn_enabled:  # RobotLab's Reflector: the run's learnings become knowledge entries
+            robot.reflect()
 
     return append
 

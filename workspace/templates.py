@@ -252,3 +252,40 @@ def find_template(name: str, dirs: Iterable[Path]) -> Template:
     raise ConfigurationError(
         f"Template '{name}' not found. Looked for {name}.md in: {', '.join(searched) or '(no folders)'}"
     )
+
+
+def skill_ids(value: Any) -> list[str]:
+    """The template skills named by ``value`` (a name, a list of names or None)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    return [str(item) for item in value if str(item).strip()]
+
+
+def expand_skills(ids: Iterable[str], dirs: Iterable[Path], *, robot: str,
+                  visited: set[str] | None = None) -> list[Template]:
+    """RobotLab's composable template skills: the templates ``ids`` name, each after the skills its own
+    front matter names (depth-first), each once. A name met again (a cycle, or a second path to a shared
+    skill) is skipped with RobotLab's warning ``Robot '<robot>': skill cycle detected at '<id>', skipping``.
+    Put the main template's name in ``visited`` so a skill cannot pull it in. A skill is looked up as
+    ``<dir>/skills/<id>.md``, then ``<dir>/<id>.md``, for each of ``dirs`` in order."""
+    import logging
+
+    folders = list(dirs)
+    search = [d for directory in folders for d in (Path(directory) / "skills", Path(directory))]
+    seen = visited if visited is not None else set()
+    found: list[Template] = []
+    for skill in ids:
+        if skill in seen:
+            logging.getLogger(__name__).warning("Robot '%s': skill cycle detected at '%s', skipping", robot, skill)
+            continue
+        seen.add(skill)
+        try:
+            template = find_template(skill, search)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"Robot '{robot}': skill '{skill}' not found: {exc}; put {skill}.md in one "
+                                     "of those folders (or a skills/ folder inside one), or pass template_dirs=") from None
+        found.extend(expand_skills(skill_ids(template.metadata.get("skills")), folders, robot=robot, visited=seen))
+        found.append(template)
+    return found

@@ -156,7 +156,8 @@ def fingerprint(settings: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _read() -> dict[str, str]:
+def _document() -> dict[str, Any]:
+    """The trust file as a mapping (empty when missing or unreadable: nothing trusted, the safe side)."""
     import yaml
 
     from workspace import yaml_limits
@@ -167,22 +168,56 @@ def _read() -> dict[str, str]:
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return {}  # unreadable: nothing is trusted, which is the safe side
-    folders = data.get("folders") if isinstance(data, dict) else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read() -> dict[str, str]:
+    folders = _document().get("folders")
     return {str(k): str(v) for k, v in folders.items()} if isinstance(folders, dict) else {}
 
 
-def _write(folders: Mapping[str, str]) -> None:
+def _unsandboxed() -> list[str]:
+    listed = _document().get("run_without_sandbox")
+    return [str(p) for p in listed] if isinstance(listed, list) else []
+
+
+def _write(folders: Mapping[str, str] | None = None, *, unsandboxed: list[str] | None = None) -> None:
+    """Write the trust file: ``folders`` (None: as they are) and the folders whose commands may run without a
+    sandbox (None: as they are)."""
     import yaml
 
     from workspace.changes import atomic_write
 
+    folders = _read() if folders is None else folders
+    unsandboxed = _unsandboxed() if unsandboxed is None else unsandboxed
     path = trust_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     text = ("# Folders whose .robotlab/ settings you trusted (robotlab trust), with a fingerprint of\n"
             "# those settings: when they change, the folder must be trusted again.\n")
-    text += yaml.safe_dump({"folders": dict(sorted(folders.items()))}, sort_keys=False)
+    document: dict[str, Any] = {"folders": dict(sorted(folders.items()))}
+    if unsandboxed:
+        text += ("# run_without_sandbox: folders where run_command may run a command without a sandbox when none\n"
+                 "# can be made here, asking you every time (robotlab trust DIR --run-without-sandbox on|off).\n")
+        document["run_without_sandbox"] = sorted(set(unsandboxed))
+    text += yaml.safe_dump(document, sort_keys=False)
     atomic_write(path, text.encode("utf-8"))
+
+
+def runs_without_sandbox(folder: Path) -> bool:
+    """True when the user let commands run in ``folder`` without a sandbox where none can be made (asked every
+    time). Kept in the user's trust file, never in the folder: a repository cannot ship it."""
+    return _key(folder) in _unsandboxed()
+
+
+def set_run_without_sandbox(folder: Path, on: bool) -> bool:
+    """Let (``on``) or stop letting commands run in ``folder`` without a sandbox; True if that changed."""
+    listed = _unsandboxed()
+    key = _key(folder)
+    if (key in listed) == on:
+        return False
+    _write(unsandboxed=[*listed, key] if on else [p for p in listed if p != key])
+    return True
 
 
 def is_trusted(folder: Path, settings: Mapping[str, Any] | None = None) -> bool:

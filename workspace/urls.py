@@ -7,6 +7,7 @@ ask these questions, and none of them should have to import the others to do so.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -19,6 +20,7 @@ LOCAL_DEFAULT_BASES = {"ollama": "http://localhost:11434", "ollama_chat": "http:
                        "llamafile": "http://localhost:8080/v1"}
 
 
+@functools.lru_cache(maxsize=256)  # asked a few times per model call of the same few addresses (~0.2 ms each)
 def is_loopback_url(url: str) -> bool:
     """Whether ``url`` (or a bare ``host:port``) points at this machine: localhost or a loopback address."""
     import ipaddress

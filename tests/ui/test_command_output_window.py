@@ -76,6 +76,16 @@ async def test_a_command_streams_into_its_card_the_inspector_has_it_and_a_reopen
         pane = window.docks.tool_pane
         pane.select_call("c1")
         assert "line 1\nline 2\nline 3\nend" in pane.output_view.toPlainText()
+        from PySide6.QtGui import QColor
+
+        from ui import theme
+        from ui.ansi import palette
+
+        green = QColor(palette(theme.colors().name)[2])
+        for view in (pane.output_view, card.output.view):  # the inspector and the card paint the colour
+            found = view.document().find("line 2")
+            assert not found.isNull() and found.charFormat().foreground().color() == green
+        assert "\x1b" not in pane.output_view.toPlainText()
         # reopened: the same card, the same state
         live = _snapshot(root)
         assert "output='line 1\\nline 2\\nline 3\\nend\\n'" in live["state"]

@@ -337,3 +337,40 @@ def test_the_inspector_shows_a_changed_call_once_per_turn_of_the_loop(qapp_insta
     qapp_instance.processEvents()
     assert len(shown) == 1 and "· ok ·" in pane.args_view.toPlainText() and "exit_code" in pane.result_view.toPlainText()
     pane.close()
+
+
+def test_a_part_of_the_inspectors_output_has_the_colours_in_force_where_it_starts(qapp_instance: Any) -> None:
+    from PySide6.QtGui import QColor
+
+    from ui import theme
+    from ui.ansi import PLAIN, Style, palette
+    from ui.inspector.panes import OUTPUT_PAGE, ToolCallsPane
+    from ui.inspector.tool_calls import ToolCallsModel
+
+    model = ToolCallsModel()
+    model.add_event(E(ev.ToolUse, 1, id="c1", name="run_command", input={"command": "make"}))
+    # red from the first chunk on (its code cut across two chunks), for more than a page: a part that starts
+    # later starts inside the red
+    chunks = ["plain \x1b[3", "1mred start\n", *("".join(f"{n:06d} {'r' * 70}\n" for n in range(i, i + 500))
+                                                   for i in range(0, 2000, 500)), "\x1b[0mdone\n"]
+    for seq, chunk in enumerate(chunks, start=2):
+        model.add_event(E(ev.ToolOutput, seq, id="c1", name="run_command", text=chunk))
+    record = model.find("c1")
+    assert record is not None
+    red = Style(fg=1)
+    assert record.output_styled(0, 8) == [("plain ", PLAIN)]  # the code's start is cut off at the part's end
+    assert record.output_styled(8, 14) == [("red", red)]  # starts inside the code: read from the chunk's state
+    middle = record.output_length // 2
+    assert record.output_styled(middle, middle + 10) == [(record.output_slice(middle, middle + 10), red)]
+    pane = ToolCallsPane(model)
+    pane.resize(600, 500)
+    pane.show()
+    pane.tabs.setCurrentWidget(pane.output_tab)
+    pane.select_call("c1")
+    assert record.output_length > OUTPUT_PAGE and pane.output_earlier.isEnabled()
+    document = pane.output_view.document()
+    colors = palette(theme.colors().name)
+    first = document.find(pane.output_view.toPlainText()[:6])  # the part's first line: red, its code long before
+    assert not first.isNull() and first.charFormat().foreground().color() == QColor(colors[1])
+    assert document.find("done").charFormat().foreground().style().name == "NoBrush"
+    pane.close()

@@ -4,15 +4,18 @@ the main window puts each in a dock (see :meth:`ui.window.docks.Docks.register`)
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import QAbstractItemModel, QEvent, QItemSelectionModel, QModelIndex, QObject, Qt, QTimer
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLineEdit,
+    QMenu,
     QPlainTextEdit,
     QPushButton,
     QSplitter,
@@ -20,15 +23,19 @@ from PySide6.QtWidgets import (
     QTableView,
     QTabWidget,
     QTextBrowser,
+    QTreeView,
     QVBoxLayout,
     QWidget,
 )
 
 from ui import markdown, theme
-from ui.formatting import format_duration, strip_ansi
+from ui.formatting import format_duration
 from ui.inspector.memory import MemoryModel, pretty
 from ui.inspector.tool_calls import ToolCallRecord, ToolCallsModel, diff_results
 from ui.inspector.trace import TraceFilterModel, TraceModel, raw_event_json
+from ui.inspector.trace_tree import TraceNode, TraceTree
+from ui.inspector.trace_view import Rerun, RerunDialog, TraceTreeFilter, TraceTreeModel, node_json
+from ui.widgets.ansi_text import show_styled
 from ui.widgets.common import ElidedLabel, name_line_edit_buttons
 from workspace import events as ev
 
@@ -224,6 +231,7 @@ class ToolCallsPane(QWidget):
         output_layout.addWidget(self.output_pager)
         self.output_view = QPlainTextEdit(self.output_tab)  # plain text: laid out several times faster than rich
         self.output_view.setReadOnly(True)
+        self.output_view.setUndoRedoEnabled(False)  # a part shown replaces the last: no history of them
         self.output_view.setObjectName("ToolCallOutput")
         self.output_view.setFont(theme.mono_font())
         self.output_view.setPlaceholderText("What a command printed while it ran (run_command's output).")
@@ -334,7 +342,8 @@ class ToolCallsPane(QWidget):
         paged back): a long output is never joined or laid out whole."""
         length = rec.output_length
         start, end = self._output_part or output_part(rec, length, backwards=True)
-        self.output_view.setPlainText(strip_ansi(rec.output_slice(start, end)))
+        # its colours, other escapes dropped: the part read from the colour state where it starts, in one edit
+        show_styled(self.output_view.document(), rec.output_styled(start, end))
         self.output_pager.setVisible(start > 0 or end < length)
         self.output_part.setText(f"Characters {start + 1:,}–{end:,} of {length:,}")
         self.output_earlier.setEnabled(start > 0)
@@ -376,18 +385,44 @@ class ToolCallsPane(QWidget):
 
 
 class TracePane(QWidget):
-    """The raw event stream, filterable by kind and text; one click shows an event's JSON."""
+    """The thread's trace: a tree of its runs, model calls and tool calls (times, tokens, cost), searchable
+    and exportable, with "Run again" on a tool call; and the raw event stream, filterable by kind and text.
+    One click shows a node's or an event's JSON."""
 
     ALL = "All events"
     NO_DELTAS = "All but text deltas"
+    #: How long live events wait to be added to the tree together (a run streams many small batches).
+    TREE_DELAY_MS = 250
+    #: Up to this many events the tree is built at once; more are built in slices of at most
+    #: BUILD_SLICE_SECONDS between the event loop's other work (the window stays responsive; the tree shows
+    #: when built, with the events that came meanwhile).
+    SYNC_TREE_EVENTS = 300
+    BUILD_SLICE_SECONDS = 0.008
 
-    def __init__(self, model: TraceModel, parent: QWidget | None = None) -> None:
+    def __init__(self, model: TraceModel, parent: QWidget | None = None, *, rerun: Rerun | None = None,
+                 fork: Fork | None = None, compare: Callable[..., QWidget] | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("InspectorPane")
         self.setMinimumWidth(PANE_MIN_WIDTH)
         self.model = model
+        self._rerun = rerun
+        self._fork = fork
+        self._compare = compare
         self.proxy = TraceFilterModel(self)
         self.proxy.setSourceModel(model)
+        self.tree_model = TraceTreeModel(self)
+        self.tree_proxy = TraceTreeFilter(self)
+        self.tree_proxy.setSourceModel(self.tree_model)
+        self._pending: list[ev.Event] = []
+        self._tree_timer = QTimer(self)
+        self._tree_timer.setSingleShot(True)
+        self._tree_timer.setInterval(self.TREE_DELAY_MS)
+        self._tree_timer.timeout.connect(self.flush_tree)
+        self._building: tuple[TraceTree, list[ev.Event], int] | None = None
+        self._build_timer = QTimer(self)
+        self._build_timer.setInterval(0)
+        self._build_timer.timeout.connect(self._build_slice)
+        self.rerun_dialog: RerunDialog | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.setSpacing(6)
@@ -399,16 +434,43 @@ class TracePane(QWidget):
         self.kind.view().pressed.connect(lambda *_: None)
         bar.addWidget(self.kind)
         self.filter = QLineEdit(self)
-        self.filter.setAccessibleName("Filter events")
-        self.filter.setPlaceholderText("Filter events…")
+        self.filter.setAccessibleName("Search the trace")
+        self.filter.setPlaceholderText("Search the trace…")
         self.filter.setClearButtonEnabled(True)
-        name_line_edit_buttons(self.filter, clear="Clear the filter")
-        self.filter.textChanged.connect(self.proxy.set_text)
+        name_line_edit_buttons(self.filter, clear="Clear the search")
+        self.filter.textChanged.connect(self._on_filter)
         bar.addWidget(self.filter, 1)
+        self.export_button = QPushButton("Export trace…", self)
+        self.export_button.setToolTip("Save the trace tree as JSON (secrets masked)")
+        self.export_button.clicked.connect(self.export_trace)
+        bar.addWidget(self.export_button)
         layout.addLayout(bar)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
-        self.table = _table(self.proxy, splitter)
+        self.views = QTabWidget(splitter)
+        self.views.setDocumentMode(True)
+        self.tree = QTreeView(self.views)
+        self.tree.setAccessibleName("Trace tree")
+        # The tree's own model while nothing is searched (a filter over thousands of nodes maps them all);
+        # the filter in front of it while a search is on.
+        self.tree.setModel(self.tree_model)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._tree_menu)
+        self.tree.doubleClicked.connect(self._tree_activated)
+        tree_header = self.tree.header()
+        tree_header.setStretchLastSection(False)
+        tree_header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        # Sized to known shapes, not measured over every node: "12.3 s", "123,456 → 12,345", "$0.0123".
+        fm = self.tree.fontMetrics()
+        for col, sample in ((1, "00.0 min"), (2, "000,000 → 00,000"), (3, "$0.0000")):
+            tree_header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
+            tree_header.resizeSection(col, fm.horizontalAdvance(sample) + 16)
+        self.views.addTab(self.tree, "Tree")
+        self.table = _table(self.proxy, self.views)
         self.table.setAccessibleName("Events")
+        self.views.addTab(self.table, "Events")
         header = self.table.horizontalHeader()
         header.setStretchLastSection(True)
         # Sized to their contents, which have known shapes (measuring thousands of rows on every batch
@@ -417,22 +479,200 @@ class TracePane(QWidget):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
         self.size_columns()
         self.detail = _detail(splitter)
-        self.detail.setPlaceholderText("Select an event to see its raw JSON.")
-        splitter.addWidget(self.table)
+        self.detail.setPlaceholderText("Select a step or an event to see its JSON.")
+        splitter.addWidget(self.views)
         splitter.addWidget(self.detail)
         splitter.setSizes([300, 160])
         layout.addWidget(splitter, 1)
         self.table.selectionModel().currentRowChanged.connect(self._show)
+        self._connect_tree_selection()
+        self.views.currentChanged.connect(lambda _i: self.kind.setVisible(self.views.currentWidget() is self.table))
+        self.kind.setVisible(False)
         self._stick = True
         bar_ = self.table.verticalScrollBar()
         bar_.valueChanged.connect(lambda v: setattr(self, "_stick", v >= bar_.maximum() - 4))
         bar_.rangeChanged.connect(lambda _lo, hi: bar_.setValue(hi) if self._stick else None)
         model.rowsInserted.connect(self._refresh_kinds)
+        model.rowsInserted.connect(self._rows_added)
         model.modelReset.connect(self._refresh_kinds)
+        model.modelReset.connect(self._events_reset)
         model.modelReset.connect(self.detail.clear)
-        self.setFocusProxy(self.table)
+        self.setFocusProxy(self.views)
         self._on_kind(self.kind.currentText())
+        if model.rowCount():
+            self._events_reset()
 
+    # -- the tree ---------------------------------------------------------------------------------------
+    def _connect_tree_selection(self) -> None:
+        self.tree.selectionModel().currentRowChanged.connect(self._show_node)
+
+    def _searching(self) -> bool:
+        return self.tree.model() is self.tree_proxy
+
+    def _events_reset(self) -> None:
+        self._pending.clear()
+        self._tree_timer.stop()
+        self._build_timer.stop()
+        events = self.model.events
+        self._building = None
+        if len(events) <= self.SYNC_TREE_EVENTS:
+            self.tree_model.set_events(events)
+            self._open_last_run()
+            return
+        self.tree_model.set_tree(TraceTree())
+        self._building = (TraceTree(), events, 0)
+        self._build_timer.start()
+
+    def _build_slice(self) -> None:
+        """Build the next part of a long thread's tree, for at most BUILD_SLICE_SECONDS (then the loop turns)."""
+        if self._building is None:
+            self._build_timer.stop()
+            return
+        tree, events, at = self._building
+        deadline = time.perf_counter() + self.BUILD_SLICE_SECONDS
+        while at < len(events) and time.perf_counter() < deadline:
+            tree.extend(events[at:at + 50])
+            at += 50
+        if at < len(events):
+            self._building = (tree, events, at)
+            return
+        self._build_timer.stop()
+        self._building = None
+        tree.extend(self._pending)
+        self._pending = []
+        self.tree_model.set_tree(tree)
+        self._open_last_run()
+
+    @property
+    def building(self) -> bool:
+        """Whether a long thread's tree is still being built (in slices, between the loop's other work)."""
+        return self._building is not None
+
+    def _open_last_run(self) -> None:
+        roots = self.tree_model.tree.roots
+        if roots:  # the last run open: what a person looks at first
+            self.tree.expand(self._view_index(roots[-1]))
+
+    def _rows_added(self, _parent: QModelIndex, first: int, last: int) -> None:
+        self._pending.extend(self.model.event_at(row) for row in range(first, last + 1))
+        if not self._tree_timer.isActive():
+            self._tree_timer.start()
+
+    def flush_tree(self) -> None:
+        """Add the live events that wait to the tree (their expanded nodes stay expanded)."""
+        self._tree_timer.stop()
+        if not self._pending or self._building is not None:
+            return
+        events, self._pending = self._pending, []
+        self.tree_model.append_events(events)
+
+    def _view_index(self, node: TraceNode, column: int = 0) -> QModelIndex:
+        index = self.tree_model.createIndex(node.pos, column, node)
+        return self.tree_proxy.mapFromSource(index) if self._searching() else index
+
+    def node_at(self, index: QModelIndex) -> TraceNode | None:
+        if not index.isValid():
+            return None
+        return self.tree_model.node(self.tree_proxy.mapToSource(index) if self._searching() else index)
+
+    def find_nodes(self, kind: str) -> list[TraceNode]:
+        return [n for n in self.tree_model.tree.walk() if n.kind == kind]
+
+    def select_node(self, node: TraceNode) -> None:
+        index = self._view_index(node)
+        self.tree.scrollTo(index)
+        self.tree.selectionModel().setCurrentIndex(
+            index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+
+    def _show_node(self, current: QModelIndex, _previous: QModelIndex | None = None) -> None:
+        node = self.node_at(current)
+        if node is not None:
+            self.detail.setHtml(markdown.readable_html(node_json(node)))
+
+    def _tree_menu(self, pos: Any) -> None:
+        node = self.node_at(self.tree.indexAt(pos))
+        if node is None:
+            return
+        menu = QMenu(self)
+        if node.kind == "tool_call" and self._rerun is not None:
+            menu.addAction("Run again…", lambda: self.run_again(node))
+        if self.can_fork(node):
+            action = menu.addAction("Fork this turn with another model…", lambda: self.fork_from(node))
+            action.setToolTip("A new branch from this turn's message, answered by the model you choose "
+                              "(a thread branches at a message, not inside a turn)")
+        menu.addAction("Copy as JSON", lambda: QApplication.clipboard().setText(node_json(node)))
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        menu.popup(self.tree.viewport().mapToGlobal(pos))  # not exec(): never a nested event loop
+
+    def _tree_activated(self, index: QModelIndex) -> None:
+        node = self.node_at(index)
+        if node is not None and node.kind == "tool_call" and self._rerun is not None:
+            self.run_again(node)
+
+    def run_again(self, node: TraceNode) -> RerunDialog | None:
+        """The "Run again" dialog of tool call ``node`` (None: this trace cannot run calls again)."""
+        if self._rerun is None or node.kind != "tool_call":
+            return None
+        if self.rerun_dialog is not None:
+            self.rerun_dialog.close()
+        dialog = self.rerun_dialog = RerunDialog(node, self._rerun, self.window(), compare=self._compare)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.destroyed.connect(lambda *_: setattr(self, "rerun_dialog", None))
+        dialog.show()
+        return dialog
+
+    def can_fork(self, node: TraceNode) -> bool:
+        """Whether ``node`` is a model call of a turn's own run (a thread branches at a turn's message)."""
+        return (self._fork is not None and node.kind == "model_call" and node.parent is not None
+                and node.parent.parent is None)
+
+    def fork_from(self, node: TraceNode, model: str | None = None) -> bool:
+        """A new branch from the turn of model call ``node``, with ``model`` (None: ask which, in a small
+        dialog that forks when accepted)."""
+        if self._fork is None or not self.can_fork(node):
+            return False
+        if model is None:
+            from PySide6.QtWidgets import QInputDialog
+
+            ask = QInputDialog(self)
+            ask.setWindowTitle("Fork this turn")
+            ask.setLabelText("The model to answer this turn's message again, in a new branch:")
+            ask.setTextValue(node.label.split(" · ", 1)[1] if " · " in node.label else "")  # the model that answered
+            ask.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            ask.textValueSelected.connect(lambda text: self.fork_from(node, text) if text.strip() else None)
+            ask.open()  # not exec(): never a nested event loop
+            return False
+        return bool(self._fork(node.run_id, model.strip()))
+
+    def export_trace(self, path: str | None = None) -> str | None:
+        """Save the trace tree as JSON (secrets masked) to ``path`` (None: ask where); the path, or None."""
+        self.flush_tree()
+        if path is None:
+            from PySide6.QtWidgets import QFileDialog
+
+            path, _ = QFileDialog.getSaveFileName(self, "Export trace", "trace.json", "JSON (*.json)")
+            if not path:
+                return None
+        from pathlib import Path
+
+        try:
+            Path(path).write_text(self.tree_model.tree.to_json(), encoding="utf-8")
+        except OSError as exc:
+            self.detail.setPlainText(f"Could not write {path}: {exc.strerror or exc}; choose another place.")
+            return None
+        return path
+
+    def _on_filter(self, text: str) -> None:
+        self.proxy.set_text(text)
+        self.tree_proxy.set_text(text)
+        searching = bool(text.strip())
+        if searching != self._searching():
+            self.tree.setModel(self.tree_proxy if searching else self.tree_model)
+            self._connect_tree_selection()
+        if searching:
+            self.tree.expandAll()
+
+    # -- the events --------------------------------------------------------------------------------------
     def column_samples(self) -> list[str]:
         """The widest text each of the first four columns shows (seq, time, kind, robot)."""
         kinds = sorted(_known_kinds() | set(self.model.kinds()), key=len) or [ev.RunStarted.kind]
@@ -494,4 +734,56 @@ def make_memory(context: DockContext) -> MemoryPane:
 
 
 def make_trace(context: DockContext) -> TracePane:
-    return TracePane(context.trace_model, context.parent)
+    session = context.services.session
+    return TracePane(context.trace_model, context.parent, rerun=thread_rerun(session), fork=thread_fork(session),
+                     compare=context.compare)
+
+
+#: "Fork this turn": the run's id (a turn's own run) and the model → whether the new branch started.
+Fork = Callable[[str, str], bool]
+
+
+def thread_fork(session: Any) -> Fork:
+    """A new branch of the open thread from the turn of run ``run_id``, answered by ``model``: the thread's
+    model is switched (recorded in the thread, as the composer's picker does) and the turn regenerated."""
+
+    def fork(run_id: str, model: str) -> bool:
+        thread = session.session
+        if thread is None:
+            session.problem.emit("Open the thread to fork it")
+            return False
+        if session.running:
+            session.notice.emit("Stop the current run (Esc) first.")
+            return False
+        store = session.require_store()
+        turn_id = next((turn for turn, event in store.thread_events(thread.thread_id)
+                        if isinstance(event, ev.RunStarted) and event.run_id == run_id), None)
+        if turn_id is None:
+            session.problem.emit("That run is not a turn of the open thread: open its thread to fork it")
+            return False
+        try:
+            thread.set_model(model)
+        except Exception as exc:
+            session.problem.emit(f"Could not switch the model to {model}: {exc}")
+            return False
+        return bool(session.regenerate(turn_id))
+
+    return fork
+
+
+def thread_rerun(session: Any) -> Rerun:
+    """"Run again" in the open thread: the recorded call run with the thread's robot, through the
+    workspace's approval (the person is asked in the chat as for any call), without the model."""
+
+    async def rerun(call_id: str, arguments: dict[str, Any]) -> Any:
+        from workspace.replay import ReplayError, rerun_call
+
+        thread = session.session
+        if thread is None:
+            raise ReplayError("Open the thread whose call to run again")
+        workspace = session.require_workspace()
+        robot = thread.robot  # a network's thread says it has no robot of its own
+        return await rerun_call(workspace.store, thread.thread_id, call_id, robot, arguments=arguments,
+                                approval=workspace.approval, folder=workspace.folder)
+
+    return rerun

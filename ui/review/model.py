@@ -332,6 +332,8 @@ class ChangeActions(QObject):
     net_changes_ready = Signal(list)  # list[FileChange]
     #: (text, kind): kind is "info" or "error".
     message = Signal(str, str)
+    #: Apply refused: the accepted hunks failed the verify command (its VerifyFinished); nothing was written.
+    verify_failed = Signal(object)
 
     def __init__(self, session: Callable[[], ThreadSession | None], tasks: TaskOwner, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -387,8 +389,10 @@ class ChangeActions(QObject):
         return [c for c in self.conflicts if c.file_id not in self._resolved and c.file_id not in self._skipped]
 
     # -- apply ----------------------------------------------------------------------------------------
-    def apply(self) -> asyncio.Task[Any] | None:
-        """Write the accepted hunks (pending ones count as rejected) off the loop."""
+    def apply(self, *, verify: bool = True) -> asyncio.Task[Any] | None:
+        """Write the accepted hunks (pending ones count as rejected) off the loop. With a verify command they are
+        verified first, and a failure is :attr:`verify_failed` (nothing written); ``verify=False`` applies with
+        the result the person was shown (their "Apply anyway")."""
         changes = self._changes()
         if changes is None or not changes.pending_files:
             self.message.emit("Nothing to apply: no change is waiting for review.", "info")
@@ -397,15 +401,20 @@ class ChangeActions(QObject):
             self.message.emit("Still working on the previous action…", "info")
             return None
         self.conflicts, self._resolved, self._skipped = [], set(), set()
-        return self._spawn(self._apply(on_conflict="refuse"), "apply-changes")
+        return self._spawn(self._apply(on_conflict="refuse", verify=verify), "apply-changes")
 
-    async def _apply(self, *, on_conflict: str) -> None:
+    async def _apply(self, *, on_conflict: str, verify: bool = True) -> None:
+        from workspace.session.verify import VerifyFailed
+
         session = self.session
         changes = self._changes()
         if session is None or changes is None:
             return
         try:
-            result = await session.apply_changes(on_conflict=on_conflict)
+            result = await session.apply_changes(on_conflict=on_conflict, verify=verify)
+        except VerifyFailed as failed:
+            self.verify_failed.emit(failed.event)
+            return
         except Exception as exc:
             self.message.emit(f"Applying failed: {exc}", "error")
             return

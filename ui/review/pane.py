@@ -36,6 +36,7 @@ from ui import theme
 from ui.review.conflict import RESTORE_ACTIONS, ConflictView
 from ui.review.files import file_list
 from ui.review.model import ChangeActions, ChangeReviewModel, HistoryState
+from ui.review.verify import VerifyFailedQuestion, VerifyStrip
 from ui.review.view import DiffView
 from ui.review.window import (
     ApplyQuestion,
@@ -52,8 +53,10 @@ from workspace.sandbox import display_path
 if TYPE_CHECKING:
     from ui.controller import Controller
     from ui.services import DockContext
+    from workspace import events as ev
     from workspace.changes import ChangeSet, Conflict, FileChange, HistoryEntry, RestoreResult
     from workspace.session import ThreadSession
+    from workspace.session.verify import VerifyProgress
 
 MODE_NOTES = {
     "review": "Every change waits for your review before it is written.",
@@ -80,6 +83,8 @@ class ChangesPane(QWidget):
     notice = Signal(str)
     #: The number of hunks waiting for a decision changed (the status bar's badge shows it).
     pending_changed = Signal(int)
+    #: A verify of the open thread's changes ended (its VerifyFinished): the chat adds its line.
+    verified = Signal(object)
 
     def __init__(self, controller: Controller, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -90,6 +95,9 @@ class ChangesPane(QWidget):
         self.review_window: ReviewWindow | None = None
         #: The question Apply asked last (hunks were still undecided), or None.
         self.apply_question: ApplyQuestion | None = None
+        #: What Apply asked last when the accepted hunks failed the verify command, or None.
+        self.verify_question: VerifyFailedQuestion | None = None
+        self._verify_thread: str | None = None
         #: Change sets seen in this window, by id (a card may ask for an earlier one).
         self._sets: dict[str, ChangeSet] = {}
         self._showing_net = False
@@ -151,6 +159,9 @@ class ChangesPane(QWidget):
         bar.addWidget(self.accept_all_button)
         bar.addWidget(self.apply_button)
         layout.addLayout(bar)
+
+        self.verify_strip = VerifyStrip(self)
+        layout.addWidget(self.verify_strip)
 
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         files_box = QWidget(splitter)
@@ -245,6 +256,11 @@ class ChangesPane(QWidget):
         a.history_changed.connect(self._on_history)
         a.net_changes_ready.connect(self._on_net_changes)
         a.message.connect(self.show_message)
+        a.verify_failed.connect(self._ask_verify_failed)
+        self.verify_strip.verify_requested.connect(self.verify_again)
+        progress = getattr(c, "verify_progress", None)
+        if progress is not None:
+            progress.connect(self._on_verify_progress)
 
     # -- following the controller ---------------------------------------------------------------------
     @property
@@ -270,6 +286,7 @@ class ChangesPane(QWidget):
             if history:
                 self.commands.refresh_history()
             self._refresh()
+            self._sync_verify()
             return
         if changes is not self.model.change_set or (changes is None and self.model.files):
             self.model.bind(changes)
@@ -279,6 +296,7 @@ class ChangesPane(QWidget):
         if history:
             self.commands.refresh_history()
         self._refresh()
+        self._sync_verify()
 
     def _update_card_files(self, changes: ChangeSet | None) -> None:
         """A pending card lists the composed totals (events of parallel calls race) and counts what this
@@ -521,6 +539,89 @@ class ChangesPane(QWidget):
         by_checkpoint = {e.before: e.state == "undone" for entries in by_set.values() for e in entries}
         self.history_undone.emit(by_checkpoint, set(self.undone_sets))
 
+    # -- verify ------------------------------------------------------------------------------------------------
+    def _mirror_verify(self) -> None:
+        """The full-size review's strip shows what this one shows."""
+        if self.review_window is not None:
+            self.review_window.verify_strip.show_like(self.verify_strip)
+
+    def _verify_command(self) -> str | None:
+        session = self.session
+        setting = getattr(session, "verify_setting", None) if session is not None else None
+        if setting is None:
+            return None
+        try:
+            return setting().command
+        except Exception:  # a robot file gone or unreadable: no verify shown
+            return None
+
+    def _sync_verify(self) -> None:
+        """The strip follows the open thread: its verify going or last ended, else the command in force."""
+        strip = self.verify_strip
+        session = self.session
+        command = self._verify_command()
+        thread_id = session.thread_id if session is not None else None
+        if thread_id != self._verify_thread:
+            self._verify_thread = thread_id
+            strip.clear()  # another thread's result is not this one's
+        if session is None or command is None or self._showing_net:
+            strip.clear()
+            self._mirror_verify()
+            return
+        progress = getattr(session, "verifying", None)
+        shown = strip.progress
+        if progress is not None and progress.thread_id == session.thread_id:
+            if progress is not shown:
+                strip.show_progress(progress)
+        elif strip.result is None and not strip.running:
+            strip.show_command(command)
+        self._mirror_verify()
+
+    def _on_verify_progress(self, progress: VerifyProgress) -> None:
+        session = self.session
+        if session is None or progress.thread_id != session.thread_id:
+            return  # another thread's verify (it ran on; its result is with that thread)
+        if progress.superseded and self.verify_strip.progress is not None and \
+                self.verify_strip.progress.started != progress.started and self.verify_strip.running:
+            return  # a newer verify already shows
+        self.verify_strip.show_progress(progress)
+        self._mirror_verify()
+        if progress.event is not None:
+            self.verified.emit(progress.event)
+
+    def verify_again(self) -> None:
+        """"Verify again": on the accepted hunks when some are accepted, else on everything proposed."""
+        session = self.session
+        if session is None or self.commands.busy:
+            return
+        subset = "accepted" if self.model.counts().accepted else "proposed"
+        try:
+            started = session.start_verify(subset)
+        except Exception as exc:
+            self.show_message(f"Could not verify: {exc}", "error")
+            return
+        if started is None:
+            self.show_message("Nothing to verify: no verify command, or no change waits for review.", "info")
+
+    def _ask_verify_failed(self, event: ev.VerifyFinished) -> None:
+        """Apply refused because the accepted hunks failed the verify: ask "Apply anyway" / "Cancel"."""
+        self.verify_strip.show_result(event)
+        self._mirror_verify()
+        parent: QWidget = self.review_window if self.review_window is not None and \
+            self.review_window.isVisible() else self
+        box = self.verify_question = VerifyFailedQuestion(event, parent)
+
+        def answered(button: object) -> None:
+            self.verify_question = None
+            if button is box.button_apply:
+                self.commands.apply(verify=False)  # with the result shown: the accepted set is what failed
+            else:
+                self.show_message("Not applied: the accepted hunks failed the verify command. Nothing was written.",
+                                  "info")
+
+        box.buttonClicked.connect(answered)
+        box.open()
+
     # -- the thread's net change -------------------------------------------------------------------------
     def _set_scope(self, *, net: bool) -> None:
         button = self.scope.button(1 if net else 0)
@@ -555,8 +656,10 @@ class ChangesPane(QWidget):
     def open_review(self, *, hunk_id: str | None = None) -> ReviewWindow:
         if self.review_window is None:
             self.review_window = ReviewWindow(self.model, self.commands, self.window())
+            self.review_window.verify_strip.verify_requested.connect(self.verify_again)
         window = self.review_window
         window.open(hunk_id=hunk_id or (self.view.current_hunk.id if self.view.current_hunk else None))
+        self._mirror_verify()
         return window
 
     def note_for(self, turn_id: str | None) -> str | None:

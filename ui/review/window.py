@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from ui.review.conflict import ConflictView
 from ui.review.files import file_list
+from ui.review.verify import VerifyStrip
 from ui.review.view import DiffView
 from ui.screen import size_to_screen
 from workspace.changes import PENDING
@@ -216,6 +217,9 @@ class ReviewWindow(QWidget):
         file_buttons.addWidget(self.accept_file_button)
         file_buttons.addWidget(self.reject_file_button)
         ll.addLayout(file_buttons)
+        #: The verify result on what Apply would write (the Changes dock's strip, mirrored: ChangesPane).
+        self.verify_strip = VerifyStrip(left)
+        ll.addWidget(self.verify_strip)
         right = QWidget(splitter)
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSize, Qt, Signal
@@ -273,6 +274,16 @@ class SettingsDialog(QDialog):
             self.review.addItem(label, mode)
         self.review.setAccessibleName("File changes")
         gf.addRow("File changes", self.review)
+        self.without_sandbox = QCheckBox("Where no sandbox can be made, run this folder's commands without one, "
+                                         "asking me every time", general)
+        self.without_sandbox.setAccessibleName("Run commands without a sandbox in this folder")
+        self.without_sandbox.setToolTip(
+            "Off by default. Commands (run_command) normally run only in a sandbox that cannot write the folder or "
+            "reach the network. Where none can be made (macOS, Windows, a kernel without user namespaces), this "
+            "lets them run directly in the open folder: they can change or delete its files and reach the network. "
+            "You are asked before every command, whatever the approval rules say. Kept in your own trust file, "
+            "never in the folder.")
+        gf.addRow("Commands", self.without_sandbox)
         self.theme = QComboBox(general)
         self.theme.addItem("Light", "light")
         self.theme.addItem("Dark", "dark")
@@ -434,6 +445,15 @@ class SettingsDialog(QDialog):
         self.review.setCurrentIndex(max(0, self.review.findData(config.get("review.mode", "review"))))
         self.theme.setCurrentIndex(max(0, self.theme.findData(config.get("ui.theme", "light"))))
         self.notifications.setChecked(bool(config.get("ui.notifications", True)))
+        folder = self._folder()
+        self.without_sandbox.setEnabled(folder is not None)
+        if folder is not None:
+            from workspace import trust
+
+            self.without_sandbox.setChecked(trust.runs_without_sandbox(folder))
+        else:
+            self.without_sandbox.setChecked(False)
+            self.without_sandbox.setToolTip("Open a folder first (File > Open Folder): this is a setting of a folder.")
         self.rules.setRowCount(0)
         policy = self._policy()
         for rule in policy.rules if policy is not None else []:
@@ -675,6 +695,11 @@ class SettingsDialog(QDialog):
         try:
             save_user_settings(values)
             policy.save()
+            folder = self._folder()
+            if folder is not None:
+                from workspace import trust
+
+                trust.set_run_without_sandbox(folder, self.without_sandbox.isChecked())
         except Exception as exc:
             self._fail(f"Could not save the settings: {exc}")
             return
@@ -683,6 +708,11 @@ class SettingsDialog(QDialog):
             workspace.approval.policy = policy
         self.saved.emit(values)
         self.accept()
+
+    def _folder(self) -> Path | None:
+        """The open folder (whose "run without a sandbox" this dialog shows), or None."""
+        folder = getattr(self.controller, "folder", None)
+        return Path(folder) if folder is not None else None
 
     def _fail(self, message: str) -> None:
         self.problem.setText(message)

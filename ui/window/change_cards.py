@@ -29,6 +29,7 @@ class ChangeCards:
         pane.files_counted.connect(self.files_counted)
         pane.undone_changed.connect(self.undone_changed)
         pane.history_undone.connect(self.history_undone)
+        pane.verified.connect(self.verified)
         self.chat.change_undo_requested.connect(pane.undo_from_card)
         pane.sync(history=False)  # the counts it had when made, before anyone listened
 
@@ -48,6 +49,10 @@ class ChangeCards:
         """An apply made in the review: the card shows the outcome (only a card that shows)."""
         if self.chat.change_card(event.change_set_id) is not None:
             self.chat.presenter.change_decided(event)
+
+    def verified(self, event: ev.VerifyFinished) -> None:
+        """A verify of the thread's changes ended (after a run, "Verify again", before Apply): its line in the chat."""
+        self.chat.presenter.verify_finished(event)
 
     def files_counted(self, change_set_id: str, files: list[dict[str, Any]]) -> None:
         """A pending card counts what the review counts."""

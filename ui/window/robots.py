@@ -68,8 +68,9 @@ class Robots(QObject):
         if self.editor is not None:
             self.editor.retheme()
 
-    def refresh(self) -> None:
-        """Read the robots and networks again (a folder, the settings or the trust changed)."""
+    def refresh(self, *, reread: bool = True) -> None:
+        """Read the robots and networks again (a folder, the settings or the trust changed); ``reread=False``:
+        show what the session read last (start-up reads them in a worker thread first)."""
         from ui.widgets.common import signals_blocked
 
         c, notices, picker, model = self.services.session, self.services.notices, self.picker, self.model
@@ -77,8 +78,8 @@ class Robots(QObject):
         model.default_model = c.config.get("llm.model")
         self.retheme()
         with signals_blocked(picker):
-            model.set_robots(c.robots(refresh=True))
-            model.set_networks(c.networks(refresh=True))
+            model.set_robots(c.robots(refresh=reread))
+            model.set_networks(c.networks(refresh=reread))
             row = model.row_of(c.robot_name, c.target_kind)
             picker.setCurrentIndex(max(0, row))
         self.update_model_label()

@@ -52,6 +52,8 @@ class Threads(QObject):
     def __init__(self, services: Services) -> None:
         super().__init__(services.shell)
         self.services = services
+        #: The query (and the database's state) whose hits are shown or coming (None: the thread list).
+        self._searched: tuple[str, int, int] | None = None
 
     def attach(self, *, sidebar: Sidebar, model: ThreadListModel, title_label: ElidedLabel, chat: ChatView,
                composer: Composer) -> None:
@@ -77,10 +79,34 @@ class Threads(QObject):
         c = self.services.session
         query = self.sidebar.search.text().strip()
         if query:
-            self.thread_model.set_hits(c.search(query))
+            self._search(query)
         else:
+            self._searched = None
             self.thread_model.set_threads(c.list_threads())
         self.show_current()
+
+    def _search(self, query: str) -> None:
+        """The hits for ``query``, searched off the window's thread; shown when they come, unless a newer
+        query was typed meanwhile. Not searched again while the database has not changed (the thread list
+        changes for other reasons too: a run starting, a selection)."""
+        c = self.services.session
+        store = c.store
+        key = (query, id(store), store.write_count if store is not None else 0)
+        if key == self._searched:
+            return
+        self._searched = key
+
+        async def search() -> None:
+            hits = await c.search_in_background(query)
+            if hits is None or self._searched != key:  # a newer query's hits are (or will be) the ones shown
+                return
+            try:
+                self.thread_model.set_hits(hits)
+                self.show_current()
+            except RuntimeError:  # the window closed meanwhile
+                pass
+
+        c.tasks.spawn(search(), name="thread-search")
 
     def show_current(self) -> None:
         """Select the open thread in the list (search results stay as they are) and show its title."""

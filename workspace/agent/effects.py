@@ -68,12 +68,32 @@ class _Folder:
             return None
 
 
+def _runs_without_sandbox(folder: Path | None) -> bool:
+    """True when a command would run without a sandbox in ``folder``: the person allowed it there (asked every
+    time) and no sandbox can be made on this system."""
+    if folder is None:
+        return False
+    from workspace import trust
+
+    if not trust.runs_without_sandbox(folder):
+        return False
+    from workspace.isolation import SandboxUnavailable
+    from workspace.tools.commands import _sandbox
+
+    try:
+        _sandbox()
+    except SandboxUnavailable:
+        return True
+    return False
+
+
 def file_effects(tool: str, arguments: Any, *, folder: Path | None = None,
                  changes: ChangeSet | None = None) -> tuple[FileEffect, ...]:
     """The effects of calling the built-in file tool ``tool`` with ``arguments`` (() for other tools);
     ``run_command``'s is the command it runs."""
     if tool == "run_command" and isinstance(arguments, dict) and isinstance(arguments.get("command"), str):
-        return (FileEffect(kind="run", path=".", command=arguments["command"].strip()),)
+        return (FileEffect(kind="run", path=".", command=arguments["command"].strip(),
+                           unsandboxed=_runs_without_sandbox(folder)),)
     if tool not in FILE_WRITING_TOOLS or not isinstance(arguments, dict):
         return ()
     where = _Folder(folder, changes)

@@ -139,6 +139,8 @@ class RunSpec:
     tools_loader: Callable[[], Awaitable[ToolManifest]] | None = None
     #: Set by ``tools_loader`` when some MCP servers were still starting or failed.
     pending_tools: PendingTools | None = None
+    #: Said to the person when the run starts (``run_status`` notices), e.g. by ``tools_loader``.
+    notices: list[str] = field(default_factory=list)
     #: An extra shared sequence counter (a network run numbers all its tasks' events).
     sequence: Callable[[], int] | None = None
     #: Providers to ask, in order, when the model has an outage or a rate limit (built when needed).
@@ -157,6 +159,8 @@ class RunSpec:
     #: tool call: set on every event (see :mod:`workspace.events`).
     parent_run_id: str | None = None
     parent_tool_id: str | None = None
+    #: The run's place in a comparison (0, 1, ...), stamped on its events; None outside one.
+    candidate: int | None = None
     #: Files, images and MCP resources sent with ``message`` (:mod:`workspace.attachments`).
     attachments: list[Attachment] = field(default_factory=list)
     #: The Robot object the hooks are told about (``ctx.robot``).
@@ -316,7 +320,8 @@ class AgentRun(ModelTurns, EventRun):
         spec = self.spec
         with self._emit_lock:
             event = ev.stamp(built, run_id=self.run_id, robot=spec.robot, seq=self._next_seq(), task=spec.task,
-                             parent_run_id=spec.parent_run_id, parent_tool_id=spec.parent_tool_id)
+                             parent_run_id=spec.parent_run_id, parent_tool_id=spec.parent_tool_id,
+                             candidate=spec.candidate)
             if event.terminal:
                 if self.terminal is not None:
                     return self.terminal  # exactly one terminal event
@@ -350,7 +355,7 @@ class AgentRun(ModelTurns, EventRun):
         """Run options of a run started by this run's tool call ``call_id``."""
         spec = self.spec
         options: dict[str, Any] = {"parent_run_id": self.run_id, "parent_tool_id": call_id, "task": spec.task,
-                                   "thread_id": spec.thread_id}
+                                   "thread_id": spec.thread_id, "candidate": spec.candidate}
         for key in ("approval", "folder", "changes"):
             value = getattr(spec, key)
             if value is not None:
@@ -397,6 +402,8 @@ class AgentRun(ModelTurns, EventRun):
             if spec.tools_loader is not None:
                 spec.tools = await spec.tools_loader()
             self._cap_tools()
+            for notice in spec.notices:
+                self.emit(ev.RunStatus(state="notice", detail=notice))
             if spec.output is not None:
                 spec.settings = await spec.output.prepare(spec.provider, spec.tools, spec.settings)
             pending = spec.pending_tools
@@ -732,6 +739,9 @@ class AgentRun(ModelTurns, EventRun):
                 tool,
             )
         arguments: Any = call.input
+        #: A command that would run without a sandbox (none here, and the folder allows it): whether the person
+        #: approved this very call ("asked"; only then does it run) or not ("not asked"); None: not such a call.
+        without_sandbox: str | None = None
         if spec.approval is not None and not (spec.output is not None and spec.output.is_output_tool(call.name)):
             effects: tuple[FileEffect, ...] = ()
             if tool.mcp is None and call.name in EFFECT_TOOLS:  # decided by what it does, not its name
@@ -774,6 +784,8 @@ class AgentRun(ModelTurns, EventRun):
                 return self._tool_failed(call, f"Denied by the user: {reason}", started, tool)
             if decision.input is not None:
                 arguments = decision.input
+            if any(effect.kind == "run" and effect.unsandboxed for effect in effects):
+                without_sandbox = "asked" if action == "ask" else "not asked"
         if spec.on_tool_call is not None:
             _safe_callback(spec.on_tool_call, ToolMessage(id=call.id, name=call.name, input=arguments))
         # extras: what an MCP server's requests during the call need (sampling with the thread's
@@ -782,7 +794,8 @@ class AgentRun(ModelTurns, EventRun):
                               memory=spec.memory, network=spec.network, folder=spec.folder,
                               changes=spec.changes, emit=self.emit, run=self,
                               extras={"provider": spec.provider, "approval": spec.approval, "tool": call.name,
-                                      "settings": spec.settings, "thread_id": spec.thread_id})
+                                      "settings": spec.settings, "thread_id": spec.thread_id,
+                                      "without_sandbox": without_sandbox})
         if spec.hooks:
             output = await self._hooked_invoke(tool, arguments, context)
         else:

@@ -332,6 +332,40 @@ class ChangeSet:
             self._apply_now(fc)
         return fc
 
+    def add_change(self, path: str, before: bytes | None, after: bytes | None, *, before_mode: int | None = None,
+                   new_path: str | None = None) -> FileChange:
+        """Add a change made elsewhere against ``before`` (the base it was proposed on, not the disk now, so
+        :meth:`apply` still refuses a file changed on disk since): the hunks a combined review took from
+        several candidates' sets (:func:`workspace.changes.combine.combine`). Not in auto mode's sense: it waits."""
+        rel = self.sandbox.resolve(path, for_write=True).rel
+        if new_path is not None:
+            new_path = self.sandbox.resolve(new_path, for_write=True).rel
+        with self._lock:
+            if self._lookup(rel)[0] is not None:
+                raise ChangeError(f"'{rel}' already has a pending change in change set {self.id}")
+            fc = self._new_file(rel, before, after, before_mode, new_path=new_path)
+        self._notify("proposed", path=rel, file=fc)
+        return fc
+
+    def settle_elsewhere(self, accepted: Iterable[str], *, note: str) -> None:
+        """Settle every pending file as decided by an apply made elsewhere (a combined review: another set
+        wrote the files): the hunks ``accepted`` (ids) accepted, the others rejected as not taken. Nothing is
+        written. The model hears the outcome with ``note`` (which hunks of whose were taken)."""
+        chosen = set(accepted)
+        with self._lock:
+            settled: list[FileChange] = []
+            for fc in self.pending_files:
+                for h in fc.hunks:
+                    if h.id in chosen:
+                        h.status, h.reviewed = ACCEPTED, True
+                    else:
+                        h.status, h.reviewed, h.reason = REJECTED, True, h.reason or "not taken in the combined apply"
+                fc.state = "applied" if any(h.status == ACCEPTED for h in fc.hunks) else REJECTED
+                settled.append(fc)
+            outcome = [{**fc.outcome(), "combined": note} for fc in settled]
+            self._undelivered.extend(outcome)
+        self._notify("applied", files=[fc.id for fc in settled], checkpoint_id=None)
+
     def _apply_now(self, fc: FileChange) -> None:
         """Auto mode: apply one proposal at once (the tool result tells the model, so no outcome note)."""
         result = self.apply(files=[fc.id], accept_pending=True, on_conflict="skip", _tell=False)

@@ -94,6 +94,9 @@ def format_outcome(outcome: Sequence[dict[str, Any]], *, change_set_id: str | No
             else:
                 total = f" (all {len(accepted)} hunks)" if len(accepted) > 1 else ""
                 lines.append(f"- {name}: {noun} accepted and written{total}.")
+        elif not accepted and f.get("combined"):
+            lines.append(f"- {name}: none of your hunks was taken; the file on disk is as the hunks taken from "
+                         "the other candidates (if any, below) made it.")
         elif not accepted:
             reason = f.get("reason")
             why = f' — reason: "{reason}"' if reason else " (no reason given)"
@@ -112,14 +115,17 @@ def format_outcome(outcome: Sequence[dict[str, Any]], *, change_set_id: str | No
                     parts.append(f"{phrase} rejected{why}")
                 else:
                     parts.append(f"{phrase} not accepted")
-            lines.append(f"- {name}: partly applied — " + "; ".join(parts)
-                         + ". The file on disk contains only the accepted hunks.")
+            on_disk = (" The file on disk has the accepted hunks and those taken from the other candidates."
+                       if f.get("combined") else " The file on disk contains only the accepted hunks.")
+            lines.append(f"- {name}: partly applied — " + "; ".join(parts) + "." + on_disk)
         for h in hunks:
             text = h.get("final_text")
             if h.get("edited") and text:
                 shown = text.splitlines()[:max_edit_lines]
                 lines.append(f"  The user's version of {_hunk_phrase(h)}:")
                 lines.extend("    " + s for s in shown)
+    # A combined review (several candidates answered one message): which hunks of whose were taken.
+    lines.extend(dict.fromkeys(str(f["combined"]) for f in outcome if f.get("combined")))
     if verify:
         lines.extend(_verify_lines(verify))
     lines.append("Read a file again before changing it further: the files on disk are the source of truth.")

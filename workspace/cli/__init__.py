@@ -17,6 +17,7 @@ from workspace.version import __version__
 
 COMMAND_MODULES = [
     "workspace.cli.run",
+    "workspace.cli.compare",
     "workspace.cli.chat",
     "workspace.cli.misc",
     "workspace.cli.network",
@@ -26,6 +27,7 @@ COMMAND_MODULES = [
     "workspace.cli.schema",
     "workspace.cli.changes",
     "workspace.cli.skills",
+    "workspace.cli.eval",
 ]
 
 

@@ -19,7 +19,8 @@ RECOVER_HINT = "Run `robotlab changes recover` to roll it back or forward."
 
 
 def register(sub: Any) -> None:
-    changes = sub.add_parser("changes", help="file changes: recover applies a crash cut short, verify a proposal")
+    changes = sub.add_parser("changes", help="file changes: list and apply hunks (of several candidates too), undo, "
+                             "recover applies a crash cut short, verify a proposal")
     csub = changes.add_subparsers(dest="changes_command", metavar="ACTION")
     recover = csub.add_parser(
         "recover", help="find applies a crash cut short and roll each back or forward",
@@ -51,6 +52,9 @@ def register(sub: Any) -> None:
     verify.add_argument("--json", action="store_true", help="print the verify_finished event as one JSON line")
     verify.add_argument("--db", metavar="FILE", help="the threads database file (default: the app's)")
     verify.set_defaults(func=cmd_verify)
+    from workspace.cli.combined import register_actions
+
+    register_actions(csub)  # list, apply --take, undo: the combined review of a comparison's candidates
     changes.set_defaults(func=lambda args: changes.print_help() or 0)
 
 

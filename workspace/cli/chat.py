@@ -313,7 +313,7 @@ class Chat:
 
     # -- approvals and the review -----------------------------------------------------------------
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
-        from workspace.approval import ApprovalDecision
+        from workspace.approval import ApprovalDecision, unsandboxed
         from workspace.cli.render import printable
         from workspace.cli.server_requests import ask_server_request, is_server_request
 
@@ -326,7 +326,7 @@ class Chat:
                 if self.session is not None:
                     self.session.stop("interrupted (Ctrl-C)")
                 return ApprovalDecision(approved=False, reason="cancel")
-        if self.args.yes:
+        if self.args.yes and not unsandboxed(request):  # a command without a sandbox is asked every time
             return ApprovalDecision(approved=True, scope="once", reason="--yes")
         await self.questions.printed(request.call_id)
         where = f"{request.server}/" if request.server else ""

@@ -361,7 +361,13 @@ def terminal_approval(args: argparse.Namespace, printer: Any = None) -> Any:
     """The approval gate of a command-line run: the policy file, and questions asked in the terminal
     (after what the run printed so far, when ``printer`` is a :class:`QuestionAfterOutput`)."""
     from workspace import paths
-    from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalPolicy, ApprovalRequest
+    from workspace.approval import (
+        ApprovalDecision,
+        ApprovalGate,
+        ApprovalPolicy,
+        ApprovalRequest,
+        unsandboxed,
+    )
 
     policy = ApprovalPolicy.load(paths.approval_policy_file())
 
@@ -374,7 +380,7 @@ def terminal_approval(args: argparse.Namespace, printer: Any = None) -> Any:
                 await printer.printed(request.call_id)
             return await ask_server_request(request, yes=args.yes, out=sys.stderr if machine_output(args) else sys.stdout,
                                             interactive=interactive)
-        if args.yes:
+        if args.yes and not unsandboxed(request):  # a command without a sandbox is asked every time
             return ApprovalDecision(approved=True, scope="once", reason="--yes")
         if not sys.stdin.isatty():
             return ApprovalDecision(

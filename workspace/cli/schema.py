@@ -1,4 +1,4 @@
-"""``robotlab schema [robot|config|mcp|network] [--out DIR]``: the JSON Schemas of the files people write.
+"""``robotlab schema [robot|config|mcp|network|eval] [--out DIR]``: the JSON Schemas of the files people write.
 
 Editors complete and check YAML with them (the YAML extension of VS Code: a
 ``# yaml-language-server: $schema=<file>`` line, or its ``yaml.schemas`` setting). The same files ship
@@ -17,13 +17,14 @@ WHAT = {
     "config": "config.yaml and a folder's .robotlab/config.yaml",
     "mcp": "a file of MCP servers (the mcpServers mapping)",
     "network": "network files (.yaml)",
+    "eval": "eval files (.yaml) for `robotlab eval`",
 }
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "schema",
-        help="print the JSON Schema of robot files, the configuration, MCP servers or networks",
+        help="print the JSON Schema of robot files, the configuration, MCP servers, networks or evals",
         description="Print the JSON Schema of a kind of file, for editors that complete and check YAML; with "
         "--out, write <kind>.json files into a folder (every kind when none is named). Kinds: "
         + "; ".join(f"{k}: {v}" for k, v in WHAT.items()) + ".",

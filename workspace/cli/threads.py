@@ -1,4 +1,5 @@
-"""``robotlab threads list|show|export|search|import|recover``: the stored conversations, headless.
+"""``robotlab threads list|show|export|search|import|recover``: the stored conversations, headless
+(``replay`` and ``rerun``: :mod:`workspace.cli.replay`).
 
 ``--db FILE`` may come before the action (``threads --db FILE list``) or after it; both work for
 every action.
@@ -68,6 +69,10 @@ def register(sub: Any) -> None:
     recover = tsub.add_parser("recover", help="a damaged database: move it aside (kept) and start a fresh one",
                               parents=[common])
     recover.set_defaults(func=cmd_recover)
+
+    from workspace.cli import replay
+
+    replay.register(tsub, common)
 
     threads.set_defaults(func=cmd_list, json=False, deleted=False)
 

@@ -20,6 +20,10 @@ def register(sub: Any) -> None:
     p.add_argument("dir", nargs="?", help="the folder (default: --folder, else the current folder)")
     p.add_argument("--yes", "-y", action="store_true", help="trust without asking")
     p.add_argument("--revoke", action="store_true", help="forget the folder's trust")
+    p.add_argument("--run-without-sandbox", choices=("on", "off"), metavar="on|off",
+                   help="where no sandbox can be made on this system, let run_command run this folder's commands "
+                        "without one, asking you every time (it can change the folder and reach the network); off "
+                        "by default, kept in your own trust file, never in the folder")
     p.set_defaults(func=cmd_trust)
 
 
@@ -30,6 +34,17 @@ def cmd_trust(args: argparse.Namespace) -> int:
     folder = Path(args.dir or getattr(args, "folder", None) or ".").resolve()
     if not folder.is_dir():
         raise CLIError(f"{folder}: no such folder")
+    switch = getattr(args, "run_without_sandbox", None)
+    if switch is not None:
+        on = switch == "on"
+        changed = trust.set_run_without_sandbox(folder, on)
+        if on:
+            print(f"{folder}: where no sandbox can be made, run_command runs its commands WITHOUT one, directly in the "
+                  "folder (they can change its files and reach the network), and asks you before every command"
+                  + ("." if changed else " (it already did)."))
+        else:
+            print(f"{folder}: commands run only in a sandbox" + ("." if changed else " (they already did)."))
+        return 0
     if args.revoke:
         print(f"{folder}: trust " + ("revoked." if trust.revoke(folder) else "was not given; nothing to do."))
         return 0

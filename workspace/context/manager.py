@@ -45,7 +45,7 @@ from workspace.context.window import (
     window_from_message,
 )
 from workspace.errors import OVERFLOW_FAILURES, ContextOverflowError, ProviderError
-from workspace.messages import Message, alternating
+from workspace.messages import AlternatingView, Message, alternating, shared_prefix
 from workspace.providers.base import (
     Chunk,
     FinishChunk,
@@ -159,6 +159,10 @@ class _Cache:
 
     shortened: dict[int, tuple[Message, int, Message]] = field(default_factory=dict)
     summary: tuple[Compaction, Message | None, Message, bool] | None = None
+    #: :func:`alternating` of the requests' views, each one folding only what was added since the last.
+    alternate: AlternatingView = field(default_factory=AlternatingView)
+    #: The last request's limit, tools' parameters, conversation and its messages as sent (:meth:`_all_shortened`).
+    view: tuple[int, dict[str, Any], list[Message], list[Message]] | None = None
 
 
 class ContextManager:
@@ -518,8 +522,7 @@ class ContextManager:
         used = round(counted * self._ratio)
         anchor = self._anchor
         if (anchor is not None and anchor.system == system and anchor.tools_tokens == tools_tokens
-                and len(messages) >= len(anchor.messages)
-                and all(a is b for a, b in zip(anchor.messages, messages, strict=False))):
+                and shared_prefix(anchor.messages, messages) == len(anchor.messages)):
             used = anchor.tokens + round(counter.messages(messages[len(anchor.messages):]) * self._ratio)
         return Prepared(system, messages, used=used, counted=counted, window=info, system_tokens=system_tokens,
                         tools_tokens=tools_tokens, biggest_tools=biggest_tools(tools, counter) if tools else {})
@@ -601,13 +604,15 @@ class ContextManager:
     def _view(self, history: Sequence[Message], limit: int | None, params: Mapping[str, Any]) -> list[Message]:
         """What the model is sent: the summary for the compacted part, and never two user messages in a
         row (a run stopped or failed before its first word: :func:`workspace.messages.alternating`)."""
-        return alternating(self._compacted_view(history, limit, params))
+        return self._cache.alternate(self._compacted_view(history, limit, params))
 
     def _compacted_view(self, history: Sequence[Message], limit: int | None,
-                        params: Mapping[str, Any]) -> list[Message]:
+                        params: Mapping[str, Any]) -> Sequence[Message]:
         compaction = self.compaction
+        if compaction is None and not limit:
+            return history  # (read only: the view copies it)
         start = compaction.upto if compaction is not None else 0
-        kept = [self._shortened(m, limit, params) for m in history[start:]] if limit else list(history[start:])
+        kept = self._all_shortened(history, limit, params)[start:] if limit else list(history[start:])
         if compaction is None:
             return kept
         first = kept[0] if kept else None
@@ -618,6 +623,23 @@ class ContextManager:
             message, merged = summary_message(compaction.summary, first)
             self._cache.summary = (compaction, first, message, merged)
         return [message, *kept[1:]] if merged else [message, *kept]
+
+    def _all_shortened(self, history: Sequence[Message], limit: int, params: Mapping[str, Any]) -> list[Message]:
+        """Every message of ``history`` as the model is sent it (results cut to ``limit``), the list kept for
+        the next request: only the messages after the part it shares with the last one are looked at."""
+        cached = self._cache.view
+        if cached is not None and cached[0] == limit and cached[1] == params:
+            inputs, out = cached[2], cached[3]
+        else:
+            inputs, out = [], []
+        shared = shared_prefix(inputs, history)
+        del inputs[shared:], out[shared:]
+        for index in range(shared, len(history)):
+            message = history[index]
+            inputs.append(message)
+            out.append(self._shortened(message, limit, params))
+        self._cache.view = (limit, dict(params), inputs, out)
+        return out
 
     def _shortened(self, message: Message, limit: int | None, params: Mapping[str, Any]) -> Message:
         if not limit or not message.is_tool_result:
@@ -671,9 +693,15 @@ class ContextManager:
                 "truncate": "even without the older turns",
                 "error": "(the context policy is 'error', so nothing was compacted; the 'compact' policy would "
                          "summarise older messages)"}[self.policy]
+        cause = ""
+        if prepared.tools_tokens * 4 >= window.tokens:  # the tools' schemas, not older messages, fill the window
+            biggest = ", ".join(f"{name} ({tokens:,})" for name, tokens in prepared.biggest_tools.items())
+            cause = (f" The tools' schemas take {prepared.tools_tokens:,} tokens of it (the biggest: {biggest}): "
+                     "offer the robot fewer tools (tools: / mcp: in its file, or tools=[...]), or let it search "
+                     "for them (a tool_share below 1).")
         return (f"{model}: the request ({prepared.used:,} tokens) does not fit the context window "
                 f"({window.tokens:,} tokens, {window.describe()}; {window.tokens - hard:,} kept for the answer) "
-                f"{what}. {self._fixes()}")
+                f"{what}.{cause} {self._fixes()}")
 
     def _refused_message(self, provider: Provider, prepared: Prepared, exc: BaseException, retried: bool) -> str:
         model = provider.model_id or "the model"

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from workspace.messages import Message
+from workspace.messages import GrowingFold, Message
 
 __all__ = ["CHARS_PER_TOKEN", "IMAGE_TOKENS", "MESSAGE_OVERHEAD", "TokenCounter", "biggest_tools", "content_text",
            "estimate", "image_parts", "result_text", "tool_costs", "wire_text"]
@@ -110,7 +110,7 @@ class TokenCounter:
     """Counts tokens with ``encode`` (a function returning the token count of a text: the model's
     tokenizer) or, without one, :func:`estimate`; message counts are kept per message object."""
 
-    __slots__ = ("_messages", "_tools", "blocking", "encode", "tokenizer")
+    __slots__ = ("_messages", "_sum", "_tools", "blocking", "encode", "tokenizer")
 
     def __init__(self, encode: Callable[[str], int] | None = None, *, tokenizer: str | None = None) -> None:
         self.encode = encode
@@ -121,6 +121,8 @@ class TokenCounter:
         # id(message) -> (message, tokens): the message is held so its id is not reused meanwhile.
         self._messages: dict[int, tuple[Message, int]] = {}
         self._tools: dict[tuple[str, str, int], int] = {}
+        # A conversation counted again one turn longer adds only its new messages' counts.
+        self._sum: GrowingFold[int] = GrowingFold(0, lambda total, message: total + self.message(message))
 
     def text(self, text: str) -> int:
         if not text:
@@ -149,6 +151,8 @@ class TokenCounter:
         return tokens
 
     def messages(self, messages: Iterable[Message]) -> int:
+        if isinstance(messages, list | tuple):
+            return self._sum(messages)
         return sum(self.message(m) for m in messages)
 
     def counted(self, message: Message) -> bool:

@@ -26,6 +26,7 @@ from workspace.network.routing import Route
 from workspace.schemas import did_you_mean
 
 if TYPE_CHECKING:
+    from workspace.ask_user import AskFn
     from workspace.config import Config
     from workspace.network.schema import NetworkFile, RobotSpec, RouteSpec, TaskSpec
     from workspace.providers.base import Provider
@@ -109,6 +110,7 @@ def load_network(
     config: Config | None = None,
     provider: Provider | None = None,
     model: str | None = None,
+    ask: AskFn | None = None,
 ) -> Network:
     """Build a :class:`Network` from a YAML file; every problem is reported before anything runs
     (one :class:`NetworkFileError`). The JSON Schema: :func:`workspace.network.schema.network_json_schema`.
@@ -118,6 +120,7 @@ def load_network(
         name: support-triage            # default: the file name
         description: ...
         concurrency: auto               # or the most tasks running at once
+        max_concurrent_robots: 4        # RobotLab's cap (optional; with concurrency, the tighter holds)
         tools: inherit                  # network level: inherit | none | all | [names]
         mcp: none
         context: {company: Acme}        # template variables for every robot
@@ -128,6 +131,7 @@ def load_network(
             model: openai/gpt-4o-mini   # optional; also tools, mcp, context, description, max_turns,
                                         # temperature, top_p, max_tokens, ...
           helper: assistant             # a robot file or template by name (file: path/to.md works too)
+          approver: {person: true, timeout: 600, default: approved}   # a person answers (ask=, or the terminal)
         groups:
           analysers: [sentiment, entities]   # a name usable in depends_on
         tasks:
@@ -143,6 +147,7 @@ def load_network(
             tools: none                 # run level for this task: inherit | none | all | [names]
             input: run                  # auto (default) | run | upstream | a Jinja2 template
             wait_for: [key]             # memory keys to wait for (timeout: seconds)
+            on_error: continue          # fail (default) | continue: a failure becomes the answer "Error: ..."
         routes:                         # routes may also be listed here, with from:
           - {from: classifier, match: {...}, default: general}
     """
@@ -160,7 +165,7 @@ def load_network(
     except SchemaError as exc:
         raise NetworkFileError(file, [_schema_problem(p, file) for p in exc.problems]) from None
     loader = _Loader(file, lines, folder=Path(folder).resolve() if folder is not None else None, config=config,
-                     provider=provider, model=model)
+                     provider=provider, model=model, ask=ask)
     network = loader.load(data)
     if network is None or loader.problems:
         raise NetworkFileError(file, sorted(loader.problems, key=lambda p: p.line or 0))
@@ -181,8 +186,9 @@ class _Loader:
     """One load of a file: the problems found so far and the robots built (by name)."""
 
     def __init__(self, path: Path, lines: Lines, *, folder: Path | None, config: Config | None,
-                 provider: Provider | None, model: str | None) -> None:
+                 provider: Provider | None, model: str | None, ask: AskFn | None = None) -> None:
         self.path = path
+        self.ask = ask
         self.base = path.parent
         self.lines = lines
         self.folder = folder
@@ -266,7 +272,8 @@ class _Loader:
         if self.problems or self.checking_only:
             return None
 
-        network = Network(spec.name or self.path.stem, concurrency=spec.concurrency, tools=levels["tools"],
+        network = Network(spec.name or self.path.stem, concurrency=spec.concurrency,
+                          max_concurrent_robots=spec.max_concurrent_robots, tools=levels["tools"],
                           mcp=levels["mcp"], context=spec.context or {}, description=spec.description)
         # Only a file without problems gets here: the network and its tasks are built.
         network.source = self.path
@@ -368,6 +375,8 @@ class _Loader:
             options["wait_for"] = spec.wait_for
         if spec.description is not None:
             options["description"] = spec.description
+        if spec.on_error is not None:
+            options["on_error"] = spec.on_error
         if spec.route is not None:
             route = self.route(spec.route, (*loc, "route"), task=name)
             if route is not None:
@@ -475,6 +484,12 @@ class _Loader:
         if isinstance(spec, str):
             spec = RobotSpec(robot=spec)
         sources = [k for k in ("system_prompt", "template", "file", "robot") if getattr(spec, k) is not None]
+        if spec.person:
+            return self.build_person(name, spec, sources, loc)
+        for key in ("timeout", "default", "choices"):
+            if getattr(spec, key) is not None:
+                self.problem(f"'{key}' is for a person: add person: true, or remove it", (*loc, key), robot=name,
+                             field=key)
         if not sources:
             self.problem("give its instructions: system_prompt, template, file (a robot .md file) or robot "
                          "(the name of a robot file)", loc, robot=name)
@@ -510,6 +525,25 @@ class _Loader:
                 template, system_prompt = Template(name=robot_name, body=system_prompt), None
             return Robot(robot_name, system_prompt=system_prompt, template=template, **options)
         except (ConfigurationError, ValueError, TypeError) as exc:
+            self.problem(str(exc), loc, robot=name)
+            return None
+
+    def build_person(self, name: str, spec: RobotSpec, sources: list[str], loc: Loc) -> Robot | None:
+        """A person as the robot ``name`` (``person: true``): asked through the load's ``ask`` (the terminal
+        without one), within ``timeout`` seconds."""
+        from workspace.network.person import Person
+
+        extra = [k for k in (*sources, "model", "api_base", "tools", "mcp", "output_schema", "robots")
+                 if getattr(spec, k) is not None]
+        if extra:
+            self.problem(f"a person has no {', '.join(extra)}: remove {'them' if len(extra) > 1 else 'it'}, or "
+                         "remove person: true", (*loc, extra[0]), robot=name, field=extra[0])
+            return None
+        try:
+            return Person(spec.name or name, ask=self.ask, timeout=float(spec.timeout) if spec.timeout else None,
+                          default=spec.default, choices=spec.choices, description=spec.description,
+                          config=self.config, folder=self.folder)
+        except (ConfigurationError, ValueError) as exc:
             self.problem(str(exc), loc, robot=name)
             return None
 

@@ -53,6 +53,8 @@ class Task:
     ``memory``: a :class:`Memory` this task uses instead of the shared one, or a dict merged into
     the shared memory when the task starts. ``route``/``router``: see the package docstring.
     ``input``: which message the robot receives. ``wait_for``: memory keys to wait for first.
+    ``on_error``: ``"fail"`` (a failed robot fails the network) or ``"continue"`` (its answer is
+    ``"Error: <type>: <message>"`` and the tasks after it run).
     """
 
     def __init__(
@@ -71,6 +73,7 @@ class Task:
         wait_for: str | Sequence[str] | None = None,
         wait_timeout: float | None = None,
         description: str | None = None,
+        on_error: str = "fail",
     ) -> None:
         from workspace.robot_runs import RUN_OPTIONS
         from workspace.tools import selection
@@ -114,6 +117,11 @@ class Task:
             raise ValueError(f"Task '{self.name}': wait_timeout must be a positive number of seconds")
         self.wait_timeout = wait_timeout
         self.description = description
+        if on_error not in ("fail", "continue"):
+            raise ValueError(f"Task '{self.name}': on_error must be 'fail' or 'continue' (got {on_error!r})")
+        #: ``continue``: RobotLab's error-tolerant step; the robot's failure becomes its answer
+        #: (``"Error: <type>: <message>"``) and the network goes on.
+        self.on_error = on_error
 
     @property
     def is_optional(self) -> bool:

@@ -41,13 +41,28 @@ from workspace.result import last_text as _last_text
 if TYPE_CHECKING:
     from workspace.network.model import Network, Task
 
-__all__ = ["NetworkRun"]
+__all__ = ["NetworkRun", "current_results"]
 
 #: The (run, task) whose robot is running in the current context; lets the memory observer
 #: put a change into the right task's stream.
 _CURRENT: contextvars.ContextVar[tuple[NetworkRun, TaskState] | None] = contextvars.ContextVar(
     "robotlab_network_task", default=None
 )
+
+
+def current_results(own: RobotResult | None = None) -> dict[str, RobotResult]:
+    """The results of the finished tasks of the network run the caller works for (a router, a tool, a hook of
+    one of its tasks), by task name, with ``own`` as the calling task's (a router's task is not finished
+    yet); empty outside a network run."""
+    current = _CURRENT.get()
+    if current is None:
+        return {}
+    run, calling = current
+    found = {name: state.result for name, state in run.tasks.items()
+             if state.status == DONE and state.result is not None}
+    if own is not None:
+        found[calling.name] = own
+    return found
 
 
 class NetworkRun(EventRun):
@@ -466,6 +481,15 @@ class NetworkRun(EventRun):
                 self._finish(state, DONE, result=result)
             case ev.RunFinished():  # pragma: no cover - a task's robot run always ends with a RobotResult
                 self._task_failed(state, "the task's robot finished without a result", "RuntimeError")
+            case ev.RunFailed() if task.on_error == "continue" and self._stop_reason is None \
+                    and self._failure is None:  # RobotLab's error-tolerant step: the failure is the answer
+                from workspace.messages import TextMessage
+
+                state.error_type = terminal.error_type or "Error"
+                text = f"Error: {state.error_type}: {terminal.error}"
+                self._finish(state, DONE, result=RobotResult(
+                    robot_name=state.robot, output=[TextMessage(role="assistant", content=text)], stop_reason="stop",
+                    duration=time.time() - state.started_at if state.started_at else None))
             case ev.RunFailed():
                 state.result = terminal.partial if isinstance(terminal.partial, RobotResult) else None
                 self._task_failed(state, terminal.error, terminal.error_type or "Error")

@@ -169,6 +169,11 @@ class RobotSpec(StrictModel):
     output_schema: dict[str, Any] | None = Field(
         None, description="a JSON Schema the answer must match (structured output); a route's field reads it")
     robots: list[str] | None = Field(None, description="other robots (robot files) this robot may call as tools")
+    person: bool | None = Field(None, strict=True, description="a person, not a model, answers this robot's tasks "
+                                "(RobotLab's cyborg): the network waits for them")
+    timeout: Annotated[Number, Field(gt=0)] | None = Field(None, description="a person's time to answer, in seconds")
+    default: str | None = Field(None, description="a person's answer when the time runs out (else the task fails)")
+    choices: list[str] | None = Field(None, description="answers a person is offered")
 
 
 RobotEntry = Annotated[str | RobotSpec, _form(_robot)]
@@ -207,6 +212,9 @@ class TaskSpec(StrictModel):
         None, description="auto (default) | run | upstream | a Jinja2 template")
     wait_for: Annotated[str | list[str], _form(_keys)] | None = Field(None, description="memory keys to wait for")
     timeout: Annotated[Number, Field(gt=0)] | None = Field(None, description="seconds to wait for wait_for")
+    on_error: Literal["fail", "continue"] | None = Field(
+        None, description="fail (default): a failed robot fails the network; continue: its answer becomes "
+        "\"Error: <type>: <message>\" and the tasks after it run (RobotLab's error-tolerant steps)")
 
 
 class NamedTaskSpec(TaskSpec):
@@ -222,6 +230,8 @@ class NetworkFile(StrictModel):
     description: str | None = None
     concurrency: Annotated[Literal["auto", "threads", "async"] | Annotated[int, Field(ge=1)],
                            _form(_concurrency)] = Field("auto", description="auto or the most tasks running at once")
+    max_concurrent_robots: Annotated[int, Field(ge=1, strict=True)] | None = Field(
+        None, description="RobotLab's cap on the robots running at once (with concurrency, the tighter holds)")
     tools: Level = None
     mcp: Level = None
     context: dict[str, Any] | None = Field(None, description="template variables for every robot")

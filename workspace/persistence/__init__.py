@@ -40,7 +40,10 @@ Storage choices:
 * Opening runs ``PRAGMA quick_check`` (about 1 ms per MB) and refuses a file cut to 0 bytes: a
   damaged file raises :class:`StoreError` with ``reason="corrupt"`` at open, so the recovery path
   (“Move aside and start fresh”, ``robotlab threads recover``) is offered before anything is
-  read from it.
+  read from it. The window opens with ``integrity_check="after_unclean_exit"``: the check runs at
+  open only when a process that opened the file is gone without closing it (a marker file beside
+  the database says so), and otherwise in a worker thread after the start
+  (``Store.integrity_problem``).
 * A write that fails for a passing reason (database locked by another program, disk full) raises
   :class:`StoreError` but keeps the rows queued in memory; the next write (or :meth:`close`)
   writes them first, so a short outage loses nothing and keeps the order. After a failure the
@@ -75,12 +78,13 @@ from workspace.persistence.conversation import (
 from workspace.persistence.database import NotFoundError, StoreError
 from workspace.persistence.eventlog import status_for
 from workspace.persistence.schema import MIGRATIONS, fts5_available
-from workspace.persistence.search import SearchHit
+from workspace.persistence.search import BackgroundSearch, SearchHit
 from workspace.persistence.threads import STATUSES, Store, ThreadInfo, TurnInfo
 
 __all__ = [
     "MIGRATIONS",
     "STATUSES",
+    "BackgroundSearch",
     "NotFoundError",
     "SearchHit",
     "Store",

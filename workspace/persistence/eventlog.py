@@ -82,13 +82,14 @@ class EventLog(Database):
     """
 
     def __init__(self, path: str | Path, *, recover: bool = False, busy_timeout: float = 5.0,
-                 write_timeout: float = 0.5, flush_interval: float = 0.25, retry_after: float = 2.0) -> None:
+                 write_timeout: float = 0.5, flush_interval: float = 0.25, retry_after: float = 2.0,
+                 integrity_check: str = "always") -> None:
         self.flush_interval = float(flush_interval)
         self._held: dict[tuple[str, str, str, str | None, str], _Held] = {}
         #: Per turn, the text streamed since its last ``text`` event (indexed if the run stops early).
         self._live_text: dict[str, list[str]] = {}
         super().__init__(path, recover=recover, busy_timeout=busy_timeout, write_timeout=write_timeout,
-                         retry_after=retry_after)
+                         retry_after=retry_after, integrity_check=integrity_check)
 
     def _closing_statements(self) -> list[Statement]:
         return [*super()._closing_statements(), *self._held_statements(None)]

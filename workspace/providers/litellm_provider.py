@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LiteLLMProvider",
+    "RouterProvider",
     "context_window",
     "known_chat_models",
     "load_litellm",
@@ -737,3 +738,49 @@ class LiteLLMProvider(StreamingProvider):
         """The key variable litellm reads for this model (by its provider prefix)."""
         prefix = re.sub(r"[^A-Za-z0-9]+", "_", self.provider_name).upper()
         return f"{prefix}_API_KEY" if prefix else ""
+
+
+class RouterProvider(LiteLLMProvider):
+    """A model group spread over several deployments by litellm's ``Router``: its load balancing, its per
+    deployment ``rpm`` / ``tpm`` limits and cooldowns, nothing home-made (an eval of thousands of cases over
+    several local servers or hosted keys).
+
+    ``group`` is the name the requests ask for (``model_id``); ``model_list`` is litellm's: entries
+    ``{"model_name": group, "litellm_params": {"model": ..., "api_base": ..., "api_key": ..., "rpm": ...}}``
+    (a missing ``model_name`` is the group); ``router_settings`` go to ``litellm.Router`` as they are
+    (``routing_strategy``, ...). Each deployment carries its own key, so there is no key to check here. The
+    Router is made on the first request (it needs litellm, imported then)."""
+
+    def __init__(self, group: str, *, model_list: Sequence[Mapping[str, Any]],
+                 router_settings: Mapping[str, Any] | None = None, **options: Any) -> None:
+        super().__init__(group, **options)
+        from workspace.secrets import register_secret
+
+        self.model_list: list[dict[str, Any]] = []
+        for entry in model_list:
+            params = dict(entry.get("litellm_params") or {})
+            register_secret(params.get("api_key"), name=f"api_key of a deployment of {group}")
+            self.model_list.append({**entry, "model_name": entry.get("model_name") or group, "litellm_params": params})
+        self.router_settings = dict(router_settings or {})
+        self._router: Any = None
+
+    def check_key(self) -> None:
+        """Nothing to check: each deployment of ``model_list`` has its own key."""
+
+    def missing_keys(self) -> list[str]:
+        return []
+
+    def _preflight(self) -> None:
+        """Nothing to check: each deployment of ``model_list`` has its own key."""
+
+    async def _open(self, request: dict[str, Any]) -> Any:
+        litellm = _litellm if _litellm is not None else await import_in_thread(load_litellm, warm=True)
+        if self._router is None:
+            self._router = litellm.Router(model_list=self.model_list, num_retries=0, **self.router_settings)
+        request.pop("api_base", None)  # the deployment's own, chosen by the router
+        request.pop("api_key", None)
+        return await self._router.acompletion(**request)
+
+    async def _after_finish(self, response: Any, raw: Any, *, output: bool) -> tuple[bool, Any]:
+        # The router's wrapper of the stream does not say whether the provider finished: read it to its end.
+        return False, None

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from workspace.errors import ProviderError
+from workspace.messages import GrowingFold
 from workspace.providers.base import (
     Chunk,
     FinishChunk,
@@ -96,6 +97,20 @@ def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4) if text else 0
 
 
+def _content_chars(total: int, message: Message) -> int:
+    return total + len(str(getattr(message, "content", "") or ""))
+
+
+#: The characters of a conversation asked again one turn longer: only its new messages are measured.
+_INPUT_CHARS: GrowingFold[int] = GrowingFold(0, _content_chars, kept=2)
+
+
+def _input_chars(messages: Sequence[Message]) -> int:
+    if isinstance(messages, list | tuple):
+        return _INPUT_CHARS(messages)
+    return sum(_content_chars(0, m) for m in messages)
+
+
 async def stream_parts(
     parts: Iterable[Part],
     *,
@@ -138,7 +153,7 @@ async def stream_parts(
             raise ProviderError(part.message, provider=model, status_code=part.status_code)
         else:  # pragma: no cover - defensive
             raise TypeError(f"Unknown scripted part: {part!r}")
-    input_chars = sum(len(str(getattr(m, "content", "") or "")) for m in messages)
+    input_chars = _input_chars(messages)
     yield UsageChunk(input_tokens=_estimate_tokens("x" * input_chars), output_tokens=_estimate_tokens(
         "x" * output_chars), cost=0.0, model=model)
     yield FinishChunk("tool_calls" if has_calls else "stop")

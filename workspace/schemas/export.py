@@ -19,6 +19,7 @@ KINDS: dict[str, str] = {
     "config": "workspace.schemas.config:config_json_schema",
     "mcp": "workspace.schemas.mcp:mcp_json_schema",
     "network": "workspace.network.schema:network_json_schema",
+    "eval": "workspace.evals.spec:eval_json_schema",
 }
 
 

@@ -130,6 +130,7 @@ class FrontMatter(ModelSettings):
         "context_window": "must be a whole number of tokens, at least 256",
         "context_policy": "must be compact, truncate or error",
         "examples": "must be a list of messages, e.g. [\"list the files\", \"search for TODO\"]",
+        "learn": "must be true or false",
     }
 
     name: Text | None = Field(None, description="The robot's name (default: the file name)")
@@ -169,6 +170,17 @@ class FrontMatter(ModelSettings):
                                       "call as tools")
     verify: Text | None = Field(None, description="A command (e.g. \"pytest -q\") run in the sandbox on the changes "
                                 "this robot proposes, and on the accepted hunks before Apply (review.verify otherwise)")
+    skills: Annotated[list[Text] | Text | None, one_error("must be a template name or a list of them, e.g. "
+                                                          "[tone, citations]")] = Field(
+        None, description="Template skills: templates whose text goes before this one's (their own skills first, "
+        "each once)")
+    learn: bool | None = Field(None, strict=True, description="Give the robot the recall_knowledge and "
+                               "record_knowledge tools over what it learnt in earlier runs")
+    learn_domain: Text | None = Field(None, description="The topic area its knowledge is recorded under "
+                                      "(default: general)")
+    tool_share: float | None = Field(None, gt=0, le=1, description="The share of the model's context window the "
+                                     "tools' schemas may take (default 0.25); past it the robot searches for the "
+                                     "tools it needs (search_tools) instead of being sent them all")
 
     @field_validator("output_schema")
     @classmethod

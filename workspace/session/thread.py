@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from workspace.network import Network, NetworkRun
     from workspace.providers.base import ConfigLookup
     from workspace.robot import Robot
-    from workspace.session.verify import VerifySetting
+    from workspace.session.verify import VerifyProgress, VerifySetting
     from workspace.session.workspace import Workspace
 
 log = logging.getLogger("workspace.session")
@@ -132,6 +132,9 @@ class ThreadSession:
         #: whole thread. None: not known yet (read on demand: :meth:`load_conversation`).
         self._conversation: _Conversation | None = None
         self._extending: Future[None] | None = None
+        #: The thread's verify going now or last finished (:meth:`start_verify`), and its task while it runs.
+        self.verifying: VerifyProgress | None = None
+        self._verify_task: asyncio.Task[ev.VerifyFinished | None] | None = None
 
     # -- state -------------------------------------------------------------------------------------
     @property
@@ -448,6 +451,9 @@ class ThreadSession:
                 self._extend_conversation(parent_turn_id, finished)
             if self.changes is None:
                 return
+            if self.workspace.auto_verify and self._proposed_in(finished):
+                with contextlib.suppress(RuntimeError):  # no event loop (a run driven by hand): nothing to verify on
+                    self.start_verify("proposed")
             try:  # off the event loop: the snapshot writes the proposed contents to the checkpoint store
                 asyncio.get_running_loop().run_in_executor(None, self.save_changes)
             except RuntimeError:
@@ -629,6 +635,102 @@ class ThreadSession:
         await asyncio.to_thread(self.save_changes)
         return event
 
+    def _proposed_in(self, run: RecordedRun) -> bool:
+        """True when ``run`` proposed changes into the thread's change set that still wait for review."""
+        changes = self.changes
+        if changes is None or not changes.pending_files:
+            return False
+        return any(isinstance(e, ev.ChangeProposed) and e.change_set_id == changes.id for e in run.events)
+
+    def start_verify(self, subset: str = "proposed") -> asyncio.Task[ev.VerifyFinished | None] | None:
+        """Run :meth:`verify_changes` on ``subset`` as a task of the running event loop (the sandbox works off
+        it), one at a time per thread: a verify still going is cancelled (its command and everything it started
+        are killed) and this one takes its place. The workspace's ``verify_listeners`` are told when it starts
+        and ends (:class:`~workspace.session.verify.VerifyProgress`). None when there is nothing to verify
+        (no verify command, nothing proposed). Raises RuntimeError without a running event loop."""
+        import time
+
+        from workspace.session.verify import SUBSETS, VerifyProgress
+
+        if subset not in SUBSETS:
+            raise ValueError(f"subset must be one of {', '.join(SUBSETS)}, not {subset!r}")
+        loop = asyncio.get_running_loop()
+        command = self.verify_setting().command
+        changes = self.changes
+        if command is None or changes is None or not changes.pending_files:
+            return None
+        self.cancel_verify()
+        progress = VerifyProgress(thread_id=self.thread_id, subset=subset, command=command, started=time.monotonic())
+        task = loop.create_task(self._verify(progress), name=f"verify-{self.thread_id[:8]}")
+        self._verify_task = task
+        self.workspace._verifies.add(task)
+        task.add_done_callback(self.workspace._verifies.discard)
+        task.add_done_callback(lambda t: self._verify_cancelled(t, progress))
+        self._tell_verify(progress)
+        return task
+
+    def _verify_cancelled(self, task: asyncio.Task[Any], progress: VerifyProgress) -> None:
+        import dataclasses
+
+        if task.cancelled():  # also one cancelled before it began: its listeners hear it ended
+            self._tell_verify(dataclasses.replace(progress, running=False, superseded=True),
+                              current=self._verify_task is None)  # nothing took its place (an apply, a close)
+
+    def cancel_verify(self) -> bool:
+        """Cancel the verify going now (True if one was): the window says it was superseded."""
+        task, self._verify_task = self._verify_task, None
+        if task is None or task.done():
+            return False
+        task.cancel()
+        return True
+
+    async def _verify(self, progress: VerifyProgress) -> ev.VerifyFinished | None:
+        import dataclasses
+
+        from workspace.isolation import IsolationError, SandboxUnavailable
+
+        me = asyncio.current_task()
+        try:
+            event = await self.verify_changes(progress.subset)
+        except (SandboxUnavailable, IsolationError, OSError) as exc:
+            if self._verify_task is me:
+                self._tell_verify(dataclasses.replace(progress, running=False, error=f"The verify command could not "
+                                                      f"run: {exc}"))
+            return None
+        except Exception as exc:  # anything else: said, so no window waits on a verify that ended
+            log.exception("verify failed")
+            if self._verify_task is me:
+                self._tell_verify(dataclasses.replace(progress, running=False, error=f"The verify failed: {exc}"))
+            return None
+        if self._verify_task is me:
+            self._verify_task = None
+            self._tell_verify(dataclasses.replace(progress, running=False, event=event,
+                                                  error=None if event is not None else "Nothing to verify now."))
+        return event
+
+    async def _verify_before_apply(self) -> ev.VerifyFinished | None:
+        """The accepted hunks verified as :meth:`start_verify` does (so a window sees it run and end)."""
+        task = self.start_verify("accepted")
+        if task is None:
+            return None
+        try:
+            return await task
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if me is not None and me.cancelling():
+                raise
+            raise RuntimeError("The verify before Apply was replaced by a newer one; nothing was applied. "
+                               "Apply again.") from None
+
+    def _tell_verify(self, progress: VerifyProgress, *, current: bool = True) -> None:
+        if current:
+            self.verifying = progress
+        for listener in list(self.workspace.verify_listeners):
+            try:
+                listener(progress)
+            except Exception:  # a listener must never break the verify
+                log.exception("verify listener failed")
+
     async def apply_changes(self, *, files: Sequence[str] | None = None, accept_pending: bool = False,
                             on_conflict: str = "refuse", verify: bool = True,
                             if_verify_fails: str = "refuse") -> ApplyResult:
@@ -653,11 +755,12 @@ class ThreadSession:
         changes = self.changes
         if changes is None:
             raise RuntimeError("Nothing to apply: no change was proposed in this thread")
+        self.cancel_verify()  # a verify of the set as it was: the apply's own (or the caller's result) counts
         if verify and self.verify_setting().command is not None:
             if accept_pending:
                 changes.accept(*[h.id for h in changes.hunks(pending_only=True)])
             if changes.counts().accepted:
-                checked = await self.verify_changes("accepted")
+                checked = await self._verify_before_apply()
                 if checked is not None and not checked.passed and if_verify_fails == "refuse":
                     raise VerifyFailed(checked)
         result = await asyncio.to_thread(changes.apply, files=files, accept_pending=accept_pending,

@@ -44,6 +44,23 @@ class VerifyFailed(RuntimeError):
 
 
 @dataclass(frozen=True, slots=True)
+class VerifyProgress:
+    """What a thread's verify is doing, for a window: started (``running``), finished (``event``), or ended
+    without a result (``error``: it could not run, e.g. no sandbox; or ``superseded``: a newer verify or an
+    Apply took its place, or it was cancelled)."""
+
+    thread_id: str
+    subset: str
+    command: str
+    #: ``time.monotonic()`` when it started (a window's running clock counts from it).
+    started: float
+    running: bool = True
+    event: ev.VerifyFinished | None = None
+    error: str | None = None
+    superseded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class VerifySetting:
     """The verify command in force (None: none) and, when a folder's own was ignored, a notice saying why."""
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from workspace.network import Network, NetworkInfo
     from workspace.providers.base import Provider
     from workspace.robot import Robot
+    from workspace.session.verify import VerifyProgress
 
 log = logging.getLogger("workspace.session")
 
@@ -60,6 +61,12 @@ class Workspace:
         self.provider = provider
         self._sessions: dict[str, ThreadSession] = {}
         self._runs: set[RecordedRun] = set()
+        #: Verify a thread's change set on its own after each run that proposed changes (a window turns it
+        #: on; the command line verifies in its review instead): :meth:`ThreadSession.start_verify`.
+        self.auto_verify = False
+        #: Told of every thread's verify as it starts and ends (:class:`~workspace.session.verify.VerifyProgress`).
+        self.verify_listeners: list[Callable[[VerifyProgress], None]] = []
+        self._verifies: set[asyncio.Task[Any]] = set()
 
     # -- the folder ----------------------------------------------------------------------------------
     def set_folder(self, folder: str | Path | None, *, config: Config | None = None) -> None:
@@ -288,6 +295,8 @@ class Workspace:
         """
         for run in list(self._runs):
             run.cancel("the workspace was closed")
+        for task in list(self._verifies):
+            task.cancel()
         for session in self._sessions.values():
             session.save_changes()  # review decisions made since the last run or apply
         self.store.close()
@@ -297,7 +306,10 @@ class Workspace:
         runs = list(self._runs)
         for run in runs:
             run.cancel("the workspace was closed")
-        tasks = [r._task for r in runs if r._task is not None]
+        verifies = list(self._verifies)
+        for task in verifies:
+            task.cancel()
+        tasks: list[asyncio.Task[Any]] = [r._task for r in runs if r._task is not None] + verifies
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
         self.close()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from workspace.errors import Error, serialize
+from workspace.errors import Error, retryable, serialize
 
 if TYPE_CHECKING:
     from workspace.events import Emit
@@ -327,7 +327,8 @@ class Tool:
             if self.raise_on_error:
                 raise
             # RobotLab's text for the model; the inspector keeps the exception's type and cause.
-            return ToolOutput(f"Error ({self.name}): {exc or type(exc).__name__}", raw=serialize(exc), is_error=True)
+            text = f"Error ({self.name}): {exc or type(exc).__name__}" + (" (retryable)" if retryable(exc) else "")
+            return ToolOutput(text, raw=serialize(exc), is_error=True)
         if not isinstance(value, ToolOutput):
             if isinstance(value, dict) and set(value) == {"error"}:
                 value = ToolOutput(value["error"], raw=None, is_error=True)

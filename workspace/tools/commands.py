@@ -13,7 +13,10 @@ kept with the thread, the last chunk saying so). The model gets the exit code an
 tail of the output, with a note of what was left out. Cancelling the call (Esc, Ctrl-C: the run is
 cancelled) kills the command and everything it started.
 
-Where no sandbox can be made the tool refuses, with the sandbox's reason and what to install.
+Where no sandbox can be made the tool refuses, with the sandbox's reason and what to install, unless the person
+let the folder's commands run without one (:func:`workspace.trust.set_run_without_sandbox`): then each call is
+asked about every time (no rule or grant allows it) and runs as a plain subprocess in the folder
+(:mod:`workspace.isolation.unsandboxed`), its result saying ``"sandboxed": false``.
 """
 
 from __future__ import annotations
@@ -156,14 +159,32 @@ async def run_in_sandbox(command: str, context: ToolContext, *, timeout_s: float
 
     changes: ChangeSet | None = context.changes
     folder = Path(context.folder if context.folder is not None else changes.folder)  # type: ignore[union-attr]
+    unsandboxed = False
     try:
         box = await asyncio.to_thread(_sandbox)
     except SandboxUnavailable as exc:
-        return ToolOutput(f"{tool_name} cannot run here: {exc}", is_error=True)
+        allowed = context.extras.get("without_sandbox") if tool_name == "run_command" else None
+        if allowed is None:
+            hint = (f" To run commands in this folder anyway, without a sandbox and asked every time: robotlab trust "
+                    f"{folder} --run-without-sandbox on (or the app's Settings)." if tool_name == "run_command" else "")
+            return ToolOutput(f"{tool_name} cannot run here: {exc}{hint}", is_error=True)
+        if allowed != "asked":
+            return ToolOutput(f"{tool_name} runs without a sandbox in {folder} only when the user approves that very "
+                              "call (no sandbox can be made here), and nobody was asked: run it in a thread where the "
+                              "user answers approvals.", is_error=True)
+        unsandboxed = True
     pending = await asyncio.to_thread(pending_layer, changes)
     stream = _OutputStream(lambda text: _emit_output(context, text, tool_name))
     try:
-        result = await box.run(command, folder, pending=pending, on_output=stream.add, timeout_s=timeout_s, env=env)
+        if unsandboxed:
+            from workspace.isolation import Limits
+            from workspace.isolation.unsandboxed import run_unsandboxed
+
+            result = await run_unsandboxed(command, folder, limits=Limits(keep_chars=MODEL_KEEP_CHARS),
+                                           on_output=stream.add, timeout_s=timeout_s, env=env)
+        else:
+            result = await box.run(command, folder, pending=pending, on_output=stream.add, timeout_s=timeout_s,
+                                   env=env)
     except IsolationError as exc:
         stream.flush()
         return ToolOutput(f"The command could not be run: {exc}", is_error=True)
@@ -171,7 +192,7 @@ async def run_in_sandbox(command: str, context: ToolContext, *, timeout_s: float
         stream.note("\n[stopped: the command and everything it started were killed]\n")
         raise
     stream.flush()
-    return await _report(result, context, changes)
+    return await _report(result, context, changes, sandboxed=not unsandboxed)
 
 
 def _emit_output(context: ToolContext, text: str, tool_name: str = "run_command") -> None:
@@ -182,8 +203,10 @@ def _emit_output(context: ToolContext, text: str, tool_name: str = "run_command"
         context.emit(ev.ToolOutput(id=context.call_id, name=tool_name, text=text))
 
 
-async def _report(result: CommandResult, context: ToolContext, changes: ChangeSet | None) -> Any:
-    """The model's result, after proposing what the command changed in the folder."""
+async def _report(result: CommandResult, context: ToolContext, changes: ChangeSet | None, *,
+                  sandboxed: bool = True) -> Any:
+    """The model's result, after proposing what the command changed in the folder (``sandboxed`` False: it ran
+    without a sandbox, the result says so: ``"sandboxed": false``)."""
     proposed, refused, summaries, decided = await asyncio.to_thread(_propose, result, context, changes)
     if context.emit is not None and changes is not None:
         from workspace import events as ev
@@ -197,6 +220,8 @@ async def _report(result: CommandResult, context: ToolContext, changes: ChangeSe
                             "timed_out": result.timed_out, "changes": proposed}
     if result.stopped_by is not None:
         data["stopped_by"] = result.stopped_by
+    if not sandboxed:
+        data["sandboxed"] = False
     if result.changes.ignored:
         data["ignored"] = [c.path for c in result.changes.ignored]
     if refused:

@@ -47,6 +47,8 @@ class ModelPicker(QToolButton):
     chosen = Signal(object, object)
     #: The menu is opening (load the list if it is old) or "Refresh list" was picked (``True``).
     wanted = Signal(bool)
+    #: "Compare with…": the next message to this model and 1-3 other candidates, side by side.
+    compare_wanted = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -154,6 +156,8 @@ class ModelPicker(QToolButton):
                 none = menu.addAction("No local server configured and no API key set: see Settings")
                 none.setEnabled(False)
         menu.addSeparator()
+        compare = menu.addAction("Compare with…")
+        compare.triggered.connect(self.compare_wanted)
         refresh = menu.addAction("Refresh list")
         refresh.triggered.connect(lambda: self.wanted.emit(True))
 

@@ -9,8 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from ui.chat.model.column import Column
-from ui.chat.model.state import ChangeItem
+from ui.chat.model.state import ChangeItem, NoticeItem
 from workspace import events as ev
+
+#: The end of a verify's output its chat line shows (the review shows more).
+VERIFY_DETAILS_CHARS = 4_000
 
 
 class ChangeCards:
@@ -71,6 +74,24 @@ class ChangeCards:
             item.merge_files(files)
             if item.files != before:  # the dock calls this at every refresh: redraw only what changed
                 column.listener.item_changed(item)
+
+    def verify_finished(self, column: Column, event: ev.VerifyFinished) -> NoticeItem:
+        """A verify's result as one line under its change card's turn ("✗ verify failed on the proposed
+        changes (exit code 1, 2.1 s)"); the command and its output expand under it."""
+        card = self.change_item(event.change_set_id)
+        run = card.run if card is not None and card.run is not None else column.run(event.run_id, event.robot)
+        output = event.output.rstrip("\n")
+        if len(output) > VERIFY_DETAILS_CHARS:
+            output = f"[… {len(output) - VERIFY_DETAILS_CHARS:,} characters before this …]\n" + \
+                output[-VERIFY_DETAILS_CHARS:]
+        mark = "✓ verify passed" if event.passed else "✗ verify failed"
+        what = "the accepted hunks" if event.subset == "accepted" else "the proposed changes"
+        why = "" if event.passed else ("timed out, " if event.timed_out else f"exit code {event.exit_code}, ")
+        item = NoticeItem(parent=run.turn, run=run, text=f"{mark} on {what} ({why}{event.duration:.1f} s)",
+                          level="info" if event.passed else "error",
+                          details=f"$ {event.command}\n{output or '(no output)'}")
+        column.add(item)
+        return item
 
     @staticmethod
     def set_change_undone(column: Column, item: ChangeItem, undone: bool) -> None:

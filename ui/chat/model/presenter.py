@@ -194,6 +194,10 @@ class ChatPresenter:
         """The change set's files as now composed (events of parallel calls race): a pending card's list."""
         self._changes.set_change_files(self._column, change_set_id, files)
 
+    def verify_finished(self, event: ev.VerifyFinished) -> None:
+        """A verify that ran outside a run (after it, or from the review): its line in the chat."""
+        self._apply(event)
+
     def set_change_undone(self, item: ChangeItem, undone: bool) -> None:
         """The written changes were undone (or redone) from the card or the Changes dock."""
         self._changes.set_change_undone(self._column, item, undone)
@@ -335,7 +339,7 @@ class ChatPresenter:
             case ev.ModelChanged():
                 self._lifecycle.model_changed(column, event)
             case ev.VerifyFinished():
-                pass  # the review shows the verify result (not in the chat yet)
+                self._changes.verify_finished(column, event)
             case ev.RunFinished():
                 self._lifecycle.end(column, event, "finished", message=None, result=event.result)
             case ev.RunFailed():

@@ -16,11 +16,13 @@ each other at run time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from bisect import bisect_right
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ui.ansi import PLAIN, AnsiParser, Style
 from ui.chat.model.state import CallLaneItem, Item
-from ui.formatting import FAILED_CALL, split_partial_escape, strip_ansi
+from ui.formatting import FAILED_CALL
 
 #: A tool call's state: what its card's status pill says.
 CallStatus: TypeAlias = Literal["running", "approval", "ok", "error", "denied", "stopped"]
@@ -84,26 +86,66 @@ def cut_note(cut: int) -> str:
 
 @dataclass(eq=False, kw_only=True)
 class OutputState:
-    """What a running tool printed (``tool_output`` chunks, ANSI codes stripped), its last
-    :data:`OUTPUT_KEEP` characters; ``cut`` characters before them were left out."""
+    """What a running tool printed (``tool_output`` chunks): its last :data:`OUTPUT_KEEP` characters as plain
+    text (``cut`` characters before them were left out) and where their ANSI colours change (``run_starts``,
+    ``run_styles``); other escape sequences are dropped."""
 
     text: str = ""
     cut: int = 0
-    #: The start of an escape sequence a chunk ended in (the next chunk completes it).
-    pending: str = ""
+    #: Where the style changes: the offsets in the whole output, in order, and the style from each (two lists,
+    #: not a tuple per change: few objects for the garbage collector); ``text`` starts at offset ``cut``, and a
+    #: change at ``cut`` holds the style its first character has. None: all plain.
+    run_starts: list[int] = field(default_factory=list)
+    run_styles: list[Style] = field(default_factory=list)
+    _parser: AnsiParser = field(default_factory=AnsiParser, repr=False)
+
+    @property
+    def pending(self) -> str:
+        """The start of an escape sequence a chunk ended in (the next chunk completes it)."""
+        return self._parser.pending
 
     def append(self, chunk: str) -> str:
-        """Add a chunk; the text it added (what a view appends)."""
-        chunk, self.pending = split_partial_escape(self.pending + chunk)
-        added = strip_ansi(chunk)
-        self.text += added
+        """Add a chunk; the text it added (what a view appends; :meth:`styled` has its colours)."""
+        starts, styles = self.run_starts, self.run_styles
+        joined = self._parser.feed_runs(chunk, self.cut + len(self.text), starts, styles)
+        self.text += joined  # once per chunk: the kept text is long
         if len(self.text) > OUTPUT_KEEP:
             cut = len(self.text) - OUTPUT_KEEP
             newline = self.text.find("\n", cut, cut + 200)  # start at a line's start when one is near
             cut = newline + 1 if newline >= 0 else cut
-            self.cut += cut
             self.text = self.text[cut:]
-        return added
+            self.cut += cut
+            index = bisect_right(starts, self.cut)  # the changes before the kept text go
+            if index:
+                first = styles[index - 1]
+                del starts[:index]
+                del styles[:index]
+                if first != PLAIN:
+                    starts.insert(0, self.cut)
+                    styles.insert(0, first)
+        return joined
+
+    def _style_at(self, offset: int) -> Style:
+        """The style of the kept text's character at ``offset`` (of the next one, at the end)."""
+        index = bisect_right(self.run_starts, self.cut + offset)
+        return self.run_styles[index - 1] if index else PLAIN
+
+    def styled(self, start: int = 0) -> list[tuple[str, Style]]:
+        """``text[start:]`` as (text, style) spans, in order."""
+        start = max(0, min(start, len(self.text)))
+        spans: list[tuple[str, Style]] = []
+        style = self._style_at(start)
+        position = start
+        base = self.cut
+        first = bisect_right(self.run_starts, base + start)
+        for offset, run_style in zip(self.run_starts[first:], self.run_styles[first:], strict=True):
+            offset -= base
+            if offset > position:
+                spans.append((self.text[position:offset], style))
+            position, style = offset, run_style
+        if position < len(self.text):
+            spans.append((self.text[position:], style))
+        return spans
 
     @property
     def note(self) -> str:

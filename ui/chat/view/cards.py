@@ -27,9 +27,11 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
+from ui.ansi import PLAIN, Style
 from ui.chat.model.tool_calls import cut_note
 from ui.formatting import elapsed_text, format_duration
 from ui.markdown import value_html
+from ui.widgets.ansi_text import insert_styled, show_styled
 from ui.widgets.common import (
     AutoHeightText,
     ElidedLabel,
@@ -171,11 +173,18 @@ def _args_html(value: Any) -> str:
 
 #: What a tool card says of a call the model wrote in its text.
 FROM_TEXT = "from the model's text"
+#: When a card shows a long output anew (its start was cut, or it opens with the output), the colours of its last
+#: this many characters are painted; what comes before shows plain (the Tool calls inspector has it all).
+RESTYLE_CHARS = 20_000
+#: What a card says of a command that ran without a sandbox (in the palette's error colour).
+UNSANDBOXED = "Ran without a sandbox"
 
 
 class ToolCard(QFrame):
     """One tool call: header (robot badge, server › tool, status, duration), arguments, result."""
 
+    #: The refusal of a command where no sandbox can be made: its button asks for Settings (the folder's switch).
+    sandbox_settings_requested = Signal()
     decided = Signal(str, object)  # call id, ApprovalDecision
 
     def __init__(self, *, call_id: str, tool: str, robot: str, server: str | None, arguments: Any,
@@ -220,6 +229,9 @@ class ToolCard(QFrame):
                                         "server did not send it as a tool call.")
         self.from_text_label.setVisible(False)
         hl.addWidget(self.from_text_label)
+        #: "Ran without a sandbox", in red: made for a command that did (none here; the folder allows it).
+        self.unsandboxed_label: QLabel | None = None
+        self._header_row = hl
         hl.addStretch(1)
         self._duration = QLabel("", header)
         self._duration.setObjectName("Muted")
@@ -245,6 +257,7 @@ class ToolCard(QFrame):
         self._decision: QLabel | None = None
         self._lanes: list[QWidget] = []
         self._output: CommandOutput | None = None
+        self._sandbox_button: QPushButton | None = None
         self._set_status("running")
 
     # -- a robot used as this tool ----------------------------------------------------------------
@@ -301,6 +314,9 @@ class ToolCard(QFrame):
     def apply(self, call: ToolCallItem) -> None:
         """Show the call's state: its arguments, status, result or error, and the approval's outcome."""
         self.from_text_label.setVisible(call.from_text)
+        value = call.result_value if call.status == "ok" else None
+        if isinstance(value, dict) and value.get("sandboxed") is False and self.unsandboxed_label is None:
+            self._show_unsandboxed()
         if call.output is not None and self._output is None:  # shown whole (a card made after the chunks)
             self.append_output(call.output, call.output.text)
         if self._output is not None and call.status not in ("running", "approval"):
@@ -329,6 +345,12 @@ class ToolCard(QFrame):
                 self._body.addWidget(self._error_box)
             else:
                 self._error_box.setHtml(html)
+            if "--run-without-sandbox on" in text and self._sandbox_button is None:
+                button = self._sandbox_button = QPushButton("Run without a sandbox here…", self)
+                button.setToolTip("Settings › General: let this folder's commands run without a sandbox where none "
+                                  "can be made, asking you every time")
+                button.clicked.connect(self.sandbox_settings_requested)
+                self._body.addWidget(button, 0, Qt.AlignmentFlag.AlignLeft)
         if call.status == "ok" or call.duration:
             self._duration.setText(format_duration(call.duration))
         elif call.status not in ("running", "approval"):
@@ -339,6 +361,16 @@ class ToolCard(QFrame):
             self._show_decision(approval.note, approval.state)
         if self.approval is None or self.approval.done:
             self._set_status(call.status)
+
+    def _show_unsandboxed(self) -> None:
+        label = self.unsandboxed_label = QLabel(UNSANDBOXED, self)
+        label.setObjectName("UnsandboxedNote")
+        label.setAccessibleName(UNSANDBOXED)
+        label.setStyleSheet(f"color: {theme.colors().error}; font-weight: 600;")
+        label.setToolTip("No sandbox can be made on this system, and this folder lets commands run without one: it "
+                         "ran directly in the folder, could change its files and reach the network. What it wrote is "
+                         "on disk, not proposed for review.")
+        self._header_row.insertWidget(self._header_row.indexOf(self.from_text_label) + 1, label)
 
     def _show_progress(self, call: ToolCallItem) -> None:
         """An MCP server's progress reports: a bar (busy when the total is unknown) and its message;
@@ -557,11 +589,14 @@ class CommandOutput(QWidget):
             tail = state.text
             if len(tail) > OUTPUT_VIEW_CHARS or tail.count("\n", -OUTPUT_VIEW_CHARS) >= OUTPUT_VIEW_LINES:
                 tail = output_tail(tail, lines=OUTPUT_VIEW_LINES // 2, chars=OUTPUT_VIEW_CHARS // 2)
-            self.view.setPlainText(self._hold(tail, held=False))
+            start = len(state.text) - len(tail)
+            # Its colours from RESTYLE_CHARS before the end (where the person reads), in the style the kept output
+            # has there (its runs, also once its start was cut): the text before, plain in one piece, so showing
+            # the tail anew costs one insert, not one per coloured word.
+            split = max(start, len(state.text) - RESTYLE_CHARS)
+            self._insert(([(state.text[start:split], PLAIN)] if split > start else []) + state.styled(split), anew=True)
         else:
-            cursor = QTextCursor(document)
-            cursor.movePosition(QTextCursor.MoveOperation.End)
-            cursor.insertText(self._hold(text, held=self._held))
+            self._insert(state.styled(len(state.text) - len(text)))
         # what the view does not show: what the thread cut, and what the view dropped or never took
         self._cut = state.cut + len(state.text) - (document.characterCount() - 1 + self._held)
         self.cut_note.setText(cut_note(self._cut))
@@ -574,11 +609,26 @@ class CommandOutput(QWidget):
         else:
             bar.setValue(kept)  # the person scrolled up: the view stays where they read
 
-    def _hold(self, text: str, *, held: bool) -> str:
-        """``text`` to add to the view: a line end at its end is held back until more comes (no empty last line)."""
-        text = ("\n" if held else "") + text
-        self._held = text.endswith("\n")
-        return text[:-1] if self._held else text
+    def _insert(self, spans: list[tuple[str, Style]], *, anew: bool = False) -> None:
+        """Add the spans in their colours at the end (``anew``: in place of what the view shows, in the same
+        edit); a line end at their end is held back until more comes (no empty last line)."""
+        if anew:
+            self._held = False
+        elif not spans:
+            return
+        if self._held:
+            spans = [("\n", PLAIN), *spans]
+        if spans:
+            last, style = spans[-1]
+            self._held = last.endswith("\n")
+            if self._held:
+                spans[-1] = (last[:-1], style)
+        if anew:
+            show_styled(self.view.document(), spans)
+            return
+        cursor = QTextCursor(self.view.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        insert_styled(cursor, spans)
 
     def finish(self) -> None:
         """The call ended: a long output folds (its toggle opens it again)."""
@@ -613,6 +663,14 @@ class CommandOutput(QWidget):
             bar.setValue(bar.maximum())
 
 
+def _unsandboxed(effects: object) -> bool:
+    """True when an approval's effects say its command runs without a sandbox."""
+    if not isinstance(effects, list | tuple):
+        return False
+    return any(bool(getattr(e, "unsandboxed", False) or (isinstance(e, dict) and e.get("unsandboxed")))
+               for e in effects)
+
+
 def effects_text(effects: object) -> str:
     """An approval request's effects (:class:`~workspace.approval.FileEffect`, or their dicts in a stored
     event's ``annotations["effects"]``) as a sentence ("That means deleting 'a.txt'.")."""
@@ -628,7 +686,8 @@ def effects_text(effects: object) -> str:
         kind = item.get("kind") if isinstance(item, dict) else None
         if isinstance(item, dict) and kind in ("create", "modify", "delete", "rename", "run"):
             described.append(FileEffect(kind=kind, path=str(item.get("path", "")), new_path=item.get("new_path"),
-                                        emptied=bool(item.get("emptied")), command=item.get("command")).describe())
+                                        emptied=bool(item.get("emptied")), command=item.get("command"),
+                                        unsandboxed=bool(item.get("unsandboxed"))).describe())
     return ("That means " + ", ".join(described) + ".") if described else ""
 
 
@@ -682,6 +741,15 @@ class ApprovalPanel(QFrame):
             does.setObjectName("ApprovalEffects")
             does.setWordWrap(True)
             layout.addWidget(does)
+        #: The command would run without a sandbox: said plainly, in red, and never remembered (asked every time).
+        self.unsandboxed = _unsandboxed(getattr(request, "effects", None) or hints.get("effects"))
+        if self.unsandboxed:
+            warning = shrinkable(QLabel("No sandbox: this command runs directly in your folder. It can change or "
+                                        "delete files there and reach the network. You are asked every time.", self))
+            warning.setObjectName("UnsandboxedWarning")
+            warning.setWordWrap(True)
+            warning.setStyleSheet(f"color: {c.error}; font-weight: 600;")
+            layout.addWidget(warning)
 
         self.editor = SubmitEdit(self)
         self.editor.setObjectName("ApprovalEditor")
@@ -710,8 +778,12 @@ class ApprovalPanel(QFrame):
             self.scope.addItem(label, key)
         self.scope.setToolTip("How long this answer holds: this call only, the rest of this thread, "
                               "or always (saved to the approval policy)")
-        row.addWidget(QLabel("Remember:", self))
+        remember = QLabel("Remember:", self)
+        row.addWidget(remember)
         row.addWidget(self.scope)
+        if self.unsandboxed:  # this call only: never for the thread, never always
+            remember.setVisible(False)
+            self.scope.setVisible(False)
         self.reason = QLineEdit(self)
         self.reason.setAccessibleName("Reason for denying (sent to the model)")
         self.reason.setPlaceholderText("Reason for denying (sent to the model)")

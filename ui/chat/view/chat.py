@@ -449,6 +449,7 @@ class ChatView(QScrollArea):
             case ToolCallItem():
                 card = ToolCard(call_id=item.call_id, tool=item.tool, robot=item.robot, server=item.server,
                                 arguments=item.arguments, parent=self.column)
+                card.sandbox_settings_requested.connect(self.connect_requested)  # Settings, where the switch is
                 card.apply(item)
                 return card
             case ReasoningItem():

@@ -1,0 +1,140 @@
+"""The window streaming four comparison columns at once, from the loopback model server.
+
+"Compare with…" as a person uses it: the assistant with four models (``model-0`` .. ``model-3``) answer one
+message side by side, each column its own chat view fed through its own bridge. The loopback OpenAI-compatible
+server (tests/fakes/llm_server.py, in a process of its own so it does not share our GIL) streams each answer
+in ``CHUNK``-character pieces ``CHUNK_DELAY`` seconds apart; ``llm.max_concurrent_requests`` is 4, so the four
+stream at the same time. Measured: the tokens rendered per second in all four columns (the usage the server
+reports, over the time from the message to the last column's end; the columns' text checked whole), and the
+longest event-loop stall (a 2 ms Qt timer's longest late tick) against the target of one frame (16.7 ms).
+Writes bench/results/compare_window.json. Run offscreen:
+``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_compare_window.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+#: Words in each column's answer (paragraphs of 60), the server's piece size and pace.
+WORDS = int(os.environ.get("WORDS", "1500"))
+CHUNK = int(os.environ.get("CHUNK", "12"))
+CHUNK_DELAY = float(os.environ.get("CHUNK_DELAY", "0.002"))
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+FRAME_MS = 1000 / 60
+SERVER = """
+import sys
+sys.path.insert(0, {root!r})
+from tests.fakes.llm_server import FakeLLMServer, Reply
+def reply_fn(body):
+    words = ("the", "robot", "streams", "**text**", "while", "`tools`", "run", "and", "columns", "render")
+    text = "".join((body["model"] if i % 97 == 0 else words[i % len(words)]) + (".\\n\\n" if i % 60 == 59 else " ")
+                   for i in range({words}))
+    return Reply.say(text, chunk_size={chunk}, chunk_delay={delay})
+server = FakeLLMServer(reply_fn=reply_fn, models=["model-0", "model-1", "model-2", "model-3"]).start()
+print(server.base_url, flush=True)
+sys.stdin.read()
+"""
+
+
+def expected(model: str) -> str:
+    words = ("the", "robot", "streams", "**text**", "while", "`tools`", "run", "and", "columns", "render")
+    return "".join((model if i % 97 == 0 else words[i % len(words)]) + (".\n\n" if i % 60 == 59 else " ")
+                   for i in range(WORDS))
+
+
+async def one_round(root: Any, base: str, meter: Any) -> dict[str, float]:
+    from ui.compare.session import CandidateSpec
+
+    window = root.window
+    comparisons = window.comparisons
+    assert comparisons.start([CandidateSpec("assistant", model=f"openai/model-{i}", api_base=base)
+                              for i in (1, 2, 3)])
+    await asyncio.sleep(0.2)  # the columns' first paint
+    meter.start()
+    start = time.perf_counter()
+    comparisons.send("Write a long answer.")
+    await asyncio.sleep(0)
+    while comparisons.running:
+        await asyncio.sleep(0.005)
+    await asyncio.sleep(0)
+    elapsed = time.perf_counter() - start
+    stall = meter.stop()
+    stats = comparisons.stats.columns
+    for index, chat in enumerate(comparisons.chats):
+        shown = "".join(w.text for w in chat.items() if hasattr(w, "append"))
+        want = expected(f"model-{index}").strip()
+        assert shown.strip() == want, f"column {index} shows {len(shown)} characters of {len(want)}"
+    tokens = sum(c.output_tokens for c in stats)
+    firsts = [c.ttft or 0.0 for c in stats]
+    comparisons.close()
+    return {"seconds": elapsed, "tokens": tokens, "tokens_per_s": tokens / elapsed, "longest_stall_ms": stall * 1000,
+            "slowest_ttft_s": max(firsts)}
+
+
+def main() -> int:
+    from bench_ui_streaming import StallMeter
+
+    proc = subprocess.Popen([sys.executable, "-c", SERVER.format(root=str(ROOT), words=WORDS, chunk=CHUNK,
+                                                                  delay=CHUNK_DELAY)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdin is not None
+    base = proc.stdout.readline().strip() + "/v1"
+    home = Path(tempfile.mkdtemp(prefix="bench-compare-window-"))
+    os.environ["ROBOTLAB_HOME"] = str(home)
+    from ui.app import Application, get_app, new_event_loop
+    from workspace.config import load_config
+
+    app = get_app()
+    loop = new_event_loop(app)
+    asyncio.set_event_loop(loop)
+    config = load_config(env={}, overrides={"llm": {"model": "openai/model-0", "api_base": base, "max_retries": 1,
+                                                    "max_concurrent_requests": 4}})
+    root = Application(db_path=home / "bench.db", config=config, theme_name="light")
+    root.window.resize(1920, 1080)
+    root.window.show()
+    rounds: list[dict[str, float]] = []
+    try:
+        with loop:
+            loop.run_until_complete(asyncio.sleep(1.0))
+            meter = StallMeter()
+            loop.run_until_complete(one_round(root, base, meter))  # warm-up
+            for _ in range(ROUNDS):
+                rounds.append(loop.run_until_complete(one_round(root, base, meter)))
+            loop.run_until_complete(root.aclose())
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+    best = max(r["tokens_per_s"] for r in rounds)
+    worst_stall = max(r["longest_stall_ms"] for r in rounds)
+    median_stall = sorted(r["longest_stall_ms"] for r in rounds)[len(rounds) // 2]
+    met = "met" if median_stall <= FRAME_MS else "missed"
+    print(f"4 columns streaming {WORDS} words each ({CHUNK}-character pieces {CHUNK_DELAY * 1000:.0f} ms apart), "
+          f"{ROUNDS} rounds after a warm-up:")
+    for r in rounds:
+        print(f"  {r['tokens']:,} tokens in {r['seconds']:.2f} s: {r['tokens_per_s']:,.0f} tokens/s rendered, "
+              f"longest stall {r['longest_stall_ms']:.1f} ms, slowest first token {r['slowest_ttft_s'] * 1000:.0f} ms")
+    print(f"best {best:,.0f} tokens/s; longest stall: median {median_stall:.1f} ms, worst {worst_stall:.1f} ms "
+          f"(target: one frame, {FRAME_MS:.1f} ms): {met}")
+    out = ROOT / "bench" / "results"
+    out.mkdir(exist_ok=True)
+    (out / "compare_window.json").write_text(json.dumps({
+        "words": WORDS, "chunk": CHUNK, "chunk_delay": CHUNK_DELAY, "rounds": rounds, "best_tokens_per_s": best,
+        "median_longest_stall_ms": median_stall, "target_stall_ms": FRAME_MS, "target": met}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""A send costs the same at turn 10 as at turn 300: what it asks of the database and of the conversation
+does not grow with the thread (the figures are in bench/bench_send_scale.py; these guard the mechanism)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from workspace import events as ev
+from workspace.attachments import has_images
+from workspace.context.tokens import TokenCounter
+from workspace.messages import (
+    STOPPED_BEFORE_ANSWERING,
+    AlternatingView,
+    GrowingFold,
+    TextMessage,
+    alternating,
+    shared_prefix,
+)
+from workspace.persistence import Store
+from workspace.providers.testing import ScriptedProvider
+from workspace.result import RobotResult
+from workspace.session import Workspace
+
+
+def build_thread(db: Path, turns: int) -> str:
+    store = Store(db)
+    thread = store.create_thread(robot="assistant", title=f"{turns} turns")
+    parent = None
+    for i in range(turns):
+        turn = store.add_turn(thread.id, user_text=f"Question {i}", parent_turn_id=parent)
+        answer = f"Answer {i}"
+        result = RobotResult(robot_name="assistant", output=[TextMessage(role="assistant", content=answer)])
+        store.append_events(thread.id, turn.id, [
+            ev.RunStarted(run_id=f"r{i}", robot="assistant", seq=1, message=f"Question {i}", model="m"),
+            ev.Text(run_id=f"r{i}", robot="assistant", seq=2, text=answer),
+            ev.RunFinished(run_id=f"r{i}", robot="assistant", seq=3, result=result),
+        ])
+        store.finish_turn(turn.id, "finished")
+        parent = turn.id
+    store.close()
+    return thread.id
+
+
+async def send_cost(db: Path, turns: int) -> tuple[int, list[str]]:
+    """The SQLite virtual machine's steps (in hundreds) and the statements of one ``send()`` call on the
+    caller's thread, in a thread of ``turns`` turns opened as the window opens it."""
+    thread_id = build_thread(db, turns)
+    workspace = Workspace(db_path=db, provider=ScriptedProvider(default="Fine."))
+    try:
+        session = workspace.open_thread(thread_id)
+        await session.load_conversation()
+        first = session.send("warm up")  # builds the robot (its template), not what a send costs
+        await first.wait()
+        while not first.done:
+            await asyncio.sleep(0.005)
+        conn: sqlite3.Connection = workspace.store._conn
+        caller = threading.get_ident()
+        steps = 0
+        statements: list[str] = []
+
+        def step() -> int:
+            nonlocal steps
+            if threading.get_ident() == caller:
+                steps += 1
+            return 0
+
+        def traced(sql: str) -> None:
+            if threading.get_ident() == caller:
+                statements.append(sql)
+
+        conn.set_progress_handler(step, 100)
+        conn.set_trace_callback(traced)
+        try:
+            run = session.send("the message")
+        finally:
+            conn.set_progress_handler(None, 0)
+            conn.set_trace_callback(None)
+        await run.wait()
+        while not run.done:
+            await asyncio.sleep(0.005)
+        return steps, statements
+    finally:
+        await workspace.aclose()
+
+
+async def test_a_send_reads_no_more_of_a_long_thread_than_of_a_short_one(tmp_path: Path) -> None:
+    short_steps, short_sql = await send_cost(tmp_path / "short.db", 10)
+    long_steps, long_sql = await send_cost(tmp_path / "long.db", 300)
+    # The same statements, and no read that walks the thread: not its turns' path, events or a count of its turns.
+    assert len(long_sql) == len(short_sql), (short_sql, long_sql)
+    for sql in long_sql:
+        assert "RECURSIVE" not in sql.upper() and "COUNT(" not in sql.upper(), sql
+        assert "FROM events WHERE thread_id" not in sql, sql
+    # 300 turns is 30 x the work of 10 for anything that walks them (a COUNT(*) of the turns alone made the
+    # long thread's send cost ~3 x the short one's): the database's work must not grow with the thread.
+    assert long_steps <= short_steps * 1.3 + 5, (short_steps, long_steps)
+
+
+def test_shared_prefix_finds_where_two_conversations_part() -> None:
+    messages: list[Any] = [object() for _ in range(50)]
+    assert shared_prefix(messages, messages) == 50
+    assert shared_prefix(messages[:20], messages) == 20
+    assert shared_prefix(messages, messages[:20]) == 20
+    replaced = [*messages[:37], object(), object()]  # the last turn read back from the store: new objects
+    assert shared_prefix(messages, replaced) == 37
+    assert shared_prefix([object()], messages) == 0
+    assert shared_prefix([], messages) == 0
+
+
+def test_growing_fold_folds_only_the_new_messages_and_stays_right() -> None:
+    folded: list[int] = []
+
+    def add(total: int, value: Any) -> int:
+        folded.append(value.n)
+        return total + value.n
+
+    class Item:
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+    total = GrowingFold(0, add)
+    items = [Item(n) for n in range(100)]
+    assert total(items) == sum(range(100))
+    folded.clear()
+    longer = [*items, Item(100), Item(101)]
+    assert total(longer) == sum(range(102))
+    assert folded == [100, 101]  # not the hundred before them
+    folded.clear()
+    branch = [*items[:60], Item(1000)]  # another branch: its own last messages
+    assert total(branch) == sum(range(60)) + 1000
+    assert folded == [1000]
+    assert total(longer) == sum(range(102))  # the earlier conversation is still known
+    assert total([]) == 0
+
+
+def test_alternating_view_matches_alternating_as_the_conversation_grows_and_forks() -> None:
+    view = AlternatingView()
+    conversation: list[Any] = [TextMessage(role="user", content="one"), TextMessage(role="assistant", content="One.")]
+    for i in range(20):
+        conversation.append(TextMessage(role="user", content=f"q{i}"))
+        if i % 3:
+            conversation.append(TextMessage(role="assistant", content=f"a{i}"))  # else: stopped before answering
+        assert [m.to_dict() for m in view(conversation)] == [m.to_dict() for m in alternating(conversation)]
+    forked = [*conversation[:5], TextMessage(role="user", content="other"), TextMessage(role="user", content="again")]
+    got = view(forked)
+    assert [m.to_dict() for m in got] == [m.to_dict() for m in alternating(forked)]
+    assert got[-2].content == STOPPED_BEFORE_ANSWERING
+
+
+def test_counts_and_image_checks_of_a_grown_conversation_equal_a_fresh_count() -> None:
+    counter = TokenCounter()
+    conversation: list[Any] = []
+    for i in range(30):
+        conversation += [TextMessage(role="user", content=f"question {i} " * i), TextMessage(role="assistant", content="ok " * i)]
+        assert counter.messages(conversation) == TokenCounter().messages(iter(conversation))
+    assert not has_images(conversation)
+    with_image = [*conversation, TextMessage(role="user", content=[{"type": "image_url", "image_url": {"url": "data:x"}}])]
+    assert has_images(with_image)
+    assert not has_images(conversation)  # the shorter conversation again: no image in it

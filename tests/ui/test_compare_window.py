@@ -1,0 +1,270 @@
+"""Many robots at once in the window: "Compare with…" sends one message to three candidates on the loopback
+model server (each model writes app.py its own way), their columns stream side by side, the verdict is kept
+with the threads and exported, and the combined review in the Changes dock takes hunks across candidates.
+
+What a person sees and gets: each column shows only its candidate's answer, with its figures; nothing is
+written before Apply; taking hunk 1 of A and hunk 2 of B writes exactly those bytes, undone as one; two
+accepted hunks over the same lines are shown side by side and Apply waits until one is picked; "Keep this
+one" goes on with that candidate's thread alone."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.llm_server import FakeLLMServer, Reply
+
+from tests.ui.chat_dump import dump_state
+from tests.ui.conftest import running_app, wait_until
+from workspace.config import load_config
+
+pytestmark = pytest.mark.timeout(180)  # bounds a hang: three scripted candidates, twice, on a loaded machine
+
+BASE = "".join(f"line {n}\n" for n in range(1, 11))
+#: What each model writes into app.py: two hunks each, the first of all three on line 2.
+EDITS = {
+    "model-a": {2: "A two\n", 8: "A eight\n"},
+    "model-b": {2: "B two\n", 9: "B nine\n"},
+    "model-c": {2: "C two\n", 5: "C five\n"},
+}
+
+
+def edited(model: str) -> str:
+    rows = BASE.splitlines(keepends=True)
+    for number, text in EDITS[model].items():
+        rows[number - 1] = text
+    return "".join(rows)
+
+
+def answer(body: dict[str, Any]) -> Reply:
+    """Each model writes app.py its way, then says so in its own words."""
+    model = body["model"]
+    tools = [m for m in body["messages"] if m.get("role") == "tool"]
+    if not tools and "Edit" in str(body["messages"][-1].get("content")):
+        return Reply.tool("write_file", {"path": "app.py", "content": edited(model)})
+    if not tools and "Run" in str(body["messages"][-1].get("content")) and model == "model-b":
+        return Reply.tool("run_command", {"command": "echo compared"})  # asks for approval
+    return Reply.say(f"Answer of {model}: done")
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer(reply_fn=answer, models=list(EDITS)) as srv:
+        yield srv
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "app.py").write_text(BASE)
+    return root
+
+
+@pytest.fixture
+async def app(server: FakeLLMServer, folder: Path, db_path: Path) -> AsyncIterator[Any]:
+    config = load_config(folder, env={}, overrides={"llm": {"model": "openai/model-a", "max_retries": 1,
+                                                            "api_base": server.base_url + "/v1"}})
+    async with running_app(db_path=db_path, config=config, folder=folder, theme_name="light", size=(1400, 900)) as root:
+        root.controller.set_robot("file-helper")
+        yield root
+
+
+async def compared(root: Any, server: FakeLLMServer, text: str = "Edit app.py") -> Any:
+    """Start a comparison of model-a (the robot's own) with model-b and model-c, and send ``text``."""
+    from ui.compare.session import CandidateSpec
+
+    window = root.window
+    base = server.base_url + "/v1"
+    assert window.comparisons.start([CandidateSpec("file-helper", model="openai/model-b", api_base=base),
+                                     CandidateSpec("file-helper", model="openai/model-c", api_base=base)])
+    window.composer.set_text(text)
+    window.composer.submit()  # the one message box: to every candidate
+    await wait_until(lambda: not window.comparisons.running and window.comparisons.stats is not None
+                     and all(c.status == "finished" for c in window.comparisons.stats.columns),
+                     timeout=120, what="the three candidates' answers")
+    return window.comparisons
+
+
+async def test_columns_stream_per_candidate_and_the_verdict_is_kept_and_exported(
+        app: Any, server: FakeLLMServer, folder: Path) -> None:
+    from workspace.exports import export_markdown
+
+    comparisons = await compared(app, server)
+    view = comparisons.view
+    assert view is not None and view.isVisible() and not app.window.chat.isVisible()
+    assert [h.name.text() for h in view.headers] == [
+        f"<b style='color:{c}'>{m}</b>" for c, m in zip(("#1f6feb", "#c0470b", "#0f8a6d"),
+                                                         ("openai/model-a", "openai/model-b", "openai/model-c"),
+                                                         strict=True)]
+    for index, model in enumerate(EDITS):
+        shown = dump_state(comparisons.chats[index].presenter.state)
+        assert f"Answer of {model}: done" in shown, shown
+        assert not any(f"Answer of {other}" in shown for other in EDITS if other != model), shown
+        figures = view.headers[index].figures.text()
+        assert "1 tool" in figures and "TTFT" in figures and "tok/s" in figures, figures
+        stats = comparisons.stats.columns[index]
+        assert stats.output_tokens > 0 and stats.ttft is not None and stats.tool_calls == 1
+    assert (folder / "app.py").read_text() == BASE  # nothing written before Apply
+
+    store = app.controller.require_store()
+    threads = comparisons.session.thread_ids
+    assert [store.get_thread(t).metadata["candidate"] for t in threads] == [0, 1, 2]
+    assert len({store.get_thread(t).metadata["comparison"] for t in threads}) == 1
+
+    view.choices.button(1).click()
+    view.reason.setText("kept the tests green")
+    view.save.click()
+    for thread_id in threads:
+        assert store.get_thread(thread_id).metadata["verdict"] == {
+            "winner": 1, "label": "openai/model-b", "reason": "kept the tests green"}
+    exported = export_markdown(store, threads[0])
+    assert "- **Verdict:** candidate 2 (openai/model-b) is the better answer: kept the tests green" in exported
+    assert "candidate 1 of 3 (openai/model-a)" in exported
+
+
+async def test_the_combined_review_takes_hunk_1_of_a_and_hunk_2_of_b_and_undoes_as_one(
+        app: Any, server: FakeLLMServer, folder: Path) -> None:
+    comparisons = await compared(app, server)
+    review = comparisons.review
+    assert review is not None and app.window.docks["changes"].widget() is review
+    assert sorted(review.items) == ["c0.f1.h1", "c0.f1.h2", "c1.f1.h1", "c1.f1.h2", "c2.f1.h1", "c2.f1.h2"]
+    assert review.items["c1.f1.h2"].text(1) == "openai/model-b"
+    review.set_accepted("c0.f1.h1")
+    review.set_accepted("c1.f1.h2")
+    assert review.apply_button.isEnabled() and not review.overlap_panes
+    assert (folder / "app.py").read_text() == BASE  # still nothing written
+    review.apply()
+    await wait_until(lambda: review.result is not None, timeout=60, what="the combined apply")
+    expected = BASE.replace("line 2\n", "A two\n").replace("line 9\n", "B nine\n")
+    assert (folder / "app.py").read_bytes() == expected.encode()
+    assert review.undo_button.isEnabled()
+    review.undo_button.click()
+    await wait_until(lambda: (folder / "app.py").read_text() == BASE, timeout=30, what="the undo")
+
+
+async def test_an_overlap_is_shown_side_by_side_and_refused_until_one_is_picked(
+        app: Any, server: FakeLLMServer, folder: Path) -> None:
+    from PySide6.QtWidgets import QPushButton
+
+    comparisons = await compared(app, server)
+    review = comparisons.review
+    assert review is not None
+    review.set_accepted("c0.f1.h1")
+    review.set_accepted("c1.f1.h1")  # both change line 2
+    assert len(review.overlap_panes) == 1
+    assert not review.apply_button.isEnabled()
+    assert "c0.f1.h1 and c1.f1.h1" in review.status.text() and "pick one" in review.status.text()
+    pane_text = " ".join(w.toPlainText() for w in review.overlap_panes[0].findChildren(type(review.preview)))
+    assert "line 2" in pane_text and "A two" in pane_text and "B two" in pane_text  # the file as it is, and both
+    review.apply()  # refused: nothing happens
+    assert review.result is None and (folder / "app.py").read_text() == BASE
+    review.overlap_panes[0].findChild(QPushButton, "use-c1.f1.h1").click()
+    assert review.selection.accepted == ["c1.f1.h1"]
+    assert review.items["c0.f1.h1"].checkState(0).name == "Unchecked"
+    assert review.apply_button.isEnabled() and not review.overlap_panes
+    review.apply()
+    await wait_until(lambda: review.result is not None, timeout=60, what="the apply")
+    assert (folder / "app.py").read_text() == BASE.replace("line 2\n", "B two\n")
+
+
+async def test_keep_this_one_goes_on_with_that_candidates_thread_alone(
+        app: Any, server: FakeLLMServer, folder: Path) -> None:
+    comparisons = await compared(app, server)
+    kept_thread = comparisons.session.thread_ids[2]
+    asked = len(server.requests)
+    comparisons.view.headers[2].keep.click()
+    assert comparisons.view is None and app.window.chat.isVisible()
+    assert app.controller.thread_id == kept_thread
+    app.window.composer.set_text("And now?")
+    app.window.composer.submit()
+    await wait_until(lambda: app.controller.idle and len(server.requests) > asked, timeout=60, what="the answer")
+    chats = [r for r in server.requests[asked:] if isinstance(r, dict)]
+    assert [r["model"] for r in chats] == ["model-c"]
+    assert "Answer of model-c: done" in dump_state(app.window.chat.presenter.state)
+
+
+async def test_compare_with_offers_the_listed_models_and_starts_the_columns(app: Any, server: FakeLLMServer) -> None:
+    from PySide6.QtCore import Qt
+
+    from workspace.providers import listing
+
+    listing.clear_cache()
+    window = app.window
+    window.commands.by_name["compare"].trigger()  # the palette's and the Thread menu's "Compare with…"
+    await wait_until(lambda: window.comparisons.dialog is not None and window.comparisons.dialog.isVisible(),
+                     timeout=30, what="the dialog")
+    dialog = window.comparisons.dialog
+    texts = [dialog.list.item(row).text() for row in range(dialog.list.count())]
+    assert texts[0] == "file-helper again (its own model)"
+    assert "file-helper with openai/model-b" in texts and "assistant (robot)" in texts
+    ok = dialog.buttons.buttons()[0]
+    assert not ok.isEnabled()  # none checked yet
+    for text in ("file-helper with openai/model-b", "file-helper with openai/model-c"):
+        dialog.list.item(texts.index(text)).setCheckState(Qt.CheckState.Checked)
+    assert ok.isEnabled()
+    dialog.accept()
+    view = window.comparisons.view
+    assert view is not None and [h.index for h in view.headers] == [0, 1, 2]
+    assert view.labels == ["openai/model-a", "openai/model-b", "openai/model-c"]
+
+
+async def test_an_approval_a_candidate_asks_for_shows_in_its_own_column(app: Any, server: FakeLLMServer) -> None:
+    from ui.compare.session import CandidateSpec
+
+    window = app.window
+    comparisons = window.comparisons
+    base = server.base_url + "/v1"
+    assert comparisons.start([CandidateSpec("file-helper", model="openai/model-b", api_base=base)])
+    comparisons.send("Run the tests")
+    await wait_until(lambda: comparisons.chats[1].pending_approval() is not None, timeout=60,
+                     what="model-b's approval card in its column")
+    assert comparisons.chats[0].pending_approval() is None and window.chat.pending_approval() is None
+    comparisons.chats[1].pending_approval().approve()
+    await wait_until(lambda: not comparisons.running, timeout=60, what="both answers")
+    assert [c.status for c in comparisons.stats.columns] == ["finished", "finished"]
+    assert "Answer of model-b: done" in dump_state(comparisons.chats[1].presenter.state)
+
+
+async def test_each_column_shows_the_verify_run_on_its_own_proposal(server: FakeLLMServer, folder: Path,
+                                                                    db_path: Path) -> None:
+    from workspace.isolation import SandboxUnavailable, sandbox_for_platform
+
+    try:
+        sandbox_for_platform()
+    except SandboxUnavailable as exc:  # pragma: no cover - the suite's machine has bubblewrap
+        pytest.skip(f"no sandbox on this machine: {exc}")
+    config = load_config(folder, env={}, overrides={
+        "llm": {"model": "openai/model-a", "max_retries": 1, "api_base": server.base_url + "/v1"},
+        "review": {"verify": "grep -q 'B two' app.py"}})  # only model-b's proposal passes
+    async with running_app(db_path=db_path, config=config, folder=folder, theme_name="light", size=(1400, 900)) as root:
+        root.controller.set_robot("file-helper")
+        comparisons = await compared(root, server)
+        await wait_until(lambda: comparisons.review is not None, timeout=60, what="the verify and the review")
+        assert [c.verify for c in comparisons.stats.columns] == [False, True, False]
+        figures = [h.figures.text() for h in comparisons.view.headers]
+        assert figures[0].endswith("verify ✗") and figures[1].endswith("verify ✓"), figures
+        assert (folder / "app.py").read_text() == BASE  # each verify ran on its own layer: nothing written
+
+
+async def test_a_candidates_thread_opened_again_brings_back_the_combined_review(
+        app: Any, server: FakeLLMServer, folder: Path) -> None:
+    comparisons = await compared(app, server)
+    threads = comparisons.session.thread_ids
+    dock = app.window.docks["changes"]
+    comparisons.view.headers[1].keep.click()  # the thread goes on with model-b: the review stays
+    assert app.controller.thread_id == threads[1] and dock.widget() is comparisons.review
+    app.window.threads.new()  # another thread: the dock's own review again
+    assert comparisons.review is None and dock.widget() is not None
+    assert type(dock.widget()).__name__ != "CombinedReview"
+    app.window.threads.open(threads[0])  # any candidate's thread: every candidate's hunks
+    review = comparisons.review
+    assert review is not None and dock.widget() is review
+    assert sorted(review.items) == ["c0.f1.h1", "c0.f1.h2", "c1.f1.h1", "c1.f1.h2", "c2.f1.h1", "c2.f1.h2"]
+    assert review.thread_id == threads[1]  # the apply goes in the kept thread's history
+    review.set_accepted("c2.f1.h2")
+    review.apply()
+    await wait_until(lambda: review.result is not None, timeout=60, what="the apply")
+    assert (folder / "app.py").read_text() == BASE.replace("line 5\n", "C five\n")

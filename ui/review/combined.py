@@ -1,0 +1,262 @@
+"""The combined review of a comparison: every candidate's hunks per file, labelled by candidate (colour and
+name); accept hunks from any; two accepted hunks over the same lines are shown side by side with the file as
+it is, and Apply waits until one of them is picked; Apply takes exactly the accepted hunks as one set (verify
+first: a failing verify asks), undoable as one. The state is :class:`~ui.review.combined_model.CombinedSelection`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui.review.combined_model import CombinedSelection, Overlap
+from ui.theme import candidate_color, mono_font
+
+if TYPE_CHECKING:
+    from ui.tasks import TaskOwner
+    from workspace.changes.combine import TakenHunk
+    from workspace.session.compare import CombinedApply, Comparison
+
+log = logging.getLogger("ui.review.combined")
+
+_ID = Qt.ItemDataRole.UserRole
+
+
+def hunk_text(hunk: TakenHunk) -> str:
+    """A hunk as diff lines (``-`` the file's, ``+`` the candidate's)."""
+    h = hunk.hunk
+    old = [f"-{line.rstrip(chr(10))}" for line in h.old_lines]
+    new = [f"+{line.rstrip(chr(10))}" for line in h.final_lines]
+    return "\n".join([h.header(), *old, *new])
+
+
+class CombinedReview(QWidget):
+    """The review of all candidates' changes (see the module docstring)."""
+
+    #: The combined apply ended (its CombinedApply): the shell says so, the chat's cards follow.
+    applied = Signal(object)
+    #: A message for the person (a failed apply, a refused verify).
+    message = Signal(str)
+
+    def __init__(self, comparison: Comparison, *, tasks: TaskOwner, verify: str | None = None,
+                 thread_id: str | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("CombinedReview")
+        self.setAccessibleName("Combined review")
+        self.selection = CombinedSelection(comparison)
+        self.tasks = tasks
+        self.verify = verify
+        self.thread_id = thread_id
+        #: Asked when the verify fails (its output): True applies anyway. The shell puts a dialog here.
+        self.ask_apply_anyway: Callable[[str], Awaitable[bool]] = _refuse
+        #: Undoes the apply (the kept thread's history): set by the shell.
+        self.undo: Callable[[], Awaitable[object]] | None = None
+        self.result: CombinedApply | None = None
+        #: The candidates' threads (any of them open in the chat keeps this review in the dock).
+        self.thread_ids = [c.thread_id for c in comparison.candidates if c.thread_id]
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        names = ", ".join(f"<span style='color:{candidate_color(c.index)}'><b>{c.label}</b></span>"
+                          for c in comparison.candidates)
+        self.title = QLabel(f"Changes of {len(comparison.candidates)} candidates: {names}")
+        self.title.setWordWrap(True)
+        layout.addWidget(self.title)
+        split = QSplitter(Qt.Orientation.Vertical, self)
+        self.tree = QTreeWidget(split)
+        self.tree.setHeaderLabels(["Hunk", "Candidate", "Lines"])
+        self.tree.setAccessibleName("Hunks of every candidate")
+        self.preview = QPlainTextEdit(split)
+        self.preview.setReadOnly(True)
+        self.preview.setFont(mono_font())
+        self.preview.setAccessibleName("The hunk's lines")
+        layout.addWidget(split, 1)
+        self.overlap_box = QFrame(self)
+        self.overlap_box.setObjectName("CombinedOverlap")
+        self.overlap_layout = QVBoxLayout(self.overlap_box)
+        self.overlap_layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.overlap_box)
+        row = QHBoxLayout()
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        self.apply_button = QPushButton("Apply")
+        self.apply_button.setToolTip("Apply exactly the accepted hunks as one set (verify first), undoable as one")
+        self.apply_button.clicked.connect(self.apply)
+        self.undo_button = QPushButton("Undo")
+        self.undo_button.setEnabled(False)
+        self.undo_button.clicked.connect(self._undo)
+        row.addWidget(self.status, 1)
+        row.addWidget(self.undo_button)
+        row.addWidget(self.apply_button)
+        layout.addLayout(row)
+        self.setFocusProxy(self.tree)  # the dock's shortcut puts the keyboard in the list: Space accepts a hunk
+        self._fill()
+        self.tree.itemChanged.connect(self._checked)
+        self.tree.currentItemChanged.connect(lambda item, _old: self._show(item))
+        self._update()
+
+    # -- the list ---------------------------------------------------------------------------------------------
+    def _fill(self) -> None:
+        from workspace.sandbox import display_path
+
+        self.items: dict[str, QTreeWidgetItem] = {}
+        for path, hunks in self.selection.files().items():
+            top = QTreeWidgetItem(self.tree, [display_path(path), "", f"{len(hunks)} hunks"])
+            top.setFirstColumnSpanned(False)
+            for hunk in hunks:
+                color = candidate_color(hunk.candidate)
+                item = QTreeWidgetItem(top, [f"{hunk.id}  +{hunk.hunk.added} -{hunk.hunk.removed}",
+                                             hunk.source.label, hunk.hunk.where()])
+                item.setData(0, _ID, hunk.id)
+                item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+                item.setCheckState(0, Qt.CheckState.Unchecked)
+                item.setForeground(1, QBrush(QColor(color)))
+                item.setToolTip(0, hunk.describe())
+                self.items[hunk.id] = item
+            top.setExpanded(True)
+        for column in range(3):
+            self.tree.resizeColumnToContents(column)
+
+    def set_accepted(self, hunk_id: str, accepted: bool = True) -> None:
+        """Accept (or leave out) a hunk, as its check box does."""
+        self.items[hunk_id].setCheckState(0, Qt.CheckState.Checked if accepted else Qt.CheckState.Unchecked)
+
+    def _checked(self, item: QTreeWidgetItem, column: int) -> None:
+        hunk_id = item.data(0, _ID)
+        if column != 0 or not hunk_id:
+            return
+        self.selection.accept(str(hunk_id), item.checkState(0) == Qt.CheckState.Checked)
+        self._update()
+
+    def _show(self, item: QTreeWidgetItem | None) -> None:
+        hunk_id = item.data(0, _ID) if item is not None else None
+        self.preview.setPlainText(hunk_text(self.selection.hunk(str(hunk_id))) if hunk_id else "")
+
+    # -- overlaps -----------------------------------------------------------------------------------------------
+    def _update(self) -> None:
+        while self.overlap_layout.count():
+            taken = self.overlap_layout.takeAt(0)
+            child = taken.widget() if taken is not None else None
+            if child is not None:
+                child.deleteLater()
+        self.overlap_panes: list[QWidget] = []
+        for overlap in self.selection.overlaps():
+            pane = self._overlap_pane(overlap)
+            self.overlap_panes.append(pane)
+            self.overlap_layout.addWidget(pane)
+        problem = self.selection.problem() if self.result is None else None
+        if self.result is None:
+            self.status.setText(problem or f"{len(self.selection.accepted)} hunks accepted: Apply writes them as one set")
+        self.apply_button.setEnabled(problem is None and self.result is None)
+
+    def _overlap_pane(self, overlap: Overlap) -> QWidget:
+        pane = QFrame(self.overlap_box)
+        pane.setObjectName("OverlapPane")
+        pane.setFrameShape(QFrame.Shape.StyledPanel)
+        row = QHBoxLayout(pane)
+        row.addWidget(self._side("The file as it is", "#6e7781", "".join(overlap.current), None), 1)
+        for hunk in (overlap.first, overlap.second):
+            row.addWidget(self._side(f"{hunk.source.label} ({hunk.id})", candidate_color(hunk.candidate),
+                                     "".join(hunk.hunk.final_lines), hunk.id), 1)
+        return pane
+
+    def _side(self, title: str, color: str, text: str, hunk_id: str | None) -> QWidget:
+        side = QWidget()
+        box = QVBoxLayout(side)
+        box.setContentsMargins(4, 4, 4, 4)
+        head = QHBoxLayout()
+        head.addWidget(QLabel(f"<b style='color:{color}'>{title}</b>"))
+        head.addStretch(1)
+        if hunk_id is not None:
+            use = QPushButton("Use this")
+            use.setObjectName(f"use-{hunk_id}")
+            use.clicked.connect(lambda: self.pick(hunk_id))
+            head.addWidget(use)
+        box.addLayout(head)
+        body = QPlainTextEdit(text)
+        body.setReadOnly(True)
+        body.setFont(mono_font())
+        body.setMaximumHeight(140)
+        box.addWidget(body)
+        return side
+
+    def pick(self, hunk_id: str) -> None:
+        """Keep ``hunk_id`` of an overlap: the other hunk is left out."""
+        self.selection.pick(hunk_id)
+        self.tree.blockSignals(True)
+        try:
+            for other, item in self.items.items():
+                item.setCheckState(0, Qt.CheckState.Checked if other in self.selection.accepted
+                                   else Qt.CheckState.Unchecked)
+        finally:
+            self.tree.blockSignals(False)
+        self._update()
+
+    # -- apply and undo ------------------------------------------------------------------------------------------
+    def apply(self) -> None:
+        if self.selection.problem() is None and self.result is None:
+            self.apply_button.setEnabled(False)
+            self.status.setText("Applying…" if not self.verify else f"Verifying ({self.verify})…")
+            self.tasks.spawn(self.apply_now(), name="combined-apply")
+
+    async def apply_now(self) -> CombinedApply | None:
+        """Verify, then apply the accepted hunks as one set (a failing verify asks first)."""
+        from workspace.changes import ChangeError
+        from workspace.session.verify import VerifyFailed
+
+        try:
+            try:
+                done = await self.selection.apply(verify=self.verify, thread_id=self.thread_id)
+            except VerifyFailed as failed:
+                if not await self.ask_apply_anyway(failed.event.output or str(failed)):
+                    self.status.setText("The verify failed: nothing was written")
+                    self._update()
+                    return None
+                done = await self.selection.apply(verify=self.verify, thread_id=self.thread_id,
+                                                  if_verify_fails="apply")
+        except (ChangeError, ValueError, OSError) as exc:
+            self.message.emit(f"Could not apply: {exc}")
+            self.status.setText(f"Could not apply: {exc}")
+            self._update()
+            return None
+        if not done.ok:
+            self.status.setText(done.result.message() or "Nothing was written: a file changed on disk since the proposal")
+            self._update()
+            return done
+        self.result = done
+        self.status.setText(f"Applied {len(done.taken)} hunks as one set"
+                            + (f" (verify {'passed' if done.verify.passed else 'failed'})" if done.verify else ""))
+        self.undo_button.setEnabled(self.undo is not None)
+        self.tree.setEnabled(False)
+        self._update()
+        self.applied.emit(done)
+        return done
+
+    def _undo(self) -> None:
+        if self.undo is not None:
+            self.undo_button.setEnabled(False)
+            self.tasks.spawn(self._undo_now(), name="combined-undo")
+
+    async def _undo_now(self) -> None:
+        assert self.undo is not None
+        await self.undo()
+        self.status.setText("Undone: the folder is as it was before the apply")
+
+
+async def _refuse(_output: str) -> bool:
+    return False

@@ -1,0 +1,386 @@
+"""Many robots at once, the shell's part: "Compare with…" (the model picker's menu and the palette), the
+comparison's columns in place of the chat, the message box's messages to every candidate, and the combined
+review in the Changes dock.
+
+Each column is a chat view with its own presenter and its own :class:`~ui.bridge.RunBridge` (text coalesced
+per column), fed the events of its candidate (their ``candidate``); the figures in the headers come from
+:class:`~ui.compare.stats.ComparisonStats`, refreshed on a timer. The runs go through
+:class:`~ui.compare.session.CompareSession` in a task of the window's :class:`~ui.tasks.TaskOwner`, on the qasync
+loop as every run. "Keep this one" ends the comparison: the chat opens that candidate's thread and goes on with it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Callable, Mapping
+
+    from PySide6.QtWidgets import QDockWidget, QWidget
+
+    from ui.bridge import RunBridge
+    from ui.chat.composer.composer import Composer
+    from ui.chat.view.chat import ChatView
+    from ui.compare.picker import CompareDialog
+    from ui.compare.session import CandidateSpec, CompareSession
+    from ui.compare.stats import ComparisonStats
+    from ui.compare.view import CompareView
+    from ui.review.combined import CombinedReview
+    from ui.services import Services
+    from workspace import events as ev
+    from workspace.approval import ApprovalDecision, ApprovalRequest
+    from workspace.providers.listing import ModelListing
+    from workspace.session.compare import CandidateResult
+
+log = logging.getLogger("ui.compare")
+
+#: How long "Compare with…" waits for the list of models before it opens without them (seconds).
+LIST_WAIT_S = 6.0
+#: How often the headers' figures are redrawn while the candidates stream (ms).
+STATS_MS = 250
+
+
+class Comparisons(QObject):
+    """The comparison the message box talks to, while there is one."""
+
+    #: A comparison started (its CompareSession) or ended (None).
+    changed = Signal(object)
+    #: Every candidate's run of a message ended: their results (list[CandidateResult]).
+    answered = Signal(object)
+
+    def __init__(self, services: Services) -> None:
+        super().__init__(services.shell)
+        self.services = services
+        self.session: CompareSession | None = None
+        self.view: CompareView | None = None
+        self.stats: ComparisonStats | None = None
+        self.chats: list[ChatView] = []
+        self.bridges: list[RunBridge] = []
+        self.review: CombinedReview | None = None
+        self.dialog: CompareDialog | None = None
+        self._dock_pane: QWidget | None = None
+        self._task: Any = None
+        self._timer = QTimer(self)
+        self._timer.setInterval(STATS_MS)
+        self._timer.timeout.connect(self._show_stats)
+
+    def attach(self, *, chat: ChatView, composer: Composer, send_one: Callable[[str], None],
+               ask_one: Callable[[ApprovalRequest, asyncio.Future[ApprovalDecision]], None],
+               docks: Mapping[str, QDockWidget], listing: Callable[[], ModelListing | None],
+               load_listing: Callable[[], None]) -> None:
+        """The chat (the columns take its place), the message box, where a message goes outside a comparison
+        (``send_one``: the runs' send) and the docks (the combined review goes in the Changes dock)."""
+        self.chat, self.composer, self.send_one, self.docks = chat, composer, send_one, docks
+        #: Where an approval outside a comparison goes (the runs': the chat's inline card).
+        self.ask_one = ask_one
+        #: The models the picker listed (None: not listed yet): what "Compare with…" offers.
+        self.listing, self.load_listing = listing, load_listing
+
+    @property
+    def changes_dock(self) -> QDockWidget | None:
+        return self.docks.get("changes")
+
+    def follow(self) -> None:
+        """The message box's messages: to the comparison's candidates while there is one, else to the thread."""
+        self.composer.send_requested.disconnect(self.send_one)
+        self.composer.send_requested.connect(self.route)
+        c = self.services.session
+        c.approval_needed.disconnect(self.ask_one)
+        c.approval_needed.connect(self.route_approval)
+        c.thread_opened.connect(self.on_thread_opened)
+
+    def on_thread_opened(self, session: Any) -> None:
+        """A comparison's candidate thread opened in the chat: the Changes dock shows the combined review of all
+        its candidates' pending hunks; any other thread: the dock's own review again."""
+        if self.session is not None:
+            return  # the columns' own comparison has the dock
+        thread_id = getattr(session, "thread_id", None)
+        review = self.review
+        if review is not None and thread_id in review.thread_ids:
+            return
+        self._hide_review()
+        if thread_id is None or getattr(session, "is_network", False):
+            return
+        from ui.compare.session import CompareSession
+
+        try:
+            compare = CompareSession.reopen(self.services.session.require_workspace(), thread_id)
+        except Exception as exc:  # a damaged record: the thread opens as any other
+            log.warning("the comparison of thread %s could not be read: %s", thread_id, exc)
+            return
+        if compare is not None:
+            self._show_review(compare)
+
+    def route_approval(self, request: ApprovalRequest, future: asyncio.Future[ApprovalDecision]) -> None:
+        """An approval a candidate's run asks for goes in its column (the card in its tool call), any other to
+        the chat."""
+        compare = self.session
+        if compare is not None and request.thread_id in compare.thread_ids:
+            index = compare.thread_ids.index(request.thread_id)
+            if index < len(self.chats):
+                self.chats[index].ask_approval(request, future)
+                return
+        self.ask_one(request, future)
+
+    @property
+    def active(self) -> bool:
+        return self.session is not None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def route(self, text: str) -> None:
+        if self.session is None:
+            self.send_one(text)
+        else:
+            self.send(text)
+
+    # -- choosing ---------------------------------------------------------------------------------------------
+    def choose(self) -> None:
+        """"Compare with…": the dialog (once the models are listed, for up to :data:`LIST_WAIT_S`); the next
+        message goes to the robot and the candidates checked."""
+        c = self.services.session
+        if c.target_kind == "network":
+            self.services.notices.toast("A comparison is of robots and models: choose a robot first.")
+            return
+        self.services.tasks.spawn(self._choose(), name="compare-choose")
+
+    async def _choose(self) -> None:
+        import asyncio
+
+        from ui.compare.picker import CompareDialog, choices
+
+        if self.listing() is None:
+            self.load_listing()
+            for _ in range(round(LIST_WAIT_S / 0.05)):  # the list arrives from a task of the model picker's
+                if self.listing() is not None:
+                    break
+                await asyncio.sleep(0.05)
+        listing = self.listing()
+        models = [(m.id, m.api_base) for source in listing.sources for m in source.models] if listing else []
+        c = self.services.session
+        dialog = self.dialog = CompareDialog(c.robot_name, choices(c.robot_name, robots=c.robot_names(),
+                                                                   models=models), self.services.shell)
+        dialog.accepted.connect(lambda: self.start(dialog.checked()))
+        dialog.open()
+
+    def start(self, others: list[CandidateSpec]) -> bool:
+        """A comparison of the open thread's robot (with its model) and ``others``: the columns replace the chat."""
+        from ui.compare.session import CandidateSpec, CompareSession
+
+        c = self.services.session
+        if self.running or c.running:
+            self.services.notices.toast("A run is in progress: press Esc to stop it first.")
+            return False
+        model = None
+        session = c.session
+        if session is not None and not getattr(session, "is_network", False) and getattr(session, "chosen_model", None):
+            model = session.robot.model
+        elif c.pending_model is not None:
+            model = c.pending_model[0]
+        first = CandidateSpec(c.robot_name if session is None else session.thread.robot, model=model)
+        try:
+            compare = CompareSession(c.require_workspace(), [first, *others])
+            labels = compare.start()
+        except Exception as exc:
+            self.services.notices.banner(f"Could not start the comparison: {exc}")
+            return False
+        self.close()
+        self.session = compare
+        self._build(labels)
+        c.threads_changed.emit()
+        self.changed.emit(compare)
+        self.composer.focus()  # the one message box goes on: typing goes to every candidate
+        return True
+
+    def _build(self, labels: list[str]) -> None:
+        from ui.bridge import RunBridge
+        from ui.chat.view.chat import ChatView
+        from ui.compare.stats import ComparisonStats
+        from ui.compare.view import CompareView
+
+        area = self.chat.parentWidget()
+        self.chats, self.bridges = [], []
+        for _label in labels:
+            chat = ChatView()
+            bridge = RunBridge(self)
+            bridge.view_event.connect(chat.presenter.feed)
+            self.chats.append(chat)
+            self.bridges.append(bridge)
+        self.stats = ComparisonStats(labels)
+        view = self.view = CompareView(labels, self.chats, area)
+        view.keep_requested.connect(self.keep)
+        view.verdict_given.connect(self.give_verdict)
+        view.close_requested.connect(self.close)
+        layout = area.layout() if area is not None else None
+        if layout is not None:
+            layout.replaceWidget(self.chat, view)
+        self.chat.hide()
+        view.show()
+
+    # -- sending ----------------------------------------------------------------------------------------------
+    def send(self, text: str) -> None:
+        """``text`` to every candidate still in the comparison, at once."""
+        compare, stats = self.session, self.stats
+        if compare is None or stats is None:
+            return
+        if self.running:
+            self.services.notices.toast("The candidates are still answering: press Esc to stop them first.")
+            self.composer.set_text(text)
+            return
+        for index in compare.active:
+            self.chats[index].presenter.add_user(text)
+        stats.message_sent(list(compare.active))
+        self.composer.set_running(True)
+        self._timer.start()
+        self._task = self.services.tasks.spawn(self._run(compare, text), name="compare")
+
+    async def _run(self, compare: CompareSession, text: str) -> list[CandidateResult]:
+        try:
+            results = await compare.send(text, on_event=self._event)
+        except Exception as exc:
+            log.warning("the comparison failed: %s", exc)
+            self.services.notices.banner(f"The comparison could not run: {exc}")
+            results = []
+        finally:
+            for bridge in self.bridges:
+                bridge.flush()
+            self._timer.stop()
+            self._show_stats()
+            self.composer.set_running(False)
+        if compare is self.session and self.stats is not None and compare.workspace.folder is not None:
+            stats = self.stats
+            try:
+                checked = await compare.verify_proposals()
+            except Exception as exc:  # a verify that cannot run leaves the marks off, with the reason in the log
+                log.warning("verifying the candidates' proposals failed: %s", exc)
+                checked = {}
+            for index, event in checked.items():
+                stats.columns[index].verify = event.passed
+            self._show_stats()
+        self.services.session.threads_changed.emit()
+        if compare is self.session:
+            self._show_review(compare)
+        self.answered.emit(results)
+        return results
+
+    def _event(self, event: ev.Event) -> None:
+        stats = self.stats
+        if stats is None:
+            return
+        index = stats.feed(event)
+        if index is not None and index < len(self.bridges):
+            self.bridges[index].feed(event)
+
+    def _show_stats(self) -> None:
+        if self.view is not None and self.stats is not None:
+            self.view.show_stats(self.stats.columns)
+
+    def stop(self) -> bool:
+        """Esc: stop every candidate (False: no comparison is running)."""
+        if self.session is None or not self.running:
+            return False
+        self.session.stop()
+        return True
+
+    # -- the verdict, keeping one -------------------------------------------------------------------------------
+    def give_verdict(self, winner: int, reason: str) -> None:
+        if self.session is None or self.view is None:
+            return
+        try:
+            verdict = self.session.verdict(winner, reason)
+        except Exception as exc:
+            self.services.notices.banner(f"Could not keep the verdict: {exc}")
+            return
+        self.view.show_verdict(verdict)
+        self.services.notices.toast(f"Verdict kept with the threads: {verdict['label']} is the better answer.")
+
+    def keep(self, index: int) -> None:
+        """End the comparison with candidate ``index``: its thread opens in the chat and goes on."""
+        compare = self.session
+        if compare is None or self.running:
+            if self.running:
+                self.services.notices.toast("The candidates are still answering: wait, or press Esc first.")
+            return
+        kept = compare.keep(index)
+        self.close(keep_review=True)
+        self.services.session.open_thread(kept.thread_id)
+
+    def close(self, *, keep_review: bool = False) -> None:
+        """Back to one chat (the candidates' threads stay in the sidebar)."""
+        if self.running and self.session is not None:
+            self.session.stop()
+        view, self.view = self.view, None
+        if view is not None:
+            area = view.parentWidget()
+            layout = area.layout() if area is not None else None
+            if layout is not None:
+                layout.replaceWidget(view, self.chat)
+            view.hide()
+            view.deleteLater()
+        self.chat.show()
+        for bridge in self.bridges:
+            bridge.deleteLater()
+        self.chats, self.bridges, self.stats = [], [], None
+        if not keep_review:
+            self._hide_review()
+        if self.session is not None:
+            self.session = None
+            self.changed.emit(None)
+
+    # -- the combined review ------------------------------------------------------------------------------------
+    def _show_review(self, compare: CompareSession) -> None:
+        """The candidates' changes in the Changes dock, when any candidate proposed some."""
+        from ui.review.combined import CombinedReview
+
+        comparison = compare.comparison()
+        if comparison.folder is None or not comparison.hunks():
+            return
+        self._hide_review()
+        kept = compare.sessions[compare.active[0]]
+        try:
+            verify = kept.verify_setting().command
+        except Exception as exc:  # a robot file gone: apply without verify, and say so
+            log.debug("no verify command: %s", exc)
+            verify = None
+        review = self.review = CombinedReview(comparison, tasks=self.services.tasks, verify=verify or None,
+                                              thread_id=kept.thread_id)
+        review.thread_ids = compare.thread_ids
+        review.ask_apply_anyway = self._ask_apply_anyway
+        review.undo = kept.undo_changes
+        review.message.connect(self.services.notices.banner)
+        dock = self.changes_dock
+        if dock is not None:
+            self._dock_pane = dock.widget()
+            if self._dock_pane is not None:  # kept aside (not deleted) until the comparison's review ends
+                self._dock_pane.hide()
+                self._dock_pane.setParent(self.services.shell)
+            dock.setWidget(review)
+            dock.show()
+            dock.raise_()
+
+    def _hide_review(self) -> None:
+        review, self.review = self.review, None
+        dock = self.changes_dock
+        if review is None or dock is None:
+            return
+        review.hide()
+        review.setParent(None)
+        review.deleteLater()
+        if self._dock_pane is not None:
+            dock.setWidget(self._dock_pane)
+            self._dock_pane.show()
+            self._dock_pane = None
+
+    async def _ask_apply_anyway(self, output: str) -> bool:
+        from PySide6.QtWidgets import QMessageBox
+
+        tail = output.strip()[-1500:]
+        answer = QMessageBox.question(self.services.shell, "The verify failed",
+                                      f"The verify command failed on the accepted hunks:\n\n{tail}\n\nApply anyway?")
+        return answer == QMessageBox.StandardButton.Yes

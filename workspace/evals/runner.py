@@ -1,0 +1,398 @@
+"""Run an eval: every case for every robot and model (the matrix), ``concurrency`` cases at a time.
+
+Each case is a fresh, unrecorded run of a freshly loaded robot: its folder (when the case names one) is
+copied to a temporary folder the robot works on; tools that change files propose into the case's own change
+set, which nothing applies; a tool that asks for approval is answered by the file's ``approve`` (deny by
+default). Model answers go through the :class:`~workspace.evals.cache.AnswerCache` unless ``cache`` is None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workspace import events as ev
+from workspace.evals.checks import Outcome, check, describe
+from workspace.evals.spec import Case, EvalFile, Expect, ModelEntry
+
+if TYPE_CHECKING:
+    from workspace.config import Config
+    from workspace.evals.cache import AnswerCache
+    from workspace.providers.base import Provider
+
+__all__ = ["JUDGE_PROMPT", "CaseResult", "EvalReport", "run_eval"]
+
+#: What the rubric's judge is told; its answer must be exactly this JSON object.
+JUDGE_PROMPT = (
+    "You judge an assistant's answer against a rubric. Reply with one JSON object and nothing else: "
+    '{"pass": true or false, "reason": "one sentence"}.'
+)
+
+
+#: Seconds a case stopped at the eval's timeout gets to end its run before its folder copy is removed.
+_STOP_WAIT_S = 10.0
+
+
+@dataclass(slots=True)
+class CaseResult:
+    """One cell of the matrix: a case run by a robot with a model."""
+
+    case: str
+    robot: str
+    model: str
+    #: Each assertion as written and why it failed (None: it held).
+    checks: list[tuple[str, str | None]] = field(default_factory=list)
+    outcome: Outcome = field(default_factory=Outcome)
+    #: Model answers served from the cache, and requests sent to the model.
+    cached: int = 0
+    requests: int = 0
+
+    @property
+    def failures(self) -> list[str]:
+        out = [f"{what}: {why}" for what, why in self.checks if why is not None]
+        if self.outcome.error is not None:
+            out.insert(0, f"the run did not finish: {self.outcome.error}")
+        return out
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def to_dict(self) -> dict[str, Any]:
+        o = self.outcome
+        return {"case": self.case, "robot": self.robot, "model": self.model, "passed": self.passed,
+                "failures": self.failures, "answer": o.answer, "seconds": round(o.seconds, 3), "cost": o.cost,
+                "tool_calls": o.tool_calls, "changes": sorted(o.changes), "cached": self.cached,
+                "requests": self.requests}
+
+
+@dataclass(slots=True)
+class EvalReport:
+    """Every case's result, in the matrix's order, and the cache's figures."""
+
+    results: list[CaseResult] = field(default_factory=list)
+    seconds: float = 0.0
+    cache_hits: int = 0
+    cache_misses: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results)
+
+    def pass_rates(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """(robot, model) -> (cases passed, cases run)."""
+        rates: dict[tuple[str, str], tuple[int, int]] = {}
+        for r in self.results:
+            done, total = rates.get((r.robot, r.model), (0, 0))
+            rates[(r.robot, r.model)] = (done + r.passed, total + 1)
+        return rates
+
+    def summary(self) -> dict[str, Any]:
+        failed = sum(not r.passed for r in self.results)
+        return {"summary": True, "cases": len(self.results), "passed": len(self.results) - failed,
+                "failed": failed, "seconds": round(self.seconds, 3), "cache_hits": self.cache_hits,
+                "model_requests": self.cache_misses,
+                "pass_rates": [{"robot": robot, "model": model, "passed": p, "total": t}
+                               for (robot, model), (p, t) in self.pass_rates().items()]}
+
+
+class _Providers:
+    """One provider per model and server for the whole eval (its client, its answers about the model's window
+    are made once, not per case); each case wraps it to count its own cached and asked answers."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._made: dict[tuple[str | None, str | None, bool], Provider] = {}
+
+    def get(self, model: str | None, api_base: str | None, *, folder_written: bool = False,
+            router: dict[str, Any] | None = None) -> Provider:
+        key = (model, api_base, folder_written)
+        found = self._made.get(key)
+        if found is None and router is not None:  # a group of deployments: litellm's Router spreads the requests
+            from workspace.providers.litellm_provider import RouterProvider
+
+            settings = {k: v for k, v in router.items() if k != "model_list"}
+            found = self._made[key] = RouterProvider(str(model), model_list=router["model_list"],
+                                                     router_settings=settings)
+        elif found is None:
+            from workspace.providers import provider_for
+
+            found = self._made[key] = provider_for(model, api_base=api_base, config=self.config,
+                                                   folder_written=folder_written)
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Cell:
+    robot: str
+    entry: ModelEntry | None
+    case: Case
+
+
+async def run_eval(spec: EvalFile, *, base: Path, robots: Sequence[str] | None = None,
+                   models: Sequence[ModelEntry] | None = None, concurrency: int = 4,
+                   cache: AnswerCache | None = None, config: Config | None = None,
+                   on_result: Callable[[CaseResult], None] | None = None) -> EvalReport:
+    """Run the matrix of ``spec`` (``robots`` / ``models`` instead of the file's when given); ``base`` is the
+    eval file's folder (robot files and case folders are relative to it). ``on_result`` hears each result
+    as it comes; the report keeps the matrix's order."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be 1 or more, not {concurrency}")
+    if config is None:
+        from workspace.config import load_config
+
+        config = load_config(None, overrides={"review": {"mode": "review"}})
+    given = list(models) if models is not None else spec.model_entries()
+    entries: list[ModelEntry | None] = list(given) if given else [None]
+    cells = [_Cell(robot, entry, case) for robot in (robots or spec.robot_names()) for entry in entries
+             for case in spec.cases]
+    gate = asyncio.Semaphore(concurrency)
+    providers = _Providers(config)
+    hits0, misses0 = (cache.hits, cache.misses) if cache is not None else (0, 0)
+    started = time.monotonic()
+
+    async def one(cell: _Cell) -> CaseResult:
+        async with gate:
+            result = await _run_case(spec, cell, base=base, cache=cache, config=config, providers=providers)
+        if on_result is not None:
+            on_result(result)
+        return result
+
+    results = await asyncio.gather(*(one(cell) for cell in cells))
+    report = EvalReport(results=list(results), seconds=time.monotonic() - started)
+    if cache is not None:
+        report.cache_hits, report.cache_misses = cache.hits - hits0, cache.misses - misses0
+    return report
+
+
+def _model_name(robot: Any, entry: ModelEntry | None) -> str:
+    if entry is not None:
+        return entry.name
+    return str(robot.model or "offline-demo")
+
+
+async def _run_case(spec: EvalFile, cell: _Cell, *, base: Path, cache: AnswerCache | None,
+                    config: Config, providers: _Providers) -> CaseResult:
+    case = cell.case
+    result = CaseResult(case=case.name, robot=cell.robot, model=cell.entry.name if cell.entry else "")
+    work_root = Path(tempfile.mkdtemp(prefix="robotlab-eval-"))
+    try:
+        folder = (work_root / "folder").resolve()
+        if case.folder is not None:
+            await asyncio.to_thread(shutil.copytree, base / case.folder, folder, symlinks=True)
+        else:
+            folder.mkdir()
+        await _run_in(spec, cell, result, folder=folder, base=base, cache=cache, config=config,
+                      providers=providers)
+    except Exception as exc:  # a robot that cannot load, a provider that cannot be made: this case fails
+        result.outcome.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        await asyncio.to_thread(shutil.rmtree, work_root, True)
+    return result
+
+
+def _counting(provider: Provider, cache: AnswerCache | None, replace: dict[str, str], result: CaseResult) -> Provider:
+    if cache is None:
+        return provider
+    from workspace.evals.cache import CachingProvider
+
+    def lookup(hit: bool) -> None:
+        if hit:
+            result.cached += 1
+        else:
+            result.requests += 1
+
+    return CachingProvider(provider, cache, replace=replace, on_lookup=lookup)
+
+
+async def _run_in(spec: EvalFile, cell: _Cell, result: CaseResult, *, folder: Path, base: Path,
+                  cache: AnswerCache | None, config: Config, providers: _Providers) -> None:
+    from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalPolicy, ApprovalRequest
+    from workspace.catalog import load_robot
+    from workspace.changes import ChangeSet
+
+    case, entry = cell.case, cell.entry
+    reference = cell.robot
+    if reference.endswith(".md") or "/" in reference:
+        reference = str((base / reference).resolve())
+    robot = load_robot(reference, folder=folder, config=config, model=entry.model if entry else None,
+                       api_base=entry.api_base if entry else None)
+    result.robot = robot.name
+    if not result.model:
+        result.model = _model_name(robot, entry)
+    provider = providers.get(robot.model, robot.api_base, folder_written=robot.api_base_in_folder,
+                             router=entry.router if entry is not None else None)
+    changes = ChangeSet(folder, mode="review")
+    stable = {str(folder): "<folder>", changes.id: "<changes>"}
+    robot.provider = _counting(provider, cache, stable, result)
+    allow = (case.approve or spec.approve) == "allow"
+
+    async def answer(request: ApprovalRequest) -> ApprovalDecision:
+        if allow:
+            return ApprovalDecision(approved=True)
+        return ApprovalDecision(approved=False, reason=f"The eval denies tools that ask for approval "
+                                f"('{request.tool}'); say what you would have done instead.")
+
+    options: dict[str, Any] = {"folder": folder, "changes": changes,
+                               "approval": ApprovalGate(ApprovalPolicy(), ask=answer)}
+    if case.max_turns is not None:
+        options["max_turns"] = case.max_turns
+    if case.attachments:
+        from workspace.attachments import AttachmentLimits, coerce_attachments
+
+        options["attachments"] = coerce_attachments(case.attachments, folder=folder,
+                                                    limits=AttachmentLimits.from_config(config))
+    if case.thread is not None:
+        options["history"] = await asyncio.to_thread(_thread_history, case.thread, base)
+    outcome = result.outcome
+    started = time.monotonic()
+    run = robot.stream(case.message, **options)
+    answer_text = ""
+    try:
+        async with asyncio.timeout(spec.timeout):
+            async for event in run:
+                if event.parent_run_id is not None:
+                    continue  # a nested run (a robot used as a tool): its parts are not this answer
+                if isinstance(event, ev.Text):
+                    answer_text = event.text
+                elif isinstance(event, ev.ToolUse):
+                    outcome.tool_calls.append({"name": event.name, "args": dict(event.input)})
+                elif isinstance(event, ev.Usage) and event.total_cost is not None:
+                    outcome.cost = event.total_cost
+                elif isinstance(event, ev.RunFailed):
+                    outcome.error = event.error or event.error_type
+                elif isinstance(event, ev.RunCancelled):
+                    outcome.error = f"stopped ({event.reason})"
+    except TimeoutError:
+        run.cancel(f"the case ran past the eval's timeout of {spec.timeout:g} s")
+        outcome.error = f"stopped after the eval's timeout of {spec.timeout:g} s (timeout: in the eval file)"
+        with contextlib.suppress(Exception, TimeoutError):  # its tools stop before the folder copy goes
+            await asyncio.wait_for(run.wait(), _STOP_WAIT_S)
+    outcome.seconds = time.monotonic() - started
+    outcome.answer = answer_text
+    for change in changes.pending_files:
+        target = change.new_path or change.path
+        outcome.changes[target] = change.text("after")
+    for expect in case.expect:
+        result.checks.append((describe(expect), await _check(expect, outcome, spec=spec, robot=robot,
+                                                             changes=changes, config=config, cache=cache,
+                                                             folder=folder, stable=stable, result=result,
+                                                             providers=providers)))
+
+
+async def _check(expect: Expect, outcome: Outcome, *, spec: EvalFile, robot: Any, changes: Any, config: Config,
+                 cache: AnswerCache | None, folder: Path, stable: dict[str, str], result: CaseResult,
+                 providers: _Providers) -> str | None:
+    if expect.verify is not None:
+        return await _verify(expect.verify, spec=spec, robot=robot, changes=changes, config=config, folder=folder)
+    if expect.rubric is not None:
+        return await _judge(expect, outcome, spec=spec, robot=robot, cache=cache, stable=stable,
+                            result=result, providers=providers)
+    return check(expect, outcome)
+
+
+async def _verify(wanted: str, *, spec: EvalFile, robot: Any, changes: Any, config: Config,
+                  folder: Path) -> str | None:
+    from workspace.isolation import SandboxUnavailable
+    from workspace.session.verify import run_verify, verify_command
+
+    command = spec.verify or verify_command(config, robot, folder=folder).command
+    if command is None:
+        return ("no verify command: set verify: in the eval file (e.g. verify: \"pytest -q\"), or the robot's "
+                "verify: or the configuration's review.verify")
+    try:
+        event = await run_verify(command, changes, subset="proposed")
+    except SandboxUnavailable as exc:
+        return f"the verify command could not run: {exc}"
+    got = "passed" if event.passed else "failed"
+    if got == wanted:
+        return None
+    why = "timed out" if event.timed_out else f"exit code {event.exit_code}"
+    tail = event.output.strip()[-300:]
+    return f"the verify command {command!r} {got} ({why}), expected {wanted}" + (f"; its output ends: {tail}" if tail
+                                                                                else "")
+
+
+async def _judge(expect: Expect, outcome: Outcome, *, spec: EvalFile, robot: Any, cache: AnswerCache | None,
+                 stable: dict[str, str], result: CaseResult, providers: _Providers) -> str | None:
+    import json
+
+    from workspace.messages import TextMessage
+    from workspace.providers.base import TextChunk
+
+    rubric = expect.rubric
+    assert rubric is not None
+    if rubric.model is not None:
+        model, api_base = rubric.model, rubric.api_base or spec.api_base
+    else:
+        model, api_base = robot.model, rubric.api_base or robot.api_base
+    judge = _counting(providers.get(model, api_base), cache, stable, result)
+    question = (f"Rubric: {rubric.text}\n\nThe user's message: {_message_of(spec, result.case)}\n\n"
+                f"The assistant's answer:\n{outcome.answer}")
+    reply = ""
+    try:
+        async for chunk in judge.stream(system=JUDGE_PROMPT, messages=[TextMessage("user", question)], tools=[],
+                                        settings={"temperature": 0}):
+            if isinstance(chunk, TextChunk):
+                reply += chunk.text
+    except Exception as exc:
+        return f"the judge ({model}) could not answer: {exc}"
+    try:
+        verdict = json.loads(reply.strip())
+    except ValueError:
+        verdict = None
+    if not (isinstance(verdict, dict) and isinstance(verdict.get("pass"), bool)
+            and isinstance(verdict.get("reason", ""), str) and set(verdict) <= {"pass", "reason"}):
+        shown = reply.strip()[:200]
+        return (f"the judge ({model}) did not answer with the JSON asked for ({{\"pass\": true|false, \"reason\": "
+                f"\"...\"}}); it said {shown!r}")
+    if verdict["pass"]:
+        return None
+    return f"the judge ({model}) failed it: {verdict.get('reason') or 'no reason given'}"
+
+
+def _message_of(spec: EvalFile, name: str) -> str:
+    return next(c.message for c in spec.cases if c.name == name)
+
+
+def _thread_history(thread_id: str, base: Path) -> list[Any]:
+    """The conversation a case continues: a thread's export (a ``.json`` file of `robotlab threads export ID
+    --format json`, relative to the eval file), or a recorded thread of the app's database (its id, or the
+    start of it)."""
+    from workspace.errors import ConfigurationError
+    from workspace.paths import database_path
+    from workspace.persistence import Store
+
+    export = base / thread_id
+    if export.suffix == ".json" and export.is_file():
+        from workspace.exports import ImportFormatError, import_results_json
+
+        with tempfile.TemporaryDirectory(prefix="robotlab-eval-thread-") as scratch:
+            store = Store.open(Path(scratch) / "export.db")
+            try:
+                thread = import_results_json(store, export.read_text(encoding="utf-8"))
+                return list(store.history_messages(thread.id))
+            except ImportFormatError as exc:
+                raise ConfigurationError(f"thread: {thread_id}: not a thread's export ({exc}); export one with "
+                                         "`robotlab threads export ID --format json`") from None
+            finally:
+                store.close()
+    path = database_path()
+    if not path.is_file():
+        raise ConfigurationError(f"thread: {thread_id}: there is no database of threads yet ({path})")
+    store = Store.open(path)
+    try:
+        matches = [t for t in store.list_threads() if t.id == thread_id or t.id.startswith(thread_id)]
+        if len(matches) != 1:
+            raise ConfigurationError(f"thread: {thread_id}: {'no' if not matches else 'more than one'} recorded "
+                                     "thread has that id; see `robotlab threads list`")
+        return list(store.history_messages(matches[0].id))
+    finally:
+        store.close()
