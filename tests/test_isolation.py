@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
+import stat
 import time
 from pathlib import Path
 
@@ -373,6 +375,24 @@ async def test_memory_is_limited(folder: Path) -> None:
 
 
 @needs_sandbox
+async def test_the_limits_reach_the_command_and_a_file_over_its_size_is_cut(folder: Path) -> None:
+    # The chain sets them with the set-up shell's ulimit: processes, address space (KiB), file size
+    # (512-byte blocks: 10,000 bytes is rounded up to 10,240).
+    result = await sandbox(max_processes=77, max_memory_bytes=300 << 20, max_file_bytes=10_000).run(
+        "grep -E 'Max (processes|address space|file size)' /proc/self/limits; "
+        "head -c 50000 /dev/zero > big.bin; echo head=$?",
+        folder,
+    )
+    text = result.output.text
+    assert re.search(r"Max processes\s+77\s+77\s", text), text
+    assert re.search(rf"Max address space\s+{300 << 20}\s+{300 << 20}\s", text), text
+    assert re.search(r"Max file size\s+10240\s+10240\s", text), text
+    assert "head=0" not in text  # killed by SIGXFSZ at the limit
+    assert [(c.path, c.size) for c in result.changes.proposed] == [("big.bin", 10240)]
+    assert not (folder / "big.bin").exists()
+
+
+@needs_sandbox
 async def test_output_streams_in_order_while_the_command_runs(folder: Path) -> None:
     seen: list[tuple[float, str]] = []
     result = await sandbox(keep_chars=100_000).run(
@@ -501,3 +521,54 @@ async def test_commands_on_one_folder_at_the_same_time_keep_their_own_writes(fol
         assert result.output.text == f"# readme\n{i}\n"
         assert [(c.path, c.text) for c in result.changes.proposed] == [("README.md", f"# readme\n{i}\n")]
     assert (folder / "README.md").read_text() == "# readme\n"
+
+
+def test_the_pending_layer_holds_files_folders_and_whiteouts(tmp_path: Path) -> None:
+    from workspace.isolation.layers import write_pending_layer
+
+    layer = tmp_path / "pending"
+    layer.mkdir()
+    write_pending_layer(layer, {"src/deep/a.py": b"a\n", "src/b.py": b"b" * 70_000, "gone.txt": None, "top": b""})
+    assert (layer / "src" / "deep" / "a.py").read_bytes() == b"a\n"
+    assert (layer / "src" / "b.py").read_bytes() == b"b" * 70_000
+    assert (layer / "top").read_bytes() == b""
+    gone = os.lstat(layer / "gone.txt")
+    assert stat.S_ISCHR(gone.st_mode) and gone.st_rdev == 0
+    for clash in ({"a": b"file", "a/b": b"below it"}, {"a": None, "a/b": b"below a deletion"}):
+        fresh = tmp_path / f"clash{len(os.listdir(tmp_path))}"
+        fresh.mkdir()
+        with pytest.raises(IsolationError, match="'a/b' and its parent folder conflict: one is a file"):
+            write_pending_layer(fresh, clash)
+
+
+@needs_sandbox
+async def test_a_command_never_sees_what_the_one_before_it_wrote_or_had_pending(folder: Path) -> None:
+    from workspace.isolation import bubblewrap
+
+    box = sandbox()
+    first = await box.run(
+        "echo made > made.txt; mkdir -p out/deep && echo x > out/deep/x; rm README.md; cat pending.txt",
+        folder,
+        pending={"pending.txt": b"pending\n", "docs/a.md": None},
+    )
+    assert first.output.text == "pending\n"
+    assert sorted(c.path for c in first.changes.proposed) == ["README.md", "made.txt", "out/deep/x"]
+    spare = list(bubblewrap._spare_runs)
+    assert spare and all(not any(os.scandir(run / "upper")) for run in spare)  # kept for the next, emptied
+    second = await box.run(
+        "ls; test -e made.txt || echo no-made; test -e pending.txt || echo no-pending; cat docs/a.md", folder
+    )
+    assert "no-made\nno-pending\na\n" in second.output.text and "README.md" in second.output.text
+    assert second.changes.proposed == () and second.changes.ignored == ()
+    # at the same time: each command its own run directory, and only a few are kept
+    results = await asyncio.gather(*(box.run(f"echo {i} > mine.txt", folder) for i in range(8)))
+    assert [r.changes.proposed[0].content for r in results] == [f"{i}\n".encode() for i in range(8)]
+    assert len(bubblewrap._spare_runs) <= bubblewrap.MAX_SPARE_RUNS
+    # a command that was stopped leaves no run directory behind: it is removed, not kept
+    before = set(bubblewrap._spare_runs)
+    running = await box.start("echo started > s.txt; sleep 30", folder)
+    await asyncio.sleep(0.3)
+    run = running._run  # type: ignore[attr-defined]
+    running.stop()
+    assert (await running.result()).stopped_by == "stop"
+    assert not run.exists() and set(bubblewrap._spare_runs) <= before

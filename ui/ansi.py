@@ -129,6 +129,63 @@ class AnsiParser:
         self.style = style
         return spans
 
+    def feed_runs(self, chunk: str, offset: int, starts: list[int], styles: list[Style]) -> str:
+        """What :meth:`feed` gives, as the chunk's text whole, its style changes added to ``starts`` (``offset``
+        + the position in the text) and ``styles`` (the style from there; the last of them, or plain, is the
+        style before the chunk). No span per piece, no tuple per change: a command that colours every line makes
+        few objects (long-lived ones would cost the garbage collector's full passes)."""
+        text, self.pending = split_partial_escape(self.pending + chunk)
+        text = text.replace("\r\n", "\n")
+        style = self.style
+        last = styles[-1] if styles else PLAIN
+        if "\x1b" not in text:
+            if text and style != last:
+                starts.append(offset)
+                styles.append(style)
+            return text
+        parts = _ESCAPE.split(text)  # text, (CSI parameters, CSI final byte), text, …: one pass in C
+        pieces = parts[::3]
+        position = offset
+        if pieces[0]:
+            if style != last:
+                starts.append(position)
+                styles.append(style)
+                last = style
+            position += len(pieces[0])
+        for i in range(1, len(parts), 3):
+            if parts[i + 1] == "m":
+                style = apply_sgr(style, parts[i] or "")
+            piece = parts[i + 2]
+            if piece:
+                if style != last:
+                    starts.append(position)
+                    styles.append(style)
+                    last = style
+                position += len(piece)
+        self.style = style
+        return "".join(pieces)
+
+    def skip(self, chunk: str) -> None:
+        """Read ``chunk`` for its effect on the style only (no spans made): a known state carried forward."""
+        text, self.pending = split_partial_escape(self.pending + chunk)
+        if "\x1b" not in text:
+            return
+        style = self.style
+        # Only what follows the last plain reset counts (every escape sequence starts at its ESC, so that reset
+        # is one whatever came before it): most commands end each coloured word with one.
+        long_reset, short_reset = text.rfind("\x1b[0m"), text.rfind("\x1b[m")
+        reset = max(long_reset + 4 if long_reset >= 0 else 0, short_reset + 3 if short_reset >= 0 else 0)
+        if reset:
+            style, text = PLAIN, text[reset:]
+            if "\x1b" not in text:
+                self.style = style
+                return
+        parts = _ESCAPE.split(text)
+        for i in range(1, len(parts), 3):
+            if parts[i + 1] == "m":
+                style = apply_sgr(style, parts[i] or "")
+        self.style = style
+
 
 def _add(spans: list[tuple[str, Style]], text: str, style: Style) -> None:
     if spans and spans[-1][1] == style:  # an escape sequence that changed nothing between them

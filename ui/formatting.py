@@ -73,5 +73,7 @@ def strip_ansi(text: str) -> str:
 
 def split_partial_escape(text: str) -> tuple[str, str]:
     """``text`` and the start of an escape sequence it ends in (kept for the next chunk), apart."""
-    partial = _ANSI_PARTIAL.search(text)
-    return (text[: partial.start()], partial.group(0)) if partial else (text, "")
+    # Such a start holds no other ESC, so it can only be at the last one: matched there, not searched for.
+    last = text.rfind("\x1b")
+    partial = _ANSI_PARTIAL.match(text, last) if last >= 0 else None
+    return (text[:last], partial.group(0)) if partial else (text, "")

@@ -15,6 +15,7 @@ from ui.chat.model.presenter import ChatPresenter
 from ui.chat.model.state import Item, RunState, TextItem, TurnState
 from ui.chat.model.text import Texts
 from ui.chat.model.tool_calls import OUTPUT_KEEP, OutputState, ToolCallItem
+from ui.chat.view.cards import OUTPUT_VIEW_CHARS, OUTPUT_VIEW_LINES
 from ui.formatting import strip_ansi
 from workspace import events as ev
 from workspace.persistence.conversation import coalesce_text
@@ -174,10 +175,12 @@ def test_a_short_output_stays_open_and_a_cut_one_says_so(qapp_instance: Any) -> 
     for _ in range(2500):
         big.output.append("y" * 99 + "\n")
     other = _card(qapp_instance)
-    other.apply(big)  # a card made after the output (a reopened thread): shown whole, the cut said
+    other.apply(big)  # a card made after the output (a reopened thread): its end shown, the cut said
     qapp_instance.processEvents()
-    assert other.output is not None and other.output.text == big.output.text
-    assert other.output.cut_note.isVisible() and "earlier characters not shown" in other.output.cut_note.text()
+    assert other.output is not None and big.output.text.endswith(other.output.text)
+    assert other.output.text.startswith("y") and other.output.view.document().blockCount() <= OUTPUT_VIEW_LINES
+    cut = 250_000 - len(other.output.text)
+    assert other.output.cut_note.isVisible() and f"… {cut:,} earlier characters not shown" in other.output.cut_note.text()
     card.close()
     other.close()
 
@@ -194,7 +197,9 @@ def test_a_long_stream_keeps_the_view_bounded_and_its_end_in_order(qapp_instance
     shown = card.output
     assert shown is not None
     whole = "".join(every)
-    assert whole.endswith(shown.text) and len(shown.text) <= 2 * OUTPUT_KEEP  # the end, in order, bounded
+    assert whole.endswith(shown.text) and len(shown.text) <= OUTPUT_VIEW_CHARS  # the end, in order, bounded
+    assert shown.view.document().blockCount() <= OUTPUT_VIEW_LINES
+    assert len(item.output.text) == OUTPUT_KEEP  # the call keeps more than the card shows
     assert shown.text.endswith("005999 " + "z" * 92 + "\n")
     qapp_instance.processEvents()
     cut = len(whole) - len(shown.text)
@@ -202,3 +207,170 @@ def test_a_long_stream_keeps_the_view_bounded_and_its_end_in_order(qapp_instance
     bar = shown.view.verticalScrollBar()
     assert bar.value() == bar.maximum()
     card.close()
+
+
+def _wait_for(qapp_instance: Any, condition: Any, what: str) -> None:
+    import time
+
+    deadline = time.monotonic() + 10  # bounds a hang (the frame timer is 16 ms)
+    while not condition():
+        assert time.monotonic() < deadline, f"waited 10 s for {what}"
+        qapp_instance.processEvents()
+        time.sleep(0.002)
+
+
+def test_chunks_that_come_within_a_frame_are_one_update_of_the_view(qapp_instance: Any) -> None:
+    from ui.chat.view.cards import OUTPUT_FRAME_MS
+
+    card = _card(qapp_instance)
+    item = ToolCallItem(parent=None, call_id="c1", tool="run_command", robot="file-helper", arguments={})
+    item.output = OutputState()
+    card.append_output(item.output, item.output.append("first\n"))
+    shown = card.output
+    assert shown is not None
+    updates: list[int] = []  # the characters each update of the view's document added (setPlainText clears first)
+    shown.view.document().contentsChange.connect(lambda _at, _removed, added: added and updates.append(added))
+    lines = [f"line {i}\n" for i in range(300)]
+    for line in lines:  # 300 chunks, faster than a frame
+        card.append_output(item.output, item.output.append(line))
+    assert updates == [] and shown.view.toPlainText() == ""  # nothing laid out yet: they wait for the frame
+    _wait_for(qapp_instance, lambda: bool(updates), f"the frame's update ({OUTPUT_FRAME_MS} ms)")
+    assert len(updates) == 1
+    assert shown.text == "first\n" + "".join(lines)
+    assert "301 lines" in shown.toggle.text()
+    # more chunks, then the call ends: what is queued is shown at once, in one more update
+    for i in range(300, 310):
+        card.append_output(item.output, item.output.append(f"line {i}\n"))
+    item.status = "ok"
+    card.apply(item)
+    assert len(updates) == 2 and shown.view.toPlainText().endswith("line 309")
+    card.close()
+
+
+def test_a_fast_stream_is_few_updates_and_the_card_holds_a_bounded_tail(qapp_instance: Any) -> None:
+    from ui.inspector.tool_calls import ToolCallsModel
+
+    card = _card(qapp_instance)
+    model = ToolCallsModel()
+    item = ToolCallItem(parent=None, call_id="c1", tool="run_command", robot="file-helper", arguments={})
+    item.output = OutputState()
+    model.add_event(E(ev.ToolUse, 1, id="c1", name="run_command", input={"command": "make"}))
+    chunks = ["".join(f"{n:07d} \x1b[32mok\x1b[0m {'w' * 60}\n" for n in range(i * 100, i * 100 + 100))
+              for i in range(400)]  # 40,000 lines, 3 MB
+    updates: list[int] = []
+    for seq, chunk in enumerate(chunks, start=2):
+        card.append_output(item.output, item.output.append(chunk))
+        model.add_event(E(ev.ToolOutput, seq, id="c1", name="run_command", text=chunk))
+        if seq == 2:
+            card.output.view.document().contentsChange.connect(lambda _at, _gone, added: added and updates.append(added))
+        if seq % 50 == 0:  # the event loop turns now and then: a frame's update, if one is due
+            qapp_instance.processEvents()
+    shown = card.output
+    assert shown is not None
+    text = shown.text
+    assert len(updates) <= 10  # at most one per turn of the loop above and the last, not one per chunk
+    whole = strip_ansi("".join(chunks))
+    assert whole.endswith(text) and text.endswith("0039999 ok " + "w" * 60 + "\n")
+    assert shown.view.document().blockCount() <= OUTPUT_VIEW_LINES and len(text) <= OUTPUT_VIEW_CHARS
+    assert f"{len(whole) - len(text):,} earlier characters not shown" in shown.cut_note.text()
+    record = model.find("c1")
+    assert record is not None and record.output == "".join(chunks)  # the inspector keeps every character
+    card.close()
+
+
+def test_the_inspector_pages_a_long_output_and_keeps_all_of_it(qapp_instance: Any) -> None:
+    from ui.inspector.panes import OUTPUT_PAGE, ToolCallsPane
+    from ui.inspector.tool_calls import ToolCallsModel
+
+    model = ToolCallsModel()
+    pane = ToolCallsPane(model)
+    pane.resize(600, 500)
+    pane.show()
+    lines = [f"{n:06d} \x1b[31mred\x1b[0m {'q' * 80}\n" for n in range(3000)]  # 303,000 characters: pages
+    model.add_event(E(ev.ToolUse, 1, id="c1", name="run_command", input={"command": "make"}))
+    for seq, start in enumerate(range(0, 3000, 700), start=2):
+        model.add_event(E(ev.ToolOutput, seq, id="c1", name="run_command", text="".join(lines[start:start + 700])))
+    model.add_event(E(ev.ToolResult, 20, id="c1", name="run_command", payload={"data": {"exit_code": 0}}, duration=1.0))
+    pane.tabs.setCurrentWidget(pane.output_tab)
+    pane.select_call("c1")
+    whole = "".join(lines)
+    assert len(whole) > 2 * OUTPUT_PAGE
+    shown = pane.output_view.toPlainText()
+    assert pane.output_pager.isVisible() and pane.output_earlier.isEnabled() and not pane.output_later.isEnabled()
+    assert strip_ansi(whole).endswith(shown)
+    assert len(shown) <= OUTPUT_PAGE and shown.startswith(lines[-len(shown.splitlines())][:6])  # whole lines
+    assert pane.output_part.text().endswith(f"of {len(whole):,}")
+    parts = [pane.output_part.text()]
+    while pane.output_earlier.isEnabled():  # back to the start, a part at a time, each ending where the next begins
+        pane.output_earlier.click()
+        parts.append(pane.output_part.text())
+    assert pane.output_view.toPlainText().startswith("000000 red ") and len(parts) > len(whole) // OUTPUT_PAGE
+    pages = []
+    while True:
+        pages.append(pane.output_view.toPlainText())
+        if not pane.output_later.isEnabled():
+            break
+        pane.output_later.click()
+    assert "".join(pages) == strip_ansi(whole)  # every character once, in order, no colour codes
+    assert pane.output_part.text() == parts[0]  # the last part follows the end again
+    pane.close()
+
+
+def test_the_inspector_shows_a_changed_call_once_per_turn_of_the_loop(qapp_instance: Any) -> None:
+    from ui.inspector.panes import ToolCallsPane
+    from ui.inspector.tool_calls import ToolCallsModel
+
+    model = ToolCallsModel()
+    pane = ToolCallsPane(model)
+    pane.show()
+    model.add_event(E(ev.ToolUse, 1, id="c1", name="run_command", input={"command": "make"}))
+    model.add_event(E(ev.ToolOutput, 2, id="c1", name="run_command", text="built\n"))
+    pane.select_call("c1")
+    assert pane.output_view.toPlainText() == "built\n"
+    shown: list[int] = []
+    pane.output_view.document().contentsChange.connect(lambda _at, _gone, added: added and shown.append(added))
+    for seq in range(3, 8):  # five changes of the call in one turn: its detail is shown again once, after them
+        model.add_event(E(ev.ToolUse, seq, id="c1", name="run_command", input={"command": f"make {seq}"}))
+    model.add_event(E(ev.ToolResult, 9, id="c1", name="run_command", payload={"data": {"exit_code": 0}}, duration=1.0))
+    assert shown == []
+    _wait_for(qapp_instance, lambda: bool(shown), "the call shown again")
+    qapp_instance.processEvents()
+    assert len(shown) == 1 and "· ok ·" in pane.args_view.toPlainText() and "exit_code" in pane.result_view.toPlainText()
+    pane.close()
+
+
+def test_a_part_of_the_inspectors_output_has_the_colours_in_force_where_it_starts(qapp_instance: Any) -> None:
+    from PySide6.QtGui import QColor
+
+    from ui import theme
+    from ui.ansi import PLAIN, Style, palette
+    from ui.inspector.panes import OUTPUT_PAGE, ToolCallsPane
+    from ui.inspector.tool_calls import ToolCallsModel
+
+    model = ToolCallsModel()
+    model.add_event(E(ev.ToolUse, 1, id="c1", name="run_command", input={"command": "make"}))
+    # red from the first chunk on (its code cut across two chunks), for more than a page: a part that starts
+    # later starts inside the red
+    chunks = ["plain \x1b[3", "1mred start\n", *("".join(f"{n:06d} {'r' * 70}\n" for n in range(i, i + 500))
+                                                   for i in range(0, 2000, 500)), "\x1b[0mdone\n"]
+    for seq, chunk in enumerate(chunks, start=2):
+        model.add_event(E(ev.ToolOutput, seq, id="c1", name="run_command", text=chunk))
+    record = model.find("c1")
+    assert record is not None
+    red = Style(fg=1)
+    assert record.output_styled(0, 8) == [("plain ", PLAIN)]  # the code's start is cut off at the part's end
+    assert record.output_styled(8, 14) == [("red", red)]  # starts inside the code: read from the chunk's state
+    middle = record.output_length // 2
+    assert record.output_styled(middle, middle + 10) == [(record.output_slice(middle, middle + 10), red)]
+    pane = ToolCallsPane(model)
+    pane.resize(600, 500)
+    pane.show()
+    pane.tabs.setCurrentWidget(pane.output_tab)
+    pane.select_call("c1")
+    assert record.output_length > OUTPUT_PAGE and pane.output_earlier.isEnabled()
+    document = pane.output_view.document()
+    colors = palette(theme.colors().name)
+    first = document.find(pane.output_view.toPlainText()[:6])  # the part's first line: red, its code long before
+    assert not first.isNull() and first.charFormat().foreground().color() == QColor(colors[1])
+    assert document.find("done").charFormat().foreground().style().name == "NoBrush"
+    pane.close()

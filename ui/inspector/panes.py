@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLineEdit,
     QMenu,
+    QPlainTextEdit,
     QPushButton,
     QSplitter,
     QStyle,
@@ -28,7 +29,6 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
-from ui.ansi import styled
 from ui.formatting import format_duration
 from ui.inspector.learnt import LearntSection, LearntSource
 from ui.inspector.memory import MemoryModel, pretty
@@ -36,7 +36,7 @@ from ui.inspector.tool_calls import ToolCallRecord, ToolCallsModel, diff_results
 from ui.inspector.trace import TraceFilterModel, TraceModel, raw_event_json
 from ui.inspector.trace_tree import TraceNode, TraceTree
 from ui.inspector.trace_view import Rerun, RerunDialog, TraceTreeFilter, TraceTreeModel, node_json
-from ui.widgets.ansi_text import insert_styled
+from ui.widgets.ansi_text import show_styled
 from ui.widgets.common import ElidedLabel, name_line_edit_buttons
 from workspace import events as ev
 
@@ -62,6 +62,28 @@ def _table(model: QAbstractItemModel, parent: QWidget) -> QTableView:
     view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
     return view
+
+
+#: The most of a call's output the Tool calls pane's Output tab shows at once (Earlier / Later page through it).
+OUTPUT_PAGE = 50_000
+
+
+def output_part(rec: ToolCallRecord, edge: int, *, backwards: bool) -> tuple[int, int]:
+    """The part of the call's output that ends at ``edge`` (``backwards``) or starts there: at most
+    :data:`OUTPUT_PAGE` characters, its far end at a line's start when one is near (so no line, and no colour
+    code, is cut there)."""
+    length = rec.output_length
+    if backwards:
+        start = max(0, edge - OUTPUT_PAGE)
+        if start > 0:
+            newline = rec.output_slice(start, start + 200).find("\n")
+            start = start + newline + 1 if newline >= 0 else start
+        return start, edge
+    end = min(length, edge + OUTPUT_PAGE)
+    if end < length:
+        newline = rec.output_slice(end - 200, end).rfind("\n")
+        end = end - 200 + newline + 1 if newline >= 0 and end - 200 + newline > edge else end
+    return edge, end
 
 
 def _detail(parent: QWidget) -> QTextBrowser:
@@ -195,16 +217,42 @@ class ToolCallsPane(QWidget):
         self.result_view = _detail(self.tabs)
         self.raw_view = _detail(self.tabs)
         self.diff_view = _detail(self.tabs)
-        self.output_view = _detail(self.tabs)
+        self.output_tab = QWidget(self.tabs)
+        output_layout = QVBoxLayout(self.output_tab)
+        output_layout.setContentsMargins(0, 0, 0, 0)
+        output_layout.setSpacing(4)
+        self.output_pager = QWidget(self.output_tab)
+        pager = QHBoxLayout(self.output_pager)
+        pager.setContentsMargins(4, 2, 4, 0)
+        self.output_part = ElidedLabel("", self.output_pager, tooltip=True)
+        self.output_part.setObjectName("Muted")
+        pager.addWidget(self.output_part, 1)
+        self.output_earlier = QPushButton("Earlier", self.output_pager)
+        self.output_earlier.setToolTip(f"Show the {OUTPUT_PAGE:,} characters before these")
+        self.output_earlier.clicked.connect(lambda: self._page_output(-1))
+        pager.addWidget(self.output_earlier)
+        self.output_later = QPushButton("Later", self.output_pager)
+        self.output_later.setToolTip(f"Show the {OUTPUT_PAGE:,} characters after these")
+        self.output_later.clicked.connect(lambda: self._page_output(1))
+        pager.addWidget(self.output_later)
+        self.output_pager.setVisible(False)
+        output_layout.addWidget(self.output_pager)
+        self.output_view = QPlainTextEdit(self.output_tab)  # plain text: laid out several times faster than rich
+        self.output_view.setReadOnly(True)
+        self.output_view.setUndoRedoEnabled(False)  # a part shown replaces the last: no history of them
         self.output_view.setObjectName("ToolCallOutput")
         self.output_view.setFont(theme.mono_font())
         self.output_view.setPlaceholderText("What a command printed while it ran (run_command's output).")
+        output_layout.addWidget(self.output_view, 1)
+        #: The call whose output is shown, and the part shown: (start, end) in its output; None follows the end.
+        self._output_call: tuple[str, str] | None = None
+        self._output_part: tuple[int, int] | None = None
         self.args_view.setPlaceholderText("Select a call to see its arguments.")
         self.result_view.setPlaceholderText("Select a call to see its result.")
         self.diff_view.setPlaceholderText("Ctrl+click two calls, then Diff two results.")
         self.tabs.addTab(self.args_view, "Arguments")
         self.tabs.addTab(self.result_view, "Result")
-        self.tabs.addTab(self.output_view, "Output")
+        self.tabs.addTab(self.output_tab, "Output")
         self.tabs.addTab(self.raw_view, "Raw")
         self.tabs.addTab(self.diff_view, "Diff")
         splitter.addWidget(self.table)
@@ -216,7 +264,13 @@ class ToolCallsPane(QWidget):
         model.rowsInserted.connect(lambda *_: self._update_count())
         model.modelReset.connect(self._update_count)
         model.dataChanged.connect(lambda *_: self._update_count())  # a call failed after its row came
-        model.dataChanged.connect(lambda *_: self._show(self.table.currentIndex().row()))
+        # a call that changed shows on the next turn of the loop: the changes of one turn (a result, the call's
+        # status) are shown once, and not in the same turn as the chat's own work on them
+        self._show_timer = QTimer(self)
+        self._show_timer.setSingleShot(True)
+        self._show_timer.setInterval(0)
+        self._show_timer.timeout.connect(lambda: self._show(self.table.currentIndex().row()))
+        model.dataChanged.connect(lambda *_: self._show_timer.start())
         model.modelReset.connect(self._clear_detail)  # another thread: the last one's call goes
         self.setFocusProxy(self.table)
         self._update_count()
@@ -225,6 +279,8 @@ class ToolCallsPane(QWidget):
     def _clear_detail(self) -> None:
         for view in (self.args_view, self.result_view, self.raw_view, self.diff_view, self.output_view):
             view.clear()
+        self._output_call = self._output_part = None
+        self.output_pager.setVisible(False)
 
     TOOL_MIN_WIDTH = 110
 
@@ -285,8 +341,34 @@ class ToolCallsPane(QWidget):
             value = payload["data"] if isinstance(payload, dict) and set(payload) == {"data"} else payload
             self.result_view.setHtml(head + _value_html(value))
         self.raw_view.setHtml(markdown.readable_html(rec.raw_json()))
-        self.output_view.clear()
-        insert_styled(self.output_view.textCursor(), styled(rec.output))  # its colours, other escapes dropped
+        if self._output_call != (rec.run_id, rec.id):
+            self._output_call, self._output_part = (rec.run_id, rec.id), None
+        self._show_output(rec)
+
+    def _show_output(self, rec: ToolCallRecord) -> None:
+        """One part of the call's output, at most :data:`OUTPUT_PAGE` characters (the end unless the person
+        paged back): a long output is never joined or laid out whole."""
+        length = rec.output_length
+        start, end = self._output_part or output_part(rec, length, backwards=True)
+        # its colours, other escapes dropped: the part read from the colour state where it starts, in one edit
+        show_styled(self.output_view.document(), rec.output_styled(start, end))
+        self.output_pager.setVisible(start > 0 or end < length)
+        self.output_part.setText(f"Characters {start + 1:,}–{end:,} of {length:,}")
+        self.output_earlier.setEnabled(start > 0)
+        self.output_later.setEnabled(end < length)
+
+    def _page_output(self, step: int) -> None:
+        row = self.table.currentIndex().row()
+        if row < 0 or row >= self.model.rowCount():
+            return
+        rec = self.model.record(row)
+        start, end = self._output_part or output_part(rec, rec.output_length, backwards=True)
+        if step < 0:
+            self._output_part = output_part(rec, start, backwards=True)
+        else:
+            part = output_part(rec, end, backwards=False)
+            self._output_part = None if part[1] >= rec.output_length else part  # the last part follows the end
+        self._show_output(rec)
 
     def show_diff(self) -> None:
         rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())

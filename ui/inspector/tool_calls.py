@@ -5,6 +5,7 @@ afresh in every request, so a thread holds several calls with the same id."""
 
 from __future__ import annotations
 
+import bisect
 import json
 import time
 from dataclasses import dataclass, field
@@ -12,9 +13,13 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt
 
+from ui.ansi import PLAIN, AnsiParser, Style
 from ui.formatting import FAILED_CALL, format_duration, result_error
 from ui.widgets.table_model import RowsTableModel
 from workspace import events as ev
+
+#: The colour state of an output's start (and of most chunks' starts).
+_PLAIN_STATE: tuple[Style, str] = (PLAIN, "")
 
 #: The events about one tool call (matched by their ``id``).
 CallEvent = ev.ToolUse | ev.ApprovalRequested | ev.ApprovalDecided | ev.ToolResult | ev.ToolError
@@ -46,8 +51,57 @@ class ToolCallRecord:
     started: float = field(default_factory=time.time)
     decision: str | None = None
     reason: str | None = None
-    #: What the call printed while it ran (its ``tool_output`` chunks, as they came).
-    output: str = ""
+    #: What the call printed while it ran (its ``tool_output`` chunks, as they came), and where each ends in the
+    #: output: a part is read from the chunks it spans (:meth:`output_slice`), never the whole joined.
+    output_chunks: list[str] = field(default_factory=list)
+    output_ends: list[int] = field(default_factory=list)
+    #: The colour state where each chunk starts (the style in force, an escape sequence cut at the chunk before's
+    #: end): a part is painted from the state of the chunk it starts in, never by reading the output from its start.
+    output_states: list[tuple[Style, str]] = field(default_factory=list)
+    _output_parser: AnsiParser = field(default_factory=AnsiParser, repr=False)
+
+    def add_output(self, text: str) -> None:
+        parser = self._output_parser
+        state = (parser.style, parser.pending)
+        self.output_states.append(_PLAIN_STATE if state == _PLAIN_STATE else state)
+        parser.skip(text)  # the style only (no spans): one regex pass, and none for a chunk without escapes
+        self.output_chunks.append(text)
+        self.output_ends.append(self.output_length + len(text))
+
+    def output_styled(self, start: int, end: int) -> list[tuple[str, Style]]:
+        """``output[start:end]`` as (text, style) spans, escape sequences gone: read from the known state of the
+        chunk ``start`` is in (a part may start inside a colour, or inside an escape sequence)."""
+        start, end = max(0, start), min(end, self.output_length)
+        if start >= end:
+            return []
+        i = bisect.bisect_right(self.output_ends, start)
+        parser = AnsiParser()
+        parser.style, parser.pending = self.output_states[i]
+        chunk_start = self.output_ends[i] - len(self.output_chunks[i])
+        if start > chunk_start:
+            parser.skip(self.output_chunks[i][:start - chunk_start])
+        return parser.feed(self.output_slice(start, end))
+
+    @property
+    def output_length(self) -> int:
+        return self.output_ends[-1] if self.output_ends else 0
+
+    def output_slice(self, start: int, end: int) -> str:
+        """``output[start:end]``, joined from the chunks it spans."""
+        start, end = max(0, start), min(end, self.output_length)
+        pieces: list[str] = []
+        i = bisect.bisect_right(self.output_ends, start)
+        while start < end and i < len(self.output_chunks):
+            chunk_start = self.output_ends[i] - len(self.output_chunks[i])
+            pieces.append(self.output_chunks[i][start - chunk_start:end - chunk_start])
+            start = self.output_ends[i]
+            i += 1
+        return "".join(pieces)
+
+    @property
+    def output(self) -> str:
+        """Everything the call printed, as it came."""
+        return "".join(self.output_chunks)
 
     @property
     def failed(self) -> bool:
@@ -178,7 +232,7 @@ class ToolCallsModel(RowsTableModel[ToolCallRecord]):
             case ev.ToolOutput():
                 found = self.find(event.id, event.run_id)
                 if found is not None:  # shown when the call is (re)selected or ends: no repaint per chunk
-                    found.output += event.text
+                    found.add_output(event.text)
             case ev.ToolError():
                 rec = self._ensure(event)
                 if rec.status != "denied":

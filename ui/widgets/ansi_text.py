@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor
+from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor, QTextDocument
 
 from ui import theme
 from ui.ansi import Style, palette
@@ -40,4 +40,17 @@ def insert_styled(cursor: QTextCursor, spans: Iterable[tuple[str, Style]]) -> No
         cursor.endEditBlock()
 
 
-__all__ = ["char_format", "insert_styled"]
+def show_styled(document: QTextDocument, spans: Iterable[tuple[str, Style]]) -> None:
+    """The document's text replaced by the spans, in one edit block (one change, one layout: no empty document
+    between; give the document no undo history, or the text it held goes there)."""
+    cursor = QTextCursor(document)
+    cursor.beginEditBlock()
+    try:
+        cursor.select(QTextCursor.SelectionType.Document)
+        cursor.removeSelectedText()
+        insert_styled(cursor, spans)
+    finally:
+        cursor.endEditBlock()
+
+
+__all__ = ["char_format", "insert_styled", "show_styled"]

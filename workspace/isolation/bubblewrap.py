@@ -3,21 +3,21 @@
 One command runs through this chain (each step ``exec``\\ s the next, so stopping the first
 process's group stops it all):
 
-1. ``prlimit``: the process count (``RLIMIT_NPROC``), memory (``RLIMIT_AS``) and file size
-   (``RLIMIT_FSIZE``) limits;
-2. ``unshare --user --map-root-user --mount --pid --fork``: a user namespace where the
+1. ``unshare --user --map-root-user --mount --pid --fork``: a user namespace where the
    caller is root over nothing but itself, with its own mounts and process numbers;
-3. ``sh -c SETUP``: caps the namespace's process numbers (``kernel.pid_max``, per pid namespace since
-   Linux 6.14: the process limit that holds even for the host's root, whom ``RLIMIT_NPROC`` spares),
-   and mounts overlayfs: the folder (bound to a plain path first when its own holds a character the
-   mount options cannot: ``:``, ``,`` or a backslash), the pending-changes layer, and an empty upper
+2. ``sh -c SETUP``: sets the process count (``RLIMIT_NPROC``), memory (``RLIMIT_AS``) and file size
+   (``RLIMIT_FSIZE``) limits (the shell's ``ulimit``: no process of its own), caps the namespace's
+   process numbers (``kernel.pid_max``, per pid namespace since Linux 6.14: the process limit that
+   holds even for the host's root, whom ``RLIMIT_NPROC`` spares), and mounts overlayfs: the folder
+   (bound to a plain path first when its own holds a character the mount options cannot: ``:``, ``,``
+   or a backslash), the pending-changes layer, and an empty upper
    directory for the command's writes (overlayfs never writes to its lower layers). bubblewrap 0.8,
    Debian 12's, has no overlay options of its own: ``--overlay`` came with 0.9;
-4. ``bwrap``: a second user namespace, new pid, network (loopback only: the host's loopback servers
+3. ``bwrap``: a second user namespace, new pid, network (loopback only: the host's loopback servers
    are unreachable), IPC, UTS and cgroup namespaces; the system's directories read-only, a private
    ``/tmp`` and home, no host home at all, the overlay at the folder's own path, everything else
    read-only; ``--die-with-parent`` and ``--new-session``;
-5. ``/bin/sh -c COMMAND`` in the folder, stderr merged into stdout, with a reduced environment
+4. ``/bin/sh -c COMMAND`` in the folder, stderr merged into stdout, with a reduced environment
    (:func:`safe_environment`).
 
 After the command the upper directory holds exactly what it wrote: read back as changes
@@ -28,7 +28,9 @@ The user's folder is a read-only lower layer: nothing the command does reaches i
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import functools
 import inspect
 import json
 import os
@@ -36,6 +38,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -81,7 +84,10 @@ USERNS_HINT = (
 
 _SETUP = r"""
 set -e
-run="$1"; pid_max="$2"; folder="$3"; shift 3
+run="$1"; pid_max="$2"; folder="$3"; nproc="$4"; memory_kb="$5"; file_blocks="$6"; shift 6
+ulimit -u "$nproc" 2>/dev/null || ulimit -p "$nproc"  # bash's -u, dash's -p
+if [ "$memory_kb" != - ]; then ulimit -v "$memory_kb"; fi
+if [ "$file_blocks" != - ]; then ulimit -f "$file_blocks"; fi
 if [ "$pid_max" != 0 ]; then
   if echo "$pid_max" > /proc/sys/kernel/pid_max 2>/dev/null; then :; else echo "robotlab-sandbox: no pid_max" >&2; fi
 fi
@@ -134,10 +140,17 @@ class Capabilities:
 _checked: dict[str, Capabilities] = {}
 
 
+_tools: dict[str, str] = {}
+
+
 def _tool(name: str, package: str) -> str:
+    """The path of a command the chain runs, looked up once per process."""
+    if name in _tools:
+        return _tools[name]
     found = shutil.which(name, path=os.environ.get("PATH", "") + os.pathsep + SANDBOX_PATH)
     if not found:
         raise SandboxUnavailable(f"No sandbox: the {name} command is missing; install {package}.")
+    _tools[name] = found
     return found
 
 
@@ -155,7 +168,7 @@ def check(bwrap: str | None = None) -> Capabilities:
     resolved = shutil.which(path)
     if not resolved:
         raise SandboxUnavailable(f"No sandbox: bubblewrap ({path}) is not installed; {INSTALL_HINT}.")
-    for name in ("prlimit", "unshare", "mount"):
+    for name in ("unshare", "mount"):
         _tool(name, "util-linux (sudo apt-get install util-linux)")
     import subprocess
 
@@ -204,14 +217,85 @@ async def _probe(caps: Capabilities) -> Capabilities:
     return Capabilities(bwrap=caps.bwrap, version=caps.version, process_limit="pid namespace")
 
 
-def _system_binds() -> list[str]:
+@functools.cache
+def _system_binds() -> tuple[str, ...]:
+    """bwrap's arguments for the system's directories (they do not change while RobotLab runs)."""
     args: list[str] = []
     for directory in SYSTEM_DIRS:
         if os.path.islink(directory):
             args += ["--symlink", os.readlink(directory), directory]
         elif os.path.isdir(directory):
             args += ["--ro-bind", directory, directory]
-    return args
+    return tuple(args)
+
+
+#: The folders of a run's directory: the overlay's layers, its mount point, and where a folder whose path the
+#: mount options cannot hold is bound first (see ``_SETUP``).
+RUN_FOLDERS = ("pending", "upper", "work", "merged", "real")
+#: Run directories of commands that ended, their layers emptied, kept for the next commands (making and removing
+#: a run's folders costs milliseconds on a disk-backed /tmp, and more on a loaded machine): at most this many.
+MAX_SPARE_RUNS = 4
+_spare_runs: list[Path] = []
+_spare_lock = threading.Lock()
+
+
+def _take_run() -> Path:
+    """A run directory with empty layers: a spare one, or a new one."""
+    while _spare_runs:
+        run = _spare_runs.pop()
+        with contextlib.suppress(OSError):
+            if _empty(run / "upper") and _empty(run / "pending"):
+                return run
+        _remove_tree(run)
+    run = Path(tempfile.mkdtemp(prefix="robotlab-sandbox-"))
+    if any(c in str(run) for c in ":,\\"):
+        _remove_tree(run)
+        raise IsolationError(
+            f"the temporary folder {run.parent} has ':', ',' or '\\' in its path, which overlay mounts "
+            "cannot take; set TMPDIR to a plain path"
+        )
+    try:
+        for name in RUN_FOLDERS:
+            os.mkdir(run / name)
+    except BaseException:
+        _remove_tree(run)
+        raise
+    if not _at_exit:  # the spare ones go when RobotLab ends
+        _at_exit.append(True)
+        atexit.register(_remove_spare_runs)
+    return run
+
+
+def _recycle(run: Path) -> None:
+    """Keeps the run directory of a command that ended for the next one, its layers emptied (removed when there
+    are enough spare ones or emptying fails). The overlay's work folder is reused as it is: the kernel empties it
+    when it mounts."""
+    try:
+        for name in ("upper", "pending"):
+            if not _empty(run / name):
+                _remove_tree(run / name)
+                os.mkdir(run / name)
+    except OSError:
+        _remove_tree(run)
+        return
+    with _spare_lock:  # commands end in threads of their own (reading their writes back)
+        if len(_spare_runs) < MAX_SPARE_RUNS:
+            _spare_runs.append(run)
+            return
+    _remove_tree(run)
+
+
+_at_exit: list[bool] = []
+
+
+def _remove_spare_runs() -> None:
+    while _spare_runs:
+        _remove_tree(_spare_runs.pop())
+
+
+def _empty(directory: Path) -> bool:
+    with os.scandir(directory) as entries:
+        return next(entries, None) is None
 
 
 def _remove_tree(path: Path) -> None:
@@ -287,19 +371,12 @@ class BubblewrapSandbox:
                     f"the working folder {cwd!r} is outside the folder; give a path inside it"
                 )
             workdir = str(inside)
-        run = Path(tempfile.mkdtemp(prefix="robotlab-sandbox-"))
-        if any(c in str(run) for c in ":,\\"):
-            _remove_tree(run)
-            raise IsolationError(
-                f"the temporary folder {run.parent} has ':', ',' or '\\' in its path, which overlay mounts "
-                "cannot take; set TMPDIR to a plain path"
-            )
+        run = _take_run()
         try:
-            for name in ("pending", "real", "upper", "work", "merged"):
-                (run / name).mkdir()
-            from workspace.isolation.layers import write_pending_layer
+            if pending:
+                from workspace.isolation.layers import write_pending_layer
 
-            await asyncio.to_thread(write_pending_layer, run / "pending", pending or {})
+                await asyncio.to_thread(write_pending_layer, run / "pending", pending)
             status_read, status_write = os.pipe()
             argv = self._argv(run, folder, workdir, command, status_write)
             try:
@@ -353,11 +430,9 @@ class BubblewrapSandbox:
     def _argv(self, run: Path, folder: Path, workdir: str, command: str, status_fd: int) -> list[str]:
         limits = self.limits
         caps = self.capabilities
-        rlimits = [f"--nproc={limits.max_processes}"]
-        if limits.max_memory_bytes is not None:
-            rlimits.append(f"--as={limits.max_memory_bytes}")
-        if limits.max_file_bytes is not None:
-            rlimits.append(f"--fsize={limits.max_file_bytes}")
+        # The shell's ulimit takes memory in KiB and file sizes in 512-byte blocks (POSIX): rounded up.
+        memory_kb = "-" if limits.max_memory_bytes is None else str(-(-limits.max_memory_bytes // 1024))
+        file_blocks = "-" if limits.max_file_bytes is None else str(-(-limits.max_file_bytes // 512))
         # The namespace's own processes (unshare's child, bwrap and its reaper) come on top.
         pid_max = max(MIN_PID_MAX, limits.max_processes + 8)
         bwrap = [
@@ -376,9 +451,9 @@ class BubblewrapSandbox:
             "--", "/bin/sh", "-c", 'exec 2>&1; exec /bin/sh -c "$0"', command,
         ]  # fmt: skip
         return [
-            _tool("prlimit", "util-linux"), *rlimits, "--",
             _tool("unshare", "util-linux"), "--user", "--map-root-user", "--mount", "--pid", "--fork",
             "/bin/sh", "-c", _SETUP, "robotlab-sandbox-setup", str(run), str(pid_max), str(folder),
+            str(limits.max_processes), memory_kb, file_blocks,
             *bwrap,
         ]  # fmt: skip
 
@@ -414,6 +489,7 @@ class BubblewrapCommand:
         self._killed = asyncio.Event()
         self._result: CommandResult | None = None
         self._task: asyncio.Task[CommandResult] | None = None
+        self._released = False
 
     @property
     def pid(self) -> int:
@@ -470,7 +546,12 @@ class BubblewrapCommand:
             exit_code: int | None = status.get("exit-code")
             if self._stopped_by is not None:
                 exit_code = None
-            changes = await asyncio.to_thread(self._changes)
+            if not self._pending and _empty(self._run / "upper"):
+                # Nothing pending, nothing written: nothing to read back or empty, so no thread is needed.
+                changes = FolderChanges()
+                self._release()
+            else:  # one hop to a thread: the writes read back, then the run directory released
+                changes = await asyncio.to_thread(self._changes_then_release)
             return CommandResult(
                 command=self.command,
                 exit_code=exit_code,
@@ -481,7 +562,8 @@ class BubblewrapCommand:
                 notes=tuple(notes),
             )
         finally:
-            await asyncio.to_thread(_remove_tree, self._run)
+            if not self._released:
+                await asyncio.to_thread(self._release)
 
     async def _pump(self, collector: OutputCollector) -> None:
         """Streams the output to the callback until its end. After a kill the rest of the pipe is
@@ -587,10 +669,29 @@ class BubblewrapCommand:
             )
         return notes
 
+    def _release(self) -> None:
+        """The run's directory kept for the next command when this one ended by itself (nothing of it can be
+        running), removed otherwise."""
+        self._released = True
+        if self._stopped_by is None and self._process.returncode is not None:
+            _recycle(self._run)
+        else:
+            _remove_tree(self._run)
+
+    def _changes_then_release(self) -> FolderChanges:
+        try:
+            return self._changes()
+        finally:
+            self._release()
+
     def _changes(self) -> FolderChanges:
         """The upper directory read back: the paths first, then the content of at most
         ``max_changes`` proposed ones (ignored ones keep their size only: a build's output is never
-        read into memory)."""
+        read into memory). Only the upper directory is listed: a command that wrote nothing costs
+        one empty listing."""
+        upper = self._run / "upper"
+        if _empty(upper):
+            return FolderChanges()
         from workspace.isolation.ignore import ignore_matcher
         from workspace.isolation.layers import FolderView, load_change, scan_upper
 
@@ -599,7 +700,7 @@ class BubblewrapCommand:
         proposed: list[Change] = []
         ignored: list[Change] = []
         truncated = False
-        for written in scan_upper(self._run / "upper", view):
+        for written in scan_upper(upper, view):
             skip = is_ignored(written.path)
             bucket = ignored if skip else proposed
             if len(bucket) >= self._limits.max_changes:

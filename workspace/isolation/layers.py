@@ -47,14 +47,24 @@ def _checked_relative(path: str) -> PurePosixPath:
 
 def write_pending_layer(layer: Path, pending: PendingChanges) -> None:
     """Writes ``pending`` into the empty directory ``layer``: files with their new content,
-    whiteouts for deletions."""
+    whiteouts for deletions. The layer is new and written only here, so the folders made are
+    remembered instead of asked of the file system for each file."""
+    root = str(layer)
+    folders: set[str] = {""}  # folder-relative directories made so far
+    leaves: set[str] = set()  # paths written as a file or a whiteout
     for path, content in sorted(pending.items()):
-        rel = _checked_relative(path)
-        target = layer.joinpath(*rel.parts)
-        parent = target.parent
-        if (parent.exists() and not parent.is_dir()) or parent.is_char_device():
-            raise IsolationError(f"pending changes {path!r} and its parent folder conflict: one is a file")
-        parent.mkdir(parents=True, exist_ok=True)
+        parts = _checked_relative(path).parts
+        for depth in range(1, len(parts)):
+            directory = "/".join(parts[:depth])
+            if directory in folders:
+                continue
+            if directory in leaves:
+                raise IsolationError(f"pending changes {path!r} and its parent folder conflict: one is a file")
+            os.mkdir(f"{root}/{directory}")
+            folders.add(directory)
+        rel = "/".join(parts)
+        target = f"{root}/{rel}"
+        leaves.add(rel)
         if content is None:
             try:
                 os.mknod(target, stat.S_IFCHR | 0o600, os.makedev(0, 0))
@@ -64,7 +74,13 @@ def write_pending_layer(layer: Path, pending: PendingChanges) -> None:
                     f"whiteout 0/0 was refused: {exc}); Linux 5.8 or newer allows it"
                 ) from exc
         else:
-            target.write_bytes(content)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            try:
+                view = memoryview(content)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
 
 
 def is_whiteout(st: os.stat_result) -> bool:

@@ -84,21 +84,19 @@ def cut_note(cut: int) -> str:
     return f"… {cut:,} earlier characters not shown (the whole output is in the Tool calls inspector)" if cut else ""
 
 
-def _offset(run: tuple[int, Style]) -> int:
-    return run[0]
-
-
 @dataclass(eq=False, kw_only=True)
 class OutputState:
     """What a running tool printed (``tool_output`` chunks): its last :data:`OUTPUT_KEEP` characters as plain
-    text (``cut`` characters before them were left out) and where their ANSI colours change (``runs``); other
-    escape sequences are dropped."""
+    text (``cut`` characters before them were left out) and where their ANSI colours change (``run_starts``,
+    ``run_styles``); other escape sequences are dropped."""
 
     text: str = ""
     cut: int = 0
-    #: Where the style changes: (offset in the whole output, the style from there), in order; ``text`` starts
-    #: at offset ``cut``, and a run at ``cut`` holds the style its first character has. None: all plain.
-    runs: list[tuple[int, Style]] = field(default_factory=list)
+    #: Where the style changes: the offsets in the whole output, in order, and the style from each (two lists,
+    #: not a tuple per change: few objects for the garbage collector); ``text`` starts at offset ``cut``, and a
+    #: change at ``cut`` holds the style its first character has. None: all plain.
+    run_starts: list[int] = field(default_factory=list)
+    run_styles: list[Style] = field(default_factory=list)
     _parser: AnsiParser = field(default_factory=AnsiParser, repr=False)
 
     @property
@@ -108,15 +106,8 @@ class OutputState:
 
     def append(self, chunk: str) -> str:
         """Add a chunk; the text it added (what a view appends; :meth:`styled` has its colours)."""
-        added: list[str] = []
-        end = self.cut + len(self.text)
-        runs = self.runs
-        for text, style in self._parser.feed(chunk):
-            if style != (runs[-1][1] if runs else PLAIN):
-                runs.append((end, style))
-            end += len(text)
-            added.append(text)
-        joined = "".join(added)
+        starts, styles = self.run_starts, self.run_styles
+        joined = self._parser.feed_runs(chunk, self.cut + len(self.text), starts, styles)
         self.text += joined  # once per chunk: the kept text is long
         if len(self.text) > OUTPUT_KEEP:
             cut = len(self.text) - OUTPUT_KEEP
@@ -124,18 +115,20 @@ class OutputState:
             cut = newline + 1 if newline >= 0 else cut
             self.text = self.text[cut:]
             self.cut += cut
-            index = bisect_right(runs, self.cut, key=_offset)  # the runs before the kept text go
+            index = bisect_right(starts, self.cut)  # the changes before the kept text go
             if index:
-                first = runs[index - 1][1]
-                del runs[:index]
+                first = styles[index - 1]
+                del starts[:index]
+                del styles[:index]
                 if first != PLAIN:
-                    runs.insert(0, (self.cut, first))
+                    starts.insert(0, self.cut)
+                    styles.insert(0, first)
         return joined
 
     def _style_at(self, offset: int) -> Style:
         """The style of the kept text's character at ``offset`` (of the next one, at the end)."""
-        index = bisect_right(self.runs, self.cut + offset, key=_offset)
-        return self.runs[index - 1][1] if index else PLAIN
+        index = bisect_right(self.run_starts, self.cut + offset)
+        return self.run_styles[index - 1] if index else PLAIN
 
     def styled(self, start: int = 0) -> list[tuple[str, Style]]:
         """``text[start:]`` as (text, style) spans, in order."""
@@ -144,7 +137,8 @@ class OutputState:
         style = self._style_at(start)
         position = start
         base = self.cut
-        for offset, run_style in self.runs[bisect_right(self.runs, base + start, key=_offset):]:
+        first = bisect_right(self.run_starts, base + start)
+        for offset, run_style in zip(self.run_starts[first:], self.run_styles[first:], strict=True):
             offset -= base
             if offset > position:
                 spans.append((self.text[position:offset], style))

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeyEvent, QTextOption
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent, QTextCursor, QTextOption
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
@@ -28,10 +28,10 @@ from PySide6.QtWidgets import (
 
 from ui import markdown, theme
 from ui.ansi import PLAIN, Style
-from ui.chat.model.tool_calls import OUTPUT_KEEP, cut_note
+from ui.chat.model.tool_calls import cut_note
 from ui.formatting import elapsed_text, format_duration
 from ui.markdown import value_html
-from ui.widgets.ansi_text import insert_styled
+from ui.widgets.ansi_text import insert_styled, show_styled
 from ui.widgets.common import (
     AutoHeightText,
     ElidedLabel,
@@ -56,6 +56,15 @@ ARGS_MAX_LINES = 40
 OUTPUT_MAX_LINES = 14
 #: A finished call's output longer than this many lines starts folded.
 OUTPUT_FOLD_LINES = 12
+#: The card's output view changes at most once a frame (milliseconds): the chunks that come sooner wait for it and
+#: go in together, so a fast command costs one document update per frame, not one per chunk.
+OUTPUT_FRAME_MS = 16
+#: Lines the card's output view holds at most (a bounded tail: the thread keeps the call's output, and the Tool
+#: calls inspector shows all of it). An update that would go past them shows the view anew from the last half
+#: of them: laying out a few hundred lines again is cheaper than the document dropping as many from its start.
+OUTPUT_VIEW_LINES = 500
+#: Characters the card's output view holds at most (long lines), the same way.
+OUTPUT_VIEW_CHARS = 50_000
 STATUS_TEXT = {
     "running": "running…",
     "approval": "needs approval",
@@ -472,10 +481,31 @@ class ToolCard(QFrame):
             self.decided.emit(self.call_id, decision)
 
 
+def output_tail(text: str, *, lines: int, chars: int) -> str:
+    """The end of ``text``: its last ``lines`` lines, at most ``chars`` characters (then from a line's start when
+    one is near)."""
+    tail = text[-chars:]
+    start = len(tail) - 1 if tail.endswith("\n") else len(tail)
+    for _ in range(lines):
+        start = tail.rfind("\n", 0, start)
+        if start < 0:
+            break
+    if start >= 0:
+        return tail[start + 1:]
+    if len(tail) < len(text):
+        newline = tail.find("\n", 0, 200)
+        return tail[newline + 1:] if newline >= 0 else tail
+    return tail
+
+
 class CommandOutput(QWidget):
     """A running command's output in its card: monospace, at most :data:`OUTPUT_MAX_LINES` high with a scroll
     bar, following the end unless the person scrolled up; once the call ends, a long output folds behind
-    its toggle ("Output · 120 lines")."""
+    its toggle ("Output · 120 lines").
+
+    The view is a bounded tail (:data:`OUTPUT_VIEW_LINES` lines, :data:`OUTPUT_VIEW_CHARS` characters at most) of
+    what came, and it changes at most once a frame (:data:`OUTPUT_FRAME_MS`): :meth:`append` queues a chunk,
+    :meth:`flush` puts every queued chunk in with one edit."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -506,16 +536,26 @@ class CommandOutput(QWidget):
         self.view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self.view.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.view.setMaximumBlockCount(OUTPUT_VIEW_LINES)
         layout.addWidget(self.view)
         self._lines = 0
         self._cut = 0
         #: The output's last line end, not shown yet (the view would end in an empty line).
         self._held = False
         self._finished = False
+        #: Chunks that came since the last update, and the output they were added to.
+        self._queued: list[str] = []
+        self._state: OutputState | None = None
+        self._frame = QTimer(self)
+        self._frame.setSingleShot(True)
+        self._frame.setInterval(OUTPUT_FRAME_MS)
+        self._frame.timeout.connect(self.flush)
         self._fit()
 
     @property
     def text(self) -> str:
+        """What the view shows (the queued chunks put in first)."""
+        self.flush()
         return self.view.toPlainText() + ("\n" if self._held else "")
 
     def at_end(self) -> bool:
@@ -523,23 +563,43 @@ class CommandOutput(QWidget):
         return bar.value() >= bar.maximum() - 2
 
     def append(self, state: OutputState, text: str) -> None:
+        """``text`` came (``state`` is all the output kept so far): shown with the next frame."""
+        self._state = state
+        self._queued.append(text)
+        if not self._frame.isActive():
+            self._frame.start()
+
+    def flush(self) -> None:
+        """Puts the queued chunks in the view, in one edit."""
+        self._frame.stop()
+        state = self._state
+        if state is None or not self._queued:
+            return
+        text = "".join(self._queued)
+        self._queued.clear()
         follow = self.at_end()
         bar = self.view.verticalScrollBar()
         kept = bar.value()
-        shown = self.view.document().characterCount() - 1
-        if shown == 0 or (state.cut != self._cut and shown + len(text) > 2 * OUTPUT_KEEP):
-            # the first output, or the view holds twice what is kept: shown anew from what is kept (once per
-            # OUTPUT_KEEP characters that came, not once per chunk: the view lays its whole text out again)
-            self._cut = state.cut
-            self.view.clear()
-            self._held = False
-            # Its colours from RESTYLE_CHARS before the end (where the person reads): the text before, plain in
-            # one piece, so showing the whole kept output anew costs one insert, not one per coloured word.
-            split = max(0, len(state.text) - RESTYLE_CHARS)
-            self._insert(([(state.text[:split], PLAIN)] if split else []) + state.styled(split))
+        document = self.view.document()
+        shown = document.characterCount() - 1
+        if (shown == 0 or shown + len(text) > OUTPUT_VIEW_CHARS
+                or document.blockCount() + text.count("\n") > OUTPUT_VIEW_LINES):
+            # the first output, or the view would hold too much: shown anew from what is kept, or its end (at most
+            # once per half a view of output that came)
+            tail = state.text
+            if len(tail) > OUTPUT_VIEW_CHARS or tail.count("\n", -OUTPUT_VIEW_CHARS) >= OUTPUT_VIEW_LINES:
+                tail = output_tail(tail, lines=OUTPUT_VIEW_LINES // 2, chars=OUTPUT_VIEW_CHARS // 2)
+            start = len(state.text) - len(tail)
+            # Its colours from RESTYLE_CHARS before the end (where the person reads), in the style the kept output
+            # has there (its runs, also once its start was cut): the text before, plain in one piece, so showing
+            # the tail anew costs one insert, not one per coloured word.
+            split = max(start, len(state.text) - RESTYLE_CHARS)
+            self._insert(([(state.text[start:split], PLAIN)] if split > start else []) + state.styled(split), anew=True)
         else:
             self._insert(state.styled(len(state.text) - len(text)))
-        self.cut_note.setText(cut_note(self._cut))  # what the view left out (it may show more than is kept)
+        # what the view does not show: what the thread cut, and what the view dropped or never took
+        self._cut = state.cut + len(state.text) - (document.characterCount() - 1 + self._held)
+        self.cut_note.setText(cut_note(self._cut))
         self.cut_note.setVisible(bool(self._cut) and self.expanded)
         self._lines = state.lines
         self._label()
@@ -549,23 +609,30 @@ class CommandOutput(QWidget):
         else:
             bar.setValue(kept)  # the person scrolled up: the view stays where they read
 
-    def _insert(self, spans: list[tuple[str, Style]]) -> None:
-        """Add the spans in their colours at the end; a line end at their end is held back until more comes
-        (no empty last line)."""
-        if not spans:
+    def _insert(self, spans: list[tuple[str, Style]], *, anew: bool = False) -> None:
+        """Add the spans in their colours at the end (``anew``: in place of what the view shows, in the same
+        edit); a line end at their end is held back until more comes (no empty last line)."""
+        if anew:
+            self._held = False
+        elif not spans:
             return
-        cursor = self.view.textCursor()
-        cursor.movePosition(cursor.MoveOperation.End)
         if self._held:
             spans = [("\n", PLAIN), *spans]
-        last, style = spans[-1]
-        self._held = last.endswith("\n")
-        if self._held:
-            spans[-1] = (last[:-1], style)
+        if spans:
+            last, style = spans[-1]
+            self._held = last.endswith("\n")
+            if self._held:
+                spans[-1] = (last[:-1], style)
+        if anew:
+            show_styled(self.view.document(), spans)
+            return
+        cursor = QTextCursor(self.view.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
         insert_styled(cursor, spans)
 
     def finish(self) -> None:
         """The call ended: a long output folds (its toggle opens it again)."""
+        self.flush()
         if self._finished:
             return
         self._finished = True
