@@ -178,6 +178,18 @@ class MainWindow(QMainWindow):
         open_replay(self.services, models=[(m.id, m.api_base) for m in listing.models] if listing is not None else [])
         self.models.load()  # (the list for next time, when it was not asked for yet)
 
+    def _run_evals(self) -> None:
+        """"Run evals…": the evals view (the person picks the eval file)."""
+        from ui.evals.view import open_evals
+
+        open_evals(self.services.shell)
+
+    def _save_as_test_case(self) -> None:
+        """"Save as test case": the open thread's first turn as a case of an eval file."""
+        from ui.evals.save_case import open_save_case
+
+        open_save_case(self.services)
+
     def _add_commands(self) -> None:
         """Every command of the window, in its menu (the parts do the work)."""
         commands = self.commands
@@ -213,6 +225,8 @@ class MainWindow(QMainWindow):
         add("approval", "Go to the oldest approval waiting (any thread)", self._go_to_approval, "Ctrl+J", thread_menu,
             "shield")
         add("replay_with", "Replay with…", self._replay_with, None, thread_menu, "regenerate")
+        add("save_test_case", "Save as test case…", self._save_as_test_case, None, thread_menu)
+        add("run_evals", "Run evals…", self._run_evals, None, thread_menu)
         thread_menu.addSeparator()
         add("rename", "Rename thread…", self.sidebar.rename_current, "F2", thread_menu, "edit")
         add("delete", "Delete thread", threads.delete_current, "Ctrl+Shift+Backspace", thread_menu, "trash")

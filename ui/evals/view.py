@@ -1,0 +1,303 @@
+""""Run evals…": an eval file run with :func:`workspace.evals.run_eval` on the window's loop, the matrix
+(rows robot, columns model, each cell ``passed/run``) filling in as results arrive, the failures below (a
+cell's click shows only its own), Cancel, and "Compare with last run": what got better and what got worse
+since the last report of the same file (kept in memory and as JSON in the data folder)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QDialog,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui import theme
+from workspace.secrets import redact
+
+if TYPE_CHECKING:
+    from workspace.evals import CaseResult, EvalReport
+
+#: (case, robot, model) -> passed: what a report says, as the comparison needs it.
+Verdicts = dict[tuple[str, str, str], bool]
+
+#: The last report of each eval file (its resolved path) this session; also on disk (:func:`last_run_file`).
+_LAST: dict[str, Verdicts] = {}
+
+
+def verdicts(report: EvalReport) -> Verdicts:
+    return {(r.case, r.robot, r.model): r.passed for r in report.results}
+
+
+def last_run_file(eval_path: Path) -> Path:
+    """Where the last report of ``eval_path`` is kept: ``evals/<hash of its path>.json`` in the data folder."""
+    from workspace.paths import data_dir
+
+    digest = hashlib.sha256(str(eval_path.resolve()).encode()).hexdigest()[:16]
+    return data_dir() / "evals" / f"{digest}.json"
+
+
+def load_last(eval_path: Path) -> Verdicts | None:
+    key = str(eval_path.resolve())
+    if key in _LAST:
+        return _LAST[key]
+    try:
+        rows = json.loads(last_run_file(eval_path).read_text(encoding="utf-8"))["results"]
+        found = {(str(r["case"]), str(r["robot"]), str(r["model"])): bool(r["passed"]) for r in rows}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    _LAST[key] = found
+    return found
+
+
+def keep_last(eval_path: Path, found: Verdicts) -> None:
+    """Remember ``found`` as the last run of ``eval_path`` (in memory; on disk when the folder can be written)."""
+    _LAST[str(eval_path.resolve())] = found
+    target = last_run_file(eval_path)
+    rows = [{"case": c, "robot": r, "model": m, "passed": p} for (c, r, m), p in found.items()]
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps({"file": str(eval_path.resolve()), "results": rows}, ensure_ascii=False),
+                          encoding="utf-8")
+    except OSError:
+        pass  # the comparison still works this session
+
+
+def compare(before: Verdicts, after: Verdicts) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+    """(better: failed then passed now, worse: passed then failed now), per case × robot × model in both."""
+    both = [key for key in after if key in before]
+    return ([k for k in both if after[k] and not before[k]], [k for k in both if before[k] and not after[k]])
+
+
+def cell_text(passed: int, total: int) -> str:
+    """A matrix cell in words as well as colour: ``3/4 ✓`` when all passed, ``1/4 ✗`` otherwise."""
+    return f"{passed}/{total} " + ("✓" if passed == total else "✗")
+
+
+class EvalsDialog(QDialog):
+    """Run an eval file and watch its matrix fill in."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Evals")
+        self.path: Path | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.report: EvalReport | None = None
+        self.previous: Verdicts | None = None
+        self._results: list[CaseResult] = []
+        self._rows: list[str] = []
+        self._columns: list[str] = []
+        self._filter: tuple[str, str] | None = None
+        layout = QVBoxLayout(self)
+        top = QHBoxLayout()
+        self.file_label = QLabel("No eval file chosen.")
+        self.file_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.choose_button = QPushButton("Choose eval file…")
+        self.choose_button.clicked.connect(self.choose)
+        self.run_button = QPushButton("Run")
+        self.run_button.clicked.connect(lambda: self.start())
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.cancel)
+        self.compare_button = QPushButton("Compare with last run")
+        self.compare_button.clicked.connect(self.show_comparison)
+        top.addWidget(self.file_label, 1)
+        for button in (self.choose_button, self.run_button, self.cancel_button, self.compare_button):
+            top.addWidget(button)
+        layout.addLayout(top)
+        self.progress = QLabel("")
+        self.progress.setWordWrap(True)
+        layout.addWidget(self.progress)
+        self.matrix = QTableWidget(0, 0)
+        self.matrix.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.matrix.cellClicked.connect(self.filter_cell)
+        layout.addWidget(self.matrix, 1)
+        self.failures_label = QLabel("Failures")
+        layout.addWidget(self.failures_label)
+        self.failures = QListWidget()
+        self.failures.setWordWrap(True)
+        layout.addWidget(self.failures, 1)
+        self.comparison = QListWidget()
+        self.comparison.setVisible(False)
+        layout.addWidget(self.comparison, 1)
+        self._set_running(False)
+        self.resize(860, 620)
+
+    # -- choosing and running --------------------------------------------------------------------------------
+
+    def choose(self) -> None:
+        name, _ = QFileDialog.getOpenFileName(self, "Choose an eval file", "", "Eval files (*.yaml *.yml)")
+        if name:
+            self.start(Path(name))
+
+    def start(self, path: Path | None = None) -> asyncio.Task[None] | None:
+        """Run ``path`` (the file shown when None); None when a run is going on or no file is chosen."""
+        if self.task is not None and not self.task.done():
+            return None
+        from workspace.errors import ConfigurationError
+        from workspace.evals import load_eval_file
+
+        path = path or self.path
+        if path is None:
+            self.progress.setText("Choose an eval file to run (a YAML file with cases; see the user guide, Evals).")
+            return None
+        self.path = path
+        self.file_label.setText(str(path))
+        try:
+            spec = load_eval_file(path)
+        except ConfigurationError as exc:
+            self.progress.setText(f"The eval file cannot run: {exc}")
+            return None
+        self.previous = load_last(path)
+        self._results, self._rows, self._columns, self._filter = [], [], [], None
+        self.report = None
+        self.matrix.clear()
+        self.matrix.setRowCount(0)
+        self.matrix.setColumnCount(0)
+        self.failures.clear()
+        self.comparison.setVisible(False)
+        self.progress.setText(f"Running {len(spec.cases)} case(s)…")
+        self._set_running(True)
+        self.task = asyncio.get_running_loop().create_task(self._run(spec, path), name="evals")
+        self.task.add_done_callback(self._ended)
+        return self.task
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled():  # (also when it was cancelled before it began)
+            self._set_running(False)
+            self.progress.setText(f"Cancelled: {len(self._results)} result(s) came in before.")
+
+    async def _run(self, spec: Any, path: Path) -> None:
+        from workspace.evals import AnswerCache, run_eval
+
+        cache = AnswerCache()
+        try:
+            report = await run_eval(spec, base=path.resolve().parent, concurrency=4, cache=cache,
+                                    on_result=self.add_result)
+        except Exception as exc:
+            self.progress.setText(f"The eval could not run: {redact(str(exc))}")
+            return
+        finally:
+            cache.close()
+            self._set_running(False)
+        self.show_report(report)
+        keep_last(path, verdicts(report))
+
+    def _set_running(self, running: bool) -> None:
+        self.run_button.setEnabled(not running)
+        self.choose_button.setEnabled(not running)
+        self.cancel_button.setEnabled(running)
+        self.compare_button.setEnabled(not running and self.report is not None)
+
+    def cancel(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    # -- the matrix and the failures -------------------------------------------------------------------------
+
+    def add_result(self, result: CaseResult) -> None:
+        """One result came in: its cell and, when it failed, its failure."""
+        self._results.append(result)
+        if result.robot not in self._rows:
+            self._rows.append(result.robot)
+            self.matrix.setRowCount(len(self._rows))
+            self.matrix.setVerticalHeaderLabels(self._rows)
+        if result.model not in self._columns:
+            self._columns.append(result.model)
+            self.matrix.setColumnCount(len(self._columns))
+            self.matrix.setHorizontalHeaderLabels(self._columns)
+        ran = [r for r in self._results if (r.robot, r.model) == (result.robot, result.model)]
+        self._set_cell(result.robot, result.model, sum(r.passed for r in ran), len(ran))
+        if not result.passed and self._filter in (None, (result.robot, result.model)):
+            self._add_failure(result)
+        self.progress.setText(f"{len(self._results)} result(s) in, {sum(not r.passed for r in self._results)} "
+                              "failed…")
+
+    def _set_cell(self, robot: str, model: str, passed: int, total: int) -> None:
+        item = QTableWidgetItem(cell_text(passed, total))
+        item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
+        item.setForeground(QColor(theme.colors().success if passed == total else theme.colors().error))
+        item.setToolTip(f"{robot} × {model}: {passed} of {total} case(s) passed; click to see its failures")
+        self.matrix.setItem(self._rows.index(robot), self._columns.index(model), item)
+
+    def _add_failure(self, result: CaseResult) -> None:
+        reasons = "\n".join(f"  - {redact(why)}" for why in result.failures)
+        self.failures.addItem(QListWidgetItem(f"✗ {result.case} [{result.robot} × {result.model}]\n{reasons}"))
+
+    def show_report(self, report: EvalReport) -> None:
+        self.report = report
+        self._set_running(False)
+        summary = report.summary()
+        self.progress.setText(f"{summary['passed']}/{summary['cases']} passed in {report.seconds:.1f} s; model "
+                              f"answers: {report.cache_hits} from the cache, {report.cache_misses} asked. "
+                              "(Eval runs are not recorded as threads.)")
+        self._show_failures()
+
+    def filter_cell(self, row: int, column: int) -> None:
+        """Only the failures of the clicked cell (click it again for all of them)."""
+        cell = (self._rows[row], self._columns[column])
+        self._filter = None if self._filter == cell else cell
+        self._show_failures()
+
+    def _show_failures(self) -> None:
+        self.failures.clear()
+        shown = [r for r in self._results if not r.passed and self._filter in (None, (r.robot, r.model))]
+        for result in shown:
+            self._add_failure(result)
+        where = "" if self._filter is None else f" of {self._filter[0]} × {self._filter[1]} (click it again for all)"
+        self.failures_label.setText(f"Failures{where}: {len(shown)}")
+
+    # -- the comparison --------------------------------------------------------------------------------------
+
+    def show_comparison(self) -> None:
+        """What got better and worse since the run before this one of the same file."""
+        self.comparison.clear()
+        self.comparison.setVisible(True)
+        if self.report is None:
+            self.comparison.addItem("Run the eval first.")
+            return
+        if self.previous is None:
+            self.comparison.addItem("No earlier run of this file to compare with: run it again after a change.")
+            return
+        better, worse = compare(self.previous, verdicts(self.report))
+        for (case, robot, model) in worse:
+            item = QListWidgetItem(f"Worse: {case} [{robot} × {model}] passed, now fails")
+            item.setForeground(QColor(theme.colors().error))
+            self.comparison.addItem(item)
+        for (case, robot, model) in better:
+            item = QListWidgetItem(f"Better: {case} [{robot} × {model}] failed, now passes")
+            item.setForeground(QColor(theme.colors().success))
+            self.comparison.addItem(item)
+        if not better and not worse:
+            self.comparison.addItem("Nothing changed: every case passed or failed as in the last run.")
+
+    def done(self, code: int) -> None:
+        self.cancel()
+        super().done(code)
+
+
+def open_evals(parent: QWidget, path: Path | None = None) -> EvalsDialog:
+    """"Run evals…": the view, running ``path`` when given (else the person chooses a file)."""
+    dialog = EvalsDialog(parent)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.show()
+    if path is not None:
+        dialog.start(path)
+    return dialog
+
+
+__all__ = ["EvalsDialog", "cell_text", "compare", "keep_last", "last_run_file", "load_last", "open_evals", "verdicts"]
