@@ -62,10 +62,10 @@ async def test_the_view_runs_an_eval_file_and_shows_the_matrix_and_a_failure(qap
                                                                               tmp_path: Path) -> None:
     path = eval_folder(tmp_path) / "two.yaml"
     dialog = EvalsDialog()
-    heard: list[str] = []
-    dialog.matrix.model().dataChanged.connect(lambda *_: heard.append("cell"))
+    live: list[str] = []  # what the cell said as each result came in, before the report
+    dialog.matrix.model().dataChanged.connect(lambda *_: live.append(dialog.matrix.item(0, 0).text()))
     await run(dialog, path)
-    assert heard  # the cells filled in as the results came, before the report
+    assert sorted(live) in (["1/1 ✓", "1/2 ✗"], ["0/1 ✗", "1/2 ✗"])
     assert dialog.matrix.rowCount() == 1 and dialog.matrix.columnCount() == 1
     assert dialog.matrix.verticalHeaderItem(0).text() == "support"
     assert dialog.matrix.horizontalHeaderItem(0).text() == "offline-demo"
@@ -105,15 +105,26 @@ async def test_compare_with_last_run_names_the_case_that_got_worse(qapp_instance
     again.close()
 
 
-async def test_a_cancelled_run_says_so(qapp_instance: Any, tmp_path: Path) -> None:
-    path = eval_folder(tmp_path) / "two.yaml"
+async def test_cancel_stops_a_run(qapp_instance: Any, tmp_path: Path) -> None:
+    folder = eval_folder(tmp_path)
+    many = TWO_CASES + "".join(f"  - name: more-{i}\n    message: \"list the files\"\n    folder: fixtures/shop\n"
+                               for i in range(8))
+    (folder / "many.yaml").write_text(many, encoding="utf-8")
     dialog = EvalsDialog()
-    task = dialog.start(path)
+    task = dialog.start(folder / "many.yaml")
     assert task is not None
+    await wait_until(lambda: dialog._results, what="a first result")
     dialog.cancel_button.click()
     await wait_until(task.done, what="the eval to stop")
-    assert task.cancelled() and dialog.progress.text().startswith("Cancelled")
-    assert dialog.run_button.isEnabled()
+    assert task.cancelled() and dialog.progress.text().startswith("Cancelled:")
+    assert len(dialog._results) < 10 and dialog.report is None
+    assert dialog.run_button.isEnabled() and not dialog.cancel_button.isEnabled()
+    # Cancelled before it began, it says so too.
+    task = dialog.start()
+    assert task is not None
+    dialog.cancel()
+    await wait_until(task.done, what="the eval to stop")
+    assert dialog.progress.text() == "Cancelled: 0 result(s) came in before."
     dialog.close()
 
 

@@ -168,7 +168,7 @@ class EvalsDialog(QDialog):
         self.matrix.clear()
         self.matrix.setRowCount(0)
         self.matrix.setColumnCount(0)
-        self.failures.clear()
+        self._show_failures()
         self.comparison.setVisible(False)
         self.progress.setText(f"Running {len(spec.cases)} case(s)…")
         self._set_running(True)
@@ -224,6 +224,7 @@ class EvalsDialog(QDialog):
         self._set_cell(result.robot, result.model, sum(r.passed for r in ran), len(ran))
         if not result.passed and self._filter in (None, (result.robot, result.model)):
             self._add_failure(result)
+            self._count_failures()
         self.progress.setText(f"{len(self._results)} result(s) in, {sum(not r.passed for r in self._results)} "
                               "failed…")
 
@@ -258,8 +259,11 @@ class EvalsDialog(QDialog):
         shown = [r for r in self._results if not r.passed and self._filter in (None, (r.robot, r.model))]
         for result in shown:
             self._add_failure(result)
+        self._count_failures()
+
+    def _count_failures(self) -> None:
         where = "" if self._filter is None else f" of {self._filter[0]} × {self._filter[1]} (click it again for all)"
-        self.failures_label.setText(f"Failures{where}: {len(shown)}")
+        self.failures_label.setText(f"Failures{where}: {self.failures.count()}")
 
     # -- the comparison --------------------------------------------------------------------------------------
 
