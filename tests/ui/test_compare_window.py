@@ -109,6 +109,15 @@ async def test_columns_stream_per_candidate_and_the_verdict_is_kept_and_exported
         assert stats.output_tokens > 0 and stats.ttft is not None and stats.tool_calls == 1
     assert (folder / "app.py").read_text() == BASE  # nothing written before Apply
 
+    # At 1280x720 each column is narrow (about 270 px with the docks open): its cards narrow with it (names
+    # and pills end in "…") instead of being cut off at the column's right edge.
+    app.window.resize(1280, 720)
+    await wait_until(lambda: app.window.width() <= 1280, what="the window at 1280 px")
+    for chat in comparisons.chats:
+        await wait_until(lambda chat=chat: chat.widget().width() <= chat.viewport().width(),
+                         what=f"the column's content ({chat.widget().width()} px) inside its "
+                              f"{chat.viewport().width()} px")
+
     store = app.controller.require_store()
     threads = comparisons.session.thread_ids
     assert [store.get_thread(t).metadata["candidate"] for t in threads] == [0, 1, 2]

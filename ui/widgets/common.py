@@ -279,8 +279,23 @@ def robot_chip(robot: str, parent: QWidget | None = None) -> QLabel:
     return label
 
 
-def pill(text: str, fg: str, bg: str, parent: QWidget | None = None) -> QLabel:
-    label = QLabel(text, parent)
+def elided_robot_chip(robot: str, parent: QWidget, *, min_chars: int = 0) -> QLabel:
+    """The robot badge of a card that may narrow: a long robot name ends in "…" and, in a narrow column (a
+    comparison's), the badge gives way entirely (the run's header above names the robot; the tooltip has it)."""
+    chip = ElidedLabel(robot, parent, min_chars=min_chars)
+    styled = robot_chip(robot, parent)
+    chip.setObjectName("RobotChip")
+    chip.setStyleSheet(styled.styleSheet())
+    styled.deleteLater()
+    chip.setToolTip(f"Robot {robot}")
+    return chip
+
+
+def pill(text: str, fg: str, bg: str, parent: QWidget | None = None, *, min_chars: int | None = None) -> QLabel:
+    """A rounded status pill; with ``min_chars`` it may narrow to that many characters and "…" (its tooltip
+    then has the whole text), so it never widens a narrow card."""
+    label = QLabel(text, parent) if min_chars is None else ElidedLabel(text, parent, min_chars=min_chars,
+                                                                         tooltip=True)
     label.setObjectName("Pill")
     label.setStyleSheet(
         f"QLabel#Pill {{ color: {fg}; background-color: {bg}; border-radius: 8px; padding: 1px 8px;"

@@ -38,9 +38,9 @@ from ui.widgets.common import (
     JsonHighlighter,
     SubmitEdit,
     card_frame,
+    elided_robot_chip,
     holds_focus,
     pill,
-    robot_chip,
 )
 from ui.widgets.flow import ElidedToolButton, FlowRow, shrinkable
 from workspace.approval import ApprovalDecision
@@ -139,15 +139,6 @@ def _body_text(html: str, parent: QWidget, name: str) -> AutoHeightText:
     return view
 
 
-def _elided_chip(robot: str, parent: QWidget) -> ElidedLabel:
-    """The robot badge of a card; a long robot name ends in "…" (the tooltip has it)."""
-    chip = ElidedLabel(robot, parent, min_chars=4)
-    chip.setObjectName("RobotChip")
-    chip.setStyleSheet(robot_chip(robot).styleSheet())
-    chip.setToolTip(f"Robot {robot}")
-    return chip
-
-
 def _args_html(value: Any) -> str:
     value = value if value is not None else {}
     from workspace.readable import TextBlock, readable_blocks
@@ -220,7 +211,7 @@ class ToolCard(QFrame):
         title.setToolTip(f"{server} › {short}" if server else short)
         self.title = title
         hl.addWidget(title)
-        hl.addWidget(_elided_chip(robot, header))
+        hl.addWidget(elided_robot_chip(robot, header))
         #: "from the model's text": the call was written in the model's answer, not made by its server.
         self.from_text_label = QLabel(FROM_TEXT, header)
         self.from_text_label.setObjectName("Muted")
@@ -233,7 +224,7 @@ class ToolCard(QFrame):
         self.unsandboxed_label: QLabel | None = None
         self._header_row = hl
         hl.addStretch(1)
-        self._duration = QLabel("", header)
+        self._duration = ElidedLabel("", header, whole=True)  # a narrow card drops it rather than widen
         self._duration.setObjectName("Muted")
         hl.addWidget(self._duration)
         self._status_holder = QHBoxLayout()

@@ -9,7 +9,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from ui import markdown, theme
-from ui.widgets.common import ElidedLabel, RichLabel, card_frame, pill, robot_chip
+from ui.widgets.common import ElidedLabel, RichLabel, card_frame, elided_robot_chip, pill
 from ui.widgets.flow import shrinkable
 from workspace.sandbox import display_path
 
@@ -37,7 +37,7 @@ class ChangeCard(QFrame):
         self.outcome: dict[str, Any] = {}
         self.undone = False
         c = theme.colors()
-        outer, header, hl = card_frame(self, "diff", c.muted, spacing=8)
+        outer, header, hl = card_frame(self, "diff", c.muted, spacing=6)
         # When narrow, "Proposed changes" ends in "…" and "· 3 files" goes (the tooltip has both): never
         # wider than the card.
         self.title = ElidedLabel("Proposed changes", header, min_chars=8)
@@ -47,7 +47,7 @@ class ChangeCard(QFrame):
         hl.addWidget(self.title)
         self.count = ElidedLabel("", header, whole=True)
         hl.addWidget(self.count, 1)
-        hl.addWidget(robot_chip(robot, header))
+        hl.addWidget(elided_robot_chip(robot, header))
         self._pill_holder = QHBoxLayout()
         hl.addLayout(self._pill_holder)
         self._pill: QLabel | None = None
@@ -124,7 +124,7 @@ class ChangeCard(QFrame):
         if self._pill is not None:
             self._pill_holder.removeWidget(self._pill)
             self._pill.deleteLater()
-        self._pill = pill(text, fg, bg, self)
+        self._pill = pill(text, fg, bg, self, min_chars=3)
         self._pill_holder.addWidget(self._pill)
 
     def apply(self, item: ChangeItem) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QApplication,
@@ -91,6 +91,10 @@ class ChatColumn(QWidget):
         return hint
 
 
+#: Below this width (px) the chat's side margins shrink from 24 to 4.
+NARROW_CHAT = 480
+
+
 class ChatView(QScrollArea):
     """The transcript column: renders its :attr:`presenter`'s state."""
 
@@ -123,6 +127,7 @@ class ChatView(QScrollArea):
         canvas.setObjectName("ChatCanvas")
         row = QHBoxLayout(canvas)
         row.setContentsMargins(24, 12, 24, 24)
+        self._canvas_row = row
         row.addStretch(1)
         self.column = ChatColumn(canvas)
         self.column.setObjectName("ChatColumn")
@@ -162,6 +167,13 @@ class ChatView(QScrollArea):
         self.clock = ChatClock(self)
         self.presenter = presenter if presenter is not None else ChatPresenter()
         self.presenter.listener = self
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """A narrow chat (a comparison's column, a small window) gives its cards the side margins' room."""
+        side = 24 if self.viewport().width() >= NARROW_CHAT else 4
+        if self._canvas_row.contentsMargins().left() != side:
+            self._canvas_row.setContentsMargins(side, 12, side, 24)
+        super().resizeEvent(event)
 
     # -- what is shown ------------------------------------------------------------------------------
     def items(self) -> list[QWidget]:
