@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from workspace.agent import RunSpec
 from workspace.approval import as_gate
+from workspace.errors import ProviderError
 from workspace.memory import Memory
 from workspace.providers.base import with_defaults
 from workspace.result import RobotResult
@@ -129,6 +130,10 @@ async def _within_share(robot: Robot, manifest: ToolManifest, provider: Any, sha
 
     share = check_share(share, robot=robot.name)
     if share >= 1:
+        return manifest
+    try:  # a hosted model without its key: the first request says so (sizing its window would load litellm)
+        provider.check_key()
+    except ProviderError:
         return manifest
     info = await robot.context_manager.window(provider)
     if info is None:
