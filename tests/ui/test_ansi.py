@@ -94,7 +94,8 @@ def test_a_long_output_shown_anew_keeps_the_colours_where_it_ends(qapp_instance:
     from PySide6.QtGui import QColor
 
     from ui import theme
-    from ui.chat.view.cards import RESTYLE_CHARS, ToolCard
+    from ui.chat.view.cards import ToolCard
+    from ui.chat.view.command_output import RESTYLE_CHARS
 
     card = ToolCard(call_id="c1", tool="run_command", robot="file-helper", server=None, arguments={"command": "make"})
     item = ToolCallItem(parent=None, call_id="c1", tool="run_command", robot="file-helper", arguments={})

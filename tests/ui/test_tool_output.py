@@ -15,7 +15,7 @@ from ui.chat.model.presenter import ChatPresenter
 from ui.chat.model.state import Item, RunState, TextItem, TurnState
 from ui.chat.model.text import Texts
 from ui.chat.model.tool_calls import OUTPUT_KEEP, OutputState, ToolCallItem
-from ui.chat.view.cards import OUTPUT_VIEW_CHARS, OUTPUT_VIEW_LINES
+from ui.chat.view.command_output import OUTPUT_VIEW_CHARS, OUTPUT_VIEW_LINES
 from ui.formatting import strip_ansi
 from workspace import events as ev
 from workspace.persistence.conversation import coalesce_text
@@ -127,7 +127,7 @@ def _card(qapp_instance: Any) -> Any:
 
 
 def test_the_card_shows_the_text_in_order_and_follows_the_end(qapp_instance: Any) -> None:
-    from ui.chat.view.cards import OUTPUT_MAX_LINES
+    from ui.chat.view.command_output import OUTPUT_MAX_LINES
 
     card = _card(qapp_instance)
     item = ToolCallItem(parent=None, call_id="c1", tool="run_command", robot="file-helper", arguments={})
@@ -220,7 +220,7 @@ def _wait_for(qapp_instance: Any, condition: Any, what: str) -> None:
 
 
 def test_chunks_that_come_within_a_frame_are_one_update_of_the_view(qapp_instance: Any) -> None:
-    from ui.chat.view.cards import OUTPUT_FRAME_MS
+    from ui.chat.view.command_output import OUTPUT_FRAME_MS
 
     card = _card(qapp_instance)
     item = ToolCallItem(parent=None, call_id="c1", tool="run_command", robot="file-helper", arguments={})
