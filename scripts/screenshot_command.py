@@ -1,4 +1,4 @@
-"""Screenshots of a command's tool card (issue 26): ``running`` (its output streaming in, the clock ticking)
+"""Screenshots of a command's tool card: ``running`` (its output streaming in, the clock ticking)
 and ``finished`` (the output kept, the result under it), from a real command in the real sandbox, called by
 a scripted model (no key, no network).
 
@@ -9,17 +9,14 @@ Each state runs in its own process (like ``screenshot_states.py``); files are ``
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.window_shots import ROOT, folder_with, fresh_home, run_window, until
+from scripts.window_shots import folder_with, fresh_home, run_window, shots_main, until
 
 STATES = ("running", "finished")
 #: A test run printing coloured lines (the card shows them without the codes), then a long wait.
@@ -82,22 +79,7 @@ def shoot(state: str, out: Path) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--state", choices=STATES, action="append", help="the state (repeat; default: both)")
-    parser.add_argument("--platform", default="xcb", help="xcb (under Xvfb, the default) or offscreen")
-    parser.add_argument("--out", default=str(ROOT / "docs" / "screens"))
-    parser.add_argument("--one", help=argparse.SUPPRESS)  # this process shoots one state into this file
-    args = parser.parse_args()
-    if args.one:
-        return shoot(args.state[0], Path(args.one))
-    failed = 0
-    for state in args.state or STATES:
-        out = Path(args.out) / f"run-command-{state}.png"
-        env = dict(os.environ, QT_QPA_PLATFORM=args.platform)
-        done = subprocess.run([sys.executable, __file__, "--state", state, "--one", str(out)], env=env, cwd=ROOT,
-                              timeout=180)
-        failed += done.returncode != 0
-    return 1 if failed else 0
+    return shots_main(__file__, __doc__, STATES, shoot, prefix="run-command-")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ files are ``<state>.png``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import shutil
@@ -25,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.window_shots import ROOT, folder_with, fresh_home, run_window, until
+from scripts.window_shots import folder_with, fresh_home, run_window, shots_main, until
 
 STATES = ("trace-rerun", "replay-divergence")
 
@@ -163,22 +162,7 @@ def shoot(state: str, out: Path) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--state", choices=STATES, action="append", help="the state (repeat; default: both)")
-    parser.add_argument("--platform", default="xcb", help="xcb (under Xvfb, the default) or offscreen")
-    parser.add_argument("--out", default=str(ROOT / "docs" / "screens"))
-    parser.add_argument("--one", help=argparse.SUPPRESS)  # this process shoots one state into this file
-    args = parser.parse_args()
-    if args.one:
-        return shoot(args.state[0], Path(args.one))
-    failed = 0
-    for state in args.state or STATES:
-        out = Path(args.out) / f"{state}.png"
-        env = dict(os.environ, QT_QPA_PLATFORM=args.platform)
-        done = subprocess.run([sys.executable, __file__, "--state", state, "--one", str(out)], env=env, cwd=ROOT,
-                              timeout=180)
-        failed += done.returncode != 0
-    return 1 if failed else 0
+    return shots_main(__file__, __doc__, STATES, shoot)
 
 
 if __name__ == "__main__":

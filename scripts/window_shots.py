@@ -66,3 +66,29 @@ def run_window(build: Callable[[], Any], shoot: Callable[[Any, Any], Awaitable[N
         if not loop.is_closed():
             loop.close()
     return 0
+
+
+def shots_main(script: str, doc: str | None, states: tuple[str, ...], shoot: Callable[[str, Path], int], *,
+               prefix: str = "") -> int:
+    """The command line of a screenshot script: each state (``--state``, repeatable; default: all) shot in a
+    process of its own (``--one FILE``, which calls ``shoot(state, FILE)``) into ``--out``/``prefix+state``.png."""
+    import argparse
+    import subprocess
+    import sys
+
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--state", choices=states, action="append", help="the state (repeat; default: all)")
+    parser.add_argument("--platform", default="xcb", help="xcb (under Xvfb, the default) or offscreen")
+    parser.add_argument("--out", default=str(ROOT / "docs" / "screens"))
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # this process shoots one state into this file
+    args = parser.parse_args()
+    if args.one:
+        return shoot(args.state[0], Path(args.one))
+    failed = 0
+    for state in args.state or states:
+        out = Path(args.out) / f"{prefix}{state}.png"
+        env = dict(os.environ, QT_QPA_PLATFORM=args.platform)
+        done = subprocess.run([sys.executable, script, "--state", state, "--one", str(out)], env=env, cwd=ROOT,
+                              timeout=180)
+        failed += done.returncode != 0
+    return 1 if failed else 0
