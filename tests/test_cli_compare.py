@@ -14,24 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.candidates import BASE, EDITS, edited
 from fakes.llm_server import FakeLLMServer, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.timeout(240)  # bounds a hang: a handful of Python start-ups on a loaded machine
-
-BASE = "".join(f"line {n}\n" for n in range(1, 11))
-EDITS = {
-    "model-a": {2: "A two\n", 8: "A eight\n"},
-    "model-b": {2: "B two\n", 9: "B nine\n"},
-    "model-c": {2: "C two\n", 5: "C five\n"},
-}
-
-
-def edited(model: str) -> str:
-    rows = BASE.splitlines(keepends=True)
-    for number, text in EDITS[model].items():
-        rows[number - 1] = text
-    return "".join(rows)
 
 
 def answer(body: dict[str, Any]) -> Reply:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.candidates import BASE, EDITS, edited
 from fakes.llm_server import FakeLLMServer, Reply
 
 from workspace import Candidate, Robot, acompare, load_config
@@ -26,21 +27,6 @@ from workspace.session.compare import Comparison, labels
 from workspace.session.verify import VerifyFailed
 
 pytestmark = pytest.mark.timeout(120)  # bounds a hang: three short scripted runs and a sandboxed command
-
-BASE = "".join(f"line {n}\n" for n in range(1, 11))
-#: What each model writes into app.py: two hunks each, the first of all three on line 2.
-EDITS = {
-    "model-a": {2: "A two\n", 8: "A eight\n"},
-    "model-b": {2: "B two\n", 9: "B nine\n"},
-    "model-c": {2: "C two\n", 5: "C five\n"},
-}
-
-
-def edited(model: str) -> str:
-    rows = BASE.splitlines(keepends=True)
-    for number, text in EDITS[model].items():
-        rows[number - 1] = text
-    return "".join(rows)
 
 
 def tool_results(body: dict[str, Any]) -> list[str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.candidates import BASE, EDITS, edited
 from fakes.llm_server import FakeLLMServer, Reply
 
 from tests.ui.chat_dump import dump_state
@@ -21,21 +22,6 @@ from tests.ui.conftest import running_app, wait_until
 from workspace.config import load_config
 
 pytestmark = pytest.mark.timeout(180)  # bounds a hang: three scripted candidates, twice, on a loaded machine
-
-BASE = "".join(f"line {n}\n" for n in range(1, 11))
-#: What each model writes into app.py: two hunks each, the first of all three on line 2.
-EDITS = {
-    "model-a": {2: "A two\n", 8: "A eight\n"},
-    "model-b": {2: "B two\n", 9: "B nine\n"},
-    "model-c": {2: "C two\n", 5: "C five\n"},
-}
-
-
-def edited(model: str) -> str:
-    rows = BASE.splitlines(keepends=True)
-    for number, text in EDITS[model].items():
-        rows[number - 1] = text
-    return "".join(rows)
 
 
 def answer(body: dict[str, Any]) -> Reply:
