@@ -182,14 +182,53 @@ class NetworkRun(EventRun):
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(deliver)
 
+    def _on_bus_message(self, delivery: Any) -> None:
+        """A message on the network's bus: a ``bus_message`` in the sender's task run while it runs one (in
+        order with its tool calls), else in the network's run as the sender's."""
+        message = delivery.message
+        content = message.content if isinstance(message.content, str) else dict(message.content)
+        event = ev.BusMessage(sender=message.from_, to=delivery.to, content=content, message_id=message.key,
+                              in_reply_to=message.in_reply_to)
+
+        def deliver() -> None:
+            state = next((s for s in self.tasks.values() if s.robot == message.from_ and s.status == RUNNING
+                          and s.agent_run is not None and not s.agent_run.done), None)
+            if state is not None and state.agent_run is not None:
+                state.agent_run.emit(event)
+            else:
+                self._emit(event, robot=message.from_)
+
+        if self._loop is None or threading.get_ident() == self._thread:
+            deliver()
+        else:
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(deliver)
+
+    def _serve_bus(self) -> None:
+        """The robots that answer messages: each message run through the robot with this run's model."""
+        options = {key: self.options[key] for key in ("provider", "folder", "approval", "settings")
+                   if self.options.get(key) is not None}
+        for robot in self.network.bus_servers.values():
+            async def answer(message: Any, robot: Any = robot) -> str:
+                from workspace.bus import _as_text
+
+                result = await robot.arun(_as_text(message.content), network=self.network, **options)
+                return str(result.last_text_content)
+
+            robot.respond_to_tasks(answer)
+
     # -- the scheduler --------------------------------------------------------------------
     async def _main(self) -> None:
         remove_observer: Callable[[], None] | None = None
+        remove_bus: Callable[[], None] | None = None
         try:
             self._loop = asyncio.get_running_loop()
             self._thread = threading.get_ident()
             self._idle = asyncio.Event()
             remove_observer = self.network.memory.add_observer(self._on_memory_change)
+            if self.network.bus is not None:
+                remove_bus = self.network.bus.add_observer(self._on_bus_message)
+                self._serve_bus()
             model, is_lm = self._models()
             self._emit(ev.RunStarted(message=self.message, model=model, is_language_model=is_lm))
             registrations = hooks.collect(hooks.GLOBAL, self.network.hooks)
@@ -217,6 +256,8 @@ class NetworkRun(EventRun):
         finally:
             if remove_observer is not None:
                 remove_observer()
+            if remove_bus is not None:
+                remove_bus()
         self._conclude()
 
     async def _run_tasks(self) -> NetworkResult:
