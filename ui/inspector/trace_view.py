@@ -155,7 +155,7 @@ _ROLES = frozenset({Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.TextAlignmentRo
                     TraceTreeModel.NodeRole})
 _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 #: Steps that are a moment, not a span (no time shown).
-_INSTANTS = frozenset({"request", "response", "text", "approval", "event"})
+_INSTANTS = frozenset({"request", "response", "text", "approval", "event", "message"})
 
 
 class TraceTreeFilter(QSortFilterProxyModel):
