@@ -184,6 +184,7 @@ class Controller(QObject):
             )
         workspace.approval.ask_fn = self._ask
         workspace.auto_verify = True  # a proposal is verified when its run ends (the review shows it)
+        workspace.agent_skills = True  # the SKILL.md skills a message asks for, as the library's runs get them
         workspace.verify_listeners.append(self.verify_progress.emit)
         workspace.approval.question_fn = self._ask  # a robot's question, a person's task: a card in the chat
         workspace.on_memory_write = self._memory_write  # review.memory: ask: the Changes dock's Memory group
