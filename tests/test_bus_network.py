@@ -106,3 +106,15 @@ async def test_only_robots_on_the_networks_bus_get_the_message_tool() -> None:
     plain.task("one", solo)
     await plain.arun("go")
     assert "send_message" not in solo.provider.history[0].tool_names  # type: ignore[attr-defined]
+
+
+async def test_the_answering_robots_usage_counts_in_the_asking_tasks_totals() -> None:
+    network, bob = chat_network()
+    events = await run_events(network, "Ask bob")
+    own = sum(e.input_tokens + e.output_tokens for e in events if isinstance(e, ev.Usage) and e.robot == "alice")
+    assert [m.content for m in bob.history if m.role == "assistant"] == ["4"]  # bob's served run
+    final = events[-1]
+    assert isinstance(final, ev.RunFinished) and final.result is not None
+    ask = final.result.results["ask"]
+    assert own > 0 and ask.usage.total_tokens > own  # bob's tokens are in alice's task's totals
+    assert final.result.usage.total_tokens == ask.usage.total_tokens

@@ -191,8 +191,7 @@ class NetworkRun(EventRun):
                               in_reply_to=message.in_reply_to)
 
         def deliver() -> None:
-            state = next((s for s in self.tasks.values() if s.robot == message.from_ and s.status == RUNNING
-                          and s.agent_run is not None and not s.agent_run.done), None)
+            state = self._running_task_of(message.from_)
             if state is not None and state.agent_run is not None:
                 state.agent_run.emit(event)
             else:
@@ -204,6 +203,11 @@ class NetworkRun(EventRun):
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(deliver)
 
+    def _running_task_of(self, robot: str) -> TaskState | None:
+        """The task whose run of ``robot`` is going (None: it runs none now)."""
+        return next((s for s in self.tasks.values() if s.robot == robot and s.status == RUNNING
+                     and s.agent_run is not None and not s.agent_run.done), None)
+
     def _serve_bus(self) -> None:
         """The robots that answer messages: each message run through the robot with this run's model."""
         options = {key: self.options[key] for key in ("provider", "folder", "approval", "settings")
@@ -213,6 +217,9 @@ class NetworkRun(EventRun):
                 from workspace.bus import _as_text
 
                 result = await robot.arun(_as_text(message.content), network=self.network, **options)
+                asker = self._running_task_of(message.from_)
+                if asker is not None and asker.agent_run is not None:  # counted in the asking task's totals
+                    asker.agent_run.add_usage(result.usage)
                 return str(result.last_text_content)
 
             robot.respond_to_tasks(answer)
