@@ -47,3 +47,33 @@ def test_the_chat_view_shows_it_inside_the_card(qapp_instance: Any) -> None:
     [lane] = card.lanes()
     assert isinstance(lane, TaskLane) and lane.status == "done"
     assert "text 'Revenue grew 18%.'" in dump_widgets(chat)
+
+
+def test_a_delegation_still_going_when_the_caller_ends_says_it_was_not_followed() -> None:
+    from ui.chat.model.runs import BACKGROUND_NOT_FOLLOWED
+    from workspace import Robot
+    from workspace.providers.testing import Pause, ScriptedProvider, ToolCall
+    from workspace.tools.base import Tool
+
+    slow = Robot("slow", system_prompt="s", knowledge_store=False,
+                 provider=ScriptedProvider([["Thinking ", Pause(5), "done."]]))
+
+    async def start(arguments: dict[str, Any]) -> str:
+        await manager.delegate(to=slow, task="work", background=True)
+        return "started"
+
+    manager = Robot("manager", system_prompt="s", knowledge_store=False,
+                    local_tools=[Tool("start", "Start the work", {"type": "object", "properties": {}}, start)],
+                    provider=ScriptedProvider([[ToolCall("start", {}, id="c1")], [Pause(0.3), "Started it."]]))
+
+    async def run() -> list[Any]:
+        return [e async for e in manager.stream("go")]
+
+    events = asyncio.run(run())
+    assert any(e.robot == "slow" and e.parent_tool_id == "c1" for e in events)  # it began inside the call
+    presenter = ChatPresenter()
+    presenter.add_user("go")
+    presenter.feed_all(events)
+    call = presenter.call("c1")
+    assert call is not None and call.inner is not None
+    assert call.inner.status == "cancelled" and call.inner.reason == BACKGROUND_NOT_FOLLOWED
