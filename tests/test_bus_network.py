@@ -118,3 +118,15 @@ async def test_the_answering_robots_usage_counts_in_the_asking_tasks_totals() ->
     ask = final.result.results["ask"]
     assert own > 0 and ask.usage.total_tokens > own  # bob's tokens are in alice's task's totals
     assert final.result.usage.total_tokens == ask.usage.total_tokens
+
+
+async def test_a_robot_that_fails_to_answer_is_said_to_have_failed() -> None:
+    from workspace.providers.testing import Fail
+
+    alice = robot("alice", [ToolCall("send_message", {"to": "bob", "content": "2 + 2?"}, id="s1")], "ok")
+    network = Network("pair").with_bus(serve=[robot("bob", [Fail("the model is down")])])
+    network.task("ask", alice)
+    events = await run_events(network, "go")
+    result = next(e for e in events if isinstance(e, ev.ToolResult) and e.name == "send_message")
+    assert "bob failed to answer it: " in json.dumps(result.payload) and "the model is down" in json.dumps(result.payload)
+    assert isinstance(events[-1], ev.RunFinished)  # the sender's network goes on

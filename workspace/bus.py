@@ -92,6 +92,8 @@ class Delivery:
         self.status: DeliveryStatus = "pending"
         #: True once the recipient's handler returned (or the delivery was dropped with its channel).
         self.handled = False
+        #: Why the recipient's handler failed (None: it did not, or has not run yet).
+        self.error: str | None = None
         self._bus = bus
         self._handled_event: asyncio.Event | None = None
 
@@ -258,6 +260,7 @@ class MessageBus:
                         await outcome
             except Exception as exc:  # a handler's failure stays on the bus: the sender never sees it
                 delivery.nack()
+                delivery.error = str(exc) or type(exc).__name__
                 log.warning("bus: delivery error: %s", exc)
             finally:
                 delivery._mark_handled()
@@ -555,6 +558,10 @@ def message_tool(robot: BusMessaging, *, reply_timeout: float = REPLY_TIMEOUT) -
             return _as_text(replies[0].content)
         if not handled:
             return f"Sent to {to} (message {sent[0]}); no reply within {reply_timeout:g} s."
+        if delivery.error is not None:
+            return f"Sent to {to} (message {sent[0]}); {to} failed to answer it: {delivery.error}"
+        if delivery.status == "nacked":
+            return f"Sent to {to} (message {sent[0]}); {to} refused it and sent no reply."
         return f"Sent to {to} (message {sent[0]}); {to} received it and sent no reply."
 
     return Tool("send_message", (
