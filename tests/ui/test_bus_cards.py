@@ -5,6 +5,7 @@ the sender's colour, the same live and reopened."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from tests.ui.chat_dump import dump_state, dump_widgets
@@ -88,3 +89,47 @@ def test_a_long_message_shows_its_first_lines(qapp_instance: Any) -> None:
     [card] = [w for w in chat.items() if isinstance(w, BusMessageCard)]
     assert card.body.text().splitlines()[-1] == f"line {SHOWN_LINES - 1}…"
     assert card.body.toolTip() == text
+
+
+async def test_the_window_shows_a_network_files_bus_messages_and_reopens_them(db_path: Path, robotlab_home: Path) -> None:
+    """The example network file run in the window (its message typed and sent): the cards in the writer's lane,
+    and the same cards when the thread is opened again from the database."""
+    import shutil
+
+    from examples.bus_network import NETWORK, provider
+    from tests.ui.conftest import running_app, wait_until
+    from ui.chat.view.lanes import TaskLane
+
+    networks = robotlab_home / "config" / "networks"
+    networks.mkdir(parents=True, exist_ok=True)
+    shutil.copy(NETWORK, networks / NETWORK.name)
+    async with running_app(provider=provider(), db_path=db_path, theme_name="light", size=(1200, 800)) as root:
+        window = root.window
+        window.robots.refresh()
+        window.robot_picker.setCurrentIndex(window.robot_model.row_of("release-bus", "network"))
+        window.runs.send("Release notes for v2.0")
+        await wait_until(lambda: root.controller.idle and len(cards(window.chat)) == 2, timeout=60,
+                         what="the network's run and its two messages")
+        assert [c.title for c in cards(window.chat)] == ["writer → editor", "editor → writer"]
+        [writer] = [w for w in window.chat.items() if isinstance(w, TaskLane) and w.task == "write"]
+        assert all(c in writer.widgets() for c in cards(window.chat))
+        live = [line.strip() for line in dump_widgets(window.chat).splitlines() if line.strip().startswith("bus ")]
+        assert len(live) == 2
+        thread = root.controller.thread_id
+        assert thread is not None
+        window.threads.new()
+        await wait_until(lambda: not cards(window.chat), timeout=30, what="a new thread")
+        window.threads.open(thread)
+        await wait_until(lambda: len(cards(window.chat)) == 2, timeout=30, what="the reopened thread")
+        assert [line.strip() for line in dump_widgets(window.chat).splitlines()
+                if line.strip().startswith("bus ")] == live
+
+
+def cards(chat: Any) -> list[Any]:
+    from ui.chat.view.bus_card import BusMessageCard
+    from ui.chat.view.lanes import TaskLane
+
+    found = [w for w in chat.items() if isinstance(w, BusMessageCard)]
+    for lane in (w for w in chat.items() if isinstance(w, TaskLane)):
+        found += [w for w in lane.widgets() if isinstance(w, BusMessageCard)]
+    return found
