@@ -2,8 +2,8 @@
 (no key, no network):
 
 - ``bus-lanes``: ``examples/networks/release-bus.yaml`` run in the window; the writer's lane holds its
-  ``send_message`` call and the two messages, "writer → editor" and the editor's reply, as compact cards in
-  each sender's colour, then the announcer's lane.
+  ``send_message`` call (the editor's answering run inside it) and the two messages, "writer → editor" and
+  the editor's reply, as compact cards in each sender's colour, then the announcer's lane.
 
     xvfb-run -a -s "-screen 0 1280x720x24" .venv/bin/python scripts/screenshot_bus.py --platform xcb --out docs/screens
 

@@ -42,6 +42,10 @@ async def test_a_question_and_its_reply_are_bus_messages_in_the_senders_task() -
     question, reply = messages
     assert question.message_id == "alice:1" and reply.message_id == "bob:1"
     assert question.task == "ask" and question.robot == "alice"  # in alice's task run, with its tool calls
+    served = [e for e in events if e.robot == "bob" and not isinstance(e, ev.BusMessage)]
+    assert served and {e.parent_tool_id for e in served} == {"s1"}  # bob's answer runs inside alice's call
+    assert isinstance(served[0], ev.RunStarted) and served[0].message == "What is 2 + 2?"
+    assert isinstance(served[-1], ev.RunFinished)
     result = next(e for e in events if isinstance(e, ev.ToolResult) and e.name == "send_message")
     assert "4" in json.dumps(result.payload)  # the model got bob's reply as the tool's result
     assert isinstance(events[-1], ev.RunFinished)

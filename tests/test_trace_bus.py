@@ -31,7 +31,9 @@ async def test_messages_are_nodes_under_the_call_that_sent_them() -> None:
     messages = [n for n in call.children if n.kind == "message"]
     assert [m.label for m in messages] == ["alice → bob: What is 2 + 2?", "bob → alice: 4"]
     assert messages[1].data["in_reply_to"] == "alice:1" and messages[1].data["sender"] == "bob"
-    assert [n.kind for n in call.children] == ["request", "message", "message", "response"]
+    assert [n.kind for n in call.children] == ["request", "message", "run", "message", "response"]
+    [served] = [n for n in call.children if n.kind == "run"]
+    assert served.label == "Run bob / ask: What is 2 + 2?"  # bob's answer, a run inside the call
     assert not [n for n in tree.walk() if n.kind == "event" and n.label == "bus_message"]
     found = tree.matching("bob → alice")
     assert id(messages[1]) in found and id(network) in found

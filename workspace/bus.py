@@ -94,6 +94,8 @@ class Delivery:
         self.handled = False
         #: Why the recipient's handler failed (None: it did not, or has not run yet).
         self.error: str | None = None
+        #: The tool call that sent it (a model's ``send_message``), when one did: the answer's run runs inside it.
+        self.origin: Any = None
         self._bus = bus
         self._handled_event: asyncio.Event | None = None
 
@@ -215,7 +217,7 @@ class MessageBus:
         self.add_channel(name)
         self._channels[name].handler = handler
 
-    def publish(self, to: str, message: RobotMessage) -> Delivery:
+    def publish(self, to: str, message: RobotMessage, *, origin: Any = None) -> Delivery:
         """Queue ``message`` for channel ``to`` and return at once. Outside any event loop the bus has run
         on, the delivery waits in the queue until :meth:`drain` (or a later publish inside a loop) starts it."""
         channel = self._channels.get(str(to))
@@ -224,6 +226,7 @@ class MessageBus:
             raise BusError(f"No robot named '{to}' is on this bus (on it: {known}); put it on the bus first "
                            "with robot.with_bus(bus)")
         delivery = Delivery(message, to=channel.name, bus=self)
+        delivery.origin = origin
         for observer in list(self._observers):
             try:
                 observer(delivery)
@@ -390,14 +393,15 @@ class BusMessaging:
         in :attr:`outbox` under the message's key). Does not wait for the recipient."""
         return self._post(to=to, content=content).message
 
-    def _post(self, *, to: str | BusMessaging, content: str | Mapping[str, Any]) -> Delivery:
-        """:meth:`send_message`, returning the delivery (whose handling can be awaited)."""
+    def _post(self, *, to: str | BusMessaging, content: str | Mapping[str, Any], origin: Any = None) -> Delivery:
+        """:meth:`send_message`, returning the delivery (whose handling can be awaited); ``origin``: the tool call
+        that sends it."""
         bus = self._need_bus()
         recipient = to.name if isinstance(to, BusMessaging) else str(to)
         message = self._next(content=content, in_reply_to=None)
         with self._talk.lock:
             self._talk.outbox[message.key] = OutboxEntry(message)
-        return bus.publish(recipient, message)
+        return bus.publish(recipient, message, origin=origin)
 
     def send_reply(self, *, to: str | BusMessaging, content: str | Mapping[str, Any],
                    in_reply_to: str) -> RobotMessage:
@@ -531,9 +535,9 @@ def message_tool(robot: BusMessaging, *, reply_timeout: float = REPLY_TIMEOUT) -
     """The ``send_message`` tool a model on a network's bus is given: it sends a message to another robot of
     the bus and returns that robot's reply, once it has handled the message (at most ``reply_timeout``
     seconds); a robot that does not answer messages is said to have received it."""
-    from workspace.tools.base import Tool
+    from workspace.tools.base import Tool, ToolContext
 
-    async def send(arguments: dict[str, Any]) -> str:
+    async def send(arguments: dict[str, Any], context: ToolContext | None = None) -> str:
         bus = robot._need_bus()
         to = str(arguments.get("to") or "").strip()
         content = str(arguments.get("content") or "")
@@ -549,7 +553,7 @@ def message_tool(robot: BusMessaging, *, reply_timeout: float = REPLY_TIMEOUT) -
 
         remove = bus.add_observer(watch)
         try:
-            delivery = robot._post(to=to, content=content)
+            delivery = robot._post(to=to, content=content, origin=context)
             sent.append(delivery.message.key)
             handled = await delivery.wait_handled(timeout=reply_timeout)
         finally:

@@ -64,7 +64,7 @@ async def _run(to: Any, task: Any, *, delegated_by: str, options: dict[str, Any]
     call = current_call()
     parent = call.run if call is not None else None
     if call is not None and parent is not None and callable(getattr(to, "stream", None)):
-        result = await _inside(to, task, parent, {**parent.child_options(call.call_id), **options})
+        result = await run_inside(to, task, parent, {**parent.child_options(call.call_id), **options})
     else:
         result = await to.arun(task, **options)
     result.duration = time.monotonic() - start
@@ -72,10 +72,11 @@ async def _run(to: Any, task: Any, *, delegated_by: str, options: dict[str, Any]
     return result
 
 
-async def _inside(to: Any, task: Any, parent: RunHandle, options: dict[str, Any]) -> RobotResult:
-    """``to``'s run inside the run whose tool call delegated (its events in that run's stream, like a robot
-    used as a tool's), with what ``arun`` would return or raise. A background delegation still going when
-    that run ends goes on; the rest of its events are not in the stream."""
+async def run_inside(to: Any, task: Any, parent: RunHandle, options: dict[str, Any]) -> RobotResult:
+    """``to``'s run inside ``parent``, the run whose tool call started it (``options`` from its
+    ``child_options``): its events in that run's stream, like a robot used as a tool's, its usage in that run's
+    totals, with what ``arun`` would return or raise. A run still going when ``parent`` ends goes on; the rest
+    of its events are not in the stream. Delegations and the answers of a network's bus use it."""
     run = to.stream(task, **options)
     began = False
     async for event in run:

@@ -45,6 +45,9 @@ def test_bus_messages_are_items_in_the_senders_lane() -> None:
     kinds = [type(i).__name__ for i in lane.items]
     assert kinds.index("BusMessageItem") > kinds.index("ToolCallItem")  # under the call that sent it
     assert not [i for i in turn.items if isinstance(i, BusMessageItem)]
+    call = presenter.call("s1")
+    assert call is not None and call.inner is not None  # bob's answer: a run inside the send_message card
+    assert call.inner.robot == "bob" and call.inner.status == "done"
     # Reopened from the store, it looks the same.
     stored = ChatPresenter()
     stored.load_turn(View(Info("t1"), coalesce_text(events), user_text="Ask bob"))

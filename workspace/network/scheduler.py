@@ -184,14 +184,15 @@ class NetworkRun(EventRun):
 
     def _on_bus_message(self, delivery: Any) -> None:
         """A message on the network's bus: a ``bus_message`` in the sender's task run while it runs one (in
-        order with its tool calls), else in the network's run as the sender's."""
+        order with its tool calls), else in the recipient's (a reply to a ``send_message`` comes after the run
+        that answered, which that call holds), else in the network's run as the sender's."""
         message = delivery.message
         content = message.content if isinstance(message.content, str) else dict(message.content)
         event = ev.BusMessage(sender=message.from_, to=delivery.to, content=content, message_id=message.key,
                               in_reply_to=message.in_reply_to)
 
         def deliver() -> None:
-            state = self._running_task_of(message.from_)
+            state = self._running_task_of(message.from_) or self._running_task_of(delivery.to)
             if state is not None and state.agent_run is not None:
                 state.agent_run.emit(event)
             else:
@@ -209,20 +210,29 @@ class NetworkRun(EventRun):
                      and s.agent_run is not None and not s.agent_run.done), None)
 
     def _serve_bus(self) -> None:
-        """The robots that answer messages: each message run through the robot with this run's model."""
+        """The robots that answer messages: each message run through the robot with this run's model, the
+        answer sent back as a reply. Asked by a model's ``send_message``, the run runs inside that tool call
+        (its events in the asking task's run, its usage in its totals), like a robot used as a tool."""
         options = {key: self.options[key] for key in ("provider", "folder", "approval", "settings")
                    if self.options.get(key) is not None}
         for robot in self.network.bus_servers.values():
-            async def answer(message: Any, robot: Any = robot) -> str:
+            async def answer(delivery: Any, message: Any, robot: Any = robot) -> None:
                 from workspace.bus import _as_text
+                from workspace.delegation import run_inside
 
-                result = await robot.arun(_as_text(message.content), network=self.network, **options)
-                asker = self._running_task_of(message.from_)
-                if asker is not None and asker.agent_run is not None:  # counted in the asking task's totals
-                    asker.agent_run.add_usage(result.usage)
-                return str(result.last_text_content)
+                delivery.ack()
+                if message.reply:
+                    return
+                origin = delivery.origin
+                text = _as_text(message.content)
+                if origin is not None and origin.run is not None and not origin.run.done:
+                    inside = {**origin.run.child_options(origin.call_id), **options, "network": self.network}
+                    result = await run_inside(robot, text, origin.run, inside)
+                else:
+                    result = await robot.arun(text, network=self.network, **options)
+                robot.send_reply(to=message.from_, content=str(result.last_text_content), in_reply_to=message.key)
 
-            robot.respond_to_tasks(answer)
+            robot.on_message(answer)
 
     # -- the scheduler --------------------------------------------------------------------
     async def _main(self) -> None:
