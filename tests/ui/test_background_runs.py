@@ -291,3 +291,32 @@ async def test_a_network_run_left_and_shown_again_mid_way_ends_as_its_reopened_t
         live = _snapshot(root)
         assert "[done]" in live["widgets"]
         _assert_same(live, await _reopen(root))
+
+
+async def test_a_background_runs_mark_survives_a_restart_until_its_thread_is_seen(provider: Any,
+                                                                                  db_path: Path) -> None:
+    from tests.ui.conftest import running_app
+
+    async with running_app(provider=provider, db_path=db_path, theme_name="light", size=(1200, 800)) as root:
+        w, c = root.window, root.controller
+        other = await a_finished_thread(root, provider, "other")
+        w.threads.new()
+        w.runs.send("nothing is queued for this one")  # the scripted model has no reply: the run fails
+        failing = c.thread_id
+        assert failing
+        w.threads.open(other)
+        await wait_until(lambda: c.run_states().get(failing) == "failed", what="the run to fail out of sight")
+        assert c.require_store().get_thread(failing).metadata["run_mark"] == "failed"
+
+    async with running_app(provider=provider, db_path=db_path, theme_name="light", size=(1200, 800)) as root:
+        w, c = root.window, root.controller
+        w.threads.refresh()
+        await wait_until(lambda: row_state(w, failing)[0] == "failed", what="the failed mark after the restart")
+        assert "failed" in row_state(w, failing)[1]
+        w.threads.open(failing)  # seen: the mark goes, in the store too
+        await wait_until(lambda: row_state(w, failing)[0] is None, what="the mark to go once seen")
+        assert "run_mark" not in c.require_store().get_thread(failing).metadata
+
+    async with running_app(provider=provider, db_path=db_path, theme_name="light", size=(1200, 800)) as root:
+        root.window.threads.refresh()
+        assert root.controller.run_states() == {}
