@@ -165,6 +165,36 @@ async def test_an_overlap_is_shown_side_by_side_and_refused_until_one_is_picked(
     assert (folder / "app.py").read_text() == BASE.replace("line 2\n", "B two\n")
 
 
+async def test_edit_a_merge_applies_the_persons_lines_in_place_of_the_overlap_and_undoes_as_one(
+        app: Any, server: FakeLLMServer, folder: Path) -> None:
+    from PySide6.QtWidgets import QPushButton
+
+    comparisons = await compared(app, server)
+    review = comparisons.review
+    assert review is not None
+    for hunk_id in ("c0.f1.h1", "c1.f1.h1", "c2.f1.h2"):  # A and B both change line 2; C's line 5 goes along
+        review.set_accepted(hunk_id)
+    assert len(review.overlap_panes) == 1 and not review.apply_button.isEnabled()
+    review.overlap_panes[0].findChild(QPushButton, "merge-c0.f1.h1").click()
+    dialog = review.merge_dialog
+    assert dialog is not None and dialog.isVisible()
+    assert dialog.text() == "A two\nB two\n"  # both hunks' text, one after the other
+    dialog.from_file.click()
+    assert dialog.text() == "line 2\n"  # the file as it is there
+    dialog.editor.setPlainText("A and B two")
+    dialog.buttons.button(dialog.buttons.StandardButton.Ok).click()
+    assert not review.overlap_panes and review.apply_button.isEnabled()
+    assert "1 merge of yours" in review.status.text()
+    assert sorted(review.selection.accepted) == ["c0.f1.h1", "c1.f1.h1", "c2.f1.h2"]
+    assert (folder / "app.py").read_text() == BASE  # nothing written before Apply
+    review.apply()
+    await wait_until(lambda: review.result is not None, timeout=60, what="the apply")
+    assert (folder / "app.py").read_text() == BASE.replace("line 2\n", "A and B two\n").replace("line 5\n",
+                                                                                                 "C five\n")
+    review.undo_button.click()
+    await wait_until(lambda: (folder / "app.py").read_text() == BASE, timeout=60, what="the undo, as one")
+
+
 async def test_keep_this_one_goes_on_with_that_candidates_thread_alone(
         app: Any, server: FakeLLMServer, folder: Path) -> None:
     comparisons = await compared(app, server)
