@@ -320,3 +320,40 @@ async def test_a_background_runs_mark_survives_a_restart_until_its_thread_is_see
     async with running_app(provider=provider, db_path=db_path, theme_name="light", size=(1200, 800)) as root:
         root.window.threads.refresh()
         assert root.controller.run_states() == {}
+
+
+@pytest.mark.parametrize("limit", [1, 2])
+async def test_two_background_threads_share_one_local_servers_limit(db_path: Path, limit: int) -> None:
+    """Two threads' runs against one server on this machine, over real HTTP: with the provider's limit at 1
+    (the local default) the second queues until the first is done, at 2 both stream at once; both finish."""
+    from fakes.llm_server import FakeLLMServer, Reply
+
+    from tests.ui.conftest import running_app
+    from workspace.config import load_config
+
+    def reply(body: dict[str, Any]) -> Reply:  # a slow stream: long enough for the other thread's request to come
+        return Reply.say(f"{LONG} from {body['messages'][-1]['content']}", chunk_size=4, chunk_delay=0.01)
+
+    with FakeLLMServer(reply_fn=reply) as server:
+        llm = {"model": "openai/local-model", "max_retries": 0, "api_base": server.base_url + "/v1"}
+        if limit != 1:
+            llm["max_concurrent_requests"] = limit
+        config = load_config(env={}, overrides={"llm": llm})
+        async with running_app(db_path=db_path, config=config, theme_name="light", size=(1200, 800)) as root:
+            w, c = root.window, root.controller
+            w.threads.new()
+            w.runs.send("first")
+            await wait_until(lambda: c.thread_id is not None, what="the first thread")
+            first = c.thread_id
+            w.threads.new()
+            w.runs.send("second")  # while the first streams, in the background now
+            await wait_until(lambda: c.thread_id not in (None, first), what="the second thread")
+            assert c.thread_id != first
+            await wait_until(lambda: len(c.runs_going()) == 2, what="two runs going")
+            await wait_until(lambda: c.idle, timeout=60, what="both runs to end")
+            await asyncio.sleep(0.05)
+            assert server.max_concurrent == limit  # never more in flight at once than the limit
+            assert c.run_states() == {first: "finished"}  # the first ended out of sight
+            assert answer(w) == f"{LONG} from second"
+            w.threads.open(first)
+            assert answer(w) == f"{LONG} from first"
