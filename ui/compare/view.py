@@ -67,9 +67,11 @@ class ColumnHeader(QFrame):
         layout.addWidget(self.figures)
 
     def show_stats(self, stats: ColumnStats) -> None:
+        """The figures now (a label whose text is the same is not set again: no relayout of the header)."""
         model = f" · {stats.model}" if stats.model and stats.model != stats.label else ""
-        self.state.setText(stats.status + model)
-        self.figures.setText(stats.line())
+        for label, text in ((self.state, stats.status + model), (self.figures, stats.line())):
+            if label.text() != text:
+                label.setText(text)
 
 
 class CompareView(QWidget):

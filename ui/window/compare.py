@@ -42,6 +42,8 @@ log = logging.getLogger("ui.compare")
 LIST_WAIT_S = 6.0
 #: How often the headers' figures are redrawn while the candidates stream (ms).
 STATS_MS = 250
+#: How often the columns' streamed text is shown (ms): one frame.
+FRAME_MS = 16
 
 
 class Comparisons(QObject):
@@ -69,6 +71,11 @@ class Comparisons(QObject):
         self._timer = QTimer(self)
         self._timer.setInterval(STATS_MS)
         self._timer.timeout.connect(self._show_stats)
+        #: One frame clock for every column: their text goes out in one pass, so the columns lay out and
+        #: paint once per frame, not once per column.
+        self._frame = QTimer(self)
+        self._frame.setInterval(FRAME_MS)
+        self._frame.timeout.connect(self._flush_columns)
 
     def attach(self, *, chat: ChatView, composer: Composer, send_one: Callable[[str], None],
                ask_one: Callable[[ApprovalRequest, asyncio.Future[ApprovalDecision]], None],
@@ -278,7 +285,7 @@ class Comparisons(QObject):
         self.chats, self.bridges = [], []
         for _label in labels:
             chat = ChatView()
-            bridge = RunBridge(self)
+            bridge = RunBridge(self, own_clock=False)  # flushed together on the comparison's frame clock
             bridge.view_event.connect(chat.presenter.feed)
             self.chats.append(chat)
             self.bridges.append(bridge)
@@ -308,6 +315,7 @@ class Comparisons(QObject):
         stats.message_sent(list(compare.active))
         self.composer.set_running(True)
         self._timer.start()
+        self._frame.start()
         self._task = self.services.tasks.spawn(self._run(compare, text), name="compare")
 
     async def _run(self, compare: CompareSession, text: str) -> list[CandidateResult]:
@@ -318,8 +326,8 @@ class Comparisons(QObject):
             self.services.notices.banner(f"The comparison could not run: {exc}")
             results = []
         finally:
-            for bridge in self.bridges:
-                bridge.flush()
+            self._frame.stop()
+            self._flush_columns()
             self._timer.stop()
             self._show_stats()
             self.composer.set_running(False)
@@ -351,6 +359,10 @@ class Comparisons(QObject):
         index = stats.feed(event)
         if index is not None and index < len(self.bridges):
             self.bridges[index].feed(event)
+
+    def _flush_columns(self) -> None:
+        for bridge in self.bridges:
+            bridge.flush()
 
     def _show_stats(self) -> None:
         if self.view is not None and self.stats is not None:
