@@ -295,6 +295,7 @@ async def test_an_approval_a_candidate_asks_for_shows_in_its_own_column(app: Any
     view = comparisons.view
     window.threads.new()
     assert comparisons.running and not view.isVisible() and window.chat.isVisible()
+    assert not comparisons.stop() and comparisons.running  # Esc there is the open thread's, not the columns'
     window.threads.open(comparisons.session.thread_ids[1])  # back: the same columns, the card still waiting
     assert comparisons.view is view and view.isVisible() and not window.chat.isVisible()
     comparisons.chats[1].pending_approval().approve()

@@ -369,8 +369,8 @@ class Comparisons(QObject):
             self.view.show_stats(self.stats.columns)
 
     def stop(self) -> bool:
-        """Esc: stop every candidate (False: no comparison is running)."""
-        if self.session is None or not self.running:
+        """Esc: stop every candidate (False: no comparison is running on screen: set aside, it goes on)."""
+        if self.session is None or not self.running or self.parked:
             return False
         self.session.stop()
         return True
