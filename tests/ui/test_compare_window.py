@@ -227,6 +227,18 @@ async def test_a_comparisons_columns_come_back_when_a_candidates_thread_reopens_
         assert comparisons.view is None and root.window.chat.isVisible()
         root.window.threads.open(threads[1])  # back, through any candidate's thread: the columns
         shown(root, comparisons)
+        store = root.controller.require_store()
+        kept = {t: store.get_thread(t).metadata["compare_stats"] for t in threads}
+        for thread_id in threads:  # no figures kept (the command line's comparisons): counted from the events
+            store.update_thread_metadata(thread_id, compare_stats=None)
+        root.window.threads.new()
+        root.window.threads.open(threads[0])
+        counted = comparisons.stats.columns
+        assert [(c.status, c.tool_calls, c.ttft) for c in counted] == [("finished", 1, None)] * 3
+        assert [(c.input_tokens, c.output_tokens) for c in counted] == [
+            (kept[t]["input_tokens"], kept[t]["output_tokens"]) for t in threads]
+        for thread_id, saved in kept.items():
+            store.update_thread_metadata(thread_id, compare_stats=saved)
 
     async with running_app(db_path=db_path, config=config, folder=folder, theme_name="light", size=(1400, 900)) as root:
         comparisons = root.window.comparisons
