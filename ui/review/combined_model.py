@@ -146,7 +146,7 @@ class CombinedSelection:
         overlaps = self.overlaps()
         if overlaps:
             names = "; ".join(f"{o.first.id} and {o.second.id}" for o in overlaps)
-            return f"Two accepted hunks change the same lines ({names}): pick one of each pair"
+            return f"Two accepted hunks change the same lines ({names}): pick one of each pair, or edit a merge"
         return None
 
     async def apply(self, *, verify: str | None = None, thread_id: str | None = None,
