@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QApplication
 
 from ui import markdown
 from ui.chat.view import code_lines
-from ui.chat.view.code_stream import PIECE_CHARS, CodeStream
+from ui.chat.view.code_stream import PIECE_CHARS, CodeStream, Piece
 from ui.chat.view.stream import FREEZE_CHARS, MarkdownStream
 from ui.widgets.common import AutoHeightText
 
@@ -56,7 +56,7 @@ def stream(qtbot: Any, text: str, chunk: int) -> MarkdownStream:
     for start in range(0, len(text), chunk):
         view.append(text[start:start + chunk])
         QApplication.processEvents()
-    qtbot.waitUntil(lambda: not view.pending, timeout=60_000)  # bounds a hang; the check runs over turns
+    qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)  # bounds a hang
     return view
 
 
@@ -158,14 +158,14 @@ def test_finished_lines_are_highlighted_once_and_frozen_pieces_never_set_again(
         return real_lex(lexer, text, stack)
 
     sets: dict[int, list[int]] = {}
-    real_set = AutoHeightText.setHtml
+    real_set = Piece.setHtml
 
-    def set_html(self: AutoHeightText, html: str) -> None:
+    def set_html(self: Piece, html: str) -> None:
         sets.setdefault(id(self), []).append(len(html))
         real_set(self, html)
 
     monkeypatch.setattr(code_lines, "_lex_from", counting)
-    monkeypatch.setattr(AutoHeightText, "setHtml", set_html)
+    monkeypatch.setattr(Piece, "setHtml", set_html)
     body = "".join(f"    value_{i} = compute(event, {i}) * 2  # step {i}\n" for i in range(1200))  # ~50 KB
     view = MarkdownStream()
     qtbot.addWidget(view)
@@ -174,7 +174,7 @@ def test_finished_lines_are_highlighted_once_and_frozen_pieces_never_set_again(
     for start in range(0, len(text), 40):
         view.append(text[start:start + 40])
         QApplication.processEvents()
-    qtbot.waitUntil(lambda: not view.pending, timeout=60_000)
+    qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)
     code = next(w for w in parts(view) if isinstance(w, CodeStream))
     # Each finished line was lexed once as a finished line (in a batch of lines ending with it); the
     # line being written is lexed at each flush, as far as it has come.
@@ -197,7 +197,7 @@ def test_finished_lines_are_highlighted_once_and_frozen_pieces_never_set_again(
     for start in range(0, len(more), 40):
         view.append(more[start:start + 40])
         QApplication.processEvents()
-    qtbot.waitUntil(lambda: not view.pending, timeout=60_000)
+    qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)
     assert {id(piece): len(sets[id(piece)]) for piece in frozen} == before, "a frozen piece was set again"
     biggest = max(n for piece in code.pieces for n in sets.get(id(piece), [0]))
     assert biggest < 40 * PIECE_CHARS  # the HTML of a piece, never of the block (~2 MB of HTML here)
@@ -216,14 +216,14 @@ def test_copy_copies_the_whole_code_and_wrap_applies_to_every_piece(qtbot: Any) 
     for start in range(0, len(text), 50):
         view.append(text[start:start + 50])
         QApplication.processEvents()
-    qtbot.waitUntil(lambda: not view.pending, timeout=60_000)
+    qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)
     code = next(w for w in parts(view) if isinstance(w, CodeStream))
     visible = [p for p in code.pieces if p.isVisibleTo(code)]
     assert len(visible) > 2
     code.header.linkActivated.emit(f"{markdown.COPY_SCHEME}:0")
     assert board.text() == code_text.rstrip("\n")
 
-    def wraps(piece: AutoHeightText) -> bool:
+    def wraps(piece: Piece) -> bool:
         return not piece.document().begin().blockFormat().nonBreakableLines()
 
     assert all(wraps(p) for p in visible) and not code.bar.isVisibleTo(code)

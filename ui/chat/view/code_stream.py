@@ -15,17 +15,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QWheelEvent
-from PySide6.QtWidgets import QFrame, QLabel, QScrollBar, QVBoxLayout, QWidget
+from PySide6.QtCore import QSize, Qt, QTimer
+from PySide6.QtGui import QContextMenuEvent, QGuiApplication, QTextCursor, QWheelEvent
+from PySide6.QtWidgets import QFrame, QLabel, QScrollBar, QSizePolicy, QTextBrowser, QVBoxLayout, QWidget
 
 from ui import markdown, theme
 from ui.chat.view.code_lines import CodeLines, whole_lines
-from ui.widgets.common import AutoHeightText, follow_link
+from ui.widgets.common import follow_link
 
-#: A frozen piece holds about this many characters of code (the live piece at most about as many
-#: plus the line being written).
-PIECE_CHARS = 1500
+#: A frozen piece holds about this many characters of code.
+PIECE_CHARS = 3000
 #: At most about this many characters of new lines are highlighted per turn of the event loop.
 MAX_LINES_CHARS = 2500
 #: The check against the whole block works at most this long per turn of the event loop.
@@ -40,6 +39,47 @@ class _Pieces(QWidget):
         self.markdown_source = source
 
 
+class Piece(QTextBrowser):
+    """A piece of the code: read-only rich text as tall as its lines, no frame, no scroll bars of its
+    own (lighter than :class:`~ui.widgets.common.AutoHeightText`: no style sheet of its own, no links)."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setObjectName("StreamedCodePiece")
+        self.setOpenLinks(False)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.viewport().setAutoFillBackground(False)
+        self.document().setDocumentMargin(0)
+        self.document().documentLayout().documentSizeChanged.connect(self._fit)
+        self.setFixedHeight(1)
+
+    def _fit(self, size: object = None) -> None:
+        height = max(1, int(self.document().size().height() + 0.999))
+        if height != self.height():
+            self.setFixedHeight(height)
+
+    def sizeHint(self) -> QSize:
+        return QSize(super().sizeHint().width(), self.height())
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        event.ignore()  # the conversation scrolls (sideways: the block's bar, CodeStream.wheelEvent)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        """The usual menu (copy the selection, select all), and the whole message as Markdown."""
+        menu = self.createStandardContextMenu(event.pos())
+        source = getattr(self.parentWidget(), "markdown_source", None)
+        text = source() if callable(source) else ""
+        if text:
+            menu.addSeparator()
+            action = menu.addAction("Copy message as Markdown")
+            action.triggered.connect(lambda: QGuiApplication.clipboard().setText(str(text)))
+        menu.exec(event.globalPos())
+        menu.deleteLater()
+
+
 class CodeStream(QWidget):
     """A code block that grows: frozen pieces of finished lines, the recent lines, the live line."""
 
@@ -52,15 +92,16 @@ class CodeStream(QWidget):
         self.lines = CodeLines(language)
         self._code = ""
         self._fed = 0  # characters of the code given to ``lines`` as finished lines
-        self._recent_chars = 0
-        self._shown: dict[AutoHeightText, list[str]] = {}  # the lines each piece shows
+        self._recent_start = 0  # where in the code the recent piece's lines start
+        self._shown: dict[Piece, list[str]] = {}  # the lines each piece shows
         self._check: Iterator[list[str] | None] | None = None
         c = theme.colors()
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 4, 0, 10)
         self.box = QFrame(self)
         self.box.setObjectName("StreamedCode")
-        self.box.setStyleSheet(f"QFrame#StreamedCode {{ background-color: {c.code_bg}; border: 1px solid {c.border}; }}")
+        self.box.setStyleSheet(f"QFrame#StreamedCode {{ background-color: {c.code_bg}; border: 1px solid {c.border}; }} "
+                               "QTextBrowser#StreamedCodePiece { background: transparent; border: none; padding: 0px; }")
         outer.addWidget(self.box)
         layout = QVBoxLayout(self.box)
         layout.setContentsMargins(10, 10, 10, 10)
@@ -88,10 +129,10 @@ class CodeStream(QWidget):
         return self._code
 
     @property
-    def pieces(self) -> list[AutoHeightText]:
+    def pieces(self) -> list[Piece]:
         """The pieces, top to bottom: the frozen ones, the recent lines, the live line."""
         found = (self._pieces.itemAt(i) for i in range(self._pieces.count()))
-        return [w for item in found if item is not None and isinstance(w := item.widget(), AutoHeightText)]
+        return [w for item in found if item is not None and isinstance(w := item.widget(), Piece)]
 
     @property
     def checking(self) -> bool:
@@ -102,9 +143,8 @@ class CodeStream(QWidget):
         """The HTML of every line shown, top to bottom."""
         return [line for piece in self.pieces for line in self._shown.get(piece, [])]
 
-    def _piece(self, at: int | None = None) -> AutoHeightText:
-        piece = AutoHeightText("", self._column)
-        piece.setObjectName("StreamedCodePiece")
+    def _piece(self, at: int | None = None) -> Piece:
+        piece = Piece(self._column)
         piece.setVisible(False)
         self._pieces.insertWidget(self._pieces.count() if at is None else at, piece)
         return piece
@@ -132,16 +172,24 @@ class CodeStream(QWidget):
         return more
 
     def _add_recent(self, done: list[str]) -> None:
-        """Add lines highlighted for good to the recent piece; once it holds about PIECE_CHARS, it is
-        frozen (left as it is) and a new recent piece starts."""
-        recent = self._shown.get(self.recent, []) + done
-        self._show(self.recent, recent)
-        self._recent_chars += sum(map(len, done))
-        if self._recent_chars >= PIECE_CHARS:
+        """Add lines highlighted for good to the recent piece, at its end (what it shows is not set
+        again); once it holds about PIECE_CHARS of code, it is frozen and a new recent piece starts."""
+        recent = self._shown.get(self.recent)
+        if not recent:
+            self._show(self.recent, done)
+        else:
+            recent += done
+            cursor = QTextCursor(self.recent.document())
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            cursor.insertBlock()
+            cursor.insertHtml(markdown.code_lines_html("\n".join(done), wrap=self.wrap))
+            if not self.wrap:
+                self._fit_bar()
+        if self._fed - self._recent_start >= PIECE_CHARS:
             self.recent = self._piece(self._pieces.indexOf(self.live))
-            self._recent_chars = 0
+            self._recent_start = self._fed
 
-    def _show(self, piece: AutoHeightText, lines: list[str], *, force: bool = False) -> None:
+    def _show(self, piece: Piece, lines: list[str], *, force: bool = False) -> None:
         if not force and self._shown.get(piece, []) == lines:
             return
         self._shown[piece] = lines

@@ -156,6 +156,11 @@ class MarkdownStream(QWidget):
 
     @property
     def pending(self) -> bool:
-        """Text received but not rendered yet (catching up after a burst), or a closed code block's check
-        against its whole highlight still running."""
-        return self._scheduled or any(code.checking for code in self._codes)
+        """Text received but not rendered yet (catching up after a burst)."""
+        return self._scheduled
+
+    @property
+    def checking(self) -> bool:
+        """A closed code block's check against its whole highlight is still running (a few ms per turn of
+        the event loop; it may set pieces again, the text shown does not change)."""
+        return any(code.checking for code in self._codes)
