@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QApplication
 from ui import markdown
 from ui.chat.view import code_lines
 from ui.chat.view.code_stream import PIECE_CHARS, CodeStream, Piece
-from ui.chat.view.stream import FREEZE_CHARS, MarkdownStream
+from ui.chat.view.stream import FREEZE_CHARS, MAX_RENDER_CHARS, MarkdownStream
 from ui.widgets.common import AutoHeightText
 
 
@@ -45,6 +45,8 @@ CASES = {
     "a lexer rule over lines (heredoc)": "```bash\n" + bash_code(120) + "```\nafter\n",
     "a lexer that cannot resume (JSON)": "```json\n[\n" + "".join(f'  {{"a{i}": [1, "x\\"y", null]}},\n'
                                                                   for i in range(90)) + "  {}\n]\n```\n",
+    "long prose, then still open": "".join(f"Paragraph {i} of words, words and words.\n\n" for i in range(60))
+                                   + "```python\n" + python_code(100),
     "plain, no language": "~~~\n" + "".join(f"<tag> & line {i}\n" for i in range(200)) + "~~~\n\n- done\n",
 }
 
@@ -252,3 +254,23 @@ def test_a_short_or_closed_code_block_renders_as_before(qtbot: Any) -> None:
         view = stream(qtbot, text, 5 if text is short else len(text))
         assert not [w for w in parts(view) if isinstance(w, CodeStream)]
         assert "".join(w.markdown or "" for w in parts(view) if isinstance(w, AutoHeightText)) == text
+
+
+def test_a_stored_answer_ending_in_a_long_open_block_never_renders_the_block_whole(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Given at once (a stored thread), the prose is frozen a few blocks a turn, then the open block
+    grows in a CodeStream: no segment is ever set to the whole block's Markdown."""
+    rendered: list[int] = []
+    real = AutoHeightText.set_markdown
+
+    def set_markdown(self: AutoHeightText, text: str) -> None:
+        rendered.append(len(text))
+        real(self, text)
+
+    monkeypatch.setattr(AutoHeightText, "set_markdown", set_markdown)
+    body = python_code(300)
+    text = "".join(f"Paragraph {i} of words, words and words.\n\n" for i in range(60)) + "```python\n" + body
+    view = stream(qtbot, text, len(text))
+    code = next(w for w in parts(view) if isinstance(w, CodeStream))
+    assert code.shown_lines() == markdown.highlight(body.rstrip("\n"), "python").split("\n")
+    assert rendered and max(rendered) <= MAX_RENDER_CHARS < len(body) // 4, rendered

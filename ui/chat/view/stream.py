@@ -99,6 +99,8 @@ class MarkdownStream(QWidget):
         if len(tail) > MAX_RENDER_CHARS and markdown.split_stable(tail) >= FREEZE_CHARS:
             self._schedule()  # more finished blocks to freeze: next turn of the loop
             return
+        if stable >= FREEZE_CHARS and self._start_code(tail, 0):  # a long open code block after them
+            return
         visible = bool(tail.strip())
         if visible:
             self._live.set_markdown(tail)
