@@ -274,3 +274,20 @@ def test_a_stored_answer_ending_in_a_long_open_block_never_renders_the_block_who
     code = next(w for w in parts(view) if isinstance(w, CodeStream))
     assert code.shown_lines() == markdown.highlight(body.rstrip("\n"), "python").split("\n")
     assert rendered and max(rendered) <= MAX_RENDER_CHARS < len(body) // 4, rendered
+
+
+def test_a_text_replaced_while_its_code_block_is_checked_shows_the_new_text(qtbot: Any) -> None:
+    """A provider that replaces its output while the closed block is being checked: the check of the
+    removed block stops with it, and the new text shows."""
+    view = MarkdownStream()
+    qtbot.addWidget(view)
+    text = "```python\n" + python_code(200) + "```\n"
+    for start in range(0, len(text), 500):
+        view.append(text[start:start + 500])
+    qtbot.waitUntil(lambda: not view.pending, timeout=60_000)
+    assert view.checking
+    view.set_text("Something else.")
+    for _ in range(20):
+        QApplication.processEvents()
+    assert not view.checking and not [w for w in parts(view) if isinstance(w, CodeStream)]
+    assert [w.toPlainText() for w in parts(view) if isinstance(w, AutoHeightText) and w.markdown] == ["Something else."]

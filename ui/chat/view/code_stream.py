@@ -168,7 +168,7 @@ class CodeStream(QWidget):
         self._show(self.live, self.lines.live("" if more else code[finished:]))
         if closed and not more:
             self._check = whole_lines(code, self.language)
-            QTimer.singleShot(0, self._check_step)
+            QTimer.singleShot(0, self, self._check_step)
         return more
 
     def _add_recent(self, done: list[str]) -> None:
@@ -209,7 +209,7 @@ class CodeStream(QWidget):
                 self._mend(step)
                 return
             if time.perf_counter() > deadline:
-                QTimer.singleShot(0, self._check_step)
+                QTimer.singleShot(0, self, self._check_step)
                 return
 
     def _mend(self, whole: list[str]) -> None:
