@@ -110,6 +110,8 @@ class CodeStream(QWidget):
         self.header.setTextFormat(Qt.TextFormat.RichText)
         self.header.setStyleSheet("QLabel { background: transparent; border: none; }")
         self.header.linkActivated.connect(self._on_link)
+        for widget in (self, self.box, self.header):  # as tall as their lines, however tall the column
+            widget.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         layout.addWidget(self.header)
         self._column = _Pieces(source, self.box)
         self._pieces = QVBoxLayout(self._column)
