@@ -166,16 +166,31 @@ def highlight(code: str, language: str | None) -> str:
     """``code`` as highlighted HTML spans (no wrapper); plain escaped text when unknown."""
     from pygments import highlight as _highlight
 
-    lang = (language or "").strip().lower()
-    if not lang or len(code) > 200_000:
+    lexer = code_lexer(language)
+    if lexer is None or len(code) > MAX_HIGHLIGHT:
         return _esc(code)
-    lexer = _lexer(lang)
-    if lexer is None:
-        return _esc(code)
-    result = _highlight(code, lexer, _formatter(theme.colors().pygments_style))
-    # pygments styles may set a background on whole spans; the block has its own.
-    result = re.sub(r"background-color: #[0-9a-fA-F]{3,6};?\s*", "", result)
+    result = no_background(_highlight(code, lexer, code_formatter()))
     return result[:-1] if result.endswith("\n") else result
+
+
+#: Longer code is shown without colours (highlighting it would take seconds).
+MAX_HIGHLIGHT = 200_000
+
+
+def code_lexer(language: str | None) -> Any:
+    """The pygments lexer :func:`highlight` uses for ``language`` (None: plain text)."""
+    lang = (language or "").strip().lower()
+    return _lexer(lang) if lang else None
+
+
+def code_formatter() -> Any:
+    """The pygments formatter :func:`highlight` uses (inline styles of the theme's style, no wrapper)."""
+    return _formatter(theme.colors().pygments_style)
+
+
+def no_background(html_text: str) -> str:
+    """pygments styles may set a background on whole spans; a code block has its own."""
+    return re.sub(r"background-color: #[0-9a-fA-F]{3,6};?\s*", "", html_text)
 
 
 @lru_cache(maxsize=128)
@@ -223,21 +238,31 @@ def code_block(code: str, language: str | None, *, index: int | None = None, wra
     (True or False) a ``wrap:index`` toggle, and the lines wrap only when it is True."""
     c = theme.colors()
     body = _highlighted_block(code.rstrip("\n"), language, c.pygments_style)
+    header = code_header(language, index=index, wrap=wrap)
+    return (
+        f'<table width="100%" cellspacing="0" cellpadding="10" style="margin-top:4px; margin-bottom:10px; '
+        f'background-color:{c.code_bg}; border: 1px solid {c.border};"><tr><td>{header}'
+        f"{code_lines_html(body, wrap=wrap is None or wrap)}</td></tr></table>"
+    )
+
+
+def code_header(language: str | None, *, index: int | None = None, wrap: bool | None = None) -> str:
+    """A code block's header line (:func:`code_block`): its language, the Wrap toggle, the Copy link."""
+    c = theme.colors()
     head = [f'<span style="color:{c.muted};">{_esc(language)}</span>'] if language else []
     link = f"color:{c.accent}; text-decoration:none;"
     if index is not None and wrap is not None:
         head.append(f'<a href="{WRAP_SCHEME}:{index}" style="{link}">{TASK_DONE if wrap else TASK_OPEN}&nbsp;Wrap</a>')
     if index is not None:
         head.append(f'<a href="{COPY_SCHEME}:{index}" style="{link}">Copy</a>')
-    header = (f'<p align="right" style="margin:0 0 2px 0; font-size:small;">{" &nbsp;·&nbsp; ".join(head)}</p>'
-              if head else "")
-    space = "pre-wrap" if wrap is None or wrap else "pre"
-    return (
-        f'<table width="100%" cellspacing="0" cellpadding="10" style="margin-top:4px; margin-bottom:10px; '
-        f'background-color:{c.code_bg}; border: 1px solid {c.border};"><tr><td>{header}'
-        f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:{space};">{body}</pre>'
-        "</td></tr></table>"
-    )
+    return (f'<p align="right" style="margin:0 0 2px 0; font-size:small;">{" &nbsp;·&nbsp; ".join(head)}</p>'
+            if head else "")
+
+
+def code_lines_html(body: str, *, wrap: bool = True) -> str:
+    """Highlighted code (:func:`highlight`'s HTML) as a code block's ``<pre>``."""
+    space = "pre-wrap" if wrap else "pre"
+    return f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:{space};">{body}</pre>'
 
 
 def to_json_text(value: Any, *, indent: int = 2) -> str:

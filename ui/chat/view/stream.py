@@ -2,7 +2,9 @@
 
 A :class:`MarkdownStream` is a stack of rich-text segments: finished Markdown blocks are frozen
 into a segment once they are big enough, and only the last (live) segment is re-rendered when
-text arrives, so nothing above the tail moves.
+text arrives, so nothing above the tail moves. A code block still open once it is long (nothing in
+it counts as finished for Markdown) becomes a :class:`~ui.chat.view.code_stream.CodeStream`, which
+highlights and lays out each finished line once.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ui import markdown
+from ui.chat.view.code_lines import leading_fence
+from ui.chat.view.code_stream import CodeStream
 from ui.widgets.common import AutoHeightText
 
 #: Freeze finished blocks into their own segment once this many characters are stable.
@@ -31,6 +35,9 @@ class MarkdownStream(QWidget):
         self._frozen = 0
         self._live: AutoHeightText | None = None
         self._scheduled = False
+        self._code: CodeStream | None = None
+        self._code_since = 0  # where in the tail the open code block's unfinished lines start
+        self._codes: list[CodeStream] = []
         self.segments = 0
         if text:
             self.append(text)
@@ -64,7 +71,8 @@ class MarkdownStream(QWidget):
             widget = item.widget() if item is not None else None
             if widget is not None:
                 widget.deleteLater()
-        self._text, self._frozen, self._live, self.segments = "", 0, None, 0
+        self._text, self._frozen, self._live, self.segments, self._code = "", 0, None, 0, None
+        self._codes = []
         self.append(text)
 
     def _render(self) -> None:
@@ -72,10 +80,14 @@ class MarkdownStream(QWidget):
         ``MAX_RENDER_CHARS``): a backlog (text arriving faster than it renders) is caught up
         on the next turns of the event loop instead of stalling this one."""
         self._scheduled = False
+        if self._code is not None and self._grow_code():
+            return
         tail = self._text[self._frozen:]
         if self._live is None:
             self._live = self._new_live()
         stable = markdown.split_stable(tail)
+        if stable < FREEZE_CHARS and self._start_code(tail, stable):
+            return
         if stable >= FREEZE_CHARS:
             cut = stable
             if stable > MAX_RENDER_CHARS:
@@ -87,6 +99,8 @@ class MarkdownStream(QWidget):
         if len(tail) > MAX_RENDER_CHARS and markdown.split_stable(tail) >= FREEZE_CHARS:
             self._schedule()  # more finished blocks to freeze: next turn of the loop
             return
+        if stable >= FREEZE_CHARS and self._start_code(tail, 0):  # a long open code block after them
+            return
         visible = bool(tail.strip())
         if visible:
             self._live.set_markdown(tail)
@@ -94,6 +108,48 @@ class MarkdownStream(QWidget):
             self._live.setHtml("")
         if self._live.isVisibleTo(self) != visible:
             self._live.setVisible(visible)
+
+    def _start_code(self, tail: str, stable: int) -> bool:
+        """When the tail is finished blocks (``tail[:stable]``) then a code block still open and long,
+        freeze the blocks and grow the code block in a :class:`CodeStream` from now on."""
+        fence = leading_fence(tail[stable:])
+        if fence is None or fence.end is not None or len(tail) - stable - fence.start < FREEZE_CHARS:
+            return False
+        live = self._live
+        assert live is not None
+        if stable:
+            live.set_markdown(tail[:stable])
+            self._frozen += stable
+            live = self._live = self._new_live()
+        code = CodeStream(fence.language, self, source=self.markdown_source)
+        self._layout.insertWidget(self._layout.indexOf(live), code)
+        live.setHtml("")
+        live.setVisible(False)
+        self._code, self._code_since = code, 0
+        self._codes.append(code)
+        self.segments += 1
+        return self._grow_code()
+
+    def _grow_code(self) -> bool:
+        """Give the open code block its code so far; False once it closed (the rest renders as usual)."""
+        code = self._code
+        assert code is not None
+        tail = self._text[self._frozen:]
+        fence = leading_fence(tail, self._code_since)
+        if fence is None:  # cannot happen: the text only grows (set_text starts anew)
+            self._code = None
+            return False
+        code.markdown = tail[:fence.end]
+        text = fence.code(tail)
+        self._code_since = fence.start + text.rfind("\n") + 1  # no line before it closes the block
+        if code.grow(text, closed=fence.end is not None):
+            self._schedule()
+            return True
+        if fence.end is None:
+            return True
+        self._frozen += fence.end
+        self._code = None
+        return False
 
     def _schedule(self) -> None:
         if not self._scheduled:
@@ -104,3 +160,9 @@ class MarkdownStream(QWidget):
     def pending(self) -> bool:
         """Text received but not rendered yet (catching up after a burst)."""
         return self._scheduled
+
+    @property
+    def checking(self) -> bool:
+        """A closed code block's check against its whole highlight is still running (a few ms per turn of
+        the event loop; it may set pieces again, the text shown does not change)."""
+        return any(code.checking for code in self._codes)

@@ -1,0 +1,293 @@
+"""A long code block streamed into a MarkdownStream: its finished lines are highlighted and laid out
+once (frozen pieces), and what it shows at the end is what rendering the whole answer at once shows:
+the same text, the same colours, line for line; Copy copies the whole code, Wrap applies to it all."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from PySide6.QtGui import QGuiApplication, QTextDocument, QTextTable
+from PySide6.QtWidgets import QApplication
+
+from ui import markdown
+from ui.chat.view import code_lines
+from ui.chat.view.code_stream import PIECE_CHARS, CodeStream, Piece
+from ui.chat.view.stream import FREEZE_CHARS, MAX_RENDER_CHARS, MarkdownStream
+from ui.widgets.common import AutoHeightText
+
+
+@pytest.fixture(autouse=True)
+def _app(qapp_instance: object) -> None:
+    return None
+
+
+def python_code(lines: int) -> str:
+    out = []
+    for i in range(lines):
+        if i % 25 == 0:
+            out.append(f'def f{i}(x):\n    """Doubles x.\n\n    Over lines, {i}.\n    """\n')
+        elif i % 25 == 7:
+            out.append(f"    s = '''a string\nover two lines {i}'''\n")
+        else:
+            out.append(f"    y{i} = x * {i}  # <note> & {i}\n")
+    return "".join(out)
+
+
+def bash_code(lines: int) -> str:
+    return "".join(f'cat <<EOF\nline {i} $HOME "q"\nEOF\n' if i % 9 == 0 else f'echo "{i}" | grep -v x\n'
+                   for i in range(lines))
+
+
+CASES = {
+    "closing fence then prose": "Here it is:\n\n```python\n" + python_code(120) + "```\n\nThat is all **folks**.\n",
+    "still open at the end": "Some words first.\n\n```python\n" + python_code(150),
+    "a lexer rule over lines (heredoc)": "```bash\n" + bash_code(120) + "```\nafter\n",
+    "a lexer that cannot resume (JSON)": "```json\n[\n" + "".join(f'  {{"a{i}": [1, "x\\"y", null]}},\n'
+                                                                  for i in range(90)) + "  {}\n]\n```\n",
+    "long prose, then still open": "".join(f"Paragraph {i} of words, words and words.\n\n" for i in range(60))
+                                   + "```python\n" + python_code(100),
+    "plain, no language": "~~~\n" + "".join(f"<tag> & line {i}\n" for i in range(200)) + "~~~\n\n- done\n",
+}
+
+
+def stream(qtbot: Any, text: str, chunk: int) -> MarkdownStream:
+    view = MarkdownStream()
+    qtbot.addWidget(view)
+    view.resize(700, 100)
+    for start in range(0, len(text), chunk):
+        view.append(text[start:start + chunk])
+        QApplication.processEvents()
+    qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)  # bounds a hang
+    return view
+
+
+def parts(view: MarkdownStream) -> list[AutoHeightText | CodeStream]:
+    found = [view._layout.itemAt(i).widget() for i in range(view._layout.count())]  # type: ignore[union-attr]
+    return [w for w in found if isinstance(w, AutoHeightText | CodeStream)]
+
+
+def colour_runs(doc: QTextDocument, blocks: list[Any]) -> list[tuple[str, str]]:
+    """Each character of ``blocks`` (a line each) with its colour, runs of one colour merged."""
+    out: list[tuple[str, str]] = []
+    for block in blocks:
+        it = block.begin()
+        while not it.atEnd():
+            fragment = it.fragment()
+            colour = fragment.charFormat().foreground().color().name()
+            if out and out[-1][1] == colour:
+                out[-1] = (out[-1][0] + fragment.text(), colour)
+            else:
+                out.append((fragment.text(), colour))
+            it += 1
+        out.append(("\n", ""))
+    return out
+
+
+def all_blocks(doc: QTextDocument) -> list[Any]:
+    blocks, block = [], doc.begin()
+    while block.isValid():
+        blocks.append(block)
+        block = block.next()
+    return blocks
+
+
+def whole_code_runs(doc: QTextDocument) -> list[tuple[str, str]]:
+    """The colour runs of the code lines of the first code block of a one-shot render (under its header)."""
+    table = next(f for f in doc.rootFrame().childFrames() if isinstance(f, QTextTable))
+    cell = table.cellAt(0, 0)
+    first = cell.firstCursorPosition().block().next()  # under the header line
+    last = cell.lastCursorPosition().block()
+    blocks = [b for b in all_blocks(doc) if first.blockNumber() <= b.blockNumber() <= last.blockNumber()]
+    return colour_runs(doc, blocks)
+
+
+def streamed_code_runs(code: CodeStream) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for piece in code.pieces:
+        if piece.isVisibleTo(code):
+            out += colour_runs(piece.document(), all_blocks(piece.document()))
+    return out
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("chunk", [7, 61, 100_000])
+def test_a_streamed_code_block_shows_what_rendering_it_whole_shows(qtbot: Any, name: str, chunk: int) -> None:
+    text = CASES[name]
+    view = stream(qtbot, text, chunk)
+    assert view.text == text
+    shown = parts(view)
+    codes = [w for w in shown if isinstance(w, CodeStream)]
+    # Each part is its Markdown rendered whole, and the parts are the whole answer, in order.
+    assert "".join(w.markdown or "" for w in shown if w.isVisibleTo(view)) == text
+    for part in shown:
+        if isinstance(part, AutoHeightText) and part.markdown:
+            whole = AutoHeightText()
+            qtbot.addWidget(whole)
+            whole.set_markdown(part.markdown)
+            assert part.toHtml() == whole.toHtml()
+    closed = text.count("```") + text.count("~~~") == 2
+    if chunk == 100_000 and closed:  # given at once (a stored answer), a closed block is rendered whole
+        assert not codes
+        return
+    assert len(codes) == 1, "a long code block still open while it streams grows in a CodeStream"
+    code = codes[0]
+    # The code block: the same lines, the same colours as the block rendered at once.
+    language = code.language
+    expected = markdown.code_blocks(code.markdown)[0]
+    assert code.code == expected
+    assert code.shown_lines() == markdown.highlight(expected, language).split("\n")
+    whole = AutoHeightText()
+    qtbot.addWidget(whole)
+    whole.resize(700, 100)
+    whole.set_markdown(code.markdown)
+    runs = streamed_code_runs(code)
+    assert "".join(t for t, _c in runs) == expected + "\n"
+    assert runs == whole_code_runs(whole.document())
+    assert len({c for _t, c in runs}) > (2 if language else 1)  # coloured (the test can tell colours apart)
+    assert code.header.text() == markdown.code_header(language, index=0, wrap=True)
+
+
+def test_finished_lines_are_highlighted_once_and_frozen_pieces_never_set_again(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lexer sees each finished line once (plus the line being written, again as it grows), never
+    the whole block on a flush; a frozen piece is set once; no piece holds much more than PIECE_CHARS."""
+    lexed: list[str] = []
+    real_lex = code_lines._lex_from
+
+    def counting(lexer: Any, text: str, stack: tuple[str, ...]) -> Any:
+        lexed.append(text)
+        return real_lex(lexer, text, stack)
+
+    sets: dict[int, list[int]] = {}
+    real_set = Piece.setHtml
+
+    def set_html(self: Piece, html: str) -> None:
+        sets.setdefault(id(self), []).append(len(html))
+        real_set(self, html)
+
+    monkeypatch.setattr(code_lines, "_lex_from", counting)
+    monkeypatch.setattr(Piece, "setHtml", set_html)
+    body = "".join(f"    value_{i} = compute(event, {i}) * 2  # step {i}\n" for i in range(1200))  # ~50 KB
+    view = MarkdownStream()
+    qtbot.addWidget(view)
+    view.resize(700, 100)
+    text = "```python\n" + body
+    for start in range(0, len(text), 40):
+        view.append(text[start:start + 40])
+        QApplication.processEvents()
+    qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)
+    code = next(w for w in parts(view) if isinstance(w, CodeStream))
+    # Each finished line was lexed once as a finished line (in a batch of lines ending with it); the
+    # line being written is lexed at each flush, as far as it has come.
+    finished = [line for batch in lexed for line in batch.splitlines(keepends=True) if line.endswith("\n")]
+    counts: dict[str, int] = {}
+    for line in finished:
+        counts[line] = counts.get(line, 0) + 1
+    lines = body.splitlines(keepends=True)
+    streamed = lines[FREEZE_CHARS // len(lines[0]) + 2:-1]  # the lines after the block became a CodeStream
+    assert all(counts.get(line, 0) >= 1 for line in streamed)
+    assert sum(counts.get(line, 0) for line in streamed) <= 1.2 * len(streamed), "finished lines lexed again"
+    assert sum(map(len, lexed)) < 3 * len(body)  # the whole block on every flush would be ~600 times it
+    # The frozen pieces were each set once, and hold what the one-shot highlight of their lines is.
+    pieces = code.pieces
+    frozen = pieces[:-2]
+    assert len(frozen) >= len(body) // (2 * PIECE_CHARS)
+    assert all(len(sets[id(piece)]) <= 1 + PIECE_CHARS // len(lines[0]) for piece in frozen)
+    before = {id(piece): len(sets[id(piece)]) for piece in frozen}
+    more = "".join(f"    more_{i} = {i}\n" for i in range(300)) + "```\n"
+    for start in range(0, len(more), 40):
+        view.append(more[start:start + 40])
+        QApplication.processEvents()
+    qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)
+    assert {id(piece): len(sets[id(piece)]) for piece in frozen} == before, "a frozen piece was set again"
+    biggest = max(n for piece in code.pieces for n in sets.get(id(piece), [0]))
+    assert biggest < 40 * PIECE_CHARS  # the HTML of a piece, never of the block (~2 MB of HTML here)
+    assert code.shown_lines() == markdown.highlight(body + more[:-4].rstrip("\n"), "python").split("\n")
+
+
+def test_copy_copies_the_whole_code_and_wrap_applies_to_every_piece(qtbot: Any) -> None:
+    board = QGuiApplication.clipboard()
+    board.setText("before")
+    code_text = python_code(120) + "long = '" + "y" * 400 + "'\n" + python_code(10)
+    view = MarkdownStream()
+    qtbot.addWidget(view)
+    view.resize(700, 100)
+    view.show()
+    text = "Intro.\n\n```python\n" + code_text
+    for start in range(0, len(text), 50):
+        view.append(text[start:start + 50])
+        QApplication.processEvents()
+    qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)
+    code = next(w for w in parts(view) if isinstance(w, CodeStream))
+    visible = [p for p in code.pieces if p.isVisibleTo(code)]
+    assert len(visible) > 2
+    code.header.linkActivated.emit(f"{markdown.COPY_SCHEME}:0")
+    assert board.text() == code_text.rstrip("\n")
+
+    def wraps(piece: Piece) -> bool:
+        return not piece.document().begin().blockFormat().nonBreakableLines()
+
+    assert all(wraps(p) for p in visible) and not code.bar.isVisibleTo(code)
+    code.header.linkActivated.emit(f"{markdown.WRAP_SCHEME}:0")
+    QApplication.processEvents()
+    assert not code.wrap and markdown.TASK_OPEN in code.header.text()
+    assert not any(wraps(p) for p in visible)
+    assert code.bar.isVisibleTo(code) and code.bar.maximum() > 0  # one bar scrolls the long line sideways
+    long_piece = next(p for p in visible if "yyyy" in p.toPlainText())
+    code.bar.setValue(60)
+    assert long_piece.horizontalScrollBar().value() == 60
+    code.header.linkActivated.emit(f"{markdown.WRAP_SCHEME}:0")
+    assert code.wrap and markdown.TASK_DONE in code.header.text()
+    assert all(wraps(p) for p in visible) and not code.bar.isVisibleTo(code)
+    assert long_piece.horizontalScrollBar().value() == 0
+    # A piece's context menu copies the whole message as Markdown.
+    source = code.pieces[0].parentWidget().markdown_source  # type: ignore[union-attr]
+    assert source() == view.text
+
+
+def test_a_short_or_closed_code_block_renders_as_before(qtbot: Any) -> None:
+    """A block that closes before it is long, and a stored answer given at once, are rendered whole."""
+    short = "Intro.\n\n```python\nx = 1\n```\n\nDone.\n"
+    stored = "```python\n" + python_code(100) + "```\n"
+    for text in (short, stored):
+        view = stream(qtbot, text, 5 if text is short else len(text))
+        assert not [w for w in parts(view) if isinstance(w, CodeStream)]
+        assert "".join(w.markdown or "" for w in parts(view) if isinstance(w, AutoHeightText)) == text
+
+
+def test_a_stored_answer_ending_in_a_long_open_block_never_renders_the_block_whole(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Given at once (a stored thread), the prose is frozen a few blocks a turn, then the open block
+    grows in a CodeStream: no segment is ever set to the whole block's Markdown."""
+    rendered: list[int] = []
+    real = AutoHeightText.set_markdown
+
+    def set_markdown(self: AutoHeightText, text: str) -> None:
+        rendered.append(len(text))
+        real(self, text)
+
+    monkeypatch.setattr(AutoHeightText, "set_markdown", set_markdown)
+    body = python_code(300)
+    text = "".join(f"Paragraph {i} of words, words and words.\n\n" for i in range(60)) + "```python\n" + body
+    view = stream(qtbot, text, len(text))
+    code = next(w for w in parts(view) if isinstance(w, CodeStream))
+    assert code.shown_lines() == markdown.highlight(body.rstrip("\n"), "python").split("\n")
+    assert rendered and max(rendered) <= MAX_RENDER_CHARS < len(body) // 4, rendered
+
+
+def test_a_text_replaced_while_its_code_block_is_checked_shows_the_new_text(qtbot: Any) -> None:
+    """A provider that replaces its output while the closed block is being checked: the check of the
+    removed block stops with it, and the new text shows."""
+    view = MarkdownStream()
+    qtbot.addWidget(view)
+    text = "```python\n" + python_code(200) + "```\n"
+    for start in range(0, len(text), 500):
+        view.append(text[start:start + 500])
+    qtbot.waitUntil(lambda: not view.pending, timeout=60_000)
+    assert view.checking
+    view.set_text("Something else.")
+    for _ in range(20):
+        QApplication.processEvents()
+    assert not view.checking and not [w for w in parts(view) if isinstance(w, CodeStream)]
+    assert [w.toPlainText() for w in parts(view) if isinstance(w, AutoHeightText) and w.markdown] == ["Something else."]

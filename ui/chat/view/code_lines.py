@@ -1,0 +1,203 @@
+"""A code block's highlighting grown line by line while it streams (no Qt).
+
+:func:`leading_fence` finds the code block a text starts with; :class:`CodeLines` highlights its
+finished lines once, carrying the pygments lexer's state from line to line, and gives the HTML of
+each line (what :func:`ui.markdown.highlight` gives for the whole code, line for line: pygments'
+HTML formatter closes its spans at every line's end). :func:`whole_lines` is the one-shot
+highlight of a closed block, a step at a time, to check the lines shown against it.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+from ui import markdown
+
+#: A code fence's opening line at the start of a text (at the margin: an answer's own block).
+_OPENER = re.compile(r"(`{3,})([^`\n]*)\n|(~{3,})([^\n]*)\n")
+#: Finished lines kept open (a string or comment spanning them) before they are taken as they are.
+PENDING_CHARS = 4000
+
+
+class OpenFence(NamedTuple):
+    """A code block at the start of a text (:func:`leading_fence`)."""
+
+    #: Where its code starts (just past the opening line).
+    start: int
+    #: Its language (the info string's first word; None: plain text).
+    language: str | None
+    #: Where its closing line starts, and just past it; None while it is open.
+    close: int | None
+    end: int | None
+
+    def code(self, text: str) -> str:
+        """The block's code as :func:`ui.markdown.render` shows it (no closing line, no trailing newlines)."""
+        return text[self.start:self.close].rstrip("\n")
+
+
+def leading_fence(text: str, since: int = 0) -> OpenFence | None:
+    """The code block ``text`` starts with, when its fence opens at the margin and its info string is
+    plain (no escapes or entities, which markdown-it would decode); None otherwise. ``since``: a line
+    start in its code before which no line closes it (known from a look at a shorter text)."""
+    m = _OPENER.match(text)
+    if m is None or "\r" in text or "\0" in text:
+        return None  # carriage returns and NULs: markdown-it rewrites them
+    fence, info = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    if "\\" in info or "&" in info:
+        return None
+    words = info.split(maxsplit=1)
+    language = words[0] if words else None
+    pos = max(m.end(), since)
+    while pos < len(text):
+        nl = text.find("\n", pos)
+        if nl < 0:
+            break
+        line = text[pos:nl]
+        stripped = line.lstrip(" ")
+        if (len(line) - len(stripped) <= 3 and stripped.startswith(fence[0] * len(fence))
+                and not stripped.strip(fence[0]).strip(" \t")):
+            return OpenFence(m.end(), language, pos, nl + 1)
+        pos = nl + 1
+    return OpenFence(m.end(), language, None, None)
+
+
+def _lines(html_text: str) -> list[str]:
+    """Formatted code (ending with a newline) as one HTML string per line."""
+    out = markdown.no_background(html_text).split("\n")
+    return out[:-1] if out and out[-1] == "" else out
+
+
+class CodeLines:
+    """Highlighting grown a line at a time. Finished lines are lexed once, the lexer's state carried
+    from one to the next; lines that end inside a string or comment (the lexer not back in its first
+    state) stay ``pending`` and are lexed again with the next ones, so a rule that matches over them
+    sees them together. Lexers that cannot resume (not a plain pygments ``RegexLexer``) lex each batch
+    of finished lines on its own: the check against the whole block (:func:`whole_lines`) mends them."""
+
+    def __init__(self, language: str | None) -> None:
+        from pygments.lexer import RegexLexer
+
+        self.lexer = markdown.code_lexer(language)
+        lexer = self.lexer
+        self.resumable = lexer is not None and (
+            isinstance(lexer, RegexLexer) and not lexer.filters
+            and type(lexer).get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed)
+        #: Finished lines not highlighted for good yet, and the lexer's state where they start.
+        self.pending = ""
+        self.stack: tuple[str, ...] = ("root",)
+        #: Characters the lexer was given, in all (what a test counts).
+        self.lexed = 0
+
+    def finished(self, lines: str) -> list[str]:
+        """Add finished lines (``lines`` ends with a newline); the HTML of the lines now highlighted for
+        good, one string a line (none while a string or comment is still open over them)."""
+        self.pending += lines
+        if self.lexer is None:
+            done, self.pending = self.pending, ""
+            return html.escape(done, quote=False).split("\n")[:-1]
+        result, stack = self._html(self.pending)
+        if stack != ("root",) and len(self.pending) < PENDING_CHARS:
+            return []
+        self.pending, self.stack = "", stack if self.resumable else ("root",)
+        return result
+
+    def live(self, line: str) -> list[str]:
+        """The HTML of the pending lines and of ``line`` (the line being written, no newline)."""
+        text = self.pending + line
+        if not text:
+            return []
+        if self.lexer is None:
+            return html.escape(text, quote=False).split("\n")
+        result, _stack = self._html(text + "\n")
+        return result
+
+    def _html(self, text: str) -> tuple[list[str], tuple[str, ...]]:
+        from pygments import format as _format
+
+        self.lexed += len(text)
+        if self.resumable:
+            tokens, stack = _lex_from(self.lexer, text, self.stack)
+        else:
+            tokens, stack = list(self.lexer.get_tokens(text)), ("root",)
+        return _lines(_format(tokens, markdown.code_formatter())), stack
+
+
+def whole_lines(code: str, language: str | None) -> Iterator[list[str] | None]:
+    """:func:`ui.markdown.highlight` of ``code`` a step at a time: yields None after each slice of work
+    (so a caller can spread it over turns of the event loop), then the HTML of each line."""
+    from pygments import format as _format
+
+    lexer = markdown.code_lexer(language)
+    if lexer is None or len(code) > markdown.MAX_HIGHLIGHT:
+        yield html.escape(code, quote=False).split("\n")
+        return
+    formatter = markdown.code_formatter()
+    out: list[str] = []
+    batch: list[tuple[Any, str]] = []
+    for kind, value in lexer.get_tokens(code):
+        batch.append((kind, value))
+        if len(batch) >= 200 and value.endswith("\n"):  # a slice ends at a line's end
+            out += _lines(_format(batch, formatter))
+            batch = []
+            yield None
+    if batch:
+        out += _lines(_format(batch, formatter))
+    yield out
+
+
+def _lex_from(lexer: Any, text: str, stack: tuple[str, ...]) -> tuple[list[tuple[Any, str]], tuple[str, ...]]:
+    """pygments' ``RegexLexer.get_tokens_unprocessed``, started in state ``stack`` and giving back the
+    state it ended in (the library's own drops it)."""
+    from pygments.token import Error, Whitespace, _TokenType
+
+    pos = 0
+    tokendefs = lexer._tokens
+    statestack = list(stack)
+    statetokens = tokendefs[statestack[-1]]
+    out: list[tuple[Any, str]] = []
+    ended = False
+    while not ended:
+        for rexmatch, action, new_state in statetokens:
+            m = rexmatch(text, pos)
+            if not m:
+                continue
+            if action is not None:
+                if type(action) is _TokenType:
+                    out.append((action, m.group()))
+                else:
+                    out.extend((kind, value) for _pos, kind, value in action(lexer, m))
+            pos = m.end()
+            if new_state is not None:
+                if isinstance(new_state, tuple):
+                    for state in new_state:
+                        if state == "#pop":
+                            if len(statestack) > 1:
+                                statestack.pop()
+                        elif state == "#push":
+                            statestack.append(statestack[-1])
+                        else:
+                            statestack.append(state)
+                elif isinstance(new_state, int):
+                    if abs(new_state) >= len(statestack):
+                        del statestack[1:]
+                    else:
+                        del statestack[new_state:]
+                elif new_state == "#push":
+                    statestack.append(statestack[-1])
+                statetokens = tokendefs[statestack[-1]]
+            break
+        else:
+            if pos >= len(text):
+                ended = True
+            elif text[pos] == "\n":  # at the end of a line, back to "root"
+                statestack = ["root"]
+                statetokens = tokendefs["root"]
+                out.append((Whitespace, "\n"))
+                pos += 1
+            else:
+                out.append((Error, text[pos]))
+                pos += 1
+    return out, tuple(statestack)

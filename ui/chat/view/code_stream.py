@@ -1,0 +1,260 @@
+"""A long code block shown while it streams, without laying the whole block out again on each flush.
+
+A :class:`CodeStream` draws the block as :func:`ui.markdown.code_block` does (header line, coloured
+box), but its code is a column of small documents: frozen pieces of about :data:`PIECE_CHARS` of
+finished lines, each highlighted and laid out once and never touched again; a recent piece, the
+finished lines since (set again when a line is finished); and a live piece, the line being written
+(with the lines of a string still open). So a flush costs the live piece, not the block. Copy copies the whole code, the Wrap toggle applies to every piece (one shared
+scroll bar when lines do not wrap). Once the block closes, the lines shown are checked against the
+block highlighted whole (a step per turn of the event loop), and the pieces that differ (a lexer
+rule over several lines) are set again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+from PySide6.QtCore import QSize, Qt, QTimer
+from PySide6.QtGui import QContextMenuEvent, QGuiApplication, QTextCursor, QWheelEvent
+from PySide6.QtWidgets import QFrame, QLabel, QScrollBar, QSizePolicy, QTextBrowser, QVBoxLayout, QWidget
+
+from ui import markdown, theme
+from ui.chat.view.code_lines import CodeLines, whole_lines
+from ui.widgets.common import follow_link
+
+#: A frozen piece holds about this many characters of code.
+PIECE_CHARS = 3000
+#: At most about this many characters of new lines are highlighted per turn of the event loop.
+MAX_LINES_CHARS = 2500
+#: The check against the whole block works at most this long per turn of the event loop.
+CHECK_SLICE_S = 0.004
+
+
+class _Pieces(QWidget):
+    """The pieces' parent: a piece's context menu copies the whole message (``markdown_source``)."""
+
+    def __init__(self, source: Callable[[], str], parent: QWidget) -> None:
+        super().__init__(parent)
+        self.markdown_source = source
+
+
+class Piece(QTextBrowser):
+    """A piece of the code: read-only rich text as tall as its lines, no frame, no scroll bars of its
+    own (lighter than :class:`~ui.widgets.common.AutoHeightText`: no style sheet of its own, no links)."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setObjectName("StreamedCodePiece")
+        self.setOpenLinks(False)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.viewport().setAutoFillBackground(False)
+        self.document().setDocumentMargin(0)
+        self.document().documentLayout().documentSizeChanged.connect(self._fit)
+        self.setFixedHeight(1)
+
+    def _fit(self, size: object = None) -> None:
+        height = max(1, int(self.document().size().height() + 0.999))
+        if height != self.height():
+            self.setFixedHeight(height)
+
+    def sizeHint(self) -> QSize:
+        return QSize(super().sizeHint().width(), self.height())
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        event.ignore()  # the conversation scrolls (sideways: the block's bar, CodeStream.wheelEvent)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        """The usual menu (copy the selection, select all), and the whole message as Markdown."""
+        menu = self.createStandardContextMenu(event.pos())
+        source = getattr(self.parentWidget(), "markdown_source", None)
+        text = source() if callable(source) else ""
+        if text:
+            menu.addSeparator()
+            action = menu.addAction("Copy message as Markdown")
+            action.triggered.connect(lambda: QGuiApplication.clipboard().setText(str(text)))
+        menu.exec(event.globalPos())
+        menu.deleteLater()
+
+
+class CodeStream(QWidget):
+    """A code block that grows: frozen pieces of finished lines, the recent lines, the live line."""
+
+    def __init__(self, language: str | None, parent: QWidget, *, source: Callable[[], str]) -> None:
+        super().__init__(parent)
+        self.language = language
+        #: The block's Markdown (its fence and code): what Copy copies the code of.
+        self.markdown = ""
+        self.wrap = True
+        self.lines = CodeLines(language)
+        self._code = ""
+        self._fed = 0  # characters of the code given to ``lines`` as finished lines
+        self._recent_start = 0  # where in the code the recent piece's lines start
+        self._shown: dict[Piece, list[str]] = {}  # the lines each piece shows
+        self._check: Iterator[list[str] | None] | None = None
+        c = theme.colors()
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 4, 0, 10)
+        self.box = QFrame(self)
+        self.box.setObjectName("StreamedCode")
+        self.box.setStyleSheet(f"QFrame#StreamedCode {{ background-color: {c.code_bg}; border: 1px solid {c.border}; }} "
+                               "QTextBrowser#StreamedCodePiece { background: transparent; border: none; padding: 0px; }")
+        outer.addWidget(self.box)
+        layout = QVBoxLayout(self.box)
+        layout.setContentsMargins(10, 10, 10, 10)
+        layout.setSpacing(0)
+        self.header = QLabel(self.box)
+        self.header.setTextFormat(Qt.TextFormat.RichText)
+        self.header.setStyleSheet("QLabel { background: transparent; border: none; }")
+        self.header.linkActivated.connect(self._on_link)
+        for widget in (self, self.box, self.header):  # as tall as their lines, however tall the column
+            widget.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        layout.addWidget(self.header)
+        self._column = _Pieces(source, self.box)
+        self._pieces = QVBoxLayout(self._column)
+        self._pieces.setContentsMargins(0, 0, 0, 0)
+        self._pieces.setSpacing(0)
+        layout.addWidget(self._column)
+        self.bar = QScrollBar(Qt.Orientation.Horizontal, self.box)
+        self.bar.valueChanged.connect(self._scroll)
+        self.bar.hide()
+        layout.addWidget(self.bar)
+        self.recent = self._piece()
+        self.live = self._piece()
+        self._set_header()
+
+    @property
+    def code(self) -> str:
+        return self._code
+
+    @property
+    def pieces(self) -> list[Piece]:
+        """The pieces, top to bottom: the frozen ones, the recent lines, the live line."""
+        found = (self._pieces.itemAt(i) for i in range(self._pieces.count()))
+        return [w for item in found if item is not None and isinstance(w := item.widget(), Piece)]
+
+    @property
+    def checking(self) -> bool:
+        """The closed block is being checked against its whole highlight."""
+        return self._check is not None
+
+    def shown_lines(self) -> list[str]:
+        """The HTML of every line shown, top to bottom."""
+        return [line for piece in self.pieces for line in self._shown.get(piece, [])]
+
+    def _piece(self, at: int | None = None) -> Piece:
+        piece = Piece(self._column)
+        piece.setVisible(False)
+        self._pieces.insertWidget(self._pieces.count() if at is None else at, piece)
+        return piece
+
+    def _set_header(self) -> None:
+        self.header.setText(markdown.code_header(self.language, index=0, wrap=self.wrap))
+
+    def grow(self, code: str, *, closed: bool) -> bool:
+        """Show ``code`` (the block's code so far, as :meth:`ui.chat.view.code_lines.OpenFence.code` gives
+        it). Returns True when lines are left for the next turn (a burst): call again."""
+        self._code = code
+        finished = code.rfind("\n") + 1
+        new = code[self._fed:finished]
+        more = len(new) > MAX_LINES_CHARS
+        if more:
+            new = new[:max(new.rfind("\n", 0, MAX_LINES_CHARS), new.find("\n")) + 1]
+        self._fed += len(new)
+        done = self.lines.finished(new) if new else []
+        if done:
+            self._add_recent(done)
+        self._show(self.live, self.lines.live("" if more else code[finished:]))
+        if closed and not more:
+            self._check = whole_lines(code, self.language)
+            QTimer.singleShot(0, self, self._check_step)
+        return more
+
+    def _add_recent(self, done: list[str]) -> None:
+        """Add lines highlighted for good to the recent piece, at its end (what it shows is not set
+        again); once it holds about PIECE_CHARS of code, it is frozen and a new recent piece starts."""
+        recent = self._shown.get(self.recent)
+        if not recent:
+            self._show(self.recent, done)
+        else:
+            recent += done
+            cursor = QTextCursor(self.recent.document())
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            cursor.insertBlock()
+            cursor.insertHtml(markdown.code_lines_html("\n".join(done), wrap=self.wrap))
+            if not self.wrap:
+                self._fit_bar()
+        if self._fed - self._recent_start >= PIECE_CHARS:
+            self.recent = self._piece(self._pieces.indexOf(self.live))
+            self._recent_start = self._fed
+
+    def _show(self, piece: Piece, lines: list[str], *, force: bool = False) -> None:
+        if not force and self._shown.get(piece, []) == lines:
+            return
+        self._shown[piece] = lines
+        piece.setHtml(markdown.code_lines_html("\n".join(lines), wrap=self.wrap))
+        piece.setVisible(bool(lines))
+        if not self.wrap:
+            self._fit_bar()
+
+    def _check_step(self) -> None:
+        """A slice of the check against the whole block; at its end, set the pieces that differ again."""
+        if self._check is None:
+            return
+        deadline = time.perf_counter() + CHECK_SLICE_S
+        for step in self._check:
+            if step is not None:
+                self._check = None
+                self._mend(step)
+                return
+            if time.perf_counter() > deadline:
+                QTimer.singleShot(0, self, self._check_step)
+                return
+
+    def _mend(self, whole: list[str]) -> None:
+        start = 0
+        pieces = self.pieces
+        for piece in pieces[:-1]:
+            count = len(self._shown.get(piece, []))
+            self._show(piece, whole[start:start + count])
+            start += count
+        self._show(pieces[-1], whole[start:])
+
+    # -- Copy and Wrap ------------------------------------------------------------------------
+    def _on_link(self, url: str) -> None:
+        if url.startswith(markdown.WRAP_SCHEME + ":"):
+            self.set_wrap(not self.wrap)
+            return
+        follow_link(url, self.markdown)
+
+    def set_wrap(self, wrap: bool) -> None:
+        """Wrap long lines, or keep them (one scroll bar under the block scrolls every piece sideways)."""
+        self.wrap = wrap
+        self._set_header()
+        for piece in self.pieces:
+            self._show(piece, self._shown.get(piece, []), force=True)
+        if wrap:
+            self.bar.hide()
+            self._scroll(0)
+        else:
+            self._fit_bar()
+
+    def _fit_bar(self) -> None:
+        widest = max((p.horizontalScrollBar().maximum() for p in self.pieces), default=0)
+        self.bar.setRange(0, widest)
+        self.bar.setPageStep(max(1, self._column.width()))
+        self.bar.setVisible(widest > 0)
+
+    def _scroll(self, value: int) -> None:
+        for piece in self.pieces:
+            piece.horizontalScrollBar().setValue(value)
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        if not self.wrap and event.angleDelta().x() and not event.angleDelta().y():
+            self.bar.setValue(self.bar.value() - event.angleDelta().x())
+            event.accept()
+            return
+        event.ignore()  # the conversation scrolls
