@@ -94,7 +94,7 @@ async def test_a_cell_with_no_failure_opens_its_first_case(qapp_instance: Any, t
     path = eval_folder(tmp_path, TWO_CASES.replace('"banana"', '"orders.csv"'))
     opened: list[str] = []
     with Store.open(tmp_path / "threads.db") as store:
-        dialog = EvalsDialog(store=store, open_thread=opened.append)
+        dialog = EvalsDialog(store_of=lambda: store, open_thread=opened.append)
         task = dialog.start(path)
         assert task is not None
         await asyncio.wait_for(task, 120)

@@ -116,12 +116,14 @@ def file_digest(path: Path) -> str | None:
 class EvalsDialog(QDialog):
     """Run an eval file and watch its matrix fill in."""
 
-    def __init__(self, parent: QWidget | None = None, *, store: Store | None = None,
+    def __init__(self, parent: QWidget | None = None, *, store_of: Callable[[], Store | None] | None = None,
                  open_thread: Callable[[str], None] | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Evals")
-        #: Where each case's run is recorded as a thread (None: not recorded), and how the window opens one.
-        self.store = store
+        #: Where each case's run is recorded as a thread, asked when a run starts (None: not recorded; the
+        #: window's database opens after its window shows), and how the window opens a thread.
+        self.store_of = store_of
+        self.store: Store | None = None
         self.open_thread = open_thread
         self.path: Path | None = None
         #: The eval file's digest when the run began, and whether it was edited while the run went on.
@@ -203,6 +205,7 @@ class EvalsDialog(QDialog):
             self.progress.setText(f"The eval file cannot run: {exc}")
             return None
         self.previous = load_last(path)
+        self.store = self.store_of() if self.store_of is not None else None
         self._watch(path)
         self._results, self._rows, self._columns, self._filter = [], [], [], None
         self.report = None
@@ -293,6 +296,7 @@ class EvalsDialog(QDialog):
             self.matrix.setHorizontalHeaderLabels(self._columns)
         ran = [r for r in self._results if (r.robot, r.model) == (result.robot, result.model)]
         self._set_cell(result.robot, result.model, sum(r.passed for r in ran), len(ran))
+        self.matrix.resizeColumnsToContents()  # a model's whole name in its column's header
         if not result.passed and self._filter in (None, (result.robot, result.model)):
             self._add_failure(result)
             self._count_failures()
@@ -400,11 +404,11 @@ class EvalsDialog(QDialog):
         super().done(code)
 
 
-def open_evals(parent: QWidget, path: Path | None = None, *, store: Store | None = None,
+def open_evals(parent: QWidget, path: Path | None = None, *, store_of: Callable[[], Store | None] | None = None,
                open_thread: Callable[[str], None] | None = None) -> EvalsDialog:
     """"Run evals…": the view, running ``path`` when given (else the person chooses a file); each case's run is
-    recorded in ``store`` and ``open_thread`` opens one in the chat."""
-    dialog = EvalsDialog(parent, store=store, open_thread=open_thread)
+    recorded in the store ``store_of()`` gives and ``open_thread`` opens one in the chat."""
+    dialog = EvalsDialog(parent, store_of=store_of, open_thread=open_thread)
     dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     dialog.show()
     if path is not None:
