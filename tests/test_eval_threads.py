@@ -158,3 +158,20 @@ def test_a_judge_unreachable_mid_run_fails_its_cases_by_name_and_the_others_go_o
     with Store.open(tmp_path / "threads.db") as store:
         for result in results.values():
             assert store.get_thread(result["thread_id"]).metadata["eval_case"] == result["case"]
+
+
+async def test_a_case_stopped_at_the_timeout_is_recorded_with_its_stop(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "threads.db")
+    with FakeLLMServer(reply_fn=lambda body: Reply.say("too late", stall_before=30)) as server:
+        path = write(tmp_path, server, '\n  - name: slow\n    message: "hello"\n')
+        path.write_text(path.read_text(encoding="utf-8").replace("cases:", "timeout: 1\ncases:"), encoding="utf-8")
+        report = await run_eval(load_eval_file(path), base=tmp_path, store=store, eval_file=path)
+    (result,) = report.results
+    assert result.failures == ["the run did not finish: stopped after the eval's timeout of 1 s (timeout: in the "
+                               "eval file)"]
+    assert result.thread_id is not None
+    (turn,) = store.turns(result.thread_id)
+    assert turn.status == "cancelled"
+    ((_, events),) = store.path_events(result.thread_id)
+    assert isinstance(events[-1], ev.RunCancelled) and "timeout of 1 s" in events[-1].reason
+    store.close()

@@ -14,7 +14,7 @@ asked (``Store.list_threads(include_evals=True)``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import shutil
 import tempfile
 import time
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from workspace.evals.cache import AnswerCache
     from workspace.persistence import Store
     from workspace.providers.base import Provider
+
+log = logging.getLogger("workspace.evals")
 
 __all__ = ["EVAL_ORIGIN", "JUDGE_PROMPT", "CaseResult", "EvalReport", "run_eval"]
 
@@ -179,6 +181,23 @@ class _Recorder:
         turn = self.store.add_turn(thread.id, user_text=case.message, parent_turn_id=None)
         return thread.id, turn.id
 
+    def save(self, thread_id: str, turn_id: str, events: list[ev.Event], terminal: ev.Event | None) -> None:
+        """The case's run, once it ended, written as its turn's events in one transaction, and the turn's end.
+
+        Written at the end, not as they happen (a thread the window records writes each event at once, so a
+        crash loses nothing): 13 transactions a case became 4, and an eval's case is run again rather than
+        read back after a crash (its turn is then marked interrupted). A store that cannot be written is logged
+        and the case's result stands."""
+        from workspace.persistence import StoreError, status_for
+
+        if terminal is not None and (not events or events[-1] is not terminal):
+            events = [*events, terminal]
+        try:
+            self.store.append_events(thread_id, turn_id, events)
+            self.store.finish_turn(turn_id, status_for(terminal) if terminal is not None else "interrupted")
+        except (StoreError, OSError) as exc:
+            log.warning("the eval case's run could not be recorded in thread %s: %s", thread_id[:8], exc)
+
 
 async def run_eval(spec: EvalFile, *, base: Path, robots: Sequence[str] | None = None,
                    models: Sequence[ModelEntry] | None = None, concurrency: int = 4,
@@ -306,16 +325,26 @@ async def _run_in(spec: EvalFile, cell: _Cell, result: CaseResult, *, folder: Pa
         options["history"] = await asyncio.to_thread(_thread_history, case.thread, base)
     outcome = result.outcome
     started = time.monotonic()
-    run: Any = robot.stream(case.message, **options)
+    run = robot.stream(case.message, **options)
+    turn_id = ""
     if recorder is not None:
-        from workspace.session.recording import RecordedRun
-
         result.thread_id, turn_id = recorder.thread(case=case, robot=robot.name, model=result.model)
-        run = RecordedRun(run, store=recorder.store, thread_id=result.thread_id, turn_id=turn_id)
+    events: list[ev.Event] = []
     answer_text = ""
+    stopped = False
+
+    def stop() -> None:  # the run ends with its run_cancelled event, which says why (and is recorded)
+        nonlocal stopped
+        stopped = True
+        run.cancel(f"the case ran past the eval's timeout of {spec.timeout:g} s")
+
+    timer = asyncio.get_running_loop().call_later(spec.timeout, stop)
     try:
-        async with asyncio.timeout(spec.timeout):
+        # Past the timeout the run is stopped (its tools too) and its last events come in; one that does not end
+        # within _STOP_WAIT_S more is left, so the folder copy is not removed under a tool that still runs.
+        async with asyncio.timeout(spec.timeout + _STOP_WAIT_S):
             async for event in run:
+                events.append(event)
                 if event.parent_run_id is not None:
                     continue  # a nested run (a robot used as a tool): its parts are not this answer
                 if isinstance(event, ev.Text):
@@ -331,11 +360,14 @@ async def _run_in(spec: EvalFile, cell: _Cell, result: CaseResult, *, folder: Pa
                 elif isinstance(event, ev.RunCancelled):
                     outcome.error = f"stopped ({event.reason})"
     except TimeoutError:
-        run.cancel(f"the case ran past the eval's timeout of {spec.timeout:g} s")
+        stopped = True
+    finally:
+        timer.cancel()
+    if stopped:
         outcome.error = f"stopped after the eval's timeout of {spec.timeout:g} s (timeout: in the eval file)"
-        with contextlib.suppress(Exception, TimeoutError):  # its tools stop before the folder copy goes
-            await asyncio.wait_for(run.wait(), _STOP_WAIT_S)
     outcome.seconds = time.monotonic() - started
+    if recorder is not None and result.thread_id is not None:
+        recorder.save(result.thread_id, turn_id, events, run.terminal)
     outcome.answer = answer_text
     for change in changes.pending_files:
         target = change.new_path or change.path
