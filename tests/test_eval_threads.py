@@ -175,3 +175,29 @@ async def test_a_case_stopped_at_the_timeout_is_recorded_with_its_stop(tmp_path:
     ((_, events),) = store.path_events(result.thread_id)
     assert isinstance(events[-1], ev.RunCancelled) and "timeout of 1 s" in events[-1].reason
     store.close()
+
+
+def test_the_text_report_names_each_failed_cases_thread_and_the_tokens_apart(tmp_path: Path) -> None:
+    with FakeLLMServer(reply_fn=robot_answer) as server:
+        path = write(tmp_path, server, CASES)
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "ROBOTLAB_HOME": str(tmp_path / "home")}
+        done = subprocess.run([sys.executable, "-m", "workspace", "eval", str(path), "--no-cache", "--db",
+                               str(tmp_path / "threads.db")], capture_output=True, text=True, cwd=ROOT, env=env,
+                              timeout=240)
+    assert done.returncode == 1, done.stderr
+    with Store.open(tmp_path / "threads.db") as store:
+        (sorry,) = [t for t in store.list_threads(include_evals=True) if t.metadata["eval_case"] == "sorry"]
+        assert store.list_threads() == []
+    assert f"FAIL sorry [helper × openai/fake] (thread {sorry.id[:8]})" in done.stdout
+    (tokens,) = [line for line in done.stdout.splitlines() if line.startswith("Tokens: ")]
+    assert tokens.startswith("Tokens: robots: ") and "; judges (1 call(s)): " in tokens, tokens
+    assert tokens.endswith("out, cost not known"), tokens
+    assert "`robotlab threads list --evals`" in done.stdout
+    # Listed with --evals, not without.
+    listed = subprocess.run([sys.executable, "-m", "workspace", "threads", "list", "--evals", "--db",
+                             str(tmp_path / "threads.db")], capture_output=True, text=True, cwd=ROOT, env=env,
+                            timeout=120)
+    assert sorry.id[:8] in listed.stdout and "eval" in listed.stdout
+    plain = subprocess.run([sys.executable, "-m", "workspace", "threads", "list", "--db", str(tmp_path / "threads.db")],
+                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert sorry.id[:8] not in plain.stdout
