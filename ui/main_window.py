@@ -182,7 +182,8 @@ class MainWindow(QMainWindow):
         """"Run evals…": the evals view (the person picks the eval file)."""
         from ui.evals.view import open_evals
 
-        open_evals(self.services.shell)
+        open_evals(self.services.shell, store_of=lambda: self.services.session.store,
+                   open_thread=self.threads.open)
 
     def _save_as_test_case(self) -> None:
         """"Save as test case": the open thread's first turn as a case of an eval file."""

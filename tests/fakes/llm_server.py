@@ -273,6 +273,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True
+    #: The listen backlog. socketserver's default, 5, drops the SYNs of a burst of new connections (the openai SDK
+    #: opens one per streamed request: it closes the response at ``[DONE]``, before the chunked body's end) and
+    #: each dropped one waits the kernel's 1 s retransmit: 32 cases at once ran slower than 8. Real servers keep
+    #: a deep backlog (uvicorn, which vLLM uses: 2048).
+    request_queue_size = 1024
 
     owner: FakeLLMServer
 

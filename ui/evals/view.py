@@ -1,17 +1,24 @@
 """"Run evals…": an eval file run with :func:`workspace.evals.run_eval` on the window's loop, the matrix
 (rows robot, columns model, each cell ``passed/run``) filling in as results arrive, the failures below (a
 cell's click shows only its own), Cancel, and "Compare with last run": what got better and what got worse
-since the last report of the same file (kept in memory and as JSON in the data folder)."""
+since the last report of the same file (kept in memory and as JSON in the data folder).
+
+Given the window's store, each case's run is recorded as a thread (marked as an eval case, left out of the
+thread list): a double-click on a failure, or on a cell (its first failed case, else its first case), opens
+that thread in the chat. The run keeps the version of the eval file it started with; an edit saved while it
+runs is said under the matrix and read by the next run. The robots' and the judges' tokens are shown apart,
+per failed case and for the whole run."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QFileSystemWatcher, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QDialog,
@@ -32,6 +39,10 @@ from workspace.secrets import redact
 
 if TYPE_CHECKING:
     from workspace.evals import CaseResult, EvalReport
+    from workspace.persistence import Store
+
+#: Where a failure row keeps the id of its case's thread.
+THREAD_ROLE = Qt.ItemDataRole.UserRole + 1
 
 #: (case, robot, model) -> passed: what a report says, as the comparison needs it.
 Verdicts = dict[tuple[str, str, str], bool]
@@ -89,13 +100,37 @@ def cell_text(passed: int, total: int) -> str:
     return f"{passed}/{total} " + ("✓" if passed == total else "✗")
 
 
+def tokens_text(input_tokens: int, output_tokens: int, cost: float | None) -> str:
+    """``1,200 in / 300 out, $0.0021`` (the cost left out when no call reported a price)."""
+    return f"{input_tokens:,} in / {output_tokens:,} out" + (f", ${cost:.4f}" if cost is not None else "")
+
+
+def file_digest(path: Path) -> str | None:
+    """The SHA-256 of the eval file's bytes (None: it cannot be read), to notice an edit saved during a run."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 class EvalsDialog(QDialog):
     """Run an eval file and watch its matrix fill in."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, store_of: Callable[[], Store | None] | None = None,
+                 open_thread: Callable[[str], None] | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Evals")
+        #: Where each case's run is recorded as a thread, asked when a run starts (None: not recorded; the
+        #: window's database opens after its window shows), and how the window opens a thread.
+        self.store_of = store_of
+        self.store: Store | None = None
+        self.open_thread = open_thread
         self.path: Path | None = None
+        #: The eval file's digest when the run began, and whether it was edited while the run went on.
+        self._digest: str | None = None
+        self.edited_while_running = False
+        self._watcher = QFileSystemWatcher(self)
+        self._watcher.fileChanged.connect(self._file_changed)
         self.task: asyncio.Task[None] | None = None
         self.report: EvalReport | None = None
         self.previous: Verdicts | None = None
@@ -125,11 +160,18 @@ class EvalsDialog(QDialog):
         self.matrix = QTableWidget(0, 0)
         self.matrix.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.matrix.cellClicked.connect(self.filter_cell)
+        self.matrix.cellDoubleClicked.connect(self.open_cell)
         layout.addWidget(self.matrix, 1)
+        self.notice = QLabel("")
+        self.notice.setWordWrap(True)
+        self.notice.setVisible(False)
+        layout.addWidget(self.notice)
         self.failures_label = QLabel("Failures")
         layout.addWidget(self.failures_label)
         self.failures = QListWidget()
         self.failures.setWordWrap(True)
+        self.failures.itemActivated.connect(self.open_failure)
+        self.failures.itemDoubleClicked.connect(self.open_failure)
         layout.addWidget(self.failures, 1)
         self.comparison = QListWidget()
         self.comparison.setVisible(False)
@@ -163,6 +205,8 @@ class EvalsDialog(QDialog):
             self.progress.setText(f"The eval file cannot run: {exc}")
             return None
         self.previous = load_last(path)
+        self.store = self.store_of() if self.store_of is not None else None
+        self._watch(path)
         self._results, self._rows, self._columns, self._filter = [], [], [], None
         self.report = None
         self.matrix.clear()
@@ -187,13 +231,14 @@ class EvalsDialog(QDialog):
         cache = AnswerCache()
         try:
             report = await run_eval(spec, base=path.resolve().parent, concurrency=4, cache=cache,
-                                    on_result=self.add_result)
+                                    on_result=self.add_result, store=self.store, eval_file=path)
         except Exception as exc:
             self.progress.setText(f"The eval could not run: {redact(str(exc))}")
             return
         finally:
             cache.close()
             self._set_running(False)
+        self._check_edited(path)  # (an edit saved just before the end: the watcher may not have said it yet)
         self.show_report(report)
         keep_last(path, verdicts(report))
 
@@ -206,6 +251,35 @@ class EvalsDialog(QDialog):
     def cancel(self) -> None:
         if self.task is not None and not self.task.done():
             self.task.cancel()
+
+    # -- the eval file edited while it runs ------------------------------------------------------------------
+
+    def _watch(self, path: Path) -> None:
+        """Follow ``path`` during the run that starts now (its digest: what the run reads)."""
+        if self._watcher.files():
+            self._watcher.removePaths(self._watcher.files())
+        self._watcher.addPath(str(path))
+        self._digest = file_digest(path)
+        self.edited_while_running = False
+        self.notice.setVisible(False)
+
+    def _file_changed(self, _name: str = "") -> None:
+        """The eval file was saved (or replaced): during a run, say that the run keeps its version."""
+        path = self.path
+        if path is None:
+            return
+        if str(path) not in self._watcher.files() and path.exists():
+            self._watcher.addPath(str(path))  # an editor that saves by replacing the file: follow the new one
+        if self.task is not None and not self.task.done():
+            self._check_edited(path)
+
+    def _check_edited(self, path: Path) -> None:
+        if self.edited_while_running or file_digest(path) == self._digest:
+            return
+        self.edited_while_running = True
+        self.notice.setText("The eval file was edited while this run went on: this run keeps the version it "
+                            "started with; Run again to use the new one.")
+        self.notice.setVisible(True)
 
     # -- the matrix and the failures -------------------------------------------------------------------------
 
@@ -222,6 +296,7 @@ class EvalsDialog(QDialog):
             self.matrix.setHorizontalHeaderLabels(self._columns)
         ran = [r for r in self._results if (r.robot, r.model) == (result.robot, result.model)]
         self._set_cell(result.robot, result.model, sum(r.passed for r in ran), len(ran))
+        self.matrix.resizeColumnsToContents()  # a model's whole name in its column's header
         if not result.passed and self._filter in (None, (result.robot, result.model)):
             self._add_failure(result)
             self._count_failures()
@@ -232,20 +307,55 @@ class EvalsDialog(QDialog):
         item = QTableWidgetItem(cell_text(passed, total))
         item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
         item.setForeground(QColor(theme.colors().success if passed == total else theme.colors().error))
-        item.setToolTip(f"{robot} × {model}: {passed} of {total} case(s) passed; click to see its failures")
+        item.setToolTip(f"{robot} × {model}: {passed} of {total} case(s) passed; click to see its failures, "
+                        "double-click to open its first failed case (else its first case) as a thread")
         self.matrix.setItem(self._rows.index(robot), self._columns.index(model), item)
 
     def _add_failure(self, result: CaseResult) -> None:
         reasons = "\n".join(f"  - {redact(why)}" for why in result.failures)
-        self.failures.addItem(QListWidgetItem(f"✗ {result.case} [{result.robot} × {result.model}]\n{reasons}"))
+        tokens = f"  robot: {tokens_text(result.input_tokens, result.output_tokens, result.outcome.cost)}"
+        judge = result.judge
+        if judge.calls:
+            tokens += f"; judge: {tokens_text(judge.input_tokens, judge.output_tokens, judge.cost)}"
+        item = QListWidgetItem(f"✗ {result.case} [{result.robot} × {result.model}]\n{reasons}\n{tokens}")
+        if result.thread_id is not None:
+            item.setData(THREAD_ROLE, result.thread_id)
+            item.setToolTip("Double-click to open this case's run as a thread in the chat")
+        self.failures.addItem(item)
+
+    def open_failure(self, item: QListWidgetItem) -> None:
+        """A failure's case opened as a thread in the chat (when its run was recorded)."""
+        thread_id = item.data(THREAD_ROLE)
+        if isinstance(thread_id, str) and thread_id:
+            self._open(thread_id)
+
+    def open_cell(self, row: int, column: int) -> None:
+        """A cell's first failed case (else its first case) opened as a thread in the chat."""
+        cell = (self._rows[row], self._columns[column])
+        ran = [r for r in self._results if (r.robot, r.model) == cell and r.thread_id is not None]
+        chosen = next((r for r in ran if not r.passed), ran[0] if ran else None)
+        if chosen is not None and chosen.thread_id is not None:
+            self._open(chosen.thread_id)
+
+    def _open(self, thread_id: str) -> None:
+        if self.open_thread is None:
+            self.progress.setText("Eval runs are recorded as threads only in the window (its database).")
+            return
+        self.open_thread(thread_id)
 
     def show_report(self, report: EvalReport) -> None:
         self.report = report
         self._set_running(False)
         summary = report.summary()
+        robot, judge = summary["robot"], summary["judge"]
+        judge_tokens = tokens_text(judge["input_tokens"], judge["output_tokens"], judge["cost"])
+        judged = f"judges ({judge['calls']} call(s)): {judge_tokens}" if judge["calls"] else "no judge asked"
+        robot_tokens = tokens_text(robot["input_tokens"], robot["output_tokens"], robot["cost"])
+        recorded = ("Each case's run is a thread: double-click a failure or a cell to open it."
+                    if self.store is not None else "Eval runs are not recorded as threads here.")
         self.progress.setText(f"{summary['passed']}/{summary['cases']} passed in {report.seconds:.1f} s; model "
-                              f"answers: {report.cache_hits} from the cache, {report.cache_misses} asked. "
-                              "(Eval runs are not recorded as threads.)")
+                              f"answers: {report.cache_hits} from the cache, {report.cache_misses} asked. Tokens: "
+                              f"robots {robot_tokens}; {judged}. {recorded}")
         self._show_failures()
 
     def filter_cell(self, row: int, column: int) -> None:
@@ -294,9 +404,11 @@ class EvalsDialog(QDialog):
         super().done(code)
 
 
-def open_evals(parent: QWidget, path: Path | None = None) -> EvalsDialog:
-    """"Run evals…": the view, running ``path`` when given (else the person chooses a file)."""
-    dialog = EvalsDialog(parent)
+def open_evals(parent: QWidget, path: Path | None = None, *, store_of: Callable[[], Store | None] | None = None,
+               open_thread: Callable[[str], None] | None = None) -> EvalsDialog:
+    """"Run evals…": the view, running ``path`` when given (else the person chooses a file); each case's run is
+    recorded in the store ``store_of()`` gives and ``open_thread`` opens one in the chat."""
+    dialog = EvalsDialog(parent, store_of=store_of, open_thread=open_thread)
     dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     dialog.show()
     if path is not None:
@@ -304,4 +416,5 @@ def open_evals(parent: QWidget, path: Path | None = None) -> EvalsDialog:
     return dialog
 
 
-__all__ = ["EvalsDialog", "cell_text", "compare", "keep_last", "last_run_file", "load_last", "open_evals", "verdicts"]
+__all__ = ["THREAD_ROLE", "EvalsDialog", "cell_text", "compare", "file_digest", "keep_last", "last_run_file", "load_last",
+           "open_evals", "tokens_text", "verdicts"]

@@ -1,7 +1,8 @@
 """``robotlab eval FILE``: run an eval file's cases for each robot × model and report the pass rates.
 
 Exit status: 0 every case passed, 1 some failed, 2 nothing ran (a bad file or option). ``--junit FILE``
-writes JUnit XML for CI; ``--json`` prints one object per case result and a summary.
+writes JUnit XML for CI; ``--json`` prints one object per case result (with the thread its run was recorded in)
+and a summary. Each case's run is recorded as a thread of the app's database (``--db``; ``--no-record``: not).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from workspace.cli.record import add_db_option
 from workspace.cli.run import positive_int
 
 
@@ -33,6 +35,10 @@ def register(sub: Any) -> None:
                    help="cases run at the same time (default 4)")
     p.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML to FILE")
     p.add_argument("--json", action="store_true", help="print one JSON object per case result, then a summary")
+    add_db_option(p)
+    p.add_argument("--no-record", action="store_true",
+                   help="do not record the cases' runs (by default each is a thread of the database, left out of "
+                   "thread lists; `robotlab threads list --evals` shows them)")
     cached = p.add_mutually_exclusive_group()
     cached.add_argument("--no-cache", action="store_true", help="ask the models; neither read nor write the cache")
     cached.add_argument("--refresh", action="store_true", help="ask the models again and store their new answers")
@@ -76,6 +82,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     junit = Path(args.junit) if args.junit else None
     if junit is not None and not junit.parent.is_dir():
         raise CLIError(f"--junit {args.junit}: the folder {junit.parent} does not exist")
+    store = None
+    if not args.no_record:
+        from workspace.cli.record import open_store
+
+        store = open_store(args, create=True)
     cache = None if args.no_cache else AnswerCache(refresh=args.refresh)
 
     def heard(result: Any) -> None:
@@ -84,10 +95,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     try:
         report = asyncio.run(run_eval(spec, base=base, robots=robots, models=models, concurrency=args.concurrency,
-                                      cache=cache, on_result=heard))
+                                      cache=cache, on_result=heard, store=store, eval_file=args.file))
     finally:
         if cache is not None:
             cache.close()
+        if store is not None:
+            store.close()
     if junit is not None:
         junit.write_text(junit_xml(report, name=Path(args.file).stem), encoding="utf-8")
     if args.json:
@@ -102,6 +115,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"\n{summary['passed']}/{summary['cases']} passed in {report.seconds:.1f} s; model answers: "
               f"{report.cache_hits} from the cache, {report.cache_misses} asked"
               + (" (cache off)" if cache is None else ""))
+        print(usage_line(summary))
+        if store is not None:
+            print(f"Each case's run is a thread: `robotlab threads list --evals` (this run: {report.run_id[:8]})")
     if junit is not None and not args.json:
         print(f"JUnit XML: {junit}", file=sys.stderr)
     return 0 if report.passed else 1
@@ -115,3 +131,16 @@ def _check_keys(models: list[Any]) -> None:
     for entry in models:
         if entry.router is None and not is_offline(entry.model):  # a router's deployments carry their own keys
             check_key(entry.model, entry.api_base)
+
+
+def _tokens(side: dict[str, Any]) -> str:
+    cost = side.get("cost")
+    return (f"{side['input_tokens']:,} in / {side['output_tokens']:,} out"
+            + (f", ${cost:.4f}" if cost is not None else ", cost not known"))
+
+
+def usage_line(summary: dict[str, Any]) -> str:
+    """The robots' and the judges' tokens and cost, apart: ``robots: 1,200 in / 300 out, $0.0021; judges: …``."""
+    judge = summary["judge"]
+    judged = f"judges ({judge['calls']} call(s)): {_tokens(judge)}" if judge["calls"] else "judges: none asked"
+    return f"Tokens: robots: {_tokens(summary['robot'])}; {judged}"

@@ -32,6 +32,8 @@ def register(sub: Any) -> None:
     lst = tsub.add_parser("list", help="list threads, most recent first", parents=[common])
     lst.add_argument("--json", action="store_true", help="print JSON")
     lst.add_argument("--deleted", action="store_true", help="include deleted threads")
+    lst.add_argument("--evals", action="store_true",
+                     help="include the threads of eval cases (`robotlab eval` records each case's run as one)")
     lst.set_defaults(func=cmd_list)
 
     show = tsub.add_parser("show", help="print a thread: the messages, the robots' text and their tool calls",
@@ -74,7 +76,7 @@ def register(sub: Any) -> None:
 
     replay.register(tsub, common)
 
-    threads.set_defaults(func=cmd_list, json=False, deleted=False)
+    threads.set_defaults(func=cmd_list, json=False, deleted=False, evals=False)
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
@@ -108,7 +110,8 @@ def _when(ts: float) -> str:
 
 def cmd_list(args: argparse.Namespace) -> int:
     with _open(args) as store:
-        threads = store.list_threads(include_deleted=getattr(args, "deleted", False))
+        threads = store.list_threads(include_deleted=getattr(args, "deleted", False),
+                                     include_evals=getattr(args, "evals", False))
     if getattr(args, "json", False):
         print(json.dumps([thread_dict(t) for t in threads], indent=2, ensure_ascii=False))
         return 0

@@ -29,12 +29,14 @@ def table(report: EvalReport) -> str:
 
 
 def failures_text(report: EvalReport) -> str:
-    """Each failed case and why, one block per case."""
+    """Each failed case and why, one block per case (with the start of its thread's id when it was recorded:
+    ``robotlab threads show ID``)."""
     blocks = []
     for r in report.results:
         if not r.passed:
             reasons = "\n".join(f"    - {why}" for why in r.failures)
-            blocks.append(f"FAIL {r.case} [{r.robot} × {r.model}]\n{reasons}")
+            thread = f" (thread {r.thread_id[:8]})" if r.thread_id else ""
+            blocks.append(f"FAIL {r.case} [{r.robot} × {r.model}]{thread}\n{reasons}")
     return "\n".join(blocks)
 
 

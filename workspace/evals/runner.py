@@ -1,15 +1,20 @@
 """Run an eval: every case for every robot and model (the matrix), ``concurrency`` cases at a time.
 
-Each case is a fresh, unrecorded run of a freshly loaded robot: its folder (when the case names one) is
-copied to a temporary folder the robot works on; tools that change files propose into the case's own change
-set, which nothing applies; a tool that asks for approval is answered by the file's ``approve`` (deny by
-default). Model answers go through the :class:`~workspace.evals.cache.AnswerCache` unless ``cache`` is None.
+Each case is a fresh run of a freshly loaded robot: its folder (when the case names one) is copied to a
+temporary folder the robot works on; tools that change files propose into the case's own change set, which
+nothing applies; a tool that asks for approval is answered by the file's ``approve`` (deny by default). Model
+answers go through the :class:`~workspace.evals.cache.AnswerCache` unless ``cache`` is None.
+
+Given a ``store``, each case's run is recorded as a thread of it as it happens (:data:`EVAL_ORIGIN`: its
+metadata names the eval file, the case, the model and the eval's run, ``eval_run``, one id for the whole
+matrix), so a case can be opened and read like any conversation; thread lists leave such threads out unless
+asked (``Store.list_threads(include_evals=True)``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import shutil
 import tempfile
 import time
@@ -20,20 +25,21 @@ from typing import TYPE_CHECKING, Any
 
 from workspace import events as ev
 from workspace.evals.checks import Outcome, check, describe
+from workspace.evals.judge import JUDGE_PROMPT, JudgeUsage, judge_answer
 from workspace.evals.spec import Case, EvalFile, Expect, ModelEntry
 
 if TYPE_CHECKING:
     from workspace.config import Config
     from workspace.evals.cache import AnswerCache
+    from workspace.persistence import Store
     from workspace.providers.base import Provider
 
-__all__ = ["JUDGE_PROMPT", "CaseResult", "EvalReport", "run_eval"]
+log = logging.getLogger("workspace.evals")
 
-#: What the rubric's judge is told; its answer must be exactly this JSON object.
-JUDGE_PROMPT = (
-    "You judge an assistant's answer against a rubric. Reply with one JSON object and nothing else: "
-    '{"pass": true or false, "reason": "one sentence"}.'
-)
+__all__ = ["EVAL_ORIGIN", "JUDGE_PROMPT", "CaseResult", "EvalReport", "run_eval"]
+
+#: ``metadata["origin"]`` of a thread an eval case's run was recorded in.
+EVAL_ORIGIN = "eval"
 
 
 #: Seconds a case stopped at the eval's timeout gets to end its run before its folder copy is removed.
@@ -53,6 +59,13 @@ class CaseResult:
     #: Model answers served from the cache, and requests sent to the model.
     cached: int = 0
     requests: int = 0
+    #: The robot's tokens (the run's totals); its cost is ``outcome.cost``.
+    input_tokens: int = 0
+    output_tokens: int = 0
+    #: The rubric judge's calls, tokens and cost, apart from the robot's.
+    judge: JudgeUsage = field(default_factory=JudgeUsage)
+    #: The thread the case's run was recorded in (None: not recorded, or the robot did not load).
+    thread_id: str | None = None
 
     @property
     def failures(self) -> list[str]:
@@ -70,7 +83,8 @@ class CaseResult:
         return {"case": self.case, "robot": self.robot, "model": self.model, "passed": self.passed,
                 "failures": self.failures, "answer": o.answer, "seconds": round(o.seconds, 3), "cost": o.cost,
                 "tool_calls": o.tool_calls, "changes": sorted(o.changes), "cached": self.cached,
-                "requests": self.requests}
+                "requests": self.requests, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "judge": self.judge.to_dict(), "thread_id": self.thread_id}
 
 
 @dataclass(slots=True)
@@ -81,6 +95,21 @@ class EvalReport:
     seconds: float = 0.0
     cache_hits: int = 0
     cache_misses: int = 0
+    #: The eval's run: ``eval_run`` in the metadata of every thread it recorded.
+    run_id: str = ""
+
+    def totals(self) -> dict[str, Any]:
+        """The robots' and the judges' tokens and cost over every case, apart (a cost is None when no call of
+        that side reported a price)."""
+        robot_cost = [r.outcome.cost for r in self.results if r.outcome.cost is not None]
+        judge_cost = [r.judge.cost for r in self.results if r.judge.cost is not None]
+        return {"robot": {"input_tokens": sum(r.input_tokens for r in self.results),
+                          "output_tokens": sum(r.output_tokens for r in self.results),
+                          "cost": sum(robot_cost) if robot_cost else None},
+                "judge": {"calls": sum(r.judge.calls for r in self.results),
+                          "input_tokens": sum(r.judge.input_tokens for r in self.results),
+                          "output_tokens": sum(r.judge.output_tokens for r in self.results),
+                          "cost": sum(judge_cost) if judge_cost else None}}
 
     @property
     def passed(self) -> bool:
@@ -98,7 +127,7 @@ class EvalReport:
         failed = sum(not r.passed for r in self.results)
         return {"summary": True, "cases": len(self.results), "passed": len(self.results) - failed,
                 "failed": failed, "seconds": round(self.seconds, 3), "cache_hits": self.cache_hits,
-                "model_requests": self.cache_misses,
+                "model_requests": self.cache_misses, "eval_run": self.run_id, **self.totals(),
                 "pass_rates": [{"robot": robot, "model": model, "passed": p, "total": t}
                                for (robot, model), (p, t) in self.pass_rates().items()]}
 
@@ -136,15 +165,56 @@ class _Cell:
     case: Case
 
 
+@dataclass(frozen=True, slots=True)
+class _Recorder:
+    """Where each case's run is recorded: the store, the eval file's path and the eval's run id."""
+
+    store: Store
+    eval_file: str
+    run_id: str
+
+    def thread(self, *, case: Case, robot: str, model: str) -> tuple[str, str]:
+        """A new thread for ``case`` and its first turn: (thread id, turn id)."""
+        thread = self.store.create_thread(robot=robot, title=f"Eval {case.name} · {model}", metadata={
+            "origin": EVAL_ORIGIN, "eval_file": self.eval_file, "eval_case": case.name, "eval_run": self.run_id,
+            "eval_model": model})
+        turn = self.store.add_turn(thread.id, user_text=case.message, parent_turn_id=None)
+        return thread.id, turn.id
+
+    def save(self, thread_id: str, turn_id: str, events: list[ev.Event], terminal: ev.Event | None) -> None:
+        """The case's run, once it ended, written as its turn's events in one transaction, and the turn's end.
+
+        Written at the end, not as they happen (a thread the window records writes each event at once, so a
+        crash loses nothing): 13 transactions a case became 4, and an eval's case is run again rather than
+        read back after a crash (its turn is then marked interrupted). A store that cannot be written is logged
+        and the case's result stands."""
+        from workspace.persistence import StoreError, status_for
+
+        if terminal is not None and (not events or events[-1] is not terminal):
+            events = [*events, terminal]
+        try:
+            self.store.append_events(thread_id, turn_id, events)
+            self.store.finish_turn(turn_id, status_for(terminal) if terminal is not None else "interrupted")
+        except (StoreError, OSError) as exc:
+            log.warning("the eval case's run could not be recorded in thread %s: %s", thread_id[:8], exc)
+
+
 async def run_eval(spec: EvalFile, *, base: Path, robots: Sequence[str] | None = None,
                    models: Sequence[ModelEntry] | None = None, concurrency: int = 4,
                    cache: AnswerCache | None = None, config: Config | None = None,
-                   on_result: Callable[[CaseResult], None] | None = None) -> EvalReport:
+                   on_result: Callable[[CaseResult], None] | None = None, store: Store | None = None,
+                   eval_file: str | Path | None = None) -> EvalReport:
     """Run the matrix of ``spec`` (``robots`` / ``models`` instead of the file's when given); ``base`` is the
     eval file's folder (robot files and case folders are relative to it). ``on_result`` hears each result
-    as it comes; the report keeps the matrix's order."""
+    as it comes; the report keeps the matrix's order. With ``store``, each case's run is recorded there as a
+    thread (its metadata: ``eval_file``, the path of ``eval_file`` or else ``base``, ``eval_case``,
+    ``eval_run``); the result names it (``thread_id``)."""
+    import uuid
+
     if concurrency < 1:
         raise ValueError(f"concurrency must be 1 or more, not {concurrency}")
+    run_id = uuid.uuid4().hex
+    recorder = None if store is None else _Recorder(store, str(Path(eval_file or base).resolve()), run_id)
     if config is None:
         from workspace.config import load_config
 
@@ -160,13 +230,14 @@ async def run_eval(spec: EvalFile, *, base: Path, robots: Sequence[str] | None =
 
     async def one(cell: _Cell) -> CaseResult:
         async with gate:
-            result = await _run_case(spec, cell, base=base, cache=cache, config=config, providers=providers)
+            result = await _run_case(spec, cell, base=base, cache=cache, config=config, providers=providers,
+                                     recorder=recorder)
         if on_result is not None:
             on_result(result)
         return result
 
     results = await asyncio.gather(*(one(cell) for cell in cells))
-    report = EvalReport(results=list(results), seconds=time.monotonic() - started)
+    report = EvalReport(results=list(results), seconds=time.monotonic() - started, run_id=run_id)
     if cache is not None:
         report.cache_hits, report.cache_misses = cache.hits - hits0, cache.misses - misses0
     return report
@@ -179,7 +250,7 @@ def _model_name(robot: Any, entry: ModelEntry | None) -> str:
 
 
 async def _run_case(spec: EvalFile, cell: _Cell, *, base: Path, cache: AnswerCache | None,
-                    config: Config, providers: _Providers) -> CaseResult:
+                    config: Config, providers: _Providers, recorder: _Recorder | None) -> CaseResult:
     case = cell.case
     result = CaseResult(case=case.name, robot=cell.robot, model=cell.entry.name if cell.entry else "")
     work_root = Path(tempfile.mkdtemp(prefix="robotlab-eval-"))
@@ -190,7 +261,7 @@ async def _run_case(spec: EvalFile, cell: _Cell, *, base: Path, cache: AnswerCac
         else:
             folder.mkdir()
         await _run_in(spec, cell, result, folder=folder, base=base, cache=cache, config=config,
-                      providers=providers)
+                      providers=providers, recorder=recorder)
     except Exception as exc:  # a robot that cannot load, a provider that cannot be made: this case fails
         result.outcome.error = f"{type(exc).__name__}: {exc}"
     finally:
@@ -213,7 +284,8 @@ def _counting(provider: Provider, cache: AnswerCache | None, replace: dict[str, 
 
 
 async def _run_in(spec: EvalFile, cell: _Cell, result: CaseResult, *, folder: Path, base: Path,
-                  cache: AnswerCache | None, config: Config, providers: _Providers) -> None:
+                  cache: AnswerCache | None, config: Config, providers: _Providers,
+                  recorder: _Recorder | None) -> None:
     from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalPolicy, ApprovalRequest
     from workspace.catalog import load_robot
     from workspace.changes import ChangeSet
@@ -254,28 +326,48 @@ async def _run_in(spec: EvalFile, cell: _Cell, result: CaseResult, *, folder: Pa
     outcome = result.outcome
     started = time.monotonic()
     run = robot.stream(case.message, **options)
+    turn_id = ""
+    if recorder is not None:
+        result.thread_id, turn_id = recorder.thread(case=case, robot=robot.name, model=result.model)
+    events: list[ev.Event] = []
     answer_text = ""
+    stopped = False
+
+    def stop() -> None:  # the run ends with its run_cancelled event, which says why (and is recorded)
+        nonlocal stopped
+        stopped = True
+        run.cancel(f"the case ran past the eval's timeout of {spec.timeout:g} s")
+
+    timer = asyncio.get_running_loop().call_later(spec.timeout, stop)
     try:
-        async with asyncio.timeout(spec.timeout):
+        # Past the timeout the run is stopped (its tools too) and its last events come in; one that does not end
+        # within _STOP_WAIT_S more is left, so the folder copy is not removed under a tool that still runs.
+        async with asyncio.timeout(spec.timeout + _STOP_WAIT_S):
             async for event in run:
+                events.append(event)
                 if event.parent_run_id is not None:
                     continue  # a nested run (a robot used as a tool): its parts are not this answer
                 if isinstance(event, ev.Text):
                     answer_text = event.text
                 elif isinstance(event, ev.ToolUse):
                     outcome.tool_calls.append({"name": event.name, "args": dict(event.input)})
-                elif isinstance(event, ev.Usage) and event.total_cost is not None:
-                    outcome.cost = event.total_cost
+                elif isinstance(event, ev.Usage):
+                    result.input_tokens, result.output_tokens = event.total_input_tokens, event.total_output_tokens
+                    if event.total_cost is not None:
+                        outcome.cost = event.total_cost
                 elif isinstance(event, ev.RunFailed):
                     outcome.error = event.error or event.error_type
                 elif isinstance(event, ev.RunCancelled):
                     outcome.error = f"stopped ({event.reason})"
     except TimeoutError:
-        run.cancel(f"the case ran past the eval's timeout of {spec.timeout:g} s")
+        stopped = True
+    finally:
+        timer.cancel()
+    if stopped:
         outcome.error = f"stopped after the eval's timeout of {spec.timeout:g} s (timeout: in the eval file)"
-        with contextlib.suppress(Exception, TimeoutError):  # its tools stop before the folder copy goes
-            await asyncio.wait_for(run.wait(), _STOP_WAIT_S)
     outcome.seconds = time.monotonic() - started
+    if recorder is not None and result.thread_id is not None:
+        recorder.save(result.thread_id, turn_id, events, run.terminal)
     outcome.answer = answer_text
     for change in changes.pending_files:
         target = change.new_path or change.path
@@ -322,40 +414,18 @@ async def _verify(wanted: str, *, spec: EvalFile, robot: Any, changes: Any, conf
 
 async def _judge(expect: Expect, outcome: Outcome, *, spec: EvalFile, robot: Any, cache: AnswerCache | None,
                  stable: dict[str, str], result: CaseResult, providers: _Providers) -> str | None:
-    import json
-
-    from workspace.messages import TextMessage
-    from workspace.providers.base import TextChunk
-
     rubric = expect.rubric
     assert rubric is not None
     if rubric.model is not None:
         model, api_base = rubric.model, rubric.api_base or spec.api_base
     else:
         model, api_base = robot.model, rubric.api_base or robot.api_base
-    judge = _counting(providers.get(model, api_base), cache, stable, result)
-    question = (f"Rubric: {rubric.text}\n\nThe user's message: {_message_of(spec, result.case)}\n\n"
-                f"The assistant's answer:\n{outcome.answer}")
-    reply = ""
     try:
-        async for chunk in judge.stream(system=JUDGE_PROMPT, messages=[TextMessage("user", question)], tools=[],
-                                        settings={"temperature": 0}):
-            if isinstance(chunk, TextChunk):
-                reply += chunk.text
-    except Exception as exc:
-        return f"the judge ({model}) could not answer: {exc}"
-    try:
-        verdict = json.loads(reply.strip())
-    except ValueError:
-        verdict = None
-    if not (isinstance(verdict, dict) and isinstance(verdict.get("pass"), bool)
-            and isinstance(verdict.get("reason", ""), str) and set(verdict) <= {"pass", "reason"}):
-        shown = reply.strip()[:200]
-        return (f"the judge ({model}) did not answer with the JSON asked for ({{\"pass\": true|false, \"reason\": "
-                f"\"...\"}}); it said {shown!r}")
-    if verdict["pass"]:
-        return None
-    return f"the judge ({model}) failed it: {verdict.get('reason') or 'no reason given'}"
+        judge = _counting(providers.get(model, api_base), cache, stable, result)
+    except Exception as exc:  # a judge's provider that cannot be made (an unknown model, a missing key)
+        return f"the judge ({model}) could not be asked: {exc}"
+    return await judge_answer(judge, rubric, model=str(model), message=_message_of(spec, result.case),
+                              answer=outcome.answer, usage=result.judge)
 
 
 def _message_of(spec: EvalFile, name: str) -> str:
@@ -389,7 +459,8 @@ def _thread_history(thread_id: str, base: Path) -> list[Any]:
         raise ConfigurationError(f"thread: {thread_id}: there is no database of threads yet ({path})")
     store = Store.open(path)
     try:
-        matches = [t for t in store.list_threads() if t.id == thread_id or t.id.startswith(thread_id)]
+        matches = [t for t in store.list_threads(include_evals=True)
+                   if t.id == thread_id or t.id.startswith(thread_id)]
         if len(matches) != 1:
             raise ConfigurationError(f"thread: {thread_id}: {'no' if not matches else 'more than one'} recorded "
                                      "thread has that id; see `robotlab threads list`")

@@ -51,7 +51,11 @@ log = logging.getLogger("workspace.persistence")
 STATUSES: tuple[str, ...] = ("running", "finished", "failed", "cancelled", "interrupted")
 THREAD_KINDS: tuple[str, ...] = ("robot", "network")
 #: How thread lists name an origin (``ThreadInfo.origin_label``).
-ORIGIN_LABELS: dict[str, str] = {"cli": "terminal"}
+ORIGIN_LABELS: dict[str, str] = {"cli": "terminal", "eval": "eval"}
+#: SQL true for a thread an eval case's run was recorded in (``metadata.origin == "eval"``): thread lists leave
+#: them out unless asked (an eval of 500 cases makes 500 threads). A damaged metadata value is not one.
+_EVAL_THREAD = ("(CASE WHEN json_valid(t.metadata) THEN json_extract(t.metadata, '$.origin') IS 'eval' "
+                "ELSE 0 END)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,8 +266,9 @@ class Store(EventLog):
         return self.get_thread(thread_id)
 
     def latest_thread(self, *, kind: str | None = None, robot: str | None = None) -> ThreadInfo | None:
-        """The most recently updated thread that is not deleted (of that kind, with that robot), or None."""
-        where, params = ["t.deleted_at IS NULL"], []
+        """The most recently updated thread that is not deleted (of that kind, with that robot), or None; never
+        an eval case's thread."""
+        where, params = ["t.deleted_at IS NULL", f"NOT {_EVAL_THREAD}"], []
         if kind is not None:
             where.append("t.kind = ?")
             params.append(kind)
@@ -280,9 +285,12 @@ class Store(EventLog):
             raise NotFoundError(f"No thread with id {thread_id!r} in {self.db_path}.", path=self.db_path)
         return self._thread(rows[0])
 
-    def list_threads(self, include_deleted: bool = False) -> list[ThreadInfo]:
-        """Threads, most recently updated first (soft-deleted ones only with ``include_deleted``)."""
-        where = "" if include_deleted else " WHERE t.deleted_at IS NULL"
+    def list_threads(self, include_deleted: bool = False, *, include_evals: bool = False) -> list[ThreadInfo]:
+        """Threads, most recently updated first (soft-deleted ones only with ``include_deleted``, the threads
+        of eval cases, ``metadata.origin == "eval"``, only with ``include_evals``)."""
+        conditions = ([] if include_deleted else ["t.deleted_at IS NULL"]) + ([] if include_evals else
+                                                                                [f"NOT {_EVAL_THREAD}"])
+        where = " WHERE " + " AND ".join(conditions) if conditions else ""
         rows = self._read(self._THREAD_SQL + where + " ORDER BY t.updated_at DESC, t.created_at DESC")
         return [self._thread(r) for r in rows]
 
