@@ -206,6 +206,8 @@ def node_json(node: TraceNode) -> str:
         body["tokens"] = {"input": node.input_tokens, "output": node.output_tokens}
     if node.cost is not None:
         body["cost"] = node.cost
+    if node.request is not None:  # the request as sent, whole (the record keeps what changed since the last)
+        body["request"] = node.request
     if node.data is not None:
         body["data"] = node.data
     return redact(json.dumps(body, indent=2, ensure_ascii=False, default=str))
