@@ -97,8 +97,8 @@ def pump(app: Any) -> None:
 
 def main() -> dict[str, Any]:
     from ui.app import get_app
-    from ui.inspector.panes import TracePane
     from ui.inspector.trace import TraceModel
+    from ui.inspector.trace_pane import TracePane
     from ui.inspector.trace_tree import build_tree
 
     app = get_app()
