@@ -207,7 +207,8 @@ def node_json(node: TraceNode) -> str:
     if node.cost is not None:
         body["cost"] = node.cost
     if node.request is not None:  # the request as sent, whole (the record keeps what changed since the last)
-        body["request"] = node.request
+        first = {k: node.request[k] for k in ("model", "messages") if k in node.request}  # what people read first
+        body["request"] = {**first, **{k: v for k, v in node.request.items() if k not in first}}
     if node.data is not None:
         body["data"] = node.data
     return redact(json.dumps(body, indent=2, ensure_ascii=False, default=str))
