@@ -186,7 +186,7 @@ class TracePane(QWidget):
             self.tree_model.set_events(events)
             self._open_last_run()
             return
-        self.tree_model.set_tree(TraceTree())
+        self.tree_model.begin(TraceTree())
         self._building = (TraceTree(), events, 0)
         self._build_timer.start()
 
@@ -197,17 +197,21 @@ class TracePane(QWidget):
             return
         tree, events, at = self._building
         deadline = time.perf_counter() + self.BUILD_SLICE_SECONDS
-        while at < len(events) and time.perf_counter() < deadline:
-            tree.extend(events[at:at + 50])
-            at += 50
         if at < len(events):
+            while at < len(events) and time.perf_counter() < deadline:
+                tree.extend(events[at:at + 50])
+                at = min(at + 50, len(events))
             self._building = (tree, events, at)
+            if at < len(events):
+                return
+            self.tree_model.begin(tree)  # the tree is built: now its items, in slices too
+        if not self.tree_model.build_step(deadline):
             return
         self._build_timer.stop()
         self._building = None
-        tree.extend(self._pending)
-        self._pending = []
-        self.tree_model.set_tree(tree)
+        if self._pending:  # what came meanwhile
+            self.tree_model.append_events(self._pending)
+            self._pending = []
         self._open_last_run()
 
     @property
@@ -232,9 +236,12 @@ class TracePane(QWidget):
             return
         events, self._pending = self._pending, []
         self.tree_model.append_events(events)
+        if self._searching():  # what the new events add and matches shows, with the path to it
+            self.tree_proxy.set_text(self.filter.text())
+            self.tree.expandAll()
 
     def _view_index(self, node: TraceNode, column: int = 0) -> QModelIndex:
-        index = self.tree_model.createIndex(node.pos, column, node)
+        index = self.tree_model.index_of(node, column)
         return self.tree_proxy.mapFromSource(index) if self._searching() else index
 
     def node_at(self, index: QModelIndex) -> TraceNode | None:
