@@ -6,7 +6,9 @@ server (tests/fakes/llm_server.py, in a process of its own so it does not share 
 in ``CHUNK``-character pieces ``CHUNK_DELAY`` seconds apart; ``llm.max_concurrent_requests`` is 4, so the four
 stream at the same time. Measured: the tokens rendered per second in all four columns (the usage the server
 reports, over the time from the message to the last column's end; the columns' text checked whole), and the
-longest event-loop stall (a 2 ms Qt timer's longest late tick) against the target of one frame (16.7 ms).
+longest event-loop stall (a 2 ms Qt timer's longest late tick) against the target of one frame (16.7 ms); and,
+less dependent on the machine's load, the CPU this process spent per 1,000 tokens and the paint events and layout
+requests of the columns' widgets per second.
 Writes bench/results/compare_window.json. Run offscreen:
 ``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_compare_window.py``.
 """
@@ -63,7 +65,9 @@ async def one_round(root: Any, base: str, meter: Any) -> dict[str, float]:
     assert comparisons.start([CandidateSpec("assistant", model=f"openai/model-{i}", api_base=base)
                               for i in (1, 2, 3)])
     await asyncio.sleep(0.2)  # the columns' first paint
+    counter = EventCounter(comparisons.view)
     meter.start()
+    cpu = time.process_time()
     start = time.perf_counter()
     comparisons.send("Write a long answer.")
     await asyncio.sleep(0)
@@ -71,7 +75,9 @@ async def one_round(root: Any, base: str, meter: Any) -> dict[str, float]:
         await asyncio.sleep(0.005)
     await asyncio.sleep(0)
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     stall = meter.stop()
+    counter.stop()
     stats = comparisons.stats.columns
     for index, chat in enumerate(comparisons.chats):
         shown = "".join(w.text for w in chat.items() if hasattr(w, "append"))
@@ -81,7 +87,38 @@ async def one_round(root: Any, base: str, meter: Any) -> dict[str, float]:
     firsts = [c.ttft or 0.0 for c in stats]
     comparisons.close()
     return {"seconds": elapsed, "tokens": tokens, "tokens_per_s": tokens / elapsed, "longest_stall_ms": stall * 1000,
-            "slowest_ttft_s": max(firsts)}
+            "slowest_ttft_s": max(firsts), "cpu_ms_per_1000_tokens": cpu * 1e6 / tokens,
+            "paints_per_s": counter.paints / elapsed, "layouts_per_s": counter.layouts / elapsed}
+
+
+class EventCounter:
+    """Counts the paint events and layout requests of the columns' widgets (every widget under the compare
+    view): the window's own work per frame, which the machine's load does not change the way it does time."""
+
+    def __init__(self, view: Any) -> None:
+        from PySide6.QtCore import QEvent, QObject
+        from PySide6.QtWidgets import QWidget
+
+        counter = self
+        self.paints = self.layouts = 0
+
+        class Filter(QObject):
+            def eventFilter(self, _obj: Any, event: Any) -> bool:
+                kind = event.type()
+                if kind == QEvent.Type.Paint:
+                    counter.paints += 1
+                elif kind == QEvent.Type.LayoutRequest:
+                    counter.layouts += 1
+                return False
+
+        self.filter = Filter()
+        self.widgets = [view, *view.findChildren(QWidget)]
+        for widget in self.widgets:
+            widget.installEventFilter(self.filter)
+
+    def stop(self) -> None:
+        for widget in self.widgets:
+            widget.removeEventFilter(self.filter)
 
 
 def main() -> int:
@@ -125,7 +162,9 @@ def main() -> int:
           f"{ROUNDS} rounds after a warm-up:")
     for r in rounds:
         print(f"  {r['tokens']:,} tokens in {r['seconds']:.2f} s: {r['tokens_per_s']:,.0f} tokens/s rendered, "
-              f"longest stall {r['longest_stall_ms']:.1f} ms, slowest first token {r['slowest_ttft_s'] * 1000:.0f} ms")
+              f"longest stall {r['longest_stall_ms']:.1f} ms, slowest first token {r['slowest_ttft_s'] * 1000:.0f} ms; "
+              f"{r['cpu_ms_per_1000_tokens']:.0f} ms of CPU per 1,000 tokens, {r['paints_per_s']:.0f} paints and "
+              f"{r['layouts_per_s']:.0f} layout requests a second in the columns")
     print(f"best {best:,.0f} tokens/s; longest stall: median {median_stall:.1f} ms, worst {worst_stall:.1f} ms "
           f"(target: one frame, {FRAME_MS:.1f} ms): {met}")
     out = ROOT / "bench" / "results"

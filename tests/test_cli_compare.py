@@ -128,6 +128,24 @@ def test_apply_takes_exactly_the_hunks_given_refuses_overlaps_and_undo_restores(
     assert (folder / "app.py").read_bytes() == BASE.encode()
 
 
+def test_apply_with_a_merge_writes_the_persons_lines_in_place_of_overlapping_hunks(
+        server: FakeLLMServer, folder: Path, tmp_path: Path) -> None:
+    assert compare(server, folder, "--compare", "openai/model-b").returncode == 0
+    merged = tmp_path / "merged.txt"
+    merged.write_text("A and B two\n")
+    bad = robotlab("changes", "apply", "--folder", str(folder), "--take", "c0.f1.h1", "--merge", "c0.f1.h1")
+    assert bad.returncode == 2 and "give HUNK_ID=FILE" in bad.stderr, bad.stderr
+    applied = robotlab("changes", "apply", "--folder", str(folder), "--take", "c0.f1.h1", "c1.f1.h1", "c1.f1.h2",
+                       "--merge", f"c0.f1.h1={merged}")
+    assert applied.returncode == 0, applied.stderr
+    assert "Applied 3 hunks to app.py as one change" in applied.stdout
+    assert (folder / "app.py").read_text() == BASE.replace("line 2\n", "A and B two\n").replace("line 9\n",
+                                                                                                 "B nine\n")
+    undone = robotlab("changes", "undo", "--folder", str(folder))
+    assert undone.returncode == 0, undone.stderr
+    assert (folder / "app.py").read_text() == BASE
+
+
 def test_json_events_carry_their_candidate(server: FakeLLMServer) -> None:
     result = compare(server, None, "--robots", "file-helper", "--json")
     assert result.returncode == 0, result.stderr

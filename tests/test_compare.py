@@ -266,3 +266,59 @@ def test_compare_from_synchronous_code(folder: Path) -> None:
                                                                   ("three", "three done")]
     assert [h.hunk.final_lines for h in comparison.hunks()] == [["3!\n"], ["three\n"], ["III\n"]]
     assert (folder / "app.py").read_text() == BASE
+
+
+def two_overlapping(folder: Path) -> list[Any]:
+    """Two candidates' sets over app.py: both change line 2 (overlapping), A also line 8, B also line 3."""
+    from workspace.changes import ChangeSet
+    from workspace.changes.combine import CandidateChanges
+
+    a, b = ChangeSet(folder), ChangeSet(folder)
+    a.propose("app.py", BASE.replace("line 2\n", "A two\n").replace("line 8\n", "A eight\n").encode())
+    b.propose("app.py", BASE.replace("line 2\nline 3\n", "B two\nB three\n").encode())
+    return [CandidateChanges(0, "a", a), CandidateChanges(1, "b", b)]
+
+
+async def test_a_merge_of_overlapping_hunks_applies_the_persons_lines_as_one_undoable_set(folder: Path) -> None:
+    from workspace.changes import ChangeError
+    from workspace.changes.combine import merge_groups, pending_hunks
+    from workspace.session.compare import apply_hunks
+
+    sources = two_overlapping(folder)
+    hunks = pending_hunks(sources)
+    assert [h.id for h in hunks] == ["c0.f1.h1", "c0.f1.h2", "c1.f1.h1"]
+    (group,) = merge_groups(hunks[:1] + hunks[2:], {"c0.f1.h1": ""})
+    assert (group.start, group.end, group.ids) == (1, 3, ["c0.f1.h1", "c1.f1.h1"])  # lines 2-3: both hunks
+    with pytest.raises(OverlapError):
+        await apply_hunks(sources, ["c0.f1.h1", "c1.f1.h1"])
+    with pytest.raises(ChangeError, match="not a hunk taken"):
+        merge_groups(hunks[:1], {"c7.f1.h1": "x"})
+    # The merge's text (no final newline given) replaces lines 2-3; A's other hunk goes with it; one apply.
+    done = await apply_hunks(sources, ["c1.f1.h1", "c0.f1.h2"], merges={"c0.f1.h1": "merged two\nmerged three"},
+                             thread_id="kept")
+    assert done.ok, done.result.error
+    expected = BASE.replace("line 2\nline 3\n", "merged two\nmerged three\n").replace("line 8\n", "A eight\n")
+    assert (folder / "app.py").read_text() == expected
+    assert sorted(t.id for t in done.taken) == ["c0.f1.h1", "c0.f1.h2", "c1.f1.h1"]
+    assert ChangeHistory(folder, "kept").undo().ok
+    assert (folder / "app.py").read_text() == BASE
+
+
+async def test_verify_runs_on_the_combined_set_with_the_merge(folder: Path) -> None:
+    try:
+        sandbox_for_platform()
+    except SandboxUnavailable as exc:  # pragma: no cover - the suite's machine has bubblewrap
+        pytest.skip(f"no sandbox on this machine: {exc}")
+    from workspace.session.compare import apply_hunks
+
+    sources = two_overlapping(folder)
+    command = "grep -q '^merged$' app.py && grep -q '^A eight$' app.py"
+    with pytest.raises(VerifyFailed):
+        await apply_hunks(sources, ["c0.f1.h1", "c0.f1.h2", "c1.f1.h1"], merges={"c1.f1.h1": "other\n"},
+                          verify=command)
+    assert (folder / "app.py").read_text() == BASE
+    done = await apply_hunks(sources, ["c0.f1.h1", "c0.f1.h2", "c1.f1.h1"], merges={"c1.f1.h1": "merged\n"},
+                             verify=command)
+    assert done.ok and done.verify is not None and done.verify.passed
+    assert (folder / "app.py").read_text() == BASE.replace("line 2\nline 3\n", "merged\n").replace(
+        "line 8\n", "A eight\n")

@@ -1,4 +1,4 @@
-"""The bus, spawn and delegation example programs in examples/ run offline and print what they promise."""
+"""The bus (in a program and in a network file), spawn and delegation example programs in examples/ run offline and print what they promise."""
 
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ EXPECTED = {
                       "analyst (delegated by manager): Net promoter score",
                       "both launched; done yet? summary=False analysis=False",
                       "Delegation to 'slowpoke' timed out after 0.01s; the work goes on", "later: Eventually: 42."],
+    "bus_network.py": ["writer → editor: Please check this draft: v2.0: startup is twice as fast",
+                       "editor → writer: Say how much faster with numbers", "task write done", "task announce done",
+                       "announcement: Version 2.0 is out"],
 }
 
 

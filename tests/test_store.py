@@ -99,6 +99,8 @@ def one_of_each() -> list[ev.Event]:
                         "message": "MCP server 'slow' is still starting"},
         ev.ContextUsage: {"used": 1500, "window": 2048, "estimated": False, "system_tokens": 40, "tools_tokens": 300,
                           "threshold": 0.75, "biggest_tools": {"search_files": 200, "read_file": 100}},
+        ev.BusMessage: {"sender": "alice", "to": "bob", "content": {"question": "2 + 2?"}, "message_id": "alice:1",
+                        "in_reply_to": None},
         ev.ModelChanged: {"model": "openai/other", "previous": "openai/x", "robot_default": False,
                           "api_base": "http://127.0.0.1:8080/v1", "previous_api_base": "http://127.0.0.1:1234/v1"},
         ev.ContextCompacted: {"summary": "The user asked for X.", "replaced_count": 12, "newly_replaced": 8,

@@ -55,8 +55,12 @@ class RunBridge(QObject):
     events_batched = Signal(list)
     running_changed = Signal(bool)
 
-    def __init__(self, parent: QObject | None = None, *, flush_ms: int = 16, yield_every_s: float = 0.004) -> None:
+    def __init__(self, parent: QObject | None = None, *, flush_ms: int = 16, yield_every_s: float = 0.004,
+                 own_clock: bool = True) -> None:
+        """``own_clock=False``: the owner calls :meth:`flush` on a frame clock of its own (several bridges
+        flushed in one pass, so their views lay out and paint once per frame, not once per bridge)."""
         super().__init__(parent)
+        self._own_clock = own_clock
         self._pending_text: list[str] = []
         self._pending_key: tuple[str, str] | None = None
         self._pending_delta: ev.TextDelta | None = None
@@ -155,7 +159,7 @@ class RunBridge(QObject):
         self.events_seen += 1
         self._pending_events.append(event)
         self._emit(event)
-        if not self._timer.isActive():
+        if self._own_clock and not self._timer.isActive():
             self._timer.start()
 
     def _emit(self, event: ev.Event) -> None:

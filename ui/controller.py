@@ -184,6 +184,7 @@ class Controller(QObject):
             )
         workspace.approval.ask_fn = self._ask
         workspace.auto_verify = True  # a proposal is verified when its run ends (the review shows it)
+        workspace.agent_skills = True  # the SKILL.md skills a message asks for, as the library's runs get them
         workspace.verify_listeners.append(self.verify_progress.emit)
         workspace.approval.question_fn = self._ask  # a robot's question, a person's task: a card in the chat
         workspace.on_memory_write = self._memory_write  # review.memory: ask: the Changes dock's Memory group
@@ -449,12 +450,26 @@ class Controller(QObject):
         if self.store is None:
             return []
         if ahead is not None:
-            return ahead
-        try:
-            return list(self.store.list_threads())
-        except Exception as exc:
-            self.problem.emit(f"Could not read the thread list: {exc}")
-            return []
+            threads = ahead
+        else:
+            try:
+                threads = list(self.store.list_threads())
+            except Exception as exc:
+                self.problem.emit(f"Could not read the thread list: {exc}")
+                return []
+        self._read_marks(threads)
+        return threads
+
+    def _read_marks(self, threads: list[ThreadInfo]) -> None:
+        """The runs that ended unseen before this window opened (their marks kept with their threads)."""
+        from workspace.session.run_marks import marks
+
+        going = {run.thread_id for run in self._runs}
+        found = {t: m for t, m in marks(threads).items()
+                 if t not in self._unseen and t not in going and t != self.thread_id}
+        if found:
+            self._unseen.update(found)
+            self.run_states_changed.emit()
 
     async def search_in_background(self, query: str) -> list[SearchHit] | None:
         """:meth:`search` off the window's thread (a worker with its own connection to the database); None
@@ -556,10 +571,20 @@ class Controller(QObject):
         waiting = self.waiting_approvals(thread_id)
         if waiting:
             self.approvals_reshown.emit([(request, future) for _thread, request, future in waiting])
-        if self._unseen.pop(thread_id, None) is not None:
-            self.run_states_changed.emit()
+        self._seen(thread_id, thread)
         self._emit_usage()
         return session
+
+    def _seen(self, thread_id: str, thread: ThreadInfo) -> None:
+        """The thread is on screen: its run's end is seen (its mark in the store goes too)."""
+        from workspace.session.run_marks import clear_mark
+
+        if self._unseen.pop(thread_id, None) is not None:
+            self.run_states_changed.emit()
+        try:
+            clear_mark(self.require_store(), thread)
+        except Exception as exc:  # a read-only or busy database: the mark shows again next time
+            log.debug("the run mark of %s was not cleared: %s", thread_id, exc)
 
     def rename_thread(self, thread_id: str, title: str) -> None:
         try:
@@ -791,10 +816,19 @@ class Controller(QObject):
             if run.thread_id != self.thread_id:
                 if state in ("finished", "failed", "review"):
                     self._unseen[run.thread_id] = state
+                    self._keep_mark(run.thread_id, state)
                 self.background_run_ended.emit(run.thread_id, state)
             self.run_states_changed.emit()
             self.threads_changed.emit()
             self._emit_usage()
+
+    def _keep_mark(self, thread_id: str, state: str) -> None:
+        from workspace.session.run_marks import keep_mark
+
+        try:
+            keep_mark(self.require_store(), thread_id, state)
+        except Exception as exc:  # the mark shows until the window closes all the same
+            log.debug("the run mark of %s was not kept: %s", thread_id, exc)
 
     def _end_state(self, run: RecordedRun, terminal: object) -> str:
         from workspace import events as ev

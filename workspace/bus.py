@@ -16,6 +16,7 @@ sender.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import threading
@@ -89,7 +90,14 @@ class Delivery:
         self.message = message
         self.to = to
         self.status: DeliveryStatus = "pending"
+        #: True once the recipient's handler returned (or the delivery was dropped with its channel).
+        self.handled = False
+        #: Why the recipient's handler failed (None: it did not, or has not run yet).
+        self.error: str | None = None
+        #: The tool call that sent it (a model's ``send_message``), when one did: the answer's run runs inside it.
+        self.origin: Any = None
         self._bus = bus
+        self._handled_event: asyncio.Event | None = None
 
     @property
     def pending(self) -> bool:
@@ -106,11 +114,31 @@ class Delivery:
             self.status = "nacked"
             self._bus.dead_letters.append(self)
 
+    def _mark_handled(self) -> None:
+        self.handled = True
+        if self._handled_event is not None:
+            self._handled_event.set()
+
+    async def wait_handled(self, *, timeout: float | None = None) -> bool:
+        """Wait until the recipient's handler returned (at most ``timeout`` seconds); False when the time ran
+        out first. Called on the loop the bus runs on."""
+        if not self.handled:
+            if self._handled_event is None:
+                self._handled_event = asyncio.Event()
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._handled_event.wait()
+            except TimeoutError:
+                return self.handled
+        return True
+
     def __repr__(self) -> str:
         return f"<Delivery {self.message.key} -> {self.to} {self.status}>"
 
 
 Handler = Callable[[Delivery], Awaitable[None] | None]
+#: Told of every delivery as it is published (a network run turns each into a ``bus_message`` event).
+Observer = Callable[[Delivery], None]
 
 
 class _Channel:
@@ -137,6 +165,19 @@ class MessageBus:
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Deliveries a handler refused (``nack``), oldest first.
         self.dead_letters: list[Delivery] = []
+        self._observers: list[Observer] = []
+
+    def add_observer(self, observer: Observer) -> Callable[[], None]:
+        """``observer(delivery)`` is called for every message published from now on, in the publisher's
+        thread, before the recipient sees it; returns the function that removes it. An observer's error is
+        logged and never reaches the sender."""
+        self._observers.append(observer)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._observers.remove(observer)
+
+        return remove
 
     @property
     def channels(self) -> list[str]:
@@ -166,7 +207,9 @@ class MessageBus:
         if channel.consumer is not None:
             channel.consumer.cancel()
         while channel.queue:
-            channel.queue.popleft().nack()
+            dropped = channel.queue.popleft()
+            dropped.nack()
+            dropped._mark_handled()
             self._done_one()
 
     def subscribe(self, name: str, handler: Handler) -> None:
@@ -174,7 +217,7 @@ class MessageBus:
         self.add_channel(name)
         self._channels[name].handler = handler
 
-    def publish(self, to: str, message: RobotMessage) -> Delivery:
+    def publish(self, to: str, message: RobotMessage, *, origin: Any = None) -> Delivery:
         """Queue ``message`` for channel ``to`` and return at once. Outside any event loop the bus has run
         on, the delivery waits in the queue until :meth:`drain` (or a later publish inside a loop) starts it."""
         channel = self._channels.get(str(to))
@@ -183,6 +226,12 @@ class MessageBus:
             raise BusError(f"No robot named '{to}' is on this bus (on it: {known}); put it on the bus first "
                            "with robot.with_bus(bus)")
         delivery = Delivery(message, to=channel.name, bus=self)
+        delivery.origin = origin
+        for observer in list(self._observers):
+            try:
+                observer(delivery)
+            except Exception as exc:  # an observer's failure never reaches the sender
+                log.warning("bus: observer error: %s", exc)
         with self._lock:
             self._pending += 1
             channel.queue.append(delivery)
@@ -214,8 +263,10 @@ class MessageBus:
                         await outcome
             except Exception as exc:  # a handler's failure stays on the bus: the sender never sees it
                 delivery.nack()
+                delivery.error = str(exc) or type(exc).__name__
                 log.warning("bus: delivery error: %s", exc)
             finally:
+                delivery._mark_handled()
                 self._done_one()
 
     def _done_one(self) -> None:
@@ -340,13 +391,17 @@ class BusMessaging:
     def send_message(self, *, to: str | BusMessaging, content: str | Mapping[str, Any]) -> RobotMessage:
         """Send ``content`` to the robot named ``to`` and return the message (its reply, when one comes, is
         in :attr:`outbox` under the message's key). Does not wait for the recipient."""
+        return self._post(to=to, content=content).message
+
+    def _post(self, *, to: str | BusMessaging, content: str | Mapping[str, Any], origin: Any = None) -> Delivery:
+        """:meth:`send_message`, returning the delivery (whose handling can be awaited); ``origin``: the tool call
+        that sends it."""
         bus = self._need_bus()
         recipient = to.name if isinstance(to, BusMessaging) else str(to)
         message = self._next(content=content, in_reply_to=None)
         with self._talk.lock:
             self._talk.outbox[message.key] = OutboxEntry(message)
-        bus.publish(recipient, message)
-        return message
+        return bus.publish(recipient, message, origin=origin)
 
     def send_reply(self, *, to: str | BusMessaging, content: str | Mapping[str, Any],
                    in_reply_to: str) -> RobotMessage:
@@ -470,3 +525,53 @@ class BusMessaging:
         once. ``options`` go to ``to.arun``. Errors of the delegate propagate (from ``value()`` in the
         background)."""
         return await delegate(to, task, delegated_by=self.name, background=background, **options)
+
+
+#: How long the ``send_message`` tool waits for the recipient's reply by default (seconds).
+REPLY_TIMEOUT = 120.0
+
+
+def message_tool(robot: BusMessaging, *, reply_timeout: float = REPLY_TIMEOUT) -> Any:
+    """The ``send_message`` tool a model on a network's bus is given: it sends a message to another robot of
+    the bus and returns that robot's reply, once it has handled the message (at most ``reply_timeout``
+    seconds); a robot that does not answer messages is said to have received it."""
+    from workspace.tools.base import Tool, ToolContext
+
+    async def send(arguments: dict[str, Any], context: ToolContext | None = None) -> str:
+        bus = robot._need_bus()
+        to = str(arguments.get("to") or "").strip()
+        content = str(arguments.get("content") or "")
+        if not bus.has_channel(to):
+            others = ", ".join(sorted(n for n in bus.channels if n != robot.name)) or "none"
+            raise BusError(f"No robot named '{to}' is on this bus; send to one of: {others}")
+        replies: list[RobotMessage] = []
+        sent: list[str] = []
+
+        def watch(delivery: Delivery) -> None:
+            if sent and delivery.message.in_reply_to == sent[0]:
+                replies.append(delivery.message)
+
+        remove = bus.add_observer(watch)
+        try:
+            delivery = robot._post(to=to, content=content, origin=context)
+            sent.append(delivery.message.key)
+            handled = await delivery.wait_handled(timeout=reply_timeout)
+        finally:
+            remove()
+        if replies:
+            return _as_text(replies[0].content)
+        if not handled:
+            return f"Sent to {to} (message {sent[0]}); no reply within {reply_timeout:g} s."
+        if delivery.error is not None:
+            return f"Sent to {to} (message {sent[0]}); {to} failed to answer it: {delivery.error}"
+        if delivery.status == "nacked":
+            return f"Sent to {to} (message {sent[0]}); {to} refused it and sent no reply."
+        return f"Sent to {to} (message {sent[0]}); {to} received it and sent no reply."
+
+    return Tool("send_message", (
+        "Send a message to another robot on this network's message bus and get its reply. Use it to ask another "
+        "robot a question or hand it a piece of work."), {
+        "type": "object", "properties": {
+            "to": {"type": "string", "description": "The name of the robot to send the message to"},
+            "content": {"type": "string", "description": "The message"}},
+        "required": ["to", "content"]}, send)

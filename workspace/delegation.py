@@ -13,7 +13,9 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
-from workspace.errors import Error
+from workspace import events as ev
+from workspace.errors import Error, RunFailedError, ToolLoopError
+from workspace.tools.base import RunHandle, current_call
 
 if TYPE_CHECKING:
     from workspace.result import RobotResult
@@ -59,9 +61,39 @@ class DelegationFuture:
 
 async def _run(to: Any, task: Any, *, delegated_by: str, options: dict[str, Any]) -> RobotResult:
     start = time.monotonic()
-    result: RobotResult = await to.arun(task, **options)
+    call = current_call()
+    parent = call.run if call is not None else None
+    if call is not None and parent is not None and callable(getattr(to, "stream", None)):
+        result = await run_inside(to, task, parent, {**parent.child_options(call.call_id), **options})
+    else:
+        result = await to.arun(task, **options)
     result.duration = time.monotonic() - start
     result.delegated_by = delegated_by
+    return result
+
+
+async def run_inside(to: Any, task: Any, parent: RunHandle, options: dict[str, Any]) -> RobotResult:
+    """``to``'s run inside ``parent``, the run whose tool call started it (``options`` from its
+    ``child_options``): its events in that run's stream, like a robot used as a tool's, its usage in that run's
+    totals, with what ``arun`` would return or raise. A run still going when ``parent`` ends goes on; the rest
+    of its events are not in the stream. Delegations and the answers of a network's bus use it."""
+    run = to.stream(task, **options)
+    began = False
+    async for event in run:
+        ends = ev.ends(event, run.run_id)
+        began = began or isinstance(event, ev.RunStarted)
+        if began or not ends:  # a run stopped before it began has nothing to end
+            parent.forward(event)
+    result = run.result
+    if result is not None:
+        parent.add_usage(result.usage)
+    terminal = run.terminal
+    if isinstance(terminal, ev.RunFailed):
+        if isinstance(run.error, ToolLoopError):  # as arun: the circuit breaker's own error
+            raise run.error
+        raise RunFailedError(terminal.error)
+    if result is None:
+        raise RunFailedError(f"The robot '{getattr(to, 'name', 'robot')}' ended without a result")
     return result
 
 

@@ -474,6 +474,32 @@ class ContextCompacted(BaseEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BusMessage(BaseEvent):
+    """A message one robot sent another on a network's message bus (:mod:`workspace.bus`). The run of the
+    sender's task carries it when the sender is running one, else the network's run with ``robot`` the
+    sender. The chat shows "sender → to" in the sender's lane, the terminal prints the same."""
+
+    kind: ClassVar[str] = "bus_message"
+    #: The robot that sent it (``from`` on the bus's wire).
+    sender: str = ""
+    #: The robot it was sent to.
+    to: str = ""
+    #: What was sent: text, or a mapping.
+    content: str | dict[str, Any] = ""
+    #: The message's key on the bus, ``"<sender>:<n>"`` (the sender's counter).
+    message_id: str = ""
+    #: The key of the message this one answers (None: not a reply).
+    in_reply_to: str | None = None
+
+    def describe(self) -> str:
+        """"alice → bob: …" (the content as one line of text), for the terminal and exports."""
+        content = self.content
+        text = ("; ".join(f"{k}: {v}" for k, v in content.items()) if isinstance(content, dict)
+                else str(content))
+        return f"{self.sender} → {self.to}: {' '.join(text.split())}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TaskStarted(BaseEvent):
     kind: ClassVar[str] = "task_started"
     message: str = ""
@@ -549,6 +575,7 @@ Event: TypeAlias = (
     | ContextUsage
     | ContextCompacted
     | ModelChanged
+    | BusMessage
     | TaskStarted
     | TaskFinished
     | RunFinished

@@ -382,6 +382,12 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
             case ev.ModelChanged():
                 out.append(f"*{event.describe()}*")
                 out.append("")
+            case ev.BusMessage():
+                reply = f" (reply to `{event.in_reply_to}`)" if event.in_reply_to else ""
+                out.append(f"**{event.sender} → {event.to}**{reply}:")
+                out.append("")
+                out.append(_readable(event.content) if isinstance(event.content, dict) else str(event.content))
+                out.append("")
             case ev.VerifyFinished():
                 out.append(f"*{event.describe()}*")
                 if event.output:

@@ -81,6 +81,13 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
             for tool in robot.knowledge_tools():
                 if tool.name not in manifest:
                     manifest.add(tool)
+        network = options.get("network")
+        bus = getattr(network, "bus", None)
+        if bus is not None and robot.bus is bus and "send_message" not in manifest:  # a network's bus
+            from workspace.bus import REPLY_TIMEOUT, message_tool
+
+            timeout = getattr(network, "reply_timeout", None) or REPLY_TIMEOUT
+            manifest.add(message_tool(robot, reply_timeout=timeout))
         catalog = options.get("agent_skills")
         if catalog is not None:  # RobotLab's AgentSkills: the skills this message asks for, this run only
             from workspace.agent_skills import instructions

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from ui.chat.model.bus import BusMessageItem
 from ui.chat.model.state import (
     AttachmentChip,
     CallLaneItem,
@@ -125,6 +126,9 @@ def dump_item(item: Item, indent: str = "") -> list[str]:
                 + (f" type={item.error_type}" if item.error_type else "")]
     if isinstance(item, NetworkItem):
         return [f"{indent}network {item.network} {item.summary!r}"]
+    if isinstance(item, BusMessageItem):
+        reply = f" reply-to={item.in_reply_to}" if item.in_reply_to else ""
+        return [f"{indent}bus {item.sender} → {item.to} id={item.message_id}{reply} {item.text!r}"]
     if isinstance(item, LaneItem):
         lines = [f"{indent}lane {item.task} robot={item.robot} [{item.status}] usage={usage_text(item.usage)} "
                  f"took={_ms(item.duration)} {'folded' if item.collapsed else 'open'} summary={item.summary!r}"
@@ -181,6 +185,7 @@ def dump_widgets(chat: ChatView) -> str:
     its reopened thread this way."""
     from PySide6.QtWidgets import QLabel, QWidget
 
+    from ui.chat.view.bus_card import BusMessageCard
     from ui.chat.view.cards import ToolCard
     from ui.chat.view.change_card import ChangeCard
     from ui.chat.view.lanes import NetworkHeader, TaskLane
@@ -231,6 +236,8 @@ def dump_widgets(chat: ChatView) -> str:
             undo = widget.undo_button.text() if not widget.undo_button.isHidden() else ""
             return [f"{indent}change <b>{widget.title.text()}</b> {widget.count.text()} [{pill}] {widget.listing.text()!r} "
                     f"{widget.note.text()!r} {widget.review_button.text()!r}" + (f" {undo}" if undo else "")]
+        if isinstance(widget, BusMessageCard):
+            return [f"{indent}bus {widget.title} {widget.kind.text()!r} {widget.body.text()!r}"]
         if isinstance(widget, NetworkHeader):
             return [f"{indent}network {widget.name.text()} {widget.kind.text()!r}"]
         if isinstance(widget, TaskLane):

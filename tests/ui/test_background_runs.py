@@ -291,3 +291,69 @@ async def test_a_network_run_left_and_shown_again_mid_way_ends_as_its_reopened_t
         live = _snapshot(root)
         assert "[done]" in live["widgets"]
         _assert_same(live, await _reopen(root))
+
+
+async def test_a_background_runs_mark_survives_a_restart_until_its_thread_is_seen(provider: Any,
+                                                                                  db_path: Path) -> None:
+    from tests.ui.conftest import running_app
+
+    async with running_app(provider=provider, db_path=db_path, theme_name="light", size=(1200, 800)) as root:
+        w, c = root.window, root.controller
+        other = await a_finished_thread(root, provider, "other")
+        w.threads.new()
+        w.runs.send("nothing is queued for this one")  # the scripted model has no reply: the run fails
+        failing = c.thread_id
+        assert failing
+        w.threads.open(other)
+        await wait_until(lambda: c.run_states().get(failing) == "failed", what="the run to fail out of sight")
+        assert c.require_store().get_thread(failing).metadata["run_mark"] == "failed"
+
+    async with running_app(provider=provider, db_path=db_path, theme_name="light", size=(1200, 800)) as root:
+        w, c = root.window, root.controller
+        w.threads.refresh()
+        await wait_until(lambda: row_state(w, failing)[0] == "failed", what="the failed mark after the restart")
+        assert "failed" in row_state(w, failing)[1]
+        w.threads.open(failing)  # seen: the mark goes, in the store too
+        await wait_until(lambda: row_state(w, failing)[0] is None, what="the mark to go once seen")
+        assert "run_mark" not in c.require_store().get_thread(failing).metadata
+
+    async with running_app(provider=provider, db_path=db_path, theme_name="light", size=(1200, 800)) as root:
+        root.window.threads.refresh()
+        assert root.controller.run_states() == {}
+
+
+@pytest.mark.parametrize("limit", [1, 2])
+async def test_two_background_threads_share_one_local_servers_limit(db_path: Path, limit: int) -> None:
+    """Two threads' runs against one server on this machine, over real HTTP: with the provider's limit at 1
+    (the local default) the second queues until the first is done, at 2 both stream at once; both finish."""
+    from fakes.llm_server import FakeLLMServer, Reply
+
+    from tests.ui.conftest import running_app
+    from workspace.config import load_config
+
+    def reply(body: dict[str, Any]) -> Reply:  # a slow stream: long enough for the other thread's request to come
+        return Reply.say(f"{LONG} from {body['messages'][-1]['content']}", chunk_size=4, chunk_delay=0.01)
+
+    with FakeLLMServer(reply_fn=reply) as server:
+        llm = {"model": "openai/local-model", "max_retries": 0, "api_base": server.base_url + "/v1"}
+        if limit != 1:
+            llm["max_concurrent_requests"] = limit
+        config = load_config(env={}, overrides={"llm": llm})
+        async with running_app(db_path=db_path, config=config, theme_name="light", size=(1200, 800)) as root:
+            w, c = root.window, root.controller
+            w.threads.new()
+            w.runs.send("first")
+            await wait_until(lambda: c.thread_id is not None, what="the first thread")
+            first = c.thread_id
+            w.threads.new()
+            w.runs.send("second")  # while the first streams, in the background now
+            await wait_until(lambda: c.thread_id not in (None, first), what="the second thread")
+            assert c.thread_id != first
+            await wait_until(lambda: len(c.runs_going()) == 2, what="two runs going")
+            await wait_until(lambda: c.idle, timeout=60, what="both runs to end")
+            await asyncio.sleep(0.05)
+            assert server.max_concurrent == limit  # never more in flight at once than the limit
+            assert c.run_states() == {first: "finished"}  # the first ended out of sight
+            assert answer(w) == f"{LONG} from second"
+            w.threads.open(first)
+            assert answer(w) == f"{LONG} from first"

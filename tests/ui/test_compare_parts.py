@@ -43,6 +43,14 @@ def test_each_column_counts_its_own_candidates_events() -> None:
     stats.feed(ev.TextDelta(run_id="a2", robot="coder", text="y", candidate=0))
     stats.feed(ev.Usage(run_id="a2", robot="coder", total_input_tokens=10, total_output_tokens=5, candidate=0))
     assert (a.ttft, a.input_tokens, a.output_tokens, a.status) == (1.0, 110, 55, "streaming")
+    # Kept with the thread and read back (a reopened comparison): the same line; a run cut short is not streaming.
+    import json
+
+    again = ComparisonStats(["model-a", "model-b"])
+    again.restore(0, json.loads(json.dumps(a.to_dict())))
+    again.restore(1, {**b.to_dict(), "verify": True, "unknown key": 1})
+    assert again.columns[0].line() == a.line() and again.columns[0].status == "cancelled"
+    assert again.columns[1].line().endswith("0 tools · verify ✓")
 
 
 def test_scrolling_one_column_scrolls_the_others_until_unlinked(qapp_instance: Any) -> None:

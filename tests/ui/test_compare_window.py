@@ -165,6 +165,92 @@ async def test_an_overlap_is_shown_side_by_side_and_refused_until_one_is_picked(
     assert (folder / "app.py").read_text() == BASE.replace("line 2\n", "B two\n")
 
 
+async def test_edit_a_merge_applies_the_persons_lines_in_place_of_the_overlap_and_undoes_as_one(
+        app: Any, server: FakeLLMServer, folder: Path) -> None:
+    from PySide6.QtWidgets import QPushButton
+
+    comparisons = await compared(app, server)
+    review = comparisons.review
+    assert review is not None
+    for hunk_id in ("c0.f1.h1", "c1.f1.h1", "c2.f1.h2"):  # A and B both change line 2; C's line 5 goes along
+        review.set_accepted(hunk_id)
+    assert len(review.overlap_panes) == 1 and not review.apply_button.isEnabled()
+    review.overlap_panes[0].findChild(QPushButton, "merge-c0.f1.h1").click()
+    dialog = review.merge_dialog
+    assert dialog is not None and dialog.isVisible()
+    assert dialog.text() == "A two\nB two\n"  # both hunks' text, one after the other
+    dialog.from_file.click()
+    assert dialog.text() == "line 2\n"  # the file as it is there
+    dialog.editor.setPlainText("A and B two")
+    dialog.buttons.button(dialog.buttons.StandardButton.Ok).click()
+    assert not review.overlap_panes and review.apply_button.isEnabled()
+    assert "1 merge of yours" in review.status.text()
+    assert sorted(review.selection.accepted) == ["c0.f1.h1", "c1.f1.h1", "c2.f1.h2"]
+    assert (folder / "app.py").read_text() == BASE  # nothing written before Apply
+    review.apply()
+    await wait_until(lambda: review.result is not None, timeout=60, what="the apply")
+    assert (folder / "app.py").read_text() == BASE.replace("line 2\n", "A and B two\n").replace("line 5\n",
+                                                                                                 "C five\n")
+    review.undo_button.click()
+    await wait_until(lambda: (folder / "app.py").read_text() == BASE, timeout=60, what="the undo, as one")
+
+
+async def test_a_comparisons_columns_come_back_when_a_candidates_thread_reopens_and_after_a_restart(
+        server: FakeLLMServer, folder: Path, db_path: Path) -> None:
+    config = load_config(folder, env={}, overrides={"llm": {"model": "openai/model-a", "max_retries": 1,
+                                                            "api_base": server.base_url + "/v1"}})
+
+    def shown(root: Any, comparisons: Any) -> None:
+        view = comparisons.view
+        assert view is not None and view.isVisible() and not root.window.chat.isVisible()
+        assert comparisons.session.thread_ids == threads and comparisons.session.active == [0, 1, 2]
+        for index, model in enumerate(EDITS):
+            text = dump_state(comparisons.chats[index].presenter.state)
+            assert f"Answer of {model}: done" in text, text
+            assert not any(f"Answer of {other}" in text for other in EDITS if other != model), text
+        assert [h.figures.text() for h in view.headers] == figures  # tokens, TTFT, tok/s, tools as they were
+        assert view.choices.checkedId() == 2 and view.reason.text() == "shortest"
+        assert view.verdict_note.text() == "Kept: openai/model-c"
+        assert comparisons.review is not None and root.window.docks["changes"].widget() is comparisons.review
+
+    async with running_app(db_path=db_path, config=config, folder=folder, theme_name="light", size=(1400, 900)) as root:
+        root.controller.set_robot("file-helper")
+        comparisons = await compared(root, server)
+        threads = comparisons.session.thread_ids
+        view = comparisons.view
+        figures = [h.figures.text() for h in view.headers]
+        assert all("TTFT" in f and "1 tool" in f for f in figures), figures
+        view.choices.button(2).click()
+        view.reason.setText("shortest")
+        view.save.click()
+        root.window.threads.new()  # away: one chat again
+        assert comparisons.view is None and root.window.chat.isVisible()
+        root.window.threads.open(threads[1])  # back, through any candidate's thread: the columns
+        shown(root, comparisons)
+        store = root.controller.require_store()
+        kept = {t: store.get_thread(t).metadata["compare_stats"] for t in threads}
+        for thread_id in threads:  # no figures kept (the command line's comparisons): counted from the events
+            store.update_thread_metadata(thread_id, compare_stats=None)
+        root.window.threads.new()
+        root.window.threads.open(threads[0])
+        counted = comparisons.stats.columns
+        assert [(c.status, c.tool_calls, c.ttft) for c in counted] == [("finished", 1, None)] * 3
+        assert [(c.input_tokens, c.output_tokens) for c in counted] == [
+            (kept[t]["input_tokens"], kept[t]["output_tokens"]) for t in threads]
+        for thread_id, saved in kept.items():
+            store.update_thread_metadata(thread_id, compare_stats=saved)
+
+    async with running_app(db_path=db_path, config=config, folder=folder, theme_name="light", size=(1400, 900)) as root:
+        comparisons = root.window.comparisons
+        root.window.threads.open(threads[2])  # after a restart, the same
+        await wait_until(lambda: comparisons.view is not None, what="the columns after the restart")
+        shown(root, comparisons)
+        comparisons.view.headers[0].keep.click()  # kept: that thread goes on alone, no columns when it reopens
+        root.window.threads.new()
+        root.window.threads.open(threads[2])
+        assert comparisons.view is None and comparisons.review is not None and root.window.chat.isVisible()
+
+
 async def test_keep_this_one_goes_on_with_that_candidates_thread_alone(
         app: Any, server: FakeLLMServer, folder: Path) -> None:
     comparisons = await compared(app, server)
@@ -217,6 +303,13 @@ async def test_an_approval_a_candidate_asks_for_shows_in_its_own_column(app: Any
     await wait_until(lambda: comparisons.chats[1].pending_approval() is not None, timeout=60,
                      what="model-b's approval card in its column")
     assert comparisons.chats[0].pending_approval() is None and window.chat.pending_approval() is None
+    # Another thread while model-b waits: one chat; the columns are set aside, their runs go on.
+    view = comparisons.view
+    window.threads.new()
+    assert comparisons.running and not view.isVisible() and window.chat.isVisible()
+    assert not comparisons.stop() and comparisons.running  # Esc there is the open thread's, not the columns'
+    window.threads.open(comparisons.session.thread_ids[1])  # back: the same columns, the card still waiting
+    assert comparisons.view is view and view.isVisible() and not window.chat.isVisible()
     comparisons.chats[1].pending_approval().approve()
     await wait_until(lambda: not comparisons.running, timeout=60, what="both answers")
     assert [c.status for c in comparisons.stats.columns] == ["finished", "finished"]

@@ -51,9 +51,13 @@ class CompareSession:
         self.id = uuid.uuid4().hex[:12]
         self.sessions: list[ThreadSession] = []
         self.labels: list[str] = []
+        #: Each candidate's thread metadata as read when the comparison reopened (its figures, the verdict).
+        self.saved: list[dict[str, Any]] = []
         #: The candidates the next message goes to (all, until one is kept).
         self.active: list[int] = []
         self.message = ""
+        #: The candidate the comparison ended with ("Keep this one"), else None.
+        self.kept: int | None = None
         self._runs: list[RecordedRun] = []
 
     def start(self) -> list[str]:
@@ -99,7 +103,9 @@ class CompareSession:
         self.sessions = [workspace.open_thread(t.id) for t in linked]
         self.labels = [str(t.metadata.get("candidate_label") or t.robot) for t in linked]
         kept = [i for i, t in enumerate(linked) if t.metadata.get("kept")]
-        self.active = kept[:1] or [next(i for i, t in enumerate(linked) if t.id == thread_id)]
+        self.kept = kept[0] if kept else None
+        self.active = kept[:1] or list(range(len(linked)))
+        self.saved = [dict(t.metadata) for t in linked]
         return self
 
     @property
@@ -161,9 +167,16 @@ class CompareSession:
         """End the comparison with candidate ``index``: the next messages go to its thread alone."""
         if not 0 <= index < len(self.sessions):
             raise ValueError(f"There is no candidate {index}: keep one of 0 to {len(self.sessions) - 1}")
-        self.active = [index]
+        self.active, self.kept = [index], index
         self.workspace.store.update_thread_metadata(self.sessions[index].thread_id, kept=True)
         return self.sessions[index]
+
+    def keep_stats(self, stats: Sequence[dict[str, Any]]) -> None:
+        """Keep each candidate's column figures with its thread (``compare_stats``): they show again when the
+        comparison reopens (after switching threads, or a restart)."""
+        store = self.workspace.store
+        for session, figures in zip(self.sessions, stats, strict=False):
+            store.update_thread_metadata(session.thread_id, compare_stats=figures)
 
     def verdict(self, winner: int, reason: str = "") -> dict[str, Any]:
         """Keep the person's verdict (the better answer, and why) with every candidate's thread."""

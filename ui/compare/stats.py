@@ -4,8 +4,9 @@ cost, tool calls and the verify run on its proposal. Qt-free: tested without a w
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 from workspace import events as ev
 
@@ -40,6 +41,19 @@ class ColumnStats:
         tokens = self.output_tokens or self.chars / 4
         return tokens / self.streaming_s if tokens else None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as kept with the candidate's thread (``compare_stats``), to show again when it reopens."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, label: str, saved: Mapping[str, Any]) -> ColumnStats:
+        """The figures kept by :meth:`to_dict` (unknown keys left out: an older or newer record)."""
+        known = {f.name for f in fields(cls)} - {"label"}
+        column = cls(label, **{k: v for k, v in saved.items() if k in known})
+        if column.status == "streaming":  # kept mid-run: the run is gone
+            column.status = "cancelled"
+        return column
+
     def line(self) -> str:
         """The header's figures in one line: ``1,234 tok · TTFT 0.4 s · 52 tok/s · $0.0012 · 3 tools · verify ✓``."""
         parts = [f"{self.input_tokens + self.output_tokens:,} tok"]
@@ -65,6 +79,10 @@ class ComparisonStats:
         self._sent: float | None = None
         self._first: dict[int, float] = {}
         self._base: dict[int, tuple[int, int, float | None]] = {}
+
+    def restore(self, index: int, saved: Mapping[str, Any]) -> None:
+        """Candidate ``index``'s figures as kept with its thread (:meth:`ColumnStats.to_dict`)."""
+        self.columns[index] = ColumnStats.from_dict(self.columns[index].label, saved)
 
     def message_sent(self, candidates: list[int] | None = None) -> None:
         """A message went to ``candidates`` (default: all): their time to first token counts from now."""

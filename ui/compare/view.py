@@ -67,9 +67,11 @@ class ColumnHeader(QFrame):
         layout.addWidget(self.figures)
 
     def show_stats(self, stats: ColumnStats) -> None:
+        """The figures now (a label whose text is the same is not set again: no relayout of the header)."""
         model = f" · {stats.model}" if stats.model and stats.model != stats.label else ""
-        self.state.setText(stats.status + model)
-        self.figures.setText(stats.line())
+        for label, text in ((self.state, stats.status + model), (self.figures, stats.line())):
+            if label.text() != text:
+                label.setText(text)
 
 
 class CompareView(QWidget):
@@ -156,8 +158,16 @@ class CompareView(QWidget):
             self.verdict_given.emit(winner, self.reason.text())
 
     def show_verdict(self, verdict: dict[str, object]) -> None:
-        """The verdict kept (after :attr:`verdict_given` was stored)."""
+        """The verdict kept (after :attr:`verdict_given` was stored, or read back with a reopened comparison)."""
         self.verdict_note.setText(f"Kept: {verdict.get('label')}")
+        winner = verdict.get("winner")
+        button = self.choices.button(winner) if isinstance(winner, int) else None
+        if button is not None and not button.isChecked():
+            button.setChecked(True)
+            self.save.setEnabled(True)
+        reason = verdict.get("reason")
+        if isinstance(reason, str) and not self.reason.text():
+            self.reason.setText(reason)
 
     # -- columns ----------------------------------------------------------------------------------------------
     def show_stats(self, stats: Sequence[ColumnStats]) -> None:

@@ -33,7 +33,8 @@ _FOLDED = (ev.TextDelta, ev.ReasoningDelta)
 
 @dataclass(eq=False, slots=True)
 class TraceNode:
-    """One node: what it is (``kind``: run, model_call, text, tool_call, request, response, approval, event),
+    """One node: what it is (``kind``: run, model_call, text, tool_call, request, response, approval, message
+    (between robots on a bus), event),
     its label, when it started and ended, its own usage (model calls) and the data its detail shows."""
 
     kind: str
@@ -143,6 +144,8 @@ class TraceTree:
         #: Each node's searchable text, kept between searches (typing a word searches at each key) until an
         #: event changes the tree.
         self._texts: dict[int, str] = {}
+        #: Where each bus message's node went, by the message's key (its reply goes beside it).
+        self._messages: dict[str, TraceNode] = {}
 
     # -- building ----------------------------------------------------------------------------------
     def extend(self, events: Iterable[ev.Event]) -> None:
@@ -256,6 +259,8 @@ class TraceTree:
                 node.data = {**(node.data or {}), "statuses": statuses[-20:]}
             case ev.ContextUsage():
                 node.data = {**(node.data or {}), "context": {"used": event.used, "window": event.window}}
+            case ev.BusMessage():
+                self._bus_message(run, event)
             case _:
                 node.add(TraceNode("event", f"{event.kind}", event.ts, event.ts, run_id=node.run_id,
                                    data=event.to_dict()))
@@ -274,6 +279,15 @@ class TraceTree:
                            data={k: v for k, v in event.to_dict().items()
                                  if k in ("request_id", "model", "body", "messages", "reused_from", "reused_messages",
                                           "reused_keys")}))
+
+    def _bus_message(self, run: _Run, event: ev.BusMessage) -> None:
+        """A message between robots: under the ``send_message`` call that sent it (still waiting for its
+        result), a reply beside the message it answers, else under its run."""
+        sending = [c for c in run.calls.values() if c.tool == "send_message" and c.result is None]
+        parent = sending[-1] if sending else self._messages.get(event.in_reply_to or "", run.node)
+        parent.add(TraceNode("message", _short(event.describe()), event.ts, event.ts, run_id=run.node.run_id,
+                             data=event.to_dict()))
+        self._messages[event.message_id] = parent
 
     def _run_label(self, event: ev.RunStarted) -> str:
         who = event.robot + (f" / {event.task}" if event.task else "")

@@ -214,7 +214,7 @@ class TraceTreeModel(QStandardItemModel):
 
 _RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 #: Steps that are a moment, not a span (no time shown).
-_INSTANTS = frozenset({"request", "response", "text", "approval", "event"})
+_INSTANTS = frozenset({"request", "response", "text", "approval", "event", "message"})
 
 
 class TraceTreeFilter(QSortFilterProxyModel):

@@ -1,6 +1,7 @@
 """The combined review of a comparison: every candidate's hunks per file, labelled by candidate (colour and
 name); accept hunks from any; two accepted hunks over the same lines are shown side by side with the file as
-it is, and Apply waits until one of them is picked; Apply takes exactly the accepted hunks as one set (verify
+it is, and Apply waits until one of them is picked ("Use this") or the person writes the lines themselves
+("Edit a merge…": the merged text is applied in their place); Apply takes exactly the accepted hunks as one set (verify
 first: a failing verify asks), undoable as one. The state is :class:`~ui.review.combined_model.CombinedSelection`.
 """
 
@@ -26,11 +27,12 @@ from PySide6.QtWidgets import (
 )
 
 from ui.review.combined_model import CombinedSelection, Overlap
+from ui.review.merge_edit import MergeDialog
 from ui.theme import candidate_color, mono_font
 
 if TYPE_CHECKING:
     from ui.tasks import TaskOwner
-    from workspace.changes.combine import TakenHunk
+    from workspace.changes.combine import Merge, TakenHunk
     from workspace.session.compare import CombinedApply, Comparison
 
 log = logging.getLogger("ui.review.combined")
@@ -68,6 +70,7 @@ class CombinedReview(QWidget):
         #: Undoes the apply (the kept thread's history): set by the shell.
         self.undo: Callable[[], Awaitable[object]] | None = None
         self.result: CombinedApply | None = None
+        self.merge_dialog: MergeDialog | None = None
         #: The candidates' threads (any of them open in the chat keeps this review in the dock).
         self.thread_ids = [c.thread_id for c in comparison.candidates if c.thread_id]
         layout = QVBoxLayout(self)
@@ -159,21 +162,51 @@ class CombinedReview(QWidget):
             pane = self._overlap_pane(overlap)
             self.overlap_panes.append(pane)
             self.overlap_layout.addWidget(pane)
+        merged = self.selection.merged()
+        for merge in merged:
+            self.overlap_layout.addWidget(self._merge_row(merge))
         problem = self.selection.problem() if self.result is None else None
         if self.result is None:
-            self.status.setText(problem or f"{len(self.selection.accepted)} hunks accepted: Apply writes them as one set")
+            merges = f" ({len(merged)} merge{'s' if len(merged) != 1 else ''} of yours)" if merged else ""
+            self.status.setText(problem or f"{len(self.selection.accepted)} hunks accepted{merges}: Apply writes "
+                                "them as one set")
         self.apply_button.setEnabled(problem is None and self.result is None)
 
     def _overlap_pane(self, overlap: Overlap) -> QWidget:
         pane = QFrame(self.overlap_box)
         pane.setObjectName("OverlapPane")
         pane.setFrameShape(QFrame.Shape.StyledPanel)
-        row = QHBoxLayout(pane)
+        outer = QVBoxLayout(pane)
+        outer.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
         row.addWidget(self._side("The file as it is", "#6e7781", "".join(overlap.current), None), 1)
         for hunk in (overlap.first, overlap.second):
             row.addWidget(self._side(f"{hunk.source.label} ({hunk.id})", candidate_color(hunk.candidate),
                                      "".join(hunk.hunk.final_lines), hunk.id), 1)
+        outer.addLayout(row)
+        foot = QHBoxLayout()
+        foot.addStretch(1)
+        edit = QPushButton("Edit a merge…")
+        edit.setObjectName(f"merge-{overlap.first.id}")
+        edit.setToolTip("Write these lines yourself, from both hunks or the file as it is: your text is applied")
+        edit.clicked.connect(lambda: self.edit_merge(overlap))
+        foot.addWidget(edit)
+        outer.addLayout(foot)
         return pane
+
+    def _merge_row(self, merge: Merge) -> QWidget:
+        row = QFrame(self.overlap_box)
+        row.setObjectName("MergeRow")
+        box = QHBoxLayout(row)
+        box.setContentsMargins(4, 2, 4, 2)
+        lines = f"line {merge.start + 1}" if merge.end - merge.start <= 1 else f"lines {merge.start + 1}-{merge.end}"
+        label = QLabel(f"Your merge of {' and '.join(merge.ids)} ({lines}): {len(merge.lines)} lines")
+        label.setToolTip("".join(merge.lines))
+        box.addWidget(label, 1)
+        drop = QPushButton("Drop merge")
+        drop.clicked.connect(lambda: self.drop_merge(merge.hunks[0].id))
+        box.addWidget(drop)
+        return row
 
     def _side(self, title: str, color: str, text: str, hunk_id: str | None) -> QWidget:
         side = QWidget()
@@ -195,9 +228,37 @@ class CombinedReview(QWidget):
         box.addWidget(body)
         return side
 
+    def edit_merge(self, overlap: Overlap) -> MergeDialog:
+        """"Edit a merge…" of ``overlap``: the box opens (not modal); "Use this merge" keeps the text."""
+        start = self.selection.merge_start(overlap)
+        dialog = self.merge_dialog = MergeDialog(start, where=overlap.first.path, parent=self)
+        dialog.accepted.connect(lambda: self.merge(start.hunk_id, dialog.text()))
+        dialog.open()
+        return dialog
+
+    def merge(self, hunk_id: str, text: str) -> None:
+        """``text`` in place of ``hunk_id`` and the accepted hunks overlapping it."""
+        from workspace.changes import ChangeError
+
+        try:
+            self.selection.merge(hunk_id, text)
+        except ChangeError as exc:
+            self.message.emit(f"Could not merge: {exc}")
+            return
+        self._sync_checks()
+        self._update()
+
+    def drop_merge(self, hunk_id: str) -> None:
+        self.selection.drop_merge(hunk_id)
+        self._update()
+
     def pick(self, hunk_id: str) -> None:
         """Keep ``hunk_id`` of an overlap: the other hunk is left out."""
         self.selection.pick(hunk_id)
+        self._sync_checks()
+        self._update()
+
+    def _sync_checks(self) -> None:
         self.tree.blockSignals(True)
         try:
             for other, item in self.items.items():
@@ -205,7 +266,6 @@ class CombinedReview(QWidget):
                                    else Qt.CheckState.Unchecked)
         finally:
             self.tree.blockSignals(False)
-        self._update()
 
     # -- apply and undo ------------------------------------------------------------------------------------------
     def apply(self) -> None:

@@ -42,6 +42,8 @@ log = logging.getLogger("ui.compare")
 LIST_WAIT_S = 6.0
 #: How often the headers' figures are redrawn while the candidates stream (ms).
 STATS_MS = 250
+#: How often the columns' streamed text is shown (ms): one frame.
+FRAME_MS = 16
 
 
 class Comparisons(QObject):
@@ -64,9 +66,16 @@ class Comparisons(QObject):
         self.dialog: CompareDialog | None = None
         self._dock_pane: QWidget | None = None
         self._task: Any = None
+        #: The columns are set aside (another thread is open) while their candidates answer.
+        self.parked = False
         self._timer = QTimer(self)
         self._timer.setInterval(STATS_MS)
         self._timer.timeout.connect(self._show_stats)
+        #: One frame clock for every column: their text goes out in one pass, so the columns lay out and
+        #: paint once per frame, not once per column.
+        self._frame = QTimer(self)
+        self._frame.setInterval(FRAME_MS)
+        self._frame.timeout.connect(self._flush_columns)
 
     def attach(self, *, chat: ChatView, composer: Composer, send_one: Callable[[str], None],
                ask_one: Callable[[ApprovalRequest, asyncio.Future[ApprovalDecision]], None],
@@ -94,11 +103,21 @@ class Comparisons(QObject):
         c.thread_opened.connect(self.on_thread_opened)
 
     def on_thread_opened(self, session: Any) -> None:
-        """A comparison's candidate thread opened in the chat: the Changes dock shows the combined review of all
-        its candidates' pending hunks; any other thread: the dock's own review again."""
-        if self.session is not None:
-            return  # the columns' own comparison has the dock
+        """A comparison's candidate thread opened in the chat: its columns again (answers, figures, verify marks,
+        the verdict) while no candidate was kept, and the Changes dock shows the combined review of all its
+        candidates' pending hunks; any other thread: one chat, and the dock's own review again. Columns whose
+        candidates still answer are set aside, not closed: their runs go on, and they come back with any of
+        their threads."""
         thread_id = getattr(session, "thread_id", None)
+        current = self.session
+        if current is not None:
+            if thread_id in current.thread_ids:
+                self._unpark()
+                return
+            if self.running:
+                self._park()
+            else:
+                self.close()
         review = self.review
         if review is not None and thread_id in review.thread_ids:
             return
@@ -112,8 +131,66 @@ class Comparisons(QObject):
         except Exception as exc:  # a damaged record: the thread opens as any other
             log.warning("the comparison of thread %s could not be read: %s", thread_id, exc)
             return
-        if compare is not None:
-            self._show_review(compare)
+        if compare is None:
+            return
+        if compare.kept is None and not self.running:
+            self._reopen(compare)
+        self._show_review(compare)
+
+    def _reopen(self, compare: CompareSession) -> None:
+        """The columns of a stored comparison: each candidate's thread as stored, its figures as kept."""
+        from ui.transcript import LazyTranscript
+
+        if self.session is not None:
+            self.close()
+        self.session = compare
+        self._build(compare.labels)
+        stats, view = self.stats, self.view
+        assert stats is not None and view is not None
+        store = compare.workspace.store
+        for index, (chat, thread_id) in enumerate(zip(self.chats, compare.thread_ids, strict=True)):
+            lazy = LazyTranscript(store, thread_id)
+            chat.show_thread(lazy)
+            saved = compare.saved[index] if index < len(compare.saved) else {}
+            figures = saved.get("compare_stats")
+            if isinstance(figures, dict):
+                stats.restore(index, figures)
+            elif lazy.turns:  # none kept (a comparison of the command line, or cut short): from its last turn
+                for event in lazy.view(lazy.turns[-1]).events:
+                    stats.feed(event)
+        verdict = next((m["verdict"] for m in compare.saved if isinstance(m.get("verdict"), dict)), None)
+        if verdict is not None:
+            view.show_verdict(verdict)
+        self._show_stats()
+        self.changed.emit(compare)
+
+    def _park(self) -> None:
+        """Another thread opened while the candidates answer: the chat again; the columns wait, their runs go on."""
+        view = self.view
+        if view is None or self.parked:
+            return
+        area = view.parentWidget()
+        layout = area.layout() if area is not None else None
+        if layout is not None:
+            layout.replaceWidget(view, self.chat)
+        view.hide()
+        self.chat.show()
+        self.parked = True
+        self._hide_review()
+
+    def _unpark(self) -> None:
+        view = self.view
+        if view is None or not self.parked:
+            return
+        area = self.chat.parentWidget()
+        layout = area.layout() if area is not None else None
+        if layout is not None:
+            layout.replaceWidget(self.chat, view)
+        self.chat.hide()
+        view.show()
+        self.parked = False
+        if self.session is not None and not self.running:
+            self._show_review(self.session)
 
     def route_approval(self, request: ApprovalRequest, future: asyncio.Future[ApprovalDecision]) -> None:
         """An approval a candidate's run asks for goes in its column (the card in its tool call), any other to
@@ -135,7 +212,7 @@ class Comparisons(QObject):
         return self._task is not None and not self._task.done()
 
     def route(self, text: str) -> None:
-        if self.session is None:
+        if self.session is None or self.parked:
             self.send_one(text)
         else:
             self.send(text)
@@ -208,7 +285,7 @@ class Comparisons(QObject):
         self.chats, self.bridges = [], []
         for _label in labels:
             chat = ChatView()
-            bridge = RunBridge(self)
+            bridge = RunBridge(self, own_clock=False)  # flushed together on the comparison's frame clock
             bridge.view_event.connect(chat.presenter.feed)
             self.chats.append(chat)
             self.bridges.append(bridge)
@@ -238,6 +315,7 @@ class Comparisons(QObject):
         stats.message_sent(list(compare.active))
         self.composer.set_running(True)
         self._timer.start()
+        self._frame.start()
         self._task = self.services.tasks.spawn(self._run(compare, text), name="compare")
 
     async def _run(self, compare: CompareSession, text: str) -> list[CandidateResult]:
@@ -248,8 +326,8 @@ class Comparisons(QObject):
             self.services.notices.banner(f"The comparison could not run: {exc}")
             results = []
         finally:
-            for bridge in self.bridges:
-                bridge.flush()
+            self._frame.stop()
+            self._flush_columns()
             self._timer.stop()
             self._show_stats()
             self.composer.set_running(False)
@@ -263,8 +341,13 @@ class Comparisons(QObject):
             for index, event in checked.items():
                 stats.columns[index].verify = event.passed
             self._show_stats()
+        if compare is self.session and self.stats is not None:
+            try:
+                compare.keep_stats([column.to_dict() for column in self.stats.columns])
+            except Exception as exc:  # the columns show them all the same; a reopen counts from the events
+                log.warning("the comparison's figures were not kept: %s", exc)
         self.services.session.threads_changed.emit()
-        if compare is self.session:
+        if compare is self.session and not self.parked:
             self._show_review(compare)
         self.answered.emit(results)
         return results
@@ -277,13 +360,17 @@ class Comparisons(QObject):
         if index is not None and index < len(self.bridges):
             self.bridges[index].feed(event)
 
+    def _flush_columns(self) -> None:
+        for bridge in self.bridges:
+            bridge.flush()
+
     def _show_stats(self) -> None:
         if self.view is not None and self.stats is not None:
             self.view.show_stats(self.stats.columns)
 
     def stop(self) -> bool:
-        """Esc: stop every candidate (False: no comparison is running)."""
-        if self.session is None or not self.running:
+        """Esc: stop every candidate (False: no comparison is running on screen: set aside, it goes on)."""
+        if self.session is None or not self.running or self.parked:
             return False
         self.session.stop()
         return True
@@ -324,6 +411,7 @@ class Comparisons(QObject):
             view.hide()
             view.deleteLater()
         self.chat.show()
+        self.parked = False
         for bridge in self.bridges:
             bridge.deleteLater()
         self.chats, self.bridges, self.stats = [], [], None

@@ -9,12 +9,16 @@ Two taken hunks of different candidates that touch the same lines of the same fi
 settles each candidate's own set without writing anything (the taken hunks accepted, the rest rejected) and
 tells its robot, in the review outcome, which hunks of whose were taken.
 
+A person may also write the lines themselves where hunks overlap: a merge (``merges={"c0.f1.h1": text}``)
+replaces the lines that hunk and every taken hunk overlapping it change (their lines of the file as it was, from
+the first to the last) with ``text``; those hunks are taken as merged, not refused.
+
 A hunk's id across candidates is ``c<candidate>.<hunk id>`` (``c0.f1.h2``): stable while the set is kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +28,8 @@ from workspace.changes.errors import ChangeError
 from workspace.changes.hunks import FileChange, Hunk
 from workspace.sandbox import display_path
 
-__all__ = ["CandidateChanges", "OverlapError", "TakenHunk", "combine", "find_overlaps", "hunk_id", "pending_hunks",
-           "settle_sources"]
+__all__ = ["CandidateChanges", "Merge", "OverlapError", "TakenHunk", "combine", "find_overlaps", "hunk_id",
+           "merge_groups", "pending_hunks", "settle_sources", "unmerged_overlaps"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +135,74 @@ def find_overlaps(taken: Sequence[TakenHunk]) -> list[tuple[TakenHunk, TakenHunk
     return [(a, b) for i, a in enumerate(taken) for b in taken[i + 1:] if _overlap(a, b)]
 
 
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """Lines a person wrote in place of overlapping hunks: the file's lines ``start``-``end`` (0-based, end
+    excluded, of the version the hunks were proposed on) become ``lines``; ``hunks`` are the taken hunks merged."""
+
+    path: str
+    start: int
+    end: int
+    lines: tuple[str, ...]
+    hunks: tuple[TakenHunk, ...]
+
+    @property
+    def ids(self) -> list[str]:
+        return [h.id for h in self.hunks]
+
+
+def _touches(start: int, end: int, h: Hunk) -> bool:
+    if h.old_start == h.old_end:  # an insertion: inside the lines, or at the place of an empty merge
+        return start < h.old_start < end or start == end == h.old_start
+    return h.old_start < end and start < h.old_end
+
+
+def merge_groups(taken: Sequence[TakenHunk], merges: Mapping[str, str]) -> list[Merge]:
+    """The merges of ``taken`` hunks: each of ``merges``' hunk ids with every taken hunk overlapping it (and
+    those overlapping them), their lines from the first to the last replaced by the merge's text.
+
+    Raises :class:`ChangeError` for a merge of a hunk not taken, of a whole-file change or rename, or of hunks
+    proposed on different versions of the file, and for two merges over the same lines."""
+    by_id = {t.id: t for t in taken}
+    out: list[Merge] = []
+    used: set[str] = set()
+    for merge_id, text in merges.items():
+        first = by_id.get(merge_id)
+        if first is None:
+            raise ChangeError(f"The merge names {merge_id!r}, which is not a hunk taken: give it with the hunks to "
+                              "take (`--take`), the ids are listed by `robotlab changes list`")
+        if merge_id in used:
+            raise ChangeError(f"Two merges cover {merge_id!r}: give one merge for overlapping hunks")
+        group = [first]
+        start, end = first.hunk.old_start, first.hunk.old_end
+        grew = True
+        while grew:
+            grew = False
+            for t in taken:
+                if t in group or t.path != first.path:
+                    continue
+                if any(_overlap(t, g) for g in group) or _touches(start, end, t.hunk):
+                    group.append(t)
+                    start, end = min(start, t.hunk.old_start), max(end, t.hunk.old_end)
+                    grew = True
+        for t in group:
+            if t.hunk.kind != "lines" or t.file.before != first.file.before:
+                raise ChangeError(f"{t.id} cannot be merged with {merge_id}: a merge is of line changes to one "
+                                  f"version of {display_path(first.path)}; take one of them instead")
+            if t.id in used:
+                raise ChangeError(f"Two merges cover {t.id!r}: give one merge for overlapping hunks")
+        used.update(t.id for t in group)
+        out.append(Merge(first.path, start, end, _lines(text, first.file.old_lines or [], end), tuple(group)))
+    return out
+
+
+def _lines(text: str, old: Sequence[str], end: int) -> tuple[str, ...]:
+    """``text`` as the file's lines: it ends with a newline unless it replaces the file's last line that has none."""
+    if text and not text.endswith("\n") and (end < len(old) or (old and old[-1].endswith("\n"))):
+        text += "\n"
+    return tuple(text.splitlines(keepends=True))
+
+
 def _resolve(sources: Sequence[CandidateChanges], take: Iterable[str]) -> list[TakenHunk]:
     known = {h.id: h for h in pending_hunks(sources)}
     wanted = list(dict.fromkeys(take))
@@ -143,10 +215,16 @@ def _resolve(sources: Sequence[CandidateChanges], take: Iterable[str]) -> list[T
     return [known[i] for i in wanted]
 
 
-def _merged(files: list[TakenHunk]) -> tuple[bytes | None, str | None]:
-    """The content and new path of one file with the taken hunks (all of one base, none overlapping)."""
+def _merged(files: list[TakenHunk], merges: Sequence[Merge] = ()) -> tuple[bytes | None, str | None]:
+    """The content and new path of one file with the taken hunks (all of one base, none overlapping outside a
+    merge of ``merges``)."""
     fc = files[0].file
     hunks = [t.hunk for t in files]
+    if merges:
+        merged = {id(t.hunk) for m in merges for t in m.hunks}
+        spans = [(h.old_start, h.old_end, h.final_lines) for h in hunks if id(h) not in merged]
+        spans += [(m.start, m.end, list(m.lines)) for m in merges]
+        return fc.encode("".join(_spliced(fc.old_lines or [], spans))), fc.new_path
     if all(t.file is fc for t in files) and {h.id for h in hunks} == {h.id for h in fc.hunks}:
         return fc.merge(pending="accepted").data if any(h.edited for h in hunks) else fc.after, fc.new_path
     rename = next((t.file.new_path for t in files if t.hunk.kind == "rename"), None)
@@ -155,30 +233,47 @@ def _merged(files: list[TakenHunk]) -> tuple[bytes | None, str | None]:
         h = whole.hunk
         data = whole.file.encode("".join(h.edited_lines)) if h.edited_lines is not None else whole.file.after
         return data, rename
-    lines = sorted((h for h in hunks if h.kind == "lines"), key=lambda h: (h.old_start, h.old_end))
+    lines = [(h.old_start, h.old_end, h.final_lines) for h in hunks if h.kind == "lines"]
     if not lines:
         return fc.before, rename
     assert fc.old_lines is not None
+    return fc.encode("".join(_spliced(fc.old_lines, lines))), rename
+
+
+def _spliced(old: Sequence[str], spans: Iterable[tuple[int, int, Sequence[str]]]) -> list[str]:
+    """``old`` with each span's lines ``start``-``end`` replaced by its lines (spans that do not overlap)."""
     out: list[str] = []
     i = 0
-    for h in lines:
-        out.extend(fc.old_lines[i:h.old_start])
-        out.extend(h.final_lines)
-        i = max(i, h.old_end)
-    out.extend(fc.old_lines[i:])
-    return fc.encode("".join(out)), rename
+    for start, end, lines in sorted(spans, key=lambda span: (span[0], span[1])):
+        out.extend(old[i:start])
+        out.extend(lines)
+        i = max(i, end)
+    out.extend(old[i:])
+    return out
+
+
+def unmerged_overlaps(taken: Sequence[TakenHunk], merges: Sequence[Merge]) -> list[tuple[TakenHunk, TakenHunk]]:
+    """The pairs of ``taken`` hunks that cannot both be applied and that no merge of ``merges`` covers."""
+    group = {t.id: index for index, m in enumerate(merges) for t in m.hunks}
+    return [(a, b) for a, b in find_overlaps(taken)
+            if a.id not in group or group.get(a.id) != group.get(b.id)]
 
 
 def combine(sources: Sequence[CandidateChanges], take: Iterable[str], *, thread_id: str | None = None,
-            store: CheckpointStore | None = None) -> tuple[ChangeSet, list[TakenHunk]]:
+            store: CheckpointStore | None = None,
+            merges: Mapping[str, str] | None = None) -> tuple[ChangeSet, list[TakenHunk]]:
     """One new change set of exactly the ``take`` hunks (ids from :func:`pending_hunks`), every hunk accepted.
 
-    Raises :class:`OverlapError` when two taken hunks of different candidates touch the same lines, and
-    :class:`ChangeError` for an unknown id or candidates of different folders. ``thread_id`` names the thread
-    whose history keeps the apply (its undo restores the folder); nothing is written here.
+    ``merges``: text a person wrote in place of overlapping hunks, by the id of one of them (see
+    :func:`merge_groups`); a merge's hunk id is taken even when ``take`` does not name it.
+    Raises :class:`OverlapError` when two taken hunks of different candidates touch the same lines outside a
+    merge, and :class:`ChangeError` for an unknown id or candidates of different folders. ``thread_id`` names the
+    thread whose history keeps the apply (its undo restores the folder); nothing is written here.
     """
-    taken = _resolve(sources, take)
-    overlaps = find_overlaps(taken)
+    merges = dict(merges or {})
+    taken = _resolve(sources, [*take, *merges])
+    groups = merge_groups(taken, merges)
+    overlaps = unmerged_overlaps(taken, groups)
     if overlaps:
         raise OverlapError(overlaps)
     folders = {str(s.changes.folder) for s in sources}
@@ -191,7 +286,7 @@ def combine(sources: Sequence[CandidateChanges], take: Iterable[str], *, thread_
     for t in taken:
         by_path.setdefault(t.path, []).append(t)
     for path, files in by_path.items():
-        data, new_path = _merged(files)
+        data, new_path = _merged(files, [m for m in groups if m.path == path])
         fc = files[0].file
         combined.add_change(path, fc.before, data, before_mode=fc.before_mode, new_path=new_path)
     combined.accept_all()

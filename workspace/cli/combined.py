@@ -4,7 +4,8 @@ A thread's pending changes, or those of every candidate of a comparison (``robot
 threads linked by their ``comparison`` metadata), are listed hunk by hunk with an id ``c<candidate>.<hunk>``.
 ``apply --take ID...`` applies exactly those hunks as one atomic set (:func:`workspace.session.compare.apply_hunks`:
 refused when two overlap, verify first when a verify command is in force), recorded in the history of the
-thread given (else candidate 0's), so ``changes undo`` undoes it as one.
+thread given (else candidate 0's), so ``changes undo`` undoes it as one. ``--merge ID=FILE`` applies a file's
+text in place of overlapping hunks (a merge the person wrote).
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ def register_actions(csub: Any) -> None:
         epilog=APPLY_EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(apply)
     apply.add_argument("--take", nargs="+", required=True, metavar="HUNK_ID", help="the hunks to apply (c0.f1.h1 ...)")
+    apply.add_argument("--merge", action="append", default=[], metavar="HUNK_ID=FILE",
+                       help="apply FILE's text in place of that hunk and the taken hunks overlapping it (their lines "
+                       "of the file, first to last): your merge of overlapping hunks; FILE '-' reads it from stdin")
     apply.add_argument("--no-verify", action="store_true", help="do not run the verify command first")
     apply.add_argument("--anyway", action="store_true", help="apply even when the verify command fails")
     apply.set_defaults(func=cmd_apply)
@@ -187,6 +191,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from workspace.session.verify import VerifyFailed
 
     folder = _folder(args)
+    merges = _merges(args.merge)
     store = open_store(args)
     try:
         sources, sessions, kept = _sources(store, folder, args.thread)
@@ -198,7 +203,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             command = setting.command
         try:
             done = asyncio.run(apply_hunks(sources, args.take, verify=command, thread_id=kept,
-                                           if_verify_fails="apply" if args.anyway else "refuse"))
+                                           if_verify_fails="apply" if args.anyway else "refuse", merges=merges))
         except VerifyFailed as exc:
             print(f"robotlab: {exc.event.describe()}; nothing was applied (--anyway applies all the same)",
                   file=sys.stderr)
@@ -222,6 +227,23 @@ def cmd_apply(args: argparse.Namespace) -> int:
     print(f"Applied {len(done.taken)} hunk{'s' if len(done.taken) != 1 else ''} to {names} as one change "
           f"(`robotlab changes undo --thread {kept[:8]}` undoes it).")
     return 0
+
+
+def _merges(given: list[str]) -> dict[str, str]:
+    """``--merge HUNK_ID=FILE`` as ``{hunk id: the file's text}`` (FILE ``-``: standard input)."""
+    from workspace.cli import CLIError
+
+    out: dict[str, str] = {}
+    for item in given:
+        hunk, sep, name = item.partition("=")
+        if not sep or not hunk.strip() or not name.strip():
+            raise CLIError(f"--merge {item!r}: give HUNK_ID=FILE (e.g. --merge c0.f1.h1=merged.py)", code=EXIT_REFUSED)
+        try:
+            text = sys.stdin.read() if name.strip() == "-" else Path(name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CLIError(f"--merge {item}: cannot read {name}: {exc}", code=EXIT_REFUSED) from exc
+        out[hunk.strip()] = text
+    return out
 
 
 def _record(store: Store, sessions: dict[str, ThreadSession], sources: list[CandidateChanges], kept: str,

@@ -302,6 +302,8 @@ class EventPrinter:
                                         f"{event.tokens_after:,} tokens of {event.window:,})"))
             case ev.ModelChanged():
                 self._line(self._c("2", f"{who}⇄ {event.describe()}"))
+            case ev.BusMessage():
+                self._line(self._c("34", f"✉ {_preview(event.describe(), max(self.preview, 240))}"))
             case ev.VerifyFinished():
                 self._line(self._c("32" if event.passed else "31", f"{who}{event.describe()}"))
                 if not event.passed:

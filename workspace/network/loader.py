@@ -150,6 +150,9 @@ def load_network(
             on_error: continue          # fail (default) | continue: a failure becomes the answer "Error: ..."
         routes:                         # routes may also be listed here, with from:
           - {from: classifier, match: {...}, default: general}
+        bus:                            # or bus: true: the robots talk on one bus (the send_message tool)
+          serve: [helper]               # robots that answer each message with a run of their own
+          reply_timeout: 60             # seconds send_message waits for the reply (default 120)
     """
     from workspace.schemas import SchemaError, load_yaml
 
@@ -269,6 +272,7 @@ class _Loader:
                 route.source = entry.from_
                 routes.append((route, ("routes", i)))
         self.check_routes_and_cycles(tasks, routes, deps_of)
+        servers = self.bus_servers(spec, built)
         if self.problems or self.checking_only:
             return None
 
@@ -285,7 +289,29 @@ class _Loader:
             network.add_route(route)
         for key, value in (spec.memory or {}).items():
             network.memory.set(str(key), value)
+        if spec.bus:
+            timeout = spec.bus.reply_timeout if not isinstance(spec.bus, bool) else None
+            network.with_bus(serve=servers, reply_timeout=timeout)
         return network
+
+    def bus_servers(self, spec: NetworkFile, built: Sequence[Task]) -> list[Robot]:
+        """The robots ``bus.serve`` names (under ``robots``, or a task's robot), each found or reported."""
+        bus = spec.bus
+        if bus is None or isinstance(bus, bool) or bus.serve is None or self.checking_only:
+            return []
+        known: dict[str, Robot] = {name: robot for name, robot in self.robots.items()}
+        for task in built:
+            known.setdefault(task.robot.name, task.robot)
+        found: list[Robot] = []
+        for i, name in enumerate([bus.serve] if isinstance(bus.serve, str) else bus.serve):
+            robot = known.get(name)
+            if robot is not None:
+                found.append(robot)
+            elif name not in self.failed_robots:
+                loc: Loc = ("bus", "serve") if isinstance(bus.serve, str) else ("bus", "serve", i)
+                self.problem(f"unknown robot '{name}' in serve{did_you_mean(name, list(known))} (serve names "
+                             "robots under 'robots' or the robots of tasks)", loc, field="bus.serve")
+        return found
 
     def levels(self, spec: NetworkFile | TaskSpec | RobotSpec, loc: Loc, *, task: str | None = None,
                robot: str | None = None) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from workspace.result import NetworkResult, RobotResult
 from workspace.runnable import Runnable
 
 if TYPE_CHECKING:
+    from workspace.bus import MessageBus
     from workspace.hooks import Hook
     from workspace.network.scheduler import NetworkRun
     from workspace.robot import Robot
@@ -270,8 +271,36 @@ class Network(Runnable):
 
         #: This network's hooks (``network.on``): its runs, its tasks and the robot runs inside them.
         self.hooks = HookRegistry()
+        #: The message bus its robots talk on (:meth:`with_bus`; None: they do not).
+        self.bus: MessageBus | None = None
+        #: The robots of the bus that answer each message with a run of their own, by name.
+        self.bus_servers: dict[str, Robot] = {}
+        #: How long a robot's ``send_message`` waits for the reply (seconds).
+        self.reply_timeout: float | None = None
         for task in tasks:
             self.add_task(task)
+
+    def with_bus(self, bus: MessageBus | None = None, *, serve: Iterable[Robot] = (),
+                 reply_timeout: float | None = None) -> Network:
+        """Put every task's robot (those added later too) and the robots in ``serve`` on one message bus
+        (``bus``, or a new one) and return the network. In its runs each of them is given the ``send_message``
+        tool, every message is a ``bus_message`` event (the chat, the terminal, the trace show it), and each
+        robot in ``serve`` answers every message sent to it with a run of its own (with the model the network
+        run was given) as a reply. ``reply_timeout``: how long ``send_message`` waits for a reply (seconds)."""
+        from workspace.bus import MessageBus
+
+        self.bus = bus if bus is not None else (self.bus or MessageBus())
+        for task in self._tasks.values():
+            task.robot.with_bus(self.bus)
+        for robot in serve:
+            robot.with_bus(self.bus)
+            self.bus_servers[robot.name] = robot
+        if reply_timeout is not None:
+            if isinstance(reply_timeout, bool) or not isinstance(reply_timeout, int | float) or reply_timeout <= 0:
+                raise ValueError(f"Network '{self.name}': reply_timeout must be a positive number of seconds, "
+                                 f"got {reply_timeout!r}")
+            self.reply_timeout = float(reply_timeout)
+        return self
 
     @property
     def task_limit(self) -> int | None:
@@ -298,6 +327,8 @@ class Network(Runnable):
             raise ValueError(f"'{task.name}' is already a parallel group in network '{self.name}'")
         self._tasks[task.name] = task
         self._robots[task.name] = task.robot
+        if self.bus is not None:
+            task.robot.with_bus(self.bus)
         if task.route is not None:
             self._routes.append(task.route)
         return self

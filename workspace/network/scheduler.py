@@ -182,14 +182,70 @@ class NetworkRun(EventRun):
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(deliver)
 
+    def _on_bus_message(self, delivery: Any) -> None:
+        """A message on the network's bus: a ``bus_message`` in the sender's task run while it runs one (in
+        order with its tool calls), else in the recipient's (a reply to a ``send_message`` comes after the run
+        that answered, which that call holds), else in the network's run as the sender's."""
+        message = delivery.message
+        content = message.content if isinstance(message.content, str) else dict(message.content)
+        event = ev.BusMessage(sender=message.from_, to=delivery.to, content=content, message_id=message.key,
+                              in_reply_to=message.in_reply_to)
+
+        def deliver() -> None:
+            state = self._running_task_of(message.from_) or self._running_task_of(delivery.to)
+            if state is not None and state.agent_run is not None:
+                state.agent_run.emit(event)
+            else:
+                self._emit(event, robot=message.from_)
+
+        if self._loop is None or threading.get_ident() == self._thread:
+            deliver()
+        else:
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(deliver)
+
+    def _running_task_of(self, robot: str) -> TaskState | None:
+        """The task whose run of ``robot`` is going (None: it runs none now)."""
+        return next((s for s in self.tasks.values() if s.robot == robot and s.status == RUNNING
+                     and s.agent_run is not None and not s.agent_run.done), None)
+
+    def _serve_bus(self) -> None:
+        """The robots that answer messages: each message run through the robot with this run's model, the
+        answer sent back as a reply. Asked by a model's ``send_message``, the run runs inside that tool call
+        (its events in the asking task's run, its usage in its totals), like a robot used as a tool."""
+        options = {key: self.options[key] for key in ("provider", "folder", "approval", "settings")
+                   if self.options.get(key) is not None}
+        for robot in self.network.bus_servers.values():
+            async def answer(delivery: Any, message: Any, robot: Any = robot) -> None:
+                from workspace.bus import _as_text
+                from workspace.delegation import run_inside
+
+                delivery.ack()
+                if message.reply:
+                    return
+                origin = delivery.origin
+                text = _as_text(message.content)
+                if origin is not None and origin.run is not None and not origin.run.done:
+                    inside = {**origin.run.child_options(origin.call_id), **options, "network": self.network}
+                    result = await run_inside(robot, text, origin.run, inside)
+                else:
+                    result = await robot.arun(text, network=self.network, **options)
+                robot.send_reply(to=message.from_, content=str(result.last_text_content), in_reply_to=message.key)
+
+            robot.on_message(answer)
+
     # -- the scheduler --------------------------------------------------------------------
     async def _main(self) -> None:
         remove_observer: Callable[[], None] | None = None
+        remove_bus: Callable[[], None] | None = None
         try:
             self._loop = asyncio.get_running_loop()
             self._thread = threading.get_ident()
             self._idle = asyncio.Event()
             remove_observer = self.network.memory.add_observer(self._on_memory_change)
+            if self.network.bus is not None:
+                remove_bus = self.network.bus.add_observer(self._on_bus_message)
+                self._serve_bus()
             model, is_lm = self._models()
             self._emit(ev.RunStarted(message=self.message, model=model, is_language_model=is_lm))
             registrations = hooks.collect(hooks.GLOBAL, self.network.hooks)
@@ -217,6 +273,8 @@ class NetworkRun(EventRun):
         finally:
             if remove_observer is not None:
                 remove_observer()
+            if remove_bus is not None:
+                remove_bus()
         self._conclude()
 
     async def _run_tasks(self) -> NetworkResult:

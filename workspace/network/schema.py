@@ -21,7 +21,7 @@ from pydantic import Field, TypeAdapter, ValidationError, ValidatorFunctionWrapH
 
 from workspace.schemas.base import StrictModel
 
-__all__ = ["NetworkFile", "RobotSpec", "RouteSpec", "TaskSpec", "network_json_schema", "salvage"]
+__all__ = ["BusSpec", "NetworkFile", "RobotSpec", "RouteSpec", "TaskSpec", "network_json_schema", "salvage"]
 
 _LEVEL_WORDS = ("inherit", "none", "all")
 _CONCURRENCY_WORDS = ("auto", "threads", "async")
@@ -223,6 +223,24 @@ class NamedTaskSpec(TaskSpec):
     name: str
 
 
+class BusSpec(StrictModel):
+    """The network's message bus: its robots talk (each gets the ``send_message`` tool)."""
+
+    serve: Names | None = Field(None, description="robots (under 'robots', or a task's robot) that answer each "
+                                "message sent to them with a run of their own")
+    reply_timeout: Annotated[Number, Field(gt=0)] | None = Field(
+        None, description="seconds send_message waits for the reply (default 120)")
+
+
+def _bus(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, Mapping):
+        return BusSpec.model_validate(value)
+    raise ValueError("bus is true (the robots talk on one message bus) or a mapping: serve (robots that answer "
+                     "messages), reply_timeout (seconds)")
+
+
 class NetworkFile(StrictModel):
     """A network of robots (a RobotLab network YAML file)."""
 
@@ -243,6 +261,8 @@ class NetworkFile(StrictModel):
         None, description="group name -> task names; a group name can be a dependency")
     routes: list[Annotated[RouteEntry, _form(_mapping(RouteEntry, "a route is a mapping: from, match, "
                                                                           "default, field"))]] | None = None
+    bus: Annotated[bool | BusSpec, _form(_bus)] | None = Field(
+        None, description="true, or serve / reply_timeout: the robots talk on one message bus (send_message)")
 
 
 _MATCH = TypeAdapter(dict[str, Names])

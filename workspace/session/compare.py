@@ -6,6 +6,7 @@
 ...     print(c.label, c.result.text if c.result else c.error, c.usage.total_tokens, c.ttft, c.duration)
 >>> [h.id for h in comparison.hunks()]                # every pending hunk: c<candidate>.<hunk id>
 >>> applied = await comparison.take(["c0.f1.h1", "c1.f1.h2"])   # one atomic apply, undoable as one
+>>> await comparison.take(["c0.f1.h1", "c1.f1.h1"], merges={"c0.f1.h1": "x = 3\n"})  # overlapping: your lines
 
 The candidates run at the same time, each on its own :class:`~workspace.changes.ChangeSet` (its own proposed
 changes: its file tools read them, its commands and verify see only its own layer over the folder), so none
@@ -23,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,18 +123,21 @@ class Comparison:
         return pending_hunks(self.sources())
 
     async def take(self, hunk_ids: Iterable[str], *, verify: str | None = None, thread_id: str | None = None,
-                   if_verify_fails: str = "refuse") -> CombinedApply:
+                   if_verify_fails: str = "refuse", merges: Mapping[str, str] | None = None) -> CombinedApply:
         """Apply exactly ``hunk_ids`` of any candidates, as one atomic set (see :func:`apply_hunks`)."""
         return await apply_hunks(self.sources(), hunk_ids, verify=verify, thread_id=thread_id,
-                                 if_verify_fails=if_verify_fails)
+                                 if_verify_fails=if_verify_fails, merges=merges)
 
 
 async def apply_hunks(sources: Sequence[CandidateChanges], hunk_ids: Iterable[str], *, verify: str | None = None,
-                      thread_id: str | None = None, if_verify_fails: str = "refuse") -> CombinedApply:
+                      thread_id: str | None = None, if_verify_fails: str = "refuse",
+                      merges: Mapping[str, str] | None = None) -> CombinedApply:
     """Take ``hunk_ids`` across the candidates' change sets into one combined set and apply it atomically.
 
     :class:`~workspace.changes.combine.OverlapError` (nothing written) when two taken hunks of different
-    candidates touch the same lines. With a ``verify`` command it first runs in the sandbox on the combined
+    candidates touch the same lines, unless a merge covers them: ``merges`` maps a hunk id to the text a person
+    wrote in place of it and the taken hunks it overlaps (:func:`~workspace.changes.combine.merge_groups`), the
+    text that is applied there. With a ``verify`` command it first runs in the sandbox on the combined
     set and, when it fails, :class:`~workspace.session.verify.VerifyFailed` is raised and nothing is written
     (unless ``if_verify_fails`` is "apply"). A conflict (a file changed on disk since the proposal) writes
     nothing either: the result says so. After a successful apply each candidate's own set is settled (nothing
@@ -145,7 +149,7 @@ async def apply_hunks(sources: Sequence[CandidateChanges], hunk_ids: Iterable[st
 
     if if_verify_fails not in ("refuse", "apply"):
         raise ValueError(f"if_verify_fails is 'refuse' or 'apply', not {if_verify_fails!r}")
-    combined, taken = combine(sources, hunk_ids, thread_id=thread_id)
+    combined, taken = combine(sources, hunk_ids, thread_id=thread_id, merges=merges)
     checked = None
     if verify:
         checked = await run_verify(verify, combined, subset="accepted")

@@ -427,6 +427,10 @@ class ThreadSession:
                 except StoreError as exc:
                     problems.append(f"could not record the title yet: {exc}")
         options: dict[str, Any] = {**extra, "thread_id": self.thread_id, "approval": self.approval}
+        if self.workspace.agent_skills and network is None and "agent_skills" not in options:
+            from workspace.agent_skills import AgentSkillCatalog
+
+            options["agent_skills"] = AgentSkillCatalog(folder=self.workspace.folder)
         if attachments:
             options["attachments"] = attachments
         if self.workspace.folder is not None:

@@ -68,6 +68,10 @@ class Workspace:
         #: Verify a thread's change set on its own after each run that proposed changes (a window turns it
         #: on; the command line verifies in its review instead): :meth:`ThreadSession.start_verify`.
         self.auto_verify = False
+        #: Give each robot run the agent skills (``SKILL.md`` folders: the opened folder's, the user's and the
+        #: shipped ones), read anew for each run, whose description matches the message picked per run (a
+        #: window turns it on; the library passes ``agent_skills=`` itself): :class:`AgentSkillCatalog`.
+        self.agent_skills = False
         #: Told of every thread's verify as it starts and ends (:class:`~workspace.session.verify.VerifyProgress`).
         self.verify_listeners: list[Callable[[VerifyProgress], None]] = []
         self._verifies: set[asyncio.Task[Any]] = set()

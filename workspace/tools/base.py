@@ -9,6 +9,7 @@ worker thread so the event loop never blocks.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import json
 from collections.abc import Callable, Mapping
@@ -311,6 +312,7 @@ class Tool:
                 is_error=True,
             )
         kwargs = self._handler_kwargs(context)
+        token = _CALL.set(context)
         try:
             async with asyncio.timeout(self.timeout):
                 if inspect.iscoroutinefunction(self.handler) or inspect.iscoroutinefunction(
@@ -329,12 +331,24 @@ class Tool:
             # RobotLab's text for the model; the inspector keeps the exception's type and cause.
             text = f"Error ({self.name}): {exc or type(exc).__name__}" + (" (retryable)" if retryable(exc) else "")
             return ToolOutput(text, raw=serialize(exc), is_error=True)
+        finally:
+            _CALL.reset(token)
         if not isinstance(value, ToolOutput):
             if isinstance(value, dict) and set(value) == {"error"}:
                 value = ToolOutput(value["error"], raw=None, is_error=True)
             else:
                 value = ToolOutput(value)
         return _within_nesting(value)
+
+
+#: The tool call whose handler is running in this context (asyncio tasks and worker threads it starts inherit it).
+_CALL: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar("robotlab_tool_call", default=None)
+
+
+def current_call() -> ToolContext | None:
+    """The context of the tool call whose handler runs the caller (None outside one): a robot's delegation
+    started by a tool shows as a run inside that call (:mod:`workspace.delegation`)."""
+    return _CALL.get()
 
 
 def _within_nesting(output: ToolOutput) -> ToolOutput:

@@ -31,6 +31,7 @@ import enum
 from collections.abc import Iterable
 from typing import Any, Final, assert_never
 
+from ui.chat.model.bus import BusMessages
 from ui.chat.model.calls import ToolCalls
 from ui.chat.model.changes import ChangeCards
 from ui.chat.model.column import APPROVAL, WAITING, Column
@@ -77,6 +78,7 @@ class ChatPresenter:
         self._column = Column(listener)
         self._texts = Texts()
         self._lanes = NetworkLanes()
+        self._bus = BusMessages()
         self._calls = ToolCalls(self._texts)
         self._changes = ChangeCards()
         self._lifecycle = RunLifecycle(self._texts, self._lanes)
@@ -363,6 +365,8 @@ class ChatPresenter:
                 self._lifecycle.mcp_servers(column, event)
             case ev.ModelChanged():
                 self._lifecycle.model_changed(column, event)
+            case ev.BusMessage():
+                self._bus.message(column, event)
             case ev.VerifyFinished():
                 self._changes.verify_finished(column, event)
             case ev.RunFinished():

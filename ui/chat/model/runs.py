@@ -29,6 +29,10 @@ from workspace import events as ev
 from workspace.result import STOP_NOTES, NetworkResult, RobotResult, Usage
 from workspace.session.recording import NOT_SAVED
 
+#: Why the lane of a run started in the background (a delegation) stops when the run that started it ended first.
+BACKGROUND_NOT_FOLLOWED = ("not followed: it went on in the background after the run that started it ended; its "
+                           "later work is not in this conversation")
+
 
 class RunLifecycle:
     """How runs start, wait, count and end (a reducer of :class:`~ui.chat.model.presenter.ChatPresenter`;
@@ -158,8 +162,11 @@ class RunLifecycle:
         for call in run.calls.values():  # robots used as tools that never said how they ended
             inner = call.inner
             if inner is not None and inner.status == "running" and inner.run is not None:
+                # A call that answered while its run went on started it in the background (a delegation).
+                why = (BACKGROUND_NOT_FOLLOWED if call.status not in ("running", "approval") and outcome == "finished"
+                       else message or "the run that called it ended")
                 self._end_inner(column, inner.run, inner, "interrupted" if outcome == "interrupted" else "cancelled",
-                                message=message or "the run that called it ended", ts=ts)
+                                message=why, ts=ts)
         run.text = None
         for each in (run, *run.children):
             self._texts.end_reasoning(column, each)

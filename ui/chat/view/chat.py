@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ui.chat.model.bus import BusMessageItem
 from ui.chat.model.presenter import LOAD_MORE_TURNS, ChatPresenter, TranscriptSource
 from ui.chat.model.state import (
     CallLaneItem,
@@ -50,6 +51,7 @@ from ui.chat.model.state import (
 )
 from ui.chat.model.tool_calls import AskUserItem, ElicitationItem, SamplingItem, ToolCallItem
 from ui.chat.view.ask_user_card import AskUserCard
+from ui.chat.view.bus_card import BusMessageCard
 from ui.chat.view.cards import ApprovalPanel, ToolCard
 from ui.chat.view.change_card import ChangeCard
 from ui.chat.view.elicitation_form import ElicitationForm
@@ -491,6 +493,8 @@ class ChatView(QScrollArea):
                 change.undo_requested.connect(self.change_undo_requested)
                 change.apply(item)
                 return change
+            case BusMessageItem():
+                return BusMessageCard(item, self.column)
             case NetworkItem():
                 header = NetworkHeader(item.network, self.column)
                 header.apply(item)
