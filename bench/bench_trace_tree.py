@@ -9,9 +9,10 @@ its own model call and tool call). Measures (offscreen, the pane at 420×700):
   is filled, the tree's build begun: above 300 events it is built in slices of at most 8 ms between
   the loop's other work) until the pane has painted. Target < 100 ms.
   Median of 5. ``tree shown``: until the built tree is in the view.
-- ``stall``: the longest the event loop is held while the tree is built (a slice), and while the trace
+- ``stall``: the longest the event loop is held while the tree is built (a slice: the tree's, then its Qt items'),
+  and while the trace
   is used: expanding every node and
-  scrolling through it page by page (each step a synchronous repaint), searching (the search field filters
+  scrolling through it page by page (each step a synchronous repaint; the worst page and the median), searching (the search field filters
   the tree and the Events table; ``tree_search`` is the tree's part alone, and the next key typed), and the run arriving live, 2,000 events in batches of 20, each batch added to the tree
   (the pane adds batches together every 250 ms; here each batch is added at once: the worst case).
   Target: no stall over a frame at 60 Hz (16.7 ms) while scrolling; the search and a live batch are
@@ -97,8 +98,8 @@ def pump(app: Any) -> None:
 
 def main() -> dict[str, Any]:
     from ui.app import get_app
-    from ui.inspector.panes import TracePane
     from ui.inspector.trace import TraceModel
+    from ui.inspector.trace_pane import TracePane
     from ui.inspector.trace_tree import build_tree
 
     app = get_app()
@@ -150,16 +151,17 @@ def main() -> dict[str, Any]:
     pane.tree.repaint()
     stalls["expand_all"] = time.perf_counter() - started
     bar = pane.tree.verticalScrollBar()
-    worst = 0.0
+    pages: list[float] = []
     value = 0
     while value <= bar.maximum():
         started = time.perf_counter()
         bar.setValue(value)
         pane.tree.viewport().repaint()
         pump(app)
-        worst = max(worst, time.perf_counter() - started)
+        pages.append(time.perf_counter() - started)
         value += max(1, bar.pageStep())
-    stalls["scroll_page"] = worst
+    stalls["scroll_page"] = max(pages)
+    stalls["scroll_page_median"] = statistics.median(pages)  # a loaded machine's worst page is noise as much
     for name, text in (("search", "item 57"), ("search_next_key", "item 571")):
         started = time.perf_counter()
         pane.filter.setText(text)  # the tree and the Events table both filter

@@ -2,6 +2,9 @@
 
 - ``trace-rerun``: the Trace dock's tree of a run that read a file, and "Run again" on that call after the
   file changed: the recorded result beside the new one, with their diff;
+- ``trace-request``: the same run's tree with its second model call's request selected: the detail shows the
+  request as sent (the system prompt, the message, the tool call and its result, the tools offered), secrets
+  masked;
 - ``replay-divergence``: "Replay with…" on a two-turn thread whose replay calls a tool the record does not
   hold at turn 2: the turns, the diverging one marked, both answers side by side, the summary line.
 
@@ -26,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts.window_shots import folder_with, fresh_home, run_window, shots_main, until
 
-STATES = ("trace-rerun", "replay-divergence")
+STATES = ("trace-rerun", "trace-request", "replay-divergence")
 
 
 async def xdo(*args: str) -> bool:
@@ -58,7 +61,7 @@ def shoot(state: str, out: Path) -> int:
         from ui.app import Application
         from workspace.providers.testing import ScriptedProvider, ToolCall
 
-        if state == "trace-rerun":
+        if state in ("trace-rerun", "trace-request"):
             provider = ScriptedProvider([
                 ["Let me read the plan.", ToolCall("read_file", {"path": "plan.md"}, id="c1")],
                 "Two items: the raised bed is still to build; the seeds are bought.",
@@ -80,7 +83,27 @@ def shoot(state: str, out: Path) -> int:
 
         w = root.window
         c = root.controller
-        if state == "trace-rerun":
+        dialog: Any = None
+        if state == "trace-request":
+            w.runs.send("what is left in the plan?")
+            await until(lambda: c.idle, timeout=60, what="the run to end")
+            w.docks.focus_dock("trace")
+            from PySide6.QtCore import Qt
+
+            w.resizeDocks([w.docks["trace"]], [640], Qt.Orientation.Horizontal)
+            pane = w.docks.trace_pane
+            await until(lambda: len(pane.find_nodes("model_call")) == 2, what="the tree")
+            pane.flush_tree()
+            pane.tree.expandAll()
+            request = pane.find_nodes("model_call")[1].children[0]
+            pane.detail.parentWidget().setSizes([230, 470])
+            pane.tree.scrollTo(pane._view_index(request))
+            app.processEvents()
+            await click(pane.tree.viewport(), pane.tree.visualRect(pane._view_index(request)).center())
+            if pane.node_at(pane.tree.currentIndex()) is not request:
+                print("the click did not select the request: selected through the pane")
+                pane.select_node(request)
+        elif state == "trace-rerun":
             w.runs.send("what is left in the plan?")
             await until(lambda: c.idle, timeout=60, what="the run to end")
             (folder / "plan.md").write_text("# Plan\n\n- [x] build the raised bed\n- [x] buy seeds\n- [ ] sow\n",
@@ -156,7 +179,8 @@ def shoot(state: str, out: Path) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         app.primaryScreen().grabWindow(0).save(str(out))
         print(f"wrote {out}")
-        dialog.close()
+        if dialog is not None:
+            dialog.close()
 
     return run_window(build, grab)
 

@@ -68,7 +68,7 @@ async def test_text_and_two_tool_calls_in_order() -> None:
                           "Results: 5 and 2."])
     r = robot(p)
     events = await collect(r.stream("sum things"))
-    assert kinds(events)[:4] == ["run_started", "usage", "text", "tool_use"]
+    assert kinds(events)[:5] == ["run_started", "model_request", "usage", "text", "tool_use"]
     assert [e.kind for e in events if e.kind in ("tool_use", "tool_result")][:2] == ["tool_use", "tool_use"]
     results = {e.id: e.payload for e in events if isinstance(e, ev.ToolResult)}
     assert sorted(v["data"] for v in results.values()) == [2, 5]

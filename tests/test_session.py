@@ -107,8 +107,8 @@ async def test_send_records_every_event_before_it_is_seen(ws: Workspace, provide
     turn = ws.store.get_turn(run.turn_id)
     assert turn.status == "finished" and turn.run_id == run.run_id
     assert [e.kind for e in ws.store.turn_events(run.turn_id)] == [
-        "run_started", "text_delta", "usage", "text", "tool_use", "memory_changed", "tool_result",
-        "text_delta", "usage", "text", "run_finished",
+        "run_started", "model_request", "text_delta", "usage", "text", "tool_use", "memory_changed", "tool_result",
+        "model_request", "text_delta", "usage", "text", "run_finished",
     ]
     thread = session.thread
     assert thread.title == title_from("Please remember that my favourite city is Lisbon, and then tell me")
@@ -257,7 +257,7 @@ async def test_stop_mid_stream_keeps_the_partial_text(ws: Workspace, provider: S
     assert turn.status == "cancelled" and run.status == "cancelled"
     views = session.transcript()
     assert views[0].status == "cancelled"
-    assert [e.kind for e in views[0].events] == ["run_started", "text", "run_cancelled"]
+    assert [e.kind for e in views[0].events] == ["run_started", "model_request", "text", "run_cancelled"]
     assert views[0].text == "Once upon a time "
     assert [m.content for m in session.history()] == ["tell me a story", "Once upon a time "]
     assert ws.store.search("upon")[0].turn_id == run.turn_id
@@ -416,7 +416,7 @@ async def test_quit_mid_run_keeps_what_was_shown(db: Path, provider: ScriptedPro
         views = thread.transcript()
         assert views[0].status == "interrupted"
         kinds = [e.kind for e in views[0].events]
-        assert kinds[:5] == ["run_started", "usage", "tool_use", "memory_changed", "tool_result"]
+        assert kinds[:6] == ["run_started", "model_request", "usage", "tool_use", "memory_changed", "tool_result"]
         assert views[0].text == "Half of the answer "
         await drain(thread.send("continue"))
         assert valid_conversation(reopened.provider.history[-1].messages)  # type: ignore[union-attr]

@@ -64,18 +64,20 @@ async def test_a_robot_used_as_a_tool_nests_under_its_call_and_totals_are_the_re
     assert shape(boss) == (
         "run", "Run", [
             ("model_call", "Model", [
+                ("request", "Request"),  # the request as sent
                 ("tool_call", "helper", [
                     ("request", "Request"),
                     ("run", "Run", [
                         ("model_call", "Model", [
+                            ("request", "Request"),
                             ("tool_call", "lookup", [("request", "Request"), ("response", "Response")]),
                         ]),
-                        ("model_call", "Model"),
+                        ("model_call", "Model", [("request", "Request")]),
                     ]),
                     ("response", "Response"),
                 ]),
             ]),
-            ("model_call", "Model"),
+            ("model_call", "Model", [("request", "Request")]),
         ])
     calls = [n for n in boss.walk() if n.kind == "model_call"]
     # Each model call holds what the server reported for it, in order.

@@ -297,6 +297,9 @@ def event_summary(event: ev.Event) -> str:
             return f"{len(event.files)} file(s)"
         case ev.McpServers():
             return event.message.replace("\n", " · ")
+        case ev.ModelRequest():
+            reused = f" (+{event.reused_messages} as before)" if event.reused_messages else ""
+            return f"{event.model or '?'}: {len(event.messages)} new message(s){reused}"
         case _:
             return ""  # ChangeDecided, RunFinished, a kind with nothing to add: the trace's row shows its kind
 

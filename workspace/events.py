@@ -330,6 +330,29 @@ class Usage(BaseEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRequest(BaseEvent):
+    """The request one model call sent to its provider, as sent (the payload's messages, tools and
+    parameters; API keys and headers never in it, secrets masked, image data left out).
+
+    Long threads send the same history again on every call, so only what changed is kept:
+    ``messages`` are the ones after the first ``reused_messages`` of the request ``reused_from``
+    (the ``request_id`` of an earlier ``model_request`` of the same conversation), and the payload's
+    other keys named in ``reused_keys`` are that request's. :func:`workspace.context.requests.resolve`
+    puts the whole request back together."""
+
+    kind: ClassVar[str] = "model_request"
+    request_id: str = ""
+    model: str | None = None
+    #: The payload without its messages and without the keys in ``reused_keys``.
+    body: dict[str, Any] = field(default_factory=dict)
+    #: The messages after the ``reused_messages`` shared with request ``reused_from``.
+    messages: list[Any] = field(default_factory=list)
+    reused_from: str | None = None
+    reused_messages: int = 0
+    reused_keys: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolProgress(BaseEvent):
     """A running tool said how far it is (an MCP server's ``notifications/progress``): ``progress``
     of ``total`` (None when the server does not know the total), and a ``message``. ``id`` is the
@@ -547,6 +570,7 @@ Event: TypeAlias = (
     | ChangeDecided
     | VerifyFinished
     | Usage
+    | ModelRequest
     | McpServers
     | ContextUsage
     | ContextCompacted

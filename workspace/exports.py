@@ -405,9 +405,10 @@ def _markdown_events(turn: TurnInfo, events: Sequence[ev.Event], robot: str, *,
                     out.append(f"*{note}*")
                     out.append("")
             case (ev.RunStarted() | ev.TextDelta() | ev.Usage() | ev.ContextUsage() | ev.ToolProgress()
-                  | ev.ToolOutput()):
+                  | ev.ToolOutput() | ev.ModelRequest()):
                 pass  # the heading, the text and the usage line come from the turn itself; a command's output
-                # is in its result (head and tail)
+                # is in its result (head and tail); the request as sent is
+                # the JSON exports' (the record), not the conversation's
             case _:
                 assert_never(event)
         if depth:

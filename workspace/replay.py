@@ -25,6 +25,7 @@ gate, without the model, and returns the new result with its diff against the re
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections import deque
@@ -201,6 +202,40 @@ def read_thread(store: Store, thread_id: str) -> tuple[list[TurnRecord], list[Re
             else:
                 outcomes.append(RecordedOutcome(calls[event.id], event.error, event.raw, True))
     return turns, outcomes, servers
+
+
+def _compactions_seen(store: Store, thread_id: str) -> list[list[ev.Event]]:
+    """For each turn of the current branch, the compactions the original run had made when it first asked the
+    model in that turn (those of the turns before it, and one its first request was compacted by)."""
+    seen: list[ev.Event] = []
+    out: list[list[ev.Event]] = []
+    for _turn, events in store.path_events(thread_id):
+        asked = False
+        before_asking: list[ev.Event] = []
+        for event in events:
+            if event.nested:
+                continue
+            if isinstance(event, ev.ModelRequest | ev.Usage | ev.TextDelta | ev.Text | ev.ToolUse):
+                asked = True
+            elif isinstance(event, ev.ContextCompacted) and not asked:
+                before_asking.append(event)
+        out.append(seen + before_asking)
+        seen = seen + [e for e in events if isinstance(e, ev.ContextCompacted) and not e.nested]
+    return out
+
+
+def _restore_compaction(robot: Robot, compactions: Sequence[ev.Event], recorded_robot: str,
+                        restored: ev.ContextCompacted | None) -> ev.ContextCompacted | None:
+    """``robot`` takes up the latest of ``compactions`` (the recorded robot's) unless it is ``restored`` already;
+    the one in use. None recorded yet: the replay's own context manager decides, as it would."""
+    from workspace.context import Compaction
+    from workspace.persistence import latest_compaction
+
+    latest = latest_compaction(list(compactions), recorded_robot)
+    if latest is None or latest is restored:
+        return restored
+    robot.context_manager.restore(Compaction(latest.summary, latest.replaced_count))
+    return latest
 
 
 # -- the comparison ------------------------------------------------------------------------------------------
@@ -463,7 +498,11 @@ async def replay(
         raise ReplayError("The 'judged' tolerance needs a judge: give the model that judges (--judge MODEL)")
     original = store.get_thread(thread_id)
     if original.kind != "robot":
-        raise ReplayError(f"Thread {thread_id[:8]} is a network's thread: only a robot's thread can be replayed")
+        raise ReplayError(
+            f"Thread {thread_id[:8]} is a network's thread, and a network's replay cannot be honest yet: its tasks run "
+            "in the order and on the robots the network's routing chose, and a replay would route them again, so "
+            "the turns would not compare. Replay the thread of one robot of the network instead (open that robot's "
+            "thread), or run the network again on the same message and compare the results")
     recorded_turns, outcomes, servers = read_thread(store, thread_id)
     if not recorded_turns:
         raise ReplayError(f"Thread {thread_id[:8]} has no messages to replay")
@@ -493,38 +532,49 @@ async def replay(
     comparisons: list[TurnComparison] = []
     new_calls: list[NewCall] = []
     parent: str | None = None
-    for index, recorded in enumerate(recorded_turns, start=1):
-        tool_server.turn_changes, tool_server.turn_new = [], []
-        turn = store.add_turn(new.id, user_text=recorded.user_text, parent_turn_id=parent)
-        parent = turn.id
-        run_options: dict[str, Any] = {"history": history, "thread_id": new.id, "approval": gate}
-        if folder is not None:
-            run_options.update(folder=folder, changes=changes)
-        refs = store.turn_attachments([recorded.turn_id]).get(recorded.turn_id) if recorded.turn_id else None
-        if refs:  # the files and images sent with the message, from the thread's blobs
-            run_options["attachments"] = store.load_attachments(refs)
-        spec = prepare(robot, recorded.user_text, run_options)
+    compactions = _compactions_seen(store, thread_id)
+    restored: ev.ContextCompacted | None = None
+    index = 0
+    try:
+        for index, recorded in enumerate(recorded_turns, start=1):
+            # The conversation as the original run saw it: its compaction's summary in place of what it replaced.
+            restored = _restore_compaction(robot, compactions[index - 1], original.robot, restored)
+            tool_server.turn_changes, tool_server.turn_new = [], []
+            turn = store.add_turn(new.id, user_text=recorded.user_text, parent_turn_id=parent)
+            parent = turn.id
+            run_options: dict[str, Any] = {"history": history, "thread_id": new.id, "approval": gate}
+            if folder is not None:
+                run_options.update(folder=folder, changes=changes)
+            refs = store.turn_attachments([recorded.turn_id]).get(recorded.turn_id) if recorded.turn_id else None
+            if refs:  # the files and images sent with the message, from the thread's blobs
+                run_options["attachments"] = store.load_attachments(refs)
+            spec = prepare(robot, recorded.user_text, run_options)
 
-        async def load(tools: list[Tool] = tools) -> ToolManifest:
-            return ToolManifest(list(tools))
+            async def load(tools: list[Tool] = tools) -> ToolManifest:
+                return ToolManifest(list(tools))
 
-        spec.tools_loader = load
-        run = RecordedRun(AgentRun(spec), store=store, thread_id=new.id, turn_id=turn.id)
-        events = [event async for event in run]
-        replayed = turn_record(recorded.user_text, events, run_id=run.run_id)
-        replayed.changes = tool_server.turn_changes + replayed.changes
-        comparison = compare_turn(index, recorded, replayed, tolerance)
-        for call, ran in tool_server.turn_new:
-            new_calls.append(NewCall(index, call, ran))
-        if tolerance == "judged" and judge is not None:
-            for i, divergence in enumerate(comparison.divergences):
-                if divergence.kind == "answer":
-                    same = await judge(recorded.user_text, recorded.answer, replayed.answer)
-                    comparison.divergences[i] = Divergence(
-                        index, "answer", "the answer differs and the judge says it means the same" if same
-                        else "the answer differs and the judge says it means something else",
-                        divergence.diff, counts=not same)
-        comparisons.append(comparison)
+            spec.tools_loader = load
+            run = RecordedRun(AgentRun(spec), store=store, thread_id=new.id, turn_id=turn.id)
+            events = [event async for event in run]
+            replayed = turn_record(recorded.user_text, events, run_id=run.run_id)
+            replayed.changes = tool_server.turn_changes + replayed.changes
+            comparison = compare_turn(index, recorded, replayed, tolerance)
+            for call, ran in tool_server.turn_new:
+                new_calls.append(NewCall(index, call, ran))
+            if tolerance == "judged" and judge is not None:
+                for i, divergence in enumerate(comparison.divergences):
+                    if divergence.kind == "answer":
+                        same = await judge(recorded.user_text, recorded.answer, replayed.answer)
+                        comparison.divergences[i] = Divergence(
+                            index, "answer", "the answer differs and the judge says it means the same" if same
+                            else "the answer differs and the judge says it means something else",
+                            divergence.diff, counts=not same)
+            comparisons.append(comparison)
+    except asyncio.CancelledError:
+        # Stopped mid-turn (a recorded call served, the model asked): nothing half-written is kept.
+        store.purge_thread(new.id)
+        raise asyncio.CancelledError(f"The replay was cancelled at turn {index} of {len(recorded_turns)}; "
+                                     "its unfinished thread was removed") from None
     return ReplayResult(thread_id, new.id, tolerance, comparisons, new_calls, served=tool_server.served,
                         executed=tool_server.executed, duration=time.monotonic() - started)
 

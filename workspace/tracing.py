@@ -25,7 +25,18 @@ conventions:
 - ``task <name>`` for each task of a network, between the network's span and the task robot's run.
 
 A run inside a run nests: a robot used as a tool under its ``execute_tool`` span, a network's
-task run under its ``task`` span. Message contents and tool arguments are not exported.
+task run under its ``task`` span. Message contents and tool arguments are not exported; error messages
+go through :func:`workspace.secrets.redact`. Each span also carries ``gen_ai.system`` (the provider of
+the model id, ``_OTHER`` when the id names none) and a model call's ``gen_ai.request.temperature`` /
+``max_tokens`` when its recorded request set them.
+
+A recorded trace is exported the same way, after the fact (the Trace dock's Export trace…):
+:func:`spans_of` replays a thread's events through :class:`RunTracer` into the SDK's in-memory exporter,
+:func:`otlp_json` writes those spans as an OTLP JSON file (``ExportTraceServiceRequest`` in the OTLP/JSON
+encoding: hex ids, integer enums), and :func:`send_trace` sends them over OTLP/HTTP to
+:func:`export_endpoint`: the standard ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT``
+or the setting ``tracing.endpoint``. With none of them set, nothing is sent anywhere. This is the one module
+that imports OpenTelemetry, always inside the function that needs it (never at start-up).
 """
 
 from __future__ import annotations
@@ -36,8 +47,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workspace import events as ev
+from workspace.secrets import redact
 
-__all__ = ["ENV_SWITCH", "RunTracer", "attach", "available", "set_tracer_provider", "wanted"]
+__all__ = ["ENV_SWITCH", "RunTracer", "TraceExportError", "attach", "available", "export_endpoint", "otlp_json",
+           "send_trace", "set_tracer_provider", "spans_of", "wanted"]
 
 log = logging.getLogger(__name__)
 
@@ -90,17 +103,20 @@ def _tracer() -> Any:
     return _provider.get_tracer(INSTRUMENTATION)
 
 
-def _own_provider() -> Any:
+def _resource() -> Any:
     from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     from workspace.version import __version__
 
-    provider = TracerProvider(resource=Resource.create({
-        "service.name": os.environ.get("OTEL_SERVICE_NAME") or "robotlab",
-        "service.version": __version__,
-    }))
+    return Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME") or "robotlab",
+                            "service.version": __version__})
+
+
+def _own_provider() -> Any:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider(resource=_resource())
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError:
@@ -136,6 +152,17 @@ def _provider_name(model: str | None) -> str | None:
     return None
 
 
+def _model_attributes(model: str) -> dict[str, Any]:
+    """``gen_ai.request.model`` and the provider's name (``gen_ai.provider.name``, and ``gen_ai.system`` as the
+    older conventions call it: ``_OTHER`` when the model's id names no provider)."""
+    attributes: dict[str, Any] = {"gen_ai.request.model": model}
+    provider = _provider_name(model)
+    if provider:
+        attributes["gen_ai.provider.name"] = provider
+    attributes["gen_ai.system"] = provider or "_OTHER"
+    return attributes
+
+
 @dataclass(slots=True)
 class _RunSpans:
     span: Any
@@ -148,6 +175,10 @@ class _RunSpans:
     tools: dict[str, Any] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
+    #: The parameters of the model call under way's request (its recorded ``model_request``).
+    request: dict[str, Any] = field(default_factory=dict)
+    #: The last model call's span ended with its usage (its final text comes after it: not another call).
+    reported: bool = False
 
 
 class RunTracer:
@@ -171,6 +202,8 @@ class RunTracer:
         match event:
             case ev.RunStarted():
                 self._run_started(event)
+            case ev.ModelRequest():
+                self._request(event)
             case ev.Usage():
                 self._model_call(event, usage=event)
             case ev.TextDelta() | ev.Text() | ev.ReasoningDelta() | ev.Reasoning():
@@ -220,10 +253,7 @@ class RunTracer:
         }
         model = event.model if event.model and " " not in event.model else None  # an id, not a label
         if model:
-            attributes["gen_ai.request.model"] = model
-            provider = _provider_name(model)
-            if provider:
-                attributes["gen_ai.provider.name"] = provider
+            attributes.update(_model_attributes(model))
         if event.task:
             attributes["robotlab.task"] = event.task
         if event.parent_run_id:
@@ -254,9 +284,9 @@ class RunTracer:
                     span.set_attribute("robotlab.stop_reason", str(reason))
             case ev.RunFailed():
                 span.set_attribute("error.type", event.error_type or "Error")
-                span.set_status(Status(StatusCode.ERROR, event.error))
+                span.set_status(Status(StatusCode.ERROR, redact(event.error)))
             case ev.RunCancelled():
-                span.set_attribute("robotlab.cancelled", event.reason)
+                span.set_attribute("robotlab.cancelled", redact(event.reason))
         span.end(end_time=_ns(event.ts))
 
     # -- model calls -------------------------------------------------------------------------------------
@@ -268,10 +298,11 @@ class RunTracer:
         if run is None:
             return
         model = (usage.model if usage is not None else None) or run.model or "model"
-        attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model}
-        provider = _provider_name(model)
-        if provider:
-            attributes["gen_ai.provider.name"] = provider
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", **_model_attributes(model)}
+        for key in ("temperature", "max_tokens", "top_p"):
+            value = run.request.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                attributes[f"gen_ai.request.{key}"] = value
         if usage is not None:
             attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
             attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
@@ -292,6 +323,17 @@ class RunTracer:
         span.end(end_time=_ns(event.ts))
         run.call_start = None
         run.call_seen = False
+        run.reported = usage is not None
+
+    def _request(self, event: ev.ModelRequest) -> None:
+        """The model call starts when its request is sent (its parameters are the span's)."""
+        run = self._runs.get(event.run_id)
+        if run is None:
+            return
+        if run.call_seen and run.call_start is not None and not run.reported:  # the call before reported no usage
+            self._model_call(event, usage=None)
+        run.call_start, run.call_seen, run.reported = event.ts, False, False
+        run.request = {**(run.request if event.reused_from else {}), **event.body}
 
     def _status(self, event: ev.RunStatus) -> None:
         """Retries, fallbacks and notices as events of the run's span (the waits in between are not)."""
@@ -351,7 +393,7 @@ class RunTracer:
             error = event.error
             message = error.get("message", error) if isinstance(error, dict) else error
             span.set_attribute("error.type", "tool_error")
-            span.set_status(Status(StatusCode.ERROR, str(message)[:500]))
+            span.set_status(Status(StatusCode.ERROR, redact(str(message))[:500]))
         span.end(end_time=_ns(event.ts))
         if not run.tools:
             run.call_start = event.ts  # the next model call starts when the turn's tools are done
@@ -376,6 +418,117 @@ class RunTracer:
             return
         span.set_attribute("robotlab.task.status", event.status)
         if event.status == "failed":
-            span.set_status(Status(StatusCode.ERROR, str(event.error or "failed")))
+            span.set_status(Status(StatusCode.ERROR, redact(str(event.error or "failed"))))
         span.end(end_time=_ns(event.ts))
 
+
+    # -- the end of a recorded trace ------------------------------------------------------------------------
+    def end_open(self, ts: float) -> None:
+        """End what is still open at ``ts`` (a trace exported while its run goes on): marked unfinished."""
+        for run_id in list(self._runs):
+            run = self._runs.pop(run_id)
+            for tool in run.tools.values():
+                tool.set_attribute("robotlab.unfinished", True)
+                tool.end(end_time=_ns(ts))
+            run.span.set_attribute("robotlab.unfinished", True)
+            run.span.set_attribute("gen_ai.usage.input_tokens", run.input_tokens)
+            run.span.set_attribute("gen_ai.usage.output_tokens", run.output_tokens)
+            run.span.end(end_time=_ns(ts))
+        for key in list(self._tasks):
+            self._tasks.pop(key).end(end_time=_ns(ts))
+
+
+# -- a recorded trace, exported ---------------------------------------------------------------------------
+
+
+class TraceExportError(Exception):
+    """A trace could not be sent: the message says why and what to do."""
+
+
+def export_endpoint(config: Any = None) -> str | None:
+    """Where a trace export sends its spans (the full URL of OTLP/HTTP's traces), or None: nowhere.
+
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` as it is, else ``OTEL_EXPORTER_OTLP_ENDPOINT`` or the setting
+    ``tracing.endpoint`` with ``/v1/traces`` added (the variables' own rules)."""
+    traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    if traces:
+        return traces
+    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    if not base and config is not None:
+        try:
+            base = str(config.get("tracing.endpoint") or "").strip()
+        except Exception:  # a configuration without the key
+            base = ""
+    if not base:
+        return None
+    return base if base.rstrip("/").endswith("/v1/traces") else base.rstrip("/") + "/v1/traces"
+
+
+def spans_of(events: list[ev.Event]) -> list[Any]:
+    """The spans of a recorded trace (the SDK's ``ReadableSpan``), as :class:`RunTracer` makes them live; what
+    is still open at the last event ends there, marked ``robotlab.unfinished``."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=_resource())
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    from opentelemetry import context
+
+    token = context.attach(context.Context())  # a recorded trace is a trace of its own, under nobody's span
+    try:
+        tracer = RunTracer(provider.get_tracer(INSTRUMENTATION))
+    finally:
+        context.detach(token)
+    for event in events:
+        tracer(event)
+    if events:
+        tracer.end_open(max(e.ts for e in events))
+    provider.shutdown()
+    return list(memory.get_finished_spans())
+
+
+def _hex_ids(value: Any) -> Any:
+    """OTLP/JSON's ids are hex, where protobuf's JSON mapping writes bytes as base64."""
+    import base64
+
+    if isinstance(value, dict):
+        return {k: (base64.b64decode(v).hex() if k in ("traceId", "spanId", "parentSpanId") and isinstance(v, str)
+                    else _hex_ids(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hex_ids(v) for v in value]
+    return value
+
+
+def otlp_json(events: list[ev.Event]) -> str:
+    """The spans of a recorded trace as an OTLP JSON file (what an OTLP/HTTP receiver takes as
+    ``application/json``; secrets masked)."""
+    import json
+
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    data = _hex_ids(MessageToDict(encode_spans(spans_of(events)), use_integers_for_enums=True))
+    return redact(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def send_trace(events: list[ev.Event], *, endpoint: str, timeout: float = 10.0) -> int:
+    """Send the spans of a recorded trace to ``endpoint`` over OTLP/HTTP (protobuf; headers from
+    ``OTEL_EXPORTER_OTLP_HEADERS``); the number of spans sent. Blocking: call it off the event loop.
+
+    Raises :class:`TraceExportError` when the receiver did not take them."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    spans = spans_of(events)
+    exporter = OTLPSpanExporter(endpoint=endpoint, timeout=timeout)
+    try:
+        result = exporter.export(spans)
+    finally:
+        exporter.shutdown()
+    if result is not SpanExportResult.SUCCESS:
+        raise TraceExportError(
+            f"The OpenTelemetry endpoint {redact(endpoint)} did not take the trace's {len(spans)} spans: check that "
+            "a collector listens there, or change OTEL_EXPORTER_OTLP_ENDPOINT (or tracing.endpoint in config.yaml)")
+    return len(spans)

@@ -282,8 +282,8 @@ def test_the_card_shows_plain_errors_and_json_results_accordingly(qapp_instance:
 
 
 async def test_trace_columns_fit_their_contents(qapp_instance: Any) -> None:
-    from ui.inspector.panes import TracePane
     from ui.inspector.trace import TraceModel
+    from ui.inspector.trace_pane import TracePane
 
     model = TraceModel()
     pane = TracePane(model)

@@ -61,8 +61,8 @@ async def recorded(tmp_path: Path, server: FakeLLMServer, tools: Tools) -> tuple
 
 
 async def test_run_again_runs_the_tool_not_the_model_and_shows_the_diff(qapp_instance: Any, tmp_path: Path) -> None:
-    from ui.inspector.panes import TracePane, thread_rerun
     from ui.inspector.trace import TraceModel
+    from ui.inspector.trace_pane import TracePane, thread_rerun
 
     tools = Tools()
     with FakeLLMServer() as server:
@@ -103,8 +103,8 @@ async def test_run_again_runs_the_tool_not_the_model_and_shows_the_diff(qapp_ins
 
 
 async def test_bad_arguments_are_refused_with_the_fix_and_nothing_runs(qapp_instance: Any, tmp_path: Path) -> None:
-    from ui.inspector.panes import TracePane, thread_rerun
     from ui.inspector.trace import TraceModel
+    from ui.inspector.trace_pane import TracePane, thread_rerun
 
     tools = Tools()
     with FakeLLMServer() as server:
@@ -124,8 +124,8 @@ async def test_bad_arguments_are_refused_with_the_fix_and_nothing_runs(qapp_inst
 
 
 async def test_search_export_and_live_events(qapp_instance: Any, tmp_path: Path) -> None:
-    from ui.inspector.panes import TracePane
     from ui.inspector.trace import TraceModel
+    from ui.inspector.trace_pane import TracePane
 
     tools = Tools()
     with FakeLLMServer() as server:
@@ -151,7 +151,8 @@ async def test_search_export_and_live_events(qapp_instance: Any, tmp_path: Path)
     pane.filter.setText("lookup")
     assert pane.tree_proxy.rowCount() == 1
     run_index = pane.tree_proxy.index(0, 0)
-    assert pane.tree_proxy.rowCount(run_index) == 1  # the model call that asked for it; not the other
+    # The model call that asked for it, and the next, whose request sent the call and its result back.
+    assert pane.tree_proxy.rowCount(run_index) == 2
     pane.filter.setText("no such thing anywhere")
     assert pane.tree_proxy.rowCount() == 0
     # A search on while events come: what they add and matches shows.
@@ -173,8 +174,8 @@ async def test_search_export_and_live_events(qapp_instance: Any, tmp_path: Path)
 
 async def test_a_long_threads_tree_is_built_in_slices_with_the_events_that_come_meanwhile(
         qapp_instance: Any) -> None:
-    from ui.inspector.panes import TracePane
     from ui.inspector.trace import TraceModel
+    from ui.inspector.trace_pane import TracePane
 
     def run(run_id: str, calls: int, start: float) -> list[ev.Event]:
         out: list[ev.Event] = [ev.RunStarted(run_id=run_id, robot="boss", seq=0, ts=start, message="go")]
@@ -262,3 +263,48 @@ async def test_run_again_in_the_window_asks_for_approval_in_the_chat_and_not_the
     assert '"k2"' in dialog.new_view.toPlainText() and "no memory" not in dialog.new_view.toPlainText()
     assert dialog.status.text() == "The result changed." and dialog.diff_view.toPlainText().startswith("--- recorded")
     dialog.close()
+
+
+async def test_a_model_call_shows_its_request_and_the_trace_exports_as_opentelemetry(
+        qapp_instance: Any, tmp_path: Path) -> None:
+    from test_trace_otlp_export import Receiver
+
+    from ui.inspector.trace import TraceModel
+    from ui.inspector.trace_pane import TracePane
+
+    with FakeLLMServer() as server:
+        workspace, thread = await recorded(tmp_path, server, Tools())
+        events = [e for _turn, e in workspace.store.thread_events(thread.thread_id)]
+        received = list(server.requests)
+    model = TraceModel()
+    model.set_events(events)
+    endpoint: list[str | None] = [None]
+    pane = TracePane(model, otlp_endpoint=lambda: endpoint[0])
+    pane.resize(480, 600)
+    pane.show()
+    calls = pane.find_nodes("model_call")
+    assert len(calls) == 2
+    pane.select_node(calls[1])
+    shown = pane.detail.toPlainText()
+    # The second call's request as the server received it (every message), and its answer.
+    assert '"request"' in shown and "Tea is number 1." in shown and "sk-test" not in shown
+    assert calls[1].request is not None and calls[1].request["messages"] == received[1]["messages"]
+    pane.select_node(calls[1].children[0])
+    assert pane.detail.toPlainText().count('"role"') >= len(received[1]["messages"])
+
+    path = pane.export_otlp(str(tmp_path / "trace.otlp.json"))
+    assert path is not None
+    spans = [s for rs in json.loads(Path(path).read_text())["resourceSpans"] for ss in rs["scopeSpans"]
+             for s in ss["spans"]]
+    assert sorted(s["name"] for s in spans) == ["chat openai/fake", "chat openai/fake", "execute_tool lookup",
+                                                "invoke_agent helper"]
+    assert pane.send_otlp() is None  # not configured: nothing is sent
+    assert "nothing was sent" in pane.detail.toPlainText()
+    with Receiver() as receiver:
+        endpoint[0] = receiver.url + "/v1/traces"
+        task = pane.send_otlp()
+        assert task is not None
+        await task
+    assert pane.detail.toPlainText() == f"Sent 4 spans to {receiver.url}/v1/traces."
+    assert len(receiver.posts) == 1 and b"sk-test" not in receiver.posts[0][2]
+    workspace.close()

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workspace import events as ev
+from workspace.context.requests import whole
 from workspace.secrets import redact, redactor
 
 __all__ = ["TraceNode", "TraceTree", "build_tree"]
@@ -56,6 +57,9 @@ class TraceNode:
     arguments: Any = None
     #: A tool call's result: ``{"data": ...}`` or ``{"error": ...}`` (None: not yet).
     result: Any = None
+    #: A model call's (and its request node's) request as sent, whole: shown in the detail, not searched or
+    #: exported (``data`` holds what the record keeps: what changed since the request before).
+    request: dict[str, Any] | None = None
     #: This node's place among its parent's children (or among the tree's runs).
     pos: int = 0
     #: Sums of the model calls beneath (kept as usage arrives).
@@ -135,6 +139,8 @@ class TraceTree:
         self.roots: list[TraceNode] = []
         self._runs: dict[str, _Run] = {}
         self.events = 0
+        #: The requests as sent, whole, by id (a request records only what changed since the one it names).
+        self._requests: dict[str, dict[str, Any]] = {}
         #: Each node's searchable text, kept between searches (typing a word searches at each key) until an
         #: event changes the tree.
         self._texts: dict[int, str] = {}
@@ -164,6 +170,8 @@ class TraceTree:
                 node.label = self._run_label(event)
                 node.data = {"robot": event.robot, "model": event.model, "message": event.message,
                              "task": event.task}
+            case ev.ModelRequest():
+                self._request(run, event)
             case ev.Text() | ev.Reasoning():
                 call = self._model_call(run, event)
                 call.end = event.ts
@@ -256,6 +264,21 @@ class TraceTree:
             case _:
                 node.add(TraceNode("event", f"{event.kind}", event.ts, event.ts, run_id=node.run_id,
                                    data=event.to_dict()))
+
+    def _request(self, run: _Run, event: ev.ModelRequest) -> None:
+        """The request a model call sent: the call's first step (a new call when the one open has answered)."""
+        if run.call is not None and ("response" in run.call.data or "usage" in run.call.data):
+            run.call = None
+        call = self._model_call(run, event)
+        request = self._requests[event.request_id] = whole(event, self._requests)
+        call.request = request
+        tools = request.get("tools")
+        count = f"{len(request['messages'])} messages" + (f", {len(tools)} tools" if isinstance(tools, list) else "")
+        call.add(TraceNode("request", f"Request → {event.model or '?'} ({count})", event.ts, event.ts,
+                           run_id=run.node.run_id, request=request,
+                           data={k: v for k, v in event.to_dict().items()
+                                 if k in ("request_id", "model", "body", "messages", "reused_from", "reused_messages",
+                                          "reused_keys")}))
 
     def _bus_message(self, run: _Run, event: ev.BusMessage) -> None:
         """A message between robots: under the ``send_message`` call that sent it (still waiting for its

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from PySide6.QtCore import (
@@ -16,7 +17,9 @@ from PySide6.QtCore import (
     QPersistentModelIndex,
     QSortFilterProxyModel,
     Qt,
+    Signal,
 )
+from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -52,108 +55,164 @@ def cost_text(node: TraceNode) -> str:
     return "" if not node.cost else f"${node.cost:.4f}"  # (a free model's 0 says nothing)
 
 
-class TraceTreeModel(QAbstractItemModel):
-    """The tree of a thread's runs (see :mod:`ui.inspector.trace_tree`); rebuilt as a whole when the events
-    change (:meth:`set_events`, :meth:`append_events`), which takes milliseconds for thousands of events."""
+class TraceTreeModel(QStandardItemModel):
+    """The tree of a thread's runs (see :mod:`ui.inspector.trace_tree`) as Qt's own items: what a view paints and
+    scrolls through is read in C++, never asked of Python row by row (a Python item model answered a dozen
+    roles a cell, and a page of a long trace took several frames to paint). The items mirror the Qt-free tree:
+    :meth:`sync` adds the nodes it gained (a new subtree built apart, then added in one step) and updates the
+    texts that changed; a node never moves, so what is expanded and selected stays so. A long thread's items
+    are built in slices (:meth:`begin`, :meth:`build_step`) apart from the view, and shown in one step."""
 
     COLUMNS = ("Step", "Time", "Tokens in → out", "Cost")
-    NodeRole = Qt.ItemDataRole.UserRole
+    NodeRole = Qt.ItemDataRole.UserRole + 1
+    #: Before the items follow the tree's changes (a search's filter forgets what it kept then).
+    about_to_sync = Signal()
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
+        self.setHorizontalHeaderLabels(list(self.COLUMNS))
         self.tree = TraceTree()
-        #: Labels as shown (secrets masked), worked out once per node when first painted.
-        self._labels: dict[int, str] = {}
+        #: Each shown node's row of items, and what its texts were made from (to update only what changed).
+        self._items: dict[int, list[QStandardItem]] = {}
+        self._made_from: dict[int, tuple[Any, ...]] = {}
         self._mask = redactor()
-        self.modelAboutToBeReset.connect(self._forget)
+        self._build: Iterator[None] | None = None
 
-    def _forget(self) -> None:
-        self._labels.clear()
-        self._mask = redactor()
-
+    # -- the rows -----------------------------------------------------------------------------------------
     def label(self, node: TraceNode) -> str:
-        label = self._labels.get(id(node))
-        if label is None:
-            label = self._labels[id(node)] = self._mask(node.label)
-        return label
+        return self._mask(node.label)
 
-    # -- filling ----------------------------------------------------------------------------------
+    @staticmethod
+    def _source(node: TraceNode) -> tuple[Any, ...]:
+        return (node.label, node.start, node.end, node.input_tokens, node.output_tokens, node.cost)
+
+    def _texts(self, node: TraceNode) -> tuple[str, str, str, str]:
+        duration = node.duration
+        return (self.label(node),
+                "" if duration is None or node.kind in _INSTANTS else format_duration(duration),
+                tokens_text(node), cost_text(node))
+
+    def _new_row(self, node: TraceNode) -> list[QStandardItem]:
+        """``node``'s items alone (not editable: the view has no edit triggers; the numbers right-aligned, set
+        only where there is one: most steps have none, and every call into Qt counts on a long trace)."""
+        texts = self._texts(node)
+        row = [QStandardItem(text) for text in texts]
+        first = row[0]
+        first.setData(node, self.NodeRole)
+        first.setToolTip(texts[0])
+        for item, text in zip(row[1:], texts[1:], strict=True):
+            if text:
+                item.setTextAlignment(_RIGHT)
+        return row
+
+    def _row(self, node: TraceNode) -> list[QStandardItem]:
+        """``node``'s row with its children's rows beneath (apart from the model: added in one step)."""
+        row = self._new_row(node)
+        first = row[0]
+        self._items[id(node)] = row
+        self._made_from[id(node)] = self._source(node)
+        for child in node.children:
+            first.appendRow(self._row(child))
+        return row
+
+    # -- filling ------------------------------------------------------------------------------------------
+    def _reset(self, tree: TraceTree) -> None:
+        self._build = None
+        self.removeRows(0, self.rowCount())
+        self._items.clear()
+        self._made_from.clear()
+        self._mask = redactor()
+        self.tree = tree
+
     def set_events(self, events: list[ev.Event]) -> None:
         tree = TraceTree()
         tree.extend(events)
         self.set_tree(tree)
 
     def set_tree(self, tree: TraceTree) -> None:
-        """Show ``tree`` (built elsewhere: a long thread's is built off the window's thread)."""
-        self.beginResetModel()
+        """Show ``tree`` now (a long thread's: :meth:`begin` builds its items in slices)."""
+        self._reset(tree)
+        self.sync()
+
+    def begin(self, tree: TraceTree) -> None:
+        """Build ``tree``'s items in slices (:meth:`build_step`); the model shows nothing meanwhile."""
+        self._reset(TraceTree())
+        self._build = self._building(tree)
+
+    def build_step(self, deadline: float) -> bool:
+        """Build items until ``deadline`` (``time.perf_counter()``); True when done (the tree is then shown)."""
+        if self._build is None:
+            return True
+        for _ in self._build:
+            if time.perf_counter() >= deadline:
+                return False
+        self._build = None
+        return True
+
+    def _building(self, tree: TraceTree) -> Iterator[None]:
+        rows: list[list[QStandardItem]] = []
+        for root in tree.roots:  # a run's subtree at a time, a model call's subtree at a time under it
+            row = self._new_row(root)
+            self._items[id(root)] = row
+            self._made_from[id(root)] = self._source(root)
+            for child in root.children:
+                row[0].appendRow(self._row(child))
+                yield
+            rows.append(row)
         self.tree = tree
-        self.endResetModel()
+        for row in rows:
+            self.invisibleRootItem().appendRow(row)
 
     def append_events(self, events: list[ev.Event]) -> None:
-        """Live events: added to the tree. A node never moves (new ones are appended under their parent),
-        so the view is told the layout changed, not reset: what is expanded and selected stays so."""
-        self.layoutAboutToBeChanged.emit()
+        """Live events: added to the tree, and its new and changed nodes to the items."""
         self.tree.extend(events)
-        self.layoutChanged.emit()
+        self.sync()
 
-    # -- the item model ---------------------------------------------------------------------------
+    def sync(self) -> None:
+        """The items follow the tree: new nodes added (each new subtree in one step), changed texts updated."""
+        self.about_to_sync.emit()
+        root = self.invisibleRootItem()
+        for node in self.tree.roots:
+            self._follow(node, root)
+
+    def _follow(self, node: TraceNode, parent: QStandardItem) -> None:
+        row = self._items.get(id(node))
+        if row is None:
+            parent.appendRow(self._row(node))
+            return
+        source = self._source(node)
+        if source != self._made_from[id(node)]:
+            self._made_from[id(node)] = source
+            for column, (item, text) in enumerate(zip(row, self._texts(node), strict=True)):
+                if item.text() != text:
+                    if column and not item.text():
+                        item.setTextAlignment(_RIGHT)
+                    item.setText(text)
+            if row[0].toolTip() != row[0].text():
+                row[0].setToolTip(row[0].text())
+        first = row[0]
+        shown = first.rowCount()
+        for at, child in enumerate(node.children):
+            if at >= shown:
+                first.appendRow(self._row(child))
+            elif child.children or child.end is None or child.kind in ("run", "model_call", "tool_call"):
+                self._follow(child, first)  # (a closed leaf, an answer or a request, does not change)
+
+    # -- reading ------------------------------------------------------------------------------------------
     def node(self, index: Index) -> TraceNode | None:
-        node: TraceNode | None = index.internalPointer() if index.isValid() else None
+        if not index.isValid():
+            return None
+        first = index if index.column() == 0 else self.index(index.row(), 0, index.parent())
+        node: TraceNode | None = first.data(self.NodeRole)
         return node
 
-    def index(self, row: int, column: int, parent: Index = QModelIndex()) -> QModelIndex:
-        children = self.tree.children(self.node(parent))
-        if not 0 <= row < len(children) or not 0 <= column < len(self.COLUMNS):
-            return QModelIndex()
-        return self.createIndex(row, column, children[row])
-
-    def parent(self, index: Index = QModelIndex()) -> QModelIndex:  # type: ignore[override]
-        node = self.node(index)
-        if node is None or node.parent is None:
-            return QModelIndex()
-        return self.createIndex(node.parent.pos, 0, node.parent)
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:
-        if parent.isValid() and parent.column() != 0:
-            return 0
-        return len(self.tree.children(self.node(parent)))
-
-    def columnCount(self, _parent: Index = QModelIndex()) -> int:
-        return len(self.COLUMNS)
-
-    def hasChildren(self, parent: Index = QModelIndex()) -> bool:
-        return self.rowCount(parent) > 0
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.COLUMNS[section]
-        return None
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        # Painting asks for a dozen roles a cell; only these have answers (checked first: it is hot).
-        if role not in _ROLES or not index.isValid():
-            return None
-        node: TraceNode = index.internalPointer()
-        if role == self.NodeRole:
-            return node
-        col = index.column()
-        if role == Qt.ItemDataRole.DisplayRole:
-            if col == 0:
-                return self.label(node)
-            if col == 1:
-                duration = node.duration
-                return "" if duration is None or node.kind in _INSTANTS else format_duration(duration)
-            if col == 2:
-                return tokens_text(node)
-            return cost_text(node)
-        if role == Qt.ItemDataRole.TextAlignmentRole:
-            return _RIGHT if col > 0 else None
-        return self.label(node) if col == 0 else None  # the tooltip
+    def index_of(self, node: TraceNode, column: int = 0) -> QModelIndex:
+        """The index of ``node``'s row (invalid while it is not shown yet)."""
+        row = self._items.get(id(node))
+        return row[column].index() if row is not None else QModelIndex()
 
 
-_ROLES = frozenset({Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.TextAlignmentRole, Qt.ItemDataRole.ToolTipRole,
-                    TraceTreeModel.NodeRole})
-_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+_RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 #: Steps that are a moment, not a span (no time shown).
 _INSTANTS = frozenset({"request", "response", "text", "approval", "event", "message"})
 
@@ -170,7 +229,10 @@ class TraceTreeFilter(QSortFilterProxyModel):
     def setSourceModel(self, model: QAbstractItemModel) -> None:
         super().setSourceModel(model)
         model.modelAboutToBeReset.connect(self._forget)
-        model.layoutAboutToBeChanged.connect(self._forget)  # live events: new nodes may match
+        model.layoutAboutToBeChanged.connect(self._forget)
+        if isinstance(model, TraceTreeModel):
+            model.about_to_sync.connect(self._forget)  # live events: new nodes may match
+            model.rowsAboutToBeRemoved.connect(self._forget)
 
     def _forget(self) -> None:
         self._keep = None
@@ -206,6 +268,9 @@ def node_json(node: TraceNode) -> str:
         body["tokens"] = {"input": node.input_tokens, "output": node.output_tokens}
     if node.cost is not None:
         body["cost"] = node.cost
+    if node.request is not None:  # the request as sent, whole (the record keeps what changed since the last)
+        first = {k: node.request[k] for k in ("model", "messages") if k in node.request}  # what people read first
+        body["request"] = {**first, **{k: v for k, v in node.request.items() if k not in first}}
     if node.data is not None:
         body["data"] = node.data
     return redact(json.dumps(body, indent=2, ensure_ascii=False, default=str))

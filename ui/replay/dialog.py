@@ -196,7 +196,7 @@ class ReplayDialog(QDialog):
         try:
             result = await self._start(choice)
         except asyncio.CancelledError:
-            self.progress.setText("Replay cancelled: the turns replayed so far are kept in a thread of their own.")
+            self.progress.setText("Replay cancelled: its unfinished thread was removed.")
             raise
         except Exception as exc:
             self.progress.setText(f"Could not replay: {redact(str(exc))}")

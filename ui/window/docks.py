@@ -28,9 +28,10 @@ from ui.services import DockContext, PaneFactory
 if TYPE_CHECKING:
     from ui.chat.composer.composer import Composer
     from ui.inspector.memory import MemoryModel
-    from ui.inspector.panes import MemoryPane, ToolCallsPane, TracePane
+    from ui.inspector.panes import MemoryPane, ToolCallsPane
     from ui.inspector.tool_calls import ToolCallsModel
     from ui.inspector.trace import TraceModel
+    from ui.inspector.trace_pane import TracePane
     from ui.mcp.pane import McpPane
     from ui.network.model import NetworkModel
     from ui.network.pane import NetworkPane
@@ -87,7 +88,7 @@ DOCKS: tuple[DockSpec, ...] = (
     DockSpec("tools", "Tool calls", "ui.inspector.panes:make_tool_calls", "tool", "Ctrl+Shift+T", early=True),
     DockSpec("changes", "Changes", "ui.review.pane:make_pane", "diff", "Ctrl+Shift+D", early=True),
     DockSpec("memory", "Memory", "ui.inspector.panes:make_memory", "memory", "Ctrl+Shift+M", early=True),
-    DockSpec("trace", "Trace", "ui.inspector.panes:make_trace", "trace", "Ctrl+Shift+R", early=True),
+    DockSpec("trace", "Trace", "ui.inspector.trace_pane:make_trace", "trace", "Ctrl+Shift+R", early=True),
     DockSpec("mcp", "MCP servers", "ui.mcp.pane:make_pane", "server", "Ctrl+Shift+S"),
     DockSpec("network", "Network", "ui.network.pane:make_pane", _network_icon, "Ctrl+Shift+N"),
 )

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from workspace import events as ev
+from workspace.context.requests import RequestRecorder
 from workspace.errors import ProviderError
 from workspace.messages import ToolMessage
 from workspace.nesting import MAX_NESTING, cut_deep, too_deep
@@ -171,6 +172,8 @@ class ModelTurns:
         if spec.context is not None:
             return spec.context.stream(provider, system=spec.system, history=history, tools=specs,
                                        settings=spec.settings, emit=self.emit)
+        self.emit(RequestRecorder().record(provider, system=spec.system, messages=history, tools=specs,
+                                           settings=spec.settings))
         return provider.stream(system=spec.system, messages=list(history), tools=specs, settings=spec.settings)
 
     def _assemble(self, index: int, call: _PartialCall) -> ToolMessage:

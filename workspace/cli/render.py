@@ -311,6 +311,8 @@ class EventPrinter:
             case (ev.Text() | ev.Reasoning() | ev.ApprovalRequested() | ev.MemoryChanged() | ev.Usage()
                   | ev.ContextUsage()):
                 pass  # the text was streamed as deltas; the approval is asked for; usage is in "done"
+            case ev.ModelRequest():
+                pass  # the request as sent: in the trace and in --json, not in the terminal's story
             case _:
                 assert_never(event)
 

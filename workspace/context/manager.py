@@ -34,6 +34,7 @@ from typing import Any, Literal
 from workspace import events as ev
 from workspace import hooks
 from workspace.context.compaction import choose_cut, summarise, summary_message, turn_starts
+from workspace.context.requests import RequestRecorder
 from workspace.context.results import result_limit, shorten_result_message
 from workspace.context.tokens import CHARS_PER_TOKEN, MESSAGE_OVERHEAD, TokenCounter, biggest_tools
 from workspace.context.window import (
@@ -194,6 +195,8 @@ class ContextManager:
         if not 0.1 <= float(threshold) <= 0.98:
             raise ValueError(f"the compaction threshold must be between 0.1 and 0.98 (got {threshold!r})")
         self.window_setting = window
+        #: The requests this conversation sent, each recorded as what changed since the one before.
+        self.requests = RequestRecorder()
         self.threshold = float(threshold)
         self.max_result_chars = max_result_chars
         self.summarizer = summarizer
@@ -304,6 +307,9 @@ class ContextManager:
             cut: FinishChunk | None = None
             written = 0
             try:
+                if emit is not None:  # the request as sent (its own record even when a retry sends it again)
+                    emit(self.requests.record(provider, system=prepared.system, messages=prepared.messages,
+                                              tools=tools, settings=sent))
                 source = provider.stream(system=prepared.system, messages=prepared.messages, tools=tools,
                                          settings=sent)
                 async with _closing(source) as chunks:

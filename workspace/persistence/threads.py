@@ -391,6 +391,15 @@ class Store(EventLog):
         ids = [r["id"] for r in rows]
         if not ids:
             return 0
+        self._purge(ids)
+        return len(ids)
+
+    def purge_thread(self, thread_id: str) -> None:
+        """Remove one thread for good, at once (a replay cancelled half-way leaves nothing behind)."""
+        self.get_thread(thread_id)
+        self._purge([thread_id])
+
+    def _purge(self, ids: list[str]) -> None:
         statements: list[Statement] = []
         for thread_id in ids:
             # Children before parents: the turn tree's self-reference cascades, but be explicit.
@@ -403,7 +412,6 @@ class Store(EventLog):
         if self.fts:
             statements.append(("INSERT INTO search_fts(search_fts) VALUES ('rebuild')", ()))
         self._write(statements)
-        return len(ids)
 
     # -- turns -------------------------------------------------------------------------------------
     @staticmethod

@@ -130,6 +130,9 @@ class UI(StrictModel):
 class Tracing(StrictModel):
     otel: bool = Field(False, description="Export runs as OpenTelemetry spans over OTLP (needs the otel extra; "
                        "the OTEL_EXPORTER_OTLP_* variables say where)")
+    endpoint: str | None = Field(None, description="Where the Trace dock's Export trace sends a trace's spans over "
+                                 "OTLP/HTTP (http://host:4318; /v1/traces is added) when OTEL_EXPORTER_OTLP_ENDPOINT "
+                                 "is not set; unset: a trace is only saved as a file")
 
 
 class Demo(StrictModel):

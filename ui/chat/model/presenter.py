@@ -357,6 +357,8 @@ class ChatPresenter:
                 self._lanes.task(column, event)
             case ev.ContextUsage():
                 pass  # the status bar's context meter shows it (bridge.context_usage)
+            case ev.ModelRequest():
+                pass  # the request as sent: the Trace dock's model call shows it, the conversation does not
             case ev.ContextCompacted():
                 self._lifecycle.compacted(column, event)
             case ev.McpServers():

@@ -1,0 +1,138 @@
+"""The model request as sent: one :class:`~workspace.events.ModelRequest` per model call.
+
+The context manager records the payload the provider sends (:func:`request_body`: the provider's own
+``build_request`` when it has one, the OpenAI chat payload litellm and every OpenAI-compatible server
+take otherwise) just before the call, through :class:`RequestRecorder`, which keeps only what changed
+since the conversation's previous request: a 200-turn thread sends its history again on every call, and
+copying it each time would grow the store with the square of the thread's length
+(``bench/bench_model_requests.py`` measures both). What is recorded never holds an API key or a header
+(those keys are dropped), image data (a note of its size instead), a string past
+:data:`MAX_STRING_CHARS` (cut, with a note) or a secret :mod:`workspace.secrets` knows (masked).
+
+:func:`resolve` puts whole requests back together from the recorded events, in order.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from workspace import events as ev
+from workspace.messages import Message
+from workspace.providers.base import Provider, ToolSpec
+from workspace.providers.openai_format import to_openai_messages, to_openai_tools, tool_choice_value
+from workspace.secrets import is_secret_name, redactor
+
+__all__ = ["MAX_STRING_CHARS", "RequestRecorder", "request_body", "resolve"]
+
+#: Keys of a payload never recorded (credentials and headers), whatever their value.
+_DROPPED = frozenset({"api_key", "extra_headers", "headers", "default_headers", "authorization",
+                      "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "vertex_credentials",
+                      "azure_ad_token", "client_secret", "timeout", "num_retries", "drop_params"})
+#: A recorded string past this many characters is cut (a tool result of megabytes is in the thread already).
+MAX_STRING_CHARS = 100_000
+
+
+def request_body(provider: Provider, *, system: str | None, messages: Sequence[Message], tools: Sequence[ToolSpec],
+                 settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The payload ``provider`` sends for this call: its own ``build_request`` (the OpenAI-compatible and
+    litellm providers), else the OpenAI chat payload of the same messages, tools and settings."""
+    build = getattr(provider, "build_request", None)
+    if callable(build):
+        try:
+            body = build(system=system, messages=messages, tools=tools, settings=settings)
+        except Exception:  # a provider's own check (a key, a setting) fails the call itself, not its record
+            body = None
+        if isinstance(body, dict):
+            return body
+    body = {k: v for k, v in settings.items() if v is not None and k != "tool_choice"}
+    body["model"] = provider.model_id
+    body["messages"] = to_openai_messages(system, messages)
+    if tools:
+        body["tools"] = to_openai_tools(tools)
+        choice = tool_choice_value(settings.get("tool_choice"), tools)
+        if choice is not None:
+            body["tool_choice"] = choice
+    return body
+
+
+def _clean(value: Any, mask: Any) -> Any:
+    """``value`` as it may be recorded: credentials' keys dropped, image data and very long strings cut,
+    secrets masked."""
+    if isinstance(value, str):
+        if value.startswith("data:") and ";base64," in value[:80]:
+            return f"{value[:value.index(',') + 1]}… ({len(value):,} characters of data, not recorded)"
+        if len(value) > MAX_STRING_CHARS:
+            value = value[:MAX_STRING_CHARS] + f"… ({len(value) - MAX_STRING_CHARS:,} more characters, not recorded)"
+        return mask(value)
+    if isinstance(value, Mapping):
+        return {str(k): _clean(v, mask) for k, v in value.items()
+                if str(k).lower() not in _DROPPED and not (isinstance(v, str) and is_secret_name(str(k), v))}
+    if isinstance(value, list | tuple):
+        return [_clean(v, mask) for v in value]
+    if isinstance(value, int | float | bool) or value is None:
+        return value
+    return mask(json.dumps(value, ensure_ascii=False, default=str))
+
+
+class RequestRecorder:
+    """The requests of one conversation (one context manager's): each recorded as what changed since the
+    previous one."""
+
+    def __init__(self) -> None:
+        self._last_id: str | None = None
+        self._last_messages: list[Any] = []
+        self._last_rest: dict[str, Any] = {}
+
+    def record(self, provider: Provider, *, system: str | None, messages: Sequence[Message],
+               tools: Sequence[ToolSpec], settings: Mapping[str, Any]) -> ev.ModelRequest:
+        """The :class:`~workspace.events.ModelRequest` of this call (not stamped yet)."""
+        body = dict(request_body(provider, system=system, messages=messages, tools=tools, settings=settings))
+        sent = body.pop("messages", [])
+        sent = list(sent) if isinstance(sent, list | tuple) else []
+        shared = 0
+        if self._last_id is not None:
+            for before, now in zip(self._last_messages, sent, strict=False):
+                if before != now:
+                    break
+                shared += 1
+        reused_keys = sorted(k for k, v in body.items()
+                             if self._last_id is not None and k in self._last_rest and self._last_rest[k] == v)
+        mask = redactor()
+        event = ev.ModelRequest(
+            request_id=uuid.uuid4().hex[:16], model=str(body.get("model") or provider.model_id or "") or None,
+            body=_clean({k: v for k, v in body.items() if k not in reused_keys}, mask),
+            messages=_clean(sent[shared:], mask),
+            reused_from=self._last_id if shared or reused_keys else None,
+            reused_messages=shared, reused_keys=reused_keys)
+        self._last_id, self._last_messages, self._last_rest = event.request_id, sent, body
+        return event
+
+
+def resolve(events: Iterable[ev.Event]) -> dict[str, dict[str, Any]]:
+    """Every recorded request of ``events`` put back together, by its ``request_id``: the payload with all
+    its messages. A request whose earlier one is not among ``events`` (a trimmed trace) gets what is known,
+    and ``"missing_messages"``: how many of its first messages are not."""
+    out: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if isinstance(event, ev.ModelRequest):
+            out[event.request_id] = whole(event, out)
+    return out
+
+
+def whole(event: ev.ModelRequest, earlier: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Request ``event`` with what it reused from ``earlier`` (the requests put together before it)."""
+    before = earlier.get(event.reused_from or "")
+    body: dict[str, Any] = {}
+    messages: list[Any] = []
+    if before is not None:
+        body.update({k: before[k] for k in event.reused_keys if k in before})
+        messages = list(before.get("messages", [])[: event.reused_messages])
+    body.update(event.body)
+    missing = event.reused_messages - len(messages)
+    body["messages"] = messages + list(event.messages)
+    if missing > 0:
+        body["missing_messages"] = missing
+    return body
