@@ -4,6 +4,8 @@ the same text, the same colours, line for line; Copy copies the whole code, Wrap
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 import pytest
@@ -60,6 +62,10 @@ def stream(qtbot: Any, text: str, chunk: int) -> MarkdownStream:
         QApplication.processEvents()
     qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)  # bounds a hang
     return view
+
+
+def _under_body(html: str) -> str:
+    return re.sub(r"<body[^>]*>", "<body>", html)
 
 
 def parts(view: MarkdownStream) -> list[AutoHeightText | CodeStream]:
@@ -122,10 +128,13 @@ def test_a_streamed_code_block_shows_what_rendering_it_whole_shows(qtbot: Any, n
     assert "".join(w.markdown or "" for w in shown if w.isVisibleTo(view)) == text
     for part in shown:
         if isinstance(part, AutoHeightText) and part.markdown:
-            whole = AutoHeightText()
-            qtbot.addWidget(whole)
+            # Beside the part (same parent, so the same font and style sheet whatever earlier tests set).
+            whole = AutoHeightText(parent=part.parentWidget())
+            whole.hide()
             whole.set_markdown(part.markdown)
-            assert part.toHtml() == whole.toHtml()
+            # The body's default font comes from the widget's polish (the app's style sheet, which earlier
+            # tests in the same process may have set): compare what the Markdown made, under it.
+            assert _under_body(part.toHtml()) == _under_body(whole.toHtml())
     closed = text.count("```") + text.count("~~~") == 2
     if chunk == 100_000 and closed:  # given at once (a stored answer), a closed block is rendered whole
         assert not codes
