@@ -9,7 +9,7 @@ A card is still made from the request when nothing streams into the chat (an app
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tests.ui.chat_dump import dump_state, dump_widgets
@@ -74,7 +74,6 @@ class _Stored:
     status: str = "done"
     sibling_index: int = 0
     sibling_count: int = 1
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _request() -> ApprovalRequest:
