@@ -48,8 +48,9 @@ class RunBridge(QObject):
     #: The terminal event (RunFinished / RunFailed / RunCancelled) of the run, not of a run inside it.
     run_ended = Signal(object)
     #: Every event for the views that show them (the chat's presenter), in order, as it comes;
-    #: text deltas joined: one TextDelta per flush (the last delta's seq) for all that arrived (and one
-    #: ReasoningDelta for the thinking).
+    #: text deltas joined: one TextDelta per flush (the last delta's seq, the first one's ``ts``, as the
+    #: store's joined row has it: a live and a reopened time to first token are the same) for all that
+    #: arrived (and one ReasoningDelta for the thinking).
     view_event = Signal(object)
     #: Every event (deltas included), batched on the flush timer: list[Event].
     events_batched = Signal(list)
@@ -64,9 +65,12 @@ class RunBridge(QObject):
         self._pending_text: list[str] = []
         self._pending_key: tuple[str, str] | None = None
         self._pending_delta: ev.TextDelta | None = None
+        #: When the first of the pending deltas came (the joined delta's ``ts``).
+        self._pending_ts: float | None = None
         self._pending_reasoning: list[str] = []
         self._reasoning_key: tuple[str, str] | None = None
         self._reasoning_delta: ev.ReasoningDelta | None = None
+        self._reasoning_ts: float | None = None
         self._pending_events: list[ev.Event] = []
         #: The run and robot whose text is streaming now (None: another event came since the last text).
         self._stretch: tuple[str, str] | None = None
@@ -147,6 +151,7 @@ class RunBridge(QObject):
         self._pending_key = self._reasoning_key = self._stretch = None
         self._pending_delta = None
         self._reasoning_delta = None
+        self._pending_ts = self._reasoning_ts = None
         self._pending_events.clear()
         was_running, self._active = self._active > 0, 0
         if was_running:
@@ -175,6 +180,8 @@ class RunBridge(QObject):
                 self._flush_text()
             self._pending_key = key
             self._pending_delta = event
+            if not self._pending_text:
+                self._pending_ts = event.ts
             self._pending_text.append(event.text)
             if self._stretch != key:  # the first words of an answer: shown now, not on the next tick
                 self._stretch = key
@@ -188,6 +195,8 @@ class RunBridge(QObject):
                 self._flush_reasoning()
             self._reasoning_key = key
             self._reasoning_delta = event
+            if not self._pending_reasoning:
+                self._reasoning_ts = event.ts
             self._pending_reasoning.append(event.text)
             return
         self._flush_reasoning()
@@ -219,8 +228,9 @@ class RunBridge(QObject):
             self._pending_text.clear()
             run_id, robot = self._pending_key
             last, self._pending_delta = self._pending_delta, None
+            first_ts, self._pending_ts = self._pending_ts, None
             if last is not None:
-                self.view_event.emit(last.replace(text=text))
+                self.view_event.emit(last.replace(text=text, ts=first_ts if first_ts is not None else last.ts))
             self.text_appended.emit(run_id, robot, text)
 
     def _flush_reasoning(self) -> None:
@@ -228,8 +238,9 @@ class RunBridge(QObject):
             text = "".join(self._pending_reasoning)
             self._pending_reasoning.clear()
             last, self._reasoning_delta = self._reasoning_delta, None
+            first_ts, self._reasoning_ts = self._reasoning_ts, None
             if last is not None:
-                self.view_event.emit(last.replace(text=text))
+                self.view_event.emit(last.replace(text=text, ts=first_ts if first_ts is not None else last.ts))
 
     def flush(self) -> None:
         """Emit pending text and the pending event batch now."""

@@ -243,7 +243,7 @@ def test_bridge_gives_views_every_event_in_order_with_text_joined(qapp_instance:
     seen: list[ev.Event] = []
     bridge.view_event.connect(seen.append)
     for i in range(1, 4):
-        bridge.feed(_e(ev.TextDelta, i, text=f"{i} "))
+        bridge.feed(_e(ev.TextDelta, i, text=f"{i} ", ts=100.0 + i))
     bridge.feed(_e(ev.ToolUse, 4, id="a", name="recall", input={}))
     bridge.feed(_e(ev.TextDelta, 5, text="tail"))
     bridge.flush()
@@ -251,7 +251,22 @@ def test_bridge_gives_views_every_event_in_order_with_text_joined(qapp_instance:
     first, joined = seen[0], seen[1]
     assert isinstance(first, ev.TextDelta) and first.text == "1 " and first.seq == 1  # the first words: at once
     assert isinstance(joined, ev.TextDelta) and joined.text == "2 3 " and joined.seq == 3  # the last delta's seq
+    # … and the first one's time, as the store's joined row has it (a live and a reopened thread time alike)
+    assert joined.ts == 102.0
     assert isinstance(seen[3], ev.TextDelta) and seen[3].text == "tail"
+
+
+def test_bridge_joins_thinking_at_the_time_of_its_first_delta(qapp_instance: object) -> None:
+    from ui.bridge import RunBridge
+
+    bridge = RunBridge(flush_ms=1000)
+    seen: list[ev.Event] = []
+    bridge.view_event.connect(seen.append)
+    for i in range(1, 4):
+        bridge.feed(_e(ev.ReasoningDelta, i, text=f"{i} ", ts=100.0 + i))
+    bridge.flush()
+    assert len(seen) == 1 and isinstance(seen[0], ev.ReasoningDelta)
+    assert (seen[0].text, seen[0].seq, seen[0].ts) == ("1 2 3 ", 3, 101.0)
 
 
 def test_bridge_gives_every_event_class_to_the_views_and_keeps_only_subscribed_signals(qapp_instance: object) -> None:

@@ -49,6 +49,14 @@ class ToolCalls:
             run.first_token = event.ts
         column.set_activity(run, None)
 
+    def asked_call(self, column: Column, event: ev.ToolUse) -> None:
+        """The card of a call whose approval is asked while none of its run's events show here: made from the
+        request, not from the run's stream, so it is not the model's first token (a stored thread has no
+        such event; its time to first token must not have one live)."""
+        self._card(column, event.run_id, event.robot, event.task, call_id=event.id, tool=event.name,
+                   server=event.server, arguments=event.input, started=event.ts, from_text=event.from_text)
+        column.set_activity(column.run(event.run_id, event.robot, event.task), None)
+
     def approval_requested(self, column: Column, event: ev.ApprovalRequested) -> None:
         call = self.call(column, event.id, event.run_id) or self._card(
             column, event.run_id, event.robot, event.task, call_id=event.id, tool=event.name, server=event.server,

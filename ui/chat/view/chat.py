@@ -12,6 +12,7 @@ earlier ones on demand (a button at the top, or scrolling up to it).
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
@@ -95,6 +96,11 @@ class ChatColumn(QWidget):
 
 #: Below this width (px) the chat's side margins shrink from 24 to 4.
 NARROW_CHAT = 480
+#: How often an approval asked before its call's card came looks for the card again (ms).
+APPROVAL_CARD_WAIT_MS = 400
+#: How long (s) it waits for the card while a run of the chat still streams, before making the card from the
+#: request (a run whose events never reach this chat, asking while another one streams here).
+APPROVAL_CARD_PATIENCE_S = 10.0
 
 
 class ChatView(QScrollArea):
@@ -549,9 +555,10 @@ class ChatView(QScrollArea):
         # The gate asks before the bridge has delivered the tool_use event: wait for the card.
         key = (run_id, request.call_id)
         self._waiting_approvals[key] = (request, future)
-        QTimer.singleShot(400, lambda: self._approval_fallback(key))
+        asked = time.monotonic()
+        QTimer.singleShot(APPROVAL_CARD_WAIT_MS, lambda: self._approval_fallback(key, asked))
 
-    def _approval_fallback(self, key: tuple[str, str]) -> None:
+    def _approval_fallback(self, key: tuple[str, str], asked: float) -> None:
         waiting = self._waiting_approvals.get(key)
         if waiting is None:
             return
@@ -559,12 +566,17 @@ class ChatView(QScrollArea):
         if future.done():
             self._waiting_approvals.pop(key, None)
             return
+        if self.presenter.streaming() and time.monotonic() - asked < APPROVAL_CARD_PATIENCE_S:
+            # A run of this chat is still coming through (on a loaded machine, well behind its gate): the call's
+            # tool_use is in that stream, after the text before it. A card made now would come first.
+            QTimer.singleShot(APPROVAL_CARD_WAIT_MS, lambda: self._approval_fallback(key, asked))
+            return
         from workspace import events as ev
 
-        # Still no card: show the call from the request (its events may never reach this view).
-        self.presenter.feed(ev.ToolUse(run_id=request.run_id or "approval", robot=request.robot, task=request.task,
-                                       id=request.call_id, name=request.tool, input=dict(request.input or {}),
-                                       server=request.server))
+        # Still no card, and nothing here streams it: show the call from the request.
+        self.presenter.show_asked_call(ev.ToolUse(
+            run_id=request.run_id or "approval", robot=request.robot, task=request.task, id=request.call_id,
+            name=request.tool, input=dict(request.input or {}), server=request.server))
 
     def _attach_approval(self, request: ApprovalRequest,
                          future: asyncio.Future[Any]) -> ApprovalPanel | RequestCard | None:
