@@ -5,7 +5,6 @@ the same text, the same colours, line for line; Copy copies the whole code, Wrap
 from __future__ import annotations
 
 import re
-
 from typing import Any
 
 import pytest
