@@ -308,6 +308,7 @@ class Application:
             self.window.folder_flow.offer_recovery()
         self._warn_ignored_env()
         self.loaded = True
+        self.window.take_early_keys()
 
     def _reopen_folder(self) -> None:
         """No ``--folder``: the folder that was open when the window was last closed, if it is still there."""
@@ -351,6 +352,7 @@ class Application:
         from PySide6.QtCore import QTimer
 
         self._resume_gc()
+        self.window.take_early_keys()  # (start-up stopped early: the window takes its keys from now on)
         # The model library (litellm: seconds) loads in a worker thread once the full window has painted,
         # so the first message waits only for what is left of it.
         QTimer.singleShot(PRELOAD_AFTER_MS, self.controller.preload_provider)

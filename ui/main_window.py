@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QCloseEvent, QResizeEvent, QShowEvent
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeyEvent, QKeySequence, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QFrame,
     QHBoxLayout,
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
 BUILD_MODULES = ("workspace.session", "ui.threads.model", "ui.threads.sidebar", "ui.network.model",
                  "ui.inspector.memory", "ui.inspector.tool_calls", "ui.inspector.trace", "ui.widgets.notices",
                  "ui.widgets.palette", "ui.chat.composer.composer", "ui.chat.composer.model_picker",
-                 "ui.chat.composer.context_meter", "ui.chat.view.chat")
+                 "ui.chat.composer.context_meter", "ui.chat.view.chat", "ui.chat.view.chat_parts")
 
 
 def import_build_modules(more: Sequence[str] = ()) -> None:
@@ -118,6 +119,8 @@ class MainWindow(QMainWindow):
         #: Every widget made (:meth:`build`); the steps of a staged start-up until then.
         self.built = False
         self._build: Iterator[None] | None = None
+        #: Keys typed at the frame before start-up filled it in (None: the window takes its keys itself).
+        self._early_keys: list[QKeyEvent] | None = []
         #: Quitting with runs going: the question, once asked; and whether Quit was the answer.
         self.quit_box: QMessageBox | None = None
         self._quit_confirmed = False
@@ -205,6 +208,47 @@ class MainWindow(QMainWindow):
         self.commands.update()
         self.robots.update_picker()
         self.built = True
+        if not self.isVisible():  # built before it was shown: nothing was typed at it
+            self._early_keys = None
+
+    def showEvent(self, event: QShowEvent) -> None:
+        if self._early_keys is not None and not self.built:  # shown as a frame: keep what is typed at it
+            app = QApplication.instance()
+            if app is not None:
+                app.installEventFilter(self)
+        self._show(event)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Keys typed at the window before start-up filled it in are kept (:meth:`take_early_keys`)."""
+        if self._early_keys is None or not isinstance(watched, QWidget) or watched.window() is not self:
+            return False
+        if event.type() == QEvent.Type.ShortcutOverride:  # a command made meanwhile runs in its turn, not now
+            event.accept()
+            return True
+        if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
+            self._early_keys.append(event.clone())
+            return True
+        return False
+
+    def take_early_keys(self) -> None:
+        """Start-up has filled the window in: the message box gets the focus (the frame was shown with nothing
+        to focus) and the keys typed at the frame before (a command's shortcut runs the command)."""
+        keys, self._early_keys = self._early_keys, None
+        app = QApplication.instance()
+        if app is not None:
+            app.removeEventFilter(self)
+        if keys is None or not self.built:
+            return
+        self.composer.focus()
+        actions = [a for a in self.findChildren(QAction) if a.shortcuts()]
+        for key in keys:
+            pressed = QKeySequence(key.keyCombination())
+            command = next((a for a in actions if pressed in a.shortcuts()), None)
+            if command is not None:  # a command's shortcut (Ctrl+L, Ctrl+N, ...): the command
+                if command.isEnabled():
+                    command.trigger()
+                continue
+            QApplication.sendEvent(QApplication.focusWidget() or self.composer.edit, key)
 
     def _replay_with(self) -> None:
         """"Replay with…" on the open thread, offering the composer's list of models."""
@@ -638,7 +682,7 @@ class MainWindow(QMainWindow):
         self._quit_confirmed = True
         return self.close()
 
-    def showEvent(self, event: QShowEvent) -> None:
+    def _show(self, event: QShowEvent) -> None:
         super().showEvent(event)
         if not event.spontaneous():
             # The frame's size is known once shown: the window with its frame fits the screen.
