@@ -41,26 +41,32 @@ probe = _Probe()
 app.installEventFilter(probe)
 """
 
-BARE = """
+# A probe script is its start (the clock, then the application), a probe that prints what it measured, then the
+# window shown and the loop run: the bare PySide6 window's or RobotLab's.
+_BARE_START = """
 import time, sys, os
 T0 = time.perf_counter()
-from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
 app = QApplication(["bare"])
-""" + _PAINT_PROBE + """
+"""
+_BARE_RUN = """
 window = QMainWindow()
 window.setCentralWidget(QLabel("hello"))
 window.resize(1400, 900)
 window.show()
 app.exec()
 """
-
-APP = """
+_APP_START = """
 import time, sys, os
 T0 = time.perf_counter()
 sys.path.insert(0, ROOT)
 from ui.app import get_app, run_app
 app = get_app()
+"""
+
+BARE = _BARE_START + _PAINT_PROBE + _BARE_RUN
+
+APP = _APP_START + """
 from PySide6.QtCore import QEvent, QObject, QTimer
 class _Probe(QObject):
     first = False
@@ -123,26 +129,8 @@ stalls = _Stalls()
 app.installEventFilter(stalls)
 """
 
-BARE_STALLS = """
-import time, sys, os
-T0 = time.perf_counter()
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
-app = QApplication(["bare"])
-""" + _STALL_PROBE + """
-window = QMainWindow()
-window.setCentralWidget(QLabel("hello"))
-window.resize(1400, 900)
-window.show()
-app.exec()
-"""
-
-APP_STALLS = """
-import time, sys, os
-T0 = time.perf_counter()
-sys.path.insert(0, ROOT)
-from ui.app import get_app, run_app
-app = get_app()
-""" + _STALL_PROBE + """
+BARE_STALLS = _BARE_START + _STALL_PROBE + _BARE_RUN
+APP_STALLS = _APP_START + _STALL_PROBE + """
 run_app([])
 """
 

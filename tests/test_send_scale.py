@@ -4,6 +4,7 @@ does not grow with the thread (the figures are in bench/bench_send_scale.py; the
 from __future__ import annotations
 
 import asyncio
+import gc
 import sqlite3
 import threading
 from pathlib import Path
@@ -98,6 +99,39 @@ async def test_a_send_reads_no_more_of_a_long_thread_than_of_a_short_one(tmp_pat
     # 300 turns is 30 x the work of 10 for anything that walks them (a COUNT(*) of the turns alone made the
     # long thread's send cost ~3 x the short one's): the database's work must not grow with the thread.
     assert long_steps <= short_steps * 1.3 + 5, (short_steps, long_steps)
+
+
+async def test_the_kept_conversation_is_left_out_of_the_garbage_collectors_walks(tmp_path: Path) -> None:
+    # A collection of the oldest generation walks every object it tracks; the conversation a thread keeps
+    # (two messages a turn, as long as the thread is open) is frozen out of those walks once read, so a
+    # collection during a send costs what the send allocated, not what the thread holds.
+    thread_id = build_thread(tmp_path / "kept.db", 300)
+    workspace = Workspace(db_path=tmp_path / "kept.db", provider=ScriptedProvider(default="Fine."))
+    try:
+        session = workspace.open_thread(thread_id)
+        await session.load_conversation()
+        conversation = session._conversation
+        assert conversation is not None and len(conversation.messages) == 600
+        walked = {id(obj) for obj in gc.get_objects()}
+        assert not [m for m in conversation.messages if id(m) in walked]
+        # The same messages read again without that step are walked (what the check above tells apart).
+        read_again = workspace.store.history_messages(thread_id, conversation.leaf)
+        walked = {id(obj) for obj in gc.get_objects()}
+        assert len([m for m in read_again if id(m) in walked]) == 600
+        run = session.send("one more")
+        await run.wait()
+        while not run.done:
+            await asyncio.sleep(0.005)
+        for _ in range(200):  # the turn is read into the kept conversation in a worker thread
+            if session._conversation is not None and len(session._conversation.messages) == 602:
+                break
+            await asyncio.sleep(0.01)
+        kept = session._conversation
+        assert kept is not None and len(kept.messages) == 602
+        walked = {id(obj) for obj in gc.get_objects()}
+        assert not [m for m in kept.messages[:600] if id(m) in walked]
+    finally:
+        await workspace.aclose()
 
 
 def test_shared_prefix_finds_where_two_conversations_part() -> None:

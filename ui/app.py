@@ -205,13 +205,30 @@ class Application:
         if self.started:
             return
         self.started = True
-        self.window.build()
         if staged:
             from PySide6.QtCore import QTimer
 
-            QTimer.singleShot(0, lambda: self.tasks.spawn(self._load_staged(), name="start-up"))
+            QTimer.singleShot(0, lambda: self.tasks.spawn(self._build_staged(), name="start-up"))
         else:
+            self.window.build()
             self._load(staged=False)
+
+    async def _build_staged(self) -> None:
+        """The widgets' modules imported in a worker thread (the window's thread would hold still for
+        them, about a second), then the widgets made a part per turn of the event loop, then :meth:`_load_staged`."""
+        import asyncio
+
+        from ui.main_window import import_build_modules
+
+        # The loop of the spawn, not asyncio.to_thread's running one (see _load_markdown).
+        panes = self.window.docks.pane_modules()
+        await asyncio.get_running_loop().run_in_executor(None, import_build_modules, panes)
+        if self._closed:
+            return
+        self._run_steps(self.window.build_steps(), then=self._spawn_load)
+
+    def _spawn_load(self) -> None:
+        self.tasks.spawn(self._load_staged(), name="start-up")
 
     async def _load_staged(self) -> None:
         """:meth:`_load` with what holds the interpreter for long and needs no widget in worker threads: the
@@ -271,6 +288,7 @@ class Application:
         """The window filled in from the session, a part at a time: the robots, the thread list, the thread
         left open, what start-up has to say. ``loaded`` when done."""
         self.window.robots.refresh(reread=not opened)  # (read in the worker that opened the database)
+        self.window.models.update()  # the robot's model, from the configuration read since the widgets were built
         yield
         self.window.threads.refresh()
         yield
@@ -290,6 +308,7 @@ class Application:
             self.window.folder_flow.offer_recovery()
         self._warn_ignored_env()
         self.loaded = True
+        self.window.take_early_keys()
 
     def _reopen_folder(self) -> None:
         """No ``--folder``: the folder that was open when the window was last closed, if it is still there."""
@@ -318,6 +337,8 @@ class Application:
                 return
             except Exception as exc:  # a part that cannot be built: say so, and start the rest anyway
                 log.exception("building the window's docks")
+                if not self.window.built:  # the window itself: nothing to go on with
+                    raise
                 self.window.banner.show_message(f"Part of the window could not be built: {type(exc).__name__}: "
                                                 f"{exc}. The conversation still works; the log has the details.")
                 then()
@@ -331,6 +352,7 @@ class Application:
         from PySide6.QtCore import QTimer
 
         self._resume_gc()
+        self.window.take_early_keys()  # (start-up stopped early: the window takes its keys from now on)
         # The model library (litellm: seconds) loads in a worker thread once the full window has painted,
         # so the first message waits only for what is left of it.
         QTimer.singleShot(PRELOAD_AFTER_MS, self.controller.preload_provider)

@@ -143,6 +143,11 @@ class Controller(QObject):
 
     # -- opening ------------------------------------------------------------------------------
     @property
+    def config_loaded(self) -> bool:
+        """Whether the configuration is read (start-up reads it in a worker thread after the first paint)."""
+        return self._config is not None
+
+    @property
     def config(self) -> Config:
         if self._config is None:
             from workspace.config import load_config

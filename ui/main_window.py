@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QCloseEvent, QResizeEvent, QShowEvent
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeyEvent, QKeySequence, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QFrame,
     QHBoxLayout,
@@ -46,6 +47,8 @@ from ui.window.threads import Threads
 from ui.window.transfer import Transfer
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
     from PySide6.QtWidgets import QMessageBox
 
     from ui.controller import Controller
@@ -55,6 +58,23 @@ if TYPE_CHECKING:
 #: The smallest window: every part shrinks to fit it (long titles and previews end in "…", docks
 #: narrow down to DOCK_MIN_WIDTH). Set explicitly, so the window never grows by itself when some
 #: part's minimum size hint grows (a long thread title, a network's graph).
+#: The modules :meth:`MainWindow.build` imports (with theirs, about a second on a busy machine): a staged
+#: start-up imports them in a worker thread first (``import_build_modules``), so the window's thread does not.
+BUILD_MODULES = ("workspace.session", "ui.threads.model", "ui.threads.sidebar", "ui.network.model",
+                 "ui.inspector.memory", "ui.inspector.tool_calls", "ui.inspector.trace", "ui.widgets.notices",
+                 "ui.widgets.palette", "ui.chat.composer.composer", "ui.chat.composer.model_picker",
+                 "ui.chat.composer.context_meter", "ui.chat.view.chat", "ui.chat.view.chat_parts")
+
+
+def import_build_modules(more: Sequence[str] = ()) -> None:
+    """Import :data:`BUILD_MODULES` and ``more`` (modules that define classes and make no Qt object at import:
+    any thread)."""
+    import importlib
+
+    for name in (*BUILD_MODULES, *more):
+        importlib.import_module(name)
+
+
 WINDOW_MIN_WIDTH = 900
 WINDOW_MIN_HEIGHT = 600
 #: The narrowest the conversation gets (its cards fit in it; below, the docks narrow first).
@@ -96,7 +116,11 @@ class MainWindow(QMainWindow):
         self.folder_flow = FolderFlow(self.services)
         self.transfer = Transfer(self.services)
         self.notifier = Notifier(self.services)
+        #: Every widget made (:meth:`build`); the steps of a staged start-up until then.
         self.built = False
+        self._build: Iterator[None] | None = None
+        #: Keys typed at the frame before start-up filled it in (None: the window takes its keys itself).
+        self._early_keys: list[QKeyEvent] | None = []
         #: Quitting with runs going: the question, once asked; and whether Quit was the answer.
         self.quit_box: QMessageBox | None = None
         self._quit_confirmed = False
@@ -112,10 +136,19 @@ class MainWindow(QMainWindow):
             self.build()
 
     def build(self) -> None:
-        """Make every widget (the slow part of startup: run after the first paint)."""
-        if self.built:
-            return
-        self.built = True
+        """Make every widget (the slow part of startup: run after the first paint): what
+        :meth:`build_steps` has not made yet, at once."""
+        for _ in self.build_steps():
+            pass
+
+    def build_steps(self) -> Iterator[None]:
+        """:meth:`build` a part per step: a staged start-up runs one step per turn of the event loop, so the
+        window paints in between. The same iterator each time: a part is never made twice."""
+        if self._build is None:
+            self._build = self._build_parts()
+        return self._build
+
+    def _build_parts(self) -> Iterator[None]:
         from ui.inspector.memory import MemoryModel
         from ui.inspector.tool_calls import ToolCallsModel
         from ui.inspector.trace import TraceModel
@@ -132,7 +165,9 @@ class MainWindow(QMainWindow):
         self.trace_model = TraceModel(self)
         self.memory_model = MemoryModel(self)
 
-        self._build_central()
+        yield
+        yield from self._build_central()
+        yield
         self.models.build(self.composer)
         self.memory.attach(self.splitter, self.docks)
         self.docks.attach(tool_model=self.tool_model, memory_model=self.memory_model, trace_model=self.trace_model,
@@ -148,11 +183,14 @@ class MainWindow(QMainWindow):
         self.runs.attach(composer=self.composer, chat=self.chat, palette=self.command_palette)
         self.toast = Toast(self)
         self.services.notices.attach(self.toast, self.banner)
+        yield
         self.docks.build()
         self.status.build()
+        yield
         self.commands.build(self.docks)
         self.commands.attach(palette=self.command_palette, sidebar=self.sidebar)
         self._add_commands()
+        yield
         self._wire()
         for part in (self.docks, self.status):
             part.connect()
@@ -169,6 +207,48 @@ class MainWindow(QMainWindow):
         self.attachments.connect(self.composer, self.chat)
         self.commands.update()
         self.robots.update_picker()
+        self.built = True
+        if not self.isVisible():  # built before it was shown: nothing was typed at it
+            self._early_keys = None
+
+    def showEvent(self, event: QShowEvent) -> None:
+        if self._early_keys is not None and not self.built:  # shown as a frame: keep what is typed at it
+            app = QApplication.instance()
+            if app is not None:
+                app.installEventFilter(self)
+        self._show(event)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Keys typed at the window before start-up filled it in are kept (:meth:`take_early_keys`)."""
+        if self._early_keys is None or not isinstance(watched, QWidget) or watched.window() is not self:
+            return False
+        if event.type() == QEvent.Type.ShortcutOverride:  # a command made meanwhile runs in its turn, not now
+            event.accept()
+            return True
+        if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
+            self._early_keys.append(event.clone())
+            return True
+        return False
+
+    def take_early_keys(self) -> None:
+        """Start-up has filled the window in: the message box gets the focus (the frame was shown with nothing
+        to focus) and the keys typed at the frame before (a command's shortcut runs the command)."""
+        keys, self._early_keys = self._early_keys, None
+        app = QApplication.instance()
+        if app is not None:
+            app.removeEventFilter(self)
+        if keys is None or not self.built:
+            return
+        self.composer.focus()
+        actions = [a for a in self.findChildren(QAction) if a.shortcuts()]
+        for key in keys:
+            pressed = QKeySequence(key.keyCombination())
+            command = next((a for a in actions if pressed in a.shortcuts()), None)
+            if command is not None:  # a command's shortcut (Ctrl+L, Ctrl+N, ...): the command
+                if command.isEnabled():
+                    command.trigger()
+                continue
+            QApplication.sendEvent(QApplication.focusWidget() or self.composer.edit, key)
 
     def _replay_with(self) -> None:
         """"Replay with…" on the open thread, offering the composer's list of models."""
@@ -418,8 +498,8 @@ class MainWindow(QMainWindow):
         commands.add("compare_answers", "Compare the last two answers…", pane.compare_answers,
                      menu=commands.view_menu, icon="diff")
 
-    def _build_central(self) -> None:
-        """The sidebar, and the conversation: its header, the banner, the chat and the composer."""
+    def _build_central(self) -> Iterator[None]:
+        """The sidebar, and the conversation: its header, the banner, the chat and the composer (a step each)."""
         from ui.chat.composer.composer import Composer
         from ui.chat.view.chat import ChatView
         from ui.threads.sidebar import Sidebar
@@ -429,6 +509,7 @@ class MainWindow(QMainWindow):
         self.setMinimumSize(WINDOW_MIN_WIDTH, WINDOW_MIN_HEIGHT)
         self.sidebar = Sidebar(self.thread_model, self)
         self.sidebar.setMinimumWidth(SIDEBAR_MIN_WIDTH)
+        yield
         area = QWidget(self)
         area.setObjectName("ChatArea")
         area.setMinimumWidth(CHAT_MIN_WIDTH)  # docks and the sidebar give way before the conversation
@@ -497,9 +578,11 @@ class MainWindow(QMainWindow):
         banner_holder.setContentsMargins(16, 8, 16, 0)
         banner_holder.addWidget(self.banner)
         layout.addLayout(banner_holder)
+        yield
 
         self.chat = ChatView(area)
         layout.addWidget(self.chat, 1)
+        yield
         self.composer = Composer(area)
         layout.addWidget(self.composer)
 
@@ -600,7 +683,7 @@ class MainWindow(QMainWindow):
         self._quit_confirmed = True
         return self.close()
 
-    def showEvent(self, event: QShowEvent) -> None:
+    def _show(self, event: QShowEvent) -> None:
         super().showEvent(event)
         if not event.spontaneous():
             # The frame's size is known once shown: the window with its frame fits the screen.

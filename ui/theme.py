@@ -81,7 +81,9 @@ def candidate_color(index: int) -> str:
     return CANDIDATE_COLORS[index % len(CANDIDATE_COLORS)]
 
 
+@lru_cache(maxsize=1)
 def resources_dir() -> Path:
+    """The shipped resources (found once: every icon asks)."""
     from workspace.paths import resources_dir as _resources
 
     return _resources()

@@ -286,6 +286,7 @@ async def test_a_relaunch_restores_the_folder_and_the_network_threads_graph(db_p
                            size=(1280, 720), defer=True) as second:
         second.finish_startup(staged=True)  # as `robotlab` starts: the frame first, the rest a step a turn
         w = second.window
+        await wait_until(lambda: w.built, what="the widgets")  # (built, they fit the window to the screen)
         w.resize(1280, 720)  # not fitted to the test's small screen (the inspector would close)
         await wait_until(lambda: w.docks.network_pane is not None and second.controller.thread_id == thread_id,
                          what="the thread again")

@@ -266,6 +266,10 @@ class Docks(Mapping[str, QDockWidget]):
             self._steps = self._inspector_steps()
         return self._steps
 
+    def pane_modules(self) -> list[str]:
+        """The modules of the panes' factories (a staged start-up imports them in a worker thread first)."""
+        return [spec.factory.partition(":")[0] for spec in self.specs]
+
     def context(self) -> DockContext:
         """What the panes are made with."""
         return DockContext(services=self.services, parent=self.window, tool_model=self.tool_model,

@@ -88,6 +88,8 @@ class ModelChoice(QObject):
         if c.provider is not None:
             return str(c.provider.model_id or "") or None
         model = next((getattr(i, "model", None) for i in c.robots() if getattr(i, "name", None) == robot_name), None)
+        if not model and not getattr(c, "config_loaded", True):
+            return None  # start-up reads the configuration in a worker thread, then shows the picker again
         model = model or c.config.get("llm.model")
         return None if is_offline(model) else str(model)
 

@@ -502,9 +502,19 @@ class ThreadSession:
             return
         try:
             current = self.thread.current_turn_id
-            await asyncio.to_thread(self._conversation_to, current)
+            await asyncio.to_thread(self._read_conversation_kept, current)
         except (StoreError, OSError) as exc:  # the send reads it then, and says what is wrong
             log.info("the conversation of thread %s was not read ahead: %s", self.thread_id, exc)
+
+    def _read_conversation_kept(self, leaf: str | None) -> None:
+        """Read the conversation to ``leaf`` with the cyclic garbage collector paused, then frozen with it
+        (:func:`workspace.shared_imports.gc_paused`): it lives as long as the thread is open, and a
+        collection of the oldest generation walked every message of it (200-400 ms at 10,000 turns, holding
+        the interpreter lock) whenever one fell during a send, so a send's cost grew with the thread."""
+        from workspace.shared_imports import gc_paused
+
+        with gc_paused():
+            self._conversation_to(leaf)
 
     def _extend_conversation(self, parent_turn_id: str | None, finished: RecordedRun) -> None:
         """After a run of this session ended: the kept conversation grows by its turn (read alone, in a
