@@ -16,7 +16,6 @@ from shiboken6 import isValid
 
 from ui.chat.view.chat import ChatView
 from ui.chat.view.stream import MarkdownStream
-from ui.chat.view.virtual import TurnPlaceholder
 from ui.transcript import LazyTranscript
 from workspace import events as ev
 from workspace.persistence import Store
@@ -81,8 +80,7 @@ def test_a_long_thread_keeps_only_the_turns_near_the_screen_as_widgets(qapp_inst
         assert chat.user_messages()[0].text == "question 0"  # the top, as widgets
         assert most <= MOST_ALIVE, f"{most} message widgets alive at once"
         assert chat.turn_window.released > 0
-        placeholders = [w for w in chat.column.findChildren(TurnPlaceholder) if w.parentWidget() is chat.column]
-        assert len(placeholders) >= TURNS - MOST_ALIVE
+        assert len(chat.turn_window.placeholders) >= TURNS - MOST_ALIVE
         assert not isValid(shown_first)  # the widgets of a turn far from the screen were let go
 
         # Down again, all the way: the last turn comes back, in new widgets, with the same text.

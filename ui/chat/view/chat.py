@@ -184,14 +184,11 @@ class ChatView(QScrollArea):
     def items(self) -> list[QWidget]:
         """The column's widgets, top to bottom (a lane counts as one; turns far from the screen, which are
         placeholders, have none)."""
-        from ui.chat.view.virtual import TurnPlaceholder
-
         out = []
         for i in range(self._layout.count()):
             item = self._layout.itemAt(i)
             widget = item.widget() if item is not None else None
-            if widget is not None and widget not in (self._more_button, self._empty, self.activity) \
-                    and not isinstance(widget, TurnPlaceholder):
+            if widget is not None and widget not in (self._more_button, self._empty, self.activity):
                 out.append(widget)
         return out
 
@@ -312,6 +309,8 @@ class ChatView(QScrollArea):
             self._more_button = None
         self._drop_empty()
         self.finder.reset()
+        for placeholder in self.turn_window.placeholders.values():
+            self._layout.removeItem(placeholder)
         self.turn_window.reset()
         self._widgets.clear()
         self._turn_widgets.clear()
@@ -324,7 +323,8 @@ class ChatView(QScrollArea):
     def turn_added(self, turn: TurnState) -> None:
         self._turn_widgets[turn] = []
         if self.turn_window.is_deferring:
-            self._place(turn, self.turn_window.placeholder(turn))
+            self._drop_empty()
+            self._layout.insertItem(self._index_after(turn), self.turn_window.placeholder(turn))
             return
         self.build_turn(turn)
 
@@ -349,7 +349,9 @@ class ChatView(QScrollArea):
             self._enable_actions()
 
     def turn_removed(self, turn: TurnState) -> None:
-        self.turn_window.forget(turn)
+        placeholder = self.turn_window.forget(turn)
+        if placeholder is not None:
+            self._layout.removeItem(placeholder)
         gone = self._turn_widgets.pop(turn, [])
         for widget in gone:
             self._layout.removeWidget(widget)
@@ -544,6 +546,9 @@ class ChatView(QScrollArea):
         if not turns or turns[-1] is turn:
             return end
         for later in turns[turns.index(turn) + 1:]:
+            placeholder = self.turn_window.placeholders.get(later)
+            if placeholder is not None:
+                return self._layout.indexOf(placeholder)
             shown = self._turn_widgets.get(later)
             if shown:
                 return self._layout.indexOf(shown[0])

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication, QSizePolicy, QSpacerItem, QWidget
 
 from ui.chat.model.state import Item, Lane, RunState, TurnState
 
@@ -37,13 +37,13 @@ STEP_BUDGET = 0.008
 FIRST_ESTIMATE = 240
 
 
-class TurnPlaceholder(QWidget):
-    """An empty stand-in for a turn far from the screen, as tall as the turn."""
+class TurnPlaceholder(QSpacerItem):
+    """An empty stand-in for a turn far from the screen, as tall as the turn: a spacer, not a widget, so a
+    column of thousands costs the layout a rectangle each (no widget to move, no events)."""
 
-    def __init__(self, turn: TurnState, height: int, parent: QWidget) -> None:
-        super().__init__(parent)
+    def __init__(self, turn: TurnState, height: int) -> None:
+        super().__init__(0, max(1, height), QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
         self.turn = turn
-        self.setFixedHeight(max(1, height))
 
 
 class TurnWindow:
@@ -108,16 +108,18 @@ class TurnWindow:
     def placeholder(self, turn: TurnState) -> TurnPlaceholder:
         """A new placeholder for ``turn`` (never shown yet: an average turn's height)."""
         estimate = self._measured_total // self._measured if self._measured else FIRST_ESTIMATE
-        widget = TurnPlaceholder(turn, estimate, self.chat.column)
-        self.placeholders[turn] = widget
-        return widget
+        spacer = TurnPlaceholder(turn, estimate)
+        self.placeholders[turn] = spacer
+        return spacer
 
-    def forget(self, turn: TurnState) -> None:
-        self.placeholders.pop(turn, None)
+    def forget(self, turn: TurnState) -> TurnPlaceholder | None:
+        """The turn is gone: its placeholder (to take out of the column), if it had one."""
+        spacer = self.placeholders.pop(turn, None)
         if self.pinned is turn:
             self.pinned = None
         if self._making is not None and self._making[0] is turn:
             self._making = None
+        return spacer
 
     def schedule(self) -> None:
         """Bring the column in line with the screen on the next turn of the event loop."""
@@ -218,7 +220,7 @@ class TurnWindow:
         for i in range(layout.count()):
             entry = layout.itemAt(i)
             widget = entry.widget() if entry is not None else None
-            if widget is None or isinstance(widget, TurnPlaceholder) or widget is chat._more_button:
+            if widget is None or widget is chat._more_button:  # (a placeholder has no widget)
                 continue
             geometry = widget.geometry()
             if geometry.bottom() >= value:
@@ -272,8 +274,7 @@ class TurnWindow:
         placeholder = self.placeholders.pop(turn)
         chat._turn_widgets[turn] = []
         chat.build_turn(turn)  # placed after the placeholder (before the next turn), which goes
-        chat._layout.removeWidget(placeholder)
-        placeholder.deleteLater()
+        chat._layout.removeItem(placeholder)
         yield
         for run in turn.runs:
             if run.lane is None and run.footer:
@@ -306,7 +307,7 @@ class TurnWindow:
         widgets = chat._turn_widgets.get(turn) or []
         top = widgets[0].geometry().top()
         bottom = widgets[-1].geometry().bottom()
-        height = bottom - top + 1
+        height = bottom - top + 1 + chat._layout.spacing()  # (a spacer has no spacing of its own before it)
         if height > 1:
             self._measured += 1
             self._measured_total += height
@@ -319,10 +320,10 @@ class TurnWindow:
         for key in [k for k in chat._widgets if _owner(k) is turn]:
             del chat._widgets[key]
         chat._action_notices = [(t, line) for t, line in chat._action_notices if t is not turn]
-        placeholder = TurnPlaceholder(turn, height, chat.column)
+        placeholder = TurnPlaceholder(turn, height)
         self.placeholders[turn] = placeholder
-        chat._turn_widgets[turn] = [placeholder]
-        layout.insertWidget(index, placeholder)
+        chat._turn_widgets[turn] = []
+        layout.insertItem(index, placeholder)
         self.released += 1
 
 
