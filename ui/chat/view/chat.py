@@ -7,7 +7,9 @@ reopened thread looks exactly like it did live.
 
 Streaming text is rendered incrementally (:class:`~ui.chat.view.stream.MarkdownStream`): nothing
 above the tail moves while text streams. Long threads show their last turns first and load
-earlier ones on demand (a button at the top, or scrolling up to it).
+earlier ones on demand (a button at the top, or scrolling up to it). Only the turns near the screen are
+widgets (:class:`~ui.chat.view.virtual.TurnWindow`): the others are spacers, their data in the presenter's
+state, so the view's cost does not grow with the thread.
 """
 
 from __future__ import annotations
