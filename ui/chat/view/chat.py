@@ -7,7 +7,9 @@ reopened thread looks exactly like it did live.
 
 Streaming text is rendered incrementally (:class:`~ui.chat.view.stream.MarkdownStream`): nothing
 above the tail moves while text streams. Long threads show their last turns first and load
-earlier ones on demand (a button at the top, or scrolling up to it).
+earlier ones on demand (a button at the top, or scrolling up to it). Only the turns near the screen are
+widgets (:class:`~ui.chat.view.virtual.TurnWindow`): the others are spacers, their data in the presenter's
+state, so the view's cost does not grow with the thread.
 """
 
 from __future__ import annotations
@@ -173,6 +175,10 @@ class ChatView(QScrollArea):
         self._waiting_approvals: dict[tuple[str, str], tuple[ApprovalRequest, asyncio.Future[Any]]] = {}
         #: Ticks what shows time while it runs: lanes, running tool cards, the activity line.
         self.clock = ChatClock(self)
+        from ui.chat.view.virtual import TurnWindow
+
+        #: Only the turns near the screen are widgets (the others placeholders, their data in the state).
+        self.turn_window = TurnWindow(self)
         self.presenter = presenter if presenter is not None else ChatPresenter()
         self.presenter.listener = self
 
@@ -182,10 +188,12 @@ class ChatView(QScrollArea):
         if self._canvas_row.contentsMargins().left() != side:
             self._canvas_row.setContentsMargins(side, 12, side, 24)
         super().resizeEvent(event)
+        self.turn_window.schedule()
 
     # -- what is shown ------------------------------------------------------------------------------
     def items(self) -> list[QWidget]:
-        """The column's widgets, top to bottom (a lane counts as one)."""
+        """The column's widgets, top to bottom (a lane counts as one; turns far from the screen, which are
+        placeholders, have none)."""
         out = []
         for i in range(self._layout.count()):
             item = self._layout.itemAt(i)
@@ -296,11 +304,10 @@ class ChatView(QScrollArea):
         """Show more of the earlier turns above the first one, keeping what is on screen in place."""
         if not self.presenter.hidden_turns:
             return
-        bar = self.verticalScrollBar()
-        from_bottom = bar.maximum() - bar.value()
-        self.presenter.load_earlier(LOAD_MORE_TURNS)
+        # A page of data: its turns become widgets as they near the screen; what is on screen stays.
+        with self.turn_window.deferring(hold=True):
+            self.presenter.load_earlier(LOAD_MORE_TURNS)
         self._stick = False
-        QTimer.singleShot(0, lambda: bar.setValue(bar.maximum() - from_bottom))
 
     # -- ChatListener: the presenter's changes --------------------------------------------------------
     def chat_reset(self) -> None:
@@ -312,6 +319,9 @@ class ChatView(QScrollArea):
             self._more_button = None
         self._drop_empty()
         self.finder.reset()
+        for placeholder in self.turn_window.placeholders.values():
+            self._layout.removeItem(placeholder)
+        self.turn_window.reset()
         self._widgets.clear()
         self._turn_widgets.clear()
         self._action_notices = []
@@ -322,6 +332,15 @@ class ChatView(QScrollArea):
 
     def turn_added(self, turn: TurnState) -> None:
         self._turn_widgets[turn] = []
+        if self.turn_window.is_deferring:
+            self._drop_empty()
+            self._layout.insertItem(self._index_after(turn), self.turn_window.placeholder(turn))
+            return
+        self.build_turn(turn)
+
+    def build_turn(self, turn: TurnState) -> None:
+        """The turn's user message (its items and footers follow through :meth:`item_added` and
+        :meth:`run_changed`)."""
         user = turn.user
         if user is None:
             return
@@ -340,6 +359,9 @@ class ChatView(QScrollArea):
             self._enable_actions()
 
     def turn_removed(self, turn: TurnState) -> None:
+        placeholder = self.turn_window.forget(turn)
+        if placeholder is not None:
+            self._layout.removeItem(placeholder)
         gone = self._turn_widgets.pop(turn, [])
         for widget in gone:
             self._layout.removeWidget(widget)
@@ -357,6 +379,8 @@ class ChatView(QScrollArea):
                 footer.apply(run)
 
     def item_added(self, item: Item) -> None:
+        if self.turn_window.holds(item):
+            return  # made with its turn, when the turn nears the screen
         widget = self._make(item)
         self._widgets[item] = widget
         parent = item.parent
@@ -430,7 +454,7 @@ class ChatView(QScrollArea):
     def run_changed(self, run: RunState) -> None:
         if run.lane is None and (run.activity or run is self.clock.activity_run):
             self.clock.set_activity(run if run.activity else None)
-        if run.lane is not None or not run.footer:
+        if run.lane is not None or not run.footer or self.turn_window.holds(run):
             return
         footer = self._widgets.get(run)
         if not isinstance(footer, RunFooter):
@@ -534,6 +558,9 @@ class ChatView(QScrollArea):
         if not turns or turns[-1] is turn:
             return end
         for later in turns[turns.index(turn) + 1:]:
+            placeholder = self.turn_window.placeholders.get(later)
+            if placeholder is not None:
+                return self._layout.indexOf(placeholder)
             shown = self._turn_widgets.get(later)
             if shown:
                 return self._layout.indexOf(shown[0])
@@ -633,10 +660,12 @@ class ChatView(QScrollArea):
     def _on_range_changed(self, _lo: int, hi: int) -> None:
         if self._stick:
             self.verticalScrollBar().setValue(hi)
+        self.turn_window.schedule()
 
     def _on_scrolled(self, value: int) -> None:
         bar = self.verticalScrollBar()
         self._stick = value >= bar.maximum() - 24
+        self.turn_window.schedule()
         if value == 0 and self.presenter.hidden_turns and bar.maximum() > 0:
             QTimer.singleShot(0, self.load_earlier)
 

@@ -95,11 +95,13 @@ class Finder:
 
         turn = find()
         if turn is None and any(getattr(info, "id", None) == turn_id for info in presenter.state.hidden):
-            while turn is None and presenter.hidden_turns:
-                presenter.load_earlier(LOAD_MORE_TURNS)
-                turn = find()
+            with chat.turn_window.deferring():  # pages of data: only the turn found becomes widgets
+                while turn is None and presenter.hidden_turns:
+                    presenter.load_earlier(LOAD_MORE_TURNS)
+                    turn = find()
         if turn is None:
             return False
+        chat.turn_window.make(turn)
         target = self._matching_widget(turn, [w.lower() for w in words or [] if w.strip()])
         if target is None:
             return False

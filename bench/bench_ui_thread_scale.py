@@ -1,0 +1,244 @@
+"""The chat view's cost against the thread's length: threads of 100, 1,000 and 10,000 turns.
+
+Each size runs in a process of its own (so its memory is its own): a thread is stored in a fresh
+database (each turn: the user's message, an answer with a tool call and its result, a final answer
+with a code block), shown in a chat view (``ChatView.show_thread`` over the window's ``LazyTranscript``,
+1000×800 px), then:
+
+- first paint: from ``show_thread`` to the chat's first frame rendered (``grab``: the offscreen
+  platform paints nothing by itself);
+- paging back to the top: the scroll bar is put at the top again and again, as a person dragging it
+  up does, and at the top "Show earlier turns" is clicked, until every turn is loaded and the top is
+  shown (or ``PAGING_LIMIT`` has passed); the longest stall is the longest turn of the event loop meanwhile, and the
+  most message widgets alive at once is counted;
+- RSS after opening, and RSS growth over 100 turns sent live (the presenter fed each run's events as
+  the bridge feeds them: deltas, a tool call, its result, the end) against the same 100 turns reopened.
+
+Targets printed: the 10,000-turn first paint within 1.5 × the 100-turn one; stalls < 16 ms on a
+quiet machine (< 50 ms busy); live growth no more than reopened. Writes bench/results/ui_thread_scale.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SIZES = (100, 1000, 10000)
+LIVE_TURNS = 100
+#: Paging back to the top stops after this long (s) on a slow machine: the turns reached are printed.
+PAGING_LIMIT = 240
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _events(i: int, run: str) -> list[object]:
+    from workspace import events as ev
+    from workspace.result import RobotResult
+
+    def e(cls: type[ev.Event], seq: int, **fields: object) -> ev.Event:
+        return cls(run_id=run, robot="assistant", seq=seq, **fields)
+
+    return [
+        e(ev.RunStarted, 1, message=f"Question {i}", model="bench"),
+        e(ev.Text, 2, text=f"Let me read `file_{i}.py` first."),
+        e(ev.ToolUse, 3, id=f"c{i}", name="read_file", input={"path": f"file_{i}.py"}),
+        e(ev.ToolResult, 4, id=f"c{i}", name="read_file", payload={"data": {"content": "def f():\n    pass\n" * 5}},
+          duration=0.01),
+        e(ev.Text, 5, text=f"**file_{i}.py** defines `f`, which does nothing:\n\n```python\ndef f():\n    pass\n```"),
+        e(ev.RunFinished, 6, result=RobotResult(robot_name="assistant", output=[])),
+    ]
+
+
+def build_thread(db_path: Path, turns: int) -> str:
+    from workspace.persistence import Store
+
+    store = Store(db_path)
+    thread = store.create_thread(robot="assistant", title="A long conversation")
+    parent = None
+    for i in range(turns):
+        turn = store.add_turn(thread.id, user_text=f"Question {i}: what does file_{i}.py do?", parent_turn_id=parent)
+        store.append_events(thread.id, turn.id, _events(i, f"run{i}"))  # type: ignore[arg-type]
+        store.finish_turn(turn.id, "finished")
+        parent = turn.id
+    store.close()
+    return thread.id
+
+
+def _chat() -> object:
+    from ui.chat.view.chat import ChatView
+
+    chat = ChatView()
+    chat.resize(1000, 800)
+    chat.show()
+    return chat
+
+
+def measure(turns: int) -> dict[str, float]:
+    from ui import theme
+    from ui.app import get_app
+    from ui.chat.view.chat import ChatView
+    from ui.transcript import LazyTranscript
+    from workspace import events as ev
+    from workspace.persistence import Store
+
+    home = Path(tempfile.mkdtemp(prefix="robotlab-bench-"))
+    db = home / "long.db"
+    thread_id = build_thread(db, turns)
+    app = get_app()
+    theme.apply_theme(app, "light")  # the window's style sheet: every new widget is polished with it
+    store = Store(db)
+
+    # Warm up (the window loads markdown-it and pygments at start-up, and makes its first cards early).
+    warm_id = build_thread(home / "warm.db", 3)
+    warm_store = Store(home / "warm.db")
+    warm = _chat()
+    assert isinstance(warm, ChatView)
+    warm.show_thread(LazyTranscript(warm_store, warm_id))
+    for _ in range(10):
+        app.processEvents()
+    warm.grab()
+    warm.close()
+    warm.deleteLater()
+    app.processEvents()
+    rss_before = _rss_mb()
+
+    chat = _chat()
+    assert isinstance(chat, ChatView)
+    app.processEvents()
+    start = time.perf_counter()
+    chat.show_thread(LazyTranscript(store, thread_id))
+    app.processEvents()
+    chat.grab()  # the first frame, rendered (the offscreen platform paints nothing by itself)
+    first_paint = (time.perf_counter() - start) * 1000
+    for _ in range(20):
+        app.processEvents()
+    rss_open = _rss_mb()
+
+    # Paging back to the top.
+    bar = chat.verticalScrollBar()
+    stalls: list[float] = []
+    most_widgets = len(chat.items())
+    settled = 0
+    paging = time.perf_counter()
+    deadline = paging + PAGING_LIMIT
+    while settled < 30 and time.perf_counter() < deadline:
+        t = time.perf_counter()
+        if bar.value() == 0 and chat.hidden_turns:
+            chat.load_earlier()  # at the top: "Show earlier turns"
+        else:
+            bar.setValue(0)
+        app.processEvents()
+        stalls.append((time.perf_counter() - t) * 1000)
+        most_widgets = max(most_widgets, len(chat.items()))
+        settled = settled + 1 if not chat.hidden_turns else 0
+    top_text = chat.user_messages()[0].text if chat.user_messages() else ""
+    paged = time.perf_counter() - paging
+    loaded = len(chat.presenter.state.turns)
+    stalls.sort()
+    print(f"paged {loaded} turns in {paged:.1f} s", file=sys.stderr, flush=True)
+    chat.close()
+    chat.deleteLater()
+    app.processEvents()
+
+    # 100 turns live against the same 100 turns reopened.
+    def live_growth() -> float:
+        view = _chat()
+        assert isinstance(view, ChatView)
+        app.processEvents()
+        base = _rss_mb()
+        for i in range(LIVE_TURNS):
+            run = f"live{i}"
+            view.presenter.add_user(f"Question {i}: what does file_{i}.py do?")
+            for event in _events(i, run):
+                if isinstance(event, ev.Text):  # streamed: deltas, then the text
+                    for word in event.text.split(" "):
+                        view.presenter.feed(ev.TextDelta(run_id=run, robot="assistant", seq=event.seq, text=word + " "))
+                        app.processEvents()
+                view.presenter.feed(event)  # type: ignore[arg-type]
+                app.processEvents()
+        for _ in range(20):
+            app.processEvents()
+        grown = _rss_mb() - base
+        print(f"live: +{grown:.1f} MB", file=sys.stderr, flush=True)
+        view.close()
+        view.deleteLater()
+        app.processEvents()
+        return grown
+
+    def reopened_growth() -> float:
+        small = build_thread(home / "small.db", LIVE_TURNS)
+        small_store = Store(home / "small.db")
+        view = _chat()
+        assert isinstance(view, ChatView)
+        app.processEvents()
+        base = _rss_mb()
+        view.show_thread(LazyTranscript(small_store, small))
+        for _ in range(5):  # page it all in, as the live view had it all
+            view.verticalScrollBar().setValue(0)
+            for _ in range(20):
+                app.processEvents()
+        grown = _rss_mb() - base
+        view.close()
+        view.deleteLater()
+        app.processEvents()
+        return grown
+
+    reopened = reopened_growth()
+    live = live_growth()
+    return {"turns": turns, "first_paint_ms": round(first_paint, 1), "longest_stall_ms": round(stalls[-1], 1),
+            "p95_stall_ms": round(stalls[int(len(stalls) * 0.95)], 1), "median_stall_ms": round(stalls[len(stalls) // 2], 1),
+            "turns_paged": loaded, "paging_s": round(paged, 1),
+            "most_widgets_alive": most_widgets, "top_reached": top_text.startswith("Question 0:"),
+            "rss_open_mb": round(rss_open, 1), "rss_open_growth_mb": round(rss_open - rss_before, 1),
+            "live_100_turns_mb": round(live, 1), "reopened_100_turns_mb": round(reopened, 1)}
+
+
+def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--turns":
+        print(json.dumps(measure(int(sys.argv[2]))))
+        sys.stdout.flush()
+        os._exit(0)
+    results = []
+    for turns in SIZES:
+        done = subprocess.run([sys.executable, __file__, "--turns", str(turns)], capture_output=True, text=True,
+                              check=False)
+        if done.returncode != 0:
+            print(done.stderr[-2000:])
+            return 1
+        row = json.loads(done.stdout.strip().splitlines()[-1])
+        results.append(row)
+        print(f"{turns:>6} turns: first paint {row['first_paint_ms']:.0f} ms, longest stall paging to the top "
+              f"{row['longest_stall_ms']:.0f} ms (p95 {row['p95_stall_ms']:.0f} ms, median {row['median_stall_ms']:.0f} ms; "
+              f"{row['turns_paged']} turns in {row['paging_s']:.0f} s, top reached: {row['top_reached']}), at most "
+              f"{row['most_widgets_alive']} widgets alive, RSS after opening {row['rss_open_mb']:.0f} MB; "
+              f"100 turns live +{row['live_100_turns_mb']:.1f} MB vs reopened +{row['reopened_100_turns_mb']:.1f} MB")
+    small, big = results[0], results[-1]
+    ratio = big["first_paint_ms"] / max(small["first_paint_ms"], 0.1)
+    print(f"first paint {big['turns']} vs {small['turns']} turns: {ratio:.2f}x (target <= 1.5x)")
+    print(f"longest stall: {max(r['longest_stall_ms'] for r in results):.0f} ms (target < 16 ms quiet, < 50 ms busy)")
+    print("live growth vs reopened (target: live <= reopened): "
+          + ", ".join(f"+{r['live_100_turns_mb']:.1f} vs +{r['reopened_100_turns_mb']:.1f} MB" for r in results))
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ui_thread_scale.json").write_text(json.dumps({"sizes": results, "first_paint_ratio": round(ratio, 2),
+                                                          "targets": {"first_paint_ratio": 1.5, "stall_ms": 16,
+                                                                      "stall_busy_ms": 50}}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

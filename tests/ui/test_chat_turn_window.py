@@ -1,0 +1,155 @@
+"""The chat's cost does not grow with the thread: only the turns near the screen are widgets.
+
+A stored thread of 2,000 messages is opened in a chat view and paged back to its top, then scrolled
+down again: the message widgets alive never exceed a bound that does not depend on the thread's
+length, turns far from the screen give their widgets back, and a turn scrolled back into view shows
+the same text in new widgets. Turns sent live are released the same way, except the running one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtWidgets import QApplication
+from shiboken6 import isValid
+
+from ui.chat.view.chat import ChatView
+from ui.chat.view.stream import MarkdownStream
+from ui.transcript import LazyTranscript
+from workspace import events as ev
+from workspace.persistence import Store
+
+TURNS = 1000  # 2,000 messages
+#: The most message widgets the chat may hold at once, whatever the thread's length (a turn here is 3).
+MOST_ALIVE = 150
+
+
+def _thread(path: Path, turns: int) -> tuple[Store, str]:
+    store = Store(path)
+    thread = store.create_thread(robot="assistant", title="long")
+    parent = None
+    for i in range(turns):
+        turn = store.add_turn(thread.id, user_text=f"question {i}", parent_turn_id=parent)
+        run = f"r{i}"
+        store.append_events(thread.id, turn.id, [
+            ev.RunStarted(run_id=run, robot="assistant", seq=1, message=f"question {i}"),
+            ev.Text(run_id=run, robot="assistant", seq=2, text=f"answer {i}"),
+            ev.RunFinished(run_id=run, robot="assistant", seq=3),
+        ])
+        store.finish_turn(turn.id, "finished")
+        parent = turn.id
+    return store, thread.id
+
+
+def _chat() -> ChatView:
+    chat = ChatView()
+    chat.resize(700, 500)
+    chat.show()
+    return chat
+
+
+def _settle(rounds: int = 4) -> None:
+    for _ in range(rounds):
+        QApplication.processEvents()
+
+
+def _answers(chat: ChatView) -> dict[str, MarkdownStream]:
+    return {w.text: w for w in chat.items() if isinstance(w, MarkdownStream)}
+
+
+def test_a_long_thread_keeps_only_the_turns_near_the_screen_as_widgets(qapp_instance: Any, tmp_path: Path) -> None:
+    store, thread_id = _thread(tmp_path / "long.db", TURNS)
+    chat = _chat()
+    try:
+        chat.show_thread(LazyTranscript(store, thread_id))
+        _settle()
+        bar = chat.verticalScrollBar()
+        assert chat.user_messages()[-1].text == f"question {TURNS - 1}"
+        shown_first = _answers(chat)[f"answer {TURNS - 2}"]  # (the last turn is always kept)
+        most = len(chat.items())
+        rounds = 0
+        while (chat.hidden_turns or bar.value() or chat.turn_window.is_placeholder(chat.presenter.state.turns[0])
+               or chat.turn_window.busy)\
+                and rounds < 2000:  # a person dragging the scroll bar to the top, again and again
+            bar.setValue(0)
+            _settle(1)
+            most = max(most, len(chat.items()))
+            rounds += 1
+        assert chat.hidden_turns == 0 and len(chat.presenter.state.turns) == TURNS
+        assert chat.user_messages()[0].text == "question 0"  # the top, as widgets
+        assert most <= MOST_ALIVE, f"{most} message widgets alive at once"
+        assert chat.turn_window.released > 0
+        assert len(chat.turn_window.placeholders) >= TURNS - MOST_ALIVE
+        assert not isValid(shown_first)  # the widgets of a turn far from the screen were let go
+
+        # Down again, all the way: the last turn comes back, in new widgets, with the same text.
+        rounds = 0
+        while (bar.value() < bar.maximum() or chat.turn_window.is_placeholder(chat.presenter.state.turns[-2])
+               or chat.turn_window.busy)\
+                and rounds < 2000:
+            bar.setValue(bar.maximum())
+            _settle(1)
+            most = max(most, len(chat.items()))
+            rounds += 1
+        assert most <= MOST_ALIVE, f"{most} message widgets alive at once"
+        back = _answers(chat)[f"answer {TURNS - 2}"]
+        assert back.text == f"answer {TURNS - 2}" and back.isVisibleTo(chat)
+        users = chat.user_messages()
+        assert users[-1].text == f"question {TURNS - 1}" and users[0].text != "question 0"
+    finally:
+        chat.close()
+        chat.deleteLater()
+        store.close()
+
+
+def test_the_search_jump_makes_its_turn_even_far_up(qapp_instance: Any, tmp_path: Path) -> None:
+    store, thread_id = _thread(tmp_path / "jump.db", 300)
+    chat = _chat()
+    try:
+        chat.show_thread(LazyTranscript(store, thread_id))
+        _settle()
+        target = LazyTranscript(store, thread_id).turns[5].id
+        assert chat.reveal_turn(target, words=["answer"])
+        _settle(6)
+        answers = _answers(chat)
+        assert "answer 5" in answers
+        flash = chat.found_flash
+        assert flash is not None
+        bar = chat.verticalScrollBar()
+        widget = answers["answer 5"]
+        assert bar.value() <= widget.y() <= bar.value() + chat.viewport().height()
+    finally:
+        chat.close()
+        chat.deleteLater()
+        store.close()
+
+
+def test_turns_sent_live_are_released_but_not_the_running_one(qapp_instance: Any) -> None:
+    chat = _chat()
+    try:
+        for i in range(40):
+            run = f"live{i}"
+            chat.presenter.add_user(f"question {i}")
+            chat.presenter.feed(ev.RunStarted(run_id=run, robot="assistant", seq=1, message=f"question {i}"))
+            chat.presenter.feed(ev.TextDelta(run_id=run, robot="assistant", seq=2, text=f"answer {i} " * 30))
+            if i < 39:
+                chat.presenter.feed(ev.RunFinished(run_id=run, robot="assistant", seq=3))
+            _settle(2)
+        assert chat.turn_window.released > 0
+        assert len(chat.items()) < 40 * 3
+        # the running turn streams on into its widget
+        chat.presenter.feed(ev.TextDelta(run_id="live39", robot="assistant", seq=3, text="and more"))
+        _settle(2)
+        assert _answers(chat)  # the last turn is widgets
+        assert any(t.endswith("and more") for t in _answers(chat))
+        # scrolled to the top, the running turn is kept (its run has not ended)
+        chat.verticalScrollBar().setValue(0)
+        _settle(6)
+        last = chat.presenter.state.turns[-1]
+        assert not chat.turn_window.is_placeholder(last)
+        assert chat.user_messages()[0].text == "question 0"
+        assert any(t.endswith("and more") for t in _answers(chat))  # its widget was not released
+    finally:
+        chat.close()
+        chat.deleteLater()

@@ -1,0 +1,346 @@
+"""The chat's turns as widgets only near the screen: the cost of a thread does not grow with its length.
+
+Every turn of the presenter's state is in the column, but only the turns on screen (and a margin of a
+screen above and below) are widgets; the others are one empty :class:`TurnPlaceholder` each, as tall as
+the turn was (or as a turn is on average, for one never shown), while their data stays in the
+presenter's state. :class:`TurnWindow` keeps it so after every scroll, resize and change of range:
+
+- a placeholder that comes near the screen is made into the turn's widgets again, from the state (the
+  same widgets the listener's calls make, so a turn scrolled back into view shows what it showed);
+  a few turns a step, each step under a frame's budget, so scrolling never freezes; a turn made
+  above what is on screen keeps what is on screen in place;
+- a turn far from the screen gives its widgets back (released) unless it is still running, asks
+  something, holds the keyboard or is the last turn.
+
+Earlier turns loaded on demand ("Show earlier turns", scrolling to the top) come in as placeholders
+(:meth:`TurnWindow.deferring`): a page costs data, not widgets.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication, QSizePolicy, QSpacerItem, QWidget
+
+from ui.chat.model.state import Item, Lane, RunState, TurnState
+
+if TYPE_CHECKING:
+    from ui.chat.view.chat import ChatView
+
+#: How long (s) one step of making turns may take: under a frame.
+STEP_BUDGET = 0.008
+#: The height (px) of a placeholder of a turn never shown, until turns have been measured.
+FIRST_ESTIMATE = 240
+
+
+class TurnPlaceholder(QSpacerItem):
+    """An empty stand-in for a turn far from the screen, as tall as the turn: a spacer, not a widget, so a
+    column of thousands costs the layout a rectangle each (no widget to move, no events)."""
+
+    def __init__(self, turn: TurnState, height: int) -> None:
+        super().__init__(0, max(1, height), QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
+        self.turn = turn
+
+
+class TurnWindow:
+    """Keeps only the turns near the screen as widgets (see the module's docstring)."""
+
+    def __init__(self, chat: ChatView) -> None:
+        self.chat = chat
+        #: The turns shown as a placeholder, and the placeholder.
+        self.placeholders: dict[TurnState, TurnPlaceholder] = {}
+        self._deferring = False
+        self._scheduled = False
+        #: How far the screen is from the column's end, kept once turns came above it (the next step).
+        self._held: int | None = None
+        #: The turn being made, a widget a step, and what makes its next widget.
+        self._making: tuple[TurnState, Iterator[None]] | None = None
+        self._measured = 0
+        self._measured_total = 0
+        #: The turn a search result opened: kept as widgets (the screen goes to it after this step).
+        self.pinned: TurnState | None = None
+        #: Turns made and released since the chat was reset (for tests and benches).
+        self.made = 0
+        self.released = 0
+
+    # -- what the chat asks ------------------------------------------------------------------------
+    def reset(self) -> None:
+        self.placeholders.clear()
+        self._deferring = False
+        self._making = None
+        self._held = None
+        self.pinned = None
+
+    @contextmanager
+    def deferring(self, *, hold: bool = False) -> Iterator[None]:
+        """Turns added meanwhile come in as placeholders (earlier turns loaded on demand); with ``hold``,
+        what is on screen stays there once they are laid out above it."""
+        if hold:
+            bar = self.chat.verticalScrollBar()
+            self._held = bar.maximum() - bar.value()
+        self._deferring = True
+        try:
+            yield
+        finally:
+            self._deferring = False
+            self.schedule()
+
+    @property
+    def is_deferring(self) -> bool:
+        return self._deferring
+
+    @property
+    def busy(self) -> bool:
+        """Whether turns are still being made (or a step is due)."""
+        return self._making is not None or self._scheduled
+
+    def is_placeholder(self, turn: TurnState) -> bool:
+        return turn in self.placeholders
+
+    def holds(self, item: Item | RunState) -> bool:
+        """Whether ``item`` belongs to a turn shown as a placeholder (its widget is made with the turn)."""
+        return bool(self.placeholders) and item.turn in self.placeholders
+
+    def placeholder(self, turn: TurnState) -> TurnPlaceholder:
+        """A new placeholder for ``turn`` (never shown yet: an average turn's height)."""
+        estimate = self._measured_total // self._measured if self._measured else FIRST_ESTIMATE
+        spacer = TurnPlaceholder(turn, estimate)
+        self.placeholders[turn] = spacer
+        return spacer
+
+    def forget(self, turn: TurnState) -> TurnPlaceholder | None:
+        """The turn is gone: its placeholder (to take out of the column), if it had one."""
+        spacer = self.placeholders.pop(turn, None)
+        if self.pinned is turn:
+            self.pinned = None
+        if self._making is not None and self._making[0] is turn:
+            self._making = None
+        return spacer
+
+    def schedule(self) -> None:
+        """Bring the column in line with the screen on the next turn of the event loop."""
+        if not self._scheduled:
+            self._scheduled = True
+            QTimer.singleShot(0, self._step)
+
+    def make(self, turn: TurnState) -> None:
+        """Make ``turn``'s widgets now (a search result's turn), whatever the screen shows, and keep them."""
+        self.pinned = turn
+        if self._making is not None and self._making[0] is turn:
+            for _ in self._making[1]:
+                pass
+            self._making = None
+        if turn in self.placeholders:
+            for _ in self._make(turn):
+                pass
+
+    def live_turns(self) -> list[TurnState]:
+        """The turns shown as widgets."""
+        return [t for t in self.chat.presenter.state.turns if t not in self.placeholders]
+
+    # -- the step ------------------------------------------------------------------------------------
+    def _step(self) -> None:
+        from shiboken6 import isValid
+
+        self._scheduled = False
+        chat = self.chat
+        if not isValid(chat):
+            return
+        turns = chat.presenter.state.turns
+        if not turns:
+            return
+        self._lay_out()
+        bar = chat.verticalScrollBar()
+        if self._held is not None:
+            from_bottom, self._held = self._held, None
+            bar.setValue(bar.maximum() - from_bottom)
+        value = bar.value()
+        height = max(chat.viewport().height(), 200)
+        near_top, near_bottom = value - height, value + 2 * height
+        started = time.perf_counter()
+        anchor = self._anchor(value)
+        made = False
+        pending = False
+        near = (t for t in self._turns_between(turns, near_top, near_bottom) if t in self.placeholders)
+        while True:  # a widget at a time, while the step's budget lasts
+            if self._making is None:
+                turn = next(near, None)
+                if turn is None:
+                    break
+                self._making = (turn, self._make(turn))
+            if made and time.perf_counter() - started > STEP_BUDGET:
+                pending = True
+                break
+            if next(self._making[1], StopIteration) is StopIteration:
+                self._making = None
+            made = True
+        if made:
+            self._lay_out()
+            self._keep(anchor)
+            value = bar.value()
+        far_top, far_bottom = value - 3 * height, value + 4 * height
+        making = self._making[0] if self._making is not None else None
+        for turn in [t for t in turns if t not in self.placeholders and t is not making]:
+            top, bottom = self._span(turn)
+            if (bottom < far_top or top > far_bottom) and self._releasable(turn):
+                self._release(turn)
+        if pending:
+            self.schedule()
+        elif bar.value() == 0 and chat.presenter.hidden_turns and not chat._stick:
+            QTimer.singleShot(0, chat.load_earlier)  # still at the top: the next page (as scrolling up to it does)
+
+    def _lay_out(self) -> None:
+        """Lay the column out now, and give the canvas its new height (so the scroll bar's range is the new one
+        at once, not on a later turn of the event loop)."""
+        chat = self.chat
+        canvas = chat.widget()
+        if canvas is None:
+            return
+        chat.column.updateGeometry()  # the canvas's layout asks the column its height again
+        outer = canvas.layout()
+        if outer is not None:
+            outer.invalidate()
+        for layout in (chat.column.layout(), outer):
+            if layout is not None:
+                layout.activate()
+        width = chat.viewport().width()
+        height = canvas.heightForWidth(width) if canvas.hasHeightForWidth() else canvas.sizeHint().height()
+        height = max(height, canvas.minimumSizeHint().height(), chat.viewport().height())
+        if (canvas.width(), canvas.height()) != (width, height):
+            canvas.resize(width, height)  # the scroll area updates its range (its filter sees the resize)
+
+    def _anchor(self, value: int) -> tuple[QWidget, int] | None:
+        """The first widget on screen and how far below the screen's top it is."""
+        chat = self.chat
+        layout = chat._layout
+        for i in range(layout.count()):
+            entry = layout.itemAt(i)
+            widget = entry.widget() if entry is not None else None
+            if widget is None or widget is chat._more_button:  # (a placeholder has no widget)
+                continue
+            geometry = widget.geometry()
+            if geometry.bottom() >= value:
+                return widget, geometry.top() - value
+        return None
+
+    def _keep(self, anchor: tuple[QWidget, int] | None) -> None:
+        """Scroll so that the anchor is where it was on screen (turns made above it grew or shrank)."""
+        chat = self.chat
+        if anchor is None or chat._stick:
+            return
+        widget, offset = anchor
+        chat.verticalScrollBar().setValue(max(0, widget.geometry().top() - offset))
+
+    def _span(self, turn: TurnState) -> tuple[int, int]:
+        """The turn's top and bottom in the column (px)."""
+        placeholder = self.placeholders.get(turn)
+        if placeholder is not None:
+            geometry = placeholder.geometry()
+            return geometry.top(), geometry.bottom()
+        widgets = self.chat._turn_widgets.get(turn) or []
+        if not widgets:
+            return -1, -1
+        return widgets[0].geometry().top(), widgets[-1].geometry().bottom()
+
+    def _turns_between(self, turns: list[TurnState], top: int, bottom: int) -> Iterator[TurnState]:
+        """The turns that reach into [top, bottom], nearest the screen's middle first (a binary search: a
+        thread of any length costs the same)."""
+        lo, hi = 0, len(turns)
+        while lo < hi:  # the first turn whose bottom is at or below ``top``
+            mid = (lo + hi) // 2
+            if self._span(turns[mid])[1] < top:
+                lo = mid + 1
+            else:
+                hi = mid
+        inside: list[TurnState] = []
+        for turn in turns[lo:]:
+            start, _end = self._span(turn)
+            if start > bottom:
+                break
+            inside.append(turn)
+        middle = (top + bottom) // 2
+        inside.sort(key=lambda t: abs(self._span(t)[0] - middle))
+        yield from inside
+
+    # -- making and releasing --------------------------------------------------------------------------
+    def _make(self, turn: TurnState) -> Iterator[None]:
+        """Make the turn's widgets from its state, yielding after each (the footers first: a run's items
+        go above its footer, as they did live)."""
+        chat = self.chat
+        placeholder = self.placeholders.pop(turn)
+        chat._turn_widgets[turn] = []
+        chat.build_turn(turn)  # placed after the placeholder (before the next turn), which goes
+        chat._layout.removeItem(placeholder)
+        yield
+        for run in turn.runs:
+            if run.lane is None and run.footer:
+                chat.run_changed(run)
+        for item in _items(turn.items):
+            if item not in chat._widgets:  # (one added while the turn was being made has its widget)
+                chat.item_added(item)
+                yield
+        self.made += 1
+
+    def _releasable(self, turn: TurnState) -> bool:
+        chat = self.chat
+        turns = chat.presenter.state.turns
+        if turn is self.pinned or (turns and turns[-1] is turn):
+            return False
+        if any(run.end is None for run in turn.runs):
+            return False
+        widgets = chat._turn_widgets.get(turn) or []
+        if not widgets:
+            return False
+        # what holds the keyboard, and the questions asked live, stay
+        kept: list[QWidget] = [*chat.approvals]
+        focus = QApplication.focusWidget()
+        if focus is not None:
+            kept.append(focus)
+        return not any(k is w or w.isAncestorOf(k) for k in kept for w in widgets)
+
+    def _release(self, turn: TurnState) -> None:
+        chat = self.chat
+        widgets = chat._turn_widgets.get(turn) or []
+        top = widgets[0].geometry().top()
+        bottom = widgets[-1].geometry().bottom()
+        height = bottom - top + 1 + chat._layout.spacing()  # (a spacer has no spacing of its own before it)
+        if height > 1:
+            self._measured += 1
+            self._measured_total += height
+        layout = chat._layout
+        index = layout.indexOf(widgets[0])
+        for widget in widgets:
+            layout.removeWidget(widget)
+            widget.hide()
+            widget.deleteLater()
+        for key in [k for k in chat._widgets if _owner(k) is turn]:
+            del chat._widgets[key]
+        chat._action_notices = [(t, line) for t, line in chat._action_notices if t is not turn]
+        placeholder = TurnPlaceholder(turn, height)
+        self.placeholders[turn] = placeholder
+        chat._turn_widgets[turn] = []
+        layout.insertItem(index, placeholder)
+        self.released += 1
+
+
+def _owner(key: object) -> TurnState | None:
+    if isinstance(key, TurnState):
+        return key
+    if isinstance(key, Item | RunState):
+        return key.turn
+    return None
+
+
+def _items(items: list[Item]) -> Iterator[Item]:
+    """Items in the order they came, each lane's items after the lane."""
+    for item in items:
+        yield item
+        if isinstance(item, Lane):
+            yield from _items(item.items)
+
+
+__all__ = ["TurnPlaceholder", "TurnWindow"]
