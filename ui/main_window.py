@@ -63,7 +63,8 @@ if TYPE_CHECKING:
 BUILD_MODULES = ("workspace.session", "ui.threads.model", "ui.threads.sidebar", "ui.network.model",
                  "ui.inspector.memory", "ui.inspector.tool_calls", "ui.inspector.trace", "ui.widgets.notices",
                  "ui.widgets.palette", "ui.chat.composer.composer", "ui.chat.composer.model_picker",
-                 "ui.chat.composer.context_meter", "ui.chat.view.chat", "ui.chat.view.chat_parts")
+                 "ui.chat.composer.context_meter", "ui.chat.view.chat", "ui.chat.view.chat_parts",
+                 "ui.chat.view.virtual")
 
 
 def import_build_modules(more: Sequence[str] = ()) -> None:
