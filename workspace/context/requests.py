@@ -63,7 +63,8 @@ def _clean(value: Any, mask: Any) -> Any:
     secrets masked."""
     if isinstance(value, str):
         if value.startswith("data:") and ";base64," in value[:80]:
-            return f"{value[:value.index(',') + 1]}… ({len(value):,} characters of data, not recorded)"
+            # The media type only: not even the encoding's name, so a recorded request holds no part of the data.
+            return f"{value[:value.index(';')]}… ({len(value):,} characters of data, not recorded)"
         if len(value) > MAX_STRING_CHARS:
             value = value[:MAX_STRING_CHARS] + f"… ({len(value) - MAX_STRING_CHARS:,} more characters, not recorded)"
         return mask(value)
