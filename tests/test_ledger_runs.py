@@ -9,6 +9,7 @@ tasks sharing a ledger take turns, so the shared budget is passed at most by one
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,9 @@ from typing import Any
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
 
+from ui.chat.model.presenter import ChatPresenter
 from workspace import events as ev
+from workspace.cli.render import EventPrinter
 from workspace.config import load_config
 from workspace.ledger import BudgetExceeded, Ledger
 from workspace.network import Network
@@ -98,6 +101,20 @@ async def test_the_call_that_passes_the_limit_is_made_then_the_run_fails(server:
     with pytest.raises(BudgetExceeded, match="110 tokens used"):  # the next run is refused before sending
         await r.arun("And now?")
     assert len(server.requests) == 1
+    # What a person sees: the terminal's line and the chat's footer for the run.
+    out = io.StringIO()
+    printer = EventPrinter(out)
+    for event in events:
+        printer(event)
+    printer.finish()
+    assert "✗ failed: Token budget exceeded: 110 tokens used, budget is 100" in out.getvalue()
+    presenter = ChatPresenter()
+    presenter.add_user("Weather?")
+    for event in events:
+        presenter.feed(event)
+    run = presenter.run(failed[0].run_id)
+    assert run is not None and run.end is not None
+    assert run.end.status_text == "Failed — Token budget exceeded: 110 tokens used, budget is 100"
 
 
 async def test_a_cost_budget_of_a_priced_model(server: FakeLLMServer) -> None:
