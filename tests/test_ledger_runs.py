@@ -199,3 +199,26 @@ async def test_a_network_file_budget_is_one_ledger(tmp_path: Path, server: FakeL
     with pytest.raises(Exception, match="budget") as caught:
         load_network(bad, config=load_config(env={}))
     assert "money" in str(caught.value)
+
+
+async def test_a_caller_waits_for_its_turn_across_threads_and_may_give_up() -> None:
+    ledger = Ledger(limits={"tokens": 10, "cost": 1.0})
+    first = await ledger.hold_rest("tokens", "cost", "calls")  # "calls" has no limit: held at 0, still counted
+    assert first.amounts == {"tokens": 10, "cost": 1.0, "calls": 0} and ledger.remaining("tokens") == 0
+    given_up = asyncio.create_task(ledger.hold_rest("tokens"))
+    # Another thread with its own event loop (Robot.run() in a worker) waits for the same budget.
+    other = asyncio.create_task(asyncio.to_thread(lambda: asyncio.run(ledger.hold_rest("tokens")).amounts))
+    await asyncio.sleep(0.2)  # both are waiting: nothing is left to hold
+    assert not given_up.done() and not other.done()
+    given_up.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await given_up
+    first.settle(tokens=4, cost=0.25, calls=1)
+    assert await asyncio.wait_for(other, timeout=30) == {"tokens": 6}  # the rest, once the first settled
+    assert ledger.consumed == {"tokens": 4, "cost": 0.25, "calls": 1}
+    assert ledger.reserved == {"tokens": 6}  # the thread's hold (its run never settled it)
+    ledger.release("tokens", 6)
+    spent = Ledger(limits={"cost": 0.5}, consumed={"cost": 0.75})
+    with pytest.raises(BudgetExceeded, match=r"^Cost budget exceeded: \$0\.750000 used, budget is \$0\.500000$"):
+        await spent.hold_rest("tokens", "cost")
+    assert spent.reserved == {}
