@@ -7,12 +7,16 @@ parallel callers from all starting on the same remaining amount. A dimension wit
 never refused. The ledger is thread-safe (tools run in worker threads), so one ledger may be shared
 by every task of a network.
 
-The agent loop does not use it yet: a robot's own budget is still ``max_cost`` / ``max_total_tokens``,
-checked by the loop before each model call.
+The agent loop uses it as RobotLab's robot does (:mod:`workspace.agent.budget`): before each model
+call it holds the whole remaining amount of each dimension (:meth:`Ledger.hold_rest`, which waits
+while another call holds it all, so parallel tasks sharing a ledger take turns), and after the call
+it settles what the call really spent. A robot's own ``max_cost`` / ``max_total_tokens`` are
+separate, per-run limits.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 from collections.abc import Mapping
@@ -22,6 +26,16 @@ from workspace.errors import Error
 
 class BudgetExceeded(Error):
     """A reservation would take a dimension of a :class:`Ledger` over its limit."""
+
+
+def budget_message(key: str, used: float, limit: float) -> str:
+    """RobotLab's words for a spent budget: "Token budget exceeded: <n> tokens used, budget is <b>",
+    "Cost budget exceeded: $<x> used, budget is $<y>" (six decimals); another dimension by its name."""
+    if key == "tokens":
+        return f"Token budget exceeded: {used:g} tokens used, budget is {limit:g}"
+    if key == "cost":
+        return f"Cost budget exceeded: ${used:.6f} used, budget is ${limit:.6f}"
+    return f"Budget exceeded for {key}: {used:g} used, budget is {limit:g}"
 
 
 def _amount(value: object, *, what: str) -> float:
@@ -43,6 +57,8 @@ class Ledger:
         self._consumed: dict[str, float] = {
             str(k): _amount(v, what=f"What was consumed of {k!r}") for k, v in (consumed or {}).items()}
         self._reserved: dict[str, float] = {}
+        #: Callers of :meth:`hold_rest` waiting for a reservation to end: (their loop, their future).
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
     @property
     def limits(self) -> dict[str, float]:
@@ -82,12 +98,66 @@ class Ledger:
         with self._lock:
             self._reserved[key] = max(self._reserved.get(key, 0) - reserved, 0)
             self._consumed[key] = self._consumed.get(key, 0) + actual
+        self._wake()
 
     def release(self, key: str, amount: float) -> None:
         """Give back a reservation that was not spent (the call did not happen)."""
         amount = _amount(amount, what="The amount to release")
         with self._lock:
             self._reserved[key] = max(self._reserved.get(key, 0) - amount, 0)
+        self._wake()
+
+    def over(self, key: str) -> tuple[float, float] | None:
+        """``(consumed, limit)`` when ``key`` has consumed more than its limit, else None."""
+        with self._lock:
+            limit = self._limits.get(key)
+            used = self._consumed.get(key, 0)
+            return (used, limit) if limit is not None and used > limit else None
+
+    async def hold_rest(self, *keys: str) -> Reservation:
+        """Reserve the whole remaining amount of each of ``keys`` (RobotLab's robot before a model call), as
+        one :class:`Reservation` to settle with what the call spent. A dimension without a limit holds 0 (what
+        is settled is still counted in :attr:`consumed`). A dimension already used up raises
+        :class:`BudgetExceeded` with RobotLab's message (:func:`budget_message`); while another call holds all
+        that remains, this waits for it to be settled or given back, so callers sharing a ledger take turns."""
+        while True:
+            loop = asyncio.get_running_loop()
+            waiter: asyncio.Future[None] | None = None
+            with self._lock:
+                held: dict[str, float] = {}
+                for key in keys:
+                    limit = self._limits.get(key)
+                    if limit is None:
+                        held[key] = 0
+                        continue
+                    used = self._consumed.get(key, 0)
+                    if used >= limit:
+                        raise BudgetExceeded(budget_message(key, used, limit))
+                    rest = limit - used - self._reserved.get(key, 0)
+                    if rest <= 0:
+                        waiter = loop.create_future()
+                        self._waiters.append((loop, waiter))
+                        break
+                    held[key] = rest
+                if waiter is None:
+                    for key, amount in held.items():
+                        if amount:
+                            self._reserved[key] = self._reserved.get(key, 0) + amount
+                    return Reservation(self, held)
+            try:
+                await waiter
+            finally:
+                with self._lock:
+                    if (loop, waiter) in self._waiters:
+                        self._waiters.remove((loop, waiter))
+
+    def _wake(self) -> None:
+        """Tell every :meth:`hold_rest` waiting that a reservation ended (each tries again)."""
+        with self._lock:
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_resolve, future)
 
     def remaining(self, key: str) -> float:
         """What may still be reserved: limit - consumed - reserved, never below 0; ``math.inf`` without a limit."""
@@ -114,6 +184,11 @@ class Ledger:
 
     def __repr__(self) -> str:
         return f"<Ledger limits={self._limits!r} consumed={self.consumed!r}>"
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 class Reservation:

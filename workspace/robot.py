@@ -27,6 +27,7 @@ from workspace.errors import ConfigurationError, RunFailedError, ToolLoopError
 from workspace.events import RunCancelled, RunFailed
 from workspace.hooks import Hook, HookRegistry
 from workspace.learning import RobotLearning
+from workspace.ledger import BudgetExceeded, Ledger
 from workspace.memory import Memory
 from workspace.messages import Message
 from workspace.providers.base import with_defaults
@@ -62,6 +63,9 @@ class Robot(BusMessaging, RobotLearning, Runnable):
     rate limit (model ids, or ``{"model": ..., "api_base": ...}``). ``max_cost`` (USD) and
     ``max_total_tokens`` are each run's budget: the run stops before a model call once it is used up
     (``stop_reason`` ``max_cost`` / ``max_total_tokens``). Front matter may set all but the key.
+    ``token_budget`` / ``cost_budget`` (RobotLab's) span the robot's life: a :class:`~workspace.ledger.Ledger`
+    (``robot.ledger``, or ``ledger=`` to share one) each model call reserves from, and a run that spends it
+    raises :class:`~workspace.ledger.BudgetExceeded`.
 
     Robots talk on a message bus and delegate to each other (:class:`~workspace.bus.BusMessaging`:
     ``with_bus``, ``send_message``, ``on_message``, ``spawn``, ``delegate``), and learn
@@ -98,6 +102,9 @@ class Robot(BusMessaging, RobotLearning, Runnable):
         fallback_models: Iterable[str | Mapping[str, Any]] | None = None,
         max_cost: float | None = None,
         max_total_tokens: int | None = None,
+        token_budget: int | None = None,
+        cost_budget: float | None = None,
+        ledger: Ledger | None = None,
         context_window: int | None = None,
         context_policy: str | None = None,
         output_type: Any = None,
@@ -195,6 +202,9 @@ class Robot(BusMessaging, RobotLearning, Runnable):
         self.max_total_tokens = max_total_tokens if max_total_tokens is not None else (
             tmpl.max_total_tokens if tmpl else None)
         self.max_turns = max_turns or (tmpl.max_turns if tmpl else None)
+        #: RobotLab's budget ledger: every model call of every run reserves from it and settles in it
+        #: (``token_budget`` / ``cost_budget`` make one for this robot's lifetime; ``ledger=`` shares one).
+        self.ledger: Ledger | None = _budget_ledger(str(name), ledger, token_budget, cost_budget)
         skill_settings = {k: v for skill in self.skill_templates for k, v in skill.settings.items()}
         self.settings: dict[str, Any] = {**skill_settings, **(tmpl.settings if tmpl else {}), **settings}
         self.local_tools: list[Tool] = []
@@ -552,7 +562,7 @@ class Robot(BusMessaging, RobotLearning, Runnable):
         run = self.stream(message, **options)
         terminal = await run.wait()
         if isinstance(terminal, RunFailed):
-            if isinstance(run.error, ToolLoopError):  # RobotLab raises the circuit breaker's error itself
+            if isinstance(run.error, ToolLoopError | BudgetExceeded):  # RobotLab raises these itself
                 raise run.error
             raise RunFailedError(terminal.error)
         if isinstance(terminal, RunCancelled) and run.result is not None:
@@ -650,3 +660,21 @@ def _check_settings(settings: Mapping[str, Any]) -> None:
 
     params = [p for p in inspect.signature(Robot.__init__).parameters if p not in ("self", "settings")]
     check_settings(settings, also_known=params)
+
+
+def _budget_ledger(robot: str, ledger: Ledger | None, tokens: int | None, cost: float | None) -> Ledger | None:
+    """The robot's budget ledger: ``ledger=`` as given, or one with ``token_budget`` / ``cost_budget`` as limits."""
+    if ledger is not None:
+        if tokens is not None or cost is not None:
+            raise ConfigurationError(f"Robot '{robot}': give token_budget= / cost_budget= or ledger=, not both "
+                                     "(a shared ledger has its own limits: Ledger(limits={'tokens': ..., 'cost': ...}))")
+        return ledger
+    limits: dict[str, float] = {}
+    if tokens is not None:
+        limits["tokens"] = _whole(tokens, "token_budget", robot, minimum=1) or 0
+    if cost is not None:
+        if isinstance(cost, bool) or not isinstance(cost, int | float) or not cost >= 0:
+            raise ConfigurationError(f"Robot '{robot}': cost_budget must be a number of US dollars, 0 or more "
+                                     f"(got {cost!r})")
+        limits["cost"] = float(cost)
+    return Ledger(limits=limits) if limits else None

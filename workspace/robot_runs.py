@@ -31,7 +31,7 @@ RUN_OPTIONS = frozenset({
     "run_id", "folder", "changes", "provider", "thread_id", "sequence", "watch_memory", "network_tools",
     "network_mcp", "max_cost", "max_total_tokens", "history", "parent_run_id", "parent_tool_id", "output_type",
     "output_mode", "attachments", "agent_skills",
-    "hooks", "max_tool_rounds", "doom_loop_threshold", "max_tools", "candidate", "tool_share",
+    "hooks", "max_tool_rounds", "doom_loop_threshold", "max_tools", "candidate", "tool_share", "ledger",
 })
 
 
@@ -123,6 +123,7 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         max_tool_rounds=options.get("max_tool_rounds", robot.max_tool_rounds),
         doom_loop_threshold=options.get("doom_loop_threshold", robot.doom_loop_threshold),
         max_tools=options.get("max_tools", robot.max_tools),
+        ledger=options.get("ledger") or robot.ledger,
     )
     if options.get("run_id"):
         spec.run_id = str(options["run_id"])

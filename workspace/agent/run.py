@@ -10,6 +10,8 @@ Why a run stopped is its result's ``stop_reason`` (:data:`workspace.result.STOP_
 for people): ``stop`` (the model answered), ``length`` (the answer was cut off at the token
 limit: :data:`CONTINUE_PROMPT` asks for the rest), ``max_turns``, ``max_cost`` and
 ``max_total_tokens`` (the run's budget; checked before each model call), ``cancelled``, ``error``.
+A robot's budget ledger (``RunSpec.ledger``: :mod:`workspace.agent.budget`) is held before each model
+call and settled after it; a spent ledger fails the run with ``BudgetExceeded`` (RobotLab's message).
 
 Stopping a run (:meth:`AgentRun.cancel`) is not the same as the consumer going
 away: a stopped run still delivers its ``run_cancelled`` event, carrying what was
@@ -31,6 +33,7 @@ from typing import Any, Protocol
 
 from workspace import events as ev
 from workspace import hooks
+from workspace.agent.budget import ledger_call
 from workspace.agent.effects import EFFECT_TOOLS, file_effects
 from workspace.agent.guards import DEFAULT_MAX_TOOLS, DoomLoopDetector, circuit_breaker_message, with_warning
 from workspace.agent.turn import INVALID_ARGUMENTS, INVALID_WHY, ModelTurns, TurnOutcome
@@ -38,6 +41,7 @@ from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest, 
 from workspace.attachments import Attachment, has_images, user_content
 from workspace.context import ContextManager
 from workspace.errors import ToolLoopError, serialize
+from workspace.ledger import Ledger
 from workspace.memory import writer_var
 from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
 from workspace.output import StructuredOutput
@@ -149,6 +153,9 @@ class RunSpec:
     max_cost: float | None = None
     #: The run stops before a model call once it used this many tokens (in + out).
     max_total_tokens: int | None = None
+    #: The budget ledger each model call reserves from and settles in (RobotLab's ``Budget::Ledger``; a
+    #: robot's ``token_budget`` / ``cost_budget``, or one a network's tasks share); None: no ledger.
+    ledger: Ledger | None = None
     #: A tool call the model wrote as text: "run" it, only give a "notice", or "off".
     text_tool_calls: str = "run"
     #: Keeps each request within the model's context window (compacts, truncates or refuses).
@@ -501,10 +508,11 @@ class AgentRun(ModelTurns, EventRun):
                 await self._join_pending_tools()
             turns += 1
             text_parts.clear()
-            if spec.hooks:
-                outcome = await self._generation(text_parts, turns - 1, message)
-            else:
-                outcome = await self._model_turn(text_parts)
+            async with ledger_call(spec.ledger, lambda: self._usage):  # the budget ledger, when the robot has one
+                if spec.hooks:
+                    outcome = await self._generation(text_parts, turns - 1, message)
+                else:
+                    outcome = await self._model_turn(text_parts)
             calls = outcome.calls
             text = "".join(text_parts)
             text_parts.clear()

@@ -28,6 +28,7 @@ from workspace.schemas import did_you_mean
 if TYPE_CHECKING:
     from workspace.ask_user import AskFn
     from workspace.config import Config
+    from workspace.ledger import Ledger
     from workspace.network.schema import NetworkFile, RobotSpec, RouteSpec, TaskSpec
     from workspace.providers.base import Provider
     from workspace.robot import Robot
@@ -153,6 +154,9 @@ def load_network(
         bus:                            # or bus: true: the robots talk on one bus (the send_message tool)
           serve: [helper]               # robots that answer each message with a run of their own
           reply_timeout: 60             # seconds send_message waits for the reply (default 120)
+        budget:                         # one budget all the tasks share (RobotLab's Budget::Ledger)
+          tokens: 20000                 # input + output tokens of every model call together
+          cost: 0.50                    # US dollars (known only where the model's price is)
     """
     from workspace.schemas import SchemaError, load_yaml
 
@@ -278,7 +282,8 @@ class _Loader:
 
         network = Network(spec.name or self.path.stem, concurrency=spec.concurrency,
                           max_concurrent_robots=spec.max_concurrent_robots, tools=levels["tools"],
-                          mcp=levels["mcp"], context=spec.context or {}, description=spec.description)
+                          mcp=levels["mcp"], context=spec.context or {}, description=spec.description,
+                          ledger=_ledger(spec))
         # Only a file without problems gets here: the network and its tasks are built.
         network.source = self.path
         for task in built:
@@ -601,3 +606,14 @@ def _empty_task() -> TaskSpec:
     from workspace.network.schema import TaskSpec
 
     return TaskSpec()
+
+
+def _ledger(spec: NetworkFile) -> Ledger | None:
+    """The ledger of a file's ``budget:`` (None without one, or with neither ``tokens`` nor ``cost``)."""
+    from workspace.ledger import Ledger
+
+    budget = spec.budget
+    if budget is None:
+        return None
+    limits = {key: value for key, value in (("tokens", budget.tokens), ("cost", budget.cost)) if value is not None}
+    return Ledger(limits=limits) if limits else None

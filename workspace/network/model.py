@@ -28,6 +28,7 @@ from workspace.runnable import Runnable
 if TYPE_CHECKING:
     from workspace.bus import MessageBus
     from workspace.hooks import Hook
+    from workspace.ledger import Ledger
     from workspace.network.scheduler import NetworkRun
     from workspace.robot import Robot
 
@@ -221,6 +222,8 @@ class Network(Runnable):
     the most tasks running at once. ``max_concurrent_robots`` (RobotLab 0.1's cap; ``None`` = no cap)
     bounds it further: the tighter of the two holds (:attr:`task_limit`). ``tools``/``mcp``: the
     network level of the tool and MCP hierarchies. ``context``: template variables for every task (under the run parameters).
+    ``ledger``: a :class:`~workspace.ledger.Ledger` every task's model calls reserve from (one budget for the run's
+    parallel tasks; ``budget:`` in a network file).
     """
 
     def __init__(
@@ -235,6 +238,7 @@ class Network(Runnable):
         context: Mapping[str, Any] | None = None,
         description: str | None = None,
         tasks: Iterable[Task] = (),
+        ledger: Ledger | None = None,
     ) -> None:
         from workspace.tools import selection
 
@@ -277,6 +281,9 @@ class Network(Runnable):
         self.bus_servers: dict[str, Robot] = {}
         #: How long a robot's ``send_message`` waits for the reply (seconds).
         self.reply_timeout: float | None = None
+        #: The budget ledger every task's robot run reserves from before each model call (RobotLab's
+        #: ``Budget::Ledger`` shared by parallel tasks; in place of a robot's own); None: none.
+        self.ledger: Ledger | None = ledger
         for task in tasks:
             self.add_task(task)
 

@@ -653,6 +653,8 @@ class NetworkRun(EventRun):
         for key in ("approval", "folder", "changes", "thread_id", "max_turns", "settings", "provider"):
             if self.options.get(key) is not None:
                 options[key] = self.options[key]
+        if self.network.ledger is not None:  # one budget for every task, held by one model call at a time
+            options["ledger"] = self.network.ledger
         return options
 
 

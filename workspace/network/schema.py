@@ -241,6 +241,15 @@ def _bus(value: Any) -> Any:
                      "messages), reply_timeout (seconds)")
 
 
+class BudgetSpec(StrictModel):
+    """One budget for every task of the network (RobotLab's ``Budget::Ledger`` shared by its tasks)."""
+
+    tokens: Annotated[int, Field(ge=1, strict=True)] | None = Field(
+        None, description="the most tokens (input + output) all the tasks' model calls may use together")
+    cost: Annotated[Number, Field(ge=0)] | None = Field(
+        None, description="the most US dollars all the tasks' model calls may cost together")
+
+
 class NetworkFile(StrictModel):
     """A network of robots (a RobotLab network YAML file)."""
 
@@ -263,6 +272,8 @@ class NetworkFile(StrictModel):
                                                                           "default, field"))]] | None = None
     bus: Annotated[bool | BusSpec, _form(_bus)] | None = Field(
         None, description="true, or serve / reply_timeout: the robots talk on one message bus (send_message)")
+    budget: BudgetSpec | None = Field(
+        None, description="tokens / cost: one budget the tasks share; each model call reserves what remains")
 
 
 _MATCH = TypeAdapter(dict[str, Names])
