@@ -90,11 +90,15 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
             manifest.add(message_tool(robot, reply_timeout=timeout))
         catalog = options.get("agent_skills")
         if catalog is not None:  # RobotLab's AgentSkills: the skills this message asks for, this run only
-            from workspace.agent_skills import instructions
+            from workspace.agent_skills import instructions, skill_script_tools
 
-            chosen = instructions(await catalog.select(text))
+            selected = await catalog.select(text)
+            chosen = instructions(selected)
             if chosen:
                 spec.system = f"{chosen}\n\n{spec.system}" if spec.system else chosen
+            for tool in await skill_script_tools(selected):  # their scripts/, as tools of this run alone
+                if tool.name not in manifest:
+                    manifest.add(tool)
         prompt = await mcp_prompt_text(robot)
         if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
             spec.system = f"{prompt}\n\n{spec.system}" if spec.system else prompt
