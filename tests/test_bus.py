@@ -325,6 +325,43 @@ async def test_leaving_a_bus_refuses_what_was_still_queued() -> None:
     assert "bob" not in bus.channels
 
 
+async def test_disconnect_leaves_the_channel_refuses_what_waited_and_with_bus_joins_again() -> None:
+    bus = MessageBus()
+    alice, bob = robot("alice").with_bus(bus), robot("bob").with_bus(bus)
+    gate = asyncio.Event()
+    got: list[Any] = []
+
+    async def slow(msg: RobotMessage) -> None:
+        got.append(msg.content)
+        await gate.wait()
+
+    bob.on_message(slow)
+    alice.send_message(to="bob", content="m0")
+    alice.send_message(to="bob", content="m1")
+    await asyncio.sleep(0)  # bob is on the first
+    assert bob.disconnect() is bob
+    await bus.drain(timeout=HANG)
+    assert [d.message.content for d in bus.dead_letters] == ["m1"] and got == ["m0"]
+    assert "bob" not in bus.channels and bob.bus is bus  # as RobotLab's: it left the channel, it knows its bus
+    assert bob.to_dict()["bus"] is True
+    with pytest.raises(BusError, match=r"No robot named 'bob' is on this bus \(on it: alice\).*with_bus"):
+        alice.send_message(to="bob", content="m2")
+    bob.send_message(to="alice", content="still sending")  # it may still send on it
+    bob.with_bus()  # joins its bus again
+    bob.on_message(lambda msg: got.append(msg.content))
+    alice.send_message(to="bob", content="m3")
+    await bus.drain(timeout=HANG)
+    assert got == ["m0", "m3"]
+    assert robot("carol").disconnect().bus is None  # not on a bus: nothing happens
+
+
+def test_to_dict_says_whether_the_robot_has_a_bus() -> None:
+    loner = robot("loner")
+    assert "bus" not in loner.to_dict()  # RobotLab's nil, left out
+    assert loner.with_bus().to_dict()["bus"] is True
+    assert list(loner.to_dict())[-1] == "bus"
+
+
 def test_the_new_names_are_exported_lazily() -> None:
     import subprocess
     import sys

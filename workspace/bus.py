@@ -375,6 +375,17 @@ class BusMessaging:
         target.subscribe(self.name, self._receive)
         return self
 
+    def disconnect(self) -> Self:
+        """RobotLab's ``disconnect``: leave this robot's channel on its bus and return the robot. What was still
+        queued for it is refused (``nack``) and a message sent to it now fails naming ``with_bus``; the robot
+        still knows its bus (:attr:`bus`, ``to_dict()["bus"]``) and can send on it, and ``with_bus()`` joins it
+        again. Not on a bus: nothing happens. (RobotLab's also disconnects the robot's MCP clients; here the
+        servers belong to the workspace's manager, shared by every robot, and stay up.)"""
+        bus = self._talk.bus
+        if bus is not None:
+            bus.remove_channel(self.name)
+        return self
+
     def _need_bus(self) -> MessageBus:
         bus = self._talk.bus
         if bus is None:
