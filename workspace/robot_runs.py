@@ -128,6 +128,11 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         doom_loop_threshold=options.get("doom_loop_threshold", robot.doom_loop_threshold),
         max_tools=options.get("max_tools", robot.max_tools),
     )
+    network = options.get("network")
+    if robot.bus is not None and getattr(network, "bus", None) is not robot.bus:  # a bus outside a network
+        from workspace.bus import watch_run
+
+        spec.watchers.append(watch_run(robot))
     if options.get("run_id"):
         spec.run_id = str(options["run_id"])
     return spec
