@@ -99,3 +99,25 @@ async def test_a_script_with_a_broken_description_is_left_out_with_a_warning(
         tools = await skill_script_tools([AgentSkill.from_path(folder)])
     assert [t.name for t in tools] == ["count_words"]
     assert "AgentSkill 'counter'" in caplog.text and "bad.sh" in caplog.text and "skipping the script" in caplog.text
+
+
+async def test_an_untrusted_folders_skill_scripts_are_not_offered_until_it_is_trusted(tmp_path: Path) -> None:
+    from workspace import trust
+
+    folder = tmp_path / "project"
+    make_skill(folder / ".robotlab" / "templates" / "skills", "word_counter", "Counts the words of a text",
+               {"count-words.sh": WORDS})
+    catalog = AgentSkillCatalog(folder=folder)
+    provider = ScriptedProvider(["Cannot.", "Can."])
+    robot = Robot("helper", system_prompt="You help.", provider=provider, folder=folder)
+    message = "Count the words of this text: one two three"
+
+    events = [e async for e in robot.stream(message, agent_skills=catalog)]
+    assert "count_words" not in provider.history[0].tool_names
+    assert provider.history[0].system is not None and provider.history[0].system.startswith("Use the script.")
+    [notice] = [e.detail for e in events if isinstance(e, ev.RunStatus) and "word_counter" in (e.detail or "")]
+    assert "not trusted" in notice and f"robotlab trust {folder.resolve()}" in notice
+
+    trust.trust(folder)
+    await robot.arun(message, agent_skills=catalog)
+    assert "count_words" in provider.history[1].tool_names

@@ -96,8 +96,8 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
             chosen = instructions(selected)
             if chosen:
                 spec.system = f"{chosen}\n\n{spec.system}" if spec.system else chosen
-            for tool in await skill_script_tools(selected):  # their scripts/, as tools of this run alone
-                if tool.name not in manifest:
+            for tool in await skill_script_tools(_scripts_allowed(selected, folder_path, spec.notices)):
+                if tool.name not in manifest:  # the skills' scripts/, as tools of this run alone
                     manifest.add(tool)
         prompt = await mcp_prompt_text(robot)
         if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
@@ -136,6 +136,25 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
     if options.get("run_id"):
         spec.run_id = str(options["run_id"])
     return spec
+
+
+def _scripts_allowed(skills: list[Any], folder: Path | None, notices: list[str]) -> list[Any]:
+    """``skills`` without those inside ``folder`` (the opened folder's templates) whose scripts the user has not
+    allowed by trusting the folder, as its ``.robotlab/tools/``: not even their ``--help`` runs; a notice says
+    how to trust it. Their instructions are prompt and stay."""
+    if folder is None:
+        return skills
+    inside = [s for s in skills if s.scripts and s.path.resolve().is_relative_to(folder)]
+    if not inside:
+        return skills
+    from workspace.trust import trusted_by_user
+
+    if trusted_by_user(folder):
+        return skills
+    for skill in inside:
+        notices.append(f"The scripts of the skill '{skill.name}' ({skill.path / 'scripts'}) are not offered: the "
+                       f"folder is not trusted. Run `robotlab trust {folder}` (or use the window's banner) to use them.")
+    return [s for s in skills if s not in inside]
 
 
 async def _within_share(robot: Robot, manifest: ToolManifest, provider: Any, share: Any,
