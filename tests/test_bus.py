@@ -325,6 +325,113 @@ async def test_leaving_a_bus_refuses_what_was_still_queued() -> None:
     assert "bob" not in bus.channels
 
 
+async def test_disconnect_leaves_the_channel_refuses_what_waited_and_with_bus_joins_again() -> None:
+    bus = MessageBus()
+    alice, bob = robot("alice").with_bus(bus), robot("bob").with_bus(bus)
+    gate = asyncio.Event()
+    got: list[Any] = []
+
+    async def slow(msg: RobotMessage) -> None:
+        got.append(msg.content)
+        await gate.wait()
+
+    bob.on_message(slow)
+    alice.send_message(to="bob", content="m0")
+    alice.send_message(to="bob", content="m1")
+    await asyncio.sleep(0)  # bob is on the first
+    assert bob.disconnect() is bob
+    await bus.drain(timeout=HANG)
+    assert [d.message.content for d in bus.dead_letters] == ["m1"] and got == ["m0"]
+    assert "bob" not in bus.channels and bob.bus is bus  # as RobotLab's: it left the channel, it knows its bus
+    assert bob.to_dict()["bus"] is True
+    with pytest.raises(BusError, match=r"No robot named 'bob' is on this bus \(on it: alice\).*with_bus"):
+        alice.send_message(to="bob", content="m2")
+    bob.send_message(to="alice", content="still sending")  # it may still send on it
+    bob.with_bus()  # joins its bus again
+    bob.on_message(lambda msg: got.append(msg.content))
+    alice.send_message(to="bob", content="m3")
+    await bus.drain(timeout=HANG)
+    assert got == ["m0", "m3"]
+    assert robot("carol").disconnect().bus is None  # not on a bus: nothing happens
+
+
+def test_to_dict_says_whether_the_robot_has_a_bus() -> None:
+    loner = robot("loner")
+    assert "bus" not in loner.to_dict()  # RobotLab's nil, left out
+    assert loner.with_bus().to_dict()["bus"] is True
+    assert list(loner.to_dict())[-1] == "bus"
+
+
+async def test_a_robots_bus_messages_outside_a_network_are_events_of_its_run() -> None:
+    from workspace import events as ev
+    from workspace.providers.testing import ToolCall
+
+    bus = MessageBus()
+    alice = robot("alice", ScriptedProvider([[ToolCall("ask", {"to": "bob", "text": "ping"}, id="c1")], "Asked.",
+                                             "Nothing to send."]))
+
+    async def ask(to: str, text: str) -> str:
+        """Send a message to another robot and wait until it is answered."""
+        sent = alice.send_message(to=to, content=text)
+        await bus.drain(timeout=HANG)
+        return str(alice.outbox[sent.key].replies[0].content)
+
+    alice.local_tools.append(to_tool(ask))
+    alice.with_bus(bus)
+    bob = robot("bob").with_bus(bus)
+    bob.respond_to_tasks(lambda m: f"pong to {m.content}")
+    carol = robot("carol").with_bus(bus)
+    events = [e async for e in alice.stream("Ask bob")]
+    shown = [(e.sender, e.to, e.content, e.message_id, e.in_reply_to, e.run_id) for e in events
+             if isinstance(e, ev.BusMessage)]
+    run_id = events[0].run_id
+    assert shown == [("alice", "bob", "ping", "alice:1", None, run_id),
+                     ("bob", "alice", "pong to ping", "bob:1", "alice:1", run_id)]
+    [result] = [e for e in events if isinstance(e, ev.ToolResult)]
+    assert result.payload["data"] == "pong to ping"
+    bob.send_message(to="carol", content="not alice's")  # neither from nor to the running robot
+    later = [e async for e in alice.stream("Anything?")]
+    await bus.drain(timeout=HANG)
+    carol.send_message(to="alice", content="after the run")  # the run is over: nothing watches any more
+    await bus.drain(timeout=HANG)
+    assert not any(isinstance(e, ev.BusMessage) for e in later)
+
+
+async def test_a_message_between_two_running_robots_is_shown_once_in_the_senders_run() -> None:
+    from workspace import events as ev
+    from workspace.providers.testing import ToolCall
+
+    bus = MessageBus()
+    released = asyncio.Event()
+    bob = robot("bob", ScriptedProvider([[Pause(event=released), "I read it."]])).with_bus(bus)
+    received = asyncio.Event()
+    bob.on_message(lambda m: received.set())
+    alice = robot("alice", ScriptedProvider([[ToolCall("tell", {"text": "hi"}, id="c1")], "Told."])).with_bus(bus)
+
+    async def tell(text: str) -> str:
+        """Tell bob something while bob runs."""
+        alice.send_message(to="bob", content=text)
+        await asyncio.wait_for(received.wait(), HANG)
+        return "sent"
+
+    alice.local_tools.append(to_tool(tell))
+    bob_run = bob.stream("Wait for alice", max_turns=1)
+    bob_events: list[Any] = []
+
+    async def follow() -> None:
+        async for event in bob_run:
+            bob_events.append(event)
+            if isinstance(event, ev.RunStarted):
+                alice_events.extend([e async for e in alice.stream("Tell bob")])  # while bob's run waits
+                released.set()
+
+    alice_events: list[Any] = []
+    await asyncio.wait_for(follow(), HANG)
+    assert [(e.sender, e.to) for e in alice_events if isinstance(e, ev.BusMessage)] == [("alice", "bob")]
+    assert not any(isinstance(e, ev.BusMessage) for e in bob_events)  # the sender's run shows it, once
+    assert isinstance(bob_events[-1], ev.RunFinished)  # bob's run went on past the message
+
+
 def test_the_new_names_are_exported_lazily() -> None:
     import subprocess
     import sys

@@ -267,6 +267,36 @@ class AgentSkillCatalog:
         return out
 
 
+async def skill_script_tools(skills: Iterable[AgentSkill]) -> list[ScriptTool]:
+    """The executable ``scripts/`` of ``skills`` as script tools, the first of a name kept (RobotLab adds them to
+    the run the skills are selected for). They are read in a worker thread (a script described by neither a front
+    matter nor a sidecar is asked for its ``--help``) and run as every script tool does: in the sandbox on the
+    run's folder, asked about as the command they run. A script whose description is broken is left out with a
+    warning naming it, so one bad script does not stop the run."""
+    import asyncio
+
+    def read(skill: AgentSkill) -> list[ScriptTool]:
+        from workspace.tools.script import ScriptTool, ScriptToolError
+
+        out: list[ScriptTool] = []
+        for path in skill.scripts:
+            try:
+                tool = ScriptTool.from_path(path, capabilities=skill.capabilities, skill_dir=skill.path)
+            except ScriptToolError as exc:
+                log.warning("AgentSkill '%s': %s, skipping the script", skill.name, exc)
+                continue
+            if tool is not None:
+                out.append(tool)
+        return out
+
+    tools: dict[str, ScriptTool] = {}
+    for skill in skills:
+        if skill.scripts:
+            for tool in await asyncio.to_thread(read, skill):
+                tools.setdefault(tool.name, tool)
+    return list(tools.values())
+
+
 def instructions(skills: Iterable[AgentSkill]) -> str:
     """The selected skills' instructions joined as RobotLab prepends them to the system prompt."""
     return "\n\n".join(s.instructions for s in skills if s.instructions)

@@ -166,6 +166,8 @@ class MessageBus:
         #: Deliveries a handler refused (``nack``), oldest first.
         self.dead_letters: list[Delivery] = []
         self._observers: list[Observer] = []
+        #: Robots with a run going that shows its messages (:func:`watch_run`), by name: how many such runs.
+        self._watched: dict[str, int] = {}
 
     def add_observer(self, observer: Observer) -> Callable[[], None]:
         """``observer(delivery)`` is called for every message published from now on, in the publisher's
@@ -375,6 +377,17 @@ class BusMessaging:
         target.subscribe(self.name, self._receive)
         return self
 
+    def disconnect(self) -> Self:
+        """RobotLab's ``disconnect``: leave this robot's channel on its bus and return the robot. What was still
+        queued for it is refused (``nack``) and a message sent to it now fails naming ``with_bus``; the robot
+        still knows its bus (:attr:`bus`, ``to_dict()["bus"]``) and can send on it, and ``with_bus()`` joins it
+        again. Not on a bus: nothing happens. (RobotLab's also disconnects the robot's MCP clients; here the
+        servers belong to the workspace's manager, shared by every robot, and stay up.)"""
+        bus = self._talk.bus
+        if bus is not None:
+            bus.remove_channel(self.name)
+        return self
+
     def _need_bus(self) -> MessageBus:
         bus = self._talk.bus
         if bus is None:
@@ -525,6 +538,45 @@ class BusMessaging:
         once. ``options`` go to ``to.arun``. Errors of the delegate propagate (from ``value()`` in the
         background)."""
         return await delegate(to, task, delegated_by=self.name, background=background, **options)
+
+
+def watch_run(robot: BusMessaging) -> Callable[[Callable[[Any], Any]], Callable[[], None]]:
+    """A run of ``robot`` outside a network, on a bus: each message it sends, and each sent to it by a robot with
+    no such run going, becomes a ``bus_message`` event in the run's stream while the run goes (a network's run
+    shows its bus itself). Given to the run as one of its ``watchers``."""
+    from workspace import events as ev
+
+    def watch(emit: Callable[[Any], Any]) -> Callable[[], None]:
+        bus = robot.bus
+        if bus is None:
+            return lambda: None
+        name = robot.name
+        with bus._lock:
+            bus._watched[name] = bus._watched.get(name, 0) + 1
+
+        def observe(delivery: Delivery) -> None:
+            message = delivery.message
+            sent = message.from_ == name
+            if not sent and (delivery.to != name or bus._watched.get(message.from_)):
+                return  # not its message, or the sender's own run shows it
+            content = message.content if isinstance(message.content, str) else dict(message.content)
+            emit(ev.BusMessage(sender=message.from_, to=delivery.to, content=content, message_id=message.key,
+                               in_reply_to=message.in_reply_to))
+
+        remove = bus.add_observer(observe)
+
+        def stop() -> None:
+            remove()
+            with bus._lock:
+                left = bus._watched.get(name, 0) - 1
+                if left > 0:
+                    bus._watched[name] = left
+                else:
+                    bus._watched.pop(name, None)
+
+        return stop
+
+    return watch
 
 
 #: How long the ``send_message`` tool waits for the recipient's reply by default (seconds).

@@ -475,9 +475,11 @@ class ContextCompacted(BaseEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BusMessage(BaseEvent):
-    """A message one robot sent another on a network's message bus (:mod:`workspace.bus`). The run of the
-    sender's task carries it when the sender is running one, else the network's run with ``robot`` the
-    sender. The chat shows "sender → to" in the sender's lane, the terminal prints the same."""
+    """A message one robot sent another on a message bus (:mod:`workspace.bus`). On a network's bus, the run of
+    the sender's task carries it when the sender is running one, else the network's run with ``robot`` the
+    sender; a robot on a bus outside a network has its messages in its own run while one goes (the sender's,
+    when both run: :func:`workspace.bus.watch_run`). The chat shows "sender → to" in the sender's lane (or its
+    turn), the terminal prints the same."""
 
     kind: ClassVar[str] = "bus_message"
     #: The robot that sent it (``from`` on the bus's wire).

@@ -623,6 +623,7 @@ class Robot(BusMessaging, RobotLearning, Runnable):
             "max_cost": self.max_cost,
             "max_total_tokens": self.max_total_tokens,
             "skills": list(self.skills) or None,
+            "bus": True if self.bus is not None else None,  # RobotLab's: whether the robot has a bus
         }
         return {k: v for k, v in out.items() if v is not None}
 

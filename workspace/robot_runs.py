@@ -90,11 +90,15 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
             manifest.add(message_tool(robot, reply_timeout=timeout))
         catalog = options.get("agent_skills")
         if catalog is not None:  # RobotLab's AgentSkills: the skills this message asks for, this run only
-            from workspace.agent_skills import instructions
+            from workspace.agent_skills import instructions, skill_script_tools
 
-            chosen = instructions(await catalog.select(text))
+            selected = await catalog.select(text)
+            chosen = instructions(selected)
             if chosen:
                 spec.system = f"{chosen}\n\n{spec.system}" if spec.system else chosen
+            for tool in await skill_script_tools(_scripts_allowed(selected, folder_path, spec.notices)):
+                if tool.name not in manifest:  # the skills' scripts/, as tools of this run alone
+                    manifest.add(tool)
         prompt = await mcp_prompt_text(robot)
         if prompt:  # the robot file's ``mcp_prompt``: the server's prompt, then the file's own text
             spec.system = f"{prompt}\n\n{spec.system}" if spec.system else prompt
@@ -125,9 +129,33 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         max_tools=options.get("max_tools", robot.max_tools),
         ledger=options.get("ledger") or robot.ledger,
     )
+    network = options.get("network")
+    if robot.bus is not None and getattr(network, "bus", None) is not robot.bus:  # a bus outside a network
+        from workspace.bus import watch_run
+
+        spec.watchers.append(watch_run(robot))
     if options.get("run_id"):
         spec.run_id = str(options["run_id"])
     return spec
+
+
+def _scripts_allowed(skills: list[Any], folder: Path | None, notices: list[str]) -> list[Any]:
+    """``skills`` without those inside ``folder`` (the opened folder's templates) whose scripts the user has not
+    allowed by trusting the folder, as its ``.robotlab/tools/``: not even their ``--help`` runs; a notice says
+    how to trust it. Their instructions are prompt and stay."""
+    if folder is None:
+        return skills
+    inside = [s for s in skills if s.scripts and s.path.resolve().is_relative_to(folder)]
+    if not inside:
+        return skills
+    from workspace.trust import trusted_by_user
+
+    if trusted_by_user(folder):
+        return skills
+    for skill in inside:
+        notices.append(f"The scripts of the skill '{skill.name}' ({skill.path / 'scripts'}) are not offered: the "
+                       f"folder is not trusted. Run `robotlab trust {folder}` (or use the window's banner) to use them.")
+    return [s for s in skills if s not in inside]
 
 
 async def _within_share(robot: Robot, manifest: ToolManifest, provider: Any, share: Any,

@@ -59,6 +59,36 @@ def test_bus_messages_are_items_in_the_senders_lane() -> None:
     assert "bus alice → bob id=alice:1 'What is 2 + 2?'" in dump_state(live.state)
 
 
+def test_a_robots_bus_messages_outside_a_network_are_items_of_its_turn() -> None:
+    from workspace import MessageBus
+    from workspace.robot_tools import to_tool
+
+    async def run() -> list[ev.Event]:
+        bus = MessageBus()
+        alice = Robot("alice", system_prompt="s", knowledge_store=False, mcp="none",
+                      provider=ScriptedProvider([[ToolCall("ask", {"text": "ping"}, id="a1")], "Bob said pong."]))
+
+        async def ask(text: str) -> str:
+            """Ask bob."""
+            sent = alice.send_message(to="bob", content=text)
+            await bus.drain(timeout=10)
+            return str(alice.outbox[sent.key].replies[0].content)
+
+        alice.local_tools.append(to_tool(ask))
+        alice.with_bus(bus)
+        Robot("bob", system_prompt="s", knowledge_store=False, provider=ScriptedProvider()).with_bus(bus) \
+            .respond_to_tasks(lambda m: "pong")
+        return [e async for e in alice.stream("Ask bob")]
+
+    presenter = ChatPresenter()
+    turn = presenter.add_user("Ask bob")
+    presenter.feed_all(asyncio.run(run()))
+    messages = [i for i in turn.items if isinstance(i, BusMessageItem)]
+    assert [(m.sender, m.to, m.text, m.in_reply_to, m.network) for m in messages] == [
+        ("alice", "bob", "ping", None, None), ("bob", "alice", "pong", "alice:1", None)]
+    assert not [i for i in turn.items if isinstance(i, LaneItem)]  # no network: no lanes
+
+
 def test_the_chat_shows_a_card_in_the_senders_colour(qapp_instance: Any) -> None:
     from ui.chat.view.bus_card import BusMessageCard
     from ui.chat.view.chat import ChatView

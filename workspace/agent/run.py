@@ -180,6 +180,9 @@ class RunSpec:
     doom_loop_threshold: int = DoomLoopDetector.DEFAULT_THRESHOLD
     #: The most tools offered to the model (the rest are dropped, with a notice).
     max_tools: int = DEFAULT_MAX_TOOLS
+    #: Started with the run (after ``run_started``), each given the run's ``emit``; each returns the function that
+    #: stops it, called when the run ends (a robot's bus outside a network: :func:`workspace.bus.watch_run`).
+    watchers: list[Callable[[Callable[[ev.Event], ev.Event]], Callable[[], None]]] = field(default_factory=list)
 
 
 class EventRun:
@@ -279,6 +282,7 @@ class AgentRun(ModelTurns, EventRun):
         self._tool_results: list[ToolResultMessage] = []
         self._started = time.monotonic()
         self._memory_remover: Callable[[], None] | None = None
+        self._unwatch: list[Callable[[], None]] = []
         self._turn_results: dict[str, ToolResultMessage] = {}
         self._began = False
         self._emit_lock = threading.Lock()
@@ -404,6 +408,7 @@ class AgentRun(ModelTurns, EventRun):
             self.emit(ev.RunStarted(message=spec.message, model=spec.provider.label,
                       is_language_model=spec.provider.is_language_model,
                       attachments=[a.ref() for a in spec.attachments]))
+            self._unwatch = [watch(self.emit) for watch in spec.watchers]
             if any(a.is_image for a in spec.attachments) or has_images(spec.history):
                 await self._check_vision()
             if spec.tools_loader is not None:
@@ -445,6 +450,8 @@ class AgentRun(ModelTurns, EventRun):
         finally:
             if self._memory_remover is not None:
                 self._memory_remover()
+            for stop in self._unwatch:
+                stop()
             self._give_back_writer()
             if self.terminal is None:  # pragma: no cover - defensive: never leave a run open
                 self.emit(ev.RunFailed(error="the run ended without a result", error_type="RuntimeError"))
