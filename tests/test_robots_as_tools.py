@@ -68,8 +68,9 @@ async def test_a_robot_as_a_tool_nests_its_run_and_rolls_up_usage() -> None:
     runs = check_tree(events)
     assert len(runs) == 2
     inner_id = next(r for r in runs if r != run.run_id)
-    assert [type(e).__name__ for e in runs[inner_id]] == ["RunStarted", "TextDelta", "TextDelta", "TextDelta",
-                                                           "TextDelta", "TextDelta", "Usage", "Text", "RunFinished"]
+    assert [type(e).__name__ for e in runs[inner_id]] == ["RunStarted", "ModelRequest", "TextDelta", "TextDelta",
+                                                           "TextDelta", "TextDelta", "TextDelta", "Usage", "Text",
+                                                           "RunFinished"]
     result = next(e for e in events if isinstance(e, ev.ToolResult))
     assert result.payload == {"data": "It is sunny in Oslo."}
     # The tool the model saw: named after the robot, described by it, taking a message.
