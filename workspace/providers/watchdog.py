@@ -16,13 +16,15 @@ class Watchdog:
     cancels the waiting task, like ``asyncio.timeout``, and :meth:`expired` then tells that cancel apart
     from any other."""
 
-    __slots__ = ("_base", "_fired", "_handle", "_task", "deadline", "loop")
+    __slots__ = ("_base", "_fired", "_handle", "_task", "_when", "deadline", "loop")
 
     def __init__(self) -> None:
         self.loop = asyncio.get_running_loop()
         #: When the wait in progress times out (``loop.time()``); None between waits.
         self.deadline: float | None = None
-        self._handle: asyncio.TimerHandle | None = None
+        # Not TimerHandle.when(): qasync's call_at answers with a plain Handle.
+        self._handle: asyncio.Handle | None = None
+        self._when = 0.0
         self._task: asyncio.Task[Any] | None = None
         self._base = 0
         self._fired = False
@@ -34,9 +36,10 @@ class Watchdog:
             self._base = task.cancelling() if task is not None else 0
         self.deadline = deadline
         handle = self._handle
-        if handle is None or handle.when() > deadline:
+        if handle is None or self._when > deadline:
             if handle is not None:
                 handle.cancel()
+            self._when = deadline
             self._handle = self.loop.call_at(deadline, self._fire)
 
     def disarm(self) -> None:
@@ -48,6 +51,7 @@ class Watchdog:
         if deadline is None or self._task is None:
             return  # between waits: the next arm schedules a timer again
         if self.loop.time() < deadline:
+            self._when = deadline
             self._handle = self.loop.call_at(deadline, self._fire)
             return
         self._fired = True
