@@ -107,9 +107,14 @@ async def raw_transport(client: Any, openai: Any) -> None:
                                       {"role": "user", "content": "Weather in Oslo?"}]
     body = {"model": "fake", "tools": TOOLS, "stream": True, "stream_options": {"include_usage": True}}
 
+    # The provider's stream class: the SDK's, reading the body to its end so the connection is reused.
+    from workspace.providers.openai_provider import _stream_cls
+
+    stream_cls = _stream_cls()
+
     async def post(msgs: list[dict[str, Any]]) -> Any:
         return await client.post("/chat/completions", body={**body, "messages": msgs}, cast_to=object, stream=True,
-                                 stream_cls=openai.AsyncStream[object])
+                                 stream_cls=stream_cls)
 
     call = {"id": "", "name": "", "arguments": ""}
     async for chunk in await post(messages):

@@ -273,10 +273,10 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True
-    #: The listen backlog. socketserver's default, 5, drops the SYNs of a burst of new connections (the openai SDK
-    #: opens one per streamed request: it closes the response at ``[DONE]``, before the chunked body's end) and
-    #: each dropped one waits the kernel's 1 s retransmit: 32 cases at once ran slower than 8. Real servers keep
-    #: a deep backlog (uvicorn, which vLLM uses: 2048).
+    #: The listen backlog. socketserver's default, 5, drops the SYNs of a burst of new connections (many
+    #: concurrent clients; litellm and the plain openai SDK open one per streamed request: they close the response
+    #: at ``[DONE]``, before the chunked body's end) and each dropped one waits the kernel's 1 s retransmit: 32
+    #: cases at once ran slower than 8. Real servers keep a deep backlog (uvicorn, which vLLM uses: 2048).
     request_queue_size = 1024
 
     owner: FakeLLMServer
@@ -675,6 +675,7 @@ class FakeLLMServer:
         self._queue: deque[list[Any]] = deque()  # [Reply, remaining uses]
         self._log: list[RecordedRequest] = []
         self._connections: set[socket.socket] = set()
+        self._accepted = 0
         self._disconnects = 0
         self._stopping = threading.Event()
         self._httpd: _Server | None = None
@@ -757,6 +758,12 @@ class FakeLLMServer:
         """Every request with its method, path and headers."""
         with self._lock:
             return list(self._log)
+
+    @property
+    def accepted(self) -> int:
+        """TCP connections accepted so far (a client that reuses its connection opens one for many requests)."""
+        with self._lock:
+            return self._accepted
 
     @property
     def overflows(self) -> int:
@@ -869,6 +876,7 @@ class FakeLLMServer:
         with self._lock:
             if add:
                 self._connections.add(conn)
+                self._accepted += 1
             else:
                 self._connections.discard(conn)
 

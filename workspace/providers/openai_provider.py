@@ -37,11 +37,12 @@ window is asked of the server at :attr:`api_base` (:mod:`workspace.context`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workspace.providers.base import ToolSpec
@@ -131,6 +132,33 @@ def _load_openai() -> Any:
 #: The SDK clients of each event loop, by server, key and timeouts (see ``client``); a loop's go with it.
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str, tuple[float, float, float]], Any]] \
     = weakref.WeakKeyDictionary()
+
+
+#: The longest wait, after ``[DONE]``, for the rest of a streamed body (normally its last few bytes, already here).
+DRAIN_SECONDS = 1.0
+
+
+@functools.cache
+def _stream_cls() -> Any:
+    """The SDK's stream of plain dicts, reading the body to its end after ``[DONE]``. The SDK stops at
+    ``[DONE]`` and closes the response before the body's last bytes (the chunked encoding's end) are read,
+    so httpx drops the connection instead of returning it to the pool: every call would open a new one
+    (a new TLS handshake against a hosted API). Reading those bytes first keeps the connection for the next
+    call; a server that sends nothing more within :data:`DRAIN_SECONDS` has its connection closed as before."""
+    base: Any = _load_openai().AsyncStream[object]
+
+    class _Stream(base):
+        async def _iter_events(self) -> AsyncIterator[Any]:
+            async with contextlib.aclosing(super()._iter_events()) as events:
+                async for sse in events:
+                    if sse.data.startswith("[DONE]"):
+                        with contextlib.suppress(Exception):
+                            async with asyncio.timeout(DRAIN_SECONDS):
+                                async for _rest in events:
+                                    pass
+                    yield sse
+
+    return _Stream
 
 
 @functools.cache
@@ -285,14 +313,15 @@ class OpenAICompatibleProvider(StreamingProvider):
         return body
 
     async def _open(self, request: dict[str, Any]) -> Any:
-        openai = _openai if _openai is not None else await import_in_thread(_load_openai)
+        if _openai is None:
+            await import_in_thread(_load_openai)
         client = self.client()
         headers = self.extra.get("extra_headers")
         options: dict[str, Any] = {"headers": dict(headers)} if isinstance(headers, Mapping) else {}
         # The low-level post: no per-request validation of the body against the SDK's types, and
         # chunks as plain dicts (AsyncStream[object]) instead of a pydantic model per chunk.
         return await client.post("/chat/completions", body=request, cast_to=object, stream=True,
-                                 stream_cls=openai.AsyncStream[object], options=options)
+                                 stream_cls=_stream_cls(), options=options)
 
     def _auth_fix(self, status: int | None) -> str:
         if not self.api_key and not self.user_key:

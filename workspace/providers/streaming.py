@@ -74,6 +74,7 @@ from workspace.providers.openai_format import (
     usage_numbers,
     without_image_data,
 )
+from workspace.providers.watchdog import Watchdog
 from workspace.urls import is_loopback_url
 
 if TYPE_CHECKING:
@@ -416,66 +417,84 @@ class StreamingProvider(ProviderBase):
         count = 0
         first = True
         noticed = [False]
-        while True:
-            try:
-                if first:
-                    item = None
-                    ended = False
-                    async with contextlib.aclosing(self._next_first(iterator, sent_at, first_until, setting, noticed)) as got:
-                        async for value in got:
-                            if isinstance(value, StatusChunk):
-                                yield value
-                            elif value[0] == "item":
-                                item = value[1]
-                            else:
-                                ended = True
-                    if ended:
-                        break
-                else:
-                    guard = asyncio.timeout(self.idle_timeout)
-                    try:
-                        async with guard:
+        # One timer for the whole stream bounds every wait for a chunk (see Watchdog): no new timer per chunk.
+        dog = Watchdog()
+        try:
+            while True:
+                try:
+                    if first and self.slow_notice and not noticed[0]:
+                        # A status is due if the wait is long: the wait runs in a task so that it can be said.
+                        item = None
+                        ended = False
+                        async with contextlib.aclosing(self._next_first(iterator, sent_at, first_until, setting,
+                                                                        noticed)) as got:
+                            async for value in got:
+                                if isinstance(value, StatusChunk):
+                                    yield value
+                                elif value[0] == "item":
+                                    item = value[1]
+                                else:
+                                    ended = True
+                        if ended:
+                            break
+                    else:
+                        idle = not first
+                        if not idle and time.monotonic() >= first_until:
+                            raise self._no_first_token(first_until - sent_at, setting)
+                        dog.arm(dog.loop.time() + self.idle_timeout if idle
+                                else dog.loop.time() + first_until - time.monotonic())
+                        try:
                             item = await iterator.__anext__()
-                    except TimeoutError as exc:
-                        if guard.expired():
-                            raise self._stalled() from None
-                        raise self._classify(exc, started=True) from exc
-            except StopAsyncIteration:
-                break
-            except (asyncio.CancelledError, GeneratorExit, Failure):
-                raise
-            except Exception as exc:
-                if finish is not None:
-                    log.debug("ignoring an error after the finish chunk: %s", exc)
+                        except asyncio.CancelledError:
+                            if dog.expired():
+                                if idle:
+                                    raise self._stalled() from None
+                                raise self._no_first_token(first_until - sent_at, setting) from None
+                            raise
+                        except TimeoutError as exc:
+                            if idle:
+                                raise self._classify(exc, started=True) from exc
+                            raise
+                        finally:
+                            dog.disarm()
+                except StopAsyncIteration:
                     break
-                raise self._classify(exc, started=count > 0) from exc
-            count += 1
-            choices = field(item, "choices") or ()
-            reason: str | None = None
-            if choices:
-                choice = choices[0]
-                delta = field(choice, "delta")
-                if delta is not None:
-                    converted = reader.convert(delta)
-                    if converted and first:
-                        first = False
-                        yield StatusChunk("streaming", "", endpoint=self.endpoint)
-                    for chunk in converted:
-                        yield chunk
-                reason = field(choice, "finish_reason")
-            usage = field(item, "usage")
-            if usage is not None and not usage_sent:
-                usage_sent = True
-                yield self._usage_chunk(usage)
-            if reason:
-                finish = str(reason)
-                first = False
-                stop, tail = await self._after_finish(response, raw, output=reader.chars > 0)
-                if stop:
-                    if not usage_sent and tail is not None:
-                        usage_sent = True
-                        yield self._usage_chunk(tail)
-                    break
+                except (asyncio.CancelledError, GeneratorExit, Failure):
+                    raise
+                except Exception as exc:
+                    if finish is not None:
+                        log.debug("ignoring an error after the finish chunk: %s", exc)
+                        break
+                    raise self._classify(exc, started=count > 0) from exc
+                count += 1
+                choices = field(item, "choices") or ()
+                reason: str | None = None
+                if choices:
+                    choice = choices[0]
+                    delta = field(choice, "delta")
+                    if delta is not None:
+                        converted = reader.convert(delta)
+                        if converted and first:
+                            first = False
+                            yield StatusChunk("streaming", "", endpoint=self.endpoint)
+                        for chunk in converted:
+                            yield chunk
+                    reason = field(choice, "finish_reason")
+                usage = field(item, "usage")
+                if usage is not None and not usage_sent:
+                    usage_sent = True
+                    yield self._usage_chunk(usage)
+                if reason:
+                    finish = str(reason)
+                    first = False
+                    stop, tail = await self._after_finish(response, raw, output=reader.chars > 0)
+                    if stop:
+                        if not usage_sent and tail is not None:
+                            usage_sent = True
+                            yield self._usage_chunk(tail)
+                        break
+        finally:
+            dog.close()
         if finish is None:
             if count == 0:
                 raise self._empty(raw)

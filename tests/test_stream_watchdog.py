@@ -1,0 +1,118 @@
+"""The time limits of a model stream through one timer per stream (``workspace.providers.watchdog``), and
+one connection to the server reused across calls: against the loopback server, through the real providers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fakes.llm_server import FakeLLMServer, Reply
+
+from workspace.errors import ProviderError
+from workspace.messages import TextMessage
+from workspace.providers.base import Chunk, StatusChunk, TextChunk
+from workspace.providers.litellm_provider import LiteLLMProvider
+from workspace.providers.openai_provider import OpenAICompatibleProvider
+from workspace.providers.streaming import StreamingProvider
+
+HELLO = [TextMessage(role="user", content="Hello")]
+kinds = pytest.mark.parametrize("kind", ["lean", "litellm"])
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as srv:
+        yield srv
+
+
+def make(kind: str, server: FakeLLMServer, **options: Any) -> StreamingProvider:
+    options.setdefault("backoff", 0.01)
+    options.setdefault("timeout", 10.0)
+    options.setdefault("api_key", "sk-test")
+    cls = OpenAICompatibleProvider if kind == "lean" else LiteLLMProvider
+    return cls("openai/fake", api_base=server.base_url + "/v1", **options)
+
+
+async def stream(provider: StreamingProvider, *, pause: float = 0.0) -> list[Chunk]:
+    """The call's chunks; ``pause``: seconds the caller spends on each text chunk (not waiting for the model)."""
+    async def run() -> list[Chunk]:
+        seen: list[Chunk] = []
+        async for chunk in provider.stream(system=None, messages=HELLO, tools=(), settings={}):
+            seen.append(chunk)
+            if pause and isinstance(chunk, TextChunk):
+                await asyncio.sleep(pause)
+        return seen
+    return await asyncio.wait_for(run(), timeout=30)
+
+
+def text_of(chunks: list[Chunk]) -> str:
+    return "".join(c.text for c in chunks if isinstance(c, TextChunk))
+
+
+@kinds
+async def test_no_first_token_without_a_notice_is_the_same_clear_error(server: FakeLLMServer, kind: str) -> None:
+    server.enqueue(Reply.say("warm"), Reply.say("late", stall_after=1, stall_seconds=30))
+    # The library loaded and the connection open first: the limit is met reading the stream, not opening it.
+    assert text_of(await stream(make(kind, server, first_token_timeout=20))) == "warm"
+    provider = make(kind, server, first_token_timeout=2.0, slow_notice=None)
+    with pytest.raises(ProviderError) as info:
+        await stream(provider)
+    text = str(info.value)
+    assert "no answer from" in text and "within 2 s (timeout, llm.first_token_timeout)" in text
+    assert info.value.reason == "timeout" and len(server.requests) == 2
+
+
+@kinds
+async def test_time_the_caller_spends_between_chunks_is_not_a_gap(server: FakeLLMServer, kind: str) -> None:
+    # The watchdog bounds only the waits for the server: a caller slower than idle_timeout is no stall.
+    server.enqueue(Reply.say("one two three", chunk_delay=0.05))
+    provider = make(kind, server, idle_timeout=0.4, first_token_timeout=10)
+    chunks = await stream(provider, pause=0.6)
+    assert text_of(chunks) == "one two three"
+
+
+@kinds
+async def test_a_gap_after_a_slow_first_token_is_the_idle_error(server: FakeLLMServer, kind: str) -> None:
+    server.enqueue(Reply.say("one two three four", chunk_delay=0.5, stall_after=3, stall_seconds=30))
+    provider = make(kind, server, idle_timeout=1.5, first_token_timeout=10, slow_notice=0.2)
+    seen: list[Chunk] = []
+    with pytest.raises(ProviderError) as info:
+        async for chunk in provider.stream(system=None, messages=HELLO, tools=(), settings={}):
+            seen.append(chunk)
+    assert "stopped sending for 1.5 s (timeout, llm.idle_timeout)" in str(info.value)
+    assert "the stream ended before the model finished" in str(info.value)
+    assert any(isinstance(c, TextChunk) for c in seen)
+
+
+@kinds
+async def test_cancelling_mid_stream_cancels_at_once(server: FakeLLMServer, kind: str) -> None:
+    server.enqueue(Reply.say("one two three", stall_after=2, stall_seconds=30))
+    provider = make(kind, server, idle_timeout=20, first_token_timeout=20)
+    streaming = asyncio.Event()
+
+    async def consume() -> None:
+        async for chunk in provider.stream(system=None, messages=HELLO, tools=(), settings={}):
+            if isinstance(chunk, StatusChunk) and chunk.state == "streaming":
+                streaming.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(streaming.wait(), timeout=20)
+    await asyncio.sleep(0.1)
+    started = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - started < 20 / 2  # at once: long before the idle limit of 20 s
+    assert not task.cancelling() or task.cancelled()
+
+
+async def test_sequential_calls_share_one_connection(server: FakeLLMServer) -> None:
+    server.enqueue(Reply.say("one two three", times=5))
+    provider = make("lean", server)
+    for _ in range(5):
+        assert text_of(await stream(provider)) == "one two three"
+    assert len(server.requests) == 5
+    assert server.accepted == 1

@@ -1,0 +1,72 @@
+"""One timer that bounds every wait for the next chunk of a stream (see :class:`Watchdog`)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+__all__ = ["Watchdog"]
+
+
+class Watchdog:
+    """One timer bounding every wait for a chunk of one stream, where ``asyncio.timeout`` around each wait
+    would schedule a new timer per chunk (under qasync, a Qt timer each). :meth:`arm` sets the deadline of
+    the wait about to start (an attribute, and a timer only when none is pending); :meth:`disarm` ends it.
+    A timer that fires before the current deadline schedules itself again for it; one that fires past it
+    cancels the waiting task, like ``asyncio.timeout``, and :meth:`expired` then tells that cancel apart
+    from any other."""
+
+    __slots__ = ("_base", "_fired", "_handle", "_task", "_when", "deadline", "loop")
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        #: When the wait in progress times out (``loop.time()``); None between waits.
+        self.deadline: float | None = None
+        # Not TimerHandle.when(): qasync's call_at answers with a plain Handle.
+        self._handle: asyncio.Handle | None = None
+        self._when = 0.0
+        self._task: asyncio.Task[Any] | None = None
+        self._base = 0
+        self._fired = False
+
+    def arm(self, deadline: float) -> None:
+        task = asyncio.current_task()
+        if task is not self._task:
+            self._task = task
+            self._base = task.cancelling() if task is not None else 0
+        self.deadline = deadline
+        handle = self._handle
+        if handle is None or self._when > deadline:
+            if handle is not None:
+                handle.cancel()
+            self._when = deadline
+            self._handle = self.loop.call_at(deadline, self._fire)
+
+    def disarm(self) -> None:
+        self.deadline = None
+
+    def _fire(self) -> None:
+        self._handle = None
+        deadline = self.deadline
+        if deadline is None or self._task is None:
+            return  # between waits: the next arm schedules a timer again
+        if self.loop.time() < deadline:
+            self._when = deadline
+            self._handle = self.loop.call_at(deadline, self._fire)
+            return
+        self._fired = True
+        self._task.cancel()
+
+    def expired(self) -> bool:
+        """After a ``CancelledError`` in the wait: whether this timer caused it, and nothing else cancelled
+        the task (then the cancel is taken back, as ``asyncio.timeout`` does)."""
+        if not self._fired or self._task is None:
+            return False
+        self._fired = False
+        return self._task.uncancel() <= self._base
+
+    def close(self) -> None:
+        self.deadline = None
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
