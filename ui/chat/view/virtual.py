@@ -184,10 +184,16 @@ class TurnWindow:
             value = bar.value()
         far_top, far_bottom = value - 3 * height, value + 4 * height
         making = self._making[0] if self._making is not None else None
+        released = False
+        anchor = self._anchor(value)
         for turn in [t for t in turns if t not in self.placeholders and t is not making]:
             top, bottom = self._span(turn)
             if (bottom < far_top or top > far_bottom) and self._releasable(turn):
                 self._release(turn)
+                released = True
+        if released:  # a spacer's height need not be its widgets' to the pixel (the layout's spacing)
+            self._lay_out()
+            self._keep(anchor)
         if pending:
             self.schedule()
         elif bar.value() == 0 and chat.presenter.hidden_turns and not chat._stick:
