@@ -222,3 +222,29 @@ async def test_a_caller_waits_for_its_turn_across_threads_and_may_give_up() -> N
     with pytest.raises(BudgetExceeded, match=r"^Cost budget exceeded: \$0\.750000 used, budget is \$0\.500000$"):
         await spent.hold_rest("tokens", "cost")
     assert spent.reserved == {}
+
+
+async def test_a_robot_files_budgets_are_its_ledger(robotlab_home: Path, server: FakeLLMServer) -> None:
+    """``token_budget`` / ``cost_budget`` in a robot file's front matter: the robot's ledger for its life;
+    a bad value is refused naming the file's key and the fix."""
+    from workspace.catalog import load_robot
+    from workspace.errors import ConfigurationError
+
+    folder = robotlab_home / "config" / "robots"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "thrifty.md").write_text(f"---\nmodel: openai/fake\napi_base: {server.base_url}/v1\n"
+                                       "token_budget: 100\ncost_budget: 0.25\n---\nYou are thrifty.", encoding="utf-8")
+    config = load_config(env={}, overrides={"llm": {"max_retries": 0}})
+    r = load_robot("thrifty", config=config)
+    assert r.ledger is not None and r.ledger.limits == {"tokens": 100, "cost": 0.25}
+    server.enqueue(Reply.say("Spent.", usage=(90, 20)))
+    with pytest.raises(BudgetExceeded, match=r"^Token budget exceeded: 110 tokens used, budget is 100$"):
+        await r.arun("Hi")
+    # Given to the constructor, a ledger wins over the file's budgets.
+    shared = Ledger(limits={"tokens": 5000})
+    assert Robot("thrifty", template="thrifty", config=config, ledger=shared).ledger is shared
+    (folder / "greedy.md").write_text("---\nmodel: openai/fake\ntoken_budget: 0\n---\nYou are greedy.",
+                                      encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="token_budget") as error:
+        load_robot("greedy", config=config)
+    assert "positive whole number" in str(error.value)

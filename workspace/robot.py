@@ -204,6 +204,9 @@ class Robot(BusMessaging, RobotLearning, Runnable):
         self.max_turns = max_turns or (tmpl.max_turns if tmpl else None)
         #: RobotLab's budget ledger: every model call of every run reserves from it and settles in it
         #: (``token_budget`` / ``cost_budget`` make one for this robot's lifetime; ``ledger=`` shares one).
+        front = tmpl.metadata if tmpl is not None else {}
+        if ledger is None and token_budget is None and cost_budget is None:  # a robot file's own budgets
+            token_budget, cost_budget = front.get("token_budget"), front.get("cost_budget")
         self.ledger: Ledger | None = _budget_ledger(str(name), ledger, token_budget, cost_budget)
         skill_settings = {k: v for skill in self.skill_templates for k, v in skill.settings.items()}
         self.settings: dict[str, Any] = {**skill_settings, **(tmpl.settings if tmpl else {}), **settings}

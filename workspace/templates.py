@@ -14,7 +14,7 @@ You are the billing assistant of {{ company_name }}.
 Front-matter keys applied to the model call: model, temperature, top_p, top_k,
 max_tokens, presence_penalty, frequency_penalty, stop, tool_choice. Also understood: name,
 description, api_base, tools, mcp, mcp_resources, max_turns, max_cost, max_total_tokens,
-fallback_models, mcp_prompt, examples (the schema is
+token_budget, cost_budget, fallback_models, mcp_prompt, examples (the schema is
 :class:`workspace.schemas.robot.FrontMatter`; ``robotlab schema robot`` prints it).
 Any other key is an error naming the file, its line and the closest known key
 ("unknown setting 'temprature' — did you mean 'temperature'?"), and so is a value out

@@ -125,6 +125,8 @@ class FrontMatter(ModelSettings):
         "max_turns": "must be a positive whole number",
         "max_cost": "must be a number of US dollars, 0 or more",
         "max_total_tokens": "must be a positive whole number",
+        "token_budget": "must be a positive whole number of tokens",
+        "cost_budget": "must be a number of US dollars, 0 or more",
         "fallback_models": "must be a list of model ids (or of {model, api_base})",
         "mcp_resources": "must be true or false",
         "context_window": "must be a whole number of tokens, at least 256",
@@ -150,6 +152,11 @@ class FrontMatter(ModelSettings):
                                    "(stop reason max_cost) before a model call once it is reached")
     max_total_tokens: int | None = Field(None, ge=1, strict=True, description="The most tokens (in + out) of one "
                                          "run; the run stops (stop reason max_total_tokens) once they are used")
+    token_budget: int | None = Field(None, ge=1, strict=True, description="RobotLab's token budget over the "
+                                     "robot's life (in + out, every run): each model call reserves from it first; "
+                                     "the run that passes it fails with 'Token budget exceeded'")
+    cost_budget: float | None = Field(None, ge=0, description="RobotLab's cost budget in US dollars over the "
+                                      "robot's life: the run that passes it fails with 'Cost budget exceeded'")
     fallback_models: Fallbacks = Field(None, description="Models to try, in order, when the robot's model has an "
                                        "outage or a rate limit (a string, or {model, api_base})")
     context_window: int | None = Field(None, ge=256, strict=True, description="The model's context window in "
