@@ -11,7 +11,7 @@ Writes ``bench/results/apply.json``. Run: ``.venv/bin/python bench/bench_apply.p
 ``--baseline DIR`` compares with another checkout (e.g. ``git worktree add /tmp/base main``):
 the same runs alternate between DIR's ``workspace`` and this one's, each in a fresh process, and
 the medians and the ratio (this / baseline) of apply, undo and redo are reported. The apply
-writes relative to directory handles since issue 16 (one folder descriptor per apply, each
+writes relative to directory handles since the fault work (one folder descriptor per apply, each
 component opened with ``O_NOFOLLOW``) and journals the set before writing; the ratio shows what
 that costs.
 """

@@ -1,4 +1,4 @@
-"""The cost of attaching and sending a 1 MB text file and a 2 MB image (issue 12 §4).
+"""The cost of attaching and sending a 1 MB text file and a 2 MB image.
 
 On the loopback OpenAI-compatible server (tests/fakes/llm_server.py), through the lean provider, in a
 thread of a real SQLite database (a Workspace with the file's folder open), median of 7 runs:

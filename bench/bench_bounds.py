@@ -1,4 +1,4 @@
-"""What a hostile file costs with the bounds of issue 23 section 3, and what it cost without them.
+"""What a hostile file costs with the bounds on what is read, and what it cost without them.
 
 1. The 1 KB "billion laughs" YAML (nine levels of nine aliases, 9**9 strings once expanded):
    - ``bounded``: loading a robot file holding it (``Template.load``: the bounded loader refuses it),

@@ -14,7 +14,7 @@ Cases (median of 7 runs):
 - ``reopen_ms``: a reopened 200-turn thread counted from nothing (every message new), once;
 - the same with litellm's tokenizer for an OpenAI model (tiktoken) instead of the estimate.
 
-Target (issue 12): under 5 ms per turn. Run: ``.venv/bin/python bench/bench_context.py``. Prints the
+Target: under 5 ms per turn. Run: ``.venv/bin/python bench/bench_context.py``. Prints the
 figures and writes bench/results/context.json.
 """
 

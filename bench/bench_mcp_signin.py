@@ -1,4 +1,4 @@
-"""Time of an OAuth 2.1 sign-in to a remote MCP server on loopback (issue 13 §4), and what a stored
+"""Time of an OAuth 2.1 sign-in to a remote MCP server on loopback, and what a stored
 sign-in costs a later start.
 
 Against tests/fakes/mcp_oauth_server.py (the SDK's MCPServer with its auth settings, in a thread): each

@@ -4,7 +4,7 @@ as the folder grows.
 1. Start-up overhead: the same command (`/bin/sh -c true`) as a bare asyncio subprocess and in the
    sandbox (`BubblewrapSandbox.run`: the layers, the namespaces, the overlay, bwrap, reading the
    changes back, removing the run's directory), median of 50 each, interleaved, in one run
-   (issue 26's target: under 50 ms more).
+   (target: under 50 ms more).
    Also the CPU time of the children per command (robust to other load on a shared machine).
 2. Overlay set-up for folders of 100, 10,000 and 100,000 files: the same run of `true` on each,
    median of 10 (target: flat: the folder is a lower layer, never copied).

@@ -1,4 +1,4 @@
-"""The token count of a model without a known tokenizer against the count of its server (issue 23 §4).
+"""The token count of a model without a known tokenizer against the count of its server.
 
 A llama.cpp-like server (tests/fakes/llm_server.py with ``tokenizer=True``: a deterministic tokenizer and
 chat template, the usage it reports counted with them; ``tokenize=True`` also offers ``POST /tokenize``)

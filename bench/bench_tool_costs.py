@@ -1,4 +1,4 @@
-"""What the shipped robots' tool schemas cost before the first message (issue 12 §6).
+"""What the shipped robots' tool schemas cost before the first message.
 
 For each robot (default: assistant and file-helper), with a 4,096-token window: the system prompt's
 tokens, each built-in tool's schema cost (name, description and JSON schema, counted as the context

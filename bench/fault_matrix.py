@@ -7,7 +7,7 @@ Ctrl-C to the window, damaged and locked databases, the secrets sweep, file name
 cannot hold and git's quoted patch headers, runs stopped before their first word, and a full disk
 while a run is recorded. This script runs it and
 prints the cases it wrote to bench/results/fault_matrix.json, then the summary per area (cases
-tried, survived, lost) — the table of issue 16.
+tried, survived, lost) — the fault matrix's table.
 
 Run: ``.venv/bin/python bench/fault_matrix.py`` (two to three minutes).
 """

@@ -253,7 +253,7 @@ async def test_edited_approval_runs_with_the_edited_arguments() -> None:
 
 
 async def test_a_tools_duration_leaves_out_the_wait_for_approval() -> None:
-    """The card's and the inspector's duration is the tool's own time, not the person's (issue 24)."""
+    """The card's and the inspector's duration is the tool's own time, not the person's."""
     async def ask(request: ApprovalRequest) -> ApprovalDecision:
         await asyncio.sleep(0.6)  # the person reads the call
         return ApprovalDecision(approved=True)

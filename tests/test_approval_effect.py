@@ -1,4 +1,4 @@
-"""Approval decides by what a call does, not by how it is spelt (issue 23 §1), in the library: a real
+"""Approval decides by what a call does, not by how it is spelt, in the library: a real
 folder, a real change set (review and auto mode), the agent loop, and a real MCP server (tests/fakes)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Attachments (issue 12 §4, issue 13 §2): files, images, PDFs and MCP resources sent with a message.
+"""Attachments: files, images, PDFs and MCP resources sent with a message.
 
 End to end on the loopback OpenAI-compatible server (tests/fakes/llm_server.py records every request):
 through the lean provider and through litellm, a thread stored in a real SQLite file, an MCP resource

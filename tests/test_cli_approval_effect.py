@@ -1,4 +1,4 @@
-"""Issue 23 §1 on the command line, in a subprocess against the loopback model server: a denied delete is
+"""Approval by effect on the command line, in a subprocess against the loopback server: a denied delete is
 refused whichever tool deletes (``robotlab run`` in review and auto mode, and ``--yes`` does not get round
 a deny), and ``robotlab config show`` names the rules and autoApprove entries that match no tool."""
 

@@ -1,4 +1,4 @@
-"""``robotlab run --attach FILE`` and ``/attach`` in ``robotlab chat`` (issue 12 §4), against the loopback
+"""``robotlab run --attach FILE`` and ``/attach`` in ``robotlab chat``, against the loopback
 server in a subprocess, as people run them."""
 
 from __future__ import annotations

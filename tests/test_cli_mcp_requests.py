@@ -1,4 +1,4 @@
-"""An MCP server's sampling and elicitation requests on the command line (issue 13 §3): ``robotlab run``,
+"""An MCP server's sampling and elicitation requests on the command line: ``robotlab run``,
 ``network run`` and ``mcp call`` ask in the terminal (a pseudo-terminal here), approve sampling with
 ``--yes``, and otherwise deny with a message that names ``--yes``. The real reference server
 (server-everything) asks; the model is the loopback LLM server."""

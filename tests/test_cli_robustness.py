@@ -472,7 +472,7 @@ def test_the_turn_limit_is_not_reported_as_done(robotlab_home: Path) -> None:
             server.enqueue(Reply.tool("list_files", {"path": "."}))
         result = robotlab("run", "assistant", "look around", "--max-turns", "2", "--model", "openai/fake",
                           "--api-base", server.base_url + "/v1", env={"OPENAI_API_KEY": "sk-test"})
-    # Issue 16 §5: the turn limit is no success (it was 0): a status of its own, 3 (`run --help`).
+    # The turn limit is no success (it was 0): a status of its own, 3 (`run --help`).
     assert result.returncode == 3, result.stderr
     assert "stopped at the turn limit" in result.stdout and "--max-turns" in result.stdout
     assert "✓ done" not in result.stdout

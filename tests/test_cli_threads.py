@@ -1,4 +1,4 @@
-"""Command-line runs recorded as threads (issue 15 §1): ``run`` and ``network run`` recorded in the
+"""Command-line runs recorded as threads: ``run`` and ``network run`` recorded in the
 window's store with their origin, ``--no-record``, ``--continue`` / ``--thread``, ``threads show``,
 ``--db`` before or after the action, the exit statuses (the turn limit), ``--plain`` / ``--json``
 piped, and a network's tasks printed in whole lines.

@@ -1,4 +1,4 @@
-"""workspace.context piece by piece: windows, counts, cuts, oversized results, policies (issue 12 §1).
+"""workspace.context piece by piece: windows, counts, cuts, oversized results, policies.
 
 The end-to-end behaviour against a model with a small window is in test_context_loopback.py.
 """

@@ -1,4 +1,4 @@
-"""Long conversations against a model with a small window (issue 12 §1), end to end on loopback.
+"""Long conversations against a model with a small window, end to end on loopback.
 
 The loopback server (tests/fakes/llm_server.py) plays a model with a 2,048-token window: a longer
 prompt is refused (HTTP 400 "maximum context length", or llama-cpp-python's empty 200). The model's

@@ -1,4 +1,4 @@
-"""The offline demo proposes an edit when asked to change a file (issue 14, defect 11), instead of only
+"""The offline demo proposes an edit when asked to change a file, instead of only
 reading it: the change goes to review like a model's would."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bad input from MCP servers and to them (issue 13, tests): each a clear error, nothing lost.
+"""Bad input from MCP servers and to them: each a clear error, nothing lost.
 
 A server that asks for a completion with garbage, one that answers our sampling answer with garbage, a
 model that fails while answering, a malformed elicitation schema, a prompt called without its required

@@ -1,4 +1,4 @@
-"""Remote MCP servers with sign-in (issue 13 §4), against a local server that requires OAuth 2.1
+"""Remote MCP servers with sign-in, against a local server that requires OAuth 2.1
 (tests/fakes/mcp_oauth_server.py: the SDK's MCPServer with its auth settings, an in-process
 authorization server). The "browser" is an HTTP client that follows the sign-in page's redirect to
 the client's loopback listener. No network: everything is on 127.0.0.1."""

@@ -1,4 +1,4 @@
-"""MCP resources and prompts (issue 13 §2), against real servers: server-everything over stdio (resources,
+"""MCP resources and prompts, against real servers: server-everything over stdio (resources,
 templates, subscriptions that the server updates every 5 s), our Python server (images, JSON, a 20 MB text,
 a template, a prompt with an assistant message) and a server without the resources capability."""
 

@@ -1,4 +1,4 @@
-"""Switching a thread's model mid-thread (issue 12 §3): the next runs use it, the thread records it (its
+"""Switching a thread's model mid-thread: the next runs use it, the thread records it (its
 metadata and a ``model_changed`` event after the turn it follows), reopened threads keep it, the chat
 shows where it changed; the command line does the same."""
 

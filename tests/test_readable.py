@@ -1,4 +1,4 @@
-"""Values as people read them (issue 14, defect 10): multi-line strings as text, pretty JSON otherwise."""
+"""Values as people read them: multi-line strings as text, pretty JSON otherwise."""
 
 from __future__ import annotations
 

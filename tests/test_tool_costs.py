@@ -1,4 +1,4 @@
-"""What each tool's schema costs in tokens (issue 12 §6): one core function, the context manager's counter,
+"""What each tool's schema costs in tokens: one core function, the context manager's counter,
 the context meter's figures, and tight built-in descriptions."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Approval by effect (issue 23 §1): what a model (or a server) may try to get a call past the approval
+"""Approval by effect: what a model (or a server) may try to get a call past the approval
 policy by how it is spelt. One case per promise, each against real parts: a folder and a change set
 (review and auto mode), the agent loop, a real MCP server whose annotations lie (mcp_liar_server.py).
 

@@ -1,4 +1,4 @@
-"""Everything read from a folder or a server is bounded (issue 23, section 3).
+"""Everything read from a folder or a server is bounded.
 
 - YAML from a folder or a person: a 1 KB alias bomb ("billion laughs"), a recursive alias and
   ``[[[[…`` nested deep are refused with a message naming the file, in milliseconds and a few MB

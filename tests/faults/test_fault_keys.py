@@ -1,4 +1,4 @@
-"""Keys go only where the user sent them (issue 23, section 2), as fault cases.
+"""Keys go only where the user sent them, as fault cases.
 
 - A folder robot's, network's or trusted folder configuration's ``api_base`` gets no key of the user's
   (environment or keyring) unless the user configured that same address; both providers, the

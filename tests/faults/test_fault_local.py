@@ -1,4 +1,4 @@
-"""Issue 23 §4, "A local conversation stays local": what went wrong with a real local model (llama.cpp's
+"""A local conversation stays local: what went wrong with a real local model (llama.cpp's
 server), played by the loopback server (tests/fakes/llm_server.py).
 
 - A thread held with a local server goes on there when it is continued (``run --continue``, the window

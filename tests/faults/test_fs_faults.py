@@ -1,5 +1,5 @@
 """File-system faults: a symlink swapped in during an apply, names that forge the review, kill -9
-mid-apply and its recovery, temp files in listings (issue 16, sections 1, 2 and 5)."""
+mid-apply and its recovery, temp files in listings."""
 
 from __future__ import annotations
 

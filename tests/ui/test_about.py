@@ -1,4 +1,4 @@
-"""Help > About shows the version and every place the app keeps data (issue 7)."""
+"""Help > About shows the version and every place the app keeps data."""
 
 from __future__ import annotations
 

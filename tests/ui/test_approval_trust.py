@@ -1,4 +1,4 @@
-"""Issue 23 §1 in the window: Settings › MCP servers has one switch per server to trust its tool
+"""Approval by effect in the window: Settings › MCP servers has one switch per server to trust its tool
 annotations (saved as ``trustAnnotations``), the MCP dock shows whether they are trusted, and Settings ›
 Approvals says which rules match no tool (and keeps the empty-write switch)."""
 

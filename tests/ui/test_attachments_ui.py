@@ -1,4 +1,4 @@
-"""Attachments in the window (issue 12 §4, issue 13 §2): the paper-clip button, files dropped on the window,
+"""Attachments in the window: the paper-clip button, files dropped on the window,
 pasted images and file URLs, ``@`` completion with real key events, chips under the box and on the sent
 message (the same when the thread is opened again), opening a chip, and an MCP resource attached through
 the composer's slot."""

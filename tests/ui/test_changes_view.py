@@ -341,7 +341,7 @@ def test_review_note_summary_counts_undone_files() -> None:
 @pytest.mark.parametrize("width", [260, 300, 340, 420, 900])
 def test_a_hunks_buttons_never_cover_its_label_in_a_narrow_pane(tmp_path: Path, qtbot: Any, width: int) -> None:
     """In the narrow Changes dock (1024×640) the buttons painted over "Hunk 1 of 2": they give way (their keys,
-    then the label shortens) and stay inside the pane (issue 24)."""
+    then the label shortens) and stay inside the pane."""
     from ui.review.view import DiffView
 
     changes = _set(tmp_path)

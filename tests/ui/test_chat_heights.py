@@ -1,4 +1,4 @@
-"""The chat's column is as tall as its messages laid out at its width (issue 14, defect 13): a long
+"""The chat's column is as tall as its messages laid out at its width: a long
 pasted message no longer makes the column several times taller than its content (the chat went
 blank, and a reopened thread scrolled into empty space)."""
 

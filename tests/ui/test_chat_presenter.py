@@ -357,7 +357,7 @@ def test_a_network_run_makes_lanes_and_sums_its_tasks() -> None:
 
 
 def test_a_network_turn_keeps_its_totals_whatever_result_the_store_gives_back() -> None:
-    """Issue 14 item 7: reopened, a network turn's footer showed its last task's tokens and time.
+    """Reopened, a network turn's footer showed its last task's tokens and time.
     The stored result read back as the last task's RobotResult (what the store used to give); the
     totals come from the usage events, the time from the network run's own events."""
     live = ChatPresenter()
@@ -531,7 +531,7 @@ def test_the_footer_knows_the_time_to_first_token_and_the_speed_live_and_stored(
 
 
 def test_a_running_calls_time_starts_when_it_is_approved() -> None:
-    """The card's ticking time (and so its duration) leaves out the wait for approval (issue 24)."""
+    """The card's ticking time (and so its duration) leaves out the wait for approval."""
     presenter = ChatPresenter()
     presenter.add_user("go")
     presenter.feed_all([E(ev.RunStarted, 1), E(ev.ToolUse, 2, id="c1", name="remember", input={}),

@@ -1,6 +1,6 @@
 """A thread reopened looks exactly like it did live: robots and networks run in the window, then
 their thread is opened again and the chat's widgets (as text), its view state and the totals are
-compared. Issue 14 item 7 (a network turn's totals changed on reopening) is the network case."""
+compared. A network turn's totals, which once changed on reopening, are the network case."""
 
 from __future__ import annotations
 
@@ -177,7 +177,7 @@ def _writers_reply(messages: list[Message], info: AgentInfo) -> Any:
 
 async def test_a_network_thread_reopens_with_the_same_lanes_and_totals(desktop: Any, writers: Path) -> None:
     """Two tasks at once (text interleaved, the same call id in both), an approval inside a lane, two
-    turns: the footer's totals are every task's, live and reopened (issue 14 item 7)."""
+    turns: the footer's totals are every task's, live and reopened."""
     root = desktop
     window = root.window
     root.controller.workspace.provider = FunctionProvider(_writers_reply)

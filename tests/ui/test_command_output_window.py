@@ -1,4 +1,4 @@
-"""A running command's output in the window, end to end (issue 26): the scripted model calls ``run_command``,
+"""A running command's output in the window, end to end: the scripted model calls ``run_command``,
 the person approves it, a real command runs in the real sandbox, its output shows live in the tool card
 and stays once it ends; the inspector has the whole output; the reopened thread shows the same; Esc stops a
 command and the card says so."""

@@ -1,4 +1,4 @@
-"""The message box and the values shown (issue 14, defects 9, 10, 11): inline edit keys, the placeholder
+"""The message box and the values shown: inline edit keys, the placeholder
 and suggestions follow the robot, results and raw payloads show multi-line strings as text."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The context meter in the status bar: used / window with the share, live while streaming (issue 12 §1)."""
+"""The context meter in the status bar: used / window with the share, live while streaming."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every dock follows the open thread and its state (issue 14, defects 4 and 5): the count of changes
+"""Every dock follows the open thread and its state: the count of changes
 waiting for review is always in sight (the Changes tab, the status bar, the change card); after Undo
 nothing says "applied" (the Changes dock, the chat's card, the same thread reopened); the Memory and
 Tool calls details forget the last thread."""

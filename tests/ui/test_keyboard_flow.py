@@ -1,4 +1,4 @@
-"""The whole chat flow without a mouse (issue 14, accessibility): send, approve, review and apply,
+"""The whole chat flow without a mouse: send, approve, review and apply,
 stop; every control has an accessible name and shows keyboard focus; real key events (QTest) go to
 whatever has the keyboard, as a person's keys would."""
 

@@ -1,4 +1,4 @@
-"""The chat of a local model (issue 23 §4): a tool call the model wrote in its text (``tool_use.from_text``)
+"""The chat of a local model: a tool call the model wrote in its text (``tool_use.from_text``)
 has a card that says "from the model's text", live and reopened alike (a server's structured call says
 nothing more); an answer stopped by a full context window says so, without offering "Continue"."""
 
@@ -60,8 +60,8 @@ def test_an_answer_stopped_by_a_full_window_says_so() -> None:
 
 
 def test_the_footer_shows_the_speed_as_local_model_tools_do(qapp_instance: Any) -> None:
-    """Under the answer: input and output tokens apart, tokens a second, the time to the first token
-    (issue 24, fit and finish); the same from the events as the store gives them back."""
+    """Under the answer: input and output tokens apart, tokens a second, the time to the first token; the
+    same from the events as the store gives them back."""
     from ui.chat.view.chat import ChatView
     from ui.chat.view.messages import RunFooter
 

@@ -42,7 +42,7 @@ async def test_mcp_dock_start_tools_toggle_and_failure(mcp_config: Path, provide
         first = pane.tools.item(0)
         tool_name = first.data(0x0100)
         assert "The model sees it as everything__" in first.toolTip()
-        cost = first.text().split("  ~", 1)[1].split(" tokens", 1)[0]  # each tool's schema cost (issue 12 §6)
+        cost = first.text().split("  ~", 1)[1].split(" tokens", 1)[0]  # each tool's schema cost
         assert int(cost.replace(",", "")) > 0 and "tokens of the model's window" in first.toolTip()
         first.setCheckState(first.checkState().Unchecked)
         assert not root.window.docks.mcp_pane.manager.is_tool_enabled("everything", tool_name)
@@ -59,7 +59,7 @@ async def test_mcp_dock_start_tools_toggle_and_failure(mcp_config: Path, provide
 
 
 async def test_mcp_dock_log_with_levels(mcp_config: Path, provider: Any, db_path: Path) -> None:
-    """The server's log notifications (issue 13 §3) show in the dock's Log tab, filtered by level."""
+    """The server's log notifications show in the dock's Log tab, filtered by level."""
     from ui.app import Application
     from workspace.mcp import set_default_manager
 

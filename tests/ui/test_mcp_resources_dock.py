@@ -1,4 +1,4 @@
-"""The MCP dock's Resources tab (issue 13 §2) against real servers: server-everything (Markdown documents,
+"""The MCP dock's Resources tab against real servers: server-everything (Markdown documents,
 templates, subscriptions it updates every 5 s) and our Python server (an image, JSON, 20 MB of text)."""
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ async def test_settings_page_adds_tests_pastes_and_removes_servers(mcp_bin: Path
         assert page.env.height() >= 4 * page.env.verticalHeader().defaultSectionSize()  # room for a few variables
         page.test_button.click()
         await wait_until(lambda: "tools" in page.output.toPlainText(), timeout=40, what="the test to connect")
-        # The output is in view below the form (scrolled to), with room for lines of it (issue 24).
+        # The output is in view below the form (scrolled to), with room for lines of it.
         await asyncio.sleep(0.05)
         viewport = page.form_scroll.viewport()
         top = page.output.mapTo(viewport, QPoint(0, 0)).y()
@@ -62,7 +62,7 @@ async def test_settings_page_adds_tests_pastes_and_removes_servers(mcp_bin: Path
         assert "# my own notes" in text and "# keep" in text
         assert yaml.safe_load(text)["mcpServers"]["everything"]["env"] == {"GREETING": "hello"}
         await wait_until(lambda: [s.name for s in dock.model.statuses] == ["everything"], what="the dock to reload")
-        # Added from the window, it starts without a separate Start; the page says so (issue 24).
+        # Added from the window, it starts without a separate Start; the page says so.
         await wait_until(lambda: "everything started:" in page.status.text(), timeout=40, what="the server to start")
         assert [s.state for s in dock.model.statuses] == ["ready"]
         # The controller's configuration (the robots' next run) has it too.

@@ -1,4 +1,4 @@
-"""Signing in to a remote MCP server from the MCP dock (issue 13 §4): the server that needs a sign-in says
+"""Signing in to a remote MCP server from the MCP dock: the server that needs a sign-in says
 so with a Sign in button, the page's address shows (and can be copied) while the browser is open, the
 dock turns to "Signed in", and a revoked sign-in turns to "Sign in again". The server is the local OAuth
 test server; the "browser" is an HTTP client that follows the redirect to the app's loopback listener."""

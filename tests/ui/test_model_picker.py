@@ -1,4 +1,4 @@
-"""The composer's model picker and Settings' list of models (issue 12 §3), on the loopback server."""
+"""The composer's model picker and Settings' list of models, on the loopback server."""
 
 from __future__ import annotations
 

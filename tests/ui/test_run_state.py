@@ -1,4 +1,4 @@
-"""How a run is going, in the chat (issue 14, defect 8 and "progress everywhere"): a failed run's error is a
+"""How a run is going, in the chat: a failed run's error is a
 card across the column with the fix its message names and Retry (the same when reopened); what a
 running robot waits for shows under the last message with the time it has waited; a running tool call's
 card shows the time so far."""

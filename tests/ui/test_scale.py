@@ -1,4 +1,4 @@
-"""No text is cut in the cards and docks at 100 %, 150 % and 200 % (issue 14, defect 12): the window
+"""No text is cut in the cards and docks at 100 %, 150 % and 200 %: the window
 is opened on screens of common sizes with QT_SCALE_FACTOR, brought to its main states by the offline
 demo, and every label and button checked (their text fits, or ends in "…" by design) — and every
 control has an accessible name there too. At 150 % and 200 % the logical screen is small (1280×720,

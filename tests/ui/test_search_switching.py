@@ -1,5 +1,5 @@
 """Search results: what a hit row shows, opening one jumps to the matching message, and clicking results
-and switching threads a few hundred times (issue 14, defects 1 and 6)."""
+and switching threads a few hundred times."""
 
 from __future__ import annotations
 

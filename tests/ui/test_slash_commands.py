@@ -1,4 +1,4 @@
-"""``/`` in the message box (issue 13 §2): the completion of /compact and the MCP prompts of the robot's
+"""``/`` in the message box: the completion of /compact and the MCP prompts of the robot's
 servers (real servers: server-everything and our Python server), driven with real key events; a prompt with
 arguments opens a form, and its messages land in the message box to be read and sent."""
 

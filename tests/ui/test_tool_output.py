@@ -1,4 +1,4 @@
-"""A running command's output in the chat (issue 26): the presenter's reducer without a window (chunks
+"""A running command's output in the chat: the presenter's reducer without a window (chunks
 in order, ANSI codes stripped even when a chunk cuts one, the memory bound and its note, live and
 reopened alike), and the tool card's output view (text in order, following the end unless scrolled up,
 folded once a long output ends)."""

@@ -263,7 +263,7 @@ async def test_a_click_in_the_box_beside_its_buttons_puts_the_keyboard_in_it(des
 
 async def test_a_relaunch_restores_the_folder_and_the_network_threads_graph(db_path: Path, tmp_path: Path) -> None:
     """Closed with a folder open and a network thread open, the window starts again in the same folder, on the
-    same thread, with the network's graph drawn in the Network dock (issue 24)."""
+    same thread, with the network's graph drawn in the Network dock."""
     from workspace.providers.demo import DemoProvider
 
     folder = tmp_path / "garden"

@@ -1,4 +1,4 @@
-"""The window's size and layout (issue 14, defects 2 and 3): the first window fits the screen (the
+"""The window's size and layout: the first window fits the screen (the
 message box shows at 1280×720), geometry, docks, splitter and the inspector's tabs come back after a
 restart, a smaller screen is fitted; dock shortcuts show and focus their dock and never hide it; the
 keyboard shortcut sheet lists every command's keys."""
@@ -61,7 +61,7 @@ def test_the_first_window_fits_the_screen_with_the_message_box_on_it(tmp_path: P
 
 def test_every_inspector_tab_shows_whole_at_1280x720(tmp_path: Path) -> None:
     """Six tabs (Tool calls, Changes, Memory, Trace, MCP servers, Network), all in sight with their whole
-    names and no scroll arrows in the first window at 1280×720 (issue 24: five showed)."""
+    names and no scroll arrows in the first window at 1280×720 (five once showed)."""
     out = _probe(_screen(tmp_path, 1280, 720), "--state", "review")  # "Changes · 1": a change to review
     tabs = out["tab_bar"]
     assert "Changes · 1" in tabs["names"], tabs

@@ -1,4 +1,4 @@
-"""The fit-and-finish items of issue 24 that only unit tests showed, in a real X server with real input: a tool's
+"""The fit-and-finish items that only unit tests showed, in a real X server with real input: a tool's
 duration leaves out the wait for approval, a relaunch restores the folder and the network thread with its graph,
 the "Model changed" marker sits between two answers, and a server added from Settings › MCP servers starts by
 itself. Each flow asserts what its screenshot (``ROBOTLAB_XVFB_SHOTS``, e.g. docs/screens/fit) shows."""
