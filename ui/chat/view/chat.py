@@ -154,6 +154,10 @@ class ChatView(QScrollArea):
         self._layout.addStretch(1)  # keeps content at the top
         self.setWidget(canvas)
         self._stick = True
+        #: What the screen shows at its top when not at the end (a widget, how far below the top): kept there
+        #: when what is above it grows or shrinks (widgets made, released, laid out again), as browsers do.
+        self._screen_anchor: tuple[QWidget, int] | None = None
+        self._anchoring = False
         bar = self.verticalScrollBar()
         bar.rangeChanged.connect(self._on_range_changed)
         bar.valueChanged.connect(self._on_scrolled)
@@ -660,10 +664,30 @@ class ChatView(QScrollArea):
     def _on_range_changed(self, _lo: int, hi: int) -> None:
         if self._stick:
             self.verticalScrollBar().setValue(hi)
+        else:
+            self._keep_screen_anchor()
         self.turn_window.schedule()
+
+    def _keep_screen_anchor(self) -> None:
+        from shiboken6 import isValid
+
+        anchor = self._screen_anchor
+        if anchor is None or not isValid(anchor[0]) or anchor[0].parentWidget() is not self.column:
+            return
+        widget, offset = anchor
+        bar = self.verticalScrollBar()
+        value = max(0, widget.geometry().top() - offset)
+        if value != bar.value():
+            self._anchoring = True
+            try:
+                bar.setValue(value)
+            finally:
+                self._anchoring = False
 
     def _on_scrolled(self, value: int) -> None:
         bar = self.verticalScrollBar()
+        if not self._anchoring:
+            self._screen_anchor = self.turn_window.anchor_at(value)
         self._stick = value >= bar.maximum() - 24
         self.turn_window.schedule()
         if value == 0 and self.presenter.hidden_turns and bar.maximum() > 0:

@@ -233,6 +233,24 @@ class TurnWindow:
                 return widget, geometry.top() - value
         return None
 
+    def anchor_at(self, value: int) -> tuple[QWidget, int] | None:
+        """What the screen is anchored to at scroll position ``value``: the first widget whose top is on
+        screen (else the first one reaching it), and how far below the screen's top it is."""
+        chat = self.chat
+        layout = chat._layout
+        reaching: tuple[QWidget, int] | None = None
+        for i in range(layout.count()):
+            entry = layout.itemAt(i)
+            widget = entry.widget() if entry is not None else None
+            if widget is None or widget is chat._more_button or widget.isHidden():
+                continue
+            geometry = widget.geometry()
+            if geometry.top() >= value:
+                return widget, geometry.top() - value
+            if reaching is None and geometry.bottom() >= value:
+                reaching = widget, geometry.top() - value
+        return reaching
+
     def _keep(self, anchor: tuple[QWidget, int] | None) -> None:
         """Scroll so that the anchor is where it was on screen (turns made above it grew or shrank)."""
         chat = self.chat
