@@ -87,6 +87,8 @@ _EXPORTS: dict[str, str] = {
     "DoomLoopDetector": "workspace.agent.guards",
     "AskUser": "workspace.ask_user",
     "ScriptTool": "workspace.tools.script",
+    # Narrator, DocumentStore and the cyborg's channels and interviewer (RobotLab 0.2)
+    "Narrator": "workspace.narrator",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__", "build", "create_memory"]
