@@ -89,6 +89,7 @@ _EXPORTS: dict[str, str] = {
     "ScriptTool": "workspace.tools.script",
     # Narrator, DocumentStore and the cyborg's channels and interviewer (RobotLab 0.2)
     "Narrator": "workspace.narrator",
+    "DocumentStore": "workspace.documents",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__", "build", "create_memory"]
