@@ -90,6 +90,12 @@ _EXPORTS: dict[str, str] = {
     # Narrator, DocumentStore and the cyborg's channels and interviewer (RobotLab 0.2)
     "Narrator": "workspace.narrator",
     "DocumentStore": "workspace.documents",
+    "Channel": "workspace.network.channels",
+    "ChannelMessage": "workspace.network.channels",
+    "ScriptedChannel": "workspace.network.channels",
+    "TerminalChannel": "workspace.network.channels",
+    "Interviewer": "workspace.network.interviewer",
+    "Question": "workspace.network.interviewer",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__", "build", "create_memory"]
