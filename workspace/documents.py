@@ -15,7 +15,8 @@ is the offline lexical measure's (:mod:`workspace.similarity`: stemmed, stop-wor
 An embedder that fails is logged and that search uses the lexical measure for every document.
 
 Documents are embedded when searched: ``store`` only keeps the text (so it is cheap and never waits on a
-network), and the first search embeds every document not embedded yet, in one batch. ``search`` works
+network), and the first search embeds every document not embedded yet, in one batch; each vector (the
+embedder's, or the lexical measure's word counts) is kept until its document is replaced or deleted. ``search`` works
 from plain code and with a plain embedder; inside an event loop with an ``async`` embedder use
 ``await docs.asearch(...)``. The score is the cosine of the two vectors; a vector that is missing or of
 another length than the query's scores 0.0. Results are the first ``limit``, highest score first (documents
@@ -51,6 +52,14 @@ MAX_CHARS = 1_000_000
 class _Document:
     text: str
     vector: list[float] | None = None  # the embedder's (None: not embedded yet, or it failed)
+    terms: dict[str, float] | None = None  # the lexical measure's (None: not computed yet)
+
+    def term_vector(self) -> dict[str, float]:
+        """The lexical measure's vector of the text, computed once (a replaced text is a new document)."""
+        terms = self.terms
+        if terms is None:
+            terms = self.terms = term_vector(self.text)
+        return terms
 
 
 class DocumentStore:
@@ -157,7 +166,7 @@ class DocumentStore:
         scores = await self._embedding_scores(str(query), snapshot) if self.embedder is not None else None
         if scores is None:
             wanted = term_vector(str(query))
-            scores = [_lexical(wanted, term_vector(doc.text)) for _, doc in snapshot]
+            scores = [_lexical(wanted, doc.term_vector()) for _, doc in snapshot]
         ranked = sorted(range(len(snapshot)), key=lambda i: -scores[i])  # stable: earlier documents first on ties
         return [{"key": snapshot[i][0], "text": snapshot[i][1].text, "score": scores[i]} for i in ranked[:limit]]
 
@@ -187,8 +196,9 @@ def _key(key: Any) -> str:
     return key if isinstance(key, str) else str(key)
 
 
-def _lexical(a: dict[str, float], b: dict[str, float]) -> float:
-    return sum(weight * b.get(word, 0.0) for word, weight in a.items())
+def _lexical(query: dict[str, float], document: dict[str, float]) -> float:
+    """The cosine of two normalised word vectors (the query's words are few: loop over them)."""
+    return sum(weight * document.get(word, 0.0) for word, weight in query.items())
 
 
 def _is_async(embedder: Any) -> bool:
