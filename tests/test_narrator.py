@@ -15,7 +15,7 @@ import pytest
 from fakes.llm_server import FakeLLMServer, Reply
 
 import workspace
-from workspace import Narrator, Network, Robot
+from workspace import Narrator, Network, Robot, secrets
 from workspace.config import load_config
 from workspace.narrator import MAX
 from workspace.tools import tool
@@ -109,6 +109,21 @@ async def test_arguments_are_clipped_to_their_first_line_and_a_broken_output_nev
     server.enqueue(Reply.tool("read_notes", {"path": "nowhere"}), "Still done.")
     result = await writer(server).arun("again")
     assert result.last_text_content == "Still done."
+
+
+async def test_enabling_twice_narrates_once_and_secrets_in_arguments_are_masked(server: FakeLLMServer) -> None:
+    secret = "sk-narrator-test-0123456789abcdef"
+    secrets.register_secret(secret, name="NOTES_TOKEN")
+    try:
+        lines: list[str] = []
+        Narrator.enable(output=io.StringIO())
+        Narrator.enable(output=lines.append)
+        server.enqueue(Reply.tool("read_notes", {"path": f"notes.md?token={secret}"}), "Done.")
+        await writer(server).arun("read")
+    finally:
+        secrets.forget_secrets([secret])
+    assert lines[:2] == ["  · writer: thinking…", '  · → read_notes path="notes.md?token=<NOTES_TOKEN>"']
+    assert secret not in "".join(lines)
 
 
 def test_the_default_output_is_stderr_as_it_is_when_a_line_is_written(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,8 @@ The lines are RobotLab's, each written as one line to :attr:`Narrator.output` (a
       · → read_file path="notes.md"   before each tool call: its first argument, first line, 80 characters
       ·   ✗ no such file              after a tool call that failed: the first line of the error
 
-A line that cannot be written, or a hook that fails, is dropped: narration never breaks a run.
+Secrets are masked in the lines (``workspace.secrets.redact``), as in logs. A line that cannot be written, or
+a hook that fails, is dropped: narration never breaks a run.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any, ClassVar
 
-from workspace.hooks import Hook, LlmGenerationHookContext, ToolCallHookContext, on
+from workspace.hooks import GLOBAL, Hook, LlmGenerationHookContext, ToolCallHookContext, on
+from workspace.secrets import redact
 
 #: A tool's argument and an error are clipped to this many characters (then "…").
 MAX = 80
@@ -41,10 +43,11 @@ class Narrator(Hook):
 
     @classmethod
     def enable(cls, output: Output | None = None) -> type[Narrator]:
-        """Set :attr:`output` (None: stderr), register the narrator for every robot and network and return
-        the class (RobotLab's ``Narrator.enable!``)."""
+        """Set :attr:`output` (None: stderr), register the narrator for every robot and network (once: enabling
+        it again only changes the output) and return the class (RobotLab's ``Narrator.enable!``)."""
         cls.output = output
-        on(cls)
+        if not any(registration.handler is cls for registration in GLOBAL):
+            on(cls)
         return cls
 
     @classmethod
@@ -72,7 +75,7 @@ class Narrator(Hook):
 
     @classmethod
     def _say(cls, message: str) -> None:
-        line = f"  · {message}"
+        line = redact(f"  · {message}")
         target = cls.output if cls.output is not None else sys.stderr
         try:
             write = getattr(target, "write", None)
