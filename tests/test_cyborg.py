@@ -159,10 +159,14 @@ async def test_a_person_with_a_scripted_channel_approves_a_robots_draft_in_a_net
     channel = ScriptedChannel(["1"])
     network = Network("release")
     network.task("draft", robot("writer", server, "You write release notes."))
-    network.task("approve", Person("approver", channel=channel, choices=["approved", "rejected"], timeout=HANG),
-                 depends_on=["draft"])
+    approver = Person("approver", channel=channel, choices=["approved", "rejected"], timeout=HANG,
+                      memory=network.memory)
+    network.task("approve", approver, depends_on=["draft"])
     result = await network.arun("v1.0 starts faster")
     assert result.results["approve"].last_text_content == "approved"
+    approver.remember("release", "v1.0")  # the network's memory, shared with its robots
+    assert network.memory.get("release") == "v1.0"
+    assert [r.robot_name for r in network.memory.results] == ["writer", "approver"]
     assert "[You write release notes] V1.0 STARTS FASTER" in channel.asked[0]
     assert channel.asked[0].endswith("  1. approved\n  2. rejected")
     with pytest.raises(ValueError, match="not both"):

@@ -19,8 +19,9 @@ RobotLab's cyborg: ``Person("ada", channel=TerminalChannel())`` asks through a
 answers the tasks sent to them through it, and is shown the replies to what they sent; ``say(text)`` sends
 to the peers ``@name``\\ d in it (``@editor @analyst look at this``), or to every peer when it names none;
 ``listen()`` does that for whatever the person types unprompted. ``assign(to=, task=)`` sends one peer a
-task; ``remember(key, value)`` and ``await recall(key, wait=30)`` use the person's memory (a network's, or
-``memory=`` one shared with the robots).
+task; ``remember(key, value)`` and ``await recall(key, wait=30)`` use the person's memory,
+:attr:`~workspace.robot.Robot.memory`: ``Person(..., memory=network.memory)`` (or any ``Memory`` given to the
+robots too) makes it the one the robots share.
 """
 
 from __future__ import annotations
