@@ -108,6 +108,15 @@ async def test_a_terminal_like_channel_answers_oldest_first_and_listen_hears_the
     await wait_until(lambda: interviewer.initiative, "the initiative")
     assert interviewer.initiative[0].content == "by the way, the build is red"
     await interviewer.close()
+
+    class Broken(LineChannel):
+        def deliver(self, message: ChannelMessage) -> ChannelMessage:
+            raise OSError("the terminal went away")
+
+    failing = Interviewer(Broken())
+    with pytest.raises(OSError, match="went away"):
+        await failing.ask("Shown?")
+    assert failing.outstanding == []  # a question never shown is not left open
     with pytest.raises(RuntimeError, match="closed"):
         await interviewer.ask("again?")
     with pytest.raises(TypeError, match="Channel"):

@@ -110,9 +110,13 @@ class Interviewer:
             question = Question(id=next(self._ids), content=str(content), choices=choices, default=default,
                                 interviewer=self)
             self._open[question.id] = question
-        delivered = self.channel.deliver(ChannelMessage(_render(question), id=question.id))
-        if inspect.isawaitable(delivered):
-            await delivered
+        try:
+            delivered = self.channel.deliver(ChannelMessage(_render(question), id=question.id))
+            if inspect.isawaitable(delivered):
+                await delivered
+        except BaseException:
+            self.expire(question)  # never shown: nothing may answer it
+            raise
         self._ensure_reader()
         return question
 
