@@ -155,3 +155,18 @@ def test_robotlab_run_narrate_writes_the_lines_on_stderr_beside_the_plain_answer
     assert narrated[3] == '  · → read_file path="gone.md"'
     assert narrated[4].startswith("  ·   ✗ ") and "gone.md" in narrated[4]
     assert narrated[5:] == ["  · assistant: thinking…"]
+
+
+def test_robotlab_network_run_narrate_names_each_robot(robotlab_home: Path, tmp_path: Path) -> None:
+    network = tmp_path / "pair.yaml"
+    network.write_text("name: pair\nmcp: none\nrobots:\n  first: {system_prompt: You go first., tools: none}\n"
+                       "  second: {system_prompt: You go second., tools: none}\n"
+                       "tasks:\n  one: {robot: first}\n  two: {robot: second, depends_on: [one]}\n")
+    with FakeLLMServer() as llm:
+        result = subprocess.run(
+            [sys.executable, "-m", "workspace", "network", "run", str(network), "Go", "--plain", "--narrate",
+             "--no-record", "--model", "openai/fake", "--api-base", llm.base_url + "/v1"],
+            capture_output=True, text=True, cwd=ROOT, timeout=120, env={**os.environ, "ROBOT_LAB_DEMO__DELAY": "0"})
+    assert result.returncode == 0, result.stderr
+    narrated = [line for line in result.stderr.splitlines() if line.startswith("  · ")]
+    assert narrated == ["  · first: thinking…", "  · second: thinking…"]
