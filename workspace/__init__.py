@@ -87,6 +87,15 @@ _EXPORTS: dict[str, str] = {
     "DoomLoopDetector": "workspace.agent.guards",
     "AskUser": "workspace.ask_user",
     "ScriptTool": "workspace.tools.script",
+    # Narrator, DocumentStore and the cyborg's channels and interviewer (RobotLab 0.2)
+    "Narrator": "workspace.narrator",
+    "DocumentStore": "workspace.documents",
+    "Channel": "workspace.network.channels",
+    "ChannelMessage": "workspace.network.channels",
+    "ScriptedChannel": "workspace.network.channels",
+    "TerminalChannel": "workspace.network.channels",
+    "Interviewer": "workspace.network.interviewer",
+    "Question": "workspace.network.interviewer",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__", "build", "create_memory"]
