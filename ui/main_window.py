@@ -8,6 +8,7 @@ declared in :meth:`MainWindow._add_commands`. Only the entry point (``ui.app``) 
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Signal
@@ -122,6 +123,8 @@ class MainWindow(QMainWindow):
         self._build: Iterator[None] | None = None
         #: Keys typed at the frame before start-up filled it in (None: the window takes its keys itself).
         self._early_keys: list[QKeyEvent] | None = []
+        #: Whether the application's events pass through :meth:`eventFilter` (to keep the early keys).
+        self._key_filter = False
         #: Quitting with runs going: the question, once asked; and whether Quit was the answer.
         self.quit_box: QMessageBox | None = None
         self._quit_confirmed = False
@@ -170,6 +173,7 @@ class MainWindow(QMainWindow):
         yield from self._build_central()
         yield
         self.models.build(self.composer)
+        yield
         self.memory.attach(self.splitter, self.docks)
         self.docks.attach(tool_model=self.tool_model, memory_model=self.memory_model, trace_model=self.trace_model,
                           network_model=self.network_model, composer=self.composer,
@@ -178,18 +182,22 @@ class MainWindow(QMainWindow):
                             chat=self.chat, composer=self.composer)
         self.robots.attach(picker=self.robot_picker, model=self.robot_model, edit_button=self.robot_edit_button,
                            model_label=self.model_label, connect_link=self.connect_link, composer=self.composer)
+        yield
         self.memory.fit_to_screen()  # the minimum size of the parts may not fit a small screen
         self.memory.restore_splitter()
+        yield
         self.command_palette = CommandPalette(self)
         self.runs.attach(composer=self.composer, chat=self.chat, palette=self.command_palette)
         self.toast = Toast(self)
         self.services.notices.attach(self.toast, self.banner)
         yield
         self.docks.build()
+        yield
         self.status.build()
         yield
         self.commands.build(self.docks)
         self.commands.attach(palette=self.command_palette, sidebar=self.sidebar)
+        yield
         self._add_commands()
         yield
         self._wire()
@@ -217,24 +225,45 @@ class MainWindow(QMainWindow):
             app = QApplication.instance()
             if app is not None:
                 app.installEventFilter(self)
+                self._key_filter = True
         self._show(event)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        """Keys typed at the window before start-up filled it in are kept (:meth:`take_early_keys`)."""
-        if self._early_keys is None or not isinstance(watched, QWidget) or watched.window() is not self:
+        """Keys typed at the window before start-up filled it in are kept (:meth:`take_early_keys`).
+
+        Installed on the application, it sees every event of every object until then: the key events are
+        told apart first, by their class (a type check, no call into Qt), so the rest cost next to nothing."""
+        if self._early_keys is None or not isinstance(event, QKeyEvent):
+            return False
+        if not isinstance(watched, QWidget) or watched.window() is not self:
             return False
         if event.type() == QEvent.Type.ShortcutOverride:  # a command made meanwhile runs in its turn, not now
             event.accept()
             return True
-        if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
+        if event.type() == QEvent.Type.KeyPress:
             self._early_keys.append(event.clone())
             return True
         return False
+
+    @contextlib.contextmanager
+    def building(self) -> Iterator[None]:
+        """A start-up step: the filter that keeps early keys is off meanwhile (keys come from the event loop,
+        never from inside a step, and every event the step's new widgets get would pass through Python)."""
+        app = QApplication.instance()
+        filtering = self._key_filter and app is not None
+        if filtering and app is not None:
+            app.removeEventFilter(self)
+        try:
+            yield
+        finally:
+            if filtering and app is not None and self._key_filter:
+                app.installEventFilter(self)
 
     def take_early_keys(self) -> None:
         """Start-up has filled the window in: the message box gets the focus (the frame was shown with nothing
         to focus) and the keys typed at the frame before (a command's shortcut runs the command)."""
         keys, self._early_keys = self._early_keys, None
+        self._key_filter = False
         app = QApplication.instance()
         if app is not None:
             app.removeEventFilter(self)
