@@ -216,6 +216,8 @@ class Application:
         self._closed = False
         self.started = False
         self.loaded = False
+        #: Every pane is in its dock: start-up is over (the libraries the first message needs load after it).
+        self.whole = False
         #: The thread left open when the window was last closed (read by start-up's worker).
         self._last_thread: str | None = None
         #: Each step a staged start-up ran on the window's thread, in order (``bench/bench_ui_startup.py`` prints them).
@@ -400,6 +402,7 @@ class Application:
         """The window is whole: load, in worker threads, what the first message will need."""
         from PySide6.QtCore import QTimer
 
+        self.whole = True
         self._resume_gc()
         self.window.take_early_keys()  # (start-up stopped early: the window takes its keys from now on)
         # The model library (litellm: seconds) loads in a worker thread once the full window has painted,
