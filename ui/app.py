@@ -178,7 +178,8 @@ def step_name(steps: Iterator[None]) -> str:
     while gen is not None and getattr(gen, "gi_frame", None) is not None:
         frame = gen.gi_frame
         module = frame.f_globals.get("__name__", "?").rpartition(".")[2]
-        parts.append(f"{module}.{frame.f_code.co_name}:{frame.f_lineno}")
+        key = getattr(frame.f_locals.get("spec"), "key", None)  # a dock's steps: which dock
+        parts.append(f"{module}.{frame.f_code.co_name}:{frame.f_lineno}" + (f"[{key}]" if key else ""))
         gen = gen.gi_yieldfrom
     return " > ".join(parts[-3:])
 
