@@ -615,7 +615,7 @@ class MainWindow(QMainWindow):
         yield
         self.composer = Composer(area)
         layout.addWidget(self.composer)
-
+        yield
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(area)
