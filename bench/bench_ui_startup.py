@@ -109,6 +109,9 @@ class _Stalls(QObject):
     def eventFilter(self, obj, event):
         if not self.started and event.type() == QEvent.Type.Paint:
             self.started = True
+            # Off the application's events from here: a Python filter there sees every event of every widget
+            # start-up makes, and would add its own cost to the stalls it measures.
+            QTimer.singleShot(0, lambda: app.removeEventFilter(self))
             self.gaps = []
             self.clock = QElapsedTimer()
             self.clock.start()
