@@ -278,7 +278,10 @@ class Application:
         config_problem = await asyncio.to_thread(self._read_config)
         if self._closed:
             return
-        self._reopen_folder_unless(config_problem)
+        # The last folder's settings file read and checked in the worker too (the window's thread does not wait).
+        reopen = self.folder is None and config_problem is None
+        if reopen and await asyncio.to_thread(self._set_last_folder) and not self._closed:
+            self._folder_reopened()
         await asyncio.to_thread(self._open_workspace)
         if not self._closed:
             self._load(staged=True, config_problem=config_problem, opened=True)
@@ -355,14 +358,23 @@ class Application:
 
     def _reopen_folder(self) -> None:
         """No ``--folder``: the folder that was open when the window was last closed, if it is still there."""
+        if self._set_last_folder():
+            self._folder_reopened()
+
+    def _set_last_folder(self) -> bool:
+        """The last folder set on the controller (before the workspace is opened: no widget, any thread), if it is
+        still there and its settings can be read."""
         folder = self.window.memory.last_folder()
         if folder is None:
-            return
+            return False
         try:
             self.controller.set_folder(folder)
         except Exception as exc:  # a bad config file in it: start without it, and say why
             log.info("could not reopen the folder %s: %s", folder, exc)
-            return
+            return False
+        return True
+
+    def _folder_reopened(self) -> None:
         self.folder = self.controller.folder
         self.window.status.update_folder()
 

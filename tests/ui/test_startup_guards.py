@@ -161,3 +161,35 @@ async def test_the_early_key_filter_is_off_while_a_step_builds(db_path: Path) ->
         assert window._key_filter  # back on after the step: keys typed between steps are kept
     finally:
         await close_app(root)
+
+
+async def test_the_folder_open_last_time_has_its_settings_read_in_a_worker(db_path: Path, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # A folder's settings file is read and validated (pydantic) when it is reopened: start-up's worker does it.
+    import workspace.config
+    from ui.app import Application
+    from ui.window.geometry import settings
+
+    folder = tmp_path / "garden"
+    (folder / ".robotlab").mkdir(parents=True)
+    (folder / ".robotlab" / "config.yaml").write_text("ui:\n  theme: light\n", encoding="utf-8")
+    settings().setValue("session/folder", str(folder))
+    load = workspace.config.load_config
+    loaded: list[tuple[Path | None, bool]] = []
+
+    def noted(folder_: Path | None = None, *args: Any, **kwargs: Any) -> Any:
+        loaded.append((folder_, threading.current_thread() is threading.main_thread()))
+        return load(folder_, *args, **kwargs)
+
+    monkeypatch.setattr(workspace.config, "load_config", noted)
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    try:
+        root.window.show()
+        root.finish_startup(staged=True)
+        await wait_until(lambda: root.whole, timeout=120, what="the start-up")
+        assert root.controller.folder == folder.resolve() and root.folder == folder.resolve()
+        assert "garden" in root.window.status.folder.text()
+        assert (folder.resolve(), False) in loaded, loaded
+        assert not [f for f, on_window in loaded if on_window], loaded
+    finally:
+        await close_app(root)
