@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeyEvent, QKeySequence, QResizeEvent, QShowEvent
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -35,6 +35,7 @@ from ui.window.attachments import Attachments
 from ui.window.commands import Commands
 from ui.window.compare import Comparisons
 from ui.window.docks import Docks
+from ui.window.early_keys import EarlyKeys
 from ui.window.folder_flow import FolderFlow
 from ui.window.geometry import WindowMemory
 from ui.window.models import ModelChoice
@@ -122,9 +123,7 @@ class MainWindow(QMainWindow):
         self.built = False
         self._build: Iterator[None] | None = None
         #: Keys typed at the frame before start-up filled it in (None: the window takes its keys itself).
-        self._early_keys: list[QKeyEvent] | None = []
-        #: Whether the application's events pass through :meth:`eventFilter` (to keep the early keys).
-        self._key_filter = False
+        self.early_keys = EarlyKeys(self)
         #: Quitting with runs going: the question, once asked; and whether Quit was the answer.
         self.quit_box: QMessageBox | None = None
         self._quit_confirmed = False
@@ -218,55 +217,21 @@ class MainWindow(QMainWindow):
         self.robots.update_picker()
         self.built = True
         if not self.isVisible():  # built before it was shown: nothing was typed at it
-            self._early_keys = None
+            self.early_keys.keys = None
 
     def showEvent(self, event: QShowEvent) -> None:
-        if self._early_keys is not None and not self.built:  # shown as a frame: keep what is typed at it
-            app = QApplication.instance()
-            if app is not None:
-                app.installEventFilter(self)
-                self._key_filter = True
+        if not self.built:  # shown as a frame: keep what is typed at it
+            self.early_keys.install()
         self._show(event)
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        """Keys typed at the window before start-up filled it in are kept (:meth:`take_early_keys`).
-
-        Installed on the application, it sees every event of every object until then: the key events are
-        told apart first, by their class (a type check, no call into Qt), so the rest cost next to nothing."""
-        if self._early_keys is None or not isinstance(event, QKeyEvent):
-            return False
-        if not isinstance(watched, QWidget) or watched.window() is not self:
-            return False
-        if event.type() == QEvent.Type.ShortcutOverride:  # a command made meanwhile runs in its turn, not now
-            event.accept()
-            return True
-        if event.type() == QEvent.Type.KeyPress:
-            self._early_keys.append(event.clone())
-            return True
-        return False
-
-    @contextlib.contextmanager
-    def building(self) -> Iterator[None]:
-        """A start-up step: the filter that keeps early keys is off meanwhile (keys come from the event loop,
-        never from inside a step, and every event the step's new widgets get would pass through Python)."""
-        app = QApplication.instance()
-        filtering = self._key_filter and app is not None
-        if filtering and app is not None:
-            app.removeEventFilter(self)
-        try:
-            yield
-        finally:
-            if filtering and app is not None and self._key_filter:
-                app.installEventFilter(self)
+    def building(self) -> contextlib.AbstractContextManager[None]:
+        """Around a start-up step: the early keys' filter is off meanwhile (:meth:`EarlyKeys.paused`)."""
+        return self.early_keys.paused()
 
     def take_early_keys(self) -> None:
         """Start-up has filled the window in: the message box gets the focus (the frame was shown with nothing
         to focus) and the keys typed at the frame before (a command's shortcut runs the command)."""
-        keys, self._early_keys = self._early_keys, None
-        self._key_filter = False
-        app = QApplication.instance()
-        if app is not None:
-            app.removeEventFilter(self)
+        keys = self.early_keys.take()
         if keys is None or not self.built:
             return
         self.composer.focus()

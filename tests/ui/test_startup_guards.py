@@ -145,20 +145,20 @@ async def test_the_early_key_filter_is_off_while_a_step_builds(db_path: Path) ->
     window = root.window
     try:
         window.show()
-        assert window._key_filter
+        assert window.early_keys.filtering
         seen: list[int] = []
-        filter_ = window.eventFilter
+        filter_ = window.early_keys.eventFilter
 
         def counting(watched: QObject, event: QEvent) -> bool:
             seen.append(1)
             return filter_(watched, event)
 
-        window.eventFilter = counting  # type: ignore[method-assign]
+        window.early_keys.eventFilter = counting  # type: ignore[method-assign]
         with window.building():
             next(window.build_steps())
             next(window.build_steps())  # the sidebar: dozens of events
         assert seen == []
-        assert window._key_filter  # back on after the step: keys typed between steps are kept
+        assert window.early_keys.filtering  # back on after the step: keys typed between steps are kept
     finally:
         await close_app(root)
 
