@@ -83,7 +83,9 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
                     manifest.add(tool)
         network = options.get("network")
         bus = getattr(network, "bus", None)
-        if bus is not None and robot.bus is bus and "send_message" not in manifest:  # a network's bus
+        if robot.bus is not None and robot.bus.name is not None:  # a robot file's ``bus: name``
+            bus = robot.bus
+        if bus is not None and robot.bus is bus and "send_message" not in manifest:  # a network's bus, a named one
             from workspace.bus import REPLY_TIMEOUT, message_tool
 
             timeout = getattr(network, "reply_timeout", None) or REPLY_TIMEOUT

@@ -273,6 +273,9 @@ async def _run(args: argparse.Namespace) -> int:
         check_key(robot.model, robot.api_base or config.get("llm.api_base"))
     robot.provider = provider_for(robot.model, api_base=robot.api_base, config=config,
                                   folder_written=robot.api_base_in_folder)
+    from workspace.catalog import bus_peers
+
+    bus_peers(robot, folder=folder, config=config, model=model, api_base=args.api_base)  # ``bus: name``: its peers answer
     if args.context:
         robot.context_policy = args.context
     printer = QuestionAfterOutput(make_printer(args))
