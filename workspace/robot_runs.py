@@ -98,7 +98,12 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
             chosen = instructions(selected)
             if chosen:
                 spec.system = f"{chosen}\n\n{spec.system}" if spec.system else chosen
-            for tool in await skill_script_tools(_scripts_allowed(selected, folder_path, spec.notices)):
+            from workspace.tools.capabilities import Ceiling
+
+            ceiling = Ceiling.from_config(robot.config if robot._config is not None or robot._provider is None
+                                          else None)
+            for tool in await skill_script_tools(_scripts_allowed(selected, folder_path, spec.notices),
+                                                 ceiling=ceiling):
                 if tool.name not in manifest:  # the skills' scripts/, as tools of this run alone
                     manifest.add(tool)
         prompt = await mcp_prompt_text(robot)
