@@ -137,6 +137,12 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         ledger=options.get("ledger") or robot.ledger,
     )
     network = options.get("network")
+    from workspace.memory_review import reviewed
+
+    if network is None and reviewed(memory) and robot.review_memory == "ask":  # writes that outlive the run
+        from workspace.memory_review import review_writes
+
+        spec.watchers.append(review_writes(memory, robot=robot.name, propose=robot._propose_soon))
     if robot.bus is not None and getattr(network, "bus", None) is not robot.bus:  # a bus outside a network
         from workspace.bus import watch_run
 

@@ -382,8 +382,10 @@ class ThreadSession:
         network: Network | None = None
         robot: Robot | None = None
         if self.is_network:
-            # A fresh network for every run: its memory starts from the file's values.
+            # A fresh network for every run: its memory starts from the file's values, and lives only inside the
+            # run (scratch: its writes are not reviewed, they are never kept).
             network = self._load_network()
+            network.memory.scratch = True
         else:
             robot = self.robot
             self._remember_server(robot)
