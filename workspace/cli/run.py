@@ -306,6 +306,7 @@ async def _run(args: argparse.Namespace) -> int:
         args.run_started = True
         status, stopped = await print_events(run, printer)
         await settle_changes(changes, args, stopped, printer, verify=_verify_for(config, robot, folder, changes))
+        _memory_not_kept(robot)
         return status
 
     workspace = open_workspace(args, config=config, folder=folder, approval=approval, store=store)
@@ -325,11 +326,20 @@ async def _run(args: argparse.Namespace) -> int:
         await run.wait()
         status = saved_status(run, status, printer)
         await settle_recorded(session, args, stopped, printer)
+        _memory_not_kept(robot)
         if not args.json and not args.plain:
             recorded_hint(session.thread_id)
         return status
     finally:
         workspace.close()
+
+
+def _memory_not_kept(robot: Any) -> None:
+    """The memory writes the run proposed for review end with it: said on stderr (workspace.cli.memory_writes)."""
+    from workspace.cli.memory_writes import not_kept_lines
+
+    for line in not_kept_lines(robot):
+        print(line, file=sys.stderr)
 
 
 def _verify_for(config: Any, robot: Any, folder: Path | None, changes: Any) -> Any:

@@ -114,8 +114,8 @@ class Review(StrictModel):
     mode: Literal["review", "auto", "readonly"] = Field(
         "review", description="review: every file change waits for you; auto: applied at once; readonly: none")
     memory: Literal["auto", "ask"] = Field(
-        "auto", description="auto: what a robot learns (learn, record_knowledge) is kept at once; ask: it is "
-        "proposed, and kept only when you accept it")
+        "auto", description="auto: what a robot learns (learn, record_knowledge) and what a run writes to a memory "
+        "that outlives it are kept at once; ask: they are proposed, and kept only when you accept them")
     verify: str | None = Field(None, description="A command (run by /bin/sh -c in the sandbox, e.g. \"pytest -q\") "
                                "that checks proposed changes: run on the proposed set and on the accepted hunks "
                                "before Apply. A folder's own is used once the folder is trusted")
