@@ -98,3 +98,29 @@ def test_run_on_a_robot_file_with_a_bus_talks_to_its_peers(robotlab_home: Path, 
         events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
         bus = [(e["sender"], e["to"], e["content"]) for e in events if e["kind"] == "bus_message"]
         assert bus == [("alice", "bob", "Another"), ("bob", "alice", "Beep.")]
+
+
+async def test_a_thread_of_a_robot_with_a_bus_shows_its_messages(tmp_path: Path) -> None:
+    from workspace import ScriptedProvider
+    from workspace import events as ev
+    from workspace.config import load_config
+    from workspace.providers.testing import ToolCall
+    from workspace.session import Workspace
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    _robots(folder, alice=ALICE, bob=BOB)
+    provider = ScriptedProvider()  # one model for every robot of the window, as a workspace's provider is
+    provider.enqueue([ToolCall("send_message", {"to": "bob", "content": "A joke, please"}, id="s1")],
+                     "Beep boop.", "Bob says: beep boop.")
+    workspace = Workspace(db_path=tmp_path / "db.sqlite", provider=provider, folder=folder,
+                          config=load_config(folder, env={}))
+    try:
+        run = workspace.new_thread("alice").send("Ask Bob for a joke")
+        events = [e async for e in run]
+    finally:
+        await workspace.aclose()
+    lanes = [(e.sender, e.to, e.content) for e in events if isinstance(e, ev.BusMessage)]
+    assert lanes == [("alice", "bob", "A joke, please"), ("bob", "alice", "Beep boop.")]
+    assert provider.history[1].system.startswith("You tell jokes.")
+    assert isinstance(events[-1], ev.RunFinished) and events[-1].result.last_text_content == "Bob says: beep boop."
