@@ -157,3 +157,14 @@ async def test_a_bad_capability_is_refused_naming_the_key(tmp_path: Path, front:
         bad.script_tools  # noqa: B018 - RobotLab's property reads the scripts
     assert await skill_script_tools([bad]) == []
     assert message in caplog.text and "bad" in caplog.text
+
+
+async def test_a_granted_path_that_links_out_of_the_folder_is_refused(tmp_path: Path, folder: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "key.txt").write_text("private\n")
+    (folder / "docs-link").symlink_to(outside)
+    reader = skill(tmp_path / "a", "linker", "fs_read: [docs-link]\n", {"read.sh": "#!/bin/sh\ncat docs-link/key.txt\n"})
+    [tool] = await skill_script_tools([reader])
+    out = await tool.invoke({}, ToolContext(folder=folder, changes=ChangeSet(folder)))
+    assert out.is_error and "leads out of the folder" in str(out.data) and "private" not in str(out.data)

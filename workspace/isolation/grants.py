@@ -26,7 +26,15 @@ def _relative(path: str) -> str:
 
 
 def make_writable_dirs(pending: Path, folder: Path, grant: Grant) -> None:
-    """Make, in the pending layer ``pending``, each writable folder of ``grant`` that ``folder`` lacks."""
+    """Make, in the pending layer ``pending``, each writable folder of ``grant`` that ``folder`` lacks; a path of
+    the grant that is a symbolic link leading out of the folder is refused (the mount would follow it)."""
+    root = folder.resolve()
+    for path in {*grant.read, *grant.write}:
+        rel = _relative(path)
+        target = folder / rel
+        if rel != "." and (target.is_symlink() or target.exists()) and not target.resolve().is_relative_to(root):
+            raise IsolationError(f"the grant's path {path!r} leads out of the folder (a symbolic link to "
+                                 f"{target.resolve()}); name a real folder inside it")
     for path in grant.write:
         rel = _relative(path)
         if rel == "." or (folder / rel).exists():
