@@ -31,6 +31,7 @@ async def test_writes_that_outlive_the_run_wait_for_review_key_by_key() -> None:
                       ToolCall("remember", {"key": "owner", "value": {"name": "ana"}}, id="b")],
                      [ToolCall("recall", {"key": "plan"}, id="c")], "Noted.")
     result = await robot.arun("note the plan")
+    assert "the person reviews it" in told(provider, 1)[0]["data"]["review"]
     # Inside the run the robot read back what it wrote ...
     assert told(provider, 2)[-1] == {"data": {"key": "plan", "found": True, "value": "ship friday"}}
     assert result.last_text_content == "Noted."

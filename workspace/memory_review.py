@@ -52,9 +52,11 @@ def review_writes(memory: Memory, *, robot: str, propose: Callable[[PendingMemor
                 changed[key] = str(change.writer or robot)
 
         remove = memory.add_observer(observe)
+        memory.reviewing += 1
 
         def stop() -> None:
             remove()
+            memory.reviewing = max(0, memory.reviewing - 1)
             for key, writer in changed.items():
                 if wants is not None and not wants(writer):
                     continue
