@@ -2,7 +2,9 @@
 
 - ``ask-user``: a robot's AskUser question in the chat, its choices as buttons, the default highlighted;
 - ``memory-review``: a memory write a robot proposed (``review.memory: ask``) in the Changes dock's Memory
-  group, its text edited, waiting for Accept or Reject.
+  group, its text edited, waiting for Accept or Reject;
+- ``shared-memory-review``: keys a run changed in the robot's own memory, each proposed with its old value and the
+  new one, after the run ended.
 
     xvfb-run -s "-screen 0 1280x720x24" .venv/bin/python scripts/screenshot_robotlab.py --platform xcb --out shots
 
@@ -24,12 +26,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts.window_shots import folder_with, fresh_home, run_window, shots_main, until
 
-STATES = ("ask-user", "memory-review")
+STATES = ("ask-user", "memory-review", "shared-memory-review")
 
 ASKER = ("---\nname: designer\ndescription: asks before it draws\ntools: [ask_user]\nmcp: none\n---\n"
          "You design logos. Ask before you choose.\n")
 LEARNER = ("---\nname: build-helper\ndescription: learns how the project builds\nlearn: true\ntools: none\n"
            "mcp: none\n---\nYou help with the build and remember what you learn.\n")
+KEEPER = ("---\nname: release-keeper\ndescription: keeps the release plan\ntools: [remember, recall]\nmcp: none\n"
+          "---\nYou keep the release plan in your memory.\n")
 
 
 async def xdo(*args: str) -> bool:
@@ -58,6 +62,7 @@ def shoot(state: str, out: Path) -> int:
     robots.mkdir(parents=True, exist_ok=True)
     (robots / "designer.md").write_text(ASKER, encoding="utf-8")
     (robots / "build-helper.md").write_text(LEARNER, encoding="utf-8")
+    (robots / "release-keeper.md").write_text(KEEPER, encoding="utf-8")
     folder = folder_with("shop-site", {"README.md": "# Shop site\n\nBuild with `make site`.\n"},
                          prefix="robotlab-0.2-")
 
@@ -75,6 +80,13 @@ def shoot(state: str, out: Path) -> int:
                 "Ocean blue it is.",
             ])
             config = load_config(folder)
+        elif state == "shared-memory-review":
+            provider = ScriptedProvider([
+                [ToolCall("remember", {"key": "release-date", "value": "2026-12-04"}, id="m1"),
+                 ToolCall("remember", {"key": "release-owner", "value": "Ana"}, id="m2")],
+                "The plan is noted: Ana ships on December 4th.",
+            ])
+            config = load_config(folder, overrides={"review": {"memory": "ask"}})
         else:
             provider = ScriptedProvider([
                 ["The build failed with make 3.81; it worked with 4.3. I will remember that.",
@@ -97,7 +109,7 @@ def shoot(state: str, out: Path) -> int:
     async def grab(root: Any, app: Any) -> None:
         w = root.window
         w.robots.refresh()
-        name = "designer" if state == "ask-user" else "build-helper"
+        name = {"ask-user": "designer", "shared-memory-review": "release-keeper"}.get(state, "build-helper")
         w.robot_picker.setCurrentIndex(w.robot_model.row_of(name))
         await asyncio.sleep(0.3)
         if state == "ask-user":
@@ -113,7 +125,8 @@ def shoot(state: str, out: Path) -> int:
         else:
             from PySide6.QtCore import Qt
 
-            await type_and_send(w, "Why did the build fail?")
+            await type_and_send(w, "Why did the build fail?" if state == "memory-review"
+                                else "We ship on December 4th; Ana owns the release")
             pane = w.docks.changes_pane
             await until(lambda: pane is not None and bool(pane.memory_writes.rows), timeout=30,
                         what="the proposed memory write")

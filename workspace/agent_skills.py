@@ -28,6 +28,7 @@ from workspace.similarity import lexical_similarity
 from workspace.templates import search_path
 
 if TYPE_CHECKING:
+    from workspace.tools.capabilities import Ceiling
     from workspace.tools.script import ScriptTool
 
 log = logging.getLogger(__name__)
@@ -219,12 +220,14 @@ class AgentSkillCatalog:
         return out
 
 
-async def skill_script_tools(skills: Iterable[AgentSkill]) -> list[ScriptTool]:
+async def skill_script_tools(skills: Iterable[AgentSkill], *, ceiling: Ceiling | None = None) -> list[ScriptTool]:
     """The executable ``scripts/`` of ``skills`` as script tools, the first of a name kept (RobotLab adds them to
     the run the skills are selected for). They are read in a worker thread (a script described by neither a front
     matter nor a sidecar is asked for its ``--help``) and run as every script tool does: in the sandbox on the
-    run's folder, asked about as the command they run. A script whose description is broken is left out with a
-    warning naming it, so one bad script does not stop the run."""
+    run's folder, asked about as the command they run, confined to the skill's ``capabilities`` cut to ``ceiling``
+    (the configuration's ``sandbox`` settings; :mod:`workspace.tools.capabilities`). A script whose description,
+    or whose skill's capabilities, are broken is left out with a warning naming it, so one bad script does not
+    stop the run."""
     import asyncio
 
     def read(skill: AgentSkill) -> list[ScriptTool]:
@@ -233,7 +236,8 @@ async def skill_script_tools(skills: Iterable[AgentSkill]) -> list[ScriptTool]:
         out: list[ScriptTool] = []
         for path in skill.scripts:
             try:
-                tool = ScriptTool.from_path(path, capabilities=skill.capabilities, skill_dir=skill.path)
+                tool = ScriptTool.from_path(path, capabilities=skill.capabilities, skill_dir=skill.path,
+                                            ceiling=ceiling)
             except ScriptToolError as exc:
                 log.warning("AgentSkill '%s': %s, skipping the script", skill.name, exc)
                 continue

@@ -20,6 +20,7 @@ import contextlib
 import inspect
 import logging
 import threading
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -168,6 +169,8 @@ class MessageBus:
         self._observers: list[Observer] = []
         #: Robots with a run going that shows its messages (:func:`watch_run`), by name: how many such runs.
         self._watched: dict[str, int] = {}
+        #: The bus's name when robot files named it (:func:`named_bus`); None for a bus made in code.
+        self.name: str | None = None
 
     def add_observer(self, observer: Observer) -> Callable[[], None]:
         """``observer(delivery)`` is called for every message published from now on, in the publisher's
@@ -301,6 +304,21 @@ class MessageBus:
 
     def __repr__(self) -> str:
         return f"<MessageBus channels={self.channels!r}>"
+
+
+_named: weakref.WeakValueDictionary[str, MessageBus] = weakref.WeakValueDictionary()
+_named_lock = threading.Lock()
+
+
+def named_bus(name: str) -> MessageBus:
+    """The process's bus called ``name`` (a robot file's ``bus: name``): every robot that names it shares it;
+    made on first use, gone once no robot is on it."""
+    with _named_lock:
+        bus = _named.get(name)
+        if bus is None:
+            bus = _named[name] = MessageBus()
+            bus.name = name
+        return bus
 
 
 @dataclass

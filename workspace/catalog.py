@@ -117,3 +117,23 @@ def load_robot(name: str, *, folder: Path | None = None, **options: Any) -> Any:
     template = Template.load(path)
     own = name if name.endswith(FOLDER_MARK) else template.name  # a folder's robot keeps its mark everywhere
     return Robot(own, template=template, folder=folder, **options)
+
+
+def bus_peers(robot: Any, *, folder: Path | None = None, **options: Any) -> list[Any]:
+    """The robots whose files name the bus ``robot``'s file names (``bus: name``), other than ``robot``, built on
+    that bus and answering each message with a run of their own (``serve``): what ``robotlab run`` starts so the
+    robot it runs has someone to talk to. ``options`` go to each Robot (the run's configuration, model, server).
+    A file that does not load is left out, as ``robots list`` leaves it out."""
+    bus = getattr(robot, "bus", None)
+    name = getattr(bus, "name", None)
+    if name is None:
+        return []
+    peers = []
+    for info in list_robots(folder):
+        if info.name == robot.name:
+            continue
+        template = Template.load(info.path)
+        if template.metadata.get("bus") != name:
+            continue
+        peers.append(load_robot(info.name, folder=folder, **options).serve())
+    return peers

@@ -95,6 +95,8 @@ DEFAULTS: dict[str, Any] = {
     "review": {"mode": "review", "memory": "auto"},
     "ui": {"theme": "light", "notifications": True},
     "demo": {"delay": 0.015},
+    # The most a skill's script may be given (its SKILL.md capabilities are cut to these): see workspace.tools.grants.
+    "sandbox": {"fs_read": ["."], "fs_write": ["."], "network": False, "timeout": 120.0},
     "mcpServers": {},
 }
 

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import sqlite3
@@ -313,17 +313,25 @@ Status = Literal["pending", "accepted", "rejected"]
 
 @dataclass(eq=False)
 class PendingMemoryWrite:
-    """A durable write proposed, not stored: a ``learn`` or a ``record_knowledge`` of ``robot``.
+    """A durable write proposed, not stored: a ``learn`` or a ``record_knowledge`` of ``robot``, or a key its run
+    changed in a shared memory that outlives the run (``kind="memory"``: :mod:`workspace.memory_review`).
 
-    ``text`` is what would be stored (a learning, or the entry's content); ``entry`` the knowledge entry
-    (None for a learning). :meth:`accept` stores it (``text=`` an edited version), :meth:`reject` does
-    not; either once. ``await wait()`` waits for the decision; :meth:`outcome` is what the robot is told.
+    ``text`` is what would be stored (a learning, the entry's content, the key's new value as JSON); ``entry``
+    the knowledge entry (None otherwise); ``key``, ``previous`` and ``value`` the memory key, its value before the
+    run (``existed`` False: it had none) and the value proposed (``deleted``: the run deleted the key). :meth:`accept` stores it (``text=`` an edited version; for a memory key, JSON or plain
+    text), :meth:`reject` does not; either once. ``await wait()`` waits for the decision; :meth:`outcome` is what
+    the robot is told.
     """
 
-    kind: Literal["learn", "knowledge"]
+    kind: Literal["learn", "knowledge", "memory"]
     robot: str
     text: str
     entry: KnowledgeEntry | None = None
+    key: str = ""
+    previous: Any = None
+    existed: bool = False
+    value: Any = None
+    deleted: bool = False
     id: str = field(default_factory=lambda: f"memory-{uuid.uuid4().hex[:12]}")
     status: Status = "pending"
     reason: str = ""
@@ -344,10 +352,12 @@ class PendingMemoryWrite:
     def accept(self, text: str | None = None) -> PendingMemoryWrite:
         """Store it (``text``: what to store instead, an edit). Returns itself."""
         self._check_pending()
-        if text is not None and text.strip():
+        if text is not None and text.strip() and text.strip() != self.text:
             self.text = text.strip()
             if self.entry is not None:
                 self.entry = replace(self.entry, content=self.text)
+            if self.kind == "memory":
+                self.value, self.deleted = memory_value(self.text), False
         if self._apply is not None:
             self._apply(self)
         self.status = "accepted"
@@ -370,24 +380,67 @@ class PendingMemoryWrite:
     def outcome(self) -> str:
         """What the robot is told: ``Recorded: <text>``, ``Not recorded: ... rejected it (<reason>)`` or that
         it waits for review."""
+        because = f": {self.reason}" if self.reason else ""
+        if self.kind == "memory":
+            change = f"memory '{self.key}': {self.describe_change()}"
+            if self.status == "accepted":
+                return f"Kept {change}"
+            if self.status == "rejected":
+                return f"Not kept {change} (it stays {self.shown_previous()}): the person reviewing memory rejected " \
+                       f"it{because}"
+            return f"Proposed for review (not kept yet) {change}"
         what = "Learnt" if self.kind == "learn" else "Recorded"
         if self.status == "accepted":
             return f"{what}: {self.text}"
         if self.status == "rejected":
-            because = f": {self.reason}" if self.reason else ""
             return f"Not recorded: the person reviewing memory rejected it{because}"
         return f"Proposed for review (not stored yet): {self.text}"
+
+    def shown_previous(self) -> str:
+        """A memory key's value before the run, as people read it."""
+        return memory_text(self.previous) if self.existed else "unset"
+
+    def describe_change(self) -> str:
+        """A memory key's change: ``old → new``."""
+        return f"{self.shown_previous()} → {'deleted' if self.deleted else self.text}"
 
     def _check_pending(self) -> None:
         if self.status != "pending":
             raise RuntimeError(f"This memory write was already {self.status}; a proposal is decided once")
 
     def to_dict(self) -> dict[str, object]:
-        return {"id": self.id, "kind": self.kind, "robot": self.robot, "text": self.text, "status": self.status,
-                "reason": self.reason, "entry": self.entry.to_dict() if self.entry is not None else None}
+        out: dict[str, object] = {
+            "id": self.id, "kind": self.kind, "robot": self.robot, "text": self.text, "status": self.status,
+            "reason": self.reason, "entry": self.entry.to_dict() if self.entry is not None else None}
+        if self.kind == "memory":
+            out.update(key=self.key, previous=self.previous if self.existed else None, existed=self.existed,
+                       value=None if self.deleted else self.value, deleted=self.deleted)
+        return out
+
+
+def memory_text(value: Any) -> str:
+    """A memory value as people read and edit it: text as it is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def memory_value(text: str) -> Any:
+    """An edited memory value back: JSON when it reads as JSON (numbers, lists, objects, true), else the text."""
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 __all__ = [
     "CATEGORIES", "LEARNINGS_HEADING", "KnowledgeEntry", "KnowledgeStore", "PendingMemoryWrite", "check_category",
-    "learnings_block", "merge_learning", "similarity",
+    "learnings_block", "memory_text", "memory_value", "merge_learning", "similarity",
 ]

@@ -8,6 +8,7 @@
   ``record_knowledge`` tools over its knowledge entries (with a confidence raised each time one is recalled
   or recorded again).
 * ``review_memory="ask"`` (or the configuration's ``review.memory: ask``): a learning or a knowledge entry
+  (and, at a run's end, each key the run changed in a memory that outlives it: :mod:`workspace.memory_review`)
   is proposed, not stored: a :class:`~workspace.knowledge.PendingMemoryWrite` in
   ``robot.pending_memory_writes``, handed to ``on_memory_write`` when given. ``record_knowledge`` waits
   for the decision and tells the model the outcome; accepted, it is stored (edited, if it was).
@@ -49,6 +50,8 @@ REVIEW_MEMORY_MODES = ("auto", "ask")
 #: Why an entry the Reflector made is there (RobotLab's text).
 REFLECTOR_REASONING = "Observed during session (auto-promoted by Reflector)"
 MemoryWriteCallback = Callable[[PendingMemoryWrite], Any]
+#: Asynchronous ``on_memory_write`` callbacks still running for proposals made at a run's end.
+_proposing: set[asyncio.Future[Any]] = set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +198,18 @@ class RobotLearning:
             self._learning.store.save_learnings(learnings, robot=self.name, folder=self.folder)
         self.memory.set("learnings", list(learnings))
         return True
+
+    def _propose_soon(self, pending: PendingMemoryWrite) -> None:
+        """:meth:`_propose` from synchronous code (a run's end): an asynchronous callback is awaited in a task."""
+        self._learning.pending.append(pending)
+        callback = self._learning.on_write
+        if callback is None:
+            return
+        value = callback(pending)
+        if inspect.isawaitable(value):
+            task = asyncio.ensure_future(value)
+            _proposing.add(task)
+            task.add_done_callback(_proposing.discard)
 
     async def _propose(self, pending: PendingMemoryWrite) -> PendingMemoryWrite:
         self._learning.pending.append(pending)

@@ -288,6 +288,11 @@ class Robot(BusMessaging, RobotLearning, Runnable):
         self._setup_learning(learn=learn if learn is not None else meta.get("learn"),
                              learn_domain=learn_domain or meta.get("learn_domain"), knowledge_store=knowledge_store,
                              review_memory=review_memory, on_memory_write=on_memory_write)
+        if bus is None and meta.get("bus") is not None:  # a robot file's ``bus: name``: the process's bus of that name
+            from workspace.bus import named_bus
+
+            bus = named_bus(str(meta["bus"]))
+            bus.remove_channel(self.name)  # the robot built again from its file takes its name's channel over
         if bus is not None:  # RobotLab's ``bus:``: on that bus from the start (see with_bus)
             self.with_bus(bus)
 

@@ -83,7 +83,9 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
                     manifest.add(tool)
         network = options.get("network")
         bus = getattr(network, "bus", None)
-        if bus is not None and robot.bus is bus and "send_message" not in manifest:  # a network's bus
+        if robot.bus is not None and robot.bus.name is not None:  # a robot file's ``bus: name``
+            bus = robot.bus
+        if bus is not None and robot.bus is bus and "send_message" not in manifest:  # a network's bus, a named one
             from workspace.bus import REPLY_TIMEOUT, message_tool
 
             timeout = getattr(network, "reply_timeout", None) or REPLY_TIMEOUT
@@ -96,7 +98,12 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
             chosen = instructions(selected)
             if chosen:
                 spec.system = f"{chosen}\n\n{spec.system}" if spec.system else chosen
-            for tool in await skill_script_tools(_scripts_allowed(selected, folder_path, spec.notices)):
+            from workspace.tools.capabilities import Ceiling
+
+            ceiling = Ceiling.from_config(robot.config if robot._config is not None or robot._provider is None
+                                          else None)
+            for tool in await skill_script_tools(_scripts_allowed(selected, folder_path, spec.notices),
+                                                 ceiling=ceiling):
                 if tool.name not in manifest:  # the skills' scripts/, as tools of this run alone
                     manifest.add(tool)
         prompt = await mcp_prompt_text(robot)
@@ -130,6 +137,12 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         ledger=options.get("ledger") or robot.ledger,
     )
     network = options.get("network")
+    from workspace.memory_review import reviewed
+
+    if network is None and reviewed(memory) and robot.review_memory == "ask":  # writes that outlive the run
+        from workspace.memory_review import review_writes
+
+        spec.watchers.append(review_writes(memory, robot=robot.name, propose=robot._propose_soon))
     if robot.bus is not None and getattr(network, "bus", None) is not robot.bus:  # a bus outside a network
         from workspace.bus import watch_run
 

@@ -48,7 +48,7 @@ from workspace.urls import is_loopback_url, key_may_go, user_api_bases, written_
 __all__ = ["key_may_go", "user_api_bases", "written_in_folder"]
 
 #: Settings of a project file held back until the folder is trusted (dotted keys).
-SENSITIVE_KEYS = ("mcpServers", "llm.api_base", "approval", "review.mode", "review.verify")
+SENSITIVE_KEYS = ("mcpServers", "llm.api_base", "approval", "review.mode", "review.verify", "sandbox")
 _SAFE_VALUES = {"review.mode": {"review", "readonly"}}
 
 
@@ -276,6 +276,8 @@ def describe(settings: Mapping[str, Any]) -> list[str]:
             lines.append(f"review.verify: {value} (a command run on proposed changes, in the sandbox)")
         elif key == "approval":
             lines.append("approval: its own tool approval policy")
+        elif key == "sandbox":
+            lines.append("sandbox: its own limits of what skills' scripts may be given (network, paths, time)")
         else:
             lines.append(f"{key}: {value}")
     return lines

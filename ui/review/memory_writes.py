@@ -1,7 +1,8 @@
 """The Changes dock's Memory group: durable memory writes a robot proposed, reviewed like file hunks.
 
 With ``review.memory: ask`` a robot's ``learn`` or ``record_knowledge`` is proposed, not stored
-(:class:`~workspace.knowledge.PendingMemoryWrite`). Each proposal shows here with its robot and its
+(:class:`~workspace.knowledge.PendingMemoryWrite`), and so is each key a run changed in a shared memory that
+outlives it (its old value in the heading, the new one editable; :mod:`workspace.memory_review`). Each proposal shows here with its robot and its
 text, which can be edited before it is accepted; Reject takes a reason. Accept and Reject call the
 proposal's own ``accept(text)`` / ``reject(reason)``: the core stores it (or not) and tells the robot
 the outcome (a waiting ``record_knowledge`` at once, a ``learn`` in its next run). The group hides
@@ -34,8 +35,13 @@ class MemoryWriteRow(QFrame):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 4, 0, 4)
         layout.setSpacing(4)
-        what = "to learn" if pending.kind == "learn" else "to record as knowledge"
+        if pending.kind == "memory":  # a key its run changed in a memory that outlives it: old → new
+            verb = "delete" if pending.deleted else "set"
+            what = f"to {verb} memory '{pending.key}' (now {pending.shown_previous()})"
+        else:
+            what = "to learn" if pending.kind == "learn" else "to record as knowledge"
         self.heading = shrinkable(QLabel(f"{pending.robot} proposes {what}:", self))
+        self.heading.setToolTip(pending.describe_change() if pending.kind == "memory" else "")
         self.heading.setObjectName("Muted")
         layout.addWidget(self.heading)
         self.text = QLineEdit(pending.text, self)

@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
                "alone: list what waits",
     "/detach": "/detach  drop the attachments waiting for the next message",
     "/compact": "/compact  summarise the earlier messages for the model now (every message stays in the thread)",
+    "/memory": "/memory [keep|drop N]  the memory writes the robot proposed (review.memory: ask): list, keep or drop",
     "/new": "/new  start a new thread with the same robot",
     "/help": "/help  this list",
     "/exit": "/exit  leave the chat (also /quit, Ctrl-D, or Ctrl-C at an empty prompt)",
@@ -302,6 +303,11 @@ class Chat:
             await run.wait()
         finally:
             self.current = None
+        from workspace.cli.memory_writes import waiting_line
+
+        waiting = waiting_line(self.robot)
+        if waiting:
+            self.say(waiting, "33")
         changes = session.changes
         if changes is None or not changes.pending_files:
             return
@@ -413,6 +419,10 @@ class Chat:
             self.attachments = []
         elif name == "/compact":
             await self.compact()
+        elif name == "/memory":
+            from workspace.cli.memory_writes import memory_command
+
+            memory_command(self.robot, rest, self.say)
         else:
             self.say(f"Unknown command {name}. /help lists the commands (start with // to send a text "
                      "beginning with /).", "33")

@@ -276,6 +276,9 @@ async def _run(args: argparse.Namespace) -> int:
         check_key(robot.model, robot.api_base or config.get("llm.api_base"))
     robot.provider = provider_for(robot.model, api_base=robot.api_base, config=config,
                                   folder_written=robot.api_base_in_folder)
+    from workspace.catalog import bus_peers
+
+    bus_peers(robot, folder=folder, config=config, model=model, api_base=args.api_base)  # ``bus: name``: its peers answer
     if args.context:
         robot.context_policy = args.context
     if args.narrate:
@@ -310,6 +313,7 @@ async def _run(args: argparse.Namespace) -> int:
         args.run_started = True
         status, stopped = await print_events(run, printer)
         await settle_changes(changes, args, stopped, printer, verify=_verify_for(config, robot, folder, changes))
+        _memory_not_kept(robot)
         return status
 
     workspace = open_workspace(args, config=config, folder=folder, approval=approval, store=store)
@@ -329,11 +333,20 @@ async def _run(args: argparse.Namespace) -> int:
         await run.wait()
         status = saved_status(run, status, printer)
         await settle_recorded(session, args, stopped, printer)
+        _memory_not_kept(robot)
         if not args.json and not args.plain:
             recorded_hint(session.thread_id)
         return status
     finally:
         workspace.close()
+
+
+def _memory_not_kept(robot: Any) -> None:
+    """The memory writes the run proposed for review end with it: said on stderr (workspace.cli.memory_writes)."""
+    from workspace.cli.memory_writes import not_kept_lines
+
+    for line in not_kept_lines(robot):
+        print(line, file=sys.stderr)
 
 
 def _verify_for(config: Any, robot: Any, folder: Path | None, changes: Any) -> Any:

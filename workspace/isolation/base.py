@@ -67,6 +67,30 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Grant:
+    """What one command may reach beyond the system's directories (a skill script's capabilities, already
+    within the user's ceiling): ``read`` and ``write`` are folder-relative POSIX paths (``"."`` the whole
+    folder); only those are visible in the folder, only the ``write`` ones writable (their writes proposed as
+    any command's are); ``network`` keeps the host's network (otherwise loopback only)."""
+
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    network: bool = False
+
+    @property
+    def whole_folder_readable(self) -> bool:
+        return "." in self.read or "." in self.write
+
+    def describe(self) -> str:
+        """The grant in a line, for the model and people."""
+        readable = "the whole folder" if self.whole_folder_readable else (
+            ", ".join(sorted({*self.read, *self.write})) or "none of the folder")
+        writable = "the whole folder" if "." in self.write else (", ".join(self.write) or "nothing in the folder")
+        return (f"readable: {readable}; writable: {writable}; network: "
+                f"{'the host network' if self.network else 'none (loopback inside the sandbox only)'}")
+
+
+@dataclass(frozen=True)
 class Change:
     """One file the command created, changed or deleted inside the folder.
 
@@ -222,6 +246,7 @@ class Sandbox(Protocol):
         timeout_s: float | None = None,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        grant: Grant | None = None,
     ) -> RunningCommand: ...
 
     async def run(
@@ -234,4 +259,5 @@ class Sandbox(Protocol):
         timeout_s: float | None = None,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        grant: Grant | None = None,
     ) -> CommandResult: ...

@@ -49,6 +49,7 @@ from workspace.isolation.base import (
     Change,
     CommandResult,
     FolderChanges,
+    Grant,
     IsolationError,
     Limits,
     OutputCallback,
@@ -340,8 +341,10 @@ class BubblewrapSandbox:
         timeout_s: float | None = None,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        grant: Grant | None = None,
     ) -> BubblewrapCommand:
-        """Starts ``command`` (run by ``/bin/sh -c``) on ``folder`` seen through ``pending``."""
+        """Starts ``command`` (run by ``/bin/sh -c``) on ``folder`` seen through ``pending`` (``grant``: only what
+        it names of the folder, and the network only when it says so: :mod:`workspace.isolation.grants`)."""
         if self._caps is None:
             self._caps = await asyncio.to_thread(check, self.bwrap)
         if not isinstance(command, str) or not command.strip():
@@ -377,8 +380,12 @@ class BubblewrapSandbox:
                 from workspace.isolation.layers import write_pending_layer
 
                 await asyncio.to_thread(write_pending_layer, run / "pending", pending)
+            if grant is not None:
+                from workspace.isolation.grants import make_writable_dirs
+
+                await asyncio.to_thread(make_writable_dirs, run / "pending", folder, grant)
             status_read, status_write = os.pipe()
-            argv = self._argv(run, folder, workdir, command, status_write)
+            argv = self._argv(run, folder, workdir, command, status_write, grant)
             try:
                 process = await asyncio.create_subprocess_exec(
                     *argv,
@@ -420,14 +427,18 @@ class BubblewrapSandbox:
         timeout_s: float | None = None,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        grant: Grant | None = None,
     ) -> CommandResult:
         """Runs ``command`` to its end (see :meth:`start`); cancelling stops it."""
         running = await self.start(
-            command, folder, pending=pending, on_output=on_output, timeout_s=timeout_s, env=env, cwd=cwd
+            command, folder, pending=pending, on_output=on_output, timeout_s=timeout_s, env=env, cwd=cwd, grant=grant
         )
         return await running.result()
 
-    def _argv(self, run: Path, folder: Path, workdir: str, command: str, status_fd: int) -> list[str]:
+    def _argv(self, run: Path, folder: Path, workdir: str, command: str, status_fd: int,
+              grant: Grant | None = None) -> list[str]:
+        from workspace.isolation.grants import folder_binds
+
         limits = self.limits
         caps = self.capabilities
         # The shell's ulimit takes memory in KiB and file sizes in 512-byte blocks (POSIX): rounded up.
@@ -437,7 +448,8 @@ class BubblewrapSandbox:
         pid_max = max(MIN_PID_MAX, limits.max_processes + 8)
         bwrap = [
             caps.bwrap,
-            "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+            "--unshare-user", "--unshare-ipc", "--unshare-pid",
+            *(() if grant is not None and grant.network else ("--unshare-net",)), "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session",
             "--hostname", "sandbox",
             "--json-status-fd", str(status_fd),
@@ -445,7 +457,7 @@ class BubblewrapSandbox:
             "--proc", "/proc", "--dev", "/dev",
             "--tmpfs", "/tmp", "--dir", SANDBOX_HOME,
             "--dir", "/var", "--tmpfs", "/var/tmp",
-            "--bind", str(run / "merged"), str(folder),
+            *folder_binds(grant, run / "merged", folder),
             "--remount-ro", "/",
             "--chdir", workdir,
             "--", "/bin/sh", "-c", 'exec 2>&1; exec /bin/sh -c "$0"', command,

@@ -81,6 +81,11 @@ class Memory:
         session_id: str | None = None,
         network_name: str | None = None,
     ) -> None:
+        #: Lives only inside one run (a network built afresh for each message): its writes are never reviewed
+        #: (``review.memory: ask`` reviews the writes to memories that outlive the run: workspace.memory_review).
+        self.scratch = False
+        #: How many runs going now have their writes to this memory reviewed when they end (workspace.memory_review).
+        self.reviewing = 0
         self._lock = threading.RLock()
         self._network_name = network_name
         #: The robot currently writing; stamped into every :class:`MemoryChange`.

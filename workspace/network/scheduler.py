@@ -238,11 +238,13 @@ class NetworkRun(EventRun):
     async def _main(self) -> None:
         remove_observer: Callable[[], None] | None = None
         remove_bus: Callable[[], None] | None = None
+        remove_review: Callable[[], None] | None = None
         try:
             self._loop = asyncio.get_running_loop()
             self._thread = threading.get_ident()
             self._idle = asyncio.Event()
             remove_observer = self.network.memory.add_observer(self._on_memory_change)
+            remove_review = self._review_memory()
             if self.network.bus is not None:
                 remove_bus = self.network.bus.add_observer(self._on_bus_message)
                 self._serve_bus()
@@ -275,7 +277,28 @@ class NetworkRun(EventRun):
                 remove_observer()
             if remove_bus is not None:
                 remove_bus()
+            if remove_review is not None:
+                remove_review()
         self._conclude()
+
+    def _review_memory(self) -> Callable[[], None] | None:
+        """With ``review.memory: ask``, the keys this run changes in the network's memory, when it outlives the
+        run, are proposed by the robot that wrote each last once the run ends (workspace.memory_review)."""
+        from workspace.memory_review import review_writes, reviewed
+
+        robots = {task.robot.name: task.robot for task in self.network.tasks.values()
+                  if hasattr(task.robot, "review_memory")}
+        if not reviewed(self.network.memory) or not any(r.review_memory == "ask" for r in robots.values()):
+            return None
+
+        def wants(writer: str) -> bool:
+            robot = robots.get(writer)
+            return robot is not None and robot.review_memory == "ask"
+
+        def propose(pending: Any) -> None:
+            robots[pending.robot]._propose_soon(pending)
+
+        return review_writes(self.network.memory, robot=self.network.name, propose=propose, wants=wants)(self._emit)
 
     async def _run_tasks(self) -> NetworkResult:
         """Run the tasks to the end; the result the run will have."""

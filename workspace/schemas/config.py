@@ -118,8 +118,8 @@ class Review(StrictModel):
     mode: Literal["review", "auto", "readonly"] = Field(
         "review", description="review: every file change waits for you; auto: applied at once; readonly: none")
     memory: Literal["auto", "ask"] = Field(
-        "auto", description="auto: what a robot learns (learn, record_knowledge) is kept at once; ask: it is "
-        "proposed, and kept only when you accept it")
+        "auto", description="auto: what a robot learns (learn, record_knowledge) and what a run writes to a memory "
+        "that outlives it are kept at once; ask: they are proposed, and kept only when you accept them")
     verify: str | None = Field(None, description="A command (run by /bin/sh -c in the sandbox, e.g. \"pytest -q\") "
                                "that checks proposed changes: run on the proposed set and on the accepted hunks "
                                "before Apply. A folder's own is used once the folder is trusted")
@@ -139,6 +139,19 @@ class Tracing(StrictModel):
                                  "is not set; unset: a trace is only saved as a file")
 
 
+class SandboxCeiling(StrictModel):
+    """The most a skill's script may be given: its SKILL.md capabilities are cut to these."""
+
+    fs_read: list[str] = Field(["."], description="Folder-relative paths a skill's script may be let read "
+                               "(\".\": the whole opened folder)")
+    fs_write: list[str] = Field(["."], description="Folder-relative paths a skill's script may be let write "
+                                "(its writes are proposed for review as any command's are)")
+    network: bool = Field(False, strict=True, description="Whether a skill's script that asks for the network "
+                          "(network: true) gets it; off: every script has loopback inside the sandbox only")
+    timeout: float = Field(120.0, gt=0, le=600, description="The most seconds a skill's script may run (its own "
+                           "timeout is cut to this)")
+
+
 class Demo(StrictModel):
     delay: float = Field(0.015, ge=0, le=5, description="Seconds between the offline demo's words")
 
@@ -152,6 +165,7 @@ class ConfigFile(StrictModel):
     review: Review = Field(default_factory=Review)
     ui: UI = Field(default_factory=UI)
     demo: Demo = Field(default_factory=Demo)
+    sandbox: SandboxCeiling = Field(default_factory=SandboxCeiling)
     tracing: Tracing = Field(default_factory=Tracing)
     # Names are checked per server by the MCP manager (a YAML `off:` is a boolean: it says to quote it),
     # so one bad server never hides the others.

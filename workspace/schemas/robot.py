@@ -47,6 +47,10 @@ __all__ = [
 ]
 
 LEVEL_HINT = "must be inherit, none, all or a list of names"
+#: What a robot file's ``bus:`` must be (a name; ``true`` is a network file's form).
+BUS_HINT = ("must be a bus name like 'team' (letters, digits, '-', '_' or '.'): robots whose files name the same "
+            "bus talk on it with send_message")
+BUS_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 #: Keys people add to front matter for themselves start with this (kept, never checked).
 OWN_KEY_PREFIX = "x-"
 
@@ -133,6 +137,7 @@ class FrontMatter(ModelSettings):
         "context_policy": "must be compact, truncate or error",
         "examples": "must be a list of messages, e.g. [\"list the files\", \"search for TODO\"]",
         "learn": "must be true or false",
+        "bus": BUS_HINT,
     }
 
     name: Text | None = Field(None, description="The robot's name (default: the file name)")
@@ -185,6 +190,9 @@ class FrontMatter(ModelSettings):
                                "record_knowledge tools over what it learnt in earlier runs")
     learn_domain: Text | None = Field(None, description="The topic area its knowledge is recorded under "
                                       "(default: general)")
+    bus: Annotated[Text | None, one_error(BUS_HINT)] = Field(
+        None, pattern=BUS_NAME, description="A message bus by name: robots whose files name the same bus, in one "
+        "process, talk on it (each gets the send_message tool; robotlab run starts the others to answer)")
     tool_share: float | None = Field(None, gt=0, le=1, description="The share of the model's context window the "
                                      "tools' schemas may take (default 0.25); past it the robot searches for the "
                                      "tools it needs (search_tools) instead of being sent them all")

@@ -382,11 +382,20 @@ class ThreadSession:
         network: Network | None = None
         robot: Robot | None = None
         if self.is_network:
-            # A fresh network for every run: its memory starts from the file's values.
+            # A fresh network for every run: its memory starts from the file's values, and lives only inside the
+            # run (scratch: its writes are not reviewed, they are never kept).
             network = self._load_network()
+            network.memory.scratch = True
         else:
             robot = self.robot
             self._remember_server(robot)
+            if robot.bus is not None and robot.bus.name is not None:  # a robot file's ``bus: name``: its peers answer
+                from workspace.catalog import bus_peers
+
+                peer_options: dict[str, Any] = {"config": self.workspace.config}
+                if self.workspace.provider is not None:
+                    peer_options["provider"] = self.workspace.provider
+                bus_peers(robot, folder=self.workspace.folder, **peer_options)
         if self.changes is not None:
             # The review outcome of earlier proposals reaches the model in front of this message
             # (stored that way too, so a rebuilt conversation tells the model the same truth).

@@ -34,7 +34,7 @@ from workspace.tools.registry import register
 
 if TYPE_CHECKING:
     from workspace.changes import ChangeSet
-    from workspace.isolation import CommandResult, Sandbox
+    from workspace.isolation import CommandResult, Grant, Sandbox
 
 #: Output events are sent at most this often (chunks arriving in between are joined).
 OUTPUT_INTERVAL_S = 0.05
@@ -152,9 +152,12 @@ async def run_command(command: str, timeout_s: float | None = None, context: Too
 
 
 async def run_in_sandbox(command: str, context: ToolContext, *, timeout_s: float | None = None,
-                         env: dict[str, str] | None = None, tool_name: str = "run_command") -> Any:
+                         env: dict[str, str] | None = None, tool_name: str = "run_command",
+                         grant: Grant | None = None, limits_note: str | None = None) -> Any:
     """Run ``command`` as ``run_command`` does (the sandbox, the pending layer, streamed output, the writes
-    proposed) for the call in ``context``; ``tool_name`` names the tool in refusals and output events."""
+    proposed) for the call in ``context``; ``tool_name`` names the tool in refusals and output events. ``grant``
+    confines it (a skill script's capabilities; never run without the sandbox), and ``limits_note`` tells the
+    model what it may do when it fails or is stopped."""
     from workspace.isolation import IsolationError, SandboxUnavailable
 
     changes: ChangeSet | None = context.changes
@@ -163,7 +166,7 @@ async def run_in_sandbox(command: str, context: ToolContext, *, timeout_s: float
     try:
         box = await asyncio.to_thread(_sandbox)
     except SandboxUnavailable as exc:
-        allowed = context.extras.get("without_sandbox") if tool_name == "run_command" else None
+        allowed = context.extras.get("without_sandbox") if tool_name == "run_command" and grant is None else None
         if allowed is None:
             hint = (f" To run commands in this folder anyway, without a sandbox and asked every time: robotlab trust "
                     f"{folder} --run-without-sandbox on (or the app's Settings)." if tool_name == "run_command" else "")
@@ -184,7 +187,7 @@ async def run_in_sandbox(command: str, context: ToolContext, *, timeout_s: float
                                            on_output=stream.add, timeout_s=timeout_s, env=env)
         else:
             result = await box.run(command, folder, pending=pending, on_output=stream.add, timeout_s=timeout_s,
-                                   env=env)
+                                   env=env, grant=grant)
     except IsolationError as exc:
         stream.flush()
         return ToolOutput(f"The command could not be run: {exc}", is_error=True)
@@ -192,7 +195,10 @@ async def run_in_sandbox(command: str, context: ToolContext, *, timeout_s: float
         stream.note("\n[stopped: the command and everything it started were killed]\n")
         raise
     stream.flush()
-    return await _report(result, context, changes, sandboxed=not unsandboxed)
+    report = await _report(result, context, changes, sandboxed=not unsandboxed)
+    if limits_note and (result.exit_code != 0 or result.stopped_by is not None):
+        report.setdefault("notes", []).append(limits_note)
+    return report
 
 
 def _emit_output(context: ToolContext, text: str, tool_name: str = "run_command") -> None:

@@ -25,6 +25,9 @@ def remember(key: str, value: Any, context: ToolContext | None = None) -> dict[s
     """
     memory = _memory(context)
     memory.set(key, value)
+    if getattr(memory, "reviewing", 0):  # review.memory: ask (workspace.memory_review)
+        return {"key": key, "stored": True, "review": "kept for this run; when it ends the person reviews it, and "
+                "later runs see it only if they accept it"}
     return {"key": key, "stored": True}
 
 

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from workspace.tools.base import Tool, ToolContext, ToolOutput
+from workspace.tools.capabilities import Ceiling
 
 log = logging.getLogger(__name__)
 
@@ -255,22 +256,49 @@ def _invocation(target: str, argv: list[str]) -> str:
 class ScriptTool(Tool):
     """An executable file as a tool (see the module's documentation)."""
 
-    __slots__ = ("path", "uses_args")
+    __slots__ = ("capabilities", "ceiling", "path", "skill_dir", "uses_args")
 
     def __init__(self, path: Path, name: str, description: str, parameters: Mapping[str, Any], *,
-                 uses_args: bool) -> None:
+                 uses_args: bool, capabilities: Mapping[str, Any] | None = None, skill_dir: Path | None = None,
+                 ceiling: Ceiling | None = None) -> None:
         self.path = path
         self.uses_args = uses_args
+        #: The skill's capabilities (None: not a skill's script) and the user's ceiling they are cut to.
+        self.capabilities = dict(capabilities) if capabilities is not None else None
+        self.skill_dir = skill_dir
+        self.ceiling = ceiling or Ceiling()
+        timeout = self.ceiling.timeout_s if self.capabilities is not None else SCRIPT_TIMEOUT_S
         super().__init__(name, description, parameters, self._call,
-                         annotations={"readOnlyHint": False, "destructiveHint": True}, timeout=SCRIPT_TIMEOUT_S + 30)
+                         annotations={"readOnlyHint": False, "destructiveHint": True}, timeout=timeout + 30)
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str], *, capabilities: Any = None,
-                  skill_dir: Any = None) -> ScriptTool | None:
+                  skill_dir: Any = None, ceiling: Ceiling | None = None) -> ScriptTool | None:
         """The tool for the executable at ``path``; None (with a warning) when it is not executable.
-        ``capabilities`` and ``skill_dir`` are RobotLab's, accepted and unused (the sandbox is ours)."""
-        del capabilities, skill_dir
+        ``capabilities`` (a skill's, RobotLab's keys) confine each call in the sandbox, cut to ``ceiling`` (the
+        configuration's ``sandbox`` settings: :mod:`workspace.tools.capabilities`); ``skill_dir`` stays readable.
+        A capability that cannot be read raises :class:`ScriptToolError` naming the key."""
         p = Path(path)
+        caps: dict[str, Any] | None = None
+        if capabilities:
+            from workspace.tools.capabilities import CapabilityError, check_capabilities
+
+            caps = dict(capabilities)
+            where = str(Path(skill_dir) / "SKILL.md") if skill_dir is not None else str(p)
+            try:
+                check_capabilities(caps, where=where)
+            except CapabilityError as exc:
+                raise ScriptToolError(str(exc)) from None
+        made = cls._made(p)
+        if made is None:
+            return None
+        name, description, schema, uses_args = made
+        return cls(p, name, description, schema, uses_args=uses_args, capabilities=caps,
+                   skill_dir=Path(skill_dir) if skill_dir is not None else None, ceiling=ceiling)
+
+    @staticmethod
+    def _made(p: Path) -> tuple[str, str, dict[str, Any], bool] | None:
+        """The script's name, description, parameters and whether it takes ``args``; None when not executable."""
         if not p.is_file() or not os.access(p, os.X_OK):
             log.warning("ScriptTool: %s is not executable, skipping", p.name)
             return None
@@ -289,9 +317,9 @@ class ScriptTool(Tool):
                 raise ScriptToolError(f"{p}: description must be text")
             schema = _schema(spec, p)
             uses_args = "args" in schema["properties"] and spec.get("parameters") is None
-            return cls(p, name, description or _first_comment(text) or name, schema, uses_args=uses_args)
+            return name, description or _first_comment(text) or name, schema, uses_args
         description = _help_text(p) or _first_comment(text) or name
-        return cls(p, name, description, _ARGS_SCHEMA, uses_args=True)
+        return name, description, dict(_ARGS_SCHEMA), True
 
     def _argv(self, arguments: Mapping[str, Any]) -> list[str]:
         if not self.uses_args:
@@ -320,4 +348,14 @@ class ScriptTool(Tool):
         except (ScriptToolError, OSError, ValueError) as exc:
             return ToolOutput(f"The script could not be run: {exc}", is_error=True)
         env["ROBOTLAB_TOOL_INPUT"] = json.dumps(arguments, ensure_ascii=False)
-        return await run_in_sandbox(command, context, env=env, tool_name=self.name)
+        if self.capabilities is None:
+            return await run_in_sandbox(command, context, env=env, tool_name=self.name)
+        from workspace.tools.capabilities import CapabilityError, script_limits
+
+        try:
+            limits = script_limits(self.capabilities, self.ceiling, skill_dir=self.skill_dir, folder=folder,
+                                   where=str((self.skill_dir or self.path.parent) / "SKILL.md"))
+        except CapabilityError as exc:
+            return ToolOutput(f"The script could not be run: {exc}", is_error=True)
+        return await run_in_sandbox(command, context, env=env, tool_name=self.name, timeout_s=limits.timeout_s,
+                                    grant=limits.grant, limits_note=limits.describe())
