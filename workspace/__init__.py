@@ -87,6 +87,8 @@ _EXPORTS: dict[str, str] = {
     "DoomLoopDetector": "workspace.agent.guards",
     "AskUser": "workspace.ask_user",
     "ScriptTool": "workspace.tools.script",
+    # RobotLab 0.2's RunConfig (layered config of robots, networks, tasks and runs)
+    "RunConfig": "workspace.run_config",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__", "build", "create_memory"]
