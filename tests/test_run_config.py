@@ -193,3 +193,17 @@ def test_parallel_mode_and_remove_robot() -> None:
     assert net.remove_robot("b") is b and net.crew == []
     net.add_robot(b)
     assert net.crew == [b] and list(net.tasks) == ["one", "two"]  # the crew only: the tasks stay
+
+
+async def test_a_bus_given_by_config_is_the_robots_and_the_networks() -> None:
+    from workspace.bus import MessageBus
+
+    bus = MessageBus()
+    alone = Robot("alone", system_prompt="x", model="openai/fake", config=RunConfig(bus=bus))
+    assert alone.bus is bus and alone.effective_config["bus"] is bus
+    worker = Robot("worker", system_prompt="x", model="openai/fake")
+    net = Network("n", config=RunConfig(bus=bus))
+    net.task("work", worker)
+    assert net.bus is bus and worker.bus is bus
+    with pytest.raises(ValueError, match="bus must be a MessageBus, got str"):
+        RunConfig(bus="tcp://here")
