@@ -207,3 +207,27 @@ async def test_a_bus_given_by_config_is_the_robots_and_the_networks() -> None:
     assert net.bus is bus and worker.bus is bus
     with pytest.raises(ValueError, match="bus must be a MessageBus, got str"):
         RunConfig(bus="tcp://here")
+
+
+async def test_a_network_files_config_and_its_tasks(server: FakeLLMServer, tmp_path: Path) -> None:
+    from workspace.network.loader import load_network
+
+    path = tmp_path / "net.yaml"
+    path.write_text(
+        "config: {temperature: 0.3, max_tokens: 33, max_concurrent_robots: 2}\n"
+        "robots:\n"
+        f"  first: {{system_prompt: You help., model: openai/fake, api_base: '{server.base_url}/v1'}}\n"
+        f"  second: {{system_prompt: You help., model: openai/fake2, api_base: '{server.base_url}/v1'}}\n"
+        "tasks:\n"
+        "  first: {config: {max_tokens: 44}}\n"
+        "  second: {depends_on: [first]}\n", encoding="utf-8")
+    net = load_network(path, config=config())
+    assert net.max_concurrent_robots == 2 and net.config.temperature == 0.3
+    server.enqueue(Reply.say("one"), Reply.say("two"))
+    await asyncio.wait_for(net.arun("go"), 60)
+    by_model = {b["model"]: b for b in server.requests}
+    assert (by_model["fake"]["temperature"], by_model["fake"]["max_tokens"]) == (0.3, 44)
+    assert (by_model["fake2"]["temperature"], by_model["fake2"]["max_tokens"]) == (0.3, 33)
+    path.write_text("config: {temprature: 0.3}\nrobots: {a: {system_prompt: x}}\ntasks: {a: {}}\n", encoding="utf-8")
+    with pytest.raises(Exception, match="temprature"):
+        load_network(path, config=config())
