@@ -150,8 +150,10 @@ class RobotConfig:
 def layer_options(robot: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     """A run's ``options`` with its ``network_config`` (the parent level) and ``config`` (the run's level) laid
     over the robot's own (see the module): the tool and MCP levels, the guards, a ledger for the budgets."""
-    parent, run = _levels(robot, options)
     out = dict(options)
+    if not _layered(options):  # the robot's own level is in its settings already
+        return out
+    parent, run = _levels(robot, options)
     if parent.tools is not None and out.get("network_tools", "inherit") == "inherit":
         out["network_tools"] = parent.tools
     if parent.mcp is not None and out.get("network_mcp", "inherit") == "inherit":
@@ -159,10 +161,10 @@ def layer_options(robot: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("tools", "mcp"):
         if run.get(key) is not None and out.get(key, "inherit") == "inherit":
             out[key] = run.get(key)
-    own = robot.run_config
     for key in ("max_tool_rounds", *_DEFAULTED):
         if key not in out:
-            value = next((v for v in (run.get(key), own.get(key), parent.get(key)) if v is not None), None)
+            own = getattr(robot, key) if key == "max_tool_rounds" or key in robot._config_set else None
+            value = next((v for v in (run.get(key), own, parent.get(key)) if v is not None), None)
             if value is not None:
                 out[key] = _whole(value, key, robot.name, minimum=0 if key == "doom_loop_threshold" else 1)
     budgets = parent.merge(run)
@@ -174,6 +176,8 @@ def layer_options(robot: Any, options: Mapping[str, Any]) -> dict[str, Any]:
 
 def finish_spec(robot: Any, spec: RunSpec, options: Mapping[str, Any]) -> None:
     """The layers' model settings, model and tool callbacks put into ``spec`` (built by ``prepare``)."""
+    if not _layered(options):
+        return
     parent, run = _levels(robot, options)
     given = options.get("settings") or {}
     settings = dict(spec.settings)
@@ -204,6 +208,8 @@ def finish_spec(robot: Any, spec: RunSpec, options: Mapping[str, Any]) -> None:
 def watch_content(robot: Any, run: AgentRun, options: Mapping[str, Any]) -> None:
     """Call the stored ``on_content`` (the robot's, else the network's) and then the run's (``on_content=`` or its
     ``config``) with each piece of the run's own answer text, as the run's events are read."""
+    if robot.on_content is None and options.get("on_content") is None and not _layered(options):
+        return
     parent, level = _levels(robot, options)
     callbacks = [c for c in (robot.on_content or parent.on_content, options.get("on_content") or level.on_content)
                  if c is not None]
@@ -217,6 +223,11 @@ def watch_content(robot: Any, run: AgentRun, options: Mapping[str, Any]) -> None
                 callback(event.text)
 
     run.add_observer(observe)
+
+
+def _layered(options: Mapping[str, Any]) -> bool:
+    """Whether a run has a level over the robot's own: a network's (and its task's) or its own ``config``."""
+    return options.get("network_config") is not None or options.get("config") is not None
 
 
 def _levels(robot: Any, options: Mapping[str, Any]) -> tuple[RunConfig, RunConfig]:

@@ -84,9 +84,7 @@ class RunConfig:
         self.set(**fields)
 
     # -- fields ---------------------------------------------------------------------------------
-    def __getattr__(self, name: str) -> Any:
-        if name in FIELDS:
-            return self._values.get(name)
+    def __getattr__(self, name: str) -> Any:  # only for names that are not fields (they are properties)
         raise AttributeError(_unknown(name))
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -170,6 +168,18 @@ class RunConfig:
         inner = ", ".join(f"{k}={'<function>' if callable(v) and k in CALLBACK_FIELDS else v!r}"
                           for k, v in self.to_dict().items())
         return f"RunConfig({inner})"
+
+
+def _reader(name: str) -> property:
+    def read(self: RunConfig) -> Any:
+        return self._values.get(name)
+
+    read.__name__ = name
+    return property(read, doc=f"The field {name} (None: not set).")
+
+
+for _name in FIELDS:  # a field is read as a property (fast); setting goes through RunConfig.set
+    setattr(RunConfig, _name, _reader(_name))
 
 
 def coerce(value: RunConfig | Mapping[str, Any] | None) -> RunConfig:
