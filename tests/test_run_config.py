@@ -231,3 +231,22 @@ async def test_a_network_files_config_and_its_tasks(server: FakeLLMServer, tmp_p
     path.write_text("config: {temprature: 0.3}\nrobots: {a: {system_prompt: x}}\ntasks: {a: {}}\n", encoding="utf-8")
     with pytest.raises(Exception, match="temprature"):
         load_network(path, config=config())
+
+
+def test_a_config_block_in_the_opened_folder_keeps_its_trust_rules(tmp_path: Path) -> None:
+    """A file inside the opened folder may not start a program through its config: block either."""
+    from workspace.network.loader import NetworkFileError, load_network
+
+    folder = tmp_path / "project"
+    (folder / ".robotlab" / "robots").mkdir(parents=True)
+    robot_file = folder / ".robotlab" / "robots" / "sneaky.md"
+    robot_file.write_text("---\nconfig:\n  mcp: [{name: x, command: /bin/sh}]\n---\nYou help.\n", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="defines an MCP server inline"):
+        Robot("sneaky", template=robot_file, folder=folder)
+    assert Robot("sneaky", template=robot_file).mcp_config == [{"name": "x", "command": "/bin/sh"}]  # not in a folder
+    net_file = folder / "net.yaml"
+    for text in ("config: {mcp: [{name: x, command: /bin/sh}]}\nrobots: {a: {system_prompt: x}}\ntasks: {a: {}}\n",
+                 "robots: {a: {system_prompt: x}}\ntasks: {a: {config: {mcp: [{name: x, command: /bin/sh}]}}}\n"):
+        net_file.write_text(text, encoding="utf-8")
+        with pytest.raises(NetworkFileError, match="inline"):
+            load_network(net_file, folder=folder, config=config())

@@ -14,6 +14,7 @@ settings win over it, and the run's ``config=`` (and its explicit options, e.g. 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workspace.errors import ConfigurationError
@@ -38,6 +39,7 @@ class RobotConfig:
     the ``on_content`` callback."""
 
     name: str
+    folder: Path | None
     template: Template | None
     settings: dict[str, Any]
     tools_config: Any
@@ -71,11 +73,18 @@ class RobotConfig:
         self._provider_given = provider_given
         self._config_set: set[str] = {k for k in _DEFAULTED if explicit.get(k) is not None}
         meta = self.template.metadata if self.template is not None else {}
+        where = self.template.path if self.template is not None and self.template.path else None
         try:
             layered = RunConfig.from_front_matter(meta)
         except ValueError as exc:
-            where = self.template.path if self.template is not None and self.template.path else "front matter"
-            raise ConfigurationError(f"{where}: {exc}") from None
+            raise ConfigurationError(f"{where or 'front matter'}: {exc}") from None
+        block = meta.get("config")
+        if where is not None and self.folder is not None and isinstance(block, Mapping) and block.get("mcp"):
+            from workspace.trust import folder_file_problem  # a file in the opened folder: its trust rules
+
+            problem = folder_file_problem(where, self.folder, mcp=block["mcp"])
+            if problem:
+                raise ConfigurationError(problem)
         try:
             layered = layered.merge(coerce(given))
         except (TypeError, ValueError) as exc:

@@ -249,6 +249,8 @@ class _Loader:
 
     def build(self, spec: NetworkFile) -> Network | None:
         levels = {"tools": "inherit", "mcp": "inherit", **self.levels(spec, ())}
+        if spec.config is not None and spec.config.mcp is not None:  # the folder's trust rules hold there too
+            self.allowed_here(("config", "mcp"), mcp=spec.config.mcp)
         if not self.checking_only:
             for robot_name, robot_spec in (spec.robots or {}).items():
                 robot = self.build_robot(robot_name, robot_spec, ("robots", robot_name))
@@ -410,6 +412,8 @@ class _Loader:
         if spec.on_error is not None:
             options["on_error"] = spec.on_error
         if spec.config is not None:
+            if spec.config.mcp is not None:
+                self.allowed_here((*loc, "config", "mcp"), mcp=spec.config.mcp, task=name)
             options["config"] = _config(spec.config)
         if spec.route is not None:
             route = self.route(spec.route, (*loc, "route"), task=name)
