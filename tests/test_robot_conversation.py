@@ -125,3 +125,18 @@ async def test_token_totals(server: FakeLLMServer) -> None:
     server.enqueue(Reply.say("no usage", usage=False))
     quiet = await ask(r, "c")  # a server that reports no usage: what the run counted, or nothing
     assert (r.total_input_tokens, r.total_output_tokens) == (quiet.input_tokens or 0, quiet.output_tokens or 0)
+
+
+async def test_a_robot_files_model_stays_when_its_prompt_goes(server: FakeLLMServer, tmp_path: Any) -> None:
+    (tmp_path / "filed.md").write_text(f"---\nmodel: openai/fake3\napi_base: {server.base_url}/v1\n---\nYou file.\n",
+                                       encoding="utf-8")
+    (tmp_path / "other.md").write_text("---\nmodel: openai/fake4\n---\nYou are other, {{ who }}.\n", encoding="utf-8")
+    r = Robot("filed", template=tmp_path / "filed.md")
+    r.clear_messages(keep_system=False)
+    assert r.model == "openai/fake3"
+    server.enqueue(Reply.say("ok"), Reply.say("ok"))
+    await ask(r, "hi")
+    assert server.requests[-1]["model"] == "fake3" and server.requests[-1]["messages"][0]["role"] == "user"
+    r2 = Robot("filed", template=tmp_path / "filed.md")
+    r2.update(template=tmp_path / "other.md", context={"who": "Ann"})
+    assert r2.model == "openai/fake4" and r2.render_system() == "You are other, Ann."

@@ -90,8 +90,11 @@ class RobotConfig:
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(f"Robot '{self.name}': {exc}") from None
         for name in layered:
+            value = layered.get(name)
+            if name in ("model", "tools", "mcp") and meta.get(name) is not None and value == meta.get(name):
+                continue  # the file's own key, which the constructor applied already
             if explicit.get(name) is None:
-                self._apply_field(name, layered.get(name))
+                self._apply_field(name, value)
         budgets = [layered.token_budget, layered.cost_budget]
         if any(b is not None for b in budgets) and all(explicit.get(k) is None
                                                        for k in ("token_budget", "cost_budget", "ledger")):

@@ -72,6 +72,8 @@ class RobotConversation:
         if self._context_manager is not None:
             self._context_manager.reset()
         if not keep_system:
+            if self._explicit_model is None and self.template is not None and self.template.model:
+                self._explicit_model = self.template.model  # the robot keeps the model its file gave
             self.template, self.template_name, self.skill_templates, self.system_prompt = None, None, [], None
         return self
 
@@ -112,6 +114,8 @@ class RobotConversation:
             check_settings({k: v for k, v in settings.items() if v is not None}, what="setting of update()")
         if template is not _UNSET:
             self.template, self.template_name = self._find_template(template)
+            if self._explicit_model is None and not self._provider_given:
+                self._provider = None  # the new template may name another model
         if context is not _UNSET:
             self.context = context
         if system_prompt is not _UNSET:
