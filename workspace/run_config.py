@@ -131,12 +131,6 @@ class RunConfig:
             merged._values.update(coerce(other)._values)
         return merged
 
-    def only(self, names: tuple[str, ...] | frozenset[str]) -> RunConfig:
-        """A new config with only the fields in ``names``."""
-        out = RunConfig()
-        out._values.update({k: v for k, v in self._values.items() if k in names})
-        return out
-
     def to_dict(self, *, json_safe: bool = False) -> dict[str, Any]:
         """The set fields in the order of :data:`FIELDS`; ``json_safe`` leaves out the callbacks and the bus."""
         return {name: self._values[name] for name in self
@@ -160,9 +154,6 @@ class RunConfig:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, RunConfig) and self._values == other._values
-
-    def __hash__(self) -> int:  # mutable: not hashable
-        raise TypeError("unhashable type: 'RunConfig'")
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}={'<function>' if callable(v) and k in CALLBACK_FIELDS else v!r}"
