@@ -135,6 +135,11 @@ def test_apply_with_a_merge_writes_the_persons_lines_in_place_of_overlapping_hun
     merged.write_text("A and B two\n")
     bad = robotlab("changes", "apply", "--folder", str(folder), "--take", "c0.f1.h1", "--merge", "c0.f1.h1")
     assert bad.returncode == 2 and "give HUNK_ID=FILE" in bad.stderr, bad.stderr
+    gone = tmp_path / "no-such-merge.txt"
+    missing = robotlab("changes", "apply", "--folder", str(folder), "--take", "c0.f1.h1", "--merge",
+                       f"c0.f1.h1={gone}")
+    assert missing.returncode == 2 and f"cannot read {gone}" in missing.stderr, missing.stderr
+    assert (folder / "app.py").read_text() == BASE  # nothing written
     applied = robotlab("changes", "apply", "--folder", str(folder), "--take", "c0.f1.h1", "c1.f1.h1", "c1.f1.h2",
                        "--merge", f"c0.f1.h1={merged}")
     assert applied.returncode == 0, applied.stderr

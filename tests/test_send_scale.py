@@ -134,6 +134,27 @@ async def test_the_kept_conversation_is_left_out_of_the_garbage_collectors_walks
         await workspace.aclose()
 
 
+async def test_a_frozen_conversation_is_freed_when_its_thread_lets_it_go(tmp_path: Path) -> None:
+    # Freezing keeps objects out of the collector's walks, not alive: a conversation let go (the thread
+    # closed, or read again) is freed by its reference counts, so opening threads all day does not pile
+    # frozen objects up. Ten reads of a 300-turn conversation (600 messages each) leave the frozen set
+    # where one read left it.
+    thread_id = build_thread(tmp_path / "freed.db", 300)
+    workspace = Workspace(db_path=tmp_path / "freed.db", provider=ScriptedProvider(default="Fine."))
+    try:
+        counts = []
+        for _ in range(10):
+            session = workspace.open_thread(thread_id)
+            await session.load_conversation()
+            assert session._conversation is not None
+            session._conversation = None  # let it go (as closing the thread does)
+            gc.collect()
+            counts.append(gc.get_freeze_count())
+        assert max(counts) - counts[0] < 600, counts  # not one more conversation's worth
+    finally:
+        await workspace.aclose()
+
+
 def test_shared_prefix_finds_where_two_conversations_part() -> None:
     messages: list[Any] = [object() for _ in range(50)]
     assert shared_prefix(messages, messages) == 50

@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
+from fakes.provider_calls import HELLO, stream_chunks, text_of
 
 from workspace.errors import ProviderError
-from workspace.messages import TextMessage
 from workspace.providers.base import Chunk, StatusChunk, TextChunk
 from workspace.providers.litellm_provider import LiteLLMProvider
 from workspace.providers.openai_provider import OpenAICompatibleProvider
 from workspace.providers.streaming import StreamingProvider
 
-HELLO = [TextMessage(role="user", content="Hello")]
+stream = stream_chunks
 kinds = pytest.mark.parametrize("kind", ["lean", "litellm"])
 
 
@@ -34,22 +34,6 @@ def make(kind: str, server: FakeLLMServer, **options: Any) -> StreamingProvider:
     options.setdefault("api_key", "sk-test")
     cls = OpenAICompatibleProvider if kind == "lean" else LiteLLMProvider
     return cls("openai/fake", api_base=server.base_url + "/v1", **options)
-
-
-async def stream(provider: StreamingProvider, *, pause: float = 0.0) -> list[Chunk]:
-    """The call's chunks; ``pause``: seconds the caller spends on each text chunk (not waiting for the model)."""
-    async def run() -> list[Chunk]:
-        seen: list[Chunk] = []
-        async for chunk in provider.stream(system=None, messages=HELLO, tools=(), settings={}):
-            seen.append(chunk)
-            if pause and isinstance(chunk, TextChunk):
-                await asyncio.sleep(pause)
-        return seen
-    return await asyncio.wait_for(run(), timeout=30)
-
-
-def text_of(chunks: list[Chunk]) -> str:
-    return "".join(c.text for c in chunks if isinstance(c, TextChunk))
 
 
 @kinds

@@ -11,11 +11,11 @@ runs record their end, the database is closed, and then the asyncio loop is clos
 from __future__ import annotations
 
 import argparse
-import itertools
 import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,14 @@ log = logging.getLogger("ui.app")
 
 #: Milliseconds after the window is filled in before the model library starts loading in a thread.
 PRELOAD_AFTER_MS = 150
+
+#: What filling the window in and making the docks' panes import besides the panes' own modules: a staged start-up
+#: imports them in its worker thread with the widgets' modules, so that the window's thread imports nothing of its
+#: own during start-up (``tests/ui/test_window_build_steps.py`` lists any it does).
+AHEAD_MODULES = ("workspace.providers.demo", "workspace.providers.testing", "workspace.session.run_marks",
+                 "workspace.cli", "workspace.knowledge", "workspace.mcp.manager", "workspace.mcp.lifecycle",
+                 "workspace.mcp.requests", "ui.window.change_cards", "ui.mcp.resources", "pygments.styles.friendly",
+                 "pygments.styles.monokai", "pygments.token")
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -152,6 +160,30 @@ def quick_theme(folder: Path | None = None) -> str:
     return theme_name
 
 
+@dataclass(frozen=True, slots=True)
+class StepTime:
+    """One step of a staged start-up: where it stopped (``function:line`` of the innermost build generator),
+    its wall time and the window thread's CPU time in it (the CPU time is what the step costs on a busy machine)."""
+
+    name: str
+    wall_ms: float
+    cpu_ms: float
+
+
+def step_name(steps: Iterator[None]) -> str:
+    """Where a step generator (and the generators it delegates to) stands: ``module.function:line``, innermost
+    three, outermost first; "" for an iterator that is no generator."""
+    parts: list[str] = []
+    gen: Any = steps
+    while gen is not None and getattr(gen, "gi_frame", None) is not None:
+        frame = gen.gi_frame
+        module = frame.f_globals.get("__name__", "?").rpartition(".")[2]
+        key = getattr(frame.f_locals.get("spec"), "key", None)  # a dock's steps: which dock
+        parts.append(f"{module}.{frame.f_code.co_name}:{frame.f_lineno}" + (f"[{key}]" if key else ""))
+        gen = gen.gi_yieldfrom
+    return " > ".join(parts[-3:])
+
+
 class Application:
     """Composition root: the task owner, the bridge, the controller and the main window.
 
@@ -185,6 +217,12 @@ class Application:
         self._closed = False
         self.started = False
         self.loaded = False
+        #: Every pane is in its dock: start-up is over (the libraries the first message needs load after it).
+        self.whole = False
+        #: The thread left open when the window was last closed (read by start-up's worker).
+        self._last_thread: str | None = None
+        #: Each step a staged start-up ran on the window's thread, in order (``bench/bench_ui_startup.py`` prints them).
+        self.step_times: list[StepTime] = []
         #: Whether start-up has paused the garbage collector (until the inspector is built).
         self._gc_paused = False
         if defer:
@@ -221,8 +259,8 @@ class Application:
         from ui.main_window import import_build_modules
 
         # The loop of the spawn, not asyncio.to_thread's running one (see _load_markdown).
-        panes = self.window.docks.pane_modules()
-        await asyncio.get_running_loop().run_in_executor(None, import_build_modules, panes)
+        more = [*self.window.docks.pane_modules(), *AHEAD_MODULES]
+        await asyncio.get_running_loop().run_in_executor(None, import_build_modules, more)
         if self._closed:
             return
         self._run_steps(self.window.build_steps(), then=self._spawn_load)
@@ -240,7 +278,10 @@ class Application:
         config_problem = await asyncio.to_thread(self._read_config)
         if self._closed:
             return
-        self._reopen_folder_unless(config_problem)
+        # The last folder's settings file read and checked in the worker too (the window's thread does not wait).
+        reopen = self.folder is None and config_problem is None
+        if reopen and await asyncio.to_thread(self._set_last_folder) and not self._closed:
+            self._folder_reopened()
         await asyncio.to_thread(self._open_workspace)
         if not self._closed:
             self._load(staged=True, config_problem=config_problem, opened=True)
@@ -268,6 +309,7 @@ class Application:
         self.controller.robots(refresh=True)
         self.controller.networks(refresh=True)
         self.controller.read_thread_list_ahead()
+        self._last_thread = self.controller.last_thread()
 
     def _load(self, *, staged: bool, config_problem: str | None = None, opened: bool = False) -> None:
         if not opened:
@@ -281,8 +323,11 @@ class Application:
             self._after_inspector()
             return
         # One part per turn of the event loop (the window paints in between), then the inspector's panes.
-        self._run_steps(itertools.chain(self._fill_steps(config_problem, opened=opened),
-                                        self.window.docks.inspector_steps()), then=self._after_inspector)
+        self._run_steps(self._staged_fill(config_problem, opened=opened), then=self._after_inspector)
+
+    def _staged_fill(self, config_problem: str | None, *, opened: bool) -> Iterator[None]:
+        yield from self._fill_steps(config_problem, opened=opened)
+        yield from self.window.docks.inspector_steps()
 
     def _fill_steps(self, config_problem: str | None, *, opened: bool) -> Iterator[None]:
         """The window filled in from the session, a part at a time: the robots, the thread list, the thread
@@ -293,7 +338,8 @@ class Application:
         self.window.threads.refresh()
         yield
         self.window.threads.show_empty()
-        last = self.controller.last_thread()
+        # (read in the worker that opened the database; else here)
+        last = self._last_thread if opened else self.controller.last_thread()
         if last is not None:  # back where the user left off
             yield
             self.window.threads.open(last)
@@ -312,27 +358,43 @@ class Application:
 
     def _reopen_folder(self) -> None:
         """No ``--folder``: the folder that was open when the window was last closed, if it is still there."""
+        if self._set_last_folder():
+            self._folder_reopened()
+
+    def _set_last_folder(self) -> bool:
+        """The last folder set on the controller (before the workspace is opened: no widget, any thread), if it is
+        still there and its settings can be read."""
         folder = self.window.memory.last_folder()
         if folder is None:
-            return
+            return False
         try:
             self.controller.set_folder(folder)
         except Exception as exc:  # a bad config file in it: start without it, and say why
             log.info("could not reopen the folder %s: %s", folder, exc)
-            return
+            return False
+        return True
+
+    def _folder_reopened(self) -> None:
         self.folder = self.controller.folder
         self.window.status.update_folder()
 
     def _run_steps(self, steps: Iterator[None], *, then: Callable[[], None]) -> None:
         """One step of ``steps`` per turn of the event loop (the window paints in between), then ``then``."""
+        import time
+
         from PySide6.QtCore import QTimer
 
         def step() -> None:
             if self._closed:
                 return
+            wall, cpu = time.perf_counter(), time.thread_time()
+            name = step_name(steps)  # where the step starts: the last one (the end of the generator) has no frame
             try:
-                next(steps)
+                with self.window.building():
+                    next(steps)
             except StopIteration:
+                self.step_times.append(StepTime(f"{name} (last)", (time.perf_counter() - wall) * 1000,
+                                                (time.thread_time() - cpu) * 1000))
                 then()
                 return
             except Exception as exc:  # a part that cannot be built: say so, and start the rest anyway
@@ -343,6 +405,8 @@ class Application:
                                                 f"{exc}. The conversation still works; the log has the details.")
                 then()
                 return
+            self.step_times.append(StepTime(step_name(steps), (time.perf_counter() - wall) * 1000,
+                                            (time.thread_time() - cpu) * 1000))
             QTimer.singleShot(0, step)
 
         QTimer.singleShot(0, step)
@@ -351,6 +415,7 @@ class Application:
         """The window is whole: load, in worker threads, what the first message will need."""
         from PySide6.QtCore import QTimer
 
+        self.whole = True
         self._resume_gc()
         self.window.take_early_keys()  # (start-up stopped early: the window takes its keys from now on)
         # The model library (litellm: seconds) loads in a worker thread once the full window has painted,

@@ -8,10 +8,11 @@ declared in :meth:`MainWindow._add_commands`. Only the entry point (``ui.app``) 
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeyEvent, QKeySequence, QResizeEvent, QShowEvent
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -34,6 +35,7 @@ from ui.window.attachments import Attachments
 from ui.window.commands import Commands
 from ui.window.compare import Comparisons
 from ui.window.docks import Docks
+from ui.window.early_keys import EarlyKeys
 from ui.window.folder_flow import FolderFlow
 from ui.window.geometry import WindowMemory
 from ui.window.models import ModelChoice
@@ -121,7 +123,7 @@ class MainWindow(QMainWindow):
         self.built = False
         self._build: Iterator[None] | None = None
         #: Keys typed at the frame before start-up filled it in (None: the window takes its keys itself).
-        self._early_keys: list[QKeyEvent] | None = []
+        self.early_keys = EarlyKeys(self)
         #: Quitting with runs going: the question, once asked; and whether Quit was the answer.
         self.quit_box: QMessageBox | None = None
         self._quit_confirmed = False
@@ -170,6 +172,7 @@ class MainWindow(QMainWindow):
         yield from self._build_central()
         yield
         self.models.build(self.composer)
+        yield
         self.memory.attach(self.splitter, self.docks)
         self.docks.attach(tool_model=self.tool_model, memory_model=self.memory_model, trace_model=self.trace_model,
                           network_model=self.network_model, composer=self.composer,
@@ -178,18 +181,22 @@ class MainWindow(QMainWindow):
                             chat=self.chat, composer=self.composer)
         self.robots.attach(picker=self.robot_picker, model=self.robot_model, edit_button=self.robot_edit_button,
                            model_label=self.model_label, connect_link=self.connect_link, composer=self.composer)
+        yield
         self.memory.fit_to_screen()  # the minimum size of the parts may not fit a small screen
         self.memory.restore_splitter()
+        yield
         self.command_palette = CommandPalette(self)
         self.runs.attach(composer=self.composer, chat=self.chat, palette=self.command_palette)
         self.toast = Toast(self)
         self.services.notices.attach(self.toast, self.banner)
         yield
         self.docks.build()
+        yield
         self.status.build()
         yield
         self.commands.build(self.docks)
         self.commands.attach(palette=self.command_palette, sidebar=self.sidebar)
+        yield
         self._add_commands()
         yield
         self._wire()
@@ -210,34 +217,21 @@ class MainWindow(QMainWindow):
         self.robots.update_picker()
         self.built = True
         if not self.isVisible():  # built before it was shown: nothing was typed at it
-            self._early_keys = None
+            self.early_keys.keys = None
 
     def showEvent(self, event: QShowEvent) -> None:
-        if self._early_keys is not None and not self.built:  # shown as a frame: keep what is typed at it
-            app = QApplication.instance()
-            if app is not None:
-                app.installEventFilter(self)
+        if not self.built:  # shown as a frame: keep what is typed at it
+            self.early_keys.install()
         self._show(event)
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        """Keys typed at the window before start-up filled it in are kept (:meth:`take_early_keys`)."""
-        if self._early_keys is None or not isinstance(watched, QWidget) or watched.window() is not self:
-            return False
-        if event.type() == QEvent.Type.ShortcutOverride:  # a command made meanwhile runs in its turn, not now
-            event.accept()
-            return True
-        if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
-            self._early_keys.append(event.clone())
-            return True
-        return False
+    def building(self) -> contextlib.AbstractContextManager[None]:
+        """Around a start-up step: the early keys' filter is off meanwhile (:meth:`EarlyKeys.paused`)."""
+        return self.early_keys.paused()
 
     def take_early_keys(self) -> None:
         """Start-up has filled the window in: the message box gets the focus (the frame was shown with nothing
         to focus) and the keys typed at the frame before (a command's shortcut runs the command)."""
-        keys, self._early_keys = self._early_keys, None
-        app = QApplication.instance()
-        if app is not None:
-            app.removeEventFilter(self)
+        keys = self.early_keys.take()
         if keys is None or not self.built:
             return
         self.composer.focus()
@@ -586,7 +580,7 @@ class MainWindow(QMainWindow):
         yield
         self.composer = Composer(area)
         layout.addWidget(self.composer)
-
+        yield
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(area)

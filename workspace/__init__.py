@@ -87,6 +87,15 @@ _EXPORTS: dict[str, str] = {
     "DoomLoopDetector": "workspace.agent.guards",
     "AskUser": "workspace.ask_user",
     "ScriptTool": "workspace.tools.script",
+    # Narrator, DocumentStore and the cyborg's channels and interviewer (RobotLab 0.2)
+    "Narrator": "workspace.narrator",
+    "DocumentStore": "workspace.documents",
+    "Channel": "workspace.network.channels",
+    "ChannelMessage": "workspace.network.channels",
+    "ScriptedChannel": "workspace.network.channels",
+    "TerminalChannel": "workspace.network.channels",
+    "Interviewer": "workspace.network.interviewer",
+    "Question": "workspace.network.interviewer",
     # RobotLab 0.2's RunConfig (layered config of robots, networks, tasks and runs)
     "RunConfig": "workspace.run_config",
 }

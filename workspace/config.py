@@ -70,6 +70,9 @@ DEFAULTS: dict[str, Any] = {
         "compaction_model": None,
         # Whether the model takes images: true/false, or model id -> true/false; None: litellm's model map says.
         "vision": None,
+        # The embeddings model of document stores (a litellm id; None: the offline lexical measure) and its server.
+        "embedding_model": None,
+        "embedding_api_base": None,
     },
     # The largest files (bytes) sent with a message: text whole up to the first, images up to the second.
     "attachments": {"max_text_bytes": 100 * 1024, "max_image_bytes": 20 * 1024 * 1024},
@@ -315,6 +318,7 @@ llm:
   # max_wait: 300              # one call's whole wait for its first token, retries included
   # tool_choice: auto          # llama-cpp-python's server calls tools only when this is sent
   # vision: true               # the model takes images (or per model: {llava: true, llama3.1: false})
+  # embedding_model: openai/text-embedding-3-small   # document stores' embeddings (empty: word matching)
 # attachments:
 #   max_text_bytes: 102400     # text files are sent whole up to this size (bytes)
 #   max_image_bytes: 20971520  # images up to this size (bytes)

@@ -406,7 +406,7 @@ def compress_messages(messages: list[Message], *, recent_turns: int = 3, keep_th
     return an awaitable, which the caller awaits) or dropped. System messages, tool calls and their results
     are never touched; the last ``recent_turns`` pairs are kept. Returns the new list, in order, where an
     item to summarise is a ``(message, pending summary)`` pair."""
-    from workspace.agent_skills import term_vector
+    from workspace.similarity import term_vector
 
     if not keep_threshold > drop_threshold:
         raise ValueError(f"keep_threshold ({keep_threshold}) must be greater than drop_threshold ({drop_threshold})")

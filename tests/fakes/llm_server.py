@@ -20,6 +20,8 @@ Endpoints:
 - ``POST /v1/messages`` (Anthropic): streaming (``message_start``, ``content_block_start`` /
   ``content_block_delta`` (``text_delta``, ``input_json_delta``) / ``content_block_stop``,
   ``message_delta`` with usage, ``message_stop``) and non-streaming.
+- ``POST /v1/embeddings``: deterministic word-hash vectors (``fakes.embeddings``); the bodies are kept in
+  :attr:`FakeLLMServer.embedded`, not in ``requests``.
 - ``GET /v1/models``: the ``models`` it was given (default: one, ``fake``; with ``max_model_len``, as vLLM
   says it, when the server has a ``context_window``); with ``ollama=True`` also Ollama's ``GET /api/tags``
   (names with ``:latest``, sizes); ``list_status=401`` refuses both; ``GET /props``: llama.cpp's ``n_ctx``,
@@ -68,6 +70,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from .embeddings import embeddings_response
 
 __all__ = ["FakeLLMServer", "RecordedRequest", "Reply", "ReplyLike", "ToolCall"]
 
@@ -415,6 +419,11 @@ class _Handler(BaseHTTPRequestHandler):
                 owner._tokenized += 1
             self._send_json(200, {"tokens": tokenize(str(body.get("content") or ""))})
             return
+        if re.sub(r"\?.*", "", self.path).rstrip("/").endswith("/embeddings"):  # counted, not in ``requests``
+            with owner._lock:
+                owner.embedded.append(body)
+            self._send_json(*embeddings_response(body))
+            return
         owner._record(RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
         # A query may sit inside the path (a client that appended its route to an api_base with a
         # query: "/v1?api-key=K/chat/completions"): route on the path without it.
@@ -648,6 +657,8 @@ class FakeLLMServer:
         #: True: llama.cpp's ``POST /tokenize`` {"content": ...} -> {"tokens": [...]} is offered.
         self.tokenize = tokenize
         self._tokenized = 0
+        #: The bodies of the ``POST /v1/embeddings`` requests (see ``fakes.embeddings``), in order.
+        self.embedded: list[Any] = []
         self.reply_fn = reply_fn
         #: False: no usage chunk in any stream, whatever the client asks (many local servers).
         self.stream_usage = stream_usage

@@ -6,40 +6,14 @@ started with and says so; the next run reads the new one."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
 
 from tests.ui.conftest import wait_until
+from tests.ui.eval_files import TWO_CASES, eval_folder
 from ui.evals.view import THREAD_ROLE, EvalsDialog
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "evals"
-
-TWO_CASES = """\
-robot: support.md
-cases:
-  - name: the-list
-    message: "list the files"
-    folder: fixtures/shop
-    expect:
-      - regex: 'orders\\.csv'
-  - name: fruit
-    message: "list the files"
-    folder: fixtures/shop
-    expect:
-      - contains: "banana"
-"""
-
-
-def eval_folder(tmp_path: Path, text: str = TWO_CASES) -> Path:
-    folder = tmp_path / "evals"
-    folder.mkdir()
-    shutil.copy(EXAMPLES / "support.md", folder / "support.md")
-    shutil.copytree(EXAMPLES / "fixtures", folder / "fixtures")
-    (folder / "two.yaml").write_text(text, encoding="utf-8")
-    return folder / "two.yaml"
 
 
 def answer(window: Any) -> str:
@@ -52,7 +26,7 @@ def answer(window: Any) -> str:
 
 
 async def test_a_failure_and_a_cell_open_the_cases_thread_in_the_chat(desktop: Any, tmp_path: Path) -> None:
-    path = eval_folder(tmp_path)
+    path = eval_folder(tmp_path) / "two.yaml"
     window, controller = desktop.window, desktop.controller
     window.commands.by_name["run_evals"].trigger()
     (dialog,) = [d for d in window.findChildren(EvalsDialog) if d.isVisible()]
@@ -91,7 +65,7 @@ async def test_a_failure_and_a_cell_open_the_cases_thread_in_the_chat(desktop: A
 async def test_a_cell_with_no_failure_opens_its_first_case(qapp_instance: Any, tmp_path: Path) -> None:
     from workspace.persistence import Store
 
-    path = eval_folder(tmp_path, TWO_CASES.replace('"banana"', '"orders.csv"'))
+    path = eval_folder(tmp_path, TWO_CASES.replace('"banana"', '"orders.csv"')) / "two.yaml"
     opened: list[str] = []
     with Store.open(tmp_path / "threads.db") as store:
         dialog = EvalsDialog(store_of=lambda: store, open_thread=opened.append)
@@ -108,7 +82,7 @@ async def test_a_cell_with_no_failure_opens_its_first_case(qapp_instance: Any, t
 async def test_an_eval_file_edited_while_it_runs(qapp_instance: Any, tmp_path: Path) -> None:
     many = TWO_CASES + "".join(f"  - name: more-{i}\n    message: \"list the files\"\n    folder: fixtures/shop\n"
                                "    expect:\n      - regex: 'orders\\.csv'\n" for i in range(6))
-    path = eval_folder(tmp_path, many)
+    path = eval_folder(tmp_path, many) / "two.yaml"
     dialog = EvalsDialog()
     dialog.show()
     task = dialog.start(path)

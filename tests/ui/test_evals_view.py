@@ -14,37 +14,11 @@ from typing import Any
 import yaml
 
 from tests.ui.conftest import wait_until
+from tests.ui.eval_files import EXAMPLES, TWO_CASES, eval_folder
 from ui.evals.save_case import SaveCaseDialog, appended_text, save_case
 from ui.evals.view import EvalsDialog, last_run_file
 from workspace.evals import load_eval_file
 from workspace.providers.testing import ToolCall
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "evals"
-
-TWO_CASES = """\
-# two cases of the support robot on the offline demo
-robot: support.md
-cases:
-  - name: the-list
-    message: "list the files"
-    folder: fixtures/shop
-    expect:
-      - regex: 'orders\\.csv'
-  - name: fruit
-    message: "list the files"
-    folder: fixtures/shop
-    expect:
-      - contains: "banana"
-"""
-
-
-def eval_folder(tmp_path: Path) -> Path:
-    folder = tmp_path / "evals"
-    folder.mkdir()
-    shutil.copy(EXAMPLES / "support.md", folder / "support.md")
-    shutil.copytree(EXAMPLES / "fixtures", folder / "fixtures")
-    (folder / "two.yaml").write_text(TWO_CASES, encoding="utf-8")
-    return folder
 
 
 async def run(dialog: EvalsDialog, path: Path | None = None) -> None:

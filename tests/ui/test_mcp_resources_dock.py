@@ -50,6 +50,21 @@ async def start(pane: Any, row: int) -> None:
                      timeout=20, what="the resource list")
 
 
+async def test_the_resources_tab_is_made_when_first_shown_with_the_selected_server(pane: Any) -> None:
+    # The pane is built at start-up behind the inspector's tabs: its Resources tab waits until a person opens it.
+    assert pane._resources is None
+    pane.table.selectRow(0)
+    pane.start_button.click()
+    await wait_until(lambda: pane.model.index(0, 1).data() == "ready", timeout=30, what="the server to start")
+    assert pane._resources is None
+    pane.server_tabs.setCurrentIndex(1)  # the tab clicked
+    panel = pane._resources
+    assert panel is not None and pane.server_tabs.currentWidget() is panel
+    assert pane.server_tabs.tabText(1) == "Resources" and pane.server_tabs.count() == 2
+    await wait_until(lambda: panel.items(), timeout=20, what="the selected server's resources")
+    assert pane.resources is panel
+
+
 def preview_text(pane: Any) -> str:
     return str(pane.resources.text_view.toPlainText())
 

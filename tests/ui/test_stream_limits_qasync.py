@@ -3,35 +3,22 @@ timers (millisecond precision, may fire early) and whose ``call_at`` answers wit
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
+from fakes.provider_calls import stream_chunks, text_of
 
 from workspace.errors import ProviderError
-from workspace.messages import TextMessage
-from workspace.providers.base import Chunk, TextChunk
 from workspace.providers.openai_provider import OpenAICompatibleProvider
 
-HELLO = [TextMessage(role="user", content="Hello")]
+stream = stream_chunks
 
 
 @pytest.fixture
 def server() -> Iterator[FakeLLMServer]:
     with FakeLLMServer() as srv:
         yield srv
-
-
-async def stream(provider: OpenAICompatibleProvider, *, pause: float = 0.0) -> list[Chunk]:
-    async def run() -> list[Chunk]:
-        seen: list[Chunk] = []
-        async for chunk in provider.stream(system=None, messages=HELLO, tools=(), settings={}):
-            seen.append(chunk)
-            if pause and isinstance(chunk, TextChunk):
-                await asyncio.sleep(pause)
-        return seen
-    return await asyncio.wait_for(run(), timeout=30)
 
 
 def make(server: FakeLLMServer, **options: float | None) -> OpenAICompatibleProvider:
@@ -45,7 +32,7 @@ async def test_limits_hold_on_the_qasync_loop(server: FakeLLMServer) -> None:
                    Reply.say("one two three four", stall_after=3, stall_seconds=30))
     # A caller slower than idle_timeout between chunks is no stall.
     chunks = await stream(make(server, idle_timeout=0.4, first_token_timeout=20), pause=0.6)
-    assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == "one two three"
+    assert text_of(chunks) == "one two three"
     with pytest.raises(ProviderError) as first:
         await stream(make(server, first_token_timeout=1.0, slow_notice=None))
     assert "within 1 s (timeout, llm.first_token_timeout)" in str(first.value)

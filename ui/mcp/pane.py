@@ -35,6 +35,7 @@ from ui.widgets.common import signals_blocked
 
 if TYPE_CHECKING:
     from ui.controller import Controller
+    from ui.mcp.resources import ResourcesPanel
     from ui.services import DockContext
     from ui.tasks import TaskOwner
     from workspace.mcp import MCPManager
@@ -196,11 +197,13 @@ class McpPane(QWidget):
         self.tools.itemChanged.connect(self._on_tool_toggled)
         tl.addWidget(self.tools, 1)
         self.server_tabs.addTab(tools_page, "Tools")
-        from ui.mcp.resources import ResourcesPanel
-
-        self.resources = ResourcesPanel(manager, tasks, self.server_tabs, can_attach=self._attach_connected)
-        self.resources.attach_requested.connect(self.attach_requested)
-        self.server_tabs.addTab(self.resources, "Resources")
+        # The Resources tab (its browser, preview and forms: a third of the pane) is made when first shown or
+        # asked for (:attr:`resources`): the dock is built at start-up, behind the inspector's tabs.
+        self._resources: ResourcesPanel | None = None
+        self._resources_status: ServerStatus | None = None
+        self._resources_placeholder = QWidget(self.server_tabs)
+        self.server_tabs.addTab(self._resources_placeholder, "Resources")
+        self.server_tabs.currentChanged.connect(self._server_tab_shown)
         dl.addWidget(self.server_tabs, 2)
         # The server's output (stderr, our notes) and its log notifications, each in a tab.
         self.output_tabs = QTabWidget(details)
@@ -302,6 +305,29 @@ class McpPane(QWidget):
         for b in (self.start_button, self.restart_button, self.stop_button):
             b.setEnabled(bool(statuses))
 
+    @property
+    def resources(self) -> ResourcesPanel:
+        """The Resources tab's panel (made now if its tab was never shown)."""
+        if self._resources is None:
+            from ui.mcp.resources import ResourcesPanel
+
+            tabs = self.server_tabs
+            panel = ResourcesPanel(self.manager, self.tasks, tabs, can_attach=self._attach_connected)
+            panel.attach_requested.connect(self.attach_requested)
+            index, current = tabs.indexOf(self._resources_placeholder), tabs.currentIndex()
+            with signals_blocked(tabs):  # (the tab is swapped: no "shown" for the placeholder's removal)
+                tabs.removeTab(index)
+                tabs.insertTab(index, panel, "Resources")
+                tabs.setCurrentIndex(current)
+            self._resources_placeholder.deleteLater()
+            self._resources = panel
+            panel.set_server(self._resources_status)
+        return self._resources
+
+    def _server_tab_shown(self, index: int) -> None:
+        if self._resources is None and self.server_tabs.widget(index) is self._resources_placeholder:
+            self.resources  # noqa: B018 - made as its tab is shown
+
     def current(self) -> ServerStatus | None:
         index = self.table.currentIndex()
         return self.model.statuses[index.row()] if index.isValid() else None
@@ -310,7 +336,9 @@ class McpPane(QWidget):
         status = self.current()
         c = theme.colors()
         self._show_sign_in(status)
-        self.resources.set_server(status)
+        self._resources_status = status
+        if self._resources is not None:
+            self._resources.set_server(status)
         if status is None:
             self.info.setText("")
             self.tools.clear()

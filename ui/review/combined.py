@@ -284,19 +284,15 @@ class CombinedReview(QWidget):
                 done = await self.selection.apply(verify=self.verify, thread_id=self.thread_id)
             except VerifyFailed as failed:
                 if not await self.ask_apply_anyway(failed.event.output or str(failed)):
-                    self.status.setText("The verify failed: nothing was written")
-                    self._update()
+                    self._refused("The verify failed: nothing was written")
                     return None
                 done = await self.selection.apply(verify=self.verify, thread_id=self.thread_id,
                                                   if_verify_fails="apply")
         except (ChangeError, ValueError, OSError) as exc:
-            self.message.emit(f"Could not apply: {exc}")
-            self.status.setText(f"Could not apply: {exc}")
-            self._update()
+            self._refused(f"Could not apply: {exc}")
             return None
         if not done.ok:
-            self.status.setText(done.result.message() or "Nothing was written: a file changed on disk since the proposal")
-            self._update()
+            self._refused(done.result.message() or "Nothing was written: a file changed on disk since the proposal")
             return done
         self.result = done
         self.status.setText(f"Applied {len(done.taken)} hunks as one set"
@@ -306,6 +302,13 @@ class CombinedReview(QWidget):
         self._update()
         self.applied.emit(done)
         return done
+
+    def _refused(self, why: str) -> None:
+        """Apply wrote nothing: the review as it was, and why in its status line (after the refresh, which
+        would put the count of accepted hunks there) and in the window's message."""
+        self._update()
+        self.status.setText(why)
+        self.message.emit(why)
 
     def _undo(self) -> None:
         if self.undo is not None:

@@ -153,7 +153,8 @@ class WindowMemory:
                 pass
 
     def last_folder(self) -> Path | None:
-        """The folder that was open when the window was last closed (None: none, or it is gone)."""
+        """The folder that was open when the window was last closed (None: none, or it is gone). Reads the
+        settings file and the disk, no widget: start-up asks it in its worker thread."""
         value = settings().value("session/folder")
         if not isinstance(value, str) or not value:
             return None

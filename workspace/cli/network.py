@@ -53,6 +53,9 @@ def register(sub: Any) -> None:
     run.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                      help="a run parameter for every robot's template (VALUE may be JSON); repeatable")
     add_run_options(run, who="the robots")
+    run.add_argument("--narrate", action="store_true",
+                     help="also write RobotLab's Narrator lines on stderr as the robots work (each model call, "
+                     "each tool call with its first argument, each tool error), whatever the output format")
     add_record_options(run, what="network thread")
     run.set_defaults(func=cmd_run)
 
@@ -143,6 +146,10 @@ async def _run(args: argparse.Namespace) -> int:
                 robot.api_base = args.api_base
             if args.context:
                 robot.context_policy = args.context
+        if args.narrate:
+            from workspace.narrator import Narrator
+
+            network.on(Narrator)
         return network
 
     network = load()

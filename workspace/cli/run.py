@@ -57,6 +57,9 @@ def register(sub: Any) -> None:
     p.add_argument("--output-schema", metavar="FILE",
                    help="a JSON Schema file the answer must match (structured output): --plain prints the "
                    "object as JSON, --json has it in run_finished's result.output_data")
+    p.add_argument("--narrate", action="store_true",
+                   help="also write RobotLab's Narrator lines on stderr as the robot works (each model call, "
+                   "each tool call with its first argument, each tool error), whatever the output format")
     add_record_options(p, what="robot thread")
     p.set_defaults(func=cmd_run)
 
@@ -275,6 +278,10 @@ async def _run(args: argparse.Namespace) -> int:
                                   folder_written=robot.api_base_in_folder)
     if args.context:
         robot.context_policy = args.context
+    if args.narrate:
+        from workspace.narrator import Narrator
+
+        robot.on(Narrator)
     printer = QuestionAfterOutput(make_printer(args))
     approval = terminal_approval(args, printer)
     options: dict[str, Any] = template_params(args.param)

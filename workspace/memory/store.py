@@ -14,7 +14,7 @@ import threading
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workspace.errors import AwaitTimeout
 from workspace.memory.change import MemoryChange, _deep_copy, _json_default, _key
@@ -28,6 +28,9 @@ from workspace.memory.subscriptions import (
 from workspace.memory.waiters import TIMEOUT, Waiter, _future_loop, _running_loop
 from workspace.messages import Message, UserMessage
 from workspace.result import RobotResult
+
+if TYPE_CHECKING:
+    from workspace.documents import DocumentStore
 
 logger = logging.getLogger("workspace.memory")
 
@@ -93,6 +96,7 @@ class Memory:
         self._observers: list[Observer] = []
         self._history: dict[str, deque[MemoryChange]] = {}
         self._tasks: set[asyncio.Future[Any]] = set()
+        self._documents: DocumentStore | None = None
 
     # -- reserved accessors -----------------------------------------------------------------
 
@@ -363,6 +367,37 @@ class Memory:
                         return
                 continue
             await asyncio.gather(*pending, return_exceptions=True)
+
+    # -- documents (RobotLab's DocumentStore helpers) ----------------------------------------
+
+    @property
+    def documents(self) -> DocumentStore:
+        """This memory's :class:`~workspace.documents.DocumentStore` (made on first use, offline lexical; set
+        one with an embedder: ``memory.documents = DocumentStore(embedder=...)``). Copies do not share it."""
+        with self._lock:
+            if self._documents is None:
+                from workspace.documents import DocumentStore
+
+                self._documents = DocumentStore()
+            return self._documents
+
+    @documents.setter
+    def documents(self, store: DocumentStore) -> None:
+        with self._lock:
+            self._documents = store
+
+    def store_document(self, key: Any, text: str) -> Memory:
+        """Keep ``text`` under ``key`` in :attr:`documents`; returns the memory."""
+        self.documents.store(key, text)
+        return self
+
+    def search_documents(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        """:meth:`DocumentStore.search` of :attr:`documents` (``await asearch_documents`` with an async embedder
+        inside an event loop)."""
+        return self.documents.search(query, limit=limit)
+
+    async def asearch_documents(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        return await self.documents.asearch(query, limit=limit)
 
     # -- plain dict-like API ----------------------------------------------------------------
 

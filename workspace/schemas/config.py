@@ -80,6 +80,10 @@ class LLM(StrictModel):
         None, description="Whether the model takes images: true or false for every model, or model ids mapped to "
         "true or false; empty: litellm's model map says (a local server's model: not known, images are sent with a "
         "note)")
+    embedding_model: str | None = Field(None, description="The embeddings model of document stores (a litellm id, "
+                                        "e.g. openai/text-embedding-3-small); empty: they match words, offline")
+    embedding_api_base: str | None = Field(None, description="The server of embedding_model (an OpenAI-compatible "
+                                           "URL); empty: its provider's own")
 
 
 class Attachments(StrictModel):
