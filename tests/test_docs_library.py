@@ -12,13 +12,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "library.md"
+#: Pages split off library.md: their examples run the same way.
+PARTS = (ROOT / "docs" / "library-config.md",)
 
 
-def blocks() -> list[tuple[str, str]]:
-    """(the heading above it, the code) of every ```python block."""
+def blocks(page: Path = PAGE) -> list[tuple[str, str]]:
+    """(the heading above it, the code) of every ```python block of ``page``."""
     out: list[tuple[str, str]] = []
     heading = "top"
-    text = PAGE.read_text(encoding="utf-8")
+    text = page.read_text(encoding="utf-8")
     for match in re.finditer(r"^(#{1,3} [^\n]+)$|^```python\n(.*?)^```$", text, re.MULTILINE | re.DOTALL):
         if match.group(1):
             heading = match.group(1).lstrip("# ").strip()
@@ -34,7 +36,10 @@ def test_the_page_has_an_example_for_each_part() -> None:
         assert any(part.lower() in h.lower() for h in headings), part
 
 
-@pytest.mark.parametrize(("heading", "code"), blocks(), ids=[h for h, _ in blocks()])
+ALL_BLOCKS = [b for page in (PAGE, *PARTS) for b in blocks(page)]
+
+
+@pytest.mark.parametrize(("heading", "code"), ALL_BLOCKS, ids=[h for h, _ in ALL_BLOCKS])
 def test_each_example_runs(heading: str, code: str, tmp_path: Path) -> None:
     script = tmp_path / "example.py"
     script.write_text(code, encoding="utf-8")

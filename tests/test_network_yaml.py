@@ -311,7 +311,8 @@ def test_the_json_schema_is_valid_and_describes_the_shipped_networks() -> None:
     schema = network_json_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     assert set(schema["properties"]) == {"name", "description", "concurrency", "max_concurrent_robots", "tools", "mcp",
-                                         "context", "memory", "robots", "tasks", "groups", "routes", "bus", "budget"}
+                                         "context", "memory", "robots", "tasks", "groups", "routes", "bus", "budget",
+                                         "config"}
     assert schema["required"] == ["tasks"] and schema["additionalProperties"] is False
     json.dumps(schema)  # plain JSON
     validator = jsonschema.Draft202012Validator(schema)

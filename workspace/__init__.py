@@ -96,6 +96,8 @@ _EXPORTS: dict[str, str] = {
     "TerminalChannel": "workspace.network.channels",
     "Interviewer": "workspace.network.interviewer",
     "Question": "workspace.network.interviewer",
+    # RobotLab 0.2's RunConfig (layered config of robots, networks, tasks and runs)
+    "RunConfig": "workspace.run_config",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__", "build", "create_memory"]

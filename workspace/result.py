@@ -248,6 +248,16 @@ class RobotResult:
     # -- derived ----------------------------------------------------------------------------
 
     @property
+    def input_tokens(self) -> int | None:
+        """The tokens the run sent the model (RobotLab's ``input_tokens``; None: the model did not say)."""
+        return self.usage.input_tokens if self.usage is not None else None
+
+    @property
+    def output_tokens(self) -> int | None:
+        """The tokens the model answered with (RobotLab's ``output_tokens``; None: the model did not say)."""
+        return self.usage.output_tokens if self.usage is not None else None
+
+    @property
     def checksum(self) -> str:
         """SHA-256 hex of the compact JSON of output, tool_calls and created_at (epoch seconds)."""
         payload = {

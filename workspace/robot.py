@@ -32,8 +32,12 @@ from workspace.memory import Memory
 from workspace.messages import Message
 from workspace.providers.base import with_defaults
 from workspace.result import RobotResult
+from workspace.robot_checks import _budget_ledger, _check_settings, _legacy_mcp_servers, _whole
+from workspace.robot_config import RobotConfig, finish_spec, layer_options, watch_content
+from workspace.robot_conversation import RobotConversation
 from workspace.robot_runs import prepare
 from workspace.robot_tools import ToolSource, resolve_tools, take_tools, to_tool
+from workspace.run_config import RunConfig
 from workspace.runnable import Runnable
 from workspace.templates import Template, skill_ids
 from workspace.tools import selection
@@ -51,7 +55,7 @@ if TYPE_CHECKING:
     from workspace.providers.base import Provider
 
 
-class Robot(BusMessaging, RobotLearning, Runnable):
+class Robot(RobotConfig, RobotConversation, BusMessaging, RobotLearning, Runnable):
     """A robot: a system prompt or template, a model, tools, MCP servers and a memory.
 
     The conversation is kept across runs, like a chat; :meth:`reset` clears it.
@@ -72,6 +76,12 @@ class Robot(BusMessaging, RobotLearning, Runnable):
     (:class:`~workspace.learning.RobotLearning`: ``learn``, ``learnings``, ``search_history``; ``learn=True``
     for the knowledge tools, ``knowledge_store=``, ``review_memory=``, ``on_memory_write=``).
     ``skills`` are template skills: their bodies go before the template's (depth-first, each once).
+
+    ``config=`` takes the workspace's :class:`~workspace.config.Config` or RobotLab's
+    :class:`~workspace.run_config.RunConfig` (:mod:`workspace.robot_config`: its fields fill in the settings the
+    keywords leave out; ``robot.run_config``, ``robot.effective_config``). ``on_content``: called with each piece
+    of the answer's text. The conversation: :class:`~workspace.robot_conversation.RobotConversation`
+    (``messages``, ``replace_messages``, ``update``, the token totals, ``mcp_discovery``, ``connect_mcp``).
     """
 
     def __init__(
@@ -92,7 +102,7 @@ class Robot(BusMessaging, RobotLearning, Runnable):
         api_base: str | None = None,
         on_tool_call: Callable[..., Any] | None = None,
         on_tool_result: Callable[..., Any] | None = None,
-        config: Config | None = None,
+        config: Config | RunConfig | None = None,
         folder: str | Path | None = None,
         approval: ApprovalGate | PolicyFn | None = None,
         mcp_manager: ToolSource | None = None,
@@ -124,6 +134,8 @@ class Robot(BusMessaging, RobotLearning, Runnable):
         review_memory: str | None = None,
         on_memory_write: Callable[..., Any] | None = None,
         tool_share: float | None = None,
+        on_content: Callable[..., Any] | None = None,
+        mcp_discovery: bool | None = None,
         **settings: Any,
     ) -> None:
         if template is None and system_prompt is None:
@@ -142,7 +154,13 @@ class Robot(BusMessaging, RobotLearning, Runnable):
                     "llm.compaction_threshold in the configuration for the threshold (0.8 of the window by default); "
                     "robot.compress_history(...) compresses it RobotLab's way when you call it")
         if settings:
-            _check_settings(settings)
+            _check_settings(settings, Robot.__init__)
+        run_config, config = (config, None) if isinstance(config, RunConfig) else (None, config)
+        explicit = {"model": model, "tools": None if selection.is_inherit(tools) else tools, "ledger": ledger,
+                    "mcp": None if selection.is_inherit(mcp) else mcp, "on_tool_call": on_tool_call,
+                    "on_tool_result": on_tool_result, "bus": bus, "max_tool_rounds": max_tool_rounds,
+                    "token_budget": token_budget, "cost_budget": cost_budget, "max_tools": max_tools,
+                    "doom_loop_threshold": doom_loop_threshold, **settings}
         template_dirs = [Path(d) for d in template_dirs]
         self.name = str(name)
         self.folder = Path(folder).resolve() if folder is not None else None
@@ -288,7 +306,10 @@ class Robot(BusMessaging, RobotLearning, Runnable):
         self._setup_learning(learn=learn if learn is not None else meta.get("learn"),
                              learn_domain=learn_domain or meta.get("learn_domain"), knowledge_store=knowledge_store,
                              review_memory=review_memory, on_memory_write=on_memory_write)
-        if bus is None and meta.get("bus") is not None:  # a robot file's ``bus: name``: the process's bus of that name
+        self._setup_run_config(run_config, explicit=explicit, on_content=on_content, provider_given=provider is not None)
+        self._setup_conversation(mcp_discovery if mcp_discovery is not None else meta.get("mcp_discovery"))
+        if bus is None and self.bus is None and meta.get("bus") is not None:
+            # a robot file's ``bus: name`` (no bus given, none by a config): the process's bus of that name
             from workspace.bus import named_bus
 
             bus = named_bus(str(meta["bus"]))
@@ -510,7 +531,11 @@ class Robot(BusMessaging, RobotLearning, Runnable):
             raise RuntimeError(
                 f"Robot '{self.name}' is already running; wait for its run to finish or stop it first"
             )
-        run = AgentRun(prepare(self, message, options))
+        options = layer_options(self, options)  # RunConfig's layers: workspace.robot_config
+        spec = prepare(self, message, options)
+        finish_spec(self, spec, options)
+        run = AgentRun(spec)
+        watch_content(self, run, options)
         if own:
             self._active = run
         if options.get("parent_run_id") is None:  # a run inside a run is traced as part of it
@@ -637,53 +662,3 @@ class Robot(BusMessaging, RobotLearning, Runnable):
 
     def __repr__(self) -> str:
         return f"<Robot {self.name!r} model={self.model or 'offline demo'!r}>"
-
-
-def _legacy_mcp_servers(robot: str, servers: Any, mcp: Any) -> Any:
-    """RobotLab's older ``mcp_servers=[...]``: taken as ``mcp=`` (an empty list leaves ``mcp=`` as it is)."""
-    if isinstance(servers, str | bytes | Mapping) or not isinstance(servers, Iterable):
-        raise ValueError(f"Robot '{robot}': mcp_servers= must be a list of MCP servers, got {servers!r}; "
-                         "give them as mcp=[...] (names from mcpServers, or {name, command|url} mappings)")
-    servers = list(servers)
-    if not servers:
-        return mcp
-    if not selection.is_inherit(mcp):
-        raise ValueError(f"Robot '{robot}': both mcp= and mcp_servers= given; mcp_servers= is RobotLab's older "
-                         "name for mcp=, so give the servers once, as mcp=[...]")
-    return servers
-
-
-def _whole(value: Any, what: str, robot: str, *, minimum: int) -> int | None:
-    """``value`` checked as a whole number of at least ``minimum`` (None stays None)."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigurationError(f"Robot '{robot}': {what} must be a whole number of at least {minimum} "
-                                 f"(got {value!r})")
-    return value
-
-
-def _check_settings(settings: Mapping[str, Any]) -> None:
-    """``Robot(..., **settings)``: only the model settings, in range (pydantic is imported only here)."""
-    from workspace.schemas.robot import check_settings
-
-    params = [p for p in inspect.signature(Robot.__init__).parameters if p not in ("self", "settings")]
-    check_settings(settings, also_known=params)
-
-
-def _budget_ledger(robot: str, ledger: Ledger | None, tokens: int | None, cost: float | None) -> Ledger | None:
-    """The robot's budget ledger: ``ledger=`` as given, or one with ``token_budget`` / ``cost_budget`` as limits."""
-    if ledger is not None:
-        if tokens is not None or cost is not None:
-            raise ConfigurationError(f"Robot '{robot}': give token_budget= / cost_budget= or ledger=, not both "
-                                     "(a shared ledger has its own limits: Ledger(limits={'tokens': ..., 'cost': ...}))")
-        return ledger
-    limits: dict[str, float] = {}
-    if tokens is not None:
-        limits["tokens"] = _whole(tokens, "token_budget", robot, minimum=1) or 0
-    if cost is not None:
-        if isinstance(cost, bool) or not isinstance(cost, int | float) or not cost >= 0:
-            raise ConfigurationError(f"Robot '{robot}': cost_budget must be a number of US dollars, 0 or more "
-                                     f"(got {cost!r})")
-        limits["cost"] = float(cost)
-    return Ledger(limits=limits) if limits else None

@@ -32,6 +32,7 @@ RUN_OPTIONS = frozenset({
     "network_mcp", "max_cost", "max_total_tokens", "history", "parent_run_id", "parent_tool_id", "output_type",
     "output_mode", "attachments", "agent_skills",
     "hooks", "max_tool_rounds", "doom_loop_threshold", "max_tools", "candidate", "tool_share", "ledger",
+    "config", "network_config", "on_content",
 })
 
 
@@ -70,7 +71,7 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         manifest, spec.pending_tools = await resolve_tools(
             robot, run_tools=options.get("tools", "inherit"), run_mcp=options.get("mcp", "inherit"),
             network_tools=options.get("network_tools", "inherit"),
-            network_mcp=options.get("network_mcp", "inherit"), mcp_wait=config_mcp_wait(robot),
+            network_mcp=options.get("network_mcp", "inherit"), mcp_wait=config_mcp_wait(robot), message=text,
         )
         from workspace.robots_as_tools import named_robot_tools
 
@@ -271,6 +272,7 @@ def run_memory(robot: Robot, options: Mapping[str, Any]) -> Memory:
 def _appender(memory: Memory, robot: Robot) -> Callable[[RobotResult], None]:
     def append(result: RobotResult) -> None:
         memory.append_result(result)
+        robot.count_tokens(result)  # RobotLab's token totals
         if robot.learn_enabled:  # RobotLab's Reflector: the run's learnings become knowledge entries
             robot.reflect()
 

@@ -62,7 +62,7 @@ def take_tools(tools: Any) -> tuple[Any, list[Tool], bool]:
 
 async def resolve_tools(
     robot: Robot, *, run_tools: Any = "inherit", run_mcp: Any = "inherit", network_tools: Any = "inherit",
-    network_mcp: Any = "inherit", mcp_wait: float | None = None,
+    network_mcp: Any = "inherit", mcp_wait: float | None = None, message: str | None = None,
 ) -> tuple[ToolManifest, PendingTools | None]:
     """:meth:`Robot.resolve_tools <workspace.robot.Robot.resolve_tools>`; with ``mcp_wait`` (seconds),
     MCP servers are waited for only that long (see :mod:`workspace.mcp.startup`) and the servers still
@@ -88,7 +88,7 @@ async def resolve_tools(
         # A robot that says "tools: all" gets every built-in tool too. (Elsewhere "all" keeps
         # RobotLab's meaning, the robot's own and MCP tools: built-ins are named to be used.)
         available.extend(t for t in registry.builtin_tools() if t.name not in have)
-    mcp_tools, pending = await _mcp_tools(robot, servers, config, wait=mcp_wait)
+    mcp_tools, pending = await _mcp_tools(robot, servers, config, wait=mcp_wait, message=message)
     robot.mcp_tools = list(mcp_tools)
     chosen = selection.filter_tools([*available, *mcp_tools], allowed)
     names_servers = not (selection.is_inherit(robot.mcp_config) or selection.is_none(robot.mcp_config))
@@ -207,8 +207,41 @@ def _resource_tools(robot: Robot, servers: Any, config: Config | None) -> list[T
     return resource_tools(manager, names) if names else []
 
 
+async def connect_mcp(robot: Robot) -> None:
+    """RobotLab's ``connect_mcp!``: start the robot's MCP servers now (not at its first run) and wait until each is
+    up or failed; ``robot.mcp_tools`` and ``robot.failed_mcp_server_names`` say which."""
+    from workspace.mcp.config import DEFAULT_CONNECT_TIMEOUT
+
+    config = robot.config if (robot._config is not None or robot._provider is None) else None
+    global_mcp = config.get("agent.mcp", "all") if config is not None else "all"
+    servers = selection.resolve_chain(global_mcp, "inherit", robot.mcp_config, "inherit")
+    tools, _pending = await _mcp_tools(robot, servers, config, wait=DEFAULT_CONNECT_TIMEOUT + 5.0)
+    robot.mcp_tools = list(tools)
+
+
+async def _discovered(robot: Robot, manager: Any, refs: list[Any], config: Config | None,
+                      message: str | None) -> list[Any]:
+    """``mcp_discovery``: the servers of ``refs`` the robot's first message is about (:mod:`workspace.mcp.discovery`),
+    chosen once and kept for its later runs."""
+    names = manager.servers_for(refs, config)
+    if robot.discovered_mcp_servers is None:
+        if message is None:  # connect_mcp: every server, nothing chosen yet
+            return names
+        from workspace.mcp.discovery import select
+
+        spec_of = getattr(manager, "spec", None)
+        described = {}
+        for name in names:
+            spec = spec_of(name) if spec_of is not None else None
+            raw = spec.raw if spec is not None else {}
+            described[name] = str(raw.get("description") or "") if isinstance(raw, Mapping) else ""
+        robot.discovered_mcp_servers = select(message, described)
+        log.info("MCP discovery for robot '%s': %s", robot.name, ", ".join(robot.discovered_mcp_servers) or "none")
+    return [name for name in names if name in robot.discovered_mcp_servers]
+
+
 async def _mcp_tools(robot: Robot, servers: Any, config: Config | None, *,
-                     wait: float | None = None) -> tuple[list[Tool], PendingTools | None]:
+                     wait: float | None = None, message: str | None = None) -> tuple[list[Tool], PendingTools | None]:
     if servers == selection.ALL:
         configured = config.mcp_servers if config is not None else {}
         refs: list[Any] = [name for name, spec in configured.items() if not _disabled(spec)]
@@ -223,10 +256,13 @@ async def _mcp_tools(robot: Robot, servers: Any, config: Config | None, *,
         except ImportError as exc:  # pragma: no cover - the mcp extra is a dependency
             raise ConfigurationError(f"MCP servers are configured but MCP support is missing: {exc}") from exc
         manager = default_manager()
+    if robot.mcp_discovery and hasattr(manager, "servers_for"):
+        refs = await _discovered(robot, manager, refs, config, message)
     tools_ready = getattr(manager, "tools_ready", None)
     if wait is None or tools_ready is None:
         return await manager.tools_for(refs, config), None
     report = await tools_ready(refs, config, wait=wait)
+    robot.failed_mcp_server_names = list(report.failed)
     for name, why in report.failed.items():  # the run says so too (an McpServers event)
         log.info("MCP server '%s' left out: %s", name, why)
     return list(report.tools), report.pending

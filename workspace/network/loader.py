@@ -154,6 +154,7 @@ def load_network(
         bus:                            # or bus: true: the robots talk on one bus (the send_message tool)
           serve: [helper]               # robots that answer each message with a run of their own
           reply_timeout: 60             # seconds send_message waits for the reply (default 120)
+        config: {temperature: 0.2}      # RobotLab's RunConfig for every robot (a task's config: goes over it)
         budget:                         # one budget all the tasks share (RobotLab's Budget::Ledger)
           tokens: 20000                 # input + output tokens of every model call together
           cost: 0.50                    # US dollars (known only where the model's price is)
@@ -248,6 +249,8 @@ class _Loader:
 
     def build(self, spec: NetworkFile) -> Network | None:
         levels = {"tools": "inherit", "mcp": "inherit", **self.levels(spec, ())}
+        if spec.config is not None and spec.config.mcp is not None:  # the folder's trust rules hold there too
+            self.allowed_here(("config", "mcp"), mcp=spec.config.mcp)
         if not self.checking_only:
             for robot_name, robot_spec in (spec.robots or {}).items():
                 robot = self.build_robot(robot_name, robot_spec, ("robots", robot_name))
@@ -283,7 +286,7 @@ class _Loader:
         network = Network(spec.name or self.path.stem, concurrency=spec.concurrency,
                           max_concurrent_robots=spec.max_concurrent_robots, tools=levels["tools"],
                           mcp=levels["mcp"], context=spec.context or {}, description=spec.description,
-                          ledger=_ledger(spec))
+                          ledger=_ledger(spec), config=_config(spec.config))
         # Only a file without problems gets here: the network and its tasks are built.
         network.source = self.path
         for task in built:
@@ -408,6 +411,10 @@ class _Loader:
             options["description"] = spec.description
         if spec.on_error is not None:
             options["on_error"] = spec.on_error
+        if spec.config is not None:
+            if spec.config.mcp is not None:
+                self.allowed_here((*loc, "config", "mcp"), mcp=spec.config.mcp, task=name)
+            options["config"] = _config(spec.config)
         if spec.route is not None:
             route = self.route(spec.route, (*loc, "route"), task=name)
             if route is not None:
@@ -617,3 +624,8 @@ def _ledger(spec: NetworkFile) -> Ledger | None:
         return None
     limits = {key: value for key, value in (("tokens", budget.tokens), ("cost", budget.cost)) if value is not None}
     return Ledger(limits=limits) if limits else None
+
+
+def _config(block: Any) -> dict[str, Any] | None:
+    """A file's ``config:`` block as RunConfig fields (None without one)."""
+    return block.model_dump(exclude_none=True) if block is not None else None

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from workspace.ledger import Ledger
     from workspace.network.scheduler import NetworkRun
     from workspace.robot import Robot
+    from workspace.run_config import RunConfig
 
 __all__ = ["NETWORK_RUN_OPTIONS", "Network", "ParallelGroup", "Task"]
 
@@ -76,8 +77,10 @@ class Task:
         wait_timeout: float | None = None,
         description: str | None = None,
         on_error: str = "fail",
+        config: RunConfig | Mapping[str, Any] | None = None,
     ) -> None:
         from workspace.robot_runs import RUN_OPTIONS
+        from workspace.run_config import coerce
         from workspace.tools import selection
 
         self.name = str(name)
@@ -124,6 +127,10 @@ class Task:
         #: ``continue``: RobotLab's error-tolerant step; the robot's failure becomes its answer
         #: (``"Error: <type>: <message>"``) and the network goes on.
         self.on_error = on_error
+        try:  #: RobotLab's task ``config:``, merged over the network's for this task's robot (workspace.robot_config)
+            self.config: RunConfig = coerce(config)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"Task '{self.name}': {exc}") from None
 
     @property
     def is_optional(self) -> bool:
@@ -224,6 +231,10 @@ class Network(Runnable):
     network level of the tool and MCP hierarchies. ``context``: template variables for every task (under the run parameters).
     ``ledger``: a :class:`~workspace.ledger.Ledger` every task's model calls reserve from (one budget for the run's
     parallel tasks; ``budget:`` in a network file).
+    ``config``: RobotLab's :class:`~workspace.run_config.RunConfig` for every task's robot (a task's ``config=`` is
+    merged over it; a robot's own settings win over both); its ``tools``/``mcp``, ``max_concurrent_robots``,
+    ``token_budget``/``cost_budget`` (the shared ledger) and ``bus`` are the network's when not given here.
+    ``parallel_mode``: ``"async"`` (RobotLab's default; the only one here).
     """
 
     def __init__(
@@ -239,10 +250,35 @@ class Network(Runnable):
         description: str | None = None,
         tasks: Iterable[Task] = (),
         ledger: Ledger | None = None,
+        config: RunConfig | Mapping[str, Any] | None = None,
+        parallel_mode: str = "async",
     ) -> None:
+        from workspace.run_config import coerce
         from workspace.tools import selection
 
         self.name = str(name)
+        if str(parallel_mode) == "ractor":
+            raise ValueError(f"Network '{self.name}': parallel_mode 'ractor' is RobotLab's Ruby Ractors (one thread "
+                             "per task), which Python has no counterpart of: tasks run as asyncio tasks here. Use "
+                             "parallel_mode='async' (the default), and max_concurrent_robots= to cap them")
+        if parallel_mode != "async":
+            raise ValueError(f"Network '{self.name}': parallel_mode must be 'async', got {parallel_mode!r}")
+        #: RobotLab's ``parallel_mode``: always ``"async"`` (asyncio tasks).
+        self.parallel_mode = "async"
+        try:
+            #: The network's level of RobotLab's RunConfig (under each task's; see workspace.robot_config).
+            self.config: RunConfig = coerce(config)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"Network '{self.name}': {exc}") from None
+        if max_concurrent_robots is None:
+            max_concurrent_robots = self.config.max_concurrent_robots
+        tools = self.config.tools if tools == "inherit" and self.config.tools is not None else tools
+        mcp = self.config.mcp if mcp == "inherit" and self.config.mcp is not None else mcp
+        if ledger is None and (self.config.token_budget is not None or self.config.cost_budget is not None):
+            from workspace.ledger import Ledger
+
+            limits = {"tokens": self.config.token_budget, "cost": self.config.cost_budget}
+            ledger = Ledger(limits={k: float(v) for k, v in limits.items() if v is not None})
         self.description = description
         self.memory = memory if memory is not None else Memory(network_name=self.name)
         if isinstance(concurrency, str):
@@ -286,6 +322,8 @@ class Network(Runnable):
         self.ledger: Ledger | None = ledger
         for task in tasks:
             self.add_task(task)
+        if self.config.bus is not None:
+            self.with_bus(self.config.bus)
 
     def with_bus(self, bus: MessageBus | None = None, *, serve: Iterable[Robot] = (),
                  reply_timeout: float | None = None) -> Network:
@@ -409,6 +447,14 @@ class Network(Runnable):
         self._robots[robot.name] = robot
         return self
 
+    def remove_robot(self, name: str) -> Robot | None:
+        """Take the robot ``name`` (its task's name or its own) out of the crew and return it (None: no such
+        robot). Its tasks stay in the graph (RobotLab's ``remove_robot`` leaves the pipeline as it is)."""
+        key = str(name)
+        if key not in self._robots:  # the robot's own name, when its task has another
+            key = next((k for k, robot in self._robots.items() if robot.name == key), key)
+        return self._robots.pop(key, None)
+
     def reset_memory(self) -> Network:
         self.memory.reset()
         return self
@@ -499,6 +545,7 @@ class Network(Runnable):
             "robots": list(self._robots),
             "tasks": list(self._tasks),
             "optional_tasks": self.optional_tasks,
+            **({"config": self.config.to_dict(json_safe=True)} if not self.config.empty else {}),
         }
 
     # -- running --------------------------------------------------------------------------

@@ -678,6 +678,9 @@ class NetworkRun(EventRun):
                 options[key] = self.options[key]
         if self.network.ledger is not None:  # one budget for every task, held by one model call at a time
             options["ledger"] = self.network.ledger
+        layered = self.network.config.merge(task.config)  # RunConfig: the task's over the network's
+        if not layered.empty:
+            options["network_config"] = layered
         return options
 
 

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
 from workspace.schemas.base import StrictModel
+from workspace.schemas.robot import RunConfigBlock
 
 __all__ = ["BusSpec", "NetworkFile", "RobotSpec", "RouteSpec", "TaskSpec", "network_json_schema", "salvage"]
 
@@ -215,6 +216,15 @@ class TaskSpec(StrictModel):
     on_error: Literal["fail", "continue"] | None = Field(
         None, description="fail (default): a failed robot fails the network; continue: its answer becomes "
         "\"Error: <type>: <message>\" and the tasks after it run (RobotLab's error-tolerant steps)")
+    config: RunConfigBlock | None = Field(
+        None, description="RobotLab's RunConfig for this task's robot, over the network's config (its own settings win)")
+
+
+class NetworkConfigBlock(RunConfigBlock):
+    """A network file's ``config:``: a robot's RunConfig fields, and the cap on robots running at once."""
+
+    max_concurrent_robots: Annotated[int, Field(ge=1, strict=True)] | None = Field(
+        None, description="the most robots running at once")
 
 
 class NamedTaskSpec(TaskSpec):
@@ -274,6 +284,8 @@ class NetworkFile(StrictModel):
         None, description="true, or serve / reply_timeout: the robots talk on one message bus (send_message)")
     budget: BudgetSpec | None = Field(
         None, description="tokens / cost: one budget the tasks share; each model call reserves what remains")
+    config: NetworkConfigBlock | None = Field(
+        None, description="RobotLab's RunConfig for every task's robot: model settings, tools, mcp, guards, budgets")
 
 
 _MATCH = TypeAdapter(dict[str, Names])

@@ -115,6 +115,20 @@ class McpPrompt(StrictModel):
     arguments: dict[str, Any] = Field(default_factory=dict, description="The prompt's arguments")
 
 
+class RunConfigBlock(ModelSettings):
+    """A robot file's ``config:`` block: RobotLab's RunConfig fields a file can give (workspace.run_config)."""
+
+    model: str | None = Field(None, description="Model id, e.g. openai/gpt-4o-mini")
+    tools: Level = Field(None, description="inherit | none | all | a list of tool names")
+    mcp: McpLevel = Field(None, description="MCP servers: inherit | none | all | a list of server names")
+    max_tool_rounds: int | None = Field(None, ge=1, strict=True, description="The most tool calls of one run")
+    doom_loop_threshold: int | None = Field(None, ge=0, strict=True, description="Warn the model after this many "
+                                            "repeats of the same tool call (0: never)")
+    max_tools: int | None = Field(None, ge=1, strict=True, description="The most tools offered to the model")
+    token_budget: int | None = Field(None, ge=1, strict=True, description="Tokens over the robot's life")
+    cost_budget: float | None = Field(None, ge=0, description="US dollars over the robot's life")
+
+
 class FrontMatter(ModelSettings):
     """The YAML front matter of a robot or template file."""
 
@@ -193,6 +207,10 @@ class FrontMatter(ModelSettings):
     bus: Annotated[Text | None, one_error(BUS_HINT)] = Field(
         None, pattern=BUS_NAME, description="A message bus by name: robots whose files name the same bus, in one "
         "process, talk on it (each gets the send_message tool; robotlab run starts the others to answer)")
+    config: RunConfigBlock | None = Field(None, description="RobotLab's RunConfig: model settings, tools, mcp, "
+                                          "the tool loop's guards and the budgets, under this file's own keys")
+    mcp_discovery: bool | None = Field(None, strict=True, description="On the first run, use only the MCP servers "
+                                       "whose name and description are like the message")
     tool_share: float | None = Field(None, gt=0, le=1, description="The share of the model's context window the "
                                      "tools' schemas may take (default 0.25); past it the robot searches for the "
                                      "tools it needs (search_tools) instead of being sent them all")
