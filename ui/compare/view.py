@@ -5,9 +5,8 @@ and the verdict row under them.
 The columns' bodies are given by the shell (each a chat view with its own presenter, fed its candidate's
 events): this feature does not know the chat's widgets, only that each body scrolls.
 
-The columns fit any window: a column is never narrower than what its body's content needs (its cards' own
-minimum, read back as the content changes) nor than :data:`COLUMN_MIN_WIDTH`; when the columns cannot all have
-that much, they scroll sideways. The candidates' names (in the headers and the verdict row) end in "…" with
+The columns fit any window: a column is never narrower than :data:`COLUMN_MIN_WIDTH` (what the chat's narrowest
+cards need), and when the columns cannot all have that much, they scroll sideways. The candidates' names (in the headers and the verdict row) end in "…" with
 the whole name as their tooltip, and the figures wrap.
 """
 
@@ -16,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractScrollArea,
@@ -41,11 +40,10 @@ from ui.widgets.common import ElidedLabel
 if TYPE_CHECKING:
     from ui.compare.stats import ColumnStats
 
-#: The narrowest a column gets (px), however little its content needs: below it the columns scroll sideways.
-COLUMN_MIN_WIDTH = 220
-#: Room a column keeps beyond its content's bare minimum (px): at that minimum a card's wrapping note has to cut
-#: its longest word.
-CONTENT_SLACK = 32
+#: The narrowest a column gets (px): the chat's cards at their narrowest (a change card's buttons beside its note)
+#: and the scroll bar. Below it the columns scroll sideways. A fixed width, not the content's own minimum: that
+#: grows with the room it is given (a message's bubble keeps what it had), and the columns would widen each other.
+COLUMN_MIN_WIDTH = 248
 #: The fewest characters a candidate's name keeps before its "…" (the verdict row's choices).
 NAME_MIN_CHARS = 6
 
@@ -157,30 +155,6 @@ class CompareView(QWidget):
         self.verdict_row = self._verdict_row()
         outer.addWidget(self.verdict_row)
         self._syncing = False
-        # Each body's content says how narrow its column may get (a card's minimum), read back once per turn
-        # of the event loop after it changes (a layout request of the content, which streaming sends often).
-        self._fit_timer = QTimer(self)
-        self._fit_timer.setSingleShot(True)
-        self._fit_timer.timeout.connect(self.fit_columns)
-        self._watcher = _LayoutWatcher(self._fit_timer, self)
-        for body in self.bodies:
-            content = body.widget() if isinstance(body, QScrollArea) else None
-            (content or body).installEventFilter(self._watcher)
-        self.fit_columns()
-
-    def fit_columns(self) -> None:
-        """Each column at least as wide as its body's content needs, with :data:`CONTENT_SLACK` to spare (and
-        :data:`COLUMN_MIN_WIDTH`)."""
-        for column, body in zip(self.columns, self.bodies, strict=True):
-            content = body.widget() if isinstance(body, QScrollArea) else None
-            need = 0
-            if content is not None:
-                bar = body.verticalScrollBar()
-                need = (content.minimumSizeHint().width() + bar.sizeHint().width() + 2 * body.frameWidth()
-                        + CONTENT_SLACK)
-            width = max(COLUMN_MIN_WIDTH, need)
-            if column.minimumWidth() != width:
-                column.setMinimumWidth(width)
 
     # -- the verdict ------------------------------------------------------------------------------------------
     def _verdict_row(self) -> QWidget:
@@ -298,16 +272,3 @@ class ElidedRadioButton(QRadioButton):
         if shown != self.text():
             self.setText(shown)
         self.setToolTip(self.full_text if shown != self.full_text else "")
-
-
-class _LayoutWatcher(QObject):
-    """Starts ``timer`` when a watched widget's layout changes (its minimum may have)."""
-
-    def __init__(self, timer: QTimer, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.timer = timer
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.LayoutRequest and not self.timer.isActive():
-            self.timer.start(0)
-        return False
