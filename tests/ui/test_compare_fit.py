@@ -4,7 +4,8 @@ card, the footer) and in the verdict row (the candidates' names) is shown whole 
 or elided with its full text as a tooltip. Nothing runs under the next column or past the window's edge.
 
 The candidates are real runs on the loopback model server (each writes app.py, then answers in a long
-paragraph), so the columns hold what a comparison holds: a tool card, Markdown, the run's footer."""
+paragraph), so the columns hold what a comparison holds: what the run waits for ("Connecting to …", checked
+mid-run), a tool card, Markdown, the run's footer."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def answer(body: dict[str, Any]) -> Reply:
     """Each model rewrites line 2 of app.py, then explains in a paragraph with a long path in it."""
     model = body["model"]
     if not any(m.get("role") == "tool" for m in body["messages"]):
-        return Reply.tool("write_file", {"path": "app.py", "content": BASE.replace("line 2\n", f"{model}\n")})
+        return Reply.tool("write_file", {"path": "app.py", "content": BASE.replace("line 2\n", f"{model}\n")},
+                          stall_before=0.5)  # a while "Connecting to …": the activity line is checked too
     words = " ".join(f"step {i} checks the change against the file and the tests." for i in range(1, 9))
     return Reply.say(f"{model} rewrote line 2 of `workspace/changes/folderio.py` and app.py. {words}",
                      chunk_size=24)
@@ -169,6 +171,11 @@ async def test_every_text_of_the_columns_and_the_verdict_row_fits_at_each_window
                               for m in MODELS[1:count]])
     window.composer.set_text("Edit app.py")
     window.composer.submit()
+    failures = []
+    await wait_until(lambda: all(chat.activity.isVisible() for chat in comparisons.chats),
+                     what="every column waiting for its model")
+    await settled(app, SIZES[0])  # laid out (the stall before the models' first bytes is longer)
+    failures += [f"1024x640 mid-run, {count} columns: {p}" for p in cut_texts(comparisons.view)]
     await wait_until(lambda: not comparisons.running and comparisons.stats is not None
                      and all(c.status == "finished" for c in comparisons.stats.columns),
                      timeout=120, what=f"the {count} candidates' answers")
@@ -177,7 +184,6 @@ async def test_every_text_of_the_columns_and_the_verdict_row_fits_at_each_window
     for chat in comparisons.chats:  # the columns hold what a person reads: the answer and the tool card
         assert "checks the change" in "".join(getattr(w, "text", "") for w in chat.items() if hasattr(w, "append"))
         assert chat.tool_cards()
-    failures = []
     for size in SIZES:
         await settled(app, size)
         failures += [f"{size[0]}x{size[1]}, {count} columns: {p}" for p in cut_texts(view)]
