@@ -95,7 +95,11 @@ def run(width: int, height: int, out: Path, *, review: bool, columns: int = 3, t
             app.key("Up", "space")
         app.key("Return", pause=1.0)
         app.type("Tidy up app.py")
-        app.key("ctrl+Return", pause=4.5)  # mid-stream
+        app.key("ctrl+Return")
+        # Mid-stream: every candidate's answer has begun (its first text stored), and a little more came.
+        wait_for(lambda: len(app.query("SELECT DISTINCT thread_id FROM events WHERE kind = 'text_delta'")) >= columns,
+                 90, "every candidate's first words", step=0.3)
+        time.sleep(2.0)
         shot = app.shot("columns")
         suffix = ("" if columns == 3 else f"-{columns}") + ("" if theme == "light" else f"-{theme}")
         columns_png = out / f"compare-columns-{width}{suffix}.png"
