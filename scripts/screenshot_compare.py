@@ -110,7 +110,7 @@ def run(width: int, height: int, out: Path, *, review: bool, columns: int = 3, t
             time.sleep(1.5)
             app.key("ctrl+shift+d")  # the Changes dock: the combined review's list
             geometry = app.geometry()
-            app.click(geometry["WIDTH"] - 380, 132)  # its first row (the file), as a person would
+            app.click(geometry["WIDTH"] - 300, 132)  # its first row (the file), as a person would
             app.key("Down", "space", "Down", "Down", "space", pause=1.0)  # hunk 1 of model-a, hunk 1 of model-b
             shot = app.shot("review")
             suffix = "" if width == 1920 else f"-{width}"

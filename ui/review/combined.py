@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QTreeWidget,
     QTreeWidgetItem,
@@ -29,6 +30,7 @@ from PySide6.QtWidgets import (
 from ui.review.combined_model import CombinedSelection, Overlap
 from ui.review.merge_edit import MergeDialog
 from ui.theme import candidate_color, mono_font
+from ui.widgets.common import ElidedLabel
 
 if TYPE_CHECKING:
     from ui.tasks import TaskOwner
@@ -213,8 +215,12 @@ class CombinedReview(QWidget):
         box = QVBoxLayout(side)
         box.setContentsMargins(4, 4, 4, 4)
         head = QHBoxLayout()
-        head.addWidget(QLabel(f"<b style='color:{color}'>{title}</b>"))
-        head.addStretch(1)
+        # The name ends in "…" (whole in its tooltip) when the dock is narrow: three sides share its width.
+        name = ElidedLabel(title, min_chars=4, tooltip=True)
+        name.setObjectName("OverlapSideTitle")
+        name.setStyleSheet(f"#OverlapSideTitle {{ color: {color}; font-weight: bold; }}")
+        name.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        head.addWidget(name, 1)
         if hunk_id is not None:
             use = QPushButton("Use this")
             use.setObjectName(f"use-{hunk_id}")
