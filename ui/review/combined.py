@@ -214,18 +214,25 @@ class CombinedReview(QWidget):
         side = QWidget()
         box = QVBoxLayout(side)
         box.setContentsMargins(4, 4, 4, 4)
-        head = QHBoxLayout()
-        # The name ends in "…" (whole in its tooltip) when the dock is narrow: three sides share its width.
+        # The name on a line of its own, ending in "…" (whole in its tooltip) when the dock is narrow: three
+        # sides share its width. "Use this" under it (the file's side keeps the row empty: the texts line up).
         name = ElidedLabel(title, min_chars=4, tooltip=True)
         name.setObjectName("OverlapSideTitle")
         name.setStyleSheet(f"#OverlapSideTitle {{ color: {color}; font-weight: bold; }}")
         name.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        head.addWidget(name, 1)
+        box.addWidget(name)
+        head = QHBoxLayout()
+        use = QPushButton("Use this")
         if hunk_id is not None:
-            use = QPushButton("Use this")
             use.setObjectName(f"use-{hunk_id}")
             use.clicked.connect(lambda: self.pick(hunk_id))
             head.addWidget(use)
+        else:
+            room = QWidget()
+            room.setFixedHeight(use.sizeHint().height())
+            head.addWidget(room)
+            use.deleteLater()
+        head.addStretch(1)
         box.addLayout(head)
         body = QPlainTextEdit(text)
         body.setReadOnly(True)
