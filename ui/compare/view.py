@@ -4,6 +4,10 @@ and the verdict row under them.
 
 The columns' bodies are given by the shell (each a chat view with its own presenter, fed its candidate's
 events): this feature does not know the chat's widgets, only that each body scrolls.
+
+The columns fit any window: a column is never narrower than :data:`COLUMN_MIN_WIDTH` (what the chat's narrowest
+cards need), and when the columns cannot all have that much, they scroll sideways. The candidates' names (in the headers and the verdict row) end in "…" with
+the whole name as their tooltip, and the figures wrap.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractScrollArea,
     QButtonGroup,
@@ -22,15 +27,25 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QRadioButton,
+    QScrollArea,
+    QSizePolicy,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
 from ui.theme import candidate_color
+from ui.widgets.common import ElidedLabel
 
 if TYPE_CHECKING:
     from ui.compare.stats import ColumnStats
+
+#: The narrowest a column gets (px): the chat's cards at their narrowest (a change card's buttons beside its note)
+#: and the scroll bar. Below it the columns scroll sideways. A fixed width, not the content's own minimum: that
+#: grows with the room it is given (a message's bubble keeps what it had), and the columns would widen each other.
+COLUMN_MIN_WIDTH = 248
+#: The fewest characters a candidate's name keeps before its "…" (the verdict row's choices).
+NAME_MIN_CHARS = 6
 
 
 class ColumnHeader(QFrame):
@@ -48,11 +63,15 @@ class ColumnHeader(QFrame):
         layout.setContentsMargins(8, 6, 8, 6)
         layout.setSpacing(2)
         top = QHBoxLayout()
-        self.name = QLabel(f"<b style='color:{color}'>{_escape(label)}</b>")
+        #: The candidate's name, bold in its colour; "…" and the whole name as a tooltip in a narrow column.
+        self.name = ElidedLabel(label, min_chars=NAME_MIN_CHARS, tooltip=True)
+        self.name.setObjectName("CompareName")
+        self.name.setStyleSheet(f"#CompareName {{ color: {color}; font-weight: bold; }}")
         self.name.setAccessibleName(f"Candidate {index + 1}: {label}")
-        self.name.setMinimumWidth(40)
-        self.state = QLabel("waiting")
+        self.name.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.state = ElidedLabel("waiting", tooltip=True)
         self.state.setObjectName("CompareState")
+        self.state.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.keep = QPushButton("Keep this one")
         self.keep.setToolTip("End the comparison with this candidate: the thread goes on with it")
         self.keep.clicked.connect(lambda: self.keep_requested.emit(self.index))
@@ -104,14 +123,21 @@ class CompareView(QWidget):
         bar.addWidget(self.unlink)
         bar.addWidget(self.back)
         outer.addLayout(bar)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        #: The columns scroll sideways when the window cannot give each its minimum.
+        self.columns_area = QScrollArea(self)
+        self.columns_area.setObjectName("CompareColumns")
+        self.columns_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.columns_area.setWidgetResizable(True)
+        self.columns_area.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.columns_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setChildrenCollapsible(False)
         self.headers: list[ColumnHeader] = []
         self.columns: list[QWidget] = []
         for index, (label, body) in enumerate(zip(labels, bodies, strict=True)):
             column = QWidget()
             column.setObjectName("CompareColumn")
-            column.setMinimumWidth(160)
+            column.setMinimumWidth(COLUMN_MIN_WIDTH)
             box = QVBoxLayout(column)
             box.setContentsMargins(0, 0, 0, 0)
             box.setSpacing(0)
@@ -123,33 +149,44 @@ class CompareView(QWidget):
             self.columns.append(column)
             self.splitter.addWidget(column)
             body.verticalScrollBar().valueChanged.connect(lambda value, i=index: self._scrolled(i, value))
-        outer.addWidget(self.splitter, 1)
-        outer.addWidget(self._verdict_row())
+        self.columns_area.setWidget(self.splitter)
+        outer.addWidget(self.columns_area, 1)
+        #: The row under the columns: which answer is better, and why.
+        self.verdict_row = self._verdict_row()
+        outer.addWidget(self.verdict_row)
         self._syncing = False
 
     # -- the verdict ------------------------------------------------------------------------------------------
     def _verdict_row(self) -> QWidget:
+        """Two lines: the candidates to choose from (each name elided to its share, whole in its tooltip), then
+        why, "Save verdict" and what was kept."""
         row = QFrame(self)
         row.setObjectName("CompareVerdict")
-        layout = QHBoxLayout(row)
-        layout.setContentsMargins(8, 6, 8, 6)
-        layout.addWidget(QLabel("Better answer:"))
+        lines = QVBoxLayout(row)
+        lines.setContentsMargins(8, 6, 8, 6)
+        lines.setSpacing(4)
+        names = QHBoxLayout()
+        names.addWidget(QLabel("Better answer:"))
         self.choices = QButtonGroup(row)
         for index, label in enumerate(self.labels):
-            button = QRadioButton(label)
+            button = ElidedRadioButton(label)
             button.setStyleSheet(f"color: {candidate_color(index)}")
             self.choices.addButton(button, index)
-            layout.addWidget(button)
+            names.addWidget(button, 1)
+        lines.addLayout(names)
+        why = QHBoxLayout()
         self.reason = QLineEdit(row)
         self.reason.setPlaceholderText("Why (optional)")
-        layout.addWidget(self.reason, 1)
+        why.addWidget(self.reason, 1)
         self.save = QPushButton("Save verdict")
         self.save.setEnabled(False)
         self.choices.idClicked.connect(lambda _id: self.save.setEnabled(True))
         self.save.clicked.connect(self._give_verdict)
-        layout.addWidget(self.save)
-        self.verdict_note = QLabel("")
-        layout.addWidget(self.verdict_note)
+        why.addWidget(self.save)
+        self.verdict_note = ElidedLabel("", tooltip=True)
+        self.verdict_note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        why.addWidget(self.verdict_note, 1)
+        lines.addLayout(why)
         return row
 
     def _give_verdict(self) -> None:
@@ -197,5 +234,41 @@ class CompareView(QWidget):
             self._syncing = False
 
 
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+class ElidedRadioButton(QRadioButton):
+    """A radio button whose text ends in "…" when its share of the row is too narrow, with the whole text as
+    its tooltip (a candidate's name in the verdict row)."""
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.full_text = text
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+
+    def _overhead(self) -> int:
+        return max(0, QRadioButton.sizeHint(self).width() - self.fontMetrics().horizontalAdvance(self.text()))
+
+    def sizeHint(self) -> QSize:
+        hint = QRadioButton.sizeHint(self)
+        return QSize(self._overhead() + self.fontMetrics().horizontalAdvance(self.full_text), hint.height())
+
+    def minimumSizeHint(self) -> QSize:
+        part = self.full_text[:NAME_MIN_CHARS] + "…" if len(self.full_text) > NAME_MIN_CHARS else self.full_text
+        return QSize(self._overhead() + self.fontMetrics().horizontalAdvance(part), self.sizeHint().height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._elide()
+
+    def _elide(self) -> None:
+        room = self.width() - self._overhead()
+        metrics = self.fontMetrics()
+        shown = self.full_text
+        if metrics.horizontalAdvance(shown) > room:
+            shown = metrics.elidedText(self.full_text, Qt.TextElideMode.ElideRight, max(0, room))
+        if shown != self.text():
+            self.setText(shown)
+        self.setToolTip(self.full_text if shown != self.full_text else "")

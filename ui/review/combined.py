@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QTreeWidget,
     QTreeWidgetItem,
@@ -29,6 +30,7 @@ from PySide6.QtWidgets import (
 from ui.review.combined_model import CombinedSelection, Overlap
 from ui.review.merge_edit import MergeDialog
 from ui.theme import candidate_color, mono_font
+from ui.widgets.common import ElidedLabel
 
 if TYPE_CHECKING:
     from ui.tasks import TaskOwner
@@ -212,14 +214,25 @@ class CombinedReview(QWidget):
         side = QWidget()
         box = QVBoxLayout(side)
         box.setContentsMargins(4, 4, 4, 4)
+        # The name on a line of its own, ending in "…" (whole in its tooltip) when the dock is narrow: three
+        # sides share its width. "Use this" under it (the file's side keeps the row empty: the texts line up).
+        name = ElidedLabel(title, min_chars=4, tooltip=True)
+        name.setObjectName("OverlapSideTitle")
+        name.setStyleSheet(f"#OverlapSideTitle {{ color: {color}; font-weight: bold; }}")
+        name.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        box.addWidget(name)
         head = QHBoxLayout()
-        head.addWidget(QLabel(f"<b style='color:{color}'>{title}</b>"))
-        head.addStretch(1)
+        use = QPushButton("Use this")
         if hunk_id is not None:
-            use = QPushButton("Use this")
             use.setObjectName(f"use-{hunk_id}")
             use.clicked.connect(lambda: self.pick(hunk_id))
             head.addWidget(use)
+        else:
+            room = QWidget()
+            room.setFixedHeight(use.sizeHint().height())
+            head.addWidget(room)
+            use.deleteLater()
+        head.addStretch(1)
         box.addLayout(head)
         body = QPlainTextEdit(text)
         body.setReadOnly(True)

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLay
 
 from ui import theme
 from ui.formatting import elapsed_text
+from ui.widgets.common import ElidedLabel
 from ui.widgets.flow import FlowRow
 
 if TYPE_CHECKING:
@@ -114,7 +115,8 @@ class ActivityLine(QWidget):
         self.dots.setObjectName("ActivityDots")
         self.dots.setFixedWidth(self.dots.fontMetrics().horizontalAdvance("●●●") + 4)
         layout.addWidget(self.dots)
-        self.label = QLabel("", self)
+        # Ends in "…" (the whole text its tooltip) in a narrow chat, a comparison's column, rather than widening it.
+        self.label = ElidedLabel("", self, min_chars=12, tooltip=True)
         self.label.setObjectName("ActivityText")
         layout.addWidget(self.label)
         layout.addStretch(1)
