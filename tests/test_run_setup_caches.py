@@ -116,11 +116,13 @@ def test_the_config_folder_follows_the_environment(tmp_path: Path, monkeypatch: 
     monkeypatch.delenv("ROBOTLAB_HOME", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "one"))
     first = paths.config_dir()
-    assert paths.config_dir() == first
+    assert paths.config_dir() == first and script_tools.user_tools_dir() == first / "tools"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "two"))
     second = paths.config_dir()
+    assert script_tools.user_tools_dir() == second / "tools"
     monkeypatch.setenv("ROBOTLAB_HOME", str(tmp_path / "home"))
     third = paths.config_dir()
+    assert script_tools.user_tools_dir() == tmp_path / "home" / "config" / "tools"
     if sys.platform.startswith("linux"):
         assert first == tmp_path / "one" / "robotlab" and second == tmp_path / "two" / "robotlab"
     else:  # pragma: no cover - platformdirs' own folders elsewhere

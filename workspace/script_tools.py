@@ -22,6 +22,8 @@ from workspace.tools.script import ScriptTool, ScriptToolError, tool_name_for
 log = logging.getLogger(__name__)
 
 _CACHE: dict[tuple[str, int, int], ScriptTool | None] = {}
+#: The config folder last asked about and its tools folder.
+_USER_DIR: list[Path] = []
 #: The candidate names of a folder by its path: (its inode, its modification time), the names. Bounded.
 _LISTINGS: dict[str, tuple[tuple[int, int], list[str]]] = {}
 _MAX_LISTINGS = 64
@@ -34,7 +36,13 @@ def user_tools_dir() -> Path:
     """The user's tools folder (executables there are tools every robot can name)."""
     from workspace import paths
 
-    return paths.config_dir() / "tools"
+    config = paths.config_dir()
+    kept = _USER_DIR
+    if kept and kept[0] is config:  # the platform's config folder, kept by workspace.paths: the same path
+        return kept[1]
+    found = config / "tools"
+    _USER_DIR[:] = [config, found]
+    return found
 
 
 def _names(directory: Path) -> list[str]:
