@@ -12,7 +12,34 @@ from pathlib import Path
 APP_NAME = "robotlab"
 
 
+#: The environment variables the platform's folders are found from (platformdirs reads these).
+_PLATFORM_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME",
+                       "APPDATA", "LOCALAPPDATA", "USERPROFILE")
+#: The platform's config folder by those variables' values (a run asks for it every time; platformdirs'
+#: look-up is slow): looked up again when one of them changes. Bounded.
+_CONFIG_DIRS: dict[tuple[object, ...], Path] = {}
+
+
+#: The variables' names as ``os.environ`` keeps them (encoded), by the names asked for.
+_ENCODED: dict[tuple[str, ...], tuple[object, ...]] = {}
+
+
+def _environ(names: tuple[str, ...]) -> tuple[object, ...]:
+    """The values of the environment variables ``names`` as a key (None for one not set): read from
+    ``os.environ``'s own table, since ``os.environ.get`` of a variable not set costs an exception."""
+    data = getattr(os.environ, "_data", None)
+    keys = _ENCODED.get(names)
+    if keys is None:
+        encode = getattr(os.environ, "encodekey", None)
+        keys = _ENCODED[names] = tuple(encode(name) for name in names) if callable(encode) else ()
+    if isinstance(data, dict) and len(keys) == len(names):
+        return tuple(map(data.get, keys))
+    return tuple(os.environ.get(name) for name in names)
+
+
 def _home() -> Path | None:
+    if _environ(("ROBOTLAB_HOME",))[0] is None:
+        return None
     value = os.environ.get("ROBOTLAB_HOME")
     return Path(value).expanduser() if value else None
 
@@ -21,9 +48,15 @@ def config_dir() -> Path:
     home = _home()
     if home:
         return home / "config"
-    import platformdirs
+    key = _environ(_PLATFORM_VARIABLES)
+    found = _CONFIG_DIRS.get(key)
+    if found is None:
+        import platformdirs
 
-    return Path(platformdirs.user_config_path(APP_NAME))
+        if len(_CONFIG_DIRS) >= 16:
+            _CONFIG_DIRS.clear()
+        found = _CONFIG_DIRS[key] = Path(platformdirs.user_config_path(APP_NAME))
+    return found
 
 
 def data_dir() -> Path:

@@ -161,6 +161,8 @@ def tool_choice_value(value: Any, tools: Sequence[ToolSpec]) -> Any:
 
 def field(obj: Any, name: str) -> Any:
     """``obj.name`` or ``obj[name]`` (chunks are dicts, pydantic models or litellm's objects)."""
+    if type(obj) is dict:  # the lean provider's chunks: a plain dict skips the Mapping check's machinery
+        return obj.get(name)
     if isinstance(obj, Mapping):
         return obj.get(name)
     return getattr(obj, name, None)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from workspace.errors import Error, retryable, serialize
+from workspace.tools.plain_schema import plainly_valid
 
 if TYPE_CHECKING:
     from workspace.events import Emit
@@ -236,7 +237,7 @@ class Tool:
             except jsonschema.SchemaError:
                 # A server's schema we cannot use is not the model's fault: accept the call.
                 self._validator = False
-        if self._validator is False:
+        if self._validator is False or plainly_valid(self.parameters, arguments):
             return problems
         for err in sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)):
             where = "/".join(str(p) for p in err.absolute_path)
