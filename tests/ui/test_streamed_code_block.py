@@ -49,6 +49,13 @@ CASES = {
     "long prose, then still open": "".join(f"Paragraph {i} of words, words and words.\n\n" for i in range(60))
                                    + "```python\n" + python_code(100),
     "plain, no language": "~~~\n" + "".join(f"<tag> & line {i}\n" for i in range(200)) + "~~~\n\n- done\n",
+    "a minified JSON document on one line": "```json\n[" + ",".join(
+        f'{{"id":{i},"name":"item <{i}> & co","tags":["a","b\\"c"],"ok":true,"parent":null}}' for i in range(150))
+        + "]\n```\n",
+    "long lines among short ones": "```python\n" + python_code(30) + "names = [" + ", ".join(
+        f"'n{i}', \"\"\"doc {i}\"\"\", {i}.5" for i in range(400)) + "]\n" + python_code(30)
+        + "blob = '" + "ab<&>" * 900 + "'\n```\n",
+    "a long plain line": "```\n" + "word & <tag> " * 700 + "\nend\n```\n",
 }
 
 

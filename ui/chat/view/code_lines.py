@@ -3,8 +3,10 @@
 :func:`leading_fence` finds the code block a text starts with; :class:`CodeLines` highlights its
 finished lines once, carrying the pygments lexer's state from line to line, and gives the HTML of
 each line (what :func:`ui.markdown.highlight` gives for the whole code, line for line: pygments'
-HTML formatter closes its spans at every line's end). :func:`whole_lines` is the one-shot
-highlight of a closed block, a step at a time, to check the lines shown against it.
+HTML formatter closes its spans at every line's end). A line longer than :data:`LONG_LINE_CHARS`
+(a minified document on one line) is cut while it streams (:meth:`CodeLines.cut`): its beginning is
+highlighted a piece at a time, so a flush lexes what arrived, not the whole line. :func:`whole_lines`
+is the one-shot highlight of a closed block, a step at a time, to check the lines shown against it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,11 @@ from ui import markdown
 _OPENER = re.compile(r"(`{3,})([^`\n]*)\n|(~{3,})([^\n]*)\n")
 #: Finished lines kept open (a string or comment spanning them) before they are taken as they are.
 PENDING_CHARS = 4000
+#: A line being written is cut once it is this long (:meth:`CodeLines.cut`): its beginning is shown for
+#: good, a piece of about this many characters at a time.
+LONG_LINE_CHARS = 1500
+#: What follows a cut is lexed with it (a rule that looks ahead, such as a JSON key before its colon).
+LOOKAHEAD_CHARS = 64
 
 
 class OpenFence(NamedTuple):
@@ -90,19 +97,81 @@ class CodeLines:
         self.stack: tuple[str, ...] = ("root",)
         #: Characters the lexer was given, in all (what a test counts).
         self.lexed = 0
+        #: The HTML of the beginning of the line being written, cut off it (:meth:`cut`).
+        self.head: list[str] = []
+        #: How much of the first line's HTML the last :meth:`finished` or :meth:`take_pending` gave was
+        #: that beginning (shown already, while the line was written).
+        self.head_html = 0
 
     def finished(self, lines: str) -> list[str]:
-        """Add finished lines (``lines`` ends with a newline); the HTML of the lines now highlighted for
-        good, one string a line (none while a string or comment is still open over them)."""
+        """Add finished lines (``lines`` ends with a newline; the first one without the part :meth:`cut`
+        already took); the HTML of the lines now highlighted for good, one string a line (none while a
+        string or comment is still open over them). A cut line's HTML is its pieces' then its rest's."""
         self.pending += lines
+        self.head_html = 0
         if self.lexer is None:
             done, self.pending = self.pending, ""
-            return html.escape(done, quote=False).split("\n")[:-1]
+            return self._headed(html.escape(done, quote=False).split("\n")[:-1])
         result, stack = self._html(self.pending)
         if stack != ("root",) and len(self.pending) < PENDING_CHARS:
             return []
         self.pending, self.stack = "", stack if self.resumable else ("root",)
+        return self._headed(result)
+
+    def take_pending(self) -> list[str]:
+        """The pending lines' HTML, as they are now (before a long line is cut after them)."""
+        self.head_html = 0
+        if not self.pending:
+            return []
+        if self.lexer is None:
+            done, self.pending = self.pending, ""
+            return self._headed(html.escape(done, quote=False).split("\n")[:-1])
+        result, stack = self._html(self.pending)
+        self.pending, self.stack = "", stack if self.resumable else ("root",)
+        return self._headed(result)
+
+    def _headed(self, result: list[str]) -> list[str]:
+        self.head_html = 0
+        if self.head and result:
+            head = "".join(self.head)
+            result[0] = head + result[0]
+            self.head, self.head_html = [], len(head)
         return result
+
+    def cut(self, text: str) -> tuple[int, str]:
+        """Cut the beginning off the line being written (no pending lines before it): ``text`` is the
+        rest of the line (at least ``LONG_LINE_CHARS + LOOKAHEAD_CHARS`` long; only that much is looked
+        at). Returns how many characters were cut (at a token's end, or inside a token longer than the
+        cut) and their HTML; the lexer's state carries on from there."""
+        window = text[:LONG_LINE_CHARS + LOOKAHEAD_CHARS]
+        if self.lexer is None:
+            part = window[:LONG_LINE_CHARS]
+            self.head.append(html.escape(part, quote=False))
+            return len(part), self.head[-1]
+        from pygments import format as _format
+
+        tokens = self._tokens(window)
+        taken: list[tuple[Any, str]] = []
+        size = 0
+        for kind, value in tokens:
+            if size + len(value) > LONG_LINE_CHARS:
+                if not taken:  # one token longer than the cut: cut inside it
+                    taken.append((kind, value[:LONG_LINE_CHARS - size]))
+                    size = LONG_LINE_CHARS
+                break
+            taken.append((kind, value))
+            size += len(value)
+        if self.resumable:
+            _tokens, self.stack = _lex_from(self.lexer, window[:size], self.stack)
+        part_html = "".join(_lines(_format(taken, markdown.code_formatter()) + "\n"))
+        self.head.append(part_html)
+        return size, part_html
+
+    def _tokens(self, text: str) -> list[tuple[Any, str]]:
+        self.lexed += len(text)
+        if self.resumable:
+            return _lex_from(self.lexer, text, self.stack)[0]
+        return list(self.lexer.get_tokens(text))
 
     def live(self, line: str) -> list[str]:
         """The HTML of the pending lines and of ``line`` (the line being written, no newline)."""
