@@ -96,6 +96,19 @@ def colour_runs(doc: QTextDocument, blocks: list[Any]) -> list[tuple[str, str]]:
     return out
 
 
+def merged(runs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Colour runs without the line breaks, runs of one colour merged."""
+    out: list[tuple[str, str]] = []
+    for text, colour in runs:
+        if text == "\n" and not colour:
+            continue
+        if out and out[-1][1] == colour:
+            out[-1] = (out[-1][0] + text, colour)
+        else:
+            out.append((text, colour))
+    return out
+
+
 def all_blocks(doc: QTextDocument) -> list[Any]:
     blocks, block = [], doc.begin()
     while block.isValid():
@@ -156,9 +169,16 @@ def test_a_streamed_code_block_shows_what_rendering_it_whole_shows(qtbot: Any, n
     qtbot.addWidget(whole)
     whole.resize(700, 100)
     whole.set_markdown(code.markdown)
-    runs = streamed_code_runs(code)
-    assert "".join(t for t, _c in runs) == expected + "\n"
-    assert runs == whole_code_runs(whole.document())
+    runs, whole_runs = streamed_code_runs(code), whole_code_runs(whole.document())
+    if max(map(len, expected.split("\n"))) < code_lines.LONG_LINE_CHARS:
+        assert "".join(t for t, _c in runs) == expected + "\n"
+        assert runs == whole_runs
+    else:  # a line cut while it streamed stays in paragraphs of LONG_LINE_CHARS: the same characters and colours
+        paragraphs = "".join(t for t, _c in runs).split("\n")
+        assert len(paragraphs) > expected.count("\n") + 2
+        assert max(map(len, paragraphs)) < code_lines.LONG_LINE_CHARS + code_lines.LOOKAHEAD_CHARS
+        assert merged(runs) == merged(whole_runs)
+        assert "".join(paragraphs) == expected.replace("\n", "")
     assert len({c for _t, c in runs}) > (2 if language else 1)  # coloured (the test can tell colours apart)
     assert code.header.text() == markdown.code_header(language, index=0, wrap=True)
 

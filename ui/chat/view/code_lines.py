@@ -217,6 +217,60 @@ def whole_lines(code: str, language: str | None) -> Iterator[list[str] | None]:
     yield out
 
 
+#: A line's highlighted HTML (pygments' spans, never nested): a span and its text, or text.
+_SPAN = re.compile(r'<span style="([^"]*)">([^<]*)</span>|([^<]+)')
+
+
+def _runs(line: str) -> list[tuple[str, str]]:
+    """(style, text) of each span or text of a line's HTML, the text as shown."""
+    return [(m.group(1) or "", html.unescape(m.group(2) if m.group(1) is not None else m.group(3)))
+            for m in _SPAN.finditer(line)]
+
+
+def text_length(line: str) -> int:
+    """How many characters a line's HTML shows."""
+    return sum(len(text) for _style, text in _runs(line))
+
+
+def colours(line: str) -> list[tuple[str, str]]:
+    """A line's HTML as runs of one style (neighbouring spans of one style merged): two lines with
+    equal runs look the same."""
+    out: list[tuple[str, str]] = []
+    for style, text in _runs(line):
+        if not text:
+            continue
+        if out and out[-1][0] == style:
+            out[-1] = (style, out[-1][1] + text)
+        else:
+            out.append((style, text))
+    return out
+
+
+def split_html(line: str, sizes: list[int]) -> list[str]:
+    """A line's HTML cut in parts showing ``sizes`` characters each (the last one takes the rest)."""
+    parts: list[str] = []
+    current: list[str] = []
+    room = sizes[0] if sizes else 0
+    for style, text in _runs(line):
+        while len(parts) < len(sizes) - 1 and len(text) >= room:
+            head, text = text[:room], text[room:]
+            if head:
+                current.append(_span(style, head))
+            parts.append("".join(current))
+            current = []
+            room = sizes[len(parts)]
+        if text:
+            current.append(_span(style, text))
+            room -= len(text)
+    parts.append("".join(current))
+    return parts
+
+
+def _span(style: str, text: str) -> str:
+    escaped = html.escape(text, quote=False)
+    return f'<span style="{style}">{escaped}</span>' if style else escaped
+
+
 def _lex_from(lexer: Any, text: str, stack: tuple[str, ...]) -> tuple[list[tuple[Any, str]], tuple[str, ...]]:
     """pygments' ``RegexLexer.get_tokens_unprocessed``, started in state ``stack`` and giving back the
     state it ended in (the library's own drops it)."""

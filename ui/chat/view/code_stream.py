@@ -10,7 +10,7 @@ beginning goes into the recent piece a paragraph of that size at a time, so neit
 layout sees the whole line on a flush. So a flush costs the live piece, not the block. Copy copies the whole code, the Wrap toggle applies to every piece (one shared
 scroll bar when lines do not wrap). Once the block closes, the lines shown are checked against the
 block highlighted whole (a step per turn of the event loop), and the pieces that differ (a lexer
-rule over several lines) are set again.
+rule over several lines) are set again; a line cut while it streamed stays in its paragraphs.
 """
 
 from __future__ import annotations
@@ -23,7 +23,15 @@ from PySide6.QtGui import QContextMenuEvent, QGuiApplication, QTextCursor, QWhee
 from PySide6.QtWidgets import QFrame, QLabel, QScrollBar, QSizePolicy, QTextBrowser, QVBoxLayout, QWidget
 
 from ui import markdown, theme
-from ui.chat.view.code_lines import LONG_LINE_CHARS, LOOKAHEAD_CHARS, CodeLines, whole_lines
+from ui.chat.view.code_lines import (
+    LONG_LINE_CHARS,
+    LOOKAHEAD_CHARS,
+    CodeLines,
+    colours,
+    split_html,
+    text_length,
+    whole_lines,
+)
 from ui.widgets.common import follow_link
 
 #: A frozen piece holds about this many characters of code.
@@ -255,13 +263,35 @@ class CodeStream(QWidget):
                 return
 
     def _mend(self, whole: list[str]) -> None:
-        start = 0
+        """Show the whole block's highlight: each piece keeps its lines; a line cut while it streamed
+        keeps its paragraphs when their colours are the whole line's (setting a 50 KB line whole would
+        lay it out at once), else it gets the whole line's colours, cut where it was."""
         pieces = self.pieces
-        for piece in pieces[:-1]:
-            count = len(self._shown.get(piece, []))
-            self._show(piece, whole[start:start + count])
-            start += count
-        self._show(pieces[-1], whole[start:])
+        flat = [(piece, block) for piece in pieces for block in self._blocks.get(piece, [])]
+        blocks: dict[Piece, list[str]] = {piece: [] for piece in pieces}
+        shown: dict[Piece, list[str]] = {piece: [] for piece in pieces}
+        at = 0
+        for line in whole:
+            size, taken = text_length(line), [flat[at]] if at < len(flat) else []
+            got = text_length(taken[0][1]) if taken else 0
+            while got < size and at + len(taken) < len(flat):
+                taken.append(flat[at + len(taken)])
+                got += text_length(taken[-1][1])
+            at += len(taken)
+            owner = taken[0][0] if taken else pieces[-1]
+            shown[owner].append(line)
+            if len(taken) < 2 or got != size:
+                blocks[owner].append(line)
+                continue
+            parts = [block for _piece, block in taken]
+            if colours("".join(parts)) != colours(line):
+                parts = split_html(line, [text_length(part) for part in parts])
+            for (piece, _block), part in zip(taken, parts, strict=True):
+                blocks[piece].append(part)
+        for piece in pieces:
+            self._shown[piece] = shown[piece]
+            if self._blocks.get(piece, []) != blocks[piece]:
+                self._set(piece, blocks[piece])
 
     # -- Copy and Wrap ------------------------------------------------------------------------
     def _on_link(self, url: str) -> None:
