@@ -166,3 +166,15 @@ def test_each_finished_line_is_highlighted_once(
     assert len(unique) > 300
     assert all(seen.get(line, 0) >= 1 for line in unique), "a finished line was never highlighted"
     assert max(seen.get(line, 0) for line in unique) == 1, "a finished line was highlighted again"
+
+
+@pytest.mark.parametrize("language, code", [("json", json_line(30_000)),
+                                            ("python", "x = [" + ", ".join(f"'s{i}'" for i in range(4000)) + "]\ny = 1")])
+def test_the_closing_check_of_one_long_line_works_in_slices(language: str, code: str) -> None:
+    """The check of a closed block against its whole highlight is spread over turns of the event loop,
+    also inside one long line; what it ends with is the whole block's highlight, span for span."""
+    from ui import markdown
+
+    steps = list(code_lines.whole_lines(code, language))
+    assert steps.count(None) >= 10
+    assert steps[-1] == markdown.highlight(code, language).split("\n")

@@ -206,14 +206,22 @@ def whole_lines(code: str, language: str | None) -> Iterator[list[str] | None]:
     formatter = markdown.code_formatter()
     out: list[str] = []
     batch: list[tuple[Any, str]] = []
+    partial = ""  # the HTML of a line longer than a slice, so far
     for kind, value in lexer.get_tokens(code):
         batch.append((kind, value))
-        if len(batch) >= 200 and value.endswith("\n"):  # a slice ends at a line's end
-            out += _lines(_format(batch, formatter))
+        if len(batch) >= 200:  # a slice ends at a line's end, or inside a long line (a minified document)
+            done = _lines(_format(batch, formatter))
+            done[0] = _joined(partial, done[0])
+            partial = "" if value.endswith("\n") else done.pop()
+            out += done
             batch = []
             yield None
     if batch:
-        out += _lines(_format(batch, formatter))
+        done = _lines(_format(batch, formatter))
+        done[0] = _joined(partial, done[0])
+        out += done
+    elif partial:
+        out.append(partial)
     yield out
 
 
@@ -269,6 +277,16 @@ def split_html(line: str, sizes: list[int]) -> list[str]:
 def _span(style: str, text: str) -> str:
     escaped = html.escape(text, quote=False)
     return f'<span style="{style}">{escaped}</span>' if style else escaped
+
+
+def _joined(head: str, rest: str) -> str:
+    """A line's HTML formatted in two slices, as formatting it at once gives it (a span of one style
+    over the cut is one span)."""
+    if head.endswith("</span>") and rest.startswith("<span "):
+        opener = rest[:rest.index(">") + 1]
+        if head.rfind(opener) > head.rfind("</span>", 0, len(head) - 7):
+            return head[:-7] + rest[len(opener):]
+    return head + rest
 
 
 def _lex_from(lexer: Any, text: str, stack: tuple[str, ...]) -> tuple[list[tuple[Any, str]], tuple[str, ...]]:
