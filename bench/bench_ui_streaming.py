@@ -197,7 +197,8 @@ async def bench_answer(root: object, tokens: list[str]) -> dict[str, Any]:
     start = time.perf_counter()
     while any(getattr(w, "checking", False) for w in window.chat.items()):
         await asyncio.sleep(0.001)
-    return {"kb_per_s": round(result["kb_per_s"], 1), "worst_stall_ms": round(result["longest_stall_ms"], 1),
+    return {"kb_per_s": round(result["kb_per_s"], 1), "tokens_per_s": round(result["tokens_per_s"]),
+            "worst_stall_ms": round(result["longest_stall_ms"], 1),
             "stall_per_tenth_ms": [round(t * 1000, 1) for t in meter.tenths],
             "check_after_ms": round((time.perf_counter() - start) * 1000)}
 
@@ -290,7 +291,8 @@ def main() -> int:
               + (f"; then checked for {r['check_after_ms']} ms" if r["check_after_ms"] > 1 else ""))
     for name in CODE_ANSWERS:
         code = answers[name]
-        print(f"code block ({name}) / prose: {code['kb_per_s'] / prose['kb_per_s']:.2f} x the speed (target: >= 1), "
+        print(f"code block ({name}) / prose: {code['kb_per_s'] / prose['kb_per_s']:.2f} x the speed (target: >= 1; "
+              f"tokens/s: {code['tokens_per_s'] / prose['tokens_per_s']:.2f} x, code tokens are shorter), "
               f"worst stall {code['worst_stall_ms']:.1f} ms (target: < 16 ms quiet, < 50 ms busy)")
     if answers_only:
         return 0
