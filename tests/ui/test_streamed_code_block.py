@@ -49,6 +49,13 @@ CASES = {
     "long prose, then still open": "".join(f"Paragraph {i} of words, words and words.\n\n" for i in range(60))
                                    + "```python\n" + python_code(100),
     "plain, no language": "~~~\n" + "".join(f"<tag> & line {i}\n" for i in range(200)) + "~~~\n\n- done\n",
+    "a minified JSON document on one line": "```json\n[" + ",".join(
+        f'{{"id":{i},"name":"item <{i}> & co","tags":["a","b\\"c"],"ok":true,"parent":null}}' for i in range(150))
+        + "]\n```\n",
+    "long lines among short ones": "```python\n" + python_code(30) + "names = [" + ", ".join(
+        f"'n{i}', \"\"\"doc {i}\"\"\", {i}.5" for i in range(400)) + "]\n" + python_code(30)
+        + "blob = '" + "ab<&>" * 900 + "'\n```\n",
+    "a long plain line": "```\n" + "word & <tag> " * 700 + "\nend\n```\n",
 }
 
 
@@ -86,6 +93,19 @@ def colour_runs(doc: QTextDocument, blocks: list[Any]) -> list[tuple[str, str]]:
                 out.append((fragment.text(), colour))
             it += 1
         out.append(("\n", ""))
+    return out
+
+
+def merged(runs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Colour runs without the line breaks, runs of one colour merged."""
+    out: list[tuple[str, str]] = []
+    for text, colour in runs:
+        if text == "\n" and not colour:
+            continue
+        if out and out[-1][1] == colour:
+            out[-1] = (out[-1][0] + text, colour)
+        else:
+            out.append((text, colour))
     return out
 
 
@@ -149,9 +169,16 @@ def test_a_streamed_code_block_shows_what_rendering_it_whole_shows(qtbot: Any, n
     qtbot.addWidget(whole)
     whole.resize(700, 100)
     whole.set_markdown(code.markdown)
-    runs = streamed_code_runs(code)
-    assert "".join(t for t, _c in runs) == expected + "\n"
-    assert runs == whole_code_runs(whole.document())
+    runs, whole_runs = streamed_code_runs(code), whole_code_runs(whole.document())
+    if max(map(len, expected.split("\n"))) < code_lines.LONG_LINE_CHARS:
+        assert "".join(t for t, _c in runs) == expected + "\n"
+        assert runs == whole_runs
+    else:  # a line cut while it streamed stays in paragraphs of LONG_LINE_CHARS: the same characters and colours
+        paragraphs = "".join(t for t, _c in runs).split("\n")
+        assert len(paragraphs) > expected.count("\n") + 2
+        assert max(map(len, paragraphs)) < code_lines.LONG_LINE_CHARS + code_lines.LOOKAHEAD_CHARS
+        assert merged(runs) == merged(whole_runs)
+        assert "".join(paragraphs) == expected.replace("\n", "")
     assert len({c for _t, c in runs}) > (2 if language else 1)  # coloured (the test can tell colours apart)
     assert code.header.text() == markdown.code_header(language, index=0, wrap=True)
 

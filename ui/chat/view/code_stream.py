@@ -4,10 +4,13 @@ A :class:`CodeStream` draws the block as :func:`ui.markdown.code_block` does (he
 box), but its code is a column of small documents: frozen pieces of about :data:`PIECE_CHARS` of
 finished lines, each highlighted and laid out once and never touched again; a recent piece, the
 finished lines since (set again when a line is finished); and a live piece, the line being written
-(with the lines of a string still open). So a flush costs the live piece, not the block. Copy copies the whole code, the Wrap toggle applies to every piece (one shared
+(with the lines of a string still open). A line longer than
+:data:`~ui.chat.view.code_lines.LONG_LINE_CHARS` (a minified document) is cut while it streams: its
+beginning goes into the recent piece a paragraph of that size at a time, so neither the lexer nor the
+layout sees the whole line on a flush. So a flush costs the live piece, not the block. Copy copies the whole code, the Wrap toggle applies to every piece (one shared
 scroll bar when lines do not wrap). Once the block closes, the lines shown are checked against the
 block highlighted whole (a step per turn of the event loop), and the pieces that differ (a lexer
-rule over several lines) are set again.
+rule over several lines) are set again; a line cut while it streamed stays in its paragraphs.
 """
 
 from __future__ import annotations
@@ -20,7 +23,15 @@ from PySide6.QtGui import QContextMenuEvent, QGuiApplication, QTextCursor, QWhee
 from PySide6.QtWidgets import QFrame, QLabel, QScrollBar, QSizePolicy, QTextBrowser, QVBoxLayout, QWidget
 
 from ui import markdown, theme
-from ui.chat.view.code_lines import CodeLines, whole_lines
+from ui.chat.view.code_lines import (
+    LONG_LINE_CHARS,
+    LOOKAHEAD_CHARS,
+    CodeLines,
+    colours,
+    split_html,
+    text_length,
+    whole_lines,
+)
 from ui.widgets.common import follow_link
 
 #: A frozen piece holds about this many characters of code.
@@ -92,8 +103,10 @@ class CodeStream(QWidget):
         self.lines = CodeLines(language)
         self._code = ""
         self._fed = 0  # characters of the code given to ``lines`` as finished lines
+        self._cut = 0  # where the line being written's part not cut off yet starts (>= _fed)
         self._recent_start = 0  # where in the code the recent piece's lines start
         self._shown: dict[Piece, list[str]] = {}  # the lines each piece shows
+        self._blocks: dict[Piece, list[str]] = {}  # its paragraphs: its lines, a cut line in pieces
         self._check: Iterator[list[str] | None] | None = None
         c = theme.colors()
         outer = QVBoxLayout(self)
@@ -158,45 +171,80 @@ class CodeStream(QWidget):
         """Show ``code`` (the block's code so far, as :meth:`ui.chat.view.code_lines.OpenFence.code` gives
         it). Returns True when lines are left for the next turn (a burst): call again."""
         self._code = code
-        finished = code.rfind("\n") + 1
-        new = code[self._fed:finished]
-        more = len(new) > MAX_LINES_CHARS
-        if more:
+        more = self._cut_long_line(code)
+        finished = code.rfind("\n", self._cut) + 1 or self._fed
+        new = code[self._cut:finished] if not more else ""
+        if len(new) > MAX_LINES_CHARS:
+            more = True
             new = new[:max(new.rfind("\n", 0, MAX_LINES_CHARS), new.find("\n")) + 1]
-        self._fed += len(new)
-        done = self.lines.finished(new) if new else []
-        if done:
-            self._add_recent(done)
-        self._show(self.live, self.lines.live("" if more else code[finished:]))
+        if new:
+            self._fed = self._cut = self._cut + len(new)
+            done = self.lines.finished(new)
+            if done:
+                self._add_recent(done, head=self.lines.head_html)
+        self._show(self.live, self.lines.live("" if more else code[max(finished, self._cut):]))
         if closed and not more:
             self._check = whole_lines(code, self.language)
             QTimer.singleShot(0, self, self._check_step)
         return more
 
-    def _add_recent(self, done: list[str]) -> None:
+    def _cut_long_line(self, code: str) -> bool:
+        """Cut the beginning off a line longer than LONG_LINE_CHARS (finished or not) into the recent
+        piece, a paragraph at a time; True when the burst's share of this turn is used up."""
+        budget = MAX_LINES_CHARS
+        window = LONG_LINE_CHARS + LOOKAHEAD_CHARS
+        while len(code) - self._cut >= window and code.find("\n", self._cut, self._cut + window) < 0:
+            if budget <= 0:
+                return True
+            done = self.lines.take_pending()
+            if done:
+                self._add_recent(done, head=self.lines.head_html)
+            size, part = self.lines.cut(code[self._cut:self._cut + window])
+            self._cut += size
+            budget -= size
+            self._append(self.recent, [part])
+        return False
+
+    def _add_recent(self, done: list[str], *, head: int = 0) -> None:
         """Add lines highlighted for good to the recent piece, at its end (what it shows is not set
-        again); once it holds about PIECE_CHARS of code, it is frozen and a new recent piece starts."""
-        recent = self._shown.get(self.recent)
-        if not recent:
-            self._show(self.recent, done)
-        else:
-            recent += done
-            cursor = QTextCursor(self.recent.document())
-            cursor.movePosition(QTextCursor.MoveOperation.End)
-            cursor.insertBlock()
-            cursor.insertHtml(markdown.code_lines_html("\n".join(done), wrap=self.wrap))
-            if not self.wrap:
-                self._fit_bar()
-        if self._fed - self._recent_start >= PIECE_CHARS:
+        again); once it holds about PIECE_CHARS of code, it is frozen and a new recent piece starts.
+        ``head``: the first line's HTML starts with this much already shown (a cut line's pieces)."""
+        self._shown.setdefault(self.recent, []).extend(done)
+        blocks = [done[0][head:], *done[1:]] if head else done
+        self._append(self.recent, blocks if blocks[0] or not head else blocks[1:])
+        if self._fed - self._recent_start >= PIECE_CHARS and self._cut == self._fed:
             self.recent = self._piece(self._pieces.indexOf(self.live))
             self._recent_start = self._fed
 
+    def _append(self, piece: Piece, blocks: list[str]) -> None:
+        """Paragraphs added at the piece's end (the paragraphs above are not laid out again)."""
+        if not blocks:
+            return
+        shown = self._blocks.setdefault(piece, [])
+        if not shown:
+            shown += blocks
+            piece.setHtml(markdown.code_lines_html("\n".join(blocks), wrap=self.wrap))
+            piece.setVisible(True)
+        else:
+            shown += blocks
+            cursor = QTextCursor(piece.document())
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            cursor.insertBlock()
+            cursor.insertHtml(markdown.code_lines_html("\n".join(blocks), wrap=self.wrap))
+        if not self.wrap:
+            self._fit_bar()
+
     def _show(self, piece: Piece, lines: list[str], *, force: bool = False) -> None:
-        if not force and self._shown.get(piece, []) == lines:
+        """Show ``lines`` in ``piece``, set again (unless it shows them already)."""
+        if not force and self._blocks.get(piece, []) == lines:
             return
         self._shown[piece] = lines
-        piece.setHtml(markdown.code_lines_html("\n".join(lines), wrap=self.wrap))
-        piece.setVisible(bool(lines))
+        self._set(piece, lines)
+
+    def _set(self, piece: Piece, blocks: list[str]) -> None:
+        self._blocks[piece] = list(blocks)
+        piece.setHtml(markdown.code_lines_html("\n".join(blocks), wrap=self.wrap))
+        piece.setVisible(bool(blocks))
         if not self.wrap:
             self._fit_bar()
 
@@ -215,13 +263,35 @@ class CodeStream(QWidget):
                 return
 
     def _mend(self, whole: list[str]) -> None:
-        start = 0
+        """Show the whole block's highlight: each piece keeps its lines; a line cut while it streamed
+        keeps its paragraphs when their colours are the whole line's (setting a 50 KB line whole would
+        lay it out at once), else it gets the whole line's colours, cut where it was."""
         pieces = self.pieces
-        for piece in pieces[:-1]:
-            count = len(self._shown.get(piece, []))
-            self._show(piece, whole[start:start + count])
-            start += count
-        self._show(pieces[-1], whole[start:])
+        flat = [(piece, block) for piece in pieces for block in self._blocks.get(piece, [])]
+        blocks: dict[Piece, list[str]] = {piece: [] for piece in pieces}
+        shown: dict[Piece, list[str]] = {piece: [] for piece in pieces}
+        at = 0
+        for line in whole:
+            size, taken = text_length(line), [flat[at]] if at < len(flat) else []
+            got = text_length(taken[0][1]) if taken else 0
+            while got < size and at + len(taken) < len(flat):
+                taken.append(flat[at + len(taken)])
+                got += text_length(taken[-1][1])
+            at += len(taken)
+            owner = taken[0][0] if taken else pieces[-1]
+            shown[owner].append(line)
+            if len(taken) < 2 or got != size:
+                blocks[owner].append(line)
+                continue
+            parts = [block for _piece, block in taken]
+            if colours("".join(parts)) != colours(line):
+                parts = split_html(line, [text_length(part) for part in parts])
+            for (piece, _block), part in zip(taken, parts, strict=True):
+                blocks[piece].append(part)
+        for piece in pieces:
+            self._shown[piece] = shown[piece]
+            if self._blocks.get(piece, []) != blocks[piece]:
+                self._set(piece, blocks[piece])
 
     # -- Copy and Wrap ------------------------------------------------------------------------
     def _on_link(self, url: str) -> None:
@@ -235,7 +305,7 @@ class CodeStream(QWidget):
         self.wrap = wrap
         self._set_header()
         for piece in self.pieces:
-            self._show(piece, self._shown.get(piece, []), force=True)
+            self._set(piece, self._blocks.get(piece, []))
         if wrap:
             self.bar.hide()
             self._scroll(0)
