@@ -51,10 +51,40 @@ def test_robots_naming_one_bus_share_it(tmp_path: Path) -> None:
     carol = Robot("carol", template=Template.load(c))
     assert alice.bus is bob.bus is named_bus("comedy")
     assert carol.bus is not alice.bus and carol.bus is named_bus("other")
+    assert named_bus("comedy").channels == []  # building a robot leaves the bus as it was
+    bob.serve()  # listening joins the channel
+    alice.send_message(to="bob", content="hi")  # so does sending
     assert sorted(named_bus("comedy").channels) == ["alice", "bob"]
-    # Built again from its file (a second thread of the robot): the new robot takes its name's channel over.
+    # Built again from its file (a second thread of the robot) and run: the new robot takes the channel of the
+    # earlier build, which does not listen, over.
     again = Robot("alice", template=Template.load(a))
-    assert again.bus is alice.bus and sorted(named_bus("comedy").channels) == ["alice", "bob"]
+    assert named_bus("comedy").subscriber("alice") == alice._receive
+    again._join_bus()
+    assert again.bus is alice.bus and named_bus("comedy").subscriber("alice") == again._receive
+
+
+async def test_a_listening_robot_keeps_its_channel_when_its_file_is_loaded_again(tmp_path: Path) -> None:
+    path = tmp_path / "bob.md"
+    path.write_text(BOB.replace("bus: comedy", "bus: keepers"))
+    heard: list[str] = []
+    bob = Robot("bob", template=Template.load(path)).on_message(lambda message: heard.append(str(message.content)))
+    sender = Robot("sender", system_prompt="You send.").with_bus(named_bus("keepers"))
+    sender.send_message(to="bob", content="first")
+    await named_bus("keepers").drain(timeout=10)
+    # a throwaway load of the same file (the window reading its model, a second thread) ...
+    again = Robot("bob", template=Template.load(path))
+    assert again.bus is bob.bus and again.to_dict()["bus"] is True
+    sender.send_message(to="bob", content="second")
+    await named_bus("keepers").drain(timeout=10)
+    # ... and even its joining (a run of it) leave the live robot its channel
+    again._join_bus()
+    sender.send_message(to="bob", content="third")
+    await named_bus("keepers").drain(timeout=10)
+    assert heard == ["first", "second", "third"]
+    again.disconnect()  # never held the channel: leaves the live robot on it
+    sender.send_message(to="bob", content="fourth")
+    await named_bus("keepers").drain(timeout=10)
+    assert heard[-1] == "fourth"
 
 
 @pytest.mark.parametrize("value", ["true", "two words", "'-dash'"])

@@ -217,6 +217,11 @@ class MessageBus:
             dropped._mark_handled()
             self._done_one()
 
+    def subscriber(self, name: str) -> Handler | None:
+        """The handler of channel ``name`` (None: no such channel, or nobody handles it)."""
+        channel = self._channels.get(name)
+        return channel.handler if channel is not None else None
+
     def subscribe(self, name: str, handler: Handler) -> None:
         """``handler(delivery)`` receives every delivery to channel ``name``, one at a time."""
         self.add_channel(name)
@@ -333,6 +338,11 @@ class OutboxEntry:
 MessageHandler = Callable[..., Any]
 
 
+def _owner(bus: MessageBus, name: str) -> Any:
+    """The robot whose handler holds channel ``name`` of ``bus`` (None: no channel, or not a robot's)."""
+    return getattr(bus.subscriber(name), "__self__", None)
+
+
 def _wants_delivery(handler: MessageHandler) -> bool:
     """RobotLab's arity rule: a handler of two parameters gets ``(delivery, message)`` and acknowledges
     itself; a handler of one gets the message, acknowledged before the call."""
@@ -359,6 +369,10 @@ class _Talk:
         self.lock = threading.Lock()
         self.outbox: dict[str, OutboxEntry] = {}
         self.handler: MessageHandler = lambda message: None
+        #: Whether the robot was given a handler of its own (``on_message``, ``serve``): it is listening.
+        self.listening = False
+        #: The bus was named by the robot's file and its channel is not joined yet (see ``_join_bus``).
+        self.joining = False
         self.children: dict[str, Any] = {}
 
 
@@ -383,6 +397,11 @@ class BusMessaging:
         """Put this robot on ``bus`` (None: keep its bus, or make a new one) and return the robot. It leaves
         the bus it was on."""
         talk = self._talk
+        if talk.joining:
+            if bus is None or bus is talk.bus:
+                self._join_bus()
+                return self
+            talk.joining, talk.bus = False, None  # never joined: nothing to leave
         target = bus if bus is not None else (talk.bus or MessageBus())
         if talk.bus is target and target.has_channel(self.name):
             return self
@@ -401,12 +420,44 @@ class BusMessaging:
         still knows its bus (:attr:`bus`, ``to_dict()["bus"]``) and can send on it, and ``with_bus()`` joins it
         again. Not on a bus: nothing happens. (RobotLab's also disconnects the robot's MCP clients; here the
         servers belong to the workspace's manager, shared by every robot, and stay up.)"""
-        bus = self._talk.bus
-        if bus is not None:
+        talk = self._talk
+        if talk.joining:  # never joined: the channel of that name is not this robot's
+            talk.joining = False
+            return self
+        bus = talk.bus
+        if bus is not None and _owner(bus, self.name) in (self, None):
             bus.remove_channel(self.name)
         return self
 
+    def _name_bus(self, bus: MessageBus) -> None:
+        """A robot file's ``bus: name``: the robot is on ``bus`` (it can send, :attr:`bus` is it) but joins its
+        name's channel only when it first runs, listens (``on_message``, ``serve``) or sends, so building a robot
+        from its file (to read its model, say) leaves the bus as it was."""
+        talk = self._talk
+        talk.bus, talk.joining = bus, True
+
+    def _join_bus(self) -> None:
+        """Join the channel of a bus the robot's file named (see :meth:`_name_bus`), once. The channel is this
+        robot's unless another robot of the name holds it and listens (``on_message``, ``serve``): that one
+        keeps it. A robot of the name that holds it without listening (an earlier build of the same file that
+        ran) gives it over, so the robot built again from its file receives its replies."""
+        talk = self._talk
+        if not talk.joining or talk.bus is None:
+            return
+        talk.joining = False
+        bus = talk.bus
+        owner = _owner(bus, self.name)
+        if owner is self:
+            return
+        if isinstance(owner, BusMessaging) and owner._talk.listening:
+            log.info("bus: robot '%s' is already listening on bus '%s'; this one sends on it without its channel",
+                     self.name, bus.name)
+            return
+        bus.remove_channel(self.name)
+        bus.subscribe(self.name, self._receive)
+
     def _need_bus(self) -> MessageBus:
+        self._join_bus()
         bus = self._talk.bus
         if bus is None:
             raise BusError(f"No bus configured on robot '{self.name}': put it on one first with "
@@ -464,7 +515,9 @@ class BusMessaging:
                 return fn
 
             return decorate
-        self._talk.handler = handler
+        talk = self._talk
+        talk.handler, talk.listening = handler, True
+        self._join_bus()
         return self
 
     async def _receive(self, delivery: Delivery) -> None:

@@ -312,9 +312,8 @@ class Robot(RobotConfig, RobotConversation, BusMessaging, RobotLearning, Runnabl
             # a robot file's ``bus: name`` (no bus given, none by a config): the process's bus of that name
             from workspace.bus import named_bus
 
-            bus = named_bus(str(meta["bus"]))
-            bus.remove_channel(self.name)  # the robot built again from its file takes its name's channel over
-        if bus is not None:  # RobotLab's ``bus:``: on that bus from the start (see with_bus)
+            self._name_bus(named_bus(str(meta["bus"])))  # joined at its first run (BusMessaging._join_bus)
+        elif bus is not None:  # RobotLab's ``bus:``: on that bus from the start (see with_bus)
             self.with_bus(bus)
 
     @property

@@ -40,6 +40,7 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
     """The RunSpec of ``robot``'s run on ``message`` with these ``options`` (see :meth:`Robot.stream`)."""
     from workspace.messages import UserMessage
 
+    robot._join_bus()  # a robot file's ``bus: name``: its channel is joined when it first runs
     user = UserMessage.coerce(message) if not isinstance(message, str) else None
     text = user.content if user is not None else str(message)
     variables = {k: v for k, v in options.items() if k not in RUN_OPTIONS}
