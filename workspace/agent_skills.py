@@ -28,6 +28,7 @@ from workspace.similarity import lexical_similarity
 from workspace.templates import search_path
 
 if TYPE_CHECKING:
+    from workspace.templates import Template
     from workspace.tools.capabilities import Ceiling
     from workspace.tools.script import ScriptTool
 
@@ -218,6 +219,29 @@ class AgentSkillCatalog:
                                          f"a SKILL.md under: {', '.join(str(d) for d in self.dirs)}")
             out.append(skill)
         return out
+
+
+def expand_robot_skills(ids: Iterable[str], dirs: Iterable[Path], *, robot: str, visited: set[str],
+                        catalog: AgentSkillCatalog) -> tuple[list[Template], list[AgentSkill]]:
+    """RobotLab's one ``skills:`` for both kinds: the template skills ``ids`` expand to
+    (:func:`~workspace.templates.expand_skills`: depth-first, each once), and the agent skills of ``catalog`` the
+    ids that are no template name (at any depth), in order, each once: the robot's pending agent skills, one of
+    which a run is given when its message asks for it. An id that is neither is refused naming where both kinds
+    are looked for."""
+    from workspace.templates import expand_skills
+
+    pending: dict[str, AgentSkill] = {}
+
+    def agent(skill_id: str) -> bool:
+        skill = catalog.find(skill_id)
+        if skill is None:
+            return False
+        pending.setdefault(skill.name, skill)
+        return True
+
+    where = ", ".join(str(d) for d in catalog.dirs) or "no folder"
+    templates = expand_skills(ids, dirs, robot=robot, visited=visited, agent=agent, agent_where=where)
+    return templates, list(pending.values())
 
 
 async def skill_script_tools(skills: Iterable[AgentSkill], *, ceiling: Ceiling | None = None) -> list[ScriptTool]:

@@ -45,6 +45,7 @@ from workspace.tools.base import Tool
 from workspace.tools.manifest import ToolManifest
 
 if TYPE_CHECKING:
+    from workspace.agent_skills import AgentSkill, AgentSkillCatalog
     from workspace.approval import ApprovalGate, PolicyFn
     from workspace.bus import MessageBus
     from workspace.config import Config
@@ -75,7 +76,8 @@ class Robot(RobotConfig, RobotConversation, BusMessaging, RobotLearning, Runnabl
     ``with_bus``, ``send_message``, ``on_message``, ``spawn``, ``delegate``), and learn
     (:class:`~workspace.learning.RobotLearning`: ``learn``, ``learnings``, ``search_history``; ``learn=True``
     for the knowledge tools, ``knowledge_store=``, ``review_memory=``, ``on_memory_write=``).
-    ``skills`` are template skills: their bodies go before the template's (depth-first, each once).
+    ``skills`` are template skills: their bodies go before the template's (depth-first, each once); a name that
+    is no template but an agent skill (a ``SKILL.md`` folder) is one of the robot's :attr:`agent_skills` instead.
 
     ``config=`` takes the workspace's :class:`~workspace.config.Config` or RobotLab's
     :class:`~workspace.run_config.RunConfig` (:mod:`workspace.robot_config`: its fields fill in the settings the
@@ -181,13 +183,20 @@ class Robot(RobotConfig, RobotConversation, BusMessaging, RobotLearning, Runnabl
         #: templates they expand to, in order (see workspace.templates.expand_skills).
         self.skills: list[str] = [*skill_ids(skills), *skill_ids(tmpl.metadata.get("skills") if tmpl else None)]
         self.skill_templates: list[Template] = []
+        #: The agent skills (SKILL.md folders) ``skills`` names that are no template: one a run's message asks for
+        #: is given to that run (its instructions and its scripts), as with ``agent_skills=``.
+        self.agent_skills: list[AgentSkill] = []
+        self._skill_catalog: AgentSkillCatalog | None = None
         if self.skills:
-            from workspace.templates import expand_skills, search_path
+            from workspace.agent_skills import AgentSkillCatalog, expand_robot_skills
+            from workspace.templates import search_path
 
             skill_dirs = [*template_dirs, *search_path(self.folder, kind="templates"),
                           *search_path(self.folder, kind="robots")]
-            self.skill_templates = expand_skills(self.skills, skill_dirs, robot=self.name,
-                                                 visited={tmpl.name} if tmpl is not None else set())
+            self._skill_catalog = AgentSkillCatalog(folder=self.folder, template_dirs=template_dirs)
+            self.skill_templates, self.agent_skills = expand_robot_skills(
+                self.skills, skill_dirs, robot=self.name, visited={tmpl.name} if tmpl is not None else set(),
+                catalog=self._skill_catalog)
         self.system_prompt = system_prompt
         # RobotLab's cascade: each skill's front matter, then the template's, then the constructor's (the last
         # skill that says wins over the ones before it).

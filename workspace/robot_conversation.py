@@ -38,6 +38,7 @@ class RobotConversation:
     template: Template | None
     template_name: str | None
     skill_templates: list[Template]
+    agent_skills: list[Any]
     system_prompt: str | None
     context: Mapping[str, Any] | Callable[..., Mapping[str, Any]] | None
     settings: dict[str, Any]
@@ -75,6 +76,7 @@ class RobotConversation:
             if self._explicit_model is None and self.template is not None and self.template.model:
                 self._explicit_model = self.template.model  # the robot keeps the model its file gave
             self.template, self.template_name, self.skill_templates, self.system_prompt = None, None, [], None
+            self.agent_skills = []
         return self
 
     def replace_messages(self, messages: Iterable[Message | Mapping[str, Any]]) -> Self:

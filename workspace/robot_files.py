@@ -411,12 +411,13 @@ def builtin_tools() -> list[tuple[str, str]]:
 
 def skills_of(front: Mapping[str, Any], *, folder: Path | None) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """What the editor shows of a robot's skills: the template skills its ``skills:`` names, expanded as a run
-    expands them (each (name, the file) in the order their text goes before the robot's; a skill that cannot
-    be found gives (name, "not found: …")), and the agent skills (``SKILL.md``) found
+    expands them (each (name, the file) in the order their text goes before the robot's; a name that is an agent
+    skill gives (name, its SKILL.md); one that cannot be found gives (name, "not found: …")), and the agent skills (``SKILL.md``) found
     beside the templates, (name, description), which a run is given when its message asks for them."""
     from workspace.agent_skills import AgentSkillCatalog
     from workspace.templates import expand_skills, search_path, skill_ids
 
+    catalog = AgentSkillCatalog(folder=folder)
     template: list[tuple[str, str]] = []
     ids = skill_ids(front.get("skills"))
     if ids:
@@ -428,8 +429,9 @@ def skills_of(front: Mapping[str, Any], *, folder: Path | None) -> tuple[list[tu
                 for skill in expand_skills([skill_id], dirs, robot=name, visited=visited):
                     template.append((skill.name, str(skill.path) if skill.path is not None else ""))
             except ConfigurationError as exc:
-                template.append((skill_id, f"not found: {exc}"))
-    catalog = AgentSkillCatalog(folder=folder)
+                agent_skill = catalog.find(skill_id)  # one ``skills:`` for both kinds: an agent skill's SKILL.md
+                template.append((skill_id, str(agent_skill.path / "SKILL.md") if agent_skill is not None
+                                 else f"not found: {exc}"))
     agent = [(skill.name, skill.description) for skill in catalog.all()]
     return template, agent
 

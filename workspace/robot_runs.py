@@ -93,10 +93,15 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
             timeout = getattr(network, "reply_timeout", None) or REPLY_TIMEOUT
             manifest.add(message_tool(robot, reply_timeout=timeout))
         catalog = options.get("agent_skills")
-        if catalog is not None:  # RobotLab's AgentSkills: the skills this message asks for, this run only
+        if catalog is not None or robot.agent_skills:  # RobotLab's AgentSkills: those this message asks for
             from workspace.agent_skills import instructions, skill_script_tools
 
-            selected = await catalog.select(text)
+            selected = await catalog.select(text) if catalog is not None else []
+            if robot.agent_skills:  # the robot's pending ones (its ``skills:``), scored as ``agent_skills=`` scores
+                chooser = catalog if catalog is not None else robot._skill_catalog
+                assert chooser is not None  # the robot's pending skills came from its catalog
+                have = {skill.name for skill in selected}
+                selected += [s for s in await chooser.select(text, among=robot.agent_skills) if s.name not in have]
             chosen = instructions(selected)
             if chosen:
                 spec.system = f"{chosen}\n\n{spec.system}" if spec.system else chosen

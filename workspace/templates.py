@@ -27,7 +27,7 @@ guard. A robot file is a template: ``resources/robots/*.md``.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -263,13 +263,16 @@ def skill_ids(value: Any) -> list[str]:
     return [str(item) for item in value if str(item).strip()]
 
 
-def expand_skills(ids: Iterable[str], dirs: Iterable[Path], *, robot: str,
-                  visited: set[str] | None = None) -> list[Template]:
+def expand_skills(ids: Iterable[str], dirs: Iterable[Path], *, robot: str, visited: set[str] | None = None,
+                  agent: Callable[[str], bool] | None = None, agent_where: str = "") -> list[Template]:
     """RobotLab's composable template skills: the templates ``ids`` name, each after the skills its own
     front matter names (depth-first), each once. A name met again (a cycle, or a second path to a shared
     skill) is skipped with RobotLab's warning ``Robot '<robot>': skill cycle detected at '<id>', skipping``.
     Put the main template's name in ``visited`` so a skill cannot pull it in. A skill is looked up as
-    ``<dir>/skills/<id>.md``, then ``<dir>/<id>.md``, for each of ``dirs`` in order."""
+    ``<dir>/skills/<id>.md``, then ``<dir>/<id>.md``, for each of ``dirs`` in order. RobotLab's one ``skills:`` for
+    both kinds: an id that is no template is offered to ``agent`` (True: it is an agent skill, which ``agent``
+    keeps as pending; it is not a template skill), and an id neither knows is refused naming the template folders
+    and ``agent_where`` (where agent skills are looked for)."""
     import logging
 
     folders = list(dirs)
@@ -284,8 +287,14 @@ def expand_skills(ids: Iterable[str], dirs: Iterable[Path], *, robot: str,
         try:
             template = find_template(skill, search)
         except ConfigurationError as exc:
+            if agent is not None and agent(skill):
+                continue
+            also = (f", or make it an agent skill: a folder {skill}/ with a SKILL.md under one of {agent_where}"
+                    if agent is not None else "")
             raise ConfigurationError(f"Robot '{robot}': skill '{skill}' not found: {exc}; put {skill}.md in one "
-                                     "of those folders (or a skills/ folder inside one), or pass template_dirs=") from None
-        found.extend(expand_skills(skill_ids(template.metadata.get("skills")), folders, robot=robot, visited=seen))
+                                     "of those folders (or a skills/ folder inside one), or pass template_dirs="
+                                     f"{also}") from None
+        found.extend(expand_skills(skill_ids(template.metadata.get("skills")), folders, robot=robot, visited=seen,
+                                   agent=agent, agent_where=agent_where))
         found.append(template)
     return found
