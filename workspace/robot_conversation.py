@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from workspace.context import ContextManager
     from workspace.providers.base import Provider
     from workspace.result import RobotResult
+    from workspace.robot_tools import ToolSource
     from workspace.templates import Template
+    from workspace.tools.base import Tool
 
 _UNSET: Any = object()
 
@@ -47,6 +49,8 @@ class RobotConversation:
     _provider_given: bool
     _context_manager: ContextManager | None
     _active: AgentRun | None
+    mcp_manager: ToolSource | None
+    mcp_tools: list[Tool]
 
     def _setup_conversation(self, mcp_discovery: Any) -> None:
         #: The input and output tokens of every finished run so far (RobotLab's token tracking).
@@ -58,6 +62,11 @@ class RobotConversation:
         self.discovered_mcp_servers: list[str] | None = None
         #: The MCP servers that failed to start at the last run or ``connect_mcp`` (retried at the next).
         self.failed_mcp_server_names: list[str] = []
+        #: ``inject_mcp``: the sessions a program connected (server name → session) and the tools it gave (None:
+        #: those the sessions list, read at the next run); ``_mcp_injected`` says whether it was called.
+        self._mcp_clients: dict[str, Any] = {}
+        self._mcp_given_tools: list[Tool] | None = None
+        self._mcp_injected = False
 
     # -- the conversation ------------------------------------------------------------------------
     @property
@@ -165,6 +174,37 @@ class RobotConversation:
 
         await connect_mcp(self)  # type: ignore[arg-type]  # a Robot: this class is its mixin
         return self
+
+    def inject_mcp(self, *, clients: Mapping[str, Any] | None = None, tools: Iterable[Any] | None = None) -> Self:
+        """RobotLab's ``inject_mcp!``: MCP connections a program made itself, used instead of starting the robot's
+        servers (the configured ones are not started while injected). ``clients``: server name → a connected
+        session (the mcp SDK's ``ClientSession`` after ``initialize()``), which :meth:`mcp_client` returns;
+        ``tools``: the MCP tools to offer (Tool objects or functions); None: every tool the clients list, named
+        ``<server>__<tool>`` as a configured server's are, read at the next run. A run's ``mcp="none"`` still
+        offers none. Returns the robot."""
+        from workspace.mcp.injected import check_clients
+        from workspace.robot_tools import to_tool
+
+        self._mcp_clients = check_clients(clients or {})
+        self._mcp_given_tools = [to_tool(tool) for tool in tools] if tools is not None else None
+        self._mcp_injected = True
+        self.mcp_tools = list(self._mcp_given_tools or [])
+        self.failed_mcp_server_names = []
+        return self
+
+    def mcp_client(self, name: str) -> Any:
+        """RobotLab's ``mcp_client(name)``: the connected session of MCP server ``name``, an injected one (see
+        :meth:`inject_mcp`), else the SDK session of that server while the robot's manager has it up; None when
+        there is none (never connected, failed, stopped)."""
+        if self._mcp_injected:
+            return self._mcp_clients.get(name)
+        manager = self.mcp_manager
+        if manager is None:
+            from workspace.mcp import default_manager
+
+            manager = default_manager()
+        session = getattr(manager, "session", None)
+        return session(name) if session is not None else None
 
 
 def _check_model(model: Any) -> None:

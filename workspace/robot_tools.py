@@ -189,6 +189,8 @@ def _mcp_manager(robot: Robot) -> Any:
 
 def _resource_tools(robot: Robot, servers: Any, config: Config | None) -> list[Tool]:
     """``list_mcp_resources`` / ``read_mcp_resource`` over the robot's MCP servers (none without servers)."""
+    if robot._mcp_injected:  # inject_mcp: the program's sessions have no resource tools of ours
+        return []
     if servers == selection.ALL:
         configured = config.mcp_servers if config is not None else {}
         refs: list[Any] = [name for name, spec in configured.items() if not _disabled(spec)]
@@ -242,6 +244,14 @@ async def _discovered(robot: Robot, manager: Any, refs: list[Any], config: Confi
 
 async def _mcp_tools(robot: Robot, servers: Any, config: Config | None, *,
                      wait: float | None = None, message: str | None = None) -> tuple[list[Tool], PendingTools | None]:
+    if robot._mcp_injected:  # inject_mcp: the program's own sessions and tools, no server started
+        if selection.is_none(servers):
+            return [], None
+        if robot._mcp_given_tools is None:
+            from workspace.mcp.injected import session_tools
+
+            robot._mcp_given_tools = await session_tools(robot._mcp_clients)
+        return list(robot._mcp_given_tools), None
     if servers == selection.ALL:
         configured = config.mcp_servers if config is not None else {}
         refs: list[Any] = [name for name, spec in configured.items() if not _disabled(spec)]

@@ -130,6 +130,11 @@ class MCPManager(ServerLifecycle):
             annotations=annotations, timeout=spec.timeout + 5.0, title=info.title,
         )
 
+    def session(self, server: str) -> Any:
+        """The SDK session of ``server`` while it is up (None: not connected, failed or stopped)."""
+        conn = self._connections.get(server)
+        return conn.session if conn is not None else None
+
     async def tools_for(self, refs: list[Any], config: Config | None = None) -> list[Tool]:
         """The enabled tools of the servers ``refs`` names (names from ``mcpServers``, or inline
         mappings ``{name, command|url, ...}``), starting servers as needed, concurrently.
