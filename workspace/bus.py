@@ -369,10 +369,8 @@ class _Talk:
         self.lock = threading.Lock()
         self.outbox: dict[str, OutboxEntry] = {}
         self.handler: MessageHandler = lambda message: None
-        #: Whether the robot was given a handler of its own (``on_message``, ``serve``): it is listening.
-        self.listening = False
-        #: The bus was named by the robot's file and its channel is not joined yet (see ``_join_bus``).
-        self.joining = False
+        #: Given a handler of its own (``on_message``, ``serve``); the file's bus not joined yet (``_join_bus``).
+        self.listening = self.joining = False
         self.children: dict[str, Any] = {}
 
 
@@ -437,10 +435,8 @@ class BusMessaging:
         talk.bus, talk.joining = bus, True
 
     def _join_bus(self) -> None:
-        """Join the channel of a bus the robot's file named (see :meth:`_name_bus`), once. The channel is this
-        robot's unless another robot of the name holds it and listens (``on_message``, ``serve``): that one
-        keeps it. A robot of the name that holds it without listening (an earlier build of the same file that
-        ran) gives it over, so the robot built again from its file receives its replies."""
+        """Join the channel of the bus the robot's file named (:meth:`_name_bus`), once, unless a robot of the
+        name that listens holds it (it keeps it); one that does not listen (an earlier build that ran) gives it up."""
         talk = self._talk
         if not talk.joining or talk.bus is None:
             return
@@ -450,8 +446,7 @@ class BusMessaging:
         if owner is self:
             return
         if isinstance(owner, BusMessaging) and owner._talk.listening:
-            log.info("bus: robot '%s' is already listening on bus '%s'; this one sends on it without its channel",
-                     self.name, bus.name)
+            log.info("bus: robot '%s' is listening on bus '%s' already; this one only sends", self.name, bus.name)
             return
         bus.remove_channel(self.name)
         bus.subscribe(self.name, self._receive)
