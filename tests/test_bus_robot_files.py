@@ -154,3 +154,17 @@ async def test_a_thread_of_a_robot_with_a_bus_shows_its_messages(tmp_path: Path)
     assert lanes == [("alice", "bob", "A joke, please"), ("bob", "alice", "Beep boop.")]
     assert provider.history[1].system.startswith("You tell jokes.")
     assert isinstance(events[-1], ev.RunFinished) and events[-1].result.last_text_content == "Bob says: beep boop."
+
+
+def test_the_peers_a_run_starts_replace_the_ones_started_before(tmp_path: Path) -> None:
+    from workspace.catalog import bus_peers
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    _robots(folder, dana=ALICE.replace("alice", "dana").replace("comedy", "relay"),
+            eve=BOB.replace("bob", "eve").replace("comedy", "relay"))
+    dana = Robot("dana", template=folder / ".robotlab" / "robots" / "dana.md")
+    [first] = bus_peers(dana, folder=folder)
+    assert named_bus("relay").subscriber("eve") == first._receive
+    [second] = bus_peers(dana, folder=folder)  # the next message of the thread: its peers, with its settings
+    assert second is not first and named_bus("relay").subscriber("eve") == second._receive

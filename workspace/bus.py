@@ -434,9 +434,9 @@ class BusMessaging:
         talk = self._talk
         talk.bus, talk.joining = bus, True
 
-    def _join_bus(self) -> None:
+    def _join_bus(self, *, replace: bool = False) -> None:
         """Join the channel of the bus the robot's file named (:meth:`_name_bus`), once, unless a robot of the
-        name that listens holds it (it keeps it); one that does not listen (an earlier build that ran) gives it up."""
+        name that listens holds it (it keeps it, unless ``replace``); one that does not listen gives it up."""
         talk = self._talk
         if not talk.joining or talk.bus is None:
             return
@@ -445,7 +445,7 @@ class BusMessaging:
         owner = _owner(bus, self.name)
         if owner is self:
             return
-        if isinstance(owner, BusMessaging) and owner._talk.listening:
+        if isinstance(owner, BusMessaging) and owner._talk.listening and not replace:
             log.info("bus: robot '%s' is listening on bus '%s' already; this one only sends", self.name, bus.name)
             return
         bus.remove_channel(self.name)

@@ -121,8 +121,8 @@ def load_robot(name: str, *, folder: Path | None = None, **options: Any) -> Any:
 
 def bus_peers(robot: Any, *, folder: Path | None = None, **options: Any) -> list[Any]:
     """The robots whose files name the bus ``robot``'s file names (``bus: name``), other than ``robot``, built on
-    that bus and answering each message with a run of their own (``serve``): what ``robotlab run`` starts so the
-    robot it runs has someone to talk to. ``options`` go to each Robot (the run's configuration, model, server).
+    that bus and answering each message with a run of their own (``serve``), in place of the peers started
+    before: what ``robotlab run`` starts so the robot it runs has someone to talk to. ``options`` go to each Robot (the run's configuration, model, server).
     A file that does not load is left out, as ``robots list`` leaves it out."""
     bus = getattr(robot, "bus", None)
     name = getattr(bus, "name", None)
@@ -135,5 +135,7 @@ def bus_peers(robot: Any, *, folder: Path | None = None, **options: Any) -> list
         template = Template.load(info.path)
         if template.metadata.get("bus") != name:
             continue
-        peers.append(load_robot(info.name, folder=folder, **options).serve())
+        peer = load_robot(info.name, folder=folder, **options)
+        peer._join_bus(replace=True)  # the peers started now (with these options) answer, not earlier ones
+        peers.append(peer.serve())
     return peers
