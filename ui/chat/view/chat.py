@@ -163,7 +163,8 @@ class ChatView(QScrollArea):
         bar.valueChanged.connect(self._on_scrolled)
         #: The widget showing each turn (its user message), item and run footer.
         self._widgets: dict[Any, QWidget] = {}
-        #: Each turn's widgets in the column, in order.
+        #: The widgets in the column of each turn shown as widgets, in order (a turn shown as a placeholder,
+        #: or far from the screen, has no entry: this holds the screen's few turns, not the thread's).
         self._turn_widgets: dict[TurnState, list[QWidget]] = {}
         self._more_button: QPushButton | None = None
         self._empty: QWidget | None = None
@@ -218,6 +219,11 @@ class ChatView(QScrollArea):
     def lanes(self) -> list[TaskLane]:
         """Every task lane shown, in order."""
         return [w for w in self.items() if isinstance(w, TaskLane)]
+
+    def shown_lanes(self) -> list[TaskLane]:
+        """The task lanes that are widgets in the column (not inside a card or a lane), in no order: from
+        the widgets made, so it costs the screen's few, not the thread's turns (the clock asks it per step)."""
+        return [w for w in self._widgets.values() if isinstance(w, TaskLane) and w.parentWidget() is self.column]
 
     def user_messages(self) -> list[UserMessage]:
         return [w for w in self.items() if isinstance(w, UserMessage)]
@@ -335,7 +341,6 @@ class ChatView(QScrollArea):
         self._stick = True
 
     def turn_added(self, turn: TurnState) -> None:
-        self._turn_widgets[turn] = []
         if self.turn_window.is_deferring:
             self._drop_empty()
             self._layout.insertItem(self._index_after(turn), self.turn_window.placeholder(turn))

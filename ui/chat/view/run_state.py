@@ -189,7 +189,7 @@ class ChatClock:
 
     def follow(self) -> None:
         """Tick while anything that shows time runs."""
-        if any(lane.status == "running" for lane in self.chat.lanes()) or self.running_calls \
+        if any(lane.status == "running" for lane in self.chat.shown_lanes()) or self.running_calls \
                 or self.chat.activity.text:
             if not self.timer.isActive():
                 self.timer.start()
@@ -200,7 +200,7 @@ class ChatClock:
         from shiboken6 import isValid
 
         now = time.time()
-        running = [lane for lane in self.chat.lanes() if lane.status == "running"]
+        running = [lane for lane in self.chat.shown_lanes() if lane.status == "running"]
         for lane in running:
             lane.update_duration(now)
         for item, card in list(self.running_calls.items()):
