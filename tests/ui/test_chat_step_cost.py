@@ -185,3 +185,23 @@ def test_a_thread_grown_live_holds_what_it_holds_reopened(qapp_instance: Any, tm
         # a turn more or fewer near the screen; nothing that grows with the turns added
         assert grown[name] <= again[name] * 1.25 + 8, f"{name}: {grown[name]} kept live, {again[name]} reopened"
     assert sum(grown.values()) <= sum(again.values()) * 1.2
+
+
+def test_the_inspector_keeps_a_live_streams_deltas_joined_as_the_store_does() -> None:
+    from ui.inspector.trace import JOIN_DELTAS_S, join_text_deltas
+
+    def delta(seq: int, text: str, ts: float, run: str = "r") -> ev.TextDelta:
+        return ev.TextDelta(run_id=run, robot="assistant", seq=seq, ts=ts, text=text)
+
+    first = delta(1, "Hel", 100.0)
+    joined, kept = join_text_deltas(first, [delta(2, "lo", 100.1), delta(3, " there", 100.2)])
+    assert joined is not None and kept == []
+    assert (joined.text, joined.seq, joined.ts) == ("Hello there", 1, 100.0)  # the first's seq and time
+    # another run's delta, a delta past the store's window, another event: each starts a new one
+    later = 100.0 + JOIN_DELTAS_S + 0.01
+    tool = ev.ToolUse(run_id="r", robot="assistant", seq=5, id="c", name="read_file", input={})
+    joined, kept = join_text_deltas(first, [delta(2, "x", 100.1, run="other"), delta(3, "y", later), tool,
+                                            delta(6, "a", later + 0.01), delta(7, "b", later + 0.02)])
+    assert joined is None
+    assert [(type(e).__name__, getattr(e, "text", None)) for e in kept] == [
+        ("TextDelta", "x"), ("TextDelta", "y"), ("ToolUse", None), ("TextDelta", "ab")]
