@@ -220,11 +220,6 @@ class ChatView(QScrollArea):
         """Every task lane shown, in order."""
         return [w for w in self.items() if isinstance(w, TaskLane)]
 
-    def shown_lanes(self) -> list[TaskLane]:
-        """The task lanes that are widgets in the column (not inside a card or a lane), in no order: from
-        the widgets made, so it costs the screen's few, not the thread's turns (the clock asks it per step)."""
-        return [w for w in self._widgets.values() if isinstance(w, TaskLane) and w.parentWidget() is self.column]
-
     def user_messages(self) -> list[UserMessage]:
         return [w for w in self.items() if isinstance(w, UserMessage)]
 
