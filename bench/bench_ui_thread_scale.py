@@ -14,8 +14,16 @@ with a code block), shown in a chat view (``ChatView.show_thread`` over the wind
 - RSS after opening, and RSS growth over 100 turns sent live (the presenter fed each run's events as
   the bridge feeds them: deltas, a tool call, its result, the end) against the same 100 turns reopened.
 
-Targets printed: the 10,000-turn first paint within 1.5 × the 100-turn one; stalls < 16 ms on a
-quiet machine (< 50 ms busy); live growth no more than reopened. Writes bench/results/ui_thread_scale.json.
+- at the end of the thread (every turn paged in): a message sent (the step adding its turn), the worst step
+  while an answer of about 300 words streams (one delta and the event loop's turn after it), and 100 turns
+  added live (the median time of a turn among the first ten and among the last ten).
+
+RSS is read once the widgets given back are deleted (``deleteLater`` runs in an event loop, not in
+``processEvents``) and the collector has run, as a window's event loop would have it.
+
+Targets printed: the 10,000-turn first paint, send, streaming step and live turn within 1.5 × the 100-turn
+ones; stalls < 16 ms on a quiet machine (< 50 ms busy); the last live turn as fast as the first; live growth
+no more than reopened. Writes bench/results/ui_thread_scale.json.
 """
 
 from __future__ import annotations
@@ -150,6 +158,7 @@ def measure(turns: int) -> dict[str, float]:
     loaded = len(chat.presenter.state.turns)
     stalls.sort()
     print(f"paged {loaded} turns in {paged:.1f} s", file=sys.stderr, flush=True)
+    live_end = at_the_end(app, chat)
     chat.close()
     chat.deleteLater()
     app.processEvents()
@@ -172,6 +181,7 @@ def measure(turns: int) -> dict[str, float]:
                 app.processEvents()
         for _ in range(20):
             app.processEvents()
+        _settle(app)
         grown = _rss_mb() - base
         print(f"live: +{grown:.1f} MB", file=sys.stderr, flush=True)
         view.close()
@@ -191,6 +201,7 @@ def measure(turns: int) -> dict[str, float]:
             view.verticalScrollBar().setValue(0)
             for _ in range(20):
                 app.processEvents()
+        _settle(app)
         grown = _rss_mb() - base
         view.close()
         view.deleteLater()
@@ -204,7 +215,65 @@ def measure(turns: int) -> dict[str, float]:
             "turns_paged": loaded, "paging_s": round(paged, 1),
             "most_widgets_alive": most_widgets, "top_reached": top_text.startswith("Question 0:"),
             "rss_open_mb": round(rss_open, 1), "rss_open_growth_mb": round(rss_open - rss_before, 1),
-            "live_100_turns_mb": round(live, 1), "reopened_100_turns_mb": round(reopened, 1)}
+            "live_100_turns_mb": round(live, 1), "reopened_100_turns_mb": round(reopened, 1), **live_end}
+
+
+def _settle(app: object) -> None:
+    """What the event loop does between two turns of its own: widgets given back are deleted (``deleteLater``),
+    which ``processEvents`` alone does not do, and the collector runs; so RSS is what a window would hold."""
+    import gc
+
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    for _ in range(3):
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        gc.collect()
+        app.processEvents()  # type: ignore[attr-defined]
+
+
+def at_the_end(app: object, chat: object) -> dict[str, float]:
+    """At the end of the thread (every turn loaded, the screen at the bottom): a message sent (the step that
+    adds its turn), an answer streamed (the worst step: a delta and the turn of the event loop after it),
+    then ``LIVE_TURNS`` turns added live, each its message, a streamed answer with a tool call and its end
+    (the mean step of the first ten against the last ten: per-turn work that grows shows as a ratio > 1)."""
+    from ui.chat.view.chat import ChatView
+    from workspace import events as ev
+
+    assert isinstance(chat, ChatView)
+    process = app.processEvents  # type: ignore[attr-defined]
+    chat.scroll_to_bottom()
+    while chat.turn_window.busy:
+        process()
+
+    def step(action: object) -> float:
+        start = time.perf_counter()
+        action()  # type: ignore[operator]
+        process()
+        return (time.perf_counter() - start) * 1000
+
+    def turn(i: int, *, words: int = 0) -> list[float]:
+        run = f"end{i}"
+        steps = [step(lambda: chat.presenter.add_user(f"Question {i} sent at the end"))]
+        for event in _events(i, run):
+            if isinstance(event, ev.Text):
+                text = event.text + (" and more" * (words // 2))
+                for word in text.split(" "):
+                    delta = ev.TextDelta(run_id=run, robot="assistant", seq=event.seq, text=word + " ")
+                    steps.append(step(lambda d=delta: chat.presenter.feed(d)))
+            steps.append(step(lambda e=event: chat.presenter.feed(e)))  # type: ignore[arg-type]
+        return steps
+
+    turn(-1)  # warm up
+    first = turn(0, words=300)
+    send_ms, stream_ms = first[0], max(first[1:])
+    per_turn: list[float] = []
+    for i in range(1, LIVE_TURNS + 1):
+        start = time.perf_counter()
+        turn(i)
+        per_turn.append((time.perf_counter() - start) * 1000)
+    head, tail = per_turn[:10], per_turn[-10:]
+    return {"send_ms": round(send_ms, 1), "stream_worst_ms": round(stream_ms, 1),
+            "turn_first_ms": round(sorted(head)[len(head) // 2], 1), "turn_last_ms": round(sorted(tail)[len(tail) // 2], 1)}
 
 
 def main() -> int:
@@ -226,10 +295,20 @@ def main() -> int:
               f"{row['turns_paged']} turns in {row['paging_s']:.0f} s, top reached: {row['top_reached']}), at most "
               f"{row['most_widgets_alive']} widgets alive, RSS after opening {row['rss_open_mb']:.0f} MB; "
               f"100 turns live +{row['live_100_turns_mb']:.1f} MB vs reopened +{row['reopened_100_turns_mb']:.1f} MB")
+        print(f"{'':>13} at the end: send {row['send_ms']:.1f} ms, worst step streaming an answer "
+              f"{row['stream_worst_ms']:.1f} ms, {LIVE_TURNS} turns added live: {row['turn_first_ms']:.0f} ms a turn "
+              f"at the first, {row['turn_last_ms']:.0f} ms at the last")
     small, big = results[0], results[-1]
     ratio = big["first_paint_ms"] / max(small["first_paint_ms"], 0.1)
     print(f"first paint {big['turns']} vs {small['turns']} turns: {ratio:.2f}x (target <= 1.5x)")
     print(f"longest stall: {max(r['longest_stall_ms'] for r in results):.0f} ms (target < 16 ms quiet, < 50 ms busy)")
+    for key, name in (("send_ms", "send"), ("stream_worst_ms", "worst streaming step"),
+                      ("turn_last_ms", "a turn added live")):
+        print(f"{name} at {big['turns']} vs {small['turns']} turns: {big[key]:.1f} vs {small[key]:.1f} ms, "
+              f"{big[key] / max(small[key], 0.1):.2f}x (target <= 1.5x; < 16 ms quiet, < 50 ms busy)")
+    print("a turn added live, at the last vs the first: "
+          + ", ".join(f"{r['turns']}: {r['turn_last_ms'] / max(r['turn_first_ms'], 0.1):.2f}x" for r in results)
+          + " (target: ~1x, the per-turn cost does not grow)")
     print("live growth vs reopened (target: live <= reopened): "
           + ", ".join(f"+{r['live_100_turns_mb']:.1f} vs +{r['reopened_100_turns_mb']:.1f} MB" for r in results))
     out = ROOT / "bench" / "results"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import QObject, QSortFilterProxyModel, Qt
@@ -74,8 +75,43 @@ class TraceModel(RowsTableModel[ev.Event]):
         self._kinds.update(e.kind for e in events)
         self.append_rows(events)
 
+    def replace_last(self, event: ev.Event) -> None:
+        """The last row shows ``event`` instead (a live text delta joined with the ones after it)."""
+        if not self._rows:
+            return
+        self._summaries.pop(id(self._rows[-1]), None)
+        self._rows[-1] = event
+        self._kinds.add(event.kind)
+        self.row_changed(len(self._rows) - 1)
+
     def kinds(self) -> list[str]:
         return sorted(self._kinds)
+
+
+#: Live text deltas of one stream within this long (s) of the first are kept as one event, as the store writes
+#: them (its ``flush_interval``): a thread grown live keeps the events a reopened one does, not one per flush.
+JOIN_DELTAS_S = 0.25
+
+
+def join_text_deltas(last: ev.Event | None, events: list[ev.Event]) -> tuple[ev.TextDelta | None, list[ev.Event]]:
+    """``events`` (a live batch after ``last``) with the text deltas of one stream joined: what replaces
+    ``last`` (a delta the batch's first ones join), or None, and the events to add after it. A joined delta
+    keeps the first one's ``seq`` and time, as the store's joined row does."""
+    replaced: ev.TextDelta | None = None
+    out: list[ev.Event] = []
+    for event in events:
+        before = out[-1] if out else (replaced or last)
+        if (isinstance(event, ev.TextDelta) and isinstance(before, ev.TextDelta)
+                and event.ts - before.ts < JOIN_DELTAS_S
+                and replace(before, text=event.text, seq=event.seq, ts=event.ts) == event):  # the same stream
+            joined = replace(before, text=before.text + event.text)
+            if out:
+                out[-1] = joined
+            else:
+                replaced = joined
+            continue
+        out.append(event)
+    return replaced, out
 
 
 def raw_event_json(event: ev.Event) -> str:

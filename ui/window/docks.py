@@ -403,10 +403,23 @@ class Docks(Mapping[str, QDockWidget]):
 
     def add_events(self, events: list[ev.Event]) -> None:
         """A batch of live events (the bridge's)."""
+        from ui.inspector.trace import join_text_deltas
+
+        # The thread's events and the trace keep a stream's deltas joined, as the store does (not one per flush)
+        last = self._thread_events[-1] if self._thread_events else None
+        joined, kept = join_text_deltas(last, events)
+        if joined is not None:
+            self._thread_events[-1] = joined
+            trace = self.trace_model
+            if trace.rowCount() and trace.event_at(trace.rowCount() - 1) is last:
+                trace.replace_last(joined)
+            if self._inspector_buffer and self._inspector_buffer[-1] is last:
+                self._inspector_buffer[-1] = joined
         if self._inspector_buffer is not None:
-            self._inspector_buffer.extend(events)
-        self._thread_events.extend(events)
-        self.trace_model.append_events(events)
+            self._inspector_buffer.extend(kept)
+        self._thread_events.extend(kept)
+        if kept:
+            self.trace_model.append_events(kept)
         self.tool_model.add_events(events)
         self.memory_model.add_events(events)
         if self.network_model.has_graph:

@@ -4,7 +4,7 @@ bridge's events on their way to the chat."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
@@ -182,11 +182,11 @@ class Runs(QObject):
         presenter = self.chat.presenter
         last = presenter.last_user_turn()
         if session is not None and last is not None:
-            turns: list[Any]
-            try:
-                turns = session.transcript()
+            place: tuple[str, int, int] | None
+            try:  # the turn's place alone, not the branch's events (the thread may have thousands of turns)
+                place = session.current_turn_place()
             except Exception:
-                turns = []
-            if turns:
-                t = turns[-1]
-                presenter.set_user(last, turn_id=t.id, sibling_index=t.sibling_index, sibling_count=t.sibling_count)
+                place = None
+            if place is not None:
+                turn_id, index, count = place
+                presenter.set_user(last, turn_id=turn_id, sibling_index=index, sibling_count=count)

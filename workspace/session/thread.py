@@ -899,6 +899,16 @@ class ThreadSession:
             views.append(TurnView(turn, coalesce_text(events), index, len(siblings), tuple(siblings)))
         return views
 
+    def current_turn_place(self) -> tuple[str, int, int] | None:
+        """The current turn's id, its 0-based index among its siblings and their count (what the last turn
+        of :meth:`transcript` says), read from the turns table alone: two indexed queries, not the branch's
+        events, so it costs the same in a thread of any length. None when the thread has no turn yet."""
+        current = self.thread.current_turn_id
+        if current is None:
+            return None
+        siblings = [turn.id for turn in self.store.siblings(current)]
+        return current, siblings.index(current) if current in siblings else 0, max(1, len(siblings))
+
     def history(self) -> list[Message]:
         """The conversation the next message continues (what the robot will be given)."""
         current = self.thread.current_turn_id

@@ -163,7 +163,8 @@ class ChatView(QScrollArea):
         bar.valueChanged.connect(self._on_scrolled)
         #: The widget showing each turn (its user message), item and run footer.
         self._widgets: dict[Any, QWidget] = {}
-        #: Each turn's widgets in the column, in order.
+        #: The widgets in the column of each turn shown as widgets, in order (a turn shown as a placeholder,
+        #: or far from the screen, has no entry: this holds the screen's few turns, not the thread's).
         self._turn_widgets: dict[TurnState, list[QWidget]] = {}
         self._more_button: QPushButton | None = None
         self._empty: QWidget | None = None
@@ -335,7 +336,6 @@ class ChatView(QScrollArea):
         self._stick = True
 
     def turn_added(self, turn: TurnState) -> None:
-        self._turn_widgets[turn] = []
         if self.turn_window.is_deferring:
             self._drop_empty()
             self._layout.insertItem(self._index_after(turn), self.turn_window.placeholder(turn))

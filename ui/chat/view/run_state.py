@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ui.chat.model.tool_calls import ToolCallItem
     from ui.chat.view.cards import ToolCard
     from ui.chat.view.chat import ChatView
+    from ui.chat.view.lanes import TaskLane
 
 #: Words in an error that mean the model's settings are what to fix (the card offers Settings).
 _SETTINGS_WORDS = ("api key", "api_key", "apikey", "model", "settings", "api base", "api_base", "provider",
@@ -189,9 +190,17 @@ class ChatClock:
             if chat._stick:
                 QTimer.singleShot(0, chat.scroll_to_bottom)
 
+    def _lanes(self) -> list[TaskLane]:
+        """The task lanes that are widgets in the column (not inside a card or a lane), in no order: from the
+        widgets made, so it costs the screen's few, not the thread's turns (asked per step while streaming)."""
+        from ui.chat.view.lanes import TaskLane
+
+        chat = self.chat
+        return [w for w in chat._widgets.values() if isinstance(w, TaskLane) and w.parentWidget() is chat.column]
+
     def follow(self) -> None:
         """Tick while anything that shows time runs."""
-        if any(lane.status == "running" for lane in self.chat.lanes()) or self.running_calls \
+        if any(lane.status == "running" for lane in self._lanes()) or self.running_calls \
                 or self.chat.activity.text:
             if not self.timer.isActive():
                 self.timer.start()
@@ -202,7 +211,7 @@ class ChatClock:
         from shiboken6 import isValid
 
         now = time.time()
-        running = [lane for lane in self.chat.lanes() if lane.status == "running"]
+        running = [lane for lane in self._lanes() if lane.status == "running"]
         for lane in running:
             lane.update_duration(now)
         for item, card in list(self.running_calls.items()):

@@ -140,7 +140,7 @@ class TurnWindow:
 
     def live_turns(self) -> list[TurnState]:
         """The turns shown as widgets."""
-        return [t for t in self.chat.presenter.state.turns if t not in self.placeholders]
+        return [t for t in self.chat._turn_widgets if t not in self.placeholders]
 
     # -- the step ------------------------------------------------------------------------------------
     def _step(self) -> None:
@@ -186,7 +186,8 @@ class TurnWindow:
         making = self._making[0] if self._making is not None else None
         released = False
         anchor = self._anchor(value)
-        for turn in [t for t in turns if t not in self.placeholders and t is not making]:
+        # the turns shown as widgets (the column's few, not every turn of the thread)
+        for turn in [t for t in chat._turn_widgets if t not in self.placeholders and t is not making]:
             top, bottom = self._span(turn)
             if (bottom < far_top or top > far_bottom) and self._releasable(turn):
                 self._release(turn)
@@ -221,13 +222,7 @@ class TurnWindow:
 
     def _anchor(self, value: int) -> tuple[QWidget, int] | None:
         """The first widget on screen and how far below the screen's top it is."""
-        chat = self.chat
-        layout = chat._layout
-        for i in range(layout.count()):
-            entry = layout.itemAt(i)
-            widget = entry.widget() if entry is not None else None
-            if widget is None or widget is chat._more_button:  # (a placeholder has no widget)
-                continue
+        for widget in self._widgets_from(value):
             geometry = widget.geometry()
             if geometry.bottom() >= value:
                 return widget, geometry.top() - value
@@ -236,13 +231,9 @@ class TurnWindow:
     def anchor_at(self, value: int) -> tuple[QWidget, int] | None:
         """What the screen is anchored to at scroll position ``value``: the first widget whose top is on
         screen (else the first one reaching it), and how far below the screen's top it is."""
-        chat = self.chat
-        layout = chat._layout
         reaching: tuple[QWidget, int] | None = None
-        for i in range(layout.count()):
-            entry = layout.itemAt(i)
-            widget = entry.widget() if entry is not None else None
-            if widget is None or widget is chat._more_button or widget.isHidden():
+        for widget in self._widgets_from(value):
+            if widget.isHidden():
                 continue
             geometry = widget.geometry()
             if geometry.top() >= value:
@@ -250,6 +241,55 @@ class TurnWindow:
             if reaching is None and geometry.bottom() >= value:
                 reaching = widget, geometry.top() - value
         return reaching
+
+    def _widgets_from(self, value: int) -> Iterator[QWidget]:
+        """The column's widgets in order (not "Show earlier turns"), from the turn that reaches scroll position
+        ``value`` on (a binary search over the turns: what is above it is not looked at, so a scroll or a step
+        costs the same in a thread of any length)."""
+        chat = self.chat
+        turns = chat.presenter.state.turns
+        if not turns:  # a new thread's column: its few widgets
+            layout = chat._layout
+            for i in range(layout.count()):
+                entry = layout.itemAt(i)
+                widget = entry.widget() if entry is not None else None
+                if widget is not None and widget is not chat._more_button:
+                    yield widget
+            return
+        shown = chat._turn_widgets
+        for i in range(self._first_reaching(turns, value), len(turns)):
+            yield from shown.get(turns[i]) or ()
+        yield chat.activity
+
+    def _first_reaching(self, turns: list[TurnState], top: int) -> int:
+        """The index of the first turn whose bottom is at or below ``top``: a binary search, so a thread of any
+        length costs the same. A turn whose widgets are not laid out yet (being made: hidden, no place in the
+        column) says nothing of where it is; the search looks at the next turn that does."""
+        lo, hi = 0, len(turns)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            probe = mid
+            bottom = self._laid_out_bottom(turns[probe])
+            while bottom is None and probe + 1 < hi:
+                probe += 1
+                bottom = self._laid_out_bottom(turns[probe])
+            if bottom is None:  # nothing laid out from mid to hi: look left of mid
+                hi = mid
+            elif bottom < top:
+                lo = probe + 1
+            else:
+                hi = mid if probe == mid else probe
+        return lo
+
+    def _laid_out_bottom(self, turn: TurnState) -> int | None:
+        """The bottom of the turn in the column, or None when none of its widgets is laid out."""
+        placeholder = self.placeholders.get(turn)
+        if placeholder is not None:
+            return placeholder.geometry().bottom()
+        for widget in reversed(self.chat._turn_widgets.get(turn) or ()):
+            if not widget.isHidden():
+                return widget.geometry().bottom()
+        return None
 
     def _keep(self, anchor: tuple[QWidget, int] | None) -> None:
         """Scroll so that the anchor is where it was on screen (turns made above it grew or shrank)."""
@@ -273,15 +313,9 @@ class TurnWindow:
     def _turns_between(self, turns: list[TurnState], top: int, bottom: int) -> Iterator[TurnState]:
         """The turns that reach into [top, bottom], nearest the screen's middle first (a binary search: a
         thread of any length costs the same)."""
-        lo, hi = 0, len(turns)
-        while lo < hi:  # the first turn whose bottom is at or below ``top``
-            mid = (lo + hi) // 2
-            if self._span(turns[mid])[1] < top:
-                lo = mid + 1
-            else:
-                hi = mid
         inside: list[TurnState] = []
-        for turn in turns[lo:]:
+        for i in range(self._first_reaching(turns, top), len(turns)):
+            turn = turns[i]
             start, _end = self._span(turn)
             if start > bottom:
                 break
@@ -346,7 +380,7 @@ class TurnWindow:
         chat._action_notices = [(t, line) for t, line in chat._action_notices if t is not turn]
         placeholder = TurnPlaceholder(turn, height)
         self.placeholders[turn] = placeholder
-        chat._turn_widgets[turn] = []
+        del chat._turn_widgets[turn]  # (it holds the turns shown as widgets only)
         layout.insertItem(index, placeholder)
         self.released += 1
 
