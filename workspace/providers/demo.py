@@ -358,7 +358,7 @@ def _describe(name: str, arguments: Mapping[str, Any], data: Any) -> str:
             shown = [str(e.get("path", e)) if isinstance(e, dict) else str(e) for e in entries[:25]]
             more = f"\n…and {len(entries) - 25} more." if len(entries) > 25 else ""
             listing = "\n".join(f"- `{s}`" for s in shown)
-            return f"The folder `{arguments.get('path', '.')}` has {len(entries)} entries:\n{listing}{more}"
+            return f"The folder `{arguments.get('path', '.')}` has {len(entries)} {'entry' if len(entries) == 1 else 'entries'}:\n{listing}{more}"
     if name == "read_file":
         content = data.get("content") if isinstance(data, dict) else data
         if isinstance(content, str):
