@@ -60,6 +60,8 @@ async def test_memory_writes_are_reviewed_per_key_in_the_changes_dock(app: Any, 
     box = app.window.docks.changes_pane.memory_writes
     await wait_until(lambda: len(box.rows) == 2, what="two proposed memory writes")
     assert box.title.text() == "Memory · 2 proposed"
+    summary = app.window.docks.changes_pane.summary  # the dock's line above does not say "no changes"
+    assert summary.text() == "No file changes proposed in this thread yet: the memory writes below wait for you."
     plan, owner = box.rows
     assert plan.heading.text() == "keeper proposes to set memory 'plan' (now unset):"
     assert plan.text.text() == "ship friday" and owner.text.text() == "ana"
@@ -69,6 +71,7 @@ async def test_memory_writes_are_reviewed_per_key_in_the_changes_dock(app: Any, 
     owner.reject_button.click()
     await wait_until(lambda: not box.rows, what="both decided")
     assert not box.isVisibleTo(app.window.docks.changes_pane)
+    assert summary.text() == "No changes proposed in this thread yet."
 
     provider.enqueue([ToolCall("recall", {"key": "plan"}, id="c"), ToolCall("recall", {"key": "owner"}, id="d")],
                      "ok")

@@ -109,7 +109,9 @@ class ChangesPane(QWidget):
         self._build()
         self.memory_writes.set_pending(controller.pending_memory_writes())
         controller.memory_write_proposed.connect(self.memory_writes.add)
+        controller.memory_write_proposed.connect(lambda _pending: self._refresh())
         self.memory_writes.decided.connect(lambda _pending: controller.learnt_changed.emit())
+        self.memory_writes.decided.connect(lambda _pending: self._refresh())
         self.memory_writes.notice.connect(self.notice)
         self.setFocusProxy(self.view)  # its shortcut goes to the diff: a, r, e, u, ]c, [c, Ctrl+Enter applies
         self._connect()
@@ -368,7 +370,8 @@ class ChangesPane(QWidget):
             self.title.setText(model.title if model.change_set is not None else "Changes")
         self.summary.setText(summary_text(model) if (model.files or self._showing_net) else (
             "No folder is open: File > Open Folder (Ctrl+O) lets robots read and propose edits there."
-            if folder is None else "No changes proposed in this thread yet."))
+            if folder is None else "No file changes proposed in this thread yet: the memory writes below wait for you."
+            if self.memory_writes.rows else "No changes proposed in this thread yet."))
         mode = self._mode()
         self.mode_note.setText(MODE_NOTES.get(mode, ""))
         self.mode_note.setProperty("mode", mode)
