@@ -7,6 +7,7 @@ import asyncio
 import socket
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 from fakes.embeddings import embed_text
@@ -158,3 +159,25 @@ async def test_an_embedder_that_cannot_be_reached_falls_back_to_words(caplog: py
     assert found[0]["key"] == "q4"
     assert "embedding failed" in caplog.text and "searching by words instead" in caplog.text
     assert embedder_for(load_config(env={}, overrides={})) is None
+
+
+async def test_the_users_key_goes_only_to_an_embeddings_address_they_configured(
+        server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An opened folder's .robotlab/config.yaml naming an embeddings server gets no key of the user's: a cloned
+    # repository could otherwise send OPENAI_API_KEY anywhere. The same address configured by the user gets it.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-embed-user-secret")
+    base = server.base_url + "/v1"
+    folder = tmp_path / "repo"
+    (folder / ".robotlab").mkdir(parents=True)
+    (folder / ".robotlab" / "config.yaml").write_text(
+        f"llm:\n  embedding_model: openai/fake-embed\n  embedding_api_base: {base}\n", encoding="utf-8")
+    from_folder = embedder_for(load_config(folder, env={}))
+    assert isinstance(from_folder, LiteLLMEmbedder) and not from_folder.user_key
+    await DocumentStore(embedder=from_folder).store("a", "alpha").asearch("alpha")
+    mine = embedder_for(load_config(env={}, overrides={"llm": {"embedding_model": "openai/fake-embed",
+                                                               "embedding_api_base": base}}))
+    assert isinstance(mine, LiteLLMEmbedder) and mine.user_key
+    await DocumentStore(embedder=mine).store("a", "alpha").asearch("alpha")
+    assert len(server.embedded_auth) == 2
+    assert "sk-embed-user-secret" not in server.embedded_auth[0]
+    assert server.embedded_auth[1] == "Bearer sk-embed-user-secret"

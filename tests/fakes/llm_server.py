@@ -422,6 +422,7 @@ class _Handler(BaseHTTPRequestHandler):
         if re.sub(r"\?.*", "", self.path).rstrip("/").endswith("/embeddings"):  # counted, not in ``requests``
             with owner._lock:
                 owner.embedded.append(body)
+                owner.embedded_auth.append(self.headers.get("Authorization") or "")
             self._send_json(*embeddings_response(body))
             return
         owner._record(RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
@@ -659,6 +660,8 @@ class FakeLLMServer:
         self._tokenized = 0
         #: The bodies of the ``POST /v1/embeddings`` requests (see ``fakes.embeddings``), in order.
         self.embedded: list[Any] = []
+        #: Their Authorization headers ("" when none was sent), in the same order.
+        self.embedded_auth: list[str] = []
         self.reply_fn = reply_fn
         #: False: no usage chunk in any stream, whatever the client asks (many local servers).
         self.stream_usage = stream_usage

@@ -28,7 +28,9 @@ class LiteLLMEmbedder:
     ``aembedding``."""
 
     def __init__(self, model: str, *, api_base: str | None = None, api_key: str | None = None,
-                 timeout: float = 60.0) -> None:
+                 timeout: float = 60.0, user_key: bool = True) -> None:
+        """``user_key=False``: ``api_base`` is not an address the user configured (the opened folder's file
+        named it): none of the user's keys (environment, keyring) is sent there, only ``api_key`` if given."""
         if not model or not str(model).strip():
             raise ValueError("LiteLLMEmbedder needs a model id (e.g. 'openai/text-embedding-3-small'); "
                              "set llm.embedding_model in the configuration")
@@ -36,10 +38,13 @@ class LiteLLMEmbedder:
         self.api_base = api_base or None
         self._api_key = api_key
         self.timeout = float(timeout)
+        self.user_key = bool(user_key)
 
     def _key(self) -> str | None:
         if self._api_key:
             return self._api_key
+        if not self.user_key:  # an address the user did not configure: none of their keys goes there
+            return PLACEHOLDER_KEY if self.api_base else None
         from workspace import secrets
 
         var = secrets.key_var_for(self.model)
@@ -96,7 +101,18 @@ def embedder_for(config: ConfigLookup | None) -> LiteLLMEmbedder | None:
     model = config.get("llm.embedding_model")
     if not model:
         return None
-    return LiteLLMEmbedder(str(model), api_base=config.get("llm.embedding_api_base") or None)
+    base = config.get("llm.embedding_api_base") or None
+    return LiteLLMEmbedder(str(model), api_base=base, user_key=_key_may_go(config, base))
+
+
+def _key_may_go(config: ConfigLookup, base: str | None) -> bool:
+    """Whether the user's key may go to ``base``: not when the opened folder's ``.robotlab/config.yaml`` named it,
+    unless the user configured the same address (as :func:`workspace.urls.key_may_go` decides for chat models)."""
+    from workspace.urls import from_folder_config, normal_base, user_api_bases
+
+    if not base or not from_folder_config(config, "llm.embedding_api_base"):
+        return True
+    return normal_base(base) in user_api_bases(config)
 
 
 __all__ = ["LiteLLMEmbedder", "embedder_for"]

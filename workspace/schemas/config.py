@@ -83,7 +83,8 @@ class LLM(StrictModel):
     embedding_model: str | None = Field(None, description="The embeddings model of document stores (a litellm id, "
                                         "e.g. openai/text-embedding-3-small); empty: they match words, offline")
     embedding_api_base: str | None = Field(None, description="The server of embedding_model (an OpenAI-compatible "
-                                           "URL); empty: its provider's own")
+                                           "URL); empty: its provider's own. Named by the opened folder's config, "
+                                           "it gets none of your keys")
 
 
 class Attachments(StrictModel):
