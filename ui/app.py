@@ -543,17 +543,20 @@ def run_app(args: Sequence[str] | argparse.Namespace | None = None) -> int:
 
     # Paint the window first, then load the configuration and the database (startup speed).
     root = Application(folder=folder, theme_name=ns.theme, db_path=ns.db, defer=True)
-    root.window.show()
-    app.processEvents()
     import asyncio
 
-    loop = new_event_loop(app)
-    root.finish_startup(staged=True)
     # Closing the window starts the async shutdown; the loop ends when it is done (qasync #39).
     app.setQuitOnLastWindowClosed(False)
     closed = asyncio.Event()
     root.window.closed.connect(closed.set)
     app.aboutToQuit.connect(closed.set)
+    # Before start-up opens anything: a Ctrl-C from then on closes the window cleanly (installed later, one that
+    # came while the database opened went to Python's default handler, inside a Qt slot, and was lost).
+    signals = quit_on_signals(app, root.window.close_without_asking)  # the terminal asked: no question
+    root.window.show()
+    app.processEvents()
+    loop = new_event_loop(app)
+    root.finish_startup(staged=True)
     if ns.offscreen_smoke:
         def smoke() -> None:
             print("main window shown", flush=True)
@@ -568,7 +571,6 @@ def run_app(args: Sequence[str] | argparse.Namespace | None = None) -> int:
         await root.aclose()
 
     status = 0
-    signals = quit_on_signals(app, root.window.close_without_asking)  # the terminal asked: no question
     try:
         with loop:
             loop.run_until_complete(main())
