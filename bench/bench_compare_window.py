@@ -87,6 +87,7 @@ async def one_round(root: Any, base: str, meter: Any) -> dict[str, float]:
     firsts = [c.ttft or 0.0 for c in stats]
     comparisons.close()
     return {"seconds": elapsed, "tokens": tokens, "tokens_per_s": tokens / elapsed, "longest_stall_ms": stall * 1000,
+            "longest_pass_cpu_ms": meter.cpu_worst * 1000,
             "slowest_ttft_s": max(firsts), "cpu_ms_per_1000_tokens": cpu * 1e6 / tokens,
             "paints_per_s": counter.paints / elapsed, "layouts_per_s": counter.layouts / elapsed}
 
@@ -121,8 +122,27 @@ class EventCounter:
             widget.removeEventFilter(self.filter)
 
 
-def main() -> int:
+def cpu_meter() -> Any:
+    """The bench's stall meter, also counting the CPU this thread spent between two ticks (the longest): the
+    work one pass of the event loop did, which the machine's load does not stretch the way it does the gap."""
     from bench_ui_streaming import StallMeter
+
+    class CpuStallMeter(StallMeter):
+        def start(self) -> None:
+            self.cpu_last = time.thread_time()
+            self.cpu_worst = 0.0
+            super().start()
+
+        def _tick(self) -> None:
+            now = time.thread_time()
+            self.cpu_worst = max(self.cpu_worst, now - self.cpu_last)
+            self.cpu_last = now
+            super()._tick()
+
+    return CpuStallMeter()
+
+
+def main() -> int:
 
     proc = subprocess.Popen([sys.executable, "-c", SERVER.format(root=str(ROOT), words=WORDS, chunk=CHUNK,
                                                                   delay=CHUNK_DELAY)],
@@ -146,7 +166,7 @@ def main() -> int:
     try:
         with loop:
             loop.run_until_complete(asyncio.sleep(1.0))
-            meter = StallMeter()
+            meter = cpu_meter()
             loop.run_until_complete(one_round(root, base, meter))  # warm-up
             for _ in range(ROUNDS):
                 rounds.append(loop.run_until_complete(one_round(root, base, meter)))
@@ -157,21 +177,22 @@ def main() -> int:
     best = max(r["tokens_per_s"] for r in rounds)
     worst_stall = max(r["longest_stall_ms"] for r in rounds)
     median_stall = sorted(r["longest_stall_ms"] for r in rounds)[len(rounds) // 2]
+    median_cpu = sorted(r["longest_pass_cpu_ms"] for r in rounds)[len(rounds) // 2]
     met = "met" if median_stall <= FRAME_MS else "missed"
     print(f"4 columns streaming {WORDS} words each ({CHUNK}-character pieces {CHUNK_DELAY * 1000:.0f} ms apart), "
           f"{ROUNDS} rounds after a warm-up:")
     for r in rounds:
         print(f"  {r['tokens']:,} tokens in {r['seconds']:.2f} s: {r['tokens_per_s']:,.0f} tokens/s rendered, "
-              f"longest stall {r['longest_stall_ms']:.1f} ms, slowest first token {r['slowest_ttft_s'] * 1000:.0f} ms; "
+              f"longest stall {r['longest_stall_ms']:.1f} ms (its CPU {r['longest_pass_cpu_ms']:.1f} ms), slowest first token {r['slowest_ttft_s'] * 1000:.0f} ms; "
               f"{r['cpu_ms_per_1000_tokens']:.0f} ms of CPU per 1,000 tokens, {r['paints_per_s']:.0f} paints and "
               f"{r['layouts_per_s']:.0f} layout requests a second in the columns")
     print(f"best {best:,.0f} tokens/s; longest stall: median {median_stall:.1f} ms, worst {worst_stall:.1f} ms "
-          f"(target: one frame, {FRAME_MS:.1f} ms): {met}")
+          f"(target: one frame, {FRAME_MS:.1f} ms): {met}; CPU of the longest pass: median {median_cpu:.1f} ms")
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "compare_window.json").write_text(json.dumps({
         "words": WORDS, "chunk": CHUNK, "chunk_delay": CHUNK_DELAY, "rounds": rounds, "best_tokens_per_s": best,
-        "median_longest_stall_ms": median_stall, "target_stall_ms": FRAME_MS, "target": met}, indent=2) + "\n")
+        "median_longest_stall_ms": median_stall, "median_longest_pass_cpu_ms": median_cpu, "target_stall_ms": FRAME_MS, "target": met}, indent=2) + "\n")
     return 0
 
 

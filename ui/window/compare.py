@@ -44,6 +44,13 @@ LIST_WAIT_S = 6.0
 STATS_MS = 250
 #: How often the columns' streamed text is shown (ms): one frame.
 FRAME_MS = 16
+#: The most columns whose text one frame shows, and the most of the frame their text may take (s): the columns
+#: left wait for the next tick and go first then. Four columns rendered, laid out and painted in one pass of the
+#: event loop (each one's text, then each one scrolled, its whole screen painted again) held the window for
+#: 200 ms and more on a busy machine; a share of them per pass keeps each pass short, and every column still
+#: moves at least every other frame.
+COLUMNS_PER_FRAME = 2
+FRAME_BUDGET_S = 0.006
 
 
 class Comparisons(QObject):
@@ -76,6 +83,8 @@ class Comparisons(QObject):
         self._frame = QTimer(self)
         self._frame.setInterval(FRAME_MS)
         self._frame.timeout.connect(self._flush_columns)
+        #: The column the next frame's flush starts with (the ones left out of the last frame go first).
+        self._next_column = 0
 
     def attach(self, *, chat: ChatView, composer: Composer, send_one: Callable[[str], None],
                ask_one: Callable[[ApprovalRequest, asyncio.Future[ApprovalDecision]], None],
@@ -327,7 +336,7 @@ class Comparisons(QObject):
             results = []
         finally:
             self._frame.stop()
-            self._flush_columns()
+            self._flush_columns(every=True)
             self._timer.stop()
             self._show_stats()
             self.composer.set_running(False)
@@ -360,9 +369,21 @@ class Comparisons(QObject):
         if index is not None and index < len(self.bridges):
             self.bridges[index].feed(event)
 
-    def _flush_columns(self) -> None:
-        for bridge in self.bridges:
-            bridge.flush()
+    def _flush_columns(self, *, every: bool = False) -> None:
+        """The columns' pending text shown, one column after another from where the last frame stopped, until
+        :data:`FRAME_BUDGET_S` is spent (``every``: all of them, as at the runs' end)."""
+        import time
+
+        bridges = self.bridges
+        count = len(bridges)
+        began = time.perf_counter()
+        for step in range(count):
+            index = (self._next_column + step) % count
+            bridges[index].flush()
+            if not every and step < count - 1 and (step + 1 >= COLUMNS_PER_FRAME
+                                                   or time.perf_counter() - began > FRAME_BUDGET_S):
+                self._next_column = (index + 1) % count
+                return
 
     def _show_stats(self) -> None:
         if self.view is not None and self.stats is not None:

@@ -15,8 +15,10 @@ the rest of the run stays with it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +38,11 @@ from workspace.providers.base import (
     UsageChunk,
 )
 from workspace.providers.text_calls import ThinkSplitter, find_text_calls
+
+#: The longest a turn reads chunks the connection already holds before it lets the event loop run (s). A
+#: stream read faster than it is handled (several runs at once on a busy machine) has many chunks waiting: read
+#: in one go, they would hold the loop (a window's frames, the other runs) for as long as they take.
+SLICE_S = 0.004
 
 if TYPE_CHECKING:
     from workspace.agent.run import RunSpec
@@ -114,8 +121,13 @@ class ModelTurns:
         finish: str | None = None
         emit = self.emit
         stream = self._model_call(provider, specs)
+        clock = time.perf_counter
+        since = clock()
         async with contextlib.aclosing(stream) as chunks:  # type: ignore[type-var]
             async for chunk in chunks:
+                if clock() - since > SLICE_S:  # chunks waiting in the connection: let the loop run between them
+                    await asyncio.sleep(0)
+                    since = clock()
                 if isinstance(chunk, TextChunk):
                     if chunk.text:
                         produced[0] = True
