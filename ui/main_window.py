@@ -208,7 +208,8 @@ class MainWindow(QMainWindow):
         self.runs.follow()
         self.comparisons.attach(chat=self.chat, composer=self.composer, send_one=self.runs.send,
                                 ask_one=self.runs.on_approval_needed, docks=self.docks,
-                                listing=lambda: self.models.listing, load_listing=self.models.load)
+                                listing=lambda: self.models.listing, load_listing=self.models.load,
+                                inspector=self.docks)
         self.comparisons.follow()
         self.slash.connect(self.composer)
         self.notifier.connect()

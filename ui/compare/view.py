@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QSize, Qt, Signal
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractScrollArea,
+    QApplication,
     QButtonGroup,
     QCheckBox,
     QFrame,
@@ -58,7 +59,8 @@ class ColumnHeader(QFrame):
         self.index = index
         self.setObjectName("CompareColumnHeader")
         color = candidate_color(index)
-        self.setStyleSheet(f"#CompareColumnHeader {{ border-top: 3px solid {color}; }}")
+        self._color = color
+        self.mark_selected(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
         layout.setSpacing(2)
@@ -85,6 +87,15 @@ class ColumnHeader(QFrame):
         self.figures.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.figures)
 
+    def mark_selected(self, selected: bool) -> None:
+        """The column whose candidate the inspector shows: its header tinted, and said to a screen reader."""
+        tint = ""
+        if selected:
+            c = QColor(self._color)
+            tint = f" background: rgba({c.red()}, {c.green()}, {c.blue()}, 36);"
+        self.setStyleSheet(f"#CompareColumnHeader {{ border-top: 3px solid {self._color};{tint} }}")
+        self.setAccessibleDescription("Shown in the inspector" if selected else "")
+
     def show_stats(self, stats: ColumnStats) -> None:
         """The figures now (a label whose text is the same is not set again: no relayout of the header)."""
         model = f" · {stats.model}" if stats.model and stats.model != stats.label else ""
@@ -97,6 +108,8 @@ class CompareView(QWidget):
     """The columns, the "Unlink scrolling" toggle and the verdict row."""
 
     keep_requested = Signal(int)
+    #: A column was clicked in, or took the keyboard: its candidate (the inspector shows its tool calls).
+    column_selected = Signal(int)
     #: The better answer (its candidate) and why (may be empty).
     verdict_given = Signal(int, str)
     #: "Back to one chat" (the comparison's columns closed; the threads stay in the sidebar).
@@ -147,6 +160,7 @@ class CompareView(QWidget):
             box.addWidget(body, 1)
             self.headers.append(header)
             self.columns.append(column)
+            column.installEventFilter(self)
             self.splitter.addWidget(column)
             body.verticalScrollBar().valueChanged.connect(lambda value, i=index: self._scrolled(i, value))
         self.columns_area.setWidget(self.splitter)
@@ -155,6 +169,45 @@ class CompareView(QWidget):
         self.verdict_row = self._verdict_row()
         outer.addWidget(self.verdict_row)
         self._syncing = False
+        #: The column whose candidate the inspector shows (-1: none yet).
+        self.selected = -1
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            app.focusChanged.connect(self._focus_changed)
+
+    # -- the selected column ----------------------------------------------------------------------------------
+    def select(self, index: int) -> None:
+        """Mark column ``index`` as the one the inspector shows (no signal: the caller shows it)."""
+        self.selected = index
+        for header in self.headers:
+            header.mark_selected(header.index == index)
+
+    def column_at(self, widget: QObject | None) -> int | None:
+        """The column ``widget`` is in (None: in none)."""
+        if not isinstance(widget, QWidget):
+            return None
+        for index, column in enumerate(self.columns):
+            if widget is column or column.isAncestorOf(widget):
+                return index
+        return None
+
+    def _focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
+        """A click in a column's text, a card or a button gives it the keyboard: that column is selected."""
+        from shiboken6 import isValid
+
+        if isValid(self) and self.isVisible():
+            self._picked(new)
+
+    def _picked(self, widget: QObject | None) -> None:
+        index = self.column_at(widget)
+        if index is not None and index != self.selected:
+            self.column_selected.emit(index)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """A click on what takes no keyboard (a header's name, the space between messages) reaches its column."""
+        if event.type() == QEvent.Type.MouseButtonPress:
+            self._picked(watched)
+        return False
 
     # -- the verdict ------------------------------------------------------------------------------------------
     def _verdict_row(self) -> QWidget:

@@ -168,6 +168,12 @@ class ToolCallsPane(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.setSpacing(6)
+        #: Whose calls these are when not the open thread's (a comparison's candidate): hidden otherwise.
+        self.source = ElidedLabel("", self, tooltip=True)
+        self.source.setObjectName("ToolCallsSource")
+        self.source.setStyleSheet("#ToolCallsSource { font-weight: bold; }")
+        self.source.setVisible(False)
+        layout.addWidget(self.source)
         bar = QHBoxLayout()
         self.count = ElidedLabel("", self, tooltip=True)
         self.count.setObjectName("Muted")
@@ -265,6 +271,12 @@ class ToolCallsPane(QWidget):
         self.setFocusProxy(self.table)
         self._update_count()
         self._update_buttons()
+
+    def set_source(self, text: str | None) -> None:
+        """Say whose calls the pane shows (``text``: a comparison's candidate), or nothing (None: the open thread's)."""
+        self.source.setText(text or "")
+        self.source.setAccessibleName(text or "")
+        self.source.setVisible(bool(text))
 
     def _clear_detail(self) -> None:
         for view in (self.args_view, self.result_view, self.raw_view, self.diff_view, self.output_view):

@@ -12,7 +12,7 @@ loop as every run. "Keep this one" ends the comparison: the chat opens that cand
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -53,6 +53,16 @@ COLUMNS_PER_FRAME = 2
 FRAME_BUDGET_S = 0.006
 
 
+class CandidateInspector(Protocol):
+    """The inspector as a comparison uses it (the window's docks): a candidate's events in place of the thread's."""
+
+    def show_candidate(self, label: str, events: list[ev.Event]) -> None: ...
+
+    def leave_candidate(self, *, restore: bool) -> None: ...
+
+    def add_events(self, events: list[ev.Event]) -> None: ...
+
+
 class Comparisons(QObject):
     """The comparison the message box talks to, while there is one."""
 
@@ -69,6 +79,11 @@ class Comparisons(QObject):
         self.stats: ComparisonStats | None = None
         self.chats: list[ChatView] = []
         self.bridges: list[RunBridge] = []
+        #: Each candidate's events so far (text deltas of a stream joined), for the inspector.
+        self.events: list[list[ev.Event]] = []
+        #: The candidate whose events the inspector shows (its column selected; -1: none).
+        self.selected = -1
+        self.inspector: CandidateInspector | None = None
         self.review: CombinedReview | None = None
         self.dialog: CompareDialog | None = None
         self._dock_pane: QWidget | None = None
@@ -89,10 +104,12 @@ class Comparisons(QObject):
     def attach(self, *, chat: ChatView, composer: Composer, send_one: Callable[[str], None],
                ask_one: Callable[[ApprovalRequest, asyncio.Future[ApprovalDecision]], None],
                docks: Mapping[str, QDockWidget], listing: Callable[[], ModelListing | None],
-               load_listing: Callable[[], None]) -> None:
+               load_listing: Callable[[], None], inspector: CandidateInspector | None = None) -> None:
         """The chat (the columns take its place), the message box, where a message goes outside a comparison
-        (``send_one``: the runs' send) and the docks (the combined review goes in the Changes dock)."""
+        (``send_one``: the runs' send), the docks (the combined review goes in the Changes dock) and the inspector
+        (it shows the selected column's candidate)."""
         self.chat, self.composer, self.send_one, self.docks = chat, composer, send_one, docks
+        self.inspector = inspector
         #: Where an approval outside a comparison goes (the runs': the chat's inline card).
         self.ask_one = ask_one
         #: The models the picker listed (None: not listed yet): what "Compare with…" offers.
@@ -122,11 +139,12 @@ class Comparisons(QObject):
         if current is not None:
             if thread_id in current.thread_ids:
                 self._unpark()
+                self.select(current.thread_ids.index(thread_id))  # the inspector: the candidate opened
                 return
             if self.running:
                 self._park()
             else:
-                self.close()
+                self.close(restore_inspector=False)  # the inspector has the thread opened already
         review = self.review
         if review is not None and thread_id in review.thread_ids:
             return
@@ -144,6 +162,7 @@ class Comparisons(QObject):
             return
         if compare.kept is None and not self.running:
             self._reopen(compare)
+            self.select(compare.thread_ids.index(thread_id))
         self._show_review(compare)
 
     def _reopen(self, compare: CompareSession) -> None:
@@ -160,6 +179,7 @@ class Comparisons(QObject):
         for index, (chat, thread_id) in enumerate(zip(self.chats, compare.thread_ids, strict=True)):
             lazy = LazyTranscript(store, thread_id)
             chat.show_thread(lazy)
+            self.events[index] = lazy.all_events()
             saved = compare.saved[index] if index < len(compare.saved) else {}
             figures = saved.get("compare_stats")
             if isinstance(figures, dict):
@@ -186,6 +206,8 @@ class Comparisons(QObject):
         self.chat.show()
         self.parked = True
         self._hide_review()
+        if self.inspector is not None:  # it shows the thread opened (loaded already)
+            self.inspector.leave_candidate(restore=False)
 
     def _unpark(self) -> None:
         view = self.view
@@ -281,6 +303,7 @@ class Comparisons(QObject):
         self._build(labels)
         c.threads_changed.emit()
         self.changed.emit(compare)
+        self.select(0)  # the inspector: the first candidate's calls until another column is clicked
         self.composer.focus()  # the one message box goes on: typing goes to every candidate
         return True
 
@@ -291,11 +314,12 @@ class Comparisons(QObject):
         from ui.compare.view import CompareView
 
         area = self.chat.parentWidget()
-        self.chats, self.bridges = [], []
-        for _label in labels:
+        self.chats, self.bridges, self.events, self.selected = [], [], [[] for _ in labels], -1
+        for index, _label in enumerate(labels):
             chat = ChatView()
             bridge = RunBridge(self, own_clock=False)  # flushed together on the comparison's frame clock
             bridge.view_event.connect(chat.presenter.feed)
+            bridge.events_batched.connect(lambda batch, i=index: self._keep_events(i, batch))
             self.chats.append(chat)
             self.bridges.append(bridge)
         self.stats = ComparisonStats(labels)
@@ -303,6 +327,7 @@ class Comparisons(QObject):
         view.keep_requested.connect(self.keep)
         view.verdict_given.connect(self.give_verdict)
         view.close_requested.connect(self.close)
+        view.column_selected.connect(self.select)
         layout = area.layout() if area is not None else None
         if layout is not None:
             layout.replaceWidget(self.chat, view)
@@ -369,6 +394,34 @@ class Comparisons(QObject):
         if index is not None and index < len(self.bridges):
             self.bridges[index].feed(event)
 
+    # -- the inspector: the selected column's candidate ---------------------------------------------------------
+    def select(self, index: int) -> None:
+        """Column ``index`` selected: the inspector shows its candidate's tool calls (their results and errors),
+        trace and memory, saying which candidate."""
+        view, compare = self.view, self.session
+        if view is None or compare is None or not 0 <= index < len(self.events):
+            return
+        self.selected = index
+        view.select(index)
+        if self.inspector is not None and not self.parked:
+            self.inspector.show_candidate(f"Candidate {index + 1} of {len(self.events)}: {compare.labels[index]}",
+                                          self.events[index])
+
+    def _keep_events(self, index: int, batch: list[ev.Event]) -> None:
+        """A column's batch of events (on the frame clock): kept for the inspector, and shown in it when its
+        column is the one selected."""
+        from ui.inspector.trace import join_text_deltas
+
+        if not 0 <= index < len(self.events):
+            return
+        kept = self.events[index]
+        joined, rest = join_text_deltas(kept[-1] if kept else None, batch)
+        if joined is not None:
+            kept[-1] = joined
+        kept.extend(rest)
+        if index == self.selected and self.inspector is not None and self.view is not None and not self.parked:
+            self.inspector.add_events(batch)
+
     def _flush_columns(self, *, every: bool = False) -> None:
         """The columns' pending text shown, one column after another from where the last frame stopped, until
         :data:`FRAME_BUDGET_S` is spent (``every``: all of them, as at the runs' end)."""
@@ -419,8 +472,9 @@ class Comparisons(QObject):
         self.close(keep_review=True)
         self.services.session.open_thread(kept.thread_id)
 
-    def close(self, *, keep_review: bool = False) -> None:
-        """Back to one chat (the candidates' threads stay in the sidebar)."""
+    def close(self, *, keep_review: bool = False, restore_inspector: bool = True) -> None:
+        """Back to one chat (the candidates' threads stay in the sidebar); the inspector shows the open thread
+        again (``restore_inspector=False``: another thread's events are in it already)."""
         if self.running and self.session is not None:
             self.session.stop()
         view, self.view = self.view, None
@@ -435,7 +489,9 @@ class Comparisons(QObject):
         self.parked = False
         for bridge in self.bridges:
             bridge.deleteLater()
-        self.chats, self.bridges, self.stats = [], [], None
+        self.chats, self.bridges, self.stats, self.events, self.selected = [], [], None, [], -1
+        if self.inspector is not None:
+            self.inspector.leave_candidate(restore=restore_inspector)
         if not keep_review:
             self._hide_review()
         if self.session is not None:

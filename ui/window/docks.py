@@ -114,6 +114,8 @@ class Docks(Mapping[str, QDockWidget]):
         #: The open thread's events (stored, then live), for a Network graph drawn after they came.
         self._thread_events: list[ev.Event] = []
         self._steps: Iterator[None] | None = None
+        #: The open thread's events while the inspector shows a comparison's candidate (None: it shows the thread).
+        self._aside: list[ev.Event] | None = None
 
     # -- the panes by their types (None until made) ----------------------------------------------------
     @property
@@ -397,6 +399,7 @@ class Docks(Mapping[str, QDockWidget]):
 
     # -- the inspector's events ---------------------------------------------------------------------------
     def clear_inspector(self) -> None:
+        self.leave_candidate(restore=False)
         self._thread_events = []
         for model in (self.tool_model, self.trace_model, self.memory_model):
             model.clear()
@@ -425,6 +428,30 @@ class Docks(Mapping[str, QDockWidget]):
         if self.network_model.has_graph:
             self.network_model.add_events(events)
 
+    # -- a comparison's candidate in the inspector ------------------------------------------------------------
+    def show_candidate(self, label: str, events: list[ev.Event]) -> None:
+        """The inspector shows a comparison's candidate (its tool calls with their results and errors, its trace,
+        its memory), the Tool calls pane saying whose (``label``); the open thread's events wait aside until
+        :meth:`leave_candidate`. Live events of the candidate come through :meth:`add_events` as a thread's do."""
+        if self._aside is None:
+            self._aside = self._thread_events
+        self._fill(events)
+        pane = self.tool_pane
+        if pane is not None:
+            pane.set_source(label)
+
+    def leave_candidate(self, *, restore: bool) -> None:
+        """The inspector is the open thread's again (``restore``: its events put back; else another thread's
+        were loaded already)."""
+        aside, self._aside = self._aside, None
+        if aside is None:
+            return
+        if restore:
+            self._fill(aside)
+        pane = self.tool_pane
+        if pane is not None:
+            pane.set_source(None)
+
     def load_inspector(self, lazy: LazyTranscript) -> None:
         """Fill the inspector with a stored thread's events: at once for short threads, else read
         in a worker thread (events that arrive meanwhile are kept)."""
@@ -452,6 +479,15 @@ class Docks(Mapping[str, QDockWidget]):
         self.services.tasks.spawn(load(), name="inspector-load")
 
     def set_events(self, events: list[ev.Event]) -> None:
+        """The open thread's events (its stored ones): the inspector is the thread's again."""
+        if self._aside is not None:
+            self._aside = None
+            pane = self.tool_pane
+            if pane is not None:
+                pane.set_source(None)
+        self._fill(events)
+
+    def _fill(self, events: list[ev.Event]) -> None:
         self._thread_events = list(events)
         self.trace_model.set_events(events)
         self.tool_model.set_events(events)
