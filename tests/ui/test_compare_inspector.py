@@ -117,6 +117,19 @@ async def test_the_inspector_shows_the_selected_candidates_tool_calls_with_resul
     assert calls(pane) == [("list_files", "ok")]
 
     # Back to one chat: the open thread's calls (none) and no candidate named.
+    threads = comparisons.session.thread_ids
     view.back.click()
     await wait_until(lambda: comparisons.view is None, what="the columns closed")
+    assert not pane.source.isVisible() and calls(pane) == []
+
+    # The third candidate's thread opened again: the columns come back, that column selected, its stored call in
+    # the inspector; another thread opened: its own (no) calls, no candidate named.
+    window.threads.open(threads[2])
+    await wait_until(lambda: comparisons.view is not None and comparisons.selected == 2,
+                     what="the columns back, the third selected")
+    assert pane.source.text() == "Candidate 3 of 3: openai/model-c"
+    assert comparisons.view.headers[2].accessibleDescription() == "Shown in the inspector"
+    await wait_until(lambda: calls(pane) == [("list_files", "ok")], what=f"model-c's stored call, not {calls(pane)}")
+    window.threads.new()
+    await wait_until(lambda: comparisons.view is None, what="one chat again")
     assert not pane.source.isVisible() and calls(pane) == []
