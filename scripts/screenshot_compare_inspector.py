@@ -99,6 +99,13 @@ def shoot(state: str, out: Path) -> int:
         await until(lambda: not comparisons.running and comparisons.stats is not None
                     and all(c.status == "finished" for c in comparisons.stats.columns), timeout=90,
                     what="the three answers")
+        # The start-up probe of the model server can time out while the window is busy starting: probed again.
+        w.status.probe_server(again=True)
+        try:
+            await until(lambda: "not reachable" not in w.status.connection.text(), timeout=10,
+                        what="the model server's probe")
+        except TimeoutError:
+            print("the model server's probe still fails: shot with its warning")
         await asyncio.sleep(0.5)
         chat = comparisons.chats[1]
         text = next(item for item in chat.items() if hasattr(item, "append"))
