@@ -126,3 +126,12 @@ def bus_server() -> Iterator[FakeLLMServer]:
 
     with answering_server() as server:
         yield server
+
+
+@pytest.fixture
+def llm_server() -> Iterator[FakeLLMServer]:
+    """The loopback OpenAI-compatible server (``fakes.llm_server``) with its default answers."""
+    from fakes.llm_server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        yield server
