@@ -227,8 +227,9 @@ class EvalsDialog(QDialog):
             stopped = sum(r.cancelled for r in self._results)
             text = f"Cancelled: {len(self._results) - stopped} result(s) came in before."
             if stopped:
-                text += (f" {stopped} case(s) running were stopped: their threads are kept, marked cancelled "
-                         "(double-click one below to open it).")
+                kept = any(r.cancelled and r.thread_id is not None for r in self._results)
+                text += f" {stopped} case(s) running were stopped" + (
+                    ": their threads are kept, marked cancelled (double-click one below to open it)." if kept else ".")
             self.progress.setText(text)
 
     async def _run(self, spec: Any, path: Path) -> None:
