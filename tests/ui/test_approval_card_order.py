@@ -146,6 +146,7 @@ async def test_an_approval_asked_ahead_of_its_lane_shows_with_the_event_that_ask
         assert panel is not None
         card = chat.card("c1", "a")
         assert card is not None and card.approval is panel  # the approval is in the call's own card
+        assert panel.isVisible()  # shown already, though its card came in the same pass: the keyboard can go to it
         lane = _lane_lines(dump_widgets(chat), "left")
         assert lane[0] == "text 'Storing **left**.'" and lane[1].startswith("tool remember"), lane
         panel.approve()

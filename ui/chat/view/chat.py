@@ -598,6 +598,13 @@ class ChatView(QScrollArea):
             return None
         if isinstance(call.parent, Lane):  # a robot of a network (or used as a tool) asks: open its lane
             self.presenter.set_lane_collapsed(call.parent, False)
+        # Its card may have come in this same pass (the tool_use just before the approval): a layout shows a new
+        # widget a turn of the event loop later; shown now, the panel can have the keyboard (Ctrl+J) at once.
+        widget: QWidget | None = panel
+        while widget is not None and widget is not self.column:
+            if not widget.isVisible() and not widget.testAttribute(Qt.WidgetAttribute.WA_WState_ExplicitShowHide):
+                widget.show()
+            widget = widget.parentWidget()
         self.approvals.append(panel)
         panel.finished.connect(lambda _d, p=panel: self._approval_finished(p))
 
