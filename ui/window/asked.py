@@ -31,7 +31,6 @@ def asked_by(event: ev.Event, waiting: Callable[[], Waiting]) -> Asked | None:
     """The approval waiting (of ``waiting()``: the controller's, oldest first) that ``event``, one of a run's events
     the chat has just shown, asks: the ``approval_requested`` of its call, or a question's ``tool_use``."""
     from workspace import events as ev
-    from workspace.ask_user import QUESTION
 
     if isinstance(event, ev.ApprovalRequested):
         question = False
@@ -41,7 +40,7 @@ def asked_by(event: ev.Event, waiting: Callable[[], Waiting]) -> Asked | None:
         return None
     for _thread, request, future in waiting():
         if request.call_id == event.id and (request.run_id or "") == event.run_id \
-                and (request.tool == QUESTION) == question:
+                and bool(request.annotations.get("askUser")) == question:  # workspace.ask_user.front_end_ask's
             return request, future
     return None
 
