@@ -184,7 +184,7 @@ class Runs(QObject):
         self.ended.emit(event)
         # What still waits in the thread is not in a stream the chat follows: its cards, from the requests.
         c = self.services.session
-        for _thread, request, future in c.waiting_approvals(c.thread_id):
+        for _thread, request, future in c.waiting_approvals(c.thread_id) if c.thread_id is not None else []:
             self.chat.ask_approval(request, future)
         # Sibling counts and turn ids of the last user message (a fork shows "‹ 2/2 ›").
         session = self.services.session.session
