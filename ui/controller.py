@@ -18,8 +18,9 @@ and the status bar show them). The open thread's run is consumed by the one :cla
 in a task owned by the :class:`~ui.tasks.TaskOwner`; another thread opening releases the bridge, and coming
 back to a thread whose run goes on consumes it again (the chat shows the stored part, then goes on live).
 Approvals: the gate's ``ask_fn`` is a coroutine that emits ``approval_needed(request, future)`` and awaits
-the future, which the inline card resolves; one asked in a background thread waits (never denied for
-being out of sight) and its card shows when the thread is open again (``approvals_reshown``).
+the future, which the inline card resolves (the window gives it to the chat with the run's event that asks it:
+:mod:`ui.window.asked`); one asked in a background thread waits (never denied for being out of sight) and its
+card shows when the thread is open again (``approvals_reshown``).
 """
 
 from __future__ import annotations
