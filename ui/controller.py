@@ -18,8 +18,9 @@ and the status bar show them). The open thread's run is consumed by the one :cla
 in a task owned by the :class:`~ui.tasks.TaskOwner`; another thread opening releases the bridge, and coming
 back to a thread whose run goes on consumes it again (the chat shows the stored part, then goes on live).
 Approvals: the gate's ``ask_fn`` is a coroutine that emits ``approval_needed(request, future)`` and awaits
-the future, which the inline card resolves; one asked in a background thread waits (never denied for
-being out of sight) and its card shows when the thread is open again (``approvals_reshown``).
+the future, which the inline card resolves (the window gives it to the chat with the run's event that asks it:
+:mod:`ui.window.asked`); one asked in a background thread waits (never denied for being out of sight) and its
+card shows when the thread is open again (``approvals_reshown``).
 """
 
 from __future__ import annotations
@@ -605,10 +606,19 @@ class Controller(QObject):
             self.problem.emit(f"Could not delete the thread: {exc}")
             return False
         self.stop_thread(thread_id)  # a deleted thread's run does not go on out of sight
+        from workspace.delegation import stop_delegations
+
+        stop_delegations(thread_id)  # nor what its robots delegated in the background
         if self.session is not None and self._thread_id(self.session) == thread_id:
             self.new_thread()
         self.threads_changed.emit()
         return True
+
+    def delegations_running(self, thread_id: str) -> list[str]:
+        """The robots doing what ``thread_id``'s robots delegated to them in the background, still running."""
+        from workspace.delegation import running_delegations
+
+        return [f.robot_name for f in running_delegations(thread_id)]
 
     def restore_thread(self, thread_id: str) -> None:
         try:
