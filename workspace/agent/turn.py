@@ -38,7 +38,7 @@ from workspace.providers.base import (
 from workspace.providers.text_calls import ThinkSplitter, find_text_calls
 
 if TYPE_CHECKING:
-    from workspace.agent.run import RunSpec
+    from workspace.agent.spec import RunSpec
     from workspace.providers.base import Chunk, Provider, ToolSpec
     from workspace.result import Usage as UsageTotals
 
