@@ -26,6 +26,7 @@ run shares :mod:`workspace.agent.event_run` (all importable from here, as before
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -81,6 +82,8 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         self._seq = 0
         self._stop_reason: str | None = None
         self._consumed = False
+        #: Nobody reads the events (``wait()`` with no observer): they are not queued (see :meth:`wait`).
+        self._unread = False
         self._usage = UsageTotals()
         self._output: list[Message] = []
         self._tool_results: list[ToolResultMessage] = []
@@ -146,10 +149,37 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
 
     def _put(self, event: ev.Event) -> None:
         loop = self._loop
+        deliver = self._deliver_unread if self._unread else self._queue.put_nowait
         if loop is not None and threading.get_ident() != self._loop_thread and not loop.is_closed():
-            loop.call_soon_threadsafe(self._queue.put_nowait, event)
+            loop.call_soon_threadsafe(deliver, event)
         else:
-            self._queue.put_nowait(event)
+            deliver(event)
+
+    def _deliver_unread(self, event: ev.Event) -> None:
+        """An event of a run nobody iterates: only an observer added since :meth:`wait` began sees it."""
+        if self._observers:
+            self._observe(event)
+
+    async def wait(self) -> ev.Event:
+        """Run to the end, discarding events; return the terminal event.
+
+        Nobody iterating the events and no observer: the run is awaited as a task, its events not queued,
+        so the caller is not woken for each of them (``Robot.arun``: ``bench/bench_agent_loop.py``)."""
+        if self._consumed or self._observers:
+            return await super().wait()
+        self._consumed = True
+        self._unread = True
+        task = self.start()._task
+        assert task is not None
+        try:
+            await asyncio.wait((task,))
+        finally:
+            if not task.done():  # the caller was cancelled: the run does not go on orphaned
+                self.cancel("the consumer stopped listening")
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(task)
+        assert self.terminal is not None
+        return self.terminal
 
     # -- runs inside this run (a robot used as a tool: workspace.robots_as_tools) -------------------------
     def forward(self, event: ev.Event) -> None:
