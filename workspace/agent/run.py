@@ -17,6 +17,10 @@ Stopping a run (:meth:`AgentRun.cancel`) is not the same as the consumer going
 away: a stopped run still delivers its ``run_cancelled`` event, carrying what was
 produced so far, and leaves the conversation consistent (a partial answer is kept;
 tool calls that never finished get an error result saying they were stopped).
+
+The run is given a :class:`~workspace.agent.spec.RunSpec`; its model turns are
+:mod:`workspace.agent.turn`, its tool calls :mod:`workspace.agent.tool_calls`, and the event queue every
+run shares :mod:`workspace.agent.event_run` (all importable from here, as before).
 """
 
 from __future__ import annotations
@@ -25,32 +29,26 @@ import asyncio
 import contextlib
 import threading
 import time
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 from workspace import events as ev
 from workspace import hooks
 from workspace.agent.budget import ledger_call
-from workspace.agent.effects import EFFECT_TOOLS, file_effects
-from workspace.agent.guards import DEFAULT_MAX_TOOLS, DoomLoopDetector, circuit_breaker_message, with_warning
-from workspace.agent.turn import INVALID_ARGUMENTS, INVALID_WHY, ModelTurns, TurnOutcome
-from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalRequest, FileEffect
-from workspace.attachments import Attachment, has_images, user_content
-from workspace.context import ContextManager
-from workspace.errors import ToolLoopError, serialize
-from workspace.ledger import Ledger
+from workspace.agent.event_run import EventRun
+from workspace.agent.guards import DEFAULT_MAX_TOOLS, DoomLoopDetector
+from workspace.agent.spec import PendingTools, RunSpec, ToolCallback, servers_message
+from workspace.agent.tool_calls import ToolCalls
+from workspace.agent.turn import ModelTurns, TurnOutcome
+from workspace.attachments import has_images, user_content
 from workspace.memory import writer_var
 from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
-from workspace.output import StructuredOutput
-from workspace.providers.base import Provider, UsageChunk
+from workspace.providers.base import UsageChunk
 from workspace.result import RobotResult
 from workspace.result import Usage as UsageTotals
-from workspace.tools.base import Tool, ToolContext, ToolOutput, next_call_order
-from workspace.tools.manifest import ToolManifest
-from workspace.tools.script import ScriptTool
+
+__all__ = ["CONTINUE_PROMPT", "CUT_OFF", "STOPPED_TOOL_ERROR", "AgentRun", "EventRun", "PendingTools", "RunSpec",
+           "ToolCallback", "servers_message"]
 
 STOPPED_TOOL_ERROR = "The user stopped the run before this tool call finished."
 #: Finish reasons of an answer cut off: at the token limit (``length``), or by a full context window
@@ -61,202 +59,8 @@ CUT_OFF = ("length", "context_full")
 CONTINUE_PROMPT = ("Your last answer was cut off at the token limit. Continue exactly where it stopped, "
                    "without repeating what you already wrote.")
 
-ToolCallback = Callable[..., Any]
 
-
-class PendingTools(Protocol):
-    """Tools that may join a run after it started: the MCP servers still starting when it began
-    (:class:`workspace.mcp.startup.LateServers`). The loop polls it before each model turn."""
-
-    @property
-    def starting(self) -> list[str]:
-        """Servers still starting."""
-        ...
-
-    @property
-    def failed(self) -> dict[str, str]:
-        """Servers not available: name -> why."""
-        ...
-
-    async def poll(self) -> tuple[list[Tool], list[str], dict[str, str]]:
-        """``(tools, joined, failed)`` since the last poll (no waiting)."""
-        ...
-
-    async def wait_for_tool(self, tool_name: str) -> bool:
-        """Wait for the server ``tool_name`` belongs to, if it is still starting; True when it is up."""
-        ...
-
-
-def servers_message(*, starting: Sequence[str] = (), joined: Sequence[str] = (),
-                    failed: Mapping[str, str] | None = None, tools: Sequence[str] = ()) -> str:
-    """What an :class:`~workspace.events.McpServers` event says, one line per state."""
-
-    def names(items: Sequence[str]) -> str:
-        return ", ".join(f"'{n}'" for n in items)
-
-    lines = []
-    if starting:
-        one = len(starting) == 1
-        lines.append(f"MCP server{'' if one else 's'} {names(starting)} {'is' if one else 'are'} still starting: the "
-                     f"run goes on without {'its' if one else 'their'} tools, which join when "
-                     f"{'it is' if one else 'they are'} up")
-    if joined:
-        one = len(joined) == 1
-        listed = f" ({', '.join(tools[:6])}{', …' if len(tools) > 6 else ''})" if tools else ""
-        lines.append(f"MCP server{'' if one else 's'} {names(joined)} {'is' if one else 'are'} up: "
-                     f"{'its' if one else 'their'} tools join the run from this turn{listed}")
-    for name, why in (failed or {}).items():
-        lines.append(f"MCP server '{name}' is not available, the run goes on without it: {why}")
-    return "\n".join(lines)
-
-
-@dataclass(slots=True)
-class RunSpec:
-    """Everything one run needs; built by :class:`workspace.robot.Robot`."""
-
-    robot: str
-    provider: Provider
-    system: str | None
-    #: The conversation so far; the run appends to it in place.
-    history: list[Message]
-    message: str
-    tools: ToolManifest = field(default_factory=ToolManifest)
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    max_turns: int = 20
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    task: str | None = None
-    memory: Any = None
-    network: Any = None
-    folder: Path | None = None
-    changes: Any = None
-    approval: ApprovalGate | None = None
-    on_tool_call: ToolCallback | None = None
-    on_tool_result: ToolCallback | None = None
-    #: Called with the final RobotResult (the robot appends it to memory).
-    on_result: Callable[[RobotResult], None] | None = None
-    thread_id: str | None = None
-    #: Per-tool-call time limit (seconds) for tools without their own.
-    tool_timeout: float | None = None
-    #: Emit ``memory_changed`` for changes of ``memory`` during the run (a network watches itself).
-    watch_memory: bool = True
-    #: Resolves the run's tools (MCP servers connect here) when the run starts.
-    tools_loader: Callable[[], Awaitable[ToolManifest]] | None = None
-    #: Set by ``tools_loader`` when some MCP servers were still starting or failed.
-    pending_tools: PendingTools | None = None
-    #: Said to the person when the run starts (``run_status`` notices), e.g. by ``tools_loader``.
-    notices: list[str] = field(default_factory=list)
-    #: An extra shared sequence counter (a network run numbers all its tasks' events).
-    sequence: Callable[[], int] | None = None
-    #: Providers to ask, in order, when the model has an outage or a rate limit (built when needed).
-    fallbacks: list[Callable[[], Provider]] = field(default_factory=list)
-    #: The run stops before a model call once it cost this much (USD; only when the price is known).
-    max_cost: float | None = None
-    #: The run stops before a model call once it used this many tokens (in + out).
-    max_total_tokens: int | None = None
-    #: The budget ledger each model call reserves from and settles in (RobotLab's ``Budget::Ledger``; a
-    #: robot's ``token_budget`` / ``cost_budget``, or one a network's tasks share); None: no ledger.
-    ledger: Ledger | None = None
-    #: A tool call the model wrote as text: "run" it, only give a "notice", or "off".
-    text_tool_calls: str = "run"
-    #: Keeps each request within the model's context window (compacts, truncates or refuses).
-    context: ContextManager | None = None
-    #: The answer must be a validated object (``Robot(output_type=...)``, :mod:`workspace.output`).
-    output: StructuredOutput | None = None
-    #: The run this one works for (a network's run, or the run whose tool call started it) and that
-    #: tool call: set on every event (see :mod:`workspace.events`).
-    parent_run_id: str | None = None
-    parent_tool_id: str | None = None
-    #: The run's place in a comparison (0, 1, ...), stamped on its events; None outside one.
-    candidate: int | None = None
-    #: Files, images and MCP resources sent with ``message`` (:mod:`workspace.attachments`).
-    attachments: list[Attachment] = field(default_factory=list)
-    #: The Robot object the hooks are told about (``ctx.robot``).
-    owner: Any = None
-    #: The hooks of this run, in order: global, network, robot, per run (:mod:`workspace.hooks`).
-    hooks: tuple[hooks.Registration, ...] = ()
-    #: The most tool calls a run may make; one more fails it with ToolLoopError (None: no limit).
-    max_tool_rounds: int | None = None
-    #: Warn the model when the same tool (or cycle of tools) is called this many times in a row (0: never).
-    doom_loop_threshold: int = DoomLoopDetector.DEFAULT_THRESHOLD
-    #: The most tools offered to the model (the rest are dropped, with a notice).
-    max_tools: int = DEFAULT_MAX_TOOLS
-    #: Started with the run (after ``run_started``), each given the run's ``emit``; each returns the function that
-    #: stops it, called when the run ends (a robot's bus outside a network: :func:`workspace.bus.watch_run`).
-    watchers: list[Callable[[Callable[[ev.Event], ev.Event]], Callable[[], None]]] = field(default_factory=list)
-
-
-class EventRun:
-    """What every run shares: an event queue iterated once, ending at the one terminal event.
-
-    Subclasses start ``self._task`` in :meth:`start` and put events on ``self._queue``.
-    """
-
-    run_id: str
-    _queue: asyncio.Queue[ev.Event]
-    _task: asyncio.Task[None] | None
-    _consumed: bool
-    terminal: ev.Event | None
-    #: Called with every event as the stream yields it (tracing: workspace.tracing); usually none.
-    _observers: tuple[Callable[[ev.Event], None], ...] = ()
-
-    def add_observer(self, observer: Callable[[ev.Event], None]) -> None:
-        """Call ``observer(event)`` with every event of the stream, in order, as it is iterated (an
-        observer that raises is logged and dropped; the run goes on)."""
-        self._observers = (*self._observers, observer)
-
-    def _observe(self, event: ev.Event) -> None:
-        for observer in self._observers:
-            try:
-                observer(event)
-            except Exception:
-                import logging
-
-                logging.getLogger("workspace.agent").exception("an event observer failed; it is dropped")
-                self._observers = tuple(o for o in self._observers if o is not observer)
-
-    def start(self) -> EventRun:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def cancel(self, reason: str = "stopped by the user") -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    @property
-    def done(self) -> bool:
-        return self.terminal is not None
-
-    async def __aiter__(self) -> AsyncIterator[ev.Event]:
-        if self._consumed:
-            raise RuntimeError(f"A {type(self).__name__}'s events can be iterated only once")
-        self._consumed = True
-        self.start()
-        try:
-            while True:
-                event = await self._queue.get()
-                if self._observers:
-                    self._observe(event)
-                yield event
-                if ev.ends(event, self.run_id):  # not the end of a run inside this one
-                    return
-        finally:
-            # The consumer went away (closed or cancelled): do not leave the run orphaned.
-            if self._task is not None and not self._task.done():
-                self.cancel("the consumer stopped listening")
-                with contextlib.suppress(BaseException):
-                    await asyncio.shield(self._task)
-
-    async def wait(self) -> ev.Event:
-        """Run to the end, discarding events; return the terminal event."""
-        if not self._consumed:
-            async for _ in self:
-                pass
-        elif self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(self._task)
-        assert self.terminal is not None
-        return self.terminal
-
-
-class AgentRun(ModelTurns, EventRun):
+class AgentRun(ModelTurns, ToolCalls, EventRun):
     """One run of the loop: iterate it for events; ``cancel()`` stops it.
 
     Iterating starts the run (once). ``await run.wait()`` runs it to the end and
@@ -264,7 +68,8 @@ class AgentRun(ModelTurns, EventRun):
     partial one after a stop or failure).
 
     One class for the whole loop (model turns, tools, approvals, structured output, runs inside
-    it), which is why this module is longer than the others.
+    it), put together from its halves: :class:`~workspace.agent.turn.ModelTurns` (a model turn) and
+    :class:`~workspace.agent.tool_calls.ToolCalls` (a turn's tool calls).
     """
 
     def __init__(self, spec: RunSpec) -> None:
@@ -277,6 +82,8 @@ class AgentRun(ModelTurns, EventRun):
         self._seq = 0
         self._stop_reason: str | None = None
         self._consumed = False
+        #: Nobody reads the events (``wait()`` with no observer): they are not queued (see :meth:`wait`).
+        self._unread = False
         self._usage = UsageTotals()
         self._output: list[Message] = []
         self._tool_results: list[ToolResultMessage] = []
@@ -342,10 +149,37 @@ class AgentRun(ModelTurns, EventRun):
 
     def _put(self, event: ev.Event) -> None:
         loop = self._loop
+        deliver = self._deliver_unread if self._unread else self._queue.put_nowait
         if loop is not None and threading.get_ident() != self._loop_thread and not loop.is_closed():
-            loop.call_soon_threadsafe(self._queue.put_nowait, event)
+            loop.call_soon_threadsafe(deliver, event)
         else:
-            self._queue.put_nowait(event)
+            deliver(event)
+
+    def _deliver_unread(self, event: ev.Event) -> None:
+        """An event of a run nobody iterates: only an observer added since :meth:`wait` began sees it."""
+        if self._observers:
+            self._observe(event)
+
+    async def wait(self) -> ev.Event:
+        """Run to the end, discarding events; return the terminal event.
+
+        Nobody iterating the events and no observer: the run is awaited as a task, its events not queued,
+        so the caller is not woken for each of them (``Robot.arun``: ``bench/bench_agent_loop.py``)."""
+        if self._consumed or self._observers:
+            return await super().wait()
+        self._consumed = True
+        self._unread = True
+        task = self.start()._task
+        assert task is not None
+        try:
+            await asyncio.wait((task,))
+        finally:
+            if not task.done():  # the caller was cancelled: the run does not go on orphaned
+                self.cancel("the consumer stopped listening")
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(task)
+        assert self.terminal is not None
+        return self.terminal
 
     # -- runs inside this run (a robot used as a tool: workspace.robots_as_tools) -------------------------
     def forward(self, event: ev.Event) -> None:
@@ -663,220 +497,3 @@ class AgentRun(ModelTurns, EventRun):
         if spec.max_cost is not None and cost is not None and cost >= spec.max_cost:
             return "max_cost"
         return None
-
-    # -- tools ------------------------------------------------------------------------------
-    async def _join_pending_tools(self) -> None:
-        """Offer the tools of MCP servers that came up since the run began (and say which failed)."""
-        pending = self.spec.pending_tools
-        if pending is None:
-            return
-        tools, joined, failed = await pending.poll()
-        if not pending.starting:
-            self.spec.pending_tools = None
-        added = [t for t in tools if t.name not in self.spec.tools]
-        for tool in added:
-            self.spec.tools.add(tool)
-        if joined or failed:
-            self.emit(ev.McpServers(joined=list(joined), failed=dict(failed), starting=list(pending.starting),
-                      message=servers_message(joined=joined, failed=failed, tools=[t.name for t in added])))
-
-    async def _run_tools(self, calls: Sequence[ToolMessage], *, from_text: bool = False) -> list[ToolResultMessage]:
-        for call in calls:
-            tool = self.spec.tools.get(call.name)
-            self.emit(ev.ToolUse(id=call.id or "", name=call.name, input=call.input,
-                      server=tool.mcp if tool else None, from_text=from_text))
-        limit = self.spec.max_tool_rounds
-        if limit is not None:
-            self._tool_count += len(calls)
-            if self._tool_count > limit:  # the circuit breaker: the whole turn is refused
-                raise ToolLoopError(circuit_breaker_message(self._tool_count, limit))
-        results: list[ToolResultMessage | None] = [None] * len(calls)
-        orders = [next_call_order() for _call in calls]  # the message's order, whichever call finishes first
-
-        async def one(i: int, call: ToolMessage) -> None:
-            results[i] = result = await self._run_tool(call, order=orders[i])
-            self._turn_results[call.id or ""] = result
-
-        if len(calls) == 1:
-            await one(0, calls[0])
-        else:
-            try:
-                async with asyncio.TaskGroup() as group:
-                    for i, call in enumerate(calls):
-                        group.create_task(one(i, call))
-            except* Exception as group_error:  # a raise_on_error tool, or a hook, raised: the run fails with it
-                raise group_error.exceptions[0] from None
-        done = [r for r in results if r is not None]
-        if self._doom is not None:
-            self._check_doom_loop(done)
-        return done
-
-    def _check_doom_loop(self, results: list[ToolResultMessage]) -> None:
-        """Track the calls in the order the model made them; on a loop, warn the model in that result."""
-        detector = self._doom
-        assert detector is not None
-        for i, result in enumerate(results):
-            detector.track(result.tool.name)
-            warning = detector.warning_message() if detector.doom_loop else None
-            if warning is None:
-                continue
-            detector.reset()
-            content = result.content
-            if isinstance(content, dict) and ("error" in content or "data" in content):
-                key = "error" if "error" in content else "data"
-                content = {**content, key: with_warning(content[key], warning)}
-            else:
-                content = with_warning(content, warning)
-            results[i] = ToolResultMessage(tool=result.tool, content=content)
-            self._turn_results[result.tool.id or ""] = results[i]
-            self.emit(ev.RunStatus(state="notice", detail=warning))
-
-    async def _run_tool(self, call: ToolMessage, *, order: int | None = None) -> ToolResultMessage:
-        spec = self.spec
-        tool = spec.tools.get(call.name)
-        call_id = call.id or ""
-        started = time.monotonic()
-        if tool is None and spec.pending_tools is not None and await spec.pending_tools.wait_for_tool(call.name):
-            await self._join_pending_tools()  # a tool of a server that was still starting: it is up now
-            tool = spec.tools.get(call.name)
-        if tool is None:
-            available = ", ".join(spec.tools.names) or "(none)"
-            return self._tool_failed(call, f"Unknown tool '{call.name}'. Available tools: {available}",
-                                     started, None)
-        if INVALID_ARGUMENTS in call.input and set(call.input) <= {INVALID_ARGUMENTS, INVALID_WHY}:
-            why = call.input.get(INVALID_WHY)
-            problem = f"are {why}" if why else "were not valid JSON"
-            fix = " nested less deep" if why else ""
-            return self._tool_failed(
-                call,
-                f"The arguments for '{call.name}' {problem}: {call.input[INVALID_ARGUMENTS]!r}. "
-                f"Send the arguments as one JSON object{fix}.",
-                started,
-                tool,
-            )
-        arguments: Any = call.input
-        #: A command that would run without a sandbox (none here, and the folder allows it): whether the person
-        #: approved this very call ("asked"; only then does it run) or not ("not asked"); None: not such a call.
-        without_sandbox: str | None = None
-        if spec.approval is not None and not (spec.output is not None and spec.output.is_output_tool(call.name)):
-            effects: tuple[FileEffect, ...] = ()
-            if tool.mcp is None and call.name in EFFECT_TOOLS:  # decided by what it does, not its name
-                effects = await asyncio.to_thread(file_effects, call.name, call.input, folder=spec.folder,
-                                                  changes=spec.changes)
-            elif isinstance(tool, ScriptTool) and isinstance(call.input, dict):  # the command the script runs
-                effects = (FileEffect(kind="run", path=".", command=tool.command(call.input, spec.folder)),)
-            original = tool.annotations.get("mcpTool") if tool.mcp is not None else None
-            request = ApprovalRequest(call_id=call_id, robot=spec.robot, tool=call.name, input=call.input,
-                                      server=tool.mcp, annotations=dict(tool.annotations), run_id=self.run_id,
-                                      task=spec.task, thread_id=spec.thread_id,
-                                      original=original if isinstance(original, str) else None, effects=effects)
-            verdict = await spec.approval.adecide(request)
-            decision: ApprovalDecision
-            if isinstance(verdict, ApprovalDecision):  # a callable policy decided it all
-                action = "decided"
-                decision = verdict
-            elif verdict == "allow":
-                action = verdict
-                decision = ApprovalDecision(approved=True, scope="policy")
-            elif verdict == "deny":
-                action = verdict
-                decision = ApprovalDecision(approved=False, scope="policy",
-                                            reason=f"The approval policy denies '{call.name}'.")
-            else:
-                action = verdict
-                shown = dict(tool.annotations)
-                if effects:  # what the call does, as the policy decided it
-                    shown["effects"] = [effect.to_dict() for effect in effects]
-                self.emit(ev.ApprovalRequested(id=call_id, name=call.name, input=call.input, server=tool.mcp,
-                          annotations=shown))
-                decision = await spec.approval.ask(request)
-            started = time.monotonic()  # the tool's duration leaves out the wait for the person's decision
-            if action in ("ask", "decided") or not decision.approved:
-                self.emit(ev.ApprovalDecided(id=call_id, name=call.name, decision=decision.decision,
-                          input=decision.input if decision.input is not None else call.input,
-                          reason=decision.reason, scope=decision.event_scope))
-            if not decision.approved:
-                reason = decision.reason or "no reason given"
-                return self._tool_failed(call, f"Denied by the user: {reason}", started, tool)
-            if decision.input is not None:
-                arguments = decision.input
-            if any(effect.kind == "run" and effect.unsandboxed for effect in effects):
-                without_sandbox = "asked" if action == "ask" else "not asked"
-        if spec.on_tool_call is not None:
-            _safe_callback(spec.on_tool_call, ToolMessage(id=call.id, name=call.name, input=arguments))
-        # extras: what an MCP server's requests during the call need (sampling with the thread's
-        # model, asking the person through the run's gate; workspace.mcp.requests).
-        context = ToolContext(robot=spec.robot, run_id=self.run_id, call_id=call_id, task=spec.task,
-                              memory=spec.memory, network=spec.network, folder=spec.folder,
-                              changes=spec.changes, emit=self.emit, run=self, order=order,
-                              extras={"provider": spec.provider, "approval": spec.approval, "tool": call.name,
-                                      "settings": spec.settings, "thread_id": spec.thread_id,
-                                      "without_sandbox": without_sandbox})
-        if spec.hooks:
-            output = await self._hooked_invoke(tool, arguments, context)
-        else:
-            output = await self._invoke(tool, arguments, context)
-        duration = time.monotonic() - started
-        ran = ToolMessage(id=call.id, name=call.name, input=arguments)
-        if output.is_error:
-            result = ToolResultMessage(tool=ran, content={"error": output.data})
-            self.emit(ev.ToolError(id=call_id, name=call.name, error=output.data, raw=output.raw,
-                      duration=duration, server=tool.mcp))
-        else:
-            result = ToolResultMessage(tool=ran, content={"data": output.data})
-            self.emit(ev.ToolResult(id=call_id, name=call.name, payload={"data": output.data}, raw=output.raw,
-                      duration=duration, server=tool.mcp))
-        if spec.on_tool_result is not None:
-            _safe_callback(spec.on_tool_result, result)
-        return result
-
-    async def _invoke(self, tool: Tool, arguments: Any, context: ToolContext) -> ToolOutput:
-        if tool.timeout is None and self.spec.tool_timeout:
-            return await _with_timeout(tool, arguments, context, self.spec.tool_timeout)
-        return await tool.invoke(arguments, context)
-
-    async def _hooked_invoke(self, tool: Tool, arguments: Any, context: ToolContext) -> ToolOutput:
-        """The tool call inside the tool_call hooks: ``ctx.tool_result`` is what the model is sent (a hook
-        that sets it without calling ``call_next`` skips the tool)."""
-        ctx = hooks.ToolCallHookContext(tool=tool, tool_name=tool.name, tool_args=arguments, robot=self.spec.owner)
-        ran: list[ToolOutput] = []
-
-        async def core() -> Any:
-            output = await self._invoke(tool, arguments, context)
-            ran.append(output)
-            ctx.tool_result = output.data
-            ctx.tool_error = output.data if output.is_error else None
-            return output.data
-
-        await hooks.dispatch("tool_call", ctx, self.spec.hooks, core)
-        original = ran[0] if ran else None
-        if original is not None and ctx.tool_result is original.data and \
-                (ctx.tool_error is not None) == original.is_error:
-            return original
-        return ToolOutput(ctx.tool_result, raw=original.raw if original else None, is_error=ctx.tool_error is not None)
-
-    def _tool_failed(self, call: ToolMessage, error: str, started: float, tool: Tool | None) -> ToolResultMessage:
-        self.emit(ev.ToolError(id=call.id or "", name=call.name, error=error,
-                  duration=time.monotonic() - started, server=tool.mcp if tool else None))
-        result = ToolResultMessage(tool=call, content={"error": error})
-        if self.spec.on_tool_result is not None:
-            _safe_callback(self.spec.on_tool_result, result)
-        return result
-
-
-async def _with_timeout(tool: Tool, arguments: Any, context: ToolContext, timeout: float) -> ToolOutput:
-    try:
-        async with asyncio.timeout(timeout):
-            return await tool.invoke(arguments, context)
-    except TimeoutError:
-        return ToolOutput(f"Tool '{tool.name}' timed out after {timeout:g} s", is_error=True)
-
-
-def _safe_callback(fn: ToolCallback, arg: Any) -> None:
-    import logging
-
-    try:
-        fn(arg)
-    except Exception as exc:  # a callback must never break the loop
-        logging.getLogger("workspace.agent").warning("tool callback failed: %s", serialize(exc))
-

@@ -45,7 +45,7 @@ from workspace.providers.text_calls import ThinkSplitter, find_text_calls
 SLICE_S = 0.004
 
 if TYPE_CHECKING:
-    from workspace.agent.run import RunSpec
+    from workspace.agent.spec import RunSpec
     from workspace.providers.base import Chunk, Provider, ToolSpec
     from workspace.result import Usage as UsageTotals
 

@@ -39,7 +39,8 @@ def request_body(provider: Provider, *, system: str | None, messages: Sequence[M
                  settings: Mapping[str, Any]) -> dict[str, Any]:
     """The payload ``provider`` sends for this call: its own ``build_request`` (the OpenAI-compatible and
     litellm providers), else the OpenAI chat payload of the same messages, tools and settings."""
-    build = getattr(provider, "build_request", None)
+    # The provider's body built once for the call (the one it then sends), else its own build.
+    build = getattr(provider, "prepared_request", None) or getattr(provider, "build_request", None)
     if callable(build):
         try:
             body = build(system=system, messages=messages, tools=tools, settings=settings)

@@ -155,6 +155,8 @@ class StreamingProvider(ProviderBase):
         self.vision = vision
         #: How the provider waits between retries (tests replace it to record the delays).
         self.sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
+        #: The last request body and what it was built from (:meth:`prepared_request`).
+        self._built: tuple[str | None, tuple[Any, ...], tuple[Any, ...], dict[str, Any], dict[str, Any]] | None = None
 
     def supports_vision(self) -> bool | None:
         """Whether the model takes images: as given (``vision=``), else None (not known: an OpenAI-compatible
@@ -218,6 +220,21 @@ class StreamingProvider(ProviderBase):
                       settings: Mapping[str, Any]) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def prepared_request(self, *, system: str | None, messages: Sequence[Message], tools: Sequence[ToolSpec],
+                         settings: Mapping[str, Any]) -> dict[str, Any]:
+        """:meth:`build_request`, built once for a call: the request recorded for the inspector just before
+        the call (:mod:`workspace.context.requests`) is the very body :meth:`stream` then sends, not a second
+        conversion of the whole conversation. The body is kept with what it was built from until the call
+        that sends it: only the same message and tool objects, system prompt and settings get it."""
+        memo = self._built
+        if (memo is not None and memo[0] == system and memo[3] == settings and len(memo[1]) == len(messages)
+                and len(memo[2]) == len(tools) and all(a is b for a, b in zip(memo[1], messages, strict=True))
+                and all(a is b for a, b in zip(memo[2], tools, strict=True))):
+            return memo[4]
+        body = self.build_request(system=system, messages=messages, tools=tools, settings=settings)
+        self._built = (system, tuple(messages), tuple(tools), dict(settings), body)
+        return body
+
     async def _open(self, request: dict[str, Any]) -> Any:  # pragma: no cover - abstract
         """Send the request; the streamed response once its headers arrived (SDK exceptions on failure)."""
         raise NotImplementedError
@@ -278,7 +295,8 @@ class StreamingProvider(ProviderBase):
             yield StatusChunk("loading", loading, endpoint=self.endpoint)
             await self._load()
         self._preflight()
-        request = self.build_request(system=system, messages=messages, tools=tools, settings=settings)
+        request = self.prepared_request(system=system, messages=messages, tools=tools, settings=settings)
+        self._built = None  # used once: a later call (another model's settings, say) builds its own
         endpoint = self.api_base or self.provider_name
         limit = self.concurrency_limit()
         if limits.waiting(endpoint, limit):
@@ -290,11 +308,24 @@ class StreamingProvider(ProviderBase):
             while True:
                 produced = False
                 try:
-                    async with contextlib.aclosing(self._attempt(request, deadline)) as chunks:
-                        async for chunk in chunks:
-                            if not produced and not isinstance(chunk, StatusChunk):
-                                produced = True
-                            yield chunk
+                    # One attempt, in this generator (not one of its own: each chunk is handed on once less).
+                    wait, setting = self._first_wait(deadline)
+                    sent_at = time.monotonic()
+                    yield StatusChunk("connecting", f"connecting to {endpoint}", endpoint=endpoint)
+                    response: Any = None
+                    try:
+                        response = await self._connect(request, wait, setting)
+                        yield StatusChunk("waiting", f"{endpoint} took the request; waiting for the first token",
+                                          endpoint=endpoint)
+                        async with contextlib.aclosing(self._read(response, request, sent_at, sent_at + wait,
+                                                                  setting)) as chunks:
+                            async for chunk in chunks:
+                                if not produced and not isinstance(chunk, StatusChunk):
+                                    produced = True
+                                yield chunk
+                    finally:
+                        if response is not None:
+                            await self._close(response)
                     return
                 except Failure as failure:
                     delay = self._next_delay(failure, attempt, produced, deadline)
@@ -342,69 +373,32 @@ class StreamingProvider(ProviderBase):
             wait, setting = max(0.0, deadline - time.monotonic()), "llm.max_wait"
         return wait, setting
 
-    async def _attempt(self, request: dict[str, Any], deadline: float | None) -> AsyncGenerator[Chunk, None]:
-        """One call: yields chunks, raises :class:`Failure` for anything that went wrong."""
-        wait, setting = self._first_wait(deadline)
-        sent_at = time.monotonic()
-        first_until = sent_at + wait
+    async def _connect(self, request: dict[str, Any], wait: float, setting: str) -> Any:
+        """Send the request of one attempt: the streamed response once its headers arrived, within ``wait``
+        seconds; raises :class:`Failure` for anything that went wrong."""
         where = self.api_base or self.provider_name
-        yield StatusChunk("connecting", f"connecting to {where}", endpoint=where)
-        response: Any = None
+        guard = asyncio.timeout(wait)
         try:
-            guard = asyncio.timeout(wait)
-            try:
-                async with guard:
-                    response = await self._open(request)
-                ANSWERED.add(where)
-            except (asyncio.CancelledError, GeneratorExit):
-                raise
-            except TimeoutError as exc:
-                if guard.expired():
-                    raise self._no_first_token(wait, setting) from None
-                raise self._classify(exc, started=False) from exc
-            except Exception as exc:
-                raise self._classify(exc, started=False) from exc
-            yield StatusChunk("waiting", f"{where} took the request; waiting for the first token", endpoint=where)
-            async with contextlib.aclosing(self._read(response, request, sent_at, first_until, setting)) as chunks:
-                async for chunk in chunks:
-                    yield chunk
-        finally:
-            if response is not None:
-                await self._close(response)
+            async with guard:
+                response = await self._open(request)
+            ANSWERED.add(where)
+            return response
+        except (asyncio.CancelledError, GeneratorExit):
+            raise
+        except TimeoutError as exc:
+            if guard.expired():
+                raise self._no_first_token(wait, setting) from None
+            raise self._classify(exc, started=False) from exc
+        except Exception as exc:
+            raise self._classify(exc, started=False) from exc
 
-    async def _next_first(self, iterator: Any, sent_at: float, first_until: float, setting: str,
-                          noticed: list[bool]) -> AsyncGenerator[Any, None]:
-        """Wait for the next chunk before the first token: a status after :attr:`slow_notice` seconds,
-        a failure at ``first_until``. Yields status chunks, then ``("item", chunk)`` or ``("end", None)``."""
-        pending = asyncio.ensure_future(iterator.__anext__())
-        try:
-            while True:
-                left = first_until - time.monotonic()
-                notice = self.slow_notice if self.slow_notice and not noticed[0] else None
-                waited = time.monotonic() - sent_at
-                timeout = min(left, notice - waited) if notice is not None else left
-                done, _ = await asyncio.wait((pending,), timeout=max(0.0, timeout))
-                if done:
-                    break
-                waited = time.monotonic() - sent_at
-                if time.monotonic() >= first_until:
-                    raise self._no_first_token(first_until - sent_at, setting)
-                if notice is not None and waited >= notice:
-                    noticed[0] = True
-                    state: StatusState = "loading" if self.is_local else "waiting"
-                    what = ("the server may be loading the model or reading a long prompt" if self.is_local
-                            else "the provider is slow to answer")
-                    yield StatusChunk(state, f"no token yet from {self.endpoint} after {waited:.0f} s: "
-                                      f"{what} (waiting up to {first_until - sent_at:.0f} s, {setting})",
-                                      endpoint=self.endpoint)
-            try:
-                yield ("item", pending.result())
-            except StopAsyncIteration:
-                yield ("end", None)
-        finally:
-            if not pending.done():
-                pending.cancel()
-                await asyncio.wait((pending,))
+    def _slow_status(self, waited: float, sent_at: float, first_until: float, setting: str) -> StatusChunk:
+        """What a wait for the first token past :attr:`slow_notice` seconds says."""
+        state: StatusState = "loading" if self.is_local else "waiting"
+        what = ("the server may be loading the model or reading a long prompt" if self.is_local
+                else "the provider is slow to answer")
+        return StatusChunk(state, f"no token yet from {self.endpoint} after {waited:.0f} s: "
+                           f"{what} (waiting up to {first_until - sent_at:.0f} s, {setting})", endpoint=self.endpoint)
 
     async def _read(self, response: Any, request: Mapping[str, Any], sent_at: float, first_until: float,
                     setting: str) -> AsyncGenerator[Chunk, None]:
@@ -416,27 +410,36 @@ class StreamingProvider(ProviderBase):
         usage_sent = False
         count = 0
         first = True
-        noticed = [False]
+        noticed = False
         # One timer for the whole stream bounds every wait for a chunk (see Watchdog): no new timer per chunk.
         dog = Watchdog()
         try:
             while True:
                 try:
-                    if first and self.slow_notice and not noticed[0]:
-                        # A status is due if the wait is long: the wait runs in a task so that it can be said.
-                        item = None
-                        ended = False
-                        async with contextlib.aclosing(self._next_first(iterator, sent_at, first_until, setting,
-                                                                        noticed)) as got:
-                            async for value in got:
-                                if isinstance(value, StatusChunk):
-                                    yield value
-                                elif value[0] == "item":
-                                    item = value[1]
-                                else:
-                                    ended = True
-                        if ended:
-                            break
+                    if first and self.slow_notice and not noticed:
+                        # A status is due if the wait is long: the wait runs in a task so that it can be said
+                        # (here, not in a generator of its own: the chunk is handed on once less).
+                        pending = asyncio.ensure_future(iterator.__anext__())
+                        try:
+                            while True:
+                                notice = None if noticed else self.slow_notice
+                                now = time.monotonic()
+                                left = first_until - now
+                                timeout = min(left, notice - (now - sent_at)) if notice is not None else left
+                                done, _ = await asyncio.wait((pending,), timeout=max(0.0, timeout))
+                                if done:
+                                    break
+                                now = time.monotonic()
+                                if now >= first_until:
+                                    raise self._no_first_token(first_until - sent_at, setting)
+                                if notice is not None and now - sent_at >= notice:
+                                    noticed = True
+                                    yield self._slow_status(now - sent_at, sent_at, first_until, setting)
+                        finally:
+                            if not pending.done():
+                                pending.cancel()
+                                await asyncio.wait((pending,))
+                        item = pending.result()  # StopAsyncIteration at the end, as from the iterator
                     else:
                         idle = not first
                         if not idle and time.monotonic() >= first_until:
