@@ -260,13 +260,15 @@ class Docks(Mapping[str, QDockWidget]):
         if old is not None and old is not widget:
             old.deleteLater()
 
-    def build(self) -> None:
-        """The early docks, empty: :meth:`build_inspector` fills them (after the first paint)."""
+    def build_steps(self) -> Iterator[None]:
+        """The early docks, empty, a dock per step (a dock, its tab and its View actions: a few ms each):
+        :meth:`build_inspector` fills them (after the first paint)."""
         for spec in self.specs:
             if spec.early:
                 placeholder = QWidget(self.window)
                 placeholder.setObjectName("InspectorPane")
                 self.register(spec, placeholder)
+                yield
         self._docks["tools"].raise_()
         self.window.resizeDocks([self._docks["tools"]], [DOCK_WIDTH], Qt.Orientation.Horizontal)
 
