@@ -7,8 +7,12 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from fakes.llm_server import FakeLLMServer
 
 # Before anything imports Qt or litellm.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -112,3 +116,22 @@ def keyring_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     keyring.set_keyring(FileKeyring())
     yield path
     keyring.set_keyring(previous)
+
+
+@pytest.fixture
+def bus_server() -> Iterator[FakeLLMServer]:
+    """The loopback model server for robots that talk (``fakes.bus_robots``): each robot answered by its system
+    prompt's first sentence and the question in capitals."""
+    from fakes.bus_robots import answering_server
+
+    with answering_server() as server:
+        yield server
+
+
+@pytest.fixture
+def llm_server() -> Iterator[FakeLLMServer]:
+    """The loopback OpenAI-compatible server (``fakes.llm_server``) with its default answers."""
+    from fakes.llm_server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        yield server

@@ -32,9 +32,9 @@ def _folder(tmp_path: Path) -> Path:
 def test_chat_reviews_memory_writes_with_the_memory_command(robotlab_home: Path, tmp_path: Path) -> None:
     folder = _folder(tmp_path)
     with FakeLLMServer() as server:
-        # One write a model call: two calls in one message run at once, and their order of proposal with them.
-        server.enqueue(Reply.tool("remember", {"key": "plan", "value": "ship friday"}))
-        server.enqueue(Reply.tool("remember", {"key": "owner", "value": "ana"}))
+        # Two calls in one message run at once; their writes are numbered in the message's order all the same.
+        server.enqueue(Reply.tools(("remember", {"key": "plan", "value": "ship friday"}),
+                                   ("remember", {"key": "owner", "value": "ana"})))
         server.enqueue("Noted.")
         server.enqueue(Reply.tools(("recall", {"key": "plan"}), ("recall", {"key": "owner"})))
         server.enqueue("Monday.")
@@ -51,7 +51,7 @@ def test_chat_reviews_memory_writes_with_the_memory_command(robotlab_home: Path,
         assert "Not kept memory 'owner': unset → ana (it stays unset): the person reviewing memory rejected it: " \
                "ask ana" in out
         assert "No memory write waits for review." in out
-        results = [json.loads(m["content"]) for m in server.requests[4]["messages"] if m["role"] == "tool"][-2:]
+        results = [json.loads(m["content"]) for m in server.requests[3]["messages"] if m["role"] == "tool"][-2:]
         assert results == [{"key": "plan", "found": True, "value": "ship monday"},
                            {"key": "owner", "found": False, "value": None}]
 

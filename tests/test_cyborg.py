@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import io
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fakes.bus_robots import robot
 from fakes.llm_server import FakeLLMServer
 
 from workspace import (
@@ -22,11 +22,9 @@ from workspace import (
     MessageBus,
     Network,
     Person,
-    Robot,
     ScriptedChannel,
     TerminalChannel,
 )
-from workspace.config import load_config
 from workspace.network.person import mentions
 
 # Bounds a hang only; no test measures time.
@@ -147,27 +145,10 @@ def test_mentions_are_names_after_an_at_sign_not_inside_addresses() -> None:
 
 
 # -- with real robots against the loopback server ------------------------------------------------------------
-def answer(body: dict[str, Any]) -> str:
-    messages = body["messages"]
-    system = next((m["content"] for m in messages if m["role"] == "system"), "")
-    return f"[{system.split('.')[0]}] {str(messages[-1]['content']).upper()}"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer(reply_fn=answer) as srv:
-        yield srv
-
-
-def robot(name: str, server: FakeLLMServer, prompt: str) -> Robot:
-    return Robot(name, system_prompt=prompt, model="openai/fake", api_base=server.base_url + "/v1",
-                 config=load_config(env={}, overrides={"llm": {"max_retries": 1}}))
-
-
-async def test_a_person_with_a_scripted_channel_approves_a_robots_draft_in_a_network(server: FakeLLMServer) -> None:
+async def test_a_person_with_a_scripted_channel_approves_a_robots_draft_in_a_network(bus_server: FakeLLMServer) -> None:
     channel = ScriptedChannel(["1"])
     network = Network("release")
-    network.task("draft", robot("writer", server, "You write release notes."))
+    network.task("draft", robot("writer", bus_server, "You write release notes."))
     approver = Person("approver", channel=channel, choices=["approved", "rejected"], timeout=HANG,
                       memory=network.memory)
     network.task("approve", approver, depends_on=["draft"])
@@ -182,12 +163,12 @@ async def test_a_person_with_a_scripted_channel_approves_a_robots_draft_in_a_net
         Person("x", ask=lambda q, c, d: "y", channel=ScriptedChannel())
 
 
-async def test_mentions_route_to_one_peer_and_no_mention_broadcasts(server: FakeLLMServer) -> None:
+async def test_mentions_route_to_one_peer_and_no_mention_broadcasts(bus_server: FakeLLMServer) -> None:
     bus = MessageBus()
     channel = LineChannel()
     ada = Person("ada", channel=channel).with_bus(bus).serve()
-    translator = robot("translator", server, "You translate.").with_bus(bus).serve()
-    robot("poet", server, "You write poems.").with_bus(bus).serve()
+    translator = robot("translator", bus_server, "You translate.").with_bus(bus).serve()
+    robot("poet", bus_server, "You write poems.").with_bus(bus).serve()
     sent = ada.say("@translator bonjour")
     assert list(sent) == ["translator"]
     await bus.drain(timeout=HANG)
@@ -199,7 +180,7 @@ async def test_mentions_route_to_one_peer_and_no_mention_broadcasts(server: Fake
     await bus.drain(timeout=HANG)
     assert sorted(channel.shown[1:]) == ["@poet: [You write poems] GOOD MORNING",
                                          "@translator: [You translate] GOOD MORNING"]
-    assert sorted(str(body["messages"][-1]["content"]) for body in server.requests) == [
+    assert sorted(str(body["messages"][-1]["content"]) for body in bus_server.requests) == [
         "@translator bonjour", "good morning", "good morning"]
 
     assert list(ada.say("@poet @nobody a haiku")) == ["poet"]
@@ -211,11 +192,11 @@ async def test_mentions_route_to_one_peer_and_no_mention_broadcasts(server: Fake
     assert ada.outbox[message.key].replies[0].content == "[You translate] MERCI"
 
 
-async def test_a_robot_asks_the_person_on_the_bus_and_listen_routes_what_they_type(server: FakeLLMServer) -> None:
+async def test_a_robot_asks_the_person_on_the_bus_and_listen_routes_what_they_type(bus_server: FakeLLMServer) -> None:
     bus = MessageBus()
     channel = LineChannel()
     ada = Person("ada", channel=channel, timeout=HANG).with_bus(bus).serve().listen()
-    editor = robot("editor", server, "You edit.").with_bus(bus).serve()
+    editor = robot("editor", bus_server, "You edit.").with_bus(bus).serve()
     asked = editor.send_message(to="ada", content="Is the title right?")
     await wait_until(lambda: channel.shown, "the question")
     assert channel.shown == ["@editor: Is the title right?"]
@@ -229,10 +210,10 @@ async def test_a_robot_asks_the_person_on_the_bus_and_listen_routes_what_they_ty
     await ada.interviewer.close()
 
 
-async def test_remember_and_recall_on_a_memory_shared_with_a_robot(server: FakeLLMServer) -> None:
+async def test_remember_and_recall_on_a_memory_shared_with_a_robot(bus_server: FakeLLMServer) -> None:
     shared = Memory()
     ada = Person("ada", channel=ScriptedChannel(), memory=shared)
-    scribe = robot("scribe", server, "You take notes.")
+    scribe = robot("scribe", bus_server, "You take notes.")
     scribe.memory = shared
     waiting = asyncio.ensure_future(ada.recall("decision", wait=HANG))
     await asyncio.sleep(0.05)

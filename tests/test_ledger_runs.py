@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import io
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
+from fakes.loopback_robots import get_weather, loopback_robot
 
 from ui.chat.model.presenter import ChatPresenter
 from workspace import events as ev
@@ -25,27 +25,11 @@ from workspace.ledger import BudgetExceeded, Ledger
 from workspace.network import Network
 from workspace.network.loader import load_network
 from workspace.robot import Robot
-from workspace.tools import tool
 
 
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as srv:
-        yield srv
-
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"sunny in {city}"
-
-
-def robot(server: FakeLLMServer, *, name: str = "r", kind: str = "lean", model: str = "openai/fake",
-          **options: Any) -> Robot:
-    provider = "litellm" if kind == "litellm" else "auto"
-    config = load_config(env={}, overrides={"llm": {"provider": provider, "max_retries": 0}})
-    return Robot(name, system_prompt="You help.", model=model, api_base=server.base_url + "/v1",
-                 config=config, tools=[get_weather], **options)
+def robot(llm_server: FakeLLMServer, *, name: str = "r", kind: str = "lean", **options: Any) -> Robot:
+    return loopback_robot(llm_server, name, provider="litellm" if kind == "litellm" else "auto", tools=[get_weather],
+                          **options)
 
 
 async def events_of(run: Any) -> list[ev.Event]:
@@ -54,7 +38,7 @@ async def events_of(run: Any) -> list[ev.Event]:
     return await asyncio.wait_for(go(), timeout=60)  # bounds a hang only
 
 
-def record(server: FakeLLMServer, ledger: Ledger, replies: list[Reply]) -> list[tuple[dict[str, float], float]]:
+def record(llm_server: FakeLLMServer, ledger: Ledger, replies: list[Reply]) -> list[tuple[dict[str, float], float]]:
     """Answer with ``replies`` in order; note what the ledger held and had consumed as each request arrived."""
     seen: list[tuple[dict[str, float], float]] = []
 
@@ -62,45 +46,45 @@ def record(server: FakeLLMServer, ledger: Ledger, replies: list[Reply]) -> list[
         seen.append((ledger.reserved, ledger.consumed.get("tokens", 0)))
         return replies[len(seen) - 1]
 
-    server.reply_fn = reply
+    llm_server.reply_fn = reply
     return seen
 
 
-async def test_each_call_holds_what_remains_and_settles_what_it_used(server: FakeLLMServer) -> None:
-    r = robot(server, token_budget=1000)
+async def test_each_call_holds_what_remains_and_settles_what_it_used(llm_server: FakeLLMServer) -> None:
+    r = robot(llm_server, token_budget=1000)
     assert r.ledger is not None and r.ledger.limits == {"tokens": 1000}
-    seen = record(server, r.ledger, [Reply.tool("get_weather", {"city": "Oslo"}, usage=(50, 10)),
+    seen = record(llm_server, r.ledger, [Reply.tool("get_weather", {"city": "Oslo"}, usage=(50, 10)),
                                      Reply.say("Sunny.", usage=(60, 20))])
     result = await r.arun("Weather?")
     assert result.last_text_content == "Sunny."
     assert seen == [({"tokens": 1000}, 0), ({"tokens": 940}, 60)]  # the whole rest, then the rest after 60
     assert r.ledger.consumed == {"tokens": 140, "cost": 0} and r.ledger.reserved == {}
     # The ledger spans the robot's life: the next run starts from what is left.
-    seen2 = record(server, r.ledger, [Reply.say("Again.", usage=(5, 5))])
+    seen2 = record(llm_server, r.ledger, [Reply.say("Again.", usage=(5, 5))])
     await r.arun("Once more")
     assert seen2 == [({"tokens": 860}, 140)] and r.ledger.consumed["tokens"] == 150
 
 
-async def test_a_spent_budget_stops_the_run_before_anything_is_sent(server: FakeLLMServer) -> None:
+async def test_a_spent_budget_stops_the_run_before_anything_is_sent(llm_server: FakeLLMServer) -> None:
     ledger = Ledger(limits={"tokens": 100}, consumed={"tokens": 100})
-    r = robot(server, ledger=ledger)
+    r = robot(llm_server, ledger=ledger)
     with pytest.raises(BudgetExceeded, match=r"^Token budget exceeded: 100 tokens used, budget is 100$"):
         await r.arun("Hi")
-    assert server.requests == [] and ledger.reserved == {}
+    assert llm_server.requests == [] and ledger.reserved == {}
 
 
-async def test_the_call_that_passes_the_limit_is_made_then_the_run_fails(server: FakeLLMServer) -> None:
-    r = robot(server, token_budget=100)
-    server.enqueue(Reply.tool("get_weather", {"city": "Oslo"}, usage=(90, 20)), Reply.say("never asked"))
+async def test_the_call_that_passes_the_limit_is_made_then_the_run_fails(llm_server: FakeLLMServer) -> None:
+    r = robot(llm_server, token_budget=100)
+    llm_server.enqueue(Reply.tool("get_weather", {"city": "Oslo"}, usage=(90, 20)), Reply.say("never asked"))
     events = await events_of(r.stream("Weather?"))
     failed = [e for e in events if isinstance(e, ev.RunFailed)]
     assert len(failed) == 1 and failed[0].error_type == "BudgetExceeded"
     assert failed[0].error == "Token budget exceeded: 110 tokens used, budget is 100"
-    assert len(server.requests) == 1 and not [e for e in events if isinstance(e, ev.ToolResult)]
+    assert len(llm_server.requests) == 1 and not [e for e in events if isinstance(e, ev.ToolResult)]
     assert r.ledger is not None and r.ledger.consumed["tokens"] == 110 and r.ledger.reserved == {}
     with pytest.raises(BudgetExceeded, match="110 tokens used"):  # the next run is refused before sending
         await r.arun("And now?")
-    assert len(server.requests) == 1
+    assert len(llm_server.requests) == 1
     # What a person sees: the terminal's line and the chat's footer for the run.
     out = io.StringIO()
     printer = EventPrinter(out)
@@ -117,31 +101,31 @@ async def test_the_call_that_passes_the_limit_is_made_then_the_run_fails(server:
     assert run.end.status_text == "Failed — Token budget exceeded: 110 tokens used, budget is 100"
 
 
-async def test_a_cost_budget_of_a_priced_model(server: FakeLLMServer) -> None:
-    r = robot(server, kind="litellm", model="openai/gpt-4o-mini", cost_budget=0.001)
-    server.enqueue(Reply.tool("get_weather", {"city": "Oslo"}, usage=(100_000, 1000)), Reply.say("never asked"))
+async def test_a_cost_budget_of_a_priced_model(llm_server: FakeLLMServer) -> None:
+    r = robot(llm_server, kind="litellm", model="openai/gpt-4o-mini", cost_budget=0.001)
+    llm_server.enqueue(Reply.tool("get_weather", {"city": "Oslo"}, usage=(100_000, 1000)), Reply.say("never asked"))
     with pytest.raises(BudgetExceeded) as caught:
         await r.arun("Weather?")
     assert r.ledger is not None
     spent = r.ledger.consumed["cost"]
     assert spent > 0.001 and str(caught.value) == f"Cost budget exceeded: ${spent:.6f} used, budget is $0.001000"
-    assert len(server.requests) == 1
+    assert len(llm_server.requests) == 1
 
 
-async def test_a_failed_call_gives_its_reservation_back(server: FakeLLMServer) -> None:
-    r = robot(server, token_budget=500)
-    server.enqueue(Reply.error(500, "the model crashed"))
+async def test_a_failed_call_gives_its_reservation_back(llm_server: FakeLLMServer) -> None:
+    r = robot(llm_server, token_budget=500)
+    llm_server.enqueue(Reply.error(500, "the model crashed"))
     events = await events_of(r.stream("Hi"))
     assert isinstance(events[-1], ev.RunFailed) and events[-1].error_type != "BudgetExceeded"
     assert r.ledger is not None and r.ledger.reserved == {} and r.ledger.consumed["tokens"] == 0
-    seen = record(server, r.ledger, [Reply.say("Back.", usage=(10, 10))])
+    seen = record(llm_server, r.ledger, [Reply.say("Back.", usage=(10, 10))])
     assert (await r.arun("Again")).last_text_content == "Back."
     assert seen == [({"tokens": 500}, 0)]  # the whole budget was there again
 
 
-async def test_a_stopped_call_gives_its_reservation_back(server: FakeLLMServer) -> None:
-    r = robot(server, token_budget=500)
-    server.enqueue(Reply.say("a long answer that never ends", chunk_delay=5, chunk_size=1))
+async def test_a_stopped_call_gives_its_reservation_back(llm_server: FakeLLMServer) -> None:
+    r = robot(llm_server, token_budget=500)
+    llm_server.enqueue(Reply.say("a long answer that never ends", chunk_delay=5, chunk_size=1))
     run = r.stream("Hi")
     seen: list[ev.Event] = []
     held: list[dict[str, float]] = []
@@ -159,35 +143,35 @@ async def test_a_stopped_call_gives_its_reservation_back(server: FakeLLMServer) 
     assert r.ledger is not None and r.ledger.reserved == {} and r.ledger.consumed["tokens"] == 0
 
 
-def test_a_robot_takes_budgets_or_a_ledger_not_both(server: FakeLLMServer) -> None:
+def test_a_robot_takes_budgets_or_a_ledger_not_both(llm_server: FakeLLMServer) -> None:
     from workspace.errors import ConfigurationError
 
     with pytest.raises(ConfigurationError, match="not both"):
-        robot(server, ledger=Ledger(), token_budget=10)
+        robot(llm_server, ledger=Ledger(), token_budget=10)
     with pytest.raises(ConfigurationError, match="token_budget must be a whole number"):
-        robot(server, token_budget=0)
+        robot(llm_server, token_budget=0)
     with pytest.raises(ConfigurationError, match="cost_budget must be a number"):
-        robot(server, cost_budget="much")
-    assert robot(server).ledger is None
+        robot(llm_server, cost_budget="much")
+    assert robot(llm_server).ledger is None
 
 
-async def test_parallel_tasks_sharing_a_ledger_take_turns(server: FakeLLMServer) -> None:
+async def test_parallel_tasks_sharing_a_ledger_take_turns(llm_server: FakeLLMServer) -> None:
     ledger = Ledger(limits={"tokens": 50})
-    seen = record(server, ledger, [Reply.say(f"answer {i}", usage=(20, 10), chunk_delay=0.05) for i in range(3)])
+    seen = record(llm_server, ledger, [Reply.say(f"answer {i}", usage=(20, 10), chunk_delay=0.05) for i in range(3)])
     net = Network("three", ledger=ledger)
     for name in ("a", "b", "c"):
-        net.task(name, robot(server, name=name), on_error="continue")
+        net.task(name, robot(llm_server, name=name), on_error="continue")
     result = await asyncio.wait_for(net.arun("Go"), timeout=60)
     # One call at a time, each holding all that was left and seeing every earlier call settled:
     assert seen == [({"tokens": 50}, 0), ({"tokens": 20}, 30)]
     # The second call passed the limit; the third task was refused before sending anything.
-    assert len(server.requests) == 2 and ledger.consumed["tokens"] == 60 and ledger.reserved == {}
+    assert len(llm_server.requests) == 2 and ledger.consumed["tokens"] == 60 and ledger.reserved == {}
     answers = sorted(str(result.results[name].last_text_content) for name in ("a", "b", "c"))
     assert sum("Token budget exceeded" in a for a in answers) == 2
     assert sum(a.startswith("answer") for a in answers) == 1
 
 
-async def test_a_network_file_budget_is_one_ledger(tmp_path: Path, server: FakeLLMServer) -> None:
+async def test_a_network_file_budget_is_one_ledger(tmp_path: Path, llm_server: FakeLLMServer) -> None:
     path = tmp_path / "pair.yaml"
     path.write_text("name: pair\nbudget: {tokens: 30}\ntasks:\n  a: {robot: {system_prompt: hi}}\n"
                     "  b: {robot: {system_prompt: hi}}\n", encoding="utf-8")
@@ -224,7 +208,7 @@ async def test_a_caller_waits_for_its_turn_across_threads_and_may_give_up() -> N
     assert spent.reserved == {}
 
 
-async def test_a_robot_files_budgets_are_its_ledger(robotlab_home: Path, server: FakeLLMServer) -> None:
+async def test_a_robot_files_budgets_are_its_ledger(robotlab_home: Path, llm_server: FakeLLMServer) -> None:
     """``token_budget`` / ``cost_budget`` in a robot file's front matter: the robot's ledger for its life;
     a bad value is refused naming the file's key and the fix."""
     from workspace.catalog import load_robot
@@ -232,12 +216,12 @@ async def test_a_robot_files_budgets_are_its_ledger(robotlab_home: Path, server:
 
     folder = robotlab_home / "config" / "robots"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "thrifty.md").write_text(f"---\nmodel: openai/fake\napi_base: {server.base_url}/v1\n"
+    (folder / "thrifty.md").write_text(f"---\nmodel: openai/fake\napi_base: {llm_server.base_url}/v1\n"
                                        "token_budget: 100\ncost_budget: 0.25\n---\nYou are thrifty.", encoding="utf-8")
     config = load_config(env={}, overrides={"llm": {"max_retries": 0}})
     r = load_robot("thrifty", config=config)
     assert r.ledger is not None and r.ledger.limits == {"tokens": 100, "cost": 0.25}
-    server.enqueue(Reply.say("Spent.", usage=(90, 20)))
+    llm_server.enqueue(Reply.say("Spent.", usage=(90, 20)))
     with pytest.raises(BudgetExceeded, match=r"^Token budget exceeded: 110 tokens used, budget is 100$"):
         await r.arun("Hi")
     # Given to the constructor, a ledger wins over the file's budgets.

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.script_folders import Gate
 
 from workspace import events as ev
 from workspace.approval import (
@@ -49,19 +50,6 @@ def folder(tmp_path: Path) -> Path:
     (root / "b.txt").write_text("keep me\n")
     (root / ".gitignore").write_text("build/\n")
     return root
-
-
-class Gate(ApprovalGate):
-    """A policy, and a person who answers ``answer`` to what is asked (remembered in ``asked``)."""
-
-    def __init__(self, rules: list[dict[str, str]] | None = None, *, answer: bool = True) -> None:
-        self.asked: list[ApprovalRequest] = []
-
-        async def ask(request: ApprovalRequest) -> ApprovalDecision:
-            self.asked.append(request)
-            return ApprovalDecision(approved=answer, reason=None if answer else "no")
-
-        super().__init__(ApprovalPolicy.from_list(rules or []), ask)
 
 
 ALLOW_ALL = [{"tool": "run_command", "action": "allow"}]

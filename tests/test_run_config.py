@@ -4,48 +4,22 @@ sees them: the requests a robot sends the loopback OpenAI-compatible server."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
+from fakes.loopback_robots import get_weather, loopback_config, loopback_robot
 
 import workspace
-from workspace.config import load_config
 from workspace.errors import ConfigurationError, ToolLoopError
 from workspace.network import Network
 from workspace.robot import Robot
 from workspace.run_config import FIELDS, RunConfig
-from workspace.tools import tool
 
 
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as srv:
-        yield srv
-
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"sunny in {city}"
-
-
-def config(model: str | None = None) -> Any:
-    llm: dict[str, Any] = {"provider": "auto", "max_retries": 0}
-    if model:
-        llm["model"] = model
-    return load_config(env={}, overrides={"llm": llm})
-
-
-def robot(server: FakeLLMServer, name: str = "r", **options: Any) -> Robot:
-    options.setdefault("model", "openai/fake")
-    return Robot(name, system_prompt="You help.", api_base=server.base_url + "/v1", config=config(), **options)
-
-
-def sent(server: FakeLLMServer, index: int = -1) -> dict[str, Any]:
-    return dict(server.requests[index])
+def sent(llm_server: FakeLLMServer, index: int = -1) -> dict[str, Any]:
+    return dict(llm_server.requests[index])
 
 
 # -- the object ----------------------------------------------------------------------------------
@@ -99,11 +73,11 @@ def test_from_front_matter_takes_the_model_settings_and_the_config_block() -> No
 
 
 # -- a robot's own level ---------------------------------------------------------------------------
-async def test_config_fills_in_a_robots_settings_and_its_keywords_win(server: FakeLLMServer) -> None:
+async def test_config_fills_in_a_robots_settings_and_its_keywords_win(llm_server: FakeLLMServer) -> None:
     calls: list[str] = []
     cfg = RunConfig(temperature=0.3, max_tokens=64, max_tool_rounds=2, token_budget=5000,
                     on_tool_call=lambda call, *_: calls.append(call.name))
-    r = Robot("r", system_prompt="You help.", model="openai/fake", api_base=server.base_url + "/v1",
+    r = Robot("r", system_prompt="You help.", model="openai/fake", api_base=llm_server.base_url + "/v1",
               config=cfg, temperature=0.9, tools=[get_weather])
     assert r.settings["temperature"] == 0.9 and r.settings["max_tokens"] == 64  # the keyword wins
     assert r.max_tool_rounds == 2 and r.ledger is not None and r.ledger.limits == {"tokens": 5000.0}
@@ -111,23 +85,23 @@ async def test_config_fills_in_a_robots_settings_and_its_keywords_win(server: Fa
     effective = r.effective_config
     assert effective["model"] == "openai/fake" and effective["max_tool_rounds"] == 2
     assert effective["max_tools"] == r.max_tools and "on_tool_call" in effective
-    server.enqueue(Reply.tool("get_weather", {"city": "Oslo"}), Reply.say("Sunny."))
+    llm_server.enqueue(Reply.tool("get_weather", {"city": "Oslo"}), Reply.say("Sunny."))
     await asyncio.wait_for(r.arun("weather?"), 60)
-    body = sent(server, 0)
+    body = sent(llm_server, 0)
     assert body["temperature"] == 0.9 and body["max_tokens"] == 64
     assert calls == ["get_weather"]
 
 
-async def test_a_robot_files_config_block_is_its_base(server: FakeLLMServer, tmp_path: Path) -> None:
+async def test_a_robot_files_config_block_is_its_base(llm_server: FakeLLMServer, tmp_path: Path) -> None:
     (tmp_path / "careful.md").write_text(
-        f"---\nmodel: openai/fake\napi_base: {server.base_url}/v1\ntemperature: 0.5\n"
+        f"---\nmodel: openai/fake\napi_base: {llm_server.base_url}/v1\ntemperature: 0.5\n"
         "config:\n  max_tokens: 40\n  temperature: 0.1\n  max_tool_rounds: 1\n---\nYou are careful.\n")
     r = Robot("careful", template=tmp_path / "careful.md", tools=[get_weather],
               config=RunConfig(top_p=0.8))
     assert r.max_tool_rounds == 1
-    server.enqueue(Reply.say("Done."))
+    llm_server.enqueue(Reply.say("Done."))
     await asyncio.wait_for(r.arun("hi"), 60)
-    body = sent(server)
+    body = sent(llm_server)
     assert body["max_tokens"] == 40 and body["temperature"] == 0.5 and body["top_p"] == 0.8
     (tmp_path / "bad.md").write_text("---\nconfig:\n  max_tool_round: 2\n---\nx\n")
     with pytest.raises(Exception, match="max_tool_rounds"):
@@ -135,16 +109,16 @@ async def test_a_robot_files_config_block_is_its_base(server: FakeLLMServer, tmp
 
 
 # -- a run's level ------------------------------------------------------------------------------------
-async def test_a_runs_config_wins_for_that_run_only(server: FakeLLMServer) -> None:
-    r = robot(server, temperature=0.7, tools=[get_weather])
-    server.enqueue(Reply.say("one"), Reply.say("two"))
+async def test_a_runs_config_wins_for_that_run_only(llm_server: FakeLLMServer) -> None:
+    r = loopback_robot(llm_server, temperature=0.7, tools=[get_weather])
+    llm_server.enqueue(Reply.say("one"), Reply.say("two"))
     await asyncio.wait_for(r.arun("a", config=RunConfig(temperature=0.0, max_tokens=12, model="openai/other")), 60)
     await asyncio.wait_for(r.arun("b"), 60)
-    first, second = sent(server, 0), sent(server, 1)
+    first, second = sent(llm_server, 0), sent(llm_server, 1)
     assert (first["temperature"], first["max_tokens"], first["model"]) == (0.0, 12, "other")
     assert second["temperature"] == 0.7 and second.get("max_tokens") != 12 and second["model"] == "fake"
     # The guards come from a run's config too: one tool call allowed, the second fails the run.
-    server.enqueue(Reply.tool("get_weather", {"city": "Oslo"}), Reply.tool("get_weather", {"city": "Rome"}))
+    llm_server.enqueue(Reply.tool("get_weather", {"city": "Oslo"}), Reply.tool("get_weather", {"city": "Rome"}))
     with pytest.raises(ToolLoopError):
         await asyncio.wait_for(r.arun("loop", config=RunConfig(max_tool_rounds=1)), 60)
     with pytest.raises(ConfigurationError, match="Unknown RunConfig field: temp"):
@@ -152,17 +126,17 @@ async def test_a_runs_config_wins_for_that_run_only(server: FakeLLMServer) -> No
 
 
 # -- a network's and a task's level ----------------------------------------------------------------
-async def test_network_then_task_then_robot_then_run(server: FakeLLMServer) -> None:
-    plain = Robot("plain", system_prompt="You help.", api_base=server.base_url + "/v1",
-                  config=config("openai/fake"))
-    own = Robot("own", system_prompt="You help.", model="openai/fake", api_base=server.base_url + "/v1",
-                config=config(), temperature=0.9)
+async def test_network_then_task_then_robot_then_run(llm_server: FakeLLMServer) -> None:
+    plain = Robot("plain", system_prompt="You help.", api_base=llm_server.base_url + "/v1",
+                  config=loopback_config("openai/fake"))
+    own = Robot("own", system_prompt="You help.", model="openai/fake", api_base=llm_server.base_url + "/v1",
+                config=loopback_config(), temperature=0.9)
     net = Network("n", config=RunConfig(model="openai/netmodel", temperature=0.2, max_tokens=100))
     net.task("first", plain, config=RunConfig(max_tokens=77))
     net.task("second", own, depends_on=["first"])
-    server.enqueue(Reply.say("from plain"), Reply.say("from own"))
+    llm_server.enqueue(Reply.say("from plain"), Reply.say("from own"))
     await asyncio.wait_for(net.arun("go"), 60)
-    by_model = {b["model"]: b for b in server.requests}
+    by_model = {b["model"]: b for b in llm_server.requests}
     # plain has no model of its own: the network's; its task's max_tokens over the network's.
     assert by_model["netmodel"]["temperature"] == 0.2 and by_model["netmodel"]["max_tokens"] == 77
     # own keeps its model and its temperature; the network's max_tokens fills in what it left out.
@@ -209,28 +183,28 @@ async def test_a_bus_given_by_config_is_the_robots_and_the_networks() -> None:
         RunConfig(bus="tcp://here")
 
 
-async def test_a_network_files_config_and_its_tasks(server: FakeLLMServer, tmp_path: Path) -> None:
+async def test_a_network_files_config_and_its_tasks(llm_server: FakeLLMServer, tmp_path: Path) -> None:
     from workspace.network.loader import load_network
 
     path = tmp_path / "net.yaml"
     path.write_text(
         "config: {temperature: 0.3, max_tokens: 33, max_concurrent_robots: 2}\n"
         "robots:\n"
-        f"  first: {{system_prompt: You help., model: openai/fake, api_base: '{server.base_url}/v1'}}\n"
-        f"  second: {{system_prompt: You help., model: openai/fake2, api_base: '{server.base_url}/v1'}}\n"
+        f"  first: {{system_prompt: You help., model: openai/fake, api_base: '{llm_server.base_url}/v1'}}\n"
+        f"  second: {{system_prompt: You help., model: openai/fake2, api_base: '{llm_server.base_url}/v1'}}\n"
         "tasks:\n"
         "  first: {config: {max_tokens: 44}}\n"
         "  second: {depends_on: [first]}\n", encoding="utf-8")
-    net = load_network(path, config=config())
+    net = load_network(path, config=loopback_config())
     assert net.max_concurrent_robots == 2 and net.config.temperature == 0.3
-    server.enqueue(Reply.say("one"), Reply.say("two"))
+    llm_server.enqueue(Reply.say("one"), Reply.say("two"))
     await asyncio.wait_for(net.arun("go"), 60)
-    by_model = {b["model"]: b for b in server.requests}
+    by_model = {b["model"]: b for b in llm_server.requests}
     assert (by_model["fake"]["temperature"], by_model["fake"]["max_tokens"]) == (0.3, 44)
     assert (by_model["fake2"]["temperature"], by_model["fake2"]["max_tokens"]) == (0.3, 33)
     path.write_text("config: {temprature: 0.3}\nrobots: {a: {system_prompt: x}}\ntasks: {a: {}}\n", encoding="utf-8")
     with pytest.raises(Exception, match="temprature"):
-        load_network(path, config=config())
+        load_network(path, config=loopback_config())
 
 
 def test_a_config_block_in_the_opened_folder_keeps_its_trust_rules(tmp_path: Path) -> None:
@@ -249,4 +223,4 @@ def test_a_config_block_in_the_opened_folder_keeps_its_trust_rules(tmp_path: Pat
                  "robots: {a: {system_prompt: x}}\ntasks: {a: {config: {mcp: [{name: x, command: /bin/sh}]}}}\n"):
         net_file.write_text(text, encoding="utf-8")
         with pytest.raises(NetworkFileError, match="inline"):
-            load_network(net_file, folder=folder, config=config())
+            load_network(net_file, folder=folder, config=loopback_config())

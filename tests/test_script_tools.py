@@ -10,21 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.script_folders import Gate, executable, require_sandbox
 
 from workspace import ScriptTool, trust
 from workspace import events as ev
-from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalPolicy, ApprovalRequest
 from workspace.changes import ChangeSet
-from workspace.isolation import SandboxUnavailable, sandbox_for_platform
 from workspace.providers.testing import ScriptedProvider, ToolCall
 from workspace.robot import Robot
 from workspace.script_tools import discover_script_tools, user_tools_dir
 from workspace.tools.script import ScriptToolError
 
-try:
-    sandbox_for_platform()
-except SandboxUnavailable as exc:  # pragma: no cover - the suite's machine has bubblewrap
-    pytest.skip(f"no sandbox on this machine: {exc}", allow_module_level=True)
+require_sandbox()
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -49,30 +45,12 @@ echo "got $# arguments: $*"
 """
 
 
-def script(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    path.chmod(0o755)
-    return path
-
-
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     root.mkdir()
     (root / "a.txt").write_text("old\n")
     return root
-
-
-class Gate(ApprovalGate):
-    def __init__(self, rules: list[dict[str, str]] | None = None, *, answer: bool = True) -> None:
-        self.asked: list[ApprovalRequest] = []
-
-        async def ask(request: ApprovalRequest) -> ApprovalDecision:
-            self.asked.append(request)
-            return ApprovalDecision(approved=answer, reason=None if answer else "no")
-
-        super().__init__(ApprovalPolicy.from_list(rules or []), ask)
 
 
 async def call(tool: ScriptTool, arguments: dict[str, Any], folder: Path, changes: ChangeSet,
@@ -96,7 +74,7 @@ def test_not_executable_is_skipped_with_robotlabs_warning(tmp_path: Path, caplog
 
 
 def test_front_matter_names_and_describes_the_tool(tmp_path: Path) -> None:
-    tool = ScriptTool.from_path(script(tmp_path / "say-hello.sh", FRONT))
+    tool = ScriptTool.from_path(executable(tmp_path / "say-hello.sh", FRONT))
     assert tool is not None and tool.name == "say_hello"
     assert tool.description == "Write a greeting into a file"
     assert tool.parameters["properties"]["who"]["type"] == "string"
@@ -104,7 +82,7 @@ def test_front_matter_names_and_describes_the_tool(tmp_path: Path) -> None:
 
 
 def test_a_sidecar_describes_the_tool(tmp_path: Path) -> None:
-    path = script(tmp_path / "lines.py", "#!/usr/bin/env python3\nimport json, sys\nprint(json.load(sys.stdin))\n")
+    path = executable(tmp_path / "lines.py", "#!/usr/bin/env python3\nimport json, sys\nprint(json.load(sys.stdin))\n")
     (tmp_path / "lines.json").write_text('{"description": "Count lines", "parameters": {"path": "string"}}')
     tool = ScriptTool.from_path(path)
     assert tool is not None and tool.name == "lines" and tool.description == "Count lines"
@@ -112,13 +90,13 @@ def test_a_sidecar_describes_the_tool(tmp_path: Path) -> None:
 
 
 def test_bad_front_matter_names_the_fix(tmp_path: Path) -> None:
-    path = script(tmp_path / "bad.sh", "#!/bin/sh\n# ---\n# description: x\necho\n")
+    path = executable(tmp_path / "bad.sh", "#!/bin/sh\n# ---\n# description: x\necho\n")
     with pytest.raises(ScriptToolError, match="not closed; end it with a '# ---' line"):
         ScriptTool.from_path(path)
 
 
 async def test_help_describes_it_and_args_reach_the_script(folder: Path) -> None:
-    tool = ScriptTool.from_path(script(folder / "tools" / "count-args", HELP))
+    tool = ScriptTool.from_path(executable(folder / "tools" / "count-args", HELP))
     assert tool is not None and tool.name == "count_args"
     assert tool.description == "usage: count-args [ARGS...] - print how many arguments it got"
     assert list(tool.parameters["properties"]) == ["args"]
@@ -131,12 +109,12 @@ async def test_help_describes_it_and_args_reach_the_script(folder: Path) -> None
 
 
 async def test_a_failing_help_falls_back_to_the_first_comment(tmp_path: Path) -> None:
-    tool = ScriptTool.from_path(script(tmp_path / "x.sh", "#!/bin/sh\n# Does x\nexit 3\n"))
+    tool = ScriptTool.from_path(executable(tmp_path / "x.sh", "#!/bin/sh\n# Does x\nexit 3\n"))
     assert tool is not None and tool.description == "Does x"
 
 
 async def test_it_is_asked_about_as_the_command_it_runs_and_denied_never_runs(folder: Path) -> None:
-    tool = ScriptTool.from_path(script(folder / ".robotlab" / "tools" / "greet.sh", FRONT))
+    tool = ScriptTool.from_path(executable(folder / ".robotlab" / "tools" / "greet.sh", FRONT))
     assert tool is not None
     gate = Gate([], answer=False)
     changes = ChangeSet(folder)
@@ -150,7 +128,7 @@ async def test_it_is_asked_about_as_the_command_it_runs_and_denied_never_runs(fo
 
 async def test_writes_are_proposed_not_applied_and_input_arrives_on_stdin(tmp_path: Path, folder: Path) -> None:
     # A script outside the folder (the user's tools folder) is handed into the sandbox.
-    tool = ScriptTool.from_path(script(tmp_path / "user-tools" / "greet", FRONT))
+    tool = ScriptTool.from_path(executable(tmp_path / "user-tools" / "greet", FRONT))
     assert tool is not None
     changes = ChangeSet(folder)
     events = await call(tool, {"who": "Ann"}, folder, changes, Gate([{"tool": "run_command", "action": "allow"}]))
@@ -165,7 +143,7 @@ async def test_writes_are_proposed_not_applied_and_input_arrives_on_stdin(tmp_pa
 
 
 def test_the_user_tools_folder_is_discovered(folder: Path) -> None:
-    script(user_tools_dir() / "count-args", HELP)
+    executable(user_tools_dir() / "count-args", HELP)
     (user_tools_dir() / "count-args.md").write_text("notes, not a tool")
     tools, notices = discover_script_tools(folder)
     assert [t.name for t in tools] == ["count_args"] and notices == []
@@ -175,8 +153,8 @@ def test_an_untrusted_folders_tools_are_ignored_with_a_notice_and_trusted_ones_u
         folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from workspace.tools import script as script_module
 
-    script(folder / ".robotlab" / "tools" / "greet.sh", FRONT)
-    script(folder / ".robotlab" / "tools" / "other", "#!/bin/sh\necho help\n")
+    executable(folder / ".robotlab" / "tools" / "greet.sh", FRONT)
+    executable(folder / ".robotlab" / "tools" / "other", "#!/bin/sh\necho help\n")
     helped: list[Path] = []
     real_help = script_module._help_text
     monkeypatch.setattr(script_module, "_help_text", lambda p: helped.append(p) or real_help(p))
@@ -191,7 +169,7 @@ def test_an_untrusted_folders_tools_are_ignored_with_a_notice_and_trusted_ones_u
 
 
 async def test_a_robot_can_name_a_script_tool(folder: Path) -> None:
-    script(user_tools_dir() / "count-args", HELP)
+    executable(user_tools_dir() / "count-args", HELP)
     robot = Robot("helper", system_prompt="x", tools=["count_args"],
                   provider=ScriptedProvider(["Done."]), folder=folder)
     manifest = await robot.resolve_tools()
@@ -204,7 +182,7 @@ def test_an_agent_skills_scripts_become_script_tools(tmp_path: Path) -> None:
     skill = tmp_path / "counter"
     (skill / "scripts").mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: counter\ndescription: counts things\n---\nCount.\n")
-    script(skill / "scripts" / "count-args", HELP)
+    executable(skill / "scripts" / "count-args", HELP)
     (skill / "scripts" / "notes.txt").write_text("not a script\n")
     tools = AgentSkill.from_path(skill).script_tools
     assert [t.name for t in tools] == ["count_args"]

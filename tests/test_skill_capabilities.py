@@ -12,20 +12,17 @@ from typing import Any
 
 import pytest
 from fakes.llm_server import FakeLLMServer
+from fakes.script_folders import require_sandbox, skill_folder
 
 from workspace import AgentSkill
 from workspace.agent_skills import skill_script_tools
 from workspace.changes import ChangeSet
 from workspace.config import load_config
-from workspace.isolation import SandboxUnavailable, sandbox_for_platform
 from workspace.tools.base import ToolContext
 from workspace.tools.capabilities import Ceiling, script_limits
 from workspace.tools.script import ScriptToolError
 
-try:
-    sandbox_for_platform()
-except SandboxUnavailable as exc:  # pragma: no cover - the suite's machine has bubblewrap
-    pytest.skip(f"no sandbox on this machine: {exc}", allow_module_level=True)
+require_sandbox()
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -51,14 +48,7 @@ echo sleeping; sleep 60; echo woke
 
 
 def skill(root: Path, name: str, front: str, scripts: dict[str, str]) -> AgentSkill:
-    folder = root / name
-    (folder / "scripts").mkdir(parents=True)
-    (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {name}\n{front}---\nUse it.\n")
-    for file, text in scripts.items():
-        path = folder / "scripts" / file
-        path.write_text(text)
-        path.chmod(0o755)
-    return AgentSkill.from_path(folder)
+    return AgentSkill.from_path(skill_folder(root, name, name, scripts, front=front, body="Use it.\n"))
 
 
 @pytest.fixture

@@ -8,18 +8,15 @@ import logging
 from pathlib import Path
 
 import pytest
+from fakes.script_folders import require_sandbox, skill_folder
 
 from workspace import AgentSkillCatalog, Robot
 from workspace import events as ev
 from workspace.agent_skills import skill_script_tools
 from workspace.approval import ApprovalDecision, ApprovalGate, ApprovalPolicy, ApprovalRequest
-from workspace.isolation import SandboxUnavailable, sandbox_for_platform
 from workspace.providers.testing import ScriptedProvider, ToolCall
 
-try:
-    sandbox_for_platform()
-except SandboxUnavailable as exc:  # pragma: no cover - the suite's machine has bubblewrap
-    pytest.skip(f"no sandbox on this machine: {exc}", allow_module_level=True)
+require_sandbox()
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -36,22 +33,11 @@ echo "words: $(printf %s "$text" | wc -w | tr -d ' ')"
 """
 
 
-def make_skill(root: Path, name: str, description: str, scripts: dict[str, str]) -> Path:
-    folder = root / name
-    (folder / "scripts").mkdir(parents=True)
-    (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\nUse the script.\n")
-    for file, text in scripts.items():
-        path = folder / "scripts" / file
-        path.write_text(text)
-        path.chmod(0o755)
-    return folder
-
-
 @pytest.fixture
 def catalog(tmp_path: Path) -> AgentSkillCatalog:
     root = tmp_path / "skills"
-    make_skill(root, "word_counter", "Counts the words of a text", {"count-words.sh": WORDS})
-    make_skill(root, "poet", "Writes short poems about nature", {})
+    skill_folder(root, "word_counter", "Counts the words of a text", {"count-words.sh": WORDS})
+    skill_folder(root, "poet", "Writes short poems about nature", {})
     return AgentSkillCatalog(root)
 
 
@@ -89,9 +75,9 @@ async def test_a_selected_skills_script_is_a_tool_of_that_run_only(tmp_path: Pat
 
 async def test_a_script_with_a_broken_description_is_left_out_with_a_warning(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    folder = make_skill(tmp_path / "skills", "counter", "Counts words",
-                        {"bad.sh": "#!/bin/sh\n# ---\n# description: x\necho\n", "count-words.sh": WORDS,
-                         "notes.txt": "not a script"})
+    folder = skill_folder(tmp_path / "skills", "counter", "Counts words",
+                          {"bad.sh": "#!/bin/sh\n# ---\n# description: x\necho\n", "count-words.sh": WORDS,
+                           "notes.txt": "not a script"})
     (folder / "scripts" / "notes.txt").chmod(0o644)
     from workspace import AgentSkill
 
@@ -105,8 +91,8 @@ async def test_an_untrusted_folders_skill_scripts_are_not_offered_until_it_is_tr
     from workspace import trust
 
     folder = tmp_path / "project"
-    make_skill(folder / ".robotlab" / "templates" / "skills", "word_counter", "Counts the words of a text",
-               {"count-words.sh": WORDS})
+    skill_folder(folder / ".robotlab" / "templates" / "skills", "word_counter", "Counts the words of a text",
+                 {"count-words.sh": WORDS})
     catalog = AgentSkillCatalog(folder=folder)
     provider = ScriptedProvider(["Cannot.", "Can."])
     robot = Robot("helper", system_prompt="You help.", provider=provider, folder=folder)

@@ -59,6 +59,46 @@ class DelegationFuture:
         return f"<DelegationFuture {self.delegated_by} -> {self.robot_name} {state}>"
 
 
+#: The delegations running in the background that a tool call of a thread's run started, by the thread's id: what
+#: deleting the thread stops (:func:`stop_delegations`), so none goes on into a thread that is no more.
+_BY_THREAD: dict[str, set[DelegationFuture]] = {}
+
+
+def running_delegations(thread_id: str) -> list[DelegationFuture]:
+    """The background delegations started in ``thread_id``'s runs that still run."""
+    return [f for f in _BY_THREAD.get(thread_id, ()) if not f.done()]
+
+
+def stop_delegations(thread_id: str) -> list[DelegationFuture]:
+    """Stop the background delegations started in ``thread_id``'s runs (the thread is deleted); those that were
+    still running, whose delegate's run ends cancelled."""
+    stopped = [f for f in running_delegations(thread_id) if f.cancel()]
+    _BY_THREAD.pop(thread_id, None)
+    return stopped
+
+
+def _caller_thread() -> str | None:
+    """The thread of the run whose tool call is running here (None: outside a call, or a run of no thread)."""
+    call = current_call()
+    parent = call.run if call is not None else None
+    if call is None or parent is None:
+        return None
+    thread_id = parent.child_options(call.call_id).get("thread_id")
+    return thread_id if isinstance(thread_id, str) and thread_id else None
+
+
+def _follow(future: DelegationFuture, task: asyncio.Task[Any], thread_id: str) -> None:
+    futures = _BY_THREAD.setdefault(thread_id, set())
+    futures.add(future)
+
+    def forget(_: asyncio.Task[Any]) -> None:
+        futures.discard(future)
+        if not futures and _BY_THREAD.get(thread_id) is futures:
+            del _BY_THREAD[thread_id]
+
+    task.add_done_callback(forget)
+
+
 async def _run(to: Any, task: Any, *, delegated_by: str, options: dict[str, Any]) -> RobotResult:
     start = time.monotonic()
     call = current_call()
@@ -106,5 +146,9 @@ async def delegate(to: Any, task: Any, *, delegated_by: str, background: bool = 
     work = _run(to, task, delegated_by=delegated_by, options=options)
     if not background:
         return await work
-    return DelegationFuture(asyncio.create_task(work, name=f"delegation {delegated_by} -> {name}"),
-                            robot_name=name, delegated_by=delegated_by)
+    running = asyncio.create_task(work, name=f"delegation {delegated_by} -> {name}")
+    future = DelegationFuture(running, robot_name=name, delegated_by=delegated_by)
+    thread_id = _caller_thread()
+    if thread_id is not None:
+        _follow(future, running, thread_id)
+    return future

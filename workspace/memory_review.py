@@ -9,6 +9,11 @@ robot's own ``robot.memory``, a ``Memory`` given to the run, a network's kept ac
 ``scratch`` (one that lives only inside a run, like the network a window's thread builds afresh for each message)
 is never reviewed, nor are the reserved keys (``results``, ``messages``, ...) and ``learnings`` (a learning is
 reviewed as such).
+
+The proposals come in the order of the tool calls that wrote them, as the model made them (its message's
+order), not the order the calls finished in: calls of one message run at once, and ``/memory keep 1`` names the
+same write whichever ends first. A key written again is placed by its last write; a write outside a tool call
+by when it happened.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from workspace.knowledge import PendingMemoryWrite, memory_text
+from workspace.tools.base import current_call, next_call_order
 
 if TYPE_CHECKING:
     from workspace.memory import Memory, MemoryChange
@@ -43,13 +49,15 @@ def review_writes(memory: Memory, *, robot: str, propose: Callable[[PendingMemor
     def watch(emit: Callable[[Any], Any]) -> Callable[[], None]:
         del emit
         before = {key: copy.deepcopy(value) for key, value in memory.items()}
-        changed: dict[str, str] = {}  # key -> its last writer
+        changed: dict[str, tuple[int, str]] = {}  # key -> (the place of its last write, its last writer)
 
         def observe(change: MemoryChange) -> None:
             key = str(change.key)
             if key not in UNREVIEWED_KEYS and change.writer != REVIEW_WRITER:
+                call = current_call()  # observers run in the writer's context: the tool call writing, if any
+                place = call.order if call is not None and call.order is not None else next_call_order()
                 changed.pop(key, None)
-                changed[key] = str(change.writer or robot)
+                changed[key] = (place, str(change.writer or robot))
 
         remove = memory.add_observer(observe)
         memory.reviewing += 1
@@ -57,7 +65,7 @@ def review_writes(memory: Memory, *, robot: str, propose: Callable[[PendingMemor
         def stop() -> None:
             remove()
             memory.reviewing = max(0, memory.reviewing - 1)
-            for key, writer in changed.items():
+            for key, (_place, writer) in sorted(changed.items(), key=lambda item: item[1][0]):
                 if wants is not None and not wants(writer):
                     continue
                 existed, old = key in before, before.get(key)

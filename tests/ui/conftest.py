@@ -118,3 +118,25 @@ async def desktop(provider: Any, db_path: Path) -> AsyncIterator[Any]:
     """The whole app (window, controller, bridge) on a ScriptedProvider and a fresh database."""
     async with running_app(provider=provider, db_path=db_path, theme_name="light", size=(1200, 800)) as root:
         yield root
+
+
+@contextlib.asynccontextmanager
+async def memory_review_app(*, home: Path, provider: Any, db_path: Path, tmp_path: Path, robot: str,
+                            robot_file: str) -> AsyncIterator[Any]:
+    """The whole app with ``review.memory: ask`` on a fresh folder (``tmp_path/project``), the robot file
+    ``robot_file`` written as the user's robot ``robot`` and picked: what a test of reviewed memory writes opens."""
+    from workspace.config import load_config
+
+    path = home / "config" / "robots" / f"{robot}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(robot_file, encoding="utf-8")
+    folder = tmp_path / "project"
+    folder.mkdir()
+    config = load_config(folder, overrides={"review": {"memory": "ask"}})
+    async with running_app(provider=provider, db_path=db_path, theme_name="light", folder=folder, config=config,
+                           size=(1300, 850)) as root:
+        root.window.robots.refresh()
+        row = root.window.robot_model.row_of(robot)
+        assert row >= 0, f"the robot {robot} is not in the picker"
+        root.window.robot_picker.setCurrentIndex(row)
+        yield root

@@ -1,10 +1,13 @@
-"""An approval asked before its call's events reach the chat: the approval gate runs in the run's task, ahead
-of the window, which gets the run's events through the recording and the bridge — on a loaded machine a good
-part of a second later. The chat then waits for the call's own ``tool_use`` (it comes after the text before it)
-rather than making the card from the request: a network lane shows the model's text, then its tool card, as the
-reopened thread does, and the time to first token is the model's, not the moment the approval was asked.
+"""An approval travels in its run's ordered event stream. The approval gate asks in the run's task, ahead of the
+window, which gets the run's events through the recording and the bridge — on a loaded machine a good part of a
+second later. The window does not hand the approval to the chat when it is asked but with the event that asks it
+(``approval_requested``, after the call's ``tool_use``: ``ui.window.asked``), so the chat has the call's card
+then, in its place after the text before it, and the approval shows on it at once: no timer, no waiting card.
+A network lane shows the model's text, then its tool card, as the reopened thread does, and the time to first
+token is the model's, not the moment the approval was asked.
 
-A card is still made from the request when nothing streams into the chat (an approval asked outside a run)."""
+An approval asked once its call is shown goes in at once; one that no stream of the chat carries (asked outside a
+run) gets a card made from the request, at once too."""
 
 from __future__ import annotations
 
@@ -13,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.ui.chat_dump import dump_state, dump_widgets
-from tests.ui.conftest import wait_until
 from ui.chat.model.presenter import ChatPresenter
 from workspace import events as ev
 from workspace.approval import ApprovalRequest
@@ -87,33 +89,71 @@ def _lane_lines(dump: str, task: str) -> list[str]:
     return [line.strip() for line in lines[start + 1:] if line.startswith(" ")][:3]
 
 
-async def test_an_approval_asked_ahead_of_its_lane_waits_for_the_call_in_its_place(qapp_instance: Any) -> None:
-    from ui.chat.view.chat import APPROVAL_CARD_WAIT_MS, ChatView
+def _asked(chat: Any, future: asyncio.Future[Any]) -> tuple[Any, Any]:
+    """What the window does with a bridge's events and the controller's waiting approvals (``ui.window.runs``)."""
+    from ui.bridge import RunBridge
+    from ui.window.asked import show_asked
 
-    loop = asyncio.get_running_loop()
+    waiting: list[tuple[str | None, ApprovalRequest, asyncio.Future[Any]]] = [("t1", _request(), future)]
+    bridge = RunBridge(own_clock=False)
+    bridge.view_event.connect(lambda event: show_asked(chat, event, lambda: [w for w in waiting if not w[2].done()]))
+    return bridge, waiting
+
+
+def _chat() -> Any:
+    from ui.chat.view.chat import ChatView
+
     chat = ChatView()
     chat.resize(900, 1200)
     chat.show()
-    future: asyncio.Future[Any] = loop.create_future()
+    return chat
+
+
+async def _close(chat: Any, future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.cancel()
+        await asyncio.sleep(0)  # the card's panel hears it while it is there
+    chat.close()
+    chat.deleteLater()
+
+
+async def test_an_approval_asked_ahead_of_its_lane_shows_with_the_event_that_asks_it(qapp_instance: Any) -> None:
+    from ui.window.asked import waits_for_its_call
+
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    chat = _chat()
     try:
         presenter = chat.presenter
         turn = presenter.add_user("go")
         presenter.set_user(turn, turn_id="t1")
-        presenter.feed_all(_network_start())
-        # The gate asks; the left task's events (its text, then its tool_use) are still on their way here.
-        chat.ask_approval(_request(), future)
-        await asyncio.sleep(3 * APPROVAL_CARD_WAIT_MS / 1000)  # the card's wait is over, more than once
-        assert chat.card("c1", "a") is None, "a card was made ahead of the text that comes before it"
-        assert chat.pending_approval() is None
+        bridge, _waiting = _asked(chat, future)
+        for event in _network_start():
+            bridge.feed(event)
+        # The gate asks; the left task's events (its text, then its tool_use) are still on their way here: the
+        # window leaves the approval to them.
+        assert waits_for_its_call(chat, _request(), streaming=True)
+        assert not waits_for_its_call(chat, _request(), streaming=False)  # nothing streams: it would show now
+        assert chat.card("c1", "a") is None and chat.pending_approval() is None
 
-        presenter.feed_all(_left_until_asked())
+        seen: list[tuple[str, bool, bool]] = []  # each event as the chat has it, the moment it got there
+        bridge.view_event.connect(lambda e: seen.append((e.kind, chat.card("c1", "a") is not None,
+                                                         chat.pending_approval() is not None)))
+        for event in _left_until_asked():  # the text, the tool_use and the approval_requested in one flush
+            bridge.feed(event)
+        # No wait, no timer: the approval is on its card as the event asking it reaches the chat.
+        assert seen[-2:] == [("tool_use", True, False), ("approval_requested", True, True)], seen
         panel = chat.pending_approval()
-        assert panel is not None and chat.card("c1", "a") is not None  # the approval is in the call's own card
+        assert panel is not None
+        card = chat.card("c1", "a")
+        assert card is not None and card.approval is panel  # the approval is in the call's own card
+        assert panel.isVisible()  # shown already, though its card came in the same pass: the keyboard can go to it
         lane = _lane_lines(dump_widgets(chat), "left")
         assert lane[0] == "text 'Storing **left**.'" and lane[1].startswith("tool remember"), lane
         panel.approve()
         assert future.done() and future.result().approved
-        presenter.feed_all(_left_after_approval())
+        for event in _left_after_approval():
+            bridge.feed(event)
+        bridge.flush()
 
         stored = ChatPresenter()
         events = _network_start() + _left_until_asked() + _left_after_approval()
@@ -125,32 +165,66 @@ async def test_an_approval_asked_ahead_of_its_lane_waits_for_the_call_in_its_pla
         assert abs(live_run.time_to_first_token - 0.25) < 1e-9  # the left model's first words, after the start
         assert live_run.time_to_first_token == stored_run.time_to_first_token
     finally:
-        if not future.done():
-            future.cancel()
-            await asyncio.sleep(0)  # the card's panel hears it while it is there
-        chat.close()
-        chat.deleteLater()
+        await _close(chat, future)
+
+
+async def test_an_approval_asked_after_its_event_came_shows_at_once(qapp_instance: Any) -> None:
+    from ui.window.asked import waits_for_its_call
+
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    chat = _chat()
+    try:
+        turn = chat.presenter.add_user("go")
+        chat.presenter.set_user(turn, turn_id="t1")
+        bridge, waiting = _asked(chat, future)
+        held = waiting.pop()  # not asked yet when its events pass
+        for event in _network_start() + _left_until_asked():
+            bridge.feed(event)
+        assert chat.card("c1", "a") is not None and chat.pending_approval() is None
+        waiting.append(held)
+        assert not waits_for_its_call(chat, _request(), streaming=True)  # its call is shown: now
+        chat.ask_approval(_request(), future)
+        card = chat.card("c1", "a")
+        assert card is not None and card.approval is not None and chat.pending_approval() is card.approval
+        assert len(chat.tool_cards()) == 1  # the call's own card, not one made from the request
+    finally:
+        await _close(chat, future)
 
 
 async def test_an_approval_with_nothing_streaming_still_gets_a_card(qapp_instance: Any) -> None:
-    from ui.chat.view.chat import ChatView
-
-    loop = asyncio.get_running_loop()
-    chat = ChatView()
-    chat.resize(900, 1200)
-    chat.show()
-    future: asyncio.Future[Any] = loop.create_future()
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    chat = _chat()
     try:
         chat.presenter.add_user("go")
         chat.ask_approval(_request(), future)  # no run of this chat streams: its events never come here
-        await wait_until(lambda: chat.pending_approval() is not None, what="the card made from the request")
-        card = chat.card("c1", "a")
-        assert card is not None and card.approval is not None
+        card = chat.card("c1", "a")  # made from the request, at once
+        assert card is not None and card.approval is not None and chat.pending_approval() is card.approval
         run = chat.presenter.run("a")
         assert run is not None and run.first_token is None  # the request is not the model's first token
     finally:
-        if not future.done():
-            future.cancel()
-            await asyncio.sleep(0)  # the card's panel hears it while it is there
-        chat.close()
-        chat.deleteLater()
+        await _close(chat, future)
+
+
+async def test_in_the_window_the_approval_is_on_its_card_when_its_event_comes(desktop: Any, provider: Any) -> None:
+    from tests.ui.conftest import wait_until
+    from workspace.providers.testing import ToolCall
+
+    w, c = desktop.window, desktop.controller
+    c.workspace.approval.policy.set_rule("ask", tool="remember")
+    provider.enqueue(["Storing the colour.", ToolCall("remember", {"key": "colour", "value": "teal"}, id="c1")],
+                     "Noted the colour.")
+    at_its_event: list[tuple[bool, bool]] = []  # (its card is there, the approval is on it) as the event came
+    desktop.bridge.view_event.connect(
+        lambda e: at_its_event.append((w.chat.card("c1", e.run_id) is not None, w.chat.pending_approval() is not None))
+        if isinstance(e, ev.ApprovalRequested) else None)
+    w.threads.new()
+    w.runs.send("remember the colour")
+    await wait_until(lambda: at_its_event, what="the approval's event")
+    assert at_its_event == [(True, True)]
+    panel = w.chat.pending_approval()
+    assert panel is not None and [card.approval for card in w.chat.tool_cards()] == [panel]
+    panel.approve()
+    await wait_until(lambda: c.idle, what="the run to end")
+    texts = [run.answer_text for turn in w.chat.presenter.state.turns for run in turn.top_runs]
+    assert texts and texts[-1].endswith("Noted the colour.")
+    assert c.waiting_approvals() == []

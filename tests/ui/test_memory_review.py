@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.conftest import close_app, wait_until
+from tests.ui.conftest import memory_review_app, wait_until
 from workspace.knowledge import KnowledgeStore
 from workspace.providers.testing import ToolCall
 
@@ -25,26 +25,9 @@ LEARNER = "---\nname: learner\ndescription: learns as it goes\nlearn: true\ntool
 
 @pytest.fixture
 async def app(robotlab_home: Path, provider: Any, db_path: Path, tmp_path: Path) -> AsyncIterator[Any]:
-    from ui.app import Application
-    from workspace.config import load_config
-
-    path = robotlab_home / "config" / "robots" / "learner.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(LEARNER, encoding="utf-8")
-    folder = tmp_path / "project"
-    folder.mkdir()
-    config = load_config(folder, overrides={"review": {"memory": "ask"}})
-    root = Application(provider=provider, db_path=db_path, theme_name="light", folder=folder, config=config)
-    root.window.resize(1300, 850)
-    root.window.show()
-    root.window.robots.refresh()
-    row = root.window.robot_model.row_of("learner")
-    assert row >= 0
-    root.window.robot_picker.setCurrentIndex(row)
-    try:
+    async with memory_review_app(home=robotlab_home, provider=provider, db_path=db_path, tmp_path=tmp_path,
+                                 robot="learner", robot_file=LEARNER) as root:
         yield root
-    finally:
-        await close_app(root)
 
 
 def _learnt(root: Any) -> dict[str, list[str]]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.conftest import close_app, wait_until
+from tests.ui.conftest import memory_review_app, wait_until
 from workspace.messages import ToolResultMessage
 from workspace.providers.testing import ToolCall
 
@@ -20,26 +20,9 @@ KEEPER = "---\nname: keeper\ndescription: keeps notes\ntools: [remember, recall]
 
 @pytest.fixture
 async def app(robotlab_home: Path, provider: Any, db_path: Path, tmp_path: Path) -> AsyncIterator[Any]:
-    from ui.app import Application
-    from workspace.config import load_config
-
-    path = robotlab_home / "config" / "robots" / "keeper.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(KEEPER, encoding="utf-8")
-    folder = tmp_path / "project"
-    folder.mkdir()
-    config = load_config(folder, overrides={"review": {"memory": "ask"}})
-    root = Application(provider=provider, db_path=db_path, theme_name="light", folder=folder, config=config)
-    root.window.resize(1300, 850)
-    root.window.show()
-    root.window.robots.refresh()
-    row = root.window.robot_model.row_of("keeper")
-    assert row >= 0
-    root.window.robot_picker.setCurrentIndex(row)
-    try:
+    async with memory_review_app(home=robotlab_home, provider=provider, db_path=db_path, tmp_path=tmp_path,
+                                 robot="keeper", robot_file=KEEPER) as root:
         yield root
-    finally:
-        await close_app(root)
 
 
 async def _idle(root: Any) -> None:

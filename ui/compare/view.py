@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QSize, Qt, Signal
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractScrollArea,
     QButtonGroup,
@@ -36,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from ui.theme import candidate_color
 from ui.widgets.common import ElidedLabel
+from ui.widgets.eliding import ElidesOnResize, elide_text, text_overhead
 
 if TYPE_CHECKING:
     from ui.compare.stats import ColumnStats
@@ -234,7 +234,7 @@ class CompareView(QWidget):
             self._syncing = False
 
 
-class ElidedRadioButton(QRadioButton):
+class ElidedRadioButton(ElidesOnResize, QRadioButton):
     """A radio button whose text ends in "…" when its share of the row is too narrow, with the whole text as
     its tooltip (a candidate's name in the verdict row)."""
 
@@ -244,7 +244,7 @@ class ElidedRadioButton(QRadioButton):
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
 
     def _overhead(self) -> int:
-        return max(0, QRadioButton.sizeHint(self).width() - self.fontMetrics().horizontalAdvance(self.text()))
+        return text_overhead(QRadioButton.sizeHint(self).width(), self.fontMetrics(), self.text())
 
     def sizeHint(self) -> QSize:
         hint = QRadioButton.sizeHint(self)
@@ -254,21 +254,8 @@ class ElidedRadioButton(QRadioButton):
         part = self.full_text[:NAME_MIN_CHARS] + "…" if len(self.full_text) > NAME_MIN_CHARS else self.full_text
         return QSize(self._overhead() + self.fontMetrics().horizontalAdvance(part), self.sizeHint().height())
 
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._elide()
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
-            self._elide()
-
     def _elide(self) -> None:
-        room = self.width() - self._overhead()
-        metrics = self.fontMetrics()
-        shown = self.full_text
-        if metrics.horizontalAdvance(shown) > room:
-            shown = metrics.elidedText(self.full_text, Qt.TextElideMode.ElideRight, max(0, room))
+        shown = elide_text(self.fontMetrics(), self.full_text, self.width() - self._overhead())
         if shown != self.text():
             self.setText(shown)
         self.setToolTip(self.full_text if shown != self.full_text else "")

@@ -125,10 +125,19 @@ class ThreadList(RunFollowing):
             self.problem.emit(f"Could not delete the thread: {exc}")
             return False
         self.stop_thread(thread_id)  # a deleted thread's run does not go on out of sight
+        from workspace.delegation import stop_delegations
+
+        stop_delegations(thread_id)  # nor what its robots delegated in the background
         if self.session is not None and self._thread_id(self.session) == thread_id:
             self.new_thread()
         self.threads_changed.emit()
         return True
+
+    def delegations_running(self, thread_id: str) -> list[str]:
+        """The robots doing what ``thread_id``'s robots delegated to them in the background, still running."""
+        from workspace.delegation import running_delegations
+
+        return [f.robot_name for f in running_delegations(thread_id)]
 
     def restore_thread(self, thread_id: str) -> None:
         try:

@@ -1,6 +1,7 @@
 """"Run evals…": an eval file run with :func:`workspace.evals.run_eval` on the window's loop, the matrix
 (rows robot, columns model, each cell ``passed/run``) filling in as results arrive, the failures below (a
-cell's click shows only its own), Cancel, and "Compare with last run": what got better and what got worse
+cell's click shows only its own), Cancel (the cases running stop; their threads are kept, marked cancelled, and
+listed with ⊘), and "Compare with last run": what got better and what got worse
 since the last report of the same file (kept in memory and as JSON in the data folder).
 
 Given the window's store, each case's run is recorded as a thread (marked as an eval case, left out of the
@@ -223,7 +224,13 @@ class EvalsDialog(QDialog):
     def _ended(self, task: asyncio.Task[None]) -> None:
         if task.cancelled():  # (also when it was cancelled before it began)
             self._set_running(False)
-            self.progress.setText(f"Cancelled: {len(self._results)} result(s) came in before.")
+            stopped = sum(r.cancelled for r in self._results)
+            text = f"Cancelled: {len(self._results) - stopped} result(s) came in before."
+            if stopped:
+                kept = any(r.cancelled and r.thread_id is not None for r in self._results)
+                text += f" {stopped} case(s) running were stopped" + (
+                    ": their threads are kept, marked cancelled (double-click one below to open it)." if kept else ".")
+            self.progress.setText(text)
 
     async def _run(self, spec: Any, path: Path) -> None:
         from workspace.evals import AnswerCache, run_eval
@@ -286,6 +293,11 @@ class EvalsDialog(QDialog):
     def add_result(self, result: CaseResult) -> None:
         """One result came in: its cell and, when it failed, its failure."""
         self._results.append(result)
+        if result.cancelled:  # stopped by Cancel: listed (its thread opens), not counted in the matrix
+            if self._filter is None:
+                self._add_failure(result)
+                self._count_failures()
+            return
         if result.robot not in self._rows:
             self._rows.append(result.robot)
             self.matrix.setRowCount(len(self._rows))
@@ -294,7 +306,7 @@ class EvalsDialog(QDialog):
             self._columns.append(result.model)
             self.matrix.setColumnCount(len(self._columns))
             self.matrix.setHorizontalHeaderLabels(self._columns)
-        ran = [r for r in self._results if (r.robot, r.model) == (result.robot, result.model)]
+        ran = [r for r in self._results if (r.robot, r.model) == (result.robot, result.model) and not r.cancelled]
         self._set_cell(result.robot, result.model, sum(r.passed for r in ran), len(ran))
         self.matrix.resizeColumnsToContents()  # a model's whole name in its column's header
         if not result.passed and self._filter in (None, (result.robot, result.model)):
@@ -317,7 +329,8 @@ class EvalsDialog(QDialog):
         judge = result.judge
         if judge.calls:
             tokens += f"; judge: {tokens_text(judge.input_tokens, judge.output_tokens, judge.cost)}"
-        item = QListWidgetItem(f"✗ {result.case} [{result.robot} × {result.model}]\n{reasons}\n{tokens}")
+        mark = "⊘" if result.cancelled else "✗"
+        item = QListWidgetItem(f"{mark} {result.case} [{result.robot} × {result.model}]\n{reasons}\n{tokens}")
         if result.thread_id is not None:
             item.setData(THREAD_ROLE, result.thread_id)
             item.setToolTip("Double-click to open this case's run as a thread in the chat")

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QScrollBar, QWidget
 from ui.review.colors import DiffColors, mix
 from ui.review.highlight import EMPTY, LineColors, Runs, lexer_for
 from ui.review.rows import ADD, CTX, DEL, GAP, HUNK, INFO, PAIR, DiffRows
+from ui.widgets.eliding import elide_text
 from workspace.changes import ACCEPTED, PENDING, REJECTED
 from workspace.diffing import strip_eol
 from workspace.sandbox import display_path
@@ -58,6 +59,25 @@ def _display(text: str) -> tuple[str, list[int] | None]:
     return "".join(out), cols
 
 
+#: How the view's message (nothing to show) is drawn: centred, wrapped at words.
+MESSAGE_FLAGS = int(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop) | int(Qt.TextFlag.TextWordWrap)
+
+
+def fitted_message(metrics: QFontMetrics, text: str, area: QRect) -> str:
+    """``text`` as much of it fits in ``area`` wrapped at words: whole, else its first paragraphs (split at blank
+    lines), else its first paragraph on one line ending in "…"."""
+    paragraphs = text.split("\n\n")
+    while paragraphs:
+        shown = "\n\n".join(paragraphs)
+        needed = metrics.boundingRect(QRect(0, 0, max(1, area.width()), 1_000_000), MESSAGE_FLAGS, shown)
+        if needed.height() <= area.height() and needed.width() <= area.width():
+            return shown
+        if len(paragraphs) == 1:
+            break
+        paragraphs.pop()
+    return elide_text(metrics, text.split("\n", 1)[0], area.width())
+
+
 def _human_size(n: int | None) -> str:
     if n is None:
         return "absent"
@@ -91,6 +111,8 @@ class DiffPainting:
         header_h: int
         heights: dict[int, int]
         placeholder: str
+        #: The message drawn last when there was nothing to show (the placeholder as it fit).
+        shown_message: str
         paints: int
         longest_paint: float
         _rows: DiffRows
@@ -159,8 +181,11 @@ class DiffPainting:
             p.setPen(c.muted)
             p.setFont(self.font_ui)
             message = self.placeholder if self.fc is None else "No differences."
-            p.drawText(rect.adjusted(20, 20, -20, -20), Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop,
-                       message)
+            # Short of room (a short dock under the memory writes), the margins shrink first, then the text.
+            margin = max(4, min(20, (rect.height() - QFontMetrics(self.font_ui).lineSpacing()) // 2))
+            area = rect.adjusted(20, margin, -20, -margin)
+            self.shown_message = fitted_message(QFontMetrics(self.font_ui), message, area)
+            p.drawText(area, MESSAGE_FLAGS, self.shown_message)
             p.end()
             return
         top = self.verticalScrollBar().value()

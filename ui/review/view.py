@@ -101,6 +101,7 @@ class DiffView(DiffPainting, QAbstractScrollArea):
         self._plain_drawn = False
         self._max_chars = 0
         self.placeholder = "Select a file to see its changes."
+        self.shown_message = ""
         #: Paint statistics for benchmarks: number of paints, longest paint (s).
         self.paints = 0
         self.longest_paint = 0.0

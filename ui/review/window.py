@@ -34,6 +34,7 @@ from ui.review.files import file_list
 from ui.review.verify import VerifyStrip
 from ui.review.view import DiffView
 from ui.screen import size_to_screen
+from ui.widgets.eliding import ElidesOnResize, elide_text
 from workspace.changes import PENDING
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def wrapping(label: QLabel) -> QLabel:
     return label
 
 
-class TitleLabel(QLabel):
+class TitleLabel(ElidesOnResize, QLabel):
     """The review's title on one line, ending in "…" when the window is narrow (the tooltip has it all)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -99,13 +100,9 @@ class TitleLabel(QLabel):
         return self.fontMetrics().horizontalAdvance(self._full)
 
     def _elide(self) -> None:
-        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, max(0, self.width()))
+        shown = elide_text(self.fontMetrics(), self._full, self.width())
         super().setText(shown)
         self.setToolTip(self._full if shown != self._full else "")
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._elide()
 
 
 def segmented(parent: QWidget, labels: tuple[str, ...], *, checked: int = 0) -> tuple[QFrame, QButtonGroup]:

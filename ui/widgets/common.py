@@ -19,7 +19,6 @@ from PySide6.QtGui import (
     QDesktopServices,
     QGuiApplication,
     QKeyEvent,
-    QResizeEvent,
     QSyntaxHighlighter,
     QTextCharFormat,
     QTextDocument,
@@ -40,6 +39,7 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
+from ui.widgets.eliding import ElidesOnResize, elide_text, text_overhead
 
 
 @contextlib.contextmanager
@@ -338,7 +338,7 @@ class JsonHighlighter(QSyntaxHighlighter):
                 self.setFormat(m.start(), m.end() - m.start(), self._formats[kind])
 
 
-class ElidedLabel(QLabel):
+class ElidedLabel(ElidesOnResize, QLabel):
     """A one-line label that ends in "…" when it is too narrow; ``text()`` is the full text.
 
     It asks for its whole text (size hint) but needs only ``min_chars`` characters and "…"
@@ -376,8 +376,7 @@ class ElidedLabel(QLabel):
 
     def _overhead(self) -> int:
         """Width around the text: frame, margins, style sheet padding."""
-        shown = QLabel.text(self)
-        return max(0, super().sizeHint().width() - self.fontMetrics().horizontalAdvance(shown))
+        return text_overhead(super().sizeHint().width(), self.fontMetrics(), QLabel.text(self))
 
     def sizeHint(self) -> QSize:
         hint = super().sizeHint()
@@ -395,24 +394,9 @@ class ElidedLabel(QLabel):
         return QSize(self._overhead() + (self.fontMetrics().horizontalAdvance(part) + 1 if part else 0),
                      hint.height())
 
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._elide()
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
-            self._elide()
-
     def _elide(self) -> None:
         width = self.contentsRect().width() - 2 * self.margin()
-        fm = self.fontMetrics()
-        if fm.horizontalAdvance(self._full) <= width:
-            shown = self._full
-        elif self._whole:
-            shown = ""
-        else:
-            shown = fm.elidedText(self._full, Qt.TextElideMode.ElideRight, max(0, width)) if width > 0 else ""
+        shown = elide_text(self.fontMetrics(), self._full, width, whole=self._whole)
         if shown != QLabel.text(self):
             super().setText(shown)
         if self._auto_tooltip:

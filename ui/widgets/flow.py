@@ -5,9 +5,10 @@ that give way (:func:`shrinkable`). Used by the cards and the chat's empty state
 from __future__ import annotations
 
 import shiboken6
-from PySide6.QtCore import QEvent, QRect, QSize, Qt
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtWidgets import QLabel, QLayout, QLayoutItem, QSizePolicy, QToolButton, QWidget
+
+from ui.widgets.eliding import ElidesOnResize, elide_text, text_overhead
 
 
 def shrinkable(label: QLabel) -> QLabel:
@@ -125,7 +126,7 @@ class FlowRow(QLayout):
         return y - area.top() + m.top() + m.bottom()
 
 
-class ElidedToolButton(QToolButton):
+class ElidedToolButton(ElidesOnResize, QToolButton):
     """A tool button (icon and one line) whose text ends in "…" when narrow; ``text()`` is the full text.
 
     It asks for its whole text but needs only ``min_text`` (e.g. "Result…"): a long preview never
@@ -151,7 +152,7 @@ class ElidedToolButton(QToolButton):
         return QToolButton.text(self)
 
     def _overhead(self) -> int:
-        return max(0, super().sizeHint().width() - self.fontMetrics().horizontalAdvance(QToolButton.text(self)))
+        return text_overhead(super().sizeHint().width(), self.fontMetrics(), QToolButton.text(self))
 
     def sizeHint(self) -> QSize:
         return QSize(self._overhead() + self.fontMetrics().horizontalAdvance(self._full) + 2,
@@ -162,20 +163,8 @@ class ElidedToolButton(QToolButton):
         return QSize(self._overhead() + self.fontMetrics().horizontalAdvance(part) + 2,
                      super().minimumSizeHint().height())
 
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._elide()
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
-            self._elide()
-
     def _elide(self) -> None:
-        fm = self.fontMetrics()
-        room = self.width() - self._overhead() - 2
-        shown = self._full if fm.horizontalAdvance(self._full) <= room else fm.elidedText(
-            self._full, Qt.TextElideMode.ElideRight, max(0, room))
+        shown = elide_text(self.fontMetrics(), self._full, self.width() - self._overhead() - 2)
         if shown != QToolButton.text(self):
             super().setText(shown)
 

@@ -5,9 +5,9 @@
 ``DOCKS``), ``status`` (the status bar and the window title), ``robots`` (the robot picker and the
 model line), ``models`` (the thread's model picker), ``threads`` (the thread list, switching,
 showing a stored thread), ``runs`` (sending, stopping, editing, branches, approvals, the bridge's
-events to the chat), ``settings_flow`` (Settings, theme, About, the database banner),
-``folder_flow`` (the open folder and its trust), ``transfer`` (export and import), ``notify``
-(desktop notifications), ``attachments``, ``slash`` (the composer's / commands), ``geometry``
+events to the chat), ``asked`` (an approval goes to the chat with its run's event that asks it),
+``settings_flow`` (Settings, theme, About, the database banner), ``folder_flow`` (the open folder and
+its trust), ``transfer`` (export and import), ``notify`` (desktop notifications), ``attachments``, ``slash`` (the composer's / commands), ``geometry``
 (the window's size and layout) and ``change_cards`` (the chat's change cards follow the Changes
 dock). Each gets the typed services (:class:`ui.services.Services`) and the widgets it works on,
 never the window; what one part tells another goes through its signals, connected in

@@ -195,11 +195,14 @@ class Comparisons(QObject):
     def route_approval(self, request: ApprovalRequest, future: asyncio.Future[ApprovalDecision]) -> None:
         """An approval a candidate's run asks for goes in its column (the card in its tool call), any other to
         the chat."""
+        from ui.window.asked import waits_for_its_call
+
         compare = self.session
         if compare is not None and request.thread_id in compare.thread_ids:
             index = compare.thread_ids.index(request.thread_id)
             if index < len(self.chats):
-                self.chats[index].ask_approval(request, future)
+                if not waits_for_its_call(self.chats[index], request, streaming=self.running):
+                    self.chats[index].ask_approval(request, future)  # else its column's events bring it
                 return
         self.ask_one(request, future)
 
@@ -280,13 +283,16 @@ class Comparisons(QObject):
         from ui.chat.view.chat import ChatView
         from ui.compare.stats import ComparisonStats
         from ui.compare.view import CompareView
+        from ui.window.asked import show_asked
 
         area = self.chat.parentWidget()
         self.chats, self.bridges = [], []
+        waiting = self.services.session.waiting_approvals
         for _label in labels:
             chat = ChatView()
             bridge = RunBridge(self, own_clock=False)  # flushed together on the comparison's frame clock
-            bridge.view_event.connect(chat.presenter.feed)
+            # The column's events to its chat, and an approval with the event that asks it (ui.window.asked).
+            bridge.view_event.connect(lambda event, chat=chat: show_asked(chat, event, waiting))
             self.chats.append(chat)
             self.bridges.append(bridge)
         self.stats = ComparisonStats(labels)

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
+from ui.window.asked import show_asked, waits_for_its_call
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -43,7 +45,8 @@ class Runs(QObject):
         """The bridge's events to the chat; the composer's and the chat's requests to the session."""
         s, chat, composer = self.services, self.chat, self.composer
         b, c = s.bridge, s.session
-        b.view_event.connect(chat.presenter.feed)  # the chat shows what its presenter makes of the events
+        # The chat shows what its presenter makes of the events; an approval goes to it with the event that asks it.
+        b.view_event.connect(lambda event: show_asked(chat, event, c.waiting_approvals))
         c.run_resumed.connect(chat.presenter.follow_live)  # a run that went on while its thread was not open
         b.usage_reported.connect(c.on_usage_event)
         b.run_ended.connect(self.on_run_ended)
@@ -167,16 +170,22 @@ class Runs(QObject):
         c = self.services.session
         if c.approval_thread(request) not in (None, c.thread_id):
             return  # asked in a thread that is not open: it waits there (Ctrl+J goes to it)
+        if waits_for_its_call(self.chat, request, streaming=c.running):
+            return  # the run's events bring its call, then the event that asks it (ui.window.asked)
         self.chat.ask_approval(request, future)
 
     def on_approvals_reshown(self, waiting: list[tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]]]) -> None:
-        """A thread opened with approvals waiting: their cards, in the stored tool calls."""
+        """A thread opened with approvals waiting: their cards, in the stored tool calls (or the run's, as it
+        goes on live)."""
         for request, future in waiting:
-            if not future.done():
-                self.chat.ask_approval(request, future)
+            self.on_approval_needed(request, future)
 
     def on_run_ended(self, event: ev.TerminalEvent) -> None:
         self.ended.emit(event)
+        # What still waits in the thread is not in a stream the chat follows: its cards, from the requests.
+        c = self.services.session
+        for _thread, request, future in c.waiting_approvals(c.thread_id) if c.thread_id is not None else []:
+            self.chat.ask_approval(request, future)
         # Sibling counts and turn ids of the last user message (a fork shows "‹ 2/2 ›").
         session = self.services.session.session
         presenter = self.chat.presenter

@@ -156,9 +156,12 @@ class Threads(QObject):
 
     def delete(self, thread_id: str) -> None:
         title = next((i.title for i in self.thread_model.items if i.thread_id == thread_id), "Thread")
+        delegates = self.services.session.delegations_running(thread_id)
         if self.services.session.delete_thread(thread_id):
-            self.services.notices.toast(f"Deleted “{title}”", action="Undo",
-                                        callback=lambda: self.undo_delete(thread_id))
+            said = f"Deleted “{title}”"
+            if delegates:
+                said += f"; stopped the work it had delegated to {', '.join(sorted(set(delegates)))}"
+            self.services.notices.toast(said, action="Undo", callback=lambda: self.undo_delete(thread_id))
 
     def undo_delete(self, thread_id: str) -> None:
         self.services.session.restore_thread(thread_id)

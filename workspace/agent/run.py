@@ -48,7 +48,7 @@ from workspace.output import StructuredOutput
 from workspace.providers.base import Provider, UsageChunk
 from workspace.result import RobotResult
 from workspace.result import Usage as UsageTotals
-from workspace.tools.base import Tool, ToolContext, ToolOutput
+from workspace.tools.base import Tool, ToolContext, ToolOutput, next_call_order
 from workspace.tools.manifest import ToolManifest
 from workspace.tools.script import ScriptTool
 
@@ -691,9 +691,10 @@ class AgentRun(ModelTurns, EventRun):
             if self._tool_count > limit:  # the circuit breaker: the whole turn is refused
                 raise ToolLoopError(circuit_breaker_message(self._tool_count, limit))
         results: list[ToolResultMessage | None] = [None] * len(calls)
+        orders = [next_call_order() for _call in calls]  # the message's order, whichever call finishes first
 
         async def one(i: int, call: ToolMessage) -> None:
-            results[i] = result = await self._run_tool(call)
+            results[i] = result = await self._run_tool(call, order=orders[i])
             self._turn_results[call.id or ""] = result
 
         if len(calls) == 1:
@@ -730,7 +731,7 @@ class AgentRun(ModelTurns, EventRun):
             self._turn_results[result.tool.id or ""] = results[i]
             self.emit(ev.RunStatus(state="notice", detail=warning))
 
-    async def _run_tool(self, call: ToolMessage) -> ToolResultMessage:
+    async def _run_tool(self, call: ToolMessage, *, order: int | None = None) -> ToolResultMessage:
         spec = self.spec
         tool = spec.tools.get(call.name)
         call_id = call.id or ""
@@ -807,7 +808,7 @@ class AgentRun(ModelTurns, EventRun):
         # model, asking the person through the run's gate; workspace.mcp.requests).
         context = ToolContext(robot=spec.robot, run_id=self.run_id, call_id=call_id, task=spec.task,
                               memory=spec.memory, network=spec.network, folder=spec.folder,
-                              changes=spec.changes, emit=self.emit, run=self,
+                              changes=spec.changes, emit=self.emit, run=self, order=order,
                               extras={"provider": spec.provider, "approval": spec.approval, "tool": call.name,
                                       "settings": spec.settings, "thread_id": spec.thread_id,
                                       "without_sandbox": without_sandbox})

@@ -45,6 +45,9 @@ EVAL_ORIGIN = "eval"
 #: Seconds a case stopped at the eval's timeout gets to end its run before its folder copy is removed.
 _STOP_WAIT_S = 10.0
 
+#: The stop's reason in a case's ``run_cancelled`` event when the whole eval was cancelled while the case ran.
+CANCELLED_REASON = "the eval was cancelled"
+
 
 @dataclass(slots=True)
 class CaseResult:
@@ -66,6 +69,9 @@ class CaseResult:
     judge: JudgeUsage = field(default_factory=JudgeUsage)
     #: The thread the case's run was recorded in (None: not recorded, or the robot did not load).
     thread_id: str | None = None
+    #: The eval was cancelled while this case ran: its run was stopped and recorded so, its checks not made (such a
+    #: result reaches ``on_result`` only, never a report).
+    cancelled: bool = False
 
     @property
     def failures(self) -> list[str]:
@@ -208,7 +214,12 @@ async def run_eval(spec: EvalFile, *, base: Path, robots: Sequence[str] | None =
     eval file's folder (robot files and case folders are relative to it). ``on_result`` hears each result
     as it comes; the report keeps the matrix's order. With ``store``, each case's run is recorded there as a
     thread (its metadata: ``eval_file``, the path of ``eval_file`` or else ``base``, ``eval_case``,
-    ``eval_run``); the result names it (``thread_id``)."""
+    ``eval_run``); the result names it (``thread_id``).
+
+    Cancelled (its task), the eval stops every case that is running: each run ends with its ``run_cancelled``
+    event (:data:`CANCELLED_REASON`), its thread's turn is recorded with its events so far and the status
+    ``cancelled`` (never left ``running``), ``on_result`` hears it (``cancelled``), and the cancellation goes on;
+    the cases not begun leave nothing."""
     import uuid
 
     if concurrency < 1:
@@ -231,12 +242,21 @@ async def run_eval(spec: EvalFile, *, base: Path, robots: Sequence[str] | None =
     async def one(cell: _Cell) -> CaseResult:
         async with gate:
             result = await _run_case(spec, cell, base=base, cache=cache, config=config, providers=providers,
-                                     recorder=recorder)
+                                     recorder=recorder, on_cancelled=on_result)
         if on_result is not None:
             on_result(result)
         return result
 
-    results = await asyncio.gather(*(one(cell) for cell in cells))
+    tasks = [asyncio.ensure_future(one(cell)) for cell in cells]
+    try:
+        results = await asyncio.gather(*tasks)
+    except asyncio.CancelledError:
+        # gather ends at its first cancelled case (one waiting for its turn ends at once): wait for the running
+        # ones to stop their runs and record them, so nothing is left half-written when this returns.
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+        raise
     report = EvalReport(results=list(results), seconds=time.monotonic() - started, run_id=run_id)
     if cache is not None:
         report.cache_hits, report.cache_misses = cache.hits - hits0, cache.misses - misses0
@@ -250,7 +270,8 @@ def _model_name(robot: Any, entry: ModelEntry | None) -> str:
 
 
 async def _run_case(spec: EvalFile, cell: _Cell, *, base: Path, cache: AnswerCache | None,
-                    config: Config, providers: _Providers, recorder: _Recorder | None) -> CaseResult:
+                    config: Config, providers: _Providers, recorder: _Recorder | None,
+                    on_cancelled: Callable[[CaseResult], None] | None = None) -> CaseResult:
     case = cell.case
     result = CaseResult(case=case.name, robot=cell.robot, model=cell.entry.name if cell.entry else "")
     work_root = Path(tempfile.mkdtemp(prefix="robotlab-eval-"))
@@ -262,6 +283,10 @@ async def _run_case(spec: EvalFile, cell: _Cell, *, base: Path, cache: AnswerCac
             folder.mkdir()
         await _run_in(spec, cell, result, folder=folder, base=base, cache=cache, config=config,
                       providers=providers, recorder=recorder)
+    except asyncio.CancelledError:
+        if result.cancelled and on_cancelled is not None:
+            on_cancelled(result)
+        raise
     except Exception as exc:  # a robot that cannot load, a provider that cannot be made: this case fails
         result.outcome.error = f"{type(exc).__name__}: {exc}"
     finally:
@@ -338,29 +363,52 @@ async def _run_in(spec: EvalFile, cell: _Cell, result: CaseResult, *, folder: Pa
         stopped = True
         run.cancel(f"the case ran past the eval's timeout of {spec.timeout:g} s")
 
+    async def consume() -> None:
+        nonlocal answer_text, stopped
+        try:
+            # Past the timeout the run is stopped (its tools too) and its last events come in; one that does not
+            # end within _STOP_WAIT_S more is left, so the folder copy is not removed under a tool that still runs.
+            async with asyncio.timeout(spec.timeout + _STOP_WAIT_S):
+                async for event in run:
+                    events.append(event)
+                    if event.parent_run_id is not None:
+                        continue  # a nested run (a robot used as a tool): its parts are not this answer
+                    if isinstance(event, ev.Text):
+                        answer_text = event.text
+                    elif isinstance(event, ev.ToolUse):
+                        outcome.tool_calls.append({"name": event.name, "args": dict(event.input)})
+                    elif isinstance(event, ev.Usage):
+                        result.input_tokens = event.total_input_tokens
+                        result.output_tokens = event.total_output_tokens
+                        if event.total_cost is not None:
+                            outcome.cost = event.total_cost
+                    elif isinstance(event, ev.RunFailed):
+                        outcome.error = event.error or event.error_type
+                    elif isinstance(event, ev.RunCancelled):
+                        outcome.error = f"stopped ({event.reason})"
+        except TimeoutError:
+            stopped = True
+
     timer = asyncio.get_running_loop().call_later(spec.timeout, stop)
+    # The events are read in a task of their own, so that the eval cancelled stops the run with its reason and
+    # its last events (the run_cancelled one too) still come in and are recorded.
+    consuming = asyncio.ensure_future(consume())
     try:
-        # Past the timeout the run is stopped (its tools too) and its last events come in; one that does not end
-        # within _STOP_WAIT_S more is left, so the folder copy is not removed under a tool that still runs.
-        async with asyncio.timeout(spec.timeout + _STOP_WAIT_S):
-            async for event in run:
-                events.append(event)
-                if event.parent_run_id is not None:
-                    continue  # a nested run (a robot used as a tool): its parts are not this answer
-                if isinstance(event, ev.Text):
-                    answer_text = event.text
-                elif isinstance(event, ev.ToolUse):
-                    outcome.tool_calls.append({"name": event.name, "args": dict(event.input)})
-                elif isinstance(event, ev.Usage):
-                    result.input_tokens, result.output_tokens = event.total_input_tokens, event.total_output_tokens
-                    if event.total_cost is not None:
-                        outcome.cost = event.total_cost
-                elif isinstance(event, ev.RunFailed):
-                    outcome.error = event.error or event.error_type
-                elif isinstance(event, ev.RunCancelled):
-                    outcome.error = f"stopped ({event.reason})"
-    except TimeoutError:
-        stopped = True
+        await asyncio.shield(consuming)
+    except asyncio.CancelledError:
+        result.cancelled = True
+        outcome.error = f"stopped ({CANCELLED_REASON})"
+        run.cancel(CANCELLED_REASON)
+        try:
+            await asyncio.wait({consuming}, timeout=_STOP_WAIT_S)
+        finally:
+            if not consuming.done():
+                consuming.cancel()
+            elif not consuming.cancelled():
+                consuming.exception()  # (retrieved: the cancellation is what goes on)
+            if recorder is not None and result.thread_id is not None:
+                recorder.save(result.thread_id, turn_id, events, run.terminal)
+        raise
     finally:
         timer.cancel()
     if stopped:

@@ -23,40 +23,40 @@ process's group stops it all):
 After the command the upper directory holds exactly what it wrote: read back as changes
 (:mod:`workspace.isolation.layers`), split by the folder's ``.gitignore`` (:mod:`workspace.isolation.ignore`).
 The user's folder is a read-only lower layer: nothing the command does reaches it.
+
+This module checks the machine and starts the chain; the running command (its output, limits, stop and
+writes) is :mod:`workspace.isolation.bubblewrap_command`, its run directory (the layers, kept for the next
+command) :mod:`workspace.isolation.bubblewrap_runs`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
-import contextlib
 import functools
-import inspect
-import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from workspace.isolation.base import (
-    Change,
     CommandResult,
-    FolderChanges,
     Grant,
     IsolationError,
     Limits,
     OutputCallback,
-    OutputCollector,
     PendingChanges,
     SandboxUnavailable,
 )
+from workspace.isolation.bubblewrap_command import STOP_GRACE_S as STOP_GRACE_S
+from workspace.isolation.bubblewrap_command import BubblewrapCommand
+from workspace.isolation.bubblewrap_runs import MAX_SPARE_RUNS as MAX_SPARE_RUNS
+from workspace.isolation.bubblewrap_runs import RUN_FOLDERS as RUN_FOLDERS
+from workspace.isolation.bubblewrap_runs import _spare_runs as _spare_runs
+from workspace.isolation.bubblewrap_runs import remove_tree, take_run
 from workspace.secrets import is_secret_name
 
 #: Environment variables a command keeps from the caller's environment (when set there).
@@ -70,8 +70,6 @@ SANDBOX_HOME = "/tmp/home"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/gnu")
 #: The smallest ``kernel.pid_max`` Linux accepts.
 MIN_PID_MAX = 301
-#: How long a stop waits for the killed tree's output pipe to close.
-STOP_GRACE_S = 1.0
 
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install "
@@ -230,90 +228,6 @@ def _system_binds() -> tuple[str, ...]:
     return tuple(args)
 
 
-#: The folders of a run's directory: the overlay's layers, its mount point, and where a folder whose path the
-#: mount options cannot hold is bound first (see ``_SETUP``).
-RUN_FOLDERS = ("pending", "upper", "work", "merged", "real")
-#: Run directories of commands that ended, their layers emptied, kept for the next commands (making and removing
-#: a run's folders costs milliseconds on a disk-backed /tmp, and more on a loaded machine): at most this many.
-MAX_SPARE_RUNS = 4
-_spare_runs: list[Path] = []
-_spare_lock = threading.Lock()
-
-
-def _take_run() -> Path:
-    """A run directory with empty layers: a spare one, or a new one."""
-    while _spare_runs:
-        run = _spare_runs.pop()
-        with contextlib.suppress(OSError):
-            if _empty(run / "upper") and _empty(run / "pending"):
-                return run
-        _remove_tree(run)
-    run = Path(tempfile.mkdtemp(prefix="robotlab-sandbox-"))
-    if any(c in str(run) for c in ":,\\"):
-        _remove_tree(run)
-        raise IsolationError(
-            f"the temporary folder {run.parent} has ':', ',' or '\\' in its path, which overlay mounts "
-            "cannot take; set TMPDIR to a plain path"
-        )
-    try:
-        for name in RUN_FOLDERS:
-            os.mkdir(run / name)
-    except BaseException:
-        _remove_tree(run)
-        raise
-    if not _at_exit:  # the spare ones go when RobotLab ends
-        _at_exit.append(True)
-        atexit.register(_remove_spare_runs)
-    return run
-
-
-def _recycle(run: Path) -> None:
-    """Keeps the run directory of a command that ended for the next one, its layers emptied (removed when there
-    are enough spare ones or emptying fails). The overlay's work folder is reused as it is: the kernel empties it
-    when it mounts."""
-    try:
-        for name in ("upper", "pending"):
-            if not _empty(run / name):
-                _remove_tree(run / name)
-                os.mkdir(run / name)
-    except OSError:
-        _remove_tree(run)
-        return
-    with _spare_lock:  # commands end in threads of their own (reading their writes back)
-        if len(_spare_runs) < MAX_SPARE_RUNS:
-            _spare_runs.append(run)
-            return
-    _remove_tree(run)
-
-
-_at_exit: list[bool] = []
-
-
-def _remove_spare_runs() -> None:
-    while _spare_runs:
-        _remove_tree(_spare_runs.pop())
-
-
-def _empty(directory: Path) -> bool:
-    with os.scandir(directory) as entries:
-        return next(entries, None) is None
-
-
-def _remove_tree(path: Path) -> None:
-    """Removes a run's directory, overlayfs's work folder (mode 000) included."""
-
-    def fix(func: object, name: str, _exc: object) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(name), 0o700)
-            os.chmod(name, 0o700)
-        with contextlib.suppress(OSError):
-            if os.path.isdir(name) and not os.path.islink(name):
-                shutil.rmtree(name, ignore_errors=True)
-            else:
-                os.unlink(name)
-
-    shutil.rmtree(path, onerror=fix)
-
 
 class BubblewrapSandbox:
     """Runs shell commands on a folder in bubblewrap: see the module's description."""
@@ -374,7 +288,7 @@ class BubblewrapSandbox:
                     f"the working folder {cwd!r} is outside the folder; give a path inside it"
                 )
             workdir = str(inside)
-        run = _take_run()
+        run = take_run()
         try:
             if pending:
                 from workspace.isolation.layers import write_pending_layer
@@ -403,7 +317,7 @@ class BubblewrapSandbox:
             finally:
                 os.close(status_write)
         except BaseException:
-            _remove_tree(run)
+            remove_tree(run)
             raise
         return BubblewrapCommand(
             command=command,
@@ -469,258 +383,3 @@ class BubblewrapSandbox:
             *bwrap,
         ]  # fmt: skip
 
-
-class BubblewrapCommand:
-    """A command running in bubblewrap: :meth:`stop` it, await :meth:`result`."""
-
-    def __init__(
-        self,
-        *,
-        command: str,
-        process: asyncio.subprocess.Process,
-        run: Path,
-        folder: Path,
-        pending: dict[str, bytes | None],
-        limits: Limits,
-        timeout_s: float,
-        on_output: OutputCallback | None,
-        status_fd: int,
-    ) -> None:
-        self.command = command
-        self._process = process
-        self._run = run
-        self._folder = folder
-        self._pending = pending
-        self._limits = limits
-        self._timeout_s = timeout_s
-        self._on_output = on_output
-        self._status_fd = status_fd
-        self._started = time.monotonic()
-        self._stopped_by: Literal["timeout", "output", "stop"] | None = None
-        self._stop_reason = ""
-        self._killed = asyncio.Event()
-        self._result: CommandResult | None = None
-        self._task: asyncio.Task[CommandResult] | None = None
-        self._released = False
-
-    @property
-    def pid(self) -> int:
-        return self._process.pid
-
-    def stop(self, reason: str = "stopped") -> None:
-        """Kills the command and everything it started; :meth:`result` then returns."""
-        self._kill("stop", reason)
-
-    def _kill(self, why: Literal["timeout", "output", "stop"], reason: str) -> None:
-        if self._process.returncode is None and self._stopped_by is None:
-            self._stopped_by = why
-            self._stop_reason = reason
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._process.pid, signal.SIGKILL)
-        self._killed.set()
-
-    async def result(self) -> CommandResult:
-        """Waits for the end of the command and returns what it did (cancelling stops it)."""
-        if self._task is None:
-            self._task = asyncio.ensure_future(self._finish())
-        try:
-            return await asyncio.shield(self._task)
-        except asyncio.CancelledError:
-            self.stop("cancelled")
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(asyncio.shield(self._task), STOP_GRACE_S + 1)
-            raise
-
-    async def _finish(self) -> CommandResult:
-        collector = OutputCollector(self._limits.keep_chars)
-        stderr_task = asyncio.ensure_future(self._read_stderr())
-        timer = asyncio.get_running_loop().call_later(
-            self._timeout_s, self._kill, "timeout", f"the time limit of {self._timeout_s:g} s"
-        )
-        try:
-            await self._pump(collector)
-            await self._process.wait()
-        finally:
-            timer.cancel()
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._process.pid, signal.SIGKILL)  # anything left in the group
-        setup_errors = await stderr_task
-        status = self._read_status()
-        try:
-            # The chain's stderr holds only the set-up's and bwrap's own messages (the command's
-            # stderr goes to its output): any is a failure to start, as is no child started.
-            message = "\n".join(line for line in setup_errors.splitlines() if "no pid_max" not in line)
-            if self._stopped_by is None and ("child-pid" not in status or message.strip()):
-                raise IsolationError(
-                    f"the sandbox could not start the command: {message.strip() or 'no reason given'}"
-                )
-            notes = self._notes(collector, setup_errors)
-            exit_code: int | None = status.get("exit-code")
-            if self._stopped_by is not None:
-                exit_code = None
-            if not self._pending and _empty(self._run / "upper"):
-                # Nothing pending, nothing written: nothing to read back or empty, so no thread is needed.
-                changes = FolderChanges()
-                self._release()
-            else:  # one hop to a thread: the writes read back, then the run directory released
-                changes = await asyncio.to_thread(self._changes_then_release)
-            return CommandResult(
-                command=self.command,
-                exit_code=exit_code,
-                output=collector.result(),
-                changes=changes,
-                duration_s=time.monotonic() - self._started,
-                stopped_by=self._stopped_by,
-                notes=tuple(notes),
-            )
-        finally:
-            if not self._released:
-                await asyncio.to_thread(self._release)
-
-    async def _pump(self, collector: OutputCollector) -> None:
-        """Streams the output to the callback until its end. After a kill the rest of the pipe is
-        read (and kept, unless the output limit killed the command) for at most
-        :data:`STOP_GRACE_S`: asyncio's ``wait()`` returns only once the pipe is closed."""
-        stream = self._process.stdout
-        assert stream is not None
-        limit = self._limits.max_output_bytes
-        discard = False
-        deadline: float | None = None
-        loop = asyncio.get_running_loop()
-        while True:
-            read = asyncio.ensure_future(stream.read(65536))
-            if not self._killed.is_set():
-                killed = asyncio.ensure_future(self._killed.wait())
-                await asyncio.wait({read, killed}, return_when=asyncio.FIRST_COMPLETED)
-                killed.cancel()
-            if not read.done():
-                deadline = deadline or loop.time() + STOP_GRACE_S
-                done, _ = await asyncio.wait({read}, timeout=max(0.0, deadline - loop.time()))
-                if not done:
-                    read.cancel()
-                    self._close_pipes()
-                    break
-            data = read.result()
-            if not data:
-                text = collector.feed(b"", final=True)
-                if text and not discard:
-                    await self._emit(text)
-                break
-            if discard:
-                continue
-            if collector.bytes + len(data) > limit:
-                text = collector.feed(data[: max(0, limit - collector.bytes)], final=True)
-                if text:
-                    await self._emit(text)
-                self._kill("output", f"more than {limit:,} bytes of output")
-                discard = True
-                continue
-            text = collector.feed(data)
-            if text:
-                await self._emit(text)
-
-    def _close_pipes(self) -> None:
-        """The last resort when a killed command's pipe stays open: asyncio's transport closed."""
-        transport = getattr(self._process, "_transport", None)
-        if transport is not None:
-            transport.close()
-
-    async def _emit(self, text: str) -> None:
-        if self._on_output is None:
-            return
-        outcome = self._on_output(text)
-        if inspect.isawaitable(outcome):
-            await outcome
-
-    async def _read_stderr(self) -> str:
-        stream = self._process.stderr
-        assert stream is not None
-        chunks: list[bytes] = []
-        size = 0
-        while data := await stream.read(65536):
-            if size < 65536:
-                chunks.append(data)
-            size += len(data)
-        return b"".join(chunks).decode("utf-8", errors="replace")
-
-    def _read_status(self) -> dict[str, int]:
-        status: dict[str, int] = {}
-        os.set_blocking(self._status_fd, False)
-        data = b""
-        with contextlib.suppress(BlockingIOError, OSError):
-            while chunk := os.read(self._status_fd, 65536):
-                data += chunk
-        os.close(self._status_fd)
-        for line in data.decode("utf-8", errors="replace").splitlines():
-            with contextlib.suppress(ValueError, TypeError):
-                value = json.loads(line)
-                if isinstance(value, dict):
-                    status.update({k: v for k, v in value.items() if isinstance(v, int)})
-        return status
-
-    def _notes(self, collector: OutputCollector, setup_errors: str) -> list[str]:
-        notes: list[str] = []
-        if self._stopped_by == "timeout":
-            notes.append(
-                f"Stopped: the command ran past {self._stop_reason}; it and everything it started were killed."
-            )
-        elif self._stopped_by == "output":
-            notes.append(
-                f"Stopped: the command wrote {self._stop_reason}; it and everything it started were killed."
-            )
-        elif self._stopped_by == "stop":
-            notes.append(f"Stopped ({self._stop_reason}): the command and everything it started were killed.")
-        left_out = collector.result().left_out
-        if left_out:
-            notes.append(
-                f"{left_out:,} characters of output were left out in the middle (its start and end are kept)."
-            )
-        if "no pid_max" in setup_errors:
-            notes.append(
-                "The process limit is RLIMIT_NPROC alone (this kernel has no per-namespace pid_max)."
-            )
-        return notes
-
-    def _release(self) -> None:
-        """The run's directory kept for the next command when this one ended by itself (nothing of it can be
-        running), removed otherwise."""
-        self._released = True
-        if self._stopped_by is None and self._process.returncode is not None:
-            _recycle(self._run)
-        else:
-            _remove_tree(self._run)
-
-    def _changes_then_release(self) -> FolderChanges:
-        try:
-            return self._changes()
-        finally:
-            self._release()
-
-    def _changes(self) -> FolderChanges:
-        """The upper directory read back: the paths first, then the content of at most
-        ``max_changes`` proposed ones (ignored ones keep their size only: a build's output is never
-        read into memory). Only the upper directory is listed: a command that wrote nothing costs
-        one empty listing."""
-        upper = self._run / "upper"
-        if _empty(upper):
-            return FolderChanges()
-        from workspace.isolation.ignore import ignore_matcher
-        from workspace.isolation.layers import FolderView, load_change, scan_upper
-
-        view = FolderView(self._folder, self._pending)
-        is_ignored = ignore_matcher(view.read)
-        proposed: list[Change] = []
-        ignored: list[Change] = []
-        truncated = False
-        for written in scan_upper(upper, view):
-            skip = is_ignored(written.path)
-            bucket = ignored if skip else proposed
-            if len(bucket) >= self._limits.max_changes:
-                truncated = True
-                continue
-            change = load_change(
-                written, view, max_change_bytes=self._limits.max_change_bytes, content=not skip
-            )
-            if change is not None:
-                bucket.append(change)
-        return FolderChanges(proposed=tuple(proposed), ignored=tuple(ignored), truncated=truncated)

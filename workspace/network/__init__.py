@@ -72,7 +72,8 @@ from :func:`workspace.network.schema.network_json_schema`).
 The package, by noun
     :mod:`~workspace.network.model` (Task, ParallelGroup, Network and its builder API),
     :mod:`~workspace.network.routing` (Route, structured answers), :mod:`~workspace.network.graph`
-    (dependencies, cycles, steps, readiness), :mod:`~workspace.network.scheduler` (NetworkRun),
+    (dependencies, cycles, steps, readiness), :mod:`~workspace.network.scheduler` (NetworkRun; one task's run:
+    :mod:`~workspace.network.scheduler_tasks`),
     :mod:`~workspace.network.pictures` (Mermaid, DOT, ASCII, execution plan),
     :mod:`~workspace.network.loader` (YAML files -> Network), :mod:`~workspace.network.schema`
     (the file's pydantic models; imported only when a file is loaded) and

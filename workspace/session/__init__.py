@@ -31,7 +31,9 @@ All store calls are short synchronous SQLite transactions on the event-loop thre
 timer armed here.
 
 The package: :mod:`~workspace.session.workspace` (Workspace), :mod:`~workspace.session.thread`
-(ThreadSession), :mod:`~workspace.session.recording` (RecordedRun, TurnView, titles).
+(ThreadSession; its parts :mod:`~workspace.session.thread_state`,
+:mod:`~workspace.session.thread_history`, :mod:`~workspace.session.thread_changes`),
+:mod:`~workspace.session.recording` (RecordedRun, TurnView, titles).
 """
 
 from __future__ import annotations

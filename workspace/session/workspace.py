@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from workspace.approval import ApprovalGate
 from workspace.persistence import Store, ThreadInfo
 from workspace.session.recording import RecordedRun
-from workspace.session.thread import ThreadSession, _hosted_past_local, _WithoutApiBase
+from workspace.session.thread import ThreadSession
+from workspace.session.thread_state import _hosted_past_local, _WithoutApiBase
 
 if TYPE_CHECKING:
     from workspace.catalog import RobotInfo

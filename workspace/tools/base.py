@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import itertools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -70,6 +71,10 @@ class ToolContext:
     emit: Emit | None = None
     #: The run itself (None outside a run, e.g. ``Tool.call``).
     run: RunHandle | None = None
+    #: Where the call comes among the tool calls made (:func:`next_call_order`, taken in the order of the calls
+    #: in the model's message, before any runs): calls made at once finish in any order, this stays. None:
+    #: not a run's call.
+    order: int | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
 
@@ -344,6 +349,17 @@ class Tool:
 
 #: The tool call whose handler is running in this context (asyncio tasks and worker threads it starts inherit it).
 _CALL: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar("robotlab_tool_call", default=None)
+
+
+#: One count for every tool call made in this process (and for what orders itself among them).
+_ORDER = itertools.count()
+
+
+def next_call_order() -> int:
+    """The next number of the process's one count: the agent loop takes one for each tool call of a model's message,
+    in the message's order, before any of them runs (:attr:`ToolContext.order`); what sorts itself among the calls
+    (a memory write outside a call) takes one when it happens."""
+    return next(_ORDER)
 
 
 def current_call() -> ToolContext | None:

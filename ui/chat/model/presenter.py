@@ -197,16 +197,10 @@ class ChatPresenter:
         """The call ``call_id`` of run ``run_id`` (without it, the first call with that id)."""
         return self._calls.call(self._column, call_id, run_id)
 
-    def streaming(self) -> bool:
-        """Whether a run shown in the column is still going: its events (and its inner runs' and tasks') are
-        still on their way here, in order."""
-        column = self._column
-        return any(run.started is not None and not column.ended(run) for run in column.runs.values())
-
     def show_asked_call(self, event: ev.ToolUse) -> None:
-        """A call whose approval is asked but whose ``tool_use`` never came: its card, from the request (it is
-        not the model's token). Only for a call whose run does not stream here (:meth:`streaming`): a card made
-        before the run's own events would come before the text that precedes it."""
+        """A call whose approval is asked and whose ``tool_use`` never comes here: its card, from the request (it
+        is not the model's token). Only for a call whose run does not stream here: a card made before the run's
+        own events would come before the text that precedes it (the window waits for the event that asks)."""
         if event.run_id in self._ignored:
             return
         self._calls.asked_call(self._column, event)

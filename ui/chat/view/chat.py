@@ -14,7 +14,6 @@ state, so the view's cost does not grow with the thread.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
@@ -98,11 +97,6 @@ class ChatColumn(QWidget):
 
 #: Below this width (px) the chat's side margins shrink from 24 to 4.
 NARROW_CHAT = 480
-#: How often an approval asked before its call's card came looks for the card again (ms).
-APPROVAL_CARD_WAIT_MS = 400
-#: How long (s) it waits for the card while a run of the chat still streams, before making the card from the
-#: request (a run whose events never reach this chat, asking while another one streams here).
-APPROVAL_CARD_PATIENCE_S = 10.0
 
 
 class ChatView(QScrollArea):
@@ -176,8 +170,6 @@ class ChatView(QScrollArea):
         self.finder = Finder(self)
         #: Questions asked live: approval panels of tool cards, and MCP servers' request cards.
         self.approvals: list[ApprovalPanel | RequestCard] = []
-        #: Approvals asked before their call's card came, by (run id, call id).
-        self._waiting_approvals: dict[tuple[str, str], tuple[ApprovalRequest, asyncio.Future[Any]]] = {}
         #: Ticks what shows time while it runs: lanes, running tool cards, the activity line.
         self.clock = ChatClock(self)
         from ui.chat.view.virtual import TurnWindow
@@ -331,7 +323,6 @@ class ChatView(QScrollArea):
         self._turn_widgets.clear()
         self._action_notices = []
         self.approvals = []
-        self._waiting_approvals = {}
         self.clock.reset()
         self._stick = True
 
@@ -402,9 +393,6 @@ class ChatView(QScrollArea):
             self._enable_actions()
         if isinstance(item, ToolCallItem) and item.run is not None:
             self.clock.follow_call(item, widget)
-            waiting = self._waiting_approvals.pop((item.run.run_id, item.call_id), None)
-            if waiting is not None:  # the approval was asked before the card came
-                self._attach_approval(*waiting)
 
     def item_changed(self, item: Item) -> None:
         widget = self._widgets.get(item)
@@ -578,36 +566,19 @@ class ChatView(QScrollArea):
 
     # -- approvals (asked live, with a future the card's panel resolves) ---------------------------------
     def ask_approval(self, request: ApprovalRequest, future: asyncio.Future[Any]) -> None:
-        """Show the approval inline in the tool's card (once its tool_use has arrived)."""
-        run_id = request.run_id or "approval"
-        if self.card(request.call_id, run_id) is not None or self.request_card(request.call_id, run_id) is not None:
-            self._attach_approval(request, future)
-            return
-        # The gate asks before the bridge has delivered the tool_use event: wait for the card.
-        key = (run_id, request.call_id)
-        self._waiting_approvals[key] = (request, future)
-        asked = time.monotonic()
-        QTimer.singleShot(APPROVAL_CARD_WAIT_MS, lambda: self._approval_fallback(key, asked))
-
-    def _approval_fallback(self, key: tuple[str, str], asked: float) -> None:
-        waiting = self._waiting_approvals.get(key)
-        if waiting is None:
-            return
-        request, future = waiting
+        """Show the approval inline in its call's card. The window hands it over once the chat has the call: with
+        the event of the run that asks it, which comes after the call's ``tool_use`` (:mod:`ui.window.asked`).
+        A call the chat has not got (asked outside any run it follows) gets a card made from the request."""
         if future.done():
-            self._waiting_approvals.pop(key, None)
             return
-        if self.presenter.streaming() and time.monotonic() - asked < APPROVAL_CARD_PATIENCE_S:
-            # A run of this chat is still coming through (on a loaded machine, well behind its gate): the call's
-            # tool_use is in that stream, after the text before it. A card made now would come first.
-            QTimer.singleShot(APPROVAL_CARD_WAIT_MS, lambda: self._approval_fallback(key, asked))
-            return
-        from workspace import events as ev
+        run_id = request.run_id or "approval"
+        if self.presenter.call(request.call_id, run_id) is None:
+            from workspace import events as ev
 
-        # Still no card, and nothing here streams it: show the call from the request.
-        self.presenter.show_asked_call(ev.ToolUse(
-            run_id=request.run_id or "approval", robot=request.robot, task=request.task, id=request.call_id,
-            name=request.tool, input=dict(request.input or {}), server=request.server))
+            self.presenter.show_asked_call(ev.ToolUse(
+                run_id=run_id, robot=request.robot, task=request.task, id=request.call_id, name=request.tool,
+                input=dict(request.input or {}), server=request.server))
+        self._attach_approval(request, future)
 
     def _attach_approval(self, request: ApprovalRequest,
                          future: asyncio.Future[Any]) -> ApprovalPanel | RequestCard | None:
@@ -627,6 +598,13 @@ class ChatView(QScrollArea):
             return None
         if isinstance(call.parent, Lane):  # a robot of a network (or used as a tool) asks: open its lane
             self.presenter.set_lane_collapsed(call.parent, False)
+        # Its card may have come in this same pass (the tool_use just before the approval): a layout shows a new
+        # widget a turn of the event loop later; shown now, the panel can have the keyboard (Ctrl+J) at once.
+        widget: QWidget | None = panel
+        while widget is not None and widget is not self.column:
+            if not widget.isVisible() and not widget.testAttribute(Qt.WidgetAttribute.WA_WState_ExplicitShowHide):
+                widget.show()
+            widget = widget.parentWidget()
         self.approvals.append(panel)
         panel.finished.connect(lambda _d, p=panel: self._approval_finished(p))
 
