@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterable
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -171,9 +172,8 @@ class RunBridge(QObject):
         """Every event reaches ``view_event``, in order (text and thinking deltas joined); text deltas
         also ``text_appended`` (coalesced), and the kinds a part of the window subscribes to their own
         signal."""
-        from workspace import events as ev
-
-        if isinstance(event, ev.TextDelta):
+        text_delta, reasoning_delta = _delta_kinds()  # not an import per event: one costs ~10 µs, a token's
+        if isinstance(event, text_delta):
             self._flush_reasoning()  # the thinking before it goes out first: order is kept
             key = (event.run_id, event.robot)
             if self._pending_key is not None and self._pending_key != key:
@@ -188,7 +188,7 @@ class RunBridge(QObject):
                 self._flush_text()
             return
         self._stretch = None
-        if isinstance(event, ev.ReasoningDelta):
+        if isinstance(event, reasoning_delta):
             self._flush_text()
             key = (event.run_id, event.robot)
             if self._reasoning_key is not None and self._reasoning_key != key:
@@ -199,6 +199,8 @@ class RunBridge(QObject):
                 self._reasoning_ts = event.ts
             self._pending_reasoning.append(event.text)
             return
+        from workspace import events as ev
+
         self._flush_reasoning()
         self._flush_text()  # the text before it goes out first: order is kept
         self.view_event.emit(event)
@@ -250,6 +252,14 @@ class RunBridge(QObject):
         if self._pending_events:
             batch, self._pending_events = self._pending_events, []
             self.events_batched.emit(batch)
+
+
+@cache
+def _delta_kinds() -> tuple[type[ev.TextDelta], type[ev.ReasoningDelta]]:
+    """The two kinds of event the bridge joins (imported on first use, as the events are)."""
+    from workspace import events as ev
+
+    return ev.TextDelta, ev.ReasoningDelta
 
 
 def event_summary(event: ev.Event) -> str:

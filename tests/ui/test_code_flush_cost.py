@@ -178,3 +178,21 @@ def test_the_closing_check_of_one_long_line_works_in_slices(language: str, code:
     steps = list(code_lines.whole_lines(code, language))
     assert steps.count(None) >= 10
     assert steps[-1] == markdown.highlight(code, language).split("\n")
+
+
+def test_a_cut_lines_colours_are_compared_with_its_whole_highlight_span_by_span() -> None:
+    """The closing check keeps a line cut while it streamed when its parts show the whole line's colours:
+    parts whose spans join into the whole line's HTML (a span of one style cut in two) are the same; a
+    part with another colour is not; and a line's shown length counts its text, entities as one."""
+    from ui import markdown
+
+    code = json_line(5_000)
+    line = markdown.highlight(code, "json").split("\n")[0]
+    size = code_lines.text_length(line)
+    assert size == len(code)
+    parts = code_lines.split_html(line, [1_000, 1_000, 1_500, size - 3_500])
+    assert [code_lines.text_length(part) for part in parts] == [1_000, 1_000, 1_500, size - 3_500]
+    assert code_lines.same_colours(parts, line)
+    recoloured = [parts[0], parts[1].replace('style="', 'style="color: #123456; ', 1), *parts[2:]]
+    assert not code_lines.same_colours(recoloured, line)
+    assert code_lines.text_length('<span style="color: #000">&lt;a&gt; &amp;</span> b') == len("<a> & b")

@@ -65,6 +65,19 @@ async def scene(robotlab_home: Path, db_path: Path, tmp_path: Path, provider: Sc
         release.set()  # (a delegation the test left running finishes)
 
 
+async def settled_events(store: Any, thread_id: str) -> list[tuple[str, list[str]]]:
+    """The thread's stored events by turn once they stop changing: the runs' events reach the store through the
+    recorder's task, a moment after the models were asked (both runs are held, so the list settles)."""
+    last: list[tuple[str, list[str]]] | None = None
+    for _ in range(200):
+        now = [(turn.id, [e.kind for e in events]) for turn, events in store.path_events(thread_id)]
+        if now == last:
+            return now
+        last = now
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the stored events kept changing: {last}")
+
+
 async def delete_while_delegated(scene: Scene, *, caller_running: bool) -> None:
     """Delete the open thread while its delegation runs; check that the delegation stopped and nothing more was
     written or asked (but the end of the caller's own run, when it was going: its turn is not left running)."""
@@ -75,7 +88,7 @@ async def delete_while_delegated(scene: Scene, *, caller_running: bool) -> None:
     assert not future.done()
     assert controller.delegations_running(thread_id) == ["helper"]
     store = controller.store
-    stored = [(turn.id, [e.kind for e in events]) for turn, events in store.path_events(thread_id)]
+    stored = await settled_events(store, thread_id)
 
     window.threads.delete(thread_id)
     await wait_until(future.done, what="the delegation to stop")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 from PySide6.QtCore import QObject, QSortFilterProxyModel, Qt
@@ -96,22 +96,51 @@ JOIN_DELTAS_S = 0.25
 def join_text_deltas(last: ev.Event | None, events: list[ev.Event]) -> tuple[ev.TextDelta | None, list[ev.Event]]:
     """``events`` (a live batch after ``last``) with the text deltas of one stream joined: what replaces
     ``last`` (a delta the batch's first ones join), or None, and the events to add after it. A joined delta
-    keeps the first one's ``seq`` and time, as the store's joined row does."""
+    keeps the first one's ``seq`` and time, as the store's joined row does.
+
+    Called with every delta of a stream (one per token), so a delta costs a comparison of its stamp and
+    its text appended to a list; a run of joined deltas becomes one event once, at its end."""
     replaced: ev.TextDelta | None = None
     out: list[ev.Event] = []
+    head = last if isinstance(last, ev.TextDelta) else None  # the delta the next ones join (out[-1] or last)
+    key = _stream_key(head) if head is not None else None
+    parts: list[str] = []  # the texts joining ``head``
+
+    def settle() -> None:
+        nonlocal replaced
+        assert head is not None
+        joined = replace(head, text=head.text + "".join(parts))
+        if out:
+            out[-1] = joined
+        else:
+            replaced = joined
+        parts.clear()
+
     for event in events:
-        before = out[-1] if out else (replaced or last)
-        if (isinstance(event, ev.TextDelta) and isinstance(before, ev.TextDelta)
-                and event.ts - before.ts < JOIN_DELTAS_S
-                and replace(before, text=event.text, seq=event.seq, ts=event.ts) == event):  # the same stream
-            joined = replace(before, text=before.text + event.text)
-            if out:
-                out[-1] = joined
-            else:
-                replaced = joined
+        if (head is not None and isinstance(event, ev.TextDelta) and type(event) is type(head)
+                and event.ts - head.ts < JOIN_DELTAS_S and _stream_key(event) == key):  # the same stream
+            parts.append(event.text)
             continue
+        if parts:
+            settle()
         out.append(event)
+        head = event if isinstance(event, ev.TextDelta) else None
+        key = _stream_key(head) if head is not None else None
+    if parts:
+        settle()
     return replaced, out
+
+
+def _stream_key(event: ev.TextDelta) -> tuple[Any, ...]:
+    """What two deltas of one stream have in common: every field but the text, ``seq`` and the time."""
+    names = _STREAM_FIELDS.get(type(event))
+    if names is None:
+        names = _STREAM_FIELDS[type(event)] = tuple(f.name for f in fields(event) if f.name not in ("text", "seq", "ts"))
+    return tuple(getattr(event, name) for name in names)
+
+
+#: The fields :func:`_stream_key` compares, by class of delta.
+_STREAM_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def raw_event_json(event: ev.Event) -> str:

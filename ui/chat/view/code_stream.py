@@ -27,7 +27,7 @@ from ui.chat.view.code_lines import (
     LONG_LINE_CHARS,
     LOOKAHEAD_CHARS,
     CodeLines,
-    colours,
+    same_colours,
     split_html,
     text_length,
     whole_lines,
@@ -284,7 +284,7 @@ class CodeStream(QWidget):
                 blocks[owner].append(line)
                 continue
             parts = [block for _piece, block in taken]
-            if colours("".join(parts)) != colours(line):
+            if not same_colours(parts, line):
                 parts = split_html(line, [text_length(part) for part in parts])
             for (piece, _block), part in zip(taken, parts, strict=True):
                 blocks[piece].append(part)
