@@ -1,4 +1,4 @@
-"""The Qt↔core seam stays typed: the window's session model (``ui/controller.py``) and the path of a message from
+"""The Qt↔core seam stays typed: the window's session model (``ui/controller.py`` and its parts) and the path of a message from
 it to the provider carry no ``Any``, so mypy follows a message from the message box to ``Provider.stream``.
 
 (``mypy`` checks that the types are right; this checks that they are there: an ``Any`` would make mypy stop
@@ -34,18 +34,23 @@ def _method(relative: str, cls: str, name: str) -> ast.FunctionDef | ast.AsyncFu
     raise AssertionError(f"{relative}: {cls}.{name} is gone; update this test to the new path of a message")
 
 
+#: The session model: ui/controller.py and the chain of classes it is made of.
+SESSION_MODEL = ["ui/controller.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ui" / "controller_parts").glob("*.py"))]
+
+
 def test_the_session_model_has_no_any() -> None:
-    tree = _tree("ui/controller.py")
+    assert len(SESSION_MODEL) > 5, SESSION_MODEL  # the parts are found
     found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
-            found += [f"{node.name}({a.arg})" for a in args if _mentions_any(a.annotation)]
-            if _mentions_any(node.returns):
-                found.append(f"{node.name} -> ...")
-        elif isinstance(node, ast.AnnAssign) and _mentions_any(node.annotation):
-            found.append(f"line {node.lineno}: {ast.unparse(node.target)}")
-    assert found == [], f"ui/controller.py is the typed seam: give these a real type: {found}"
+    for relative in SESSION_MODEL:
+        for node in ast.walk(_tree(relative)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+                found += [f"{relative}: {node.name}({a.arg})" for a in args if _mentions_any(a.annotation)]
+                if _mentions_any(node.returns):
+                    found.append(f"{relative}: {node.name} -> ...")
+            elif isinstance(node, ast.AnnAssign) and _mentions_any(node.annotation):
+                found.append(f"{relative}: line {node.lineno}: {ast.unparse(node.target)}")
+    assert found == [], f"the session model is the typed seam: give these a real type: {found}"
 
 
 #: (file, class, method, the parameters a message goes through)

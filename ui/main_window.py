@@ -190,7 +190,7 @@ class MainWindow(QMainWindow):
         self.toast = Toast(self)
         self.services.notices.attach(self.toast, self.banner)
         yield
-        self.docks.build()
+        yield from self.docks.build_steps()
         yield
         self.status.build()
         yield
@@ -202,6 +202,7 @@ class MainWindow(QMainWindow):
         self._wire()
         for part in (self.docks, self.status):
             part.connect()
+        yield  # (nothing is loaded before the last step: no signal the parts follow comes in between)
         self.robots.follow()
         self.models.follow()
         self.threads.follow()

@@ -60,6 +60,27 @@ async def test_the_window_fills_its_docks_a_step_at_a_time_with_the_collector_pa
 async def test_a_pane_that_cannot_be_built_is_said_and_start_up_goes_on(db_path: Path, monkeypatch: Any) -> None:
     import gc
 
+    import ui.mcp.pane
+    from tests.ui.conftest import close_app
+    from ui.app import Application
+
+    def broken(context: Any) -> Any:
+        raise RuntimeError("no MCP pane today")
+
+    monkeypatch.setattr(ui.mcp.pane, "make_pane", broken)
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    try:
+        root.window.show()
+        root.finish_startup(staged=True)
+        await wait_until(lambda: gc.isenabled(), timeout=30, what="the rest of start-up")
+        assert "no MCP pane today" in root.window.banner.text
+        assert root.window.docks.changes_pane is not None  # what came before it is there
+    finally:
+        await close_app(root)
+
+
+async def test_a_pane_made_when_its_dock_first_shows_says_so_when_it_cannot_be(db_path: Path,
+                                                                              monkeypatch: Any) -> None:
     import ui.network.pane
     from tests.ui.conftest import close_app
     from ui.app import Application
@@ -72,9 +93,12 @@ async def test_a_pane_that_cannot_be_built_is_said_and_start_up_goes_on(db_path:
     try:
         root.window.show()
         root.finish_startup(staged=True)
-        await wait_until(lambda: gc.isenabled(), timeout=30, what="the rest of start-up")
+        await wait_until(lambda: root.whole, timeout=60, what="the start-up")
+        assert "no network pane today" not in root.window.banner.text  # not made yet: nobody looked
+        docks = root.window.docks
+        docks.focus_dock("network")  # the Network dock shows: its pane is made, and cannot be
         assert "no network pane today" in root.window.banner.text
-        assert root.window.docks.mcp_pane is not None  # what came before it is there
+        assert docks.network_pane is None and docks["network"].widget() is not None  # the dock stays, empty
     finally:
         await close_app(root)
 

@@ -127,7 +127,9 @@ async def test_each_start_up_step_builds_a_bounded_number_of_widgets(db_path: Pa
         root._read_config()
         root._open_workspace()
         count(root._staged_fill(None, opened=True))
-        assert root.window.built and set(root.window.docks.panes) >= {"tools", "changes", "memory", "trace"}
+        docks = root.window.docks
+        assert root.window.built and set(docks.panes) >= {"tools", "changes"}
+        assert not set(docks.panes) & {"memory", "trace", "network"}  # behind other tabs: made when first shown
         assert len(made) >= 25, made
         too_many = [(n, name) for n, name in made if n > WIDGETS_PER_STEP]
         assert not too_many, f"steps that build more than {WIDGETS_PER_STEP} widgets: {too_many}"
@@ -191,5 +193,48 @@ async def test_the_folder_open_last_time_has_its_settings_read_in_a_worker(db_pa
         assert "garden" in root.window.status.folder.text()
         assert (folder.resolve(), False) in loaded, loaded
         assert not [f for f, on_window in loaded if on_window], loaded
+    finally:
+        await close_app(root)
+
+
+async def test_a_pane_behind_a_tab_is_made_when_its_tab_first_shows_and_shows_what_came_before(db_path: Path) -> None:
+    # The Trace, Memory and Network panes are not made at start-up (nobody looks at them yet): their docks hold a
+    # placeholder until their tab is chosen, their shortcut pressed, or the pane asked for.
+    from ui.app import Application
+    from workspace import events as ev
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    try:
+        root.window.show()
+        root.finish_startup(staged=True)
+        await wait_until(lambda: root.whole, timeout=120, what="the start-up")
+        docks = root.window.docks
+        if docks.raised() is None:  # a screen too narrow for the inspector beside the chat: it starts closed
+            docks.toggle_inspector()  # Ctrl+I: it opens on the Tool calls tab, and makes no other pane
+        assert docks.raised() == "tools" and docks.tool_pane is not None
+        waiting = {key: docks[key].widget() for key in ("trace", "memory", "network")}
+        assert not set(docks.panes) & set(waiting)
+        assert all(w is not None and w.objectName() == "InspectorPane" for w in waiting.values())
+        # Events that come while the pane waits are kept by its model, and shown once it is made.
+        docks.add_events([ev.RunStarted(run_id="r1", robot="assistant", seq=1, message="q", model="m"),
+                          ev.Text(run_id="r1", robot="assistant", seq=2, text="An answer")])
+        docks["trace"].raise_()  # the person picks the Trace tab
+        await wait_until(lambda: "trace" in docks.panes, what="the Trace pane made when its tab shows")
+        trace = docks.trace_pane
+        assert trace is not None and docks["trace"].widget() is trace and type(trace).__name__ == "TracePane"
+        assert trace.isVisible() and docks.raised() == "trace"
+        assert trace.model.rowCount() == 2
+        trace.flush_tree()
+        assert [r.run_id for r in trace.tree_model.tree.roots] == ["r1"]
+        assert "memory" not in docks.panes  # one tab shown: one pane made
+        docks.focus_dock("memory")  # its shortcut: the pane made, and the keyboard in it
+        memory = docks.memory_pane
+        assert memory is not None and docks["memory"].widget() is memory and type(memory).__name__ == "MemoryPane"
+        focus = QApplication.focusWidget()
+        assert focus is not None and (focus is memory or memory.isAncestorOf(focus))
+        # Asked for by code (a test, a part of the window): made then, its dock keeps the real one.
+        network = docks.network_pane
+        assert network is not None and docks["network"].widget() is network and docks.panes["network"] is network
+        assert docks.network_pane is network  # made once
     finally:
         await close_app(root)

@@ -5,7 +5,10 @@ A dock is one :class:`DockSpec` in :data:`DOCKS` (key, title, icon, shortcut, ar
 shows empty from the start) naming the factory in its pane's module (``"ui.network.pane:make_pane"``,
 called with a :class:`DockContext`). :class:`Docks` builds them all from the list: the docks marked
 ``early`` are made empty at startup (their tabs keep their places), and every pane is made after the
-first paint, one step per turn of the event loop (:meth:`Docks.inspector_steps`). :class:`Docks` is
+first paint, one step per turn of the event loop (:meth:`Docks.inspector_steps`), except the ``lazy``
+ones: their dock holds a placeholder until it first shows (its tab chosen, its shortcut, a restored
+layout) or its pane is asked for (:meth:`Docks.pane`, the typed properties), so a pane nobody looks at
+costs start-up nothing. :class:`Docks` is
 also the registry of the window's docks by key (a read-only mapping: ``window.docks["changes"]``) and
 owns their panes. The inspector's models are fed the bridge's batched events, or a stored thread's
 events when it opens.
@@ -14,6 +17,7 @@ events when it opens.
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -39,6 +43,8 @@ if TYPE_CHECKING:
     from ui.services import Services
     from ui.transcript import LazyTranscript
     from workspace import events as ev
+
+log = logging.getLogger("ui.window.docks")
 
 #: The narrowest a dock's pane gets (its content elides, wraps or scrolls below its wish).
 DOCK_MIN_WIDTH = 260
@@ -67,6 +73,9 @@ class DockSpec:
     area: Qt.DockWidgetArea = RIGHT
     #: The dock is made (empty) with the window, so its tab keeps its place; else it comes with its pane.
     early: bool = False
+    #: The pane is made when its dock first shows or the pane is asked for, not at start-up (a tab behind
+    #: another at start: what the window wires to it waits for it, :meth:`Docks.when_made`).
+    lazy: bool = False
 
 
 def _compare_window(old: str, new: str, *, name: str, title: str, parent: QWidget | None = None) -> QWidget:
@@ -87,10 +96,12 @@ def _network_icon(color: str, size: int) -> QIcon:
 DOCKS: tuple[DockSpec, ...] = (
     DockSpec("tools", "Tool calls", "ui.inspector.panes:make_tool_calls", "tool", "Ctrl+Shift+T", early=True),
     DockSpec("changes", "Changes", "ui.review.pane:make_pane", "diff", "Ctrl+Shift+D", early=True),
-    DockSpec("memory", "Memory", "ui.inspector.panes:make_memory", "memory", "Ctrl+Shift+M", early=True),
-    DockSpec("trace", "Trace", "ui.inspector.trace_pane:make_trace", "trace", "Ctrl+Shift+R", early=True),
+    DockSpec("memory", "Memory", "ui.inspector.panes:make_memory", "memory", "Ctrl+Shift+M", early=True, lazy=True),
+    DockSpec("trace", "Trace", "ui.inspector.trace_pane:make_trace", "trace", "Ctrl+Shift+R", early=True,
+             lazy=True),
+    # (MCP servers: its pane owns the MCP manager, which starts the servers: made at start-up.)
     DockSpec("mcp", "MCP servers", "ui.mcp.pane:make_pane", "server", "Ctrl+Shift+S"),
-    DockSpec("network", "Network", "ui.network.pane:make_pane", _network_icon, "Ctrl+Shift+N"),
+    DockSpec("network", "Network", "ui.network.pane:make_pane", _network_icon, "Ctrl+Shift+N", lazy=True),
 )
 
 
@@ -116,31 +127,41 @@ class Docks(Mapping[str, QDockWidget]):
         self._steps: Iterator[None] | None = None
         #: The open thread's events while the inspector shows a comparison's candidate (None: it shows the thread).
         self._aside: list[ev.Event] | None = None
+        #: The lazy docks whose pane is not made yet (a placeholder in their dock), by key.
+        self._waiting: dict[str, DockSpec] = {}
+        self._context: DockContext | None = None
 
-    # -- the panes by their types (None until made) ----------------------------------------------------
+    # -- the panes by their types (None until made; a lazy pane waiting in its dock is made when asked for) --
+    def pane(self, key: str) -> QWidget | None:
+        """Dock ``key``'s pane: made now if it is a lazy one still waiting for its dock to show; None before its
+        start-up step (or for a dock the window does not have)."""
+        if key in self._waiting:
+            self._make_waiting(key)
+        return self.panes.get(key)
+
     @property
     def tool_pane(self) -> ToolCallsPane | None:
-        return cast("ToolCallsPane | None", self.panes.get("tools"))
+        return cast("ToolCallsPane | None", self.pane("tools"))
 
     @property
     def memory_pane(self) -> MemoryPane | None:
-        return cast("MemoryPane | None", self.panes.get("memory"))
+        return cast("MemoryPane | None", self.pane("memory"))
 
     @property
     def trace_pane(self) -> TracePane | None:
-        return cast("TracePane | None", self.panes.get("trace"))
+        return cast("TracePane | None", self.pane("trace"))
 
     @property
     def mcp_pane(self) -> McpPane | None:
-        return cast("McpPane | None", self.panes.get("mcp"))
+        return cast("McpPane | None", self.pane("mcp"))
 
     @property
     def network_pane(self) -> NetworkPane | None:
-        return cast("NetworkPane | None", self.panes.get("network"))
+        return cast("NetworkPane | None", self.pane("network"))
 
     @property
     def changes_pane(self) -> ChangesPane | None:
-        return cast("ChangesPane | None", self.panes.get("changes"))
+        return cast("ChangesPane | None", self.pane("changes"))
 
     def attach(self, *, tool_model: ToolCallsModel, memory_model: MemoryModel, trace_model: TraceModel,
                network_model: NetworkModel, composer: Composer, open_mcp_servers: Callable[[], None]) -> None:
@@ -241,13 +262,15 @@ class Docks(Mapping[str, QDockWidget]):
         if old is not None and old is not widget:
             old.deleteLater()
 
-    def build(self) -> None:
-        """The early docks, empty: :meth:`build_inspector` fills them (after the first paint)."""
+    def build_steps(self) -> Iterator[None]:
+        """The early docks, empty, a dock per step (a dock, its tab and its View actions: a few ms each):
+        :meth:`build_inspector` fills them (after the first paint)."""
         for spec in self.specs:
             if spec.early:
                 placeholder = QWidget(self.window)
                 placeholder.setObjectName("InspectorPane")
                 self.register(spec, placeholder)
+                yield
         self._docks["tools"].raise_()
         self.window.resizeDocks([self._docks["tools"]], [DOCK_WIDTH], Qt.Orientation.Horizontal)
 
@@ -280,16 +303,49 @@ class Docks(Mapping[str, QDockWidget]):
                            compare=_compare_window)
 
     def _inspector_steps(self) -> Iterator[None]:
-        context = self.context()
+        context = self._context = self.context()
         for spec in self.specs:
-            yield from self._add(spec, context)
+            if spec.lazy:
+                self._wait(spec)
+            else:
+                yield from self._add(spec, context)
             yield
         self._docks["tools"].raise_()
+        # From here a lazy dock that shows makes its pane (not while the steps tabbed the docks: the tab added
+        # last is the current one for a moment).
+        for key in list(self._waiting):
+            self._docks[key].visibilityChanged.connect(lambda visible, key=key: self._shown(key, visible))
+            self._shown(key, self.in_front(self._docks[key]))
         self.sync_network()
         self.fit_tabs()
         yield
         for then in self._after_build:
             then()
+
+    def _wait(self, spec: DockSpec) -> None:
+        """A lazy dock: its tab now, with a placeholder (an early dock has it already); its pane when it shows."""
+        if spec.key not in self._docks:
+            placeholder = QWidget(self.window)
+            placeholder.setObjectName("InspectorPane")
+            self.register(spec, placeholder)
+        self._waiting[spec.key] = spec
+
+    def _shown(self, key: str, visible: bool) -> None:
+        if visible and key in self._waiting:
+            self._make_waiting(key)
+
+    def _make_waiting(self, key: str) -> None:
+        spec = self._waiting.pop(key)  # (tried once: a pane that cannot be built is not tried at every show)
+        try:
+            for _ in self._add(spec, self._context or self.context()):
+                pass
+        except Exception as exc:  # the dock keeps its placeholder; the rest of the window works
+            log.exception("building the %s dock's pane", key)
+            self.services.notices.banner(f"The {spec.title} pane could not be built: {type(exc).__name__}: {exc}. "
+                                         "The conversation still works; the log has the details.")
+            return
+        if key == "network":
+            self.sync_network()
 
     def _add(self, spec: DockSpec, context: DockContext) -> Iterator[None]:
         """A dock's pane: its module imported in a step of its own (unless it already is), the pane made, then
@@ -315,9 +371,14 @@ class Docks(Mapping[str, QDockWidget]):
 
     # -- showing ------------------------------------------------------------------------------------------
     def sync_network(self, *, reveal: bool = False) -> None:
-        """Draw the network of the open thread (or the picked network) in the Network dock."""
-        pane = self.network_pane
+        """Draw the network of the open thread (or the picked network) in the Network dock (a Network dock
+        still waiting for its pane: only shown when ``reveal`` asks, which makes its pane and draws it)."""
+        pane = None if "network" in self._waiting else self.network_pane
         if pane is None:
+            if reveal and "network" in self._waiting:
+                network, _note = self.services.session.network_for_dock()
+                if network is not None:
+                    self._reveal_network()
             return
         network, note = self.services.session.network_for_dock()
         pane.set_network(network, note=note)
@@ -325,11 +386,16 @@ class Docks(Mapping[str, QDockWidget]):
             # The graph is drawn anew (every task waiting): the open thread's runs give it its state back (a
             # thread opened before the Network pane was made, at start-up or after a relaunch, too).
             self.network_model.set_events(self._thread_events)
+        if reveal and network is not None:
+            self._reveal_network()
+
+    def _reveal_network(self) -> None:
+        """Bring the Network dock to the front, unless the person closed every dock."""
         dock = self._docks.get("network")
-        if reveal and network is not None and dock is not None and any(
-                d.toggleViewAction().isChecked() for d in self._docks.values()):
+        if dock is not None and any(d.toggleViewAction().isChecked() for d in self._docks.values()):
             dock.show()
             dock.raise_()
+            self.pane("network")  # (made now, should its dock not have shown: a hidden window)
 
     def focus_dock(self, key: str) -> None:
         """A dock's shortcut: show it, bring its tab to the front and put the keyboard in it; pressed
@@ -345,6 +411,7 @@ class Docks(Mapping[str, QDockWidget]):
             return
         dock.show()
         dock.raise_()
+        self.pane(key)  # a lazy dock's pane, made now (its dock showing made it already, unless the window is hidden)
         target = focus_target(dock.widget())
         if target is not None:
             target.setFocus(Qt.FocusReason.ShortcutFocusReason)
@@ -393,7 +460,9 @@ class Docks(Mapping[str, QDockWidget]):
         for spec in self.specs:
             if spec.key in self._docks and spec.icon is not None and not isinstance(spec.icon, str):
                 self._docks[spec.key].toggleViewAction().setIcon(spec.icon(theme.colors().muted, 16))
-        for pane in (self.tool_pane, self.mcp_pane, self.network_pane, self.changes_pane):
+        # The panes made so far (a lazy one made later is made in the theme of its time).
+        network = None if "network" in self._waiting else self.network_pane
+        for pane in (self.tool_pane, self.mcp_pane, network, self.changes_pane):
             if pane is not None:
                 pane.retheme()
 

@@ -1,0 +1,181 @@
+"""The runs the window's session model follows, in every thread: each run started is watched to its end (its
+state for the sidebar and the status bar: streaming, waiting for an approval or a review, finished or failed until
+seen), the open thread's run is fed to the bridge, and runs are stopped by thread or all at once (quitting).
+A link of the chain of classes :class:`ui.controller.Controller` is made of (``ui/controller_parts/``)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ui.controller_parts.approvals import ApprovalsAndLearning
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterable, AsyncIterator
+
+    from workspace import events as ev
+    from workspace.session import RecordedRun
+
+log = logging.getLogger("ui.controller")
+
+
+class RunFollowing(ApprovalsAndLearning):
+    """Following runs: watched to their end, shown, stopped."""
+
+    @property
+    def running(self) -> bool:
+        """The open thread has a run going (streaming, or waiting for an approval)."""
+        session = self.session
+        return self.bridge.running or (session is not None and session.run is not None and session.run in self._runs)
+
+    @property
+    def idle(self) -> bool:
+        """No run is going on (none streaming, none being consumed)."""
+        return not self.bridge.running and not self._runs
+
+    @property
+    def last_run(self) -> RecordedRun | None:
+        """The run started last (None when none is running)."""
+        return self._runs[-1] if self._runs else None
+
+    def _start(self, run: RecordedRun) -> None:
+        self._runs.append(run)
+        self._unseen.pop(run.thread_id, None)
+        self.tasks.spawn(self._watch(run), name="run")
+        self._show(run)
+        self.run_states_changed.emit()
+
+    def _show(self, run: RecordedRun, *, skip: int = 0) -> None:
+        """The bridge feeds ``run`` (the open thread's) to the chat, from its first event (or after the first
+        ``skip``, which the chat was given at once: the running state shows now, not at the next event)."""
+        events = run if not skip else _after(run, skip)
+        self._viewed = (run, self.tasks.spawn(self.bridge.consume(events, announce=bool(skip)), name="run-view"))
+
+    def _leave(self) -> None:
+        """The open thread is left: its run (if any) goes on, unseen; nothing more of it reaches the chat."""
+        viewed, self._viewed = self._viewed, None
+        if viewed is not None:
+            self.bridge.release()
+            viewed[1].cancel()  # the consuming task only: the run and its recording go on
+
+    async def _watch(self, run: RecordedRun) -> None:
+        """Follow ``run`` (whichever thread is open) until it ends: its state for the sidebar, and the
+        notice when it ends out of sight."""
+        from workspace import events as ev
+
+        terminal: ev.Event | None = None
+        try:
+            async for event in run:
+                if isinstance(event, ev.TERMINAL) and ev.ends(event, run.run_id):
+                    terminal = event
+        finally:
+            if run in self._runs:
+                self._runs.remove(run)
+            state = self._end_state(run, terminal)
+            if run.thread_id != self.thread_id:
+                if state in ("finished", "failed", "review"):
+                    self._unseen[run.thread_id] = state
+                    self._keep_mark(run.thread_id, state)
+                self.background_run_ended.emit(run.thread_id, state)
+            self.run_states_changed.emit()
+            self.threads_changed.emit()
+            self._emit_usage()
+
+    def _keep_mark(self, thread_id: str, state: str) -> None:
+        from workspace.session.run_marks import keep_mark
+
+        try:
+            keep_mark(self.require_store(), thread_id, state)
+        except Exception as exc:  # the mark shows until the window closes all the same
+            log.debug("the run mark of %s was not kept: %s", thread_id, exc)
+
+    def _end_state(self, run: RecordedRun, terminal: object) -> str:
+        from workspace import events as ev
+
+        if isinstance(terminal, ev.RunFailed):
+            return "failed"
+        if not isinstance(terminal, ev.RunFinished):
+            return "cancelled"
+        try:
+            session = self.workspace.open_thread(run.thread_id) if self.workspace is not None else None
+            changes = session.changes if session is not None else None
+            if changes is not None and changes.pending_files:
+                return "review"
+        except Exception:  # a thread or change set that cannot say: the run finished all the same
+            log.debug("could not read the pending changes of %s", run.thread_id)
+        return "finished"
+
+    def run_states(self) -> dict[str, str]:
+        """What each thread's run is at, by thread id: "streaming", "approval" (waiting for your answer),
+        and, until the thread is opened, "review", "finished" or "failed" (keys of :data:`RUN_STATE_WORDS`)."""
+        states = dict(self._unseen)
+        for run in self._runs:
+            states[run.thread_id] = "streaming"
+        for _thread, request, _future in self.waiting_approvals():
+            thread = self._approval_thread(request)
+            if thread is not None:
+                states[thread] = "approval"
+        return states
+
+    def _thread_title(self, thread_id: str) -> str:
+        try:
+            return str(self.require_store().get_thread(thread_id).display_title or "Untitled thread")
+        except Exception:  # gone, or an unreadable database: the words still make sense
+            return "Untitled thread"
+
+    def runs_going(self) -> list[tuple[str, str]]:
+        """The threads with a run going, oldest run first: (thread id, its state)."""
+        states = self.run_states()
+        seen: list[str] = []
+        for run in self._runs:
+            if run.thread_id not in seen:
+                seen.append(run.thread_id)
+        return [(thread, states.get(thread, "streaming")) for thread in seen]
+
+    def waiting_for_you(self) -> int:
+        """How many things wait for you: approvals in every thread, and threads whose changes wait for a review."""
+        return len(self.waiting_approvals()) + sum(1 for s in self._unseen.values() if s == "review")
+
+    def stop(self) -> None:
+        """Stop the open thread's run: the stream, in-flight tools, its pending approvals (runs of other
+        threads go on)."""
+        self.stop_thread(self.thread_id)
+
+    def stop_thread(self, thread_id: str | None) -> None:
+        """Stop the runs of ``thread_id`` and the approvals waiting in it."""
+        for run in list(self._runs):
+            if run.thread_id != thread_id:
+                continue
+            try:
+                run.cancel()
+            except Exception as exc:
+                log.warning("cancel failed: %s", exc)
+        for _thread, _request, fut in self.waiting_approvals(thread_id):
+            fut.cancel()
+        if self.session is not None and self.session.thread_id == thread_id and self.session.running:
+            try:
+                self.session.stop()
+            except Exception as exc:
+                log.warning("session stop failed: %s", exc)
+
+    def stop_all(self) -> None:
+        """Stop every thread's run (quitting): streams, tools, every approval waiting."""
+        for run in list(self._runs):
+            try:
+                run.cancel("the app was closed")
+            except Exception as exc:
+                log.warning("cancel failed: %s", exc)
+        for fut in list(self._pending):
+            fut.cancel()
+
+    def on_usage_event(self, _event: ev.Usage) -> None:
+        self._emit_usage()
+
+
+async def _after(run: AsyncIterable[ev.Event], skip: int) -> AsyncIterator[ev.Event]:
+    """The events of ``run`` (which replays from its first) after the first ``skip``."""
+    seen = 0
+    async for event in run:
+        seen += 1
+        if seen > skip:
+            yield event
