@@ -134,14 +134,14 @@ class Handler(BaseHTTPRequestHandler):
         for count, event in enumerate(events):
             if self.interrupted:
                 raise _Cut  # llama-cpp-python: a new request stops the stream in progress
+            if reply.stall_after is not None and count == reply.stall_after:
+                self._sleep(reply.stall_seconds)  # (before a cut at the same count: the chunks sent are read first)
             if reply.cut_after is not None and count >= reply.cut_after:
                 if reply.cut_clean:
                     self._end_stream()
                     self.close_connection = True
                     return
                 raise _Cut
-            if reply.stall_after is not None and count == reply.stall_after:
-                self._sleep(reply.stall_seconds)
             if count and reply.chunk_delay:
                 self._sleep(reply.chunk_delay)
             self._write_chunk(event)
