@@ -324,8 +324,6 @@ class ChatView(QScrollArea):
             self._more_button = None
         self._drop_empty()
         self.finder.reset()
-        for placeholder in self.turn_window.placeholders.values():
-            self._layout.removeItem(placeholder)
         self.turn_window.reset()
         self._widgets.clear()
         self._turn_widgets.clear()
@@ -338,7 +336,7 @@ class ChatView(QScrollArea):
     def turn_added(self, turn: TurnState) -> None:
         if self.turn_window.is_deferring:
             self._drop_empty()
-            self._layout.insertItem(self._index_after(turn), self.turn_window.placeholder(turn))
+            self.turn_window.add_placeholder(turn)
             return
         self.build_turn(turn)
 
@@ -363,9 +361,7 @@ class ChatView(QScrollArea):
             self._enable_actions()
 
     def turn_removed(self, turn: TurnState) -> None:
-        placeholder = self.turn_window.forget(turn)
-        if placeholder is not None:
-            self._layout.removeItem(placeholder)
+        self.turn_window.forget(turn)
         gone = self._turn_widgets.pop(turn, [])
         for widget in gone:
             self._layout.removeWidget(widget)
@@ -562,9 +558,9 @@ class ChatView(QScrollArea):
         if not turns or turns[-1] is turn:
             return end
         for later in turns[turns.index(turn) + 1:]:
-            placeholder = self.turn_window.placeholders.get(later)
-            if placeholder is not None:
-                return self._layout.indexOf(placeholder)
+            gap = self.turn_window.placeholders.get(later)
+            if gap is not None:  # (the gap's first turn: the turns in gaps are in the column's order)
+                return self._layout.indexOf(gap)
             shown = self._turn_widgets.get(later)
             if shown:
                 return self._layout.indexOf(shown[0])
