@@ -309,9 +309,9 @@ class ChatView(QScrollArea):
         """Show more of the earlier turns above the first one, keeping what is on screen in place."""
         if not self.presenter.hidden_turns:
             return
-        # A page of data: its turns become widgets as they near the screen; what is on screen stays.
-        with self.turn_window.deferring(hold=True):
-            self.presenter.load_earlier(LOAD_MORE_TURNS)
+        # A page of data, a few turns a frame: its turns become widgets as they near the screen; what is on
+        # screen stays.
+        self.turn_window.load_earlier(LOAD_MORE_TURNS)
         self._stick = False
 
     # -- ChatListener: the presenter's changes --------------------------------------------------------

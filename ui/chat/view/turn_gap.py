@@ -28,6 +28,7 @@ class TurnGap(QSpacerItem):
         #: The turns, in the column's order, and each one's height (px).
         self.turns: list[TurnState] = []
         self.heights: list[int] = []
+        self._total = 0
         #: The heights of the turns above each one (px) and each one's place in :attr:`turns`, made again when asked after a change.
         self._tops: list[int] | None = None
         self._where: dict[TurnState, int] | None = None
@@ -35,6 +36,7 @@ class TurnGap(QSpacerItem):
     def insert(self, index: int, turn: TurnState, height: int) -> None:
         self.turns.insert(index, turn)
         self.heights.insert(index, max(1, height))
+        self._total += max(1, height)
         self._changed()
 
     def append(self, turn: TurnState, height: int) -> None:
@@ -44,10 +46,12 @@ class TurnGap(QSpacerItem):
         """Take ``other``'s turns after this one's (the two gaps met: a turn between them was given back)."""
         self.turns += other.turns
         self.heights += other.heights
+        self._total += other._total
         self._changed()
 
     def remove(self, turn: TurnState) -> None:
         index = self.where(turn)
+        self._total -= self.heights[index]
         del self.turns[index], self.heights[index]
         self._changed()
 
@@ -59,8 +63,10 @@ class TurnGap(QSpacerItem):
         if index + 1 < len(self.turns):
             below = TurnGap(self.spacing)
             below.turns, below.heights = self.turns[index + 1:], self.heights[index + 1:]
+            below._total = sum(below.heights)
             below._changed()
         del self.turns[index:], self.heights[index:]
+        self._total = sum(self.heights)
         self._changed()
         return below
 
@@ -81,7 +87,7 @@ class TurnGap(QSpacerItem):
     def _changed(self) -> None:
         self._tops = None
         self._where = None
-        height = sum(self.heights) + self.spacing * max(0, len(self.heights) - 1)
+        height = self._total + self.spacing * max(0, len(self.heights) - 1)
         self.changeSize(0, max(1, height), QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
 
 

@@ -15,7 +15,10 @@ resize and change of range:
   something, holds the keyboard or is the last turn.
 
 Earlier turns loaded on demand ("Show earlier turns", scrolling to the top) come in as placeholders
-(:meth:`TurnWindow.deferring`): a page costs data, not widgets.
+(:meth:`TurnWindow.deferring`): a page costs data, not widgets. Their data (a turn's stored events, read and
+replayed) comes a few turns an event loop's turn (:meth:`TurnWindow.load_earlier`), and while more is coming
+the screen at the column's top makes no widgets: dragged to the top again and again, the chat reads the pages
+on the way and makes only the turns where it stops, not every page's in between.
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ class TurnWindow:
         self.placeholders: dict[TurnState, TurnGap] = {}
         self._deferring = False
         self._scheduled = False
+        #: Earlier turns still to load (:meth:`load_earlier`), and whether their next slice is due.
+        self._to_load = 0
+        self._loading = False
         #: How far the screen is from the column's end, kept once turns came above it (the next step).
         self._held: int | None = None
         #: The turn being made, a widget a step, and what makes its next widget.
@@ -72,6 +78,7 @@ class TurnWindow:
         self._making = None
         self._held = None
         self.pinned = None
+        self._to_load = 0
 
     @contextmanager
     def deferring(self, *, hold: bool = False) -> Iterator[None]:
@@ -94,7 +101,7 @@ class TurnWindow:
     @property
     def busy(self) -> bool:
         """Whether turns are still being made (or a step is due)."""
-        return self._making is not None or self._scheduled
+        return self._making is not None or self._scheduled or self._to_load > 0
 
     def is_placeholder(self, turn: TurnState) -> bool:
         return turn in self.placeholders
@@ -137,6 +144,34 @@ class TurnWindow:
             self.pinned = None
         if self._making is not None and self._making[0] is turn:
             self._making = None
+
+    def load_earlier(self, count: int) -> None:
+        """Load ``count`` more of the earlier turns above the first one, as placeholders, what is on screen
+        kept in place: as many as a step's budget allows now, the others on the next turns of the event loop
+        (a turn's stored events are read and replayed: a page at once was a stall)."""
+        self._to_load += count
+        if not self._loading:  # (else the next slice is due)
+            self._load()
+
+    def _load(self) -> None:
+        from shiboken6 import isValid
+
+        self._loading = False
+        presenter = self.chat.presenter
+        if not isValid(self.chat) or not presenter.hidden_turns:
+            self._to_load = 0
+            return
+        started = time.perf_counter()
+        with self.deferring(hold=True):
+            while self._to_load > 0 and presenter.load_earlier(1):
+                self._to_load -= 1
+                if time.perf_counter() - started > STEP_BUDGET:
+                    break
+        if self._to_load > 0 and presenter.hidden_turns:
+            self._loading = True
+            QTimer.singleShot(0, self._load)
+        else:
+            self._to_load = 0
 
     def schedule(self) -> None:
         """Bring the column in line with the screen on the next turn of the event loop."""
@@ -182,7 +217,10 @@ class TurnWindow:
         anchor = self._anchor(value)
         made = False
         pending = False
-        near = (t for t in self._turns_between(turns, near_top, near_bottom) if t in self.placeholders)
+        near: Iterator[TurnState] = (t for t in self._turns_between(turns, near_top, near_bottom)
+                                     if t in self.placeholders)
+        if value == 0 and self._to_load > 0:  # at the top with earlier turns coming: made where the screen stops
+            near = iter(())
         while True:  # a widget at a time, while the step's budget lasts
             if self._making is None:
                 turn = next(near, None)
@@ -214,7 +252,7 @@ class TurnWindow:
             self._keep(anchor)
         if pending:
             self.schedule()
-        elif bar.value() == 0 and chat.presenter.hidden_turns and not chat._stick:
+        elif bar.value() == 0 and chat.presenter.hidden_turns and not chat._stick and not self._to_load:
             QTimer.singleShot(0, chat.load_earlier)  # still at the top: the next page (as scrolling up to it does)
 
     def _lay_out(self) -> None:
