@@ -157,10 +157,10 @@ class TurnWindow:
         from shiboken6 import isValid
 
         self._loading = False
-        presenter = self.chat.presenter
-        if not isValid(self.chat) or not presenter.hidden_turns:
-            self._to_load = 0
+        if not isValid(self.chat) or self._to_load <= 0 or not self.chat.presenter.hidden_turns:
+            self._to_load = 0  # (a thread opened meanwhile: the column was reset)
             return
+        presenter = self.chat.presenter
         started = time.perf_counter()
         with self.deferring(hold=True):
             while self._to_load > 0 and presenter.load_earlier(1):
