@@ -219,8 +219,8 @@ class TurnWindow:
         pending = False
         near: Iterator[TurnState] = (t for t in self._turns_between(turns, near_top, near_bottom)
                                      if t in self.placeholders)
-        if value == 0 and self._to_load > 0:  # at the top with earlier turns coming: made where the screen stops
-            near = iter(())
+        if value == 0 and not chat._stick and (self._to_load or chat.presenter.hidden_turns):
+            near = iter(())  # at the top with earlier turns to come: none made on the way up, only where it stops
         while True:  # a widget at a time, while the step's budget lasts
             if self._making is None:
                 turn = next(near, None)
