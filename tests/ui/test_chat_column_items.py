@@ -91,3 +91,38 @@ def test_the_columns_layout_does_not_grow_with_the_thread(qapp_instance: Any) ->
     assert long <= short + MARGIN, (
         f"the column's layout held {long} items at {LONG} turns against {short} at {SHORT}: "
         "a layout item per turn far from the screen")
+
+
+def test_a_gap_places_each_of_its_turns_as_a_column_of_spacers_would(qapp_instance: Any) -> None:
+    from ui.chat.model.state import TurnState
+
+    turns = [TurnState() for _ in range(8)]
+    gap = TurnGap(spacing=6)
+
+    def expected() -> list[tuple[int, int]]:  # each turn under the one above, the spacing between them
+        out, top = [], 0
+        for height in gap.heights:
+            out.append((top, top + height - 1))
+            top += height + 6
+        return out
+
+    for i, turn in enumerate(turns[2:5]):
+        gap.append(turn, 100 + i)
+    assert [gap.span(t) for t in gap.turns] == expected() == [(0, 99), (106, 206), (213, 314)]
+    gap.append(turns[5], 40)  # after its places were asked: they are kept, the new one's added
+    assert [gap.span(t) for t in gap.turns] == expected() and gap.span(turns[5]) == (321, 360)
+    gap.append(turns[6], 50)
+    assert [gap.span(t) for t in gap.turns] == expected() and gap.span(turns[6]) == (367, 416)
+    gap.remove(turns[6])
+    gap.insert(0, turns[1], 0)  # a turn never measured is a pixel tall, not nothing
+    assert gap.turns == turns[1:6] and gap.heights[0] == 1
+    assert [gap.span(t) for t in gap.turns] == expected()
+    assert gap.sizeHint().height() == sum(gap.heights) + 6 * (len(gap.heights) - 1)
+    below = gap.split(turns[3])  # turns[3] becomes widgets
+    assert gap.turns == turns[1:3] and below is not None and below.turns == turns[4:6]
+    assert [gap.span(t) for t in gap.turns] == expected()
+    gap.extend(below)
+    gap.remove(turns[4])
+    assert gap.turns == [turns[1], turns[2], turns[5]]
+    assert [gap.span(t) for t in gap.turns] == expected()
+    assert gap.split(turns[5]) is None and gap.turns == turns[1:3]

@@ -40,7 +40,14 @@ class TurnGap(QSpacerItem):
         self._changed()
 
     def append(self, turn: TurnState, height: int) -> None:
+        """``turn`` after the gap's turns (a turn given back below the gap above the screen: what a step at the
+        end of a long thread does, so the gap's place of each turn is kept, not made again)."""
+        tops, where = self._tops, self._where
         self.insert(len(self.turns), turn, height)
+        if tops is not None and where is not None:
+            tops.append(tops[-1] + self.heights[-1])
+            where[turn] = len(self.turns) - 1
+            self._tops, self._where = tops, where
 
     def extend(self, other: TurnGap) -> None:
         """Take ``other``'s turns after this one's (the two gaps met: a turn between them was given back)."""
