@@ -409,7 +409,8 @@ async def test_long_thread_opens_with_its_last_turns_and_loads_the_rest(provider
         assert len(users) == 10 and chat.hidden_turns == 240
         # the inspector reads every event in a worker thread, then shows all 250 calls
         await wait_until(lambda: root.window.tool_model.rowCount() == 250, what="the inspector")
-        chat.load_earlier()  # a page of data: its turns become widgets as they near the screen
+        chat.load_earlier()  # a page of data (a few turns a frame): its turns become widgets as they near the screen
+        await wait_until(lambda: chat.hidden_turns == 200, what="a page of earlier turns")
         turns = chat.presenter.state.turns
         assert len(turns) == 50 and turns[0].user is not None and turns[0].user.text == "question 200"
         assert chat.hidden_turns == 200

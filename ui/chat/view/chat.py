@@ -301,9 +301,9 @@ class ChatView(QScrollArea):
         """Show more of the earlier turns above the first one, keeping what is on screen in place."""
         if not self.presenter.hidden_turns:
             return
-        # A page of data: its turns become widgets as they near the screen; what is on screen stays.
-        with self.turn_window.deferring(hold=True):
-            self.presenter.load_earlier(LOAD_MORE_TURNS)
+        # A page of data, a few turns a frame: its turns become widgets as they near the screen; what is on
+        # screen stays.
+        self.turn_window.load_earlier(LOAD_MORE_TURNS)
         self._stick = False
 
     # -- ChatListener: the presenter's changes --------------------------------------------------------
@@ -316,8 +316,6 @@ class ChatView(QScrollArea):
             self._more_button = None
         self._drop_empty()
         self.finder.reset()
-        for placeholder in self.turn_window.placeholders.values():
-            self._layout.removeItem(placeholder)
         self.turn_window.reset()
         self._widgets.clear()
         self._turn_widgets.clear()
@@ -329,7 +327,7 @@ class ChatView(QScrollArea):
     def turn_added(self, turn: TurnState) -> None:
         if self.turn_window.is_deferring:
             self._drop_empty()
-            self._layout.insertItem(self._index_after(turn), self.turn_window.placeholder(turn))
+            self.turn_window.add_placeholder(turn)
             return
         self.build_turn(turn)
 
@@ -354,9 +352,7 @@ class ChatView(QScrollArea):
             self._enable_actions()
 
     def turn_removed(self, turn: TurnState) -> None:
-        placeholder = self.turn_window.forget(turn)
-        if placeholder is not None:
-            self._layout.removeItem(placeholder)
+        self.turn_window.forget(turn)
         gone = self._turn_widgets.pop(turn, [])
         for widget in gone:
             self._layout.removeWidget(widget)
@@ -550,9 +546,9 @@ class ChatView(QScrollArea):
         if not turns or turns[-1] is turn:
             return end
         for later in turns[turns.index(turn) + 1:]:
-            placeholder = self.turn_window.placeholders.get(later)
-            if placeholder is not None:
-                return self._layout.indexOf(placeholder)
+            gap = self.turn_window.placeholders.get(later)
+            if gap is not None:  # (the gap's first turn: the turns in gaps are in the column's order)
+                return self._layout.indexOf(gap)
             shown = self._turn_widgets.get(later)
             if shown:
                 return self._layout.indexOf(shown[0])

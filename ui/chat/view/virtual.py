@@ -1,9 +1,11 @@
 """The chat's turns as widgets only near the screen: the cost of a thread does not grow with its length.
 
 Every turn of the presenter's state is in the column, but only the turns on screen (and a margin of a
-screen above and below) are widgets; the others are one empty :class:`TurnPlaceholder` each, as tall as
-the turn was (or as a turn is on average, for one never shown), while their data stays in the
-presenter's state. :class:`TurnWindow` keeps it so after every scroll, resize and change of range:
+screen above and below) are widgets; the others are placeholders, as tall as the turn was (or as a turn is
+on average, for one never shown), while their data stays in the presenter's state. Consecutive placeholders
+are one spacer, a :class:`~ui.chat.view.turn_gap.TurnGap`, so the column's layout holds the screen's few
+turns and the gaps between them, not an item per turn. :class:`TurnWindow` keeps it so after every scroll,
+resize and change of range:
 
 - a placeholder that comes near the screen is made into the turn's widgets again, from the state (the
   same widgets the listener's calls make, so a turn scrolled back into view shows what it showed);
@@ -13,7 +15,10 @@ presenter's state. :class:`TurnWindow` keeps it so after every scroll, resize an
   something, holds the keyboard or is the last turn.
 
 Earlier turns loaded on demand ("Show earlier turns", scrolling to the top) come in as placeholders
-(:meth:`TurnWindow.deferring`): a page costs data, not widgets.
+(:meth:`TurnWindow.deferring`): a page costs data, not widgets. Their data (a turn's stored events, read and
+replayed) comes a few turns an event loop's turn (:meth:`TurnWindow.load_earlier`), and while more is coming
+the screen at the column's top makes no widgets: dragged to the top again and again, the chat reads the pages
+on the way and makes only the turns where it stops, not every page's in between.
 """
 
 from __future__ import annotations
@@ -24,9 +29,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication, QSizePolicy, QSpacerItem, QWidget
+from PySide6.QtWidgets import QApplication, QWidget
 
 from ui.chat.model.state import Item, Lane, RunState, TurnState
+from ui.chat.view.turn_gap import TurnGap
 
 if TYPE_CHECKING:
     from ui.chat.view.chat import ChatView
@@ -37,24 +43,18 @@ STEP_BUDGET = 0.008
 FIRST_ESTIMATE = 240
 
 
-class TurnPlaceholder(QSpacerItem):
-    """An empty stand-in for a turn far from the screen, as tall as the turn: a spacer, not a widget, so a
-    column of thousands costs the layout a rectangle each (no widget to move, no events)."""
-
-    def __init__(self, turn: TurnState, height: int) -> None:
-        super().__init__(0, max(1, height), QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
-        self.turn = turn
-
-
 class TurnWindow:
     """Keeps only the turns near the screen as widgets (see the module's docstring)."""
 
     def __init__(self, chat: ChatView) -> None:
         self.chat = chat
-        #: The turns shown as a placeholder, and the placeholder.
-        self.placeholders: dict[TurnState, TurnPlaceholder] = {}
+        #: The turns shown as a placeholder, and the gap (the column's spacer) each one is in.
+        self.placeholders: dict[TurnState, TurnGap] = {}
         self._deferring = False
         self._scheduled = False
+        #: Earlier turns still to load (:meth:`load_earlier`), and whether their next slice is due.
+        self._to_load = 0
+        self._loading = False
         #: How far the screen is from the column's end, kept once turns came above it (the next step).
         self._held: int | None = None
         #: The turn being made, a widget a step, and what makes its next widget.
@@ -69,11 +69,16 @@ class TurnWindow:
 
     # -- what the chat asks ------------------------------------------------------------------------
     def reset(self) -> None:
+        """The column is emptied: its gaps go."""
+        layout = self.chat._layout
+        for gap in dict.fromkeys(self.placeholders.values()):
+            layout.removeItem(gap)
         self.placeholders.clear()
         self._deferring = False
         self._making = None
         self._held = None
         self.pinned = None
+        self._to_load = 0
 
     @contextmanager
     def deferring(self, *, hold: bool = False) -> Iterator[None]:
@@ -96,7 +101,7 @@ class TurnWindow:
     @property
     def busy(self) -> bool:
         """Whether turns are still being made (or a step is due)."""
-        return self._making is not None or self._scheduled
+        return self._making is not None or self._scheduled or self._to_load > 0
 
     def is_placeholder(self, turn: TurnState) -> bool:
         return turn in self.placeholders
@@ -105,21 +110,68 @@ class TurnWindow:
         """Whether ``item`` belongs to a turn shown as a placeholder (its widget is made with the turn)."""
         return bool(self.placeholders) and item.turn in self.placeholders
 
-    def placeholder(self, turn: TurnState) -> TurnPlaceholder:
-        """A new placeholder for ``turn`` (never shown yet: an average turn's height)."""
+    def add_placeholder(self, turn: TurnState) -> None:
+        """``turn`` (new in the presenter's state, never shown yet) comes in as a placeholder as tall as an
+        average turn: in the gap of the turn below or above it, else a gap of its own."""
+        chat = self.chat
         estimate = self._measured_total // self._measured if self._measured else FIRST_ESTIMATE
-        spacer = TurnPlaceholder(turn, estimate)
-        self.placeholders[turn] = spacer
-        return spacer
+        turns = chat.presenter.state.turns
+        index = turns.index(turn)
+        below = self.placeholders.get(turns[index + 1]) if index + 1 < len(turns) else None
+        above = self.placeholders.get(turns[index - 1]) if index > 0 else None
+        if below is not None:
+            below.insert(below.turns.index(turns[index + 1]), turn, estimate)
+            gap = below
+        elif above is not None:
+            above.insert(above.turns.index(turns[index - 1]) + 1, turn, estimate)
+            gap = above
+        else:
+            gap = TurnGap(chat._layout.spacing())
+            gap.append(turn, estimate)
+            chat._layout.insertItem(chat._index_after(turn), gap)
+        self.placeholders[turn] = gap
+        chat._layout.invalidate()  # (a gap's new height)
 
-    def forget(self, turn: TurnState) -> TurnPlaceholder | None:
-        """The turn is gone: its placeholder (to take out of the column), if it had one."""
-        spacer = self.placeholders.pop(turn, None)
+    def forget(self, turn: TurnState) -> None:
+        """The turn is gone: out of its gap, if it was a placeholder (the gap out of the column once empty)."""
+        gap = self.placeholders.pop(turn, None)
+        if gap is not None:
+            gap.remove(turn)
+            if not gap.turns:
+                self.chat._layout.removeItem(gap)
+            self.chat._layout.invalidate()
         if self.pinned is turn:
             self.pinned = None
         if self._making is not None and self._making[0] is turn:
             self._making = None
-        return spacer
+
+    def load_earlier(self, count: int) -> None:
+        """Load ``count`` more of the earlier turns above the first one, as placeholders, what is on screen
+        kept in place: as many as a step's budget allows now, the others on the next turns of the event loop
+        (a turn's stored events are read and replayed: a page at once was a stall)."""
+        self._to_load += count
+        if not self._loading:  # (else the next slice is due)
+            self._load()
+
+    def _load(self) -> None:
+        from shiboken6 import isValid
+
+        self._loading = False
+        if not isValid(self.chat) or self._to_load <= 0 or not self.chat.presenter.hidden_turns:
+            self._to_load = 0  # (a thread opened meanwhile: the column was reset)
+            return
+        presenter = self.chat.presenter
+        started = time.perf_counter()
+        with self.deferring(hold=True):
+            while self._to_load > 0 and presenter.load_earlier(1):
+                self._to_load -= 1
+                if time.perf_counter() - started > STEP_BUDGET:
+                    break
+        if self._to_load > 0 and presenter.hidden_turns:
+            self._loading = True
+            QTimer.singleShot(0, self._load)
+        else:
+            self._to_load = 0
 
     def schedule(self) -> None:
         """Bring the column in line with the screen on the next turn of the event loop."""
@@ -165,7 +217,10 @@ class TurnWindow:
         anchor = self._anchor(value)
         made = False
         pending = False
-        near = (t for t in self._turns_between(turns, near_top, near_bottom) if t in self.placeholders)
+        near: Iterator[TurnState] = (t for t in self._turns_between(turns, near_top, near_bottom)
+                                     if t in self.placeholders)
+        if value == 0 and not chat._stick and (self._to_load or chat.presenter.hidden_turns):
+            near = iter(())  # at the top with earlier turns to come: none made on the way up, only where it stops
         while True:  # a widget at a time, while the step's budget lasts
             if self._making is None:
                 turn = next(near, None)
@@ -197,7 +252,7 @@ class TurnWindow:
             self._keep(anchor)
         if pending:
             self.schedule()
-        elif bar.value() == 0 and chat.presenter.hidden_turns and not chat._stick:
+        elif bar.value() == 0 and chat.presenter.hidden_turns and not chat._stick and not self._to_load:
             QTimer.singleShot(0, chat.load_earlier)  # still at the top: the next page (as scrolling up to it does)
 
     def _lay_out(self) -> None:
@@ -257,8 +312,14 @@ class TurnWindow:
                     yield widget
             return
         shown = chat._turn_widgets
-        for i in range(self._first_reaching(turns, value), len(turns)):
+        i = self._first_reaching(turns, value)
+        while i < len(turns):
+            gap = self.placeholders.get(turns[i])
+            if gap is not None:  # no widget: on past the gap's turns at once
+                i += len(gap.turns) - gap.where(turns[i])
+                continue
             yield from shown.get(turns[i]) or ()
+            i += 1
         yield chat.activity
 
     def _first_reaching(self, turns: list[TurnState], top: int) -> int:
@@ -283,9 +344,9 @@ class TurnWindow:
 
     def _laid_out_bottom(self, turn: TurnState) -> int | None:
         """The bottom of the turn in the column, or None when none of its widgets is laid out."""
-        placeholder = self.placeholders.get(turn)
-        if placeholder is not None:
-            return placeholder.geometry().bottom()
+        gap = self.placeholders.get(turn)
+        if gap is not None:
+            return gap.span(turn)[1]
         for widget in reversed(self.chat._turn_widgets.get(turn) or ()):
             if not widget.isHidden():
                 return widget.geometry().bottom()
@@ -301,10 +362,9 @@ class TurnWindow:
 
     def _span(self, turn: TurnState) -> tuple[int, int]:
         """The turn's top and bottom in the column (px)."""
-        placeholder = self.placeholders.get(turn)
-        if placeholder is not None:
-            geometry = placeholder.geometry()
-            return geometry.top(), geometry.bottom()
+        gap = self.placeholders.get(turn)
+        if gap is not None:
+            return gap.span(turn)
         widgets = self.chat._turn_widgets.get(turn) or []
         if not widgets:
             return -1, -1
@@ -329,10 +389,17 @@ class TurnWindow:
         """Make the turn's widgets from its state, yielding after each (the footers first: a run's items
         go above its footer, as they did live)."""
         chat = self.chat
-        placeholder = self.placeholders.pop(turn)
+        gap = self.placeholders.pop(turn)
+        layout = chat._layout
+        below = gap.split(turn)  # the gap keeps the turns above; those below go in a gap of their own
+        if below is not None:
+            self.placeholders.update(dict.fromkeys(below.turns, below))
+            layout.insertItem(layout.indexOf(gap) + 1, below)
+        if not gap.turns:
+            layout.removeItem(gap)
+        layout.invalidate()
         chat._turn_widgets[turn] = []
-        chat.build_turn(turn)  # placed after the placeholder (before the next turn), which goes
-        chat._layout.removeItem(placeholder)
+        chat.build_turn(turn)  # placed before the next turn (the gap below, if any)
         yield
         for run in turn.runs:
             if run.lane is None and run.footer:
@@ -378,10 +445,25 @@ class TurnWindow:
         for key in [k for k in chat._widgets if _owner(k) is turn]:
             del chat._widgets[key]
         chat._action_notices = [(t, line) for t, line in chat._action_notices if t is not turn]
-        placeholder = TurnPlaceholder(turn, height)
-        self.placeholders[turn] = placeholder
         del chat._turn_widgets[turn]  # (it holds the turns shown as widgets only)
-        layout.insertItem(index, placeholder)
+        # into the gap just above or below it (the gaps join when both are there), else a gap of its own
+        above, below = layout.itemAt(index - 1) if index > 0 else None, layout.itemAt(index)
+        if isinstance(above, TurnGap):
+            above.append(turn, height)
+            gap = above
+            if isinstance(below, TurnGap):
+                above.extend(below)
+                self.placeholders.update(dict.fromkeys(below.turns, above))
+                layout.removeItem(below)
+        elif isinstance(below, TurnGap):
+            below.insert(0, turn, height)
+            gap = below
+        else:
+            gap = TurnGap(layout.spacing())
+            gap.append(turn, height)
+            layout.insertItem(index, gap)
+        self.placeholders[turn] = gap
+        layout.invalidate()
         self.released += 1
 
 
@@ -401,4 +483,4 @@ def _items(items: list[Item]) -> Iterator[Item]:
             yield from _items(item.items)
 
 
-__all__ = ["TurnPlaceholder", "TurnWindow"]
+__all__ = ["TurnWindow"]
