@@ -45,8 +45,11 @@ async def test_reading_a_file_still_only_reads_it(tmp_path: Path) -> None:
     ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=DemoProvider(delay=0))
     try:
         session = ws.new_thread("file-helper")
-        await session.send("read notes.txt").wait()
+        run = session.send("read notes.txt")
+        await run.wait()
         assert session.changes is None or not session.changes.files
+        answer = "".join(e.text for e in run.events if isinstance(e, ev.Text))
+        assert "(1 line)" in answer, answer  # one line, not "1 lines"
     finally:
         await ws.aclose()
 

@@ -105,6 +105,33 @@ async def test_the_window_never_grows_by_itself(demo_desktop: Any) -> None:
     assert window.width() == width and window.minimumSizeHint().width() <= 960
 
 
+@pytest.mark.parametrize("width", [300, 700])
+async def test_the_trace_trees_step_column_keeps_room_for_a_steps_name(qapp_instance: Any, width: int) -> None:
+    """In a dock as narrow as at 1024 x 640 the Step column kept what the figures left: 30 px, no name showed.
+    Now it keeps room for a step's name (the tree scrolls sideways) and fills a wide dock."""
+    from ui.inspector.trace import TraceModel
+    from ui.inspector.trace_pane import TracePane
+
+    model = TraceModel()
+    pane = TracePane(model)
+    pane.resize(width, 400)
+    pane.show()
+    model.append_events([_e(ev.RunStarted, 1, message="hi"), _e(ev.ToolUse, 2, id="a", name="read_file", input={}),
+                         _e(ev.ToolResult, 3, id="a", name="read_file", payload={"data": "x"})])
+    pane.views.setCurrentWidget(pane.tree)
+    await _settle()
+    header, viewport = pane.tree.header(), pane.tree.viewport()
+    step = header.sectionSize(0)
+    name = pane.tree.fontMetrics().horizontalAdvance("model call 00")
+    assert step >= name, (step, name)
+    others = sum(header.sectionSize(col) for col in range(1, header.count()))
+    assert step + others >= viewport.width() - 1  # no empty band on the right: the Step column takes the rest
+    if width >= 700:
+        assert step + others <= viewport.width() + 1  # and no sideways scroll when there is room
+    pane.hide()
+    pane.deleteLater()
+
+
 # -- the chat column -------------------------------------------------------------------------------
 async def test_cards_shrink_to_the_chat_column(desktop: Any, provider: Any) -> None:
     """A 2,000-character one-line result and its (one long word) arguments at window width 1000:

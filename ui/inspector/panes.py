@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
-from PySide6.QtCore import QAbstractItemModel, QEvent, QItemSelectionModel, QObject, Qt, QTimer
+from PySide6.QtCore import QAbstractItemModel, QItemSelectionModel, Qt, QTimer
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -29,6 +29,7 @@ from ui.inspector.memory import MemoryModel, pretty
 from ui.inspector.tool_calls import ToolCallRecord, ToolCallsModel, diff_results
 from ui.widgets.ansi_text import show_styled
 from ui.widgets.common import ElidedLabel
+from ui.widgets.first_column import FirstColumnFill
 
 if TYPE_CHECKING:
     from ui.services import DockContext
@@ -205,8 +206,7 @@ class ToolCallsPane(QWidget):
             title = str(model.headerData(col, Qt.Orientation.Horizontal) or "")
             header.resizeSection(col, max(fm.horizontalAdvance(sample), header.fontMetrics().horizontalAdvance(title)
                                           + 8) + pad)
-        self.table.viewport().installEventFilter(self)
-        self._fit_tool_column()
+        self._tool_column = FirstColumnFill(self.table, self.TOOL_MIN_WIDTH)
         self.tabs = QTabWidget(splitter)
         self.tabs.setDocumentMode(True)
         self.args_view = _detail(self.tabs)
@@ -285,17 +285,6 @@ class ToolCallsPane(QWidget):
         self.output_pager.setVisible(False)
 
     TOOL_MIN_WIDTH = 110
-
-    def _fit_tool_column(self) -> None:
-        """The Tool column fills the table's width (at least TOOL_MIN_WIDTH; the table scrolls below)."""
-        header = self.table.horizontalHeader()
-        others = sum(header.sectionSize(col) for col in range(1, self.model.columnCount()))
-        header.resizeSection(0, max(self.TOOL_MIN_WIDTH, self.table.viewport().width() - others))
-
-    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
-        if obj is self.table.viewport() and event.type() == QEvent.Type.Resize:
-            self._fit_tool_column()
-        return super().eventFilter(obj, event)
 
     def retheme(self) -> None:
         self.diff_button.setIcon(theme.icon("diff", theme.colors().muted, 16))

@@ -33,6 +33,7 @@ from ui.inspector.trace import TraceFilterModel, TraceModel, raw_event_json
 from ui.inspector.trace_tree import TraceNode, TraceTree
 from ui.inspector.trace_view import Rerun, RerunDialog, TraceTreeFilter, TraceTreeModel, node_json
 from ui.widgets.common import name_line_edit_buttons
+from ui.widgets.first_column import FirstColumnFill
 from workspace import events as ev
 from workspace import tracing
 from workspace.secrets import redact
@@ -127,13 +128,13 @@ class TracePane(QWidget):
         self.tree.customContextMenuRequested.connect(self._tree_menu)
         self.tree.doubleClicked.connect(self._tree_activated)
         tree_header = self.tree.header()
-        tree_header.setStretchLastSection(False)
-        tree_header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         # Sized to known shapes, not measured over every node: "12.3 s", "123,456 → 12,345", "$0.0123".
         fm = self.tree.fontMetrics()
         for col, sample in ((1, "00.0 min"), (2, "000,000 → 00,000"), (3, "$0.0000")):
             tree_header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
             tree_header.resizeSection(col, fm.horizontalAdvance(sample) + 16)
+        # The Step column takes the rest, never less than a step's name needs (the tree scrolls sideways).
+        self._step_column = FirstColumnFill(self.tree, fm.horizontalAdvance("model call 00") + 48)
         self.views.addTab(self.tree, "Tree")
         self.table = _table(self.proxy, self.views)
         self.table.setAccessibleName("Events")

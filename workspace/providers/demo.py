@@ -366,7 +366,8 @@ def _describe(name: str, arguments: Mapping[str, Any], data: Any) -> str:
             head = "\n".join(lines[:30])
             more = f"\n\n({len(lines) - 30} more lines not shown.)" if len(lines) > 30 else ""
             lang = str(arguments.get("path", "")).rsplit(".", 1)[-1] if "." in str(arguments.get("path", "")) else ""
-            return f"Here is `{arguments.get('path')}` ({len(lines)} lines):\n\n```{lang}\n{head}\n```{more}"
+            count = f"{len(lines)} {'line' if len(lines) == 1 else 'lines'}"
+            return f"Here is `{arguments.get('path')}` ({count}):\n\n```{lang}\n{head}\n```{more}"
     if name == "search_files":
         matches = data.get("matches") if isinstance(data, dict) else data
         if isinstance(matches, list):
