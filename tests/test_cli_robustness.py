@@ -439,6 +439,32 @@ def test_a_signal_mid_stream_still_ends_the_json_with_run_cancelled(robotlab_hom
     assert [e["kind"] for e in events].count("run_cancelled") == 1
 
 
+@posix_only
+def test_sigterm_stops_the_run_when_its_terminal_has_gone(robotlab_home: Path) -> None:
+    """The reader of its output gone (a killed test runner, a closed terminal), SIGTERM still stops the run at
+    once: the handler said "Cancelled." on stderr before cancelling, the print raised, and the run went on (a
+    process left behind for as long as its model kept answering)."""
+    from tests.fakes.llm_server import FakeLLMServer, Reply
+
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.say("late", stall_before=120))  # the model takes its time: nothing is written
+        proc = _spawn_slow("run", "assistant", "hello there", "--json", "--model", "openai/fake", "--api-base",
+                           server.base_url + "/v1", extra={"OPENAI_API_KEY": "sk-test"})
+        try:
+            read_until(proc, b'"run_started"')
+            assert server.wait_for_requests(1, timeout=60)
+            assert proc.stdout is not None and proc.stderr is not None
+            proc.stdout.close()
+            proc.stderr.close()
+            proc.send_signal(signal.SIGTERM)
+            # At once (the old code waited for the model): 143 (SIGTERM), 141 when the run's last lines met the
+            # closed pipe, or 120, Python's status when its last flush of stdout at exit fails
+            assert wait_exit(proc, timeout=60) in (128 + signal.SIGTERM, 128 + signal.SIGPIPE, 120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
 def test_a_failure_before_the_run_is_one_run_failed_line(robotlab_home: Path) -> None:
     result = robotlab("run", "no-such-robot", "hi", "--json")
     assert result.returncode == 2

@@ -146,8 +146,9 @@ def stop_on_signals(run: Any) -> Iterator[SignalStop]:
         if presses > 1 and main is not None:
             main.cancel()
             return
-        print("\nCancelled. Stopping the run… (Ctrl-C again quits at once)", file=sys.stderr)
-        run.cancel(reason)
+        run.cancel(reason)  # first: a terminal gone (its reader killed) makes the print below raise
+        with contextlib.suppress(OSError, ValueError):
+            print("\nCancelled. Stopping the run… (Ctrl-C again quits at once)", file=sys.stderr)
 
     installed: list[tuple[int, Any]] = []
     for sig, reason in ((signal.SIGINT, "interrupted (Ctrl-C)"), (signal.SIGTERM, "terminated (SIGTERM)")):
