@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -50,6 +50,8 @@ log = logging.getLogger("workspace.persistence")
 #: Turn statuses. ``interrupted``: the app stopped (crash, quit) before the run ended.
 STATUSES: tuple[str, ...] = ("running", "finished", "failed", "cancelled", "interrupted")
 THREAD_KINDS: tuple[str, ...] = ("robot", "network")
+#: Ids bound in one ``IN (...)`` query (older SQLite builds allow 999 parameters).
+_IDS_PER_QUERY = 500
 #: How thread lists name an origin (``ThreadInfo.origin_label``).
 ORIGIN_LABELS: dict[str, str] = {"cli": "terminal", "eval": "eval"}
 #: SQL true for a thread an eval case's run was recorded in (``metadata.origin == "eval"``): thread lists leave
@@ -488,6 +490,53 @@ class Store(EventLog):
         if not rows:
             raise NotFoundError(f"No turn {leaf!r} in thread {thread_id!r}.", path=self.db_path)
         return [self._turn(r) for r in rows]
+
+    def path_ids(self, thread_id: str, leaf_turn_id: str | None = None) -> list[str]:
+        """The ids of :meth:`path`'s turns, root first: one query reading ids only, so that a long
+        thread's last turns show without reading every turn's row (:meth:`turns_by_id` reads a page)."""
+        leaf = leaf_turn_id if leaf_turn_id is not None else self.get_thread(thread_id).current_turn_id
+        if leaf is None:
+            return []
+        rows = self._read(
+            "WITH RECURSIVE p(id, parent) AS ("
+            " SELECT id, parent_turn_id FROM turns WHERE id = ? AND thread_id = ?"
+            " UNION ALL SELECT t.id, t.parent_turn_id FROM turns t JOIN p ON t.id = p.parent)"
+            " SELECT id FROM p",  # leaf first, in the order the walk reached them
+            (leaf, thread_id),
+        )
+        if not rows:
+            raise NotFoundError(f"No turn {leaf!r} in thread {thread_id!r}.", path=self.db_path)
+        return [r[0] for r in reversed(rows)]
+
+    def turns_by_id(self, ids: Sequence[str]) -> list[TurnInfo]:
+        """The turns of ``ids``, in that order (a turn not stored raises :class:`NotFoundError`)."""
+        found: dict[str, TurnInfo] = {}
+        for start in range(0, len(ids), _IDS_PER_QUERY):
+            chunk = ids[start:start + _IDS_PER_QUERY]
+            marks = ", ".join("?" * len(chunk))
+            for row in self._read(f"SELECT * FROM turns WHERE id IN ({marks})", chunk):
+                found[row["id"]] = self._turn(row)
+        missing = [turn_id for turn_id in ids if turn_id not in found]
+        if missing:
+            raise NotFoundError(f"No turn with id {missing[0]!r} in {self.db_path}.", path=self.db_path)
+        return [found[turn_id] for turn_id in ids]
+
+    def children_ids(self, thread_id: str, parents: Iterable[str | None]) -> dict[str | None, list[str]]:
+        """:meth:`branch_map` for the given parents only (None: the thread's first messages)."""
+        wanted = list(dict.fromkeys(parents))
+        out: dict[str | None, list[str]] = {parent: [] for parent in wanted}
+        if None in out:
+            for row in self._read("SELECT id FROM turns WHERE thread_id = ? AND parent_turn_id IS NULL "
+                                  "ORDER BY ordinal", (thread_id,)):
+                out[None].append(row[0])
+        named = [parent for parent in wanted if parent is not None]
+        for start in range(0, len(named), _IDS_PER_QUERY):
+            chunk = named[start:start + _IDS_PER_QUERY]
+            marks = ", ".join("?" * len(chunk))
+            for row in self._read(f"SELECT id, parent_turn_id FROM turns WHERE parent_turn_id IN ({marks}) "
+                                  "ORDER BY ordinal", chunk):
+                out[row[1]].append(row[0])
+        return out
 
     def siblings(self, turn_id: str) -> list[TurnInfo]:
         """The turns with the same parent as ``turn_id`` (itself included), oldest first."""

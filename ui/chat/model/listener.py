@@ -3,6 +3,7 @@ thread from (:class:`TranscriptSource`, whose turns are :class:`StoredTurn`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class TranscriptSource(Protocol):
     (:class:`ui.transcript.LazyTranscript`)."""
 
     @property
-    def turns(self) -> list[Any]: ...
+    def turns(self) -> Sequence[Any]: ...
 
     def view(self, turn: Any) -> StoredTurn: ...
 

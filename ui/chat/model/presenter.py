@@ -254,7 +254,7 @@ class ChatPresenter:
         """Show a stored branch: its last ``initial`` turns now, earlier ones on demand."""
         self.reset()
         self._source = source
-        turns = list(source.turns)
+        turns = source.turns  # a long branch's turns are read as they are shown (slicing reads nothing)
         cut = max(0, len(turns) - initial)
         self.state.hidden = turns[:cut]
         for info in turns[cut:]:

@@ -23,7 +23,7 @@ checking.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -495,7 +495,7 @@ class ChatState:
 
     turns: list[TurnState] = field(default_factory=list)
     #: Stored turns (``TurnInfo``) older than the first one shown, oldest first.
-    hidden: list[Any] = field(default_factory=list)
+    hidden: Sequence[Any] = field(default_factory=list)
 
     @property
     def totals(self) -> Usage:

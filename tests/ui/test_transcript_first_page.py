@@ -1,0 +1,113 @@
+"""Opening a long stored thread reads a page of it, not the whole branch.
+
+A branch of 400 turns (with a second answer to an early turn and to a late one) is opened in the chat's
+presenter over the window's ``LazyTranscript``. The rows the store hands back are counted: before the
+last turns show, only the branch's ids, a page of turn rows and the events of the turns shown are read;
+loading earlier turns reads their pages as they come; and every turn shows the sibling counts
+(‹ 2/2 ›) the whole branch would give.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ui.chat.model.presenter import INITIAL_TURNS, ChatPresenter
+from ui.transcript import PAGE, LazyTranscript
+from workspace import events as ev
+from workspace.persistence import Store
+
+TURNS = 400
+
+
+class CountingStore(Store):
+    """A real store that counts the rows its reads return, by what they are."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.turn_rows = 0  # rows of the turns table, every column (a TurnInfo each)
+        self.id_rows = 0  # rows of ids only
+        self.event_reads: list[int] = []  # rows of each read of events
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        rows = super()._read(sql, params)
+        columns = rows[0].keys() if rows else []  # (a Row's ``in`` looks at its values)
+        if "FROM events" in sql:
+            self.event_reads.append(len(rows))
+        elif "user_text" in columns:
+            self.turn_rows += len(rows)
+        else:
+            self.id_rows += len(rows)
+        return rows
+
+
+def _thread(path: Path) -> tuple[str, list[str]]:
+    store = Store(path)
+    thread = store.create_thread(robot="assistant", title="long")
+    parent = None
+    ids: list[str] = []
+    for i in range(TURNS):
+        turn = store.add_turn(thread.id, user_text=f"question {i}", parent_turn_id=parent)
+        run = f"r{i}"
+        store.append_events(thread.id, turn.id, [
+            ev.RunStarted(run_id=run, robot="assistant", seq=1, message=f"question {i}"),
+            ev.Text(run_id=run, robot="assistant", seq=2, text=f"answer {i}"),
+            ev.RunFinished(run_id=run, robot="assistant", seq=3),
+        ])
+        store.finish_turn(turn.id, "finished")
+        parent = turn.id
+        ids.append(turn.id)
+    for i in (5, TURNS - 3):  # a second answer to turn 5's and to a late turn's question: branches
+        store.add_turn(thread.id, user_text=f"again {i}", parent_turn_id=ids[i - 1])
+    store.set_current(thread.id, ids[-1])
+    store.close()
+    return thread.id, ids
+
+
+def test_opening_a_long_thread_reads_a_page_and_the_rest_as_it_loads(tmp_path: Path) -> None:
+    thread_id, _ids = _thread(tmp_path / "long.db")
+    store = CountingStore(tmp_path / "long.db")
+    try:
+        presenter = ChatPresenter()
+        presenter.load_thread(LazyTranscript(store, thread_id))
+        shown = presenter.state.turns
+        assert [t.user.text for t in shown] == [f"question {i}" for i in range(TURNS - INITIAL_TURNS, TURNS)]
+        assert presenter.hidden_turns == TURNS - INITIAL_TURNS
+        # Before the first paint: the branch's ids, one page of turn rows, the shown turns' events.
+        assert store.id_rows <= TURNS + 2 * PAGE  # the ids of the path and of the shown turns' siblings
+        assert store.turn_rows <= PAGE + 1
+        assert len(store.event_reads) == INITIAL_TURNS
+        counts = {t.user.text: (t.user.sibling_index, t.user.sibling_count) for t in shown}
+        assert counts[f"question {TURNS - 3}"] == (0, 2)
+        assert counts[f"question {TURNS - 4}"] == (0, 1)
+
+        loaded = 0
+        while presenter.hidden_turns:
+            before = store.turn_rows
+            loaded += presenter.load_earlier()
+            assert store.turn_rows - before <= PAGE  # each load reads at most the page it reaches into
+        assert loaded == TURNS - INITIAL_TURNS
+        assert store.turn_rows == TURNS  # every turn's row read once
+        turns = presenter.state.turns
+        assert [t.user.text for t in turns] == [f"question {i}" for i in range(TURNS)]
+        assert (turns[5].user.sibling_index, turns[5].user.sibling_count) == (0, 2)
+        assert all(t.user.sibling_count == 1 for i, t in enumerate(turns) if i not in (5, TURNS - 3))
+    finally:
+        store.close()
+
+
+def test_a_branch_shown_from_an_earlier_leaf_and_an_empty_thread(tmp_path: Path) -> None:
+    thread_id, ids = _thread(tmp_path / "long.db")
+    store = Store(tmp_path / "long.db")
+    try:
+        lazy = LazyTranscript(store, thread_id, ids[5])
+        assert len(lazy) == 6 and [t.id for t in lazy.turns] == ids[:6]
+        assert lazy.turns[-1].user_text == "question 5" and [t.id for t in lazy.turns[2:4]] == ids[2:4]
+        assert lazy.view(lazy.turns[-1]).sibling_count == 2
+        assert [e.text for e in lazy.all_events() if isinstance(e, ev.Text)] == [f"answer {i}" for i in range(6)]
+        empty = store.create_thread(robot="assistant")
+        assert len(LazyTranscript(store, empty.id).turns) == 0
+    finally:
+        store.close()
