@@ -72,6 +72,38 @@ def split_stable(text: str) -> int:
     return stable
 
 
+#: Characters that never start, end or change Markdown syntax in the middle of a line (with letters and digits).
+_PLAIN = frozenset(" .,;?'\"")
+#: A line that is (or is inside) an ordered list item's marker: "1." or "- 2)" at its start.
+_ORDERED_START = re.compile(r"[ >]*(?:(?:[-+*]|\d{1,9}[.)])(?: +|$))*\d{1,9}[.)](?: |$)")
+
+
+def _plain(text: str) -> bool:
+    return all(c.isalnum() or c in _PLAIN for c in text)
+
+
+def plain_append(shown: str, text: str) -> str | None:
+    """What to add, as plain text, at the end of ``shown``'s rendering so that it shows ``text``'s, or None
+    when it cannot be told without rendering ``text``.
+
+    ``text`` is ``shown`` plus letters, digits, spaces and ``.,;?'"`` on the last line, whose last word so
+    far is plain too (no delimiter, link or code just before): that neither opens nor closes a block or
+    an inline span, so the added words take the format of the text before them. A streaming view appends
+    them to its document instead of laying the whole tail out again. Spaces at the end are held back and
+    runs of spaces are one, as rich text shows them.
+    """
+    if not text.startswith(shown) or not _plain(delta := text[len(shown):]):
+        return None
+    head = shown.rstrip(" ")
+    line = head[head.rfind("\n") + 1:]
+    if not line.strip() or not _plain(line[line.rfind(" ") + 1:]):
+        return None
+    new_line = text[text.rfind("\n") + 1:]
+    if "www." in new_line.lower() or "]:" in new_line or _ORDERED_START.match(new_line):
+        return None  # a bare web address becomes a link; "[a]: b" a link reference; "1." a list item
+    return re.sub(" {2,}", " ", text.rstrip(" ")[len(head):]) if delta else ""
+
+
 def _esc(text: str) -> str:
     return html.escape(text, quote=False)
 

@@ -21,6 +21,7 @@ from PySide6.QtGui import (
     QKeyEvent,
     QSyntaxHighlighter,
     QTextCharFormat,
+    QTextCursor,
     QTextDocument,
     QWheelEvent,
 )
@@ -156,6 +157,27 @@ class AutoHeightText(QTextBrowser):
         policy = Qt.ScrollBarPolicy.ScrollBarAsNeeded if self.unwrapped else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
         self.setHorizontalScrollBarPolicy(policy)
         self._fit()
+
+    def append_plain(self, text: str, *, source: str) -> bool:
+        """Add ``text`` (words, no Markdown: see :func:`ui.markdown.plain_append`) at the end of the shown
+        Markdown, in the format of the text before it, without laying the document out anew; ``source`` is
+        the Markdown it then shows. False (nothing changed) when the end is not in a top-level paragraph, list
+        item or heading that ends with what the Markdown's last word shows (a code block or a quote, a
+        table, a heading's closing ``#``): render it instead."""
+        shown = self.markdown
+        if shown is None:
+            return False
+        cursor = QTextCursor(self.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        if cursor.currentTable() is not None or cursor.currentFrame() is not self.document().rootFrame():
+            return False
+        head = shown.rstrip(" ")
+        if not cursor.block().text().endswith(head[max(head.rfind(" "), head.rfind("\n")) + 1:]):
+            return False
+        if text:
+            cursor.insertText(text)
+        self.markdown = source
+        return True
 
     def _on_link(self, url: QUrl) -> None:
         scheme, _, rest = url.toString().partition(":")

@@ -2,7 +2,8 @@
 
 A :class:`MarkdownStream` is a stack of rich-text segments: finished Markdown blocks are frozen
 into a segment once they are big enough, and only the last (live) segment is re-rendered when
-text arrives, so nothing above the tail moves. A code block still open once it is long (nothing in
+text arrives, so nothing above the tail moves. Words that add no Markdown to the live segment's last
+paragraph are appended to its document as text, without rendering the tail again. A code block still open once it is long (nothing in
 it counts as finished for Markdown) becomes a :class:`~ui.chat.view.code_stream.CodeStream`, which
 highlights and lays out each finished line once.
 """
@@ -59,7 +60,19 @@ class MarkdownStream(QWidget):
 
     def append(self, delta: str) -> None:
         self._text += delta
+        if not self._scheduled and self._code is None and self._append_plain():
+            return
         self._render()
+
+    def _append_plain(self) -> bool:
+        """Words added to the live segment's last paragraph with no Markdown in them: add them to its document
+        as text (no block opens or closes, no format changes, nothing to freeze) instead of rendering the tail."""
+        live = self._live
+        if live is None or live.markdown is None:
+            return False
+        tail = self._text[self._frozen:]
+        text = markdown.plain_append(live.markdown, tail)
+        return text is not None and live.append_plain(text, source=tail)
 
     def set_text(self, text: str) -> None:
         if text.startswith(self._text):
