@@ -238,3 +238,50 @@ async def test_a_pane_behind_a_tab_is_made_when_its_tab_first_shows_and_shows_wh
         assert docks.network_pane is network  # made once
     finally:
         await close_app(root)
+
+
+async def test_the_tool_calls_pane_makes_a_detail_tab_when_it_is_first_picked(db_path: Path) -> None:
+    # The Tool calls pane shows at start-up: it makes its table, its tab bar and the current tab's view; the other
+    # detail tabs (text views with highlighting) are made when picked, showing the selected call then.
+    from PySide6.QtWidgets import QPlainTextEdit, QTextBrowser
+
+    from ui.app import Application
+    from workspace import events as ev
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    try:
+        root.window.show()
+        root.finish_startup(staged=True)
+        await wait_until(lambda: root.whole, timeout=120, what="the start-up")
+        docks = root.window.docks
+        if docks.raised() is None:  # a screen too narrow for the inspector beside the chat: it starts closed
+            docks.toggle_inspector()
+        pane = docks.tool_pane
+        assert pane is not None and pane.isVisible() and pane.tabs.currentIndex() == 0
+        pages = [pane.tabs.widget(i) for i in range(pane.tabs.count())]
+        assert [pane.tabs.tabText(i) for i in range(len(pages))] == ["Arguments", "Result", "Output", "Raw", "Diff"]
+
+        def made(index: int) -> bool:
+            page = pages[index]
+            return page is not None and bool(page.findChildren(QTextBrowser) or page.findChildren(QPlainTextEdit))
+
+        assert [made(i) for i in range(len(pages))] == [True, False, False, False, False]
+        docks.add_events([
+            ev.ToolUse(run_id="r1", robot="assistant", seq=1, id="c1", name="read_file", input={"path": "notes.md"}),
+            ev.ToolResult(run_id="r1", robot="assistant", seq=2, id="c1", name="read_file",
+                          payload={"data": {"text": "the notes' first line"}}, duration=0.2)])
+        await wait_until(lambda: pane.model.rowCount() == 1, what="the call in the table")
+        pane.select_call("c1")
+        assert "notes.md" in pane.tabs.currentWidget().findChild(QTextBrowser).toPlainText()  # type: ignore[union-attr]
+        assert [made(i) for i in range(len(pages))] == [True, False, False, False, False]
+        pane.tabs.setCurrentIndex(1)  # the person picks Result: its view made, showing the selected call's result
+        assert made(1) and not made(3)
+        result = pages[1].findChild(QTextBrowser)  # type: ignore[union-attr]
+        assert result is pane.result_view and result.isVisible() and "the notes' first line" in result.toPlainText()
+        pane.tabs.setCurrentIndex(2)  # Output: the pager and view made (read_file printed nothing)
+        assert made(2) and pane.output_view.isVisible() and pane.output_view.toPlainText() == ""
+        raw = pane.raw_view  # asked for by code: made then, showing the call
+        assert made(3) and raw is pages[3].findChild(QTextBrowser) and '"c1"' in raw.toPlainText()  # type: ignore[union-attr]
+        assert not made(4)
+    finally:
+        await close_app(root)

@@ -4,9 +4,11 @@ widget over its Qt model; the main window puts each in a dock (see :meth:`ui.win
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import QAbstractItemModel, QItemSelectionModel, Qt, QTimer
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -148,6 +150,43 @@ class MemoryPane(QWidget):
         self.detail.setHtml("".join(parts))
 
 
+#: The Tool calls pane's detail tabs, in order (each view is made on first use).
+_TAB_TITLES = ("Arguments", "Result", "Output", "Raw", "Diff")
+_ARGS, _RESULT, _OUTPUT, _RAW, _DIFF = range(len(_TAB_TITLES))
+_PLACEHOLDERS = {_ARGS: "Select a call to see its arguments.", _RESULT: "Select a call to see its result.",
+                 _DIFF: "Ctrl+click two calls, then Diff two results."}
+
+
+class _OutputPage:
+    """The Output tab's contents: a pager (which part of a long output shows; Earlier / Later) over the view."""
+
+    def __init__(self, page: QWidget, layout: QVBoxLayout, page_to: Callable[[int], None]) -> None:
+        self.pager = QWidget(page)
+        pager = QHBoxLayout(self.pager)
+        pager.setContentsMargins(4, 2, 4, 0)
+        self.part = ElidedLabel("", self.pager, tooltip=True)
+        self.part.setObjectName("Muted")
+        pager.addWidget(self.part, 1)
+        self.earlier = QPushButton("Earlier", self.pager)
+        self.earlier.setToolTip(f"Show the {OUTPUT_PAGE:,} characters before these")
+        self.earlier.clicked.connect(lambda: page_to(-1))
+        pager.addWidget(self.earlier)
+        self.later = QPushButton("Later", self.pager)
+        self.later.setToolTip(f"Show the {OUTPUT_PAGE:,} characters after these")
+        self.later.clicked.connect(lambda: page_to(1))
+        pager.addWidget(self.later)
+        self.pager.setVisible(False)
+        layout.addWidget(self.pager)
+        self.view = QPlainTextEdit(page)  # plain text: laid out several times faster than rich
+        self.view.setReadOnly(True)
+        self.view.setUndoRedoEnabled(False)  # a part shown replaces the last: no history of them
+        self.view.setObjectName("ToolCallOutput")
+        self.view.setFont(theme.mono_font())
+        self.view.setPlaceholderText("What a command printed while it ran (run_command's output).")
+        layout.addWidget(self.view, 1)
+        self.view.show()  # at once when the tab shows
+
+
 class CompareWindow(Protocol):
     """Opens two texts side by side in a window of their own (the change review's compare window)."""
 
@@ -209,48 +248,26 @@ class ToolCallsPane(QWidget):
         self._tool_column = FirstColumnFill(self.table, self.TOOL_MIN_WIDTH)
         self.tabs = QTabWidget(splitter)
         self.tabs.setDocumentMode(True)
-        self.args_view = _detail(self.tabs)
-        self.result_view = _detail(self.tabs)
-        self.raw_view = _detail(self.tabs)
-        self.diff_view = _detail(self.tabs)
+        # Each tab's page is an empty holder; its view is made when the tab is first picked or shown, or when code
+        # asks for it (args_view, output_view, ...): start-up makes only the tab bar and the current tab's view.
+        #: The Output tab's page (the holder its pager and view are made in).
         self.output_tab = QWidget(self.tabs)
-        output_layout = QVBoxLayout(self.output_tab)
-        output_layout.setContentsMargins(0, 0, 0, 0)
-        output_layout.setSpacing(4)
-        self.output_pager = QWidget(self.output_tab)
-        pager = QHBoxLayout(self.output_pager)
-        pager.setContentsMargins(4, 2, 4, 0)
-        self.output_part = ElidedLabel("", self.output_pager, tooltip=True)
-        self.output_part.setObjectName("Muted")
-        pager.addWidget(self.output_part, 1)
-        self.output_earlier = QPushButton("Earlier", self.output_pager)
-        self.output_earlier.setToolTip(f"Show the {OUTPUT_PAGE:,} characters before these")
-        self.output_earlier.clicked.connect(lambda: self._page_output(-1))
-        pager.addWidget(self.output_earlier)
-        self.output_later = QPushButton("Later", self.output_pager)
-        self.output_later.setToolTip(f"Show the {OUTPUT_PAGE:,} characters after these")
-        self.output_later.clicked.connect(lambda: self._page_output(1))
-        pager.addWidget(self.output_later)
-        self.output_pager.setVisible(False)
-        output_layout.addWidget(self.output_pager)
-        self.output_view = QPlainTextEdit(self.output_tab)  # plain text: laid out several times faster than rich
-        self.output_view.setReadOnly(True)
-        self.output_view.setUndoRedoEnabled(False)  # a part shown replaces the last: no history of them
-        self.output_view.setObjectName("ToolCallOutput")
-        self.output_view.setFont(theme.mono_font())
-        self.output_view.setPlaceholderText("What a command printed while it ran (run_command's output).")
-        output_layout.addWidget(self.output_view, 1)
+        self._pages: list[QWidget] = []  # each tab's page, and its layout, by tab
+        self._holders: list[QVBoxLayout] = []
+        for index, title in enumerate(_TAB_TITLES):
+            page = self.output_tab if index == _OUTPUT else QWidget(self.tabs)
+            holder = QVBoxLayout(page)
+            self._pages.append(page)
+            self._holders.append(holder)
+            holder.setContentsMargins(0, 0, 0, 0)
+            holder.setSpacing(4)
+            self.tabs.addTab(page, title)
+        self._views: dict[int, QTextBrowser] = {}  # the text tabs' views made so far, by tab
+        self._output: _OutputPage | None = None
         #: The call whose output is shown, and the part shown: (start, end) in its output; None follows the end.
         self._output_call: tuple[str, str] | None = None
         self._output_part: tuple[int, int] | None = None
-        self.args_view.setPlaceholderText("Select a call to see its arguments.")
-        self.result_view.setPlaceholderText("Select a call to see its result.")
-        self.diff_view.setPlaceholderText("Ctrl+click two calls, then Diff two results.")
-        self.tabs.addTab(self.args_view, "Arguments")
-        self.tabs.addTab(self.result_view, "Result")
-        self.tabs.addTab(self.output_tab, "Output")
-        self.tabs.addTab(self.raw_view, "Raw")
-        self.tabs.addTab(self.diff_view, "Diff")
+        self.tabs.currentChanged.connect(self._make_tab)
         splitter.addWidget(self.table)
         splitter.addWidget(self.tabs)
         splitter.setSizes([200, 260])
@@ -272,6 +289,75 @@ class ToolCallsPane(QWidget):
         self._update_count()
         self._update_buttons()
 
+    # -- the detail tabs' views, made on first use ------------------------------------------------------------
+    def _make_tab(self, index: int) -> None:
+        """Make tab ``index``'s view if it is not made yet, showing the current call."""
+        if index == _OUTPUT:
+            self._output_page()
+        elif index >= 0:  # -1: no tab
+            self._view(index)
+
+    def _view(self, index: int) -> QTextBrowser:
+        view = self._views.get(index)
+        if view is None:
+            view = self._views[index] = _detail(self._pages[index])
+            if index in _PLACEHOLDERS:
+                view.setPlaceholderText(_PLACEHOLDERS[index])
+            self._holders[index].addWidget(view)
+            view.show()  # at once when its tab shows (a layout shows a new child on the next turn of the loop)
+            rec = self._current()
+            if rec is not None and index != _DIFF:  # the diff shows only when asked for
+                self._fill(index, rec)
+        return view
+
+    def _output_page(self) -> _OutputPage:
+        if self._output is None:
+            self._output = _OutputPage(self.output_tab, self._holders[_OUTPUT], self._page_output)
+            rec = self._current()
+            if rec is not None:
+                self._show_output(rec)
+        return self._output
+
+    @property
+    def args_view(self) -> QTextBrowser:
+        return self._view(_ARGS)
+
+    @property
+    def result_view(self) -> QTextBrowser:
+        return self._view(_RESULT)
+
+    @property
+    def raw_view(self) -> QTextBrowser:
+        return self._view(_RAW)
+
+    @property
+    def diff_view(self) -> QTextBrowser:
+        return self._view(_DIFF)
+
+    @property
+    def output_view(self) -> QPlainTextEdit:
+        return self._output_page().view
+
+    @property
+    def output_pager(self) -> QWidget:
+        return self._output_page().pager
+
+    @property
+    def output_part(self) -> ElidedLabel:
+        return self._output_page().part
+
+    @property
+    def output_earlier(self) -> QPushButton:
+        return self._output_page().earlier
+
+    @property
+    def output_later(self) -> QPushButton:
+        return self._output_page().later
+
+    def showEvent(self, event: QShowEvent) -> None:
+        self._make_tab(self.tabs.currentIndex())  # the tab that shows: its view made now
+        super().showEvent(event)
+
     def set_source(self, text: str | None) -> None:
         """Say whose calls the pane shows (``text``: a comparison's candidate), or nothing (None: the open thread's)."""
         self.source.setText(text or "")
@@ -279,10 +365,12 @@ class ToolCallsPane(QWidget):
         self.source.setVisible(bool(text))
 
     def _clear_detail(self) -> None:
-        for view in (self.args_view, self.result_view, self.raw_view, self.diff_view, self.output_view):
+        for view in self._views.values():
             view.clear()
         self._output_call = self._output_part = None
-        self.output_pager.setVisible(False)
+        if self._output is not None:
+            self._output.view.clear()
+            self._output.pager.setVisible(False)
 
     TOOL_MIN_WIDTH = 110
 
@@ -311,42 +399,57 @@ class ToolCallsPane(QWidget):
                     QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
                 return
 
+    def _current(self) -> ToolCallRecord | None:
+        row = self.table.currentIndex().row()
+        return self.model.record(row) if 0 <= row < self.model.rowCount() else None
+
     def _show(self, row: int) -> None:
         if row < 0 or row >= self.model.rowCount():
             return
         rec: ToolCallRecord = self.model.record(row)
+        for index in self._views:  # only the views made so far: the others show the call when made
+            if index != _DIFF:
+                self._fill(index, rec)
+        if self._output_call != (rec.run_id, rec.id):
+            self._output_call, self._output_part = (rec.run_id, rec.id), None
+        if self._output is not None:
+            self._show_output(rec)
+
+    def _fill(self, index: int, rec: ToolCallRecord) -> None:
+        """Show the call ``rec`` in the text tab ``index`` (Arguments, Result or Raw)."""
+        view = self._views[index]
+        if index == _RAW:
+            view.setHtml(markdown.readable_html(rec.raw_json()))
+            return
         c = theme.colors()
         head = (f"<p style='margin:0 0 6px 0'><b>{markdown._esc(rec.display_name)}</b> "
                 f"<span style='color:{c.muted}'>· {markdown._esc(rec.robot)} · {markdown._esc(rec.status)}"
                 f"{' · ' + format_duration(rec.duration) if rec.duration is not None else ''} · id "
                 f"{markdown._esc(rec.id)}</span></p>")
-        self.args_view.setHtml(head + markdown.readable_html(rec.input))
-        if rec.status in ("running", "approval"):
-            self.result_view.setHtml(head + f"<p style='color:{c.muted}'>No result yet.</p>")
+        if index == _ARGS:
+            view.setHtml(head + markdown.readable_html(rec.input))
+        elif rec.status in ("running", "approval"):
+            view.setHtml(head + f"<p style='color:{c.muted}'>No result yet.</p>")
         elif rec.failed:
             reason = f"<p><b>Reason:</b> {markdown._esc(rec.reason)}</p>" if rec.reason else ""
-            self.result_view.setHtml(head + f"<p style='color:{c.error}'><b>Error</b></p>" + reason
-                                     + _value_html(rec.error))
+            view.setHtml(head + f"<p style='color:{c.error}'><b>Error</b></p>" + reason + _value_html(rec.error))
         else:
             payload = rec.payload
             value = payload["data"] if isinstance(payload, dict) and set(payload) == {"data"} else payload
-            self.result_view.setHtml(head + _value_html(value))
-        self.raw_view.setHtml(markdown.readable_html(rec.raw_json()))
-        if self._output_call != (rec.run_id, rec.id):
-            self._output_call, self._output_part = (rec.run_id, rec.id), None
-        self._show_output(rec)
+            view.setHtml(head + _value_html(value))
 
     def _show_output(self, rec: ToolCallRecord) -> None:
         """One part of the call's output, at most :data:`OUTPUT_PAGE` characters (the end unless the person
         paged back): a long output is never joined or laid out whole."""
         length = rec.output_length
         start, end = self._output_part or output_part(rec, length, backwards=True)
+        page = self._output_page()
         # its colours, other escapes dropped: the part read from the colour state where it starts, in one edit
-        show_styled(self.output_view.document(), rec.output_styled(start, end))
-        self.output_pager.setVisible(start > 0 or end < length)
-        self.output_part.setText(f"Characters {start + 1:,}–{end:,} of {length:,}")
-        self.output_earlier.setEnabled(start > 0)
-        self.output_later.setEnabled(end < length)
+        show_styled(page.view.document(), rec.output_styled(start, end))
+        page.pager.setVisible(start > 0 or end < length)
+        page.part.setText(f"Characters {start + 1:,}–{end:,} of {length:,}")
+        page.earlier.setEnabled(start > 0)
+        page.later.setEnabled(end < length)
 
     def _page_output(self, step: int) -> None:
         row = self.table.currentIndex().row()
@@ -368,7 +471,7 @@ class ToolCallsPane(QWidget):
         else:
             a, b = (self.model.record(r) for r in rows)
             self.diff_view.setHtml(_pre(diff_results(a, b), "diff"))
-        self.tabs.setCurrentWidget(self.diff_view)
+        self.tabs.setCurrentIndex(_DIFF)
 
     def compare_results(self) -> QWidget | None:
         """The two selected results in the change review's view (a window, side by side)."""
