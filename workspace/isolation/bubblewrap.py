@@ -58,6 +58,9 @@ from workspace.isolation.bubblewrap_runs import RUN_FOLDERS as RUN_FOLDERS
 from workspace.isolation.bubblewrap_runs import _spare_runs as _spare_runs
 from workspace.isolation.bubblewrap_runs import remove_tree, take_run
 from workspace.secrets import is_secret_name
+from workspace.subprocess_fix import install as _install_subprocess_fix
+
+_install_subprocess_fix()  # a process whose start is cancelled must not hang (see the module)
 
 #: Environment variables a command keeps from the caller's environment (when set there).
 SAFE_VARIABLES = ("LANG", "LANGUAGE", "TERM", "TZ", "COLORTERM", "NO_COLOR", "FORCE_COLOR")

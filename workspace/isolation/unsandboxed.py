@@ -29,6 +29,9 @@ from workspace.isolation.base import (
     OutputCallback,
     OutputCollector,
 )
+from workspace.subprocess_fix import install as _install_subprocess_fix
+
+_install_subprocess_fix()  # a process whose start is cancelled must not hang (see the module)
 
 #: Seconds the rest of a killed command's output is read for.
 STOP_GRACE_S = 1.0

@@ -26,6 +26,9 @@ from mcp.shared.exceptions import MCPError as SDKError
 from workspace.errors import MCPError
 from workspace.mcp.config import ServerSpec
 from workspace.mcp.masking import mask_url
+from workspace.subprocess_fix import install as _install_subprocess_fix
+
+_install_subprocess_fix()  # a process whose start is cancelled must not hang (see the module)
 
 #: JSON-RPC error codes the SDK raises: the connection closed, a request timed out, no such method.
 CONNECTION_CLOSED = -32000
