@@ -518,6 +518,9 @@ class LiteLLMProvider(StreamingProvider):
                 log.debug("reading the keyring failed: %s", exc)
             if self._user_api_key:
                 keys = []
+                # The body recorded for the inspector was built before the key was read: build it again
+                # to send, with the key (the record never holds one; workspace.context.requests drops it).
+                self._built = None
         if keys:
             raise ProviderError(
                 f"{self.model_id}: no API key. Set {_key_hint(keys)} in the environment, or enter it in Settings "
