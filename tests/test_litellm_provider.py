@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +30,7 @@ from workspace.providers.base import (
     ToolSpec,
     UsageChunk,
 )
-from workspace.providers.litellm_provider import LiteLLMProvider, missing_keys
+from workspace.providers.litellm_provider import LiteLLMProvider, load_litellm, missing_keys
 from workspace.providers.openai_format import to_openai_messages
 
 WEATHER = ToolSpec(
@@ -313,6 +314,21 @@ async def test_no_key_with_a_custom_base_sends_a_placeholder(server: FakeLLMServ
     chunks = await collect(provider)
     assert text_of(chunks) == "ok"
     assert server.request_log[-1].headers["authorization"].startswith("Bearer ")
+
+
+async def test_a_key_from_the_keyring_goes_with_the_first_call_and_never_into_its_record(
+        server: FakeLLMServer, keyring_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workspace import secrets
+
+    assert secrets.store_key("OPENAI_API_KEY", "sk-keyring-0000000000")
+    monkeypatch.setenv("OPENAI_API_BASE", server.base_url + "/v1")  # litellm's own: no api_base, so the keyring
+    provider = LiteLLMProvider("openai/fake", backoff=0.01, timeout=10.0)
+    await asyncio.to_thread(load_litellm)  # seconds on a busy machine: not within collect's bound of a hang
+    # As in a run: the inspector's record is built first (before the key is read), then the call sends it.
+    recorded = provider.prepared_request(system="Be brief.", messages=HELLO, tools=(WEATHER,), settings={})
+    assert text_of(await collect(provider)) == "ok"
+    assert server.request_log[-1].headers["authorization"] == "Bearer sk-keyring-0000000000"
+    assert "api_key" not in recorded and "sk-keyring" not in json.dumps(recorded)
 
 
 # --------------------------------------------------------------------------------------------

@@ -518,9 +518,6 @@ class LiteLLMProvider(StreamingProvider):
                 log.debug("reading the keyring failed: %s", exc)
             if self._user_api_key:
                 keys = []
-                # The body recorded for the inspector was built before the key was read: build it again
-                # to send, with the key (the record never holds one; workspace.context.requests drops it).
-                self._built = None
         if keys:
             raise ProviderError(
                 f"{self.model_id}: no API key. Set {_key_hint(keys)} in the environment, or enter it in Settings "
@@ -537,7 +534,7 @@ class LiteLLMProvider(StreamingProvider):
         tools: Sequence[ToolSpec],
         settings: Mapping[str, Any],
     ) -> dict[str, Any]:
-        """The keyword arguments of ``litellm.acompletion`` for one streamed turn."""
+        """The keyword arguments of ``litellm.acompletion`` for one streamed turn, but the key (:meth:`_credentials`)."""
         request: dict[str, Any] = dict(self.extra)
         for name, value in settings.items():
             if value is not None and name not in _RESERVED:
@@ -563,14 +560,17 @@ class LiteLLMProvider(StreamingProvider):
         request.setdefault("drop_params", True)
         if self.api_base:
             request["api_base"] = self.api_base
+        return request
+
+    def _credentials(self) -> dict[str, Any]:
+        """The ``api_key`` of this call, added to the body when it is sent: the one given, else the user's
+        read from the keyring by :meth:`_preflight` (none: litellm reads the environment's)."""
         key: str | None = self.api_key or self._user_api_key
         if key is None and self.api_base and (not self.user_key or self._needs_placeholder_key()):
             # Not the user's key (an address they did not configure), nor what litellm would read from the
             # environment by itself: the placeholder is sent explicitly.
             key = PLACEHOLDER_KEY
-        if key is not None:
-            request["api_key"] = key
-        return request
+        return {"api_key": key} if key is not None else {}
 
     def _empty_content(self) -> str | None:
         """``""`` when the request goes out in OpenAI's chat format, else ``None``."""

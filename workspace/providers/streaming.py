@@ -203,6 +203,12 @@ class StreamingProvider(ProviderBase):
     def _preflight(self) -> None:
         """Raise :class:`ProviderError` for a call that cannot succeed (a missing key), before sending it."""
 
+    def _credentials(self) -> dict[str, Any]:
+        """What the call sends besides its body (an API key), read when it is sent (after :meth:`_preflight`):
+        never part of :meth:`build_request`'s body, which :meth:`prepared_request` keeps and the inspector
+        records before the call: a key the preflight reads reaches the send, and no key reaches the record."""
+        return {}
+
     def check_key(self) -> None:
         """A hosted model whose key variable is known (``secrets.KEY_VARS``) and set nowhere (environment,
         keyring) fails at once, naming the variable: before any provider library loads."""
@@ -295,8 +301,9 @@ class StreamingProvider(ProviderBase):
             yield StatusChunk("loading", loading, endpoint=self.endpoint)
             await self._load()
         self._preflight()
-        request = self.prepared_request(system=system, messages=messages, tools=tools, settings=settings)
+        body = self.prepared_request(system=system, messages=messages, tools=tools, settings=settings)
         self._built = None  # used once: a later call (another model's settings, say) builds its own
+        request = {**body, **self._credentials()}  # a copy: the kept (recorded) body never holds the key
         endpoint = self.api_base or self.provider_name
         limit = self.concurrency_limit()
         if limits.waiting(endpoint, limit):
