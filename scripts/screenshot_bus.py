@@ -21,7 +21,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts.screenshot_robotlab import type_and_send
-from scripts.window_shots import ROOT, folder_with, fresh_home, run_window, shots_main, until
+from scripts.window_shots import (
+    ROOT,
+    folder_with,
+    fresh_home,
+    run_window,
+    shots_main,
+    show_filling_screen,
+    until,
+)
 
 STATES = ("bus-lanes",)
 NETWORK = ROOT / "examples" / "networks" / "release-bus.yaml"
@@ -39,11 +47,7 @@ def shoot(state: str, out: Path) -> int:
         from ui.app import Application
 
         root = Application(folder=folder, theme_name="light", provider=provider(), db_path=home / "shots.db")
-        window = root.window
-        area = window.screen().availableGeometry()
-        window.resize(area.size())
-        window.move(area.topLeft())
-        window.show()
+        show_filling_screen(root.window)
         return root
 
     async def grab(root: Any, app: Any) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.window_shots import folder_with, fresh_home, run_window, shots_main, until
+from scripts.window_shots import folder_with, fresh_home, run_window, shots_main, show_filling_screen, until
 
 STATES = ("running", "finished")
 #: A test run printing coloured lines (the card shows them without the codes), then a long wait.
@@ -46,11 +46,7 @@ def shoot(state: str, out: Path) -> int:
         root = Application(folder=folder, theme_name="light", provider=provider, db_path=home / "command.db")
         root.controller.set_robot("file-helper")
         root.controller.workspace.approval.policy.set_rule("allow", tool="run_command")
-        window = root.window
-        area = window.screen().availableGeometry()
-        window.resize(area.size())
-        window.move(area.topLeft())
-        window.show()
+        show_filling_screen(root.window)
         return root
 
     async def grab(root: Any, app: Any) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.window_shots import folder_with, fresh_home, run_window, shots_main, until
+from scripts.window_shots import folder_with, fresh_home, run_window, shots_main, show_filling_screen, until
 
 STATES = ("compare-inspector",)
 MODELS = ["model-a", "model-b", "model-c"]
@@ -75,11 +75,7 @@ def shoot(state: str, out: Path) -> int:
                                                                 "max_retries": 1, "max_concurrent_requests": 4}})
         root = Application(folder=folder, config=config, theme_name="light", db_path=home / "compare.db")
         root.controller.set_robot("file-helper")
-        window = root.window
-        area = window.screen().availableGeometry()
-        window.resize(area.size())
-        window.move(area.topLeft())
-        window.show()
+        show_filling_screen(root.window)
         return root
 
     async def grab(root: Any, app: Any) -> None:

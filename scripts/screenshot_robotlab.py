@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.window_shots import folder_with, fresh_home, run_window, shots_main, until
+from scripts.window_shots import folder_with, fresh_home, run_window, shots_main, show_filling_screen, until
 
 STATES = ("ask-user", "memory-review", "shared-memory-review")
 
@@ -99,11 +99,7 @@ def shoot(state: str, out: Path) -> int:
             config = load_config(folder, overrides={"review": {"memory": "ask"}})
         root = Application(folder=folder, theme_name="light", provider=provider, db_path=home / "shots.db",
                            config=config)
-        window = root.window
-        area = window.screen().availableGeometry()
-        window.resize(area.size())
-        window.move(area.topLeft())
-        window.show()
+        show_filling_screen(root.window)
         return root
 
     async def grab(root: Any, app: Any) -> None:

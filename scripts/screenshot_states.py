@@ -40,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.window_shots import ROOT, folder_with, fresh_home, run_window, until
+from scripts.window_shots import ROOT, folder_with, fresh_home, run_window, show_filling_screen, until
 
 STATES = ("empty", "streaming", "approval", "review", "error", "network", "settings", "search", "long", "composer",
           "denied", "palette", "nomatch")
@@ -211,11 +211,7 @@ def shoot(state: str, out: Path, theme: str) -> int:
         config = load_config(folder, overrides=overrides) if overrides else None
         root = Application(folder=folder, theme_name=theme, provider=provider, db_path=home / "states.db",
                            config=config)
-        window = root.window
-        area = window.screen().availableGeometry()
-        window.resize(area.size())
-        window.move(area.topLeft())
-        window.show()
+        show_filling_screen(root.window)
         return root
 
     async def grab(root: Any, app: Any) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.window_shots import folder_with, fresh_home, run_window, shots_main, until
+from scripts.window_shots import folder_with, fresh_home, run_window, shots_main, show_filling_screen, until
 
 STATES = ("trace-rerun", "trace-request", "replay-divergence")
 
@@ -71,11 +71,7 @@ def shoot(state: str, out: Path) -> int:
                                          "Water the basil every morning, says notes.txt."])
         root = Application(folder=folder, theme_name="light", provider=provider, db_path=home / "trace.db")
         root.controller.set_robot("file-helper")
-        window = root.window
-        area = window.screen().availableGeometry()
-        window.resize(area.size())
-        window.move(area.topLeft())
-        window.show()
+        show_filling_screen(root.window)
         return root
 
     async def grab(root: Any, app: Any) -> None:

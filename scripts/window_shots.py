@@ -1,5 +1,6 @@
 """What the screenshot scripts share: a fresh data folder, a folder for the robots, the window started on a
-qasync loop, and waiting for a state (``screenshot_states.py``, ``screenshot_fit.py``).
+qasync loop and shown filling the screen, and waiting for a state (``screenshot_states.py``,
+``screenshot_fit.py``).
 
 One shot is one process: :func:`fresh_home` first (before Qt or the app is imported), then
 :func:`run_window` with a function that builds the app and one that reaches the state and grabs it.
@@ -42,6 +43,14 @@ def folder_with(name: str, files: dict[str, str], *, prefix: str) -> Path:
     for file, text in files.items():
         (folder / file).write_text(text, encoding="utf-8")
     return folder
+
+
+def show_filling_screen(window: Any) -> None:
+    """Show ``window`` filling its screen's available area (a shot shows the window as a person's full screen)."""
+    area = window.screen().availableGeometry()
+    window.resize(area.size())
+    window.move(area.topLeft())
+    window.show()
 
 
 def run_window(build: Callable[[], Any], shoot: Callable[[Any, Any], Awaitable[None]]) -> int:
