@@ -120,6 +120,20 @@ async def desktop(provider: Any, db_path: Path) -> AsyncIterator[Any]:
         yield root
 
 
+@pytest.fixture
+async def compare_app(server: Any, folder: Path, db_path: Path) -> AsyncIterator[Any]:
+    """The whole app on the test module's loopback model server (its ``server`` fixture, answering
+    ``openai/model-a`` and the other candidates) and folder (its ``folder`` fixture), with file-helper picked:
+    what a test of a comparison opens."""
+    from workspace.config import load_config
+
+    config = load_config(folder, env={}, overrides={"llm": {"model": "openai/model-a", "max_retries": 1,
+                                                            "api_base": server.base_url + "/v1"}})
+    async with running_app(db_path=db_path, config=config, folder=folder, theme_name="light", size=(1400, 900)) as root:
+        root.controller.set_robot("file-helper")
+        yield root
+
+
 @contextlib.asynccontextmanager
 async def memory_review_app(*, home: Path, provider: Any, db_path: Path, tmp_path: Path, robot: str,
                             robot_file: str) -> AsyncIterator[Any]:

@@ -8,15 +8,14 @@ app.py (a result), model-b reads a file that is not there (an error), model-c li
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
 
-from tests.ui.conftest import running_app, wait_until
-from workspace.config import load_config
+from tests.ui.conftest import wait_until
 
 pytestmark = pytest.mark.timeout(180)  # bounds a hang: three scripted candidates on a loaded machine
 
@@ -52,28 +51,19 @@ def folder(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture
-async def app(server: FakeLLMServer, folder: Path, db_path: Path) -> AsyncIterator[Any]:
-    config = load_config(folder, env={}, overrides={"llm": {"model": "openai/model-a", "max_retries": 1,
-                                                            "api_base": server.base_url + "/v1"}})
-    async with running_app(db_path=db_path, config=config, folder=folder, theme_name="light", size=(1400, 900)) as root:
-        root.controller.set_robot("file-helper")
-        yield root
-
-
 def calls(pane: Any) -> list[tuple[str, str]]:
     """The Tool calls pane's rows: (tool, status)."""
     return [(rec.tool, rec.status) for rec in pane.model.records]
 
 
 async def test_the_inspector_shows_the_selected_candidates_tool_calls_with_results_and_errors(
-        app: Any, server: FakeLLMServer) -> None:
+        compare_app: Any, server: FakeLLMServer) -> None:
     from PySide6.QtCore import Qt
     from PySide6.QtTest import QTest
 
     from ui.compare.session import CandidateSpec
 
-    window = app.window
+    window = compare_app.window
     comparisons = window.comparisons
     pane = window.docks.tool_pane
     await wait_until(lambda: (pane := window.docks.tool_pane) is not None and pane.isVisible(),

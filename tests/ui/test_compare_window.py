@@ -9,7 +9,7 @@ one" goes on with that candidate's thread alone."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,15 +49,6 @@ def folder(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture
-async def app(server: FakeLLMServer, folder: Path, db_path: Path) -> AsyncIterator[Any]:
-    config = load_config(folder, env={}, overrides={"llm": {"model": "openai/model-a", "max_retries": 1,
-                                                            "api_base": server.base_url + "/v1"}})
-    async with running_app(db_path=db_path, config=config, folder=folder, theme_name="light", size=(1400, 900)) as root:
-        root.controller.set_robot("file-helper")
-        yield root
-
-
 async def compared(root: Any, server: FakeLLMServer, text: str = "Edit app.py") -> Any:
     """Start a comparison of model-a (the robot's own) with model-b and model-c, and send ``text``."""
     from ui.compare.session import CandidateSpec
@@ -75,12 +66,12 @@ async def compared(root: Any, server: FakeLLMServer, text: str = "Edit app.py") 
 
 
 async def test_columns_stream_per_candidate_and_the_verdict_is_kept_and_exported(
-        app: Any, server: FakeLLMServer, folder: Path) -> None:
+        compare_app: Any, server: FakeLLMServer, folder: Path) -> None:
     from workspace.exports import export_markdown
 
-    comparisons = await compared(app, server)
+    comparisons = await compared(compare_app, server)
     view = comparisons.view
-    assert view is not None and view.isVisible() and not app.window.chat.isVisible()
+    assert view is not None and view.isVisible() and not compare_app.window.chat.isVisible()
     assert [h.name.text() for h in view.headers] == ["openai/model-a", "openai/model-b", "openai/model-c"]
     assert [h.name.palette().windowText().color().name() for h in view.headers] == ["#1f6feb", "#c0470b", "#0f8a6d"]
     for index, model in enumerate(EDITS):
@@ -95,14 +86,14 @@ async def test_columns_stream_per_candidate_and_the_verdict_is_kept_and_exported
 
     # At 1280x720 each column is narrow (about 270 px with the docks open): its cards narrow with it (names
     # and pills end in "…") instead of being cut off at the column's right edge.
-    app.window.resize(1280, 720)
-    await wait_until(lambda: app.window.width() <= 1280, what="the window at 1280 px")
+    compare_app.window.resize(1280, 720)
+    await wait_until(lambda: compare_app.window.width() <= 1280, what="the window at 1280 px")
     for chat in comparisons.chats:
         await wait_until(lambda chat=chat: chat.widget().width() <= chat.viewport().width(),
                          what=f"the column's content ({chat.widget().width()} px) inside its "
                               f"{chat.viewport().width()} px")
 
-    store = app.controller.require_store()
+    store = compare_app.controller.require_store()
     threads = comparisons.session.thread_ids
     assert [store.get_thread(t).metadata["candidate"] for t in threads] == [0, 1, 2]
     assert len({store.get_thread(t).metadata["comparison"] for t in threads}) == 1
@@ -119,10 +110,10 @@ async def test_columns_stream_per_candidate_and_the_verdict_is_kept_and_exported
 
 
 async def test_the_combined_review_takes_hunk_1_of_a_and_hunk_2_of_b_and_undoes_as_one(
-        app: Any, server: FakeLLMServer, folder: Path) -> None:
-    comparisons = await compared(app, server)
+        compare_app: Any, server: FakeLLMServer, folder: Path) -> None:
+    comparisons = await compared(compare_app, server)
     review = comparisons.review
-    assert review is not None and app.window.docks["changes"].widget() is review
+    assert review is not None and compare_app.window.docks["changes"].widget() is review
     assert sorted(review.items) == ["c0.f1.h1", "c0.f1.h2", "c1.f1.h1", "c1.f1.h2", "c2.f1.h1", "c2.f1.h2"]
     assert review.items["c1.f1.h2"].text(1) == "openai/model-b"
     review.set_accepted("c0.f1.h1")
@@ -139,13 +130,13 @@ async def test_the_combined_review_takes_hunk_1_of_a_and_hunk_2_of_b_and_undoes_
 
 
 async def test_an_overlap_is_shown_side_by_side_and_refused_until_one_is_picked(
-        app: Any, server: FakeLLMServer, folder: Path) -> None:
+        compare_app: Any, server: FakeLLMServer, folder: Path) -> None:
     import asyncio
 
     from PySide6.QtCore import QPoint
     from PySide6.QtWidgets import QPushButton
 
-    comparisons = await compared(app, server)
+    comparisons = await compared(compare_app, server)
     review = comparisons.review
     assert review is not None
     review.set_accepted("c0.f1.h1")
@@ -153,14 +144,14 @@ async def test_an_overlap_is_shown_side_by_side_and_refused_until_one_is_picked(
     assert len(review.overlap_panes) == 1
     # At 1024x640 the three sides share the dock's width: every button shows whole, inside the review and
     # the window, the candidates' names ending in "…" (whole in their tooltips) rather than pushing them out.
-    app.window.resize(1024, 640)
-    await wait_until(lambda: app.window.width() == 1024, what="the window at 1024 px")
+    compare_app.window.resize(1024, 640)
+    await wait_until(lambda: compare_app.window.width() == 1024, what="the window at 1024 px")
     await asyncio.sleep(0.1)
     for button in review.findChildren(QPushButton):
         if button.isVisibleTo(review):
             left = button.mapTo(review, QPoint(0, 0)).x()
-            right = button.mapTo(app.window, QPoint(button.width(), 0)).x()
-            assert left + button.width() <= review.width() and right <= app.window.width(), (
+            right = button.mapTo(compare_app.window, QPoint(button.width(), 0)).x()
+            assert left + button.width() <= review.width() and right <= compare_app.window.width(), (
                 f"{button.text()!r} spans x {left}..{left + button.width()} of the review's {review.width()} px")
             assert button.width() >= button.sizeHint().width(), f"{button.text()!r} is cut"
     assert not review.apply_button.isEnabled()
@@ -179,10 +170,10 @@ async def test_an_overlap_is_shown_side_by_side_and_refused_until_one_is_picked(
 
 
 async def test_edit_a_merge_applies_the_persons_lines_in_place_of_the_overlap_and_undoes_as_one(
-        app: Any, server: FakeLLMServer, folder: Path) -> None:
+        compare_app: Any, server: FakeLLMServer, folder: Path) -> None:
     from PySide6.QtWidgets import QPushButton
 
-    comparisons = await compared(app, server)
+    comparisons = await compared(compare_app, server)
     review = comparisons.review
     assert review is not None
     for hunk_id in ("c0.f1.h1", "c1.f1.h1", "c2.f1.h2"):  # A and B both change line 2; C's line 5 goes along
@@ -265,28 +256,30 @@ async def test_a_comparisons_columns_come_back_when_a_candidates_thread_reopens_
 
 
 async def test_keep_this_one_goes_on_with_that_candidates_thread_alone(
-        app: Any, server: FakeLLMServer, folder: Path) -> None:
-    comparisons = await compared(app, server)
+        compare_app: Any, server: FakeLLMServer, folder: Path) -> None:
+    comparisons = await compared(compare_app, server)
     kept_thread = comparisons.session.thread_ids[2]
     asked = len(server.requests)
     comparisons.view.headers[2].keep.click()
-    assert comparisons.view is None and app.window.chat.isVisible()
-    assert app.controller.thread_id == kept_thread
-    app.window.composer.set_text("And now?")
-    app.window.composer.submit()
-    await wait_until(lambda: app.controller.idle and len(server.requests) > asked, timeout=60, what="the answer")
+    assert comparisons.view is None and compare_app.window.chat.isVisible()
+    assert compare_app.controller.thread_id == kept_thread
+    compare_app.window.composer.set_text("And now?")
+    compare_app.window.composer.submit()
+    await wait_until(lambda: compare_app.controller.idle and len(server.requests) > asked, timeout=60,
+                     what="the answer")
     chats = [r for r in server.requests[asked:] if isinstance(r, dict)]
     assert [r["model"] for r in chats] == ["model-c"]
-    assert "Answer of model-c: done" in dump_state(app.window.chat.presenter.state)
+    assert "Answer of model-c: done" in dump_state(compare_app.window.chat.presenter.state)
 
 
-async def test_compare_with_offers_the_listed_models_and_starts_the_columns(app: Any, server: FakeLLMServer) -> None:
+async def test_compare_with_offers_the_listed_models_and_starts_the_columns(
+        compare_app: Any, server: FakeLLMServer) -> None:
     from PySide6.QtCore import Qt
 
     from workspace.providers import listing
 
     listing.clear_cache()
-    window = app.window
+    window = compare_app.window
     window.commands.by_name["compare"].trigger()  # the palette's and the Thread menu's "Compare with…"
     await wait_until(lambda: window.comparisons.dialog is not None and window.comparisons.dialog.isVisible(),
                      timeout=30, what="the dialog")
@@ -305,10 +298,11 @@ async def test_compare_with_offers_the_listed_models_and_starts_the_columns(app:
     assert view.labels == ["openai/model-a", "openai/model-b", "openai/model-c"]
 
 
-async def test_an_approval_a_candidate_asks_for_shows_in_its_own_column(app: Any, server: FakeLLMServer) -> None:
+async def test_an_approval_a_candidate_asks_for_shows_in_its_own_column(
+        compare_app: Any, server: FakeLLMServer) -> None:
     from ui.compare.session import CandidateSpec
 
-    window = app.window
+    window = compare_app.window
     comparisons = window.comparisons
     base = server.base_url + "/v1"
     assert comparisons.start([CandidateSpec("file-helper", model="openai/model-b", api_base=base)])
@@ -351,16 +345,16 @@ async def test_each_column_shows_the_verify_run_on_its_own_proposal(server: Fake
 
 
 async def test_a_candidates_thread_opened_again_brings_back_the_combined_review(
-        app: Any, server: FakeLLMServer, folder: Path) -> None:
-    comparisons = await compared(app, server)
+        compare_app: Any, server: FakeLLMServer, folder: Path) -> None:
+    comparisons = await compared(compare_app, server)
     threads = comparisons.session.thread_ids
-    dock = app.window.docks["changes"]
+    dock = compare_app.window.docks["changes"]
     comparisons.view.headers[1].keep.click()  # the thread goes on with model-b: the review stays
-    assert app.controller.thread_id == threads[1] and dock.widget() is comparisons.review
-    app.window.threads.new()  # another thread: the dock's own review again
+    assert compare_app.controller.thread_id == threads[1] and dock.widget() is comparisons.review
+    compare_app.window.threads.new()  # another thread: the dock's own review again
     assert comparisons.review is None and dock.widget() is not None
     assert type(dock.widget()).__name__ != "CombinedReview"
-    app.window.threads.open(threads[0])  # any candidate's thread: every candidate's hunks
+    compare_app.window.threads.open(threads[0])  # any candidate's thread: every candidate's hunks
     review = comparisons.review
     assert review is not None and dock.widget() is review
     assert sorted(review.items) == ["c0.f1.h1", "c0.f1.h2", "c1.f1.h1", "c1.f1.h2", "c2.f1.h1", "c2.f1.h2"]
