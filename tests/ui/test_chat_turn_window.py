@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fakes.long_threads import add_long_thread
 from PySide6.QtWidgets import QApplication
 from shiboken6 import isValid
 
@@ -27,19 +28,7 @@ MOST_ALIVE = 150
 
 def _thread(path: Path, turns: int) -> tuple[Store, str]:
     store = Store(path)
-    thread = store.create_thread(robot="assistant", title="long")
-    parent = None
-    for i in range(turns):
-        turn = store.add_turn(thread.id, user_text=f"question {i}", parent_turn_id=parent)
-        run = f"r{i}"
-        store.append_events(thread.id, turn.id, [
-            ev.RunStarted(run_id=run, robot="assistant", seq=1, message=f"question {i}"),
-            ev.Text(run_id=run, robot="assistant", seq=2, text=f"answer {i}"),
-            ev.RunFinished(run_id=run, robot="assistant", seq=3),
-        ])
-        store.finish_turn(turn.id, "finished")
-        parent = turn.id
-    return store, thread.id
+    return store, add_long_thread(store, turns)[0]
 
 
 def _chat() -> ChatView:

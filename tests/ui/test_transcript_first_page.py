@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fakes.long_threads import add_long_thread
+
 from ui.chat.model.presenter import INITIAL_TURNS, ChatPresenter
 from ui.transcript import PAGE, LazyTranscript
 from workspace import events as ev
@@ -45,25 +47,12 @@ class CountingStore(Store):
 
 def _thread(path: Path) -> tuple[str, list[str]]:
     store = Store(path)
-    thread = store.create_thread(robot="assistant", title="long")
-    parent = None
-    ids: list[str] = []
-    for i in range(TURNS):
-        turn = store.add_turn(thread.id, user_text=f"question {i}", parent_turn_id=parent)
-        run = f"r{i}"
-        store.append_events(thread.id, turn.id, [
-            ev.RunStarted(run_id=run, robot="assistant", seq=1, message=f"question {i}"),
-            ev.Text(run_id=run, robot="assistant", seq=2, text=f"answer {i}"),
-            ev.RunFinished(run_id=run, robot="assistant", seq=3),
-        ])
-        store.finish_turn(turn.id, "finished")
-        parent = turn.id
-        ids.append(turn.id)
+    thread_id, ids = add_long_thread(store, TURNS)
     for i in (5, TURNS - 3):  # a second answer to turn 5's and to a late turn's question: branches
-        store.add_turn(thread.id, user_text=f"again {i}", parent_turn_id=ids[i - 1])
-    store.set_current(thread.id, ids[-1])
+        store.add_turn(thread_id, user_text=f"again {i}", parent_turn_id=ids[i - 1])
+    store.set_current(thread_id, ids[-1])
     store.close()
-    return thread.id, ids
+    return thread_id, ids
 
 
 def test_opening_a_long_thread_reads_a_page_and_the_rest_as_it_loads(tmp_path: Path) -> None:
