@@ -4,11 +4,13 @@ of widgets, and the filter that keeps keys typed at the frame is out of the way 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,25 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: The most widgets one start-up step may make (the MCP servers pane, the largest, makes about 120 in its step).
 WIDGETS_PER_STEP = 130
+
+
+@contextlib.asynccontextmanager
+async def _started(db_path: Path, *, inspector: bool = False) -> AsyncIterator[Any]:
+    """The app after a staged start-up (``ui.app.Application``), closed at the end; with ``inspector``, the
+    inspector open, as Ctrl+I opens it on a screen too narrow for it beside the chat, where it starts closed (on
+    the Tool calls tab, making no other pane)."""
+    from ui.app import Application
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    try:
+        root.window.show()
+        root.finish_startup(staged=True)
+        await wait_until(lambda: root.whole, timeout=120, what="the start-up")
+        if inspector and root.window.docks.raised() is None:
+            root.window.docks.toggle_inspector()
+        yield root
+    finally:
+        await close_app(root)
 
 
 def _filled(db: Path, threads: int = 12) -> None:
@@ -56,18 +77,10 @@ async def test_start_up_reads_the_database_only_in_worker_threads(db_path: Path,
         return conn
 
     monkeypatch.setattr(sqlite3, "connect", traced)
-    from ui.app import Application
-
-    root = Application(db_path=db_path, theme_name="light", defer=True)
-    try:
-        root.window.show()
-        root.finish_startup(staged=True)
-        await wait_until(lambda: root.whole, timeout=120, what="the start-up")
+    async with _started(db_path) as root:
         assert root.window.thread_model.rowCount() == 12  # the list was read (in the worker)
         assert any("FROM threads" in s or "threads t" in s for s in statements), statements[:20]
         assert on_window_thread == [], f"read on the window's thread during start-up: {on_window_thread}"
-    finally:
-        await close_app(root)
 
 
 def test_the_window_thread_imports_nothing_of_ours_during_a_staged_start_up(tmp_path: Path) -> None:
@@ -169,7 +182,6 @@ async def test_the_folder_open_last_time_has_its_settings_read_in_a_worker(db_pa
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     # A folder's settings file is read and validated (pydantic) when it is reopened: start-up's worker does it.
     import workspace.config
-    from ui.app import Application
     from ui.window.geometry import settings
 
     folder = tmp_path / "garden"
@@ -184,33 +196,20 @@ async def test_the_folder_open_last_time_has_its_settings_read_in_a_worker(db_pa
         return load(folder_, *args, **kwargs)
 
     monkeypatch.setattr(workspace.config, "load_config", noted)
-    root = Application(db_path=db_path, theme_name="light", defer=True)
-    try:
-        root.window.show()
-        root.finish_startup(staged=True)
-        await wait_until(lambda: root.whole, timeout=120, what="the start-up")
+    async with _started(db_path) as root:
         assert root.controller.folder == folder.resolve() and root.folder == folder.resolve()
         assert "garden" in root.window.status.folder.text()
         assert (folder.resolve(), False) in loaded, loaded
         assert not [f for f, on_window in loaded if on_window], loaded
-    finally:
-        await close_app(root)
 
 
 async def test_a_pane_behind_a_tab_is_made_when_its_tab_first_shows_and_shows_what_came_before(db_path: Path) -> None:
     # The Trace, Memory and Network panes are not made at start-up (nobody looks at them yet): their docks hold a
     # placeholder until their tab is chosen, their shortcut pressed, or the pane asked for.
-    from ui.app import Application
     from workspace import events as ev
 
-    root = Application(db_path=db_path, theme_name="light", defer=True)
-    try:
-        root.window.show()
-        root.finish_startup(staged=True)
-        await wait_until(lambda: root.whole, timeout=120, what="the start-up")
+    async with _started(db_path, inspector=True) as root:
         docks = root.window.docks
-        if docks.raised() is None:  # a screen too narrow for the inspector beside the chat: it starts closed
-            docks.toggle_inspector()  # Ctrl+I: it opens on the Tool calls tab, and makes no other pane
         assert docks.raised() == "tools" and docks.tool_pane is not None
         waiting = {key: docks[key].widget() for key in ("trace", "memory", "network")}
         assert not set(docks.panes) & set(waiting)
@@ -236,8 +235,6 @@ async def test_a_pane_behind_a_tab_is_made_when_its_tab_first_shows_and_shows_wh
         network = docks.network_pane
         assert network is not None and docks["network"].widget() is network and docks.panes["network"] is network
         assert docks.network_pane is network  # made once
-    finally:
-        await close_app(root)
 
 
 async def test_the_tool_calls_pane_makes_a_detail_tab_when_it_is_first_picked(db_path: Path) -> None:
@@ -245,17 +242,10 @@ async def test_the_tool_calls_pane_makes_a_detail_tab_when_it_is_first_picked(db
     # detail tabs (text views with highlighting) are made when picked, showing the selected call then.
     from PySide6.QtWidgets import QPlainTextEdit, QTextBrowser
 
-    from ui.app import Application
     from workspace import events as ev
 
-    root = Application(db_path=db_path, theme_name="light", defer=True)
-    try:
-        root.window.show()
-        root.finish_startup(staged=True)
-        await wait_until(lambda: root.whole, timeout=120, what="the start-up")
+    async with _started(db_path, inspector=True) as root:
         docks = root.window.docks
-        if docks.raised() is None:  # a screen too narrow for the inspector beside the chat: it starts closed
-            docks.toggle_inspector()
         pane = docks.tool_pane
         assert pane is not None and pane.isVisible() and pane.tabs.currentIndex() == 0
         pages = [pane.tabs.widget(i) for i in range(pane.tabs.count())]
@@ -283,5 +273,3 @@ async def test_the_tool_calls_pane_makes_a_detail_tab_when_it_is_first_picked(db
         raw = pane.raw_view  # asked for by code: made then, showing the call
         assert made(3) and raw is pages[3].findChild(QTextBrowser) and '"c1"' in raw.toPlainText()  # type: ignore[union-attr]
         assert not made(4)
-    finally:
-        await close_app(root)
