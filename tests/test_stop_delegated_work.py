@@ -143,3 +143,38 @@ async def test_sigterm_on_a_run_of_no_thread_stops_what_it_delegated(slow_server
     assert (status, stopped.signal, printed[-1]) == (143, signal.SIGTERM, "run_cancelled")
     await assert_stopped(slow_server, futures[0])
     assert running_delegations(run.run_id) == []
+
+
+async def test_what_a_delegate_delegates_in_turn_stops_with_the_run_of_no_thread(slow_server: FakeLLMServer) -> None:
+    """A delegate's own background delegation belongs to the run that started the first one (the owner is carried
+    into the delegation's task), so stopping that run's delegations stops both."""
+    from workspace.delegation import owner_of, stop_delegations
+
+    deep = robot("deep", slow_server, "You dig.")
+    inner: list[Any] = []
+
+    async def dig(arguments: dict[str, Any]) -> str:
+        inner.append(await middle.delegate(to=deep, task="dig slowly", background=True))
+        return "digging"
+
+    middle = Robot("middle", system_prompt="You pass work on.", knowledge_store=False,
+                   local_tools=[Tool("dig", "Start digging", {"type": "object", "properties": {}}, dig)],
+                   provider=ScriptedProvider([[ToolCall("dig", {}, id="d1")], [Pause(HANG), "Dug."]]))
+    outer: list[Any] = []
+
+    async def start(arguments: dict[str, Any]) -> str:
+        outer.append(await top.delegate(to=middle, task="pass it on", background=True))
+        return "started"
+
+    top = Robot("top", system_prompt="You start.", knowledge_store=False,
+                local_tools=[Tool("start", "Start", {"type": "object", "properties": {}}, start)],
+                provider=ScriptedProvider([[ToolCall("start", {}, id="c1")], "Started it."]))
+    run = top.stream("go")
+    async for _event in run:
+        pass
+    await until(lambda: inner and slow_server.requests, "the second delegate's model call")
+    owner = owner_of(run)
+    assert owner == run.run_id and {f.robot_name for f in running_delegations(owner)} == {"middle", "deep"}
+    assert {f.robot_name for f in stop_delegations(owner)} == {"middle", "deep"}
+    await assert_stopped(slow_server, inner[0])
+    assert outer[0].done()
