@@ -1,6 +1,7 @@
 """``robotlab run`` in a real process whose robot delegates work to another robot in the background: SIGTERM while
 the run goes on stops the run and the delegation (the delegate's request to the loopback server is cut off, none
-follows, the command exits 143); a run that ends while its delegation still works ends the command all the same,
+follows, the command exits 143); Ctrl-C in ``robotlab chat``, which goes on, stops the answer's delegation too (it
+would otherwise go on); a run that ends while its delegation still works ends the command all the same,
 the delegation stopped with it rather than left waiting for its model. The manager's tool is registered by a small
 launcher script before the command line starts, as a program that adds tools would. (The end of ``asyncio.run``
 cancels what is left, so a whole process never kept the delegation alive; these guard that. That the delegation
@@ -8,6 +9,7 @@ stops with the run itself, before the command goes on to its end, is ``test_stop
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -138,3 +140,40 @@ def test_a_run_that_ends_before_its_delegation_ends_the_command(launcher: tuple[
     assert helper_requests(server) <= 1 and "Traceback" not in err
     if helper_requests(server):  # its model was asked before the run ended: that request was cut off
         assert server.wait_for_disconnects(1, timeout=30)
+
+
+def test_ctrl_c_in_a_chat_stops_the_answer_and_what_it_delegated(launcher: tuple[Path, FakeLLMServer]) -> None:
+    """``robotlab chat`` goes on after Ctrl-C, so what the stopped answer delegated would go on with it: it is
+    stopped too (the request going out is cut off, the one waiting its turn never goes)."""
+    import re
+
+    pexpect = pytest.importorskip("pexpect")
+    script, server = launcher
+    server.reply_fn = replies(manager_waits=True)
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "TERM": "xterm"}
+    child = pexpect.spawn(sys.executable, [str(script), "chat", "manager", "--model", "openai/fake", "--api-base",
+                                           server.base_url + "/v1"], env=env, cwd=str(ROOT), encoding="utf-8",
+                          timeout=60, dimensions=(30, 160))
+
+    def expect(text: str) -> None:
+        while child.expect([re.escape(text), re.escape("\x1b[6n")]) != 0:
+            child.send("\x1b[1;1R")  # the cursor position prompt_toolkit asks for, answered as a terminal would
+
+    try:
+        expect("Alt+Enter or Esc Enter: new line")
+        child.send("get the helper going\r")
+        deadline = time.monotonic() + 60  # bounds a hang only
+        while len(server.requests) < 2:
+            assert time.monotonic() < deadline and child.isalive(), "the two model calls never came"
+            with contextlib.suppress(pexpect.TIMEOUT):
+                child.expect(re.escape("\x1b[6n"), timeout=0.1)
+                child.send("\x1b[1;1R")
+        time.sleep(0.5)
+        child.sendintr()
+        expect("Stopping the answer")
+        expect("Alt+Enter or Esc Enter: new line")  # the chat goes on
+        assert server.wait_for_disconnects(1, timeout=30)  # the request going out was cut off
+        time.sleep(1.0)
+        assert len(server.requests) == 2  # and the one waiting its turn never went
+    finally:
+        child.close(force=True)
