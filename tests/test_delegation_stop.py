@@ -1,6 +1,7 @@
 """Background delegations are kept by the thread whose run's tool call started them, so that deleting the thread
-can stop them (``workspace.delegation.stop_delegations``): a delegation of a run of no thread, or one that ended,
-is not kept; a stopped one ends cancelled and its delegate's model is not asked again."""
+(or Stop) can stop them (``workspace.delegation.stop_delegations``): a delegation of a run of no thread is kept by
+that run's id, not by any thread (``tests/test_stop_delegated_work.py`` stops one), and one that ended is not kept;
+a stopped one ends cancelled and its delegate's model is not asked again."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ async def test_a_threads_background_delegation_is_stopped_with_it() -> None:
     assert len(helper_model.history) == 1 and running_delegations("t1") == [] and stop_delegations("t1") == []
 
 
-async def test_a_delegation_of_no_thread_or_that_ended_is_not_kept() -> None:
+async def test_a_delegation_of_no_thread_or_that_ended_is_not_kept_by_a_thread() -> None:
     release = asyncio.Event()
     manager, _, futures = manager_and_helper(release)
     await manager.arun("go")  # a run of no thread

@@ -10,6 +10,7 @@ finished, ``await future.value(timeout=30)`` gives the result, raises the delega
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,8 @@ from workspace.errors import Error, RunFailedError, ToolLoopError
 from workspace.tools.base import RunHandle, current_call
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from workspace.result import RobotResult
 
 
@@ -32,6 +35,8 @@ class DelegationFuture:
         self.robot_name = robot_name
         self.delegated_by = delegated_by
         self._task = task
+        #: The id of the delegate's run once it started inside the call that delegated (its lane in the chat).
+        self.run_id: str | None = None
         # Read the error once it is there, so a future nobody waits on does not log "never retrieved".
         task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
 
@@ -54,57 +59,87 @@ class DelegationFuture:
         """Stop the delegated work (RobotLab cannot); True if it was still running."""
         return self._task.cancel()
 
+    def add_done_callback(self, callback: Callable[[DelegationFuture], object]) -> None:
+        """Call ``callback(self)`` once the delegate finished, failed or was stopped (at once if it has)."""
+        self._task.add_done_callback(lambda _: callback(self))
+
     def __repr__(self) -> str:
         state = "done" if self.done() else "running"
         return f"<DelegationFuture {self.delegated_by} -> {self.robot_name} {state}>"
 
 
-#: The delegations running in the background that a tool call of a thread's run started, by the thread's id: what
-#: deleting the thread stops (:func:`stop_delegations`), so none goes on into a thread that is no more.
-_BY_THREAD: dict[str, set[DelegationFuture]] = {}
+#: The delegations running in the background that a tool call started, by their owner: the id of the caller's thread
+#: (or, for a run of no thread, the id of the outermost run whose call started it). Stop (the window's Stop and Esc,
+#: a command line's Ctrl-C or SIGTERM) and deleting the thread stop them (:func:`stop_delegations`), so the work a
+#: person stopped does not go on out of sight.
+_BY_OWNER: dict[str, set[DelegationFuture]] = {}
+
+#: The owner of the delegations started here: set in a delegation's own task, so what its delegate delegates in turn
+#: belongs to the same thread or run (copied into the tasks it starts, as asyncio copies the context).
+_OWNER: contextvars.ContextVar[str | None] = contextvars.ContextVar("delegation_owner", default=None)
 
 
-def running_delegations(thread_id: str) -> list[DelegationFuture]:
-    """The background delegations started in ``thread_id``'s runs that still run."""
-    return [f for f in _BY_THREAD.get(thread_id, ()) if not f.done()]
+def running_delegations(owner: str) -> list[DelegationFuture]:
+    """The background delegations started in the runs of ``owner`` (a thread's id; for a run of no thread, the run's
+    id) that still run."""
+    return [f for f in _BY_OWNER.get(owner, ()) if not f.done()]
 
 
-def stop_delegations(thread_id: str) -> list[DelegationFuture]:
-    """Stop the background delegations started in ``thread_id``'s runs (the thread is deleted); those that were
-    still running, whose delegate's run ends cancelled."""
-    stopped = [f for f in running_delegations(thread_id) if f.cancel()]
-    _BY_THREAD.pop(thread_id, None)
+def stop_delegations(owner: str) -> list[DelegationFuture]:
+    """Stop the background delegations started in the runs of ``owner`` (a thread's id; for a run of no thread, the
+    run's id): the person pressed Stop, or deleted the thread. Those that were still running, whose delegate's run
+    ends cancelled; its model is not asked again."""
+    stopped = [f for f in running_delegations(owner) if f.cancel()]
+    _BY_OWNER.pop(owner, None)
     return stopped
 
 
-def _caller_thread() -> str | None:
-    """The thread of the run whose tool call is running here (None: outside a call, or a run of no thread)."""
+def owner_of(run: Any) -> str | None:
+    """Whose delegations :func:`stop_delegations` stops for ``run`` (a run, a recorded run, a thread's session):
+    its thread's id, else its own run id; None when it has neither."""
+    for value in (getattr(run, "thread_id", None), getattr(getattr(run, "spec", None), "thread_id", None),
+                  getattr(run, "run_id", None)):
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _caller_owner() -> str | None:
+    """The owner of a delegation started here: the thread of the run whose tool call is running here, or that run's
+    own id when it has no thread (None: outside a call)."""
+    inherited = _OWNER.get()
+    if inherited is not None:
+        return inherited
     call = current_call()
     parent = call.run if call is not None else None
     if call is None or parent is None:
         return None
     thread_id = parent.child_options(call.call_id).get("thread_id")
-    return thread_id if isinstance(thread_id, str) and thread_id else None
+    if isinstance(thread_id, str) and thread_id:
+        return thread_id
+    return parent.run_id or None
 
 
-def _follow(future: DelegationFuture, task: asyncio.Task[Any], thread_id: str) -> None:
-    futures = _BY_THREAD.setdefault(thread_id, set())
+def _follow(future: DelegationFuture, task: asyncio.Task[Any], owner: str) -> None:
+    futures = _BY_OWNER.setdefault(owner, set())
     futures.add(future)
 
     def forget(_: asyncio.Task[Any]) -> None:
         futures.discard(future)
-        if not futures and _BY_THREAD.get(thread_id) is futures:
-            del _BY_THREAD[thread_id]
+        if not futures and _BY_OWNER.get(owner) is futures:
+            del _BY_OWNER[owner]
 
     task.add_done_callback(forget)
 
 
-async def _run(to: Any, task: Any, *, delegated_by: str, options: dict[str, Any]) -> RobotResult:
+async def _run(to: Any, task: Any, *, delegated_by: str, options: dict[str, Any],
+               started: Callable[[str], None] | None = None) -> RobotResult:
     start = time.monotonic()
     call = current_call()
     parent = call.run if call is not None else None
     if call is not None and parent is not None and callable(getattr(to, "stream", None)):
-        result = await run_inside(to, task, parent, {**parent.child_options(call.call_id), **options})
+        result = await run_inside(to, task, parent, {**parent.child_options(call.call_id), **options},
+                                  started=started)
     else:
         result = await to.arun(task, **options)
     result.duration = time.monotonic() - start
@@ -112,12 +147,16 @@ async def _run(to: Any, task: Any, *, delegated_by: str, options: dict[str, Any]
     return result
 
 
-async def run_inside(to: Any, task: Any, parent: RunHandle, options: dict[str, Any]) -> RobotResult:
+async def run_inside(to: Any, task: Any, parent: RunHandle, options: dict[str, Any], *,
+                     started: Callable[[str], None] | None = None) -> RobotResult:
     """``to``'s run inside ``parent``, the run whose tool call started it (``options`` from its
     ``child_options``): its events in that run's stream, like a robot used as a tool's, its usage in that run's
     totals, with what ``arun`` would return or raise. A run still going when ``parent`` ends goes on; the rest
-    of its events are not in the stream. Delegations and the answers of a network's bus use it."""
+    of its events are not in the stream. Delegations and the answers of a network's bus use it. ``started`` is told
+    the run's id."""
     run = to.stream(task, **options)
+    if started is not None:
+        started(str(run.run_id))
     began = False
     async for event in run:
         ends = ev.ends(event, run.run_id)
@@ -143,12 +182,20 @@ async def delegate(to: Any, task: Any, *, delegated_by: str, background: bool = 
     if not callable(getattr(to, "arun", None)):
         raise TypeError(f"delegate(to=...) needs a robot (something with 'arun'); got {type(to).__name__}")
     name = str(getattr(to, "name", "robot"))
-    work = _run(to, task, delegated_by=delegated_by, options=options)
     if not background:
-        return await work
-    running = asyncio.create_task(work, name=f"delegation {delegated_by} -> {name}")
+        return await _run(to, task, delegated_by=delegated_by, options=options)
+    future: DelegationFuture | None = None
+
+    def started(run_id: str) -> None:
+        if future is not None:
+            future.run_id = run_id
+
+    work = _run(to, task, delegated_by=delegated_by, options=options, started=started)
+    owner = _caller_owner()
+    context = contextvars.copy_context()
+    context.run(_OWNER.set, owner)  # what the delegate delegates in turn has the same owner
+    running = asyncio.create_task(work, name=f"delegation {delegated_by} -> {name}", context=context)
     future = DelegationFuture(running, robot_name=name, delegated_by=delegated_by)
-    thread_id = _caller_thread()
-    if thread_id is not None:
-        _follow(future, running, thread_id)
+    if owner is not None:
+        _follow(future, running, owner)
     return future

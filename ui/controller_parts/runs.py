@@ -5,6 +5,7 @@ A link of the chain of classes :class:`ui.controller.Controller` is made of (``u
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -80,6 +81,31 @@ class RunFollowing(ApprovalsAndLearning):
             self.run_states_changed.emit()
             self.threads_changed.emit()
             self._emit_usage()
+            self._watch_delegations(run.thread_id)
+
+    def _watch_delegations(self, thread_id: str) -> None:
+        """What the run's robots delegated in the background and still runs after it: its end is told
+        (:attr:`background_changed`), so the message box's Stop shows while it runs, and no longer."""
+        from workspace.delegation import running_delegations
+
+        for future in running_delegations(thread_id):
+            if id(future) in self._delegations_watched:
+                continue
+            self._delegations_watched.add(id(future))
+
+            def ended(done: object) -> None:
+                self._delegations_watched.discard(id(done))
+                with contextlib.suppress(RuntimeError):  # the window closed before the delegate ended
+                    self.background_changed.emit()
+
+            future.add_done_callback(ended)
+        self.background_changed.emit()
+
+    def delegations_running(self, thread_id: str | None) -> list[str]:
+        """The robots still doing what the robots of ``thread_id`` delegated to them in the background."""
+        from workspace.delegation import running_delegations
+
+        return [f.robot_name for f in running_delegations(thread_id)] if thread_id else []
 
     def _keep_mark(self, thread_id: str, state: str) -> None:
         from workspace.session.run_marks import keep_mark
@@ -137,12 +163,13 @@ class RunFollowing(ApprovalsAndLearning):
         return len(self.waiting_approvals()) + sum(1 for s in self._unseen.values() if s == "review")
 
     def stop(self) -> None:
-        """Stop the open thread's run: the stream, in-flight tools, its pending approvals (runs of other
-        threads go on)."""
+        """Stop the open thread's run: the stream, in-flight tools, its pending approvals and what its robots
+        delegated in the background (runs of other threads go on)."""
         self.stop_thread(self.thread_id)
 
     def stop_thread(self, thread_id: str | None) -> None:
-        """Stop the runs of ``thread_id`` and the approvals waiting in it."""
+        """Stop the runs of ``thread_id``, the approvals waiting in it and the work its robots delegated in the
+        background (still going after the run that started it ended, too)."""
         for run in list(self._runs):
             if run.thread_id != thread_id:
                 continue
@@ -152,6 +179,13 @@ class RunFollowing(ApprovalsAndLearning):
                 log.warning("cancel failed: %s", exc)
         for _thread, _request, fut in self.waiting_approvals(thread_id):
             fut.cancel()
+        if thread_id:
+            from workspace.delegation import stop_delegations
+
+            stopped = stop_delegations(thread_id)
+            if stopped:
+                self.delegations_stopped.emit(thread_id, [f.run_id for f in stopped if f.run_id])
+                self.background_changed.emit()
         if self.session is not None and self.session.thread_id == thread_id and self.session.running:
             try:
                 self.session.stop()

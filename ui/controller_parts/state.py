@@ -59,6 +59,12 @@ class SessionState(QObject):
     #: The open thread's approvals still waiting, as [(ApprovalRequest, Future)], oldest first: shown again
     #: when the thread opens (each was asked while another thread was open, or before it was left).
     approvals_reshown = Signal(list)
+    #: Work a thread's robots delegated in the background started being followed or ended (its run ended first):
+    #: the message box's Stop follows (:meth:`~ui.controller_parts.runs.RunFollowing.background_work`).
+    background_changed = Signal()
+    #: Stop stopped work a thread's robots had delegated in the background: (the thread id, the ids of the
+    #: delegates' runs), so the chat's lanes say they were stopped.
+    delegations_stopped = Signal(str, list)
     #: A thread's verify started or ended (:class:`~workspace.session.verify.VerifyProgress`): the review shows it.
     verify_progress = Signal(object)
 
@@ -85,6 +91,8 @@ class SessionState(QObject):
         self._runs: list[RecordedRun] = []
         #: The run the bridge feeds to the chat now (the open thread's) and the task doing it.
         self._viewed: tuple[RecordedRun, asyncio.Task[object]] | None = None
+        #: The background delegations whose end is watched (:meth:`_watch_delegations`), by identity.
+        self._delegations_watched: set[int] = set()
         #: Threads whose run ended while they were not open, until opened: "finished", "failed" or "review".
         self._unseen: dict[str, str] = {}
         self._robots: list[RobotInfo] | None = None

@@ -124,20 +124,11 @@ class ThreadList(RunFollowing):
         except Exception as exc:
             self.problem.emit(f"Could not delete the thread: {exc}")
             return False
-        self.stop_thread(thread_id)  # a deleted thread's run does not go on out of sight
-        from workspace.delegation import stop_delegations
-
-        stop_delegations(thread_id)  # nor what its robots delegated in the background
+        self.stop_thread(thread_id)  # a deleted thread's run does not go on out of sight, nor what it delegated
         if self.session is not None and self._thread_id(self.session) == thread_id:
             self.new_thread()
         self.threads_changed.emit()
         return True
-
-    def delegations_running(self, thread_id: str) -> list[str]:
-        """The robots doing what ``thread_id``'s robots delegated to them in the background, still running."""
-        from workspace.delegation import running_delegations
-
-        return [f.robot_name for f in running_delegations(thread_id)]
 
     def restore_thread(self, thread_id: str) -> None:
         try:

@@ -57,12 +57,26 @@ class Runs(QObject):
         c.notice.connect(lambda text: s.notices.toast(text))
         composer.send_requested.connect(self.send)
         composer.stop_requested.connect(c.stop)
+        # Work delegated in the background that goes on after its run: Stop stays at hand, and its lanes say so.
+        c.background_changed.connect(self.sync_background)
+        c.thread_opened.connect(lambda _session: self.sync_background())
+        c.delegations_stopped.connect(self.on_delegations_stopped)
         chat.edit_submitted.connect(c.edit_and_resend)
         chat.regenerate_requested.connect(c.regenerate)
         chat.continue_requested.connect(self.continue_answer)
         chat.branch_requested.connect(c.switch_branch)
         chat.example_clicked.connect(self.send)
         chat.keyboard_released.connect(composer.focus)  # an approval answered: typing goes to the message box
+
+    def sync_background(self) -> None:
+        """The message box's button stops the open thread's background work while it runs and the box is empty."""
+        c = self.services.session
+        self.composer.set_background(bool(c.delegations_running(c.thread_id)))
+
+    def on_delegations_stopped(self, thread_id: str, run_ids: list[str]) -> None:
+        """Stop stopped what a thread's robots delegated: in the open thread, their lanes say so."""
+        if thread_id == self.services.session.thread_id:
+            self.chat.presenter.delegations_stopped(run_ids)
 
     # -- the user's commands ---------------------------------------------------------------------------
     def send(self, text: str) -> None:
@@ -108,18 +122,21 @@ class Runs(QObject):
         presenter.set_user(turn, turn_id=getattr(c.last_run, "turn_id", None))
 
     def escape(self) -> None:
-        """Esc: close the palette or an edit box first; otherwise stop the run."""
+        """Esc: close the palette or an edit box first; otherwise stop the run, and what the thread's robots
+        delegated in the background (still going after its run ended, too)."""
         c = self.services.session
         if self.palette.isVisible():
             self.palette.hide()
             return
         if c.running or c.pending_approvals:
-            c.stop()
+            c.stop()  # the run, and what its robots delegated in the background
             return
         for msg in self.chat.user_messages():
             if msg.editor is not None:
                 msg._edit_finish(False)
                 return
+        if c.delegations_running(c.thread_id):
+            c.stop()
 
     def last_user(self) -> UserMessage | None:
         """The last user message with a stored turn."""

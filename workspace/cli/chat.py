@@ -198,7 +198,9 @@ class Chat:
         if sig == signal.SIGINT and run is not None and not run.done and not self.interrupted:
             self.interrupted = True
             print("\nStopping the answer… (Ctrl-C again quits)", file=sys.stderr)
-            run.cancel("interrupted (Ctrl-C)")
+            from workspace.cli.runs import stop_run
+
+            stop_run(run, "interrupted (Ctrl-C)")  # and what its robots delegated in the background
             return
         self.args.quit_signal = sig
         if self._main is not None:

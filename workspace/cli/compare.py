@@ -220,8 +220,10 @@ class _Every:
         self.runs = runs
 
     def cancel(self, reason: str) -> None:
+        from workspace.cli.runs import stop_run
+
         for run in self.runs:
-            run.cancel(reason)
+            stop_run(run, reason)  # and what its robots delegated in the background
 
 
 class _Printer:

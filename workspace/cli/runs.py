@@ -146,7 +146,7 @@ def stop_on_signals(run: Any) -> Iterator[SignalStop]:
         if presses > 1 and main is not None:
             main.cancel()
             return
-        run.cancel(reason)  # first: a terminal gone (its reader killed) makes the print below raise
+        stop_run(run, reason)  # first: a terminal gone (its reader killed) makes the print below raise
         with contextlib.suppress(OSError, ValueError):
             print("\nCancelled. Stopping the run… (Ctrl-C again quits at once)", file=sys.stderr)
 
@@ -169,6 +169,17 @@ def stop_on_signals(run: Any) -> Iterator[SignalStop]:
             loop.remove_signal_handler(number)
             with contextlib.suppress(TypeError, ValueError):  # asyncio.Runner's own Ctrl-C handling
                 signal.signal(number, previous)
+
+
+def stop_run(run: Any, reason: str) -> None:
+    """Stop ``run`` the way the window's Stop does: the run, and the work its robots delegated in the background
+    (in its thread's runs; a run of no thread, in this run), which would otherwise go on until the process ends."""
+    from workspace.delegation import owner_of, stop_delegations
+
+    run.cancel(reason)
+    owner = owner_of(run)
+    if owner is not None:
+        stop_delegations(owner)
 
 
 def run_reporting_failure(args: argparse.Namespace, main: Any, *, who: str) -> int:

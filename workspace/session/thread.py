@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from workspace.agent import EventRun
     from workspace.attachments import Attachment
+    from workspace.delegation import DelegationFuture
     from workspace.network import Network
     from workspace.robot import Robot
 
@@ -81,10 +82,14 @@ class ThreadSession(ThreadHistory, ThreadChanges):
         found = self.attachments(turn_id)
         return {"attachments": found} if found else {}
 
-    def stop(self, reason: str = "stopped by the user") -> None:
-        """Cancel the running run (its stream and tool calls); nothing when idle."""
+    def stop(self, reason: str = "stopped by the user") -> list[DelegationFuture]:
+        """Cancel the running run (its stream and tool calls) and the work the thread's robots delegated in the
+        background that still runs (the run may have ended before it); the delegations it stopped."""
         if self.run is not None and not self.run.done:
             self.run.cancel(reason)
+        from workspace.delegation import stop_delegations
+
+        return stop_delegations(self.thread_id)
 
     def switch_branch(self, turn_id: str) -> TurnInfo:
         """Show the branch through ``turn_id`` (its latest continuation becomes current)."""

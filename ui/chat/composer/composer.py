@@ -112,6 +112,7 @@ class Composer(ComposerAttachments, QWidget):
         self.edit.textChanged.connect(self._fit)
         self.edit.width_changed.connect(self._fit)
         self.edit.textChanged.connect(self.refresh_slash)
+        self.edit.textChanged.connect(self._background_text)
         self.edit.completion_keys = self._slash_key
         self.edit.installEventFilter(self)
         self.frame.installEventFilter(self)
@@ -151,6 +152,9 @@ class Composer(ComposerAttachments, QWidget):
         outer.addWidget(holder, 100)
         outer.addStretch(1)
         self.running = False
+        #: Work the open thread's robots delegated in the background still runs (its run ended): while the box
+        #: is empty, the button stops it.
+        self.background = False
         self._update_button()
         self._fit()
 
@@ -175,27 +179,44 @@ class Composer(ComposerAttachments, QWidget):
         line_height = max(edit.fontMetrics().lineSpacing(), math.ceil(line))  # a laid-out line may be a pixel taller
         height = line_height * lines + math.ceil(2 * edit.document().documentMargin()) + around
         edit.setFixedHeight(max(30, height))
-        if not self.running:
+        if not self.stopping:
             self.button.setEnabled(bool(self.edit.toPlainText().strip()))
+
+    @property
+    def stopping(self) -> bool:
+        """The button stops (a run going, or background work with nothing typed) rather than sends."""
+        return self.running or (self.background and not self.edit.toPlainText().strip())
 
     def _update_button(self) -> None:
         c = theme.colors()
         fg = c.accent_text
-        if self.running:
+        stopping = self.stopping
+        if stopping:
             self.button.setIcon(theme.icon("stop", c.surface if c.name == "light" else c.window, 18))
-            self.button.setToolTip("Stop (Esc)")
+            self.button.setToolTip("Stop (Esc)" if self.running else
+                                   "Stop the work delegated in the background (Esc)")
             self.button.setEnabled(True)
         else:
             self.button.setIcon(theme.icon("send", fg, 18))
             self.button.setToolTip("Send (Ctrl+Enter)")
             self.button.setEnabled(bool(self.edit.toPlainText().strip()))
-        self.button.setProperty("running", self.running)
+        self.button.setProperty("running", stopping)
         self.button.style().unpolish(self.button)
         self.button.style().polish(self.button)
 
     def set_running(self, running: bool) -> None:
         self.running = running
         self._update_button()
+
+    def set_background(self, background: bool) -> None:
+        """Whether work delegated in the background still runs in the open thread (see :attr:`background`)."""
+        if background != self.background:
+            self.background = background
+            self._update_button()
+
+    def _background_text(self) -> None:
+        if self.background and not self.running:  # typing makes it Send again; an empty box, Stop
+            self._update_button()
 
     def add_side_widget(self, widget: QWidget) -> None:
         """Put ``widget`` (the model picker) on the row under the text, after the attach button (and any side
@@ -207,7 +228,7 @@ class Composer(ComposerAttachments, QWidget):
         self.edit.setPlaceholderText(f"Message {robot}…")
 
     def _on_button(self) -> None:
-        if self.running:
+        if self.stopping:
             self.stop_requested.emit()
         else:
             self.submit()

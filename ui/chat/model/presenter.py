@@ -235,6 +235,10 @@ class ChatPresenter:
         """The written changes were undone (or redone) from the card or the Changes dock."""
         self._changes.set_change_undone(self._column, item, undone)
 
+    def delegations_stopped(self, run_ids: Iterable[str]) -> int:
+        """Stop stopped delegates' runs that went on after the run that started them: their lanes say so."""
+        return self._lifecycle.background_stopped(self._column, run_ids)
+
     def lane(self, task: str, run_id: str | None = None) -> LaneItem | None:
         """The lane of ``task`` in network run ``run_id`` (default: the latest network run)."""
         return self._lanes.lane(self._column, task, run_id)

@@ -9,6 +9,7 @@ its thinking through the :class:`~ui.chat.model.text.Texts` and its network's la
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, assert_never
 
 from ui.chat.model.column import WAITING, Column
@@ -32,6 +33,10 @@ from workspace.session.recording import NOT_SAVED
 #: Why the lane of a run started in the background (a delegation) stops when the run that started it ended first.
 BACKGROUND_NOT_FOLLOWED = ("not followed: it went on in the background after the run that started it ended; its "
                            "later work is not in this conversation")
+
+#: Why such a lane stopped when the person pressed Stop while it still went on (Stop stops it).
+BACKGROUND_STOPPED = ("stopped: you pressed Stop while it went on in the background after the run that started it "
+                      "ended")
 
 
 class RunLifecycle:
@@ -137,6 +142,20 @@ class RunLifecycle:
             column.add(ErrorItem(parent=run.turn, run=run, message=text, fix=fix, error_type=event.error_type))
             return
         self.finish(column, run, outcome, message=message, ts=event.ts, result=result)
+
+    @staticmethod
+    def background_stopped(column: Column, run_ids: Iterable[str]) -> int:
+        """Stop stopped the delegates' runs ``run_ids`` that went on in the background after the run that started
+        them ended: their lanes say they were stopped, not that they were not followed. How many changed."""
+        wanted = set(run_ids)
+        changed = 0
+        for run in column.runs.values():
+            lane = run.inner
+            if lane is not None and lane.run_id in wanted and lane.reason == BACKGROUND_NOT_FOLLOWED:
+                lane.reason = BACKGROUND_STOPPED
+                column.listener.item_changed(lane)
+                changed += 1
+        return changed
 
     def _end_inner(self, column: Column, run: RunState, lane: CallLaneItem, outcome: RunOutcome, *,
                    message: str | None, ts: float | None) -> None:

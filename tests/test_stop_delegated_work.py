@@ -1,0 +1,180 @@
+"""Stop stops what a run's robots delegated in the background, not only the run: a thread's Stop
+(``ThreadSession.stop``, what the window's Stop and Esc use) while its run goes on or after it ended, and a command
+line's SIGTERM on a run of no thread (``robotlab run --no-record``'s path: ``print_events``). The delegate is a robot
+on the loopback OpenAI-compatible server whose model takes its time: stopped, its request is cut off (the server
+sees the client go) and no other request follows; not stopped, the request would stay open until the model answered
+and the delegate went on."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.bus_robots import robot
+from fakes.llm_server import FakeLLMServer, Reply
+
+from workspace import Robot
+from workspace.delegation import running_delegations
+from workspace.providers.testing import Pause, ScriptedProvider, ToolCall
+from workspace.tools.base import Tool
+
+# Bounds a hang only; no test measures time.
+HANG = 30.0
+
+
+@pytest.fixture
+def slow_server() -> Iterator[FakeLLMServer]:
+    """The loopback server whose model answers the delegate only after a long wait."""
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.say("Late answer.", stall_before=120))
+        yield server
+
+
+def manager_and_helper(server: FakeLLMServer, *, hold: asyncio.Event | None = None) -> tuple[Robot, list[Any]]:
+    """``manager`` (a scripted model) whose tool ``start`` delegates to ``helper`` (on ``server``) in the background;
+    its model's second answer waits for ``hold`` when given (the run goes on while the delegate works)."""
+    helper = robot("helper", server, "You help.")
+    futures: list[Any] = []
+
+    async def start(arguments: dict[str, Any]) -> str:
+        futures.append(await manager.delegate(to=helper, task="work slowly", background=True))
+        return "started"
+
+    second: list[Any] = [Pause(event=hold), "Started it."] if hold is not None else ["Started it."]
+    manager = Robot("manager", system_prompt="You manage.", knowledge_store=False,
+                    local_tools=[Tool("start", "Start the helper", {"type": "object", "properties": {}}, start)],
+                    provider=ScriptedProvider([[ToolCall("start", {}, id="c1")], second]))
+    return manager, futures
+
+
+async def until(predicate: Any, what: str) -> None:
+    for _ in range(int(HANG / 0.05)):
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def assert_stopped(server: FakeLLMServer, future: Any) -> None:
+    """The delegation ended cancelled, its model request was cut off and nothing more was asked."""
+    await until(future.done, "the delegation to stop")
+    with pytest.raises(asyncio.CancelledError):
+        await future.value(timeout=HANG)
+    await until(lambda: server.disconnects >= 1, "the delegate's request to be cut off")
+    await asyncio.sleep(0.3)
+    assert len(server.requests) == 1
+
+
+async def test_stop_while_the_run_goes_on_stops_what_it_delegated(slow_server: FakeLLMServer, tmp_path: Path) -> None:
+    from workspace.config import load_config
+    from workspace.session import Workspace
+
+    hold = asyncio.Event()
+    manager, futures = manager_and_helper(slow_server, hold=hold)
+    workspace = Workspace(config=load_config(env={}), db_path=tmp_path / "t.db")
+    try:
+        session = workspace.new_thread("manager", robot=manager)
+        run = session.send("get the helper going")
+        await until(lambda: futures and slow_server.requests, "the delegate's model call")
+        assert not futures[0].done()
+        stopped = session.stop()
+        assert type(await asyncio.wait_for(run.wait(), HANG)).__name__ == "RunCancelled"
+        await assert_stopped(slow_server, futures[0])
+        assert [f.robot_name for f in stopped] == ["helper"] and running_delegations(session.thread_id) == []
+    finally:
+        hold.set()
+        workspace.close()
+
+
+async def test_stop_after_the_run_ended_stops_what_it_delegated(slow_server: FakeLLMServer, tmp_path: Path) -> None:
+    from workspace.config import load_config
+    from workspace.session import Workspace
+
+    manager, futures = manager_and_helper(slow_server)
+    workspace = Workspace(config=load_config(env={}), db_path=tmp_path / "t.db")
+    try:
+        session = workspace.new_thread("manager", robot=manager)
+        run = session.send("get the helper going")
+        assert type(await asyncio.wait_for(run.wait(), HANG)).__name__ == "RunFinished"
+        await until(lambda: slow_server.requests, "the delegate's model call")
+        assert not futures[0].done() and not session.running
+        stopped = session.stop()
+        await assert_stopped(slow_server, futures[0])
+        assert [f.robot_name for f in stopped] == ["helper"]
+    finally:
+        workspace.close()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="signals")
+async def test_sigterm_on_a_run_of_no_thread_stops_what_it_delegated(slow_server: FakeLLMServer) -> None:
+    """The command line's path (``print_events`` with its signal handlers): the run is cancelled and its background
+    delegation with it, before the command goes on to its end (the delegation is kept by the run's id)."""
+    from workspace.cli.runs import print_events
+
+    hold = asyncio.Event()
+    manager, futures = manager_and_helper(slow_server, hold=hold)
+    printed: list[str] = []
+
+    class Printer:
+        def __call__(self, event: Any) -> None:
+            printed.append(event.kind)
+
+        def finish(self) -> None:
+            pass
+
+    run = manager.stream("get the helper going")
+
+    async def terminate() -> None:
+        await until(lambda: futures and slow_server.requests, "the delegate's model call")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    killer = asyncio.create_task(terminate())
+    try:
+        status, stopped = await asyncio.wait_for(print_events(run, Printer()), HANG)
+        await killer
+    finally:
+        hold.set()
+    assert (status, stopped.signal, printed[-1]) == (143, signal.SIGTERM, "run_cancelled")
+    await assert_stopped(slow_server, futures[0])
+    assert running_delegations(run.run_id) == []
+
+
+async def test_what_a_delegate_delegates_in_turn_stops_with_the_run_of_no_thread(slow_server: FakeLLMServer) -> None:
+    """A delegate's own background delegation belongs to the run that started the first one (the owner is carried
+    into the delegation's task), so stopping that run's delegations stops both."""
+    from workspace.delegation import owner_of, stop_delegations
+
+    deep = robot("deep", slow_server, "You dig.")
+    inner: list[Any] = []
+
+    async def dig(arguments: dict[str, Any]) -> str:
+        inner.append(await middle.delegate(to=deep, task="dig slowly", background=True))
+        return "digging"
+
+    middle = Robot("middle", system_prompt="You pass work on.", knowledge_store=False,
+                   local_tools=[Tool("dig", "Start digging", {"type": "object", "properties": {}}, dig)],
+                   provider=ScriptedProvider([[ToolCall("dig", {}, id="d1")], [Pause(HANG), "Dug."]]))
+    outer: list[Any] = []
+
+    async def start(arguments: dict[str, Any]) -> str:
+        outer.append(await top.delegate(to=middle, task="pass it on", background=True))
+        return "started"
+
+    top = Robot("top", system_prompt="You start.", knowledge_store=False,
+                local_tools=[Tool("start", "Start", {"type": "object", "properties": {}}, start)],
+                provider=ScriptedProvider([[ToolCall("start", {}, id="c1")], "Started it."]))
+    run = top.stream("go")
+    async for _event in run:
+        pass
+    await until(lambda: inner and slow_server.requests, "the second delegate's model call")
+    owner = owner_of(run)
+    assert owner == run.run_id and {f.robot_name for f in running_delegations(owner)} == {"middle", "deep"}
+    assert {f.robot_name for f in stop_delegations(owner)} == {"middle", "deep"}
+    await assert_stopped(slow_server, inner[0])
+    assert outer[0].done()

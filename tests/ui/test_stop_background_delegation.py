@@ -1,0 +1,155 @@
+"""A robot's tool delegates a task to another robot in the background, and the person presses Stop in the window:
+the delegation stops with the run (the Thread menu's Stop, Esc's action), or, when the run already ended, the message
+box's button — Stop while that work runs and the box is empty — stops it, and its lane in the chat says it was
+stopped, not that it was not followed. Switching to another thread stops nothing. The delegate is a robot on the
+loopback OpenAI-compatible server whose model takes its time: stopped, its request is cut off (the server sees the
+client go) and no other request follows. The window is the whole app; the store a SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.bus_robots import robot
+from fakes.llm_server import FakeLLMServer, Reply
+
+from tests.ui.conftest import running_app, wait_until
+from workspace.providers.testing import Pause, ScriptedProvider, ToolCall
+
+MANAGER = "---\nname: manager\ndescription: hands work on\ntools: [start_helper]\nmcp: none\n---\nYou manage.\n"
+
+
+@dataclass
+class Scene:
+    root: Any
+    server: FakeLLMServer
+    futures: list[Any] = field(default_factory=list)
+
+
+@pytest.fixture
+def slow_server() -> Iterator[FakeLLMServer]:
+    """The loopback server whose model answers the delegate only after a long wait."""
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.say("Late answer.", stall_before=120))
+        yield server
+
+
+@pytest.fixture
+async def scene(robotlab_home: Path, db_path: Path, tmp_path: Path, provider: ScriptedProvider,
+                slow_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Scene]:
+    """The app with the robot ``manager``, whose tool ``start_helper`` delegates to ``helper`` (on the slow
+    loopback server) in the background."""
+    from workspace.delegation import delegate
+    from workspace.tools import registry
+    from workspace.tools.base import Tool
+
+    helper = robot("helper", slow_server, "You help.")
+    futures: list[Any] = []
+
+    async def start(arguments: dict[str, Any]) -> str:
+        futures.append(await delegate(helper, "work slowly", delegated_by="manager", background=True))
+        return "started"
+
+    monkeypatch.setitem(registry._TOOLS, "start_helper",
+                        Tool("start_helper", "Start the helper", {"type": "object", "properties": {}}, start))
+    path = robotlab_home / "config" / "robots" / "manager.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(MANAGER, encoding="utf-8")
+    folder = tmp_path / "project"
+    folder.mkdir()
+    async with running_app(provider=provider, db_path=db_path, theme_name="light", folder=folder,
+                           size=(1280, 720)) as root:
+        root.window.robots.refresh()
+        root.window.robot_picker.setCurrentIndex(root.window.robot_model.row_of("manager"))
+        yield Scene(root, slow_server, futures)
+        for future in futures:  # (a delegation the test left running stops)
+            future.cancel()
+
+
+async def assert_stopped(scene: Scene) -> None:
+    """The delegation ended cancelled, its model request was cut off and nothing more was asked."""
+    (future,) = scene.futures
+    await wait_until(future.done, what="the delegation to stop")
+    with pytest.raises(asyncio.CancelledError):
+        await future.value(timeout=5)
+    await wait_until(lambda: scene.server.disconnects >= 1, what="the delegate's request to be cut off")
+    await asyncio.sleep(0.3)
+    assert len(scene.server.requests) == 1
+    assert scene.root.controller.delegations_running(scene.root.controller.thread_id) == []
+
+
+def button_stops(composer: Any) -> bool:
+    """The message box's button is Stop (what its tooltip says), not Send."""
+    return bool(composer.button.toolTip().startswith("Stop"))
+
+
+def lane_of_the_call(window: Any) -> Any:
+    call = window.chat.presenter.call("c1")
+    assert call is not None and call.inner is not None and call.inner.robot == "helper"
+    return call.inner
+
+
+async def test_stop_while_the_run_goes_on_stops_what_it_delegated(scene: Scene, provider: ScriptedProvider) -> None:
+    hold = asyncio.Event()
+    provider.enqueue([ToolCall("start_helper", {}, id="c1")], [Pause(event=hold), "Started it."])
+    window, controller = scene.root.window, scene.root.controller
+    window.runs.send("get the helper going")
+    await wait_until(lambda: scene.futures and scene.server.requests and len(provider.history) == 2,
+                     what="the caller's second model call and the delegation, both waiting")
+    await wait_until(lambda: window.chat.presenter.call("c1") is not None, what="the call's card")
+    assert controller.running and not scene.futures[0].done()
+
+    window.commands.by_name["stop"].trigger()  # the Thread menu's Stop, Esc's action
+    await assert_stopped(scene)
+    await wait_until(lambda: controller.idle, what="the run to stop")
+    lane = lane_of_the_call(window)
+    assert lane.status == "cancelled" and "stopped" in (lane.reason or "")
+    assert not button_stops(window.composer)  # nothing of the thread runs any more: the button sends
+    hold.set()
+
+
+async def test_the_button_stops_what_went_on_after_the_run_and_switching_stops_nothing(
+        scene: Scene, provider: ScriptedProvider) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    from ui.chat.model.runs import BACKGROUND_NOT_FOLLOWED
+
+    hold = asyncio.Event()  # the caller's run ends once its delegate's model was asked (its lane is in the card)
+    provider.enqueue([ToolCall("start_helper", {}, id="c1")], [Pause(event=hold), "Started it."])
+    window, controller = scene.root.window, scene.root.controller
+    composer = window.composer
+    window.runs.send("get the helper going")
+    await wait_until(lambda: scene.server.requests and len(provider.history) == 2, what="the delegate's model call")
+    hold.set()
+    await wait_until(lambda: scene.futures and controller.idle and scene.server.requests,
+                     what="the caller's run to end while its delegation waits")
+    thread_id = controller.thread_id
+    await wait_until(lambda: lane_of_the_call(window).reason == BACKGROUND_NOT_FOLLOWED, what="the lane to end")
+    await wait_until(lambda: button_stops(composer), what="the button to stop the background work")
+    assert "delegated in the background" in composer.button.toolTip()
+    composer.edit.setPlainText("a next message")  # typing: the button sends
+    assert not button_stops(composer) and composer.button.isEnabled()
+    composer.edit.clear()
+    assert button_stops(composer) and composer.button.isEnabled()
+
+    window.threads.new()  # another thread: the work goes on (runs in the background are a feature)
+    await wait_until(lambda: controller.thread_id != thread_id and not button_stops(composer),
+                     what="the new thread's button to send")
+    await asyncio.sleep(0.3)
+    assert not scene.futures[0].done() and scene.server.disconnects == 0
+    window.threads.open(thread_id)
+    await wait_until(lambda: controller.thread_id == thread_id and button_stops(composer),
+                     what="the thread's button to stop its background work again")
+    await wait_until(lambda: window.chat.presenter.call("c1") is not None, what="the thread's turns")
+
+    QTest.mouseClick(composer.button, Qt.MouseButton.LeftButton)
+    await assert_stopped(scene)
+    lane = lane_of_the_call(window)  # it says it was stopped, not that it was not followed
+    assert lane.status == "cancelled" and (lane.reason or "").startswith("stopped: you pressed Stop")
+    await wait_until(lambda: not button_stops(composer), what="the button to send again")
+    assert not composer.button.isEnabled()  # (the box is empty)
