@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
-from PySide6.QtCore import QSize, Qt, QTimer
+from PySide6.QtCore import QSize, QSizeF, Qt, QTimer
 from PySide6.QtGui import QContextMenuEvent, QGuiApplication, QWheelEvent
 from PySide6.QtWidgets import QFrame, QLabel, QScrollBar, QSizePolicy, QTextBrowser, QVBoxLayout, QWidget
 
@@ -71,8 +71,8 @@ class Piece(QTextBrowser):
         self.document().documentLayout().documentSizeChanged.connect(self._fit)
         self.setFixedHeight(1)
 
-    def _fit(self, size: object = None) -> None:
-        height = max(1, int(self.document().size().height() + 0.999))
+    def _fit(self, size: QSizeF) -> None:
+        height = max(1, int(size.height() + 0.999))  # (not document().size(): it would ask the layout again)
         if height != self.height():
             self.setFixedHeight(height)
 
