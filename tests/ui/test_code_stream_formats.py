@@ -152,3 +152,14 @@ def test_a_finished_streamed_block_shows_each_character_as_rendering_it_at_once(
         assert board.text() == code.rstrip("\n")
     finally:
         theme.apply_theme(app, "light")
+
+
+def test_a_paragraph_separator_in_a_line_keeps_the_line_one_paragraph(qtbot: Any) -> None:
+    """A line is one paragraph of its piece (the line being written is found by its number): a paragraph
+    separator (U+2029) in the code is drawn as a line separator, and every line still shows what it is."""
+    code = "start\n" + "".join(f"s_{i} = 'a\u2029b {i}'  # c\u2029d\n" for i in range(200))
+    block = stream_block(qtbot, "python", code, 4)
+    doc = shown(block)
+    assert doc.blockCount() == block.code.count("\n") + 1
+    got = "".join(ch for ch, _f in characters(doc))
+    assert got == (block.code + "\n").replace("\u2029", "\u2028")

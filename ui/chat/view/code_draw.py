@@ -46,7 +46,10 @@ def _mono_family() -> str:
 
 
 def _write_runs(cursor: QTextCursor, line: str, family: str, *, skip: int = 0) -> None:
-    """Insert a line's runs at ``cursor``, less its first ``skip`` characters (shown already)."""
+    """Insert a line's runs at ``cursor``, less its first ``skip`` characters (shown already). A paragraph
+    separator (U+2029) is inserted as a line separator: a line stays one paragraph of the document."""
+    if "\u2029" in line:
+        line = line.replace("\u2029", "\u2028")
     if "<" not in line:  # no span: plain text (a language without a lexer)
         text = html.unescape(line)[skip:]
         if text:
