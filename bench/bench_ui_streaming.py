@@ -9,6 +9,9 @@ against its whole highlight runs after it is shown; the same speed per second of
 well (on a busy machine the wall clock is mostly other processes' share). Target: each code block at least as fast as
 prose, no stall over 16 ms on a quiet machine (50 ms on a busy one).
 
+Then the chat view alone: this process's CPU per flush of 300 characters into a
+:class:`~ui.chat.view.stream.MarkdownStream`, prose against each code block (target: code at most prose's).
+
 Then two figures:
 
 * ``bridge``: text_delta events pushed straight into :class:`ui.bridge.RunBridge` (no
@@ -219,6 +222,40 @@ async def bench_answers(root: object, prose: list[str]) -> dict[str, Any]:
     return out
 
 
+def bench_view_flushes(prose: list[str], *, flush: int = 300, runs: int = 3) -> dict[str, float]:
+    """The chat view alone (a :class:`ui.chat.view.stream.MarkdownStream` in a scroll area, laid out and
+    painted): this process's CPU per flush of ``flush`` characters, the best of ``runs``, for 50 KB of
+    the prose answer and each code answer. The window's figures above add what each token costs on its
+    way (bridge, trace, docks): code tokens are shorter, so more of them carry a KB."""
+    from PySide6.QtWidgets import QApplication, QScrollArea
+
+    from ui.chat.view.stream import MarkdownStream
+
+    texts = {"prose": "".join(prose)[:50_000], **{name: "".join(make()) for name, make in CODE_ANSWERS.items()}}
+    best: dict[str, float] = {}
+    for _ in range(runs):
+        for name, text in texts.items():
+            area = QScrollArea()
+            area.setWidgetResizable(True)
+            area.resize(900, 700)
+            view = MarkdownStream()
+            area.setWidget(view)
+            area.show()
+            QApplication.processEvents()
+            start = time.process_time()
+            for at in range(0, len(text), flush):
+                view.append(text[at:at + flush])
+                QApplication.processEvents()
+                while view.pending:
+                    QApplication.processEvents()
+            per_flush = (time.process_time() - start) / -(-len(text) // flush)
+            best[name] = min(best.get(name, per_flush), per_flush)
+            area.close()
+            area.deleteLater()
+            QApplication.processEvents()
+    return {name: round(seconds * 1000, 2) for name, seconds in best.items()}
+
+
 async def bench_end_to_end(root: object, tokens: list[str], provider: object) -> dict[str, float]:
     window = root.window  # type: ignore[attr-defined]
     controller = root.controller  # type: ignore[attr-defined]
@@ -300,6 +337,10 @@ def main() -> int:
               f"tokens/s: {code['tokens_per_s'] / prose['tokens_per_s']:.2f} x, code tokens are shorter; "
               f"per CPU s: {code['kb_per_cpu_s'] / prose['kb_per_cpu_s']:.2f} x), "
               f"worst stall {code['worst_stall_ms']:.1f} ms (target: < 16 ms quiet, < 50 ms busy)")
+    view = bench_view_flushes(tokens)
+    print("the chat view alone, CPU per flush of 300 characters (best of 3): "
+          + ", ".join(f"{name} {ms:.2f} ms" for name, ms in view.items())
+          + " (target: each code block's at most prose's)")
     if answers_only:
         return 0
     print(f"bridge -> chat view: {bridge['tokens_per_s']:,.0f} tokens/s ({bridge['tokens']:,} tokens in "
@@ -309,6 +350,7 @@ def main() -> int:
     print("targets: >= 5,000 tokens/s, no stall over 50 ms")
     result = {
         "answers": answers,
+        "view_ms_per_flush": view,
         "bridge": {k: round(v, 1) for k, v in bridge.items()},
         "end_to_end": {k: round(v, 1) for k, v in e2e.items()},
         "targets": {"tokens_per_s": 5000, "longest_stall_ms": 50},

@@ -194,15 +194,20 @@ def test_finished_lines_are_highlighted_once_and_frozen_pieces_never_set_again(
         lexed.append(text)
         return real_lex(lexer, text, stack)
 
-    sets: dict[int, list[int]] = {}
-    real_set = Piece.setHtml
+    # What each piece's document was changed by: (characters removed, characters added), a write each.
+    writes: dict[int, list[tuple[int, int]]] = {}
+    set_html: list[int] = []
+    real_init = Piece.__init__
 
-    def set_html(self: Piece, html: str) -> None:
-        sets.setdefault(id(self), []).append(len(html))
-        real_set(self, html)
+    def init(self: Piece, parent: Any) -> None:
+        real_init(self, parent)
+        key = id(self)
+        self.document().contentsChange.connect(
+            lambda _at, removed, added: writes.setdefault(key, []).append((removed, added)))
 
     monkeypatch.setattr(code_lines, "_lex_from", counting)
-    monkeypatch.setattr(Piece, "setHtml", set_html)
+    monkeypatch.setattr(Piece, "__init__", init)
+    monkeypatch.setattr(Piece, "setHtml", lambda self, html: set_html.append(len(html)))
     body = "".join(f"    value_{i} = compute(event, {i}) * 2  # step {i}\n" for i in range(1200))  # ~50 KB
     view = MarkdownStream()
     qtbot.addWidget(view)
@@ -224,20 +229,24 @@ def test_finished_lines_are_highlighted_once_and_frozen_pieces_never_set_again(
     assert all(counts.get(line, 0) >= 1 for line in streamed)
     assert sum(counts.get(line, 0) for line in streamed) <= 1.2 * len(streamed), "finished lines lexed again"
     assert sum(map(len, lexed)) < 3 * len(body)  # the whole block on every flush would be ~600 times it
-    # The frozen pieces were each set once, and hold what the one-shot highlight of their lines is.
+    # The frozen pieces were written a batch of lines at a time, at their end, never set again, and hold
+    # what the one-shot highlight of their lines is; no piece's whole HTML is ever set.
     pieces = code.pieces
     frozen = pieces[:-2]
     assert len(frozen) >= len(body) // (2 * PIECE_CHARS)
-    assert all(len(sets[id(piece)]) <= 1 + PIECE_CHARS // len(lines[0]) for piece in frozen)
-    before = {id(piece): len(sets[id(piece)]) for piece in frozen}
+    assert all(0 < len(writes[id(piece)]) <= 1 + PIECE_CHARS // len(lines[0]) for piece in frozen)
+    # (the first write formats the empty document's one paragraph: one character "removed" and added again)
+    assert all(sum(removed for removed, _added in writes[id(piece)]) <= 1 for piece in frozen), "a piece written again"
+    before = {id(piece): len(writes[id(piece)]) for piece in frozen}
     more = "".join(f"    more_{i} = {i}\n" for i in range(300)) + "```\n"
     for start in range(0, len(more), 40):
         view.append(more[start:start + 40])
         QApplication.processEvents()
     qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)
-    assert {id(piece): len(sets[id(piece)]) for piece in frozen} == before, "a frozen piece was set again"
-    biggest = max(n for piece in code.pieces for n in sets.get(id(piece), [0]))
-    assert biggest < 40 * PIECE_CHARS  # the HTML of a piece, never of the block (~2 MB of HTML here)
+    assert {id(piece): len(writes[id(piece)]) for piece in frozen} == before, "a frozen piece was set again"
+    biggest = max(added for piece in code.pieces for _removed, added in writes.get(id(piece), [(0, 0)]))
+    assert biggest < 2 * PIECE_CHARS  # a batch of lines, never the block (~60 KB here)
+    assert not set_html, "a piece's whole HTML was set"
     assert code.shown_lines() == markdown.highlight(body + more[:-4].rstrip("\n"), "python").split("\n")
 
 

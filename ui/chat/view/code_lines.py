@@ -229,7 +229,7 @@ def whole_lines(code: str, language: str | None) -> Iterator[list[str] | None]:
 _SPAN = re.compile(r'<span style="([^"]*)">([^<]*)</span>|([^<]+)')
 
 
-def _runs(line: str) -> list[tuple[str, str]]:
+def runs(line: str) -> list[tuple[str, str]]:
     """(style, text) of each span or text of a line's HTML, the text as shown."""
     return [(m.group(1) or "", html.unescape(m.group(2) if m.group(1) is not None else m.group(3)))
             for m in _SPAN.finditer(line)]
@@ -258,7 +258,7 @@ def colours(line: str) -> list[tuple[str, str]]:
     """A line's HTML as runs of one style (neighbouring spans of one style merged): two lines with
     equal runs look the same."""
     out: list[tuple[str, str]] = []
-    for style, text in _runs(line):
+    for style, text in runs(line):
         if not text:
             continue
         if out and out[-1][0] == style:
@@ -273,7 +273,7 @@ def split_html(line: str, sizes: list[int]) -> list[str]:
     parts: list[str] = []
     current: list[str] = []
     room = sizes[0] if sizes else 0
-    for style, text in _runs(line):
+    for style, text in runs(line):
         while len(parts) < len(sizes) - 1 and len(text) >= room:
             head, text = text[:room], text[room:]
             if head:

@@ -7,7 +7,9 @@ finished lines since (set again when a line is finished); and a live piece, the 
 (with the lines of a string still open). A line longer than
 :data:`~ui.chat.view.code_lines.LONG_LINE_CHARS` (a minified document) is cut while it streams: its
 beginning goes into the recent piece a paragraph of that size at a time, so neither the lexer nor the
-layout sees the whole line on a flush. So a flush costs the live piece, not the block. Copy copies the whole code, the Wrap toggle applies to every piece (one shared
+layout sees the whole line on a flush. So a flush costs the live piece, not the block. Lines are
+written into a piece's document with a cursor, a run of one style at a time (:mod:`ui.chat.view.code_draw`),
+never by setting or inserting HTML: the line being written is replaced from where it changed. Copy copies the whole code, the Wrap toggle applies to every piece (one shared
 scroll bar when lines do not wrap). Once the block closes, the lines shown are checked against the
 block highlighted whole (a step per turn of the event loop), and the pieces that differ (a lexer
 rule over several lines) are set again; a line cut while it streamed stays in its paragraphs.
@@ -18,11 +20,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
-from PySide6.QtCore import QSize, Qt, QTimer
-from PySide6.QtGui import QContextMenuEvent, QGuiApplication, QTextCursor, QWheelEvent
+from PySide6.QtCore import QSize, QSizeF, Qt, QTimer
+from PySide6.QtGui import QContextMenuEvent, QGuiApplication, QWheelEvent
 from PySide6.QtWidgets import QFrame, QLabel, QScrollBar, QSizePolicy, QTextBrowser, QVBoxLayout, QWidget
 
 from ui import markdown, theme
+from ui.chat.view import code_draw
 from ui.chat.view.code_lines import (
     LONG_LINE_CHARS,
     LOOKAHEAD_CHARS,
@@ -64,11 +67,12 @@ class Piece(QTextBrowser):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.viewport().setAutoFillBackground(False)
         self.document().setDocumentMargin(0)
+        self.document().setUndoRedoEnabled(False)  # written a line at a time: no undo history to keep
         self.document().documentLayout().documentSizeChanged.connect(self._fit)
         self.setFixedHeight(1)
 
-    def _fit(self, size: object = None) -> None:
-        height = max(1, int(self.document().size().height() + 0.999))
+    def _fit(self, size: QSizeF) -> None:
+        height = max(1, int(size.height() + 0.999))  # (not document().size(): it would ask the layout again)
         if height != self.height():
             self.setFixedHeight(height)
 
@@ -221,16 +225,10 @@ class CodeStream(QWidget):
         if not blocks:
             return
         shown = self._blocks.setdefault(piece, [])
-        if not shown:
-            shown += blocks
-            piece.setHtml(markdown.code_lines_html("\n".join(blocks), wrap=self.wrap))
+        code_draw.write_lines(piece.document(), blocks, wrap=self.wrap, after=len(shown))
+        shown += blocks
+        if piece.isHidden():
             piece.setVisible(True)
-        else:
-            shown += blocks
-            cursor = QTextCursor(piece.document())
-            cursor.movePosition(QTextCursor.MoveOperation.End)
-            cursor.insertBlock()
-            cursor.insertHtml(markdown.code_lines_html("\n".join(blocks), wrap=self.wrap))
         if not self.wrap:
             self._fit_bar()
 
@@ -241,10 +239,16 @@ class CodeStream(QWidget):
         self._shown[piece] = lines
         self._set(piece, lines)
 
-    def _set(self, piece: Piece, blocks: list[str]) -> None:
+    def _set(self, piece: Piece, blocks: list[str], *, anew: bool = False) -> None:
+        """Show ``blocks`` in ``piece``: the paragraphs it shows already as they are stay (the live line
+        is replaced in place), the others are written again; ``anew``: all of them (Wrap toggled)."""
+        doc = piece.document()
+        if anew:
+            doc.clear()
+        code_draw.replace_lines(doc, [] if anew else self._blocks.get(piece, []), blocks, wrap=self.wrap)
         self._blocks[piece] = list(blocks)
-        piece.setHtml(markdown.code_lines_html("\n".join(blocks), wrap=self.wrap))
-        piece.setVisible(bool(blocks))
+        if piece.isHidden() == bool(blocks):
+            piece.setVisible(bool(blocks))
         if not self.wrap:
             self._fit_bar()
 
@@ -305,7 +309,7 @@ class CodeStream(QWidget):
         self.wrap = wrap
         self._set_header()
         for piece in self.pieces:
-            self._set(piece, self._blocks.get(piece, []))
+            self._set(piece, self._blocks.get(piece, []), anew=True)
         if wrap:
             self.bar.hide()
             self._scroll(0)

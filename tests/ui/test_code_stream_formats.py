@@ -1,0 +1,165 @@
+"""A streamed code block's pieces are written with a cursor, a run of one style at a time (never their
+HTML set): what a finished block shows is what its code rendered at once shows, character for character
+(the same text, the same format: colour, weight, slant, font), paragraph for paragraph (the same wrap),
+whatever the language, the theme and how the answer was cut in tokens; Copy copies exactly the code."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from PySide6.QtGui import QGuiApplication, QTextDocument
+from PySide6.QtWidgets import QApplication
+
+from ui import markdown, theme
+from ui.chat.view.code_stream import CodeStream
+from ui.chat.view.stream import MarkdownStream
+
+
+@pytest.fixture(autouse=True)
+def _app(qapp_instance: object) -> None:
+    return None
+
+
+def code_for(language: str | None, seed: int) -> str:
+    """About 5 KB of code in ``language`` with what highlighting and HTML must both get right: entities,
+    quotes, tabs, non-ASCII text, empty lines, strings and comments, lines of various lengths."""
+    rng = random.Random(seed)
+    words = ("alpha", "beta", "<tag>", "a & b", "ünï", "日本", "x\ty", "'q'", '"dq"', "#", "//", "/*", "*/", "{", "}")
+    out: list[str] = ["start\n"]  # (a first empty line: Qt's HTML import drops a newline just after <pre>)
+    i = 0
+    while sum(map(len, out)) < 5_000:
+        i += 1
+        w = " ".join(rng.choice(words) for _ in range(rng.randint(0, 6)))
+        if language == "python":
+            out.append(rng.choice([f"def f_{i}(x):\n    return x * {i}  # {w}\n", f"s_{i} = {w!r}\n", "\n",
+                                   f'    """{w}"""\n', f"\tvalue_{i} = [{i}, {i}.5, None]\n"]))
+        elif language == "cpp":
+            out.append(rng.choice([f"int f_{i}(int x) {{ return x * {i}; }}  // {w}\n", f'auto s_{i} = "{w}";\n',
+                                   "\n", f"/* {w} */\n", f"#include <v_{i}>\n"]))
+        elif language == "json":
+            out.append(rng.choice([f'  {{"k_{i}": {i}, "s": "{w}", "n": null, "t": true}},\n', "\n"]))
+        elif language == "bash":
+            out.append(rng.choice([f'echo "{w}" | grep -v x_{i}  # c\n', f"export V_{i}=$HOME/{i}\n", "\n"]))
+        else:
+            out.append(f"{w} {i}\n")
+    return "".join(out)
+
+
+def stream_block(qtbot: Any, language: str | None, code: str, seed: int) -> CodeStream:
+    view = MarkdownStream()
+    qtbot.addWidget(view)
+    view.resize(700, 100)
+    text = f"```{language or ''}\n{code}"
+    rng = random.Random(seed)
+    pos = 0
+    while pos < len(text):
+        size = rng.choice([1, 3, 5, 40, 200])
+        view.append(text[pos:pos + size])
+        pos += size
+        if rng.random() < 0.5:
+            QApplication.processEvents()
+    view.append("```\n")
+    qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)  # bounds a hang
+    codes = view.findChildren(CodeStream)
+    assert len(codes) == 1, "the block grew in a CodeStream"
+    return codes[0]
+
+
+def characters(doc: QTextDocument) -> list[tuple[str, dict[int, Any]]]:
+    """Each character of ``doc`` (a paragraph's end as "\\n") with its format's properties."""
+    out: list[tuple[str, dict[int, Any]]] = []
+    block = doc.begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            fragment = it.fragment()
+            props = fragment.charFormat().properties()
+            out += [(ch, props) for ch in fragment.text()]
+            it += 1
+        out.append(("\n", {}))
+        block = block.next()
+    return out
+
+
+def paragraph_formats(doc: QTextDocument) -> list[dict[int, Any]]:
+    out, block = [], doc.begin()
+    while block.isValid():
+        out.append(block.blockFormat().properties())
+        block = block.next()
+    return out
+
+
+def rendered_at_once(code: str, language: str | None, *, wrap: bool) -> QTextDocument:
+    """The code rendered at once, as a code block's lines are (its highlighted HTML in the block's pre)."""
+    doc = QTextDocument()
+    doc.setDocumentMargin(0)
+    doc.setHtml(markdown.code_lines_html(markdown.highlight(code, language), wrap=wrap))
+    return doc
+
+
+def shown(code: CodeStream) -> QTextDocument:
+    """The pieces shown, one after the other, as one document (each piece's text and formats)."""
+    doc = QTextDocument()
+    cursor = doc.rootFrame().lastCursorPosition()
+    first = True
+    for piece in code.pieces:
+        if piece.isHidden():
+            continue
+        block = piece.document().begin()
+        while block.isValid():
+            if not first:
+                cursor.insertBlock(block.blockFormat(), block.charFormat())
+            else:
+                cursor.setBlockFormat(block.blockFormat())
+                cursor.setBlockCharFormat(block.charFormat())
+                first = False
+            it = block.begin()
+            while not it.atEnd():
+                cursor.insertText(it.fragment().text(), it.fragment().charFormat())
+                it += 1
+            block = block.next()
+    return doc
+
+
+@pytest.mark.parametrize("theme_name", ["light", "dark"])
+@pytest.mark.parametrize("language", ["python", "cpp", "json", "bash", None])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_finished_streamed_block_shows_each_character_as_rendering_it_at_once(
+        qtbot: Any, language: str | None, seed: int, theme_name: str) -> None:
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    theme.apply_theme(app, theme_name)
+    try:
+        code = code_for(language, seed)
+        block = stream_block(qtbot, language, code, seed)
+        assert block.code == code.rstrip("\n")
+        streamed, whole = shown(block), rendered_at_once(block.code, language, wrap=True)
+        got, expected = characters(streamed), characters(whole)
+        assert "".join(ch for ch, _f in got) == "".join(ch for ch, _f in expected) == block.code + "\n"
+        for at, ((ch, fmt), (_ch, want)) in enumerate(zip(got, expected, strict=True)):
+            assert fmt == want, f"character {at} ({ch!r}) of line {block.code[:at].count(chr(10)) + 1}"
+        assert len({str(f) for _ch, f in got}) > (2 if language else 0)  # colours the test can tell apart
+        assert paragraph_formats(streamed) == paragraph_formats(whole)
+        # Wrap off: every paragraph is drawn again, still character for character the code rendered at once.
+        block.set_wrap(False)
+        unwrapped = rendered_at_once(block.code, language, wrap=False)
+        assert characters(shown(block)) == characters(unwrapped)
+        assert paragraph_formats(shown(block)) == paragraph_formats(unwrapped)
+        board = QGuiApplication.clipboard()
+        block.header.linkActivated.emit(f"{markdown.COPY_SCHEME}:0")
+        assert board.text() == code.rstrip("\n")
+    finally:
+        theme.apply_theme(app, "light")
+
+
+def test_a_paragraph_separator_in_a_line_keeps_the_line_one_paragraph(qtbot: Any) -> None:
+    """A line is one paragraph of its piece (the line being written is found by its number): a paragraph
+    separator (U+2029) in the code is drawn as a line separator, and every line still shows what it is."""
+    code = "start\n" + "".join(f"s_{i} = 'a\u2029b {i}'  # c\u2029d\n" for i in range(200))
+    block = stream_block(qtbot, "python", code, 4)
+    doc = shown(block)
+    assert doc.blockCount() == block.code.count("\n") + 1
+    got = "".join(ch for ch, _f in characters(doc))
+    assert got == (block.code + "\n").replace("\u2029", "\u2028")
