@@ -16,6 +16,7 @@ events when it opens.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 from collections.abc import Callable, Iterator, Mapping
@@ -190,20 +191,26 @@ class Docks(Mapping[str, QDockWidget]):
         return len(self._docks)
 
     # -- construction ----------------------------------------------------------------------------------
-    def register(self, spec: DockSpec, widget: QWidget) -> QDockWidget:
-        """Add the dock of ``spec`` (tabbed with the others in its area) and a View action for it."""
-        key, title, area = spec.key, spec.title, spec.area
-        w = self.window
-        dock = QDockWidget(title, w)
-        dock.setObjectName(f"dock-{key}")
-        # The dock area is as wide as its widest pane's minimum (tabbed docks too): a set minimum keeps
-        # one pane's long text or hidden page from making the window wider; panes elide or wrap below it.
-        widget.setMinimumWidth(DOCK_MIN_WIDTH)
-        dock.setWidget(widget)
+    def _new_dock(self, spec: DockSpec) -> QDockWidget:
+        """The dock of ``spec``, not in the window yet (:meth:`register` puts it there)."""
+        dock = QDockWidget(spec.title, self.window)
+        dock.setObjectName(f"dock-{spec.key}")
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetClosable
                          | QDockWidget.DockWidgetFeature.DockWidgetMovable
                          | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
         dock.setTitleBarWidget(QWidget(dock))  # tabbed docks: the tab is the title
+        return dock
+
+    def register(self, spec: DockSpec, widget: QWidget, *, dock: QDockWidget | None = None) -> QDockWidget:
+        """Add the dock of ``spec`` (tabbed with the others in its area; ``dock``: the one the widget was made in,
+        else a new one) and a View action for it."""
+        key, area = spec.key, spec.area
+        w = self.window
+        dock = dock or self._new_dock(spec)
+        # The dock area is as wide as its widest pane's minimum (tabbed docks too): a set minimum keeps
+        # one pane's long text or hidden page from making the window wider; panes elide or wrap below it.
+        widget.setMinimumWidth(DOCK_MIN_WIDTH)
+        dock.setWidget(widget)
         existing = [d for d in self._docks.values() if w.dockWidgetArea(d) == area]
         w.addDockWidget(area, dock)
         if existing:
@@ -357,14 +364,21 @@ class Docks(Mapping[str, QDockWidget]):
             importlib.import_module(module_name)
             yield
         factory = cast(PaneFactory, getattr(sys.modules[module_name], function))
-        pane = factory(context)
+        # The pane is made inside its dock (one made now, put in the window with the pane, for a dock that comes
+        # with its pane): a pane moved from another parent into its dock had the style sheet worked out anew for
+        # each of its widgets, 8-20 ms a pane.
+        new_dock = None if spec.key in self._docks else self._new_dock(spec)
+        dock = self._docks[spec.key] if new_dock is None else new_dock
+        pane = factory(dataclasses.replace(context, parent=dock))
         if pane is None:
+            if new_dock is not None:
+                new_dock.deleteLater()
             return
         yield
-        if spec.key in self._docks:
+        if new_dock is None:
             self.replace_widget(spec.key, pane)
         else:
-            self.register(spec, pane)
+            self.register(spec, pane, dock=new_dock)
         self.panes[spec.key] = pane
         for wire in self._on_made.get(spec.key, []):
             wire(pane)
