@@ -375,6 +375,10 @@ class Docks(Mapping[str, QDockWidget]):
                 new_dock.deleteLater()
             return
         yield
+        # A pane made in parts (``build_steps()``: the Changes pane) has the rest made a part per step.
+        more = getattr(pane, "build_steps", None)
+        for _ in more() if callable(more) else ():
+            yield
         if new_dock is None:
             self.replace_widget(spec.key, pane)
         else:
