@@ -14,6 +14,7 @@ from PySide6.QtGui import QGuiApplication, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
+    QDockWidget,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -175,6 +176,8 @@ class McpPane(QWidget):
         self.output_tabs.addTab(QWidget(self.output_tabs), "Output")
         self.output_tabs.addTab(QWidget(self.output_tabs), "Log")
         self.output_tabs.currentChanged.connect(self._output_tab_shown)
+        if isinstance(parent, QDockWidget):  # made in its dock: the output tab in front is made when the dock shows
+            parent.visibilityChanged.connect(self._dock_shown)
         dl.addWidget(self.output_tabs, 1)
         splitter.addWidget(self.table)
         splitter.addWidget(details)
@@ -329,10 +332,16 @@ class McpPane(QWidget):
         elif index == 1:
             self.log_page  # noqa: B018 - made as its tab is shown
 
+    def _dock_shown(self, visible: bool) -> None:
+        if visible:
+            self._output_tab_shown(self.output_tabs.currentIndex())
+
     def showEvent(self, event: QShowEvent) -> None:
-        """The first time the pane shows: the output tab in front is made (the Output tab, unless one was picked)."""
+        """Shown outside a dock: the output tab in front is made (in a dock, when the dock's tab is the one in front:
+        a dock behind another's tab is visible to Qt too)."""
         super().showEvent(event)
-        self._output_tab_shown(self.output_tabs.currentIndex())
+        if not isinstance(self.parentWidget(), QDockWidget):
+            self._output_tab_shown(self.output_tabs.currentIndex())
 
     def current(self) -> ServerStatus | None:
         index = self.table.currentIndex()

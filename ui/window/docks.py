@@ -100,8 +100,9 @@ DOCKS: tuple[DockSpec, ...] = (
     DockSpec("memory", "Memory", "ui.inspector.panes:make_memory", "memory", "Ctrl+Shift+M", early=True, lazy=True),
     DockSpec("trace", "Trace", "ui.inspector.trace_pane:make_trace", "trace", "Ctrl+Shift+R", early=True,
              lazy=True),
-    # (MCP servers: its pane owns the MCP manager, which starts the servers: made at start-up.)
-    DockSpec("mcp", "MCP servers", "ui.mcp.pane:make_pane", "server", "Ctrl+Shift+S"),
+    # (MCP servers: its pane owns the MCP manager, which starts the servers: made at start-up, in its dock made
+    # early, behind the others: the pane does not show then, and makes its Output and Log tabs when it first does.)
+    DockSpec("mcp", "MCP servers", "ui.mcp.pane:make_pane", "server", "Ctrl+Shift+S", early=True),
     DockSpec("network", "Network", "ui.network.pane:make_pane", _network_icon, "Ctrl+Shift+N", lazy=True),
 )
 
@@ -260,6 +261,13 @@ class Docks(Mapping[str, QDockWidget]):
                               commands.docks_menu)
             go.setToolTip(f"Show {title} and put the keyboard there (again: back to the message box)")
 
+    def _remove_dock(self, key: str) -> None:
+        """Take an early dock out of the window (its pane could not be made): its tab and its View action go."""
+        dock = self._docks.pop(key)
+        dock.toggleViewAction().setVisible(False)
+        self.window.removeDockWidget(dock)
+        dock.deleteLater()
+
     def replace_widget(self, key: str, widget: QWidget) -> None:
         """Put a dock's real pane in place of the placeholder it was registered with."""
         dock = self._docks[key]
@@ -370,8 +378,10 @@ class Docks(Mapping[str, QDockWidget]):
         new_dock = None if spec.key in self._docks else self._new_dock(spec)
         dock = self._docks[spec.key] if new_dock is None else new_dock
         pane = factory(dataclasses.replace(context, parent=dock))
-        if pane is None:
-            if new_dock is not None:
+        if pane is None:  # no such pane in this window (MCP without its SDK): no dock either
+            if new_dock is None:
+                self._remove_dock(spec.key)
+            else:
                 new_dock.deleteLater()
             return
         yield
