@@ -322,11 +322,13 @@ async def test_each_pane_is_made_inside_its_dock(db_path: Path, monkeypatch: pyt
 async def test_the_mcp_pane_makes_its_output_and_log_tabs_when_they_first_show(db_path: Path, robotlab_home: Path) -> None:
     # The MCP servers pane is made at start-up behind the inspector's tabs: its Output and Log tabs (text views) and
     # its sign-in row are made when first needed, and show then what came before.
-    from PySide6.QtWidgets import QPlainTextEdit
+    from PySide6.QtWidgets import QComboBox, QPlainTextEdit, QPushButton
 
     from ui.app import Application
-    from ui.mcp.parts import LogPage, SignInRow
     from workspace.mcp import set_default_manager
+
+    def sign_in_buttons() -> list[QPushButton]:
+        return [b for b in pane.findChildren(QPushButton) if b.text() in ("Sign in", "Copy link", "Sign out")]
 
     config = robotlab_home / "config" / "config.yaml"
     config.parent.mkdir(parents=True, exist_ok=True)
@@ -342,8 +344,8 @@ async def test_the_mcp_pane_makes_its_output_and_log_tabs_when_they_first_show(d
         pane = docks.panes["mcp"]
         tabs = pane.output_tabs
         assert [tabs.tabText(i) for i in range(tabs.count())] == ["Output", "Log"]
-        assert not tabs.findChildren(QPlainTextEdit) and not pane.findChildren(LogPage)
-        assert not pane.findChildren(SignInRow)
+        assert not tabs.findChildren(QPlainTextEdit) and not tabs.findChildren(QComboBox)
+        assert not sign_in_buttons()
         assert [s.name for s in pane.model.statuses] == ["grumpy"]
         pane.table.selectRow(0)
         pane.start_button.click()
@@ -356,12 +358,12 @@ async def test_the_mcp_pane_makes_its_output_and_log_tabs_when_they_first_show(d
         output = tabs.currentWidget()
         assert isinstance(output, QPlainTextEdit) and output is pane.stderr and output.isVisible()
         assert "the grumpy server will not start" in output.toPlainText()
-        assert not pane.findChildren(LogPage)  # the Log tab: made when picked
+        assert not tabs.findChildren(QComboBox)  # the Log tab (its level filter and lines): made when picked
         tabs.setCurrentIndex(1)
         log_page = tabs.currentWidget()
-        assert isinstance(log_page, LogPage) and log_page is pane.log_page and log_page.isVisible()
+        assert log_page is not None and log_page.findChild(QComboBox) is pane.log_level and pane.log_view.isVisible()
         assert pane.log_level.count() == 4 and tabs.tabText(0) == "Output"
-        assert not pane.findChildren(SignInRow)  # a local server: no sign-in
+        assert not sign_in_buttons()  # a local server: no sign-in
     finally:
         await close_app(root)
         set_default_manager(None)
