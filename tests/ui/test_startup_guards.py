@@ -408,3 +408,34 @@ async def test_the_changes_pane_is_made_in_steps_and_counts_the_changes_once_who
         assert isinstance(dock, QDockWidget)
     finally:
         await close_app(root)
+
+
+def no_pane(_context: Any) -> None:
+    """A pane factory that has no pane for this window (as MCP's without its SDK)."""
+    return None
+
+
+async def test_an_early_dock_whose_pane_cannot_be_made_leaves_the_window(db_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                         ) -> None:
+    # The MCP servers dock is made early (empty, its tab in place); without a pane the window has no such dock.
+    from PySide6.QtWidgets import QDockWidget
+
+    from ui.app import Application
+    from ui.window import docks as docks_module
+
+    line = docks_module.DockSpec("nothing", "Nothing", "tests.ui.test_startup_guards:no_pane", "note", early=True)
+    monkeypatch.setattr(docks_module, "DOCKS", (*docks_module.DOCKS, line))
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    try:
+        root.window.show()
+        root.finish_startup(staged=True)
+        await wait_until(lambda: root.whole, timeout=120, what="the start-up")
+        docks = root.window.docks
+        assert "nothing" not in docks and "nothing" not in docks.panes and docks.pane("nothing") is None
+        await wait_until(lambda: not [d for d in root.window.findChildren(QDockWidget)
+                                      if d.objectName() == "dock-nothing"], what="the empty dock gone")
+        assert "Show Nothing" not in {a.text() for a in root.window.findChildren(type(docks["tools"].toggleViewAction()))
+                                      if a.isVisible()}
+        assert docks.mcp_pane is not None and docks["mcp"].widget() is docks.mcp_pane  # the others as they were
+    finally:
+        await close_app(root)

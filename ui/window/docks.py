@@ -207,7 +207,7 @@ class Docks(Mapping[str, QDockWidget]):
         else a new one) and a View action for it."""
         key, area = spec.key, spec.area
         w = self.window
-        dock = dock or self._new_dock(spec)
+        dock = self._new_dock(spec) if dock is None else dock
         # The dock area is as wide as its widest pane's minimum (tabbed docks too): a set minimum keeps
         # one pane's long text or hidden page from making the window wider; panes elide or wrap below it.
         widget.setMinimumWidth(DOCK_MIN_WIDTH)
