@@ -504,10 +504,14 @@ class MainWindow(QMainWindow):
         from ui.widgets.notices import Banner
 
         self.setMinimumSize(WINDOW_MIN_WIDTH, WINDOW_MIN_HEIGHT)
-        self.sidebar = Sidebar(self.thread_model, self)
+        # The sidebar and the conversation are made in the splitter that holds them (the window's central widget at
+        # the last step, hidden till then): moved into it, each of their widgets had the style sheet worked out anew.
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        self.splitter.hide()
+        self.sidebar = Sidebar(self.thread_model, self.splitter)
         self.sidebar.setMinimumWidth(SIDEBAR_MIN_WIDTH)
         yield
-        area = QWidget(self)
+        area = QWidget(self.splitter)
         area.setObjectName("ChatArea")
         area.setMinimumWidth(CHAT_MIN_WIDTH)  # docks and the sidebar give way before the conversation
         layout = QVBoxLayout(area)
@@ -583,7 +587,6 @@ class MainWindow(QMainWindow):
         self.composer = Composer(area)
         layout.addWidget(self.composer)
         yield
-        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(area)
         self.splitter.setStretchFactor(0, 0)
@@ -591,6 +594,7 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([SIDEBAR_WIDTH, 900])
         self.splitter.setChildrenCollapsible(False)
         self.setCentralWidget(self.splitter)
+        self.splitter.show()
 
     def _target_shown(self, what: str, name: str, label: str) -> None:
         """The robot or network new messages go to: the status bar says it, the picker shows it whole."""

@@ -90,7 +90,7 @@ class DockContext:
     """What a dock's pane is made with: the services, the models it shows, and what it may ask of the window."""
 
     services: Services
-    #: The pane's parent until its dock takes it.
+    #: The pane's parent: its dock (the pane is made inside it; a test may give another widget).
     parent: QWidget
     tool_model: ToolCallsModel
     memory_model: MemoryModel

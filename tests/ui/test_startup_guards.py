@@ -21,8 +21,9 @@ from tests.ui.conftest import close_app, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: The most widgets one start-up step may make (the MCP servers pane, the largest, makes about 120 in its step).
-WIDGETS_PER_STEP = 130
+#: The most widgets one start-up step may make (the MCP servers pane, the largest, makes about 55 in its step: its
+#: Output and Log tabs and its sign-in row come when first needed; the Changes pane is made in two steps).
+WIDGETS_PER_STEP = 60
 
 
 @contextlib.asynccontextmanager
@@ -273,3 +274,137 @@ async def test_the_tool_calls_pane_makes_a_detail_tab_when_it_is_first_picked(db
         raw = pane.raw_view  # asked for by code: made then, showing the call
         assert made(3) and raw is pages[3].findChild(QTextBrowser) and '"c1"' in raw.toPlainText()  # type: ignore[union-attr]
         assert not made(4)
+
+
+async def test_each_pane_is_made_inside_its_dock(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A pane made in the window and then moved into its dock had the style sheet worked out anew for every one of
+    # its widgets: each pane is made with its dock as its parent (a dock that comes with its pane is made first).
+    from PySide6.QtWidgets import QDockWidget
+
+    import ui.mcp.pane
+    import ui.review.pane
+
+    parents: dict[str, Any] = {}
+    for key, module in (("changes", ui.review.pane), ("mcp", ui.mcp.pane)):
+        def noted(context: Any, key: str = key, make: Any = module.make_pane) -> Any:
+            pane = make(context)
+            parents[key] = (context.parent, pane.parentWidget() if pane is not None else None)
+            return pane
+
+        monkeypatch.setattr(module, "make_pane", noted)
+    async with _started(db_path) as root:
+        docks = root.window.docks
+        assert set(parents) == {"changes", "mcp"}
+        for key, (given, parent) in parents.items():
+            assert isinstance(given, QDockWidget) and parent is given, (key, given, parent)
+            assert docks[key] is given and given.widget() is docks.panes[key]
+
+
+async def test_the_mcp_pane_makes_its_output_and_log_tabs_when_they_first_show(db_path: Path, robotlab_home: Path) -> None:
+    # The MCP servers pane is made at start-up behind the inspector's tabs: its Output and Log tabs (text views) and
+    # its sign-in row are made when first needed, and show then what came before.
+    from PySide6.QtWidgets import QComboBox, QPlainTextEdit, QPushButton
+
+    from workspace.mcp import set_default_manager
+
+    def sign_in_buttons() -> list[QPushButton]:
+        return [b for b in pane.findChildren(QPushButton) if b.text() in ("Sign in", "Copy link", "Sign out")]
+
+    config = robotlab_home / "config" / "config.yaml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("mcpServers:\n  grumpy:\n    command: /bin/sh\n"
+                      "    args: ['-c', 'echo the grumpy server will not start >&2; exit 3']\n", encoding="utf-8")
+    set_default_manager(None)  # a fresh manager for this configuration
+    try:
+        async with _started(db_path) as root:
+            docks = root.window.docks
+            pane = docks.panes["mcp"]
+            tabs = pane.output_tabs
+            assert [tabs.tabText(i) for i in range(tabs.count())] == ["Output", "Log"]
+            assert not tabs.findChildren(QPlainTextEdit) and not tabs.findChildren(QComboBox)
+            assert not sign_in_buttons()
+            assert [s.name for s in pane.model.statuses] == ["grumpy"]
+            pane.table.selectRow(0)
+            pane.start_button.click()
+            await wait_until(lambda: str(pane.current().state) == "failed", timeout=60, what="the server to fail")
+            await wait_until(lambda: any("will not start" in line for line in pane.current().stderr), timeout=30,
+                             what="the server's stderr in its status")
+            assert not tabs.findChildren(QPlainTextEdit)  # its output came while nobody looked: not made yet
+            docks.focus_dock("mcp")  # the person opens the MCP servers dock: its Output tab is in front
+            await wait_until(lambda: pane.isVisible(), what="the MCP servers pane shown")
+            output = tabs.currentWidget()
+            assert isinstance(output, QPlainTextEdit) and output is pane.stderr and output.isVisible()
+            assert "the grumpy server will not start" in output.toPlainText()
+            assert not tabs.findChildren(QComboBox)  # the Log tab (its level filter and lines): made when picked
+            tabs.setCurrentIndex(1)
+            log_page = tabs.currentWidget()
+            assert log_page is not None and log_page.findChild(QComboBox) is pane.log_level and pane.log_view.isVisible()
+            assert pane.log_level.count() == 4 and tabs.tabText(0) == "Output"
+            assert not sign_in_buttons()  # a local server: no sign-in
+    finally:
+        set_default_manager(None)
+
+
+async def test_the_changes_pane_is_made_in_steps_and_counts_the_changes_once_whole(db_path: Path) -> None:
+    # The Changes pane is made in two start-up steps (no step holds the window more than a frame); what waits for
+    # review shows as soon as the pane is whole: its count in the dock's tab and the status bar's badge.
+    from PySide6.QtWidgets import QDockWidget
+
+    import ui.review.pane
+    from ui.app import Application
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    window = root.window
+    try:
+        window.show()
+        for _ in window.build_steps():
+            pass
+        root._read_config()
+        root._open_workspace()
+        made: list[ui.review.pane.ChangesPane] = []
+        steps = window.docks.inspector_steps()
+        dock = window.docks["changes"]
+        while not made:  # to the step that made the pane's first part
+            next(steps)
+            made = [p for p in dock.findChildren(ui.review.pane.ChangesPane) if p.parentWidget() is dock]
+        pane = made[0]
+        assert not hasattr(pane, "view") and "changes" not in window.docks.panes  # its files and diff: the next step
+        next(steps)
+        assert pane.view.parentWidget() is pane.stack and "changes" not in window.docks.panes
+        for _ in steps:
+            pass
+        assert window.docks.changes_pane is pane and dock.widget() is pane
+        badge: list[int] = []
+        pane.pending_changed.connect(badge.append)
+        pane._pending_shown = -1
+        pane.refresh_title()
+        assert badge == [0] and dock.windowTitle() == "Changes"
+        whole = ui.review.pane.ChangesPane(root.controller)  # made outside start-up: whole at once
+        assert whole.view.parentWidget() is whole.stack and list(whole.build_steps()) == []
+        assert isinstance(dock, QDockWidget)
+    finally:
+        await close_app(root)
+
+
+def no_pane(_context: Any) -> None:
+    """A pane factory that has no pane for this window (as MCP's without its SDK)."""
+    return None
+
+
+async def test_an_early_dock_whose_pane_cannot_be_made_leaves_the_window(db_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                         ) -> None:
+    # The MCP servers dock is made early (empty, its tab in place); without a pane the window has no such dock.
+    from PySide6.QtWidgets import QDockWidget
+
+    from ui.window import docks as docks_module
+
+    line = docks_module.DockSpec("nothing", "Nothing", "tests.ui.test_startup_guards:no_pane", "note", early=True)
+    monkeypatch.setattr(docks_module, "DOCKS", (*docks_module.DOCKS, line))
+    async with _started(db_path) as root:
+        docks = root.window.docks
+        assert "nothing" not in docks and "nothing" not in docks.panes and docks.pane("nothing") is None
+        await wait_until(lambda: not [d for d in root.window.findChildren(QDockWidget)
+                                      if d.objectName() == "dock-nothing"], what="the empty dock gone")
+        assert "Show Nothing" not in {a.text() for a in root.window.findChildren(type(docks["tools"].toggleViewAction()))
+                                      if a.isVisible()}
+        assert docks.mcp_pane is not None and docks["mcp"].widget() is docks.mcp_pane  # the others as they were

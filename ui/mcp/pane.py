@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QMetaMethod, Qt, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
+    QDockWidget,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -31,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from ui import theme
 from ui.mcp.model import McpServersModel, since_text
+from ui.mcp.parts import LogPage, SignInRow, wrapping
 from ui.widgets.common import signals_blocked
 
 if TYPE_CHECKING:
@@ -69,31 +71,15 @@ def open_in_browser(server: str, url: str) -> None:
         log.warning("could not open the browser for the sign-in of MCP server '%s'", server)
 
 
-#: The log filter's choices: the least severe level shown.
-LOG_FILTERS = (("debug", "Everything (debug and up)"), ("info", "Info and up"), ("warning", "Warnings and errors"),
-               ("error", "Errors only"))
-
-
-def log_lines(entries: tuple[tuple[float, str, str, str], ...], minimum: str) -> list[str]:
-    """``(time, level, logger, text)`` entries at ``minimum`` or more severe, one line each."""
-    import time
-
-    from workspace.mcp.status import log_rank
-
-    floor = log_rank(minimum)
-    out = []
-    for ts, level, logger, text in entries:
-        if log_rank(level) >= floor:
-            when = time.strftime("%H:%M:%S", time.localtime(ts))
-            out.append(f"{when} {level.upper():<9} {logger + ': ' if logger else ''}{text}")
-    return out
-
-
-def _wrapping(text: str, parent: QWidget) -> QLabel:
-    """A caption that wraps in a narrow dock instead of widening it."""
-    label = QLabel(text, parent)
-    label.setWordWrap(True)
-    return label
+def _swap_tab(tabs: QTabWidget, index: int, page: QWidget) -> None:
+    """Put ``page`` in tab ``index`` in place of its placeholder (same title, the same tab in front)."""
+    old, title, current = tabs.widget(index), tabs.tabText(index), tabs.currentIndex()
+    with signals_blocked(tabs):  # (the tab is swapped: no "shown" for the placeholder's removal)
+        tabs.removeTab(index)
+        tabs.insertTab(index, page, title)
+        tabs.setCurrentIndex(current)
+    if old is not None:
+        old.deleteLater()
 
 
 class McpPane(QWidget):
@@ -138,34 +124,10 @@ class McpPane(QWidget):
         for b in (self.start_button, self.restart_button, self.stop_button):
             bar.addWidget(b)
         layout.addLayout(bar)
-        # A remote server that wants a sign-in (OAuth): Sign in (again), the page's address while it is
-        # open in the browser (to copy, or open again), and Sign out once signed in.
-        self.sign_in_box = QWidget(self)
-        sl = QVBoxLayout(self.sign_in_box)
-        sl.setContentsMargins(0, 0, 0, 0)
-        sl.setSpacing(4)
-        self.sign_in_note = _wrapping("", self.sign_in_box)
-        self.sign_in_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
-        self.sign_in_note.setOpenExternalLinks(False)
-        self.sign_in_note.linkActivated.connect(self._open_sign_in_link)
-        sl.addWidget(self.sign_in_note)
-        sign_row = QHBoxLayout()
-        self.sign_in_button = QPushButton("Sign in", self.sign_in_box)
-        self.sign_in_button.setObjectName("PrimaryButton")
-        self.sign_in_button.setToolTip("Open the server's sign-in page in your browser")
-        self.copy_link_button = QPushButton("Copy link", self.sign_in_box)
-        self.copy_link_button.setToolTip("Copy the sign-in page's address (to open it in another browser)")
-        self.sign_out_button = QPushButton("Sign out", self.sign_in_box)
-        self.sign_out_button.setToolTip("Forget this server's sign-in (its tokens in the keyring) and stop it")
-        sign_row.addStretch(1)
-        for b in (self.copy_link_button, self.sign_out_button, self.sign_in_button):
-            sign_row.addWidget(b)
-        sl.addLayout(sign_row)
-        self.sign_in_box.setVisible(False)
-        layout.addWidget(self.sign_in_box)
-        self.sign_in_button.clicked.connect(self.sign_in)
-        self.sign_out_button.clicked.connect(self.sign_out)
-        self.copy_link_button.clicked.connect(self._copy_sign_in_link)
+        # A remote server that wants a sign-in (OAuth): its row (:attr:`sign_in_box`) is made when one needs it.
+        self._layout = layout
+        self._sign_in_at = layout.count()
+        self._sign_in: SignInRow | None = None
         if hasattr(manager, "sign_in_opener") and getattr(manager, "sign_in_opener", None) is None:
             manager.sign_in_opener = open_in_browser
         splitter = QSplitter(Qt.Orientation.Vertical, self)
@@ -191,7 +153,7 @@ class McpPane(QWidget):
         tools_page = QWidget(self.server_tabs)
         tl = QVBoxLayout(tools_page)
         tl.setContentsMargins(0, 4, 0, 0)
-        tl.addWidget(_wrapping("Uncheck a tool to hide it from every robot:", tools_page))
+        tl.addWidget(wrapping("Uncheck a tool to hide it from every robot:", tools_page))
         self.tools = QListWidget(tools_page)
         self.tools.setAccessibleName("The server's tools (unchecked: hidden from every robot)")
         self.tools.itemChanged.connect(self._on_tool_toggled)
@@ -205,41 +167,17 @@ class McpPane(QWidget):
         self.server_tabs.addTab(self._resources_placeholder, "Resources")
         self.server_tabs.currentChanged.connect(self._server_tab_shown)
         dl.addWidget(self.server_tabs, 2)
-        # The server's output (stderr, our notes) and its log notifications, each in a tab.
+        # The server's output (stderr, our notes) and its log notifications, each in a tab: a tab's page is made
+        # when it first shows or is asked for (:attr:`stderr`, :attr:`log_page`); the pane is built at start-up,
+        # behind the inspector's tabs, and these text views were a third of its cost.
         self.output_tabs = QTabWidget(details)
-        self.stderr = QPlainTextEdit(self.output_tabs)
-        self.stderr.setReadOnly(True)
-        self.stderr.setFont(theme.mono_font(-1))
-        self.stderr.setAccessibleName("Server output (stderr, last lines)")
-        self.stderr.setToolTip("What the server wrote to stderr (last lines), and RobotLab's notes about it")
-        self.output_tabs.addTab(self.stderr, "Output")
-        log_page = QWidget(self.output_tabs)
-        ll = QVBoxLayout(log_page)
-        ll.setContentsMargins(0, 4, 0, 0)
-        ll.setSpacing(4)
-        row = QHBoxLayout()
-        caption = QLabel("&Show:", log_page)
-        self.log_level = QComboBox(log_page)
-        for level, label in LOG_FILTERS:
-            self.log_level.addItem(label, level)
-        self.log_level.setAccessibleName("Log level to show")
-        self.log_level.setToolTip("The least severe level shown (the server sends debug, info, notice, warning, error, "
-                                  "critical, alert and emergency)")
-        caption.setBuddy(self.log_level)
-        self.log_count = QLabel("", log_page)
-        self.log_count.setObjectName("Muted")
-        row.addWidget(caption)
-        row.addWidget(self.log_level)
-        row.addWidget(self.log_count, 1)
-        ll.addLayout(row)
-        self.log_view = QPlainTextEdit(log_page)
-        self.log_view.setReadOnly(True)
-        self.log_view.setFont(theme.mono_font(-1))
-        self.log_view.setAccessibleName("Server log")
-        self.log_view.setPlaceholderText("No log messages from this server (yet).")
-        ll.addWidget(self.log_view, 1)
-        self.output_tabs.addTab(log_page, "Log")
-        self.log_level.currentIndexChanged.connect(lambda _i: self._show_log(self.current()))
+        self._stderr: QPlainTextEdit | None = None
+        self._log: LogPage | None = None
+        self.output_tabs.addTab(QWidget(self.output_tabs), "Output")
+        self.output_tabs.addTab(QWidget(self.output_tabs), "Log")
+        self.output_tabs.currentChanged.connect(self._output_tab_shown)
+        if isinstance(parent, QDockWidget):  # made in its dock: the output tab in front is made when the dock shows
+            parent.visibilityChanged.connect(self._dock_shown)
         dl.addWidget(self.output_tabs, 1)
         splitter.addWidget(self.table)
         splitter.addWidget(details)
@@ -314,12 +252,7 @@ class McpPane(QWidget):
             tabs = self.server_tabs
             panel = ResourcesPanel(self.manager, self.tasks, tabs, can_attach=self._attach_connected)
             panel.attach_requested.connect(self.attach_requested)
-            index, current = tabs.indexOf(self._resources_placeholder), tabs.currentIndex()
-            with signals_blocked(tabs):  # (the tab is swapped: no "shown" for the placeholder's removal)
-                tabs.removeTab(index)
-                tabs.insertTab(index, panel, "Resources")
-                tabs.setCurrentIndex(current)
-            self._resources_placeholder.deleteLater()
+            _swap_tab(tabs, tabs.indexOf(self._resources_placeholder), panel)
             self._resources = panel
             panel.set_server(self._resources_status)
         return self._resources
@@ -327,6 +260,88 @@ class McpPane(QWidget):
     def _server_tab_shown(self, index: int) -> None:
         if self._resources is None and self.server_tabs.widget(index) is self._resources_placeholder:
             self.resources  # noqa: B018 - made as its tab is shown
+
+    # -- the parts made when first needed ---------------------------------------------------------------
+    @property
+    def sign_in_box(self) -> SignInRow:
+        """The sign-in row of a remote server (made when a server first needs it; hidden for the others)."""
+        if self._sign_in is None:
+            row = self._sign_in = SignInRow(self)
+            row.setVisible(False)
+            row.note.linkActivated.connect(self._open_sign_in_link)
+            row.sign_in_button.clicked.connect(self.sign_in)
+            row.sign_out_button.clicked.connect(self.sign_out)
+            row.copy_link_button.clicked.connect(self._copy_sign_in_link)
+            self._layout.insertWidget(self._sign_in_at, row)
+        return self._sign_in
+
+    @property
+    def sign_in_note(self) -> QLabel:
+        return self.sign_in_box.note
+
+    @property
+    def sign_in_button(self) -> QPushButton:
+        return self.sign_in_box.sign_in_button
+
+    @property
+    def copy_link_button(self) -> QPushButton:
+        return self.sign_in_box.copy_link_button
+
+    @property
+    def sign_out_button(self) -> QPushButton:
+        return self.sign_in_box.sign_out_button
+
+    @property
+    def stderr(self) -> QPlainTextEdit:
+        """The Output tab: what the selected server wrote to stderr (made when its tab first shows)."""
+        if self._stderr is None:
+            view = self._stderr = QPlainTextEdit(self.output_tabs)
+            view.setReadOnly(True)
+            view.setFont(theme.mono_font(-1))
+            view.setAccessibleName("Server output (stderr, last lines)")
+            view.setToolTip("What the server wrote to stderr (last lines), and RobotLab's notes about it")
+            _swap_tab(self.output_tabs, 0, view)
+            self._show_stderr(self.current())
+        return self._stderr
+
+    @property
+    def log_page(self) -> LogPage:
+        """The Log tab (made when its tab first shows)."""
+        if self._log is None:
+            page = self._log = LogPage(self.output_tabs)
+            _swap_tab(self.output_tabs, 1, page)
+            page.level.currentIndexChanged.connect(lambda _i: self._show_log(self.current()))
+            self._show_log(self.current())
+        return self._log
+
+    @property
+    def log_view(self) -> QPlainTextEdit:
+        return self.log_page.view
+
+    @property
+    def log_level(self) -> QComboBox:
+        return self.log_page.level
+
+    @property
+    def log_count(self) -> QLabel:
+        return self.log_page.count
+
+    def _output_tab_shown(self, index: int) -> None:
+        if index == 0:
+            self.stderr  # noqa: B018 - made as its tab is shown
+        elif index == 1:
+            self.log_page  # noqa: B018 - made as its tab is shown
+
+    def _dock_shown(self, visible: bool) -> None:
+        if visible:
+            self._output_tab_shown(self.output_tabs.currentIndex())
+
+    def showEvent(self, event: QShowEvent) -> None:
+        """Shown outside a dock: the output tab in front is made (in a dock, when the dock's tab is the one in front:
+        a dock behind another's tab is visible to Qt too)."""
+        super().showEvent(event)
+        if not isinstance(self.parentWidget(), QDockWidget):
+            self._output_tab_shown(self.output_tabs.currentIndex())
 
     def current(self) -> ServerStatus | None:
         index = self.table.currentIndex()
@@ -342,7 +357,7 @@ class McpPane(QWidget):
         if status is None:
             self.info.setText("")
             self.tools.clear()
-            self.stderr.clear()
+            self._show_stderr(None)
             self._show_log(None)
             return
         state = str(status.state)
@@ -387,16 +402,17 @@ class McpPane(QWidget):
                                    + ("" if status.trust_annotations else " (the server's claims, not trusted)")
                                    if hints else ""))
                 self.tools.addItem(item)
-        self.stderr.setPlainText("\n".join(status.stderr))
-        self.stderr.verticalScrollBar().setValue(self.stderr.verticalScrollBar().maximum())
+        self._show_stderr(status)
         self._show_log(status)
 
     def _show_sign_in(self, status: ServerStatus | None) -> None:
         """The sign-in row of a remote server (hidden for the others)."""
         auth = getattr(status, "auth", None) if status is not None else None
-        self.sign_in_box.setVisible(auth is not None)
         if auth is None or status is None:
+            if self._sign_in is not None:
+                self._sign_in.setVisible(False)
             return
+        self.sign_in_box.setVisible(True)
         url = getattr(status, "sign_in_url", None)
         self.copy_link_button.setVisible(auth == "signing-in" and bool(url))
         self.sign_out_button.setVisible(auth == "signed-in")
@@ -452,18 +468,19 @@ class McpPane(QWidget):
             open_in_browser(status.name, url)
 
     def _show_log(self, status: ServerStatus | None) -> None:
-        """The selected server's log notifications at the chosen level and above."""
+        """The selected server's log notifications at the chosen level and above (their count in the tab's title,
+        made or not)."""
         entries = tuple(getattr(status, "log", ()) or ())
-        minimum = str(self.log_level.currentData() or "debug")
-        lines = log_lines(entries, minimum)
-        text = "\n".join(lines)
-        if text != self.log_view.toPlainText():
-            self.log_view.setPlainText(text)
-            self.log_view.verticalScrollBar().setValue(self.log_view.verticalScrollBar().maximum())
-        hidden = len(entries) - len(lines)
-        self.log_count.setText(f"{len(lines)} shown" + (f" · {hidden} below this level" if hidden else "")
-                               if entries else "")
+        if self._log is not None:
+            self._log.show_entries(entries)
         self.output_tabs.setTabText(1, f"Log ({len(entries)})" if entries else "Log")
+
+    def _show_stderr(self, status: ServerStatus | None) -> None:
+        view = self._stderr
+        if view is None:
+            return
+        view.setPlainText("\n".join(status.stderr) if status is not None else "")
+        view.verticalScrollBar().setValue(view.verticalScrollBar().maximum())
 
     # -- actions ---------------------------------------------------------------------------------
     def _run(self, action: str) -> None:

@@ -15,6 +15,7 @@ chat's owner applies them (:class:`ui.window.change_cards.ChangeCards`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,7 +77,9 @@ class ChangesPane(ChangesPaneActions):
     #: The number of hunks waiting for a decision changed (the status bar's badge shows it).
     pending_changed = Signal(int)
 
-    def __init__(self, controller: Controller, parent: QWidget | None = None) -> None:
+    def __init__(self, controller: Controller, parent: QWidget | None = None, *, staged: bool = False) -> None:
+        """``staged``: made in parts, the first now and the rest by :meth:`build_steps` (a start-up step each, so
+        that none holds the window more than a frame); else whole."""
         super().__init__(parent)
         self.setObjectName("InspectorPane")
         self.controller = controller
@@ -95,7 +98,26 @@ class ChangesPane(ChangesPaneActions):
         self._pending_shown = -1
         #: Change sets whose written changes were all undone (from the thread's change history).
         self.undone_sets: set[str] = set()
-        self._build()
+        self._steps = self._construct()
+        next(self._steps)
+        if not staged:
+            for _ in self._steps:
+                pass
+
+    def build_steps(self) -> Iterator[None]:
+        """What is left of a staged pane's build, a part per step (nothing for a pane made whole); the pane shows
+        and counts the changes once they are done."""
+        return self._steps
+
+    # -- construction ---------------------------------------------------------------------------------
+    def _construct(self) -> Iterator[None]:
+        controller = self.controller
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.setSpacing(6)
+        self._build_top(layout)
+        yield
+        self._build_lists(layout)
         self.memory_writes.set_pending(controller.pending_memory_writes())
         controller.memory_write_proposed.connect(self.memory_writes.add)
         controller.memory_write_proposed.connect(lambda _pending: self._refresh())
@@ -105,14 +127,11 @@ class ChangesPane(ChangesPaneActions):
         self.setFocusProxy(self.view)  # its shortcut goes to the diff: a, r, e, u, ]c, [c, Ctrl+Enter applies
         self._connect()
         self.sync()
+        yield  # (the pane is whole: what made it in steps goes on in a step of its own)
 
-    # -- construction ---------------------------------------------------------------------------------
-    def _build(self) -> None:
+    def _build_top(self, layout: QVBoxLayout) -> None:
+        """The title, the mode, the scope, the buttons for every change, the memory writes and the verify strip."""
         c = theme.colors()
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(8, 8, 8, 8)
-        layout.setSpacing(6)
-
         top = QHBoxLayout()
         top.setSpacing(6)
         # The title ends in "…" when the dock is narrow; the summary wraps across the whole pane below it.
@@ -162,6 +181,8 @@ class ChangesPane(ChangesPaneActions):
         self.verify_strip = VerifyStrip(self)
         layout.addWidget(self.verify_strip)
 
+    def _build_lists(self, layout: QVBoxLayout) -> None:
+        """The files, the diff, the pane's message line and the history bar (undo, redo)."""
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         files_box = QWidget(splitter)
         fl = QVBoxLayout(files_box)
@@ -540,7 +561,7 @@ class ChangesPane(ChangesPaneActions):
 
 
 def make_pane(context: DockContext) -> ChangesPane:
-    return ChangesPane(context.services.session, context.parent)
+    return ChangesPane(context.services.session, context.parent, staged=True)
 
 
 __all__ = ["ChangesPane", "make_pane"]

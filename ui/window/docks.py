@@ -16,6 +16,7 @@ events when it opens.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 from collections.abc import Callable, Iterator, Mapping
@@ -99,8 +100,9 @@ DOCKS: tuple[DockSpec, ...] = (
     DockSpec("memory", "Memory", "ui.inspector.panes:make_memory", "memory", "Ctrl+Shift+M", early=True, lazy=True),
     DockSpec("trace", "Trace", "ui.inspector.trace_pane:make_trace", "trace", "Ctrl+Shift+R", early=True,
              lazy=True),
-    # (MCP servers: its pane owns the MCP manager, which starts the servers: made at start-up.)
-    DockSpec("mcp", "MCP servers", "ui.mcp.pane:make_pane", "server", "Ctrl+Shift+S"),
+    # (MCP servers: its pane owns the MCP manager, which starts the servers: made at start-up, in its dock made
+    # early, behind the others: the pane does not show then, and makes its Output and Log tabs when it first does.)
+    DockSpec("mcp", "MCP servers", "ui.mcp.pane:make_pane", "server", "Ctrl+Shift+S", early=True),
     DockSpec("network", "Network", "ui.network.pane:make_pane", _network_icon, "Ctrl+Shift+N", lazy=True),
 )
 
@@ -190,20 +192,26 @@ class Docks(Mapping[str, QDockWidget]):
         return len(self._docks)
 
     # -- construction ----------------------------------------------------------------------------------
-    def register(self, spec: DockSpec, widget: QWidget) -> QDockWidget:
-        """Add the dock of ``spec`` (tabbed with the others in its area) and a View action for it."""
-        key, title, area = spec.key, spec.title, spec.area
-        w = self.window
-        dock = QDockWidget(title, w)
-        dock.setObjectName(f"dock-{key}")
-        # The dock area is as wide as its widest pane's minimum (tabbed docks too): a set minimum keeps
-        # one pane's long text or hidden page from making the window wider; panes elide or wrap below it.
-        widget.setMinimumWidth(DOCK_MIN_WIDTH)
-        dock.setWidget(widget)
+    def _new_dock(self, spec: DockSpec) -> QDockWidget:
+        """The dock of ``spec``, not in the window yet (:meth:`register` puts it there)."""
+        dock = QDockWidget(spec.title, self.window)
+        dock.setObjectName(f"dock-{spec.key}")
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetClosable
                          | QDockWidget.DockWidgetFeature.DockWidgetMovable
                          | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
         dock.setTitleBarWidget(QWidget(dock))  # tabbed docks: the tab is the title
+        return dock
+
+    def register(self, spec: DockSpec, widget: QWidget, *, dock: QDockWidget | None = None) -> QDockWidget:
+        """Add the dock of ``spec`` (tabbed with the others in its area; ``dock``: the one the widget was made in,
+        else a new one) and a View action for it."""
+        key, area = spec.key, spec.area
+        w = self.window
+        dock = self._new_dock(spec) if dock is None else dock
+        # The dock area is as wide as its widest pane's minimum (tabbed docks too): a set minimum keeps
+        # one pane's long text or hidden page from making the window wider; panes elide or wrap below it.
+        widget.setMinimumWidth(DOCK_MIN_WIDTH)
+        dock.setWidget(widget)
         existing = [d for d in self._docks.values() if w.dockWidgetArea(d) == area]
         w.addDockWidget(area, dock)
         if existing:
@@ -252,6 +260,13 @@ class Docks(Mapping[str, QDockWidget]):
             go = commands.add(f"go.{key}", f"Go to {title}", lambda: self.focus_dock(key), shortcut,
                               commands.docks_menu)
             go.setToolTip(f"Show {title} and put the keyboard there (again: back to the message box)")
+
+    def _remove_dock(self, key: str) -> None:
+        """Take an early dock out of the window (its pane could not be made): its tab and its View action go."""
+        dock = self._docks.pop(key)
+        dock.toggleViewAction().setVisible(False)
+        self.window.removeDockWidget(dock)
+        dock.deleteLater()
 
     def replace_widget(self, key: str, widget: QWidget) -> None:
         """Put a dock's real pane in place of the placeholder it was registered with."""
@@ -357,14 +372,27 @@ class Docks(Mapping[str, QDockWidget]):
             importlib.import_module(module_name)
             yield
         factory = cast(PaneFactory, getattr(sys.modules[module_name], function))
-        pane = factory(context)
-        if pane is None:
+        # The pane is made inside its dock (one made now, put in the window with the pane, for a dock that comes
+        # with its pane): a pane moved from another parent into its dock had the style sheet worked out anew for
+        # each of its widgets, 8-20 ms a pane.
+        new_dock = None if spec.key in self._docks else self._new_dock(spec)
+        dock = self._docks[spec.key] if new_dock is None else new_dock
+        pane = factory(dataclasses.replace(context, parent=dock))
+        if pane is None:  # no such pane in this window (MCP without its SDK): no dock either
+            if new_dock is None:
+                self._remove_dock(spec.key)
+            else:
+                new_dock.deleteLater()
             return
         yield
-        if spec.key in self._docks:
+        # A pane made in parts (``build_steps()``: the Changes pane) has the rest made a part per step.
+        more = getattr(pane, "build_steps", None)
+        for _ in more() if callable(more) else ():
+            yield
+        if new_dock is None:
             self.replace_widget(spec.key, pane)
         else:
-            self.register(spec, pane)
+            self.register(spec, pane, dock=new_dock)
         self.panes[spec.key] = pane
         for wire in self._on_made.get(spec.key, []):
             wire(pane)
