@@ -365,7 +365,8 @@ def main() -> int:
         row = json.loads(done.stdout.strip().splitlines()[-1])
         results.append(row)
         print(f"{turns:>6} turns: first paint {row['first_paint_ms']:.0f} ms, longest stall paging to the top "
-              f"{row['longest_stall_ms']:.0f} ms (p95 {row['p95_stall_ms']:.0f} ms, median {row['median_stall_ms']:.0f} ms; "
+              f"{row['longest_stall_ms']:.0f} ms (its CPU {row['longest_step_cpu_ms']:.0f} ms; p95 {row['p95_stall_ms']:.0f} ms, "
+              f"median {row['median_stall_ms']:.0f} ms; {row['full_gc_passes']} full collections; "
               f"{row['turns_paged']} turns in {row['paging_s']:.0f} s, top reached: {row['top_reached']}), at most "
               f"{row['most_widgets_alive']} widgets alive, RSS after opening {row['rss_open_mb']:.0f} MB; "
               f"100 turns live +{row['live_100_turns_mb']:.1f} MB vs reopened +{row['reopened_100_turns_mb']:.1f} MB")
