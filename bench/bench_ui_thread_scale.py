@@ -25,6 +25,10 @@ RSS is read once the widgets given back are deleted (``deleteLater`` runs in an 
 Targets printed: the 10,000-turn first paint, send, streaming step, run's end and live turn within 1.5 × the 100-turn
 ones; stalls < 16 ms on a quiet machine (< 50 ms busy); the last live turn as fast as the first; live growth
 no more than reopened. Writes bench/results/ui_thread_scale.json.
+
+``--paging N`` runs only the paging to the top of an N-turn thread and prints its worst, p95 and median step, wall
+time and the window thread's CPU time (a busy machine's waits show in the first, not in the second), the total
+time and the collector's full passes meanwhile.
 """
 
 from __future__ import annotations
@@ -96,12 +100,63 @@ def _chat() -> object:
     return chat
 
 
-def measure(turns: int) -> dict[str, float]:
+def page_to_top(app: object, chat: object) -> dict[str, float]:
+    """Paging back to the top: the scroll bar put at the top again and again (a person dragging it up), and at
+    the top "Show earlier turns" clicked, until every turn is loaded and the top is shown (or ``PAGING_LIMIT``).
+    Each step is the action and the event loop's turn after it: its wall time (the stall a person sees) and the
+    window thread's CPU time (what the step did, without the waits a busy machine adds); the collector's passes
+    over its oldest generation meanwhile are counted."""
+    import gc
+
+    from ui.chat.view.chat import ChatView
+
+    assert isinstance(chat, ChatView)
+    process = app.processEvents  # type: ignore[attr-defined]
+    full_passes = [0]
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop" and info["generation"] == 2:
+            full_passes[0] += 1
+
+    gc.callbacks.append(count)
+    bar = chat.verticalScrollBar()
+    stalls: list[tuple[float, float]] = []
+    most_widgets = len(chat.items())
+    settled = 0
+    paging = time.perf_counter()
+    deadline = paging + PAGING_LIMIT
+    try:
+        while settled < 30 and time.perf_counter() < deadline:
+            t, cpu = time.perf_counter(), time.thread_time()
+            if bar.value() == 0 and chat.hidden_turns:
+                chat.load_earlier()  # at the top: "Show earlier turns"
+            else:
+                bar.setValue(0)
+            process()
+            stalls.append(((time.perf_counter() - t) * 1000, (time.thread_time() - cpu) * 1000))
+            most_widgets = max(most_widgets, len(chat.items()))
+            settled = settled + 1 if not chat.hidden_turns else 0
+    finally:
+        gc.callbacks.remove(count)
+    paged = time.perf_counter() - paging
+    walls = sorted(s[0] for s in stalls)
+    cpus = sorted(s[1] for s in stalls)
+    return {"longest_stall_ms": round(walls[-1], 1), "p95_stall_ms": round(walls[int(len(walls) * 0.95)], 1),
+            "median_stall_ms": round(walls[len(walls) // 2], 1), "steps": len(stalls),
+            "longest_step_cpu_ms": round(cpus[-1], 1), "p95_step_cpu_ms": round(cpus[int(len(cpus) * 0.95)], 1),
+            "full_gc_passes": full_passes[0], "turns_paged": len(chat.presenter.state.turns),
+            "paging_s": round(paged, 1), "most_widgets_alive": most_widgets}
+
+
+def open_thread(turns: int) -> tuple[object, object, Path, float, float]:
+    """A thread of ``turns`` turns stored and shown, as the window has it after start-up: the app, the chat,
+    the bench's folder, RSS before opening and the first paint (ms)."""
+    import gc
+
     from ui import theme
     from ui.app import get_app
     from ui.chat.view.chat import ChatView
     from ui.transcript import LazyTranscript
-    from workspace import events as ev
     from workspace.persistence import Store
 
     home = Path(tempfile.mkdtemp(prefix="robotlab-bench-"))
@@ -123,6 +178,11 @@ def measure(turns: int) -> dict[str, float]:
     warm.close()
     warm.deleteLater()
     app.processEvents()
+    # The window's start-up ends by freezing what it loaded (the libraries, its widgets) out of the collector's
+    # walks (``workspace.shared_imports.resume_gc``): so here, or every full pass would walk Qt's and
+    # the libraries' objects too, which the window's do not.
+    gc.collect()
+    gc.freeze()
     rss_before = _rss_mb()
 
     chat = _chat()
@@ -135,30 +195,23 @@ def measure(turns: int) -> dict[str, float]:
     first_paint = (time.perf_counter() - start) * 1000
     for _ in range(20):
         app.processEvents()
+    return app, chat, home, rss_before, first_paint
+
+
+def measure(turns: int) -> dict[str, float]:
+    from ui.chat.view.chat import ChatView
+    from ui.transcript import LazyTranscript
+    from workspace import events as ev
+    from workspace.persistence import Store
+
+    app, chat, home, rss_before, first_paint = open_thread(turns)
+    assert isinstance(chat, ChatView)
     rss_open = _rss_mb()
 
-    # Paging back to the top.
-    bar = chat.verticalScrollBar()
-    stalls: list[float] = []
-    most_widgets = len(chat.items())
-    settled = 0
-    paging = time.perf_counter()
-    deadline = paging + PAGING_LIMIT
-    while settled < 30 and time.perf_counter() < deadline:
-        t = time.perf_counter()
-        if bar.value() == 0 and chat.hidden_turns:
-            chat.load_earlier()  # at the top: "Show earlier turns"
-        else:
-            bar.setValue(0)
-        app.processEvents()
-        stalls.append((time.perf_counter() - t) * 1000)
-        most_widgets = max(most_widgets, len(chat.items()))
-        settled = settled + 1 if not chat.hidden_turns else 0
-    top_text = chat.user_messages()[0].text if chat.user_messages() else ""
-    paged = time.perf_counter() - paging
-    loaded = len(chat.presenter.state.turns)
-    stalls.sort()
+    paging = page_to_top(app, chat)
+    loaded, paged = paging["turns_paged"], paging["paging_s"]
     print(f"paged {loaded} turns in {paged:.1f} s", file=sys.stderr, flush=True)
+    top_text = chat.user_messages()[0].text if chat.user_messages() else ""
     live_end = at_the_end(app, chat)
     chat.close()
     chat.deleteLater()
@@ -211,10 +264,8 @@ def measure(turns: int) -> dict[str, float]:
 
     reopened = reopened_growth()
     live = live_growth()
-    return {"turns": turns, "first_paint_ms": round(first_paint, 1), "longest_stall_ms": round(stalls[-1], 1),
-            "p95_stall_ms": round(stalls[int(len(stalls) * 0.95)], 1), "median_stall_ms": round(stalls[len(stalls) // 2], 1),
-            "turns_paged": loaded, "paging_s": round(paged, 1),
-            "most_widgets_alive": most_widgets, "top_reached": top_text.startswith("Question 0:"),
+    return {"turns": turns, "first_paint_ms": round(first_paint, 1), **paging,
+            "top_reached": top_text.startswith("Question 0:"),
             "rss_open_mb": round(rss_open, 1), "rss_open_growth_mb": round(rss_open - rss_before, 1),
             "live_100_turns_mb": round(live, 1), "reopened_100_turns_mb": round(reopened, 1), **live_end}
 
@@ -281,7 +332,25 @@ def at_the_end(app: object, chat: object) -> dict[str, float]:
             "turn_first_ms": round(sorted(head)[len(head) // 2], 1), "turn_last_ms": round(sorted(tail)[len(tail) // 2], 1)}
 
 
+def paging_only(turns: int) -> None:
+    """``--paging N``: only the paging to the top of an N-turn thread, its figures printed with the load average."""
+    from ui.chat.view.chat import ChatView
+
+    load = os.getloadavg()
+    app, chat, _home, _rss, _paint = open_thread(turns)
+    assert isinstance(chat, ChatView)
+    row = page_to_top(app, chat)
+    print(f"{turns} turns, paging to the top (load average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after): "
+          f"worst step {row['longest_stall_ms']:.0f} ms (CPU {row['longest_step_cpu_ms']:.0f} ms), p95 "
+          f"{row['p95_stall_ms']:.0f} ms (CPU {row['p95_step_cpu_ms']:.0f} ms), median {row['median_stall_ms']:.0f} ms, "
+          f"{row['turns_paged']} turns in {row['paging_s']:.0f} s over {row['steps']} steps, "
+          f"{row['full_gc_passes']} full collections (target: worst step < 16 ms quiet, < 50 ms busy)", flush=True)
+
+
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--paging":
+        paging_only(int(sys.argv[2]))
+        os._exit(0)
     if len(sys.argv) == 3 and sys.argv[1] == "--turns":
         print(json.dumps(measure(int(sys.argv[2]))))
         sys.stdout.flush()
@@ -296,7 +365,8 @@ def main() -> int:
         row = json.loads(done.stdout.strip().splitlines()[-1])
         results.append(row)
         print(f"{turns:>6} turns: first paint {row['first_paint_ms']:.0f} ms, longest stall paging to the top "
-              f"{row['longest_stall_ms']:.0f} ms (p95 {row['p95_stall_ms']:.0f} ms, median {row['median_stall_ms']:.0f} ms; "
+              f"{row['longest_stall_ms']:.0f} ms (its CPU {row['longest_step_cpu_ms']:.0f} ms; p95 {row['p95_stall_ms']:.0f} ms, "
+              f"median {row['median_stall_ms']:.0f} ms; {row['full_gc_passes']} full collections; "
               f"{row['turns_paged']} turns in {row['paging_s']:.0f} s, top reached: {row['top_reached']}), at most "
               f"{row['most_widgets_alive']} widgets alive, RSS after opening {row['rss_open_mb']:.0f} MB; "
               f"100 turns live +{row['live_100_turns_mb']:.1f} MB vs reopened +{row['reopened_100_turns_mb']:.1f} MB")

@@ -8,6 +8,7 @@ the same text in new widgets. Turns sent live are released the same way, except 
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,42 @@ def test_a_long_thread_keeps_only_the_turns_near_the_screen_as_widgets(qapp_inst
         chat.close()
         chat.deleteLater()
         store.close()
+
+
+def test_earlier_turns_loaded_are_kept_out_of_the_collectors_walks_until_another_thread_shows(
+        qapp_instance: Any, tmp_path: Path) -> None:
+    """A thread paged to its top holds the state of thousands of turns, and each full pass of the garbage
+    collector walked all of it: one step of paging stalled for as long as that took, more the longer the thread.
+    The turns loaded on demand are frozen out of its walks; showing another thread gives them back to it, so
+    the closed thread's state is freed."""
+    store, thread_id = _thread(tmp_path / "pages.db", 120)
+    other, other_id = _thread(tmp_path / "other.db", 3)
+    chat = _chat()
+    try:
+        chat.show_thread(LazyTranscript(store, thread_id))
+        _settle()
+        shown_first = chat.presenter.state.turns[0]  # shown when the thread opened: not loaded on demand
+        chat.load_earlier()
+        rounds = 0
+        while chat.turn_window.busy and rounds < 500:
+            _settle(1)
+            rounds += 1
+        loaded = chat.presenter.state.turns[0]
+        assert loaded is not shown_first and chat.hidden_turns == 120 - 10 - 40
+        walked = {id(o) for o in gc.get_objects()}  # what a full pass walks (the frozen are not in it)
+        assert id(loaded) not in walked and id(loaded.user) not in walked
+        assert gc.get_freeze_count() > 0
+
+        chat.show_thread(LazyTranscript(other, other_id))
+        _settle()
+        walked = {id(o) for o in gc.get_objects()}
+        assert id(loaded) in walked, "the closed thread's turns were left frozen: never freed"
+        assert [m.text for m in chat.user_messages()] == ["question 0", "question 1", "question 2"]
+    finally:
+        chat.close()
+        chat.deleteLater()
+        store.close()
+        other.close()
 
 
 def test_the_search_jump_makes_its_turn_even_far_up(qapp_instance: Any, tmp_path: Path) -> None:

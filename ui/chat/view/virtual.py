@@ -19,10 +19,18 @@ Earlier turns loaded on demand ("Show earlier turns", scrolling to the top) come
 replayed) comes a few turns an event loop's turn (:meth:`TurnWindow.load_earlier`), and while more is coming
 the screen at the column's top makes no widgets: dragged to the top again and again, the chat reads the pages
 on the way and makes only the turns where it stops, not every page's in between.
+
+The turns loaded so live as long as the thread is shown, and a thread paged to its top holds the state of
+thousands of turns: the garbage collector walked all of it each time its oldest generation filled, one step
+of 150 ms of CPU at a few thousand turns, growing with the thread. A slice is loaded with the collector paused
+and then frozen (:func:`workspace.shared_imports.gc_paused`, as start-up does with the libraries), so later
+collections cost what the screen makes, not what was loaded; the column's reset (another thread shown) gives
+it back to the collector (``gc.unfreeze``), so a closed thread's state is freed.
 """
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +41,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from ui.chat.model.state import Item, Lane, RunState, TurnState
 from ui.chat.view.turn_gap import TurnGap
+from workspace.shared_imports import gc_paused
 
 if TYPE_CHECKING:
     from ui.chat.view.chat import ChatView
@@ -66,6 +75,8 @@ class TurnWindow:
         #: Turns made and released since the chat was reset (for tests and benches).
         self.made = 0
         self.released = 0
+        #: Whether loaded turns were frozen out of the garbage collector's walks (given back on reset).
+        self.froze = False
 
     # -- what the chat asks ------------------------------------------------------------------------
     def reset(self) -> None:
@@ -79,6 +90,9 @@ class TurnWindow:
         self._held = None
         self.pinned = None
         self._to_load = 0
+        if self.froze:  # the thread's loaded state goes back to the collector: what is gone of it is freed
+            self.froze = False
+            gc.unfreeze()
 
     @contextmanager
     def deferring(self, *, hold: bool = False) -> Iterator[None]:
@@ -162,11 +176,13 @@ class TurnWindow:
             return
         presenter = self.chat.presenter
         started = time.perf_counter()
-        with self.deferring(hold=True):
+        # (the collector paused, then what was loaded frozen: see the module's docstring)
+        with self.deferring(hold=True), gc_paused():
             while self._to_load > 0 and presenter.load_earlier(1):
                 self._to_load -= 1
                 if time.perf_counter() - started > STEP_BUDGET:
                     break
+        self.froze = True
         if self._to_load > 0 and presenter.hidden_turns:
             self._loading = True
             QTimer.singleShot(0, self._load)
