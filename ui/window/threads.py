@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
@@ -23,8 +24,9 @@ if TYPE_CHECKING:
 #: nothing either (networks have their own: network_examples).
 log = logging.getLogger("ui.window.threads")
 
-#: Earlier turns loaded per turn of the event loop while a search hit far up a long thread is brought in.
-REVEAL_STEP = 20
+#: How long (s) a turn of the event loop loads earlier turns while a search hit far up a long thread is
+#: brought in (each turn's events are replayed: a few ms a turn).
+REVEAL_STEP_S = 0.012
 EXAMPLES = ["What can you do?", "Explain recursion with a short example", "Write a haiku about robots"]
 
 
@@ -167,8 +169,10 @@ class Threads(QObject):
                 return
         presenter, above = self.chat.presenter, len(lazy) - 1 - back  # the turns above the message
         while presenter.hidden_turns > above:
+            until = time.perf_counter() + REVEAL_STEP_S
             with self.chat.turn_window.deferring(hold=True):  # data only: the message's turn becomes widgets
-                presenter.load_earlier(min(REVEAL_STEP, presenter.hidden_turns - above))
+                while presenter.hidden_turns > above and time.perf_counter() < until:
+                    presenter.load_earlier(1)
             await asyncio.sleep(0)
             if self._shown is not lazy:  # another thread or branch opened meanwhile
                 return
