@@ -20,13 +20,13 @@ if TYPE_CHECKING:
     from ui.transcript import LazyTranscript
     from ui.widgets.common import ElidedLabel
 
-#: The empty state's example messages for a robot whose file has no ``examples:`` and whose tools say
-#: nothing either (networks have their own: network_examples).
 log = logging.getLogger("ui.window.threads")
 
 #: How long (s) a turn of the event loop loads earlier turns while a search hit far up a long thread is
 #: brought in (each turn's events are replayed: a few ms a turn).
 REVEAL_STEP_S = 0.012
+#: The empty state's example messages for a robot whose file has no ``examples:`` and whose tools say
+#: nothing either (networks have their own: network_examples).
 EXAMPLES = ["What can you do?", "Explain recursion with a short example", "Write a haiku about robots"]
 
 
