@@ -191,3 +191,35 @@ async def test_the_sibling_switch_deep_in_a_long_branch(
         await wait_until(lambda: any(t.turn_id == ids[5] for t in w.chat.presenter.state.turns), what="turn 5 again")
         turn5 = next(t for t in w.chat.presenter.state.turns if t.turn_id == ids[5])
         assert (turn5.user.sibling_index, turn5.user.sibling_count) == (0, 2)
+
+
+async def test_the_click_that_opens_it_reads_a_page_of_rows_on_the_window_thread(
+        long_thread: tuple[Path, str, list[str], str], tmp_path: Path, provider: Any) -> None:
+    """Everything the click's step reads on the window's thread: the branch's last page, the shown turns, a
+    few rows of the thread; the rest (the branch above, the inspector's events, the context meter's count
+    along the branch) in workers."""
+    import threading
+
+    _path, thread_id, _ids, _again = long_thread
+    db = _copy(long_thread, tmp_path)
+    async with running_app(provider=provider, db_path=db, theme_name="light", size=(1200, 800)) as root:
+        store = root.controller.store
+        window_thread = threading.get_ident()
+        rows: list[tuple[bool, int, str]] = []
+        read = store._read
+
+        def counting(sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+            found = read(sql, params)
+            rows.append((threading.get_ident() == window_thread, len(found), sql))
+            return found
+
+        store._read = counting  # type: ignore[method-assign]
+        try:
+            root.window.threads.open(thread_id)
+            here = sum(count for on_window, count, _sql in rows if on_window)
+            assert here <= 4 * PAGE, f"{here} rows read on the window's thread: " + "; ".join(
+                f"{count} {sql[:60]}" for on_window, count, sql in rows if on_window and count > 20)
+            await wait_until(lambda: root.window.chat.hidden_turns == TURNS - INITIAL_TURNS,
+                             what="the branch read in the worker")
+        finally:
+            store._read = read  # type: ignore[method-assign]
