@@ -133,6 +133,9 @@ class Controller(ThreadList):
         if self._searcher is not None:
             self._searcher.close()
             self._searcher = None
+        if self._brancher is not None:
+            self._brancher.close()
+            self._brancher = None
         if self.workspace is not None:
             try:
                 self.workspace.close()

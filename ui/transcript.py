@@ -1,11 +1,18 @@
-"""Reading a thread for the window: the branch's turn ids first, rows and events only when shown.
+"""Reading a thread for the window: the branch's last turn ids first, rows and events only when shown.
 
 ``ThreadSession.transcript()`` reads every event of the branch; for a thread of thousands of
-messages that is most of the time to first paint. The window shows the last turns first, so
-it reads the branch's turn ids (one query of ids only), each turn's row a page at a time when
-the turn is asked for (:class:`BranchTurns`), and the events of a turn when the turn is rendered:
-a :class:`LazyTranscript` is the chat presenter's :class:`~ui.chat.model.listener.TranscriptSource` (and
-gives the inspector every event, read off the UI thread for long threads).
+messages that is most of the time to first paint. The window shows the last turns first, so a
+:class:`LazyTranscript` reads the ids of the branch's last page only (a walk from the leaf up that
+stops after :data:`PAGE` turns), each turn's row a page at a time when the turn is asked for
+(:class:`BranchTurns`), and the events of a turn when the turn is rendered: it is the chat presenter's
+:class:`~ui.chat.model.listener.TranscriptSource` (and gives the inspector every event, read off the UI
+thread for long threads). The ids above the last page are read when a turn up there is asked for, a page
+at a time, or all at once off the window's thread (:meth:`LazyTranscript.add_rest`, given what
+:class:`~workspace.persistence.BackgroundBranch` read).
+
+Turns are counted from the branch's end (0: the leaf), which does not move as more of the branch
+becomes known: a slice taken from the end (``turns[:-10]``, ``turns[-40:]``) reads only what it reaches;
+an index from the root (``turns[5]``) or going through every turn reads the branch to its root first.
 """
 
 from __future__ import annotations
@@ -15,41 +22,94 @@ from typing import TYPE_CHECKING, overload
 
 if TYPE_CHECKING:
     from workspace import events as ev
-    from workspace.persistence import Store, TurnInfo
+    from workspace.persistence import PathPage, Store, TurnInfo
     from workspace.session import TurnView
 
-#: Turns whose rows (and sibling lists) are read at once, counted from the branch's end: opening a
+#: Turns whose ids, rows (and sibling lists) are read at once, counted from the branch's end: opening a
 #: thread reads the last page, loading earlier turns the pages before it.
 PAGE = 50
 
 
 class LazyTranscript:
-    """The current branch of a thread: its ids now, turn rows a page at a time, events per turn."""
+    """The current branch of a thread: its last page of ids now, the rest of them on demand or from a worker,
+    turn rows a page at a time, events per turn."""
 
     def __init__(self, store: Store, thread_id: str, leaf_turn_id: str | None = None) -> None:
         self.store = store
         self.thread_id = thread_id
-        #: The branch's turn ids, root first.
-        self.ids: list[str] = store.path_ids(thread_id, leaf_turn_id)
+        first = store.path_page(thread_id, leaf_turn_id, limit=PAGE)
+        #: The branch's turn ids known so far, the leaf first: its last page, then more of it up to the root.
+        self._back: list[str] = first.ids[::-1]
+        #: Where the branch goes on above the turns known (the parent of the first one); None: known to the root.
+        self.above: str | None = first.above
         self._rows: dict[str, TurnInfo] = {}
         self._branches: dict[str | None, list[str]] = {}
-        self.turns: BranchTurns = BranchTurns(self, range(len(self.ids)))
+        self.turns: BranchTurns = BranchTurns(self, 0, None)
 
     def __len__(self) -> int:
-        return len(self.ids)
+        """The branch's length once :attr:`complete`; until then the number of its last turns known so far."""
+        return len(self._back)
 
-    def turn(self, index: int) -> TurnInfo:
-        """The branch's ``index``-th turn (0: the root), read with the rest of its page if not yet read."""
-        turn_id = self.ids[index]
+    @property
+    def complete(self) -> bool:
+        """Whether the branch's ids are known up to its root."""
+        return self.above is None
+
+    @property
+    def leaf_id(self) -> str | None:
+        return self._back[0] if self._back else None
+
+    @property
+    def ids(self) -> list[str]:
+        """The branch's turn ids, root first (the rest of them read now when not yet known)."""
+        self.read_to(None)
+        return self._back[::-1]
+
+    def read_to(self, count: int | None) -> None:
+        """Know at least ``count`` of the branch's last turns (None: all of them), reading the pages above."""
+        while self.above is not None and (count is None or len(self._back) < count):
+            limit = None if count is None else max(PAGE, count - len(self._back))
+            self._extend(self.store.path_page(self.thread_id, self.above, limit=limit))
+
+    def add_rest(self, page: PathPage) -> bool:
+        """The ids from an earlier :attr:`above` up to the root, read elsewhere (a worker thread): the ones not
+        yet known join. False when ``page`` is not the rest of this branch (nothing changes then)."""
+        if self.above is None:
+            return True
+        ids = page.ids
+        try:
+            cut = ids.index(self.above)
+        except ValueError:
+            return False
+        self._extend(type(page)(ids[:cut + 1], page.above))
+        return True
+
+    def _extend(self, page: PathPage) -> None:
+        self._back.extend(reversed(page.ids))
+        self.above = page.above
+
+    def index_from_end(self, turn_id: str) -> int | None:
+        """Where ``turn_id`` is on the branch, counted from its end (0: the leaf); None: not on it (the branch is
+        read to its root for that)."""
+        self.read_to(None)
+        try:
+            return self._back.index(turn_id)
+        except ValueError:
+            return None
+
+    def turn_from_end(self, back: int) -> TurnInfo:
+        """The branch's turn ``back`` turns before its end (0: the leaf), read with the rest of its page if
+        not yet read."""
+        self.read_to(back + 1)
+        turn_id = self._back[back]
         if turn_id not in self._rows:
-            self._read_page(index)
+            self._read_page(back)
         return self._rows[turn_id]
 
-    def _read_page(self, index: int) -> None:
-        count = len(self.ids)
-        page = (count - 1 - index) // PAGE  # pages counted from the end: the first one is the last turns
-        stop = count - page * PAGE
-        missing = [turn_id for turn_id in self.ids[max(0, stop - PAGE):stop] if turn_id not in self._rows]
+    def _read_page(self, back: int) -> None:
+        start = back // PAGE * PAGE  # pages counted from the end: the first one is the last turns
+        self.read_to(start + PAGE)
+        missing = [turn_id for turn_id in reversed(self._back[start:start + PAGE]) if turn_id not in self._rows]
         turns = self.store.turns_by_id(missing)
         self._rows.update((t.id, t) for t in turns)
         parents = [t.parent_turn_id for t in turns if t.parent_turn_id not in self._branches]
@@ -73,22 +133,35 @@ class LazyTranscript:
         from workspace.persistence import coalesce_text
 
         out: list[ev.Event] = []
-        for _turn, events in self.store.path_events(self.thread_id, self.ids[-1] if self.ids else None):
+        for _turn, events in self.store.path_events(self.thread_id, self.leaf_id):
             out.extend(coalesce_text(events))
         return out
 
 
 class BranchTurns(Sequence["TurnInfo"]):
-    """Some of a :class:`LazyTranscript`'s turns (all of them, or a slice) as ``TurnInfo``: its length
-    costs nothing, and a turn's row is read (with its page) when the turn is asked for. A slice is
-    another ``BranchTurns`` over the same transcript, so slicing reads nothing."""
+    """Some of a :class:`LazyTranscript`'s turns (all of them, or a slice) as ``TurnInfo``, held as turns
+    counted from the branch's end: from ``stop`` (0: up to the leaf) to ``start`` turns before the end
+    (None: from the root). A turn's row is read (with its page) when the turn is asked for; a slice is
+    another ``BranchTurns`` over the same transcript, so slicing reads nothing beyond the ids it reaches.
 
-    def __init__(self, transcript: LazyTranscript, indices: range) -> None:
+    Its length costs nothing: for a slice reaching the root while the branch's ids are not all known, it is
+    the turns known so far (it grows as the rest comes). A negative index or a slice from the end reads
+    only the ids it reaches; an index from the root, iterating or reversing reads them to the root."""
+
+    def __init__(self, transcript: LazyTranscript, stop: int, start: int | None) -> None:
         self._transcript = transcript
-        self._indices = indices
+        self._stop = stop
+        self._start = start
+
+    def _top(self) -> int:
+        """Where the slice starts, counted from the end, within what is known."""
+        known = len(self._transcript)
+        return known if self._start is None else min(self._start, known)
 
     def __len__(self) -> int:
-        return len(self._indices)
+        if self._start is None:
+            self._transcript.read_to(self._stop + 1)  # (a turn above the ones left out, when there is one)
+        return max(0, self._top() - self._stop)
 
     @overload
     def __getitem__(self, key: int) -> TurnInfo: ...
@@ -98,9 +171,46 @@ class BranchTurns(Sequence["TurnInfo"]):
 
     def __getitem__(self, key: int | slice) -> TurnInfo | BranchTurns:
         if isinstance(key, slice):
-            return BranchTurns(self._transcript, self._indices[key])
-        return self._transcript.turn(self._indices[key])
+            return self._slice(key)
+        if key < 0:
+            back = self._stop - key - 1
+            self._transcript.read_to(back + 1)
+            if back >= self._top():
+                raise IndexError(key)
+        else:
+            self._whole()
+            back = self._top() - 1 - key
+            if back < self._stop:
+                raise IndexError(key)
+        return self._transcript.turn_from_end(back)
+
+    def _slice(self, key: slice) -> BranchTurns:
+        if key.step not in (None, 1):
+            raise ValueError("a branch's turns are sliced without a step")
+        if any(bound is not None and bound >= 0 for bound in (key.start, key.stop)):
+            self._whole()  # counted from the root: the branch's ids to its root first
+        length = len(self)
+
+        def back(bound: int | None, default: int | None) -> int | None:
+            if bound is None:
+                return default
+            if bound < 0:
+                return min(self._stop - bound, self._top() if self._start is not None else self._stop - bound)
+            return self._top() - min(bound, length)
+
+        stop = back(key.stop, self._stop)
+        start = back(key.start, self._start)
+        assert stop is not None
+        if start is not None:
+            self._transcript.read_to(start)
+            start = min(start, self._top())
+        return BranchTurns(self._transcript, min(stop, start) if start is not None else stop, start)
+
+    def _whole(self) -> None:
+        if self._start is None:
+            self._transcript.read_to(None)
 
     def __iter__(self) -> Iterator[TurnInfo]:
-        for index in self._indices:
-            yield self._transcript.turn(index)
+        self._whole()
+        for back in range(self._top() - 1, self._stop - 1, -1):
+            yield self._transcript.turn_from_end(back)

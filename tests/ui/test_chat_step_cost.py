@@ -176,7 +176,8 @@ def test_a_thread_grown_live_holds_what_it_holds_reopened(qapp_instance: Any, tm
     reopened.show_thread(LazyTranscript(store, thread_id))
     _settle(reopened)
     with reopened.turn_window.deferring(hold=True):
-        reopened.presenter.load_earlier(reopened.presenter.hidden_turns)
+        while reopened.presenter.hidden_turns:  # (the count known so far: above the last page, as it is read)
+            reopened.presenter.load_earlier(reopened.presenter.hidden_turns)
     reopened.scroll_to_bottom()
     _settle(reopened)
     again = _kept(reopened)

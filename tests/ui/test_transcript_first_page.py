@@ -2,7 +2,7 @@
 
 A branch of 400 turns (with a second answer to an early turn and to a late one) is opened in the chat's
 presenter over the window's ``LazyTranscript``. The rows the store hands back are counted: before the
-last turns show, only the branch's ids, a page of turn rows and the events of the turns shown are read;
+last turns show, only a page of the branch's ids, a page of turn rows and the events of the turns shown are read;
 loading earlier turns reads their pages as they come; and every turn shows the sibling counts
 (‹ 2/2 ›) the whole branch would give.
 """
@@ -63,9 +63,9 @@ def test_opening_a_long_thread_reads_a_page_and_the_rest_as_it_loads(tmp_path: P
         presenter.load_thread(LazyTranscript(store, thread_id))
         shown = presenter.state.turns
         assert [t.user.text for t in shown] == [f"question {i}" for i in range(TURNS - INITIAL_TURNS, TURNS)]
-        assert presenter.hidden_turns == TURNS - INITIAL_TURNS
-        # Before the first paint: the branch's ids, one page of turn rows, the shown turns' events.
-        assert store.id_rows <= TURNS + 2 * PAGE  # the ids of the path and of the shown turns' siblings
+        assert presenter.hidden_turns == PAGE - INITIAL_TURNS  # the earlier turns known so far: the last page's
+        # Before the first paint: the last page of the branch's ids, one page of turn rows, the shown turns' events.
+        assert store.id_rows <= 2 * PAGE + 2  # the ids of the page and of the shown turns' siblings
         assert store.turn_rows <= PAGE + 1
         assert len(store.event_reads) == INITIAL_TURNS
         counts = {t.user.text: (t.user.sibling_index, t.user.sibling_count) for t in shown}

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from workspace.config import Config
     from workspace.knowledge import PendingMemoryWrite
     from workspace.network import Network, NetworkInfo
-    from workspace.persistence import BackgroundSearch, Store, ThreadInfo
+    from workspace.persistence import BackgroundBranch, BackgroundSearch, Store, ThreadInfo
     from workspace.providers.base import Provider
     from workspace.result import Usage
     from workspace.session import RecordedRun, ThreadSession, Workspace
@@ -100,6 +100,8 @@ class SessionState(QObject):
         self.window_loop: asyncio.AbstractEventLoop | None = None
         #: Thread search off the window's thread (made for the open store on the first search).
         self._searcher: BackgroundSearch | None = None
+        #: Branches of long threads read off the window's thread (made for the open store when first needed).
+        self._brancher: BackgroundBranch | None = None
         #: The thread list read in the start-up's worker thread, for the first :meth:`list_threads` (then None).
         self._threads_ahead: list[ThreadInfo] | None = None
         self._networks: list[NetworkInfo] | None = None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ui.controller_parts.runs import RunFollowing
 
 if TYPE_CHECKING:
-    from workspace.persistence import SearchHit, ThreadInfo
+    from workspace.persistence import PathPage, SearchHit, ThreadInfo
 
 log = logging.getLogger("ui.controller")
 
@@ -75,6 +75,20 @@ class ThreadList(RunFollowing):
         except Exception as exc:
             self.problem.emit(f"Search failed: {exc}")
             return []
+
+    async def branch_in_background(self, thread_id: str, turn_id: str) -> PathPage:
+        """The ids of the branch from ``turn_id`` up to its root (root first), read off the window's thread
+        (a worker with its own connection to the database): what a long thread's transcript does not read
+        before its first paint."""
+        from workspace.persistence import BackgroundBranch
+
+        store = self.require_store()
+        brancher = self._brancher
+        if brancher is None or brancher.store is not store:
+            if brancher is not None:
+                brancher.close()
+            brancher = self._brancher = BackgroundBranch(store)
+        return await brancher.walk_up(thread_id, turn_id)
 
     def search(self, query: str) -> list[SearchHit]:
         if self.store is None or not query:

@@ -553,7 +553,7 @@ class Docks(Mapping[str, QDockWidget]):
         """Fill the inspector with a stored thread's events: at once for short threads, else read
         in a worker thread (events that arrive meanwhile are kept)."""
         c = self.services.session
-        if len(lazy) <= INSPECTOR_SYNC_EVENTS or c.running:
+        if (lazy.complete and len(lazy) <= INSPECTOR_SYNC_EVENTS) or c.running:  # (a long branch, known by its last page yet, is read in the worker)
             self.set_events(lazy.all_events())
             return
         self._inspector_buffer = []

@@ -79,12 +79,26 @@ class StatusLine:
         s.session.thread_opened.connect(self.show_thread_context)
 
     def show_thread_context(self, session: object) -> None:
-        """The meter of the thread just opened: its last count (hidden for a new thread)."""
+        """The meter of the thread just opened: its last count (hidden for a new thread). The count is looked
+        for along the whole branch, so it is read in a worker: a thread of 10,000 turns took seconds of the
+        window's thread to open."""
         reader = getattr(session, "context_usage", None)
-        try:
-            self.context.show_usage(reader() if callable(reader) else None)
-        except Exception:  # an unreadable store leaves the meter empty; the banner says why elsewhere
-            self.context.show_usage(None)
+        self.context.show_usage(None)
+        if not callable(reader):
+            return
+        c = self.services.session
+
+        async def read() -> None:
+            import asyncio
+
+            try:
+                usage = await asyncio.to_thread(reader)
+            except Exception:  # an unreadable store leaves the meter empty; the banner says why elsewhere
+                return
+            if c.session is session and not self.context.window_size:  # still the thread open, nothing newer shown
+                self.context.show_usage(usage)
+
+        c.tasks.spawn(read(), name="thread-context")
 
     def set_activity(self, text: str) -> None:
         self.activity = text

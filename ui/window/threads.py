@@ -4,6 +4,9 @@ presenter feeds each turn's stored events the way the bridge feeds a live run's)
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
@@ -14,8 +17,14 @@ if TYPE_CHECKING:
     from ui.services import Services
     from ui.threads.model import ThreadListModel
     from ui.threads.sidebar import Sidebar
+    from ui.transcript import LazyTranscript
     from ui.widgets.common import ElidedLabel
 
+log = logging.getLogger("ui.window.threads")
+
+#: How long (s) a turn of the event loop loads earlier turns while a search hit far up a long thread is
+#: brought in (each turn's events are replayed: a few ms a turn).
+REVEAL_STEP_S = 0.012
 #: The empty state's example messages for a robot whose file has no ``examples:`` and whose tools say
 #: nothing either (networks have their own: network_examples).
 EXAMPLES = ["What can you do?", "Explain recursion with a short example", "Write a haiku about robots"]
@@ -54,6 +63,9 @@ class Threads(QObject):
         self.services = services
         #: The query (and the database's state) whose hits are shown or coming (None: the thread list).
         self._searched: tuple[str, int, int] | None = None
+        #: The stored branch the chat shows, and the task reading the rest of its ids off the window's thread.
+        self._shown: LazyTranscript | None = None
+        self._rest: asyncio.Task[None] | None = None
 
     def attach(self, *, sidebar: Sidebar, model: ThreadListModel, title_label: ElidedLabel, chat: ChatView,
                composer: Composer) -> None:
@@ -130,15 +142,53 @@ class Threads(QObject):
         self.composer.focus()
 
     def open_result(self, thread_id: str, turn_id: str) -> None:
-        """Open a search result: its thread, scrolled to the matching message (on its branch)."""
+        """Open a search result: its thread, scrolled to the matching message (on its branch). Far up a long
+        thread, the turns above the last ones come in a few per turn of the event loop until the message is
+        among them, so the window does not freeze meanwhile."""
         c = self.services.session
         self.open(thread_id)
         if c.thread_id != thread_id:
             return
         words = self.sidebar.search.text().split()
-        # On another branch of the thread: show that branch, then the message.
-        if not self.chat.reveal_turn(turn_id, words=words) and c.show_turn(turn_id):
-            self.chat.reveal_turn(turn_id, words=words)
+        c.tasks.spawn(self._reveal(thread_id, turn_id, words), name="reveal-result")
+
+    async def _reveal(self, thread_id: str, turn_id: str, words: list[str]) -> None:
+        c = self.services.session
+        lazy = await self._whole_branch()
+        if lazy is None or c.thread_id != thread_id:
+            return
+        back = lazy.index_from_end(turn_id)
+        if back is None:  # on another branch of the thread: show that branch, then the message
+            if not c.show_turn(turn_id):
+                return
+            lazy = await self._whole_branch()
+            if lazy is None or c.thread_id != thread_id:
+                return
+            back = lazy.index_from_end(turn_id)
+            if back is None:
+                return
+        presenter, above = self.chat.presenter, len(lazy) - 1 - back  # the turns above the message
+        while presenter.hidden_turns > above:
+            until = time.perf_counter() + REVEAL_STEP_S
+            with self.chat.turn_window.deferring(hold=True):  # data only: the message's turn becomes widgets
+                while presenter.hidden_turns > above and time.perf_counter() < until:
+                    presenter.load_earlier(1)
+            await asyncio.sleep(0)
+            if self._shown is not lazy:  # another thread or branch opened meanwhile
+                return
+        self.chat.reveal_turn(turn_id, words=words)
+
+    async def _whole_branch(self) -> LazyTranscript | None:
+        """The branch shown, its ids known to the root (read in the worker, else here); None: none shown."""
+        lazy, rest = self._shown, self._rest
+        if lazy is None:
+            return None
+        if not lazy.complete and rest is not None:
+            await asyncio.wait([rest])
+        if self._shown is not lazy:
+            return None
+        lazy.read_to(None)  # (when the worker could not read it)
+        return lazy
 
     def cycle(self, step: int) -> None:
         items = self.thread_model.items
@@ -186,6 +236,7 @@ class Threads(QObject):
     def on_thread_opened(self, session: Any) -> None:
         self.opening.emit(session)  # the model line (the message box names the robot), the inspector
         if session is None:
+            self._shown = self._rest = None
             self.show_empty()
             self.sidebar.select_thread(None)
             return
@@ -202,10 +253,31 @@ class Threads(QObject):
             lazy = LazyTranscript(c.require_store(), thread_id)
         except Exception as exc:
             self.services.notices.banner(f"Could not read the thread: {exc}")
+            self._shown = self._rest = None
             self.chat.clear()
             return
+        self._shown, self._rest = lazy, None
         self.chat.show_thread(lazy)  # through the chat's presenter, like a live run
         self.transcript_shown.emit(lazy)
+        if not lazy.complete:  # a long branch: its last page read, the rest now off the window's thread
+            self._rest = c.tasks.spawn(self._read_rest(lazy), name="thread-branch")
         thread = session.thread
         self.title_label.setText(thread.display_title)
         self.title_shown.emit(thread.display_title)
+
+    async def _read_rest(self, lazy: LazyTranscript) -> None:
+        """The ids of ``lazy``'s branch above its last page, read in a worker: the count of earlier turns is
+        then the branch's (until then, the turns known)."""
+        above = lazy.above
+        if above is None:
+            return
+        try:
+            page = await self.services.session.branch_in_background(lazy.thread_id, above)
+        except Exception as exc:  # the pages above are read when they are asked for instead
+            log.debug("the branch of %s was not read in the background: %s", lazy.thread_id, exc)
+            return
+        if lazy.add_rest(page) and self._shown is lazy:
+            try:
+                self.chat.hidden_changed()
+            except RuntimeError:  # the window closed meanwhile
+                pass

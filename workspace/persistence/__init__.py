@@ -69,6 +69,7 @@ deltas), :mod:`~workspace.persistence.threads` (the :class:`Store`: threads and 
 
 from __future__ import annotations
 
+from workspace.persistence.branch import BackgroundBranch, PathPage
 from workspace.persistence.conversation import (
     coalesce_text,
     conversation_from_events,
@@ -84,8 +85,10 @@ from workspace.persistence.threads import STATUSES, Store, ThreadInfo, TurnInfo
 __all__ = [
     "MIGRATIONS",
     "STATUSES",
+    "BackgroundBranch",
     "BackgroundSearch",
     "NotFoundError",
+    "PathPage",
     "SearchHit",
     "Store",
     "StoreError",

@@ -26,6 +26,7 @@ from typing import Any
 from workspace import events as ev
 from workspace.messages import Message, TextMessage
 from workspace.persistence import blobs
+from workspace.persistence.branch import PathPage, walk_up
 from workspace.persistence.conversation import (
     conversation_from_events,
     conversation_from_result,
@@ -497,16 +498,16 @@ class Store(EventLog):
         leaf = leaf_turn_id if leaf_turn_id is not None else self.get_thread(thread_id).current_turn_id
         if leaf is None:
             return []
-        rows = self._read(
-            "WITH RECURSIVE p(id, parent) AS ("
-            " SELECT id, parent_turn_id FROM turns WHERE id = ? AND thread_id = ?"
-            " UNION ALL SELECT t.id, t.parent_turn_id FROM turns t JOIN p ON t.id = p.parent)"
-            " SELECT id FROM p",  # leaf first, in the order the walk reached them
-            (leaf, thread_id),
-        )
-        if not rows:
-            raise NotFoundError(f"No turn {leaf!r} in thread {thread_id!r}.", path=self.db_path)
-        return [r[0] for r in reversed(rows)]
+        return walk_up(self._read, thread_id, leaf, path=self.db_path).ids
+
+    def path_page(self, thread_id: str, turn_id: str | None = None, *, limit: int | None) -> PathPage:
+        """The last ``limit`` ids of the path to ``turn_id`` (default: the thread's current turn), root first,
+        and where the path goes on above them: a long branch's end without walking all of it (the walk
+        goes from the turn up and stops after ``limit``; None: up to the root)."""
+        leaf = turn_id if turn_id is not None else self.get_thread(thread_id).current_turn_id
+        if leaf is None:
+            return PathPage([], None)
+        return walk_up(self._read, thread_id, leaf, limit=limit, path=self.db_path)
 
     def turns_by_id(self, ids: Sequence[str]) -> list[TurnInfo]:
         """The turns of ``ids``, in that order (a turn not stored raises :class:`NotFoundError`)."""

@@ -259,14 +259,15 @@ class ChatPresenter:
         self.reset()
         self._source = source
         turns = source.turns  # a long branch's turns are read as they are shown (slicing reads nothing)
-        cut = max(0, len(turns) - initial)
-        self.state.hidden = turns[:cut]
-        for info in turns[cut:]:
+        # Sliced from the end: a long branch is not read up to its root to know where its last turns start.
+        self.state.hidden = turns[:-initial] if initial > 0 else turns
+        for info in turns[-initial:] if initial > 0 else ():
             self.load_turn(source.view(info))
         self.listener.hidden_changed()
 
     @property
     def hidden_turns(self) -> int:
+        """The earlier turns not shown: of a long branch whose ids are read from its end, those known so far."""
         return len(self.state.hidden)
 
     def load_earlier(self, count: int = LOAD_MORE_TURNS) -> int:

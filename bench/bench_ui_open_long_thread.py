@@ -1,0 +1,236 @@
+"""Opening a long thread in the window: what the window's thread pays before the first paint.
+
+Threads of 100 and 10,000 turns (each: the user's message, an answer with a tool call and its result, a
+final answer; built as ``bench_ui_thread_scale`` builds them) in fresh databases, then, several times each
+(median and fastest printed, with the load average):
+
+- the branch's ids read whole (``Store.path_ids``: one recursive query from the leaf to the root);
+- a ``LazyTranscript`` made (what the window reads of the branch before showing it);
+- first paint in a chat view (``ChatView.show_thread`` to the first frame rendered, as the scale bench
+  measures it);
+- in the window: the step that opens the thread (``Threads.open``, the click's handler) and the first paint
+  of the chat after the click; then a search hit 2,000 turns up (turn 5 of a shorter thread) opened
+  (``Threads.open_result``): the step of the click, the longest turn of the event loop until the hit
+  shows, and the time until it shows.
+
+Targets printed: the 10,000-turn first paint within 1.5 x the 100-turn one; opening a search hit far up
+holds the window no longer than a frame on a quiet machine (< 50 ms busy). Writes
+bench/results/ui_open_long_thread.json.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+SIZES = (100, 10000)
+RUNS = 7
+WINDOW_RUNS = 3
+#: The search hit opened is this many turns above the branch's end (or turn 5 of a shorter one): every turn
+#: below it is replayed to show it, a few ms each, so turn 5 of 10,000 would take minutes on a busy machine.
+HIT_DEPTH = 2000
+
+
+def _figures(times: list[float]) -> dict[str, float]:
+    return {"median_ms": round(statistics.median(times), 1), "min_ms": round(min(times), 1)}
+
+
+def _timed(action: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    action()
+    return (time.perf_counter() - start) * 1000
+
+
+def measure_reads(db: Path, thread_id: str) -> dict[str, dict[str, float]]:
+    from ui.transcript import LazyTranscript
+    from workspace.persistence import Store
+
+    walks, lazies = [], []
+    for _ in range(RUNS):
+        store = Store(db)
+        walks.append(_timed(lambda s=store: s.path_ids(thread_id)))  # type: ignore[misc]
+        store.close()
+        store = Store(db)
+        lazies.append(_timed(lambda s=store: LazyTranscript(s, thread_id)))  # type: ignore[misc]
+        store.close()
+    return {"path_ids": _figures(walks), "lazy_transcript": _figures(lazies)}
+
+
+def measure_chat_paint(app: object, db: Path, thread_id: str) -> dict[str, float]:
+    from ui.chat.view.chat import ChatView
+    from ui.transcript import LazyTranscript
+    from workspace.persistence import Store
+
+    process = app.processEvents  # type: ignore[attr-defined]
+    times = []
+    for run in range(RUNS + 1):  # the first one warms up (the window loads markdown-it and pygments at start-up)
+        store = Store(db)
+        chat = ChatView()
+        chat.resize(1000, 800)
+        chat.show()
+        process()
+        start = time.perf_counter()
+        chat.show_thread(LazyTranscript(store, thread_id))
+        process()
+        chat.grab()  # the first frame, rendered (the offscreen platform paints nothing by itself)
+        if run:
+            times.append((time.perf_counter() - start) * 1000)
+        for _ in range(10):
+            process()
+        chat.close()
+        chat.deleteLater()
+        process()
+        store.close()
+    return _figures(times)
+
+
+def measure_window(app: object, loop: asyncio.AbstractEventLoop, db: Path, thread_id: str) -> dict[str, object]:
+    from PySide6.QtCore import QEvent, QObject
+
+    from ui.app import Application
+    from workspace.persistence import Store
+
+    class Probe(QObject):
+        painted = 0.0
+
+        def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+            if event.type() == QEvent.Type.Paint and not self.painted:
+                self.painted = time.perf_counter()
+            return False
+
+    process = app.processEvents  # type: ignore[attr-defined]
+    store = Store(db)
+    path = store.path_ids(thread_id)
+    hit = path[max(5, len(path) - HIT_DEPTH)]
+    store.close()
+    steps, paints, reveal_clicks, reveal_stalls, reveal_totals = [], [], [], [], []
+
+    async def click_and_wait(root: Application) -> None:
+        """The clicks, as the window's event loop runs them: opening the thread, then a search hit far up."""
+        await asyncio.sleep(1.0)  # a person looks at the window before clicking
+        root.window.threads.new()  # (the thread open last time would reopen as a no-op)
+        await asyncio.sleep(0.05)
+        probe = Probe()
+        root.window.chat.viewport().installEventFilter(probe)
+        start = time.perf_counter()
+        root.window.threads.open(thread_id)
+        steps.append((time.perf_counter() - start) * 1000)
+        while not probe.painted and time.perf_counter() < start + 30:
+            await asyncio.sleep(0.001)
+        paints.append((probe.painted - start) * 1000 if probe.painted else float("nan"))
+        await asyncio.sleep(0.5)  # what opening leaves to do after the paint
+
+        # A search hit far up: opened from the list as a click does (the thread is open already).
+        root.window.sidebar.search.setText("Question")
+        await asyncio.sleep(0.5)
+        start = time.perf_counter()
+        root.window.threads.open_result(thread_id, hit)
+        reveal_clicks.append((time.perf_counter() - start) * 1000)
+        longest, last = 0.0, time.perf_counter()
+        while root.window.chat.found_flash is None and time.perf_counter() < start + 300:
+            await asyncio.sleep(0)
+            now = time.perf_counter()
+            longest, last = max(longest, (now - last) * 1000), now
+        reveal_stalls.append(max(longest, reveal_clicks[-1]))
+        reveal_totals.append((time.perf_counter() - start) * 1000 if root.window.chat.found_flash else float("nan"))
+
+    for _ in range(WINDOW_RUNS):
+        root = Application(db_path=db)
+        root.window.resize(1400, 900)
+        root.window.show()
+        loop.run_until_complete(click_and_wait(root))
+        loop.run_until_complete(root.aclose())
+        root.window.close()
+        root.window.deleteLater()
+        process()
+    return {"open_step": _figures(steps), "first_paint": _figures(paints), "reveal_click": _figures(reveal_clicks),
+            "reveal_longest_step": _figures(reveal_stalls), "reveal_total": _figures(reveal_totals)}
+
+
+def main() -> int:
+    from bench_ui_thread_scale import build_thread
+
+    # ``--keep DIR``: the threads built there once are used again (building 10,000 turns takes a minute or two).
+    keep = Path(sys.argv[2]) if len(sys.argv) == 3 and sys.argv[1] == "--keep" else None
+    home = Path(tempfile.mkdtemp(prefix="robotlab-bench-"))
+    os.environ["ROBOTLAB_HOME"] = str(home)
+    built = {}
+    for turns in SIZES:
+        db, made = (keep or home) / f"t{turns}.db", (keep or home) / f"t{turns}.id"
+        if keep is not None and made.exists():
+            built[turns] = (db, made.read_text())
+            continue
+        started = time.perf_counter()
+        built[turns] = (db, build_thread(db, turns))
+        made.write_text(built[turns][1])
+        print(f"built a thread of {turns} turns in {time.perf_counter() - started:.0f} s", flush=True)
+
+    from ui import theme
+    from ui.app import get_app, new_event_loop
+
+    app = get_app()
+    theme.apply_theme(app, "light")
+    loop = new_event_loop(app)
+    results: dict[int, dict[str, object]] = {}
+    with loop:
+        for turns, (db, thread_id) in built.items():
+            load = os.getloadavg()[0]
+            row: dict[str, object] = {"load_before": round(load, 2)}
+            row.update(measure_reads(db, thread_id))
+            row["chat_first_paint"] = measure_chat_paint(app, db, thread_id)
+            row["window"] = measure_window(app, loop, db, thread_id)
+            row["load_after"] = round(os.getloadavg()[0], 2)
+            results[turns] = row
+            window = row["window"]
+            assert isinstance(window, dict)
+            print(f"{turns:>6} turns (load {row['load_before']} -> {row['load_after']}), median / fastest ms:")
+            for name, figure in (("path_ids, whole branch", row["path_ids"]),
+                                 ("LazyTranscript made", row["lazy_transcript"]),
+                                 ("chat view first paint", row["chat_first_paint"]),
+                                 ("window: open step", window["open_step"]),
+                                 ("window: first paint after the click", window["first_paint"]),
+                                 ("window: search hit far up, the click's step", window["reveal_click"]),
+                                 ("window: ... the longest step until it shows", window["reveal_longest_step"]),
+                                 ("window: ... until it shows", window["reveal_total"])):
+                assert isinstance(figure, dict)
+                print(f"    {name:<48} {figure['median_ms']:>8.1f} / {figure['min_ms']:.1f}")
+            sys.stdout.flush()
+    small, big = results[SIZES[0]], results[SIZES[-1]]
+
+    def median(row: dict[str, object], *keys: str) -> float:
+        value: object = row
+        for key in keys:
+            assert isinstance(value, dict)
+            value = value[key]
+        assert isinstance(value, dict)
+        return float(value["median_ms"])
+
+    ratio = median(big, "chat_first_paint") / max(median(small, "chat_first_paint"), 0.1)
+    window_ratio = median(big, "window", "first_paint") / max(median(small, "window", "first_paint"), 0.1)
+    print(f"chat view first paint {SIZES[-1]} vs {SIZES[0]} turns: {ratio:.2f}x; in the window: {window_ratio:.2f}x "
+          "(target <= 1.5x)")
+    print(f"search hit {HIT_DEPTH} turns up a branch of {SIZES[-1]}: longest step {median(big, 'window', 'reveal_longest_step'):.0f} ms "
+          "(target < 16 ms quiet, < 50 ms busy)")
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ui_open_long_thread.json").write_text(json.dumps(
+        {"sizes": {str(k): v for k, v in results.items()}, "first_paint_ratio": round(ratio, 2),
+         "window_first_paint_ratio": round(window_ratio, 2), "targets": {"first_paint_ratio": 1.5}}, indent=2) + "\n")
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter teardown of the windows' Qt objects
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""Opening a thread of 2,000 turns does not walk its whole branch on the window's thread.
+
+A branch of 2,000 turns (with a second answer to turn 5's question) in a real database. Opening it reads a
+page of the branch's ids before the last turns show, not the branch from its root (the rest is read by a
+worker through a connection of its own); a search hit at turn 5 is brought in a few turns per turn of the
+event loop and shown; and the ‹ 1/2 › switch deep in the branch shows the other answer and back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ui.conftest import running_app, wait_until
+from ui.chat.model.presenter import INITIAL_TURNS, ChatPresenter
+from ui.chat.view.stream import MarkdownStream
+from ui.transcript import PAGE, LazyTranscript
+from workspace import events as ev
+from workspace.persistence import BackgroundBranch, Store
+
+TURNS = 2000
+
+
+class CountingStore(Store):
+    """A real store that counts the rows its reads return: rows of turns (every column) and rows of ids."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.turn_rows = 0
+        self.id_rows = 0
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        rows = super()._read(sql, params)
+        columns = rows[0].keys() if rows else []  # (a Row's ``in`` looks at its values)
+        if "FROM events" in sql:
+            pass
+        elif "user_text" in columns:
+            self.turn_rows += len(rows)
+        else:
+            self.id_rows += len(rows)
+        return rows
+
+
+@pytest.fixture(scope="module")
+def long_thread(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, list[str], str]:
+    """The database (copied by each test), the thread, its branch's turn ids and turn 5's other answer."""
+    path = tmp_path_factory.mktemp("long") / "long.db"
+    store = Store(path)
+    thread = store.create_thread(robot="assistant", title="long")
+    parent = None
+    ids: list[str] = []
+    for i in range(TURNS):
+        turn = store.add_turn(thread.id, user_text=f"question {i}", parent_turn_id=parent)
+        run = f"r{i}"
+        store.append_events(thread.id, turn.id, [
+            ev.RunStarted(run_id=run, robot="assistant", seq=1, message=f"question {i}"),
+            ev.Text(run_id=run, robot="assistant", seq=2, text=f"answer {i}"),
+            ev.RunFinished(run_id=run, robot="assistant", seq=3),
+        ])
+        store.finish_turn(turn.id, "finished")
+        parent = turn.id
+        ids.append(turn.id)
+    again = store.add_turn(thread.id, user_text="again 5", parent_turn_id=ids[4])  # a sibling of turn 5
+    store.append_events(thread.id, again.id, [
+        ev.RunStarted(run_id="again", robot="assistant", seq=1, message="again 5"),
+        ev.Text(run_id="again", robot="assistant", seq=2, text="another answer 5"),
+        ev.RunFinished(run_id="again", robot="assistant", seq=3),
+    ])
+    store.finish_turn(again.id, "finished")
+    store.set_current(thread.id, ids[-1])
+    store.close()
+    return path, thread.id, ids, again.id
+
+
+def _copy(long_thread: tuple[Path, str, list[str], str], tmp_path: Path) -> Path:
+    db = tmp_path / "long.db"
+    shutil.copy(long_thread[0], db)
+    return db
+
+
+def test_opening_reads_a_page_of_the_branch_and_the_rest_in_a_worker(
+        long_thread: tuple[Path, str, list[str], str], tmp_path: Path) -> None:
+    _path, thread_id, ids, _again = long_thread
+    store = CountingStore(_copy(long_thread, tmp_path))
+    try:
+        presenter = ChatPresenter()
+        lazy = LazyTranscript(store, thread_id)
+        presenter.load_thread(lazy)
+        shown = presenter.state.turns
+        assert [t.user.text for t in shown] == [f"question {i}" for i in range(TURNS - INITIAL_TURNS, TURNS)]
+        # Before the first paint: a page of the branch's ids (and the shown turns' siblings), a page of rows.
+        assert store.id_rows <= 2 * PAGE + 2, f"{store.id_rows} ids read before the last turns showed"
+        assert store.turn_rows <= PAGE + 1
+        assert not lazy.complete and 0 < presenter.hidden_turns <= PAGE  # the earlier turns known so far
+
+        # The rest of the branch, read by the worker through its own connection: the count is the branch's.
+        brancher = BackgroundBranch(store)
+        try:
+            above = lazy.above
+            assert above is not None
+            rest = asyncio.run(brancher.walk_up(thread_id, above))
+        finally:
+            brancher.close()
+        before = store.id_rows
+        assert lazy.add_rest(rest) and lazy.complete
+        assert store.id_rows == before  # nothing of it through the window's connection
+        assert presenter.hidden_turns == TURNS - INITIAL_TURNS
+        assert lazy.ids == ids
+
+        for _ in range(3):  # earlier turns: a page of rows at most each time
+            rows = store.turn_rows
+            presenter.load_earlier()
+            assert store.turn_rows - rows <= PAGE
+        assert presenter.state.turns[0].user.text == f"question {TURNS - INITIAL_TURNS - 120}"
+    finally:
+        store.close()
+
+
+def test_earlier_turns_come_a_page_at_a_time_without_the_worker(
+        long_thread: tuple[Path, str, list[str], str], tmp_path: Path) -> None:
+    """Scrolled up before the worker's walk came: the pages above are read as they are reached."""
+    _path, thread_id, ids, _again = long_thread
+    store = CountingStore(_copy(long_thread, tmp_path))
+    try:
+        presenter = ChatPresenter()
+        lazy = LazyTranscript(store, thread_id)
+        presenter.load_thread(lazy)
+        for _ in range(5):
+            read = store.id_rows
+            presenter.load_earlier()
+            assert store.id_rows - read <= 2 * PAGE + 2  # the ids of the page reached and their siblings'
+        turns = presenter.state.turns
+        assert [t.user.turn_id for t in turns] == ids[TURNS - INITIAL_TURNS - 200:]
+        assert not lazy.complete and presenter.hidden_turns > 0
+        # A turn counted from the root reads the branch to its root.
+        assert lazy.turns[5].id == ids[5] and lazy.complete and len(lazy) == TURNS
+        assert presenter.hidden_turns == TURNS - INITIAL_TURNS - 200
+    finally:
+        store.close()
+
+
+async def test_a_search_hit_at_turn_5_comes_in_steps_and_shows(
+        long_thread: tuple[Path, str, list[str], str], tmp_path: Path, provider: Any) -> None:
+    _path, thread_id, ids, _again = long_thread
+    db = _copy(long_thread, tmp_path)
+    async with running_app(provider=provider, db_path=db, theme_name="light", size=(1200, 800)) as root:
+        w = root.window
+        w.threads.open(thread_id)
+        await wait_until(lambda: w.chat.hidden_turns == TURNS - INITIAL_TURNS, what="the branch read in the worker")
+        w.sidebar.search.setText("answer 5")
+        w.threads.open_result(thread_id, ids[5])
+        # The click returns before the turns above the last ones are loaded: they come a step at a time.
+        assert w.chat.hidden_turns == TURNS - INITIAL_TURNS
+        await wait_until(lambda: w.chat.found_flash is not None, what="the hit at turn 5 shown")
+        found = next(x for x in w.chat.items() if isinstance(x, MarkdownStream) and x.text == "answer 5")
+        bar = w.chat.verticalScrollBar()
+        await wait_until(lambda: bar.value() <= found.mapTo(w.chat.widget(), found.rect().topLeft()).y()
+                         < bar.value() + w.chat.viewport().height(), what="the hit scrolled to")
+        assert w.chat.hidden_turns <= 5  # (turns 0-4 above it are loaded only when scrolled to)
+
+
+async def test_the_sibling_switch_deep_in_a_long_branch(
+        long_thread: tuple[Path, str, list[str], str], tmp_path: Path, provider: Any) -> None:
+    _path, thread_id, ids, again = long_thread
+    db = _copy(long_thread, tmp_path)
+    async with running_app(provider=provider, db_path=db, theme_name="light", size=(1200, 800)) as root:
+        w, c = root.window, root.controller
+        w.threads.open(thread_id)
+        w.threads.open_result(thread_id, ids[5])
+        await wait_until(lambda: w.chat.found_flash is not None, what="turn 5 shown")
+        turn5 = next(t for t in w.chat.presenter.state.turns if t.turn_id == ids[5])
+        assert (turn5.user.sibling_index, turn5.user.sibling_count) == (0, 2)
+
+        c.switch_branch(ids[5], +1)  # ‹ 1/2 › to 2/2: the other answer, a branch of six turns
+        turns = w.chat.presenter.state.turns
+        assert [t.user.text for t in turns][-2:] == ["question 4", "again 5"] and w.chat.hidden_turns == 0
+        assert (turns[-1].user.sibling_index, turns[-1].user.sibling_count) == (1, 2)
+        assert len(turns) == 6
+
+        c.switch_branch(again, -1)  # and back: the long branch, its last turns
+        turns = w.chat.presenter.state.turns
+        assert [t.user.text for t in turns] == [f"question {i}" for i in range(TURNS - INITIAL_TURNS, TURNS)]
+        await wait_until(lambda: w.chat.hidden_turns == TURNS - INITIAL_TURNS, what="the branch read in the worker")
+        w.threads.open_result(thread_id, ids[5])
+        await wait_until(lambda: any(t.turn_id == ids[5] for t in w.chat.presenter.state.turns), what="turn 5 again")
+        turn5 = next(t for t in w.chat.presenter.state.turns if t.turn_id == ids[5])
+        assert (turn5.user.sibling_index, turn5.user.sibling_count) == (0, 2)
+
+
+async def test_the_click_that_opens_it_reads_a_page_of_rows_on_the_window_thread(
+        long_thread: tuple[Path, str, list[str], str], tmp_path: Path, provider: Any) -> None:
+    """Everything the click's step reads on the window's thread: the branch's last page, the shown turns, a
+    few rows of the thread; the rest (the branch above, the inspector's events, the context meter's count
+    along the branch) in workers."""
+    import threading
+
+    _path, thread_id, _ids, _again = long_thread
+    db = _copy(long_thread, tmp_path)
+    async with running_app(provider=provider, db_path=db, theme_name="light", size=(1200, 800)) as root:
+        store = root.controller.store
+        window_thread = threading.get_ident()
+        rows: list[tuple[bool, int, str]] = []
+        read = store._read
+
+        def counting(sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+            found = read(sql, params)
+            rows.append((threading.get_ident() == window_thread, len(found), sql))
+            return found
+
+        store._read = counting  # type: ignore[method-assign]
+        try:
+            root.window.threads.open(thread_id)
+            here = sum(count for on_window, count, _sql in rows if on_window)
+            assert here <= 4 * PAGE, f"{here} rows read on the window's thread: " + "; ".join(
+                f"{count} {sql[:60]}" for on_window, count, sql in rows if on_window and count > 20)
+            await wait_until(lambda: root.window.chat.hidden_turns == TURNS - INITIAL_TURNS,
+                             what="the branch read in the worker")
+        finally:
+            store._read = read  # type: ignore[method-assign]
