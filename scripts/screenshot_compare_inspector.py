@@ -117,7 +117,8 @@ def shoot(state: str, out: Path) -> int:
         pane = w.docks.tool_pane
         await until(lambda: pane.model.rowCount() == 1, what="model-b's call in the inspector")
         pane.table.selectRow(0)
-        pane.tabs.setCurrentWidget(pane.result_view)
+        # The Result tab's page holds its view (made when the tab is first picked): pick the tab by its title.
+        pane.tabs.setCurrentIndex([pane.tabs.tabText(i) for i in range(pane.tabs.count())].index("Result"))
         await asyncio.sleep(0.5)
         app.processEvents()
         out.parent.mkdir(parents=True, exist_ok=True)
