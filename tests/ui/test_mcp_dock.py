@@ -94,3 +94,26 @@ async def test_mcp_dock_log_with_levels(mcp_config: Path, provider: Any, db_path
     finally:
         await close_app(root)
         set_default_manager(None)
+
+
+async def test_the_mcp_dock_cuts_no_button_on_a_small_screen(mcp_config: Path, provider: Any, db_path: Path) -> None:
+    # At 1024x640 the dock is about 300 px wide: "Manage servers…", Start, Restart and Stop in one row did not fit,
+    # and "Manage servers…" showed as "age serv". The row wraps instead.
+    from tests.ui.a11y import clipped_texts
+    from ui.app import Application
+    from workspace.mcp import set_default_manager
+
+    set_default_manager(None)
+    root = Application(provider=provider, db_path=db_path)
+    root.window.resize(1024, 640)
+    root.window.show()
+    try:
+        root.window.docks.focus_dock("mcp")
+        pane = root.window.docks.mcp_pane
+        await wait_until(lambda: pane.isVisible() and pane.width() > 0, what="the MCP servers dock in front")
+        assert pane.width() < 420, pane.width()  # a narrow dock, as on a small screen
+        assert pane.manage_button.isVisible()
+        assert clipped_texts(pane) == []
+    finally:
+        await close_app(root)
+        set_default_manager(None)

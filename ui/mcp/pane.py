@@ -34,6 +34,7 @@ from ui import theme
 from ui.mcp.model import McpServersModel, since_text
 from ui.mcp.parts import LogPage, SignInRow, wrapping
 from ui.widgets.common import signals_blocked
+from ui.widgets.flow import FlowRow
 
 if TYPE_CHECKING:
     from ui.controller import Controller
@@ -110,13 +111,12 @@ class McpPane(QWidget):
         self.reload_button.setToolTip("Read mcpServers from the configuration files again (no app restart needed)")
         top.addWidget(self.reload_button, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(top)
-        bar = QHBoxLayout()
+        bar = FlowRow(spacing=6)  # wraps onto two rows in a narrow dock: no button cut
         self.manage_button = QPushButton("Manage servers…", self)
         self.manage_button.setToolTip("Add, edit, test or import MCP servers (Settings › MCP servers)")
         self.manage_button.setVisible(on_manage is not None)
         self.manage_button.clicked.connect(lambda: self._on_manage() if self._on_manage is not None else None)
         bar.addWidget(self.manage_button)
-        bar.addStretch(1)
         self.start_button = QPushButton("Start", self)
         self.restart_button = QPushButton("Restart", self)
         self.restart_button.setIcon(theme.icon("restart", theme.colors().muted, 16))
