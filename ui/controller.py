@@ -45,6 +45,7 @@ log = logging.getLogger("ui.controller")
 #: What a thread's run is at, for people (the sidebar's accessible text, the quit question).
 RUN_STATE_WORDS = {
     "streaming": "streaming",
+    "background": "working in the background",
     "approval": "waiting for your approval",
     "review": "waiting for a review",
     "finished": "finished",
