@@ -165,7 +165,8 @@ async def run_ends_while_it_delegates(scene: Scene, provider: ScriptedProvider) 
     window.runs.send("get the helper going")
     await wait_until(lambda: scene.server.requests and len(provider.history) == 2, what="the delegate's model call")
     hold.set()
-    await wait_until(lambda: scene.futures and controller.idle, what="the caller's run to end while its delegation waits")
+    await wait_until(lambda: scene.futures and controller.idle,
+                     what="the caller's run to end while its delegation waits")
     await wait_until(lambda: lane_of_the_call(window).reason == BACKGROUND_NOT_FOLLOWED, what="the lane to end")
     assert controller.thread_id is not None
     return controller.thread_id
@@ -198,7 +199,8 @@ async def test_the_sidebar_shows_a_thread_working_in_the_background_until_its_de
     assert state is None and "background" not in words
 
 
-async def test_the_sidebar_row_goes_back_when_stop_stops_what_the_thread_delegated(scene: Scene, provider: ScriptedProvider) -> None:
+async def test_the_sidebar_row_goes_back_when_stop_stops_what_the_thread_delegated(
+        scene: Scene, provider: ScriptedProvider) -> None:
     window, controller = scene.root.window, scene.root.controller
     thread_id = await run_ends_while_it_delegates(scene, provider)
     await wait_until(lambda: sidebar_state(window, thread_id)[0] == "background",

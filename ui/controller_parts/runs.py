@@ -154,7 +154,8 @@ class RunFollowing(ApprovalsAndLearning):
 
     def run_states(self) -> dict[str, str]:
         """What each thread's run is at, by thread id: "streaming", "approval" (waiting for your answer),
-        "background" (its run ended, what its robots delegated goes on), and, until the thread is opened, "review", "finished" or "failed" (keys of :data:`RUN_STATE_WORDS`)."""
+        "background" (its run ended, what its robots delegated goes on), and, until the thread is opened,
+        "review", "finished" or "failed" (keys of :data:`RUN_STATE_WORDS`)."""
         states = dict(self._unseen)
         for thread_id, _count in self.delegations_going():  # its run ended; what it delegated goes on
             states[thread_id] = "background"
