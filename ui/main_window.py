@@ -640,29 +640,13 @@ class MainWindow(QMainWindow):
     def quit_question(self) -> str | None:
         """What quitting would stop, for the question before it ("2 runs are going: …", "‘Title’: 1 delegated task
         still running"); None: nothing going."""
-        from ui.controller import RUN_STATE_WORDS
+        from ui.controller import quit_question
 
-        c = self.controller
-        store = c.store
-        going = c.runs_going() if store is not None and not store.closed else []
-        delegated = c.delegations_going() if store is not None and not store.closed else []
-        if not going and not delegated:
+        c, store = self.controller, self.controller.store
+        if store is None or store.closed:
             return None
         titles = {i.thread_id: i.title for i in self.thread_model.items}
-
-        def title_of(thread_id: str) -> str:
-            title = titles.get(thread_id) or "Untitled thread"
-            return title if len(title) <= 40 else title[:39] + "…"
-
-        parts = []
-        if going:
-            named = [f"‘{title_of(thread_id)}’ ({RUN_STATE_WORDS.get(state, state)})" for thread_id, state in going]
-            count = f"{len(going)} runs are going" if len(going) > 1 else "A run is going"
-            parts.append(f"{count}: {', '.join(named)}")
-        for thread_id, tasks in delegated:
-            parts.append(f"‘{title_of(thread_id)}’: {tasks} delegated task{'s' if tasks > 1 else ''} still running")
-        several = len(going) + sum(tasks for _thread, tasks in delegated) > 1
-        return f"{'. '.join(parts)}. Quit and stop {'them' if several else 'it'}?"
+        return quit_question(c.runs_going(), c.delegations_going(), titles)
 
     def _ask_to_quit(self) -> bool:
         """Runs going: ask (window-modal, without blocking the loop the runs need); True: the close waits for
