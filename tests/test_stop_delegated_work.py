@@ -178,3 +178,39 @@ async def test_what_a_delegate_delegates_in_turn_stops_with_the_run_of_no_thread
     assert {f.robot_name for f in stop_delegations(owner)} == {"middle", "deep"}
     await assert_stopped(slow_server, inner[0])
     assert outer[0].done()
+
+
+def test_the_end_of_a_delegate_stopped_after_its_caller_ended_is_stored_once(tmp_path: Path) -> None:
+    """``record_stopped`` stores a ``run_cancelled`` with the reason for each delegate's run the turn started and
+    never ended (nested as its ``run_started``, after its last event), and leaves alone a run that ended, a run
+    of another turn and a run stored already. The store is a SQLite file."""
+    from workspace import events as ev
+    from workspace.delegation import STOPPED_IN_BACKGROUND, record_stopped
+    from workspace.persistence import Store
+
+    store = Store(tmp_path / "threads.db")
+    try:
+        thread = store.create_thread(robot="manager")
+        turn = store.add_turn(thread.id, user_text="get the helpers going", parent_turn_id=None)
+        nested = {"parent_run_id": "top", "parent_tool_id": "c1"}
+        store.append_events(thread.id, turn.id, [
+            ev.RunStarted(run_id="top", robot="manager", seq=1),
+            ev.RunStarted(run_id="slow", robot="helper", seq=1, **nested),
+            ev.Text(run_id="slow", robot="helper", seq=2, text="Working…", **nested),
+            ev.RunStarted(run_id="quick", robot="helper", seq=1, **nested),
+            ev.RunFinished(run_id="quick", robot="helper", seq=2, **nested),
+            ev.RunFinished(run_id="top", robot="manager", seq=2),
+        ])
+
+        stored = record_stopped(store, thread.id, turn.id, ["slow", "quick", "elsewhere"])
+        assert record_stopped(store, thread.id, turn.id, ["slow"]) == []  # stored already
+
+        events = store.turn_events(turn.id)
+        assert events[-1] == stored[0] and len(stored) == 1
+        end = events[-1]
+        assert isinstance(end, ev.RunCancelled) and end.run_id == "slow" and end.robot == "helper"
+        assert end.reason == STOPPED_IN_BACKGROUND and end.seq == 3
+        assert (end.parent_run_id, end.parent_tool_id) == ("top", "c1")
+        assert store.get_turn(turn.id).status == "finished"  # the turn's own run finished: its status stays
+    finally:
+        store.close()

@@ -45,11 +45,34 @@ log = logging.getLogger("ui.controller")
 #: What a thread's run is at, for people (the sidebar's accessible text, the quit question).
 RUN_STATE_WORDS = {
     "streaming": "streaming",
+    "background": "working in the background",
     "approval": "waiting for your approval",
     "review": "waiting for a review",
     "finished": "finished",
     "failed": "failed",
 }
+
+
+def quit_question(going: list[tuple[str, str]], delegated: list[tuple[str, int]], titles: dict[str, str]) -> str | None:
+    """The question before quitting: the threads with a run ``going`` (thread id, its state) and those whose
+    ``delegated`` work still runs after their run ended (thread id, how many tasks), named by their ``titles``;
+    None when nothing goes."""
+    if not going and not delegated:
+        return None
+
+    def title_of(thread_id: str) -> str:
+        title = titles.get(thread_id) or "Untitled thread"
+        return title if len(title) <= 40 else title[:39] + "…"
+
+    parts = []
+    if going:
+        named = [f"‘{title_of(thread_id)}’ ({RUN_STATE_WORDS.get(state, state)})" for thread_id, state in going]
+        count = f"{len(going)} runs are going" if len(going) > 1 else "A run is going"
+        parts.append(f"{count}: {', '.join(named)}")
+    for thread_id, tasks in delegated:
+        parts.append(f"‘{title_of(thread_id)}’: {tasks} delegated task{'s' if tasks > 1 else ''} still running")
+    several = len(going) + sum(tasks for _thread, tasks in delegated) > 1
+    return f"{'. '.join(parts)}. Quit and stop {'them' if several else 'it'}?"
 
 
 class Controller(ThreadList):
@@ -364,4 +387,4 @@ class Controller(ThreadList):
         return True
 
 
-__all__ = ["DEFAULT_ROBOT", "RUN_STATE_WORDS", "Controller"]
+__all__ = ["DEFAULT_ROBOT", "RUN_STATE_WORDS", "Controller", "quit_question"]

@@ -638,22 +638,15 @@ class MainWindow(QMainWindow):
         self.closed.emit()
 
     def quit_question(self) -> str | None:
-        """What quitting would stop, for the question before it ("2 runs are going: …"); None: nothing going."""
-        from ui.controller import RUN_STATE_WORDS
+        """What quitting would stop, for the question before it ("2 runs are going: …", "‘Title’: 1 delegated task
+        still running"); None: nothing going."""
+        from ui.controller import quit_question
 
-        c = self.controller
-        store = c.store
-        going = c.runs_going() if store is not None and not store.closed else []
-        if not going:
+        c, store = self.controller, self.controller.store
+        if store is None or store.closed:
             return None
         titles = {i.thread_id: i.title for i in self.thread_model.items}
-        named = []
-        for thread_id, state in going:
-            title = titles.get(thread_id) or "Untitled thread"
-            title = title if len(title) <= 40 else title[:39] + "…"
-            named.append(f"‘{title}’ ({RUN_STATE_WORDS.get(state, state)})")
-        count = f"{len(going)} runs are going" if len(going) > 1 else "A run is going"
-        return f"{count}: {', '.join(named)}. Quit and stop {'them' if len(going) > 1 else 'it'}?"
+        return quit_question(c.runs_going(), c.delegations_going(), titles)
 
     def _ask_to_quit(self) -> bool:
         """Runs going: ask (window-modal, without blocking the loop the runs need); True: the close waits for

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     from workspace.result import RobotResult
 
 
+#: Why a delegate's run that went on in the background after the run that started it ended stopped: the person
+#: pressed Stop (the reason :func:`record_stopped` stores, so its lane says so again when the thread is reopened).
+STOPPED_IN_BACKGROUND = ("stopped: you pressed Stop while it went on in the background after the run that started it "
+                         "ended")
+
+
 class DelegationTimeout(Error):
     """:meth:`DelegationFuture.value` waited longer than its ``timeout``; the delegated work goes on."""
 
@@ -92,6 +98,32 @@ def stop_delegations(owner: str) -> list[DelegationFuture]:
     stopped = [f for f in running_delegations(owner) if f.cancel()]
     _BY_OWNER.pop(owner, None)
     return stopped
+
+
+def record_stopped(store: Any, thread_id: str, turn_id: str, run_ids: list[str], *,
+                   reason: str = STOPPED_IN_BACKGROUND) -> list[ev.RunCancelled]:
+    """Store how the delegates' runs ``run_ids`` ended when Stop stopped them after the run that started them ended
+    (its recording had ended, so their own end is not in the turn ``turn_id``): each one's ``run_cancelled`` with
+    ``reason``, nested as its ``run_started`` was, after the turn's last event. A run not in the turn, or whose end
+    is stored already, is left alone. Returns the events stored."""
+    started: dict[str, ev.RunStarted] = {}
+    ended: set[str] = set()
+    last_seq: dict[str, int] = {}
+    for event in store.turn_events(turn_id):
+        if event.run_id not in run_ids:
+            continue
+        last_seq[event.run_id] = max(last_seq.get(event.run_id, 0), event.seq)
+        if isinstance(event, ev.RunStarted):
+            started.setdefault(event.run_id, event)
+        elif event.terminal:
+            ended.add(event.run_id)
+    stored = [ev.RunCancelled(run_id=run_id, robot=first.robot, task=first.task, seq=last_seq[run_id] + 1,
+                              parent_run_id=first.parent_run_id, parent_tool_id=first.parent_tool_id,
+                              candidate=first.candidate, reason=reason)
+              for run_id, first in started.items() if run_id not in ended]
+    if stored:
+        store.append_events(thread_id, turn_id, stored)
+    return stored
 
 
 def owner_of(run: Any) -> str | None:

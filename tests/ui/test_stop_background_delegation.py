@@ -153,3 +153,113 @@ async def test_the_button_stops_what_went_on_after_the_run_and_switching_stops_n
     assert lane.status == "cancelled" and (lane.reason or "").startswith("stopped: you pressed Stop")
     await wait_until(lambda: not button_stops(composer), what="the button to send again")
     assert not composer.button.isEnabled()  # (the box is empty)
+
+
+async def run_ends_while_it_delegates(scene: Scene, provider: ScriptedProvider) -> str:
+    """The caller's run starts its delegation and ends while the delegate's model still thinks: the thread's id."""
+    from ui.chat.model.runs import BACKGROUND_NOT_FOLLOWED
+
+    hold = asyncio.Event()
+    provider.enqueue([ToolCall("start_helper", {}, id="c1")], [Pause(event=hold), "Started it."])
+    window, controller = scene.root.window, scene.root.controller
+    window.runs.send("get the helper going")
+    await wait_until(lambda: scene.server.requests and len(provider.history) == 2, what="the delegate's model call")
+    hold.set()
+    await wait_until(lambda: scene.futures and controller.idle,
+                     what="the caller's run to end while its delegation waits")
+    await wait_until(lambda: lane_of_the_call(window).reason == BACKGROUND_NOT_FOLLOWED, what="the lane to end")
+    assert controller.thread_id is not None
+    return controller.thread_id
+
+
+def sidebar_state(window: Any, thread_id: str) -> tuple[Any, str]:
+    """The thread's row in the sidebar: its run state (what its icon is drawn from) and its accessible text."""
+    from PySide6.QtCore import Qt
+
+    model = window.thread_model
+    index = model.index(model.row_of(thread_id))
+    return index.data(model.RunStateRole), str(index.data(Qt.ItemDataRole.AccessibleTextRole))
+
+
+async def test_the_sidebar_shows_a_thread_working_in_the_background_until_its_delegations_end(
+        scene: Scene, provider: ScriptedProvider) -> None:
+    from ui.threads.sidebar import RUN_STATE_ICONS
+
+    window = scene.root.window
+    thread_id = await run_ends_while_it_delegates(scene, provider)
+    window.threads.new()  # the thread out of sight: its row says it still works, with the running icon
+    await wait_until(lambda: sidebar_state(window, thread_id)[0] == "background",
+                     what="the row to show the background work")
+    assert RUN_STATE_ICONS["background"] == RUN_STATE_ICONS["streaming"]
+    assert "working in the background" in sidebar_state(window, thread_id)[1]
+
+    scene.futures[0].cancel()  # the delegation ends (here, stopped from its own future)
+    await wait_until(lambda: sidebar_state(window, thread_id)[0] != "background", what="the row to go back")
+    state, words = sidebar_state(window, thread_id)
+    assert state is None and "background" not in words
+
+
+async def test_the_sidebar_row_goes_back_when_stop_stops_what_the_thread_delegated(
+        scene: Scene, provider: ScriptedProvider) -> None:
+    window, controller = scene.root.window, scene.root.controller
+    thread_id = await run_ends_while_it_delegates(scene, provider)
+    await wait_until(lambda: sidebar_state(window, thread_id)[0] == "background",
+                     what="the open thread's row to show the background work")
+    controller.stop_thread(thread_id)
+    await assert_stopped(scene)
+    assert sidebar_state(window, thread_id)[0] is None
+
+
+async def test_quitting_counts_delegated_work_still_running_and_stops_it(
+        scene: Scene, provider: ScriptedProvider) -> None:
+    from PySide6.QtWidgets import QMessageBox
+
+    window, controller = scene.root.window, scene.root.controller
+    thread_id = await run_ends_while_it_delegates(scene, provider)
+    assert controller.runs_going() == []  # no run goes: only what it delegated
+    title = next(i.title for i in window.thread_model.items if i.thread_id == thread_id)
+    assert not window.close()  # asked first
+    box = window.quit_box
+    assert box is not None and box.isVisible()
+    assert box.text() == f"‘{title}’: 1 delegated task still running. Quit and stop it?"
+    box.button(QMessageBox.StandardButton.Cancel).click()
+    await asyncio.sleep(0.3)
+    assert window.isVisible() and not scene.futures[0].done()  # Cancel: it goes on
+
+    assert not window.close()
+    quit_button = next(b for b in box.buttons() if b.text() == "Quit and stop them")
+    quit_button.click()
+    await wait_until(lambda: not window.isVisible(), what="the window to close")
+    await assert_stopped(scene)
+
+
+async def test_a_stopped_lane_stays_stopped_when_the_thread_is_reopened(
+        scene: Scene, provider: ScriptedProvider) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    from ui.chat.model.runs import BACKGROUND_STOPPED
+    from workspace import events as ev
+
+    window, controller = scene.root.window, scene.root.controller
+    thread_id = await run_ends_while_it_delegates(scene, provider)
+    await wait_until(lambda: button_stops(window.composer), what="the button to stop the background work")
+    QTest.mouseClick(window.composer.button, Qt.MouseButton.LeftButton)
+    await assert_stopped(scene)
+    assert lane_of_the_call(window).reason == BACKGROUND_STOPPED
+
+    window.threads.new()
+    await wait_until(lambda: controller.thread_id != thread_id, what="another thread")
+    window.threads.open(thread_id)
+    await wait_until(lambda: controller.thread_id == thread_id and window.chat.presenter.call("c1") is not None,
+                     what="the thread's turns again")
+    lane = lane_of_the_call(window)  # read back from the store: stopped, not "not followed"
+    assert lane.status == "cancelled" and lane.reason == BACKGROUND_STOPPED
+
+    # What is stored: the delegate's run ends once, cancelled with that reason, inside the call that started it.
+    store = controller.require_store()
+    events = [e for _turn, e in store.thread_events(thread_id) if e.run_id == lane.run_id]
+    ends = [e for e in events if e.terminal]
+    assert len(ends) == 1 and isinstance(ends[0], ev.RunCancelled) and ends[0].reason == BACKGROUND_STOPPED
+    assert ends[0].nested and ends[0].parent_tool_id == "c1"
+    assert ends[0].seq > max(e.seq for e in events if not e.terminal)

@@ -81,31 +81,52 @@ class RunFollowing(ApprovalsAndLearning):
             self.run_states_changed.emit()
             self.threads_changed.emit()
             self._emit_usage()
-            self._watch_delegations(run.thread_id)
+            self._watch_delegations(run.thread_id, run.turn_id)
 
-    def _watch_delegations(self, thread_id: str) -> None:
-        """What the run's robots delegated in the background and still runs after it: its end is told
-        (:attr:`background_changed`), so the message box's Stop shows while it runs, and no longer."""
+    def _watch_delegations(self, thread_id: str, turn_id: str) -> None:
+        """What the run's robots delegated in the background and still runs after it (the run of ``turn_id``
+        ended): its end is told (:attr:`background_changed`, :attr:`run_states_changed`), so the message box's
+        Stop and the sidebar's "working in the background" show while it runs, and no longer."""
         from workspace.delegation import running_delegations
 
         for future in running_delegations(thread_id):
             if id(future) in self._delegations_watched:
                 continue
             self._delegations_watched.add(id(future))
+            self._delegating.setdefault(thread_id, {})[id(future)] = turn_id
 
             def ended(done: object) -> None:
                 self._delegations_watched.discard(id(done))
+                turns = self._delegating.get(thread_id)
+                if turns is not None:
+                    turns.pop(id(done), None)
+                    if not turns:
+                        del self._delegating[thread_id]
                 with contextlib.suppress(RuntimeError):  # the window closed before the delegate ended
                     self.background_changed.emit()
+                    self.run_states_changed.emit()
 
             future.add_done_callback(ended)
         self.background_changed.emit()
+        self.run_states_changed.emit()
 
     def delegations_running(self, thread_id: str | None) -> list[str]:
         """The robots still doing what the robots of ``thread_id`` delegated to them in the background."""
         from workspace.delegation import running_delegations
 
         return [f.robot_name for f in running_delegations(thread_id)] if thread_id else []
+
+    def delegations_going(self) -> list[tuple[str, int]]:
+        """The threads whose robots' background delegations still run after the run that started them ended:
+        (thread id, how many), in the order their runs ended."""
+        from workspace.delegation import running_delegations
+
+        going = []
+        for thread_id in self._delegating:
+            count = sum(1 for f in running_delegations(thread_id) if id(f) in self._delegations_watched)
+            if count:
+                going.append((thread_id, count))
+        return going
 
     def _keep_mark(self, thread_id: str, state: str) -> None:
         from workspace.session.run_marks import keep_mark
@@ -133,8 +154,11 @@ class RunFollowing(ApprovalsAndLearning):
 
     def run_states(self) -> dict[str, str]:
         """What each thread's run is at, by thread id: "streaming", "approval" (waiting for your answer),
-        and, until the thread is opened, "review", "finished" or "failed" (keys of :data:`RUN_STATE_WORDS`)."""
+        "background" (its run ended, what its robots delegated goes on), and, until the thread is opened,
+        "review", "finished" or "failed" (keys of :data:`RUN_STATE_WORDS`)."""
         states = dict(self._unseen)
+        for thread_id, _count in self.delegations_going():  # its run ended; what it delegated goes on
+            states[thread_id] = "background"
         for run in self._runs:
             states[run.thread_id] = "streaming"
         for _thread, request, _future in self.waiting_approvals():
@@ -180,20 +204,45 @@ class RunFollowing(ApprovalsAndLearning):
         for _thread, _request, fut in self.waiting_approvals(thread_id):
             fut.cancel()
         if thread_id:
-            from workspace.delegation import stop_delegations
+            from workspace.delegation import running_delegations, stop_delegations
 
+            turns = self._delegating.get(thread_id, {})
+            stopped_in = {f.run_id: turns.get(id(f)) for f in running_delegations(thread_id) if f.run_id}
             stopped = stop_delegations(thread_id)
             if stopped:
-                self.delegations_stopped.emit(thread_id, [f.run_id for f in stopped if f.run_id])
+                run_ids = [f.run_id for f in stopped if f.run_id]
+                self._record_stopped(thread_id, {r: stopped_in.get(r) for r in run_ids})
+                self.delegations_stopped.emit(thread_id, run_ids)
                 self.background_changed.emit()
+                self.run_states_changed.emit()
         if self.session is not None and self.session.thread_id == thread_id and self.session.running:
             try:
                 self.session.stop()
             except Exception as exc:
                 log.warning("session stop failed: %s", exc)
 
+    def _record_stopped(self, thread_id: str, turns: dict[str, str | None]) -> None:
+        """Store that Stop stopped the delegates' runs that went on after the run of their turn ended (by run id:
+        its turn; None: its run had not ended, and its recording stores its end itself)."""
+        from workspace.delegation import record_stopped
+
+        by_turn: dict[str, list[str]] = {}
+        for run_id, turn_id in turns.items():
+            if turn_id is not None:
+                by_turn.setdefault(turn_id, []).append(run_id)
+        for turn_id, run_ids in by_turn.items():
+            try:
+                record_stopped(self.require_store(), thread_id, turn_id, run_ids)
+            except Exception as exc:  # the lane says it all the same until the thread is reopened
+                log.warning("could not store that the delegated work of %s was stopped: %s", thread_id, exc)
+
     def stop_all(self) -> None:
-        """Stop every thread's run (quitting): streams, tools, every approval waiting."""
+        """Stop every thread's run (quitting): streams, tools, every approval waiting, and the work their
+        robots delegated in the background."""
+        from workspace.delegation import stop_delegations
+
+        for thread_id in {run.thread_id for run in self._runs} | set(self._delegating):
+            stop_delegations(thread_id)
         for run in list(self._runs):
             try:
                 run.cancel("the app was closed")

@@ -93,6 +93,9 @@ class SessionState(QObject):
         self._viewed: tuple[RecordedRun, asyncio.Task[object]] | None = None
         #: The background delegations whose end is watched (:meth:`_watch_delegations`), by identity.
         self._delegations_watched: set[int] = set()
+        #: The threads whose background delegations went on after their run ended, each with the turns of those
+        #: delegations (by identity): the sidebar shows them working, quitting counts them, Stop stores their end.
+        self._delegating: dict[str, dict[int, str]] = {}
         #: Threads whose run ended while they were not open, until opened: "finished", "failed" or "review".
         self._unseen: dict[str, str] = {}
         self._robots: list[RobotInfo] | None = None

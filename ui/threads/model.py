@@ -44,6 +44,7 @@ def thread_item(thread: ThreadInfo) -> ThreadItem:
 #: A thread's run state (the window's session model says which), in words for the accessible text and the tooltip.
 RUN_STATES = {
     "streaming": "answering now",
+    "background": "working in the background",
     "approval": "waiting for your approval",
     "review": "changes waiting for your review",
     "finished": "finished, not seen yet",

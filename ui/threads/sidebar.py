@@ -38,6 +38,7 @@ from ui.widgets.common import name_line_edit_buttons
 #: The icon of a thread's run state: (icon name, the theme colour it is drawn in).
 RUN_STATE_ICONS = {
     "streaming": ("regenerate", "accent"),
+    "background": ("regenerate", "accent"),  # its run ended, what it delegated goes on: still working
     "approval": ("shield", "warning"),
     "review": ("diff", "warning"),
     "finished": ("check", "success"),

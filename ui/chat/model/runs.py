@@ -27,6 +27,7 @@ from ui.chat.model.state import (
 from ui.chat.model.text import Texts
 from ui.chat.model.tool_calls import ProgressState
 from workspace import events as ev
+from workspace.delegation import STOPPED_IN_BACKGROUND
 from workspace.result import STOP_NOTES, NetworkResult, RobotResult, Usage
 from workspace.session.recording import NOT_SAVED
 
@@ -34,9 +35,9 @@ from workspace.session.recording import NOT_SAVED
 BACKGROUND_NOT_FOLLOWED = ("not followed: it went on in the background after the run that started it ended; its "
                            "later work is not in this conversation")
 
-#: Why such a lane stopped when the person pressed Stop while it still went on (Stop stops it).
-BACKGROUND_STOPPED = ("stopped: you pressed Stop while it went on in the background after the run that started it "
-                      "ended")
+#: Why such a lane stopped when the person pressed Stop while it still went on (Stop stops it; the reason is stored
+#: with the delegate's run, so the reopened thread says so too).
+BACKGROUND_STOPPED = STOPPED_IN_BACKGROUND
 
 
 class RunLifecycle:
