@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 #: Why a delegate's run that went on in the background after the run that started it ended stopped: the person
 #: pressed Stop (the reason :func:`record_stopped` stores, so its lane says so again when the thread is reopened).
-STOPPED_IN_BACKGROUND = ("stopped: you pressed Stop while it went on in the background after the run that started it "
+STOPPED_IN_BACKGROUND = ("you pressed Stop while it went on in the background after the run that started it "
                          "ended")
 
 

@@ -150,7 +150,7 @@ async def test_the_button_stops_what_went_on_after_the_run_and_switching_stops_n
     QTest.mouseClick(composer.button, Qt.MouseButton.LeftButton)
     await assert_stopped(scene)
     lane = lane_of_the_call(window)  # it says it was stopped, not that it was not followed
-    assert lane.status == "cancelled" and (lane.reason or "").startswith("stopped: you pressed Stop")
+    assert lane.status == "cancelled" and (lane.reason or "").startswith("you pressed Stop")
     await wait_until(lambda: not button_stops(composer), what="the button to send again")
     assert not composer.button.isEnabled()  # (the box is empty)
 
