@@ -12,7 +12,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent, QShowEvent
+from PySide6.QtGui import QAction, QCloseEvent, QFontMetrics, QKeySequence, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -167,6 +167,9 @@ class MainWindow(QMainWindow):
         self.tool_model = ToolCallsModel(self)
         self.trace_model = TraceModel(self)
         self.memory_model = MemoryModel(self)
+        # The first text measured loads the fonts (several milliseconds): in this light step, not in the sidebar's
+        # (its search box measures its text when made).
+        QFontMetrics(self.font()).horizontalAdvance("RobotLab")
 
         yield
         yield from self._build_central()
@@ -197,7 +200,7 @@ class MainWindow(QMainWindow):
         self.commands.build(self.docks)
         self.commands.attach(palette=self.command_palette, sidebar=self.sidebar)
         yield
-        self._add_commands()
+        yield from self._add_commands()
         yield
         self._wire()
         for part in (self.docks, self.status):
@@ -268,8 +271,9 @@ class MainWindow(QMainWindow):
 
         open_save_case(self.services)
 
-    def _add_commands(self) -> None:
-        """Every command of the window, in its menu (the parts do the work)."""
+    def _add_commands(self) -> Iterator[None]:
+        """Every command of the window, in its menu (the parts do the work): the File and Thread menus', then the
+        View and Help menus' (a start-up step each)."""
         commands = self.commands
         add = commands.add
         file_menu, thread_menu = commands.file_menu, commands.thread_menu
@@ -311,6 +315,7 @@ class MainWindow(QMainWindow):
         add("undo_delete", "Undo delete", self.toast.trigger, "Ctrl+Z")
         add("next_thread", "Next thread", lambda: threads.cycle(+1), "Ctrl+Tab", thread_menu)
         add("prev_thread", "Previous thread", lambda: threads.cycle(-1), "Ctrl+Shift+Tab", thread_menu)
+        yield
 
         view_menu.addSeparator()
         add("palette", "Command palette…", commands.open_palette, "Ctrl+K", view_menu, "command")
@@ -508,8 +513,10 @@ class MainWindow(QMainWindow):
         # the last step, hidden till then): moved into it, each of their widgets had the style sheet worked out anew.
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.splitter.hide()
-        self.sidebar = Sidebar(self.thread_model, self.splitter)
+        self.sidebar = Sidebar(self.thread_model, self.splitter, staged=True)
         self.sidebar.setMinimumWidth(SIDEBAR_MIN_WIDTH)
+        yield
+        yield from self.sidebar.build_steps()  # its thread list
         yield
         area = QWidget(self.splitter)
         area.setObjectName("ChatArea")
