@@ -71,11 +71,14 @@ BUILD_MODULES = ("workspace.session", "ui.threads.model", "ui.threads.sidebar", 
 
 def import_build_modules(more: Sequence[str] = ()) -> None:
     """Import :data:`BUILD_MODULES` and ``more`` (modules that define classes and make no Qt object at import:
-    any thread)."""
+    any thread), and read the font database."""
     import importlib
+
+    from PySide6.QtGui import QFontDatabase
 
     for name in (*BUILD_MODULES, *more):
         importlib.import_module(name)
+    QFontDatabase.families()  # (thread-safe): most of the first text measured's cost, off the window's thread
 
 
 WINDOW_MIN_WIDTH = 900
@@ -167,8 +170,7 @@ class MainWindow(QMainWindow):
         self.tool_model = ToolCallsModel(self)
         self.trace_model = TraceModel(self)
         self.memory_model = MemoryModel(self)
-        # The first text measured loads the fonts (several milliseconds): in this light step, not in the sidebar's
-        # (its search box measures its text when made).
+        # The first text measured loads the font: in this light step, not in the sidebar's (its search box).
         QFontMetrics(self.font()).horizontalAdvance("RobotLab")
 
         yield
@@ -272,8 +274,7 @@ class MainWindow(QMainWindow):
         open_save_case(self.services)
 
     def _add_commands(self) -> Iterator[None]:
-        """Every command of the window, in its menu (the parts do the work): the File and Thread menus', then the
-        View and Help menus' (a start-up step each)."""
+        """Every command of the window, in its menu (the parts do the work): File and Thread, then View and Help."""
         commands = self.commands
         add = commands.add
         file_menu, thread_menu = commands.file_menu, commands.thread_menu

@@ -507,3 +507,23 @@ async def test_command_icons_are_drawn_when_their_menu_first_shows_and_the_short
         commands.file_menu.hide()
         assert not palette.icon().isNull()  # every command's, at the first menu shown
         assert new_thread.property("iconName") == "plus"
+
+
+async def test_the_font_database_is_read_in_a_worker_thread_before_the_first_text_is_measured(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Read on the window's thread by the first text measured (the sidebar's search box), it cost that step about 8 ms.
+    from PySide6 import QtGui
+
+    readers: list[bool] = []
+    families = QtGui.QFontDatabase.families
+
+    class Noted(QtGui.QFontDatabase):
+        @staticmethod
+        def families(*args: Any) -> Any:
+            readers.append(threading.current_thread() is threading.main_thread())
+            return families(*args)
+
+    monkeypatch.setattr(QtGui, "QFontDatabase", Noted)
+    async with _started(db_path) as root:
+        assert root.window.built
+        assert readers == [False]
