@@ -12,7 +12,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent, QShowEvent
+from PySide6.QtGui import QAction, QCloseEvent, QFontMetrics, QKeySequence, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -71,11 +71,14 @@ BUILD_MODULES = ("workspace.session", "ui.threads.model", "ui.threads.sidebar", 
 
 def import_build_modules(more: Sequence[str] = ()) -> None:
     """Import :data:`BUILD_MODULES` and ``more`` (modules that define classes and make no Qt object at import:
-    any thread)."""
+    any thread), and read the font database."""
     import importlib
+
+    from PySide6.QtGui import QFontDatabase
 
     for name in (*BUILD_MODULES, *more):
         importlib.import_module(name)
+    QFontDatabase.families()  # (thread-safe): most of the first text measured's cost, off the window's thread
 
 
 WINDOW_MIN_WIDTH = 900
@@ -167,6 +170,8 @@ class MainWindow(QMainWindow):
         self.tool_model = ToolCallsModel(self)
         self.trace_model = TraceModel(self)
         self.memory_model = MemoryModel(self)
+        # The first text measured loads the font: in this light step, not in the sidebar's (its search box).
+        QFontMetrics(self.font()).horizontalAdvance("RobotLab")
 
         yield
         yield from self._build_central()
@@ -197,7 +202,7 @@ class MainWindow(QMainWindow):
         self.commands.build(self.docks)
         self.commands.attach(palette=self.command_palette, sidebar=self.sidebar)
         yield
-        self._add_commands()
+        yield from self._add_commands()
         yield
         self._wire()
         for part in (self.docks, self.status):
@@ -268,8 +273,8 @@ class MainWindow(QMainWindow):
 
         open_save_case(self.services)
 
-    def _add_commands(self) -> None:
-        """Every command of the window, in its menu (the parts do the work)."""
+    def _add_commands(self) -> Iterator[None]:
+        """Every command of the window, in its menu (the parts do the work): File and Thread, then View and Help."""
         commands = self.commands
         add = commands.add
         file_menu, thread_menu = commands.file_menu, commands.thread_menu
@@ -311,6 +316,7 @@ class MainWindow(QMainWindow):
         add("undo_delete", "Undo delete", self.toast.trigger, "Ctrl+Z")
         add("next_thread", "Next thread", lambda: threads.cycle(+1), "Ctrl+Tab", thread_menu)
         add("prev_thread", "Previous thread", lambda: threads.cycle(-1), "Ctrl+Shift+Tab", thread_menu)
+        yield
 
         view_menu.addSeparator()
         add("palette", "Command palette…", commands.open_palette, "Ctrl+K", view_menu, "command")
@@ -508,8 +514,10 @@ class MainWindow(QMainWindow):
         # the last step, hidden till then): moved into it, each of their widgets had the style sheet worked out anew.
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.splitter.hide()
-        self.sidebar = Sidebar(self.thread_model, self.splitter)
+        self.sidebar = Sidebar(self.thread_model, self.splitter, staged=True)
         self.sidebar.setMinimumWidth(SIDEBAR_MIN_WIDTH)
+        yield
+        yield from self.sidebar.build_steps()  # its thread list
         yield
         area = QWidget(self.splitter)
         area.setObjectName("ChatArea")

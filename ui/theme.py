@@ -166,7 +166,10 @@ def _render(svg: str, px: int) -> QPixmap:
     return pixmap
 
 
+@lru_cache(maxsize=1)
 def app_icon() -> QIcon:
+    """The application's icon (the same in every theme): drawn once, at four sizes; the window, the application and
+    the sidebar's logo share it (drawn for each, it cost start-up a few milliseconds each time)."""
     path = resources_dir() / "icons" / "app.svg"
     svg = path.read_text(encoding="utf-8")
     result = QIcon()

@@ -408,3 +408,122 @@ async def test_an_early_dock_whose_pane_cannot_be_made_leaves_the_window(db_path
         assert "Show Nothing" not in {a.text() for a in root.window.findChildren(type(docks["tools"].toggleViewAction()))
                                       if a.isVisible()}
         assert docks.mcp_pane is not None and docks["mcp"].widget() is docks.mcp_pane  # the others as they were
+
+
+async def test_the_sidebar_is_made_over_two_steps_its_thread_list_in_the_second(db_path: Path) -> None:
+    # Whole, the sidebar held the window's thread more than a frame: its header and search box in one step, its list
+    # in the next; what shows is the same (the sidebar shows with the rest of the window, at the last step).
+    from PySide6.QtWidgets import QLineEdit, QListView
+
+    from ui.app import Application
+    from ui.threads.sidebar import Sidebar
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    window = root.window
+    try:
+        window.show()
+        steps = window.build_steps()
+        while "sidebar" not in vars(window):
+            next(steps)
+        sidebar = window.sidebar
+        assert sidebar.findChild(QLineEdit, "SearchField") is not None
+        assert sidebar.findChild(QListView) is None  # not in the search box's step
+        next(steps)
+        assert sidebar.findChild(QListView) is sidebar.list and sidebar.list.model() is window.thread_model
+        for _ in steps:
+            pass
+        assert window.built and sidebar.isVisible() and sidebar.list.isVisible()
+        whole = Sidebar(window.thread_model)  # made outside start-up: whole at once
+        assert whole.list.model() is window.thread_model and list(whole.build_steps()) == []
+    finally:
+        await close_app(root)
+
+
+async def test_the_application_icon_is_drawn_once_not_again_for_the_sidebar_logo(db_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # The icon is drawn at four sizes (up to 256 px) for the application and the window; drawn again for the
+    # sidebar's logo, it cost the sidebar's step a few milliseconds.
+    from ui import theme
+    from ui.app import Application
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    try:
+        root.window.show()
+        drawn: list[int] = []
+        render = theme._render
+
+        def noted(svg: str, px: int) -> Any:
+            drawn.append(px)
+            return render(svg, px)
+
+        monkeypatch.setattr(theme, "_render", noted)
+        root.window.build()
+        assert 256 not in drawn, drawn
+        assert theme.app_icon() is theme.app_icon()
+    finally:
+        await close_app(root)
+
+
+async def test_the_commands_are_added_over_two_steps(db_path: Path) -> None:
+    from ui.app import Application
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    window = root.window
+    try:
+        window.show()
+        added: list[int] = []
+        steps = window.build_steps()
+        while True:
+            before = len(window.commands.by_name)
+            try:
+                next(steps)
+            except StopIteration:
+                break
+            added.append(len(window.commands.by_name) - before)
+        commands = [n for n in added if n > 5]  # (the docks' View actions come a few per step)
+        assert len(commands) == 2 and max(commands) < 30, added
+        assert {"new_thread", "palette", "about"} <= set(window.commands.by_name)
+    finally:
+        await close_app(root)
+
+
+async def test_command_icons_are_drawn_when_their_menu_first_shows_and_the_shortcuts_work_at_once(
+        db_path: Path) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    async with _started(db_path) as root:
+        window = root.window
+        commands = window.commands
+        new_thread, palette = commands.by_name["new_thread"], commands.by_name["palette"]
+        assert new_thread.icon().isNull() and palette.icon().isNull()  # not drawn at start-up
+        window.activateWindow()
+        QTest.keyClick(window, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)  # right after start-up
+        await wait_until(lambda: window.command_palette.isVisible(), timeout=10, what="the palette open")
+        window.command_palette.hide()
+        assert commands.file_menu is not None and commands.view_menu is not None
+        commands.file_menu.popup(window.mapToGlobal(window.rect().center()))
+        await wait_until(lambda: not new_thread.icon().isNull(), timeout=10, what="the File menu's icons")
+        commands.file_menu.hide()
+        assert not palette.icon().isNull()  # every command's, at the first menu shown
+        assert new_thread.property("iconName") == "plus"
+
+
+async def test_the_font_database_is_read_in_a_worker_thread_before_the_first_text_is_measured(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Read on the window's thread by the first text measured (the sidebar's search box), it cost that step about 8 ms.
+    from PySide6 import QtGui
+
+    readers: list[bool] = []
+    families = QtGui.QFontDatabase.families
+
+    class Noted(QtGui.QFontDatabase):
+        @staticmethod
+        def families(*args: Any) -> Any:
+            readers.append(threading.current_thread() is threading.main_thread())
+            return families(*args)
+
+    monkeypatch.setattr(QtGui, "QFontDatabase", Noted)
+    async with _started(db_path) as root:
+        assert root.window.built
+        assert readers == [False]

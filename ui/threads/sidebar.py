@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from PySide6.QtCore import (
     QEvent,
     QModelIndex,
@@ -200,10 +202,25 @@ class Sidebar(QFrame):
     delete_requested = Signal(str)
     export_requested = Signal(str)
 
-    def __init__(self, model: ThreadListModel, parent: QWidget | None = None) -> None:
+    def __init__(self, model: ThreadListModel, parent: QWidget | None = None, *, staged: bool = False) -> None:
+        """``staged``: made in two parts, the header, the New thread button and the search box now, the thread list
+        by :meth:`build_steps` (a start-up step each: whole, the sidebar held the window more than a frame); else
+        whole."""
         super().__init__(parent)
         self.setObjectName("Sidebar")
         self.model = model
+        self._steps = self._construct()
+        next(self._steps)
+        if not staged:
+            for _ in self._steps:
+                pass
+
+    def build_steps(self) -> Iterator[None]:
+        """What is left of a staged sidebar's build, a part per step (nothing for a sidebar made whole)."""
+        return self._steps
+
+    def _construct(self) -> Iterator[None]:
+        model = self.model
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 12, 8, 8)
         layout.setSpacing(10)
@@ -245,6 +262,7 @@ class Sidebar(QFrame):
         self.search.returnPressed.connect(self._activate_first)
         self.search.installEventFilter(self)  # Down goes to the list
         layout.addWidget(self.search)
+        yield
 
         self.section = QLabel("THREADS", self)
         self.section.setObjectName("SidebarSection")

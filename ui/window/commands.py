@@ -54,6 +54,8 @@ class Commands(QObject):
         self.docks_menu: QMenu | None = None
         #: Where each command is listed (its menu's name, "Window" for commands in no menu).
         self.groups: dict[str, str] = {}
+        #: Commands whose icon is not drawn yet: drawn when a menu first shows (:meth:`draw_icons`), not at start-up.
+        self.undrawn: list[QAction] = []
 
     def add(self, name: str, text: str, slot: Callable[[], object], shortcut: Shortcut | None = None,
             menu: QMenu | None = None, icon: str | None = None) -> QAction:
@@ -62,9 +64,9 @@ class Commands(QObject):
         if shortcut is not None:
             action.setShortcut(QKeySequence(shortcut))
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-        if icon:
-            action.setIcon(theme.icon(icon, theme.colors().muted, 16))
+        if icon:  # drawn when a menu shows it (drawing the icons of every command was most of start-up's step)
             action.setProperty("iconName", icon)
+            self.undrawn.append(action)
         action.triggered.connect(lambda _checked=False: slot())
         self.window.addAction(action)
         if menu is not None:
@@ -87,6 +89,8 @@ class Commands(QObject):
         self.thread_menu = menubar.addMenu("&Thread")
         view_menu = self.view_menu = menubar.addMenu("&View")
         self.help_menu = menubar.addMenu("&Help")
+        for menu in (self.file_menu, self.thread_menu, view_menu, self.help_menu):
+            menu.aboutToShow.connect(self.draw_icons)
         for dock in docks.values():
             view_menu.addAction(dock.toggleViewAction())
         docks_menu = self.docks_menu = view_menu.addMenu("&Go to")
@@ -158,12 +162,20 @@ class Commands(QObject):
         assert sidebar is not None
         sidebar.setVisible(not sidebar.isVisible())
 
-    def retheme(self) -> None:
-        """Icons drawn in the old theme's colours: draw them again."""
+    def draw_icons(self) -> None:
+        """The icons of the commands that have none drawn yet (a menu is about to show them)."""
+        undrawn, self.undrawn = self.undrawn, []
         muted = theme.colors().muted
+        for action in undrawn:
+            action.setIcon(theme.icon(str(action.property("iconName")), muted, 16))
+
+    def retheme(self) -> None:
+        """Icons drawn in the old theme's colours: draw them again (those not drawn yet wait for their menu)."""
+        muted = theme.colors().muted
+        undrawn = set(map(id, self.undrawn))
         for action in self.by_name.values():
             name = action.property("iconName")
-            if name:
+            if name and id(action) not in undrawn:
                 action.setIcon(theme.icon(str(name), muted, 16))
 
 
