@@ -11,18 +11,18 @@ from fakes.candidates import BASE
 from fakes.llm_server import FakeLLMServer
 
 from tests.ui.conftest import wait_until
-from tests.ui.test_compare_window import app, compared, folder, server
+from tests.ui.test_compare_window import compared, folder, server
 
 pytestmark = pytest.mark.timeout(180)  # bounds a hang: three scripted candidates on a loaded machine
 
-__all__ = ["app", "folder", "server"]  # the comparison's fixtures, shared
+__all__ = ["folder", "server"]  # the comparison's fixtures, shared
 
 
-async def test_a_merge_over_a_file_changed_since_is_not_written(app: Any, server: FakeLLMServer,
+async def test_a_merge_over_a_file_changed_since_is_not_written(compare_app: Any, server: FakeLLMServer,
                                                                 folder: Path) -> None:
     from PySide6.QtWidgets import QPushButton
 
-    comparisons = await compared(app, server)
+    comparisons = await compared(compare_app, server)
     review = comparisons.review
     assert review is not None
     for hunk_id in ("c0.f1.h1", "c1.f1.h1"):  # A and B both change line 2
