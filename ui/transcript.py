@@ -17,7 +17,7 @@ an index from the root (``turns[5]``) or going through every turn reads the bran
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, overload
 
 if TYPE_CHECKING:
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 #: Turns whose ids, rows (and sibling lists) are read at once, counted from the branch's end: opening a
 #: thread reads the last page, loading earlier turns the pages before it.
 PAGE = 50
+#: Turns whose events one read of :meth:`LazyTranscript.events_while` takes.
+EVENTS_READ = 200
 
 
 class LazyTranscript:
@@ -130,11 +132,25 @@ class LazyTranscript:
 
     def all_events(self) -> list[ev.Event]:
         """Every event of the branch, in order (for the inspector)."""
+        events = self.events_while(lambda: True)
+        assert events is not None  # (always wanted)
+        return events
+
+    def events_while(self, wanted: Callable[[], bool]) -> list[ev.Event] | None:
+        """:meth:`all_events`, read a few hundred turns at a time, asking ``wanted`` before each read (from
+        whichever thread reads): None as soon as it says no. A worker reading a long thread the person has
+        left stops, instead of holding the store's lock, read after read, while the next thread opens."""
         from workspace.persistence import coalesce_text
 
+        turns = self.store.path(self.thread_id, self.leaf_id)
         out: list[ev.Event] = []
-        for _turn, events in self.store.path_events(self.thread_id, self.leaf_id):
-            out.extend(coalesce_text(events))
+        for start in range(0, len(turns), EVENTS_READ):
+            if not wanted():
+                return None
+            chunk = turns[start:start + EVENTS_READ]
+            by_turn = self.store.events_of([t.id for t in chunk])
+            for turn in chunk:
+                out.extend(coalesce_text(by_turn.get(turn.id, [])))
         return out
 
 

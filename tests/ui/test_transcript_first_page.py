@@ -100,3 +100,28 @@ def test_a_branch_shown_from_an_earlier_leaf_and_an_empty_thread(tmp_path: Path)
         assert len(LazyTranscript(store, empty.id).turns) == 0
     finally:
         store.close()
+
+
+def test_the_inspectors_read_of_a_long_branch_stops_when_no_longer_wanted(tmp_path: Path) -> None:
+    # The inspector reads a long thread's events in a worker; a person who leaves the thread meanwhile made it
+    # read on to the root, holding the store's lock read after read while the next thread opened (2.4 s of
+    # opening a 10,000-turn thread went to waiting for it). It reads a few hundred turns at a time and stops.
+    from ui.transcript import EVENTS_READ
+
+    thread_id, _ids = _thread(tmp_path / "long.db")
+    store = CountingStore(tmp_path / "long.db")
+    try:
+        lazy = LazyTranscript(store, thread_id)
+        whole = lazy.all_events()
+        assert [e.text for e in whole if isinstance(e, ev.Text)] == [f"answer {i}" for i in range(TURNS)]
+        assert len(store.event_reads) == -(-TURNS // EVENTS_READ) > 1  # in reads of EVENTS_READ turns
+        assert lazy.events_while(lambda: True) == whole
+        store.event_reads.clear()
+
+        def wanted() -> bool:  # the person leaves the thread after the first read
+            return len(store.event_reads) < 1
+
+        assert lazy.events_while(wanted) is None
+        assert store.event_reads and len(store.event_reads) == 1, store.event_reads
+    finally:
+        store.close()

@@ -563,11 +563,12 @@ class Docks(Mapping[str, QDockWidget]):
             import asyncio
 
             try:
-                events = await asyncio.to_thread(lazy.all_events)
+                # (the worker stops reading when the person leaves the thread: see events_while)
+                events = await asyncio.to_thread(lazy.events_while, lambda: c.thread_id == thread_id)
             except Exception as exc:
                 self.services.notices.banner(f"Could not read the thread's events for the inspector: {exc}")
                 return
-            if c.thread_id != thread_id:
+            if events is None or c.thread_id != thread_id:
                 return
             buffered, self._inspector_buffer = self._inspector_buffer or [], None
             seen = {(e.run_id, e.seq) for e in events}
