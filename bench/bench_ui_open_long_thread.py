@@ -98,6 +98,7 @@ def measure_chat_paint(app: object, db: Path, thread_id: str) -> dict[str, float
 
 def measure_window(app: object, loop: asyncio.AbstractEventLoop, db: Path, thread_id: str) -> dict[str, object]:
     from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtWidgets import QApplication, QWidget
 
     from ui.app import Application
     from workspace.persistence import Store
@@ -105,8 +106,13 @@ def measure_window(app: object, loop: asyncio.AbstractEventLoop, db: Path, threa
     class Probe(QObject):
         painted = 0.0
 
+        chat: QWidget | None = None
+
         def eventFilter(self, obj: QObject, event: QEvent) -> bool:
-            if event.type() == QEvent.Type.Paint and not self.painted:
+            # The chat's first paint: any of its widgets painted (its viewport is not repainted itself when only
+            # the turns' widgets inside it change).
+            if (event.type() == QEvent.Type.Paint and not self.painted and isinstance(obj, QWidget)
+                    and self.chat is not None and (obj is self.chat or self.chat.isAncestorOf(obj))):
                 self.painted = time.perf_counter()
             return False
 
@@ -123,13 +129,15 @@ def measure_window(app: object, loop: asyncio.AbstractEventLoop, db: Path, threa
         root.window.threads.new()  # (the thread open last time would reopen as a no-op)
         await asyncio.sleep(0.05)
         probe = Probe()
-        root.window.chat.viewport().installEventFilter(probe)
+        probe.chat = root.window.chat
+        QApplication.instance().installEventFilter(probe)
         start = time.perf_counter()
         root.window.threads.open(thread_id)
         steps.append((time.perf_counter() - start) * 1000)
         while not probe.painted and time.perf_counter() < start + 30:
             await asyncio.sleep(0.001)
         paints.append((probe.painted - start) * 1000 if probe.painted else float("nan"))
+        QApplication.instance().removeEventFilter(probe)
         await asyncio.sleep(0.5)  # what opening leaves to do after the paint
 
         # A search hit far up: opened from the list as a click does (the thread is open already).
