@@ -559,12 +559,16 @@ class Docks(Mapping[str, QDockWidget]):
         self._inspector_buffer = []
         thread_id = lazy.thread_id
 
+        def wanted() -> bool:  # asked in the worker between its reads: the session read once, as it may change
+            session = c.session
+            return session is not None and session.thread_id == thread_id
+
         async def load() -> None:
             import asyncio
 
             try:
                 # (the worker stops reading when the person leaves the thread: see events_while)
-                events = await asyncio.to_thread(lazy.events_while, lambda: c.thread_id == thread_id)
+                events = await asyncio.to_thread(lazy.events_while, wanted)
             except Exception as exc:
                 self.services.notices.banner(f"Could not read the thread's events for the inspector: {exc}")
                 return
