@@ -10,10 +10,12 @@ thread's turns and events), never from pixels.
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,29 +46,44 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, *, step: f
 
 
 class XServer:
-    """``Xvfb :N -screen 0 WxHx24`` on the first free display number from 90."""
+    """``Xvfb -displayfd`` at W×H: the server picks a free display number itself and writes it when it is
+    ready to take connections (choosing a number here and waiting for its socket raced a server still
+    shutting down on the same number: the app then found no server there)."""
 
     def __init__(self, width: int, height: int) -> None:
         self.width, self.height = width, height
         self.display = ""
         self.process: subprocess.Popen[bytes] | None = None
+        self.log: Path | None = None
 
     def start(self) -> XServer:
-        for number in range(90 + os.getpid() % 50, 400):
-            if Path(f"/tmp/.X{number}-lock").exists() or Path(f"/tmp/.X11-unix/X{number}").exists():
-                continue
-            process = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", f"{self.width}x{self.height}x24",
-                                        "-nolisten", "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            try:
-                wait_for(lambda n=number, p=process: Path(f"/tmp/.X11-unix/X{n}").exists() or p.poll() is not None,
-                         10, "the X server")
-            except AssertionError:
-                process.kill()
-                raise
-            if process.poll() is None:
-                self.display, self.process = f":{number}", process
-                return self
-        raise RuntimeError("Xvfb did not start on any display from :90 to :399")
+        read_end, write_end = os.pipe()
+        log = tempfile.NamedTemporaryFile(prefix="xvfb-", suffix=".log", delete=False)  # noqa: SIM115
+        self.log = Path(log.name)
+        try:
+            process = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-screen", "0",
+                                        f"{self.width}x{self.height}x24", "-nolisten", "tcp"],
+                                       pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=log)
+        finally:
+            os.close(write_end)
+            log.close()
+        with os.fdopen(read_end, "rb") as ready:
+            number = _read_line(ready, 20)
+        if not number.strip().isdigit():
+            process.kill()
+            process.wait(5)
+            raise RuntimeError(f"Xvfb did not report a display (status {process.returncode}): {self.errors()}")
+        self.display, self.process = f":{number.strip()}", process
+        return self
+
+    def errors(self) -> str:
+        """The end of what the server wrote (its warnings, or why it ended)."""
+        if self.log is None or not self.log.exists():
+            return ""
+        return self.log.read_text(encoding="utf-8", errors="replace")[-1500:]
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -75,6 +92,24 @@ class XServer:
                 self.process.wait(5)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+                self.process.wait(5)
+        if self.log is not None:
+            self.log.unlink(missing_ok=True)
+
+
+def _read_line(stream: Any, timeout: float) -> str:
+    """One line from a pipe, or what came before ``timeout`` seconds (the server may die silently)."""
+    data = b""
+    end = time.monotonic() + timeout
+    while not data.endswith(b"\n"):
+        left = end - time.monotonic()
+        if left <= 0 or not select.select([stream], [], [], left)[0]:
+            break
+        chunk = os.read(stream.fileno(), 64)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("ascii", errors="replace")
 
 
 class AppUnderTest:
@@ -115,7 +150,9 @@ class AppUnderTest:
             ids = wait_for(shown, 90, "the window (xdotool search --name)", step=0.3)
         except AssertionError:
             self.stop()
-            raise AssertionError(f"the window did not appear; the app said: {self.output()}") from None
+            server = "running" if self.server.alive() else f"ended; it said: {self.server.errors()}"
+            raise AssertionError(f"the window did not appear; the app said: {self.output()}\n"
+                                 f"the X server {self.server.display} is {server}") from None
         self.window = ids[0]
         self.focus()
         return self
