@@ -71,43 +71,30 @@ async def assert_stopped(server: FakeLLMServer, future: Any) -> None:
     assert len(server.requests) == 1
 
 
-async def test_stop_while_the_run_goes_on_stops_what_it_delegated(slow_server: FakeLLMServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("run_goes_on", [True, False], ids=["while_the_run_goes_on", "after_the_run_ended"])
+async def test_stop_stops_what_the_run_delegated(slow_server: FakeLLMServer, tmp_path: Path, run_goes_on: bool) -> None:
+    """A thread's Stop while its run goes on (the run ends cancelled) or after the run finished: either way the
+    delegation it started stops and the thread has none running."""
     from workspace.config import load_config
     from workspace.session import Workspace
 
     hold = asyncio.Event()
-    manager, futures = manager_and_helper(slow_server, hold=hold)
+    manager, futures = manager_and_helper(slow_server, hold=hold if run_goes_on else None)
     workspace = Workspace(config=load_config(env={}), db_path=tmp_path / "t.db")
     try:
         session = workspace.new_thread("manager", robot=manager)
         run = session.send("get the helper going")
+        if not run_goes_on:
+            assert type(await asyncio.wait_for(run.wait(), HANG)).__name__ == "RunFinished"
         await until(lambda: futures and slow_server.requests, "the delegate's model call")
-        assert not futures[0].done()
+        assert not futures[0].done() and session.running == run_goes_on
         stopped = session.stop()
-        assert type(await asyncio.wait_for(run.wait(), HANG)).__name__ == "RunCancelled"
+        if run_goes_on:
+            assert type(await asyncio.wait_for(run.wait(), HANG)).__name__ == "RunCancelled"
         await assert_stopped(slow_server, futures[0])
         assert [f.robot_name for f in stopped] == ["helper"] and running_delegations(session.thread_id) == []
     finally:
         hold.set()
-        workspace.close()
-
-
-async def test_stop_after_the_run_ended_stops_what_it_delegated(slow_server: FakeLLMServer, tmp_path: Path) -> None:
-    from workspace.config import load_config
-    from workspace.session import Workspace
-
-    manager, futures = manager_and_helper(slow_server)
-    workspace = Workspace(config=load_config(env={}), db_path=tmp_path / "t.db")
-    try:
-        session = workspace.new_thread("manager", robot=manager)
-        run = session.send("get the helper going")
-        assert type(await asyncio.wait_for(run.wait(), HANG)).__name__ == "RunFinished"
-        await until(lambda: slow_server.requests, "the delegate's model call")
-        assert not futures[0].done() and not session.running
-        stopped = session.stop()
-        await assert_stopped(slow_server, futures[0])
-        assert [f.robot_name for f in stopped] == ["helper"]
-    finally:
         workspace.close()
 
 

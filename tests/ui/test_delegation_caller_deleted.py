@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.ui.conftest import running_app, wait_until
+from tests.fakes.delegating_manager import manager_app
+from tests.ui.conftest import wait_until
 from workspace.providers.testing import Pause, ScriptedProvider, ToolCall
-
-MANAGER = "---\nname: manager\ndescription: hands work on\ntools: [start_helper]\nmcp: none\n---\nYou manage.\n"
 
 
 @dataclass
@@ -34,9 +33,6 @@ async def scene(robotlab_home: Path, db_path: Path, tmp_path: Path, provider: Sc
     """The app with the robot ``manager``, whose tool ``start_helper`` delegates "write late.txt" to ``helper`` in
     the background; helper's model waits for ``release``, then calls write_file."""
     from workspace import Robot
-    from workspace.delegation import delegate
-    from workspace.tools import registry
-    from workspace.tools.base import Tool
 
     release = asyncio.Event()
     helper_model = ScriptedProvider([[Pause(event=release),
@@ -44,23 +40,8 @@ async def scene(robotlab_home: Path, db_path: Path, tmp_path: Path, provider: Sc
                                      "Wrote it."])
     helper = Robot("helper", system_prompt="You help.", knowledge_store=False, tools=["write_file"],
                    provider=helper_model)
-    futures: list[Any] = []
-
-    async def start(arguments: dict[str, Any]) -> str:
-        futures.append(await delegate(helper, "write late.txt", delegated_by="manager", background=True))
-        return "started"
-
-    monkeypatch.setitem(registry._TOOLS, "start_helper",
-                        Tool("start_helper", "Start the helper", {"type": "object", "properties": {}}, start))
-    path = robotlab_home / "config" / "robots" / "manager.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(MANAGER, encoding="utf-8")
-    folder = tmp_path / "project"
-    folder.mkdir()
-    async with running_app(provider=provider, db_path=db_path, theme_name="light", folder=folder,
-                           size=(1280, 720)) as root:
-        root.window.robots.refresh()
-        root.window.robot_picker.setCurrentIndex(root.window.robot_model.row_of("manager"))
+    async with manager_app(helper, "write late.txt", provider=provider, robotlab_home=robotlab_home,
+                           db_path=db_path, tmp_path=tmp_path, monkeypatch=monkeypatch) as (root, futures):
         yield Scene(root, helper_model, release, futures)
         release.set()  # (a delegation the test left running finishes)
 

@@ -11,14 +11,17 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fakes.long_threads import add_long_thread
 from tests.ui.conftest import running_app, wait_until
 from ui.chat.model.presenter import INITIAL_TURNS, ChatPresenter
+from ui.chat.view.chat import ChatView
 from ui.chat.view.stream import MarkdownStream
 from ui.transcript import PAGE, LazyTranscript
 from workspace import events as ev
@@ -52,30 +55,17 @@ def long_thread(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, li
     """The database (copied by each test), the thread, its branch's turn ids and turn 5's other answer."""
     path = tmp_path_factory.mktemp("long") / "long.db"
     store = Store(path)
-    thread = store.create_thread(robot="assistant", title="long")
-    parent = None
-    ids: list[str] = []
-    for i in range(TURNS):
-        turn = store.add_turn(thread.id, user_text=f"question {i}", parent_turn_id=parent)
-        run = f"r{i}"
-        store.append_events(thread.id, turn.id, [
-            ev.RunStarted(run_id=run, robot="assistant", seq=1, message=f"question {i}"),
-            ev.Text(run_id=run, robot="assistant", seq=2, text=f"answer {i}"),
-            ev.RunFinished(run_id=run, robot="assistant", seq=3),
-        ])
-        store.finish_turn(turn.id, "finished")
-        parent = turn.id
-        ids.append(turn.id)
-    again = store.add_turn(thread.id, user_text="again 5", parent_turn_id=ids[4])  # a sibling of turn 5
-    store.append_events(thread.id, again.id, [
+    thread_id, ids = add_long_thread(store, TURNS)
+    again = store.add_turn(thread_id, user_text="again 5", parent_turn_id=ids[4])  # a sibling of turn 5
+    store.append_events(thread_id, again.id, [
         ev.RunStarted(run_id="again", robot="assistant", seq=1, message="again 5"),
         ev.Text(run_id="again", robot="assistant", seq=2, text="another answer 5"),
         ev.RunFinished(run_id="again", robot="assistant", seq=3),
     ])
     store.finish_turn(again.id, "finished")
-    store.set_current(thread.id, ids[-1])
+    store.set_current(thread_id, ids[-1])
     store.close()
-    return path, thread.id, ids, again.id
+    return path, thread_id, ids, again.id
 
 
 def _copy(long_thread: tuple[Path, str, list[str], str], tmp_path: Path) -> Path:
@@ -84,14 +74,30 @@ def _copy(long_thread: tuple[Path, str, list[str], str], tmp_path: Path) -> Path
     return db
 
 
-def test_opening_reads_a_page_of_the_branch_and_the_rest_in_a_worker(
-        long_thread: tuple[Path, str, list[str], str], tmp_path: Path) -> None:
-    _path, thread_id, ids, _again = long_thread
+@contextmanager
+def _loaded(long_thread: tuple[Path, str, list[str], str],
+            tmp_path: Path) -> Iterator[tuple[CountingStore, ChatPresenter, LazyTranscript]]:
+    """A copy of the long thread's database read through a :class:`CountingStore`, the thread loaded in a chat
+    presenter as a lazy transcript; the store closed after."""
     store = CountingStore(_copy(long_thread, tmp_path))
     try:
         presenter = ChatPresenter()
-        lazy = LazyTranscript(store, thread_id)
+        lazy = LazyTranscript(store, long_thread[1])
         presenter.load_thread(lazy)
+        yield store, presenter, lazy
+    finally:
+        store.close()
+
+
+async def _branch_read_in_the_worker(chat: ChatView) -> None:
+    """Wait until the worker's walk of the branch came: every turn above the shown ones is known."""
+    await wait_until(lambda: chat.hidden_turns == TURNS - INITIAL_TURNS, what="the branch read in the worker")
+
+
+def test_opening_reads_a_page_of_the_branch_and_the_rest_in_a_worker(
+        long_thread: tuple[Path, str, list[str], str], tmp_path: Path) -> None:
+    _path, thread_id, ids, _again = long_thread
+    with _loaded(long_thread, tmp_path) as (store, presenter, lazy):
         shown = presenter.state.turns
         assert [t.user.text for t in shown] == [f"question {i}" for i in range(TURNS - INITIAL_TURNS, TURNS)]
         # Before the first paint: a page of the branch's ids (and the shown turns' siblings), a page of rows.
@@ -118,19 +124,13 @@ def test_opening_reads_a_page_of_the_branch_and_the_rest_in_a_worker(
             presenter.load_earlier()
             assert store.turn_rows - rows <= PAGE
         assert presenter.state.turns[0].user.text == f"question {TURNS - INITIAL_TURNS - 120}"
-    finally:
-        store.close()
 
 
 def test_earlier_turns_come_a_page_at_a_time_without_the_worker(
         long_thread: tuple[Path, str, list[str], str], tmp_path: Path) -> None:
     """Scrolled up before the worker's walk came: the pages above are read as they are reached."""
-    _path, thread_id, ids, _again = long_thread
-    store = CountingStore(_copy(long_thread, tmp_path))
-    try:
-        presenter = ChatPresenter()
-        lazy = LazyTranscript(store, thread_id)
-        presenter.load_thread(lazy)
+    _path, _thread_id, ids, _again = long_thread
+    with _loaded(long_thread, tmp_path) as (store, presenter, lazy):
         for _ in range(5):
             read = store.id_rows
             presenter.load_earlier()
@@ -141,8 +141,6 @@ def test_earlier_turns_come_a_page_at_a_time_without_the_worker(
         # A turn counted from the root reads the branch to its root.
         assert lazy.turns[5].id == ids[5] and lazy.complete and len(lazy) == TURNS
         assert presenter.hidden_turns == TURNS - INITIAL_TURNS - 200
-    finally:
-        store.close()
 
 
 async def test_a_search_hit_at_turn_5_comes_in_steps_and_shows(
@@ -152,7 +150,7 @@ async def test_a_search_hit_at_turn_5_comes_in_steps_and_shows(
     async with running_app(provider=provider, db_path=db, theme_name="light", size=(1200, 800)) as root:
         w = root.window
         w.threads.open(thread_id)
-        await wait_until(lambda: w.chat.hidden_turns == TURNS - INITIAL_TURNS, what="the branch read in the worker")
+        await _branch_read_in_the_worker(w.chat)
         w.sidebar.search.setText("answer 5")
         w.threads.open_result(thread_id, ids[5])
         # The click returns before the turns above the last ones are loaded: they come a step at a time.
@@ -186,7 +184,7 @@ async def test_the_sibling_switch_deep_in_a_long_branch(
         c.switch_branch(again, -1)  # and back: the long branch, its last turns
         turns = w.chat.presenter.state.turns
         assert [t.user.text for t in turns] == [f"question {i}" for i in range(TURNS - INITIAL_TURNS, TURNS)]
-        await wait_until(lambda: w.chat.hidden_turns == TURNS - INITIAL_TURNS, what="the branch read in the worker")
+        await _branch_read_in_the_worker(w.chat)
         w.threads.open_result(thread_id, ids[5])
         await wait_until(lambda: any(t.turn_id == ids[5] for t in w.chat.presenter.state.turns), what="turn 5 again")
         turn5 = next(t for t in w.chat.presenter.state.turns if t.turn_id == ids[5])
@@ -219,7 +217,6 @@ async def test_the_click_that_opens_it_reads_a_page_of_rows_on_the_window_thread
             here = sum(count for on_window, count, _sql in rows if on_window)
             assert here <= 4 * PAGE, f"{here} rows read on the window's thread: " + "; ".join(
                 f"{count} {sql[:60]}" for on_window, count, sql in rows if on_window and count > 20)
-            await wait_until(lambda: root.window.chat.hidden_turns == TURNS - INITIAL_TURNS,
-                             what="the branch read in the worker")
+            await _branch_read_in_the_worker(root.window.chat)
         finally:
             store._read = read  # type: ignore[method-assign]

@@ -17,10 +17,9 @@ import pytest
 from fakes.bus_robots import robot
 from fakes.llm_server import FakeLLMServer, Reply
 
-from tests.ui.conftest import running_app, wait_until
+from tests.fakes.delegating_manager import manager_app
+from tests.ui.conftest import wait_until
 from workspace.providers.testing import Pause, ScriptedProvider, ToolCall
-
-MANAGER = "---\nname: manager\ndescription: hands work on\ntools: [start_helper]\nmcp: none\n---\nYou manage.\n"
 
 
 @dataclass
@@ -43,28 +42,9 @@ async def scene(robotlab_home: Path, db_path: Path, tmp_path: Path, provider: Sc
                 slow_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Scene]:
     """The app with the robot ``manager``, whose tool ``start_helper`` delegates to ``helper`` (on the slow
     loopback server) in the background."""
-    from workspace.delegation import delegate
-    from workspace.tools import registry
-    from workspace.tools.base import Tool
-
     helper = robot("helper", slow_server, "You help.")
-    futures: list[Any] = []
-
-    async def start(arguments: dict[str, Any]) -> str:
-        futures.append(await delegate(helper, "work slowly", delegated_by="manager", background=True))
-        return "started"
-
-    monkeypatch.setitem(registry._TOOLS, "start_helper",
-                        Tool("start_helper", "Start the helper", {"type": "object", "properties": {}}, start))
-    path = robotlab_home / "config" / "robots" / "manager.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(MANAGER, encoding="utf-8")
-    folder = tmp_path / "project"
-    folder.mkdir()
-    async with running_app(provider=provider, db_path=db_path, theme_name="light", folder=folder,
-                           size=(1280, 720)) as root:
-        root.window.robots.refresh()
-        root.window.robot_picker.setCurrentIndex(root.window.robot_model.row_of("manager"))
+    async with manager_app(helper, "work slowly", provider=provider, robotlab_home=robotlab_home, db_path=db_path,
+                           tmp_path=tmp_path, monkeypatch=monkeypatch) as (root, futures):
         yield Scene(root, slow_server, futures)
         for future in futures:  # (a delegation the test left running stops)
             future.cancel()

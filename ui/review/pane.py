@@ -49,6 +49,7 @@ from ui.review.window import (
 )
 from ui.widgets.common import ElidedLabel
 from ui.widgets.flow import FlowRow
+from ui.widgets.staged import StagedBuild
 from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ MODE_NOTES = {
 }
 
 
-class ChangesPane(ChangesPaneActions):
+class ChangesPane(ChangesPaneActions, StagedBuild):
     """The Changes dock's widget (registered as ``changes``)."""
 
     #: A ChangeDecided event of an apply made here (the chat's change card shows it).
@@ -79,7 +80,8 @@ class ChangesPane(ChangesPaneActions):
 
     def __init__(self, controller: Controller, parent: QWidget | None = None, *, staged: bool = False) -> None:
         """``staged``: made in parts, the first now and the rest by :meth:`build_steps` (a start-up step each, so
-        that none holds the window more than a frame); else whole."""
+        that none holds the window more than a frame; the pane shows and counts the changes once they are done);
+        else whole."""
         super().__init__(parent)
         self.setObjectName("InspectorPane")
         self.controller = controller
@@ -98,16 +100,7 @@ class ChangesPane(ChangesPaneActions):
         self._pending_shown = -1
         #: Change sets whose written changes were all undone (from the thread's change history).
         self.undone_sets: set[str] = set()
-        self._steps = self._construct()
-        next(self._steps)
-        if not staged:
-            for _ in self._steps:
-                pass
-
-    def build_steps(self) -> Iterator[None]:
-        """What is left of a staged pane's build, a part per step (nothing for a pane made whole); the pane shows
-        and counts the changes once they are done."""
-        return self._steps
+        self._start_build(staged=staged)
 
     # -- construction ---------------------------------------------------------------------------------
     def _construct(self) -> Iterator[None]:

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 from ui import theme
 from ui.threads.model import HIT_KINDS, ThreadItem, ThreadListModel, hit_date, snippet_parts
 from ui.widgets.common import name_line_edit_buttons
+from ui.widgets.staged import StagedBuild
 
 #: The icon of a thread's run state: (icon name, the theme colour it is drawn in).
 RUN_STATE_ICONS = {
@@ -192,7 +193,7 @@ class ThreadDelegate(QStyledItemDelegate):
                 break
 
 
-class Sidebar(QFrame):
+class Sidebar(QFrame, StagedBuild):
     new_thread_requested = Signal()
     thread_selected = Signal(str)
     #: A search result was opened: (thread id, the matching turn's id).
@@ -209,15 +210,7 @@ class Sidebar(QFrame):
         super().__init__(parent)
         self.setObjectName("Sidebar")
         self.model = model
-        self._steps = self._construct()
-        next(self._steps)
-        if not staged:
-            for _ in self._steps:
-                pass
-
-    def build_steps(self) -> Iterator[None]:
-        """What is left of a staged sidebar's build, a part per step (nothing for a sidebar made whole)."""
-        return self._steps
+        self._start_build(staged=staged)
 
     def _construct(self) -> Iterator[None]:
         model = self.model

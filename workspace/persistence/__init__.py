@@ -64,7 +64,9 @@ The package, by noun: :mod:`~workspace.persistence.schema` (migrations, the FTS5
 files, the write queue, owners), :mod:`~workspace.persistence.eventlog` (event rows, held text
 deltas), :mod:`~workspace.persistence.threads` (the :class:`Store`: threads and turns),
 :mod:`~workspace.persistence.conversation` (messages and transcripts rebuilt from events),
-:mod:`~workspace.persistence.blobs` (large payloads) and :mod:`~workspace.persistence.search`.
+:mod:`~workspace.persistence.blobs` (large payloads), :mod:`~workspace.persistence.search`,
+:mod:`~workspace.persistence.branch` (a branch's turn ids) and :mod:`~workspace.persistence.readonly`
+(the worker thread and read-only connection both read through off the caller's thread).
 """
 
 from __future__ import annotations

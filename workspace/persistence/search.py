@@ -8,22 +8,12 @@ Every user message, every robot text and every tool call (name and arguments) is
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import sqlite3
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
-from workspace.persistence.database import Database, Statement, StoreError, classify
-
-log = logging.getLogger("workspace.persistence")
-
-#: Reads rows (``Database._read``).
-Reader = Callable[[str, Sequence[Any]], list[sqlite3.Row]]
+from workspace.persistence.database import Database, Statement, StoreError
+from workspace.persistence.readonly import Reader, ReadOnlyWorker
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +111,7 @@ def _snippet(body: str, words: Sequence[str], highlight: tuple[str, str], width:
     return ("…" if start else "") + " ".join(text.split()) + ("…" if start + width * 2 < len(body) else "")
 
 
-class BackgroundSearch:
+class BackgroundSearch(ReadOnlyWorker):
     """Thread search off the caller's thread (the window's): one worker thread reading through a read-only
     connection of its own, so a search (a few hundred ms over 10,000 threads) neither holds the caller's
     thread nor the store's lock the running turn's writes need; hits ranked by FTS5's bm25 (``rank``).
@@ -133,65 +123,20 @@ class BackgroundSearch:
     """
 
     def __init__(self, store: Database, *, limit: int = 50, highlight: tuple[str, str] = ("[", "]")) -> None:
-        self.store = store
+        super().__init__(store, thread_name="thread-search", failing="Searching")
         self.limit = limit
         self.highlight = highlight
         self._asked = 0  # the newest query's number (asked from one thread: the event loop's)
-        self._lock = threading.Lock()
-        self._executor: ThreadPoolExecutor | None = None
-        self._conn: sqlite3.Connection | None = None
-        self._own = str(store.db_path) != ":memory:"
 
     async def search(self, query: str) -> list[SearchHit] | None:
         """The hits for ``query`` (best first), or None when a newer query was asked meanwhile."""
         with self._lock:
             self._asked += 1
             number = self._asked
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thread-search")
-            executor = self._executor
-        hits = await asyncio.get_running_loop().run_in_executor(executor, self._run, query, number)
+        hits = await self._in_worker(lambda: self._run(query, number))
         return hits if number == self._asked else None
 
     def _run(self, query: str, number: int) -> list[SearchHit] | None:
         if number != self._asked:
             return None  # a newer query is waiting behind this one: not worth reading
         return search_threads(self._reader(), query, self.limit, highlight=self.highlight, fts=self.store.fts)
-
-    def _reader(self) -> Reader:
-        if self._own and self._conn is None:
-            try:
-                made = sqlite3.connect(f"file:{quote(str(self.store.db_path))}?mode=ro", uri=True,
-                                       timeout=self.store.busy_timeout, check_same_thread=False)
-                made.row_factory = sqlite3.Row
-                self._conn = made
-            except sqlite3.Error as exc:  # read through the store's own connection instead
-                log.info("a read-only connection to %s could not be opened: %s", self.store.db_path, exc)
-                self._own = False
-        opened = self._conn
-        if opened is None:
-            return self.store._read
-        conn, path = opened, self.store.db_path
-
-        def read(sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-            try:
-                return conn.execute(sql, tuple(params)).fetchall()
-            except sqlite3.Error as exc:
-                raise StoreError(f"Searching {path} failed: {exc}", path=path, reason=classify(exc)) from exc
-
-        return read
-
-    def close(self) -> None:
-        """End the worker (a search under way finishes first) and close its connection."""
-        with self._lock:
-            executor, self._executor = self._executor, None
-        if executor is None:
-            return
-
-        def close_connection() -> None:
-            conn, self._conn = self._conn, None
-            if conn is not None:
-                conn.close()
-
-        executor.submit(close_connection)
-        executor.shutdown(wait=False)
