@@ -481,8 +481,11 @@ class Application:
         self._resume_gc()
         workspace = self.controller.workspace
         if workspace is not None:
+            from workspace.delegation import STOPPED_AT_QUIT
+
             try:
-                await workspace.aclose(timeout=3.0)
+                # (The window's close stopped the delegated work already; anything left is stored the same way.)
+                await workspace.aclose(timeout=3.0, delegated=STOPPED_AT_QUIT)
             except Exception as exc:
                 log.warning("closing the workspace: %s", exc)
         pane = self.window.docks.mcp_pane

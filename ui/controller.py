@@ -160,8 +160,10 @@ class Controller(ThreadList):
             self._brancher.close()
             self._brancher = None
         if self.workspace is not None:
+            from workspace.delegation import STOPPED_AT_QUIT
+
             try:
-                self.workspace.close()
+                self.workspace.close(delegated=STOPPED_AT_QUIT)
             except Exception as exc:  # closing must never stop the app from quitting
                 log.warning("closing the workspace failed: %s", exc)
 

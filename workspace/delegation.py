@@ -24,10 +24,21 @@ if TYPE_CHECKING:
     from workspace.result import RobotResult
 
 
-#: Why a delegate's run that went on in the background after the run that started it ended stopped: the person
-#: pressed Stop (the reason :func:`record_stopped` stores, so its lane says so again when the thread is reopened).
-STOPPED_IN_BACKGROUND = ("you pressed Stop while it went on in the background after the run that started it "
-                         "ended")
+def stopped_in_background(how: str) -> str:
+    """Why a delegate's run that went on in the background after the run that started it ended stopped, from what
+    stopped it (``how``: "you pressed Stop"): the reason :func:`record_stopped` stores, so its lane says so again
+    when the thread is reopened."""
+    return f"{how} while it went on in the background after the run that started it ended"
+
+
+#: The person pressed Stop (the window's Stop and Esc, :meth:`workspace.session.ThreadSession.stop`).
+STOPPED_IN_BACKGROUND = stopped_in_background("you pressed Stop")
+#: The person quit the window (it asks first when delegated work still runs).
+STOPPED_AT_QUIT = stopped_in_background("you quit RobotLab Workspace")
+#: The person deleted the thread (a soft delete: its rows stay, and Undo brings it back with its lanes).
+STOPPED_WITH_THREAD = stopped_in_background("you deleted the thread")
+#: The workspace was closed (:meth:`workspace.session.Workspace.close`; the command line gives its own reason).
+STOPPED_AT_CLOSE = stopped_in_background("the workspace was closed")
 
 
 class DelegationTimeout(Error):

@@ -191,9 +191,12 @@ class RunFollowing(ApprovalsAndLearning):
         delegated in the background (runs of other threads go on)."""
         self.stop_thread(self.thread_id)
 
-    def stop_thread(self, thread_id: str | None) -> None:
+    def stop_thread(self, thread_id: str | None, *, delegated: str | None = None) -> None:
         """Stop the runs of ``thread_id``, the approvals waiting in it and the work its robots delegated in the
-        background (still going after the run that started it ended, too)."""
+        background (still going after the run that started it ended, too: its end is stored with the reason
+        ``delegated``, by default "you pressed Stop…", see :meth:`workspace.session.Workspace.stop_delegated`)."""
+        from workspace.delegation import STOPPED_IN_BACKGROUND
+
         for run in list(self._runs):
             if run.thread_id != thread_id:
                 continue
@@ -204,15 +207,10 @@ class RunFollowing(ApprovalsAndLearning):
         for _thread, _request, fut in self.waiting_approvals(thread_id):
             fut.cancel()
         if thread_id:
-            from workspace.delegation import running_delegations, stop_delegations
-
-            turns = self._delegating.get(thread_id, {})
-            stopped_in = {f.run_id: turns.get(id(f)) for f in running_delegations(thread_id) if f.run_id}
-            stopped = stop_delegations(thread_id)
+            reason = delegated or STOPPED_IN_BACKGROUND
+            stopped = self._stop_delegated(thread_id, reason)
             if stopped:
-                run_ids = [f.run_id for f in stopped if f.run_id]
-                self._record_stopped(thread_id, {r: stopped_in.get(r) for r in run_ids})
-                self.delegations_stopped.emit(thread_id, run_ids)
+                self.delegations_stopped.emit(thread_id, stopped, reason)
                 self.background_changed.emit()
                 self.run_states_changed.emit()
         if self.session is not None and self.session.thread_id == thread_id and self.session.running:
@@ -221,28 +219,24 @@ class RunFollowing(ApprovalsAndLearning):
             except Exception as exc:
                 log.warning("session stop failed: %s", exc)
 
-    def _record_stopped(self, thread_id: str, turns: dict[str, str | None]) -> None:
-        """Store that Stop stopped the delegates' runs that went on after the run of their turn ended (by run id:
-        its turn; None: its run had not ended, and its recording stores its end itself)."""
-        from workspace.delegation import record_stopped
+    def _stop_delegated(self, thread_id: str, reason: str) -> list[str]:
+        """Stop what the robots of ``thread_id`` delegated in the background, storing why for the delegates' runs
+        that went on after the run that started them ended: the stopped delegates' run ids."""
+        from workspace.delegation import stop_delegations
 
-        by_turn: dict[str, list[str]] = {}
-        for run_id, turn_id in turns.items():
-            if turn_id is not None:
-                by_turn.setdefault(turn_id, []).append(run_id)
-        for turn_id, run_ids in by_turn.items():
-            try:
-                record_stopped(self.require_store(), thread_id, turn_id, run_ids)
-            except Exception as exc:  # the lane says it all the same until the thread is reopened
-                log.warning("could not store that the delegated work of %s was stopped: %s", thread_id, exc)
+        if self.workspace is not None:
+            stopped = self.workspace.stop_delegated(thread_id, reason=reason)
+        else:
+            stopped = stop_delegations(thread_id)
+        return [f.run_id for f in stopped if f.run_id]
 
     def stop_all(self) -> None:
         """Stop every thread's run (quitting): streams, tools, every approval waiting, and the work their
-        robots delegated in the background."""
-        from workspace.delegation import stop_delegations
+        robots delegated in the background (stored as stopped because you quit, while the store is still open)."""
+        from workspace.delegation import STOPPED_AT_QUIT
 
         for thread_id in {run.thread_id for run in self._runs} | set(self._delegating):
-            stop_delegations(thread_id)
+            self._stop_delegated(thread_id, STOPPED_AT_QUIT)
         for run in list(self._runs):
             try:
                 run.cancel("the app was closed")

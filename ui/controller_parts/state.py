@@ -62,9 +62,10 @@ class SessionState(QObject):
     #: Work a thread's robots delegated in the background started being followed or ended (its run ended first):
     #: the message box's Stop follows (:meth:`~ui.controller_parts.runs.RunFollowing.background_work`).
     background_changed = Signal()
-    #: Stop stopped work a thread's robots had delegated in the background: (the thread id, the ids of the
-    #: delegates' runs), so the chat's lanes say they were stopped.
-    delegations_stopped = Signal(str, list)
+    #: Stop (or deleting the thread) stopped work a thread's robots had delegated in the background: (the thread id,
+    #: the ids of the delegates' runs, why: one of :mod:`workspace.delegation`'s ``STOPPED_*``), so the chat's lanes
+    #: say they were stopped and why.
+    delegations_stopped = Signal(str, list, str)
     #: A thread's verify started or ended (:class:`~workspace.session.verify.VerifyProgress`): the review shows it.
     verify_progress = Signal(object)
 

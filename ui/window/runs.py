@@ -73,10 +73,11 @@ class Runs(QObject):
         c = self.services.session
         self.composer.set_background(bool(c.delegations_running(c.thread_id)))
 
-    def on_delegations_stopped(self, thread_id: str, run_ids: list[str]) -> None:
-        """Stop stopped what a thread's robots delegated: in the open thread, their lanes say so."""
+    def on_delegations_stopped(self, thread_id: str, run_ids: list[str], reason: str) -> None:
+        """Stop (or deleting the thread) stopped what a thread's robots delegated: in the open thread, their lanes
+        say so, with ``reason``."""
         if thread_id == self.services.session.thread_id:
-            self.chat.presenter.delegations_stopped(run_ids)
+            self.chat.presenter.delegations_stopped(run_ids, reason=reason)
 
     # -- the user's commands ---------------------------------------------------------------------------
     def send(self, text: str) -> None:

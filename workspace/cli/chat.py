@@ -138,8 +138,11 @@ async def _chat(args: argparse.Namespace) -> int:
         chat.robot = robot
         return await chat.loop()
     finally:
+        from workspace.delegation import stopped_in_background
+
         chat.remove_signal_handlers()
-        workspace.close()
+        # What the answers' robots delegated in the background and still runs stops with the chat, stored as such.
+        workspace.close(delegated=stopped_in_background("the chat ended"))
 
 
 class Chat:
@@ -200,7 +203,8 @@ class Chat:
             print("\nStopping the answer… (Ctrl-C again quits)", file=sys.stderr)
             from workspace.cli.runs import stop_run
 
-            stop_run(run, "interrupted (Ctrl-C)")  # and what its robots delegated in the background
+            # And what its robots delegated in the background (an earlier answer's too, stored as stopped).
+            stop_run(run, "interrupted (Ctrl-C)", workspace=self.workspace)
             return
         self.args.quit_signal = sig
         if self._main is not None:

@@ -338,7 +338,10 @@ async def _run(args: argparse.Namespace) -> int:
             recorded_hint(session.thread_id)
         return status
     finally:
-        workspace.close()
+        from workspace.delegation import stopped_in_background
+
+        # What the run's robots delegated in the background and still runs stops with the command, stored as such.
+        workspace.close(delegated=stopped_in_background("robotlab run ended"))
 
 
 def _memory_not_kept(robot: Any) -> None:

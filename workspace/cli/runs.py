@@ -171,15 +171,30 @@ def stop_on_signals(run: Any) -> Iterator[SignalStop]:
                 signal.signal(number, previous)
 
 
-def stop_run(run: Any, reason: str) -> None:
+def stop_run(run: Any, reason: str, *, workspace: Any = None) -> None:
     """Stop ``run`` the way the window's Stop does: the run, and the work its robots delegated in the background
-    (in its thread's runs; a run of no thread, in this run), which would otherwise go on until the process ends."""
+    (in its thread's runs; a run of no thread, in this run), which would otherwise go on until the process ends.
+    ``workspace``: the thread's (:class:`~workspace.session.Workspace`), which stores the end of a delegate's run
+    that went on after the run that started it ended (an earlier answer of ``robotlab chat``) with the reason
+    (:func:`stopped_by`), so the thread's lane says so when it is opened again."""
     from workspace.delegation import owner_of, stop_delegations
 
     run.cancel(reason)
     owner = owner_of(run)
-    if owner is not None:
+    if owner is None:
+        return
+    if workspace is not None and getattr(run, "thread_id", None) == owner:
+        workspace.stop_delegated(owner, reason=stopped_by(reason))
+    else:
         stop_delegations(owner)
+
+
+def stopped_by(how: str) -> str:
+    """Why a delegate's run that went on in the background stopped when the command line stopped it: ``how`` is
+    what happened to the command ("interrupted (Ctrl-C)", "terminated (SIGTERM)")."""
+    from workspace.delegation import stopped_in_background
+
+    return stopped_in_background(f"robotlab was {how}")
 
 
 def run_reporting_failure(args: argparse.Namespace, main: Any, *, who: str) -> int:

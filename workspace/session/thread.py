@@ -82,14 +82,17 @@ class ThreadSession(ThreadHistory, ThreadChanges):
         found = self.attachments(turn_id)
         return {"attachments": found} if found else {}
 
-    def stop(self, reason: str = "stopped by the user") -> list[DelegationFuture]:
+    def stop(self, reason: str = "stopped by the user", *, delegated: str | None = None) -> list[DelegationFuture]:
         """Cancel the running run (its stream and tool calls) and the work the thread's robots delegated in the
-        background that still runs (the run may have ended before it); the delegations it stopped."""
+        background that still runs (the run may have ended before it); the delegations it stopped. The end of a
+        delegate's run that went on after the run that started it ended is stored with the reason ``delegated``
+        (default :data:`~workspace.delegation.STOPPED_IN_BACKGROUND`: "you pressed Stop…"), see
+        :meth:`Workspace.stop_delegated <workspace.session.Workspace.stop_delegated>`."""
         if self.run is not None and not self.run.done:
             self.run.cancel(reason)
-        from workspace.delegation import stop_delegations
+        from workspace.delegation import STOPPED_IN_BACKGROUND
 
-        return stop_delegations(self.thread_id)
+        return self.workspace.stop_delegated(self.thread_id, reason=delegated or STOPPED_IN_BACKGROUND)
 
     def switch_branch(self, turn_id: str) -> TurnInfo:
         """Show the branch through ``turn_id`` (its latest continuation becomes current)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workspace.approval import ApprovalGate
-from workspace.persistence import Store, ThreadInfo
+from workspace.persistence import Store, StoreError, ThreadInfo
 from workspace.session.recording import RecordedRun
 from workspace.session.thread import ThreadSession
 from workspace.session.thread_state import _hosted_past_local, _WithoutApiBase
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from workspace.catalog import RobotInfo
     from workspace.changes import InterruptedApply, RecoveryResult
     from workspace.config import Config
+    from workspace.delegation import DelegationFuture
     from workspace.knowledge import PendingMemoryWrite
     from workspace.network import Network, NetworkInfo
     from workspace.providers.base import Provider
@@ -76,6 +77,9 @@ class Workspace:
         #: Told of every thread's verify as it starts and ends (:class:`~workspace.session.verify.VerifyProgress`).
         self.verify_listeners: list[Callable[[VerifyProgress], None]] = []
         self._verifies: set[asyncio.Task[Any]] = set()
+        #: What the threads' robots delegated in the background and still runs after the run that started it ended:
+        #: by thread, each delegation's turn (:meth:`stop_delegated` stores its end there).
+        self._delegated: dict[str, dict[DelegationFuture, str]] = {}
 
     # -- the folder ----------------------------------------------------------------------------------
     def set_folder(self, folder: str | Path | None, *, config: Config | None = None) -> None:
@@ -293,15 +297,68 @@ class Workspace:
 
     def _run_done(self, run: RecordedRun) -> None:
         self._runs.discard(run)
+        self._note_delegations(run.thread_id, run.turn_id)
+
+    # -- what runs delegated in the background ------------------------------------------------------
+    def _note_delegations(self, thread_id: str, turn_id: str) -> None:
+        """The run of ``turn_id`` ended (its recording too): what its robots delegated in the background and still
+        runs belongs to that turn, where its end is stored when it is stopped (:meth:`stop_delegated`)."""
+        from workspace.delegation import running_delegations
+
+        for future in running_delegations(thread_id):
+            turns = self._delegated.setdefault(thread_id, {})
+            if future not in turns:
+                turns[future] = turn_id
+
+                def ended(done: DelegationFuture, turns: dict[DelegationFuture, str] = turns) -> None:
+                    turns.pop(done, None)
+
+                future.add_done_callback(ended)
+
+    def stop_delegated(self, thread_id: str, *, reason: str) -> list[DelegationFuture]:
+        """Stop what the robots of ``thread_id`` delegated in the background
+        (:func:`~workspace.delegation.stop_delegations`) and store, with ``reason`` (one of
+        :mod:`workspace.delegation`'s ``STOPPED_*``), the end of each delegate's run that went on after the run that
+        started it ended, in that run's turn (:func:`~workspace.delegation.record_stopped`), so the reopened thread
+        says why it stopped. A delegation whose caller's run still goes ends in that run's recording. The delegations
+        that were still running."""
+        from workspace.delegation import record_stopped, stop_delegations
+
+        turns = self._delegated.pop(thread_id, {})
+        stopped = stop_delegations(thread_id)
+        by_turn: dict[str, list[str]] = {}
+        for future in stopped:
+            turn_id = turns.get(future)
+            if turn_id is not None and future.run_id:
+                by_turn.setdefault(turn_id, []).append(future.run_id)
+        for turn_id, run_ids in by_turn.items():
+            try:
+                record_stopped(self.store, thread_id, turn_id, run_ids, reason=reason)
+            except (StoreError, OSError) as exc:  # stopped all the same; the lane says "not followed" when reopened
+                log.warning("could not store that the delegated work of thread %s was stopped: %s", thread_id[:8],
+                            exc)
+        return stopped
+
+    def _stop_all_delegated(self, reason: str | None) -> None:
+        from workspace.delegation import STOPPED_AT_CLOSE
+
+        if self.store.closed:
+            return
+        for thread_id in {run.thread_id for run in self._runs} | set(self._delegated):
+            self.stop_delegated(thread_id, reason=reason or STOPPED_AT_CLOSE)
 
     # -- closing ------------------------------------------------------------------------------------
-    def close(self) -> None:
+    def close(self, *, delegated: str | None = None) -> None:
         """Cancel running runs and close the store, also one passed in (their turns are marked
-        ``interrupted`` unless they recorded their end already).
+        ``interrupted`` unless they recorded their end already). What their robots delegated in the background
+        stops too; the end of a delegate's run that went on after the run that started it ended is stored with
+        the reason ``delegated`` (default :data:`~workspace.delegation.STOPPED_AT_CLOSE`), see
+        :meth:`stop_delegated`.
 
         Prefer ``await aclose()`` inside an event loop: it lets the runs record their
         ``run_cancelled`` event first.
         """
+        self._stop_all_delegated(delegated)
         for run in list(self._runs):
             run.cancel("the workspace was closed")
         for task in list(self._verifies):
@@ -310,8 +367,10 @@ class Workspace:
             session.save_changes()  # review decisions made since the last run or apply
         self.store.close()
 
-    async def aclose(self, timeout: float = 5.0) -> None:
-        """Cancel running runs, wait (up to ``timeout`` s) for them to record their end, close."""
+    async def aclose(self, timeout: float = 5.0, *, delegated: str | None = None) -> None:
+        """Cancel running runs, wait (up to ``timeout`` s) for them to record their end, close (``delegated``: as
+        for :meth:`close`)."""
+        self._stop_all_delegated(delegated)
         runs = list(self._runs)
         for run in runs:
             run.cancel("the workspace was closed")
@@ -321,7 +380,7 @@ class Workspace:
         tasks: list[asyncio.Task[Any]] = [r._task for r in runs if r._task is not None] + verifies
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
-        self.close()
+        self.close(delegated=delegated)
 
     def __enter__(self) -> Workspace:
         return self

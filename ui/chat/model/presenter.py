@@ -37,7 +37,7 @@ from ui.chat.model.changes import ChangeCards
 from ui.chat.model.column import APPROVAL, WAITING, Column
 from ui.chat.model.lanes import NetworkLanes
 from ui.chat.model.listener import ChatListener, StoredTurn, TranscriptSource
-from ui.chat.model.runs import RunLifecycle, compaction_text
+from ui.chat.model.runs import BACKGROUND_STOPPED, RunLifecycle, compaction_text
 from ui.chat.model.state import (
     INTERRUPTED,
     ChangeItem,
@@ -235,9 +235,10 @@ class ChatPresenter:
         """The written changes were undone (or redone) from the card or the Changes dock."""
         self._changes.set_change_undone(self._column, item, undone)
 
-    def delegations_stopped(self, run_ids: Iterable[str]) -> int:
-        """Stop stopped delegates' runs that went on after the run that started them: their lanes say so."""
-        return self._lifecycle.background_stopped(self._column, run_ids)
+    def delegations_stopped(self, run_ids: Iterable[str], *, reason: str = BACKGROUND_STOPPED) -> int:
+        """Stop stopped delegates' runs that went on after the run that started them: their lanes say so (with
+        ``reason``, by default "you pressed Stop…")."""
+        return self._lifecycle.background_stopped(self._column, run_ids, reason=reason)
 
     def lane(self, task: str, run_id: str | None = None) -> LaneItem | None:
         """The lane of ``task`` in network run ``run_id`` (default: the latest network run)."""

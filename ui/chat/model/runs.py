@@ -145,15 +145,16 @@ class RunLifecycle:
         self.finish(column, run, outcome, message=message, ts=event.ts, result=result)
 
     @staticmethod
-    def background_stopped(column: Column, run_ids: Iterable[str]) -> int:
+    def background_stopped(column: Column, run_ids: Iterable[str], *, reason: str = BACKGROUND_STOPPED) -> int:
         """Stop stopped the delegates' runs ``run_ids`` that went on in the background after the run that started
-        them ended: their lanes say they were stopped, not that they were not followed. How many changed."""
+        them ended: their lanes say they were stopped (``reason``), not that they were not followed. How many
+        changed."""
         wanted = set(run_ids)
         changed = 0
         for run in column.runs.values():
             lane = run.inner
             if lane is not None and lane.run_id in wanted and lane.reason == BACKGROUND_NOT_FOLLOWED:
-                lane.reason = BACKGROUND_STOPPED
+                lane.reason = reason
                 column.listener.item_changed(lane)
                 changed += 1
         return changed
