@@ -7,7 +7,9 @@ first delta of a stretch of text (the first words of an answer, or of the text a
 goes out at once: that is what the person is waiting for, and waiting for the timer's next tick
 added 0-16 ms to it.
 Every other event first flushes pending text (so order is kept) and is emitted at once.
-Events for the trace are batched on the same timer.
+Events for the trace and the docks are batched on the same timer, a stream's deltas joined in the batch
+as well: a token costs the window a few appends, not a signal, a join in the inspector or an event for each
+dock, however many tokens a flush carries (a code block's KB is half as many tokens again as prose's).
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from PySide6.QtCore import QObject, QTimer, Signal
 if TYPE_CHECKING:
     # Imported where used: the bridge exists before the window's first paint, the events need not.
     from workspace import events as ev
+
+#: Live deltas of one stream within this long (s) of the first are one event for the trace and the docks, as
+#: the store writes them (its ``flush_interval``): a thread grown live keeps the events a reopened one does.
+JOIN_DELTAS_S = 0.25
 
 
 class RunBridge(QObject):
@@ -53,7 +59,9 @@ class RunBridge(QObject):
     #: store's joined row has it: a live and a reopened time to first token are the same) for all that
     #: arrived (and one ReasoningDelta for the thinking).
     view_event = Signal(object)
-    #: Every event (deltas included), batched on the flush timer: list[Event].
+    #: Every event, batched on the flush timer: list[Event]. The text deltas of a stream (and the thinking's)
+    #: that a batch holds are one delta (the first one's ``seq`` and time, the texts joined; a new one past
+    #: :data:`JOIN_DELTAS_S` after it), as the store's joined row has them.
     events_batched = Signal(list)
     running_changed = Signal(bool)
 
@@ -73,6 +81,14 @@ class RunBridge(QObject):
         self._reasoning_delta: ev.ReasoningDelta | None = None
         self._reasoning_ts: float | None = None
         self._pending_events: list[ev.Event] = []
+        #: The texts of the deltas the batch's last event stands for (it is the first of them), of which class,
+        #: stream (run, robot) and time: the batch's deltas are joined as they come, a list append per token.
+        self._batch_parts: list[str] = []
+        self._batch_kind: type | None = None
+        self._batch_key: tuple[str, str] | None = None
+        self._batch_ts = 0.0
+        #: Whether the flush timer runs (asked per token: a Python flag, not a call into Qt).
+        self._armed = False
         #: The run and robot whose text is streaming now (None: another event came since the last text).
         self._stretch: tuple[str, str] | None = None
         self._timer = QTimer(self)
@@ -108,6 +124,7 @@ class RunBridge(QObject):
             self._announced = True
             self.running_changed.emit(True)
         terminal: ev.TerminalEvent | None = None
+        kinds = _delta_kinds()
         last_yield = time.perf_counter()
         try:
             async for event in run:
@@ -119,8 +136,8 @@ class RunBridge(QObject):
                     # the model, not before it leaves.
                     self._announced = True
                     self.running_changed.emit(True)
-                self.feed(event)
-                if isinstance(event, ev.TERMINAL) and not event.nested:  # not a run inside the run
+                self._feed(event, kinds)
+                if event.terminal and isinstance(event, ev.TERMINAL) and not event.nested:  # not a run inside the run
                     terminal = event
                 now = time.perf_counter()
                 if now - last_yield > self._yield_every:
@@ -147,6 +164,9 @@ class RunBridge(QObject):
         the bridge); a consume of them started before this call ends at its next event."""
         self._generation += 1
         self._timer.stop()
+        self._armed = False
+        self._batch_parts.clear()
+        self._batch_kind = self._batch_key = None
         self._pending_text.clear()
         self._pending_reasoning.clear()
         self._pending_key = self._reasoning_key = self._stretch = None
@@ -162,21 +182,56 @@ class RunBridge(QObject):
 
     def feed(self, event: ev.Event) -> None:
         """Route one event (synchronous, cheap)."""
+        self._feed(event, _delta_kinds())
+
+    def _feed(self, event: ev.Event, kinds: tuple[type[ev.TextDelta], type[ev.ReasoningDelta]]) -> None:
+        """:meth:`feed`, given the delta classes (``consume`` looks them up once, not per token)."""
         self.events_seen += 1
-        self._pending_events.append(event)
-        self._emit(event)
-        if self._own_clock and not self._timer.isActive():
+        kind = type(event)
+        if kind is kinds[0] or kind is kinds[1]:
+            self._batch_delta(event, kind)  # type: ignore[arg-type]  # one of the two delta classes
+        else:
+            if self._batch_kind is not None:
+                self._settle_batch()
+            self._pending_events.append(event)
+        self._emit(event, kinds)
+        if self._own_clock and not self._armed:
+            self._armed = True
             self._timer.start()
 
-    def _emit(self, event: ev.Event) -> None:
+    def _batch_delta(self, event: ev.TextDelta | ev.ReasoningDelta, kind: type) -> None:
+        """A delta into the batch: its text joins the batch's last delta when it is of the same stream (and
+        within :data:`JOIN_DELTAS_S` of its first), else it is the batch's next event."""
+        key = (event.run_id, event.robot)
+        if kind is self._batch_kind and key == self._batch_key and event.ts - self._batch_ts < JOIN_DELTAS_S:
+            self._batch_parts.append(event.text)
+            return
+        if self._batch_kind is not None:
+            self._settle_batch()
+        self._pending_events.append(event)
+        self._batch_kind, self._batch_key, self._batch_ts = kind, key, event.ts
+        self._batch_parts.append(event.text)
+
+    def _settle_batch(self) -> None:
+        """The batch's last delta becomes the one event of the deltas it stands for (their texts joined)."""
+        parts = self._batch_parts
+        if len(parts) > 1:
+            first = self._pending_events[-1]
+            assert isinstance(first, _delta_kinds())
+            self._pending_events[-1] = first.replace(text="".join(parts))
+        parts.clear()
+        self._batch_kind = self._batch_key = None
+
+    def _emit(self, event: ev.Event, kinds: tuple[type[ev.TextDelta], type[ev.ReasoningDelta]]) -> None:
         """Every event reaches ``view_event``, in order (text and thinking deltas joined); text deltas
         also ``text_appended`` (coalesced), and the kinds a part of the window subscribes to their own
         signal."""
-        text_delta, reasoning_delta = _delta_kinds()  # not an import per event: one costs ~10 µs, a token's
-        if isinstance(event, text_delta):
-            self._flush_reasoning()  # the thinking before it goes out first: order is kept
+        text_delta, reasoning_delta = kinds  # not an import per event: one costs ~10 µs, a token's
+        if type(event) is text_delta:
+            if self._pending_reasoning:
+                self._flush_reasoning()  # the thinking before it goes out first: order is kept
             key = (event.run_id, event.robot)
-            if self._pending_key is not None and self._pending_key != key:
+            if self._pending_key != key and self._pending_key is not None:
                 self._flush_text()
             self._pending_key = key
             self._pending_delta = event
@@ -188,7 +243,7 @@ class RunBridge(QObject):
                 self._flush_text()
             return
         self._stretch = None
-        if isinstance(event, reasoning_delta):
+        if type(event) is reasoning_delta:
             self._flush_text()
             key = (event.run_id, event.robot)
             if self._reasoning_key is not None and self._reasoning_key != key:
@@ -247,8 +302,11 @@ class RunBridge(QObject):
     def flush(self) -> None:
         """Emit pending text and the pending event batch now."""
         self._timer.stop()
+        self._armed = False
         self._flush_reasoning()
         self._flush_text()
+        if self._batch_kind is not None:
+            self._settle_batch()
         if self._pending_events:
             batch, self._pending_events = self._pending_events, []
             self.events_batched.emit(batch)
