@@ -170,8 +170,8 @@ def test_bridge_coalesces_text_and_keeps_order(qapp_instance: object) -> None:
     bridge.view_event.connect(lambda e: seen.append(("tool", e.name)) if isinstance(e, ev.ToolUse) else None)
     batches: list[list[ev.Event]] = []
     bridge.events_batched.connect(batches.append)
-    for i in range(500):
-        bridge.feed(_e(ev.TextDelta, i, text="x"))
+    for i in range(500):  # a stream's tokens, stamped within the store's join window of the first
+        bridge.feed(_e(ev.TextDelta, i, text="x", ts=100.0 + i * 1e-4))
     bridge.feed(_e(ev.ToolUse, 501, id="a", name="recall", input={}))
     bridge.feed(_e(ev.TextDelta, 502, text="yz"))
     bridge.flush()
