@@ -7,7 +7,9 @@ first delta of a stretch of text (the first words of an answer, or of the text a
 goes out at once: that is what the person is waiting for, and waiting for the timer's next tick
 added 0-16 ms to it.
 Every other event first flushes pending text (so order is kept) and is emitted at once.
-Events for the trace are batched on the same timer.
+Events for the trace and the docks are batched on the same timer, a stream's deltas joined in the batch
+as well: a token costs the window a few appends, not a signal, a join in the inspector or an event for each
+dock, however many tokens a flush carries (a code block's KB is half as many tokens again as prose's).
 """
 
 from __future__ import annotations
@@ -22,6 +24,48 @@ from PySide6.QtCore import QObject, QTimer, Signal
 if TYPE_CHECKING:
     # Imported where used: the bridge exists before the window's first paint, the events need not.
     from workspace import events as ev
+
+#: Live deltas of one stream within this long (s) of the first are one event for the trace and the docks, as
+#: the store writes them (its ``flush_interval``): a thread grown live keeps the events a reopened one does.
+JOIN_DELTAS_S = 0.25
+
+
+class _State:
+    """What the bridge holds between events, in a plain object: read and written per token, and an attribute
+    of a QObject costs three times a plain one's to read (shiboken looks for a signal or property first)."""
+
+    __slots__ = ("announced", "armed", "batch_key", "batch_kind", "batch_parts", "batch_ts", "generation", "own_clock",
+                 "pending_delta", "pending_events", "pending_key", "pending_reasoning", "pending_text", "pending_ts",
+                 "reasoning_delta", "reasoning_key", "reasoning_ts", "seen", "stretch")
+
+    def __init__(self, own_clock: bool) -> None:
+        self.own_clock = own_clock
+        self.pending_text: list[str] = []
+        self.pending_key: tuple[str, str] | None = None
+        self.pending_delta: ev.TextDelta | None = None
+        #: When the first of the pending deltas came (the joined delta's ``ts``).
+        self.pending_ts: float | None = None
+        self.pending_reasoning: list[str] = []
+        self.reasoning_key: tuple[str, str] | None = None
+        self.reasoning_delta: ev.ReasoningDelta | None = None
+        self.reasoning_ts: float | None = None
+        self.pending_events: list[ev.Event] = []
+        #: The texts of the deltas the batch's last event stands for (it is the first of them), of which class,
+        #: stream (run, robot) and time: the batch's deltas are joined as they come, a list append per token.
+        self.batch_parts: list[str] = []
+        self.batch_kind: type | None = None
+        self.batch_key: tuple[str, str] | None = None
+        self.batch_ts = 0.0
+        #: Whether the flush timer runs (asked per token: a Python flag, not a call into Qt).
+        self.armed = False
+        #: The run and robot whose text is streaming now (None: another event came since the last text).
+        self.stretch: tuple[str, str] | None = None
+        #: Whether ``running_changed(True)`` went out for the runs being consumed.
+        self.announced = False
+        #: Counts :meth:`RunBridge.release` calls: a consume started before the last one feeds nothing more.
+        self.generation = 0
+        #: Events fed, in all.
+        self.seen = 0
 
 
 class RunBridge(QObject):
@@ -53,7 +97,9 @@ class RunBridge(QObject):
     #: store's joined row has it: a live and a reopened time to first token are the same) for all that
     #: arrived (and one ReasoningDelta for the thinking).
     view_event = Signal(object)
-    #: Every event (deltas included), batched on the flush timer: list[Event].
+    #: Every event, batched on the flush timer: list[Event]. The text deltas of a stream (and the thinking's)
+    #: that a batch holds are one delta (the first one's ``seq`` and time, the texts joined; a new one past
+    #: :data:`JOIN_DELTAS_S` after it), as the store's joined row has them.
     events_batched = Signal(list)
     running_changed = Signal(bool)
 
@@ -62,30 +108,13 @@ class RunBridge(QObject):
         """``own_clock=False``: the owner calls :meth:`flush` on a frame clock of its own (several bridges
         flushed in one pass, so their views lay out and paint once per frame, not once per bridge)."""
         super().__init__(parent)
-        self._own_clock = own_clock
-        self._pending_text: list[str] = []
-        self._pending_key: tuple[str, str] | None = None
-        self._pending_delta: ev.TextDelta | None = None
-        #: When the first of the pending deltas came (the joined delta's ``ts``).
-        self._pending_ts: float | None = None
-        self._pending_reasoning: list[str] = []
-        self._reasoning_key: tuple[str, str] | None = None
-        self._reasoning_delta: ev.ReasoningDelta | None = None
-        self._reasoning_ts: float | None = None
-        self._pending_events: list[ev.Event] = []
-        #: The run and robot whose text is streaming now (None: another event came since the last text).
-        self._stretch: tuple[str, str] | None = None
+        self._s = _State(own_clock)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(flush_ms)
         self._timer.timeout.connect(self.flush)
         self._yield_every = yield_every_s
         self._active = 0
-        #: Whether ``running_changed(True)`` went out for the runs being consumed.
-        self._announced = False
-        #: Counts :meth:`release` calls: a consume started before the last one feeds nothing more.
-        self._generation = 0
-        self.events_seen = 0
 
     @property
     def running(self) -> bool:
@@ -103,31 +132,36 @@ class RunBridge(QObject):
         from workspace import events as ev
 
         self._active += 1  # ``running`` is True from now on
-        generation = self._generation
-        if announce and not self._announced:
-            self._announced = True
+        state = self._s  # per token: a local, not an attribute of the QObject
+        generation = state.generation
+        if announce and not state.announced:
+            state.announced = True
             self.running_changed.emit(True)
         terminal: ev.TerminalEvent | None = None
+        kinds = _delta_kinds()
+        text_delta = kinds[0]
+        yield_every = self._yield_every
         last_yield = time.perf_counter()
         try:
             async for event in run:
-                if generation != self._generation:  # released: the run goes on without the views
+                if generation != state.generation:  # released: the run goes on without the views
                     break
-                if not self._announced:
+                if not state.announced:
                     # Said with the run's first event: the views' "running" updates (the Stop button,
                     # the status bar, the thread list) then happen while the request is on its way to
                     # the model, not before it leaves.
-                    self._announced = True
+                    state.announced = True
                     self.running_changed.emit(True)
-                self.feed(event)
-                if isinstance(event, ev.TERMINAL) and not event.nested:  # not a run inside the run
-                    terminal = event
+                if type(event) is not text_delta or not _next_token(state, event, text_delta):
+                    self._feed(event, kinds)
+                    if event.terminal and isinstance(event, ev.TERMINAL) and not event.nested:  # not a nested run's
+                        terminal = event
                 now = time.perf_counter()
-                if now - last_yield > self._yield_every:
+                if now - last_yield > yield_every:
                     await asyncio.sleep(0)
                     last_yield = time.perf_counter()
         finally:
-            if generation == self._generation:
+            if generation == state.generation:
                 self._finish_consume()
         return terminal
 
@@ -135,9 +169,9 @@ class RunBridge(QObject):
         self.flush()
         self._active -= 1
         if self._active == 0:
-            if not self._announced:  # a run that ended before its first event: the views still see both
+            if not self._s.announced:  # a run that ended before its first event: the views still see both
                 self.running_changed.emit(True)
-            self._announced = False
+            self._s.announced = False
             self.running_changed.emit(False)
 
     def release(self) -> None:
@@ -145,59 +179,100 @@ class RunBridge(QObject):
         them — text not yet shown is dropped, not flushed into the next thread — and ``running_changed(False)``
         says the open thread has no run going. The runs themselves go on (their recording does not depend on
         the bridge); a consume of them started before this call ends at its next event."""
-        self._generation += 1
+        self._s.generation += 1
         self._timer.stop()
-        self._pending_text.clear()
-        self._pending_reasoning.clear()
-        self._pending_key = self._reasoning_key = self._stretch = None
-        self._pending_delta = None
-        self._reasoning_delta = None
-        self._pending_ts = self._reasoning_ts = None
-        self._pending_events.clear()
+        self._s.armed = False
+        self._s.batch_parts.clear()
+        self._s.batch_kind = self._s.batch_key = None
+        self._s.pending_text.clear()
+        self._s.pending_reasoning.clear()
+        self._s.pending_key = self._s.reasoning_key = self._s.stretch = None
+        self._s.pending_delta = None
+        self._s.reasoning_delta = None
+        self._s.pending_ts = self._s.reasoning_ts = None
+        self._s.pending_events.clear()
         was_running, self._active = self._active > 0, 0
         if was_running:
-            announced, self._announced = self._announced, False
+            announced, self._s.announced = self._s.announced, False
             if announced:
                 self.running_changed.emit(False)
 
     def feed(self, event: ev.Event) -> None:
         """Route one event (synchronous, cheap)."""
-        self.events_seen += 1
-        self._pending_events.append(event)
-        self._emit(event)
-        if self._own_clock and not self._timer.isActive():
+        self._feed(event, _delta_kinds())
+
+    def _feed(self, event: ev.Event, kinds: tuple[type[ev.TextDelta], type[ev.ReasoningDelta]]) -> None:
+        """:meth:`feed`, given the delta classes (``consume`` looks them up once, not per token)."""
+        text_delta = kinds[0]
+        if type(event) is text_delta and _next_token(self._s, event, text_delta):
+            return
+        self._s.seen += 1
+        kind = type(event)
+        if kind is kinds[0] or kind is kinds[1]:
+            self._batch_delta(event, kind)  # type: ignore[arg-type]  # one of the two delta classes
+        else:
+            if self._s.batch_kind is not None:
+                self._settle_batch()
+            self._s.pending_events.append(event)
+        self._emit(event, kinds)
+        if self._s.own_clock and not self._s.armed:
+            self._s.armed = True
             self._timer.start()
 
-    def _emit(self, event: ev.Event) -> None:
+    def _batch_delta(self, event: ev.TextDelta | ev.ReasoningDelta, kind: type) -> None:
+        """A delta into the batch: its text joins the batch's last delta when it is of the same stream (and
+        within :data:`JOIN_DELTAS_S` of its first), else it is the batch's next event."""
+        key = (event.run_id, event.robot)
+        if kind is self._s.batch_kind and key == self._s.batch_key and event.ts - self._s.batch_ts < JOIN_DELTAS_S:
+            self._s.batch_parts.append(event.text)
+            return
+        if self._s.batch_kind is not None:
+            self._settle_batch()
+        self._s.pending_events.append(event)
+        self._s.batch_kind, self._s.batch_key, self._s.batch_ts = kind, key, event.ts
+        self._s.batch_parts.append(event.text)
+
+    def _settle_batch(self) -> None:
+        """The batch's last delta becomes the one event of the deltas it stands for (their texts joined)."""
+        parts = self._s.batch_parts
+        if len(parts) > 1:
+            first = self._s.pending_events[-1]
+            assert isinstance(first, _delta_kinds())
+            self._s.pending_events[-1] = first.replace(text="".join(parts))
+        parts.clear()
+        self._s.batch_kind = self._s.batch_key = None
+
+    def _emit(self, event: ev.Event, kinds: tuple[type[ev.TextDelta], type[ev.ReasoningDelta]]) -> None:
         """Every event reaches ``view_event``, in order (text and thinking deltas joined); text deltas
         also ``text_appended`` (coalesced), and the kinds a part of the window subscribes to their own
         signal."""
-        text_delta, reasoning_delta = _delta_kinds()  # not an import per event: one costs ~10 µs, a token's
-        if isinstance(event, text_delta):
-            self._flush_reasoning()  # the thinking before it goes out first: order is kept
+        text_delta, reasoning_delta = kinds  # not an import per event: one costs ~10 µs, a token's
+        if type(event) is text_delta:
+            if self._s.pending_reasoning:
+                self._flush_reasoning()  # the thinking before it goes out first: order is kept
             key = (event.run_id, event.robot)
-            if self._pending_key is not None and self._pending_key != key:
+            if self._s.pending_key != key and self._s.pending_key is not None:
                 self._flush_text()
-            self._pending_key = key
-            self._pending_delta = event
-            if not self._pending_text:
-                self._pending_ts = event.ts
-            self._pending_text.append(event.text)
-            if self._stretch != key:  # the first words of an answer: shown now, not on the next tick
-                self._stretch = key
+            self._s.pending_key = key
+            self._s.pending_delta = event
+            if not self._s.pending_text:
+                self._s.pending_ts = event.ts
+            self._s.pending_text.append(event.text)
+            if self._s.stretch != key:  # the first words of an answer: shown now, not on the next tick
+                self._s.stretch = key
                 self._flush_text()
             return
-        self._stretch = None
-        if isinstance(event, reasoning_delta):
+        self._s.stretch = None
+        if type(event) is reasoning_delta:
             self._flush_text()
             key = (event.run_id, event.robot)
-            if self._reasoning_key is not None and self._reasoning_key != key:
+            if self._s.reasoning_key is not None and self._s.reasoning_key != key:
                 self._flush_reasoning()
-            self._reasoning_key = key
-            self._reasoning_delta = event
-            if not self._pending_reasoning:
-                self._reasoning_ts = event.ts
-            self._pending_reasoning.append(event.text)
+            self._s.reasoning_key = key
+            self._s.reasoning_delta = event
+            if not self._s.pending_reasoning:
+                self._s.reasoning_ts = event.ts
+            self._s.pending_reasoning.append(event.text)
             return
         from workspace import events as ev
 
@@ -225,33 +300,56 @@ class RunBridge(QObject):
                 pass  # the views take every other kind from view_event (the chat's presenter)
 
     def _flush_text(self) -> None:
-        if self._pending_text and self._pending_key is not None:
-            text = "".join(self._pending_text)
-            self._pending_text.clear()
-            run_id, robot = self._pending_key
-            last, self._pending_delta = self._pending_delta, None
-            first_ts, self._pending_ts = self._pending_ts, None
+        if self._s.pending_text and self._s.pending_key is not None:
+            text = "".join(self._s.pending_text)
+            self._s.pending_text.clear()
+            run_id, robot = self._s.pending_key
+            last, self._s.pending_delta = self._s.pending_delta, None
+            first_ts, self._s.pending_ts = self._s.pending_ts, None
             if last is not None:
                 self.view_event.emit(last.replace(text=text, ts=first_ts if first_ts is not None else last.ts))
             self.text_appended.emit(run_id, robot, text)
 
     def _flush_reasoning(self) -> None:
-        if self._pending_reasoning and self._reasoning_key is not None:
-            text = "".join(self._pending_reasoning)
-            self._pending_reasoning.clear()
-            last, self._reasoning_delta = self._reasoning_delta, None
-            first_ts, self._reasoning_ts = self._reasoning_ts, None
+        if self._s.pending_reasoning and self._s.reasoning_key is not None:
+            text = "".join(self._s.pending_reasoning)
+            self._s.pending_reasoning.clear()
+            last, self._s.reasoning_delta = self._s.reasoning_delta, None
+            first_ts, self._s.reasoning_ts = self._s.reasoning_ts, None
             if last is not None:
                 self.view_event.emit(last.replace(text=text, ts=first_ts if first_ts is not None else last.ts))
 
     def flush(self) -> None:
         """Emit pending text and the pending event batch now."""
         self._timer.stop()
+        self._s.armed = False
         self._flush_reasoning()
         self._flush_text()
-        if self._pending_events:
-            batch, self._pending_events = self._pending_events, []
+        if self._s.batch_kind is not None:
+            self._settle_batch()
+        if self._s.pending_events:
+            batch, self._s.pending_events = self._s.pending_events, []
             self.events_batched.emit(batch)
+
+
+def _next_token(state: _State, event: ev.TextDelta, text_delta: type[ev.TextDelta]) -> bool:
+    """Take ``event`` when it is the next token of the text streaming now (the last event fed was a delta of
+    its stream, within :data:`JOIN_DELTAS_S` of the batch's delta it joins): two list appends. False: the
+    bridge's whole routing must see it."""
+    stretch = state.stretch
+    if (stretch is None or state.batch_kind is not text_delta or stretch[0] != event.run_id
+            or stretch[1] != event.robot or event.ts - state.batch_ts >= JOIN_DELTAS_S):
+        return False
+    # The view's pending text and the batch's last delta are this stream's (the stretch goes on, and the batch
+    # has had a delta since its flush: the slow path armed the timer).
+    state.seen += 1
+    text = event.text
+    state.batch_parts.append(text)
+    if not state.pending_text:
+        state.pending_ts = event.ts
+    state.pending_text.append(text)
+    state.pending_delta = event
+    return True
 
 
 @cache

@@ -168,16 +168,19 @@ def test_bridge_coalesces_text_and_keeps_order(qapp_instance: object) -> None:
     seen: list[tuple[str, str]] = []
     bridge.text_appended.connect(lambda _r, _b, text: seen.append(("text", text)))
     bridge.view_event.connect(lambda e: seen.append(("tool", e.name)) if isinstance(e, ev.ToolUse) else None)
-    batches: list[int] = []
-    bridge.events_batched.connect(lambda batch: batches.append(len(batch)))
-    for i in range(500):
-        bridge.feed(_e(ev.TextDelta, i, text="x"))
+    batches: list[list[ev.Event]] = []
+    bridge.events_batched.connect(batches.append)
+    for i in range(500):  # a stream's tokens, stamped within the store's join window of the first
+        bridge.feed(_e(ev.TextDelta, i, text="x", ts=100.0 + i * 1e-4))
     bridge.feed(_e(ev.ToolUse, 501, id="a", name="recall", input={}))
     bridge.feed(_e(ev.TextDelta, 502, text="yz"))
     bridge.flush()
     # the first delta of each stretch of text goes out at once, the rest is joined until the flush
     assert seen == [("text", "x"), ("text", "x" * 499), ("tool", "recall"), ("text", "yz")]
-    assert sum(batches) == 502 and len(batches) == 1
+    # one batch, the deltas of each stretch one event in it (the first one's seq)
+    assert len(batches) == 1
+    assert [(type(e).__name__, e.seq, getattr(e, "text", None)) for e in batches[0]] == [
+        ("TextDelta", 0, "x" * 500), ("ToolUse", 501, None), ("TextDelta", 502, "yz")]
 
 
 async def test_bridge_says_running_with_the_first_event_and_for_a_run_with_none(qapp_instance: object) -> None:

@@ -14,7 +14,9 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QSortFilterProxyModel, Qt
 
-from ui.bridge import event_summary
+# Live text deltas of one stream within JOIN_DELTAS_S (s) of the first are kept as one event (the bridge's
+# batches hold them so already), as the store writes them.
+from ui.bridge import JOIN_DELTAS_S, event_summary
 from ui.widgets.table_model import Index, RowsTableModel
 from workspace import events as ev
 
@@ -86,11 +88,6 @@ class TraceModel(RowsTableModel[ev.Event]):
 
     def kinds(self) -> list[str]:
         return sorted(self._kinds)
-
-
-#: Live text deltas of one stream within this long (s) of the first are kept as one event, as the store writes
-#: them (its ``flush_interval``): a thread grown live keeps the events a reopened one does, not one per flush.
-JOIN_DELTAS_S = 0.25
 
 
 def join_text_deltas(last: ev.Event | None, events: list[ev.Event]) -> tuple[ev.TextDelta | None, list[ev.Event]]:
