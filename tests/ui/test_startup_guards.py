@@ -527,3 +527,44 @@ async def test_the_font_database_is_read_in_a_worker_thread_before_the_first_tex
     async with _started(db_path) as root:
         assert root.window.built
         assert readers == [False]
+
+
+def test_the_thread_list_lays_out_its_rows_from_one_rows_size(qapp: QApplication,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # The delegate asked row by row, a user's few thousand threads held the window's thread 30-40 ms of a busy
+    # machine's CPU in one go, right after start-up read the thread list. Every row is as tall as the others, so the
+    # list asks one row (again after the model is reset: a search's rows are taller) and places the rest from it.
+    from PySide6.QtCore import QEvent
+
+    from ui.threads.model import ThreadItem, ThreadListModel
+    from ui.threads.sidebar import Sidebar, ThreadDelegate
+
+    asked: list[int] = []
+    size_hint = ThreadDelegate.sizeHint
+
+    def counted(self: ThreadDelegate, option: Any, index: Any) -> Any:
+        asked.append(index.row())
+        return size_hint(self, option, index)
+
+    monkeypatch.setattr(ThreadDelegate, "sizeHint", counted)
+    model = ThreadListModel()
+    sidebar = Sidebar(model)
+    model.setParent(sidebar)  # (goes with it)
+    sidebar.resize(260, 600)
+    sidebar.show()
+    model.set_threads([ThreadItem(thread_id=f"t{i}", title=f"Thread {i}", robot="assistant") for i in range(500)])
+    qapp.processEvents()
+    view = sidebar.list
+    assert len(asked) <= 5, f"the delegate was asked {len(asked)} rows' sizes"
+    rows = {view.visualRect(model.index(row)).height() for row in (0, 1, 250, 499)}
+    assert rows == {ThreadDelegate.ROW_HEIGHT}
+    asked.clear()
+    model.set_hits([ThreadItem(thread_id=f"t{i}", title=f"Thread {i}", snippet="a match", turn_id=f"u{i}")
+                    for i in range(500)])
+    qapp.processEvents()
+    assert len(asked) <= 5
+    rows = {view.visualRect(model.index(row)).height() for row in (0, 1, 250, 499)}
+    assert rows == {ThreadDelegate.HIT_HEIGHT}  # measured again for a search's rows
+    sidebar.close()
+    sidebar.deleteLater()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
