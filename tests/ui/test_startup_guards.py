@@ -568,3 +568,86 @@ def test_the_thread_list_lays_out_its_rows_from_one_rows_size(qapp: QApplication
     sidebar.close()
     sidebar.deleteLater()
     QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
+async def test_every_dock_is_in_the_window_before_the_panes_come(db_path: Path) -> None:
+    # A dock added to the main window, or the docks' width set, lays out the whole window again (the chat, the
+    # sidebar, every dock): the docks, empty, and their width for their tabs come with the window's widgets; the
+    # inspector's steps only put each pane in its dock.
+    from ui.app import Application
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    window = root.window
+    late: list[str] = []
+    add_dock, resize_docks = window.addDockWidget, window.resizeDocks
+
+    def added(area: Any, dock: Any, *args: Any) -> None:
+        if window.built:
+            late.append(f"addDockWidget {dock.objectName()}")
+        add_dock(area, dock, *args)
+
+    def resized(docks: Any, sizes: Any, orientation: Any) -> None:
+        if window.built:
+            late.append(f"resizeDocks {[d.objectName() for d in docks]} {sizes}")
+        resize_docks(docks, sizes, orientation)
+
+    window.addDockWidget = added  # type: ignore[method-assign]
+    window.resizeDocks = resized  # type: ignore[method-assign]
+    try:
+        window.show()
+        steps = window.build_steps()
+        for _ in steps:
+            pass
+        made = dict(window.docks.items())
+        assert set(made) == {"tools", "changes", "memory", "trace", "mcp", "network"}
+        root.finish_startup(staged=True)
+        await wait_until(lambda: root.whole, timeout=120, what="the start-up")
+        assert late == []
+        assert dict(window.docks.items()) == made  # the same docks, each with its pane now (or its placeholder)
+        assert {"tools", "changes", "mcp"} <= set(window.docks.panes)
+        assert all(made[key].widget() is pane for key, pane in window.docks.panes.items())
+    finally:
+        await close_app(root)
+
+
+async def test_a_steps_leftover_work_has_a_turn_of_the_event_loop_of_its_own(db_path: Path) -> None:
+    # What a step leaves Qt (its widgets' polish, the layouts, their paint: posted events) is done before the next
+    # step starts, and a timer runs in between: the two are not one long stall of the window. A timer of 0 ms notes
+    # each pass of the timers; each step posts an event standing for its leftover work.
+    from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer
+
+    from ui.app import Application
+
+    log: list[str] = []
+
+    class Receiver(QObject):
+        def event(self, event: QEvent) -> bool:
+            if event.type() == QEvent.Type.User:
+                log.append("leftover")
+                return True
+            return super().event(event)
+
+    receiver = Receiver()
+    ticks = QTimer()
+    ticks.setInterval(0)
+    ticks.timeout.connect(lambda: log.append("timer") if log and log[-1] != "timer" else None)
+
+    def steps() -> Any:
+        for i in range(6):
+            log.append(f"step {i}")
+            QCoreApplication.postEvent(receiver, QEvent(QEvent.Type.User))
+            yield
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    done: list[bool] = []
+    try:
+        ticks.start()
+        root._run_steps(steps(), then=lambda: done.append(True))
+        await wait_until(lambda: done, timeout=60, what="the steps")
+        ticks.stop()
+        for i in range(1, 6):
+            before = log[:log.index(f"step {i}")]
+            leftover = len(before) - 1 - before[::-1].index("leftover")  # the previous step's
+            assert "timer" in before[leftover:], f"step {i} ran in the pass of step {i - 1}'s leftover work: {log}"
+    finally:
+        await close_app(root)
