@@ -651,3 +651,26 @@ async def test_a_steps_leftover_work_has_a_turn_of_the_event_loop_of_its_own(db_
             assert "timer" in before[leftover:], f"step {i} ran in the pass of step {i - 1}'s leftover work: {log}"
     finally:
         await close_app(root)
+
+
+async def test_on_a_screen_too_narrow_for_the_inspector_its_panes_are_made_in_closed_docks(db_path: Path) -> None:
+    # The inspector closes on a screen too narrow for it beside the chat (here: the offscreen screen). It closes once
+    # its docks are there, before its panes come: made in open docks and closed after, the panes were laid out and
+    # painted for nothing, and the whole window laid out again when they closed.
+    from ui.app import Application
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    docks = root.window.docks
+    shown: dict[str, bool] = {}
+    for key in ("tools", "changes", "mcp"):
+        docks.when_made(key, lambda pane, key=key: shown.setdefault(key, docks[key].isVisible()))
+    try:
+        root.window.show()
+        root.finish_startup(staged=True)
+        await wait_until(lambda: root.whole, timeout=120, what="the start-up")
+        assert docks.raised() is None and not any(dock.isVisible() for dock in docks.values())  # closed: too narrow
+        assert shown == {"tools": False, "changes": False, "mcp": False}
+        docks.toggle_inspector()  # Ctrl+I: the inspector opens, its panes in it
+        assert docks.raised() == "tools" and docks["tools"].widget() is docks.panes["tools"]
+    finally:
+        await close_app(root)
