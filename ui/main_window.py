@@ -196,6 +196,10 @@ class MainWindow(QMainWindow):
         self.services.notices.attach(self.toast, self.banner)
         yield
         yield from self.docks.build_steps()
+        # The docks are there (empty): on a screen too narrow for the inspector beside the chat it closes now, before
+        # its panes come (made in closed docks, they are not laid out nor painted; closed when whole, they were, and
+        # the window was laid out again).
+        self.memory.fit_when_shown()
         yield
         self.status.build()
         yield

@@ -527,3 +527,150 @@ async def test_the_font_database_is_read_in_a_worker_thread_before_the_first_tex
     async with _started(db_path) as root:
         assert root.window.built
         assert readers == [False]
+
+
+def test_the_thread_list_lays_out_its_rows_from_one_rows_size(qapp: QApplication,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # The delegate asked row by row, a user's few thousand threads held the window's thread 30-40 ms of a busy
+    # machine's CPU in one go, right after start-up read the thread list. Every row is as tall as the others, so the
+    # list asks one row (again after the model is reset: a search's rows are taller) and places the rest from it.
+    from PySide6.QtCore import QEvent
+
+    from ui.threads.model import ThreadItem, ThreadListModel
+    from ui.threads.sidebar import Sidebar, ThreadDelegate
+
+    asked: list[int] = []
+    size_hint = ThreadDelegate.sizeHint
+
+    def counted(self: ThreadDelegate, option: Any, index: Any) -> Any:
+        asked.append(index.row())
+        return size_hint(self, option, index)
+
+    monkeypatch.setattr(ThreadDelegate, "sizeHint", counted)
+    model = ThreadListModel()
+    sidebar = Sidebar(model)
+    model.setParent(sidebar)  # (goes with it)
+    sidebar.resize(260, 600)
+    sidebar.show()
+    model.set_threads([ThreadItem(thread_id=f"t{i}", title=f"Thread {i}", robot="assistant") for i in range(500)])
+    qapp.processEvents()
+    view = sidebar.list
+    assert len(asked) <= 5, f"the delegate was asked {len(asked)} rows' sizes"
+    rows = {view.visualRect(model.index(row)).height() for row in (0, 1, 250, 499)}
+    assert rows == {ThreadDelegate.ROW_HEIGHT}
+    asked.clear()
+    model.set_hits([ThreadItem(thread_id=f"t{i}", title=f"Thread {i}", snippet="a match", turn_id=f"u{i}")
+                    for i in range(500)])
+    qapp.processEvents()
+    assert len(asked) <= 5
+    rows = {view.visualRect(model.index(row)).height() for row in (0, 1, 250, 499)}
+    assert rows == {ThreadDelegate.HIT_HEIGHT}  # measured again for a search's rows
+    sidebar.close()
+    sidebar.deleteLater()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
+async def test_every_dock_is_in_the_window_before_the_panes_come(db_path: Path) -> None:
+    # A dock added to the main window, or the docks' width set, lays out the whole window again (the chat, the
+    # sidebar, every dock): the docks, empty, and their width for their tabs come with the window's widgets; the
+    # inspector's steps only put each pane in its dock.
+    from ui.app import Application
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    window = root.window
+    late: list[str] = []
+    add_dock, resize_docks = window.addDockWidget, window.resizeDocks
+
+    def added(area: Any, dock: Any, *args: Any) -> None:
+        if window.built:
+            late.append(f"addDockWidget {dock.objectName()}")
+        add_dock(area, dock, *args)
+
+    def resized(docks: Any, sizes: Any, orientation: Any) -> None:
+        if window.built:
+            late.append(f"resizeDocks {[d.objectName() for d in docks]} {sizes}")
+        resize_docks(docks, sizes, orientation)
+
+    window.addDockWidget = added  # type: ignore[method-assign]
+    window.resizeDocks = resized  # type: ignore[method-assign]
+    try:
+        window.show()
+        steps = window.build_steps()
+        for _ in steps:
+            pass
+        made = dict(window.docks.items())
+        assert set(made) == {"tools", "changes", "memory", "trace", "mcp", "network"}
+        root.finish_startup(staged=True)
+        await wait_until(lambda: root.whole, timeout=120, what="the start-up")
+        assert late == []
+        assert dict(window.docks.items()) == made  # the same docks, each with its pane now (or its placeholder)
+        assert {"tools", "changes", "mcp"} <= set(window.docks.panes)
+        assert all(made[key].widget() is pane for key, pane in window.docks.panes.items())
+    finally:
+        await close_app(root)
+
+
+async def test_a_steps_leftover_work_has_a_turn_of_the_event_loop_of_its_own(db_path: Path) -> None:
+    # What a step leaves Qt (its widgets' polish, the layouts, their paint: posted events) is done before the next
+    # step starts, and a timer runs in between: the two are not one long stall of the window. A timer of 0 ms notes
+    # each pass of the timers; each step posts an event standing for its leftover work.
+    from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer
+
+    from ui.app import Application
+
+    log: list[str] = []
+
+    class Receiver(QObject):
+        def event(self, event: QEvent) -> bool:
+            if event.type() == QEvent.Type.User:
+                log.append("leftover")
+                return True
+            return super().event(event)
+
+    receiver = Receiver()
+    ticks = QTimer()
+    ticks.setInterval(0)
+    ticks.timeout.connect(lambda: log.append("timer") if log and log[-1] != "timer" else None)
+
+    def steps() -> Any:
+        for i in range(6):
+            log.append(f"step {i}")
+            QCoreApplication.postEvent(receiver, QEvent(QEvent.Type.User))
+            yield
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    done: list[bool] = []
+    try:
+        ticks.start()
+        root._run_steps(steps(), then=lambda: done.append(True))
+        await wait_until(lambda: done, timeout=60, what="the steps")
+        ticks.stop()
+        for i in range(1, 6):
+            before = log[:log.index(f"step {i}")]
+            leftover = len(before) - 1 - before[::-1].index("leftover")  # the previous step's
+            assert "timer" in before[leftover:], f"step {i} ran in the pass of step {i - 1}'s leftover work: {log}"
+    finally:
+        await close_app(root)
+
+
+async def test_on_a_screen_too_narrow_for_the_inspector_its_panes_are_made_in_closed_docks(db_path: Path) -> None:
+    # The inspector closes on a screen too narrow for it beside the chat (here: the offscreen screen). It closes once
+    # its docks are there, before its panes come: made in open docks and closed after, the panes were laid out and
+    # painted for nothing, and the whole window laid out again when they closed.
+    from ui.app import Application
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    docks = root.window.docks
+    shown: dict[str, bool] = {}
+    for key in ("tools", "changes", "mcp"):
+        docks.when_made(key, lambda pane, key=key: shown.setdefault(key, docks[key].isVisible()))
+    try:
+        root.window.show()
+        root.finish_startup(staged=True)
+        await wait_until(lambda: root.whole, timeout=120, what="the start-up")
+        assert docks.raised() is None and not any(dock.isVisible() for dock in docks.values())  # closed: too narrow
+        assert shown == {"tools": False, "changes": False, "mcp": False}
+        docks.toggle_inspector()  # Ctrl+I: the inspector opens, its panes in it
+        assert docks.raised() == "tools" and docks["tools"].widget() is docks.panes["tools"]
+    finally:
+        await close_app(root)

@@ -274,6 +274,10 @@ class Sidebar(QFrame, StagedBuild):
         self.list.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.list.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        # Every row is as tall as the others (the delegate's height depends on the list's mode and font only): the
+        # list lays out a few thousand threads from one row's size, not the delegate asked row by row (30-40 ms of
+        # the window's thread at start-up on a busy machine, in one go after the thread list is read).
+        self.list.setUniformItemSizes(True)
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         # A click (and Enter, and a double click where styles activate on it) asks to open a row; the
         # request is carried out once, after the list's own event handling is over: opening a thread
