@@ -24,7 +24,8 @@ log = logging.getLogger("workspace.session")
 #: Turns of the branch one read of the conversation takes (:meth:`ThreadHistory.load_conversation` asks
 #: whether it is still wanted between them).
 CONVERSATION_READ = 200
-#: Turns the context meter's count is looked for in at a time, from the branch's end up.
+#: Turns the context meter's count is looked for in first, from the branch's end up (then four times as many
+#: above them, and so on).
 USAGE_READ = 50
 
 
@@ -54,11 +55,11 @@ class ThreadHistory(ThreadState):
             return conversation
         conversation = _Conversation(leaf)
         if leaf is not None:
-            turns = self.store.path(self.thread_id, leaf)
-            for start in range(0, len(turns), CONVERSATION_READ):
+            ids = self.store.path_ids(self.thread_id, leaf)  # (ids only: the turns' rows a read at a time)
+            for start in range(0, len(ids), CONVERSATION_READ):
                 if not wanted():
                     return None
-                chunk = turns[start:start + CONVERSATION_READ]
+                chunk = self.store.turns_by_id(ids[start:start + CONVERSATION_READ])
                 conversation.messages += self.store.turn_messages(chunk)  # (each turn's messages are its own)
                 for found in self.store.events_of([t.id for t in chunk], (ev.ContextCompacted,)).values():
                     conversation.compactions += found
@@ -245,17 +246,17 @@ class ThreadHistory(ThreadState):
 
     def context_usage(self) -> ev.ContextUsage | None:
         """The last count of the context window along the current branch (for the meter), or None. Looked
-        for from the branch's end up, :data:`USAGE_READ` turns at a time: a thread's last turns have one, so
-        a long thread is not read to its root (which held the window's next open while it read)."""
-        above = self.thread.current_turn_id
+        for from the branch's end up, in the last :data:`USAGE_READ` turns first: a thread's last turns have
+        one, so a long thread is not read to its root (which held the window's next open while it read)."""
+        above, limit = self.thread.current_turn_id, USAGE_READ
         while above is not None:
-            page = self.store.path_page(self.thread_id, above, limit=USAGE_READ)
+            page = self.store.path_page(self.thread_id, above, limit=limit)
             found = self.store.events_of(page.ids, (ev.ContextUsage,))
             for turn_id in reversed(page.ids):
                 usages = [event for event in found.get(turn_id, ()) if isinstance(event, ev.ContextUsage)]
                 if usages:
                     return usages[-1]
-            above = page.above
+            above, limit = page.above, limit * 4  # (a branch without one: a few reads to its root, not hundreds)
         return None
 
     def _restore_compactions(self, robots: list[Robot], leaf_turn_id: str | None) -> None:
