@@ -229,8 +229,10 @@ class Controller(ThreadList):
         self._leave()  # the run of the thread left goes on in the background
         self.session = session
         load = getattr(session, "load_conversation", None)
-        if load is not None:  # the conversation a send continues, read now in a worker, not at the send
-            self.tasks.spawn(load(), name="load-conversation")
+        if load is not None:  # the conversation a send continues, read now in a worker, not at the send …
+            # … while the thread stays open: a long thread left before its read ends is not read on, in the
+            # background, while the thread opened next makes its widgets
+            self.tasks.spawn(load(wanted=lambda: self.session is session), name="load-conversation")
         self._remember_thread(thread_id)
         thread = session.thread
         robot: str | None = thread.robot

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("workspace.session")
 
+#: Turns of the branch one read of the conversation takes (:meth:`ThreadHistory.load_conversation` asks
+#: whether it is still wanted between them).
+CONVERSATION_READ = 200
+#: Turns the context meter's count is looked for in first, from the branch's end up (then four times as many
+#: above them, and so on).
+USAGE_READ = 50
+
+
+def _always() -> bool:
+    return True
+
 
 class ThreadHistory(ThreadState):
     """The conversation half of :class:`~workspace.session.thread.ThreadSession`."""
@@ -28,6 +40,13 @@ class ThreadHistory(ThreadState):
     def _conversation_to(self, leaf: str | None) -> _Conversation:
         """The conversation along the branch ending at ``leaf``: the one kept, or (another branch, a
         reopened thread) read from the store once."""
+        conversation = self._conversation_while(leaf, _always)
+        assert conversation is not None  # (always wanted)
+        return conversation
+
+    def _conversation_while(self, leaf: str | None, wanted: Callable[[], bool]) -> _Conversation | None:
+        """:meth:`_conversation_to`, read :data:`CONVERSATION_READ` turns at a time, asking ``wanted`` before
+        each read: None (nothing kept) as soon as it says no."""
         extending, self._extending = self._extending, None
         if extending is not None:
             extending.result()  # the turn that just ended (a read of that turn alone, off the event loop)
@@ -36,32 +55,48 @@ class ThreadHistory(ThreadState):
             return conversation
         conversation = _Conversation(leaf)
         if leaf is not None:
-            conversation.messages = self.store.history_messages(self.thread_id, leaf)
-            for _turn, found in self.store.path_events(self.thread_id, leaf, classes=(ev.ContextCompacted,)):
-                conversation.compactions += found
+            ids = self.store.path_ids(self.thread_id, leaf)  # (ids only: the turns' rows a read at a time)
+            for start in range(0, len(ids), CONVERSATION_READ):
+                if not wanted():
+                    return None
+                chunk = self.store.turns_by_id(ids[start:start + CONVERSATION_READ])
+                conversation.messages += self.store.turn_messages(chunk)  # (each turn's messages are its own)
+                for found in self.store.events_of([t.id for t in chunk], (ev.ContextCompacted,)).values():
+                    conversation.compactions += found
         self._conversation = conversation
         return conversation
 
-    async def load_conversation(self) -> None:
+    async def load_conversation(self, *, wanted: Callable[[], bool] | None = None) -> None:
         """Read the conversation the next message continues now, off the event loop (a thread just
-        opened), so that the first send does not read the thread on the caller's thread."""
+        opened), so that the first send does not read the thread on the caller's thread. ``wanted``
+        (asked in the worker between its reads): while it says yes; a window passes whether the thread is
+        still open, so a long thread left before its read ends stops being read (the send reads it then)
+        instead of holding the interpreter and the store from the thread opened next. A read still under way
+        (the thread left and opened again) is waited for, not started twice."""
         if self.is_network or self._conversation is not None:
             return
+        reading = self._reading_ahead
+        if reading is not None and not reading.done():
+            await asyncio.wait([reading])
+            if self._conversation is not None:
+                return
         try:
             current = self.thread.current_turn_id
-            await asyncio.to_thread(self._read_conversation_kept, current)
+            read = asyncio.ensure_future(asyncio.to_thread(self._read_conversation_kept, current, wanted or _always))
+            self._reading_ahead = read
+            await read
         except (StoreError, OSError) as exc:  # the send reads it then, and says what is wrong
             log.info("the conversation of thread %s was not read ahead: %s", self.thread_id, exc)
 
-    def _read_conversation_kept(self, leaf: str | None) -> None:
-        """Read the conversation to ``leaf`` with the cyclic garbage collector paused, then frozen with it
-        (:func:`workspace.shared_imports.gc_paused`): it lives as long as the thread is open, and a
-        collection of the oldest generation walked every message of it (200-400 ms at 10,000 turns, holding
+    def _read_conversation_kept(self, leaf: str | None, wanted: Callable[[], bool]) -> None:
+        """Read the conversation to ``leaf`` (while ``wanted``) with the cyclic garbage collector paused, then
+        frozen with it (:func:`workspace.shared_imports.gc_paused`): it lives as long as the thread is open, and
+        a collection of the oldest generation walked every message of it (200-400 ms at 10,000 turns, holding
         the interpreter lock) whenever one fell during a send, so a send's cost grew with the thread."""
         from workspace.shared_imports import gc_paused
 
         with gc_paused():
-            self._conversation_to(leaf)
+            self._conversation_while(leaf, wanted)
 
     def _extend_conversation(self, parent_turn_id: str | None, finished: RecordedRun) -> None:
         """After a run of this session ended: the kept conversation grows by its turn (read alone, in a
@@ -210,16 +245,19 @@ class ThreadHistory(ThreadState):
         return event
 
     def context_usage(self) -> ev.ContextUsage | None:
-        """The last count of the context window along the current branch (for the meter), or None."""
-        current = self.thread.current_turn_id
-        if current is None:
-            return None
-        found: ev.ContextUsage | None = None
-        for _turn, events in self.store.path_events(self.thread_id, current, classes=(ev.ContextUsage,)):
-            for event in events:
-                if isinstance(event, ev.ContextUsage):
-                    found = event
-        return found
+        """The last count of the context window along the current branch (for the meter), or None. Looked
+        for from the branch's end up, in the last :data:`USAGE_READ` turns first: a thread's last turns have
+        one, so a long thread is not read to its root (which held the window's next open while it read)."""
+        above, limit = self.thread.current_turn_id, USAGE_READ
+        while above is not None:
+            page = self.store.path_page(self.thread_id, above, limit=limit)
+            found = self.store.events_of(page.ids, (ev.ContextUsage,))
+            for turn_id in reversed(page.ids):
+                usages = [event for event in found.get(turn_id, ()) if isinstance(event, ev.ContextUsage)]
+                if usages:
+                    return usages[-1]
+            above, limit = page.above, limit * 4  # (a branch without one: a few reads to its root, not hundreds)
+        return None
 
     def _restore_compactions(self, robots: list[Robot], leaf_turn_id: str | None) -> None:
         """Each robot takes up its latest compaction along the branch ending at ``leaf_turn_id``."""

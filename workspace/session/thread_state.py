@@ -129,6 +129,8 @@ class ThreadState:
         #: whole thread. None: not known yet (read on demand: :meth:`load_conversation`).
         self._conversation: _Conversation | None = None
         self._extending: Future[None] | None = None
+        #: The read of :meth:`load_conversation` under way (a thread opened again while it goes on waits for it).
+        self._reading_ahead: asyncio.Future[None] | None = None
         #: The thread's verify going now or last finished (:meth:`start_verify`), and its task while it runs.
         self.verifying: VerifyProgress | None = None
         self._verify_task: asyncio.Task[ev.VerifyFinished | None] | None = None
