@@ -3,7 +3,8 @@ comparison's columns in place of the chat, the message box's messages to every c
 review in the Changes dock.
 
 Each column is a chat view with its own presenter and its own :class:`~ui.bridge.RunBridge` (text coalesced
-per column), fed the events of its candidate (their ``candidate``); the figures in the headers come from
+per column), fed the events of its candidate (their ``candidate``) on the comparison's frame clock: one column a
+tick, in turn (see :meth:`Comparisons._flush_columns`); the figures in the headers come from
 :class:`~ui.compare.stats.ComparisonStats`, refreshed on a timer. The runs go through
 :class:`~ui.compare.session.CompareSession` in a task of the window's :class:`~ui.tasks.TaskOwner`, on the qasync
 loop as every run. "Keep this one" ends the comparison: the chat opens that candidate's thread and goes on with it.
@@ -40,17 +41,10 @@ log = logging.getLogger("ui.compare")
 
 #: How long "Compare with…" waits for the list of models before it opens without them (seconds).
 LIST_WAIT_S = 6.0
-#: How often the headers' figures are redrawn while the candidates stream (ms).
+#: How often each header's figures are redrawn while the candidates stream (ms).
 STATS_MS = 250
-#: How often the columns' streamed text is shown (ms): one frame.
+#: How often a column's streamed events are shown (ms): one frame.
 FRAME_MS = 16
-#: The most columns whose text one frame shows, and the most of the frame their text may take (s): the columns
-#: left wait for the next tick and go first then. Four columns rendered, laid out and painted in one pass of the
-#: event loop (each one's text, then each one scrolled, its whole screen painted again) held the window for
-#: 200 ms and more on a busy machine; a share of them per pass keeps each pass short, and every column still
-#: moves at least every other frame.
-COLUMNS_PER_FRAME = 2
-FRAME_BUDGET_S = 0.006
 
 
 class CandidateInspector(Protocol):
@@ -90,15 +84,24 @@ class Comparisons(QObject):
         self._task: Any = None
         #: The columns are set aside (another thread is open) while their candidates answer.
         self.parked = False
+        #: The headers' figures while the candidates stream: one header a tick, in turn, so each is redrawn every
+        #: STATS_MS and no pass relays out every header (each one's new figures lay out its column again).
         self._timer = QTimer(self)
-        self._timer.setInterval(STATS_MS)
-        self._timer.timeout.connect(self._show_stats)
-        #: One frame clock for every column: their text goes out in one pass, so the columns lay out and
-        #: paint once per frame, not once per column.
+        self._timer.setInterval(STATS_MS // 4)
+        self._timer.timeout.connect(self._show_next_stats)
+        self._next_stats = 0
+        #: One frame clock for every column: each tick shows one column's events (the next one in turn with
+        #: any), so a pass of the event loop renders, lays out and repaints one column, not four.
+        #: Started again when a tick's work is done (not a fixed rate): on a busy machine, where a pass takes
+        #: longer than a frame, a fixed-rate tick would come in every pass, with the repaint of the column the
+        #: tick before showed; so a column's text and the last column's repaint go in different passes.
         self._frame = QTimer(self)
+        self._frame.setSingleShot(True)
         self._frame.setInterval(FRAME_MS)
         self._frame.timeout.connect(self._flush_columns)
-        #: The column the next frame's flush starts with (the ones left out of the last frame go first).
+        #: Each column's events not shown yet (its candidate's, as they came): its bridge gets them on its tick.
+        self._pending: list[list[ev.Event]] = []
+        #: The column the next tick looks at first.
         self._next_column = 0
 
     def attach(self, *, chat: ChatView, composer: Composer, send_one: Callable[[str], None],
@@ -319,6 +322,7 @@ class Comparisons(QObject):
 
         area = self.chat.parentWidget()
         self.chats, self.bridges, self.events, self.selected = [], [], [[] for _ in labels], -1
+        self._pending, self._next_column = [[] for _ in labels], 0
         waiting = self.services.session.waiting_approvals
         for index, _label in enumerate(labels):
             chat = ChatView()
@@ -397,8 +401,8 @@ class Comparisons(QObject):
         if stats is None:
             return
         index = stats.feed(event)
-        if index is not None and index < len(self.bridges):
-            self.bridges[index].feed(event)
+        if index is not None and index < len(self._pending):
+            self._pending[index].append(event)  # shown on its column's tick (_flush_columns)
 
     # -- the inspector: the selected column's candidate ---------------------------------------------------------
     def select(self, index: int) -> None:
@@ -429,20 +433,41 @@ class Comparisons(QObject):
             self.inspector.add_events(batch)
 
     def _flush_columns(self, *, every: bool = False) -> None:
-        """The columns' pending text shown, one column after another from where the last frame stopped, until
-        :data:`FRAME_BUDGET_S` is spent (``every``: all of them, as at the runs' end)."""
-        import time
+        """One tick of the frame clock: the next column in turn with events not shown yet gets them (its bridge
+        fed and flushed: its text rendered, its cards, its run's end), the others wait for their ticks
+        (``every``: all of them, as at the runs' end).
 
-        bridges = self.bridges
-        count = len(bridges)
-        began = time.perf_counter()
+        Four streams' events arrive in the same turns of the event loop; shown as they came (or all four columns
+        on one tick), every pass rendered, laid out and repainted four columns, a run's first words and its end
+        included, and held the window for 100-400 ms on a busy machine. One column a tick keeps a pass to one
+        column's work; with four streaming, each column moves every fourth frame (15 times a second), and a
+        column streaming alone moves every frame."""
+        count = len(self._pending)
         for step in range(count):
             index = (self._next_column + step) % count
-            bridges[index].flush()
-            if not every and step < count - 1 and (step + 1 >= COLUMNS_PER_FRAME
-                                                   or time.perf_counter() - began > FRAME_BUDGET_S):
+            events = self._pending[index]
+            if not events:
+                continue
+            self._pending[index] = []
+            bridge = self.bridges[index]
+            for event in events:
+                bridge.feed(event)
+            bridge.flush()
+            if not every:
                 self._next_column = (index + 1) % count
-                return
+                break
+        if not every and self.running:
+            self._frame.start()
+
+    def _show_next_stats(self) -> None:
+        """The next header's figures (the stats clock's tick)."""
+        view, stats = self.view, self.stats
+        if view is None or stats is None or not view.headers:
+            return
+        index = self._next_stats % len(view.headers)
+        self._next_stats = index + 1
+        if index < len(stats.columns):
+            view.headers[index].show_stats(stats.columns[index])
 
     def _show_stats(self) -> None:
         if self.view is not None and self.stats is not None:
@@ -496,6 +521,7 @@ class Comparisons(QObject):
         for bridge in self.bridges:
             bridge.deleteLater()
         self.chats, self.bridges, self.stats, self.events, self.selected = [], [], None, [], -1
+        self._pending = []
         if self.inspector is not None:
             self.inspector.leave_candidate(restore=restore_inspector)
         if not keep_review:
