@@ -140,6 +140,7 @@ class PassMeter:
         #: The longest passes: (wall, CPU, own time by category).
         self.top: list[tuple[float, float, dict[str, list[float]]]] = []
         self.gaps: list[float] = []
+        self.cpus: list[float] = []
         #: The whole round's own time by (kind, class).
         self.total: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
         self._reset()
@@ -160,6 +161,7 @@ class PassMeter:
         now, cpu = time.perf_counter(), time.thread_time()
         gap = now - self.last - 0.002
         self.gaps.append(gap)
+        self.cpus.append(cpu - self.cpu_last)
         self.cpu_worst = max(self.cpu_worst, cpu - self.cpu_last)
         if gap > self.worst:
             self.worst = gap
@@ -173,6 +175,10 @@ class PassMeter:
             del self.top[8:]
         self.last, self.cpu_last = now, cpu
         self._reset()
+
+    def share(self, pct: float) -> float:
+        ordered = sorted(self.cpus) or [0.0]
+        return ordered[min(len(ordered) - 1, int(len(ordered) * pct / 100))]
 
     def stop(self) -> float:
         self.timer.stop()

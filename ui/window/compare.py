@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 
 if TYPE_CHECKING:
     import asyncio
@@ -45,6 +45,11 @@ LIST_WAIT_S = 6.0
 STATS_MS = 250
 #: How often a column's streamed events are shown (ms): one frame.
 FRAME_MS = 16
+#: The longest the frame clock waits for the window's repaint of the column it showed (ms): a column that did
+#: not change on screen (set aside, scrolled away) is not waited for longer.
+PAINT_WAIT_MS = 4 * FRAME_MS
+#: The longest the columns' last events wait for their ticks once the runs ended (s).
+DRAIN_S = 2.0
 
 
 class CandidateInspector(Protocol):
@@ -92,13 +97,20 @@ class Comparisons(QObject):
         self._next_stats = 0
         #: One frame clock for every column: each tick shows one column's events (the next one in turn with
         #: any), so a pass of the event loop renders, lays out and repaints one column, not four.
-        #: Started again when a tick's work is done (not a fixed rate): on a busy machine, where a pass takes
-        #: longer than a frame, a fixed-rate tick would come in every pass, with the repaint of the column the
-        #: tick before showed; so a column's text and the last column's repaint go in different passes.
+        #: Started again a frame after the window repainted the column the last tick showed (not a fixed rate):
+        #: on a busy machine, where a pass of the event loop takes longer than a frame, a fixed-rate tick comes in
+        #: every pass, beside the repaint of the column the tick before showed; this way a column's text and
+        #: the last column's repaint go in different passes (see :meth:`eventFilter`).
         self._frame = QTimer(self)
         self._frame.setSingleShot(True)
         self._frame.setInterval(FRAME_MS)
         self._frame.timeout.connect(self._flush_columns)
+        #: The last tick showed a column, whose repaint the next tick waits for (at most PAINT_WAIT_MS).
+        self._painting = False
+        #: The window whose repaints the frame clock follows while the candidates answer.
+        self._painted: QWidget | None = None
+        #: Set when no column has events waiting (the runs ended: :meth:`_drain` waits for it).
+        self._drained: asyncio.Event | None = None
         #: Each column's events not shown yet (its candidate's, as they came): its bridge gets them on its tick.
         self._pending: list[list[ev.Event]] = []
         #: The column the next tick looks at first.
@@ -359,18 +371,26 @@ class Comparisons(QObject):
         stats.message_sent(list(compare.active))
         self.composer.set_running(True)
         self._timer.start()
-        self._frame.start()
+        self._frame.start(FRAME_MS)
+        if self.view is not None:
+            self._painted = self.view.window()
+            self._painted.installEventFilter(self)
         self._task = self.services.tasks.spawn(self._run(compare, text), name="compare")
 
     async def _run(self, compare: CompareSession, text: str) -> list[CandidateResult]:
         try:
             results = await compare.send(text, on_event=self._event)
+            await self._drain()
         except Exception as exc:
             log.warning("the comparison failed: %s", exc)
             self.services.notices.banner(f"The comparison could not run: {exc}")
             results = []
         finally:
             self._frame.stop()
+            self._painting = False
+            if self._painted is not None:
+                self._painted.removeEventFilter(self)
+                self._painted = None
             self._flush_columns(every=True)
             self._timer.stop()
             self._show_stats()
@@ -455,9 +475,37 @@ class Comparisons(QObject):
             bridge.flush()
             if not every:
                 self._next_column = (index + 1) % count
+                self._painting = True
                 break
+        if self._drained is not None and not any(self._pending):
+            self._drained.set()
         if not every and self.running:
-            self._frame.start()
+            self._frame.start(PAINT_WAIT_MS if self._painting else FRAME_MS)
+
+    async def _drain(self) -> None:
+        """The runs ended: the columns' events still waiting shown on the frame clock's ticks, one column a tick as
+        while they streamed (four runs ending together would otherwise lay out and paint four columns' last text
+        and footers in one pass), for at most DRAIN_S; what is left then goes at once."""
+        import asyncio
+
+        if not any(self._pending):
+            return
+        drained = self._drained = asyncio.Event()
+        try:
+            await asyncio.wait_for(drained.wait(), DRAIN_S)
+        except TimeoutError:
+            log.debug("the columns' last events did not all show in %s s: shown at once", DRAIN_S)
+        finally:
+            self._drained = None
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """The window's repaint (its UpdateRequest) after a tick showed a column: the next tick a frame from now,
+        in a later pass of the event loop than this repaint."""
+        if self._painting and event.type() == QEvent.Type.UpdateRequest:
+            self._painting = False
+            if self.running:
+                self._frame.start(FRAME_MS)
+        return False
 
     def _show_next_stats(self) -> None:
         """The next header's figures (the stats clock's tick)."""
