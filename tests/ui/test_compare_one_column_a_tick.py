@@ -158,3 +158,24 @@ async def test_the_runs_end_shows_every_columns_waiting_events(app: Any, server:
         comparisons._event(ev.TextDelta(run_id=f"run-{i}", robot="assistant", text=f"Answer {i}.", candidate=i))
     comparisons._flush_columns(every=True)
     assert [shown(chat) for chat in comparisons.chats] == [f"Answer {i}." for i in range(4)]
+
+
+async def test_a_message_to_four_columns_goes_in_on_their_ticks(app: Any, server: FakeLLMServer) -> None:
+    """The person's message shows in each column on that column's tick, not in all four in the pass of the send;
+    each column then has the message and its answer."""
+    from ui.chat.view.messages import UserMessage
+    from ui.compare.session import CandidateSpec
+
+    comparisons = app.window.comparisons
+    base = server.base_url + "/v1"
+    assert comparisons.start([CandidateSpec("assistant", model=f"openai/{m}", api_base=base) for m in MODELS[1:]])
+    chats = comparisons.chats
+
+    def asked(chat: Any) -> int:
+        return sum(isinstance(w, UserMessage) for w in chat.items())
+
+    comparisons.send("Say something.")
+    assert [asked(chat) for chat in chats] == [0, 0, 0, 0], "the send's pass showed the message in columns"
+    await wait_until(lambda: not comparisons.running, timeout=60, what="the four answers")
+    assert [asked(chat) for chat in chats] == [1, 1, 1, 1]
+    assert [shown(chat) for chat in chats] == ["unused"] * 4

@@ -13,7 +13,7 @@ loop as every run. "Keep this one" ends the comparison: the chat opens that cand
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 
@@ -50,6 +50,12 @@ FRAME_MS = 16
 PAINT_WAIT_MS = 4 * FRAME_MS
 #: The longest the columns' last events wait for their ticks once the runs ended (s).
 DRAIN_S = 2.0
+
+
+class UserText(NamedTuple):
+    """The person's message to a column, waiting for the column's tick with its candidate's events."""
+
+    text: str
 
 
 class CandidateInspector(Protocol):
@@ -112,7 +118,7 @@ class Comparisons(QObject):
         #: Set when no column has events waiting (the runs ended: :meth:`_drain` waits for it).
         self._drained: asyncio.Event | None = None
         #: Each column's events not shown yet (its candidate's, as they came): its bridge gets them on its tick.
-        self._pending: list[list[ev.Event]] = []
+        self._pending: list[list[ev.Event | UserText]] = []
         #: The column the next tick looks at first.
         self._next_column = 0
 
@@ -366,8 +372,8 @@ class Comparisons(QObject):
             self.services.notices.toast("The candidates are still answering: press Esc to stop them first.")
             self.composer.set_text(text)
             return
-        for index in compare.active:
-            self.chats[index].presenter.add_user(text)
+        for index in compare.active:  # on its column's tick, as its answer will be: not four columns in this pass
+            self._pending[index].append(UserText(text))
         stats.message_sent(list(compare.active))
         self.composer.set_running(True)
         self._timer.start()
@@ -471,7 +477,10 @@ class Comparisons(QObject):
             self._pending[index] = []
             bridge = self.bridges[index]
             for event in events:
-                bridge.feed(event)
+                if isinstance(event, UserText):
+                    self.chats[index].presenter.add_user(event.text)
+                else:
+                    bridge.feed(event)
             bridge.flush()
             if not every:
                 self._next_column = (index + 1) % count
