@@ -88,7 +88,10 @@ async def one_round(root: Any, base: str, meter: Any) -> dict[str, float]:
     firsts = [c.ttft or 0.0 for c in stats]
     comparisons.close()
     return {"seconds": elapsed, "tokens": tokens, "tokens_per_s": tokens / elapsed, "longest_stall_ms": stall * 1000,
-            "longest_pass_cpu_ms": meter.cpu_worst * 1000,
+            "longest_pass_cpu_ms": meter.cpu_worst * 1000, "p99_pass_cpu_ms": meter.share(99) * 1000,
+            "p90_pass_cpu_ms": meter.share(90) * 1000, "passes": len(meter.cpus),
+            "passes_over_a_frame": sum(1 for gap in meter.gaps if gap > FRAME_MS / 1000),
+            "load": os.getloadavg()[0],
             "slowest_ttft_s": max(firsts), "cpu_ms_per_1000_tokens": cpu * 1e6 / tokens,
             "paints_per_s": counter.paints / elapsed, "layouts_per_s": counter.layouts / elapsed}
 
@@ -132,13 +135,22 @@ def cpu_meter() -> Any:
         def start(self) -> None:
             self.cpu_last = time.thread_time()
             self.cpu_worst = 0.0
+            self.cpus: list[float] = []
+            self.gaps: list[float] = []
             super().start()
 
         def _tick(self) -> None:
             now = time.thread_time()
             self.cpu_worst = max(self.cpu_worst, now - self.cpu_last)
+            self.cpus.append(now - self.cpu_last)
+            self.gaps.append(time.perf_counter() - self.last - 0.002)
             self.cpu_last = now
             super()._tick()
+
+        def share(self, pct: float) -> float:
+            """The pass CPU that ``pct`` % of the passes stay under (s)."""
+            ordered = sorted(self.cpus) or [0.0]
+            return ordered[min(len(ordered) - 1, int(len(ordered) * pct / 100))]
 
     return CpuStallMeter()
 
@@ -184,9 +196,11 @@ def main() -> int:
           f"{ROUNDS} rounds after a warm-up:")
     for r in rounds:
         print(f"  {r['tokens']:,} tokens in {r['seconds']:.2f} s: {r['tokens_per_s']:,.0f} tokens/s rendered, "
-              f"longest stall {r['longest_stall_ms']:.1f} ms, longest pass {r['longest_pass_cpu_ms']:.1f} ms of CPU, slowest first token {r['slowest_ttft_s'] * 1000:.0f} ms; "
+              f"longest stall {r['longest_stall_ms']:.1f} ms ({r['passes_over_a_frame']} of {r['passes']} passes over a "
+              f"frame), CPU of a pass: longest {r['longest_pass_cpu_ms']:.1f} ms, p99 {r['p99_pass_cpu_ms']:.1f} ms, "
+              f"p90 {r['p90_pass_cpu_ms']:.1f} ms; slowest first token {r['slowest_ttft_s'] * 1000:.0f} ms; "
               f"{r['cpu_ms_per_1000_tokens']:.0f} ms of CPU per 1,000 tokens, {r['paints_per_s']:.0f} paints and "
-              f"{r['layouts_per_s']:.0f} layout requests a second in the columns")
+              f"{r['layouts_per_s']:.0f} layout requests a second in the columns; load average {r['load']:.1f}")
     print(f"best {best:,.0f} tokens/s; longest stall: median {median_stall:.1f} ms, worst {worst_stall:.1f} ms "
           f"(target: one frame, {FRAME_MS:.1f} ms): {met}; CPU of the longest pass of the event loop: median "
           f"{median_cpu:.1f} ms")

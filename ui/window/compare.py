@@ -3,7 +3,8 @@ comparison's columns in place of the chat, the message box's messages to every c
 review in the Changes dock.
 
 Each column is a chat view with its own presenter and its own :class:`~ui.bridge.RunBridge` (text coalesced
-per column), fed the events of its candidate (their ``candidate``); the figures in the headers come from
+per column), fed the events of its candidate (their ``candidate``) on the comparison's frame clock: one column a
+tick, in turn (see :meth:`Comparisons._flush_columns`); the figures in the headers come from
 :class:`~ui.compare.stats.ComparisonStats`, refreshed on a timer. The runs go through
 :class:`~ui.compare.session.CompareSession` in a task of the window's :class:`~ui.tasks.TaskOwner`, on the qasync
 loop as every run. "Keep this one" ends the comparison: the chat opens that candidate's thread and goes on with it.
@@ -12,9 +13,9 @@ loop as every run. "Keep this one" ends the comparison: the chat opens that cand
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 
 if TYPE_CHECKING:
     import asyncio
@@ -40,17 +41,21 @@ log = logging.getLogger("ui.compare")
 
 #: How long "Compare with…" waits for the list of models before it opens without them (seconds).
 LIST_WAIT_S = 6.0
-#: How often the headers' figures are redrawn while the candidates stream (ms).
+#: How often each header's figures are redrawn while the candidates stream (ms).
 STATS_MS = 250
-#: How often the columns' streamed text is shown (ms): one frame.
+#: How often a column's streamed events are shown (ms): one frame.
 FRAME_MS = 16
-#: The most columns whose text one frame shows, and the most of the frame their text may take (s): the columns
-#: left wait for the next tick and go first then. Four columns rendered, laid out and painted in one pass of the
-#: event loop (each one's text, then each one scrolled, its whole screen painted again) held the window for
-#: 200 ms and more on a busy machine; a share of them per pass keeps each pass short, and every column still
-#: moves at least every other frame.
-COLUMNS_PER_FRAME = 2
-FRAME_BUDGET_S = 0.006
+#: The longest the frame clock waits for the window's repaint of the column it showed (ms): a column that did
+#: not change on screen (set aside, scrolled away) is not waited for longer.
+PAINT_WAIT_MS = 4 * FRAME_MS
+#: The longest the columns' last events wait for their ticks once the runs ended (s).
+DRAIN_S = 2.0
+
+
+class UserText(NamedTuple):
+    """The person's message to a column, waiting for the column's tick with its candidate's events."""
+
+    text: str
 
 
 class CandidateInspector(Protocol):
@@ -90,15 +95,31 @@ class Comparisons(QObject):
         self._task: Any = None
         #: The columns are set aside (another thread is open) while their candidates answer.
         self.parked = False
+        #: The headers' figures while the candidates stream: one header a tick, in turn, so each is redrawn every
+        #: STATS_MS and no pass relays out every header (each one's new figures lay out its column again).
         self._timer = QTimer(self)
-        self._timer.setInterval(STATS_MS)
-        self._timer.timeout.connect(self._show_stats)
-        #: One frame clock for every column: their text goes out in one pass, so the columns lay out and
-        #: paint once per frame, not once per column.
+        self._timer.setInterval(STATS_MS // 4)
+        self._timer.timeout.connect(self._show_next_stats)
+        self._next_stats = 0
+        #: One frame clock for every column: each tick shows one column's events (the next one in turn with
+        #: any), so a pass of the event loop renders, lays out and repaints one column, not four.
+        #: Started again a frame after the window repainted the column the last tick showed (not a fixed rate):
+        #: on a busy machine, where a pass of the event loop takes longer than a frame, a fixed-rate tick comes in
+        #: every pass, beside the repaint of the column the tick before showed; this way a column's text and
+        #: the last column's repaint go in different passes (see :meth:`eventFilter`).
         self._frame = QTimer(self)
+        self._frame.setSingleShot(True)
         self._frame.setInterval(FRAME_MS)
         self._frame.timeout.connect(self._flush_columns)
-        #: The column the next frame's flush starts with (the ones left out of the last frame go first).
+        #: The last tick showed a column, whose repaint the next tick waits for (at most PAINT_WAIT_MS).
+        self._painting = False
+        #: The window whose repaints the frame clock follows while the candidates answer.
+        self._painted: QWidget | None = None
+        #: Set when no column has events waiting (the runs ended: :meth:`_drain` waits for it).
+        self._drained: asyncio.Event | None = None
+        #: Each column's events not shown yet (its candidate's, as they came): its bridge gets them on its tick.
+        self._pending: list[list[ev.Event | UserText]] = []
+        #: The column the next tick looks at first.
         self._next_column = 0
 
     def attach(self, *, chat: ChatView, composer: Composer, send_one: Callable[[str], None],
@@ -319,6 +340,7 @@ class Comparisons(QObject):
 
         area = self.chat.parentWidget()
         self.chats, self.bridges, self.events, self.selected = [], [], [[] for _ in labels], -1
+        self._pending, self._next_column = [[] for _ in labels], 0
         waiting = self.services.session.waiting_approvals
         for index, _label in enumerate(labels):
             chat = ChatView()
@@ -350,23 +372,31 @@ class Comparisons(QObject):
             self.services.notices.toast("The candidates are still answering: press Esc to stop them first.")
             self.composer.set_text(text)
             return
-        for index in compare.active:
-            self.chats[index].presenter.add_user(text)
+        for index in compare.active:  # on its column's tick, as its answer will be: not four columns in this pass
+            self._pending[index].append(UserText(text))
         stats.message_sent(list(compare.active))
         self.composer.set_running(True)
         self._timer.start()
-        self._frame.start()
+        self._frame.start(FRAME_MS)
+        if self.view is not None:
+            self._painted = self.view.window()
+            self._painted.installEventFilter(self)
         self._task = self.services.tasks.spawn(self._run(compare, text), name="compare")
 
     async def _run(self, compare: CompareSession, text: str) -> list[CandidateResult]:
         try:
             results = await compare.send(text, on_event=self._event)
+            await self._drain()
         except Exception as exc:
             log.warning("the comparison failed: %s", exc)
             self.services.notices.banner(f"The comparison could not run: {exc}")
             results = []
         finally:
             self._frame.stop()
+            self._painting = False
+            if self._painted is not None:
+                self._painted.removeEventFilter(self)
+                self._painted = None
             self._flush_columns(every=True)
             self._timer.stop()
             self._show_stats()
@@ -397,8 +427,8 @@ class Comparisons(QObject):
         if stats is None:
             return
         index = stats.feed(event)
-        if index is not None and index < len(self.bridges):
-            self.bridges[index].feed(event)
+        if index is not None and index < len(self._pending):
+            self._pending[index].append(event)  # shown on its column's tick (_flush_columns)
 
     # -- the inspector: the selected column's candidate ---------------------------------------------------------
     def select(self, index: int) -> None:
@@ -429,20 +459,72 @@ class Comparisons(QObject):
             self.inspector.add_events(batch)
 
     def _flush_columns(self, *, every: bool = False) -> None:
-        """The columns' pending text shown, one column after another from where the last frame stopped, until
-        :data:`FRAME_BUDGET_S` is spent (``every``: all of them, as at the runs' end)."""
-        import time
+        """One tick of the frame clock: the next column in turn with events not shown yet gets them (its bridge
+        fed and flushed: its text rendered, its cards, its run's end), the others wait for their ticks
+        (``every``: all of them, as at the runs' end).
 
-        bridges = self.bridges
-        count = len(bridges)
-        began = time.perf_counter()
+        Four streams' events arrive in the same turns of the event loop; shown as they came (or all four columns
+        on one tick), every pass rendered, laid out and repainted four columns, a run's first words and its end
+        included, and held the window for 100-400 ms on a busy machine. One column a tick keeps a pass to one
+        column's work; with four streaming, each column moves every fourth frame (15 times a second), and a
+        column streaming alone moves every frame."""
+        count = len(self._pending)
         for step in range(count):
             index = (self._next_column + step) % count
-            bridges[index].flush()
-            if not every and step < count - 1 and (step + 1 >= COLUMNS_PER_FRAME
-                                                   or time.perf_counter() - began > FRAME_BUDGET_S):
+            events = self._pending[index]
+            if not events:
+                continue
+            self._pending[index] = []
+            bridge = self.bridges[index]
+            for event in events:
+                if isinstance(event, UserText):
+                    self.chats[index].presenter.add_user(event.text)
+                else:
+                    bridge.feed(event)
+            bridge.flush()
+            if not every:
                 self._next_column = (index + 1) % count
-                return
+                self._painting = True
+                break
+        if self._drained is not None and not any(self._pending):
+            self._drained.set()
+        if not every and self.running:
+            self._frame.start(PAINT_WAIT_MS if self._painting else FRAME_MS)
+
+    async def _drain(self) -> None:
+        """The runs ended: the columns' events still waiting shown on the frame clock's ticks, one column a tick as
+        while they streamed (four runs ending together would otherwise lay out and paint four columns' last text
+        and footers in one pass), for at most DRAIN_S; what is left then goes at once."""
+        import asyncio
+
+        if not any(self._pending):
+            return
+        drained = self._drained = asyncio.Event()
+        try:
+            await asyncio.wait_for(drained.wait(), DRAIN_S)
+        except TimeoutError:
+            log.debug("the columns' last events did not all show in %s s: shown at once", DRAIN_S)
+        finally:
+            self._drained = None
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """The window's repaint (its UpdateRequest) after a tick showed a column: the next tick a frame from now,
+        in a later pass of the event loop than this repaint."""
+        if self._painting and event.type() == QEvent.Type.UpdateRequest:
+            self._painting = False
+            if self.running:
+                self._frame.start(FRAME_MS)
+        return False
+
+    def _show_next_stats(self) -> None:
+        """The next header's figures (the stats clock's tick)."""
+        view, stats = self.view, self.stats
+        if view is None or stats is None or not view.headers:
+            return
+        index = self._next_stats % len(view.headers)
+        self._next_stats = index + 1
+        if index < len(stats.columns):
+            view.headers[index].show_stats(stats.columns[index])
 
     def _show_stats(self) -> None:
         if self.view is not None and self.stats is not None:
@@ -496,6 +578,7 @@ class Comparisons(QObject):
         for bridge in self.bridges:
             bridge.deleteLater()
         self.chats, self.bridges, self.stats, self.events, self.selected = [], [], None, [], -1
+        self._pending = []
         if self.inspector is not None:
             self.inspector.leave_candidate(restore=restore_inspector)
         if not keep_review:

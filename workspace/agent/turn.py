@@ -20,7 +20,8 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,24 @@ from workspace.providers.text_calls import ThinkSplitter, find_text_calls
 #: stream read faster than it is handled (several runs at once on a busy machine) has many chunks waiting: read
 #: in one go, they would hold the loop (a window's frames, the other runs) for as long as they take.
 SLICE_S = 0.004
+#: The turns streaming now on each event loop: turns streaming at once share one slice (a comparison's four runs
+#: all have chunks waiting in the same pass of the loop: each reads for its share, not four slices back to back).
+_STREAMING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
+
+
+@contextlib.contextmanager
+def _streaming() -> Iterator[None]:
+    """One more turn streaming on the running loop while inside."""
+    loop = asyncio.get_running_loop()
+    _STREAMING[loop] = _STREAMING.get(loop, 0) + 1
+    try:
+        yield
+    finally:
+        left = _STREAMING.get(loop, 1) - 1
+        if left > 0:
+            _STREAMING[loop] = left
+        else:
+            _STREAMING.pop(loop, None)
 
 if TYPE_CHECKING:
     from workspace.agent.spec import RunSpec
@@ -90,7 +109,8 @@ class ModelTurns:
         while True:
             produced = [False]
             try:
-                return await self._stream_turn(self.spec.provider, specs, text_parts, produced)
+                with _streaming():
+                    return await self._stream_turn(self.spec.provider, specs, text_parts, produced)
             except ProviderError as exc:
                 if produced[0] or not exc.is_outage or not self._fallbacks:
                     raise
@@ -123,9 +143,10 @@ class ModelTurns:
         stream = self._model_call(provider, specs)
         clock = time.perf_counter
         since = clock()
+        loop = asyncio.get_running_loop()
         async with contextlib.aclosing(stream) as chunks:  # type: ignore[type-var]
             async for chunk in chunks:
-                if clock() - since > SLICE_S:  # chunks waiting in the connection: let the loop run between them
+                if clock() - since > SLICE_S / _STREAMING.get(loop, 1):  # chunks waiting: let the loop run
                     await asyncio.sleep(0)
                     since = clock()
                 if isinstance(chunk, TextChunk):

@@ -1,0 +1,181 @@
+"""Four candidates' events landing in one turn of the event loop show one column a tick of the comparison's frame
+clock: the turn that brings them renders no column, each tick renders, lays out and repaints one column (the next
+one in turn with events waiting), and the runs' ends (their footers) go the same way. Four columns' text and
+repaint in one pass of the loop is what held the window for 100-400 ms on a busy machine.
+
+The candidates' events are given to the comparison as its runs give them (``Comparisons._event``, the runs'
+``on_event``), all in one turn; the frame clock's ticks are run one at a time (``_flush_columns``), each followed
+by the posted events (the layout requests and the window's repaint) it caused, so what a tick did is counted
+apart from the next one's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.llm_server import FakeLLMServer, Reply
+
+from tests.ui.conftest import running_app, wait_until
+from workspace import events as ev
+from workspace.config import load_config
+
+pytestmark = pytest.mark.timeout(120)  # bounds a hang (a loaded two-core machine)
+
+MODELS = ["model-0", "model-1", "model-2", "model-3"]
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer(reply_fn=lambda body: Reply.say("unused"), models=MODELS) as srv:
+        yield srv
+
+
+@pytest.fixture
+async def app(server: FakeLLMServer, db_path: Path) -> AsyncIterator[Any]:
+    config = load_config(env={}, overrides={"llm": {"model": f"openai/{MODELS[0]}", "max_retries": 1,
+                                                    "api_base": server.base_url + "/v1"}})
+    async with running_app(db_path=db_path, config=config, theme_name="light", size=(1600, 900)) as root:
+        yield root
+
+
+def shown(chat: Any) -> str:
+    """A column's answer text as it shows it."""
+    return "".join(w.text for w in chat.items() if hasattr(w, "append"))
+
+
+class Painted:
+    """The columns whose widgets got a Paint event (an application-wide filter), reset with :meth:`take`."""
+
+    def __init__(self, view: Any) -> None:
+        from PySide6.QtCore import QEvent, QObject
+        from PySide6.QtWidgets import QApplication
+
+        painted = self.columns = set[int]()
+
+        class Filter(QObject):
+            def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+                if event.type() == QEvent.Type.Paint:
+                    index = view.column_at(watched)
+                    if index is not None:
+                        painted.add(index)
+                return False
+
+        self.filter = Filter()
+        self.app = QApplication.instance()
+        self.app.installEventFilter(self.filter)
+
+    def take(self) -> set[int]:
+        taken = set(self.columns)
+        self.columns.clear()
+        return taken
+
+    def close(self) -> None:
+        self.app.removeEventFilter(self.filter)
+
+
+def settle() -> None:
+    """The layout requests and the repaint the last tick posted, delivered now (a layout posts more; not the
+    other posted events: the loop's own callbacks run from there, not inside a test's step)."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    for _ in range(3):
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.PolishRequest)
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.UpdateRequest)
+
+
+async def test_four_columns_events_in_one_turn_show_one_column_a_tick(app: Any, server: FakeLLMServer) -> None:
+    from ui.compare.session import CandidateSpec
+
+    comparisons = app.window.comparisons
+    base = server.base_url + "/v1"
+    assert comparisons.start([CandidateSpec("assistant", model=f"openai/{m}", api_base=base) for m in MODELS[1:]])
+    view, chats = comparisons.view, comparisons.chats
+    await wait_until(lambda: view.isVisible() and all(chat.isVisible() for chat in chats), what="the columns shown")
+    settle()
+    painted = Painted(view)
+    try:
+        before = [shown(chat) for chat in chats]
+        # Four streams' events in one turn of the loop: each run's start and its first words, twice over.
+        words = [[f"Column {i} says hello. ", f"And column {i} goes on. "] for i in range(4)]
+        for i in range(4):
+            comparisons._event(ev.RunStarted(run_id=f"run-{i}", robot="assistant", model=MODELS[i], candidate=i))
+        for step in range(2):
+            for i in range(4):
+                comparisons._event(ev.TextDelta(run_id=f"run-{i}", robot="assistant", text=words[i][step], candidate=i))
+        assert [shown(chat) for chat in chats] == before, "the turn that brought the events rendered columns"
+        settle()
+        assert painted.take() == set(), "the turn that brought the events repainted columns"
+
+        order = []
+        for _tick in range(4):
+            was = [shown(chat) for chat in chats]
+            comparisons._flush_columns()
+            now = [shown(chat) for chat in chats]
+            changed = [i for i in range(4) if now[i] != was[i]]
+            assert len(changed) == 1, f"one tick rendered columns {changed}"
+            index = changed[0]
+            assert now[index] == "".join(words[index])  # all its waiting events at once
+            settle()
+            assert painted.take() <= {index}, "one tick repainted other columns than its own"
+            order.append(index)
+        assert sorted(order) == [0, 1, 2, 3]  # each column in turn, none twice while another waits
+        assert [shown(chat) for chat in chats] == ["".join(w) for w in words]
+
+        # The runs' ends in one turn: each column's end (its footer) on a tick of its own.
+        for i in range(4):
+            comparisons._event(ev.RunFinished(run_id=f"run-{i}", robot="assistant", candidate=i))
+        before_end = [len(chat.items()) for chat in chats]
+        assert [len(chat.items()) for chat in chats] == before_end, "the turn that brought the ends showed them"
+        ended = []
+        for _tick in range(4):
+            was = [len(chat.items()) for chat in chats]
+            comparisons._flush_columns()
+            grown = [i for i in range(4) if len(chats[i].items()) != was[i]]
+            assert len(grown) == 1, f"one tick ended the runs of columns {grown}"
+            settle()
+            assert painted.take() <= set(grown)
+            ended.extend(grown)
+        assert sorted(ended) == [0, 1, 2, 3]
+        comparisons._flush_columns()  # nothing waits: a tick does nothing
+        assert all(len(chats[i].items()) > before_end[i] for i in range(4))
+    finally:
+        painted.close()
+
+
+async def test_the_runs_end_shows_every_columns_waiting_events(app: Any, server: FakeLLMServer) -> None:
+    """At the runs' end (``every``) no column waits for its tick: all of them show what came."""
+    from ui.compare.session import CandidateSpec
+
+    comparisons = app.window.comparisons
+    base = server.base_url + "/v1"
+    assert comparisons.start([CandidateSpec("assistant", model=f"openai/{m}", api_base=base) for m in MODELS[1:]])
+    for i in range(4):
+        comparisons._event(ev.RunStarted(run_id=f"run-{i}", robot="assistant", candidate=i))
+        comparisons._event(ev.TextDelta(run_id=f"run-{i}", robot="assistant", text=f"Answer {i}.", candidate=i))
+    comparisons._flush_columns(every=True)
+    assert [shown(chat) for chat in comparisons.chats] == [f"Answer {i}." for i in range(4)]
+
+
+async def test_a_message_to_four_columns_goes_in_on_their_ticks(app: Any, server: FakeLLMServer) -> None:
+    """The person's message shows in each column on that column's tick, not in all four in the pass of the send;
+    each column then has the message and its answer."""
+    from ui.chat.view.messages import UserMessage
+    from ui.compare.session import CandidateSpec
+
+    comparisons = app.window.comparisons
+    base = server.base_url + "/v1"
+    assert comparisons.start([CandidateSpec("assistant", model=f"openai/{m}", api_base=base) for m in MODELS[1:]])
+    chats = comparisons.chats
+
+    def asked(chat: Any) -> int:
+        return sum(isinstance(w, UserMessage) for w in chat.items())
+
+    comparisons.send("Say something.")
+    assert [asked(chat) for chat in chats] == [0, 0, 0, 0], "the send's pass showed the message in columns"
+    await wait_until(lambda: not comparisons.running, timeout=60, what="the four answers")
+    assert [asked(chat) for chat in chats] == [1, 1, 1, 1]
+    assert [shown(chat) for chat in chats] == ["unused"] * 4
