@@ -128,7 +128,7 @@ async def test_a_read_for_the_thread_left_and_opened_again_is_not_shown(
         await wait_until(lambda: calls == ["started"], what="the first read started")
         w.threads.new()
         w.threads.open(thread_id)
-        await wait_until(lambda: len(calls) == 2, what="the second read started")
+        await wait_until(lambda: calls.count("started") == 2, what="the second read started")
         release.set()
         await wait_until(lambda: calls.count("ended") == 2, what="both reads ended")
         await wait_until(lambda: model.rowCount() == TURNS, what="the calls shown")
