@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,14 +68,7 @@ class MemoryModel(RowsTableModel[MemoryEntry]):
 
     def set_events(self, events: list[ev.Event]) -> None:
         """Replace everything with the memory changes in ``events`` (one reset)."""
-        with self.resetting():
-            self._rows.clear()
-            self._by_key.clear()
-            self.blockSignals(True)
-            try:
-                self.add_events(events)
-            finally:
-                self.blockSignals(False)
+        self.set_rows(memory_entries(events))
 
     def add_events(self, events: list[ev.Event]) -> None:
         for event in events:
@@ -87,18 +81,42 @@ class MemoryModel(RowsTableModel[MemoryEntry]):
         ts = time.time() if ts is None else ts
         row = self._by_key.get(key)
         if row is None:
-            entry = MemoryEntry(key, value, writer, ts, deleted=value is None and previous is not None)
-            entry.history.append((ts, writer, value, previous))
             self._by_key[key] = len(self._rows)
-            self.append_rows([entry])
+            self.append_rows([_new_entry(key, value, previous=previous, writer=writer, ts=ts)])
             return
-        entry = self._rows[row]
-        entry.value = value
-        entry.writer = writer
-        entry.ts = ts
-        entry.deleted = value is None and previous is not None
-        entry.history.append((ts, writer, value, previous))
+        _change(self._rows[row], value, previous=previous, writer=writer, ts=ts)
         self.row_changed(row)
+
+
+def memory_entries(events: Iterable[ev.Event]) -> list[MemoryEntry]:
+    """The keys the memory changes in ``events`` left, in the order they were first written, each with its history
+    (no Qt: a worker thread reads a long thread's)."""
+    entries: list[MemoryEntry] = []
+    by_key: dict[str, int] = {}
+    for event in events:
+        if isinstance(event, ev.MemoryChanged):
+            row = by_key.get(event.key)
+            if row is None:
+                by_key[event.key] = len(entries)
+                entries.append(_new_entry(event.key, event.value, previous=event.previous, writer=event.writer,
+                                          ts=event.ts))
+            else:
+                _change(entries[row], event.value, previous=event.previous, writer=event.writer, ts=event.ts)
+    return entries
+
+
+def _new_entry(key: str, value: Any, *, previous: Any, writer: str | None, ts: float) -> MemoryEntry:
+    entry = MemoryEntry(key, value, writer, ts, deleted=value is None and previous is not None)
+    entry.history.append((ts, writer, value, previous))
+    return entry
+
+
+def _change(entry: MemoryEntry, value: Any, *, previous: Any, writer: str | None, ts: float) -> None:
+    entry.value = value
+    entry.writer = writer
+    entry.ts = ts
+    entry.deleted = value is None and previous is not None
+    entry.history.append((ts, writer, value, previous))
 
 
 def pretty(value: Any) -> str:

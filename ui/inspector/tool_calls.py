@@ -8,10 +8,11 @@ from __future__ import annotations
 import bisect
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QModelIndex, QObject, Qt
 
 from ui.ansi import PLAIN, AnsiParser, Style
 from ui.formatting import FAILED_CALL, format_duration, result_error
@@ -130,6 +131,103 @@ class ToolCallRecord:
         return json.dumps(data, indent=2, ensure_ascii=False, default=str)
 
 
+class CallLedger:
+    """The tool calls of a stream of events, matched by run and call id: the records in the order their calls came,
+    and where each is. No Qt: a worker thread builds one from a long thread's events (:meth:`of`), which the model
+    then takes whole (:meth:`ToolCallsModel.set_ledger`), so the window's thread does not go through them."""
+
+    def __init__(self, rows: list[ToolCallRecord] | None = None) -> None:
+        #: The calls, in the order they came (the model's rows: the same list).
+        self.rows: list[ToolCallRecord] = [] if rows is None else rows
+        #: Where each call is in :attr:`rows`, by (run id, call id).
+        self.by_id: dict[tuple[str, str], int] = {(rec.run_id, rec.id): i for i, rec in enumerate(self.rows)}
+
+    @classmethod
+    def of(cls, events: Iterable[ev.Event]) -> CallLedger:
+        """The calls of ``events``."""
+        ledger = cls()
+        for event in events:
+            ledger.add(event)
+        return ledger
+
+    def find(self, call_id: str, run_id: str | None = None) -> ToolCallRecord | None:
+        """The call ``call_id`` of run ``run_id`` (of any run, the latest, when ``run_id`` is None)."""
+        if run_id is not None:
+            row = self.by_id.get((run_id, call_id))
+            return self.rows[row] if row is not None else None
+        return next((rec for rec in reversed(self.rows) if rec.id == call_id), None)
+
+    def add(self, event: ev.Event) -> ToolCallRecord | None:
+        """Take ``event`` in: the call it made or changed (None: not about a call, or a call's output). A new call
+        goes at the end of :attr:`rows`."""
+        match event:
+            case ev.ToolUse():
+                return self._upsert(event, status="running")
+            case ev.ApprovalRequested():
+                return self._upsert(event, status="approval")
+            case ev.ApprovalDecided():
+                rec = self._ensure(event)
+                rec.decision = event.decision
+                rec.reason = event.reason
+                if event.decision == "approve":
+                    rec.status = "running"
+                    if event.input is not None:
+                        rec.input = event.input
+                else:
+                    rec.status = "denied"
+                return rec
+            case ev.ToolResult():
+                rec = self._ensure(event)
+                error = result_error(event.payload, event.raw)
+                rec.status = "ok" if error is None else "error"
+                rec.payload = event.payload
+                rec.error = error
+                rec.raw = event.raw
+                rec.duration = event.duration
+                return rec
+            case ev.ToolOutput():
+                found = self.find(event.id, event.run_id)
+                if found is not None:  # shown when the call is (re)selected or ends: no repaint per chunk
+                    found.add_output(event.text)
+                return None
+            case ev.ToolError():
+                rec = self._ensure(event)
+                if rec.status != "denied":
+                    rec.status = "stopped" if "stopped the run" in str(event.error) else "error"
+                rec.error = event.error
+                rec.raw = event.raw
+                rec.duration = event.duration
+                return rec
+            case _:
+                return None  # not about a tool call
+
+    def _ensure(self, event: CallEvent) -> ToolCallRecord:
+        rec = self.find(event.id, event.run_id)
+        if rec is None:
+            rec = self._upsert(event, status="running")
+        return rec
+
+    def _upsert(self, event: CallEvent, *, status: str) -> ToolCallRecord:
+        # A result or an error carries no arguments; an approval decision runs on no server.
+        args = getattr(event, "input", None)
+        rec = self.find(event.id, event.run_id)
+        if rec is not None:
+            if rec.status in ("running", "approval"):
+                rec.status = status
+            if args is not None and rec.input is None:
+                rec.input = args
+            return rec
+        rec = ToolCallRecord(id=event.id, tool=event.name, robot=event.robot, server=getattr(event, "server", None),
+                             input=args, status=status, run_id=event.run_id, started=event.ts)
+        self.by_id[rec.run_id, rec.id] = len(self.rows)
+        self.rows.append(rec)
+        return rec
+
+
+#: The events that make or change a call's row (a call's output changes no cell).
+_CALL_EVENTS = (ev.ToolUse, ev.ApprovalRequested, ev.ApprovalDecided, ev.ToolResult, ev.ToolError)
+
+
 class ToolCallsModel(RowsTableModel[ToolCallRecord]):
     COLUMNS = ("Tool", "Server", "Robot", "Status", "Duration")
     COL_TOOL, COL_SERVER, COL_ROBOT, COL_STATUS, COL_DURATION = range(5)
@@ -138,11 +236,10 @@ class ToolCallsModel(RowsTableModel[ToolCallRecord]):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._by_id: dict[tuple[str, str], int] = {}
-        self._silent = False
+        self._ledger = CallLedger(self._rows)
 
     def reindex(self) -> None:
-        self._by_id = {(rec.run_id, rec.id): i for i, rec in enumerate(self._rows)}
+        self._ledger = CallLedger(self._rows)
 
     def cell(self, rec: ToolCallRecord, col: int, role: int) -> Any:
         if role == self.RecordRole:
@@ -182,10 +279,7 @@ class ToolCallsModel(RowsTableModel[ToolCallRecord]):
 
     def find(self, call_id: str, run_id: str | None = None) -> ToolCallRecord | None:
         """The call ``call_id`` of run ``run_id`` (of any run, the latest, when ``run_id`` is None)."""
-        if run_id is not None:
-            row = self._by_id.get((run_id, call_id))
-            return self._rows[row] if row is not None else None
-        return next((rec for rec in reversed(self._rows) if rec.id == call_id), None)
+        return self._ledger.find(call_id, run_id)
 
     def add_events(self, events: list[ev.Event]) -> None:
         for event in events:
@@ -193,87 +287,29 @@ class ToolCallsModel(RowsTableModel[ToolCallRecord]):
 
     def set_events(self, events: list[ev.Event]) -> None:
         """Replace everything with the calls in ``events`` (one reset, not a signal per row)."""
-        with self.resetting():
-            self._rows.clear()
-            self._by_id.clear()
-            self._silent = True
-            try:
-                for event in events:
-                    self.add_event(event)
-            finally:
-                self._silent = False
+        self.set_ledger(CallLedger.of(events))
+
+    def set_ledger(self, ledger: CallLedger) -> None:
+        """Show the calls of ``ledger`` (made from events, in a worker for a long thread), which the model keeps
+        and goes on with: one reset, the calls neither matched again nor indexed again."""
+        self.beginResetModel()
+        self._rows, self._ledger = ledger.rows, ledger
+        self.endResetModel()
 
     def add_event(self, event: ev.Event) -> None:
-        match event:
-            case ev.ToolUse():
-                self._upsert(event, status="running")
-            case ev.ApprovalRequested():
-                self._upsert(event, status="approval")
-            case ev.ApprovalDecided():
-                rec = self._ensure(event)
-                rec.decision = event.decision
-                rec.reason = event.reason
-                if event.decision == "approve":
-                    rec.status = "running"
-                    if event.input is not None:
-                        rec.input = event.input
-                else:
-                    rec.status = "denied"
-                self._changed(rec)
-            case ev.ToolResult():
-                rec = self._ensure(event)
-                error = result_error(event.payload, event.raw)
-                rec.status = "ok" if error is None else "error"
-                rec.payload = event.payload
-                rec.error = error
-                rec.raw = event.raw
-                rec.duration = event.duration
-                self._changed(rec)
-            case ev.ToolOutput():
-                found = self.find(event.id, event.run_id)
-                if found is not None:  # shown when the call is (re)selected or ends: no repaint per chunk
-                    found.add_output(event.text)
-            case ev.ToolError():
-                rec = self._ensure(event)
-                if rec.status != "denied":
-                    rec.status = "stopped" if "stopped the run" in str(event.error) else "error"
-                rec.error = event.error
-                rec.raw = event.raw
-                rec.duration = event.duration
-                self._changed(rec)
-            case _:
-                pass  # not about a tool call
-
-    def _ensure(self, event: CallEvent) -> ToolCallRecord:
-        rec = self.find(event.id, event.run_id)
-        if rec is None:
-            rec = self._upsert(event, status="running")
-        return rec
-
-    def _upsert(self, event: CallEvent, *, status: str) -> ToolCallRecord:
-        # A result or an error carries no arguments; an approval decision runs on no server.
-        args = getattr(event, "input", None)
-        rec = self.find(event.id, event.run_id)
-        if rec is not None:
-            if rec.status in ("running", "approval"):
-                rec.status = status
-            if args is not None and rec.input is None:
-                rec.input = args
-            self._changed(rec)
-            return rec
-        rec = ToolCallRecord(id=event.id, tool=event.name, robot=event.robot, server=getattr(event, "server", None),
-                             input=args, status=status, run_id=event.run_id, started=event.ts)
-        self._by_id[rec.run_id, rec.id] = len(self._rows)
-        if self._silent:
-            self._rows.append(rec)
-        else:
-            self.append_rows([rec])
-        return rec
-
-    def _changed(self, rec: ToolCallRecord) -> None:
-        row = self._by_id.get((rec.run_id, rec.id))
-        if row is not None and not self._silent:
-            self.row_changed(row)
+        if not isinstance(event, _CALL_EVENTS):
+            self._ledger.add(event)  # (a call's output: kept by its record, shown when the call is)
+            return
+        new = self._ledger.find(event.id, event.run_id) is None
+        if new:
+            row = len(self._rows)
+            self.beginInsertRows(QModelIndex(), row, row)
+        rec = self._ledger.add(event)
+        if new:
+            self.endInsertRows()
+        if rec is not None and not (new and isinstance(event, ev.ToolUse | ev.ApprovalRequested)):
+            # (a call made by its result or its decision: its row changed too, as it did before it was a row)
+            self.row_changed(self._ledger.by_id[rec.run_id, rec.id])
 
 
 def diff_results(a: ToolCallRecord, b: ToolCallRecord) -> str:
@@ -289,4 +325,4 @@ def diff_results(a: ToolCallRecord, b: ToolCallRecord) -> str:
     return "\n".join(lines) or "(the two results are identical)"
 
 
-__all__ = ["ToolCallRecord", "ToolCallsModel", "diff_results"]
+__all__ = ["CallLedger", "ToolCallRecord", "ToolCallsModel", "diff_results"]

@@ -70,8 +70,17 @@ class TraceModel(RowsTableModel[ev.Event]):
     def event_at(self, row: int) -> ev.Event:
         return self._rows[row]
 
-    def set_events(self, events: list[ev.Event]) -> None:
-        self.set_rows(list(events)[-self.limit:])
+    def set_events(self, events: list[ev.Event], *, kinds: set[str] | None = None) -> None:
+        """Show ``events`` (the last :attr:`limit` of them); ``kinds``: theirs, worked out already (by a worker
+        thread, for a long thread's), else worked out here."""
+        rows = list(events)[-self.limit:]
+        if kinds is None:
+            self.set_rows(rows)
+            return
+        self.beginResetModel()
+        self._rows, self._kinds = rows, set(kinds)
+        self._summaries.clear()
+        self.endResetModel()
 
     def append_events(self, events: list[ev.Event]) -> None:
         self._kinds.update(e.kind for e in events)

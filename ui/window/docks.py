@@ -32,6 +32,7 @@ from ui.services import DockContext, PaneFactory
 
 if TYPE_CHECKING:
     from ui.chat.composer.composer import Composer
+    from ui.inspector.contents import InspectorContents
     from ui.inspector.memory import MemoryModel
     from ui.inspector.panes import MemoryPane, ToolCallsPane
     from ui.inspector.tool_calls import ToolCallsModel
@@ -124,6 +125,8 @@ class Docks(Mapping[str, QDockWidget]):
         self._on_made: dict[str, list[Callable[[Any], object]]] = {}
         #: Events that arrive while a long thread's events are read for the inspector.
         self._inspector_buffer: list[ev.Event] | None = None
+        #: The read of a long thread's events for the inspector that is wanted (None: none): an earlier one stops.
+        self._loading: object | None = None
         #: The open thread's events (stored, then live), for a Network graph drawn after they came.
         self._thread_events: list[ev.Event] = []
         self._steps: Iterator[None] | None = None
@@ -499,6 +502,7 @@ class Docks(Mapping[str, QDockWidget]):
     # -- the inspector's events ---------------------------------------------------------------------------
     def clear_inspector(self) -> None:
         self.leave_candidate(restore=False)
+        self._loading = self._inspector_buffer = None  # a read for the thread left is not wanted
         self._thread_events = []
         for model in (self.tool_model, self.trace_model, self.memory_model):
             model.clear()
@@ -552,52 +556,83 @@ class Docks(Mapping[str, QDockWidget]):
             pane.set_source(None)
 
     def load_inspector(self, lazy: LazyTranscript) -> None:
-        """Fill the inspector with a stored thread's events: at once for short threads, else read
-        in a worker thread (events that arrive meanwhile are kept)."""
+        """Fill the inspector with a stored thread's events: at once for short threads, else read in a worker
+        thread, which also works out what the models show of them (:class:`~ui.inspector.contents.InspectorContents`:
+        a long thread's calls matched with their results there, not on the window's thread); events that arrive
+        meanwhile are kept. A read still going for the thread opened before stops: only the latest one is wanted."""
         c = self.services.session
+        self._loading = None
         if (lazy.complete and len(lazy) <= INSPECTOR_SYNC_EVENTS) or c.running:  # (a long branch, known by its last page yet, is read in the worker)
+            self._inspector_buffer = None
             self.set_events(lazy.all_events())
             return
         self._inspector_buffer = []
         thread_id = lazy.thread_id
+        token = self._loading = object()
+        limit = self.trace_model.limit
 
         def wanted() -> bool:  # asked in the worker between its reads: the session read once, as it may change
             session = c.session
-            return session is not None and session.thread_id == thread_id
+            return self._loading is token and session is not None and session.thread_id == thread_id
+
+        def read() -> InspectorContents | None:
+            from ui.inspector.contents import InspectorContents
+
+            events = lazy.events_while(wanted)
+            return None if events is None else InspectorContents.of(events, trace_limit=limit)
 
         async def load() -> None:
             import asyncio
 
             try:
                 # (the worker stops reading when the person leaves the thread: see events_while)
-                events = await asyncio.to_thread(lazy.events_while, wanted)
+                contents = await asyncio.to_thread(read)
             except Exception as exc:
-                self.services.notices.banner(f"Could not read the thread's events for the inspector: {exc}")
+                if self._loading is token:
+                    self.services.notices.banner(f"Could not read the thread's events for the inspector: {exc}")
                 return
-            if events is None or c.thread_id != thread_id:
+            if contents is None or self._loading is not token or c.thread_id != thread_id:
                 return
+            self._loading = None
             buffered, self._inspector_buffer = self._inspector_buffer or [], None
-            seen = {(e.run_id, e.seq) for e in events}
-            self.set_events(events + [e for e in buffered if (e.run_id, e.seq) not in seen])
+            if buffered:  # the live events that came while the worker read (few): after the stored ones
+                seen = {(e.run_id, e.seq) for e in contents.events}
+                buffered = [e for e in buffered if (e.run_id, e.seq) not in seen]
+            self._thread_again()
+            self._show_contents(contents, then=buffered)
 
         self.services.tasks.spawn(load(), name="inspector-load")
 
     def set_events(self, events: list[ev.Event]) -> None:
         """The open thread's events (its stored ones): the inspector is the thread's again."""
+        self._thread_again()
+        self._fill(events)
+
+    def _thread_again(self) -> None:
+        """The inspector shows the open thread's events, not a comparison's candidate's."""
         if self._aside is not None:
             self._aside = None
             pane = self.tool_pane
             if pane is not None:
                 pane.set_source(None)
-        self._fill(events)
 
     def _fill(self, events: list[ev.Event]) -> None:
-        self._thread_events = list(events)
-        self.trace_model.set_events(events)
-        self.tool_model.set_events(events)
-        self.memory_model.set_events(events)
+        from ui.inspector.contents import InspectorContents
+
+        self._show_contents(InspectorContents.of(list(events), trace_limit=self.trace_model.limit))
+
+    def _show_contents(self, contents: InspectorContents, *, then: list[ev.Event] | None = None) -> None:
+        """Put ``contents`` in the models (worked out already: a reset each), then the events ``then`` (live ones,
+        after them)."""
+        contents.show(trace=self.trace_model, tools=self.tool_model, memory=self.memory_model)
+        self._thread_events = list(contents.events)
+        if then:
+            self._thread_events.extend(then)
+            self.trace_model.append_events(then)
+            self.tool_model.add_events(then)
+            self.memory_model.add_events(then)
         if self.network_model.has_graph:
-            self.network_model.set_events(events)
+            self.network_model.set_events(self._thread_events)
 
 
 def focus_target(widget: QWidget | None) -> QWidget | None:

@@ -22,9 +22,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ui.window.threads")
 
-#: How long (s) a turn of the event loop loads earlier turns while a search hit far up a long thread is
-#: brought in (each turn's events are replayed: a few ms a turn).
+#: How much of the window's thread's CPU time (s) a turn of the event loop spends loading earlier turns while a
+#: search hit far up a long thread is brought in (each turn's events are replayed: about a ms a turn). Counted in
+#: CPU time, not on the clock: on a busy machine the clock runs on while the thread waits for a core, and a step
+#: that stopped after 12 ms on the clock brought 3 or 4 turns, each step's layout of the chat costing as much again.
 REVEAL_STEP_S = 0.012
+#: The longest (s, on the clock) such a step goes on, waiting included (for a core, or for the store's lock while
+#: a worker reads).
+REVEAL_STEP_WALL_S = 0.04
+#: The most turns loaded in one go within a step (each load tells the chat once; the step's budget is checked
+#: between loads).
+REVEAL_BATCH = 8
 #: The empty state's example messages for a robot whose file has no ``examples:`` and whose tools say
 #: nothing either (networks have their own: network_examples).
 EXAMPLES = ["What can you do?", "Explain recursion with a short example", "Write a haiku about robots"]
@@ -168,11 +176,19 @@ class Threads(QObject):
             if back is None:
                 return
         presenter, above = self.chat.presenter, len(lazy) - 1 - back  # the turns above the message
+        per_turn = REVEAL_STEP_S  # the CPU time a turn takes to load, as measured so far (the first load: one)
         while presenter.hidden_turns > above:
-            until = time.perf_counter() + REVEAL_STEP_S
+            until, wall_until = time.thread_time() + REVEAL_STEP_S, time.perf_counter() + REVEAL_STEP_WALL_S
             with self.chat.turn_window.deferring(hold=True):  # data only: the message's turn becomes widgets
-                while presenter.hidden_turns > above and time.perf_counter() < until:
-                    presenter.load_earlier(1)
+                while (left := until - time.thread_time()) > 0 and time.perf_counter() < wall_until:
+                    count = min(presenter.hidden_turns - above, REVEAL_BATCH, max(1, int(left / per_turn)))
+                    if count <= 0:
+                        break
+                    started = time.thread_time()
+                    loaded = presenter.load_earlier(count)
+                    if not loaded:
+                        break
+                    per_turn = max((time.thread_time() - started) / loaded, 1e-4)
             await asyncio.sleep(0)
             if self._shown is not lazy:  # another thread or branch opened meanwhile
                 return
