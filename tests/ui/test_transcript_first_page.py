@@ -112,8 +112,12 @@ def test_the_inspectors_read_of_a_long_branch_stops_when_no_longer_wanted(tmp_pa
     store = CountingStore(tmp_path / "long.db")
     try:
         lazy = LazyTranscript(store, thread_id)
+        turn_rows = store.turn_rows
         whole = lazy.all_events()
         assert [e.text for e in whole if isinstance(e, ev.Text)] == [f"answer {i}" for i in range(TURNS)]
+        # The branch is walked by its ids a read at a time: no read of every turn's row in one query (at 10,000
+        # turns that one held the store's lock for 250-300 ms while the window's own reads waited).
+        assert store.turn_rows == turn_rows, store.turn_rows - turn_rows
         assert len(store.event_reads) == -(-TURNS // EVENTS_READ) > 1  # in reads of EVENTS_READ turns
         assert lazy.events_while(lambda: True) == whole
         store.event_reads.clear()
