@@ -196,3 +196,14 @@ async def test_the_window_runs_litellm_in_a_process_of_its_own(db_path: Path) ->
             assert root.controller.send("hi")
             await wait_until(lambda: root.controller.idle and texts, timeout=60, what="the run to end")
             assert "".join(texts) == "Hello from the other process"
+
+
+def test_the_window_takes_the_interpreter_back_from_workers_within_a_millisecond() -> None:
+    # Every return from Qt into Python waits for the interpreter; behind a busy worker (a long thread's reads)
+    # Python's default 5 ms a wait made one step of the window 300-400 ms.
+    import sys
+
+    from ui.app import SWITCH_INTERVAL_S, get_app
+
+    get_app()
+    assert sys.getswitchinterval() <= SWITCH_INTERVAL_S <= 0.001
