@@ -155,13 +155,19 @@ def cpu_meter() -> Any:
     return CpuStallMeter()
 
 
-def main() -> int:
-
+def start_server() -> tuple[subprocess.Popen[str], str]:
+    """The loopback server in a process of its own (its stdin closed ends it) and its OpenAI-style base URL."""
     proc = subprocess.Popen([sys.executable, "-c", SERVER.format(root=str(ROOT), words=WORDS, chunk=CHUNK,
                                                                   delay=CHUNK_DELAY)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdin is not None
-    base = proc.stdout.readline().strip() + "/v1"
+    return proc, proc.stdout.readline().strip() + "/v1"
+
+
+def main() -> int:
+
+    proc, base = start_server()
+    assert proc.stdin is not None
     home = Path(tempfile.mkdtemp(prefix="bench-compare-window-"))
     os.environ["ROBOTLAB_HOME"] = str(home)
     from ui.app import Application, get_app, new_event_loop

@@ -18,7 +18,6 @@ import asyncio
 import cProfile
 import os
 import pstats
-import subprocess
 import sys
 import tempfile
 import time
@@ -241,11 +240,8 @@ def report(meter: PassMeter) -> None:
 
 
 def main() -> int:
-    proc = subprocess.Popen([sys.executable, "-c", bcw.SERVER.format(root=str(ROOT), words=bcw.WORDS, chunk=bcw.CHUNK,
-                                                                      delay=bcw.CHUNK_DELAY)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdin is not None
-    base = proc.stdout.readline().strip() + "/v1"
+    proc, base = bcw.start_server()
+    assert proc.stdin is not None
     home = Path(tempfile.mkdtemp(prefix="profile-compare-window-"))
     os.environ["ROBOTLAB_HOME"] = str(home)
     app = make_app()
