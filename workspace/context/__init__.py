@@ -7,6 +7,13 @@
 - :mod:`~workspace.context.compaction`: summarising older messages without separating a tool call
   from its result;
 - :mod:`~workspace.context.results`: tool results too big for the model, cut with a note;
+- :mod:`~workspace.context.view`: what of the conversation the model is sent (the summary in place of
+  the compacted messages, results cut, the oldest turns left out under the ``"truncate"`` policy);
+- :mod:`~workspace.context.budget`: a request counted against the window, the counts corrected by the
+  server's, and the room left for the answer;
+- :mod:`~workspace.context.policy`: the context policies, a server's refusal of a request as too long,
+  and the errors that name what to do;
+- :mod:`~workspace.context.requests`: each model call's request as sent, recorded as what changed;
 - :mod:`~workspace.context.manager`: :class:`ContextManager`, which the agent loop asks before every
   model call (``ContextManager.stream``) and which ``Robot.compact()`` / ``ThreadSession.compact()``
   use for ``/compact``.
@@ -18,13 +25,13 @@ both are called in a worker thread, once per model.
 
 from __future__ import annotations
 
-from workspace.context.manager import (
+from workspace.context.budget import Prepared
+from workspace.context.compaction import Compaction
+from workspace.context.manager import ContextManager
+from workspace.context.policy import (
     DEFAULT_THRESHOLD,
     POLICIES,
-    Compaction,
-    ContextManager,
     ContextPolicy,
-    Prepared,
     check_policy,
     is_context_overflow,
 )

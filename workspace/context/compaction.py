@@ -17,6 +17,7 @@ import itertools
 import json
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from workspace.context.tokens import content_text, estimate, result_text
@@ -27,6 +28,7 @@ from workspace.providers.text_calls import ThinkSplitter
 __all__ = [
     "SUMMARY_HEADER",
     "SUMMARY_INSTRUCTIONS",
+    "Compaction",
     "choose_cut",
     "fallback_summary",
     "render_unit",
@@ -54,6 +56,14 @@ SUMMARY_HEADER = ("[Summary of the earlier conversation. The older messages were
                   "context window; they are still in the thread, but you only have this summary of them.]")
 #: Between the summary and the user's message when both go in one message.
 SEPARATOR = "\n\n---\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """The model is sent ``summary`` in place of the first ``upto`` messages of the conversation."""
+
+    summary: str
+    upto: int
 
 
 def unit_starts(messages: Sequence[Message]) -> list[int]:

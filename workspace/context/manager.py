@@ -1,9 +1,10 @@
 """The context manager of one robot: what of its conversation each model call is sent.
 
 The agent loop asks it for every model call (:meth:`ContextManager.stream` wraps the provider's
-stream): the conversation as the model sees it (the summary of compacted messages in their place,
-oversized tool results cut), counted against the model's window. Past the threshold (80 % of the
-window by default) it acts by its policy:
+stream): the conversation as the model sees it (:mod:`workspace.context.view`: the summary of
+compacted messages in their place, oversized tool results cut), counted against the model's window
+(:mod:`workspace.context.budget`). Past the threshold (80 % of the window by default) it acts by its
+policy (:mod:`workspace.context.policy`):
 
 - ``"compact"``: older messages are summarised by the model (or ``llm.compaction_model``) into one
   summary message (:mod:`workspace.context.compaction`); a :class:`~workspace.events.ContextCompacted`
@@ -19,34 +20,38 @@ then fails with a message saying what to do. Before each call it emits a
 :class:`~workspace.events.ContextUsage` (the count of the request) and after it another with the
 server's own count, which also corrects the next counts: the input tokens the server reported are
 the ground truth for the messages sent, and only what was added since is counted here.
+
+The names of those modules that callers use (:class:`Compaction`, :class:`Prepared`, the policies) are
+importable from here too.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import re
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal
 
 from workspace import events as ev
 from workspace import hooks
-from workspace.context.compaction import choose_cut, summarise, summary_message, turn_starts
-from workspace.context.requests import RequestRecorder
-from workspace.context.results import result_limit, shorten_result_message
-from workspace.context.tokens import CHARS_PER_TOKEN, MESSAGE_OVERHEAD, TokenCounter, biggest_tools
-from workspace.context.window import (
-    DEFAULT_WINDOW,
-    WindowInfo,
-    resolve_window,
-    server_of,
-    server_tokenizer,
-    window_from_message,
+from workspace.context.budget import DEFAULT_LOCAL_SHARE, ESTIMATE_HIGH, Budget, Prepared, hard_limit
+from workspace.context.compaction import Compaction, choose_cut, summarise, turn_starts
+from workspace.context.policy import (
+    DEFAULT_THRESHOLD,
+    POLICIES,
+    ContextPolicy,
+    check_policy,
+    is_context_overflow,
+    refused_message,
+    too_long_message,
 )
-from workspace.errors import OVERFLOW_FAILURES, ContextOverflowError, ProviderError
-from workspace.messages import AlternatingView, Message, alternating, shared_prefix
+from workspace.context.requests import RequestRecorder
+from workspace.context.results import result_limit
+from workspace.context.tokens import TokenCounter
+from workspace.context.view import RequestView, tool_params
+from workspace.context.window import DEFAULT_WINDOW, WindowInfo
+from workspace.errors import ContextOverflowError
+from workspace.messages import Message
 from workspace.providers.base import (
     Chunk,
     FinishChunk,
@@ -59,9 +64,9 @@ from workspace.providers.base import (
     UsageChunk,
     with_defaults,
 )
-from workspace.urls import LOCAL_DEFAULT_BASES, is_loopback_url
 
 __all__ = [
+    "DEFAULT_LOCAL_SHARE",
     "DEFAULT_THRESHOLD",
     "POLICIES",
     "Compaction",
@@ -74,96 +79,7 @@ __all__ = [
 
 log = logging.getLogger("workspace.context")
 
-ContextPolicy = Literal["compact", "truncate", "error"]
-POLICIES: tuple[str, ...] = ("compact", "truncate", "error")
-#: The share of the window past which the policy acts.
-DEFAULT_THRESHOLD = 0.8
-#: The share of the window a local model's answer gets when ``max_tokens`` is not set (``llm.local_max_tokens_share``).
-DEFAULT_LOCAL_SHARE = 0.25
-#: The most the safe estimate is above a server's count (see workspace.context.tokens.estimate): an estimate
-#: no server has checked yet acts only when even this much below it is past the threshold.
-ESTIMATE_HIGH = 1.6
-#: The fewest tokens of a request whose server count calibrates the estimate (in a smaller one the chat
-#: template's tokens weigh more than the text's).
-CALIBRATE_FROM = 256
-#: What servers' counts said of the estimate, by provider, model and server (ratio of their count to ours),
-#: kept for the process: a robot built again (a thread reopened, the configuration changed) starts calibrated.
-_calibrations: dict[tuple[str, str | None, str | None], float] = {}
-#: A request of more messages than this whose middle one is new (a long thread opened again: tens of
-#: milliseconds to count) is counted in a worker thread, so the window does not freeze meanwhile.
-COUNT_IN_THREAD = 64
-
 Emit = ev.Emit
-
-_OVERFLOW_TEXT = re.compile(
-    r"context[ _-]?length|maximum context|context[ _-]?window|context_length_exceeded|too many tokens|"
-    r"prompt is too long|input is too long|exceeds? (?:the )?(?:model'?s? )?(?:context|maximum)|\bn_ctx\b",
-    re.I)
-
-
-def is_context_overflow(exc: BaseException) -> bool:
-    """Whether ``exc`` is a provider's refusal of a request longer than the model's window (an empty
-    HTTP 200 from a local server included: ``ProviderError.reason`` ``empty``)."""
-    if isinstance(exc, ContextOverflowError) or getattr(exc, "context_overflow", False):
-        return True
-    if isinstance(exc, ProviderError) and exc.reason in OVERFLOW_FAILURES:
-        return True
-    return (isinstance(exc, ProviderError) and exc.status_code in (None, 400, 413, 422)
-            and bool(_OVERFLOW_TEXT.search(str(exc))))
-
-
-def check_policy(value: Any, *, where: str = "context_policy") -> ContextPolicy:
-    """``value`` if it is a context policy, else a ValueError naming the three."""
-    if value not in POLICIES:
-        raise ValueError(f"{where} must be one of {', '.join(POLICIES)} (got {value!r})")
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class Compaction:
-    """The model is sent ``summary`` in place of the first ``upto`` messages of the conversation."""
-
-    summary: str
-    upto: int
-
-
-@dataclass(slots=True)
-class Prepared:
-    """One request as the manager prepared it."""
-
-    system: str | None
-    messages: list[Message]
-    #: Tokens of the request (corrected by the server's last count); 0 when the window is unknown.
-    used: int = 0
-    #: The same counted here only (what the server's next count corrects).
-    counted: int = 0
-    window: WindowInfo | None = None
-    system_tokens: int = 0
-    tools_tokens: int = 0
-    #: The costliest tool schemas (name -> tokens, at most three), for the context meter.
-    biggest_tools: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Anchor:
-    """The last request the server counted: its messages (by identity) and its count."""
-
-    system: str | None
-    messages: list[Message]
-    tools_tokens: int
-    tokens: int
-
-
-@dataclass(slots=True)
-class _Cache:
-    """Per-message copies for the model (results cut to the limit) and the summary message."""
-
-    shortened: dict[int, tuple[Message, int, Message]] = field(default_factory=dict)
-    summary: tuple[Compaction, Message | None, Message, bool] | None = None
-    #: :func:`alternating` of the requests' views, each one folding only what was added since the last.
-    alternate: AlternatingView = field(default_factory=AlternatingView)
-    #: The last request's limit, tools' parameters, conversation and its messages as sent (:meth:`_all_shortened`).
-    view: tuple[int, dict[str, Any], list[Message], list[Message]] | None = None
 
 
 class ContextManager:
@@ -211,18 +127,10 @@ class ContextManager:
         self.compaction: Compaction | None = None
         #: The last count of a request (for the meter of a thread that is opened again).
         self.last: Prepared | None = None
-        self._windows: dict[tuple[str, str | None, str | None], WindowInfo | None] = {}
-        self._counters: dict[tuple[str, str | None], TokenCounter] = {}
-        #: Windows learned from servers' refusals, by model and server.
-        self._learned: dict[tuple[str, str | None, str | None], int] = {}
-        #: The model and server the counts below were corrected for (another model: start again).
-        self._corrected_for: tuple[str, str | None, str | None] | None = None
-        self._ratio = 1.0
-        #: The ratio comes from the server (its reported count or its refusal), not from nothing.
-        self._calibrated = False
-        self._anchor: _Anchor | None = None
-        self._cache = _Cache()
-        self._system: tuple[str | None, TokenCounter | None, int] = (None, None, 0)
+        #: The windows, the counters and the corrections of the counts.
+        self._budget = Budget()
+        #: The conversation as the model is sent it, kept from one request to the next.
+        self._sent = RequestView()
         self._spent: list[UsageChunk] = []
         self._tools: list[Any] = []
 
@@ -230,13 +138,13 @@ class ContextManager:
     def reset(self) -> None:
         """Forget the compaction (the conversation was cleared)."""
         self.compaction = None
-        self._anchor = None
-        self._cache = _Cache()
+        self._budget.forget_anchor()
+        self._sent = RequestView()
 
     def restore(self, compaction: Compaction | None) -> None:
         """Take up a compaction recorded earlier (a conversation rebuilt from the store)."""
         self.compaction = compaction if compaction is not None and compaction.upto > 0 else None
-        self._anchor = None
+        self._budget.forget_anchor()
 
     def take_usage(self) -> list[UsageChunk]:
         """The usage of the summary requests made since the last call (their tokens and cost count too)."""
@@ -251,42 +159,11 @@ class ContextManager:
     # -- the window and the counter ---------------------------------------------------------------
     async def window(self, provider: Provider) -> WindowInfo | None:
         """The window of ``provider``'s model (asked once per model and server)."""
-        key = _key(provider)
-        if key not in self._windows:
-            self._windows[key] = await resolve_window(provider, setting=self.window_setting,
-                                                      default=self.default_window)
-        info = self._windows[key]
-        learned = self._learned.get(key)
-        if info is not None and learned is not None and learned < info.tokens:
-            return WindowInfo(learned, "learned")
-        return info
+        return await self._budget.window(provider, setting=self.window_setting, default=self.default_window)
 
     async def counter(self, provider: Provider) -> TokenCounter:
         """The token counter of ``provider``'s model: its tokenizer when the provider has one."""
-        key = (provider.model_id or "", provider.api_base)
-        counter = self._counters.get(key)
-        if counter is None:
-            encode: Callable[[str], int] | None = None
-            name = key[0]
-            if provider.is_language_model and server_of(key[0], key[1]) is not None:
-                # The server's own tokenizer first (llama.cpp's /tokenize): the count it will make itself.
-                encode = await asyncio.to_thread(server_tokenizer, key[0], key[1])
-                name = f"{key[0]} (the server's /tokenize)"
-            known, found = provider.known_token_counter() if encode is None else (False, None)
-            if encode is not None:
-                pass
-            elif known:  # loaded before (the warm-up loads it): no thread for it
-                encode, name = found, key[0]
-            else:
-                name = key[0]
-                try:
-                    encode = await asyncio.to_thread(provider.token_counter)
-                except Exception as exc:
-                    log.debug("%s: token_counter() failed: %s", key[0], exc)
-            counter = TokenCounter(encode if callable(encode) else None,
-                                   tokenizer=name if callable(encode) else None)
-            self._counters[key] = counter
-        return counter
+        return await self._budget.counter(provider)
 
     # -- one model call ----------------------------------------------------------------------------
     async def stream(self, provider: Provider, *, system: str | None, history: Sequence[Message],
@@ -302,7 +179,7 @@ class ContextManager:
             for spent in self.take_usage():  # the summaries' tokens count like the run's own
                 yield spent
             started = False
-            sent = self._local_limit(provider, prepared, settings)
+            sent = self._budget.local_limit(provider, prepared, settings, share=self.local_max_tokens_share)
             usage: UsageChunk | None = None
             cut: FinishChunk | None = None
             written = 0
@@ -328,14 +205,14 @@ class ContextManager:
                             continue
                         yield chunk
                 if cut is not None:
-                    full = self._window_full(prepared, usage, sent, written)
+                    full = self._budget.window_full(prepared, usage, sent, written)
                     yield FinishChunk("context_full") if full else cut
                 return
             except Exception as exc:
                 if started or not is_context_overflow(exc):
                     raise
                 if retried or self.policy == "error":
-                    raise ContextOverflowError(self._refused_message(provider, prepared, exc, retried),
+                    raise ContextOverflowError(refused_message(provider.model_id, self.policy, prepared, exc, retried),
                                                provider=getattr(exc, "provider", None),
                                                status_code=getattr(exc, "status_code", None),
                                                window=prepared.window.tokens if prepared.window else None,
@@ -344,9 +221,21 @@ class ContextManager:
                 log.info("%s refused the request as too long (%s); %s and retrying once",
                          provider.model_id or "the model", exc,
                          "compacting" if self.policy == "compact" else "truncating")
-                self._learn(provider, exc, prepared)
+                self._budget.learn(provider, exc, prepared)
                 prepared = await self.prepare(provider, system=system, history=history, tools=tools,
                                               settings=settings, emit=emit, trigger="overflow")
+
+    def _observe(self, prepared: Prepared, chunk: UsageChunk, emit: Emit | None) -> None:
+        """Correct the counts from the server's, and say its count."""
+        last = self._budget.observe(prepared, chunk)
+        if last is None:
+            return
+        self.last = last
+        if emit is not None:
+            assert last.window is not None
+            emit(ev.ContextUsage(used=last.used, window=last.window.tokens, estimated=False,
+                 system_tokens=last.system_tokens, tools_tokens=last.tools_tokens, threshold=self.threshold,
+                 biggest_tools=last.biggest_tools))
 
     async def prepare(self, provider: Provider, *, system: str | None, history: Sequence[Message], tools: Sequence[Any],
                       settings: Mapping[str, Any] | None = None, emit: Emit | None = None,
@@ -356,29 +245,22 @@ class ContextManager:
         info = await self.window(provider)
         if info is None:  # nothing known to keep within: the conversation as it is
             return Prepared(system, self._view(history, None, {}))
-        if self._corrected_for != _key(provider):  # another model: its server's counts are not known yet
-            key = _key(provider)
-            self._corrected_for, self._anchor = key, None
-            self._ratio = _calibrations.get(key, 1.0)  # what its server said to another robot of this process
-            self._calibrated = key in _calibrations
+        self._budget.use(provider)
         counter = await self.counter(provider)
         self._tools = list(tools)
-        params = _tool_params(tools)
+        params = tool_params(tools)
         limit = result_limit(info.tokens, self.max_result_chars)
         view = self._view(history, limit, params)
-        if counter.blocking and not (view and counter.counted(view[-1])):  # the tokenizer is in another process
-            await asyncio.to_thread(self._count_ahead, counter, system, view, tools)
-        elif len(view) > COUNT_IN_THREAD and not counter.counted(view[len(view) // 2]):
-            await asyncio.to_thread(counter.messages, view)  # a long thread opened again: count it off the loop
-        prepared = self._measure(system, view, tools, counter, info)
+        await self._budget.count_ahead(counter, system, view, tools)
+        prepared = self._budget.measure(system, view, tools, counter, info)
         window = info.tokens
         # An estimate no server has checked yet errs high (by up to ESTIMATE_HIGH): it compacts only when even
         # its least plausible count is past the threshold, and refuses nothing; the server says (its count, or
         # its refusal, which compacts and retries once).
-        sure = self._sure(provider, counter) or trigger == "overflow"
+        sure = self._budget.sure(provider, counter) or trigger == "overflow"
         likely = prepared.used if sure else prepared.used / ESTIMATE_HIGH
         over = likely > self.threshold * window or trigger == "overflow"
-        hard = self._hard_limit(window, settings or {})
+        hard = hard_limit(window, settings or {})
         if over and self.policy == "compact":
             prepared = await self._compact_to_fit(provider, system=system, history=history, tools=tools,
                                                   counter=counter, info=info, limit=limit, params=params,
@@ -386,7 +268,7 @@ class ContextManager:
         elif over and self.policy == "truncate":
             prepared = self._truncate(system, history, tools, counter, info, limit, params, prepared)
         if prepared.used > hard and sure:
-            raise ContextOverflowError(self._too_long_message(provider, prepared, hard),
+            raise ContextOverflowError(too_long_message(provider.model_id, self.policy, prepared, hard),
                                        provider=provider.model_id or None, window=window)
         self.last = prepared
         if emit is not None:
@@ -436,15 +318,15 @@ class ContextManager:
         info = await self.window(provider)
         counter = await self.counter(provider)
         tools = tools or self._tools  # on request: the tools of the last call count too
-        params = _tool_params(tools)
+        params = tool_params(tools)
         limit = result_limit(info.tokens if info else None, self.max_result_chars)
-        before = self._measure(system, self._view(history, limit, params), tools, counter, info)
+        before = self._budget.measure(system, self._view(history, limit, params), tools, counter, info)
         start = self.compaction.upto if self.compaction is not None else 0
         if keep_budget is None:
             turns = sorted(turn_starts(history))  # the latest turn stays whole
             cut: int | None = turns[-1] if turns and turns[-1] > start else None
         else:
-            cut = choose_cut(history, lambda m: counter.message(self._shortened(m, limit, params)), start=start,
+            cut = choose_cut(history, self._sent.cost(counter, limit, params), start=start,
                              keep_budget=keep_budget)
         if cut is None or cut <= start:
             return None
@@ -460,8 +342,8 @@ class ContextManager:
                                                input_budget=max(budget, 400), max_tokens=summary_tokens,
                                                usage=self._spent)
         self.compaction = Compaction(summary, cut)
-        self._anchor = None
-        after = self._measure(system, self._view(history, limit, params), tools, counter, info)
+        self._budget.forget_anchor()
+        after = self._budget.measure(system, self._view(history, limit, params), tools, counter, info)
         if problem:
             log.info("compaction of %d message(s) used a plain list: %s", cut - start, problem)
         return ev.ContextCompacted(summary=summary, replaced_count=cut, newly_replaced=cut - start,
@@ -485,7 +367,7 @@ class ContextManager:
                 break
             if emit is not None:
                 emit(event)
-            prepared = self._measure(system, self._view(history, limit, params), tools, counter, info)
+            prepared = self._budget.measure(system, self._view(history, limit, params), tools, counter, info)
             if prepared.used <= target:
                 break
         return prepared
@@ -493,173 +375,21 @@ class ContextManager:
     def _truncate(self, system: str | None, history: Sequence[Message], tools: Sequence[Any], counter: TokenCounter,
                   info: WindowInfo, limit: int | None, params: Mapping[str, Any], prepared: Prepared) -> Prepared:
         """The request without its oldest whole turns (units within the latest turn if need be)."""
-        start = self.compaction.upto if self.compaction is not None else 0
-        head = 0
-        if self.compaction is not None:
-            head = counter.message(summary_message(self.compaction.summary, None)[0])
-        room = int(self.threshold * info.tokens) - prepared.system_tokens - prepared.tools_tokens - head - 8
-        cut = choose_cut(history, lambda m: counter.message(self._shortened(m, limit, params)), start=start,
-                         keep_budget=max(room, 0))
-        if cut is None:
+        room = int(self.threshold * info.tokens) - prepared.system_tokens - prepared.tools_tokens - 8
+        kept = self._sent.truncated(history, self.compaction, counter=counter, limit=limit, params=params, room=room)
+        if kept is None:
             return prepared
-        kept = [self._shortened(m, limit, params) for m in history[cut:]]
-        if self.compaction is not None:
-            message, merged = summary_message(self.compaction.summary, kept[0] if kept else None)
-            kept = [message, *kept[1:]] if merged else [message, *kept]
-        log.info("context: %d oldest message(s) left out of the request to fit the window", cut - start)
-        return self._measure(system, alternating(kept), tools, counter, info)
-
-    # -- counting ---------------------------------------------------------------------------------
-    @staticmethod
-    def _count_ahead(counter: TokenCounter, system: str | None, view: Sequence[Message], tools: Sequence[Any]) -> None:
-        """What :meth:`_measure` counts, counted in a worker thread (the tokenizer keeps each text's count)."""
-        counter.text(system or "")
-        counter.tools(tools)
-        counter.messages(view)
-
-    def _measure(self, system: str | None, messages: list[Message], tools: Sequence[Any], counter: TokenCounter,
-                 info: WindowInfo | None) -> Prepared:
-        cached_system, cached_counter, system_tokens = self._system
-        if cached_system != system or cached_counter is not counter:
-            system_tokens = counter.text(system or "") + (MESSAGE_OVERHEAD if system else 0)
-            self._system = (system, counter, system_tokens)
-        tools_tokens = counter.tools(tools)
-        counted = system_tokens + tools_tokens + counter.messages(messages) + 3
-        used = round(counted * self._ratio)
-        anchor = self._anchor
-        if (anchor is not None and anchor.system == system and anchor.tools_tokens == tools_tokens
-                and shared_prefix(anchor.messages, messages) == len(anchor.messages)):
-            used = anchor.tokens + round(counter.messages(messages[len(anchor.messages):]) * self._ratio)
-        return Prepared(system, messages, used=used, counted=counted, window=info, system_tokens=system_tokens,
-                        tools_tokens=tools_tokens, biggest_tools=biggest_tools(tools, counter) if tools else {})
-
-    def _observe(self, prepared: Prepared, chunk: UsageChunk, emit: Emit | None) -> None:
-        """Correct the counts from the server's (never from an estimate of the provider's)."""
-        if prepared.window is None or chunk.input_tokens <= 0 or getattr(chunk, "estimated", False):
-            return
-        if prepared.counted >= CALIBRATE_FROM:  # a small request's count is mostly the chat template's
-            self._ratio = min(4.0, max(0.25, chunk.input_tokens / max(1, prepared.counted)))
-            self._calibrated = True
-            _calibrations[self._corrected_for or ("", None, None)] = self._ratio
-        self._anchor = _Anchor(prepared.system, prepared.messages, prepared.tools_tokens, chunk.input_tokens)
-        used = chunk.input_tokens + chunk.output_tokens
-        self.last = Prepared(prepared.system, prepared.messages, used=used, counted=prepared.counted,
-                             window=prepared.window, system_tokens=prepared.system_tokens,
-                             tools_tokens=prepared.tools_tokens, biggest_tools=prepared.biggest_tools)
-        if emit is not None:
-            emit(ev.ContextUsage(used=used, window=prepared.window.tokens, estimated=False,
-                 system_tokens=prepared.system_tokens, tools_tokens=prepared.tools_tokens, threshold=self.threshold,
-                 biggest_tools=prepared.biggest_tools))
-
-    def _learn(self, provider: Provider, exc: BaseException, prepared: Prepared) -> None:
-        """After a refusal: the window the server named, and counts that say the request was too long."""
-        named = getattr(exc, "window", None) or window_from_message(str(exc))
-        window = prepared.window.tokens if prepared.window is not None else None
-        if named and (window is None or named < window):
-            self._learned[_key(provider)] = int(named)
-            window = int(named)
-        if window and prepared.counted:
-            self._ratio = max(self._ratio, (window + 1) / prepared.counted * 1.05)
-            self._calibrated = True  # the server said the request was too long: the counts say so from now on
-        self._anchor = None
-
-    # -- the answer's room --------------------------------------------------------------------------
-    def _local_limit(self, provider: Provider, prepared: Prepared, settings: Mapping[str, Any]) -> Mapping[str, Any]:
-        """``settings`` with a ``max_tokens`` for a local model that has none (``local_max_tokens_share`` of its
-        window, within the room the request leaves), so a looping small model cannot write until the window
-        is full."""
-        if (self.local_max_tokens_share <= 0 or settings.get("max_tokens") is not None or prepared.window is None
-                or not _local(provider)):
-            return settings
-        window = prepared.window.tokens
-        used = prepared.used if self._calibrated else prepared.used / ESTIMATE_HIGH  # (see prepare)
-        room = int(window - used) - 16
-        limit = max(64, min(int(window * self.local_max_tokens_share), room))
-        return {**settings, "max_tokens": limit}
-
-    def _window_full(self, prepared: Prepared, usage: UsageChunk | None, settings: Mapping[str, Any],
-                     written: int) -> bool:
-        """Whether an answer the server stopped at "length" stopped because the context window was full (the
-        request and the answer filled it), not at the ``max_tokens`` it was given."""
-        if prepared.window is None:
-            return False
-        window = prepared.window.tokens
-        margin = max(32, window // 50)
-        limit = settings.get("max_tokens")
-        limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
-        if usage is not None and not usage.estimated and usage.input_tokens > 0:
-            # (a max_tokens cut to the room the request left counts as the window too)
-            return usage.input_tokens + usage.output_tokens >= window - margin
-        answer = round(written / CHARS_PER_TOKEN * self._ratio)  # no count from the server: the text's estimate
-        if limit is not None and answer >= 0.8 * limit and prepared.used + limit < window - margin:
-            return False  # it stopped at the max_tokens it was given, with room left
-        return prepared.used + answer >= window - margin
+        return self._budget.measure(system, kept, tools, counter, info)
 
     # -- helpers ----------------------------------------------------------------------------------
-    def _sure(self, provider: Provider, counter: TokenCounter) -> bool:
-        """Whether the counts may refuse a request before it is sent: a tokenizer counts them, a server's
-        report (or refusal) calibrated them, or there is no server to ask (not a language model)."""
-        return (counter.tokenizer != "estimate" or self._calibrated
-                or not provider.is_language_model)
-
     def _check(self, history: Sequence[Message]) -> None:
         if self.compaction is not None and self.compaction.upto > len(history):
             log.debug("compaction of %d messages dropped: the history has %d", self.compaction.upto, len(history))
             self.compaction = None
 
     def _view(self, history: Sequence[Message], limit: int | None, params: Mapping[str, Any]) -> list[Message]:
-        """What the model is sent: the summary for the compacted part, and never two user messages in a
-        row (a run stopped or failed before its first word: :func:`workspace.messages.alternating`)."""
-        return self._cache.alternate(self._compacted_view(history, limit, params))
-
-    def _compacted_view(self, history: Sequence[Message], limit: int | None,
-                        params: Mapping[str, Any]) -> Sequence[Message]:
-        compaction = self.compaction
-        if compaction is None and not limit:
-            return history  # (read only: the view copies it)
-        start = compaction.upto if compaction is not None else 0
-        kept = self._all_shortened(history, limit, params)[start:] if limit else list(history[start:])
-        if compaction is None:
-            return kept
-        first = kept[0] if kept else None
-        cached = self._cache.summary
-        if cached is not None and cached[0] is compaction and cached[1] is first:
-            message, merged = cached[2], cached[3]
-        else:
-            message, merged = summary_message(compaction.summary, first)
-            self._cache.summary = (compaction, first, message, merged)
-        return [message, *kept[1:]] if merged else [message, *kept]
-
-    def _all_shortened(self, history: Sequence[Message], limit: int, params: Mapping[str, Any]) -> list[Message]:
-        """Every message of ``history`` as the model is sent it (results cut to ``limit``), the list kept for
-        the next request: only the messages after the part it shares with the last one are looked at."""
-        cached = self._cache.view
-        if cached is not None and cached[0] == limit and cached[1] == params:
-            inputs, out = cached[2], cached[3]
-        else:
-            inputs, out = [], []
-        shared = shared_prefix(inputs, history)
-        del inputs[shared:], out[shared:]
-        for index in range(shared, len(history)):
-            message = history[index]
-            inputs.append(message)
-            out.append(self._shortened(message, limit, params))
-        self._cache.view = (limit, dict(params), inputs, out)
-        return out
-
-    def _shortened(self, message: Message, limit: int | None, params: Mapping[str, Any]) -> Message:
-        if not limit or not message.is_tool_result:
-            return message
-        cache = self._cache.shortened
-        found = cache.get(id(message))
-        if found is not None and found[0] is message and found[1] == limit:
-            return found[2]
-        names = params.get(message.tool.name, ())  # type: ignore[attr-defined]
-        short = shorten_result_message(message, limit, params=names)  # type: ignore[arg-type]
-        if len(cache) > 20_000:
-            cache.clear()
-        cache[id(message)] = (message, limit, short if short is not None else message)
-        return short if short is not None else message
+        """What the model is sent (:class:`~workspace.context.view.RequestView`)."""
+        return self._sent(history, self.compaction, limit, params)
 
     def _summarizer(self, provider: Provider) -> Provider:
         summarizer = self.summarizer
@@ -678,75 +408,6 @@ class ContextManager:
 
     def _summary_tokens(self, window: int) -> int:
         return int(min(2048, max(128, window * self.summary_ratio)))
-
-    @staticmethod
-    def _hard_limit(window: int, settings: Mapping[str, Any]) -> int:
-        """The most tokens of a request that leaves room for an answer."""
-        wanted = settings.get("max_tokens")
-        reserve = min(int(wanted), window // 4) if isinstance(wanted, int) and wanted > 0 else min(1024, window // 8)
-        return window - reserve
-
-    def _fixes(self) -> str:
-        return ("Start a new thread, compact the conversation (/compact), set a larger window if the server "
-                "allows one (llm.context_window in the configuration, or context_window in the robot's front "
-                "matter), or use a model with a larger context window")
-
-    def _too_long_message(self, provider: Provider, prepared: Prepared, hard: int) -> str:
-        window = prepared.window
-        assert window is not None
-        model = provider.model_id or "the model"
-        what = {"compact": "even after compacting the older messages",
-                "truncate": "even without the older turns",
-                "error": "(the context policy is 'error', so nothing was compacted; the 'compact' policy would "
-                         "summarise older messages)"}[self.policy]
-        cause = ""
-        if prepared.tools_tokens * 4 >= window.tokens:  # the tools' schemas, not older messages, fill the window
-            biggest = ", ".join(f"{name} ({tokens:,})" for name, tokens in prepared.biggest_tools.items())
-            cause = (f" The tools' schemas take {prepared.tools_tokens:,} tokens of it (the biggest: {biggest}): "
-                     "offer the robot fewer tools (tools: / mcp: in its file, or tools=[...]), or let it search "
-                     "for them (a tool_share below 1).")
-        return (f"{model}: the request ({prepared.used:,} tokens) does not fit the context window "
-                f"({window.tokens:,} tokens, {window.describe()}; {window.tokens - hard:,} kept for the answer) "
-                f"{what}.{cause} {self._fixes()}")
-
-    def _refused_message(self, provider: Provider, prepared: Prepared, exc: BaseException, retried: bool) -> str:
-        model = provider.model_id or "the model"
-        window = prepared.window
-        size = f" ({window.tokens:,} tokens, {window.describe()})" if window is not None else ""
-        if retried:
-            what = "even after " + ("compacting" if self.policy == "compact" else "leaving out the oldest turns")
-        else:
-            what = "(the context policy is 'error', so nothing was compacted)"
-        return (f"{model}: the conversation is longer than the model's context window{size} {what} — the "
-                f"server said: {exc}. {self._fixes()}")
-
-
-def _local(provider: Provider) -> bool:
-    """Whether ``provider``'s model runs on a server on this machine."""
-    if not provider.is_language_model:
-        return False
-    local = provider.is_local
-    if local is not None:
-        return local
-    base = provider.api_base
-    if base:
-        return is_loopback_url(base)
-    prefix = (provider.model_id or "").partition("/")[0].lower()
-    return prefix in LOCAL_DEFAULT_BASES
-
-
-def _key(provider: Provider) -> tuple[str, str | None, str | None]:
-    """A provider's model and server (what a window and the counts' corrections belong to)."""
-    return type(provider).__name__, provider.model_id, provider.api_base
-
-
-def _tool_params(tools: Sequence[Any]) -> dict[str, tuple[str, ...]]:
-    out: dict[str, tuple[str, ...]] = {}
-    for spec in tools:
-        parameters = getattr(spec, "parameters", None)
-        props = parameters.get("properties") if isinstance(parameters, Mapping) else None
-        out[str(getattr(spec, "name", ""))] = tuple(props) if isinstance(props, Mapping) else ()
-    return out
 
 
 @contextlib.asynccontextmanager

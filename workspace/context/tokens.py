@@ -5,7 +5,7 @@ puts it on the wire (text; a tool call's name and JSON arguments; a tool result'
 schemas. Every message is counted once: the count is kept by the message object (messages are not
 changed once made), so counting a 200-turn thread again before the next call costs a lookup per
 message. The counts of the message view the manager sends are corrected from what the server
-reports (see :class:`workspace.context.manager.ContextManager`).
+reports (see :class:`workspace.context.budget.Budget`).
 
 The estimate (:func:`estimate`) errs high: about 1.1 to 1.6 times what OpenAI's tokenizer counts for
 prose, code, JSON, numbers, hex and CJK text alike, so the window fills up after the estimate says

@@ -132,7 +132,7 @@ class Provider(Protocol):
     @property
     def is_local(self) -> bool | None:
         """Whether the model runs on a server on this machine; None: judge by ``api_base`` and the
-        model id's prefix (:func:`workspace.context.manager`'s ``_local``)."""
+        model id's prefix (:func:`workspace.context.budget.is_local`)."""
         ...
 
     @property
