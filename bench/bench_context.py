@@ -114,10 +114,12 @@ def median(fn: Any, provider: Any) -> Any:
 
 
 def main() -> None:
+    from workspace.providers.base import with_defaults
     from workspace.providers.litellm_provider import token_counter
 
-    estimate = Counted("local/model")
-    tiktoken = Counted("openai/gpt-4o-mini", token_counter("openai/gpt-4o-mini"))
+    # (with_defaults: what a provider does not say itself, its server, whether it is local, says "not known")
+    estimate = with_defaults(Counted("local/model"))
+    tiktoken = with_defaults(Counted("openai/gpt-4o-mini", token_counter("openai/gpt-4o-mini")))
     figures: dict[str, float] = {}
     for name, provider in (("estimate", estimate), ("tiktoken", tiktoken)):
         per_turn, last = median(grow, provider)
