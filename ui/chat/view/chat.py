@@ -52,9 +52,10 @@ from ui.chat.model.state import (
     TurnState,
 )
 from ui.chat.model.tool_calls import AskUserItem, ElicitationItem, SamplingItem, ToolCallItem
+from ui.chat.view.approval_panel import ApprovalPanel
 from ui.chat.view.ask_user_card import AskUserCard
 from ui.chat.view.bus_card import BusMessageCard
-from ui.chat.view.cards import ApprovalPanel, ToolCard
+from ui.chat.view.cards import ToolCard
 from ui.chat.view.change_card import ChangeCard
 from ui.chat.view.elicitation_form import ElicitationForm
 from ui.chat.view.lanes import NetworkHeader, TaskLane
