@@ -332,6 +332,32 @@ async def test_threads_search_rename_delete_and_undo(desktop: Any, provider: Any
     assert desktop.controller.thread_id == hit.thread_id
 
 
+async def test_deleting_a_thread_while_its_run_goes_stores_why_the_run_stopped(desktop: Any, provider: Any) -> None:
+    """The thread's own run ends stored as stopped because the thread was deleted (not "stopped by the user"): Undo
+    brings the thread back saying so."""
+    from workspace import events as ev
+    from workspace.delegation import THREAD_DELETED
+
+    hold = asyncio.Event()
+    provider.enqueue([Pause(event=hold), "Too late."])
+    window, controller = desktop.window, desktop.controller
+    window.runs.send("take your time")
+    await wait_until(lambda: controller.last_run is not None and provider.history, what="the model to be asked")
+    thread_id, run_id = controller.thread_id, controller.last_run.run_id
+    window.threads.delete(thread_id)
+    await _idle(desktop, "the deleted thread's run to stop")
+    hold.set()
+    ends = [e for _turn, e in controller.store.thread_events(thread_id) if e.run_id == run_id and e.terminal]
+    assert [(type(e), e.reason) for e in ends] == [(ev.RunCancelled, THREAD_DELETED)]
+
+    window.toast.trigger()  # Undo: the thread opens again, its turn says why its run stopped
+    await wait_until(lambda: controller.thread_id == thread_id and window.chat.presenter.run(run_id) is not None,
+                     what="the thread's turn again")
+    end = window.chat.presenter.run(run_id).end
+    assert end is not None and end.outcome == "cancelled"
+    assert end.status_text == "■ Stopped — you deleted the thread"
+
+
 async def test_keyboard_palette_and_shortcuts(desktop: Any) -> None:
     window = desktop.window
     QTest.keyClick(window, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
