@@ -4,9 +4,10 @@ its delegation still worked ("robotlab run ended while it went on…"); ``robotl
 delegation still works when Ctrl-C stops the next answer ("robotlab was interrupted (Ctrl-C) while it went on…"),
 and when the chat ends ("the chat ended while it went on…"); ``robotlab run --compare`` whose candidate's run
 ended while its delegation still worked, when Ctrl-C stops the comparison ("robotlab was interrupted (Ctrl-C) while
-it went on…") and when the comparison ends ("robotlab run ended while it went on…"). Real processes (``test_cli_stop_delegated``'s launcher,
-which registers the manager's tool before the command line starts), the loopback OpenAI-compatible server (one for
-the manager, one for the helper), the thread read back from the SQLite file the commands wrote."""
+it went on…") and when the comparison ends ("robotlab run ended while it went on…"). Real processes
+(``fakes.delegating_launcher``, which registers the manager's tool before the command line starts), the loopback
+OpenAI-compatible server (one for the manager, one for the helper), the thread read back from the SQLite file the
+commands wrote."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from typing import Any
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
 
-from tests.test_cli_stop_delegated import LAUNCHER, MANAGER, ROOT, ended, helper_requests, start
+from tests.fakes.delegating_launcher import ROOT, ended, helper_requests, start, write_launcher
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="signals")
 
@@ -45,17 +46,11 @@ class Servers:
 
 @pytest.fixture
 def servers(robotlab_home: Path, tmp_path: Path) -> Iterator[Servers]:
-    """``test_cli_stop_delegated``'s launcher (the manager's tool registered before the command line starts), its
-    helper on a server of its own: the helper's model answers after two minutes."""
-    path = robotlab_home / "config" / "robots" / "manager.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(MANAGER, encoding="utf-8")
+    """The launcher (``fakes.delegating_launcher``: the manager's tool registered before the command line starts),
+    its helper on a server of its own: the helper's model answers after two minutes."""
     with FakeLLMServer() as manager, FakeLLMServer() as helper:
         helper.reply_fn = lambda _body: Reply.say("Late answer.", stall_before=120)
-        script = tmp_path / "launch.py"
-        script.write_text(LAUNCHER.format(root=str(ROOT), tests=str(ROOT / "tests"),
-                                          api_base=helper.base_url + "/v1"), encoding="utf-8")
-        yield Servers(manager, helper, script)
+        yield Servers(manager, helper, write_launcher(robotlab_home, tmp_path / "launch.py", helper.base_url + "/v1"))
 
 
 def replies(helper: FakeLLMServer, *, stall_after: str | None = None) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.conftest import running_app, wait_until
+from tests.fakes.app_window import running_app, wait_until
 from ui.inspector import tool_calls
 from ui.transcript import LazyTranscript
 from workspace import events as ev

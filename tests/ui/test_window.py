@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from tests.ui.conftest import close_app, wait_until
+from tests.fakes.app_window import close_app, wait_until
 from ui.chat.view.cards import ToolCard
 from ui.chat.view.messages import RobotHeader, RunFooter, UserMessage
 from ui.chat.view.stream import MarkdownStream
