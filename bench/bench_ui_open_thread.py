@@ -27,44 +27,25 @@ RUNS = 5
 
 
 def build_thread(db_path: Path) -> str:
-    from workspace import events as ev
+    from tests.fakes.long_threads import add_tool_thread
     from workspace.persistence import Store
-    from workspace.result import RobotResult
 
     store = Store(db_path)
-    thread = store.create_thread(robot="assistant", title="A long conversation")
-    parent = None
-    for i in range(TURNS):
-        turn = store.add_turn(thread.id, user_text=f"Question {i}: what does file_{i}.py do?", parent_turn_id=parent)
-        run = f"run{i}"
-
-        def e(cls: type[ev.Event], seq: int, _run: str = run, **fields: object) -> ev.Event:
-            return cls(run_id=_run, robot="assistant", seq=seq, **fields)
-
-        store.append_events(thread.id, turn.id, [
-            e(ev.RunStarted, 1, message=f"Question {i}", model="bench"),
-            e(ev.Text, 2, text=f"Let me read `file_{i}.py` first."),
-            e(ev.ToolUse, 3, id=f"c{i}", name="read_file", input={"path": f"file_{i}.py"}),
-            e(ev.ToolResult, 4, id=f"c{i}", name="read_file", payload={"data": {"content": "def f():\n    pass\n" * 5}},
-              duration=0.01),
-            e(ev.Text, 5, text=f"**file_{i}.py** defines `f`, which does nothing:\n\n```python\ndef f():\n    pass\n```"),
-            e(ev.Usage, 6, input_tokens=120, output_tokens=40, cost=0.0001, total_input_tokens=120,
-              total_output_tokens=40, total_cost=0.0001),
-            e(ev.RunFinished, 7, result=RobotResult(robot_name="assistant", output=[])),
-        ])
-        store.finish_turn(turn.id, "finished")
-        parent = turn.id
-    store.close()
-    return thread.id
+    try:
+        return add_tool_thread(store, TURNS)
+    finally:
+        store.close()
 
 
 def main() -> int:
+    from tests.fakes.long_threads import TOOL_TURN_EVENTS
+
     home = Path(tempfile.mkdtemp(prefix="robotlab-bench-"))
     os.environ["ROBOTLAB_HOME"] = str(home)
     db = home / "long.db"
     started = time.perf_counter()
     thread_id = build_thread(db)
-    print(f"built a thread of {TURNS} turns ({TURNS * 2} messages, {TURNS * 7} events) in "
+    print(f"built a thread of {TURNS} turns ({TURNS * 2} messages, {TURNS * TOOL_TURN_EVENTS} events) in "
           f"{time.perf_counter() - started:.1f} s")
 
     from PySide6.QtCore import QEvent, QObject

@@ -2,15 +2,21 @@
 in the window says it when the thread is opened there, not "not followed": ``robotlab run`` whose run ended while
 its delegation still worked ("robotlab run ended while it went on…"); ``robotlab chat`` whose earlier answer's
 delegation still works when Ctrl-C stops the next answer ("robotlab was interrupted (Ctrl-C) while it went on…"),
-and when the chat ends ("the chat ended while it went on…"). Real processes (``test_cli_stop_delegated``'s launcher,
-which registers the manager's tool before the command line starts), the loopback OpenAI-compatible server (one for
-the manager, one for the helper), the thread read back from the SQLite file the commands wrote."""
+and when the chat ends ("the chat ended while it went on…"); ``robotlab run --compare`` whose candidate's run
+ended while its delegation still worked, when Ctrl-C stops the comparison ("robotlab was interrupted (Ctrl-C) while
+it went on…") and when the comparison ends ("robotlab run ended while it went on…"). Real processes
+(``fakes.delegating_launcher``, which registers the manager's tool before the command line starts), the loopback
+OpenAI-compatible server (one for the manager, one for the helper), the thread read back from the SQLite file the
+commands wrote."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -21,7 +27,7 @@ from typing import Any
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
 
-from tests.test_cli_stop_delegated import LAUNCHER, MANAGER, ROOT, ended, helper_requests, start
+from tests.fakes.delegating_launcher import ROOT, ended, helper_requests, start, write_launcher
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="signals")
 
@@ -40,17 +46,11 @@ class Servers:
 
 @pytest.fixture
 def servers(robotlab_home: Path, tmp_path: Path) -> Iterator[Servers]:
-    """``test_cli_stop_delegated``'s launcher (the manager's tool registered before the command line starts), its
-    helper on a server of its own: the helper's model answers after two minutes."""
-    path = robotlab_home / "config" / "robots" / "manager.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(MANAGER, encoding="utf-8")
+    """The launcher (``fakes.delegating_launcher``: the manager's tool registered before the command line starts),
+    its helper on a server of its own: the helper's model answers after two minutes."""
     with FakeLLMServer() as manager, FakeLLMServer() as helper:
         helper.reply_fn = lambda _body: Reply.say("Late answer.", stall_before=120)
-        script = tmp_path / "launch.py"
-        script.write_text(LAUNCHER.format(root=str(ROOT), tests=str(ROOT / "tests"),
-                                          api_base=helper.base_url + "/v1"), encoding="utf-8")
-        yield Servers(manager, helper, script)
+        yield Servers(manager, helper, write_launcher(robotlab_home, tmp_path / "launch.py", helper.base_url + "/v1"))
 
 
 def replies(helper: FakeLLMServer, *, stall_after: str | None = None) -> Any:
@@ -72,9 +72,10 @@ def replies(helper: FakeLLMServer, *, stall_after: str | None = None) -> Any:
     return reply
 
 
-def helper_lane(home: Path) -> Any:
-    """The helper's lane as the window shows the command's thread: the database the command wrote (its only thread)
-    opened by a workspace of its own, the turns fed to the chat's presenter."""
+def helper_lane(home: Path, *, candidate: int | None = None) -> Any:
+    """The helper's lane as the window shows the command's thread: the database the command wrote (its only thread;
+    of a comparison, the thread of ``candidate``) opened by a workspace of its own, the turns fed to the chat's
+    presenter."""
     from ui.chat.model.presenter import ChatPresenter
     from workspace.config import load_config
     from workspace.paths import database_path
@@ -83,7 +84,7 @@ def helper_lane(home: Path) -> Any:
     assert str(database_path()).startswith(str(home))
     workspace = Workspace(config=load_config(env={}), db_path=database_path())
     try:
-        (thread,) = workspace.threads()
+        (thread,) = [t for t in workspace.threads() if candidate is None or t.metadata.get("candidate") == candidate]
         presenter = ChatPresenter()
         for view in workspace.open_thread(thread.id).transcript():
             presenter.load_turn(view)
@@ -185,3 +186,68 @@ def test_ending_a_chat_stores_that_it_stopped_what_an_answer_delegated(chat: Any
     lane = helper_lane(robotlab_home)
     assert lane.status == "cancelled"
     assert lane.reason == "the chat ended while it went on in the background after the run that started it ended"
+
+
+def compare(servers: Servers) -> subprocess.Popen[str]:
+    """``robotlab run manager ... --compare openai/slow`` (``--json``): candidate 0's model (``fake``) answers as
+    :func:`replies` says, candidate 1's (``slow``) after two minutes; the two candidates' requests go at the same
+    time (the server takes them so)."""
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "ROBOT_LAB_LLM__MAX_CONCURRENT_REQUESTS": "4"}
+    return subprocess.Popen([sys.executable, str(servers.script), "run", "manager", "get the helper going", "--json",
+                             "--model", "openai/fake", "--api-base", servers.manager.base_url + "/v1", "--compare",
+                             "openai/slow"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT, env=env)
+
+
+def candidates(helper: FakeLLMServer, *, slow: bool) -> Any:
+    """The manager's model for each candidate: ``fake`` delegates (:func:`replies`), ``slow`` answers after two
+    minutes when ``slow``, else at once."""
+    first = replies(helper)
+
+    def reply(body: dict[str, Any]) -> Reply:
+        if body["model"] == "slow":
+            return Reply.say("Slow answer.", stall_before=120 if slow else 0)
+        return first(body)
+
+    return reply
+
+
+def test_ctrl_c_in_a_comparison_stores_that_it_stopped_a_finished_candidates_delegation(
+        servers: Servers, robotlab_home: Path) -> None:
+    servers.manager.reply_fn = candidates(servers.helper, slow=True)
+    proc = compare(servers)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # candidate 0's run ended (its delegation still works), candidate 1's goes on
+            event = json.loads(line)
+            if event["kind"] == "run_finished" and event["candidate"] == 0 and not event.get("parent_run_id"):
+                break
+        assert helper_requests(servers.helper) == 1 and servers.helper.disconnects == 0
+        assert any(body["model"] == "slow" for body in servers.manager.requests)
+        proc.send_signal(signal.SIGINT)
+        _rest, err = proc.communicate(timeout=HANG)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert servers.helper.wait_for_disconnects(1, timeout=30)  # the helper's request was cut off
+    lane = helper_lane(robotlab_home, candidate=0)
+    assert lane.status == "cancelled"
+    assert lane.reason == ("robotlab was interrupted (Ctrl-C) while it went on in the background after the run "
+                           "that started it ended")
+
+
+def test_a_comparison_that_ended_before_a_candidates_delegation_stores_that_the_command_ended(
+        servers: Servers, robotlab_home: Path) -> None:
+    servers.manager.reply_fn = candidates(servers.helper, slow=False)
+    proc = compare(servers)
+    try:
+        _out, err = proc.communicate(timeout=HANG)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert helper_requests(servers.helper) == 1 and servers.helper.wait_for_disconnects(1, timeout=30)  # cut off
+    lane = helper_lane(robotlab_home, candidate=0)
+    assert lane.status == "cancelled"
+    assert lane.reason == "robotlab run ended while it went on in the background after the run that started it ended"

@@ -3,7 +3,7 @@ the run goes on stops the run and the delegation (the delegate's request to the 
 follows, the command exits 143); Ctrl-C in ``robotlab chat``, which goes on, stops the answer's delegation too (it
 would otherwise go on); a run that ends while its delegation still works ends the command all the same,
 the delegation stopped with it rather than left waiting for its model. The manager's tool is registered by a small
-launcher script before the command line starts, as a program that adds tools would. (The end of ``asyncio.run``
+launcher script before the command line starts, as a program that adds tools would (``fakes.delegating_launcher``). (The end of ``asyncio.run``
 cancels what is left, so a whole process never kept the delegation alive; these guard that. That the delegation
 stops with the run itself, before the command goes on to its end, is ``test_stop_delegated_work``'s SIGTERM test.)"""
 
@@ -22,32 +22,9 @@ from typing import Any
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
 
+from tests.fakes.delegating_launcher import ROOT, ended, helper_requests, start, write_launcher
+
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="signals")
-
-ROOT = Path(__file__).resolve().parent.parent
-MANAGER = "---\nname: manager\ndescription: hands work on\ntools: [start_helper]\nmcp: none\n---\nYou manage.\n"
-LAUNCHER = '''
-import sys
-sys.path[:0] = [{root!r}, {tests!r}]
-from workspace import Robot
-from workspace.config import load_config
-from workspace.delegation import delegate
-from workspace.tools import registry
-from workspace.tools.base import Tool
-
-helper = Robot("helper", system_prompt="You help.", model="openai/fake", api_base={api_base!r},
-               config=load_config(env={{}}, overrides={{"llm": {{"max_retries": 1}}}}))
-
-async def start(arguments):
-    await delegate(helper, "work slowly", delegated_by="manager", background=True)
-    return "started"
-
-registry._TOOLS["start_helper"] = Tool("start_helper", "Start the helper", {{"type": "object", "properties": {{}}}},
-                                       start)
-from workspace.cli import main
-sys.exit(main(sys.argv[1:]))
-'''
-
 
 def replies(*, manager_waits: bool) -> Any:
     """The model: the helper's call waits for ever (two minutes); the manager calls its tool, then answers (at once,
@@ -67,26 +44,9 @@ def replies(*, manager_waits: bool) -> Any:
 
 @pytest.fixture
 def launcher(robotlab_home: Path, tmp_path: Path) -> Iterator[tuple[Path, FakeLLMServer]]:
-    path = robotlab_home / "config" / "robots" / "manager.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(MANAGER, encoding="utf-8")
+    """The launcher (``fakes.delegating_launcher``), the manager's model and the helper's on one server."""
     with FakeLLMServer() as server:
-        script = tmp_path / "launch.py"
-        script.write_text(LAUNCHER.format(root=str(ROOT), tests=str(ROOT / "tests"),
-                                          api_base=server.base_url + "/v1"), encoding="utf-8")
-        yield script, server
-
-
-def start(script: Path, server: FakeLLMServer) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "OPENAI_API_KEY": "sk-test"}
-    return subprocess.Popen([sys.executable, str(script), "run", "manager", "get the helper going", "--json",
-                             "--model", "openai/fake", "--api-base", server.base_url + "/v1"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
-                            env=env)
-
-
-def helper_requests(server: FakeLLMServer) -> int:
-    return sum(1 for body in server.requests if "You help" in str(body["messages"][0]["content"]))
+        yield write_launcher(robotlab_home, tmp_path / "launch.py", server.base_url + "/v1"), server
 
 
 def wait_for(predicate: Any, what: str, *, proc: subprocess.Popen[bytes]) -> None:
@@ -95,16 +55,6 @@ def wait_for(predicate: Any, what: str, *, proc: subprocess.Popen[bytes]) -> Non
         if time.monotonic() > deadline or proc.poll() is not None:
             raise AssertionError(f"never saw {what} (exit status {proc.poll()})")
         time.sleep(0.05)
-
-
-def ended(proc: subprocess.Popen[bytes]) -> tuple[int, str]:
-    try:
-        _out, err = proc.communicate(timeout=60)  # bounds a hang only: the model would answer in two minutes
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise AssertionError("the command did not end while its delegation waited for its model") from None
-    return proc.returncode, err.decode()
 
 
 def test_sigterm_stops_the_run_and_what_it_delegated(launcher: tuple[Path, FakeLLMServer]) -> None:

@@ -13,7 +13,7 @@ import pytest
 from fakes.llm_server import FakeLLMServer, Reply
 from test_replay import MESSAGES, RECORD, Tools, allow_all, record, robot
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from workspace import events as ev
 from workspace.context.compaction import SUMMARY_INSTRUCTIONS
 from workspace.persistence import Store

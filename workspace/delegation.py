@@ -35,8 +35,11 @@ def stopped_in_background(how: str) -> str:
 STOPPED_IN_BACKGROUND = stopped_in_background("you pressed Stop")
 #: The person quit the window (it asks first when delegated work still runs).
 STOPPED_AT_QUIT = stopped_in_background("you quit RobotLab Workspace")
+#: Why the thread's own run stopped when the person deleted the thread (a soft delete: its rows stay, and Undo brings
+#: it back saying so).
+THREAD_DELETED = "you deleted the thread"
 #: The person deleted the thread (a soft delete: its rows stay, and Undo brings it back with its lanes).
-STOPPED_WITH_THREAD = stopped_in_background("you deleted the thread")
+STOPPED_WITH_THREAD = stopped_in_background(THREAD_DELETED)
 #: The workspace was closed (:meth:`workspace.session.Workspace.close`; the command line gives its own reason).
 STOPPED_AT_CLOSE = stopped_in_background("the workspace was closed")
 

@@ -3,19 +3,20 @@
 Async tests in this folder run on a ``qasync.QEventLoop`` through pytest-asyncio's
 ``pytest_asyncio_loop_factories`` hook; the runner closes each loop after its test. Inside
 them never call ``qtbot.wait*`` (a nested Qt loop hangs qasync): poll with
-``await asyncio.sleep`` (see :func:`wait_until`).
+``await asyncio.sleep`` (see ``wait_until`` in ``tests/fakes/app_window.py``, with the app's start and close).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.fakes.app_window import running_app
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -34,36 +35,6 @@ def _qasync_loop() -> asyncio.AbstractEventLoop:
 
 def pytest_asyncio_loop_factories(config: Any, item: Any) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
     return {"qasync": _qasync_loop}
-
-
-async def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, *, what: str = "the condition") -> None:
-    """Poll ``predicate`` on the running (qasync) loop until it is true. The time limit only stops a hang:
-    it is generous because the suite runs on a busy two-core machine."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        await asyncio.sleep(0.01)
-
-
-async def close_app(root: Any) -> None:
-    """Shut an Application down and delete its window now, in a controlled place.
-
-    Left to the garbage collector, a window can be deleted in the middle of the next test's
-    event processing, which can crash Qt.
-    """
-    import gc
-
-    from PySide6.QtCore import QCoreApplication, QEvent
-
-    await root.aclose()
-    root.window.close()
-    root.window.deleteLater()
-    await asyncio.sleep(0)
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-    gc.collect()
-    await asyncio.sleep(0)
 
 
 @pytest.fixture(autouse=True)
@@ -98,21 +69,6 @@ def provider() -> Any:
     return ScriptedProvider()
 
 
-@contextlib.asynccontextmanager
-async def running_app(*, size: tuple[int, int] | None = None, **options: Any) -> AsyncIterator[Any]:
-    """``ui.app.Application(**options)`` with its window shown (at ``size``), closed at the end."""
-    from ui.app import Application
-
-    root = Application(**options)
-    if size is not None:
-        root.window.resize(*size)
-    root.window.show()
-    try:
-        yield root
-    finally:
-        await close_app(root)
-
-
 @pytest.fixture
 async def desktop(provider: Any, db_path: Path) -> AsyncIterator[Any]:
     """The whole app (window, controller, bridge) on a ScriptedProvider and a fresh database."""
@@ -134,23 +90,23 @@ async def compare_app(server: Any, folder: Path, db_path: Path) -> AsyncIterator
         yield root
 
 
-@contextlib.asynccontextmanager
-async def memory_review_app(*, home: Path, provider: Any, db_path: Path, tmp_path: Path, robot: str,
-                            robot_file: str) -> AsyncIterator[Any]:
-    """The whole app with ``review.memory: ask`` on a fresh folder (``tmp_path/project``), the robot file
-    ``robot_file`` written as the user's robot ``robot`` and picked: what a test of reviewed memory writes opens."""
-    from workspace.config import load_config
+@pytest.fixture
+def slow_server() -> Iterator[Any]:
+    """The loopback server whose model answers a delegate only after a long wait."""
+    from tests.fakes.llm_server import FakeLLMServer, Reply
 
-    path = home / "config" / "robots" / f"{robot}.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(robot_file, encoding="utf-8")
-    folder = tmp_path / "project"
-    folder.mkdir()
-    config = load_config(folder, overrides={"review": {"memory": "ask"}})
-    async with running_app(provider=provider, db_path=db_path, theme_name="light", folder=folder, config=config,
-                           size=(1300, 850)) as root:
-        root.window.robots.refresh()
-        row = root.window.robot_model.row_of(robot)
-        assert row >= 0, f"the robot {robot} is not in the picker"
-        root.window.robot_picker.setCurrentIndex(row)
-        yield root
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.say("Late answer.", stall_before=120))
+        yield server
+
+
+@pytest.fixture
+async def scene(robotlab_home: Path, db_path: Path, tmp_path: Path, provider: Any, slow_server: Any,
+                monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
+    """The app with the robot ``manager``, whose tool ``start_helper`` delegates to ``helper`` (on ``slow_server``)
+    in the background: ``fakes.delegating_manager``'s ``Scene``, what the tests of stopping that work use."""
+    from tests.fakes.delegating_manager import slow_helper_app
+
+    async with slow_helper_app(slow_server, provider=provider, robotlab_home=robotlab_home, db_path=db_path,
+                               tmp_path=tmp_path, monkeypatch=monkeypatch) as built:
+        yield built

@@ -206,7 +206,7 @@ async def test_an_approval_with_nothing_streaming_still_gets_a_card(qapp_instanc
 
 
 async def test_in_the_window_the_approval_is_on_its_card_when_its_event_comes(desktop: Any, provider: Any) -> None:
-    from tests.ui.conftest import wait_until
+    from tests.fakes.app_window import wait_until
     from workspace.providers.testing import ToolCall
 
     w, c = desktop.window, desktop.controller

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from PySide6.QtWidgets import QLabel
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from ui.chat.model.presenter import ChatPresenter
 from ui.chat.model.tool_calls import AskUserItem
 from ui.chat.view.ask_user_card import AskUserCard, countdown_text
@@ -100,7 +100,7 @@ def test_the_countdown_reads_as_time_left() -> None:
 
 # -- the window ------------------------------------------------------------------------------------------
 async def test_the_card_answers_and_the_run_goes_on_with_the_answer(asker: Path, provider: Any, db_path: Path) -> None:
-    from tests.ui.conftest import running_app
+    from tests.fakes.app_window import running_app
 
     provider.enqueue([ToolCall("ask_user", {"question": "Which colour for the logo?", "choices": ["red", "green", "blue"],
                                             "default": "green"}, id="q1")],
@@ -123,7 +123,7 @@ async def test_the_card_answers_and_the_run_goes_on_with_the_answer(asker: Path,
 
 async def test_a_question_without_choices_takes_typed_text_and_skip_tells_the_robot(
         asker: Path, provider: Any, db_path: Path) -> None:
-    from tests.ui.conftest import running_app
+    from tests.fakes.app_window import running_app
 
     provider.enqueue([ToolCall("ask_user", {"question": "Your name?", "default": "Ada"}, id="q1")],
                      [ToolCall("ask_user", {"question": "Your town?"}, id="q2")],
@@ -146,7 +146,7 @@ async def test_a_question_without_choices_takes_typed_text_and_skip_tells_the_ro
 
 
 async def test_a_stop_cancels_the_question(asker: Path, provider: Any, db_path: Path) -> None:
-    from tests.ui.conftest import running_app
+    from tests.fakes.app_window import running_app
 
     provider.enqueue([ToolCall("ask_user", {"question": "Go on?", "choices": ["yes", "no"]}, id="q1")], "Unused.")
     async with running_app(provider=provider, db_path=db_path, theme_name="light", size=(1200, 800)) as root:
@@ -169,7 +169,7 @@ def _network_reply(messages: list[Message], info: AgentInfo) -> Any:
 
 
 async def test_a_persons_task_card_answers_the_network(robotlab_home: Path, db_path: Path) -> None:
-    from tests.ui.conftest import running_app
+    from tests.fakes.app_window import running_app
 
     path = robotlab_home / "config" / "networks" / "approvals.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)

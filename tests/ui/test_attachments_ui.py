@@ -15,10 +15,10 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QGuiApplication, QImage
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
+from tests.fakes.app_window import running_app, wait_until
 from tests.test_attachments import png
 from tests.ui.a11y import unnamed_controls
 from tests.ui.chat_dump import dump_state, dump_widgets
-from tests.ui.conftest import running_app, wait_until
 from workspace.attachments import Attachment
 from workspace.messages import Message
 from workspace.providers.testing import AgentInfo, FunctionProvider

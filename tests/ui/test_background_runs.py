@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from ui.threads.model import ThreadListModel
 from workspace.providers.testing import ScriptedProvider, ToolCall
 
@@ -175,7 +175,7 @@ async def test_a_run_failing_in_the_background_marks_its_thread_and_says_so(desk
 
 async def test_changes_proposed_in_the_background_wait_for_review(provider: Any, db_path: Path,
                                                                   tmp_path: Path) -> None:
-    from tests.ui.conftest import running_app
+    from tests.fakes.app_window import running_app
     from workspace.config import load_config
 
     folder = tmp_path / "project"
@@ -209,7 +209,7 @@ async def test_changes_proposed_in_the_background_wait_for_review(provider: Any,
 
 async def test_a_change_card_shown_again_mid_run_is_the_one_the_reopened_thread_shows(provider: Any, db_path: Path,
                                                                                      tmp_path: Path) -> None:
-    from tests.ui.conftest import running_app
+    from tests.fakes.app_window import running_app
     from tests.ui.test_chat_replay import _assert_same, _reopen, _snapshot
     from workspace import events as ev
     from workspace.config import load_config
@@ -268,7 +268,7 @@ async def test_quitting_with_runs_going_asks_and_cancel_keeps_them(desktop: Any,
 async def test_a_network_run_left_and_shown_again_mid_way_ends_as_its_reopened_thread(db_path: Path) -> None:
     """A network's lanes and totals, shown again from the run's own events after going on out of sight, are
     what the store shows once it ended."""
-    from tests.ui.conftest import running_app
+    from tests.fakes.app_window import running_app
     from tests.ui.test_chat_replay import _assert_same, _reopen, _snapshot
     from workspace.providers.demo import DemoProvider
 
@@ -295,7 +295,7 @@ async def test_a_network_run_left_and_shown_again_mid_way_ends_as_its_reopened_t
 
 async def test_a_background_runs_mark_survives_a_restart_until_its_thread_is_seen(provider: Any,
                                                                                   db_path: Path) -> None:
-    from tests.ui.conftest import running_app
+    from tests.fakes.app_window import running_app
 
     async with running_app(provider=provider, db_path=db_path, theme_name="light", size=(1200, 800)) as root:
         w, c = root.window, root.controller
@@ -328,7 +328,7 @@ async def test_two_background_threads_share_one_local_servers_limit(db_path: Pat
     (the local default) the second queues until the first is done, at 2 both stream at once; both finish."""
     from fakes.llm_server import FakeLLMServer, Reply
 
-    from tests.ui.conftest import running_app
+    from tests.fakes.app_window import running_app
     from workspace.config import load_config
 
     def reply(body: dict[str, Any]) -> Reply:  # a slow stream: long enough for the other thread's request to come

@@ -130,7 +130,7 @@ async def test_the_window_shows_a_network_files_bus_messages_and_reopens_them(db
     import shutil
 
     from examples.bus_network import NETWORK, provider
-    from tests.ui.conftest import running_app, wait_until
+    from tests.fakes.app_window import running_app, wait_until
     from ui.chat.view.lanes import TaskLane
 
     networks = robotlab_home / "config" / "networks"

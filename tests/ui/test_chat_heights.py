@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from PySide6.QtWidgets import QApplication, QWidget
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from ui.chat.view.chat import ChatView
 from ui.chat.view.messages import UserMessage
 from workspace import events as ev

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.app_window import close_app, wait_until
 from tests.ui.chat_dump import dump_state, dump_widgets, usage_text
-from tests.ui.conftest import close_app, wait_until
 from workspace.messages import Message
 from workspace.providers.testing import AgentInfo, FunctionProvider, ToolCall
 from workspace.result import Usage
@@ -94,7 +94,7 @@ def folder(tmp_path: Path) -> Path:
 
 
 async def test_a_robot_thread_reopens_as_it_was_shown_live(provider: Any, db_path: Path, folder: Path) -> None:
-    from tests.ui.conftest import running_app
+    from tests.fakes.app_window import running_app
     from workspace.config import load_config
 
     config = load_config(folder, overrides={"review": {"mode": "review"}})

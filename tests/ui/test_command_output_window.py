@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from tests.ui.conftest import running_app, wait_until
+from tests.fakes.app_window import running_app, wait_until
 from tests.ui.test_chat_replay import _assert_same, _reopen, _snapshot
 from workspace.isolation import SandboxUnavailable, sandbox_for_platform
 from workspace.providers.testing import ToolCall

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
 
-from tests.ui.conftest import running_app, wait_until
+from tests.fakes.app_window import running_app, wait_until
 from workspace.config import load_config
 
 pytestmark = pytest.mark.timeout(300)  # bounds a hang: three comparisons of 2-4 scripted candidates

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 
 pytestmark = pytest.mark.timeout(180)  # bounds a hang: three scripted candidates on a loaded machine
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
 
-from tests.ui.conftest import running_app, wait_until
+from tests.fakes.app_window import running_app, wait_until
 from workspace import events as ev
 from workspace.config import load_config
 

@@ -17,8 +17,8 @@ import pytest
 from fakes.candidates import BASE, EDITS, edited
 from fakes.llm_server import FakeLLMServer, Reply
 
+from tests.fakes.app_window import running_app, wait_until
 from tests.ui.chat_dump import dump_state
-from tests.ui.conftest import running_app, wait_until
 from workspace.config import load_config
 
 pytestmark = pytest.mark.timeout(180)  # bounds a hang: three scripted candidates, twice, on a loaded machine

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QPushButton
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from workspace.providers.testing import ToolCall
 
 

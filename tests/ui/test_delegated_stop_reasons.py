@@ -1,8 +1,8 @@
 """Work a robot delegated in the background goes on after the run that started it ended, and the person quits the
 window or deletes the thread: the work stops, and the delegate's run ends in the store with why — "you quit RobotLab
 Workspace…" or "you deleted the thread…", not "you pressed Stop…" — so its lane says so when the thread is opened
-again (after a restart, or after Undo), instead of "not followed". The scene is
-``test_stop_background_delegation``'s: the app with the robot ``manager``, whose tool delegates to ``helper`` on the
+again (after a restart, or after Undo), instead of "not followed". The scene is ``tests/ui``'s ``scene`` fixture
+(``fakes.delegating_manager``): the app with the robot ``manager``, whose tool delegates to ``helper`` on the
 loopback OpenAI-compatible server (its model takes its time); the store a SQLite file."""
 
 from __future__ import annotations
@@ -10,19 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.ui import test_stop_background_delegation as background
-from tests.ui.conftest import wait_until
-from tests.ui.test_stop_background_delegation import (
+from tests.fakes.app_window import wait_until
+from tests.fakes.delegating_manager import (
     Scene,
     assert_stopped,
     lane_of_the_call,
     run_ends_while_it_delegates,
 )
 from workspace.providers.testing import ScriptedProvider
-
-# That module's fixtures, used here as they are: the app with its robots, and the slow loopback server.
-scene = background.scene
-slow_server = background.slow_server
 
 
 def delegate_ends(db_path: Path, thread_id: str, run_id: str) -> list[Any]:

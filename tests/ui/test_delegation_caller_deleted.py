@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.app_window import wait_until
 from tests.fakes.delegating_manager import manager_app
-from tests.ui.conftest import wait_until
 from workspace.providers.testing import Pause, ScriptedProvider, ToolCall
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.ui.conftest import close_app, wait_until
+from tests.fakes.app_window import close_app, wait_until
 
 
 async def test_a_dock_is_its_pane_module_and_one_line(provider: Any, db_path: Path, tmp_path: Path,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.conftest import close_app, wait_until
+from tests.fakes.app_window import close_app, wait_until
 from ui.chat.view.change_card import ChangeCard
 from workspace.providers.testing import ToolCall
 

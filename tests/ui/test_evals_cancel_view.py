@@ -10,7 +10,7 @@ from typing import Any
 from fakes.echo_eval import CASES, EchoModel, echo_eval_file
 from fakes.llm_server import FakeLLMServer
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from ui.evals.view import THREAD_ROLE, EvalsDialog
 from workspace.persistence import Store
 

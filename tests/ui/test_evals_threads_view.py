@@ -11,7 +11,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from tests.ui.eval_files import TWO_CASES, eval_folder
 from ui.evals.view import THREAD_ROLE, EvalsDialog
 

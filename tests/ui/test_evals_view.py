@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from tests.ui.eval_files import EXAMPLES, TWO_CASES, eval_folder
 from ui.evals.save_case import SaveCaseDialog, appended_text, save_case
 from ui.evals.view import EvalsDialog, last_run_file

@@ -8,7 +8,7 @@ from typing import Any
 
 from fakes.llm_server import FakeLLMServer, Reply
 
-from tests.ui.conftest import running_app, wait_until
+from tests.fakes.app_window import running_app, wait_until
 from workspace import events as ev
 from workspace.config import load_config
 
@@ -33,7 +33,7 @@ async def test_the_window_fills_its_docks_a_step_at_a_time_with_the_collector_pa
     garbage collector waits until they are all there, and no step is done twice."""
     import gc
 
-    from tests.ui.conftest import close_app
+    from tests.fakes.app_window import close_app
     from ui.app import Application
 
     assert gc.isenabled()
@@ -62,7 +62,7 @@ async def test_a_pane_that_cannot_be_built_is_said_and_start_up_goes_on(db_path:
     import gc
 
     import ui.mcp.pane
-    from tests.ui.conftest import close_app
+    from tests.fakes.app_window import close_app
     from ui.app import Application
 
     def broken(context: Any) -> Any:
@@ -83,7 +83,7 @@ async def test_a_pane_that_cannot_be_built_is_said_and_start_up_goes_on(db_path:
 async def test_a_pane_made_when_its_dock_first_shows_says_so_when_it_cannot_be(db_path: Path,
                                                                               monkeypatch: Any) -> None:
     import ui.network.pane
-    from tests.ui.conftest import close_app
+    from tests.fakes.app_window import close_app
     from ui.app import Application
 
     def broken(context: Any) -> Any:
@@ -105,7 +105,7 @@ async def test_a_pane_made_when_its_dock_first_shows_says_so_when_it_cannot_be(d
 
 
 async def test_a_window_built_at_once_builds_what_the_steps_left(db_path: Path) -> None:
-    from tests.ui.conftest import close_app
+    from tests.fakes.app_window import close_app
     from ui.app import Application
 
     root = Application(db_path=db_path, theme_name="light", defer=True)

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.ui.conftest import running_app, wait_until
+from tests.fakes.app_window import running_app, wait_until
+from tests.fakes.long_threads import FILE_CONTENT, TOOL_TURN_EVENTS, add_tool_thread
 from ui.inspector import tool_calls
 from ui.transcript import LazyTranscript
 from workspace import events as ev
@@ -26,35 +27,14 @@ from workspace.persistence import Store
 TURNS = 400
 
 
-def _thread(path: Path) -> str:
-    store = Store(path)
-    thread = store.create_thread(robot="assistant", title="tools")
-    parent = None
-    for i in range(TURNS):
-        turn = store.add_turn(thread.id, user_text=f"question {i}", parent_turn_id=parent)
-        run = f"r{i}"
-        events: list[ev.Event] = [
-            ev.RunStarted(run_id=run, robot="assistant", seq=1, message=f"question {i}"),
-            ev.ToolUse(run_id=run, robot="assistant", seq=2, id="call_0", name="read_file", input={"path": f"f{i}"}),
-            ev.ToolResult(run_id=run, robot="assistant", seq=3, id="call_0", name="read_file",
-                          payload={"data": f"content {i}"}, duration=0.5),
-        ]
-        if i % 5 == 0:
-            events.append(ev.MemoryChanged(run_id=run, robot="assistant", seq=4, key=f"k{i % 3}", value=i))
-        events += [ev.Text(run_id=run, robot="assistant", seq=5, text=f"answer {i}"),
-                   ev.RunFinished(run_id=run, robot="assistant", seq=6)]
-        store.append_events(thread.id, turn.id, events)
-        store.finish_turn(turn.id, "finished")
-        parent = turn.id
-    store.set_current(thread.id, parent)
-    store.close()
-    return thread.id
-
-
 @pytest.fixture(scope="module")
 def tool_thread(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     path = tmp_path_factory.mktemp("tools") / "tools.db"
-    return path, _thread(path)
+    store = Store(path)
+    try:
+        return path, add_tool_thread(store, TURNS, title="tools", same_call_id=True, memory_every=5)
+    finally:
+        store.close()
 
 
 def _copy(tool_thread: tuple[Path, str], tmp_path: Path) -> Path:
@@ -87,11 +67,11 @@ async def test_the_window_thread_matches_none_of_a_long_threads_calls(
         # Every call with its own result, though each run's call is "call_0".
         records = model.records
         assert [(r.run_id, r.input, r.payload, r.status) for r in records] == [
-            (f"r{i}", {"path": f"f{i}"}, {"data": f"content {i}"}, "ok") for i in range(TURNS)]
+            (f"r{i}", {"path": f"file_{i}.py"}, {"data": {"content": FILE_CONTENT}}, "ok") for i in range(TURNS)]
         assert model.find("call_0", "r7") is records[7] and model.find("call_0") is records[-1]
         memory = {e.key: (e.value, len(e.history)) for e in w.memory_model.entries}
         assert memory == {"k0": (390, 27), "k1": (385, 26), "k2": (395, 27)}
-        assert w.trace_model.rowCount() == TURNS * 5 + TURNS // 5
+        assert w.trace_model.rowCount() == TURNS * TOOL_TURN_EVENTS + TURNS // 5  # every event, memory writes too
         assert "tool_result" in w.trace_model.kinds()
         assert on_main == [], f"{len(on_main)} of the thread's results matched on the window's thread"
         # Live events go on from the stored ones: a later result of a stored call changes its row.

@@ -14,8 +14,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QWidget
 
+from tests.fakes.app_window import close_app, wait_until
 from tests.ui.a11y import unnamed_controls
-from tests.ui.conftest import close_app, wait_until
 from workspace.providers.testing import Pause, ToolCall
 
 CTRL = Qt.KeyboardModifier.ControlModifier

@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import QPoint, QRect
 from PySide6.QtWidgets import QWidget
 
-from tests.ui.conftest import running_app, wait_until
+from tests.fakes.app_window import running_app, wait_until
 from workspace import events as ev
 from workspace.providers.testing import ToolCall
 

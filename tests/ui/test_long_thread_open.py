@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.app_window import running_app, wait_until
 from tests.fakes.long_threads import add_long_thread
-from tests.ui.conftest import running_app, wait_until
 from ui.chat.model.presenter import INITIAL_TURNS, ChatPresenter
 from ui.chat.view.chat import ChatView
 from ui.chat.view.stream import MarkdownStream

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.conftest import close_app, wait_until
+from tests.fakes.app_window import close_app, wait_until
 
 
 @pytest.fixture

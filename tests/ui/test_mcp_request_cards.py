@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.app_window import close_app, wait_until
 from tests.ui.chat_dump import dump_state, dump_widgets, request_card_line
-from tests.ui.conftest import close_app, wait_until
 from ui.chat.model.presenter import ChatPresenter
 from ui.chat.model.tool_calls import ElicitationItem, SamplingItem
 from workspace import events as ev

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.app_window import wait_until
 from tests.fakes.mcp_servers import BAD_SERVER, EVERYTHING, require_servers
-from tests.ui.conftest import wait_until
 
 DYNAMIC = Path(__file__).resolve().parent.parent / "fakes" / "mcp_dynamic_server.py"
 pytestmark = pytest.mark.timeout(120)

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from PySide6.QtCore import QPoint
 
-from tests.ui.conftest import close_app, wait_until
+from tests.fakes.app_window import close_app, wait_until
 
 SCREENSHOTS = Path(__file__).resolve().parent.parent.parent / "build" / "screenshots"
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.app_window import close_app, wait_until
 from tests.fakes.mcp_oauth_server import OAuthServer
-from tests.ui.conftest import close_app, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.conftest import memory_review_app, wait_until
+from tests.fakes.app_window import memory_review_app, wait_until
 from workspace.knowledge import KnowledgeStore
 from workspace.providers.testing import ToolCall
 

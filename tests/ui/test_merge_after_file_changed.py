@@ -10,7 +10,7 @@ import pytest
 from fakes.candidates import BASE
 from fakes.llm_server import FakeLLMServer
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from tests.ui.test_compare_window import compared, folder, server
 
 pytestmark = pytest.mark.timeout(180)  # bounds a hang: three scripted candidates on a loaded machine

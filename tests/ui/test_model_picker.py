@@ -8,8 +8,8 @@ from typing import Any
 
 from fakes.llm_server import FakeLLMServer
 
+from tests.fakes.app_window import running_app, wait_until
 from tests.ui.chat_dump import dump_state
-from tests.ui.conftest import running_app, wait_until
 from workspace import events as ev
 from workspace.config import load_config
 from workspace.providers import listing

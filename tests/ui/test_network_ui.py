@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from ui.chat.view.cards import ToolCard
 from ui.chat.view.lanes import NetworkHeader
 from ui.chat.view.messages import RunFooter, UserMessage
@@ -148,7 +148,7 @@ async def test_a_network_run_streams_into_lanes_in_order(desktop: Any, provider:
 
 async def test_the_dock_shows_the_offline_demo_triage(db_path: Path) -> None:
     """The shipped support-triage network on the offline demo: one specialist runs, two are skipped."""
-    from tests.ui.conftest import close_app
+    from tests.fakes.app_window import close_app
     from ui.app import Application
     from workspace.providers.demo import DemoProvider
 

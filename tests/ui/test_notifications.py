@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from ui.window import notify
 from workspace.providers.testing import ToolCall
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from PySide6.QtWidgets import QMessageBox
 
-from tests.ui.conftest import running_app, wait_until
+from tests.fakes.app_window import running_app, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "faults"))
 import test_fs_faults as fs

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.fakes.app_window import running_app, wait_until
 from tests.test_conversation_read_stops import build_thread
-from tests.ui.conftest import running_app, wait_until
 from workspace.session.thread_history import CONVERSATION_READ
 
 TURNS = 3 * CONVERSATION_READ

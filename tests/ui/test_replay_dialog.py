@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from ui.replay.dialog import ReplayChoice, ReplayDialog
 from workspace.providers.testing import Pause, ToolCall
 

@@ -16,7 +16,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from tests.ui.conftest import close_app, wait_until
+from tests.fakes.app_window import close_app, wait_until
 from workspace.changes import ACCEPTED, REJECTED, split_user_message
 from workspace.providers.testing import ToolCall
 

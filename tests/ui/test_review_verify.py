@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.conftest import close_app, wait_until
+from tests.fakes.app_window import close_app, wait_until
 from ui.chat.model.state import NoticeItem
 from workspace import events as ev
 from workspace.isolation import SandboxUnavailable, sandbox_for_platform

@@ -13,8 +13,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
+from tests.fakes.app_window import wait_until
 from tests.ui.a11y import unnamed_controls
-from tests.ui.conftest import wait_until
 from workspace import paths
 
 CTRL = Qt.KeyboardModifier.ControlModifier

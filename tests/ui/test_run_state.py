@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.app_window import wait_until
 from tests.ui.chat_dump import dump_state, dump_widgets
-from tests.ui.conftest import wait_until
 from ui.chat.model.presenter import WAITING, ChatPresenter
 from ui.chat.model.state import ErrorItem, split_fix
 from ui.chat.view.chat import ChatView

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.conftest import running_app, wait_until
+from tests.fakes.app_window import running_app, wait_until
 from workspace.providers.testing import ToolCall
 from workspace.tools import commands
 

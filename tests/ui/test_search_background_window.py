@@ -7,7 +7,7 @@ import asyncio
 import threading
 from typing import Any
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from workspace.persistence import BackgroundSearch
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from ui.chat.view.messages import UserMessage
 from ui.chat.view.stream import MarkdownStream
 from ui.threads.model import ThreadListModel, snippet_parts

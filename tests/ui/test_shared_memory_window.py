@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.conftest import memory_review_app, wait_until
+from tests.fakes.app_window import memory_review_app, wait_until
 from workspace.messages import ToolResultMessage
 from workspace.providers.testing import ToolCall
 

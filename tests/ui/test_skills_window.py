@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fakes.llm_server import FakeLLMServer
 
-from tests.ui.conftest import running_app, wait_until
+from tests.fakes.app_window import running_app, wait_until
 from workspace.config import load_config
 
 

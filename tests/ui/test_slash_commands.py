@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.app_window import running_app, wait_until
 from tests.fakes.mcp_servers import EVERYTHING, require_servers
-from tests.ui.conftest import running_app, wait_until
 
 DYNAMIC = Path(__file__).resolve().parent.parent / "fakes" / "mcp_dynamic_server.py"
 pytestmark = pytest.mark.timeout(120)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from tests.ui.conftest import close_app, wait_until
+from tests.fakes.app_window import close_app, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 

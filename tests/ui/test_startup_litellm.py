@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
 
-from tests.ui.conftest import close_app, wait_until
+from tests.fakes.app_window import close_app, wait_until
 from workspace.config import load_config
 
 

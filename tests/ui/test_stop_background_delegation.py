@@ -3,74 +3,27 @@ the delegation stops with the run (the Thread menu's Stop, Esc's action), or, wh
 box's button — Stop while that work runs and the box is empty — stops it, and its lane in the chat says it was
 stopped, not that it was not followed. Switching to another thread stops nothing. The delegate is a robot on the
 loopback OpenAI-compatible server whose model takes its time: stopped, its request is cut off (the server sees the
-client go) and no other request follows. The window is the whole app; the store a SQLite file."""
+client go) and no other request follows. The window is the whole app; the store a SQLite file; the scene is
+``tests/ui``'s ``scene`` fixture (``fakes.delegating_manager``)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import pytest
-from fakes.bus_robots import robot
-from fakes.llm_server import FakeLLMServer, Reply
-
-from tests.fakes.delegating_manager import manager_app
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
+from tests.fakes.delegating_manager import (
+    Scene,
+    assert_stopped,
+    lane_of_the_call,
+    run_ends_while_it_delegates,
+)
 from workspace.providers.testing import Pause, ScriptedProvider, ToolCall
-
-
-@dataclass
-class Scene:
-    root: Any
-    server: FakeLLMServer
-    futures: list[Any] = field(default_factory=list)
-
-
-@pytest.fixture
-def slow_server() -> Iterator[FakeLLMServer]:
-    """The loopback server whose model answers the delegate only after a long wait."""
-    with FakeLLMServer() as server:
-        server.enqueue(Reply.say("Late answer.", stall_before=120))
-        yield server
-
-
-@pytest.fixture
-async def scene(robotlab_home: Path, db_path: Path, tmp_path: Path, provider: ScriptedProvider,
-                slow_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Scene]:
-    """The app with the robot ``manager``, whose tool ``start_helper`` delegates to ``helper`` (on the slow
-    loopback server) in the background."""
-    helper = robot("helper", slow_server, "You help.")
-    async with manager_app(helper, "work slowly", provider=provider, robotlab_home=robotlab_home, db_path=db_path,
-                           tmp_path=tmp_path, monkeypatch=monkeypatch) as (root, futures):
-        yield Scene(root, slow_server, futures)
-        for future in futures:  # (a delegation the test left running stops)
-            future.cancel()
-
-
-async def assert_stopped(scene: Scene) -> None:
-    """The delegation ended cancelled, its model request was cut off and nothing more was asked."""
-    (future,) = scene.futures
-    await wait_until(future.done, what="the delegation to stop")
-    with pytest.raises(asyncio.CancelledError):
-        await future.value(timeout=5)
-    await wait_until(lambda: scene.server.disconnects >= 1, what="the delegate's request to be cut off")
-    await asyncio.sleep(0.3)
-    assert len(scene.server.requests) == 1
-    assert scene.root.controller.delegations_running(scene.root.controller.thread_id) == []
 
 
 def button_stops(composer: Any) -> bool:
     """The message box's button is Stop (what its tooltip says), not Send."""
     return bool(composer.button.toolTip().startswith("Stop"))
-
-
-def lane_of_the_call(window: Any) -> Any:
-    call = window.chat.presenter.call("c1")
-    assert call is not None and call.inner is not None and call.inner.robot == "helper"
-    return call.inner
 
 
 async def test_stop_while_the_run_goes_on_stops_what_it_delegated(scene: Scene, provider: ScriptedProvider) -> None:
@@ -133,23 +86,6 @@ async def test_the_button_stops_what_went_on_after_the_run_and_switching_stops_n
     assert lane.status == "cancelled" and (lane.reason or "").startswith("you pressed Stop")
     await wait_until(lambda: not button_stops(composer), what="the button to send again")
     assert not composer.button.isEnabled()  # (the box is empty)
-
-
-async def run_ends_while_it_delegates(scene: Scene, provider: ScriptedProvider) -> str:
-    """The caller's run starts its delegation and ends while the delegate's model still thinks: the thread's id."""
-    from ui.chat.model.runs import BACKGROUND_NOT_FOLLOWED
-
-    hold = asyncio.Event()
-    provider.enqueue([ToolCall("start_helper", {}, id="c1")], [Pause(event=hold), "Started it."])
-    window, controller = scene.root.window, scene.root.controller
-    window.runs.send("get the helper going")
-    await wait_until(lambda: scene.server.requests and len(provider.history) == 2, what="the delegate's model call")
-    hold.set()
-    await wait_until(lambda: scene.futures and controller.idle,
-                     what="the caller's run to end while its delegation waits")
-    await wait_until(lambda: lane_of_the_call(window).reason == BACKGROUND_NOT_FOLLOWED, what="the lane to end")
-    assert controller.thread_id is not None
-    return controller.thread_id
 
 
 def sidebar_state(window: Any, thread_id: str) -> tuple[Any, str]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.fakes.app_window import close_app, wait_until
 from tests.test_store_integrity import filled, garbage_page
-from tests.ui.conftest import close_app, wait_until
 
 
 async def test_damage_in_a_cleanly_closed_database_is_said_after_the_start(provider: Any, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from workspace import events as ev
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
 
-from tests.ui.conftest import wait_until
+from tests.fakes.app_window import wait_until
 from workspace import events as ev
 from workspace.approval import ApprovalGate, ApprovalPolicy
 from workspace.persistence import Store

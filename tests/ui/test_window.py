@@ -13,7 +13,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from tests.ui.conftest import close_app, wait_until
+from tests.fakes.app_window import close_app, wait_until
+from tests.fakes.long_threads import add_tool_thread, question
 from ui.chat.view.cards import ToolCard
 from ui.chat.view.messages import RobotHeader, RunFooter, UserMessage
 from ui.chat.view.stream import MarkdownStream
@@ -332,6 +333,32 @@ async def test_threads_search_rename_delete_and_undo(desktop: Any, provider: Any
     assert desktop.controller.thread_id == hit.thread_id
 
 
+async def test_deleting_a_thread_while_its_run_goes_stores_why_the_run_stopped(desktop: Any, provider: Any) -> None:
+    """The thread's own run ends stored as stopped because the thread was deleted (not "stopped by the user"): Undo
+    brings the thread back saying so."""
+    from workspace import events as ev
+    from workspace.delegation import THREAD_DELETED
+
+    hold = asyncio.Event()
+    provider.enqueue([Pause(event=hold), "Too late."])
+    window, controller = desktop.window, desktop.controller
+    window.runs.send("take your time")
+    await wait_until(lambda: controller.last_run is not None and provider.history, what="the model to be asked")
+    thread_id, run_id = controller.thread_id, controller.last_run.run_id
+    window.threads.delete(thread_id)
+    await _idle(desktop, "the deleted thread's run to stop")
+    hold.set()
+    ends = [e for _turn, e in controller.store.thread_events(thread_id) if e.run_id == run_id and e.terminal]
+    assert [(type(e), e.reason) for e in ends] == [(ev.RunCancelled, THREAD_DELETED)]
+
+    window.toast.trigger()  # Undo: the thread opens again, its turn says why its run stopped
+    await wait_until(lambda: controller.thread_id == thread_id and window.chat.presenter.run(run_id) is not None,
+                     what="the thread's turn again")
+    end = window.chat.presenter.run(run_id).end
+    assert end is not None and end.outcome == "cancelled"
+    assert end.status_text == "■ Stopped — you deleted the thread"
+
+
 async def test_keyboard_palette_and_shortcuts(desktop: Any) -> None:
     window = desktop.window
     QTest.keyClick(window, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
@@ -372,40 +399,20 @@ def test_offscreen_smoke_command(tmp_path: Path) -> None:
     assert "main window shown" in proc.stdout
 
 
-def _long_thread(db_path: Path, turns: int) -> str:
-    from workspace import events as ev
+async def test_long_thread_opens_with_its_last_turns_and_loads_the_rest(provider: Any, db_path: Path) -> None:
+    from ui.app import Application
     from workspace.persistence import Store
 
     store = Store(db_path)
-    thread = store.create_thread(robot="assistant", title="Long")
-    parent = None
-    for i in range(turns):
-        turn = store.add_turn(thread.id, user_text=f"question {i}", parent_turn_id=parent)
-        run = f"r{i}"
-        store.append_events(thread.id, turn.id, [
-            ev.RunStarted(run_id=run, robot="assistant", seq=1, message=f"question {i}"),
-            ev.ToolUse(run_id=run, robot="assistant", seq=2, id=f"c{i}", name="recall", input={"key": str(i)}),
-            ev.ToolResult(run_id=run, robot="assistant", seq=3, id=f"c{i}", name="recall", payload={"data": i}),
-            ev.Text(run_id=run, robot="assistant", seq=4, text=f"answer {i}"),
-            ev.RunFinished(run_id=run, robot="assistant", seq=5),
-        ])
-        store.finish_turn(turn.id, "finished")
-        parent = turn.id
+    thread_id = add_tool_thread(store, 250, title="Long")
     store.close()
-    return thread.id
-
-
-async def test_long_thread_opens_with_its_last_turns_and_loads_the_rest(provider: Any, db_path: Path) -> None:
-    from ui.app import Application
-
-    thread_id = _long_thread(db_path, 250)
     root = Application(provider=provider, db_path=db_path)
     root.window.show()
     try:
         root.window.threads.open(thread_id)
         chat = root.window.chat
         users = chat.user_messages()
-        assert [u.text for u in users][-1] == "question 249"
+        assert [u.text for u in users][-1] == question(249)
         assert len(users) == 10 and 0 < chat.hidden_turns <= 40  # the branch's last page read before the paint
         await wait_until(lambda: chat.hidden_turns == 240, what="the rest of the branch, read in a worker")
         # the inspector reads every event in a worker thread, then shows all 250 calls
@@ -413,7 +420,7 @@ async def test_long_thread_opens_with_its_last_turns_and_loads_the_rest(provider
         chat.load_earlier()  # a page of data (a few turns a frame): its turns become widgets as they near the screen
         await wait_until(lambda: chat.hidden_turns == 200, what="a page of earlier turns")
         turns = chat.presenter.state.turns
-        assert len(turns) == 50 and turns[0].user is not None and turns[0].user.text == "question 200"
+        assert len(turns) == 50 and turns[0].user is not None and turns[0].user.text == question(200)
         assert chat.hidden_turns == 200
         assert {"c200", "c201"} <= {c.call_id for c in chat.presenter.calls()}
         assert len(chat.user_messages()) < 50

@@ -13,7 +13,7 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QApplication
 
-from tests.ui.conftest import close_app, wait_until
+from tests.fakes.app_window import close_app, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
-from tests.ui.conftest import running_app, wait_until
+from tests.fakes.app_window import running_app, wait_until
 from workspace.config import load_config
 from workspace.providers.testing import ToolCall
 

@@ -92,7 +92,7 @@ def test_geometry_docks_splitter_and_tabs_come_back_and_a_smaller_screen_is_fitt
 async def test_a_dock_shortcut_shows_and_focuses_its_dock_and_never_hides_it(desktop: Any) -> None:
     import asyncio
 
-    from tests.ui.conftest import wait_until
+    from tests.fakes.app_window import wait_until
 
     w = desktop.window
     await wait_until(lambda: w.docks.changes_pane is not None, what="the docks")

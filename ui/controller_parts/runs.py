@@ -191,17 +191,19 @@ class RunFollowing(ApprovalsAndLearning):
         delegated in the background (runs of other threads go on)."""
         self.stop_thread(self.thread_id)
 
-    def stop_thread(self, thread_id: str | None, *, delegated: str | None = None) -> None:
-        """Stop the runs of ``thread_id``, the approvals waiting in it and the work its robots delegated in the
-        background (still going after the run that started it ended, too: its end is stored with the reason
-        ``delegated``, by default "you pressed Stop…", see :meth:`workspace.session.Workspace.stop_delegated`)."""
+    def stop_thread(self, thread_id: str | None, *, reason: str | None = None, delegated: str | None = None) -> None:
+        """Stop the runs of ``thread_id`` (their ``run_cancelled`` stored with ``reason``, by default "stopped by the
+        user"), the approvals waiting in it and the work its robots delegated in the background (still going after
+        the run that started it ended, too: its end is stored with the reason ``delegated``, by default "you pressed
+        Stop…", see :meth:`workspace.session.Workspace.stop_delegated`)."""
         from workspace.delegation import STOPPED_IN_BACKGROUND
 
+        why = (reason,) if reason else ()  # none: the runs' own default
         for run in list(self._runs):
             if run.thread_id != thread_id:
                 continue
             try:
-                run.cancel()
+                run.cancel(*why)
             except Exception as exc:
                 log.warning("cancel failed: %s", exc)
         for _thread, _request, fut in self.waiting_approvals(thread_id):
@@ -215,7 +217,7 @@ class RunFollowing(ApprovalsAndLearning):
                 self.run_states_changed.emit()
         if self.session is not None and self.session.thread_id == thread_id and self.session.running:
             try:
-                self.session.stop()
+                self.session.stop(*why, delegated=delegated)
             except Exception as exc:
                 log.warning("session stop failed: %s", exc)
 

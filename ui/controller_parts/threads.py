@@ -138,11 +138,11 @@ class ThreadList(RunFollowing):
         except Exception as exc:
             self.problem.emit(f"Could not delete the thread: {exc}")
             return False
-        from workspace.delegation import STOPPED_WITH_THREAD
+        from workspace.delegation import STOPPED_WITH_THREAD, THREAD_DELETED
 
         # A deleted thread's run does not go on out of sight, nor what it delegated (its rows stay until purged, so
-        # a delegate's lane says, after Undo, that it stopped because the thread was deleted).
-        self.stop_thread(thread_id, delegated=STOPPED_WITH_THREAD)
+        # after Undo its turn and a delegate's lane say that they stopped because the thread was deleted).
+        self.stop_thread(thread_id, reason=THREAD_DELETED, delegated=STOPPED_WITH_THREAD)
         if self.session is not None and self._thread_id(self.session) == thread_id:
             self.new_thread()
         self.threads_changed.emit()

@@ -165,7 +165,8 @@ async def _run(args: argparse.Namespace) -> int:
             run = session.send(message, candidate=index, **options)
             started.append((result, run))
         args.run_started = True
-        with stop_on_signals(_Every([run for _, run in started])) as stopped:  # Ctrl-C stops every candidate
+        # Ctrl-C stops every candidate, and what their robots delegated in the background (stored as stopped so)
+        with stop_on_signals(_Every([run for _, run in started], workspace=workspace)) as stopped:
             results = await run_candidates(started, on_event=printer)
             for _, run in started:
                 await run.wait()
@@ -176,7 +177,11 @@ async def _run(args: argparse.Namespace) -> int:
         printer.summary(results, notes)
         return 0 if all(r.status == "finished" for r in results) else 1
     finally:
-        workspace.close()
+        from workspace.delegation import stopped_in_background
+
+        # What the candidates' robots delegated in the background and still runs stops with the command, stored as
+        # such (as for one run).
+        workspace.close(delegated=stopped_in_background("robotlab run ended"))
 
 
 async def _proposals(sessions: list[ThreadSession], printer: _Printer) -> dict[int, list[str]]:
@@ -214,16 +219,19 @@ async def _proposals(sessions: list[ThreadSession], printer: _Printer) -> dict[i
 
 
 class _Every:
-    """The candidates' runs as one for :func:`~workspace.cli.runs.stop_on_signals`: a stop stops them all."""
+    """The candidates' runs as one for :func:`~workspace.cli.runs.stop_on_signals`: a stop stops them all, and what
+    their robots delegated in the background; ``workspace`` (the candidates' threads') stores the end of a delegate's
+    run that went on after its candidate's run ended, with why, so its lane says so when the thread is opened."""
 
-    def __init__(self, runs: list[Any]) -> None:
+    def __init__(self, runs: list[Any], *, workspace: Any) -> None:
         self.runs = runs
+        self.workspace = workspace
 
     def cancel(self, reason: str) -> None:
         from workspace.cli.runs import stop_run
 
         for run in self.runs:
-            stop_run(run, reason)  # and what its robots delegated in the background
+            stop_run(run, reason, workspace=self.workspace)
 
 
 class _Printer:

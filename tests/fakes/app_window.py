@@ -1,0 +1,77 @@
+"""The whole app in a window test, and waiting on its loop: what the window tests (``tests/ui``, on the qasync loop its
+``conftest`` sets up) and the helpers of ``tests/fakes`` share."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+
+async def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, *, what: str = "the condition") -> None:
+    """Poll ``predicate`` on the running (qasync) loop until it is true. The time limit only stops a hang:
+    it is generous because the suite runs on a busy two-core machine."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+async def close_app(root: Any) -> None:
+    """Shut an Application down and delete its window now, in a controlled place.
+
+    Left to the garbage collector, a window can be deleted in the middle of the next test's
+    event processing, which can crash Qt.
+    """
+    import gc
+
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    await root.aclose()
+    root.window.close()
+    root.window.deleteLater()
+    await asyncio.sleep(0)
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    gc.collect()
+    await asyncio.sleep(0)
+
+
+@contextlib.asynccontextmanager
+async def running_app(*, size: tuple[int, int] | None = None, **options: Any) -> AsyncIterator[Any]:
+    """``ui.app.Application(**options)`` with its window shown (at ``size``), closed at the end."""
+    from ui.app import Application
+
+    root = Application(**options)
+    if size is not None:
+        root.window.resize(*size)
+    root.window.show()
+    try:
+        yield root
+    finally:
+        await close_app(root)
+
+
+@contextlib.asynccontextmanager
+async def memory_review_app(*, home: Path, provider: Any, db_path: Path, tmp_path: Path, robot: str,
+                            robot_file: str) -> AsyncIterator[Any]:
+    """The whole app with ``review.memory: ask`` on a fresh folder (``tmp_path/project``), the robot file
+    ``robot_file`` written as the user's robot ``robot`` and picked: what a test of reviewed memory writes opens."""
+    from workspace.config import load_config
+
+    path = home / "config" / "robots" / f"{robot}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(robot_file, encoding="utf-8")
+    folder = tmp_path / "project"
+    folder.mkdir()
+    config = load_config(folder, overrides={"review": {"memory": "ask"}})
+    async with running_app(provider=provider, db_path=db_path, theme_name="light", folder=folder, config=config,
+                           size=(1300, 850)) as root:
+        root.window.robots.refresh()
+        row = root.window.robot_model.row_of(robot)
+        assert row >= 0, f"the robot {robot} is not in the picker"
+        root.window.robot_picker.setCurrentIndex(row)
+        yield root
