@@ -155,13 +155,24 @@ async def test_the_mcp_pane_makes_its_output_and_log_tabs_when_they_first_show(d
         set_default_manager(None)
 
 
-async def test_the_changes_pane_is_made_in_steps_and_counts_the_changes_once_whole(db_path: Path) -> None:
-    # The Changes pane is made in two start-up steps (no step holds the window more than a frame); what waits for
-    # review shows as soon as the pane is whole: its count in the dock's tab and the status bar's badge.
-    from PySide6.QtWidgets import QDockWidget
+#: The panes made at start-up, each in parts (a start-up step each): the attribute each part adds, in order.
+PARTS = {"tools": ("count", "table", "tabs"), "changes": ("title", "files", "view"),
+         "mcp": ("summary", "table", "server_tabs")}
+
+
+async def test_the_panes_made_at_start_up_are_made_a_part_per_step_and_count_the_changes_once_whole(
+        db_path: Path) -> None:
+    # Made whole in one step, the Tool calls, Changes and MCP servers panes (and Qt's polish and layout of what the
+    # step made, in the turn after it) each held the window more than a frame: each is made a part per step (its
+    # buttons, its table or file list, its detail tabs or diff), and is in its dock, and in docks.panes, once whole.
+    # What waits for review shows as soon as the Changes pane is whole: its count in the dock's tab and the status
+    # bar's badge. Made outside start-up, a pane is whole at once.
+    from PySide6.QtWidgets import QDockWidget, QWidget
 
     import ui.review.pane
     from ui.app import Application
+    from ui.inspector.panes import ToolCallsPane
+    from ui.inspector.tool_calls import ToolCallsModel
 
     root = Application(db_path=db_path, theme_name="light", defer=True)
     window = root.window
@@ -171,27 +182,32 @@ async def test_the_changes_pane_is_made_in_steps_and_counts_the_changes_once_who
             pass
         root._read_config()
         root._open_workspace()
-        made: list[ui.review.pane.ChangesPane] = []
-        steps = window.docks.inspector_steps()
-        dock = window.docks["changes"]
-        while not made:  # to the step that made the pane's first part
-            next(steps)
-            made = [p for p in dock.findChildren(ui.review.pane.ChangesPane) if p.parentWidget() is dock]
-        pane = made[0]
-        assert not hasattr(pane, "view") and "changes" not in window.docks.panes  # its files and diff: the next step
-        next(steps)
-        assert pane.view.parentWidget() is pane.stack and "changes" not in window.docks.panes
-        for _ in steps:
-            pass
-        assert window.docks.changes_pane is pane and dock.widget() is pane
+        docks = window.docks
+        seen: dict[str, list[tuple[tuple[str, ...], bool]]] = {key: [] for key in PARTS}
+        for _ in docks.inspector_steps():
+            for key, parts in PARTS.items():
+                dock = docks[key]
+                made = [p for p in dock.findChildren(QWidget) if p.parentWidget() is dock and hasattr(p, "build_steps")]
+                if made:
+                    state = (tuple(part for part in parts if part in vars(made[0])), key in docks.panes)
+                    if not seen[key] or seen[key][-1] != state:
+                        seen[key].append(state)
+        for key, parts in PARTS.items():
+            assert seen[key] == [(parts[:1], False), (parts[:2], False), (parts, False), (parts, True)], (key, seen)
+            pane = docks.panes[key]
+            assert docks[key].widget() is pane and isinstance(docks[key], QDockWidget)
+        pane = docks.changes_pane
+        assert pane is not None and pane.view.parentWidget() is pane.stack
         badge: list[int] = []
         pane.pending_changed.connect(badge.append)
         pane._pending_shown = -1
         pane.refresh_title()
-        assert badge == [0] and dock.windowTitle() == "Changes"
+        assert badge == [0] and docks["changes"].windowTitle() == "Changes"
         whole = ui.review.pane.ChangesPane(root.controller)  # made outside start-up: whole at once
         assert whole.view.parentWidget() is whole.stack and list(whole.build_steps()) == []
-        assert isinstance(dock, QDockWidget)
+        tools = ToolCallsPane(ToolCallsModel(), window)
+        assert tools.tabs.count() == 5 and list(tools.build_steps()) == []
+        tools.deleteLater()
     finally:
         await close_app(root)
 
