@@ -4,7 +4,7 @@ widget over its Qt model; the main window puts each in a dock (see :meth:`ui.win
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import QAbstractItemModel, QItemSelectionModel, Qt, QTimer
@@ -32,6 +32,7 @@ from ui.inspector.tool_calls import ToolCallRecord, ToolCallsModel, diff_results
 from ui.widgets.ansi_text import show_styled
 from ui.widgets.common import ElidedLabel
 from ui.widgets.first_column import FirstColumnFill
+from ui.widgets.staged import StagedBuild
 
 if TYPE_CHECKING:
     from ui.services import DockContext
@@ -194,17 +195,24 @@ class CompareWindow(Protocol):
                  parent: QWidget | None = None) -> QWidget: ...
 
 
-class ToolCallsPane(QWidget):
+class ToolCallsPane(QWidget, StagedBuild):
     """Call/result pairs by id; highlighted arguments and result, raw payload, diff of two results."""
 
     def __init__(self, model: ToolCallsModel, parent: QWidget | None = None, *,
-                 compare: CompareWindow | None = None) -> None:
+                 compare: CompareWindow | None = None, staged: bool = False) -> None:
+        """``staged``: made in parts, the buttons now, then the table, then the detail tabs, each by
+        :meth:`build_steps` (a start-up step each: whole, the pane and Qt's polish and layout of it held the window
+        more than a frame); else whole."""
         super().__init__(parent)
         self.setObjectName("InspectorPane")
         self.setMinimumWidth(PANE_MIN_WIDTH)
         self.model = model
         #: Opens two texts side by side (the review's compare window, given by the window): None hides "Side by side…".
         self._compare = compare
+        self._start_build(staged=staged)
+
+    def _construct(self) -> Iterator[None]:
+        model, compare = self.model, self._compare
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.setSpacing(6)
@@ -229,6 +237,7 @@ class ToolCallsPane(QWidget):
         self.compare_button.setVisible(compare is not None)
         bar.addWidget(self.compare_button)
         layout.addLayout(bar)
+        yield
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.table = _table(model, splitter)
         self.table.setAccessibleName("Tool calls")
@@ -246,6 +255,9 @@ class ToolCallsPane(QWidget):
             header.resizeSection(col, max(fm.horizontalAdvance(sample), header.fontMetrics().horizontalAdvance(title)
                                           + 8) + pad)
         self._tool_column = FirstColumnFill(self.table, self.TOOL_MIN_WIDTH)
+        splitter.addWidget(self.table)
+        layout.addWidget(splitter, 1)
+        yield
         self.tabs = QTabWidget(splitter)
         self.tabs.setDocumentMode(True)
         # Each tab's page is an empty holder; its view is made when the tab is first picked or shown, or when code
@@ -268,10 +280,8 @@ class ToolCallsPane(QWidget):
         self._output_call: tuple[str, str] | None = None
         self._output_part: tuple[int, int] | None = None
         self.tabs.currentChanged.connect(self._make_tab)
-        splitter.addWidget(self.table)
         splitter.addWidget(self.tabs)
         splitter.setSizes([200, 260])
-        layout.addWidget(splitter, 1)
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._show(cur.row()))
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
         model.rowsInserted.connect(lambda *_: self._update_count())
@@ -288,6 +298,7 @@ class ToolCallsPane(QWidget):
         self.setFocusProxy(self.table)
         self._update_count()
         self._update_buttons()
+        yield  # (the pane is whole: what made it in steps goes on in a step of its own)
 
     # -- the detail tabs' views, made on first use ------------------------------------------------------------
     def _make_tab(self, index: int) -> None:
@@ -488,7 +499,7 @@ class ToolCallsPane(QWidget):
 
 # -- the docks' factories (ui.window.docks.DOCKS names them) ------------------------------------------------
 def make_tool_calls(context: DockContext) -> ToolCallsPane:
-    return ToolCallsPane(context.tool_model, context.parent, compare=context.compare)
+    return ToolCallsPane(context.tool_model, context.parent, compare=context.compare, staged=True)
 
 
 def make_memory(context: DockContext) -> MemoryPane:

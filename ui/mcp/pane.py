@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ from ui.mcp.model import McpServersModel, since_text
 from ui.mcp.parts import LogPage, SignInRow, wrapping
 from ui.widgets.common import signals_blocked
 from ui.widgets.flow import FlowRow
+from ui.widgets.staged import StagedBuild
 
 if TYPE_CHECKING:
     from ui.controller import Controller
@@ -83,7 +84,7 @@ def _swap_tab(tabs: QTabWidget, index: int, page: QWidget) -> None:
         old.deleteLater()
 
 
-class McpPane(QWidget):
+class McpPane(QWidget, StagedBuild):
     """Servers in a table; the selected one's details, tools, resources, stderr tail and log below."""
 
     #: "Attach to message" in the Resources tab: (server, uri). The button shows only once this is connected.
@@ -91,13 +92,22 @@ class McpPane(QWidget):
 
     def __init__(self, manager: MCPManager, tasks: TaskOwner, parent: QWidget | None = None, *,
                  on_manage: Callable[[], Any] | None = None, on_config: Callable[[Any], Any] | None = None,
-                 watch_interval: float | None = 1.0) -> None:
+                 watch_interval: float | None = 1.0, staged: bool = False) -> None:
+        """``staged``: made in parts, the buttons now, then the servers' table, then the selected server's details,
+        each by :meth:`build_steps` (a start-up step each: whole, the pane held the window more than a frame); the
+        pane follows the manager from its last part. Else whole."""
         super().__init__(parent)
         self.setObjectName("InspectorPane")
         self.manager = manager
         self.tasks = tasks
         self._on_manage = on_manage
+        self._on_config = on_config
+        self._watch_interval = watch_interval
         self.model = McpServersModel(self)
+        self._start_build(staged=staged)
+
+    def _construct(self) -> Iterator[None]:
+        manager, on_manage, parent = self.manager, self._on_manage, self.parentWidget()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.setSpacing(6)
@@ -130,6 +140,7 @@ class McpPane(QWidget):
         self._sign_in: SignInRow | None = None
         if hasattr(manager, "sign_in_opener") and getattr(manager, "sign_in_opener", None) is None:
             manager.sign_in_opener = open_in_browser
+        yield
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.table = QTableView(splitter)
         self.table.setAccessibleName("MCP servers")
@@ -140,6 +151,9 @@ class McpPane(QWidget):
         self.table.setShowGrid(False)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        splitter.addWidget(self.table)
+        layout.addWidget(splitter, 1)
+        yield
         details = QWidget(splitter)
         dl = QVBoxLayout(details)
         dl.setContentsMargins(0, 0, 0, 0)
@@ -179,10 +193,8 @@ class McpPane(QWidget):
         if isinstance(parent, QDockWidget):  # made in its dock: the output tab in front is made when the dock shows
             parent.visibilityChanged.connect(self._dock_shown)
         dl.addWidget(self.output_tabs, 1)
-        splitter.addWidget(self.table)
         splitter.addWidget(details)
         splitter.setSizes([140, 320])
-        layout.addWidget(splitter, 1)
 
         self.start_button.clicked.connect(lambda: self._run("start"))
         self.restart_button.clicked.connect(lambda: self._run("restart"))
@@ -196,16 +208,18 @@ class McpPane(QWidget):
 
         def reloaded(config: Any) -> None:
             self.refresh()  # the servers as configured now (a removed server's last status is not one)
-            if on_config is not None:
-                on_config(config)
+            if self._on_config is not None:
+                self._on_config(config)
 
         self._remove_reload = add_reload(reloaded) if add_reload is not None else None
-        if watch_interval is not None and hasattr(manager, "start_watching"):
+        interval = self._watch_interval
+        if interval is not None and hasattr(manager, "start_watching"):
             async def watch() -> None:
-                manager.start_watching(interval=watch_interval)
+                manager.start_watching(interval=interval)
 
-            tasks.spawn(watch(), name="mcp-watch")
+            self.tasks.spawn(watch(), name="mcp-watch")
         self.refresh()
+        yield  # (the pane is whole: what made it in steps goes on in a step of its own)
 
     def _attach_connected(self) -> bool:
         return self.isSignalConnected(QMetaMethod.fromSignal(self.attach_requested))
@@ -530,4 +544,4 @@ def make_pane(context: DockContext) -> McpPane | None:
         return None
     session = context.services.session
     return McpPane(manager, context.services.tasks, context.parent, on_manage=lambda: context.open_mcp_servers(),
-                   on_config=session.apply_config)
+                   on_config=session.apply_config, staged=True)

@@ -110,7 +110,9 @@ class ChangesPane(ChangesPaneActions, StagedBuild):
         layout.setSpacing(6)
         self._build_top(layout)
         yield
-        self._build_lists(layout)
+        splitter = self._build_files(layout)
+        yield
+        self._build_diff(layout, splitter)
         self.memory_writes.set_pending(controller.pending_memory_writes())
         controller.memory_write_proposed.connect(self.memory_writes.add)
         controller.memory_write_proposed.connect(lambda _pending: self._refresh())
@@ -174,8 +176,8 @@ class ChangesPane(ChangesPaneActions, StagedBuild):
         self.verify_strip = VerifyStrip(self)
         layout.addWidget(self.verify_strip)
 
-    def _build_lists(self, layout: QVBoxLayout) -> None:
-        """The files, the diff, the pane's message line and the history bar (undo, redo)."""
+    def _build_files(self, layout: QVBoxLayout) -> QSplitter:
+        """The files, with the buttons for the selected one, in the splitter the diff goes below them in."""
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         files_box = QWidget(splitter)
         fl = QVBoxLayout(files_box)
@@ -195,6 +197,12 @@ class ChangesPane(ChangesPaneActions, StagedBuild):
         file_row.addWidget(self.reject_file_button)
         file_row.addWidget(self.accept_file_button)
         fl.addLayout(file_row)
+        splitter.addWidget(files_box)
+        layout.addWidget(splitter, 1)
+        return splitter
+
+    def _build_diff(self, layout: QVBoxLayout, splitter: QSplitter) -> None:
+        """The diff (below the files), the pane's message line and the history bar (undo, redo)."""
         self.stack = QStackedWidget(splitter)
         self.view = DiffView(self.model, self.stack)
         self.view.placeholder = "No proposed changes.\n\nWhen a robot edits files in the opened folder, its " \
@@ -204,11 +212,9 @@ class ChangesPane(ChangesPaneActions, StagedBuild):
         # The three versions of a conflict need room; in a narrow or short dock they scroll and shrink
         # rather than push the dock (and the window) past the screen. The review window has room.
         self.stack.setMinimumSize(80, 80)
-        splitter.addWidget(files_box)
         splitter.addWidget(self.stack)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([170, 420])
-        layout.addWidget(splitter, 1)
 
         self.message = QLabel("", self)
         self.message.setObjectName("PaneMessage")

@@ -390,7 +390,8 @@ class Docks(Mapping[str, QDockWidget]):
                 new_dock.deleteLater()
             return
         yield
-        # A pane made in parts (``build_steps()``: the Changes pane) has the rest made a part per step.
+        # A pane made in parts (``build_steps()``: the Tool calls, Changes and MCP servers panes) has the rest made a
+        # part per step.
         more = getattr(pane, "build_steps", None)
         for _ in more() if callable(more) else ():
             yield
