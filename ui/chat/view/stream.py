@@ -2,7 +2,9 @@
 
 A :class:`MarkdownStream` is a stack of rich-text segments: finished Markdown blocks are frozen
 into a segment once they are big enough, and only the last (live) segment is re-rendered when
-text arrives, so nothing above the tail moves. Words that add no Markdown to the live segment's last
+text arrives, so nothing above the tail moves; in the live segment, the finished blocks' rendering stays and
+only the blocks after them are rendered again (:meth:`~ui.widgets.common.AutoHeightText.grow_markdown`: a piece
+of text costs what it and the open block take to render, not the whole live segment). Words that add no Markdown to the live segment's last
 paragraph are appended to its document as text, without rendering the tail again. A code block still open once it is long (nothing in
 it counts as finished for Markdown) becomes a :class:`~ui.chat.view.code_stream.CodeStream`, which
 highlights and lays out each finished line once.
@@ -101,22 +103,24 @@ class MarkdownStream(QWidget):
         stable = markdown.split_stable(tail)
         if stable < FREEZE_CHARS and self._start_code(tail, stable):
             return
-        if stable >= FREEZE_CHARS:
+        froze = stable >= FREEZE_CHARS
+        if froze:
             cut = stable
             if stable > MAX_RENDER_CHARS:
                 cut = markdown.split_stable(tail[:MAX_RENDER_CHARS]) or stable
-            self._live.set_markdown(tail[:cut])
+            self._live.grow_markdown(tail[:cut], cut)
             self._frozen += cut
             tail = tail[cut:]
             self._live = self._new_live()
-        if len(tail) > MAX_RENDER_CHARS and markdown.split_stable(tail) >= FREEZE_CHARS:
+            stable = markdown.split_stable(tail)
+        if len(tail) > MAX_RENDER_CHARS and stable >= FREEZE_CHARS:
             self._schedule()  # more finished blocks to freeze: next turn of the loop
             return
-        if stable >= FREEZE_CHARS and self._start_code(tail, 0):  # a long open code block after them
+        if froze and self._start_code(tail, 0):  # a long open code block after them
             return
         visible = bool(tail.strip())
         if visible:
-            self._live.set_markdown(tail)
+            self._live.grow_markdown(tail, stable)
         else:
             self._live.setHtml("")
         if self._live.isVisibleTo(self) != visible:
@@ -131,7 +135,7 @@ class MarkdownStream(QWidget):
         live = self._live
         assert live is not None
         if stable:
-            live.set_markdown(tail[:stable])
+            live.grow_markdown(tail[:stable], stable)
             self._frozen += stable
             live = self._live = self._new_live()
         code = CodeStream(fence.language, self, source=self.markdown_source)
