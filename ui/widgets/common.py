@@ -121,6 +121,8 @@ class AutoHeightText(QTextBrowser):
     def __init__(self, html: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.markdown: str | None = None
+        #: :meth:`grow_markdown` is changing the document: its height is fitted once, at the end.
+        self._growing = False
         #: Code blocks (by index) whose long lines do not wrap.
         self.unwrapped: set[int] = set()
         self.setReadOnly(True)
@@ -145,6 +147,8 @@ class AutoHeightText(QTextBrowser):
             self.setHtml(html)
 
     def _fit(self, size: object = None) -> None:
+        if self._growing:
+            return
         height = int(self.document().size().height() + 0.999)
         bar = self.horizontalScrollBar()
         if self.horizontalScrollBarPolicy() != Qt.ScrollBarPolicy.ScrollBarAlwaysOff and bar.maximum() > 0:
@@ -174,6 +178,14 @@ class AutoHeightText(QTextBrowser):
         work of an update follows the new text, not the whole text. What may render differently in parts (a
         list, an indented block or a table going on from the blocks before, a link reference, a code block's
         Wrap toggle) renders the whole text."""
+        self._growing = True
+        try:
+            self._grow(text, stable)
+        finally:
+            self._growing = False
+        self._fit()
+
+    def _grow(self, text: str, stable: int) -> None:
         if text[:stable].isspace():
             stable = 0
         rest = text[stable:]
@@ -208,7 +220,6 @@ class AutoHeightText(QTextBrowser):
             self._whole_at = stable
             return
         self.markdown = text
-        self._fit()
 
     def _insert_html(self, html: str) -> bool:
         """Add rich text ``html`` (rendered Markdown blocks) after the document's blocks, as one ``setHtml`` of
