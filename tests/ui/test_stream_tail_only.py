@@ -59,3 +59,26 @@ def test_new_paragraphs_leave_the_finished_ones_in_the_document(qtbot: Any) -> N
     assert min(at for at, _removed, _added in changes) >= first_end - 1, changes
     assert live.markdown == stream.text
     _assert_shown_as_rendered(stream)
+
+
+def test_a_freeze_goes_in_a_turn_of_its_own(qtbot: Any) -> None:
+    """The piece that finishes enough blocks to freeze is rendered in the live segment; the freeze (the segment
+    finished, a new one made and rendered) waits for a later turn of the event loop, not adding its work to the
+    turn that renders the new text."""
+    from ui.chat.view.stream import FREEZE_CHARS
+
+    paragraph = " ".join(("the", "robot", "**streams**", "text", "while", "`tools`", "run") * 5) + "."
+    stream = MarkdownStream()
+    qtbot.addWidget(stream)
+    stream.append(paragraph + "\n\n")
+    segments = stream.segments
+    text = paragraph + "\n\n"
+    while len(text) < FREEZE_CHARS:
+        text += paragraph + "\n\n"
+    stream.append(text[len(paragraph) + 2:] + "And the open one")
+    assert stream.segments == segments, "the piece's turn froze the segment too"
+    live = stream.findChildren(AutoHeightText)[-1]
+    assert live.markdown == stream.text  # the piece is shown
+    qtbot.waitUntil(lambda: not stream.pending)  # the freeze's turn
+    assert stream.segments == segments + 1
+    _assert_shown_as_rendered(stream)

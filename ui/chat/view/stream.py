@@ -64,7 +64,7 @@ class MarkdownStream(QWidget):
         self._text += delta
         if not self._scheduled and self._code is None and self._append_plain():
             return
-        self._render()
+        self._render(freeze=False)
 
     def _append_plain(self) -> bool:
         """Words added to the live segment's last paragraph with no Markdown in them: add them to its document
@@ -90,10 +90,13 @@ class MarkdownStream(QWidget):
         self._codes = []
         self.append(text)
 
-    def _render(self) -> None:
+    def _render(self, *, freeze: bool = True) -> None:
         """Freeze finished blocks, re-render the tail. Work per call is bounded (about
         ``MAX_RENDER_CHARS``): a backlog (text arriving faster than it renders) is caught up
-        on the next turns of the event loop instead of stalling this one."""
+        on the next turns of the event loop instead of stalling this one. Text as it streams (``freeze``
+        False, a tail shorter than that) is rendered in the live segment, and its freeze (the segment
+        finished, a new one made and rendered) goes in a turn of its own: not in the turn that renders
+        the new text, which would then do both."""
         self._scheduled = False
         if self._code is not None and self._grow_code():
             return
@@ -103,7 +106,9 @@ class MarkdownStream(QWidget):
         stable = markdown.split_stable(tail)
         if stable < FREEZE_CHARS and self._start_code(tail, stable):
             return
-        froze = stable >= FREEZE_CHARS
+        froze = stable >= FREEZE_CHARS and (freeze or len(tail) > MAX_RENDER_CHARS)
+        if stable >= FREEZE_CHARS and not froze:
+            self._schedule()  # the freeze, in a turn of its own
         if froze:
             cut = stable
             if stable > MAX_RENDER_CHARS:
