@@ -2,12 +2,13 @@
 
 A :class:`MarkdownStream` is a stack of rich-text segments: finished Markdown blocks are frozen
 into a segment once they are big enough, and only the last (live) segment is re-rendered when
-text arrives, so nothing above the tail moves; in the live segment, the finished blocks' rendering stays and
-only the blocks after them are rendered again (:meth:`~ui.widgets.common.AutoHeightText.grow_markdown`: a piece
-of text costs what it and the open block take to render, not the whole live segment). Words that add no Markdown to the live segment's last
-paragraph are appended to its document as text, without rendering the tail again. A code block still open once it is long (nothing in
-it counts as finished for Markdown) becomes a :class:`~ui.chat.view.code_stream.CodeStream`, which
-highlights and lays out each finished line once.
+text arrives, so nothing above the tail moves; in the live segment, the finished blocks' rendering
+stays and only the blocks after them are rendered again
+(:meth:`~ui.widgets.common.AutoHeightText.grow_markdown`: a piece of text costs what it and the open
+block take to render, not the whole live segment). Words that add no Markdown to the live segment's
+last paragraph are appended to its document as text, without rendering the tail again. A code block
+still open once it is long (nothing in it counts as finished for Markdown) becomes a
+:class:`~ui.chat.view.code_stream.CodeStream`, which highlights and lays out each finished line once.
 """
 
 from __future__ import annotations
