@@ -176,8 +176,7 @@ class PassMeter:
         self._reset()
 
     def share(self, pct: float) -> float:
-        ordered = sorted(self.cpus) or [0.0]
-        return ordered[min(len(ordered) - 1, int(len(ordered) * pct / 100))]
+        return bcw.share(self.cpus, pct)
 
     def stop(self) -> float:
         self.timer.stop()

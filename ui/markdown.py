@@ -172,9 +172,29 @@ def render(text: str, *, copy: bool = False, unwrapped: frozenset[int] | None = 
     """Markdown to Qt rich-text HTML; with ``copy``, code blocks get a ``copy:N`` link; with ``unwrapped``
     (a set, possibly empty), a ``wrap:N`` toggle too, and the blocks it names keep their long lines
     (the view scrolls sideways) instead of wrapping them."""
+    return render_part(text, copy=copy, unwrapped=unwrapped)[0]
+
+
+def render_part(text: str, *, copy: bool = False, unwrapped: frozenset[int] | None = None,
+                first_code: int = 0) -> tuple[str, int]:
+    """:func:`render` of a part of a longer text whose code blocks before it are ``first_code`` (its first code
+    block's links are ``copy:first_code``), and the index of the code block after it."""
     env: dict[str, Any] = {}
     tokens = _parser(blocks_only=True).parse(text, env)
-    return _QtWriter(copy=copy, env=env, unwrapped=unwrapped).blocks(tokens)
+    writer = _QtWriter(copy=copy, env=env, unwrapped=unwrapped)
+    writer.code_index = first_code
+    return writer.blocks(tokens), writer.code_index
+
+
+#: A list item's marker at the start of a text: the list before it would go on with it.
+_ITEM_START = re.compile(r"(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)", re.MULTILINE)
+
+
+def starts_on_its_own(text: str) -> bool:
+    """Whether Markdown ``text``, coming after finished blocks (:func:`split_stable`), renders as it would alone:
+    it starts with no indent (a list item's or a code block's continuation) and no list marker (the list before
+    would take the item). (A link reference, ``[a]: url``, may be used before or after it: the caller checks.)"""
+    return bool(text) and text[0] not in " \t\n" and _ITEM_START.match(text) is None
 
 
 def inline(text: str) -> str:

@@ -30,8 +30,12 @@ def _count_set_html(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
-def _rendered(source: str) -> str:
+def _rendered(source: str, like: AutoHeightText | None = None) -> str:
+    """``source`` rendered whole in a fresh view (with ``like``'s font: a view polished by the application's
+    style sheet has its own)."""
     fresh = AutoHeightText()
+    if like is not None:
+        fresh.document().setDefaultFont(like.document().defaultFont())
     fresh.set_markdown(source)
     html = fresh.toHtml()
     fresh.deleteLater()
@@ -43,7 +47,7 @@ def _assert_shown_as_rendered(stream: MarkdownStream) -> None:
     assert views, "nothing shown"
     assert "".join(v.markdown or "" for v in views) == stream.text
     for view in views:
-        assert view.toHtml() == _rendered(view.markdown or ""), f"shown differs from rendering {view.markdown!r}"
+        assert view.toHtml() == _rendered(view.markdown or "", view), f"shown differs from rendering {view.markdown!r}"
 
 
 @pytest.mark.parametrize(("shown", "text", "added"), [

@@ -305,13 +305,13 @@ def test_a_stored_answer_ending_in_a_long_open_block_never_renders_the_block_who
     """Given at once (a stored thread), the prose is frozen a few blocks a turn, then the open block
     grows in a CodeStream: no segment is ever set to the whole block's Markdown."""
     rendered: list[int] = []
-    real = AutoHeightText.set_markdown
+    real = markdown.render_part
 
-    def set_markdown(self: AutoHeightText, text: str) -> None:
+    def render_part(text: str, **kwargs: Any) -> tuple[str, int]:
         rendered.append(len(text))
-        real(self, text)
+        return real(text, **kwargs)
 
-    monkeypatch.setattr(AutoHeightText, "set_markdown", set_markdown)
+    monkeypatch.setattr(markdown, "render_part", render_part)
     body = python_code(300)
     text = "".join(f"Paragraph {i} of words, words and words.\n\n" for i in range(60)) + "```python\n" + body
     view = stream(qtbot, text, len(text))

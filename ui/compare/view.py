@@ -82,11 +82,19 @@ class ColumnHeader(QFrame):
         top.addWidget(self.state, 1)
         top.addWidget(self.keep)
         layout.addLayout(top)
-        self.figures = QLabel("")
+        #: The figures, wrapped, in a box of their own that the header's layout sizes: the label inside is given
+        #: a fixed size (the box's width, the height its text needs), so new figures that need no other height
+        #: repaint the label and lay nothing out (a label that may change size asks its layout, and through it
+        #: the column's, to lay out again at every change of its text: four times a second in each column).
+        self._figures_box = QWidget(self)
+        self._figures_box.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self._figures_box.setFixedHeight(0)
+        self._figures_box.installEventFilter(self)
+        self.figures = QLabel("", self._figures_box)
         self.figures.setWordWrap(True)
         self.figures.setObjectName("CompareFigures")
         self.figures.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        layout.addWidget(self.figures)
+        layout.addWidget(self._figures_box)
 
     def mark_selected(self, selected: bool) -> None:
         """The column whose candidate the inspector shows: its header tinted, and said to a screen reader."""
@@ -98,11 +106,31 @@ class ColumnHeader(QFrame):
         self.setAccessibleDescription("Shown in the inspector" if selected else "")
 
     def show_stats(self, stats: ColumnStats) -> None:
-        """The figures now (a label whose text is the same is not set again: no relayout of the header)."""
+        """The figures now (a label whose text is the same is not set again; new figures the same height lay
+        nothing out)."""
         model = f" · {stats.model}" if stats.model and stats.model != stats.label else ""
-        for label, text in ((self.state, stats.status + model), (self.figures, stats.line())):
-            if label.text() != text:
-                label.setText(text)
+        state = stats.status + model
+        if self.state.text() != state:
+            self.state.setText(state)
+        figures = stats.line()
+        if self.figures.text() != figures:
+            self.figures.setText(figures)
+            self._fit_figures()
+
+    def _fit_figures(self) -> None:
+        """The figures' label as wide as its box and as high as its text then needs; the box (and the header's
+        layout) told only when that height changes."""
+        width = self._figures_box.width()
+        height = self.figures.heightForWidth(width) if self.figures.text() else 0
+        self.figures.setFixedSize(width, max(0, height))
+        if self._figures_box.height() != height:
+            self._figures_box.setFixedHeight(max(0, height))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """The figures' box resized (the column's width changed): the figures wrapped to it."""
+        if watched is self._figures_box and event.type() == QEvent.Type.Resize:
+            self._fit_figures()
+        return False
 
 
 class CompareView(QWidget):

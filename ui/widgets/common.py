@@ -23,6 +23,8 @@ from PySide6.QtGui import (
     QTextCharFormat,
     QTextCursor,
     QTextDocument,
+    QTextDocumentFragment,
+    QTextFormat,
     QWheelEvent,
 )
 from PySide6.QtWidgets import (
@@ -119,6 +121,8 @@ class AutoHeightText(QTextBrowser):
     def __init__(self, html: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.markdown: str | None = None
+        #: :meth:`grow_markdown` is changing the document: its height is fitted once, at the end.
+        self._growing = False
         #: Code blocks (by index) whose long lines do not wrap.
         self.unwrapped: set[int] = set()
         self.setReadOnly(True)
@@ -134,10 +138,17 @@ class AutoHeightText(QTextBrowser):
         self.document().setDocumentMargin(0)
         self.document().documentLayout().documentSizeChanged.connect(self._fit)
         self.setFixedHeight(1)
+        #: What :meth:`grow_markdown` keeps: the Markdown's finished blocks shown (its first ``_kept`` characters,
+        #: 0: none), where their rendering ends in the document, and the code blocks among them.
+        self._kept = self._kept_pos = self._kept_codes = 0
+        #: Where the open part could not be added to the finished blocks' rendering (-1: nowhere).
+        self._whole_at = -1
         if html:
             self.setHtml(html)
 
     def _fit(self, size: object = None) -> None:
+        if self._growing:
+            return
         height = int(self.document().size().height() + 0.999)
         bar = self.horizontalScrollBar()
         if self.horizontalScrollBarPolicy() != Qt.ScrollBarPolicy.ScrollBarAlwaysOff and bar.maximum() > 0:
@@ -148,6 +159,7 @@ class AutoHeightText(QTextBrowser):
     def setHtml(self, text: str) -> None:
         super().setHtml(text)
         self.markdown = None
+        self._kept = 0
         self._fit()
 
     def set_markdown(self, text: str) -> None:
@@ -157,6 +169,83 @@ class AutoHeightText(QTextBrowser):
         policy = Qt.ScrollBarPolicy.ScrollBarAsNeeded if self.unwrapped else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
         self.setHorizontalScrollBarPolicy(policy)
         self._fit()
+
+    def grow_markdown(self, text: str, stable: int) -> None:
+        """Show Markdown ``text`` (shown as :meth:`set_markdown` shows it) whose first ``stable`` characters are
+        finished blocks (:func:`ui.markdown.split_stable`), rendering only what changed: when ``text`` goes on
+        from the finished blocks shown before, the document keeps their rendering and only the blocks after
+        it are replaced (the open part shown before, the blocks finished since, the new open part), so the
+        work of an update follows the new text, not the whole text. What may render differently in parts (a
+        list, an indented block or a table going on from the blocks before, a link reference, a code block's
+        Wrap toggle) renders the whole text."""
+        self._growing = True
+        try:
+            self._grow(text, stable)
+        finally:
+            self._growing = False
+        self._fit()
+
+    def _grow(self, text: str, stable: int) -> None:
+        if text[:stable].isspace():
+            stable = 0
+        rest = text[stable:]
+        if (self.unwrapped or "]:" in text
+                or (rest.strip() and (not stable or self._whole_at == stable or not markdown.starts_on_its_own(rest)))):
+            self.set_markdown(text)  # nothing kept: the next update renders the whole text again
+            self._whole_at = stable
+            return
+        kept, shown = self._kept, self.markdown
+        if (shown is None or not 0 < kept <= stable or not text.startswith(shown[:kept])
+                or (kept < stable and not markdown.starts_on_its_own(text[kept:stable]))):
+            kept = 0
+        if kept:
+            cursor = QTextCursor(self.document())
+            cursor.setPosition(self._kept_pos)
+            cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+            cursor.removeSelectedText()
+            if kept < stable:
+                html, codes = markdown.render_part(text[kept:stable], copy=True, unwrapped=frozenset(),
+                                                    first_code=self._kept_codes)
+                kept = kept if self._insert_html(html) else 0
+                self._kept_codes = codes
+        if not kept:  # the finished blocks rendered whole
+            html, self._kept_codes = markdown.render_part(text[:stable], copy=True, unwrapped=frozenset())
+            QTextBrowser.setHtml(self, html)
+        self._kept = stable
+        self._kept_pos = self.document().characterCount() - 1
+        self.markdown = text[:stable]
+        if rest.strip() and not self._insert_html(markdown.render_part(rest, copy=True, unwrapped=frozenset(),
+                                                                        first_code=self._kept_codes)[0]):
+            self.set_markdown(text)
+            self._whole_at = stable
+            return
+        self.markdown = text
+
+    def _insert_html(self, html: str) -> bool:
+        """Add rich text ``html`` (rendered Markdown blocks) after the document's blocks, as one ``setHtml`` of
+        both would show them; False (nothing changed) when it starts with what would not (a list, a table, a
+        rule: Qt gives the first block of what is inserted the format of the block it goes in), or when the document
+        ends with a rule."""
+        part = QTextDocument()
+        part.setHtml(html)
+        first = part.firstBlock()
+        if first.length() <= 1 or first.textList() is not None or QTextCursor(first).currentFrame() is not part.rootFrame():
+            return False
+        document = self.document()
+        cursor = QTextCursor(document)
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        block = cursor.block()
+        if block.blockFormat().hasProperty(QTextFormat.Property.BlockTrailingHorizontalRulerWidth):
+            return False  # a rule: the block Qt would add after it takes its line
+        after_frame = (block.length() <= 1 and block.previous().isValid() and block.textList() is None
+                       and QTextCursor(block.previous()).currentFrame() is not document.rootFrame())
+        if after_frame:  # the empty block Qt keeps after a table (a code block, a quote): the text goes in it
+            cursor.setBlockFormat(first.blockFormat())
+            cursor.setBlockCharFormat(first.charFormat())
+        else:
+            cursor.insertBlock(first.blockFormat(), first.charFormat())
+        cursor.insertFragment(QTextDocumentFragment(part))
+        return True
 
     def append_plain(self, text: str, *, source: str) -> bool:
         """Add ``text`` (words, no Markdown: see :func:`ui.markdown.plain_append`) at the end of the shown

@@ -96,7 +96,7 @@ class Comparisons(QObject):
         #: The columns are set aside (another thread is open) while their candidates answer.
         self.parked = False
         #: The headers' figures while the candidates stream: one header a tick, in turn, so each is redrawn every
-        #: STATS_MS and no pass relays out every header (each one's new figures lay out its column again).
+        #: STATS_MS and no pass repaints every header (figures that need another height lay out its column too).
         self._timer = QTimer(self)
         self._timer.setInterval(STATS_MS // 4)
         self._timer.timeout.connect(self._show_next_stats)

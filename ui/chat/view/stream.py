@@ -2,10 +2,13 @@
 
 A :class:`MarkdownStream` is a stack of rich-text segments: finished Markdown blocks are frozen
 into a segment once they are big enough, and only the last (live) segment is re-rendered when
-text arrives, so nothing above the tail moves. Words that add no Markdown to the live segment's last
-paragraph are appended to its document as text, without rendering the tail again. A code block still open once it is long (nothing in
-it counts as finished for Markdown) becomes a :class:`~ui.chat.view.code_stream.CodeStream`, which
-highlights and lays out each finished line once.
+text arrives, so nothing above the tail moves; in the live segment, the finished blocks' rendering
+stays and only the blocks after them are rendered again
+(:meth:`~ui.widgets.common.AutoHeightText.grow_markdown`: a piece of text costs what it and the open
+block take to render, not the whole live segment). Words that add no Markdown to the live segment's
+last paragraph are appended to its document as text, without rendering the tail again. A code block
+still open once it is long (nothing in it counts as finished for Markdown) becomes a
+:class:`~ui.chat.view.code_stream.CodeStream`, which highlights and lays out each finished line once.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ class MarkdownStream(QWidget):
         self._text += delta
         if not self._scheduled and self._code is None and self._append_plain():
             return
-        self._render()
+        self._render(freeze=False)
 
     def _append_plain(self) -> bool:
         """Words added to the live segment's last paragraph with no Markdown in them: add them to its document
@@ -88,10 +91,13 @@ class MarkdownStream(QWidget):
         self._codes = []
         self.append(text)
 
-    def _render(self) -> None:
+    def _render(self, *, freeze: bool = True) -> None:
         """Freeze finished blocks, re-render the tail. Work per call is bounded (about
         ``MAX_RENDER_CHARS``): a backlog (text arriving faster than it renders) is caught up
-        on the next turns of the event loop instead of stalling this one."""
+        on the next turns of the event loop instead of stalling this one. Text as it streams (``freeze``
+        False, a tail shorter than that) is rendered in the live segment, and its freeze (the segment
+        finished, a new one made and rendered) goes in a turn of its own: not in the turn that renders
+        the new text, which would then do both."""
         self._scheduled = False
         if self._code is not None and self._grow_code():
             return
@@ -101,22 +107,26 @@ class MarkdownStream(QWidget):
         stable = markdown.split_stable(tail)
         if stable < FREEZE_CHARS and self._start_code(tail, stable):
             return
-        if stable >= FREEZE_CHARS:
+        froze = stable >= FREEZE_CHARS and (freeze or len(tail) > MAX_RENDER_CHARS)
+        if stable >= FREEZE_CHARS and not froze:
+            self._schedule()  # the freeze, in a turn of its own
+        if froze:
             cut = stable
             if stable > MAX_RENDER_CHARS:
                 cut = markdown.split_stable(tail[:MAX_RENDER_CHARS]) or stable
-            self._live.set_markdown(tail[:cut])
+            self._live.grow_markdown(tail[:cut], cut)
             self._frozen += cut
             tail = tail[cut:]
             self._live = self._new_live()
-        if len(tail) > MAX_RENDER_CHARS and markdown.split_stable(tail) >= FREEZE_CHARS:
+            stable = markdown.split_stable(tail)
+        if len(tail) > MAX_RENDER_CHARS and stable >= FREEZE_CHARS:
             self._schedule()  # more finished blocks to freeze: next turn of the loop
             return
-        if stable >= FREEZE_CHARS and self._start_code(tail, 0):  # a long open code block after them
+        if froze and self._start_code(tail, 0):  # a long open code block after them
             return
         visible = bool(tail.strip())
         if visible:
-            self._live.set_markdown(tail)
+            self._live.grow_markdown(tail, stable)
         else:
             self._live.setHtml("")
         if self._live.isVisibleTo(self) != visible:
@@ -131,7 +141,7 @@ class MarkdownStream(QWidget):
         live = self._live
         assert live is not None
         if stable:
-            live.set_markdown(tail[:stable])
+            live.grow_markdown(tail[:stable], stable)
             self._frozen += stable
             live = self._live = self._new_live()
         code = CodeStream(fence.language, self, source=self.markdown_source)
