@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
 
-from tests.ui.conftest import running_app, wait_until
+from tests.fakes.app_window import running_app, wait_until
 from tests.ui.test_compare_one_column_a_tick import settle, shown
 from workspace.config import load_config
 
