@@ -188,7 +188,7 @@ def test_finished_lines_are_highlighted_once_and_frozen_pieces_never_set_again(
     """The lexer sees each finished line once (plus the line being written, again as it grows), never
     the whole block on a flush; a frozen piece is set once; no piece holds much more than PIECE_CHARS."""
     lexed: list[str] = []
-    real_lex = code_lines._lex_from
+    real_lex = code_lines.lex_from
 
     def counting(lexer: Any, text: str, stack: tuple[str, ...]) -> Any:
         lexed.append(text)
@@ -205,7 +205,7 @@ def test_finished_lines_are_highlighted_once_and_frozen_pieces_never_set_again(
         self.document().contentsChange.connect(
             lambda _at, removed, added: writes.setdefault(key, []).append((removed, added)))
 
-    monkeypatch.setattr(code_lines, "_lex_from", counting)
+    monkeypatch.setattr(code_lines, "lex_from", counting)
     monkeypatch.setattr(Piece, "__init__", init)
     monkeypatch.setattr(Piece, "setHtml", lambda self, html: set_html.append(len(html)))
     body = "".join(f"    value_{i} = compute(event, {i}) * 2  # step {i}\n" for i in range(1200))  # ~50 KB

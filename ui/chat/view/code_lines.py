@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from ui import markdown
+from ui.code_lex import lex_from
 
 #: A code fence's opening line at the start of a text (at the margin: an answer's own block).
 _OPENER = re.compile(r"(`{3,})([^`\n]*)\n|(~{3,})([^\n]*)\n")
@@ -162,7 +163,7 @@ class CodeLines:
             taken.append((kind, value))
             size += len(value)
         if self.resumable:
-            _tokens, self.stack = _lex_from(self.lexer, window[:size], self.stack)
+            _tokens, self.stack = lex_from(self.lexer, window[:size], self.stack)
         part_html = "".join(_lines(_format(taken, markdown.code_formatter()) + "\n"))
         self.head.append(part_html)
         return size, part_html
@@ -170,7 +171,7 @@ class CodeLines:
     def _tokens(self, text: str) -> list[tuple[Any, str]]:
         self.lexed += len(text)
         if self.resumable:
-            return _lex_from(self.lexer, text, self.stack)[0]
+            return lex_from(self.lexer, text, self.stack)[0]
         return list(self.lexer.get_tokens(text))
 
     def live(self, line: str) -> list[str]:
@@ -188,7 +189,7 @@ class CodeLines:
 
         self.lexed += len(text)
         if self.resumable:
-            tokens, stack = _lex_from(self.lexer, text, self.stack)
+            tokens, stack = lex_from(self.lexer, text, self.stack)
         else:
             tokens, stack = list(self.lexer.get_tokens(text)), ("root",)
         return _lines(_format(tokens, markdown.code_formatter())), stack
@@ -301,58 +302,3 @@ def _joined(head: str, rest: str) -> str:
         if head.rfind(opener) > head.rfind("</span>", 0, len(head) - 7):
             return head[:-7] + rest[len(opener):]
     return head + rest
-
-
-def _lex_from(lexer: Any, text: str, stack: tuple[str, ...]) -> tuple[list[tuple[Any, str]], tuple[str, ...]]:
-    """pygments' ``RegexLexer.get_tokens_unprocessed``, started in state ``stack`` and giving back the
-    state it ended in (the library's own drops it)."""
-    from pygments.token import Error, Whitespace, _TokenType
-
-    pos = 0
-    tokendefs = lexer._tokens
-    statestack = list(stack)
-    statetokens = tokendefs[statestack[-1]]
-    out: list[tuple[Any, str]] = []
-    ended = False
-    while not ended:
-        for rexmatch, action, new_state in statetokens:
-            m = rexmatch(text, pos)
-            if not m:
-                continue
-            if action is not None:
-                if type(action) is _TokenType:
-                    out.append((action, m.group()))
-                else:
-                    out.extend((kind, value) for _pos, kind, value in action(lexer, m))
-            pos = m.end()
-            if new_state is not None:
-                if isinstance(new_state, tuple):
-                    for state in new_state:
-                        if state == "#pop":
-                            if len(statestack) > 1:
-                                statestack.pop()
-                        elif state == "#push":
-                            statestack.append(statestack[-1])
-                        else:
-                            statestack.append(state)
-                elif isinstance(new_state, int):
-                    if abs(new_state) >= len(statestack):
-                        del statestack[1:]
-                    else:
-                        del statestack[new_state:]
-                elif new_state == "#push":
-                    statestack.append(statestack[-1])
-                statetokens = tokendefs[statestack[-1]]
-            break
-        else:
-            if pos >= len(text):
-                ended = True
-            elif text[pos] == "\n":  # at the end of a line, back to "root"
-                statestack = ["root"]
-                statetokens = tokendefs["root"]
-                out.append((Whitespace, "\n"))
-                pos += 1
-            else:
-                out.append((Error, text[pos]))
-                pos += 1
-    return out, tuple(statestack)
