@@ -22,6 +22,7 @@ import queue
 import re
 import string
 import threading
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -301,6 +302,15 @@ def lex_from(lexer: Any, text: str, stack: tuple[str, ...], *,
     state ``stack`` and giving back the state it ended in (the library's own drops it). Where a state
     meets a character it has no steps for yet, its rules are tried one by one (and the steps are built
     by a thread of their own; ``compile_now``: here, now)."""
+    ended: list[tuple[str, ...]] = []
+    out = list(tokens(lexer, text, stack, ended=ended, compile_now=compile_now))
+    return out, ended[0]
+
+
+def tokens(lexer: Any, text: str, stack: tuple[str, ...] = ("root",), *, ended: list[tuple[str, ...]] | None = None,
+           compile_now: bool = False) -> Iterator[tuple[Any, str]]:
+    """:func:`lex_from`'s tokens one at a time (a caller can stop between two); ``ended`` gets the state
+    they end in."""
     from pygments.token import Error, Whitespace, _TokenType
 
     pos = 0
@@ -309,8 +319,6 @@ def lex_from(lexer: Any, text: str, stack: tuple[str, ...], *,
     statestack = list(stack)
     statetokens = tokendefs[statestack[-1]]
     state = states[statestack[-1]]
-    out: list[tuple[Any, str]] = []
-    append = out.append
     size = len(text)
     while True:
         rule = m = None
@@ -338,10 +346,11 @@ def lex_from(lexer: Any, text: str, stack: tuple[str, ...], *,
             rexmatch, action, new_state = rule
             if action is not None:
                 if type(action) is _TokenType:
-                    append((action, m.group()))  # type: ignore[union-attr]
+                    yield action, m.group()  # type: ignore[union-attr]
                 else:
                     m = rexmatch(text, pos)  # the rule's own match: its groups as the action numbers them
-                    out.extend((kind, value) for _pos, kind, value in action(lexer, m))
+                    for _pos, kind, value in action(lexer, m):
+                        yield kind, value
             pos = m.end()  # type: ignore[union-attr]
             if new_state is not None:
                 if isinstance(new_state, tuple):
@@ -369,8 +378,9 @@ def lex_from(lexer: Any, text: str, stack: tuple[str, ...], *,
             statestack = ["root"]
             statetokens = tokendefs["root"]
             state = states["root"]
-            append((Whitespace, "\n"))
+            yield Whitespace, "\n"
         else:
-            append((Error, text[pos]))
+            yield Error, text[pos]
         pos += 1
-    return out, tuple(statestack)
+    if ended is not None:
+        ended.append(tuple(statestack))

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import Any, NamedTuple
 
-from ui import markdown
+from ui import code_lex, markdown
 from ui.code_lex import lex_from
 
 #: A code fence's opening line at the start of a text (at the margin: an answer's own block).
@@ -77,7 +76,6 @@ def leading_fence(text: str, since: int = 0) -> OpenFence | None:
 Line = tuple[tuple[str, str], ...]
 
 
-@lru_cache(maxsize=4096)
 def _style(kind: Any, theme_style: str) -> str:
     """The inline style pygments' HTML formatter gives a token type (what :func:`ui.markdown.highlight`
     shows it in), less its background: read off the formatter's HTML for one character of that type."""
@@ -88,41 +86,45 @@ def _style(kind: Any, theme_style: str) -> str:
     return markdown.no_background(found.group(1)) if found else ""
 
 
-def _styler() -> Any:
-    """A token type's style in the current theme (:func:`_style`), for a loop over many tokens."""
-    from ui import theme
-
-    theme_style = theme.colors().pygments_style
-    cache: dict[Any, str] = {}
-
-    def style(kind: Any) -> str:
-        found = cache.get(kind)
-        if found is None:
-            found = cache[kind] = _style(kind, theme_style)
-        return found
-
-    return style
+#: Each token type's style (:func:`_style`), for the theme's pygments style it was read in.
+_STYLES: dict[str, dict[Any, str]] = {}
 
 
 def _split(tokens: list[tuple[Any, str]], partial: Line = ()) -> tuple[list[Line], Line]:
     """Tokens as the lines a newline ends, and the line after the last newline (open: more may follow).
     ``partial``: the first line's runs so far (lexed before, a slice of a long line)."""
-    style = _styler()
+    from ui import theme
+
+    theme_style = theme.colors().pygments_style
+    styles = _STYLES.setdefault(theme_style, {})
     lines: list[Line] = []
     line = list(partial)
+    last = line[-1][0] if line else None
     for kind, value in tokens:
-        run_style = style(kind)
+        style = styles.get(kind)
+        if style is None:
+            style = styles[kind] = _style(kind, theme_style)
+        if "\n" not in value:  # most tokens: a run, or more of the last one
+            if not value:
+                continue
+            if style == last:
+                line[-1] = (style, line[-1][1] + value)
+            else:
+                line.append((style, value))
+                last = style
+            continue
         first = True
         for part in value.split("\n"):
             if not first:
                 lines.append(tuple(line))
-                line = []
+                line, last = [], None
             first = False
             if part:
-                if line and line[-1][0] == run_style:
-                    line[-1] = (run_style, line[-1][1] + part)
+                if style == last:
+                    line[-1] = (style, line[-1][1] + part)
                 else:
-                    line.append((run_style, part))
+                    line.append((style, part))
+                    last = style
     return lines, tuple(line)
 
 
@@ -131,6 +133,15 @@ def _lines(tokens: list[tuple[Any, str]]) -> list[Line]:
     formatted text that ends with a newline gives no empty line after it)."""
     lines, last = _split(tokens)
     return [*lines, last] if last else lines
+
+
+def _resumable(lexer: Any) -> bool:
+    """Whether ``lexer`` is a plain pygments ``RegexLexer`` (no filters, no loop of its own): its state
+    can be carried from line to line, and :func:`ui.code_lex.tokens` gives its tokens."""
+    from pygments.lexer import RegexLexer
+
+    return lexer is not None and (isinstance(lexer, RegexLexer) and not lexer.filters
+                                  and type(lexer).get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed)
 
 
 def _plain(text: str) -> list[Line]:
@@ -146,13 +157,8 @@ class CodeLines:
     of finished lines on its own: the check against the whole block (:func:`whole_lines`) mends them."""
 
     def __init__(self, language: str | None) -> None:
-        from pygments.lexer import RegexLexer
-
         self.lexer = markdown.code_lexer(language)
-        lexer = self.lexer
-        self.resumable = lexer is not None and (
-            isinstance(lexer, RegexLexer) and not lexer.filters
-            and type(lexer).get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed)
+        self.resumable = _resumable(self.lexer)
         #: Finished lines not highlighted for good yet, and the lexer's state where they start.
         self.pending = ""
         self.stack: tuple[str, ...] = ("root",)
@@ -261,7 +267,10 @@ def whole_lines(code: str, language: str | None) -> Iterator[list[Line] | None]:
     out: list[Line] = []
     batch: list[tuple[Any, str]] = []
     partial: Line = ()  # the runs of a line longer than a slice, so far
-    for kind, value in lexer.get_tokens(code):
+    # As pygments' get_tokens (a plain RegexLexer's tokens, found faster, when it would not change the text).
+    fast = _resumable(lexer) and not code.startswith("\ufeff") and "\r" not in code and not (
+        lexer.stripall or lexer.stripnl or lexer.ensurenl or lexer.tabsize)
+    for kind, value in code_lex.tokens(lexer, code) if fast else lexer.get_tokens(code):
         batch.append((kind, value))
         if len(batch) >= 200:  # a slice ends at a line's end, or inside a long line (a minified document)
             done, partial = _split(batch, partial)
