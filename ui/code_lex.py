@@ -296,6 +296,33 @@ def prepare(lexer: Any, sample: str) -> None:
         lex_from(lexer, sample, ("root",), compile_now=True)
 
 
+def handles(lexer: Any) -> bool:
+    """Whether :func:`tokens` gives ``lexer``'s tokens (and a state carried from line to line means what
+    it means to pygments): a ``RegexLexer`` without filters whose loop is pygments' own, or C's and C++'s
+    (pygments' loop, then a name of a standard type made a type, as theirs does)."""
+    from pygments.lexer import RegexLexer
+    from pygments.lexers.c_cpp import CFamilyLexer
+
+    own = type(lexer).get_tokens_unprocessed
+    return isinstance(lexer, RegexLexer) and not lexer.filters and (
+        own is RegexLexer.get_tokens_unprocessed or own is CFamilyLexer.get_tokens_unprocessed)
+
+
+def _c_types(lexer: Any, found: Iterator[tuple[Any, str]]) -> Iterator[tuple[Any, str]]:
+    """What C's and C++'s lexers make of their loop's tokens: a name of a standard type is a type
+    (``CFamilyLexer.get_tokens_unprocessed``, its options included)."""
+    from pygments.token import Keyword, Name
+
+    for kind, value in found:
+        if kind is Name and (
+                (lexer.stdlibhighlighting and value in lexer.stdlib_types)
+                or (lexer.c99highlighting and value in lexer.c99_types)
+                or (lexer.c11highlighting and value in lexer.c11_atomic_types)
+                or (lexer.platformhighlighting and value in lexer.linux_types)):
+            kind = Keyword.Type
+        yield kind, value
+
+
 def lex_from(lexer: Any, text: str, stack: tuple[str, ...], *,
              compile_now: bool = False) -> tuple[list[tuple[Any, str]], tuple[str, ...]]:
     """pygments' ``RegexLexer.get_tokens_unprocessed`` (its tokens, without their positions), started in
@@ -310,7 +337,15 @@ def lex_from(lexer: Any, text: str, stack: tuple[str, ...], *,
 def tokens(lexer: Any, text: str, stack: tuple[str, ...] = ("root",), *, ended: list[tuple[str, ...]] | None = None,
            compile_now: bool = False) -> Iterator[tuple[Any, str]]:
     """:func:`lex_from`'s tokens one at a time (a caller can stop between two); ``ended`` gets the state
-    they end in."""
+    they end in. ``lexer``: one :func:`handles`."""
+    from pygments.lexer import RegexLexer
+
+    found = _tokens(lexer, text, stack, ended, compile_now)
+    return found if type(lexer).get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed else _c_types(lexer, found)
+
+
+def _tokens(lexer: Any, text: str, stack: tuple[str, ...], ended: list[tuple[str, ...]] | None,
+            compile_now: bool) -> Iterator[tuple[Any, str]]:
     from pygments.token import Error, Whitespace, _TokenType
 
     pos = 0

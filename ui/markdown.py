@@ -243,7 +243,7 @@ def _highlighted_block(code: str, language: str | None, style: str) -> str:
 
 
 #: The languages whose lexers :func:`load_libraries` builds ahead (the common ones in answers).
-COMMON_LANGUAGES = ("python", "json", "diff", "bash", "javascript")
+COMMON_LANGUAGES = ("python", "json", "diff", "bash", "javascript", "cpp")
 
 
 #: Code :func:`load_libraries` lexes in each common language, so the states and characters an answer's
@@ -258,6 +258,8 @@ _SAMPLE_CODE = (
     '\nconst f = (a, b) => { return `t ${a}` /* c */ }; let y = {k: "v", n: null}; // c\n'
     'echo "$HOME" | grep -v x > /dev/null && export V=$(ls) || exit 1\n'
     "--- a/file\n+++ b/file\n@@ -1,2 +1,2 @@\n-old line\n+new line\n context\n"
+    '#include <vector>\n/* Block\n   comment. */\nstd::vector<int> handler_1(const std::string& name, int count) {\n'
+    '    auto value_2 = compute(name, 3) * 2;  // step "of" it\n    return {};\n}\n'
 )
 
 
@@ -272,6 +274,7 @@ def load_libraries() -> None:
     _parser()
     for lang in COMMON_LANGUAGES:
         highlight("x = 1\n", lang)
+    for lang in COMMON_LANGUAGES:  # the longer part last: what the first render needs is ready before
         code_lex.prepare(code_lexer(lang), _SAMPLE_CODE)
 
 

@@ -11,7 +11,6 @@ import time
 from typing import Any
 
 import pytest
-from pygments.lexer import RegexLexer
 from pygments.lexers import get_lexer_by_name
 
 from ui import markdown
@@ -26,7 +25,7 @@ SNIPPETS = (
     "ünï 日本 \u2028 <tag> & ;\n", "$x = ${y}; @a{b}\n", "0x1F 0o7 1_000.5e-3j\n", "]]>{{}}((\n",
 )
 LANGUAGES = ("python", "bash", "javascript", "typescript", "rust", "go", "java", "html", "css", "sql", "toml",
-             "kotlin", "csharp", "diff", "ini", "xml", "markdown", "dockerfile")
+             "kotlin", "csharp", "diff", "ini", "xml", "markdown", "dockerfile", "c", "cpp")
 
 
 def text_for(seed: int) -> str:
@@ -38,7 +37,7 @@ def text_for(seed: int) -> str:
 
 
 def pygments_tokens(lexer: Any, text: str) -> list[tuple[Any, str]]:
-    return [(kind, value) for _pos, kind, value in RegexLexer.get_tokens_unprocessed(lexer, text)]
+    return [(kind, value) for _pos, kind, value in lexer.get_tokens_unprocessed(text)]
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
@@ -47,6 +46,7 @@ def test_the_tokens_are_pygments_own(language: str, seed: int) -> None:
     from ui import code_lex
 
     lexer = get_lexer_by_name(language, stripnl=False, ensurenl=False)
+    assert code_lex.handles(lexer)
     text = text_for(seed)
     expected = pygments_tokens(lexer, text)
     # Rules tried one by one where no joined ones are ready, then joined (built on this thread, now).

@@ -135,13 +135,14 @@ def _lines(tokens: list[tuple[Any, str]]) -> list[Line]:
     return [*lines, last] if last else lines
 
 
-def _resumable(lexer: Any) -> bool:
-    """Whether ``lexer`` is a plain pygments ``RegexLexer`` (no filters, no loop of its own): its state
-    can be carried from line to line, and :func:`ui.code_lex.tokens` gives its tokens."""
-    from pygments.lexer import RegexLexer
-
-    return lexer is not None and (isinstance(lexer, RegexLexer) and not lexer.filters
-                                  and type(lexer).get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed)
+def _get_tokens(lexer: Any, text: str) -> Iterator[tuple[Any, str]]:
+    """pygments' ``lexer.get_tokens(text)``: through :func:`ui.code_lex.tokens` when that gives the same
+    (a lexer it handles, and a text pygments would not change first: no byte-order mark, no carriage
+    return, no stripping, tabs kept)."""
+    if code_lex.handles(lexer) and not text.startswith("\ufeff") and "\r" not in text and not (
+            lexer.stripall or lexer.stripnl or lexer.ensurenl or lexer.tabsize):
+        return code_lex.tokens(lexer, text)
+    return iter(lexer.get_tokens(text))
 
 
 def _plain(text: str) -> list[Line]:
@@ -157,8 +158,14 @@ class CodeLines:
     of finished lines on its own: the check against the whole block (:func:`whole_lines`) mends them."""
 
     def __init__(self, language: str | None) -> None:
+        from pygments.lexer import RegexLexer
+
         self.lexer = markdown.code_lexer(language)
-        self.resumable = _resumable(self.lexer)
+        lexer = self.lexer
+        # (C's and C++'s lexers could be: their state is in a function's braces most of the time, so lines
+        # would be pending most of the time.)
+        self.resumable = lexer is not None and code_lex.handles(lexer) and (
+            type(lexer).get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed)
         #: Finished lines not highlighted for good yet, and the lexer's state where they start.
         self.pending = ""
         self.stack: tuple[str, ...] = ("root",)
@@ -236,7 +243,7 @@ class CodeLines:
         self.lexed += len(text)
         if self.resumable:
             return lex_from(self.lexer, text, self.stack)[0]
-        return list(self.lexer.get_tokens(text))
+        return list(_get_tokens(self.lexer, text))
 
     def live(self, line: str) -> list[Line]:
         """The pending lines and ``line`` (the line being written, no newline)."""
@@ -253,7 +260,7 @@ class CodeLines:
         if self.resumable:
             tokens, stack = lex_from(self.lexer, text, self.stack)
         else:
-            tokens, stack = list(self.lexer.get_tokens(text)), ("root",)
+            tokens, stack = list(_get_tokens(self.lexer, text)), ("root",)
         return _lines(tokens), stack
 
 
@@ -267,10 +274,7 @@ def whole_lines(code: str, language: str | None) -> Iterator[list[Line] | None]:
     out: list[Line] = []
     batch: list[tuple[Any, str]] = []
     partial: Line = ()  # the runs of a line longer than a slice, so far
-    # As pygments' get_tokens (a plain RegexLexer's tokens, found faster, when it would not change the text).
-    fast = _resumable(lexer) and not code.startswith("\ufeff") and "\r" not in code and not (
-        lexer.stripall or lexer.stripnl or lexer.ensurenl or lexer.tabsize)
-    for kind, value in code_lex.tokens(lexer, code) if fast else lexer.get_tokens(code):
+    for kind, value in _get_tokens(lexer, code):
         batch.append((kind, value))
         if len(batch) >= 200:  # a slice ends at a line's end, or inside a long line (a minified document)
             done, partial = _split(batch, partial)
