@@ -265,24 +265,29 @@ _SAMPLE_CODE = (
 
 def load_libraries() -> None:
     """Import markdown-it and pygments and build the parsers and the common lexers (their regular
-    expressions compile on first use), and each common lexer's joined rules for the code answers hold
+    expressions compile on first use), then each common lexer's joined rules for the code answers hold
     most (:func:`ui.code_lex.prepare`): a few hundred ms. No Qt: meant for a worker thread, so neither
     the window's start nor the first answer's code block pays it on the event loop."""
     from ui import code_lex
 
+    _load_parsers()
+    for lang in COMMON_LANGUAGES:  # the longer part last: what the first render needs is ready before
+        code_lex.prepare(code_lexer(lang), _SAMPLE_CODE)
+
+
+def _load_parsers() -> None:
     _parser(blocks_only=True)
     _parser()
     for lang in COMMON_LANGUAGES:
         highlight("x = 1\n", lang)
-    for lang in COMMON_LANGUAGES:  # the longer part last: what the first render needs is ready before
-        code_lex.prepare(code_lexer(lang), _SAMPLE_CODE)
 
 
 def warm_up() -> None:
     """Import the parser and pygments and build the common lexers now (at idle time), not mid-stream
     (on this thread: after :func:`load_libraries` in a worker, what is left — a render, which asks Qt
-    for the monospace font — takes a few ms)."""
-    load_libraries()
+    for the monospace font — takes a few ms). The lexers' joined rules are not built here: on this
+    thread, a streamed code block has them built by :mod:`ui.code_lex`'s own thread when it needs them."""
+    _load_parsers()
     render("# x\n\n- [ ] *a* `b` https://x.org\n\n| a |\n|---|\n| 1 |\n")
 
 
