@@ -10,7 +10,9 @@ well (on a busy machine the wall clock is mostly other processes' share). Target
 prose, no stall over 16 ms on a quiet machine (50 ms on a busy one).
 
 Then the chat view alone: this process's CPU per flush of 300 characters into a
-:class:`~ui.chat.view.stream.MarkdownStream`, prose against each code block (target: code at most prose's).
+:class:`~ui.chat.view.stream.MarkdownStream`, prose against each code block (target: code at most prose's);
+and the Python and C++ answers' code lexed whole, pygments' own loop against :mod:`ui.code_lex` (the same
+tokens, checked).
 
 Then two figures:
 
@@ -261,6 +263,33 @@ def bench_view_flushes(prose: list[str], *, flush: int = 300, runs: int = 3) -> 
     return {name: round(seconds * 1000, 2) for name, seconds in best.items()}
 
 
+def bench_lexing(*, runs: int = 5) -> dict[str, dict[str, float]]:
+    """Lexing each code answer's code whole: pygments' own loop against :mod:`ui.code_lex` (its steps built
+    ahead, as the window's start does for the common languages), medians of ``runs`` alternated, in ms."""
+    import statistics
+
+    from ui import code_lex, markdown
+
+    out: dict[str, dict[str, float]] = {}
+    for name, language, make in (("python", "python", make_code_tokens), ("cpp", "cpp", make_cpp_tokens)):
+        code = "".join(make()).split("\n", 1)[1]
+        lexer = markdown.code_lexer(language)
+        code_lex.prepare(lexer, code)
+        pygments_s: list[float] = []
+        joined_s: list[float] = []
+        for _ in range(runs):
+            start = time.process_time()
+            expected = [(kind, value) for _pos, kind, value in lexer.get_tokens_unprocessed(code)]
+            pygments_s.append(time.process_time() - start)
+            start = time.process_time()
+            got = code_lex.lex_from(lexer, code, ("root",))[0]
+            joined_s.append(time.process_time() - start)
+            assert got == expected, "ui.code_lex gave other tokens than pygments"
+        a, b = statistics.median(pygments_s), statistics.median(joined_s)
+        out[name] = {"pygments_ms": round(a * 1000, 1), "code_lex_ms": round(b * 1000, 1), "ratio": round(a / b, 1)}
+    return out
+
+
 async def bench_end_to_end(root: object, tokens: list[str], provider: object) -> dict[str, float]:
     window = root.window  # type: ignore[attr-defined]
     controller = root.controller  # type: ignore[attr-defined]
@@ -345,8 +374,11 @@ def main() -> int:
     tokens = make_tokens(TOKENS)
     try:
         with loop:
-            # The app warms up pygments 0.6 s after start; stream after that, as a person would.
+            # The app warms up pygments (and the common lexers' joined rules) in a worker soon after start;
+            # stream after that, as a person would.
             loop.run_until_complete(asyncio.sleep(1.0))
+            while any(task.get_name() == "load the Markdown libraries" for task in root.tasks.tasks):
+                loop.run_until_complete(asyncio.sleep(0.05))
             answers = loop.run_until_complete(bench_answers(root, tokens))
             if not answers_only:
                 bridge = loop.run_until_complete(bench_bridge(root, tokens))
@@ -372,6 +404,10 @@ def main() -> int:
     print("the chat view alone, CPU per flush of 300 characters (best of 3): "
           + ", ".join(f"{name} {ms:.2f} ms" for name, ms in view.items())
           + " (target: each code block's at most prose's)")
+    lexing = bench_lexing()
+    print("lexing a code answer whole, CPU (median of 5): " + ", ".join(
+        f"{name} {r['pygments_ms']:.0f} ms with pygments' loop, {r['code_lex_ms']:.0f} ms with ui.code_lex ({r['ratio']:.1f} x)"
+        for name, r in lexing.items()))
     if answers_only:
         return 0
     print(f"bridge -> chat view: {bridge['tokens_per_s']:,.0f} tokens/s ({bridge['tokens']:,} tokens in "
@@ -384,6 +420,7 @@ def main() -> int:
     result = {
         "answers": answers,
         "view_ms_per_flush": view,
+        "lexing_ms": lexing,
         "bridge": {k: round(v, 1) for k, v in bridge.items()},
         "end_to_end": {k: round(v, 1) for k, v in e2e.items()},
         "outside_view_us_per_token": outside,

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from PySide6.QtWidgets import QApplication
 
+from tests.ui.code_colours import highlighted
 from ui.chat.view import code_lines
 from ui.chat.view.code_lines import LONG_LINE_CHARS, LOOKAHEAD_CHARS, CodeLines
 from ui.chat.view.code_stream import CodeStream, Piece
@@ -135,13 +136,13 @@ def test_each_finished_line_is_highlighted_once(
     lexed on every flush (what arrived of it), which is not counted here."""
     seen: dict[str, int] = {}
     live = [False]
-    real_html, real_live = CodeLines._html, CodeLines.live
+    real_lex, real_live = CodeLines._lex, CodeLines.live
 
-    def html(self: CodeLines, text: str) -> Any:
+    def lex(self: CodeLines, text: str) -> Any:
         if not live[0]:
             for line in text.splitlines():
                 seen[line] = seen.get(line, 0) + 1
-        return real_html(self, text)
+        return real_lex(self, text)
 
     def live_line(self: CodeLines, line: str) -> list[str]:
         live[0] = True
@@ -150,7 +151,7 @@ def test_each_finished_line_is_highlighted_once(
         finally:
             live[0] = False
 
-    monkeypatch.setattr(CodeLines, "_html", html)
+    monkeypatch.setattr(CodeLines, "_lex", lex)
     monkeypatch.setattr(CodeLines, "live", live_line)
     monkeypatch.setattr(code_lines, "PENDING_CHARS", 0)  # a comment over lines is not kept pending
     view = MarkdownStream()
@@ -173,26 +174,61 @@ def test_each_finished_line_is_highlighted_once(
 def test_the_closing_check_of_one_long_line_works_in_slices(language: str, code: str) -> None:
     """The check of a closed block against its whole highlight is spread over turns of the event loop,
     also inside one long line; what it ends with is the whole block's highlight, span for span."""
-    from ui import markdown
 
     steps = list(code_lines.whole_lines(code, language))
     assert steps.count(None) >= 10
-    assert steps[-1] == markdown.highlight(code, language).split("\n")
+    last = steps[-1]
+    assert last is not None
+    assert [code_lines.colours(line) for line in last] == highlighted(code, language)
 
 
-def test_a_cut_lines_colours_are_compared_with_its_whole_highlight_span_by_span() -> None:
+def test_a_cut_lines_colours_are_compared_with_its_whole_highlight_run_by_run() -> None:
     """The closing check keeps a line cut while it streamed when its parts show the whole line's colours:
-    parts whose spans join into the whole line's HTML (a span of one style cut in two) are the same; a
-    part with another colour is not; and a line's shown length counts its text, entities as one."""
-    from ui import markdown
-
+    parts cut anywhere (a run of one style cut in two) are the same; a part with another colour is not;
+    and a line's shown length counts its text."""
     code = json_line(5_000)
-    line = markdown.highlight(code, "json").split("\n")[0]
+    steps = list(code_lines.whole_lines(code, "json"))
+    whole = steps[-1]
+    assert whole is not None and len(whole) == 1
+    line = whole[0]
     size = code_lines.text_length(line)
     assert size == len(code)
-    parts = code_lines.split_html(line, [1_000, 1_000, 1_500, size - 3_500])
+    parts = code_lines.split_line(line, [1_000, 1_000, 1_500, size - 3_500])
     assert [code_lines.text_length(part) for part in parts] == [1_000, 1_000, 1_500, size - 3_500]
     assert code_lines.same_colours(parts, line)
-    recoloured = [parts[0], parts[1].replace('style="', 'style="color: #123456; ', 1), *parts[2:]]
+    recoloured = [parts[0], (("color: #123456", parts[1][0][1]), *parts[1][1:]), *parts[2:]]
     assert not code_lines.same_colours(recoloured, line)
-    assert code_lines.text_length('<span style="color: #000">&lt;a&gt; &amp;</span> b') == len("<a> & b")
+
+
+@pytest.mark.parametrize("name", ["python", "cpp", "json on one line"])
+def test_a_streamed_blocks_tokens_are_drawn_without_formatting_them_to_html(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Once the block grows in a CodeStream, the lexer's tokens go to its pieces as runs of one style:
+    pygments' HTML formatter formats no code on a flush, nor in the closing check (only one character per
+    token type, the first time a theme meets it, to read the type's style off it)."""
+    from pygments.formatters.html import HtmlFormatter
+
+    formatted: list[int] = []
+    streaming = [False]
+    real = HtmlFormatter.format_unencoded
+
+    def counting(self: HtmlFormatter, tokensource: Any, outfile: Any) -> Any:
+        tokens = list(tokensource)
+        if streaming[0]:
+            formatted.append(sum(len(value) for _kind, value in tokens))
+        return real(self, tokens, outfile)
+
+    monkeypatch.setattr(HtmlFormatter, "format_unencoded", counting)
+    view = MarkdownStream()
+    qtbot.addWidget(view)
+    view.resize(700, 100)
+    text = BLOCKS[name][:20_000]
+    for start in range(0, len(text), FLUSH):
+        streaming[0] = bool(view.findChildren(CodeStream))  # before: the block is Markdown rendered whole
+        view.append(text[start:start + FLUSH])
+        QApplication.processEvents()
+    view.append("\n```\n")
+    qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)  # bounds a hang
+    code = view.findChildren(CodeStream)[0]
+    assert len(code.code) > 19_000
+    assert all(size <= 1 for size in formatted), f"{sum(formatted)} characters formatted to HTML"

@@ -11,6 +11,7 @@ import pytest
 from PySide6.QtGui import QGuiApplication, QTextDocument, QTextTable
 from PySide6.QtWidgets import QApplication
 
+from tests.ui.code_colours import highlighted
 from ui import markdown
 from ui.chat.view import code_lines
 from ui.chat.view.code_stream import PIECE_CHARS, CodeStream, Piece
@@ -164,7 +165,7 @@ def test_a_streamed_code_block_shows_what_rendering_it_whole_shows(qtbot: Any, n
     language = code.language
     expected = markdown.code_blocks(code.markdown)[0]
     assert code.code == expected
-    assert code.shown_lines() == markdown.highlight(expected, language).split("\n")
+    assert [code_lines.colours(line) for line in code.shown_lines()] == highlighted(expected, language)
     whole = AutoHeightText()
     qtbot.addWidget(whole)
     whole.resize(700, 100)
@@ -188,7 +189,7 @@ def test_finished_lines_are_highlighted_once_and_frozen_pieces_never_set_again(
     """The lexer sees each finished line once (plus the line being written, again as it grows), never
     the whole block on a flush; a frozen piece is set once; no piece holds much more than PIECE_CHARS."""
     lexed: list[str] = []
-    real_lex = code_lines._lex_from
+    real_lex = code_lines.lex_from
 
     def counting(lexer: Any, text: str, stack: tuple[str, ...]) -> Any:
         lexed.append(text)
@@ -205,7 +206,7 @@ def test_finished_lines_are_highlighted_once_and_frozen_pieces_never_set_again(
         self.document().contentsChange.connect(
             lambda _at, removed, added: writes.setdefault(key, []).append((removed, added)))
 
-    monkeypatch.setattr(code_lines, "_lex_from", counting)
+    monkeypatch.setattr(code_lines, "lex_from", counting)
     monkeypatch.setattr(Piece, "__init__", init)
     monkeypatch.setattr(Piece, "setHtml", lambda self, html: set_html.append(len(html)))
     body = "".join(f"    value_{i} = compute(event, {i}) * 2  # step {i}\n" for i in range(1200))  # ~50 KB
@@ -247,7 +248,8 @@ def test_finished_lines_are_highlighted_once_and_frozen_pieces_never_set_again(
     biggest = max(added for piece in code.pieces for _removed, added in writes.get(id(piece), [(0, 0)]))
     assert biggest < 2 * PIECE_CHARS  # a batch of lines, never the block (~60 KB here)
     assert not set_html, "a piece's whole HTML was set"
-    assert code.shown_lines() == markdown.highlight(body + more[:-4].rstrip("\n"), "python").split("\n")
+    assert [code_lines.colours(line) for line in code.shown_lines()] == highlighted(
+        body + more[:-4].rstrip("\n"), "python")
 
 
 def test_copy_copies_the_whole_code_and_wrap_applies_to_every_piece(qtbot: Any) -> None:
@@ -316,7 +318,7 @@ def test_a_stored_answer_ending_in_a_long_open_block_never_renders_the_block_who
     text = "".join(f"Paragraph {i} of words, words and words.\n\n" for i in range(60)) + "```python\n" + body
     view = stream(qtbot, text, len(text))
     code = next(w for w in parts(view) if isinstance(w, CodeStream))
-    assert code.shown_lines() == markdown.highlight(body.rstrip("\n"), "python").split("\n")
+    assert [code_lines.colours(line) for line in code.shown_lines()] == highlighted(body.rstrip("\n"), "python")
     assert rendered and max(rendered) <= MAX_RENDER_CHARS < len(body) // 4, rendered
 
 

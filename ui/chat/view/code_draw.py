@@ -1,22 +1,22 @@
 """Highlighted code lines written into a document with a cursor, as setting their HTML would show them.
 
-A streamed code block's pieces (:mod:`ui.chat.view.code_stream`) hold lines of pygments' HTML (one
-string a line, spans with inline styles: :mod:`ui.chat.view.code_lines`). Setting a piece's HTML, or
-inserting HTML, parses it and lays the piece out again; here each line's runs of one style are inserted
-as text with a character format instead (one format per style, made once), a paragraph a line. The
-formats and the paragraphs' format are those Qt's HTML import gives :func:`ui.markdown.code_lines_html`
-(read off a one-character document), so a piece drawn here looks as one set from its HTML does.
+A streamed code block's pieces (:mod:`ui.chat.view.code_stream`) hold lines as runs of one style (the
+inline CSS pygments' HTML formatter gives a token's type, :data:`ui.chat.view.code_lines.Line`), made
+from the lexer's tokens straight. Setting a piece's HTML, or inserting HTML, parses it and lays the
+piece out again; here each line's runs are inserted as text with a character format instead (one format
+per style, made once), a paragraph a line. The formats and the paragraphs' format are those Qt's HTML
+import gives :func:`ui.markdown.code_lines_html` (read off a one-character document), so a piece drawn
+here looks as one set from the block's highlighted HTML does.
 """
 
 from __future__ import annotations
 
-import html
 from functools import lru_cache
 
 from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument
 
 from ui import markdown, theme
-from ui.chat.view.code_lines import runs
+from ui.chat.view.code_lines import Line
 
 
 @lru_cache(maxsize=1024)
@@ -45,26 +45,21 @@ def _mono_family() -> str:
     return theme.mono_family()
 
 
-def _write_runs(cursor: QTextCursor, line: str, family: str, *, skip: int = 0) -> None:
+def _write_runs(cursor: QTextCursor, line: Line, family: str, *, skip: int = 0) -> None:
     """Insert a line's runs at ``cursor``, less its first ``skip`` characters (shown already). A paragraph
     separator (U+2029) is inserted as a line separator: a line stays one paragraph of the document."""
-    if "\u2029" in line:
-        line = line.replace("\u2029", "\u2028")
-    if "<" not in line:  # no span: plain text (a language without a lexer)
-        text = html.unescape(line)[skip:]
-        if text:
-            cursor.insertText(text, _char_format("", family))
-        return
-    for style, text in runs(line):
+    for style, text in line:
         if skip >= len(text):
             skip -= len(text)
             continue
+        if "\u2029" in text:
+            text = text.replace("\u2029", "\u2028")
         cursor.insertText(text[skip:], _char_format(style, family))
         skip = 0
 
 
-def write_lines(doc: QTextDocument, lines: list[str], *, wrap: bool, after: int) -> None:
-    """Write ``lines`` (a line's HTML each) at the end of ``doc``, which shows ``after`` lines already
+def write_lines(doc: QTextDocument, lines: list[Line], *, wrap: bool, after: int) -> None:
+    """Write ``lines`` at the end of ``doc``, which shows ``after`` lines already
     (0: it is empty, the first line goes in its one paragraph); a paragraph a line."""
     if not lines:
         return
@@ -83,11 +78,11 @@ def write_lines(doc: QTextDocument, lines: list[str], *, wrap: bool, after: int)
     cursor.endEditBlock()
 
 
-def _same_start(old: str, new: str) -> int:
-    """How many characters two lines' HTML start with in the same style (a line being written grows:
-    its beginning stays, the last token or two change)."""
+def _same_start(old: Line, new: Line) -> int:
+    """How many characters two lines start with in the same style (a line being written grows: its
+    beginning stays, the last token or two change)."""
     same = 0
-    for (old_style, old_text), (new_style, new_text) in zip(runs(old), runs(new), strict=False):
+    for (old_style, old_text), (new_style, new_text) in zip(old, new, strict=False):
         if old_style != new_style:
             break
         if old_text != new_text:
@@ -97,7 +92,7 @@ def _same_start(old: str, new: str) -> int:
     return same
 
 
-def replace_lines(doc: QTextDocument, shown: list[str], lines: list[str], *, wrap: bool) -> None:
+def replace_lines(doc: QTextDocument, shown: list[Line], lines: list[Line], *, wrap: bool) -> None:
     """Show ``lines`` in ``doc``, which shows ``shown``: the lines both start with stay as they are, and
     the beginning of the first line that differs when it is in the same style (the line being written);
     what follows is removed and the rest of ``lines`` written in its place."""

@@ -1,9 +1,9 @@
 """A code block's highlighting grown line by line while it streams (no Qt).
 
 :func:`leading_fence` finds the code block a text starts with; :class:`CodeLines` highlights its
-finished lines once, carrying the pygments lexer's state from line to line, and gives the HTML of
-each line (what :func:`ui.markdown.highlight` gives for the whole code, line for line: pygments'
-HTML formatter closes its spans at every line's end). A line longer than :data:`LONG_LINE_CHARS`
+finished lines once, carrying the pygments lexer's state from line to line, and gives each line as
+its runs of one style (:data:`Line`: what :func:`ui.markdown.highlight` shows for the whole code, line
+for line, made from the lexer's tokens straight, not formatted to HTML and read back). A line longer than :data:`LONG_LINE_CHARS`
 (a minified document on one line) is cut while it streams (:meth:`CodeLines.cut`): its beginning is
 highlighted a piece at a time, so a flush lexes what arrived, not the whole line. :func:`whole_lines`
 is the one-shot highlight of a closed block, a step at a time, to check the lines shown against it.
@@ -11,12 +11,12 @@ is the one-shot highlight of a closed block, a step at a time, to check the line
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from ui import markdown
+from ui import code_lex, markdown
+from ui.code_lex import lex_from
 
 #: A code fence's opening line at the start of a text (at the margin: an answer's own block).
 _OPENER = re.compile(r"(`{3,})([^`\n]*)\n|(~{3,})([^\n]*)\n")
@@ -71,10 +71,83 @@ def leading_fence(text: str, since: int = 0) -> OpenFence | None:
     return OpenFence(m.end(), language, None, None)
 
 
-def _lines(html_text: str) -> list[str]:
-    """Formatted code (ending with a newline) as one HTML string per line."""
-    out = markdown.no_background(html_text).split("\n")
-    return out[:-1] if out and out[-1] == "" else out
+#: A line as shown: its runs of one style, each (the inline CSS pygments' HTML formatter gives the
+#: token's type, less any background; "" for none) and its text; neighbours of one style are one run.
+Line = tuple[tuple[str, str], ...]
+
+
+def _style(kind: Any, theme_style: str) -> str:
+    """The inline style pygments' HTML formatter gives a token type (what :func:`ui.markdown.highlight`
+    shows it in), less its background: read off the formatter's HTML for one character of that type."""
+    from pygments import format as _format
+
+    opened = _format([(kind, "x")], markdown.code_formatter())
+    found = re.match(r'<span style="([^"]*)">', opened)
+    return markdown.no_background(found.group(1)) if found else ""
+
+
+#: Each token type's style (:func:`_style`), for the theme's pygments style it was read in.
+_STYLES: dict[str, dict[Any, str]] = {}
+
+
+def _split(tokens: list[tuple[Any, str]], partial: Line = ()) -> tuple[list[Line], Line]:
+    """Tokens as the lines a newline ends, and the line after the last newline (open: more may follow).
+    ``partial``: the first line's runs so far (lexed before, a slice of a long line)."""
+    from ui import theme
+
+    theme_style = theme.colors().pygments_style
+    styles = _STYLES.setdefault(theme_style, {})
+    lines: list[Line] = []
+    line = list(partial)
+    last = line[-1][0] if line else None
+    for kind, value in tokens:
+        style = styles.get(kind)
+        if style is None:
+            style = styles[kind] = _style(kind, theme_style)
+        if "\n" not in value:  # most tokens: a run, or more of the last one
+            if not value:
+                continue
+            if style == last:
+                line[-1] = (style, line[-1][1] + value)
+            else:
+                line.append((style, value))
+                last = style
+            continue
+        first = True
+        for part in value.split("\n"):
+            if not first:
+                lines.append(tuple(line))
+                line, last = [], None
+            first = False
+            if part:
+                if style == last:
+                    line[-1] = (style, line[-1][1] + part)
+                else:
+                    line.append((style, part))
+                    last = style
+    return lines, tuple(line)
+
+
+def _lines(tokens: list[tuple[Any, str]]) -> list[Line]:
+    """Tokens as lines; a last line without a newline is one when it shows something (as splitting
+    formatted text that ends with a newline gives no empty line after it)."""
+    lines, last = _split(tokens)
+    return [*lines, last] if last else lines
+
+
+def _get_tokens(lexer: Any, text: str) -> Iterator[tuple[Any, str]]:
+    """pygments' ``lexer.get_tokens(text)``: through :func:`ui.code_lex.tokens` when that gives the same
+    (a lexer it handles, and a text pygments would not change first: no byte-order mark, no carriage
+    return, no stripping, tabs kept)."""
+    if code_lex.handles(lexer) and not text.startswith("\ufeff") and "\r" not in text and not (
+            lexer.stripall or lexer.stripnl or lexer.ensurenl or lexer.tabsize):
+        return code_lex.tokens(lexer, text)
+    return iter(lexer.get_tokens(text))
+
+
+def _plain(text: str) -> list[Line]:
+    """Text without a lexer as lines (one run each, no style)."""
+    return [((("", line),) if line else ()) for line in text.split("\n")]
 
 
 class CodeLines:
@@ -89,67 +162,66 @@ class CodeLines:
 
         self.lexer = markdown.code_lexer(language)
         lexer = self.lexer
-        self.resumable = lexer is not None and (
-            isinstance(lexer, RegexLexer) and not lexer.filters
-            and type(lexer).get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed)
+        # (C's and C++'s lexers could be: their state is in a function's braces most of the time, so lines
+        # would be pending most of the time.)
+        self.resumable = lexer is not None and code_lex.handles(lexer) and (
+            type(lexer).get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed)
         #: Finished lines not highlighted for good yet, and the lexer's state where they start.
         self.pending = ""
         self.stack: tuple[str, ...] = ("root",)
         #: Characters the lexer was given, in all (what a test counts).
         self.lexed = 0
-        #: The HTML of the beginning of the line being written, cut off it (:meth:`cut`).
-        self.head: list[str] = []
-        #: How much of the first line's HTML the last :meth:`finished` or :meth:`take_pending` gave was
+        #: The runs of the beginning of the line being written, cut off it (:meth:`cut`).
+        self.head: list[Line] = []
+        #: How many of the first line's runs the last :meth:`finished` or :meth:`take_pending` gave were
         #: that beginning (shown already, while the line was written).
-        self.head_html = 0
+        self.head_runs = 0
 
-    def finished(self, lines: str) -> list[str]:
+    def finished(self, lines: str) -> list[Line]:
         """Add finished lines (``lines`` ends with a newline; the first one without the part :meth:`cut`
-        already took); the HTML of the lines now highlighted for good, one string a line (none while a
-        string or comment is still open over them). A cut line's HTML is its pieces' then its rest's."""
+        already took); the lines now highlighted for good (none while a string or comment is still open
+        over them). A cut line's runs are its pieces' then its rest's."""
         self.pending += lines
-        self.head_html = 0
+        self.head_runs = 0
         if self.lexer is None:
             done, self.pending = self.pending, ""
-            return self._headed(html.escape(done, quote=False).split("\n")[:-1])
-        result, stack = self._html(self.pending)
+            return self._headed(_plain(done)[:-1])
+        result, stack = self._lex(self.pending)
         if stack != ("root",) and len(self.pending) < PENDING_CHARS:
             return []
         self.pending, self.stack = "", stack if self.resumable else ("root",)
         return self._headed(result)
 
-    def take_pending(self) -> list[str]:
-        """The pending lines' HTML, as they are now (before a long line is cut after them)."""
-        self.head_html = 0
+    def take_pending(self) -> list[Line]:
+        """The pending lines, as they are now (before a long line is cut after them)."""
+        self.head_runs = 0
         if not self.pending:
             return []
         if self.lexer is None:
             done, self.pending = self.pending, ""
-            return self._headed(html.escape(done, quote=False).split("\n")[:-1])
-        result, stack = self._html(self.pending)
+            return self._headed(_plain(done)[:-1])
+        result, stack = self._lex(self.pending)
         self.pending, self.stack = "", stack if self.resumable else ("root",)
         return self._headed(result)
 
-    def _headed(self, result: list[str]) -> list[str]:
-        self.head_html = 0
+    def _headed(self, result: list[Line]) -> list[Line]:
+        self.head_runs = 0
         if self.head and result:
-            head = "".join(self.head)
-            result[0] = head + result[0]
-            self.head, self.head_html = [], len(head)
+            head = tuple(run for part in self.head for run in part)
+            result[0] = head + result[0]  # not merged: the runs past ``head_runs`` are the rest's
+            self.head, self.head_runs = [], len(head)
         return result
 
-    def cut(self, text: str) -> tuple[int, str]:
+    def cut(self, text: str) -> tuple[int, Line]:
         """Cut the beginning off the line being written (no pending lines before it): ``text`` is the
         rest of the line (at least ``LONG_LINE_CHARS + LOOKAHEAD_CHARS`` long; only that much is looked
         at). Returns how many characters were cut (at a token's end, or inside a token longer than the
-        cut) and their HTML; the lexer's state carries on from there."""
+        cut) and their runs; the lexer's state carries on from there."""
         window = text[:LONG_LINE_CHARS + LOOKAHEAD_CHARS]
         if self.lexer is None:
-            part = window[:LONG_LINE_CHARS]
-            self.head.append(html.escape(part, quote=False))
-            return len(part), self.head[-1]
-        from pygments import format as _format
-
+            text = window[:LONG_LINE_CHARS]
+            self.head.append((("", text),))
+            return len(text), self.head[-1]
         tokens = self._tokens(window)
         taken: list[tuple[Any, str]] = []
         size = 0
@@ -162,103 +234,72 @@ class CodeLines:
             taken.append((kind, value))
             size += len(value)
         if self.resumable:
-            _tokens, self.stack = _lex_from(self.lexer, window[:size], self.stack)
-        part_html = "".join(_lines(_format(taken, markdown.code_formatter()) + "\n"))
-        self.head.append(part_html)
-        return size, part_html
+            _tokens, self.stack = lex_from(self.lexer, window[:size], self.stack)
+        part = tuple(run for line in _lines(taken) for run in line)
+        self.head.append(part)
+        return size, part
 
     def _tokens(self, text: str) -> list[tuple[Any, str]]:
         self.lexed += len(text)
         if self.resumable:
-            return _lex_from(self.lexer, text, self.stack)[0]
-        return list(self.lexer.get_tokens(text))
+            return lex_from(self.lexer, text, self.stack)[0]
+        return list(_get_tokens(self.lexer, text))
 
-    def live(self, line: str) -> list[str]:
-        """The HTML of the pending lines and of ``line`` (the line being written, no newline)."""
+    def live(self, line: str) -> list[Line]:
+        """The pending lines and ``line`` (the line being written, no newline)."""
         text = self.pending + line
         if not text:
             return []
         if self.lexer is None:
-            return html.escape(text, quote=False).split("\n")
-        result, _stack = self._html(text + "\n")
+            return _plain(text)
+        result, _stack = self._lex(text + "\n")
         return result
 
-    def _html(self, text: str) -> tuple[list[str], tuple[str, ...]]:
-        from pygments import format as _format
-
+    def _lex(self, text: str) -> tuple[list[Line], tuple[str, ...]]:
         self.lexed += len(text)
         if self.resumable:
-            tokens, stack = _lex_from(self.lexer, text, self.stack)
+            tokens, stack = lex_from(self.lexer, text, self.stack)
         else:
-            tokens, stack = list(self.lexer.get_tokens(text)), ("root",)
-        return _lines(_format(tokens, markdown.code_formatter())), stack
+            tokens, stack = list(_get_tokens(self.lexer, text)), ("root",)
+        return _lines(tokens), stack
 
 
-def whole_lines(code: str, language: str | None) -> Iterator[list[str] | None]:
+def whole_lines(code: str, language: str | None) -> Iterator[list[Line] | None]:
     """:func:`ui.markdown.highlight` of ``code`` a step at a time: yields None after each slice of work
-    (so a caller can spread it over turns of the event loop), then the HTML of each line."""
-    from pygments import format as _format
-
+    (so a caller can spread it over turns of the event loop), then each line."""
     lexer = markdown.code_lexer(language)
     if lexer is None or len(code) > markdown.MAX_HIGHLIGHT:
-        yield html.escape(code, quote=False).split("\n")
+        yield _plain(code)
         return
-    formatter = markdown.code_formatter()
-    out: list[str] = []
+    out: list[Line] = []
     batch: list[tuple[Any, str]] = []
-    partial = ""  # the HTML of a line longer than a slice, so far
-    for kind, value in lexer.get_tokens(code):
+    partial: Line = ()  # the runs of a line longer than a slice, so far
+    for kind, value in _get_tokens(lexer, code):
         batch.append((kind, value))
         if len(batch) >= 200:  # a slice ends at a line's end, or inside a long line (a minified document)
-            done = _lines(_format(batch, formatter))
-            done[0] = _joined(partial, done[0])
-            partial = "" if value.endswith("\n") else done.pop()
+            done, partial = _split(batch, partial)
             out += done
             batch = []
             yield None
-    if batch:
-        done = _lines(_format(batch, formatter))
-        done[0] = _joined(partial, done[0])
-        out += done
-    elif partial:
-        out.append(partial)
+    done, partial = _split(batch, partial)
+    out += [*done, partial] if partial else done
     yield out
 
 
-#: A line's highlighted HTML (pygments' spans, never nested): a span and its text, or text.
-_SPAN = re.compile(r'<span style="([^"]*)">([^<]*)</span>|([^<]+)')
+def text_length(line: Line) -> int:
+    """How many characters a line shows."""
+    return sum(len(text) for _style, text in line)
 
 
-def runs(line: str) -> list[tuple[str, str]]:
-    """(style, text) of each span or text of a line's HTML, the text as shown."""
-    return [(m.group(1) or "", html.unescape(m.group(2) if m.group(1) is not None else m.group(3)))
-            for m in _SPAN.finditer(line)]
+def same_colours(parts: list[Line], line: Line) -> bool:
+    """Whether a line cut in ``parts`` (lexed a part at a time) shows ``line``'s colours."""
+    return colours(tuple(run for part in parts for run in part)) == colours(line)
 
 
-#: A tag of a line's HTML (its text has ``<`` escaped).
-_TAG = re.compile(r"<[^>]*>")
-
-
-def text_length(line: str) -> int:
-    """How many characters a line's HTML shows (one pass in C: a minified document's line is 50 KB)."""
-    return len(html.unescape(_TAG.sub("", line)))
-
-
-def same_colours(parts: list[str], line: str) -> bool:
-    """Whether a line's HTML cut in ``parts`` (formatted a part at a time) shows ``line``'s colours. Most
-    often the parts joined as formatting them at once joins them are ``line`` itself: a comparison of
-    strings, not of every span's runs (~100 ms over a 50 KB line, in one turn of the event loop)."""
-    joined = parts[0] if parts else ""
-    for part in parts[1:]:
-        joined = _joined(joined, part)
-    return joined == line or colours("".join(parts)) == colours(line)
-
-
-def colours(line: str) -> list[tuple[str, str]]:
-    """A line's HTML as runs of one style (neighbouring spans of one style merged): two lines with
-    equal runs look the same."""
+def colours(line: Line) -> list[tuple[str, str]]:
+    """A line's runs with neighbours of one style merged: two lines with equal runs look the same."""
     out: list[tuple[str, str]] = []
-    for style, text in runs(line):
+    for style, text in line:
         if not text:
             continue
         if out and out[-1][0] == style:
@@ -268,91 +309,21 @@ def colours(line: str) -> list[tuple[str, str]]:
     return out
 
 
-def split_html(line: str, sizes: list[int]) -> list[str]:
-    """A line's HTML cut in parts showing ``sizes`` characters each (the last one takes the rest)."""
-    parts: list[str] = []
-    current: list[str] = []
+def split_line(line: Line, sizes: list[int]) -> list[Line]:
+    """A line cut in parts showing ``sizes`` characters each (the last one takes the rest)."""
+    parts: list[Line] = []
+    current: list[tuple[str, str]] = []
     room = sizes[0] if sizes else 0
-    for style, text in runs(line):
+    for style, text in line:
         while len(parts) < len(sizes) - 1 and len(text) >= room:
             head, text = text[:room], text[room:]
             if head:
-                current.append(_span(style, head))
-            parts.append("".join(current))
+                current.append((style, head))
+            parts.append(tuple(current))
             current = []
             room = sizes[len(parts)]
         if text:
-            current.append(_span(style, text))
+            current.append((style, text))
             room -= len(text)
-    parts.append("".join(current))
+    parts.append(tuple(current))
     return parts
-
-
-def _span(style: str, text: str) -> str:
-    escaped = html.escape(text, quote=False)
-    return f'<span style="{style}">{escaped}</span>' if style else escaped
-
-
-def _joined(head: str, rest: str) -> str:
-    """A line's HTML formatted in two slices, as formatting it at once gives it (a span of one style
-    over the cut is one span)."""
-    if head.endswith("</span>") and rest.startswith("<span "):
-        opener = rest[:rest.index(">") + 1]
-        if head.rfind(opener) > head.rfind("</span>", 0, len(head) - 7):
-            return head[:-7] + rest[len(opener):]
-    return head + rest
-
-
-def _lex_from(lexer: Any, text: str, stack: tuple[str, ...]) -> tuple[list[tuple[Any, str]], tuple[str, ...]]:
-    """pygments' ``RegexLexer.get_tokens_unprocessed``, started in state ``stack`` and giving back the
-    state it ended in (the library's own drops it)."""
-    from pygments.token import Error, Whitespace, _TokenType
-
-    pos = 0
-    tokendefs = lexer._tokens
-    statestack = list(stack)
-    statetokens = tokendefs[statestack[-1]]
-    out: list[tuple[Any, str]] = []
-    ended = False
-    while not ended:
-        for rexmatch, action, new_state in statetokens:
-            m = rexmatch(text, pos)
-            if not m:
-                continue
-            if action is not None:
-                if type(action) is _TokenType:
-                    out.append((action, m.group()))
-                else:
-                    out.extend((kind, value) for _pos, kind, value in action(lexer, m))
-            pos = m.end()
-            if new_state is not None:
-                if isinstance(new_state, tuple):
-                    for state in new_state:
-                        if state == "#pop":
-                            if len(statestack) > 1:
-                                statestack.pop()
-                        elif state == "#push":
-                            statestack.append(statestack[-1])
-                        else:
-                            statestack.append(state)
-                elif isinstance(new_state, int):
-                    if abs(new_state) >= len(statestack):
-                        del statestack[1:]
-                    else:
-                        del statestack[new_state:]
-                elif new_state == "#push":
-                    statestack.append(statestack[-1])
-                statetokens = tokendefs[statestack[-1]]
-            break
-        else:
-            if pos >= len(text):
-                ended = True
-            elif text[pos] == "\n":  # at the end of a line, back to "root"
-                statestack = ["root"]
-                statetokens = tokendefs["root"]
-                out.append((Whitespace, "\n"))
-                pos += 1
-            else:
-                out.append((Error, text[pos]))
-                pos += 1
-    return out, tuple(statestack)

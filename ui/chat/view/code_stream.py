@@ -7,10 +7,11 @@ finished lines since (set again when a line is finished); and a live piece, the 
 (with the lines of a string still open). A line longer than
 :data:`~ui.chat.view.code_lines.LONG_LINE_CHARS` (a minified document) is cut while it streams: its
 beginning goes into the recent piece a paragraph of that size at a time, so neither the lexer nor the
-layout sees the whole line on a flush. So a flush costs the live piece, not the block. Lines are
-written into a piece's document with a cursor, a run of one style at a time (:mod:`ui.chat.view.code_draw`),
-never by setting or inserting HTML: the line being written is replaced from where it changed. Copy copies the whole code, the Wrap toggle applies to every piece (one shared
-scroll bar when lines do not wrap). Once the block closes, the lines shown are checked against the
+layout sees the whole line on a flush. So a flush costs the live piece, not the block. Lines are the
+lexer's tokens as runs of one style (never formatted to HTML), written into a piece's document with a
+cursor, a run at a time (:mod:`ui.chat.view.code_draw`), never by setting or inserting HTML: the line
+being written is replaced from where it changed. Copy copies the whole code, the Wrap toggle applies to
+every piece (one shared scroll bar when lines do not wrap). Once the block closes, the lines shown are checked against the
 block highlighted whole (a step per turn of the event loop), and the pieces that differ (a lexer
 rule over several lines) are set again; a line cut while it streamed stays in its paragraphs.
 """
@@ -30,8 +31,9 @@ from ui.chat.view.code_lines import (
     LONG_LINE_CHARS,
     LOOKAHEAD_CHARS,
     CodeLines,
+    Line,
     same_colours,
-    split_html,
+    split_line,
     text_length,
     whole_lines,
 )
@@ -109,9 +111,9 @@ class CodeStream(QWidget):
         self._fed = 0  # characters of the code given to ``lines`` as finished lines
         self._cut = 0  # where the line being written's part not cut off yet starts (>= _fed)
         self._recent_start = 0  # where in the code the recent piece's lines start
-        self._shown: dict[Piece, list[str]] = {}  # the lines each piece shows
-        self._blocks: dict[Piece, list[str]] = {}  # its paragraphs: its lines, a cut line in pieces
-        self._check: Iterator[list[str] | None] | None = None
+        self._shown: dict[Piece, list[Line]] = {}  # the lines each piece shows
+        self._blocks: dict[Piece, list[Line]] = {}  # its paragraphs: its lines, a cut line in pieces
+        self._check: Iterator[list[Line] | None] | None = None
         c = theme.colors()
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 4, 0, 10)
@@ -158,8 +160,8 @@ class CodeStream(QWidget):
         """The closed block is being checked against its whole highlight."""
         return self._check is not None
 
-    def shown_lines(self) -> list[str]:
-        """The HTML of every line shown, top to bottom."""
+    def shown_lines(self) -> list[Line]:
+        """Every line shown (its runs of one style), top to bottom."""
         return [line for piece in self.pieces for line in self._shown.get(piece, [])]
 
     def _piece(self, at: int | None = None) -> Piece:
@@ -185,7 +187,7 @@ class CodeStream(QWidget):
             self._fed = self._cut = self._cut + len(new)
             done = self.lines.finished(new)
             if done:
-                self._add_recent(done, head=self.lines.head_html)
+                self._add_recent(done, head=self.lines.head_runs)
         self._show(self.live, self.lines.live("" if more else code[max(finished, self._cut):]))
         if closed and not more:
             self._check = whole_lines(code, self.language)
@@ -202,17 +204,17 @@ class CodeStream(QWidget):
                 return True
             done = self.lines.take_pending()
             if done:
-                self._add_recent(done, head=self.lines.head_html)
+                self._add_recent(done, head=self.lines.head_runs)
             size, part = self.lines.cut(code[self._cut:self._cut + window])
             self._cut += size
             budget -= size
             self._append(self.recent, [part])
         return False
 
-    def _add_recent(self, done: list[str], *, head: int = 0) -> None:
+    def _add_recent(self, done: list[Line], *, head: int = 0) -> None:
         """Add lines highlighted for good to the recent piece, at its end (what it shows is not set
         again); once it holds about PIECE_CHARS of code, it is frozen and a new recent piece starts.
-        ``head``: the first line's HTML starts with this much already shown (a cut line's pieces)."""
+        ``head``: the first line starts with this many runs already shown (a cut line's pieces)."""
         self._shown.setdefault(self.recent, []).extend(done)
         blocks = [done[0][head:], *done[1:]] if head else done
         self._append(self.recent, blocks if blocks[0] or not head else blocks[1:])
@@ -220,7 +222,7 @@ class CodeStream(QWidget):
             self.recent = self._piece(self._pieces.indexOf(self.live))
             self._recent_start = self._fed
 
-    def _append(self, piece: Piece, blocks: list[str]) -> None:
+    def _append(self, piece: Piece, blocks: list[Line]) -> None:
         """Paragraphs added at the piece's end (the paragraphs above are not laid out again)."""
         if not blocks:
             return
@@ -232,14 +234,14 @@ class CodeStream(QWidget):
         if not self.wrap:
             self._fit_bar()
 
-    def _show(self, piece: Piece, lines: list[str], *, force: bool = False) -> None:
+    def _show(self, piece: Piece, lines: list[Line], *, force: bool = False) -> None:
         """Show ``lines`` in ``piece``, set again (unless it shows them already)."""
         if not force and self._blocks.get(piece, []) == lines:
             return
         self._shown[piece] = lines
         self._set(piece, lines)
 
-    def _set(self, piece: Piece, blocks: list[str], *, anew: bool = False) -> None:
+    def _set(self, piece: Piece, blocks: list[Line], *, anew: bool = False) -> None:
         """Show ``blocks`` in ``piece``: the paragraphs it shows already as they are stay (the live line
         is replaced in place), the others are written again; ``anew``: all of them (Wrap toggled)."""
         doc = piece.document()
@@ -266,14 +268,14 @@ class CodeStream(QWidget):
                 QTimer.singleShot(0, self, self._check_step)
                 return
 
-    def _mend(self, whole: list[str]) -> None:
+    def _mend(self, whole: list[Line]) -> None:
         """Show the whole block's highlight: each piece keeps its lines; a line cut while it streamed
         keeps its paragraphs when their colours are the whole line's (setting a 50 KB line whole would
         lay it out at once), else it gets the whole line's colours, cut where it was."""
         pieces = self.pieces
         flat = [(piece, block) for piece in pieces for block in self._blocks.get(piece, [])]
-        blocks: dict[Piece, list[str]] = {piece: [] for piece in pieces}
-        shown: dict[Piece, list[str]] = {piece: [] for piece in pieces}
+        blocks: dict[Piece, list[Line]] = {piece: [] for piece in pieces}
+        shown: dict[Piece, list[Line]] = {piece: [] for piece in pieces}
         at = 0
         for line in whole:
             size, taken = text_length(line), [flat[at]] if at < len(flat) else []
@@ -289,7 +291,7 @@ class CodeStream(QWidget):
                 continue
             parts = [block for _piece, block in taken]
             if not same_colours(parts, line):
-                parts = split_html(line, [text_length(part) for part in parts])
+                parts = split_line(line, [text_length(part) for part in parts])
             for (piece, _block), part in zip(taken, parts, strict=True):
                 blocks[piece].append(part)
         for piece in pieces:

@@ -1,0 +1,32 @@
+"""A code block's highlighted HTML (:func:`ui.markdown.highlight`) as what each line shows: its runs of one
+style (neighbours of one style merged), to compare with a streamed block's lines
+(:func:`ui.chat.view.code_lines.colours`)."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from ui import markdown
+
+#: A span of a line's highlighted HTML (pygments' spans, never nested) and its text, or text.
+_SPAN = re.compile(r'<span style="([^"]*)">([^<]*)</span>|([^<]+)')
+
+
+def html_colours(line: str) -> list[tuple[str, str]]:
+    """A line of highlighted HTML as runs of one style, the text as shown."""
+    out: list[tuple[str, str]] = []
+    for m in _SPAN.finditer(markdown.no_background(line)):
+        style, text = m.group(1) or "", html.unescape(m.group(2) if m.group(1) is not None else m.group(3))
+        if not text:
+            continue
+        if out and out[-1][0] == style:
+            out[-1] = (style, out[-1][1] + text)
+        else:
+            out.append((style, text))
+    return out
+
+
+def highlighted(code: str, language: str | None) -> list[list[tuple[str, str]]]:
+    """Each line of ``code`` highlighted at once, as runs of one style."""
+    return [html_colours(line) for line in markdown.highlight(code, language).split("\n")]

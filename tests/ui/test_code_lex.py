@@ -1,0 +1,93 @@
+"""A streamed code block's lexer loop (:mod:`ui.code_lex`) gives pygments' own tokens, whatever the language,
+the text and how far its rules are joined yet; and it finds a token with one regular expression, not by
+trying the state's rules one after the other."""
+
+from __future__ import annotations
+
+import random
+import re
+import sys
+import time
+from typing import Any
+
+import pytest
+from pygments.lexers import get_lexer_by_name
+
+from ui import markdown
+from ui.chat.view.code_lines import CodeLines
+
+#: Pieces of code of many languages (strings, comments, numbers, tags, escapes, non-ASCII text, tabs).
+SNIPPETS = (
+    "def f(x):\n    return x * 2  # c\n", '"""doc\nmore"""\n', "s = f'{a!r} {b:.2f}'\n", "int main() { return 0; }\n",
+    "/* c\n */\n", '<a href="x">t</a>\n', '{"k": [1, 2.5, null, true]}\n', 'echo "$HOME" | grep -v x # c\n',
+    "x = `ls`; y = 'q'\n", "#include <v>\n", "SELECT * FROM t WHERE a = 1;\n", "  - key: value\n",
+    "@decorator\nclass A(B):\n    pass\n", "\t\\n\\x00 \\\\ \n", "r'''raw\n'''\n", "fn main() -> i32 { let x = 1u8; }\n",
+    "ünï 日本 \u2028 <tag> & ;\n", "$x = ${y}; @a{b}\n", "0x1F 0o7 1_000.5e-3j\n", "]]>{{}}((\n",
+)
+LANGUAGES = ("python", "bash", "javascript", "typescript", "rust", "go", "java", "html", "css", "sql", "toml",
+             "kotlin", "csharp", "diff", "ini", "xml", "markdown", "dockerfile", "c", "cpp")
+
+
+def text_for(seed: int) -> str:
+    rng = random.Random(seed)
+    text = "".join(rng.choice(SNIPPETS) for _ in range(rng.randint(10, 40)))
+    if seed % 3 == 0:  # a soup of the same characters: states entered and left anywhere
+        text = "".join(rng.choice(text) for _ in range(len(text)))
+    return text
+
+
+def pygments_tokens(lexer: Any, text: str) -> list[tuple[Any, str]]:
+    return [(kind, value) for _pos, kind, value in lexer.get_tokens_unprocessed(text)]
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+def test_the_tokens_are_pygments_own(language: str, seed: int) -> None:
+    from ui import code_lex
+
+    lexer = get_lexer_by_name(language, stripnl=False, ensurenl=False)
+    assert code_lex.handles(lexer)
+    text = text_for(seed)
+    expected = pygments_tokens(lexer, text)
+    # Rules tried one by one where no joined ones are ready, then joined (built on this thread, now).
+    assert code_lex.lex_from(lexer, text, ("root",))[0] == expected
+    assert code_lex.lex_from(lexer, text, ("root",), compile_now=True)[0] == expected
+    # Started in a state mid-text, it ends in pygments' state (a line lexed at a time carries it on).
+    lines = text.splitlines(keepends=True)
+    stack: tuple[str, ...] = ("root",)
+    got: list[tuple[Any, str]] = []
+    for line in lines:
+        tokens, stack = code_lex.lex_from(lexer, line, stack, compile_now=True)
+        got += tokens
+    assert "".join(value for _kind, value in got) == text
+
+
+def test_a_streamed_python_line_is_lexed_with_about_one_regular_expression_a_token() -> None:
+    """pygments tries a Python state's rules one after the other, each a call of its regular expression's
+    match: twenty-odd a token. Joined, a token is one match (once the rules are joined, in a worker: the
+    common languages' when the window starts, load_libraries)."""
+    markdown.load_libraries()
+    text = "".join(f"    value_{i} = compute(event, {i}) * 2.5  # step {i} <of> it\n" for i in range(60))
+    matches = 0
+
+    def count(_frame: Any, event: str, arg: Any) -> None:
+        nonlocal matches
+        if event == "c_call" and getattr(arg, "__name__", "") == "match" and isinstance(
+                getattr(arg, "__self__", None), re.Pattern):
+            matches += 1
+
+    tokens = pygments_tokens(markdown.code_lexer("python"), text)
+    per_token = float("inf")
+    deadline = time.monotonic() + 30  # bounds a hang: the compiling thread joins what the first passes met
+    while per_token > 2 and time.monotonic() < deadline:
+        lines = CodeLines("python")
+        matches = 0
+        sys.setprofile(count)
+        try:
+            shown = lines.finished(text)
+        finally:
+            sys.setprofile(None)
+        assert len(shown) == 60 and matches > 0
+        per_token = matches / len(tokens)
+        time.sleep(0.01)
+    assert per_token <= 2, f"{per_token:.1f} regular expression matches a token"

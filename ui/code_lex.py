@@ -1,0 +1,421 @@
+"""pygments' ``RegexLexer`` loop finding each token with one regular expression: the same tokens, faster (no Qt).
+
+pygments tries a state's rules one after the other, a Python call each, until one matches where the text
+is: most of a Python line's cost is the twenty-odd rules that do not match before the one that does. Here
+the rules that can start with the character where the text is (read off each rule's parsed pattern; a
+rule whose first character is not known for sure, or that can match nothing, is always among them) are
+joined into one alternation, each rule a group of its own, in their order. The regular expression engine
+tries the alternatives in order and takes the first that matches, as the loop does, so the rule found is
+the one pygments finds (the group closed last, ``lastindex``, names it) and its match is the one the rule
+alone gives. A rule's global flags (``(?s)`` at its start) become flags of its group; a rule that cannot be
+joined as it is (a group referred to by its number) is tried alone, in its place.
+
+Compiling an alternation of rules with large character classes (a Unicode identifier) takes up to tens of
+ms, so it is never done on the window's thread: where a state meets a character it has no alternation
+for yet, its rules are tried one by one, as pygments does, and a thread of its own compiles it for the
+next time. :func:`ui.markdown.load_libraries` prepares the common languages ahead, in its worker.
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import string
+import threading
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
+
+#: Global inline flags at the start of a rule's pattern, e.g. ``(?s)`` or ``(?ms)``.
+_GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+#: What a joined alternation cannot keep meaning the same: a group referred to by number (the groups
+#: before it shift), or a conditional on a group.
+_NUMBERED = re.compile(r"\\[1-9]|\(\?\(")
+#: The flags a group can scope, by letter.
+_SCOPED = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+_ASCII = frozenset(map(chr, range(128)))
+
+#: Joined rules: the alternation's ``match``, and for each of its groups the rule it is (its index in
+#: the state; None for a group inside a rule).
+Joined = tuple[Any, list[int | None]]
+
+
+def _alternative(pattern: re.Pattern[str], base: int) -> str | None:
+    """A rule's pattern as one alternative of the joined expression compiled with ``base`` flags."""
+    text = pattern.pattern
+    while (m := _GLOBAL_FLAGS.match(text)) is not None:
+        text = text[m.end():]
+    extra = pattern.flags & ~base & ~re.UNICODE
+    letters = "".join(k for k, flag in _SCOPED.items() if extra & flag)
+    if extra & ~sum(_SCOPED.values()) or _NUMBERED.search(text):
+        return None
+    if letters:
+        text = f"(?{letters}:{text}{chr(10) if 'x' in letters else ''})"
+    elif base & re.VERBOSE:
+        text += "\n"  # a comment at the end stops at the line's end, not at the group's
+    return f"({text})"
+
+
+def _join(patterns: list[re.Pattern[str]], which: list[int]) -> Joined | None:
+    """The rules ``which`` (indices into ``patterns``, in order) as one alternation (None: they cannot be
+    joined, the loop tries them one by one)."""
+    base = patterns[which[0]].flags
+    for i in which:
+        base &= patterns[i].flags  # the flags every rule has; a rule's own go on its group
+    parts: list[str] = []
+    owners: list[int | None] = [None]  # group 0: the whole match
+    for i in which:
+        part = _alternative(patterns[i], base)
+        if part is None:
+            return None
+        parts.append(part)
+        owners += [i] + [None] * patterns[i].groups
+    joined = _compiled("|".join(parts), base)
+    return (joined.match, owners) if joined is not None and joined.groups == len(owners) - 1 else None
+
+
+@lru_cache(maxsize=4096)
+def _compiled(text: str, flags: int) -> re.Pattern[str] | None:
+    """An alternation compiled (states that include the same rules meet the same characters)."""
+    try:
+        return re.compile(text, flags)
+    except (re.error, RecursionError, OverflowError):
+        return None
+
+
+def _category_chars() -> dict[Any, frozenset[str]]:
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    classes = {"DIGIT": r"\d", "NOT_DIGIT": r"\D", "SPACE": r"\s", "NOT_SPACE": r"\S", "WORD": r"\w",
+               "NOT_WORD": r"\W"}
+    out: dict[Any, frozenset[str]] = {}
+    for name, cls in classes.items():
+        chars = frozenset(ch for ch in _ASCII if re.fullmatch(cls, ch))
+        for prefix in ("CATEGORY_", "CATEGORY_UNI_"):
+            out[getattr(c, prefix + name)] = chars
+    return out
+
+
+def _class_chars(items: list[tuple[Any, Any]], icase: bool) -> frozenset[str] | None:
+    """The ASCII characters a character class (``[...]``) takes; None: not known for sure."""
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    negate, chars = False, set()
+    for op, av in items:
+        if op is c.NEGATE:
+            negate = True
+        elif op is c.LITERAL and (av < 128 or not icase):
+            chars.add(chr(av))
+        elif op is c.RANGE and (av[1] < 128 or not icase):
+            chars.update(chr(code) for code in range(av[0], min(av[1], 127) + 1))
+        elif op is c.CATEGORY and av in _CATEGORIES:
+            chars |= _CATEGORIES[av]
+        else:
+            return None  # a non-ASCII letter that folds to an ASCII one, a locale's class...
+    if icase:
+        if negate:
+            return None
+        chars |= {ch.swapcase() for ch in chars if ch in string.ascii_letters}
+    return frozenset(_ASCII - chars if negate else chars) & _ASCII
+
+
+def _first(items: Any, icase: bool) -> tuple[frozenset[str] | None, bool]:
+    """The ASCII characters a parsed pattern's match can start with (None: any), and whether it can be
+    empty (then what follows it can start the match as well)."""
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    out: set[str] = set()
+    for op, av in items:
+        empty = False
+        if op is c.LITERAL:
+            ch = chr(av)
+            if av >= 128 and icase:
+                return None, True
+            first: frozenset[str] | None = frozenset({ch, ch.swapcase()} if icase else {ch}) & _ASCII
+        elif op is c.IN:
+            first = _class_chars(av, icase)
+        elif op is c.SUBPATTERN:
+            _group, add, remove, inner = av
+            if (add | remove) & ~(re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE):
+                return None, True
+            first, empty = _first(inner, (icase or bool(add & re.IGNORECASE)) and not remove & re.IGNORECASE)
+        elif op is c.BRANCH:
+            first, empty = frozenset(), False
+            for branch in av[1]:
+                got, got_empty = _first(branch, icase)
+                if got is None:
+                    return None, True
+                first, empty = first | got, empty or got_empty
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)):
+            first, empty = _first(av[2], icase)
+            empty = empty or av[0] == 0
+        elif op is getattr(c, "ATOMIC_GROUP", None):
+            first, empty = _first(av, icase)
+        elif op in (c.AT, c.ASSERT, c.ASSERT_NOT):
+            first, empty = frozenset(), True  # takes no character (what it asks of them is not read here)
+        else:
+            return None, True
+        if first is None:
+            return None, True
+        out |= first
+        if not empty:
+            return frozenset(out), False
+    return frozenset(out), True
+
+
+def _starts(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    """The ASCII characters a rule's match can start with; None: any, or it can match nothing."""
+    return _starts_of(pattern.pattern, pattern.flags)
+
+
+@lru_cache(maxsize=4096)
+def _starts_of(text: str, flags: int) -> frozenset[str] | None:
+    """:func:`_starts`, by pattern (a lexer's states include the same rules many times over)."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    try:
+        parsed = _parser.parse(text, flags)
+        first, empty = _first(parsed.data, bool(parsed.state.flags & re.IGNORECASE))
+    except Exception:  # an internal of the re module changed: no shortcut, same tokens
+        return None
+    return None if empty else first
+
+
+#: A step of a state's search: an alternation and the rule each of its groups is, or one rule tried alone
+#: (its index), as pygments tries it.
+Step = tuple[Any, "list[int | None] | int"]
+
+
+def _steps(patterns: list[re.Pattern[str]], rexmatches: list[Any], which: list[int]) -> list[Step]:
+    """The rules ``which`` in order, as few steps as can be: runs of rules that join, and the others alone."""
+    steps: list[Step] = []
+    run: list[int] = []
+
+    def close() -> None:
+        if run:
+            joined = _join(patterns, run)
+            steps.extend([joined] if joined is not None else [(rexmatches[i], i) for i in run])
+            run.clear()
+
+    for i in which:
+        if _alternative(patterns[i], patterns[i].flags) is None:
+            close()
+            steps.append((rexmatches[i], i))
+        else:
+            run.append(i)
+    close()
+    return steps
+
+
+class _State:
+    """A state's rules, and for each ASCII character met, the steps that try the rules that can start
+    with it (built once, by :func:`prepare` or the compiling thread; shared by the characters that have
+    the same rules)."""
+
+    __slots__ = ("by_char", "by_rules", "loop_only", "rules", "starts")
+
+    def __init__(self, rules: list[tuple[Any, Any, Any]]) -> None:
+        self.rules = rules
+        #: The rules are not all compiled patterns (nothing to read them from): pygments' loop, always.
+        self.loop_only = not all(isinstance(getattr(r[0], "__self__", None), re.Pattern) for r in rules)
+        self.starts: list[frozenset[str] | None] | None = None
+        self.by_char: dict[str, list[Step]] = {}
+        self.by_rules: dict[tuple[int, ...], list[Step]] = {}
+
+    def at(self, ch: str) -> list[Step]:
+        """Build the steps for an ASCII character (the rules are compiled patterns)."""
+        patterns = [rexmatch.__self__ for rexmatch, _action, _new in self.rules]
+        if self.starts is None:
+            self.starts = [_starts(p) for p in patterns]
+        which = tuple(i for i, first in enumerate(self.starts) if first is None or ch in first)
+        steps = self.by_rules.get(which)
+        if steps is None:
+            rexmatches = [rexmatch for rexmatch, _action, _new in self.rules]
+            steps = self.by_rules[which] = _steps(patterns, rexmatches, list(which))
+        self.by_char[ch] = steps
+        return steps
+
+
+class _States(dict[str, _State]):
+    """A lexer's states, read the first time the lexer enters them."""
+
+    def __init__(self, tokendefs: dict[str, Any]) -> None:
+        super().__init__()
+        self.tokendefs = tokendefs
+
+    def __missing__(self, state: str) -> _State:
+        read = self[state] = _State(self.tokendefs[state])
+        return read
+
+
+#: Each lexer's states, by the id of its processed rules (kept with them, so the id stays theirs).
+_LEXERS: dict[int, _States] = {}
+_CATEGORIES = _category_chars()
+#: The (state, character) pairs met with no steps yet, for the compiling thread.
+_WANTED: set[tuple[int, str]] = set()
+_QUEUE: queue.SimpleQueue[tuple[_State, str]] = queue.SimpleQueue()
+_THREAD: list[threading.Thread] = []
+
+
+def _states(tokendefs: dict[str, Any]) -> _States:
+    """The states of a lexer's processed rules (``_tokens``: its class's, built once, or an instance's
+    own table among a few, as C#'s by Unicode level)."""
+    known = _LEXERS.get(id(tokendefs))
+    if known is None or known.tokendefs is not tokendefs:
+        known = _LEXERS[id(tokendefs)] = _States(tokendefs)
+    return known
+
+
+def _want(state: _State, ch: str) -> None:
+    """Have the compiling thread build a state's steps for a character (compiling an alternation of
+    rules with large character classes takes up to tens of ms: never on the window's thread)."""
+    key = (id(state), ch)
+    if key in _WANTED:
+        return
+    _WANTED.add(key)
+    _QUEUE.put((state, ch))
+    if not _THREAD:
+        thread = threading.Thread(target=_compile_wanted, name="robotlab-lexer-compile", daemon=True)
+        _THREAD.append(thread)
+        thread.start()
+
+
+def _compile_wanted() -> None:
+    while True:
+        state, ch = _QUEUE.get()
+        if ch not in state.by_char:
+            state.at(ch)
+
+
+def prepare(lexer: Any, sample: str) -> None:
+    """Build the steps ``sample`` takes ``lexer`` through, now, on this thread (meant for a worker, as
+    pygments' own first use is): the first answer in a common language is lexed at full speed at once."""
+    from pygments.lexer import RegexLexer
+
+    if isinstance(lexer, RegexLexer):
+        lex_from(lexer, sample, ("root",), compile_now=True)
+
+
+def handles(lexer: Any) -> bool:
+    """Whether :func:`tokens` gives ``lexer``'s tokens (and a state carried from line to line means what
+    it means to pygments): a ``RegexLexer`` without filters whose loop is pygments' own, or C's and C++'s
+    (pygments' loop, then a name of a standard type made a type, as theirs does)."""
+    from pygments.lexer import RegexLexer
+    from pygments.lexers.c_cpp import CFamilyLexer
+
+    own = type(lexer).get_tokens_unprocessed
+    return isinstance(lexer, RegexLexer) and not lexer.filters and (
+        own is RegexLexer.get_tokens_unprocessed or own is CFamilyLexer.get_tokens_unprocessed)
+
+
+def _c_types(lexer: Any, found: Iterator[tuple[Any, str]]) -> Iterator[tuple[Any, str]]:
+    """What C's and C++'s lexers make of their loop's tokens: a name of a standard type is a type
+    (``CFamilyLexer.get_tokens_unprocessed``, its options included)."""
+    from pygments.token import Keyword, Name
+
+    for kind, value in found:
+        if kind is Name and (
+                (lexer.stdlibhighlighting and value in lexer.stdlib_types)
+                or (lexer.c99highlighting and value in lexer.c99_types)
+                or (lexer.c11highlighting and value in lexer.c11_atomic_types)
+                or (lexer.platformhighlighting and value in lexer.linux_types)):
+            kind = Keyword.Type
+        yield kind, value
+
+
+def lex_from(lexer: Any, text: str, stack: tuple[str, ...], *,
+             compile_now: bool = False) -> tuple[list[tuple[Any, str]], tuple[str, ...]]:
+    """pygments' ``RegexLexer.get_tokens_unprocessed`` (its tokens, without their positions), started in
+    state ``stack`` and giving back the state it ended in (the library's own drops it). Where a state
+    meets a character it has no steps for yet, its rules are tried one by one (and the steps are built
+    by a thread of their own; ``compile_now``: here, now)."""
+    ended: list[tuple[str, ...]] = []
+    out = list(tokens(lexer, text, stack, ended=ended, compile_now=compile_now))
+    return out, ended[0]
+
+
+def tokens(lexer: Any, text: str, stack: tuple[str, ...] = ("root",), *, ended: list[tuple[str, ...]] | None = None,
+           compile_now: bool = False) -> Iterator[tuple[Any, str]]:
+    """:func:`lex_from`'s tokens one at a time (a caller can stop between two); ``ended`` gets the state
+    they end in. ``lexer``: one :func:`handles`."""
+    from pygments.lexer import RegexLexer
+
+    found = _tokens(lexer, text, stack, ended, compile_now)
+    return found if type(lexer).get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed else _c_types(lexer, found)
+
+
+def _tokens(lexer: Any, text: str, stack: tuple[str, ...], ended: list[tuple[str, ...]] | None,
+            compile_now: bool) -> Iterator[tuple[Any, str]]:
+    from pygments.token import Error, Whitespace, _TokenType
+
+    pos = 0
+    tokendefs = lexer._tokens
+    states = _states(tokendefs)
+    statestack = list(stack)
+    statetokens = tokendefs[statestack[-1]]
+    state = states[statestack[-1]]
+    size = len(text)
+    while True:
+        rule = m = None
+        steps: list[Step] | None = None
+        if pos < size and (ch := text[pos]) < "\x80" and not state.loop_only:
+            steps = state.by_char.get(ch)
+            if steps is None:
+                if compile_now:
+                    steps = state.at(ch)
+                else:
+                    _want(state, ch)
+        if steps is not None:
+            for match, owners in steps:
+                m = match(text, pos)
+                if m is not None:
+                    rule = statetokens[owners if isinstance(owners, int) else owners[m.lastindex]]
+                    break
+        else:
+            for candidate in statetokens:
+                m = candidate[0](text, pos)
+                if m:
+                    rule = candidate
+                    break
+        if rule is not None:
+            rexmatch, action, new_state = rule
+            if action is not None:
+                if type(action) is _TokenType:
+                    yield action, m.group()  # type: ignore[union-attr]
+                else:
+                    m = rexmatch(text, pos)  # the rule's own match: its groups as the action numbers them
+                    for _pos, kind, value in action(lexer, m):
+                        yield kind, value
+            pos = m.end()  # type: ignore[union-attr]
+            if new_state is not None:
+                if isinstance(new_state, tuple):
+                    for name in new_state:
+                        if name == "#pop":
+                            if len(statestack) > 1:
+                                statestack.pop()
+                        elif name == "#push":
+                            statestack.append(statestack[-1])
+                        else:
+                            statestack.append(name)
+                elif isinstance(new_state, int):
+                    if abs(new_state) >= len(statestack):
+                        del statestack[1:]
+                    else:
+                        del statestack[new_state:]
+                elif new_state == "#push":
+                    statestack.append(statestack[-1])
+                statetokens = tokendefs[statestack[-1]]
+                state = states[statestack[-1]]
+            continue
+        if pos >= size:
+            break
+        if text[pos] == "\n":  # at the end of a line, back to "root"
+            statestack = ["root"]
+            statetokens = tokendefs["root"]
+            state = states["root"]
+            yield Whitespace, "\n"
+        else:
+            yield Error, text[pos]
+        pos += 1
+    if ended is not None:
+        ended.append(tuple(statestack))
