@@ -13,7 +13,8 @@ joined as it is (a group referred to by its number) is tried alone, in its place
 Compiling an alternation of rules with large character classes (a Unicode identifier) takes up to tens of
 ms, so it is never done on the window's thread: where a state meets a character it has no alternation
 for yet, its rules are tried one by one, as pygments does, and a thread of its own compiles it for the
-next time. :func:`ui.markdown.load_libraries` prepares the common languages ahead, in its worker.
+next time; the first time a lexer is used, that thread also builds its steps for a sample of common code
+(:data:`SAMPLE_CODE`), so the steps an answer needs most are ready early.
 """
 
 from __future__ import annotations
@@ -253,8 +254,11 @@ _LEXERS: dict[int, _States] = {}
 _CATEGORIES = _category_chars()
 #: The (state, character) pairs met with no steps yet, for the compiling thread.
 _WANTED: set[tuple[int, str]] = set()
-_QUEUE: queue.SimpleQueue[tuple[_State, str]] = queue.SimpleQueue()
+#: The compiling thread's work, in order: a state's steps for a character, or a new lexer to prepare.
+_QUEUE: queue.SimpleQueue[tuple[_State, str] | Any] = queue.SimpleQueue()
 _THREAD: list[threading.Thread] = []
+#: The lexers (by their rules' id) :func:`tokens` has asked the compiling thread to prepare.
+_PREPARING: set[int] = set()
 
 
 def _states(tokendefs: dict[str, Any]) -> _States:
@@ -266,6 +270,24 @@ def _states(tokendefs: dict[str, Any]) -> _States:
     return known
 
 
+#: Code lexed, on the compiling thread, in each language the first time a code block in it is lexed, so
+#: the states and characters an answer's code meets most have their one regular expression each ready
+#: early (a Python, shell, JavaScript, diff and C++ mix: the other languages' lexers meet part of it).
+SAMPLE_CODE = (
+    '#!/bin/sh\n# comment\nimport os, sys  # c\nfrom a.b import (c as d)\n\n@decorator(1)\nclass Name(Base):\n'
+    '    """Doc: it\'s <this> & that."""\n\n    def method_1(self, event, context=None, *args, **kw) -> int:\n'
+    "        value_2 = compute(event, 3) * 2.5e-3 + 0x1F - 0o7 / 4 // 5 % 6 ** 7  # step <of> it\n"
+    "        message = f\"{event['name']!r} took {elapsed:.2f} s ({i})\"; s = 'a' + r'\\d' + b\"x\"\n"
+    "        if value_2 >= 1 and not x or y is None: return [True, False, {'k': [1, -2]}]\n"
+    "        async with lock: await task; yield from gen; lambda: x\n"
+    '\nconst f = (a, b) => { return `t ${a}` /* c */ }; let y = {k: "v", n: null}; // c\n'
+    'echo "$HOME" | grep -v x > /dev/null && export V=$(ls) || exit 1\n'
+    "--- a/file\n+++ b/file\n@@ -1,2 +1,2 @@\n-old line\n+new line\n context\n"
+    '#include <vector>\n/* Block\n   comment. */\nstd::vector<int> handler_1(const std::string& name, int count) {\n'
+    '    auto value_2 = compute(name, 3) * 2;  // step "of" it\n    return {};\n}\n'
+)
+
+
 def _want(state: _State, ch: str) -> None:
     """Have the compiling thread build a state's steps for a character (compiling an alternation of
     rules with large character classes takes up to tens of ms: never on the window's thread)."""
@@ -273,7 +295,20 @@ def _want(state: _State, ch: str) -> None:
     if key in _WANTED:
         return
     _WANTED.add(key)
-    _QUEUE.put((state, ch))
+    _put((state, ch))
+
+
+def _prepare_later(lexer: Any) -> None:
+    """Have the compiling thread :func:`prepare` a lexer met for the first time with :data:`SAMPLE_CODE`."""
+    key = id(lexer._tokens)
+    if key in _PREPARING:
+        return
+    _PREPARING.add(key)
+    _put(lexer)
+
+
+def _put(job: tuple[_State, str] | Any) -> None:
+    _QUEUE.put(job)
     if not _THREAD:
         thread = threading.Thread(target=_compile_wanted, name="robotlab-lexer-compile", daemon=True)
         _THREAD.append(thread)
@@ -282,9 +317,13 @@ def _want(state: _State, ch: str) -> None:
 
 def _compile_wanted() -> None:
     while True:
-        state, ch = _QUEUE.get()
-        if ch not in state.by_char:
-            state.at(ch)
+        job = _QUEUE.get()
+        if isinstance(job, tuple):
+            state, ch = job
+            if ch not in state.by_char:
+                state.at(ch)
+        else:
+            prepare(job, SAMPLE_CODE)
 
 
 def prepare(lexer: Any, sample: str) -> None:
@@ -340,6 +379,8 @@ def tokens(lexer: Any, text: str, stack: tuple[str, ...] = ("root",), *, ended: 
     they end in. ``lexer``: one :func:`handles`."""
     from pygments.lexer import RegexLexer
 
+    if not compile_now and id(lexer._tokens) not in _PREPARING:
+        _prepare_later(lexer)
     found = _tokens(lexer, text, stack, ended, compile_now)
     return found if type(lexer).get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed else _c_types(lexer, found)
 

@@ -266,33 +266,14 @@ def _highlighted_block(code: str, language: str | None, style: str) -> str:
 COMMON_LANGUAGES = ("python", "json", "diff", "bash", "javascript", "cpp")
 
 
-#: Code :func:`load_libraries` lexes in each common language, so the states and characters an answer's
-#: code meets most have their one regular expression each ready (:func:`ui.code_lex.prepare`).
-_SAMPLE_CODE = (
-    '#!/bin/sh\n# comment\nimport os, sys  # c\nfrom a.b import (c as d)\n\n@decorator(1)\nclass Name(Base):\n'
-    '    """Doc: it\'s <this> & that."""\n\n    def method_1(self, event, context=None, *args, **kw) -> int:\n'
-    "        value_2 = compute(event, 3) * 2.5e-3 + 0x1F - 0o7 / 4 // 5 % 6 ** 7  # step <of> it\n"
-    "        message = f\"{event['name']!r} took {elapsed:.2f} s ({i})\"; s = 'a' + r'\\d' + b\"x\"\n"
-    "        if value_2 >= 1 and not x or y is None: return [True, False, {'k': [1, -2]}]\n"
-    "        async with lock: await task; yield from gen; lambda: x\n"
-    '\nconst f = (a, b) => { return `t ${a}` /* c */ }; let y = {k: "v", n: null}; // c\n'
-    'echo "$HOME" | grep -v x > /dev/null && export V=$(ls) || exit 1\n'
-    "--- a/file\n+++ b/file\n@@ -1,2 +1,2 @@\n-old line\n+new line\n context\n"
-    '#include <vector>\n/* Block\n   comment. */\nstd::vector<int> handler_1(const std::string& name, int count) {\n'
-    '    auto value_2 = compute(name, 3) * 2;  // step "of" it\n    return {};\n}\n'
-)
-
-
 def load_libraries() -> None:
     """Import markdown-it and pygments and build the parsers and the common lexers (their regular
-    expressions compile on first use), then each common lexer's joined rules for the code answers hold
-    most (:func:`ui.code_lex.prepare`): a few hundred ms. No Qt: meant for a worker thread, so neither
-    the window's start nor the first answer's code block pays it on the event loop."""
-    from ui import code_lex
-
+    expressions compile on first use): about 60 ms. No Qt: meant for a worker thread, so neither the
+    window's start nor the first answer's code block pays it on the event loop. The lexers' joined
+    rules (:mod:`ui.code_lex`, a few hundred ms of compiling) are not built here, where they would
+    hold the interpreter while the window starts: the first code block in a language has its own
+    thread build them."""
     _load_parsers()
-    for lang in COMMON_LANGUAGES:  # the longer part last: what the first render needs is ready before
-        code_lex.prepare(code_lexer(lang), _SAMPLE_CODE)
 
 
 def _load_parsers() -> None:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import random
 import re
+import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,8 +66,8 @@ def test_the_tokens_are_pygments_own(language: str, seed: int) -> None:
 
 def test_a_streamed_python_line_is_lexed_with_about_one_regular_expression_a_token() -> None:
     """pygments tries a Python state's rules one after the other, each a call of its regular expression's
-    match: twenty-odd a token. Joined, a token is one match (once the rules are joined, in a worker: the
-    common languages' when the window starts, load_libraries)."""
+    match: twenty-odd a token. Joined, a token is one match (once the rules are joined, by the compiling
+    thread: the first use of a lexer has it build the steps of a sample of common code)."""
     markdown.load_libraries()
     text = "".join(f"    value_{i} = compute(event, {i}) * 2.5  # step {i} <of> it\n" for i in range(60))
     matches = 0
@@ -91,3 +93,22 @@ def test_a_streamed_python_line_is_lexed_with_about_one_regular_expression_a_tok
         per_token = matches / len(tokens)
         time.sleep(0.01)
     assert per_token <= 2, f"{per_token:.1f} regular expression matches a token"
+
+
+def test_the_windows_start_leaves_the_joined_rules_to_the_first_code_block() -> None:
+    """Compiling the joined rules takes a few hundred ms of the interpreter: the start-up worker
+    (load_libraries) does not do it, the first code block in a language has the compiling thread do it.
+    (In a process of its own: the other tests here have built rules already.)"""
+    script = (
+        "from ui import code_lex, markdown\n"
+        "markdown.load_libraries()\n"
+        "print(len(code_lex._LEXERS), len(code_lex._THREAD))\n"
+        "lexer = markdown.code_lexer('python')\n"
+        "list(code_lex.tokens(lexer, 'x = 1\\n'))\n"
+        "code_lex._THREAD[0].join(0.0)\n"
+        "print(len(code_lex._THREAD), id(lexer._tokens) in code_lex._PREPARING)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=str(Path(__file__).resolve().parents[2]))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["0 0", "1 True"]
