@@ -232,13 +232,14 @@ def page_to_top(app: object, chat: object, *, sample: bool = False) -> dict[str,
     walls = sorted(s.wall_ms for s in steps)
     cpus = sorted(s.cpu_ms for s in steps)
     worst = sorted(steps, key=lambda s: s.wall_ms, reverse=True)[:WORST_SHOWN]
+    paging_steps = steps[:len(steps) - settled] or steps  # (not the steps after every turn was loaded)
     return {"longest_stall_ms": round(walls[-1], 1), "p95_stall_ms": round(walls[int(len(walls) * 0.95)], 1),
             "median_stall_ms": round(walls[len(walls) // 2], 1), "steps": len(steps),
             "longest_step_cpu_ms": round(cpus[-1], 1), "p95_step_cpu_ms": round(cpus[int(len(cpus) * 0.95)], 1),
             "median_step_cpu_ms": round(cpus[len(cpus) // 2], 1),
             # (per-step work that grows with the turns loaded shows as the last tenth's median above the first's)
-            "first_tenth_cpu_ms": _median_cpu(steps[:max(1, len(steps) // 10)]),
-            "last_tenth_cpu_ms": _median_cpu(steps[-max(1, len(steps) // 10):]),
+            "first_tenth_cpu_ms": _median_cpu(paging_steps[:max(1, len(paging_steps) // 10)]),
+            "last_tenth_cpu_ms": _median_cpu(paging_steps[-max(1, len(paging_steps) // 10):]),
             "full_gc_passes": full_passes[0], "turns_paged": len(chat.presenter.state.turns),
             "paging_s": round(paged, 1), "most_widgets_alive": most_widgets,
             "worst_steps": [s.describe(sampler) for s in worst]}
