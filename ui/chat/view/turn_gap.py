@@ -29,25 +29,44 @@ class TurnGap(QSpacerItem):
         self.turns: list[TurnState] = []
         self.heights: list[int] = []
         self._total = 0
-        #: The heights of the turns above each one (px) and each one's place in :attr:`turns`, made again when asked after a change.
-        self._tops: list[int] | None = None
-        self._where: dict[TurnState, int] | None = None
+        #: Each turn's place, made again when asked after a change in the middle: a key (its index plus
+        #: :attr:`_first`'s key) and the heights above it (plus :attr:`_first`'s). Keys and heights counted
+        #: from the first turn's, so a turn added above the first or below the last (earlier turns loaded, a
+        #: turn given back below the screen) keeps every other turn's place: with an index and a prefix sum
+        #: from the top, each earlier turn loaded while paging to a thread's top walked all the gap's turns again.
+        self._places: dict[TurnState, tuple[int, int]] | None = None
+        self._first = (0, 0)
+        #: How many times the places of all the gap's turns were worked out (a walk over them; for tests).
+        self.walks = 0
 
     def insert(self, index: int, turn: TurnState, height: int) -> None:
+        """``turn`` at ``index`` among the gap's turns; at 0 (an earlier turn loaded above the gap's first),
+        the other turns' places are kept."""
+        places = self._places
         self.turns.insert(index, turn)
         self.heights.insert(index, max(1, height))
         self._total += max(1, height)
-        self._changed()
+        self._changed(keep=index == 0)
+        if places is not None and index == 0:
+            key, above = self._first
+            self._first = key - 1, above - self.heights[0]
+            places[turn] = self._first
 
     def append(self, turn: TurnState, height: int) -> None:
         """``turn`` after the gap's turns (a turn given back below the gap above the screen: what a step at the
-        end of a long thread does, so the gap's place of each turn is kept, not made again)."""
-        tops, where = self._tops, self._where
-        self.insert(len(self.turns), turn, height)
-        if tops is not None and where is not None:
-            tops.append(tops[-1] + self.heights[-1])
-            where[turn] = len(self.turns) - 1
-            self._tops, self._where = tops, where
+        end of a long thread does): the other turns' places are kept."""
+        places = self._places
+        self.turns.append(turn)
+        self.heights.append(max(1, height))
+        self._total += max(1, height)
+        self._changed(keep=True)
+        if places is not None:
+            if len(self.turns) == 1:
+                self._first = (0, 0)
+                places[turn] = self._first
+            else:
+                key, above = places[self.turns[-2]]
+                places[turn] = (key + 1, above + self.heights[-2])
 
     def extend(self, other: TurnGap) -> None:
         """Take ``other``'s turns after this one's (the two gaps met: a turn between them was given back)."""
@@ -79,21 +98,28 @@ class TurnGap(QSpacerItem):
 
     def where(self, turn: TurnState) -> int:
         """The turn's place among the gap's turns."""
-        if self._where is None:
-            self._where = dict(zip(self.turns, range(len(self.turns)), strict=True))
-        return self._where[turn]
+        return self._place(turn)[0] - self._first[0]
 
     def span(self, turn: TurnState) -> tuple[int, int]:
         """The turn's top and bottom in the column (px), where the layout last put the gap."""
-        index = self.where(turn)
-        if self._tops is None:  # (the heights above each turn: C's loops, no Python call a turn)
-            self._tops = list(accumulate(self.heights, initial=0))
-        top = self.geometry().top() + self._tops[index] + index * self.spacing
+        key, above = self._place(turn)
+        index = key - self._first[0]
+        top = self.geometry().top() + above - self._first[1] + index * self.spacing
         return top, top + self.heights[index] - 1
 
-    def _changed(self) -> None:
-        self._tops = None
-        self._where = None
+    def _place(self, turn: TurnState) -> tuple[int, int]:
+        places = self._places
+        if places is None:  # (the heights above each turn: C's loops, no Python call a turn)
+            self.walks += 1
+            above = accumulate(self.heights, initial=0)  # (one more than the turns: the gap's height at the end)
+            places = self._places = dict(zip(self.turns, zip(range(len(self.turns)), above, strict=False), strict=True))
+            self._first = (0, 0)
+        return places[turn]
+
+    def _changed(self, *, keep: bool = False) -> None:
+        """The gap's height anew; its turns' places forgotten unless ``keep`` (the caller keeps them)."""
+        if not keep:
+            self._places = None
         height = self._total + self.spacing * max(0, len(self.heights) - 1)
         self.changeSize(0, max(1, height), QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
 
