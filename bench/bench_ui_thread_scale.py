@@ -135,9 +135,10 @@ class Step:
     queued_ms: float
 
     def describe(self, sampler: StackSampler | None) -> str:
-        blocked = max(0.0, self.wall_ms - self.cpu_ms - self.queued_ms)
+        queued = min(self.queued_ms, self.wall_ms - self.cpu_ms)  # (the scheduler's count is coarser)
+        blocked = max(0.0, self.wall_ms - self.cpu_ms - queued)
         line = (f"step {self.index} ({self.action}, {self.turns} turns loaded): wall {self.wall_ms:.0f} ms, "
-                f"CPU {self.cpu_ms:.0f} ms, waiting for a core {self.queued_ms:.0f} ms, blocked {blocked:.0f} ms")
+                f"CPU {self.cpu_ms:.0f} ms, waiting for a core {queued:.0f} ms, blocked {blocked:.0f} ms")
         if sampler is not None:
             line += "".join(f"\n      {n:>3} samples  {where}" for where, n in sampler.between(self.start, self.end))
         return line
@@ -242,7 +243,8 @@ def page_to_top(app: object, chat: object, *, sample: bool = False) -> dict[str,
             "last_tenth_cpu_ms": _median_cpu(paging_steps[-max(1, len(paging_steps) // 10):]),
             "full_gc_passes": full_passes[0], "turns_paged": len(chat.presenter.state.turns),
             "paging_s": round(paged, 1), "most_widgets_alive": most_widgets,
-            "worst_steps": [s.describe(sampler) for s in worst]}
+            "worst_steps": [s.describe(sampler) for s in worst],
+            "most_cpu_steps": [s.describe(sampler) for s in sorted(steps, key=lambda s: s.cpu_ms, reverse=True)[:3]]}
 
 
 def open_thread(turns: int) -> tuple[object, object, Path, float, float]:
@@ -446,6 +448,9 @@ def paging_only(turns: int, *, sample: bool) -> None:
     print(f"  median step CPU {row['median_step_cpu_ms']:.1f} ms (the first tenth of the steps "
           f"{row['first_tenth_cpu_ms']:.1f} ms, the last {row['last_tenth_cpu_ms']:.1f} ms); the longest steps:", flush=True)
     for line in row["worst_steps"]:
+        print(f"    {line}", flush=True)
+    print("  the steps with the most CPU:", flush=True)
+    for line in row["most_cpu_steps"]:
         print(f"    {line}", flush=True)
 
 
