@@ -9,6 +9,7 @@ the same text in new widgets. Turns sent live are released the same way, except 
 from __future__ import annotations
 
 import gc
+import time
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +180,55 @@ def test_turns_sent_live_are_released_but_not_the_running_one(qapp_instance: Any
     finally:
         chat.close()
         chat.deleteLater()
+
+
+class _CountingClock:
+    """A clock for the turn window's budget that moves half a millisecond each time it is read: a step's time
+    is how often it looked at the clock (once a turn loaded or a widget made, and a few times a step)."""
+
+    TICK = 0.0005
+
+    def __init__(self) -> None:
+        self.now = time.perf_counter() + 1000.0  # (after any time the window noted before)
+
+    def perf_counter(self) -> float:
+        self.now += self.TICK
+        return self.now
+
+
+def test_the_steps_of_one_pass_of_the_event_loop_share_one_budget(
+        qapp_instance: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """Scrolling up a long thread runs, in one pass of the event loop, a slice of earlier turns loaded, a step
+    making the turns that came near the screen and the next slice: each had a budget (a frame's half) of its
+    own, so the pass held the window for two or three of them. They share one now; each still does at least
+    one thing (a turn loaded, a widget made), so paging goes on, and the thread is paged to its top."""
+    from ui.chat.view import virtual
+
+    store, thread_id = _thread(tmp_path / "pass.db", 300)
+    chat = _chat()
+    try:
+        chat.show_thread(LazyTranscript(store, thread_id))
+        _settle()
+        clock = _CountingClock()
+        monkeypatch.setattr(virtual, "time", clock)
+        bar = chat.verticalScrollBar()
+        longest = 0.0
+        rounds = 0
+        while (chat.hidden_turns or chat.turn_window.busy) and rounds < 3000:  # as bench_ui_thread_scale pages
+            began = clock.now
+            if bar.value() == 0 and chat.hidden_turns:
+                chat.load_earlier()
+            else:
+                bar.setValue(0)
+            QApplication.processEvents()
+            longest = max(longest, clock.now - began)
+            clock.now += 0.02  # (a frame painted before the next pass)
+            rounds += 1
+        assert chat.hidden_turns == 0 and len(chat.presenter.state.turns) == 300
+        # a budget, then one more thing done by each of the other steps of the pass, and their few looks
+        assert longest <= virtual.STEP_BUDGET + 12 * clock.TICK, (
+            f"a pass of the event loop took {longest * 1000:.1f} ms of budget ({virtual.STEP_BUDGET * 1000:.0f} ms each step)")
+    finally:
+        chat.close()
+        chat.deleteLater()
+        store.close()
