@@ -151,5 +151,14 @@ def test_turns_added_above_or_below_a_gap_keep_the_places_of_the_others(qapp_ins
     for height in gap.heights[:-1]:
         tops.append(tops[-1] + height + 4)
     assert [gap.span(t) for t in gap.turns] == [(top, top + h - 1) for top, h in zip(tops, gap.heights, strict=True)]
+    # The top turn made (the thread paged to its top): the gap keeps the turns below, their places kept.
+    assert gap.split_above(turns[0]) is None and gap.turns[0] is turns[1] and gap.walks == 1
+    assert gap.span(turns[1]) == (0, gap.heights[0] - 1) and gap.span(turns[2])[0] == gap.heights[0] + 4
+    above = gap.split_above(turns[3])  # a turn near the top: the ones above it go in a gap of their own
+    assert above is not None and above.turns == [turns[1], turns[2]] and gap.turns[0] is turns[4]
+    assert gap.span(turns[4]) == (0, gap.heights[0] - 1) and gap.walks == 1
+    below = gap.split(turns[1200])  # one near the bottom: the gap keeps the ones above it, their places kept
+    assert below is not None and below.turns == turns[1201:] and gap.turns[-1] is turns[1199]
+    assert gap.where(turns[1199]) == len(gap.turns) - 1 and gap.walks == 1
     gap.insert(5, TurnState(), 10)  # in the middle: the places below it move, worked out again once asked
-    assert gap.span(turns[5]) == (tops[5] + 10 + 4, tops[5] + 10 + 4 + gap.heights[6] - 1) and gap.walks == 2
+    assert gap.span(turns[9])[0] == sum(gap.heights[:6]) + 6 * 4 and gap.walks == 2

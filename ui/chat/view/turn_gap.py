@@ -93,8 +93,28 @@ class TurnGap(QSpacerItem):
             below._changed()
         del self.turns[index:], self.heights[index:]
         self._total = sum(self.heights)
-        self._changed()
+        self._changed(keep=True)  # (the turns above keep their places: the first turn's is the same)
         return below
+
+    def split_above(self, turn: TurnState) -> TurnGap | None:
+        """:meth:`split` the other way round, for a turn near the gap's top: this gap keeps the turns below it,
+        their places kept, and the gap returned holds the ones above (None when it was the first). Making the
+        top turn of a long thread paged to its top moved the thousands of turns below into a new gap, each
+        looked up there again."""
+        index = self.where(turn)
+        above: TurnGap | None = None
+        if index > 0:
+            above = TurnGap(self.spacing)
+            above.turns, above.heights = self.turns[:index], self.heights[:index]
+            above._total = sum(above.heights)
+            above._changed()
+        del self.turns[:index + 1], self.heights[:index + 1]
+        self._total = sum(self.heights)
+        places = self._places
+        self._changed(keep=True)
+        if places is not None and self.turns:
+            self._first = places[self.turns[0]]
+        return above
 
     def where(self, turn: TurnState) -> int:
         """The turn's place among the gap's turns."""

@@ -430,10 +430,17 @@ class TurnWindow:
         chat = self.chat
         gap = self.placeholders.pop(turn)
         layout = chat._layout
-        below = gap.split(turn)  # the gap keeps the turns above; those below go in a gap of their own
-        if below is not None:
-            self.placeholders.update(dict.fromkeys(below.turns, below))
-            layout.insertItem(layout.indexOf(gap) + 1, below)
+        # The gap keeps the larger part of its turns; the others go in a gap of their own.
+        if gap.where(turn) < len(gap.turns) // 2:
+            above = gap.split_above(turn)
+            if above is not None:
+                self.placeholders.update(dict.fromkeys(above.turns, above))
+                layout.insertItem(layout.indexOf(gap), above)
+        else:
+            below = gap.split(turn)
+            if below is not None:
+                self.placeholders.update(dict.fromkeys(below.turns, below))
+                layout.insertItem(layout.indexOf(gap) + 1, below)
         if not gap.turns:
             layout.removeItem(gap)
         layout.invalidate()
