@@ -160,5 +160,14 @@ def test_turns_added_above_or_below_a_gap_keep_the_places_of_the_others(qapp_ins
     below = gap.split(turns[1200])  # one near the bottom: the gap keeps the ones above it, their places kept
     assert below is not None and below.turns == turns[1201:] and gap.turns[-1] is turns[1199]
     assert gap.where(turns[1199]) == len(gap.turns) - 1 and gap.walks == 1
+    assert above.span(turns[1]) == (0, above.heights[0] - 1) and above.walks == 1
+    above.extend_above(TurnGap(spacing=4))  # (an empty gap met: nothing changes)
+    gap.extend_above(above)  # two gaps met: the larger takes in the smaller's turns, its own places kept
+    assert gap.turns[:3] == [turns[1], turns[2], turns[4]] and gap.walks == 1
+    assert [gap.span(t)[0] for t in gap.turns[:4]] == [0, gap.heights[0] + 4, sum(gap.heights[:2]) + 8,
+                                                       sum(gap.heights[:3]) + 12]
+    gap.extend(below)
+    assert gap.turns[-1] is turns[-1] and gap.walks == 1
+    assert gap.span(turns[-1])[1] == sum(gap.heights) + 4 * (len(gap.heights) - 1) - 1
     gap.insert(5, TurnState(), 10)  # in the middle: the places below it move, worked out again once asked
-    assert gap.span(turns[9])[0] == sum(gap.heights[:6]) + 6 * 4 and gap.walks == 2
+    assert gap.span(turns[8])[0] == sum(gap.heights[:7]) + 7 * 4 and gap.walks == 2

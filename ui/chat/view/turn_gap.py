@@ -69,11 +69,41 @@ class TurnGap(QSpacerItem):
                 places[turn] = (key + 1, above + self.heights[-2])
 
     def extend(self, other: TurnGap) -> None:
-        """Take ``other``'s turns after this one's (the two gaps met: a turn between them was given back)."""
+        """Take ``other``'s turns after this one's (the two gaps met: a turn between them was given back): this
+        gap's turns keep their places, ``other``'s are placed after them (a step a turn of ``other``: the
+        caller gives the larger gap the smaller's turns)."""
+        places = self._places
+        count = len(self.turns)
         self.turns += other.turns
         self.heights += other.heights
         self._total += other._total
-        self._changed()
+        self._changed(keep=True)
+        if places is not None and count:
+            key, above = places[self.turns[count - 1]]
+            for i in range(count, len(self.turns)):
+                above += self.heights[i - 1]
+                key += 1
+                places[self.turns[i]] = (key, above)
+        elif places is not None:
+            self._places = None
+
+    def extend_above(self, other: TurnGap) -> None:
+        """Take ``other``'s turns before this one's: :meth:`extend` the other way round."""
+        places = self._places
+        count = len(other.turns)
+        self.turns[:0] = other.turns
+        self.heights[:0] = other.heights
+        self._total += other._total
+        self._changed(keep=True)
+        if places is not None and len(self.turns) > count:
+            key, above = self._first
+            for i in range(count - 1, -1, -1):
+                above -= self.heights[i]
+                key -= 1
+                places[self.turns[i]] = (key, above)
+            self._first = key, above
+        elif places is not None:
+            self._places = None
 
     def remove(self, turn: TurnState) -> None:
         index = self.where(turn)

@@ -494,13 +494,20 @@ class TurnWindow:
         del chat._turn_widgets[turn]  # (it holds the turns shown as widgets only)
         # into the gap just above or below it (the gaps join when both are there), else a gap of its own
         above, below = layout.itemAt(index - 1) if index > 0 else None, layout.itemAt(index)
-        if isinstance(above, TurnGap):
+        if isinstance(above, TurnGap) and isinstance(below, TurnGap):  # the larger gap takes in the other
+            if len(below.turns) > len(above.turns):
+                below.insert(0, turn, height)
+                below.extend_above(above)
+                gap, gone = below, above
+            else:
+                above.append(turn, height)
+                above.extend(below)
+                gap, gone = above, below
+            self.placeholders.update(dict.fromkeys(gone.turns, gap))
+            layout.removeItem(gone)
+        elif isinstance(above, TurnGap):
             above.append(turn, height)
             gap = above
-            if isinstance(below, TurnGap):
-                above.extend(below)
-                self.placeholders.update(dict.fromkeys(below.turns, above))
-                layout.removeItem(below)
         elif isinstance(below, TurnGap):
             below.insert(0, turn, height)
             gap = below
