@@ -232,3 +232,34 @@ def test_the_steps_of_one_pass_of_the_event_loop_share_one_budget(
         chat.close()
         chat.deleteLater()
         store.close()
+
+
+def test_a_tool_cards_result_text_is_made_when_first_opened(qapp_instance: Any) -> None:
+    """Every turn made while paging up a long thread makes its tool cards, and each card made the text view of
+    its result (a text browser with a style sheet of its own) though most are never opened: the most of what a
+    card cost. The result's text is made when the card's result is first opened, and shows the whole value."""
+    from ui.chat.model.state import TurnState
+    from ui.chat.model.tool_calls import ToolCallItem
+    from ui.chat.view.cards import ToolCard
+    from ui.widgets.common import AutoHeightText
+
+    value = {"content": "def f():\n    pass\n" * 5}
+    card = ToolCard(call_id="c1", tool="read_file", robot="assistant", server=None, arguments={"path": "f.py"})
+    try:
+        card.apply(ToolCallItem(parent=TurnState(), call_id="c1", tool="read_file", robot="assistant", server=None,
+                                arguments={"path": "f.py"}, status="ok", result={"data": value}, duration=0.01))
+        card.show()
+        _settle()
+        results = [v for v in card.findChildren(AutoHeightText) if v.objectName() == "ToolResult"]
+        assert not results and not card.result_expanded, "a closed result's text view was made with the card"
+        card.set_result_expanded(True)
+        _settle()
+        results = [v for v in card.findChildren(AutoHeightText) if v.objectName() == "ToolResult"]
+        assert len(results) == 1 and results[0].isVisibleTo(card) and "def f():" in results[0].toPlainText()
+        card.set_result_expanded(False)
+        assert not results[0].isVisibleTo(card)
+        card.set_result_expanded(True)  # (opened again: the same view)
+        assert [v for v in card.findChildren(AutoHeightText) if v.objectName() == "ToolResult"] == results
+    finally:
+        card.close()
+        card.deleteLater()
