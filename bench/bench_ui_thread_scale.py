@@ -28,7 +28,9 @@ no more than reopened. Writes bench/results/ui_thread_scale.json.
 
 ``--paging N`` runs only the paging to the top of an N-turn thread and prints its worst, p95 and median step, wall
 time and the window thread's CPU time (a busy machine's waits show in the first, not in the second), the total
-time and the collector's full passes meanwhile.
+time and the collector's full passes meanwhile, then its longest steps (which step, its action, wall and CPU
+time); ``--paging N --sample`` adds where the window's thread was during each (its stack sampled every 0.5 ms from
+a thread of its own, which costs the window's thread a little: figures without it are the ones to compare).
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,6 +53,8 @@ SIZES = (100, 1000, 10000)
 LIVE_TURNS = 100
 #: Paging back to the top stops after this long (s) on a slow machine: the turns reached are printed.
 PAGING_LIMIT = 240
+#: The longest steps of the paging printed, each with its action, wall and CPU time.
+WORST_SHOWN = 5
 
 
 def _rss_mb() -> float:
@@ -100,7 +106,85 @@ def _chat() -> object:
     return chat
 
 
-def page_to_top(app: object, chat: object) -> dict[str, float]:
+def _median_cpu(steps: list[Step]) -> float:
+    cpus = sorted(s.cpu_ms for s in steps)
+    return round(cpus[len(cpus) // 2], 1)
+
+
+def _queued_ms() -> float:
+    """How long (ms) this thread has waited, ready to run, for a core (Linux's scheduler statistics; 0 elsewhere)."""
+    try:
+        return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the paging: the action, the turns loaded after it, when it ran and its wall and CPU time."""
+
+    index: int
+    action: str
+    turns: int
+    start: float
+    end: float
+    wall_ms: float
+    cpu_ms: float
+    #: How long the thread waited for a core (ready to run, the machine's other work on both): the rest of the
+    #: wall time not on a CPU is the thread blocked (a lock, the interpreter's lock, I/O).
+    queued_ms: float
+
+    def describe(self, sampler: StackSampler | None) -> str:
+        queued = min(self.queued_ms, self.wall_ms - self.cpu_ms)  # (the scheduler's count is coarser)
+        blocked = max(0.0, self.wall_ms - self.cpu_ms - queued)
+        line = (f"step {self.index} ({self.action}, {self.turns} turns loaded): wall {self.wall_ms:.0f} ms, "
+                f"CPU {self.cpu_ms:.0f} ms, waiting for a core {queued:.0f} ms, blocked {blocked:.0f} ms")
+        if sampler is not None:
+            line += "".join(f"\n      {n:>3} samples  {where}" for where, n in sampler.between(self.start, self.end))
+        return line
+
+
+class StackSampler:
+    """Samples the window thread's stack every half millisecond from a thread of its own (``--sample``): where a
+    long step spends its time, counted by the innermost frame of the project and the frame it is in."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._main = threading.main_thread().ident
+        self._samples: list[tuple[float, str]] = []
+        self._running = True
+        self._thread = threading.Thread(target=self._run, name="stack-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        root = str(ROOT)
+        while self._running:
+            frame = sys._current_frames().get(self._main)  # type: ignore[arg-type]
+            leaf, ours = None, None
+            while frame is not None:
+                code = frame.f_code
+                where = f"{Path(code.co_filename).name}:{frame.f_lineno} {code.co_name}"
+                leaf = leaf or where
+                if code.co_filename.startswith(root) and "/bench/" not in code.co_filename:
+                    ours = where
+                    break
+                frame = frame.f_back
+            self._samples.append((time.perf_counter(), f"{ours} <- in {leaf}" if ours != leaf else f"{ours}"))
+            time.sleep(0.0005)
+
+    def stop(self) -> None:
+        self._running = False
+        self._thread.join()
+
+    def between(self, start: float, end: float, *, most: int = 6) -> list[tuple[str, int]]:
+        """The places sampled between ``start`` and ``end``, most often first."""
+        from collections import Counter
+
+        return Counter(where for t, where in self._samples if start <= t <= end).most_common(most)
+
+
+def page_to_top(app: object, chat: object, *, sample: bool = False) -> dict[str, Any]:
     """Paging back to the top: the scroll bar put at the top again and again (a person dragging it up), and at
     the top "Show earlier turns" clicked, until every turn is loaded and the top is shown (or ``PAGING_LIMIT``).
     Each step is the action and the event loop's turn after it: its wall time (the stall a person sees) and the
@@ -120,32 +204,47 @@ def page_to_top(app: object, chat: object) -> dict[str, float]:
 
     gc.callbacks.append(count)
     bar = chat.verticalScrollBar()
-    stalls: list[tuple[float, float]] = []
+    steps: list[Step] = []
     most_widgets = len(chat.items())
     settled = 0
+    sampler = StackSampler() if sample else None
     paging = time.perf_counter()
     deadline = paging + PAGING_LIMIT
     try:
         while settled < 30 and time.perf_counter() < deadline:
-            t, cpu = time.perf_counter(), time.thread_time()
+            t, cpu, queued = time.perf_counter(), time.thread_time(), _queued_ms()
             if bar.value() == 0 and chat.hidden_turns:
+                action = "load_earlier"
                 chat.load_earlier()  # at the top: "Show earlier turns"
             else:
+                action = "scroll to top"
                 bar.setValue(0)
             process()
-            stalls.append(((time.perf_counter() - t) * 1000, (time.thread_time() - cpu) * 1000))
+            end = time.perf_counter()
+            steps.append(Step(len(steps), action, len(chat.presenter.state.turns), t, end, (end - t) * 1000,
+                              (time.thread_time() - cpu) * 1000, _queued_ms() - queued))
             most_widgets = max(most_widgets, len(chat.items()))
             settled = settled + 1 if not chat.hidden_turns else 0
     finally:
         gc.callbacks.remove(count)
+        if sampler is not None:
+            sampler.stop()
     paged = time.perf_counter() - paging
-    walls = sorted(s[0] for s in stalls)
-    cpus = sorted(s[1] for s in stalls)
+    walls = sorted(s.wall_ms for s in steps)
+    cpus = sorted(s.cpu_ms for s in steps)
+    worst = sorted(steps, key=lambda s: s.wall_ms, reverse=True)[:WORST_SHOWN]
+    paging_steps = steps[:len(steps) - settled] or steps  # (not the steps after every turn was loaded)
     return {"longest_stall_ms": round(walls[-1], 1), "p95_stall_ms": round(walls[int(len(walls) * 0.95)], 1),
-            "median_stall_ms": round(walls[len(walls) // 2], 1), "steps": len(stalls),
+            "median_stall_ms": round(walls[len(walls) // 2], 1), "steps": len(steps),
             "longest_step_cpu_ms": round(cpus[-1], 1), "p95_step_cpu_ms": round(cpus[int(len(cpus) * 0.95)], 1),
+            "median_step_cpu_ms": round(cpus[len(cpus) // 2], 1),
+            # (per-step work that grows with the turns loaded shows as the last tenth's median above the first's)
+            "first_tenth_cpu_ms": _median_cpu(paging_steps[:max(1, len(paging_steps) // 10)]),
+            "last_tenth_cpu_ms": _median_cpu(paging_steps[-max(1, len(paging_steps) // 10):]),
             "full_gc_passes": full_passes[0], "turns_paged": len(chat.presenter.state.turns),
-            "paging_s": round(paged, 1), "most_widgets_alive": most_widgets}
+            "paging_s": round(paged, 1), "most_widgets_alive": most_widgets,
+            "worst_steps": [s.describe(sampler) for s in worst],
+            "most_cpu_steps": [s.describe(sampler) for s in sorted(steps, key=lambda s: s.cpu_ms, reverse=True)[:3]]}
 
 
 def open_thread(turns: int) -> tuple[object, object, Path, float, float]:
@@ -198,7 +297,7 @@ def open_thread(turns: int) -> tuple[object, object, Path, float, float]:
     return app, chat, home, rss_before, first_paint
 
 
-def measure(turns: int) -> dict[str, float]:
+def measure(turns: int) -> dict[str, Any]:
     from ui.chat.view.chat import ChatView
     from ui.transcript import LazyTranscript
     from workspace import events as ev
@@ -332,24 +431,32 @@ def at_the_end(app: object, chat: object) -> dict[str, float]:
             "turn_first_ms": round(sorted(head)[len(head) // 2], 1), "turn_last_ms": round(sorted(tail)[len(tail) // 2], 1)}
 
 
-def paging_only(turns: int) -> None:
-    """``--paging N``: only the paging to the top of an N-turn thread, its figures printed with the load average."""
+def paging_only(turns: int, *, sample: bool) -> None:
+    """``--paging N``: only the paging to the top of an N-turn thread, its figures printed with the load average,
+    then its longest steps (with ``--sample``, where the window's thread was in each)."""
     from ui.chat.view.chat import ChatView
 
     load = os.getloadavg()
     app, chat, _home, _rss, _paint = open_thread(turns)
     assert isinstance(chat, ChatView)
-    row = page_to_top(app, chat)
+    row = page_to_top(app, chat, sample=sample)
     print(f"{turns} turns, paging to the top (load average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after): "
           f"worst step {row['longest_stall_ms']:.0f} ms (CPU {row['longest_step_cpu_ms']:.0f} ms), p95 "
           f"{row['p95_stall_ms']:.0f} ms (CPU {row['p95_step_cpu_ms']:.0f} ms), median {row['median_stall_ms']:.0f} ms, "
           f"{row['turns_paged']} turns in {row['paging_s']:.0f} s over {row['steps']} steps, "
           f"{row['full_gc_passes']} full collections (target: worst step < 16 ms quiet, < 50 ms busy)", flush=True)
+    print(f"  median step CPU {row['median_step_cpu_ms']:.1f} ms (the first tenth of the steps "
+          f"{row['first_tenth_cpu_ms']:.1f} ms, the last {row['last_tenth_cpu_ms']:.1f} ms); the longest steps:", flush=True)
+    for line in row["worst_steps"]:
+        print(f"    {line}", flush=True)
+    print("  the steps with the most CPU:", flush=True)
+    for line in row["most_cpu_steps"]:
+        print(f"    {line}", flush=True)
 
 
 def main() -> int:
-    if len(sys.argv) == 3 and sys.argv[1] == "--paging":
-        paging_only(int(sys.argv[2]))
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--paging":
+        paging_only(int(sys.argv[2]), sample=sys.argv[3:] == ["--sample"])
         os._exit(0)
     if len(sys.argv) == 3 and sys.argv[1] == "--turns":
         print(json.dumps(measure(int(sys.argv[2]))))

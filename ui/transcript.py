@@ -4,7 +4,9 @@
 messages that is most of the time to first paint. The window shows the last turns first, so a
 :class:`LazyTranscript` reads the ids of the branch's last page only (a walk from the leaf up that
 stops after :data:`PAGE` turns), each turn's row a page at a time when the turn is asked for
-(:class:`BranchTurns`), and the events of a turn when the turn is rendered: it is the chat presenter's
+(:class:`BranchTurns`), and the events of a turn when the turn is rendered (once earlier turns are being
+loaded, the page above's ids and events are read ahead in a worker thread, so paging up reads no events on
+the window's thread): it is the chat presenter's
 :class:`~ui.chat.model.listener.TranscriptSource` (and gives the inspector every event, read off the UI
 thread for long threads). The ids above the last page are read when a turn up there is asked for, a page
 at a time, or all at once off the window's thread (:meth:`LazyTranscript.add_rest`, given what
@@ -17,7 +19,9 @@ an index from the root (``turns[5]``) or going through every turn reads the bran
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, overload
 
 if TYPE_CHECKING:
@@ -30,6 +34,20 @@ if TYPE_CHECKING:
 PAGE = 50
 #: Turns whose events one read of :meth:`LazyTranscript.events_while` takes.
 EVENTS_READ = 200
+
+#: The name of the worker thread reading ahead of the turns being loaded.
+AHEAD_THREAD = "transcript-ahead"
+_ahead_lock = threading.Lock()
+_ahead_worker: ThreadPoolExecutor | None = None
+
+
+def _read_ahead_worker() -> ThreadPoolExecutor:
+    """The one worker thread that reads the events of the page above the turns being loaded, made on first use."""
+    global _ahead_worker
+    with _ahead_lock:
+        if _ahead_worker is None:
+            _ahead_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=AHEAD_THREAD)
+        return _ahead_worker
 
 
 class LazyTranscript:
@@ -46,6 +64,10 @@ class LazyTranscript:
         self.above: str | None = first.above
         self._rows: dict[str, TurnInfo] = {}
         self._branches: dict[str | None, list[str]] = {}
+        #: The events of a page read ahead in a worker (by the page's start, counted from the end), and those
+        #: read so and not yet shown (by turn id, text coalesced).
+        self._ahead: dict[int, Future[tuple[str | None, PathPage | None, dict[str, list[ev.Event]]]]] = {}
+        self._events: dict[str, list[ev.Event]] = {}
         self.turns: BranchTurns = BranchTurns(self, 0, None)
 
     def __len__(self) -> int:
@@ -110,6 +132,7 @@ class LazyTranscript:
 
     def _read_page(self, back: int) -> None:
         start = back // PAGE * PAGE  # pages counted from the end: the first one is the last turns
+        self._collect()
         self.read_to(start + PAGE)
         missing = [turn_id for turn_id in reversed(self._back[start:start + PAGE]) if turn_id not in self._rows]
         turns = self.store.turns_by_id(missing)
@@ -117,13 +140,56 @@ class LazyTranscript:
         parents = [t.parent_turn_id for t in turns if t.parent_turn_id not in self._branches]
         if parents:
             self._branches.update(self.store.children_ids(self.thread_id, parents))
+        if start:  # earlier turns are being loaded: the next page's events are read meanwhile
+            self._read_ahead(start + PAGE)
+
+    def _read_ahead(self, start: int) -> None:
+        """Read the events of the page of turns from ``start`` (counted from the end) in a worker thread, and
+        the page's ids when not yet known (a walk up from :attr:`above`), so the turns of that page show
+        without a read of the store on the caller's (the window's) thread: one read a turn there, its events
+        decoded, was about half of what loading an earlier turn cost."""
+        if start in self._ahead:
+            return
+        known = len(self._back)
+        if known < start + PAGE and known != start and self.above is not None:
+            return  # (part of the page's ids known: it is read when reached)
+        store, thread_id = self.store, self.thread_id
+        walk_from = self.above if known == start else None
+        ids = self._back[start:start + PAGE]
+
+        def read() -> tuple[str | None, PathPage | None, dict[str, list[ev.Event]]]:
+            from workspace.persistence import coalesce_text
+
+            page = None if walk_from is None else store.path_page(thread_id, walk_from, limit=PAGE)
+            read_ids = ids if page is None else page.ids
+            by_turn = store.events_of(read_ids)
+            return walk_from, page, {turn_id: coalesce_text(events) for turn_id, events in by_turn.items()}
+
+        if ids or walk_from is not None:
+            self._ahead[start] = _read_ahead_worker().submit(read)
+
+    def _collect(self) -> None:
+        """Take in what the worker read ahead and is done: the page's ids (unless read meanwhile) and events."""
+        for start, future in list(self._ahead.items()):
+            if not future.done():
+                continue
+            del self._ahead[start]
+            if future.exception() is not None:  # (a failed read: the turns are read one by one instead)
+                continue
+            walk_from, page, events = future.result()
+            if page is not None and walk_from is not None and walk_from == self.above:
+                self._extend(page)
+            self._events.update(events)
 
     def view(self, turn: TurnInfo) -> TurnView:
         """The TurnView of ``turn`` (a TurnInfo): its events (text coalesced) and siblings."""
         from workspace.persistence import coalesce_text
         from workspace.session import TurnView
 
-        events = coalesce_text(self.store.turn_events(turn.id))
+        self._collect()
+        events = self._events.pop(turn.id, None)
+        if events is None:
+            events = coalesce_text(self.store.turn_events(turn.id))
         if turn.parent_turn_id not in self._branches:  # a turn not read through this transcript's pages
             self._branches.update(self.store.children_ids(self.thread_id, [turn.parent_turn_id]))
         siblings = self._branches.get(turn.parent_turn_id) or [turn.id]

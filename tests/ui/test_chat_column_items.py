@@ -126,3 +126,48 @@ def test_a_gap_places_each_of_its_turns_as_a_column_of_spacers_would(qapp_instan
     assert gap.turns == [turns[1], turns[2], turns[5]]
     assert [gap.span(t) for t in gap.turns] == expected()
     assert gap.split(turns[5]) is None and gap.turns == turns[1:3]
+
+
+def test_turns_added_above_or_below_a_gap_keep_the_places_of_the_others(qapp_instance: Any) -> None:
+    """Paging to a long thread's top adds each earlier turn above the first of a gap of thousands: the places of
+    the gap's turns (an index, the heights above) are not worked out again for each (they were, a walk over
+    the whole gap a turn loaded), and each turn is still where a column of spacers would put it."""
+    from ui.chat.model.state import TurnState
+
+    turns = [TurnState() for _ in range(1300)]
+    gap = TurnGap(spacing=4)
+    for i, turn in enumerate(turns[1000:1100]):
+        gap.append(turn, 50 + i % 7)
+    assert gap.span(turns[1050])[0] == sum(gap.heights[:50]) + 50 * 4  # the places worked out: one walk
+    for i in range(999, -1, -1):  # earlier turns loaded, one at a time, each placed at once
+        gap.insert(0, turns[i], 30 + i % 11)
+        assert gap.span(turns[i]) == (0, gap.heights[0] - 1)
+        assert gap.where(turns[1000]) == 1000 - i
+    for turn in turns[1100:1300]:  # turns given back below the screen
+        gap.append(turn, 80)
+        assert gap.where(turn) == len(gap.turns) - 1
+    assert gap.walks == 1, f"the gap's places were worked out {gap.walks} times: a walk over it per turn added"
+    tops = [0]
+    for height in gap.heights[:-1]:
+        tops.append(tops[-1] + height + 4)
+    assert [gap.span(t) for t in gap.turns] == [(top, top + h - 1) for top, h in zip(tops, gap.heights, strict=True)]
+    # The top turn made (the thread paged to its top): the gap keeps the turns below, their places kept.
+    assert gap.split_above(turns[0]) is None and gap.turns[0] is turns[1] and gap.walks == 1
+    assert gap.span(turns[1]) == (0, gap.heights[0] - 1) and gap.span(turns[2])[0] == gap.heights[0] + 4
+    above = gap.split_above(turns[3])  # a turn near the top: the ones above it go in a gap of their own
+    assert above is not None and above.turns == [turns[1], turns[2]] and gap.turns[0] is turns[4]
+    assert gap.span(turns[4]) == (0, gap.heights[0] - 1) and gap.walks == 1
+    below = gap.split(turns[1200])  # one near the bottom: the gap keeps the ones above it, their places kept
+    assert below is not None and below.turns == turns[1201:] and gap.turns[-1] is turns[1199]
+    assert gap.where(turns[1199]) == len(gap.turns) - 1 and gap.walks == 1
+    assert above.span(turns[1]) == (0, above.heights[0] - 1) and above.walks == 1
+    above.extend_above(TurnGap(spacing=4))  # (an empty gap met: nothing changes)
+    gap.extend_above(above)  # two gaps met: the larger takes in the smaller's turns, its own places kept
+    assert gap.turns[:3] == [turns[1], turns[2], turns[4]] and gap.walks == 1
+    assert [gap.span(t)[0] for t in gap.turns[:4]] == [0, gap.heights[0] + 4, sum(gap.heights[:2]) + 8,
+                                                       sum(gap.heights[:3]) + 12]
+    gap.extend(below)
+    assert gap.turns[-1] is turns[-1] and gap.walks == 1
+    assert gap.span(turns[-1])[1] == sum(gap.heights) + 4 * (len(gap.heights) - 1) - 1
+    gap.insert(5, TurnState(), 10)  # in the middle: the places below it move, worked out again once asked
+    assert gap.span(turns[8])[0] == sum(gap.heights[:7]) + 7 * 4 and gap.walks == 2

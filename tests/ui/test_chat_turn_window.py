@@ -9,6 +9,7 @@ the same text in new widgets. Turns sent live are released the same way, except 
 from __future__ import annotations
 
 import gc
+import time
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +180,86 @@ def test_turns_sent_live_are_released_but_not_the_running_one(qapp_instance: Any
     finally:
         chat.close()
         chat.deleteLater()
+
+
+class _CountingClock:
+    """A clock for the turn window's budget that moves half a millisecond each time it is read: a step's time
+    is how often it looked at the clock (once a turn loaded or a widget made, and a few times a step)."""
+
+    TICK = 0.0005
+
+    def __init__(self) -> None:
+        self.now = time.perf_counter() + 1000.0  # (after any time the window noted before)
+
+    def perf_counter(self) -> float:
+        self.now += self.TICK
+        return self.now
+
+
+def test_the_steps_of_one_pass_of_the_event_loop_share_one_budget(
+        qapp_instance: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """Scrolling up a long thread runs, in one pass of the event loop, a slice of earlier turns loaded, a step
+    making the turns that came near the screen and the next slice: each had a budget (a frame's half) of its
+    own, so the pass held the window for two or three of them. They share one now; each still does at least
+    one thing (a turn loaded, a widget made), so paging goes on, and the thread is paged to its top."""
+    from ui.chat.view import virtual
+
+    store, thread_id = _thread(tmp_path / "pass.db", 300)
+    chat = _chat()
+    try:
+        chat.show_thread(LazyTranscript(store, thread_id))
+        _settle()
+        clock = _CountingClock()
+        monkeypatch.setattr(virtual, "time", clock)
+        bar = chat.verticalScrollBar()
+        longest = 0.0
+        rounds = 0
+        while (chat.hidden_turns or chat.turn_window.busy) and rounds < 3000:  # as bench_ui_thread_scale pages
+            began = clock.now
+            if bar.value() == 0 and chat.hidden_turns:
+                chat.load_earlier()
+            else:
+                bar.setValue(0)
+            QApplication.processEvents()
+            longest = max(longest, clock.now - began)
+            clock.now += 0.02  # (a frame painted before the next pass)
+            rounds += 1
+        assert chat.hidden_turns == 0 and len(chat.presenter.state.turns) == 300
+        # a budget, then one more thing done by each of the other steps of the pass, and their few looks
+        assert longest <= virtual.STEP_BUDGET + 12 * clock.TICK, (
+            f"a pass of the event loop took {longest * 1000:.1f} ms of budget ({virtual.STEP_BUDGET * 1000:.0f} ms each step)")
+    finally:
+        chat.close()
+        chat.deleteLater()
+        store.close()
+
+
+def test_a_tool_cards_result_text_is_made_when_first_opened(qapp_instance: Any) -> None:
+    """Every turn made while paging up a long thread makes its tool cards, and each card made the text view of
+    its result (a text browser with a style sheet of its own) though most are never opened: the most of what a
+    card cost. The result's text is made when the card's result is first opened, and shows the whole value."""
+    from ui.chat.model.state import TurnState
+    from ui.chat.model.tool_calls import ToolCallItem
+    from ui.chat.view.cards import ToolCard
+    from ui.widgets.common import AutoHeightText
+
+    value = {"content": "def f():\n    pass\n" * 5}
+    card = ToolCard(call_id="c1", tool="read_file", robot="assistant", server=None, arguments={"path": "f.py"})
+    try:
+        card.apply(ToolCallItem(parent=TurnState(), call_id="c1", tool="read_file", robot="assistant", server=None,
+                                arguments={"path": "f.py"}, status="ok", result={"data": value}, duration=0.01))
+        card.show()
+        _settle()
+        results = [v for v in card.findChildren(AutoHeightText) if v.objectName() == "ToolResult"]
+        assert not results and not card.result_expanded, "a closed result's text view was made with the card"
+        card.set_result_expanded(True)
+        _settle()
+        results = [v for v in card.findChildren(AutoHeightText) if v.objectName() == "ToolResult"]
+        assert len(results) == 1 and results[0].isVisibleTo(card) and "def f():" in results[0].toPlainText()
+        card.set_result_expanded(False)
+        assert not results[0].isVisibleTo(card)
+        card.set_result_expanded(True)  # (opened again: the same view)
+        assert [v for v in card.findChildren(AutoHeightText) if v.objectName() == "ToolResult"] == results
+    finally:
+        card.close()
+        card.deleteLater()

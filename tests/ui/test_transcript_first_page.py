@@ -10,6 +10,8 @@ loading earlier turns reads their pages as they come; and every turn shows the s
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,11 +35,16 @@ class CountingStore(Store):
         self.id_rows = 0  # rows of ids only
         self.event_reads: list[int] = []  # rows of each read of events
 
+        self.window_event_rows = 0  # rows of events read on the thread that made the store (the window's)
+        self._maker = threading.get_ident()
+
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         rows = super()._read(sql, params)
         columns = rows[0].keys() if rows else []  # (a Row's ``in`` looks at its values)
         if "FROM events" in sql:
             self.event_reads.append(len(rows))
+            if threading.get_ident() == self._maker:
+                self.window_event_rows += len(rows)
         elif "user_text" in columns:
             self.turn_rows += len(rows)
         else:
@@ -83,6 +90,36 @@ def test_opening_a_long_thread_reads_a_page_and_the_rest_as_it_loads(tmp_path: P
         assert [t.user.text for t in turns] == [f"question {i}" for i in range(TURNS)]
         assert (turns[5].user.sibling_index, turns[5].user.sibling_count) == (0, 2)
         assert all(t.user.sibling_count == 1 for i, t in enumerate(turns) if i not in (5, TURNS - 3))
+    finally:
+        store.close()
+
+
+def test_earlier_turns_show_with_their_events_read_ahead_in_a_worker(tmp_path: Path) -> None:
+    # Loading an earlier turn read its events on the window's thread, a read of the store and their decoding
+    # a turn: about half of what paging to a long thread's top cost the window. Once earlier turns are being
+    # loaded, the events of the page above are read in a worker meanwhile, and its turns take them from there.
+    thread_id, _ids = _thread(tmp_path / "long.db")
+    store = CountingStore(tmp_path / "long.db")
+    try:
+        presenter = ChatPresenter()
+        lazy = LazyTranscript(store, thread_id)
+        presenter.load_thread(lazy)
+        opened = store.window_event_rows
+        assert opened == 3 * INITIAL_TURNS and not lazy._ahead  # the last turns' own: nothing read ahead yet
+        while presenter.hidden_turns:
+            presenter.load_earlier()
+            deadline = time.monotonic() + 30  # (bounds a hang: a page's read takes milliseconds)
+            while not all(f.done() for f in lazy._ahead.values()) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        texts = [t.user.text for t in presenter.state.turns]
+        assert texts == [f"question {i}" for i in range(TURNS)]
+        answers = [i.text for t in presenter.state.turns for i in t.items if hasattr(i, "text")]
+        assert [a for a in answers if a.startswith("answer")] == [f"answer {i}" for i in range(TURNS)]
+        # On the window's thread: the events of the last page's turns only (the first two pages: the one
+        # opened, and the one whose reading starts the read ahead); the rest came from the worker.
+        read_here = (store.window_event_rows - opened) // 3
+        assert read_here <= 2 * PAGE - INITIAL_TURNS, f"{read_here} turns' events read on the window's thread"
+        assert sum(store.event_reads) == 3 * TURNS  # every turn's events read once
     finally:
         store.close()
 

@@ -403,20 +403,22 @@ class ToolCard(QFrame):
                           or len(preview) > 60 else "")
         toggle.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         toggle.setCursor(Qt.CursorShape.PointingHandCursor)
-        view = _body_text("", self, "ToolResult")
-        view.setVisible(False)
         self._result_value = value
 
         def on_toggled(checked: bool) -> None:
-            if checked and not view.toPlainText():
-                view.setHtml(value_html(value))
-            view.setVisible(checked)
+            # The result's text is made when first shown: a text view (its own style sheet) made for every
+            # card, most never opened, was the most of what making a card cost a step paging up a long thread.
+            view = self._result_view
+            if checked and view is None:
+                view = self._result_view = _body_text(value_html(value), self, "ToolResult")
+                self._body.insertWidget(self._body.indexOf(toggle) + 1, view)
+            if view is not None:
+                view.setVisible(checked)
             toggle.setIcon(theme.icon("chevron-down" if checked else "chevron-right", c.muted, 14))
 
         toggle.toggled.connect(on_toggled)
         self._body.addWidget(toggle)
-        self._body.addWidget(view)
-        self._result_toggle, self._result_view = toggle, view
+        self._result_toggle = toggle
         if expanded:
             toggle.setChecked(True)
 

@@ -9,7 +9,8 @@ resize and change of range:
 
 - a placeholder that comes near the screen is made into the turn's widgets again, from the state (the
   same widgets the listener's calls make, so a turn scrolled back into view shows what it showed);
-  a few turns a step, each step under a frame's budget, so scrolling never freezes; a turn made
+  a few turns a step, each step under a frame's budget (shared with the loading of earlier turns when both
+  run in one pass of the event loop), so scrolling never freezes; a turn made
   above what is on screen keeps what is on screen in place;
 - a turn far from the screen gives its widgets back (released) unless it is still running, asks
   something, holds the keyboard or is the last turn.
@@ -48,6 +49,14 @@ if TYPE_CHECKING:
 
 #: How long (s) one step of making turns may take: under a frame.
 STEP_BUDGET = 0.008
+#: A step (making turns, or a slice of earlier turns loaded) that starts within this long (s) of the end of the
+#: last one, while a frame has not passed since the budget began, runs in the same pass of the event loop as
+#: it, or one straight after with nothing else to do: it takes what is left of that budget. Each had a budget
+#: of its own, and a pass running a slice of earlier turns, then a step making the turns that came near the
+#: screen, then the next slice (scrolling up to the top does that) held the window for two or three budgets.
+SAME_PASS = 0.001
+#: A frame (s): steps back to back share a budget for no longer than this, then a new one begins.
+FRAME = 0.016
 #: The height (px) of a placeholder of a turn never shown, until turns have been measured.
 FIRST_ESTIMATE = 240
 
@@ -77,6 +86,9 @@ class TurnWindow:
         self.released = 0
         #: Whether loaded turns were frozen out of the garbage collector's walks (given back on reset).
         self.froze = False
+        #: When the budget of the pass of the event loop under way began, and when its last step ended.
+        self._pass_began = 0.0
+        self._worked_until = -1.0
 
     # -- what the chat asks ------------------------------------------------------------------------
     def reset(self) -> None:
@@ -175,13 +187,14 @@ class TurnWindow:
             self._to_load = 0  # (a thread opened meanwhile: the column was reset)
             return
         presenter = self.chat.presenter
-        started = time.perf_counter()
+        started = self._budget_began()
         # (the collector paused, then what was loaded frozen: see the module's docstring)
         with self.deferring(hold=True), gc_paused():
             while self._to_load > 0 and presenter.load_earlier(1):
                 self._to_load -= 1
                 if time.perf_counter() - started > STEP_BUDGET:
                     break
+        self._worked_until = time.perf_counter()
         self.froze = True
         if self._to_load > 0 and presenter.hidden_turns:
             self._loading = True
@@ -229,7 +242,7 @@ class TurnWindow:
         value = bar.value()
         height = max(chat.viewport().height(), 200)
         near_top, near_bottom = value - height, value + 2 * height
-        started = time.perf_counter()
+        started = self._budget_began()
         anchor = self._anchor(value)
         made = False
         pending = False
@@ -266,10 +279,20 @@ class TurnWindow:
         if released:  # a spacer's height need not be its widgets' to the pixel (the layout's spacing)
             self._lay_out()
             self._keep(anchor)
+        self._worked_until = time.perf_counter()
         if pending:
             self.schedule()
         elif bar.value() == 0 and chat.presenter.hidden_turns and not chat._stick and not self._to_load:
             QTimer.singleShot(0, chat.load_earlier)  # still at the top: the next page (as scrolling up to it does)
+
+    def _budget_began(self) -> float:
+        """When the budget of the step starting now began: now, or when the pass of the event loop it is in
+        began (the last step ended under :data:`SAME_PASS` ago, less than a :data:`FRAME` after that), so the
+        steps of a pass share one budget (each still does one thing: a turn loaded, a widget made)."""
+        now = time.perf_counter()
+        if now - self._worked_until > SAME_PASS or now - self._pass_began > FRAME:
+            self._pass_began = now
+        return self._pass_began
 
     def _lay_out(self) -> None:
         """Lay the column out now, and give the canvas its new height (so the scroll bar's range is the new one
@@ -407,10 +430,17 @@ class TurnWindow:
         chat = self.chat
         gap = self.placeholders.pop(turn)
         layout = chat._layout
-        below = gap.split(turn)  # the gap keeps the turns above; those below go in a gap of their own
-        if below is not None:
-            self.placeholders.update(dict.fromkeys(below.turns, below))
-            layout.insertItem(layout.indexOf(gap) + 1, below)
+        # The gap keeps the larger part of its turns; the others go in a gap of their own.
+        if gap.where(turn) < len(gap.turns) // 2:
+            above = gap.split_above(turn)
+            if above is not None:
+                self.placeholders.update(dict.fromkeys(above.turns, above))
+                layout.insertItem(layout.indexOf(gap), above)
+        else:
+            below = gap.split(turn)
+            if below is not None:
+                self.placeholders.update(dict.fromkeys(below.turns, below))
+                layout.insertItem(layout.indexOf(gap) + 1, below)
         if not gap.turns:
             layout.removeItem(gap)
         layout.invalidate()
@@ -464,13 +494,20 @@ class TurnWindow:
         del chat._turn_widgets[turn]  # (it holds the turns shown as widgets only)
         # into the gap just above or below it (the gaps join when both are there), else a gap of its own
         above, below = layout.itemAt(index - 1) if index > 0 else None, layout.itemAt(index)
-        if isinstance(above, TurnGap):
+        if isinstance(above, TurnGap) and isinstance(below, TurnGap):  # the larger gap takes in the other
+            if len(below.turns) > len(above.turns):
+                below.insert(0, turn, height)
+                below.extend_above(above)
+                gap, gone = below, above
+            else:
+                above.append(turn, height)
+                above.extend(below)
+                gap, gone = above, below
+            self.placeholders.update(dict.fromkeys(gone.turns, gap))
+            layout.removeItem(gone)
+        elif isinstance(above, TurnGap):
             above.append(turn, height)
             gap = above
-            if isinstance(below, TurnGap):
-                above.extend(below)
-                self.placeholders.update(dict.fromkeys(below.turns, above))
-                layout.removeItem(below)
         elif isinstance(below, TurnGap):
             below.insert(0, turn, height)
             gap = below
