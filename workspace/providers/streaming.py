@@ -100,28 +100,37 @@ MAX_RETRY_AFTER = 30.0
 NO_FINISH = "the stream ended before the model finished"
 
 
-async def _until_output(iterator: Any, reader: DeltaReader,
-                        skipped: list[int]) -> tuple[Any, list[Chunk] | Exception | None]:
+async def _until_output(iterator: Any, reader: DeltaReader, skipped: list[int],
+                        woken: list[asyncio.Future[None]]) -> tuple[Any, list[Chunk] | Exception | None]:
     """The stream's next item that gives something (output, a finish reason, usage) and its converted chunks
     (or the error converting them). Items before it that give nothing (a delta of the role alone, as many
-    servers send first) are read here too, counted in ``skipped``: the wait for the first output is one wait."""
-    while True:
-        item = await iterator.__anext__()
-        choices = field(item, "choices") or ()
-        converted: list[Chunk] | None = None
-        if choices:
-            choice = choices[0]
-            delta = field(choice, "delta")
-            if delta is not None:
-                try:
-                    converted = reader.convert(delta)
-                except Exception as exc:
-                    return item, exc
-            if converted or field(choice, "finish_reason"):
+    servers send first) are read here too, counted in ``skipped``: the wait for the first output is one wait.
+    Ending, it wakes the waiter ``woken`` holds itself (a done callback would take the loop one pass more)."""
+    try:
+        while True:
+            item = await iterator.__anext__()
+            choices = field(item, "choices") or ()
+            converted: list[Chunk] | None = None
+            if choices:
+                choice = choices[0]
+                delta = field(choice, "delta")
+                if delta is not None:
+                    try:
+                        converted = reader.convert(delta)
+                    except Exception as exc:
+                        return item, exc
+                if converted or field(choice, "finish_reason"):
+                    return item, converted
+            if field(item, "usage") is not None:
                 return item, converted
-        if field(item, "usage") is not None:
-            return item, converted
-        skipped[0] += 1
+            skipped[0] += 1
+    finally:
+        _wake(woken[0])
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class StreamingProvider(ProviderBase):
@@ -374,7 +383,9 @@ class StreamingProvider(ProviderBase):
                                         # whole wait for output (items before it, a role alone, read in it too), so
                                         # that it can be said.
                                         skipped = [0]
-                                        pending = asyncio.ensure_future(_until_output(iterator, reader, skipped))
+                                        loop = dog.loop
+                                        woken = [loop.create_future()]
+                                        pending = loop.create_task(_until_output(iterator, reader, skipped, woken))
                                         try:
                                             while True:
                                                 notice = None if noticed else self.slow_notice
@@ -382,9 +393,14 @@ class StreamingProvider(ProviderBase):
                                                 left = first_until - now
                                                 timeout = (min(left, notice - (now - sent_at)) if notice is not None
                                                            else left)
-                                                done, _ = await asyncio.wait((pending,), timeout=max(0.0, timeout))
-                                                if done:
+                                                timer = loop.call_later(max(0.0, timeout), _wake, woken[0])
+                                                try:
+                                                    await woken[0]  # the task's end, or the timer
+                                                finally:
+                                                    timer.cancel()
+                                                if pending.done():
                                                     break
+                                                woken[0] = loop.create_future()
                                                 now = time.monotonic()
                                                 if now >= first_until:
                                                     raise self._no_first_token(first_until - sent_at, setting)
