@@ -199,7 +199,7 @@ async def replayed_cpu(provider: Any, run_turn: Any, turns: int) -> float:
         for _ in range(20):
             await run_turn()
         rounds = []
-        for _ in range(10):
+        for _ in range(20):
             started = time.process_time()
             for _ in range(turns):
                 await run_turn()
@@ -261,7 +261,7 @@ async def main(lean_only: bool = False) -> int:
                 taken[key] += times
         lean_t, raw_t, sdk_t = taken["lean"], taken["raw"], taken["sdk"]
         ours_t, hand_t = taken.get("litellm", []), taken.get("by_hand", [])
-        own_cpu = await replayed_cpu(lean_provider, ours_lean, max(10, TURNS // 4))
+        own_cpu = await replayed_cpu(lean_provider, ours_lean, max(20, TURNS // 2))
     finally:
         proc.terminate()
     cpu = {k: statistics.median(v) for k, v in CPU.items()}
