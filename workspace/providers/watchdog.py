@@ -30,7 +30,7 @@ class Watchdog:
         self._fired = False
 
     def arm(self, deadline: float) -> None:
-        task = asyncio.current_task()
+        task = asyncio.current_task(self.loop)  # the loop given: no lookup of the running one for every chunk
         if task is not self._task:
             self._task = task
             self._base = task.cancelling() if task is not None else 0
