@@ -44,6 +44,7 @@ from workspace.attachments import has_images, user_content
 from workspace.memory import writer_var
 from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
 from workspace.providers.base import UsageChunk
+from workspace.providers.watchdog import wake
 from workspace.result import RobotResult
 from workspace.result import Usage as UsageTotals
 
@@ -176,7 +177,7 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         # Woken by the run's own last step (:meth:`_main`), not through asyncio.wait: a done callback takes the
         # event loop one pass more. The callback stays for a task cancelled before its first step.
         ended = self._ended = task.get_loop().create_future()
-        task.add_done_callback(lambda _: _wake(ended))
+        task.add_done_callback(lambda _: wake(ended))
         try:
             await ended
         finally:
@@ -296,7 +297,7 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
             if self.terminal is None:  # pragma: no cover - defensive: never leave a run open
                 self.emit(ev.RunFailed(error="the run ended without a result", error_type="RuntimeError"))
             if self._ended is not None:
-                _wake(self._ended)
+                wake(self._ended)
 
     def _hooked_result(self, value: Any) -> RobotResult:
         """What an around_run hook returned, as the run's result (a string is the answer's text)."""
@@ -505,8 +506,3 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         if spec.max_cost is not None and cost is not None and cost >= spec.max_cost:
             return "max_cost"
         return None
-
-
-def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)

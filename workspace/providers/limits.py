@@ -38,7 +38,7 @@ def semaphore(endpoint: str, limit: int) -> asyncio.Semaphore | None:
     if limit <= 0:
         return None
     loop = asyncio.get_running_loop()
-    table = _slots.get(loop)  # the common case without the lock or a new weak reference
+    table = _slots.get(loop)  # the common case: no lock, no new entry
     found = table.get(endpoint) if table is not None else None
     if found is not None and found[0] == limit:
         return found[1]

@@ -74,7 +74,7 @@ from workspace.providers.openai_format import (
     usage_numbers,
     without_image_data,
 )
-from workspace.providers.watchdog import Watchdog
+from workspace.providers.watchdog import Watchdog, wake
 from workspace.urls import is_loopback_url
 
 if TYPE_CHECKING:
@@ -125,12 +125,7 @@ async def _until_output(iterator: Any, reader: DeltaReader, skipped: list[int],
                 return item, converted
             skipped[0] += 1
     finally:
-        _wake(woken[0])
-
-
-def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
+        wake(woken[0])
 
 
 class StreamingProvider(ProviderBase):
@@ -393,7 +388,7 @@ class StreamingProvider(ProviderBase):
                                                 left = first_until - now
                                                 timeout = (min(left, notice - (now - sent_at)) if notice is not None
                                                            else left)
-                                                timer = loop.call_later(max(0.0, timeout), _wake, woken[0])
+                                                timer = loop.call_later(max(0.0, timeout), wake, woken[0])
                                                 try:
                                                     await woken[0]  # the task's end, or the timer
                                                 finally:

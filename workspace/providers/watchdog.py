@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-__all__ = ["Watchdog"]
+__all__ = ["Watchdog", "wake"]
 
 
 class Watchdog:
@@ -70,3 +70,9 @@ class Watchdog:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+
+
+def wake(waiter: asyncio.Future[None]) -> None:
+    """Set ``waiter``'s result, unless it is done already (woken, or cancelled with the task awaiting it)."""
+    if not waiter.done():
+        waiter.set_result(None)
