@@ -353,8 +353,11 @@ class StreamingProvider(ProviderBase):
                     first_until = sent_at + wait
                     yield StatusChunk("connecting", f"connecting to {endpoint}", endpoint=endpoint)
                     response: Any = None
+                    # One timer for the whole attempt bounds the wait for the response and every wait for a chunk
+                    # (see Watchdog): no timer of its own for the connection, no new one per chunk.
+                    dog = Watchdog()
                     try:
-                        response = await self._connect(request, wait, setting)
+                        response = await self._connect(request, wait, setting, dog)
                         yield StatusChunk("waiting", f"{endpoint} took the request; waiting for the first token",
                                           endpoint=endpoint)
                         source, raw = self._source(response)
@@ -366,9 +369,6 @@ class StreamingProvider(ProviderBase):
                         count = 0
                         first = True
                         noticed = False
-                        # One timer for the whole stream bounds every wait for a chunk (see Watchdog): no new timer
-                        # per chunk.
-                        dog = Watchdog()
                         try:
                             while True:
                                 converted: list[Chunk] | Exception | None = None
@@ -484,6 +484,7 @@ class StreamingProvider(ProviderBase):
                                              cost=self._cost(prompt, completion), model=self.model_id, estimated=True)
                         yield FinishChunk(finish)
                     finally:
+                        dog.close()
                         if response is not None:
                             await self._close(response)
                     return
@@ -537,24 +538,26 @@ class StreamingProvider(ProviderBase):
             wait, setting = max(0.0, deadline - time.monotonic()), "llm.max_wait"
         return wait, setting
 
-    async def _connect(self, request: dict[str, Any], wait: float, setting: str) -> Any:
+    async def _connect(self, request: dict[str, Any], wait: float, setting: str, dog: Watchdog) -> Any:
         """Send the request of one attempt: the streamed response once its headers arrived, within ``wait``
-        seconds; raises :class:`Failure` for anything that went wrong."""
+        seconds (bounded by ``dog``, the attempt's one timer); raises :class:`Failure` for anything that went
+        wrong."""
         where = self.api_base or self.provider_name
-        guard = asyncio.timeout(wait)
+        dog.arm(dog.loop.time() + wait)
         try:
-            async with guard:
-                response = await self._open(request)
+            response = await self._open(request)
             ANSWERED.add(where)
             return response
-        except (asyncio.CancelledError, GeneratorExit):
+        except GeneratorExit:
             raise
-        except TimeoutError as exc:
-            if guard.expired():
+        except asyncio.CancelledError:
+            if dog.expired():
                 raise self._no_first_token(wait, setting) from None
-            raise self._classify(exc, started=False) from exc
+            raise
         except Exception as exc:
             raise self._classify(exc, started=False) from exc
+        finally:
+            dog.disarm()
 
     def _slow_status(self, waited: float, sent_at: float, first_until: float, setting: str) -> StatusChunk:
         """What a wait for the first token past :attr:`slow_notice` seconds says."""

@@ -1,4 +1,5 @@
-"""One timer that bounds every wait for the next chunk of a stream (see :class:`Watchdog`)."""
+"""One timer that bounds every wait of a stream's attempt, for its response and then for each chunk (see
+:class:`Watchdog`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ __all__ = ["Watchdog", "wake"]
 
 
 class Watchdog:
-    """One timer bounding every wait for a chunk of one stream, where ``asyncio.timeout`` around each wait
+    """One timer bounding every wait of one stream (its response, each chunk), where ``asyncio.timeout`` around each wait
     would schedule a new timer per chunk (under qasync, a Qt timer each). :meth:`arm` sets the deadline of
     the wait about to start (an attribute, and a timer only when none is pending); :meth:`disarm` ends it.
     A timer that fires before the current deadline schedules itself again for it; one that fires past it
