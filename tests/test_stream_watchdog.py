@@ -100,3 +100,52 @@ async def test_sequential_calls_share_one_connection(server: FakeLLMServer) -> N
         assert text_of(await stream(provider)) == "one two three"
     assert len(server.requests) == 5
     assert server.accepted == 1
+
+
+def _tasks_made_while(loop: asyncio.AbstractEventLoop) -> tuple[list[str], Any]:
+    """Record the coroutine of every task ``loop`` makes (the loop's own closing of an SDK's abandoned generator
+    left out); returns the list and the previous task factory, to set back."""
+    made: list[str] = []
+    previous = loop.get_task_factory()
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        name = getattr(coro, "__qualname__", type(coro).__name__)
+        if name != "async_generator_athrow":
+            made.append(name)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    loop.set_task_factory(factory)  # type: ignore[arg-type]
+    return made, previous
+
+
+async def test_the_wait_for_the_first_output_is_one_task(server: FakeLLMServer) -> None:
+    # The server sends a delta of the role alone first, then a chunk per word: the wait for the first output
+    # (which may have to say it is slow) runs in one task, the role read in it too; later chunks in none. (The
+    # lean provider: its transport makes no task of its own; litellm's does.)
+    words = " ".join(f"w{i}" for i in range(30))
+    server.enqueue(Reply.say("warm"), Reply.say(words))
+    provider = make("lean", server)
+    assert text_of(await stream(provider)) == "warm"  # the connection open and the SDK loaded
+    loop = asyncio.get_running_loop()
+    made, previous = _tasks_made_while(loop)
+    chunks: list[Chunk] = []
+    try:
+        async with asyncio.timeout(30):  # bounds a hang; in this task, so the guard makes no task
+            async for chunk in provider.stream(system=None, messages=HELLO, tools=(), settings={}):
+                chunks.append(chunk)
+    finally:
+        loop.set_task_factory(previous)
+    assert text_of(chunks) == words
+    assert len([c for c in chunks if isinstance(c, TextChunk)]) >= 30
+    assert len(made) == 1, made
+
+
+@kinds
+async def test_a_role_sent_before_a_late_first_token_still_says_the_wait(server: FakeLLMServer, kind: str) -> None:
+    server.enqueue(Reply.say("warm"), Reply.say("late answer", stall_after=1, stall_seconds=1.0))
+    assert text_of(await stream(make(kind, server))) == "warm"
+    chunks = await stream(make(kind, server, slow_notice=0.2, first_token_timeout=20))
+    assert text_of(chunks) == "late answer"
+    first_text = next(i for i, c in enumerate(chunks) if isinstance(c, TextChunk))
+    said = [c for c in chunks[:first_text] if isinstance(c, StatusChunk) and "no token yet" in c.detail]
+    assert len(said) == 1, chunks

@@ -21,8 +21,10 @@ LOCAL_DEFAULT_BASES = {"ollama": "http://localhost:11434", "ollama_chat": "http:
 
 
 @functools.lru_cache(maxsize=256)  # asked a few times per model call of the same few addresses (~0.2 ms each)
+@functools.lru_cache(maxsize=256)
 def is_loopback_url(url: str) -> bool:
-    """Whether ``url`` (or a bare ``host:port``) points at this machine: localhost or a loopback address."""
+    """Whether ``url`` (or a bare ``host:port``) points at this machine: localhost or a loopback address.
+    Remembered by address: a provider asks on every request (its slots, its key, its errors)."""
     import ipaddress
     from urllib.parse import urlsplit
 

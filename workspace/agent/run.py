@@ -44,6 +44,7 @@ from workspace.attachments import has_images, user_content
 from workspace.memory import writer_var
 from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
 from workspace.providers.base import UsageChunk
+from workspace.providers.watchdog import wake
 from workspace.result import RobotResult
 from workspace.result import Usage as UsageTotals
 
@@ -104,6 +105,8 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         self.error: BaseException | None = None
         self._tool_count = 0
         self._doom = DoomLoopDetector(spec.doom_loop_threshold) if spec.doom_loop_threshold else None
+        #: What :meth:`wait` awaits when nobody reads the events (set as the run ends).
+        self._ended: asyncio.Future[None] | None = None
 
     # -- public -------------------------------------------------------------------------
     def start(self) -> AgentRun:
@@ -171,8 +174,12 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         self._unread = True
         task = self.start()._task
         assert task is not None
+        # Woken by the run's own last step (:meth:`_main`), not through asyncio.wait: a done callback takes the
+        # event loop one pass more. The callback stays for a task cancelled before its first step.
+        ended = self._ended = task.get_loop().create_future()
+        task.add_done_callback(lambda _: wake(ended))
         try:
-            await asyncio.wait((task,))
+            await ended
         finally:
             if not task.done():  # the caller was cancelled: the run does not go on orphaned
                 self.cancel("the consumer stopped listening")
@@ -289,6 +296,8 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
             self._give_back_writer()
             if self.terminal is None:  # pragma: no cover - defensive: never leave a run open
                 self.emit(ev.RunFailed(error="the run ended without a result", error_type="RuntimeError"))
+            if self._ended is not None:
+                wake(self._ended)
 
     def _hooked_result(self, value: Any) -> RobotResult:
         """What an around_run hook returned, as the run's result (a string is the answer's text)."""

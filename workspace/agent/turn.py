@@ -20,7 +20,6 @@ import contextlib
 import json
 import time
 import uuid
-import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -46,7 +45,9 @@ from workspace.providers.text_calls import ThinkSplitter, find_text_calls
 SLICE_S = 0.004
 #: The turns streaming now on each event loop: turns streaming at once share one slice (a comparison's four runs
 #: all have chunks waiting in the same pass of the loop: each reads for its share, not four slices back to back).
-_STREAMING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
+#: A plain dict (read for every chunk: a weak one makes a reference each time): a loop is in it only while one
+#: of its turns streams, so it keeps no loop alive.
+_STREAMING: dict[asyncio.AbstractEventLoop, int] = {}
 
 
 @contextlib.contextmanager

@@ -77,6 +77,9 @@ __all__ = [
     "is_context_overflow",
 ]
 
+#: Chunks of text the model wrote (counted to tell a full window from the token limit).
+_WRITTEN = (TextChunk, ReasoningChunk)
+
 log = logging.getLogger("workspace.context")
 
 Emit = ev.Emit
@@ -191,13 +194,16 @@ class ContextManager:
                                          settings=sent)
                 async with _closing(source) as chunks:
                     async for chunk in chunks:
+                        if isinstance(chunk, _WRITTEN):  # the most frequent first: one check for a text chunk
+                            started = True
+                            written += len(chunk.text or "")
+                            yield chunk
+                            continue
                         if not isinstance(chunk, StatusChunk):  # waits (connecting, queued) are no answer yet
                             started = True
                         if isinstance(chunk, UsageChunk):
                             self._observe(prepared, chunk, emit)
                             usage = chunk
-                        elif isinstance(chunk, TextChunk | ReasoningChunk):
-                            written += len(chunk.text or "")
                         elif isinstance(chunk, ToolCallChunk):
                             written += len(chunk.arguments) if isinstance(chunk.arguments, str) else 0
                         elif isinstance(chunk, FinishChunk) and chunk.reason == "length":

@@ -14,12 +14,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 from workspace.urls import is_loopback_url
 
-__all__ = ["DEFAULT_LOCAL_LIMIT", "default_limit", "slot", "waiting"]
+__all__ = ["DEFAULT_LOCAL_LIMIT", "default_limit", "semaphore"]
 
 #: Requests at a time to a server on this machine, unless ``llm.max_concurrent_requests`` says otherwise.
 DEFAULT_LOCAL_LIMIT = 1
@@ -34,27 +32,19 @@ def default_limit(endpoint: str | None) -> int:
     return DEFAULT_LOCAL_LIMIT if endpoint and is_loopback_url(endpoint) else 0
 
 
-def _semaphore(endpoint: str, limit: int) -> asyncio.Semaphore:
+def semaphore(endpoint: str, limit: int) -> asyncio.Semaphore | None:
+    """The slots of ``endpoint`` on the running loop, ``limit`` at a time (None for 0: no limit). A request
+    holds one while it runs; ``locked()`` says whether the next one would queue."""
+    if limit <= 0:
+        return None
     loop = asyncio.get_running_loop()
+    table = _slots.get(loop)  # the common case: no lock, no new entry
+    found = table.get(endpoint) if table is not None else None
+    if found is not None and found[0] == limit:
+        return found[1]
     with _lock:
         table = _slots.setdefault(loop, {})
         found = table.get(endpoint)
         if found is None or found[0] != limit:
             found = table[endpoint] = (limit, asyncio.Semaphore(limit))
         return found[1]
-
-
-def waiting(endpoint: str, limit: int) -> bool:
-    """Whether a request to ``endpoint`` would have to queue now."""
-    return limit > 0 and _semaphore(endpoint, limit).locked()
-
-
-@asynccontextmanager
-async def slot(endpoint: str, limit: int) -> AsyncIterator[None]:
-    """Hold one of ``limit`` slots of ``endpoint`` (0: no limit) for the duration of a request."""
-    if limit <= 0:
-        yield
-        return
-    semaphore = _semaphore(endpoint, limit)
-    async with semaphore:
-        yield

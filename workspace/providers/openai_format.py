@@ -222,16 +222,22 @@ class DeltaReader:
 
     def convert(self, delta: Any) -> list[Chunk]:
         out: list[Chunk] = []
-        reasoning = field(delta, "reasoning_content") or field(delta, "reasoning")
+        if type(delta) is dict:  # the lean provider's deltas, read for every chunk: no call per field
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            content = delta.get("content")
+            calls = delta.get("tool_calls")
+        else:
+            reasoning = field(delta, "reasoning_content") or field(delta, "reasoning")
+            content = field(delta, "content")
+            calls = field(delta, "tool_calls")
         if reasoning and isinstance(reasoning, str):
             self.chars += len(reasoning)
             out.append(ReasoningChunk(reasoning))
-        content = field(delta, "content")
         if content:
             text = content if isinstance(content, str) else str(content)
             self.chars += len(text)
             out.append(TextChunk(text))
-        for call in field(delta, "tool_calls") or ():
+        for call in calls or ():
             index = field(call, "index")
             call_id_ = field(call, "id")
             if index is None:  # some servers omit it: a new id starts a call, else it continues

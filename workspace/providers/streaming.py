@@ -37,7 +37,7 @@ import logging
 import random
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workspace.errors import ContextOverflowError, ProviderError
@@ -74,7 +74,7 @@ from workspace.providers.openai_format import (
     usage_numbers,
     without_image_data,
 )
-from workspace.providers.watchdog import Watchdog
+from workspace.providers.watchdog import Watchdog, wake
 from workspace.urls import is_loopback_url
 
 if TYPE_CHECKING:
@@ -98,6 +98,34 @@ ANSWERED: set[str] = set()
 #: With no ``max_wait``, the longest ``Retry-After`` honoured on one retry (seconds).
 MAX_RETRY_AFTER = 30.0
 NO_FINISH = "the stream ended before the model finished"
+
+
+async def _until_output(iterator: Any, reader: DeltaReader, skipped: list[int],
+                        woken: list[asyncio.Future[None]]) -> tuple[Any, list[Chunk] | Exception | None]:
+    """The stream's next item that gives something (output, a finish reason, usage) and its converted chunks
+    (or the error converting them). Items before it that give nothing (a delta of the role alone, as many
+    servers send first) are read here too, counted in ``skipped``: the wait for the first output is one wait.
+    Ending, it wakes the waiter ``woken`` holds itself (a done callback would take the loop one pass more)."""
+    try:
+        while True:
+            item = await iterator.__anext__()
+            choices = field(item, "choices") or ()
+            converted: list[Chunk] | None = None
+            if choices:
+                choice = choices[0]
+                delta = field(choice, "delta")
+                if delta is not None:
+                    try:
+                        converted = reader.convert(delta)
+                    except Exception as exc:
+                        return item, exc
+                if converted or field(choice, "finish_reason"):
+                    return item, converted
+            if field(item, "usage") is not None:
+                return item, converted
+            skipped[0] += 1
+    finally:
+        wake(woken[0])
 
 
 class StreamingProvider(ProviderBase):
@@ -305,32 +333,158 @@ class StreamingProvider(ProviderBase):
         self._built = None  # used once: a later call (another model's settings, say) builds its own
         request = {**body, **self._credentials()}  # a copy: the kept (recorded) body never holds the key
         endpoint = self.api_base or self.provider_name
+        # The endpoint's slot (None: no limit), looked up once for the call.
         limit = self.concurrency_limit()
-        if limits.waiting(endpoint, limit):
+        slot = limits.semaphore(endpoint, limit)
+        if slot is not None and slot.locked():
             yield StatusChunk("queued", f"waiting for the request before it to {endpoint} to finish "
                               f"({limit} at a time: llm.max_concurrent_requests)", endpoint=endpoint)
-        async with limits.slot(endpoint, limit):
+        if slot is not None:
+            await slot.acquire()
+        try:
             deadline = time.monotonic() + self.max_wait if self.max_wait else None
             attempt = 0
             while True:
                 produced = False
                 try:
-                    # One attempt, in this generator (not one of its own: each chunk is handed on once less).
+                    # One attempt, read in this generator (not one of its own: each chunk is handed on once).
                     wait, setting = self._first_wait(deadline)
                     sent_at = time.monotonic()
+                    first_until = sent_at + wait
                     yield StatusChunk("connecting", f"connecting to {endpoint}", endpoint=endpoint)
                     response: Any = None
+                    # One timer for the whole attempt bounds the wait for the response and every wait for a chunk
+                    # (see Watchdog): no timer of its own for the connection, no new one per chunk.
+                    dog = Watchdog()
                     try:
-                        response = await self._connect(request, wait, setting)
+                        response = await self._connect(request, wait, setting, dog)
                         yield StatusChunk("waiting", f"{endpoint} took the request; waiting for the first token",
                                           endpoint=endpoint)
-                        async with contextlib.aclosing(self._read(response, request, sent_at, sent_at + wait,
-                                                                  setting)) as chunks:
-                            async for chunk in chunks:
-                                if not produced and not isinstance(chunk, StatusChunk):
-                                    produced = True
-                                yield chunk
+                        source, raw = self._source(response)
+                        await self._check_stream(raw, response)
+                        iterator = source.__aiter__()
+                        reader = DeltaReader()
+                        finish: str | None = None
+                        usage_sent = False
+                        count = 0
+                        first = True
+                        noticed = False
+                        try:
+                            while True:
+                                converted: list[Chunk] | Exception | None = None
+                                try:
+                                    if first and self.slow_notice and not noticed:
+                                        # A status is due if the wait is long: the wait runs in one task for the
+                                        # whole wait for output (items before it, a role alone, read in it too), so
+                                        # that it can be said.
+                                        skipped = [0]
+                                        loop = dog.loop
+                                        woken = [loop.create_future()]
+                                        pending = loop.create_task(_until_output(iterator, reader, skipped, woken))
+                                        try:
+                                            while True:
+                                                notice = None if noticed else self.slow_notice
+                                                now = time.monotonic()
+                                                left = first_until - now
+                                                timeout = (min(left, notice - (now - sent_at)) if notice is not None
+                                                           else left)
+                                                timer = loop.call_later(max(0.0, timeout), wake, woken[0])
+                                                try:
+                                                    await woken[0]  # the task's end, or the timer
+                                                finally:
+                                                    timer.cancel()
+                                                if pending.done():
+                                                    break
+                                                woken[0] = loop.create_future()
+                                                now = time.monotonic()
+                                                if now >= first_until:
+                                                    raise self._no_first_token(first_until - sent_at, setting)
+                                                if notice is not None and now - sent_at >= notice:
+                                                    noticed = True
+                                                    yield self._slow_status(now - sent_at, sent_at, first_until,
+                                                                            setting)
+                                        finally:
+                                            if not pending.done():
+                                                pending.cancel()
+                                                await asyncio.wait((pending,))
+                                            count += skipped[0]
+                                        item, converted = pending.result()  # StopAsyncIteration at the end
+                                    else:
+                                        idle = not first
+                                        if not idle and time.monotonic() >= first_until:
+                                            raise self._no_first_token(first_until - sent_at, setting)
+                                        dog.arm(dog.loop.time() + self.idle_timeout if idle
+                                                else dog.loop.time() + first_until - time.monotonic())
+                                        try:
+                                            item = await iterator.__anext__()
+                                        except asyncio.CancelledError:
+                                            if dog.expired():
+                                                if idle:
+                                                    raise self._stalled() from None
+                                                raise self._no_first_token(first_until - sent_at, setting) from None
+                                            raise
+                                        except TimeoutError as exc:
+                                            if idle:
+                                                raise self._classify(exc, started=True) from exc
+                                            raise
+                                        finally:
+                                            dog.disarm()
+                                except StopAsyncIteration:
+                                    break
+                                except (asyncio.CancelledError, GeneratorExit, Failure):
+                                    raise
+                                except Exception as exc:
+                                    if finish is not None:
+                                        log.debug("ignoring an error after the finish chunk: %s", exc)
+                                        break
+                                    raise self._classify(exc, started=count > 0) from exc
+                                count += 1
+                                if isinstance(converted, Exception):  # converting it failed in the wait: as below
+                                    raise converted
+                                choices = field(item, "choices") or ()
+                                ended = None
+                                if choices:
+                                    choice = choices[0]
+                                    if converted is None:
+                                        delta = field(choice, "delta")
+                                        if delta is not None:
+                                            converted = reader.convert(delta)
+                                    if converted:
+                                        produced = True
+                                        if first:
+                                            first = False
+                                            yield StatusChunk("streaming", "", endpoint=self.endpoint)
+                                        for chunk in converted:
+                                            yield chunk
+                                    ended = field(choice, "finish_reason")
+                                usage = field(item, "usage")
+                                if usage is not None and not usage_sent:
+                                    usage_sent = produced = True
+                                    yield self._usage_chunk(usage)
+                                if ended:
+                                    finish = str(ended)
+                                    first = False
+                                    stop, tail = await self._after_finish(response, raw, output=reader.chars > 0)
+                                    if stop:
+                                        if not usage_sent and tail is not None:
+                                            usage_sent = produced = True
+                                            yield self._usage_chunk(tail)
+                                        break
+                        finally:
+                            dog.close()
+                        if finish is None:
+                            if count == 0:
+                                raise self._empty(raw)
+                            raise self._cut()
+                        produced = True
+                        if not usage_sent:
+                            prompt = self._estimate_input(request)
+                            completion = estimate_tokens(reader.chars)
+                            yield UsageChunk(input_tokens=prompt, output_tokens=completion,
+                                             cost=self._cost(prompt, completion), model=self.model_id, estimated=True)
+                        yield FinishChunk(finish)
                     finally:
+                        dog.close()
                         if response is not None:
                             await self._close(response)
                     return
@@ -345,6 +499,10 @@ class StreamingProvider(ProviderBase):
                                       f"{describe_wait(delay)}{why}", retry_in=delay, attempt=attempt,
                                       endpoint=endpoint)
                     await self.sleep(delay)
+        finally:
+            if slot is not None:
+                slot.release()
+
 
     def _next_delay(self, failure: Failure, attempt: int, produced: bool, deadline: float | None) -> float:
         """The pause before the next attempt; raises the failure's error when there is none."""
@@ -380,24 +538,26 @@ class StreamingProvider(ProviderBase):
             wait, setting = max(0.0, deadline - time.monotonic()), "llm.max_wait"
         return wait, setting
 
-    async def _connect(self, request: dict[str, Any], wait: float, setting: str) -> Any:
+    async def _connect(self, request: dict[str, Any], wait: float, setting: str, dog: Watchdog) -> Any:
         """Send the request of one attempt: the streamed response once its headers arrived, within ``wait``
-        seconds; raises :class:`Failure` for anything that went wrong."""
+        seconds (bounded by ``dog``, the attempt's one timer); raises :class:`Failure` for anything that went
+        wrong."""
         where = self.api_base or self.provider_name
-        guard = asyncio.timeout(wait)
+        dog.arm(dog.loop.time() + wait)
         try:
-            async with guard:
-                response = await self._open(request)
+            response = await self._open(request)
             ANSWERED.add(where)
             return response
-        except (asyncio.CancelledError, GeneratorExit):
+        except GeneratorExit:
             raise
-        except TimeoutError as exc:
-            if guard.expired():
+        except asyncio.CancelledError:
+            if dog.expired():
                 raise self._no_first_token(wait, setting) from None
-            raise self._classify(exc, started=False) from exc
+            raise
         except Exception as exc:
             raise self._classify(exc, started=False) from exc
+        finally:
+            dog.disarm()
 
     def _slow_status(self, waited: float, sent_at: float, first_until: float, setting: str) -> StatusChunk:
         """What a wait for the first token past :attr:`slow_notice` seconds says."""
@@ -406,115 +566,6 @@ class StreamingProvider(ProviderBase):
                 else "the provider is slow to answer")
         return StatusChunk(state, f"no token yet from {self.endpoint} after {waited:.0f} s: "
                            f"{what} (waiting up to {first_until - sent_at:.0f} s, {setting})", endpoint=self.endpoint)
-
-    async def _read(self, response: Any, request: Mapping[str, Any], sent_at: float, first_until: float,
-                    setting: str) -> AsyncGenerator[Chunk, None]:
-        source, raw = self._source(response)
-        await self._check_stream(raw, response)
-        iterator = source.__aiter__()
-        reader = DeltaReader()
-        finish: str | None = None
-        usage_sent = False
-        count = 0
-        first = True
-        noticed = False
-        # One timer for the whole stream bounds every wait for a chunk (see Watchdog): no new timer per chunk.
-        dog = Watchdog()
-        try:
-            while True:
-                try:
-                    if first and self.slow_notice and not noticed:
-                        # A status is due if the wait is long: the wait runs in a task so that it can be said
-                        # (here, not in a generator of its own: the chunk is handed on once less).
-                        pending = asyncio.ensure_future(iterator.__anext__())
-                        try:
-                            while True:
-                                notice = None if noticed else self.slow_notice
-                                now = time.monotonic()
-                                left = first_until - now
-                                timeout = min(left, notice - (now - sent_at)) if notice is not None else left
-                                done, _ = await asyncio.wait((pending,), timeout=max(0.0, timeout))
-                                if done:
-                                    break
-                                now = time.monotonic()
-                                if now >= first_until:
-                                    raise self._no_first_token(first_until - sent_at, setting)
-                                if notice is not None and now - sent_at >= notice:
-                                    noticed = True
-                                    yield self._slow_status(now - sent_at, sent_at, first_until, setting)
-                        finally:
-                            if not pending.done():
-                                pending.cancel()
-                                await asyncio.wait((pending,))
-                        item = pending.result()  # StopAsyncIteration at the end, as from the iterator
-                    else:
-                        idle = not first
-                        if not idle and time.monotonic() >= first_until:
-                            raise self._no_first_token(first_until - sent_at, setting)
-                        dog.arm(dog.loop.time() + self.idle_timeout if idle
-                                else dog.loop.time() + first_until - time.monotonic())
-                        try:
-                            item = await iterator.__anext__()
-                        except asyncio.CancelledError:
-                            if dog.expired():
-                                if idle:
-                                    raise self._stalled() from None
-                                raise self._no_first_token(first_until - sent_at, setting) from None
-                            raise
-                        except TimeoutError as exc:
-                            if idle:
-                                raise self._classify(exc, started=True) from exc
-                            raise
-                        finally:
-                            dog.disarm()
-                except StopAsyncIteration:
-                    break
-                except (asyncio.CancelledError, GeneratorExit, Failure):
-                    raise
-                except Exception as exc:
-                    if finish is not None:
-                        log.debug("ignoring an error after the finish chunk: %s", exc)
-                        break
-                    raise self._classify(exc, started=count > 0) from exc
-                count += 1
-                choices = field(item, "choices") or ()
-                reason: str | None = None
-                if choices:
-                    choice = choices[0]
-                    delta = field(choice, "delta")
-                    if delta is not None:
-                        converted = reader.convert(delta)
-                        if converted and first:
-                            first = False
-                            yield StatusChunk("streaming", "", endpoint=self.endpoint)
-                        for chunk in converted:
-                            yield chunk
-                    reason = field(choice, "finish_reason")
-                usage = field(item, "usage")
-                if usage is not None and not usage_sent:
-                    usage_sent = True
-                    yield self._usage_chunk(usage)
-                if reason:
-                    finish = str(reason)
-                    first = False
-                    stop, tail = await self._after_finish(response, raw, output=reader.chars > 0)
-                    if stop:
-                        if not usage_sent and tail is not None:
-                            usage_sent = True
-                            yield self._usage_chunk(tail)
-                        break
-        finally:
-            dog.close()
-        if finish is None:
-            if count == 0:
-                raise self._empty(raw)
-            raise self._cut()
-        if not usage_sent:
-            prompt = self._estimate_input(request)
-            completion = estimate_tokens(reader.chars)
-            yield UsageChunk(input_tokens=prompt, output_tokens=completion, cost=self._cost(prompt, completion),
-                             model=self.model_id, estimated=True)
-        yield FinishChunk(finish)
 
     def _usage_chunk(self, usage: Any) -> UsageChunk:
         prompt, completion, reasoning = usage_numbers(usage)

@@ -1,15 +1,16 @@
-"""One timer that bounds every wait for the next chunk of a stream (see :class:`Watchdog`)."""
+"""One timer that bounds every wait of a stream's attempt, for its response and then for each chunk (see
+:class:`Watchdog`)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-__all__ = ["Watchdog"]
+__all__ = ["Watchdog", "wake"]
 
 
 class Watchdog:
-    """One timer bounding every wait for a chunk of one stream, where ``asyncio.timeout`` around each wait
+    """One timer bounding every wait of one stream (its response, each chunk), where ``asyncio.timeout`` around each wait
     would schedule a new timer per chunk (under qasync, a Qt timer each). :meth:`arm` sets the deadline of
     the wait about to start (an attribute, and a timer only when none is pending); :meth:`disarm` ends it.
     A timer that fires before the current deadline schedules itself again for it; one that fires past it
@@ -30,7 +31,7 @@ class Watchdog:
         self._fired = False
 
     def arm(self, deadline: float) -> None:
-        task = asyncio.current_task()
+        task = asyncio.current_task(self.loop)  # the loop given: no lookup of the running one for every chunk
         if task is not self._task:
             self._task = task
             self._base = task.cancelling() if task is not None else 0
@@ -70,3 +71,9 @@ class Watchdog:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+
+
+def wake(waiter: asyncio.Future[None]) -> None:
+    """Set ``waiter``'s result, unless it is done already (woken, or cancelled with the task awaiting it)."""
+    if not waiter.done():
+        waiter.set_result(None)
