@@ -26,9 +26,9 @@ log = logging.getLogger("ui.window.threads")
 #: search hit far up a long thread is brought in (each turn's events are replayed: about a ms a turn). Counted in
 #: CPU time, not on the clock: on a busy machine the clock runs on while the thread waits for a core, and a step
 #: that stopped after 12 ms on the clock brought 3 or 4 turns, each step's layout of the chat costing as much again.
-REVEAL_STEP_S = 0.012
-#: The longest (s, on the clock) such a step goes on, waiting included (for a core, or for the store's lock while
-#: a worker reads).
+#: The rest of the step (the chat's layout, the loop) takes 3-6 ms more: 8 ms keeps a step's CPU under a frame.
+REVEAL_STEP_S = 0.008
+#: The longest (s, on the clock) such a step goes on, waiting included (for a core).
 REVEAL_STEP_WALL_S = 0.04
 #: The most turns of the event loop the workers reading the thread are held back for after the earlier turns
 #: loaded, while the message is scrolled to and outlined (it takes one or two).
