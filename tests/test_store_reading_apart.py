@@ -4,7 +4,7 @@ The window's thread opens a search hit far up a long thread while workers read t
 conversation, the inspector's events, the context meter's count). They held the store's lock, a read of a few
 hundred turns at a time, and the interpreter, and each of the window's reads waited behind them. Here, on real
 databases: a read apart goes on while another thread holds the store's lock; held back, a worker reads nothing
-until the hold ends, then reads all of it; the holder's own reads never wait for themselves; closing the store
+until the hold ends, then reads all of it, and one held back after its read waits within the decoding of it; the holder's own reads never wait for themselves; closing the store
 lets a held-back reader go (to the store's "closed" error).
 """
 
@@ -147,3 +147,47 @@ def test_closing_the_store_lets_a_held_back_reader_go(long_db: tuple[Path, str])
         reader.join(HANG_S)  # (still held back: only the close lets it go)
         assert not reader.is_alive(), "a reader held back was not let go when the store closed"
     assert isinstance(outcome[0], StoreError) and outcome[0].reason == "closed"
+
+
+def test_a_reader_held_back_after_its_read_waits_within_the_decoding(long_db: tuple[Path, str]) -> None:
+    """Held back while it decodes what it read (the hold came after its read): it waits within it, not at the end
+    of a few hundred turns' events."""
+    db, thread_id = long_db
+
+    class Paused(WatchedStore):
+        """Each read in a worker ends, then goes on once the test holds the readers back."""
+
+        def __init__(self, path: Path) -> None:
+            super().__init__(path)
+            self.read_done, self.go_on = threading.Event(), threading.Event()
+
+        def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+            found = super()._read(sql, params)
+            if threading.get_ident() != self._maker and "FROM events" in sql:
+                self.read_done.set()
+                self.go_on.wait(HANG_S)
+            return found
+
+    store = Paused(db)
+    ids = store.path_ids(thread_id)
+    found: list[dict[str, list[Any]]] = []
+
+    def worker() -> None:
+        with store.reading_apart():
+            found.append(store.events_of(ids))
+
+    reader = threading.Thread(target=worker)
+    try:
+        reader.start()
+        assert store.read_done.wait(HANG_S)
+        with store.background_held():
+            store.go_on.set()
+            for _ in range(20):  # (decoding 1,200 events takes 20-40 ms of CPU)
+                reader.join(0.01)
+                assert reader.is_alive() and not found, "the reader went on decoding while held back"
+        reader.join(HANG_S)
+        assert sum(len(events) for events in found[0].values()) == 3 * len(ids)
+    finally:
+        store.go_on.set()
+        reader.join(HANG_S)
+        store.close()
