@@ -177,15 +177,15 @@ def measure_window(app: object, loop: asyncio.AbstractEventLoop, db: Path, threa
             "reveal_total": _figures(reveal_totals), "reveal_cpu": _figures(reveal_cpus)}
 
 
-def main() -> int:
+def built_threads(keep: Path | None, sizes: tuple[int, ...] = SIZES) -> dict[int, tuple[Path, str]]:
+    """A database and thread id per size: built in ``keep`` once and used again from there (building 10,000 turns
+    takes a minute or two), or in a fresh folder (None). Sets ROBOTLAB_HOME to a fresh folder."""
     from bench_ui_thread_scale import build_thread
 
-    # ``--keep DIR``: the threads built there once are used again (building 10,000 turns takes a minute or two).
-    keep = Path(sys.argv[2]) if len(sys.argv) == 3 and sys.argv[1] == "--keep" else None
     home = Path(tempfile.mkdtemp(prefix="robotlab-bench-"))
     os.environ["ROBOTLAB_HOME"] = str(home)
     built = {}
-    for turns in SIZES:
+    for turns in sizes:
         db, made = (keep or home) / f"t{turns}.db", (keep or home) / f"t{turns}.id"
         if keep is not None and made.exists():
             built[turns] = (db, made.read_text())
@@ -194,6 +194,12 @@ def main() -> int:
         built[turns] = (db, build_thread(db, turns))
         made.write_text(built[turns][1])
         print(f"built a thread of {turns} turns in {time.perf_counter() - started:.0f} s", flush=True)
+    return built
+
+
+def main() -> int:
+    # ``--keep DIR``: the threads built there once are used again.
+    built = built_threads(Path(sys.argv[2]) if len(sys.argv) == 3 and sys.argv[1] == "--keep" else None)
 
     from ui import theme
     from ui.app import get_app, new_event_loop

@@ -115,3 +115,20 @@ async def test_a_read_for_the_thread_left_and_opened_again_is_not_shown(
         for _ in range(20):  # what the first read's task does after its worker returned
             await asyncio.sleep(0.01)
         assert [n for n in fills if n] == [TURNS], "the thread's calls were put in the inspector more than once"
+
+
+def test_matching_a_long_threads_calls_stops_between_parts_for_the_window() -> None:
+    """The worker matching the calls calls ``between`` before each part of them (where it waits while the window
+    holds it back), and the calls are the same as matched in one go."""
+    events: list[ev.Event] = []
+    for i in range(tool_calls.LEDGER_PART):  # two events a call: two parts
+        run = f"r{i}"
+        events += [ev.ToolUse(run_id=run, robot="assistant", seq=1, id="call_0", name="read_file", input={"n": i}),
+                   ev.ToolResult(run_id=run, robot="assistant", seq=2, id="call_0", name="read_file",
+                                 payload={"data": i}, duration=0.1)]
+    seen: list[int] = []
+    ledger = tool_calls.CallLedger.of(events, between=lambda: seen.append(len(seen)))
+    assert seen == [0, 1]
+    whole = tool_calls.CallLedger.of(events)
+    assert [(r.run_id, r.id, r.status) for r in ledger.rows] == [(r.run_id, r.id, r.status) for r in whole.rows]
+    assert len(ledger.rows) == tool_calls.LEDGER_PART and all(r.status == "ok" for r in ledger.rows)

@@ -3,7 +3,7 @@
 A branch of 2,000 turns (with a second answer to turn 5's question) in a real database. Opening it reads a
 page of the branch's ids before the last turns show, not the branch from its root (the rest is read by a
 worker through a connection of its own); a search hit at turn 5 is brought in a few turns per turn of the
-event loop and shown; and the ‹ 1/2 › switch deep in the branch shows the other answer and back.
+event loop and shown, the workers reading the thread waiting meanwhile; and the ‹ 1/2 › switch deep in the branch shows the other answer and back.
 """
 
 from __future__ import annotations
@@ -219,5 +219,62 @@ async def test_the_click_that_opens_it_reads_a_page_of_rows_on_the_window_thread
             assert here <= 4 * PAGE, f"{here} rows read on the window's thread: " + "; ".join(
                 f"{count} {sql[:60]}" for on_window, count, sql in rows if on_window and count > 20)
             await _branch_read_in_the_worker(root.window.chat)
+        finally:
+            store._read = read  # type: ignore[method-assign]
+
+
+async def test_the_workers_reading_the_thread_wait_while_a_hit_far_up_comes_in(
+        long_thread: tuple[Path, str, list[str], str], tmp_path: Path, provider: Any) -> None:
+    """Opened and a search hit at turn 5 clicked at once: the workers reading the thread (the inspector's events,
+    the conversation, the meter's count) wait while the turns above come in, from the first turns loaded until
+    the hit is outlined: each read of theirs asked meanwhile ends after it. Then the inspector fills and the
+    conversation is read."""
+    import threading
+    import time
+
+    _path, thread_id, ids, _again = long_thread
+    db = _copy(long_thread, tmp_path)
+    async with running_app(provider=provider, db_path=db, theme_name="light", size=(1200, 800)) as root:
+        w, store = root.window, root.controller.store
+        window_thread = threading.get_ident()
+        worker_reads: list[tuple[float, float]] = []  # (asked, ended) of each read in another thread
+        loaded: list[float] = []  # when the window loaded earlier turns, and when it outlined the hit
+        outlined: list[float] = []
+        read, load, flash = store._read, w.chat.presenter.load_earlier, w.chat.finder.flash
+
+        def timed(sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+            asked = time.perf_counter()
+            found = read(sql, params)
+            if threading.get_ident() != window_thread:
+                worker_reads.append((asked, time.perf_counter()))
+            return found
+
+        def timed_load(count: int) -> int:
+            loaded.append(time.perf_counter())
+            return load(count)
+
+        def timed_flash(widget: Any, **options: Any) -> None:
+            outlined.append(time.perf_counter())
+            flash(widget, **options)
+
+        store._read = timed  # type: ignore[method-assign]
+        w.chat.presenter.load_earlier = timed_load  # type: ignore[method-assign]
+        w.chat.finder.flash = timed_flash  # type: ignore[method-assign]
+        try:
+            w.sidebar.search.setText("answer 5")
+            w.threads.open(thread_id)
+            w.threads.open_result(thread_id, ids[5])
+            await wait_until(lambda: w.chat.found_flash is not None, what="the hit at turn 5 shown")
+            trace = w.trace_model
+            await wait_until(lambda: trace.rowCount() == min(trace.limit, 3 * TURNS), what="the inspector filled")
+            session = root.controller.session
+            await wait_until(lambda: session._conversation is not None, what="the conversation read ahead")
+            assert len(session._conversation.messages) == 2 * TURNS
+
+            start, end = loaded[0], outlined[0]
+            asked_meanwhile = [(asked, ended) for asked, ended in worker_reads if start < asked < end]
+            assert asked_meanwhile, "no worker read while the hit came in (they ended before: nothing was tested)"
+            early = [ended for _asked, ended in asked_meanwhile if ended < end]
+            assert not early, f"{len(early)} of {len(asked_meanwhile)} worker reads asked while the hit came in ended then"
         finally:
             store._read = read  # type: ignore[method-assign]

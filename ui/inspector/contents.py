@@ -15,6 +15,8 @@ from ui.inspector.memory import MemoryEntry, memory_entries
 from ui.inspector.tool_calls import CallLedger
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ui.inspector.memory import MemoryModel
     from ui.inspector.tool_calls import ToolCallsModel
     from ui.inspector.trace import TraceModel
@@ -37,11 +39,13 @@ class InspectorContents:
     memory: list[MemoryEntry]
 
     @classmethod
-    def of(cls, events: list[ev.Event], *, trace_limit: int) -> InspectorContents:
-        """What the inspector shows of ``events`` (a trace of at most ``trace_limit`` rows)."""
+    def of(cls, events: list[ev.Event], *, trace_limit: int,
+           between: Callable[[], object] | None = None) -> InspectorContents:
+        """What the inspector shows of ``events`` (a trace of at most ``trace_limit`` rows). ``between``: called
+        between parts of the calls' matching (a worker waiting there while the window holds it back)."""
         rows = events[-trace_limit:]
-        return cls(events=events, trace_rows=rows, kinds={e.kind for e in rows}, calls=CallLedger.of(events),
-                   memory=memory_entries(events))
+        return cls(events=events, trace_rows=rows, kinds={e.kind for e in rows},
+                   calls=CallLedger.of(events, between=between), memory=memory_entries(events))
 
     def show(self, *, trace: TraceModel, tools: ToolCallsModel, memory: MemoryModel) -> None:
         """Put the contents in the models (a reset each; the models keep the calls and entries and go on with

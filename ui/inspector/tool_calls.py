@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,8 @@ from workspace import events as ev
 #: The colour state of an output's start (and of most chunks' starts).
 _PLAIN_STATE: tuple[Style, str] = (PLAIN, "")
 
+#: Events :meth:`CallLedger.of` matches between two calls of its ``between`` (a few ms of CPU).
+LEDGER_PART = 2000
 #: The events about one tool call (matched by their ``id``).
 CallEvent = ev.ToolUse | ev.ApprovalRequested | ev.ApprovalDecided | ev.ToolResult | ev.ToolError
 
@@ -143,10 +145,13 @@ class CallLedger:
         self.by_id: dict[tuple[str, str], int] = {(rec.run_id, rec.id): i for i, rec in enumerate(self.rows)}
 
     @classmethod
-    def of(cls, events: Iterable[ev.Event]) -> CallLedger:
-        """The calls of ``events``."""
+    def of(cls, events: Iterable[ev.Event], *, between: Callable[[], object] | None = None) -> CallLedger:
+        """The calls of ``events``. ``between``: called before each :data:`LEDGER_PART` of them (a worker matching a
+        long thread's calls waits there while the window holds it back: all of them took 150-200 ms of CPU)."""
         ledger = cls()
-        for event in events:
+        for number, event in enumerate(events):
+            if between is not None and not number % LEDGER_PART:
+                between()
             ledger.add(event)
         return ledger
 

@@ -560,7 +560,8 @@ class Docks(Mapping[str, QDockWidget]):
         """Fill the inspector with a stored thread's events: at once for short threads, else read in a worker
         thread, which also works out what the models show of them (:class:`~ui.inspector.contents.InspectorContents`:
         a long thread's calls matched with their results there, not on the window's thread); events that arrive
-        meanwhile are kept. A read still going for the thread opened before stops: only the latest one is wanted."""
+        meanwhile are kept. The worker reads apart (:meth:`~workspace.persistence.Store.reading_apart`: its own
+        connection, waiting while the window holds such reads back). A read still going for the thread opened before stops: only the latest one is wanted."""
         c = self.services.session
         self._loading = None
         if (lazy.complete and len(lazy) <= INSPECTOR_SYNC_EVENTS) or c.running:  # (a long branch, known by its last page yet, is read in the worker)
@@ -579,8 +580,11 @@ class Docks(Mapping[str, QDockWidget]):
         def read() -> InspectorContents | None:
             from ui.inspector.contents import InspectorContents
 
-            events = lazy.events_while(wanted)
-            return None if events is None else InspectorContents.of(events, trace_limit=limit)
+            store = lazy.store
+            with store.reading_apart():  # (its own connection; it waits while the window holds such reads back)
+                events = lazy.events_while(wanted)
+                return None if events is None else InspectorContents.of(events, trace_limit=limit,
+                                                                         between=store.wait_background)
 
         async def load() -> None:
             import asyncio

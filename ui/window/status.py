@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton
@@ -87,12 +87,20 @@ class StatusLine:
         if not callable(reader):
             return
         c = self.services.session
+        store = getattr(session, "store", None)
+
+        def apart() -> Any:
+            """The count, read apart (a connection of its own, waiting while the window holds such reads back)."""
+            if store is None:
+                return reader()
+            with store.reading_apart():
+                return reader()
 
         async def read() -> None:
             import asyncio
 
             try:
-                usage = await asyncio.to_thread(reader)
+                usage = await asyncio.to_thread(apart)
             except Exception:  # an unreadable store leaves the meter empty; the banner says why elsewhere
                 return
             if c.session is session and not self.context.window_size:  # still the thread open, nothing newer shown

@@ -26,10 +26,13 @@ log = logging.getLogger("ui.window.threads")
 #: search hit far up a long thread is brought in (each turn's events are replayed: about a ms a turn). Counted in
 #: CPU time, not on the clock: on a busy machine the clock runs on while the thread waits for a core, and a step
 #: that stopped after 12 ms on the clock brought 3 or 4 turns, each step's layout of the chat costing as much again.
-REVEAL_STEP_S = 0.012
-#: The longest (s, on the clock) such a step goes on, waiting included (for a core, or for the store's lock while
-#: a worker reads).
+#: The rest of the step (the chat's layout, the loop) takes 3-6 ms more: 8 ms keeps a step's CPU under a frame.
+REVEAL_STEP_S = 0.008
+#: The longest (s, on the clock) such a step goes on, waiting included (for a core).
 REVEAL_STEP_WALL_S = 0.04
+#: The most turns of the event loop the workers reading the thread are held back for after the earlier turns
+#: loaded, while the message is scrolled to and outlined (it takes one or two).
+REVEAL_SHOW_TURNS = 10
 #: The most turns loaded in one go within a step (each load tells the chat once; the step's budget is checked
 #: between loads).
 REVEAL_BATCH = 8
@@ -175,7 +178,23 @@ class Threads(QObject):
             back = lazy.index_from_end(turn_id)
             if back is None:
                 return
-        presenter, above = self.chat.presenter, len(lazy) - 1 - back  # the turns above the message
+        above = len(lazy) - 1 - back  # the turns above the message
+        # The workers reading the thread apart (the inspector's events, the conversation, the meter's count) wait
+        # meanwhile: each step's reads and the interpreter are the window's alone (they go on once it shows).
+        with lazy.store.background_held():
+            await self._load_above(lazy, above)
+            if self._shown is not lazy or not self.chat.reveal_turn(turn_id, words=words):
+                return
+            for _ in range(REVEAL_SHOW_TURNS):  # scrolled to and outlined in the next turns of the event loop
+                await asyncio.sleep(0)
+                if self.chat.found_flash is not None:
+                    break
+            await asyncio.sleep(0)  # (and painted)
+
+    async def _load_above(self, lazy: LazyTranscript, above: int) -> None:
+        """Load earlier turns of ``lazy`` (shown) until only ``above`` are left hidden, in steps of the event loop
+        (stops when another thread or branch opens meanwhile)."""
+        presenter = self.chat.presenter
         per_turn = REVEAL_STEP_S  # the CPU time a turn takes to load, as measured so far (the first load: one)
         while presenter.hidden_turns > above:
             until, wall_until = time.thread_time() + REVEAL_STEP_S, time.perf_counter() + REVEAL_STEP_WALL_S
@@ -192,7 +211,6 @@ class Threads(QObject):
             await asyncio.sleep(0)
             if self._shown is not lazy:  # another thread or branch opened meanwhile
                 return
-        self.chat.reveal_turn(turn_id, words=words)
 
     async def _whole_branch(self) -> LazyTranscript | None:
         """The branch shown, its ids known to the root (read in the worker, else here); None: none shown."""

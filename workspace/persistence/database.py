@@ -24,6 +24,11 @@ whose process is gone says the last exit was not clean. ``integrity_check="alway
 command line, the library) checks at every open; ``"after_unclean_exit"`` (the window) checks at open
 only when such a marker is found, and :meth:`Database.integrity_problem` checks a cleanly closed file
 afterwards, off the caller's thread, on a connection of its own.
+
+A worker thread reading much of the database (a long thread's events, its conversation) reads inside
+:meth:`Database.reading_apart`: through a read-only connection of its own, so it never holds the store's lock
+the caller's own reads and writes need, and each of its reads first waits while the caller holds such readers
+back (:meth:`Database.background_held`: the window bringing in a search hit far up a long thread).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Self, TypeAlias
+from urllib.parse import quote
 
 from workspace.errors import Error
 from workspace.persistence.schema import ensure_fts, migrate
@@ -170,6 +176,14 @@ def _glob_escape(name: str) -> str:
     return "".join(f"[{c}]" if c in "*?[]" else c for c in name)
 
 
+def open_read_only(path: Path, *, timeout: float) -> sqlite3.Connection:
+    """A read-only connection to the database file ``path`` (rows as :class:`sqlite3.Row`), usable from any
+    thread: what a worker reads through instead of the store's own connection."""
+    conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=timeout, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
 def classify(exc: sqlite3.Error) -> str:
     """What went wrong, as :attr:`StoreError.reason`: ``locked``, ``corrupt``, ``io`` or ``invalid``."""
     text = str(exc).lower()
@@ -221,6 +235,14 @@ class Database:
         #: True when the full-text index (FTS5) is in use; else search falls back to ``LIKE``.
         self.fts = False
         self._lock = threading.RLock()
+        #: The calling thread's own read-only connection while it reads apart (:meth:`reading_apart`).
+        self._apart = threading.local()
+        #: Set while no caller holds the readers apart back (:meth:`background_held`); their reads wait for it.
+        self._background_free = threading.Event()
+        self._background_free.set()
+        #: The threads holding them back, and how many holds each (a holder's own reads never wait for itself).
+        self._holders: dict[int, int] = {}
+        self._holds_lock = threading.Lock()
         self._owner = f"{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self._queued: list[Statement] = []
         #: Transactions written by this store: what was read earlier (a search's hits) is still current while
@@ -383,8 +405,7 @@ class Database:
         if self._memory:
             return None
         try:
-            conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=self.busy_timeout,
-                                   check_same_thread=False)
+            conn = open_read_only(self.db_path, timeout=self.busy_timeout)
             try:
                 found = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
             finally:
@@ -446,6 +467,7 @@ class Database:
                           lost)
             finally:
                 self._closed = True
+                self._background_free.set()  # readers held back go on (and find the store closed)
                 _LIVE_OWNERS.discard(self._owner)
                 with contextlib.suppress(sqlite3.Error):
                     self._conn.close()
@@ -467,7 +489,72 @@ class Database:
         if self._closed:
             raise StoreError(f"The database {self.db_path} is closed.", path=self.db_path, reason="closed")
 
+    @contextlib.contextmanager
+    def reading_apart(self) -> Iterator[None]:
+        """Within it, the calling thread's reads (the store's methods that only read) go through a read-only
+        connection of its own, opened here and closed at the end, not through the store's connection behind its
+        lock; and each of them first waits while :meth:`background_held` is held. For a worker thread reading
+        much of the database (a long thread's events or conversation, a few hundred turns a read): the caller's
+        thread (the window's) never waits for the lock behind one of its reads, and while it holds them back
+        they leave it the interpreter too. An in-memory store (nothing to open again) or a file that cannot be
+        opened read-only is read through the store's connection instead, still waiting while held back.
+        Nested, the outer one's connection is used."""
+        if getattr(self._apart, "active", False):
+            yield
+            return
+        conn: sqlite3.Connection | None = None
+        if not self._memory:
+            try:
+                conn = open_read_only(self.db_path, timeout=self.busy_timeout)
+            except sqlite3.Error as exc:
+                log.info("a read-only connection to %s could not be opened: %s", self.db_path, exc)
+        self._apart.active, self._apart.conn = True, conn
+        try:
+            yield
+        finally:
+            self._apart.active, self._apart.conn = False, None
+            if conn is not None:
+                conn.close()
+
+    @contextlib.contextmanager
+    def background_held(self) -> Iterator[None]:
+        """Within it, the reads of threads reading apart (:meth:`reading_apart`) wait before they start (one under
+        way finishes). The window holds them back while it brings in a search hit far up a long thread, reading
+        its turns a few at a time in steps that must stay short: the workers reading the same thread (the
+        inspector's events, the conversation, the context meter's count) held the interpreter meanwhile, and each
+        of the window's reads waited for it, row after row. Holds nest; the readers go on when the last ends (or
+        the store closes)."""
+        me = threading.get_ident()
+        with self._holds_lock:
+            self._holders[me] = self._holders.get(me, 0) + 1
+            self._background_free.clear()
+        try:
+            yield
+        finally:
+            with self._holds_lock:
+                self._holders[me] -= 1
+                if not self._holders[me]:
+                    del self._holders[me]
+                if not self._holders:
+                    self._background_free.set()
+
+    def wait_background(self) -> None:
+        """In a thread reading apart: wait while :meth:`background_held` is held by another thread (each of its
+        reads does; work between reads that takes long calls this between its parts). Elsewhere: returns at once."""
+        if getattr(self._apart, "active", False) and threading.get_ident() not in self._holders:
+            self._background_free.wait()
+
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        apart = self._apart
+        if getattr(apart, "active", False):
+            self.wait_background()
+            conn = apart.conn
+            if conn is not None:
+                self._check_open()
+                try:
+                    return conn.execute(sql, tuple(params)).fetchall()
+                except sqlite3.Error as exc:
+                    raise self._runtime_error(exc, "reading") from exc
         with self._lock:
             self._check_open()
             try:

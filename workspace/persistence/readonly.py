@@ -16,9 +16,8 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
-from urllib.parse import quote
 
-from workspace.persistence.database import Database, StoreError, classify
+from workspace.persistence.database import Database, StoreError, classify, open_read_only
 
 log = logging.getLogger("workspace.persistence")
 
@@ -55,10 +54,7 @@ class ReadOnlyWorker:
         store's when that cannot be opened. Called in the worker."""
         if self._own and self._conn is None:
             try:
-                made = sqlite3.connect(f"file:{quote(str(self.store.db_path))}?mode=ro", uri=True,
-                                       timeout=self.store.busy_timeout, check_same_thread=False)
-                made.row_factory = sqlite3.Row
-                self._conn = made
+                self._conn = open_read_only(self.store.db_path, timeout=self.store.busy_timeout)
             except sqlite3.Error as exc:  # read through the store's own connection instead
                 log.info("a read-only connection to %s could not be opened: %s", self.store.db_path, exc)
                 self._own = False

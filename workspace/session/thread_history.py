@@ -92,10 +92,12 @@ class ThreadHistory(ThreadState):
         """Read the conversation to ``leaf`` (while ``wanted``) with the cyclic garbage collector paused, then
         frozen with it (:func:`workspace.shared_imports.gc_paused`): it lives as long as the thread is open, and
         a collection of the oldest generation walked every message of it (200-400 ms at 10,000 turns, holding
-        the interpreter lock) whenever one fell during a send, so a send's cost grew with the thread."""
+        the interpreter lock) whenever one fell during a send, so a send's cost grew with the thread. Read apart
+        (:meth:`~workspace.persistence.Store.reading_apart`): through a connection of its own, never holding the
+        store's lock the window's reads need, and waiting while the window holds such reads back."""
         from workspace.shared_imports import gc_paused
 
-        with gc_paused():
+        with gc_paused(), self.store.reading_apart():
             self._conversation_while(leaf, wanted)
 
     def _extend_conversation(self, parent_turn_id: str | None, finished: RecordedRun) -> None:
