@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from test_delegation_nested import background_events
+from fakes.delegating_robots import background_events
 
 from tests.ui.chat_dump import dump_state, dump_widgets
 from tests.ui.test_chat_nested_runs import Info, View
