@@ -129,6 +129,17 @@ def bus_server() -> Iterator[FakeLLMServer]:
 
 
 @pytest.fixture
+def slow_server() -> Iterator[FakeLLMServer]:
+    """The loopback server whose model answers a delegate only after a long wait (``fakes.delegating_robots``,
+    ``fakes.delegating_manager``)."""
+    from fakes.llm_server import FakeLLMServer, Reply
+
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.say("Late answer.", stall_before=120))
+        yield server
+
+
+@pytest.fixture
 def llm_server() -> Iterator[FakeLLMServer]:
     """The loopback OpenAI-compatible server (``fakes.llm_server``) with its default answers."""
     from fakes.llm_server import FakeLLMServer

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import struct
 import sys
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.images import png
 from fakes.llm_server import FakeLLMServer
 
 from workspace import events as ev
@@ -33,16 +32,6 @@ from workspace.session import Workspace
 KINDS = ["lean", "litellm"]
 kinds = pytest.mark.parametrize("kind", KINDS)
 DYNAMIC = Path(__file__).resolve().parent / "fakes" / "mcp_dynamic_server.py"
-
-
-def png(width: int = 2, height: int = 2, *, seed: int = 0) -> bytes:
-    """A valid PNG image (RGB, ``seed`` varies its pixels)."""
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    rows = b"".join(b"\x00" + bytes((x * 40 + seed) % 256 for x in range(width * 3)) for _ in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
 def pdf(text: str) -> bytes:

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fakes.images import png
 from fakes.llm_server import FakeLLMServer
-from test_attachments import png
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.candidates import BASE, EDITS, edited
+from fakes.candidates import BASE, EDITS, edited, project
 from fakes.llm_server import FakeLLMServer, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,10 +39,7 @@ def server() -> Iterator[FakeLLMServer]:
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "app.py").write_text(BASE)
-    return root
+    return project(tmp_path)
 
 
 def robotlab(*args: str) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.candidates import BASE, EDITS, edited
+from fakes.candidates import BASE, EDITS, edited, project
 from fakes.llm_server import FakeLLMServer, Reply
 
 from workspace import Candidate, Robot, acompare, load_config
@@ -52,10 +52,7 @@ def server() -> Iterator[FakeLLMServer]:
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "app.py").write_text(BASE)
-    return root
+    return project(tmp_path)
 
 
 def robot(server: FakeLLMServer, model: str, *, tools: tuple[str, ...] = ("write_file", "read_file")) -> Robot:

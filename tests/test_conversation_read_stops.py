@@ -15,11 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from workspace import events as ev
-from workspace.messages import TextMessage
+from fakes.long_threads import build_thread
+
 from workspace.persistence import Store
 from workspace.providers.testing import ScriptedProvider
-from workspace.result import RobotResult
 from workspace.session import Workspace
 from workspace.session.thread_history import CONVERSATION_READ
 
@@ -36,28 +35,6 @@ class CountingStore(Store):
         if "FROM events" in sql:
             self.event_rows += len(rows)
         return rows
-
-
-def build_thread(db: Path, turns: int, *, counted: set[int] | None = None) -> str:
-    """A thread of ``turns`` turns (a question, an answer); the turns in ``counted`` (default: every one)
-    have a count of the context window, its ``used`` the turn's number."""
-    store = Store(db)
-    thread = store.create_thread(robot="assistant", title=f"{turns} turns")
-    parent = None
-    for i in range(turns):
-        turn = store.add_turn(thread.id, user_text=f"Question {i}", parent_turn_id=parent)
-        run, answer = f"r{i}", f"Answer {i}"
-        result = RobotResult(robot_name="assistant", output=[TextMessage(role="assistant", content=answer)])
-        events: list[ev.Event] = [ev.RunStarted(run_id=run, robot="assistant", seq=1, message=f"Question {i}")]
-        if counted is None or i in counted:
-            events.append(ev.ContextUsage(run_id=run, robot="assistant", seq=2, used=i, window=100_000))
-        events += [ev.Text(run_id=run, robot="assistant", seq=3, text=answer),
-                   ev.RunFinished(run_id=run, robot="assistant", seq=4, result=result)]
-        store.append_events(thread.id, turn.id, events)
-        store.finish_turn(turn.id, "finished")
-        parent = turn.id
-    store.close()
-    return thread.id
 
 
 def meter_rows(db: Path, thread_id: str) -> tuple[int, int | None]:

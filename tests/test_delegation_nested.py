@@ -6,42 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from fakes.delegating_robots import background_events
+
 from ui.inspector.trace_tree import build_tree
-from workspace import DelegationFuture, Robot, RunFailedError
+from workspace import Robot, RunFailedError
 from workspace import events as ev
 from workspace.providers.testing import Fail, ScriptedProvider, ToolCall
 from workspace.tools.base import Tool
-
-# Bounds a hang only; no test measures time.
-HANG = 30.0
-
-
-def background_pair() -> tuple[Robot, Robot]:
-    """manager starts summarizer in the background (start_summary), then collects it (collect_summary)."""
-    summarizer = Robot("summarizer", system_prompt="You summarise.", knowledge_store=False,
-                       provider=ScriptedProvider(["Revenue grew 18%."]))
-    futures: list[DelegationFuture] = []
-
-    async def start(arguments: dict[str, Any]) -> str:
-        futures.append(await manager.delegate(to=summarizer, task=str(arguments["text"]), background=True))
-        return "started"
-
-    async def collect(arguments: dict[str, Any]) -> str:
-        result = await futures[0].value(timeout=HANG)
-        return str(result.last_text_content)
-
-    manager = Robot("manager", system_prompt="You manage.", knowledge_store=False, local_tools=[
-        Tool("start_summary", "Start a summary in the background", {"type": "object", "properties": {
-            "text": {"type": "string"}}, "required": ["text"]}, start),
-        Tool("collect_summary", "Wait for the summary", {"type": "object", "properties": {}}, collect),
-    ], provider=ScriptedProvider([[ToolCall("start_summary", {"text": "Q4: revenue up 18%"}, id="c1")],
-                                  [ToolCall("collect_summary", {}, id="c2")], "The summary: revenue grew 18%."]))
-    return manager, summarizer
-
-
-async def background_events() -> list[ev.Event]:
-    manager, _ = background_pair()
-    return [e async for e in manager.stream("Summarise Q4")]
 
 
 async def test_a_background_delegation_runs_inside_the_call_that_started_it() -> None:

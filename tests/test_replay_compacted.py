@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
-from test_replay import MESSAGES, RECORD, Tools, allow_all, record, robot
+from fakes.replay_record import MESSAGES, RECORD, Tools, allow_all, record, robot
 
 from tests.fakes.app_window import wait_until
 from workspace import events as ev

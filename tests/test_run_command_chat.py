@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from test_cli_chat import Terminal
+from fakes.chat_terminal import Terminal
 
 from workspace.isolation import SandboxUnavailable, sandbox_for_platform
 

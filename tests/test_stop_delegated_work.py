@@ -11,64 +11,18 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes.bus_robots import robot
-from fakes.llm_server import FakeLLMServer, Reply
+from fakes.delegating_robots import HANG, assert_stopped, manager_and_helper, until
+from fakes.llm_server import FakeLLMServer
 
 from workspace import Robot
 from workspace.delegation import running_delegations
 from workspace.providers.testing import Pause, ScriptedProvider, ToolCall
 from workspace.tools.base import Tool
-
-# Bounds a hang only; no test measures time.
-HANG = 30.0
-
-
-@pytest.fixture
-def slow_server() -> Iterator[FakeLLMServer]:
-    """The loopback server whose model answers the delegate only after a long wait."""
-    with FakeLLMServer() as server:
-        server.enqueue(Reply.say("Late answer.", stall_before=120))
-        yield server
-
-
-def manager_and_helper(server: FakeLLMServer, *, hold: asyncio.Event | None = None) -> tuple[Robot, list[Any]]:
-    """``manager`` (a scripted model) whose tool ``start`` delegates to ``helper`` (on ``server``) in the background;
-    its model's second answer waits for ``hold`` when given (the run goes on while the delegate works)."""
-    helper = robot("helper", server, "You help.")
-    futures: list[Any] = []
-
-    async def start(arguments: dict[str, Any]) -> str:
-        futures.append(await manager.delegate(to=helper, task="work slowly", background=True))
-        return "started"
-
-    second: list[Any] = [Pause(event=hold), "Started it."] if hold is not None else ["Started it."]
-    manager = Robot("manager", system_prompt="You manage.", knowledge_store=False,
-                    local_tools=[Tool("start", "Start the helper", {"type": "object", "properties": {}}, start)],
-                    provider=ScriptedProvider([[ToolCall("start", {}, id="c1")], second]))
-    return manager, futures
-
-
-async def until(predicate: Any, what: str) -> None:
-    for _ in range(int(HANG / 0.05)):
-        if predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-async def assert_stopped(server: FakeLLMServer, future: Any) -> None:
-    """The delegation ended cancelled, its model request was cut off and nothing more was asked."""
-    await until(future.done, "the delegation to stop")
-    with pytest.raises(asyncio.CancelledError):
-        await future.value(timeout=HANG)
-    await until(lambda: server.disconnects >= 1, "the delegate's request to be cut off")
-    await asyncio.sleep(0.3)
-    assert len(server.requests) == 1
 
 
 @pytest.mark.parametrize("run_goes_on", [True, False], ids=["while_the_run_goes_on", "after_the_run_ended"])

@@ -5,38 +5,17 @@ worker, by ``integrity_problem``. The default (the command line) still checks at
 
 from __future__ import annotations
 
-import random
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from fakes.damaged_stores import filled, garbage_page
 
-from workspace import events as ev
 from workspace.persistence import Store, StoreError
 
-PAGE = 4096
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def filled(db: Path) -> None:
-    with Store(db) as store:
-        for t in range(60):
-            thread = store.create_thread(robot="helper", title=f"Thread {t}")
-            turn = store.add_turn(thread.id, user_text=f"question {t} about pelicans", parent_turn_id=None)
-            store.append_events(thread.id, turn.id, [
-                ev.Text(run_id="r", robot="helper", seq=1, text=f"answer {t}: " + "pelicans fly in lines " * 40),
-                ev.RunFinished(run_id="r", robot="helper", seq=2),
-            ])
-
-
-def garbage_page(db: Path) -> None:
-    pages = db.stat().st_size // PAGE
-    rng = random.Random(16)
-    with db.open("r+b") as fh:
-        fh.seek((pages // 2) * PAGE)
-        fh.write(bytes(rng.randrange(256) for _ in range(PAGE)))
 
 
 def markers(db: Path) -> list[Path]:

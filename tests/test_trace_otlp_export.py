@@ -4,13 +4,13 @@ as a collector decodes them), written as an OTLP JSON file, no secret in either,
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
+from fakes.otlp_receiver import Receiver
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from workspace import events as ev
@@ -22,38 +22,6 @@ from workspace.tools import tool
 
 SECRET = "db-pass-7f3a9c1e5b"
 KEY = "sk-otlp-test-0123456789abcdef"
-
-
-class Receiver:
-    """An OTLP/HTTP traces receiver on loopback: keeps each POST's path, headers and body."""
-
-    def __init__(self) -> None:
-        self.posts: list[tuple[str, dict[str, str], bytes]] = []
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                owner.posts.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *_: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> Receiver:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *_: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @tool

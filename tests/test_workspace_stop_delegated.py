@@ -3,7 +3,7 @@ working after the run that started it ended is stopped by ``ThreadSession.stop``
 delegate's run ends in that run's turn with the reason ("you pressed Stop…", "the workspace was closed…" or the one
 the caller gives), once; a delegation stopped while its caller's run still goes ends in that run's recording; a
 thread purged from the store gets no rows. The delegate is a robot on the loopback OpenAI-compatible server whose
-model takes its time (``test_stop_delegated_work``'s scene); the store a SQLite file."""
+model takes its time (``fakes.delegating_robots``' scene, ``slow_server``); the store a SQLite file."""
 
 from __future__ import annotations
 
@@ -11,14 +11,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from fakes.delegating_robots import HANG, assert_stopped, manager_and_helper, until
 from fakes.llm_server import FakeLLMServer
 
-from tests import test_stop_delegated_work as base
-from tests.test_stop_delegated_work import HANG, assert_stopped, manager_and_helper, until
 from workspace import events as ev
-
-# That module's fixture, used as it is: the loopback server whose model answers the delegate only after a long wait.
-slow_server = base.slow_server
 
 
 async def ended_while_delegating(server: FakeLLMServer, tmp_path: Path) -> tuple[Any, Any, list[Any]]:

@@ -1,9 +1,14 @@
-"""Long stored threads for the tests of opening them (the chat's turn window, the transcript's first page)."""
+"""Long stored threads for the tests of opening them (the chat's turn window, the transcript's first page, the
+conversation a window reads in workers)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from workspace import events as ev
+from workspace.messages import TextMessage
 from workspace.persistence import Store
+from workspace.result import RobotResult
 
 
 def add_long_thread(store: Store, turns: int) -> tuple[str, list[str]]:
@@ -72,4 +77,26 @@ def add_tool_thread(store: Store, turns: int, *, title: str = "A long conversati
         parent = turn.id
     if parent is not None:
         store.set_current(thread.id, parent)
+    return thread.id
+
+
+def build_thread(db: Path, turns: int, *, counted: set[int] | None = None) -> str:
+    """A thread of ``turns`` turns (a question, an answer); the turns in ``counted`` (default: every one)
+    have a count of the context window, its ``used`` the turn's number."""
+    store = Store(db)
+    thread = store.create_thread(robot="assistant", title=f"{turns} turns")
+    parent = None
+    for i in range(turns):
+        turn = store.add_turn(thread.id, user_text=f"Question {i}", parent_turn_id=parent)
+        run, answer = f"r{i}", f"Answer {i}"
+        result = RobotResult(robot_name="assistant", output=[TextMessage(role="assistant", content=answer)])
+        events: list[ev.Event] = [ev.RunStarted(run_id=run, robot="assistant", seq=1, message=f"Question {i}")]
+        if counted is None or i in counted:
+            events.append(ev.ContextUsage(run_id=run, robot="assistant", seq=2, used=i, window=100_000))
+        events += [ev.Text(run_id=run, robot="assistant", seq=3, text=answer),
+                   ev.RunFinished(run_id=run, robot="assistant", seq=4, result=result)]
+        store.append_events(thread.id, turn.id, events)
+        store.finish_turn(turn.id, "finished")
+        parent = turn.id
+    store.close()
     return thread.id

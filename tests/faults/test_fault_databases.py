@@ -6,34 +6,23 @@ nothing once it is free."""
 
 from __future__ import annotations
 
-import random
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.damaged_stores import PAGE, garbage_page
+from fakes.damaged_stores import filled as fill
 
-from workspace import events as ev
 from workspace.cli import main as cli_main
 from workspace.persistence import Store, StoreError
 
 pytestmark = pytest.mark.timeout(60)
 
-PAGE = 4096
-
 
 def filled(db: Path, threads: int = 60) -> list[str]:
     """A database with some threads (enough pages to damage one in the middle), closed cleanly."""
-    ids = []
-    with Store(db) as store:
-        for t in range(threads):
-            thread = store.create_thread(robot="helper", title=f"Thread {t}")
-            turn = store.add_turn(thread.id, user_text=f"question {t} about pelicans", parent_turn_id=None)
-            store.append_events(thread.id, turn.id, [
-                ev.Text(run_id="r", robot="helper", seq=1, text=f"answer {t}: " + "pelicans fly in lines " * 40),
-                ev.RunFinished(run_id="r", robot="helper", seq=2),
-            ])
-            ids.append(thread.id)
+    ids = fill(db, threads)
     assert not db.with_name(db.name + "-wal").exists() or db.with_name(db.name + "-wal").stat().st_size == 0
     return ids
 
@@ -42,14 +31,6 @@ def truncate_mid_file(db: Path) -> None:
     size = db.stat().st_size
     with db.open("r+b") as fh:
         fh.truncate((size // 2) // PAGE * PAGE + 100)
-
-
-def garbage_page(db: Path) -> None:
-    pages = db.stat().st_size // PAGE
-    rng = random.Random(16)
-    with db.open("r+b") as fh:
-        fh.seek((pages // 2) * PAGE)
-        fh.write(bytes(rng.randrange(256) for _ in range(PAGE)))
 
 
 def zero_length(db: Path) -> None:

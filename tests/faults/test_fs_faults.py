@@ -9,15 +9,13 @@ import random
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.killed_apply import BIG, FILES, TEMP, file_states, kill_mid_apply, killed_project, temp_files
 
 from workspace.changes import ChangeSet, CheckpointStore
-
-TEMP = ".robotlab-tmp"
 
 # -- the swap race -------------------------------------------------------------------------------
 
@@ -378,103 +376,7 @@ def test_exports_show_forged_names_escaped(tmp_path: Path, matrix: Any) -> None:
 
 # -- kill -9 during a multi-file apply, and recovery ----------------------------------------------------
 
-#: Applies a change set of every ``f*.txt`` (rewritten), ``gone.txt`` (deleted) and ``made/new.txt``
-#: (created in a new folder), or (``undo``) applies it and then undoes it. With a pause count N it
-#: stops for good right before the Nth rename into the folder (the temp file written, N-1 files
-#: written), so the parent can kill it there.
-CHILD = textwrap.dedent("""
-    import os, sys, time
-    from pathlib import Path
-    from workspace.changes import ChangeSet, CheckpointStore
-    folder, store, pause = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-    changes = ChangeSet(folder, thread_id="killed", store=CheckpointStore(store) if store != "-" else None)
-    for path in sorted(folder.glob("f*.txt")):
-        changes.propose(path.name, path.read_bytes().replace(b"old", b"new"))
-    changes.propose("gone.txt", None)
-    changes.propose("made/new.txt", b"created\\n")
-    changes.accept_all()
-    real, count = os.replace, [0]
-
-    def replace(src, dst, *args, **kwargs):
-        if kwargs.get("dst_dir_fd") is not None:
-            count[0] += 1
-            if count[0] == pause:
-                print("paused", flush=True)
-                time.sleep(600)
-        return real(src, dst, *args, **kwargs)
-
-    if sys.argv[4] == "undo":  # apply in full, then stop the undo mid-way
-        assert changes.apply().ok
-    os.replace = replace
-    print("applying", flush=True)
-    if sys.argv[4] == "undo":
-        result = changes.history.undo()
-    else:
-        result = changes.apply()
-    print("done" if result.ok else (getattr(result, "error", None) or result.message), flush=True)
-""")
-FILES = 12
 TRIALS_KILLED = 6
-BIG = 200_000  # bytes per file: big enough that a random kill lands mid-apply
-
-
-def _project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    for n in range(FILES):
-        (folder / f"f{n:02}.txt").write_bytes(f"old {n}\n".encode() * (BIG // 7))
-    (folder / "gone.txt").write_text("old, to be deleted\n")
-    return folder
-
-
-def _states(folder: Path) -> dict[str, str]:
-    """Each file of the set: "old", "new" or "absent"; anything else (half-written) fails."""
-    out = {}
-    for n in range(FILES):
-        data = (folder / f"f{n:02}.txt").read_bytes()
-        out[f"f{n:02}.txt"] = {f"old {n}\n".encode() * (BIG // 7): "old",
-                               f"new {n}\n".encode() * (BIG // 7): "new"}[data]
-    out["gone.txt"] = "old" if (folder / "gone.txt").exists() else "new"
-    made = folder / "made" / "new.txt"
-    out["made/new.txt"] = "new" if made.exists() and made.read_bytes() == b"created\n" else "old"
-    return out
-
-
-def _temps(folder: Path) -> list[Path]:
-    return [p for p in folder.rglob("*") if TEMP in p.name]
-
-
-def _kill_mid_apply(folder: Path, store: str, *, pause: int = 0, delay: float = 0.0, what: str = "apply",
-                    while_paused: Any = None) -> str:
-    """Run the apply (or undo) in a child and kill -9 it (at the paused rename, calling
-    ``while_paused()`` first, or ``delay`` s after its journal appeared)."""
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(folder), store, str(pause), what],
-                             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert child.stdout is not None
-    try:
-        assert child.stdout.readline().strip() == "applying"
-        if pause:
-            assert child.stdout.readline().strip() == "paused"
-            if while_paused is not None:
-                while_paused()
-        else:  # from the moment the journal is written (the writes follow)
-            from workspace import paths
-
-            journal = (Path(store) if store != "-" else paths.data_dir() / "checkpoints") / "journal"
-            deadline = time.monotonic() + 30
-            while not (journal.exists() and any(journal.iterdir())) and child.poll() is None:
-                assert time.monotonic() < deadline
-                time.sleep(0.0005)
-            time.sleep(delay)
-        child.kill()  # SIGKILL: no cleanup code runs
-        child.wait(timeout=30)
-        return child.stdout.read()
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-
-
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
@@ -483,15 +385,15 @@ async def test_kill_9_mid_apply_is_found_and_recovered(tmp_path: Path, direction
     matrix.case("kill -9 during apply", f"mid-apply, recovered {direction}")
     from workspace.changes import ChangeHistory, find_interrupted_applies, recover
 
-    folder = _project(tmp_path)
+    folder = killed_project(tmp_path)
     store = CheckpointStore(tmp_path / "store")
 
     def still_running() -> None:  # the writer is alive (it holds its journal entry's lock): not reported
         assert find_interrupted_applies(folder, store=store) == []
 
-    _kill_mid_apply(folder, str(store.root), pause=6, while_paused=still_running)
-    states = _states(folder)  # each file whole: old or new
-    assert sorted(states.values()).count("new") == 5 and len(_temps(folder)) == 1
+    kill_mid_apply(folder, str(store.root), pause=6, while_paused=still_running)
+    states = file_states(folder)  # each file whole: old or new
+    assert sorted(states.values()).count("new") == 5 and len(temp_files(folder)) == 1
     assert not (store.root / "journal").exists() or list((store.root / "journal").iterdir())
     # Temp files never show in the tools' listings, searches or reads.
     _, call = _harness(folder)
@@ -499,7 +401,7 @@ async def test_kill_9_mid_apply_is_found_and_recovered(tmp_path: Path, direction
     assert not [e for e in listed.data["entries"] if TEMP in e["path"]]
     found = await call("search_files", query="old 7")
     assert found.data["matches"] and not [m for m in found.data["matches"] if TEMP in m["path"]]
-    temp = _temps(folder)[0].relative_to(folder).as_posix()
+    temp = temp_files(folder)[0].relative_to(folder).as_posix()
     read = await call("read_file", path=temp)
     assert read.is_error and "does not exist" in str(read.data)
     written = await call("write_file", path="x" + TEMP, content="x")
@@ -512,8 +414,8 @@ async def test_kill_9_mid_apply_is_found_and_recovered(tmp_path: Path, direction
     assert result.ok, result.message
     assert result.temp_files == [temp] and "removed 1 temporary file" in result.message
     want = "old" if direction == "back" else "new"
-    assert set(_states(folder).values()) == {want}
-    assert not _temps(folder)
+    assert set(file_states(folder).values()) == {want}
+    assert not temp_files(folder)
     assert (folder / "made").exists() is (direction == "forward")  # the folder the apply created
     assert find_interrupted_applies(folder, store=store) == []
     [entry] = ChangeHistory(folder, "killed", store=store).entries()
@@ -528,10 +430,10 @@ def test_kill_9_at_random_moments_leaves_every_file_whole(tmp_path: Path, matrix
     seen = {"interrupted": 0, "finished": 0}
     for trial in range(TRIALS_KILLED):
         (tmp_path / f"t{trial}").mkdir()
-        folder = _project(tmp_path / f"t{trial}")
+        folder = killed_project(tmp_path / f"t{trial}")
         store = CheckpointStore(tmp_path / f"t{trial}" / "store")
-        _kill_mid_apply(folder, str(store.root), delay=rng.uniform(0.0, 0.015))
-        states = _states(folder)  # raises KeyError on a half-written file
+        kill_mid_apply(folder, str(store.root), delay=rng.uniform(0.0, 0.015))
+        states = file_states(folder)  # raises KeyError on a half-written file
         items = find_interrupted_applies(folder, store=store)
         if not items:  # killed before the first write or after the last
             assert len(set(states.values())) == 1
@@ -540,8 +442,8 @@ def test_kill_9_at_random_moments_leaves_every_file_whole(tmp_path: Path, matrix
         seen["interrupted"] += 1
         direction = "back" if trial % 2 else "forward"
         assert recover(items[0], direction, store=store).ok
-        assert set(_states(folder).values()) == {"old" if direction == "back" else "new"}
-        assert not _temps(folder)
+        assert set(file_states(folder).values()) == {"old" if direction == "back" else "new"}
+        assert not temp_files(folder)
     assert sum(seen.values()) == TRIALS_KILLED
     print(f"kill -9 at random moments: {seen}")
 
@@ -549,8 +451,8 @@ def test_kill_9_at_random_moments_leaves_every_file_whole(tmp_path: Path, matrix
 def test_the_command_line_reports_and_recovers_an_interrupted_apply(tmp_path: Path, robotlab_home: Path,
                                                                     matrix: Any) -> None:
     matrix.case("kill -9 during apply", "robotlab run reports it, changes recover")
-    folder = _project(tmp_path)
-    _kill_mid_apply(folder, "-", pause=4)  # the default store, in ROBOTLAB_HOME
+    folder = killed_project(tmp_path)
+    kill_mid_apply(folder, "-", pause=4)  # the default store, in ROBOTLAB_HOME
 
     def robotlab(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "ui.main", *args], capture_output=True, text=True, cwd=ROOT,
@@ -569,7 +471,7 @@ def test_the_command_line_reports_and_recovers_an_interrupted_apply(tmp_path: Pa
     done = robotlab("changes", "recover", "--forward", "--folder", str(folder))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Completed the interrupted applying" in done.stdout and "removed 1 temporary file" in done.stdout
-    assert set(_states(folder).values()) == {"new"} and not _temps(folder)
+    assert set(file_states(folder).values()) == {"new"} and not temp_files(folder)
     again = robotlab("changes", "recover")
     assert again.returncode == 0 and "No interrupted apply" in again.stdout
     run = robotlab("run", "echoer", "hi", "--folder", str(folder), "--apply", "never")
@@ -581,17 +483,17 @@ def test_kill_9_mid_undo_is_recovered(tmp_path: Path, direction: str, matrix: An
     matrix.case("kill -9 during apply", f"mid-undo, recovered {direction}")
     from workspace.changes import ChangeHistory, find_interrupted_applies, recover
 
-    folder = _project(tmp_path)
+    folder = killed_project(tmp_path)
     store = CheckpointStore(tmp_path / "store")
-    _kill_mid_apply(folder, str(store.root), pause=5, what="undo")
-    assert sorted(_states(folder).values()).count("old") >= 4 and len(_temps(folder)) == 1
+    kill_mid_apply(folder, str(store.root), pause=5, what="undo")
+    assert sorted(file_states(folder).values()).count("old") >= 4 and len(temp_files(folder)) == 1
     [item] = find_interrupted_applies(folder, store=store)
     assert item.kind == "undo" and "stopped while undoing" in item.message()
     result = recover(item, direction, store=store)
     assert result.ok, result.message
     # Back: as before the undo (the change applied); forward: the undo done (every file old).
-    assert set(_states(folder).values()) == {"new" if direction == "back" else "old"}
-    assert not _temps(folder)
+    assert set(file_states(folder).values()) == {"new" if direction == "back" else "old"}
+    assert not temp_files(folder)
     [entry] = ChangeHistory(folder, "killed", store=store).entries()
     assert entry.state == ("applied" if direction == "back" else "undone")
     assert find_interrupted_applies(folder, store=store) == []
@@ -604,14 +506,14 @@ def test_an_entry_stuck_at_applying_without_a_journal_is_reported_and_recovered(
 
     from workspace.changes import find_interrupted_applies, recover
 
-    folder = _project(tmp_path)
+    folder = killed_project(tmp_path)
     store = CheckpointStore(tmp_path / "store")
-    _kill_mid_apply(folder, str(store.root), pause=3)
+    kill_mid_apply(folder, str(store.root), pause=3)
     shutil.rmtree(store.root / "journal")  # as before journals existed
     [item] = find_interrupted_applies(folder, store=store)
     assert not item.journal and item.entry_id and len(item.new_files) == 2 and len(item.temp_files) == 1
     assert recover(item, "back", store=store).ok
-    assert set(_states(folder).values()) == {"old"} and not _temps(folder)
+    assert set(file_states(folder).values()) == {"old"} and not temp_files(folder)
     assert find_interrupted_applies(folder, store=store) == []
 
 
@@ -619,9 +521,9 @@ def test_a_file_changed_after_the_interruption_is_not_overwritten_unasked(tmp_pa
     matrix.case("kill -9 during apply", "a file changed after the interruption")
     from workspace.changes import find_interrupted_applies, recover
 
-    folder = _project(tmp_path)
+    folder = killed_project(tmp_path)
     store = CheckpointStore(tmp_path / "store")
-    _kill_mid_apply(folder, str(store.root), pause=4)
+    kill_mid_apply(folder, str(store.root), pause=4)
     (folder / "f11.txt").write_text("the user's own edit\n")
     [item] = find_interrupted_applies(folder, store=store)
     assert item.changed_files == ["f11.txt"] and "changed since" in item.message()
@@ -639,8 +541,8 @@ async def test_the_workspace_offers_recovery_to_the_window(tmp_path: Path, matri
     from workspace.providers.testing import ScriptedProvider
     from workspace.session import Workspace
 
-    folder = _project(tmp_path)
-    _kill_mid_apply(folder, "-", pause=2)  # the default store, as the window uses it
+    folder = killed_project(tmp_path)
+    kill_mid_apply(folder, "-", pause=2)  # the default store, as the window uses it
     with Workspace(folder=folder, db_path=tmp_path / "threads.db", provider=ScriptedProvider()) as ws:
         items = ws.interrupted_applies()
         assert len(items) == 1 and ws.interrupted_applies(all_folders=True) == items
@@ -650,7 +552,7 @@ async def test_the_workspace_offers_recovery_to_the_window(tmp_path: Path, matri
         result = ws.recover_apply(items[0], "back")
         assert result.ok and "Rolled back" in result.message
         assert ws.interrupted_applies() == []
-    assert set(_states(folder).values()) == {"old"} and not _temps(folder)
+    assert set(file_states(folder).values()) == {"old"} and not temp_files(folder)
 
 
 def test_an_apply_whose_rollback_failed_too_is_offered_for_recovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -658,7 +560,7 @@ def test_an_apply_whose_rollback_failed_too_is_offered_for_recovery(tmp_path: Pa
     matrix.case("kill -9 during apply", "the apply and its rollback fail (disk full)")
     from workspace.changes import find_interrupted_applies, recover
 
-    folder = _project(tmp_path)
+    folder = killed_project(tmp_path)
     store = CheckpointStore(tmp_path / "store")
     changes = ChangeSet(folder, store=store, thread_id="t")
     for n in range(FILES):
@@ -677,11 +579,11 @@ def test_an_apply_whose_rollback_failed_too_is_offered_for_recovery(tmp_path: Pa
         patched.setattr(os, "replace", failing)
         result = changes.apply()
     assert not result.ok and result.error and "also failed" in result.error and "next start" in result.error
-    assert sorted(_states(folder).values()).count("new") == 3 and not _temps(folder)
+    assert sorted(file_states(folder).values()).count("new") == 3 and not temp_files(folder)
     [item] = find_interrupted_applies(folder, store=store)
     assert len(item.new_files) == 3
     assert recover(item, "back", store=store).ok
-    assert set(_states(folder).values()) == {"old"}
+    assert set(file_states(folder).values()) == {"old"}
     assert find_interrupted_applies(folder, store=store) == []
 
 

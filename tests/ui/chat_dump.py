@@ -1,13 +1,15 @@
 """The chat as text, for tests: one line per message, card, lane and footer.
 
 Tests compare a live run with the same thread reopened this way: :func:`dump_state` for the
-presenter's view state (Qt-free), :func:`dump_widgets` for what the chat's widgets show.
-Durations are printed in whole milliseconds; lanes' items are indented under them. Importing this
-module imports no Qt (the widgets' dump imports them when called).
+presenter's view state (Qt-free), :func:`dump_widgets` for what the chat's widgets show;
+:func:`snapshot` takes both and the totals of a window's chat, :func:`reopen` opens its thread again
+and :func:`assert_same` diffs the two. Durations are printed in whole milliseconds; lanes' items are
+indented under them. Importing this module imports no Qt (the widgets' dump imports them when called).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -266,4 +268,40 @@ def dump_widgets(chat: ChatView) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["dump_item", "dump_state", "dump_turn", "dump_widgets", "request_card_line", "usage_text"]
+def snapshot(root: Any) -> dict[str, Any]:
+    """What the chat shows (widgets as text), its view state, and every total on screen."""
+    window = root.window
+    state = window.chat.presenter.state
+    return {
+        "widgets": dump_widgets(window.chat),
+        "state": dump_state(state),
+        "turn_totals": [usage_text(turn.totals) for turn in state.turns],
+        "thread_totals": usage_text(state.totals),
+        "status_bar": window.status.usage.text(),
+    }
+
+
+async def reopen(root: Any) -> dict[str, Any]:
+    """The window's thread opened again (from a new one): its :func:`snapshot` then."""
+    window, thread_id = root.window, root.controller.thread_id
+    window.threads.new()
+    await asyncio.sleep(0.05)
+    assert not window.chat.items()
+    window.threads.open(thread_id)
+    await asyncio.sleep(0.05)
+    return snapshot(root)
+
+
+def assert_same(live: dict[str, Any], reopened: dict[str, Any]) -> None:
+    """Fails with a diff naming the first part of the two :func:`snapshot` that differs."""
+    import difflib
+
+    for key in live:
+        if live[key] != reopened[key]:
+            a, b = (str(v).splitlines() for v in (live[key], reopened[key]))
+            diff = "\n".join(difflib.unified_diff(a, b, "live", "reopened", lineterm=""))
+            raise AssertionError(f"the reopened thread differs in {key}:\n{diff}")
+
+
+__all__ = ["assert_same", "dump_item", "dump_state", "dump_turn", "dump_widgets", "reopen", "request_card_line",
+           "snapshot", "usage_text"]

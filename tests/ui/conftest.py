@@ -91,16 +91,6 @@ async def compare_app(server: Any, folder: Path, db_path: Path) -> AsyncIterator
 
 
 @pytest.fixture
-def slow_server() -> Iterator[Any]:
-    """The loopback server whose model answers a delegate only after a long wait."""
-    from tests.fakes.llm_server import FakeLLMServer, Reply
-
-    with FakeLLMServer() as server:
-        server.enqueue(Reply.say("Late answer.", stall_before=120))
-        yield server
-
-
-@pytest.fixture
 async def scene(robotlab_home: Path, db_path: Path, tmp_path: Path, provider: Any, slow_server: Any,
                 monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
     """The app with the robot ``manager``, whose tool ``start_helper`` delegates to ``helper`` (on ``slow_server``)

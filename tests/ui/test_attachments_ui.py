@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.images import png
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QGuiApplication, QImage
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from tests.fakes.app_window import running_app, wait_until
-from tests.test_attachments import png
 from tests.ui.a11y import unnamed_controls
 from tests.ui.chat_dump import dump_state, dump_widgets
 from workspace.attachments import Attachment

@@ -210,7 +210,7 @@ async def test_changes_proposed_in_the_background_wait_for_review(provider: Any,
 async def test_a_change_card_shown_again_mid_run_is_the_one_the_reopened_thread_shows(provider: Any, db_path: Path,
                                                                                      tmp_path: Path) -> None:
     from tests.fakes.app_window import running_app
-    from tests.ui.test_chat_replay import _assert_same, _reopen, _snapshot
+    from tests.ui.chat_dump import assert_same, reopen, snapshot
     from workspace import events as ev
     from workspace.config import load_config
     from workspace.providers.testing import Pause
@@ -234,9 +234,9 @@ async def test_a_change_card_shown_again_mid_run_is_the_one_the_reopened_thread_
         w.threads.open(editing)  # and back while the model is still thinking
         assert c.running and len(w.chat.presenter.all_change_items()) == 1
         await idle(root)
-        live = _snapshot(root)
+        live = snapshot(root)
         assert len(w.chat.presenter.all_change_items()) == 1 and "Proposed: beta in capitals." in answer(w)
-        _assert_same(live, await _reopen(root))
+        assert_same(live, await reopen(root))
 
 
 async def test_quitting_with_runs_going_asks_and_cancel_keeps_them(desktop: Any, provider: Any) -> None:
@@ -269,7 +269,7 @@ async def test_a_network_run_left_and_shown_again_mid_way_ends_as_its_reopened_t
     """A network's lanes and totals, shown again from the run's own events after going on out of sight, are
     what the store shows once it ended."""
     from tests.fakes.app_window import running_app
-    from tests.ui.test_chat_replay import _assert_same, _reopen, _snapshot
+    from tests.ui.chat_dump import assert_same, reopen, snapshot
     from workspace.providers.demo import DemoProvider
 
     async with running_app(provider=DemoProvider(delay=0.01), db_path=db_path, theme_name="light",
@@ -288,9 +288,9 @@ async def test_a_network_run_left_and_shown_again_mid_way_ends_as_its_reopened_t
         w.threads.open(network_thread)  # shown again while it goes on
         await wait_until(lambda: c.idle, timeout=60, what="the network run to end")
         await asyncio.sleep(0.1)
-        live = _snapshot(root)
+        live = snapshot(root)
         assert "[done]" in live["widgets"]
-        _assert_same(live, await _reopen(root))
+        assert_same(live, await reopen(root))
 
 
 async def test_a_background_runs_mark_survives_a_restart_until_its_thread_is_seen(provider: Any,

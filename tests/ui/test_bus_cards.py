@@ -8,8 +8,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from fakes.stored_turns import FakeInfo, FakeView
+
 from tests.ui.chat_dump import dump_state, dump_widgets
-from tests.ui.test_chat_nested_runs import Info, View
 from ui.chat.model.bus import BusMessageItem
 from ui.chat.model.presenter import ChatPresenter
 from ui.chat.model.state import LaneItem
@@ -50,7 +51,7 @@ def test_bus_messages_are_items_in_the_senders_lane() -> None:
     assert call.inner.robot == "bob" and call.inner.status == "done"
     # Reopened from the store, it looks the same.
     stored = ChatPresenter()
-    stored.load_turn(View(Info("t1"), coalesce_text(events), user_text="Ask bob"))
+    stored.load_turn(FakeView(FakeInfo("t1"), coalesce_text(events), user_text="Ask bob"))
     live = ChatPresenter()
     live_turn = live.add_user("Ask bob")
     live.set_user(live_turn, turn_id="t1")

@@ -5,8 +5,9 @@ task's own terminal event (now in the stream) does not end the network's run."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
+
+from fakes.stored_turns import FakeInfo, FakeView
 
 from tests.ui.chat_dump import dump_state, dump_widgets
 from ui.chat.model.presenter import ChatPresenter
@@ -16,28 +17,6 @@ from workspace import Robot, ScriptedProvider, ToolCall
 from workspace import events as ev
 from workspace.network import Network
 from workspace.persistence import coalesce_text
-
-
-@dataclass
-class Info:
-    id: str
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float | None = None
-
-
-@dataclass
-class View:
-    turn: Info
-    events: list[ev.Event]
-    sibling_index: int = 0
-    sibling_count: int = 1
-    status: str = "finished"
-    user_text: str = "go"
-
-    @property
-    def id(self) -> str:
-        return self.turn.id
 
 
 def robot_as_tool_events() -> list[ev.Event]:
@@ -85,7 +64,7 @@ def test_a_robot_used_as_a_tool_is_a_lane_inside_its_card() -> None:
     assert inner_started < inner_ended
     # Reopened from the store, it looks the same.
     stored = ChatPresenter()
-    stored.load_turn(View(Info("t1"), coalesce_text(events)))
+    stored.load_turn(FakeView(FakeInfo("t1"), coalesce_text(events)))
     live = ChatPresenter()
     live_turn = live.add_user("go")
     live.set_user(live_turn, turn_id="t1")
@@ -97,7 +76,7 @@ def test_an_interrupted_turn_stops_the_lane_of_its_robot_used_as_a_tool() -> Non
     events = robot_as_tool_events()
     cut = next(i for i, e in enumerate(events) if e.terminal and e.robot == "helper")
     presenter = ChatPresenter()
-    presenter.load_turn(View(Info("t1"), coalesce_text(events[:cut]), status="interrupted"))
+    presenter.load_turn(FakeView(FakeInfo("t1"), coalesce_text(events[:cut]), status="interrupted"))
     lane = presenter.call("c1").inner  # type: ignore[union-attr]
     assert lane is not None and lane.status == "cancelled"
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import typing
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.stored_turns import FakeInfo, FakeSource, FakeView
 
 from tests.ui.chat_dump import dump_state
 from ui.chat.model.presenter import ChatPresenter
@@ -203,40 +203,6 @@ def test_how_a_run_ended(terminal: ev.Event, outcome: str, text: str) -> None:
     assert run.end.duration == 8.0  # no result duration: from run_started to the end
     call = presenter.call("c1")
     assert call is not None and call.approval is not None and call.approval.note == "Stopped before anyone decided."
-
-
-@dataclass
-class FakeInfo:
-    id: str
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float | None = None
-
-
-@dataclass
-class FakeView:
-    turn: FakeInfo
-    events: list[ev.Event]
-    sibling_index: int = 0
-    sibling_count: int = 1
-    status: str = "finished"
-    user_text: str = ""
-
-    @property
-    def id(self) -> str:
-        return self.turn.id
-
-
-@dataclass
-class FakeSource:
-    views: dict[str, FakeView] = field(default_factory=dict)
-
-    @property
-    def turns(self) -> list[FakeInfo]:
-        return [v.turn for v in self.views.values()]
-
-    def view(self, turn: FakeInfo) -> Any:
-        return self.views[turn.id]
 
 
 def _turn_events(i: int) -> list[ev.Event]:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.app_window import close_app, wait_until
-from tests.ui.chat_dump import dump_state, dump_widgets, usage_text
+from tests.ui.chat_dump import assert_same, reopen, snapshot
 from workspace.messages import Message
 from workspace.providers.testing import AgentInfo, FunctionProvider, ToolCall
 from workspace.result import Usage
@@ -36,39 +36,6 @@ tasks:
 async def _idle(root: Any) -> None:
     await wait_until(lambda: root.controller.idle, what="the run to end")
     await asyncio.sleep(0.05)
-
-
-def _snapshot(root: Any) -> dict[str, Any]:
-    """What the chat shows (widgets as text), its view state, and every total on screen."""
-    window = root.window
-    state = window.chat.presenter.state
-    return {
-        "widgets": dump_widgets(window.chat),
-        "state": dump_state(state),
-        "turn_totals": [usage_text(turn.totals) for turn in state.turns],
-        "thread_totals": usage_text(state.totals),
-        "status_bar": window.status.usage.text(),
-    }
-
-
-async def _reopen(root: Any) -> dict[str, Any]:
-    window, thread_id = root.window, root.controller.thread_id
-    window.threads.new()
-    await asyncio.sleep(0.05)
-    assert not window.chat.items()
-    window.threads.open(thread_id)
-    await asyncio.sleep(0.05)
-    return _snapshot(root)
-
-
-def _assert_same(live: dict[str, Any], reopened: dict[str, Any]) -> None:
-    import difflib
-
-    for key in live:
-        if live[key] != reopened[key]:
-            a, b = (str(v).splitlines() for v in (live[key], reopened[key]))
-            diff = "\n".join(difflib.unified_diff(a, b, "live", "reopened", lineterm=""))
-            raise AssertionError(f"the reopened thread differs in {key}:\n{diff}")
 
 
 def _assert_totals_match_the_store(root: Any) -> None:
@@ -135,7 +102,7 @@ async def test_a_robot_thread_reopens_as_it_was_shown_live(provider: Any, db_pat
         window.runs.send("thank you")
         await _idle(root)
 
-        live = _snapshot(root)
+        live = snapshot(root)
         widgets = live["widgets"]
         for shown in ("tool list_files [done]", "tool read_file [done]", "decision='Approved with edited arguments",
                       "tool delete_file [denied]", "decision='Denied: keep it.'", "change <b>Proposed changes</b>",
@@ -145,8 +112,8 @@ async def test_a_robot_thread_reopens_as_it_was_shown_live(provider: Any, db_pat
         assert len(chat.user_messages()) == 2 and chat.user_messages()[-1].note_block is not None
         _assert_totals_match_the_store(root)
 
-        reopened = await _reopen(root)
-        _assert_same(live, reopened)
+        reopened = await reopen(root)
+        assert_same(live, reopened)
         _assert_totals_match_the_store(root)
         card = chat.change_card(root.controller.session.changes.id)
         assert card is None or card.status in ("pending", "decided")
@@ -189,7 +156,7 @@ async def test_a_network_thread_reopens_with_the_same_lanes_and_totals(desktop: 
         await wait_until(lambda: window.chat.pending_approval() is not None, what="the approval in the lane")
         window.chat.pending_approval().approve()
         await _idle(root)
-    live = _snapshot(root)
+    live = snapshot(root)
     lanes = [line for line in live["widgets"].splitlines() if line.startswith("lane ")]
     assert len(lanes) == 6 and all("[done]" in line for line in lanes)
     # the footer sums the three tasks, not the last task's figures
@@ -200,8 +167,8 @@ async def test_a_network_thread_reopens_with_the_same_lanes_and_totals(desktop: 
     assert network_run.totals.input_tokens > reader.usage.input_tokens
     assert network_run.totals == turn.totals
     _assert_totals_match_the_store(root)
-    reopened = await _reopen(root)
-    _assert_same(live, reopened)
+    reopened = await reopen(root)
+    assert_same(live, reopened)
     _assert_totals_match_the_store(root)
 
 
@@ -222,9 +189,9 @@ async def test_the_offline_demo_networks_reopen_as_they_ran(db_path: Path) -> No
             await _idle(root)
             window.runs.send(message + " Again, please.")
             await _idle(root)
-            live = _snapshot(root)
+            live = snapshot(root)
             assert "footer '" in live["widgets"] and "[done]" in live["widgets"]
             _assert_totals_match_the_store(root)
-            _assert_same(live, await _reopen(root))
+            assert_same(live, await reopen(root))
     finally:
         await close_app(root)

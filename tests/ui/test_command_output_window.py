@@ -15,7 +15,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from tests.fakes.app_window import running_app, wait_until
-from tests.ui.test_chat_replay import _assert_same, _reopen, _snapshot
+from tests.ui.chat_dump import assert_same, reopen, snapshot
 from workspace.isolation import SandboxUnavailable, sandbox_for_platform
 from workspace.providers.testing import ToolCall
 
@@ -87,9 +87,9 @@ async def test_a_command_streams_into_its_card_the_inspector_has_it_and_a_reopen
             assert not found.isNull() and found.charFormat().foreground().color() == green
         assert "\x1b" not in pane.output_view.toPlainText()
         # reopened: the same card, the same state
-        live = _snapshot(root)
+        live = snapshot(root)
         assert "output='line 1\\nline 2\\nline 3\\nend\\n'" in live["state"]
-        _assert_same(live, await _reopen(root))
+        assert_same(live, await reopen(root))
         again = _card(root, "c1")
         assert again.output is not None and again.output.text == "line 1\nline 2\nline 3\nend\n"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.ui.test_compare_one_column_a_tick import settle
+from fakes.compare_window import settle
 
 
 class LayoutRequests:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.compare_window import settle, shown
 from fakes.llm_server import FakeLLMServer, Reply
 
 from tests.fakes.app_window import running_app, wait_until
@@ -39,11 +40,6 @@ async def app(server: FakeLLMServer, db_path: Path) -> AsyncIterator[Any]:
                                                     "api_base": server.base_url + "/v1"}})
     async with running_app(db_path=db_path, config=config, theme_name="light", size=(1600, 900)) as root:
         yield root
-
-
-def shown(chat: Any) -> str:
-    """A column's answer text as it shows it."""
-    return "".join(w.text for w in chat.items() if hasattr(w, "append"))
 
 
 class Painted:
@@ -74,17 +70,6 @@ class Painted:
 
     def close(self) -> None:
         self.app.removeEventFilter(self.filter)
-
-
-def settle() -> None:
-    """The layout requests and the repaint the last tick posted, delivered now (a layout posts more; not the
-    other posted events: the loop's own callbacks run from there, not inside a test's step)."""
-    from PySide6.QtCore import QCoreApplication, QEvent
-
-    for _ in range(3):
-        QCoreApplication.sendPostedEvents(None, QEvent.Type.PolishRequest)
-        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.UpdateRequest)
 
 
 async def test_four_columns_events_in_one_turn_show_one_column_a_tick(app: Any, server: FakeLLMServer) -> None:

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.compare_window import settle, shown
 from fakes.llm_server import FakeLLMServer, Reply
 
 from tests.fakes.app_window import running_app, wait_until
-from tests.ui.test_compare_one_column_a_tick import settle, shown
 from workspace.config import load_config
 
 pytestmark = pytest.mark.timeout(120)  # bounds a hang (a loaded two-core machine)

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.candidates import BASE, EDITS, edited
-from fakes.llm_server import FakeLLMServer, Reply
+from fakes.candidates import BASE, EDITS, project, window_server
+from fakes.compare_window import compared
+from fakes.llm_server import FakeLLMServer
 
 from tests.fakes.app_window import running_app, wait_until
 from tests.ui.chat_dump import dump_state
@@ -24,45 +25,15 @@ from workspace.config import load_config
 pytestmark = pytest.mark.timeout(180)  # bounds a hang: three scripted candidates, twice, on a loaded machine
 
 
-def answer(body: dict[str, Any]) -> Reply:
-    """Each model writes app.py its way, then says so in its own words."""
-    model = body["model"]
-    tools = [m for m in body["messages"] if m.get("role") == "tool"]
-    if not tools and "Edit" in str(body["messages"][-1].get("content")):
-        return Reply.tool("write_file", {"path": "app.py", "content": edited(model)})
-    if not tools and "Run" in str(body["messages"][-1].get("content")) and model == "model-b":
-        return Reply.tool("run_command", {"command": "echo compared"})  # asks for approval
-    return Reply.say(f"Answer of {model}: done")
-
-
 @pytest.fixture
 def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer(reply_fn=answer, models=list(EDITS)) as srv:
+    with window_server() as srv:
         yield srv
 
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "app.py").write_text(BASE)
-    return root
-
-
-async def compared(root: Any, server: FakeLLMServer, text: str = "Edit app.py") -> Any:
-    """Start a comparison of model-a (the robot's own) with model-b and model-c, and send ``text``."""
-    from ui.compare.session import CandidateSpec
-
-    window = root.window
-    base = server.base_url + "/v1"
-    assert window.comparisons.start([CandidateSpec("file-helper", model="openai/model-b", api_base=base),
-                                     CandidateSpec("file-helper", model="openai/model-c", api_base=base)])
-    window.composer.set_text(text)
-    window.composer.submit()  # the one message box: to every candidate
-    await wait_until(lambda: not window.comparisons.running and window.comparisons.stats is not None
-                     and all(c.status == "finished" for c in window.comparisons.stats.columns),
-                     timeout=120, what="the three candidates' answers")
-    return window.comparisons
+    return project(tmp_path)
 
 
 async def test_columns_stream_per_candidate_and_the_verdict_is_kept_and_exported(

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from test_delegation_nested import background_events
+from fakes.delegating_robots import background_events
+from fakes.stored_turns import FakeInfo, FakeView
 
 from tests.ui.chat_dump import dump_state, dump_widgets
-from tests.ui.test_chat_nested_runs import Info, View
 from ui.chat.model.presenter import ChatPresenter
 from ui.chat.model.state import CallLaneItem, TextItem
 from workspace.persistence import coalesce_text
@@ -27,7 +27,7 @@ def test_the_delegated_run_is_a_lane_in_the_card_of_the_call_that_started_it() -
     assert [i.text for i in lane.items if isinstance(i, TextItem)] == ["Revenue grew 18%."]
     assert len(turn.top_runs) == 1 and turn.top_runs[0].end is not None
     stored = ChatPresenter()
-    stored.load_turn(View(Info("t1"), coalesce_text(events), user_text="Summarise Q4"))
+    stored.load_turn(FakeView(FakeInfo("t1"), coalesce_text(events), user_text="Summarise Q4"))
     live = ChatPresenter()
     live.set_user(live.add_user("Summarise Q4"), turn_id="t1")
     live.feed_all(events)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.stored_turns import FakeInfo, FakeView
 
 from tests.fakes.app_window import close_app, wait_until
 from tests.ui.chat_dump import dump_state, dump_widgets, request_card_line
@@ -96,13 +97,8 @@ def test_requests_become_their_own_items_and_read_the_same_reopened(action: str)
     text = dump_state(live.state)
     assert "sampling [ok]" in text and f"action={action}" in text
 
-    class View:
-        id, user_text, sibling_index, sibling_count, status = "turn1", "go", 0, 1, "finished"
-
     reopened = ChatPresenter()
-    view = View()
-    view.events = events  # type: ignore[attr-defined]
-    reopened.load_turn(view)  # type: ignore[arg-type]
+    reopened.load_turn(FakeView(FakeInfo("turn1"), events))
     assert dump_state(reopened.state).replace("turn=yes", "turn=no") == text
 
 

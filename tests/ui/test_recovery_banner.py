@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
+from fakes.killed_apply import file_states, kill_mid_apply, killed_project, temp_files
 from PySide6.QtWidgets import QMessageBox
 
 from tests.fakes.app_window import running_app, wait_until
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "faults"))
-import test_fs_faults as fs
-
 
 async def test_the_window_offers_to_roll_an_interrupted_apply_back(tmp_path: Path, provider: Any,
                                                                    db_path: Path) -> None:
-    folder = fs._project(tmp_path)
-    fs._kill_mid_apply(folder, "-", pause=2)  # the default checkpoint store, as the window uses it
-    assert set(fs._states(folder).values()) == {"old", "new"}  # mixed: two files were renamed in
+    folder = killed_project(tmp_path)
+    kill_mid_apply(folder, "-", pause=2)  # the default checkpoint store, as the window uses it
+    assert set(file_states(folder).values()) == {"old", "new"}  # mixed: two files were renamed in
     async with running_app(provider=provider, db_path=db_path, folder=folder, size=(1200, 800)) as root:
         window = root.window
         await wait_until(lambda: window.banner.isVisible() and "Recover" in window.banner.action_button.text(),
@@ -31,4 +28,4 @@ async def test_the_window_offers_to_roll_an_interrupted_apply_back(tmp_path: Pat
         back.click()
         await wait_until(lambda: not window.banner.isVisible(), what="the recovery")
         assert "Rolled back" in window.toast.label.text()
-    assert set(fs._states(folder).values()) == {"old"} and not fs._temps(folder)
+    assert set(file_states(folder).values()) == {"old"} and not temp_files(folder)

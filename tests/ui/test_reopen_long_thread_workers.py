@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fakes.long_threads import build_thread
+
 from tests.fakes.app_window import running_app, wait_until
-from tests.test_conversation_read_stops import build_thread
 from workspace.session.thread_history import CONVERSATION_READ
 
 TURNS = 3 * CONVERSATION_READ

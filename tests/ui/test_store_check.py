@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fakes.damaged_stores import filled, garbage_page
+
 from tests.fakes.app_window import close_app, wait_until
-from tests.test_store_integrity import filled, garbage_page
 
 
 async def test_damage_in_a_cleanly_closed_database_is_said_after_the_start(provider: Any, tmp_path: Path) -> None:

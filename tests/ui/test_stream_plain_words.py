@@ -11,6 +11,7 @@ import random
 from typing import Any
 
 import pytest
+from fakes.rendered_markdown import assert_shown_as_rendered
 
 from ui import markdown
 from ui.chat.view.stream import MarkdownStream
@@ -28,26 +29,6 @@ def _count_set_html(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(AutoHeightText, "setHtml", counting)
     return calls
-
-
-def _rendered(source: str, like: AutoHeightText | None = None) -> str:
-    """``source`` rendered whole in a fresh view (with ``like``'s font: a view polished by the application's
-    style sheet has its own)."""
-    fresh = AutoHeightText()
-    if like is not None:
-        fresh.document().setDefaultFont(like.document().defaultFont())
-    fresh.set_markdown(source)
-    html = fresh.toHtml()
-    fresh.deleteLater()
-    return html
-
-
-def _assert_shown_as_rendered(stream: MarkdownStream) -> None:
-    views = [v for v in stream.findChildren(AutoHeightText) if v.markdown is not None]
-    assert views, "nothing shown"
-    assert "".join(v.markdown or "" for v in views) == stream.text
-    for view in views:
-        assert view.toHtml() == _rendered(view.markdown or "", view), f"shown differs from rendering {view.markdown!r}"
 
 
 @pytest.mark.parametrize(("shown", "text", "added"), [
@@ -94,7 +75,7 @@ def test_a_streamed_paragraph_is_rendered_once_per_block(qtbot: Any, monkeypatch
     # Each paragraph is rendered when it starts (its first word follows a line break) and when a line break
     # arrives; the words in between are inserted.
     assert len(calls) <= 3 * len(paragraphs), f"{len(calls)} renders for {len(pieces)} pieces"
-    _assert_shown_as_rendered(stream)
+    assert_shown_as_rendered(stream)
 
 
 def test_the_live_document_keeps_its_blocks_while_words_arrive(qtbot: Any) -> None:
@@ -110,7 +91,7 @@ def test_the_live_document_keeps_its_blocks_while_words_arrive(qtbot: Any) -> No
     assert [removed for _at, removed, _added in changes] == [0, 0]
     assert live.document().lastBlock().text() == "The second one goes on and on"
     assert live.markdown == stream.text
-    _assert_shown_as_rendered(stream)
+    assert_shown_as_rendered(stream)
 
 
 def test_what_is_shown_matches_rendering_after_each_piece(qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,6 +110,6 @@ def test_what_is_shown_matches_rendering_after_each_piece(qtbot: Any, monkeypatc
             size = rng.randint(1, 6)
             stream.append(text[pos:pos + size])
             pos, pieces = pos + size, pieces + 1
-            _assert_shown_as_rendered(stream)
+            assert_shown_as_rendered(stream)
         assert stream.text == text
         assert 0 < len(calls) < pieces  # some pieces were rendered, some appended

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fakes.rendered_markdown import assert_shown_as_rendered, rendered
 
-from tests.ui.test_stream_plain_words import _assert_shown_as_rendered, _rendered
 from ui import markdown
 from ui.chat.view.stream import MarkdownStream
 from ui.widgets.common import AutoHeightText
@@ -38,7 +38,7 @@ def test_a_segment_grown_a_character_at_a_time_shows_its_whole_rendering(qtbot: 
             part = text[:cut]
             view.grow_markdown(part, markdown.split_stable(part))
             assert view.markdown == part
-            assert view.toHtml() == _rendered(part), f"{part!r} shows otherwise than rendered whole"
+            assert view.toHtml() == rendered(part), f"{part!r} shows otherwise than rendered whole"
 
 
 def test_new_paragraphs_leave_the_finished_ones_in_the_document(qtbot: Any) -> None:
@@ -58,7 +58,7 @@ def test_new_paragraphs_leave_the_finished_ones_in_the_document(qtbot: Any) -> N
     # paragraph changed.
     assert min(at for at, _removed, _added in changes) >= first_end - 1, changes
     assert live.markdown == stream.text
-    _assert_shown_as_rendered(stream)
+    assert_shown_as_rendered(stream)
 
 
 def test_a_freeze_goes_in_a_turn_of_its_own(qtbot: Any) -> None:
@@ -81,4 +81,4 @@ def test_a_freeze_goes_in_a_turn_of_its_own(qtbot: Any) -> None:
     assert live.markdown == stream.text  # the piece is shown
     qtbot.waitUntil(lambda: not stream.pending)  # the freeze's turn
     assert stream.segments == segments + 1
-    _assert_shown_as_rendered(stream)
+    assert_shown_as_rendered(stream)

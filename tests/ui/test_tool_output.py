@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from fakes.stored_turns import FakeInfo, FakeView
+
 from tests.ui.chat_dump import dump_state
-from tests.ui.test_chat_presenter import FakeInfo, FakeView
 from ui.chat.model.calls import ToolCalls
 from ui.chat.model.column import Column
 from ui.chat.model.presenter import ChatPresenter

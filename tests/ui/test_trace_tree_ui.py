@@ -267,7 +267,7 @@ async def test_run_again_in_the_window_asks_for_approval_in_the_chat_and_not_the
 
 async def test_a_model_call_shows_its_request_and_the_trace_exports_as_opentelemetry(
         qapp_instance: Any, tmp_path: Path) -> None:
-    from test_trace_otlp_export import Receiver
+    from fakes.otlp_receiver import Receiver
 
     from ui.inspector.trace import TraceModel
     from ui.inspector.trace_pane import TracePane

@@ -17,14 +17,6 @@ import pytest
 from tests.xvfb.xsession import XServer, missing_tools
 
 
-def sizes() -> list[tuple[int, int]]:
-    out = []
-    for size in os.environ.get("ROBOTLAB_XVFB_SIZES", "1280x720").split(","):
-        width, height = (int(v) for v in size.strip().lower().split("x"))
-        out.append((width, height))
-    return out
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/xvfb/" in str(item.fspath).replace(os.sep, "/"):

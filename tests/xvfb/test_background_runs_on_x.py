@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.xvfb.conftest import sizes
-from tests.xvfb.xsession import AppUnderTest, XServer, wait_for
+from tests.xvfb.xsession import AppUnderTest, XServer, sizes, wait_for
 from workspace import events as ev
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.timeout(300)]

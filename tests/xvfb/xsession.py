@@ -23,6 +23,17 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+
+
+def sizes() -> list[tuple[int, int]]:
+    """The screen sizes the tests run at: ``ROBOTLAB_XVFB_SIZES`` (``1280x720,1920x1080``), default 1280x720."""
+    out = []
+    for size in os.environ.get("ROBOTLAB_XVFB_SIZES", "1280x720").split(","):
+        width, height = (int(v) for v in size.strip().lower().split("x"))
+        out.append((width, height))
+    return out
+
+
 TITLE = "RobotLab Workspace"
 
 
