@@ -78,7 +78,7 @@ def main() -> int:
     root.window.show()
     try:
         with loop:
-            root.window.send("What is left before the release?")
+            root.window.runs.send("What is left before the release?")
             loop.run_until_complete(_wait_until(lambda: root.controller.idle))
             loop.run_until_complete(asyncio.sleep(0.3))
             out = Path(args.output)
