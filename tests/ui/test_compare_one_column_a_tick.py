@@ -131,6 +131,44 @@ async def test_four_columns_events_in_one_turn_show_one_column_a_tick(app: Any, 
         painted.close()
 
 
+async def test_a_burst_of_text_goes_into_its_column_over_several_ticks(app: Any, server: FakeLLMServer) -> None:
+    """A column with thousands of characters waiting gets at most about TICK_CHARS of them on a tick (cut after a
+    word), the rest on its next ticks, while the other columns keep their turns; in the end it shows the whole
+    text, in order, and its run's end after it."""
+    from ui.compare.session import CandidateSpec
+    from ui.window.compare import TICK_CHARS
+
+    comparisons = app.window.comparisons
+    base = server.base_url + "/v1"
+    assert comparisons.start([CandidateSpec("assistant", model=f"openai/{m}", api_base=base) for m in MODELS[1:]])
+    chats = comparisons.chats
+    burst = "".join(f"Word {i} of a **long** burst. " for i in range(200))  # about 6,000 characters
+    assert len(burst) > 4 * TICK_CHARS
+    comparisons._event(ev.RunStarted(run_id="run-0", robot="assistant", candidate=0))
+    comparisons._event(ev.TextDelta(run_id="run-0", robot="assistant", text=burst[:100], candidate=0))
+    comparisons._event(ev.TextDelta(run_id="run-0", robot="assistant", text=burst[100:], candidate=0))
+    comparisons._event(ev.RunFinished(run_id="run-0", robot="assistant", candidate=0))
+    comparisons._event(ev.RunStarted(run_id="run-1", robot="assistant", candidate=1))
+    comparisons._event(ev.TextDelta(run_id="run-1", robot="assistant", text="Short.", candidate=1))
+    items = len(chats[0].items())
+    grown, ticks = [], 0
+    while any(comparisons._pending):
+        was = shown(chats[0])
+        comparisons._flush_columns()
+        ticks += 1
+        now = shown(chats[0])
+        assert burst.startswith(now), "the column's text out of order"
+        if now != was:
+            grown.append(len(now) - len(was))
+            assert now.endswith(" "), "a tick cut the text in a word"
+        assert ticks < 100, "the ticks never showed the whole burst"
+    assert max(grown) <= TICK_CHARS, f"a tick gave the column {max(grown)} characters"
+    assert len(grown) >= len(burst) // TICK_CHARS
+    assert shown(chats[0]) == burst
+    assert shown(chats[1]) == "Short."
+    assert len(chats[0].items()) > items  # the run's end (its footer) after the whole text
+
+
 async def test_the_runs_end_shows_every_columns_waiting_events(app: Any, server: FakeLLMServer) -> None:
     """At the runs' end (``every``) no column waits for its tick: all of them show what came."""
     from ui.compare.session import CandidateSpec

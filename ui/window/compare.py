@@ -13,6 +13,7 @@ loop as every run. "Keep this one" ends the comparison: the chat opens that cand
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from PySide6.QtCore import QEvent, QObject, QTimer, Signal
@@ -50,6 +51,10 @@ FRAME_MS = 16
 PAINT_WAIT_MS = 4 * FRAME_MS
 #: The longest the columns' last events wait for their ticks once the runs ended (s).
 DRAIN_S = 2.0
+#: At most about this much streamed text (answer and thinking) goes into a column on a tick; the rest waits for
+#: the column's next tick. What a tick costs follows the text it renders: a burst (a column that waited while the
+#: others streamed, a fast model) would otherwise render thousands of characters and freeze segments in one pass.
+TICK_CHARS = 800
 
 
 class UserText(NamedTuple):
@@ -467,14 +472,15 @@ class Comparisons(QObject):
         on one tick), every pass rendered, laid out and repainted four columns, a run's first words and its end
         included, and held the window for 100-400 ms on a busy machine. One column a tick keeps a pass to one
         column's work; with four streaming, each column moves every fourth frame (15 times a second), and a
-        column streaming alone moves every frame."""
+        column streaming alone moves every frame. A tick gives a column at most about :data:`TICK_CHARS` of its
+        streamed text (:func:`cut_text`), the rest on its next tick, so a burst does not make one long pass."""
         count = len(self._pending)
         for step in range(count):
             index = (self._next_column + step) % count
             events = self._pending[index]
             if not events:
                 continue
-            self._pending[index] = []
+            self._pending[index] = [] if every else cut_text(events, TICK_CHARS)
             bridge = self.bridges[index]
             for event in events:
                 if isinstance(event, UserText):
@@ -638,3 +644,29 @@ class Comparisons(QObject):
         answer = QMessageBox.question(self.services.shell, "The verify failed",
                                       f"The verify command failed on the accepted hunks:\n\n{tail}\n\nApply anyway?")
         return answer == QMessageBox.StandardButton.Yes
+
+
+def cut_text(events: list[ev.Event | UserText], limit: int) -> list[ev.Event | UserText]:
+    """Keep in ``events`` what goes up to about ``limit`` characters of streamed text (text and thinking deltas)
+    and return the rest, in order: a delta that goes past the limit is cut after its last space or line end
+    before it (in a word only when it has none), its second part first in the rest. Other events cost no
+    text: they go with the text before them."""
+    from workspace import events as ev
+
+    left = limit
+    for position, event in enumerate(events):
+        if not isinstance(event, ev.TextDelta | ev.ReasoningDelta):
+            continue
+        if left <= 0:
+            rest = events[position:]
+            del events[position:]
+            return rest
+        text = event.text
+        if len(text) > left:
+            cut = max(text.rfind(" ", 0, left), text.rfind("\n", 0, left)) + 1 or left
+            rest = [replace(event, text=text[cut:]), *events[position + 1:]]
+            del events[position + 1:]
+            events[position] = replace(event, text=text[:cut])
+            return rest
+        left -= len(text)
+    return []
