@@ -169,6 +169,49 @@ async def test_a_burst_of_text_goes_into_its_column_over_several_ticks(app: Any,
     assert len(chats[0].items()) > items  # the run's end (its footer) after the whole text
 
 
+async def test_a_columns_freeze_goes_on_a_tick_of_its_own(app: Any, server: FakeLLMServer,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the frame clock runs, the render a column's streamed Markdown leaves for later (its finished blocks
+    frozen into a segment) waits for the column's next tick, a tick of its own, not a timer of the stream's that
+    lands in the pass of another column's tick; once the clock stops, a stream uses its timer again."""
+    import asyncio
+
+    from ui.chat.view.stream import FREEZE_CHARS, MAX_RENDER_CHARS
+    from ui.compare.session import CandidateSpec
+    from ui.window import compare
+
+    monkeypatch.setattr(compare, "TICK_CHARS", 100_000)  # the whole text on one tick
+    comparisons = app.window.comparisons
+    base = server.base_url + "/v1"
+    assert comparisons.start([CandidateSpec("assistant", model=f"openai/{m}", api_base=base) for m in MODELS[1:]])
+    chats = comparisons.chats
+    comparisons._ticking = True  # as a send does, the frame clock's ticks run here one at a time
+    paragraphs = "".join(f"Paragraph {i} has **some** words in it, " * 6 + "\n\n" for i in range(8))
+    assert FREEZE_CHARS < len(paragraphs) < MAX_RENDER_CHARS  # rendered whole, its freeze left for later
+    comparisons._event(ev.RunStarted(run_id="run-0", robot="assistant", candidate=0))
+    comparisons._event(ev.TextDelta(run_id="run-0", robot="assistant", text=paragraphs, candidate=0))
+    comparisons._event(ev.TextDelta(run_id="run-1", robot="assistant", text="Short.", candidate=1))
+    comparisons._flush_columns()  # column 0's text: its finished blocks to freeze, later
+    stream = next(w for w in chats[0].items() if hasattr(w, "append"))
+    assert stream.pending, "the text did not leave a freeze for later"
+    segments = stream.segments
+    assert [type(e).__name__ for e in comparisons._pending[0]] == ["Deferred"]
+    await asyncio.sleep(0.1)  # a stream's own timer (4 ms) would have frozen it by now
+    assert stream.segments == segments, "the freeze ran off the frame clock"
+    comparisons._flush_columns()  # column 1's tick: its text, not column 0's freeze
+    assert shown(chats[1]) == "Short." and stream.segments == segments
+    comparisons._flush_columns()  # column 0's tick: the freeze alone
+    assert stream.segments > segments and not stream.pending
+    assert not any(comparisons._pending)
+    assert shown(chats[0]) == paragraphs
+
+    comparisons._ticking = False  # the clock stopped (the runs ended): a freeze goes on the stream's timer
+    comparisons._event(ev.TextDelta(run_id="run-0", robot="assistant", text=paragraphs, candidate=0))
+    comparisons._flush_columns(every=True)
+    assert not any(comparisons._pending)
+    await wait_until(lambda: not stream.pending, what="the stream's own render")
+
+
 async def test_the_runs_end_shows_every_columns_waiting_events(app: Any, server: FakeLLMServer) -> None:
     """At the runs' end (``every``) no column waits for its tick: all of them show what came."""
     from ui.compare.session import CandidateSpec

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 
 from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 
@@ -61,6 +61,17 @@ class UserText(NamedTuple):
     """The person's message to a column, waiting for the column's tick with its candidate's events."""
 
     text: str
+
+
+class Deferred(NamedTuple):
+    """A render a column's streamed Markdown left for later (a freeze of its finished blocks, a backlog's next
+    part), waiting for the column's tick: a tick of its own, not in the pass of another column's tick."""
+
+    render: Callable[[], None]
+
+
+#: What waits for a column's tick.
+Waiting: TypeAlias = "ev.Event | UserText | Deferred"
 
 
 class CandidateInspector(Protocol):
@@ -123,7 +134,9 @@ class Comparisons(QObject):
         #: Set when no column has events waiting (the runs ended: :meth:`_drain` waits for it).
         self._drained: asyncio.Event | None = None
         #: Each column's events not shown yet (its candidate's, as they came): its bridge gets them on its tick.
-        self._pending: list[list[ev.Event | UserText]] = []
+        self._pending: list[list[Waiting]] = []
+        #: The frame clock runs (from a send to the runs' end): the columns' deferred renders go on its ticks.
+        self._ticking = False
         #: The column the next tick looks at first.
         self._next_column = 0
 
@@ -353,6 +366,7 @@ class Comparisons(QObject):
             # The column's events to its chat, and an approval with the event that asks it (ui.window.asked).
             bridge.view_event.connect(lambda event, chat=chat: show_asked(chat, event, waiting))
             bridge.events_batched.connect(lambda batch, i=index: self._keep_events(i, batch))
+            chat.defer_render = lambda render, i=index: self._defer(i, render)
             self.chats.append(chat)
             self.bridges.append(bridge)
         self.stats = ComparisonStats(labels)
@@ -382,6 +396,7 @@ class Comparisons(QObject):
         stats.message_sent(list(compare.active))
         self.composer.set_running(True)
         self._timer.start()
+        self._ticking = True
         self._frame.start(FRAME_MS)
         if self.view is not None:
             self._painted = self.view.window()
@@ -397,6 +412,7 @@ class Comparisons(QObject):
             self.services.notices.banner(f"The comparison could not run: {exc}")
             results = []
         finally:
+            self._ticking = False
             self._frame.stop()
             self._painting = False
             if self._painted is not None:
@@ -473,17 +489,20 @@ class Comparisons(QObject):
         included, and held the window for 100-400 ms on a busy machine. One column a tick keeps a pass to one
         column's work; with four streaming, each column moves every fourth frame (15 times a second), and a
         column streaming alone moves every frame. A tick gives a column at most about :data:`TICK_CHARS` of its
-        streamed text (:func:`cut_text`), the rest on its next tick, so a burst does not make one long pass."""
+        streamed text (:func:`cut_text`), the rest on its next tick, so a burst does not make one long pass; a
+        render its Markdown left for later (a freeze) is a tick of its own (:func:`one_tick`)."""
         count = len(self._pending)
         for step in range(count):
             index = (self._next_column + step) % count
             events = self._pending[index]
             if not events:
                 continue
-            self._pending[index] = [] if every else cut_text(events, TICK_CHARS)
+            self._pending[index] = [] if every else one_tick(events, TICK_CHARS)
             bridge = self.bridges[index]
             for event in events:
-                if isinstance(event, UserText):
+                if isinstance(event, Deferred):
+                    event.render()
+                elif isinstance(event, UserText):
                     self.chats[index].presenter.add_user(event.text)
                 else:
                     bridge.feed(event)
@@ -496,6 +515,14 @@ class Comparisons(QObject):
             self._drained.set()
         if not every and self.running:
             self._frame.start(PAINT_WAIT_MS if self._painting else FRAME_MS)
+
+    def _defer(self, index: int, render: Callable[[], None]) -> bool:
+        """Column ``index``'s render left for later goes on its next tick while the frame clock runs (False:
+        not taken, the stream uses a timer)."""
+        if not self._ticking or not 0 <= index < len(self._pending):
+            return False
+        self._pending[index].append(Deferred(render))
+        return True
 
     async def _drain(self) -> None:
         """The runs ended: the columns' events still waiting shown on the frame clock's ticks, one column a tick as
@@ -646,7 +673,20 @@ class Comparisons(QObject):
         return answer == QMessageBox.StandardButton.Yes
 
 
-def cut_text(events: list[ev.Event | UserText], limit: int) -> list[ev.Event | UserText]:
+def one_tick(events: list[Waiting], limit: int) -> list[Waiting]:
+    """Keep in ``events`` (a column's, waiting) what its tick shows and return what waits for its next ones: a
+    render left for later alone, or what comes before the next one, up to about ``limit`` characters of text."""
+    later: list[Waiting] = []
+    for position, event in enumerate(events):
+        if isinstance(event, Deferred):
+            cut = position or 1
+            later = events[cut:]
+            del events[cut:]
+            break
+    return cut_text(events, limit) + later
+
+
+def cut_text(events: list[Waiting], limit: int) -> list[Waiting]:
     """Keep in ``events`` what goes up to about ``limit`` characters of streamed text (text and thinking deltas)
     and return the rest, in order: a delta that goes past the limit is cut after its last space or line end
     before it (in a word only when it has none), its second part first in the rest. Other events cost no

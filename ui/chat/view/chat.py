@@ -75,6 +75,7 @@ from ui.widgets.status import robot_color
 
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Callable
 
     from workspace.approval import ApprovalRequest
 
@@ -121,6 +122,9 @@ class ChatView(QScrollArea):
     #: An approval that had the keyboard was answered and none other waits: the window gives the keyboard
     #: back to the message box.
     keyboard_released = Signal()
+    #: Where the view's streamed Markdown puts a render it leaves for later (a freeze, a backlog's next part):
+    #: a comparison's column sets its frame clock's (:func:`ui.chat.view.stream.frame_clock`); None: a timer.
+    defer_render: Callable[[Callable[[], None]], bool] | None = None
 
     def __init__(self, parent: QWidget | None = None, *, presenter: ChatPresenter | None = None) -> None:
         super().__init__(parent)

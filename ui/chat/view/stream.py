@@ -13,6 +13,8 @@ still open once it is long (nothing in it counts as finished for Markdown) becom
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
@@ -21,10 +23,26 @@ from ui.chat.view.code_lines import leading_fence
 from ui.chat.view.code_stream import CodeStream
 from ui.widgets.common import AutoHeightText
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 #: Freeze finished blocks into their own segment once this many characters are stable.
 FREEZE_CHARS = 1200
 #: At most about this much Markdown is rendered per event-loop turn (bursts catch up over turns).
 MAX_RENDER_CHARS = 2500
+
+
+def frame_clock(widget: QWidget) -> Callable[[Callable[[], None]], bool] | None:
+    """The ``defer_render`` of the nearest view above ``widget`` that sets one (a comparison's column: its
+    renders go on the comparison's frame clock, one column a tick, not on timers of their own that land in
+    another column's pass): it takes a render for later and says whether it did."""
+    parent = widget.parentWidget()
+    while parent is not None:
+        defer = getattr(parent, "defer_render", None)
+        if defer is not None:
+            return defer
+        parent = parent.parentWidget()
+    return None
 
 
 class MarkdownStream(QWidget):
@@ -175,9 +193,18 @@ class MarkdownStream(QWidget):
         return False
 
     def _schedule(self) -> None:
+        """The next render (a freeze, a backlog's next part) in a later turn of the loop: on the frame clock of
+        the view it is in when that view has one (see :func:`frame_clock`), else 4 ms from now."""
         if not self._scheduled:
             self._scheduled = True
-            QTimer.singleShot(4, self._render)  # leave room for input and painting
+            defer = frame_clock(self)
+            if defer is None or not defer(self._render_scheduled):
+                QTimer.singleShot(4, self._render)  # leave room for input and painting
+
+    def _render_scheduled(self) -> None:
+        """The render :meth:`_schedule` asked for, unless new text rendered (and scheduled anew) since."""
+        if self._scheduled:
+            self._render()
 
     @property
     def pending(self) -> bool:
