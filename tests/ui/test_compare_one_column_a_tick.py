@@ -142,7 +142,7 @@ async def test_a_burst_of_text_goes_into_its_column_over_several_ticks(app: Any,
     base = server.base_url + "/v1"
     assert comparisons.start([CandidateSpec("assistant", model=f"openai/{m}", api_base=base) for m in MODELS[1:]])
     chats = comparisons.chats
-    burst = "".join(f"Word {i} of a **long** burst. " for i in range(200))  # about 6,000 characters
+    burst = "".join(f"Word {i} of a **long** burst. " for i in range(400))  # about 12,000 characters
     assert len(burst) > 4 * TICK_CHARS
     comparisons._event(ev.RunStarted(run_id="run-0", robot="assistant", candidate=0))
     comparisons._event(ev.TextDelta(run_id="run-0", robot="assistant", text=burst[:100], candidate=0))

@@ -52,9 +52,11 @@ PAINT_WAIT_MS = 4 * FRAME_MS
 #: The longest the columns' last events wait for their ticks once the runs ended (s).
 DRAIN_S = 2.0
 #: At most about this much streamed text (answer and thinking) goes into a column on a tick; the rest waits for
-#: the column's next tick. What a tick costs follows the text it renders: a burst (a column that waited while the
-#: others streamed, a fast model) would otherwise render thousands of characters and freeze segments in one pass.
-TICK_CHARS = 800
+#: the column's next tick. Up to a couple of thousand characters a tick costs about the same (3-4 ms on a busy
+#: machine: the open paragraph rendered again, the column laid out), so four fast streams are not slowed; a
+#: larger burst (a column that waited, a fast model) would render and freeze several segments in one pass. Below
+#: the stream's own bound on one render (:data:`ui.chat.view.stream.MAX_RENDER_CHARS`).
+TICK_CHARS = 2000
 
 
 class UserText(NamedTuple):
