@@ -668,15 +668,21 @@ def stamp(event: E, *, run_id: str, robot: str, seq: int, task: str | None = Non
     if event.run_id:
         return dataclasses.replace(event, run_id=run_id, robot=robot, seq=seq, task=task,
                                    parent_run_id=parent_run_id, parent_tool_id=parent_tool_id, candidate=candidate)
-    put = object.__setattr__  # the frozen dataclass's own way to set a field before it is shared
-    put(event, "run_id", run_id)
-    put(event, "robot", robot)
-    put(event, "seq", seq)
-    put(event, "task", task)
-    put(event, "parent_run_id", parent_run_id)
-    put(event, "parent_tool_id", parent_tool_id)
-    put(event, "candidate", candidate)
+    _SET_RUN_ID(event, run_id)
+    _SET_ROBOT(event, robot)
+    _SET_SEQ(event, seq)
+    _SET_TASK(event, task)
+    _SET_PARENT_RUN_ID(event, parent_run_id)
+    _SET_PARENT_TOOL_ID(event, parent_tool_id)
+    _SET_CANDIDATE(event, candidate)
     return event
+
+
+# The stamp fields' slots set directly (what the frozen dataclass's own __init__ does through
+# object.__setattr__, without its lookup of the field by name: stamping is on every event's path).
+(_SET_RUN_ID, _SET_ROBOT, _SET_SEQ, _SET_TASK, _SET_PARENT_RUN_ID, _SET_PARENT_TOOL_ID, _SET_CANDIDATE) = (
+    vars(BaseEvent)[name].__set__ for name in ("run_id", "robot", "seq", "task", "parent_run_id", "parent_tool_id",
+                                               "candidate"))
 
 
 def ends(event: Event, run_id: str) -> bool:
