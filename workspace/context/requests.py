@@ -69,12 +69,19 @@ def _clean(value: Any, mask: Any) -> Any:
         if len(value) > MAX_STRING_CHARS:
             value = value[:MAX_STRING_CHARS] + f"… ({len(value) - MAX_STRING_CHARS:,} more characters, not recorded)"
         return mask(value)
-    if isinstance(value, Mapping):
-        return {str(k): _clean(v, mask) for k, v in value.items()
-                if str(k).lower() not in _DROPPED and not (isinstance(v, str) and is_secret_name(str(k), v))}
-    if isinstance(value, list | tuple):
+    # A plain dict, list or number by its exact type first: the ABC check a Mapping takes costs more than the
+    # rest of a small value's cleaning, and a request's body is mostly those (recorded on every model call).
+    kind = type(value)
+    if kind is dict or isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            key = k if type(k) is str else str(k)
+            if key.lower() not in _DROPPED and not (isinstance(v, str) and is_secret_name(key, v)):
+                out[key] = _clean(v, mask)
+        return out
+    if kind is list or kind is tuple or isinstance(value, list | tuple):
         return [_clean(v, mask) for v in value]
-    if isinstance(value, int | float | bool) or value is None:
+    if kind is int or kind is float or kind is bool or value is None or isinstance(value, int | float):
         return value
     return mask(json.dumps(value, ensure_ascii=False, default=str))
 
