@@ -41,8 +41,11 @@ def _chat() -> ChatView:
 
 
 def _settle(rounds: int = 4) -> None:
+    """``rounds`` passes of the event loop, a millisecond apart (the turn window's next step can wait for the
+    next frame, a timer: passes back to back would all come before it)."""
     for _ in range(rounds):
         QApplication.processEvents()
+        time.sleep(0.001)
 
 
 def _answers(chat: ChatView) -> dict[str, MarkdownStream]:
