@@ -9,9 +9,10 @@ resize and change of range:
 
 - a placeholder that comes near the screen is made into the turn's widgets again, from the state (the
   same widgets the listener's calls make, so a turn scrolled back into view shows what it showed);
-  a few turns a step, each step under a frame's budget (shared with the loading of earlier turns when both
-  run in one pass of the event loop), so scrolling never freezes; a turn made
-  above what is on screen keeps what is on screen in place;
+  a widget at a time, under a frame's budget that the steps of a frame share (the loading of earlier turns
+  too, and Qt's work between them counts: a step due once it is spent waits for the next frame), a widget
+  made only if what one of its kind cost fits in what is left and shown by the step that made it, so
+  scrolling never freezes; a turn made above what is on screen keeps what is on screen in place;
 - a turn far from the screen gives its widgets back (released) unless it is still running, asks
   something, holds the keyboard or is the last turn.
 
