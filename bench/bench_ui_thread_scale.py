@@ -28,7 +28,8 @@ no more than reopened. Writes bench/results/ui_thread_scale.json.
 
 ``--paging N`` runs only the paging to the top of an N-turn thread and prints its worst, p95 and median step, wall
 time and the window thread's CPU time (a busy machine's waits show in the first, not in the second), the total
-time and the collector's full passes meanwhile, then its longest steps (which step, its action, wall and CPU
+time and the collector's full passes meanwhile (a pass of the event loop that changed nothing, the window waiting
+for its next frame, is not a step: it is counted apart), then its longest steps (which step, its action, wall and CPU
 time); ``--paging N --sample`` adds where the window's thread was during each (its stack sampled every 0.5 ms from
 a thread of its own, which costs the window's thread a little: figures without it are the ones to compare).
 """
@@ -53,6 +54,9 @@ SIZES = (100, 1000, 10000)
 LIVE_TURNS = 100
 #: Paging back to the top stops after this long (s) on a slow machine: the turns reached are printed.
 PAGING_LIMIT = 240
+#: A pass of the paging that changed nothing and took less CPU than this (ms) is not a step: the window waited
+#: for its next frame (a pass that changed nothing but took longer is one: Qt's work for the last one's widgets).
+IDLE_CPU_MS = 1.0
 #: The longest steps of the paging printed, each with its action, wall and CPU time.
 WORST_SHOWN = 5
 
@@ -109,6 +113,13 @@ def _chat() -> object:
 def _median_cpu(steps: list[Step]) -> float:
     cpus = sorted(s.cpu_ms for s in steps)
     return round(cpus[len(cpus) // 2], 1)
+
+
+def _progress(chat: Any) -> tuple[int, int, int, int]:
+    """What a pass of the paging may change: the turns loaded, the widgets made, the turns released, the scroll
+    position."""
+    window = chat.turn_window
+    return len(chat.presenter.state.turns), len(chat._widgets), window.released, chat.verticalScrollBar().value()
 
 
 def _queued_ms() -> float:
@@ -210,8 +221,10 @@ def page_to_top(app: object, chat: object, *, sample: bool = False) -> dict[str,
     sampler = StackSampler() if sample else None
     paging = time.perf_counter()
     deadline = paging + PAGING_LIMIT
+    idle = 0
     try:
         while settled < 30 and time.perf_counter() < deadline:
+            before = _progress(chat)
             t, cpu, queued = time.perf_counter(), time.thread_time(), _queued_ms()
             if bar.value() == 0 and chat.hidden_turns:
                 action = "load_earlier"
@@ -221,10 +234,14 @@ def page_to_top(app: object, chat: object, *, sample: bool = False) -> dict[str,
                 bar.setValue(0)
             process()
             end = time.perf_counter()
+            cpu_ms = (time.thread_time() - cpu) * 1000
+            settled = settled + 1 if not chat.hidden_turns and not chat.turn_window.busy else 0
+            if _progress(chat) == before and cpu_ms < IDLE_CPU_MS:  # nothing to do: the window waits for a frame
+                idle += 1
+                continue
             steps.append(Step(len(steps), action, len(chat.presenter.state.turns), t, end, (end - t) * 1000,
-                              (time.thread_time() - cpu) * 1000, _queued_ms() - queued))
+                              cpu_ms, _queued_ms() - queued))
             most_widgets = max(most_widgets, len(chat.items()))
-            settled = settled + 1 if not chat.hidden_turns else 0
     finally:
         gc.callbacks.remove(count)
         if sampler is not None:
@@ -233,7 +250,8 @@ def page_to_top(app: object, chat: object, *, sample: bool = False) -> dict[str,
     walls = sorted(s.wall_ms for s in steps)
     cpus = sorted(s.cpu_ms for s in steps)
     worst = sorted(steps, key=lambda s: s.wall_ms, reverse=True)[:WORST_SHOWN]
-    paging_steps = steps[:len(steps) - settled] or steps  # (not the steps after every turn was loaded)
+    loaded = next((i for i, s in enumerate(steps) if s.turns == len(chat.presenter.state.turns)), len(steps))
+    paging_steps = steps[:loaded + 1]  # (not the steps after every turn was loaded)
     return {"longest_stall_ms": round(walls[-1], 1), "p95_stall_ms": round(walls[int(len(walls) * 0.95)], 1),
             "median_stall_ms": round(walls[len(walls) // 2], 1), "steps": len(steps),
             "longest_step_cpu_ms": round(cpus[-1], 1), "p95_step_cpu_ms": round(cpus[int(len(cpus) * 0.95)], 1),
@@ -241,7 +259,7 @@ def page_to_top(app: object, chat: object, *, sample: bool = False) -> dict[str,
             # (per-step work that grows with the turns loaded shows as the last tenth's median above the first's)
             "first_tenth_cpu_ms": _median_cpu(paging_steps[:max(1, len(paging_steps) // 10)]),
             "last_tenth_cpu_ms": _median_cpu(paging_steps[-max(1, len(paging_steps) // 10):]),
-            "full_gc_passes": full_passes[0], "turns_paged": len(chat.presenter.state.turns),
+            "idle_passes": idle, "full_gc_passes": full_passes[0], "turns_paged": len(chat.presenter.state.turns),
             "paging_s": round(paged, 1), "most_widgets_alive": most_widgets,
             "worst_steps": [s.describe(sampler) for s in worst],
             "most_cpu_steps": [s.describe(sampler) for s in sorted(steps, key=lambda s: s.cpu_ms, reverse=True)[:3]]}
@@ -443,7 +461,8 @@ def paging_only(turns: int, *, sample: bool) -> None:
     print(f"{turns} turns, paging to the top (load average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after): "
           f"worst step {row['longest_stall_ms']:.0f} ms (CPU {row['longest_step_cpu_ms']:.0f} ms), p95 "
           f"{row['p95_stall_ms']:.0f} ms (CPU {row['p95_step_cpu_ms']:.0f} ms), median {row['median_stall_ms']:.0f} ms, "
-          f"{row['turns_paged']} turns in {row['paging_s']:.0f} s over {row['steps']} steps, "
+          f"{row['turns_paged']} turns in {row['paging_s']:.1f} s over {row['steps']} steps "
+          f"(and {row['idle_passes']} passes with nothing to do, not counted), "
           f"{row['full_gc_passes']} full collections (target: worst step < 16 ms quiet, < 50 ms busy)", flush=True)
     print(f"  median step CPU {row['median_step_cpu_ms']:.1f} ms (the first tenth of the steps "
           f"{row['first_tenth_cpu_ms']:.1f} ms, the last {row['last_tenth_cpu_ms']:.1f} ms); the longest steps:", flush=True)

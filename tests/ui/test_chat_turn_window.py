@@ -41,8 +41,11 @@ def _chat() -> ChatView:
 
 
 def _settle(rounds: int = 4) -> None:
+    """``rounds`` passes of the event loop, a millisecond apart (the turn window's next step can wait for the
+    next frame, a timer: passes back to back would all come before it)."""
     for _ in range(rounds):
         QApplication.processEvents()
+        time.sleep(0.001)
 
 
 def _answers(chat: ChatView) -> dict[str, MarkdownStream]:
@@ -228,6 +231,147 @@ def test_the_steps_of_one_pass_of_the_event_loop_share_one_budget(
         # a budget, then one more thing done by each of the other steps of the pass, and their few looks
         assert longest <= virtual.STEP_BUDGET + 12 * clock.TICK, (
             f"a pass of the event loop took {longest * 1000:.1f} ms of budget ({virtual.STEP_BUDGET * 1000:.0f} ms each step)")
+    finally:
+        chat.close()
+        chat.deleteLater()
+        store.close()
+
+
+class _SetClock:
+    """A clock for the turn window's budget that moves only when the test says: what a step costs is what the
+    test charges for the widgets it makes and for Qt's work after it."""
+
+    def __init__(self) -> None:
+        self.now = time.perf_counter() + 1000.0  # (after any time the window noted before)
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+#: What an answer's widget costs, on the test's clock (s): a long answer with code costs ten times the rest.
+ANSWER_COST = 0.005
+#: What any other widget costs, and Qt's work laying out and styling after a step that made widgets (s).
+OTHER_COST = 0.0005
+QT_WORK = 0.003
+
+
+def _page_up_on(clock: _SetClock, chat: ChatView) -> list[float]:
+    """Page the chat to its top as bench_ui_thread_scale does, on ``clock``: how long each pass of the event loop
+    took (a frame painted between two)."""
+    bar = chat.verticalScrollBar()
+    passes: list[float] = []
+    rounds = 0
+    while (chat.hidden_turns or chat.turn_window.busy) and rounds < 3000:
+        began = clock.now
+        if bar.value() == 0 and chat.hidden_turns:
+            chat.load_earlier()
+        else:
+            bar.setValue(0)
+        QApplication.processEvents()
+        passes.append(clock.now - began)
+        clock.now += 0.02
+        time.sleep(0.001)  # (a step put off to the next frame waits for a timer)
+        rounds += 1
+    return passes
+
+
+def test_a_step_makes_a_widget_only_if_what_its_kind_cost_fits_in_the_budget_left(
+        qapp_instance: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """A long answer with code costs ten times a header to make; a step made the next widget whenever its budget
+    was not yet spent, so one started at the budget's end ran most of a frame over. A widget is made only if
+    what one of its kind cost lately fits in what is left (a frame's first is made whatever it costs)."""
+    from ui.chat.model.state import TextItem
+    from ui.chat.view import virtual
+
+    store, thread_id = _thread(tmp_path / "kinds.db", 120)
+    chat = _chat()
+    try:
+        chat.show_thread(LazyTranscript(store, thread_id))
+        _settle()
+        clock = _SetClock()
+        monkeypatch.setattr(virtual, "time", clock)
+        make_item, make_turn = chat.item_added, chat.build_turn
+
+        def item_added(item: Any) -> None:
+            if not chat.turn_window.holds(item):
+                clock.now += ANSWER_COST if isinstance(item, TextItem) else OTHER_COST
+            make_item(item)
+
+        def build_turn(turn: Any) -> None:
+            clock.now += OTHER_COST
+            make_turn(turn)
+
+        monkeypatch.setattr(chat, "item_added", item_added)
+        monkeypatch.setattr(chat, "build_turn", build_turn)
+        passes = _page_up_on(clock, chat)
+        assert chat.hidden_turns == 0 and chat.user_messages()[0].text == "question 0"
+        over = [round(p * 1000, 1) for p in passes if p > virtual.STEP_BUDGET + OTHER_COST]
+        # (the first answers made teach the window what one costs: one or two passes may run over meanwhile)
+        assert len(over) <= 2, f"passes over the budget (ms): {over}"
+    finally:
+        chat.close()
+        chat.deleteLater()
+        store.close()
+
+
+def test_the_steps_of_a_frame_share_its_budget_across_qts_work_between_them(
+        qapp_instance: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """Qt lays out and styles what a step made before the next step of the pass runs (a slice of earlier turns
+    loaded): a step starting more than a millisecond after the last one had a budget of its own, so a pass held
+    the window for two budgets and Qt's work. The steps of a frame share its budget, counted from its start; one
+    due once it is spent waits for the next frame."""
+    from ui.chat.view import virtual
+
+    store, thread_id = _thread(tmp_path / "frame.db", 300)
+    chat = _chat()
+    try:
+        chat.show_thread(LazyTranscript(store, thread_id))
+        _settle()
+        chat.load_earlier()  # a page of placeholders above the screen
+        while chat.turn_window.busy:
+            _settle(1)
+        clock = _CountingClock()
+        monkeypatch.setattr(virtual, "time", clock)
+        bar = chat.verticalScrollBar()
+        bar.setValue(bar.maximum() // 3)  # into the placeholders: a step makes their widgets, the budget's worth
+        QApplication.processEvents()
+        assert chat.turn_window.busy, "the step made every widget near the screen: nothing spent its budget"
+        clock.now += QT_WORK  # Qt lays out and styles them, more than a millisecond
+        turns = len(chat.presenter.state.turns)
+        chat.load_earlier()  # "Show earlier turns" in the same frame: its first slice would load now
+        assert len(chat.presenter.state.turns) == turns, "a slice loaded in a frame whose budget was spent"
+        clock.now += virtual.FRAME  # the next frame: the slice loads (a timer)
+        rounds = 0
+        while len(chat.presenter.state.turns) == turns and rounds < 500:
+            _settle(1)
+            rounds += 1
+        assert len(chat.presenter.state.turns) > turns
+        while chat.turn_window.busy and rounds < 2000:  # (the page's other slices, before the store closes)
+            clock.now += virtual.FRAME
+            _settle(1)
+            rounds += 1
+    finally:
+        chat.close()
+        chat.deleteLater()
+        store.close()
+
+
+def test_a_turns_widgets_are_shown_by_the_step_that_makes_them(qapp_instance: Any, tmp_path: Path) -> None:
+    """A new widget in the column was shown (styled, its size asked) by Qt on a later pass of the event loop, not
+    in the step that made it: its cost fell outside the step's budget, in Qt's work after it (a third of a pass).
+    The step shows what it makes."""
+    store, thread_id = _thread(tmp_path / "shown.db", 30)
+    chat = _chat()
+    try:
+        chat.show_thread(LazyTranscript(store, thread_id))
+        _settle()
+        chat.load_earlier()
+        while chat.turn_window.busy:
+            _settle(1)
+        far = next(t for t in chat.presenter.state.turns if chat.turn_window.is_placeholder(t))
+        chat.turn_window.make(far)  # (as a search result far up does: no pass of the event loop after it)
+        widgets = chat._turn_widgets[far]
+        assert widgets and all(w.isVisible() for w in widgets), [type(w).__name__ for w in widgets if not w.isVisible()]
     finally:
         chat.close()
         chat.deleteLater()

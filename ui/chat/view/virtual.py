@@ -9,9 +9,10 @@ resize and change of range:
 
 - a placeholder that comes near the screen is made into the turn's widgets again, from the state (the
   same widgets the listener's calls make, so a turn scrolled back into view shows what it showed);
-  a few turns a step, each step under a frame's budget (shared with the loading of earlier turns when both
-  run in one pass of the event loop), so scrolling never freezes; a turn made
-  above what is on screen keeps what is on screen in place;
+  a widget at a time, under a frame's budget that the steps of a frame share (the loading of earlier turns
+  too, and Qt's work between them counts: a step due once it is spent waits for the next frame), a widget
+  made only if what one of its kind cost fits in what is left and shown by the step that made it, so
+  scrolling never freezes; a turn made above what is on screen keeps what is on screen in place;
 - a turn far from the screen gives its widgets back (released) unless it is still running, asks
   something, holds the keyboard or is the last turn.
 
@@ -32,12 +33,13 @@ it back to the collector (``gc.unfreeze``), so a closed thread's state is freed.
 from __future__ import annotations
 
 import gc
+import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication, QWidget
 
 from ui.chat.model.state import Item, Lane, RunState, TurnState
@@ -47,15 +49,14 @@ from workspace.shared_imports import gc_paused
 if TYPE_CHECKING:
     from ui.chat.view.chat import ChatView
 
-#: How long (s) one step of making turns may take: under a frame.
+#: How long (s) the steps of a frame (making turns, slices of earlier turns loaded) may take, counted from the
+#: frame's start with Qt's work between them: half a frame, the rest left to Qt and to painting.
 STEP_BUDGET = 0.008
-#: A step (making turns, or a slice of earlier turns loaded) that starts within this long (s) of the end of the
-#: last one, while a frame has not passed since the budget began, runs in the same pass of the event loop as
-#: it, or one straight after with nothing else to do: it takes what is left of that budget. Each had a budget
-#: of its own, and a pass running a slice of earlier turns, then a step making the turns that came near the
-#: screen, then the next slice (scrolling up to the top does that) held the window for two or three budgets.
-SAME_PASS = 0.001
-#: A frame (s): steps back to back share a budget for no longer than this, then a new one begins.
+#: A frame (s): the steps in it share one budget; a step due once it is spent waits for the next frame (a
+#: timer), not for the next pass of the event loop. Each step had a budget of its own when it began more than a
+#: millisecond after the last one: Qt laid out and styled what a step made between them, and a pass running a
+#: step making turns, then a slice of earlier turns (scrolling up to the top does that) held the window for
+#: two budgets and Qt's work.
 FRAME = 0.016
 #: The height (px) of a placeholder of a turn never shown, until turns have been measured.
 FIRST_ESTIMATE = 240
@@ -75,8 +76,12 @@ class TurnWindow:
         self._loading = False
         #: How far the screen is from the column's end, kept once turns came above it (the next step).
         self._held: int | None = None
-        #: The turn being made, a widget a step, and what makes its next widget.
-        self._making: tuple[TurnState, Iterator[None]] | None = None
+        #: The turn being made, a widget a step: what makes its next widget, and the kind of that widget.
+        self._making: tuple[TurnState, Iterator[str], str] | None = None
+        #: What a widget of each kind (:func:`_kind`) cost to make and show (s), lately: a step makes the next
+        #: widget only if that fits in what is left of its budget (a long answer with code costs ten times a
+        #: header, and started at the budget's end it ran a frame over).
+        self._costs: dict[str, float] = {}
         self._measured = 0
         self._measured_total = 0
         #: The turn a search result opened: kept as widgets (the screen goes to it after this step).
@@ -86,9 +91,8 @@ class TurnWindow:
         self.released = 0
         #: Whether loaded turns were frozen out of the garbage collector's walks (given back on reset).
         self.froze = False
-        #: When the budget of the pass of the event loop under way began, and when its last step ended.
-        self._pass_began = 0.0
-        self._worked_until = -1.0
+        #: When the frame under way began (its steps share one budget).
+        self._pass_began = -1.0
 
     # -- what the chat asks ------------------------------------------------------------------------
     def reset(self) -> None:
@@ -187,26 +191,31 @@ class TurnWindow:
             self._to_load = 0  # (a thread opened meanwhile: the column was reset)
             return
         presenter = self.chat.presenter
-        started = self._budget_began()
+        now = time.perf_counter()
+        started = self._budget_began(now)
+        if now - started > STEP_BUDGET:  # the frame's budget is spent: the next frame loads
+            self._loading = True
+            QTimer.singleShot(self._frame_left(now), self._load)
+            return
         # (the collector paused, then what was loaded frozen: see the module's docstring)
         with self.deferring(hold=True), gc_paused():
             while self._to_load > 0 and presenter.load_earlier(1):
                 self._to_load -= 1
                 if time.perf_counter() - started > STEP_BUDGET:
                     break
-        self._worked_until = time.perf_counter()
         self.froze = True
         if self._to_load > 0 and presenter.hidden_turns:
             self._loading = True
-            QTimer.singleShot(0, self._load)
+            QTimer.singleShot(self._frame_left(time.perf_counter()), self._load)
         else:
             self._to_load = 0
 
-    def schedule(self) -> None:
-        """Bring the column in line with the screen on the next turn of the event loop."""
+    def schedule(self, delay: int = 0) -> None:
+        """Bring the column in line with the screen on the next turn of the event loop (or in ``delay`` ms:
+        the next frame, when this one's budget is spent)."""
         if not self._scheduled:
             self._scheduled = True
-            QTimer.singleShot(0, self._step)
+            QTimer.singleShot(delay, self._step)
 
     def make(self, turn: TurnState) -> None:
         """Make ``turn``'s widgets now (a search result's turn), whatever the screen shows, and keep them."""
@@ -242,7 +251,9 @@ class TurnWindow:
         value = bar.value()
         height = max(chat.viewport().height(), 200)
         near_top, near_bottom = value - height, value + 2 * height
-        started = self._budget_began()
+        now = time.perf_counter()
+        fresh = now - self._pass_began >= FRAME  # (it begins a frame: it makes one widget at least)
+        started = self._budget_began(now)
         anchor = self._anchor(value)
         made = False
         pending = False
@@ -250,17 +261,23 @@ class TurnWindow:
                                      if t in self.placeholders)
         if value == 0 and not chat._stick and (self._to_load or chat.presenter.hidden_turns):
             near = iter(())  # at the top with earlier turns to come: none made on the way up, only where it stops
-        while True:  # a widget at a time, while the step's budget lasts
+        while True:  # a widget at a time, while the frame's budget lasts
             if self._making is None:
                 turn = next(near, None)
                 if turn is None:
                     break
-                self._making = (turn, self._make(turn))
-            if made and time.perf_counter() - started > STEP_BUDGET:
+                self._making = (turn, self._make(turn), "user")
+            turn, widgets, kind = self._making
+            now = time.perf_counter()
+            # the next widget only if what one of its kind cost fits in what is left of the budget
+            if (made or not fresh) and now - started + self._costs.get(kind, 0.0) > STEP_BUDGET:
                 pending = True
                 break
-            if next(self._making[1], StopIteration) is StopIteration:
-                self._making = None
+            following = next(widgets, None)
+            cost = time.perf_counter() - now
+            known = self._costs.get(kind)
+            self._costs[kind] = cost if known is None else (known + cost) / 2
+            self._making = None if following is None else (turn, widgets, following)
             made = True
         if made:
             self._lay_out()
@@ -279,20 +296,26 @@ class TurnWindow:
         if released:  # a spacer's height need not be its widgets' to the pixel (the layout's spacing)
             self._lay_out()
             self._keep(anchor)
-        self._worked_until = time.perf_counter()
         if pending:
-            self.schedule()
+            self.schedule(self._frame_left(time.perf_counter()))
         elif bar.value() == 0 and chat.presenter.hidden_turns and not chat._stick and not self._to_load:
             QTimer.singleShot(0, chat.load_earlier)  # still at the top: the next page (as scrolling up to it does)
 
-    def _budget_began(self) -> float:
-        """When the budget of the step starting now began: now, or when the pass of the event loop it is in
-        began (the last step ended under :data:`SAME_PASS` ago, less than a :data:`FRAME` after that), so the
-        steps of a pass share one budget (each still does one thing: a turn loaded, a widget made)."""
-        now = time.perf_counter()
-        if now - self._worked_until > SAME_PASS or now - self._pass_began > FRAME:
+    def _budget_began(self, now: float) -> float:
+        """When the budget of the step starting now began: when the frame it is in began. A frame begins with
+        the first step after the last frame's end and lasts :data:`FRAME`; its steps share one budget, whatever
+        ran between them (Qt laying out and styling what the last one made), so a frame's steps and Qt's work
+        for them stay within the frame."""
+        if now - self._pass_began >= FRAME:
             self._pass_began = now
         return self._pass_began
+
+    def _frame_left(self, now: float) -> int:
+        """How long (ms) from ``now`` until what is due next may begin: the rest of the frame under way once its
+        budget is spent (the next frame), else at once (0)."""
+        if now - self._pass_began <= STEP_BUDGET:
+            return 0
+        return max(1, math.ceil((self._pass_began + FRAME - now) * 1000))
 
     def _lay_out(self) -> None:
         """Lay the column out now, and give the canvas its new height (so the scroll bar's range is the new one
@@ -424,9 +447,9 @@ class TurnWindow:
         yield from inside
 
     # -- making and releasing --------------------------------------------------------------------------
-    def _make(self, turn: TurnState) -> Iterator[None]:
-        """Make the turn's widgets from its state, yielding after each (the footers first: a run's items
-        go above its footer, as they did live)."""
+    def _make(self, turn: TurnState) -> Iterator[str]:
+        """Make the turn's widgets from its state, yielding after each the kind of the next one (:func:`_kind`)
+        (the user's message and the footers first: a run's items go above its footer, as they did live)."""
         chat = self.chat
         gap = self.placeholders.pop(turn)
         layout = chat._layout
@@ -446,14 +469,16 @@ class TurnWindow:
         layout.invalidate()
         chat._turn_widgets[turn] = []
         chat.build_turn(turn)  # placed before the next turn (the gap below, if any)
-        yield
         for run in turn.runs:
             if run.lane is None and run.footer:
                 chat.run_changed(run)
+        _show(chat._turn_widgets[turn])
         for item in _items(turn.items):
             if item not in chat._widgets:  # (one added while the turn was being made has its widget)
-                chat.item_added(item)
-                yield
+                yield _kind(item)
+                if item not in chat._widgets:
+                    chat.item_added(item)
+                    _show(chat._turn_widgets.get(turn) or ())
         self.made += 1
 
     def _releasable(self, turn: TurnState) -> bool:
@@ -526,6 +551,24 @@ def _owner(key: object) -> TurnState | None:
     if isinstance(key, Item | RunState):
         return key.turn
     return None
+
+
+def _kind(item: Item) -> str:
+    """What kind of widget ``item`` makes, as far as its cost goes: its class, and for text its length's order
+    of magnitude and whether it holds code (Markdown with highlighted code costs the most)."""
+    text = getattr(item, "text", None)
+    if not isinstance(text, str):
+        return type(item).__name__
+    return f"{type(item).__name__}/{len(text).bit_length()}{'/code' if '```' in text else ''}"
+
+
+def _show(widgets: Iterable[QWidget]) -> None:
+    """Show the turn's new widgets now, as the column's layout would on a later turn of the event loop: their
+    style is applied and their size asked now, in the step that made them and counted in its budget, not in
+    Qt's work after it."""
+    for widget in widgets:
+        if widget.isHidden() and not widget.testAttribute(Qt.WidgetAttribute.WA_WState_ExplicitShowHide):
+            widget.show()
 
 
 def _items(items: list[Item]) -> Iterator[Item]:
