@@ -10,7 +10,8 @@ well (on a busy machine the wall clock is mostly other processes' share). Target
 prose, no stall over 16 ms on a quiet machine (50 ms on a busy one).
 
 Then the chat view alone: this process's CPU per flush of 300 characters into a
-:class:`~ui.chat.view.stream.MarkdownStream`, prose against each code block (target: code at most prose's);
+:class:`~ui.chat.view.stream.MarkdownStream`, prose against each code block (target: code at most prose's;
+``--view-flush N``: flushes of N characters instead, e.g. 2500, a burst's turn);
 and the Python and C++ answers' code lexed whole, pygments' own loop against :mod:`ui.code_lex` (the same
 tokens, checked).
 
@@ -361,6 +362,8 @@ class NetworkLikeProvider:
 
 def main() -> int:
     answers_only = "--answers" in sys.argv[1:]  # the prose and code answers alone (no bridge, no end to end)
+    args = sys.argv[1:]
+    view_flush = int(args[args.index("--view-flush") + 1]) if "--view-flush" in args else 300
     home = Path(tempfile.mkdtemp(prefix="robotlab-bench-"))
     os.environ["ROBOTLAB_HOME"] = str(home)
     from ui.app import Application, get_app, new_event_loop
@@ -400,8 +403,8 @@ def main() -> int:
               f"tokens/s: {code['tokens_per_s'] / prose['tokens_per_s']:.2f} x, code tokens are shorter; "
               f"per CPU s: {code['kb_per_cpu_s'] / prose['kb_per_cpu_s']:.2f} x), "
               f"worst stall {code['worst_stall_ms']:.1f} ms (target: < 16 ms quiet, < 50 ms busy)")
-    view = bench_view_flushes(tokens)
-    print("the chat view alone, CPU per flush of 300 characters (best of 3): "
+    view = bench_view_flushes(tokens, flush=view_flush)
+    print(f"the chat view alone, CPU per flush of {view_flush} characters (best of 3): "
           + ", ".join(f"{name} {ms:.2f} ms" for name, ms in view.items())
           + " (target: each code block's at most prose's)")
     lexing = bench_lexing()
@@ -420,6 +423,7 @@ def main() -> int:
     result = {
         "answers": answers,
         "view_ms_per_flush": view,
+        "view_flush_chars": view_flush,
         "lexing_ms": lexing,
         "bridge": {k: round(v, 1) for k, v in bridge.items()},
         "end_to_end": {k: round(v, 1) for k, v in e2e.items()},

@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from tests.ui.code_colours import highlighted
-from ui.chat.view import code_lines
+from ui.chat.view import code_draw, code_lines
 from ui.chat.view.code_lines import LONG_LINE_CHARS, LOOKAHEAD_CHARS, CodeLines
 from ui.chat.view.code_stream import CodeStream, Piece
 from ui.chat.view.stream import MarkdownStream
@@ -232,3 +232,59 @@ def test_a_streamed_blocks_tokens_are_drawn_without_formatting_them_to_html(
     code = view.findChildren(CodeStream)[0]
     assert len(code.code) > 19_000
     assert all(size <= 1 for size in formatted), f"{sum(formatted)} characters formatted to HTML"
+
+
+def test_paragraphs_cut_off_a_long_line_in_one_turn_are_laid_out_once(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A burst (text arriving faster than it is shown) cuts two paragraphs off a long line in a turn of the
+    event loop: they go into the recent piece in one edit, so each is laid out once there, and only the
+    paragraph above them (the turn before's last) again; added one at a time, the first of the two was laid
+    out twice. Counted: the characters of the paragraphs each edit of a piece other than the live one touches."""
+    text = BLOCKS["json on one line"]
+    touched: dict[Piece, int] = {}
+    real_append = CodeStream._append
+
+    def append(code: CodeStream, piece: Piece, blocks: list[Any]) -> None:
+        doc = piece.document()
+
+        def changed(pos: int, _removed: int, added: int) -> None:
+            first, last = doc.findBlock(pos), doc.findBlock(pos + added)
+            if first.isValid() and last.isValid():
+                touched[piece] = touched.get(piece, 0) + last.position() + last.length() - first.position()
+
+        doc.contentsChange.connect(changed)
+        try:
+            real_append(code, piece, blocks)
+        finally:
+            doc.contentsChange.disconnect(changed)
+
+    monkeypatch.setattr(CodeStream, "_append", append)
+    view = MarkdownStream()
+    qtbot.addWidget(view)
+    view.resize(700, 100)
+    for start in range(0, len(text), 2 * LONG_LINE_CHARS):  # two paragraphs' worth a turn
+        view.append(text[start:start + 2 * LONG_LINE_CHARS])
+        while view.pending:
+            QApplication.processEvents()
+    code = view.findChildren(CodeStream)[0]
+    assert code.code == text.split("\n", 1)[1]
+    cut = len(code.code) - 2 * (LONG_LINE_CHARS + LOOKAHEAD_CHARS)  # at most the line's last part is not cut yet
+    laid = sum(touched.values())
+    # One at a time: every paragraph twice (~2 x the code); in one edit a turn: ~1.5 x.
+    assert cut <= laid < 1.7 * len(code.code), f"{laid} characters laid out for {len(code.code)} of code"
+
+
+def test_a_changed_line_and_the_lines_after_it_are_one_edit(qtbot: Any) -> None:
+    """Replacing a piece's lines where the last shown line changed and new lines follow it (the live piece
+    when a line being written is finished and the next begins) touches the changed line once: written in
+    two edits, the second (adding a paragraph after it) laid it out again."""
+    piece = Piece(None)  # type: ignore[arg-type]
+    qtbot.addWidget(piece)
+    first = (("", "x" * 1000),)
+    code_draw.replace_lines(piece.document(), [], [first], wrap=True)
+    edits: list[tuple[int, int]] = []
+    piece.document().contentsChange.connect(lambda pos, _removed, added: edits.append((pos, added)))
+    changed, after = (("", "x" * 999 + "y"),), (("", "z"),)
+    code_draw.replace_lines(piece.document(), [first], [changed, after], wrap=True)
+    assert piece.document().toPlainText() == "x" * 999 + "y\nz"
+    assert len(edits) == 1, edits

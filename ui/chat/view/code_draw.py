@@ -98,28 +98,29 @@ def replace_lines(doc: QTextDocument, shown: list[Line], lines: list[Line], *, w
     what follows is removed and the rest of ``lines`` written in its place."""
     keep = 0
     for old, new in zip(shown, lines, strict=False):
-        if old != new:
+        if old is not new and old != new:
             break
         keep += 1
     if keep == len(shown) == len(lines):
         return
     cursor = QTextCursor(doc)
+    # One edit: the document is laid out once, at its end (a paragraph changed, then a paragraph added
+    # after it in an edit of its own, would lay the first one out twice).
+    cursor.beginEditBlock()
     if keep < len(shown) and keep < len(lines):  # the line that changed keeps its beginning
         same = _same_start(shown[keep], lines[keep])
         cursor.setPosition(doc.findBlockByNumber(keep).position() + same)
         cursor.setPosition(doc.characterCount() - 1, QTextCursor.MoveMode.KeepAnchor)
-        family = _mono_family()
-        cursor.beginEditBlock()
         if cursor.hasSelection():
             cursor.removeSelectedText()
-        _write_runs(cursor, lines[keep], family, skip=same)
-        cursor.endEditBlock()
+        _write_runs(cursor, lines[keep], _mono_family(), skip=same)
         write_lines(doc, lines[keep + 1:], wrap=wrap, after=keep + 1)
-        return
-    if keep:
-        block = doc.findBlockByNumber(keep - 1)
-        cursor.setPosition(block.position() + block.length() - 1)  # the end of the last line kept
-    cursor.setPosition(doc.characterCount() - 1, QTextCursor.MoveMode.KeepAnchor)
-    if cursor.hasSelection():
-        cursor.removeSelectedText()
-    write_lines(doc, lines[keep:], wrap=wrap, after=keep)
+    else:
+        if keep:
+            block = doc.findBlockByNumber(keep - 1)
+            cursor.setPosition(block.position() + block.length() - 1)  # the end of the last line kept
+        cursor.setPosition(doc.characterCount() - 1, QTextCursor.MoveMode.KeepAnchor)
+        if cursor.hasSelection():
+            cursor.removeSelectedText()
+        write_lines(doc, lines[keep:], wrap=wrap, after=keep)
+    cursor.endEditBlock()

@@ -6,8 +6,8 @@ finished lines, each highlighted and laid out once and never touched again; a re
 finished lines since (set again when a line is finished); and a live piece, the line being written
 (with the lines of a string still open). A line longer than
 :data:`~ui.chat.view.code_lines.LONG_LINE_CHARS` (a minified document) is cut while it streams: its
-beginning goes into the recent piece a paragraph of that size at a time, so neither the lexer nor the
-layout sees the whole line on a flush. So a flush costs the live piece, not the block. Lines are the
+beginning goes into the recent piece a paragraph of that size at a time (those a turn cuts in one edit), so
+neither the lexer nor the layout sees the whole line on a flush. So a flush costs the live piece, not the block. Lines are the
 lexer's tokens as runs of one style (never formatted to HTML), written into a piece's document with a
 cursor, a run at a time (:mod:`ui.chat.view.code_draw`), never by setting or inserting HTML: the line
 being written is replaced from where it changed. Copy copies the whole code, the Wrap toggle applies to
@@ -199,17 +199,25 @@ class CodeStream(QWidget):
         piece, a paragraph at a time; True when the burst's share of this turn is used up."""
         budget = MAX_LINES_CHARS
         window = LONG_LINE_CHARS + LOOKAHEAD_CHARS
+        # The paragraphs cut in this turn are added to the recent piece in one edit: a paragraph added after
+        # another lays the one before out again, so adding them one at a time lays each out twice.
+        parts: list[Line] = []
+        more = False
         while len(code) - self._cut >= window and code.find("\n", self._cut, self._cut + window) < 0:
             if budget <= 0:
-                return True
+                more = True
+                break
             done = self.lines.take_pending()
             if done:
+                self._append(self.recent, parts)
+                parts = []
                 self._add_recent(done, head=self.lines.head_runs)
             size, part = self.lines.cut(code[self._cut:self._cut + window])
             self._cut += size
             budget -= size
-            self._append(self.recent, [part])
-        return False
+            parts.append(part)
+        self._append(self.recent, parts)
+        return more
 
     def _add_recent(self, done: list[Line], *, head: int = 0) -> None:
         """Add lines highlighted for good to the recent piece, at its end (what it shows is not set
