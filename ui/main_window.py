@@ -506,7 +506,8 @@ class MainWindow(QMainWindow):
                      menu=commands.view_menu, icon="diff")
 
     def _build_central(self) -> Iterator[None]:
-        """The sidebar, and the conversation: its header, the banner, the chat and the composer (a step each)."""
+        """The sidebar, and the conversation: its header (two steps: its titles, then the robot picker and its
+        buttons), the banner, the chat and the composer (two steps), a step each."""
         from ui.chat.composer.composer import Composer
         from ui.chat.view.chat import ChatView
         from ui.threads.sidebar import Sidebar
@@ -556,6 +557,8 @@ class MainWindow(QMainWindow):
         model_row.addStretch(1)
         titles.addLayout(model_row)
         hl.addLayout(titles, 1)
+        layout.addWidget(header)
+        yield
         robot_label = ElidedLabel("Robot", header, whole=True)  # gives way first when the chat is narrow
         robot_label.setObjectName("Muted")
         hl.addWidget(robot_label)
@@ -584,7 +587,7 @@ class MainWindow(QMainWindow):
         self.inspector_button.setAccessibleName("Show or hide the inspector")
         self.inspector_button.clicked.connect(self.docks.toggle_inspector)
         hl.addWidget(self.inspector_button)
-        layout.addWidget(header)
+        yield
 
         self.banner = Banner(area)
         banner_holder = QHBoxLayout()
@@ -596,8 +599,10 @@ class MainWindow(QMainWindow):
         self.chat = ChatView(area)
         layout.addWidget(self.chat, 1)
         yield
-        self.composer = Composer(area)
+        self.composer = Composer(area, staged=True)
         layout.addWidget(self.composer)
+        yield
+        yield from self.composer.build_steps()  # the completion, the attachments' row and the hint under the box
         yield
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(area)

@@ -111,6 +111,40 @@ async def test_the_sidebar_is_made_over_two_steps_its_thread_list_in_the_second(
         await close_app(root)
 
 
+async def test_the_chats_header_and_message_box_are_made_over_two_steps_each(db_path: Path) -> None:
+    # Whole, the chat's header (with the banner) and the message box each held the window's thread for about a frame
+    # with Qt's polish of them: the header's titles, then its robot picker and buttons, then the banner; the box with
+    # its text and buttons, then the completion list, the attachments' row and the hint, made in the column's widget.
+    from PySide6.QtWidgets import QPlainTextEdit
+
+    from ui.app import Application
+    from ui.chat.composer.composer import Composer
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    window = root.window
+    try:
+        window.show()
+        steps = window.build_steps()
+        while "title_label" not in vars(window):
+            next(steps)
+        assert "robot_picker" not in vars(window)
+        next(steps)
+        assert "robot_picker" in vars(window) and "banner" not in vars(window)
+        while "composer" not in vars(window):
+            next(steps)
+        composer = window.composer
+        assert composer.findChild(QPlainTextEdit) is composer.edit and "hint" not in vars(composer)
+        next(steps)
+        assert composer.slash.parent() is composer.hint.parent() is composer.chips.parent() is composer.frame.parent()
+        for _ in steps:
+            pass
+        assert window.built and composer.edit.isVisible() and composer.hint.isVisible()
+        whole = Composer()  # made outside start-up: whole at once
+        assert whole.hint.text() and list(whole.build_steps()) == []
+    finally:
+        await close_app(root)
+
+
 async def test_the_application_icon_is_drawn_once_not_again_for_the_sidebar_logo(db_path: Path,
                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     # The icon is drawn at four sizes (up to 256 px) for the application and the window; drawn again for the
