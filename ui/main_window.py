@@ -522,7 +522,7 @@ class MainWindow(QMainWindow):
         self.sidebar = Sidebar(self.thread_model, self.splitter, staged=True)
         self.sidebar.setMinimumWidth(SIDEBAR_MIN_WIDTH)
         yield
-        yield from self.sidebar.build_steps()  # its thread list
+        yield from self.sidebar.build_steps()  # its search box, then its thread list
         yield
         area = QWidget(self.splitter)
         area.setObjectName("ChatArea")

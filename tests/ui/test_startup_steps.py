@@ -1,6 +1,6 @@
 """What keeps each start-up step short, checked as mechanisms (never as timings): each step builds a bounded number
-of widgets, the filter that keeps keys typed at the frame is out of the way while a step builds, the sidebar and
-the commands come over two steps, icons are drawn once or when first shown, the docks are in the window before
+of widgets, the filter that keeps keys typed at the frame is out of the way while a step builds, the sidebar (three
+steps), the chat's header, the message box and the commands (two each) come over several steps, icons are drawn once or when first shown, the docks are in the window before
 their panes, and what a step leaves Qt has a turn of the event loop of its own."""
 
 from __future__ import annotations
@@ -82,10 +82,12 @@ async def test_the_early_key_filter_is_off_while_a_step_builds(db_path: Path) ->
         await close_app(root)
 
 
-async def test_the_sidebar_is_made_over_two_steps_its_thread_list_in_the_second(db_path: Path) -> None:
-    # Whole, the sidebar held the window's thread more than a frame: its header and search box in one step, its list
-    # in the next; what shows is the same (the sidebar shows with the rest of the window, at the last step).
-    from PySide6.QtWidgets import QLineEdit, QListView
+async def test_the_sidebar_is_made_over_three_steps_its_search_box_in_the_second_its_list_in_the_third(
+        db_path: Path) -> None:
+    # Whole, the sidebar held the window's thread more than a frame: its header and New thread button in one step, its
+    # search box in the next, its list in the one after; what shows is the same (the sidebar shows with the rest of the
+    # window, at the last step).
+    from PySide6.QtWidgets import QLineEdit, QListView, QPushButton
 
     from ui.app import Application
     from ui.threads.sidebar import Sidebar
@@ -98,13 +100,16 @@ async def test_the_sidebar_is_made_over_two_steps_its_thread_list_in_the_second(
         while "sidebar" not in vars(window):
             next(steps)
         sidebar = window.sidebar
-        assert sidebar.findChild(QLineEdit, "SearchField") is not None
+        assert sidebar.findChild(QPushButton, "NewThreadButton") is sidebar.new_button
+        assert sidebar.findChild(QLineEdit, "SearchField") is None  # not in the header's step
+        next(steps)
+        assert sidebar.findChild(QLineEdit, "SearchField") is sidebar.search
         assert sidebar.findChild(QListView) is None  # not in the search box's step
         next(steps)
         assert sidebar.findChild(QListView) is sidebar.list and sidebar.list.model() is window.thread_model
         for _ in steps:
             pass
-        assert window.built and sidebar.isVisible() and sidebar.list.isVisible()
+        assert window.built and sidebar.isVisible() and sidebar.search.isVisible() and sidebar.list.isVisible()
         whole = Sidebar(window.thread_model)  # made outside start-up: whole at once
         assert whole.list.model() is window.thread_model and list(whole.build_steps()) == []
     finally:
