@@ -303,6 +303,49 @@ def test_the_thread_list_is_laid_out_without_a_call_into_python_per_row(qapp: QA
     QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
+def test_a_thread_row_is_painted_from_its_item_asked_of_the_model_once(qapp: QApplication) -> None:
+    # Each question a row's paint asks of the model is a call from Qt into Python: the title, the second line and
+    # the run state asked one by one, the first rows painted after start-up read the thread list cost the window's
+    # thread about 3 ms (a dozen rows), a quarter of it those questions. The row's item is asked once.
+    import types
+
+    from PySide6.QtCore import QEvent
+
+    from ui.threads.model import ThreadItem, ThreadListModel
+    from ui.threads.sidebar import Sidebar
+
+    model = ThreadListModel()
+    sidebar = Sidebar(model)
+    model.setParent(sidebar)
+    sidebar.resize(260, 600)
+    sidebar.show()
+    qapp.processEvents()
+    model.set_threads([ThreadItem(thread_id=f"t{i}", title=f"Thread {i}", robot="assistant", updated=1.0)
+                       for i in range(50)])
+    model.set_run_states({"t1": "finished"})
+    roles: list[int] = []
+    model_file = sys.modules[ThreadListModel.__module__].__file__
+
+    def note(frame: types.FrameType, event: str, _arg: object) -> None:
+        if event == "call" and frame.f_code.co_filename == model_file and frame.f_code.co_name == "data":
+            roles.append(int(frame.f_locals.get("role", Qt.ItemDataRole.DisplayRole)))
+
+    sys.setprofile(note)
+    try:
+        sidebar.list.viewport().repaint()
+    finally:
+        sys.setprofile(None)
+    item_role = int(ThreadListModel.ItemRole)
+    assert roles.count(item_role) >= 8, roles  # the rows in sight, each painted
+    assert set(roles) == {item_role}, f"asked of the model besides the rows' items: {sorted(set(roles))}"
+    assert model.subtitle(model.item(0)).startswith("assistant · ")  # what the second line shows
+    model.set_hits([ThreadItem(thread_id="t7", title="Thread 7", snippet="a \x01match\x02", turn_id="u7")])
+    assert model.subtitle(model.item(0)) == model.data(model.index(0), ThreadListModel.SubtitleRole)
+    sidebar.close()
+    sidebar.deleteLater()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
 async def test_every_dock_is_in_the_window_before_the_panes_come(db_path: Path) -> None:
     # A dock added to the main window, or the docks' width set, lays out the whole window again (the chat, the
     # sidebar, every dock): the docks, empty, and their width for their tabs come with the window's widgets; the
