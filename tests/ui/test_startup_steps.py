@@ -16,9 +16,10 @@ from PySide6.QtWidgets import QApplication
 from tests.fakes.app_window import close_app, wait_until
 from tests.ui.startup_app import started
 
-#: The most widgets one start-up step may make (the largest steps make about 25: the chat's, the Changes pane's
-#: top, the MCP servers pane's details; the Tool calls, Changes and MCP servers panes are made in three steps each,
-#: the MCP pane's Output and Log tabs and its sign-in row when first needed).
+#: The most widgets one start-up step may make (the largest steps make about 25: the MCP servers pane's details and
+#: the Tool calls pane's tabs; the Tool calls and MCP servers panes are made in three steps each, the Changes pane in
+#: five, the chat's header and the message box in two each, the MCP pane's Output and Log tabs and its sign-in row when
+#: first needed).
 WIDGETS_PER_STEP = 30
 
 
