@@ -318,7 +318,7 @@ class Application:
         self.controller.open()
         self.controller.robots(refresh=True)
         self.controller.networks(refresh=True)
-        self.controller.read_thread_list_ahead()
+        self.window.threads.read_ahead()  # (and the list's rows made of it)
         self._last_thread = self.controller.last_thread()
 
     def _load(self, *, staged: bool, config_problem: str | None = None, opened: bool = False) -> None:

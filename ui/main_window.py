@@ -71,14 +71,18 @@ BUILD_MODULES = ("workspace.session", "ui.threads.model", "ui.threads.sidebar", 
 
 def import_build_modules(more: Sequence[str] = ()) -> None:
     """Import :data:`BUILD_MODULES` and ``more`` (modules that define classes and make no Qt object at import:
-    any thread), and read the font database."""
+    any thread), read the font database and load Qt's SVG icon engine."""
     import importlib
 
-    from PySide6.QtGui import QFontDatabase
+    from PySide6.QtGui import QFontDatabase, QIcon
 
     for name in (*BUILD_MODULES, *more):
         importlib.import_module(name)
     QFontDatabase.families()  # (thread-safe): most of the first text measured's cost, off the window's thread
+    # The style sheet's arrows are SVG files: the first one Qt reads (the robot picker's, when the window first shows
+    # it) loads its SVG icon engine, about 1 ms of the window's thread; here instead (an icon made and dropped, no
+    # pixmap drawn: that stays on the window's thread).
+    QIcon(str(theme.resources_dir() / "icons" / "arrow-down-light.svg")).isNull()
 
 
 WINDOW_MIN_WIDTH = 900
@@ -506,7 +510,8 @@ class MainWindow(QMainWindow):
                      menu=commands.view_menu, icon="diff")
 
     def _build_central(self) -> Iterator[None]:
-        """The sidebar, and the conversation: its header, the banner, the chat and the composer (a step each)."""
+        """The sidebar, and the conversation: its header (two steps: its titles, then the robot picker and its
+        buttons), the banner, the chat and the composer (two steps), a step each."""
         from ui.chat.composer.composer import Composer
         from ui.chat.view.chat import ChatView
         from ui.threads.sidebar import Sidebar
@@ -521,7 +526,7 @@ class MainWindow(QMainWindow):
         self.sidebar = Sidebar(self.thread_model, self.splitter, staged=True)
         self.sidebar.setMinimumWidth(SIDEBAR_MIN_WIDTH)
         yield
-        yield from self.sidebar.build_steps()  # its thread list
+        yield from self.sidebar.build_steps()  # its search box, then its thread list
         yield
         area = QWidget(self.splitter)
         area.setObjectName("ChatArea")
@@ -556,6 +561,8 @@ class MainWindow(QMainWindow):
         model_row.addStretch(1)
         titles.addLayout(model_row)
         hl.addLayout(titles, 1)
+        layout.addWidget(header)
+        yield
         robot_label = ElidedLabel("Robot", header, whole=True)  # gives way first when the chat is narrow
         robot_label.setObjectName("Muted")
         hl.addWidget(robot_label)
@@ -584,7 +591,7 @@ class MainWindow(QMainWindow):
         self.inspector_button.setAccessibleName("Show or hide the inspector")
         self.inspector_button.clicked.connect(self.docks.toggle_inspector)
         hl.addWidget(self.inspector_button)
-        layout.addWidget(header)
+        yield
 
         self.banner = Banner(area)
         banner_holder = QHBoxLayout()
@@ -596,8 +603,10 @@ class MainWindow(QMainWindow):
         self.chat = ChatView(area)
         layout.addWidget(self.chat, 1)
         yield
-        self.composer = Composer(area)
+        self.composer = Composer(area, staged=True)
         layout.addWidget(self.composer)
+        yield
+        yield from self.composer.build_steps()  # the completion, the attachments' row and the hint under the box
         yield
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(area)

@@ -156,7 +156,7 @@ async def test_the_mcp_pane_makes_its_output_and_log_tabs_when_they_first_show(d
 
 
 #: The panes made at start-up, each in parts (a start-up step each): the attribute each part adds, in order.
-PARTS = {"tools": ("count", "table", "tabs"), "changes": ("title", "files", "view"),
+PARTS = {"tools": ("count", "table", "tabs"), "changes": ("title", "apply_button", "files", "view", "undo_button"),
          "mcp": ("summary", "table", "server_tabs")}
 
 
@@ -164,7 +164,8 @@ async def test_the_panes_made_at_start_up_are_made_a_part_per_step_and_count_the
         db_path: Path) -> None:
     # Made whole in one step, the Tool calls, Changes and MCP servers panes (and Qt's polish and layout of what the
     # step made, in the turn after it) each held the window more than a frame: each is made a part per step (its
-    # buttons, its table or file list, its detail tabs or diff), and is in its dock, and in docks.panes, once whole.
+    # buttons, its table or file list, its detail tabs or diff; the Changes pane's title and scope, its buttons, its
+    # files, its diff, its history bar), and is in its dock, and in docks.panes, once whole.
     # What waits for review shows as soon as the Changes pane is whole: its count in the dock's tab and the status
     # bar's badge. Made outside start-up, a pane is whole at once.
     from PySide6.QtWidgets import QDockWidget, QWidget
@@ -193,7 +194,7 @@ async def test_the_panes_made_at_start_up_are_made_a_part_per_step_and_count_the
                     if not seen[key] or seen[key][-1] != state:
                         seen[key].append(state)
         for key, parts in PARTS.items():
-            assert seen[key] == [(parts[:1], False), (parts[:2], False), (parts, False), (parts, True)], (key, seen)
+            assert seen[key] == [*((parts[:n], False) for n in range(1, len(parts) + 1)), (parts, True)], (key, seen)
             pane = docks.panes[key]
             assert docks[key].widget() is pane and isinstance(docks[key], QDockWidget)
         pane = docks.changes_pane

@@ -1,6 +1,6 @@
 """What keeps each start-up step short, checked as mechanisms (never as timings): each step builds a bounded number
-of widgets, the filter that keeps keys typed at the frame is out of the way while a step builds, the sidebar and
-the commands come over two steps, icons are drawn once or when first shown, the docks are in the window before
+of widgets, the filter that keeps keys typed at the frame is out of the way while a step builds, the sidebar (three
+steps), the chat's header, the message box and the commands (two each) come over several steps, icons are drawn once or when first shown, the docks are in the window before
 their panes, and what a step leaves Qt has a turn of the event loop of its own."""
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from PySide6.QtWidgets import QApplication
 from tests.fakes.app_window import close_app, wait_until
 from tests.ui.startup_app import started
 
-#: The most widgets one start-up step may make (the largest steps make about 25: the chat's, the Changes pane's
-#: top, the MCP servers pane's details; the Tool calls, Changes and MCP servers panes are made in three steps each,
-#: the MCP pane's Output and Log tabs and its sign-in row when first needed).
+#: The most widgets one start-up step may make (the largest steps make about 25: the MCP servers pane's details and
+#: the Tool calls pane's tabs; the Tool calls and MCP servers panes are made in three steps each, the Changes pane in
+#: five, the chat's header and the message box in two each, the MCP pane's Output and Log tabs and its sign-in row when
+#: first needed).
 WIDGETS_PER_STEP = 30
 
 
@@ -82,10 +83,12 @@ async def test_the_early_key_filter_is_off_while_a_step_builds(db_path: Path) ->
         await close_app(root)
 
 
-async def test_the_sidebar_is_made_over_two_steps_its_thread_list_in_the_second(db_path: Path) -> None:
-    # Whole, the sidebar held the window's thread more than a frame: its header and search box in one step, its list
-    # in the next; what shows is the same (the sidebar shows with the rest of the window, at the last step).
-    from PySide6.QtWidgets import QLineEdit, QListView
+async def test_the_sidebar_is_made_over_three_steps_its_search_box_in_the_second_its_list_in_the_third(
+        db_path: Path) -> None:
+    # Whole, the sidebar held the window's thread more than a frame: its header and New thread button in one step, its
+    # search box in the next, its list in the one after; what shows is the same (the sidebar shows with the rest of the
+    # window, at the last step).
+    from PySide6.QtWidgets import QLineEdit, QListView, QPushButton
 
     from ui.app import Application
     from ui.threads.sidebar import Sidebar
@@ -98,15 +101,52 @@ async def test_the_sidebar_is_made_over_two_steps_its_thread_list_in_the_second(
         while "sidebar" not in vars(window):
             next(steps)
         sidebar = window.sidebar
-        assert sidebar.findChild(QLineEdit, "SearchField") is not None
+        assert sidebar.findChild(QPushButton, "NewThreadButton") is sidebar.new_button
+        assert sidebar.findChild(QLineEdit, "SearchField") is None  # not in the header's step
+        next(steps)
+        assert sidebar.findChild(QLineEdit, "SearchField") is sidebar.search
         assert sidebar.findChild(QListView) is None  # not in the search box's step
         next(steps)
         assert sidebar.findChild(QListView) is sidebar.list and sidebar.list.model() is window.thread_model
         for _ in steps:
             pass
-        assert window.built and sidebar.isVisible() and sidebar.list.isVisible()
+        assert window.built and sidebar.isVisible() and sidebar.search.isVisible() and sidebar.list.isVisible()
         whole = Sidebar(window.thread_model)  # made outside start-up: whole at once
         assert whole.list.model() is window.thread_model and list(whole.build_steps()) == []
+    finally:
+        await close_app(root)
+
+
+async def test_the_chats_header_and_message_box_are_made_over_two_steps_each(db_path: Path) -> None:
+    # Whole, the chat's header (with the banner) and the message box each held the window's thread for about a frame
+    # with Qt's polish of them: the header's titles, then its robot picker and buttons, then the banner; the box with
+    # its text and buttons, then the completion list, the attachments' row and the hint, made in the column's widget.
+    from PySide6.QtWidgets import QPlainTextEdit
+
+    from ui.app import Application
+    from ui.chat.composer.composer import Composer
+
+    root = Application(db_path=db_path, theme_name="light", defer=True)
+    window = root.window
+    try:
+        window.show()
+        steps = window.build_steps()
+        while "title_label" not in vars(window):
+            next(steps)
+        assert "robot_picker" not in vars(window)
+        next(steps)
+        assert "robot_picker" in vars(window) and "banner" not in vars(window)
+        while "composer" not in vars(window):
+            next(steps)
+        composer = window.composer
+        assert composer.findChild(QPlainTextEdit) is composer.edit and "hint" not in vars(composer)
+        next(steps)
+        assert composer.slash.parent() is composer.hint.parent() is composer.chips.parent() is composer.frame.parent()
+        for _ in steps:
+            pass
+        assert window.built and composer.edit.isVisible() and composer.hint.isVisible()
+        whole = Composer()  # made outside start-up: whole at once
+        assert whole.hint.text() and list(whole.build_steps()) == []
     finally:
         await close_app(root)
 
@@ -259,6 +299,49 @@ def test_the_thread_list_is_laid_out_without_a_call_into_python_per_row(qapp: QA
     model.set_hits([ThreadItem(thread_id="t7", title="Thread 7", snippet="a match", turn_id="u7")])
     assert model.rowCount() == 1 and model.searching and model.data(model.index(0), ThreadListModel.ThreadIdRole) == "t7"
     assert not model.flags(model.index(0)) & Qt.ItemFlag.ItemIsEditable  # a search's hit is not renamed in place
+    sidebar.close()
+    sidebar.deleteLater()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
+def test_a_thread_row_is_painted_from_its_item_asked_of_the_model_once(qapp: QApplication) -> None:
+    # Each question a row's paint asks of the model is a call from Qt into Python: the title, the second line and
+    # the run state asked one by one, the first rows painted after start-up read the thread list cost the window's
+    # thread about 3 ms (a dozen rows), a quarter of it those questions. The row's item is asked once.
+    import types
+
+    from PySide6.QtCore import QEvent
+
+    from ui.threads.model import ThreadItem, ThreadListModel
+    from ui.threads.sidebar import Sidebar
+
+    model = ThreadListModel()
+    sidebar = Sidebar(model)
+    model.setParent(sidebar)
+    sidebar.resize(260, 600)
+    sidebar.show()
+    qapp.processEvents()
+    model.set_threads([ThreadItem(thread_id=f"t{i}", title=f"Thread {i}", robot="assistant", updated=1.0)
+                       for i in range(50)])
+    model.set_run_states({"t1": "finished"})
+    roles: list[int] = []
+    model_file = sys.modules[ThreadListModel.__module__].__file__
+
+    def note(frame: types.FrameType, event: str, _arg: object) -> None:
+        if event == "call" and frame.f_code.co_filename == model_file and frame.f_code.co_name == "data":
+            roles.append(int(frame.f_locals.get("role", Qt.ItemDataRole.DisplayRole)))
+
+    sys.setprofile(note)
+    try:
+        sidebar.list.viewport().repaint()
+    finally:
+        sys.setprofile(None)
+    item_role = int(ThreadListModel.ItemRole)
+    assert roles.count(item_role) >= 8, roles  # the rows in sight, each painted
+    assert set(roles) == {item_role}, f"asked of the model besides the rows' items: {sorted(set(roles))}"
+    assert model.subtitle(model.item(0)).startswith("assistant · ")  # what the second line shows
+    model.set_hits([ThreadItem(thread_id="t7", title="Thread 7", snippet="a \x01match\x02", turn_id="u7")])
+    assert model.subtitle(model.item(0)) == model.data(model.index(0), ThreadListModel.SubtitleRole)
     sidebar.close()
     sidebar.deleteLater()
     QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.app_window import wait_until
 from tests.ui.startup_app import started
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,6 +56,33 @@ async def test_start_up_reads_the_database_only_in_worker_threads(db_path: Path,
         assert root.window.thread_model.rowCount() == 12  # the list was read (in the worker)
         assert any("FROM threads" in s or "threads t" in s for s in statements), statements[:20]
         assert on_window_thread == [], f"read on the window's thread during start-up: {on_window_thread}"
+
+
+async def test_start_up_makes_the_thread_lists_rows_in_its_worker(db_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # A user's 3,000 threads made into the list's rows cost the window's thread about 5 ms of the step that showed
+    # them: start-up's worker makes them as it reads the list, and the window's thread only puts them in the list.
+    import ui.threads.model
+
+    _filled(db_path)
+    made = ui.threads.model.thread_item
+    makers: list[bool] = []
+
+    def noted(thread: Any) -> Any:
+        makers.append(threading.current_thread() is threading.main_thread())
+        return made(thread)
+
+    monkeypatch.setattr(ui.threads.model, "thread_item", noted)
+    async with started(db_path) as root:
+        model = root.window.thread_model
+        assert model.rowCount() == 12
+        assert {model.item(row).title for row in range(12)} == {f"Thread {t}" for t in range(12)}
+        assert makers == [False] * 12, makers
+        # Later reads (a thread renamed, deleted, another window's change) make their rows here as before.
+        root.controller.rename_thread(model.item(0).thread_id, "Renamed")
+        await wait_until(lambda: "Renamed" in {model.item(row).title for row in range(model.rowCount())},
+                         what="the renamed thread listed")
+        assert makers.count(True) == 12, makers
 
 
 def test_the_window_thread_imports_nothing_of_ours_during_a_staged_start_up(tmp_path: Path) -> None:
@@ -135,3 +163,23 @@ async def test_the_font_database_is_read_in_a_worker_thread_before_the_first_tex
     async with started(db_path) as root:
         assert root.window.built
         assert readers == [False]
+
+
+async def test_qts_svg_icon_engine_is_loaded_in_a_worker_thread_before_the_window_shows_its_arrows(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The style sheet's arrows are SVG files: the first one read (the robot picker's, when the window first shows it)
+    # loaded Qt's SVG icon engine on the window's thread, about 1 ms of the frame that shows the window whole.
+    from PySide6 import QtGui
+
+    made: list[bool] = []
+
+    class Noted(QtGui.QIcon):
+        def __init__(self, *args: Any) -> None:
+            if args and isinstance(args[0], str) and args[0].endswith(".svg"):
+                made.append(threading.current_thread() is threading.main_thread())
+            super().__init__(*args)
+
+    monkeypatch.setattr(QtGui, "QIcon", Noted)
+    async with started(db_path) as root:
+        assert root.window.built and root.window.robot_picker.isVisible()
+        assert False in made, made

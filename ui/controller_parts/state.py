@@ -106,8 +106,9 @@ class SessionState(QObject):
         self._searcher: BackgroundSearch | None = None
         #: Branches of long threads read off the window's thread (made for the open store when first needed).
         self._brancher: BackgroundBranch | None = None
-        #: The thread list read in the start-up's worker thread, for the first :meth:`list_threads` (then None).
-        self._threads_ahead: list[ThreadInfo] | None = None
+        #: The thread list read in the start-up's worker thread and its runs' marks (by thread id), for the first
+        #: :meth:`list_threads` (then None).
+        self._threads_ahead: tuple[list[ThreadInfo], dict[str, str]] | None = None
         self._networks: list[NetworkInfo] | None = None
         self._network_cache: dict[str, Network] = {}
         #: Approvals waiting for an answer, oldest first: (the request, its thread id, when it was asked).

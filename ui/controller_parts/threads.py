@@ -18,38 +18,45 @@ log = logging.getLogger("ui.controller")
 class ThreadList(RunFollowing):
     """The thread list: read, searched, renamed, deleted, restored; the last thread remembered."""
 
-    def read_thread_list_ahead(self) -> None:
+    def read_thread_list_ahead(self) -> list[ThreadInfo] | None:
         """Read the thread list now (in the start-up's worker thread) for the window's first
-        :meth:`list_threads`, so the window's thread does not wait for it."""
+        :meth:`list_threads`, so the window's thread does not wait for it; its runs' marks are read from it
+        here too. The list read (None: none was)."""
         store = self.store
         if store is None:
-            return
+            return None
+        from workspace.session.run_marks import marks
+
         try:
-            self._threads_ahead = list(store.list_threads())
+            threads = list(store.list_threads())
         except Exception as exc:  # the window's own read says it
             log.debug("the thread list was not read ahead: %s", exc)
+            return None
+        self._threads_ahead = threads, marks(threads)
+        return threads
 
     def list_threads(self) -> list[ThreadInfo]:
         ahead, self._threads_ahead = self._threads_ahead, None
         if self.store is None:
             return []
         if ahead is not None:
-            threads = ahead
+            threads, found = ahead
         else:
+            from workspace.session.run_marks import marks
+
             try:
                 threads = list(self.store.list_threads())
             except Exception as exc:
                 self.problem.emit(f"Could not read the thread list: {exc}")
                 return []
-        self._read_marks(threads)
+            found = marks(threads)
+        self._read_marks(found)
         return threads
 
-    def _read_marks(self, threads: list[ThreadInfo]) -> None:
-        """The runs that ended unseen before this window opened (their marks kept with their threads)."""
-        from workspace.session.run_marks import marks
-
+    def _read_marks(self, marks: dict[str, str]) -> None:
+        """The runs that ended unseen before this window opened (``marks``: those kept with the threads listed)."""
         going = {run.thread_id for run in self._runs}
-        found = {t: m for t, m in marks(threads).items()
+        found = {t: m for t, m in marks.items()
                  if t not in self._unseen and t not in going and t != self.thread_id}
         if found:
             self._unseen.update(found)

@@ -110,9 +110,13 @@ class ChangesPane(ChangesPaneActions, StagedBuild):
         layout.setSpacing(6)
         self._build_top(layout)
         yield
+        self._build_actions(layout)
+        yield
         splitter = self._build_files(layout)
         yield
-        self._build_diff(layout, splitter)
+        self._build_diff(splitter)
+        yield
+        self._build_history(layout)
         self.memory_writes.set_pending(controller.pending_memory_writes())
         controller.memory_write_proposed.connect(self.memory_writes.add)
         controller.memory_write_proposed.connect(lambda _pending: self._refresh())
@@ -125,7 +129,7 @@ class ChangesPane(ChangesPaneActions, StagedBuild):
         yield  # (the pane is whole: what made it in steps goes on in a step of its own)
 
     def _build_top(self, layout: QVBoxLayout) -> None:
-        """The title, the mode, the scope, the buttons for every change, the memory writes and the verify strip."""
+        """The title, the summary, the mode and the scope."""
         c = theme.colors()
         top = QHBoxLayout()
         top.setSpacing(6)
@@ -155,6 +159,8 @@ class ChangesPane(ChangesPaneActions, StagedBuild):
         self.scope.idClicked.connect(lambda i: self.show_net(i == 1))
         layout.addWidget(seg)
 
+    def _build_actions(self, layout: QVBoxLayout) -> None:
+        """The buttons for every change, the memory writes and the verify strip."""
         bar = FlowRow(spacing=6)  # the buttons wrap onto two rows in a narrow dock, never cut
         self.reject_all_button = QPushButton("Reject all", self)
         self.reject_all_button.setObjectName("DangerButton")
@@ -201,8 +207,8 @@ class ChangesPane(ChangesPaneActions, StagedBuild):
         layout.addWidget(splitter, 1)
         return splitter
 
-    def _build_diff(self, layout: QVBoxLayout, splitter: QSplitter) -> None:
-        """The diff (below the files), the pane's message line and the history bar (undo, redo)."""
+    def _build_diff(self, splitter: QSplitter) -> None:
+        """The diff, below the files."""
         self.stack = QStackedWidget(splitter)
         self.view = DiffView(self.model, self.stack)
         self.view.placeholder = "No proposed changes.\n\nWhen a robot edits files in the opened folder, its " \
@@ -216,6 +222,8 @@ class ChangesPane(ChangesPaneActions, StagedBuild):
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([170, 420])
 
+    def _build_history(self, layout: QVBoxLayout) -> None:
+        """The pane's message line and the history bar (undo, redo)."""
         self.message = QLabel("", self)
         self.message.setObjectName("PaneMessage")
         self.message.setWordWrap(True)

@@ -156,10 +156,7 @@ class ThreadListModel(QStringListModel):
         if role == self.RunStateRole:
             return self.run_states.get(item.thread_id)
         if role == self.SubtitleRole:
-            if self.searching:
-                return plain_snippet(item.snippet)
-            parts = [p for p in (item.robot, relative_time(item.updated)) if p]
-            return " · ".join(parts)
+            return self.subtitle(item)
         state = RUN_STATES.get(self.run_states.get(item.thread_id, ""), "")
         if role == Qt.ItemDataRole.ToolTipRole:
             tip = plain_snippet(item.snippet) or item.title
@@ -172,6 +169,12 @@ class ThreadListModel(QStringListModel):
                 parts = [item.title, state, item.robot, relative_time(item.updated)]
             return ", ".join(p for p in parts if p)
         return None
+
+    def subtitle(self, item: ThreadItem) -> str:
+        """A row's second line: the robot and the thread's age, or a search hit's matching text."""
+        if self.searching:
+            return plain_snippet(item.snippet)
+        return " · ".join(p for p in (item.robot, relative_time(item.updated)) if p)
 
     def flags(self, index: Index) -> Qt.ItemFlag:
         # (a plain list's flags, not the string list's: its rows are not dragged nor dropped on)

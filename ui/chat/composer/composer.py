@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QResizeEvent
@@ -23,6 +23,7 @@ from ui import theme
 from ui.chat.composer.composer_attachments import AttachmentInput, ComposerAttachments
 from ui.chat.composer.slash import SlashItem, SlashList, matching
 from ui.widgets.common import ElidedLabel
+from ui.widgets.staged import StagedBuild
 
 MIN_LINES = 1
 MAX_LINES = 10
@@ -72,7 +73,7 @@ class ComposerEdit(AttachmentInput, QPlainTextEdit):
         super().keyPressEvent(event)
 
 
-class Composer(ComposerAttachments, QWidget):
+class Composer(ComposerAttachments, QWidget, StagedBuild):
     """Message input with a send / stop button."""
 
     send_requested = Signal(str)
@@ -86,15 +87,24 @@ class Composer(ComposerAttachments, QWidget):
     #: The ``/`` completion opened: the window may look for more to offer (then calls :meth:`refresh_slash`).
     slash_opened = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, staged: bool = False) -> None:
+        """``staged``: made in two parts, the box with its text and buttons now, the ``/`` completion, the
+        attachments' row and the hint under the box by :meth:`build_steps` (a start-up step each: whole, with Qt's
+        polish of it, the message box held the window more than a frame); else whole."""
         super().__init__(parent)
         self.setObjectName("ComposerArea")
+        self._start_build(staged=staged)
+
+    def _construct(self) -> Iterator[None]:
         outer = QHBoxLayout(self)
         outer.setContentsMargins(24, 8, 24, 12)
         outer.addStretch(1)
-        column = QVBoxLayout()
+        # The column is its holder's from the start: its widgets are made in it, never moved into it (a widget moved
+        # has the style sheet worked out anew, and the box is polished in the step after its own).
+        holder = QWidget(self)
+        column = QVBoxLayout(holder)
         column.setSpacing(4)
-        self.frame = QFrame(self)
+        self.frame = QFrame(holder)
         self.frame.setObjectName("Composer")
         self.frame.setMaximumWidth(820)
         # The text has the box's whole width; the buttons and the model picker are on a row of their own
@@ -134,20 +144,7 @@ class Composer(ComposerAttachments, QWidget):
         box.addLayout(row)
         #: The row under the text: the attach button, side widgets (the model picker), room, Send.
         self._row = row
-        self.slash = SlashList(self)
-        #: What the ``/`` completion offers now (set by the window); None: no completion.
-        self.slash_source: Callable[[], tuple[list[SlashItem], str]] | None = None
-        self.slash.itemClicked.connect(lambda _item: self._choose(self.slash.current()))
-        column.addWidget(self.slash)
         column.addWidget(self.frame)
-        self._setup_attachments(column)
-        # The hint gives way ("…") when the column is narrow: it never widens the window.
-        self.hint = ElidedLabel("Ctrl+Enter to send · Esc to stop · Ctrl+K for every command", self, tooltip=True)
-        self.hint.setObjectName("ComposerHint")
-        self.hint.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-        column.addWidget(self.hint)
-        holder = QWidget(self)
-        holder.setLayout(column)
         holder.setMaximumWidth(820)
         outer.addWidget(holder, 100)
         outer.addStretch(1)
@@ -156,6 +153,19 @@ class Composer(ComposerAttachments, QWidget):
         #: is empty, the button stops it.
         self.background = False
         self._update_button()
+        yield
+
+        self.slash = SlashList(holder)
+        #: What the ``/`` completion offers now (set by the window); None: no completion.
+        self.slash_source: Callable[[], tuple[list[SlashItem], str]] | None = None
+        self.slash.itemClicked.connect(lambda _item: self._choose(self.slash.current()))
+        column.insertWidget(0, self.slash)  # above the box
+        self._setup_attachments(column)
+        # The hint gives way ("…") when the column is narrow: it never widens the window.
+        self.hint = ElidedLabel("Ctrl+Enter to send · Esc to stop · Ctrl+K for every command", holder, tooltip=True)
+        self.hint.setObjectName("ComposerHint")
+        self.hint.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        column.addWidget(self.hint)
         self._fit()
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:

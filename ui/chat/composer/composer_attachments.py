@@ -104,7 +104,8 @@ class ComposerAttachments:
         #: Reads an MCP resource as an Attachment (set by the window: the MCP manager's).
         self.resource_reader: Callable[[str, str], Awaitable[Attachment]] | None = None
         self._reading: asyncio.Future[None] | None = None
-        self.chips = ChipRow(removable=True, parent=self._widget)
+        # (made in the column's widget: moved into it, it would have the style sheet worked out anew)
+        self.chips = ChipRow(removable=True, parent=column.parentWidget() or self._widget)
         self.chips.remove_requested.connect(self.remove_attachment)
         self.chips.open_requested.connect(self.attachment_open_requested)
         column.addWidget(self.chips)
