@@ -71,18 +71,14 @@ BUILD_MODULES = ("workspace.session", "ui.threads.model", "ui.threads.sidebar", 
 
 def import_build_modules(more: Sequence[str] = ()) -> None:
     """Import :data:`BUILD_MODULES` and ``more`` (modules that define classes and make no Qt object at import:
-    any thread), read the font database and load Qt's SVG icon engine."""
+    any thread), and read the font database."""
     import importlib
 
-    from PySide6.QtGui import QFontDatabase, QIcon
+    from PySide6.QtGui import QFontDatabase
 
     for name in (*BUILD_MODULES, *more):
         importlib.import_module(name)
     QFontDatabase.families()  # (thread-safe): most of the first text measured's cost, off the window's thread
-    # The style sheet's arrows are SVG files: the first one Qt reads (the robot picker's, when the window first shows
-    # it) loads its SVG icon engine, about 1 ms of the window's thread; here instead (an icon made and dropped, no
-    # pixmap drawn: that stays on the window's thread).
-    QIcon(str(theme.resources_dir() / "icons" / "arrow-down-light.svg")).isNull()
 
 
 WINDOW_MIN_WIDTH = 900

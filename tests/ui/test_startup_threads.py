@@ -163,23 +163,3 @@ async def test_the_font_database_is_read_in_a_worker_thread_before_the_first_tex
     async with started(db_path) as root:
         assert root.window.built
         assert readers == [False]
-
-
-async def test_qts_svg_icon_engine_is_loaded_in_a_worker_thread_before_the_window_shows_its_arrows(
-        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The style sheet's arrows are SVG files: the first one read (the robot picker's, when the window first shows it)
-    # loaded Qt's SVG icon engine on the window's thread, about 1 ms of the frame that shows the window whole.
-    from PySide6 import QtGui
-
-    made: list[bool] = []
-
-    class Noted(QtGui.QIcon):
-        def __init__(self, *args: Any) -> None:
-            if args and isinstance(args[0], str) and args[0].endswith(".svg"):
-                made.append(threading.current_thread() is threading.main_thread())
-            super().__init__(*args)
-
-    monkeypatch.setattr(QtGui, "QIcon", Noted)
-    async with started(db_path) as root:
-        assert root.window.built and root.window.robot_picker.isVisible()
-        assert False in made, made
