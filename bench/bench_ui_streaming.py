@@ -377,10 +377,14 @@ def main() -> int:
     tokens = make_tokens(TOKENS)
     try:
         with loop:
-            # The app warms up pygments (and the common lexers' joined rules) in a worker soon after start;
-            # stream after that, as a person would.
+            # The app warms up pygments in a worker soon after start, then, a few seconds later, has the common
+            # lexers' joined rules built by their own thread; stream after that, as a person would.
+            from ui import code_lex, markdown
+
             loop.run_until_complete(asyncio.sleep(1.0))
-            while any(task.get_name() == "load the Markdown libraries" for task in root.tasks.tasks):
+            python = markdown.code_lexer("python")
+            while any(task.get_name() == "load the Markdown libraries" for task in root.tasks.tasks) or not (
+                    code_lex.asked(python)) or code_lex.busy():
                 loop.run_until_complete(asyncio.sleep(0.05))
             answers = loop.run_until_complete(bench_answers(root, tokens))
             if not answers_only:

@@ -276,6 +276,14 @@ def load_libraries() -> None:
     _load_parsers()
 
 
+def prepare_lexers() -> None:
+    """Have :mod:`ui.code_lex`'s own thread build the common languages' joined rules now (a few hundred ms of
+    compiling, off this thread): meant for a few seconds after the window's start-up (see ``ui.app``)."""
+    from ui import code_lex
+
+    code_lex.prepare_soon([code_lexer(lang) for lang in COMMON_LANGUAGES])
+
+
 def _load_parsers() -> None:
     _parser(blocks_only=True)
     _parser()
