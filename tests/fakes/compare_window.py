@@ -3,10 +3,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from fakes.llm_server import FakeLLMServer
 from tests.fakes.app_window import wait_until
+
+
+def compare_config(server: FakeLLMServer, model: str, folder: Path | None = None) -> Any:
+    """The configuration of a window comparing the loopback server's models: ``model`` the robot's own, four
+    requests at a time (the candidates stream at once), one retry."""
+    from workspace.config import load_config
+
+    return load_config(folder, env={}, overrides={"llm": {"model": f"openai/{model}", "max_retries": 1,
+                                                          "api_base": server.base_url + "/v1",
+                                                          "max_concurrent_requests": 4}})
 
 
 async def compared(root: Any, server: FakeLLMServer, text: str = "Edit app.py") -> Any:

@@ -8,6 +8,7 @@ import html
 import re
 
 from ui import markdown
+from ui.chat.view.code_lines import colours
 
 #: A span of a line's highlighted HTML (pygments' spans, never nested) and its text, or text.
 _SPAN = re.compile(r'<span style="([^"]*)">([^<]*)</span>|([^<]+)')
@@ -15,16 +16,9 @@ _SPAN = re.compile(r'<span style="([^"]*)">([^<]*)</span>|([^<]+)')
 
 def html_colours(line: str) -> list[tuple[str, str]]:
     """A line of highlighted HTML as runs of one style, the text as shown."""
-    out: list[tuple[str, str]] = []
-    for m in _SPAN.finditer(markdown.no_background(line)):
-        style, text = m.group(1) or "", html.unescape(m.group(2) if m.group(1) is not None else m.group(3))
-        if not text:
-            continue
-        if out and out[-1][0] == style:
-            out[-1] = (style, out[-1][1] + text)
-        else:
-            out.append((style, text))
-    return out
+    runs = tuple((m.group(1) or "", html.unescape(m.group(2) if m.group(1) is not None else m.group(3)))
+                 for m in _SPAN.finditer(markdown.no_background(line)))
+    return colours(runs)  # (neighbours of one style merged, as a drawn line's are)
 
 
 def highlighted(code: str, language: str | None) -> list[list[tuple[str, str]]]:

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.compare_window import compare_config
 from fakes.llm_server import FakeLLMServer, Reply
 
 from tests.fakes.app_window import running_app, wait_until
-from workspace.config import load_config
 
 pytestmark = pytest.mark.timeout(300)  # bounds a hang: three comparisons of 2-4 scripted candidates
 
@@ -50,9 +50,7 @@ async def app(server: FakeLLMServer, tmp_path: Path, db_path: Path) -> AsyncIter
     folder = tmp_path / "project"
     folder.mkdir()
     (folder / "app.py").write_text(BASE)
-    config = load_config(folder, env={}, overrides={"llm": {"model": f"openai/{MODELS[0]}", "max_retries": 1,
-                                                            "api_base": server.base_url + "/v1",
-                                                            "max_concurrent_requests": 4}})
+    config = compare_config(server, MODELS[0], folder)
     async with running_app(db_path=db_path, config=config, folder=folder, theme_name="light", size=SIZES[0]) as root:
         root.controller.set_robot("file-helper")
         yield root

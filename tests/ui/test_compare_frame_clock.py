@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.compare_window import compare_config
 from fakes.llm_server import FakeLLMServer, Reply
 
 from tests.fakes.app_window import running_app, wait_until
-from workspace.config import load_config
 
 pytestmark = pytest.mark.timeout(180)  # bounds a hang: four scripted candidates on a loaded machine
 
@@ -44,9 +44,7 @@ def server() -> Iterator[FakeLLMServer]:
 
 @pytest.fixture
 async def app(server: FakeLLMServer, db_path: Path) -> AsyncIterator[Any]:
-    config = load_config(env={}, overrides={"llm": {"model": f"openai/{MODELS[0]}", "max_retries": 1,
-                                                    "api_base": server.base_url + "/v1",
-                                                    "max_concurrent_requests": 4}})
+    config = compare_config(server, MODELS[0])
     async with running_app(db_path=db_path, config=config, theme_name="light", size=(1920, 1080)) as root:
         yield root
 
