@@ -121,6 +121,29 @@ def test_a_token_is_a_look_up_a_match_and_its_text() -> None:
     assert calls / len(tokens) < 4.5, f"{calls / len(tokens):.2f} C-level calls a token"
 
 
+@pytest.mark.parametrize("language", ["python", "cpp", "javascript"])
+def test_a_joined_expression_captures_a_group_a_rule(language: str) -> None:
+    """The regular expression engine saves and restores every group's marks at each alternative it tries, so
+    the joined expression captures one group a rule (the one naming it), not the rules' own groups (a named
+    one stays: a reference by name needs it). Read off the steps built, not timed."""
+    from ui import code_lex
+
+    lexer = markdown.code_lexer(language)
+    code_lex.prepare(lexer, code_lex.SAMPLE_CODE)
+    joined = 0
+    for state in code_lex._states(lexer._tokens).values():
+        for steps in state.by_rules.values():
+            for match, rules in steps:
+                if rules[0] is not None:
+                    continue  # a rule tried alone, as it is
+                joined += 1
+                pattern = match.__self__
+                assert pattern.groups == len(rules) - 1
+                inner = sum(rule is None for rule in rules[1:])
+                assert inner == pattern.pattern.count("(?P<"), f"{inner} groups inside rules in {pattern.pattern[:200]!r}"
+    assert joined > 10
+
+
 def test_the_windows_start_leaves_the_joined_rules_to_the_first_code_block() -> None:
     """Compiling the joined rules takes a few hundred ms of the interpreter: the start-up worker
     (load_libraries) does not do it; the first code block in a language has the compiling thread do it, and so
