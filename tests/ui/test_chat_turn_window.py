@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fakes.long_threads import add_long_thread
+import pytest
+from fakes.long_threads import add_long_thread, add_tool_thread
 from PySide6.QtWidgets import QApplication
 from shiboken6 import isValid
 
@@ -149,6 +150,42 @@ def test_the_search_jump_makes_its_turn_even_far_up(qapp_instance: Any, tmp_path
         bar = chat.verticalScrollBar()
         widget = answers["answer 5"]
         assert bar.value() <= widget.y() <= bar.value() + chat.viewport().height()
+    finally:
+        chat.close()
+        chat.deleteLater()
+        store.close()
+
+
+def test_the_search_jumps_turn_is_made_a_widget_a_step_then_scrolled_to(
+        qapp_instance: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search result's turn far up was made whole in the step that found it (a tool card, the answers: 15-20 ms
+    of the window's CPU at once). Its widgets come a few a frame like the screen's turns (here one a frame: no
+    budget), before them; the screen goes to it and outlines it once they are all made."""
+    from ui.chat.view import virtual
+
+    store = Store(tmp_path / "tools.db")
+    thread_id = add_tool_thread(store, 120)
+    chat = _chat()
+    try:
+        chat.show_thread(LazyTranscript(store, thread_id))
+        _settle()
+        target = LazyTranscript(store, thread_id).turns[5].id
+        monkeypatch.setattr(virtual, "STEP_BUDGET", 0.0)
+        assert chat.reveal_turn(target, words=["file_5.py"])
+        turn = next(t for t in chat.presenter.state.turns if t.turn_id == target)
+        assert turn not in chat._turn_widgets or chat.turn_window.is_placeholder(turn), "made at once"
+        counts: list[int] = []
+        for _ in range(400):
+            if chat.found_flash is not None:
+                break
+            counts.append(len(chat._turn_widgets.get(turn, [])) if not chat.turn_window.is_placeholder(turn) else 0)
+            _settle(1)
+        assert chat.found_flash is not None, "the turn was never outlined"
+        made = sorted(set(counts))
+        assert len(made) >= 3, f"the turn's widgets came in {len(made)} steps: {made}"
+        bar = chat.verticalScrollBar()
+        flash = chat.found_flash.geometry()
+        assert bar.value() <= flash.center().y() <= bar.value() + chat.viewport().height()
     finally:
         chat.close()
         chat.deleteLater()
@@ -369,9 +406,23 @@ def test_a_turns_widgets_are_shown_by_the_step_that_makes_them(qapp_instance: An
         while chat.turn_window.busy:
             _settle(1)
         far = next(t for t in chat.presenter.state.turns if chat.turn_window.is_placeholder(t))
-        chat.turn_window.make(far)  # (as a search result far up does: no pass of the event loop after it)
-        widgets = chat._turn_widgets[far]
-        assert widgets and all(w.isVisible() for w in widgets), [type(w).__name__ for w in widgets if not w.isVisible()]
+        window = chat.turn_window
+        step, hidden, made = window._step, [], []
+
+        def checked() -> None:  # (what each step left hidden, before any later pass of the event loop)
+            step()
+            if isValid(chat):
+                hidden.append([type(w).__name__ for w in chat._turn_widgets.get(far, []) if not w.isVisible()])
+
+        window._step = checked  # type: ignore[method-assign]
+        window.make(far, then=lambda: made.append(True))  # (as a search result far up does)
+        for _ in range(200):
+            if made:
+                break
+            _settle(1)
+        window._step = step  # type: ignore[method-assign]
+        assert made and chat._turn_widgets[far]
+        assert hidden and not any(hidden), hidden
     finally:
         chat.close()
         chat.deleteLater()

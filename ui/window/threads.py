@@ -30,9 +30,9 @@ log = logging.getLogger("ui.window.threads")
 REVEAL_STEP_S = 0.008
 #: The longest (s, on the clock) such a step goes on, waiting included (for a core).
 REVEAL_STEP_WALL_S = 0.04
-#: The most turns of the event loop the workers reading the thread are held back for after the earlier turns
-#: loaded, while the message is scrolled to and outlined (it takes one or two).
-REVEAL_SHOW_TURNS = 10
+#: The most waits of a ms the workers reading the thread are held back for after the earlier turns loaded, while
+#: the message's turn is made (a few widgets a frame), scrolled to and outlined (it takes a few frames).
+REVEAL_SHOW_WAITS = 500
 #: The most turns loaded in one go within a step (each load tells the chat once; the step's budget is checked
 #: between loads).
 REVEAL_BATCH = 8
@@ -200,10 +200,10 @@ class Threads(QObject):
             await self._load_above(lazy, above)
             if self._shown is not lazy or not self.chat.reveal_turn(turn_id, words=words):
                 return
-            for _ in range(REVEAL_SHOW_TURNS):  # scrolled to and outlined in the next turns of the event loop
-                await asyncio.sleep(0)
-                if self.chat.found_flash is not None:
+            for _ in range(REVEAL_SHOW_WAITS):  # made, scrolled to and outlined in the next frames
+                if not self.chat.finder.revealing:
                     break
+                await asyncio.sleep(0.001)
             await asyncio.sleep(0)  # (and painted)
 
     async def _load_above(self, lazy: LazyTranscript, above: int) -> None:

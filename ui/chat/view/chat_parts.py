@@ -69,14 +69,15 @@ def empty_state(chat: ChatView, *, robot: str, model_label: str, is_language_mod
 
 
 class Finder:
-    """Scrolls the chat to a search result's message (once laid out) and outlines it for a moment."""
+    """Scrolls the chat to a search result's message (once its turn is made, a few widgets a frame, and laid out)
+    and outlines it for a moment."""
 
     def __init__(self, chat: ChatView) -> None:
         self.chat = chat
-        #: The widget to scroll to once laid out.
-        self.target: QWidget | None = None
         #: The outline (while it shows).
         self.flash_frame: QFrame | None = None
+        #: Whether a turn revealed is being made (until the screen goes to it).
+        self.revealing = False
 
     def reset(self) -> None:
         from shiboken6 import isValid
@@ -84,7 +85,7 @@ class Finder:
         if self.flash_frame is not None and isValid(self.flash_frame):
             self.flash_frame.deleteLater()
         self.flash_frame = None
-        self.target = None
+        self.revealing = False
 
     def reveal_turn(self, turn_id: str, *, words: list[str] | None = None) -> bool:
         chat = self.chat
@@ -101,14 +102,18 @@ class Finder:
                     turn = find()
         if turn is None:
             return False
-        chat.turn_window.make(turn)
-        target = self._matching_widget(turn, [w.lower() for w in words or [] if w.strip()])
-        if target is None:
-            return False
         chat._stick = False
-        self.target = target
-        QTimer.singleShot(0, self._reveal)
+        self.revealing = True
+        lowered = [w.lower() for w in words or [] if w.strip()]
+        # its widgets a few a frame, the screen going to it once they are made
+        chat.turn_window.make(turn, then=lambda: self._made(turn, lowered))
         return True
+
+    def _made(self, turn: TurnState, words: list[str]) -> None:
+        """The turn's widgets are made: scroll to the one matching ``words`` and outline it (unless the chat
+        was reset or another turn revealed meanwhile)."""
+        if self.chat.turn_window.pinned is turn:
+            self._reveal(self._matching_widget(turn, words))
 
     def _matching_widget(self, turn: TurnState, words: list[str]) -> QWidget | None:
         """The first of the turn's widgets whose text has one of ``words`` (else its user message)."""
@@ -124,11 +129,11 @@ class Finder:
                 return widget
         return chat._widgets.get(turn) or (widgets[0] if widgets else None)
 
-    def _reveal(self) -> None:
+    def _reveal(self, target: QWidget | None) -> None:
         from shiboken6 import isValid
 
         chat = self.chat
-        target, self.target = self.target, None
+        self.revealing = False
         canvas = chat.widget()
         if target is None or not isValid(target) or target.parentWidget() is None or canvas is None:
             return

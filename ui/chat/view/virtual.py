@@ -12,7 +12,8 @@ resize and change of range:
   a widget at a time, under a frame's budget that the steps of a frame share (the loading of earlier turns
   too, and Qt's work between them counts: a step due once it is spent waits for the next frame), a widget
   made only if what one of its kind cost fits in what is left and shown by the step that made it, so
-  scrolling never freezes; a turn made above what is on screen keeps what is on screen in place;
+  scrolling never freezes; a turn made above what is on screen keeps what is on screen in place; a search
+  result's turn (:meth:`TurnWindow.make`) is made so too, before the others, and the screen goes to it after;
 - a turn far from the screen gives its widgets back (released) unless it is still running, asks
   something, holds the keyboard or is the last turn.
 
@@ -33,9 +34,10 @@ it back to the collector (``gc.unfreeze``), so a closed thread's state is freed.
 from __future__ import annotations
 
 import gc
+import itertools
 import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -84,8 +86,10 @@ class TurnWindow:
         self._costs: dict[str, float] = {}
         self._measured = 0
         self._measured_total = 0
-        #: The turn a search result opened: kept as widgets (the screen goes to it after this step).
+        #: The turn a search result opened: kept as widgets, made first (the screen goes to it once it is made).
         self.pinned: TurnState | None = None
+        #: What to do once the pinned turn's widgets are all made (:meth:`make`).
+        self._then: Callable[[], None] | None = None
         #: Turns made and released since the chat was reset (for tests and benches).
         self.made = 0
         self.released = 0
@@ -105,6 +109,7 @@ class TurnWindow:
         self._making = None
         self._held = None
         self.pinned = None
+        self._then = None
         self._to_load = 0
         if self.froze:  # the thread's loaded state goes back to the collector: what is gone of it is freed
             self.froze = False
@@ -172,6 +177,7 @@ class TurnWindow:
             self.chat._layout.invalidate()
         if self.pinned is turn:
             self.pinned = None
+            self._then = None
         if self._making is not None and self._making[0] is turn:
             self._making = None
 
@@ -217,16 +223,12 @@ class TurnWindow:
             self._scheduled = True
             QTimer.singleShot(delay, self._step)
 
-    def make(self, turn: TurnState) -> None:
-        """Make ``turn``'s widgets now (a search result's turn), whatever the screen shows, and keep them."""
-        self.pinned = turn
-        if self._making is not None and self._making[0] is turn:
-            for _ in self._making[1]:
-                pass
-            self._making = None
-        if turn in self.placeholders:
-            for _ in self._make(turn):
-                pass
+    def make(self, turn: TurnState, *, then: Callable[[], None]) -> None:
+        """Make ``turn``'s widgets (a search result's turn), whatever the screen shows, and keep them: before the
+        screen's turns, a widget at a time under the frame's budget like theirs (made at once, a turn with a tool
+        card and a long answer held the window for 15-20 ms of CPU), then ``then`` on a step of its own."""
+        self.pinned, self._then = turn, then
+        self.schedule()
 
     def live_turns(self) -> list[TurnState]:
         """The turns shown as widgets."""
@@ -261,6 +263,9 @@ class TurnWindow:
                                      if t in self.placeholders)
         if value == 0 and not chat._stick and (self._to_load or chat.presenter.hidden_turns):
             near = iter(())  # at the top with earlier turns to come: none made on the way up, only where it stops
+        pinned = self.pinned
+        if pinned is not None and self._then is not None:  # a search result's turn first, wherever it is
+            near = itertools.chain((t for t in (pinned,) if t in self.placeholders), near)
         while True:  # a widget at a time, while the frame's budget lasts
             if self._making is None:
                 turn = next(near, None)
@@ -296,6 +301,10 @@ class TurnWindow:
         if released:  # a spacer's height need not be its widgets' to the pixel (the layout's spacing)
             self._lay_out()
             self._keep(anchor)
+        if self._then is not None and pinned is not None and pinned not in self.placeholders and (
+                self._making is None or self._making[0] is not pinned):
+            then, self._then = self._then, None  # the search result's turn is made: the screen goes to it next
+            QTimer.singleShot(self._frame_left(time.perf_counter()), then)
         if pending:
             self.schedule(self._frame_left(time.perf_counter()))
         elif bar.value() == 0 and chat.presenter.hidden_turns and not chat._stick and not self._to_load:
