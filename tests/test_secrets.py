@@ -48,6 +48,29 @@ def test_secret_looking_names(name: str, value: str, secret: bool) -> None:
     assert is_secret_name(name, value) is secret
 
 
+def test_a_names_patterns_are_searched_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recorded request asks of every key of its new messages (``role``, ``content``...) for every call:
+    the name is matched against the secret names' patterns once, its value's length checked every time."""
+    searched: list[str] = []
+
+    class Counted:
+        def __init__(self, pattern: object) -> None:
+            self.pattern = pattern
+
+        def search(self, name: str) -> object:
+            searched.append(name)
+            return self.pattern.search(name)  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(secrets, "_SECRET_NAME", Counted(secrets._SECRET_NAME))
+    monkeypatch.setattr(secrets, "_KEY_NAME", Counted(secrets._KEY_NAME))
+    names = ["a-key-never-asked-before", "ROLE_NEVER_ASKED_BEFORE_KEY"]
+    for _ in range(3):
+        assert is_secret_name(names[0], "x") is False
+        assert is_secret_name(names[1], "short") is False
+        assert is_secret_name(names[1], "long enough to be one") is True
+    assert searched == [names[0], names[0], names[1], names[1]]  # each name's two patterns, once
+
+
 def test_values_of_secret_looking_environment_variables_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACME_SERVICE_TOKEN", "acme-token-0123456789")
     monkeypatch.setenv("WIDGET_API_KEY", "widget-key-42")

@@ -10,6 +10,7 @@ nowhere is reported here. :meth:`workspace.robot.Robot.resolve_tools` is the pub
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -60,36 +61,96 @@ def take_tools(tools: Any) -> tuple[Any, list[Tool], bool]:
     return tools, [], False
 
 
+class _Resolution:
+    """A robot's tools as its last run resolved them, with what they were resolved from (see
+    :func:`resolve_tools`)."""
+
+    __slots__ = ("allowed", "chosen", "inputs", "local", "registry", "scripts", "servers")
+
+    def __init__(self, inputs: tuple[Any, ...], local: list[Tool], registry: int, scripts: list[Tool],
+                 allowed: Any, servers: Any, chosen: list[Tool]) -> None:
+        self.inputs = inputs
+        self.local = local
+        self.registry = registry
+        self.scripts = scripts
+        self.allowed = allowed
+        self.servers = servers
+        self.chosen = chosen
+
+
+#: Each robot's last resolution of its tools (kept while the robot lives).
+_RESOLVED: weakref.WeakKeyDictionary[Robot, _Resolution] = weakref.WeakKeyDictionary()
+
+
+def _frozen(value: Any) -> Any:
+    """``value`` (a tool or MCP level: a name, a list of names or server specs) as it is now, to compare with
+    later: a list changed in place is not equal to it then."""
+    if isinstance(value, list | tuple):
+        return (type(value), tuple(_frozen(v) for v in value))
+    if isinstance(value, Mapping):
+        return (dict, tuple((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, set | frozenset):
+        return frozenset(value)
+    return value
+
+
+def _same(these: list[Tool], those: list[Tool]) -> bool:
+    return len(these) == len(those) and all(a is b for a, b in zip(these, those, strict=True))
+
+
 async def resolve_tools(
     robot: Robot, *, run_tools: Any = "inherit", run_mcp: Any = "inherit", network_tools: Any = "inherit",
     network_mcp: Any = "inherit", mcp_wait: float | None = None, message: str | None = None,
 ) -> tuple[ToolManifest, PendingTools | None]:
     """:meth:`Robot.resolve_tools <workspace.robot.Robot.resolve_tools>`; with ``mcp_wait`` (seconds),
     MCP servers are waited for only that long (see :mod:`workspace.mcp.startup`) and the servers still
-    starting or failed come back as :class:`~workspace.agent.PendingTools` (None when every server is up)."""
+    starting or failed come back as :class:`~workspace.agent.PendingTools` (None when every server is up).
+
+    A robot's run resolves the same tools as its run before unless something they come from changed: the
+    levels (configuration, network, robot, run), the robot's own tools, the registry
+    (:func:`workspace.tools.registry.version`), the script tools (their files are looked at every time) or
+    its MCP servers' tools (asked for every time; a run with any is resolved in full). Those kept stand in
+    for the rest of the resolution."""
     from workspace.tools import registry
 
     config = robot.config if (robot._config is not None or robot._provider is None) else None
     global_tools = config.get("agent.tools", "all") if config is not None else "all"
     global_mcp = config.get("agent.mcp", "all") if config is not None else "all"
-    allowed = selection.resolve_chain(global_tools, network_tools, robot.tools_config, run_tools)
-    servers = selection.resolve_chain(global_mcp, network_mcp, robot.mcp_config, run_mcp)
-    available: list[Tool] = list(robot.local_tools)
+    inputs = _frozen((global_tools, network_tools, robot.tools_config, run_tools, global_mcp, network_mcp,
+                      robot.mcp_config, run_mcp, robot._tools_from_objects, robot.mcp_resources,
+                      robot._mcp_injected))
+    version = registry.version()
+    kept = _RESOLVED.get(robot)
+    if kept is not None and (kept.inputs != inputs or kept.registry != version
+                             or not _same(kept.local, robot.local_tools)):
+        kept = None
+    if kept is not None:
+        allowed, servers = kept.allowed, kept.servers
+    else:
+        allowed = selection.resolve_chain(global_tools, network_tools, robot.tools_config, run_tools)
+        servers = selection.resolve_chain(global_mcp, network_mcp, robot.mcp_config, run_mcp)
+    scripts = _script_tools(robot) if allowed != selection.ALL else []
+    mcp_tools, pending = await _mcp_tools(robot, servers, config, wait=mcp_wait, message=message)
+    robot.mcp_tools = list(mcp_tools)
+    if kept is not None and not mcp_tools and pending is None and _same(kept.scripts, scripts):
+        return ToolManifest(kept.chosen), None
+    local = list(robot.local_tools)
+    available: list[Tool] = list(local)
     have = {t.name for t in available}
+    keep = True
     if allowed != selection.ALL:
         available.extend(t for t in registry.lookup(allowed) if t.name not in have)
         have = {t.name for t in available}
-        available.extend(t for t in _script_tools(robot, allowed) if t.name not in have)
+        available.extend(t for t in selection.filter_tools(scripts, allowed) if t.name not in have)
         if "ask_user" in (str(getattr(a, "name", a)) for a in allowed) and "ask_user" not in have:
             from workspace.ask_user import AskUser
 
             available.append(AskUser())  # named in a robot's file (tools: [ask_user]): the person answers
+            keep = False  # a new one for every run
     elif robot.tools_config == selection.ALL:
         # A robot that says "tools: all" gets every built-in tool too. (Elsewhere "all" keeps
         # RobotLab's meaning, the robot's own and MCP tools: built-ins are named to be used.)
         available.extend(t for t in registry.builtin_tools() if t.name not in have)
-    mcp_tools, pending = await _mcp_tools(robot, servers, config, wait=mcp_wait, message=message)
-    robot.mcp_tools = list(mcp_tools)
     chosen = selection.filter_tools([*available, *mcp_tools], allowed)
     names_servers = not (selection.is_inherit(robot.mcp_config) or selection.is_none(robot.mcp_config))
     late_allowed = allowed
@@ -102,25 +163,31 @@ async def resolve_tools(
     available.extend(mcp_tools)
     if robot.mcp_resources:  # asked for by name in the robot's file: offered whatever the tool list says
         chosen.extend(t for t in _resource_tools(robot, servers, config) if t.name not in {c.name for c in chosen})
+        keep = False
     if allowed != selection.ALL:
-        _check_tool_names(robot, allowed, available)
+        keep = _check_tool_names(robot, allowed, available) and keep
     if pending is not None:
         pending = _FilteredPending(pending, late_allowed)
+    if keep and not mcp_tools and pending is None:  # what the next run may take as it is
+        _RESOLVED[robot] = _Resolution(inputs, local, version, scripts, allowed, servers, list(chosen))
+    else:
+        _RESOLVED.pop(robot, None)
     return ToolManifest(chosen), pending
 
 
-def _script_tools(robot: Robot, allowed: Any) -> list[Tool]:
-    """The script tools (:mod:`workspace.script_tools`) among the names ``allowed`` lists."""
+def _script_tools(robot: Robot) -> list[Tool]:
+    """The script tools (:mod:`workspace.script_tools`) robots can name, for ``robot``'s folder."""
     from workspace.script_tools import discover_script_tools
 
     tools, notices = discover_script_tools(robot.folder)
     for notice in notices:
         log.warning("%s", notice)
-    return selection.filter_tools(list(tools), allowed)
+    return list(tools)
 
 
-def _check_tool_names(robot: Robot, allowed: Any, available: list[Tool]) -> None:
-    """A tool named exactly that exists nowhere is a mistake to report, not to skip in silence.
+def _check_tool_names(robot: Robot, allowed: Any, available: list[Tool]) -> bool:
+    """A tool named exactly that exists nowhere is a mistake to report, not to skip in silence (True: every
+    name was found).
 
     Names of MCP tools (``server__tool``) only warn: their server may be down for now (its
     status in ``robotlab mcp list`` says why), and the robot can still work without them.
@@ -129,7 +196,7 @@ def _check_tool_names(robot: Robot, allowed: Any, available: list[Tool]) -> None
     names = [str(getattr(a, "name", a)) for a in allowed]
     missing = [n for n in names if n not in have and not any(c in n for c in "*?[")]
     if not missing:
-        return
+        return True
     mcp_like = [n for n in missing if "__" in n]
     if mcp_like:
         log.warning("robot '%s': MCP tool(s) %s not available now (is the server running? robotlab mcp list)",
@@ -145,6 +212,7 @@ def _check_tool_names(robot: Robot, allowed: Any, available: list[Tool]) -> None
             f"Built-in tools: {', '.join(known)}. Fix the name where the tool list is set: "
             f"{_tools_origin(robot.tools_config, unknown)}"
         )
+    return False
 
 
 def _tools_origin(tools_config: Any, names: list[str]) -> str:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import io
 import logging
 import os
@@ -218,11 +219,23 @@ def is_secret_name(name: str, value: str | None = None) -> bool:
     ``*_API_KEY``, ``*_TOKEN``, ``*SECRET*``, ``*PASSWORD*``/``*PASSWD*`` and ``*_PASS`` always do;
     ``*_KEY`` does when ``value`` is at least :data:`MIN_KEY_LENGTH` characters (or not given).
     """
+    kind = _name_kind(name)
+    return kind == _ALWAYS or (kind == _LONG and (value is None or len(value) >= MIN_KEY_LENGTH))
+
+
+#: What a name says of its value (:func:`_name_kind`): never a secret, always one, one when long enough.
+_NEVER, _ALWAYS, _LONG = 0, 1, 2
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_kind(name: str) -> int:
+    """What ``name`` says (:data:`_ALWAYS`, :data:`_LONG` or :data:`_NEVER`), worked out once per name: every
+    recorded model request asks it of every key of its new messages (``role``, ``content``...)."""
     if _SECRET_NAME.search(name):
-        return True
+        return _ALWAYS
     if _KEY_NAME.search(name):
-        return value is None or len(value) >= MIN_KEY_LENGTH
-    return False
+        return _LONG
+    return _NEVER
 
 
 class _Redactor:

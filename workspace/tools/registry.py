@@ -9,10 +9,47 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 from workspace.tools.base import Tool
 
-_TOOLS: dict[str, Tool] = {}
+
+class _Tools(dict[str, Tool]):
+    """The registered tools by name, counting their changes (:func:`version`): whoever changes them, the
+    registry's own :func:`register` or a test setting an item."""
+
+    changes = 0
+
+    def __setitem__(self, name: str, tool: Tool) -> None:
+        self.changes += 1
+        super().__setitem__(name, tool)
+
+    def __delitem__(self, name: str) -> None:
+        self.changes += 1
+        super().__delitem__(name)
+
+    def pop(self, *args: Any) -> Any:
+        self.changes += 1
+        return super().pop(*args)
+
+    def popitem(self) -> tuple[str, Tool]:
+        self.changes += 1
+        return super().popitem()
+
+    def clear(self) -> None:
+        self.changes += 1
+        super().clear()
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self.changes += 1
+        super().update(*args, **kwargs)
+
+    def setdefault(self, name: str, default: Tool) -> Tool:
+        self.changes += 1
+        return super().setdefault(name, default)
+
+
+_TOOLS = _Tools()
 _LOADED = False
 _LOAD_LOCK = threading.RLock()
 #: Modules whose import registers built-in tools.
@@ -40,6 +77,13 @@ def _load() -> None:
                 if exc.name != module:
                     raise
         _LOADED = True
+
+
+def version() -> int:
+    """A number that changes whenever a tool is registered, replaced or removed (what a robot's resolved
+    tools are kept against: :func:`workspace.robot_tools.resolve_tools`); the built-in tools loaded first."""
+    _load()
+    return _TOOLS.changes
 
 
 def get(name: str) -> Tool | None:
