@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from tests.ui.code_colours import highlighted
-from ui.chat.view import code_draw, code_lines
+from ui.chat.view import code_draw, code_lines, code_stream
 from ui.chat.view.code_lines import LONG_LINE_CHARS, LOOKAHEAD_CHARS, CodeLines
 from ui.chat.view.code_stream import CodeStream, Piece
 from ui.chat.view.stream import MarkdownStream
@@ -279,3 +279,81 @@ def test_a_changed_line_and_the_lines_after_it_are_one_edit(qtbot: Any) -> None:
     code_draw.replace_lines(piece.document(), [first], [changed, after], wrap=True)
     assert piece.document().toPlainText() == "x" * 999 + "y\nz"
     assert len(edits) == 1, edits
+
+
+def test_the_closing_check_compares_a_cut_line_a_paragraph_a_turn(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a block with a long line cut while it streamed closes, its check compares the line's colours
+    with the whole highlight's a paragraph per turn of the event loop (a step a turn here), not the whole
+    line in one turn (~45 KB of runs compared at once held the window ~30 ms); and it still ends with the
+    paragraphs shown kept (their colours are the whole line's). Counted: the characters whose colours are
+    compared in each turn of the check."""
+    compared: list[int] = [0]
+    real_colours = code_lines.colours
+
+    def counting(line: Any) -> Any:
+        compared[-1] += code_lines.text_length(line)
+        return real_colours(line)
+
+    monkeypatch.setattr(code_lines, "colours", counting)
+    monkeypatch.setattr(code_stream, "colours", counting, raising=False)
+    monkeypatch.setattr(code_stream, "CHECK_SLICE_S", 0.0)  # a step per turn
+    real_step = CodeStream._check_step
+
+    def step(code: CodeStream) -> None:
+        compared.append(0)
+        real_step(code)
+
+    monkeypatch.setattr(CodeStream, "_check_step", step)
+    text = BLOCKS["json on one line"]
+    view = MarkdownStream()
+    qtbot.addWidget(view)
+    view.resize(700, 100)
+    for start in range(0, len(text), 2 * LONG_LINE_CHARS):
+        view.append(text[start:start + 2 * LONG_LINE_CHARS])
+        while view.pending:
+            QApplication.processEvents()
+    code = view.findChildren(CodeStream)[0]
+    paragraphs = [block for piece in code.pieces for block in code._blocks.get(piece, [])]
+    view.append("\n```\n")
+    qtbot.waitUntil(lambda: not view.checking, timeout=60_000)  # bounds a hang
+    assert sum(compared) >= len(code.code)  # the line was compared
+    assert max(compared) <= 2 * (LONG_LINE_CHARS + LOOKAHEAD_CHARS), f"{max(compared)} characters compared in a turn"
+    assert [block for piece in code.pieces for block in code._blocks.get(piece, [])] == paragraphs  # kept
+
+
+def test_the_closing_check_sets_the_pieces_that_differ_a_turn_each(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """C++'s lexer cannot resume from a line's state, so pieces of a C++ block streamed differ from the block
+    highlighted whole and the closing check sets them again: one piece per turn of the event loop (a step a
+    turn here), not all of them in the check's last turn; what it ends with is the whole highlight."""
+    sets: list[int] = [0]
+    real_set = CodeStream._set
+
+    def counting(code: CodeStream, piece: Piece, blocks: list[Any], *, anew: bool = False) -> None:
+        sets[-1] += 1
+        real_set(code, piece, blocks, anew=anew)
+
+    real_step = CodeStream._check_step
+
+    def step(code: CodeStream) -> None:
+        sets.append(0)
+        real_step(code)
+
+    view = MarkdownStream()
+    qtbot.addWidget(view)
+    view.resize(700, 100)
+    text = BLOCKS["cpp"]
+    for start in range(0, len(text), 2 * FLUSH):
+        view.append(text[start:start + 2 * FLUSH])
+        while view.pending:
+            QApplication.processEvents()
+    monkeypatch.setattr(code_stream, "CHECK_SLICE_S", 0.0)  # a step per turn
+    monkeypatch.setattr(CodeStream, "_set", counting)
+    monkeypatch.setattr(CodeStream, "_check_step", step)
+    view.append("\n```\n")
+    qtbot.waitUntil(lambda: not view.checking, timeout=60_000)  # bounds a hang
+    code = view.findChildren(CodeStream)[0]
+    assert sum(sets) >= 2, sets  # pieces were set again (else the test shows nothing)
+    assert max(sets) == 1, f"{max(sets)} pieces set again in a turn"
+    assert [code_lines.colours(line) for line in code.shown_lines()] == highlighted(code.code, "cpp")

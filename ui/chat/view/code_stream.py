@@ -14,7 +14,7 @@ cursor, a run at a time (:mod:`ui.chat.view.code_draw`), never by setting or ins
 being written is replaced from where it changed. Copy copies the whole code, the Wrap toggle applies to
 every piece (one shared scroll bar when lines do not wrap). Once the block closes, the lines shown are checked against the
 block highlighted whole (a step per turn of the event loop), and the pieces that differ (a lexer
-rule over several lines) are set again; a line cut while it streamed stays in its paragraphs.
+rule over several lines) are set again, one a turn; a line cut while it streamed stays in its paragraphs.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from ui.chat.view.code_lines import (
     LOOKAHEAD_CHARS,
     CodeLines,
     Line,
-    same_colours,
+    colours,
     split_line,
     text_length,
     whole_lines,
@@ -114,7 +114,7 @@ class CodeStream(QWidget):
         self._recent_start = 0  # where in the code the recent piece's lines start
         self._shown: dict[Piece, list[Line]] = {}  # the lines each piece shows
         self._blocks: dict[Piece, list[Line]] = {}  # its paragraphs: its lines, a cut line in pieces
-        self._check: Iterator[list[Line] | None] | None = None
+        self._check: Iterator[None] | None = None
         c = theme.colors()
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 4, 0, 10)
@@ -192,7 +192,7 @@ class CodeStream(QWidget):
                 self._finish(done, head=self.lines.head_runs)
         self._show_recent(self.lines.live("" if more else code[max(finished, self._cut):]))
         if closed and not more:
-            self._check = whole_lines(code, self.language)
+            self._check = self._checking(code)
             QTimer.singleShot(0, self, self._check_step)
         return more
 
@@ -255,24 +255,34 @@ class CodeStream(QWidget):
         if not self.wrap:
             self._fit_bar()
 
+    def _checking(self, code: str) -> Iterator[None]:
+        """The check against the whole block, a step at a time: the block highlighted whole
+        (:func:`whole_lines`), then compared with the lines shown (:meth:`_mend`)."""
+        whole: list[Line] = []
+        for step in whole_lines(code, self.language):
+            if step is None:
+                yield None
+            else:
+                whole = step
+        yield from self._mend(whole)
+
     def _check_step(self) -> None:
-        """A slice of the check against the whole block; at its end, set the pieces that differ again."""
+        """A slice of the check against the whole block (at its end, the pieces that differ are set again)."""
         if self._check is None:
             return
         deadline = time.perf_counter() + CHECK_SLICE_S
-        for step in self._check:
-            if step is not None:
-                self._check = None
-                self._mend(step)
-                return
+        for _step in self._check:
             if time.perf_counter() > deadline:
                 QTimer.singleShot(0, self, self._check_step)
                 return
+        self._check = None
 
-    def _mend(self, whole: list[Line]) -> None:
+    def _mend(self, whole: list[Line]) -> Iterator[None]:
         """Show the whole block's highlight: each piece keeps its lines; a line cut while it streamed
         keeps its paragraphs when their colours are the whole line's (setting a 50 KB line whole would
-        lay it out at once), else it gets the whole line's colours, cut where it was."""
+        lay it out at once), else it gets the whole line's colours, cut where it was. A step at a time
+        (None after each slice of work): a cut line is compared a paragraph a step, and a piece that
+        differs is set again in a step of its own."""
         pieces = self.pieces
         flat = [(piece, block) for piece in pieces for block in self._blocks.get(piece, [])]
         blocks: dict[Piece, list[Line]] = {piece: [] for piece in pieces}
@@ -291,13 +301,20 @@ class CodeStream(QWidget):
                 blocks[owner].append(line)
                 continue
             parts = [block for _piece, block in taken]
-            if not same_colours(parts, line):
-                parts = split_line(line, [text_length(part) for part in parts])
-            for (piece, _block), part in zip(taken, parts, strict=True):
+            yield None
+            whole_parts = split_line(line, [text_length(part) for part in parts])
+            same = True
+            for part, want in zip(parts, whole_parts, strict=True):  # (equal for each part: for the line)
+                yield None
+                if colours(part) != colours(want):
+                    same = False
+                    break
+            for (piece, _block), part in zip(taken, parts if same else whole_parts, strict=True):
                 blocks[piece].append(part)
         for piece in pieces:
             self._shown[piece] = shown[piece]
             if self._blocks.get(piece, []) != blocks[piece]:
+                yield None  # a piece set again a turn
                 self._set(piece, blocks[piece])
 
     # -- Copy and Wrap ------------------------------------------------------------------------
