@@ -187,7 +187,7 @@ def test_a_streamed_code_block_shows_what_rendering_it_whole_shows(qtbot: Any, n
 def test_finished_lines_are_highlighted_once_and_frozen_pieces_never_set_again(
         qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """The lexer sees each finished line once (plus the line being written, again as it grows), never
-    the whole block on a flush; a frozen piece is set once; no piece holds much more than PIECE_CHARS."""
+    the whole block on a flush; a frozen piece is never set again; no piece holds much more than PIECE_CHARS."""
     lexed: list[str] = []
     real_lex = code_lines.lex_from
 
@@ -230,14 +230,15 @@ def test_finished_lines_are_highlighted_once_and_frozen_pieces_never_set_again(
     assert all(counts.get(line, 0) >= 1 for line in streamed)
     assert sum(counts.get(line, 0) for line in streamed) <= 1.2 * len(streamed), "finished lines lexed again"
     assert sum(map(len, lexed)) < 3 * len(body)  # the whole block on every flush would be ~600 times it
-    # The frozen pieces were written a batch of lines at a time, at their end, never set again, and hold
-    # what the one-shot highlight of their lines is; no piece's whole HTML is ever set.
+    # The frozen pieces were written while they were the recent piece (the finished lines, then the line
+    # being written after them), at their end: no write replaced more than the line being written (what of it
+    # changed), and once frozen they are never set again; no piece's whole HTML is ever set.
     pieces = code.pieces
-    frozen = pieces[:-2]
+    frozen = pieces[:-1]
     assert len(frozen) >= len(body) // (2 * PIECE_CHARS)
-    assert all(0 < len(writes[id(piece)]) <= 1 + PIECE_CHARS // len(lines[0]) for piece in frozen)
-    # (the first write formats the empty document's one paragraph: one character "removed" and added again)
-    assert all(sum(removed for removed, _added in writes[id(piece)]) <= 1 for piece in frozen), "a piece written again"
+    assert all(writes[id(piece)] for piece in frozen)
+    most = max(removed for piece in frozen for removed, _added in writes[id(piece)])
+    assert most <= len(lines[0]), f"{most} characters written again"
     before = {id(piece): len(writes[id(piece)]) for piece in frozen}
     more = "".join(f"    more_{i} = {i}\n" for i in range(300)) + "```\n"
     for start in range(0, len(more), 40):
@@ -267,7 +268,7 @@ def test_copy_copies_the_whole_code_and_wrap_applies_to_every_piece(qtbot: Any) 
     qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)
     code = next(w for w in parts(view) if isinstance(w, CodeStream))
     visible = [p for p in code.pieces if p.isVisibleTo(code)]
-    assert len(visible) > 2
+    assert len(visible) >= 2  # frozen pieces and the recent one
     code.header.linkActivated.emit(f"{markdown.COPY_SCHEME}:0")
     assert board.text() == code_text.rstrip("\n")
 

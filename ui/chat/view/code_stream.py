@@ -2,18 +2,19 @@
 
 A :class:`CodeStream` draws the block as :func:`ui.markdown.code_block` does (header line, coloured
 box), but its code is a column of small documents: frozen pieces of about :data:`PIECE_CHARS` of
-finished lines, each highlighted and laid out once and never touched again; a recent piece, the
-finished lines since (set again when a line is finished); and a live piece, the line being written
-(with the lines of a string still open). A line longer than
+finished lines, each highlighted and laid out once and never touched again; and a recent piece, the
+finished lines since then the line being written (with the lines of a string still open), one document:
+the line being written is replaced from where it changed, and once finished it stays the paragraph it
+was (not written again elsewhere). A line longer than
 :data:`~ui.chat.view.code_lines.LONG_LINE_CHARS` (a minified document) is cut while it streams: its
-beginning goes into the recent piece a paragraph of that size at a time (those a turn cuts in one edit), so
-neither the lexer nor the layout sees the whole line on a flush. So a flush costs the live piece, not the block. Lines are the
+beginning becomes a paragraph of that size at a time (in the turn's one edit), so
+neither the lexer nor the layout sees the whole line on a flush. So a flush costs the line being written, not the block. Lines are the
 lexer's tokens as runs of one style (never formatted to HTML), written into a piece's document with a
 cursor, a run at a time (:mod:`ui.chat.view.code_draw`), never by setting or inserting HTML: the line
 being written is replaced from where it changed. Copy copies the whole code, the Wrap toggle applies to
 every piece (one shared scroll bar when lines do not wrap). Once the block closes, the lines shown are checked against the
 block highlighted whole (a step per turn of the event loop), and the pieces that differ (a lexer
-rule over several lines) are set again; a line cut while it streamed stays in its paragraphs.
+rule over several lines) are set again, one a turn; a line cut while it streamed stays in its paragraphs.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ui.chat.view.code_lines import (
     LOOKAHEAD_CHARS,
     CodeLines,
     Line,
-    same_colours,
+    colours,
     split_line,
     text_length,
     whole_lines,
@@ -113,7 +114,7 @@ class CodeStream(QWidget):
         self._recent_start = 0  # where in the code the recent piece's lines start
         self._shown: dict[Piece, list[Line]] = {}  # the lines each piece shows
         self._blocks: dict[Piece, list[Line]] = {}  # its paragraphs: its lines, a cut line in pieces
-        self._check: Iterator[list[Line] | None] | None = None
+        self._check: Iterator[None] | None = None
         c = theme.colors()
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 4, 0, 10)
@@ -142,7 +143,8 @@ class CodeStream(QWidget):
         self.bar.hide()
         layout.addWidget(self.bar)
         self.recent = self._piece()
-        self.live = self._piece()
+        self._done_blocks: list[Line] = []  # the recent piece's finished paragraphs (above the live ones)
+        self._done_shown: list[Line] = []  # their lines
         self._set_header()
 
     @property
@@ -151,7 +153,7 @@ class CodeStream(QWidget):
 
     @property
     def pieces(self) -> list[Piece]:
-        """The pieces, top to bottom: the frozen ones, the recent lines, the live line."""
+        """The pieces, top to bottom: the frozen ones, then the recent lines and the line being written."""
         found = (self._pieces.itemAt(i) for i in range(self._pieces.count()))
         return [w for item in found if item is not None and isinstance(w := item.widget(), Piece)]
 
@@ -164,10 +166,10 @@ class CodeStream(QWidget):
         """Every line shown (its runs of one style), top to bottom."""
         return [line for piece in self.pieces for line in self._shown.get(piece, [])]
 
-    def _piece(self, at: int | None = None) -> Piece:
+    def _piece(self) -> Piece:
         piece = Piece(self._column)
         piece.setVisible(False)
-        self._pieces.insertWidget(self._pieces.count() if at is None else at, piece)
+        self._pieces.addWidget(piece)
         return piece
 
     def _set_header(self) -> None:
@@ -187,10 +189,10 @@ class CodeStream(QWidget):
             self._fed = self._cut = self._cut + len(new)
             done = self.lines.finished(new)
             if done:
-                self._add_recent(done, head=self.lines.head_runs)
-        self._show(self.live, self.lines.live("" if more else code[max(finished, self._cut):]))
+                self._finish(done, head=self.lines.head_runs)
+        self._show_recent(self.lines.live("" if more else code[max(finished, self._cut):]))
         if closed and not more:
-            self._check = whole_lines(code, self.language)
+            self._check = self._checking(code)
             QTimer.singleShot(0, self, self._check_step)
         return more
 
@@ -199,9 +201,6 @@ class CodeStream(QWidget):
         piece, a paragraph at a time; True when the burst's share of this turn is used up."""
         budget = MAX_LINES_CHARS
         window = LONG_LINE_CHARS + LOOKAHEAD_CHARS
-        # The paragraphs cut in this turn are added to the recent piece in one edit: a paragraph added after
-        # another lays the one before out again, so adding them one at a time lays each out twice.
-        parts: list[Line] = []
         more = False
         while len(code) - self._cut >= window and code.find("\n", self._cut, self._cut + window) < 0:
             if budget <= 0:
@@ -209,45 +208,39 @@ class CodeStream(QWidget):
                 break
             done = self.lines.take_pending()
             if done:
-                self._append(self.recent, parts)
-                parts = []
-                self._add_recent(done, head=self.lines.head_runs)
+                self._finish(done, head=self.lines.head_runs)
             size, part = self.lines.cut(code[self._cut:self._cut + window])
             self._cut += size
             budget -= size
-            parts.append(part)
-        self._append(self.recent, parts)
+            self._done_blocks.append(part)
         return more
 
-    def _add_recent(self, done: list[Line], *, head: int = 0) -> None:
-        """Add lines highlighted for good to the recent piece, at its end (what it shows is not set
-        again); once it holds about PIECE_CHARS of code, it is frozen and a new recent piece starts.
-        ``head``: the first line starts with this many runs already shown (a cut line's pieces)."""
-        self._shown.setdefault(self.recent, []).extend(done)
+    def _finish(self, done: list[Line], *, head: int = 0) -> None:
+        """Lines highlighted for good, for the recent piece's finished paragraphs (drawn with the line being
+        written, in one edit: :meth:`_show_recent`). ``head``: the first line starts with this many runs
+        already there (a cut line's pieces)."""
+        self._done_shown.extend(done)
         blocks = [done[0][head:], *done[1:]] if head else done
-        self._append(self.recent, blocks if blocks[0] or not head else blocks[1:])
-        if self._fed - self._recent_start >= PIECE_CHARS and self._cut == self._fed:
-            self.recent = self._piece(self._pieces.indexOf(self.live))
-            self._recent_start = self._fed
+        self._done_blocks.extend(blocks if blocks[0] or not head else blocks[1:])
 
-    def _append(self, piece: Piece, blocks: list[Line]) -> None:
-        """Paragraphs added at the piece's end (the paragraphs above are not laid out again)."""
-        if not blocks:
-            return
-        shown = self._blocks.setdefault(piece, [])
-        code_draw.write_lines(piece.document(), blocks, wrap=self.wrap, after=len(shown))
-        shown += blocks
-        if piece.isHidden():
-            piece.setVisible(True)
-        if not self.wrap:
-            self._fit_bar()
-
-    def _show(self, piece: Piece, lines: list[Line], *, force: bool = False) -> None:
-        """Show ``lines`` in ``piece``, set again (unless it shows them already)."""
-        if not force and self._blocks.get(piece, []) == lines:
-            return
-        self._shown[piece] = lines
-        self._set(piece, lines)
+    def _show_recent(self, live: list[Line]) -> None:
+        """Show the recent piece's finished paragraphs and ``live`` (the line being written, and the lines
+        still open before it) after them, in one edit of its document: a line finished, or a paragraph cut
+        off a long line, stays the paragraph it was while it was written (laid out with that turn's change,
+        not again in a piece of its own, nor the paragraph above it with it). Once the finished paragraphs
+        hold about PIECE_CHARS of code, they are frozen in the piece and the line being written goes on in
+        a new recent piece below it."""
+        piece = self.recent
+        if self._cut - self._recent_start >= PIECE_CHARS:
+            self._shown[piece] = self._done_shown
+            self._set(piece, self._done_blocks)
+            self.recent = piece = self._piece()
+            self._recent_start = self._cut
+            self._done_blocks, self._done_shown = [], []
+        self._shown[piece] = [*self._done_shown, *live]
+        blocks = [*self._done_blocks, *live]
+        if self._blocks.get(piece, []) != blocks:
+            self._set(piece, blocks)
 
     def _set(self, piece: Piece, blocks: list[Line], *, anew: bool = False) -> None:
         """Show ``blocks`` in ``piece``: the paragraphs it shows already as they are stay (the live line
@@ -262,24 +255,34 @@ class CodeStream(QWidget):
         if not self.wrap:
             self._fit_bar()
 
+    def _checking(self, code: str) -> Iterator[None]:
+        """The check against the whole block, a step at a time: the block highlighted whole
+        (:func:`whole_lines`), then compared with the lines shown (:meth:`_mend`)."""
+        whole: list[Line] = []
+        for step in whole_lines(code, self.language):
+            if step is None:
+                yield None
+            else:
+                whole = step
+        yield from self._mend(whole)
+
     def _check_step(self) -> None:
-        """A slice of the check against the whole block; at its end, set the pieces that differ again."""
+        """A slice of the check against the whole block (at its end, the pieces that differ are set again)."""
         if self._check is None:
             return
         deadline = time.perf_counter() + CHECK_SLICE_S
-        for step in self._check:
-            if step is not None:
-                self._check = None
-                self._mend(step)
-                return
+        for _step in self._check:
             if time.perf_counter() > deadline:
                 QTimer.singleShot(0, self, self._check_step)
                 return
+        self._check = None
 
-    def _mend(self, whole: list[Line]) -> None:
+    def _mend(self, whole: list[Line]) -> Iterator[None]:
         """Show the whole block's highlight: each piece keeps its lines; a line cut while it streamed
         keeps its paragraphs when their colours are the whole line's (setting a 50 KB line whole would
-        lay it out at once), else it gets the whole line's colours, cut where it was."""
+        lay it out at once), else it gets the whole line's colours, cut where it was. A step at a time
+        (None after each slice of work): a cut line is compared a paragraph a step, and a piece that
+        differs is set again in a step of its own."""
         pieces = self.pieces
         flat = [(piece, block) for piece in pieces for block in self._blocks.get(piece, [])]
         blocks: dict[Piece, list[Line]] = {piece: [] for piece in pieces}
@@ -298,13 +301,20 @@ class CodeStream(QWidget):
                 blocks[owner].append(line)
                 continue
             parts = [block for _piece, block in taken]
-            if not same_colours(parts, line):
-                parts = split_line(line, [text_length(part) for part in parts])
-            for (piece, _block), part in zip(taken, parts, strict=True):
+            yield None
+            whole_parts = split_line(line, [text_length(part) for part in parts])
+            same = True
+            for part, want in zip(parts, whole_parts, strict=True):  # (equal for each part: for the line)
+                yield None
+                if colours(part) != colours(want):
+                    same = False
+                    break
+            for (piece, _block), part in zip(taken, parts if same else whole_parts, strict=True):
                 blocks[piece].append(part)
         for piece in pieces:
             self._shown[piece] = shown[piece]
             if self._blocks.get(piece, []) != blocks[piece]:
+                yield None  # a piece set again a turn
                 self._set(piece, blocks[piece])
 
     # -- Copy and Wrap ------------------------------------------------------------------------
