@@ -4,7 +4,8 @@ Real threads in a real database, shown in a chat view as the window shows them. 
 reads its last turns' data and makes none of their widgets; the steps after it make them a frame's budget at a
 time, the last turn first, the screen kept at the column's end meanwhile, until every turn on screen is widgets.
 Showing another thread while one is still coming in leaves only the new thread's turns, as do five threads
-shown one after the other, a step apart (a person clicking down the thread list).
+shown one after the other, a step apart (a person clicking down the thread list), in the window too, where the
+workers reading threads apart, held back while a thread's last turns are made, go on afterwards.
 """
 
 from __future__ import annotations
@@ -136,3 +137,29 @@ def test_another_thread_shown_while_one_comes_in_leaves_only_its_own_turns(
         chat.deleteLater()
         for store in (tools, plain, short):
             store.close()
+
+
+async def test_five_clicks_down_the_thread_list_end_on_the_last_thread_and_let_the_workers_go(
+        provider: Any, db_path: Path) -> None:
+    """In the window: five threads opened one after the other, a turn of the event loop apart, as fast clicks do.
+    The window ends on the last one, only its turns shown, and the workers reading threads apart, held back while
+    a thread's last turns are made, go on once they are."""
+    import asyncio
+
+    from tests.fakes.app_window import running_app, turns_made, wait_until
+
+    store = Store(db_path)
+    tools, plain, short = add_tool_thread(store, 30), add_long_thread(store, 30)[0], add_long_thread(store, 3)[0]
+    store.close()
+    async with running_app(provider=provider, db_path=db_path, theme_name="light", size=(1200, 800)) as root:
+        window = root.window
+        window.threads.new()
+        await asyncio.sleep(0.05)
+        for thread_id in (tools, plain, tools, plain, short):
+            window.threads.open(thread_id)
+            await asyncio.sleep(0)
+        chat, held = window.chat, root.controller.store
+        await turns_made(chat)
+        assert root.controller.thread_id == short
+        assert _texts(chat) == {f"question {i}" for i in range(3)} | {f"answer {i}" for i in range(3)}
+        await wait_until(lambda: held._background_free.is_set(), what="the workers let go")
