@@ -8,14 +8,17 @@ final answer; built as ``bench_ui_thread_scale`` builds them) in fresh databases
 - a ``LazyTranscript`` made (what the window reads of the branch before showing it);
 - first paint in a chat view (``ChatView.show_thread`` to the first frame rendered, as the scale bench
   measures it);
-- in the window: the step that opens the thread (``Threads.open``, the click's handler) and the first paint
-  of the chat after the click; then a search hit 2,000 turns up (turn 5 of a shorter thread) opened
+- in the window: the step that opens the thread (``Threads.open``, the click's handler: its wall time and the
+  window's thread's CPU time in it) and the first paint of the chat after the click; the longest turn of the
+  event loop after the click until the turns on screen are all widgets (wall, and the window's thread's CPU
+  in it), how many turns of the event loop did work until then (over 1 ms of that CPU) and when it was done;
+  then a search hit 2,000 turns up (turn 5 of a shorter thread) opened
   (``Threads.open_result``): the step of the click, the longest turn of the event loop until the hit
   shows (its wall time, and the window's thread's own CPU time in it: on a loaded machine the wall time is
   mostly waiting for a core), the time until it shows and the window's thread's CPU time until then.
 
-Targets printed: the 10,000-turn first paint within 1.5 x the 100-turn one; opening a search hit far up
-holds the window no longer than a frame on a quiet machine (< 50 ms busy). Writes
+Targets printed: the 10,000-turn first paint within 1.5 x the 100-turn one; opening a thread, and a search hit
+far up, holds the window no longer than a frame at a time on a quiet machine (< 50 ms busy). Writes
 bench/results/ui_open_long_thread.json.
 """
 
@@ -30,6 +33,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,6 +101,23 @@ def measure_chat_paint(app: object, db: Path, thread_id: str) -> dict[str, float
     return _figures(times)
 
 
+def screen_made(chat: Any) -> bool:
+    """Whether every turn reaching the chat's screen is widgets: none a placeholder, none still being made (the
+    turns in the margin above the screen may still be coming)."""
+    window = chat.turn_window
+    top = chat.verticalScrollBar().value()
+    bottom = top + chat.viewport().height()
+    for turn, gap in window.placeholders.items():
+        start, end = gap.span(turn)
+        if end >= top and start <= bottom:
+            return False
+    making = window._making[0] if window._making is not None else None  # (the turn a widget at a time)
+    for widget in chat._turn_widgets.get(making) or ():
+        if widget.geometry().bottom() >= top and widget.geometry().top() <= bottom:
+            return False
+    return bool(chat.presenter.state.turns)
+
+
 def measure_window(app: object, loop: asyncio.AbstractEventLoop, db: Path, thread_id: str) -> dict[str, object]:
     from PySide6.QtCore import QEvent, QObject
     from PySide6.QtWidgets import QApplication, QWidget
@@ -106,15 +127,22 @@ def measure_window(app: object, loop: asyncio.AbstractEventLoop, db: Path, threa
 
     class Probe(QObject):
         painted = 0.0
+        #: When a widget of the branch's last turn was first painted.
+        last_turn = 0.0
 
-        chat: QWidget | None = None
+        chat: Any = None
 
         def eventFilter(self, obj: QObject, event: QEvent) -> bool:
             # The chat's first paint: any of its widgets painted (its viewport is not repainted itself when only
             # the turns' widgets inside it change).
-            if (event.type() == QEvent.Type.Paint and not self.painted and isinstance(obj, QWidget)
+            if (event.type() == QEvent.Type.Paint and isinstance(obj, QWidget)
                     and self.chat is not None and (obj is self.chat or self.chat.isAncestorOf(obj))):
-                self.painted = time.perf_counter()
+                if not self.painted:
+                    self.painted = time.perf_counter()
+                turns = self.chat.presenter.state.turns
+                if not self.last_turn and turns and any(w is obj or w.isAncestorOf(obj)
+                                                        for w in self.chat._turn_widgets.get(turns[-1]) or ()):
+                    self.last_turn = time.perf_counter()
             return False
 
     process = app.processEvents  # type: ignore[attr-defined]
@@ -122,7 +150,9 @@ def measure_window(app: object, loop: asyncio.AbstractEventLoop, db: Path, threa
     path = store.path_ids(thread_id)
     hit = path[max(5, len(path) - HIT_DEPTH)]
     store.close()
-    steps, paints, reveal_clicks, reveal_stalls, reveal_totals = [], [], [], [], []
+    last_turn_paints: list[float] = []
+    steps, step_cpus, paints, open_stalls, open_stall_cpus, open_counts, open_totals = [], [], [], [], [], [], []
+    reveal_clicks, reveal_stalls, reveal_totals = [], [], []
     reveal_stall_cpus: list[float] = []
     reveal_cpus: list[float] = []
 
@@ -134,12 +164,26 @@ def measure_window(app: object, loop: asyncio.AbstractEventLoop, db: Path, threa
         probe = Probe()
         probe.chat = root.window.chat
         QApplication.instance().installEventFilter(probe)
-        start = time.perf_counter()
+        chat = root.window.chat
+        start, start_cpu = time.perf_counter(), time.thread_time()
         root.window.threads.open(thread_id)
-        steps.append((time.perf_counter() - start) * 1000)
-        while not probe.painted and time.perf_counter() < start + 30:
-            await asyncio.sleep(0.001)
+        last, last_cpu = time.perf_counter(), time.thread_time()
+        steps.append((last - start) * 1000)
+        step_cpus.append((last_cpu - start_cpu) * 1000)
+        # Every turn of the event loop until the turns on screen are all widgets (and the chat painted).
+        longest, longest_cpu, count = 0.0, 0.0, 0
+        while not (probe.last_turn and screen_made(chat)) and time.perf_counter() < start + 30:
+            await asyncio.sleep(0)
+            now, cpu = time.perf_counter(), time.thread_time()
+            longest, longest_cpu = max(longest, now - last), max(longest_cpu, cpu - last_cpu)
+            count += cpu - last_cpu > 0.001
+            last, last_cpu = now, cpu
+        open_stalls.append(longest * 1000)
+        open_stall_cpus.append(longest_cpu * 1000)
+        open_counts.append(float(count))
+        open_totals.append((last - start) * 1000 if screen_made(chat) else float("nan"))
         paints.append((probe.painted - start) * 1000 if probe.painted else float("nan"))
+        last_turn_paints.append((probe.last_turn - start) * 1000 if probe.last_turn else float("nan"))
         QApplication.instance().removeEventFilter(probe)
         await asyncio.sleep(0.5)  # what opening leaves to do after the paint
 
@@ -172,7 +216,10 @@ def measure_window(app: object, loop: asyncio.AbstractEventLoop, db: Path, threa
         root.window.close()
         root.window.deleteLater()
         process()
-    return {"open_step": _figures(steps), "first_paint": _figures(paints), "reveal_click": _figures(reveal_clicks),
+    return {"open_step": _figures(steps), "open_step_cpu": _figures(step_cpus), "first_paint": _figures(paints),
+            "last_turn_paint": _figures(last_turn_paints),
+            "open_longest_step": _figures(open_stalls), "open_longest_step_cpu": _figures(open_stall_cpus),
+            "open_steps": _figures(open_counts), "open_shown": _figures(open_totals), "reveal_click": _figures(reveal_clicks),
             "reveal_longest_step": _figures(reveal_stalls), "reveal_longest_step_cpu": _figures(reveal_stall_cpus),
             "reveal_total": _figures(reveal_totals), "reveal_cpu": _figures(reveal_cpus)}
 
@@ -224,7 +271,13 @@ def main() -> int:
                                  ("LazyTranscript made", row["lazy_transcript"]),
                                  ("chat view first paint", row["chat_first_paint"]),
                                  ("window: open step", window["open_step"]),
+                                 ("window: open step's CPU, the window's thread", window["open_step_cpu"]),
                                  ("window: first paint after the click", window["first_paint"]),
+                                 ("window: ... the last turn's first paint", window["last_turn_paint"]),
+                                 ("window: ... the longest step until on screen", window["open_longest_step"]),
+                                 ("window: ... that step's CPU, the window's thread", window["open_longest_step_cpu"]),
+                                 ("window: ... steps doing work (> 1 ms CPU)", window["open_steps"]),
+                                 ("window: ... until the turns on screen show", window["open_shown"]),
                                  ("window: search hit far up, the click's step", window["reveal_click"]),
                                  ("window: ... the longest step until it shows", window["reveal_longest_step"]),
                                  ("window: ... that step's CPU, the window's thread", window["reveal_longest_step_cpu"]),
@@ -247,6 +300,12 @@ def main() -> int:
     window_ratio = median(big, "window", "first_paint") / max(median(small, "window", "first_paint"), 0.1)
     print(f"chat view first paint {SIZES[-1]} vs {SIZES[0]} turns: {ratio:.2f}x; in the window: {window_ratio:.2f}x "
           "(target <= 1.5x)")
+    for turns, row in results.items():
+        print(f"opening {turns} turns: the click's step {median(row, 'window', 'open_step'):.0f} ms "
+              f"({median(row, 'window', 'open_step_cpu'):.0f} ms CPU), the longest step after it until the turns on "
+              f"screen show {median(row, 'window', 'open_longest_step'):.0f} ms "
+              f"({median(row, 'window', 'open_longest_step_cpu'):.0f} ms CPU), "
+              f"{median(row, 'window', 'open_steps'):.0f} steps (target < 16 ms each, quiet; < 50 ms busy)")
     print(f"search hit {HIT_DEPTH} turns up a branch of {SIZES[-1]}: longest step {median(big, 'window', 'reveal_longest_step'):.0f} ms, "
           f"its CPU on the window's thread {median(big, 'window', 'reveal_longest_step_cpu'):.0f} ms "
           "(target < 16 ms quiet, < 50 ms busy)")

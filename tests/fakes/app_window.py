@@ -21,6 +21,12 @@ async def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, *, wha
         await asyncio.sleep(0.01)
 
 
+async def turns_made(chat: Any, timeout: float = 30.0) -> None:
+    """Wait until ``chat`` has made the widgets of the turns near its screen: a thread shown makes them in the
+    steps after the one that showed it, the newest first, a frame's budget at a time."""
+    await wait_until(lambda: not chat.turn_window.busy, timeout, what="the turns' widgets")
+
+
 async def close_app(root: Any) -> None:
     """Shut an Application down and delete its window now, in a controlled place.
 

@@ -13,6 +13,7 @@ import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
+from tests.fakes.app_window import turns_made
 from ui.chat.model.bus import BusMessageItem
 from ui.chat.model.state import (
     AttachmentChip,
@@ -289,6 +290,7 @@ async def reopen(root: Any) -> dict[str, Any]:
     assert not window.chat.items()
     window.threads.open(thread_id)
     await asyncio.sleep(0.05)
+    await turns_made(window.chat)
     return snapshot(root)
 
 

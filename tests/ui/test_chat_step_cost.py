@@ -178,6 +178,13 @@ def test_a_thread_grown_live_holds_what_it_holds_reopened(qapp_instance: Any, tm
     with reopened.turn_window.deferring(hold=True):
         while reopened.presenter.hidden_turns:  # (the count known so far: above the last page, as it is read)
             reopened.presenter.load_earlier(reopened.presenter.hidden_turns)
+    # Up two screens and back, as the live chat's screen went over every turn: a thread opened makes only the
+    # turns near its screen, the live one kept those it made up to where it releases them.
+    reopened.scroll_to_bottom()
+    _settle(reopened)
+    bar = reopened.verticalScrollBar()
+    bar.setValue(bar.maximum() - 2 * reopened.viewport().height())
+    _settle(reopened)
     reopened.scroll_to_bottom()
     _settle(reopened)
     again = _kept(reopened)

@@ -49,6 +49,16 @@ def _settle(rounds: int = 4) -> None:
         time.sleep(0.001)
 
 
+def _made(chat: ChatView) -> None:
+    """Passes of the event loop until the chat has made the turns near its screen: a thread shown makes their
+    widgets in the steps after the one that showed it, the newest first."""
+    _settle()
+    rounds = 0
+    while chat.turn_window.busy and rounds < 500:
+        _settle(1)
+        rounds += 1
+
+
 def _answers(chat: ChatView) -> dict[str, MarkdownStream]:
     return {w.text: w for w in chat.items() if isinstance(w, MarkdownStream)}
 
@@ -58,7 +68,7 @@ def test_a_long_thread_keeps_only_the_turns_near_the_screen_as_widgets(qapp_inst
     chat = _chat()
     try:
         chat.show_thread(LazyTranscript(store, thread_id))
-        _settle()
+        _made(chat)
         bar = chat.verticalScrollBar()
         assert chat.user_messages()[-1].text == f"question {TURNS - 1}"
         shown_first = _answers(chat)[f"answer {TURNS - 2}"]  # (the last turn is always kept)
@@ -109,7 +119,7 @@ def test_earlier_turns_loaded_are_kept_out_of_the_collectors_walks_until_another
     chat = _chat()
     try:
         chat.show_thread(LazyTranscript(store, thread_id))
-        _settle()
+        _made(chat)
         shown_first = chat.presenter.state.turns[0]  # shown when the thread opened: not loaded on demand
         chat.load_earlier()
         rounds = 0
@@ -123,7 +133,7 @@ def test_earlier_turns_loaded_are_kept_out_of_the_collectors_walks_until_another
         assert gc.get_freeze_count() > 0
 
         chat.show_thread(LazyTranscript(other, other_id))
-        _settle()
+        _made(chat)
         walked = {id(o) for o in gc.get_objects()}
         assert id(loaded) in walked, "the closed thread's turns were left frozen: never freed"
         assert [m.text for m in chat.user_messages()] == ["question 0", "question 1", "question 2"]
@@ -139,7 +149,7 @@ def test_the_search_jump_makes_its_turn_even_far_up(qapp_instance: Any, tmp_path
     chat = _chat()
     try:
         chat.show_thread(LazyTranscript(store, thread_id))
-        _settle()
+        _made(chat)
         target = LazyTranscript(store, thread_id).turns[5].id
         assert chat.reveal_turn(target, words=["answer"])
         _settle(6)
@@ -248,7 +258,7 @@ def test_the_steps_of_one_pass_of_the_event_loop_share_one_budget(
     chat = _chat()
     try:
         chat.show_thread(LazyTranscript(store, thread_id))
-        _settle()
+        _made(chat)
         clock = _CountingClock()
         monkeypatch.setattr(virtual, "time", clock)
         bar = chat.verticalScrollBar()
@@ -324,7 +334,7 @@ def test_a_step_makes_a_widget_only_if_what_its_kind_cost_fits_in_the_budget_lef
     chat = _chat()
     try:
         chat.show_thread(LazyTranscript(store, thread_id))
-        _settle()
+        _made(chat)
         clock = _SetClock()
         monkeypatch.setattr(virtual, "time", clock)
         make_item, make_turn = chat.item_added, chat.build_turn
@@ -363,7 +373,7 @@ def test_the_steps_of_a_frame_share_its_budget_across_qts_work_between_them(
     chat = _chat()
     try:
         chat.show_thread(LazyTranscript(store, thread_id))
-        _settle()
+        _made(chat)
         chat.load_earlier()  # a page of placeholders above the screen
         while chat.turn_window.busy:
             _settle(1)
@@ -401,7 +411,7 @@ def test_a_turns_widgets_are_shown_by_the_step_that_makes_them(qapp_instance: An
     chat = _chat()
     try:
         chat.show_thread(LazyTranscript(store, thread_id))
-        _settle()
+        _made(chat)
         chat.load_earlier()
         while chat.turn_window.busy:
             _settle(1)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.app_window import close_app, wait_until
+from tests.fakes.app_window import close_app, turns_made, wait_until
 from ui.chat.view.change_card import ChangeCard
 from workspace.providers.testing import ToolCall
 
@@ -96,6 +96,7 @@ async def test_pending_changes_are_counted_where_they_always_show_and_undo_shows
     window.threads.new()
     await asyncio.sleep(0.05)
     window.threads.open(thread)
+    await turns_made(window.chat)
     await wait_until(lambda: _card(window)._pill is not None and _card(window)._pill.text() == "undone",
                      what="the reopened card to say undone")
     item = window.chat.presenter.all_change_items()[0]

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from fakes.stored_turns import FakeInfo, FakeView
 
-from tests.fakes.app_window import close_app, wait_until
+from tests.fakes.app_window import close_app, turns_made, wait_until
 from tests.ui.chat_dump import dump_state, dump_widgets, request_card_line
 from ui.chat.model.presenter import ChatPresenter
 from ui.chat.model.tool_calls import ElicitationItem, SamplingItem
@@ -227,6 +227,7 @@ async def test_sampling_card_and_elicitation_form_against_the_reference_server(
         await asyncio.sleep(0.05)
         root.window.threads.open(thread_id)
         await asyncio.sleep(0.05)
+        await turns_made(chat)
         assert [request_card_line(c) for c in chat.request_cards()] == live
     finally:
         await close_app(root)

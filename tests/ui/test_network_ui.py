@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 
-from tests.fakes.app_window import wait_until
+from tests.fakes.app_window import turns_made, wait_until
 from ui.chat.view.cards import ToolCard
 from ui.chat.view.lanes import NetworkHeader
 from ui.chat.view.messages import RunFooter, UserMessage
@@ -140,6 +140,7 @@ async def test_a_network_run_streams_into_lanes_in_order(desktop: Any, provider:
     window.threads.new()
     window.threads.open(session.thread_id)
     await asyncio.sleep(0.05)
+    await turns_made(window.chat)
     assert _lanes(desktop) == [("classifier", "done"), ("technical", "skipped"), ("general", "skipped"),
                                ("billing", "done")]
     assert window.network_model.statuses() == {"classifier": "done", "billing": "done", "technical": "skipped",
@@ -314,6 +315,7 @@ async def test_regenerate_a_network_answer_and_switch_themes(desktop: Any) -> No
     assert len(window.chat.lane_groups) == 1  # the fork shows only the new run
     assert window.network_model.statuses()["billing"] == "done"
     window.settings_flow.set_theme("dark")
+    await turns_made(window.chat)  # (the thread shown again: its turns' widgets come in the next steps)
     assert _lanes(desktop) == expected and window.docks.network_pane.graph.nodes
     window.settings_flow.set_theme("light")
 

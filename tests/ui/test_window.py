@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from tests.fakes.app_window import close_app, wait_until
+from tests.fakes.app_window import close_app, turns_made, wait_until
 from tests.fakes.long_threads import add_tool_thread, question
 from ui.chat.view.cards import ToolCard
 from ui.chat.view.messages import RobotHeader, RunFooter, UserMessage
@@ -223,6 +223,7 @@ async def test_quit_and_reopen_restores_the_thread(provider: Any, db_path: Path)
         assert second.window.thread_model.row_of(thread_id) == 0
         assert second.controller.thread_id == thread_id  # back where the user left off
         await asyncio.sleep(0.05)
+        await turns_made(second.window.chat)
         assert _kinds(second) == ["user", "robot", "text", "tool:remember:ok", "text", "footer"]
         assert second.window.title_label.text() == "hello there"
         assert second.window.tool_model.find("c1") is not None
@@ -411,9 +412,11 @@ async def test_long_thread_opens_with_its_last_turns_and_loads_the_rest(provider
     try:
         root.window.threads.open(thread_id)
         chat = root.window.chat
-        users = chat.user_messages()
+        assert 0 < chat.hidden_turns <= 40  # the branch's last page read before the paint
+        await turns_made(chat)
+        users = chat.user_messages()  # (those near the screen: the others are placeholders until scrolled to)
         assert [u.text for u in users][-1] == question(249)
-        assert len(users) == 10 and 0 < chat.hidden_turns <= 40  # the branch's last page read before the paint
+        assert len(chat.presenter.state.turns) == 10
         await wait_until(lambda: chat.hidden_turns == 240, what="the rest of the branch, read in a worker")
         # the inspector reads every event in a worker thread, then shows all 250 calls
         await wait_until(lambda: root.window.tool_model.rowCount() == 250, what="the inspector")
@@ -519,6 +522,7 @@ async def test_switching_theme_keeps_the_conversation(desktop: Any, provider: An
     await _idle(desktop)
     desktop.window.settings_flow.set_theme("dark")
     try:
+        await turns_made(desktop.window.chat)
         assert theme.colors().name == "dark"
         assert _kinds(desktop) == ["user", "robot", "tool:remember:ok", "text", "footer"]
         # The status bar's state in the new theme's colours (a dark green on a dark bar was hard to read).

@@ -5,11 +5,12 @@ presenter feeds each turn's stored events the way the bridge feeds a live run's)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 if TYPE_CHECKING:
     from ui.chat.composer.composer import Composer
@@ -36,6 +37,13 @@ REVEAL_SHOW_WAITS = 500
 #: The most turns loaded in one go within a step (each load tells the chat once; the step's budget is checked
 #: between loads).
 REVEAL_BATCH = 8
+#: The longest (s) the workers reading a thread apart (the inspector's events, the conversation, the branch's ids)
+#: wait after it opens, while the chat makes the widgets of its last turns a frame's budget at a time: running
+#: meanwhile, they held the interpreter in those steps (a step of 14 ms of CPU took 20) and the turns of a
+#: 10,000-turn thread showed after 400-900 ms instead of 200-370 (load 5-7, alternated runs).
+OPEN_HOLD_S = 1.0
+#: How often (ms) the window looks whether the chat is done making them.
+OPEN_HOLD_POLL_MS = 4
 #: The empty state's example messages for a robot whose file has no ``examples:`` and whose tools say
 #: nothing either (networks have their own: network_examples).
 EXAMPLES = ["What can you do?", "Explain recursion with a short example", "Write a haiku about robots"]
@@ -77,6 +85,8 @@ class Threads(QObject):
         #: The stored branch the chat shows, and the task reading the rest of its ids off the window's thread.
         self._shown: LazyTranscript | None = None
         self._rest: asyncio.Task[None] | None = None
+        #: The timer looking whether the chat made its last turns' widgets, and the hold of the workers meanwhile.
+        self._held: tuple[QTimer, contextlib.ExitStack] | None = None
         #: The thread list start-up's worker read and the list's rows it made of it, for the first :meth:`refresh`.
         self._rows_ahead: tuple[list[Any], list[ThreadItem]] | None = None
 
@@ -173,6 +183,7 @@ class Threads(QObject):
         among them, so the window does not freeze meanwhile."""
         c = self.services.session
         self.open(thread_id)
+        self._end_hold()  # the hit, not the last turns, is what is shown: its reveal holds them
         if c.thread_id != thread_id:
             return
         words = self.sidebar.search.text().split()
@@ -307,12 +318,40 @@ class Threads(QObject):
             return
         self._shown, self._rest = lazy, None
         self.chat.show_thread(lazy)  # through the chat's presenter, like a live run
+        self._hold_while_made(lazy)
         self.transcript_shown.emit(lazy)
         if not lazy.complete:  # a long branch: its last page read, the rest now off the window's thread
             self._rest = c.tasks.spawn(self._read_rest(lazy), name="thread-branch")
         thread = session.thread
         self.title_label.setText(thread.display_title)
         self.title_shown.emit(thread.display_title)
+
+    def _hold_while_made(self, lazy: LazyTranscript) -> None:
+        """Hold the workers reading the thread apart back while the chat makes the widgets of the turns of ``lazy``
+        near its screen (at most :data:`OPEN_HOLD_S`; another thread shown ends it). Looked at on a timer, not in a
+        task: the steps making them are the turn window's timers, and the event loop's tasks may not be running."""
+        self._end_hold()
+        held = contextlib.ExitStack()
+        held.enter_context(lazy.store.background_held())
+        until = time.perf_counter() + OPEN_HOLD_S
+        timer = QTimer(self)
+
+        def look() -> None:
+            if self._shown is not lazy or not self.chat.turn_window.busy or time.perf_counter() > until:
+                self._end_hold()
+
+        timer.timeout.connect(look)
+        timer.start(OPEN_HOLD_POLL_MS)
+        self._held = timer, held
+
+    def _end_hold(self) -> None:
+        """The workers held back by :meth:`_hold_while_made` go on."""
+        if self._held is not None:
+            timer, held = self._held
+            self._held = None
+            timer.stop()
+            timer.deleteLater()
+            held.close()
 
     async def _read_rest(self, lazy: LazyTranscript) -> None:
         """The ids of ``lazy``'s branch above its last page, read in a worker: the count of earlier turns is

@@ -287,8 +287,11 @@ class ChatView(QScrollArea):
         self._empty = box
 
     def show_thread(self, source: TranscriptSource) -> None:
-        """Show a stored thread: its last turns now (scrolled to the end), earlier ones on demand."""
-        self.presenter.load_thread(source)
+        """Show a stored thread: its last turns' data now, scrolled to the end, and their widgets in the next
+        steps, the newest first, within a frame's budget each (:class:`~ui.chat.view.virtual.TurnWindow`);
+        earlier turns on demand. Made in this step, the last turns' widgets held the window for 100 ms."""
+        with self.turn_window.deferring():
+            self.presenter.load_thread(source)
         self._stick = True
         QTimer.singleShot(0, self.scroll_to_bottom)
 
@@ -584,6 +587,8 @@ class ChatView(QScrollArea):
     def _attach_approval(self, request: ApprovalRequest,
                          future: asyncio.Future[Any]) -> ApprovalPanel | RequestCard | None:
         call = self.presenter.call(request.call_id, request.run_id or "approval")
+        if call is not None and call.turn is not None and self.turn_window.is_placeholder(call.turn):
+            self.turn_window.make(call.turn)  # (a thread just opened: its turns' widgets were still to come)
         card = self.card(request.call_id, request.run_id or "approval")
         asker = self.request_card(request.call_id, request.run_id or "approval")
         if call is None or future.done():

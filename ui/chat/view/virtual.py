@@ -14,6 +14,8 @@ resize and change of range:
   made only if what one of its kind cost fits in what is left and shown by the step that made it, so
   scrolling never freezes; a turn made above what is on screen keeps what is on screen in place; a search
   result's turn (:meth:`TurnWindow.make`) is made so too, before the others, and the screen goes to it after;
+- a thread shown comes in so too: its last turns' data as placeholders in the step that shows it, their
+  widgets in the steps after it, the newest first while the screen keeps to the column's end;
 - a turn far from the screen gives its widgets back (released) unless it is still running, asks
   something, holds the keyboard or is the last turn.
 
@@ -105,7 +107,6 @@ class TurnWindow:
         for gap in dict.fromkeys(self.placeholders.values()):
             layout.removeItem(gap)
         self.placeholders.clear()
-        self._deferring = False
         self._making = None
         self._held = None
         self.pinned = None
@@ -442,8 +443,9 @@ class TurnWindow:
         return widgets[0].geometry().top(), widgets[-1].geometry().bottom()
 
     def _turns_between(self, turns: list[TurnState], top: int, bottom: int) -> Iterator[TurnState]:
-        """The turns that reach into [top, bottom], nearest the screen's middle first (a binary search: a
-        thread of any length costs the same)."""
+        """The turns that reach into [top, bottom], nearest the screen's middle first, or the newest first while
+        the screen keeps to the column's end (a thread opening: what is read first is at the bottom) (a binary
+        search: a thread of any length costs the same)."""
         inside: list[TurnState] = []
         for i in range(self._first_reaching(turns, top), len(turns)):
             turn = turns[i]
@@ -451,6 +453,9 @@ class TurnWindow:
             if start > bottom:
                 break
             inside.append(turn)
+        if self.chat._stick:
+            yield from reversed(inside)
+            return
         middle = (top + bottom) // 2
         inside.sort(key=lambda t: abs(self._span(t)[0] - middle))
         yield from inside
