@@ -139,6 +139,36 @@ def test_another_thread_shown_while_one_comes_in_leaves_only_its_own_turns(
             store.close()
 
 
+def test_an_approval_asked_in_a_turn_still_to_come_makes_that_turn_and_shows_its_panel(
+        qapp_instance: Any, tmp_path: Path) -> None:
+    """A thread opened while its robot waits for an approval (a run in the background, asking): the window hands the
+    approval over in the step that shows the thread, when its last turn is not widgets yet. That turn is made there
+    and then, and its call's card asks; nothing waits for the later steps, which could never attach it."""
+    import asyncio
+
+    from workspace.approval import ApprovalRequest
+
+    store = Store(tmp_path / "asking.db")
+    thread_id = add_tool_thread(store, 20)
+    chat = _chat()
+    loop = asyncio.new_event_loop()
+    try:
+        chat.show_thread(LazyTranscript(store, thread_id))
+        last = chat.presenter.state.turns[-1]
+        assert chat.turn_window.is_placeholder(last)
+        chat.ask_approval(ApprovalRequest(call_id="c19", run_id="r19", robot="assistant", tool="read_file",
+                                          input={"path": "file_19.py"}), loop.create_future())
+        assert not chat.turn_window.is_placeholder(last)
+        card = chat.card("c19", "r19")
+        assert card is not None and card.approval is not None
+        assert chat.approvals == [card.approval]
+        _until(lambda: _screen_made(chat))
+    finally:
+        chat.close()
+        chat.deleteLater()
+        store.close()
+        loop.close()
+
 async def test_five_clicks_down_the_thread_list_end_on_the_last_thread_and_let_the_workers_go(
         provider: Any, db_path: Path) -> None:
     """In the window: five threads opened one after the other, a turn of the event loop apart, as fast clicks do.

@@ -588,7 +588,7 @@ class ChatView(QScrollArea):
                          future: asyncio.Future[Any]) -> ApprovalPanel | RequestCard | None:
         call = self.presenter.call(request.call_id, request.run_id or "approval")
         if call is not None and call.turn is not None and self.turn_window.is_placeholder(call.turn):
-            self.turn_window.make(call.turn)  # (a thread just opened: its turns' widgets were still to come)
+            self.turn_window.make_now(call.turn)  # (a thread just opened: its turns' widgets were still to come)
         card = self.card(request.call_id, request.run_id or "approval")
         asker = self.request_card(request.call_id, request.run_id or "approval")
         if call is None or future.done():

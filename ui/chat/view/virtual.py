@@ -231,6 +231,17 @@ class TurnWindow:
         self.pinned, self._then = turn, then
         self.schedule()
 
+    def make_now(self, turn: TurnState) -> None:
+        """Make ``turn``'s widgets in this step (a turn still to come that must show something now: an approval
+        asked in a thread just opened)."""
+        if self._making is not None and self._making[0] is turn:
+            for _ in self._making[1]:
+                pass
+            self._making = None
+        if turn in self.placeholders:
+            for _ in self._make(turn):
+                pass
+
     def live_turns(self) -> list[TurnState]:
         """The turns shown as widgets."""
         return [t for t in self.chat._turn_widgets if t not in self.placeholders]
