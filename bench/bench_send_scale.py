@@ -15,6 +15,8 @@ ticker; its CPU time beside it), medians of ``SENDS`` sends, each printed with t
 Targets (the exit status is 1 when one is missed): the 10,000-turn send's CPU within 1.5 x the 100-turn one's
 (wall time is printed beside it; under load it is mostly waits for a core), the send under 16 ms, and the worst
 loop stall at every length under a frame (16 ms) on a quiet machine (load average < 1), under 50 ms on a busy one.
+Beside them, the CPU of recording one model request of the conversation (``RequestRecorder.record``, on the event
+loop at every model call): at 10,000 turns most of the worst stall.
 Writes bench/results/send_scale.json. ``.venv/bin/python bench/bench_send_scale.py [lengths...]``
 """
 
@@ -96,6 +98,20 @@ class LoopStalls:
         return max(0.0, self.worst)
 
 
+def _recording_cpu_ms(messages: list[Any]) -> float:
+    """This thread's CPU (ms) to record one model request of ``messages`` after one of the same conversation
+    (:class:`workspace.context.requests.RequestRecorder`, on the event loop at every model call; with a provider
+    that builds no body of its own, as here, it converts every message too): where the worst stall goes."""
+    from workspace.context.requests import RequestRecorder
+    from workspace.providers.testing import ScriptedProvider
+
+    recorder, provider = RequestRecorder(), ScriptedProvider(default="Fine.")
+    recorder.record(provider, system="bench", messages=messages[:-1], tools=[], settings={})
+    start = time.thread_time()
+    recorder.record(provider, system="bench", messages=messages, tools=[], settings={})
+    return (time.thread_time() - start) * 1000
+
+
 async def measure(db_path: Path, thread_id: str, *, kept: bool) -> dict[str, float]:
     from workspace.providers.testing import ScriptedProvider
     from workspace.session import Workspace
@@ -128,7 +144,9 @@ async def measure(db_path: Path, thread_id: str, *, kept: bool) -> dict[str, flo
                 call_cpus.append(call_cpu)
                 stalls.append(stall)
                 stall_cpus.append(meter.worst_cpu)
+        recorded = _recording_cpu_ms(list(session._conversation.messages)) if kept and session._conversation else 0.0
         return {"send_ms": statistics.median(calls) * 1000, "send_cpu_ms": statistics.median(call_cpus) * 1000,
+                "recording_cpu_ms": recorded,
                 "worst_stall_ms": statistics.median(stalls) * 1000,
                 "worst_stall_cpu_ms": statistics.median(stall_cpus) * 1000, "load": os.getloadavg()[0]}
     finally:
@@ -150,12 +168,12 @@ def main(argv: list[str]) -> int:
     lengths = tuple(int(a) for a in argv) or LENGTHS
     result = asyncio.run(run_all(lengths))
     print(f"{'turns':>7}  {'send() before':>14} {'after (CPU)':>17}   {'worst loop stall before':>24} "
-          f"{'after (CPU)':>17}  load")
+          f"{'after (CPU)':>17}  {'recording a request (CPU)':>25}  load")
     for turns, row in result.items():
         b, k = row["baseline"], row["kept"]
         print(f"{int(turns):>7,}  {b['send_ms']:>11.2f} ms {k['send_ms']:>5.2f} ms ({k['send_cpu_ms']:.2f})   "
               f"{b['worst_stall_ms']:>21.2f} ms {k['worst_stall_ms']:>5.2f} ms ({k['worst_stall_cpu_ms']:.2f})  "
-              f"{k['load']:.1f}")
+              f"{k['recording_cpu_ms']:>22.2f} ms  {k['load']:.1f}")
     first, last = result[str(lengths[0])]["kept"], result[str(lengths[-1])]["kept"]
     growth = last["send_cpu_ms"] / max(first["send_cpu_ms"], 0.001)
     stall = max(row["kept"]["worst_stall_ms"] for row in result.values())
