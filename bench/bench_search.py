@@ -17,7 +17,8 @@ only ones given, the stale ones skipped or dropped.
 Targets: ``store.search`` within 1.5 x bare FTS5 (ranked hits with snippets, not much more than the
 ranking itself), the background search within 1.2 x ``store.search`` (the worker's cost), and the event
 loop's worst stall during a search under 16 ms (the median over the queries; the same ticker with no
-search is printed beside it: this machine's own noise). Medians. Writes bench/results/search.json.
+search is printed beside it: this machine's own noise). Medians, with the load average; the exit status is 1
+when a target is missed. Writes bench/results/search.json.
 ``.venv/bin/python bench/bench_search.py [--db PATH]`` (an existing database of the bench is reused).
 """
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import sqlite3
 import statistics
@@ -135,6 +137,7 @@ def main(argv: list[str]) -> int:
         start = time.perf_counter()
         build(db)
         print(f"built {THREADS:,} threads in {time.perf_counter() - start:.0f} s: {db} ({db.stat().st_size / 1e6:.0f} MB)")
+    load = os.getloadavg()[0]
     result = asyncio.run(measure(db))
     print(f"{'query':<18} {'hits':>5} {'bare FTS5':>10} {'store.search':>13} {'background':>11} {'loop stall':>11}")
     for query, row in result["queries"].items():
@@ -153,7 +156,8 @@ def main(argv: list[str]) -> int:
     }
     print(f"store.search / bare FTS5: {store_ratio:.2f} x; background / store.search: {worker_ratio:.2f} x; "
           f"loop stall during a search: {stall:.1f} ms (with no search: {result['idle_stall_ms']:.1f} ms); typing {typing['asked']} queries: "
-          f"{typing['given']} given (the newest: {typing['newest_given']})")
+          f"{typing['given']} given (the newest: {typing['newest_given']}); load average {load:.1f} at the start, "
+          f"{os.getloadavg()[0]:.1f} at the end")
     for name, met in checks.items():
         print(f"  target {name}: {'met' if met else 'missed'}")
     out = ROOT / "bench" / "results"

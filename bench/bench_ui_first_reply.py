@@ -27,7 +27,10 @@ own); ``PROVIDER`` picks the library:
 
 Also measured: the longest stall of the window's event loop (a 2 ms Qt timer) from the moment the
 window is filled in until the first message is sent, i.e. while the library loads. Medians of ``RUNS``
-runs per provider. Target: first <= 1.3 x second. Writes bench/results/ui_first_reply.json.
+runs per provider. Target: first <= 1.3 x second (the exit status is 1 when missed). Writes
+bench/results/ui_first_reply.json. ``--turns N``: Send -> first rendered token at a thread's turn 1 and turn N
+(the turns between sent at once; each measured after ``TYPING`` s, in a window whose first reply is behind it),
+lean provider, medians of ``RUNS`` processes; target: turn N at most 1.5 x turn 1.
 ``FIRST_TOKEN_MS``: the server waits that long before its first token, as a real model does (a small
 local model: 30-300 ms); by default it answers at once, the case where our own work weighs most.
 Run offscreen: ``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_ui_first_reply.py``.
@@ -48,6 +51,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS = int(os.environ.get("RUNS", "5"))
 TYPING = float(os.environ.get("TYPING", "6"))
 FIRST_TOKEN_MS = float(os.environ.get("FIRST_TOKEN_MS", "0"))
+#: ``--turns N``: turn N's Send -> first token at most this many times turn 1's.
+LATER_TURN_RATIO = 1.5
 SERVER = """
 import sys
 sys.path.insert(0, {root!r})
@@ -110,9 +115,12 @@ class Stalls:
         self.last = now
 
 first_token = {}
+first_token_cpu = {}
+sent_cpu = []  # the window thread's CPU time (time.thread_time) from each Send to its first rendered token
 
 def on_text(run_id, robot, text):
     first_token.setdefault(run_id, time.perf_counter())
+    first_token_cpu.setdefault(run_id, time.thread_time())
 
 root.bridge.text_appended.connect(on_text)
 
@@ -120,19 +128,44 @@ async def send(text):
     controller, composer = root.controller, root.window.composer
     before = set(first_token)
     composer.set_text(text)
-    started = time.perf_counter()
+    started, started_cpu = time.perf_counter(), time.thread_time()
     composer.submit()  # what Enter in the message box does
     assert not controller.idle, "send refused"
     while not (set(first_token) - before):
         await asyncio.sleep(0.001)
-    got = first_token[next(iter(set(first_token) - before))]
+    run_id = next(iter(set(first_token) - before))
+    got = first_token[run_id]
+    sent_cpu.append(first_token_cpu[run_id] - started_cpu)
     while not controller.idle:
         await asyncio.sleep(0.005)
     return got - started
 
+async def later_turn(turns):
+    # Send -> first rendered token at a new thread's turn 1 and at its turn `turns` (the turns between sent at
+    # once), each after TYPING s of typing, in a window already used (its first reply's costs paid).
+    await asyncio.sleep(TYPING)
+    await send("Warm up")
+    root.controller.new_thread()
+    await asyncio.sleep(TYPING)
+    load_first = os.getloadavg()[0]
+    first = await send("Turn 1")
+    first_cpu = sent_cpu[-1]
+    for i in range(2, turns):
+        await send(f"Turn {i}")
+    await asyncio.sleep(TYPING)
+    load_last = os.getloadavg()[0]
+    last = await send(f"Turn {turns}")
+    print("RESULT " + json.dumps({"first": first, "last": last, "load_first": load_first, "load_last": load_last,
+                                  "first_cpu": first_cpu, "last_cpu": sent_cpu[-1]}),
+          flush=True)
+    await root.aclose()
+
 async def main():
     while not root.loaded:
         await asyncio.sleep(0.01)
+    if LATER_TURN:
+        await later_turn(LATER_TURN)
+        return
     stalls = Stalls()  # from the filled-in window on: while the library loads in its thread
     await asyncio.sleep(TYPING)
     stall = stalls.worst
@@ -161,14 +194,15 @@ NAMES = {"litellm": "litellm, own process", "litellm-same": "litellm, window's p
          "auto": "lean provider (openai SDK)", "none": "no library (offline demo)"}
 
 
-def run_once(base: str, provider: str, home: str) -> dict[str, float]:
+def run_once(base: str, provider: str, home: str, later_turn: int = 0) -> dict[str, float]:
     env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"), "ROBOTLAB_HOME": home,
            "ROBOT_LAB_LLM__MODEL": "openai/fake" if provider != "none" else "", "ROBOT_LAB_LLM__API_BASE": base + "/v1",
            "ROBOT_LAB_LLM__PROVIDER": {"none": "auto", "litellm-same": "litellm"}.get(provider, provider),
            "ROBOT_LAB_LLM__LITELLM_PROCESS": "same" if provider == "litellm-same" else "auto",
            "ROBOT_LAB_DEMO__DELAY": "0"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: byte-code caches written and used
-    code = CHILD.replace("ROOT)", repr(str(ROOT)) + ")").replace("TYPING)", f"{TYPING})")
+    code = CHILD.replace("ROOT)", repr(str(ROOT)) + ")").replace("TYPING)", f"{TYPING})").replace(
+        "LATER_TURN", str(later_turn))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT,
                           timeout=180)
     for line in proc.stdout.splitlines():
@@ -197,7 +231,41 @@ def machine_after_pause() -> tuple[float, float]:
     return statistics.median(hot), statistics.median(paused)
 
 
+def later_turn_only(turns: int) -> int:
+    """``--turns N``: Send -> first rendered token at turn 1 and at turn N of a thread (lean provider), medians of
+    ``RUNS`` processes, with the load average; exit status 1 when turn N takes more than 1.5 x turn 1."""
+    server = subprocess.Popen([sys.executable, "-c", SERVER.format(root=str(ROOT), delay=FIRST_TOKEN_MS)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    base = server.stdout.readline().strip()
+    runs = []
+    try:
+        with tempfile.TemporaryDirectory() as home:
+            for i in range(RUNS):
+                with tempfile.TemporaryDirectory(dir=home) as own:  # a fresh database each run
+                    runs.append(run_once(base, "auto", own, later_turn=turns))
+                r = runs[-1]
+                print(f"run {i + 1}: turn 1 {r['first'] * 1000:.1f} ms (CPU {r['first_cpu'] * 1000:.1f} ms, load average "
+                      f"{r['load_first']:.1f}), turn {turns} {r['last'] * 1000:.1f} ms (CPU {r['last_cpu'] * 1000:.1f} ms, "
+                      f"load average {r['load_last']:.1f})", flush=True)
+    finally:
+        server.terminate()
+    first = statistics.median(r["first"] for r in runs) * 1000
+    last = statistics.median(r["last"] for r in runs) * 1000
+    first_cpu = statistics.median(r["first_cpu"] for r in runs) * 1000
+    last_cpu = statistics.median(r["last_cpu"] for r in runs) * 1000
+    met = last <= LATER_TURN_RATIO * first
+    print(f"Send -> first rendered token (lean provider, median of {RUNS}): turn 1 {first:.1f} ms, turn {turns} {last:.1f} ms, "
+          f"{last / first:.2f} x (target <= {LATER_TURN_RATIO} x): {'met' if met else 'missed'}; the window thread's CPU "
+          f"meanwhile {first_cpu:.1f} vs {last_cpu:.1f} ms ({last_cpu / max(first_cpu, 0.01):.2f} x); "
+          f"load average {os.getloadavg()[0]:.1f}")
+    return 0 if met else 1
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--turns"]:
+        return later_turn_only(int(sys.argv[2]))
+    load = os.getloadavg()[0]
     hot, paused = machine_after_pause()
     server = subprocess.Popen([sys.executable, "-c", SERVER.format(root=str(ROOT), delay=FIRST_TOKEN_MS)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
@@ -260,7 +328,10 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     name = f"ui_first_reply_server_{FIRST_TOKEN_MS:g}ms.json" if FIRST_TOKEN_MS else "ui_first_reply.json"
     (out / name).write_text(json.dumps(result, indent=2) + "\n")
-    return 0
+    missed = [NAMES[p] for p, s in summary.items() if p != "none" and s["ratio_first_over_second"] > 1.3]
+    print(f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; target first <= 1.3 x second: "
+          + (f"missed by {', '.join(missed)}" if missed else "met"))
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":
