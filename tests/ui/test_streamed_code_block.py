@@ -253,10 +253,22 @@ def test_finished_lines_are_highlighted_once_and_frozen_pieces_never_set_again(
         body + more[:-4].rstrip("\n"), "python")
 
 
+def test_a_50_kb_block_is_a_few_large_pieces(qtbot: Any) -> None:
+    """A new piece (a text widget made, then shown for the first time) costs about as much as laying out a
+    few KB of code: a 50 KB block is shown in pieces of about 6,000 characters, not twice as many of half
+    that, and still shows what rendering it whole shows."""
+    body = python_code(1300)  # ~50 KB
+    view = stream(qtbot, "```python\n" + body, 300)
+    code = next(w for w in parts(view) if isinstance(w, CodeStream))
+    pieces = [piece for piece in code.pieces if not piece.isHidden()]
+    assert len(pieces) <= len(body) // 4500 + 1, f"{len(pieces)} pieces for {len(body)} characters"
+    assert [code_lines.colours(line) for line in code.shown_lines()] == highlighted(body.rstrip("\n"), "python")
+
+
 def test_copy_copies_the_whole_code_and_wrap_applies_to_every_piece(qtbot: Any) -> None:
     board = QGuiApplication.clipboard()
     board.setText("before")
-    code_text = python_code(120) + "long = '" + "y" * 400 + "'\n" + python_code(10)
+    code_text = python_code(260) + "long = '" + "y" * 400 + "'\n" + python_code(10)
     view = MarkdownStream()
     qtbot.addWidget(view)
     view.resize(700, 100)

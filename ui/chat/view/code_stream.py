@@ -40,8 +40,11 @@ from ui.chat.view.code_lines import (
 )
 from ui.widgets.common import follow_link
 
-#: A frozen piece holds about this many characters of code.
-PIECE_CHARS = 3000
+#: A frozen piece holds about this many characters of code. A new piece (a text widget made, then shown and
+#: polished for the first time) costs about 2.5 ms: at 3,000 characters that was a tenth of a code block's
+#: CPU; twice that halves it, while the recent piece's edits (laid out in a document up to this size) cost
+#: about the same (larger still, they grow).
+PIECE_CHARS = 6000
 #: At most about this many characters of new lines are highlighted per turn of the event loop.
 MAX_LINES_CHARS = 2500
 #: The check against the whole block works at most this long per turn of the event loop.
