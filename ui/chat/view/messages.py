@@ -288,7 +288,7 @@ class RobotHeader(QWidget):
         layout.addWidget(avatar)
         name = QLabel(robot, self)
         name.setObjectName("RobotName")
-        name.setStyleSheet(f"color: {color}; font-weight: 600;")
+        name.setProperty("badge", str(theme.badge_index(robot)))  # its colour: ui.theme.chat_rules
         layout.addWidget(name)
         layout.addStretch(1)
 
