@@ -1,7 +1,8 @@
 """What each kind of chat widget costs the window's thread: made, first shown and first laid out.
 
 For each kind a thread's turns are made of (an answer segment ``AutoHeightText`` with a short Markdown answer,
-a tool card, the robot's header, a run's footer, the user's message), ``SAMPLES`` widgets are made one at a
+the model's thinking, a notice line, a failed run's footer, a tool card, the robot's header, a run's footer, the
+user's message), ``SAMPLES`` widgets are made one at a
 time in a shown column with the window's theme applied (as the chat makes them): the time to construct (and
 fill) it, then to show it and lay the column out (``QWidget.show`` and the posted layout requests), then to
 paint it the first time (``QWidget.grab``); each deleted before the next is made. Printed per kind: the medians of the wall time and of the window
@@ -30,13 +31,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 SAMPLES = 60
+#: What a failed run's footer is given (before the theme's rules: its colour, a style sheet of its own).
+FOOTER_TONE = "error"
 ANSWER = ("**file_1.py** defines `f`, which does nothing:\n\n```python\ndef f():\n    pass\n```\n\n"
           "It is called from *main* only.")
 
 
 def _kinds() -> dict[str, Callable[[Any], Any]]:
     from ui.chat.view.cards import ToolCard
-    from ui.chat.view.messages import RobotHeader, RunFooter, UserMessage
+    from ui.chat.view.messages import NoticeLine, RobotHeader, RunFooter, ThinkingBlock, UserMessage
     from ui.widgets.common import AutoHeightText
 
     def answer(parent: Any) -> Any:
@@ -44,8 +47,22 @@ def _kinds() -> dict[str, Callable[[Any], Any]]:
         view.set_markdown(ANSWER)
         return view
 
+    def thinking(parent: Any) -> Any:
+        block = ThinkingBlock(parent)
+        block.body.setText("First the file, then its callers.")
+        return block
+
+    def failed_footer(parent: Any) -> Any:
+        footer = RunFooter(turn_id="t1", parent=parent)
+        footer.set_status("Failed: the model's server closed the connection.", FOOTER_TONE)
+        return footer
+
     return {
         "answer segment": answer,
+        "thinking": thinking,
+        "notice line": lambda parent: NoticeLine("The answer was cut off at the token limit.", level="warning",
+                                                 parent=parent),
+        "failed footer": failed_footer,
         "tool card": lambda parent: ToolCard(call_id="c1", tool="read_file", robot="assistant", server=None,
                                              arguments={"path": "file_1.py"}, parent=parent),
         "robot header": lambda parent: RobotHeader("assistant", parent),

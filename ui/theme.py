@@ -124,10 +124,17 @@ def chat_rules(c: Colors) -> str:
     (a widget's own style sheet is parsed and its widget polished apart, for each one): a text that fits its
     height (``QTextBrowser[autoHeight="true"]``), the robots' names (``#RobotName[badge=i]``) and badges
     (``#RobotChip[badge=i]``) in the robot's colour, the status pills of tool cards (``#Pill[tone=...]``), a
-    tool's server in muted text (``#ToolTitle[muted="true"]``)."""
+    tool's server in muted text (``#ToolTitle[muted="true"]``), the model's thinking (``#ThinkingText``), how a
+    run ended under its answer (``#Muted[tone=...]``), a notice line's text by its level
+    (``#NoticeText[level=...]``)."""
     rules = ['QTextBrowser[autoHeight="true"], QTextBrowser[autoHeight="true"]:focus '
              "{ background: transparent; border: none; padding: 0px; }",
-             f'#ToolTitle[muted="true"] {{ color: {c.muted}; }}']
+             f'#ToolTitle[muted="true"] {{ color: {c.muted}; }}',
+             f"QLabel#ThinkingText {{ color: {c.muted}; padding-left: 18px; }}"]
+    for tone, color in (("muted", c.muted), ("warning", c.warning), ("error", c.error)):
+        rules.append(f'QLabel#Muted[tone="{tone}"] {{ color: {color}; }}')
+    for level, color in (("info", c.muted), ("warning", c.warning), ("error", c.error)):
+        rules.append(f'QLabel#NoticeText[level="{level}"] {{ color: {color}; }}')
     for i, color in enumerate(BADGE_COLORS):
         fg, bg = chip_colors(color, c)
         rules.append(f'QLabel#RobotName[badge="{i}"] {{ color: {color}; font-weight: 600; }}')

@@ -2,7 +2,8 @@
 
 A widget's own style sheet is parsed, and the widget polished with it, for each widget: the chat makes them by
 the hundred while a thread opens. So the rules of its many widgets (answer texts, robot names and badges, tool
-cards' status pills) are the theme's (``ui.theme.chat_rules``), picked by object names and dynamic properties.
+cards' status pills, the model's thinking, notice lines, how a run ended) are the theme's (``ui.theme.chat_rules``),
+picked by object names and dynamic properties.
 A real thread in a real database opened in a chat view leaves no widget with a style sheet of its own; and each
 kind looks, pixel for pixel in both themes, as it did with its own style sheet.
 """
@@ -22,7 +23,7 @@ from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
 from ui import theme
 from ui.chat.view.cards import ToolCard
 from ui.chat.view.chat import ChatView
-from ui.chat.view.messages import RobotHeader
+from ui.chat.view.messages import NoticeLine, RobotHeader, RunFooter, ThinkingBlock
 from ui.transcript import LazyTranscript
 from ui.widgets.common import AutoHeightText, elided_robot_chip, pill, robot_chip
 from workspace.persistence import Store
@@ -75,7 +76,9 @@ def _grab(make: Callable[[QWidget], QWidget], style: Callable[[QWidget], None] |
     holder = QWidget()
     layout = QVBoxLayout(holder)
     widget = make(holder)
-    if style is not None:
+    if style is None:  # as the chat makes it: nothing in it has a style sheet of its own
+        assert [w.objectName() for w in [widget, *widget.findChildren(QWidget)] if w.styleSheet()] == []
+    else:
         style(widget)
     layout.addWidget(widget)
     holder.resize(420, 160)
@@ -116,6 +119,36 @@ def _kinds(c: theme.Colors) -> list[tuple[str, Callable[[QWidget], QWidget], Cal
         ("elided robot chip", lambda parent: elided_robot_chip(robot, parent), chip),
         ("robot name", name, name_style),
     ]
+    def thinking(parent: QWidget) -> QWidget:
+        block = ThinkingBlock(parent)
+        block.body.setText("First the file, then its callers.")
+        return block
+
+    def thinking_style(block: QWidget) -> None:
+        assert isinstance(block, ThinkingBlock)
+        block.body.setStyleSheet(f"color: {c.muted}; padding-left: 18px;")
+
+    kinds.append(("thinking", thinking, thinking_style))
+    for level, color in (("info", c.muted), ("warning", c.warning), ("error", c.error)):
+        def notice(parent: QWidget, level: str = level) -> QWidget:
+            return NoticeLine("The answer was cut off at the token limit.", level=level, parent=parent)
+
+        def notice_style(line: QWidget, color: str = color) -> None:
+            assert isinstance(line, NoticeLine)
+            line.label.setStyleSheet(f"color: {color};")
+
+        kinds.append((f"notice {level}", notice, notice_style))
+    for tone, color in (("muted", c.muted), ("warning", c.warning), ("error", c.error)):
+        def footer(parent: QWidget, tone: str = tone) -> QWidget:
+            made = RunFooter(turn_id="t1", parent=parent)
+            made.set_status("Stopped: the model gave up.", tone)
+            return made
+
+        def footer_style(made: QWidget, color: str = color) -> None:
+            assert isinstance(made, RunFooter)
+            made.status.setStyleSheet(f"color: {color};")
+
+        kinds.append((f"footer {tone}", footer, footer_style))
     for tone, (fg_name, bg_name) in theme.PILL_TONES.items():
         sheet = f"QLabel#Pill {{ color: {getattr(c, fg_name)}; background-color: {getattr(c, bg_name)}; {_CHIP} }}"
         kinds.append((f"pill {tone}", _status_pill(tone), _old(sheet)))
