@@ -64,12 +64,17 @@ def colors() -> Colors:
     return _current
 
 
-def badge_color(name: str) -> str:
-    """A stable colour per robot name (a tiny string hash: hashlib costs startup time)."""
+def badge_index(name: str) -> int:
+    """Which of :data:`BADGE_COLORS` is the robot's (a tiny string hash: hashlib costs startup time)."""
     h = 0
     for ch in name:
         h = (h * 31 + ord(ch)) & 0xFFFFFFFF
-    return BADGE_COLORS[h % len(BADGE_COLORS)]
+    return h % len(BADGE_COLORS)
+
+
+def badge_color(name: str) -> str:
+    """A stable colour per robot name."""
+    return BADGE_COLORS[badge_index(name)]
 
 
 #: The colours that mark a comparison's candidates (their columns, their hunks in the combined review), in order.
@@ -90,10 +95,54 @@ def resources_dir() -> Path:
 
 
 def style_sheet(name: str) -> str:
-    """The theme's QSS; ``@ICONS@`` in it becomes the icons folder (for arrows and checks)."""
+    """The theme's QSS; ``@ICONS@`` in it becomes the icons folder (for arrows and checks); then the rules of
+    the chat's many widgets whose colours come from the theme's colours (:func:`chat_rules`)."""
     path = resources_dir() / "styles" / f"{name}.qss"
     icons = (resources_dir() / "icons").as_posix()
-    return path.read_text(encoding="utf-8").replace("@ICONS@", icons)
+    return path.read_text(encoding="utf-8").replace("@ICONS@", icons) + chat_rules(LIGHT if name == "light" else DARK)
+
+
+#: The tones of a status pill (``QLabel#Pill[tone=...]``, :func:`pill_tone`) and their colours' names in
+#: :class:`Colors` (text, background).
+PILL_TONES = {"ok": ("success", "card_header"), "error": ("error", "error_bg"), "approval": ("warning", "warning_bg"),
+              "busy": ("accent", "card_header")}
+_CHIP = "border-radius: 8px; padding: 1px 8px; font-size: 11px; font-weight: 600;"
+
+
+def chip_colors(color: str, c: Colors) -> tuple[str, str]:
+    """A robot badge's text colour and background (a tint of ``color``; CSS ``rgba``) in theme ``c``."""
+    base = QColor(color)
+    tint = QColor(base)
+    light = c.name == "light"
+    tint.setAlpha(38 if light else 70)
+    fg = base.name() if light else base.lighter(150).name()
+    return fg, f"rgba({tint.red()}, {tint.green()}, {tint.blue()}, {tint.alpha()})"
+
+
+def chat_rules(c: Colors) -> str:
+    """Rules for widgets the chat makes by the hundred, set once on the application rather than on each widget
+    (a widget's own style sheet is parsed and its widget polished apart, for each one): a text that fits its
+    height (``QTextBrowser[autoHeight="true"]``), the robots' names (``#RobotName[badge=i]``) and badges
+    (``#RobotChip[badge=i]``) in the robot's colour, the status pills of tool cards (``#Pill[tone=...]``), a
+    tool's server in muted text (``#ToolTitle[muted="true"]``), the model's thinking (``#ThinkingText``), how a
+    run ended under its answer (``#Muted[tone=...]``), a notice line's text by its level
+    (``#NoticeText[level=...]``)."""
+    rules = ['QTextBrowser[autoHeight="true"], QTextBrowser[autoHeight="true"]:focus '
+             "{ background: transparent; border: none; padding: 0px; }",
+             f'#ToolTitle[muted="true"] {{ color: {c.muted}; }}',
+             f"QLabel#ThinkingText {{ color: {c.muted}; padding-left: 18px; }}"]
+    for tone, color in (("muted", c.muted), ("warning", c.warning), ("error", c.error)):
+        rules.append(f'QLabel#Muted[tone="{tone}"] {{ color: {color}; }}')
+    for level, color in (("info", c.muted), ("warning", c.warning), ("error", c.error)):
+        rules.append(f'QLabel#NoticeText[level="{level}"] {{ color: {color}; }}')
+    for i, color in enumerate(BADGE_COLORS):
+        fg, bg = chip_colors(color, c)
+        rules.append(f'QLabel#RobotName[badge="{i}"] {{ color: {color}; font-weight: 600; }}')
+        rules.append(f'QLabel#RobotChip[badge="{i}"] {{ color: {fg}; background-color: {bg}; {_CHIP} }}')
+    for tone, (fg_name, bg_name) in PILL_TONES.items():
+        rules.append(f'QLabel#Pill[tone="{tone}"] {{ color: {getattr(c, fg_name)}; '
+                     f"background-color: {getattr(c, bg_name)}; {_CHIP} }}")
+    return "\n/* The chat's widgets (ui.theme.chat_rules) */\n" + "\n".join(rules) + "\n"
 
 
 def mono_font(size_delta: int = 0) -> QFont:

@@ -134,7 +134,9 @@ class AutoHeightText(QTextBrowser):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.DefaultContextMenu)
         self.viewport().setAutoFillBackground(False)
-        self.setStyleSheet("QTextBrowser { background: transparent; border: none; padding: 0px; }")
+        # Transparent, no border nor padding: a rule of the application's style sheet (ui.theme.chat_rules), not
+        # a style sheet of each (parsed, and the widget polished apart, for each of the chat's many texts).
+        self.setProperty("autoHeight", True)
         self.document().setDocumentMargin(0)
         self.document().documentLayout().documentSizeChanged.connect(self._fit)
         self.setFixedHeight(1)
@@ -376,42 +378,43 @@ def badge(text: str, color: str, parent: QWidget | None = None, *, small: bool =
 
 def robot_chip(robot: str, parent: QWidget | None = None) -> QLabel:
     """The robot's name in its colour on a light tint of it (the robot badge of cards)."""
-    color = QColor(theme.badge_color(robot))
-    tint = QColor(color)
-    tint.setAlpha(38 if theme.colors().name == "light" else 70)
-    fg = color.name() if theme.colors().name == "light" else color.lighter(150).name()
     label = QLabel(robot, parent)
-    label.setObjectName("RobotChip")
-    label.setStyleSheet(
-        f"QLabel#RobotChip {{ color: {fg}; background-color: rgba({tint.red()}, {tint.green()}, {tint.blue()}, "
-        f"{tint.alpha()}); border-radius: 8px; padding: 1px 8px; font-size: 11px; font-weight: 600; }}"
-    )
+    _badge(label, robot)
     label.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
     return label
+
+
+def _badge(label: QLabel, robot: str) -> None:
+    # Its colours are a rule of the application's style sheet per robot colour (ui.theme.chat_rules).
+    label.setObjectName("RobotChip")
+    label.setProperty("badge", str(theme.badge_index(robot)))
 
 
 def elided_robot_chip(robot: str, parent: QWidget, *, min_chars: int = 0) -> QLabel:
     """The robot badge of a card that may narrow: a long robot name ends in "…" and, in a narrow column (a
     comparison's), the badge gives way entirely (the run's header above names the robot; the tooltip has it)."""
     chip = ElidedLabel(robot, parent, min_chars=min_chars)
-    styled = robot_chip(robot, parent)
-    chip.setObjectName("RobotChip")
-    chip.setStyleSheet(styled.styleSheet())
-    styled.deleteLater()
+    _badge(chip, robot)
     chip.setToolTip(f"Robot {robot}")
     return chip
 
 
-def pill(text: str, fg: str, bg: str, parent: QWidget | None = None, *, min_chars: int | None = None) -> QLabel:
+def pill(text: str, fg: str, bg: str, parent: QWidget | None = None, *, min_chars: int | None = None,
+         tone: str | None = None) -> QLabel:
     """A rounded status pill; with ``min_chars`` it may narrow to that many characters and "…" (its tooltip
-    then has the whole text), so it never widens a narrow card."""
+    then has the whole text), so it never widens a narrow card. With ``tone`` (one of ``theme.PILL_TONES``) its
+    colours are that tone's rule of the application's style sheet (``fg`` and ``bg`` unused): no style sheet
+    of its own to parse and polish it with."""
     label = QLabel(text, parent) if min_chars is None else ElidedLabel(text, parent, min_chars=min_chars,
                                                                          tooltip=True)
     label.setObjectName("Pill")
-    label.setStyleSheet(
-        f"QLabel#Pill {{ color: {fg}; background-color: {bg}; border-radius: 8px; padding: 1px 8px;"
-        " font-size: 11px; font-weight: 600; }"
-    )
+    if tone is not None:
+        label.setProperty("tone", tone)
+    else:
+        label.setStyleSheet(
+            f"QLabel#Pill {{ color: {fg}; background-color: {bg}; border-radius: 8px; padding: 1px 8px;"
+            " font-size: 11px; font-weight: 600; }"
+        )
     label.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
     return label
 

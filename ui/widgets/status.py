@@ -71,14 +71,10 @@ def color_chip(robot: str, color: str, parent: QWidget | None = None) -> QLabel:
 
 
 def style_chip(label: QLabel, color: str) -> None:
-    base = QColor(color)
-    tint = QColor(base)
-    light = theme.colors().name == "light"
-    tint.setAlpha(38 if light else 70)
-    fg = base.name() if light else base.lighter(150).name()
+    fg, bg = theme.chip_colors(color, theme.colors())
     label.setStyleSheet(
-        f"QLabel#RobotChip {{ color: {fg}; background-color: rgba({tint.red()}, {tint.green()}, {tint.blue()}, "
-        f"{tint.alpha()}); border-radius: 8px; padding: 1px 8px; font-size: 11px; font-weight: 600; }}"
+        f"QLabel#RobotChip {{ color: {fg}; background-color: {bg}; border-radius: 8px; padding: 1px 8px;"
+        " font-size: 11px; font-weight: 600; }"
     )
 
 

@@ -55,17 +55,15 @@ STATUS_TEXT = {
 }
 
 
-def _status_colors(status: str) -> tuple[str, str]:
-    c = theme.colors()
+def _status_tone(status: str) -> str:
+    """The tone of a call's status pill (its colours: ``theme.PILL_TONES``)."""
     if status == "ok":
-        return c.success, c.card_header
-    if status in ("error", "stopped"):
-        return c.error, c.error_bg
-    if status == "denied":
-        return c.error, c.error_bg
+        return "ok"
+    if status in ("error", "stopped", "denied"):
+        return "error"
     if status == "approval":
-        return c.warning, c.warning_bg
-    return c.accent, c.card_header
+        return "approval"
+    return "busy"
 
 
 #: Characters of a result in its one-line preview (the toggle elides it to the card's width).
@@ -176,7 +174,7 @@ class ToolCard(QFrame):
         if server:
             server_label = ElidedLabel(f"{server} ›", header, min_chars=3)
             server_label.setObjectName("ToolTitle")
-            server_label.setStyleSheet(f"color: {c.muted};")
+            server_label.setProperty("muted", True)
             server_label.setToolTip(f"{server} › {short}")
             hl.addWidget(server_label)
         title = ElidedLabel(short, header, min_chars=6)
@@ -244,14 +242,19 @@ class ToolCard(QFrame):
             return
         self.status = status
         self.setProperty("status", status)
-        self.style().unpolish(self)
-        self.style().polish(self)
-        fg, bg = _status_colors(status)
-        if self._status_pill is not None:
-            self._status_holder.removeWidget(self._status_pill)
-            self._status_pill.deleteLater()
-        self._status_pill = pill(STATUS_TEXT.get(status, status), fg, bg, self)
-        self._status_holder.addWidget(self._status_pill)
+        # One pill, its text and tone changed (its colours: a rule of the application's style sheet). A card not
+        # yet polished (one made while a thread opens) is polished once, when shown, with what it has by then.
+        tone, text = _status_tone(status), STATUS_TEXT.get(status, status)
+        if self._status_pill is None:
+            self._status_pill = pill(text, "", "", self, tone=tone)
+            self._status_holder.addWidget(self._status_pill)
+            return
+        self._status_pill.setText(text)
+        self._status_pill.setProperty("tone", tone)
+        for widget in (self, self._status_pill):
+            if widget.testAttribute(Qt.WidgetAttribute.WA_WState_Polished):
+                widget.style().unpolish(widget)
+                widget.style().polish(widget)
 
     def show_elapsed(self, seconds: float | None, *, running: bool = False) -> None:
         """The time the call took, or (``running``) has taken so far; None: none shown."""

@@ -288,7 +288,7 @@ class RobotHeader(QWidget):
         layout.addWidget(avatar)
         name = QLabel(robot, self)
         name.setObjectName("RobotName")
-        name.setStyleSheet(f"color: {color}; font-weight: 600;")
+        name.setProperty("badge", str(theme.badge_index(robot)))  # its colour: ui.theme.chat_rules
         layout.addWidget(name)
         layout.addStretch(1)
 
@@ -372,10 +372,14 @@ class RunFooter(QWidget):
                        f"{call.output_tokens:,} out" + (f", ${call.cost:.6f}" if call.cost else ""))
         self.usage.setToolTip("\n".join(tip))
 
-    def set_status(self, text: str, color: str | None = None) -> None:
+    def set_status(self, text: str, tone: str | None = None) -> None:
+        """``tone``: "muted", "warning" or "error" (its colour: a rule of the theme, ``ui.theme.chat_rules``)."""
         self.status.setText(text)
-        if color:
-            self.status.setStyleSheet(f"color: {color};")
+        if tone and self.status.property("tone") != tone:
+            self.status.setProperty("tone", tone)
+            if self.status.testAttribute(Qt.WidgetAttribute.WA_WState_Polished):
+                self.status.style().unpolish(self.status)
+                self.status.style().polish(self.status)
 
     def apply(self, run: RunState) -> None:
         """Show a run's footer state: its totals (and time, once ended), how it ended."""
@@ -387,17 +391,16 @@ class RunFooter(QWidget):
                        first_token=run.time_to_first_token, speed=run.tokens_per_second)
         if end is None or not end.status_text:  # while it runs, the chat's activity line says what it waits for
             return
-        c = theme.colors()
         if end.outcome == "failed":
-            color = c.error
+            tone = "error"
         elif end.outcome in ("cancelled", "interrupted"):
-            color = c.muted
+            tone = "muted"
         else:
-            color = c.warning
+            tone = "warning"
         # A failed run whose error card shows above: one line here (the card has the message and its fix).
         self.status.brief = end.outcome == "failed" and any(
             isinstance(i, ErrorItem) and i.run is run for i in run.turn.items)
-        self.set_status(end.status_text, color)
+        self.set_status(end.status_text, tone)
 
 
 
@@ -459,7 +462,6 @@ class ThinkingBlock(QFrame):
         self.body.setWordWrap(True)
         self.body.setTextFormat(Qt.TextFormat.PlainText)
         self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.body.setStyleSheet(f"color: {theme.colors().muted}; padding-left: 18px;")
         layout.addWidget(self.body)
         self.collapsed = False
 
@@ -511,7 +513,7 @@ class NoticeLine(QWidget):
         self.label.setObjectName("NoticeText")
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.label.setStyleSheet(f"color: {color};")
+        self.label.setProperty("level", level if level in ("warning", "error") else "info")  # ui.theme.chat_rules
         self.label.setAccessibleName(f"{level}: {text}")
         row.addWidget(self.label, 1)
         layout.addLayout(row)
