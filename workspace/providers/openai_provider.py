@@ -48,7 +48,6 @@ from typing import TYPE_CHECKING, Any
 from workspace.providers.base import ToolSpec
 from workspace.providers.openai_format import (
     MAX_TOOL_RESULT_CHARS,
-    to_openai_messages,
     to_openai_tools,
     tool_choice_value,
 )
@@ -301,8 +300,8 @@ class OpenAICompatibleProvider(StreamingProvider):
             if value is not None and name not in _RESERVED:
                 body[name] = value
         body["model"] = self.wire_model
-        body["messages"] = to_openai_messages(system, messages, empty_content="",
-                                              max_result_chars=self.max_tool_result_chars)
+        body["messages"] = self.converter.convert(system, messages, empty_content="",
+                                                  max_result_chars=self.max_tool_result_chars)
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
         if tools:
