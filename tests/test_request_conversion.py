@@ -179,3 +179,20 @@ def test_the_recorder_compares_the_same_dicts_by_identity() -> None:
     event = recorder.record(provider, system=None, messages=messages, tools=[], settings={})  # type: ignore[arg-type]
     assert event.reused_messages == 800
     assert _Counted.compared == 0
+
+
+def test_the_lean_providers_body_bytes_are_the_sdks_and_only_new_messages_are_written() -> None:
+    from openai._utils._json import openapi_dumps
+
+    provider = OpenAICompatibleProvider("openai/m", api_base="http://127.0.0.1:9/v1")
+    messages = [*thread(40), TextMessage(role="user", content='ünïcode "quotes" \\ and \n newlines 😀')]
+    n_written, n_sent = [], []
+    for end in (60, 100, len(messages)):
+        body = provider.build_request(system="sys", messages=messages[:end], tools=TOOLS, settings={"top_p": 0.5})
+        assert provider.encoder.encode(body) == openapi_dumps(body)
+        n_written.append(provider.encoder.written)
+        n_sent.append(len(body["messages"]))
+    assert n_written == n_sent  # each call wrote only the dicts the one before did not send
+    compacted = [TextMessage(role="user", content="Summary"), *messages[50:]]
+    body = provider.build_request(system="sys", messages=compacted, tools=TOOLS, settings={})
+    assert provider.encoder.encode(body) == openapi_dumps(body)
