@@ -16,7 +16,8 @@ Targets (the exit status is 1 when one is missed): the 10,000-turn send's CPU wi
 (wall time is printed beside it; under load it is mostly waits for a core), the send under 16 ms, and the worst
 loop stall at every length under a frame (16 ms) on a quiet machine (load average < 1), under 50 ms on a busy one.
 Beside them, the CPU of recording one model request of the conversation (``RequestRecorder.record``, on the event
-loop at every model call): at 10,000 turns most of the worst stall.
+loop at every model call), and of the lean provider building that request and writing it as the bytes it posts
+(the scripted provider here sends nothing).
 Writes bench/results/send_scale.json. ``.venv/bin/python bench/bench_send_scale.py [lengths...]``
 """
 
@@ -112,6 +113,24 @@ def _recording_cpu_ms(messages: list[Any]) -> float:
     return (time.thread_time() - start) * 1000
 
 
+def _request_bytes_cpu_ms(messages: list[Any]) -> float:
+    """This thread's CPU (ms) for the lean provider (OpenAI-compatible servers) to build one request of
+    ``messages`` and write it as the bytes it posts, after one of the same conversation: what the event loop does
+    per model call before the request leaves (the openai SDK's JSON of the whole body when the provider hands it
+    a dict; the provider's own bytes, each message written once, when it has a ``BodyEncoder``)."""
+    from openai._utils._json import openapi_dumps
+
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    provider = OpenAICompatibleProvider("openai/bench", api_base="http://127.0.0.1:9/v1")
+    encoder = getattr(provider, "encoder", None)
+    write = encoder.encode if encoder is not None else openapi_dumps
+    write(provider.build_request(system="bench", messages=messages[:-1], tools=[], settings={}))
+    start = time.thread_time()
+    write(provider.build_request(system="bench", messages=messages, tools=[], settings={}))
+    return (time.thread_time() - start) * 1000
+
+
 async def measure(db_path: Path, thread_id: str, *, kept: bool) -> dict[str, float]:
     from workspace.providers.testing import ScriptedProvider
     from workspace.session import Workspace
@@ -145,8 +164,10 @@ async def measure(db_path: Path, thread_id: str, *, kept: bool) -> dict[str, flo
                 stalls.append(stall)
                 stall_cpus.append(meter.worst_cpu)
         recorded = _recording_cpu_ms(list(session._conversation.messages)) if kept and session._conversation else 0.0
+        written = (_request_bytes_cpu_ms(list(session._conversation.messages))
+                   if kept and session._conversation else 0.0)
         return {"send_ms": statistics.median(calls) * 1000, "send_cpu_ms": statistics.median(call_cpus) * 1000,
-                "recording_cpu_ms": recorded,
+                "recording_cpu_ms": recorded, "request_bytes_cpu_ms": written,
                 "worst_stall_ms": statistics.median(stalls) * 1000,
                 "worst_stall_cpu_ms": statistics.median(stall_cpus) * 1000, "load": os.getloadavg()[0]}
     finally:
@@ -168,12 +189,12 @@ def main(argv: list[str]) -> int:
     lengths = tuple(int(a) for a in argv) or LENGTHS
     result = asyncio.run(run_all(lengths))
     print(f"{'turns':>7}  {'send() before':>14} {'after (CPU)':>17}   {'worst loop stall before':>24} "
-          f"{'after (CPU)':>17}  {'recording a request (CPU)':>25}  load")
+          f"{'after (CPU)':>17}  {'recording a request (CPU)':>25}  {'lean request bytes (CPU)':>24}  load")
     for turns, row in result.items():
         b, k = row["baseline"], row["kept"]
         print(f"{int(turns):>7,}  {b['send_ms']:>11.2f} ms {k['send_ms']:>5.2f} ms ({k['send_cpu_ms']:.2f})   "
               f"{b['worst_stall_ms']:>21.2f} ms {k['worst_stall_ms']:>5.2f} ms ({k['worst_stall_cpu_ms']:.2f})  "
-              f"{k['recording_cpu_ms']:>22.2f} ms  {k['load']:.1f}")
+              f"{k['recording_cpu_ms']:>22.2f} ms  {k['request_bytes_cpu_ms']:>21.2f} ms  {k['load']:.1f}")
     first, last = result[str(lengths[0])]["kept"], result[str(lengths[-1])]["kept"]
     growth = last["send_cpu_ms"] / max(first["send_cpu_ms"], 0.001)
     stall = max(row["kept"]["worst_stall_ms"] for row in result.values())

@@ -15,6 +15,7 @@ copying it each time would grow the store with the square of the thread's length
 from __future__ import annotations
 
 import json
+import operator
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 from workspace import events as ev
 from workspace.messages import Message
 from workspace.providers.base import Provider, ToolSpec
-from workspace.providers.openai_format import to_openai_messages, to_openai_tools, tool_choice_value
+from workspace.providers.openai_format import MessageConverter, to_openai_tools, tool_choice_value
 from workspace.secrets import is_secret_name, redactor
 
 __all__ = ["MAX_STRING_CHARS", "RequestRecorder", "request_body", "resolve"]
@@ -36,9 +37,10 @@ MAX_STRING_CHARS = 100_000
 
 
 def request_body(provider: Provider, *, system: str | None, messages: Sequence[Message], tools: Sequence[ToolSpec],
-                 settings: Mapping[str, Any]) -> dict[str, Any]:
+                 settings: Mapping[str, Any], converter: MessageConverter | None = None) -> dict[str, Any]:
     """The payload ``provider`` sends for this call: its own ``build_request`` (the OpenAI-compatible and
-    litellm providers), else the OpenAI chat payload of the same messages, tools and settings."""
+    litellm providers, which convert each message once), else the OpenAI chat payload of the same messages,
+    tools and settings (through ``converter`` when given: the conversation's, each message converted once)."""
     # The provider's body built once for the call (the one it then sends), else its own build.
     build = getattr(provider, "prepared_request", None) or getattr(provider, "build_request", None)
     if callable(build):
@@ -50,7 +52,7 @@ def request_body(provider: Provider, *, system: str | None, messages: Sequence[M
             return body
     body = {k: v for k, v in settings.items() if v is not None and k != "tool_choice"}
     body["model"] = provider.model_id
-    body["messages"] = to_openai_messages(system, messages)
+    body["messages"] = (converter or MessageConverter(keep=0)).convert(system, messages)
     if tools:
         body["tools"] = to_openai_tools(tools)
         choice = tool_choice_value(settings.get("tool_choice"), tools)
@@ -94,16 +96,23 @@ class RequestRecorder:
         self._last_id: str | None = None
         self._last_messages: list[Any] = []
         self._last_rest: dict[str, Any] = {}
+        #: The conversation's messages in OpenAI's form for a provider without its own ``build_request``.
+        self.converter = MessageConverter()
 
     def record(self, provider: Provider, *, system: str | None, messages: Sequence[Message],
                tools: Sequence[ToolSpec], settings: Mapping[str, Any]) -> ev.ModelRequest:
         """The :class:`~workspace.events.ModelRequest` of this call (not stamped yet)."""
-        body = dict(request_body(provider, system=system, messages=messages, tools=tools, settings=settings))
+        body = dict(request_body(provider, system=system, messages=messages, tools=tools, settings=settings,
+                                 converter=self.converter))
         sent = body.pop("messages", [])
         sent = list(sent) if isinstance(sent, list | tuple) else []
         shared = 0
         if self._last_id is not None:
-            for before, now in zip(self._last_messages, sent, strict=False):
+            # By identity first (the providers reuse a message's dict while it is sent: mostly the same
+            # objects), then by value from the first one that is not.
+            alike = list(map(operator.is_, self._last_messages, sent))
+            shared = alike.index(False) if False in alike else len(alike)
+            for before, now in zip(self._last_messages[shared:], sent[shared:], strict=False):
                 if before != now:
                     break
                 shared += 1

@@ -30,6 +30,7 @@ from typing import IO, Any
 from workspace.messages import Message
 from workspace.providers import wire
 from workspace.providers.litellm_provider import LiteLLMProvider, known_chat_models, preload_litellm
+from workspace.providers.openai_format import MessageConverter
 
 log = logging.getLogger("workspace.providers.litellm_host")
 
@@ -133,6 +134,8 @@ class _Server:
         if provider is None:
             provider = LiteLLMProvider(str(spec["model_id"]), api_base=spec.get("api_base"),
                                        api_key=spec.get("api_key"), **dict(spec.get("options") or {}))
+            # Every request's messages arrive as new objects (read from the pipe): nothing to reuse, nothing kept.
+            provider.converter = MessageConverter(keep=0)
             self._providers[key] = provider
         return provider
 

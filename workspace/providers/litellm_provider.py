@@ -53,7 +53,6 @@ from workspace.providers.openai_format import (
     MAX_TOOL_RESULT_CHARS,
     estimate_tokens,
     field,
-    to_openai_messages,
     to_openai_tools,
     tool_choice_value,
 )
@@ -543,8 +542,8 @@ class LiteLLMProvider(StreamingProvider):
         wait = max(self.timeout, self.first_token_timeout, self.idle_timeout) + 5.0
         request.update(
             model=self.model_id,
-            messages=to_openai_messages(system, messages, empty_content=self._empty_content(),
-                                        max_result_chars=self.max_tool_result_chars),
+            messages=self.converter.convert(system, messages, empty_content=self._empty_content(),
+                                            max_result_chars=self.max_tool_result_chars),
             stream=True,
             stream_options={"include_usage": True},
             timeout=wait,

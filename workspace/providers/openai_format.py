@@ -16,7 +16,9 @@ or objects (the OpenAI SDK's models, litellm's): :func:`field` reads either.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import operator
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +29,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_TOOL_RESULT_CHARS",
+    "BodyEncoder",
     "DeltaReader",
+    "MessageConverter",
     "estimate_tokens",
     "field",
     "shorten_result",
@@ -104,33 +108,161 @@ def to_openai_messages(system: str | None, messages: Sequence[Message], *,
     ``empty_content`` is the content of an assistant turn that only calls tools: ``""`` for
     OpenAI-style servers (several local ones reject a missing content), ``None`` for providers
     litellm translates (for Anthropic it would turn ``""`` into a placeholder sentence).
+    A conversation sent again and again converts through one :class:`MessageConverter` instead.
     """
-    out: list[dict[str, Any]] = []
-    if system:
-        out.append({"role": "system", "content": system})
-    for message in messages:
-        if message.is_tool_call:
-            calls = [
-                {"id": call_id(tool), "type": "function",
-                 "function": {"name": tool.name,
-                              "arguments": json.dumps(tool.input, ensure_ascii=False, default=str)}}
-                for tool in message.tools  # type: ignore[attr-defined]
-            ]
+    return MessageConverter(keep=0).convert(system, messages, empty_content=empty_content,
+                                            max_result_chars=max_result_chars)
+
+
+def _wire_part(message: Message, empty_content: str | None, max_result_chars: int | None) -> list[Any]:
+    """One message's part of the wire form: ``[message, calls, dict, merged with, merged]``: ``calls`` the
+    tool calls of a tool-call message (its dict made when it stands alone), else None and the message's dict."""
+    if message.is_tool_call:
+        calls = [
+            {"id": call_id(tool), "type": "function",
+             "function": {"name": tool.name, "arguments": json.dumps(tool.input, ensure_ascii=False, default=str)}}
+            for tool in message.tools  # type: ignore[attr-defined]
+        ]
+        return [message, calls, None, None, None]
+    if message.is_tool_result:
+        tool = message.tool  # type: ignore[attr-defined]
+        out = {"role": "tool", "tool_call_id": call_id(tool),
+               "content": _result_content(message.content, max_result_chars)}
+    else:
+        role = message.role if message.role in ("system", "user", "assistant") else "user"
+        out = {"role": role, "content": _text(message.content)}
+    return [message, None, out, None, None]
+
+
+class _Converted:
+    """One conversation's last conversion: its messages, their wire form, and each message's part by identity."""
+
+    __slots__ = ("ends", "messages", "options", "out", "parts", "system")
+
+    def __init__(self, options: tuple[Any, ...], system: str | None) -> None:
+        self.options = options
+        self.system = system
+        self.messages: list[Message] = []
+        self.out: list[dict[str, Any]] = []
+        #: How many of :attr:`out` each message's conversion ends with (a tool call merged into the text
+        #: before it: the same as that text's, with :attr:`out`'s last dict replaced).
+        self.ends: list[int] = []
+        #: id(message) -> its part (which holds the message: an id is not reused while it is here).
+        self.parts: dict[int, list[Any]] = {}
+
+
+class MessageConverter:
+    """:func:`to_openai_messages` for a conversation sent again at every model call: each message converted
+    once, its wire dict reused (the same object) while the message is sent. A thread of 10,000 turns
+    sends 20,000 messages per call; converting them all took most of the call's time on the event loop.
+
+    Messages are immutable (no setters; compaction, an edited turn or a redaction makes new ones), so a
+    message's identity keys its part, and a message not seen before (a new object) is converted. The
+    last :attr:`keep` conversations (by their first message) are kept, each only with the messages of its
+    latest call: the ones a compaction dropped are let go. The returned list is the caller's; its dicts
+    are shared with the next calls' lists and must not be changed (nobody does: the recorder copies what it
+    keeps, the transports serialize them)."""
+
+    def __init__(self, keep: int = 4) -> None:
+        self.keep = keep
+        self._kept: list[_Converted] = []
+        #: Messages converted (tests count them: a second call converts only the new ones).
+        self.converted = 0
+
+    def convert(self, system: str | None, messages: Sequence[Message], *, empty_content: str | None = "",
+                max_result_chars: int | None = MAX_TOOL_RESULT_CHARS) -> list[dict[str, Any]]:
+        """The OpenAI chat messages of ``system`` and ``messages`` (:func:`to_openai_messages`'s)."""
+        messages = list(messages)
+        options = (empty_content, max_result_chars)
+        first = messages[0] if messages else None
+        same = [c for c in self._kept if c.options == options]
+        state = next((c for c in reversed(same) if c.messages and c.messages[0] is first), None)
+        parts = (state or (same[-1] if same else _Converted(options, system))).parts
+        if state is None:
+            state = _Converted(options, system)
+        # The messages the last call began with, the same objects: their dicts as they were (a thread sends
+        # its history again, with its newest turn or two read back from the store as new objects).
+        start, dropped = 0, []
+        if state.messages and state.system == system:
+            alike = list(map(operator.is_, state.messages, messages))
+            start = alike.index(False) if False in alike else len(alike)
+            ends = state.ends
+            if 0 < start < len(ends) and ends[start] == ends[start - 1]:
+                start -= 1  # the next message was merged into this one's dict: this one's alone, again
+        if start:
+            out, ends = state.out[: state.ends[start - 1]], state.ends[:start]
+            kept, dropped = parts, state.messages[start:]  # this conversation's: the ones no longer sent let go
+        else:
+            out, ends, kept = ([{"role": "system", "content": system}] if system else []), [], {}
+        for message in itertools.islice(messages, start, None):
+            key = id(message)
+            part = parts.get(key)
+            if part is None or part[0] is not message:
+                part = _wire_part(message, empty_content, max_result_chars)
+                self.converted += 1
+            kept[key] = part
+            calls = part[1]
+            if calls is None:
+                out.append(part[2])
+                ends.append(len(out))
+                continue
             previous = out[-1] if out else None
             if (previous is not None and previous["role"] == "assistant" and "tool_calls" not in previous
                     and isinstance(previous.get("content"), str)):
                 # Text the model wrote before its tool calls belongs to the same assistant turn.
-                previous["tool_calls"] = calls
+                if part[3] is not previous:
+                    part[3], part[4] = previous, {**previous, "tool_calls": calls}
+                out[-1] = part[4]
             else:
-                out.append({"role": "assistant", "content": empty_content, "tool_calls": calls})
-        elif message.is_tool_result:
-            tool = message.tool  # type: ignore[attr-defined]
-            out.append({"role": "tool", "tool_call_id": call_id(tool),
-                        "content": _result_content(message.content, max_result_chars)})
-        else:
-            role = message.role if message.role in ("system", "user", "assistant") else "user"
-            out.append({"role": role, "content": _text(message.content)})
-    return out
+                if part[2] is None:
+                    part[2] = {"role": "assistant", "content": empty_content, "tool_calls": calls}
+                out.append(part[2])
+            ends.append(len(out))
+        if dropped:
+            sent = {id(m) for m in itertools.islice(messages, start, None)}
+            for gone in dropped:
+                if id(gone) not in sent:
+                    kept.pop(id(gone), None)
+        if self.keep > 0:
+            state.system, state.messages, state.out, state.parts, state.ends = system, messages, out, kept, ends
+            if state in self._kept:
+                self._kept.remove(state)
+            self._kept = [*self._kept, state][-self.keep:]
+            return list(out)
+        return out
+
+
+def _dumps(value: Any) -> str:
+    """JSON as httpx and the openai SDK write a body (compact, not ASCII-escaped, no NaN)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class BodyEncoder:
+    """A request body as the JSON bytes the openai SDK would send for it, each message's text written once:
+    the messages of a long thread are the same dicts at every call (:class:`MessageConverter`), and writing
+    20,000 of them again was most of a call's time on the event loop. The bytes are those of
+    ``json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``."""
+
+    def __init__(self) -> None:
+        self._messages: list[Any] = []
+        self._texts: list[str] = []
+        #: Messages written (tests count them: a second call writes only the new ones).
+        self.written = 0
+
+    def encode(self, body: Mapping[str, Any]) -> bytes:
+        parts = []
+        for key, value in body.items():
+            if key == "messages" and type(value) is list:
+                alike = list(map(operator.is_, self._messages, value))
+                start = alike.index(False) if False in alike else len(alike)
+                texts = self._texts[:start]
+                texts += [_dumps(m) for m in itertools.islice(value, start, None)]
+                self.written += len(value) - start
+                self._messages, self._texts = list(value), texts
+                parts.append(f'{_dumps(key)}:[{",".join(texts)}]')
+            else:
+                parts.append(f"{_dumps(key)}:{_dumps(value)}")
+        return ("{" + ",".join(parts) + "}").encode()
 
 
 def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import inspect
 import logging
 import os
 import weakref
@@ -48,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 from workspace.providers.base import ToolSpec
 from workspace.providers.openai_format import (
     MAX_TOOL_RESULT_CHARS,
-    to_openai_messages,
+    BodyEncoder,
     to_openai_tools,
     tool_choice_value,
 )
@@ -216,6 +217,23 @@ async def preload_openai() -> None:
     await asyncio.to_thread(warm_up)
 
 
+#: Whether a client class's ``post`` takes the body's bytes (``content=``; older SDKs only a dict), by class.
+_CONTENT: dict[type, bool] = {}
+
+
+def _takes_content(client: Any) -> bool:
+    """Whether ``client.post`` takes the body's bytes (``content=``, openai 2.x; older SDKs only a dict)."""
+    kind = type(client)
+    known = _CONTENT.get(kind)
+    if known is None:
+        try:
+            known = "content" in inspect.signature(kind.post).parameters
+        except (TypeError, ValueError, AttributeError):
+            known = False
+        _CONTENT[kind] = known
+    return known
+
+
 class OpenAICompatibleProvider(StreamingProvider):
     """A :class:`~workspace.providers.base.Provider` for OpenAI-compatible servers (see the module docstring).
 
@@ -234,6 +252,8 @@ class OpenAICompatibleProvider(StreamingProvider):
         super().__init__(model_id, api_base=base, api_key=api_key, max_tool_result_chars=max_tool_result_chars,
                          **options)
         self.wire_model = wire_model(self.model_id)
+        #: The request body as bytes, each message's JSON written once (:meth:`_open`).
+        self.encoder = BodyEncoder()
         #: Structured output the native way (``response_format`` with a JSON schema; see the module docstring).
         self.supports_response_schema = (prefix in RESPONSE_SCHEMA_PREFIXES if response_schema is None
                                           else bool(response_schema))
@@ -301,8 +321,8 @@ class OpenAICompatibleProvider(StreamingProvider):
             if value is not None and name not in _RESERVED:
                 body[name] = value
         body["model"] = self.wire_model
-        body["messages"] = to_openai_messages(system, messages, empty_content="",
-                                              max_result_chars=self.max_tool_result_chars)
+        body["messages"] = self.converter.convert(system, messages, empty_content="",
+                                                  max_result_chars=self.max_tool_result_chars)
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
         if tools:
@@ -318,8 +338,18 @@ class OpenAICompatibleProvider(StreamingProvider):
         client = self.client()
         headers = self.extra.get("extra_headers")
         options: dict[str, Any] = {"headers": dict(headers)} if isinstance(headers, Mapping) else {}
+        # The body's bytes as the SDK would write them, each message's JSON written once (a long thread's).
+        content: bytes | None = None
+        if _takes_content(client):  # the SDK takes bytes (openai >= 2.x: ``content=``)
+            try:
+                content = self.encoder.encode(request)
+            except (TypeError, ValueError):  # a value only the SDK's encoder knows (a date): the SDK writes it all
+                content = None
         # The low-level post: no per-request validation of the body against the SDK's types, and
         # chunks as plain dicts (AsyncStream[object]) instead of a pydantic model per chunk.
+        if content is not None:
+            return await client.post("/chat/completions", content=content, cast_to=object, stream=True,
+                                     stream_cls=_stream_cls(), options=options)
         return await client.post("/chat/completions", body=request, cast_to=object, stream=True,
                                  stream_cls=_stream_cls(), options=options)
 

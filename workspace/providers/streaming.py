@@ -69,6 +69,7 @@ from workspace.providers.openai_format import (
     IMAGE_CHARS,
     MAX_TOOL_RESULT_CHARS,
     DeltaReader,
+    MessageConverter,
     estimate_tokens,
     field,
     usage_numbers,
@@ -185,6 +186,8 @@ class StreamingProvider(ProviderBase):
         self.sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
         #: The last request body and what it was built from (:meth:`prepared_request`).
         self._built: tuple[str | None, tuple[Any, ...], tuple[Any, ...], dict[str, Any], dict[str, Any]] | None = None
+        #: The conversations' messages in OpenAI's chat form, each converted once (:meth:`build_request`).
+        self.converter = MessageConverter()
 
     def supports_vision(self) -> bool | None:
         """Whether the model takes images: as given (``vision=``), else None (not known: an OpenAI-compatible
