@@ -65,6 +65,7 @@ def test_a_thread_opened_leaves_no_chat_widget_with_a_style_sheet_of_its_own(the
         assert own == []
     finally:
         chat.close()
+        chat.deleteLater()  # (left to the collector, a chat view's destruction in a later test's collection crashed)
         store.close()
 
 
