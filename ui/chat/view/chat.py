@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -97,6 +97,25 @@ class ChatColumn(QWidget):
         return hint
 
 
+class ColumnLayout(QVBoxLayout):
+    """The column's layout: it never squeezes its widgets into less than the height they take.
+
+    A widget shown in the column (a reply's header, its activity line) makes Qt run the column's layout at once,
+    at the column's height of before, which the new widget no longer fits in: the layout squeezed every message a
+    few pixels to make room (every widget under them moved), then gave the pixels back when the scroll area grew
+    the canvas a moment later. In a chat full to its screen every widget of the column moved and was repainted
+    twice at each part a reply adds before its first words (none at turn 1, whose column fits its screen). Laid
+    out at the height its widgets take instead, what does not fit yet runs below the column's bottom, hidden,
+    until the canvas grows: nothing above it moves (tests/ui/test_chat_column_no_squeeze.py)."""
+
+    def setGeometry(self, rect: QRect) -> None:
+        if self.hasHeightForWidth():
+            needed = self.heightForWidth(rect.width())
+            if needed > rect.height():
+                rect = QRect(rect.x(), rect.y(), rect.width(), needed)
+        super().setGeometry(rect)
+
+
 #: Below this width (px) the chat's side margins shrink from 24 to 4.
 NARROW_CHAT = 480
 
@@ -144,7 +163,7 @@ class ChatView(QScrollArea):
         self.column.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Minimum)
         row.addWidget(self.column, 100)
         row.addStretch(1)
-        self._layout = QVBoxLayout(self.column)
+        self._layout = ColumnLayout(self.column)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(6)
         #: What the running robot waits for, under the last message (not one of the column's items).
