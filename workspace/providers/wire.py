@@ -28,7 +28,7 @@ from workspace.providers.base import (
     UsageChunk,
 )
 
-__all__ = ["chunk_from_dict", "chunk_to_dict", "decode", "encode", "error_from_dict", "error_to_dict", "joined",
+__all__ = ["chunk_from_dict", "chunk_to_dict", "decode", "dumps", "encode", "error_from_dict", "error_to_dict", "joined",
            "tool_from_dict", "tool_to_dict"]
 
 _CHUNKS: dict[str, type[Any]] = {cls.__name__: cls for cls in (TextChunk, ReasoningChunk, ToolCallChunk, UsageChunk,
@@ -37,9 +37,14 @@ _CHUNKS: dict[str, type[Any]] = {cls.__name__: cls for cls in (TextChunk, Reason
 _BUILTIN = {cls.__name__: cls for cls in (ValueError, TypeError, KeyError, RuntimeError, TimeoutError, OSError)}
 
 
+def dumps(value: Any) -> str:
+    """A value's JSON as a line of the pipe writes it. Raises ``TypeError`` naming what cannot be sent."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def encode(message: Mapping[str, Any]) -> bytes:
     """One line of the pipe. Raises ``TypeError`` naming what cannot be sent (never sends it altered)."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    return dumps(message).encode("utf-8") + b"\n"
 
 
 def joined(head: Mapping[str, Any], body: bytes) -> bytes:
