@@ -146,20 +146,23 @@ def _pipe_line_ms(messages: list[Any]) -> dict[str, float]:
 
     provider = pipe.SeparateLiteLLMProvider("openai/bench", api_key="sk-bench")
 
-    def line(sent: list[Any]) -> bytes:
+    def line(sent: list[Any]) -> tuple[Any, ...]:
         fields: dict[str, Any] = {"op": "stream", "provider": provider._spec, "system": "bench", "tools": [],
                                   "settings": {}}
         if hasattr(provider, "_encode"):
             body = provider._encode({**fields, "messages": list(sent)})
         else:
             body = pipe.encode_request({**fields, "messages": [m.to_dict() for m in sent]})
-        return wire.joined({"id": 1}, body)
+        if hasattr(wire, "joined_parts"):  # the pieces the writer thread writes one after the other
+            return wire.joined_parts({"id": 1}, body)
+        return (wire.joined({"id": 1}, body),)
 
     line(messages[:-2])
     copied = [*messages[:-2], *(Message.from_dict(m.to_dict()) for m in messages[-2:])]  # read back: new objects
     start, start_cpu = time.perf_counter(), time.thread_time()
-    written = line(copied)
+    pieces = line(copied)
     wall, cpu = time.perf_counter() - start, time.thread_time() - start_cpu
+    written = b"".join(pieces)
     start = time.perf_counter()
     request = json.loads(written)
     [Message.from_dict(m) for m in request["messages"]]

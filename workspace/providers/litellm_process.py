@@ -97,6 +97,8 @@ class _Stream:
 
 
 _Waiter = concurrent.futures.Future[Any] | _Stream
+#: What the writer thread writes: a line, or a line's pieces.
+_Line = bytes | tuple[bytes | memoryview, ...]
 
 
 class RequestEncoder(BodyEncoder):
@@ -130,7 +132,7 @@ class LiteLLMProcess:
         self._argv = list(argv) if argv else host_command()
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
-        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._outbox: queue.SimpleQueue[_Line | None] = queue.SimpleQueue()
         self._waiting: dict[int, tuple[subprocess.Popen[bytes], _Waiter]] = {}
         self._ids = itertools.count(1)
         self._env: dict[str, str] = {}
@@ -196,7 +198,7 @@ class LiteLLMProcess:
             changed = self._changed_env()
             if changed:
                 head["env"] = changed
-            line = wire.joined(head, body)
+            line = wire.joined_parts(head, body)
             self._env.update({k: v for k, v in changed.items() if v is not None})
             for name in [k for k, v in changed.items() if v is None]:
                 self._env.pop(name, None)
@@ -222,7 +224,7 @@ class LiteLLMProcess:
         proc = subprocess.Popen(self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=env, close_fds=True)
         self._env = dict(os.environ)
-        outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        outbox: queue.SimpleQueue[_Line | None] = queue.SimpleQueue()
         self._outbox = outbox
         self._proc = proc
         self.started += 1
@@ -232,12 +234,15 @@ class LiteLLMProcess:
         log.debug("litellm's process started (pid %s)", proc.pid)
 
     @staticmethod
-    def _write(proc: subprocess.Popen[bytes], outbox: queue.SimpleQueue[bytes | None]) -> None:
+    def _write(proc: subprocess.Popen[bytes], outbox: queue.SimpleQueue[_Line | None]) -> None:
         stdin = proc.stdin
         assert stdin is not None
         while (line := outbox.get()) is not None:
             try:
-                stdin.write(line)
+                if isinstance(line, bytes):
+                    stdin.write(line)
+                else:  # a request's pieces (wire.joined_parts): its body is not copied into one line
+                    stdin.writelines(line)
                 stdin.flush()
             except (OSError, ValueError):  # it stopped: the reader reports it
                 return

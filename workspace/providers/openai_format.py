@@ -254,8 +254,9 @@ class BodyEncoder:
         self.written = 0
 
     def encode(self, body: Mapping[str, Any]) -> bytes:
-        parts = []
+        parts = ["{"]  # the pieces of the body, joined once (megabytes at turn 10,000: each copy costs)
         for key, value in body.items():
+            parts.append(f"{_dumps(key)}:" if len(parts) == 1 else f",{_dumps(key)}:")
             if key == "messages" and type(value) is list:
                 alike = list(map(operator.is_, self._messages, value))
                 start = alike.index(False) if False in alike else len(alike)
@@ -263,10 +264,11 @@ class BodyEncoder:
                 texts += [self.write_message(m) for m in itertools.islice(value, start, None)]
                 self.written += len(value) - start
                 self._messages, self._texts = list(value), texts
-                parts.append(f'{_dumps(key)}:[{",".join(texts)}]')
+                parts += ("[", ",".join(texts), "]")
             else:
-                parts.append(f"{_dumps(key)}:{self.write(value)}")
-        return ("{" + ",".join(parts) + "}").encode()
+                parts.append(self.write(value))
+        parts.append("}")
+        return "".join(parts).encode()
 
     def write(self, value: Any) -> str:
         """The JSON of one field's value."""
