@@ -17,7 +17,9 @@ Targets (the exit status is 1 when one is missed): the 10,000-turn send's CPU wi
 loop stall at every length under a frame (16 ms) on a quiet machine (load average < 1), under 50 ms on a busy one.
 Beside them, the CPU of recording one model request of the conversation (``RequestRecorder.record``, on the event
 loop at every model call), and of the lean provider building that request and writing it as the bytes it posts
-(the scripted provider here sends nothing).
+(the scripted provider here sends nothing), and of the litellm provider that runs litellm in a process of its own
+writing the request's line of the pipe. ``--pipe [rounds] [lengths...]``: only that line, over threads built in
+memory (and what litellm's process does to read it back).
 Writes bench/results/send_scale.json. ``.venv/bin/python bench/bench_send_scale.py [lengths...]``
 """
 
@@ -131,6 +133,62 @@ def _request_bytes_cpu_ms(messages: list[Any]) -> float:
     return (time.thread_time() - start) * 1000
 
 
+def _pipe_line_ms(messages: list[Any]) -> dict[str, float]:
+    """What the litellm provider that runs litellm in a process of its own (the window's) does on the event loop to
+    write one request of ``messages`` as the line of the pipe, after one of the same conversation (the call before
+    it, one turn shorter, its newest turn read back as new objects): this thread's CPU and the wall time (ms); and
+    what litellm's process does with that line before litellm sees it (``json.loads`` and ``Message.from_dict`` of
+    every message; it runs there, off the window's process: only its latency matters). Works with the provider
+    before it kept each message's JSON (``[m.to_dict() ...]`` encoded whole at every call) for a comparison."""
+    from workspace.messages import Message
+    from workspace.providers import litellm_process as pipe
+    from workspace.providers import wire
+
+    provider = pipe.SeparateLiteLLMProvider("openai/bench", api_key="sk-bench")
+
+    def line(sent: list[Any]) -> tuple[Any, ...]:
+        fields: dict[str, Any] = {"op": "stream", "provider": provider._spec, "system": "bench", "tools": [],
+                                  "settings": {}}
+        if hasattr(provider, "_encode"):
+            body = provider._encode({**fields, "messages": list(sent)})
+        else:
+            body = pipe.encode_request({**fields, "messages": [m.to_dict() for m in sent]})
+        if hasattr(wire, "joined_parts"):  # the pieces the writer thread writes one after the other
+            return wire.joined_parts({"id": 1}, body)
+        return (wire.joined({"id": 1}, body),)
+
+    line(messages[:-2])
+    copied = [*messages[:-2], *(Message.from_dict(m.to_dict()) for m in messages[-2:])]  # read back: new objects
+    start, start_cpu = time.perf_counter(), time.thread_time()
+    pieces = line(copied)
+    wall, cpu = time.perf_counter() - start, time.thread_time() - start_cpu
+    written = b"".join(pieces)
+    start = time.perf_counter()
+    request = json.loads(written)
+    [Message.from_dict(m) for m in request["messages"]]
+    return {"pipe_line_ms": wall * 1000, "pipe_line_cpu_ms": cpu * 1000,
+            "helper_decode_ms": (time.perf_counter() - start) * 1000, "line_kb": len(written) / 1024}
+
+
+def pipe_only(lengths: tuple[int, ...], rounds: int) -> int:
+    """Only the pipe line, over threads built in memory (the same turns as :func:`build_thread`'s): medians of
+    ``rounds`` calls per length, each with the load average. ``bench_send_scale.py --pipe [rounds] [lengths...]``."""
+    from workspace.messages import TextMessage
+
+    print(f"{'turns':>7}  {'pipe line CPU':>13}  {'wall':>9}  {'helper decode':>13}  {'line':>9}  load")
+    for turns in lengths:
+        messages: list[Any] = []
+        for i in range(turns):
+            answer = f"**file_{i}.py** defines `f`, which does nothing:\n\n```python\ndef f():\n    pass\n```"
+            messages += [TextMessage(role="user", content=f"Question {i}: what does file_{i}.py do?"),
+                         TextMessage(role="assistant", content=answer)]
+        rows = [_pipe_line_ms(messages) for _ in range(rounds)]
+        row = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+        print(f"{turns:>7,}  {row['pipe_line_cpu_ms']:>10.3f} ms  {row['pipe_line_ms']:>6.3f} ms  "
+              f"{row['helper_decode_ms']:>10.2f} ms  {row['line_kb']:>6.0f} kB  {os.getloadavg()[0]:.2f}")
+    return 0
+
+
 async def measure(db_path: Path, thread_id: str, *, kept: bool) -> dict[str, float]:
     from workspace.providers.testing import ScriptedProvider
     from workspace.session import Workspace
@@ -166,8 +224,10 @@ async def measure(db_path: Path, thread_id: str, *, kept: bool) -> dict[str, flo
         recorded = _recording_cpu_ms(list(session._conversation.messages)) if kept and session._conversation else 0.0
         written = (_request_bytes_cpu_ms(list(session._conversation.messages))
                    if kept and session._conversation else 0.0)
+        piped = (_pipe_line_ms(list(session._conversation.messages))["pipe_line_cpu_ms"]
+                 if kept and session._conversation else 0.0)
         return {"send_ms": statistics.median(calls) * 1000, "send_cpu_ms": statistics.median(call_cpus) * 1000,
-                "recording_cpu_ms": recorded, "request_bytes_cpu_ms": written,
+                "recording_cpu_ms": recorded, "request_bytes_cpu_ms": written, "pipe_line_cpu_ms": piped,
                 "worst_stall_ms": statistics.median(stalls) * 1000,
                 "worst_stall_cpu_ms": statistics.median(stall_cpus) * 1000, "load": os.getloadavg()[0]}
     finally:
@@ -186,15 +246,20 @@ async def run_all(lengths: tuple[int, ...]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     os.environ["ROBOTLAB_HOME"] = tempfile.mkdtemp(prefix="robotlab-bench-")
+    if argv[:1] == ["--pipe"]:
+        rounds = int(argv[1]) if len(argv) > 1 else SENDS
+        return pipe_only(tuple(int(a) for a in argv[2:]) or LENGTHS, rounds)
     lengths = tuple(int(a) for a in argv) or LENGTHS
     result = asyncio.run(run_all(lengths))
     print(f"{'turns':>7}  {'send() before':>14} {'after (CPU)':>17}   {'worst loop stall before':>24} "
-          f"{'after (CPU)':>17}  {'recording a request (CPU)':>25}  {'lean request bytes (CPU)':>24}  load")
+          f"{'after (CPU)':>17}  {'recording a request (CPU)':>25}  {'lean request bytes (CPU)':>24}  "
+          f"{'litellm pipe line (CPU)':>23}  load")
     for turns, row in result.items():
         b, k = row["baseline"], row["kept"]
         print(f"{int(turns):>7,}  {b['send_ms']:>11.2f} ms {k['send_ms']:>5.2f} ms ({k['send_cpu_ms']:.2f})   "
               f"{b['worst_stall_ms']:>21.2f} ms {k['worst_stall_ms']:>5.2f} ms ({k['worst_stall_cpu_ms']:.2f})  "
-              f"{k['recording_cpu_ms']:>22.2f} ms  {k['request_bytes_cpu_ms']:>21.2f} ms  {k['load']:.1f}")
+              f"{k['recording_cpu_ms']:>22.2f} ms  {k['request_bytes_cpu_ms']:>21.2f} ms  "
+              f"{k['pipe_line_cpu_ms']:>20.2f} ms  {k['load']:.1f}")
     first, last = result[str(lengths[0])]["kept"], result[str(lengths[-1])]["kept"]
     growth = last["send_cpu_ms"] / max(first["send_cpu_ms"], 0.001)
     stall = max(row["kept"]["worst_stall_ms"] for row in result.values())

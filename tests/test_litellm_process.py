@@ -337,8 +337,8 @@ async def test_an_image_reaches_the_server_encoded_off_the_event_loop(server: Fa
 
     threads: list[str] = []
     encode = module.encode_request
-    monkeypatch.setattr(module, "encode_request", lambda fields: threads.append(threading.current_thread().name)
-                        or encode(fields))
+    monkeypatch.setattr(module, "encode_request", lambda fields, *rest: threads.append(
+        threading.current_thread().name) or encode(fields, *rest))
     url = "data:image/png;base64," + "iVBORw0KGgo" * 50_000
     picture = TextMessage(role="user", content=[{"type": "text", "text": "What is this?"},
                                                 {"type": "image_url", "image_url": {"url": url}}])

@@ -43,12 +43,13 @@ from workspace.errors import ProviderError
 from workspace.providers import wire
 from workspace.providers.base import Chunk, StatusChunk, ToolSpec
 from workspace.providers.litellm_provider import LiteLLMProvider
-from workspace.providers.openai_format import estimate_tokens
+from workspace.providers.openai_format import BodyEncoder, estimate_tokens
 
 if TYPE_CHECKING:
     from workspace.messages import Message
 
-__all__ = ["ASK_TIMEOUT", "LiteLLMProcess", "SeparateLiteLLMProvider", "host_command", "litellm_process", "shutdown"]
+__all__ = ["ASK_TIMEOUT", "LiteLLMProcess", "RequestEncoder", "SeparateLiteLLMProvider", "host_command", "litellm_process",
+           "shutdown"]
 
 log = logging.getLogger("workspace.providers.litellm_process")
 
@@ -96,13 +97,29 @@ class _Stream:
 
 
 _Waiter = concurrent.futures.Future[Any] | _Stream
+#: What the writer thread writes: a line, or a line's pieces.
+_Line = bytes | tuple[bytes | memoryview, ...]
 
 
-def encode_request(fields: Mapping[str, Any]) -> bytes:
-    """A request's fields as a line of the pipe (its id and environment are added when it is sent). A
-    request with an image is megabytes of JSON (25 ms for 5 MB): encode that one in a worker thread."""
+class RequestEncoder(BodyEncoder):
+    """A stream request as a line of the pipe, each message's JSON written once: a thread's messages are the
+    same objects at every call, and the JSON of 20,000 of them again was most of a call's work on the event
+    loop. ``messages`` are :class:`~workspace.messages.Message` objects, written as their ``to_dict()``; the
+    bytes are :func:`wire.encode`'s of the fields with those dicts."""
+
+    def write(self, value: Any) -> str:
+        return wire.dumps(value)
+
+    def write_message(self, message: Any) -> str:
+        return wire.dumps(message.to_dict())
+
+
+def encode_request(fields: Mapping[str, Any], encoder: RequestEncoder | None = None) -> bytes:
+    """A request's fields as a line of the pipe (its id and environment are added when it is sent), by
+    ``encoder`` when given (its ``messages`` are then Message objects). A request with an image is megabytes of
+    JSON (25 ms for 5 MB): encode that one in a worker thread."""
     try:
-        return wire.encode(fields)
+        return encoder.encode(fields) + b"\n" if encoder is not None else wire.encode(fields)
     except (TypeError, ValueError) as exc:
         raise ProviderError(f"This request cannot be sent to litellm's process: {exc}. Set llm.litellm_process "
                             "to 'same' to run litellm in this process") from exc
@@ -115,7 +132,7 @@ class LiteLLMProcess:
         self._argv = list(argv) if argv else host_command()
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
-        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._outbox: queue.SimpleQueue[_Line | None] = queue.SimpleQueue()
         self._waiting: dict[int, tuple[subprocess.Popen[bytes], _Waiter]] = {}
         self._ids = itertools.count(1)
         self._env: dict[str, str] = {}
@@ -181,7 +198,7 @@ class LiteLLMProcess:
             changed = self._changed_env()
             if changed:
                 head["env"] = changed
-            line = wire.joined(head, body)
+            line = wire.joined_parts(head, body)
             self._env.update({k: v for k, v in changed.items() if v is not None})
             for name in [k for k, v in changed.items() if v is None]:
                 self._env.pop(name, None)
@@ -207,7 +224,7 @@ class LiteLLMProcess:
         proc = subprocess.Popen(self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=env, close_fds=True)
         self._env = dict(os.environ)
-        outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        outbox: queue.SimpleQueue[_Line | None] = queue.SimpleQueue()
         self._outbox = outbox
         self._proc = proc
         self.started += 1
@@ -217,12 +234,15 @@ class LiteLLMProcess:
         log.debug("litellm's process started (pid %s)", proc.pid)
 
     @staticmethod
-    def _write(proc: subprocess.Popen[bytes], outbox: queue.SimpleQueue[bytes | None]) -> None:
+    def _write(proc: subprocess.Popen[bytes], outbox: queue.SimpleQueue[_Line | None]) -> None:
         stdin = proc.stdin
         assert stdin is not None
         while (line := outbox.get()) is not None:
             try:
-                stdin.write(line)
+                if isinstance(line, bytes):
+                    stdin.write(line)
+                else:  # a request's pieces (wire.joined_parts): its body is not copied into one line
+                    stdin.writelines(line)
                 stdin.flush()
             except (OSError, ValueError):  # it stopped: the reader reports it
                 return
@@ -387,6 +407,9 @@ class SeparateLiteLLMProvider(LiteLLMProvider):
             raise ValueError(f"Options of {model_id} cannot be sent to litellm's process ({exc}): set "
                              "llm.litellm_process to 'same' to run litellm in this process") from exc
         self._spec = {"model_id": self.model_id, "api_base": self.api_base, "api_key": api_key, "options": options}
+        #: The request line, each message's JSON written once (:meth:`_encode`).
+        self.encoder = RequestEncoder()
+        self._encoding = threading.Lock()
 
     # -- what is asked of the model once ------------------------------------------------------------
     @property
@@ -462,17 +485,26 @@ class SeparateLiteLLMProvider(LiteLLMProvider):
         return list(await litellm_process().ask("missing_keys", provider=self._spec) or [])
 
     # -- the call -----------------------------------------------------------------------------------
+    def _encode(self, fields: dict[str, Any]) -> bytes:
+        """The request line of ``fields`` (their ``messages`` Message objects): by :attr:`encoder`, or, while
+        another call of this provider is encoding (in a worker thread: an image), on its own."""
+        if not self._encoding.acquire(blocking=False):
+            return encode_request({**fields, "messages": [m.to_dict() for m in fields["messages"]]})
+        try:
+            return encode_request(fields, self.encoder)
+        finally:
+            self._encoding.release()
+
     async def stream(self, *, system: str | None, messages: Sequence[Message], tools: Sequence[ToolSpec],
                      settings: Mapping[str, Any]) -> AsyncIterator[Chunk]:
         self.check_key()  # a missing key is said before litellm's process starts
         process = litellm_process()
         if not process.running:
             yield StatusChunk("loading", "starting litellm (it runs in a process of its own)", endpoint=self.endpoint)
-        fields = {"op": "stream", "provider": self._spec, "system": system,
-                  "messages": [m.to_dict() for m in messages],
+        fields = {"op": "stream", "provider": self._spec, "system": system, "messages": list(messages),
                   "tools": [wire.tool_to_dict(t) for t in tools], "settings": dict(settings)}
         # An image is megabytes of base64: encoded in a worker thread, the window does not stall on it.
-        body = await asyncio.to_thread(encode_request, fields) if has_images(messages) else None
+        body = await asyncio.to_thread(self._encode, fields) if has_images(messages) else self._encode(fields)
         stream = process.open(fields, body=body)
         finished = False
         try:

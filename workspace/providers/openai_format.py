@@ -241,7 +241,11 @@ class BodyEncoder:
     """A request body as the JSON bytes the openai SDK would send for it, each message's text written once:
     the messages of a long thread are the same dicts at every call (:class:`MessageConverter`), and writing
     20,000 of them again was most of a call's time on the event loop. The bytes are those of
-    ``json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``."""
+    ``json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``.
+
+    A subclass may write its values another way (:meth:`write`) and its messages from other objects
+    (:meth:`write_message`): litellm's pipe sends each :class:`~workspace.messages.Message`'s ``to_dict()``,
+    keyed here on the message object as the dicts are here."""
 
     def __init__(self) -> None:
         self._messages: list[Any] = []
@@ -250,19 +254,29 @@ class BodyEncoder:
         self.written = 0
 
     def encode(self, body: Mapping[str, Any]) -> bytes:
-        parts = []
+        parts = ["{"]  # the pieces of the body, joined once (megabytes at turn 10,000: each copy costs)
         for key, value in body.items():
+            parts.append(f"{_dumps(key)}:" if len(parts) == 1 else f",{_dumps(key)}:")
             if key == "messages" and type(value) is list:
                 alike = list(map(operator.is_, self._messages, value))
                 start = alike.index(False) if False in alike else len(alike)
                 texts = self._texts[:start]
-                texts += [_dumps(m) for m in itertools.islice(value, start, None)]
+                texts += [self.write_message(m) for m in itertools.islice(value, start, None)]
                 self.written += len(value) - start
                 self._messages, self._texts = list(value), texts
-                parts.append(f'{_dumps(key)}:[{",".join(texts)}]')
+                parts += ("[", ",".join(texts), "]")
             else:
-                parts.append(f"{_dumps(key)}:{_dumps(value)}")
-        return ("{" + ",".join(parts) + "}").encode()
+                parts.append(self.write(value))
+        parts.append("}")
+        return "".join(parts).encode()
+
+    def write(self, value: Any) -> str:
+        """The JSON of one field's value."""
+        return _dumps(value)
+
+    def write_message(self, message: Any) -> str:
+        """The JSON of one of the messages (written once while it is sent)."""
+        return self.write(message)
 
 
 def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
