@@ -118,12 +118,12 @@ def screen_made(chat: Any) -> bool:
     return bool(chat.presenter.state.turns)
 
 
-def measure_window(app: object, loop: asyncio.AbstractEventLoop, db: Path, thread_id: str) -> dict[str, object]:
+def paint_probe() -> Any:
+    """An event filter noting when the chat (its ``chat``, set by the caller) is first painted, and when a widget of
+    its branch's last turn is: any of its widgets painted counts, since its viewport is not repainted itself when
+    only the turns' widgets inside it change. Also used by ``bench_ui_open_thread``."""
     from PySide6.QtCore import QEvent, QObject
-    from PySide6.QtWidgets import QApplication, QWidget
-
-    from ui.app import Application
-    from workspace.persistence import Store
+    from PySide6.QtWidgets import QWidget
 
     class Probe(QObject):
         painted = 0.0
@@ -133,8 +133,6 @@ def measure_window(app: object, loop: asyncio.AbstractEventLoop, db: Path, threa
         chat: Any = None
 
         def eventFilter(self, obj: QObject, event: QEvent) -> bool:
-            # The chat's first paint: any of its widgets painted (its viewport is not repainted itself when only
-            # the turns' widgets inside it change).
             if (event.type() == QEvent.Type.Paint and isinstance(obj, QWidget)
                     and self.chat is not None and (obj is self.chat or self.chat.isAncestorOf(obj))):
                 if not self.painted:
@@ -144,6 +142,15 @@ def measure_window(app: object, loop: asyncio.AbstractEventLoop, db: Path, threa
                                                         for w in self.chat._turn_widgets.get(turns[-1]) or ()):
                     self.last_turn = time.perf_counter()
             return False
+
+    return Probe()
+
+
+def measure_window(app: object, loop: asyncio.AbstractEventLoop, db: Path, thread_id: str) -> dict[str, object]:
+    from PySide6.QtWidgets import QApplication
+
+    from ui.app import Application
+    from workspace.persistence import Store
 
     process = app.processEvents  # type: ignore[attr-defined]
     store = Store(db)
@@ -161,7 +168,7 @@ def measure_window(app: object, loop: asyncio.AbstractEventLoop, db: Path, threa
         await asyncio.sleep(1.0)  # a person looks at the window before clicking
         root.window.threads.new()  # (the thread open last time would reopen as a no-op)
         await asyncio.sleep(0.05)
-        probe = Probe()
+        probe = paint_probe()
         probe.chat = root.window.chat
         QApplication.instance().installEventFilter(probe)
         chat = root.window.chat

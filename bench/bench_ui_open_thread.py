@@ -23,6 +23,7 @@ from typing import Any
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 TURNS = 1000
 RUNS = 5
@@ -50,8 +51,7 @@ def main() -> int:
     print(f"built a thread of {TURNS} turns ({TURNS * 2} messages, {TURNS * TOOL_TURN_EVENTS} events) in "
           f"{time.perf_counter() - started:.1f} s")
 
-    from PySide6.QtCore import QEvent, QObject
-    from PySide6.QtWidgets import QWidget
+    from bench_ui_open_long_thread import paint_probe
 
     from ui.app import Application, get_app, new_event_loop
 
@@ -63,25 +63,7 @@ def main() -> int:
     last_turn_times: list[float] = []
     load = os.getloadavg()[0]
 
-    class Probe(QObject):
-        painted = 0.0
-        last_turn = 0.0  # a widget of the branch's last turn painted
-        chat: Any = None
-
-        def eventFilter(self, obj: QObject, event: QEvent) -> bool:
-            # The chat's first paint: any of its widgets painted (its viewport is not repainted itself when
-            # only the turns' widgets inside it change).
-            if (event.type() == QEvent.Type.Paint and isinstance(obj, QWidget)
-                    and self.chat is not None and (obj is self.chat or self.chat.isAncestorOf(obj))):
-                if not self.painted:
-                    self.painted = time.perf_counter()
-                turns = self.chat.presenter.state.turns
-                if not self.last_turn and turns and any(w is obj or w.isAncestorOf(obj)
-                                                        for w in self.chat._turn_widgets.get(turns[-1]) or ()):
-                    self.last_turn = time.perf_counter()
-            return False
-
-    async def click_and_wait_for_paint(root: Application, probe: Probe, thread_id: str) -> float:
+    async def click_and_wait_for_paint(root: Application, probe: Any, thread_id: str) -> float:
         # The click and the wait run inside the event loop, as in the app: the work the click starts
         # (the conversation's read ahead in a worker) needs a running loop.
         await asyncio.sleep(0.05)  # (what the store's swap left to paint)
@@ -106,7 +88,7 @@ def main() -> int:
             # start from a new thread, or opening it again would be a no-op that never paints.
             root.window.threads.new()
             loop.run_until_complete(asyncio.sleep(0.01))  # (inside the loop: its tasks need it running)
-            probe = Probe()
+            probe = paint_probe()
             probe.chat = root.window.chat
             app.installEventFilter(probe)
             session = root.controller.workspace.open_thread(thread_id)
