@@ -16,7 +16,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QGuiApplication, QImage
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from tests.fakes.app_window import running_app, wait_until
+from tests.fakes.app_window import running_app, turns_made, wait_until
 from tests.ui.a11y import unnamed_controls
 from tests.ui.chat_dump import dump_state, dump_widgets
 from workspace.attachments import Attachment
@@ -303,7 +303,7 @@ async def test_edit_and_resend_shows_the_attachments_as_removable_chips(model: R
         window.threads.new()
         await asyncio.sleep(0.05)
         window.threads.open(thread_id)
-        await asyncio.sleep(0.05)
+        await turns_made(window.chat)  # (a thread shown makes its turns' widgets in the steps after it)
         assert window.chat.user_messages()[-1].chips.names() == ["notes.md", "cat.png"]
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from fakes.llm_server import FakeLLMServer
 
-from tests.fakes.app_window import running_app, wait_until
+from tests.fakes.app_window import running_app, turns_made, wait_until
 from tests.ui.chat_dump import dump_state
 from workspace import events as ev
 from workspace.config import load_config
@@ -83,7 +83,7 @@ async def test_the_picker_lists_switches_and_the_chat_shows_it(db_path: Path) ->
             await asyncio.sleep(0.05)
             assert picker.label() == "fake · default"  # a new thread: the robot's own model
             window.threads.open(thread_id)
-            await asyncio.sleep(0.05)
+            await turns_made(window.chat)  # (a thread shown makes its turns' widgets in the steps after it)
             assert dump_state(window.chat.presenter.state) == live  # reopened: the switch where it was
             assert _order(window) == ["user", "footer", "model changed", "user", "footer"]
             assert picker.label() == "other"

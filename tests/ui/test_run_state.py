@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.app_window import wait_until
+from tests.fakes.app_window import turns_made, wait_until
 from tests.ui.chat_dump import dump_state, dump_widgets
 from ui.chat.model.presenter import WAITING, ChatPresenter
 from ui.chat.model.state import ErrorItem, split_fix
@@ -75,7 +75,7 @@ async def test_a_failed_run_shows_a_card_across_the_column_with_retry_and_reopen
     w.threads.new()
     await asyncio.sleep(0.05)
     w.threads.open(thread)
-    await asyncio.sleep(0.1)
+    await turns_made(w.chat)  # (a thread shown makes its turns' widgets in the steps after it)
     assert dump_widgets(w.chat) == live  # reopened: the same card
     card = next(x for x in w.chat.items() if isinstance(x, ErrorCard))
     card.retry_button.click()  # Retry: the message again, as a new branch
