@@ -6,6 +6,9 @@ their panes, and what a step leaves Qt has a turn of the event loop of its own."
 from __future__ import annotations
 
 import sys
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -221,15 +224,52 @@ async def test_command_icons_are_drawn_when_their_menu_first_shows_and_the_short
         assert new_thread.property("iconName") == "plus"
 
 
+@contextmanager
+def _sidebar(qapp: QApplication) -> Iterator[tuple[Any, Any]]:
+    """A thread list's model and the sidebar showing it (260 x 600), deleted after."""
+    from PySide6.QtCore import QEvent
+
+    from ui.threads.model import ThreadListModel
+    from ui.threads.sidebar import Sidebar
+
+    model = ThreadListModel()
+    sidebar = Sidebar(model)
+    model.setParent(sidebar)  # (goes with it)
+    sidebar.resize(260, 600)
+    sidebar.show()
+    try:
+        yield model, sidebar
+    finally:
+        sidebar.close()
+        sidebar.deleteLater()
+        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
+@contextmanager
+def _calls_into_the_model(note: Callable[[types.FrameType], None]) -> Iterator[None]:
+    """``note`` each call into a function of the thread list model's file (a call from Qt into Python) meanwhile."""
+    from ui.threads.model import ThreadListModel
+
+    source = sys.modules[ThreadListModel.__module__].__file__
+
+    def called(frame: types.FrameType, event: str, _arg: object) -> None:
+        if event == "call" and frame.f_code.co_filename == source:
+            note(frame)
+
+    sys.setprofile(called)
+    try:
+        yield
+    finally:
+        sys.setprofile(None)
+
+
 def test_the_thread_list_lays_out_its_rows_from_one_rows_size(qapp: QApplication,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     # The delegate asked row by row, a user's few thousand threads held the window's thread 30-40 ms of a busy
     # machine's CPU in one go, right after start-up read the thread list. Every row is as tall as the others, so the
     # list asks one row (again after the model is reset: a search's rows are taller) and places the rest from it.
-    from PySide6.QtCore import QEvent
-
-    from ui.threads.model import ThreadItem, ThreadListModel
-    from ui.threads.sidebar import Sidebar, ThreadDelegate
+    from ui.threads.model import ThreadItem
+    from ui.threads.sidebar import ThreadDelegate
 
     asked: list[int] = []
     size_hint = ThreadDelegate.sizeHint
@@ -239,27 +279,20 @@ def test_the_thread_list_lays_out_its_rows_from_one_rows_size(qapp: QApplication
         return size_hint(self, option, index)
 
     monkeypatch.setattr(ThreadDelegate, "sizeHint", counted)
-    model = ThreadListModel()
-    sidebar = Sidebar(model)
-    model.setParent(sidebar)  # (goes with it)
-    sidebar.resize(260, 600)
-    sidebar.show()
-    model.set_threads([ThreadItem(thread_id=f"t{i}", title=f"Thread {i}", robot="assistant") for i in range(500)])
-    qapp.processEvents()
-    view = sidebar.list
-    assert len(asked) <= 5, f"the delegate was asked {len(asked)} rows' sizes"
-    rows = {view.visualRect(model.index(row)).height() for row in (0, 1, 250, 499)}
-    assert rows == {ThreadDelegate.ROW_HEIGHT}
-    asked.clear()
-    model.set_hits([ThreadItem(thread_id=f"t{i}", title=f"Thread {i}", snippet="a match", turn_id=f"u{i}")
-                    for i in range(500)])
-    qapp.processEvents()
-    assert len(asked) <= 5
-    rows = {view.visualRect(model.index(row)).height() for row in (0, 1, 250, 499)}
-    assert rows == {ThreadDelegate.HIT_HEIGHT}  # measured again for a search's rows
-    sidebar.close()
-    sidebar.deleteLater()
-    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    with _sidebar(qapp) as (model, sidebar):
+        model.set_threads([ThreadItem(thread_id=f"t{i}", title=f"Thread {i}", robot="assistant") for i in range(500)])
+        qapp.processEvents()
+        view = sidebar.list
+        assert len(asked) <= 5, f"the delegate was asked {len(asked)} rows' sizes"
+        rows = {view.visualRect(model.index(row)).height() for row in (0, 1, 250, 499)}
+        assert rows == {ThreadDelegate.ROW_HEIGHT}
+        asked.clear()
+        model.set_hits([ThreadItem(thread_id=f"t{i}", title=f"Thread {i}", snippet="a match", turn_id=f"u{i}")
+                        for i in range(500)])
+        qapp.processEvents()
+        assert len(asked) <= 5
+        rows = {view.visualRect(model.index(row)).height() for row in (0, 1, 250, 499)}
+        assert rows == {ThreadDelegate.HIT_HEIGHT}  # measured again for a search's rows
 
 
 def test_the_thread_list_is_laid_out_without_a_call_into_python_per_row(qapp: QApplication) -> None:
@@ -267,84 +300,48 @@ def test_the_thread_list_is_laid_out_without_a_call_into_python_per_row(qapp: QA
     # Python, a user's 3,000 threads were 6,000 calls into Python, 10 ms of the window's thread after start-up read the
     # thread list. The model's rows are counted in C++: the layout calls into the model's Python only for the rows it
     # paints.
-    import types
-
-    from PySide6.QtCore import QEvent
-
     from ui.threads.model import ThreadItem, ThreadListModel
-    from ui.threads.sidebar import Sidebar
 
-    model = ThreadListModel()
-    sidebar = Sidebar(model)
-    model.setParent(sidebar)
-    sidebar.resize(260, 600)
-    sidebar.show()
-    qapp.processEvents()
-    model.set_threads([ThreadItem(thread_id=f"t{i}", title=f"Thread {i}", robot="assistant") for i in range(2000)])
-    calls: list[str] = []
-    model_file = sys.modules[ThreadListModel.__module__].__file__
-
-    def note(frame: types.FrameType, event: str, _arg: object) -> None:
-        if event == "call" and frame.f_code.co_filename == model_file:
-            calls.append(frame.f_code.co_name)
-
-    sys.setprofile(note)
-    try:
-        qapp.processEvents()  # the list laid out and painted
-    finally:
-        sys.setprofile(None)
-    assert sidebar.list.verticalScrollBar().maximum() > 0  # laid out: all 2,000 rows
-    assert len(calls) < 300, f"{len(calls)} calls into the model's Python: {sorted(set(calls))}"
-    assert model.rowCount() == 2000 and model.data(model.index(1999)) == "Thread 1999"
-    model.set_hits([ThreadItem(thread_id="t7", title="Thread 7", snippet="a match", turn_id="u7")])
-    assert model.rowCount() == 1 and model.searching and model.data(model.index(0), ThreadListModel.ThreadIdRole) == "t7"
-    assert not model.flags(model.index(0)) & Qt.ItemFlag.ItemIsEditable  # a search's hit is not renamed in place
-    sidebar.close()
-    sidebar.deleteLater()
-    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    with _sidebar(qapp) as (model, sidebar):
+        qapp.processEvents()
+        model.set_threads([ThreadItem(thread_id=f"t{i}", title=f"Thread {i}", robot="assistant") for i in range(2000)])
+        calls: list[str] = []
+        with _calls_into_the_model(lambda frame: calls.append(frame.f_code.co_name)):
+            qapp.processEvents()  # the list laid out and painted
+        assert sidebar.list.verticalScrollBar().maximum() > 0  # laid out: all 2,000 rows
+        assert len(calls) < 300, f"{len(calls)} calls into the model's Python: {sorted(set(calls))}"
+        assert model.rowCount() == 2000 and model.data(model.index(1999)) == "Thread 1999"
+        model.set_hits([ThreadItem(thread_id="t7", title="Thread 7", snippet="a match", turn_id="u7")])
+        assert model.rowCount() == 1 and model.searching
+        assert model.data(model.index(0), ThreadListModel.ThreadIdRole) == "t7"
+        assert not model.flags(model.index(0)) & Qt.ItemFlag.ItemIsEditable  # a search's hit is not renamed in place
 
 
 def test_a_thread_row_is_painted_from_its_item_asked_of_the_model_once(qapp: QApplication) -> None:
     # Each question a row's paint asks of the model is a call from Qt into Python: the title, the second line and
     # the run state asked one by one, the first rows painted after start-up read the thread list cost the window's
     # thread about 3 ms (a dozen rows), a quarter of it those questions. The row's item is asked once.
-    import types
-
-    from PySide6.QtCore import QEvent
-
     from ui.threads.model import ThreadItem, ThreadListModel
-    from ui.threads.sidebar import Sidebar
 
-    model = ThreadListModel()
-    sidebar = Sidebar(model)
-    model.setParent(sidebar)
-    sidebar.resize(260, 600)
-    sidebar.show()
-    qapp.processEvents()
-    model.set_threads([ThreadItem(thread_id=f"t{i}", title=f"Thread {i}", robot="assistant", updated=1.0)
-                       for i in range(50)])
-    model.set_run_states({"t1": "finished"})
-    roles: list[int] = []
-    model_file = sys.modules[ThreadListModel.__module__].__file__
+    with _sidebar(qapp) as (model, sidebar):
+        qapp.processEvents()
+        model.set_threads([ThreadItem(thread_id=f"t{i}", title=f"Thread {i}", robot="assistant", updated=1.0)
+                           for i in range(50)])
+        model.set_run_states({"t1": "finished"})
+        roles: list[int] = []
 
-    def note(frame: types.FrameType, event: str, _arg: object) -> None:
-        if event == "call" and frame.f_code.co_filename == model_file and frame.f_code.co_name == "data":
-            roles.append(int(frame.f_locals.get("role", Qt.ItemDataRole.DisplayRole)))
+        def note(frame: types.FrameType) -> None:
+            if frame.f_code.co_name == "data":
+                roles.append(int(frame.f_locals.get("role", Qt.ItemDataRole.DisplayRole)))
 
-    sys.setprofile(note)
-    try:
-        sidebar.list.viewport().repaint()
-    finally:
-        sys.setprofile(None)
-    item_role = int(ThreadListModel.ItemRole)
-    assert roles.count(item_role) >= 8, roles  # the rows in sight, each painted
-    assert set(roles) == {item_role}, f"asked of the model besides the rows' items: {sorted(set(roles))}"
-    assert model.subtitle(model.item(0)).startswith("assistant · ")  # what the second line shows
-    model.set_hits([ThreadItem(thread_id="t7", title="Thread 7", snippet="a \x01match\x02", turn_id="u7")])
-    assert model.subtitle(model.item(0)) == model.data(model.index(0), ThreadListModel.SubtitleRole)
-    sidebar.close()
-    sidebar.deleteLater()
-    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        with _calls_into_the_model(note):
+            sidebar.list.viewport().repaint()
+        item_role = int(ThreadListModel.ItemRole)
+        assert roles.count(item_role) >= 8, roles  # the rows in sight, each painted
+        assert set(roles) == {item_role}, f"asked of the model besides the rows' items: {sorted(set(roles))}"
+        assert model.subtitle(model.item(0)).startswith("assistant · ")  # what the second line shows
+        model.set_hits([ThreadItem(thread_id="t7", title="Thread 7", snippet="a \x01match\x02", turn_id="u7")])
+        assert model.subtitle(model.item(0)) == model.data(model.index(0), ThreadListModel.SubtitleRole)
 
 
 async def test_every_dock_is_in_the_window_before_the_panes_come(db_path: Path) -> None:
