@@ -73,7 +73,7 @@ fi
 #    (tests/test_isolation.py; util-linux gives its prlimit, unshare and mount) (best effort).
 if [ "$MODE" = dev ] && command -v dpkg-query >/dev/null; then
   missing=""
-  for pkg in xvfb xauth xdotool weston libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 desktop-file-utils appstream \
+  for pkg in xvfb xauth xdotool x11-utils weston libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 desktop-file-utils appstream \
       bubblewrap util-linux; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"
   done

@@ -59,7 +59,11 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, *, step: f
 class XServer:
     """``Xvfb -displayfd`` at W×H: the server picks a free display number itself and writes it when it is
     ready to take connections (choosing a number here and waiting for its socket raced a server still
-    shutting down on the same number: the app then found no server there)."""
+    shutting down on the same number: the app then found no server there).
+
+    ``-noreset``: by default the server resets itself when its last client leaves, and a client that connects
+    during the reset is dropped before its setup is answered. A test that quits the app and starts it again
+    (or an xdotool call between two) met exactly that: "could not connect to display" from a live server."""
 
     def __init__(self, width: int, height: int) -> None:
         self.width, self.height = width, height
@@ -73,7 +77,7 @@ class XServer:
         self.log = Path(log.name)
         try:
             process = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-screen", "0",
-                                        f"{self.width}x{self.height}x24", "-nolisten", "tcp"],
+                                        f"{self.width}x{self.height}x24", "-nolisten", "tcp", "-noreset"],
                                        pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=log)
         finally:
             os.close(write_end)
