@@ -241,6 +241,7 @@ async def test_the_workers_reading_the_thread_wait_while_a_hit_far_up_comes_in(
         loaded: list[float] = []  # when the window loaded earlier turns, and when it outlined the hit
         outlined: list[float] = []
         waits: list[tuple[float, float]] = []  # (entered, left) of each wait of a worker held back
+        coming_in = threading.Event()
         read, load, flash = store._read, w.chat.presenter.load_earlier, w.chat.finder.flash
         wait_background = store.wait_background
 
@@ -251,15 +252,21 @@ async def test_the_workers_reading_the_thread_wait_while_a_hit_far_up_comes_in(
                 waits.append((entered, time.perf_counter()))
 
         def timed(sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+            # (the transcript's own read ahead of the page above serves the hit coming in: not held)
+            held = threading.get_ident() != window_thread and not threading.current_thread().name.startswith(AHEAD_THREAD)
+            if held:
+                # A worker's read waits (bounded) until the hit begins to come in, so that one is asked meanwhile
+                # however fast or slow the machine: on a busy one the workers had all ended before (nothing tested).
+                coming_in.wait(10)
             asked = time.perf_counter()
             found = read(sql, params)
-            # (the transcript's own read ahead of the page above serves the hit coming in: not held)
-            if threading.get_ident() != window_thread and not threading.current_thread().name.startswith(AHEAD_THREAD):
+            if held:
                 worker_reads.append((asked, time.perf_counter()))
             return found
 
         def timed_load(count: int) -> int:
             loaded.append(time.perf_counter())
+            coming_in.set()
             return load(count)
 
         def timed_flash(widget: Any, **options: Any) -> None:
