@@ -196,7 +196,7 @@ async def test_a_columns_freeze_goes_on_a_tick_of_its_own(app: Any, server: Fake
     assert stream.pending, "the text did not leave a freeze for later"
     segments = stream.segments
     assert [type(e).__name__ for e in comparisons._pending[0]] == ["Deferred"]
-    await asyncio.sleep(0.1)  # a stream's own timer (4 ms) would have frozen it by now
+    await asyncio.sleep(0.1)  # a stream's own timer (the next turn of the loop) would have frozen it by now
     assert stream.segments == segments, "the freeze ran off the frame clock"
     comparisons._flush_columns()  # column 1's tick: its text, not column 0's freeze
     assert shown(chats[1]) == "Short." and stream.segments == segments

@@ -273,6 +273,7 @@ def test_streamed_markdown_keeps_copy_links_per_segment(clipboard: Any, qtbot: A
     qtbot.addWidget(stream)
     for start in range(0, len(text), 7):
         stream.append(text[start:start + 7])
+    qtbot.waitUntil(lambda: not stream.pending)  # the freezes, on later turns of the loop
     assert stream.segments > 1 and len(text) > FREEZE_CHARS
     views = stream.findChildren(AutoHeightText)
     codes = [code for view in views for code in markdown.code_blocks(view.markdown or "")]

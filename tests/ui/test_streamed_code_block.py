@@ -327,7 +327,7 @@ def test_a_stored_answer_ending_in_a_long_open_block_never_renders_the_block_who
         return real(text, **kwargs)
 
     monkeypatch.setattr(markdown, "render_part", render_part)
-    body = python_code(300)
+    body = python_code(500)
     text = "".join(f"Paragraph {i} of words, words and words.\n\n" for i in range(60)) + "```python\n" + body
     view = stream(qtbot, text, len(text))
     code = next(w for w in parts(view) if isinstance(w, CodeStream))

@@ -172,22 +172,24 @@ class AutoHeightText(QTextBrowser):
         self.setHorizontalScrollBarPolicy(policy)
         self._fit()
 
-    def grow_markdown(self, text: str, stable: int) -> None:
+    def grow_markdown(self, text: str, stable: int) -> int:
         """Show Markdown ``text`` (shown as :meth:`set_markdown` shows it) whose first ``stable`` characters are
         finished blocks (:func:`ui.markdown.split_stable`), rendering only what changed: when ``text`` goes on
         from the finished blocks shown before, the document keeps their rendering and only the blocks after
         it are replaced (the open part shown before, the blocks finished since, the new open part), so the
         work of an update follows the new text, not the whole text. What may render differently in parts (a
         list, an indented block or a table going on from the blocks before, a link reference, a code block's
-        Wrap toggle) renders the whole text."""
+        Wrap toggle) renders the whole text. Returns how many characters of Markdown it rendered (what the update
+        cost, whatever ``text``'s length)."""
         self._growing = True
         try:
-            self._grow(text, stable)
+            rendered = self._grow(text, stable)
         finally:
             self._growing = False
         self._fit()
+        return rendered
 
-    def _grow(self, text: str, stable: int) -> None:
+    def _grow(self, text: str, stable: int) -> int:
         if text[:stable].isspace():
             stable = 0
         rest = text[stable:]
@@ -195,11 +197,12 @@ class AutoHeightText(QTextBrowser):
                 or (rest.strip() and (not stable or self._whole_at == stable or not markdown.starts_on_its_own(rest)))):
             self.set_markdown(text)  # nothing kept: the next update renders the whole text again
             self._whole_at = stable
-            return
+            return len(text)
         kept, shown = self._kept, self.markdown
         if (shown is None or not 0 < kept <= stable or not text.startswith(shown[:kept])
                 or (kept < stable and not markdown.starts_on_its_own(text[kept:stable]))):
             kept = 0
+        rendered = len(rest) if rest.strip() else 0
         if kept:
             cursor = QTextCursor(self.document())
             cursor.setPosition(self._kept_pos)
@@ -208,10 +211,12 @@ class AutoHeightText(QTextBrowser):
             if kept < stable:
                 html, codes = markdown.render_part(text[kept:stable], copy=True, unwrapped=frozenset(),
                                                     first_code=self._kept_codes)
+                rendered += stable - kept
                 kept = kept if self._insert_html(html) else 0
                 self._kept_codes = codes
         if not kept:  # the finished blocks rendered whole
             html, self._kept_codes = markdown.render_part(text[:stable], copy=True, unwrapped=frozenset())
+            rendered += stable
             QTextBrowser.setHtml(self, html)
         self._kept = stable
         self._kept_pos = self.document().characterCount() - 1
@@ -220,8 +225,9 @@ class AutoHeightText(QTextBrowser):
                                                                         first_code=self._kept_codes)[0]):
             self.set_markdown(text)
             self._whole_at = stable
-            return
+            return rendered + len(text)
         self.markdown = text
+        return rendered
 
     def _insert_html(self, html: str) -> bool:
         """Add rich text ``html`` (rendered Markdown blocks) after the document's blocks, as one ``setHtml`` of

@@ -6,7 +6,10 @@ text arrives, so nothing above the tail moves; in the live segment, the finished
 stays and only the blocks after them are rendered again
 (:meth:`~ui.widgets.common.AutoHeightText.grow_markdown`: a piece of text costs what it and the open
 block take to render, not the whole live segment). Words that add no Markdown to the live segment's
-last paragraph are appended to its document as text, without rendering the tail again. A code block
+last paragraph are appended to its document as text, without rendering the tail again. Text that comes
+faster than it renders (a burst: a flush of several thousand characters) is caught up over later turns of the
+event loop, one render of about ``MAX_RENDER_CHARS`` of Markdown a turn: text that comes while such a render waits
+joins it instead of being rendered too. A code block
 still open once it is long (nothing in it counts as finished for Markdown) becomes a
 :class:`~ui.chat.view.code_stream.CodeStream`, which highlights and lays out each finished line once.
 """
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
 #: Freeze finished blocks into their own segment once this many characters are stable.
 FREEZE_CHARS = 1200
 #: At most about this much Markdown is rendered per event-loop turn (bursts catch up over turns).
-MAX_RENDER_CHARS = 2500
+MAX_RENDER_CHARS = 3500
 
 
 def frame_clock(widget: QWidget) -> Callable[[Callable[[], None]], bool] | None:
@@ -57,6 +60,9 @@ class MarkdownStream(QWidget):
         self._frozen = 0
         self._live: AutoHeightText | None = None
         self._scheduled = False
+        #: A render left for later ran in this turn of the event loop (the next turn clears it): text that comes
+        #: in the same turn (a flush) waits for a render of the next turn instead of adding a second render to it.
+        self._rendered = False
         self._code: CodeStream | None = None
         self._code_since = 0  # where in the tail the open code block's unfinished lines start
         self._codes: list[CodeStream] = []
@@ -81,7 +87,12 @@ class MarkdownStream(QWidget):
 
     def append(self, delta: str) -> None:
         self._text += delta
-        if not self._scheduled and self._code is None and self._append_plain():
+        if self._scheduled:
+            return  # the render waiting for a later turn takes it: one render a turn, not two
+        if self._code is None and self._append_plain():
+            return
+        if self._rendered:
+            self._schedule()  # this turn has had its render
             return
         self._render(freeze=False)
 
@@ -111,11 +122,11 @@ class MarkdownStream(QWidget):
 
     def _render(self, *, freeze: bool = True) -> None:
         """Freeze finished blocks, re-render the tail. Work per call is bounded (about
-        ``MAX_RENDER_CHARS``): a backlog (text arriving faster than it renders) is caught up
-        on the next turns of the event loop instead of stalling this one. Text as it streams (``freeze``
-        False, a tail shorter than that) is rendered in the live segment, and its freeze (the segment
-        finished, a new one made and rendered) goes in a turn of its own: not in the turn that renders
-        the new text, which would then do both."""
+        ``MAX_RENDER_CHARS``, the freeze's and the new tail's together): a backlog (text arriving faster than
+        it renders) is caught up on the next turns of the event loop instead of stalling this one. Text as it
+        streams (``freeze`` False, a tail shorter than that) is rendered in the live segment, and its freeze
+        (the segment finished, a new one made and rendered) goes in a turn of its own: not in the turn that
+        renders the new text, which would then do both."""
         self._scheduled = False
         if self._code is not None and self._grow_code():
             return
@@ -132,16 +143,19 @@ class MarkdownStream(QWidget):
             cut = stable
             if stable > MAX_RENDER_CHARS:
                 cut = markdown.split_stable(tail[:MAX_RENDER_CHARS]) or stable
-            self._live.grow_markdown(tail[:cut], cut)
+            rendered = self._live.grow_markdown(tail[:cut], cut)
             self._frozen += cut
             tail = tail[cut:]
+            if rendered + len(tail) > MAX_RENDER_CHARS:
+                # What is left (more blocks to freeze, or the new open part) would take this turn over its
+                # budget: the next turn of the loop renders it, in a new segment made then.
+                self._live = None
+                self._schedule()
+                return
             self._live = self._new_live()
+            if self._start_code(tail, 0):  # a long open code block after them
+                return
             stable = markdown.split_stable(tail)
-        if len(tail) > MAX_RENDER_CHARS and stable >= FREEZE_CHARS:
-            self._schedule()  # more finished blocks to freeze: next turn of the loop
-            return
-        if froze and self._start_code(tail, 0):  # a long open code block after them
-            return
         visible = bool(tail.strip())
         if visible:
             self._live.grow_markdown(tail, stable)
@@ -194,16 +208,25 @@ class MarkdownStream(QWidget):
 
     def _schedule(self) -> None:
         """The next render (a freeze, a backlog's next part) in a later turn of the loop: on the frame clock of
-        the view it is in when that view has one (see :func:`frame_clock`), else 4 ms from now."""
+        the view it is in when that view has one (see :func:`frame_clock`), else the next turn (after the paint
+        and the input that wait: a backlog is caught up a bounded render a turn, as fast as the turns go)."""
         if not self._scheduled:
             self._scheduled = True
             defer = frame_clock(self)
             if defer is None or not defer(self._render_scheduled):
-                QTimer.singleShot(4, self._render)  # leave room for input and painting
+                QTimer.singleShot(0, self, self._render_scheduled)
+
+    def _next_turn(self) -> None:
+        """The loop turned since a render left for later ran: text may render as it comes again."""
+        self._rendered = False
 
     def _render_scheduled(self) -> None:
-        """The render :meth:`_schedule` asked for, unless new text rendered (and scheduled anew) since."""
+        """The render :meth:`_schedule` asked for, unless new text rendered (and scheduled anew) since; text that
+        comes later in this turn waits for the next one."""
         if self._scheduled:
+            if not self._rendered:
+                self._rendered = True
+                QTimer.singleShot(0, self, self._next_turn)
             self._render()
 
     @property
