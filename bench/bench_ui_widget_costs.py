@@ -65,11 +65,37 @@ def _kinds() -> dict[str, Callable[[Any], Any]]:
         "failed footer": failed_footer,
         "tool card": lambda parent: ToolCard(call_id="c1", tool="read_file", robot="assistant", server=None,
                                              arguments={"path": "file_1.py"}, parent=parent),
+        "card+result": lambda parent: _tool_card(parent, {"path": "file_1.py"}, {"data": {"content": CODE * 5}}),
         "robot header": lambda parent: RobotHeader("assistant", parent),
         "run footer": lambda parent: RunFooter(turn_id="t1", parent=parent),
         "user message": lambda parent: UserMessage("Question 1: what does file_1.py do?", turn_id="t1",
                                                    parent=parent),
+        # tool cards as real threads have them (the one above is the paging bench's): big arguments, shown as JSON
+        # (their first lines) or as text (a file written: its first 6,000 characters), and a result at the
+        # size a model is given at most (collapsed: its preview)
+        "card JSON args": lambda parent: _tool_card(parent, JSON_ARGS, {"data": "ok"}),
+        "card file args": lambda parent: _tool_card(parent, {"path": "app.py", "content": CODE * 400},
+                                                    {"data": "written"}),
+        "card 50KB out": lambda parent: _tool_card(parent, {"q": "rows"}, {"data": BIG_RESULT}),
     }
+
+
+CODE = "def f():\n    pass\n"
+JSON_ARGS = {"rows": [{"id": i, "name": f"row {i}", "tags": ["a", "b"]} for i in range(200)]}
+BIG_RESULT = [{"id": i, "value": "a value of the row " * 2} for i in range(1200)]  # about 50,000 characters
+
+
+def _tool_card(parent: Any, arguments: Any, result: Any) -> Any:
+    """A finished call's card, as the chat makes it: made, then its call applied."""
+    from ui.chat.model.state import TurnState
+    from ui.chat.model.tool_calls import ToolCallItem
+    from ui.chat.view.cards import ToolCard
+
+    card = ToolCard(call_id="c1", tool="write_file", robot="assistant", server=None, arguments=arguments,
+                    parent=parent)
+    card.apply(ToolCallItem(parent=TurnState(), call_id="c1", tool="write_file", robot="assistant",
+                            arguments=arguments, status="ok", result=result, duration=0.1))
+    return card
 
 
 def _clock() -> tuple[float, float]:
@@ -126,6 +152,8 @@ def costs(samples: int = SAMPLES) -> dict[str, dict[str, float]]:
             widget.hide()
             widget.deleteLater()
             QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)  # (gone: the next one paints alone)
+            layout.activate()
+            column.resize(800, 600)  # (a tall card grew the column: the next widget would be laid out that tall)
         total = [a + b + c for a, b, c in zip(make_ms, show_ms, paint_ms, strict=True)]
         total_cpu = [a + b + c for a, b, c in zip(make_cpu, show_cpu, paint_cpu, strict=True)]
         result[name] = {
