@@ -69,3 +69,87 @@ def test_arguments_are_read_once_to_be_shown(qapp_instance: Any, monkeypatch: py
     shown = card._args.toPlainText()
     assert ('"name": "row 0"' in shown) if read == 0 else ("def f():" in shown)
     card.deleteLater()
+
+
+#: What each turn's write_file writes: its arguments' text is long (6,000 characters shown).
+FILE = "def f():\n    pass\n" * 400
+
+
+def _file_thread(store: Any, turns: int) -> str:
+    """A thread of ``turns`` turns, each writing a file (long arguments) and reading one (short ones)."""
+    from workspace import events as ev
+    from workspace.result import RobotResult
+
+    thread = store.create_thread(robot="assistant", title="files")
+    parent = None
+    for i in range(turns):
+        turn = store.add_turn(thread.id, user_text=f"write file_{i}.py", parent_turn_id=parent)
+        events: list[ev.Event] = [
+            ev.RunStarted(message=f"write file_{i}.py", model="fake"),
+            ev.ToolUse(id=f"w{i}", name="write_file", input={"path": f"file_{i}.py", "content": FILE}),
+            ev.ToolResult(id=f"w{i}", name="write_file", payload={"data": "written"}, duration=0.01),
+            ev.ToolUse(id=f"r{i}", name="read_file", input={"path": f"file_{i}.py"}),
+            ev.ToolResult(id=f"r{i}", name="read_file", payload={"data": "def f(): pass"}, duration=0.01),
+            ev.RunFinished(result=RobotResult(robot_name="assistant", output=[])),
+        ]
+        store.append_events(thread.id, turn.id, [e.replace(run_id=f"run{i}", robot="assistant", seq=seq)
+                                                 for seq, e in enumerate(events, 1)])
+        store.finish_turn(turn.id, "finished")
+        parent = turn.id
+    store.set_current(thread.id, parent)
+    return thread.id
+
+
+def test_a_cards_long_arguments_are_laid_out_in_a_step_of_their_own(
+        qapp_instance: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A card made by the turn window (a thread opened, paged) laid its arguments' text out with the rest of it: a
+    written file's 6,000 characters were 8-10 ms of the window's CPU on top of the card's 3-4, in one step. The
+    card comes in one step, its long arguments' text in the next; short arguments come with the card."""
+    import time
+
+    from PySide6.QtWidgets import QApplication
+
+    from ui.chat.view import virtual
+    from ui.chat.view.cards import ToolCard
+    from ui.chat.view.chat import ChatView
+    from ui.transcript import LazyTranscript
+    from workspace.persistence import Store
+
+    store = Store(tmp_path / "files.db")
+    thread_id = _file_thread(store, 3)
+    monkeypatch.setattr(virtual, "STEP_BUDGET", 0.0)  # (a widget a frame: each step makes one)
+    chat = ChatView()
+    chat.resize(700, 2000)
+    chat.show()
+    window = chat.turn_window
+    step, seen = window._step, []
+
+    def watched() -> None:  # what each step left: every card, and whether its arguments show their text yet
+        step()
+        seen.append({c.call_id: bool(c._args.toPlainText()) for c in chat.findChildren(ToolCard)})
+
+    window._step = watched  # type: ignore[method-assign]
+    try:
+        chat.show_thread(LazyTranscript(store, thread_id))
+        for _ in range(2000):
+            QApplication.processEvents()
+            if seen and not window.busy:
+                break
+            time.sleep(0.001)
+        window._step = step  # type: ignore[method-assign]
+        cards = {c.call_id: c for c in chat.findChildren(ToolCard)}
+        made = [i for i in range(3) if f"w{i}" in cards]  # (the turns near the screen: a turn is a long file)
+        assert made and all(f"r{i}" in cards for i in made)
+        for i in made:
+            # the written file's card: made with its arguments to come, then its text in a later step
+            waited = [n for n, cards_now in enumerate(seen) if cards_now.get(f"w{i}") is False]
+            assert waited, f"w{i}'s arguments were laid out in the step that made its card"
+            assert all(cards_now[f"w{i}"] for cards_now in seen[waited[-1] + 1:])
+            assert cards[f"w{i}"].later is None and "def f():" in cards[f"w{i}"]._args.toPlainText()
+            # the read file's short arguments: with the card
+            assert all(cards_now[f"r{i}"] for cards_now in seen if f"r{i}" in cards_now)
+    finally:
+        window._step = step  # type: ignore[method-assign]
+        chat.close()
+        chat.deleteLater()
+        store.close()

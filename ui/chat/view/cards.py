@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 ARGS_MAX_LINES = 40
 #: Arguments as short as this (characters of JSON) are shown on one line.
 ARGS_LINE_CHARS = 72
+#: Arguments whose text (HTML) is longer are made by a step of their own when the turn window makes the card
+#: (``ToolCard(later=True)``): a written file's 6,000 characters cost 8-10 ms to lay out, more than a card's rest.
+LATER_CHARS = 2000
 STATUS_TEXT = {
     "running": "running…",
     "approval": "needs approval",
@@ -194,7 +197,7 @@ class ToolCard(QFrame):
     decided = Signal(str, object)  # call id, ApprovalDecision
 
     def __init__(self, *, call_id: str, tool: str, robot: str, server: str | None, arguments: Any,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, later: bool = False) -> None:
         super().__init__(parent)
         self.setObjectName("ToolCard")
         self.call_id = call_id
@@ -253,7 +256,10 @@ class ToolCard(QFrame):
         self._body = QVBoxLayout(body)
         self._body.setContentsMargins(12, 8, 12, 10)
         self._body.setSpacing(6)
-        self._args = _body_text(_args_html(arguments), body, "ToolArgs")
+        html = _args_html(arguments)
+        #: Long arguments' text, left to :meth:`finish` (``later``: the turn window makes it in a step of its own).
+        self._args_later = html if later and len(html) > LATER_CHARS else None
+        self._args = _body_text("" if self._args_later is not None else html, body, "ToolArgs")
         self._body.addWidget(self._args)
         outer.addWidget(body)
 
@@ -308,7 +314,21 @@ class ToolCard(QFrame):
 
     def set_arguments(self, arguments: Any) -> None:
         self.arguments = arguments
+        self._args_later = None
         self._args.setHtml(_args_html(arguments))
+
+    @property
+    def later(self) -> str | None:
+        """What is left to make of a card made with ``later`` (its long arguments' text: :meth:`finish` makes it),
+        as the kind of its cost for the turn window's budget; None: nothing."""
+        html = self._args_later
+        return None if html is None else f"ToolArgs/{len(html).bit_length()}"
+
+    def finish(self) -> None:
+        """Make what was left (:attr:`later`): the arguments' text, laid out once, at the card's width."""
+        html, self._args_later = self._args_later, None
+        if html is not None:
+            self._args.setHtml(html)
 
     # -- a running command's output -----------------------------------------------------------
     @property
