@@ -8,7 +8,7 @@ fill) it, then to show it and lay the column out (``QWidget.show`` and the poste
 paint it the first time (``QWidget.grab``); each deleted before the next is made. Printed per kind: the medians of the wall time and of the window
 thread's CPU time (``time.thread_time``), with the load average. Then what a written file's card costs the turn
 window's steps: made and shown whole in one, or (cards that leave long arguments to a step of their own) the card
-in one and its arguments' text in the next.
+in one and its arguments' text in the next; and what asking 30 cards' result toggles their size hints costs.
 
 ``--shots DIR`` instead writes ``DIR/chat-light.png`` and ``DIR/chat-dark.png``: a chat showing a thread
 with a tool call (as the thread-scale bench builds them), grabbed, to compare the look of two versions pixel
@@ -214,6 +214,30 @@ def file_card_steps(samples: int = SAMPLES) -> dict[str, float] | None:
     return {name: statistics.median(row[k] for row in rows) for k, name in enumerate(names)}
 
 
+def toggle_hints(cards: int = 30, rounds: int = 50) -> float:
+    """CPU ms to ask the result toggles of ``cards`` shown cards their size hints once each (a layout of the column
+    asks them so, each step that lays it out), median of ``rounds``."""
+    from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
+
+    column = QWidget()
+    layout = QVBoxLayout(column)
+    column.resize(800, 600)
+    made = [_tool_card(column, {"path": f"file_{i}.py"}, {"data": {"content": CODE * 5}}) for i in range(cards)]
+    for card in made:
+        layout.addWidget(card)
+    column.show()
+    QApplication.processEvents()
+    times: list[float] = []
+    for _ in range(rounds):
+        start = time.thread_time()
+        for card in made:
+            card._result_toggle.sizeHint()
+            card._result_toggle.minimumSizeHint()
+        times.append((time.thread_time() - start) * 1000)
+    column.close()
+    return statistics.median(times)
+
+
 def shots(folder: Path) -> None:
     from bench_ui_thread_scale import build_thread
     from PySide6.QtWidgets import QApplication
@@ -270,6 +294,8 @@ def main() -> None:
     else:
         print(f"the card {split['card_ms']:.2f}/{split['card_cpu_ms']:.2f}, then its arguments "
               f"{split['args_ms']:.2f}/{split['args_cpu_ms']:.2f}")
+    hints = toggle_hints()
+    print(f"30 cards' result toggles asked their size hints: {hints:.2f} ms CPU (load {os.getloadavg()[0]:.2f})")
 
 
 if __name__ == "__main__":
