@@ -35,7 +35,9 @@ time and the window thread's CPU time (a busy machine's waits show in the first,
 time and the collector's full passes meanwhile (a pass of the event loop that changed nothing, the window waiting
 for its next frame, is not a step: it is counted apart), then its longest steps (which step, its action, wall and CPU
 time); ``--paging N --sample`` adds where the window's thread was during each (its stack sampled every 0.5 ms from
-a thread of its own, which costs the window's thread a little: figures without it are the ones to compare).
+a thread of its own, which costs the window's thread a little: figures without it are the ones to compare);
+``--paging N --files``: every tenth turn's call writes a file instead (``FILE_TEXT``, its card's arguments 6,000
+characters of text).
 """
 
 from __future__ import annotations
@@ -74,7 +76,11 @@ def _rss_mb() -> float:
     return 0.0
 
 
-def _events(i: int, run: str) -> list[object]:
+#: What every tenth turn's call writes with ``--files``: its card shows 6,000 characters of it (the most it shows).
+FILE_TEXT = "def f():\n    pass\n" * 400
+
+
+def _events(i: int, run: str, *, files: bool = False) -> list[object]:
     from workspace import events as ev
     from workspace.result import RobotResult
 
@@ -84,7 +90,8 @@ def _events(i: int, run: str) -> list[object]:
     return [
         e(ev.RunStarted, 1, message=f"Question {i}", model="bench"),
         e(ev.Text, 2, text=f"Let me read `file_{i}.py` first."),
-        e(ev.ToolUse, 3, id=f"c{i}", name="read_file", input={"path": f"file_{i}.py"}),
+        e(ev.ToolUse, 3, id=f"c{i}", name="write_file", input={"path": f"file_{i}.py", "content": FILE_TEXT})
+        if files and i % 10 == 0 else e(ev.ToolUse, 3, id=f"c{i}", name="read_file", input={"path": f"file_{i}.py"}),
         e(ev.ToolResult, 4, id=f"c{i}", name="read_file", payload={"data": {"content": "def f():\n    pass\n" * 5}},
           duration=0.01),
         e(ev.Text, 5, text=f"**file_{i}.py** defines `f`, which does nothing:\n\n```python\ndef f():\n    pass\n```"),
@@ -92,7 +99,7 @@ def _events(i: int, run: str) -> list[object]:
     ]
 
 
-def build_thread(db_path: Path, turns: int) -> str:
+def build_thread(db_path: Path, turns: int, *, files: bool = False) -> str:
     from workspace.persistence import Store
 
     store = Store(db_path)
@@ -100,7 +107,7 @@ def build_thread(db_path: Path, turns: int) -> str:
     parent = None
     for i in range(turns):
         turn = store.add_turn(thread.id, user_text=f"Question {i}: what does file_{i}.py do?", parent_turn_id=parent)
-        store.append_events(thread.id, turn.id, _events(i, f"run{i}"))  # type: ignore[arg-type]
+        store.append_events(thread.id, turn.id, _events(i, f"run{i}", files=files))  # type: ignore[arg-type]
         store.finish_turn(turn.id, "finished")
         parent = turn.id
     store.close()
@@ -271,7 +278,7 @@ def page_to_top(app: object, chat: object, *, sample: bool = False) -> dict[str,
             "most_cpu_steps": [s.describe(sampler) for s in sorted(steps, key=lambda s: s.cpu_ms, reverse=True)[:3]]}
 
 
-def open_thread(turns: int) -> tuple[object, object, Path, float, float]:
+def open_thread(turns: int, *, files: bool = False) -> tuple[object, object, Path, float, float]:
     """A thread of ``turns`` turns stored and shown, as the window has it after start-up: the app, the chat,
     the bench's folder, RSS before opening and the first paint (ms)."""
     import gc
@@ -284,7 +291,7 @@ def open_thread(turns: int) -> tuple[object, object, Path, float, float]:
 
     home = Path(tempfile.mkdtemp(prefix="robotlab-bench-"))
     db = home / "long.db"
-    thread_id = build_thread(db, turns)
+    thread_id = build_thread(db, turns, files=files)
     app = get_app()
     theme.apply_theme(app, "light")  # the window's style sheet: every new widget is polished with it
     store = Store(db)
@@ -486,16 +493,16 @@ def at_the_end(app: object, chat: object) -> dict[str, float]:
             "turn_first_ms": round(sorted(head)[len(head) // 2], 1), "turn_last_ms": round(sorted(tail)[len(tail) // 2], 1)}
 
 
-def paging_only(turns: int, *, sample: bool) -> None:
+def paging_only(turns: int, *, sample: bool, files: bool = False) -> None:
     """``--paging N``: only the paging to the top of an N-turn thread, its figures printed with the load average,
     then its longest steps (with ``--sample``, where the window's thread was in each)."""
     from ui.chat.view.chat import ChatView
 
     load = os.getloadavg()
-    app, chat, _home, _rss, _paint = open_thread(turns)
+    app, chat, _home, _rss, _paint = open_thread(turns, files=files)
     assert isinstance(chat, ChatView)
     row = page_to_top(app, chat, sample=sample)
-    print(f"{turns} turns, paging to the top (load average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after): "
+    print(f"{turns} turns{' (a file written every tenth)' if files else ''}, paging to the top (load average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after): "
           f"worst step {row['longest_stall_ms']:.0f} ms (CPU {row['longest_step_cpu_ms']:.0f} ms), p95 "
           f"{row['p95_stall_ms']:.0f} ms (CPU {row['p95_step_cpu_ms']:.0f} ms), median {row['median_stall_ms']:.0f} ms, "
           f"{row['turns_paged']} turns in {row['paging_s']:.1f} s over {row['steps']} steps "
@@ -561,8 +568,8 @@ def main() -> int:
         print(json.dumps(rss_round(sys.argv[2])))
         sys.stdout.flush()
         os._exit(0)
-    if len(sys.argv) in (3, 4) and sys.argv[1] == "--paging":
-        paging_only(int(sys.argv[2]), sample=sys.argv[3:] == ["--sample"])
+    if len(sys.argv) >= 3 and sys.argv[1] == "--paging" and set(sys.argv[3:]) <= {"--sample", "--files"}:
+        paging_only(int(sys.argv[2]), sample="--sample" in sys.argv[3:], files="--files" in sys.argv[3:])
         os._exit(0)
     if len(sys.argv) == 3 and sys.argv[1] == "--turns":
         print(json.dumps(measure(int(sys.argv[2]))))

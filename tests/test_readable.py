@@ -35,3 +35,12 @@ def test_a_single_wrapped_text_is_just_the_text_and_nested_json_strings_are_read
     blocks = readable_blocks({"content": [{"type": "text", "text": '{"rows": [1, 2]}'}]})
     assert blocks == [JsonBlock('{\n  "content": [\n    {\n      "type": "text",\n      "text": {\n        "rows": [\n'
                                 '          1,\n          2\n        ]\n      }\n    }\n  ]\n}')]
+
+
+def test_has_text_says_whether_some_part_is_shown_as_text() -> None:
+    from workspace.readable import has_text
+
+    values = ["one\ntwo", "plain words", '{"a": 1}', '{"a": "x\\ny"}', {"path": "a.txt", "n": [1, 2.5, None]},
+              {"say": 'he said "hi"'}, [{"deep": ['{"k": "tab\\there"}']}], [], {}, 3, None, ["[1, 2]", "{x"]]
+    for value in values:
+        assert has_text(value) == any(isinstance(b, TextBlock) for b in readable_blocks(value)), value

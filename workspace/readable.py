@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["JsonBlock", "TextBlock", "json_text", "readable_blocks"]
+__all__ = ["JsonBlock", "TextBlock", "has_text", "json_text", "readable_blocks"]
 
 #: Strings longer than this are not parsed as JSON documents (a big JSON string stays a string).
 PARSE_LIMIT = 2_000_000
@@ -53,6 +53,40 @@ def _as_json(text: str) -> Any:
     return value if isinstance(value, dict | list) else None
 
 
+def _inner_json(node: str) -> Any:
+    """The JSON object or array a string inside a value holds (read as that JSON), or None."""
+    return _as_json(node) if node.lstrip()[:1] in ("{", "[") else None
+
+
+def _is_text(node: str) -> bool:
+    """Whether a string inside a value (not JSON) is shown as text: it has what JSON would escape."""
+    return any(ch in node for ch in _ESCAPED)
+
+
+def has_text(value: Any) -> bool:
+    """Whether :func:`readable_blocks` shows a part of ``value`` as text (a :class:`TextBlock`): the same walk
+    without making the blocks (no paths, no JSON), stopping at the first such string."""
+    if isinstance(value, str):
+        parsed = _as_json(value)
+        if parsed is None:
+            return True
+        value = parsed
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, str):
+            parsed = _inner_json(node)
+            if parsed is not None:
+                pending.append(parsed)
+            elif _is_text(node):
+                return True
+        elif isinstance(node, dict):
+            pending.extend(node.values())
+        elif isinstance(node, list | tuple):
+            pending.extend(node)
+    return False
+
+
 def json_text(value: Any, *, indent: int = 2) -> str:
     try:
         return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
@@ -78,10 +112,10 @@ def readable_blocks(value: Any) -> list[Block]:
 
     def walk(node: Any, where: str) -> Any:
         if isinstance(node, str):
-            parsed = _as_json(node) if node.lstrip()[:1] in ("{", "[") else None
+            parsed = _inner_json(node)
             if parsed is not None:
                 return walk(parsed, where)
-            if any(ch in node for ch in _ESCAPED):
+            if _is_text(node):
                 texts.append(TextBlock(where, node))
                 lines = len(node.splitlines())
                 return f"<text below: {lines} lines>" if lines > 1 else "<text below>"

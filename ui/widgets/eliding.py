@@ -17,10 +17,10 @@ else:  # a plain mixin at run time: the Qt class comes after it in the subclass'
     _WidgetBase = object
 
 
-def elide_text(metrics: QFontMetrics, text: str, room: int, *, whole: bool = False) -> str:
+def elide_text(metrics: QFontMetrics, text: str, room: int, *, whole: bool = False, width: int | None = None) -> str:
     """``text`` as it fits in ``room`` pixels: whole when it fits, else cut and ending in "…" (nothing when not
-    even "…" fits); with ``whole=True``, all of it or nothing."""
-    if metrics.horizontalAdvance(text) <= room:
+    even "…" fits); with ``whole=True``, all of it or nothing. ``width``: the text's width, when known."""
+    if (metrics.horizontalAdvance(text) if width is None else width) <= room:
         return text
     if whole:
         return ""

@@ -5,10 +5,10 @@ that give way (:func:`shrinkable`). Used by the cards and the chat's empty state
 from __future__ import annotations
 
 import shiboken6
-from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtCore import QEvent, QRect, QSize, Qt
 from PySide6.QtWidgets import QLabel, QLayout, QLayoutItem, QSizePolicy, QToolButton, QWidget
 
-from ui.widgets.eliding import ElidesOnResize, elide_text, text_overhead
+from ui.widgets.eliding import ElidesOnResize, elide_text
 
 
 def shrinkable(label: QLabel) -> QLabel:
@@ -137,6 +137,22 @@ class ElidedToolButton(ElidesOnResize, QToolButton):
         super().__init__(parent)
         self._full = ""
         self._min_text = min_text
+        #: Texts' widths in its font, kept (a few): a card's layout asks the size hints again and again in a step,
+        #: and a result's preview (300 characters) was measured each time.
+        self._widths: dict[str, int] = {}
+
+    def _width(self, text: str) -> int:
+        width = self._widths.get(text)
+        if width is None:
+            if len(self._widths) >= 8:
+                self._widths.clear()
+            width = self._widths[text] = self.fontMetrics().horizontalAdvance(text)
+        return width
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._widths.clear()  # (before the eliding the mixin does then)
+        super().changeEvent(event)
 
     def setText(self, text: str) -> None:
         self._full = text
@@ -152,19 +168,18 @@ class ElidedToolButton(ElidesOnResize, QToolButton):
         return QToolButton.text(self)
 
     def _overhead(self) -> int:
-        return text_overhead(super().sizeHint().width(), self.fontMetrics(), QToolButton.text(self))
+        return max(0, super().sizeHint().width() - self._width(QToolButton.text(self)))  # (as text_overhead)
 
     def sizeHint(self) -> QSize:
-        return QSize(self._overhead() + self.fontMetrics().horizontalAdvance(self._full) + 2,
-                     super().sizeHint().height())
+        return QSize(self._overhead() + self._width(self._full) + 2, super().sizeHint().height())
 
     def minimumSizeHint(self) -> QSize:
         part = self._min_text if len(self._min_text) < len(self._full) else self._full
-        return QSize(self._overhead() + self.fontMetrics().horizontalAdvance(part) + 2,
-                     super().minimumSizeHint().height())
+        return QSize(self._overhead() + self._width(part) + 2, super().minimumSizeHint().height())
 
     def _elide(self) -> None:
-        shown = elide_text(self.fontMetrics(), self._full, self.width() - self._overhead() - 2)
+        shown = elide_text(self.fontMetrics(), self._full, self.width() - self._overhead() - 2,
+                           width=self._width(self._full))
         if shown != QToolButton.text(self):
             super().setText(shown)
 

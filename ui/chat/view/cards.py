@@ -8,6 +8,7 @@ answered gives way to the decision's line, as a reopened thread shows it.
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
@@ -45,6 +46,11 @@ if TYPE_CHECKING:
     from ui.chat.model.tool_calls import OutputState, ToolCallItem
 
 ARGS_MAX_LINES = 40
+#: Arguments as short as this (characters of JSON) are shown on one line.
+ARGS_LINE_CHARS = 72
+#: Arguments whose text (HTML) is longer are made by a step of their own when the turn window makes the card
+#: (``ToolCard(later=True)``): a written file's 6,000 characters cost 8-10 ms to lay out, more than a card's rest.
+LATER_CHARS = 2000
 STATUS_TEXT = {
     "running": "running…",
     "approval": "needs approval",
@@ -72,21 +78,45 @@ PREVIEW_CHARS = 300
 TOOLTIP_CHARS = 1200
 
 
-def _one_line(value: Any) -> Any:
-    """``value`` with every string on one line (a preview shows "a b", not "a\\nb")."""
-    if isinstance(value, str):
-        return " ".join(value.split())
-    if isinstance(value, dict):
-        return {k: _one_line(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_one_line(v) for v in value]
-    return value
+_WORD = re.compile(r"\S+")
+
+
+def _preview_part(value: Any, limit: int) -> Any:
+    """The part of ``value`` a preview of ``limit`` characters shows, every string on one line ("a b", not
+    "a\\nb"): each string's first words, each dict's and list's first entries, until they make more than ``limit``
+    characters of its JSON (an entry makes one at least, a string as many as its words), nothing after them. So
+    the preview costs what it shows: a result of 50 KB was put on one line and serialized whole for its first
+    300 characters (twice, with the tooltip's), 3-5 ms of making its card."""
+    left = limit + 1
+
+    def part(node: Any) -> Any:
+        nonlocal left
+        if isinstance(node, str):
+            words: list[str] = []
+            for match in _WORD.finditer(node):
+                if left <= 0:
+                    break
+                word = match.group()
+                left -= len(word) + (1 if words else 0)
+                words.append(word)
+            return " ".join(words)
+        if isinstance(node, dict | list | tuple):
+            entries: list[Any] = []
+            for entry in (node.items() if isinstance(node, dict) else node):
+                if left <= 0:
+                    break
+                left -= 1
+                entries.append((entry[0], part(entry[1])) if isinstance(node, dict) else part(entry))
+            return dict(entries) if isinstance(node, dict) else entries
+        return node
+
+    return part(value)
 
 
 def _preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
-    if isinstance(value, dict) and set(value) == {"data"}:
+    if isinstance(value, dict) and len(value) == 1 and "data" in value:
         value = value["data"]
-    value = _one_line(value)
+    value = _preview_part(value, limit)
     if isinstance(value, str):
         text = value
     else:
@@ -116,17 +146,31 @@ def _body_text(html: str, parent: QWidget, name: str) -> AutoHeightText:
     return view
 
 
+def _one_line_json(value: Any, most: int) -> str:
+    """``value`` as one line of JSON if that is ``most`` characters at most, else "" (also when it is no JSON):
+    serialized only that far (big arguments were serialized whole to learn they were too long)."""
+    chunks: list[str] = []
+    size = 0
+    try:
+        for chunk in json.JSONEncoder(ensure_ascii=False).iterencode(value):
+            size += len(chunk)
+            if size > most:
+                return ""
+            chunks.append(chunk)
+    except (TypeError, ValueError):
+        return ""
+    text = display_json("".join(chunks))
+    return text if len(text) <= most else ""
+
+
 def _args_html(value: Any) -> str:
     value = value if value is not None else {}
-    from workspace.readable import TextBlock, readable_blocks
+    from workspace.readable import has_text
 
-    if any(isinstance(b, TextBlock) for b in readable_blocks(value)):  # file contents, patches: as text
+    if has_text(value):  # file contents, patches: as text
         return markdown.readable_html(value, max_chars=6000)
-    try:
-        compact = display_json(json.dumps(value, ensure_ascii=False))
-    except (TypeError, ValueError):
-        compact = ""
-    if compact and len(compact) <= 72:  # short arguments on one line: cards stay small
+    compact = _one_line_json(value, ARGS_LINE_CHARS)
+    if compact:  # short arguments on one line: cards stay small
         return (f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">'
                 f"{markdown.highlight(compact, 'json')}</pre>")
     text = markdown.to_json_text(value)
@@ -153,7 +197,7 @@ class ToolCard(QFrame):
     decided = Signal(str, object)  # call id, ApprovalDecision
 
     def __init__(self, *, call_id: str, tool: str, robot: str, server: str | None, arguments: Any,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, later: bool = False) -> None:
         super().__init__(parent)
         self.setObjectName("ToolCard")
         self.call_id = call_id
@@ -212,7 +256,10 @@ class ToolCard(QFrame):
         self._body = QVBoxLayout(body)
         self._body.setContentsMargins(12, 8, 12, 10)
         self._body.setSpacing(6)
-        self._args = _body_text(_args_html(arguments), body, "ToolArgs")
+        html = _args_html(arguments)
+        #: Long arguments' text, left to :meth:`finish` (``later``: the turn window makes it in a step of its own).
+        self._args_later = html if later and len(html) > LATER_CHARS else None
+        self._args = _body_text("" if self._args_later is not None else html, body, "ToolArgs")
         self._body.addWidget(self._args)
         outer.addWidget(body)
 
@@ -267,7 +314,21 @@ class ToolCard(QFrame):
 
     def set_arguments(self, arguments: Any) -> None:
         self.arguments = arguments
+        self._args_later = None
         self._args.setHtml(_args_html(arguments))
+
+    @property
+    def later(self) -> str | None:
+        """What is left to make of a card made with ``later`` (its long arguments' text: :meth:`finish` makes it),
+        as the kind of its cost for the turn window's budget; None: nothing."""
+        html = self._args_later
+        return None if html is None else f"ToolArgs/{len(html).bit_length()}"
+
+    def finish(self) -> None:
+        """Make what was left (:attr:`later`): the arguments' text, laid out once, at the card's width."""
+        html, self._args_later = self._args_later, None
+        if html is not None:
+            self._args.setHtml(html)
 
     # -- a running command's output -----------------------------------------------------------
     @property

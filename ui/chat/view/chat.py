@@ -510,7 +510,7 @@ class ChatView(QScrollArea):
                 return AskUserCard(item, self.column)
             case ToolCallItem():
                 card = ToolCard(call_id=item.call_id, tool=item.tool, robot=item.robot, server=item.server,
-                                arguments=item.arguments, parent=self.column)
+                                arguments=item.arguments, parent=self.column, later=self.turn_window.making)
                 card.sandbox_settings_requested.connect(self.connect_requested)  # Settings, where the switch is
                 card.apply(item)
                 return card

@@ -12,8 +12,10 @@ resize and change of range:
   a widget at a time, under a frame's budget that the steps of a frame share (the loading of earlier turns
   too, and Qt's work between them counts: a step due once it is spent waits for the next frame), a widget
   made only if what one of its kind cost fits in what is left and shown by the step that made it, so
-  scrolling never freezes; a turn made above what is on screen keeps what is on screen in place; a search
-  result's turn (:meth:`TurnWindow.make`) is made so too, before the others, and the screen goes to it after;
+  scrolling never freezes (a tool card's long arguments, a written file's text, are a step of their own after
+  the card's: :attr:`~ui.chat.view.cards.ToolCard.later`); a turn made above what is on screen keeps what is
+  on screen in place; a search result's turn (:meth:`TurnWindow.make`) is made so too, before the others, and
+  the screen goes to it after;
 - a thread shown comes in so too: its last turns' data as placeholders in the step that shows it, their
   widgets in the steps after it, the newest first while the screen keeps to the column's end;
 - a turn far from the screen gives its widgets back (released) unless it is still running, asks
@@ -45,8 +47,10 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication, QWidget
+from shiboken6 import isValid
 
 from ui.chat.model.state import Item, Lane, RunState, TurnState
+from ui.chat.view.cards import ToolCard
 from ui.chat.view.turn_gap import TurnGap
 from workspace.shared_imports import gc_paused
 
@@ -92,6 +96,8 @@ class TurnWindow:
         self.pinned: TurnState | None = None
         #: What to do once the pinned turn's widgets are all made (:meth:`make`).
         self._then: Callable[[], None] | None = None
+        #: A step is making a turn's widget: a tool card then leaves its long arguments' text to a step of its own.
+        self.making = False
         #: Turns made and released since the chat was reset (for tests and benches).
         self.made = 0
         self.released = 0
@@ -191,8 +197,6 @@ class TurnWindow:
             self._load()
 
     def _load(self) -> None:
-        from shiboken6 import isValid
-
         self._loading = False
         if not isValid(self.chat) or self._to_load <= 0 or not self.chat.presenter.hidden_turns:
             self._to_load = 0  # (a thread opened meanwhile: the column was reset)
@@ -248,8 +252,6 @@ class TurnWindow:
 
     # -- the step ------------------------------------------------------------------------------------
     def _step(self) -> None:
-        from shiboken6 import isValid
-
         self._scheduled = False
         chat = self.chat
         if not isValid(chat):
@@ -502,8 +504,17 @@ class TurnWindow:
             if item not in chat._widgets:  # (one added while the turn was being made has its widget)
                 yield _kind(item)
                 if item not in chat._widgets:
-                    chat.item_added(item)
+                    self.making = True
+                    try:
+                        chat.item_added(item)
+                    finally:
+                        self.making = False
                     _show(chat._turn_widgets.get(turn) or ())
+                    card = chat._widgets.get(item)
+                    if isinstance(card, ToolCard) and card.later is not None:
+                        yield card.later  # (a step of its own: laid out with the card, it was two frames' budget)
+                        if isValid(card):
+                            card.finish()
         self.made += 1
 
     def _releasable(self, turn: TurnState) -> bool:
