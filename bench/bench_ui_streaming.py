@@ -34,7 +34,8 @@ prose's, so this is what the window's work per token adds to a code block's KB a
 
 Writes bench/results/ui_streaming.json. Run offscreen:
 ``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_ui_streaming.py`` (``--answers``: the prose and code
-answers alone, nothing written).
+answers alone, nothing written; ``--lists``: a 50 KB list and a 50 KB table answer streamed through the window,
+3 rounds each, their worst stall and the Markdown rendered per pass of the event loop, nothing written).
 """
 
 from __future__ import annotations
@@ -233,6 +234,34 @@ async def bench_answer(root: object, tokens: list[str]) -> dict[str, Any]:
             "check_after_ms": round((time.perf_counter() - start) * 1000)}
 
 
+def make_list_tokens(size: int = 50_000, seed: int = 14) -> list[str]:
+    """An answer that is one long list with no blank line in it (a checklist: tasks, ordered steps with nested
+    bullets), about ``size`` characters."""
+    lines = ["Here is the checklist:\n"]
+    i = 0
+    while sum(map(len, lines)) < size:
+        lines.append(f"{i + 1}. Check **step {i}** of the `deploy` run and note what it changed\n")
+        if i % 5 == 4:
+            pad = " " * len(f"{i + 1}. ")  # nested under the item's text
+            lines.append(f"{pad}- [ ] the *logs* of step {i} are kept\n{pad}- [x] its exit status is 0\n")
+        i += 1
+    return _tokens("".join(lines), seed)
+
+
+def make_table_tokens(size: int = 50_000, seed: int = 15) -> list[str]:
+    """An answer that is one long table of results (a header, then rows), about ``size`` characters."""
+    lines = ["| # | test | result | time (ms) | note |\n|---:|---|:---:|---:|---|\n"]
+    i = 0
+    while sum(map(len, lines)) < size:
+        lines.append(f"| {i} | `test_case_{i}` | {'**pass**' if i % 7 else '*fail*'} | {i * 3 % 997} | run {i} of the suite |\n")
+        i += 1
+    return _tokens("".join(lines), seed)
+
+
+#: The long list and table answers (``--lists``): name, tokens.
+LIST_ANSWERS = {"list": make_list_tokens, "table": make_table_tokens}
+
+
 #: The code answers: name, tokens.
 CODE_ANSWERS = {"python": make_code_tokens, "json_one_line": make_json_line_tokens, "cpp": make_cpp_tokens}
 
@@ -241,6 +270,55 @@ async def bench_answers(root: object, prose: list[str]) -> dict[str, Any]:
     out = {"prose": await bench_answer(root, prose)}
     for name, make in CODE_ANSWERS.items():
         out[name] = await bench_answer(root, make())
+    return out
+
+
+async def bench_list_answers(root: object, *, rounds: int = 3) -> dict[str, dict[str, Any]]:
+    """Each long list or table answer (:data:`LIST_ANSWERS`) streamed through the window, ``rounds`` times: the worst
+    stall (and the window thread's CPU in it), and the characters of Markdown rendered in each pass of the event loop
+    (between two ticks of the stall timer: a flush's work), the most and the median of the passes that render;
+    medians over the rounds."""
+    import statistics
+
+    from ui import markdown
+
+    chars: list[int] = []
+    real_part = markdown.render_part
+
+    def counted(text: str, **kwargs: Any) -> tuple[str, int]:
+        chars.append(len(text))
+        return real_part(text, **kwargs)
+
+    per_pass: list[int] = []
+
+    class PassMeter(StallMeter):
+        def _tick(self) -> None:
+            if chars:
+                per_pass.append(sum(chars))
+                chars.clear()
+            super()._tick()
+
+    markdown.render_part = counted  # type: ignore[assignment]
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        for name, make in LIST_ANSWERS.items():
+            tokens = make()
+            runs: list[dict[str, float]] = []
+            for _ in range(rounds):
+                per_pass.clear()
+                meter = PassMeter()
+                cpu = time.process_time()
+                result = await bench_bridge(root, tokens, meter)
+                cpu = time.process_time() - cpu
+                worst = max(range(11), key=lambda t: meter.tenths[t])
+                runs.append({"worst_stall_ms": result["longest_stall_ms"], "worst_stall_cpu_ms": meter.tenths_cpu[worst] * 1000,
+                             "kb_per_s": result["kb_per_s"], "kb_per_cpu_s": sum(map(len, tokens)) / cpu / 1000,
+                             "max_chars_per_pass": max(per_pass), "median_chars_per_pass": statistics.median(per_pass),
+                             "chars_rendered": sum(per_pass), "load": os.getloadavg()[0]})
+            out[name] = {key: round(statistics.median(r[key] for r in runs), 1) for key in runs[0]}
+            out[name]["rounds"] = [{key: round(v, 1) for key, v in r.items()} for r in runs]  # type: ignore[assignment]
+    finally:
+        markdown.render_part = real_part  # type: ignore[assignment]
     return out
 
 
@@ -375,6 +453,7 @@ class NetworkLikeProvider:
 
 
 def main() -> int:
+    lists_only = "--lists" in sys.argv[1:]  # the long list and table answers alone
     answers_only = "--answers" in sys.argv[1:]  # the prose and code answers alone (no bridge, no end to end)
     args = sys.argv[1:]
     view_flush = int(args[args.index("--view-flush") + 1]) if "--view-flush" in args else 300
@@ -400,6 +479,16 @@ def main() -> int:
             while any(task.get_name() == "load the Markdown libraries" for task in root.tasks.tasks) or not (
                     code_lex.asked(python)) or code_lex.busy():
                 loop.run_until_complete(asyncio.sleep(0.05))
+            if lists_only:
+                lists = loop.run_until_complete(bench_list_answers(root))
+                loop.run_until_complete(root.aclose())
+                for name, r in lists.items():
+                    print(f"{name:>6}: worst stall {r['worst_stall_ms']:5.1f} ms (its CPU {r['worst_stall_cpu_ms']:.1f} ms), "
+                          f"Markdown rendered per pass of the loop: at most {r['max_chars_per_pass']:,.0f} characters, "
+                          f"median {r['median_chars_per_pass']:,.0f}, {r['chars_rendered']:,.0f} in all; "
+                          f"{r['kb_per_s']:.0f} KB/s ({r['kb_per_cpu_s']:.0f} per CPU s); medians of "
+                          f"{len(r['rounds'])} rounds (load average " + ", ".join(f"{x['load']:.1f}" for x in r["rounds"]) + ")")
+                return 0
             answers = loop.run_until_complete(bench_answers(root, tokens))
             if not answers_only:
                 bridge = loop.run_until_complete(bench_bridge(root, tokens))

@@ -72,6 +72,74 @@ def split_stable(text: str) -> int:
     return stable
 
 
+#: A list item's line at the left margin: its bullet, or its number and the delimiter after it.
+_ITEM_LINE = re.compile(r"(?:([-+*])|(\d{1,9})([.)]))(?:[ \t]|$)")
+#: A thematic break ("- - -", "* * *"), which an item's line would otherwise match.
+_RULE_LINE = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+
+
+def _lazy(line: str) -> bool:
+    """Whether a stripped line would go on a paragraph (not start a block: an item, a rule, a heading, a quote,
+    a table's row, a fence)."""
+    return (_ITEM_LINE.match(line) is None and _RULE_LINE.match(line) is None and line[:1] not in "#>|`~"
+            and line[:1].isalnum())
+
+
+class ListCut(NamedTuple):
+    """Where a text may be cut inside a list: ``at``, the start of an item's line, the items before it finished."""
+
+    at: int
+    #: The item's number in its (ordered) list, counting the items before it; None in a bulleted list.
+    number: int | None
+
+
+def list_cuts(text: str, first: int | None = None) -> list[ListCut]:
+    """Where ``text`` (a tail after :func:`split_stable`'s finished blocks: no blank line in it, outside a code
+    fence) may be cut between the items of a list: the start of each line at the left margin that begins an item
+    of the same list as the item before it (the lines in between in that item: indented as its text, or a
+    paragraph's lazy lines). Rendered apart, the part before such a cut ends with the finished items (a list that
+    goes on: see :func:`render_part`'s ``list_goes_on``) and the part after it starts the list's next item
+    (``start``: its number). ``first``: ``text`` starts with a list that goes on from one cut before it, and its
+    first item is number ``first``. The scan stops at the first line that may be read otherwise (a fence, a
+    block less indented than the item's text, a line at the margin that is no item of the list): the cuts
+    before it hold whatever follows."""
+    cuts: list[ListCut] = []
+    kind: str | None = None  # the marker of the list the lines are in: its bullet, or its number's delimiter
+    number = 0  # the number of the next item of an ordered list
+    content = 0  # where the last item's text starts
+    paragraph = False  # the line before is a paragraph's (an item may interrupt one only as a bullet or "1.")
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        if not line.endswith("\n") or not line.strip() or _FENCE.match(line):
+            break
+        m = None if _RULE_LINE.match(line) else _ITEM_LINE.match(line)
+        if m is None:
+            if kind is not None and (line[0] not in " \t" or (len(line) - len(line.lstrip(" ")) < content
+                                                              and not _lazy(line.strip()))):
+                break  # the list may end here, or go on: not told without parsing
+            paragraph = paragraph or (kind is None and line[0] not in " \t")
+            pos += len(line)
+            continue
+        marker = m.group(1) or m.group(3)
+        mark = m.group(1) or m.group(2) + m.group(3)
+        after = line[len(mark):].rstrip("\n")
+        spaces = len(after) - len(after.lstrip(" "))
+        content = len(mark) + (spaces if 0 < spaces <= 4 and after.strip() else 1)
+        if marker == kind:
+            cuts.append(ListCut(pos, number if m.group(2) is not None else None))
+            number += 1
+        elif (kind is None and not paragraph) or (m.group(2) in (None, "1") and after.strip()):
+            kind = marker  # a list starts
+            number = int(m.group(2)) + 1 if m.group(2) is not None else 0
+            if pos == 0 and first is not None and m.group(2) is not None:
+                number = first + 1
+        else:
+            break
+        paragraph = False
+        pos += len(line)
+    return cuts
+
+
 #: Characters that never start, end or change Markdown syntax in the middle of a line (with letters and digits).
 _PLAIN = frozenset(" .,;?'\"")
 #: A line that is (or is inside) an ordered list item's marker: "1." or "- 2)" at its start.
@@ -168,21 +236,30 @@ def clickable(url: str) -> bool:
     return bool(colon) and scheme.strip().lower() in LINK_SCHEMES
 
 
-def render(text: str, *, copy: bool = False, unwrapped: frozenset[int] | None = None) -> str:
+def render(text: str, *, copy: bool = False, unwrapped: frozenset[int] | None = None,
+           list_start: int | None = None, list_goes_on: bool = False) -> str:
     """Markdown to Qt rich-text HTML; with ``copy``, code blocks get a ``copy:N`` link; with ``unwrapped``
     (a set, possibly empty), a ``wrap:N`` toggle too, and the blocks it names keep their long lines
-    (the view scrolls sideways) instead of wrapping them."""
-    return render_part(text, copy=copy, unwrapped=unwrapped)[0]
+    (the view scrolls sideways) instead of wrapping them. ``list_start`` and ``list_goes_on``: see
+    :func:`render_part`."""
+    return render_part(text, copy=copy, unwrapped=unwrapped, list_start=list_start, list_goes_on=list_goes_on)[0]
 
 
 def render_part(text: str, *, copy: bool = False, unwrapped: frozenset[int] | None = None,
-                first_code: int = 0) -> tuple[str, int]:
+                first_code: int = 0, list_start: int | None = None, list_goes_on: bool = False) -> tuple[str, int]:
     """:func:`render` of a part of a longer text whose code blocks before it are ``first_code`` (its first code
-    block's links are ``copy:first_code``), and the index of the code block after it."""
+    block's links are ``copy:first_code``), and the index of the code block after it. A part cut inside a list
+    (:func:`list_cuts`) renders as that list's items do in the whole text: ``list_start``, the text starts with a
+    list that goes on from the part before, and its first item is number ``list_start``; ``list_goes_on``, the
+    text ends with a list that goes on in the part after (its last item has an item's gap below, not a list's)."""
     env: dict[str, Any] = {}
     tokens = _parser(blocks_only=True).parse(text, env)
     writer = _QtWriter(copy=copy, env=env, unwrapped=unwrapped)
     writer.code_index = first_code
+    if list_start is not None and tokens and tokens[0].type == "ordered_list_open":
+        tokens[0].attrs["start"] = list_start
+    if list_goes_on and tokens and tokens[-1].type in ("bullet_list_close", "ordered_list_close"):
+        writer.goes_on = tokens[-1]
     return writer.blocks(tokens), writer.code_index
 
 
@@ -411,6 +488,7 @@ class _QtWriter:
         self.last_item = -1  # where in ``out`` the last list item of the current list opened
         self.saved: list[tuple[int, int]] = []  # (depth, last_item) outside the current frame
         self.task_box = ""  # a task item's box, written before the item's first text
+        self.goes_on: Token | None = None  # the last list's close when the list goes on after the text
         self.out: list[str] = []
         self.style = _Style.current()
         self.block_rules: dict[str, Callable[[Token], None]] = {
@@ -467,7 +545,7 @@ class _QtWriter:
     def _list_close(self, token: Token) -> None:
         self.depth -= 1
         self.out.append(f"</{token.tag}>")
-        if self.depth == 0 and self.last_item >= 0:
+        if self.depth == 0 and self.last_item >= 0 and token is not self.goes_on:
             self.out[self.last_item] = self.out[self.last_item].replace(_ITEM_GAP, "margin-bottom:10px;")
             self.last_item = -1
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from PySide6.QtGui import QTextDocument
+
 from ui.chat.view.stream import MarkdownStream
 from ui.widgets.common import AutoHeightText
 
@@ -13,6 +15,7 @@ def rendered(source: str, like: AutoHeightText | None = None) -> str:
     fresh = AutoHeightText()
     if like is not None:
         fresh.document().setDefaultFont(like.document().defaultFont())
+        fresh.list_start, fresh.list_goes_on = like.list_start, like.list_goes_on  # a part of a list cut in parts
     fresh.set_markdown(source)
     html = fresh.toHtml()
     fresh.deleteLater()
@@ -27,3 +30,27 @@ def assert_shown_as_rendered(stream: MarkdownStream) -> None:
     assert "".join(v.markdown or "" for v in views) == stream.text
     for view in views:
         assert view.toHtml() == rendered(view.markdown or "", view), f"shown differs from rendering {view.markdown!r}"
+
+
+def shown_blocks(documents: list[QTextDocument]) -> list[tuple[object, ...]]:
+    """What each block of ``documents`` (one after the other) shows: its text, its list item's marker ("12.") and
+    list format (indent, style), its margins and indent, and the format of each run of its text (weight,
+    italics, font): a text cut in segments shows what it shows whole when these are the same."""
+    out: list[tuple[object, ...]] = []
+    for document in documents:
+        block = document.begin()
+        while block.isValid():
+            fmt = block.blockFormat()
+            listed = block.textList()
+            runs = []
+            it = block.begin()
+            while not it.atEnd():
+                fragment = it.fragment()
+                char = fragment.charFormat()
+                runs.append((fragment.text(), char.fontWeight(), char.fontItalic(), tuple(char.fontFamilies() or ())))
+                it += 1
+            out.append((block.text(), listed.itemText(block) if listed is not None else None,
+                        (listed.format().indent(), listed.format().style()) if listed is not None else None,
+                        fmt.topMargin(), fmt.bottomMargin(), fmt.leftMargin(), fmt.indent(), tuple(runs)))
+            block = block.next()
+    return out

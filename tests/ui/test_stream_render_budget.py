@@ -11,12 +11,12 @@ the answer went on), and a render that froze finished blocks went on to render t
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
+from fakes.frame_clock import FrameClock
 from fakes.rendered_markdown import assert_shown_as_rendered
-from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication
 
 from ui import markdown
 from ui.chat.view.stream import MAX_RENDER_CHARS, MarkdownStream
@@ -55,21 +55,6 @@ def count_work(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int]]:
     monkeypatch.setattr(MarkdownStream, "_render", counted_render)
     monkeypatch.setattr(markdown, "render_part", render_part)
     return renders, chars
-
-
-class FrameClock(QWidget):
-    """A view with a frame clock (as a comparison's column has): a render a stream leaves for later waits here
-    until the test's next turn."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.waiting: list[Callable[[], None]] = []
-        self.resize(800, 600)
-        QVBoxLayout(self)
-
-    def defer_render(self, render: Callable[[], None]) -> bool:
-        self.waiting.append(render)
-        return True
 
 
 def test_a_burst_renders_at_most_the_budget_a_turn(qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:

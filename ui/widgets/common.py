@@ -145,6 +145,11 @@ class AutoHeightText(QTextBrowser):
         self._kept = self._kept_pos = self._kept_codes = 0
         #: Where the open part could not be added to the finished blocks' rendering (-1: nowhere).
         self._whole_at = -1
+        #: The shown Markdown is a part of a list cut between its items (:func:`ui.markdown.list_cuts`): it starts
+        #: with the list's item number ``list_start`` (None: it does not start inside a list), and the list goes on
+        #: after it (``list_goes_on``), so it renders as those items do in the whole list.
+        self.list_start: int | None = None
+        self.list_goes_on = False
         if html:
             self.setHtml(html)
 
@@ -166,7 +171,8 @@ class AutoHeightText(QTextBrowser):
 
     def set_markdown(self, text: str) -> None:
         """Show Markdown, with a "Copy" link and a "Wrap" toggle over each code block."""
-        self.setHtml(markdown.render(text, copy=True, unwrapped=frozenset(self.unwrapped)))
+        self.setHtml(markdown.render(text, copy=True, unwrapped=frozenset(self.unwrapped), list_start=self.list_start,
+                                     list_goes_on=self.list_goes_on))
         self.markdown = text
         policy = Qt.ScrollBarPolicy.ScrollBarAsNeeded if self.unwrapped else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
         self.setHorizontalScrollBarPolicy(policy)
@@ -203,6 +209,7 @@ class AutoHeightText(QTextBrowser):
                 or (kept < stable and not markdown.starts_on_its_own(text[kept:stable]))):
             kept = 0
         rendered = len(rest) if rest.strip() else 0
+        ends = self.list_goes_on and not rest.strip()  # the finished blocks end the text (and its list goes on)
         if kept:
             cursor = QTextCursor(self.document())
             cursor.setPosition(self._kept_pos)
@@ -210,19 +217,21 @@ class AutoHeightText(QTextBrowser):
             cursor.removeSelectedText()
             if kept < stable:
                 html, codes = markdown.render_part(text[kept:stable], copy=True, unwrapped=frozenset(),
-                                                    first_code=self._kept_codes)
+                                                    first_code=self._kept_codes, list_goes_on=ends)
                 rendered += stable - kept
                 kept = kept if self._insert_html(html) else 0
                 self._kept_codes = codes
         if not kept:  # the finished blocks rendered whole
-            html, self._kept_codes = markdown.render_part(text[:stable], copy=True, unwrapped=frozenset())
+            html, self._kept_codes = markdown.render_part(text[:stable], copy=True, unwrapped=frozenset(),
+                                                          list_start=self.list_start, list_goes_on=ends)
             rendered += stable
             QTextBrowser.setHtml(self, html)
         self._kept = stable
         self._kept_pos = self.document().characterCount() - 1
         self.markdown = text[:stable]
         if rest.strip() and not self._insert_html(markdown.render_part(rest, copy=True, unwrapped=frozenset(),
-                                                                        first_code=self._kept_codes)[0]):
+                                                                        first_code=self._kept_codes,
+                                                                        list_goes_on=self.list_goes_on)[0]):
             self.set_markdown(text)
             self._whole_at = stable
             return rendered + len(text)

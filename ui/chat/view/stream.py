@@ -5,7 +5,9 @@ into a segment once they are big enough, and only the last (live) segment is re-
 text arrives, so nothing above the tail moves; in the live segment, the finished blocks' rendering
 stays and only the blocks after them are rendered again
 (:meth:`~ui.widgets.common.AutoHeightText.grow_markdown`: a piece of text costs what it and the open
-block take to render, not the whole live segment). Words that add no Markdown to the live segment's
+block take to render, not the whole live segment). A long list with no blank line in it (none of its blocks
+counts as finished) is frozen between two of its items, and goes on in the next segment, numbered on
+(:func:`ui.markdown.list_cuts`): the pieces show what the whole list shows. Words that add no Markdown to the live segment's
 last paragraph are appended to its document as text, without rendering the tail again. Text that comes
 faster than it renders (a burst: a flush of several thousand characters) is caught up over later turns of the
 event loop, one render of about ``MAX_RENDER_CHARS`` of Markdown a turn: text that comes while such a render waits
@@ -66,6 +68,8 @@ class MarkdownStream(QWidget):
         self._code: CodeStream | None = None
         self._code_since = 0  # where in the tail the open code block's unfinished lines start
         self._codes: list[CodeStream] = []
+        #: The next live segment starts inside an ordered list cut between its items: its first item's number.
+        self._list_start: int | None = None
         self.segments = 0
         if text:
             self.append(text)
@@ -81,6 +85,7 @@ class MarkdownStream(QWidget):
     def _new_live(self) -> AutoHeightText:
         label = AutoHeightText("", self)
         label.setObjectName("MessageText")
+        label.list_start, self._list_start = self._list_start, None
         self._layout.addWidget(label)
         self.segments += 1
         return label
@@ -117,7 +122,7 @@ class MarkdownStream(QWidget):
             if widget is not None:
                 widget.deleteLater()
         self._text, self._frozen, self._live, self.segments, self._code = "", 0, None, 0, None
-        self._codes = []
+        self._codes, self._list_start = [], None
         self.append(text)
 
     def _render(self, *, freeze: bool = True) -> None:
@@ -136,16 +141,16 @@ class MarkdownStream(QWidget):
         stable = markdown.split_stable(tail)
         if stable < FREEZE_CHARS and self._start_code(tail, stable):
             return
-        froze = stable >= FREEZE_CHARS and (freeze or len(tail) > MAX_RENDER_CHARS)
-        if stable >= FREEZE_CHARS and not froze:
+        cut, in_list = self._cut(tail, stable)
+        froze = cut >= FREEZE_CHARS and (freeze or len(tail) > MAX_RENDER_CHARS)
+        if cut >= FREEZE_CHARS and not froze:
             self._schedule()  # the freeze, in a turn of its own
         if froze:
-            cut = stable
-            if stable > MAX_RENDER_CHARS:
-                cut = markdown.split_stable(tail[:MAX_RENDER_CHARS]) or stable
+            self._live.list_goes_on = in_list is not None
             rendered = self._live.grow_markdown(tail[:cut], cut)
             self._frozen += cut
             tail = tail[cut:]
+            self._list_start = in_list.number if in_list is not None else None
             if rendered + len(tail) > MAX_RENDER_CHARS:
                 # What is left (more blocks to freeze, or the new open part) would take this turn over its
                 # budget: the next turn of the loop renders it, in a new segment made then.
@@ -163,6 +168,22 @@ class MarkdownStream(QWidget):
             self._live.setHtml("")
         if self._live.isVisibleTo(self) != visible:
             self._live.setVisible(visible)
+
+    def _cut(self, tail: str, stable: int) -> tuple[int, markdown.ListCut | None]:
+        """Where to freeze the tail: after its finished blocks (``stable``), at most about ``MAX_RENDER_CHARS`` of
+        them; else, when the tail ends with a long list (no blank line in it: no block of it counts as finished),
+        between two of the list's items (:func:`ui.markdown.list_cuts`; the cut, returned too, says how the
+        pieces render as the list does whole). Less than ``FREEZE_CHARS``: nothing to freeze yet."""
+        if stable >= FREEZE_CHARS:
+            return (markdown.split_stable(tail[:MAX_RENDER_CHARS]) or stable) if stable > MAX_RENDER_CHARS else stable, None
+        assert self._live is not None
+        first = None if stable else self._live.list_start
+        cuts = [c for c in markdown.list_cuts(tail[stable:], first) if stable + c.at >= FREEZE_CHARS]
+        if not cuts:
+            return stable, None
+        fits = [c for c in cuts if stable + c.at <= MAX_RENDER_CHARS]
+        cut = fits[-1] if fits else cuts[0]
+        return stable + cut.at, cut
 
     def _start_code(self, tail: str, stable: int) -> bool:
         """When the tail is finished blocks (``tail[:stable]``) then a code block still open and long,
