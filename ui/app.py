@@ -34,6 +34,11 @@ PRELOAD_AFTER_MS = 150
 #: When the common code lexers' joined rules are built (in a thread of their own), after the Markdown libraries load.
 PREPARE_LEXERS_AFTER_MS = 5000
 
+#: What the first thread opened imports (reading its turns, the inspector's contents, the first tool card): the
+#: Markdown libraries' worker imports them after start-up, so the first click does not.
+OPEN_MODULES = ("ui.transcript", "ui.compare.session", "ui.inspector.contents", "workspace.ask_user",
+                "workspace.readable", "workspace.session.verify")
+
 #: What filling the window in and making the docks' panes import besides the panes' own modules: a staged start-up
 #: imports them in its worker thread with the widgets' modules, so that the window's thread imports nothing of its
 #: own during start-up (``tests/ui/test_window_build_steps.py`` lists any it does).
@@ -235,6 +240,10 @@ class Application:
         self._last_thread: str | None = None
         #: Each step a staged start-up ran on the window's thread, in order (``bench/bench_ui_startup.py`` prints them).
         self.step_times: list[StepTime] = []
+        #: The chat's warm-up steps (:meth:`ui.chat.view.chat.ChatView.warm_up_steps`) run so far, each its wall and
+        #: CPU time, and whether they are all done.
+        self.warm_times: list[StepTime] = []
+        self.warmed = False
         #: Whether start-up has paused the garbage collector (until the inspector is built).
         self._gc_paused = False
         if defer:
@@ -467,19 +476,47 @@ class Application:
             from workspace.shared_imports import gc_paused
 
             def work() -> None:
+                import importlib
+
                 with gc_paused():
                     markdown.load_libraries()
+                    for name in OPEN_MODULES:
+                        importlib.import_module(name)
 
             # The loop of the spawn, not asyncio.to_thread's running one: a test's loop may stop before this task's
             # first step, which Qt then runs between two runs of the loop (when none is running).
             await loop.run_in_executor(None, work)
+            if self._closed:
+                return
             markdown.warm_up()  # what is left: a few ms on this thread
+            self._warm_chat()
             # The common lexers' joined rules, by a thread of their own once the start is well over: compiling
             # them holds the interpreter a few hundred ms, and during start-up that made the window's steps wait
             # for it (worst stall 6 -> 20-34 ms, quiet).
             QTimer.singleShot(PREPARE_LEXERS_AFTER_MS, lambda: None if self._closed else markdown.prepare_lexers())
 
         self.tasks.spawn(load(), name="load the Markdown libraries")
+
+    def _warm_chat(self) -> None:
+        """What the first widget of each kind in the chat pays once in the process, paid now: a kind a step, two
+        turns of the event loop apart (Qt's work for one step before the next), each a few ms."""
+        import time
+
+        from PySide6.QtCore import QTimer
+
+        steps = self.window.chat.warm_up_steps()
+
+        def step() -> None:
+            if self._closed:
+                return
+            wall, cpu = time.perf_counter(), time.thread_time()
+            if next(steps, StopIteration) is StopIteration:
+                self.warmed = True
+                return
+            self.warm_times.append(StepTime(f"chat warm-up {len(self.warm_times) + 1}", (time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000))
+            QTimer.singleShot(0, lambda: QTimer.singleShot(0, step))
+
+        QTimer.singleShot(0, step)
 
     def _warn_ignored_env(self) -> None:
         """ROBOT_LAB_ variables without SECTION__KEY do nothing: say so, as the CLI does."""
