@@ -7,9 +7,11 @@ Each round starts the window in a fresh process as ``robotlab`` does (staged sta
 after it (wall, and the window's thread's CPU time), and each widget the turn window makes (the window thread's CPU
 time, by kind: the first of a kind against the second). ``--against DIR`` runs the same rounds, alternating, on
 another checkout (e.g. ``git archive`` of main): both then see the same machine load. Medians; the load average
-with each figure.
+with each figure. ``--reopen``: the thread is the one left open last time, reopened by start-up's steps (its widgets
+made then); no click, and the longest start-up step (``Application.step_times``) is printed as "longest step".
 
-``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_ui_first_open.py [--rounds 3] [--wait 2.5] [--against DIR]``
+``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_ui_first_open.py [--rounds 3] [--wait 2.5] [--against DIR]
+[--reopen]``
 """
 
 from __future__ import annotations
@@ -27,13 +29,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 _CHILD = """
 import asyncio, json, os, sys, time
-root_dir, keep, wait = sys.argv[1], sys.argv[2], float(sys.argv[3])
+root_dir, keep, wait, reopen = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4] == "reopen"
 sys.path.insert(0, root_dir); sys.path.insert(0, root_dir + "/bench")
 from pathlib import Path
 from bench_ui_open_long_thread import built_threads, paint_probe, screen_made
 db, thread_id = built_threads(Path(keep), (100,))[100]
 from workspace.persistence import Store
-store = Store(db); store.set_meta("last_thread", None); store.close()  # (start on a new thread, as a person would)
+store = Store(db)  # a new thread at start (a person opens the thread), or the thread reopened by start-up
+store.set_meta("last_thread", thread_id if reopen else None)
+store.close()
 from ui.app import Application, get_app, new_event_loop
 from ui.chat.view import virtual
 app = get_app()
@@ -66,6 +70,12 @@ async def main(root):
             # enums in one step, 10-20 ms): a cost of the probe, not of the window, paid before the click.
             probe.setParent(app)
             app.installEventFilter(probe)
+    if reopen:  # the thread's widgets were made by start-up's steps: its longest step on the window's thread
+        worst = max(root.step_times, key=lambda t: t.cpu_ms)
+        found.update(load=os.getloadavg()[0], warmed_s=warmed, whole=root.whole, click_ms=0.0, click_cpu_ms=0.0,
+                     longest_ms=worst.wall_ms, longest_cpu_ms=worst.cpu_ms,
+                     kinds={k: v[:2] for k, v in costs.items() if len(v) >= 2})
+        return
     chat = root.window.chat
     probe.chat = chat
     load = os.getloadavg()[0]
@@ -94,9 +104,10 @@ with loop:
 """
 
 
-def run(tree: Path, keep: Path, wait: float) -> dict[str, object]:
+def run(tree: Path, keep: Path, wait: float, *, reopen: bool = False) -> dict[str, object]:
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "ROBOTLAB_HOME": tempfile.mkdtemp(prefix="robotlab-bench-")}
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(tree), str(keep), str(wait)], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(tree), str(keep), str(wait), "reopen" if reopen else "click"],
+                          capture_output=True,
                           text=True, env=env, cwd=tree, timeout=600)
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -114,6 +125,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--wait", type=float, default=2.5, help="seconds from showing the window to the click")
     parser.add_argument("--against", type=Path, help="another checkout, run alternately with this one")
+    parser.add_argument("--reopen", action="store_true", help="start-up reopens the thread (left open last time): "
+                        "no click; the longest start-up step instead of the click's figures")
     args = parser.parse_args(argv)
     keep = Path(tempfile.mkdtemp(prefix="robotlab-bench-threads-"))
     trees = {"this": ROOT, **({"against": args.against.resolve()} if args.against else {})}
@@ -122,7 +135,7 @@ def main(argv: list[str]) -> int:
         run(tree, keep, 0.5)  # (byte-code caches, the threads built)
     for _ in range(args.rounds):
         for name, tree in trees.items():
-            rows[name].append(run(tree, keep, args.wait))
+            rows[name].append(run(tree, keep, args.wait, reopen=args.reopen))
             row = rows[name][-1]
             print(f"{name:>8} (load {row['load']:.2f}): click {row['click_ms']:.1f} ms ({row['click_cpu_ms']:.1f} CPU), "
                   f"longest step after {row['longest_ms']:.1f} ms ({row['longest_cpu_ms']:.1f} CPU), warm-up done at "

@@ -48,6 +48,17 @@ AHEAD_MODULES = ("workspace.providers.demo", "workspace.providers.testing", "wor
                  "pygments.styles.monokai", "pygments.token")
 
 
+def _load_open_libraries() -> None:
+    """The Markdown libraries (:func:`ui.markdown.load_libraries`) and :data:`OPEN_MODULES`: no Qt, for a worker."""
+    import importlib
+
+    from ui import markdown
+
+    markdown.load_libraries()
+    for name in OPEN_MODULES:
+        importlib.import_module(name)
+
+
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="robotlab", description="RobotLab Workspace desktop window")
     parser.add_argument("--folder", help="the folder robots may read and propose changes in")
@@ -331,6 +342,8 @@ class Application:
         self.controller.networks(refresh=True)
         self.window.threads.read_ahead()  # (and the list's rows made of it)
         self._last_thread = self.controller.last_thread()
+        if self._last_thread is not None:  # its turns are made in start-up's steps: what they need loaded here first
+            _load_open_libraries()
 
     def _load(self, *, staged: bool, config_problem: str | None = None, opened: bool = False) -> None:
         if not opened:
@@ -363,6 +376,12 @@ class Application:
         last = self._last_thread if opened else self.controller.last_thread()
         if last is not None:  # back where the user left off
             yield
+            if opened:  # its first widgets of each kind at the cost of the second (the libraries loaded by the worker)
+                from ui import markdown
+
+                markdown.warm_up()
+                yield from self.window.chat.warm_up_steps()
+                self.warmed = True
             self.window.threads.open(last)
         yield
         if config_problem:
@@ -476,20 +495,17 @@ class Application:
             from workspace.shared_imports import gc_paused
 
             def work() -> None:
-                import importlib
-
                 with gc_paused():
-                    markdown.load_libraries()
-                    for name in OPEN_MODULES:
-                        importlib.import_module(name)
+                    _load_open_libraries()
 
             # The loop of the spawn, not asyncio.to_thread's running one: a test's loop may stop before this task's
             # first step, which Qt then runs between two runs of the loop (when none is running).
             await loop.run_in_executor(None, work)
             if self._closed:
                 return
-            markdown.warm_up()  # what is left: a few ms on this thread
-            self._warm_chat()
+            if not self.warmed:  # (start-up did it before reopening a thread)
+                markdown.warm_up()  # what is left: a few ms on this thread
+                self._warm_chat()
             # The common lexers' joined rules, by a thread of their own once the start is well over: compiling
             # them holds the interpreter a few hundred ms, and during start-up that made the window's steps wait
             # for it (worst stall 6 -> 20-34 ms, quiet).

@@ -10,11 +10,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
 _CODE = """
-import asyncio, json, sys, threading
+import asyncio, json, os, sys, threading
 from ui.app import Application, get_app, new_event_loop
 from workspace import events as ev
 from workspace.persistence import Store
@@ -34,6 +35,9 @@ store.append_events(thread.id, turn.id, [
     e(ev.Text, 5, text="It defines `f`:\\n\\n```python\\ndef f():\\n    pass\\n```"),
     e(ev.RunFinished, 6, result=RobotResult(robot_name="assistant", output=[]))])
 store.finish_turn(turn.id, "finished")
+reopen = sys.argv[2] == "reopen"
+if reopen:  # the thread left open last time: start-up reopens it
+    store.set_meta("last_thread", thread.id)
 store.close()
 
 app = get_app()
@@ -41,7 +45,12 @@ loop = new_event_loop(app)
 window_thread = threading.get_ident()
 imported = []
 watching = False
+LIBRARIES = ("markdown_it", "mdit_py_plugins", "pygments", "ui.transcript", "ui.compare", "ui.inspector.contents",
+             "workspace.ask_user", "workspace.readable", "workspace.session.verify")
 def hook(event, args):
+    if reopen and event == "import" and threading.get_ident() == window_thread and args[0] not in sys.modules and (
+            args[0].startswith(LIBRARIES)):
+        imported.append(args[0])
     if watching and event == "import" and threading.get_ident() == window_thread and args[0] not in sys.modules:
         imported.append(args[0])
 sys.addaudithook(hook)
@@ -68,6 +77,13 @@ async def main():
     root.finish_startup(staged=True)
     while not root.warmed:
         await asyncio.sleep(0.01)
+    if reopen:
+        chat = root.window.chat
+        while chat.turn_window.busy or not chat._widgets or not root.whole:
+            await asyncio.sleep(0.01)
+        print(json.dumps({"shown": [kind for kind, _ in shown], "imported": imported}))
+        sys.stdout.flush()
+        os._exit(0)
     column = root.window.chat.column
     await asyncio.sleep(0.2)  # (the samples' deleteLater)
     left = [type(w).__name__ for w in column.findChildren(object) if type(w).__name__ in KINDS]
@@ -85,7 +101,6 @@ async def main():
     print(json.dumps({"steps": [[t.name, t.cpu_ms] for t in root.warm_times], "left": left, "kinds": kinds, "shown": shown, "estimated": estimated,
                       "imported": imported, "built": [c.cache_info().misses - m for c, m in zip(caches, misses)]}))
     sys.stdout.flush()
-    import os
     os._exit(0)
 
 with loop:
@@ -93,13 +108,29 @@ with loop:
 """
 
 
-def test_the_first_thread_opened_after_the_warm_up_imports_and_builds_nothing_once(tmp_path: Path) -> None:
+def _run(tmp_path: Path, mode: str) -> dict[str, Any]:
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "ROBOTLAB_HOME": str(tmp_path / "home"),
            "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", _CODE, str(tmp_path / "w.db")], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", _CODE, str(tmp_path / "w.db"), mode], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=300)  # (only a hang's limit: start-up takes seconds)
     assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def test_a_thread_reopened_at_start_up_finds_the_libraries_loaded_and_the_samples_made(tmp_path: Path) -> None:
+    # Start-up's worker loads the Markdown libraries and the modules opening a thread needs when a thread will be
+    # reopened, and start-up makes the four samples in steps before it: the reopened thread's first widgets (made in
+    # start-up's steps, before the libraries' usual loading after it) cost what the next ones do.
+    found = _run(tmp_path, "reopen")
+    assert found["imported"] == [], f"imported on the window's thread at start-up: {found['imported']}"
+    # each kind twice: the sample, first, then the turn's own
+    assert found["shown"][:5] == ["UserMessage", "RunFooter", "RobotHeader", "MarkdownStream", "ToolCard"], found["shown"]
+    assert [found["shown"].count(kind) for kind in ("UserMessage", "RobotHeader", "ToolCard")] == [2, 2, 2], found["shown"]
+
+
+def test_the_first_thread_opened_after_the_warm_up_imports_and_builds_nothing_once(tmp_path: Path) -> None:
+    found = _run(tmp_path, "click")
     # The warm-up: a sample of each kind shown (its style applied, its size asked), one kind per step (the user
     # message with its footer), none of them left in the column.
     assert len(found["steps"]) == 4, found["steps"]
