@@ -34,6 +34,11 @@ PRELOAD_AFTER_MS = 150
 #: When the common code lexers' joined rules are built (in a thread of their own), after the Markdown libraries load.
 PREPARE_LEXERS_AFTER_MS = 5000
 
+#: What the first thread opened imports (reading its turns, the inspector's contents, the first tool card): the
+#: Markdown libraries' worker imports them after start-up, so the first click does not.
+OPEN_MODULES = ("ui.transcript", "ui.compare.session", "ui.inspector.contents", "workspace.ask_user",
+                "workspace.readable", "workspace.session.verify")
+
 #: What filling the window in and making the docks' panes import besides the panes' own modules: a staged start-up
 #: imports them in its worker thread with the widgets' modules, so that the window's thread imports nothing of its
 #: own during start-up (``tests/ui/test_window_build_steps.py`` lists any it does).
@@ -41,6 +46,17 @@ AHEAD_MODULES = ("workspace.providers.demo", "workspace.providers.testing", "wor
                  "workspace.cli", "workspace.knowledge", "workspace.mcp.manager", "workspace.mcp.lifecycle",
                  "workspace.mcp.requests", "ui.window.change_cards", "ui.mcp.resources", "pygments.styles.friendly",
                  "pygments.styles.monokai", "pygments.token")
+
+
+def _load_open_libraries() -> None:
+    """The Markdown libraries (:func:`ui.markdown.load_libraries`) and :data:`OPEN_MODULES`: no Qt, for a worker."""
+    import importlib
+
+    from ui import markdown
+
+    markdown.load_libraries()
+    for name in OPEN_MODULES:
+        importlib.import_module(name)
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -235,6 +251,10 @@ class Application:
         self._last_thread: str | None = None
         #: Each step a staged start-up ran on the window's thread, in order (``bench/bench_ui_startup.py`` prints them).
         self.step_times: list[StepTime] = []
+        #: The chat's warm-up steps (:meth:`ui.chat.view.chat.ChatView.warm_up_steps`) run so far, each its wall and
+        #: CPU time, and whether they are all done.
+        self.warm_times: list[StepTime] = []
+        self.warmed = False
         #: Whether start-up has paused the garbage collector (until the inspector is built).
         self._gc_paused = False
         if defer:
@@ -322,6 +342,8 @@ class Application:
         self.controller.networks(refresh=True)
         self.window.threads.read_ahead()  # (and the list's rows made of it)
         self._last_thread = self.controller.last_thread()
+        if self._last_thread is not None:  # its turns are made in start-up's steps: what they need loaded here first
+            _load_open_libraries()
 
     def _load(self, *, staged: bool, config_problem: str | None = None, opened: bool = False) -> None:
         if not opened:
@@ -354,6 +376,12 @@ class Application:
         last = self._last_thread if opened else self.controller.last_thread()
         if last is not None:  # back where the user left off
             yield
+            if opened:  # its first widgets of each kind at the cost of the second (the libraries loaded by the worker)
+                from ui import markdown
+
+                markdown.warm_up()
+                yield from self.window.chat.warm_up_steps()
+                self.warmed = True
             self.window.threads.open(last)
         yield
         if config_problem:
@@ -468,18 +496,43 @@ class Application:
 
             def work() -> None:
                 with gc_paused():
-                    markdown.load_libraries()
+                    _load_open_libraries()
 
             # The loop of the spawn, not asyncio.to_thread's running one: a test's loop may stop before this task's
             # first step, which Qt then runs between two runs of the loop (when none is running).
             await loop.run_in_executor(None, work)
-            markdown.warm_up()  # what is left: a few ms on this thread
+            if self._closed:
+                return
+            if not self.warmed:  # (start-up did it before reopening a thread)
+                markdown.warm_up()  # what is left: a few ms on this thread
+                self._warm_chat()
             # The common lexers' joined rules, by a thread of their own once the start is well over: compiling
             # them holds the interpreter a few hundred ms, and during start-up that made the window's steps wait
             # for it (worst stall 6 -> 20-34 ms, quiet).
             QTimer.singleShot(PREPARE_LEXERS_AFTER_MS, lambda: None if self._closed else markdown.prepare_lexers())
 
         self.tasks.spawn(load(), name="load the Markdown libraries")
+
+    def _warm_chat(self) -> None:
+        """What the first widget of each kind in the chat pays once in the process, paid now: a kind a step, two
+        turns of the event loop apart (Qt's work for one step before the next), each a few ms."""
+        import time
+
+        from PySide6.QtCore import QTimer
+
+        steps = self.window.chat.warm_up_steps()
+
+        def step() -> None:
+            if self._closed:
+                return
+            wall, cpu = time.perf_counter(), time.thread_time()
+            if next(steps, StopIteration) is StopIteration:
+                self.warmed = True
+                return
+            self.warm_times.append(StepTime(f"chat warm-up {len(self.warm_times) + 1}", (time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000))
+            QTimer.singleShot(0, lambda: QTimer.singleShot(0, step))
+
+        QTimer.singleShot(0, step)
 
     def _warn_ignored_env(self) -> None:
         """ROBOT_LAB_ variables without SECTION__KEY do nothing: say so, as the CLI does."""

@@ -14,6 +14,7 @@ state, so the view's cost does not grow with the thread.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QRect, QSize, Qt, QTimer, Signal
@@ -50,6 +51,7 @@ from ui.chat.model.state import (
     RunState,
     TextItem,
     TurnState,
+    UserState,
 )
 from ui.chat.model.tool_calls import AskUserItem, ElicitationItem, SamplingItem, ToolCallItem
 from ui.chat.view.approval_panel import ApprovalPanel
@@ -75,7 +77,7 @@ from ui.widgets.status import robot_color
 
 if TYPE_CHECKING:
     import asyncio
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from workspace.approval import ApprovalRequest
 
@@ -357,6 +359,42 @@ class ChatView(QScrollArea):
             self.turn_window.add_placeholder(turn)
             return
         self.build_turn(turn)
+
+    def warm_up_steps(self) -> Iterator[None]:
+        """Make a sample of each common kind of a turn's widgets, one kind a step, show it (as the turn window's
+        steps do: its style applied, its size asked), hide and delete it in the same step (it is never painted).
+        The first widget of a kind in the process paid a whole frame or more: its style sheet's fonts loaded and
+        measured, its code's lazy imports, a highlighted code block's first layout. Run at idle after start-up
+        (``ui.app``), so the first thread opened makes its first widgets at the cost of the second; what each sample
+        cost is the turn window's estimate for its kind until it makes one itself."""
+        turn = TurnState(user=UserState(text="A question: what does `a.py` do?"))
+        run = RunState(run_id="", robot="assistant", turn=turn)
+        call = ToolCallItem(parent=turn, run=run, call_id="", tool="read_file", robot="assistant",
+                            arguments={"path": "a.py"}, status="ok", duration=0.01,
+                            result={"data": {"content": "def f():\n    pass\n"}})
+        answer = "**a.py** defines `f`:\n\n```python\ndef f():\n    pass\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+        header = HeaderItem(parent=turn, run=run, robot="assistant")
+        text = TextItem(parent=turn, run=run, text=answer)
+        makers: tuple[tuple[Item | None, Callable[[], list[QWidget]]], ...] = (
+            (None, lambda: [UserMessage(turn.user.text if turn.user else "", parent=self.column),
+                            RunFooter(turn_id=None, parent=self.column)]),
+            (header, lambda: [self._make(header)]),
+            (text, lambda: [self._make(text)]),
+            (call, lambda: [self._make(call)]),
+        )
+        for item, make in makers:
+            started = time.perf_counter()
+            widgets = make()
+            width = max(self.viewport().width(), 400)
+            for widget in widgets:
+                widget.resize(width, widget.height())
+                widget.show()
+            # what it cost, for the turn window's budget (with what it paid once: an estimate on the safe side)
+            self.turn_window.note_cost(item, time.perf_counter() - started)
+            for widget in widgets:
+                widget.hide()
+                widget.deleteLater()
+            yield
 
     def build_turn(self, turn: TurnState) -> None:
         """The turn's user message (its items and footers follow through :meth:`item_added` and

@@ -11,11 +11,11 @@ resize and change of range:
   same widgets the listener's calls make, so a turn scrolled back into view shows what it showed);
   a widget at a time, under a frame's budget that the steps of a frame share (the loading of earlier turns
   too, and Qt's work between them counts: a step due once it is spent waits for the next frame), a widget
-  made only if what one of its kind cost fits in what is left and shown by the step that made it, so
-  scrolling never freezes (a tool card's long arguments, a written file's text, are a step of their own after
-  the card's: :attr:`~ui.chat.view.cards.ToolCard.later`); a turn made above what is on screen keeps what is
-  on screen in place; a search result's turn (:meth:`TurnWindow.make`) is made so too, before the others, and
-  the screen goes to it after;
+  made only if what one of its kind cost (:meth:`TurnWindow.note_cost`) fits in what is left and shown by the
+  step that made it, so scrolling never freezes (a tool card's long arguments, a written file's text, are a step
+  of their own after the card's: :attr:`~ui.chat.view.cards.ToolCard.later`); a turn made above what is on
+  screen keeps what is on screen in place; a search result's turn (:meth:`TurnWindow.make`) is made so too,
+  before the others, and the screen goes to it after;
 - a thread shown comes in so too: its last turns' data as placeholders in the step that shows it, their
   widgets in the steps after it, the newest first while the screen keeps to the column's end;
 - a turn far from the screen gives its widgets back (released) unless it is still running, asks
@@ -246,6 +246,21 @@ class TurnWindow:
             for _ in self._make(turn):
                 pass
 
+    def note_cost(self, item: Item | None, seconds: float) -> None:
+        """What a widget like ``item``'s (None: a turn's user message and footers) cost to make and show, measured
+        outside this window (the chat's warm-up samples): a step then does not take a kind it has not made yet as
+        free (it made every widget of a turn of kinds new to it in one step, over its budget)."""
+        self._costs.setdefault("user" if item is None else _kind(item), seconds)
+
+    def _estimate(self, kind: str) -> float:
+        """What a widget of ``kind`` costs, lately; a kind not made yet: the most one of its class cost (a text of
+        another length), else nothing known (0)."""
+        known = self._costs.get(kind)
+        if known is not None:
+            return known
+        family = kind.partition("/")[0]
+        return max((cost for k, cost in self._costs.items() if k.partition("/")[0] == family), default=0.0)
+
     def live_turns(self) -> list[TurnState]:
         """The turns shown as widgets."""
         return [t for t in self.chat._turn_widgets if t not in self.placeholders]
@@ -289,7 +304,7 @@ class TurnWindow:
             turn, widgets, kind = self._making
             now = time.perf_counter()
             # the next widget only if what one of its kind cost fits in what is left of the budget
-            if (made or not fresh) and now - started + self._costs.get(kind, 0.0) > STEP_BUDGET:
+            if (made or not fresh) and now - started + self._estimate(kind) > STEP_BUDGET:
                 pending = True
                 break
             following = next(widgets, None)
