@@ -64,8 +64,11 @@ def test_a_long_table_renders_a_bounded_part_a_turn_in_pieces_of_one_table(
     clock = FrameClock()
     clock.resize(2400, 600)  # no cell wraps, pieces or whole, whatever the font
     stream, per_turn = stream_in_flushes(qtbot, monkeypatch, clock, text)
-    # A turn renders the budget and what the freeze of its pieces leaves (before: the whole table, every turn).
-    assert max(per_turn) <= 2 * MAX_RENDER_CHARS, per_turn
+    # A turn renders at most the budget: a piece frozen and the rows after it (before: the whole table, every turn).
+    assert max(per_turn) <= MAX_RENDER_CHARS, per_turn
+    # A table costs Qt about three times prose a character: its turns render about half the budget, but for the turn
+    # the first flush comes in and the one the table ends in (with pieces of the whole budget: most turns ~3,450).
+    assert sum(chars > 0.6 * MAX_RENDER_CHARS for chars in per_turn) <= 2, per_turn
     views = [v for v in stream.findChildren(AutoHeightText) if v.markdown is not None]
     assert len(views) > 5, "the table was not cut in pieces"
     assert "".join(v.markdown or "" for v in views) == stream.markdown_source() == text  # the Markdown to copy

@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 FREEZE_CHARS = 1200
 #: At most about this much Markdown is rendered per event-loop turn (bursts catch up over turns).
 MAX_RENDER_CHARS = 3500
+#: A long table's pieces hold at most about this much Markdown: Qt lays a table's cells out at about three times
+#: the cost of prose per character (3,500 characters of table: ~12 ms of the window thread's CPU), so a turn that
+#: freezes a piece and renders the rows after it stays within a frame.
+TABLE_PIECE_CHARS = MAX_RENDER_CHARS // 2
 
 
 def frame_clock(widget: QWidget) -> Callable[[Callable[[], None]], bool] | None:
@@ -198,7 +202,7 @@ class MarkdownStream(QWidget):
             return start + at, next(c for c in cuts if c.at == at), None
         table = None if start else self._live.table_from
         found = markdown.table_cuts(tail[start:], None if table is None else table.head)
-        at = self._budget_cut(start, found[1] if found is not None else [])
+        at = self._budget_cut(start, found[1] if found is not None else [], TABLE_PIECE_CHARS)
         if found is None or at is None:
             return stable, None, None
         if table is None:  # the table's first piece: its rows give the columns' widths
@@ -206,13 +210,13 @@ class MarkdownStream(QWidget):
         return start + at, None, table
 
     @staticmethod
-    def _budget_cut(stable: int, cuts: list[int]) -> int | None:
-        """The cut to freeze at among ``cuts`` (after ``stable``): the largest within ``MAX_RENDER_CHARS``, else the
-        first past ``FREEZE_CHARS`` (None: none is)."""
+    def _budget_cut(stable: int, cuts: list[int], budget: int = MAX_RENDER_CHARS) -> int | None:
+        """The cut to freeze at among ``cuts`` (after ``stable``): the largest within ``budget``, else the first past
+        ``FREEZE_CHARS`` (None: none is)."""
         cuts = [at for at in cuts if stable + at >= FREEZE_CHARS]
         if not cuts:
             return None
-        fits = [at for at in cuts if stable + at <= MAX_RENDER_CHARS]
+        fits = [at for at in cuts if stable + at <= budget]
         return fits[-1] if fits else cuts[0]
 
     def _start_code(self, tail: str, stable: int) -> bool:
