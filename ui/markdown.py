@@ -140,6 +140,75 @@ def list_cuts(text: str, first: int | None = None) -> list[ListCut]:
     return cuts
 
 
+#: A table's delimiter line: a cell of dashes (aligned by colons) per column, between pipes.
+_DELIMITER_LINE = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+#: A pipe that parts two cells (not escaped).
+_CELL_PIPE = re.compile(r"(?<!\\)\|")
+
+
+class TableCut(NamedTuple):
+    """A table cut between its rows (:func:`table_cuts`): its header and delimiter lines (each piece after the first
+    renders its rows under them, not showing them) and its columns' widths in percent (every piece has them)."""
+
+    head: str
+    widths: tuple[int, ...]
+
+
+def _cells(line: str) -> list[str]:
+    row = line.strip()
+    row = row[1:] if row.startswith("|") else row
+    row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
+    return [cell.strip() for cell in _CELL_PIPE.split(row)]
+
+
+def table_cuts(text: str, head: str | None = None) -> tuple[str, list[int]] | None:
+    """Where ``text`` (a tail after :func:`split_stable`'s finished blocks: no blank line in it) may be cut between the
+    rows of the table it starts with: its head (the header and delimiter lines) and the start of each finished row
+    line after them, or None when it starts with no table. ``head``: ``text`` goes on with the rows of a table cut
+    before (no header in it). The rows end at the first line that may be read otherwise (no pipe in it, or a
+    block's start: a quote, a fence, a heading, a list item, a rule)."""
+    lines = text.splitlines(keepends=True)
+    pos = 0
+    if head is None:
+        if (len(lines) < 2 or not lines[1].endswith("\n") or _DELIMITER_LINE.match(lines[1].rstrip("\n")) is None
+                or "|" not in lines[0] + lines[1] or len(_cells(lines[0])) != len(_cells(lines[1]))):
+            return None
+        head = lines[0] + lines[1]
+        pos = len(head)
+        lines = lines[2:]
+    cuts: list[int] = []
+    for line in lines:
+        stripped = line.strip()
+        if (not line.endswith("\n") or "|" not in line or stripped[:1] in "#>`~" or _RULE_LINE.match(line)
+                or _ITEM_LINE.match(stripped) or line.startswith("    ")):
+            break
+        if pos:
+            cuts.append(pos)
+        pos += len(line)
+    return head, cuts
+
+
+def _shown_length(cell: str) -> int:
+    """About how many characters a cell's Markdown shows (no link targets, no emphasis or code marks)."""
+    return len(_LINK_TARGET.sub("", cell)) - sum(cell.count(c) for c in "*`[]~")
+
+
+#: A link's target after its text: ``](url)``.
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+
+
+def table_widths(head: str, rows: str) -> tuple[int, ...]:
+    """Percent widths for a table's columns from its header and first rows (each column's longest cell, within
+    limits, so a long note does not squeeze the numbers): a table cut in pieces lays every piece out with them."""
+    header = head.splitlines()[0]
+    longest = [max(3, min(_shown_length(cell), 60)) for cell in _cells(header)]
+    for line in rows.splitlines()[:50]:
+        for i, cell in enumerate(_cells(line)[:len(longest)]):
+            longest[i] = max(longest[i], min(_shown_length(cell), 60))
+    total = sum(longest)
+    return tuple(max(1, 100 * n // total) for n in longest)
+
+
 #: Characters that never start, end or change Markdown syntax in the middle of a line (with letters and digits).
 _PLAIN = frozenset(" .,;?'\"")
 #: A line that is (or is inside) an ordered list item's marker: "1." or "- 2)" at its start.
@@ -237,25 +306,39 @@ def clickable(url: str) -> bool:
 
 
 def render(text: str, *, copy: bool = False, unwrapped: frozenset[int] | None = None,
-           list_start: int | None = None, list_goes_on: bool = False) -> str:
+           list_start: int | None = None, list_goes_on: bool = False, table_from: TableCut | None = None,
+           table_goes_on: TableCut | None = None) -> str:
     """Markdown to Qt rich-text HTML; with ``copy``, code blocks get a ``copy:N`` link; with ``unwrapped``
     (a set, possibly empty), a ``wrap:N`` toggle too, and the blocks it names keep their long lines
-    (the view scrolls sideways) instead of wrapping them. ``list_start`` and ``list_goes_on``: see
-    :func:`render_part`."""
-    return render_part(text, copy=copy, unwrapped=unwrapped, list_start=list_start, list_goes_on=list_goes_on)[0]
+    (the view scrolls sideways) instead of wrapping them. ``list_start``, ``list_goes_on``, ``table_from`` and
+    ``table_goes_on``: see :func:`render_part`."""
+    return render_part(text, copy=copy, unwrapped=unwrapped, list_start=list_start, list_goes_on=list_goes_on,
+                       table_from=table_from, table_goes_on=table_goes_on)[0]
 
 
 def render_part(text: str, *, copy: bool = False, unwrapped: frozenset[int] | None = None,
-                first_code: int = 0, list_start: int | None = None, list_goes_on: bool = False) -> tuple[str, int]:
+                first_code: int = 0, list_start: int | None = None, list_goes_on: bool = False,
+                table_from: TableCut | None = None, table_goes_on: TableCut | None = None) -> tuple[str, int]:
     """:func:`render` of a part of a longer text whose code blocks before it are ``first_code`` (its first code
     block's links are ``copy:first_code``), and the index of the code block after it. A part cut inside a list
     (:func:`list_cuts`) renders as that list's items do in the whole text: ``list_start``, the text starts with a
     list that goes on from the part before, and its first item is number ``list_start``; ``list_goes_on``, the
-    text ends with a list that goes on in the part after (its last item has an item's gap below, not a list's)."""
+    text ends with a list that goes on in the part after (its last item has an item's gap below, not a list's).
+    A part cut inside a table (:func:`table_cuts`) renders as a piece of it: ``table_from``, the text starts with
+    rows of that table (parsed under its head, which is not shown); ``table_goes_on``, the text ends with a table
+    that goes on in the part after. Such a piece has the table's column widths (:class:`TableCut`) and no margin
+    on the side where the table goes on, so the pieces line up as one table."""
     env: dict[str, Any] = {}
-    tokens = _parser(blocks_only=True).parse(text, env)
+    tokens = _parser(blocks_only=True).parse(text if table_from is None else table_from.head + text, env)
     writer = _QtWriter(copy=copy, env=env, unwrapped=unwrapped)
     writer.code_index = first_code
+    if table_from is not None and tokens and tokens[0].type == "table_open":
+        head_end = next(i for i, t in enumerate(tokens) if t.type == "thead_close")
+        writer.table_cut[id(tokens[0])] = _TablePiece(table_from.widths, top=0)
+        tokens = [tokens[0], *tokens[head_end + 1:]]
+    if table_goes_on is not None and tokens and tokens[-1].type == "table_close":
+        opened = next(t for t in reversed(tokens) if t.type == "table_open")
+        writer.table_cut[id(opened)] = writer.table_cut.get(id(opened), _TablePiece(table_goes_on.widths))._replace(bottom=0)
     if list_start is not None and tokens and tokens[0].type == "ordered_list_open":
         tokens[0].attrs["start"] = list_start
     if list_goes_on and tokens and tokens[-1].type in ("bullet_list_close", "ordered_list_close"):
@@ -464,6 +547,15 @@ def readable_html(value: Any, *, max_chars: int = 60_000) -> str:
     return "".join(out)
 
 
+class _TablePiece(NamedTuple):
+    """How a table is written: its columns' widths in percent (none: as its cells need), its margins (px)."""
+
+    widths: tuple[int, ...] = ()
+    top: int = 4
+    bottom: int = 10
+
+
+_WHOLE_TABLE = _TablePiece()
 _HEADING_SIZE = {"h1": "x-large", "h2": "large"}
 _ITEM_GAP = "margin-bottom:3px;"
 _ALIGN = re.compile(r"text-align:\s*(left|center|right)")
@@ -489,6 +581,9 @@ class _QtWriter:
         self.saved: list[tuple[int, int]] = []  # (depth, last_item) outside the current frame
         self.task_box = ""  # a task item's box, written before the item's first text
         self.goes_on: Token | None = None  # the last list's close when the list goes on after the text
+        #: The tables cut in pieces (by their open token's id): their columns' widths, and the piece's margins.
+        self.table_cut: dict[int, _TablePiece] = {}
+        self.widths: list[int] = []  # the widths of the open table's columns, until its first row's cells take them
         self.out: list[str] = []
         self.style = _Style.current()
         self.block_rules: dict[str, Callable[[Token], None]] = {
@@ -589,8 +684,12 @@ class _QtWriter:
 
     def _table_open(self, token: Token) -> None:
         self._enter_frame()
-        self.out.append(f'<table cellspacing="0" cellpadding="6" border="1" style="border-color:{self.colors.border}; '
-                        'border-style:solid; border-collapse:collapse; margin-top:4px; margin-bottom:10px;">')
+        piece = self.table_cut.get(id(token), _WHOLE_TABLE)
+        self.widths = list(piece.widths)  # the first row's cells take them
+        width = ' width="100%"' if piece.widths else ""
+        self.out.append(f'<table cellspacing="0" cellpadding="6" border="1"{width} style="border-color:{self.colors.border}; '
+                        f'border-style:solid; border-collapse:collapse; margin-top:{piece.top}px; '
+                        f'margin-bottom:{piece.bottom}px;">')
 
     def _table_close(self, token: Token) -> None:
         self._leave_frame()
@@ -600,7 +699,8 @@ class _QtWriter:
         m = _ALIGN.search(str(token.attrs.get("style", "")))
         align = m.group(1) if m else "left"
         style = f' style="background-color:{self.colors.card_header};"' if token.tag == "th" else ""
-        self.out.append(f'<{token.tag} align="{align}"{style}>')
+        width = f' width="{self.widths.pop(0)}%"' if self.widths else ""
+        self.out.append(f'<{token.tag} align="{align}"{width}{style}>')
 
 
 def _inline_html(tokens: Sequence[Token], style: _Style) -> str:

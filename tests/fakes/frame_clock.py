@@ -4,8 +4,16 @@ wait here until the test runs them (its next turn)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+import pytest
+from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
+
+from ui import markdown
+from ui.chat.view.stream import MarkdownStream
+
+#: A flush of the bridge (16 ms) at 300 KB/s.
+FLUSH = 4800
 
 
 class FrameClock(QWidget):
@@ -20,3 +28,36 @@ class FrameClock(QWidget):
     def defer_render(self, render: Callable[[], None]) -> bool:
         self.waiting.append(render)
         return True
+
+
+def stream_in_flushes(qtbot: Any, monkeypatch: pytest.MonkeyPatch, clock: FrameClock,
+                      text: str) -> tuple[MarkdownStream, list[int]]:
+    """``text`` streamed in flushes of ``FLUSH`` characters, a flush a turn, in a stream in ``clock``: the stream,
+    and the characters of Markdown rendered in each turn."""
+    qtbot.addWidget(clock)
+    stream = MarkdownStream(parent=clock)
+    clock.layout().addWidget(stream)
+    clock.show()
+    chars: list[int] = []
+    real_part = markdown.render_part
+
+    def render_part(part: str, **kwargs: Any) -> tuple[str, int]:
+        chars.append(len(part))
+        return real_part(part, **kwargs)
+
+    monkeypatch.setattr(markdown, "render_part", render_part)
+    pieces = [text[at:at + FLUSH] for at in range(0, len(text), FLUSH)]
+    per_turn: list[int] = []
+    while pieces or clock.waiting:
+        chars.clear()
+        waiting, clock.waiting = clock.waiting, []
+        for render in waiting:
+            render()
+        if pieces:
+            stream.append(pieces.pop(0))
+        per_turn.append(sum(chars))
+        QApplication.processEvents()
+        assert len(per_turn) < 200, "the stream never caught up"
+    monkeypatch.setattr(markdown, "render_part", real_part)
+    assert not stream.pending and stream.text == text
+    return stream, per_turn

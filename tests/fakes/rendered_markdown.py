@@ -16,6 +16,7 @@ def rendered(source: str, like: AutoHeightText | None = None) -> str:
     if like is not None:
         fresh.document().setDefaultFont(like.document().defaultFont())
         fresh.list_start, fresh.list_goes_on = like.list_start, like.list_goes_on  # a part of a list cut in parts
+        fresh.table_from, fresh.table_goes_on = like.table_from, like.table_goes_on  # a piece of a table
     fresh.set_markdown(source)
     html = fresh.toHtml()
     fresh.deleteLater()

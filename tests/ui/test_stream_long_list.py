@@ -12,16 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakes.frame_clock import FrameClock
+from fakes.frame_clock import FrameClock, stream_in_flushes
 from fakes.rendered_markdown import assert_shown_as_rendered, shown_blocks
-from PySide6.QtWidgets import QApplication
 
 from ui import markdown
-from ui.chat.view.stream import MAX_RENDER_CHARS, MarkdownStream
+from ui.chat.view.stream import MAX_RENDER_CHARS
 from ui.widgets.common import AutoHeightText
-
-#: A flush of the bridge (16 ms) at 300 KB/s.
-FLUSH = 4800
 
 
 def ordered(size: int, *, same_number: bool = False) -> str:
@@ -48,39 +44,6 @@ def bullets(size: int) -> str:
             lines.append("  1. first sub-step\n  2. second sub-step\n")
         i += 1
     return "".join(lines)
-
-
-def stream_in_flushes(qtbot: Any, monkeypatch: pytest.MonkeyPatch, clock: FrameClock,
-                      text: str) -> tuple[MarkdownStream, list[int]]:
-    """``text`` streamed in flushes of ``FLUSH`` characters, a flush a turn, in a stream in ``clock``: the stream,
-    and the characters of Markdown rendered in each turn."""
-    qtbot.addWidget(clock)
-    stream = MarkdownStream(parent=clock)
-    clock.layout().addWidget(stream)
-    clock.show()
-    chars: list[int] = []
-    real_part = markdown.render_part
-
-    def render_part(part: str, **kwargs: Any) -> tuple[str, int]:
-        chars.append(len(part))
-        return real_part(part, **kwargs)
-
-    monkeypatch.setattr(markdown, "render_part", render_part)
-    pieces = [text[at:at + FLUSH] for at in range(0, len(text), FLUSH)]
-    per_turn: list[int] = []
-    while pieces or clock.waiting:
-        chars.clear()
-        waiting, clock.waiting = clock.waiting, []
-        for render in waiting:
-            render()
-        if pieces:
-            stream.append(pieces.pop(0))
-        per_turn.append(sum(chars))
-        QApplication.processEvents()
-        assert len(per_turn) < 200, "the stream never caught up"
-    monkeypatch.setattr(markdown, "render_part", real_part)
-    assert not stream.pending and stream.text == text
-    return stream, per_turn
 
 
 def whole_blocks(text: str, like: AutoHeightText) -> list[tuple[object, ...]]:

@@ -109,6 +109,12 @@ class RichLabel(QLabel):
         self.markdown = text
 
 
+#: The pixels a piece of a table cut in pieces (``AutoHeightText.table_from``, ``table_goes_on``) hides above and below
+#: its table where the table goes on: Qt draws a table's outer border a pixel or two inside its frame, so two pieces one
+#: under the other would show two rules with the page between them where the whole table shows one.
+TABLE_SEAM = 2
+
+
 class AutoHeightText(QTextBrowser):
     """Read-only rich text whose height follows its content (selectable, links open outside).
 
@@ -150,6 +156,11 @@ class AutoHeightText(QTextBrowser):
         #: after it (``list_goes_on``), so it renders as those items do in the whole list.
         self.list_start: int | None = None
         self.list_goes_on = False
+        #: Likewise for a table cut between its rows (:func:`ui.markdown.table_cuts`): the shown Markdown starts with
+        #: rows of the table ``table_from`` (None: it does not start inside a table), or ends with a table that goes
+        #: on after it (``table_goes_on``); the piece has the whole table's column widths.
+        self.table_from: markdown.TableCut | None = None
+        self.table_goes_on: markdown.TableCut | None = None
         if html:
             self.setHtml(html)
 
@@ -157,6 +168,10 @@ class AutoHeightText(QTextBrowser):
         if self._growing:
             return
         height = int(self.document().size().height() + 0.999)
+        top = TABLE_SEAM if self.table_from is not None else 0
+        if self.viewportMargins().top() != -top:
+            self.setViewportMargins(0, -top, 0, 0)
+        height -= top + (TABLE_SEAM if self.table_goes_on is not None else 0)
         bar = self.horizontalScrollBar()
         if self.horizontalScrollBarPolicy() != Qt.ScrollBarPolicy.ScrollBarAlwaysOff and bar.maximum() > 0:
             height += bar.sizeHint().height()
@@ -172,7 +187,8 @@ class AutoHeightText(QTextBrowser):
     def set_markdown(self, text: str) -> None:
         """Show Markdown, with a "Copy" link and a "Wrap" toggle over each code block."""
         self.setHtml(markdown.render(text, copy=True, unwrapped=frozenset(self.unwrapped), list_start=self.list_start,
-                                     list_goes_on=self.list_goes_on))
+                                     list_goes_on=self.list_goes_on, table_from=self.table_from,
+                                     table_goes_on=self.table_goes_on))
         self.markdown = text
         policy = Qt.ScrollBarPolicy.ScrollBarAsNeeded if self.unwrapped else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
         self.setHorizontalScrollBarPolicy(policy)
@@ -210,6 +226,7 @@ class AutoHeightText(QTextBrowser):
             kept = 0
         rendered = len(rest) if rest.strip() else 0
         ends = self.list_goes_on and not rest.strip()  # the finished blocks end the text (and its list goes on)
+        table_ends = None if rest.strip() else self.table_goes_on
         if kept:
             cursor = QTextCursor(self.document())
             cursor.setPosition(self._kept_pos)
@@ -217,13 +234,15 @@ class AutoHeightText(QTextBrowser):
             cursor.removeSelectedText()
             if kept < stable:
                 html, codes = markdown.render_part(text[kept:stable], copy=True, unwrapped=frozenset(),
-                                                    first_code=self._kept_codes, list_goes_on=ends)
+                                                    first_code=self._kept_codes, list_goes_on=ends,
+                                                    table_goes_on=table_ends)
                 rendered += stable - kept
                 kept = kept if self._insert_html(html) else 0
                 self._kept_codes = codes
         if not kept:  # the finished blocks rendered whole
             html, self._kept_codes = markdown.render_part(text[:stable], copy=True, unwrapped=frozenset(),
-                                                          list_start=self.list_start, list_goes_on=ends)
+                                                          list_start=self.list_start, list_goes_on=ends,
+                                                          table_from=self.table_from, table_goes_on=table_ends)
             rendered += stable
             QTextBrowser.setHtml(self, html)
         self._kept = stable
@@ -231,7 +250,8 @@ class AutoHeightText(QTextBrowser):
         self.markdown = text[:stable]
         if rest.strip() and not self._insert_html(markdown.render_part(rest, copy=True, unwrapped=frozenset(),
                                                                         first_code=self._kept_codes,
-                                                                        list_goes_on=self.list_goes_on)[0]):
+                                                                        list_goes_on=self.list_goes_on,
+                                                                        table_goes_on=self.table_goes_on)[0]):
             self.set_markdown(text)
             self._whole_at = stable
             return rendered + len(text)

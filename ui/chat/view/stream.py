@@ -7,7 +7,9 @@ stays and only the blocks after them are rendered again
 (:meth:`~ui.widgets.common.AutoHeightText.grow_markdown`: a piece of text costs what it and the open
 block take to render, not the whole live segment). A long list with no blank line in it (none of its blocks
 counts as finished) is frozen between two of its items, and goes on in the next segment, numbered on
-(:func:`ui.markdown.list_cuts`): the pieces show what the whole list shows. Words that add no Markdown to the live segment's
+(:func:`ui.markdown.list_cuts`): the pieces show what the whole list shows. A long table is frozen between two
+of its rows likewise (:func:`ui.markdown.table_cuts`): each piece a table of its own with the whole table's column
+widths, the header in the first piece only. Words that add no Markdown to the live segment's
 last paragraph are appended to its document as text, without rendering the tail again. Text that comes
 faster than it renders (a burst: a flush of several thousand characters) is caught up over later turns of the
 event loop, one render of about ``MAX_RENDER_CHARS`` of Markdown a turn: text that comes while such a render waits
@@ -35,6 +37,10 @@ if TYPE_CHECKING:
 FREEZE_CHARS = 1200
 #: At most about this much Markdown is rendered per event-loop turn (bursts catch up over turns).
 MAX_RENDER_CHARS = 3500
+#: A long table's pieces hold at most about this much Markdown: Qt lays a table's cells out at about three times
+#: the cost of prose per character (3,500 characters of table: ~12 ms of the window thread's CPU), so a turn that
+#: freezes a piece and renders the rows after it stays within a frame.
+TABLE_PIECE_CHARS = MAX_RENDER_CHARS // 2
 
 
 def frame_clock(widget: QWidget) -> Callable[[Callable[[], None]], bool] | None:
@@ -70,6 +76,8 @@ class MarkdownStream(QWidget):
         self._codes: list[CodeStream] = []
         #: The next live segment starts inside an ordered list cut between its items: its first item's number.
         self._list_start: int | None = None
+        #: The next live segment starts inside a table cut between its rows: the table's head and column widths.
+        self._table_from: markdown.TableCut | None = None
         self.segments = 0
         if text:
             self.append(text)
@@ -86,6 +94,7 @@ class MarkdownStream(QWidget):
         label = AutoHeightText("", self)
         label.setObjectName("MessageText")
         label.list_start, self._list_start = self._list_start, None
+        label.table_from, self._table_from = self._table_from, None
         self._layout.addWidget(label)
         self.segments += 1
         return label
@@ -122,7 +131,7 @@ class MarkdownStream(QWidget):
             if widget is not None:
                 widget.deleteLater()
         self._text, self._frozen, self._live, self.segments, self._code = "", 0, None, 0, None
-        self._codes, self._list_start = [], None
+        self._codes, self._list_start, self._table_from = [], None, None
         self.append(text)
 
     def _render(self, *, freeze: bool = True) -> None:
@@ -141,16 +150,18 @@ class MarkdownStream(QWidget):
         stable = markdown.split_stable(tail)
         if stable < FREEZE_CHARS and self._start_code(tail, stable):
             return
-        cut, in_list = self._cut(tail, stable)
+        cut, in_list, in_table = self._cut(tail, stable)
         froze = cut >= FREEZE_CHARS and (freeze or len(tail) > MAX_RENDER_CHARS)
         if cut >= FREEZE_CHARS and not froze:
             self._schedule()  # the freeze, in a turn of its own
         if froze:
             self._live.list_goes_on = in_list is not None
+            self._live.table_goes_on = in_table
             rendered = self._live.grow_markdown(tail[:cut], cut)
             self._frozen += cut
             tail = tail[cut:]
             self._list_start = in_list.number if in_list is not None else None
+            self._table_from = in_table
             if rendered + len(tail) > MAX_RENDER_CHARS:
                 # What is left (more blocks to freeze, or the new open part) would take this turn over its
                 # budget: the next turn of the loop renders it, in a new segment made then.
@@ -169,21 +180,44 @@ class MarkdownStream(QWidget):
         if self._live.isVisibleTo(self) != visible:
             self._live.setVisible(visible)
 
-    def _cut(self, tail: str, stable: int) -> tuple[int, markdown.ListCut | None]:
+    def _cut(self, tail: str, stable: int) -> tuple[int, markdown.ListCut | None, markdown.TableCut | None]:
         """Where to freeze the tail: after its finished blocks (``stable``), at most about ``MAX_RENDER_CHARS`` of
         them; else, when the tail ends with a long list (no blank line in it: no block of it counts as finished),
         between two of the list's items (:func:`ui.markdown.list_cuts`; the cut, returned too, says how the
-        pieces render as the list does whole). Less than ``FREEZE_CHARS``: nothing to freeze yet."""
-        if stable >= FREEZE_CHARS:
-            return (markdown.split_stable(tail[:MAX_RENDER_CHARS]) or stable) if stable > MAX_RENDER_CHARS else stable, None
+        pieces render as the list does whole); or when it ends with a long table, between two of its rows
+        (:func:`ui.markdown.table_cuts`; the table's head and column widths, returned too, render every piece as a
+        part of one table). Less than ``FREEZE_CHARS``: nothing to freeze yet."""
+        start = stable  # where the open block starts, which may be cut inside
+        # Past FREEZE_CHARS, the finished blocks within MAX_RENDER_CHARS; when the first of them is longer (a list or a
+        # table whose blank line came in the backlog), it is cut as an open one is (start 0: the scans stop at its
+        # blank line).
+        if stable >= FREEZE_CHARS and (stable <= MAX_RENDER_CHARS
+                                       or (start := markdown.split_stable(tail[:MAX_RENDER_CHARS]))):
+            return start, None, None
         assert self._live is not None
-        first = None if stable else self._live.list_start
-        cuts = [c for c in markdown.list_cuts(tail[stable:], first) if stable + c.at >= FREEZE_CHARS]
+        first = None if start else self._live.list_start
+        cuts = markdown.list_cuts(tail[start:], first)
+        at = self._budget_cut(start, [c.at for c in cuts])
+        if at is not None:
+            return start + at, next(c for c in cuts if c.at == at), None
+        table = None if start else self._live.table_from
+        found = markdown.table_cuts(tail[start:], None if table is None else table.head)
+        at = self._budget_cut(start, found[1] if found is not None else [], TABLE_PIECE_CHARS)
+        if found is None or at is None:
+            return stable, None, None
+        if table is None:  # the table's first piece: its rows give the columns' widths
+            table = markdown.TableCut(found[0], markdown.table_widths(found[0], tail[start + len(found[0]):start + at]))
+        return start + at, None, table
+
+    @staticmethod
+    def _budget_cut(stable: int, cuts: list[int], budget: int = MAX_RENDER_CHARS) -> int | None:
+        """The cut to freeze at among ``cuts`` (after ``stable``): the largest within ``budget``, else the first past
+        ``FREEZE_CHARS`` (None: none is)."""
+        cuts = [at for at in cuts if stable + at >= FREEZE_CHARS]
         if not cuts:
-            return stable, None
-        fits = [c for c in cuts if stable + c.at <= MAX_RENDER_CHARS]
-        cut = fits[-1] if fits else cuts[0]
-        return stable + cut.at, cut
+            return None
+        fits = [at for at in cuts if stable + at <= budget]
+        return fits[-1] if fits else cuts[0]
 
     def _start_code(self, tail: str, stable: int) -> bool:
         """When the tail is finished blocks (``tail[:stable]``) then a code block still open and long,
