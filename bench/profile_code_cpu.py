@@ -17,7 +17,9 @@ per KB of the answer, and inside it the parts the chat's view and a code block d
 * the rest: the token loop (the bench's events, the bridge's fast path: a code KB is about half as many tokens
   again as prose's) and Qt's own events (layout requests, paint, the stall timer).
 
-Medians over the rounds, with the load average of each round. Run offscreen:
+Beside them, the answer's tokens, renders and paints per KB (a render and a paint are per turn of the loop: a
+turn's fixed costs weigh on a KB as the KB a turn carries do not). Medians over the rounds, with the load average
+of each round. Run offscreen:
 ``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/profile_code_cpu.py``.
 """
 
@@ -42,6 +44,8 @@ import bench_ui_streaming as bus  # noqa: E402
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 #: CPU seconds per part in the answer streaming now.
 SPENT: dict[str, float] = {}
+#: How many times each part ran (outermost calls) in the answer streaming now.
+CALLS: dict[str, int] = {}
 _RUNNING: set[str] = set()
 
 
@@ -58,6 +62,7 @@ def timed(owner: Any, attr: str, part: str) -> None:
             return original(*args, **kwargs)
         finally:
             SPENT[part] = SPENT.get(part, 0.0) + time.thread_time() - cpu
+            CALLS[part] = CALLS.get(part, 0) + 1
             _RUNNING.discard(part)
 
     setattr(owner, attr, wrapper)
@@ -100,6 +105,7 @@ def main() -> int:
     root.window.show()
     answers = {"prose": bus.make_tokens(bus.TOKENS), **{name: make() for name, make in bus.CODE_ANSWERS.items()}}
     rows: dict[str, list[tuple[float, dict[str, float], float, float]]] = {name: [] for name in answers}
+    turns: dict[str, list[tuple[float, float]]] = {name: [] for name in answers}  # renders and paints per KB
     try:
         with loop:
             from ui import code_lex, markdown
@@ -112,6 +118,7 @@ def main() -> int:
             for round_ in range(ROUNDS + 1):
                 for name, tokens in answers.items():
                     SPENT.clear()
+                    CALLS.clear()
                     cpu = time.thread_time()
                     result = loop.run_until_complete(bus.bench_bridge(root, tokens))
                     while any(getattr(w, "checking", False) for w in root.window.chat.items()):
@@ -121,6 +128,7 @@ def main() -> int:
                     if round_:  # the first round warms up
                         rows[name].append((cpu / kb * 1000, {k: v / kb * 1000 for k, v in SPENT.items()},
                                            result["kb_per_s"], os.getloadavg()[0]))
+                        turns[name].append((CALLS.get("render", 0) / kb, CALLS.get("paint", 0) / kb))
             loop.run_until_complete(root.aclose())
     finally:
         if not loop.is_closed():
@@ -133,7 +141,9 @@ def main() -> int:
         print(f"{name:>13}: window thread CPU {total:.2f} ms/KB ({total / prose:.2f} x prose's), "
               + ", ".join(f"{part} {ms:.2f}" for part, ms in parts.items() if ms >= 0.005)
               + f", the rest {total - parts['view'] - parts['check'] - parts['paint']:.2f}"
-              f" ({tokens_per_kb:.0f} tokens/KB); {statistics.median(r[2] for r in found):.0f} KB/s; median of "
+              f" ({tokens_per_kb:.0f} tokens/KB, {statistics.median(t[0] for t in turns[name]):.2f} renders and "
+              f"{statistics.median(t[1] for t in turns[name]):.2f} paints per KB); "
+              f"{statistics.median(r[2] for r in found):.0f} KB/s; median of "
               f"{len(found)} rounds (load average " + ", ".join(f"{r[3]:.1f}" for r in found) + ")")
     return 0
 
