@@ -458,31 +458,32 @@ def _c_types(lexer: Any, found: Iterator[tuple[Any, str]]) -> Iterator[tuple[Any
         yield kind, value
 
 
-def lex_from(lexer: Any, text: str, stack: tuple[str, ...], *,
-             compile_now: bool = False) -> tuple[list[tuple[Any, str]], tuple[str, ...]]:
+def lex_from(lexer: Any, text: str, stack: tuple[str, ...], *, compile_now: bool = False,
+             stops: dict[int, tuple[str, ...]] | None = None) -> tuple[list[tuple[Any, str]], tuple[str, ...]]:
     """pygments' ``RegexLexer.get_tokens_unprocessed`` (its tokens, without their positions), started in
     state ``stack`` and giving back the state it ended in (the library's own drops it). Where a state
     meets a character it has no steps for yet, its rules are tried one by one (and the steps are built
-    by a thread of their own; ``compile_now``: here, now)."""
+    by a thread of their own; ``compile_now``: here, now). ``stops``: gets the state after each match,
+    at the position it ends (where lexing a part of ``text`` can resume without lexing it again)."""
     ended: list[tuple[str, ...]] = []
-    out = list(tokens(lexer, text, stack, ended=ended, compile_now=compile_now))
+    out = list(tokens(lexer, text, stack, ended=ended, compile_now=compile_now, stops=stops))
     return out, ended[0]
 
 
 def tokens(lexer: Any, text: str, stack: tuple[str, ...] = ("root",), *, ended: list[tuple[str, ...]] | None = None,
-           compile_now: bool = False) -> Iterator[tuple[Any, str]]:
+           compile_now: bool = False, stops: dict[int, tuple[str, ...]] | None = None) -> Iterator[tuple[Any, str]]:
     """:func:`lex_from`'s tokens one at a time (a caller can stop between two); ``ended`` gets the state
-    they end in. ``lexer``: one :func:`handles`."""
+    they end in (``stops``: see :func:`lex_from`). ``lexer``: one :func:`handles`."""
     from pygments.lexer import RegexLexer
 
     if not compile_now and id(lexer._tokens) not in _PREPARING:
         _prepare_later(lexer)
-    found = _tokens(lexer, text, stack, ended, compile_now)
+    found = _tokens(lexer, text, stack, ended, compile_now, stops)
     return found if type(lexer).get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed else _c_types(lexer, found)
 
 
 def _tokens(lexer: Any, text: str, stack: tuple[str, ...], ended: list[tuple[str, ...]] | None,
-            compile_now: bool) -> Iterator[tuple[Any, str]]:
+            compile_now: bool, stops: dict[int, tuple[str, ...]] | None = None) -> Iterator[tuple[Any, str]]:
     from pygments.token import Error, Whitespace
 
     pos = 0
@@ -542,6 +543,8 @@ def _tokens(lexer: Any, text: str, stack: tuple[str, ...], ended: list[tuple[str
                     statestack.append(statestack[-1])
                 state = states[statestack[-1]]
                 by_char = state.by_char
+            if stops is not None:
+                stops[pos] = tuple(statestack)
             continue
         if pos >= size:
             break
@@ -553,5 +556,7 @@ def _tokens(lexer: Any, text: str, stack: tuple[str, ...], ended: list[tuple[str
         else:
             yield Error, text[pos]
         pos += 1
+        if stops is not None:
+            stops[pos] = tuple(statestack)
     if ended is not None:
         ended.append(tuple(statestack))

@@ -170,6 +170,36 @@ def test_each_finished_line_is_highlighted_once(
     assert max(seen.get(line, 0) for line in unique) == 1, "a finished line was highlighted again"
 
 
+@pytest.mark.parametrize("language", ["javascript", "python"])
+def test_a_long_line_cut_off_is_lexed_once(monkeypatch: pytest.MonkeyPatch, language: str) -> None:
+    """A long line (a minified script) is cut a paragraph at a time: each cut lexes its window once and carries
+    the lexer's state on from where the paragraph ends in it, not lexing the paragraph again to find that state;
+    what the cuts and the rest of the line show is the line highlighted whole."""
+    code = "var a = [" + ", ".join(f"'s{i}', {i} * 2" for i in range(3000)) + "];"
+    lexed: list[int] = []
+    real = code_lines.lex_from
+
+    def counted(lexer: Any, text: str, stack: tuple[str, ...], **kwargs: Any) -> Any:
+        lexed.append(len(text))
+        return real(lexer, text, stack, **kwargs)
+
+    monkeypatch.setattr(code_lines, "lex_from", counted)
+    lines = CodeLines(language)
+    assert lines.resumable
+    window = LONG_LINE_CHARS + LOOKAHEAD_CHARS
+    at, parts = 0, []
+    while len(code) - at >= window:
+        size, part = lines.cut(code[at:at + window])
+        at += size
+        parts.append(part)
+    assert len(parts) > 10
+    assert lexed == [window] * len(parts), "a cut's paragraph was lexed again"
+    rest = lines.live(code[at:])
+    shown = tuple(run for part in [*parts, *rest] for run in part)
+    assert "".join(text for _style, text in shown) == code
+    assert code_lines.colours(shown) == highlighted(code, language)[0]
+
+
 @pytest.mark.parametrize("language, code", [("json", json_line(30_000)),
                                             ("python", "x = [" + ", ".join(f"'s{i}'" for i in range(4000)) + "]\ny = 1")])
 def test_the_closing_check_of_one_long_line_works_in_slices(language: str, code: str) -> None:

@@ -222,7 +222,8 @@ class CodeLines:
             text = window[:LONG_LINE_CHARS]
             self.head.append((("", text),))
             return len(text), self.head[-1]
-        tokens = self._tokens(window)
+        stops: dict[int, tuple[str, ...]] = {}  # the lexer's state where each match of the window ends
+        tokens = self._tokens(window, stops)
         taken: list[tuple[Any, str]] = []
         size = 0
         for kind, value in tokens:
@@ -234,15 +235,17 @@ class CodeLines:
             taken.append((kind, value))
             size += len(value)
         if self.resumable:
-            _tokens, self.stack = lex_from(self.lexer, window[:size], self.stack)
+            # Where the cut ends a match of the window, its state there (the window is not lexed again up to it).
+            stack = stops.get(size)
+            self.stack = stack if stack is not None else lex_from(self.lexer, window[:size], self.stack)[1]
         part = tuple(run for line in _lines(taken) for run in line)
         self.head.append(part)
         return size, part
 
-    def _tokens(self, text: str) -> list[tuple[Any, str]]:
+    def _tokens(self, text: str, stops: dict[int, tuple[str, ...]] | None = None) -> list[tuple[Any, str]]:
         self.lexed += len(text)
         if self.resumable:
-            return lex_from(self.lexer, text, self.stack)[0]
+            return lex_from(self.lexer, text, self.stack, stops=stops)[0]
         return list(_get_tokens(self.lexer, text))
 
     def live(self, line: str) -> list[Line]:
