@@ -1,6 +1,6 @@
 """Streaming 20,000 tokens through the bridge into the chat view, as fast as possible.
 
-First, the prose answer below against three 50 KB answers that are one code block each (Python; JSON
+First, the prose answer below (its first 50 KB: as long as the code answers) against three 50 KB answers that are one code block each (Python; JSON
 on one line with no newline, as a minified document comes; C++, whose pygments lexer cannot resume
 from a line's state), each streamed through the bridge into the window's chat: KB/s, the code block's
 speed against prose's, and the worst event-loop stall in each tenth of the answer (a stall that grows
@@ -266,10 +266,24 @@ LIST_ANSWERS = {"list": make_list_tokens, "table": make_table_tokens}
 CODE_ANSWERS = {"python": make_code_tokens, "json_one_line": make_json_line_tokens, "cpp": make_cpp_tokens}
 
 
+def same_length(tokens: list[str], chars: int) -> list[str]:
+    """The first of ``tokens`` that make up ``chars`` characters (at least): the prose answer as long as a code answer,
+    so that a turn's fixed costs spread over as many KB in both (the whole prose answer is twice as long)."""
+    taken, total = [], 0
+    for token in tokens:
+        if total >= chars:
+            break
+        taken.append(token)
+        total += len(token)
+    return taken
+
+
 async def bench_answers(root: object, prose: list[str]) -> dict[str, Any]:
-    out = {"prose": await bench_answer(root, prose)}
-    for name, make in CODE_ANSWERS.items():
-        out[name] = await bench_answer(root, make())
+    codes = {name: make() for name, make in CODE_ANSWERS.items()}
+    size = max(len("".join(tokens)) for tokens in codes.values())
+    out = {"prose": await bench_answer(root, same_length(prose, size))}
+    for name, tokens in codes.items():
+        out[name] = await bench_answer(root, tokens)
     return out
 
 
