@@ -1,0 +1,147 @@
+"""A big tool result opened in its card comes in steps: the click shows its first lines (one piece), the rest
+is added a bounded piece a turn of the event loop, and once all is in, the text is the one the whole result's
+HTML makes: the same lines, colours, blocks and height."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+import pytest
+
+#: A result at the size a model is given at most (``MAX_TOOL_RESULT_CHARS``), as text with empty lines where the
+#: pieces meet, at the start and at the end (Qt drops a newline just inside a ``<pre>``'s ends).
+TEXT = "\n" + "".join("\n" if i % 100 in (0, 99) else f"line {i} of a long file, with some words in it\n"
+                      for i in range(1, 1200)) + "\n\n"
+LISTING = {"data": [{"id": i, "value": "a value of the row " * 2} for i in range(1000)]}
+#: A dict with text under a key: shown whole (a table a text: not cut in pieces).
+SOURCE = {"data": {"path": "a.py", "content": "def f():\n    pass\n" * 300}}
+
+
+def _card(result: Any) -> Any:
+    from ui.chat.model.state import TurnState
+    from ui.chat.model.tool_calls import ToolCallItem
+    from ui.chat.view.cards import ToolCard
+
+    card = ToolCard(call_id="c1", tool="read_file", robot="assistant", server=None, arguments={"path": "a"})
+    card.apply(ToolCallItem(parent=TurnState(), call_id="c1", tool="read_file", robot="assistant",
+                            arguments={"path": "a"}, status="ok", result=result, duration=0.1))
+    card.resize(700, 400)
+    card.show()
+    return card
+
+
+def _whole(value: Any) -> Any:
+    """The whole result's HTML in one view (as the card showed it before it came in steps)."""
+    from ui.markdown import value_html
+    from ui.widgets.common import AutoHeightText
+
+    return AutoHeightText(value_html(value))
+
+
+def _blocks(document: Any) -> list[tuple[str, float, float]]:
+    out = []
+    block = document.begin()
+    while block.isValid():
+        fmt = block.blockFormat()
+        out.append((block.text(), fmt.topMargin(), fmt.bottomMargin()))
+        block = block.next()
+    return out
+
+
+@pytest.mark.parametrize(("result", "value"), [(TEXT, TEXT), (LISTING, LISTING["data"])], ids=["text", "JSON"])
+def test_a_big_result_comes_in_bounded_steps_and_ends_as_the_whole(qapp_instance: Any, result: Any,
+                                                                  value: Any) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    from ui.markdown import PIECE_LINES as RESULT_PIECE_LINES
+
+    card = _card(result)
+    try:
+        QApplication.processEvents()
+        card.set_result_expanded(True)
+        view = card._result_view
+        # the click's step: the first piece's lines only, the rest still to come
+        assert view is not None and card.result_pending
+        assert view.document().blockCount() <= RESULT_PIECE_LINES
+        steps = [view.document().blockCount()]
+        deadline = time.monotonic() + 60  # bounds a hang only
+        while card.result_pending and time.monotonic() < deadline:
+            QApplication.processEvents()
+            steps.append(view.document().blockCount())
+        assert not card.result_pending
+        # each later turn of the loop added a piece at most
+        assert all(0 <= after - before <= RESULT_PIECE_LINES + 1 for before, after in itertools.pairwise(steps))
+        assert len(set(steps)) > 3  # it came in several steps
+        whole = _whole(value)
+        whole.document().setDefaultFont(view.document().defaultFont())  # (the card's, from the style sheet)
+        assert view.toPlainText() == whole.toPlainText()
+        assert _blocks(view.document()) == _blocks(whole.document())
+        assert view.document().toHtml() == whole.document().toHtml()  # the colours: the same spans
+        whole.resize(view.width(), 100)
+        whole.document().setTextWidth(view.document().size().width())
+        assert view.document().size() == whole.document().size()  # the size the card takes
+    finally:
+        card.close()
+        card.deleteLater()
+
+
+def test_a_result_with_text_under_its_keys_is_shown_whole(qapp_instance: Any) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    card = _card(SOURCE)
+    try:
+        QApplication.processEvents()
+        card.set_result_expanded(True)
+        view = card._result_view
+        assert view is not None and not card.result_pending
+        whole = _whole(SOURCE["data"])
+        whole.document().setDefaultFont(view.document().defaultFont())
+        assert view.document().toHtml() == whole.document().toHtml()
+    finally:
+        card.close()
+        card.deleteLater()
+
+
+def test_the_inspector_shows_a_big_result_in_bounded_steps(qapp_instance: Any) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    from ui.inspector.panes import ToolCallsPane
+    from ui.inspector.tool_calls import ToolCallsModel
+    from ui.markdown import PIECE_LINES
+    from workspace import events as ev
+
+    def event(cls: type[ev.Event], seq: int, **fields: Any) -> Any:
+        return cls(run_id="r1", robot="assistant", seq=seq, ts=100.0 + seq, **fields)
+
+    model = ToolCallsModel()
+    pane = ToolCallsPane(model)
+    pane.resize(420, 700)
+    pane.show()
+    try:
+        for seq, (call, payload) in enumerate((("c0", {"data": "small"}), ("c1", LISTING))):
+            model.add_event(event(ev.ToolUse, 2 * seq + 1, id=call, name="read_file", input={"path": "a"}))
+            model.add_event(event(ev.ToolResult, 2 * seq + 2, id=call, name="read_file", payload=payload, duration=0.1))
+        pane.select_call("c0")
+        view = pane.result_view
+        for _ in range(3):
+            QApplication.processEvents()
+        assert "small" in view.toPlainText() and not pane.result_pending
+        pane.select_call("c1")
+        # the selection's step: the head and the first piece's lines only
+        assert pane.result_pending and view.document().blockCount() <= PIECE_LINES + 1
+        deadline = time.monotonic() + 60  # bounds a hang only
+        while pane.result_pending and time.monotonic() < deadline:
+            QApplication.processEvents()
+        head, shown = view.toPlainText().split("\n", 1)
+        assert "read_file" in head and shown == _whole(LISTING["data"]).toPlainText()
+        pane.select_call("c0")  # another call selected while one comes in: only its result shows
+        pane.select_call("c1")
+        pane.select_call("c0")
+        for _ in range(5):
+            QApplication.processEvents()
+        assert "small" in view.toPlainText() and "a value of the row" not in view.toPlainText()
+    finally:
+        pane.close()
+        pane.deleteLater()
