@@ -444,9 +444,12 @@ class Piece(NamedTuple):
     html: str
     goes_on: bool = False
     bottom: int = 0
-    #: The whole value's HTML, for ``setHtml``: a value with text under its keys (a table a text: Qt's insertion
-    #: of a table or a label after a block does not put them as the whole HTML does) is not cut.
-    whole: bool = False
+    #: It starts with a label's paragraph (where a text under a key comes from).
+    label: bool = False
+    #: It ends with a table (a text under a key, with its bar), whose last cell the pieces that go on go on in.
+    table: bool = False
+    #: Lines of text it holds.
+    lines: int = 0
 
 
 def _chunks(text: str, lines: int | None) -> list[str]:
@@ -477,19 +480,15 @@ def value_pieces(value: Any, *, lines: int | None = None, max_chars: int = 60_00
     pre = f'<pre style="font-family:{mono}; margin:0; white-space:pre-wrap;">'
     if isinstance(value, str) and not _is_json_text(value):
         for i, chunk in enumerate(_chunks(value, lines)):
-            yield Piece(f"{pre}{_esc(chunk)}</pre>", i > 0)
+            yield Piece(f"{pre}{_esc(chunk)}</pre>", i > 0, lines=chunk.count("\n") + 1)
         return
-    from workspace.readable import JsonBlock, readable_blocks
+    from workspace.readable import readable_blocks
 
-    blocks = readable_blocks(value)
-    if lines is not None and not all(isinstance(block, JsonBlock) for block in blocks):
-        yield Piece(_joined(_readable_pieces(blocks, lines=None, max_chars=max_chars)), whole=True)
-        return
-    yield from _readable_pieces(blocks, lines=lines, max_chars=max_chars)
+    yield from _readable_pieces(readable_blocks(value), lines=lines, max_chars=max_chars)
 
 
 def _joined(pieces: Iterator[Piece]) -> str:
-    """Whole pieces (``lines`` None) as one HTML."""
+    """Pieces of whole blocks (``lines`` None) as one HTML."""
     return "".join(piece.html.replace("margin:0;", "margin:0 0 6px 0;", 1) if piece.bottom else piece.html
                    for piece in pieces)
 
@@ -511,18 +510,19 @@ def _readable_pieces(blocks: list[Block], *, lines: int | None, max_chars: int) 
         budget -= len(text)
         json_block = isinstance(block, JsonBlock)
         label = "" if isinstance(block, JsonBlock) else block.label
-        if label:
-            yield Piece(f'<p style="margin:4px 0 2px 0; color:{c.muted}; font-family:{mono};">{_esc(label)}</p>')
+        head = (f'<p style="margin:4px 0 2px 0; color:{c.muted}; font-family:{mono};">{_esc(label)}</p>'
+                if label else "")
         chunks = _chunks(text, lines)
         for i, chunk in enumerate(chunks):
             last = i == len(chunks) - 1
             body = (highlight(chunk, "json") if json_block else _esc(chunk)) + (_esc(note) if last else "")
+            rows = chunk.count("\n") + 1
             if json_block or i > 0:
-                yield Piece(f"{pre}{body}</pre>", i > 0, 6 if last and json_block else 0)
+                yield Piece(f"{pre}{body}</pre>", i > 0, 6 if last and json_block else 0, lines=rows)
             else:
-                yield Piece(f'<table width="100%" cellspacing="0" cellpadding="0" style="margin:0 0 6px 0;"><tr>'
+                yield Piece(f'{head}<table width="100%" cellspacing="0" cellpadding="0" style="margin:0 0 6px 0;"><tr>'
                             f'<td width="3" style="background-color:{c.border};"></td><td width="8"></td><td>'
-                            f"{pre}{body}</pre></td></tr></table>")
+                            f"{pre}{body}</pre></td></tr></table>", label=bool(head), table=True, lines=rows)
         if budget <= 0 and not json_block:
             break
 
