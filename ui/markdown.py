@@ -452,14 +452,17 @@ class Piece(NamedTuple):
     lines: int = 0
 
 
-def _chunks(text: str, lines: int | None) -> list[str]:
-    """``text`` cut after every ``lines`` lines (None: whole), each to be a ``<pre>`` whose lines go on from the
-    one before's: Qt drops a newline just inside a ``<pre>``'s either end, so a chunk starting or (but the last)
-    ending with an empty line has one more there, and the whole's last newline (dropped) makes no chunk."""
+def _chunks(text: str, lines: int | None, *, rest: bool = False) -> list[str]:
+    """``text`` cut after every ``lines`` lines (None: whole; ``rest``: after the first ``lines`` only), each to
+    be a ``<pre>`` whose lines go on from the one before's: Qt drops a newline just inside a ``<pre>``'s either
+    end, so a chunk starting or (but the last) ending with an empty line has one more there, and the whole's last
+    newline (dropped) makes no chunk."""
     if lines is None:
         return [text]
     rows = text.split("\n")
     chunks = ["\n".join(rows[i:i + lines]) for i in range(0, len(rows), lines)]
+    if rest and len(chunks) > 2:
+        chunks = [chunks[0], "\n".join(rows[lines:])]
     if len(chunks) > 1 and chunks[-1] == "":
         chunks.pop()
     last = len(chunks) - 1
@@ -512,7 +515,9 @@ def _readable_pieces(blocks: list[Block], *, lines: int | None, max_chars: int) 
         label = "" if isinstance(block, JsonBlock) else block.label
         head = (f'<p style="margin:4px 0 2px 0; color:{c.muted}; font-family:{mono};">{_esc(label)}</p>'
                 if label else "")
-        chunks = _chunks(text, lines)
+        # a text under a key (in a table's cell) in two: Qt lays a table out whole for each change of its cell, so
+        # 100 lines a step cost the whole text's layout a step (a 50 KB file read: 20-40 ms a step, 220 in all)
+        chunks = _chunks(text, lines, rest=not json_block)
         for i, chunk in enumerate(chunks):
             last = i == len(chunks) - 1
             body = (highlight(chunk, "json") if json_block else _esc(chunk)) + (_esc(note) if last else "")
