@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -26,6 +26,8 @@ from ui import theme
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
+
+    from workspace.readable import Block
 
 #: A code fence, also inside quotes and list items (indented, after ``>``).
 _FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")
@@ -516,35 +518,109 @@ def json_html(value: Any, *, max_chars: int = 60_000) -> str:
             f"{highlight(text, 'json')}{_esc(note)}</pre>")
 
 
-def readable_html(value: Any, *, max_chars: int = 60_000) -> str:
-    """A value for people: pretty, highlighted JSON, with every string that spans lines shown as text
-    under its key (no ``\\n`` or ``\\"``; see :mod:`workspace.readable`). Long parts are cut with a note."""
-    from workspace.readable import JsonBlock, readable_blocks
+class Piece(NamedTuple):
+    """A part of a value's rich text (:func:`value_pieces`): a block of the document (``goes_on`` False: a new
+    element after the ones before) or more lines of the element before (``goes_on``: its text goes on, in the
+    same element: the last text of a table's cell, or the ``<pre>`` before); ``bottom``: the margin under the
+    element once its last piece is in (its lines' margins are 0)."""
 
+    html: str
+    goes_on: bool = False
+    bottom: int = 0
+    #: It starts with a label's paragraph (where a text under a key comes from).
+    label: bool = False
+    #: It ends with a table (a text under a key, with its bar), whose last cell the pieces that go on go on in.
+    table: bool = False
+    #: Lines of text it holds.
+    lines: int = 0
+
+
+def _chunks(text: str, lines: int | None, *, rest: bool = False) -> list[str]:
+    """``text`` cut after every ``lines`` lines (None: whole; ``rest``: after the first ``lines`` only), each to
+    be a ``<pre>`` whose lines go on from the one before's: Qt drops a newline just inside a ``<pre>``'s either
+    end, so a chunk starting or (but the last) ending with an empty line has one more there, and the whole's last
+    newline (dropped) makes no chunk."""
+    if lines is None:
+        return [text]
+    rows = text.split("\n")
+    chunks = ["\n".join(rows[i:i + lines]) for i in range(0, len(rows), lines)]
+    if rest and len(chunks) > 2:
+        chunks = [chunks[0], "\n".join(rows[lines:])]
+    if len(chunks) > 1 and chunks[-1] == "":
+        chunks.pop()
+    last = len(chunks) - 1
+    return [("\n" if i and chunk.startswith("\n") else "") + chunk + ("\n" if i < last and chunk.endswith("\n") else "")
+            for i, chunk in enumerate(chunks)]
+
+
+#: Lines of a value's text a piece (:func:`value_pieces`) when a view shows it in steps: laid out whole, a result of
+#: 50 KB held the window 15-120 ms; 100 lines cost a few.
+PIECE_LINES = 100
+
+
+def value_pieces(value: Any, *, lines: int | None = None, max_chars: int = 60_000) -> Iterator[Piece]:
+    """:func:`value_html` in pieces of ``lines`` lines at most (None: an element a piece), each made (its
+    highlighting) only when asked: a view shows a big result a bounded piece at a time, the document put
+    together as the whole HTML makes it (:class:`~ui.widgets.common.AutoHeightText.append_piece`)."""
+    mono = theme.mono_family()
+    pre = f'<pre style="font-family:{mono}; margin:0; white-space:pre-wrap;">'
+    if isinstance(value, str) and not _is_json_text(value):
+        for i, chunk in enumerate(_chunks(value, lines)):
+            yield Piece(f"{pre}{_esc(chunk)}</pre>", i > 0, lines=chunk.count("\n") + 1)
+        return
+    from workspace.readable import readable_blocks
+
+    yield from _readable_pieces(readable_blocks(value), lines=lines, max_chars=max_chars)
+
+
+def _joined(pieces: Iterator[Piece]) -> str:
+    """Pieces of whole blocks (``lines`` None) as one HTML."""
+    return "".join(piece.html.replace("margin:0;", "margin:0 0 6px 0;", 1) if piece.bottom else piece.html
+                   for piece in pieces)
+
+
+def _readable_pieces(blocks: list[Block], *, lines: int | None, max_chars: int) -> Iterator[Piece]:
+    """:func:`readable_html` of a value's ``blocks`` in pieces (:func:`value_pieces`)."""
+    from workspace.readable import JsonBlock
+
+    mono = theme.mono_family()
+    pre = f'<pre style="font-family:{mono}; margin:0; white-space:pre-wrap;">'
     c = theme.colors()
-    out: list[str] = []
     budget = max_chars
-    for block in readable_blocks(value):
+    for block in blocks:
         text = block.text
         note = ""
         if len(text) > budget:
             note = f"\n… {len(text) - budget:,} more characters (open Raw to see everything)"
             text = text[: max(0, budget)]
         budget -= len(text)
-        if isinstance(block, JsonBlock):
-            out.append(f'<pre style="font-family:{theme.mono_family()}; margin:0 0 6px 0; white-space:pre-wrap;">'
-                       f"{highlight(text, 'json')}{_esc(note)}</pre>")
-            continue
-        if block.label:
-            out.append(f'<p style="margin:4px 0 2px 0; color:{c.muted}; font-family:{theme.mono_family()};">'
-                       f"{_esc(block.label)}</p>")
-        out.append(f'<table width="100%" cellspacing="0" cellpadding="0" style="margin:0 0 6px 0;"><tr>'
-                   f'<td width="3" style="background-color:{c.border};"></td><td width="8"></td><td>'
-                   f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">'
-                   f"{_esc(text)}{_esc(note)}</pre></td></tr></table>")
-        if budget <= 0:
+        json_block = isinstance(block, JsonBlock)
+        label = "" if isinstance(block, JsonBlock) else block.label
+        head = (f'<p style="margin:4px 0 2px 0; color:{c.muted}; font-family:{mono};">{_esc(label)}</p>'
+                if label else "")
+        # a text under a key (in a table's cell) in two: Qt lays a table out whole for each change of its cell, so
+        # 100 lines a step cost the whole text's layout a step (a 50 KB file read: 20-40 ms a step, 220 in all)
+        chunks = _chunks(text, lines, rest=not json_block)
+        for i, chunk in enumerate(chunks):
+            last = i == len(chunks) - 1
+            body = (highlight(chunk, "json") if json_block else _esc(chunk)) + (_esc(note) if last else "")
+            rows = chunk.count("\n") + 1
+            if json_block or i > 0:
+                yield Piece(f"{pre}{body}</pre>", i > 0, 6 if last and json_block else 0, lines=rows)
+            else:
+                yield Piece(f'{head}<table width="100%" cellspacing="0" cellpadding="0" style="margin:0 0 6px 0;"><tr>'
+                            f'<td width="3" style="background-color:{c.border};"></td><td width="8"></td><td>'
+                            f"{pre}{body}</pre></td></tr></table>", label=bool(head), table=True, lines=rows)
+        if budget <= 0 and not json_block:
             break
-    return "".join(out)
+
+
+def readable_html(value: Any, *, max_chars: int = 60_000) -> str:
+    """A value for people: pretty, highlighted JSON, with every string that spans lines shown as text
+    under its key (no ``\\n`` or ``\\"``; see :mod:`workspace.readable`). Long parts are cut with a note."""
+    from workspace.readable import readable_blocks
+
+    return _joined(_readable_pieces(readable_blocks(value), lines=None, max_chars=max_chars))
 
 
 class _TablePiece(NamedTuple):

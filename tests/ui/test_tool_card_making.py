@@ -36,8 +36,8 @@ def test_a_long_results_preview_reads_only_its_start(qapp_instance: Any, monkeyp
     from ui.chat.view import cards
 
     made: list[Any] = []
-    real_value_html = cards.value_html
-    monkeypatch.setattr(cards, "value_html", lambda value: made.append(value) or real_value_html(value))
+    real_value_pieces = cards.value_pieces
+    monkeypatch.setattr(cards, "value_pieces", lambda value, **kw: made.append(value) or real_value_pieces(value, **kw))
     _Counted.written = 0
     card = _card({"q": "x"}, {"data": [_Counted() for _ in range(ENTRIES)]})
     toggle = card._result_toggle

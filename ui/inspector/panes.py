@@ -3,6 +3,7 @@ widget over its Qt model; the main window puts each in a dock (see :meth:`ui.win
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
@@ -30,7 +31,7 @@ from ui.inspector.learnt import LearntSection, LearntSource
 from ui.inspector.memory import MemoryModel, pretty
 from ui.inspector.tool_calls import ToolCallRecord, ToolCallsModel, diff_results
 from ui.widgets.ansi_text import show_styled
-from ui.widgets.common import ElidedLabel
+from ui.widgets.common import ElidedLabel, PieceFeeder
 from ui.widgets.first_column import FirstColumnFill
 from ui.widgets.staged import StagedBuild
 
@@ -275,6 +276,7 @@ class ToolCallsPane(QWidget, StagedBuild):
             holder.setSpacing(4)
             self.tabs.addTab(page, title)
         self._views: dict[int, QTextBrowser] = {}  # the text tabs' views made so far, by tab
+        self._feeder: PieceFeeder | None = None  # the Result tab's, once it shows a result
         self._output: _OutputPage | None = None
         #: The call whose output is shown, and the part shown: (start, end) in its output; None follows the end.
         self._output_call: tuple[str, str] | None = None
@@ -375,7 +377,20 @@ class ToolCallsPane(QWidget, StagedBuild):
         self.source.setAccessibleName(text or "")
         self.source.setVisible(bool(text))
 
+    def _result_feeder(self, view: QTextBrowser) -> PieceFeeder:
+        """What shows a result in the Result tab's ``view`` a piece at a time."""
+        if self._feeder is None:
+            self._feeder = PieceFeeder(view)
+        return self._feeder
+
+    @property
+    def result_pending(self) -> bool:
+        """The selected call's result is still coming in (a piece a turn of the event loop)."""
+        return self._feeder is not None and self._feeder.pending
+
     def _clear_detail(self) -> None:
+        if self._feeder is not None:
+            self._feeder.stop()
         for view in self._views.values():
             view.clear()
         self._output_call = self._output_part = None
@@ -429,6 +444,8 @@ class ToolCallsPane(QWidget, StagedBuild):
     def _fill(self, index: int, rec: ToolCallRecord) -> None:
         """Show the call ``rec`` in the text tab ``index`` (Arguments, Result or Raw)."""
         view = self._views[index]
+        if index == _RESULT:
+            self._result_feeder(view).stop()  # (what it showed before)
         if index == _RAW:
             view.setHtml(markdown.readable_html(rec.raw_json()))
             return
@@ -445,9 +462,14 @@ class ToolCallsPane(QWidget, StagedBuild):
             reason = f"<p><b>Reason:</b> {markdown._esc(rec.reason)}</p>" if rec.reason else ""
             view.setHtml(head + f"<p style='color:{c.error}'><b>Error</b></p>" + reason + _value_html(rec.error))
         else:
+            # a big result comes in steps (a piece a turn of the loop: laid out whole, 50 KB held the window
+            # 50-90 ms), the head with its first piece
             payload = rec.payload
             value = payload["data"] if isinstance(payload, dict) and set(payload) == {"data"} else payload
-            view.setHtml(head + _value_html(value))
+            pieces = markdown.value_pieces(value, lines=markdown.PIECE_LINES)
+            first = next(pieces, markdown.Piece(""))
+            view.clear()
+            self._result_feeder(view).start(itertools.chain([first._replace(html=head + first.html)], pieces))
 
     def _show_output(self, rec: ToolCallRecord) -> None:
         """One part of the call's output, at most :data:`OUTPUT_PAGE` characters (the end unless the person

@@ -11,7 +11,7 @@ import contextlib
 import re
 from collections.abc import Iterator
 
-from PySide6.QtCore import QEvent, QObject, QSize, Qt, QUrl, Signal
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
     QColor,
     QContextMenuEvent,
@@ -20,11 +20,13 @@ from PySide6.QtGui import (
     QGuiApplication,
     QKeyEvent,
     QSyntaxHighlighter,
+    QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
     QTextDocument,
     QTextDocumentFragment,
     QTextFormat,
+    QTextTable,
     QWheelEvent,
 )
 from PySide6.QtWidgets import (
@@ -36,6 +38,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QSizePolicy,
     QTextBrowser,
+    QTextEdit,
     QToolTip,
     QVBoxLayout,
     QWidget,
@@ -113,6 +116,96 @@ class RichLabel(QLabel):
 #: its table where the table goes on: Qt draws a table's outer border a pixel or two inside its frame, so two pieces one
 #: under the other would show two rules with the page between them where the whole table shows one.
 TABLE_SEAM = 2
+
+
+class PieceFeeder(QObject):
+    """Shows a value's pieces (:func:`ui.markdown.value_pieces`) in a text view: the first at once, then one a
+    turn of the event loop, so a big result never holds the window more than a piece's parsing and layout (laid
+    out whole, a 50 KB one held it 15-120 ms). The view's text is the whole HTML's once all are in."""
+
+    def __init__(self, view: QTextEdit) -> None:
+        super().__init__(view)
+        self._view = view
+        self._pieces: Iterator[markdown.Piece] | None = None
+        self._held: markdown.Piece | None = None  # the next step's first piece
+        #: The table the last pieces were put in (a text under a key), and a label's block format.
+        self._table: QTextTable | None = None
+        self._label: QTextBlockFormat | None = None
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(0)
+        self._timer.timeout.connect(self._next)
+
+    @property
+    def pending(self) -> bool:
+        """Pieces are still to come."""
+        return self._pieces is not None
+
+    def start(self, pieces: Iterator[markdown.Piece]) -> None:
+        """Show ``pieces`` in the view (its document empty: cleared when it showed something else), the first
+        step's now; any still to come of the pieces before are dropped."""
+        self.stop()
+        self._table = None
+        self._pieces = pieces
+        self._next()
+
+    def stop(self) -> None:
+        """No more pieces (the view shows something else)."""
+        self._pieces = self._held = None
+        self._timer.stop()
+
+    def _next(self) -> None:
+        """A step: a piece, and more while they have added less than half of :data:`ui.markdown.PIECE_LINES` lines
+        (a result's first lines of JSON and the text under a key after them come together)."""
+        shown = 0
+        while self._pieces is not None:
+            piece, self._held = self._held or next(self._pieces, None), None
+            if piece is None:
+                self.stop()
+                return
+            if shown and shown >= markdown.PIECE_LINES // 2:
+                self._held = piece  # the next step's
+                break
+            self._append(piece)
+            shown += piece.lines
+        self._timer.start()
+
+    def _append(self, piece: markdown.Piece) -> None:
+        """Add ``piece`` at the end of the view's document (its lines that go on: at the end of the element before,
+        the last table's last cell or the ``<pre>``), as the whole HTML puts it: only the piece is parsed and laid
+        out. Qt merges the first paragraph of what is inserted into the block it goes in: a label's block is given
+        its own format again."""
+        doc = self._view.document()
+        if piece.goes_on:
+            table = self._table
+            cursor = table.cellAt(0, table.columns() - 1).lastCursorPosition() if table is not None else QTextCursor(doc)
+            if table is None:
+                cursor.movePosition(QTextCursor.MoveOperation.End)
+            cursor.insertBlock()  # its lines go on in a block of the one before's format
+            cursor.insertHtml(piece.html)
+        else:
+            cursor = QTextCursor(doc)
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            first = doc.isEmpty()
+            if not first:  # (after a table, too: the empty block Qt puts after one stays, as in the whole)
+                cursor.insertBlock()
+            start = cursor.position()
+            cursor.insertHtml(piece.html)
+            if piece.label and not first:
+                QTextCursor(doc.findBlock(start)).setBlockFormat(self._label_format(piece.html))
+            self._table = QTextCursor(doc.lastBlock().previous()).currentTable() if piece.table else None
+        if piece.bottom:
+            block = cursor.blockFormat()
+            block.setBottomMargin(piece.bottom)
+            cursor.setBlockFormat(block)
+
+    def _label_format(self, html: str) -> QTextBlockFormat:
+        """The block format of the label paragraph ``html`` starts with."""
+        if self._label is None:
+            scratch = QTextDocument()
+            scratch.setHtml(html[: html.index("</p>") + 4])
+            self._label = scratch.begin().blockFormat()
+        return self._label
 
 
 class AutoHeightText(QTextBrowser):

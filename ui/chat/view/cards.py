@@ -28,10 +28,11 @@ from ui import markdown, theme
 from ui.chat.view.approval_panel import ApprovalPanel
 from ui.chat.view.command_output import CommandOutput
 from ui.formatting import elapsed_text, format_duration
-from ui.markdown import value_html
+from ui.markdown import value_pieces
 from ui.widgets.common import (
     AutoHeightText,
     ElidedLabel,
+    PieceFeeder,
     card_frame,
     elided_robot_chip,
     pill,
@@ -265,6 +266,7 @@ class ToolCard(QFrame):
 
         self._result_toggle: ElidedToolButton | None = None
         self._result_view: AutoHeightText | None = None
+        self._result_feeder: PieceFeeder | None = None
         self._error_box: AutoHeightText | None = None
         self._decision: QLabel | None = None
         self._lanes: list[QWidget] = []
@@ -472,9 +474,12 @@ class ToolCard(QFrame):
         def on_toggled(checked: bool) -> None:
             # The result's text is made when first shown: a text view (its own style sheet) made for every
             # card, most never opened, was the most of what making a card cost a step paging up a long thread.
+            # A big one comes in steps (a piece a turn of the loop): the click shows its first lines.
             view = self._result_view
             if checked and view is None:
-                view = self._result_view = _body_text(value_html(value), self, "ToolResult")
+                view = self._result_view = _body_text("", self, "ToolResult")
+                self._result_feeder = PieceFeeder(view)
+                self._result_feeder.start(value_pieces(value, lines=markdown.PIECE_LINES))
                 self._body.insertWidget(self._body.indexOf(toggle) + 1, view)
             if view is not None:
                 view.setVisible(checked)
@@ -485,6 +490,11 @@ class ToolCard(QFrame):
         self._result_toggle = toggle
         if expanded:
             toggle.setChecked(True)
+
+    @property
+    def result_pending(self) -> bool:
+        """The opened result's text is still coming in (a piece a turn of the event loop)."""
+        return self._result_feeder is not None and self._result_feeder.pending
 
     @property
     def result_expanded(self) -> bool:

@@ -1,0 +1,137 @@
+"""A big tool result opened in its card comes in steps: the click shows its first lines (one piece), the rest
+is added a bounded piece a turn of the event loop (a text under a key: the rest in one), and once all is in, the
+text is the one the whole result's HTML makes: the same lines, colours, blocks and height."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+import pytest
+
+#: A result at the size a model is given at most (``MAX_TOOL_RESULT_CHARS``), as text with empty lines where the
+#: pieces meet, at the start and at the end (Qt drops a newline just inside a ``<pre>``'s ends).
+TEXT = "\n" + "".join("\n" if i % 100 in (0, 99) else f"line {i} of a long file, with some words in it\n"
+                      for i in range(1, 1200)) + "\n\n"
+LISTING = {"data": [{"id": i, "value": "a value of the row " * 2} for i in range(1000)]}
+#: A file read (text under a key, shown in a table with a bar), and texts under several keys after JSON.
+SOURCE = {"data": {"path": "a.py", "content": "def f():\n\n    pass\n" * 300}}
+TEXTS = {"data": {"rows": list(range(150)), "a": "x\ny\n" * 120, "b": "p\nq\n" * 20, "c": "r\ns"}}
+
+
+def _card(result: Any) -> Any:
+    from ui.chat.model.state import TurnState
+    from ui.chat.model.tool_calls import ToolCallItem
+    from ui.chat.view.cards import ToolCard
+
+    card = ToolCard(call_id="c1", tool="read_file", robot="assistant", server=None, arguments={"path": "a"})
+    card.apply(ToolCallItem(parent=TurnState(), call_id="c1", tool="read_file", robot="assistant",
+                            arguments={"path": "a"}, status="ok", result=result, duration=0.1))
+    card.resize(700, 400)
+    card.show()
+    return card
+
+
+def _whole(value: Any) -> Any:
+    """The whole result's HTML in one view (as the card showed it before it came in steps)."""
+    from ui.markdown import value_html
+    from ui.widgets.common import AutoHeightText
+
+    return AutoHeightText(value_html(value))
+
+
+def _blocks(document: Any) -> list[tuple[str, float, float]]:
+    out = []
+    block = document.begin()
+    while block.isValid():
+        fmt = block.blockFormat()
+        out.append((block.text(), fmt.topMargin(), fmt.bottomMargin()))
+        block = block.next()
+    return out
+
+
+# (a text under a key comes in two: its first lines, then the rest, a table's cell being laid out whole on a change)
+@pytest.mark.parametrize(("result", "value", "bounded"), [
+    (TEXT, TEXT, True), (LISTING, LISTING["data"], True), (SOURCE, SOURCE["data"], False),
+    (TEXTS, TEXTS["data"], False)], ids=["text", "JSON", "file", "texts"])
+def test_a_big_result_comes_in_bounded_steps_and_ends_as_the_whole(qapp_instance: Any, result: Any, value: Any,
+                                                                  bounded: bool) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    from ui.markdown import PIECE_LINES
+
+    # a step's lines: a piece, and more while less than half of PIECE_LINES came (and a few blocks a text under a
+    # key brings: its label, its table's cells, the block after it)
+    step_blocks = PIECE_LINES * 3 // 2 + 8
+    card = _card(result)
+    try:
+        QApplication.processEvents()
+        card.set_result_expanded(True)
+        view = card._result_view
+        # the click's step: the first piece's lines only, the rest still to come
+        assert view is not None and card.result_pending
+        assert view.document().blockCount() <= step_blocks
+        steps = [view.document().blockCount()]
+        deadline = time.monotonic() + 60  # bounds a hang only
+        while card.result_pending and time.monotonic() < deadline:
+            QApplication.processEvents()
+            steps.append(view.document().blockCount())
+        assert not card.result_pending
+        # each later turn of the loop added a piece at most
+        assert all(0 <= after - before <= step_blocks or not bounded for before, after in itertools.pairwise(steps))
+        assert len(set(steps)) > (3 if bounded else 1)  # it came in several steps
+        whole = _whole(value)
+        whole.document().setDefaultFont(view.document().defaultFont())  # (the card's, from the style sheet)
+        assert view.toPlainText() == whole.toPlainText()
+        assert _blocks(view.document()) == _blocks(whole.document())
+        assert view.document().toHtml() == whole.document().toHtml()  # the colours: the same spans
+        whole.resize(view.width(), 100)
+        whole.document().setTextWidth(view.document().size().width())
+        assert view.document().size() == whole.document().size()  # the size the card takes
+    finally:
+        card.close()
+        card.deleteLater()
+
+
+def test_the_inspector_shows_a_big_result_in_bounded_steps(qapp_instance: Any) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    from ui.inspector.panes import ToolCallsPane
+    from ui.inspector.tool_calls import ToolCallsModel
+    from ui.markdown import PIECE_LINES
+    from workspace import events as ev
+
+    def event(cls: type[ev.Event], seq: int, **fields: Any) -> Any:
+        return cls(run_id="r1", robot="assistant", seq=seq, ts=100.0 + seq, **fields)
+
+    model = ToolCallsModel()
+    pane = ToolCallsPane(model)
+    pane.resize(420, 700)
+    pane.show()
+    try:
+        for seq, (call, payload) in enumerate((("c0", {"data": "small"}), ("c1", LISTING))):
+            model.add_event(event(ev.ToolUse, 2 * seq + 1, id=call, name="read_file", input={"path": "a"}))
+            model.add_event(event(ev.ToolResult, 2 * seq + 2, id=call, name="read_file", payload=payload, duration=0.1))
+        pane.select_call("c0")
+        view = pane.result_view
+        for _ in range(3):
+            QApplication.processEvents()
+        assert "small" in view.toPlainText() and not pane.result_pending
+        pane.select_call("c1")
+        # the selection's step: the head and the first piece's lines only
+        assert pane.result_pending and view.document().blockCount() <= PIECE_LINES * 3 // 2 + 1
+        deadline = time.monotonic() + 60  # bounds a hang only
+        while pane.result_pending and time.monotonic() < deadline:
+            QApplication.processEvents()
+        head, shown = view.toPlainText().split("\n", 1)
+        assert "read_file" in head and shown == _whole(LISTING["data"]).toPlainText()
+        pane.select_call("c0")  # another call selected while one comes in: only its result shows
+        pane.select_call("c1")
+        pane.select_call("c0")
+        for _ in range(5):
+            QApplication.processEvents()
+        assert "small" in view.toPlainText() and "a value of the row" not in view.toPlainText()
+    finally:
+        pane.close()
+        pane.deleteLater()
