@@ -521,7 +521,7 @@ def json_html(value: Any, *, max_chars: int = 60_000) -> str:
 class Piece(NamedTuple):
     """A part of a value's rich text (:func:`value_pieces`): a block of the document (``goes_on`` False: a new
     element after the ones before) or more lines of the element before (``goes_on``: its text goes on, in the
-    same element: the last text of a table's cell, or the ``<pre>`` before); ``bottom``: the margin under the
+    same element: the ``<pre>`` before, or the frame of a text under a key); ``bottom``: the margin under the
     element once its last piece is in (its lines' margins are 0)."""
 
     html: str
@@ -529,23 +529,22 @@ class Piece(NamedTuple):
     bottom: int = 0
     #: It starts with a label's paragraph (where a text under a key comes from).
     label: bool = False
-    #: It ends with a table (a text under a key, with its bar), whose last cell the pieces that go on go on in.
-    table: bool = False
     #: Lines of text it holds.
     lines: int = 0
+    #: A text under a key, as plain lines (None: none): shown after ``html`` (its label) in a frame with the bar
+    #: (:class:`~ui.widgets.common.PieceFeeder`), not in a table's cell, so that its pieces (``goes_on``) are laid
+    #: out alone: Qt lays a table out whole on each change of its cell.
+    text: str | None = None
 
 
-def _chunks(text: str, lines: int | None, *, rest: bool = False) -> list[str]:
-    """``text`` cut after every ``lines`` lines (None: whole; ``rest``: after the first ``lines`` only), each to
-    be a ``<pre>`` whose lines go on from the one before's: Qt drops a newline just inside a ``<pre>``'s either
-    end, so a chunk starting or (but the last) ending with an empty line has one more there, and the whole's last
-    newline (dropped) makes no chunk."""
+def _chunks(text: str, lines: int | None) -> list[str]:
+    """``text`` cut after every ``lines`` lines (None: whole), each to be a ``<pre>`` whose lines go on from the
+    one before's: Qt drops a newline just inside a ``<pre>``'s either end, so a chunk starting or (but the last)
+    ending with an empty line has one more there, and the whole's last newline (dropped) makes no chunk."""
     if lines is None:
         return [text]
     rows = text.split("\n")
     chunks = ["\n".join(rows[i:i + lines]) for i in range(0, len(rows), lines)]
-    if rest and len(chunks) > 2:
-        chunks = [chunks[0], "\n".join(rows[lines:])]
     if len(chunks) > 1 and chunks[-1] == "":
         chunks.pop()
     last = len(chunks) - 1
@@ -570,7 +569,7 @@ def value_pieces(value: Any, *, lines: int | None = None, max_chars: int = 60_00
         return
     from workspace.readable import readable_blocks
 
-    yield from _readable_pieces(readable_blocks(value), lines=lines, max_chars=max_chars)
+    yield from _readable_pieces(readable_blocks(value), lines=lines, max_chars=max_chars, framed=True)
 
 
 def _joined(pieces: Iterator[Piece]) -> str:
@@ -579,8 +578,10 @@ def _joined(pieces: Iterator[Piece]) -> str:
                    for piece in pieces)
 
 
-def _readable_pieces(blocks: list[Block], *, lines: int | None, max_chars: int) -> Iterator[Piece]:
-    """:func:`readable_html` of a value's ``blocks`` in pieces (:func:`value_pieces`)."""
+def _readable_pieces(blocks: list[Block], *, lines: int | None, max_chars: int,
+                     framed: bool = False) -> Iterator[Piece]:
+    """:func:`readable_html` of a value's ``blocks`` in pieces (:func:`value_pieces`); ``framed``: a text under a
+    key as its lines (:attr:`Piece.text`, a piece per ``lines`` lines), not a table's HTML."""
     from workspace.readable import JsonBlock
 
     mono = theme.mono_family()
@@ -598,21 +599,32 @@ def _readable_pieces(blocks: list[Block], *, lines: int | None, max_chars: int) 
         label = "" if isinstance(block, JsonBlock) else block.label
         head = (f'<p style="margin:4px 0 2px 0; color:{c.muted}; font-family:{mono};">{_esc(label)}</p>'
                 if label else "")
-        # a text under a key (in a table's cell) in two: Qt lays a table out whole for each change of its cell, so
-        # 100 lines a step cost the whole text's layout a step (a 50 KB file read: 20-40 ms a step, 220 in all)
-        chunks = _chunks(text, lines, rest=not json_block)
-        for i, chunk in enumerate(chunks):
-            last = i == len(chunks) - 1
-            body = (highlight(chunk, "json") if json_block else _esc(chunk)) + (_esc(note) if last else "")
-            rows = chunk.count("\n") + 1
-            if json_block or i > 0:
-                yield Piece(f"{pre}{body}</pre>", i > 0, 6 if last and json_block else 0, lines=rows)
-            else:
-                yield Piece(f'{head}<table width="100%" cellspacing="0" cellpadding="0" style="margin:0 0 6px 0;"><tr>'
-                            f'<td width="3" style="background-color:{c.border};"></td><td width="8"></td><td>'
-                            f"{pre}{body}</pre></td></tr></table>", label=bool(head), table=True, lines=rows)
+        if framed and not json_block:
+            yield from _text_pieces(head, text + note, lines)
+        elif json_block:
+            chunks = _chunks(text, lines)
+            for i, chunk in enumerate(chunks):
+                last = i == len(chunks) - 1
+                body = highlight(chunk, "json") + (_esc(note) if last else "")
+                yield Piece(f"{pre}{body}</pre>", i > 0, 6 if last else 0, lines=chunk.count("\n") + 1)
+        else:
+            yield Piece(f'{head}<table width="100%" cellspacing="0" cellpadding="0" style="margin:0 0 6px 0;"><tr>'
+                        f'<td width="3" style="background-color:{c.border};"></td><td width="8"></td><td>'
+                        f"{pre}{_esc(text)}{_esc(note)}</pre></td></tr></table>", label=bool(head))
         if budget <= 0 and not json_block:
             break
+
+
+def _text_pieces(head: str, text: str, lines: int | None) -> Iterator[Piece]:
+    """A text under a key (after its label's paragraph ``head``) as :attr:`Piece.text` pieces of ``lines`` lines
+    (None: one), its lines those the ``<pre>`` of :func:`readable_html` shows (Qt drops a newline just inside a
+    ``<pre>``'s either end)."""
+    text = text.removeprefix("\n")
+    rows = (text[:-1] if text.endswith("\n") else text).split("\n")
+    step = lines or len(rows)
+    for i in range(0, len(rows), step):
+        part = rows[i:i + step]
+        yield Piece("" if i else head, bool(i), label=bool(head) and not i, lines=len(part), text="\n".join(part))
 
 
 def readable_html(value: Any, *, max_chars: int = 60_000) -> str:

@@ -1,6 +1,7 @@
 """A big tool result opened in its card comes in steps: the click shows its first lines (one piece), the rest
-is added a bounded piece a turn of the event loop (a text under a key: the rest in one), and once all is in, the
-text is the one the whole result's HTML makes: the same lines, colours, blocks and height."""
+is added a bounded piece a turn of the event loop (a text under a key too: it is in a frame with its bar, not a
+table's cell, which Qt lays out whole on each change), and once all is in, the text is the one the whole result
+makes: the same lines, colours, blocks and height (a text under a key: as tall as the whole HTML's table)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,22 @@ def _whole(value: Any) -> Any:
     return AutoHeightText(value_html(value))
 
 
+def _whole_framed(value: Any) -> Any:
+    """The whole result shown at once, an element a piece (a text under a key in its frame, whole)."""
+    from PySide6.QtWidgets import QApplication
+
+    from ui.markdown import value_pieces
+    from ui.widgets.common import AutoHeightText, PieceFeeder
+
+    view = AutoHeightText()
+    feeder = PieceFeeder(view)
+    feeder.start(value_pieces(value))
+    deadline = time.monotonic() + 60  # bounds a hang only
+    while feeder.pending and time.monotonic() < deadline:
+        QApplication.processEvents()
+    return view
+
+
 def _blocks(document: Any) -> list[tuple[str, float, float]]:
     out = []
     block = document.begin()
@@ -51,12 +68,11 @@ def _blocks(document: Any) -> list[tuple[str, float, float]]:
     return out
 
 
-# (a text under a key comes in two: its first lines, then the rest, a table's cell being laid out whole on a change)
-@pytest.mark.parametrize(("result", "value", "bounded"), [
-    (TEXT, TEXT, True), (LISTING, LISTING["data"], True), (SOURCE, SOURCE["data"], False),
-    (TEXTS, TEXTS["data"], False)], ids=["text", "JSON", "file", "texts"])
+@pytest.mark.parametrize(("result", "value", "framed"), [
+    (TEXT, TEXT, False), (LISTING, LISTING["data"], False), (SOURCE, SOURCE["data"], True),
+    (TEXTS, TEXTS["data"], True)], ids=["text", "JSON", "file", "texts"])
 def test_a_big_result_comes_in_bounded_steps_and_ends_as_the_whole(qapp_instance: Any, result: Any, value: Any,
-                                                                  bounded: bool) -> None:
+                                                                  framed: bool) -> None:
     from PySide6.QtWidgets import QApplication
 
     from ui.markdown import PIECE_LINES
@@ -79,9 +95,15 @@ def test_a_big_result_comes_in_bounded_steps_and_ends_as_the_whole(qapp_instance
             steps.append(view.document().blockCount())
         assert not card.result_pending
         # each later turn of the loop added a piece at most
-        assert all(0 <= after - before <= step_blocks or not bounded for before, after in itertools.pairwise(steps))
-        assert len(set(steps)) > (3 if bounded else 1)  # it came in several steps
-        whole = _whole(value)
+        assert all(0 <= after - before <= step_blocks for before, after in itertools.pairwise(steps))
+        assert len(set(steps)) > 3  # it came in several steps
+        if framed:  # as tall as the whole HTML (its text in a table's cell, with the bar) once all is in
+            table = _whole(value)
+            table.document().setDefaultFont(view.document().defaultFont())
+            table.resize(view.width(), 100)
+            table.document().setTextWidth(view.document().textWidth())
+            assert view.document().size().height() == table.document().size().height()
+        whole = _whole_framed(value) if framed else _whole(value)
         whole.document().setDefaultFont(view.document().defaultFont())  # (the card's, from the style sheet)
         assert view.toPlainText() == whole.toPlainText()
         assert _blocks(view.document()) == _blocks(whole.document())
@@ -135,3 +157,29 @@ def test_the_inspector_shows_a_big_result_in_bounded_steps(qapp_instance: Any) -
     finally:
         pane.close()
         pane.deleteLater()
+
+
+def test_a_text_under_a_key_looks_as_in_the_whole_html(qapp_instance: Any) -> None:
+    """Its frame (the bar down its left, the text past it, the space under it) draws as the whole HTML's table."""
+    from PySide6.QtGui import QTextTable
+    from PySide6.QtWidgets import QApplication
+
+    from ui.markdown import value_html
+
+    value = {"path": "a.py", "content": "def f():\n    return 1  # a comment long enough to wrap in a narrow view\n" * 3,
+             "b": "p\nq", "lines": 6}
+    table = _whole(value)
+    framed = _whole_framed(value)
+    try:
+        for view in (table, framed):
+            view.resize(300, 100)
+            view.show()
+        QApplication.processEvents()
+        frames = framed.document().rootFrame().childFrames()
+        assert "<table" in value_html(value) and frames and not any(isinstance(f, QTextTable) for f in frames)
+        assert framed.height() == table.height()
+        assert framed.grab().toImage() == table.grab().toImage()
+    finally:
+        for view in (table, framed):
+            view.close()
+            view.deleteLater()

@@ -8,17 +8,21 @@ the block's code on the clipboard.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import Iterator
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
+    QBrush,
     QColor,
     QContextMenuEvent,
     QCursor,
     QDesktopServices,
     QGuiApplication,
+    QImage,
     QKeyEvent,
+    QPainter,
     QSyntaxHighlighter,
     QTextBlockFormat,
     QTextCharFormat,
@@ -26,7 +30,8 @@ from PySide6.QtGui import (
     QTextDocument,
     QTextDocumentFragment,
     QTextFormat,
-    QTextTable,
+    QTextFrame,
+    QTextFrameFormat,
     QWheelEvent,
 )
 from PySide6.QtWidgets import (
@@ -118,6 +123,24 @@ class RichLabel(QLabel):
 TABLE_SEAM = 2
 
 
+#: A text under a key's bar (:meth:`PieceFeeder._text_frame`), as the table of :func:`ui.markdown.readable_html` draws
+#: it: its width, and the gap between it and the text (px).
+BAR_WIDTH = 3
+BAR_GAP = 8
+
+
+@functools.lru_cache(maxsize=4)
+def _bar(color: str) -> QImage:
+    """A frame's background that is the bar alone: a texture as wide as any frame, its first :data:`BAR_WIDTH` pixels
+    of ``color`` and the rest clear (Qt draws a frame's background from its top left corner)."""
+    image = QImage(8192, 1, QImage.Format.Format_ARGB32_Premultiplied)
+    image.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(image)
+    painter.fillRect(0, 0, BAR_WIDTH, 1, QColor(color))
+    painter.end()
+    return image
+
+
 class PieceFeeder(QObject):
     """Shows a value's pieces (:func:`ui.markdown.value_pieces`) in a text view: the first at once, then one a
     turn of the event loop, so a big result never holds the window more than a piece's parsing and layout (laid
@@ -128,9 +151,11 @@ class PieceFeeder(QObject):
         self._view = view
         self._pieces: Iterator[markdown.Piece] | None = None
         self._held: markdown.Piece | None = None  # the next step's first piece
-        #: The table the last pieces were put in (a text under a key), and a label's block format.
-        self._table: QTextTable | None = None
+        #: The frame the last pieces were put in (a text under a key), a label's block format, and a text's block and
+        #: character formats (a ``<pre>``'s, indented past the bar).
+        self._frame: QTextFrame | None = None
         self._label: QTextBlockFormat | None = None
+        self._text: tuple[QTextBlockFormat, QTextCharFormat] | None = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
@@ -145,7 +170,7 @@ class PieceFeeder(QObject):
         """Show ``pieces`` in the view (its document empty: cleared when it showed something else), the first
         step's now; any still to come of the pieces before are dropped."""
         self.stop()
-        self._table = None
+        self._frame = None
         self._pieces = pieces
         self._next()
 
@@ -172,32 +197,73 @@ class PieceFeeder(QObject):
 
     def _append(self, piece: markdown.Piece) -> None:
         """Add ``piece`` at the end of the view's document (its lines that go on: at the end of the element before,
-        the last table's last cell or the ``<pre>``), as the whole HTML puts it: only the piece is parsed and laid
-        out. Qt merges the first paragraph of what is inserted into the block it goes in: a label's block is given
-        its own format again."""
+        the ``<pre>`` or the text's frame), as the whole puts it: only the piece is parsed and laid out. Qt merges
+        the first paragraph of what is inserted into the block it goes in: a label's block is given its own format
+        again."""
         doc = self._view.document()
         if piece.goes_on:
-            table = self._table
-            cursor = table.cellAt(0, table.columns() - 1).lastCursorPosition() if table is not None else QTextCursor(doc)
-            if table is None:
-                cursor.movePosition(QTextCursor.MoveOperation.End)
+            if piece.text is not None and self._frame is not None:
+                cursor = self._frame.lastCursorPosition()
+                block, chars = self._text_formats()
+                cursor.insertBlock(block, chars)
+                cursor.insertText(piece.text, chars)
+                return
+            cursor = QTextCursor(doc)
+            cursor.movePosition(QTextCursor.MoveOperation.End)
             cursor.insertBlock()  # its lines go on in a block of the one before's format
             cursor.insertHtml(piece.html)
         else:
             cursor = QTextCursor(doc)
             cursor.movePosition(QTextCursor.MoveOperation.End)
             first = doc.isEmpty()
-            if not first:  # (after a table, too: the empty block Qt puts after one stays, as in the whole)
-                cursor.insertBlock()
-            start = cursor.position()
-            cursor.insertHtml(piece.html)
-            if piece.label and not first:
-                QTextCursor(doc.findBlock(start)).setBlockFormat(self._label_format(piece.html))
-            self._table = QTextCursor(doc.lastBlock().previous()).currentTable() if piece.table else None
+            if piece.html:
+                if self._frame is not None:  # the empty block after a text's frame stays, and takes no height
+                    cursor.insertBlock(QTextBlockFormat())
+                elif not first:
+                    cursor.insertBlock()
+                start = cursor.position()
+                cursor.insertHtml(piece.html)
+                if piece.label and not first:
+                    QTextCursor(doc.findBlock(start)).setBlockFormat(self._label_format(piece.html))
+            self._frame = None if piece.text is None else self._text_frame(cursor, piece.text)
         if piece.bottom:
             block = cursor.blockFormat()
             block.setBottomMargin(piece.bottom)
             cursor.setBlockFormat(block)
+
+    def _text_frame(self, cursor: QTextCursor, text: str) -> QTextFrame:
+        """A frame at ``cursor`` holding ``text`` (a text under a key) as the table of :func:`ui.markdown.readable_html`
+        shows it: a bar of the border's colour down its left, the text 8 px past it, 6 px under it. Its pieces that go
+        on are added in it: Qt lays out only their blocks (a table is laid out whole on each change of a cell)."""
+        frame_format = QTextFrameFormat()
+        frame_format.setBackground(QBrush(_bar(theme.colors().border)))
+        frame_format.setBottomMargin(6)
+        frame = cursor.insertFrame(frame_format)
+        block, chars = self._text_formats()
+        cursor.setBlockFormat(block)
+        cursor.setCharFormat(chars)
+        cursor.insertText(text, chars)
+        # the empty block Qt puts after it takes no height (as Qt lays out the one after a table)
+        after = QTextCursor(cursor.document())
+        after.setPosition(frame.lastPosition() + 1)
+        if after.block().length() == 1:
+            empty = QTextBlockFormat()
+            empty.setLineHeight(0, QTextBlockFormat.LineHeightTypes.FixedHeight.value)
+            after.setBlockFormat(empty)
+        return frame
+
+    def _text_formats(self) -> tuple[QTextBlockFormat, QTextCharFormat]:
+        """The block and character formats of a text under a key: a ``<pre>``'s of :func:`ui.markdown.value_html`,
+        its left margin past the bar."""
+        if self._text is None:
+            scratch = QTextDocument()
+            scratch.setHtml(next(markdown.value_pieces("x")).html)
+            block = scratch.begin().blockFormat()
+            block.setLeftMargin(BAR_WIDTH + BAR_GAP)
+            cursor = QTextCursor(scratch)
+            cursor.setPosition(1)
+            self._text = block, cursor.charFormat()
+        return self._text
 
     def _label_format(self, html: str) -> QTextBlockFormat:
         """The block format of the label paragraph ``html`` starts with."""
