@@ -36,6 +36,9 @@ time and the collector's full passes meanwhile (a pass of the event loop that ch
 for its next frame, is not a step: it is counted apart), then its longest steps (which step, its action, wall and CPU
 time); ``--paging N --sample`` adds where the window's thread was during each (its stack sampled every 0.5 ms from
 a thread of its own, which costs the window's thread a little: figures without it are the ones to compare);
+``--paging N --blocked`` adds, for each of them, what the window's thread waited for (``BlockedProbe``): the store's
+lock (held by a worker), its reads' time in SQLite beyond their CPU (the interpreter's lock taken back after each
+row), and each other thread's CPU meanwhile (the interpreter shared with it);
 ``--paging N --files``: every tenth turn's call writes a file instead (``FILE_TEXT``, its card's arguments 6,000
 characters of text).
 """
@@ -158,13 +161,80 @@ class Step:
     #: wall time not on a CPU is the thread blocked (a lock, the interpreter's lock, I/O).
     queued_ms: float
 
-    def describe(self, sampler: StackSampler | None) -> str:
+    def describe(self, sampler: StackSampler | None, probe: BlockedProbe | None = None) -> str:
         queued = min(self.queued_ms, self.wall_ms - self.cpu_ms)  # (the scheduler's count is coarser)
         blocked = max(0.0, self.wall_ms - self.cpu_ms - queued)
         line = (f"step {self.index} ({self.action}, {self.turns} turns loaded): wall {self.wall_ms:.0f} ms, "
                 f"CPU {self.cpu_ms:.0f} ms, waiting for a core {queued:.0f} ms, blocked {blocked:.0f} ms")
         if sampler is not None:
             line += "".join(f"\n      {n:>3} samples  {where}" for where, n in sampler.between(self.start, self.end))
+        if probe is not None:
+            line += probe.between(self.start, self.end)
+        return line
+
+
+class BlockedProbe:
+    """What the window's thread waits for (``--blocked``): each of its reads of the store (the time it waited for
+    the store's lock, the read's wall and CPU time in SQLite: a read gives the interpreter up at each row and waits
+    to take it back), and every thread's time on a CPU at each step's start and end (``/proc``, Linux only)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        from workspace.persistence.database import Database
+
+        self._main = threading.main_thread().ident
+        #: (start, waited for the lock, wall in SQLite, CPU in SQLite), ms but the start.
+        self.reads: list[tuple[float, float, float, float]] = []
+        self._marks: list[tuple[float, dict[int, float]]] = []
+        self._original = Database._read
+        probe, original = self, Database._read
+
+        def _read(store: Database, sql: str, params: Any = ()) -> Any:
+            if threading.get_ident() != probe._main or getattr(store._apart, "active", False):
+                return original(store, sql, params)
+            start = time.perf_counter()
+            with store._lock:  # (re-entered by the read itself)
+                got, cpu = time.perf_counter(), time.thread_time()
+                rows = original(store, sql, params)
+                end, cpu_end = time.perf_counter(), time.thread_time()
+            probe.reads.append((start, (got - start) * 1000, (end - got) * 1000, (cpu_end - cpu) * 1000))
+            return rows
+
+        Database._read = _read  # type: ignore[method-assign]
+
+    def mark(self) -> None:
+        """Every thread's time on a CPU now (ms, by native id)."""
+        times: dict[int, float] = {}
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                times[int(tid)] = int(Path(f"/proc/self/task/{tid}/schedstat").read_text().split()[0]) / 1e6
+            except (OSError, IndexError, ValueError):
+                continue
+        self._marks.append((time.perf_counter(), times))
+
+    def stop(self) -> None:
+        from workspace.persistence.database import Database
+
+        Database._read = self._original  # type: ignore[method-assign]
+
+    def between(self, start: float, end: float) -> str:
+        import bisect
+        import threading
+
+        reads = [r for r in self.reads if start <= r[0] <= end]
+        waited, wall, cpu = (sum(r[i] for r in reads) for i in (1, 2, 3))
+        line = (f"\n      the window's {len(reads)} reads: waited for the store's lock {waited:.1f} ms, in SQLite "
+                f"{wall:.1f} ms ({cpu:.1f} ms CPU: {max(0.0, wall - cpu):.1f} ms waiting for the interpreter)")
+        starts = [t for t, _ in self._marks]
+        if self._marks:
+            before = self._marks[max(0, bisect.bisect_right(starts, start) - 1)][1]
+            after = self._marks[min(len(starts) - 1, bisect.bisect_left(starts, end))][1]
+            names = {t.native_id: t.name for t in threading.enumerate()}
+            main = threading.main_thread().native_id
+            others = [(names.get(tid, str(tid)), ms - before.get(tid, 0.0)) for tid, ms in after.items() if tid != main]
+            busy = ", ".join(f"{name} {ms:.1f} ms" for name, ms in sorted(others, key=lambda o: -o[1]) if ms >= 0.1)
+            line += f"\n      other threads on a CPU meanwhile: {busy or 'none'}"
         return line
 
 
@@ -208,7 +278,7 @@ class StackSampler:
         return Counter(where for t, where in self._samples if start <= t <= end).most_common(most)
 
 
-def page_to_top(app: object, chat: object, *, sample: bool = False) -> dict[str, Any]:
+def page_to_top(app: object, chat: object, *, sample: bool = False, blocked: bool = False) -> dict[str, Any]:
     """Paging back to the top: the scroll bar put at the top again and again (a person dragging it up), and at
     the top "Show earlier turns" clicked, until every turn is loaded and the top is shown (or ``PAGING_LIMIT``).
     Each step is the action and the event loop's turn after it: its wall time (the stall a person sees) and the
@@ -232,12 +302,15 @@ def page_to_top(app: object, chat: object, *, sample: bool = False) -> dict[str,
     most_widgets = len(chat.items())
     settled = 0
     sampler = StackSampler() if sample else None
+    probe = BlockedProbe() if blocked else None
     paging = time.perf_counter()
     deadline = paging + PAGING_LIMIT
     idle = 0
     try:
         while settled < 30 and time.perf_counter() < deadline:
             before = _progress(chat)
+            if probe is not None:
+                probe.mark()
             t, cpu, queued = time.perf_counter(), time.thread_time(), _queued_ms()
             if bar.value() == 0 and chat.hidden_turns:
                 action = "load_earlier"
@@ -248,6 +321,8 @@ def page_to_top(app: object, chat: object, *, sample: bool = False) -> dict[str,
             process()
             end = time.perf_counter()
             cpu_ms = (time.thread_time() - cpu) * 1000
+            if probe is not None:
+                probe.mark()
             settled = settled + 1 if not chat.hidden_turns and not chat.turn_window.busy else 0
             if _progress(chat) == before and cpu_ms < IDLE_CPU_MS:  # nothing to do: the window waits for a frame
                 idle += 1
@@ -259,6 +334,8 @@ def page_to_top(app: object, chat: object, *, sample: bool = False) -> dict[str,
         gc.callbacks.remove(count)
         if sampler is not None:
             sampler.stop()
+        if probe is not None:
+            probe.stop()
     paged = time.perf_counter() - paging
     walls = sorted(s.wall_ms for s in steps)
     cpus = sorted(s.cpu_ms for s in steps)
@@ -274,8 +351,9 @@ def page_to_top(app: object, chat: object, *, sample: bool = False) -> dict[str,
             "last_tenth_cpu_ms": _median_cpu(paging_steps[-max(1, len(paging_steps) // 10):]),
             "idle_passes": idle, "full_gc_passes": full_passes[0], "turns_paged": len(chat.presenter.state.turns),
             "paging_s": round(paged, 1), "most_widgets_alive": most_widgets,
-            "worst_steps": [s.describe(sampler) for s in worst],
-            "most_cpu_steps": [s.describe(sampler) for s in sorted(steps, key=lambda s: s.cpu_ms, reverse=True)[:3]]}
+            "worst_steps": [s.describe(sampler, probe) for s in worst],
+            "most_cpu_steps": [s.describe(sampler, probe)
+                               for s in sorted(steps, key=lambda s: s.cpu_ms, reverse=True)[:3]]}
 
 
 def open_thread(turns: int, *, files: bool = False) -> tuple[object, object, Path, float, float]:
@@ -493,7 +571,7 @@ def at_the_end(app: object, chat: object) -> dict[str, float]:
             "turn_first_ms": round(sorted(head)[len(head) // 2], 1), "turn_last_ms": round(sorted(tail)[len(tail) // 2], 1)}
 
 
-def paging_only(turns: int, *, sample: bool, files: bool = False) -> None:
+def paging_only(turns: int, *, sample: bool, files: bool = False, blocked: bool = False) -> None:
     """``--paging N``: only the paging to the top of an N-turn thread, its figures printed with the load average,
     then its longest steps (with ``--sample``, where the window's thread was in each)."""
     from ui.chat.view.chat import ChatView
@@ -501,7 +579,7 @@ def paging_only(turns: int, *, sample: bool, files: bool = False) -> None:
     load = os.getloadavg()
     app, chat, _home, _rss, _paint = open_thread(turns, files=files)
     assert isinstance(chat, ChatView)
-    row = page_to_top(app, chat, sample=sample)
+    row = page_to_top(app, chat, sample=sample, blocked=blocked)
     print(f"{turns} turns{' (a file written every tenth)' if files else ''}, paging to the top (load average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after): "
           f"worst step {row['longest_stall_ms']:.0f} ms (CPU {row['longest_step_cpu_ms']:.0f} ms), p95 "
           f"{row['p95_stall_ms']:.0f} ms (CPU {row['p95_step_cpu_ms']:.0f} ms), median {row['median_stall_ms']:.0f} ms, "
@@ -568,8 +646,9 @@ def main() -> int:
         print(json.dumps(rss_round(sys.argv[2])))
         sys.stdout.flush()
         os._exit(0)
-    if len(sys.argv) >= 3 and sys.argv[1] == "--paging" and set(sys.argv[3:]) <= {"--sample", "--files"}:
-        paging_only(int(sys.argv[2]), sample="--sample" in sys.argv[3:], files="--files" in sys.argv[3:])
+    if len(sys.argv) >= 3 and sys.argv[1] == "--paging" and set(sys.argv[3:]) <= {"--sample", "--files", "--blocked"}:
+        paging_only(int(sys.argv[2]), sample="--sample" in sys.argv[3:], files="--files" in sys.argv[3:],
+                    blocked="--blocked" in sys.argv[3:])
         os._exit(0)
     if len(sys.argv) == 3 and sys.argv[1] == "--turns":
         print(json.dumps(measure(int(sys.argv[2]))))

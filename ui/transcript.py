@@ -160,9 +160,10 @@ class LazyTranscript:
         def read() -> tuple[str | None, PathPage | None, dict[str, list[ev.Event]]]:
             from workspace.persistence import coalesce_text
 
-            page = None if walk_from is None else store.path_page(thread_id, walk_from, limit=PAGE)
-            read_ids = ids if page is None else page.ids
-            by_turn = store.events_of(read_ids)
+            with store.reading_apart():
+                page = None if walk_from is None else store.path_page(thread_id, walk_from, limit=PAGE)
+                read_ids = ids if page is None else page.ids
+                by_turn = store.events_of(read_ids)
             return walk_from, page, {turn_id: coalesce_text(events) for turn_id, events in by_turn.items()}
 
         if ids or walk_from is not None:
