@@ -466,6 +466,18 @@ class NetworkLikeProvider:
         yield FinishChunk("stop")
 
 
+def wait_for_lexers(loop: Any, root: Any) -> None:
+    """The app warms up pygments in a worker soon after start, then, a few seconds later, has the common lexers'
+    joined rules built by their own thread: wait for both, to stream after that, as a person would."""
+    from ui import code_lex, markdown
+
+    loop.run_until_complete(asyncio.sleep(1.0))
+    python = markdown.code_lexer("python")
+    while any(task.get_name() == "load the Markdown libraries" for task in root.tasks.tasks) or not (
+            code_lex.asked(python)) or code_lex.busy():
+        loop.run_until_complete(asyncio.sleep(0.05))
+
+
 def main() -> int:
     lists_only = "--lists" in sys.argv[1:]  # the long list and table answers alone
     answers_only = "--answers" in sys.argv[1:]  # the prose and code answers alone (no bridge, no end to end)
@@ -484,15 +496,7 @@ def main() -> int:
     tokens = make_tokens(TOKENS)
     try:
         with loop:
-            # The app warms up pygments in a worker soon after start, then, a few seconds later, has the common
-            # lexers' joined rules built by their own thread; stream after that, as a person would.
-            from ui import code_lex, markdown
-
-            loop.run_until_complete(asyncio.sleep(1.0))
-            python = markdown.code_lexer("python")
-            while any(task.get_name() == "load the Markdown libraries" for task in root.tasks.tasks) or not (
-                    code_lex.asked(python)) or code_lex.busy():
-                loop.run_until_complete(asyncio.sleep(0.05))
+            wait_for_lexers(loop, root)
             if lists_only:
                 lists = loop.run_until_complete(bench_list_answers(root))
                 loop.run_until_complete(root.aclose())

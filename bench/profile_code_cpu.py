@@ -108,13 +108,7 @@ def main() -> int:
     turns: dict[str, list[tuple[float, float]]] = {name: [] for name in answers}  # renders and paints per KB
     try:
         with loop:
-            from ui import code_lex, markdown
-
-            loop.run_until_complete(asyncio.sleep(1.0))
-            python = markdown.code_lexer("python")
-            while any(task.get_name() == "load the Markdown libraries" for task in root.tasks.tasks) or not (
-                    code_lex.asked(python)) or code_lex.busy():
-                loop.run_until_complete(asyncio.sleep(0.05))
+            bus.wait_for_lexers(loop, root)
             for round_ in range(ROUNDS + 1):
                 for name, tokens in answers.items():
                     SPENT.clear()
