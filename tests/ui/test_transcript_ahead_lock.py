@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fakes.long_threads import add_long_thread
 
@@ -58,16 +58,25 @@ class AheadCountingStore(Store):
         return super()._read(sql, params)
 
 
-def test_the_read_ahead_never_holds_the_store_lock_the_window_reads_behind(tmp_path: Path) -> None:
+S = TypeVar("S", bound=Store)
+
+
+def _opened(tmp_path: Path, kind: type[S]) -> tuple[S, ChatPresenter, LazyTranscript]:
+    """A long thread written to a new store, opened again through a store of ``kind`` and shown in a presenter."""
     store = Store(tmp_path / "long.db")
     thread_id, ids = add_long_thread(store, TURNS)
     store.set_current(thread_id, ids[-1])
     store.close()
-    store = AheadCountingStore(tmp_path / "long.db")
+    opened = kind(tmp_path / "long.db")
+    presenter = ChatPresenter()
+    lazy = LazyTranscript(opened, thread_id)
+    presenter.load_thread(lazy)
+    return opened, presenter, lazy
+
+
+def test_the_read_ahead_never_holds_the_store_lock_the_window_reads_behind(tmp_path: Path) -> None:
+    store, presenter, lazy = _opened(tmp_path, AheadCountingStore)
     try:
-        presenter = ChatPresenter()
-        lazy = LazyTranscript(store, thread_id)
-        presenter.load_thread(lazy)
         store.locked_queries.clear()
         while presenter.hidden_turns:
             presenter.load_earlier()
@@ -98,15 +107,8 @@ class HeldSpyStore(Store):
 
 
 def test_the_read_ahead_waits_while_the_window_holds_the_readers_back(tmp_path: Path) -> None:
-    store = Store(tmp_path / "long.db")
-    thread_id, ids = add_long_thread(store, TURNS)
-    store.set_current(thread_id, ids[-1])
-    store.close()
-    store = HeldSpyStore(tmp_path / "long.db")
+    store, presenter, lazy = _opened(tmp_path, HeldSpyStore)
     try:
-        presenter = ChatPresenter()
-        lazy = LazyTranscript(store, thread_id)
-        presenter.load_thread(lazy)
         with store.background_held():
             while not lazy._ahead and presenter.hidden_turns:
                 presenter.load_earlier()  # (the window's own reads go on meanwhile)
