@@ -567,14 +567,13 @@ def _chunked(rows: Iterator[str], lines: int | None) -> Iterator[tuple[str, bool
 
 
 def _rows_within(fragments: Iterator[str], budget: int, length: list[int]) -> Iterator[str]:
-    """The lines of the text ``fragments`` make, cut after its first ``budget`` characters; ``length[0]``: the whole
-    text's, once the last line is read (the fragments past the budget are read then, only counted)."""
+    """The lines of the text ``fragments`` make, cut after its first ``budget`` characters; ``length[0]``: the
+    characters of the fragments read, past the budget too once the last line is read: the first fragment past it
+    is read (to know whether the text is cut), the rest are left in ``fragments``."""
     row: list[str] = []
     kept = 0
     for fragment in fragments:
         length[0] += len(fragment)
-        if kept >= budget:
-            continue
         part = fragment[: budget - kept]
         kept += len(part)
         if "\n" in part:
@@ -585,8 +584,28 @@ def _rows_within(fragments: Iterator[str], budget: int, length: list[int]) -> It
                 row = []
             part = rest
         row.append(part)
+        if kept >= budget and (len(part) < len(fragment) or _counted(fragments, length, 1)):
+            break
     yield "".join(row)
 
+
+def _counted(fragments: Iterator[str], length: list[int], most: int) -> bool:
+    """Whether ``fragments`` had more characters, ``most`` at least (the last fragment whole) counted in
+    ``length[0]``."""
+    counted = 0
+    for fragment in fragments:
+        counted += len(fragment)
+        if counted >= most:
+            break
+    length[0] += counted
+    return counted > 0
+
+
+#: A step's end with nothing added (:class:`~ui.widgets.common.PieceFeeder`): the pieces' maker has more to do
+#: before its next piece (a JSON text's characters past those shown, counted for its note).
+PAUSE = Piece("", goes_on=True)
+#: Characters of a JSON text past those shown counted a step (encoded at some 20 a microsecond).
+COUNT_CHARS = 40_000
 
 #: Lines of a value's text a piece (:func:`value_pieces`) when a view shows it in steps: laid out whole, a result of
 #: 50 KB held the window 15-120 ms; 100 lines cost a few.
@@ -630,8 +649,18 @@ def _readable_pieces(parts: Iterator[JsonPieces | TextBlock], *, lines: int | No
             length = [0]
             kept = max(0, budget)
             for i, (chunk, last) in enumerate(_chunked(_rows_within(part.pieces, kept, length), lines)):
-                note = (f"\n… {length[0] - budget:,} more characters (open Raw to see everything)"
-                        if last and length[0] > budget else "")
+                cut = last and length[0] > budget
+                if cut and lines is not None:  # the rest counted for the note a bounded portion a step
+                    yield Piece(f"{pre}{highlight(chunk, 'json')}{chr(10) if chunk.endswith(chr(10)) else ''}</pre>",
+                                i > 0, lines=chunk.count("\n") + 1)
+                    while _counted(part.pieces, length, COUNT_CHARS):
+                        yield PAUSE
+                    note = f"… {length[0] - budget:,} more characters (open Raw to see everything)"
+                    yield Piece(f"{pre}{_esc(note)}</pre>", True, 6, lines=1)
+                    break
+                while cut and _counted(part.pieces, length, COUNT_CHARS):
+                    pass
+                note = f"\n… {length[0] - budget:,} more characters (open Raw to see everything)" if cut else ""
                 body = highlight(chunk, "json") + _esc(note)
                 yield Piece(f"{pre}{body}</pre>", i > 0, 6 if last else 0, lines=chunk.count("\n") + 1)
             budget -= min(length[0], kept)

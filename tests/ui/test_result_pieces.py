@@ -210,7 +210,7 @@ def test_a_big_json_result_is_encoded_only_as_far_as_its_first_piece_at_the_clic
         qapp_instance: Any, encoded: list[int]) -> None:
     from PySide6.QtWidgets import QApplication
 
-    from ui.markdown import PIECE_LINES
+    from ui.markdown import COUNT_CHARS, PIECE_LINES
 
     card = _card(BIG_LISTING)
     try:
@@ -223,9 +223,14 @@ def test_a_big_json_result_is_encoded_only_as_far_as_its_first_piece_at_the_clic
         assert shown.count("\n") + 1 >= PIECE_LINES // 2
         # the click encoded the lines it shows (and a few read ahead), not the value whole (~200,000 characters)
         assert encoded[0] <= len(shown) + 200
+        # each later step encodes its piece's lines, or a bounded portion of the rest (counted for the note)
+        steps = []
         deadline = time.monotonic() + 60  # bounds a hang only
         while card.result_pending and time.monotonic() < deadline:
+            before = encoded[0], len(view.toPlainText())
             QApplication.processEvents()
+            steps.append((encoded[0] - before[0], len(view.toPlainText()) - before[1]))
+        assert all(made <= max(added * 2, COUNT_CHARS) + 200 for made, added in steps), max(steps)
         assert view.toPlainText() == _whole(BIG_LISTING["data"]).toPlainText()
     finally:
         card.close()

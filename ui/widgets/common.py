@@ -188,6 +188,8 @@ class PieceFeeder(QObject):
             if piece is None:
                 self.stop()
                 return
+            if piece is markdown.PAUSE:
+                break
             self._append(piece)
             shown += piece.lines
             if shown >= markdown.PIECE_LINES // 2:
