@@ -164,8 +164,24 @@ def readable_parts(value: Any) -> Iterator[JsonPieces | TextBlock]:
             yield TextBlock("" if str(key) == "data" else str(key), only)  # as readable_blocks
             return
     texts: list[TextBlock] = []
-    yield JsonPieces(_ENCODER.iterencode(_lazy(value, "", texts)))
+    yield JsonPieces(_fragments(value, texts))
     yield from texts
+
+
+def _fragments(value: Any, texts: list[TextBlock]) -> Iterator[str]:
+    """The JSON fragments of ``value`` as shown, its texts put in ``texts`` as they are reached. A value JSON has no
+    text for (a key of another type) is :func:`readable_blocks`'s text of it (its ``repr``): whole if nothing was
+    given yet, else after the fragments given, on a line of its own."""
+    given = False
+    try:
+        for fragment in _ENCODER.iterencode(_lazy(value, "", texts)):
+            given = True
+            yield fragment
+    except (TypeError, ValueError):
+        texts.clear()
+        first, *rest = readable_blocks(value)
+        yield ("\n" if given else "") + first.text
+        texts.extend(block for block in rest if isinstance(block, TextBlock))
 
 
 #: :func:`json_text`'s encoder (with an indent, ``json`` encodes in Python, as it goes, whichever is called).
