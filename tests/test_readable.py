@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workspace.readable import JsonBlock, TextBlock, readable_blocks
+from workspace.readable import JsonBlock, JsonPieces, TextBlock, readable_blocks, readable_parts
 
 
 def test_a_string_is_text_and_a_json_string_is_json() -> None:
@@ -44,3 +44,17 @@ def test_has_text_says_whether_some_part_is_shown_as_text() -> None:
               {"say": 'he said "hi"'}, [{"deep": ['{"k": "tab\\there"}']}], [], {}, 3, None, ["[1, 2]", "{x"]]
     for value in values:
         assert has_text(value) == any(isinstance(b, TextBlock) for b in readable_blocks(value)), value
+
+
+def test_the_parts_made_as_they_are_read_are_the_blocks() -> None:
+    def parts(value: object) -> list[object]:
+        return [JsonBlock("".join(part.pieces)) if isinstance(part, JsonPieces) else part
+                for part in readable_parts(value)]
+
+    for value in ({"data": [{"id": i, "v": "a"} for i in range(50)]}, {"a": "x\ny", "b": [1, '{"q": "r\\ns"}', (1, 2)]},
+                  {"data": "a\nb"}, {"k": "a\nb"}, "plain", "[1, 2]", [], 5):
+        assert parts(value) == readable_blocks(value)
+    # a key JSON has no text for: the blocks' text of it (its repr), after the fragments given before it
+    for value in ({(1, 2): "a\nb", "b": 1}, {"a": 1, (1, 2): 2}):
+        made, blocks = parts(value), readable_blocks(value)
+        assert isinstance(made[0], JsonBlock) and made[0].text.endswith(blocks[0].text) and made[1:] == blocks[1:]

@@ -15,6 +15,7 @@ view can freeze what is finished and re-render only the tail: nothing above the 
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
-    from workspace.readable import Block
+    from workspace.readable import JsonPieces, TextBlock
 
 #: A code fence, also inside quotes and list items (indented, after ``>``).
 _FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")
@@ -539,18 +540,72 @@ class Piece(NamedTuple):
 
 def _chunks(text: str, lines: int | None) -> list[str]:
     """``text`` cut after every ``lines`` lines (None: whole), each to be a ``<pre>`` whose lines go on from the
-    one before's: Qt drops a newline just inside a ``<pre>``'s either end, so a chunk starting or (but the last)
+    one before's (:func:`_chunked`)."""
+    return [chunk for chunk, _ in _chunked(iter(text.split("\n")), lines)]
+
+
+def _chunked(rows: Iterator[str], lines: int | None) -> Iterator[tuple[str, bool]]:
+    """The text of ``rows`` (its lines) cut after every ``lines`` lines (None: whole), each chunk with whether it is
+    the last, made as the rows come (two rows read past a chunk): each is to be a ``<pre>`` whose lines go on from
+    the one before's: Qt drops a newline just inside a ``<pre>``'s either end, so a chunk starting or (but the last)
     ending with an empty line has one more there, and the whole's last newline (dropped) makes no chunk."""
     if lines is None:
-        return [text]
-    rows = text.split("\n")
-    chunks = ["\n".join(rows[i:i + lines]) for i in range(0, len(rows), lines)]
-    if len(chunks) > 1 and chunks[-1] == "":
-        chunks.pop()
-    last = len(chunks) - 1
-    return [("\n" if i and chunk.startswith("\n") else "") + chunk + ("\n" if i < last and chunk.endswith("\n") else "")
-            for i, chunk in enumerate(chunks)]
+        yield "\n".join(rows), True
+        return
+    ahead: list[str] = []
+    first = True
+    while True:
+        ahead += itertools.islice(rows, lines + 2 - len(ahead))
+        group, ahead = ahead[:lines], ahead[lines:]
+        last = not ahead or ahead == [""]  # (rows were read to two past the group: none are left)
+        chunk = "\n".join(group)
+        yield ("\n" if not first and chunk.startswith("\n") else "") + chunk + (
+            "\n" if not last and chunk.endswith("\n") else ""), last
+        if last:
+            return
+        first = False
 
+
+def _rows_within(fragments: Iterator[str], budget: int, length: list[int]) -> Iterator[str]:
+    """The lines of the text ``fragments`` make, cut after its first ``budget`` characters; ``length[0]``: the
+    characters of the fragments read, past the budget too once the last line is read: the first fragment past it
+    is read (to know whether the text is cut), the rest are left in ``fragments``."""
+    row: list[str] = []
+    kept = 0
+    for fragment in fragments:
+        length[0] += len(fragment)
+        part = fragment[: budget - kept]
+        kept += len(part)
+        if "\n" in part:
+            *ends, rest = part.split("\n")
+            for end in ends:
+                row.append(end)
+                yield "".join(row)
+                row = []
+            part = rest
+        row.append(part)
+        if kept >= budget and (len(part) < len(fragment) or _counted(fragments, length, 1)):
+            break
+    yield "".join(row)
+
+
+def _counted(fragments: Iterator[str], length: list[int], most: int) -> bool:
+    """Whether ``fragments`` had more characters, ``most`` at least (the last fragment whole) counted in
+    ``length[0]``."""
+    counted = 0
+    for fragment in fragments:
+        counted += len(fragment)
+        if counted >= most:
+            break
+    length[0] += counted
+    return counted > 0
+
+
+#: A step's end with nothing added (:class:`~ui.widgets.common.PieceFeeder`): the pieces' maker has more to do
+#: before its next piece (a JSON text's characters past those shown, counted for its note).
+PAUSE = Piece("", goes_on=True)
+#: Characters of a JSON text past those shown counted a step (encoded at some 20 a microsecond).
+COUNT_CHARS = 40_000
 
 #: Lines of a value's text a piece (:func:`value_pieces`) when a view shows it in steps: laid out whole, a result of
 #: 50 KB held the window 15-120 ms; 100 lines cost a few.
@@ -567,9 +622,9 @@ def value_pieces(value: Any, *, lines: int | None = None, max_chars: int = 60_00
         for i, chunk in enumerate(_chunks(value, lines)):
             yield Piece(f"{pre}{_esc(chunk)}</pre>", i > 0, lines=chunk.count("\n") + 1)
         return
-    from workspace.readable import readable_blocks
+    from workspace.readable import readable_parts
 
-    yield from _readable_pieces(readable_blocks(value), lines=lines, max_chars=max_chars, framed=True)
+    yield from _readable_pieces(readable_parts(value), lines=lines, max_chars=max_chars, framed=True)
 
 
 def _joined(pieces: Iterator[Piece]) -> str:
@@ -578,40 +633,53 @@ def _joined(pieces: Iterator[Piece]) -> str:
                    for piece in pieces)
 
 
-def _readable_pieces(blocks: list[Block], *, lines: int | None, max_chars: int,
+def _readable_pieces(parts: Iterator[JsonPieces | TextBlock], *, lines: int | None, max_chars: int,
                      framed: bool = False) -> Iterator[Piece]:
-    """:func:`readable_html` of a value's ``blocks`` in pieces (:func:`value_pieces`); ``framed``: a text under a
-    key as its lines (:attr:`Piece.text`, a piece per ``lines`` lines), not a table's HTML."""
-    from workspace.readable import JsonBlock
+    """:func:`readable_html` of a value's ``parts`` (:func:`workspace.readable.readable_parts`) in pieces
+    (:func:`value_pieces`), its JSON encoded only as far as the pieces taken show; ``framed``: a text under a key as
+    its lines (:attr:`Piece.text`, a piece per ``lines`` lines), not a table's HTML."""
+    from workspace.readable import JsonPieces
 
     mono = theme.mono_family()
     pre = f'<pre style="font-family:{mono}; margin:0; white-space:pre-wrap;">'
     c = theme.colors()
     budget = max_chars
-    for block in blocks:
-        text = block.text
+    for part in parts:
+        if isinstance(part, JsonPieces):
+            length = [0]
+            kept = max(0, budget)
+            for i, (chunk, last) in enumerate(_chunked(_rows_within(part.pieces, kept, length), lines)):
+                cut = last and length[0] > budget
+                if cut and lines is not None:  # the rest counted for the note a bounded portion a step
+                    yield Piece(f"{pre}{highlight(chunk, 'json')}{chr(10) if chunk.endswith(chr(10)) else ''}</pre>",
+                                i > 0, lines=chunk.count("\n") + 1)
+                    while _counted(part.pieces, length, COUNT_CHARS):
+                        yield PAUSE
+                    note = f"… {length[0] - budget:,} more characters (open Raw to see everything)"
+                    yield Piece(f"{pre}{_esc(note)}</pre>", True, 6, lines=1)
+                    break
+                while cut and _counted(part.pieces, length, COUNT_CHARS):
+                    pass
+                note = f"\n… {length[0] - budget:,} more characters (open Raw to see everything)" if cut else ""
+                body = highlight(chunk, "json") + _esc(note)
+                yield Piece(f"{pre}{body}</pre>", i > 0, 6 if last else 0, lines=chunk.count("\n") + 1)
+            budget -= min(length[0], kept)
+            continue
+        text = part.text
         note = ""
         if len(text) > budget:
             note = f"\n… {len(text) - budget:,} more characters (open Raw to see everything)"
             text = text[: max(0, budget)]
         budget -= len(text)
-        json_block = isinstance(block, JsonBlock)
-        label = "" if isinstance(block, JsonBlock) else block.label
-        head = (f'<p style="margin:4px 0 2px 0; color:{c.muted}; font-family:{mono};">{_esc(label)}</p>'
-                if label else "")
-        if framed and not json_block:
+        head = (f'<p style="margin:4px 0 2px 0; color:{c.muted}; font-family:{mono};">{_esc(part.label)}</p>'
+                if part.label else "")
+        if framed:
             yield from _text_pieces(head, text + note, lines)
-        elif json_block:
-            chunks = _chunks(text, lines)
-            for i, chunk in enumerate(chunks):
-                last = i == len(chunks) - 1
-                body = highlight(chunk, "json") + (_esc(note) if last else "")
-                yield Piece(f"{pre}{body}</pre>", i > 0, 6 if last else 0, lines=chunk.count("\n") + 1)
         else:
             yield Piece(f'{head}<table width="100%" cellspacing="0" cellpadding="0" style="margin:0 0 6px 0;"><tr>'
                         f'<td width="3" style="background-color:{c.border};"></td><td width="8"></td><td>'
                         f"{pre}{_esc(text)}{_esc(note)}</pre></td></tr></table>", label=bool(head))
-        if budget <= 0 and not json_block:
+        if budget <= 0:
             break
 
 
@@ -630,9 +698,9 @@ def _text_pieces(head: str, text: str, lines: int | None) -> Iterator[Piece]:
 def readable_html(value: Any, *, max_chars: int = 60_000) -> str:
     """A value for people: pretty, highlighted JSON, with every string that spans lines shown as text
     under its key (no ``\\n`` or ``\\"``; see :mod:`workspace.readable`). Long parts are cut with a note."""
-    from workspace.readable import readable_blocks
+    from workspace.readable import readable_parts
 
-    return _joined(_readable_pieces(readable_blocks(value), lines=None, max_chars=max_chars))
+    return _joined(_readable_pieces(readable_parts(value), lines=None, max_chars=max_chars))
 
 
 class _TablePiece(NamedTuple):

@@ -183,3 +183,80 @@ def test_a_text_under_a_key_looks_as_in_the_whole_html(qapp_instance: Any) -> No
         for view in (table, framed):
             view.close()
             view.deleteLater()
+
+
+@pytest.fixture
+def encoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Characters of JSON text encoded so far (``json``'s encoder, whichever way it is called)."""
+    import json
+
+    count = [0]
+    iterencode = json.JSONEncoder.iterencode
+
+    def counted(self: json.JSONEncoder, o: Any, _one_shot: bool = False) -> Any:
+        for fragment in iterencode(self, o, _one_shot):
+            count[0] += len(fragment)
+            yield fragment
+
+    monkeypatch.setattr(json.JSONEncoder, "iterencode", counted)
+    return count
+
+
+#: A JSON result of 200 KB (the click encoded it whole before its first piece: 15 ms of the window's thread).
+BIG_LISTING = {"data": [{"id": i, "value": "a value of the row " * 2} for i in range(4000)]}
+
+
+def test_a_big_json_result_is_encoded_only_as_far_as_its_first_piece_at_the_click(
+        qapp_instance: Any, encoded: list[int]) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    from ui.markdown import COUNT_CHARS, PIECE_LINES
+
+    card = _card(BIG_LISTING)
+    try:
+        QApplication.processEvents()
+        encoded[0] = 0
+        card.set_result_expanded(True)
+        view = card._result_view
+        assert view is not None and card.result_pending
+        shown = view.toPlainText()
+        assert shown.count("\n") + 1 >= PIECE_LINES // 2
+        # the click encoded the lines it shows (and a few read ahead), not the value whole (~200,000 characters)
+        assert encoded[0] <= len(shown) + 200
+        # each later step encodes its piece's lines, or a bounded portion of the rest (counted for the note)
+        steps = []
+        deadline = time.monotonic() + 60  # bounds a hang only
+        while card.result_pending and time.monotonic() < deadline:
+            before = encoded[0], len(view.toPlainText())
+            QApplication.processEvents()
+            steps.append((encoded[0] - before[0], len(view.toPlainText()) - before[1]))
+        assert all(made <= max(added * 2, COUNT_CHARS) + 200 for made, added in steps), max(steps)
+        assert view.toPlainText() == _whole(BIG_LISTING["data"]).toPlainText()
+    finally:
+        card.close()
+        card.deleteLater()
+
+
+def test_the_inspector_encodes_a_big_json_result_only_as_far_as_its_first_piece(
+        qapp_instance: Any, encoded: list[int]) -> None:
+    from ui.inspector.panes import ToolCallsPane
+    from ui.inspector.tool_calls import ToolCallsModel
+    from workspace import events as ev
+
+    model = ToolCallsModel()
+    pane = ToolCallsPane(model)
+    pane.resize(420, 700)
+    pane.show()
+    try:
+        model.add_event(ev.ToolUse(run_id="r1", robot="assistant", seq=1, ts=101.0, id="c1", name="read_file",
+                                   input={"path": "a"}))
+        model.add_event(ev.ToolResult(run_id="r1", robot="assistant", seq=2, ts=102.0, id="c1", name="read_file",
+                                      payload=BIG_LISTING, duration=0.1))
+        pane.tabs.setCurrentIndex(1)  # the Result tab
+        encoded[0] = 0
+        pane.select_call("c1")
+        assert pane.result_pending
+        assert 0 < encoded[0] <= len(pane.result_view.toPlainText()) + 200
+    finally:
+        pane.close()
+        pane.deleteLater()

@@ -62,8 +62,8 @@ def test_arguments_are_read_once_to_be_shown(qapp_instance: Any, monkeypatch: py
     import workspace.readable
 
     calls: list[Any] = []
-    real = workspace.readable.readable_blocks
-    monkeypatch.setattr(workspace.readable, "readable_blocks", lambda value: calls.append(value) or real(value))
+    real = workspace.readable.readable_parts
+    monkeypatch.setattr(workspace.readable, "readable_parts", lambda value: calls.append(value) or real(value))
     card = _card(arguments, {"data": "ok"})
     assert len(calls) == read
     shown = card._args.toPlainText()

@@ -150,7 +150,6 @@ class PieceFeeder(QObject):
         super().__init__(view)
         self._view = view
         self._pieces: Iterator[markdown.Piece] | None = None
-        self._held: markdown.Piece | None = None  # the next step's first piece
         #: The frame the last pieces were put in (a text under a key), a label's block format, and a text's block and
         #: character formats (a ``<pre>``'s, indented past the bar).
         self._frame: QTextFrame | None = None
@@ -176,23 +175,25 @@ class PieceFeeder(QObject):
 
     def stop(self) -> None:
         """No more pieces (the view shows something else)."""
-        self._pieces = self._held = None
+        self._pieces = None
         self._timer.stop()
 
     def _next(self) -> None:
-        """A step: a piece, and more while they have added less than half of :data:`ui.markdown.PIECE_LINES` lines
-        (a result's first lines of JSON and the text under a key after them come together)."""
+        """A step: a piece, and more until they have added half of :data:`ui.markdown.PIECE_LINES` lines (a result's
+        first lines of JSON and the text under a key after them come together). No piece is made ahead of its step:
+        making one (its JSON encoded, its highlighting) is part of what a step costs."""
         shown = 0
         while self._pieces is not None:
-            piece, self._held = self._held or next(self._pieces, None), None
+            piece = next(self._pieces, None)
             if piece is None:
                 self.stop()
                 return
-            if shown and shown >= markdown.PIECE_LINES // 2:
-                self._held = piece  # the next step's
+            if piece is markdown.PAUSE:
                 break
             self._append(piece)
             shown += piece.lines
+            if shown >= markdown.PIECE_LINES // 2:
+                break
         self._timer.start()
 
     def _append(self, piece: markdown.Piece) -> None:
