@@ -1,4 +1,4 @@
-"""Markdown to Qt rich text (ui/markdown.py) and the code blocks' copy link in the views."""
+"""Markdown to Qt rich text (ui/markdown/) and the code blocks' copy link in the views."""
 
 from __future__ import annotations
 

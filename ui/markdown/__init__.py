@@ -8,30 +8,33 @@ are clickable. Code blocks and JSON are highlighted by pygments with inline styl
 block of :func:`render` with ``copy=True`` has a header line with its language and a "Copy"
 link ``copy:N`` (N counts the code blocks of that text: :func:`code_blocks` gives their code).
 
-``split_stable`` finds the end of the last complete block of a growing text, so a streaming
-view can freeze what is finished and re-render only the tail: nothing above the tail moves.
+Its parts, each a module of this package and named here too: :mod:`ui.markdown.cuts`, where a growing text can be
+cut (``split_stable`` finds the end of the last complete block of a growing text, so a streaming view can freeze
+what is finished and re-render only the tail: nothing above the tail moves; long lists and tables are cut between
+their items and rows); :mod:`ui.markdown.values`, tool results and other values as HTML, whole or in pieces.
 """
 
 from __future__ import annotations
 
 import html
-import itertools
-import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ui import theme
+from ui.markdown.cuts import ListCut as ListCut
+from ui.markdown.cuts import TableCut as TableCut
+from ui.markdown.cuts import list_cuts as list_cuts
+from ui.markdown.cuts import plain_append as plain_append
+from ui.markdown.cuts import split_stable as split_stable
+from ui.markdown.cuts import table_cuts as table_cuts
+from ui.markdown.cuts import table_widths as table_widths
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
-    from workspace.readable import JsonPieces, TextBlock
-
-#: A code fence, also inside quotes and list items (indented, after ``>``).
-_FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")
 
 #: Link schemes that become clickable links; any other link shows its text only.
 LINK_SCHEMES = ("http", "https", "mailto")
@@ -41,207 +44,6 @@ COPY_SCHEME = "copy"
 WRAP_SCHEME = "wrap"
 #: A task item's box (a list holding task items shows no bullets, as on GitHub).
 TASK_OPEN, TASK_DONE = "☐", "☑"
-
-
-def split_stable(text: str) -> int:
-    """Index just past the last complete block of ``text`` (0 when none is complete).
-
-    A block is complete when a blank line follows it outside a code fence, or when its
-    closing fence (the same character, at least as many, nothing after it) has arrived. The
-    rest (the tail) may still change as text streams in.
-    """
-    pos = 0
-    stable = 0
-    in_fence: str | None = None
-    prev_blank = True
-    for line in text.splitlines(keepends=True):
-        end = pos + len(line)
-        complete_line = line.endswith("\n")
-        stripped = line.strip()
-        m = _FENCE.match(line)
-        if in_fence is not None:
-            if (complete_line and m and m.group(1)[0] == in_fence[0] and len(m.group(1)) >= len(in_fence)
-                    and not line[m.end():].strip()):
-                in_fence = None
-                stable = end
-        elif m and complete_line:
-            in_fence = m.group(1)
-            if not prev_blank:
-                stable = pos  # the paragraph above the fence is finished
-        elif complete_line and not stripped:
-            stable = end
-        prev_blank = not stripped
-        pos = end
-    return stable
-
-
-#: A list item's line at the left margin: its bullet, or its number and the delimiter after it.
-_ITEM_LINE = re.compile(r"(?:([-+*])|(\d{1,9})([.)]))(?:[ \t]|$)")
-#: A thematic break ("- - -", "* * *"), which an item's line would otherwise match.
-_RULE_LINE = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
-
-
-def _lazy(line: str) -> bool:
-    """Whether a stripped line would go on a paragraph (not start a block: an item, a rule, a heading, a quote,
-    a table's row, a fence)."""
-    return (_ITEM_LINE.match(line) is None and _RULE_LINE.match(line) is None and line[:1] not in "#>|`~"
-            and line[:1].isalnum())
-
-
-class ListCut(NamedTuple):
-    """Where a text may be cut inside a list: ``at``, the start of an item's line, the items before it finished."""
-
-    at: int
-    #: The item's number in its (ordered) list, counting the items before it; None in a bulleted list.
-    number: int | None
-
-
-def list_cuts(text: str, first: int | None = None) -> list[ListCut]:
-    """Where ``text`` (a tail after :func:`split_stable`'s finished blocks: no blank line in it, outside a code
-    fence) may be cut between the items of a list: the start of each line at the left margin that begins an item
-    of the same list as the item before it (the lines in between in that item: indented as its text, or a
-    paragraph's lazy lines). Rendered apart, the part before such a cut ends with the finished items (a list that
-    goes on: see :func:`render_part`'s ``list_goes_on``) and the part after it starts the list's next item
-    (``start``: its number). ``first``: ``text`` starts with a list that goes on from one cut before it, and its
-    first item is number ``first``. The scan stops at the first line that may be read otherwise (a fence, a
-    block less indented than the item's text, a line at the margin that is no item of the list): the cuts
-    before it hold whatever follows."""
-    cuts: list[ListCut] = []
-    kind: str | None = None  # the marker of the list the lines are in: its bullet, or its number's delimiter
-    number = 0  # the number of the next item of an ordered list
-    content = 0  # where the last item's text starts
-    paragraph = False  # the line before is a paragraph's (an item may interrupt one only as a bullet or "1.")
-    pos = 0
-    for line in text.splitlines(keepends=True):
-        if not line.endswith("\n") or not line.strip() or _FENCE.match(line):
-            break
-        m = None if _RULE_LINE.match(line) else _ITEM_LINE.match(line)
-        if m is None:
-            if kind is not None and (line[0] not in " \t" or (len(line) - len(line.lstrip(" ")) < content
-                                                              and not _lazy(line.strip()))):
-                break  # the list may end here, or go on: not told without parsing
-            paragraph = paragraph or (kind is None and line[0] not in " \t")
-            pos += len(line)
-            continue
-        marker = m.group(1) or m.group(3)
-        mark = m.group(1) or m.group(2) + m.group(3)
-        after = line[len(mark):].rstrip("\n")
-        spaces = len(after) - len(after.lstrip(" "))
-        content = len(mark) + (spaces if 0 < spaces <= 4 and after.strip() else 1)
-        if marker == kind:
-            cuts.append(ListCut(pos, number if m.group(2) is not None else None))
-            number += 1
-        elif (kind is None and not paragraph) or (m.group(2) in (None, "1") and after.strip()):
-            kind = marker  # a list starts
-            number = int(m.group(2)) + 1 if m.group(2) is not None else 0
-            if pos == 0 and first is not None and m.group(2) is not None:
-                number = first + 1
-        else:
-            break
-        paragraph = False
-        pos += len(line)
-    return cuts
-
-
-#: A table's delimiter line: a cell of dashes (aligned by colons) per column, between pipes.
-_DELIMITER_LINE = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
-#: A pipe that parts two cells (not escaped).
-_CELL_PIPE = re.compile(r"(?<!\\)\|")
-
-
-class TableCut(NamedTuple):
-    """A table cut between its rows (:func:`table_cuts`): its header and delimiter lines (each piece after the first
-    renders its rows under them, not showing them) and its columns' widths in percent (every piece has them)."""
-
-    head: str
-    widths: tuple[int, ...]
-
-
-def _cells(line: str) -> list[str]:
-    row = line.strip()
-    row = row[1:] if row.startswith("|") else row
-    row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
-    return [cell.strip() for cell in _CELL_PIPE.split(row)]
-
-
-def table_cuts(text: str, head: str | None = None) -> tuple[str, list[int]] | None:
-    """Where ``text`` (a tail after :func:`split_stable`'s finished blocks: no blank line in it) may be cut between the
-    rows of the table it starts with: its head (the header and delimiter lines) and the start of each finished row
-    line after them, or None when it starts with no table. ``head``: ``text`` goes on with the rows of a table cut
-    before (no header in it). The rows end at the first line that may be read otherwise (no pipe in it, or a
-    block's start: a quote, a fence, a heading, a list item, a rule)."""
-    lines = text.splitlines(keepends=True)
-    pos = 0
-    if head is None:
-        if (len(lines) < 2 or not lines[1].endswith("\n") or _DELIMITER_LINE.match(lines[1].rstrip("\n")) is None
-                or "|" not in lines[0] + lines[1] or len(_cells(lines[0])) != len(_cells(lines[1]))):
-            return None
-        head = lines[0] + lines[1]
-        pos = len(head)
-        lines = lines[2:]
-    cuts: list[int] = []
-    for line in lines:
-        stripped = line.strip()
-        if (not line.endswith("\n") or "|" not in line or stripped[:1] in "#>`~" or _RULE_LINE.match(line)
-                or _ITEM_LINE.match(stripped) or line.startswith("    ")):
-            break
-        if pos:
-            cuts.append(pos)
-        pos += len(line)
-    return head, cuts
-
-
-def _shown_length(cell: str) -> int:
-    """About how many characters a cell's Markdown shows (no link targets, no emphasis or code marks)."""
-    return len(_LINK_TARGET.sub("", cell)) - sum(cell.count(c) for c in "*`[]~")
-
-
-#: A link's target after its text: ``](url)``.
-_LINK_TARGET = re.compile(r"\]\([^)]*\)")
-
-
-def table_widths(head: str, rows: str) -> tuple[int, ...]:
-    """Percent widths for a table's columns from its header and first rows (each column's longest cell, within
-    limits, so a long note does not squeeze the numbers): a table cut in pieces lays every piece out with them."""
-    header = head.splitlines()[0]
-    longest = [max(3, min(_shown_length(cell), 60)) for cell in _cells(header)]
-    for line in rows.splitlines()[:50]:
-        for i, cell in enumerate(_cells(line)[:len(longest)]):
-            longest[i] = max(longest[i], min(_shown_length(cell), 60))
-    total = sum(longest)
-    return tuple(max(1, 100 * n // total) for n in longest)
-
-
-#: Characters that never start, end or change Markdown syntax in the middle of a line (with letters and digits).
-_PLAIN = frozenset(" .,;?'\"")
-#: A line that is (or is inside) an ordered list item's marker: "1." or "- 2)" at its start.
-_ORDERED_START = re.compile(r"[ >]*(?:(?:[-+*]|\d{1,9}[.)])(?: +|$))*\d{1,9}[.)](?: |$)")
-
-
-def _plain(text: str) -> bool:
-    return all(c.isalnum() or c in _PLAIN for c in text)
-
-
-def plain_append(shown: str, text: str) -> str | None:
-    """What to add, as plain text, at the end of ``shown``'s rendering so that it shows ``text``'s, or None
-    when it cannot be told without rendering ``text``.
-
-    ``text`` is ``shown`` plus letters, digits, spaces and ``.,;?'"`` on the last line, whose last word so
-    far is plain too (no delimiter, link or code just before): that neither opens nor closes a block or
-    an inline span, so the added words take the format of the text before them. A streaming view appends
-    them to its document instead of laying the whole tail out again. Spaces at the end are held back and
-    runs of spaces are one, as rich text shows them.
-    """
-    if not text.startswith(shown) or not _plain(delta := text[len(shown):]):
-        return None
-    head = shown.rstrip(" ")
-    line = head[head.rfind("\n") + 1:]
-    if not line.strip() or not _plain(line[line.rfind(" ") + 1:]):
-        return None
-    new_line = text[text.rfind("\n") + 1:]
-    if "www." in new_line.lower() or "]:" in new_line or _ORDERED_START.match(new_line):
-        return None  # a bare web address becomes a link; "[a]: b" a link reference; "1." a list item
-    return re.sub(" {2,}", " ", text.rstrip(" ")[len(head):]) if delta else ""
 
 
 def _esc(text: str) -> str:
@@ -496,213 +298,6 @@ def code_lines_html(body: str, *, wrap: bool = True) -> str:
     return f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:{space};">{body}</pre>'
 
 
-def to_json_text(value: Any, *, indent: int = 2) -> str:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (ValueError, TypeError):
-            return value
-    try:
-        return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def json_html(value: Any, *, max_chars: int = 60_000) -> str:
-    """Pretty, highlighted JSON as a ``<pre>`` block (long values cut with a note)."""
-    text = to_json_text(value)
-    note = ""
-    if len(text) > max_chars:
-        note = f"\n… {len(text) - max_chars:,} more characters (open Raw to see everything)"
-        text = text[:max_chars]
-    return (f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">'
-            f"{highlight(text, 'json')}{_esc(note)}</pre>")
-
-
-class Piece(NamedTuple):
-    """A part of a value's rich text (:func:`value_pieces`): a block of the document (``goes_on`` False: a new
-    element after the ones before) or more lines of the element before (``goes_on``: its text goes on, in the
-    same element: the ``<pre>`` before, or the frame of a text under a key); ``bottom``: the margin under the
-    element once its last piece is in (its lines' margins are 0)."""
-
-    html: str
-    goes_on: bool = False
-    bottom: int = 0
-    #: It starts with a label's paragraph (where a text under a key comes from).
-    label: bool = False
-    #: Lines of text it holds.
-    lines: int = 0
-    #: A text under a key, as plain lines (None: none): shown after ``html`` (its label) in a frame with the bar
-    #: (:class:`~ui.widgets.common.PieceFeeder`), not in a table's cell, so that its pieces (``goes_on``) are laid
-    #: out alone: Qt lays a table out whole on each change of its cell.
-    text: str | None = None
-
-
-def _chunks(text: str, lines: int | None) -> list[str]:
-    """``text`` cut after every ``lines`` lines (None: whole), each to be a ``<pre>`` whose lines go on from the
-    one before's (:func:`_chunked`)."""
-    return [chunk for chunk, _ in _chunked(iter(text.split("\n")), lines)]
-
-
-def _chunked(rows: Iterator[str], lines: int | None) -> Iterator[tuple[str, bool]]:
-    """The text of ``rows`` (its lines) cut after every ``lines`` lines (None: whole), each chunk with whether it is
-    the last, made as the rows come (two rows read past a chunk): each is to be a ``<pre>`` whose lines go on from
-    the one before's: Qt drops a newline just inside a ``<pre>``'s either end, so a chunk starting or (but the last)
-    ending with an empty line has one more there, and the whole's last newline (dropped) makes no chunk."""
-    if lines is None:
-        yield "\n".join(rows), True
-        return
-    ahead: list[str] = []
-    first = True
-    while True:
-        ahead += itertools.islice(rows, lines + 2 - len(ahead))
-        group, ahead = ahead[:lines], ahead[lines:]
-        last = not ahead or ahead == [""]  # (rows were read to two past the group: none are left)
-        chunk = "\n".join(group)
-        yield ("\n" if not first and chunk.startswith("\n") else "") + chunk + (
-            "\n" if not last and chunk.endswith("\n") else ""), last
-        if last:
-            return
-        first = False
-
-
-def _rows_within(fragments: Iterator[str], budget: int, length: list[int]) -> Iterator[str]:
-    """The lines of the text ``fragments`` make, cut after its first ``budget`` characters; ``length[0]``: the
-    characters of the fragments read, past the budget too once the last line is read: the first fragment past it
-    is read (to know whether the text is cut), the rest are left in ``fragments``."""
-    row: list[str] = []
-    kept = 0
-    for fragment in fragments:
-        length[0] += len(fragment)
-        part = fragment[: budget - kept]
-        kept += len(part)
-        if "\n" in part:
-            *ends, rest = part.split("\n")
-            for end in ends:
-                row.append(end)
-                yield "".join(row)
-                row = []
-            part = rest
-        row.append(part)
-        if kept >= budget and (len(part) < len(fragment) or _counted(fragments, length, 1)):
-            break
-    yield "".join(row)
-
-
-def _counted(fragments: Iterator[str], length: list[int], most: int) -> bool:
-    """Whether ``fragments`` had more characters, ``most`` at least (the last fragment whole) counted in
-    ``length[0]``."""
-    counted = 0
-    for fragment in fragments:
-        counted += len(fragment)
-        if counted >= most:
-            break
-    length[0] += counted
-    return counted > 0
-
-
-#: A step's end with nothing added (:class:`~ui.widgets.common.PieceFeeder`): the pieces' maker has more to do
-#: before its next piece (a JSON text's characters past those shown, counted for its note).
-PAUSE = Piece("", goes_on=True)
-#: Characters of a JSON text past those shown counted a step (encoded at some 20 a microsecond).
-COUNT_CHARS = 40_000
-
-#: Lines of a value's text a piece (:func:`value_pieces`) when a view shows it in steps: laid out whole, a result of
-#: 50 KB held the window 15-120 ms; 100 lines cost a few.
-PIECE_LINES = 100
-
-
-def value_pieces(value: Any, *, lines: int | None = None, max_chars: int = 60_000) -> Iterator[Piece]:
-    """:func:`value_html` in pieces of ``lines`` lines at most (None: an element a piece), each made (its
-    highlighting) only when asked: a view shows a big result a bounded piece at a time, the document put
-    together as the whole HTML makes it (:class:`~ui.widgets.common.AutoHeightText.append_piece`)."""
-    mono = theme.mono_family()
-    pre = f'<pre style="font-family:{mono}; margin:0; white-space:pre-wrap;">'
-    if isinstance(value, str) and not _is_json_text(value):
-        for i, chunk in enumerate(_chunks(value, lines)):
-            yield Piece(f"{pre}{_esc(chunk)}</pre>", i > 0, lines=chunk.count("\n") + 1)
-        return
-    from workspace.readable import readable_parts
-
-    yield from _readable_pieces(readable_parts(value), lines=lines, max_chars=max_chars, framed=True)
-
-
-def _joined(pieces: Iterator[Piece]) -> str:
-    """Pieces of whole blocks (``lines`` None) as one HTML."""
-    return "".join(piece.html.replace("margin:0;", "margin:0 0 6px 0;", 1) if piece.bottom else piece.html
-                   for piece in pieces)
-
-
-def _readable_pieces(parts: Iterator[JsonPieces | TextBlock], *, lines: int | None, max_chars: int,
-                     framed: bool = False) -> Iterator[Piece]:
-    """:func:`readable_html` of a value's ``parts`` (:func:`workspace.readable.readable_parts`) in pieces
-    (:func:`value_pieces`), its JSON encoded only as far as the pieces taken show; ``framed``: a text under a key as
-    its lines (:attr:`Piece.text`, a piece per ``lines`` lines), not a table's HTML."""
-    from workspace.readable import JsonPieces
-
-    mono = theme.mono_family()
-    pre = f'<pre style="font-family:{mono}; margin:0; white-space:pre-wrap;">'
-    c = theme.colors()
-    budget = max_chars
-    for part in parts:
-        if isinstance(part, JsonPieces):
-            length = [0]
-            kept = max(0, budget)
-            for i, (chunk, last) in enumerate(_chunked(_rows_within(part.pieces, kept, length), lines)):
-                cut = last and length[0] > budget
-                if cut and lines is not None:  # the rest counted for the note a bounded portion a step
-                    yield Piece(f"{pre}{highlight(chunk, 'json')}{chr(10) if chunk.endswith(chr(10)) else ''}</pre>",
-                                i > 0, lines=chunk.count("\n") + 1)
-                    while _counted(part.pieces, length, COUNT_CHARS):
-                        yield PAUSE
-                    note = f"… {length[0] - budget:,} more characters (open Raw to see everything)"
-                    yield Piece(f"{pre}{_esc(note)}</pre>", True, 6, lines=1)
-                    break
-                while cut and _counted(part.pieces, length, COUNT_CHARS):
-                    pass
-                note = f"\n… {length[0] - budget:,} more characters (open Raw to see everything)" if cut else ""
-                body = highlight(chunk, "json") + _esc(note)
-                yield Piece(f"{pre}{body}</pre>", i > 0, 6 if last else 0, lines=chunk.count("\n") + 1)
-            budget -= min(length[0], kept)
-            continue
-        text = part.text
-        note = ""
-        if len(text) > budget:
-            note = f"\n… {len(text) - budget:,} more characters (open Raw to see everything)"
-            text = text[: max(0, budget)]
-        budget -= len(text)
-        head = (f'<p style="margin:4px 0 2px 0; color:{c.muted}; font-family:{mono};">{_esc(part.label)}</p>'
-                if part.label else "")
-        if framed:
-            yield from _text_pieces(head, text + note, lines)
-        else:
-            yield Piece(f'{head}<table width="100%" cellspacing="0" cellpadding="0" style="margin:0 0 6px 0;"><tr>'
-                        f'<td width="3" style="background-color:{c.border};"></td><td width="8"></td><td>'
-                        f"{pre}{_esc(text)}{_esc(note)}</pre></td></tr></table>", label=bool(head))
-        if budget <= 0:
-            break
-
-
-def _text_pieces(head: str, text: str, lines: int | None) -> Iterator[Piece]:
-    """A text under a key (after its label's paragraph ``head``) as :attr:`Piece.text` pieces of ``lines`` lines
-    (None: one), its lines those the ``<pre>`` of :func:`readable_html` shows (Qt drops a newline just inside a
-    ``<pre>``'s either end)."""
-    text = text.removeprefix("\n")
-    rows = (text[:-1] if text.endswith("\n") else text).split("\n")
-    step = lines or len(rows)
-    for i in range(0, len(rows), step):
-        part = rows[i:i + step]
-        yield Piece("" if i else head, bool(i), label=bool(head) and not i, lines=len(part), text="\n".join(part))
-
-
-def readable_html(value: Any, *, max_chars: int = 60_000) -> str:
-    """A value for people: pretty, highlighted JSON, with every string that spans lines shown as text
-    under its key (no ``\\n`` or ``\\"``; see :mod:`workspace.readable`). Long parts are cut with a note."""
-    from workspace.readable import readable_parts
-
-    return _joined(_readable_pieces(readable_parts(value), lines=None, max_chars=max_chars))
-
-
 class _TablePiece(NamedTuple):
     """How a table is written: its columns' widths in percent (none: as its cells need), its margins (px)."""
 
@@ -910,22 +505,13 @@ def _skip(token: Token) -> None:
     return None
 
 
-def _is_json_text(text: str) -> bool:
-    """True when ``text`` is a JSON document (an object or array; plain words are not)."""
-    stripped = text.strip()
-    if not stripped or stripped[0] not in "[{":
-        return False
-    try:
-        json.loads(stripped)
-    except ValueError:
-        return False
-    return True
-
-
-def value_html(value: Any) -> str:
-    """A result or an error for people: highlighted JSON with its multi-line strings as text, or plain
-    text when it is not JSON (:func:`readable_html`)."""
-    if isinstance(value, str) and not _is_json_text(value):
-        return (f'<pre style="font-family:{theme.mono_family()}; margin:0; white-space:pre-wrap;">'
-                f"{_esc(value)}</pre>")
-    return readable_html(value)
+# The values' HTML uses the highlighting above: imported after it.
+from ui.markdown.values import COUNT_CHARS as COUNT_CHARS  # noqa: E402
+from ui.markdown.values import PAUSE as PAUSE  # noqa: E402
+from ui.markdown.values import PIECE_LINES as PIECE_LINES  # noqa: E402
+from ui.markdown.values import Piece as Piece  # noqa: E402
+from ui.markdown.values import json_html as json_html  # noqa: E402
+from ui.markdown.values import readable_html as readable_html  # noqa: E402
+from ui.markdown.values import to_json_text as to_json_text  # noqa: E402
+from ui.markdown.values import value_html as value_html  # noqa: E402
+from ui.markdown.values import value_pieces as value_pieces  # noqa: E402
