@@ -28,6 +28,8 @@ async def test_cancel_lists_the_stopped_cases_and_a_rerun_passes(qapp_instance: 
         dialog.cancel_button.click()
         await wait_until(task.done, what="the eval to stop")
         assert task.cancelled()
+        # (the view hears of the end in the task's done callback, a turn of the loop after the task is done)
+        await wait_until(lambda: dialog.progress.text().startswith("Cancelled"), what="the view told of the end")
         stopped = [dialog.failures.item(i) for i in range(dialog.failures.count())]
         assert stopped and all(item.text().startswith("⊘ ") and "stopped (the eval was cancelled)" in item.text()
                                for item in stopped)
