@@ -84,20 +84,9 @@ def select_in_inspector(app: Any, result: Any) -> dict[str, float]:
     """The result's call selected in a shown Tool calls inspector (a call before it selected first)."""
     from PySide6.QtWidgets import QApplication
 
-    from ui.inspector.panes import ToolCallsPane
-    from ui.inspector.tool_calls import ToolCallsModel
-    from workspace import events as ev
+    from tests.fakes.result_panes import tool_calls_pane
 
-    def event(cls: type[ev.Event], seq: int, **fields: Any) -> Any:
-        return cls(run_id="r1", robot="assistant", seq=seq, ts=100.0 + seq, **fields)
-
-    model = ToolCallsModel()
-    pane = ToolCallsPane(model)
-    pane.resize(420, 700)
-    pane.show()
-    for seq, (call, payload) in enumerate((("c0", {"data": "small"}), ("c1", result))):
-        model.add_event(event(ev.ToolUse, 2 * seq + 1, id=call, name="read_file", input={"path": "a"}))
-        model.add_event(event(ev.ToolResult, 2 * seq + 2, id=call, name="read_file", payload=payload, duration=0.1))
+    pane = tool_calls_pane([("c0", {"data": "small"}), ("c1", result)])
     pane.select_call("c0")
     pane.tabs.setCurrentIndex(1)  # the Result tab
     QApplication.processEvents()

@@ -119,22 +119,11 @@ def test_a_big_result_comes_in_bounded_steps_and_ends_as_the_whole(qapp_instance
 def test_the_inspector_shows_a_big_result_in_bounded_steps(qapp_instance: Any) -> None:
     from PySide6.QtWidgets import QApplication
 
-    from ui.inspector.panes import ToolCallsPane
-    from ui.inspector.tool_calls import ToolCallsModel
+    from tests.fakes.result_panes import tool_calls_pane
     from ui.markdown import PIECE_LINES
-    from workspace import events as ev
 
-    def event(cls: type[ev.Event], seq: int, **fields: Any) -> Any:
-        return cls(run_id="r1", robot="assistant", seq=seq, ts=100.0 + seq, **fields)
-
-    model = ToolCallsModel()
-    pane = ToolCallsPane(model)
-    pane.resize(420, 700)
-    pane.show()
+    pane = tool_calls_pane([("c0", {"data": "small"}), ("c1", LISTING)])
     try:
-        for seq, (call, payload) in enumerate((("c0", {"data": "small"}), ("c1", LISTING))):
-            model.add_event(event(ev.ToolUse, 2 * seq + 1, id=call, name="read_file", input={"path": "a"}))
-            model.add_event(event(ev.ToolResult, 2 * seq + 2, id=call, name="read_file", payload=payload, duration=0.1))
         pane.select_call("c0")
         view = pane.result_view
         for _ in range(3):
@@ -239,19 +228,10 @@ def test_a_big_json_result_is_encoded_only_as_far_as_its_first_piece_at_the_clic
 
 def test_the_inspector_encodes_a_big_json_result_only_as_far_as_its_first_piece(
         qapp_instance: Any, encoded: list[int]) -> None:
-    from ui.inspector.panes import ToolCallsPane
-    from ui.inspector.tool_calls import ToolCallsModel
-    from workspace import events as ev
+    from tests.fakes.result_panes import tool_calls_pane
 
-    model = ToolCallsModel()
-    pane = ToolCallsPane(model)
-    pane.resize(420, 700)
-    pane.show()
+    pane = tool_calls_pane([("c1", BIG_LISTING)])
     try:
-        model.add_event(ev.ToolUse(run_id="r1", robot="assistant", seq=1, ts=101.0, id="c1", name="read_file",
-                                   input={"path": "a"}))
-        model.add_event(ev.ToolResult(run_id="r1", robot="assistant", seq=2, ts=102.0, id="c1", name="read_file",
-                                      payload=BIG_LISTING, duration=0.1))
         pane.tabs.setCurrentIndex(1)  # the Result tab
         encoded[0] = 0
         pane.select_call("c1")
