@@ -79,9 +79,10 @@ def test_a_long_table_renders_a_bounded_part_a_turn_in_pieces_of_one_table(
     widths = {tuple((w.type(), w.rawValue()) for w in t.format().columnWidthConstraints()) for t in pieces}
     assert len(widths) == 1 and len(next(iter(widths))) == 5, widths
     assert all(kind == QTextLength.Type.PercentageLength and value > 0 for kind, value in next(iter(widths)))
-    # No margin where a piece goes on: the pieces touch.
+    # No margin where a piece goes on (but the pixel above and the two below that place the grid's rules where a
+    # collapsed border has them): the pieces touch.
     assert [(t.format().topMargin(), t.format().bottomMargin()) for t in pieces] == (
-        [(4, 0)] + [(0, 0)] * (len(pieces) - 2) + [(0, 10)])
+        [(4 + 1, 0 + 2)] + [(0 + 1, 0 + 2)] * (len(pieces) - 2) + [(0 + 1, 10 + 2)])
     # The pieces' cells, in order, are the whole table's: one header, every row once, aligned, links kept.
     whole = QTextDocument()
     whole.setHtml(markdown.render(text))
