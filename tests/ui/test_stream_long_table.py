@@ -18,7 +18,7 @@ from fakes.rendered_markdown import assert_shown_as_rendered
 from PySide6.QtGui import QTextDocument, QTextLength, QTextTable
 
 from ui import markdown
-from ui.chat.view.stream import MAX_RENDER_CHARS
+from ui.chat.view.stream import FREEZE_CHARS, MAX_RENDER_CHARS
 from ui.widgets.common import AutoHeightText
 
 
@@ -69,6 +69,9 @@ def test_a_long_table_renders_a_bounded_part_a_turn_in_pieces_of_one_table(
     # A table costs Qt about three times prose a character: its turns render about half the budget, but for the turn
     # the first flush comes in and the one the table ends in (with pieces of the whole budget: most turns ~3,450).
     assert sum(chars > 0.6 * MAX_RENDER_CHARS for chars in per_turn) <= 2, per_turn
+    # A piece is frozen at its first row past FREEZE_CHARS (a turn of a backlog shows one, renders the next and paints
+    # a screen of them): but for those two turns, none renders much more (with pieces of half the budget: ~1,700).
+    assert sum(chars > 1.25 * FREEZE_CHARS for chars in per_turn) <= 2, per_turn
     views = [v for v in stream.findChildren(AutoHeightText) if v.markdown is not None]
     assert len(views) > 5, "the table was not cut in pieces"
     assert "".join(v.markdown or "" for v in views) == stream.markdown_source() == text  # the Markdown to copy
