@@ -1,13 +1,16 @@
-"""Where the window's worst passes of the event loop go while the prose answer streams (bench_ui_streaming's run).
+"""Where the window's worst passes of the event loop go while an answer streams (bench_ui_streaming's run).
 
-The prose answer of ``bench_ui_streaming --answers`` streams into the real window. A pass is the time between two
+The prose answer of ``bench_ui_streaming --answers`` (or, with ``--answer list`` or ``--answer table``, the 50 KB list
+or table answer of its ``--lists``) streams into the real window. A pass is the time between two
 ticks of that bench's 2 ms stall timer; in each, the window thread's CPU (``time.thread_time``) is split into what
 the chat's streamed Markdown does: its renders (how many, and the characters of Markdown they render), inside them
 the Markdown rendered to HTML and the document edits (``setHtml``, inserted fragments: Qt lays a shown document out
-inside them), a new segment shown (its document laid out at the column's width then), the window's paint, the
-bridge's flush; the rest is the token loop feeding the bridge and Qt's own events (layout requests, polish). The
+inside them), a new segment made and shown (its document laid out at the column's width then), a segment resized (a
+width that changed lays its document out again), the window's paint and each segment's in it, the
+bridge's flush; the rest is the token loop feeding the bridge and Qt's own events (layout requests, polish). Each
+part says how many times it ran; ``--spans`` lists each printed pass's spans in order too, nested ones indented. The
 worst passes of the last of ``ROUNDS`` rounds (the first warms up) are printed, then the median pass holding a
-flush. Run offscreen: ``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/profile_stream_turns.py``.
+flush. Run offscreen: ``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/profile_stream_turns.py [--answer table]``.
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 import bench_ui_streaming as bus  # noqa: E402
 
 ROUNDS = int(os.environ.get("ROUNDS", "2"))
-#: Spans of work: (start, end, CPU start, CPU end, part, nested in another span).
-Span = tuple[float, float, float, float, str, bool]
+#: ``--spans``: each pass printed also lists its spans in order, nested ones indented.
+SHOW_SPANS = "--spans" in sys.argv[1:]
+#: Spans of work: (start, end, CPU start, CPU end, part, how deep it is nested in other spans).
+Span = tuple[float, float, float, float, str, int]
 SPANS: list[Span] = []
 _DEPTH = [0]
 
@@ -49,7 +54,7 @@ def timed(owner: Any, attr: str, part: str, *, when: Callable[..., bool] | None 
             return original(*args, **kwargs)
         finally:
             _DEPTH[0] -= 1
-            SPANS.append((wall, time.perf_counter(), cpu, time.thread_time(), part, _DEPTH[0] > 0))
+            SPANS.append((wall, time.perf_counter(), cpu, time.thread_time(), part, _DEPTH[0]))
 
     setattr(owner, attr, wrapper)
 
@@ -83,6 +88,8 @@ def instrument() -> list[int]:
     timed(common.AutoHeightText, "event", "new segment shown",
           when=lambda _self, event: event.type() == QEvent.Type.MetaCall)
     timed(MainWindow, "event", "window paint", when=lambda _self, event: event.type() == QEvent.Type.UpdateRequest)
+    timed(common.AutoHeightText, "paintEvent", "segment paint")
+    timed(common.AutoHeightText, "resizeEvent", "segment resized")
     return chars
 
 
@@ -90,15 +97,21 @@ def breakdown(gap: tuple[float, float, float, float], spans: list[Span], chars_a
     start, end, cpu0, cpu1 = gap
     inside = [s for s in spans if s[0] >= start and s[1] <= end]
     parts: dict[str, float] = {}
+    counts: dict[str, int] = {}
     for s in inside:
         parts[s[4]] = parts.get(s[4], 0.0) + (s[3] - s[2]) * 1000
+        counts[s[4]] = counts.get(s[4], 0) + 1
     top = sum((s[3] - s[2]) * 1000 for s in inside if not s[5])
     renders = sum(1 for s in inside if s[4] == "render")
     rendered = sum(n for at, n in chars_at if start <= at <= end)
     out = [f"{(end - start) * 1000:5.1f} ms wall, {(cpu1 - cpu0) * 1000:5.1f} ms CPU: {renders} render(s), "
            f"{rendered} characters of Markdown rendered"]
-    out += [f"    {part:<20} {ms:5.2f} ms CPU" for part, ms in sorted(parts.items(), key=lambda kv: -kv[1])]
+    out += [f"    {part:<20} {ms:5.2f} ms CPU ({counts[part]}x)" for part, ms in sorted(parts.items(), key=lambda kv: -kv[1])]
     out.append(f"    {'the rest':<20} {(cpu1 - cpu0) * 1000 - top:5.2f} ms CPU (the token loop, Qt's own events)")
+    if SHOW_SPANS:  # the pass's spans in the order they began, nested ones indented under theirs
+        out.append("    in order:")
+        out += [f"      {'  ' * s[5]}{s[4]:<20} {(s[3] - s[2]) * 1000:5.2f} ms CPU"
+                for s in sorted(inside, key=lambda s: s[0])]
     return "\n".join(out)
 
 
@@ -125,7 +138,9 @@ def main() -> int:
             super()._tick()
 
     bus.StallMeter = Meter  # type: ignore[misc]  # bench_answer's meter
-    prose = bus.make_tokens(bus.TOKENS)
+    args = sys.argv[1:]
+    name = args[args.index("--answer") + 1] if "--answer" in args else "prose"
+    prose = bus.LIST_ANSWERS[name]() if name in bus.LIST_ANSWERS else bus.make_tokens(bus.TOKENS)
     try:
         with loop:
             loop.run_until_complete(asyncio.sleep(1.0))  # the Markdown libraries load
@@ -141,7 +156,7 @@ def main() -> int:
         if not loop.is_closed():
             loop.close()
     gaps = gaps[1:]  # the first "pass" starts at the meter's start
-    print(f"prose: {result['kb_per_s']} KB/s, worst stall {result['worst_stall_ms']} ms "
+    print(f"{name}: {result['kb_per_s']} KB/s, worst stall {result['worst_stall_ms']} ms "
           f"(load average {os.getloadavg()[0]:.1f}); {len(gaps)} passes")
     for gap in sorted(gaps, key=lambda g: g[3] - g[2], reverse=True)[:3]:
         print("worst pass by CPU: " + breakdown(gap, SPANS, chars_at))

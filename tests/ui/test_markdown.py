@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -109,7 +110,7 @@ def test_nested_lists_and_list_spacing() -> None:
 
 def test_tables_with_alignment() -> None:
     html = markdown.render("| Name | Count |\n|:-----|------:|\n| `a` | 1 |\n| b | 22 |\n")
-    assert "<th align=\"left\"" in html and "<td align=\"right\">22</td>" in html
+    assert "<th align=\"left\"" in html and re.search(r'<td align="right"[^>]*>22</td>', html)
     doc = _document(html)
     cursor = QTextCursor(doc)
     cursor.movePosition(QTextCursor.MoveOperation.NextBlock)

@@ -18,7 +18,7 @@ from fakes.rendered_markdown import assert_shown_as_rendered
 from PySide6.QtGui import QTextDocument, QTextLength, QTextTable
 
 from ui import markdown
-from ui.chat.view.stream import MAX_RENDER_CHARS
+from ui.chat.view.stream import FREEZE_CHARS, MAX_RENDER_CHARS
 from ui.widgets.common import AutoHeightText
 
 
@@ -69,6 +69,9 @@ def test_a_long_table_renders_a_bounded_part_a_turn_in_pieces_of_one_table(
     # A table costs Qt about three times prose a character: its turns render about half the budget, but for the turn
     # the first flush comes in and the one the table ends in (with pieces of the whole budget: most turns ~3,450).
     assert sum(chars > 0.6 * MAX_RENDER_CHARS for chars in per_turn) <= 2, per_turn
+    # A piece is frozen at its first row past FREEZE_CHARS (a turn of a backlog shows one, renders the next and paints
+    # a screen of them): but for those two turns, none renders much more (with pieces of half the budget: ~1,700).
+    assert sum(chars > 1.25 * FREEZE_CHARS for chars in per_turn) <= 2, per_turn
     views = [v for v in stream.findChildren(AutoHeightText) if v.markdown is not None]
     assert len(views) > 5, "the table was not cut in pieces"
     assert "".join(v.markdown or "" for v in views) == stream.markdown_source() == text  # the Markdown to copy
@@ -79,9 +82,10 @@ def test_a_long_table_renders_a_bounded_part_a_turn_in_pieces_of_one_table(
     widths = {tuple((w.type(), w.rawValue()) for w in t.format().columnWidthConstraints()) for t in pieces}
     assert len(widths) == 1 and len(next(iter(widths))) == 5, widths
     assert all(kind == QTextLength.Type.PercentageLength and value > 0 for kind, value in next(iter(widths)))
-    # No margin where a piece goes on: the pieces touch.
+    # No margin where a piece goes on (but the pixel above and the two below that place the grid's rules where a
+    # collapsed border has them): the pieces touch.
     assert [(t.format().topMargin(), t.format().bottomMargin()) for t in pieces] == (
-        [(4, 0)] + [(0, 0)] * (len(pieces) - 2) + [(0, 10)])
+        [(4 + 1, 0 + 2)] + [(0 + 1, 0 + 2)] * (len(pieces) - 2) + [(0 + 1, 10 + 2)])
     # The pieces' cells, in order, are the whole table's: one header, every row once, aligned, links kept.
     whole = QTextDocument()
     whole.setHtml(markdown.render(text))

@@ -37,10 +37,11 @@ if TYPE_CHECKING:
 FREEZE_CHARS = 1200
 #: At most about this much Markdown is rendered per event-loop turn (bursts catch up over turns).
 MAX_RENDER_CHARS = 3500
-#: A long table's pieces hold at most about this much Markdown: Qt lays a table's cells out at about three times
-#: the cost of prose per character (3,500 characters of table: ~12 ms of the window thread's CPU), so a turn that
-#: freezes a piece and renders the rows after it stays within a frame.
-TABLE_PIECE_CHARS = MAX_RENDER_CHARS // 2
+#: A long table's pieces hold at most about this much Markdown (a piece is frozen at its first row past
+#: ``FREEZE_CHARS``): Qt lays a table's cells out at several times the cost of prose per character (1,700 characters
+#: of table: setHtml and its layout ~4.5 ms, prose ~0.8), and a backlog is caught up a piece a turn of the loop, so a
+#: turn that shows a piece, renders the next and paints a screen of them stays within a frame.
+TABLE_PIECE_CHARS = FREEZE_CHARS
 
 
 def frame_clock(widget: QWidget) -> Callable[[Callable[[], None]], bool] | None:
