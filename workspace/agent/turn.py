@@ -36,6 +36,7 @@ from workspace.providers.base import (
     TextChunk,
     ToolCallChunk,
     UsageChunk,
+    status_sink,
 )
 from workspace.providers.text_calls import ThinkSplitter, find_text_calls
 
@@ -217,10 +218,14 @@ class ModelTurns:
         self.emit(RequestRecorder().record(provider, system=spec.system, messages=history, tools=specs,
                                            settings=spec.settings))
         stream = provider.stream(system=spec.system, messages=list(history), tools=specs, settings=spec.settings)
-        async with contextlib.aclosing(stream) as chunks:  # type: ignore[type-var]
-            async for chunk in chunks:
-                if see(chunk):
-                    await asyncio.sleep(0)
+        said = status_sink.set(see)  # a slow first token said at once (see ContextManager.consume)
+        try:
+            async with contextlib.aclosing(stream) as chunks:  # type: ignore[type-var]
+                async for chunk in chunks:
+                    if see(chunk):
+                        await asyncio.sleep(0)
+        finally:
+            status_sink.reset(said)
 
     def _assemble(self, index: int, call: _PartialCall) -> ToolMessage:
         call_id = call.id or f"call_{self.run_id[:8]}_{index}_{uuid.uuid4().hex[:6]}"

@@ -63,6 +63,7 @@ from workspace.providers.base import (
     ToolCallChunk,
     ToolSpec,
     UsageChunk,
+    status_sink,
     with_defaults,
 )
 
@@ -199,16 +200,22 @@ class ContextManager:
         """:meth:`stream`'s chunks handed to ``on_chunk`` one by one as the provider's stream gives them, in
         this coroutine: the provider's generator is read here, with no generator of the manager's between it
         and its reader (a layer every chunk would pass through). ``on_chunk`` returns True to let the event
-        loop run before the next chunk (chunks waiting: see :data:`workspace.agent.turn.SLICE_S`)."""
+        loop run before the next chunk (chunks waiting: see :data:`workspace.agent.turn.SLICE_S`). A status
+        the provider says while it waits (a slow first token) goes to ``on_chunk`` at once, through
+        :data:`~workspace.providers.base.status_sink`."""
         call = await self._begin(provider, system=system, history=history, tools=tools, settings=settings, emit=emit)
         while True:
             for spent in self.take_usage():  # the summaries' tokens count like the run's own
                 on_chunk(spent)
             try:
-                async with _closing(call.send()) as chunks:
-                    async for chunk in chunks:
-                        if call.see(chunk) and on_chunk(chunk):
-                            await asyncio.sleep(0)
+                said = status_sink.set(on_chunk)  # the provider's reading alone (not a compaction's summary)
+                try:
+                    async with _closing(call.send()) as chunks:
+                        async for chunk in chunks:
+                            if call.see(chunk) and on_chunk(chunk):
+                                await asyncio.sleep(0)
+                finally:
+                    status_sink.reset(said)
                 last = call.last()
                 if last is not None:
                     on_chunk(last)
