@@ -10,6 +10,10 @@ import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
+import pytest
+from fakes.llm_server import FakeLLMServer, Reply
+from fakes.provider_calls import stream_chunks, text_of
+
 from workspace import events as ev
 from workspace.context import ContextManager
 from workspace.messages import Message
@@ -71,3 +75,27 @@ async def test_the_manager_s_own_stream_gives_the_same_chunks() -> None:
     await manager.consume(provider, system=None, history=[], tools=[], settings={}, emit=None, on_chunk=keep)
     assert [type(c).__name__ for c in chunks] == [type(c).__name__ for c in seen]
     assert [getattr(c, "text", None) for c in chunks] == [getattr(c, "text", None) for c in seen]
+
+
+async def test_the_lean_provider_s_chunks_are_read_with_no_call_per_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its chunks are plain dicts: the stream reads their fields itself, not through openai_format.field (a call
+    # for each of four fields of every chunk).
+    from workspace.providers import streaming
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.say("warm"), Reply.say("one two three four five"))
+        provider = OpenAICompatibleProvider("openai/fake", api_base=server.base_url + "/v1", api_key="sk-test",
+                                            slow_notice=None, timeout=20.0)
+        assert text_of(await stream_chunks(provider)) == "warm"
+        calls: list[str] = []
+        real_field = streaming.field
+
+        def counted(obj: Any, name: str) -> Any:
+            calls.append(name)
+            return real_field(obj, name)
+
+        monkeypatch.setattr(streaming, "field", counted)
+        chunks = await stream_chunks(provider)
+    assert text_of(chunks) == "one two three four five"
+    assert calls == []

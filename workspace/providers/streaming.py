@@ -454,12 +454,15 @@ class StreamingProvider(ProviderBase):
                                 count += 1
                                 if isinstance(converted, Exception):  # converting it failed in the wait: as below
                                     raise converted
-                                choices = field(item, "choices") or ()
+                                # The lean provider's chunks are plain dicts: read with no call per field.
+                                plain = type(item) is dict
+                                choices = (item.get("choices") if plain else field(item, "choices")) or ()
                                 ended = None
                                 if choices:
                                     choice = choices[0]
+                                    plain_choice = type(choice) is dict
                                     if converted is None:
-                                        delta = field(choice, "delta")
+                                        delta = choice.get("delta") if plain_choice else field(choice, "delta")
                                         if delta is not None:
                                             converted = reader.convert(delta)
                                     if converted:
@@ -471,8 +474,8 @@ class StreamingProvider(ProviderBase):
                                             yield StatusChunk("streaming", "", endpoint=self.endpoint)
                                         for chunk in converted:
                                             yield chunk
-                                    ended = field(choice, "finish_reason")
-                                usage = field(item, "usage")
+                                    ended = choice.get("finish_reason") if plain_choice else field(choice, "finish_reason")
+                                usage = item.get("usage") if plain else field(item, "usage")
                                 if usage is not None and not usage_sent:
                                     usage_sent = produced = True
                                     yield self._usage_chunk(usage)
