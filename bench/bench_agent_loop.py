@@ -281,6 +281,8 @@ async def main(lean_only: bool = False) -> int:
     lean_m, raw_m, sdk_m = (statistics.median(t) for t in (lean_t, raw_t, sdk_t))
     own_ratio, own_cpu_ratio = lean_m / raw_m, cpu["lean"] / cpu["raw"]
     met = own_ratio <= 1.2 and own_cpu_ratio <= 1.2
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"load average {load} on {os.cpu_count()} cores (the figures below were taken on a machine this busy)")
     print(f"our agent loop, lean provider:                median {lean_m:7.2f} ms, CPU {cpu['lean']:.2f} ms a turn")
     print(f"its own transport by hand (raw post, dicts):  median {raw_m:7.2f} ms, CPU {cpu['raw']:.2f} ms a turn")
     print(f"ratio ours (lean) / its own transport: {own_ratio:.3f} wall clock, {own_cpu_ratio:.3f} CPU "
@@ -312,6 +314,7 @@ async def main(lean_only: bool = False) -> int:
         "cpu_ratio_lean_over_openai_sdk": round(cpu["lean"] / cpu["sdk"], 3),
         "target_ratio_lean_over_openai_sdk": 1.3,
         "target_ratio_litellm": 1.10,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     print(f"one turn = streamed tool call + tool + streamed answer, {len(ours_t)} turns each (interleaved turn by "
           "turn, 4 rounds)")

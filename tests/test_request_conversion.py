@@ -196,3 +196,23 @@ def test_the_lean_providers_body_bytes_are_the_sdks_and_only_new_messages_are_wr
     compacted = [TextMessage(role="user", content="Summary"), *messages[50:]]
     body = provider.build_request(system="sys", messages=compacted, tools=TOOLS, settings={})
     assert provider.encoder.encode(body) == openapi_dumps(body)
+
+
+def test_a_body_is_written_by_one_encoder_made_once(monkeypatch: Any) -> None:
+    # json.dumps with options makes a new encoder at each call: a body's dozen values made a dozen a model call.
+    from openai._utils._json import openapi_dumps
+
+    provider = OpenAICompatibleProvider("openai/m", api_base="http://127.0.0.1:9/v1")
+    body = provider.build_request(system="sys", messages=thread(3), tools=TOOLS,
+                                  settings={"top_p": 0.5, "stop": ["ü", "\n"], "tool_choice": "lookup"})
+    expected = openapi_dumps(body)
+    made: list[object] = []
+    real_init = json.JSONEncoder.__init__
+
+    def counting_init(self: json.JSONEncoder, *args: Any, **kwargs: Any) -> None:
+        made.append(self)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(json.JSONEncoder, "__init__", counting_init)
+    assert provider.encoder.encode(body) == expected
+    assert made == []

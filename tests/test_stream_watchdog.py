@@ -149,3 +149,32 @@ async def test_a_role_sent_before_a_late_first_token_still_says_the_wait(server:
     first_text = next(i for i, c in enumerate(chunks) if isinstance(c, TextChunk))
     said = [c for c in chunks[:first_text] if isinstance(c, StatusChunk) and "no token yet" in c.detail]
     assert len(said) == 1, chunks
+
+
+async def test_a_deadline_worked_out_again_a_hair_earlier_keeps_the_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The wait for the first token ends when the wait for the response would have: the same deadline, worked out
+    # again from the other clock a few microseconds later (a hair earlier). It made a second timer per call.
+    from workspace.providers.watchdog import SLACK, Watchdog
+
+    loop = asyncio.get_running_loop()
+    made: list[float] = []
+    real_call_at = loop.call_at
+
+    def counting(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        made.append(when)
+        return real_call_at(when, callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_at", counting)
+    dog = Watchdog()
+    try:
+        sent_at, wait = time.monotonic(), 30.0
+        dog.arm(dog.loop.time() + wait)  # the response
+        dog.disarm()
+        first_until = sent_at + wait
+        dog.arm(dog.loop.time() + first_until - time.monotonic())  # the first token
+        dog.disarm()
+        assert len(made) == 1, made
+        dog.arm(dog.loop.time() + wait - 10 * SLACK - 1.0)  # a deadline truly earlier: a timer for it
+        assert len(made) == 2, made
+    finally:
+        dog.close()

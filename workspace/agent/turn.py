@@ -20,7 +20,7 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from workspace.providers.base import (
     TextChunk,
     ToolCallChunk,
     UsageChunk,
+    status_sink,
 )
 from workspace.providers.text_calls import ThinkSplitter, find_text_calls
 
@@ -141,48 +142,53 @@ class ModelTurns:
         reasoning: list[str] = []
         finish: str | None = None
         emit = self.emit
-        stream = self._model_call(provider, specs)
         clock = time.perf_counter
         since = clock()
         loop = asyncio.get_running_loop()
-        async with contextlib.aclosing(stream) as chunks:  # type: ignore[type-var]
-            async for chunk in chunks:
-                if clock() - since > SLICE_S / _STREAMING.get(loop, 1):  # chunks waiting: let the loop run
-                    await asyncio.sleep(0)
-                    since = clock()
-                if isinstance(chunk, TextChunk):
-                    if chunk.text:
-                        produced[0] = True
-                        text, thought = splitter.feed(chunk.text)
-                        if thought:
-                            reasoning.append(thought)
-                            emit(ev.ReasoningDelta(text=thought))
-                        if text:
-                            text_parts.append(text)
-                            emit(ev.TextDelta(text=text))
-                elif isinstance(chunk, ToolCallChunk):
+
+        def see(chunk: Chunk) -> bool:
+            """Turn ``chunk`` into events; True when chunks have been read for longer than a slice (chunks
+            waiting): the event loop runs before the next."""
+            nonlocal finish, since
+            if isinstance(chunk, TextChunk):
+                if chunk.text:
                     produced[0] = True
-                    call = partial.setdefault(chunk.index, _PartialCall())
-                    if chunk.id:
-                        call.id = chunk.id
-                    if chunk.name:
-                        call.name = chunk.name
-                    if isinstance(chunk.arguments, dict):
-                        call.whole = dict(chunk.arguments)
-                    elif chunk.arguments:
-                        call.fragments.append(chunk.arguments)
-                elif isinstance(chunk, ReasoningChunk):
-                    if chunk.text:
-                        produced[0] = True
-                        reasoning.append(chunk.text)
-                        emit(ev.ReasoningDelta(text=chunk.text))
-                elif isinstance(chunk, UsageChunk):
-                    self._add_usage(chunk)
-                elif isinstance(chunk, FinishChunk):
-                    finish = chunk.reason
-                elif isinstance(chunk, StatusChunk):
-                    emit(ev.RunStatus(state=chunk.state, detail=chunk.detail, retry_in=chunk.retry_in,
-                         attempt=chunk.attempt, model=provider.label, endpoint=chunk.endpoint))
+                    text, thought = splitter.feed(chunk.text)
+                    if thought:
+                        reasoning.append(thought)
+                        emit(ev.ReasoningDelta(text=thought))
+                    if text:
+                        text_parts.append(text)
+                        emit(ev.TextDelta(text=text))
+            elif isinstance(chunk, ToolCallChunk):
+                produced[0] = True
+                call = partial.setdefault(chunk.index, _PartialCall())
+                if chunk.id:
+                    call.id = chunk.id
+                if chunk.name:
+                    call.name = chunk.name
+                if isinstance(chunk.arguments, dict):
+                    call.whole = dict(chunk.arguments)
+                elif chunk.arguments:
+                    call.fragments.append(chunk.arguments)
+            elif isinstance(chunk, ReasoningChunk):
+                if chunk.text:
+                    produced[0] = True
+                    reasoning.append(chunk.text)
+                    emit(ev.ReasoningDelta(text=chunk.text))
+            elif isinstance(chunk, UsageChunk):
+                self._add_usage(chunk)
+            elif isinstance(chunk, FinishChunk):
+                finish = chunk.reason
+            elif isinstance(chunk, StatusChunk):
+                emit(ev.RunStatus(state=chunk.state, detail=chunk.detail, retry_in=chunk.retry_in,
+                     attempt=chunk.attempt, model=provider.label, endpoint=chunk.endpoint))
+            if clock() - since > SLICE_S / _STREAMING.get(loop, 1):  # chunks waiting: let the loop run
+                since = clock()
+                return True
+            return False
+
+        await self._model_call(provider, specs, see)
         text, thought = splitter.flush()
         if thought:
             reasoning.append(thought)
@@ -193,10 +199,12 @@ class ModelTurns:
         calls = [self._assemble(index, call) for index, call in sorted(partial.items())]
         return TurnOutcome(calls=calls, finish=finish, reasoning="".join(reasoning))
 
-    def _model_call(self, provider: Provider, specs: Sequence[ToolSpec]) -> AsyncIterator[Chunk]:
-        """The provider's stream, through the run's context manager when it has one (the request kept
-        within the model's window; compacted and retried once when the server refuses it as too long,
-        an empty HTTP 200 from a local server included)."""
+    async def _model_call(self, provider: Provider, specs: Sequence[ToolSpec], see: Callable[[Chunk], bool]) -> None:
+        """The provider's stream handed to ``see`` chunk by chunk, through the run's context manager when it has
+        one (the request kept within the model's window; compacted and retried once when the server refuses it
+        as too long, an empty HTTP 200 from a local server included). The provider's generator is read here or in
+        the manager's :meth:`~workspace.context.ContextManager.consume`: no other generator between it and
+        ``see``."""
         spec = self.spec
         history = spec.history
         if self.blind:  # images earlier in the thread; a model that cannot see them
@@ -204,11 +212,20 @@ class ModelTurns:
 
             history = without_images(history)
         if spec.context is not None:
-            return spec.context.stream(provider, system=spec.system, history=history, tools=specs,
-                                       settings=spec.settings, emit=self.emit)
+            await spec.context.consume(provider, system=spec.system, history=history, tools=specs,
+                                       settings=spec.settings, emit=self.emit, on_chunk=see)
+            return
         self.emit(RequestRecorder().record(provider, system=spec.system, messages=history, tools=specs,
                                            settings=spec.settings))
-        return provider.stream(system=spec.system, messages=list(history), tools=specs, settings=spec.settings)
+        stream = provider.stream(system=spec.system, messages=list(history), tools=specs, settings=spec.settings)
+        said = status_sink.set(see)  # a slow first token said at once (see ContextManager.consume)
+        try:
+            async with contextlib.aclosing(stream) as chunks:  # type: ignore[type-var]
+                async for chunk in chunks:
+                    if see(chunk):
+                        await asyncio.sleep(0)
+        finally:
+            status_sink.reset(said)
 
     def _assemble(self, index: int, call: _PartialCall) -> ToolMessage:
         call_id = call.id or f"call_{self.run_id[:8]}_{index}_{uuid.uuid4().hex[:6]}"

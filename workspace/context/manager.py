@@ -27,9 +27,10 @@ importable from here too.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from workspace import events as ev
@@ -62,6 +63,7 @@ from workspace.providers.base import (
     ToolCallChunk,
     ToolSpec,
     UsageChunk,
+    status_sink,
     with_defaults,
 )
 
@@ -173,63 +175,63 @@ class ContextManager:
                      tools: Sequence[ToolSpec], settings: Mapping[str, Any],
                      emit: Emit | None = None) -> AsyncIterator[Chunk]:
         """``provider.stream`` for the prepared request; a refusal as too long compacts (or truncates)
-        and retries once. The usage of summary requests comes first, as usage chunks of their model."""
-        provider.check_key()  # a missing key is said before the window or the tokenizer loads a provider's library
-        prepared = await self.prepare(provider, system=system, history=history, tools=tools, settings=settings,
-                                      emit=emit)
-        retried = False
+        and retries once. The usage of summary requests comes first, as usage chunks of their model.
+        (The agent loop reads the same call through :meth:`consume`, with no generator layer of its own.)"""
+        call = await self._begin(provider, system=system, history=history, tools=tools, settings=settings, emit=emit)
         while True:
             for spent in self.take_usage():  # the summaries' tokens count like the run's own
                 yield spent
-            started = False
-            sent = self._budget.local_limit(provider, prepared, settings, share=self.local_max_tokens_share)
-            usage: UsageChunk | None = None
-            cut: FinishChunk | None = None
-            written = 0
             try:
-                if emit is not None:  # the request as sent (its own record even when a retry sends it again)
-                    emit(self.requests.record(provider, system=prepared.system, messages=prepared.messages,
-                                              tools=tools, settings=sent))
-                source = provider.stream(system=prepared.system, messages=prepared.messages, tools=tools,
-                                         settings=sent)
-                async with _closing(source) as chunks:
+                async with _closing(call.send()) as chunks:
                     async for chunk in chunks:
-                        if isinstance(chunk, _WRITTEN):  # the most frequent first: one check for a text chunk
-                            started = True
-                            written += len(chunk.text or "")
+                        if call.see(chunk):
                             yield chunk
-                            continue
-                        if not isinstance(chunk, StatusChunk):  # waits (connecting, queued) are no answer yet
-                            started = True
-                        if isinstance(chunk, UsageChunk):
-                            self._observe(prepared, chunk, emit)
-                            usage = chunk
-                        elif isinstance(chunk, ToolCallChunk):
-                            written += len(chunk.arguments) if isinstance(chunk.arguments, str) else 0
-                        elif isinstance(chunk, FinishChunk) and chunk.reason == "length":
-                            cut = chunk  # said at the end: the usage that tells why may come after it
-                            continue
-                        yield chunk
-                if cut is not None:
-                    full = self._budget.window_full(prepared, usage, sent, written)
-                    yield FinishChunk("context_full") if full else cut
+                last = call.last()
+                if last is not None:
+                    yield last
                 return
             except Exception as exc:
-                if started or not is_context_overflow(exc):
+                if not await call.retry(exc):
                     raise
-                if retried or self.policy == "error":
-                    raise ContextOverflowError(refused_message(provider.model_id, self.policy, prepared, exc, retried),
-                                               provider=getattr(exc, "provider", None),
-                                               status_code=getattr(exc, "status_code", None),
-                                               window=prepared.window.tokens if prepared.window else None,
-                                               reason=getattr(exc, "reason", None) or "context") from exc
-                retried = True
-                log.info("%s refused the request as too long (%s); %s and retrying once",
-                         provider.model_id or "the model", exc,
-                         "compacting" if self.policy == "compact" else "truncating")
-                self._budget.learn(provider, exc, prepared)
-                prepared = await self.prepare(provider, system=system, history=history, tools=tools,
-                                              settings=settings, emit=emit, trigger="overflow")
+
+    async def consume(self, provider: Provider, *, system: str | None, history: Sequence[Message],
+                      tools: Sequence[ToolSpec], settings: Mapping[str, Any], emit: Emit | None,
+                      on_chunk: Callable[[Chunk], bool]) -> None:
+        """:meth:`stream`'s chunks handed to ``on_chunk`` one by one as the provider's stream gives them, in
+        this coroutine: the provider's generator is read here, with no generator of the manager's between it
+        and its reader (a layer every chunk would pass through). ``on_chunk`` returns True to let the event
+        loop run before the next chunk (chunks waiting: see :data:`workspace.agent.turn.SLICE_S`). A status
+        the provider says while it waits (a slow first token) goes to ``on_chunk`` at once, through
+        :data:`~workspace.providers.base.status_sink`."""
+        call = await self._begin(provider, system=system, history=history, tools=tools, settings=settings, emit=emit)
+        while True:
+            for spent in self.take_usage():  # the summaries' tokens count like the run's own
+                on_chunk(spent)
+            try:
+                said = status_sink.set(on_chunk)  # the provider's reading alone (not a compaction's summary)
+                try:
+                    async with _closing(call.send()) as chunks:
+                        async for chunk in chunks:
+                            if call.see(chunk) and on_chunk(chunk):
+                                await asyncio.sleep(0)
+                finally:
+                    status_sink.reset(said)
+                last = call.last()
+                if last is not None:
+                    on_chunk(last)
+                return
+            except Exception as exc:
+                if not await call.retry(exc):
+                    raise
+
+    async def _begin(self, provider: Provider, *, system: str | None, history: Sequence[Message],
+                     tools: Sequence[ToolSpec], settings: Mapping[str, Any], emit: Emit | None) -> _Call:
+        """One model call, its request prepared (a missing key said first)."""
+        provider.check_key()  # a missing key is said before the window or the tokenizer loads a provider's library
+        prepared = await self.prepare(provider, system=system, history=history, tools=tools, settings=settings,
+                                      emit=emit)
+        return _Call(self, provider, prepared, system=system, history=history, tools=tools, settings=settings,
+                     emit=emit)
 
     def _observe(self, prepared: Prepared, chunk: UsageChunk, emit: Emit | None) -> None:
         """Correct the counts from the server's, and say its count."""
@@ -414,6 +416,91 @@ class ContextManager:
 
     def _summary_tokens(self, window: int) -> int:
         return int(min(2048, max(128, window * self.summary_ratio)))
+
+
+class _Call:
+    """One model call through the manager (:meth:`ContextManager.stream` and :meth:`ContextManager.consume`):
+    each attempt's request recorded and sent (:meth:`send`), what the manager reads of its chunks (:meth:`see`:
+    whether the answer began, the characters written, the server's usage, a finish at "length" held to the
+    end, :meth:`last`), and one retry of a refusal as too long (:meth:`retry`)."""
+
+    __slots__ = ("cut", "emit", "history", "manager", "prepared", "provider", "retried", "sent", "settings",
+                 "started", "system", "tools", "usage", "written")
+
+    def __init__(self, manager: ContextManager, provider: Provider, prepared: Prepared, *, system: str | None,
+                 history: Sequence[Message], tools: Sequence[ToolSpec], settings: Mapping[str, Any],
+                 emit: Emit | None) -> None:
+        self.manager = manager
+        self.provider = provider
+        self.prepared = prepared
+        self.system = system
+        self.history = history
+        self.tools = tools
+        self.settings = settings
+        self.emit = emit
+        self.retried = False
+        self.started = False
+        self.sent: Mapping[str, Any] = settings
+        self.usage: UsageChunk | None = None
+        self.cut: FinishChunk | None = None
+        self.written = 0
+
+    def send(self) -> AsyncIterator[Chunk]:
+        """The provider's stream of this attempt (its request recorded first)."""
+        manager, provider, prepared = self.manager, self.provider, self.prepared
+        self.started, self.usage, self.cut, self.written = False, None, None, 0
+        self.sent = sent = manager._budget.local_limit(provider, prepared, self.settings,
+                                                       share=manager.local_max_tokens_share)
+        if self.emit is not None:  # the request as sent (its own record even when a retry sends it again)
+            self.emit(manager.requests.record(provider, system=prepared.system, messages=prepared.messages,
+                                              tools=self.tools, settings=sent))
+        return provider.stream(system=prepared.system, messages=prepared.messages, tools=self.tools, settings=sent)
+
+    def see(self, chunk: Chunk) -> bool:
+        """Read ``chunk``; whether it goes on to the reader now (a finish at "length" waits for :meth:`last`)."""
+        if isinstance(chunk, _WRITTEN):  # the most frequent first: one check for a text chunk
+            self.started = True
+            self.written += len(chunk.text or "")
+            return True
+        if not isinstance(chunk, StatusChunk):  # waits (connecting, queued) are no answer yet
+            self.started = True
+        if isinstance(chunk, UsageChunk):
+            self.manager._observe(self.prepared, chunk, self.emit)
+            self.usage = chunk
+        elif isinstance(chunk, ToolCallChunk):
+            self.written += len(chunk.arguments) if isinstance(chunk.arguments, str) else 0
+        elif isinstance(chunk, FinishChunk) and chunk.reason == "length":
+            self.cut = chunk  # said at the end: the usage that tells why may come after it
+            return False
+        return True
+
+    def last(self) -> FinishChunk | None:
+        """The finish held back: a full context window, or the "length" the server said."""
+        if self.cut is None:
+            return None
+        full = self.manager._budget.window_full(self.prepared, self.usage, self.sent, self.written)
+        return FinishChunk("context_full") if full else self.cut
+
+    async def retry(self, exc: Exception) -> bool:
+        """After ``exc`` failed the attempt: True when the request was compacted (or truncated) to be sent
+        again, once; False when ``exc`` is to be raised as it is; raises a refusal that cannot be helped."""
+        manager, provider, prepared = self.manager, self.provider, self.prepared
+        if self.started or not is_context_overflow(exc):
+            return False
+        if self.retried or manager.policy == "error":
+            raise ContextOverflowError(refused_message(provider.model_id, manager.policy, prepared, exc, self.retried),
+                                       provider=getattr(exc, "provider", None),
+                                       status_code=getattr(exc, "status_code", None),
+                                       window=prepared.window.tokens if prepared.window else None,
+                                       reason=getattr(exc, "reason", None) or "context") from exc
+        self.retried = True
+        log.info("%s refused the request as too long (%s); %s and retrying once",
+                 provider.model_id or "the model", exc,
+                 "compacting" if manager.policy == "compact" else "truncating")
+        manager._budget.learn(provider, exc, prepared)
+        self.prepared = await manager.prepare(provider, system=self.system, history=self.history, tools=self.tools,
+                                              settings=self.settings, emit=self.emit, trigger="overflow")
+        return True
 
 
 @contextlib.asynccontextmanager

@@ -9,6 +9,7 @@ calls; providers never run tools themselves.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -89,6 +90,13 @@ class StatusChunk:
 
 
 Chunk = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | FinishChunk | StatusChunk
+
+#: Where a provider's stream may say a status while it waits, at once, instead of yielding it when the wait ends
+#: lets it: set by the reader of the stream around its reading (the agent loop's model turn, through
+#: ``ContextManager.consume``), called with the :class:`StatusChunk` in the reader's task. A stream that says its
+#: slow first token there waits for it in its own task, with no task of its own to wait in (see
+#: :class:`~workspace.providers.streaming.StreamingProvider`); with none set, the status comes in the stream.
+status_sink: ContextVar[Callable[[StatusChunk], object] | None] = ContextVar("status_sink", default=None)
 
 
 @dataclass(frozen=True, slots=True)

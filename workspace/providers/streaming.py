@@ -10,7 +10,9 @@ its own way (``_source``, ``_after_finish``); everything else is here:
   ``loading`` (a library to load first, or a local server that sends no token for
   :attr:`slow_notice` seconds), ``connecting``, ``queued`` (another request to the same local server
   is running), ``waiting`` (the server took the request), ``streaming`` (the first token),
-  ``retrying`` (with the seconds to wait and why);
+  ``retrying`` (with the seconds to wait and why). The slow start's status goes to the reader's
+  :data:`~workspace.providers.base.status_sink` when it set one (the agent loop: said by a timer while
+  the stream waits in the reader's task), else in the stream (the wait then runs in a task of its own);
 - **retries** of what can succeed on retry: 429 (honouring ``Retry-After``), 5xx, connection
   failures and streams cut before any output, with exponential backoff. Everything else, and every
   failure after output began, is a :class:`ProviderError` at once, with the provider's words and the
@@ -50,6 +52,7 @@ from workspace.providers.base import (
     StatusState,
     ToolSpec,
     UsageChunk,
+    status_sink,
 )
 from workspace.providers.failures import (
     Failure,
@@ -332,6 +335,7 @@ class StreamingProvider(ProviderBase):
             yield StatusChunk("loading", loading, endpoint=self.endpoint)
             await self._load()
         self._preflight()
+        sink = status_sink.get()  # the reader says a slow first token at once: no task for the wait (see below)
         body = self.prepared_request(system=system, messages=messages, tools=tools, settings=settings)
         self._built = None  # used once: a later call (another model's settings, say) builds its own
         request = {**body, **self._credentials()}  # a copy: the kept (recorded) body never holds the key
@@ -372,11 +376,17 @@ class StreamingProvider(ProviderBase):
                         count = 0
                         first = True
                         noticed = False
+                        slow: asyncio.TimerHandle | None = None
+                        if sink is not None and self.slow_notice:
+                            # The reader is told of a slow first token by a timer, in its task, while this
+                            # generator waits for the token directly (the watchdog bounds the wait).
+                            slow = dog.loop.call_later(max(0.0, sent_at + self.slow_notice - time.monotonic()),
+                                                       self._say_slow, sink, sent_at, first_until, setting)
                         try:
                             while True:
                                 converted: list[Chunk] | Exception | None = None
                                 try:
-                                    if first and self.slow_notice and not noticed:
+                                    if first and self.slow_notice and not noticed and slow is None:
                                         # A status is due if the wait is long: the wait runs in one task for the
                                         # whole wait for output (items before it, a role alone, read in it too), so
                                         # that it can be said.
@@ -444,29 +454,36 @@ class StreamingProvider(ProviderBase):
                                 count += 1
                                 if isinstance(converted, Exception):  # converting it failed in the wait: as below
                                     raise converted
-                                choices = field(item, "choices") or ()
+                                # The lean provider's chunks are plain dicts: read with no call per field.
+                                plain = type(item) is dict
+                                choices = (item.get("choices") if plain else field(item, "choices")) or ()
                                 ended = None
                                 if choices:
                                     choice = choices[0]
+                                    plain_choice = type(choice) is dict
                                     if converted is None:
-                                        delta = field(choice, "delta")
+                                        delta = choice.get("delta") if plain_choice else field(choice, "delta")
                                         if delta is not None:
                                             converted = reader.convert(delta)
                                     if converted:
                                         produced = True
                                         if first:
                                             first = False
+                                            if slow is not None:
+                                                slow.cancel()
                                             yield StatusChunk("streaming", "", endpoint=self.endpoint)
                                         for chunk in converted:
                                             yield chunk
-                                    ended = field(choice, "finish_reason")
-                                usage = field(item, "usage")
+                                    ended = choice.get("finish_reason") if plain_choice else field(choice, "finish_reason")
+                                usage = item.get("usage") if plain else field(item, "usage")
                                 if usage is not None and not usage_sent:
                                     usage_sent = produced = True
                                     yield self._usage_chunk(usage)
                                 if ended:
                                     finish = str(ended)
                                     first = False
+                                    if slow is not None:
+                                        slow.cancel()
                                     stop, tail = await self._after_finish(response, raw, output=reader.chars > 0)
                                     if stop:
                                         if not usage_sent and tail is not None:
@@ -475,6 +492,8 @@ class StreamingProvider(ProviderBase):
                                         break
                         finally:
                             dog.close()
+                            if slow is not None:
+                                slow.cancel()
                         if finish is None:
                             if count == 0:
                                 raise self._empty(raw)
@@ -569,6 +588,11 @@ class StreamingProvider(ProviderBase):
                 else "the provider is slow to answer")
         return StatusChunk(state, f"no token yet from {self.endpoint} after {waited:.0f} s: "
                            f"{what} (waiting up to {first_until - sent_at:.0f} s, {setting})", endpoint=self.endpoint)
+
+    def _say_slow(self, sink: Callable[[StatusChunk], object], sent_at: float, first_until: float,
+                  setting: str) -> None:
+        """Tell the reader (``sink``: :data:`~workspace.providers.base.status_sink`) that the first token is late."""
+        sink(self._slow_status(time.monotonic() - sent_at, sent_at, first_until, setting))
 
     def _usage_chunk(self, usage: Any) -> UsageChunk:
         prompt, completion, reasoning = usage_numbers(usage)

@@ -6,7 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-__all__ = ["Watchdog", "wake"]
+__all__ = ["SLACK", "Watchdog", "wake"]
+
+#: Seconds a wait may end after its deadline rather than a new timer be made for it (see :meth:`Watchdog.arm`).
+SLACK = 0.001
 
 
 class Watchdog:
@@ -37,7 +40,9 @@ class Watchdog:
             self._base = task.cancelling() if task is not None else 0
         self.deadline = deadline
         handle = self._handle
-        if handle is None or self._when > deadline:
+        # A deadline a hair before the pending timer's keeps it (the same deadline worked out again from another
+        # clock: the wait for the first token after the wait for the response): the wait ends at most SLACK late.
+        if handle is None or self._when > deadline + SLACK:
             if handle is not None:
                 handle.cancel()
             self._when = deadline

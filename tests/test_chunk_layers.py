@@ -1,0 +1,101 @@
+"""What a model's chunk passes through on its way to the agent loop: the provider's own generator, read by the
+loop's model turn (through the context manager's ``consume``) with no generator of the manager's between them.
+Each async generator a chunk crosses is a resumption of its frame per chunk, paid on every chunk of every answer
+(``bench/bench_agent_loop.py``)."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import pytest
+from fakes.llm_server import FakeLLMServer, Reply
+from fakes.provider_calls import stream_chunks, text_of
+
+from workspace import events as ev
+from workspace.context import ContextManager
+from workspace.messages import Message
+from workspace.providers.base import Chunk, FinishChunk, ProviderBase, TextChunk, ToolSpec, UsageChunk
+from workspace.robot import Robot
+
+
+def _generators_above() -> list[str]:
+    """The async generators on the stack above this one's caller (the provider's stream, resumed for its next
+    chunk): the ones between its reader and the event loop, innermost first."""
+    frame = sys._getframe(2)
+    names = []
+    while frame is not None:
+        if frame.f_code.co_flags & inspect.CO_ASYNC_GENERATOR:
+            names.append(frame.f_code.co_qualname)
+        frame = frame.f_back
+    return names
+
+
+class LayerProvider(ProviderBase):
+    """Answers in words, noting for each chunk which async generators read it (its own stream's reader up)."""
+
+    label = model_id = "layers"
+
+    def __init__(self, words: int = 20) -> None:
+        self.words = words
+        self.readers: list[list[str]] = []
+
+    async def stream(self, *, system: str | None, messages: Sequence[Message], tools: Sequence[ToolSpec],
+                     settings: Mapping[str, Any]) -> AsyncIterator[Chunk]:
+        for i in range(self.words):
+            self.readers.append(_generators_above())
+            yield TextChunk(f"w{i} ")
+        self.readers.append(_generators_above())
+        yield UsageChunk(input_tokens=10, output_tokens=self.words)
+        yield FinishChunk("stop")
+
+
+async def test_a_chunk_reaches_the_model_turn_through_the_provider_s_generator_alone() -> None:
+    provider = LayerProvider()
+    robot = Robot("bot", system_prompt="You help.", provider=provider)
+    events = [event async for event in robot.stream("Say twenty words.")]
+    assert "".join(e.text for e in events if isinstance(e, ev.TextDelta)) == "".join(f"w{i} " for i in range(20))
+    assert len(provider.readers) == 21
+    # Before, the context manager's own generator (ContextManager.stream) read it and re-yielded every chunk.
+    assert all(readers == [] for readers in provider.readers), provider.readers[:2]
+
+
+async def test_the_manager_s_own_stream_gives_the_same_chunks() -> None:
+    provider = LayerProvider(words=3)
+    manager = ContextManager()
+    chunks = [c async for c in manager.stream(provider, system=None, history=[], tools=[], settings={})]
+    seen: list[Chunk] = []
+
+    def keep(chunk: Chunk) -> bool:
+        seen.append(chunk)
+        return False
+
+    await manager.consume(provider, system=None, history=[], tools=[], settings={}, emit=None, on_chunk=keep)
+    assert [type(c).__name__ for c in chunks] == [type(c).__name__ for c in seen]
+    assert [getattr(c, "text", None) for c in chunks] == [getattr(c, "text", None) for c in seen]
+
+
+async def test_the_lean_provider_s_chunks_are_read_with_no_call_per_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its chunks are plain dicts: the stream reads their fields itself, not through openai_format.field (a call
+    # for each of four fields of every chunk).
+    from workspace.providers import streaming
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.say("warm"), Reply.say("one two three four five"))
+        provider = OpenAICompatibleProvider("openai/fake", api_base=server.base_url + "/v1", api_key="sk-test",
+                                            slow_notice=None, timeout=20.0)
+        assert text_of(await stream_chunks(provider)) == "warm"
+        calls: list[str] = []
+        real_field = streaming.field
+
+        def counted(obj: Any, name: str) -> Any:
+            calls.append(name)
+            return real_field(obj, name)
+
+        monkeypatch.setattr(streaming, "field", counted)
+        chunks = await stream_chunks(provider)
+    assert text_of(chunks) == "one two three four five"
+    assert calls == []
