@@ -110,6 +110,8 @@ class MarkdownStream(QWidget):
             self._schedule()  # this turn has had its render
             return
         self._render(freeze=False)
+        if self._scheduled:  # it left a part for later (a burst): that part waits for the next turn
+            self._turn_rendered()  # (marked after the render: the mark's timer comes after the part's)
 
     def _append_plain(self) -> bool:
         """Words added to the live segment's last paragraph with no Markdown in them: add them to its document
@@ -268,21 +270,34 @@ class MarkdownStream(QWidget):
         and the input that wait: a backlog is caught up a bounded render a turn, as fast as the turns go)."""
         if not self._scheduled:
             self._scheduled = True
-            defer = frame_clock(self)
-            if defer is None or not defer(self._render_scheduled):
-                QTimer.singleShot(0, self, self._render_scheduled)
+            self._wait()
+
+    def _wait(self) -> None:
+        defer = frame_clock(self)
+        if defer is None or not defer(self._render_scheduled):
+            QTimer.singleShot(0, self, self._render_scheduled)
+
+    def _turn_rendered(self) -> None:
+        """A render ran in this turn of the loop: until the next turn (a timer of its own clears the mark), text
+        that comes waits for a render of the next turn, and so does a render left for later."""
+        if not self._rendered:
+            self._rendered = True
+            QTimer.singleShot(0, self, self._next_turn)
 
     def _next_turn(self) -> None:
-        """The loop turned since a render left for later ran: text may render as it comes again."""
+        """The loop turned since a render ran: text may render as it comes again."""
         self._rendered = False
 
     def _render_scheduled(self) -> None:
         """The render :meth:`_schedule` asked for, unless new text rendered (and scheduled anew) since; text that
-        comes later in this turn waits for the next one."""
+        comes later in this turn waits for the next one. When a render ran in this turn already (a flush's text,
+        rendered as it came, left the rest of a burst for later: Qt runs a timer of no delay started in a timer's
+        call in the same pass, before the paint), it waits for the next turn: one render a turn, not two."""
         if self._scheduled:
-            if not self._rendered:
-                self._rendered = True
-                QTimer.singleShot(0, self, self._next_turn)
+            if self._rendered:
+                self._wait()
+                return
+            self._turn_rendered()
             self._render()
 
     @property
