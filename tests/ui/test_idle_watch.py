@@ -1,0 +1,63 @@
+"""The window's idle moments (:mod:`ui.idle`): what waits for one waits while the window's thread is busy, runs once
+it is quiet, and never waits without bound."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from ui import idle
+
+
+def _run(app: Any, seconds: float, *, busy: bool, until: Callable[[], bool] = lambda: False) -> None:
+    """The event loop's passes for ``seconds`` (or until ``until``): each spending 20 ms of CPU when ``busy``."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end and not until():
+        if busy:
+            spin = time.thread_time() + 0.02
+            while time.thread_time() < spin:
+                pass
+        else:
+            time.sleep(0.005)
+        app.processEvents()
+
+
+@pytest.fixture
+def watch(qapp_instance: Any) -> Iterator[idle.IdleWatch]:
+    made = idle.IdleWatch()
+    made.start()
+    yield made
+    made.stop()
+    assert idle.IDLE.is_set()  # no watch: nothing waits
+
+
+def test_what_waits_for_an_idle_moment_runs_once_the_window_is_quiet(qapp_instance: Any,
+                                                                   watch: idle.IdleWatch) -> None:
+    ran: list[bool] = []
+    idle.when_idle(lambda: ran.append(idle.IDLE.is_set()))
+    _run(qapp_instance, 1.0, busy=True)
+    assert watch.busy_ticks >= 3 and not idle.IDLE.is_set()
+    assert ran == []  # the window was busy all along
+    _run(qapp_instance, 30, busy=False, until=lambda: bool(ran))
+    assert ran == [True] and watch.idle_ticks >= 1
+    idle.when_idle(lambda: ran.append(True))  # (stopping runs what still waits)
+    watch.stop()
+    assert ran == [True, True] and idle.IDLE.is_set()
+
+
+def test_what_waits_runs_after_the_longest_wait_however_busy(qapp_instance: Any, watch: idle.IdleWatch,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(idle, "LONGEST_WAIT_S", 0.3)
+    ran: list[bool] = []
+    idle.when_idle(lambda: ran.append(idle.IDLE.is_set()))
+    _run(qapp_instance, 30, busy=True, until=lambda: bool(ran))
+    assert ran == [False]  # run while still busy: the bound, not an idle moment
+
+
+def test_with_no_watch_nothing_waits() -> None:
+    ran: list[int] = []
+    idle.when_idle(lambda: ran.append(1))
+    assert ran == [1] and idle.IDLE.is_set()

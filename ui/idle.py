@@ -1,0 +1,103 @@
+"""Whether the window is idle: what may wait for it waits (the lexers' compiling thread, a full garbage collection).
+
+The window's thread shares the interpreter with every other thread of the process. A worker busy in Python keeps
+the interpreter lock up to the switch interval (``ui.app.SWITCH_INTERVAL_S``) each time the window's thread gives
+it up and wants it back (each return from Qt into Python), so a pass of the event loop that crosses a few dozen
+times waits a few dozen intervals: while the lexers' compiling thread prepared the common languages (300-400 ms
+of CPU, 5 s after start-up), four comparison columns streaming stalled 50-108 ms with 2-11 ms of the window's
+thread's CPU in the stall (``bench/bench_compare_window.py --gc``).
+
+:class:`IdleWatch` (started by the application once its window is whole) samples the window's thread's CPU every
+:data:`TICK_MS`: the window is idle once :data:`QUIET_TICKS` ticks in a row used less than :data:`BUSY_SHARE` of
+their time (a stream, a scroll, typing take more). :data:`IDLE` says so to other threads (set when no watch runs:
+nothing waits then, as before), and :func:`when_idle` runs a callable on the window's thread at the next idle tick,
+or after :data:`LONGEST_WAIT_S` at the latest, so what waits for an idle moment is not put off without bound.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+#: Set while the window is idle, or while no :class:`IdleWatch` runs (read by other threads).
+IDLE = threading.Event()
+IDLE.set()
+#: How often (ms) the watch samples the window's thread, the share of a tick's time that is busy, and how many
+#: quiet ticks in a row make the window idle.
+TICK_MS = 50
+BUSY_SHARE = 0.15
+QUIET_TICKS = 6
+#: The longest (s) a callable given to :func:`when_idle` waits for an idle moment.
+LONGEST_WAIT_S = 30.0
+
+_WATCH: list[IdleWatch] = []
+
+
+class IdleWatch:
+    """Samples the window's thread (see the module's docstring); :meth:`stop` sets :data:`IDLE` again."""
+
+    def __init__(self) -> None:
+        from PySide6.QtCore import QTimer
+
+        self.timer = QTimer()
+        self.timer.setInterval(TICK_MS)
+        self.timer.timeout.connect(self._tick)
+        self._wall, self._cpu = time.perf_counter(), time.thread_time()
+        self._quiet = 0
+        #: What waits for an idle moment, each with the latest time it runs anyway.
+        self._waiting: list[tuple[float, Callable[[], Any]]] = []
+        #: Ticks that found the window busy, and idle (for tests and benches).
+        self.busy_ticks = self.idle_ticks = 0
+
+    def start(self) -> None:
+        self._wall, self._cpu = time.perf_counter(), time.thread_time()
+        self._quiet = 0
+        IDLE.clear()
+        self.timer.start()
+        _WATCH.append(self)
+
+    def stop(self) -> None:
+        self.timer.stop()
+        if self in _WATCH:
+            _WATCH.remove(self)
+        if not _WATCH:
+            IDLE.set()
+        waiting, self._waiting = self._waiting, []
+        for _deadline, call in waiting:  # (nothing is left undone: what waited runs now)
+            call()
+
+    def when_idle(self, call: Callable[[], Any]) -> None:
+        self._waiting.append((time.perf_counter() + LONGEST_WAIT_S, call))
+
+    def _tick(self) -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        share = (cpu - self._cpu) / max(wall - self._wall, 1e-6)
+        self._wall, self._cpu = wall, cpu
+        if share < BUSY_SHARE:
+            self._quiet += 1
+        else:
+            self._quiet = 0
+        idle = self._quiet >= QUIET_TICKS
+        if idle:
+            self.idle_ticks += 1
+            IDLE.set()
+        else:
+            self.busy_ticks += 1
+            IDLE.clear()
+        due = [entry for entry in self._waiting if idle or entry[0] <= wall]
+        if due:
+            self._waiting = [entry for entry in self._waiting if entry not in due]
+            for _deadline, call in due:
+                call()
+            self._cpu = time.thread_time()  # (what ran is not the window's own work)
+
+
+def when_idle(call: Callable[[], Any]) -> None:
+    """Run ``call`` on the window's thread at its next idle moment (at the latest :data:`LONGEST_WAIT_S` from now);
+    with no :class:`IdleWatch` running, now."""
+    if _WATCH:
+        _WATCH[-1].when_idle(call)
+    else:
+        call()
