@@ -12,14 +12,27 @@ thread's CPU in the stall (``bench/bench_compare_window.py --gc``).
 their time (a stream, a scroll, typing take more). :data:`IDLE` says so to other threads (set when no watch runs:
 nothing waits then, as before), and :func:`when_idle` runs a callable on the window's thread at the next idle tick,
 or after :data:`LONGEST_WAIT_S` at the latest, so what waits for an idle moment is not put off without bound.
+
+The garbage collector's full passes walk every object not frozen, and the window freezes what it loads (start-up's
+libraries, a thread's conversation, earlier turns: ``workspace.shared_imports.gc_paused``), but a freeze freezes
+whatever exists, garbage too, and a closed thread's frozen state stays so: switching between two 2,000-turn threads
+paged to their tops, 85,000 more objects were frozen and RSS grew 25-28 MB at each switch, without bound
+(``bench/bench_ui_gc.py --switch``). Unfreezing everything when the chat was reset made every full pass walk all of
+it (172,000 objects: 40 ms, 104 ms the first) until the next freeze. So the watch refreezes at idle moments
+(``workspace.shared_imports.refreeze``: a full collection, then what lives frozen again): when asked
+(:func:`refreeze_when_idle`: the chat's reset) and when the objects frozen grew by :data:`FROZEN_GROWTH` since the
+last refreeze.
 """
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+from workspace.shared_imports import refreeze
 
 #: Set while the window is idle, or while no :class:`IdleWatch` runs (read by other threads).
 IDLE = threading.Event()
@@ -31,6 +44,8 @@ BUSY_SHARE = 0.15
 QUIET_TICKS = 6
 #: The longest (s) a callable given to :func:`when_idle` waits for an idle moment.
 LONGEST_WAIT_S = 30.0
+#: How much the objects frozen may grow (a share of what the last refreeze left) before an idle moment refreezes.
+FROZEN_GROWTH = 0.25
 
 _WATCH: list[IdleWatch] = []
 
@@ -50,8 +65,15 @@ class IdleWatch:
         self._waiting: list[tuple[float, Callable[[], Any]]] = []
         #: Ticks that found the window busy, and idle (for tests and benches).
         self.busy_ticks = self.idle_ticks = 0
+        #: The objects frozen after the last refreeze (when it began: start-up's), and the refreezes run.
+        self.frozen = gc.get_freeze_count()
+        self.refreezes = 0
+        #: The longest refreeze (s): a full collection of every object, run when the window is idle.
+        self.longest_refreeze = 0.0
+        self._refreeze_asked = False
 
     def start(self) -> None:
+        self.frozen = gc.get_freeze_count()
         self._wall, self._cpu = time.perf_counter(), time.thread_time()
         self._quiet = 0
         IDLE.clear()
@@ -86,12 +108,37 @@ class IdleWatch:
         else:
             self.busy_ticks += 1
             IDLE.clear()
+        if idle and gc.get_freeze_count() > self.frozen * (1 + FROZEN_GROWTH) and not self._refreeze_asked:
+            self.refreeze_when_idle()
         due = [entry for entry in self._waiting if idle or entry[0] <= wall]
         if due:
             self._waiting = [entry for entry in self._waiting if entry not in due]
             for _deadline, call in due:
                 call()
             self._cpu = time.thread_time()  # (what ran is not the window's own work)
+
+    def refreeze_when_idle(self) -> None:
+        if not self._refreeze_asked:
+            self._refreeze_asked = True
+            self.when_idle(self._refreeze)
+
+    def _refreeze(self) -> None:
+        self._refreeze_asked = False
+        began = time.perf_counter()
+        if refreeze():
+            self.longest_refreeze = max(self.longest_refreeze, time.perf_counter() - began)
+            self.refreezes += 1
+            self.frozen = gc.get_freeze_count()
+        elif self.timer.isActive():  # (a pause is on: its end freezes, and the next idle moment refreezes)
+            self.refreeze_when_idle()
+
+
+def refreeze_when_idle() -> None:
+    """Refreeze (``workspace.shared_imports.refreeze``) at the window's next idle moment; with no watch, now."""
+    if _WATCH:
+        _WATCH[-1].refreeze_when_idle()
+    else:
+        refreeze()
 
 
 def when_idle(call: Callable[[], Any]) -> None:

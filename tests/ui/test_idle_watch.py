@@ -3,13 +3,16 @@ it is quiet, and never waits without bound."""
 
 from __future__ import annotations
 
+import gc
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from ui import idle
+from workspace.shared_imports import gc_paused
 
 
 def _run(app: Any, seconds: float, *, busy: bool, until: Callable[[], bool] = lambda: False) -> None:
@@ -61,3 +64,26 @@ def test_with_no_watch_nothing_waits() -> None:
     ran: list[int] = []
     idle.when_idle(lambda: ran.append(1))
     assert ran == [1] and idle.IDLE.is_set()
+
+
+class _Node:
+    """Cyclic garbage: itself and a thousand lists (each an object the collector tracks)."""
+
+    def __init__(self) -> None:
+        self.me = self
+        self.lists: list[list[int]] = [[] for _ in range(1000)]
+
+
+def test_garbage_frozen_by_pauses_is_freed_at_an_idle_moment(qapp_instance: Any, watch: idle.IdleWatch) -> None:
+    """A pause's end freezes whatever exists, cyclic garbage too, which no collection frees then: the objects frozen
+    grown by a quarter, the watch refreezes at the next idle moment, so garbage made in a loop is still freed."""
+    refs = []
+    for _ in range(int(gc.get_freeze_count() * idle.FROZEN_GROWTH / 1000) + 5):
+        refs.append(weakref.ref(_Node()))
+        with gc_paused():  # (a library loaded, a thread's conversation read)
+            pass
+    gc.collect()
+    assert all(ref() is not None for ref in refs)  # frozen: out of the collector's reach
+    _run(qapp_instance, 30, busy=False, until=lambda: watch.refreezes > 0)
+    gc.collect()
+    assert watch.refreezes >= 1 and all(ref() is None for ref in refs)
