@@ -14,7 +14,9 @@ average is printed with every figure. Run offscreen:
 ``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_ui_gc.py [TURNS ...]``.
 
 ``--switch N [ROUNDS]``: two threads of N turns opened in turn, each paged to its top, ROUNDS (4) times each: the
-objects frozen and walked and RSS after each (what a closed thread held must be freed, not pile up frozen).
+objects frozen and walked and RSS after each (what a closed thread held must be freed, not pile up frozen), then
+what lives once everything is given back to the collector and collected. ``GC_TYPES=1``: the most common types of
+what a pass walks once the thread is open (``--one N``, to stderr) and of what lives at the end of ``--switch``.
 """
 
 from __future__ import annotations
@@ -90,7 +92,14 @@ def one(turns: int) -> dict[str, Any]:
         while not screen_made(chat) and time.perf_counter() < deadline + 60:
             await asyncio.sleep(0.01)
         await asyncio.sleep(1.0)
+        while not gc.isenabled() and time.perf_counter() < deadline + 120:  # (the conversation read ahead, paused)
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
         figures["opened"] = full_passes()
+        if os.environ.get("GC_TYPES"):
+            from collections import Counter
+
+            print(Counter(type(o).__name__ for o in gc.get_objects()).most_common(12), file=sys.stderr)
         paging = page_to_top(app, chat)
         await asyncio.sleep(1.0)
         figures["paged"] = full_passes()

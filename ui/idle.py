@@ -21,7 +21,11 @@ paged to their tops, 85,000 more objects were frozen and RSS grew 25-28 MB at ea
 it (172,000 objects: 40 ms, 104 ms the first) until the next freeze. So the watch refreezes at idle moments
 (``workspace.shared_imports.refreeze``: a full collection, then what lives frozen again): when asked
 (:func:`refreeze_when_idle`: the chat's reset) and when the objects frozen grew by :data:`FROZEN_GROWTH` since the
-last refreeze.
+last refreeze. And what the window made while busy (a stream's texts and widgets, 30,000-70,000 objects in
+``bench/bench_ui_streaming.py``: full passes of 20-40 ms in the streams after) is frozen at the idle moment after
+(``workspace.shared_imports.freeze_survivors``: a collection of what is not frozen) once more than
+:data:`UNFROZEN_MOST` objects are not; what of it dies later is frozen garbage, freed by the refreeze the growth
+brings.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from workspace.shared_imports import refreeze
+from workspace.shared_imports import freeze_survivors, refreeze
 
 #: Set while the window is idle, or while no :class:`IdleWatch` runs (read by other threads).
 IDLE = threading.Event()
@@ -46,6 +50,9 @@ QUIET_TICKS = 6
 LONGEST_WAIT_S = 30.0
 #: How much the objects frozen may grow (a share of what the last refreeze left) before an idle moment refreezes.
 FROZEN_GROWTH = 0.25
+#: The most objects not frozen an idle moment after busy ones leaves so (more: the survivors are frozen): a full
+#: pass walks them, 20,000 about 5 ms.
+UNFROZEN_MOST = 20_000
 
 _WATCH: list[IdleWatch] = []
 
@@ -71,6 +78,10 @@ class IdleWatch:
         #: The longest refreeze (s): a full collection of every object, run when the window is idle.
         self.longest_refreeze = 0.0
         self._refreeze_asked = False
+        #: Whether a tick found the window busy since the last idle one (what it made is looked at then).
+        self._was_busy = False
+        #: Survivors frozen at idle moments (:data:`UNFROZEN_MOST`).
+        self.settles = 0
 
     def start(self) -> None:
         self.frozen = gc.get_freeze_count()
@@ -105,8 +116,13 @@ class IdleWatch:
         if idle:
             self.idle_ticks += 1
             IDLE.set()
+            if self._was_busy:
+                self._was_busy = False
+                if len(gc.get_objects()) > UNFROZEN_MOST and freeze_survivors():
+                    self.settles += 1
         else:
             self.busy_ticks += 1
+            self._was_busy = True
             IDLE.clear()
         if idle and gc.get_freeze_count() > self.frozen * (1 + FROZEN_GROWTH) and not self._refreeze_asked:
             self.refreeze_when_idle()
@@ -115,7 +131,7 @@ class IdleWatch:
             self._waiting = [entry for entry in self._waiting if entry not in due]
             for _deadline, call in due:
                 call()
-            self._cpu = time.thread_time()  # (what ran is not the window's own work)
+        self._cpu = time.thread_time()  # (what this tick ran is not the window's own work)
 
     def refreeze_when_idle(self) -> None:
         if not self._refreeze_asked:

@@ -108,6 +108,17 @@ def refreeze() -> bool:
         return True
 
 
+def freeze_survivors() -> bool:
+    """Collect what is not frozen and freeze what lives of it (the frozen are neither walked nor given back): later
+    full passes walk only what is made after. False (nothing done) while a pause is on."""
+    with _gc_lock:
+        if _gc_pauses:
+            return False
+        gc.collect()
+        gc.freeze()
+        return True
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """:func:`pause_gc` for the ``with`` block (a library loading), then :func:`resume_gc`."""
@@ -130,4 +141,4 @@ async def import_in_thread(load: Callable[..., T], *args: Any, **kwargs: Any) ->
     return await asyncio.to_thread(_load_paused, load, *args, **kwargs)
 
 
-__all__ = ["SHARED", "gc_paused", "import_in_thread", "pause_gc", "refreeze", "resume_gc", "settle_shared_imports"]
+__all__ = ["SHARED", "freeze_survivors", "gc_paused", "import_in_thread", "pause_gc", "refreeze", "resume_gc", "settle_shared_imports"]

@@ -87,3 +87,16 @@ def test_garbage_frozen_by_pauses_is_freed_at_an_idle_moment(qapp_instance: Any,
     _run(qapp_instance, 30, busy=False, until=lambda: watch.refreezes > 0)
     gc.collect()
     assert watch.refreezes >= 1 and all(ref() is None for ref in refs)
+
+
+def test_what_the_window_made_while_busy_is_frozen_at_the_idle_moment_after(qapp_instance: Any,
+                                                                           watch: idle.IdleWatch) -> None:
+    """A stream makes tens of thousands of objects that live on (its texts, its widgets' wrappers), and every full
+    pass walked them all (20-40 ms): the idle moment after a busy one freezes the survivors once more than
+    ``UNFROZEN_MOST`` objects are not frozen."""
+    kept = [[i] for i in range(idle.UNFROZEN_MOST + 5000)]
+    _run(qapp_instance, 0.5, busy=True)
+    _run(qapp_instance, 30, busy=False, until=lambda: watch.settles > 0)
+    walked = {id(o) for o in gc.get_objects()}
+    assert watch.settles >= 1 and not any(id(k) in walked for k in kept)
+    assert len(gc.get_objects()) <= idle.UNFROZEN_MOST
