@@ -12,7 +12,9 @@ the event loop (between two ticks: what the load stretches into the stall), the 
 ticks (each shows one column's waiting events: its Markdown rendered, its cards; median, p90, longest) and the
 paint events and layout requests of the columns' widgets per second.
 Writes bench/results/compare_window.json. Run offscreen:
-``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_compare_window.py``.
+``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_compare_window.py``. With ``--gc``, every collection of
+Python's garbage collector is timed (bench/gc_watch.py) and each stall over a frame is printed with the
+collections that fell in it (and the window thread's CPU in it: a stall with little CPU waited for another thread).
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def share(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * pct / 100))]
 
 
-async def one_round(root: Any, base: str, meter: Any) -> dict[str, float]:
+async def one_round(root: Any, base: str, meter: Any, watch: Any = None) -> dict[str, Any]:
     from ui.compare.session import CandidateSpec
 
     window = root.window
@@ -97,6 +99,11 @@ async def one_round(root: Any, base: str, meter: Any) -> dict[str, float]:
     counter = EventCounter(comparisons.view)
     meter.start()
     TICKS.clear()
+    if watch is not None:
+        watch.clear()
+        from gc_watch import thread_cpu
+
+        watch.threads_before = thread_cpu()
     cpu = time.process_time()
     start = time.perf_counter()
     comparisons.send("Write a long answer.")
@@ -124,7 +131,18 @@ async def one_round(root: Any, base: str, meter: Any) -> dict[str, float]:
             "slowest_ttft_s": max(firsts), "cpu_ms_per_1000_tokens": cpu * 1e6 / tokens,
             "paints_per_s": counter.paints / elapsed, "layouts_per_s": counter.layouts / elapsed,
             "ticks": len(TICKS), "tick_cpu_median_ms": share(TICKS, 50) * 1000, "tick_cpu_p90_ms": share(TICKS, 90) * 1000,
-            "tick_cpu_max_ms": max(TICKS, default=0.0) * 1000}
+            "tick_cpu_max_ms": max(TICKS, default=0.0) * 1000, **({} if watch is None else gc_figures(meter, watch))}
+
+
+def gc_figures(meter: Any, watch: Any) -> dict[str, Any]:
+    """The round's collections and its stalls over a frame, each with the collections that fell in it."""
+    late = [{"ms": round(gap * 1000, 1), "cpu_ms": round(cpu * 1000, 1),
+             "collections": [c.describe() for c in watch.during(began, ended)]}
+            for began, ended, gap, cpu in meter.late]
+    from gc_watch import busiest, thread_cpu
+
+    return {"collections": watch.summary(), "longest_gen2_ms": watch.longest(2), "late_ticks": late,
+            "threads": busiest(watch.threads_before, thread_cpu())}
 
 
 class EventCounter:
@@ -168,6 +186,8 @@ def cpu_meter() -> Any:
             self.cpu_worst = 0.0
             self.cpus: list[float] = []
             self.gaps: list[float] = []
+            #: The ticks over a frame late: (previous tick, this tick, gap, this thread's CPU between them).
+            self.late: list[tuple[float, float, float, float]] = []
             super().start()
 
         def _tick(self) -> None:
@@ -175,6 +195,8 @@ def cpu_meter() -> Any:
             self.cpu_worst = max(self.cpu_worst, now - self.cpu_last)
             self.cpus.append(now - self.cpu_last)
             self.gaps.append(time.perf_counter() - self.last - 0.002)
+            if self.gaps[-1] > FRAME_MS / 1000:
+                self.late.append((self.last, time.perf_counter(), self.gaps[-1], self.cpus[-1]))
             self.cpu_last = now
             super()._tick()
 
@@ -196,6 +218,11 @@ def start_server() -> tuple[subprocess.Popen[str], str]:
 
 def main() -> int:
 
+    watch = None
+    if "--gc" in sys.argv[1:]:
+        from gc_watch import GcWatch
+
+        watch = GcWatch().install()
     proc, base = start_server()
     assert proc.stdin is not None
     home = Path(tempfile.mkdtemp(prefix="bench-compare-window-"))
@@ -212,14 +239,14 @@ def main() -> int:
     root = Application(db_path=home / "bench.db", config=config, theme_name="light")
     root.window.resize(1920, 1080)
     root.window.show()
-    rounds: list[dict[str, float]] = []
+    rounds: list[dict[str, Any]] = []
     try:
         with loop:
-            loop.run_until_complete(asyncio.sleep(1.0))
+            loop.run_until_complete(asyncio.sleep(float(os.environ.get("START_WAIT", "1.0"))))
             meter = cpu_meter()
             loop.run_until_complete(one_round(root, base, meter))  # warm-up
             for _ in range(ROUNDS):
-                rounds.append(loop.run_until_complete(one_round(root, base, meter)))
+                rounds.append(loop.run_until_complete(one_round(root, base, meter, watch)))
             loop.run_until_complete(root.aclose())
     finally:
         proc.stdin.close()
@@ -241,6 +268,11 @@ def main() -> int:
               f"median {r['tick_cpu_median_ms']:.1f} ms, p90 {r['tick_cpu_p90_ms']:.1f} ms, longest "
               f"{r['tick_cpu_max_ms']:.1f} ms; {r['paints_per_s']:.0f} paints and "
               f"{r['layouts_per_s']:.0f} layout requests a second in the columns; load average {r['load']:.1f}")
+        if watch is not None:
+            print(f"    collections: {r['collections']}; CPU by thread: {r['threads']}")
+            for tick in sorted(r["late_ticks"], key=lambda t: -t["ms"])[:5]:
+                print(f"    stall {tick['ms']:.1f} ms (window thread CPU {tick['cpu_ms']:.1f} ms): "
+                      f"{', '.join(tick['collections']) or 'no collection'}")
     print(f"best {best:,.0f} tokens/s; longest stall: median {median_stall:.1f} ms, worst {worst_stall:.1f} ms "
           f"(target: one frame, {FRAME_MS:.1f} ms): {met}; CPU of the longest pass of the event loop: median "
           f"{median_cpu:.1f} ms; of the longest frame tick: median {median_tick:.1f} ms")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import gc
 import threading
+import weakref
 
 import pytest
 
-from workspace.shared_imports import gc_paused, pause_gc, resume_gc
+from workspace.shared_imports import gc_paused, pause_gc, refreeze, resume_gc
 
 
 @pytest.fixture(autouse=True)
@@ -64,3 +65,27 @@ def test_pauses_from_two_threads_end_with_the_last_one() -> None:
     leave.set()
     worker.join(5)
     assert gc.isenabled()
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_refreeze_frees_what_a_pause_froze_and_keeps_the_rest_frozen() -> None:
+    """A pause's end freezes the cyclic garbage that exists then too: no collection frees it, a refreeze does (and
+    what lives is frozen again); while a pause is on, a refreeze does nothing."""
+    kept = [[i] for i in range(1000)]
+    gc.disable()  # (no collection between the garbage made and the pause's end)
+    garbage = weakref.ref(_Cycle())
+    with gc_paused():
+        pass
+    gc.enable()
+    gc.collect()
+    assert garbage() is not None  # frozen with the rest
+    with gc_paused():
+        assert not refreeze()
+    assert refreeze()
+    assert garbage() is None
+    walked = {id(o) for o in gc.get_objects()}
+    assert gc.get_freeze_count() >= len(kept) and not any(id(k) in walked for k in kept)

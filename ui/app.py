@@ -257,6 +257,10 @@ class Application:
         self.warmed = False
         #: Whether start-up has paused the garbage collector (until the inspector is built).
         self._gc_paused = False
+        from ui.idle import IdleWatch
+
+        #: Whether the window is idle, for what waits for that (started once the window is whole).
+        self.idle = IdleWatch()
         if defer:
             from workspace.shared_imports import pause_gc
 
@@ -462,6 +466,8 @@ class Application:
 
         self.whole = True
         self._resume_gc()
+        # From now on, what may wait for the window to be idle does (the lexers' compiling thread): ui.idle.
+        self.idle.start()
         self.window.take_early_keys()  # (start-up stopped early: the window takes its keys from now on)
         # The model library (litellm: seconds) loads in a worker thread once the full window has painted,
         # so the first message waits only for what is left of it.
@@ -555,6 +561,7 @@ class Application:
             return
         self._closed = True
         self._resume_gc()
+        self.idle.stop()
         workspace = self.controller.workspace
         if workspace is not None:
             from workspace.delegation import STOPPED_AT_QUIT
@@ -581,6 +588,7 @@ class Application:
             return
         self._closed = True
         self._resume_gc()
+        self.idle.stop()
         self.tasks.cancel_all()
         self.controller.close()
         self._close_store()

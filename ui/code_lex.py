@@ -23,9 +23,12 @@ import queue
 import re
 import string
 import threading
+from collections import deque
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
+
+from ui.idle import IDLE
 
 #: Global inline flags at the start of a rule's pattern, e.g. ``(?s)`` or ``(?ms)``.
 _GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
@@ -326,6 +329,10 @@ _CATEGORIES = _category_chars()
 _WANTED: set[tuple[int, str]] = set()
 #: The compiling thread's work, in order: a state's steps for a character, or a new lexer to prepare.
 _QUEUE: queue.SimpleQueue[tuple[_State, str] | Any] = queue.SimpleQueue()
+#: The lexers to prepare put off while the window is busy (:func:`_yield_to_window`), in order.
+_LATER: deque[Any] = deque()
+#: How long (s) the compiling thread waits at a time for the window to be idle, taking the steps asked meanwhile.
+_WAIT = 0.05
 _THREAD: list[threading.Thread] = []
 #: Whether the compiling thread is doing a job (see :func:`busy`).
 _WORKING = [False]
@@ -399,17 +406,40 @@ def _put(job: tuple[_State, str] | Any) -> None:
 
 def _compile_wanted() -> None:
     while True:
-        job = _QUEUE.get()
+        job = _LATER.popleft() if _LATER and _QUEUE.empty() else _QUEUE.get()
         _WORKING[0] = True
         try:
-            if isinstance(job, tuple):
-                state, ch = job
-                if ch not in state.by_char:
-                    state.at(ch)
-            else:
-                prepare(job, SAMPLE_CODE)
+            _do(job)
         finally:
             _WORKING[0] = False
+
+
+def _do(job: tuple[_State, str] | Any) -> None:
+    if isinstance(job, tuple):
+        state, ch = job
+        if ch not in state.by_char:
+            state.at(ch)
+    else:
+        _yield_to_window()
+        prepare(job, SAMPLE_CODE)
+
+
+def _yield_to_window() -> None:
+    """On the compiling thread, before a lexer's preparation and each compile in it: wait while the window is busy
+    (:data:`ui.idle.IDLE` clear), taking meanwhile the steps a code block on screen asks for (one compile each; a
+    lexer to prepare asked meanwhile waits in :data:`_LATER`). Preparing holds the interpreter 300-400 ms, and the
+    window's thread waited for it at each return from Qt: streaming stalled 50-108 ms (see :mod:`ui.idle`)."""
+    if not _THREAD or threading.current_thread() is not _THREAD[0]:
+        return
+    while not IDLE.is_set():
+        try:
+            job = _QUEUE.get(timeout=_WAIT)
+        except queue.Empty:
+            continue
+        if isinstance(job, tuple):
+            _do(job)
+        else:
+            _LATER.append(job)
 
 
 def asked(lexer: Any) -> bool:
@@ -420,7 +450,7 @@ def asked(lexer: Any) -> bool:
 def busy() -> bool:
     """Whether the compiling thread has work asked of it not done yet (a bench waits for it to be done, as a
     person who reads the window a moment before the first answer comes does)."""
-    return _WORKING[0] or not _QUEUE.empty()
+    return _WORKING[0] or not _QUEUE.empty() or bool(_LATER)
 
 
 def prepare(lexer: Any, sample: str) -> None:
@@ -498,6 +528,7 @@ def _tokens(lexer: Any, text: str, stack: tuple[str, ...], ended: list[tuple[str
         steps = by_char.get(text[pos]) if pos < size else None
         if steps is None and pos < size and (ch := text[pos]) < "\x80" and not state.loop_only:
             if compile_now:
+                _yield_to_window()
                 steps = state.at(ch)
             else:
                 _want(state, ch)

@@ -16,8 +16,9 @@ lock held, which froze the window (and any other thread) that long, a dozen time
 loaded. :func:`pause_gc` / :func:`resume_gc` (or :func:`gc_paused`) stop the collector while a
 library loads and then *freeze* what was loaded (``gc.freeze``: kept out of later collections, which
 then cost what the conversation allocates, not what the libraries did). Cyclic garbage made while
-paused is freed by the next collection, not lost; what is frozen is never collected, a bounded cost
-paid once (modules, classes and their tables live as long as the process anyway).
+paused is frozen with the rest (``gc.freeze`` cannot tell it apart): :func:`refreeze` (the window runs it when it
+is idle, ``ui.idle``) gives everything back to the collector, collects and freezes what lives again, so what was
+frozen and is gone since is freed.
 """
 
 from __future__ import annotations
@@ -93,6 +94,31 @@ def resume_gc() -> None:
                 gc.enable()
 
 
+def refreeze() -> bool:
+    """Give what is frozen back to the collector, collect everything, and freeze what lives again: what the pauses
+    froze and is gone since (a closed thread's state, cyclic garbage that existed when a pause ended: ``gc.freeze``
+    freezes it too) is freed. One full collection of every object, tens of ms with a long thread loaded: the
+    window runs it when it is idle (``ui.idle``). False (nothing done) while a pause is on."""
+    with _gc_lock:
+        if _gc_pauses:
+            return False
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+        return True
+
+
+def freeze_survivors() -> bool:
+    """Collect what is not frozen and freeze what lives of it (the frozen are neither walked nor given back): later
+    full passes walk only what is made after. False (nothing done) while a pause is on."""
+    with _gc_lock:
+        if _gc_pauses:
+            return False
+        gc.collect()
+        gc.freeze()
+        return True
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """:func:`pause_gc` for the ``with`` block (a library loading), then :func:`resume_gc`."""
@@ -115,4 +141,4 @@ async def import_in_thread(load: Callable[..., T], *args: Any, **kwargs: Any) ->
     return await asyncio.to_thread(_load_paused, load, *args, **kwargs)
 
 
-__all__ = ["SHARED", "gc_paused", "import_in_thread", "pause_gc", "resume_gc", "settle_shared_imports"]
+__all__ = ["SHARED", "freeze_survivors", "gc_paused", "import_in_thread", "pause_gc", "refreeze", "resume_gc", "settle_shared_imports"]

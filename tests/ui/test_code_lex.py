@@ -170,3 +170,36 @@ def test_the_windows_start_leaves_the_joined_rules_to_the_first_code_block() -> 
                           cwd=str(Path(__file__).resolve().parents[2]))
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:3] == ["0 0", "1 True", "False True"]
+
+
+def test_the_compiling_thread_prepares_lexers_only_while_the_window_is_idle() -> None:
+    """Preparing a lexer holds the interpreter for hundreds of ms, and the window's thread waits for it at each
+    return from Qt (streaming stalled 50-108 ms): the compiling thread prepares only while ``ui.idle.IDLE`` is set,
+    and meanwhile still builds the steps a code block on screen asks for. (In a process of its own: fresh lexers.)"""
+    script = (
+        "import time\n"
+        "from ui import code_lex, idle, markdown\n"
+        "markdown.load_libraries()\n"
+        "idle.IDLE.clear()\n"  # the window busy (a stream)
+        "cpp, py = markdown.code_lexer('cpp'), markdown.code_lexer('python')\n"
+        "code_lex.prepare_soon([cpp])\n"
+        "list(code_lex.tokens(py, 'x = 1\\n'))\n"  # a code block on screen: its steps wanted, its lexer to prepare
+        "def root(lexer):\n"
+        "    states = code_lex._LEXERS.get(id(lexer._tokens))\n"
+        "    return states['root'].by_char if states is not None and 'root' in states else {}\n"
+        "deadline = time.monotonic() + 60\n"
+        "while 'x' not in root(py) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        "time.sleep(0.5)\n"  # (unheld, the compiling thread prepares C++ within this)
+        "print('x' in root(py), len(root(py)), bool(root(cpp)), code_lex.busy())\n"
+        "idle.IDLE.set()\n"
+        "while code_lex.busy() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        "print(bool(root(cpp)), len(root(py)) > 1, code_lex.busy())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=str(Path(__file__).resolve().parents[2]))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.split("\n")
+    # Busy: the steps asked for are built (the 5 characters of 'x = 1\n'), neither lexer prepared; idle: both are.
+    assert lines[:2] == ["True 5 False True", "True True False"], done.stdout

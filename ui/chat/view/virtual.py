@@ -31,13 +31,14 @@ The turns loaded so live as long as the thread is shown, and a thread paged to i
 thousands of turns: the garbage collector walked all of it each time its oldest generation filled, one step
 of 150 ms of CPU at a few thousand turns, growing with the thread. A slice is loaded with the collector paused
 and then frozen (:func:`workspace.shared_imports.gc_paused`, as start-up does with the libraries), so later
-collections cost what the screen makes, not what was loaded; the column's reset (another thread shown) gives
-it back to the collector (``gc.unfreeze``), so a closed thread's state is freed.
+collections cost what the screen makes, not what was loaded; the column's reset (another thread shown) has the
+window refreeze at its next idle moment (:func:`ui.idle.refreeze_when_idle`: everything given back to the
+collector, collected, what lives frozen again), so a closed thread's state is freed, and full passes meanwhile still
+walk only what is not frozen (unfrozen at once, every pass walked all of it, 40 ms and more, until the next freeze).
 """
 
 from __future__ import annotations
 
-import gc
 import itertools
 import math
 import time
@@ -52,6 +53,7 @@ from shiboken6 import isValid
 from ui.chat.model.state import Item, Lane, RunState, TurnState
 from ui.chat.view.cards import ToolCard
 from ui.chat.view.turn_gap import TurnGap
+from ui.idle import refreeze_when_idle
 from workspace.shared_imports import gc_paused
 
 if TYPE_CHECKING:
@@ -118,9 +120,9 @@ class TurnWindow:
         self.pinned = None
         self._then = None
         self._to_load = 0
-        if self.froze:  # the thread's loaded state goes back to the collector: what is gone of it is freed
+        if self.froze:  # what is gone of the thread's loaded state is freed at the window's next idle moment
             self.froze = False
-            gc.unfreeze()
+            refreeze_when_idle()
 
     @contextmanager
     def deferring(self, *, hold: bool = False) -> Iterator[None]:
