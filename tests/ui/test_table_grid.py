@@ -117,3 +117,30 @@ def test_the_rules_and_the_text_are_where_collapsed_borders_put_them(case: str, 
     else:  # widths in percent of the width: Qt rounds them from another total, a rule may be a pixel to the side
         assert len(columns) == len(columns_then) == 6
         assert all(abs(x - x_then) <= 1 for x, x_then in zip(columns, columns_then, strict=True)), (columns, columns_then)
+
+
+def test_a_copied_table_has_a_collapsed_grid_elsewhere() -> None:
+    """Copied out of the chat (Ctrl+C on a selection), a table's HTML has a collapsed grid and no negative cell
+    spacing, which HTML elsewhere (a browser, an office suite) does not take and draws doubled borders for; the
+    copied text is the table's."""
+    from PySide6.QtWidgets import QApplication
+
+    from ui.widgets.common import AutoHeightText
+
+    view = AutoHeightText(markdown.render("Before\n\n" + HEAD + ROWS))
+    try:
+        view.selectAll()
+        view.copy()
+        data = QApplication.clipboard().mimeData()
+        copied = data.html()
+        assert 'cellspacing="-1"' not in copied and "<table" in copied
+        assert 'cellspacing="0"' in copied and "border-collapse:collapse;" in copied
+        assert "test_case_11" in data.text() and data.text() == view.textCursor().selection().toPlainText()
+    finally:
+        view.deleteLater()
+
+
+def test_copied_html_leaves_what_has_no_overlapping_table_as_it_is() -> None:
+    plain = '<p>cellspacing</p><table border="1" cellspacing="2"><tr><td>x</td></tr></table>'
+    assert markdown.copied_html(plain) == plain
+    assert markdown.copied_html('<table cellspacing="-1">') == '<table cellspacing="0" style="border-collapse:collapse;">'

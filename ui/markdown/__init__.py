@@ -463,6 +463,25 @@ class _QtWriter:
         self.out.append(f'<{token.tag} align="{align}"{width} style="{_CELL_PADDING}{background}">')
 
 
+_TABLE_TAG = re.compile(r'<table\b[^>]*\bcellspacing="-1"[^>]*>')
+
+
+def copied_html(html: str) -> str:
+    """``html`` copied out of a shown document (a selection's HTML for the clipboard) with its tables' grid as a
+    collapsed one: shown, a table's cells overlap by a pixel (``cellspacing="-1"``, see ``_table_open``), which
+    HTML elsewhere (a browser, an office suite) takes as no valid spacing and draws doubled borders for."""
+    if 'cellspacing="-1"' not in html:
+        return html
+
+    def collapsed(match: re.Match[str]) -> str:
+        tag = match.group(0).replace('cellspacing="-1"', 'cellspacing="0"')
+        if ' style="' in tag:
+            return tag.replace(' style="', ' style="border-collapse:collapse;', 1)
+        return tag[:-1] + ' style="border-collapse:collapse;">'
+
+    return _TABLE_TAG.sub(collapsed, html)
+
+
 def _inline_html(tokens: Sequence[Token], style: _Style) -> str:
     """Inline tokens to HTML: text escaped, links only to http, https and mailto."""
     out: list[str] = []

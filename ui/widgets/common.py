@@ -12,7 +12,7 @@ import functools
 import re
 from collections.abc import Iterator
 
-from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QMimeData, QObject, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
     QBrush,
     QColor,
@@ -323,6 +323,13 @@ class AutoHeightText(QTextBrowser):
         self.table_goes_on: markdown.TableCut | None = None
         if html:
             self.setHtml(html)
+
+    def createMimeDataFromSelection(self) -> QMimeData:
+        """The selection for the clipboard, its tables' HTML with a collapsed grid (:func:`ui.markdown.copied_html`)."""
+        data = super().createMimeDataFromSelection()
+        if data.hasHtml():
+            data.setHtml(markdown.copied_html(data.html()))
+        return data
 
     def _fit(self, size: object = None) -> None:
         if self._growing:
