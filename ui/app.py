@@ -603,12 +603,13 @@ class Application:
 
 
 def new_event_loop(app: QCoreApplication | None = None) -> Any:
-    """A qasync event loop on the QApplication, set as the current loop (close it when done)."""
+    """The window's event loop on the QApplication (``ui.event_loop.WindowLoop``: qasync's), set as the current
+    loop (close it when done)."""
     import asyncio
 
-    import qasync
+    from ui.event_loop import WindowLoop
 
-    loop = qasync.QEventLoop(app or get_app())
+    loop = WindowLoop(app or get_app())
     asyncio.set_event_loop(loop)
     return loop
 

@@ -1,7 +1,7 @@
 """Qt test set-up: offscreen, one QApplication, and async tests on a qasync loop.
 
-Async tests in this folder run on a ``qasync.QEventLoop`` through pytest-asyncio's
-``pytest_asyncio_loop_factories`` hook; the runner closes each loop after its test. Inside
+Async tests in this folder run on the window's loop (``ui.event_loop.WindowLoop``, a ``qasync.QEventLoop``)
+through pytest-asyncio's ``pytest_asyncio_loop_factories`` hook; the runner closes each loop after its test. Inside
 them never call ``qtbot.wait*`` (a nested Qt loop hangs qasync): poll with
 ``await asyncio.sleep`` (see ``wait_until`` in ``tests/fakes/app_window.py``, with the app's start and close).
 """
@@ -28,9 +28,9 @@ def _qapp() -> Any:
 
 
 def _qasync_loop() -> asyncio.AbstractEventLoop:
-    import qasync
+    from ui.event_loop import WindowLoop
 
-    return qasync.QEventLoop(_qapp())
+    return WindowLoop(_qapp())
 
 
 def pytest_asyncio_loop_factories(config: Any, item: Any) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
