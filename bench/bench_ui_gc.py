@@ -58,19 +58,17 @@ def full_passes() -> dict[str, float]:
             "load": round(os.getloadavg()[0], 1)}
 
 
-def one(turns: int) -> dict[str, Any]:
-    """The window as a person starts it (staged start-up, the libraries loaded after it), a thread of ``turns``
-    turns opened from the list, then paged to its top: a full collection's figures after each."""
-    import asyncio
+def _new_database() -> Path:
+    """A database path in a new home of the app's (``ROBOTLAB_HOME``)."""
     import tempfile
-
-    from bench_ui_open_long_thread import screen_made
-    from bench_ui_thread_scale import build_thread, page_to_top
 
     home = Path(tempfile.mkdtemp(prefix="bench-ui-gc-"))
     os.environ["ROBOTLAB_HOME"] = str(home)
-    db = home / "long.db"
-    thread_id = build_thread(db, turns)
+    return home / "long.db"
+
+
+def _started_window(db: Path) -> tuple[Any, Any, Any]:
+    """The window on ``db`` as a person starts it (staged start-up): the QApplication, the loop and the app."""
     from ui.app import Application, get_app, new_event_loop
 
     app = get_app()
@@ -79,6 +77,20 @@ def one(turns: int) -> dict[str, Any]:
     root.window.resize(1400, 900)
     root.window.show()
     root.finish_startup(staged=True)
+    return app, loop, root
+
+
+def one(turns: int) -> dict[str, Any]:
+    """The window as a person starts it (staged start-up, the libraries loaded after it), a thread of ``turns``
+    turns opened from the list, then paged to its top: a full collection's figures after each."""
+    import asyncio
+
+    from bench_ui_open_long_thread import screen_made
+    from bench_ui_thread_scale import build_thread, page_to_top
+
+    db = _new_database()
+    thread_id = build_thread(db, turns)
+    app, loop, root = _started_window(db)
     figures: dict[str, Any] = {"turns": turns}
 
     async def run() -> None:
@@ -120,23 +132,13 @@ def switching(turns: int, rounds: int) -> int:
     """``--switch N``: two threads of N turns opened in turn and each paged to its top, ``rounds`` times: what the
     collector has frozen and walks, and RSS, after each (what a closed thread held must not pile up)."""
     import asyncio
-    import tempfile
 
     from bench_ui_open_long_thread import screen_made
     from bench_ui_thread_scale import _rss_mb, build_thread, page_to_top
 
-    home = Path(tempfile.mkdtemp(prefix="bench-ui-gc-"))
-    os.environ["ROBOTLAB_HOME"] = str(home)
-    db = home / "long.db"
+    db = _new_database()
     ids = [build_thread(db, turns), build_thread(db, turns)]
-    from ui.app import Application, get_app, new_event_loop
-
-    app = get_app()
-    loop = new_event_loop(app)
-    root = Application(db_path=db, defer=True)
-    root.window.resize(1400, 900)
-    root.window.show()
-    root.finish_startup(staged=True)
+    app, loop, root = _started_window(db)
 
     async def run() -> None:
         deadline = time.perf_counter() + 60

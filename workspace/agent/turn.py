@@ -146,6 +146,15 @@ class ModelTurns:
         since = clock()
         loop = asyncio.get_running_loop()
 
+        def said(text: str, thought: str) -> None:
+            """What the splitter gave of the text: its answer and its thinking (between think tags), as events."""
+            if thought:
+                reasoning.append(thought)
+                emit(ev.ReasoningDelta(text=thought))
+            if text:
+                text_parts.append(text)
+                emit(ev.TextDelta(text=text))
+
         def see(chunk: Chunk) -> bool:
             """Turn ``chunk`` into events; True when chunks have been read for longer than a slice (chunks
             waiting): the event loop runs before the next."""
@@ -153,13 +162,7 @@ class ModelTurns:
             if isinstance(chunk, TextChunk):
                 if chunk.text:
                     produced[0] = True
-                    text, thought = splitter.feed(chunk.text)
-                    if thought:
-                        reasoning.append(thought)
-                        emit(ev.ReasoningDelta(text=thought))
-                    if text:
-                        text_parts.append(text)
-                        emit(ev.TextDelta(text=text))
+                    said(*splitter.feed(chunk.text))
             elif isinstance(chunk, ToolCallChunk):
                 produced[0] = True
                 call = partial.setdefault(chunk.index, _PartialCall())
@@ -189,13 +192,7 @@ class ModelTurns:
             return False
 
         await self._model_call(provider, specs, see)
-        text, thought = splitter.flush()
-        if thought:
-            reasoning.append(thought)
-            emit(ev.ReasoningDelta(text=thought))
-        if text:
-            text_parts.append(text)
-            emit(ev.TextDelta(text=text))
+        said(*splitter.flush())
         calls = [self._assemble(index, call) for index, call in sorted(partial.items())]
         return TurnOutcome(calls=calls, finish=finish, reasoning="".join(reasoning))
 
