@@ -395,8 +395,7 @@ class MainWindow(QMainWindow):
         elif status.connection_state == "running":
             status.connection_state = "idle"
         status.update_connection()
-        self.commands.update()
-        self.robots.update_picker()
+        self._follow_running()
         if running:  # a message went out: its thread comes first in the list (a new one appears there)
             self.threads.refresh()
 
@@ -425,10 +424,19 @@ class MainWindow(QMainWindow):
         self._go_to_approval()
 
     def _run_states_changed(self) -> None:
-        """The sidebar's state icons and the status bar's count of what waits for you follow the runs."""
+        """The sidebar's state icons and the status bar's count of what waits for you follow the runs; so do the
+        commands and the pickers a run holds: the run's end is told by the bridge (its events fed) and by the runs
+        (its record's task done), in either order, and only the later one finds it over."""
         c = self.controller
         self.thread_model.set_run_states(c.run_states())
         self.status.set_waiting(c.waiting_for_you())
+        self._follow_running()
+        self.models.update()
+
+    def _follow_running(self) -> None:
+        """The commands and the robot picker that a run going in the open thread holds (Stop, no other robot)."""
+        self.commands.update()
+        self.robots.update_picker()
 
     def _thread_opening(self, session: Any) -> None:
         self.robots.update_model_label()  # the message box names the robot its messages go to

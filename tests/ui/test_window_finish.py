@@ -97,6 +97,22 @@ async def test_the_model_picker_follows_a_model_changed_in_settings(db_path: Pat
         assert picker.label() == "llama3.1 · default"
 
 
+async def test_the_pickers_and_commands_come_back_after_each_run(db_path: Path) -> None:
+    """A run's end is told by the bridge (its events fed) and by the run's record (its task done), in either order:
+    the robot picker, the model picker and the commands a run holds come back after each run, whichever is last."""
+    config = load_config(env={})
+    async with running_app(db_path=db_path, config=config, theme_name="light", size=(1280, 720)) as root:
+        window, controller = root.window, root.controller
+        await wait_until(lambda: window.docks.tool_pane is not None, what="the docks")
+        for message in ("hello", "list the files", "search for TODO", "list the files"):
+            window.runs.send(message)
+            await wait_until(lambda: controller.running, what="the run to start")
+            await _idle(root)
+            assert window.robots.picker.isEnabled(), message
+            assert window.models.picker.isEnabled(), message
+            assert window.commands.by_name["regenerate"].isEnabled(), message
+
+
 # -- 3. the keyboard comes back to the message box ------------------------------------------------------------
 @pytest.mark.parametrize("how", ["y key", "approve click", "deny by key", "deny click"])
 async def test_the_keyboard_goes_back_to_the_message_box_after_an_approval(desktop: Any, provider: Any,
