@@ -30,6 +30,15 @@ class FrameClock(QWidget):
         return True
 
 
+def clock_turn(clock: FrameClock, stream: MarkdownStream, pieces: list[str]) -> None:
+    """One turn of the clock: the renders left for it run, then the next flush (the first of ``pieces``) comes."""
+    waiting, clock.waiting = clock.waiting, []
+    for render in waiting:
+        render()
+    if pieces:
+        stream.append(pieces.pop(0))
+
+
 def stream_in_flushes(qtbot: Any, monkeypatch: pytest.MonkeyPatch, clock: FrameClock,
                       text: str) -> tuple[MarkdownStream, list[int]]:
     """``text`` streamed in flushes of ``FLUSH`` characters, a flush a turn, in a stream in ``clock``: the stream,
@@ -50,11 +59,7 @@ def stream_in_flushes(qtbot: Any, monkeypatch: pytest.MonkeyPatch, clock: FrameC
     per_turn: list[int] = []
     while pieces or clock.waiting:
         chars.clear()
-        waiting, clock.waiting = clock.waiting, []
-        for render in waiting:
-            render()
-        if pieces:
-            stream.append(pieces.pop(0))
+        clock_turn(clock, stream, pieces)
         per_turn.append(sum(chars))
         QApplication.processEvents()
         assert len(per_turn) < 200, "the stream never caught up"

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 import pytest
-from fakes.frame_clock import FrameClock
+from fakes.frame_clock import FrameClock, clock_turn
 from fakes.rendered_markdown import assert_shown_as_rendered
 from PySide6.QtWidgets import QApplication
 
@@ -73,11 +73,7 @@ def test_a_burst_renders_at_most_the_budget_a_turn(qtbot: Any, monkeypatch: pyte
     while pieces or clock.waiting:
         renders.clear()
         chars.clear()
-        waiting, clock.waiting = clock.waiting, []
-        for render in waiting:
-            render()
-        if pieces:
-            stream.append(pieces.pop(0))
+        clock_turn(clock, stream, pieces)
         assert len(renders) <= 1, f"turn {turns}: {len(renders)} renders"
         assert sum(chars) <= MAX_RENDER_CHARS, f"turn {turns}: {sum(chars)} characters rendered"
         QApplication.processEvents()  # the loop turns between two ticks of the clock
