@@ -425,7 +425,8 @@ def test_the_bundle_reaches_a_model_through_litellm(packaged: Packaged, tmp_path
         result = _run([str(packaged.exe), "run", "assistant", "hi", "--json", "--model", model, "--api-base", base],
                       cwd=tmp_path, env=env, timeout=120)
     events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    assert events and events[-1]["kind"] == "run_finished", (result.stdout[-3000:], result.stderr[-3000:])
+    print(f"stdout:\n{result.stdout[-3000:]}\nstderr:\n{result.stderr[-3000:]}")  # whole in the report
+    assert events and events[-1]["kind"] == "run_finished", "the run did not finish: its output is under 'Captured stdout'"
     assert any(e["kind"] == "text" and e["text"] == "Hello from the fake model" for e in events)
 
 

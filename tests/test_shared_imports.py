@@ -1,10 +1,15 @@
-"""The garbage collector paused while libraries load, and what was loaded frozen out of later passes."""
+"""The garbage collector paused while libraries load, and what was loaded frozen out of later passes; pydantic
+imported whole before a worker thread that imports the provider SDKs starts."""
 
 from __future__ import annotations
 
 import gc
+import json
+import subprocess
+import sys
 import threading
 import weakref
+from pathlib import Path
 
 import pytest
 
@@ -89,3 +94,32 @@ def test_refreeze_frees_what_a_pause_froze_and_keeps_the_rest_frozen() -> None:
     assert garbage() is None
     walked = {id(o) for o in gc.get_objects()}
     assert gc.get_freeze_count() >= len(kept) and not any(id(k) in walked for k in kept)
+
+
+#: Starts the command line's warm-up thread (``robotlab run``), and says, for each thread started, whether
+#: pydantic was settled on the starting thread by then.
+_WARM_UP_PROBE = """
+import argparse, json, sys, threading
+from workspace import shared_imports
+started = []
+original = threading.Thread.start
+def start(self):
+    started.append([self.name, shared_imports._settled])
+    return original(self)
+threading.Thread.start = start
+from workspace.cli.run import _warm_up
+_warm_up(argparse.Namespace(model="openai/gpt-4o-mini", api_base=None))
+print(json.dumps(started))
+"""
+
+
+def test_the_command_lines_warm_up_thread_starts_after_pydantic_is_whole() -> None:
+    """``robotlab run`` imports jinja2 and the model's SDK in a thread while the main thread reads the
+    configuration and the robot, both importing pydantic's inner modules: the main thread imports them whole
+    first (the packaged app failed once with "partially initialized module 'pydantic._internal._validators'")."""
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run([sys.executable, "-c", _WARM_UP_PROBE], capture_output=True, text=True, cwd=root,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    started = json.loads(result.stdout.strip().splitlines()[-1])
+    assert ["robotlab-warm-up", True] in started, started

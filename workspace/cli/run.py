@@ -122,13 +122,15 @@ def _warm_up(args: argparse.Namespace) -> None:
     the command line that an OpenAI-compatible server serves, the openai SDK (the first token comes sooner)."""
     import threading
 
+    from workspace.shared_imports import settle_shared_imports
+
+    # pydantic whole on this thread before the worker starts (the openai SDK builds on it, and this thread
+    # imports it too, not always through the lock settle_shared_imports holds): two threads importing its
+    # inner modules at once can break it ("partially initialized module 'pydantic._internal._validators'").
+    settle_shared_imports()
+
     def work() -> None:
         try:
-            # pydantic first, whole, under the lock the schemas of this thread's robot file wait on (the
-            # openai SDK builds on it): two threads importing its inner modules at once can break it.
-            from workspace.shared_imports import settle_shared_imports
-
-            settle_shared_imports()
             import jinja2.sandbox  # noqa: F401
 
             if args.model:
