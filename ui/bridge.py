@@ -8,8 +8,10 @@ goes out at once: that is what the person is waiting for, and waiting for the ti
 added 0-16 ms to it.
 Every other event first flushes pending text (so order is kept) and is emitted at once.
 Events for the trace and the docks are batched on the same timer, a stream's deltas joined in the batch
-as well: a token costs the window a few appends, not a signal, a join in the inspector or an event for each
-dock, however many tokens a flush carries (a code block's KB is half as many tokens again as prose's).
+as well: the next token of the text streaming now costs the window one list append (and a clock read every
+``CLOCK_EVERY`` tokens), not a signal, a call, a join in the inspector or an event for each dock, however many
+tokens a flush carries (a code block's KB is half as many tokens again as prose's): the tokens are folded into
+the view's pending text and the batch once, when another event comes or the bridge flushes.
 """
 
 from __future__ import annotations
@@ -28,15 +30,19 @@ if TYPE_CHECKING:
 #: Live deltas of one stream within this long (s) of the first are one event for the trace and the docks, as
 #: the store writes them (its ``flush_interval``): a thread grown live keeps the events a reopened one does.
 JOIN_DELTAS_S = 0.25
+#: ``consume`` reads the clock (to yield to the window's loop every ``yield_every_s``) once every this many tokens
+#: of a text streaming on, not for each (16 tokens take the loop some 30 us).
+CLOCK_EVERY = 16
 
 
 class _State:
     """What the bridge holds between events, in a plain object: read and written per token, and an attribute
     of a QObject costs three times a plain one's to read (shiboken looks for a signal or property first)."""
 
-    __slots__ = ("announced", "armed", "batch_key", "batch_kind", "batch_parts", "batch_ts", "generation", "own_clock",
-                 "pending_delta", "pending_events", "pending_key", "pending_reasoning", "pending_text", "pending_ts",
-                 "reasoning_delta", "reasoning_key", "reasoning_ts", "seen", "stretch")
+    __slots__ = ("announced", "armed", "batch_key", "batch_kind", "batch_parts", "batch_ts", "generation", "join_robot",
+                 "join_run", "join_until", "joined", "own_clock", "pending_delta", "pending_events", "pending_key",
+                 "pending_reasoning", "pending_text", "pending_ts", "reasoning_delta", "reasoning_key", "reasoning_ts",
+                 "stretch")
 
     def __init__(self, own_clock: bool) -> None:
         self.own_clock = own_clock
@@ -64,8 +70,14 @@ class _State:
         self.announced = False
         #: Counts :meth:`RunBridge.release` calls: a consume started before the last one feeds nothing more.
         self.generation = 0
-        #: Events fed, in all.
-        self.seen = 0
+        #: The next tokens of the text streaming now, as they came (one list append a token, nothing else): the
+        #: stream they join (its run and robot) and the time until which they do (the batch's first delta's time
+        #: plus :data:`JOIN_DELTAS_S`; 0: no stream takes tokens so, each delta goes through the whole routing).
+        #: They are folded into the view's pending text and the batch (:func:`_fold`) once, when the bridge next
+        #: routes an event or flushes, not one by one.
+        self.joined: list[ev.TextDelta] = []
+        self.join_run = self.join_robot = ""
+        self.join_until = 0.0
 
 
 class RunBridge(QObject):
@@ -140,26 +152,37 @@ class RunBridge(QObject):
         terminal: ev.TerminalEvent | None = None
         kinds = _delta_kinds()
         text_delta = kinds[0]
+        join = state.joined.append  # (the list is cleared, never replaced)
+        clock = time.perf_counter
         yield_every = self._yield_every
-        last_yield = time.perf_counter()
+        last_yield = clock()
+        tokens = 0
         try:
             async for event in run:
-                if generation != state.generation:  # released: the run goes on without the views
-                    break
-                if not state.announced:
-                    # Said with the run's first event: the views' "running" updates (the Stop button,
-                    # the status bar, the thread list) then happen while the request is on its way to
-                    # the model, not before it leaves.
-                    state.announced = True
-                    self.running_changed.emit(True)
-                if type(event) is not text_delta or not _next_token(state, event, text_delta):
+                # The next token of the text streaming now: one list append (see _State.joined), and the clock
+                # read every CLOCK_EVERY tokens, not each. (A release ends the stream's joining: the next delta
+                # comes this way no more, and the routing below sees the release.)
+                if (type(event) is text_delta and event.ts < state.join_until and event.run_id == state.join_run
+                        and event.robot == state.join_robot):
+                    join(event)
+                    tokens += 1
+                    if tokens % CLOCK_EVERY:
+                        continue
+                else:
+                    if generation != state.generation:  # released: the run goes on without the views
+                        break
+                    if not state.announced:
+                        # Said with the run's first event: the views' "running" updates (the Stop button,
+                        # the status bar, the thread list) then happen while the request is on its way to
+                        # the model, not before it leaves.
+                        state.announced = True
+                        self.running_changed.emit(True)
                     self._feed(event, kinds)
                     if event.terminal and isinstance(event, ev.TERMINAL) and not event.nested:  # not a nested run's
                         terminal = event
-                now = time.perf_counter()
-                if now - last_yield > yield_every:
+                if clock() - last_yield > yield_every:
                     await asyncio.sleep(0)
-                    last_yield = time.perf_counter()
+                    last_yield = clock()
         finally:
             if generation == state.generation:
                 self._finish_consume()
@@ -182,6 +205,8 @@ class RunBridge(QObject):
         self._s.generation += 1
         self._timer.stop()
         self._s.armed = False
+        self._s.joined.clear()
+        self._s.join_until = 0.0
         self._s.batch_parts.clear()
         self._s.batch_kind = self._s.batch_key = None
         self._s.pending_text.clear()
@@ -198,25 +223,40 @@ class RunBridge(QObject):
                 self.running_changed.emit(False)
 
     def feed(self, event: ev.Event) -> None:
-        """Route one event (synchronous, cheap)."""
-        self._feed(event, _delta_kinds())
+        """Route one event (synchronous, cheap): the next token of the text streaming now is joined as
+        ``consume``'s loop joins it."""
+        state = self._s
+        kinds = _delta_kinds()
+        text_delta = kinds[0]
+        if (type(event) is text_delta and event.ts < state.join_until
+                and event.run_id == state.join_run and event.robot == state.join_robot):
+            state.joined.append(event)
+            return
+        self._feed(event, kinds)
 
     def _feed(self, event: ev.Event, kinds: tuple[type[ev.TextDelta], type[ev.ReasoningDelta]]) -> None:
-        """:meth:`feed`, given the delta classes (``consume`` looks them up once, not per token)."""
-        text_delta = kinds[0]
-        if type(event) is text_delta and _next_token(self._s, event, text_delta):
-            return
-        self._s.seen += 1
+        """:meth:`feed` (bar the next token of the text streaming now), given the delta classes (``consume``
+        looks them up once, not per token)."""
+        state = self._s
         kind = type(event)
+        if state.joined:
+            _fold(state)
         if kind is kinds[0] or kind is kinds[1]:
             self._batch_delta(event, kind)  # type: ignore[arg-type]  # one of the two delta classes
         else:
-            if self._s.batch_kind is not None:
+            if state.batch_kind is not None:
                 self._settle_batch()
-            self._s.pending_events.append(event)
+            state.pending_events.append(event)
         self._emit(event, kinds)
-        if self._s.own_clock and not self._s.armed:
-            self._s.armed = True
+        if kind is kinds[0]:
+            key = (event.run_id, event.robot)
+            if state.stretch == key and state.batch_kind is kind and state.batch_key == key:
+                # The text streams on: its next tokens (of this stream, within the batch's join window) are
+                # joined as they come (see _State.joined) until another event comes or the bridge flushes.
+                state.join_run, state.join_robot = key
+                state.join_until = state.batch_ts + JOIN_DELTAS_S
+        if state.own_clock and not state.armed:
+            state.armed = True
             self._timer.start()
 
     def _batch_delta(self, event: ev.TextDelta | ev.ReasoningDelta, kind: type) -> None:
@@ -234,6 +274,7 @@ class RunBridge(QObject):
 
     def _settle_batch(self) -> None:
         """The batch's last delta becomes the one event of the deltas it stands for (their texts joined)."""
+        self._s.join_until = 0.0  # the next delta starts a batch: it takes the whole routing
         parts = self._s.batch_parts
         if len(parts) > 1:
             first = self._s.pending_events[-1]
@@ -323,6 +364,8 @@ class RunBridge(QObject):
         """Emit pending text and the pending event batch now."""
         self._timer.stop()
         self._s.armed = False
+        if self._s.joined:
+            _fold(self._s)
         self._flush_reasoning()
         self._flush_text()
         if self._s.batch_kind is not None:
@@ -332,24 +375,17 @@ class RunBridge(QObject):
             self.events_batched.emit(batch)
 
 
-def _next_token(state: _State, event: ev.TextDelta, text_delta: type[ev.TextDelta]) -> bool:
-    """Take ``event`` when it is the next token of the text streaming now (the last event fed was a delta of
-    its stream, within :data:`JOIN_DELTAS_S` of the batch's delta it joins): two list appends. False: the
-    bridge's whole routing must see it."""
-    stretch = state.stretch
-    if (stretch is None or state.batch_kind is not text_delta or stretch[0] != event.run_id
-            or stretch[1] != event.robot or event.ts - state.batch_ts >= JOIN_DELTAS_S):
-        return False
-    # The view's pending text and the batch's last delta are this stream's (the stretch goes on, and the batch
-    # has had a delta since its flush: the slow path armed the timer).
-    state.seen += 1
-    text = event.text
-    state.batch_parts.append(text)
+def _fold(state: _State) -> None:
+    """The tokens joined as they came (:attr:`_State.joined`) into the view's pending text and the batch's last
+    delta, once for all of them: their texts, the first one's time when no text was pending, the last one."""
+    joined = state.joined
+    texts = [event.text for event in joined]
+    state.batch_parts += texts
     if not state.pending_text:
-        state.pending_ts = event.ts
-    state.pending_text.append(text)
-    state.pending_delta = event
-    return True
+        state.pending_ts = joined[0].ts
+    state.pending_text += texts
+    state.pending_delta = joined[-1]
+    joined.clear()
 
 
 @cache

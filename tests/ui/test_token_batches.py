@@ -115,3 +115,96 @@ def test_a_released_bridge_drops_the_batch_it_held() -> None:
     bridge.feed(_delta(4, "new", 0.04))
     bridge.flush()
     assert [[getattr(e, "text", None) for e in batch] for batch in batches] == [["new"]]
+
+
+def _stretch(n: int, now: float) -> list[ev.Event]:
+    """A run's start, ``n`` tokens of its answer (t1 … tn, stamped within the join window), its end."""
+    return [ev.RunStarted(run_id="r1", robot="assistant", seq=0, ts=now, message="go"),
+            *(_delta(i, f"t{i} ", now + i * 1e-6) for i in range(1, n + 1)),
+            ev.RunFinished(run_id="r1", robot="assistant", seq=n + 1, ts=now + 1e-3)]
+
+
+async def test_the_next_tokens_of_a_stream_cost_the_bridge_no_call_of_its_own(monkeypatch: Any) -> None:
+    """The tokens of a text streaming on, in one pass of the loop: ``consume`` joins each with a list append, makes
+    no call of the bridge's own per token (the tokens are folded into the view's text and the batch once, when the
+    next event comes or the bridge flushes) and reads the clock once every ``CLOCK_EVERY`` tokens, not for each;
+    the chat and the docks get what they did (the first words at once, the rest joined)."""
+    import sys
+    import types
+
+    import ui.bridge as bridge_module
+
+    reads = 0
+
+    def perf_counter() -> float:
+        nonlocal reads
+        reads += 1
+        return time.perf_counter()
+
+    monkeypatch.setattr(bridge_module, "time", types.SimpleNamespace(perf_counter=perf_counter))
+    bridge = bridge_module.RunBridge(flush_ms=60_000)
+    view: list[ev.Event] = []
+    batches: list[list[ev.Event]] = []
+    bridge.view_event.connect(view.append)
+    bridge.events_batched.connect(batches.append)
+    n = 1600
+    events = _stretch(n, time.time())
+
+    async def stream() -> Any:
+        for event in events:
+            yield event
+
+    calls = 0
+
+    def count(frame: Any, what: str, _arg: Any) -> None:
+        nonlocal calls
+        if what == "call" and frame.f_code.co_filename == bridge_module.__file__:
+            calls += 1
+
+    sys.setprofile(count)
+    try:
+        await bridge.consume(stream())
+    finally:
+        sys.setprofile(None)
+    assert calls < 40, f"{calls} calls of the bridge's own for {n} tokens"
+    assert reads <= n // 8, f"the clock read {reads} times for {n} tokens"  # (once every CLOCK_EVERY, 16)
+    tokens = [f"t{i} " for i in range(1, n + 1)]
+    assert [(type(e).__name__, e.seq, getattr(e, "text", None)) for e in view] == [
+        ("RunStarted", 0, None), ("TextDelta", 1, tokens[0]), ("TextDelta", n, "".join(tokens[1:])),
+        ("RunFinished", n + 1, None)]
+    assert view[2].ts == events[2].ts  # the joined delta: the last one's seq, the first one's time
+    assert [[(type(e).__name__, e.seq, e.ts, getattr(e, "text", None)) for e in batch] for batch in batches] == [[
+        ("RunStarted", 0, events[0].ts, None), ("TextDelta", 1, events[1].ts, "".join(tokens)),
+        ("RunFinished", n + 1, events[-1].ts, None)]]
+
+
+async def test_tokens_joined_as_they_come_go_out_on_the_flush_in_order() -> None:
+    """The flush timer fires while the stream waits for its next token (a network stream's pause): the tokens
+    joined so far are shown and batched then, not held until the next token; the tokens after it start the next
+    batch, and the chat's text goes on without an update of its own for them."""
+    from ui.bridge import RunBridge
+
+    bridge = RunBridge(flush_ms=60_000)
+    view: list[ev.Event] = []
+    batches: list[list[ev.Event]] = []
+    bridge.view_event.connect(view.append)
+    bridge.events_batched.connect(batches.append)
+    n, pause = 300, 120
+    events = _stretch(n, time.time())
+    shown_at_pause: list[str] = []
+
+    async def stream() -> Any:
+        for event in events:
+            if event.seq == pause + 1:
+                bridge.flush()  # (as the timer does while the stream waits)
+                shown_at_pause.extend(e.text for e in view if isinstance(e, ev.TextDelta))
+            yield event
+
+    await bridge.consume(stream())
+    tokens = [f"t{i} " for i in range(1, n + 1)]
+    assert shown_at_pause == [tokens[0], "".join(tokens[1:pause])]
+    assert [(e.seq, e.text) for e in view if isinstance(e, ev.TextDelta)] == [
+        (1, tokens[0]), (pause, "".join(tokens[1:pause])), (n, "".join(tokens[pause:]))]
+    assert [[(type(e).__name__, e.seq, getattr(e, "text", None)) for e in batch] for batch in batches] == [
+        [("RunStarted", 0, None), ("TextDelta", 1, "".join(tokens[:pause]))],
+        [("TextDelta", pause + 1, "".join(tokens[pause:])), ("RunFinished", n + 1, None)]]
