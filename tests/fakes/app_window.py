@@ -17,8 +17,32 @@ async def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, *, wha
     deadline = loop.time() + timeout
     while not predicate():
         if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}\n{_where_things_wait()}")
         await asyncio.sleep(0.01)
+
+
+def _where_things_wait() -> str:
+    """Where each pending task of the loop and each other thread is, for a hang's report."""
+    import sys
+    import threading
+    import traceback
+
+    lines = ["pending tasks:"]
+    for task in asyncio.all_tasks():
+        if task is asyncio.current_task():
+            continue
+        frames = task.get_stack(limit=4)
+        where = " <- ".join(f"{f.f_code.co_name} ({Path(f.f_code.co_filename).name}:{f.f_lineno})" for f in frames)
+        lines.append(f"  {task.get_name()}: {where or repr(task.get_coro())}")
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    lines.append("threads:")
+    for ident, frame in sys._current_frames().items():
+        if ident == threading.get_ident():
+            continue
+        stack = traceback.extract_stack(frame, limit=4)
+        lines.append(f"  {names.get(ident, ident)}: " + " <- ".join(
+            f"{s.name} ({Path(s.filename).name}:{s.lineno})" for s in reversed(stack)))
+    return "\n".join(lines)
 
 
 async def turns_made(chat: Any, timeout: float = 30.0) -> None:
