@@ -43,3 +43,37 @@ async def test_a_prose_answer_is_not_searched_for_calls_written_as_text(monkeypa
     result = await robot.arun("And in Bergen?")
     assert len(searched) == 1 and [c.tool.input for c in result.tool_calls] == [{"city": "Bergen"}]
 
+
+async def test_the_tools_schemas_are_worked_out_once_for_the_robots_model_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    from workspace.context import budget, manager
+
+    counted = {"params": 0, "biggest": 0}
+    real_params, real_biggest = manager.tool_params, budget.biggest_tools
+
+    def params(tools: Any) -> Any:
+        counted["params"] += 1
+        return real_params(tools)
+
+    def biggest(tools: Any, counter: Any = None, **kwargs: Any) -> Any:
+        counted["biggest"] += 1
+        return real_biggest(tools, counter, **kwargs)
+
+    monkeypatch.setattr(manager, "tool_params", params)
+    monkeypatch.setattr(budget, "biggest_tools", biggest)
+    model = _Model()
+    robot = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=model)
+    for city in ("Oslo", "Bergen"):  # two runs of two model calls each
+        model.enqueue([ToolCall("get_weather", {"city": city})], "Sunny.")
+        await robot.arun(f"Weather in {city}?")
+    assert counted == {"params": 1, "biggest": 1}
+    sent = [call.tools for call in model.history]
+    assert all(specs[0] is sent[0][0] for specs in sent)  # the same spec object at every call
+    assert sent[0][0].name == "get_weather" and sent[0][0].parameters["properties"]["city"]["type"] == "string"
+    # A tool changed (its description) is a new spec, worked out again.
+    get_weather.description = "The weather now."
+    try:
+        model.enqueue("Sunny.")
+        await robot.arun("And now?")
+    finally:
+        get_weather.description = "Current weather for a city."
+    assert model.history[-1].tools[0].description == "The weather now." and counted == {"params": 2, "biggest": 2}

@@ -9,6 +9,7 @@ order, so checksums computed over them match RobotLab's. Keys are strings throug
 from __future__ import annotations
 
 import json
+import operator
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,6 +32,7 @@ __all__ = [
     "alternating",
     "format_time",
     "parse_time",
+    "same_items",
     "shared_prefix",
 ]
 
@@ -551,6 +553,11 @@ def shared_prefix(earlier: Sequence[Any], messages: Sequence[Any]) -> int:
         else:
             high = middle - 1
     return low
+
+
+def same_items(these: Sequence[Any], those: Sequence[Any]) -> bool:
+    """Whether the two hold the same objects in the same order (identity, not equality)."""
+    return len(these) == len(those) and all(map(operator.is_, these, those))
 
 
 class GrowingFold(Generic[_T]):
