@@ -77,3 +77,32 @@ async def test_the_tools_schemas_are_worked_out_once_for_the_robots_model_calls(
     finally:
         get_weather.description = "Current weather for a city."
     assert model.history[-1].tools[0].description == "The weather now." and counted == {"params": 2, "biggest": 2}
+
+
+def test_every_event_sets_its_fields_directly_with_the_dataclass_defaults() -> None:
+    import dataclasses
+
+    from workspace import events as ev
+
+    for kind, cls in ev.EVENT_TYPES.items():
+        # Built by setting its slots (not object.__setattr__ by field name, as the frozen dataclass's init does).
+        assert "__setattr__" not in cls.__init__.__code__.co_names, kind
+        fields = dataclasses.fields(cls)
+        required = {f.name: None for f in fields
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+        one, two = cls(**required), cls(**required)  # type: ignore[arg-type]
+        for f in fields:
+            if f.default_factory is not dataclasses.MISSING and f.name != "ts":
+                assert getattr(one, f.name) == f.default_factory() and getattr(one, f.name) is not getattr(two, f.name)
+            elif f.name != "ts" and f.name not in required:
+                assert getattr(one, f.name) == f.default, (kind, f.name)
+        assert isinstance(one.ts, float) and one.ts > 0
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            one.run_id = "x"  # type: ignore[misc]
+        with pytest.raises(TypeError):
+            cls("positional")
+        if required:
+            with pytest.raises(TypeError):
+                cls()
+    stamped = ev.stamp(ev.TextDelta(text="hi"), run_id="r", robot="bot", seq=3)
+    assert ev.event_from_json(ev.to_json(stamped)) == stamped and stamped.to_dict()["text"] == "hi"
