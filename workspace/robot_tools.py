@@ -86,6 +86,8 @@ _RESOLVED: weakref.WeakKeyDictionary[Robot, _Resolution] = weakref.WeakKeyDictio
 def _frozen(value: Any) -> Any:
     """``value`` (a tool or MCP level: a name, a list of names or server specs) as it is now, to compare with
     later: a list changed in place is not equal to it then."""
+    if value is None or type(value) is str or type(value) is bool:  # most levels ("inherit", a name): no ABC check
+        return value
     if isinstance(value, list | tuple):
         return (type(value), tuple(_frozen(v) for v in value))
     if isinstance(value, Mapping):

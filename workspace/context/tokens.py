@@ -61,9 +61,10 @@ def result_text(content: Any) -> str:
     an error or other data as JSON."""
     if isinstance(content, str):
         return content
-    if isinstance(content, Mapping) and "error" in content:
+    mapping = type(content) is dict or isinstance(content, Mapping)  # a plain dict: no ABC check
+    if mapping and "error" in content:
         return json.dumps({"error": content["error"]}, ensure_ascii=False, default=str)
-    if isinstance(content, Mapping) and "data" in content:
+    if mapping and "data" in content:
         data = content["data"]
         return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
     return json.dumps(content, ensure_ascii=False, default=str)
@@ -167,7 +168,8 @@ class TokenCounter:
             name = str(getattr(spec, "name", ""))
             description = str(getattr(spec, "description", "") or "")
             parameters = getattr(spec, "parameters", None)
-            key = (name, description, len(parameters) if isinstance(parameters, Mapping) else 0)
+            key = (name, description,
+                   len(parameters) if type(parameters) is dict or isinstance(parameters, Mapping) else 0)
             tokens = self._tools.get(key)
             if tokens is None:
                 body = json.dumps(parameters or {}, ensure_ascii=False, default=str, separators=(",", ":"))
