@@ -106,3 +106,29 @@ def test_every_event_sets_its_fields_directly_with_the_dataclass_defaults() -> N
                 cls()
     stamped = ev.stamp(ev.TextDelta(text="hi"), run_id="r", robot="bot", seq=3)
     assert ev.event_from_json(ev.to_json(stamped)) == stamped and stamped.to_dict()["text"] == "hi"
+
+
+async def test_a_tool_without_a_time_limit_makes_no_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    made: list[float | None] = []
+    real = asyncio.timeout
+
+    def counting(delay: float | None) -> Any:
+        made.append(delay)
+        return real(delay)
+
+    monkeypatch.setattr(asyncio, "timeout", counting)
+    output = await get_weather.invoke({"city": "Oslo"})
+    assert output.data == {"city": "Oslo", "sky": "sunny"} and not output.is_error
+    assert made == []
+    # A tool with a time limit still has it (and says so when it is reached).
+
+    async def slow(seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        return "done"
+
+    limited = tool(slow)
+    limited.timeout = 0.05
+    output = await limited.invoke({"seconds": 30})
+    assert made == [0.05] and output.is_error and "timed out after 0.05 s" in str(output.data)

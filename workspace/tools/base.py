@@ -329,15 +329,11 @@ class Tool:
         kwargs = self._handler_kwargs(context)
         token = _CALL.set(context)
         try:
-            async with asyncio.timeout(self.timeout):
-                if inspect.iscoroutinefunction(self.handler) or inspect.iscoroutinefunction(
-                    getattr(self.handler, "__call__", None)  # noqa: B004
-                ):
-                    value = await self.handler(arguments, **kwargs)
-                else:
-                    value = await asyncio.to_thread(self.handler, arguments, **kwargs)
-                    if inspect.isawaitable(value):
-                        value = await value
+            if self.timeout is None:  # no time limit: no timer to make and cancel
+                value = await self._run_handler(arguments, kwargs)
+            else:
+                async with asyncio.timeout(self.timeout):
+                    value = await self._run_handler(arguments, kwargs)
         except TimeoutError:
             return ToolOutput(f"Tool '{self.name}' timed out after {self.timeout:g} s", is_error=True)
         except Exception as exc:
@@ -354,6 +350,19 @@ class Tool:
             else:
                 value = ToolOutput(value)
         return _within_nesting(value)
+
+    async def _run_handler(self, arguments: Any, kwargs: dict[str, Any]) -> Any:
+        """The handler's value: awaited when it is a coroutine function, else run in a worker thread."""
+        handler = self.handler
+        assert handler is not None
+        if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+            getattr(handler, "__call__", None)  # noqa: B004
+        ):
+            return await handler(arguments, **kwargs)
+        value = await asyncio.to_thread(handler, arguments, **kwargs)
+        if inspect.isawaitable(value):
+            value = await value
+        return value
 
 
 #: The tool call whose handler is running in this context (asyncio tasks and worker threads it starts inherit it).
