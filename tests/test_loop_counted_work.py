@@ -132,3 +132,41 @@ async def test_a_tool_without_a_time_limit_makes_no_timer(monkeypatch: pytest.Mo
     limited.timeout = 0.05
     output = await limited.invoke({"seconds": 30})
     assert made == [0.05] and output.is_error and "timed out after 0.05 s" in str(output.data)
+
+
+async def test_a_tool_results_text_is_written_once_for_the_model_calls_that_send_it() -> None:
+    from workspace.context import ContextManager
+    from workspace.messages import TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
+    from workspace.providers import provider_for
+
+    written: list[int] = []
+
+    class Reading:
+        """A value of a tool's result that JSON writes through ``default=str`` (counted)."""
+
+        def __str__(self) -> str:
+            written.append(1)
+            return "twenty degrees"
+
+    provider = provider_for("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test")
+    manager = ContextManager(window=32_000)  # given: no server to ask
+    call = ToolMessage(id="call_1", name="get_weather", input={"city": "Oslo"})
+    history = [TextMessage(role="user", content="Weather in Oslo?"), ToolCallMessage(role="assistant", tools=[call]),
+               ToolResultMessage(tool=call, content={"data": {"city": "Oslo", "temperature": Reading()}})]
+    specs = [get_weather.spec()]
+    bodies = []
+    for call_number in range(2):  # two model calls send it (the second one turn longer)
+        prepared = await manager.prepare(provider, system="You help.", history=history, tools=specs, settings={})
+        manager.requests.record(provider, system=prepared.system, messages=prepared.messages, tools=specs,
+                                settings={})  # the request as recorded: the provider's body, built for the call
+        bodies.append(provider.prepared_request(system=prepared.system, messages=prepared.messages, tools=specs,
+                                                settings={}))
+        provider._built = None  # sent
+        if call_number == 0:
+            history.append(TextMessage(role="assistant", content="Twenty degrees.", stop_reason="stop"))
+            history.append(TextMessage(role="user", content="And tomorrow?"))
+    # Cut to the window, counted and converted: written once.
+    assert written == [1]
+    assert bodies[1]["messages"][3] == {"role": "tool", "tool_call_id": "call_1",
+                                        "content": '{"city": "Oslo", "temperature": "twenty degrees"}'}
+    assert manager.last is not None and manager.last.used > 0
