@@ -595,6 +595,41 @@ TERMINAL: tuple[type[RunFinished], type[RunFailed], type[RunCancelled]] = (RunFi
 
 #: ``kind`` -> event class, for every member of :data:`Event`.
 EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in typing.get_args(Event)}
+
+
+def _direct_init(cls: type[BaseEvent]) -> None:
+    """Give ``cls`` an ``__init__`` that sets its fields' slots directly: the frozen dataclass's own goes through
+    ``object.__setattr__``, which looks each field up by name (a run builds an event per streamed piece). The
+    same keyword-only parameters, defaults and default factories; the instances are as frozen as before."""
+    names: dict[str, Any] = {"_MISSING": dataclasses.MISSING}
+    params: list[str] = []
+    lines: list[str] = []
+    for f in dataclasses.fields(cls):
+        names[f"_set_{f.name}"] = vars(_slot_owner(cls, f.name))[f.name].__set__
+        if f.default is not dataclasses.MISSING:
+            names[f"_d_{f.name}"] = f.default
+            params.append(f"{f.name}=_d_{f.name}")
+            lines.append(f"    _set_{f.name}(self, {f.name})")
+        elif f.default_factory is not dataclasses.MISSING:
+            names[f"_f_{f.name}"] = f.default_factory
+            params.append(f"{f.name}=_MISSING")
+            lines.append(f"    _set_{f.name}(self, _f_{f.name}() if {f.name} is _MISSING else {f.name})")
+        else:
+            params.append(f.name)
+            lines.append(f"    _set_{f.name}(self, {f.name})")
+    exec(f"def __init__(self, *, {', '.join(params)}) -> None:\n" + "\n".join(lines), names)
+    init = names["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init  # type: ignore[method-assign]
+
+
+def _slot_owner(cls: type, name: str) -> type:
+    """The class of ``cls``'s bases that holds the slot ``name``."""
+    return next(base for base in cls.__mro__ if name in getattr(base, "__slots__", ()))
+
+
+for _cls in EVENT_TYPES.values():
+    _direct_init(_cls)
 TERMINAL_KINDS = frozenset(cls.kind for cls in TERMINAL)
 _FIELDS: dict[str, frozenset[str]] = {
     kind: frozenset(f.name for f in dataclasses.fields(cls)) for kind, cls in EVENT_TYPES.items()

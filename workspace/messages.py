@@ -9,6 +9,7 @@ order, so checksums computed over them match RobotLab's. Keys are strings throug
 from __future__ import annotations
 
 import json
+import operator
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,6 +32,8 @@ __all__ = [
     "alternating",
     "format_time",
     "parse_time",
+    "result_text",
+    "same_items",
     "shared_prefix",
 ]
 
@@ -354,6 +357,20 @@ class ToolCallMessage(Message):
         return f"ToolCallMessage(role={self._role!r}, tools={self._tools!r}, stop_reason={self._stop_reason!r})"
 
 
+def result_text(content: Any) -> str:
+    """A tool result's content as the text the model reads (the providers' rule): a data string as is,
+    an error or other data as JSON."""
+    if isinstance(content, str):
+        return content
+    mapping = type(content) is dict or isinstance(content, Mapping)  # a plain dict: no ABC check
+    if mapping and "error" in content:
+        return json.dumps({"error": content["error"]}, ensure_ascii=False, default=str)
+    if mapping and "data" in content:
+        data = content["data"]
+        return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
 class ToolResultMessage(Message):
     """The result of one tool call: ``tool`` (the call) and ``content``.
 
@@ -361,7 +378,7 @@ class ToolResultMessage(Message):
     but any value (a string, say) is allowed. Type and role are both ``"tool_result"``.
     """
 
-    __slots__ = ("_tool",)
+    __slots__ = ("_text", "_tool")
 
     def __init__(
         self,
@@ -371,11 +388,22 @@ class ToolResultMessage(Message):
     ) -> None:
         super().__init__("tool_result", "tool_result", content, stop_reason or "tool")
         self._tool = ToolMessage.coerce(tool)
+        self._text: str | None = None
 
     @property
     def tool(self) -> ToolMessage:
         """The call this message answers."""
         return self._tool
+
+    @property
+    def text(self) -> str:
+        """The content as the text the model reads (:func:`result_text`), written once for the message (a
+        message is not changed once made): the context manager's cut and count and the providers' conversion
+        of a model call all read it, a big result's JSON written once rather than by each."""
+        text = self._text
+        if text is None:
+            text = self._text = result_text(self._content)
+        return text
 
     @property
     def is_success(self) -> bool:
@@ -551,6 +579,11 @@ def shared_prefix(earlier: Sequence[Any], messages: Sequence[Any]) -> int:
         else:
             high = middle - 1
     return low
+
+
+def same_items(these: Sequence[Any], those: Sequence[Any]) -> bool:
+    """Whether the two hold the same objects in the same order (identity, not equality)."""
+    return len(these) == len(those) and all(map(operator.is_, these, those))
 
 
 class GrowingFold(Generic[_T]):

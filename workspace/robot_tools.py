@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from workspace.agent import PendingTools
 from workspace.errors import ConfigurationError
+from workspace.messages import same_items
 from workspace.tools import selection
 from workspace.tools.base import Tool
 from workspace.tools.decorator import function_tool
@@ -85,6 +86,8 @@ _RESOLVED: weakref.WeakKeyDictionary[Robot, _Resolution] = weakref.WeakKeyDictio
 def _frozen(value: Any) -> Any:
     """``value`` (a tool or MCP level: a name, a list of names or server specs) as it is now, to compare with
     later: a list changed in place is not equal to it then."""
+    if value is None or type(value) is str or type(value) is bool:  # most levels ("inherit", a name): no ABC check
+        return value
     if isinstance(value, list | tuple):
         return (type(value), tuple(_frozen(v) for v in value))
     if isinstance(value, Mapping):
@@ -92,10 +95,6 @@ def _frozen(value: Any) -> Any:
     if isinstance(value, set | frozenset):
         return frozenset(value)
     return value
-
-
-def _same(these: list[Tool], those: list[Tool]) -> bool:
-    return len(these) == len(those) and all(a is b for a, b in zip(these, those, strict=True))
 
 
 async def resolve_tools(
@@ -122,7 +121,7 @@ async def resolve_tools(
     version = registry.version()
     kept = _RESOLVED.get(robot)
     if kept is not None and (kept.inputs != inputs or kept.registry != version
-                             or not _same(kept.local, robot.local_tools)):
+                             or not same_items(kept.local, robot.local_tools)):
         kept = None
     if kept is not None:
         allowed, servers = kept.allowed, kept.servers
@@ -132,7 +131,7 @@ async def resolve_tools(
     scripts = _script_tools(robot) if allowed != selection.ALL else []
     mcp_tools, pending = await _mcp_tools(robot, servers, config, wait=mcp_wait, message=message)
     robot.mcp_tools = list(mcp_tools)
-    if kept is not None and not mcp_tools and pending is None and _same(kept.scripts, scripts):
+    if kept is not None and not mcp_tools and pending is None and same_items(kept.scripts, scripts):
         return ToolManifest(kept.chosen), None
     local = list(robot.local_tools)
     available: list[Tool] = list(local)

@@ -38,7 +38,7 @@ from workspace.providers.base import (
     UsageChunk,
     status_sink,
 )
-from workspace.providers.text_calls import ThinkSplitter, find_text_calls
+from workspace.providers.text_calls import ThinkSplitter, find_text_calls, may_hold_calls
 
 #: The longest a turn reads chunks the connection already holds before it lets the event loop run (s). A
 #: stream read faster than it is handled (several runs at once on a busy machine) has many chunks waiting: read
@@ -251,7 +251,8 @@ class ModelTurns:
         """Tool calls the model wrote as text: (the calls to run, the text left) when ``mode`` is
         ``run``; a ``notice`` status when it only tried (or ``mode`` is ``notice``)."""
         tools = self.spec.tools
-        if mode == "off" or not text or not len(tools) or not self.spec.provider.is_language_model:
+        if (mode == "off" or not text or not len(tools) or not may_hold_calls(text)
+                or not self.spec.provider.is_language_model):
             return [], None
         params = {t.name: list((t.parameters or {}).get("properties") or {}) for t in tools}
         try:

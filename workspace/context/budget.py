@@ -31,7 +31,7 @@ from workspace.context.window import (
     server_tokenizer,
     window_from_message,
 )
-from workspace.messages import Message, shared_prefix
+from workspace.messages import Message, same_items, shared_prefix
 from workspace.providers.base import Provider, UsageChunk
 from workspace.urls import LOCAL_DEFAULT_BASES, is_loopback_url
 
@@ -111,6 +111,8 @@ class Budget:
         self._calibrated = False
         self._anchor: _Anchor | None = None
         self._system: tuple[str | None, TokenCounter | None, int] = (None, None, 0)
+        #: The costliest tool schemas of the last request (:func:`biggest_tools`), with its tools and counter.
+        self._biggest: tuple[list[Any], TokenCounter | None, dict[str, int]] = ([], None, {})
 
     def forget_anchor(self) -> None:
         """The server's last count no longer stands for the messages it was given (they changed)."""
@@ -202,7 +204,18 @@ class Budget:
                 and shared_prefix(anchor.messages, messages) == len(anchor.messages)):
             used = anchor.tokens + round(counter.messages(messages[len(anchor.messages):]) * self._ratio)
         return Prepared(system, messages, used=used, counted=counted, window=info, system_tokens=system_tokens,
-                        tools_tokens=tools_tokens, biggest_tools=biggest_tools(tools, counter) if tools else {})
+                        tools_tokens=tools_tokens, biggest_tools=self._biggest_tools(tools, counter))
+
+    def _biggest_tools(self, tools: Sequence[Any], counter: TokenCounter) -> dict[str, int]:
+        """:func:`biggest_tools` of ``tools``, worked out again only for other tools (a run's calls offer the same
+        specs: :meth:`workspace.tools.Tool.spec`) or another counter."""
+        if not tools:
+            return {}
+        kept_tools, kept_counter, biggest = self._biggest
+        if kept_counter is not counter or not same_items(kept_tools, tools):
+            biggest = biggest_tools(tools, counter)
+            self._biggest = (list(tools), counter, biggest)
+        return dict(biggest)
 
     def observe(self, prepared: Prepared, chunk: UsageChunk) -> Prepared | None:
         """Correct the counts from the server's (never from an estimate of the provider's); the request as the

@@ -52,7 +52,7 @@ from workspace.context.tokens import TokenCounter
 from workspace.context.view import RequestView, tool_params
 from workspace.context.window import DEFAULT_WINDOW, WindowInfo
 from workspace.errors import ContextOverflowError
-from workspace.messages import Message
+from workspace.messages import Message, same_items
 from workspace.providers.base import (
     Chunk,
     FinishChunk,
@@ -138,6 +138,8 @@ class ContextManager:
         self._sent = RequestView()
         self._spent: list[UsageChunk] = []
         self._tools: list[Any] = []
+        #: The parameters of the tools of the last request, by name (:func:`tool_params`), kept with those tools.
+        self._params: dict[str, tuple[str, ...]] = {}
 
     # -- state ------------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -255,8 +257,9 @@ class ContextManager:
             return Prepared(system, self._view(history, None, {}))
         self._budget.use(provider)
         counter = await self.counter(provider)
-        self._tools = list(tools)
-        params = tool_params(tools)
+        if not same_items(self._tools, tools):  # the run's tools: the same specs at every call (Tool.spec)
+            self._tools, self._params = list(tools), tool_params(tools)
+        params = self._params
         limit = result_limit(info.tokens, self.max_result_chars)
         view = self._view(history, limit, params)
         await self._budget.count_ahead(counter, system, view, tools)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import operator
-import uuid
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -120,7 +120,7 @@ class RequestRecorder:
                              if self._last_id is not None and k in self._last_rest and self._last_rest[k] == v)
         mask = redactor()
         event = ev.ModelRequest(
-            request_id=uuid.uuid4().hex[:16], model=str(body.get("model") or provider.model_id or "") or None,
+            request_id=os.urandom(8).hex(), model=str(body.get("model") or provider.model_id or "") or None,
             body=_clean({k: v for k, v in body.items() if k not in reused_keys}, mask),
             messages=_clean(sent[shared:], mask),
             reused_from=self._last_id if shared or reused_keys else None,

@@ -13,7 +13,6 @@ import json
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from workspace.context.tokens import result_text
 from workspace.messages import ToolResultMessage
 
 __all__ = ["MIN_RESULT_CHARS", "RESULT_SHARE", "result_limit", "shorten_result_message"]
@@ -56,7 +55,7 @@ def _note(total: int, shown: int, how: str) -> str:
 def shorten_result_message(message: ToolResultMessage, limit: int, *,
                            params: Collection[str] = ()) -> ToolResultMessage | None:
     """A copy of ``message`` cut to about ``limit`` characters with a note, or None when it fits."""
-    text = result_text(message.content)
+    text = message.text
     if len(text) <= limit:
         return None
     tool = message.tool.name

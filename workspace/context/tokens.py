@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from workspace.messages import GrowingFold, Message
+from workspace.messages import GrowingFold, Message, result_text
 
 __all__ = ["CHARS_PER_TOKEN", "IMAGE_TOKENS", "MESSAGE_OVERHEAD", "TokenCounter", "biggest_tools", "content_text",
            "estimate", "image_parts", "result_text", "tool_costs", "wire_text"]
@@ -56,19 +56,6 @@ def estimate(text: str) -> int:
     return math.ceil((n - digits - marks) / CHARS_PER_TOKEN + extra / 2 + digits / 1.3 + marks)
 
 
-def result_text(content: Any) -> str:
-    """A tool result's content as the text the model reads (the providers' rule): a data string as is,
-    an error or other data as JSON."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Mapping) and "error" in content:
-        return json.dumps({"error": content["error"]}, ensure_ascii=False, default=str)
-    if isinstance(content, Mapping) and "data" in content:
-        data = content["data"]
-        return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
-    return json.dumps(content, ensure_ascii=False, default=str)
-
-
 def content_text(content: Any) -> str:
     """A message's content as text: a string as is; content parts (a message with attachments) as their
     text parts joined, an image as ``[image]`` (its name is in the text part before it)."""
@@ -102,7 +89,7 @@ def wire_text(message: Message) -> str:
         return "\n".join(f"{t.name} {json.dumps(t.input, ensure_ascii=False, default=str)}"
                          for t in message.tools)  # type: ignore[attr-defined]
     if message.is_tool_result:
-        return result_text(message.content)
+        return message.text  # type: ignore[attr-defined]
     return content_text(message.content)
 
 
@@ -167,7 +154,8 @@ class TokenCounter:
             name = str(getattr(spec, "name", ""))
             description = str(getattr(spec, "description", "") or "")
             parameters = getattr(spec, "parameters", None)
-            key = (name, description, len(parameters) if isinstance(parameters, Mapping) else 0)
+            key = (name, description,
+                   len(parameters) if type(parameters) is dict or isinstance(parameters, Mapping) else 0)
             tokens = self._tools.get(key)
             if tokens is None:
                 body = json.dumps(parameters or {}, ensure_ascii=False, default=str, separators=(",", ":"))

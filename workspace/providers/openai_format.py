@@ -74,21 +74,6 @@ def call_id(tool: Any) -> str:
     return f"call_{digest}"
 
 
-def _result_content(content: Any, limit: int | None = MAX_TOOL_RESULT_CHARS) -> str:
-    """A tool result as the string the model reads: data strings as is, everything else JSON;
-    longer than ``limit``: its start and end, with a note of what was cut in between."""
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, Mapping) and "error" in content:
-        text = json.dumps({"error": content["error"]}, ensure_ascii=False, default=str)
-    elif isinstance(content, Mapping) and "data" in content:
-        data = content["data"]
-        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
-    else:
-        text = json.dumps(content, ensure_ascii=False, default=str)
-    return shorten_result(text, limit)
-
-
 def shorten_result(text: str, limit: int | None) -> str:
     """``text``, or its start and end with a note of what was left out when longer than ``limit``."""
     if limit is None or limit <= 0 or len(text) <= limit:
@@ -127,7 +112,7 @@ def _wire_part(message: Message, empty_content: str | None, max_result_chars: in
     if message.is_tool_result:
         tool = message.tool  # type: ignore[attr-defined]
         out = {"role": "tool", "tool_call_id": call_id(tool),
-               "content": _result_content(message.content, max_result_chars)}
+               "content": shorten_result(message.text, max_result_chars)}  # type: ignore[attr-defined]
     else:
         role = message.role if message.role in ("system", "user", "assistant") else "user"
         out = {"role": role, "content": _text(message.content)}

@@ -43,6 +43,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from typing import TYPE_CHECKING, Any
 
 from workspace.errors import ContextOverflowError, ProviderError
+from workspace.messages import same_items
 from workspace.providers import limits
 from workspace.providers.base import (
     Chunk,
@@ -267,9 +268,8 @@ class StreamingProvider(ProviderBase):
         conversion of the whole conversation. The body is kept with what it was built from until the call
         that sends it: only the same message and tool objects, system prompt and settings get it."""
         memo = self._built
-        if (memo is not None and memo[0] == system and memo[3] == settings and len(memo[1]) == len(messages)
-                and len(memo[2]) == len(tools) and all(a is b for a, b in zip(memo[1], messages, strict=True))
-                and all(a is b for a, b in zip(memo[2], tools, strict=True))):
+        if (memo is not None and memo[0] == system and memo[3] == settings and same_items(memo[1], messages)
+                and same_items(memo[2], tools)):
             return memo[4]
         body = self.build_request(system=system, messages=messages, tools=tools, settings=settings)
         self._built = (system, tuple(messages), tuple(tools), dict(settings), body)

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TextCall", "TextCalls", "ThinkSplitter", "find_text_calls"]
+__all__ = ["TextCall", "TextCalls", "ThinkSplitter", "find_text_calls", "may_hold_calls"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +68,15 @@ _INLINE_CODE = re.compile(r"`[^`\n]+`")
 _CALL_FENCES = ("tool_code", "tool_call", "tool_calls")
 _MARKERS = (("<tool_call>", "Hermes <tool_call>"), ("[TOOL_CALLS]", "Mistral [TOOL_CALLS]"),
             ("<|python_tag|>", "Llama <|python_tag|>"), ("<function=", "Llama <function=…>"))
+#: A character every form above holds (a tag or marker, a JSON object or list, a fence): text with none of them
+#: holds no call and no attempt at one.
+_CALL_CHARS = ("<", "[", "{", "`")
+
+
+def may_hold_calls(text: str) -> bool:
+    """Whether ``text`` may hold a tool call written as text (or an attempt at one): False for plain prose, which
+    then needs no search (most answers: :func:`find_text_calls` would find nothing)."""
+    return any(c in text for c in _CALL_CHARS)
 
 
 def _json_values(text: str) -> list[Any]:
@@ -146,7 +155,7 @@ def find_text_calls(text: str, tools: Iterable[str], *,
     ``parameters`` each tool's parameter names in order (for positional arguments of a Python call)."""
     names = set(tools)
     found = TextCalls(text=text)
-    if not names or not text.strip():
+    if not names or not text.strip() or not may_hold_calls(text):
         return found
     order = parameters or {}
     spans: list[TextCall] = []

@@ -103,6 +103,7 @@ class Tool:
 
     __slots__ = (
         "_accepts",
+        "_spec",
         "_validator",
         "annotations",
         "description",
@@ -147,6 +148,8 @@ class Tool:
         self.raise_on_error = raise_on_error
         self._validator: Any = None
         self._accepts: frozenset[str] | None = None
+        #: What :meth:`spec` made, with the name, description and parameters it was made of.
+        self._spec: tuple[str, str | None, dict[str, Any] | None, ToolSpec] | None = None
         #: False for a tool whose handler takes only the arguments its schema names (a Python function
         #: without ``**kwargs``): another argument is then an invalid call, named, not a TypeError.
         self.extra_arguments = True
@@ -204,13 +207,19 @@ class Tool:
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
     def spec(self) -> ToolSpec:
+        """What a provider is sent of the tool: the same object while the tool's name, description and
+        parameters are the same objects (a run's model calls, and the robot's next runs, offer the same specs:
+        what is worked out of them is kept by them, see :mod:`workspace.context`)."""
+        kept = self._spec
+        name, description, parameters = self.name, self.description, self.parameters
+        if kept is not None and kept[0] is name and kept[1] is description and kept[2] is parameters:
+            return kept[3]
         from workspace.providers.base import ToolSpec
 
-        return ToolSpec(
-            name=self.name,
-            description=self.description or "",
-            parameters=self.parameters if self.parameters is not None else dict(DEFAULT_PARAMETERS),
-        )
+        made = ToolSpec(name=name, description=description or "",
+                        parameters=parameters if parameters is not None else dict(DEFAULT_PARAMETERS))
+        self._spec = (name, description, parameters, made)
+        return made
 
     def __repr__(self) -> str:
         where = f" mcp={self.mcp!r}" if self.mcp else ""
@@ -320,15 +329,11 @@ class Tool:
         kwargs = self._handler_kwargs(context)
         token = _CALL.set(context)
         try:
-            async with asyncio.timeout(self.timeout):
-                if inspect.iscoroutinefunction(self.handler) or inspect.iscoroutinefunction(
-                    getattr(self.handler, "__call__", None)  # noqa: B004
-                ):
-                    value = await self.handler(arguments, **kwargs)
-                else:
-                    value = await asyncio.to_thread(self.handler, arguments, **kwargs)
-                    if inspect.isawaitable(value):
-                        value = await value
+            if self.timeout is None:  # no time limit: no timer to make and cancel
+                value = await self._run_handler(arguments, kwargs)
+            else:
+                async with asyncio.timeout(self.timeout):
+                    value = await self._run_handler(arguments, kwargs)
         except TimeoutError:
             return ToolOutput(f"Tool '{self.name}' timed out after {self.timeout:g} s", is_error=True)
         except Exception as exc:
@@ -345,6 +350,19 @@ class Tool:
             else:
                 value = ToolOutput(value)
         return _within_nesting(value)
+
+    async def _run_handler(self, arguments: Any, kwargs: dict[str, Any]) -> Any:
+        """The handler's value: awaited when it is a coroutine function, else run in a worker thread."""
+        handler = self.handler
+        assert handler is not None
+        if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+            getattr(handler, "__call__", None)  # noqa: B004
+        ):
+            return await handler(arguments, **kwargs)
+        value = await asyncio.to_thread(handler, arguments, **kwargs)
+        if inspect.isawaitable(value):
+            value = await value
+        return value
 
 
 #: The tool call whose handler is running in this context (asyncio tasks and worker threads it starts inherit it).

@@ -1,0 +1,172 @@
+"""The agent loop's work per run and per model call, counted: what a turn does once is not done again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from workspace.agent import turn
+from workspace.providers.testing import ScriptedProvider, ToolCall
+from workspace.robot import Robot
+from workspace.tools import tool
+
+
+@tool
+def get_weather(city: str) -> dict[str, str]:
+    """Current weather for a city."""
+    return {"city": city, "sky": "sunny"}
+
+
+class _Model(ScriptedProvider):
+    """A scripted model that counts as a language model (its answers are read for calls written as text)."""
+
+    is_language_model = True
+
+
+async def test_a_prose_answer_is_not_searched_for_calls_written_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    searched: list[str] = []
+    real = turn.find_text_calls
+
+    def counting(text: str, *args: Any, **kwargs: Any) -> Any:
+        searched.append(text)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(turn, "find_text_calls", counting)
+    model = _Model([[ToolCall("get_weather", {"city": "Oslo"})], "It is sunny in Oslo today, twenty degrees."])
+    robot = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=model)
+    result = await robot.arun("Weather in Oslo?")
+    assert str(result.last_text_content).startswith("It is sunny")
+    assert searched == []  # no tag, marker, JSON or fence in it: nothing to look for
+    # An answer with a call written as text is still searched, and the call run.
+    model.enqueue('<tool_call>{"name": "get_weather", "arguments": {"city": "Bergen"}}</tool_call>', "Rain.")
+    result = await robot.arun("And in Bergen?")
+    assert len(searched) == 1 and [c.tool.input for c in result.tool_calls] == [{"city": "Bergen"}]
+
+
+async def test_the_tools_schemas_are_worked_out_once_for_the_robots_model_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    from workspace.context import budget, manager
+
+    counted = {"params": 0, "biggest": 0}
+    real_params, real_biggest = manager.tool_params, budget.biggest_tools
+
+    def params(tools: Any) -> Any:
+        counted["params"] += 1
+        return real_params(tools)
+
+    def biggest(tools: Any, counter: Any = None, **kwargs: Any) -> Any:
+        counted["biggest"] += 1
+        return real_biggest(tools, counter, **kwargs)
+
+    monkeypatch.setattr(manager, "tool_params", params)
+    monkeypatch.setattr(budget, "biggest_tools", biggest)
+    model = _Model()
+    robot = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=model)
+    for city in ("Oslo", "Bergen"):  # two runs of two model calls each
+        model.enqueue([ToolCall("get_weather", {"city": city})], "Sunny.")
+        await robot.arun(f"Weather in {city}?")
+    assert counted == {"params": 1, "biggest": 1}
+    sent = [call.tools for call in model.history]
+    assert all(specs[0] is sent[0][0] for specs in sent)  # the same spec object at every call
+    assert sent[0][0].name == "get_weather" and sent[0][0].parameters["properties"]["city"]["type"] == "string"
+    # A tool changed (its description) is a new spec, worked out again.
+    get_weather.description = "The weather now."
+    try:
+        model.enqueue("Sunny.")
+        await robot.arun("And now?")
+    finally:
+        get_weather.description = "Current weather for a city."
+    assert model.history[-1].tools[0].description == "The weather now." and counted == {"params": 2, "biggest": 2}
+
+
+def test_every_event_sets_its_fields_directly_with_the_dataclass_defaults() -> None:
+    import dataclasses
+
+    from workspace import events as ev
+
+    for kind, cls in ev.EVENT_TYPES.items():
+        # Built by setting its slots (not object.__setattr__ by field name, as the frozen dataclass's init does).
+        assert "__setattr__" not in cls.__init__.__code__.co_names, kind
+        fields = dataclasses.fields(cls)
+        required = {f.name: None for f in fields
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+        one, two = cls(**required), cls(**required)  # type: ignore[arg-type]
+        for f in fields:
+            if f.default_factory is not dataclasses.MISSING and f.name != "ts":
+                assert getattr(one, f.name) == f.default_factory() and getattr(one, f.name) is not getattr(two, f.name)
+            elif f.name != "ts" and f.name not in required:
+                assert getattr(one, f.name) == f.default, (kind, f.name)
+        assert isinstance(one.ts, float) and one.ts > 0
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            one.run_id = "x"  # type: ignore[misc]
+        with pytest.raises(TypeError):
+            cls("positional")
+        if required:
+            with pytest.raises(TypeError):
+                cls()
+    stamped = ev.stamp(ev.TextDelta(text="hi"), run_id="r", robot="bot", seq=3)
+    assert ev.event_from_json(ev.to_json(stamped)) == stamped and stamped.to_dict()["text"] == "hi"
+
+
+async def test_a_tool_without_a_time_limit_makes_no_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    made: list[float | None] = []
+    real = asyncio.timeout
+
+    def counting(delay: float | None) -> Any:
+        made.append(delay)
+        return real(delay)
+
+    monkeypatch.setattr(asyncio, "timeout", counting)
+    output = await get_weather.invoke({"city": "Oslo"})
+    assert output.data == {"city": "Oslo", "sky": "sunny"} and not output.is_error
+    assert made == []
+    # A tool with a time limit still has it (and says so when it is reached).
+
+    async def slow(seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        return "done"
+
+    limited = tool(slow)
+    limited.timeout = 0.05
+    output = await limited.invoke({"seconds": 30})
+    assert made == [0.05] and output.is_error and "timed out after 0.05 s" in str(output.data)
+
+
+async def test_a_tool_results_text_is_written_once_for_the_model_calls_that_send_it() -> None:
+    from workspace.context import ContextManager
+    from workspace.messages import TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
+    from workspace.providers import provider_for
+
+    written: list[int] = []
+
+    class Reading:
+        """A value of a tool's result that JSON writes through ``default=str`` (counted)."""
+
+        def __str__(self) -> str:
+            written.append(1)
+            return "twenty degrees"
+
+    provider = provider_for("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test")
+    manager = ContextManager(window=32_000)  # given: no server to ask
+    call = ToolMessage(id="call_1", name="get_weather", input={"city": "Oslo"})
+    history = [TextMessage(role="user", content="Weather in Oslo?"), ToolCallMessage(role="assistant", tools=[call]),
+               ToolResultMessage(tool=call, content={"data": {"city": "Oslo", "temperature": Reading()}})]
+    specs = [get_weather.spec()]
+    bodies = []
+    for call_number in range(2):  # two model calls send it (the second one turn longer)
+        prepared = await manager.prepare(provider, system="You help.", history=history, tools=specs, settings={})
+        manager.requests.record(provider, system=prepared.system, messages=prepared.messages, tools=specs,
+                                settings={})  # the request as recorded: the provider's body, built for the call
+        bodies.append(provider.prepared_request(system=prepared.system, messages=prepared.messages, tools=specs,
+                                                settings={}))
+        provider._built = None  # sent
+        if call_number == 0:
+            history.append(TextMessage(role="assistant", content="Twenty degrees.", stop_reason="stop"))
+            history.append(TextMessage(role="user", content="And tomorrow?"))
+    # Cut to the window, counted and converted: written once.
+    assert written == [1]
+    assert bodies[1]["messages"][3] == {"role": "tool", "tool_call_id": "call_1",
+                                        "content": '{"city": "Oslo", "temperature": "twenty degrees"}'}
+    assert manager.last is not None and manager.last.used > 0
