@@ -600,7 +600,10 @@ EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in typing.get_args(
 def _direct_init(cls: type[BaseEvent]) -> None:
     """Give ``cls`` an ``__init__`` that sets its fields' slots directly: the frozen dataclass's own goes through
     ``object.__setattr__``, which looks each field up by name (a run builds an event per streamed piece). The
-    same keyword-only parameters, defaults and default factories; the instances are as frozen as before."""
+    same keyword-only parameters, defaults and default factories; the instances are as frozen as before. A class
+    with a ``__post_init__`` keeps the dataclass's own (this one would not call it)."""
+    if hasattr(cls, "__post_init__"):
+        return
     names: dict[str, Any] = {"_MISSING": dataclasses.MISSING}
     params: list[str] = []
     lines: list[str] = []
