@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from PySide6.QtCore import QSize, QSizeF, Qt, QTimer
-from PySide6.QtGui import QContextMenuEvent, QGuiApplication, QWheelEvent
+from PySide6.QtGui import QContextMenuEvent, QGuiApplication, QResizeEvent, QWheelEvent
 from PySide6.QtWidgets import QFrame, QLabel, QScrollBar, QSizePolicy, QTextBrowser, QVBoxLayout, QWidget
 
 from ui import markdown, theme
@@ -88,6 +88,14 @@ class Piece(QTextBrowser):
 
     def sizeHint(self) -> QSize:
         return QSize(super().sizeHint().width(), self.height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """A new width lays the document out again (QTextEdit's), unless it was laid out at that width already
+        (:meth:`CodeStream._piece`: a new piece is written before it is first shown and sized)."""
+        size = event.size()
+        if size.width() != event.oldSize().width() and self.document().pageSize().width() == self.viewport().width():
+            event = QResizeEvent(size, QSize(size.width(), event.oldSize().height()))  # Qt's scroll ranges alone
+        super().resizeEvent(event)
 
     def wheelEvent(self, event: QWheelEvent) -> None:
         event.ignore()  # the conversation scrolls (sideways: the block's bar, CodeStream.wheelEvent)
@@ -176,6 +184,14 @@ class CodeStream(QWidget):
     def _piece(self) -> Piece:
         piece = Piece(self._column)
         piece.setVisible(False)
+        if self._column.isVisible():
+            # Laid out once, from its first line: a piece is written before it is shown, and its style's font (given
+            # when it is first polished) and the column's width (when it is first shown) would each lay out again
+            # what was written by then, at the hidden widget's width (100 px) first. (The first piece is made with
+            # the block, before the column has a width: its lines are laid out when it is shown.)
+            piece.ensurePolished()
+            piece.resize(self._column.width(), 1)
+            piece.document().setPageSize(QSizeF(piece.viewport().width(), -1))
         self._pieces.addWidget(piece)
         return piece
 
