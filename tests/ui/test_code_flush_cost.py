@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import QPointF
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
 
 from tests.ui.code_colours import highlighted
 from ui import theme
@@ -436,3 +436,31 @@ def test_a_piece_is_laid_out_once_not_again_when_it_is_polished_and_shown(qtbot:
     again = {n: chars for n, p in enumerate(pieces) if (chars := counted[p.document()] + relaid(p.document()))}
     assert set(again) <= {0}, f"pieces laid out again (characters): {again}, of {len(code.code)}"
 
+
+def test_a_turn_whose_pieces_were_laid_out_again_at_a_new_width_grows_nothing(qtbot: Any) -> None:
+    """The conversation's scroll bar coming (or the window resized) narrows the column: Qt lays every piece out
+    again at the new width (~5 ms for the JSON line's first pieces), and the block does not grow in that turn as
+    well: it grows in the next one; a width changing every turn (a window resized by dragging) holds it up one turn
+    at most. (It grew in the same turn: that turn was the answer's worst stall.)"""
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    layout = QVBoxLayout(parent)
+    code = CodeStream("json", parent, source=str)
+    layout.addWidget(code)
+    parent.resize(700, 400)
+    parent.show()
+    text = json_line(30_000)
+    for end in range(2_000, 14_000, 2_000):
+        while code.grow(text[:end], closed=False):
+            QApplication.processEvents()
+        QApplication.processEvents()
+    assert len(code.pieces) >= 2
+    lexed = code.lines.lexed
+    parent.resize(690, 400)
+    QApplication.processEvents()
+    assert code.grow(text[:20_000], closed=False), "a turn left for the block to grow in"
+    assert code.lines.lexed == lexed, "the block grew in the turn its pieces were laid out again"
+    parent.resize(680, 400)  # the width changes again before the next turn: the block grows all the same
+    QApplication.processEvents()
+    code.grow(text[:20_000], closed=False)
+    assert code.lines.lexed > lexed
