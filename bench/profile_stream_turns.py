@@ -1,13 +1,15 @@
 """Where the window's worst passes of the event loop go while an answer streams (bench_ui_streaming's run).
 
 The prose answer of ``bench_ui_streaming --answers`` (or, with ``--answer list`` or ``--answer table``, the 50 KB list
-or table answer of its ``--lists``) streams into the real window. A pass is the time between two
+or table answer of its ``--lists``; with ``--answer json_one_line``, ``python`` or ``cpp``, one of its code answers)
+streams into the real window. A pass is the time between two
 ticks of that bench's 2 ms stall timer; in each, the window thread's CPU (``time.thread_time``) is split into what
 the chat's streamed Markdown does: its renders (how many, and the characters of Markdown they render), inside them
 the Markdown rendered to HTML and the document edits (``setHtml``, inserted fragments: Qt lays a shown document out
 inside them), a new segment made and shown (its document laid out at the column's width then), a segment resized (a
 width that changed lays its document out again), the window's paint and each segment's in it, the
-bridge's flush; the rest is the token loop feeding the bridge and Qt's own events (layout requests, polish). Each
+bridge's flush, and a code block's parts (its grow, and in it a long line cut and each cut lexed, the lines lexed, its
+pieces' document edits, a new piece made; a piece's paint and resize; the closed block's check); the rest is the token loop feeding the bridge and Qt's own events (layout requests, polish). Each
 part says how many times it ran; ``--spans`` lists each printed pass's spans in order too, nested ones indented. The
 worst passes of the last of ``ROUNDS`` rounds (the first warms up) are printed, then the median pass holding a
 flush. Run offscreen: ``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/profile_stream_turns.py [--answer table]``.
@@ -67,7 +69,7 @@ def instrument() -> list[int]:
     from PySide6.QtWidgets import QTextBrowser
 
     from ui import bridge, markdown
-    from ui.chat.view import stream
+    from ui.chat.view import code_draw, code_lines, code_stream, stream
     from ui.main_window import MainWindow
     from ui.widgets import common
 
@@ -90,6 +92,17 @@ def instrument() -> list[int]:
     timed(MainWindow, "event", "window paint", when=lambda _self, event: event.type() == QEvent.Type.UpdateRequest)
     timed(common.AutoHeightText, "paintEvent", "segment paint")
     timed(common.AutoHeightText, "resizeEvent", "segment resized")
+    # A code block's parts (the code answers): its grow, and in it the long line cut, the lines lexed, the document edits
+    timed(code_stream.CodeStream, "grow", "code grow")
+    timed(code_stream.CodeStream, "_cut_long_line", "cut long line")
+    timed(code_lines.CodeLines, "cut", "lex cut")
+    timed(code_lines.CodeLines, "live", "lex live")
+    timed(code_lines.CodeLines, "finished", "lex lines")
+    timed(code_draw, "replace_lines", "doc edit")
+    timed(code_stream.Piece, "__init__", "new piece")
+    timed(code_stream.Piece, "paintEvent", "piece paint")
+    timed(code_stream.Piece, "resizeEvent", "piece resized")
+    timed(code_stream.CodeStream, "_check_step", "code check")
     return chars
 
 
@@ -140,7 +153,8 @@ def main() -> int:
     bus.StallMeter = Meter  # type: ignore[misc]  # bench_answer's meter
     args = sys.argv[1:]
     name = args[args.index("--answer") + 1] if "--answer" in args else "prose"
-    prose = bus.LIST_ANSWERS[name]() if name in bus.LIST_ANSWERS else bus.make_tokens(bus.TOKENS)
+    answers = {**bus.LIST_ANSWERS, **bus.CODE_ANSWERS}
+    prose = answers[name]() if name in answers else bus.make_tokens(bus.TOKENS)
     try:
         with loop:
             loop.run_until_complete(asyncio.sleep(1.0))  # the Markdown libraries load

@@ -9,9 +9,11 @@ import json
 from typing import Any
 
 import pytest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QPointF
+from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
 
 from tests.ui.code_colours import highlighted
+from ui import theme
 from ui.chat.view import code_draw, code_lines, code_stream
 from ui.chat.view.code_lines import LONG_LINE_CHARS, LOOKAHEAD_CHARS, CodeLines
 from ui.chat.view.code_stream import CodeStream, Piece
@@ -387,3 +389,78 @@ def test_the_closing_check_sets_the_pieces_that_differ_a_turn_each(
     assert sum(sets) >= 2, sets  # pieces were set again (else the test shows nothing)
     assert max(sets) == 1, f"{max(sets)} pieces set again in a turn"
     assert [code_lines.colours(line) for line in code.shown_lines()] == highlighted(code.code, "cpp")
+
+
+@pytest.mark.parametrize("name", ["json on one line", "python"])
+def test_a_piece_is_laid_out_once_not_again_when_it_is_polished_and_shown(qtbot: Any, name: str) -> None:
+    """A new piece is written before it is first shown: it is polished and given the column's width when it is made,
+    so its lines are laid out at that width as they are written, and neither its style's font (given when it is
+    polished) nor its width (given when it is shown) lays them out again. Counted: the characters of the paragraphs
+    Qt laid out again between two edits of a piece (after each edit, each paragraph's layout is marked; a layout
+    laid out again has its position set again). Polished and sized when first shown, each piece after the first was
+    laid out whole twice more (~1.6 x the JSON line's code, ~1.3 x Python's); here only the first piece is, once (the
+    column's width is not known when it is made, with the block)."""
+    marked = QPointF(-1000.0, 0.0)
+
+    def relaid(doc: Any) -> int:
+        blocks = (doc.findBlockByNumber(n) for n in range(doc.blockCount()))
+        return sum(b.length() for b in blocks if b.layout().position().x() != marked.x())
+
+    counted: dict[Any, int] = {}  # per piece's document
+    real_replace = code_draw.replace_lines
+
+    def replacing(doc: Any, shown: list[Any], lines: list[Any], *, wrap: bool) -> None:
+        counted[doc] = counted[doc] + relaid(doc) if doc in counted else 0  # Qt's layouts since the last edit
+        real_replace(doc, shown, lines, wrap=wrap)
+        doc.size()  # (laid out)
+        for n in range(doc.blockCount()):
+            layout = doc.findBlockByNumber(n).layout()
+            layout.setPosition(QPointF(marked.x(), layout.position().y()))
+
+    view = MarkdownStream()
+    qtbot.addWidget(view)
+    view.setStyleSheet(theme.style_sheet("light"))  # the window's (its pieces' font is given when they are polished)
+    view.resize(700, 400)
+    view.show()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(code_draw, "replace_lines", replacing)
+        text = BLOCKS[name]
+        for start in range(0, len(text), 2 * LONG_LINE_CHARS):
+            view.append(text[start:start + 2 * LONG_LINE_CHARS])
+            while view.pending:
+                QApplication.processEvents()
+            QApplication.processEvents()
+    code = view.findChildren(CodeStream)[0]
+    pieces = code.pieces
+    assert len(pieces) >= 5 and all(p.isVisible() for p in pieces)
+    again = {n: chars for n, p in enumerate(pieces) if (chars := counted[p.document()] + relaid(p.document()))}
+    assert set(again) <= {0}, f"pieces laid out again (characters): {again}, of {len(code.code)}"
+
+
+def test_a_turn_whose_pieces_were_laid_out_again_at_a_new_width_grows_nothing(qtbot: Any) -> None:
+    """The conversation's scroll bar coming (or the window resized) narrows the column: Qt lays every piece out
+    again at the new width (~5 ms for the JSON line's first pieces), and the block does not grow in that turn as
+    well: it grows in the next one; a width changing every turn (a window resized by dragging) holds it up one turn
+    at most. (It grew in the same turn: that turn was the answer's worst stall.)"""
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    layout = QVBoxLayout(parent)
+    code = CodeStream("json", parent, source=str)
+    layout.addWidget(code)
+    parent.resize(700, 400)
+    parent.show()
+    text = json_line(30_000)
+    for end in range(2_000, 14_000, 2_000):
+        while code.grow(text[:end], closed=False):
+            QApplication.processEvents()
+        QApplication.processEvents()
+    assert len(code.pieces) >= 2
+    lexed = code.lines.lexed
+    parent.resize(690, 400)
+    QApplication.processEvents()
+    assert code.grow(text[:20_000], closed=False), "a turn left for the block to grow in"
+    assert code.lines.lexed == lexed, "the block grew in the turn its pieces were laid out again"
+    parent.resize(680, 400)  # the width changes again before the next turn: the block grows all the same
+    QApplication.processEvents()
+    code.grow(text[:20_000], closed=False)
+    assert code.lines.lexed > lexed

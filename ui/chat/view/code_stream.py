@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from PySide6.QtCore import QSize, QSizeF, Qt, QTimer
-from PySide6.QtGui import QContextMenuEvent, QGuiApplication, QWheelEvent
+from PySide6.QtGui import QContextMenuEvent, QGuiApplication, QResizeEvent, QWheelEvent
 from PySide6.QtWidgets import QFrame, QLabel, QScrollBar, QSizePolicy, QTextBrowser, QVBoxLayout, QWidget
 
 from ui import markdown, theme
@@ -80,6 +80,9 @@ class Piece(QTextBrowser):
         self.document().setUndoRedoEnabled(False)  # written a line at a time: no undo history to keep
         self.document().documentLayout().documentSizeChanged.connect(self._fit)
         self.setFixedHeight(1)
+        #: Laid out again at a new width (the column's: the conversation's scroll bar shown, the window resized)
+        #: since the block last grew.
+        self.relaid = False
 
     def _fit(self, size: QSizeF) -> None:
         height = max(1, int(size.height() + 0.999))  # (not document().size(): it would ask the layout again)
@@ -88,6 +91,17 @@ class Piece(QTextBrowser):
 
     def sizeHint(self) -> QSize:
         return QSize(super().sizeHint().width(), self.height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """A new width lays the document out again (QTextEdit's), unless it was laid out at that width already
+        (:meth:`CodeStream._piece`: a new piece is written before it is first shown and sized)."""
+        size = event.size()
+        if size.width() != event.oldSize().width():
+            if self.document().pageSize().width() == self.viewport().width():
+                event = QResizeEvent(size, QSize(size.width(), event.oldSize().height()))  # Qt's scroll ranges alone
+            else:
+                self.relaid = True
+        super().resizeEvent(event)
 
     def wheelEvent(self, event: QWheelEvent) -> None:
         event.ignore()  # the conversation scrolls (sideways: the block's bar, CodeStream.wheelEvent)
@@ -122,6 +136,7 @@ class CodeStream(QWidget):
         self._shown: dict[Piece, list[Line]] = {}  # the lines each piece shows
         self._blocks: dict[Piece, list[Line]] = {}  # its paragraphs: its lines, a cut line in pieces
         self._check: Iterator[None] | None = None
+        self._waited = False  # the last turn grew nothing: its pieces were laid out again at a new width
         c = theme.colors()
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 4, 0, 10)
@@ -176,6 +191,14 @@ class CodeStream(QWidget):
     def _piece(self) -> Piece:
         piece = Piece(self._column)
         piece.setVisible(False)
+        if self._column.isVisible():
+            # Laid out once, from its first line: a piece is written before it is shown, and its style's font (given
+            # when it is first polished) and the column's width (when it is first shown) would each lay out again
+            # what was written by then, at the hidden widget's width (100 px) first. (The first piece is made with
+            # the block, before the column has a width: its lines are laid out when it is shown.)
+            piece.ensurePolished()
+            piece.resize(self._column.width(), 1)
+            piece.document().setPageSize(QSizeF(piece.viewport().width(), -1))
         self._pieces.addWidget(piece)
         return piece
 
@@ -186,6 +209,16 @@ class CodeStream(QWidget):
         """Show ``code`` (the block's code so far, as :meth:`ui.chat.view.code_lines.OpenFence.code` gives
         it). Returns True when lines are left for the next turn (a burst): call again."""
         self._code = code
+        relaid = [piece for piece in self.pieces if piece.relaid]
+        for piece in relaid:
+            piece.relaid = False
+        if relaid and not self._waited:
+            # The pieces laid out again at a new width (a 50 KB line's took ~5 ms when the conversation's scroll bar
+            # came) were this turn's work: the block grows in the next one (once: a width changing every turn, a
+            # window resized by dragging, does not hold it up).
+            self._waited = True
+            return True
+        self._waited = False
         more = self._cut_long_line(code)
         finished = code.rfind("\n", self._cut) + 1 or self._fed
         new = code[self._cut:finished] if not more else ""
