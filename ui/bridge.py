@@ -33,6 +33,8 @@ JOIN_DELTAS_S = 0.25
 #: ``consume`` reads the clock (to yield to the window's loop every ``yield_every_s``) once every this many tokens
 #: of a text streaming on, not for each (16 tokens take the loop some 30 us).
 CLOCK_EVERY = 16
+#: ``_State.join_until`` when no stream takes its next tokens by the fast path (no time is before it).
+NO_JOIN = float("-inf")
 
 
 class _State:
@@ -72,12 +74,12 @@ class _State:
         self.generation = 0
         #: The next tokens of the text streaming now, as they came (one list append a token, nothing else): the
         #: stream they join (its run and robot) and the time until which they do (the batch's first delta's time
-        #: plus :data:`JOIN_DELTAS_S`; 0: no stream takes tokens so, each delta goes through the whole routing).
+        #: plus :data:`JOIN_DELTAS_S`; :data:`NO_JOIN`: no stream takes tokens so, each delta goes through the whole routing).
         #: They are folded into the view's pending text and the batch (:func:`_fold`) once, when the bridge next
         #: routes an event or flushes, not one by one.
         self.joined: list[ev.TextDelta] = []
         self.join_run = self.join_robot = ""
-        self.join_until = 0.0
+        self.join_until = NO_JOIN
 
 
 class RunBridge(QObject):
@@ -161,9 +163,10 @@ class RunBridge(QObject):
             async for event in run:
                 # The next token of the text streaming now: one list append (see _State.joined), and the clock
                 # read every CLOCK_EVERY tokens, not each. (A release ends the stream's joining: the next delta
-                # comes this way no more, and the routing below sees the release.)
+                # comes this way no more, and the routing below sees the release; a consume released, not
+                # cancelled, never joins the tokens of a consume started after it.)
                 if (type(event) is text_delta and event.ts < state.join_until and event.run_id == state.join_run
-                        and event.robot == state.join_robot):
+                        and event.robot == state.join_robot and generation == state.generation):
                     join(event)
                     tokens += 1
                     if tokens % CLOCK_EVERY:
@@ -206,7 +209,7 @@ class RunBridge(QObject):
         self._timer.stop()
         self._s.armed = False
         self._s.joined.clear()
-        self._s.join_until = 0.0
+        self._s.join_until = NO_JOIN
         self._s.batch_parts.clear()
         self._s.batch_kind = self._s.batch_key = None
         self._s.pending_text.clear()
@@ -274,7 +277,7 @@ class RunBridge(QObject):
 
     def _settle_batch(self) -> None:
         """The batch's last delta becomes the one event of the deltas it stands for (their texts joined)."""
-        self._s.join_until = 0.0  # the next delta starts a batch: it takes the whole routing
+        self._s.join_until = NO_JOIN  # the next delta starts a batch: it takes the whole routing
         parts = self._s.batch_parts
         if len(parts) > 1:
             first = self._s.pending_events[-1]

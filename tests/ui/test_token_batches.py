@@ -208,3 +208,38 @@ async def test_tokens_joined_as_they_come_go_out_on_the_flush_in_order() -> None
     assert [[(type(e).__name__, e.seq, getattr(e, "text", None)) for e in batch] for batch in batches] == [
         [("RunStarted", 0, None), ("TextDelta", 1, "".join(tokens[:pause]))],
         [("TextDelta", pause + 1, "".join(tokens[pause:])), ("RunFinished", n + 1, None)]]
+
+
+async def test_a_consume_released_and_not_cancelled_never_joins_the_tokens_of_the_next_one() -> None:
+    """The views leave a run (``release``) and show it again (a new ``consume`` of the same run): the old consume,
+    not cancelled, ends at its next event, and its copies of the tokens never reach the new one's text."""
+    import asyncio
+
+    from ui.bridge import RunBridge
+
+    bridge = RunBridge(own_clock=False)
+    shown: list[str] = []
+    bridge.view_event.connect(lambda e: shown.append(e.text) if isinstance(e, ev.TextDelta) else None)
+    first: asyncio.Queue[ev.Event | None] = asyncio.Queue()
+    second: asyncio.Queue[ev.Event | None] = asyncio.Queue()
+
+    async def events(queue: asyncio.Queue[ev.Event | None]) -> Any:
+        while (event := await queue.get()) is not None:
+            yield event
+
+    now = time.time()
+    old = asyncio.ensure_future(bridge.consume(events(first)))
+    for seq in (1, 2):
+        await first.put(_delta(seq, f"t{seq} ", now + seq * 1e-3))
+    await asyncio.sleep(0.01)
+    bridge.release()
+    new = asyncio.ensure_future(bridge.consume(events(second), announce=True))
+    for queue in (second, first):  # the new consume's tokens, then the old one's copies of them
+        for seq in (3, 4):
+            await queue.put(_delta(seq, f"t{seq} ", now + seq * 1e-3))
+        await asyncio.sleep(0.01)
+    bridge.flush()
+    for queue in (first, second):
+        await queue.put(None)
+    await asyncio.gather(old, new)
+    assert shown == ["t1 ", "t3 ", "t4 "]
