@@ -134,6 +134,31 @@ async def test_a_tool_without_a_time_limit_makes_no_timer(monkeypatch: pytest.Mo
     assert made == [0.05] and output.is_error and "timed out after 0.05 s" in str(output.data)
 
 
+@pytest.mark.parametrize("limit", [None, 5.0])
+async def test_a_handlers_own_timeout_error_is_an_error_of_the_tool_not_its_time_limit(limit: float | None) -> None:
+    """A handler that raises TimeoutError itself (a socket's, say) gets the error text any exception gets, with or
+    without a time limit; "timed out after" is said only when the tool's own limit was reached."""
+
+    async def flaky() -> str:
+        raise TimeoutError("the upstream socket timed out")
+
+    handler = tool(flaky)
+    handler.timeout = limit
+    output = await handler.invoke({})
+    assert output.is_error and "the upstream socket timed out" in str(output.data), output.data
+    assert "timed out after" not in str(output.data)
+
+
+def test_a_plain_tool_result_message_is_counted_by_the_results_rule() -> None:
+    """The text a model reads of a tool result: the one a ToolResultMessage keeps, or for RobotLab's plain Message
+    of the same type the same rule written out."""
+    from workspace.context.tokens import wire_text
+    from workspace.messages import Message, result_text
+
+    plain = Message("tool_result", "tool_result", {"data": "42"})
+    assert plain.is_tool_result and wire_text(plain) == result_text({"data": "42"}) == "42"
+
+
 async def test_a_tool_results_text_is_written_once_for_the_model_calls_that_send_it() -> None:
     from workspace.context import ContextManager
     from workspace.messages import TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage

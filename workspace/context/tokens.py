@@ -89,7 +89,8 @@ def wire_text(message: Message) -> str:
         return "\n".join(f"{t.name} {json.dumps(t.input, ensure_ascii=False, default=str)}"
                          for t in message.tools)  # type: ignore[attr-defined]
     if message.is_tool_result:
-        return message.text  # type: ignore[attr-defined]
+        kept = getattr(message, "text", None)  # a ToolResultMessage's, written once; a plain Message has none
+        return kept if isinstance(kept, str) else result_text(message.content)
     return content_text(message.content)
 
 

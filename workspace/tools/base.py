@@ -332,10 +332,14 @@ class Tool:
             if self.timeout is None:  # no time limit: no timer to make and cancel
                 value = await self._run_handler(arguments, kwargs)
             else:
-                async with asyncio.timeout(self.timeout):
-                    value = await self._run_handler(arguments, kwargs)
-        except TimeoutError:
-            return ToolOutput(f"Tool '{self.name}' timed out after {self.timeout:g} s", is_error=True)
+                limit = asyncio.timeout(self.timeout)
+                try:
+                    async with limit:
+                        value = await self._run_handler(arguments, kwargs)
+                except TimeoutError:
+                    if not limit.expired():  # the handler's own TimeoutError: an error like any other
+                        raise
+                    return ToolOutput(f"Tool '{self.name}' timed out after {self.timeout:g} s", is_error=True)
         except Exception as exc:
             if self.raise_on_error:
                 raise
