@@ -21,6 +21,20 @@ async def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, *, wha
         await asyncio.sleep(0.01)
 
 
+def _awaiting(coro: Any) -> str:
+    """Where a suspended coroutine waits: its chain of awaits (coroutines, async generators), outermost first."""
+    steps = []
+    for _ in range(40):
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is None:
+            if coro is not None:
+                steps.append(type(coro).__name__)
+            break
+        steps.append(f"{frame.f_code.co_name} ({Path(frame.f_code.co_filename).name}:{frame.f_lineno})")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return " -> ".join(steps)
+
+
 def _where_things_wait() -> str:
     """Where each pending task of the loop and each other thread is, for a hang's report."""
     import sys
@@ -31,9 +45,7 @@ def _where_things_wait() -> str:
     for task in asyncio.all_tasks():
         if task is asyncio.current_task():
             continue
-        frames = task.get_stack(limit=4)
-        where = " <- ".join(f"{f.f_code.co_name} ({Path(f.f_code.co_filename).name}:{f.f_lineno})" for f in frames)
-        lines.append(f"  {task.get_name()}: {where or repr(task.get_coro())}")
+        lines.append(f"  {task.get_name()}: {_awaiting(task.get_coro()) or repr(task.get_coro())}")
     names = {thread.ident: thread.name for thread in threading.enumerate()}
     lines.append("threads:")
     for ident, frame in sys._current_frames().items():
