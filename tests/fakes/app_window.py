@@ -25,6 +25,10 @@ def _awaiting(coro: Any) -> str:
     """Where a suspended coroutine waits: its chain of awaits (coroutines, async generators), outermost first."""
     steps = []
     for _ in range(40):
+        if type(coro).__name__ == "async_generator_asend":  # (the generator it steps is among what it refers to)
+            import gc
+
+            coro = next((o for o in gc.get_referents(coro) if hasattr(o, "ag_frame")), None)
         frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None) or getattr(coro, "gi_frame", None)
         if frame is None:
             if coro is not None:

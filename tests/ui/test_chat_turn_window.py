@@ -406,7 +406,9 @@ def test_the_steps_of_a_frame_share_its_budget_across_qts_work_between_them(
             rounds += 1
         assert chat.turn_window._pass_began != began, "no step ran on the clock"
         assert chat.turn_window.busy, "the step made every widget near the screen: nothing spent its budget"
-        clock.now += QT_WORK  # Qt lays out and styles them, more than a millisecond
+        # The frame's budget spent by the step, then Qt lays out and styles what it made, more than a millisecond
+        # (set, not added: whatever else read the clock meanwhile, a window left by an earlier test, say).
+        clock.now = chat.turn_window._pass_began + virtual.STEP_BUDGET + QT_WORK
         turns = len(chat.presenter.state.turns)
         chat.load_earlier()  # "Show earlier turns" in the same frame: its first slice would load now
         assert len(chat.presenter.state.turns) == turns, "a slice loaded in a frame whose budget was spent"
