@@ -50,6 +50,10 @@ def _where_things_wait() -> str:
         if task is asyncio.current_task():
             continue
         lines.append(f"  {task.get_name()}: {_awaiting(task.get_coro()) or repr(task.get_coro())}")
+    timer = getattr(asyncio.get_running_loop(), "_timer", None)  # qasync's: its timers' callbacks not yet run
+    pending = dict(getattr(timer, "_SimpleTimer__callbacks", None) or {})
+    lines.append(f"timers pending: {len(pending)}")
+    lines += [f"  {timer_id}: {handle}" for timer_id, handle in list(pending.items())[:12]]
     names = {thread.ident: thread.name for thread in threading.enumerate()}
     lines.append("threads:")
     for ident, frame in sys._current_frames().items():
