@@ -52,8 +52,17 @@ def _where_things_wait() -> str:
         lines.append(f"  {task.get_name()}: {_awaiting(task.get_coro()) or repr(task.get_coro())}")
     timer = getattr(asyncio.get_running_loop(), "_timer", None)  # qasync's: its timers' callbacks not yet run
     pending = dict(getattr(timer, "_SimpleTimer__callbacks", None) or {})
-    lines.append(f"timers pending: {len(pending)}")
-    lines += [f"  {timer_id}: {handle}" for timer_id, handle in list(pending.items())[:12]]
+    lines.append(f"timers pending (id: interval, time left as Qt has them; 0 ms left is due): {len(pending)}")
+    if pending:
+        from PySide6.QtCore import QAbstractEventDispatcher
+
+        dispatcher = QAbstractEventDispatcher.instance()
+        known = {info.timerId: info.interval for info in dispatcher.registeredTimers(timer)} if dispatcher else {}
+        for timer_id, handle in list(pending.items())[:12]:
+            left = dispatcher.remainingTime(timer_id) if dispatcher and timer_id in known else None
+            lines.append(f"  {timer_id}: {known.get(timer_id, 'not registered')} ms, {left} ms left: {handle}")
+    here = traceback.extract_stack(limit=8)[:-2]  # (a nested Qt loop would show: timerEvent, processEvents)
+    lines.append("this thread: " + " <- ".join(f"{s.name} ({Path(s.filename).name}:{s.lineno})" for s in reversed(here)))
     names = {thread.ident: thread.name for thread in threading.enumerate()}
     lines.append("threads:")
     for ident, frame in sys._current_frames().items():
