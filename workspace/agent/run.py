@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -80,7 +81,12 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         self.terminal: ev.Event | None = None
         self._queue: asyncio.Queue[ev.Event] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
-        self._seq = 0
+        #: This run's event numbers (when the spec has no shared sequence).
+        self._seq = itertools.count(1)
+        #: Stamps an event with this run's fields and a number (the fields bound once).
+        self._stamp = ev.stamper(run_id=self.run_id, robot=spec.robot, task=spec.task,
+                                 parent_run_id=spec.parent_run_id, parent_tool_id=spec.parent_tool_id,
+                                 candidate=spec.candidate)
         self._stop_reason: str | None = None
         self._consumed = False
         #: Nobody reads the events (``wait()`` with no observer): they are not queued (see :meth:`wait`).
@@ -129,24 +135,30 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
 
     # -- emitting -------------------------------------------------------------------------
     def _next_seq(self) -> int:
-        if self.spec.sequence is not None:
-            return self.spec.sequence()
-        self._seq += 1
-        return self._seq
+        """The next event's number: the shared sequence's when the spec has one, else this run's own (a
+        counter's ``next`` is one step under the interpreter lock: safe from worker threads without a lock)."""
+        sequence = self.spec.sequence
+        return sequence() if sequence is not None else next(self._seq)
 
     def emit(self, built: ev.Event) -> ev.Event:
         """Stamp ``built`` with this run's fields (:func:`workspace.events.stamp`) and add it to the
         stream; safe from worker threads (sync tools, memory observers). Returns the stamped event
-        (after the run's terminal event: that one, the new one is dropped)."""
-        spec = self.spec
-        with self._emit_lock:
-            event = ev.stamp(built, run_id=self.run_id, robot=spec.robot, seq=self._next_seq(), task=spec.task,
-                             parent_run_id=spec.parent_run_id, parent_tool_id=spec.parent_tool_id,
-                             candidate=spec.candidate)
-            if event.terminal:
-                if self.terminal is not None:
-                    return self.terminal  # exactly one terminal event
-                self.terminal = event
+        (after the run's terminal event: that one, the new one is dropped).
+
+        The run's own events are numbered by a counter (:meth:`_next_seq`) and stamped by the run's bound
+        :func:`workspace.events.stamper` without the lock; a terminal event takes it (exactly one of them, whichever
+        thread emits it), and so does every event numbered by a shared sequence (a network's counter, which is a
+        plain ``+= 1``: this run's threads do not call it at once)."""
+        if built.terminal or self.spec.sequence is not None:
+            with self._emit_lock:
+                if built.terminal:
+                    if self.terminal is not None:
+                        return self.terminal  # exactly one terminal event
+                    event = self.terminal = self._stamp(built, self._next_seq())
+                else:
+                    event = self._stamp(built, self._next_seq())
+        else:
+            event = self._stamp(built, next(self._seq))
         self._put(event)
         return event
 
