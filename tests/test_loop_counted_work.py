@@ -259,3 +259,45 @@ async def test_events_emitted_from_threads_at_once_get_every_number_once() -> No
     again = run.emit(stamped)
     assert again is not stamped and stamped.seq == 3501 and again.seq == 3502 and again.run_id == run.run_id
 
+
+def test_the_lean_providers_tools_are_converted_and_written_once_for_the_same_specs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from workspace.messages import TextMessage
+    from workspace.providers import openai_provider, provider_for
+
+    converted: list[int] = []
+    real_convert = openai_provider.to_openai_tools
+
+    def convert(tools: Any) -> Any:
+        converted.append(len(tools))
+        return real_convert(tools)
+
+    monkeypatch.setattr(openai_provider, "to_openai_tools", convert)
+    provider = provider_for("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test")
+    assert isinstance(provider, openai_provider.OpenAICompatibleProvider)
+    written: list[Any] = []
+    real_write = provider.encoder.write
+
+    def write(value: Any) -> str:
+        written.append(value)
+        return real_write(value)
+
+    provider.encoder.write = write  # type: ignore[method-assign]
+    history: list[Any] = [TextMessage(role="user", content="Weather in Oslo?")]
+    bodies = []
+    for _ in range(2):  # two model calls of a run: the same spec objects (Tool.spec)
+        body = provider.build_request(system="You help.", messages=history, tools=[get_weather.spec()], settings={})
+        assert provider.encoder.encode(body) == json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        bodies.append(body)
+        history.append(TextMessage(role="assistant", content="Sunny.", stop_reason="stop"))
+    assert converted == [1]  # 2 on the old code
+    assert bodies[0]["tools"] is bodies[1]["tools"]
+    assert sum(1 for value in written if value is bodies[0]["tools"]) == 1  # its JSON written once (2 before)
+    # Other tools (a changed description makes a new spec): converted and written again.
+    other = get_weather.spec()
+    changed = type(other)(name=other.name, description="Weather now.", parameters=other.parameters)
+    body = provider.build_request(system="You help.", messages=history, tools=[changed], settings={})
+    assert converted == [1, 1] and body["tools"][0]["function"]["description"] == "Weather now."
+    assert provider.encoder.encode(body) == json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
