@@ -264,8 +264,9 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
             self._unwatch = [watch(self.emit) for watch in spec.watchers]
             if any(a.is_image for a in spec.attachments) or has_images(spec.history):
                 await self._check_vision()
-            if spec.tools_loader is not None:
-                spec.tools = await spec.tools_loader()
+            loader, spec.tools_loader = spec.tools_loader, None  # used once; it holds the spec (see _release)
+            if loader is not None:
+                spec.tools = await loader()
             self._cap_tools()
             for notice in spec.notices:
                 self.emit(ev.RunStatus(state="notice", detail=notice))
@@ -301,15 +302,26 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
             message = str(exc) or type(exc).__name__
             self.emit(ev.RunFailed(error=message, error_type=type(exc).__name__, partial=self.result))
         finally:
-            if self._memory_remover is not None:
-                self._memory_remover()
-            for stop in self._unwatch:
-                stop()
+            self._release()
             self._give_back_writer()
             if self.terminal is None:  # pragma: no cover - defensive: never leave a run open
                 self.emit(ev.RunFailed(error="the run ended without a result", error_type="RuntimeError"))
             if self._ended is not None:
                 wake(self._ended)
+
+    def _release(self) -> None:
+        """Stop watching the memory and the watchers, and let go of what refers back to the run: the memory
+        observer's remover holds a function that holds the run, and the spec's tools loader (a closure of
+        :func:`workspace.robot_runs.prepare`) the spec. Both cycles kept a finished run, its task, queue, spec and
+        their objects (~70 a turn) alive until the cycle collector ran, which they made run every few turns; without
+        them a finished run is freed when its last reference goes."""
+        remover, self._memory_remover = self._memory_remover, None
+        if remover is not None:
+            remover()
+        unwatch, self._unwatch = self._unwatch, []
+        for stop in unwatch:
+            stop()
+        self.spec.tools_loader = None
 
     def _hooked_result(self, value: Any) -> RobotResult:
         """What an around_run hook returned, as the run's result (a string is the answer's text)."""
