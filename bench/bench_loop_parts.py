@@ -8,7 +8,7 @@ which nothing else interleaves with here; a part calls others: the record builds
 the run up (``Robot.stream``), preparing the context (``ContextManager.prepare``), recording the request
 (``RequestRecorder.record``), the tool call (``AgentRun._run_tools``), the result (``AgentRun._make_result``), the
 events (``AgentRun.emit``, with how many); the replayed items and the passes of the event loop a turn takes beyond
-one per item; and what an async generator layer costs a streamed item against a callback (the design the provider's
+one per item; the objects a turn leaves to the cycle collector; and what an async generator layer costs a streamed item against a callback (the design the provider's
 stream could take instead). ``.venv/bin/python bench/bench_loop_parts.py``.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import inspect
 import itertools
 import os
@@ -183,6 +184,15 @@ async def main() -> None:
         for name, (ns, count) in spent.items():
             parts[name].append(ns / 1000 / TURNS)
             counts[name] = count / TURNS
+    # What a turn leaves to the cycle collector (objects only a collection frees: kept alive by reference cycles).
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(20):
+            await turn()
+        cyclic = gc.collect() / 20
+    finally:
+        gc.enable()
     gen, call = await generator_layer()
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"load average {load} on {os.cpu_count()} cores; {TURNS} turns a round, {ROUNDS} rounds, medians")
@@ -196,6 +206,7 @@ async def main() -> None:
         print(f"  {label:78s} {statistics.median(parts[name]):6.1f} us, {counts[name]:4.1f} calls")
     print(f"  replayed items a turn: {items}; passes of the event loop a turn: {passes[0] / TURNS:.1f} "
           f"({passes[0] / TURNS - items:+.1f} beyond one an item)")
+    print(f"  objects a turn leaves to the cycle collector: {cyclic:.1f}")
     print(f"an item read through one more async generator: {gen:.3f} us; handed to a callback instead: {call:.3f} us")
 
 
