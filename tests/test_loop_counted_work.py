@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 
+from workspace import events as ev
 from workspace.agent import turn
 from workspace.providers.testing import ScriptedProvider, ToolCall
 from workspace.robot import Robot
@@ -195,3 +197,141 @@ async def test_a_tool_results_text_is_written_once_for_the_model_calls_that_send
     assert bodies[1]["messages"][3] == {"role": "tool", "tool_call_id": "call_1",
                                         "content": '{"city": "Oslo", "temperature": "twenty degrees"}'}
     assert manager.last is not None and manager.last.used > 0
+
+
+class _CountingLock:
+    """A lock that counts how often it is taken."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.taken = 0
+
+    def __enter__(self) -> bool:
+        self.taken += 1
+        return self.lock.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.lock.__exit__(*exc)
+
+
+async def test_a_runs_events_are_stamped_without_its_lock_but_the_terminal_one() -> None:
+    model = _Model([[ToolCall("get_weather", {"city": "Oslo"})], "It is sunny in Oslo today."])
+    robot = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=model)
+    run = robot.stream("Weather in Oslo?")
+    counting = _CountingLock()
+    run._emit_lock = counting  # type: ignore[assignment]
+    events = [event async for event in run]
+    assert len(events) > 10 and isinstance(events[-1], ev.RunFinished)
+    assert counting.taken == 1  # the terminal event alone (exactly one, whichever thread emits it)
+    # Stamped as before: this run's fields, numbered 1, 2, 3, ... in the order emitted.
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert {(e.run_id, e.robot, e.task, e.parent_run_id, e.parent_tool_id, e.candidate) for e in events} == {
+        (run.run_id, "bot", None, None, None, None)}
+    # Numbered by a shared sequence (a network's plain counter): every event takes the lock, as before.
+    shared = iter(range(100, 200))
+    model.enqueue("Sunny again.")
+    run = robot.stream("And now?", sequence=lambda: next(shared))
+    counting = run._emit_lock = _CountingLock()  # type: ignore[assignment]
+    events = [event async for event in run]
+    assert counting.taken == len(events) and [e.seq for e in events] == list(range(100, 100 + len(events)))
+
+
+async def test_events_emitted_from_threads_at_once_get_every_number_once() -> None:
+    model = _Model(["Done."])
+    robot = Robot("bot", system_prompt="You help.", provider=model)
+    run = robot.stream("Hello")
+    numbers: list[int] = []
+
+    def emit_many() -> None:
+        for _ in range(500):
+            numbers.append(run.emit(ev.RunStatus(state="notice", detail="x")).seq)
+
+    threads = [threading.Thread(target=emit_many) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    emit_many()
+    for thread in threads:
+        thread.join()
+    assert sorted(numbers) == list(range(1, 3501))
+    # An event stamped before (forwarded, emitted again) is copied with this run's stamp, never changed.
+    first = ev.TextDelta(text="a")
+    stamped = run.emit(first)
+    again = run.emit(stamped)
+    assert again is not stamped and stamped.seq == 3501 and again.seq == 3502 and again.run_id == run.run_id
+
+
+def test_the_lean_providers_tools_are_converted_and_written_once_for_the_same_specs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from workspace.messages import TextMessage
+    from workspace.providers import openai_provider, provider_for
+
+    converted: list[int] = []
+    real_convert = openai_provider.to_openai_tools
+
+    def convert(tools: Any) -> Any:
+        converted.append(len(tools))
+        return real_convert(tools)
+
+    monkeypatch.setattr(openai_provider, "to_openai_tools", convert)
+    provider = provider_for("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test")
+    assert isinstance(provider, openai_provider.OpenAICompatibleProvider)
+    written: list[Any] = []
+    real_write = provider.encoder.write
+
+    def write(value: Any) -> str:
+        written.append(value)
+        return real_write(value)
+
+    provider.encoder.write = write  # type: ignore[method-assign]
+    history: list[Any] = [TextMessage(role="user", content="Weather in Oslo?")]
+    bodies = []
+    for _ in range(2):  # two model calls of a run: the same spec objects (Tool.spec)
+        body = provider.build_request(system="You help.", messages=history, tools=[get_weather.spec()], settings={})
+        assert provider.encoder.encode(body) == json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        bodies.append(body)
+        history.append(TextMessage(role="assistant", content="Sunny.", stop_reason="stop"))
+    assert converted == [1]  # 2 on the old code
+    assert bodies[0]["tools"] is bodies[1]["tools"]
+    assert sum(1 for value in written if value is bodies[0]["tools"]) == 1  # its JSON written once (2 before)
+    # Other tools (a changed description makes a new spec): converted and written again.
+    other = get_weather.spec()
+    changed = type(other)(name=other.name, description="Weather now.", parameters=other.parameters)
+    body = provider.build_request(system="You help.", messages=history, tools=[changed], settings={})
+    assert converted == [1, 1] and body["tools"][0]["function"]["description"] == "Weather now."
+    assert provider.encoder.encode(body) == json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+async def test_a_finished_run_leaves_no_cyclic_garbage() -> None:
+    import gc
+
+    @tool
+    async def weather(city: str) -> dict[str, str]:
+        """Current weather for a city."""
+        return {"city": city, "sky": "sunny"}
+
+    model = _Model([])
+    robot = Robot("bot", system_prompt="You help.", tools=[weather], provider=model)
+
+    async def turn() -> None:
+        model.enqueue([ToolCall("weather", {"city": "Oslo"})], "It is sunny in Oslo today.")
+        robot.reset()
+        result = await robot.arun("Weather in Oslo?")
+        assert str(result.last_text_content).startswith("It is sunny")
+
+    await turn()  # what is made once (caches, the provider's state) made before counting
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(5):
+            await turn()
+        found = gc.collect()  # objects only the collector could free: kept alive by reference cycles
+    finally:
+        if enabled:
+            gc.enable()
+    # A finished run (its task, queue, spec, memory observer, tools loader) is freed by reference counting: ~67
+    # objects a run were left to the collector on the old code (the memory observer's remover held the run, the
+    # spec's tools loader held the spec).
+    assert found == 0

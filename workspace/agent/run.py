@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -80,7 +81,12 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         self.terminal: ev.Event | None = None
         self._queue: asyncio.Queue[ev.Event] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
-        self._seq = 0
+        #: This run's event numbers (when the spec has no shared sequence).
+        self._seq = itertools.count(1)
+        #: Stamps an event with this run's fields and a number (the fields bound once).
+        self._stamp = ev.stamper(run_id=self.run_id, robot=spec.robot, task=spec.task,
+                                 parent_run_id=spec.parent_run_id, parent_tool_id=spec.parent_tool_id,
+                                 candidate=spec.candidate)
         self._stop_reason: str | None = None
         self._consumed = False
         #: Nobody reads the events (``wait()`` with no observer): they are not queued (see :meth:`wait`).
@@ -129,24 +135,30 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
 
     # -- emitting -------------------------------------------------------------------------
     def _next_seq(self) -> int:
-        if self.spec.sequence is not None:
-            return self.spec.sequence()
-        self._seq += 1
-        return self._seq
+        """The next event's number: the shared sequence's when the spec has one, else this run's own (a
+        counter's ``next`` is one step under the interpreter lock: safe from worker threads without a lock)."""
+        sequence = self.spec.sequence
+        return sequence() if sequence is not None else next(self._seq)
 
     def emit(self, built: ev.Event) -> ev.Event:
         """Stamp ``built`` with this run's fields (:func:`workspace.events.stamp`) and add it to the
         stream; safe from worker threads (sync tools, memory observers). Returns the stamped event
-        (after the run's terminal event: that one, the new one is dropped)."""
-        spec = self.spec
-        with self._emit_lock:
-            event = ev.stamp(built, run_id=self.run_id, robot=spec.robot, seq=self._next_seq(), task=spec.task,
-                             parent_run_id=spec.parent_run_id, parent_tool_id=spec.parent_tool_id,
-                             candidate=spec.candidate)
-            if event.terminal:
-                if self.terminal is not None:
-                    return self.terminal  # exactly one terminal event
-                self.terminal = event
+        (after the run's terminal event: that one, the new one is dropped).
+
+        The run's own events are numbered by a counter (:meth:`_next_seq`) and stamped by the run's bound
+        :func:`workspace.events.stamper` without the lock; a terminal event takes it (exactly one of them, whichever
+        thread emits it), and so does every event numbered by a shared sequence (a network's counter, which is a
+        plain ``+= 1``: this run's threads do not call it at once)."""
+        if built.terminal or self.spec.sequence is not None:
+            with self._emit_lock:
+                if built.terminal:
+                    if self.terminal is not None:
+                        return self.terminal  # exactly one terminal event
+                    event = self.terminal = self._stamp(built, self._next_seq())
+                else:
+                    event = self._stamp(built, self._next_seq())
+        else:
+            event = self._stamp(built, next(self._seq))
         self._put(event)
         return event
 
@@ -252,8 +264,9 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
             self._unwatch = [watch(self.emit) for watch in spec.watchers]
             if any(a.is_image for a in spec.attachments) or has_images(spec.history):
                 await self._check_vision()
-            if spec.tools_loader is not None:
-                spec.tools = await spec.tools_loader()
+            loader, spec.tools_loader = spec.tools_loader, None  # used once; it holds the spec (see _release)
+            if loader is not None:
+                spec.tools = await loader()
             self._cap_tools()
             for notice in spec.notices:
                 self.emit(ev.RunStatus(state="notice", detail=notice))
@@ -289,15 +302,26 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
             message = str(exc) or type(exc).__name__
             self.emit(ev.RunFailed(error=message, error_type=type(exc).__name__, partial=self.result))
         finally:
-            if self._memory_remover is not None:
-                self._memory_remover()
-            for stop in self._unwatch:
-                stop()
+            self._release()
             self._give_back_writer()
             if self.terminal is None:  # pragma: no cover - defensive: never leave a run open
                 self.emit(ev.RunFailed(error="the run ended without a result", error_type="RuntimeError"))
             if self._ended is not None:
                 wake(self._ended)
+
+    def _release(self) -> None:
+        """Stop watching the memory and the watchers, and let go of what refers back to the run: the memory
+        observer's remover holds a function that holds the run, and the spec's tools loader (a closure of
+        :func:`workspace.robot_runs.prepare`) the spec. Both cycles kept a finished run, its task, queue, spec and
+        their objects (~70 a turn) alive until the cycle collector ran, which they made run every few turns; without
+        them a finished run is freed when its last reference goes."""
+        remover, self._memory_remover = self._memory_remover, None
+        if remover is not None:
+            remover()
+        unwatch, self._unwatch = self._unwatch, []
+        for stop in unwatch:
+            stop()
+        self.spec.tools_loader = None
 
     def _hooked_result(self, value: Any) -> RobotResult:
         """What an around_run hook returned, as the run's result (a string is the answer's text)."""

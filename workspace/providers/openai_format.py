@@ -237,6 +237,9 @@ class BodyEncoder:
         self._texts: list[str] = []
         #: Messages written (tests count them: a second call writes only the new ones).
         self.written = 0
+        #: The last ``tools`` list and its JSON: the lean provider sends the same list while the tools are the
+        #: same (``OpenAICompatibleProvider._wire_tools``, never changed), written once.
+        self._tools: tuple[Any, str] | None = None
 
     def encode(self, body: Mapping[str, Any]) -> bytes:
         parts = ["{"]  # the pieces of the body, joined once (megabytes at turn 10,000: each copy costs)
@@ -250,6 +253,11 @@ class BodyEncoder:
                 self.written += len(value) - start
                 self._messages, self._texts = list(value), texts
                 parts += ("[", ",".join(texts), "]")
+            elif key == "tools":
+                kept = self._tools
+                if kept is None or kept[0] is not value:
+                    kept = self._tools = (value, self.write(value))
+                parts.append(kept[1])
             else:
                 parts.append(self.write(value))
         parts.append("}")

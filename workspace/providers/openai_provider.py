@@ -46,6 +46,7 @@ import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from workspace.messages import same_items
 from workspace.providers.base import ToolSpec
 from workspace.providers.openai_format import (
     MAX_TOOL_RESULT_CHARS,
@@ -257,6 +258,8 @@ class OpenAICompatibleProvider(StreamingProvider):
         #: Structured output the native way (``response_format`` with a JSON schema; see the module docstring).
         self.supports_response_schema = (prefix in RESPONSE_SCHEMA_PREFIXES if response_schema is None
                                           else bool(response_schema))
+        #: The last tool specs and their ``tools`` entries (:meth:`_wire_tools`).
+        self._tools_wire: tuple[tuple[ToolSpec, ...], list[dict[str, Any]]] | None = None
         self._client: Any = None
         self._client_loop: Any = None
         self._stored_key: str | None = None
@@ -326,11 +329,21 @@ class OpenAICompatibleProvider(StreamingProvider):
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
         if tools:
-            body["tools"] = to_openai_tools(tools)
+            body["tools"] = self._wire_tools(tools)
             choice = tool_choice_value(settings.get("tool_choice"), tools)
             if choice is not None:
                 body["tool_choice"] = choice
         return body
+
+    def _wire_tools(self, tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+        """The ``tools`` of the body: the same list while the specs are the same objects (a run's calls, and the
+        next runs of an unchanged robot: :meth:`workspace.tools.Tool.spec`), so the encoder writes its JSON once
+        (:class:`BodyEncoder`) and the request record finds it unchanged. Nobody changes it (the record copies
+        what it keeps, the encoder reads it)."""
+        kept = self._tools_wire
+        if kept is None or not same_items(kept[0], tools):
+            kept = self._tools_wire = (tuple(tools), to_openai_tools(tools))
+        return kept[1]
 
     async def _open(self, request: dict[str, Any]) -> Any:
         if _openai is None:

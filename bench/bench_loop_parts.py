@@ -1,0 +1,214 @@
+"""Where the agent loop's own CPU goes in a turn, its transport replayed in process (no server, no sockets).
+
+``bench_agent_loop.py``'s turn (a streamed call that asks for a tool, the tool call, a streamed answer) with the lean
+provider, the server's items recorded once and replayed (as that bench's replayed figure), ``TURNS`` turns a round,
+``ROUNDS`` rounds. Prints, per turn (medians of the rounds, with the load average): the loop's CPU (``process_time``)
+and the event-loop thread's (``thread_time``); the time inside each part (inclusive wall time of the named calls,
+which nothing else interleaves with here; a part calls others: the record builds the provider's request): setting
+the run up (``Robot.stream``), preparing the context (``ContextManager.prepare``), recording the request
+(``RequestRecorder.record``), the tool call (``AgentRun._run_tools``), the result (``AgentRun._make_result``), the
+events (``AgentRun.emit``, with how many); the replayed items and the passes of the event loop a turn takes beyond
+one per item; the objects a turn leaves to the cycle collector; and what an async generator layer costs a streamed item against a callback (the design the provider's
+stream could take instead). ``.venv/bin/python bench/bench_loop_parts.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import gc
+import inspect
+import itertools
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import bench_agent_loop as bal  # noqa: E402
+
+TURNS = int(os.environ.get("TURNS", "300"))
+ROUNDS = int(os.environ.get("ROUNDS", "7"))
+
+
+def timed(owner: Any, name: str, spent: dict[str, list[int]]) -> None:
+    """Wrap ``owner.name`` to add its calls' nanoseconds and count to ``spent[name]``."""
+    real = getattr(owner, name)
+    spent[name] = [0, 0]
+
+    if inspect.iscoroutinefunction(real):
+        @functools.wraps(real)
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter_ns()
+            try:
+                return await real(*args, **kwargs)
+            finally:
+                spent[name][0] += time.perf_counter_ns() - started
+                spent[name][1] += 1
+    else:
+        @functools.wraps(real)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+            started = time.perf_counter_ns()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                spent[name][0] += time.perf_counter_ns() - started
+                spent[name][1] += 1
+    setattr(owner, name, wrapper)
+
+
+async def generator_layer(items: int = 200_000) -> tuple[float, float]:
+    """Microseconds an item costs read through one more async generator, and handed to a callback instead."""
+
+    class Source:
+        def __init__(self) -> None:
+            self.left = items
+
+        def __aiter__(self) -> Source:
+            return self
+
+        async def __anext__(self) -> int:
+            self.left -= 1
+            if self.left < 0:
+                raise StopAsyncIteration
+            return 1
+
+    async def layer(source: Source) -> Any:
+        async for item in source:
+            yield item
+
+    async def through_generator() -> None:
+        async for _item in layer(Source()):
+            pass
+
+    async def through_callback(see: Any) -> None:
+        async for item in Source():
+            see(item)
+
+    gen, call = [], []
+    for _ in range(5):
+        started = time.process_time()
+        await through_generator()
+        gen.append((time.process_time() - started) / items * 1e6)
+        started = time.process_time()
+        await through_callback(lambda item: None)
+        call.append((time.process_time() - started) / items * 1e6)
+    return min(gen), min(call)
+
+
+async def main() -> None:
+    from workspace.agent.run import AgentRun
+    from workspace.context.manager import ContextManager
+    from workspace.context.requests import RequestRecorder
+    from workspace.providers import provider_for
+    from workspace.robot import Robot
+    from workspace.tools import tool
+
+    proc = subprocess.Popen([sys.executable, "-c", bal.SERVER.format(root=str(ROOT))], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    base = proc.stdout.readline().strip()
+
+    @tool
+    async def get_weather(city: str) -> dict[str, str]:
+        """Current weather for a city."""
+        return {"city": city, "sky": "sunny"}
+
+    provider: Any = provider_for("openai/fake", api_base=base + "/v1", api_key="sk-test")
+    robot = Robot("bench", system_prompt="You are helpful.", tools=[get_weather], provider=provider)
+
+    async def turn() -> None:
+        robot.reset()
+        result = await robot.arun("Weather in Oslo?")
+        assert str(result.last_text_content).startswith("It is"), result.to_json()
+
+    sent: list[list[Any]] = []
+    real_open = provider._open
+
+    async def recording(request: dict[str, Any]) -> Any:
+        items = [item async for item in await real_open(request)]
+        sent.append(items)
+        return bal._Replayed(items)
+
+    try:
+        provider._open = recording
+        await turn()
+    finally:
+        proc.terminate()
+    calls = itertools.count()
+
+    async def replaying(request: dict[str, Any]) -> Any:
+        return bal._Replayed(sent[next(calls) % len(sent)])
+
+    provider._open = replaying
+    for _ in range(50):
+        await turn()
+    loop = asyncio.get_running_loop()
+    passes = [0]
+    run_once = loop._run_once  # type: ignore[attr-defined]
+
+    def counted() -> None:
+        passes[0] += 1
+        run_once()
+
+    # The whole turn first, nothing wrapped.
+    cpu, thread = [], []
+    for _ in range(ROUNDS):
+        started, started_thread = time.process_time(), time.thread_time()
+        for _ in range(TURNS):
+            await turn()
+        cpu.append((time.process_time() - started) * 1e6 / TURNS)
+        thread.append((time.thread_time() - started_thread) * 1e6 / TURNS)
+    loop._run_once = counted  # type: ignore[attr-defined]
+    for _ in range(TURNS):
+        await turn()
+    loop._run_once = run_once  # type: ignore[attr-defined]
+    items = sum(len(s) for s in sent)
+    spent: dict[str, list[int]] = {}
+    for owner, name in ((Robot, "stream"), (ContextManager, "prepare"), (RequestRecorder, "record"),
+                        (AgentRun, "_run_tools"), (AgentRun, "_make_result"), (AgentRun, "emit")):
+        timed(owner, name, spent)
+    parts: dict[str, list[float]] = {name: [] for name in spent}
+    counts: dict[str, float] = {}
+    for _ in range(ROUNDS):
+        for value in spent.values():
+            value[0] = value[1] = 0
+        for _ in range(TURNS):
+            await turn()
+        for name, (ns, count) in spent.items():
+            parts[name].append(ns / 1000 / TURNS)
+            counts[name] = count / TURNS
+    # What a turn leaves to the cycle collector (objects only a collection frees: kept alive by reference cycles).
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(20):
+            await turn()
+        cyclic = gc.collect() / 20
+    finally:
+        gc.enable()
+    gen, call = await generator_layer()
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"load average {load} on {os.cpu_count()} cores; {TURNS} turns a round, {ROUNDS} rounds, medians")
+    print(f"the loop's CPU a turn, its transport replayed: {statistics.median(cpu):6.1f} us "
+          f"(the event loop's thread: {statistics.median(thread):6.1f} us)")
+    labels = {"stream": "setting the run up (Robot.stream)", "prepare": "preparing the context (ContextManager.prepare)",
+              "record": "recording the request (RequestRecorder.record, with the provider's build)",
+              "_run_tools": "the tool call (AgentRun._run_tools)", "_make_result": "the result (AgentRun._make_result)",
+              "emit": "emitting the events (AgentRun.emit)"}
+    for name, label in labels.items():
+        print(f"  {label:78s} {statistics.median(parts[name]):6.1f} us, {counts[name]:4.1f} calls")
+    print(f"  replayed items a turn: {items}; passes of the event loop a turn: {passes[0] / TURNS:.1f} "
+          f"({passes[0] / TURNS - items:+.1f} beyond one an item)")
+    print(f"  objects a turn leaves to the cycle collector: {cyclic:.1f}")
+    print(f"an item read through one more async generator: {gen:.3f} us; handed to a callback instead: {call:.3f} us")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
