@@ -520,3 +520,45 @@ def test_spaces_after_a_token_in_a_colour_alone_are_no_run_of_their_own(qtbot: A
                  for line in markdown.highlight(code.code, "cpp").split("\n")]
     assert sum(map(len, html_runs)) > 5_000
     assert sum(_spaces_after_a_colour(runs) for runs in html_runs) == 0
+
+
+def test_ascii_code_is_laid_out_unshaped_and_other_text_shaped(qtbot: Any) -> None:
+    """A code line's runs of one style are many short items of its paragraph's layout, and Qt shaped each one
+    (about a third of writing a piece's lines and laying them out): pieces of ASCII code are laid out without
+    shaping (PreferNoShaping: a glyph a character, which is what shaping gives ASCII in a monospace font). Once
+    the code holds anything else (a combining accent placed on its letter, Arabic's joined letters need shaping),
+    the piece that shows it and the pieces after it shape their text; the pieces above it stay as they were."""
+    def streamed(text: str) -> CodeStream:
+        view = MarkdownStream()
+        qtbot.addWidget(view)
+        view.resize(700, 100)
+        for start in range(0, len(text), FLUSH):
+            view.append(text[start:start + FLUSH])
+            QApplication.processEvents()
+        qtbot.waitUntil(lambda: not view.pending, timeout=60_000)  # bounds a hang
+        return view.findChildren(CodeStream)[0]
+
+    ascii_block = streamed(BLOCKS["cpp"][:30_000])
+    assert len(ascii_block.pieces) > 3
+    assert not any(shaped(piece) for piece in ascii_block.pieces)
+    lines = python_lines(600).splitlines(keepends=True)
+    accented = "    s = 'cafe\u0301 \u0645\u0631\u062d\u0628\u0627'  # not ASCII\n"
+    mixed = streamed("```python\n" + "".join(lines[:400]) + accented + "".join(lines[400:]))
+    first = next(i for i, piece in enumerate(mixed.pieces) if any("cafe" in line.text() for line in lines_of(piece)))
+    assert first > 1
+    assert [shaped(piece) for piece in mixed.pieces] == [False] * first + [True] * (len(mixed.pieces) - first)
+
+
+def shaped(piece: Piece) -> bool:
+    """Whether Qt shapes the piece's text (its default; not when the font prefers no shaping)."""
+    from PySide6.QtGui import QFont
+
+    return not piece.font().styleStrategy() & QFont.StyleStrategy.PreferNoShaping
+
+
+def lines_of(piece: Piece) -> list[Any]:
+    out, block = [], piece.document().begin()
+    while block.isValid():
+        out.append(block)
+        block = block.next()
+    return out
