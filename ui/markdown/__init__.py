@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -180,14 +180,66 @@ def _formatter(style: str) -> Any:
 
 
 def highlight(code: str, language: str | None) -> str:
-    """``code`` as highlighted HTML spans (no wrapper); plain escaped text when unknown."""
-    from pygments import highlight as _highlight
+    """``code`` as highlighted HTML spans (no wrapper); plain escaped text when unknown. Spaces after a token
+    take its style when both styles are a colour alone (:func:`spaces_joined`)."""
+    from pygments import format as _format
 
     lexer = code_lexer(language)
     if lexer is None or len(code) > MAX_HIGHLIGHT:
         return _esc(code)
-    result = no_background(_highlight(code, lexer, code_formatter()))
+    result = no_background(_format(spaces_joined(lexer.get_tokens(code)), code_formatter()))
     return result[:-1] if result.endswith("\n") else result
+
+
+def _read_style(kind: Any) -> str:
+    """The inline style pygments' HTML formatter gives a token type (what :func:`highlight` shows it in), less its
+    background: read off the formatter's HTML for one character of that type."""
+    from pygments import format as _format
+
+    opened = _format([(kind, "x")], code_formatter())
+    found = re.match(r'<span style="([^"]*)">', opened)
+    return no_background(found.group(1)) if found else ""
+
+
+#: Each token type's style (:func:`token_style`), for the theme's pygments style it was read in.
+_TOKEN_STYLES: dict[str, dict[Any, str]] = {}
+#: The styles that set a colour and nothing else (or nothing): a space looks the same in any of them.
+PLAIN_COLOURS: set[str] = {""}
+
+
+def token_styles() -> dict[Any, str]:
+    """The token types' styles read so far for the theme's pygments style (a cache :func:`token_style` fills)."""
+    return _TOKEN_STYLES.setdefault(theme.colors().pygments_style, {})
+
+
+def token_style(kind: Any, styles: dict[Any, str]) -> str:
+    """The inline style :func:`highlight` shows a token of type ``kind`` in, less any background (``styles``:
+    :func:`token_styles`, where it is kept); a style that is a colour alone is noted in :data:`PLAIN_COLOURS`."""
+    style = styles.get(kind)
+    if style is None:
+        style = styles[kind] = _read_style(kind)
+        if style.startswith("color: ") and ";" not in style:
+            PLAIN_COLOURS.add(style)
+    return style
+
+
+def spaces_joined(tokens: Iterable[tuple[Any, str]]) -> Iterator[tuple[Any, str]]:
+    """The lexer's tokens, a token of spaces alone given the type of the token before it on its line when both
+    styles are a colour alone (:data:`PLAIN_COLOURS`): a space looks the same in either, and the line has a run
+    of one style fewer to lay out and draw (C++'s spaces between words are a type of their own, in grey).
+    :func:`ui.chat.view.code_lines` joins them the same way while a code block streams."""
+    styles = token_styles()
+    plain_colours = PLAIN_COLOURS
+    before: Any = None  # the type of the last token on the line, when its style is a colour alone
+    for kind, value in tokens:
+        if value:
+            style = styles.get(kind)
+            plain = (style if style is not None else token_style(kind, styles)) in plain_colours
+            if plain and before is not None and value[0] == " " and not value.strip(" "):
+                kind = before
+            else:
+                before = kind if plain and value[-1] != "\n" else None
+        yield kind, value
 
 
 #: Longer code is shown without colours (highlighting it would take seconds).

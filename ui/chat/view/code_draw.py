@@ -45,17 +45,27 @@ def _mono_family() -> str:
     return theme.mono_family()
 
 
+#: The character format of each style (:func:`_char_format`), for the code font's families it was made with.
+_FORMATS: dict[str, dict[str, QTextCharFormat]] = {}
+
+
 def _write_runs(cursor: QTextCursor, line: Line, family: str, *, skip: int = 0) -> None:
     """Insert a line's runs at ``cursor``, less its first ``skip`` characters (shown already). A paragraph
     separator (U+2029) is inserted as a line separator: a line stays one paragraph of the document."""
+    formats = _FORMATS.setdefault(family, {})
+    insert = cursor.insertText
     for style, text in line:
-        if skip >= len(text):
-            skip -= len(text)
-            continue
+        if skip:
+            if skip >= len(text):
+                skip -= len(text)
+                continue
+            text, skip = text[skip:], 0
+        char_format = formats.get(style)
+        if char_format is None:
+            char_format = formats[style] = _char_format(style, family)
         if "\u2029" in text:
             text = text.replace("\u2029", "\u2028")
-        cursor.insertText(text[skip:], _char_format(style, family))
-        skip = 0
+        insert(text, char_format)
 
 
 def write_lines(doc: QTextDocument, lines: list[Line], *, wrap: bool, after: int) -> None:

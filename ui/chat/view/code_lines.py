@@ -72,43 +72,31 @@ def leading_fence(text: str, since: int = 0) -> OpenFence | None:
 
 
 #: A line as shown: its runs of one style, each (the inline CSS pygments' HTML formatter gives the
-#: token's type, less any background; "" for none) and its text; neighbours of one style are one run.
+#: token's type, less any background; "" for none) and its text; neighbours of one style are one run, and spaces
+#: join the run before them when both styles are a colour alone (:func:`ui.markdown.spaces_joined`).
 Line = tuple[tuple[str, str], ...]
-
-
-def _style(kind: Any, theme_style: str) -> str:
-    """The inline style pygments' HTML formatter gives a token type (what :func:`ui.markdown.highlight`
-    shows it in), less its background: read off the formatter's HTML for one character of that type."""
-    from pygments import format as _format
-
-    opened = _format([(kind, "x")], markdown.code_formatter())
-    found = re.match(r'<span style="([^"]*)">', opened)
-    return markdown.no_background(found.group(1)) if found else ""
-
-
-#: Each token type's style (:func:`_style`), for the theme's pygments style it was read in.
-_STYLES: dict[str, dict[Any, str]] = {}
 
 
 def _split(tokens: list[tuple[Any, str]], partial: Line = ()) -> tuple[list[Line], Line]:
     """Tokens as the lines a newline ends, and the line after the last newline (open: more may follow).
-    ``partial``: the first line's runs so far (lexed before, a slice of a long line)."""
-    from ui import theme
-
-    theme_style = theme.colors().pygments_style
-    styles = _STYLES.setdefault(theme_style, {})
+    ``partial``: the first line's runs so far (lexed before, a slice of a long line). Spaces after a run
+    join it when both styles are a colour alone, as :func:`ui.markdown.spaces_joined` has them shown."""
+    styles = markdown.token_styles()
+    plain = markdown.PLAIN_COLOURS
     lines: list[Line] = []
     line = list(partial)
     last = line[-1][0] if line else None
     for kind, value in tokens:
         style = styles.get(kind)
         if style is None:
-            style = styles[kind] = _style(kind, theme_style)
+            style = markdown.token_style(kind, styles)
         if "\n" not in value:  # most tokens: a run, or more of the last one
             if not value:
                 continue
             if style == last:
                 line[-1] = (style, line[-1][1] + value)
+            elif value[0] == " " and last in plain and style in plain and not value.strip(" "):
+                line[-1] = (last, line[-1][1] + value)  # (spaces: the run before's colour shows them the same)
             else:
                 line.append((style, value))
                 last = style
@@ -300,9 +288,16 @@ def same_colours(parts: list[Line], line: Line) -> bool:
 
 
 def colours(line: Line) -> list[tuple[str, str]]:
-    """A line's runs with neighbours of one style merged: two lines with equal runs look the same."""
+    """A line's runs with neighbours of one style merged, and the spaces a run starts with given to the run before
+    when both styles are a colour alone (where :func:`_split` joins them; a line cut in parts has a part start
+    with them): two lines with equal runs look the same."""
+    plain = markdown.PLAIN_COLOURS
     out: list[tuple[str, str]] = []
     for style, text in line:
+        if text[:1] == " " and out and style in plain and out[-1][0] in plain:
+            spaces = len(text) - len(text.lstrip(" "))
+            out[-1] = (out[-1][0], out[-1][1] + text[:spaces])
+            text = text[spaces:]
         if not text:
             continue
         if out and out[-1][0] == style:

@@ -11,7 +11,9 @@ beginning becomes a paragraph of that size at a time (in the turn's one edit), s
 neither the lexer nor the layout sees the whole line on a flush. So a flush costs the line being written, not the block. Lines are the
 lexer's tokens as runs of one style (never formatted to HTML), written into a piece's document with a
 cursor, a run at a time (:mod:`ui.chat.view.code_draw`), never by setting or inserting HTML: the line
-being written is replaced from where it changed. Copy copies the whole code, the Wrap toggle applies to
+being written is replaced from where it changed. A piece of ASCII code is laid out without text shaping (a
+glyph a character: what shaping gives ASCII in a monospace font), and once the code holds anything else the
+piece showing it and the later ones shape their text (:meth:`Piece.shape`). Copy copies the whole code, the Wrap toggle applies to
 every piece (one shared scroll bar when lines do not wrap). Once the block closes, the lines shown are checked against the
 block highlighted whole (a step per turn of the event loop), and the pieces that differ (a lexer
 rule over several lines) are set again, one a turn; a line cut while it streamed stays in its paragraphs.
@@ -23,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from PySide6.QtCore import QSize, QSizeF, Qt, QTimer
-from PySide6.QtGui import QContextMenuEvent, QGuiApplication, QResizeEvent, QWheelEvent
+from PySide6.QtGui import QContextMenuEvent, QFont, QGuiApplication, QResizeEvent, QWheelEvent
 from PySide6.QtWidgets import QFrame, QLabel, QScrollBar, QSizePolicy, QTextBrowser, QVBoxLayout, QWidget
 
 from ui import markdown, theme
@@ -70,6 +72,13 @@ class Piece(QTextBrowser):
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
         self.setObjectName("StreamedCodePiece")
+        # ASCII code is laid out without text shaping (a glyph a character at the monospace font's advance; its
+        # kerning, none in a monospace font, kept): a line's runs of one style are many short items, and shaping
+        # each was about a third of writing the lines and laying them out. Only this attribute of the font is set
+        # (the rest comes from the parent and the style sheet); :meth:`shape` undoes it.
+        strategy = QFont()
+        strategy.setStyleStrategy(QFont.StyleStrategy.PreferNoShaping)
+        self.setFont(strategy)
         self.setOpenLinks(False)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -83,6 +92,17 @@ class Piece(QTextBrowser):
         #: Laid out again at a new width (the column's: the conversation's scroll bar shown, the window resized)
         #: since the block last grew.
         self.relaid = False
+
+    @property
+    def shaped(self) -> bool:
+        """Its text is shaped (as Qt lays text out by default)."""
+        return not self.font().styleStrategy() & QFont.StyleStrategy.PreferNoShaping
+
+    def shape(self) -> None:
+        """Shape its text from now on (laid out again once): text other than ASCII may need it (a combining
+        accent placed on its letter, Arabic's joined letters)."""
+        if not self.shaped:
+            self.setFont(QFont())
 
     def _fit(self, size: QSizeF) -> None:
         height = max(1, int(size.height() + 0.999))  # (not document().size(): it would ask the layout again)
@@ -137,6 +157,7 @@ class CodeStream(QWidget):
         self._blocks: dict[Piece, list[Line]] = {}  # its paragraphs: its lines, a cut line in pieces
         self._check: Iterator[None] | None = None
         self._waited = False  # the last turn grew nothing: its pieces were laid out again at a new width
+        self._shaped = False  # the code so far is not all ASCII: new pieces shape their text (Piece.shape)
         c = theme.colors()
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 4, 0, 10)
@@ -190,6 +211,8 @@ class CodeStream(QWidget):
 
     def _piece(self) -> Piece:
         piece = Piece(self._column)
+        if self._shaped:
+            piece.shape()  # (before its first line: not laid out again)
         piece.setVisible(False)
         if self._column.isVisible():
             # Laid out once, from its first line: a piece is written before it is shown, and its style's font (given
@@ -209,6 +232,10 @@ class CodeStream(QWidget):
         """Show ``code`` (the block's code so far, as :meth:`ui.chat.view.code_lines.OpenFence.code` gives
         it). Returns True when lines are left for the next turn (a burst): call again."""
         self._code = code
+        if not self._shaped and not code.isascii():
+            # (The pieces above the recent one hold code shown by earlier turns, ASCII all of it.)
+            self._shaped = True
+            self.recent.shape()
         relaid = [piece for piece in self.pieces if piece.relaid]
         for piece in relaid:
             piece.relaid = False
