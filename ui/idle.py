@@ -25,7 +25,10 @@ last refreeze. And what the window made while busy (a stream's texts and widgets
 ``bench/bench_ui_streaming.py``: full passes of 20-40 ms in the streams after) is frozen at the idle moment after
 (``workspace.shared_imports.freeze_survivors``: a collection of what is not frozen) once more than
 :data:`UNFROZEN_MOST` objects are not; what of it dies later is frozen garbage, freed by the refreeze the growth
-brings.
+brings. The growth is read from the count the freezes keep (``workspace.shared_imports.frozen_count``), not from
+``gc.get_freeze_count()``, which walks every frozen object: with 3 million frozen (a 10,000-turn thread paged in)
+each idle tick took 26-28 ms and the idle window spent half its thread on it (``bench/bench_ui_idle.py``); in a
+window-test process grown to 1.2 GB the ticks outran their interval and a demo answer of 2 s took over 30.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from workspace.shared_imports import freeze_survivors, refreeze
+from workspace.shared_imports import freeze_survivors, frozen_count, refreeze
 
 #: Set while the window is idle, or while no :class:`IdleWatch` runs (read by other threads).
 IDLE = threading.Event()
@@ -73,7 +76,7 @@ class IdleWatch:
         #: Ticks that found the window busy, and idle (for tests and benches).
         self.busy_ticks = self.idle_ticks = 0
         #: The objects frozen after the last refreeze (when it began: start-up's), and the refreezes run.
-        self.frozen = gc.get_freeze_count()
+        self.frozen = frozen_count()
         self.refreezes = 0
         #: The longest refreeze (s): a full collection of every object, run when the window is idle.
         self.longest_refreeze = 0.0
@@ -84,7 +87,7 @@ class IdleWatch:
         self.settles = 0
 
     def start(self) -> None:
-        self.frozen = gc.get_freeze_count()
+        self.frozen = frozen_count()
         self._wall, self._cpu = time.perf_counter(), time.thread_time()
         self._quiet = 0
         IDLE.clear()
@@ -124,7 +127,7 @@ class IdleWatch:
             self.busy_ticks += 1
             self._was_busy = True
             IDLE.clear()
-        if idle and gc.get_freeze_count() > self.frozen * (1 + FROZEN_GROWTH) and not self._refreeze_asked:
+        if idle and frozen_count() > self.frozen * (1 + FROZEN_GROWTH) and not self._refreeze_asked:
             self.refreeze_when_idle()
         due = [entry for entry in self._waiting if idle or entry[0] <= wall]
         if due:
@@ -144,7 +147,7 @@ class IdleWatch:
         if refreeze():
             self.longest_refreeze = max(self.longest_refreeze, time.perf_counter() - began)
             self.refreezes += 1
-            self.frozen = gc.get_freeze_count()
+            self.frozen = frozen_count()
         elif self.timer.isActive():  # (a pause is on: its end freezes, and the next idle moment refreezes)
             self.refreeze_when_idle()
 

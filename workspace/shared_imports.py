@@ -69,6 +69,30 @@ def settle_shared_imports() -> None:
 _gc_lock = threading.Lock()
 _gc_pauses = 0
 _gc_was_enabled = True
+#: How many objects the freezes here froze (:func:`frozen_count`), and whether it is known yet.
+_frozen = 0
+_frozen_known = False
+
+
+def frozen_count() -> int:
+    """The objects frozen, as the freezes here counted them: ``gc.get_freeze_count()`` without its walk. CPython
+    counts the frozen by walking their list, every one of them (15 ns each: 45 ms with a 10,000-turn thread paged,
+    3 million objects; the idle watch asked at every tick, 20 a second, and the window spent its idle time on it).
+    Each freeze here counts what it moves (the objects not frozen, a bounded few) and a refreeze what it leaves;
+    the first call counts them once (a freeze made elsewhere before: the interpreter makes none)."""
+    global _frozen, _frozen_known
+    with _gc_lock:
+        if not _frozen_known:
+            _frozen, _frozen_known = gc.get_freeze_count(), True
+        return _frozen
+
+
+def _freeze() -> None:
+    """``gc.freeze()``, counted (under ``_gc_lock``): what it moves is every object not frozen yet."""
+    global _frozen
+    moved = len(gc.get_objects())
+    gc.freeze()
+    _frozen += moved
 
 
 def pause_gc() -> None:
@@ -89,7 +113,7 @@ def resume_gc() -> None:
             return
         _gc_pauses -= 1
         if _gc_pauses == 0:
-            gc.freeze()
+            _freeze()
             if _gc_was_enabled:
                 gc.enable()
 
@@ -102,9 +126,11 @@ def refreeze() -> bool:
     with _gc_lock:
         if _gc_pauses:
             return False
+        global _frozen, _frozen_known
         gc.unfreeze()
         gc.collect()
         gc.freeze()
+        _frozen, _frozen_known = gc.get_freeze_count(), True  # (one walk, beside the collection's own)
         return True
 
 
@@ -115,7 +141,7 @@ def freeze_survivors() -> bool:
         if _gc_pauses:
             return False
         gc.collect()
-        gc.freeze()
+        _freeze()
         return True
 
 
