@@ -87,7 +87,7 @@ class IdleWatch:
         self.settles = 0
 
     def start(self) -> None:
-        self.frozen = frozen_count()
+        self.frozen = frozen_count(walk=True)  # (once: what the freezes since counted grows from the true count)
         self._wall, self._cpu = time.perf_counter(), time.thread_time()
         self._quiet = 0
         IDLE.clear()
