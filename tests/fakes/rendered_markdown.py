@@ -3,10 +3,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtGui import QTextDocument
+from PySide6.QtWidgets import QApplication
 
 from ui.chat.view.stream import MarkdownStream
 from ui.widgets.common import AutoHeightText
+
+
+def streamed_view(qtbot: Any, text: str, chunk: int) -> MarkdownStream:
+    """``text`` appended to a new view ``chunk`` characters at a time, Qt's events run after each, until the view
+    has shown it all and checked what it closed."""
+    view = MarkdownStream()
+    qtbot.addWidget(view)
+    view.resize(700, 100)
+    for start in range(0, len(text), chunk):
+        view.append(text[start:start + chunk])
+        QApplication.processEvents()
+    qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)  # bounds a hang
+    return view
 
 
 def rendered(source: str, like: AutoHeightText | None = None) -> str:

@@ -15,6 +15,7 @@ import pytest
 from PySide6.QtCore import QPointF
 from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
 
+from tests.fakes.rendered_markdown import streamed_view
 from tests.ui.code_colours import highlighted
 from ui import markdown, theme
 from ui.chat.view import code_draw, code_lines, code_stream
@@ -529,14 +530,7 @@ def test_ascii_code_is_laid_out_unshaped_and_other_text_shaped(qtbot: Any) -> No
     the code holds anything else (a combining accent placed on its letter, Arabic's joined letters need shaping),
     the piece that shows it and the pieces after it shape their text; the pieces above it stay as they were."""
     def streamed(text: str) -> CodeStream:
-        view = MarkdownStream()
-        qtbot.addWidget(view)
-        view.resize(700, 100)
-        for start in range(0, len(text), FLUSH):
-            view.append(text[start:start + FLUSH])
-            QApplication.processEvents()
-        qtbot.waitUntil(lambda: not view.pending, timeout=60_000)  # bounds a hang
-        return view.findChildren(CodeStream)[0]
+        return streamed_view(qtbot, text, FLUSH).findChildren(CodeStream)[0]
 
     ascii_block = streamed(BLOCKS["cpp"][:30_000])
     assert len(ascii_block.pieces) > 3

@@ -11,6 +11,7 @@ import pytest
 from PySide6.QtGui import QGuiApplication, QTextDocument, QTextTable
 from PySide6.QtWidgets import QApplication
 
+from tests.fakes.rendered_markdown import streamed_view
 from tests.ui.code_colours import highlighted
 from ui import markdown
 from ui.chat.view import code_lines
@@ -60,15 +61,6 @@ CASES = {
 }
 
 
-def stream(qtbot: Any, text: str, chunk: int) -> MarkdownStream:
-    view = MarkdownStream()
-    qtbot.addWidget(view)
-    view.resize(700, 100)
-    for start in range(0, len(text), chunk):
-        view.append(text[start:start + chunk])
-        QApplication.processEvents()
-    qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)  # bounds a hang
-    return view
 
 
 def _under_body(html: str) -> str:
@@ -140,7 +132,7 @@ def streamed_code_runs(code: CodeStream) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("chunk", [7, 61, 100_000])
 def test_a_streamed_code_block_shows_what_rendering_it_whole_shows(qtbot: Any, name: str, chunk: int) -> None:
     text = CASES[name]
-    view = stream(qtbot, text, chunk)
+    view = streamed_view(qtbot, text, chunk)
     assert view.text == text
     shown = parts(view)
     codes = [w for w in shown if isinstance(w, CodeStream)]
@@ -258,7 +250,7 @@ def test_a_50_kb_block_is_a_few_large_pieces(qtbot: Any) -> None:
     few KB of code: a 50 KB block is shown in pieces of about 6,000 characters, not twice as many of half
     that, and still shows what rendering it whole shows."""
     body = python_code(1300)  # ~50 KB
-    view = stream(qtbot, "```python\n" + body, 300)
+    view = streamed_view(qtbot, "```python\n" + body, 300)
     code = next(w for w in parts(view) if isinstance(w, CodeStream))
     pieces = [piece for piece in code.pieces if not piece.isHidden()]
     assert len(pieces) <= len(body) // 4500 + 1, f"{len(pieces)} pieces for {len(body)} characters"
@@ -310,7 +302,7 @@ def test_a_short_or_closed_code_block_renders_as_before(qtbot: Any) -> None:
     short = "Intro.\n\n```python\nx = 1\n```\n\nDone.\n"
     stored = "```python\n" + python_code(100) + "```\n"
     for text in (short, stored):
-        view = stream(qtbot, text, 5 if text is short else len(text))
+        view = streamed_view(qtbot, text, 5 if text is short else len(text))
         assert not [w for w in parts(view) if isinstance(w, CodeStream)]
         assert "".join(w.markdown or "" for w in parts(view) if isinstance(w, AutoHeightText)) == text
 
@@ -329,7 +321,7 @@ def test_a_stored_answer_ending_in_a_long_open_block_never_renders_the_block_who
     monkeypatch.setattr(markdown, "render_part", render_part)
     body = python_code(500)
     text = "".join(f"Paragraph {i} of words, words and words.\n\n" for i in range(60)) + "```python\n" + body
-    view = stream(qtbot, text, len(text))
+    view = streamed_view(qtbot, text, len(text))
     code = next(w for w in parts(view) if isinstance(w, CodeStream))
     assert [code_lines.colours(line) for line in code.shown_lines()] == highlighted(body.rstrip("\n"), "python")
     assert rendered and max(rendered) <= MAX_RENDER_CHARS < len(body) // 4, rendered
