@@ -118,5 +118,5 @@ def test_an_idle_tick_does_not_walk_the_frozen_objects(qapp_instance: Any, watch
     assert watch.idle_ticks >= 10 and walks == []
     with gc_paused():  # (a freeze: what it moved is counted, without a walk)
         kept = [[i] for i in range(5000)]
-    assert idle.frozen_count() >= real() - 10 and walks == []  # (the count kept is the count; the tests' own, less)
+    assert abs(idle.frozen_count() - real()) <= real() // 100 and walks == []  # (the count kept: close, unwalked)
     del kept
