@@ -30,6 +30,8 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from scratch import scratch_dir
+
 ROOT = Path(__file__).resolve().parent.parent
 #: The checkout whose ``workspace`` is measured (``--baseline`` runs this script against another one).
 CODE = Path(os.environ.get("BENCH_APPLY_CODE", ROOT))
@@ -60,7 +62,7 @@ def make_folder(base: Path) -> tuple[Path, dict[str, bytes]]:
 def one_run(*, trace: bool) -> dict[str, float]:
     from workspace.changes import ChangeSet, CheckpointStore
 
-    base = Path(tempfile.mkdtemp(prefix="bench-apply-"))
+    base = scratch_dir("bench-apply-")
     try:
         folder, proposals = make_folder(base)
         store = CheckpointStore(base / "checkpoints")
@@ -93,7 +95,7 @@ def one_run(*, trace: bool) -> dict[str, float]:
 
 
 def main() -> dict[str, Any]:
-    os.environ.setdefault("ROBOTLAB_HOME", tempfile.mkdtemp(prefix="bench-home-"))
+    os.environ.setdefault("ROBOTLAB_HOME", str(scratch_dir("bench-home-")))
     runs = [one_run(trace=False) for _ in range(RUNS)]
     traced = one_run(trace=True)
 
@@ -150,7 +152,7 @@ def compare(baseline: Path) -> dict[str, Any]:
 
 if __name__ == "__main__":
     if "--one" in sys.argv:
-        os.environ["ROBOTLAB_HOME"] = tempfile.mkdtemp(prefix="bench-home-")
+        os.environ["ROBOTLAB_HOME"] = str(scratch_dir("bench-home-"))
         print(json.dumps(one_run(trace=False)))
         sys.exit(0)
     if "--baseline" in sys.argv:

@@ -25,9 +25,10 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 VARIANTS = ("no-record", "record (new database)", "record (existing database)")
@@ -82,7 +83,7 @@ def main() -> None:
     variants = (*VARIANTS, "before (--base)") if args.base else VARIANTS
 
     sys.path.insert(0, str(ROOT))
-    work = Path(tempfile.mkdtemp(prefix="robotlab-bench-record-"))
+    work = scratch_dir("robotlab-bench-record-")
     try:
         existing = work / "existing"
         fill(existing, args.threads)

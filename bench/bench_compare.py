@@ -22,11 +22,12 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
+
+from scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -61,7 +62,7 @@ def robots(count: int, base: str, *, limit: int = 4) -> list[Any]:
 
 
 def fresh_folder() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="bench-compare-"))
+    folder = scratch_dir("bench-compare-")
     (folder / "app.py").write_text("".join(f"line {n}\n" for n in range(1, 41)))
     return folder
 

@@ -24,10 +24,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from scratch import scratch_dir
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
@@ -225,7 +226,7 @@ def main() -> int:
         watch = GcWatch().install()
     proc, base = start_server()
     assert proc.stdin is not None
-    home = Path(tempfile.mkdtemp(prefix="bench-compare-window-"))
+    home = scratch_dir("bench-compare-window-")
     os.environ["ROBOTLAB_HOME"] = str(home)
     from ui.app import Application, get_app, new_event_loop
     from workspace.config import load_config

@@ -27,9 +27,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -92,7 +93,7 @@ async def one_run(path: Path, concurrency: int, cache: object | None) -> tuple[f
 
 
 def main() -> int:
-    home = Path(tempfile.mkdtemp(prefix="robotlab-bench-eval-"))
+    home = scratch_dir("robotlab-bench-eval-")
     os.environ["ROBOTLAB_HOME"] = str(home)
     server = subprocess.Popen([sys.executable, "-c", SERVER.format(root=str(ROOT), latency=LATENCY)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

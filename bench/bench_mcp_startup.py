@@ -19,10 +19,11 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
+
+from scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = Path(os.environ.get("BENCH_CODE") or ROOT)
@@ -50,7 +51,7 @@ TWO_SENDS = textwrap.dedent("""
 
 
 def _home(silent: bool) -> Path:
-    home = Path(tempfile.mkdtemp(prefix="bench-mcp-startup-"))
+    home = scratch_dir("bench-mcp-startup-")
     servers = {"fine": {"command": sys.executable, "args": [str(SERVER), "ok"]}}
     if silent:
         servers["silent"] = {"command": sys.executable, "args": [str(SERVER), "silent"]}

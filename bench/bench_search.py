@@ -31,10 +31,11 @@ import random
 import sqlite3
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -132,7 +133,7 @@ async def measure(db: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    db = Path(argv[argv.index("--db") + 1]) if "--db" in argv else Path(tempfile.mkdtemp(prefix="robotlab-search-")) / "b.db"
+    db = Path(argv[argv.index("--db") + 1]) if "--db" in argv else scratch_dir("robotlab-search-") / "b.db"
     if not db.exists():
         start = time.perf_counter()
         build(db)

@@ -30,10 +30,11 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -237,7 +238,7 @@ async def measure(db_path: Path, thread_id: str, *, kept: bool) -> dict[str, flo
 async def run_all(lengths: tuple[int, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for turns in lengths:
-        db_path = Path(tempfile.mkdtemp(prefix="robotlab-send-")) / "bench.db"
+        db_path = scratch_dir("robotlab-send-") / "bench.db"
         thread_id = build_thread(db_path, turns)
         out[str(turns)] = {"baseline": await measure(db_path, thread_id, kept=False),
                            "kept": await measure(db_path, thread_id, kept=True)}
@@ -245,7 +246,7 @@ async def run_all(lengths: tuple[int, ...]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    os.environ["ROBOTLAB_HOME"] = tempfile.mkdtemp(prefix="robotlab-bench-")
+    os.environ["ROBOTLAB_HOME"] = str(scratch_dir("robotlab-bench-"))
     if argv[:1] == ["--pipe"]:
         rounds = int(argv[1]) if len(argv) > 1 else SENDS
         return pipe_only(tuple(int(a) for a in argv[2:]) or LENGTHS, rounds)

@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from scratch import scratch_dir
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BUNDLE = ROOT / "packaging" / "build" / "dist" / "robotlab"
 SMOKE_SLEEP = 0.3  # ui.app waits this long after show() before printing and closing
@@ -44,7 +46,7 @@ def drop_caches() -> bool:
 
 def run_once(cmd: list[str], *, cwd: Path, cold: bool) -> tuple[float, float]:
     """Seconds until "main window shown" and until exit."""
-    home = tempfile.mkdtemp(prefix="robotlab-bench-")
+    home = str(scratch_dir("robotlab-bench-"))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env.update(ROBOTLAB_HOME=home, QT_QPA_PLATFORM="offscreen")
     if cold:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import tempfile
 from pathlib import Path
+
+from scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -50,7 +51,7 @@ async def run(share: float) -> None:
 
 
 def main() -> None:
-    os.environ.setdefault("ROBOTLAB_HOME", tempfile.mkdtemp())
+    os.environ.setdefault("ROBOTLAB_HOME", str(scratch_dir()))
     asyncio.run(run(1.0))
     asyncio.run(run(0.25))
 

@@ -26,7 +26,6 @@ import platform
 import random
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_diff import LINES, make_files  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 RUNS = 5
 TARGET_COMPUTE_MS = 200
@@ -68,7 +68,7 @@ def main() -> dict[str, Any]:
     from workspace.changes import CheckpointStore
 
     before, after, expected = make_files()
-    tmp = Path(tempfile.mkdtemp(prefix="bench-ui-diff-"))
+    tmp = scratch_dir("bench-ui-diff-")
     (tmp / "big_module.py").write_bytes(before)
     store = CheckpointStore(tmp / ".checkpoints")
 

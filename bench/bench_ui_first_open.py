@@ -22,8 +22,9 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,6 +34,7 @@ root_dir, keep, wait, reopen = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys
 sys.path.insert(0, root_dir); sys.path.insert(0, root_dir + "/bench")
 from pathlib import Path
 from bench_ui_open_long_thread import built_threads, paint_probe, screen_made
+from scratch import leave
 db, thread_id = built_threads(Path(keep), (100,))[100]
 from workspace.persistence import Store
 store = Store(db)  # a new thread at start (a person opens the thread), or the thread reopened by start-up
@@ -100,12 +102,12 @@ with loop:
     root.finish_startup(staged=True)
     loop.run_until_complete(main(root))
     print("RESULT " + json.dumps(found), flush=True)
-    os._exit(0)
+    leave(0)
 """
 
 
 def run(tree: Path, keep: Path, wait: float, *, reopen: bool = False) -> dict[str, object]:
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "ROBOTLAB_HOME": tempfile.mkdtemp(prefix="robotlab-bench-")}
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "ROBOTLAB_HOME": str(scratch_dir("robotlab-bench-"))}
     done = subprocess.run([sys.executable, "-c", _CHILD, str(tree), str(keep), str(wait), "reopen" if reopen else "click"],
                           capture_output=True,
                           text=True, env=env, cwd=tree, timeout=600)
@@ -128,7 +130,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--reopen", action="store_true", help="start-up reopens the thread (left open last time): "
                         "no click; the longest start-up step instead of the click's figures")
     args = parser.parse_args(argv)
-    keep = Path(tempfile.mkdtemp(prefix="robotlab-bench-threads-"))
+    keep = scratch_dir("robotlab-bench-threads-")
     trees = {"this": ROOT, **({"against": args.against.resolve()} if args.against else {})}
     rows: dict[str, list[dict[str, object]]] = {name: [] for name in trees}
     for tree in trees.values():

@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scratch import scratch_dir
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -60,9 +62,8 @@ def full_passes() -> dict[str, float]:
 
 def _new_database() -> Path:
     """A database path in a new home of the app's (``ROBOTLAB_HOME``)."""
-    import tempfile
 
-    home = Path(tempfile.mkdtemp(prefix="bench-ui-gc-"))
+    home = scratch_dir("bench-ui-gc-")
     os.environ["ROBOTLAB_HOME"] = str(home)
     return home / "long.db"
 

@@ -29,11 +29,12 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from scratch import leave, scratch_dir
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
@@ -239,7 +240,7 @@ def built_threads(keep: Path | None, sizes: tuple[int, ...] = SIZES) -> dict[int
     takes a minute or two), or in a fresh folder (None). Sets ROBOTLAB_HOME to a fresh folder."""
     from bench_ui_thread_scale import build_thread
 
-    home = Path(tempfile.mkdtemp(prefix="robotlab-bench-"))
+    home = scratch_dir("robotlab-bench-")
     os.environ["ROBOTLAB_HOME"] = str(home)
     built = {}
     for turns in sizes:
@@ -325,7 +326,7 @@ def main() -> int:
         {"sizes": {str(k): v for k, v in results.items()}, "first_paint_ratio": round(ratio, 2),
          "window_first_paint_ratio": round(window_ratio, 2), "targets": {"first_paint_ratio": 1.5}}, indent=2) + "\n")
     sys.stdout.flush()
-    os._exit(0)  # skip interpreter teardown of the windows' Qt objects
+    leave(0)  # skip interpreter teardown of the windows' Qt objects
 
 
 if __name__ == "__main__":

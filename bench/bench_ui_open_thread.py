@@ -15,10 +15,11 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from scratch import leave, scratch_dir
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +44,7 @@ def build_thread(db_path: Path) -> str:
 def main() -> int:
     from tests.fakes.long_threads import TOOL_TURN_EVENTS
 
-    home = Path(tempfile.mkdtemp(prefix="robotlab-bench-"))
+    home = scratch_dir("robotlab-bench-")
     os.environ["ROBOTLAB_HOME"] = str(home)
     db = home / "long.db"
     started = time.perf_counter()
@@ -123,7 +124,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "ui_open_thread.json").write_text(json.dumps(result, indent=2) + "\n")
     sys.stdout.flush()
-    os._exit(0)  # skip interpreter teardown of five windows' worth of Qt objects
+    leave(0)  # skip interpreter teardown of five windows' worth of Qt objects
 
 
 if __name__ == "__main__":

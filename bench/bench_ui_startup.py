@@ -25,9 +25,10 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from scratch import scratch_dir
 
 RUNS = 15
 ROOT = Path(__file__).resolve().parent.parent
@@ -220,7 +221,7 @@ def stalls(code: str, home: str) -> dict[str, list[Any]]:
 def measure_stalls() -> dict[str, object]:
     home = os.environ.get("ROBOTLAB_BENCH_STALL_HOME") or ""  # a home filled before (the fill takes a minute)
     if not home or not any(Path(home).rglob("workspace.db")):
-        home = home or tempfile.mkdtemp(prefix="robotlab-bench-stalls-")
+        home = home or str(scratch_dir("robotlab-bench-stalls-"))
         fill_home(home, STALL_THREADS)
     size = sum(p.stat().st_size for p in Path(home).rglob("workspace.db"))
     stalls(APP_STALLS, home)  # byte-code caches and the OS file cache
@@ -328,7 +329,7 @@ def main(argv: list[str]) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "ui_startup_stalls.json").write_text(json.dumps(found, indent=2) + "\n")
         return 0 if found["met"] else 1
-    home = tempfile.mkdtemp(prefix="robotlab-bench-")
+    home = str(scratch_dir("robotlab-bench-"))
     run(BARE, home)  # warm the OS file cache
     run(APP, home)
     bare: list[float] = []

@@ -46,11 +46,12 @@ import json
 import os
 import random
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+from scratch import scratch_dir
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
@@ -497,7 +498,7 @@ def main() -> int:
     answers_only = "--answers" in sys.argv[1:]  # the prose and code answers alone (no bridge, no end to end)
     args = sys.argv[1:]
     view_flush = int(args[args.index("--view-flush") + 1]) if "--view-flush" in args else 300
-    home = Path(tempfile.mkdtemp(prefix="robotlab-bench-"))
+    home = scratch_dir("robotlab-bench-")
     os.environ["ROBOTLAB_HOME"] = str(home)
     from ui.app import Application, get_app, new_event_loop
 

@@ -49,11 +49,12 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from scratch import leave, scratch_dir
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
@@ -367,7 +368,7 @@ def open_thread(turns: int, *, files: bool = False) -> tuple[object, object, Pat
     from ui.transcript import LazyTranscript
     from workspace.persistence import Store
 
-    home = Path(tempfile.mkdtemp(prefix="robotlab-bench-"))
+    home = scratch_dir("robotlab-bench-")
     db = home / "long.db"
     thread_id = build_thread(db, turns, files=files)
     app = get_app()
@@ -645,15 +646,15 @@ def main() -> int:
     if len(sys.argv) == 3 and sys.argv[1] == "--rss-round":
         print(json.dumps(rss_round(sys.argv[2])))
         sys.stdout.flush()
-        os._exit(0)
+        leave(0)
     if len(sys.argv) >= 3 and sys.argv[1] == "--paging" and set(sys.argv[3:]) <= {"--sample", "--files", "--blocked"}:
         paging_only(int(sys.argv[2]), sample="--sample" in sys.argv[3:], files="--files" in sys.argv[3:],
                     blocked="--blocked" in sys.argv[3:])
-        os._exit(0)
+        leave(0)
     if len(sys.argv) == 3 and sys.argv[1] == "--turns":
         print(json.dumps(measure(int(sys.argv[2]))))
         sys.stdout.flush()
-        os._exit(0)
+        leave(0)
     results = []
     for turns in SIZES:
         done = subprocess.run([sys.executable, __file__, "--turns", str(turns)], capture_output=True, text=True,

@@ -21,11 +21,12 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from scratch import scratch_dir
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
@@ -249,7 +250,7 @@ def shots(folder: Path) -> None:
     from workspace.persistence import Store
 
     folder.mkdir(parents=True, exist_ok=True)
-    home = Path(tempfile.mkdtemp(prefix="robotlab-shots-"))
+    home = scratch_dir("robotlab-shots-")
     thread_id = build_thread(home / "t.db", 3)
     app = get_app()
     for name in theme.THEMES:

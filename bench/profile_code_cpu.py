@@ -29,7 +29,6 @@ import asyncio
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_ui_streaming as bus  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 #: CPU seconds per part in the answer streaming now.
@@ -93,7 +93,7 @@ PARTS = ("view", "render", "grow", "lex lines", "lex live", "lex cut", "doc edit
 
 
 def main() -> int:
-    home = Path(tempfile.mkdtemp(prefix="robotlab-bench-"))
+    home = scratch_dir("robotlab-bench-")
     os.environ["ROBOTLAB_HOME"] = str(home)
     instrument()
     from ui.app import Application, get_app, new_event_loop

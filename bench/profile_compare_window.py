@@ -19,7 +19,6 @@ import cProfile
 import os
 import pstats
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -31,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_compare_window as bcw  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 #: "1": a cProfile of the whole streaming; "flush": of the columns' frame ticks alone.
@@ -241,7 +241,7 @@ def report(meter: PassMeter) -> None:
 def main() -> int:
     proc, base = bcw.start_server()
     assert proc.stdin is not None
-    home = Path(tempfile.mkdtemp(prefix="profile-compare-window-"))
+    home = scratch_dir("profile-compare-window-")
     os.environ["ROBOTLAB_HOME"] = str(home)
     app = make_app()
     from ui.app import Application, get_app, new_event_loop

@@ -21,7 +21,6 @@ import asyncio
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_ui_streaming as bus  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 ROUNDS = int(os.environ.get("ROUNDS", "2"))
 #: ``--spans``: each pass printed also lists its spans in order, nested ones indented.
@@ -129,7 +129,7 @@ def breakdown(gap: tuple[float, float, float, float], spans: list[Span], chars_a
 
 
 def main() -> int:
-    home = Path(tempfile.mkdtemp(prefix="robotlab-bench-"))
+    home = scratch_dir("robotlab-bench-")
     os.environ["ROBOTLAB_HOME"] = str(home)
     from ui.app import Application, get_app, new_event_loop
 
