@@ -8,8 +8,9 @@ which nothing else interleaves with here; a part calls others: the record builds
 the run up (``Robot.stream``), preparing the context (``ContextManager.prepare``), recording the request
 (``RequestRecorder.record``), the tool call (``AgentRun._run_tools``), the result (``AgentRun._make_result``), the
 events (``AgentRun.emit``, with how many); the replayed items and the passes of the event loop a turn takes beyond
-one per item; the objects a turn leaves to the cycle collector; and what an async generator layer costs a streamed item against a callback (the design the provider's
-stream could take instead). ``.venv/bin/python bench/bench_loop_parts.py``.
+one per item; the objects a turn leaves to the cycle collector; what an async generator layer costs a streamed item against a callback (the design the provider's
+stream could take instead); and what a streamed piece of a long answer costs read by hand, through the provider's
+stream, and through the whole loop. ``.venv/bin/python bench/bench_loop_parts.py``.
 """
 
 from __future__ import annotations
@@ -100,6 +101,65 @@ async def generator_layer(items: int = 200_000) -> tuple[float, float]:
         await through_callback(lambda item: None)
         call.append((time.process_time() - started) / items * 1e6)
     return min(gen), min(call)
+
+
+async def per_piece(pieces: int = 2000, rounds: int = 7) -> tuple[float, float, float]:
+    """Microseconds of CPU a streamed piece of a long answer costs (``pieces`` pieces of text, the lean provider's
+    items replayed with no pass of the event loop between them): read by hand (the item's delta read), through the
+    provider's stream alone, and through the whole loop (``Robot.arun``, nobody reading the events)."""
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+    from workspace.robot import Robot
+
+    items: list[dict[str, Any]] = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    items += [{"choices": [{"index": 0, "delta": {"content": f"word{i} "}, "finish_reason": None}]}
+              for i in range(pieces)]
+    items += [{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+              {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": pieces}}]
+
+    class Source:
+        def __init__(self) -> None:
+            self.left = iter(items)
+
+        def __aiter__(self) -> Source:
+            return self
+
+        async def __anext__(self) -> dict[str, Any]:
+            for item in self.left:
+                return item
+            raise StopAsyncIteration
+
+    async def replayed(request: dict[str, Any]) -> Source:
+        return Source()
+
+    provider: Any = OpenAICompatibleProvider("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test")
+    provider._open = replayed
+    robot = Robot("bench", system_prompt="You are helpful.", provider=provider)
+
+    async def by_hand() -> None:
+        async for item in Source():
+            choices = item.get("choices") or ()
+            if choices:
+                (choices[0].get("delta") or {}).get("content")
+
+    async def provider_alone() -> None:
+        async for _chunk in provider.stream(system="You are helpful.", messages=[], tools=[], settings={}):
+            pass
+
+    async def loop() -> None:
+        robot.reset()
+        await robot.arun("Say words.")
+
+    paths = (by_hand, provider_alone, loop)
+    spent: list[list[float]] = [[] for _ in paths]
+    for fn in paths:
+        await fn()
+    for _ in range(rounds):
+        for i, fn in enumerate(paths):
+            started = time.thread_time()
+            await fn()
+            spent[i].append((time.thread_time() - started) * 1e6 / pieces)
+    hand, alone, whole = (statistics.median(s) for s in spent)
+    return hand, alone, whole
 
 
 async def main() -> None:
@@ -194,6 +254,7 @@ async def main() -> None:
     finally:
         gc.enable()
     gen, call = await generator_layer()
+    hand, alone, whole = await per_piece()
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"load average {load} on {os.cpu_count()} cores; {TURNS} turns a round, {ROUNDS} rounds, medians")
     print(f"the loop's CPU a turn, its transport replayed: {statistics.median(cpu):6.1f} us "
@@ -208,6 +269,8 @@ async def main() -> None:
           f"({passes[0] / TURNS - items:+.1f} beyond one an item)")
     print(f"  objects a turn leaves to the cycle collector: {cyclic:.1f}")
     print(f"an item read through one more async generator: {gen:.3f} us; handed to a callback instead: {call:.3f} us")
+    print(f"a streamed piece of a long answer (CPU of the event loop's thread): read by hand {hand:.2f} us, through the "
+          f"provider's stream {alone:.2f} us, through the whole loop {whole:.2f} us")
 
 
 if __name__ == "__main__":
