@@ -427,3 +427,42 @@ async def test_a_streamed_piece_of_text_costs_the_loop_a_few_calls(observed: boo
     if observed:
         assert "".join(e.text for e in seen if isinstance(e, ev.ReasoningDelta)) == "Sunny, say so."
         assert "".join(e.text for e in seen if isinstance(e, ev.TextDelta)) == "w0 w1 "
+
+
+async def test_a_tool_calls_fragments_make_one_record_for_the_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The model turn assembles a call's fragments in one record per call: on the old code one was made (and dropped)
+    # for every fragment (dict.setdefault builds its default each time).
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    @tool
+    def weather(city: str) -> dict[str, str]:
+        """Current weather for a city."""
+        return {"city": city, "sky": "sunny"}
+
+    pieces = ['{"ci', 'ty": ', '"Os', 'lo"}']
+    first = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "weather", "arguments": ""}}
+    asking: list[dict[str, Any]] = [{"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [first]}}]}]
+    asking += [{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}}]}
+               for piece in pieces]
+    asking += [{"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+               {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}]
+    replies = iter([asking, _pieces(3)])
+
+    async def replayed(request: dict[str, Any]) -> Any:
+        return _Items(next(replies))
+
+    provider = OpenAICompatibleProvider("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test")
+    provider._open = replayed  # type: ignore[method-assign]
+    made = [0]
+    real = turn._PartialCall
+
+    def counted() -> Any:
+        made[0] += 1
+        return real()
+
+    monkeypatch.setattr(turn, "_PartialCall", counted)
+    robot = Robot("bot", system_prompt="You help.", tools=[weather], provider=provider)
+    result = await robot.arun("Weather in Oslo?")
+    assert [c.tool.input for c in result.tool_calls] == [{"city": "Oslo"}]
+    assert str(result.last_text_content) == "w0 w1 w2 "
+    assert made[0] == 1

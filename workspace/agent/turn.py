@@ -175,9 +175,11 @@ class ModelTurns:
                         emit_text(text)
                     else:
                         said(*splitter.feed(text))
-            elif isinstance(chunk, ToolCallChunk):
+            elif type(chunk) is ToolCallChunk or isinstance(chunk, ToolCallChunk):
                 produced[0] = True
-                call = partial.setdefault(chunk.index, _PartialCall())
+                call = partial.get(chunk.index)
+                if call is None:  # the call's first fragment (not a record made and dropped for every fragment)
+                    call = partial[chunk.index] = _PartialCall()
                 if chunk.id:
                     call.id = chunk.id
                 if chunk.name:
