@@ -19,8 +19,10 @@ the lean provider <= 1.2 x its own transport by hand (wall clock and this proces
 openai SDK by hand; on litellm <= 1.10 x litellm by hand. ``--lean-only``: the lean paths alone (no
 litellm). Also our loop's own CPU per turn with the lean provider's transport replayed in this process
 (no server, no sockets: the figure other load moves least), and the same with the process idle before each
-turn (what the same work costs once its code and data left the CPU's caches, as between a server's replies).
-Writes bench/results/agent_loop.json.
+turn (what the same work costs once its code and data left the CPU's caches, as between a server's replies). And
+where a real turn's CPU goes on our loop and by hand: the SDK's posts, the reads of the streamed body, and the rest
+(the loop's own work, run among the transport's: it costs more than replayed, and the transport's parts cost more
+among it). Writes bench/results/agent_loop.json.
 """
 
 from __future__ import annotations
@@ -222,6 +224,63 @@ async def replayed_cpu(provider: Any, run_turn: Any, turns: int) -> tuple[float,
     return statistics.median(rounds), statistics.median(idle)
 
 
+class _TimedReads:
+    """A stream's items read with the CPU of this thread inside each read added up (``spent[0]``)."""
+
+    def __init__(self, stream: Any, spent: list[float]) -> None:
+        self.items = stream.__aiter__()
+        self.spent = spent
+
+    def __aiter__(self) -> _TimedReads:
+        return self
+
+    async def __anext__(self) -> Any:
+        started = time.thread_time()
+        try:
+            return await self.items.__anext__()
+        finally:
+            self.spent[0] += time.thread_time() - started
+
+
+async def transport_split(openai: Any, provider: Any, paths: dict[str, Any], turns: int) -> dict[str, list[float]]:
+    """Where each path's CPU goes in a real turn (this thread's, microseconds, median of ``turns`` turns taken in
+    turn): the SDK's posts (until the response's headers), the reads of the streamed body (each item's), and the
+    rest (for our loop: its own work, which the replayed figure measures warm). The transport's parts are the same
+    code on both paths: what they cost more inside the loop is the caches the loop's code takes from them."""
+    spent = {"post": [0.0], "reads": [0.0]}
+    current = [""]
+    real_post = openai.AsyncOpenAI.post
+    real_source = provider._source
+
+    async def post(client: Any, *args: Any, **kwargs: Any) -> Any:
+        started = time.thread_time()
+        try:
+            stream = await real_post(client, *args, **kwargs)
+        finally:
+            spent["post"][0] += time.thread_time() - started
+        # By hand the stream is read as the SDK gives it: its reads timed here (the loop's, by its provider's _source).
+        return _TimedReads(stream, spent["reads"]) if current[0] == "raw" else stream
+
+    openai.AsyncOpenAI.post = post
+    provider._source = lambda response: (_TimedReads(response, spent["reads"]), response)
+    split: dict[str, list[list[float]]] = {key: [[], [], []] for key in paths}
+    try:
+        for _ in range(turns):
+            for key, fn in paths.items():
+                spent["post"][0] = spent["reads"][0] = 0.0
+                current[0] = key
+                started = time.thread_time()
+                await fn()
+                whole = time.thread_time() - started
+                parts = (spent["post"][0], spent["reads"][0], whole - spent["post"][0] - spent["reads"][0])
+                for kept, part in zip(split[key], parts, strict=True):
+                    kept.append(part * 1e6)
+    finally:
+        openai.AsyncOpenAI.post = real_post
+        provider._source = real_source
+    return {key: [statistics.median(part) for part in parts] for key, parts in split.items()}
+
+
 async def main(lean_only: bool = False) -> int:
     from workspace.providers import provider_for
     from workspace.providers.litellm_provider import LiteLLMProvider, preload_litellm
@@ -274,6 +333,8 @@ async def main(lean_only: bool = False) -> int:
                 taken[key] += times
         lean_t, raw_t, sdk_t = taken["lean"], taken["raw"], taken["sdk"]
         ours_t, hand_t = taken.get("litellm", []), taken.get("by_hand", [])
+        split = await transport_split(openai, lean_provider, {"lean": ours_lean, "raw": paths["raw"]},
+                                      max(100, TURNS))
         own_cpu, own_cpu_idle = await replayed_cpu(lean_provider, ours_lean, max(20, TURNS // 2))
     finally:
         proc.terminate()
@@ -291,6 +352,10 @@ async def main(lean_only: bool = False) -> int:
           "(the loop's own work, little moved by other load)")
     print(f"the same, the process idle {IDLE_S * 1000:g} ms before each turn (as while a server answers): CPU "
           f"{own_cpu_idle:.2f} ms a turn (the loop's work run with its code and data out of the CPU's caches)")
+    for key, label in (("lean", "our agent loop"), ("raw", "its transport by hand")):
+        post, reads, rest = split[key]
+        print(f"  {label + ':':24s} CPU of the SDK's posts {post:6.0f} us, of the stream's reads {reads:6.0f} us, "
+              f"the rest {rest:6.0f} us a turn (this thread; the transport's parts are the same code on both paths)")
     if lean_only:
         return 0 if met else 1
     ours_m, hand_m = (statistics.median(t) for t in (ours_t, hand_t))
@@ -314,6 +379,7 @@ async def main(lean_only: bool = False) -> int:
         "cpu_ratio_lean_over_openai_sdk": round(cpu["lean"] / cpu["sdk"], 3),
         "target_ratio_lean_over_openai_sdk": 1.3,
         "target_ratio_litellm": 1.10,
+        "cpu_us_split_post_reads_rest": {key: [round(x) for x in parts] for key, parts in split.items()},
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     print(f"one turn = streamed tool call + tool + streamed answer, {len(ours_t)} turns each (interleaved turn by "

@@ -8,8 +8,10 @@ which nothing else interleaves with here; a part calls others: the record builds
 the run up (``Robot.stream``), preparing the context (``ContextManager.prepare``), recording the request
 (``RequestRecorder.record``), the tool call (``AgentRun._run_tools``), the result (``AgentRun._make_result``), the
 events (``AgentRun.emit``, with how many); the replayed items and the passes of the event loop a turn takes beyond
-one per item; the objects a turn leaves to the cycle collector; and what an async generator layer costs a streamed item against a callback (the design the provider's
-stream could take instead). ``.venv/bin/python bench/bench_loop_parts.py``.
+one per item; the objects a turn leaves to the cycle collector; what an async generator layer costs a streamed item against a callback (the design the provider's
+stream could take instead); the turn with its request records and its context manager knocked out (what cutting
+them could save at most); and what a streamed piece of a long answer costs read by hand, through the provider's
+stream, and through the whole loop. ``.venv/bin/python bench/bench_loop_parts.py``.
 """
 
 from __future__ import annotations
@@ -102,6 +104,112 @@ async def generator_layer(items: int = 200_000) -> tuple[float, float]:
     return min(gen), min(call)
 
 
+async def per_piece(pieces: int = 2000, rounds: int = 7) -> tuple[float, float, float]:
+    """Microseconds of CPU a streamed piece of a long answer costs (``pieces`` pieces of text, the lean provider's
+    items replayed with no pass of the event loop between them): read by hand (the item's delta read), through the
+    provider's stream alone, and through the whole loop (``Robot.arun``, nobody reading the events)."""
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+    from workspace.robot import Robot
+
+    items: list[dict[str, Any]] = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    items += [{"choices": [{"index": 0, "delta": {"content": f"word{i} "}, "finish_reason": None}]}
+              for i in range(pieces)]
+    items += [{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+              {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": pieces}}]
+
+    class Source:
+        def __init__(self) -> None:
+            self.left = iter(items)
+
+        def __aiter__(self) -> Source:
+            return self
+
+        async def __anext__(self) -> dict[str, Any]:
+            for item in self.left:
+                return item
+            raise StopAsyncIteration
+
+    async def replayed(request: dict[str, Any]) -> Source:
+        return Source()
+
+    provider: Any = OpenAICompatibleProvider("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test")
+    provider._open = replayed
+    robot = Robot("bench", system_prompt="You are helpful.", provider=provider)
+
+    async def by_hand() -> None:
+        async for item in Source():
+            choices = item.get("choices") or ()
+            if choices:
+                (choices[0].get("delta") or {}).get("content")
+
+    async def provider_alone() -> None:
+        async for _chunk in provider.stream(system="You are helpful.", messages=[], tools=[], settings={}):
+            pass
+
+    async def loop() -> None:
+        robot.reset()
+        await robot.arun("Say words.")
+
+    paths = (by_hand, provider_alone, loop)
+    spent: list[list[float]] = [[] for _ in paths]
+    for fn in paths:
+        await fn()
+    for _ in range(rounds):
+        for i, fn in enumerate(paths):
+            started = time.thread_time()
+            await fn()
+            spent[i].append((time.thread_time() - started) * 1e6 / pieces)
+    hand, alone, whole = (statistics.median(s) for s in spent)
+    return hand, alone, whole
+
+
+async def knocked_out(turn: Any, rounds: int, turns: int) -> tuple[float, float, float]:
+    """The loop's CPU a turn (this thread's, microseconds, median of ``rounds`` rounds taken in turn): as it is, with
+    its requests recorded as nothing (an empty ``model_request``; the provider's body still built once for the call),
+    and with that and no context manager (the conversation sent as it is: no counts, no ``context_usage``). What
+    the two would save at most: an upper bound of any cut of them, not a design (both are features)."""
+    from workspace import events as ev
+    from workspace import robot as robot_module
+    from workspace.context.requests import RequestRecorder
+
+    real_record, real_prepare = RequestRecorder.record, robot_module.prepare
+
+    def nothing_recorded(self: Any, provider: Any, **request: Any) -> Any:
+        provider.prepared_request(**request)
+        return ev.ModelRequest()
+
+    def without_context(robot: Any, message: Any, options: Any) -> Any:
+        spec = real_prepare(robot, message, options)
+        spec.context = None
+        return spec
+
+    def as_is() -> None:
+        RequestRecorder.record, robot_module.prepare = real_record, real_prepare  # type: ignore[method-assign]
+
+    def no_record() -> None:
+        RequestRecorder.record = nothing_recorded  # type: ignore[method-assign]
+
+    def no_record_no_context() -> None:
+        no_record()
+        robot_module.prepare = without_context
+
+    spent: list[list[float]] = [[], [], []]
+    try:
+        for _ in range(rounds):
+            for i, setup in enumerate((as_is, no_record, no_record_no_context)):
+                setup()
+                for _ in range(20):
+                    await turn()
+                started = time.thread_time()
+                for _ in range(turns):
+                    await turn()
+                spent[i].append((time.thread_time() - started) * 1e6 / turns)
+    finally:
+        as_is()
+    whole, unrecorded, bare = (statistics.median(s) for s in spent)
+    return whole, unrecorded, bare
+
+
 async def main() -> None:
     from workspace.agent.run import AgentRun
     from workspace.context.manager import ContextManager
@@ -165,6 +273,7 @@ async def main() -> None:
             await turn()
         cpu.append((time.process_time() - started) * 1e6 / TURNS)
         thread.append((time.thread_time() - started_thread) * 1e6 / TURNS)
+    as_it_is, unrecorded, bare = await knocked_out(turn, ROUNDS, TURNS)
     loop._run_once = counted  # type: ignore[attr-defined]
     for _ in range(TURNS):
         await turn()
@@ -194,6 +303,7 @@ async def main() -> None:
     finally:
         gc.enable()
     gen, call = await generator_layer()
+    hand, alone, whole = await per_piece()
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"load average {load} on {os.cpu_count()} cores; {TURNS} turns a round, {ROUNDS} rounds, medians")
     print(f"the loop's CPU a turn, its transport replayed: {statistics.median(cpu):6.1f} us "
@@ -207,7 +317,11 @@ async def main() -> None:
     print(f"  replayed items a turn: {items}; passes of the event loop a turn: {passes[0] / TURNS:.1f} "
           f"({passes[0] / TURNS - items:+.1f} beyond one an item)")
     print(f"  objects a turn leaves to the cycle collector: {cyclic:.1f}")
+    print(f"knocked out (an upper bound of what cutting them could save): the turn {as_it_is:6.1f} us; its requests "
+          f"recorded as nothing {unrecorded:6.1f} us; and no context manager {bare:6.1f} us")
     print(f"an item read through one more async generator: {gen:.3f} us; handed to a callback instead: {call:.3f} us")
+    print(f"a streamed piece of a long answer (CPU of the event loop's thread): read by hand {hand:.2f} us, through the "
+          f"provider's stream {alone:.2f} us, through the whole loop {whole:.2f} us")
 
 
 if __name__ == "__main__":

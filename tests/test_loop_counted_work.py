@@ -335,3 +335,134 @@ async def test_a_finished_run_leaves_no_cyclic_garbage() -> None:
     # objects a run were left to the collector on the old code (the memory observer's remover held the run, the
     # spec's tools loader held the spec).
     assert found == 0
+
+
+def _pieces(words: int, *, think: bool = False) -> list[dict[str, Any]]:
+    """What an OpenAI-compatible server streams for an answer of ``words`` pieces (the lean provider's chunks: plain
+    dicts), a ``<think>`` block first when ``think``."""
+    texts = (["<think>", "Sunny, ", "say so.", "</think>", "\n\n"] if think else []) + [f"w{i} " for i in range(words)]
+    items: list[dict[str, Any]] = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    items += [{"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]} for text in texts]
+    return items + [{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+                    {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": words}}]
+
+
+class _Items:
+    """A streamed response's items as the SDK's stream gives them (here, already received)."""
+
+    def __init__(self, items: list[dict[str, Any]]) -> None:
+        self.items = iter(items)
+
+    def __aiter__(self) -> _Items:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        for item in self.items:
+            return item
+        raise StopAsyncIteration
+
+
+@pytest.mark.parametrize("observed", [False, True])
+async def test_a_streamed_piece_of_text_costs_the_loop_a_few_calls(observed: bool) -> None:
+    # From the lean provider's dict to the run's text_delta event: the provider's generator and its wait's time
+    # limit, the delta read, the chunk, the model turn's see and the event built stamped and delivered. On the old
+    # code 17 Python calls a piece (the manager's _Call.see, the think splitter and its said, emit, stamp_one,
+    # _put, _deliver_unread, the watchdog's loop.time and disarm); now 9.
+    import sys
+
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    provider = OpenAICompatibleProvider("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test")
+    words = [0]
+    think = [False]
+
+    async def replayed(request: dict[str, Any]) -> Any:
+        return _Items(_pieces(words[0], think=think[0]))
+
+    provider._open = replayed  # type: ignore[method-assign]
+    robot = Robot("bot", system_prompt="You help.", provider=provider)
+    seen: list[ev.Event] = []
+
+    async def answer(n: int) -> Any:
+        words[0] = n
+        robot.reset()
+        seen.clear()
+        if not observed:
+            return await robot.arun("Say words.")
+        run = robot.stream("Say words.")
+        run.add_observer(seen.append)
+        await run.wait()
+        return run.result
+
+    await answer(3)
+    calls = [0]
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            calls[0] += 1
+
+    counts = []
+    for n in (50, 150):
+        calls[0] = 0
+        sys.setprofile(profile)
+        try:
+            result = await answer(n)
+        finally:
+            sys.setprofile(None)
+        assert str(result.last_text_content) == "".join(f"w{i} " for i in range(n))
+        counts.append(calls[0])
+    per_piece = (counts[1] - counts[0]) / 100
+    # Its events read (an observer: the run's queue, put and got, and the stream's step with them): 30 on the old
+    # code, now 23.
+    assert per_piece <= (24 if observed else 10), per_piece
+    if observed:  # the pieces as events: numbered in order with the run's other events, stamped with the run
+        deltas = [e for e in seen if isinstance(e, ev.TextDelta)]
+        assert len(deltas) == 150 and all(e.run_id == deltas[-1].run_id and e.robot == "bot" for e in deltas)
+        numbers = [e.seq for e in seen if e.run_id == deltas[-1].run_id]
+        assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)
+    # A think block first: its thinking apart, the answer after it as before.
+    think[0] = True
+    result = await answer(2)
+    assert str(result.last_text_content) == "w0 w1 "
+    if observed:
+        assert "".join(e.text for e in seen if isinstance(e, ev.ReasoningDelta)) == "Sunny, say so."
+        assert "".join(e.text for e in seen if isinstance(e, ev.TextDelta)) == "w0 w1 "
+
+
+async def test_a_tool_calls_fragments_make_one_record_for_the_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The model turn assembles a call's fragments in one record per call: on the old code one was made (and dropped)
+    # for every fragment (dict.setdefault builds its default each time).
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    @tool
+    def weather(city: str) -> dict[str, str]:
+        """Current weather for a city."""
+        return {"city": city, "sky": "sunny"}
+
+    pieces = ['{"ci', 'ty": ', '"Os', 'lo"}']
+    first = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "weather", "arguments": ""}}
+    asking: list[dict[str, Any]] = [{"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [first]}}]}]
+    asking += [{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}}]}
+               for piece in pieces]
+    asking += [{"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+               {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}]
+    replies = iter([asking, _pieces(3)])
+
+    async def replayed(request: dict[str, Any]) -> Any:
+        return _Items(next(replies))
+
+    provider = OpenAICompatibleProvider("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test")
+    provider._open = replayed  # type: ignore[method-assign]
+    made = [0]
+    real = turn._PartialCall
+
+    def counted() -> Any:
+        made[0] += 1
+        return real()
+
+    monkeypatch.setattr(turn, "_PartialCall", counted)
+    robot = Robot("bot", system_prompt="You help.", tools=[weather], provider=provider)
+    result = await robot.arun("Weather in Oslo?")
+    assert [c.tool.input for c in result.tool_calls] == [{"city": "Oslo"}]
+    assert str(result.last_text_content) == "w0 w1 w2 "
+    assert made[0] == 1

@@ -162,6 +162,27 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         self._put(event)
         return event
 
+    def piece_emitter(self, kind: type[ev.TextDelta] | type[ev.ReasoningDelta]) -> Callable[[str], object]:
+        """What emits a streamed piece of ``kind`` (``kind(text=...)``) from the run's own task: :meth:`emit` in one
+        call, the event built with its stamp (no second pass over its fields) and handed to the queue or, nobody
+        reading, to the observers (no check of the thread: the model turn runs in the run's task). With a shared
+        sequence (a network's) it is :meth:`emit` itself. A model turn emits one per streamed piece."""
+        if self.spec.sequence is not None:
+            return lambda text: self.emit(kind(text=text))
+        spec, seq, queue = self.spec, self._seq, self._queue
+        run_id, robot, task, candidate = self.run_id, spec.robot, spec.task, spec.candidate
+        parent_run_id, parent_tool_id = spec.parent_run_id, spec.parent_tool_id
+
+        def emit_piece(text: str) -> None:
+            event = kind(text=text, run_id=run_id, robot=robot, seq=next(seq), task=task, parent_run_id=parent_run_id,
+                         parent_tool_id=parent_tool_id, candidate=candidate)
+            if not self._unread:
+                queue.put_nowait(event)
+            elif self._observers:
+                self._observe(event)
+
+        return emit_piece
+
     def _put(self, event: ev.Event) -> None:
         loop = self._loop
         deliver = self._deliver_unread if self._unread else self._queue.put_nowait

@@ -102,6 +102,9 @@ class ModelTurns:
     def emit(self, built: ev.Event) -> ev.Event:  # pragma: no cover - AgentRun's
         raise NotImplementedError
 
+    def piece_emitter(self, kind: type[ev.TextDelta] | type[ev.ReasoningDelta]) -> Callable[[str], object]:
+        raise NotImplementedError  # pragma: no cover - AgentRun's
+
     def _add_usage(self, chunk: UsageChunk) -> None:  # pragma: no cover - AgentRun's
         raise NotImplementedError
 
@@ -142,6 +145,9 @@ class ModelTurns:
         reasoning: list[str] = []
         finish: str | None = None
         emit = self.emit
+        # A streamed piece is emitted in one call (the event built stamped: AgentRun.piece_emitter).
+        emit_text, emit_thought = self.piece_emitter(ev.TextDelta), self.piece_emitter(ev.ReasoningDelta)
+        add_text = text_parts.append
         clock = time.perf_counter
         since = clock()
         loop = asyncio.get_running_loop()
@@ -150,22 +156,30 @@ class ModelTurns:
             """What the splitter gave of the text: its answer and its thinking (between think tags), as events."""
             if thought:
                 reasoning.append(thought)
-                emit(ev.ReasoningDelta(text=thought))
+                emit_thought(thought)
             if text:
-                text_parts.append(text)
-                emit(ev.TextDelta(text=text))
+                add_text(text)
+                emit_text(text)
 
         def see(chunk: Chunk) -> bool:
             """Turn ``chunk`` into events; True when chunks have been read for longer than a slice (chunks
-            waiting): the event loop runs before the next."""
+            waiting): the event loop runs before the next. A piece of text, the most frequent chunk, by its exact
+            type first; past any thinking it is the answer's as it is (no call of the splitter's)."""
             nonlocal finish, since
-            if isinstance(chunk, TextChunk):
-                if chunk.text:
+            if type(chunk) is TextChunk or isinstance(chunk, TextChunk):
+                text = chunk.text
+                if text:
                     produced[0] = True
-                    said(*splitter.feed(chunk.text))
-            elif isinstance(chunk, ToolCallChunk):
+                    if splitter.passing:
+                        add_text(text)
+                        emit_text(text)
+                    else:
+                        said(*splitter.feed(text))
+            elif type(chunk) is ToolCallChunk or isinstance(chunk, ToolCallChunk):
                 produced[0] = True
-                call = partial.setdefault(chunk.index, _PartialCall())
+                call = partial.get(chunk.index)
+                if call is None:  # the call's first fragment (not a record made and dropped for every fragment)
+                    call = partial[chunk.index] = _PartialCall()
                 if chunk.id:
                     call.id = chunk.id
                 if chunk.name:
@@ -178,7 +192,7 @@ class ModelTurns:
                 if chunk.text:
                     produced[0] = True
                     reasoning.append(chunk.text)
-                    emit(ev.ReasoningDelta(text=chunk.text))
+                    emit_thought(chunk.text)
             elif isinstance(chunk, UsageChunk):
                 self._add_usage(chunk)
             elif isinstance(chunk, FinishChunk):

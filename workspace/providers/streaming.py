@@ -371,6 +371,7 @@ class StreamingProvider(ProviderBase):
                         await self._check_stream(raw, response)
                         iterator = source.__aiter__()
                         reader = DeltaReader()
+                        idle_timeout = self.idle_timeout
                         finish: str | None = None
                         usage_sent = False
                         count = 0
@@ -426,8 +427,10 @@ class StreamingProvider(ProviderBase):
                                         idle = not first
                                         if not idle and time.monotonic() >= first_until:
                                             raise self._no_first_token(first_until - sent_at, setting)
-                                        dog.arm(dog.loop.time() + self.idle_timeout if idle
-                                                else dog.loop.time() + first_until - time.monotonic())
+                                        # The loop's clock read directly (dog.clock), the wait's end set as an
+                                        # attribute: one call (arm) per chunk for the time limit.
+                                        dog.arm(dog.clock() + idle_timeout if idle
+                                                else dog.clock() + first_until - time.monotonic())
                                         try:
                                             item = await iterator.__anext__()
                                         except asyncio.CancelledError:
@@ -441,7 +444,7 @@ class StreamingProvider(ProviderBase):
                                                 raise self._classify(exc, started=True) from exc
                                             raise
                                         finally:
-                                            dog.disarm()
+                                            dog.deadline = None  # disarmed
                                 except StopAsyncIteration:
                                     break
                                 except (asyncio.CancelledError, GeneratorExit, Failure):

@@ -268,7 +268,7 @@ class ThinkSplitter:
     Feed pieces in order with :meth:`feed` (returns ``(text, reasoning)`` to emit now) and call
     :meth:`flush` at the end. Text that does not start with the tag passes through at once."""
 
-    __slots__ = ("_buffer", "_close", "_state")
+    __slots__ = ("_buffer", "_close", "_state", "passing")
 
     _OPEN = ("<think>", "<thinking>")
 
@@ -276,6 +276,9 @@ class ThinkSplitter:
         self._state = "start"  # start -> thinking -> after -> text, or start -> text
         self._buffer = ""
         self._close = "</think>"
+        #: Past any thinking: every piece fed from now on is answer text as it is (a reader may take it without
+        #: feeding it, as the agent loop's model turn does for each streamed piece).
+        self.passing = False
 
     def feed(self, piece: str) -> tuple[str, str]:
         if self._state == "text":
@@ -283,7 +286,7 @@ class ThinkSplitter:
         if self._state == "after":  # the blank lines between the thinking and the answer
             piece = piece.lstrip()
             if piece:
-                self._state = "text"
+                self._to_text()
             return piece, ""
         self._buffer += piece
         if self._state == "start":
@@ -299,7 +302,7 @@ class ThinkSplitter:
                 if tag.startswith(head):
                     return "", ""  # maybe the start of the tag: wait for more
             else:
-                self._state = "text"
+                self._to_text()
                 out, self._buffer = self._buffer, ""
                 return out, ""
         # thinking: pass the thinking on, keeping a tail that could be the start of the closing tag
@@ -307,7 +310,10 @@ class ThinkSplitter:
         if end >= 0:
             thought, rest = self._buffer[:end], self._buffer[end + len(self._close):].lstrip()
             self._buffer = ""
-            self._state = "text" if rest else "after"
+            if rest:
+                self._to_text()
+            else:
+                self._state = "after"
             return rest, thought.rstrip()
         keep = 0
         for n in range(min(len(self._close) - 1, len(self._buffer)), 0, -1):
@@ -317,6 +323,10 @@ class ThinkSplitter:
         thought = self._buffer[: len(self._buffer) - keep]
         self._buffer = self._buffer[len(self._buffer) - keep:]
         return "", thought
+
+    def _to_text(self) -> None:
+        self._state = "text"
+        self.passing = True
 
     def flush(self) -> tuple[str, str]:
         """What is still held (the stream ended)."""

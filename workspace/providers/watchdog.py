@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["SLACK", "Watchdog", "wake"]
@@ -20,10 +22,14 @@ class Watchdog:
     cancels the waiting task, like ``asyncio.timeout``, and :meth:`expired` then tells that cancel apart
     from any other."""
 
-    __slots__ = ("_base", "_fired", "_handle", "_task", "_when", "deadline", "loop")
+    __slots__ = ("_base", "_fired", "_handle", "_task", "_when", "clock", "deadline", "loop")
 
     def __init__(self) -> None:
         self.loop = asyncio.get_running_loop()
+        #: The loop's clock (``loop.time()``, which deadlines are in): ``time.monotonic`` itself for asyncio's own
+        #: loops, whose ``time`` is a Python method over it (read before every chunk's wait: no call of a method).
+        self.clock: Callable[[], float] = (time.monotonic if type(self.loop).time is asyncio.BaseEventLoop.time
+                                           else self.loop.time)
         #: When the wait in progress times out (``loop.time()``); None between waits.
         self.deadline: float | None = None
         # Not TimerHandle.when(): qasync's call_at answers with a plain Handle.
@@ -49,6 +55,7 @@ class Watchdog:
             self._handle = self.loop.call_at(deadline, self._fire)
 
     def disarm(self) -> None:
+        """The wait ended (a stream's reader sets :attr:`deadline` to None itself, for each chunk)."""
         self.deadline = None
 
     def _fire(self) -> None:
