@@ -87,8 +87,9 @@ def drawn_runs(block: QTextBlock) -> list[tuple[str, QTextCharFormat]]:
     ranges = block.layout().formats()
     runs: list[tuple[str, QTextCharFormat]] = []
     for start, text, char_format in fragments:
-        cuts = sorted({0, len(text)} | {min(max(at - start, 0), len(text)) for r in ranges
-                                          for at in (r.start, r.start + r.length)})
+        units = text.encode("utf-16-le")  # (positions are UTF-16 units: a character beyond the BMP is two)
+        size = len(units) // 2
+        cuts = sorted({0, size} | {min(max(at - start, 0), size) for r in ranges for at in (r.start, r.start + r.length)})
         for a, b in itertools.pairwise(cuts):
             if a == b:
                 continue
@@ -96,8 +97,9 @@ def drawn_runs(block: QTextBlock) -> list[tuple[str, QTextCharFormat]]:
             for r in ranges:
                 if r.start <= start + a < r.start + r.length:
                     drawn.merge(r.format)
+            part = units[2 * a:2 * b].decode("utf-16-le", errors="surrogatepass")
             if runs and runs[-1][1] == drawn:
-                runs[-1] = (runs[-1][0] + text[a:b], drawn)
+                runs[-1] = (runs[-1][0] + part, drawn)
             else:
-                runs.append((text[a:b], drawn))
+                runs.append((part, drawn))
     return runs

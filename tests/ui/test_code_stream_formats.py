@@ -159,3 +159,20 @@ def test_a_paragraph_separator_in_a_line_keeps_the_line_one_paragraph(qtbot: Any
     assert doc.blockCount() == block.code.count("\n") + 1
     got = "".join(ch for ch, _f in characters(doc))
     assert got == (block.code + "\n").replace("\u2029", "\u2028")
+
+
+@pytest.mark.parametrize("language", ["python", "json"])
+def test_characters_beyond_the_bmp_keep_the_colours_after_them_in_place(qtbot: Any, language: str) -> None:
+    """A paragraph's colours are ranges in its layout, counted in UTF-16 units as Qt counts a document's
+    positions: a character beyond the BMP (an emoji: two units) on a line, and on the line being written as it
+    grows, leaves the runs after it in their colours."""
+    if language == "python":
+        code = "start\n" + "".join(f"s_{i} = '\U0001F600 {i}' + \"\U0001F680\"  # \U0001F4A1 n\n" for i in range(120))
+    else:
+        code = "[\n" + "".join(f'  {{"k\U0001F600{i}": "\U0001F680 v", "n": {i}}},\n' for i in range(120)) + "  {}\n]\n"
+    block = stream_block(qtbot, language, code, 5)
+    streamed, whole = shown(block), rendered_at_once(block.code, language, wrap=True)
+    got, expected = characters(streamed), characters(whole)
+    assert "".join(ch for ch, _f in got) == "".join(ch for ch, _f in expected)
+    for at, ((ch, fmt), (_ch, want)) in enumerate(zip(got, expected, strict=True)):
+        assert fmt == want, f"character {at} ({ch!r})"
