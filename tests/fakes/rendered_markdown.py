@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
-from PySide6.QtGui import QTextDocument
+from PySide6.QtGui import QTextBlock, QTextCharFormat, QTextDocument
 from PySide6.QtWidgets import QApplication
 
 from ui.chat.view.stream import MarkdownStream
@@ -71,3 +72,34 @@ def shown_blocks(documents: list[QTextDocument]) -> list[tuple[object, ...]]:
                         fmt.topMargin(), fmt.bottomMargin(), fmt.leftMargin(), fmt.indent(), tuple(runs)))
             block = block.next()
     return out
+
+
+def drawn_runs(block: QTextBlock) -> list[tuple[str, QTextCharFormat]]:
+    """A paragraph's text cut where the format it is drawn in changes: each fragment's format merged with its
+    layout's formats over it (a streamed code block's colours: ``QTextLayout.setFormats``), as Qt merges them when
+    it lays the paragraph out; neighbours in equal formats are one run."""
+    fragments: list[tuple[int, str, QTextCharFormat]] = []
+    it = block.begin()
+    while not it.atEnd():
+        fragment = it.fragment()
+        fragments.append((fragment.position() - block.position(), fragment.text(), fragment.charFormat()))
+        it += 1
+    ranges = block.layout().formats()
+    runs: list[tuple[str, QTextCharFormat]] = []
+    for start, text, char_format in fragments:
+        units = text.encode("utf-16-le")  # (positions are UTF-16 units: a character beyond the BMP is two)
+        size = len(units) // 2
+        cuts = sorted({0, size} | {min(max(at - start, 0), size) for r in ranges for at in (r.start, r.start + r.length)})
+        for a, b in itertools.pairwise(cuts):
+            if a == b:
+                continue
+            drawn = QTextCharFormat(char_format)
+            for r in ranges:
+                if r.start <= start + a < r.start + r.length:
+                    drawn.merge(r.format)
+            part = units[2 * a:2 * b].decode("utf-16-le", errors="surrogatepass")
+            if runs and runs[-1][1] == drawn:
+                runs[-1] = (runs[-1][0] + part, drawn)
+            else:
+                runs.append((part, drawn))
+    return runs

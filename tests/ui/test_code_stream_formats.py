@@ -1,5 +1,5 @@
-"""A streamed code block's pieces are written with a cursor, a run of one style at a time (never their
-HTML set): what a finished block shows is what its code rendered at once shows, character for character
+"""A streamed code block's pieces are written with a cursor, their text plain and their colours their paragraphs'
+layouts' formats (never their HTML set): what a finished block shows is what its code rendered at once shows, character for character
 (the same text, the same format: colour, weight, slant, font), paragraph for paragraph (the same wrap),
 whatever the language, the theme and how the answer was cut in tokens; Copy copies exactly the code."""
 
@@ -12,6 +12,7 @@ import pytest
 from PySide6.QtGui import QGuiApplication, QTextDocument
 from PySide6.QtWidgets import QApplication
 
+from tests.fakes.rendered_markdown import drawn_runs
 from ui import markdown, theme
 from ui.chat.view.code_stream import CodeStream
 from ui.chat.view.stream import MarkdownStream
@@ -72,12 +73,9 @@ def characters(doc: QTextDocument) -> list[tuple[str, dict[int, Any]]]:
     out: list[tuple[str, dict[int, Any]]] = []
     block = doc.begin()
     while block.isValid():
-        it = block.begin()
-        while not it.atEnd():
-            fragment = it.fragment()
-            props = fragment.charFormat().properties()
-            out += [(ch, props) for ch in fragment.text()]
-            it += 1
+        for text, drawn in drawn_runs(block):
+            props = drawn.properties()
+            out += [(ch, props) for ch in text]
         out.append(("\n", {}))
         block = block.next()
     return out
@@ -100,7 +98,7 @@ def rendered_at_once(code: str, language: str | None, *, wrap: bool) -> QTextDoc
 
 
 def shown(code: CodeStream) -> QTextDocument:
-    """The pieces shown, one after the other, as one document (each piece's text and formats)."""
+    """The pieces shown, one after the other, as one document (each piece's text in the formats it is drawn in)."""
     doc = QTextDocument()
     cursor = doc.rootFrame().lastCursorPosition()
     first = True
@@ -115,10 +113,8 @@ def shown(code: CodeStream) -> QTextDocument:
                 cursor.setBlockFormat(block.blockFormat())
                 cursor.setBlockCharFormat(block.charFormat())
                 first = False
-            it = block.begin()
-            while not it.atEnd():
-                cursor.insertText(it.fragment().text(), it.fragment().charFormat())
-                it += 1
+            for text, drawn in drawn_runs(block):
+                cursor.insertText(text, drawn)
             block = block.next()
     return doc
 
@@ -163,3 +159,20 @@ def test_a_paragraph_separator_in_a_line_keeps_the_line_one_paragraph(qtbot: Any
     assert doc.blockCount() == block.code.count("\n") + 1
     got = "".join(ch for ch, _f in characters(doc))
     assert got == (block.code + "\n").replace("\u2029", "\u2028")
+
+
+@pytest.mark.parametrize("language", ["python", "json"])
+def test_characters_beyond_the_bmp_keep_the_colours_after_them_in_place(qtbot: Any, language: str) -> None:
+    """A paragraph's colours are ranges in its layout, counted in UTF-16 units as Qt counts a document's
+    positions: a character beyond the BMP (an emoji: two units) on a line, and on the line being written as it
+    grows, leaves the runs after it in their colours."""
+    if language == "python":
+        code = "start\n" + "".join(f"s_{i} = '\U0001F600 {i}' + \"\U0001F680\"  # \U0001F4A1 n\n" for i in range(120))
+    else:
+        code = "[\n" + "".join(f'  {{"k\U0001F600{i}": "\U0001F680 v", "n": {i}}},\n' for i in range(120)) + "  {}\n]\n"
+    block = stream_block(qtbot, language, code, 5)
+    streamed, whole = shown(block), rendered_at_once(block.code, language, wrap=True)
+    got, expected = characters(streamed), characters(whole)
+    assert "".join(ch for ch, _f in got) == "".join(ch for ch, _f in expected)
+    for at, ((ch, fmt), (_ch, want)) in enumerate(zip(got, expected, strict=True)):
+        assert fmt == want, f"character {at} ({ch!r})"

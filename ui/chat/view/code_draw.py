@@ -3,17 +3,28 @@
 A streamed code block's pieces (:mod:`ui.chat.view.code_stream`) hold lines as runs of one style (the
 inline CSS pygments' HTML formatter gives a token's type, :data:`ui.chat.view.code_lines.Line`), made
 from the lexer's tokens straight. Setting a piece's HTML, or inserting HTML, parses it and lays the
-piece out again; here each line's runs are inserted as text with a character format instead (one format
-per style, made once), a paragraph a line. The formats and the paragraphs' format are those Qt's HTML
-import gives :func:`ui.markdown.code_lines_html` (read off a one-character document), so a piece drawn
-here looks as one set from the block's highlighted HTML does.
+piece out again; here a turn's lines are inserted as ONE plain text (a paragraph a line, in the code's plain
+format), and each line's colours are its paragraph's layout's formats (``QTextLayout.setFormats``, as a
+``QSyntaxHighlighter`` colours a document: a list of ranges a line, no fragment of the document a run, nothing
+inserted a run). The formats and the paragraphs' format are those Qt's HTML import gives
+:func:`ui.markdown.code_lines_html` (read off a one-character document), so a piece drawn here looks as one set
+from the block's highlighted HTML does (a character's format as drawn: its fragment's, the plain one, merged with
+the range over it). The text a piece holds is the code's, so selecting and copying it copies
+the code (as plain text: a copy's rich text has no colours).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument
+from PySide6.QtGui import (
+    QTextBlock,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextLayout,
+)
 
 from ui import markdown, theme
 from ui.chat.view.code_lines import Line
@@ -49,28 +60,58 @@ def _mono_family() -> str:
 _FORMATS: dict[str, dict[str, QTextCharFormat]] = {}
 
 
-def _write_runs(cursor: QTextCursor, line: Line, family: str, *, skip: int = 0) -> None:
-    """Insert a line's runs at ``cursor``, less its first ``skip`` characters (shown already). A paragraph
-    separator (U+2029) is inserted as a line separator: a line stays one paragraph of the document."""
+def _format(style: str, family: str) -> QTextCharFormat:
     formats = _FORMATS.setdefault(family, {})
-    insert = cursor.insertText
+    char_format = formats.get(style)
+    if char_format is None:
+        char_format = formats[style] = _char_format(style, family)
+    return char_format
+
+
+def _units(text: str) -> int:
+    """How many UTF-16 code units ``text`` is (a document's positions; a character beyond the BMP is two)."""
+    return len(text) if text.isascii() else len(text.encode("utf-16-le")) // 2
+
+
+def _text(line: Line) -> str:
+    """A line's text as its paragraph holds it (a paragraph separator in it is a line separator: a line stays one
+    paragraph of the document)."""
+    text = "".join([text for _style, text in line])
+    return text.replace("\u2029", "\u2028") if "\u2029" in text else text
+
+
+#: Ranges made (a run's style, start and length: a FormatRange made and set costs ~0.6 us, a look-up here ~0.1;
+#: setFormats copies them), for the code font's families they were made with; at most RANGES_KEPT.
+_RANGES: dict[str, dict[tuple[str, int, int], QTextLayout.FormatRange]] = {}
+RANGES_KEPT = 8192
+
+
+def _colour(block: QTextBlock, line: Line, family: str, *, ascii_text: bool) -> None:
+    """Give ``block`` (the paragraph showing ``line``) its runs' formats: a range for each run in a style (a run in
+    none is the paragraph's own plain format)."""
+    ranges: list[QTextLayout.FormatRange] = []
+    made = _RANGES.setdefault(family, {})
+    pos = 0
     for style, text in line:
-        if skip:
-            if skip >= len(text):
-                skip -= len(text)
-                continue
-            text, skip = text[skip:], 0
-        char_format = formats.get(style)
-        if char_format is None:
-            char_format = formats[style] = _char_format(style, family)
-        if "\u2029" in text:
-            text = text.replace("\u2029", "\u2028")
-        insert(text, char_format)
+        size = len(text) if ascii_text else _units(text)
+        if style:
+            span = made.get((style, pos, size))
+            if span is None:
+                if len(made) >= RANGES_KEPT:
+                    made.clear()
+                span = made[style, pos, size] = QTextLayout.FormatRange()
+                span.start, span.length, span.format = pos, size, _format(style, family)
+            ranges.append(span)
+        pos += size
+    layout = block.layout()
+    if ranges or layout.formats():  # (a paragraph written again, the first, may have had some)
+        layout.setFormats(ranges)  # (Qt takes the paragraph as changed: laid out with the edit)
 
 
 def write_lines(doc: QTextDocument, lines: list[Line], *, wrap: bool, after: int) -> None:
     """Write ``lines`` at the end of ``doc``, which shows ``after`` lines already
-    (0: it is empty, the first line goes in its one paragraph); a paragraph a line."""
+    (0: it is empty, the first line goes in its one paragraph); a paragraph a line: their text inserted at once,
+    each paragraph then given its line's colours (before the edit ends: the paragraphs are laid out once, in them)."""
     if not lines:
         return
     family = _mono_family()
@@ -78,13 +119,19 @@ def write_lines(doc: QTextDocument, lines: list[Line], *, wrap: bool, after: int
     cursor = QTextCursor(doc)
     cursor.setPosition(doc.characterCount() - 1)  # the end (moving there lays out the block it starts in)
     cursor.beginEditBlock()
-    for i, line in enumerate(lines):
-        if i or after:
-            cursor.insertBlock(block_format, block_chars)
-        else:
-            cursor.setBlockFormat(block_format)
-            cursor.setBlockCharFormat(block_chars)
-        _write_runs(cursor, line, family)
+    if after:
+        cursor.insertBlock(block_format, block_chars)
+    else:
+        cursor.setBlockFormat(block_format)
+        cursor.setBlockCharFormat(block_chars)
+    block = cursor.block()
+    texts = [_text(line) for line in lines]
+    # (Each paragraph separator makes a paragraph with the format of the one it splits, its characters' format
+    # the text's: the plain format, which is a code paragraph's own.)
+    cursor.insertText("\u2029".join(texts), _format("", family))
+    for line, text in zip(lines, texts, strict=True):
+        _colour(block, line, family, ascii_text=text.isascii())
+        block = block.next()
     cursor.endEditBlock()
 
 
@@ -119,11 +166,17 @@ def replace_lines(doc: QTextDocument, shown: list[Line], lines: list[Line], *, w
     cursor.beginEditBlock()
     if keep < len(shown) and keep < len(lines):  # the line that changed keeps its beginning
         same = _same_start(shown[keep], lines[keep])
-        cursor.setPosition(doc.findBlockByNumber(keep).position() + same)
+        text = _text(lines[keep])
+        family = _mono_family()
+        cursor.setPosition(doc.findBlockByNumber(keep).position() + _units(text[:same]))
         cursor.setPosition(doc.characterCount() - 1, QTextCursor.MoveMode.KeepAnchor)
         if cursor.hasSelection():
             cursor.removeSelectedText()
-        _write_runs(cursor, lines[keep], _mono_family(), skip=same)
+        cursor.insertText(text[same:], _format("", family))
+        # (The paragraph as it is now: removing from a paragraph's start to the end keeps the last paragraph's
+        # layout, and its formats, for it.)
+        block = cursor.block()
+        _colour(block, lines[keep], family, ascii_text=text.isascii())  # (the whole line's: its ranges start at 0)
         write_lines(doc, lines[keep + 1:], wrap=wrap, after=keep + 1)
     else:
         if keep:

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from ui import code_lex, markdown
 from ui.code_lex import lex_from
+from ui.markdown import json_tokens
 
 #: A code fence's opening line at the start of a text (at the margin: an answer's own block).
 _OPENER = re.compile(r"(`{3,})([^`\n]*)\n|(~{3,})([^\n]*)\n")
@@ -124,12 +125,15 @@ def _lines(tokens: list[tuple[Any, str]]) -> list[Line]:
 
 
 def _get_tokens(lexer: Any, text: str) -> Iterator[tuple[Any, str]]:
-    """pygments' ``lexer.get_tokens(text)``: through :func:`ui.code_lex.tokens` when that gives the same
-    (a lexer it handles, and a text pygments would not change first: no byte-order mark, no carriage
-    return, no stripping, tabs kept)."""
-    if code_lex.handles(lexer) and not text.startswith("\ufeff") and "\r" not in text and not (
+    """pygments' ``lexer.get_tokens(text)``: through :func:`ui.code_lex.tokens`, or JSON's through
+    :func:`ui.markdown.json_tokens.tokens`, when that gives the same (a lexer it handles, no filters, and a text
+    pygments would not change first: no byte-order mark, no carriage return, no stripping, tabs kept)."""
+    if not text.startswith("\ufeff") and "\r" not in text and not (
             lexer.stripall or lexer.stripnl or lexer.ensurenl or lexer.tabsize):
-        return code_lex.tokens(lexer, text)
+        if code_lex.handles(lexer):
+            return code_lex.tokens(lexer, text)
+        if json_tokens.handles(lexer) and not lexer.filters:
+            return json_tokens.tokens(text)
     return iter(lexer.get_tokens(text))
 
 

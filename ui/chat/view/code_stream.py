@@ -10,8 +10,9 @@ was (not written again elsewhere). A line longer than
 beginning becomes a paragraph of that size at a time (in the turn's one edit), so
 neither the lexer nor the layout sees the whole line on a flush. So a flush costs the line being written, not the block. Lines are the
 lexer's tokens as runs of one style (never formatted to HTML), written into a piece's document with a
-cursor, a run at a time (:mod:`ui.chat.view.code_draw`), never by setting or inserting HTML: the line
-being written is replaced from where it changed. A piece of ASCII code is laid out without text shaping (a
+cursor, an edit's lines as one plain text and each line's colours its paragraph's layout's formats
+(:mod:`ui.chat.view.code_draw`), never by setting or inserting HTML: the line being written is replaced from where
+it changed. A piece of ASCII code is laid out without text shaping (a
 glyph a character: what shaping gives ASCII in a monospace font), and once the code holds anything else the
 piece showing it and the later ones shape their text (:meth:`Piece.shape`). Copy copies the whole code, the Wrap toggle applies to
 every piece (one shared scroll bar when lines do not wrap). Once the block closes, the lines shown are checked against the
