@@ -150,15 +150,39 @@ def test_a_finished_streamed_block_shows_each_character_as_rendering_it_at_once(
         theme.apply_theme(app, "light")
 
 
-def test_a_paragraph_separator_in_a_line_keeps_the_line_one_paragraph(qtbot: Any) -> None:
-    """A line is one paragraph of its piece (the line being written is found by its number): a paragraph
-    separator (U+2029) in the code is drawn as a line separator, and every line still shows what it is."""
-    code = "start\n" + "".join(f"s_{i} = 'a\u2029b {i}'  # c\u2029d\n" for i in range(200))
+def _lines_drawn(doc: Any) -> list[list[tuple[str, Any]]]:
+    """Each paragraph's characters and their formats as drawn."""
+    lines: list[list[tuple[str, Any]]] = [[]]
+    for ch, fmt in characters(doc):
+        if ch == "\n":
+            lines.append([])
+        else:
+            lines[-1].append((ch, fmt))
+    return lines
+
+
+@pytest.mark.parametrize("odd", ["\u2029", "\ufdd0", "\ufdd1", "\ud83d"])
+def test_a_paragraph_separator_in_a_line_keeps_the_line_one_paragraph(qtbot: Any, odd: str) -> None:
+    """A line is one paragraph of its piece (the line being written is found by its number, a line's colours are
+    its paragraph's): what a document takes for a paragraph's end (the paragraph separator U+2029, Qt's frame marks
+    U+FDD0 and U+FDD1) is drawn as a line separator or the replacement character, and a lone surrogate (half an
+    escaped pair, as ``json.loads`` gives it) is one position of the document; every line shows what it is, in the
+    colours the same code with an ``x`` there has (a lone surrogate is read back from Qt as nothing: its lines are
+    counted, the others compared)."""
+    code = "start\n" + "".join(f"s_{i} = 'a{odd}b {i}'  # c{odd}d\n" if i % 7 == 3 else f"t_{i} = 'ab {i}'  # cd\n"
+                               for i in range(200))
     block = stream_block(qtbot, "python", code, 4)
     doc = shown(block)
     assert doc.blockCount() == block.code.count("\n") + 1
-    got = "".join(ch for ch, _f in characters(doc))
-    assert got == (block.code + "\n").replace("\u2029", "\u2028")
+    got = _lines_drawn(doc)
+    plain = _lines_drawn(shown(stream_block(qtbot, "python", code.replace(odd, "x"), 4)))
+    assert len(got) == len(plain) == code.count("\n") + 1
+    drawn = {"\u2029": "\u2028", "\ufdd0": "\ufffd", "\ufdd1": "\ufffd"}.get(odd)
+    for number, (line, want, source) in enumerate(zip(got, plain, [*code.split("\n")], strict=True)):
+        if odd in source and drawn is None:
+            continue
+        assert "".join(ch for ch, _f in line) == source.replace(odd, drawn or ""), number
+        assert [f for _ch, f in line] == [f for _ch, f in want], number
 
 
 @pytest.mark.parametrize("language", ["python", "json"])

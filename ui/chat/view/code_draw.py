@@ -15,6 +15,7 @@ the code (as plain text: a copy's rich text has no colours).
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from PySide6.QtGui import (
@@ -69,15 +70,23 @@ def _format(style: str, family: str) -> QTextCharFormat:
 
 
 def _units(text: str) -> int:
-    """How many UTF-16 code units ``text`` is (a document's positions; a character beyond the BMP is two)."""
-    return len(text) if text.isascii() else len(text.encode("utf-16-le")) // 2
+    """How many UTF-16 code units ``text`` is (a document's positions; a character beyond the BMP is two, a lone
+    surrogate, as ``json.loads`` gives for half an escaped pair, one)."""
+    return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+#: What a document's insertText takes for the end of a paragraph, besides a line feed (which a line has none of): a
+#: carriage return and the paragraph separator are shown as a line separator, Qt's marks of a frame's start and end
+#: (noncharacters) as the replacement character; each is one code unit, as what replaces it (the colours' ranges
+#: stay where they were), and a line stays one paragraph of the document.
+_PARAGRAPH_ENDS = str.maketrans({"\r": "\u2028", "\u2029": "\u2028", "\ufdd0": "\ufffd", "\ufdd1": "\ufffd"})
+_ENDS = re.compile("[\r\u2029\ufdd0\ufdd1]")
 
 
 def _text(line: Line) -> str:
-    """A line's text as its paragraph holds it (a paragraph separator in it is a line separator: a line stays one
-    paragraph of the document)."""
+    """A line's text as its paragraph holds it (:data:`_PARAGRAPH_ENDS`)."""
     text = "".join([text for _style, text in line])
-    return text.replace("\u2029", "\u2028") if "\u2029" in text else text
+    return text.translate(_PARAGRAPH_ENDS) if _ENDS.search(text) else text
 
 
 #: Ranges made (a run's style, start and length: a FormatRange made and set costs ~0.6 us, a look-up here ~0.1;
