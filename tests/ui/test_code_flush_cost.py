@@ -520,12 +520,15 @@ def test_spaces_after_a_token_in_a_colour_alone_are_no_run_of_their_own(qtbot: A
     assert sum(_spaces_after_a_colour(runs) for runs in html_runs) == 0
 
 
-def test_ascii_code_is_laid_out_unshaped_and_other_text_shaped(qtbot: Any) -> None:
+@pytest.mark.parametrize("odd", ["cafe\u0301 \u0645\u0631\u062d\u0628\u0627", "\x1b[31mcafe\x07 \x7f"])
+def test_ascii_code_is_laid_out_unshaped_and_other_text_shaped(qtbot: Any, odd: str) -> None:
     """A code line's runs of one style are many short items of its paragraph's layout, and Qt shaped each one
-    (about a third of writing a piece's lines and laying them out): pieces of ASCII code are laid out without
-    shaping (PreferNoShaping: a glyph a character, which is what shaping gives ASCII in a monospace font). Once
-    the code holds anything else (a combining accent placed on its letter, Arabic's joined letters need shaping),
-    the piece that shows it and the pieces after it shape their text; the pieces above it stay as they were."""
+    (about a third of writing a piece's lines and laying them out): pieces of printable ASCII code are laid out
+    without shaping (PreferNoShaping: a glyph a character, which is what shaping gives it in a monospace font).
+    Once the code holds anything else (a combining accent placed on its letter, Arabic's joined letters need
+    shaping; a control character, ESC of a terminal's colours, takes no width unshaped and a column shaped, as a
+    block rendered whole shows it), the piece that shows it and the pieces after it shape their text; the pieces
+    above it stay as they were."""
     def streamed(text: str) -> CodeStream:
         return streamed_view(qtbot, text, FLUSH).findChildren(CodeStream)[0]
 
@@ -533,7 +536,7 @@ def test_ascii_code_is_laid_out_unshaped_and_other_text_shaped(qtbot: Any) -> No
     assert len(ascii_block.pieces) > 3
     assert not any(shaped(piece) for piece in ascii_block.pieces)
     lines = python_lines(600).splitlines(keepends=True)
-    accented = "    s = 'cafe\u0301 \u0645\u0631\u062d\u0628\u0627'  # not ASCII\n"
+    accented = f"    s = '{odd}'  # not printable ASCII\n"
     mixed = streamed("```python\n" + "".join(lines[:400]) + accented + "".join(lines[400:]))
     first = next(i for i, piece in enumerate(mixed.pieces) if any("cafe" in line.text() for line in lines_of(piece)))
     assert first > 1

@@ -12,7 +12,7 @@ neither the lexer nor the layout sees the whole line on a flush. So a flush cost
 lexer's tokens as runs of one style (never formatted to HTML), written into a piece's document with a
 cursor, an edit's lines as one plain text and each line's colours its paragraph's layout's formats
 (:mod:`ui.chat.view.code_draw`), never by setting or inserting HTML: the line being written is replaced from where
-it changed. A piece of ASCII code is laid out without text shaping (a
+it changed. A piece of printable ASCII code (tabs too) is laid out without text shaping (a
 glyph a character: what shaping gives ASCII in a monospace font), and once the code holds anything else the
 piece showing it and the later ones shape their text (:meth:`Piece.shape`). Copy copies the whole code, the Wrap toggle applies to
 every piece (one shared scroll bar when lines do not wrap). Once the block closes, the lines shown are checked against the
@@ -22,6 +22,7 @@ rule over several lines) are set again, one a turn; a line cut while it streamed
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 
@@ -56,6 +57,12 @@ PIECE_CHARS = 6000
 MAX_LINES_CHARS = 3500
 #: The check against the whole block works at most this long per turn of the event loop.
 CHECK_SLICE_S = 0.004
+
+
+#: What a piece laid out without text shaping does not show as shaping would (a block rendered whole does): a
+#: control character (ESC, BEL, DEL ...) takes no width unshaped and a column shaped, so once the code holds one
+#: (or anything not ASCII) its pieces shape their text.
+_UNSHAPED = re.compile(r"[^\t\n\x20-\x7e]")
 
 
 class _Pieces(QWidget):
@@ -158,7 +165,8 @@ class CodeStream(QWidget):
         self._blocks: dict[Piece, list[Line]] = {}  # its paragraphs: its lines, a cut line in pieces
         self._check: Iterator[None] | None = None
         self._waited = False  # the last turn grew nothing: its pieces were laid out again at a new width
-        self._shaped = False  # the code so far is not all ASCII: new pieces shape their text (Piece.shape)
+        self._shaped = False  # the code so far is not all printable ASCII: new pieces shape their text (Piece.shape)
+        self._plain_to = 0  # the code before this is printable ASCII (looked at once)
         c = theme.colors()
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 4, 0, 10)
@@ -233,10 +241,13 @@ class CodeStream(QWidget):
         """Show ``code`` (the block's code so far, as :meth:`ui.chat.view.code_lines.OpenFence.code` gives
         it). Returns True when lines are left for the next turn (a burst): call again."""
         self._code = code
-        if not self._shaped and not code.isascii():
-            # (The pieces above the recent one hold code shown by earlier turns, ASCII all of it.)
-            self._shaped = True
-            self.recent.shape()
+        if not self._shaped:
+            if code.isascii() and _UNSHAPED.search(code, min(self._plain_to, len(code))) is None:
+                self._plain_to = len(code)
+            else:
+                # (The pieces above the recent one hold code shown by earlier turns, printable ASCII all of it.)
+                self._shaped = True
+                self.recent.shape()
         relaid = [piece for piece in self.pieces if piece.relaid]
         for piece in relaid:
             piece.relaid = False
