@@ -25,7 +25,9 @@ last refreeze. And what the window made while busy (a stream's texts and widgets
 ``bench/bench_ui_streaming.py``: full passes of 20-40 ms in the streams after) is frozen at the idle moment after
 (``workspace.shared_imports.freeze_survivors``: a collection of what is not frozen) once more than
 :data:`UNFROZEN_MOST` objects are not; what of it dies later is frozen garbage, freed by the refreeze the growth
-brings. The growth is read from the count the freezes keep (``workspace.shared_imports.frozen_count``), not from
+brings. The growth is read from the count the freezes keep (``workspace.shared_imports.frozen_count``; once past
+the limit, confirmed by counting them: the kept count is not lowered when frozen objects die, and a refreeze for
+growth that died already would be a full collection for nothing), not at every tick from
 ``gc.get_freeze_count()``, which walks every frozen object: with 3 million frozen (a 10,000-turn thread paged in)
 each idle tick took 26-28 ms and the idle window spent half its thread on it (``bench/bench_ui_idle.py``); in a
 window-test process grown to 1.2 GB the ticks outran their interval and a demo answer of 2 s took over 30.
@@ -127,8 +129,12 @@ class IdleWatch:
             self.busy_ticks += 1
             self._was_busy = True
             IDLE.clear()
-        if idle and frozen_count() > self.frozen * (1 + FROZEN_GROWTH) and not self._refreeze_asked:
-            self.refreeze_when_idle()
+        if idle and not self._refreeze_asked:
+            limit = self.frozen * (1 + FROZEN_GROWTH)
+            # The kept count only grows (a frozen object that dies is not taken off it): past the limit, the frozen
+            # objects are counted (a walk: 9 ns each, once a crossing, ~a tenth of the refreeze it may spare).
+            if frozen_count() > limit and frozen_count(walk=True) > limit:
+                self.refreeze_when_idle()
         due = [entry for entry in self._waiting if idle or entry[0] <= wall]
         if due:
             self._waiting = [entry for entry in self._waiting if entry not in due]

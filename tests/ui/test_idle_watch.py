@@ -120,3 +120,19 @@ def test_an_idle_tick_does_not_walk_the_frozen_objects(qapp_instance: Any, watch
         kept = [[i] for i in range(5000)]
     assert abs(idle.frozen_count() - real()) <= real() // 100 and walks == []  # (the count kept: close, unwalked)
     del kept
+
+
+def test_frozen_objects_that_died_bring_no_refreeze(qapp_instance: Any, watch: idle.IdleWatch) -> None:
+    """The count the freezes keep is not lowered when a frozen object dies (reference counting frees it, frozen or
+    not): past the growth limit the watch counts the frozen objects before it refreezes (a full collection of every
+    object), so what was frozen and died since (a stream's objects, frozen at the idle moment after it and freed by
+    the next) brings none."""
+    limit = watch.frozen * (1 + idle.FROZEN_GROWTH)
+    for _ in range(3):
+        with gc_paused():  # (frozen at its end)
+            made = [[i] for i in range(int(watch.frozen * idle.FROZEN_GROWTH / 2) + 5000)]
+        del made  # freed, frozen as they were
+    assert idle.frozen_count() > limit  # the kept count crossed the limit; the objects frozen did not
+    _run(qapp_instance, 30, busy=False, until=lambda: watch.idle_ticks >= 10)
+    assert watch.idle_ticks >= 10 and watch.refreezes == 0
+    assert idle.frozen_count() <= limit  # counted again
