@@ -340,3 +340,15 @@ def test_a_text_replaced_while_its_code_block_is_checked_shows_the_new_text(qtbo
         QApplication.processEvents()
     assert not view.checking and not [w for w in parts(view) if isinstance(w, CodeStream)]
     assert [w.toPlainText() for w in parts(view) if isinstance(w, AutoHeightText) and w.markdown] == ["Something else."]
+
+
+@pytest.mark.parametrize("odd", ["x = 1\ry = 2\n", "a\x00b\n"])
+def test_a_carriage_return_coming_in_a_streaming_block_shows_the_code_once(qtbot: Any, odd: str) -> None:
+    """markdown-it rewrites carriage returns and NULs, so a block holding one is not grown in a CodeStream: one
+    arriving while the block streams in a CodeStream has the block rendered as the rest of the text is, from its
+    start, and the CodeStream, which showed it so far, goes (it stayed, and the code was shown twice)."""
+    text = "```text\n" + "pad = 1\n" * 300 + odd + "more\n```\n"
+    view = streamed_view(qtbot, text, 300)
+    shown = parts(view)
+    assert not [w for w in shown if isinstance(w, CodeStream)]
+    assert sum(w.toPlainText().count("pad = 1") for w in shown if isinstance(w, AutoHeightText)) == 300

@@ -249,8 +249,15 @@ class MarkdownStream(QWidget):
         assert code is not None
         tail = self._text[self._frozen:]
         fence = leading_fence(tail, self._code_since)
-        if fence is None:  # cannot happen: the text only grows (set_text starts anew)
+        if fence is None:
+            # The text grew a carriage return or a NUL (markdown-it rewrites them; leading_fence takes no text with
+            # one): the block is rendered as the rest is, from its start, and its CodeStream, which showed it so far,
+            # goes (else the code would be shown twice).
             self._code = None
+            self._codes.remove(code)
+            code.setVisible(False)
+            self._layout.removeWidget(code)
+            code.deleteLater()
             return False
         code.markdown = tail[:fence.end]
         text = fence.code(tail)
