@@ -209,7 +209,9 @@ class Tool:
     def spec(self) -> ToolSpec:
         """What a provider is sent of the tool: the same object while the tool's name, description and
         parameters are the same objects (a run's model calls, and the robot's next runs, offer the same specs:
-        what is worked out of them is kept by them, see :mod:`workspace.context`)."""
+        what is worked out of them is kept by them, see :mod:`workspace.context`). So to change a tool's
+        description or parameters, give it new ones (``tool.parameters = {...}``): a parameters dict edited in place
+        is the same object, and the spec, the provider's tools list and its JSON made from it are kept as they were."""
         kept = self._spec
         name, description, parameters = self.name, self.description, self.parameters
         if kept is not None and kept[0] is name and kept[1] is description and kept[2] is parameters:
