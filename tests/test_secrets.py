@@ -302,3 +302,35 @@ def test_uncaught_exceptions_and_the_standard_streams_are_redacted(tmp_path: Pat
     assert "hunter2hunter2" not in proc.stderr
     assert "stdout has <PLANTED_API_KEY>" in proc.stdout
     assert "RuntimeError: 401: Incorrect API key provided: Bearer <PLANTED_API_KEY>" in proc.stderr
+
+
+_READ_PARENT = """
+import asyncio, ctypes, sys
+from pathlib import Path
+from workspace.isolation.unsandboxed import run_unsandboxed
+result = asyncio.run(run_unsandboxed("tr '\\\\0' '\\\\n' < /proc/$PPID/environ; echo done", Path({folder!r})))
+print(result.output.text)
+print("dumpable", ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))  # PR_GET_DUMPABLE
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/environ"), reason="a /proc file system (Linux)")
+def test_a_command_run_without_the_sandbox_cannot_read_our_environment(tmp_path: Path) -> None:
+    """A command run without the sandbox gets a reduced environment (no keys), and ours, with the keys, is not
+    readable from it as /proc/$PPID/environ either: the process is made not dumpable (it was readable, keys and all,
+    to a command of the same user; root reads it whatever, so as root the flag itself is checked)."""
+    import subprocess
+    import sys
+
+    key = "sk-proctest-0123456789abcdefghij"
+    folder = tmp_path / "project"
+    folder.mkdir()
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "OPENAI_API_KEY": key, "PYTHONPATH": root}
+    done = subprocess.run([sys.executable, "-c", _READ_PARENT.format(folder=str(folder))], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "done" in done.stdout  # the command ran
+    assert done.stdout.rstrip().endswith("dumpable 0")
+    if os.geteuid() != 0:
+        assert key not in done.stdout and "OPENAI_API_KEY" not in done.stdout

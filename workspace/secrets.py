@@ -307,6 +307,29 @@ class _Redactor:
 _redactor = _Redactor()
 
 
+_PR_SET_DUMPABLE = 4
+_private: list[bool] = []
+
+
+def keep_environment_private() -> bool:
+    """Make this process's own files under ``/proc`` (its environment, which holds the keys; its memory) unreadable
+    to the programs it starts that run as the same user outside a sandbox (a command run without the sandbox, an
+    MCP server over stdio): ``prctl(PR_SET_DUMPABLE, 0)``, as ssh-agent does (it also means no core dump). Such a
+    program gets a reduced environment, but ``/proc/$PPID/environ`` showed the whole of ours. A program started
+    runs dumpable again (the kernel resets it at exec). Linux only; once; True when this process is so."""
+    if _private:
+        return _private[0]
+    done = False
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            done = libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    _private.append(done)
+    return done
+
+
 def register_secret(value: str | None, *, name: str | None = None) -> None:
     """Redact ``value`` from now on (shown as ``<name>``, or ``<secret>``); short values are ignored."""
     if value and isinstance(value, str):

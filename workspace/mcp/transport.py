@@ -130,6 +130,9 @@ async def open_transport(
     if spec.transport == "stdio":
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
+        from workspace.secrets import keep_environment_private
+
+        keep_environment_private()  # (the server gets the env below; ours is not readable as /proc/$PPID/environ)
         command = resolve_command(spec)
         env = {k: os.environ[k] for k in EXTRA_INHERITED_ENV if k in os.environ}
         env.update(spec.env)
