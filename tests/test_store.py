@@ -25,6 +25,7 @@ from workspace.persistence import (
     schema,
 )
 from workspace.result import RobotResult, Usage
+from workspace.secrets import forget_secrets, register_secret
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -264,15 +265,43 @@ def test_held_deltas_are_written_after_the_flush_interval(db: Path) -> None:
     with Store(db, flush_interval=0.05) as s:
         t = s.create_thread(robot="helper")
         turn = s.add_turn(t.id, user_text="hi", parent_turn_id=None)
-        s.append_event(t.id, turn.id, make(ev.TextDelta, seq=1, text="a"))
+        s.append_event(t.id, turn.id, make(ev.TextDelta, seq=1, text="a "))
         time.sleep(0.06)
-        s.append_event(t.id, turn.id, make(ev.TextDelta, seq=2, text="b"))  # due: written now
+        s.append_event(t.id, turn.id, make(ev.TextDelta, seq=2, text="b "))  # due: written now
         s.append_event(t.id, turn.id, make(ev.TextDelta, seq=3, text="c"))  # held again
         with sqlite3.connect(db) as other:  # what a crash would leave on disk
             rows = other.execute("SELECT kind, json_extract(data, '$.text') FROM events").fetchall()
-        assert rows == [(ev.TextDelta.kind, "ab")]
+        assert rows == [(ev.TextDelta.kind, "a b ")]
         s.flush()
-        assert [e.text for e in s.turn_events(turn.id)] == ["ab", "c"]  # type: ignore[attr-defined]
+        assert [e.text for e in s.turn_events(turn.id)] == ["a b ", "c"]  # type: ignore[attr-defined]
+
+
+def test_a_key_streamed_over_the_flush_interval_is_never_split_between_two_rows(db: Path) -> None:
+    """Each row is redacted alone, so a key split between two rows was stored (its two halves matched by
+    nothing): held text is written before its turn ends only up to a boundary with whitespace on one side, a word
+    being written held on (a stalled stream's timer too); the turn's end writes the rest, the key redacted."""
+    key = "sk-splitkey-0123456789abcdefghijkl"
+    register_secret(key, name="OPENAI_API_KEY")
+    try:
+        with Store(db, flush_interval=0.02) as s:
+            t = s.create_thread(robot="helper")
+            turn = s.add_turn(t.id, user_text="hi", parent_turn_id=None)
+            pieces = ["The key", " in .env", " is ", key[:6], key[6:14], key[14:25], key[25:], " there", ",", " done"]
+            for seq, piece in enumerate(pieces, 1):
+                s.append_event(t.id, turn.id, make(ev.TextDelta, seq=seq, text=piece))
+                time.sleep(0.03)  # every delta finds the held ones due
+                if seq == 6:
+                    s.flush(turn.id, whole=False)  # (a stalled stream's timer)
+            with sqlite3.connect(db) as other:  # what a crash would leave on disk
+                early = [r[0] for r in other.execute("SELECT json_extract(data, '$.text') FROM events")]
+            assert early == ["The key", " in .env is ", "<OPENAI_API_KEY>", " there,"]  # as it came, a word held
+            s.flush(turn.id)
+            with sqlite3.connect(db) as other:
+                texts = [r[0] for r in other.execute("SELECT json_extract(data, '$.text') FROM events ORDER BY id")]
+        assert "".join(texts) == "The key in .env is <OPENAI_API_KEY> there, done"
+        assert not any(key[:6] in text or key[-6:] in text for text in texts), texts
+    finally:
+        forget_secrets([key])
 
 
 def test_flush_interval_zero_stores_every_delta(store: Store, db: Path) -> None:
@@ -480,7 +509,9 @@ def test_a_crashed_process_leaves_its_turn_interrupted_with_its_events(db: Path,
         s.append_event(t.id, turn.id, ev.TextDelta(run_id="r", robot="helper", seq=2, text="Once upon "))
         time.sleep(0.06)
         s.append_event(t.id, turn.id, ev.TextDelta(run_id="r", robot="helper", seq=3, text="a time"))
+        time.sleep(0.06)  # (due at seq 3: "Once upon " written, the word being written held on)
         s.append_event(t.id, turn.id, ev.TextDelta(run_id="r", robot="helper", seq=4, text=" (lost)"))
+        # (due at seq 4: "a time" written, the word after it held on)
         print(t.id, turn.id, flush=True)
         os._exit(1)  # no close, no cleanup: a crash
     """)

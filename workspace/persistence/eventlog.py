@@ -7,7 +7,10 @@ the oldest held delta (checked on every append, and :class:`workspace.session.Re
 a timer so a stalled stream is flushed too), any other event of the same turn is appended (the
 held text is written first, in the same transaction, so the order is kept), the turn is
 finished, :meth:`EventLog.flush` or ``close`` is called. Deltas of different runs or tasks in one
-turn (a network) are held apart. Readers see held deltas too (:meth:`EventLog.turn_events`).
+turn (a network) are held apart. Readers see held deltas too (:meth:`EventLog.turn_events`). Written because
+their time is up (not because the turn moved on), they are written up to the last boundary between two deltas
+with whitespace on one side, the word being written held on (each row is redacted alone: a key streamed over the
+interval, split between two rows, was matched in neither; :func:`_safe_split`).
 
 Rows are the events' JSON from the one serialisation registry (:func:`workspace.events.to_json`,
 :func:`workspace.events.event_from_json`), with every secret redacted (by the database's writes).
@@ -77,6 +80,29 @@ class _Held:
     parts: list[str] = field(default_factory=list)
     count: int = 0
     since: float = 0.0
+    #: The deltas held, in order (a row written before the turn ends covers the first of them: see _early_rows).
+    events: list[ev.TextDelta | ev.ReasoningDelta] = field(default_factory=list)
+
+
+#: Held text with no whitespace for longer than this is written whole when due (no key is this long).
+HOLD_WORD_MOST = 1024
+
+
+def _safe_split(parts: list[str]) -> int:
+    """How many of the held deltas ``parts`` a row written before the turn ends may cover: up to the last boundary
+    between two of them with whitespace on one side (each row is redacted alone, and a key, which has no whitespace,
+    split between two rows would be matched in neither); all of them when the text after every such boundary runs
+    over :data:`HOLD_WORD_MOST` characters without one; 0: none yet (the text is held on)."""
+    if parts[-1][-1:].isspace():
+        return len(parts)
+    tail = 0
+    for j in range(len(parts) - 1, 0, -1):
+        tail += len(parts[j])
+        if tail > HOLD_WORD_MOST:
+            return len(parts)
+        if parts[j - 1][-1:].isspace() or parts[j][:1].isspace():
+            return j
+    return len(parts) if tail + len(parts[0]) > HOLD_WORD_MOST else 0
 
 
 class EventLog(Database):
@@ -141,6 +167,7 @@ class EventLog(Database):
         if held is None:
             held = self._held[key] = _Held(thread_id, turn_id, event, since=tick)
         held.parts.append(event.text)
+        held.events.append(event)
         held.count += 1
         return any(tick - h.since >= self.flush_interval for h in self._held.values())
 
@@ -148,8 +175,24 @@ class EventLog(Database):
         tick = time.monotonic()
         out: list[Statement] = []
         for key in [k for k, h in self._held.items() if tick - h.since >= self.flush_interval]:
-            out += self._held_rows(self._held.pop(key))
+            out += self._early_rows(key, tick)
         return out
+
+    def _early_rows(self, key: tuple[str, str, str, str | None, str], tick: float) -> list[Statement]:
+        """The row of held deltas written before their turn ends (their time is up): the first of them up to a
+        boundary where no key can be split (:func:`_safe_split`); the rest are held on, from ``tick``."""
+        held = self._held.pop(key)
+        split = _safe_split(held.parts)
+        if split >= len(held.parts):
+            return self._held_rows(held)
+        rest = _Held(held.thread_id, held.turn_id, held.events[split], parts=held.parts[split:],
+                     count=len(held.parts) - split, since=tick, events=held.events[split:])
+        self._held[key] = rest
+        if not split:
+            return []
+        del held.parts[split:]
+        held.count = split
+        return self._held_rows(held)
 
     def _held_statements(self, turn_id: str | None) -> list[Statement]:
         out: list[Statement] = []
@@ -165,12 +208,18 @@ class EventLog(Database):
         """True while text deltas (of ``turn_id``, or of any turn) wait for their flush."""
         return any(turn_id is None or k[0] == turn_id for k in self._held)
 
-    def flush(self, turn_id: str | None = None) -> None:
-        """Write the held text deltas (of one turn, or all) now."""
+    def flush(self, turn_id: str | None = None, *, whole: bool = True) -> None:
+        """Write the held text deltas (of one turn, or all) now; ``whole`` False (a stalled stream's timer): up to
+        where no key can be split between two rows (:func:`_safe_split`), the rest held on."""
         with self._lock:
             if self._closed:
                 return
-            self._write(self._held_statements(turn_id))
+            if whole:
+                self._write(self._held_statements(turn_id))
+            else:
+                tick = time.monotonic()
+                self._write([row for key in [k for k in self._held if turn_id is None or k[0] == turn_id]
+                             for row in self._early_rows(key, tick)])
 
     def _event_statements(self, thread_id: str, turn_id: str, event: ev.Event, *,
                           extra: dict[str, Any] | None = None) -> list[Statement]:

@@ -245,7 +245,7 @@ class RecordedRun:
     def _flush_timer(self) -> None:
         self._timer = None
         try:
-            self.store.flush(self.turn_id)
+            self.store.flush(self.turn_id, whole=False)  # (a word being written, maybe a key's start, is held on)
         except (StoreError, OSError) as exc:
             self._warn(exc)
 
