@@ -121,6 +121,8 @@ def test_models_and_robots_from_the_command_line(tmp_path: Path) -> None:
     ("robot: a\ncases: [{name: x, message: y}]\n", ["--api-base", "http://127.0.0.1:9/v1"], "--api-base goes with"),
     ("robot: a\ncases: [{name: x, message: y}]\n", ["--models", " , "], "--models is empty"),
     ("robot: a\ncases: [{name: x, message: y}]\n", ["-j", "0"], "must be >= 1"),
+    ("robot: a\nmodels: [{model: openai/fake, api_base: 'http://192.0.2.2:9/v1'}]\ncases: [{name: x, message: y}]\n",
+     [], "files in the opened folder may not send your provider key elsewhere"),
 ])
 def test_bad_input_exits_2_naming_the_fix(tmp_path: Path, text: str, args: list[str], said: str) -> None:
     path = tmp_path / "bad.yaml"

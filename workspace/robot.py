@@ -247,12 +247,9 @@ class Robot(RobotConfig, RobotConversation, BusMessaging, RobotLearning, Runnabl
         if mcp == "inherit" and tmpl is not None and tmpl.mcp is not None:
             mcp = tmpl.mcp
         if tmpl is not None and tmpl.path is not None and folder is not None:
-            from workspace.trust import folder_file_problem
+            from workspace.trust import template_problem
 
-            problem = folder_file_problem(tmpl.path, Path(folder), mcp=tmpl.mcp, api_base=tmpl.api_base)
-            for entry in tmpl.fallback_models or ():  # a fallback's server is where the key would go, too
-                if problem is None and isinstance(entry, Mapping) and entry.get("api_base"):
-                    problem = folder_file_problem(tmpl.path, Path(folder), api_base=entry["api_base"])
+            problem = template_problem(tmpl, Path(folder))
             if problem:
                 raise ConfigurationError(problem)
         self.tools_config, given_tools, self._tools_from_objects = take_tools(tools)

@@ -133,6 +133,19 @@ def folder_file_problem(path: Path | None, folder: Path | None, *, mcp: Any = No
     return None
 
 
+def template_problem(template: Any, folder: Path | None) -> str | None:
+    """:func:`folder_file_problem` of a robot file's ``template`` (its ``mcp``, its ``api_base`` and its
+    fallback models' ``api_base``) in the opened ``folder`` (None: it may do all that)."""
+    path = getattr(template, "path", None)
+    if path is None or folder is None:
+        return None
+    problem = folder_file_problem(path, Path(folder), mcp=template.mcp, api_base=template.api_base)
+    for entry in template.fallback_models or ():  # a fallback's server is where the key would go, too
+        if problem is None and isinstance(entry, Mapping) and entry.get("api_base"):
+            problem = folder_file_problem(path, Path(folder), api_base=entry["api_base"])
+    return problem
+
+
 def _project_mapping(folder: Path) -> dict[str, Any]:
     from workspace import paths
     from workspace.schemas import read_yaml_file

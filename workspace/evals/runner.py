@@ -142,19 +142,31 @@ class _Providers:
     """One provider per model and server for the whole eval (its client, its answers about the model's window
     are made once, not per case); each case wraps it to count its own cached and asked answers."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, written: frozenset[str] = frozenset()) -> None:
         self.config = config
+        #: The addresses written in the eval file (:func:`_written_bases`): the folder's, not the user's.
+        self.written = written
         self._made: dict[tuple[str | None, str | None, bool], Provider] = {}
 
     def get(self, model: str | None, api_base: str | None, *, folder_written: bool = False,
             router: dict[str, Any] | None = None) -> Provider:
+        folder_written = folder_written or (api_base is not None and api_base in self.written)
         key = (model, api_base, folder_written)
         found = self._made.get(key)
         if found is None and router is not None:  # a group of deployments: litellm's Router spreads the requests
-            from workspace.providers.litellm_provider import RouterProvider
+            from workspace.providers.litellm_provider import PLACEHOLDER_KEY, RouterProvider
+            from workspace.urls import key_may_go
 
             settings = {k: v for k, v in router.items() if k != "model_list"}
-            found = self._made[key] = RouterProvider(str(model), model_list=router["model_list"],
+            deployments = []
+            for entry in router["model_list"]:  # written in the eval file: no key of the user's to its servers
+                params = dict(entry.get("litellm_params") or {})
+                base = params.get("api_base")
+                if base and not params.get("api_key") and \
+                        not key_may_go(str(base), config=self.config, folder_written=True):
+                    params["api_key"] = PLACEHOLDER_KEY
+                deployments.append({**entry, "litellm_params": params})
+            found = self._made[key] = RouterProvider(str(model), model_list=deployments,
                                                      router_settings=settings)
         elif found is None:
             from workspace.providers import provider_for
@@ -234,8 +246,11 @@ async def run_eval(spec: EvalFile, *, base: Path, robots: Sequence[str] | None =
     entries: list[ModelEntry | None] = list(given) if given else [None]
     cells = [_Cell(robot, entry, case) for robot in (robots or spec.robot_names()) for entry in entries
              for case in spec.cases]
+    written = _written_bases(spec)
+    _refuse_elsewhere(spec, written, source=Path(eval_file or base).resolve(), base=base,
+                      robots=list(robots or spec.robot_names()))
     gate = asyncio.Semaphore(concurrency)
-    providers = _Providers(config)
+    providers = _Providers(config, written)
     hits0, misses0 = (cache.hits, cache.misses) if cache is not None else (0, 0)
     started = time.monotonic()
 
@@ -261,6 +276,47 @@ async def run_eval(spec: EvalFile, *, base: Path, robots: Sequence[str] | None =
     if cache is not None:
         report.cache_hits, report.cache_misses = cache.hits - hits0, cache.misses - misses0
     return report
+
+
+def _written_bases(spec: EvalFile) -> frozenset[str]:
+    """Every ``api_base`` the eval file writes (its own, its models' and their routers' deployments', its
+    rubrics'): a file of the opened folder, so the folder's addresses, which get none of the user's keys unless
+    the user configured them too (:func:`workspace.urls.key_may_go`)."""
+    found = {spec.api_base}
+    for entry in spec.model_entries() or ():
+        found.add(entry.api_base)
+        for deployment in (entry.router or {}).get("model_list") or ():
+            params = deployment.get("litellm_params") if isinstance(deployment, dict) else None
+            found.add(params.get("api_base") if isinstance(params, dict) else None)
+    for case in spec.cases:
+        found.update(expect.rubric.api_base for expect in case.expect if expect.rubric is not None)
+    return frozenset(str(base) for base in found if base)
+
+
+def _refuse_elsewhere(spec: EvalFile, written: frozenset[str], *, source: Path, base: Path,
+                      robots: list[str]) -> None:
+    """The rules of files in the opened folder (the eval file's, ``base``), as ``robotlab run --folder`` keeps
+    them (:func:`workspace.trust.folder_file_problem`): an address the eval file or a robot file in the folder
+    writes must be on this machine. A ConfigurationError says which and how to fix it, before any case runs."""
+    from workspace.errors import ConfigurationError
+    from workspace.templates import Template
+    from workspace.trust import folder_file_problem, template_problem
+
+    for address in sorted(written):
+        problem = folder_file_problem(source, base, api_base=address)
+        if problem:
+            raise ConfigurationError(problem)
+    for reference in robots:
+        if not (reference.endswith(".md") or "/" in reference):
+            continue  # a robot of the user's catalog: their own file
+        path = (base / reference).resolve()
+        try:
+            template = Template.load(path)
+        except Exception:  # a file that does not load fails its cases, with the reason
+            continue
+        problem = template_problem(template, base)
+        if problem:
+            raise ConfigurationError(problem)
 
 
 def _model_name(robot: Any, entry: ModelEntry | None) -> str:
@@ -324,6 +380,14 @@ async def _run_in(spec: EvalFile, cell: _Cell, result: CaseResult, *, folder: Pa
     result.robot = robot.name
     if not result.model:
         result.model = _model_name(robot, entry)
+    from workspace.trust import written_in_folder
+
+    if robot.template is not None and written_in_folder(robot.template.path, base):
+        # A robot file of the eval's folder (the robot works on the case's copy, so it cannot tell): its
+        # addresses are the folder's, as when `robotlab run --folder` runs it.
+        if entry is None or entry.api_base is None:
+            robot.api_base_in_folder = True
+        robot._fallbacks_in_folder = True
     provider = providers.get(robot.model, robot.api_base, folder_written=robot.api_base_in_folder,
                              router=entry.router if entry is not None else None)
     changes = ChangeSet(folder, mode="review")
@@ -468,8 +532,9 @@ async def _judge(expect: Expect, outcome: Outcome, *, spec: EvalFile, robot: Any
         model, api_base = rubric.model, rubric.api_base or spec.api_base
     else:
         model, api_base = robot.model, rubric.api_base or robot.api_base
+    from_robot = rubric.api_base is None and rubric.model is None and bool(robot.api_base_in_folder)
     try:
-        judge = _counting(providers.get(model, api_base), cache, stable, result)
+        judge = _counting(providers.get(model, api_base, folder_written=from_robot), cache, stable, result)
     except Exception as exc:  # a judge's provider that cannot be made (an unknown model, a missing key)
         return f"the judge ({model}) could not be asked: {exc}"
     return await judge_answer(judge, rubric, model=str(model), message=_message_of(spec, result.case),
