@@ -12,7 +12,9 @@ import importlib
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -392,6 +394,51 @@ async def test_auth_error_is_not_retried_and_names_the_key(server: FakeLLMServer
     assert "invalid x-api-key" in message
     assert ("OPENAI_API_KEY" if style == "openai" else "ANTHROPIC_API_KEY") in message
     assert "gave up" not in message
+
+
+class _Redirecting(BaseHTTPRequestHandler):
+    """Answers every request with 307 to the same path on ``self.server.target`` (another port)."""
+
+    def do_POST(self) -> None:
+        self.send_response(307)
+        self.send_header("Location", f"{self.server.target}{self.path}")  # type: ignore[attr-defined]
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def redirecting(server: FakeLLMServer) -> Iterator[str]:
+    """The address of a loopback server that redirects every request to ``server``."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Redirecting)
+    httpd.target = server.base_url  # type: ignore[attr-defined]
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+@styles
+async def test_a_redirect_is_not_followed_and_names_where_it_pointed(server: FakeLLMServer, redirecting: str,
+                                                                      style: str) -> None:
+    """httpx drops only Authorization when a redirect changes origin: Anthropic's x-api-key went along."""
+    model = "openai/fake" if style == "openai" else "anthropic/claude-fake"
+    base = redirecting + ("/v1" if style == "openai" else "")
+    provider = LiteLLMProvider(model, api_base=base, api_key="sk-redirected-0123456789", backoff=0.01, timeout=10.0)
+    with pytest.raises(ProviderError) as info:
+        await collect(provider)
+    assert server.request_log == []  # nothing (no key, no prompt) reached the other server
+    message = str(info.value)
+    assert f"{server.base_url}/v1/" in message and "redirect" in message and "API base" in message
+    assert not info.value.retryable and "gave up" not in message
 
 
 async def test_bad_request_is_not_retried(server: FakeLLMServer) -> None:

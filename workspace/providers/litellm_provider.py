@@ -16,6 +16,9 @@ time to a local server, empty streams and HTML pages that say what they mean —
   system keyring is used first), never a request that fails with "HTTP 500" after retries;
 - cost from litellm's local price map; None (unknown) for local servers and unpriced models;
 - litellm's log lines go through the workspace's logging (the log file), never to the terminal;
+- no redirect is followed (litellm's clients would, and httpx drops only ``Authorization`` when one
+  changes origin: Anthropic's ``x-api-key`` went along): an ``api_base`` answering 3xx is an error naming
+  where it pointed;
 - keeping litellm's per-call overhead down (a streamed tool round trip to a loopback server took
   ~25-30 ms through ``litellm.acompletion`` as documented, ~10 ms here, ~6.5 ms with the OpenAI
   SDK by hand; see ``bench/``):
@@ -48,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from workspace.errors import ProviderError
 from workspace.providers.base import ToolSpec
-from workspace.providers.failures import Failure, names_of, provider_message
+from workspace.providers.failures import Failure, mask_keys, names_of, provider_message, status_of
 from workspace.providers.openai_format import (
     MAX_TOOL_RESULT_CHARS,
     estimate_tokens,
@@ -161,6 +164,7 @@ def load_litellm(*, warm: bool = False, model: str | None = None) -> Any:
             litellm.telemetry = False
             litellm.return_response_headers = False
             _route_litellm_logging()
+            _refuse_redirects(litellm)
             for name in ("callbacks", "success_callback", "failure_callback", "_async_success_callback",
                          "_async_failure_callback", "input_callback", "service_callback"):
                 current = getattr(litellm, name, None)
@@ -172,6 +176,30 @@ def load_litellm(*, warm: bool = False, model: str | None = None) -> Any:
     if warm and not _warmed:
         _warm_up(_litellm, model)
     return _litellm
+
+
+def _refuse_redirects(litellm: Any) -> None:
+    """litellm's HTTP clients follow redirects, and httpx drops only ``Authorization`` when one changes origin:
+    an ``api_base`` answering 307 sent Anthropic's ``x-api-key`` (and the prompt) to the address it named. The
+    two factories of litellm's async clients — its own handler's (Anthropic, Ollama, Gemini, ...) and the one
+    its OpenAI SDK clients get (OpenAI and OpenAI-compatible servers, also ``litellm.aclient_session``) — are
+    wrapped here so that every client they make has ``follow_redirects`` off: a redirect is then an HTTP 3xx
+    error naming where it pointed (:meth:`LiteLLMProvider._special`)."""
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+    from litellm.llms.openai.common_utils import BaseOpenAILLM
+
+    def no_redirects(make: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(make)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            client = make(*args, **kwargs)
+            if client is not None:
+                client.follow_redirects = False
+            return client
+        return wrapper
+
+    AsyncHTTPHandler.create_client = no_redirects(AsyncHTTPHandler.create_client)  # type: ignore[method-assign]
+    BaseOpenAILLM._get_async_http_client = staticmethod(  # type: ignore[method-assign]
+        no_redirects(BaseOpenAILLM._get_async_http_client))
 
 
 def _warm_up(litellm: Any, model: str | None) -> None:
@@ -704,6 +732,9 @@ class LiteLLMProvider(StreamingProvider):
                 return self._cut(provider_message(inner))
             if isinstance(original, BaseException):
                 exc = original
+        moved = self._redirect(exc)
+        if moved is not None:
+            return moved
         if "LLM Provider NOT provided" in provider_message(exc):
             bare = self.model_id.rsplit("/", 1)[-1]
             return Failure(ProviderError(
@@ -712,6 +743,26 @@ class LiteLLMProvider(StreamingProvider):
                 f"ollama_chat/{bare} for Ollama, anthropic/… or gemini/… for hosted models",
                 provider=self.model_id, status_code=400, reason="bad_request"), retryable=False)
         return exc
+
+    def _redirect(self, exc: BaseException) -> Failure | None:
+        """A redirect refused (:func:`_refuse_redirects`): an error naming where it pointed, never retried."""
+        response = getattr(exc, "response", None)
+        headers: Any = getattr(exc, "litellm_response_headers", None) or getattr(response, "headers", None)
+        try:
+            location = headers.get("location") if headers is not None else None
+        except Exception:
+            location = None
+        if not location:
+            return None
+        statuses = (status_of(exc), getattr(response, "status_code", None))
+        code = next((s for s in statuses if isinstance(s, int) and 300 <= s < 400), None)
+        where = self.api_base or self.provider_name
+        target = mask_keys(str(location))
+        return Failure(ProviderError(
+            f"{self.model_id}: {where} answered with a redirect{f' (HTTP {code})' if code else ''} to {target}, "
+            "which is not followed (it would carry the API key and the conversation to another address). Set the "
+            "API base to the final address", provider=self.model_id, status_code=code, reason="bad_request"),
+            retryable=False)
 
     def _auth_fix(self, status: int | None) -> str:
         if self.api_key is None and not self.user_key:
