@@ -85,9 +85,9 @@ def _preload(model: str | None, api_base: str | None, config: ConfigLookup | Non
 
         litellm_process().ask_blocking("load")
         return "litellm"
-    from workspace.providers.litellm_provider import load_litellm
+    from workspace.providers.litellm_provider import load_for
 
-    load_litellm(warm=True, model=model)
+    load_for(model)
     return "litellm"
 
 

@@ -1,57 +1,26 @@
-"""Every model litellm supports, behind the small :class:`~workspace.providers.base.Provider` protocol.
-
-This is the only module of the core that imports ``litellm``, and it does so lazily (the import
-takes seconds): importing this module costs nothing, the first :meth:`LiteLLMProvider.stream`
-(or :func:`load_litellm` / :func:`preload_litellm`) pays for it once, with a ``loading`` status.
-
-What the providers of real models share — retries, waits people see, time limits, one request at a
-time to a local server, empty streams and HTML pages that say what they mean — is in
-:class:`~workspace.providers.streaming.StreamingProvider`. What is litellm's:
-
-- the transcript in OpenAI chat messages (litellm translates those for every other provider), an
-  assistant tool-call turn with ``"content": ""`` for OpenAI-style servers (some local ones reject a
-  missing content; for Anthropic, litellm would turn ``""`` into a placeholder sentence, so it gets
-  ``None``);
-- a missing API key is an immediate error naming the variable and Settings (a key stored in the
-  system keyring is used first), never a request that fails with "HTTP 500" after retries;
-- cost from litellm's local price map; None (unknown) for local servers and unpriced models;
-- litellm's log lines go through the workspace's logging (the log file), never to the terminal;
-- no redirect is followed (litellm's clients would, and httpx drops only ``Authorization`` when one
-  changes origin: Anthropic's ``x-api-key`` went along): an ``api_base`` answering 3xx is an error naming
-  where it pointed;
-- keeping litellm's per-call overhead down (a streamed tool round trip to a loopback server took
-  ~25-30 ms through ``litellm.acompletion`` as documented, ~10 ms here, ~6.5 ms with the OpenAI
-  SDK by hand; see ``bench/``):
-
-  * when litellm sent the request through the OpenAI SDK (OpenAI and every OpenAI-compatible
-    server), the SDK's raw chunks are read directly, skipping litellm's per-chunk re-wrapping;
-  * otherwise (Anthropic, Gemini, ...) litellm's normalised chunks are read until the finish
-    chunk, then the rest of the provider's stream (usage, end marker) is drained directly. Asking
-    litellm for more would run its end-of-stream logging, twice per stream: ``stream_chunk_builder``
-    in a worker thread, cost lookups, a deep copy and success-callback dispatch;
-  * litellm's retries are off (``num_retries=0``, ours are in the base class), and the lazy imports
-    of its first call (the OpenAI SDK's resources, tiktoken's encoding) happen in the import thread.
-
-OpenAI-compatible servers with an ``api_base`` are served by the lean provider
-(:mod:`workspace.providers.openai_provider`) unless ``llm.provider: litellm`` says otherwise.
-"""
+"""The litellm provider itself: :class:`LiteLLMProvider` (every model litellm supports) and
+:class:`RouterProvider` (a group of deployments)."""
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-import os
 import re
-import threading
-import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from workspace.errors import ProviderError
 from workspace.providers.base import ToolSpec
 from workspace.providers.failures import Failure, mask_keys, names_of, provider_message, status_of
+from workspace.providers.litellm_provider import loading
+from workspace.providers.litellm_provider.loading import is_loaded, load_litellm
+from workspace.providers.litellm_provider.models import (
+    context_window,
+    load_for,
+    missing_keys,
+    supports_vision,
+    token_counter,
+)
 from workspace.providers.openai_format import (
     MAX_TOOL_RESULT_CHARS,
     estimate_tokens,
@@ -65,23 +34,8 @@ from workspace.shared_imports import import_in_thread
 if TYPE_CHECKING:
     from workspace.messages import Message
 
-__all__ = [
-    "LiteLLMProvider",
-    "RouterProvider",
-    "context_window",
-    "known_chat_models",
-    "load_litellm",
-    "missing_keys",
-    "preload_litellm",
-    "token_counter",
-]
-
 log = logging.getLogger("workspace.providers.litellm")
 
-#: Settings passed through to litellm when not None (anything else not None is passed as well).
-SETTING_KEYS: tuple[str, ...] = (
-    "temperature", "top_p", "top_k", "max_tokens", "presence_penalty", "frequency_penalty", "stop", "tool_choice",
-)
 #: Keys the provider owns; a setting with one of these names is ignored.
 _RESERVED: frozenset[str] = frozenset({
     "model", "messages", "tools", "stream", "stream_options", "api_base", "base_url", "api_key",
@@ -100,318 +54,6 @@ _OPENAI_WIRE: frozenset[str] = frozenset({
     "openai", "azure", "custom_openai", "text-completion-openai", "ollama", "ollama_chat",
     "openrouter", "mistral", "hosted_vllm", "lm_studio", "llamafile", "litellm_proxy",
 })
-#: litellm's own loggers (they print to stdout and stderr unless routed).
-LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
-
-# --------------------------------------------------------------------------------------------
-# Lazy import
-
-
-_litellm: Any = None
-_warmed = False
-_import_lock = threading.Lock()
-
-
-def is_loaded() -> bool:
-    """Whether litellm is imported and warmed up (the first call then waits for nothing)."""
-    return _litellm is not None and _warmed
-
-
-def _route_litellm_logging() -> None:
-    """litellm's loggers print INFO lines to stdout (into ``--json`` output) and the rest to stderr:
-    send their records through the root logger instead — the log file at the configured level, the
-    terminal only for warnings. ``LITELLM_LOG`` still sets their level."""
-    level = os.environ.get("LITELLM_LOG")
-    for name in LITELLM_LOGGERS:
-        logger = logging.getLogger(name)
-        for handler in list(logger.handlers):
-            logger.removeHandler(handler)
-        logger.propagate = True
-        logger.setLevel(getattr(logging, level.upper(), logging.NOTSET) if level else logging.NOTSET)
-
-
-def load_litellm(*, warm: bool = False, model: str | None = None) -> Any:
-    """Import and configure litellm once (thread-safe); later calls return the cached module.
-
-    Before the import: ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (no price-map download and
-    background retries when offline) and ``LITELLM_MODE=PRODUCTION`` (litellm otherwise loads a
-    ``.env`` file from the current directory into the environment), unless already set.
-    After it: no debug banners, no retries of its own, no callbacks.
-
-    ``warm=True`` also loads what litellm would otherwise load lazily inside the first call
-    (the OpenAI SDK's resource modules, its tool handling, the tokenizer of ``model``): about
-    1 s that should be spent in a worker thread rather than on the event loop.
-    """
-    global _litellm
-    if _litellm is not None:
-        if warm and not _warmed:
-            _warm_up(_litellm, model)
-        return _litellm
-    with _import_lock:
-        if _litellm is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
-            started = time.perf_counter()
-            # litellm's types make pydantic warn about TypedDict ReadOnly items on first use.
-            warnings.filterwarnings("ignore", message=r".*is using the `ReadOnly` qualifier",
-                                    category=UserWarning)
-            import litellm
-
-            litellm.suppress_debug_info = True
-            litellm.set_verbose = False
-            litellm.num_retries = None
-            litellm.disable_streaming_logging = True
-            litellm.telemetry = False
-            litellm.return_response_headers = False
-            _route_litellm_logging()
-            _refuse_redirects(litellm)
-            for name in ("callbacks", "success_callback", "failure_callback", "_async_success_callback",
-                         "_async_failure_callback", "input_callback", "service_callback"):
-                current = getattr(litellm, name, None)
-                if isinstance(current, list) and current:
-                    log.debug("litellm.%s was not empty: %r", name, current)
-            _litellm = litellm
-            log.debug("litellm %s imported in %.2f s", _version(litellm),
-                      time.perf_counter() - started)
-    if warm and not _warmed:
-        _warm_up(_litellm, model)
-    return _litellm
-
-
-def _refuse_redirects(litellm: Any) -> None:
-    """litellm's HTTP clients follow redirects, and httpx drops only ``Authorization`` when one changes origin:
-    an ``api_base`` answering 307 sent Anthropic's ``x-api-key`` (and the prompt) to the address it named. The
-    two factories of litellm's async clients — its own handler's (Anthropic, Ollama, Gemini, ...) and the one
-    its OpenAI SDK clients get (OpenAI and OpenAI-compatible servers, also ``litellm.aclient_session``) — are
-    wrapped here so that every client they make has ``follow_redirects`` off: a redirect is then an HTTP 3xx
-    error naming where it pointed (:meth:`LiteLLMProvider._special`)."""
-    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
-    from litellm.llms.openai.common_utils import BaseOpenAILLM
-
-    def no_redirects(make: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(make)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            client = make(*args, **kwargs)
-            if client is not None:
-                client.follow_redirects = False
-            return client
-        return wrapper
-
-    AsyncHTTPHandler.create_client = no_redirects(AsyncHTTPHandler.create_client)  # type: ignore[method-assign]
-    BaseOpenAILLM._get_async_http_client = staticmethod(  # type: ignore[method-assign]
-        no_redirects(BaseOpenAILLM._get_async_http_client))
-
-
-def _warm_up(litellm: Any, model: str | None) -> None:
-    global _warmed
-    with _import_lock:
-        if _warmed:
-            return
-        started = time.perf_counter()
-        try:
-            import openai.resources.chat  # noqa: F401  (the OpenAI client imports it on first use)
-
-            # The model's own tokenizer, where it has one (counts when a server reports no usage).
-            if model:
-                token_counter(model)
-            # A streamed call answered by litellm's mock (no network) builds its response types and the
-            # lazy parts of its first call; the rest are the types of a streamed OpenAI chunk.
-            # With tools: litellm then loads its tool handling (its MCP gateway's types, ~0.5 s) here too.
-            tools = [{"type": "function", "function": {"name": "warm_up", "description": "",
-                                                       "parameters": {"type": "object", "properties": {}}}}]
-            for _chunk in litellm.completion(model="openai/warm-up", messages=[{"role": "user", "content": "hi"}],
-                                             tools=tools, mock_response="ok", stream=True):
-                pass
-            import importlib
-
-            for module, names in (("openai.types.chat.chat_completion_chunk", ("ChatCompletionChunk", "ChoiceDelta",
-                                                                              "Choice")),
-                                  ("litellm.types.utils", ("PromptTokensDetailsWrapper",)),
-                                  ("litellm.types.services", ("ServiceLoggerPayload",))):
-                loaded = importlib.import_module(module)
-                for name in names:
-                    getattr(loaded, name).model_rebuild()
-            for module in ("anyio._backends._asyncio", "litellm._service_logger"):
-                importlib.import_module(module)
-            # What the OpenAI SDK (litellm's client for OpenAI-style servers) works out on a first request.
-            from workspace.providers.openai_provider import warm_sdk
-
-            warm_sdk()
-        except Exception as exc:
-            log.debug("litellm warm-up failed (harmless): %s", exc)
-        _warmed = True
-        log.debug("litellm warmed up in %.2f s", time.perf_counter() - started)
-
-
-async def preload_litellm() -> None:
-    """Import and warm up litellm in a worker thread, so the first model call is quick."""
-    await import_in_thread(load_litellm, warm=True)
-
-
-def _version(module: Any) -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("litellm")
-    except Exception:
-        return str(getattr(module, "__version__", "?"))
-
-
-def missing_keys(model_id: str, *, api_key: str | None = None, api_base: str | None = None) -> list[str]:
-    """The environment variables litellm needs for ``model_id`` that are not set.
-
-    ``[]`` when an ``api_key`` is given. With a custom ``api_base`` the ``*_API_BASE``
-    variables are not needed; Ollama's default base (localhost) needs nothing.
-    Imports litellm (seconds, once): call it from a thread or a command line.
-    """
-    if api_key:
-        return []
-    litellm = load_litellm()
-    try:
-        found = litellm.validate_environment(model=model_id)
-    except Exception as exc:  # unknown provider prefixes and the like
-        log.debug("validate_environment(%s) failed: %s", model_id, exc)
-        return []
-    keys = [str(k) for k in (found or {}).get("missing_keys") or []]
-    if not keys or (found or {}).get("keys_in_environment"):
-        return []
-    out: list[str] = []
-    for key in keys:
-        if key.endswith(("_API_BASE", "_BASE_URL")) and (api_base or key == "OLLAMA_API_BASE"):
-            continue
-        out.append(key)
-    return out
-
-
-T = TypeVar("T")
-
-
-class _PerModel(Generic[T]):
-    """A per-model answer that costs a worker thread the first time (litellm's model map, loading a
-    tokenizer) and is then remembered: :meth:`known` tells, without blocking, whether it is there, so
-    the first request of a new thread's robot needs no thread hop for it."""
-
-    def __init__(self, compute: Callable[[str], T]) -> None:
-        self._compute = compute
-        self._answers: dict[str, T] = {}
-        functools.update_wrapper(self, compute)
-
-    def __call__(self, model_id: str) -> T:
-        if model_id not in self._answers:
-            self._answers[model_id] = self._compute(model_id)
-        return self._answers[model_id]
-
-    def known(self, model_id: str) -> tuple[bool, T | None]:
-        """(True, the answer) when it was worked out already; (False, None) when it needs a thread."""
-        if model_id in self._answers:
-            return True, self._answers[model_id]
-        return False, None
-
-
-@_PerModel
-def context_window(model_id: str) -> int | None:
-    """The model's context window (input tokens) from litellm's model map; None when litellm does not
-    know the model (a local server's model, a new one). Imports litellm (seconds, once): call it in a
-    thread. Remembered per model (the warm-up asks it before the first message)."""
-    litellm = load_litellm()
-    try:
-        info = litellm.get_model_info(model_id)
-    except Exception:  # "This model isn't mapped yet"
-        return None
-    value = info.get("max_input_tokens") or info.get("max_tokens")
-    try:
-        return int(value) if value else None
-    except (TypeError, ValueError):
-        return None
-
-
-def supports_vision(model_id: str, *, api_base: str | None = None) -> bool | None:
-    """Whether litellm's model map says the model takes images (``supports_vision``); None when litellm does
-    not know the model (a local server's, a new one): nobody knows. Imports litellm: call it in a thread."""
-    litellm = load_litellm()
-    try:
-        info = litellm.get_model_info(model_id)
-    except Exception:  # "This model isn't mapped yet"
-        return None
-    return bool(info.get("supports_vision"))  # a mapped model that does not say: no (litellm's own rule)
-#: The providers of litellm's model map that each key prefix covers (Cohere's chat models are "cohere_chat").
-_MAP_PROVIDERS: dict[str, tuple[str, ...]] = {"cohere": ("cohere", "cohere_chat")}
-_model_map: dict[str, Any] | None = None
-
-
-def _read_model_map() -> dict[str, Any]:
-    """litellm's model map: the loaded module's when litellm is imported, else its bundled JSON file, read
-    without importing litellm (milliseconds instead of seconds; the same data, as the import is told to use
-    the local map)."""
-    global _model_map
-    if _litellm is not None:
-        found = getattr(_litellm, "model_cost", None)
-        if isinstance(found, dict) and found:
-            return found
-    if _model_map is None:
-        import importlib.util
-        import json
-        from pathlib import Path
-
-        spec = importlib.util.find_spec("litellm")  # finds the package; does not import it
-        data: dict[str, Any] = {}
-        for location in (spec.submodule_search_locations or []) if spec is not None else []:
-            path = Path(location) / "model_prices_and_context_window_backup.json"
-            if path.is_file():
-                try:
-                    data = json.loads(path.read_text(encoding="utf-8"))
-                except (OSError, ValueError) as exc:
-                    log.debug("litellm's model map %s could not be read: %s", path, exc)
-                break
-        _model_map = data if isinstance(data, dict) else {}
-    return _model_map
-
-
-def known_chat_models(provider: str) -> list[str]:
-    """The chat models litellm knows for ``provider`` (a model-id prefix: ``openai``, ``anthropic``,
-    ``gemini``...), as model ids with that prefix (``anthropic/claude-sonnet-4-5``), sorted; fine-tuning
-    templates (``ft:``) left out. Reads litellm's model map without importing litellm: quick, but call it
-    off the event loop the first time (a ~1 MB JSON file)."""
-    wanted = set(_MAP_PROVIDERS.get(provider, (provider,)))
-    found: set[str] = set()
-    for key, info in _read_model_map().items():
-        if not isinstance(info, dict) or info.get("litellm_provider") not in wanted:
-            continue
-        if info.get("mode", "chat") != "chat":
-            continue
-        bare = key.split("/", 1)[1] if key.startswith(f"{provider}/") else key
-        if not bare or bare.startswith("ft:") or bare == "sample_spec":
-            continue
-        found.add(f"{provider}/{bare}")
-    return sorted(found)
-
-
-@_PerModel
-def token_counter(model_id: str) -> Callable[[str], int] | None:
-    """A function counting the tokens of a text with the model's own tokenizer, where litellm has it
-    without downloading anything (OpenAI's models: tiktoken; Anthropic's older models); None for other
-    models, which are estimated instead. Imports litellm: call it in a thread. Remembered per model
-    (loading an encoding takes a while; the warm-up loads it before the first message)."""
-    litellm = load_litellm()
-    try:
-        provider = str(litellm.get_llm_provider(model_id)[1])
-        from litellm.utils import huggingface_tokenizer_kind, select_tokenizer
-    except Exception:
-        return None
-    bare = model_id.split("/", 1)[1] if "/" in model_id else model_id
-    kind = huggingface_tokenizer_kind(bare)
-    openai_model = provider in ("openai", "azure") and bare in set(litellm.open_ai_chat_completion_models)
-    if not (openai_model or kind == "anthropic"):
-        return None
-    try:
-        tokenizer: Any = select_tokenizer(model=bare)
-        encoder: Any = tokenizer["tokenizer"]
-    except Exception as exc:
-        log.debug("no tokenizer for %s: %s", model_id, exc)
-        return None
-    if tokenizer.get("type") == "openai_tokenizer":
-        return lambda text: len(encoder.encode(text, disallowed_special=()))
-    return lambda text: len(getattr(encoder.encode(text), "ids", ()))
 
 
 def _key_hint(keys: Sequence[str]) -> str:
@@ -524,7 +166,7 @@ class LiteLLMProvider(StreamingProvider):
         return "loading litellm, the library that talks to the model (once per session)"
 
     async def _load(self) -> None:
-        await import_in_thread(load_litellm, warm=True, model=self.model_id)
+        await import_in_thread(load_for, self.model_id)
 
     def _preflight(self) -> None:
         """A hosted model without its key fails now, naming the variable and Settings (no request,
@@ -603,7 +245,7 @@ class LiteLLMProvider(StreamingProvider):
         """``""`` when the request goes out in OpenAI's chat format, else ``None``."""
         if self._openai_wire is None:
             provider = self.provider_name
-            litellm = _litellm
+            litellm = loading._litellm
             if litellm is not None:
                 try:
                     provider = str(litellm.get_llm_provider(self.model_id, api_base=self.api_base)[1])
@@ -626,7 +268,7 @@ class LiteLLMProvider(StreamingProvider):
 
     # -- streaming ----------------------------------------------------------------------------
     async def _open(self, request: dict[str, Any]) -> Any:
-        litellm = _litellm if _litellm is not None else await import_in_thread(load_litellm, warm=True)
+        litellm = loading._litellm if loading._litellm is not None else await import_in_thread(load_litellm, warm=True)
         return await litellm.acompletion(**request)
 
     def _source(self, response: Any) -> tuple[Any, Any]:
@@ -689,10 +331,10 @@ class LiteLLMProvider(StreamingProvider):
     # -- usage --------------------------------------------------------------------------------
     def _cost(self, prompt: int, completion: int) -> float | None:
         """USD from litellm's local price map; None for local and unpriced models (never raises)."""
-        if self._unpriced or _litellm is None:
+        if self._unpriced or loading._litellm is None:
             return None
         try:
-            cost_in, cost_out = _litellm.cost_per_token(model=self.model_id, prompt_tokens=prompt,
+            cost_in, cost_out = loading._litellm.cost_per_token(model=self.model_id, prompt_tokens=prompt,
                                                         completion_tokens=completion)
             cost = float(cost_in) + float(cost_out)
         except Exception:
@@ -709,9 +351,9 @@ class LiteLLMProvider(StreamingProvider):
         with its default encoding, loaded here on the event loop the first time (a 1.7 MB table, with the
         interpreter lock held for most of it)."""
         known, encode = token_counter.known(self.model_id)
-        if _litellm is not None and known and encode is not None:
+        if loading._litellm is not None and known and encode is not None:
             try:
-                counted = int(_litellm.token_counter(model=self.model_id, messages=request.get("messages") or [],
+                counted = int(loading._litellm.token_counter(model=self.model_id, messages=request.get("messages") or [],
                                                      tools=request.get("tools") or None))
                 return max(counted, estimate_tokens(0))
             except Exception as exc:
@@ -827,7 +469,7 @@ class RouterProvider(LiteLLMProvider):
         """Nothing to check: each deployment of ``model_list`` has its own key."""
 
     async def _open(self, request: dict[str, Any]) -> Any:
-        litellm = _litellm if _litellm is not None else await import_in_thread(load_litellm, warm=True)
+        litellm = loading._litellm if loading._litellm is not None else await import_in_thread(load_litellm, warm=True)
         if self._router is None:
             self._router = litellm.Router(model_list=self.model_list, num_retries=0, **self.router_settings)
         request.pop("api_base", None)  # the deployment's own, chosen by the router
