@@ -334,3 +334,24 @@ def test_a_command_run_without_the_sandbox_cannot_read_our_environment(tmp_path:
     assert done.stdout.rstrip().endswith("dumpable 0")
     if os.geteuid() != 0:
         assert key not in done.stdout and "OPENAI_API_KEY" not in done.stdout
+
+
+def test_a_scripts_help_read_without_a_sandbox_gets_no_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder's script tool is described by its --help; with no sandbox on this machine that ran in this
+    process's whole environment, keys and all: it runs with a command's environment (no keys), as a command run
+    without the sandbox does."""
+    from workspace.isolation import SandboxUnavailable
+    from workspace.tools import commands
+    from workspace.tools import script as script_module
+
+    def no_sandbox() -> None:
+        raise SandboxUnavailable("no sandbox here (test)")
+
+    monkeypatch.setattr(commands, "_sandbox", no_sandbox)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-scripthelp-0123456789abcdefghij")
+    tool = tmp_path / "show-env"
+    tool.write_text('#!/bin/sh\nif [ "$1" = "--help" ]; then echo "usage: show-env"; env; fi\n')
+    tool.chmod(0o755)
+    shown = script_module._help_text(tool)
+    assert shown is not None and shown.startswith("usage: show-env")
+    assert "sk-scripthelp" not in shown and "OPENAI_API_KEY" not in shown

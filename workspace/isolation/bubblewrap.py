@@ -57,7 +57,7 @@ from workspace.isolation.bubblewrap_runs import MAX_SPARE_RUNS as MAX_SPARE_RUNS
 from workspace.isolation.bubblewrap_runs import RUN_FOLDERS as RUN_FOLDERS
 from workspace.isolation.bubblewrap_runs import _spare_runs as _spare_runs
 from workspace.isolation.bubblewrap_runs import remove_tree, take_run
-from workspace.secrets import is_secret_name
+from workspace.secrets import is_secret_name, keep_environment_private
 from workspace.subprocess_fix import install as _install_subprocess_fix
 
 _install_subprocess_fix()  # a process whose start is cancelled must not hang (see the module)
@@ -105,7 +105,10 @@ exec "$@"
 
 def safe_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment a command gets: locale and terminal variables of this process, a system
-    PATH, an empty home, and ``extra`` (which may not hold secrets: no keys, no tokens)."""
+    PATH, an empty home, and ``extra`` (which may not hold secrets: no keys, no tokens). Ours, which holds them, is
+    made unreadable to the programs this process starts (:func:`workspace.secrets.keep_environment_private`: a
+    command run outside the sandbox could read it as ``/proc/$PPID/environ``)."""
+    keep_environment_private()
     env = {name: os.environ[name] for name in SAFE_VARIABLES if name in os.environ}
     env.update({name: value for name, value in os.environ.items() if name.startswith("LC_")})
     env.update(

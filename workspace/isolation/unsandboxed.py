@@ -5,8 +5,8 @@ user namespaces), a person may let one folder's commands run anyway, asked every
 (:func:`workspace.trust.set_run_without_sandbox`). Such a command is a plain ``/bin/sh -c`` subprocess
 directly in the folder: it can change and delete the folder's files and reach the network. It keeps what can
 be kept without a sandbox: the same reduced environment (:func:`~workspace.isolation.bubblewrap.safe_environment`:
-no keys, no tokens; and ours, with them, is not readable from it as ``/proc/$PPID/environ``:
-:func:`workspace.secrets.keep_environment_private`), the wall-time limit and the output limit, and stop kills its whole process group. What it
+no keys, no tokens; and ours, with them, which it makes unreadable from it as ``/proc/$PPID/environ``),
+the wall-time limit and the output limit, and stop kills its whole process group. What it
 writes lands on disk at once (nothing is proposed for review), and it does not see the pending proposals.
 """
 
@@ -47,7 +47,6 @@ async def run_unsandboxed(command: str, folder: Path, *, limits: Limits | None =
     """Run ``command`` by ``/bin/sh -c`` in ``folder`` itself, with the sandbox's environment, time and output
     limits; cancelling kills it and everything it started (its process group)."""
     from workspace.isolation.bubblewrap import safe_environment
-    from workspace.secrets import keep_environment_private
 
     limits = limits or Limits()
     if not isinstance(command, str) or not command.strip():
@@ -63,7 +62,6 @@ async def run_unsandboxed(command: str, folder: Path, *, limits: Limits | None =
     timeout = limits.timeout_s if timeout_s is None else timeout_s
     if not timeout > 0:
         raise IsolationError(f"timeout_s must be a positive number of seconds, not {timeout!r}")
-    keep_environment_private()  # (not readable from the command as /proc/$PPID/environ)
     process = await asyncio.create_subprocess_exec(
         "/bin/sh", "-c", command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT, env=safe_environment(env), cwd=str(folder), start_new_session=True)

@@ -188,8 +188,11 @@ def _help_text(path: Path) -> str | None:
                 return None
             code, out = result
         else:  # no sandbox here: calls refuse anyway, and --help alone is what the user put in their folder
+            from workspace.isolation.bubblewrap import safe_environment
+
+            # (with a command's environment, as a command run without the sandbox: no keys, ours not readable)
             proc = subprocess.run([str(path), "--help"], capture_output=True, timeout=HELP_TIMEOUT_S,
-                                  stdin=subprocess.DEVNULL, check=False)
+                                  stdin=subprocess.DEVNULL, check=False, env=safe_environment())
             code, out = proc.returncode, (proc.stdout + proc.stderr).decode("utf-8", "replace")
     except (OSError, subprocess.TimeoutExpired, RuntimeError):
         return None
