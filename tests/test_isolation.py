@@ -502,10 +502,34 @@ async def test_whatever_the_command_does_the_folder_stays_as_it_was(folder: Path
     assert result.exit_code == 0, result.output.text
     assert snapshot(folder) == before
     kinds = {c.path: c.kind for c in (*result.changes.proposed, *result.changes.ignored)}
+    # The command has no capabilities: like any user's, its rm cannot enter the folder it made unreadable.
     assert kinds == {
         ".gitignore": "deleted", "README.md": "changed", "docs/a.md": "deleted", "docs/b.md": "deleted",
-        "old.txt": "deleted", "src/app.py": "deleted",
+        "old.txt": "deleted",
     }  # fmt: skip
+
+
+@needs_sandbox
+async def test_the_command_has_no_capabilities_to_undo_its_mounts(folder: Path) -> None:
+    """bwrap runs as its namespace's root: without ``--cap-drop ALL`` the command kept a root's powers over its
+    mounts, unmounted the overlay and remounted the system's directories writable (a folder under /opt was
+    then written for real, and /usr, /etc and /opt could be written on the host)."""
+    before = snapshot(folder)
+    box = sandbox()
+    result = await box.run(
+        'grep CapEff /proc/self/status; d="$PWD"; cd /; umount -l "$d" && echo UNMOUNTED; '
+        "mount -o remount,bind,rw /usr && echo REMOUNTED; unshare -U true && echo NESTED; "
+        'echo written > "$d/README.md"; cat "$d/README.md"',
+        folder,
+    )
+    text = result.output.text
+    assert re.search(r"^CapEff:\s*0+$", text, re.MULTILINE), text
+    assert "UNMOUNTED" not in text and "REMOUNTED" not in text, text
+    if tuple(int(n) for n in re.findall(r"\d+", box.capabilities.version)[:2]) >= (0, 8):
+        assert "NESTED" not in text, text  # --disable-userns
+    assert "written\n" in text
+    assert snapshot(folder) == before
+    assert [(c.path, c.kind) for c in result.changes.proposed] == [("README.md", "changed")]
 
 
 @needs_sandbox

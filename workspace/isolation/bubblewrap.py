@@ -16,7 +16,10 @@ process's group stops it all):
 3. ``bwrap``: a second user namespace, new pid, network (loopback only: the host's loopback servers
    are unreachable), IPC, UTS and cgroup namespaces; the system's directories read-only, a private
    ``/tmp`` and home, no host home at all, the overlay at the folder's own path, everything else
-   read-only; ``--die-with-parent`` and ``--new-session``;
+   read-only; ``--die-with-parent`` and ``--new-session``. The command gets no capabilities
+   (``--cap-drop ALL``): bwrap runs as the first namespace's root, and would otherwise hand the command
+   a root's powers over its mounts (unmount the overlay, remount the system's directories writable).
+   With bubblewrap 0.8 or newer it cannot make user namespaces of its own either (``--disable-userns``);
 4. ``/bin/sh -c COMMAND`` in the folder, stderr merged into stdout, with a reduced environment
    (:func:`safe_environment`).
 
@@ -222,6 +225,12 @@ async def _probe(caps: Capabilities) -> Capabilities:
     return Capabilities(bwrap=caps.bwrap, version=caps.version, process_limit="pid namespace")
 
 
+def _disables_userns(version: str) -> bool:
+    """Whether this bubblewrap (its ``--version``: "bubblewrap 0.8.0") has ``--disable-userns`` (0.8 or newer)."""
+    numbers = [int(part) for part in version.rpartition(" ")[2].split(".")[:2] if part.isdigit()]
+    return len(numbers) == 2 and (numbers[0], numbers[1]) >= (0, 8)
+
+
 @functools.cache
 def _system_binds() -> tuple[str, ...]:
     """bwrap's arguments for the system's directories (they do not change while RobotLab runs)."""
@@ -371,6 +380,9 @@ class BubblewrapSandbox:
             "--unshare-user", "--unshare-ipc", "--unshare-pid",
             *(() if grant is not None and grant.network else ("--unshare-net",)), "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+            # bwrap runs as this namespace's root: without these the command would keep a root's powers over
+            # its mounts (unmount the overlay and write the folder beneath, remount /usr or /etc writable).
+            "--cap-drop", "ALL", *(("--disable-userns",) if _disables_userns(caps.version) else ()),
             "--hostname", "sandbox",
             "--json-status-fd", str(status_fd),
             *_system_binds(),
