@@ -105,11 +105,10 @@ class FolderView:
     def _pending_gone(self, rel: str) -> bool:
         return any(rel == d or rel.startswith(d + "/") for d in self._deleted_dirs)
 
-    def read(self, rel: str) -> bytes | None:
-        """The content before the command (None: no such regular file)."""
-        if rel in self.pending:
-            return self.pending[rel]
-        if self._pending_gone(rel):
+    def _file(self, rel: str) -> tuple[Path, int] | None:
+        """The real folder's regular file the command saw at ``rel`` and its size (None: none there, or a
+        pending change stands for it)."""
+        if rel in self.pending or self._pending_gone(rel):
             return None
         path = self.folder.joinpath(*rel.split("/"))
         try:
@@ -118,10 +117,47 @@ class FolderView:
             return None
         if not stat.S_ISREG(st.st_mode) or not self._inside(path):
             return None
+        return path, st.st_size
+
+    def read(self, rel: str) -> bytes | None:
+        """The content before the command (None: no such regular file)."""
+        if rel in self.pending:
+            return self.pending[rel]
+        found = self._file(rel)
+        if found is None:
+            return None
         try:
-            return path.read_bytes()
+            return found[0].read_bytes()
         except OSError:
             return None
+
+    def size(self, rel: str) -> int | None:
+        """The size of the content before the command, without reading it (None: no such regular file)."""
+        if rel in self.pending:
+            content = self.pending[rel]
+            return None if content is None else len(content)
+        found = self._file(rel)
+        return None if found is None else found[1]
+
+    def same(self, rel: str, source: str) -> bool:
+        """Whether the file ``source`` holds the content ``rel`` had before the command, read a block at a
+        time (a file of gigabytes is compared in bounded memory)."""
+        if rel in self.pending:
+            before = self.pending[rel]
+            return before is not None and not _differs(source, before)
+        found = self._file(rel)
+        if found is None:
+            return False
+        try:
+            with open(found[0], "rb") as old, open(source, "rb") as new:
+                while True:
+                    a, b = old.read(_BLOCK), new.read(_BLOCK)
+                    if a != b:
+                        return False
+                    if not a:
+                        return True
+        except OSError:
+            return False
 
     def exists(self, rel: str) -> bool:
         if rel in self.pending:
@@ -241,15 +277,21 @@ def load_change(written: Written, view: FolderView, *, max_change_bytes: int, co
     ``max_change_bytes``); None when the file holds the bytes it held before (``touch``)."""
     if written.change is not None or written.source is None:
         return written.change
-    before = view.read(written.path)
+    # Sizes first, contents only when they are equal, a block at a time: a command that appends a byte to a file
+    # of gigabytes (proposed as too large, or ignored) never has it read into memory.
+    before = view.size(written.path)
     kind: Literal["created", "changed"] = "created" if before is None else "changed"
     size = written.size
-    if before is not None and len(before) == size and not _differs(written.source, before):
+    if before == size and view.same(written.path, written.source):
         return None  # rewritten with the same bytes, or only its metadata changed
     if not content or size > max_change_bytes:
         return Change(written.path, kind, size=size, too_large=content)
     data = Path(written.source).read_bytes()
     return Change(written.path, kind, content=data, size=len(data), binary=_binary(data))
+
+
+#: How much of two files :meth:`FolderView.same` compares at a time.
+_BLOCK = 1 << 20
 
 
 def _differs(path: str, before: bytes) -> bool:
