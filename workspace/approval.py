@@ -11,7 +11,9 @@ Rules are matched by specificity: a rule naming robot, server and tool beats one
 naming only the tool, which beats the wildcard rule; among equally specific rules
 the last one wins. A rule about an MCP tool matches whichever name it is written
 with: the name robots see (``files__wipe``) or, in a rule that names the server,
-the server's own name (``{server: files, tool: wipe}``). When no rule matches,
+the server's own name (``{server: files, tool: wipe}``). A rule's ``command`` (``run_command``'s calls) is a
+glob or the command's first words; with ``exact: true`` it is one whole command and nothing else (what an
+"always" answer to a command writes: the command approved, not any command it begins). When no rule matches,
 defaults come from the tool itself: local tools (your own code and the built-in
 file tools, whose writes are proposals reviewed separately) are allowed unless
 marked destructive; an MCP tool is asked about, unless its server's entry has
@@ -161,14 +163,17 @@ def command_of(request: ApprovalRequest) -> str | None:
     return command.strip() if isinstance(command, str) and request.tool == "run_command" else None
 
 
-def command_matches(pattern: str, command: str, action: str) -> bool:
-    """Whether a rule's ``command`` pattern covers ``command``. A pattern with ``*``, ``?`` or ``[`` is a glob
-    over the whole command; one without is a prefix of whole words (``pytest`` covers ``pytest -q``, not
-    ``pytester``). An *allow* covers a single command only: one with ``;``, ``&&``, ``|``, a newline or a
+def command_matches(pattern: str, command: str, action: str, *, exact: bool = False) -> bool:
+    """Whether a rule's ``command`` pattern covers ``command``. ``exact``: the pattern is the whole command, as written
+    (its ends' spaces aside), and nothing else. Otherwise a pattern with ``*``, ``?`` or
+    ``[`` is a glob over the whole command; one without is a prefix of whole words (``pytest`` covers
+    ``pytest -q``, not ``pytester``). An *allow* covers a single command only: one with ``;``, ``&&``, ``|``, a newline or a
     substitution is asked about (``pytest*`` must not allow ``pytest; curl …``). A *deny* or *ask* covers a
     command any part of which it covers (``rm *`` denies ``make && rm -rf build`` and ``echo $(rm x)``). A
     deny is a best effort over the shell's text (``sh -c "rm x"`` is ``sh`` to it): the sandbox is what keeps
     the folder safe."""
+    if exact:
+        return command.strip() == pattern.strip()
     def one(text: str) -> bool:
         text = text.strip().lstrip("({ ").strip()
         if any(c in pattern for c in "*?["):
@@ -188,6 +193,8 @@ class Rule:
     tool: str = "*"
     #: For ``run_command``: a glob or word prefix of the command (:func:`command_matches`); None: any call.
     command: str | None = None
+    #: ``command`` is one whole command, nothing else (the rule an "always" answer to a command writes).
+    exact: bool = False
 
     def matches(self, request: ApprovalRequest) -> bool:
         server = request.server or "local"
@@ -198,7 +205,7 @@ class Rule:
         if self.command is None:
             return True
         command = command_of(request)
-        return command is not None and command_matches(self.command, command, self.action)
+        return command is not None and command_matches(self.command, command, self.action, exact=self.exact)
 
     def tool_names(self, request: ApprovalRequest) -> tuple[str, ...]:
         """The names the rule's ``tool`` may be written with for ``request``'s tool: the name robots see,
@@ -214,16 +221,18 @@ class Rule:
     @property
     def specificity(self) -> int:
         named = sum(1 for part in (self.robot, self.server, self.tool) if part != "*")
-        return named + (self.command is not None)
+        return named + (self.command is not None) + self.exact
 
-    def to_dict(self) -> dict[str, str]:
-        out = {"action": self.action}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"action": self.action}
         for key in ("robot", "server", "tool"):
             value = getattr(self, key)
             if value != "*":
                 out[key] = value
         if self.command is not None:
             out["command"] = self.command
+            if self.exact:
+                out["exact"] = True
         return out
 
 
@@ -259,11 +268,11 @@ class ApprovalPolicy:
                 raise ConfigurationError(
                     f"{source}: rules[{i}].action is {action!r}; must be one of: {', '.join(ACTIONS)}"
                 )
-            unknown = set(item) - {"action", "robot", "server", "tool", "command"}
+            unknown = set(item) - {"action", "robot", "server", "tool", "command", "exact"}
             if unknown:
                 raise ConfigurationError(
                     f"{source}: rules[{i}] has unknown key(s) {', '.join(sorted(map(str, unknown)))}; "
-                    "allowed keys: action, robot, server, tool, command"
+                    "allowed keys: action, robot, server, tool, command, exact"
                 )
             command = item.get("command")
             if command is not None and (not isinstance(command, str) or not command.strip()):
@@ -271,8 +280,15 @@ class ApprovalPolicy:
                     f"{source}: rules[{i}].command must be a command's start or a pattern, like "
                     f"{{tool: run_command, command: \"pytest*\", action: allow}}, not {command!r}"
                 )
+            exact = item.get("exact", False)
+            if not isinstance(exact, bool) or (exact and command is None):
+                raise ConfigurationError(
+                    f"{source}: rules[{i}].exact must be true or false, with a command (true: that whole command "
+                    f"and no other), like {{tool: run_command, command: \"git status\", exact: true, action: allow}}; "
+                    f"not {exact!r}{'' if command is not None else ' without a command'}"
+                )
             rules.append(Rule(action, str(item.get("robot", "*")), str(item.get("server", "*")),
-                              str(item.get("tool", "*")), command.strip() if command is not None else None))
+                              str(item.get("tool", "*")), command.strip() if command is not None else None, exact))
         return cls(rules, path=path, empty_write_is_delete=empty_write_is_delete)
 
     @classmethod
@@ -315,13 +331,14 @@ class ApprovalPolicy:
         tmp.replace(target)
 
     def set_rule(self, action: str, *, robot: str = "*", server: str = "*", tool: str = "*",
-                 command: str | None = None) -> None:
+                 command: str | None = None, exact: bool = False) -> None:
         """Add (or replace the same-target) rule, most recent last so it wins ties."""
         if action not in ACTIONS:
             raise ValueError(f"Invalid action: {action}. Must be one of: {', '.join(ACTIONS)}")
-        target = (robot, server, tool, command)
-        self.rules = [r for r in self.rules if (r.robot, r.server, r.tool, r.command) != target]
-        self.rules.append(Rule(action, robot, server, tool, command))
+        exact = exact and command is not None
+        target = (robot, server, tool, command, exact)
+        self.rules = [r for r in self.rules if (r.robot, r.server, r.tool, r.command, r.exact) != target]
+        self.rules.append(Rule(action, robot, server, tool, command, exact))
 
     def rule_for(self, request: ApprovalRequest) -> Rule | None:
         best: Rule | None = None
@@ -491,17 +508,21 @@ class ApprovalGate:
             return
         if decision.approved and unsandboxed(request):
             return  # asked every time: never an "always" rule nor a grant for the thread
+        if decision.approved and decision.input is not None:
+            request = replace(request, input=decision.input)  # edited: what is remembered is what was approved
         robot, server, tool = self._key(request)
         if decision.scope == "thread" and decision.approved:
             self._thread_grants.add(self._thread_key(request))
         elif decision.scope == "always":
             # For run_command: this command, as it was written (a glob's characters would widen it: then the
-            # rule is not written, and the answer holds once).
+            # rule is not written, and the answer holds once). Allowed: exactly that command, as a grant for the
+            # thread is (not every command it begins: "git log" is not "git log --output=README.md"); refused:
+            # every command it begins too (a deny reaching further is the safe side).
             command = command_of(request)
             if command is not None and any(c in command for c in "*?["):
                 return
             self.policy.set_rule("allow" if decision.approved else "deny", robot=robot, server=server, tool=tool,
-                                 command=command)
+                                 command=command, exact=decision.approved and command is not None)
             self.policy.save()
 
 

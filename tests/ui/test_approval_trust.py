@@ -91,6 +91,44 @@ async def test_settings_shows_rules_that_match_no_tool(desktop: Any) -> None:
         dialog.reject()
 
 
+async def test_settings_keeps_a_rules_command_and_whether_it_is_exact(desktop: Any) -> None:
+    """Saving Settings wrote the rules back without their commands: an allow for `git log` became an allow for
+    every command."""
+    from PySide6.QtCore import Qt
+
+    from workspace import paths
+    from workspace.approval import ApprovalPolicy, ApprovalRequest, FileEffect, Rule
+
+    window = desktop.window
+    workspace = window.controller.workspace
+    workspace.approval.policy = ApprovalPolicy([Rule("allow", tool="run_command", command="git log", exact=True),
+                                                Rule("allow", tool="run_command", command="pytest*"),
+                                                Rule("deny", tool="run_command", command="git push")])
+    window.settings_flow.open_settings()
+    dialog = window.settings_flow.dialog
+    try:
+        assert [dialog.rules.item(row, 3).text() for row in range(3)] == ["git log", "pytest*", "git push"]
+        assert dialog.rules.item(0, 3).checkState() == Qt.CheckState.Checked
+        assert dialog.rules.item(1, 3).checkState() == Qt.CheckState.Unchecked
+        dialog._add_rule("*", "*", "run_command", "allow", "make test", exact=True)
+        dialog.save()
+    finally:
+        dialog.reject()
+    saved = ApprovalPolicy.load(paths.approval_policy_file())
+    assert [(r.action, r.tool, r.command, r.exact) for r in saved.rules] == [
+        ("allow", "run_command", "git log", True), ("allow", "run_command", "pytest*", False),
+        ("deny", "run_command", "git push", False), ("allow", "run_command", "make test", True)]
+
+    def run(command: str) -> ApprovalRequest:
+        return ApprovalRequest(call_id="c", robot="file-helper", tool="run_command", input={"command": command},
+                               annotations={"destructiveHint": True},
+                               effects=(FileEffect(kind="run", path=".", command=command),))
+
+    policy = workspace.approval.policy
+    assert [policy.decide_one(run(c)) for c in ("git log", "git log --output=x", "rm -rf x", "make test -k y")] == [
+        "allow", "ask", "ask", "ask"]
+
+
 async def test_the_approval_card_says_what_the_call_does_and_what_is_only_claimed(qapp_instance: Any) -> None:
     import asyncio
 

@@ -56,6 +56,9 @@ MODEL_PRESETS = [
     ("openai/local-model", "LM Studio / any OpenAI-compatible server"),
 ]
 LOCAL_BASES = {**LOCAL_DEFAULT_BASES, "openai/local-model": "http://localhost:1234/v1"}
+#: What a rule's Command cell means.
+COMMAND_TIP = ("For run_command: a glob (pytest*) or the command's first words (git status); ticked: exactly this "
+               "command and no other (what an \"Always\" answer writes). Empty: any call of the tool.")
 
 
 def _user_file() -> dict[str, Any]:
@@ -230,8 +233,11 @@ class SettingsDialog(QDialog):
                        "(Settings › MCP servers).", approval_tab)
         intro.setWordWrap(True)
         al.addWidget(intro)
-        self.rules = QTableWidget(0, 4, approval_tab)
-        self.rules.setHorizontalHeaderLabels(["Robot", "Server", "Tool", "Action"])
+        self.rules = QTableWidget(0, 5, approval_tab)
+        self.rules.setHorizontalHeaderLabels(["Robot", "Server", "Tool", "Command", "Action"])
+        header = self.rules.horizontalHeaderItem(3)
+        if header is not None:
+            header.setToolTip(COMMAND_TIP)
         self.rules.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.rules.verticalHeader().setVisible(False)
         self.rules.setAccessibleName("Approval rules")
@@ -457,7 +463,7 @@ class SettingsDialog(QDialog):
         self.rules.setRowCount(0)
         policy = self._policy()
         for rule in policy.rules if policy is not None else []:
-            self._add_rule(rule.robot, rule.server, rule.tool, rule.action)
+            self._add_rule(rule.robot, rule.server, rule.tool, rule.action, rule.command, exact=rule.exact)
         self.empty_write_is_delete.setChecked(bool(policy is not None and policy.empty_write_is_delete))
         self._show_rule_problems()
         from workspace import paths
@@ -593,15 +599,26 @@ class SettingsDialog(QDialog):
         field.style().unpolish(field)  # the [readOnly] style follows
         field.style().polish(field)
 
-    def _add_rule(self, robot: str, server: str, tool: str, action: str) -> None:
+    def _add_rule(self, robot: str, server: str, tool: str, action: str, command: str | None = None, *,
+                  exact: bool = False) -> None:
+        """A row of the rules' table; the command's cell is ticked for a rule of exactly that command."""
         row = self.rules.rowCount()
-        self.rules.insertRow(row)
-        for col, value in enumerate((robot, server, tool)):
-            self.rules.setItem(row, col, QTableWidgetItem(value))
+        self.rules.blockSignals(True)  # one check of the rules for the row, below
+        try:
+            self.rules.insertRow(row)
+            for col, value in enumerate((robot, server, tool)):
+                self.rules.setItem(row, col, QTableWidgetItem(value))
+            item = QTableWidgetItem(command or "")
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked if exact and command else Qt.CheckState.Unchecked)
+            item.setToolTip(COMMAND_TIP)
+            self.rules.setItem(row, 3, item)
+        finally:
+            self.rules.blockSignals(False)
         combo = QComboBox(self.rules)
         combo.addItems(["allow", "ask", "deny"])
         combo.setCurrentText(action)
-        self.rules.setCellWidget(row, 3, combo)
+        self.rules.setCellWidget(row, 4, combo)
 
     def _remove_rule(self) -> None:
         for index in sorted({i.row() for i in self.rules.selectedIndexes()}, reverse=True):
@@ -629,19 +646,27 @@ class SettingsDialog(QDialog):
         self.rule_problems.setText("\n".join(problems))
         self.rule_problems.setVisible(bool(problems))
 
-    def rule_dicts(self) -> list[dict[str, str]]:
+    def rule_dicts(self) -> list[dict[str, Any]]:
+        """The table's rules as the policy file writes them (a rule's command, and whether it is exact, kept:
+        a command's allow saved without its command would allow every command)."""
         out = []
         for row in range(self.rules.rowCount()):
             values = []
             for col in range(3):
                 item = self.rules.item(row, col)
                 values.append((item.text().strip() if item is not None else "") or "*")
-            combo = self.rules.cellWidget(row, 3)
+            combo = self.rules.cellWidget(row, 4)
             action = combo.currentText() if isinstance(combo, QComboBox) else "ask"
-            rule = {"action": action}
+            rule: dict[str, Any] = {"action": action}
             for key, value in zip(("robot", "server", "tool"), values, strict=True):
                 if value != "*":
                     rule[key] = value
+            command_item = self.rules.item(row, 3)
+            command = command_item.text().strip() if command_item is not None else ""
+            if command:
+                rule["command"] = command
+                if command_item is not None and command_item.checkState() == Qt.CheckState.Checked:
+                    rule["exact"] = True
             out.append(rule)
         return out
 
