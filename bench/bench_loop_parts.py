@@ -10,7 +10,8 @@ the run up (``Robot.stream``), preparing the context (``ContextManager.prepare``
 events (``AgentRun.emit``, with how many); the replayed items and the passes of the event loop a turn takes beyond
 one per item; the objects a turn leaves to the cycle collector; what an async generator layer costs a streamed item against a callback (the design the provider's
 stream could take instead); the turn with its request records and its context manager knocked out (what cutting
-them could save at most); and what a streamed piece of a long answer costs read by hand, through the provider's
+them could save at most); the turn with its process idle four times (as a real turn is, waiting for its server), the
+waits' own cost apart (the same work costs more with its code and data out of the CPU's caches); and what a streamed piece of a long answer costs read by hand, through the provider's
 stream, and through the whole loop. ``.venv/bin/python bench/bench_loop_parts.py``.
 """
 
@@ -163,6 +164,45 @@ async def per_piece(pieces: int = 2000, rounds: int = 7) -> tuple[float, float, 
     return hand, alone, whole
 
 
+#: The wait before each model call's first two items in :func:`after_waits` (a real turn's four waits for its server).
+WAIT_S = 0.0005
+
+
+class _Waiting(bal._Replayed):
+    """The items replayed with the waits a real call has: for the response, then for its first chunk."""
+
+    async def __aiter__(self) -> Any:
+        for index, item in enumerate(self.items):
+            await asyncio.sleep(WAIT_S if index < 2 else 0)
+            yield item
+
+
+async def after_waits(turn: Any, waiting: list[bool], rounds: int, turns: int) -> tuple[float, float, float]:
+    """The loop's CPU a turn (this thread's, microseconds, median of rounds taken in turn) with its items replayed
+    at once, and with each call's first two items after a wait of :data:`WAIT_S` (the process idle four times a
+    turn, as in a real turn: the CPU's caches lose the loop's code and data meanwhile); and the same passes of the
+    event loop with the same waits and no work (what the waits cost alone)."""
+    async def bare() -> None:
+        for index in range(21):
+            await asyncio.sleep(WAIT_S if index in (0, 1, 10, 11) else 0)
+
+    spent: list[list[float]] = [[], [], []]
+    try:
+        for _ in range(rounds):
+            for i, (wait, run) in enumerate(((False, turn), (True, turn), (True, bare))):
+                waiting[0] = wait
+                samples = []
+                for _ in range(max(20, turns // 5)):
+                    started = time.thread_time()
+                    await run()
+                    samples.append((time.thread_time() - started) * 1e6)
+                spent[i].append(statistics.median(samples))
+    finally:
+        waiting[0] = False
+    at_once, waited, waits = (statistics.median(s) for s in spent)
+    return at_once, waited, waits
+
+
 async def knocked_out(turn: Any, rounds: int, turns: int) -> tuple[float, float, float]:
     """The loop's CPU a turn (this thread's, microseconds, median of ``rounds`` rounds taken in turn): as it is, with
     its requests recorded as nothing (an empty ``model_request``; the provider's body still built once for the call),
@@ -251,8 +291,10 @@ async def main() -> None:
         proc.terminate()
     calls = itertools.count()
 
+    waiting = [False]
+
     async def replaying(request: dict[str, Any]) -> Any:
-        return bal._Replayed(sent[next(calls) % len(sent)])
+        return (_Waiting if waiting[0] else bal._Replayed)(sent[next(calls) % len(sent)])
 
     provider._open = replaying
     for _ in range(50):
@@ -274,6 +316,7 @@ async def main() -> None:
         cpu.append((time.process_time() - started) * 1e6 / TURNS)
         thread.append((time.thread_time() - started_thread) * 1e6 / TURNS)
     as_it_is, unrecorded, bare = await knocked_out(turn, ROUNDS, TURNS)
+    at_once, waited, waits = await after_waits(turn, waiting, ROUNDS, TURNS)
     loop._run_once = counted  # type: ignore[attr-defined]
     for _ in range(TURNS):
         await turn()
@@ -319,6 +362,10 @@ async def main() -> None:
     print(f"  objects a turn leaves to the cycle collector: {cyclic:.1f}")
     print(f"knocked out (an upper bound of what cutting them could save): the turn {as_it_is:6.1f} us; its requests "
           f"recorded as nothing {unrecorded:6.1f} us; and no context manager {bare:6.1f} us")
+    print(f"after four waits a turn ({WAIT_S * 1e3:.1f} ms each, as a real turn waits for its server): the turn "
+          f"{waited:6.1f} us against {at_once:6.1f} us at once ({waited / at_once:.2f} x); the waits alone, with no "
+          f"work {waits:6.1f} us: the loop's work costs {(waited - waits) / at_once:.2f} x with its code and data out "
+          "of the caches")
     print(f"an item read through one more async generator: {gen:.3f} us; handed to a callback instead: {call:.3f} us")
     print(f"a streamed piece of a long answer (CPU of the event loop's thread): read by hand {hand:.2f} us, through the "
           f"provider's stream {alone:.2f} us, through the whole loop {whole:.2f} us")
