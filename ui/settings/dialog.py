@@ -230,7 +230,8 @@ class SettingsDialog(QDialog):
                        "write_file and delete_file apply to every tool that writes or deletes (apply_patch, "
                        "edit_file, …); the strictest decision wins. Without a rule: read-only tools are allowed, "
                        "destructive tools ask, and MCP tools ask unless their server's annotations are trusted "
-                       "(Settings › MCP servers).", approval_tab)
+                       "(Settings › MCP servers). For run_command, Command names the commands: a glob or the first "
+                       "words; ticked, exactly that command.", approval_tab)
         intro.setWordWrap(True)
         al.addWidget(intro)
         self.rules = QTableWidget(0, 5, approval_tab)
