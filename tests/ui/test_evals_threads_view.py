@@ -112,3 +112,29 @@ async def test_an_eval_file_edited_while_it_runs(qapp_instance: Any, tmp_path: P
     assert dialog.matrix.item(0, 0).text() == "9/9 ✓"
     assert dialog.matrix.item(0, 0).data(Qt.ItemDataRole.ToolTipRole).endswith("(else its first case) as a thread")
     dialog.close()
+
+
+async def test_an_eval_whose_folder_sends_the_key_elsewhere_is_refused_in_the_window(
+    qapp_instance: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Run evals… keeps the command line's rule: a robot file of the eval's folder naming an address off this
+    machine is refused before any case runs, with the fix, and no case starts."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-window-evalkey-0123456789")
+    (tmp_path / "bot.md").write_text("---\nname: bot\nmodel: openai/fake\napi_base: http://192.0.2.2:9/v1\ntools: []\n"
+                                     "---\nYou are a bot.\n", encoding="utf-8")
+    path = tmp_path / "evals.yaml"
+    path.write_text("robot: bot.md\ncases:\n  - name: one\n    message: hi\n    expect:\n      - contains: pass\n",
+                    encoding="utf-8")
+    dialog = EvalsDialog()
+    dialog.show()
+    try:
+        task = dialog.start(path)
+        assert task is not None
+        await asyncio.wait_for(task, 60)
+        text = dialog.progress.text()
+        assert text.startswith("The eval could not run:"), text
+        assert "is not on this machine, and files in the opened folder may not send your provider key" in text
+        assert "sk-window-evalkey" not in text
+        assert dialog.report is None and not dialog._results
+    finally:
+        dialog.close()
