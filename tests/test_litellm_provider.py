@@ -12,14 +12,13 @@ import importlib
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply, ToolCall
+from fakes.redirecting import redirecting_to
 
 from workspace.errors import ProviderError
 from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
@@ -396,34 +395,11 @@ async def test_auth_error_is_not_retried_and_names_the_key(server: FakeLLMServer
     assert "gave up" not in message
 
 
-class _Redirecting(BaseHTTPRequestHandler):
-    """Answers every request with 307 to the same path on ``self.server.target`` (another port)."""
-
-    def do_POST(self) -> None:
-        self.send_response(307)
-        self.send_header("Location", f"{self.server.target}{self.path}")  # type: ignore[attr-defined]
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    do_GET = do_POST
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def redirecting(server: FakeLLMServer) -> Iterator[str]:
     """The address of a loopback server that redirects every request to ``server``."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Redirecting)
-    httpd.target = server.base_url  # type: ignore[attr-defined]
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+    with redirecting_to(server.base_url) as address:
+        yield address
 
 
 @styles

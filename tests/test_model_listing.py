@@ -136,3 +136,25 @@ def test_listing_does_not_import_litellm() -> None:
                          env={"PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring", "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+async def test_a_probe_follows_no_redirect() -> None:
+    """The model list and the context window are asked of the address configured and no other: a server
+    answering 307 (to a server that would answer) gives no list and no window, and the other server is never
+    asked (before, urllib followed it there)."""
+    from tests.fakes.redirecting import redirecting_to
+    from workspace.context import window
+
+    with FakeLLMServer(models=["qwen2.5-7b"], context_window=4096) as server, \
+            redirecting_to(server.base_url) as address:
+        window.clear_cache()
+        found = await listing.list_models(model="openai/qwen2.5-7b", api_base=f"{address}/v1", hosted=False)
+        size = window.probe_server("openai/qwen2.5-7b", f"{address}/v1")
+        window.clear_cache()
+        assert found.models == [] and size is None
+        assert server.request_log == []
+        # The same server asked directly answers both.
+        direct = await listing.list_models(model="openai/qwen2.5-7b", api_base=f"{server.base_url}/v1", hosted=False)
+        assert direct.ids == ["openai/qwen2.5-7b"]
+        assert window.probe_server("openai/qwen2.5-7b", f"{server.base_url}/v1") == 4096
+        window.clear_cache()

@@ -21,7 +21,6 @@ LOCAL_DEFAULT_BASES = {"ollama": "http://localhost:11434", "ollama_chat": "http:
 
 
 @functools.lru_cache(maxsize=256)  # asked a few times per model call of the same few addresses (~0.2 ms each)
-@functools.lru_cache(maxsize=256)
 def is_loopback_url(url: str) -> bool:
     """Whether ``url`` (or a bare ``host:port``) points at this machine: localhost or a loopback address.
     Remembered by address: a provider asks on every request (its slots, its key, its errors)."""
@@ -38,6 +37,22 @@ def is_loopback_url(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def probe_opener(url: str) -> Any:
+    """The ``urllib`` opener a probe of ``url`` goes through (a server's model list, its context window): a
+    server on this machine is asked directly, never through a proxy of the environment, and no redirect is
+    followed (a 3xx is the answer, as ``HTTPError``): a probe reaches the address configured and no other."""
+    import urllib.request
+
+    class _NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    handlers: list[Any] = [_NoRedirect()]
+    if is_loopback_url(url):
+        handlers.append(urllib.request.ProxyHandler({}))
+    return urllib.request.build_opener(*handlers)
 
 
 class Settings(Protocol):

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workspace.urls import LOCAL_DEFAULT_BASES, is_loopback_url
+from workspace.urls import LOCAL_DEFAULT_BASES, probe_opener
 
 if TYPE_CHECKING:
     from workspace.providers.base import Provider
@@ -160,9 +160,7 @@ def _get(url: str, *, data: dict[str, Any] | None = None, timeout: float = PROBE
     body = json.dumps(data).encode() if data is not None else None
     request = urllib.request.Request(url, data=body, method="POST" if body is not None else "GET",
                                      headers={"Content-Type": "application/json", "Accept": "application/json"})
-    # A server on this machine is asked directly, never through a proxy of the environment.
-    handlers = [urllib.request.ProxyHandler({})] if is_loopback_url(url) else []
-    opener = urllib.request.build_opener(*handlers)
+    opener = probe_opener(url)  # no proxy for this machine, no redirect followed
     try:
         with opener.open(request, timeout=timeout) as response:
             if response.status != 200:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from workspace.urls import LOCAL_DEFAULT_BASES, is_loopback_url
+from workspace.urls import LOCAL_DEFAULT_BASES, probe_opener
 
 __all__ = [
     "CACHE_SECONDS",
@@ -174,8 +174,7 @@ def _fetch(url: str, timeout: float) -> tuple[int, Any]:
     import urllib.request
 
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
-    handlers = [urllib.request.ProxyHandler({})] if is_loopback_url(url) else []
-    opener = urllib.request.build_opener(*handlers)
+    opener = probe_opener(url)  # no proxy for this machine, no redirect followed
     try:
         with opener.open(request, timeout=timeout) as response:
             body = response.read(5_000_000)
