@@ -216,7 +216,9 @@ class Robot(RobotConfig, RobotConversation, BusMessaging, RobotLearning, Runnabl
         #: folder's address, which gets none of the user's keys unless they configured it (workspace.urls.key_may_go).
         self.api_base_in_folder = written_in_folder(
             api_base_file if api_base is not None else (tmpl.path if tmpl else None), self.folder)
-        self._fallbacks_in_folder = fallback_models is None and tmpl is not None and \
+        #: Where the robot file's ``fallback_models`` were written: inside the opened folder, their addresses are the
+        #: folder's too (as ``api_base_in_folder``).
+        self.fallbacks_in_folder = fallback_models is None and tmpl is not None and \
             written_in_folder(tmpl.path, self.folder)
         self._api_key = api_key or None
         if api_key:
@@ -380,7 +382,7 @@ class Robot(RobotConfig, RobotConversation, BusMessaging, RobotLearning, Runnabl
                 from workspace.providers import provider_for
 
                 return provider_for(model, api_base=str(base) if base else None, config=config,
-                                    folder_written=self._fallbacks_in_folder)
+                                    folder_written=self.fallbacks_in_folder)
 
             makers.append(make)
         return makers

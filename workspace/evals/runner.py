@@ -387,7 +387,7 @@ async def _run_in(spec: EvalFile, cell: _Cell, result: CaseResult, *, folder: Pa
         # addresses are the folder's, as when `robotlab run --folder` runs it.
         if entry is None or entry.api_base is None:
             robot.api_base_in_folder = True
-        robot._fallbacks_in_folder = True
+        robot.fallbacks_in_folder = True
     provider = providers.get(robot.model, robot.api_base, folder_written=robot.api_base_in_folder,
                              router=entry.router if entry is not None else None)
     changes = ChangeSet(folder, mode="review")
