@@ -358,11 +358,11 @@ async def test_the_offline_demo_runs_a_command_on_the_threads_proposals_and_the_
 
 async def test_this_thread_and_always_are_for_the_command_asked_about(folder: Path, tmp_path: Path) -> None:
     policy = ApprovalPolicy(path=tmp_path / "approval.yaml")
-    scope = "thread"
+    scope, answer = "thread", True
 
     async def ask(request: ApprovalRequest) -> ApprovalDecision:
         asked.append(request.input["command"])
-        return ApprovalDecision(approved=True, scope=scope)
+        return ApprovalDecision(approved=answer, scope=scope)
 
     asked: list[str] = []
     gate = ApprovalGate(policy, ask)
@@ -372,14 +372,24 @@ async def test_this_thread_and_always_are_for_the_command_asked_about(folder: Pa
     asked.clear()
     await run_commands(folder, ChangeSet(folder), "ls -a", "ls -a", "ls *", "ls *", "pwd",
                        gate=ApprovalGate(policy, ask))
-    assert asked == ["ls -a", "ls *", "ls *", "pwd"]  # a command with a glob is not written as a rule
+    assert asked == ["ls -a", "ls *", "pwd"]  # a command with a glob's characters too: the rule is exact
     assert policy.path is not None
     assert [(r.action, r.tool, r.command, r.exact) for r in ApprovalPolicy.load(policy.path).rules] == [
-        ("allow", "run_command", "ls -a", True), ("allow", "run_command", "pwd", True)]
+        ("allow", "run_command", "ls -a", True), ("allow", "run_command", "ls *", True),
+        ("allow", "run_command", "pwd", True)]
     # "Always" allowed that command, as "this thread" does: not every command it begins.
     asked.clear()
-    await run_commands(folder, ChangeSet(folder), "ls -a", "ls -a --color=never", "pwd -P", gate=ApprovalGate(policy, ask))
-    assert asked == ["ls -a --color=never", "pwd -P"]
+    await run_commands(folder, ChangeSet(folder), "ls -a", "ls -a --color=never", "ls *", "ls x", "pwd -P",
+                       gate=ApprovalGate(policy, ask))
+    assert asked == ["ls -a --color=never", "ls x", "pwd -P"]
+    # Refused always: every command it begins, and a glob's characters write no rule.
+    scope, answer = "always", False
+    asked.clear()
+    await run_commands(folder, ChangeSet(folder), "git push", "git push origin", "rm *.log", "rm *.log",
+                       gate=ApprovalGate(policy, ask))
+    assert asked == ["git push", "rm *.log", "rm *.log"]
+    assert [(r.action, r.command, r.exact) for r in ApprovalPolicy.load(policy.path).rules][-1] == (
+        "deny", "git push", False)
 
 
 @pytest.mark.parametrize("scope", ["thread", "always"])

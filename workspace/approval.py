@@ -514,15 +514,16 @@ class ApprovalGate:
         if decision.scope == "thread" and decision.approved:
             self._thread_grants.add(self._thread_key(request))
         elif decision.scope == "always":
-            # For run_command: this command, as it was written (a glob's characters would widen it: then the
-            # rule is not written, and the answer holds once). Allowed: exactly that command, as a grant for the
-            # thread is (not every command it begins: "git log" is not "git log --output=README.md"); refused:
-            # every command it begins too (a deny reaching further is the safe side).
+            # For run_command: allowed, exactly that command, as a grant for the thread is (not every command it
+            # begins: "git log" is not "git log --output=README.md"); refused, every command it begins too (a deny
+            # reaching further is the safe side), unless a glob's characters would make it a pattern (then the
+            # rule is not written, and the answer holds once).
             command = command_of(request)
-            if command is not None and any(c in command for c in "*?["):
+            exact = decision.approved and command is not None
+            if command is not None and not exact and any(c in command for c in "*?["):
                 return
             self.policy.set_rule("allow" if decision.approved else "deny", robot=robot, server=server, tool=tool,
-                                 command=command, exact=decision.approved and command is not None)
+                                 command=command, exact=exact)
             self.policy.save()
 
 
