@@ -779,3 +779,26 @@ def test_secrets_in_a_large_payload_never_reach_the_blobs(db: Path, monkeypatch:
         (stored,) = [zlib.decompress(r[0]).decode() for r in s.iter_rows("SELECT data FROM blobs")]
     assert "sk-planted-0123456789" not in stored and "pw-in-url" not in stored
     assert stored.endswith(" key <PLANTED_API_KEY> and http://me:<redacted>@host/")
+
+
+def test_a_value_sqlite_cannot_hold_ends_its_transaction_and_later_writes_go_on(store: Any) -> None:
+    """An integer past SQLite's range raises OverflowError, not sqlite3.Error: the batch's transaction was left open,
+    and every later write of the session failed ("cannot start a transaction within a transaction"), kept in
+    memory only and lost at exit (an audit's server reporting 10**30 tokens)."""
+    thread = store.create_thread(robot="helper")
+    turn = store.add_turn(thread.id, user_text="hi", parent_turn_id=None)
+    with pytest.raises(OverflowError):
+        store.append_event(thread.id, turn.id, make(ev.Usage, input_tokens=10**30, output_tokens=1))
+    store.append_event(thread.id, turn.id, make(ev.Text, seq=2, text="kept"))
+    with sqlite3.connect(store.db_path) as conn:
+        kinds = [row[0] for row in conn.execute("SELECT kind FROM events WHERE turn_id = ?", (turn.id,))]
+    assert "text" in kinds
+
+
+def test_a_usage_count_no_column_can_hold_is_no_count() -> None:
+    from workspace.providers.openai_format import MAX_TOKEN_COUNT, usage_numbers
+
+    assert usage_numbers({"prompt_tokens": 10**30, "completion_tokens": 7,
+                          "completion_tokens_details": {"reasoning_tokens": -3}}) == (0, 7, 0)
+    assert usage_numbers({"input_tokens": float("inf"), "output_tokens": float("nan")}) == (0, 0, 0)
+    assert usage_numbers({"prompt_tokens": MAX_TOKEN_COUNT, "completion_tokens": "12"}) == (MAX_TOKEN_COUNT, 12, 0)

@@ -592,10 +592,15 @@ class Database:
                 for sql, params in batch:
                     conn.execute(sql, params)
                 conn.execute("COMMIT")
-            except sqlite3.Error as exc:
+            except BaseException as exc:
+                # Whatever stopped the batch (a value SQLite cannot hold raises OverflowError, not sqlite3.Error),
+                # the transaction ends here: left open, every later write would fail ("cannot start a transaction
+                # within a transaction") and the rest of the session would be kept in memory only.
                 if conn.in_transaction:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
+                if not isinstance(exc, sqlite3.Error):
+                    raise
                 if transient(exc):
                     self._queue(batch)
                     self._quiet_until = time.monotonic() + self.retry_after

@@ -307,11 +307,18 @@ def field(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
+#: A token count past this is no count (a server's nonsense, such as 10**30, which no column can hold): unknown, 0.
+MAX_TOKEN_COUNT = 2**53
+
+
 def _int(value: Any) -> int:
+    """A token count from a usage report: 0 when it is missing, not a number, negative or past
+    :data:`MAX_TOKEN_COUNT`."""
     try:
-        return int(value) if value else 0
-    except (TypeError, ValueError):
+        count = int(value) if value else 0
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float
         return 0
+    return count if 0 <= count <= MAX_TOKEN_COUNT else 0
 
 
 def usage_numbers(usage: Any) -> tuple[int, int, int]:
