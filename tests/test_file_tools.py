@@ -130,6 +130,42 @@ async def test_search_files(call: Harness, folder: Path) -> None:
     assert len(out.data["matches"]) == 1
 
 
+async def test_a_regex_that_backtracks_for_hours_stops_at_the_time_limit_and_the_loop_runs_meanwhile(
+    call: Harness, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model's (a|aa)+$ on a line of 60 a's backtracks for longer than anyone waits. With `re` the search held the
+    interpreter's lock throughout (an audit: a 0.5 s heartbeat ticked once in 11.6 s on 27 a's; 60 would take
+    years): the window froze, and the search never ended. Now it stops at the search's time limit, saying so,
+    and the event loop runs while it matches."""
+    import asyncio
+
+    from workspace.tools.files import reading
+
+    monkeypatch.setattr(reading, "MAX_SEARCH_SECONDS", 1.0)
+    (folder / "trap.txt").write_text("a" * 60 + "!\n", encoding="utf-8")
+    ticks = 0
+
+    async def heartbeat() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.05)
+            ticks += 1
+
+    beating = asyncio.create_task(heartbeat())
+    try:
+        out = await asyncio.wait_for(call("search_files", query="(a|aa)+$", regex=True, path="trap.txt"), 120)
+    finally:
+        beating.cancel()
+    assert not out.is_error, out.data
+    assert out.data["matches"] == [] and out.data["truncated"]
+    assert "stopped after 1 s" in out.data["note"] and "cannot backtrack" in out.data["note"]
+    assert ticks >= 5, ticks  # about 20 in the second; a search holding the lock gives 0 or 1
+    # A literal search is bounded by the same limit (a folder too large to search in time).
+    monkeypatch.setattr(reading, "MAX_SEARCH_SECONDS", 0.0)
+    out = await call("search_files", query="beta")
+    assert out.data["matches"] == [] and "stopped after 0 s" in out.data["note"]
+
+
 async def test_reads_see_this_runs_proposals(call: Harness, folder: Path) -> None:
     await call("edit_file", path="notes.txt", search="beta", replace="BETA")
     await call("create_file", path="docs/new.md", content="# new beta\n")

@@ -29,6 +29,8 @@ STREAM_BYTES = 8 * 1024 * 1024
 MAX_LIST_ENTRIES = 1000
 MAX_SEARCH_RESULTS = 500
 MAX_SEARCH_FILE_BYTES = 4 * 1024 * 1024
+#: The longest a search (the walk and every match) runs before it stops and says so.
+MAX_SEARCH_SECONDS = 20.0
 MAX_EDIT_BYTES = 16 * 1024 * 1024
 MAX_DIFF_CHARS = 4000
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import time
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from workspace.diffing import sniff, split_lines, strip_eol
@@ -16,6 +17,7 @@ from workspace.tools.files.common import (
     MAX_READ_LINES,
     MAX_SEARCH_FILE_BYTES,
     MAX_SEARCH_RESULTS,
+    MAX_SEARCH_SECONDS,
     STREAM_BYTES,
     Refused,
     _existing_or_big,
@@ -330,12 +332,24 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
         raise Refused("query is empty; give the text (or regex=true pattern) to search for")
     base = ws.sandbox.resolve(path)
     sensitive = case_sensitive if case_sensitive is not None else (query != query.lower())
-    flags = 0 if sensitive else re.IGNORECASE
-    try:
-        matcher = re.compile(query if regex else re.escape(query), flags)
-    except re.error as exc:
-        raise Refused(f"The regular expression is invalid ({exc}); fix it, or pass regex=false to search for the "
-                      "literal text") from None
+    deadline = time.monotonic() + MAX_SEARCH_SECONDS
+    search: Any
+    if regex:
+        # The `regex` module, not `re`: a model's pattern may backtrack for hours on one line ((a|aa)+$), and `re`
+        # holds the interpreter's lock meanwhile, so the window freezes with the search. `regex` stops at a time
+        # limit and lets go of the lock while it matches.
+        import regex as regex_module
+
+        try:
+            compiled = regex_module.compile(query, 0 if sensitive else regex_module.IGNORECASE)
+        except (regex_module.error, RecursionError, OverflowError, ValueError) as exc:
+            raise Refused(f"The regular expression is invalid ({exc}); fix it, or pass regex=false to search for "
+                          "the literal text") from None
+
+        def search(line: str) -> Any:
+            return compiled.search(line, timeout=max(0.001, deadline - time.monotonic()), concurrent=True)
+    else:
+        search = re.compile(re.escape(query), 0 if sensitive else re.IGNORECASE).search
     limit = max(1, min(int(max_results), MAX_SEARCH_RESULTS))
     pending = ws.changes.pending_paths() if ws.changes is not None else {}
     candidates: list[str] = []
@@ -343,6 +357,8 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
         candidates = [] if is_temp_name(base.path.name) else [base.rel]
     elif base.path.is_dir():
         for root, dirs, files in os.walk(base.path, followlinks=False):
+            if time.monotonic() > deadline:
+                break  # said below, as a search out of time
             dirs[:] = sorted(d for d in dirs if not _skip_dir(d))
             rel_root = ws.sandbox.relative(root)
             for f in sorted(files):
@@ -362,7 +378,11 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
     searched = 0
     skipped = 0
     truncated = False
+    out_of_time = time.monotonic() > deadline
     for rel in candidates:
+        if out_of_time or time.monotonic() > deadline:
+            out_of_time = True
+            break
         if pattern and not _match(pattern, rel):
             continue
         try:
@@ -380,7 +400,11 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
             continue
         searched += 1
         for n, line in enumerate(split_lines(fmt.decode(data)), start=1):
-            found = matcher.search(line)
+            try:
+                found = search(line)
+            except TimeoutError:
+                out_of_time = True
+                break
             if found is None:
                 continue
             text = strip_eol(line)
@@ -394,10 +418,15 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
             if len(matches) >= limit:
                 truncated = True
                 break
-        if truncated:
+        if truncated or out_of_time:
             break
     out: dict[str, Any] = {"query": query, "matches": matches, "files_searched": searched}
     notes = []
+    if out_of_time:
+        out["truncated"] = True
+        notes.append(f"The search stopped after {MAX_SEARCH_SECONDS:.0f} s, with the matches found by then: narrow it "
+                     "with path or pattern" + (", or write the regular expression so it cannot backtrack (no nested "
+                                               "repeats such as (a+)+)" if regex else "") + ".")
     if truncated:
         out["truncated"] = True
         notes.append(f"Stopped after {limit} matches; narrow the search with path or pattern, or raise max_results.")
