@@ -102,7 +102,7 @@ def test_an_unknown_key_names_the_line_and_the_closest_key() -> None:
     assert str(info.value) == (
         f"Invalid configuration:\n  {user}:3: unknown key 'llm.temprature'; allowed keys: model, api_base, "
         "temperature, top_p, max_tokens, timeout, first_token_timeout, idle_timeout, max_wait, max_retries, "
-        "max_concurrent_requests, provider, litellm_process, tool_choice, max_tool_result_chars, context_window, "
+        "max_concurrent_requests, provider, litellm_process, tool_choice, max_answer_chars, max_tool_result_chars, context_window, "
         "context_policy, compaction_threshold, local_max_tokens_share, compaction_model, vision, embedding_model, "
         "embedding_api_base — did you mean 'temperature'?")
 

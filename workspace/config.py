@@ -58,6 +58,8 @@ DEFAULTS: dict[str, Any] = {
         "tool_choice": None,
         # The most characters of one tool result sent to the model (the rest is cut, with a note).
         "max_tool_result_chars": 50_000,
+        # The most characters one answer streams (its text and thinking) before it is stopped.
+        "max_answer_chars": 4_000_000,
         # The model's window when nothing reports it (a number, or model id -> number); see workspace.context.
         "context_window": None,
         # compact | truncate | error: what happens when a conversation outgrows the window.
@@ -318,6 +320,7 @@ llm:
   # first_token_timeout: 180   # a local server may be loading the model
   # idle_timeout: 60           # the longest gap mid-stream
   # max_wait: 300              # one call's whole wait for its first token, retries included
+  # max_answer_chars: 4000000  # an answer streaming past this many characters is stopped
   # tool_choice: auto          # llama-cpp-python's server calls tools only when this is sent
   # vision: true               # the model takes images (or per model: {llava: true, llama3.1: false})
   # embedding_model: openai/text-embedding-3-small   # document stores' embeddings (empty: word matching)

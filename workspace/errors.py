@@ -61,9 +61,9 @@ class ProviderError(InferenceError):
 #: ``unreachable`` (no connection), ``timeout`` (no answer in time), ``cut`` (the stream ended early),
 #: ``empty`` (HTTP 200 without a stream), ``not_a_stream`` (an HTML page or garbage instead of events),
 #: ``auth`` (key missing or refused), ``context`` (the prompt is longer than the context window),
-#: ``not_found``, ``bad_request``.
+#: ``not_found``, ``bad_request``, ``too_long`` (an answer past ``llm.max_answer_chars``, stopped).
 PROVIDER_FAILURES = frozenset({"rate_limit", "server_error", "unreachable", "timeout", "cut", "empty",
-                               "not_a_stream", "auth", "context", "not_found", "bad_request"})
+                               "not_a_stream", "auth", "context", "not_found", "bad_request", "too_long"})
 #: The failures after which a robot's fallback models are tried.
 OUTAGE_FAILURES = frozenset({"rate_limit", "server_error", "unreachable", "timeout"})
 #: The failures that mean the request did not fit the model's context window: a refusal that says

@@ -38,6 +38,7 @@ from workspace.providers.base import (
     UsageChunk,
     status_sink,
 )
+from workspace.providers.openai_format import MAX_ANSWER_CHARS
 from workspace.providers.text_calls import ThinkSplitter, find_text_calls, may_hold_calls
 
 #: The longest a turn reads chunks the connection already holds before it lets the event loop run (s). A
@@ -151,6 +152,10 @@ class ModelTurns:
         clock = time.perf_counter
         since = clock()
         loop = asyncio.get_running_loop()
+        #: Characters the answer may still stream (its text and thinking): a server that never ends its stream
+        #: would fill the memory (llm.max_answer_chars).
+        most = getattr(provider, "max_answer_chars", None) or MAX_ANSWER_CHARS
+        left = most
 
         def said(text: str, thought: str) -> None:
             """What the splitter gave of the text: its answer and its thinking (between think tags), as events."""
@@ -165,11 +170,14 @@ class ModelTurns:
             """Turn ``chunk`` into events; True when chunks have been read for longer than a slice (chunks
             waiting): the event loop runs before the next. A piece of text, the most frequent chunk, by its exact
             type first; past any thinking it is the answer's as it is (no call of the splitter's)."""
-            nonlocal finish, since
+            nonlocal finish, since, left
             if type(chunk) is TextChunk or isinstance(chunk, TextChunk):
                 text = chunk.text
                 if text:
                     produced[0] = True
+                    left -= len(text)
+                    if left < 0:
+                        raise _too_long(provider, most)
                     if splitter.passing:
                         add_text(text)
                         emit_text(text)
@@ -191,6 +199,9 @@ class ModelTurns:
             elif isinstance(chunk, ReasoningChunk):
                 if chunk.text:
                     produced[0] = True
+                    left -= len(chunk.text)
+                    if left < 0:
+                        raise _too_long(provider, most)
                     reasoning.append(chunk.text)
                     emit_thought(chunk.text)
             elif isinstance(chunk, UsageChunk):
@@ -296,6 +307,13 @@ class ModelTurns:
 #: with an invalid-arguments error (``AgentRun._run_tool``).
 INVALID_ARGUMENTS = "__invalid_arguments__"
 INVALID_WHY = "__why__"
+
+
+def _too_long(provider: Provider, most: int) -> ProviderError:
+    """The error that stops an answer streaming past ``most`` characters."""
+    return ProviderError(f"The answer passed {most:,} characters without ending, so it was stopped (the server may "
+                         "be repeating itself; llm.max_answer_chars sets the limit, for answers meant to be longer)",
+                         provider=provider.label, reason="too_long")
 
 
 def too_deep_input(raw: str) -> dict[str, str]:

@@ -123,6 +123,9 @@ def provider_options(config: ConfigLookup | None, model: str | None = None) -> d
         "max_retries": int(config.get("llm.max_retries", 3)),
         "max_tool_result_chars": int(config.get("llm.max_tool_result_chars", 50_000)),
     }
+    answer = config.get("llm.max_answer_chars")
+    if answer is not None:
+        out["max_answer_chars"] = int(answer)
     for key, name in (("first_token_timeout", "first_token_timeout"), ("idle_timeout", "idle_timeout"),
                       ("max_wait", "max_wait")):
         value = config.get(f"llm.{key}")

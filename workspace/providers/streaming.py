@@ -71,6 +71,7 @@ from workspace.providers.failures import (
 )
 from workspace.providers.openai_format import (
     IMAGE_CHARS,
+    MAX_ANSWER_CHARS,
     MAX_TOOL_RESULT_CHARS,
     DeltaReader,
     MessageConverter,
@@ -159,6 +160,7 @@ class StreamingProvider(ProviderBase):
         max_tool_result_chars: int | None = MAX_TOOL_RESULT_CHARS,
         vision: bool | None = None,
         user_key: bool = True,
+        max_answer_chars: int | None = MAX_ANSWER_CHARS,
     ) -> None:
         if not model_id or not str(model_id).strip():
             raise ValueError(f"{type(self).__name__} needs a model id, e.g. 'openai/gpt-4o-mini'")
@@ -183,6 +185,8 @@ class StreamingProvider(ProviderBase):
         self.max_concurrent = max_concurrent
         self.slow_notice = slow_notice
         self.max_tool_result_chars = max_tool_result_chars
+        #: The most characters one answer streams (text and thinking) before the run stops it (``llm.max_answer_chars``).
+        self.max_answer_chars = max_answer_chars
         self.extra: dict[str, Any] = dict(extra or {})
         #: Whether the model takes images, when the caller knows (None: :meth:`supports_vision` finds out).
         self.vision = vision
