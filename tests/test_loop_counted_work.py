@@ -466,3 +466,38 @@ async def test_a_tool_calls_fragments_make_one_record_for_the_call(monkeypatch: 
     assert [c.tool.input for c in result.tool_calls] == [{"city": "Oslo"}]
     assert str(result.last_text_content) == "w0 w1 w2 "
     assert made[0] == 1
+
+
+async def test_a_request_nobody_can_read_is_not_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Robot.arun`` with no observer drops the run's events: the model requests' records are not made (their walk
+    of the body); a run whose events are read records every call, the first after an unrecorded one whole."""
+    from workspace.context.requests import RequestRecorder
+
+    made: list[ev.ModelRequest] = []
+    real = RequestRecorder.record
+
+    def counting(self: RequestRecorder, *args: Any, **kwargs: Any) -> ev.ModelRequest:
+        made.append(real(self, *args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(RequestRecorder, "record", counting)
+    model = _Model()
+    robot = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=model)
+    model.enqueue([ToolCall("get_weather", {"city": "Oslo"})], "Sunny.")
+    result = await robot.arun("Weather in Oslo?")
+    assert str(result.last_text_content) == "Sunny." and len(model.history) == 2
+    assert made == []
+    # Read (iterated): every call recorded, the first whole (no earlier record to point back to).
+    model.enqueue([ToolCall("get_weather", {"city": "Bergen"})], "Rain.")
+    events = [e async for e in robot.stream("And in Bergen?")]
+    recorded = [e for e in events if isinstance(e, ev.ModelRequest)]
+    assert len(made) == 2 and [e.request_id for e in recorded] == [e.request_id for e in made]
+    assert recorded[0].reused_from is None and recorded[0].reused_messages == 0
+    assert recorded[1].reused_from == recorded[0].request_id and recorded[1].reused_messages > 0
+    # Awaited with an observer (tracing, say): recorded, the observer sees them.
+    seen: list[ev.Event] = []
+    model.enqueue("Fine.")
+    run = robot.stream("Thanks.")
+    run.add_observer(seen.append)
+    await run.wait()
+    assert len(made) == 3 and sum(isinstance(e, ev.ModelRequest) for e in seen) == 1

@@ -162,6 +162,19 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         self._put(event)
         return event
 
+    def unheard(self) -> bool:
+        """Whether nobody reads the events emitted now (a run awaited by :meth:`wait` alone, no observer): then
+        what only its events' readers need (a model request's record) is not worked out. The event left out
+        takes its number all the same: the run's events are numbered as when they are read."""
+        if not self._unread or self._observers:
+            return False
+        if self.spec.sequence is not None:  # a shared one is called under the lock (see emit)
+            with self._emit_lock:
+                self._next_seq()
+        else:
+            next(self._seq)
+        return True
+
     def piece_emitter(self, kind: type[ev.TextDelta] | type[ev.ReasoningDelta]) -> Callable[[str], object]:
         """What emits a streamed piece of ``kind`` (``kind(text=...)``) from the run's own task: :meth:`emit` in one
         call, the event built with its stamp (no second pass over its fields) and handed to the queue or, nobody

@@ -106,6 +106,9 @@ class ModelTurns:
     def piece_emitter(self, kind: type[ev.TextDelta] | type[ev.ReasoningDelta]) -> Callable[[str], object]:
         raise NotImplementedError  # pragma: no cover - AgentRun's
 
+    def unheard(self) -> bool:  # pragma: no cover - AgentRun's
+        raise NotImplementedError
+
     def _add_usage(self, chunk: UsageChunk) -> None:  # pragma: no cover - AgentRun's
         raise NotImplementedError
 
@@ -235,10 +238,11 @@ class ModelTurns:
             history = without_images(history)
         if spec.context is not None:
             await spec.context.consume(provider, system=spec.system, history=history, tools=specs,
-                                       settings=spec.settings, emit=self.emit, on_chunk=see)
+                                       settings=spec.settings, emit=self.emit, on_chunk=see, unheard=self.unheard)
             return
-        self.emit(RequestRecorder().record(provider, system=spec.system, messages=history, tools=specs,
-                                           settings=spec.settings))
+        if not self.unheard():  # a record nobody can read is not made (see ContextManager.consume)
+            self.emit(RequestRecorder().record(provider, system=spec.system, messages=history, tools=specs,
+                                               settings=spec.settings))
         stream = provider.stream(system=spec.system, messages=list(history), tools=specs, settings=spec.settings)
         said = status_sink.set(see)  # a slow first token said at once (see ContextManager.consume)
         try:

@@ -198,14 +198,16 @@ class ContextManager:
 
     async def consume(self, provider: Provider, *, system: str | None, history: Sequence[Message],
                       tools: Sequence[ToolSpec], settings: Mapping[str, Any], emit: Emit | None,
-                      on_chunk: Callable[[Chunk], bool]) -> None:
+                      on_chunk: Callable[[Chunk], bool], unheard: Callable[[], bool] | None = None) -> None:
         """:meth:`stream`'s chunks handed to ``on_chunk`` one by one as the provider's stream gives them, in
         this coroutine: the provider's generator is read here, with no generator of the manager's between it
         and its reader (a layer every chunk would pass through). ``on_chunk`` returns True to let the event
         loop run before the next chunk (chunks waiting: see :data:`workspace.agent.turn.SLICE_S`). A status
         the provider says while it waits (a slow first token) goes to ``on_chunk`` at once, through
-        :data:`~workspace.providers.base.status_sink`."""
+        :data:`~workspace.providers.base.status_sink`. ``unheard``: whether nobody reads ``emit``'s events now (the
+        request of an attempt nobody can read is not recorded: see :meth:`_Call.send`)."""
         call = await self._begin(provider, system=system, history=history, tools=tools, settings=settings, emit=emit)
+        call.unheard = unheard
         while True:
             for spent in self.take_usage():  # the summaries' tokens count like the run's own
                 on_chunk(spent)
@@ -432,8 +434,8 @@ class _Call:
     whether the answer began, the characters written, the server's usage, a finish at "length" held to the
     end, :meth:`last`), and one retry of a refusal as too long (:meth:`retry`)."""
 
-    __slots__ = ("cut", "emit", "history", "manager", "prepared", "provider", "retried", "sent", "settings",
-                 "started", "system", "tools", "usage", "written")
+    __slots__ = ("cut", "emit", "history", "manager", "prepared", "provider", "retried", "sent",
+                 "settings", "started", "system", "tools", "unheard", "usage", "written")
 
     def __init__(self, manager: ContextManager, provider: Provider, prepared: Prepared, *, system: str | None,
                  history: Sequence[Message], tools: Sequence[ToolSpec], settings: Mapping[str, Any],
@@ -446,6 +448,8 @@ class _Call:
         self.tools = tools
         self.settings = settings
         self.emit = emit
+        #: Whether nobody reads ``emit``'s events now (None: someone always does; see :meth:`send`).
+        self.unheard: Callable[[], bool] | None = None
         self.retried = False
         self.started = False
         self.sent: Mapping[str, Any] = settings
@@ -459,9 +463,15 @@ class _Call:
         self.started, self.usage, self.cut, self.written = False, None, None, 0
         self.sent = sent = manager._budget.local_limit(provider, prepared, self.settings,
                                                        share=manager.local_max_tokens_share)
-        if self.emit is not None:  # the request as sent (its own record even when a retry sends it again)
+        if self.emit is not None and (self.unheard is None or not self.unheard()):
+            # The request as sent (its own record even when a retry sends it again).
             self.emit(manager.requests.record(provider, system=prepared.system, messages=prepared.messages,
                                               tools=self.tools, settings=sent))
+        elif self.emit is not None:
+            # Nobody reads the run's events (``Robot.arun`` with no observer): the record would be dropped unread,
+            # so it is not made (its walk of the body, ~40 us a call: bench/bench_loop_parts.py). The next one
+            # recorded is whole: it cannot point back to a request nobody saw.
+            manager.requests.skip()
         return provider.stream(system=prepared.system, messages=prepared.messages, tools=self.tools, settings=sent)
 
     def see(self, chunk: Chunk) -> bool:
