@@ -501,3 +501,34 @@ async def test_a_request_nobody_can_read_is_not_recorded(monkeypatch: pytest.Mon
     run.add_observer(seen.append)
     await run.wait()
     assert len(made) == 3 and sum(isinstance(e, ev.ModelRequest) for e in seen) == 1
+
+
+async def test_the_events_of_a_run_nobody_reads_are_numbered_but_not_stamped_or_built(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Robot.arun`` with no observer: the run's events take their numbers (the terminal event's is that of a run
+    whose events are read) but only the terminal one is stamped, and no streamed piece's event is built."""
+    real_delta = ev.TextDelta
+    built: list[str] = []
+
+    def delta(**fields: Any) -> ev.TextDelta:
+        built.append(fields["text"])
+        return real_delta(**fields)
+
+    monkeypatch.setattr(ev, "TextDelta", delta)
+    script: list[Any] = [["Looking. ", ToolCall("get_weather", {"city": "Oslo"})], "It is sunny in Oslo."]
+    read = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=_Model(list(script))).stream("Oslo?")
+    events = [e async for e in read]
+    assert built and "".join(built) == "Looking. It is sunny in Oslo."
+    built.clear()
+    run = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=_Model(list(script))).stream("Oslo?")
+    stamped: list[ev.Event] = []
+    real_stamp = run._stamp
+
+    def stamp(event: ev.Event, seq: int) -> ev.Event:
+        stamped.append(event)
+        return real_stamp(event, seq)
+
+    run._stamp = stamp  # type: ignore[method-assign]
+    terminal = await run.wait()
+    assert stamped == [terminal] and isinstance(terminal, ev.RunFinished) and terminal.seq == events[-1].seq
+    assert built == [] and run.result is not None and run.result.last_text_content == "It is sunny in Oslo."

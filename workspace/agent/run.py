@@ -148,7 +148,13 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         The run's own events are numbered by a counter (:meth:`_next_seq`) and stamped by the run's bound
         :func:`workspace.events.stamper` without the lock; a terminal event takes it (exactly one of them, whichever
         thread emits it), and so does every event numbered by a shared sequence (a network's counter, which is a
-        plain ``+= 1``: this run's threads do not call it at once)."""
+        plain ``+= 1``: this run's threads do not call it at once).
+
+        An event nobody reads (:meth:`unheard`: the run awaited by :meth:`wait` alone, no observer) takes its number
+        and is neither stamped nor delivered: it is returned as it was built (the terminal event is stamped, as
+        :meth:`wait` returns it)."""
+        if not built.terminal and self.unheard():
+            return built
         if built.terminal or self.spec.sequence is not None:
             with self._emit_lock:
                 if built.terminal:
@@ -187,11 +193,14 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         parent_run_id, parent_tool_id = spec.parent_run_id, spec.parent_tool_id
 
         def emit_piece(text: str) -> None:
+            if self._unread and not self._observers:  # nobody reads it: its number taken, no event built
+                next(seq)
+                return
             event = kind(text=text, run_id=run_id, robot=robot, seq=next(seq), task=task, parent_run_id=parent_run_id,
                          parent_tool_id=parent_tool_id, candidate=candidate)
             if not self._unread:
                 queue.put_nowait(event)
-            elif self._observers:
+            else:
                 self._observe(event)
 
         return emit_piece
