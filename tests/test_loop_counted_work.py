@@ -532,3 +532,25 @@ async def test_the_events_of_a_run_nobody_reads_are_numbered_but_not_stamped_or_
     terminal = await run.wait()
     assert stamped == [terminal] and isinstance(terminal, ev.RunFinished) and terminal.seq == events[-1].seq
     assert built == [] and run.result is not None and run.result.last_text_content == "It is sunny in Oslo."
+
+
+async def test_a_model_call_makes_no_context_managers_generator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Around each model call the loop counts the turns streaming, reads the provider's stream to its close and,
+    with no budget ledger, holds nothing: plain calls and ``finally`` blocks, no ``contextlib`` generator made and
+    driven per call (three a call before: the streaming count, the stream's closing, the ledger's)."""
+    import contextlib
+
+    made: list[str] = []
+    real = contextlib._GeneratorContextManagerBase.__init__  # type: ignore[attr-defined]
+
+    def counting(self: Any, func: Any, args: Any, kwds: Any) -> None:
+        made.append(func.__qualname__)
+        real(self, func, args, kwds)
+
+    monkeypatch.setattr(contextlib._GeneratorContextManagerBase, "__init__", counting)  # type: ignore[attr-defined]
+    model = _Model([[ToolCall("get_weather", {"city": "Oslo"})], "Sunny."])
+    robot = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=model)
+    result = await robot.arun("Weather in Oslo?")
+    assert str(result.last_text_content) == "Sunny." and len(model.history) == 2
+    assert made == []
+    assert not turn._STREAMING  # the count of turns streaming went back to nothing

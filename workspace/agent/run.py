@@ -425,11 +425,13 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
                 await self._join_pending_tools()
             turns += 1
             text_parts.clear()
-            async with ledger_call(spec.ledger, lambda: self._usage):  # the budget ledger, when the robot has one
-                if spec.hooks:
-                    outcome = await self._generation(text_parts, turns - 1, message)
-                else:
-                    outcome = await self._model_turn(text_parts)
+            if spec.ledger is None:  # no budget ledger: nothing around the call (no context manager's generator)
+                outcome = (await self._generation(text_parts, turns - 1, message) if spec.hooks
+                           else await self._model_turn(text_parts))
+            else:
+                async with ledger_call(spec.ledger, lambda: self._usage):  # the robot's budget ledger
+                    outcome = (await self._generation(text_parts, turns - 1, message) if spec.hooks
+                               else await self._model_turn(text_parts))
             calls = outcome.calls
             text = "".join(text_parts)
             text_parts.clear()

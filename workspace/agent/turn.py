@@ -20,7 +20,7 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,19 +52,19 @@ SLICE_S = 0.004
 _STREAMING: dict[asyncio.AbstractEventLoop, int] = {}
 
 
-@contextlib.contextmanager
-def _streaming() -> Iterator[None]:
-    """One more turn streaming on the running loop while inside."""
-    loop = asyncio.get_running_loop()
+def _streaming(loop: asyncio.AbstractEventLoop) -> None:
+    """One more turn streaming on ``loop`` (until :func:`_streamed`; plain calls around the turn, no context
+    manager's generator made for every model call)."""
     _STREAMING[loop] = _STREAMING.get(loop, 0) + 1
-    try:
-        yield
-    finally:
-        left = _STREAMING.get(loop, 1) - 1
-        if left > 0:
-            _STREAMING[loop] = left
-        else:
-            _STREAMING.pop(loop, None)
+
+
+def _streamed(loop: asyncio.AbstractEventLoop) -> None:
+    """A turn streaming on ``loop`` ended."""
+    left = _STREAMING.get(loop, 1) - 1
+    if left > 0:
+        _STREAMING[loop] = left
+    else:
+        _STREAMING.pop(loop, None)
 
 if TYPE_CHECKING:
     from workspace.agent.spec import RunSpec
@@ -115,15 +115,18 @@ class ModelTurns:
     async def _model_turn(self, text_parts: list[str]) -> TurnOutcome:
         """Ask the model for its next turn (a fallback model when the robot's has an outage)."""
         specs = [tool.spec() for tool in self.spec.tools]
+        loop = asyncio.get_running_loop()
         while True:
             produced = [False]
+            _streaming(loop)
             try:
-                with _streaming():
-                    return await self._stream_turn(self.spec.provider, specs, text_parts, produced)
+                return await self._stream_turn(self.spec.provider, specs, text_parts, produced)
             except ProviderError as exc:
                 if produced[0] or not exc.is_outage or not self._fallbacks:
                     raise
                 self._switch_model(exc)
+            finally:
+                _streamed(loop)
 
     def _switch_model(self, failure: ProviderError) -> None:
         old = self.spec.provider.label

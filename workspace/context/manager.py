@@ -184,10 +184,13 @@ class ContextManager:
             for spent in self.take_usage():  # the summaries' tokens count like the run's own
                 yield spent
             try:
-                async with _closing(call.send()) as chunks:
+                chunks = call.send()
+                try:
                     async for chunk in chunks:
                         if call.see(chunk):
                             yield chunk
+                finally:
+                    await _close(chunks)
                 last = call.last()
                 if last is not None:
                     yield last
@@ -214,7 +217,8 @@ class ContextManager:
             try:
                 said = status_sink.set(on_chunk)  # the provider's reading alone (not a compaction's summary)
                 try:
-                    async with _closing(call.send()) as chunks:
+                    chunks = call.send()
+                    try:
                         async for chunk in chunks:
                             if type(chunk) is TextChunk:  # the most frequent: what _Call.see reads of it, here
                                 call.started = True
@@ -223,6 +227,8 @@ class ContextManager:
                                     await asyncio.sleep(0)
                             elif call.see(chunk) and on_chunk(chunk):
                                 await asyncio.sleep(0)
+                    finally:
+                        await _close(chunks)
                 finally:
                     status_sink.reset(said)
                 last = call.last()
@@ -521,13 +527,10 @@ class _Call:
         return True
 
 
-@contextlib.asynccontextmanager
-async def _closing(source: Any) -> AsyncIterator[Any]:
-    """The provider's stream, closed when the caller stops early (``aclose`` when it has one)."""
-    try:
-        yield source
-    finally:
-        close = getattr(source, "aclose", None)
-        if close is not None:
-            with contextlib.suppress(Exception):
-                await close()
+async def _close(source: Any) -> None:
+    """Close the provider's stream once read, or when the caller stops early (``aclose`` when it has one): a
+    plain ``finally`` around the reading, no context manager's generator made for every call."""
+    close = getattr(source, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()
