@@ -506,7 +506,8 @@ async def test_a_request_nobody_can_read_is_not_recorded(monkeypatch: pytest.Mon
 async def test_the_events_of_a_run_nobody_reads_are_numbered_but_not_stamped_or_built(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """``Robot.arun`` with no observer: the run's events take their numbers (the terminal event's is that of a run
-    whose events are read) but only the terminal one is stamped, and no streamed piece's event is built."""
+    whose events are read) but only the terminal one is stamped, and no streamed piece's event is built, nor the
+    statuses, counts, usage, tool and text events of the turns."""
     real_delta = ev.TextDelta
     built: list[str] = []
 
@@ -515,11 +516,20 @@ async def test_the_events_of_a_run_nobody_reads_are_numbered_but_not_stamped_or_
         return real_delta(**fields)
 
     monkeypatch.setattr(ev, "TextDelta", delta)
+    others: list[str] = []
+    for name in ("RunStarted", "RunStatus", "Usage", "ContextUsage", "ToolUse", "ToolResult", "Text", "Reasoning"):
+        def made(_name: str = name, _kind: Any = getattr(ev, name), **fields: Any) -> Any:
+            others.append(_name)
+            return _kind(**fields)
+
+        monkeypatch.setattr(ev, name, made)
     script: list[Any] = [["Looking. ", ToolCall("get_weather", {"city": "Oslo"})], "It is sunny in Oslo."]
     read = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=_Model(list(script))).stream("Oslo?")
     events = [e async for e in read]
     assert built and "".join(built) == "Looking. It is sunny in Oslo."
+    assert {"RunStarted", "Usage", "ContextUsage", "ToolUse", "ToolResult", "Text"} <= set(others), others
     built.clear()
+    others.clear()
     run = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=_Model(list(script))).stream("Oslo?")
     stamped: list[ev.Event] = []
     real_stamp = run._stamp
@@ -532,6 +542,7 @@ async def test_the_events_of_a_run_nobody_reads_are_numbered_but_not_stamped_or_
     terminal = await run.wait()
     assert stamped == [terminal] and isinstance(terminal, ev.RunFinished) and terminal.seq == events[-1].seq
     assert built == [] and run.result is not None and run.result.last_text_content == "It is sunny in Oslo."
+    assert others == []  # nor any other of the run's events but its terminal one
 
 
 async def test_a_model_call_makes_no_context_managers_generator(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -301,9 +301,10 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
             writer_var.set(spec.robot)  # this task's memory writes are this robot's
             self._take_writer()
             self._watch_memory()
-            self.emit(ev.RunStarted(message=spec.message, model=spec.provider.label,
-                      is_language_model=spec.provider.is_language_model,
-                      attachments=[a.ref() for a in spec.attachments]))
+            if not self.unheard():  # (an event nobody reads is not built: its number is taken)
+                self.emit(ev.RunStarted(message=spec.message, model=spec.provider.label,
+                          is_language_model=spec.provider.is_language_model,
+                          attachments=[a.ref() for a in spec.attachments]))
             self._unwatch = [watch(self.emit) for watch in spec.watchers]
             if any(a.is_image for a in spec.attachments) or has_images(spec.history):
                 await self._check_vision()
@@ -441,7 +442,7 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
                 calls, rest = self._calls_in_text(text, spec.text_tool_calls)
                 if rest is not None:
                     text, from_text = rest, True
-            if outcome.reasoning:
+            if outcome.reasoning and not self.unheard():
                 self.emit(ev.Reasoning(text=outcome.reasoning))
             if cut and calls:
                 where = ("when the context window was full" if outcome.finish == "context_full"
@@ -450,7 +451,7 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
                     f"The tool call{'s' if len(calls) > 1 else ''} the model was writing ("
                     f"{', '.join(c.name for c in calls)}) were cut off {where} and not run.")))
                 calls = []
-            if text or from_text:
+            if (text or from_text) and not self.unheard():
                 self.emit(ev.Text(text=text))
             if text:
                 # RobotLab's messages know "tool" and "stop"; a cut answer is the result's stop reason.
@@ -549,17 +550,18 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         cost = chunk.cost
         self._usage = self._usage + UsageTotals(chunk.input_tokens, chunk.output_tokens, cost,
                                                 chunk.reasoning_tokens, chunk.estimated)
-        self.emit(ev.Usage(
-            input_tokens=chunk.input_tokens,
-            output_tokens=chunk.output_tokens,
-            cost=cost,
-            total_input_tokens=self._usage.input_tokens,
-            total_output_tokens=self._usage.output_tokens,
-            total_cost=self._usage.cost,
-            model=chunk.model or self.spec.provider.model_id,
-            reasoning_tokens=chunk.reasoning_tokens,
-            estimated=chunk.estimated,
-        ))
+        if not self.unheard():  # (an event nobody reads is not built: its number is taken)
+            self.emit(ev.Usage(
+                input_tokens=chunk.input_tokens,
+                output_tokens=chunk.output_tokens,
+                cost=cost,
+                total_input_tokens=self._usage.input_tokens,
+                total_output_tokens=self._usage.output_tokens,
+                total_cost=self._usage.cost,
+                model=chunk.model or self.spec.provider.model_id,
+                reasoning_tokens=chunk.reasoning_tokens,
+                estimated=chunk.estimated,
+            ))
         if cost is None and self.spec.max_cost is not None and not self._cost_unknown_noted:
             self._cost_unknown_noted = True
             self.emit(ev.RunStatus(state="notice", detail=(

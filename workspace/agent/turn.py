@@ -151,7 +151,7 @@ class ModelTurns:
         splitter = ThinkSplitter()
         reasoning: list[str] = []
         finish: str | None = None
-        emit = self.emit
+        emit, unheard = self.emit, self.unheard
         # A streamed piece is emitted in one call (the event built stamped: AgentRun.piece_emitter).
         emit_text, emit_thought = self.piece_emitter(ev.TextDelta), self.piece_emitter(ev.ReasoningDelta)
         add_text = text_parts.append
@@ -214,7 +214,7 @@ class ModelTurns:
                 self._add_usage(chunk)
             elif isinstance(chunk, FinishChunk):
                 finish = chunk.reason
-            elif isinstance(chunk, StatusChunk):
+            elif isinstance(chunk, StatusChunk) and not unheard():  # (nobody reads it: its number taken, not built)
                 emit(ev.RunStatus(state=chunk.state, detail=chunk.detail, retry_in=chunk.retry_in,
                      attempt=chunk.attempt, model=provider.label, endpoint=chunk.endpoint))
             if clock() - since > SLICE_S / _STREAMING.get(loop, 1):  # chunks waiting: let the loop run

@@ -209,8 +209,8 @@ class ContextManager:
         the provider says while it waits (a slow first token) goes to ``on_chunk`` at once, through
         :data:`~workspace.providers.base.status_sink`. ``unheard``: whether nobody reads ``emit``'s events now (the
         request of an attempt nobody can read is not recorded: see :meth:`_Call.send`)."""
-        call = await self._begin(provider, system=system, history=history, tools=tools, settings=settings, emit=emit)
-        call.unheard = unheard
+        call = await self._begin(provider, system=system, history=history, tools=tools, settings=settings, emit=emit,
+                                 unheard=unheard)
         while True:
             for spent in self.take_usage():  # the summaries' tokens count like the run's own
                 on_chunk(spent)
@@ -240,21 +240,25 @@ class ContextManager:
                     raise
 
     async def _begin(self, provider: Provider, *, system: str | None, history: Sequence[Message],
-                     tools: Sequence[ToolSpec], settings: Mapping[str, Any], emit: Emit | None) -> _Call:
+                     tools: Sequence[ToolSpec], settings: Mapping[str, Any], emit: Emit | None,
+                     unheard: Callable[[], bool] | None = None) -> _Call:
         """One model call, its request prepared (a missing key said first)."""
         provider.check_key()  # a missing key is said before the window or the tokenizer loads a provider's library
         prepared = await self.prepare(provider, system=system, history=history, tools=tools, settings=settings,
-                                      emit=emit)
-        return _Call(self, provider, prepared, system=system, history=history, tools=tools, settings=settings,
+                                      emit=emit, unheard=unheard)
+        call = _Call(self, provider, prepared, system=system, history=history, tools=tools, settings=settings,
                      emit=emit)
+        call.unheard = unheard
+        return call
 
-    def _observe(self, prepared: Prepared, chunk: UsageChunk, emit: Emit | None) -> None:
-        """Correct the counts from the server's, and say its count."""
+    def _observe(self, prepared: Prepared, chunk: UsageChunk, emit: Emit | None,
+                 unheard: Callable[[], bool] | None = None) -> None:
+        """Correct the counts from the server's, and say its count (``unheard``: see :meth:`prepare`)."""
         last = self._budget.observe(prepared, chunk)
         if last is None:
             return
         self.last = last
-        if emit is not None:
+        if emit is not None and (unheard is None or not unheard()):
             assert last.window is not None
             emit(ev.ContextUsage(used=last.used, window=last.window.tokens, estimated=False,
                  system_tokens=last.system_tokens, tools_tokens=last.tools_tokens, threshold=self.threshold,
@@ -262,8 +266,11 @@ class ContextManager:
 
     async def prepare(self, provider: Provider, *, system: str | None, history: Sequence[Message], tools: Sequence[Any],
                       settings: Mapping[str, Any] | None = None, emit: Emit | None = None,
-                      trigger: Literal["threshold", "overflow"] = "threshold") -> Prepared:
-        """The request for the next model call (see the module docstring)."""
+                      trigger: Literal["threshold", "overflow"] = "threshold",
+                      unheard: Callable[[], bool] | None = None) -> Prepared:
+        """The request for the next model call (see the module docstring). ``unheard``: whether nobody reads
+        ``emit``'s events now (the agent loop's ``AgentRun.unheard``, which takes the number of an event left out):
+        a count nobody reads is not built."""
         self._check(history)
         info = await self.window(provider)
         if info is None:  # nothing known to keep within: the conversation as it is
@@ -295,7 +302,7 @@ class ContextManager:
             raise ContextOverflowError(too_long_message(provider.model_id, self.policy, prepared, hard),
                                        provider=provider.model_id or None, window=window)
         self.last = prepared
-        if emit is not None:
+        if emit is not None and (unheard is None or not unheard()):
             emit(ev.ContextUsage(used=prepared.used, window=window, estimated=True,
                  system_tokens=prepared.system_tokens, tools_tokens=prepared.tools_tokens, threshold=self.threshold,
                  biggest_tools=prepared.biggest_tools))
@@ -489,7 +496,7 @@ class _Call:
         if not isinstance(chunk, StatusChunk):  # waits (connecting, queued) are no answer yet
             self.started = True
         if isinstance(chunk, UsageChunk):
-            self.manager._observe(self.prepared, chunk, self.emit)
+            self.manager._observe(self.prepared, chunk, self.emit, self.unheard)
             self.usage = chunk
         elif isinstance(chunk, ToolCallChunk):
             self.written += len(chunk.arguments) if isinstance(chunk.arguments, str) else 0
@@ -523,7 +530,8 @@ class _Call:
                  "compacting" if manager.policy == "compact" else "truncating")
         manager._budget.learn(provider, exc, prepared)
         self.prepared = await manager.prepare(provider, system=self.system, history=self.history, tools=self.tools,
-                                              settings=self.settings, emit=self.emit, trigger="overflow")
+                                              settings=self.settings, emit=self.emit, trigger="overflow",
+                                              unheard=self.unheard)
         return True
 
 
