@@ -565,3 +565,42 @@ async def test_a_model_call_makes_no_context_managers_generator(monkeypatch: pyt
     assert str(result.last_text_content) == "Sunny." and len(model.history) == 2
     assert made == []
     assert not turn._STREAMING  # the count of turns streaming went back to nothing
+
+
+async def test_a_model_call_through_the_loop_sets_one_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One timer an attempt: it bounds the wait for the response, for the first token and for every chunk, and would
+    say a slow first token (the provider's watchdog). On the old code three a call: the watchdog's, the notice's own,
+    and the watchdog's again for the first chunk (its deadline, ``llm.idle_timeout``, nearer than the first token's,
+    ``llm.first_token_timeout``)."""
+    import asyncio
+
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    provider = OpenAICompatibleProvider("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test",
+                                        first_token_timeout=180.0, idle_timeout=60.0)  # the defaults' waits
+    answers = [[{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {
+                   "name": "get_weather", "arguments": '{"city": "Oslo"}'}}]}}]},
+                {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+                {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}],
+               _pieces(4)]
+
+    async def replayed(request: dict[str, Any]) -> Any:
+        return _Items(answers[len(request["messages"]) > 2])
+
+    provider._open = replayed  # type: ignore[method-assign]
+    robot = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=provider)
+    await robot.arun("Weather in Oslo?")  # warm: the SDK-free path, nothing loaded later
+    loop = asyncio.get_running_loop()
+    timers: list[float] = []
+    real_call_at = loop.call_at
+
+    def counting(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        timers.append(when - loop.time())
+        return real_call_at(when, callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_at", counting)  # call_later goes through call_at too
+    robot.reset()
+    result = await robot.arun("Weather in Oslo?")
+    assert str(result.last_text_content) == "w0 w1 w2 w3 " and len(result.tool_calls) == 1
+    assert len(timers) == 2, timers  # one a model call
+    assert all(when <= provider.slow_notice + 0.1 for when in timers), timers  # the nearest wait's deadline
