@@ -466,3 +466,141 @@ async def test_a_tool_calls_fragments_make_one_record_for_the_call(monkeypatch: 
     assert [c.tool.input for c in result.tool_calls] == [{"city": "Oslo"}]
     assert str(result.last_text_content) == "w0 w1 w2 "
     assert made[0] == 1
+
+
+async def test_a_request_nobody_can_read_is_not_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Robot.arun`` with no observer drops the run's events: the model requests' records are not made (their walk
+    of the body); a run whose events are read records every call, the first after an unrecorded one whole."""
+    from workspace.context.requests import RequestRecorder
+
+    made: list[ev.ModelRequest] = []
+    real = RequestRecorder.record
+
+    def counting(self: RequestRecorder, *args: Any, **kwargs: Any) -> ev.ModelRequest:
+        made.append(real(self, *args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(RequestRecorder, "record", counting)
+    model = _Model()
+    robot = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=model)
+    model.enqueue([ToolCall("get_weather", {"city": "Oslo"})], "Sunny.")
+    result = await robot.arun("Weather in Oslo?")
+    assert str(result.last_text_content) == "Sunny." and len(model.history) == 2
+    assert made == []
+    # Read (iterated): every call recorded, the first whole (no earlier record to point back to).
+    model.enqueue([ToolCall("get_weather", {"city": "Bergen"})], "Rain.")
+    events = [e async for e in robot.stream("And in Bergen?")]
+    recorded = [e for e in events if isinstance(e, ev.ModelRequest)]
+    assert len(made) == 2 and [e.request_id for e in recorded] == [e.request_id for e in made]
+    assert recorded[0].reused_from is None and recorded[0].reused_messages == 0
+    assert recorded[1].reused_from == recorded[0].request_id and recorded[1].reused_messages > 0
+    # Awaited with an observer (tracing, say): recorded, the observer sees them.
+    seen: list[ev.Event] = []
+    model.enqueue("Fine.")
+    run = robot.stream("Thanks.")
+    run.add_observer(seen.append)
+    await run.wait()
+    assert len(made) == 3 and sum(isinstance(e, ev.ModelRequest) for e in seen) == 1
+
+
+async def test_the_events_of_a_run_nobody_reads_are_numbered_but_not_stamped_or_built(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Robot.arun`` with no observer: the run's events take their numbers (the terminal event's is that of a run
+    whose events are read) but only the terminal one is stamped, and no streamed piece's event is built, nor the
+    statuses, counts, usage, tool and text events of the turns."""
+    real_delta = ev.TextDelta
+    built: list[str] = []
+
+    def delta(**fields: Any) -> ev.TextDelta:
+        built.append(fields["text"])
+        return real_delta(**fields)
+
+    monkeypatch.setattr(ev, "TextDelta", delta)
+    others: list[str] = []
+    for name in ("RunStarted", "RunStatus", "Usage", "ContextUsage", "ToolUse", "ToolResult", "Text", "Reasoning"):
+        def made(_name: str = name, _kind: Any = getattr(ev, name), **fields: Any) -> Any:
+            others.append(_name)
+            return _kind(**fields)
+
+        monkeypatch.setattr(ev, name, made)
+    script: list[Any] = [["Looking. ", ToolCall("get_weather", {"city": "Oslo"})], "It is sunny in Oslo."]
+    read = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=_Model(list(script))).stream("Oslo?")
+    events = [e async for e in read]
+    assert built and "".join(built) == "Looking. It is sunny in Oslo."
+    assert {"RunStarted", "Usage", "ContextUsage", "ToolUse", "ToolResult", "Text"} <= set(others), others
+    built.clear()
+    others.clear()
+    run = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=_Model(list(script))).stream("Oslo?")
+    stamped: list[ev.Event] = []
+    real_stamp = run._stamp
+
+    def stamp(event: ev.Event, seq: int) -> ev.Event:
+        stamped.append(event)
+        return real_stamp(event, seq)
+
+    run._stamp = stamp  # type: ignore[method-assign]
+    terminal = await run.wait()
+    assert stamped == [terminal] and isinstance(terminal, ev.RunFinished) and terminal.seq == events[-1].seq
+    assert built == [] and run.result is not None and run.result.last_text_content == "It is sunny in Oslo."
+    assert others == []  # nor any other of the run's events but its terminal one
+
+
+async def test_a_model_call_makes_no_context_managers_generator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Around each model call the loop counts the turns streaming, reads the provider's stream to its close and,
+    with no budget ledger, holds nothing: plain calls and ``finally`` blocks, no ``contextlib`` generator made and
+    driven per call (three a call before: the streaming count, the stream's closing, the ledger's)."""
+    import contextlib
+
+    made: list[str] = []
+    real = contextlib._GeneratorContextManagerBase.__init__  # type: ignore[attr-defined]
+
+    def counting(self: Any, func: Any, args: Any, kwds: Any) -> None:
+        made.append(func.__qualname__)
+        real(self, func, args, kwds)
+
+    monkeypatch.setattr(contextlib._GeneratorContextManagerBase, "__init__", counting)  # type: ignore[attr-defined]
+    model = _Model([[ToolCall("get_weather", {"city": "Oslo"})], "Sunny."])
+    robot = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=model)
+    result = await robot.arun("Weather in Oslo?")
+    assert str(result.last_text_content) == "Sunny." and len(model.history) == 2
+    assert made == []
+    assert not turn._STREAMING  # the count of turns streaming went back to nothing
+
+
+async def test_a_model_call_through_the_loop_sets_one_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One timer an attempt: it bounds the wait for the response, for the first token and for every chunk, and would
+    say a slow first token (the provider's watchdog). On the old code three a call: the watchdog's, the notice's own,
+    and the watchdog's again for the first chunk (its deadline, ``llm.idle_timeout``, nearer than the first token's,
+    ``llm.first_token_timeout``)."""
+    import asyncio
+
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    provider = OpenAICompatibleProvider("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test",
+                                        first_token_timeout=180.0, idle_timeout=60.0)  # the defaults' waits
+    answers = [[{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {
+                   "name": "get_weather", "arguments": '{"city": "Oslo"}'}}]}}]},
+                {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+                {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}],
+               _pieces(4)]
+
+    async def replayed(request: dict[str, Any]) -> Any:
+        return _Items(answers[len(request["messages"]) > 2])
+
+    provider._open = replayed  # type: ignore[method-assign]
+    robot = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=provider)
+    await robot.arun("Weather in Oslo?")  # warm: the SDK-free path, nothing loaded later
+    loop = asyncio.get_running_loop()
+    timers: list[float] = []
+    real_call_at = loop.call_at
+
+    def counting(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        timers.append(when - loop.time())
+        return real_call_at(when, callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_at", counting)  # call_later goes through call_at too
+    robot.reset()
+    result = await robot.arun("Weather in Oslo?")
+    assert str(result.last_text_content) == "w0 w1 w2 w3 " and len(result.tool_calls) == 1
+    assert len(timers) == 2, timers  # one a model call
+    assert all(when <= provider.slow_notice + 0.1 for when in timers), timers  # the nearest wait's deadline

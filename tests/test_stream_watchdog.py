@@ -178,3 +178,42 @@ async def test_a_deadline_worked_out_again_a_hair_earlier_keeps_the_timer(monkey
         assert len(made) == 2, made
     finally:
         dog.close()
+
+
+async def test_one_timer_says_the_notice_and_bounds_a_wait_past_its_horizon() -> None:
+    # The attempt's one timer is set no farther than its horizon and says a slow first token's notice: it fires
+    # early, says the notice (once, at its time), sets itself again, and cancels the wait only at its deadline.
+    from workspace.providers.watchdog import Watchdog
+
+    async def wait(dog: Watchdog, deadline: float, said: list[float]) -> tuple[bool, float]:
+        loop = dog.loop
+        dog.arm(loop.time() + deadline)
+        dog.notice(loop.time() + 0.1, lambda: said.append(loop.time()))
+        started = loop.time()
+        try:
+            await asyncio.sleep(30)  # the wait for a token that does not come
+        except asyncio.CancelledError:
+            return dog.expired(), loop.time() - started
+        finally:
+            dog.close()
+        return False, loop.time() - started
+
+    said: list[float] = []
+    dog = Watchdog(horizon=0.05)
+    began = asyncio.get_running_loop().time()
+    expired, waited = await asyncio.wait_for(asyncio.ensure_future(wait(dog, 0.3, said)), 10)
+    assert expired and waited >= 0.3 - 0.01  # the deadline's, not the horizon's nor the notice's
+    assert len(said) == 1 and said[0] - began >= 0.1 - 0.01
+    # Between waits (a chunk being handed on) the notice still comes; hushed, it does not.
+    dog = Watchdog(horizon=0.05)
+    dog.arm(dog.loop.time() + 5.0)
+    dog.disarm()
+    said.clear()
+    dog.notice(dog.loop.time() + 0.05, lambda: said.append(0.0))
+    await asyncio.sleep(0.2)
+    assert said == [0.0]
+    dog.notice(dog.loop.time() + 0.05, lambda: said.append(1.0))
+    dog.hush()
+    await asyncio.sleep(0.2)
+    assert said == [0.0]
+    dog.close()

@@ -148,7 +148,13 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         The run's own events are numbered by a counter (:meth:`_next_seq`) and stamped by the run's bound
         :func:`workspace.events.stamper` without the lock; a terminal event takes it (exactly one of them, whichever
         thread emits it), and so does every event numbered by a shared sequence (a network's counter, which is a
-        plain ``+= 1``: this run's threads do not call it at once)."""
+        plain ``+= 1``: this run's threads do not call it at once).
+
+        An event nobody reads (:meth:`unheard`: the run awaited by :meth:`wait` alone, no observer) takes its number
+        and is neither stamped nor delivered: it is returned as it was built (the terminal event is stamped, as
+        :meth:`wait` returns it)."""
+        if not built.terminal and self.unheard():
+            return built
         if built.terminal or self.spec.sequence is not None:
             with self._emit_lock:
                 if built.terminal:
@@ -162,6 +168,19 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         self._put(event)
         return event
 
+    def unheard(self) -> bool:
+        """Whether nobody reads the events emitted now (a run awaited by :meth:`wait` alone, no observer): then
+        what only its events' readers need (a model request's record) is not worked out. The event left out
+        takes its number all the same: the run's events are numbered as when they are read."""
+        if not self._unread or self._observers:
+            return False
+        if self.spec.sequence is not None:  # a shared one is called under the lock (see emit)
+            with self._emit_lock:
+                self._next_seq()
+        else:
+            next(self._seq)
+        return True
+
     def piece_emitter(self, kind: type[ev.TextDelta] | type[ev.ReasoningDelta]) -> Callable[[str], object]:
         """What emits a streamed piece of ``kind`` (``kind(text=...)``) from the run's own task: :meth:`emit` in one
         call, the event built with its stamp (no second pass over its fields) and handed to the queue or, nobody
@@ -174,11 +193,14 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         parent_run_id, parent_tool_id = spec.parent_run_id, spec.parent_tool_id
 
         def emit_piece(text: str) -> None:
+            if self._unread and not self._observers:  # nobody reads it: its number taken, no event built
+                next(seq)
+                return
             event = kind(text=text, run_id=run_id, robot=robot, seq=next(seq), task=task, parent_run_id=parent_run_id,
                          parent_tool_id=parent_tool_id, candidate=candidate)
             if not self._unread:
                 queue.put_nowait(event)
-            elif self._observers:
+            else:
                 self._observe(event)
 
         return emit_piece
@@ -279,9 +301,10 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
             writer_var.set(spec.robot)  # this task's memory writes are this robot's
             self._take_writer()
             self._watch_memory()
-            self.emit(ev.RunStarted(message=spec.message, model=spec.provider.label,
-                      is_language_model=spec.provider.is_language_model,
-                      attachments=[a.ref() for a in spec.attachments]))
+            if not self.unheard():  # (an event nobody reads is not built: its number is taken)
+                self.emit(ev.RunStarted(message=spec.message, model=spec.provider.label,
+                          is_language_model=spec.provider.is_language_model,
+                          attachments=[a.ref() for a in spec.attachments]))
             self._unwatch = [watch(self.emit) for watch in spec.watchers]
             if any(a.is_image for a in spec.attachments) or has_images(spec.history):
                 await self._check_vision()
@@ -403,11 +426,13 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
                 await self._join_pending_tools()
             turns += 1
             text_parts.clear()
-            async with ledger_call(spec.ledger, lambda: self._usage):  # the budget ledger, when the robot has one
-                if spec.hooks:
-                    outcome = await self._generation(text_parts, turns - 1, message)
-                else:
-                    outcome = await self._model_turn(text_parts)
+            if spec.ledger is None:  # no budget ledger: nothing around the call (no context manager's generator)
+                outcome = (await self._generation(text_parts, turns - 1, message) if spec.hooks
+                           else await self._model_turn(text_parts))
+            else:
+                async with ledger_call(spec.ledger, lambda: self._usage):  # the robot's budget ledger
+                    outcome = (await self._generation(text_parts, turns - 1, message) if spec.hooks
+                               else await self._model_turn(text_parts))
             calls = outcome.calls
             text = "".join(text_parts)
             text_parts.clear()
@@ -417,7 +442,7 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
                 calls, rest = self._calls_in_text(text, spec.text_tool_calls)
                 if rest is not None:
                     text, from_text = rest, True
-            if outcome.reasoning:
+            if outcome.reasoning and not self.unheard():
                 self.emit(ev.Reasoning(text=outcome.reasoning))
             if cut and calls:
                 where = ("when the context window was full" if outcome.finish == "context_full"
@@ -426,7 +451,7 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
                     f"The tool call{'s' if len(calls) > 1 else ''} the model was writing ("
                     f"{', '.join(c.name for c in calls)}) were cut off {where} and not run.")))
                 calls = []
-            if text or from_text:
+            if (text or from_text) and not self.unheard():
                 self.emit(ev.Text(text=text))
             if text:
                 # RobotLab's messages know "tool" and "stop"; a cut answer is the result's stop reason.
@@ -525,17 +550,18 @@ class AgentRun(ModelTurns, ToolCalls, EventRun):
         cost = chunk.cost
         self._usage = self._usage + UsageTotals(chunk.input_tokens, chunk.output_tokens, cost,
                                                 chunk.reasoning_tokens, chunk.estimated)
-        self.emit(ev.Usage(
-            input_tokens=chunk.input_tokens,
-            output_tokens=chunk.output_tokens,
-            cost=cost,
-            total_input_tokens=self._usage.input_tokens,
-            total_output_tokens=self._usage.output_tokens,
-            total_cost=self._usage.cost,
-            model=chunk.model or self.spec.provider.model_id,
-            reasoning_tokens=chunk.reasoning_tokens,
-            estimated=chunk.estimated,
-        ))
+        if not self.unheard():  # (an event nobody reads is not built: its number is taken)
+            self.emit(ev.Usage(
+                input_tokens=chunk.input_tokens,
+                output_tokens=chunk.output_tokens,
+                cost=cost,
+                total_input_tokens=self._usage.input_tokens,
+                total_output_tokens=self._usage.output_tokens,
+                total_cost=self._usage.cost,
+                model=chunk.model or self.spec.provider.model_id,
+                reasoning_tokens=chunk.reasoning_tokens,
+                estimated=chunk.estimated,
+            ))
         if cost is None and self.spec.max_cost is not None and not self._cost_unknown_noted:
             self._cost_unknown_noted = True
             self.emit(ev.RunStatus(state="notice", detail=(

@@ -40,6 +40,9 @@ class ToolCalls:
     def emit(self, built: ev.Event) -> ev.Event:  # pragma: no cover - AgentRun's
         raise NotImplementedError
 
+    def unheard(self) -> bool:  # pragma: no cover - AgentRun's
+        raise NotImplementedError
+
     async def _join_pending_tools(self) -> None:
         """Offer the tools of MCP servers that came up since the run began (and say which failed)."""
         pending = self.spec.pending_tools
@@ -57,6 +60,8 @@ class ToolCalls:
 
     async def _run_tools(self, calls: Sequence[ToolMessage], *, from_text: bool = False) -> list[ToolResultMessage]:
         for call in calls:
+            if self.unheard():  # nobody reads it: its number taken, the event not built
+                continue
             tool = self.spec.tools.get(call.name)
             self.emit(ev.ToolUse(id=call.id or "", name=call.name, input=call.input,
                       server=tool.mcp if tool else None, from_text=from_text))
@@ -195,12 +200,14 @@ class ToolCalls:
         ran = ToolMessage(id=call.id, name=call.name, input=arguments)
         if output.is_error:
             result = ToolResultMessage(tool=ran, content={"error": output.data})
-            self.emit(ev.ToolError(id=call_id, name=call.name, error=output.data, raw=output.raw,
-                      duration=duration, server=tool.mcp))
+            if not self.unheard():  # (an event nobody reads is not built: its number is taken)
+                self.emit(ev.ToolError(id=call_id, name=call.name, error=output.data, raw=output.raw,
+                          duration=duration, server=tool.mcp))
         else:
             result = ToolResultMessage(tool=ran, content={"data": output.data})
-            self.emit(ev.ToolResult(id=call_id, name=call.name, payload={"data": output.data}, raw=output.raw,
-                      duration=duration, server=tool.mcp))
+            if not self.unheard():
+                self.emit(ev.ToolResult(id=call_id, name=call.name, payload={"data": output.data}, raw=output.raw,
+                          duration=duration, server=tool.mcp))
         if spec.on_tool_result is not None:
             _safe_callback(spec.on_tool_result, result)
         return result

@@ -20,7 +20,7 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,19 +52,19 @@ SLICE_S = 0.004
 _STREAMING: dict[asyncio.AbstractEventLoop, int] = {}
 
 
-@contextlib.contextmanager
-def _streaming() -> Iterator[None]:
-    """One more turn streaming on the running loop while inside."""
-    loop = asyncio.get_running_loop()
+def _streaming(loop: asyncio.AbstractEventLoop) -> None:
+    """One more turn streaming on ``loop`` (until :func:`_streamed`; plain calls around the turn, no context
+    manager's generator made for every model call)."""
     _STREAMING[loop] = _STREAMING.get(loop, 0) + 1
-    try:
-        yield
-    finally:
-        left = _STREAMING.get(loop, 1) - 1
-        if left > 0:
-            _STREAMING[loop] = left
-        else:
-            _STREAMING.pop(loop, None)
+
+
+def _streamed(loop: asyncio.AbstractEventLoop) -> None:
+    """A turn streaming on ``loop`` ended."""
+    left = _STREAMING.get(loop, 1) - 1
+    if left > 0:
+        _STREAMING[loop] = left
+    else:
+        _STREAMING.pop(loop, None)
 
 if TYPE_CHECKING:
     from workspace.agent.spec import RunSpec
@@ -106,21 +106,27 @@ class ModelTurns:
     def piece_emitter(self, kind: type[ev.TextDelta] | type[ev.ReasoningDelta]) -> Callable[[str], object]:
         raise NotImplementedError  # pragma: no cover - AgentRun's
 
+    def unheard(self) -> bool:  # pragma: no cover - AgentRun's
+        raise NotImplementedError
+
     def _add_usage(self, chunk: UsageChunk) -> None:  # pragma: no cover - AgentRun's
         raise NotImplementedError
 
     async def _model_turn(self, text_parts: list[str]) -> TurnOutcome:
         """Ask the model for its next turn (a fallback model when the robot's has an outage)."""
         specs = [tool.spec() for tool in self.spec.tools]
+        loop = asyncio.get_running_loop()
         while True:
             produced = [False]
+            _streaming(loop)
             try:
-                with _streaming():
-                    return await self._stream_turn(self.spec.provider, specs, text_parts, produced)
+                return await self._stream_turn(self.spec.provider, specs, text_parts, produced)
             except ProviderError as exc:
                 if produced[0] or not exc.is_outage or not self._fallbacks:
                     raise
                 self._switch_model(exc)
+            finally:
+                _streamed(loop)
 
     def _switch_model(self, failure: ProviderError) -> None:
         old = self.spec.provider.label
@@ -145,7 +151,7 @@ class ModelTurns:
         splitter = ThinkSplitter()
         reasoning: list[str] = []
         finish: str | None = None
-        emit = self.emit
+        emit, unheard = self.emit, self.unheard
         # A streamed piece is emitted in one call (the event built stamped: AgentRun.piece_emitter).
         emit_text, emit_thought = self.piece_emitter(ev.TextDelta), self.piece_emitter(ev.ReasoningDelta)
         add_text = text_parts.append
@@ -208,7 +214,7 @@ class ModelTurns:
                 self._add_usage(chunk)
             elif isinstance(chunk, FinishChunk):
                 finish = chunk.reason
-            elif isinstance(chunk, StatusChunk):
+            elif isinstance(chunk, StatusChunk) and not unheard():  # (nobody reads it: its number taken, not built)
                 emit(ev.RunStatus(state=chunk.state, detail=chunk.detail, retry_in=chunk.retry_in,
                      attempt=chunk.attempt, model=provider.label, endpoint=chunk.endpoint))
             if clock() - since > SLICE_S / _STREAMING.get(loop, 1):  # chunks waiting: let the loop run
@@ -235,10 +241,11 @@ class ModelTurns:
             history = without_images(history)
         if spec.context is not None:
             await spec.context.consume(provider, system=spec.system, history=history, tools=specs,
-                                       settings=spec.settings, emit=self.emit, on_chunk=see)
+                                       settings=spec.settings, emit=self.emit, on_chunk=see, unheard=self.unheard)
             return
-        self.emit(RequestRecorder().record(provider, system=spec.system, messages=history, tools=specs,
-                                           settings=spec.settings))
+        if not self.unheard():  # a record nobody can read is not made (see ContextManager.consume)
+            self.emit(RequestRecorder().record(provider, system=spec.system, messages=history, tools=specs,
+                                               settings=spec.settings))
         stream = provider.stream(system=spec.system, messages=list(history), tools=specs, settings=spec.settings)
         said = status_sink.set(see)  # a slow first token said at once (see ContextManager.consume)
         try:

@@ -184,10 +184,13 @@ class ContextManager:
             for spent in self.take_usage():  # the summaries' tokens count like the run's own
                 yield spent
             try:
-                async with _closing(call.send()) as chunks:
+                chunks = call.send()
+                try:
                     async for chunk in chunks:
                         if call.see(chunk):
                             yield chunk
+                finally:
+                    await _close(chunks)
                 last = call.last()
                 if last is not None:
                     yield last
@@ -198,21 +201,24 @@ class ContextManager:
 
     async def consume(self, provider: Provider, *, system: str | None, history: Sequence[Message],
                       tools: Sequence[ToolSpec], settings: Mapping[str, Any], emit: Emit | None,
-                      on_chunk: Callable[[Chunk], bool]) -> None:
+                      on_chunk: Callable[[Chunk], bool], unheard: Callable[[], bool] | None = None) -> None:
         """:meth:`stream`'s chunks handed to ``on_chunk`` one by one as the provider's stream gives them, in
         this coroutine: the provider's generator is read here, with no generator of the manager's between it
         and its reader (a layer every chunk would pass through). ``on_chunk`` returns True to let the event
         loop run before the next chunk (chunks waiting: see :data:`workspace.agent.turn.SLICE_S`). A status
         the provider says while it waits (a slow first token) goes to ``on_chunk`` at once, through
-        :data:`~workspace.providers.base.status_sink`."""
-        call = await self._begin(provider, system=system, history=history, tools=tools, settings=settings, emit=emit)
+        :data:`~workspace.providers.base.status_sink`. ``unheard``: whether nobody reads ``emit``'s events now (the
+        request of an attempt nobody can read is not recorded: see :meth:`_Call.send`)."""
+        call = await self._begin(provider, system=system, history=history, tools=tools, settings=settings, emit=emit,
+                                 unheard=unheard)
         while True:
             for spent in self.take_usage():  # the summaries' tokens count like the run's own
                 on_chunk(spent)
             try:
                 said = status_sink.set(on_chunk)  # the provider's reading alone (not a compaction's summary)
                 try:
-                    async with _closing(call.send()) as chunks:
+                    chunks = call.send()
+                    try:
                         async for chunk in chunks:
                             if type(chunk) is TextChunk:  # the most frequent: what _Call.see reads of it, here
                                 call.started = True
@@ -221,6 +227,8 @@ class ContextManager:
                                     await asyncio.sleep(0)
                             elif call.see(chunk) and on_chunk(chunk):
                                 await asyncio.sleep(0)
+                    finally:
+                        await _close(chunks)
                 finally:
                     status_sink.reset(said)
                 last = call.last()
@@ -232,21 +240,25 @@ class ContextManager:
                     raise
 
     async def _begin(self, provider: Provider, *, system: str | None, history: Sequence[Message],
-                     tools: Sequence[ToolSpec], settings: Mapping[str, Any], emit: Emit | None) -> _Call:
+                     tools: Sequence[ToolSpec], settings: Mapping[str, Any], emit: Emit | None,
+                     unheard: Callable[[], bool] | None = None) -> _Call:
         """One model call, its request prepared (a missing key said first)."""
         provider.check_key()  # a missing key is said before the window or the tokenizer loads a provider's library
         prepared = await self.prepare(provider, system=system, history=history, tools=tools, settings=settings,
-                                      emit=emit)
-        return _Call(self, provider, prepared, system=system, history=history, tools=tools, settings=settings,
+                                      emit=emit, unheard=unheard)
+        call = _Call(self, provider, prepared, system=system, history=history, tools=tools, settings=settings,
                      emit=emit)
+        call.unheard = unheard
+        return call
 
-    def _observe(self, prepared: Prepared, chunk: UsageChunk, emit: Emit | None) -> None:
-        """Correct the counts from the server's, and say its count."""
+    def _observe(self, prepared: Prepared, chunk: UsageChunk, emit: Emit | None,
+                 unheard: Callable[[], bool] | None = None) -> None:
+        """Correct the counts from the server's, and say its count (``unheard``: see :meth:`prepare`)."""
         last = self._budget.observe(prepared, chunk)
         if last is None:
             return
         self.last = last
-        if emit is not None:
+        if emit is not None and (unheard is None or not unheard()):
             assert last.window is not None
             emit(ev.ContextUsage(used=last.used, window=last.window.tokens, estimated=False,
                  system_tokens=last.system_tokens, tools_tokens=last.tools_tokens, threshold=self.threshold,
@@ -254,8 +266,11 @@ class ContextManager:
 
     async def prepare(self, provider: Provider, *, system: str | None, history: Sequence[Message], tools: Sequence[Any],
                       settings: Mapping[str, Any] | None = None, emit: Emit | None = None,
-                      trigger: Literal["threshold", "overflow"] = "threshold") -> Prepared:
-        """The request for the next model call (see the module docstring)."""
+                      trigger: Literal["threshold", "overflow"] = "threshold",
+                      unheard: Callable[[], bool] | None = None) -> Prepared:
+        """The request for the next model call (see the module docstring). ``unheard``: whether nobody reads
+        ``emit``'s events now (the agent loop's ``AgentRun.unheard``, which takes the number of an event left out):
+        a count nobody reads is not built."""
         self._check(history)
         info = await self.window(provider)
         if info is None:  # nothing known to keep within: the conversation as it is
@@ -287,7 +302,7 @@ class ContextManager:
             raise ContextOverflowError(too_long_message(provider.model_id, self.policy, prepared, hard),
                                        provider=provider.model_id or None, window=window)
         self.last = prepared
-        if emit is not None:
+        if emit is not None and (unheard is None or not unheard()):
             emit(ev.ContextUsage(used=prepared.used, window=window, estimated=True,
                  system_tokens=prepared.system_tokens, tools_tokens=prepared.tools_tokens, threshold=self.threshold,
                  biggest_tools=prepared.biggest_tools))
@@ -432,8 +447,8 @@ class _Call:
     whether the answer began, the characters written, the server's usage, a finish at "length" held to the
     end, :meth:`last`), and one retry of a refusal as too long (:meth:`retry`)."""
 
-    __slots__ = ("cut", "emit", "history", "manager", "prepared", "provider", "retried", "sent", "settings",
-                 "started", "system", "tools", "usage", "written")
+    __slots__ = ("cut", "emit", "history", "manager", "prepared", "provider", "retried", "sent",
+                 "settings", "started", "system", "tools", "unheard", "usage", "written")
 
     def __init__(self, manager: ContextManager, provider: Provider, prepared: Prepared, *, system: str | None,
                  history: Sequence[Message], tools: Sequence[ToolSpec], settings: Mapping[str, Any],
@@ -446,6 +461,8 @@ class _Call:
         self.tools = tools
         self.settings = settings
         self.emit = emit
+        #: Whether nobody reads ``emit``'s events now (None: someone always does; see :meth:`send`).
+        self.unheard: Callable[[], bool] | None = None
         self.retried = False
         self.started = False
         self.sent: Mapping[str, Any] = settings
@@ -459,9 +476,15 @@ class _Call:
         self.started, self.usage, self.cut, self.written = False, None, None, 0
         self.sent = sent = manager._budget.local_limit(provider, prepared, self.settings,
                                                        share=manager.local_max_tokens_share)
-        if self.emit is not None:  # the request as sent (its own record even when a retry sends it again)
+        if self.emit is not None and (self.unheard is None or not self.unheard()):
+            # The request as sent (its own record even when a retry sends it again).
             self.emit(manager.requests.record(provider, system=prepared.system, messages=prepared.messages,
                                               tools=self.tools, settings=sent))
+        elif self.emit is not None:
+            # Nobody reads the run's events (``Robot.arun`` with no observer): the record would be dropped unread,
+            # so it is not made (its walk of the body, ~40 us a call: bench/bench_loop_parts.py). The next one
+            # recorded is whole: it cannot point back to a request nobody saw.
+            manager.requests.skip()
         return provider.stream(system=prepared.system, messages=prepared.messages, tools=self.tools, settings=sent)
 
     def see(self, chunk: Chunk) -> bool:
@@ -473,7 +496,7 @@ class _Call:
         if not isinstance(chunk, StatusChunk):  # waits (connecting, queued) are no answer yet
             self.started = True
         if isinstance(chunk, UsageChunk):
-            self.manager._observe(self.prepared, chunk, self.emit)
+            self.manager._observe(self.prepared, chunk, self.emit, self.unheard)
             self.usage = chunk
         elif isinstance(chunk, ToolCallChunk):
             self.written += len(chunk.arguments) if isinstance(chunk.arguments, str) else 0
@@ -507,17 +530,15 @@ class _Call:
                  "compacting" if manager.policy == "compact" else "truncating")
         manager._budget.learn(provider, exc, prepared)
         self.prepared = await manager.prepare(provider, system=self.system, history=self.history, tools=self.tools,
-                                              settings=self.settings, emit=self.emit, trigger="overflow")
+                                              settings=self.settings, emit=self.emit, trigger="overflow",
+                                              unheard=self.unheard)
         return True
 
 
-@contextlib.asynccontextmanager
-async def _closing(source: Any) -> AsyncIterator[Any]:
-    """The provider's stream, closed when the caller stops early (``aclose`` when it has one)."""
-    try:
-        yield source
-    finally:
-        close = getattr(source, "aclose", None)
-        if close is not None:
-            with contextlib.suppress(Exception):
-                await close()
+async def _close(source: Any) -> None:
+    """Close the provider's stream once read, or when the caller stops early (``aclose`` when it has one): a
+    plain ``finally`` around the reading, no context manager's generator made for every call."""
+    close = getattr(source, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()

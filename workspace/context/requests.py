@@ -99,6 +99,10 @@ class RequestRecorder:
         #: The conversation's messages in OpenAI's form for a provider without its own ``build_request``.
         self.converter = MessageConverter()
 
+    def skip(self) -> None:
+        """A request went unrecorded (nobody could read its record): the next one is recorded whole."""
+        self._last_id, self._last_messages, self._last_rest = None, [], {}
+
     def record(self, provider: Provider, *, system: str | None, messages: Sequence[Message],
                tools: Sequence[ToolSpec], settings: Mapping[str, Any]) -> ev.ModelRequest:
         """The :class:`~workspace.events.ModelRequest` of this call (not stamped yet)."""

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import random
@@ -364,9 +365,13 @@ class StreamingProvider(ProviderBase):
                     first_until = sent_at + wait
                     yield StatusChunk("connecting", f"connecting to {endpoint}", endpoint=endpoint)
                     response: Any = None
-                    # One timer for the whole attempt bounds the wait for the response and every wait for a chunk
-                    # (see Watchdog): no timer of its own for the connection, no new one per chunk.
-                    dog = Watchdog()
+                    # One timer for the whole attempt bounds the wait for the response and every wait for a chunk,
+                    # and says a slow first token to a reader with a sink (see Watchdog): no timer of its own for the
+                    # connection or the notice, no new one per chunk. Set no farther ahead than the nearest of the
+                    # waits' deadlines (the notice's, or a chunk's), it is kept through them all.
+                    timed = sink is not None and bool(self.slow_notice)
+                    dog = Watchdog(horizon=min(self.idle_timeout, self.slow_notice or self.idle_timeout)
+                                   if timed else self.idle_timeout)
                     try:
                         response = await self._connect(request, wait, setting, dog)
                         yield StatusChunk("waiting", f"{endpoint} took the request; waiting for the first token",
@@ -381,17 +386,17 @@ class StreamingProvider(ProviderBase):
                         count = 0
                         first = True
                         noticed = False
-                        slow: asyncio.TimerHandle | None = None
-                        if sink is not None and self.slow_notice:
-                            # The reader is told of a slow first token by a timer, in its task, while this
-                            # generator waits for the token directly (the watchdog bounds the wait).
-                            slow = dog.loop.call_later(max(0.0, sent_at + self.slow_notice - time.monotonic()),
-                                                       self._say_slow, sink, sent_at, first_until, setting)
+                        if timed:
+                            # The reader is told of a slow first token by the attempt's timer, in its task, while
+                            # this generator waits for the token directly (the watchdog bounds the wait).
+                            assert sink is not None and self.slow_notice
+                            dog.notice(dog.clock() + max(0.0, sent_at + self.slow_notice - time.monotonic()),
+                                       functools.partial(self._say_slow, sink, sent_at, first_until, setting))
                         try:
                             while True:
                                 converted: list[Chunk] | Exception | None = None
                                 try:
-                                    if first and self.slow_notice and not noticed and slow is None:
+                                    if first and self.slow_notice and not noticed and not timed:
                                         # A status is due if the wait is long: the wait runs in one task for the
                                         # whole wait for output (items before it, a role alone, read in it too), so
                                         # that it can be said.
@@ -476,8 +481,7 @@ class StreamingProvider(ProviderBase):
                                         produced = True
                                         if first:
                                             first = False
-                                            if slow is not None:
-                                                slow.cancel()
+                                            dog.hush()
                                             yield StatusChunk("streaming", "", endpoint=self.endpoint)
                                         for chunk in converted:
                                             yield chunk
@@ -489,8 +493,7 @@ class StreamingProvider(ProviderBase):
                                 if ended:
                                     finish = str(ended)
                                     first = False
-                                    if slow is not None:
-                                        slow.cancel()
+                                    dog.hush()
                                     stop, tail = await self._after_finish(response, raw, output=reader.chars > 0)
                                     if stop:
                                         if not usage_sent and tail is not None:
@@ -499,8 +502,6 @@ class StreamingProvider(ProviderBase):
                                         break
                         finally:
                             dog.close()
-                            if slow is not None:
-                                slow.cancel()
                         if finish is None:
                             if count == 0:
                                 raise self._empty(raw)
