@@ -6,7 +6,9 @@ OpenAI-compatible server (tests/fakes/llm_server.py, in its own process so it do
 our GIL), in the same process, taking turns one turn at a time (in four rounds):
 
 * our loop (``Robot.arun``) with the provider ``provider_for`` picks for ``openai/fake`` at a server
-  address: the lean provider on the openai SDK;
+  address: the lean provider on the openai SDK (nobody reads the events: only the terminal one is built);
+* the same with its events read (``Robot.stream`` iterated, as the window reads a run: every event built, every
+  model request recorded), with no target of its own;
 * our loop with ``LiteLLMProvider`` (every other model goes this way);
 * the openai SDK by hand (``client.chat.completions.create``: pydantic models per chunk);
 * the lean provider's own transport by hand (the SDK's raw ``client.post`` with chunks as plain dicts,
@@ -319,12 +321,21 @@ async def main(lean_only: bool = False) -> int:
             result = await lean_robot.arun("Weather in Oslo?")
             assert str(result.last_text_content).startswith("It is"), result.to_json()
 
+        async def ours_read() -> None:
+            # The same turn with its events read (as the window, the command line and tracing read them): every
+            # event built and stamped, every model request recorded.
+            lean_robot.reset()
+            run = lean_robot.stream("Weather in Oslo?")
+            async for _event in run:
+                pass
+            assert run.result is not None and str(run.result.last_text_content).startswith("It is")
+
         import openai
 
         client = openai.AsyncOpenAI(base_url=base + "/v1", api_key="sk-test", max_retries=0)
         # Interleaved turn by turn (see measure), in rounds.
         paths: dict[str, Any] = {"lean": ours_lean, "raw": lambda: raw_transport(client, openai),
-                                 "sdk": lambda: openai_sdk(client)}
+                                 "sdk": lambda: openai_sdk(client), "read": ours_read}
         if not lean_only:
             paths |= {"litellm": ours, "by_hand": lambda: by_hand(litellm, base)}
         taken: dict[str, list[float]] = {key: [] for key in paths}
@@ -348,6 +359,10 @@ async def main(lean_only: bool = False) -> int:
     print(f"its own transport by hand (raw post, dicts):  median {raw_m:7.2f} ms, CPU {cpu['raw']:.2f} ms a turn")
     print(f"ratio ours (lean) / its own transport: {own_ratio:.3f} wall clock, {own_cpu_ratio:.3f} CPU "
           f"(target <= 1.2: {'met' if met else 'missed'})")
+    read_m = statistics.median(taken["read"])
+    print(f"the same turn with its events read (lean.stream iterated, as the window reads a run): median "
+          f"{read_m:7.2f} ms, CPU {cpu['read']:.2f} ms a turn: {read_m / raw_m:.3f} wall clock, "
+          f"{cpu['read'] / cpu['raw']:.3f} CPU of its own transport (no target: the events are the window's work)")
     print(f"our agent loop, its transport replayed in process (no server): CPU {own_cpu:.2f} ms a turn "
           "(the loop's own work, little moved by other load)")
     print(f"the same, the process idle {IDLE_S * 1000:g} ms before each turn (as while a server answers): CPU "
@@ -364,6 +379,7 @@ async def main(lean_only: bool = False) -> int:
         "own_transport_by_hand_median_ms": round(raw_m, 2),
         "ratio_lean_over_own_transport": round(own_ratio, 3),
         "cpu_ratio_lean_over_own_transport": round(own_cpu_ratio, 3),
+        "cpu_ratio_events_read_over_own_transport": round(cpu["read"] / cpu["raw"], 3),
         "target_ratio_lean_over_own_transport": 1.2,
         "turns_each": len(ours_t),
         "our_loop_lean_provider_median_ms": round(lean_m, 2),
