@@ -46,8 +46,10 @@ import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from workspace.errors import ProviderError
 from workspace.messages import same_items
 from workspace.providers.base import ToolSpec
+from workspace.providers.failures import Failure
 from workspace.providers.openai_format import (
     MAX_TOOL_RESULT_CHARS,
     BodyEncoder,
@@ -140,16 +142,50 @@ _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, s
 DRAIN_SECONDS = 1.0
 
 
+#: The most bytes of one server-sent event (a streamed chunk is a few hundred): a server sending a line that never
+#: ends would have the SDK gather it, copying it again with every piece (a 1 GB line: the memory, and a core).
+MAX_EVENT_BYTES = 16 << 20
+
+
+class EventTooLongError(ProviderError):
+    """A server-sent event past :data:`MAX_EVENT_BYTES`: not a stream this provider can read."""
+
+
 @functools.cache
 def _stream_cls() -> Any:
     """The SDK's stream of plain dicts, reading the body to its end after ``[DONE]``. The SDK stops at
     ``[DONE]`` and closes the response before the body's last bytes (the chunked encoding's end) are read,
     so httpx drops the connection instead of returning it to the pool: every call would open a new one
     (a new TLS handshake against a hosted API). Reading those bytes first keeps the connection for the next
-    call; a server that sends nothing more within :data:`DRAIN_SECONDS` has its connection closed as before."""
-    base: Any = _load_openai().AsyncStream[object]
+    call; a server that sends nothing more within :data:`DRAIN_SECONDS` has its connection closed as before.
+    Its events are gathered as the SDK gathers them, each at most :data:`MAX_EVENT_BYTES` (in a growing buffer,
+    where the SDK copies the event again with every line)."""
+    openai = _load_openai()
+    base: Any = openai.AsyncStream[object]
+    from openai._streaming import SSEDecoder
+
+    class _Decoder(SSEDecoder):
+        async def _aiter_chunks(self, iterator: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+            data = bytearray()
+            async for chunk in iterator:
+                for line in chunk.splitlines(keepends=True):
+                    data += line
+                    if data.endswith((b"\r\r", b"\n\n", b"\r\n\r\n")):
+                        yield bytes(data)
+                        data.clear()
+                    elif len(data) > MAX_EVENT_BYTES:
+                        raise EventTooLongError(
+                            f"The server sent an event longer than {MAX_EVENT_BYTES >> 20} MiB without ending it: "
+                            "not a stream of an OpenAI-compatible server (check the API base, and the server's log)",
+                            reason="not_a_stream")
+            if data:
+                yield bytes(data)
 
     class _Stream(base):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._decoder = _Decoder()
+
         async def _iter_events(self) -> AsyncIterator[Any]:
             async with contextlib.aclosing(super()._iter_events()) as events:
                 async for sse in events:
@@ -365,6 +401,12 @@ class OpenAICompatibleProvider(StreamingProvider):
                                      stream_cls=_stream_cls(), options=options)
         return await client.post("/chat/completions", body=request, cast_to=object, stream=True,
                                  stream_cls=_stream_cls(), options=options)
+
+    def _special(self, exc: BaseException, *, started: bool) -> Failure | BaseException:
+        if isinstance(exc, EventTooLongError):  # said as it is (the server's fault: no retry)
+            return Failure(ProviderError(f"{self.model_id}: {exc}", provider=self.model_id, reason="not_a_stream"),
+                           retryable=False)
+        return exc
 
     def _auth_fix(self, status: int | None) -> str:
         if not self.api_key and not self.user_key:
