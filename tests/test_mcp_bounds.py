@@ -1,0 +1,88 @@
+"""What an MCP server sends is bounded: its tool list (real server processes).
+
+- Naming N tools looks each name up in one set that grows (it copied the names so far for every tool:
+  quadratic, 20,000 tools took seconds on the event loop, on every status).
+- A server listing more than ``MAX_TOOLS`` tools keeps its first ``MAX_TOOLS``, asks for no page past them,
+  and its status says how many were left out, naming the server and the limit; it stays usable.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Container, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.mcp_servers import BAD_SERVER
+
+from workspace.mcp import catalogue, naming
+from workspace.mcp.catalogue import MAX_TOOLS
+from workspace.mcp.manager import MCPManager
+from workspace.mcp.status import ServerState
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class _Counted(Container[str]):
+    """A ``taken`` that counts every name looked at (``in``, or one by one when copied)."""
+
+    looked = 0
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __contains__(self, name: object) -> bool:
+        _Counted.looked += 1
+        return name in self.inner
+
+    def __iter__(self) -> Iterator[str]:
+        for name in self.inner:
+            _Counted.looked += 1
+            yield name
+
+
+def test_naming_many_tools_looks_at_each_name_a_bounded_number_of_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = naming.tool_name
+
+    def counting(server: str, tool: str, *, taken: Any = frozenset()) -> str:
+        return real(server, tool, taken=_Counted(taken))
+
+    monkeypatch.setattr(naming, "tool_name", counting)
+    per_tool = {}
+    for count in (1_000, 2_000):
+        _Counted.looked = 0
+        originals = [f"t{i}" for i in range(count)] + ["t.0"]  # a look-alike of t_0: hashed, still unique
+        names = catalogue.tool_names("big", originals)
+        assert len(set(names.values())) == len(originals)
+        per_tool[count] = _Counted.looked / len(originals)
+    # One look-up a tool (two for a look-alike), whatever the count: it was half the names so far (500, 1000).
+    assert per_tool[2_000] < 3 and per_tool[1_000] < 3, per_tool
+
+
+@pytest.fixture
+async def many(tmp_path: Path) -> AsyncIterator[MCPManager]:
+    big = {"command": sys.executable, "args": [str(BAD_SERVER), "many", "2500"]}
+    manager = MCPManager({"mcpServers": {"big": big}},
+                         state_file=tmp_path / "mcp-tools.json")
+    yield manager
+    await manager.aclose()
+
+
+async def test_a_server_listing_too_many_tools_offers_its_first_ones_and_says_so(many: MCPManager) -> None:
+    tools = await many.tools_for(["big"])
+    assert len(tools) == MAX_TOOLS
+    assert tools[0].name == "big__echo" and tools[-1].name == f"big__tool_{MAX_TOOLS - 5:05d}"  # 4 tools, then these
+    status = many.status("big")
+    assert status.state is ServerState.READY and len(status.tools) == MAX_TOOLS
+    note = status.tools_note or ""
+    assert "'big'" in note and "more than 1,500 tools" in note and f"first {MAX_TOOLS:,}" in note
+    assert "fewer tools" in note  # names the fix
+    assert status.to_dict()["tools_note"] == note
+    # Pages of 500: three were read (1,500 tools, past the limit), the last two never asked for.
+    pages = [line for line in status.stderr if line.startswith("tools/list page")]
+    assert pages == ["tools/list page 1", "tools/list page 2", "tools/list page 3"]
+    assert any(note in line for line in status.stderr)  # the output view says it too
+    echoed = await many.call_tool("big", "echo", {"message": "still usable"})
+    assert echoed.data == "echo: still usable"
+    assert len(many.model_tool_names(["big"])["big"]) == MAX_TOOLS
