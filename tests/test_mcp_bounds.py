@@ -1,9 +1,11 @@
-"""What an MCP server sends is bounded: its tool list (real server processes).
+"""What an MCP server sends is bounded: its tool list and its tool results (real server processes).
 
 - Naming N tools looks each name up in one set that grows (it copied the names so far for every tool:
   quadratic, 20,000 tools took seconds on the event loop, on every status).
 - A server listing more than ``MAX_TOOLS`` tools keeps its first ``MAX_TOOLS``, asks for no page past them,
   and its status says how many were left out, naming the server and the limit; it stays usable.
+- A tool result past ``MAX_RESULT_CHARS`` is cut with a note the model and people see ("cut: N MiB more"),
+  ``raw["cut"]`` has the figures, and the text is held once (``data`` is the raw block's string).
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from fakes.mcp_servers import BAD_SERVER
 from workspace.mcp import catalogue, naming
 from workspace.mcp.catalogue import MAX_TOOLS
 from workspace.mcp.manager import MCPManager
+from workspace.mcp.results import MAX_RESULT_CHARS, to_output
 from workspace.mcp.status import ServerState
 
 pytestmark = pytest.mark.timeout(60)
+
+FAULT_SERVER = Path(__file__).resolve().parent / "faults" / "mcp_fault_server.py"
 
 
 class _Counted(Container[str]):
@@ -62,8 +67,8 @@ def test_naming_many_tools_looks_at_each_name_a_bounded_number_of_times(monkeypa
 
 @pytest.fixture
 async def many(tmp_path: Path) -> AsyncIterator[MCPManager]:
-    big = {"command": sys.executable, "args": [str(BAD_SERVER), "many", "2500"]}
-    manager = MCPManager({"mcpServers": {"big": big}},
+    manager = MCPManager({"mcpServers": {"big": {"command": sys.executable, "args": [str(BAD_SERVER), "many", "2500"]},
+                                         "fault": {"command": sys.executable, "args": [str(FAULT_SERVER), "ok"]}}},
                          state_file=tmp_path / "mcp-tools.json")
     yield manager
     await manager.aclose()
@@ -86,3 +91,34 @@ async def test_a_server_listing_too_many_tools_offers_its_first_ones_and_says_so
     echoed = await many.call_tool("big", "echo", {"message": "still usable"})
     assert echoed.data == "echo: still usable"
     assert len(many.model_tool_names(["big"])["big"]) == MAX_TOOLS
+
+
+async def test_a_huge_tool_result_is_cut_with_a_note_and_held_once(many: MCPManager) -> None:
+    out = await many.call_tool("fault", "huge", {"mb": 20})
+    assert not out.is_error
+    text = out.data
+    assert isinstance(text, str) and len(text) <= MAX_RESULT_CHARS + 500
+    assert text.startswith("2024-05-01 12:00:00 INFO worker-7")
+    assert "[cut: 12.0 MiB more of this result left out" in text and "kept up to 8.0 MiB" in text
+    (block,) = out.raw["content"]
+    assert block["text"] is text  # one copy: what the model gets is the raw block's string
+    assert out.raw["cut"] == {"left_out_chars": 20 * 1024 * 1024 - (len(text.split("\n\n[cut:")[0])),
+                              "limit_chars": MAX_RESULT_CHARS}
+    small = await many.call_tool("fault", "huge", {"mb": 1})
+    assert "cut" not in small.raw and "[cut:" not in small.data and len(small.data) == 1024 * 1024
+
+
+def test_images_and_structured_content_past_the_limit_are_named_in_their_place() -> None:
+    image = {"type": "image", "data": "A" * 2_000, "mimeType": "image/png"}
+    out = to_output([image, {"type": "text", "text": "caption"}], {"rows": ["x" * 500] * 4}, False, limit=1_000)
+    assert out.raw["structured_content"] is None  # 2,000 characters: left out, the text blocks are the data
+    first, second = out.raw["content"]
+    assert first == {"type": "text", "text": "[image content, image/png: 0.0 MiB, left out]"}
+    assert second["text"].startswith("caption\n\n[cut:") and "its structured content" in second["text"]
+    assert "image content" in out.data and out.raw["cut"]["left_out_chars"] > 4_000
+    kept = to_output([image], {"rows": ["x"]}, False, limit=10_000)
+    assert "cut" not in kept.raw and kept.data == {"rows": ["x"]} and kept.raw["content"] == [image]
+    deep: Any = []
+    for _ in range(100_000):  # counted without recursion
+        deep = [deep]
+    assert to_output([], {"x": deep}, False, limit=1_000).raw["structured_content"] is None
