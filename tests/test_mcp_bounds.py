@@ -122,3 +122,21 @@ def test_images_and_structured_content_past_the_limit_are_named_in_their_place()
     for _ in range(100_000):  # counted without recursion
         deep = [deep]
     assert to_output([], {"x": deep}, False, limit=1_000).raw["structured_content"] is None
+
+
+async def test_a_session_given_with_inject_mcp_is_cut_the_same_way(caplog: pytest.LogCaptureFixture) -> None:
+    from types import SimpleNamespace
+
+    from workspace.mcp.injected import session_tools
+
+    class Session:
+        async def list_tools(self) -> Any:
+            return SimpleNamespace(tools=[SimpleNamespace(name=f"t{i}", input_schema=None) for i in range(1_200)])
+
+        async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+            raise AssertionError("not called")
+
+    with caplog.at_level("WARNING", logger="workspace.mcp"):
+        tools = await session_tools({"given": Session()})
+    assert len(tools) == MAX_TOOLS and tools[-1].name == f"given__t{MAX_TOOLS - 1}"
+    assert "MCP server 'given' lists 1,200 tools" in caplog.text and "other 200 are left out" in caplog.text
