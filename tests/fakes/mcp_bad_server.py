@@ -13,7 +13,10 @@
   ``garbage_sampling`` (a ``sampling/createMessage`` whose params are garbage), ``sample`` (a proper
   one: the tool's result is the client's answer), ``sample_then_garble`` (a proper one, then a
   non-JSON line on stdout instead of the tool's result) and ``bad_schema`` (an ``elicitation/create``
-  whose schema is not an elicitation schema).
+  whose schema is not an elicitation schema);
+* ``many`` — ``ok`` plus ``COUNT`` tools (``python mcp_bad_server.py many COUNT``, default 2,500) named
+  ``tool_00000`` …, listed in pages of :data:`PAGE` (``nextCursor``); each page asked for is written to
+  stderr as ``tools/list page N``.
 
 Every start appends a line to the file named by ``$FAKE_MCP_STARTS`` (when set), so tests
 can count restarts.
@@ -64,13 +67,35 @@ ASKS: dict[str, tuple[str, dict[str, object]]] = {
 
 
 
+#: Tools per ``tools/list`` page in the mode ``many``.
+PAGE = 500
+
+
+def numbered_tools(count: int) -> list[dict[str, Any]]:
+    return [{"name": f"tool_{i:05d}", "description": f"Tool number {i}",
+             "inputSchema": {"type": "object", "properties": {}}} for i in range(count)]
+
+
 class BadServer(StdioServer):
     server_name = "fake-bad-server"
 
-    def __init__(self, mode: str) -> None:
-        super().__init__(mode, TOOLS + (ASK_TOOLS if mode == "asks" else []))
+    def __init__(self, mode: str, count: int = 2500) -> None:
+        extra = ASK_TOOLS if mode == "asks" else numbered_tools(count) if mode == "many" else []
+        super().__init__(mode, TOOLS + extra)
         #: Our request id -> (the tool call's id, the tool).
         self.asked: dict[object, tuple[object, str]] = {}
+
+    def handle(self, message: dict[str, Any]) -> None:
+        if self.mode == "many" and message.get("method") == "tools/list":
+            cursor = (message.get("params") or {}).get("cursor")
+            page = int(cursor) if cursor else 0
+            log(f"tools/list page {page + 1}")
+            result: dict[str, Any] = {"tools": self.tools[page * PAGE:(page + 1) * PAGE]}
+            if (page + 1) * PAGE < len(self.tools):
+                result["nextCursor"] = str(page + 1)
+            send({"jsonrpc": "2.0", "id": message.get("id"), "result": result})
+            return
+        super().handle(message)
 
     def cancelled(self, request_id: object) -> None:
         log(f"cancelled request {request_id}")
@@ -105,7 +130,7 @@ def main() -> int:
     if mode == "exit":
         log("fatal: missing API_TOKEN (this server needs one)")
         return 1
-    return BadServer(mode).serve()
+    return BadServer(mode, *(int(a) for a in sys.argv[2:3])).serve()
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """MCP faults met in a recorded thread (real server processes, a real SQLite file): a server that
 crashes at start or in the middle of a call, never answers, writes garbage on stdout, answers
-10 MB, or starts slowly. Each is a clear error or notice, the run goes on, nothing is lost (every
-event of the run is in the database), and nothing hangs (no run waits for a server's 30 s
-connect timeout)."""
+10 MB (cut to the limit of one MCP result, with a note), or starts slowly. Each is a clear error or
+notice, the run goes on, nothing is lost (every event of the run is in the database), and nothing
+hangs (no run waits for a server's 30 s connect timeout)."""
 
 from __future__ import annotations
 
@@ -143,14 +143,19 @@ async def test_garbage_on_stdout(manager: Any, tmp_path: Path, matrix: Any) -> N
     await workspace.aclose()
 
 
-async def test_a_huge_result_is_kept_whole_and_stored_once(manager: Any, tmp_path: Path, matrix: Any) -> None:
+async def test_a_huge_result_is_cut_with_a_note_and_stored_once(manager: Any, tmp_path: Path, matrix: Any) -> None:
+    from workspace.mcp.results import MAX_RESULT_CHARS
+
     matrix.case("MCP faults", "huge result (10 MB)")
     configure({"big": fault_server("ok")})
     provider = ScriptedProvider([[ToolCall("big__huge", {"mb": 10}, id="c1")], "It is a long log."])
     workspace, run = await record(provider, tmp_path)
     (result,) = [e for e in run.events if isinstance(e, ev.ToolResult)]
     text = result.payload["data"]
-    assert len(text) == 10 * 1024 * 1024
+    assert MAX_RESULT_CHARS - 200 < len(text) <= MAX_RESULT_CHARS + 500  # kept up to the limit, at a line end
+    assert "[cut: 2.0 MiB more of this result left out" in text  # the model and the transcript are told
+    assert result.raw["cut"]["limit_chars"] == MAX_RESULT_CHARS
+    assert "cut: 2.0 MiB more" in str(provider.history[1].messages[-1])  # what the model was sent says so
     assert isinstance(run.terminal, ev.RunFinished)
     matrix.lost(nothing_lost(workspace, run), "events")
     stored = next(e for e in workspace.store.turn_events(run.turn_id) if isinstance(e, ev.ToolResult))

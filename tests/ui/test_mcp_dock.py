@@ -117,3 +117,34 @@ async def test_the_mcp_dock_cuts_no_button_on_a_small_screen(mcp_config: Path, p
     finally:
         await close_app(root)
         set_default_manager(None)
+
+
+async def test_the_mcp_dock_says_when_a_server_lists_too_many_tools(robotlab_home: Path, provider: Any,
+                                                                    db_path: Path) -> None:
+    """A server listing 2,500 tools: the dock lists its first MAX_TOOLS and says the others were left out."""
+    import sys
+
+    from tests.fakes.mcp_servers import BAD_SERVER
+    from ui.app import Application
+    from workspace.mcp import set_default_manager
+    from workspace.mcp.catalogue import MAX_TOOLS
+
+    config = robotlab_home / "config" / "config.yaml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f"mcpServers:\n  big:\n    command: {sys.executable}\n    args: [{BAD_SERVER}, many, '2500']\n",
+                      encoding="utf-8")
+    set_default_manager(None)
+    root = Application(provider=provider, db_path=db_path)
+    root.window.show()
+    try:
+        pane = root.window.docks.mcp_pane
+        pane.table.selectRow(0)
+        pane.start_button.click()
+        await wait_until(lambda: pane.model.index(0, 1).data() == "ready", timeout=30, what="the server to start")
+        await wait_until(lambda: pane.tools.count() == MAX_TOOLS, what="the tool list")
+        info = pane.info.text()
+        assert "lists more than 1,500 tools" in info and f"first {MAX_TOOLS:,}" in info, info
+        assert pane.model.index(0, 2).data() == f"{MAX_TOOLS}/{MAX_TOOLS}"
+    finally:
+        await close_app(root)
+        set_default_manager(None)

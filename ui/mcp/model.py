@@ -49,7 +49,7 @@ class McpServersModel(RowsTableModel[Any]):
             if col == 3:
                 return status.transport or "—"
         if role == Qt.ItemDataRole.ToolTipRole:
-            return status.reason or status.target or status.name
+            return status.reason or getattr(status, "tools_note", None) or status.target or status.name
         return None
 
     @property

@@ -380,6 +380,8 @@ class McpPane(QWidget, StagedBuild):
                  f"{' · ' + since_text(status) if since_text(status) else ''}"]
         if status.reason:
             lines.append(f"<span style='color:{c.error if state == 'failed' else c.muted}'>{status.reason}</span>")
+        if status.tools_note:
+            lines.append(f"<span style='color:{c.warning}'>{html.escape(status.tools_note)}</span>")
         if status.target:
             lines.append(f"<span style='color:{c.muted}'>{status.transport}: {status.target}</span>")
         if status.server_info:

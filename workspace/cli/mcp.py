@@ -219,6 +219,8 @@ def _print_status(status: ServerStatus, extras: dict[str, Any], *, verbose: bool
     print(head)
     if status.reason and not status.disabled:
         print(f"  reason: {status.reason}")
+    if status.tools_note:
+        print(f"  tools: {status.tools_note}")
     for tool in status.tools:
         flags = _flags(tool.annotations, trusted=status.trust_annotations or tool.auto_approve)
         notes = [n for n in (flags, "auto-approve" if tool.auto_approve else "",

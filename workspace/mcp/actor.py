@@ -111,6 +111,8 @@ class ConnectionActor:
         self.state = ServerState.STOPPED
         self.reason: str | None = None
         self.tools: list[types.Tool] = []
+        #: Why some of the tools the server listed are not offered (more than MAX_TOOLS), else None.
+        self.tools_note: str | None = None
         self.server_info: str | None = None
         self.protocol_version: str | None = None
         self.instructions: str | None = None
@@ -593,15 +595,26 @@ class ConnectionActor:
         return True
 
     async def _list_tools(self, session: ClientSession) -> list[types.Tool]:
+        """The server's tools, at most :data:`~workspace.mcp.catalogue.MAX_TOOLS` (the first it lists; no page is
+        asked for past that); :attr:`tools_note` says so when some were left out."""
+        from workspace.mcp.catalogue import MAX_TOOLS, too_many_tools
+
         tools: list[types.Tool] = []
         cursor: str | None = None
+        listed = 0
         for _ in range(100):
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             result = await session.list_tools(params=params)
-            tools.extend(result.tools)
+            listed += len(result.tools)
+            tools.extend(result.tools[: max(0, MAX_TOOLS - len(tools))])
             cursor = result.next_cursor
-            if not cursor:
+            if not cursor or listed > MAX_TOOLS:
                 break
+        note = too_many_tools(self.name, listed, more=bool(cursor)) if listed > MAX_TOOLS else None
+        if note is not None and note != self.tools_note:
+            log.warning("%s", note)
+            self.note(note)
+        self.tools_note = note
         return tools
 
     async def _on_message(self, message: Any) -> None:

@@ -29,6 +29,19 @@ from workspace.mcp.status import ToolInfo
 log = logging.getLogger("workspace.mcp")
 
 STATE_FILE_NAME = "mcp-tools.json"
+#: The most tools of one server offered to robots and shown: a server listing more keeps its first
+#: ``MAX_TOOLS`` (in the order it listed them) and its status says how many were left out
+#: (:func:`too_many_tools`). Naming, the status and every run's tool list cost time per tool.
+MAX_TOOLS = 1_000
+
+
+def too_many_tools(server: str, listed: int, *, more: bool = False) -> str:
+    """What a server's status says when it listed more than :data:`MAX_TOOLS` tools (``more``: it had further
+    pages, not read)."""
+    count = f"more than {listed:,}" if more else f"{listed:,}"
+    return (f"MCP server '{server}' lists {count} tools; only its first {MAX_TOOLS:,} are offered (the most per "
+            f"server), the other {'ones' if more else f'{listed - MAX_TOOLS:,}'} are left out. Start it with fewer "
+            "tools (many servers have an option choosing their toolsets), or split it into several servers")
 
 
 class ToolSwitches:
@@ -101,11 +114,13 @@ class ToolSwitches:
 def tool_names(server: str, originals: Iterable[str]) -> dict[str, str]:
     """``{the server's tool name: <server>__<tool>}``, unique within the server."""
     names: dict[str, str] = {}
+    taken: set[str] = set()  # one set that grows: naming N tools is linear (it was N copies of the names)
     originals = list(originals)
     exact = [o for o in originals if naming.sanitize(o) == o]
     rest = [o for o in originals if naming.sanitize(o) != o]
     for original in exact + rest:
-        names[original] = naming.tool_name(server, original, taken=names.values())
+        name = names[original] = naming.tool_name(server, original, taken=taken)
+        taken.add(name)
     return names
 
 

@@ -8,13 +8,17 @@ by the program, and its results are read as :func:`workspace.mcp.results.result_
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from workspace.errors import ConfigurationError
+from workspace.mcp.catalogue import MAX_TOOLS, too_many_tools
 from workspace.mcp.naming import tool_name
 from workspace.mcp.results import result_to_output
 from workspace.tools.base import Tool, ToolOutput
+
+log = logging.getLogger("workspace.mcp")
 
 
 def check_clients(clients: Mapping[str, Any]) -> dict[str, Any]:
@@ -38,8 +42,11 @@ async def session_tools(clients: Mapping[str, Any]) -> list[Tool]:
     tools: list[Tool] = []
     taken: set[str] = set()
     for server, session in clients.items():
-        listed = await session.list_tools()
-        for info in getattr(listed, "tools", listed):
+        answer = await session.list_tools()
+        listed = list(getattr(answer, "tools", answer))
+        if len(listed) > MAX_TOOLS:
+            log.warning("%s", too_many_tools(str(server), len(listed)))
+        for info in listed[:MAX_TOOLS]:
             name = tool_name(server, str(info.name), taken=taken)
             taken.add(name)
             tools.append(_tool(server, session, info, name))

@@ -340,7 +340,7 @@ class ServerLifecycle:
             )
         return ServerStatus(
             name=name, state=conn.state, reason=conn.reason, transport=spec.transport, target=spec.describe(),
-            tools=tuple(self._tool_infos(spec, conn)), server_info=conn.server_info,
+            tools=tuple(self._tool_infos(spec, conn)), tools_note=conn.tools_note, server_info=conn.server_info,
             protocol_version=conn.protocol_version, stderr=tuple(conn.stderr_tail(len(conn.stderr))),
             since=conn.since, connect_seconds=conn.connect_seconds, starts=conn.starts, disabled=spec.disabled,
             source=spec.source, trust_annotations=spec.trust_annotations, log=tuple(conn.log), auth=conn.auth_state, sign_in_url=conn.sign_in_url,

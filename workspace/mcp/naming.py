@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Container
 
 MAX_LENGTH = 64
 SEPARATOR = "__"
@@ -29,10 +29,14 @@ def _hashed(server: str, tool: str, base: str) -> str:
     return f"{base[: MAX_LENGTH - 9]}_{digest}"
 
 
-def tool_name(server: str, tool: str, *, taken: Iterable[str] = ()) -> str:
-    """The robot-facing name of ``tool`` on ``server``, unique among ``taken``."""
+def tool_name(server: str, tool: str, *, taken: Container[str] = frozenset()) -> str:
+    """The robot-facing name of ``tool`` on ``server``, unique among ``taken``.
+
+    ``taken`` is only asked ``in`` (never copied): a caller naming many tools passes one set and adds
+    each name it chose, so naming N tools costs N look-ups, not N copies of the names so far.
+    """
     base = f"{sanitize(server)}{SEPARATOR}{sanitize(tool)}"
-    used = set(taken)
+    used = taken
     exact = base == f"{server}{SEPARATOR}{tool}"
     name = base if len(base) <= MAX_LENGTH and (exact or base not in used) else _hashed(server, tool, base)
     counter = 2

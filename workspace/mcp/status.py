@@ -68,6 +68,9 @@ class ServerStatus:
     #: The command line or URL, secrets masked.
     target: str = ""
     tools: tuple[ToolInfo, ...] = ()
+    #: Why some tools the server listed are not in :attr:`tools` (it listed more than
+    #: :data:`workspace.mcp.catalogue.MAX_TOOLS`), in words that name the fix; None when all are.
+    tools_note: str | None = None
     #: "name version" the server reported.
     server_info: str | None = None
     protocol_version: str | None = None
@@ -127,6 +130,7 @@ class ServerStatus:
             "server_info": self.server_info,
             "protocol_version": self.protocol_version,
             "tools": [t.to_dict() for t in self.tools],
+            "tools_note": self.tools_note,
             "stderr": list(self.stderr),
             "since": self.since,
             "connect_seconds": self.connect_seconds,
