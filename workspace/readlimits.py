@@ -24,6 +24,7 @@ from workspace.errors import ConfigurationError
 
 __all__ = [
     "CONFIG_FILE_BYTES",
+    "IGNORE_FILE_BYTES",
     "NETWORK_FILE_BYTES",
     "ROBOT_FILE_BYTES",
     "SKILL_FILE_BYTES",
@@ -43,6 +44,8 @@ SKILL_FILE_BYTES = _MiB
 #: A configuration file: ``config.yaml`` (the user's and the folder's), trust and approval rules,
 #: an eval file, MCP server lists, a script tool's description.
 CONFIG_FILE_BYTES = _MiB
+#: A folder's ``.gitignore`` (git itself skips one over 100 MB; a larger one counts as absent here).
+IGNORE_FILE_BYTES = _MiB
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 _CHUNK = 1024 * 1024
