@@ -206,3 +206,37 @@ def test_read_bounded_reads_a_file_up_to_its_limit_as_read_text_does(tmp_path: P
     (tmp_path / "zero").symlink_to("/dev/zero")
     with pytest.raises(FileLimitError, match="not a regular file \\(a device\\)"):
         read_bounded(tmp_path / "zero", 16)
+
+
+SCRIPT = "#!/bin/sh\n# ---\n# description: Says hello\n# ---\necho hello\n"
+
+
+def test_a_huge_script_tool_is_described_from_its_start_only(tmp_path: Path) -> None:
+    """A script tool's description is its leading ``# ---`` comments: only the start of the file is read."""
+    from workspace.tools.script import ScriptTool
+
+    small = tmp_path / "hello.sh"
+    small.write_text(SCRIPT, encoding="utf-8")
+    small.chmod(0o755)
+    ScriptTool.from_path(small)  # imports what it imports before memory is measured
+    huge = tmp_path / "huge.sh"
+    huge.write_text(SCRIPT, encoding="utf-8")
+    with open(huge, "r+b") as fh:
+        fh.truncate(HUGE)
+    huge.chmod(0o755)
+    tool, peak = _bounded(lambda: ScriptTool.from_path(huge))
+    assert tool is not None and tool.description == "Says hello"
+    assert peak < 8 * 2**20, f"{peak / 2**20:.1f} MiB"
+
+
+def test_a_script_tools_front_matter_is_read_with_the_yaml_limits(tmp_path: Path) -> None:
+    from workspace.tools.script import ScriptTool, ScriptToolError
+
+    levels = ['# a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for name, previous in zip("bcdefghi", "abcdefgh", strict=True):
+        levels.append(f"# {name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]")
+    bomb = tmp_path / "bomb.sh"
+    bomb.write_text("#!/bin/sh\n# ---\n# description: x\n" + "\n".join(levels) + "\n# ---\necho\n", encoding="utf-8")
+    bomb.chmod(0o755)
+    with pytest.raises(ScriptToolError, match="billion laughs"):
+        _bounded(lambda: ScriptTool.from_path(bomb))

@@ -27,6 +27,7 @@ __all__ = [
     "IGNORE_FILE_BYTES",
     "NETWORK_FILE_BYTES",
     "ROBOT_FILE_BYTES",
+    "SCRIPT_HEAD_BYTES",
     "SKILL_FILE_BYTES",
     "FileLimitError",
     "describe_size",
@@ -41,6 +42,8 @@ ROBOT_FILE_BYTES = _MiB
 NETWORK_FILE_BYTES = _MiB
 #: A skill's ``SKILL.md``.
 SKILL_FILE_BYTES = _MiB
+#: The start of a script tool read for its description (``# ---`` front matter): the rest is not read.
+SCRIPT_HEAD_BYTES = 64 * 1024
 #: A configuration file: ``config.yaml`` (the user's and the folder's), trust and approval rules,
 #: an eval file, MCP server lists, a script tool's description.
 CONFIG_FILE_BYTES = _MiB
@@ -91,11 +94,12 @@ def _too_large(path: Path, what: str, size: int | None, limit: int) -> FileLimit
                           f"be; make it smaller (split it) or move it away", path)
 
 
-def read_bounded(path: str | os.PathLike[str], limit: int, what: str = "file") -> bytes:
+def read_bounded(path: str | os.PathLike[str], limit: int, what: str = "file", *, head: bool = False) -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` of them.
 
     Raises :class:`FileLimitError` for a FIFO, device, socket or folder (checked on the open
-    descriptor) and for a file larger than ``limit``; ``OSError`` (``FileNotFoundError``,
+    descriptor) and for a file larger than ``limit`` (``head=True``: its first ``limit`` bytes instead,
+    for a file only the start of which is read); ``OSError`` (``FileNotFoundError``,
     ``PermissionError``) when it cannot be opened. ``what`` names the file in messages ("robot file").
     """
     file = Path(path)
@@ -115,17 +119,17 @@ def read_bounded(path: str | os.PathLike[str], limit: int, what: str = "file") -
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise _not_regular(file, what, st.st_mode)
-        if st.st_size > limit:
+        if st.st_size > limit and not head:
             raise _too_large(file, what, st.st_size, limit)
         chunks: list[bytes] = []
-        left = limit + 1
+        left = limit if head else limit + 1
         while left > 0:
             chunk = os.read(fd, min(left, _CHUNK))
             if not chunk:
                 break
             chunks.append(chunk)
             left -= len(chunk)
-        if left <= 0:  # it grew past the limit since fstat
+        if left <= 0 and not head:  # it grew past the limit since fstat
             raise _too_large(file, what, None, limit)
         return b"".join(chunks)
     finally:
@@ -133,8 +137,8 @@ def read_bounded(path: str | os.PathLike[str], limit: int, what: str = "file") -
 
 
 def read_text_bounded(path: str | os.PathLike[str], limit: int, what: str = "file", *,
-                      encoding: str = "utf-8", errors: str = "strict") -> str:
+                      encoding: str = "utf-8", errors: str = "strict", head: bool = False) -> str:
     """:func:`read_bounded` decoded (``UnicodeDecodeError`` for text not in ``encoding``); line ends
     are turned to ``\\n`` as :meth:`pathlib.Path.read_text` does."""
-    text = read_bounded(path, limit, what).decode(encoding, errors)
+    text = read_bounded(path, limit, what, head=head).decode(encoding, errors)
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text

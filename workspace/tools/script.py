@@ -48,7 +48,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from workspace.readlimits import CONFIG_FILE_BYTES, FileLimitError, read_bounded, read_text_bounded
+from workspace.readlimits import (
+    CONFIG_FILE_BYTES,
+    SCRIPT_HEAD_BYTES,
+    FileLimitError,
+    read_bounded,
+    read_text_bounded,
+)
 from workspace.tools.base import Tool, ToolContext, ToolOutput
 from workspace.tools.capabilities import Ceiling
 
@@ -107,8 +113,10 @@ def _front_matter(text: str, path: Path) -> dict[str, Any] | None:
 def _yaml(text: str, where: Path) -> Any:
     import yaml
 
+    from workspace import yaml_limits
+
     try:
-        return yaml.safe_load(text)
+        return yaml_limits.safe_load(text)
     except yaml.YAMLError as exc:
         raise ScriptToolError(f"{where}: the script tool's description is not valid YAML ({exc}); fix it") from exc
 
@@ -311,8 +319,8 @@ class ScriptTool(Tool):
             log.warning("ScriptTool: %s is not executable, skipping", p.name)
             return None
         try:
-            text = p.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
+            text = read_text_bounded(p, SCRIPT_HEAD_BYTES, "script tool", errors="replace", head=True)
+        except (OSError, FileLimitError) as exc:
             log.warning("ScriptTool: %s cannot be read (%s), skipping", p.name, exc)
             return None
         name = tool_name_for(p)
