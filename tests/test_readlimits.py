@@ -240,3 +240,16 @@ def test_a_script_tools_front_matter_is_read_with_the_yaml_limits(tmp_path: Path
     bomb.chmod(0o755)
     with pytest.raises(ScriptToolError, match="billion laughs"):
         _bounded(lambda: ScriptTool.from_path(bomb))
+
+
+def test_a_fifo_swapped_in_after_the_check_is_refused_on_its_open_descriptor(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The path is checked before it is opened, and the open descriptor again: a FIFO put in place between the two
+    is opened without waiting (O_NONBLOCK) and refused by fstat."""
+    from workspace import readlimits
+
+    plain = os.stat(__file__)
+    os.mkfifo(tmp_path / "swapped.md")
+    monkeypatch.setattr(readlimits.os, "stat", lambda *_a, **_k: plain)  # the check saw a regular file
+    with pytest.raises(readlimits.FileLimitError, match="not a regular file \\(a FIFO\\)"):
+        _bounded(lambda: readlimits.read_bounded(tmp_path / "swapped.md", 1024, "robot file"))

@@ -103,18 +103,13 @@ def read_bounded(path: str | os.PathLike[str], limit: int, what: str = "file", *
     ``PermissionError``) when it cannot be opened. ``what`` names the file in messages ("robot file").
     """
     file = Path(path)
-    try:
-        fd = os.open(file, _FLAGS)
-    except IsADirectoryError:
-        raise _not_regular(file, what, stat.S_IFDIR) from None
-    except OSError as exc:  # ENXIO: a socket; anything else is the caller's (not found, no permission)
-        try:
-            st = os.stat(file)
-        except OSError:
-            raise exc from None
-        if not stat.S_ISREG(st.st_mode):
-            raise _not_regular(file, what, st.st_mode) from None
-        raise
+    try:  # a device is not even opened (opening one may do something); the descriptor is checked below too
+        mode = os.stat(file).st_mode
+    except OSError:
+        mode = stat.S_IFREG  # opening says why (not found, no permission)
+    if not stat.S_ISREG(mode):
+        raise _not_regular(file, what, mode)
+    fd = os.open(file, _FLAGS)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
