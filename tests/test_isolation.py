@@ -139,6 +139,25 @@ async def test_writes_come_back_as_changes_split_by_gitignore_and_nothing_lands_
 
 
 @needs_sandbox
+async def test_a_gitignore_over_its_limit_is_not_read_and_its_changes_are_proposed(folder: Path) -> None:
+    """A .gitignore is read bounded (workspace.readlimits.IGNORE_FILE_BYTES): one larger is not read and counts as
+    absent (what it would ignore is proposed, the side that loses nothing); a pending one likewise."""
+    from workspace.readlimits import IGNORE_FILE_BYTES
+
+    padding = "# padding\n" * (IGNORE_FILE_BYTES // 10 + 1)
+    (folder / ".gitignore").write_text("build/\n" + padding)
+    (folder / "pkg").mkdir()
+    script = "mkdir -p build pkg/out && echo out > build/out.bin && echo log > pkg/out/run.log"
+    result = await sandbox().run(script, folder, pending={"pkg/.gitignore": ("out/\n" + padding).encode()})
+    assert result.exit_code == 0, result.output.text
+    assert sorted(c.path for c in result.changes.proposed) == ["build/out.bin", "pkg/out/run.log"]
+    assert result.changes.ignored == ()
+    (folder / ".gitignore").write_text("build/\n")  # within the limit: read as before
+    result = await sandbox().run(script, folder, pending={"pkg/.gitignore": b"out/\n"})
+    assert sorted(c.path for c in result.changes.ignored) == ["build/out.bin", "pkg/out/run.log"]
+
+
+@needs_sandbox
 async def test_a_folder_whose_path_the_mount_options_cannot_hold(tmp_path: Path) -> None:
     folder = tmp_path / "odd: name, with\\ marks"
     folder.mkdir()

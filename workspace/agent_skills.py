@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workspace.errors import ConfigurationError
+from workspace.readlimits import SKILL_FILE_BYTES, read_text_bounded
 from workspace.similarity import cosine as _cosine
 from workspace.similarity import lexical_similarity
 from workspace.templates import search_path
@@ -63,9 +64,11 @@ class AgentSkill:
         if file.is_dir():
             file = file / SKILL_FILE
         try:
-            text = file.read_text(encoding="utf-8")
+            text = read_text_bounded(file, SKILL_FILE_BYTES, "skill file")
         except OSError as exc:
             raise ConfigurationError(f"Cannot read the skill {file}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigurationError(f"{file}: the skill file is not UTF-8 text ({exc})") from None
         meta, body = _front_matter(text, where=str(file))
         for key in ("name", "description"):
             if not str(meta.get(key) or "").strip():

@@ -296,11 +296,12 @@ class ApprovalPolicy:
         import yaml
 
         from workspace import yaml_limits
+        from workspace.readlimits import CONFIG_FILE_BYTES, read_text_bounded
 
         if not path.exists():
             return cls(path=path)
         try:
-            data = yaml_limits.safe_load(path.read_text(encoding="utf-8")) or {}
+            data = yaml_limits.safe_load(read_text_bounded(path, CONFIG_FILE_BYTES, "approval rules file")) or {}
         except yaml.YAMLError as exc:
             raise ConfigurationError(f"{path}: not valid YAML ({exc}). Fix or delete the file.") from exc
         if not isinstance(data, Mapping):

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from workspace.errors import Error
+from workspace.readlimits import FileLimitError, describe_size, read_bounded
 
 if TYPE_CHECKING:
     from workspace.providers.base import Provider
@@ -131,15 +132,6 @@ class AttachmentLimits:
     def options(self) -> dict[str, Any]:
         """``max_text_bytes=`` and ``max_image_bytes=`` for :meth:`Attachment.from_path` and the others."""
         return {"max_text_bytes": self.max_text_bytes, "max_image_bytes": self.max_image_bytes}
-
-
-def describe_size(size: int) -> str:
-    """``532 B``, ``12.4 KB``, ``1.2 MB``."""
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f} KB"
-    return f"{size / (1024 * 1024):.1f} MB"
 
 
 def _sniff(data: bytes, name: str) -> str:
@@ -270,7 +262,9 @@ class Attachment:
                                   f"{describe_size(max_text_bytes or MAX_TEXT_BYTES)}: {IMAGE_LIMIT_KEY} and "
                                   f"{TEXT_LIMIT_KEY} in the configuration)")
         try:
-            data = real.read_bytes()
+            data = read_bounded(real, hard, "attachment")
+        except FileLimitError as exc:
+            raise AttachmentError(str(exc).replace(str(real), shown, 1)) from None
         except OSError as exc:
             raise AttachmentError(f"{shown} cannot be read: {exc.strerror or exc}") from None
         return cls.from_bytes(data, name=real.name, path=shown, max_text_bytes=max_text_bytes,

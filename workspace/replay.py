@@ -38,6 +38,7 @@ from workspace import events as ev
 from workspace.approval import Action, ApprovalDecision, ApprovalGate, ApprovalRequest, FileEffect
 from workspace.diffing import split_lines, unified_diff
 from workspace.persistence import Store
+from workspace.readlimits import ROBOT_FILE_BYTES, FileLimitError, read_text_bounded
 from workspace.result import RobotResult, last_text
 from workspace.session.recording import RecordedRun
 from workspace.tools.base import Tool, ToolContext, ToolOutput
@@ -426,7 +427,9 @@ def prompt_from_file(path: str | Path) -> str:
     """A system prompt from a file (its text, as it is)."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_text_bounded(file, ROBOT_FILE_BYTES, "prompt file")
+    except FileLimitError as exc:
+        raise ReplayError(str(exc)) from None
     except OSError as exc:
         raise ReplayError(f"Cannot read the prompt file {file}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workspace.errors import ConfigurationError
+from workspace.readlimits import ROBOT_FILE_BYTES, read_text_bounded
 
 if TYPE_CHECKING:
     from workspace.approval import ApprovalPolicy
@@ -169,7 +170,7 @@ def load_draft(path: Path, *, folder: Path | None = None) -> RobotDraft:
 
     path = Path(path).resolve()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path, ROBOT_FILE_BYTES, "robot file")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"{path}: cannot read the robot file ({exc}); check it exists and is UTF-8 "
                                  "text") from exc
@@ -367,7 +368,7 @@ def save(draft: RobotDraft, *, folder: Path | None = None, where: str = "user") 
 
         raise SchemaError([p.message for p in problems], source=str(target))
     if draft.original is not None and target.exists():
-        current = target.read_text(encoding="utf-8", errors="replace")
+        current = read_text_bounded(target, ROBOT_FILE_BYTES, "robot file", errors="replace")
         if current != draft.original:
             raise ConfigurationError(f"{target} was changed on disk since you opened it: close the editor and "
                                      "open the robot again to see the new version")

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workspace.errors import ConfigurationError
+from workspace.readlimits import ROBOT_FILE_BYTES, read_text_bounded
 
 if TYPE_CHECKING:
     from workspace.schemas import Lines
@@ -127,9 +128,11 @@ class Template:
             return cls(name=cached.name, body=cached.body, metadata=copy.deepcopy(cached.metadata), path=path,
                        lines=cached.lines)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text_bounded(path, ROBOT_FILE_BYTES, "robot file")
         except FileNotFoundError:
             raise ConfigurationError(f"{path}: template file not found") from None
+        except OSError as exc:
+            raise ConfigurationError(f"{path}: the template cannot be read: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:
             raise ConfigurationError(f"{path}: the template is not UTF-8 text ({exc})") from exc
         template = cls.parse(text, name=path.stem, path=path)

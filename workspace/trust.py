@@ -174,13 +174,14 @@ def _document() -> dict[str, Any]:
     import yaml
 
     from workspace import yaml_limits
+    from workspace.readlimits import CONFIG_FILE_BYTES, FileLimitError, read_text_bounded
 
     path = trust_file()
     try:
-        data = yaml_limits.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml_limits.safe_load(read_text_bounded(path, CONFIG_FILE_BYTES, "trust file"))
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, FileLimitError):
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -11,19 +11,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from workspace.readlimits import IGNORE_FILE_BYTES
+
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
 
 
-def ignore_matcher(read: Callable[[str], bytes | None]) -> Callable[[str], bool]:
-    """Whether the folder ignores a path; ``read(path)`` gives a file's content as the command saw it."""
+def ignore_matcher(read: Callable[[str, int], bytes | None]) -> Callable[[str], bool]:
+    """Whether the folder ignores a path; ``read(path, limit)`` gives a file's content as the command saw it,
+    None when there is none or it is larger than ``limit`` (a ``.gitignore`` over :data:`IGNORE_FILE_BYTES`
+    counts as absent: its changes are proposed, the side that loses nothing)."""
     from pathspec import GitIgnoreSpec
 
     specs: dict[str, GitIgnoreSpec | None] = {}
 
     def spec_of(directory: str) -> GitIgnoreSpec | None:
         if directory not in specs:
-            data = read(f"{directory}/.gitignore" if directory else ".gitignore")
+            data = read(f"{directory}/.gitignore" if directory else ".gitignore", IGNORE_FILE_BYTES)
             lines = data.decode("utf-8", errors="replace").splitlines() if data else []
             specs[directory] = GitIgnoreSpec.from_lines(lines) if lines else None
         return specs[directory]

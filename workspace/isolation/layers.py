@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from workspace.isolation.base import Change, IsolationError, PendingChanges
+from workspace.readlimits import FileLimitError, read_bounded
 
 OPAQUE_XATTR = "user.overlay.opaque"
 
@@ -119,16 +120,18 @@ class FolderView:
             return None
         return path, st.st_size
 
-    def read(self, rel: str) -> bytes | None:
-        """The content before the command (None: no such regular file)."""
+    def read(self, rel: str, limit: int) -> bytes | None:
+        """The content before the command (None: no such regular file, or one larger than ``limit`` bytes;
+        the file is checked on its open descriptor, so a FIFO or device swapped in is not read)."""
         if rel in self.pending:
-            return self.pending[rel]
+            content = self.pending[rel]
+            return content if content is None or len(content) <= limit else None
         found = self._file(rel)
         if found is None:
             return None
         try:
-            return found[0].read_bytes()
-        except OSError:
+            return read_bounded(found[0], limit)
+        except (OSError, FileLimitError):
             return None
 
     def size(self, rel: str) -> int | None:

@@ -66,6 +66,7 @@ from workspace.mcp.masking import (
     register_secrets,
 )
 from workspace.mcp.variables import Filled, interpolate
+from workspace.readlimits import CONFIG_FILE_BYTES, read_text_bounded
 
 if TYPE_CHECKING:
     from workspace.schemas import Lines
@@ -477,7 +478,7 @@ def read_file(path: Path) -> dict[str, Any]:
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_text_bounded(path, CONFIG_FILE_BYTES, "server list", encoding="utf-8-sig")
     except FileNotFoundError:
         raise ConfigurationError(f"{path}: file not found") from None
     except UnicodeDecodeError as exc:

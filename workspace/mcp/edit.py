@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from workspace.errors import ConfigurationError
+from workspace.readlimits import CONFIG_FILE_BYTES, read_text_bounded
 
 _KEYRING_REF = re.compile(r"^\$\{keyring:([^}]+)\}$")
 
@@ -175,7 +176,7 @@ class ServersFile:
     def reload(self) -> None:
         """Read the file again (a missing file is an empty configuration)."""
         try:
-            text = self.path.read_text(encoding="utf-8-sig")
+            text = read_text_bounded(self.path, CONFIG_FILE_BYTES, "configuration file", encoding="utf-8-sig")
         except FileNotFoundError:
             text = ""
         except OSError as exc:

@@ -26,6 +26,7 @@ from typing import Any
 
 from workspace.errors import ConfigurationError
 from workspace.mcp.config import parse_server, read_file
+from workspace.readlimits import CONFIG_FILE_BYTES, read_text_bounded
 
 FORMATS = ("mcpServers", "vscode", "zed", "goose")
 
@@ -350,7 +351,7 @@ def _insert(text: str, key: str, servers: Mapping[str, Any]) -> str | None:
 def merge_into_file(path: Path, servers: Mapping[str, Mapping[str, Any]], *, replace: bool = False) -> MergeReport:
     """Add ``servers`` to the YAML configuration file ``path`` (created when missing)."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    text = read_text_bounded(path, CONFIG_FILE_BYTES, "configuration file") if path.exists() else ""
     new_text, report = merge_text(text, servers, replace=replace, source=str(path))
     report.path = path
     if new_text == text:

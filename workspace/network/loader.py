@@ -23,6 +23,7 @@ from workspace.network.errors import NetworkFileError, Problem
 from workspace.network.graph import find_cycle
 from workspace.network.model import Network, Task
 from workspace.network.routing import Route
+from workspace.readlimits import NETWORK_FILE_BYTES, FileLimitError, read_text_bounded
 from workspace.schemas import did_you_mean
 
 if TYPE_CHECKING:
@@ -70,7 +71,9 @@ def list_networks(folder: Path | None = None) -> list[NetworkInfo]:
             continue
         for path in sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")]):
             try:
-                data = yaml_limits.safe_load(path.read_text(encoding="utf-8"))
+                data = yaml_limits.safe_load(read_text_bounded(path, NETWORK_FILE_BYTES, "network file"))
+            except FileLimitError as exc:
+                data = {"description": f"(cannot be read: {exc})"}
             except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
                 data = {"description": f"(cannot be read: {type(exc).__name__})"}
             if not isinstance(data, dict):
@@ -163,7 +166,7 @@ def load_network(
 
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_text_bounded(file, NETWORK_FILE_BYTES, "network file")
     except FileNotFoundError:
         raise ConfigurationError(f"{file}: network file not found") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from workspace.errors import ConfigurationError
+from workspace.readlimits import CONFIG_FILE_BYTES, read_text_bounded
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -135,7 +136,7 @@ def read_yaml_file(path: Path, *, what: str = "configuration") -> tuple[dict[str
     import yaml
 
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path, CONFIG_FILE_BYTES, f"{what} file")
     except UnicodeDecodeError as exc:
         raise ConfigurationError(f"{path}: the {what} file is not UTF-8 text ({exc})") from exc
     try:

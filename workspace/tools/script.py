@@ -48,6 +48,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from workspace.readlimits import (
+    CONFIG_FILE_BYTES,
+    SCRIPT_HEAD_BYTES,
+    FileLimitError,
+    read_bounded,
+    read_text_bounded,
+)
 from workspace.tools.base import Tool, ToolContext, ToolOutput
 from workspace.tools.capabilities import Ceiling
 
@@ -106,8 +113,10 @@ def _front_matter(text: str, path: Path) -> dict[str, Any] | None:
 def _yaml(text: str, where: Path) -> Any:
     import yaml
 
+    from workspace import yaml_limits
+
     try:
-        return yaml.safe_load(text)
+        return yaml_limits.safe_load(text)
     except yaml.YAMLError as exc:
         raise ScriptToolError(f"{where}: the script tool's description is not valid YAML ({exc}); fix it") from exc
 
@@ -126,7 +135,10 @@ def _sidecar(path: Path) -> dict[str, Any] | None:
         side = path.with_name(path.stem + ext)
         if side == path or not side.is_file():
             continue
-        text = side.read_text(encoding="utf-8")
+        try:
+            text = read_text_bounded(side, CONFIG_FILE_BYTES, "script tool description")
+        except FileLimitError as exc:
+            raise ScriptToolError(str(exc)) from None
         if ext == ".json":
             try:
                 return _mapping(json.loads(text), side)
@@ -239,10 +251,11 @@ def _command_for(path: Path, folder: Path | None, argv: list[str]) -> tuple[str,
     if folder is not None and resolved.is_relative_to(folder.resolve()):
         target = shlex.quote(str(resolved))
     else:
-        data = resolved.read_bytes()
-        if len(data) > MAX_SCRIPT_BYTES:
-            raise ScriptToolError(f"{path} is {len(data):,} bytes; a script tool outside the opened folder may "
-                                  f"be at most {MAX_SCRIPT_BYTES:,} (put it in the folder's .robotlab/tools/)")
+        try:
+            data = read_bounded(resolved, MAX_SCRIPT_BYTES, "script tool")
+        except FileLimitError as exc:
+            raise ScriptToolError(f"{exc}; a script tool outside the opened folder may be at most "
+                                  f"{MAX_SCRIPT_BYTES:,} bytes (put it in the folder's .robotlab/tools/)") from None
         env["ROBOTLAB_SCRIPT_SOURCE"] = data.decode("utf-8", "surrogateescape")
         target = '"$s"'
         prefix = ('s=$(mktemp /tmp/robotlab-script.XXXXXX) && printf %s "$ROBOTLAB_SCRIPT_SOURCE" > "$s" && '
@@ -306,8 +319,8 @@ class ScriptTool(Tool):
             log.warning("ScriptTool: %s is not executable, skipping", p.name)
             return None
         try:
-            text = p.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
+            text = read_text_bounded(p, SCRIPT_HEAD_BYTES, "script tool", errors="replace", head=True)
+        except (OSError, FileLimitError) as exc:
             log.warning("ScriptTool: %s cannot be read (%s), skipping", p.name, exc)
             return None
         name = tool_name_for(p)
