@@ -152,7 +152,12 @@ class FolderView:
         if found is None:
             return False
         try:
-            with open(found[0], "rb") as old, open(source, "rb") as new:
+            # Not blocking, and a regular file still (not a FIFO swapped in since it was looked at).
+            fd = os.open(found[0], os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                return False
+            with open(fd, "rb") as old, open(source, "rb") as new:
                 while True:
                     a, b = old.read(_BLOCK), new.read(_BLOCK)
                     if a != b:
