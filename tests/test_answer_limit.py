@@ -47,3 +47,14 @@ async def test_thinking_counts_and_an_answer_within_the_limit_finishes() -> None
     assert any(isinstance(e, ev.RunFailed) and "5,000 characters" in e.error for e in stopped)
     assert isinstance(finished[-1], ev.RunFinished)
     assert "".join(e.text for e in finished if isinstance(e, ev.TextDelta)).endswith("Short answer.")
+
+
+async def test_a_tool_calls_arguments_count_too() -> None:
+    """A tool call whose arguments never end filled the memory as text did (a review's finding)."""
+    with FakeLLMServer(reply_fn=lambda body: Reply.tool("get_weather", {"city": "x" * 60_000})) as server:
+        provider = provider_for("openai/fake", api_base=f"{server.base_url}/v1", api_key="sk-test")
+        provider.max_answer_chars = 5_000  # type: ignore[attr-defined]
+        events = await events_of(provider, "weather")
+    failed = [e for e in events if isinstance(e, ev.RunFailed)]
+    assert len(failed) == 1 and "passed 5,000 characters without ending" in failed[0].error, [e.kind for e in events]
+    assert not any(isinstance(e, ev.ToolUse) for e in events)

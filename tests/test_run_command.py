@@ -392,6 +392,10 @@ async def test_this_thread_and_always_are_for_the_command_asked_about(folder: Pa
         "deny", "git push", False)
 
 
+async def _answer(edited: object, scope: str) -> ApprovalDecision:
+    return ApprovalDecision(approved=True, input=edited, scope=scope)
+
+
 @pytest.mark.parametrize("scope", ["thread", "always"])
 async def test_an_edited_command_approved_for_later_is_the_one_remembered(scope: str, tmp_path: Path) -> None:
     """Edit & approve with "this thread" or "always": what is remembered is the command the person approved, not
@@ -412,6 +416,14 @@ async def test_an_edited_command_approved_for_later_is_the_one_remembered(scope:
     assert decision.approved and decision.input == {"command": "git status"}
     assert gate.decide(request("git status")) == "allow"
     assert gate.decide(request(asked)) == "ask"
+    # Edited into a call with no command (a renamed key, a blank command, not a mapping): nothing is remembered,
+    # where a rule without a command would allow every command (a review's finding).
+    for edited in ({"cmd": "git status"}, {"command": "  "}, "git status"):
+        loose = ApprovalGate(ApprovalPolicy(path=tmp_path / "loose.yaml"),
+                             lambda request, edited=edited: _answer(edited, scope))
+        assert (await loose.ask(request(asked))).approved
+        assert loose.decide(request("rm -rf ~")) == "ask" and loose.decide(request(asked)) == "ask"
+        assert loose.policy.rules == [] and not (tmp_path / "loose.yaml").exists()
     if scope == "always":
         assert policy.path is not None
         assert [r.to_dict() for r in ApprovalPolicy.load(policy.path).rules] == [

@@ -802,3 +802,27 @@ def test_a_usage_count_no_column_can_hold_is_no_count() -> None:
                           "completion_tokens_details": {"reasoning_tokens": -3}}) == (0, 7, 0)
     assert usage_numbers({"input_tokens": float("inf"), "output_tokens": float("nan")}) == (0, 0, 0)
     assert usage_numbers({"prompt_tokens": MAX_TOKEN_COUNT, "completion_tokens": "12"}) == (MAX_TOKEN_COUNT, 12, 0)
+
+
+def test_a_row_sqlite_cannot_hold_queued_behind_a_lock_is_dropped_with_its_batch(db: Path) -> None:
+    """Queued while another program held the lock, the row that cannot be written failed every later write again
+    (a review's finding): it is dropped with the rows queued beside it, said in the log, and writing goes on."""
+    store = Store.open(db, retry_after=0.05)
+    try:
+        thread = store.create_thread(robot="helper")
+        turn = store.add_turn(thread.id, user_text="hi", parent_turn_id=None)
+        other = sqlite3.connect(db, timeout=0)
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreError):
+            store.append_event(thread.id, turn.id, make(ev.Usage, input_tokens=2**64, output_tokens=1))
+        other.rollback()
+        other.close()
+        time.sleep(0.1)
+        with pytest.raises(OverflowError):
+            store.append_event(thread.id, turn.id, make(ev.Text, seq=2, text="with it"))
+        store.append_event(thread.id, turn.id, make(ev.Text, seq=3, text="after"))
+        with sqlite3.connect(db) as conn:
+            texts = [row[0] for row in conn.execute("SELECT data FROM events WHERE kind = 'text'")]
+        assert len(texts) == 1 and "after" in texts[0]
+    finally:
+        store.close()

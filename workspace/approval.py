@@ -511,6 +511,8 @@ class ApprovalGate:
             return  # asked every time: never an "always" rule nor a grant for the thread
         if decision.approved and decision.input is not None:
             request = replace(request, input=decision.input)  # edited: what is remembered is what was approved
+        if request.tool == "run_command" and request.server is None and not command_of(request):
+            return  # no command to name (edited away, or never there): a rule without one would allow every command
         robot, server, tool = self._key(request)
         if decision.scope == "thread" and decision.approved:
             self._thread_grants.add(self._thread_key(request))

@@ -58,7 +58,7 @@ DEFAULTS: dict[str, Any] = {
         "tool_choice": None,
         # The most characters of one tool result sent to the model (the rest is cut, with a note).
         "max_tool_result_chars": 50_000,
-        # The most characters one answer streams (its text and thinking) before it is stopped.
+        # The most characters one answer streams (its text, thinking and tool calls) before it is stopped.
         "max_answer_chars": 4_000_000,
         # The model's window when nothing reports it (a number, or model id -> number); see workspace.context.
         "context_window": None,

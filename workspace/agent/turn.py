@@ -158,8 +158,8 @@ class ModelTurns:
         clock = time.perf_counter
         since = clock()
         loop = asyncio.get_running_loop()
-        #: Characters the answer may still stream (its text and thinking): a server that never ends its stream
-        #: would fill the memory (llm.max_answer_chars).
+        #: Characters the answer may still stream (its text, thinking and tool calls' arguments): a server that never
+        #: ends its stream would fill the memory (llm.max_answer_chars).
         most = getattr(provider, "max_answer_chars", None) or MAX_ANSWER_CHARS
         left = most
 
@@ -201,6 +201,9 @@ class ModelTurns:
                 if isinstance(chunk.arguments, dict):
                     call.whole = dict(chunk.arguments)
                 elif chunk.arguments:
+                    left -= len(chunk.arguments)
+                    if left < 0:
+                        raise _too_long(provider, most)
                     call.fragments.append(chunk.arguments)
             elif isinstance(chunk, ReasoningChunk):
                 if chunk.text:

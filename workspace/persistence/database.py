@@ -600,6 +600,12 @@ class Database:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
                 if not isinstance(exc, sqlite3.Error):
+                    if self._queued and isinstance(exc, Exception):
+                        # A row that cannot be written at all: the rows queued with it are dropped too (said),
+                        # or the same row would fail every later write again.
+                        log.error("dropping %d queued database write(s) with a row that cannot be written: %s",
+                                  len(self._queued), exc)
+                        self._queued = []
                     raise
                 if transient(exc):
                     self._queue(batch)

@@ -47,7 +47,7 @@ __all__ = [
 #: whole result stays in the thread and the inspector. About 12k tokens: a huge result would
 #: otherwise fill the context window and the request be refused.
 MAX_TOOL_RESULT_CHARS = 50_000
-#: The most characters one answer (its text and thinking) may stream before it is stopped (``llm.max_answer_chars``):
+#: The most characters one answer (its text, thinking and tool calls) may stream before it is stopped (``llm.max_answer_chars``):
 #: a server that streams and never ends would fill the memory.
 MAX_ANSWER_CHARS = 4_000_000
 #: Characters an image part counts as when a request's tokens are estimated (its base64 data is not

@@ -186,7 +186,8 @@ class StreamingProvider(ProviderBase):
         self.max_concurrent = max_concurrent
         self.slow_notice = slow_notice
         self.max_tool_result_chars = max_tool_result_chars
-        #: The most characters one answer streams (text and thinking) before the run stops it (``llm.max_answer_chars``).
+        #: The most characters one answer streams (text, thinking, tool calls) before the run stops it
+        #: (``llm.max_answer_chars``).
         self.max_answer_chars = max_answer_chars
         self.extra: dict[str, Any] = dict(extra or {})
         #: Whether the model takes images, when the caller knows (None: :meth:`supports_vision` finds out).

@@ -60,8 +60,8 @@ class LLM(StrictModel):
     tool_choice: str | None = Field(None, description="auto | required | none | a tool's name: sent with the tools "
                                     "(llama-cpp-python's server calls tools only when it is sent)")
     max_answer_chars: int = Field(4_000_000, ge=1_000, description="The most characters one answer streams (its "
-                                  "text and thinking) before it is stopped: a server that never ends its stream "
-                                  "would fill the memory")
+                                  "text, thinking and tool calls) before it is stopped: a server that never ends "
+                                  "its stream would fill the memory")
     max_tool_result_chars: int = Field(50_000, ge=1_000, description="The most characters of one tool result "
                                        "sent to the model (the rest is cut, with a note); less when a quarter of "
                                        "the context window is less")
