@@ -4,12 +4,12 @@ faster server fills the memory). Real loopback server."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+from fakes.redirecting import serving
 
 from workspace.errors import ProviderError
 from workspace.messages import TextMessage
@@ -42,14 +42,8 @@ class _EndlessLine(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def endless() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _EndlessLine)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(_EndlessLine) as address:
+        yield f"{address}/v1"
 
 
 async def test_an_event_that_never_ends_is_refused_at_the_bound(endless: str,

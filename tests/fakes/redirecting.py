@@ -1,5 +1,5 @@
-"""A loopback HTTP server that answers every request with 307 to the same path on another address: what a
-redirect may carry (a key, a probe) is seen by that address's own server."""
+"""Loopback HTTP servers of a few lines (:func:`serving`), and one that answers every request with 307 to the same
+path on another address: what a redirect may carry (a key, a probe) is seen by that address's own server."""
 
 from __future__ import annotations
 
@@ -26,10 +26,12 @@ class _Redirecting(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def redirecting_to(target: str) -> Iterator[str]:
-    """The address (``http://127.0.0.1:PORT``) of a server redirecting every request to ``target``."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Redirecting)
-    httpd.target = target  # type: ignore[attr-defined]
+def serving(handler: type[BaseHTTPRequestHandler], **attributes: Any) -> Iterator[str]:
+    """The address (``http://127.0.0.1:PORT``) of a loopback server answering with ``handler`` (``attributes`` set on
+    the server, where the handler finds them as ``self.server.NAME``), in a thread, until the block ends."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    for name, value in attributes.items():
+        setattr(httpd, name, value)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
@@ -38,3 +40,10 @@ def redirecting_to(target: str) -> Iterator[str]:
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+@contextmanager
+def redirecting_to(target: str) -> Iterator[str]:
+    """The address of a server redirecting every request to ``target``."""
+    with serving(_Redirecting, target=target) as address:
+        yield address

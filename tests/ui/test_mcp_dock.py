@@ -58,6 +58,15 @@ async def test_mcp_dock_start_tools_toggle_and_failure(mcp_config: Path, provide
         set_default_manager(None)
 
 
+async def _first_server_started(root: Any) -> Any:
+    """The MCP dock's pane, its first server started from the dock (ready)."""
+    pane = root.window.docks.mcp_pane
+    pane.table.selectRow(0)
+    pane.start_button.click()
+    await wait_until(lambda: pane.model.index(0, 1).data() == "ready", timeout=30, what="the server to start")
+    return pane
+
+
 async def test_mcp_dock_log_with_levels(mcp_config: Path, provider: Any, db_path: Path) -> None:
     """The server's log notifications show in the dock's Log tab, filtered by level."""
     from ui.app import Application
@@ -67,10 +76,7 @@ async def test_mcp_dock_log_with_levels(mcp_config: Path, provider: Any, db_path
     root = Application(provider=provider, db_path=db_path)
     root.window.show()
     try:
-        pane = root.window.docks.mcp_pane
-        pane.table.selectRow(0)
-        pane.start_button.click()
-        await wait_until(lambda: pane.model.index(0, 1).data() == "ready", timeout=30, what="the server to start")
+        pane = await _first_server_started(root)
         # The real server logs once at once, then every 5 s, at random levels.
         await pane.manager.call_tool("everything", "toggle-simulated-logging", {})
         await wait_until(lambda: pane.log_view.toPlainText().strip() != "", timeout=20, what="a log notification")
@@ -137,10 +143,7 @@ async def test_the_mcp_dock_says_when_a_server_lists_too_many_tools(robotlab_hom
     root = Application(provider=provider, db_path=db_path)
     root.window.show()
     try:
-        pane = root.window.docks.mcp_pane
-        pane.table.selectRow(0)
-        pane.start_button.click()
-        await wait_until(lambda: pane.model.index(0, 1).data() == "ready", timeout=30, what="the server to start")
+        pane = await _first_server_started(root)
         await wait_until(lambda: pane.tools.count() == MAX_TOOLS, what="the tool list")
         info = pane.info.text()
         assert "lists more than 1,500 tools" in info and f"first {MAX_TOOLS:,}" in info, info
