@@ -112,7 +112,9 @@ class Finder:
     def _made(self, turn: TurnState, words: list[str]) -> None:
         """The turn's widgets are made: scroll to the one matching ``words`` and outline it (unless the chat
         was reset or another turn revealed meanwhile)."""
-        if self.chat.turn_window.pinned is turn:
+        from shiboken6 import isValid
+
+        if isValid(self.chat) and self.chat.turn_window.pinned is turn:
             self._reveal(self._matching_widget(turn, words))
 
     def _matching_widget(self, turn: TurnState, words: list[str]) -> QWidget | None:
@@ -134,6 +136,8 @@ class Finder:
 
         chat = self.chat
         self.revealing = False
+        if not isValid(chat):  # the chat was closed before the turn's widgets were made (a window closing)
+            return
         canvas = chat.widget()
         if target is None or not isValid(target) or target.parentWidget() is None or canvas is None:
             return
