@@ -31,6 +31,7 @@ __all__ = [
     "SKILL_FILE_BYTES",
     "FileLimitError",
     "describe_size",
+    "open_regular",
     "read_bounded",
     "read_text_bounded",
 ]
@@ -94,6 +95,18 @@ def _too_large(path: Path, what: str, size: int | None, limit: int) -> FileLimit
                           f"be; make it smaller (split it) or move it away", path)
 
 
+def open_regular(path: str | os.PathLike[str], what: str = "file") -> int:
+    """A descriptor of the regular file ``path``, opened without blocking (a FIFO does not wait for a writer)
+    and checked on the descriptor (a FIFO or device swapped in after a look is refused): :class:`FileLimitError`
+    for anything else, ``OSError`` when it cannot be opened. The caller closes it."""
+    fd = os.open(path, _FLAGS)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _not_regular(Path(path), what, mode)
+    return fd
+
+
 def read_bounded(path: str | os.PathLike[str], limit: int, what: str = "file", *, head: bool = False) -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` of them.
 
@@ -109,11 +122,9 @@ def read_bounded(path: str | os.PathLike[str], limit: int, what: str = "file", *
         mode = stat.S_IFREG  # opening says why (not found, no permission)
     if not stat.S_ISREG(mode):
         raise _not_regular(file, what, mode)
-    fd = os.open(file, _FLAGS)
+    fd = open_regular(file, what)
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _not_regular(file, what, st.st_mode)
         if st.st_size > limit and not head:
             raise _too_large(file, what, st.st_size, limit)
         chunks: list[bytes] = []

@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from workspace.isolation.base import Change, IsolationError, PendingChanges
-from workspace.readlimits import FileLimitError, read_bounded
+from workspace.readlimits import FileLimitError, open_regular, read_bounded
 
 OPAQUE_XATTR = "user.overlay.opaque"
 
@@ -152,19 +152,14 @@ class FolderView:
         if found is None:
             return False
         try:
-            # Not blocking, and a regular file still (not a FIFO swapped in since it was looked at).
-            fd = os.open(found[0], os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                os.close(fd)
-                return False
-            with open(fd, "rb") as old, open(source, "rb") as new:
+            with open(open_regular(found[0]), "rb") as old, open(source, "rb") as new:
                 while True:
                     a, b = old.read(_BLOCK), new.read(_BLOCK)
                     if a != b:
                         return False
                     if not a:
                         return True
-        except OSError:
+        except (OSError, FileLimitError):  # gone, or no longer a regular file (a FIFO swapped in)
             return False
 
     def exists(self, rel: str) -> bool:
