@@ -80,6 +80,13 @@ async def test_each_case_is_a_thread_marked_as_an_eval_case_and_left_out_of_list
     assert [t.id for t in store.list_threads()] == [mine.id]
     assert {t.id for t in store.list_threads(include_evals=True)} == {mine.id, *(r.thread_id for r in report.results)}
     assert store.latest_thread() is not None and store.latest_thread().id == mine.id  # type: ignore[union-attr]
+    # Search leaves them out as the lists do (ranked by FTS5, and by the LIKE fallback); asked, they are found.
+    evals = {r.thread_id for r in report.results}
+    for fts in (store.fts, False):
+        store.fts = fts
+        assert not {h.thread_id for h in store.search("refund")}, fts
+        assert {h.thread_id for h in store.search("refund", include_evals=True)} <= evals
+        assert {h.thread_id for h in store.search("refund", include_evals=True)}, fts
     store.close()
 
 

@@ -121,3 +121,55 @@ async def test_clicking_search_results_and_switching_threads_many_times(desktop:
     assert len(set(opened)) >= 4
     assert any(isinstance(x, UserMessage) for x in w.chat.items())
     assert w.controller.thread_id in {i.thread_id for i in w.thread_model.items}
+
+
+def test_a_hits_match_stays_in_view_when_the_text_before_it_is_long(qapp_instance: Any) -> None:
+    from PySide6.QtGui import QFont, QFontMetrics
+
+    from ui.threads.model import fitted_parts
+
+    fm = QFontMetrics(QFont())
+    parts = snippet_parts('edit_file {"path":"calc.py","search":"def add(a, b): return a - b","replace":"x"} '
+                          "and then \x02pelican\x03 after it")
+    room = fm.horizontalAdvance("m" * 30)
+    fitted = fitted_parts(parts, room, lambda text, match: fm.horizontalAdvance(text),
+                          lambda text, pixels: fm.elidedText(text, Qt.TextElideMode.ElideLeft, pixels))
+    before = fitted[0][0]
+    assert before.startswith("…") and before.endswith("and then ")  # its start elided, its end kept
+    assert ("pelican", True) in fitted
+    # the match's start within the row
+    assert fm.horizontalAdvance(before) + fm.horizontalAdvance("pelican") <= room
+    # a short text before the match is kept whole
+    short = snippet_parts("a \x02pelican\x03 b")
+    assert fitted_parts(short, room, lambda text, match: fm.horizontalAdvance(text),
+                        lambda text, pixels: "…") == short
+
+
+async def test_a_hit_in_text_with_line_breaks_is_drawn_on_one_line(desktop: Any, provider: Any) -> None:
+    from PySide6.QtCore import QRect
+    from PySide6.QtGui import QFont, QImage, QPainter
+
+    w = desktop.window
+    provider.enqueue("first line\n\nthen the **pelican**\n\n```\nmore\n```")
+    w.runs.send("tell me")
+    await _idle(desktop)
+    w.threads.new()
+    await _search(desktop, "pelican", 1)
+    item = w.thread_model.items[0]
+    drawn: list[str] = []
+    image = QImage(400, 40, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    real = painter.drawText
+
+    class Recording:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(painter, name)
+
+        def drawText(self, *args: Any) -> None:
+            drawn.append(str(args[-1]))
+            real(*args)
+
+    delegate = w.sidebar.list.itemDelegate()
+    delegate._paint_snippet(Recording(), QRect(0, 0, 400, 20), item.snippet, QFont())  # type: ignore[arg-type]
+    painter.end()
+    assert drawn and not any("\n" in text for text in drawn), drawn

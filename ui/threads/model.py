@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QStringListModel, Qt
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from workspace.persistence import SearchHit, ThreadInfo
 
@@ -91,6 +91,26 @@ def snippet_parts(snippet: str) -> list[tuple[str, bool]]:
         parts.append((rest[i + 1:j], True))
         rest = rest[j + 1:]
     return [(text, match) for text, match in parts if text]
+
+
+def fitted_parts(parts: Sequence[tuple[str, bool]], room: int, width: Callable[[str, bool], int],
+                 elide_left: Callable[[str, int], str]) -> list[tuple[str, bool]]:
+    """``parts`` (:func:`snippet_parts`) cut so that the first match shows within ``room`` pixels: when the text before
+    it leaves too little room, its start is elided (``elide_left(text, pixels)``: "…" and the end of ``text`` that
+    fits), so a long line's match is not cut away at the right. ``width(text, is_match)``: its pixels."""
+    first = next((i for i, (_text, match) in enumerate(parts) if match), None)
+    if first is None or first == 0:
+        return list(parts)
+    before = "".join(text for text, _match in parts[:first])
+    match = parts[first][0]
+    # The match and a little of what follows it (a word's worth) should fit after the text before it.
+    wanted = min(width(match, True), room * 2 // 3)
+    if first + 1 < len(parts):
+        wanted += min(width(parts[first + 1][0], False), room // 6)
+    if width(before, False) + wanted <= room:
+        return list(parts)
+    kept = elide_left(before, max(0, room - wanted))
+    return ([(kept, False)] if kept else []) + list(parts[first:])
 
 
 def hit_date(ts: float | None, now: float | None = None) -> str:

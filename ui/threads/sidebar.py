@@ -16,7 +16,7 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QAction, QColor, QFont, QKeyEvent, QPainter, QPen
+from PySide6.QtGui import QAction, QColor, QFont, QFontMetrics, QKeyEvent, QPainter, QPen
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from ui import theme
-from ui.threads.model import HIT_KINDS, ThreadItem, ThreadListModel, hit_date, snippet_parts
+from ui.threads.model import HIT_KINDS, ThreadItem, ThreadListModel, fitted_parts, hit_date, snippet_parts
 from ui.widgets.common import name_line_edit_buttons
 from ui.widgets.staged import StagedBuild
 
@@ -187,7 +187,13 @@ class ThreadDelegate(QStyledItemDelegate):
         x, right = rect.left(), rect.right()
         mark = QColor(c.accent)
         mark.setAlpha(60 if c.name == "light" else 90)
-        for text, match in snippet_parts(" ".join(snippet.split(" "))):
+        strong_fm, normal_fm = QFontMetrics(strong), QFontMetrics(normal)
+        # Every run of white space one space (a snippet may hold line breaks: one line is drawn); the first match
+        # kept in view when the text before it is long (its start elided).
+        parts = fitted_parts(snippet_parts(" ".join(snippet.split())), right - x,
+                             lambda text, match: (strong_fm if match else normal_fm).horizontalAdvance(text),
+                             lambda text, room: normal_fm.elidedText(text, Qt.TextElideMode.ElideLeft, room))
+        for text, match in parts:
             if x >= right:
                 break
             painter.setFont(strong if match else normal)

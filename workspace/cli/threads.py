@@ -60,6 +60,7 @@ def register(sub: Any) -> None:
     search.add_argument("query", nargs="+", help="words to find (prefixes match)")
     search.add_argument("--limit", type=int, default=20)
     search.add_argument("--json", action="store_true", help="print JSON")
+    search.add_argument("--evals", action="store_true", help="search the threads of eval cases too")
     search.set_defaults(func=cmd_search)
 
     imp = tsub.add_parser("import", help="import RobotLab results JSON as a new thread", parents=[common])
@@ -161,7 +162,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     query = " ".join(args.query)
     with _open(args) as store:
-        hits = store.search(query, limit=args.limit)
+        hits = store.search(query, limit=args.limit, include_evals=args.evals)
     if args.json:
         print(json.dumps([{"thread_id": h.thread_id, "title": h.title, "turn_id": h.turn_id, "kind": h.kind,
                            "snippet": h.snippet} for h in hits], indent=2, ensure_ascii=False))

@@ -15,6 +15,11 @@ from typing import Any
 from workspace.persistence.database import Database, Statement, StoreError
 from workspace.persistence.readonly import Reader, ReadOnlyWorker
 
+#: SQL true for a thread an eval case's run was recorded in (``metadata.origin == "eval"``): thread lists leave
+#: them out unless asked (an eval of 500 cases makes 500 threads). A damaged metadata value is not one.
+EVAL_THREAD = ("(CASE WHEN json_valid(t.metadata) THEN json_extract(t.metadata, '$.origin') IS 'eval' "
+               "ELSE 0 END)")
+
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
@@ -46,14 +51,17 @@ def index_statements(thread_id: str, turn_id: str | None, kind: str, body: str, 
 
 
 def search_threads(read: Reader, query: str, limit: int = 50, *, highlight: tuple[str, str] = ("[", "]"),
-                   include_deleted: bool = False, fts: bool) -> list[SearchHit]:
-    """Full-text search over user text, robot text and tool calls of every thread (best first)."""
+                   include_deleted: bool = False, include_evals: bool = False, fts: bool) -> list[SearchHit]:
+    """Full-text search over user text, robot text and tool calls of every thread (best first); the threads of eval
+    cases (which thread lists leave out) only with ``include_evals``."""
     words = [w for w in (t.replace('"', "").strip() for t in query.split()) if w]
     if not words:
         return []
-    deleted = "" if include_deleted else " AND t.deleted_at IS NULL"
+    deleted = ("" if include_deleted else " AND t.deleted_at IS NULL") + ("" if include_evals else
+                                                                          f" AND NOT {EVAL_THREAD}")
     if fts:
-        return _ranked(read, " ".join(f'"{w}"*' for w in words), int(limit), highlight, include_deleted)
+        return _ranked(read, " ".join(f'"{w}"*' for w in words), int(limit), highlight, include_deleted,
+                       include_evals)
     conditions = " AND ".join("d.body LIKE ? ESCAPE '\\'" for _ in words)
     params: list[Any] = [f"%{_like_escape(w)}%" for w in words]
     rows = read(
@@ -66,12 +74,13 @@ def search_threads(read: Reader, query: str, limit: int = 50, *, highlight: tupl
                       r["robot"] or "", r["ts"]) for r in rows]
 
 
-def _ranked(read: Reader, match: str, limit: int, highlight: tuple[str, str], include_deleted: bool) -> list[SearchHit]:
+def _ranked(read: Reader, match: str, limit: int, highlight: tuple[str, str], include_deleted: bool,
+            include_evals: bool) -> list[SearchHit]:
     """The best ``limit`` hits by FTS5's bm25 (``rank``). The ranking and the snippets come from the full-text
     index alone, where FTS5 orders by rank and makes snippets for the best rows only; the threads' titles and
     times are read for those rows after. (Joined in one query, the snippets of every matching message were
-    made before sorting: 2-3 x the ranking's cost over 10,000 threads.) Deleted threads' hits are left out
-    afterwards, asking for more when they took places."""
+    made before sorting: 2-3 x the ranking's cost over 10,000 threads.) Deleted threads' hits (and eval cases'
+    threads', unless ``include_evals``) are left out afterwards, asking for more when they took places."""
     start, end = highlight
     fetch = limit + 16
     while True:
@@ -84,12 +93,12 @@ def _ranked(read: Reader, match: str, limit: int, highlight: tuple[str, str], in
             return []
         ids = [int(r[0]) for r in rows]
         found = {int(r["id"]): r for r in read(
-            "SELECT d.id, d.thread_id, t.title, d.turn_id, d.kind, t.robot, t.deleted_at,"
+            f"SELECT d.id, d.thread_id, t.title, d.turn_id, d.kind, t.robot, t.deleted_at, {EVAL_THREAD} AS eval,"
             " COALESCE(u.created_at, t.updated_at) AS ts FROM search_docs d JOIN threads t ON t.id = d.thread_id"
             f" LEFT JOIN turns u ON u.id = d.turn_id WHERE d.id IN ({','.join('?' * len(ids))})", ids)}
         hits = [SearchHit(m["thread_id"], m["title"], m["turn_id"], str(r[1]), m["kind"], m["robot"] or "", m["ts"])
                 for r in rows if (m := found.get(int(r[0]))) is not None
-                and (include_deleted or m["deleted_at"] is None)]
+                and (include_deleted or m["deleted_at"] is None) and (include_evals or not m["eval"])]
         if len(hits) >= limit or len(rows) < fetch:
             return hits[:limit]
         fetch *= 4

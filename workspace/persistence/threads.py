@@ -43,7 +43,7 @@ from workspace.persistence.database import (
     owner_alive,
 )
 from workspace.persistence.eventlog import EventLog, event_from_row
-from workspace.persistence.search import SearchHit, index_statements, search_threads
+from workspace.persistence.search import EVAL_THREAD, SearchHit, index_statements, search_threads
 from workspace.result import RobotResult, Usage
 
 log = logging.getLogger("workspace.persistence")
@@ -55,10 +55,6 @@ THREAD_KINDS: tuple[str, ...] = ("robot", "network")
 _IDS_PER_QUERY = 500
 #: How thread lists name an origin (``ThreadInfo.origin_label``).
 ORIGIN_LABELS: dict[str, str] = {"cli": "terminal", "eval": "eval"}
-#: SQL true for a thread an eval case's run was recorded in (``metadata.origin == "eval"``): thread lists leave
-#: them out unless asked (an eval of 500 cases makes 500 threads). A damaged metadata value is not one.
-_EVAL_THREAD = ("(CASE WHEN json_valid(t.metadata) THEN json_extract(t.metadata, '$.origin') IS 'eval' "
-                "ELSE 0 END)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +267,7 @@ class Store(EventLog):
     def latest_thread(self, *, kind: str | None = None, robot: str | None = None) -> ThreadInfo | None:
         """The most recently updated thread that is not deleted (of that kind, with that robot), or None; never
         an eval case's thread."""
-        where, params = ["t.deleted_at IS NULL", f"NOT {_EVAL_THREAD}"], []
+        where, params = ["t.deleted_at IS NULL", f"NOT {EVAL_THREAD}"], []
         if kind is not None:
             where.append("t.kind = ?")
             params.append(kind)
@@ -292,7 +288,7 @@ class Store(EventLog):
         """Threads, most recently updated first (soft-deleted ones only with ``include_deleted``, the threads
         of eval cases, ``metadata.origin == "eval"``, only with ``include_evals``)."""
         conditions = ([] if include_deleted else ["t.deleted_at IS NULL"]) + ([] if include_evals else
-                                                                                [f"NOT {_EVAL_THREAD}"])
+                                                                                [f"NOT {EVAL_THREAD}"])
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
         rows = self._read(self._THREAD_SQL + where + " ORDER BY t.updated_at DESC, t.created_at DESC")
         return [self._thread(r) for r in rows]
@@ -638,10 +634,11 @@ class Store(EventLog):
         return Usage(info.input_tokens, info.output_tokens, info.cost)
 
     def search(self, query: str, limit: int = 50, *, highlight: tuple[str, str] = ("[", "]"),
-               include_deleted: bool = False) -> list[SearchHit]:
-        """Full-text search over user text, robot text and tool calls of every thread (best first)."""
+               include_deleted: bool = False, include_evals: bool = False) -> list[SearchHit]:
+        """Full-text search over user text, robot text and tool calls of every thread (best first); the threads of
+        eval cases only with ``include_evals`` (as :meth:`list_threads`)."""
         return search_threads(self._read, query, limit, highlight=highlight, include_deleted=include_deleted,
-                              fts=self.fts)
+                              include_evals=include_evals, fts=self.fts)
 
 
 def _refused_attachments(terminals: Sequence[ev.Event]) -> bool:
