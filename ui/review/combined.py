@@ -137,6 +137,18 @@ class CombinedReview(QWidget):
         for column in range(3):
             self.tree.resizeColumnToContents(column)
 
+    def show_candidate(self, index: int) -> bool:
+        """The list at candidate ``index``'s first hunk (selected, its lines in the preview, the keyboard in the
+        list); False when it has none here."""
+        for item in self.items.values():
+            hunk_id = item.data(0, _ID)
+            if hunk_id and self.selection.hunk(str(hunk_id)).candidate == index:
+                self.tree.setCurrentItem(item)
+                self.tree.scrollToItem(item)
+                self.tree.setFocus()
+                return True
+        return False
+
     def set_accepted(self, hunk_id: str, accepted: bool = True) -> None:
         """Accept (or leave out) a hunk, as its check box does."""
         self.items[hunk_id].setCheckState(0, Qt.CheckState.Checked if accepted else Qt.CheckState.Unchecked)

@@ -1,0 +1,111 @@
+"""A comparison's columns do what their buttons say, for their own candidate: a card's "Review changes" opens the
+combined review at that candidate's hunks, ↻ under an answer asks that candidate again (and only it); each
+candidate's proposal is verified once (its run's end verifies it: the comparison takes that result for its ✓/✗,
+not a second run of the command)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.candidates import project, window_server
+from fakes.compare_window import compared
+from fakes.llm_server import FakeLLMServer
+
+from tests.fakes.app_window import running_app, wait_until
+from tests.ui.chat_dump import dump_state
+from workspace.config import load_config
+
+pytestmark = pytest.mark.timeout(180)  # bounds a hang: three scripted candidates on a loaded machine
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with window_server() as srv:
+        yield srv
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    return project(tmp_path)
+
+
+async def test_a_columns_review_changes_opens_the_combined_review_at_its_candidates_hunks(
+        compare_app: Any, server: FakeLLMServer) -> None:
+    comparisons = await compared(compare_app, server)
+    dock = compare_app.window.docks["changes"]
+    review = comparisons.review
+    assert review is not None
+    review.tree.setCurrentItem(review.items["c0.f1.h1"])
+    dock.hide()
+    changes = comparisons.session.sessions[1].changes
+    card = comparisons.chats[1].change_card(changes.id)
+    assert card is not None
+    card.review_button.click()
+    assert dock.isVisible() and dock.widget() is review
+    current = review.tree.currentItem()
+    assert current is not None and current.text(0).startswith("c1.f1.h1"), current.text(0) if current else None
+    assert comparisons.selected == 1  # the inspector shows that candidate too
+    comparisons.chats[2].change_card(comparisons.session.sessions[2].changes.id).review_button.click()
+    assert review.tree.currentItem().text(0).startswith("c2.f1.h1")
+
+
+async def test_regenerate_in_a_column_asks_that_candidate_again_and_only_it(
+        compare_app: Any, server: FakeLLMServer) -> None:
+    from ui.chat.view.messages import RunFooter
+
+    comparisons = await compared(compare_app, server, text="Say hello")
+    compare = comparisons.session
+    store = compare.workspace.store
+    first = store.get_thread(compare.thread_ids[2]).current_turn_id
+    asked = len(server.requests)
+    footers = [f for f in comparisons.chats[2].findChildren(RunFooter) if f.isVisibleTo(comparisons.chats[2])]
+    assert len(footers) == 1 and footers[0].regen_button.isEnabled()
+    footers[0].regen_button.click()
+    assert comparisons.running
+    await wait_until(lambda: not comparisons.running and comparisons.stats.columns[2].status == "finished",
+                     timeout=60, what="model-c's new answer")
+    chats = [r for r in server.requests[asked:] if isinstance(r, dict)]
+    assert [r["model"] for r in chats] == ["model-c"]
+    now = store.get_thread(compare.thread_ids[2]).current_turn_id
+    assert now != first and [t.id for t in store.siblings(first)] == [first, now]  # a new branch, as ↻ makes
+    assert "Answer of model-c: done" in dump_state(comparisons.chats[2].presenter.state)
+    assert comparisons.view is not None and compare_app.window.chat.isHidden()  # still comparing
+    for index in (0, 1):  # the others keep their one answer
+        assert len(store.siblings(store.get_thread(compare.thread_ids[index]).current_turn_id)) == 1
+
+
+async def test_each_candidates_proposal_is_verified_once(server: FakeLLMServer, folder: Path, db_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from workspace import events as ev
+    from workspace.isolation import SandboxUnavailable, sandbox_for_platform
+    from workspace.session import verify
+
+    try:
+        sandbox_for_platform()
+    except SandboxUnavailable as exc:  # pragma: no cover - the suite's machine has bubblewrap
+        pytest.skip(f"no sandbox on this machine: {exc}")
+    runs: list[str] = []
+    real = verify.run_verify
+
+    async def counted(command: str, changes: Any, **kw: Any) -> Any:
+        runs.append(changes.thread_id)
+        return await real(command, changes, **kw)
+
+    monkeypatch.setattr(verify, "run_verify", counted)
+    config = load_config(folder, env={}, overrides={
+        "llm": {"model": "openai/model-a", "max_retries": 1, "api_base": server.base_url + "/v1"},
+        "review": {"verify": "grep -q 'B two' app.py"}})  # only model-b's proposal passes
+    async with running_app(db_path=db_path, config=config, folder=folder, theme_name="light", size=(1400, 900)) as root:
+        root.controller.set_robot("file-helper")
+        comparisons = await compared(root, server)
+        await wait_until(lambda: comparisons.review is not None, timeout=60, what="the verify and the review")
+        assert [c.verify for c in comparisons.stats.columns] == [False, True, False]
+        threads = comparisons.session.thread_ids
+        assert sorted(runs) == sorted(threads), runs  # one verify run per candidate
+        store = root.controller.require_store()
+        for thread_id in threads:
+            recorded = [e for _turn, e in store.thread_events(thread_id) if isinstance(e, ev.VerifyFinished)]
+            assert len(recorded) == 1, (thread_id, recorded)
