@@ -109,3 +109,33 @@ async def test_each_candidates_proposal_is_verified_once(server: FakeLLMServer, 
         for thread_id in threads:
             recorded = [e for _turn, e in store.thread_events(thread_id) if isinstance(e, ev.VerifyFinished)]
             assert len(recorded) == 1, (thread_id, recorded)
+
+
+async def test_after_a_combined_apply_every_candidates_card_and_row_says_what_was_decided(
+        compare_app: Any, server: FakeLLMServer, folder: Path) -> None:
+    from workspace import events as ev
+
+    window = compare_app.window
+    comparisons = await compared(compare_app, server)
+    compare = comparisons.session
+    review = comparisons.review
+    window.commands.by_name["review_full"].trigger()  # during a comparison: the combined review, not an empty one
+    pane = window.docks.changes_pane
+    assert pane.review_window is None or not pane.review_window.isVisible()
+    assert window.docks["changes"].widget() is review
+    review.set_accepted("c0.f1.h1")
+    review.apply()
+    await wait_until(lambda: review.result is not None, timeout=60, what="the combined apply")
+    cards = [chat.change_card(session.changes.id) for chat, session in zip(comparisons.chats, compare.sessions,
+                                                                           strict=True)]
+    assert [card.status for card in cards] == ["decided"] * 3
+    assert [card._pill.text() for card in cards] == ["1 applied · 1 rejected", "rejected", "rejected"]
+    assert review.items["c0.f1.h1"].text(1).endswith("· applied")
+    assert review.items["c1.f1.h1"].text(1).endswith("· not taken")
+    store = compare.workspace.store
+    for thread_id in compare.thread_ids:  # kept with each thread: its card says so when it opens again
+        assert [e for _t, e in store.thread_events(thread_id) if isinstance(e, ev.ChangeDecided)], thread_id
+    comparisons.view.headers[1].keep.click()  # "Keep this one": the chat shows that thread's card as decided
+    await wait_until(lambda: window.chat.change_card(compare.sessions[1].changes.id) is not None,
+                     what="the kept thread's card")
+    assert window.chat.change_card(compare.sessions[1].changes.id).status == "decided"

@@ -323,10 +323,27 @@ class CombinedReview(QWidget):
         self.status.setText(f"Applied {len(done.taken)} hunks as one set"
                             + (f" (verify {'passed' if done.verify.passed else 'failed'})" if done.verify else ""))
         self.undo_button.setEnabled(self.undo is not None)
+        self._mark_taken({t.id for t in done.taken})
         self.tree.setEnabled(False)
         self._update()
         self.applied.emit(done)
         return done
+
+    def _mark_taken(self, taken: set[str]) -> None:
+        """After the apply: each row says whether its hunk was applied or not taken (struck out)."""
+        self.tree.blockSignals(True)
+        try:
+            for hunk_id, item in self.items.items():
+                hunk = self.selection.hunk(hunk_id)
+                applied = hunk_id in taken
+                item.setText(1, f"{hunk.source.label} · {'applied' if applied else 'not taken'}")
+                font = item.font(0)
+                font.setStrikeOut(not applied)
+                item.setFont(0, font)
+                item.setToolTip(1, "Applied in the combined set" if applied else "Not taken in the combined apply")
+            self.tree.resizeColumnToContents(1)
+        finally:
+            self.tree.blockSignals(False)
 
     def _refused(self, why: str) -> None:
         """Apply wrote nothing: the review as it was, and why in its status line (after the refresh, which

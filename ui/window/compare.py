@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from workspace import events as ev
     from workspace.approval import ApprovalDecision, ApprovalRequest
     from workspace.providers.listing import ModelListing
-    from workspace.session.compare import CandidateResult
+    from workspace.session.compare import CandidateResult, CombinedApply
 
 log = logging.getLogger("ui.compare")
 
@@ -702,6 +702,7 @@ class Comparisons(QObject):
         review.ask_apply_anyway = self._ask_apply_anyway
         review.undo = kept.undo_changes
         review.message.connect(self.services.notices.banner)
+        review.applied.connect(lambda done: self._applied(compare, kept.thread_id, done))
         dock = self.changes_dock
         if dock is not None:
             self._dock_pane = dock.widget()
@@ -711,6 +712,23 @@ class Comparisons(QObject):
             dock.setWidget(review)
             dock.show()
             dock.raise_()
+
+    def _applied(self, compare: CompareSession, kept: str, done: CombinedApply) -> None:
+        """A combined apply wrote the hunks taken: each candidate's set is settled (kept with its thread, with a
+        ``change_decided`` event); its change card, in its column and in the chat, says what was decided."""
+        from workspace.session.compare import record_settled
+
+        sessions = {session.thread_id: session for session in compare.sessions}
+        try:
+            events = record_settled(sessions, compare.comparison().sources(), kept, done)
+        except Exception as exc:  # the folder is written: the cards may lag, the log says why
+            log.warning("the candidates' settled changes were not kept: %s", exc)
+            return
+        chats = self.chats if compare is self.session else []
+        for event in events.values():
+            for chat in (*chats, self.chat):
+                if chat.change_card(event.change_set_id) is not None:
+                    chat.presenter.change_decided(event)
 
     def _hide_review(self) -> None:
         review, self.review = self.review, None

@@ -187,7 +187,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from workspace.cli import CLIError
     from workspace.cli.record import open_store
     from workspace.isolation import IsolationError, SandboxUnavailable
-    from workspace.session.compare import apply_hunks
+    from workspace.session.compare import apply_hunks, record_settled
     from workspace.session.verify import VerifyFailed
 
     folder = _folder(args)
@@ -218,7 +218,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         if not done.ok:
             print(f"robotlab: {done.result.message()}", file=sys.stderr)
             return 1
-        _record(store, sessions, sources, kept, done)
+        record_settled(sessions, sources, kept, done)
     finally:
         store.close()
     if done.verify is not None:
@@ -244,29 +244,6 @@ def _merges(given: list[str]) -> dict[str, str]:
             raise CLIError(f"--merge {item}: cannot read {name}: {exc}", code=EXIT_REFUSED) from exc
         out[hunk.strip()] = text
     return out
-
-
-def _record(store: Store, sessions: dict[str, ThreadSession], sources: list[CandidateChanges], kept: str,
-            done: Any) -> None:
-    """Keep each candidate's settled set (its robot hears the outcome next) and a ``change_decided`` event in
-    each thread (the kept one's with the combined apply's checkpoint)."""
-    import contextlib
-
-    from workspace.persistence import StoreError
-
-    for source in sources:
-        thread_id = source.changes.thread_id
-        if thread_id is None:
-            continue
-        session = sessions[thread_id]
-        session.save_changes()
-        turn_id = session.thread.current_turn_id
-        if turn_id is None:
-            continue
-        event = source.changes.decided_event(
-            checkpoint_id=done.result.checkpoint_id if thread_id == kept else None)
-        with contextlib.suppress(StoreError):
-            store.append_event(thread_id, turn_id, event)
 
 
 def cmd_undo(args: argparse.Namespace) -> int:
