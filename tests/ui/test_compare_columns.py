@@ -139,3 +139,35 @@ async def test_after_a_combined_apply_every_candidates_card_and_row_says_what_wa
     await wait_until(lambda: window.chat.change_card(compare.sessions[1].changes.id) is not None,
                      what="the kept thread's card")
     assert window.chat.change_card(compare.sessions[1].changes.id).status == "decided"
+
+
+async def test_two_candidates_same_hunk_is_no_conflict_in_the_combined_review(folder: Path, db_path: Path) -> None:
+    from fakes.candidates import BASE
+    from fakes.llm_server import Reply
+
+    from ui.compare.session import CandidateSpec
+
+    def same(body: dict[str, Any]) -> Reply:  # every model writes the same line 2
+        if any(m.get("role") == "tool" for m in body["messages"]):
+            return Reply.say("done")
+        return Reply.tool("write_file", {"path": "app.py", "content": BASE.replace("line 2\n", "two\n")})
+
+    with FakeLLMServer(reply_fn=same, models=["model-a", "model-b"]) as server:
+        config = load_config(folder, env={}, overrides={
+            "llm": {"model": "openai/model-a", "max_retries": 1, "api_base": server.base_url + "/v1"}})
+        async with running_app(db_path=db_path, config=config, folder=folder, theme_name="light",
+                               size=(1400, 900)) as root:
+            root.controller.set_robot("file-helper")
+            comparisons = root.window.comparisons
+            assert comparisons.start([CandidateSpec("file-helper", model="openai/model-b",
+                                                    api_base=server.base_url + "/v1")])
+            comparisons.send("Edit app.py")
+            await wait_until(lambda: comparisons.review is not None, timeout=60, what="the combined review")
+            review = comparisons.review
+            assert "same as c1.f1.h1" in review.items["c0.f1.h1"].text(2)
+            review.set_accepted("c0.f1.h1")
+            review.set_accepted("c1.f1.h1")
+            assert not review.overlap_panes and review.apply_button.isEnabled(), review.status.text()
+            review.apply()
+            await wait_until(lambda: review.result is not None, timeout=60, what="the apply")
+            assert (folder / "app.py").read_text() == BASE.replace("line 2\n", "two\n")

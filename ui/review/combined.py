@@ -117,10 +117,13 @@ class CombinedReview(QWidget):
 
     # -- the list ---------------------------------------------------------------------------------------------
     def _fill(self) -> None:
+        from workspace.changes.combine import find_agreements
         from workspace.sandbox import display_path
 
         self.items: dict[str, QTreeWidgetItem] = {}
-        for path, hunks in self.selection.files().items():
+        files = self.selection.files()
+        agreements = find_agreements([h for hunks in files.values() for h in hunks])
+        for path, hunks in files.items():
             top = QTreeWidgetItem(self.tree, [display_path(path), "", f"{len(hunks)} hunks"])
             top.setFirstColumnSpanned(False)
             for hunk in hunks:
@@ -132,6 +135,11 @@ class CombinedReview(QWidget):
                 item.setCheckState(0, Qt.CheckState.Unchecked)
                 item.setForeground(1, QBrush(QColor(color)))
                 item.setToolTip(0, hunk.describe())
+                same = agreements.get(hunk.id)
+                if same:  # the same change as another candidate's: no conflict, applied once
+                    item.setText(2, f"{hunk.hunk.where()} · same as {', '.join(same)}")
+                    item.setToolTip(2, f"{', '.join(same)} make{'s' if len(same) == 1 else ''} the same change: "
+                                       "take either or both, it is applied once")
                 self.items[hunk.id] = item
             top.setExpanded(True)
         for column in range(3):

@@ -138,7 +138,7 @@ def _sources(store: Store, folder: Path, given: str | None) -> tuple[list[Candid
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from workspace.changes.combine import find_overlaps, pending_hunks
+    from workspace.changes.combine import find_agreements, find_overlaps, pending_hunks
     from workspace.cli.record import open_store
 
     folder = _folder(args)
@@ -150,6 +150,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for a, b in find_overlaps(hunks):  # what cannot be taken together, said before anyone tries
             overlaps.setdefault(a.id, []).append(b.id)
             overlaps.setdefault(b.id, []).append(a.id)
+        agreements = find_agreements(hunks)  # the same change from several candidates: no conflict
         comparison = store.get_thread(kept).metadata.get("comparison")
     finally:
         store.close()
@@ -158,19 +159,22 @@ def cmd_list(args: argparse.Namespace) -> int:
             "folder": str(folder), "comparison": comparison,
             "candidates": [{"candidate": s.candidate, "label": s.label, "thread_id": s.changes.thread_id,
                             "change_set_id": s.changes.id} for s in sources],
-            "hunks": [{**h.to_dict(), "overlaps": overlaps.get(h.id, [])} for h in hunks]}, ensure_ascii=False))
+            "hunks": [{**h.to_dict(), "overlaps": overlaps.get(h.id, []), "same_as": agreements.get(h.id, [])}
+                      for h in hunks]}, ensure_ascii=False))
         return 0
-    _print_hunks(hunks, overlaps)
+    _print_hunks(hunks, overlaps, agreements)
     print(f"\nTake hunks with `robotlab changes apply --thread {kept[:8]} --take ID...` (ids from the first column).",
           file=sys.stderr)
     return 0
 
 
-def _print_hunks(hunks: list[TakenHunk], overlaps: dict[str, list[str]]) -> None:
+def _print_hunks(hunks: list[TakenHunk], overlaps: dict[str, list[str]], agreements: dict[str, list[str]]) -> None:
     from workspace.cli.render import printable
 
     for h in hunks:
         clash = f"  (overlaps {', '.join(overlaps[h.id])}: take one)" if h.id in overlaps else ""
+        if h.id in agreements:
+            clash += f"  (same as {', '.join(agreements[h.id])}: applied once)"
         print(f"{h.id}  candidate {h.candidate} ({printable(h.source.label, one_line=True)})  "
               f"{printable(h.path, one_line=True)}  hunk {h.hunk.number}, {h.hunk.where()}  "
               f"+{h.hunk.added} -{h.hunk.removed}{clash}")
