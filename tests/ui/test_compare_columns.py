@@ -168,6 +168,35 @@ async def test_two_candidates_same_hunk_is_no_conflict_in_the_combined_review(fo
             review.set_accepted("c0.f1.h1")
             review.set_accepted("c1.f1.h1")
             assert not review.overlap_panes and review.apply_button.isEnabled(), review.status.text()
+            review.set_accepted("c1.f1.h1", False)  # one of them is enough: the other's row says applied too
             review.apply()
             await wait_until(lambda: review.result is not None, timeout=60, what="the apply")
             assert (folder / "app.py").read_text() == BASE.replace("line 2\n", "two\n")
+            assert all(item.text(1).endswith("· applied") for item in review.items.values())
+
+
+async def test_at_1024_a_columns_change_card_keeps_its_note_readable(compare_app: Any, server: FakeLLMServer) -> None:
+    import asyncio
+
+    from PySide6.QtCore import QPoint
+
+    from ui.chat.view.change_card import NOTE_MIN_WIDTH
+
+    comparisons = await compared(compare_app, server)
+    compare_app.window.resize(1024, 640)
+    await wait_until(lambda: compare_app.window.width() == 1024, what="the window at 1024 px")
+    await asyncio.sleep(0.1)
+    for chat, session in zip(comparisons.chats, comparisons.session.sessions, strict=True):
+        card = chat.change_card(session.changes.id)
+        assert card is not None
+        note, button = card.note, card.review_button
+        # Beside the button with room for a few words, or above it: never a word a line.
+        assert note.width() >= min(NOTE_MIN_WIDTH, card.width() - 24), f"the note has {note.width()} px"
+        below = note.mapTo(card, QPoint(0, note.height())).y() <= button.mapTo(card, QPoint(0, 0)).y()
+        assert below or note.width() >= NOTE_MIN_WIDTH
+        assert button.width() >= button.sizeHint().width(), "Review changes is cut"
+        assert button.mapTo(card, QPoint(button.width(), 0)).x() <= card.width()
+    review = comparisons.review  # the combined list: the file row says its hunks in its one column
+    top = review.tree.topLevelItem(0)
+    assert top.text(0) == "app.py · 6 hunks" and top.isFirstColumnSpanned()
+    assert review.tree.columnWidth(1) <= 120 and review.items["c1.f1.h1"].toolTip(1) == "openai/model-b"

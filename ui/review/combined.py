@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("ui.review.combined")
 
 _ID = Qt.ItemDataRole.UserRole
+#: The widest the list's Candidate column starts (px): a longer name ends in "…", whole in its tooltip.
+CANDIDATE_MAX_WIDTH = 120
 
 
 def hunk_text(hunk: TakenHunk) -> str:
@@ -122,10 +124,13 @@ class CombinedReview(QWidget):
 
         self.items: dict[str, QTreeWidgetItem] = {}
         files = self.selection.files()
-        agreements = find_agreements([h for hunks in files.values() for h in hunks])
+        agreements = self.agreements = find_agreements([h for hunks in files.values() for h in hunks])
         for path, hunks in files.items():
-            top = QTreeWidgetItem(self.tree, [display_path(path), "", f"{len(hunks)} hunks"])
-            top.setFirstColumnSpanned(False)
+            # The file's row: its name and how many hunks in the first column (the others are the hunks').
+            name = f"{display_path(path)} · {len(hunks)} hunk{'s' if len(hunks) != 1 else ''}"
+            top = QTreeWidgetItem(self.tree, [name])
+            top.setFirstColumnSpanned(True)
+            top.setToolTip(0, name)
             for hunk in hunks:
                 color = candidate_color(hunk.candidate)
                 item = QTreeWidgetItem(top, [f"{hunk.id}  +{hunk.hunk.added} -{hunk.hunk.removed}",
@@ -135,6 +140,8 @@ class CombinedReview(QWidget):
                 item.setCheckState(0, Qt.CheckState.Unchecked)
                 item.setForeground(1, QBrush(QColor(color)))
                 item.setToolTip(0, hunk.describe())
+                item.setToolTip(1, hunk.source.label)  # a narrow dock cuts the columns ("…"): whole here
+                item.setToolTip(2, hunk.hunk.where())
                 same = agreements.get(hunk.id)
                 if same:  # the same change as another candidate's: no conflict, applied once
                     item.setText(2, f"{hunk.hunk.where()} · same as {', '.join(same)}")
@@ -144,6 +151,8 @@ class CombinedReview(QWidget):
             top.setExpanded(True)
         for column in range(3):
             self.tree.resizeColumnToContents(column)
+        # In a narrow dock the candidate's name gives way first (it ends in "…"), so the lines still show.
+        self.tree.setColumnWidth(1, min(self.tree.columnWidth(1), CANDIDATE_MAX_WIDTH))
 
     def show_candidate(self, index: int) -> bool:
         """The list at candidate ``index``'s first hunk (selected, its lines in the preview, the keyboard in the
@@ -338,12 +347,13 @@ class CombinedReview(QWidget):
         return done
 
     def _mark_taken(self, taken: set[str]) -> None:
-        """After the apply: each row says whether its hunk was applied or not taken (struck out)."""
+        """After the apply: each row says whether its hunk was applied (taken, or the same as one taken) or not
+        taken (struck out)."""
         self.tree.blockSignals(True)
         try:
             for hunk_id, item in self.items.items():
                 hunk = self.selection.hunk(hunk_id)
-                applied = hunk_id in taken
+                applied = hunk_id in taken or any(same in taken for same in self.agreements.get(hunk_id, ()))
                 item.setText(1, f"{hunk.source.label} · {'applied' if applied else 'not taken'}")
                 font = item.font(0)
                 font.setStrikeOut(not applied)
