@@ -233,3 +233,22 @@ def test_apply_runs_the_verify_command_on_the_combined_set_first(server: FakeLLM
     assert applied.returncode == 0, applied.stderr
     assert "✓ verify passed on the accepted hunks" in applied.stdout
     assert (folder / "app.py").read_text() == BASE.replace("line 2\n", "A two\n").replace("line 9\n", "B nine\n")
+
+
+def test_the_same_hunk_from_two_candidates_is_listed_as_agreeing_not_as_a_conflict(folder: Path) -> None:
+    def same(body: dict[str, Any]) -> Reply:  # model-a and model-b write the same line 2
+        if body["messages"][-1].get("role") == "tool":
+            return Reply.say("edited app.py")
+        return Reply.tool("write_file", {"path": "app.py", "content": BASE.replace("line 2\n", "two\n")})
+
+    with FakeLLMServer(reply_fn=same) as server:
+        result = compare(server, folder, "--compare", "openai/model-b")
+    assert result.returncode == 0, result.stderr
+    data = listing(folder)
+    assert [(h["id"], h["overlaps"], h["same_as"]) for h in data["hunks"]] == [
+        ("c0.f1.h1", [], ["c1.f1.h1"]), ("c1.f1.h1", [], ["c0.f1.h1"])]
+    text = robotlab("changes", "list", "--folder", str(folder)).stdout
+    assert "take one" not in text and "(same as c1.f1.h1: applied once)" in text, text
+    applied = robotlab("changes", "apply", "--folder", str(folder), "--take", "c0.f1.h1", "c1.f1.h1")
+    assert applied.returncode == 0, applied.stderr
+    assert (folder / "app.py").read_text() == BASE.replace("line 2\n", "two\n")

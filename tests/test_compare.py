@@ -319,3 +319,40 @@ async def test_verify_runs_on_the_combined_set_with_the_merge(folder: Path) -> N
     assert done.ok and done.verify is not None and done.verify.passed
     assert (folder / "app.py").read_text() == BASE.replace("line 2\nline 3\n", "merged\n").replace(
         "line 8\n", "A eight\n")
+
+
+async def test_the_same_hunk_from_two_candidates_agrees_and_is_applied_once(folder: Path) -> None:
+    """Two candidates proposing the same change (the same lines made the same) do not conflict: taken together
+    it is written once; taking one settles the other's as accepted too (its change was applied)."""
+    from workspace.changes import ChangeSet
+    from workspace.changes.combine import CandidateChanges, find_agreements, pending_hunks
+    from workspace.session.compare import apply_hunks
+
+    same = BASE.replace("line 2\n", "two\n")
+    a, b, c = ChangeSet(folder), ChangeSet(folder), ChangeSet(folder)
+    a.propose("app.py", same.replace("line 8\n", "A eight\n").encode())
+    b.propose("app.py", same.encode())
+    c.propose("app.py", BASE.replace("line 2\n", "C two\n").encode())
+    sources = [CandidateChanges(0, "a", a), CandidateChanges(1, "b", b), CandidateChanges(2, "c", c)]
+    hunks = pending_hunks(sources)
+    assert [(x.id, y.id) for x, y in find_overlaps(hunks)] == [("c0.f1.h1", "c2.f1.h1"), ("c1.f1.h1", "c2.f1.h1")]
+    assert find_agreements(hunks) == {"c0.f1.h1": ["c1.f1.h1"], "c1.f1.h1": ["c0.f1.h1"]}
+    done = await apply_hunks(sources[:2], ["c0.f1.h1", "c1.f1.h1", "c0.f1.h2"], thread_id="t")
+    assert done.ok, done.result.error
+    assert (folder / "app.py").read_text() == same.replace("line 8\n", "A eight\n")  # line 2 once
+
+
+async def test_taking_one_of_two_agreeing_hunks_settles_both_as_applied(folder: Path) -> None:
+    from workspace.changes import ChangeSet
+    from workspace.changes.combine import CandidateChanges, pending_hunks
+    from workspace.session.compare import apply_hunks
+
+    a, b = ChangeSet(folder), ChangeSet(folder)
+    a.propose("app.py", BASE.replace("line 2\n", "two\n").encode())
+    b.propose("app.py", BASE.replace("line 2\n", "two\n").replace("line 9\n", "B nine\n").encode())
+    sources = [CandidateChanges(0, "a", a), CandidateChanges(1, "b", b)]
+    theirs = {h.id: h.hunk for h in pending_hunks(sources)}
+    done = await apply_hunks(sources, ["c0.f1.h1"], thread_id="t")
+    assert done.ok, done.result.error
+    assert (folder / "app.py").read_text() == BASE.replace("line 2\n", "two\n")
+    assert [theirs[i].status for i in ("c0.f1.h1", "c1.f1.h1", "c1.f1.h2")] == ["accepted", "accepted", "rejected"]

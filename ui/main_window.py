@@ -508,10 +508,20 @@ class MainWindow(QMainWindow):
         pane.pending_changed.connect(self.status.set_pending)
         pane.refresh_title()
         commands = self.commands
-        commands.add("review_full", "Review changes (full size)…", lambda: pane.open_review(),
+        commands.add("review_full", "Review changes (full size)…", lambda: self._review_full(pane),
                      menu=commands.view_menu, icon="diff")
         commands.add("compare_answers", "Compare the last two answers…", pane.compare_answers,
                      menu=commands.view_menu, icon="diff")
+
+    def _review_full(self, pane: ChangesPane) -> None:
+        """The full-size review of the thread's changes; during a comparison its candidates' changes are in the
+        combined review (the Changes dock): there, not an empty review of the thread's own."""
+        if self.comparisons.review is not None:
+            self.docks.focus_dock("changes")
+            self.services.notices.toast("A comparison's changes are reviewed in the Changes dock: every "
+                                        "candidate's hunks, taken from any.")
+            return
+        pane.open_review()
 
     def _build_central(self) -> Iterator[None]:
         """The sidebar, and the conversation: its header (two steps: its titles, then the robot picker and its

@@ -59,6 +59,8 @@ class CompareSession:
         #: The candidate the comparison ended with ("Keep this one"), else None.
         self.kept: int | None = None
         self._runs: list[RecordedRun] = []
+        #: Each candidate of the last message (or ↻) and its last verify task before its run started.
+        self._verifies_before: dict[int, Any] = {}
 
     def start(self) -> list[str]:
         """Make the candidates' threads (each with its robot and model); returns their labels."""
@@ -100,6 +102,7 @@ class CompareSession:
             return None
         self = cls.__new__(cls)
         self.workspace, self.specs, self.id, self.message, self._runs = workspace, [], str(comparison), "", []
+        self._verifies_before = {}
         self.sessions = [workspace.open_thread(t.id) for t in linked]
         self.labels = [str(t.metadata.get("candidate_label") or t.robot) for t in linked]
         kept = [i for i, t in enumerate(linked) if t.metadata.get("kept")]
@@ -120,41 +123,78 @@ class CompareSession:
                    **options: Any) -> list[CandidateResult]:
         """Send ``text`` to every candidate still in the comparison, at once; ``on_event`` gets every event as it
         comes (with its ``candidate``). Returns the candidates' results (answer, tokens, time to first token)."""
-        from workspace.session.compare import CandidateResult, run_candidates
+        return await self.follow(self.begin(text, **options), on_event=on_event)
 
+    def begin(self, text: str, **options: Any) -> list[tuple[CandidateResult, RecordedRun]]:
+        """Send ``text`` to every candidate still in the comparison: their runs started (each with its turn), for
+        :meth:`follow`."""
         if not self.sessions:
             self.start()
-        if self.running:
-            raise RuntimeError("The candidates are still answering: stop them (Esc) before sending another message")
+        self._not_running("sending another message")
         self.message = text
-        started: list[tuple[CandidateResult, RecordedRun]] = []
-        for index in self.active:
-            session = self.sessions[index]
-            result = CandidateResult(index=index, label=self.labels[index], robot=session.robot.name,
-                                     model=session.robot.model, thread_id=session.thread_id)
-            started.append((result, session.send(text, candidate=index, **options)))
+        started = [(self._result(index), self.sessions[index].send(text, candidate=index, **options))
+                   for index in self.active]
         self._runs = [run for _, run in started]
+        return started
+
+    def regenerate(self, index: int, turn_id: str) -> list[tuple[CandidateResult, RecordedRun]]:
+        """Ask candidate ``index`` again for its answer to turn ``turn_id`` (a new branch of its thread, as
+        ↻ does in a chat); the other candidates keep theirs. Returns the run started, for :meth:`follow`."""
+        if index not in self.active:
+            raise ValueError(f"Candidate {index + 1} is no longer in the comparison")
+        self._not_running("asking again")
+        started = [(self._result(index), self.sessions[index].regenerate(turn_id, candidate=index))]
+        self._runs = [run for _, run in started]
+        return started
+
+    async def follow(self, started: Sequence[tuple[CandidateResult, RecordedRun]], *,
+                     on_event: Callable[[ev.Event], object] | None = None) -> list[CandidateResult]:
+        """The runs ``started`` to their ends (``on_event``: every event as it comes); their results. Each
+        candidate's verify task of before is kept: :meth:`verify_proposals` tells the ones its run started."""
+        from workspace.session.compare import run_candidates
+
+        self._runs = [run for _, run in started]
+        self._verifies_before = {result.index: self.sessions[result.index].last_verify for result, _ in started}
         results = await run_candidates(started, on_event=on_event)
         for run in self._runs:
             await run.wait()
         return results
 
+    def _not_running(self, what: str) -> None:
+        if self.running:
+            raise RuntimeError(f"The candidates are still answering: stop them (Esc) before {what}")
+
+    def _result(self, index: int) -> CandidateResult:
+        from workspace.session.compare import CandidateResult
+
+        session = self.sessions[index]
+        return CandidateResult(index=index, label=self.labels[index], robot=session.robot.name,
+                               model=session.robot.model, thread_id=session.thread_id)
+
     async def verify_proposals(self) -> dict[int, ev.VerifyFinished]:
-        """Run the verify command in force (``review.verify``, or the robot's) on each candidate's own proposal,
-        at once, each in its sandbox on its own layer over the folder: its ✓ or ✗ per candidate (a candidate
-        that proposed nothing, no verify command, or no sandbox on this machine: none)."""
+        """Each candidate's ✓ or ✗ on its own proposal, for the candidates of the last message (or ↻): the
+        verify command in force (``review.verify``, or the robot's) on its proposal, each in its sandbox on its
+        own layer over the folder, at once. A candidate whose run's end started that verify already (the
+        window's ``auto_verify``) gets that one's result: the command runs once per candidate. None for a
+        candidate that proposed nothing, with no verify command, or with no sandbox on this machine."""
         import asyncio
 
         from workspace.isolation import IsolationError, SandboxUnavailable
 
         async def one(index: int) -> tuple[int, ev.VerifyFinished | None]:
+            session = self.sessions[index]
+            started = session.last_verify
+            if started is not None and started is not self._verifies_before.get(index):
+                await asyncio.wait({started})  # its run's own verify: its result, not a second run
+                if not started.cancelled():
+                    return index, started.result()
             try:
-                return index, await self.sessions[index].verify_changes("proposed")
+                return index, await session.verify_changes("proposed")
             except (SandboxUnavailable, IsolationError, OSError) as exc:  # no sandbox here: no mark rather than a wrong one
                 log.info("verify of candidate %d did not run: %s", index, exc)
                 return index, None
 
-        done = await asyncio.gather(*(one(i) for i in self.active))
+        done = await asyncio.gather(*(one(i) for i in self._verifies_before))
         return {index: event for index, event in done if event is not None}
 
     def stop(self) -> None:

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("ui.review.combined")
 
 _ID = Qt.ItemDataRole.UserRole
+#: The widest the list's Candidate column starts (px): a longer name ends in "…", whole in its tooltip.
+CANDIDATE_MAX_WIDTH = 120
 
 
 def hunk_text(hunk: TakenHunk) -> str:
@@ -117,12 +119,18 @@ class CombinedReview(QWidget):
 
     # -- the list ---------------------------------------------------------------------------------------------
     def _fill(self) -> None:
+        from workspace.changes.combine import find_agreements
         from workspace.sandbox import display_path
 
         self.items: dict[str, QTreeWidgetItem] = {}
-        for path, hunks in self.selection.files().items():
-            top = QTreeWidgetItem(self.tree, [display_path(path), "", f"{len(hunks)} hunks"])
-            top.setFirstColumnSpanned(False)
+        files = self.selection.files()
+        agreements = self.agreements = find_agreements([h for hunks in files.values() for h in hunks])
+        for path, hunks in files.items():
+            # The file's row: its name and how many hunks in the first column (the others are the hunks').
+            name = f"{display_path(path)} · {len(hunks)} hunk{'s' if len(hunks) != 1 else ''}"
+            top = QTreeWidgetItem(self.tree, [name])
+            top.setFirstColumnSpanned(True)
+            top.setToolTip(0, name)
             for hunk in hunks:
                 color = candidate_color(hunk.candidate)
                 item = QTreeWidgetItem(top, [f"{hunk.id}  +{hunk.hunk.added} -{hunk.hunk.removed}",
@@ -132,10 +140,31 @@ class CombinedReview(QWidget):
                 item.setCheckState(0, Qt.CheckState.Unchecked)
                 item.setForeground(1, QBrush(QColor(color)))
                 item.setToolTip(0, hunk.describe())
+                item.setToolTip(1, hunk.source.label)  # a narrow dock cuts the columns ("…"): whole here
+                item.setToolTip(2, hunk.hunk.where())
+                same = agreements.get(hunk.id)
+                if same:  # the same change as another candidate's: no conflict, applied once
+                    item.setText(2, f"{hunk.hunk.where()} · same as {', '.join(same)}")
+                    item.setToolTip(2, f"{', '.join(same)} make{'s' if len(same) == 1 else ''} the same change: "
+                                       "take either or both, it is applied once")
                 self.items[hunk.id] = item
             top.setExpanded(True)
         for column in range(3):
             self.tree.resizeColumnToContents(column)
+        # In a narrow dock the candidate's name gives way first (it ends in "…"), so the lines still show.
+        self.tree.setColumnWidth(1, min(self.tree.columnWidth(1), CANDIDATE_MAX_WIDTH))
+
+    def show_candidate(self, index: int) -> bool:
+        """The list at candidate ``index``'s first hunk (selected, its lines in the preview, the keyboard in the
+        list); False when it has none here."""
+        for item in self.items.values():
+            hunk_id = item.data(0, _ID)
+            if hunk_id and self.selection.hunk(str(hunk_id)).candidate == index:
+                self.tree.setCurrentItem(item)
+                self.tree.scrollToItem(item)
+                self.tree.setFocus()
+                return True
+        return False
 
     def set_accepted(self, hunk_id: str, accepted: bool = True) -> None:
         """Accept (or leave out) a hunk, as its check box does."""
@@ -311,10 +340,28 @@ class CombinedReview(QWidget):
         self.status.setText(f"Applied {len(done.taken)} hunks as one set"
                             + (f" (verify {'passed' if done.verify.passed else 'failed'})" if done.verify else ""))
         self.undo_button.setEnabled(self.undo is not None)
+        self._mark_taken({t.id for t in done.taken})
         self.tree.setEnabled(False)
         self._update()
         self.applied.emit(done)
         return done
+
+    def _mark_taken(self, taken: set[str]) -> None:
+        """After the apply: each row says whether its hunk was applied (taken, or the same as one taken) or not
+        taken (struck out)."""
+        self.tree.blockSignals(True)
+        try:
+            for hunk_id, item in self.items.items():
+                hunk = self.selection.hunk(hunk_id)
+                applied = hunk_id in taken or any(same in taken for same in self.agreements.get(hunk_id, ()))
+                item.setText(1, f"{hunk.source.label} · {'applied' if applied else 'not taken'}")
+                font = item.font(0)
+                font.setStrikeOut(not applied)
+                item.setFont(0, font)
+                item.setToolTip(1, "Applied in the combined set" if applied else "Not taken in the combined apply")
+            self.tree.resizeColumnToContents(1)
+        finally:
+            self.tree.blockSignals(False)
 
     def _refused(self, why: str) -> None:
         """Apply wrote nothing: the review as it was, and why in its status line (after the refresh, which

@@ -80,6 +80,18 @@ def wrapping(label: QLabel) -> QLabel:
     return label
 
 
+class StatusLabel(QLabel):
+    """The footer's status: shown only while it has a text (empty, it takes no room from the key hints)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("", parent)
+        self.setVisible(False)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.setVisible(bool(text))
+
+
 class TitleLabel(ElidesOnResize, QLabel):
     """The review's title on one line, ending in "…" when the window is narrow (the tooltip has it all)."""
 
@@ -248,10 +260,12 @@ class ReviewWindow(QWidget):
         footer.setObjectName("ReviewFooter")
         fl = QHBoxLayout(footer)
         fl.setContentsMargins(16, 6, 16, 6)
+        # The key hints have the row while there is no status (one line from about 800 px); a status shows
+        # beside them, taking a third of the row (both wrap; the footer grows to their height).
         self.hints = wrapping(QLabel(KEY_HINTS, footer))
         self.hints.setObjectName("Muted")
-        fl.addWidget(self.hints, 1)
-        self.status = wrapping(QLabel("", footer))
+        fl.addWidget(self.hints, 2)
+        self.status = wrapping(StatusLabel(footer))
         self.status.setObjectName("Muted")
         self.status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         fl.addWidget(self.status, 1)

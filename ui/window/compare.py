@@ -20,7 +20,7 @@ from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 
 if TYPE_CHECKING:
     import asyncio
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Coroutine, Mapping
 
     from PySide6.QtWidgets import QDockWidget, QWidget
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from workspace import events as ev
     from workspace.approval import ApprovalDecision, ApprovalRequest
     from workspace.providers.listing import ModelListing
-    from workspace.session.compare import CandidateResult
+    from workspace.session.compare import CandidateResult, CombinedApply
 
 log = logging.getLogger("ui.compare")
 
@@ -60,9 +60,11 @@ TICK_CHARS = 2000
 
 
 class UserText(NamedTuple):
-    """The person's message to a column, waiting for the column's tick with its candidate's events."""
+    """The person's message to a column, waiting for the column's tick with its candidate's events; the turn it
+    started (its answer's ↻ asks that turn again)."""
 
     text: str
+    turn_id: str | None = None
 
 
 class Deferred(NamedTuple):
@@ -369,6 +371,9 @@ class Comparisons(QObject):
             bridge.view_event.connect(lambda event, chat=chat: show_asked(chat, event, waiting))
             bridge.events_batched.connect(lambda batch, i=index: self._keep_events(i, batch))
             chat.defer_render = lambda render, i=index: self._defer(i, render)
+            # Its card's "Review changes" and its answer's ↻: for that candidate.
+            chat.review_requested.connect(lambda _set_id, i=index: self.review_column(i))
+            chat.regenerate_requested.connect(lambda turn_id, i=index: self.regenerate(i, turn_id))
             self.chats.append(chat)
             self.bridges.append(bridge)
         self.stats = ComparisonStats(labels)
@@ -393,9 +398,62 @@ class Comparisons(QObject):
             self.services.notices.toast("The candidates are still answering: press Esc to stop them first.")
             self.composer.set_text(text)
             return
-        for index in compare.active:  # on its column's tick, as its answer will be: not four columns in this pass
-            self._pending[index].append(UserText(text))
-        stats.message_sent(list(compare.active))
+        try:
+            started = compare.begin(text)
+        except Exception as exc:
+            self.services.notices.banner(f"The comparison could not run: {exc}")
+            self.composer.set_text(text)
+            return
+        for result, run in started:  # on its column's tick, as its answer will be: not four columns in this pass
+            self._pending[result.index].append(UserText(text, run.turn_id))
+        stats.message_sent([result.index for result, _run in started])
+        self._follow(compare, compare.follow(started, on_event=self._event))
+
+    def regenerate(self, index: int, turn_id: str) -> None:
+        """↻ under column ``index``'s answer: that candidate answers turn ``turn_id``'s message again (a new
+        branch of its thread, shown in its column as it streams); the other columns keep their answers."""
+        from ui.transcript import LazyTranscript
+
+        compare, stats = self.session, self.stats
+        if compare is None or stats is None or not 0 <= index < len(self.chats):
+            return
+        if self.running:
+            self.services.notices.toast("The candidates are still answering: press Esc to stop them first.")
+            return
+        try:
+            started = compare.regenerate(index, turn_id)
+        except Exception as exc:
+            self.services.notices.banner(f"Could not ask {compare.labels[index]} again: {exc}")
+            return
+        self.select(index)
+        self.chats[index].show_thread(LazyTranscript(compare.workspace.store, compare.thread_ids[index]))
+        stats.message_sent([index])
+        self._follow(compare, compare.follow(started, on_event=self._event))
+
+    def review_column(self, index: int) -> None:
+        """"Review changes" on column ``index``'s card: the combined review in the Changes dock, at that
+        candidate's hunks (every candidate's changes are reviewed there, taken from any)."""
+        compare = self.session
+        if compare is None or not 0 <= index < len(self.chats):
+            return
+        self.select(index)
+        if self.running:
+            self.services.notices.toast("The candidates are still answering: their changes are reviewed together "
+                                        "when they end.")
+            return
+        if self.review is None and not self.parked:
+            self._show_review(compare)
+        review, dock = self.review, self.changes_dock
+        if review is None or dock is None:
+            self.services.notices.toast(f"{compare.labels[index]} has no change waiting for review.")
+            return
+        dock.show()
+        dock.raise_()
+        if not review.show_candidate(index):
+            self.services.notices.toast(f"{compare.labels[index]} has no change waiting for review.")
+
+    def _follow(self, compare: CompareSession, runs: Coroutine[Any, Any, list[CandidateResult]]) -> None:
+        """The candidates' runs started (``runs`` follows them): the columns stream on the frame clock."""
         self.composer.set_running(True)
         self._timer.start()
         self._ticking = True
@@ -403,11 +461,12 @@ class Comparisons(QObject):
         if self.view is not None:
             self._painted = self.view.window()
             self._painted.installEventFilter(self)
-        self._task = self.services.tasks.spawn(self._run(compare, text), name="compare")
+        self._task = self.services.tasks.spawn(self._run(compare, runs), name="compare")
 
-    async def _run(self, compare: CompareSession, text: str) -> list[CandidateResult]:
+    async def _run(self, compare: CompareSession,
+                   runs: Coroutine[Any, Any, list[CandidateResult]]) -> list[CandidateResult]:
         try:
-            results = await compare.send(text, on_event=self._event)
+            results = await runs
             await self._drain()
         except Exception as exc:
             log.warning("the comparison failed: %s", exc)
@@ -505,7 +564,7 @@ class Comparisons(QObject):
                 if isinstance(event, Deferred):
                     event.render()
                 elif isinstance(event, UserText):
-                    self.chats[index].presenter.add_user(event.text)
+                    self.chats[index].presenter.add_user(event.text, turn_id=event.turn_id)
                 else:
                     bridge.feed(event)
             bridge.flush()
@@ -643,6 +702,7 @@ class Comparisons(QObject):
         review.ask_apply_anyway = self._ask_apply_anyway
         review.undo = kept.undo_changes
         review.message.connect(self.services.notices.banner)
+        review.applied.connect(lambda done: self._applied(compare, kept.thread_id, done))
         dock = self.changes_dock
         if dock is not None:
             self._dock_pane = dock.widget()
@@ -652,6 +712,23 @@ class Comparisons(QObject):
             dock.setWidget(review)
             dock.show()
             dock.raise_()
+
+    def _applied(self, compare: CompareSession, kept: str, done: CombinedApply) -> None:
+        """A combined apply wrote the hunks taken: each candidate's set is settled (kept with its thread, with a
+        ``change_decided`` event); its change card, in its column and in the chat, says what was decided."""
+        from workspace.session.compare import record_settled
+
+        sessions = {session.thread_id: session for session in compare.sessions}
+        try:
+            events = record_settled(sessions, compare.comparison().sources(), kept, done)
+        except Exception as exc:  # the folder is written: the cards may lag, the log says why
+            log.warning("the candidates' settled changes were not kept: %s", exc)
+            return
+        chats = self.chats if compare is self.session else []
+        for event in events.values():
+            for chat in (*chats, self.chat):
+                if chat.change_card(event.change_set_id) is not None:
+                    chat.presenter.change_decided(event)
 
     def _hide_review(self) -> None:
         review, self.review = self.review, None

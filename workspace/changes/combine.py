@@ -5,7 +5,8 @@ A person takes hunks from any of them; :func:`combine` makes one new set of exac
 the base the candidates proposed on, so an Apply still refuses a file changed on disk since), which is applied
 as one atomic set, undoable as one (:meth:`ChangeSet.apply`, :class:`~workspace.changes.ChangeHistory`).
 Two taken hunks of different candidates that touch the same lines of the same file cannot both be applied:
-:func:`combine` refuses them with :class:`OverlapError`, naming them. After the apply, :func:`settle_sources`
+:func:`combine` refuses them with :class:`OverlapError`, naming them. Two candidates' hunks that are the same
+change (:func:`agree`: the same lines made the same) do not conflict: taken together they are applied once. After the apply, :func:`settle_sources`
 settles each candidate's own set without writing anything (the taken hunks accepted, the rest rejected) and
 tells its robot, in the review outcome, which hunks of whose were taken.
 
@@ -28,8 +29,8 @@ from workspace.changes.errors import ChangeError
 from workspace.changes.hunks import FileChange, Hunk
 from workspace.sandbox import display_path
 
-__all__ = ["CandidateChanges", "Merge", "OverlapError", "TakenHunk", "combine", "find_overlaps", "hunk_id",
-           "merge_groups", "pending_hunks", "settle_sources", "unmerged_overlaps"]
+__all__ = ["CandidateChanges", "Merge", "OverlapError", "TakenHunk", "agree", "combine", "find_agreements",
+           "find_overlaps", "hunk_id", "merge_groups", "pending_hunks", "settle_sources", "unmerged_overlaps"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +114,31 @@ def pending_hunks(sources: Iterable[CandidateChanges]) -> list[TakenHunk]:
     return out
 
 
+def agree(a: TakenHunk, b: TakenHunk) -> bool:
+    """True when hunks ``a`` and ``b`` of two candidates are the same change: the same lines of the same version
+    of a file made the same. They do not conflict: taken together they are applied once."""
+    ha, hb = a.hunk, b.hunk
+    return (a.candidate != b.candidate and a.path == b.path and ha.kind == hb.kind == "lines"
+            and a.file.before == b.file.before and (ha.old_start, ha.old_end) == (hb.old_start, hb.old_end)
+            and list(ha.final_lines) == list(hb.final_lines))
+
+
+def find_agreements(hunks: Sequence[TakenHunk]) -> dict[str, list[str]]:
+    """Each hunk of ``hunks`` that another candidate proposed the same (:func:`agree`): its id → theirs."""
+    out: dict[str, list[str]] = {}
+    for i, a in enumerate(hunks):
+        for b in hunks[i + 1:]:
+            if agree(a, b):
+                out.setdefault(a.id, []).append(b.id)
+                out.setdefault(b.id, []).append(a.id)
+    return out
+
+
 def _overlap(a: TakenHunk, b: TakenHunk) -> bool:
     if a.candidate == b.candidate or a.path != b.path:
         return False  # one candidate's hunks never overlap: they come from one proposal
+    if agree(a, b):
+        return False  # the same change: applied once
     ha, hb = a.hunk, b.hunk
     if ha.kind != "lines" or hb.kind != "lines":
         return True  # a whole-file change or a rename and anything else of another candidate in that file
@@ -222,7 +245,8 @@ def _merged(files: list[TakenHunk], merges: Sequence[Merge] = ()) -> tuple[bytes
     hunks = [t.hunk for t in files]
     if merges:
         merged = {id(t.hunk) for m in merges for t in m.hunks}
-        spans = [(h.old_start, h.old_end, h.final_lines) for h in hunks if id(h) not in merged]
+        spans: list[tuple[int, int, Sequence[str]]] = list(dict.fromkeys(
+            (h.old_start, h.old_end, tuple(h.final_lines)) for h in hunks if id(h) not in merged))
         spans += [(m.start, m.end, list(m.lines)) for m in merges]
         return fc.encode("".join(_spliced(fc.old_lines or [], spans))), fc.new_path
     if all(t.file is fc for t in files) and {h.id for h in hunks} == {h.id for h in fc.hunks}:
@@ -233,7 +257,8 @@ def _merged(files: list[TakenHunk], merges: Sequence[Merge] = ()) -> tuple[bytes
         h = whole.hunk
         data = whole.file.encode("".join(h.edited_lines)) if h.edited_lines is not None else whole.file.after
         return data, rename
-    lines = [(h.old_start, h.old_end, h.final_lines) for h in hunks if h.kind == "lines"]
+    # The same change of two candidates (agree) once.
+    lines = list(dict.fromkeys((h.old_start, h.old_end, tuple(h.final_lines)) for h in hunks if h.kind == "lines"))
     if not lines:
         return fc.before, rename
     assert fc.old_lines is not None
@@ -313,7 +338,10 @@ def _note(source: CandidateChanges, taken: Sequence[TakenHunk], total: int) -> s
 
 def settle_sources(sources: Sequence[CandidateChanges], taken: Sequence[TakenHunk]) -> None:
     """After the combined set was applied: settle each candidate's own set without writing (its taken hunks
-    accepted, the others rejected) and tell its robot, in its review outcome, which hunks of whose were taken."""
+    accepted, the others rejected) and tell its robot, in its review outcome, which hunks of whose were taken.
+    A hunk the same as one taken (:func:`agree`) was applied too: it is accepted, and said taken."""
+    ids = {t.id for t in taken}
+    taken = [*taken, *(h for h in pending_hunks(sources) if h.id not in ids and any(agree(h, t) for t in taken))]
     for source in sources:
         ids = {t.hunk.id for t in taken if t.source is source}
         source.changes.settle_elsewhere(ids, note=_note(source, taken, len(sources)))

@@ -138,7 +138,7 @@ def _sources(store: Store, folder: Path, given: str | None) -> tuple[list[Candid
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from workspace.changes.combine import find_overlaps, pending_hunks
+    from workspace.changes.combine import find_agreements, find_overlaps, pending_hunks
     from workspace.cli.record import open_store
 
     folder = _folder(args)
@@ -150,6 +150,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for a, b in find_overlaps(hunks):  # what cannot be taken together, said before anyone tries
             overlaps.setdefault(a.id, []).append(b.id)
             overlaps.setdefault(b.id, []).append(a.id)
+        agreements = find_agreements(hunks)  # the same change from several candidates: no conflict
         comparison = store.get_thread(kept).metadata.get("comparison")
     finally:
         store.close()
@@ -158,19 +159,22 @@ def cmd_list(args: argparse.Namespace) -> int:
             "folder": str(folder), "comparison": comparison,
             "candidates": [{"candidate": s.candidate, "label": s.label, "thread_id": s.changes.thread_id,
                             "change_set_id": s.changes.id} for s in sources],
-            "hunks": [{**h.to_dict(), "overlaps": overlaps.get(h.id, [])} for h in hunks]}, ensure_ascii=False))
+            "hunks": [{**h.to_dict(), "overlaps": overlaps.get(h.id, []), "same_as": agreements.get(h.id, [])}
+                      for h in hunks]}, ensure_ascii=False))
         return 0
-    _print_hunks(hunks, overlaps)
+    _print_hunks(hunks, overlaps, agreements)
     print(f"\nTake hunks with `robotlab changes apply --thread {kept[:8]} --take ID...` (ids from the first column).",
           file=sys.stderr)
     return 0
 
 
-def _print_hunks(hunks: list[TakenHunk], overlaps: dict[str, list[str]]) -> None:
+def _print_hunks(hunks: list[TakenHunk], overlaps: dict[str, list[str]], agreements: dict[str, list[str]]) -> None:
     from workspace.cli.render import printable
 
     for h in hunks:
         clash = f"  (overlaps {', '.join(overlaps[h.id])}: take one)" if h.id in overlaps else ""
+        if h.id in agreements:
+            clash += f"  (same as {', '.join(agreements[h.id])}: applied once)"
         print(f"{h.id}  candidate {h.candidate} ({printable(h.source.label, one_line=True)})  "
               f"{printable(h.path, one_line=True)}  hunk {h.hunk.number}, {h.hunk.where()}  "
               f"+{h.hunk.added} -{h.hunk.removed}{clash}")
@@ -187,7 +191,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from workspace.cli import CLIError
     from workspace.cli.record import open_store
     from workspace.isolation import IsolationError, SandboxUnavailable
-    from workspace.session.compare import apply_hunks
+    from workspace.session.compare import apply_hunks, record_settled
     from workspace.session.verify import VerifyFailed
 
     folder = _folder(args)
@@ -218,7 +222,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         if not done.ok:
             print(f"robotlab: {done.result.message()}", file=sys.stderr)
             return 1
-        _record(store, sessions, sources, kept, done)
+        record_settled(sessions, sources, kept, done)
     finally:
         store.close()
     if done.verify is not None:
@@ -244,29 +248,6 @@ def _merges(given: list[str]) -> dict[str, str]:
             raise CLIError(f"--merge {item}: cannot read {name}: {exc}", code=EXIT_REFUSED) from exc
         out[hunk.strip()] = text
     return out
-
-
-def _record(store: Store, sessions: dict[str, ThreadSession], sources: list[CandidateChanges], kept: str,
-            done: Any) -> None:
-    """Keep each candidate's settled set (its robot hears the outcome next) and a ``change_decided`` event in
-    each thread (the kept one's with the combined apply's checkpoint)."""
-    import contextlib
-
-    from workspace.persistence import StoreError
-
-    for source in sources:
-        thread_id = source.changes.thread_id
-        if thread_id is None:
-            continue
-        session = sessions[thread_id]
-        session.save_changes()
-        turn_id = session.thread.current_turn_id
-        if turn_id is None:
-            continue
-        event = source.changes.decided_event(
-            checkpoint_id=done.result.checkpoint_id if thread_id == kept else None)
-        with contextlib.suppress(StoreError):
-            store.append_event(thread_id, turn_id, event)
 
 
 def cmd_undo(args: argparse.Namespace) -> int:

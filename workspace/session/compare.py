@@ -39,9 +39,10 @@ if TYPE_CHECKING:
     from workspace.persistence import Store
     from workspace.result import RobotResult
     from workspace.robot import Robot
+    from workspace.session import ThreadSession
 
 __all__ = ["MAX_CANDIDATES", "Candidate", "CandidateResult", "CombinedApply", "Comparison", "acompare", "apply_hunks",
-           "compare", "record_verdict", "run_candidates"]
+           "compare", "record_settled", "record_verdict", "run_candidates"]
 
 #: How many candidates one comparison may have (and at least two).
 MAX_CANDIDATES = 4
@@ -159,6 +160,32 @@ async def apply_hunks(sources: Sequence[CandidateChanges], hunk_ids: Iterable[st
     if result.ok:
         settle_sources(sources, taken)
     return CombinedApply(changes=combined, result=result, taken=taken, verify=checked)
+
+
+def record_settled(sessions: Mapping[str, ThreadSession], sources: Sequence[CandidateChanges], kept: str | None,
+                   done: CombinedApply) -> dict[str, ev.ChangeDecided]:
+    """After a combined apply: keep each candidate's settled set (its robot hears the outcome next) and a
+    ``change_decided`` event in each thread (the kept one's with the combined apply's checkpoint), so its change
+    card says what was decided, now and when the thread opens again. ``sessions``: the candidates' threads by
+    id. Returns the events by thread id."""
+    import contextlib
+
+    from workspace.persistence import StoreError
+
+    out: dict[str, ev.ChangeDecided] = {}
+    for source in sources:
+        thread_id = source.changes.thread_id
+        session = sessions.get(thread_id) if thread_id is not None else None
+        if thread_id is None or session is None:
+            continue
+        session.save_changes()
+        event = source.changes.decided_event(checkpoint_id=done.result.checkpoint_id if thread_id == kept else None)
+        out[thread_id] = event
+        turn_id = session.thread.current_turn_id
+        if turn_id is not None:
+            with contextlib.suppress(StoreError):
+                session.store.append_event(thread_id, turn_id, event)
+    return out
 
 
 # -- running the candidates ---------------------------------------------------------------------------------

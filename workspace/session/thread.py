@@ -68,10 +68,11 @@ class ThreadSession(ThreadHistory, ThreadChanges):
         options = self._attachments_of(turn_id) if attachments is None else {"attachments": list(attachments)}
         return self._start(text, turn.parent_turn_id, options)
 
-    def regenerate(self, turn_id: str) -> RecordedRun:
-        """Ask again: a new sibling of ``turn_id`` with the same message and attachments."""
+    def regenerate(self, turn_id: str, **options: Any) -> RecordedRun:
+        """Ask again: a new sibling of ``turn_id`` with the same message and attachments (``options``: more run
+        options, as for :meth:`send`)."""
         turn = self._own_turn(turn_id)
-        return self._start(turn.user_text, turn.parent_turn_id, self._attachments_of(turn_id))
+        return self._start(turn.user_text, turn.parent_turn_id, {**self._attachments_of(turn_id), **options})
 
     def attachments(self, turn_id: str) -> list[Attachment]:
         """The files, images and resources sent with turn ``turn_id``'s message, with their content."""

@@ -102,7 +102,7 @@ class ThreadChanges(ThreadState):
         self.cancel_verify()
         progress = VerifyProgress(thread_id=self.thread_id, subset=subset, command=command, started=time.monotonic())
         task = loop.create_task(self._verify(progress), name=f"verify-{self.thread_id[:8]}")
-        self._verify_task = task
+        self._verify_task = self.last_verify = task
         self.workspace._verifies.add(task)
         task.add_done_callback(self.workspace._verifies.discard)
         task.add_done_callback(lambda t: self._verify_cancelled(t, progress))

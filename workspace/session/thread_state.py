@@ -134,6 +134,9 @@ class ThreadState:
         #: The thread's verify going now or last finished (:meth:`start_verify`), and its task while it runs.
         self.verifying: VerifyProgress | None = None
         self._verify_task: asyncio.Task[ev.VerifyFinished | None] | None = None
+        #: The task of the last verify :meth:`start_verify` started (kept once it ended): a comparison takes its
+        #: result for the candidate's mark instead of running the command again.
+        self.last_verify: asyncio.Task[ev.VerifyFinished | None] | None = None
 
     # -- state -------------------------------------------------------------------------------------
     @property

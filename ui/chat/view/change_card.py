@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QBoxLayout, QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from ui import markdown, theme
 from ui.widgets.common import ElidedLabel, RichLabel, card_frame, elided_robot_chip, pill
@@ -15,6 +16,10 @@ from workspace.sandbox import display_path
 
 if TYPE_CHECKING:
     from ui.chat.model.state import ChangeItem
+
+
+#: The narrowest the note beside the card's buttons gets (px); narrower, it goes above them.
+NOTE_MIN_WIDTH = 160
 
 
 class ChangeCard(QFrame):
@@ -59,7 +64,9 @@ class ChangeCard(QFrame):
         self.listing = shrinkable(RichLabel("", body))
         bl.addWidget(self.listing)
         self._show_files()
-        row = QHBoxLayout()
+        #: The note beside the buttons; in a narrow card (a comparison's column) the note above them, so it
+        #: is not squeezed to a word a line (:meth:`resizeEvent`).
+        row = self._row = QBoxLayout(QBoxLayout.Direction.LeftToRight)
         self.note = shrinkable(QLabel("Nothing is written until you review it.", body))
         self.note.setObjectName("Muted")
         row.addWidget(self.note, 1)
@@ -76,6 +83,20 @@ class ChangeCard(QFrame):
         bl.addLayout(row)
         outer.addWidget(body)
         self._set_pill(self._pending_text(), c.warning, c.warning_bg)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_row()
+
+    def _fit_row(self) -> None:
+        """The note beside the buttons when it keeps at least :data:`NOTE_MIN_WIDTH` px there (or its whole
+        text), else above them."""
+        buttons = sum(b.sizeHint().width() + 8 for b in (self.undo_button, self.review_button) if not b.isHidden())
+        note = min(NOTE_MIN_WIDTH, self.note.fontMetrics().horizontalAdvance(self.note.text()))
+        wanted = (QBoxLayout.Direction.LeftToRight if self.width() - 24 >= note + buttons
+                  else QBoxLayout.Direction.TopToBottom)
+        if self._row.direction() != wanted:
+            self._row.setDirection(wanted)
 
     def _counts(self) -> tuple[int, int, int, int]:
         """(hunks, undecided, accepted, rejected) of the files, as the Changes dock counts them (a file's
@@ -141,6 +162,7 @@ class ChangeCard(QFrame):
             c = theme.colors()
             self._set_pill(self._pending_text(), c.warning, c.warning_bg)
             self.note.setText(self._pending_note())
+            self._fit_row()
             return
         c = theme.colors()
         accepted, rejected = item.accepted, item.rejected
@@ -163,6 +185,7 @@ class ChangeCard(QFrame):
             self.review_button.setObjectName("")
             self.review_button.style().unpolish(self.review_button)
             self.review_button.style().polish(self.review_button)
+        self._fit_row()
 
 
 __all__ = ["ChangeCard"]
