@@ -134,3 +134,21 @@ def test_apply_never_given_still_discards(server: FakeLLMServer, folder: Path, e
     assert "NOT applied (--apply never)" in ran.stdout
     listed = robotlab("changes", "list", "--folder", str(folder), cwd=elsewhere)
     assert listed.returncode == 2 and "No thread has pending changes" in listed.stderr
+
+
+def test_rerun_runs_a_recorded_call_in_the_threads_folder(folder: Path, elsewhere: Path) -> None:
+    """`threads rerun ID CALL` without --folder, from another directory: the call runs in the folder the thread
+    recorded (it said "No folder is open")."""
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.tool("read_file", {"path": "app.py"}), "It has ten lines.")
+        ran = robotlab("run", "file-helper", "Read app.py", "--folder", str(folder), "--model", "openai/model-a",
+                       "--api-base", server.base_url + "/v1", "--json", cwd=elsewhere)
+        assert ran.returncode == 0, ran.stderr
+        events = [json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{")]
+        call_id = next(e["id"] for e in events if e["kind"] == "tool_use")
+        (folder / "app.py").write_text("line 1 changed\n")
+        thread = thread_ids(elsewhere)[-1][:8]
+        rerun = robotlab("threads", "rerun", thread, call_id, "--json", cwd=elsewhere)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    data = json.loads(rerun.stdout)
+    assert "line 1 changed" in json.dumps(data["new"]) and data["changed"]
