@@ -1,7 +1,7 @@
 """The tool loop's guards (RobotLab 0.2): :class:`DoomLoopDetector` (the same call, a tool with the same
-arguments, or the same cycle of calls, made again and again: the model is warned in the tool's result) and the circuit breaker's
-message (``max_tool_rounds``: :class:`workspace.errors.ToolLoopError`). ``max_tools`` caps the tools a
-run offers (:data:`DEFAULT_MAX_TOOLS`).
+arguments, or the same cycle of calls, made again and again: the model is warned in the tool's result) and
+the circuit breaker's message (``max_tool_rounds``: :class:`workspace.errors.ToolLoopError`). ``max_tools``
+caps the tools a run offers (:data:`DEFAULT_MAX_TOOLS`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class DoomLoopDetector:
             raise ValueError(f"DoomLoopDetector: threshold must be a whole number of at least 2 (got {threshold!r})")
         self.threshold = threshold
         self._names: list[str] = []
-        self._calls: list[tuple[str, str]] = []  # (name, the arguments as canonical JSON; "" when not given)
+        self._calls: list[tuple[str, str]] = []  # (name, a digest of the arguments; "" when not given)
 
     @property
     def sequence(self) -> list[str]:
@@ -39,11 +39,8 @@ class DoomLoopDetector:
 
     def track(self, tool_name: Any, arguments: Any = None) -> None:
         """One call of ``tool_name``; ``arguments`` (its input), when given, tell calls of one tool apart."""
-        import json
-
         self._names.append(str(tool_name))
-        key = "" if arguments is None else json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
-        self._calls.append((str(tool_name), key))
+        self._calls.append((str(tool_name), "" if arguments is None else _digest(arguments)))
 
     def reset(self) -> None:
         self._names.clear()
@@ -72,9 +69,20 @@ class DoomLoopDetector:
         k = self.threshold
         if period == 1:
             same = " with the same arguments" if self._calls[-1][1] else ""
-            return f"Tool '{self._names[-1]}' has been called {k}+ times consecutively{same} with no progress. {_ADVICE}"
+            return (f"Tool '{self._names[-1]}' has been called {k}+ times consecutively{same} with no progress. "
+                    f"{_ADVICE}")
         pattern = " → ".join(self._names[-period:])
         return f"Tool call pattern [{pattern}] has repeated {k}+ times. {_ADVICE}"
+
+
+def _digest(arguments: Any) -> str:
+    """The arguments of a call as a short digest of their canonical JSON: equal for equal arguments, and a run of
+    large calls (a file's whole text) keeps 32 characters each, not the text."""
+    import hashlib
+    import json
+
+    text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def with_warning(content: Any, warning: str) -> Any:

@@ -73,7 +73,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--thread", "-t", metavar="ID",
                    help="the thread, or any candidate's thread of a comparison (or the start of its id; default: the "
                    "latest with pending changes for the folder)")
-    p.add_argument("--folder", dest="changes_folder", metavar="DIR", help="the folder (default: the one the --thread recorded, else the current one)")
+    p.add_argument("--folder", dest="changes_folder", metavar="DIR",
+                   help="the folder (default: the one the --thread recorded, else the current one)")
     p.add_argument("--db", metavar="FILE", help="the threads database file (default: the app's)")
 
 
