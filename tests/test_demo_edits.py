@@ -68,3 +68,24 @@ async def test_the_review_note_in_front_of_a_message_is_no_request_to_edit(tmp_p
         assert session.changes is None or not session.changes.files  # read, not edited
     finally:
         await ws.aclose()
+
+
+async def test_the_first_message_after_an_applied_edit_is_read_without_the_review_note(tmp_path: Path) -> None:
+    """After a demo edit is applied, the next message carries the review outcome in front of it: the demo answers
+    what the person typed (`run "ls"`: a command), not the note's words ("notes.txt ... applied": read the file)."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("shopping\n", encoding="utf-8")
+    ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=DemoProvider(delay=0))
+    try:
+        session = ws.new_thread("file-helper")
+        await session.send("add a line to notes.txt").wait()
+        result = await session.apply_changes(accept_pending=True)
+        assert result.ok and DEMO_LINE in (folder / "notes.txt").read_text(encoding="utf-8")
+        run = session.send('run "ls"')
+        await run.wait()
+        calls = [e for e in run.events if isinstance(e, ev.ToolUse) and not e.nested]
+        assert calls and calls[0].name == "run_command", [(c.name, c.input) for c in calls]
+        assert calls[0].input == {"command": "ls"}
+    finally:
+        await ws.aclose()

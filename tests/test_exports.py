@@ -231,6 +231,31 @@ async def test_cli_list_export_search_import(db: Path, thread: tuple[str, str], 
         assert len(store.list_threads()) == 2
 
 
+async def test_cli_import_of_a_jsonl_export_says_to_export_json_and_success_counts_one_thread(
+        db: Path, thread: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    thread_id, _ = thread
+    lines = tmp_path / "thread.jsonl"
+    assert main(["threads", "export", thread_id, "-f", "jsonl", "-o", str(lines), "--db", str(db)]) == 0
+    one = tmp_path / "one.jsonl"
+    one.write_text(lines.read_text().splitlines()[0] + "\n")  # a one-line export is one JSON object
+    for path in (lines, one):
+        capsys.readouterr()
+        assert main(["threads", "import", str(path), "--db", str(db)]) == 2
+        err = capsys.readouterr().err
+        assert "JSONL event export" in err and "robotlab threads export ID --format json" in err, err
+        assert "Extra data" not in err
+    whole = tmp_path / "thread.json"
+    assert main(["threads", "export", thread_id, "--format", "json", "-o", str(whole), "--db", str(db)]) == 0
+    capsys.readouterr()
+    assert main(["threads", "import", str(whole), "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Imported 1 thread, ") and ": 2 turns, one per result" in out, out
+    single = tmp_path / "single.json"
+    single.write_text(json.dumps(json.loads(whole.read_text())[:1]))
+    assert main(["threads", "import", str(single), "--db", str(db)]) == 0
+    assert ": 1 turn, one per result" in capsys.readouterr().out
+
+
 def test_cli_errors_name_the_fix(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["threads", "--db", str(db)]) == 2  # reading never creates a database
     assert f"no database at {db}" in capsys.readouterr().err and not db.exists()

@@ -103,6 +103,47 @@ async def test_the_run_appends_the_warning_to_the_third_result_and_goes_on() -> 
     assert len(notices) == 1 and "ping" in notices[0]
 
 
+def test_a_loop_is_the_same_call_its_arguments_too() -> None:
+    detector = DoomLoopDetector()
+    for key in ("a", "b", "c"):
+        detector.track("recall", {"key": key})
+    assert not detector.doom_loop and detector.sequence == ["recall"] * 3
+    for _ in range(3):
+        detector.track("recall", {"key": "c", "n": 1})
+    assert detector.doom_loop
+    assert detector.warning_message() == (
+        "Tool 'recall' has been called 3+ times consecutively with the same arguments with no progress. You appear "
+        "to be stuck in a loop. Try a fundamentally different approach, use a different tool, or ask for "
+        "clarification.")
+    cycle = DoomLoopDetector()
+    for i in range(3):
+        cycle.track("read", {"path": "a"})
+        cycle.track("write", {"path": "a", "text": str(i)})  # other text each time: not a repeated cycle
+    assert not cycle.doom_loop
+
+
+@tool
+def recall(key: str) -> str:
+    """What is remembered under key."""
+    return f"{key}: nothing"
+
+
+async def test_parallel_calls_of_one_tool_with_other_arguments_are_no_loop() -> None:
+    """A network's synthesizer recalling three keys at once is not stuck; the same key three times is."""
+    different = [ToolCall("recall", {"key": k}) for k in ("research", "analysis", "critique")]
+    provider = ScriptedProvider([different, "Done."])
+    run = bot(provider, [recall]).stream("go")
+    notices = [e.detail async for e in run if isinstance(e, ev.RunStatus) and e.state == "notice"]
+    assert isinstance(run.terminal, ev.RunFinished)
+    sent = results_sent(provider, 1)
+    assert [r["data"] for r in sent] == ["research: nothing", "analysis: nothing", "critique: nothing"]
+    assert notices == []
+
+    same = ScriptedProvider([[ToolCall("recall", {"key": "research"})] * 3, "Done."])
+    await bot(same, [recall]).arun("go")
+    assert "stuck in a loop" in results_sent(same, 1)[2]["data"]
+
+
 async def test_doom_loop_threshold_zero_turns_the_warning_off() -> None:
     provider = ScriptedProvider([[ToolCall("ping")], [ToolCall("ping")], [ToolCall("ping")], "I stop."])
     await bot(provider, [ping], doom_loop_threshold=0).arun("go")

@@ -214,6 +214,33 @@ def test_cli_says_what_is_withheld_and_trust_lets_it_apply(tmp_path: Path, robot
     assert "helper" in listed.stdout and "not used until" not in listed.stderr
 
 
+def test_the_trust_command_a_notice_prints_works_in_a_script(tmp_path: Path, robotlab_home: Path) -> None:
+    """The notice names the command that shows and asks, and the one a script runs; the latter, run as printed with
+    no terminal, trusts the folder."""
+    import os
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    folder = tmp_path / "cloned project"  # a space: the printed command quotes it
+    write(paths.project_config_file(folder), "mcpServers:\n  helper: {command: /nonexistent/helper}\n")
+    env = {**os.environ, "ROBOTLAB_HOME": str(robotlab_home)}
+
+    def robotlab(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "workspace", *args], capture_output=True, text=True,
+                              env=env, stdin=subprocess.DEVNULL, timeout=120)
+
+    listed = robotlab("--folder", str(folder), "mcp", "list", "--json")
+    assert "not used until you trust it" in listed.stderr
+    printed = re.search(r"in a script, where nobody can answer its question: (robotlab trust .+ --yes)\)",
+                        listed.stderr)
+    assert printed is not None, listed.stderr
+    ran = robotlab(*shlex.split(printed.group(1))[1:])
+    assert ran.returncode == 0, ran.stderr
+    assert trust.is_trusted(folder) and "Trusted." in ran.stdout
+
+
 def test_running_without_a_sandbox_is_a_folder_setting_of_the_user_off_by_default(tmp_path: Path,
                                                                                    robotlab_home: Path) -> None:
     import os

@@ -23,6 +23,7 @@ output goes through :func:`workspace.secrets.redact` (the store already redacts 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -482,7 +483,21 @@ def export_thread(store: Store, thread_id: str, fmt: str, *, leaf_turn_id: str |
 # Import
 
 
+#: Why an event export cannot be imported, and what to export instead.
+_EVENTS_NOT_RESULTS = ("This is a JSONL event export (`robotlab threads export ID --format jsonl`: one event per "
+                       "line), which cannot be imported; only the JSON export holds RobotLab results. Export the "
+                       "thread with `robotlab threads export ID --format json` (or the window's Export as JSON) and "
+                       "import that file.")
+
+
+def _is_event(data: Any) -> bool:
+    """Whether ``data`` is one line of :func:`export_events_jsonl` (an event with its ``turn_id``)."""
+    return isinstance(data, Mapping) and isinstance(data.get("kind"), str) and "turn_id" in data
+
+
 def _items(data: Any) -> list[Mapping[str, Any]]:
+    if _is_event(data):  # a JSONL export of one line
+        raise ImportFormatError(_EVENTS_NOT_RESULTS)
     if isinstance(data, Mapping) and isinstance(data.get("results"), list):
         data = data["results"]  # a RobotLab Memory.to_h
     elif isinstance(data, Mapping) and "output" in data:
@@ -571,6 +586,11 @@ def import_results_json(store: Store, text: str, *, robot: str | None = None,
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
+        first: Any = None
+        with contextlib.suppress(ValueError):
+            first = json.loads(text.lstrip().split("\n", 1)[0])
+        if _is_event(first):  # JSON Lines: the event export
+            raise ImportFormatError(_EVENTS_NOT_RESULTS) from exc
         raise ImportFormatError(f"Not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from exc
     items = _items(data)
     results: list[tuple[RobotResult, str]] = []

@@ -168,13 +168,13 @@ def _scripts_allowed(skills: list[Any], folder: Path | None, notices: list[str])
     inside = [s for s in skills if s.scripts and s.path.resolve().is_relative_to(folder)]
     if not inside:
         return skills
-    from workspace.trust import trusted_by_user
+    from workspace.trust import trust_command, trusted_by_user
 
     if trusted_by_user(folder):
         return skills
     for skill in inside:
         notices.append(f"The scripts of the skill '{skill.name}' ({skill.path / 'scripts'}) are not offered: the "
-                       f"folder is not trusted. Run `robotlab trust {folder}` (or use the window's banner) to use them.")
+                       f"folder is not trusted. To use them, run {trust_command(folder)}, or use the window's banner.")
     return [s for s in skills if s not in inside]
 
 

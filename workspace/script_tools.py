@@ -102,12 +102,12 @@ def discover_script_tools(folder: Path | None = None, *,
     if folder is not None:
         project = Path(folder) / ".robotlab" / "tools"
         if _executables(project):
-            from workspace.trust import trusted_by_user
+            from workspace.trust import trust_command, trusted_by_user
 
             if trusted_by_user(Path(folder)):
                 found.update((t.name, t) for t in _scan(project))
             else:  # not even --help is run for an untrusted folder's scripts
                 names = ", ".join(tool_name_for(p) for p in _executables(project))
                 notices.append(f"The script tools in {project} ({names}) are ignored: the folder is not trusted. "
-                               f"Run `robotlab trust {folder}` (or use the window's banner) to use them.")
+                               f"To use them, run {trust_command(folder)}, or use the window's banner.")
     return list(found.values()), notices

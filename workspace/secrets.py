@@ -97,11 +97,22 @@ def keyring_available() -> bool:
 def get_key(var: str) -> str | None:
     """The key from the environment, else from the keyring, else from the keys file (:func:`keys_file`, where
     Settings keeps keys without a keyring); None when none has it."""
+    return _find_key(var)[0]
+
+
+def key_source(var: str) -> str | None:
+    """Where :func:`get_key` finds ``var``'s key: ``"environment"``, ``"keyring"``, ``"file"`` (the keys file), or
+    None when none has it."""
+    return _find_key(var)[1]
+
+
+def _find_key(var: str) -> tuple[str | None, str | None]:
     value = os.environ.get(var)
     if value:
         register_secret(value, name=var)
-        return value
+        return value, "environment"
     stored: str | None = None
+    source = "keyring"
     kr = _keyring()
     if kr is not None:
         try:
@@ -109,10 +120,11 @@ def get_key(var: str) -> str | None:
         except Exception as exc:  # a locked or broken keyring is not fatal
             log.warning("could not read %s from the keyring: %s", var, type(exc).__name__)
     if not stored:
-        stored = _file_keys().get(var)
-    if stored:
-        register_secret(stored, name=var)
-    return stored or None
+        stored, source = _file_keys().get(var), "file"
+    if not stored:
+        return None, None
+    register_secret(stored, name=var)
+    return stored, source
 
 
 def keys_file() -> Any:

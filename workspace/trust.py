@@ -125,7 +125,7 @@ def folder_file_problem(path: Path | None, folder: Path | None, *, mcp: Any = No
     if isinstance(mcp, list | tuple) and any(not isinstance(ref, str) for ref in mcp):
         return (f"{path}: defines an MCP server inline, which files in the opened folder may not do (it would "
                 "start a program). Name a server instead and define it under mcpServers in the folder's "
-                f".robotlab/config.yaml; it is used once you trust the folder (robotlab trust {folder})")
+                f".robotlab/config.yaml; it is used once you trust the folder: {trust_command(folder)}")
     if api_base is not None and not is_loopback_url(str(api_base)):
         return (f"{path}: api_base {api_base} is not on this machine, and files in the opened folder may not send "
                 "your provider key elsewhere. Set llm.api_base in the folder's .robotlab/config.yaml (used once you "
@@ -308,7 +308,17 @@ def _what(spec: Any) -> str:
     return "(no command or url)"
 
 
+def trust_command(folder: Path | str | None) -> str:
+    """How a notice names the command that trusts ``folder``: ``robotlab trust DIR`` shows the settings and asks,
+    which needs a terminal; a script (nobody to ask) runs it with ``--yes``. Both are given, so the one printed
+    works wherever it is run."""
+    import shlex
+
+    where = shlex.quote(str(folder)) if folder is not None else "<folder>"
+    return f"robotlab trust {where} (in a script, where nobody can answer its question: robotlab trust {where} --yes)"
+
+
 def untrusted_message(folder: Path, settings: Mapping[str, Any]) -> str:
     lines = "\n".join(f"  - {line}" for line in describe(settings))
     return (f"The folder {folder} has settings in .robotlab/ that are not used until you trust it:\n{lines}\n"
-            f"Trust it if you know who wrote them: robotlab trust {folder}")
+            f"Trust it if you know who wrote them: {trust_command(folder)}")

@@ -99,3 +99,22 @@ def style_sheet(name: str) -> str:
     from ui.theme import style_sheet as sheet
 
     return sheet(name)
+
+
+def test_a_key_only_in_the_environment_is_said_to_come_from_there(dialog: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OPENAI_API_KEY set in the environment, nothing stored (no keys.json): the field says where the key comes
+    from, not that it is stored."""
+    from workspace import secrets
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    assert not secrets.keys_file().exists()
+    dialog.model.setEditText("openai/gpt-4o-mini")
+    dialog._on_model_changed("openai/gpt-4o-mini")
+    assert dialog.api_key.placeholderText() == "•••••••• (from the environment: OPENAI_API_KEY)"
+    assert "comes from the environment (OPENAI_API_KEY)" in dialog.key_note.text()
+    assert "stored" not in dialog.api_key.placeholderText()
+    monkeypatch.delenv("OPENAI_API_KEY")
+    secrets.save_key("OPENAI_API_KEY", KEY)  # now kept in the keys file (no keyring here)
+    dialog._on_model_changed("openai/gpt-4o-mini")
+    assert dialog.api_key.placeholderText() == "•••••••• (stored in keys.json)"
+    assert "A key is already set." in dialog.key_note.text()

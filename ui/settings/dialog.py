@@ -577,17 +577,23 @@ class SettingsDialog(QDialog):
             self._key_wanted(False, "Set in your environment")
             self.key_note.setText("Set the API key variable litellm documents for this provider in your environment.")
             return
-        have = bool(secrets.get_key(var))
+        source = secrets.key_source(var)
         from workspace.urls import is_loopback_url
 
         # An OpenAI-compatible server on this computer (llama.cpp, vLLM, LM Studio): no key unless it asks.
         local = " A server on this computer usually needs none." if is_loopback_url(self.api_base.text()) else ""
-        self._key_wanted(True, "•••••••• (stored)" if have else f"Paste your {var}")
+        shown = {"environment": f"from the environment: {var}", "keyring": "stored in the system keyring",
+                 "file": f"stored in {secrets.keys_file().name}"}
+        self._key_wanted(True, f"•••••••• ({shown[source]})" if source else f"Paste your {var}")
         if secrets.keyring_available():
             where = "Stored in the system keyring"
         else:  # a bare Linux desktop, a container: a file only the user can read, as `llm keys` does
             where = f"No system keyring is available here: stored in {secrets.keys_file()} (readable only by you)"
-        self.key_note.setText(f"{where} as {var}." + (" A key is already set." if have else "") + local)
+        if source == "environment":  # the environment's key wins over one stored here (secrets.get_key)
+            have = f" The key in use comes from the environment ({var}); it wins over one stored here."
+        else:
+            have = " A key is already set." if source else ""
+        self.key_note.setText(f"{where} as {var}.{have}{local}")
 
     def _key_wanted(self, wanted: bool, placeholder: str) -> None:
         """The key field takes a key, or is read-only and looks it (greyed: the ``readOnly`` style)."""

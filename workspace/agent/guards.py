@@ -1,7 +1,7 @@
-"""The tool loop's guards (RobotLab 0.2): :class:`DoomLoopDetector` (the same tool, or the same cycle of
-tools, called again and again: the model is warned in the tool's result) and the circuit breaker's
-message (``max_tool_rounds``: :class:`workspace.errors.ToolLoopError`). ``max_tools`` caps the tools a
-run offers (:data:`DEFAULT_MAX_TOOLS`).
+"""The tool loop's guards (RobotLab 0.2): :class:`DoomLoopDetector` (the same call, a tool with the same
+arguments, or the same cycle of calls, made again and again: the model is warned in the tool's result) and
+the circuit breaker's message (``max_tool_rounds``: :class:`workspace.errors.ToolLoopError`). ``max_tools``
+caps the tools a run offers (:data:`DEFAULT_MAX_TOOLS`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ _ADVICE = ("You appear to be stuck in a loop. Try a fundamentally different appr
 
 
 class DoomLoopDetector:
-    """Tracks the names of the tools a run calls (never their arguments) and tells when the last ones
-    repeat: one name ``threshold`` times in a row (A, A, A), or a cycle of 2 to :attr:`MAX_PERIOD` names
-    repeated ``threshold`` times (A, B, C, A, B, C, A, B, C)."""
+    """Tracks the calls a run makes and tells when the last ones repeat: one call ``threshold`` times in a row
+    (A, A, A), or a cycle of 2 to :attr:`MAX_PERIOD` calls repeated ``threshold`` times (A, B, C, A, B, C, A, B,
+    C). A call is its tool's name and, when :meth:`track` is given them, its arguments: a tool called again with
+    other arguments (three ``recall`` calls of different keys, made at once) is progress, not a loop. Tracked by
+    name alone (RobotLab's ``track(name)``), calls of one tool are one call."""
 
     DEFAULT_THRESHOLD = 3
     MAX_PERIOD = 10
@@ -28,31 +30,35 @@ class DoomLoopDetector:
             raise ValueError(f"DoomLoopDetector: threshold must be a whole number of at least 2 (got {threshold!r})")
         self.threshold = threshold
         self._names: list[str] = []
+        self._calls: list[tuple[str, str]] = []  # (name, a digest of the arguments; "" when not given)
 
     @property
     def sequence(self) -> list[str]:
         """The tool names tracked so far."""
         return list(self._names)
 
-    def track(self, tool_name: Any) -> None:
+    def track(self, tool_name: Any, arguments: Any = None) -> None:
+        """One call of ``tool_name``; ``arguments`` (its input), when given, tell calls of one tool apart."""
         self._names.append(str(tool_name))
+        self._calls.append((str(tool_name), "" if arguments is None else _digest(arguments)))
 
     def reset(self) -> None:
         self._names.clear()
+        self._calls.clear()
 
     def _period(self) -> int | None:
-        names, k = self._names, self.threshold
-        if len(names) >= k and len(set(names[-k:])) == 1:
+        calls, k = self._calls, self.threshold
+        if len(calls) >= k and len(set(calls[-k:])) == 1:
             return 1
-        for period in range(2, min(self.MAX_PERIOD, len(names) // k) + 1):
-            tail = names[-k * period:]
+        for period in range(2, min(self.MAX_PERIOD, len(calls) // k) + 1):
+            tail = calls[-k * period:]
             if tail == tail[:period] * k and len(set(tail[:period])) > 1:
                 return period
         return None
 
     @property
     def doom_loop(self) -> bool:
-        """RobotLab's ``doom_loop?``: the last calls repeat (a name or a cycle) ``threshold`` times."""
+        """RobotLab's ``doom_loop?``: the last calls repeat (one call or a cycle) ``threshold`` times."""
         return self._period() is not None
 
     def warning_message(self) -> str | None:
@@ -62,9 +68,21 @@ class DoomLoopDetector:
             return None
         k = self.threshold
         if period == 1:
-            return f"Tool '{self._names[-1]}' has been called {k}+ times consecutively with no progress. {_ADVICE}"
+            same = " with the same arguments" if self._calls[-1][1] else ""
+            return (f"Tool '{self._names[-1]}' has been called {k}+ times consecutively{same} with no progress. "
+                    f"{_ADVICE}")
         pattern = " → ".join(self._names[-period:])
         return f"Tool call pattern [{pattern}] has repeated {k}+ times. {_ADVICE}"
+
+
+def _digest(arguments: Any) -> str:
+    """The arguments of a call as a short digest of their canonical JSON: equal for equal arguments, and a run of
+    large calls (a file's whole text) keeps 32 characters each, not the text."""
+    import hashlib
+    import json
+
+    text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def with_warning(content: Any, warning: str) -> Any:

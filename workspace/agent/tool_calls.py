@@ -96,7 +96,7 @@ class ToolCalls:
         detector = self._doom
         assert detector is not None
         for i, result in enumerate(results):
-            detector.track(result.tool.name)
+            detector.track(result.tool.name, result.tool.input)  # a loop: the same call, arguments too
             warning = detector.warning_message() if detector.doom_loop else None
             if warning is None:
                 continue

@@ -46,7 +46,8 @@ def register(sub: Any) -> None:
         "they would make it, and is never written. Exit status 0: it passed; 1: it failed; 2: it could not run.")
     verify.add_argument("--thread", "-t", metavar="ID",
                         help="the thread (or the start of its id; default: the latest with changes for the folder)")
-    verify.add_argument("--folder", dest="changes_folder", help="the folder (default: the current one)")
+    verify.add_argument("--folder", dest="changes_folder",
+                        help="the folder (default: the one the --thread recorded, else the current one)")
     verify.add_argument("--accepted", action="store_true",
                         help="only the hunks accepted so far (what Apply would write), not the whole proposal")
     verify.add_argument("--json", action="store_true", help="print the verify_finished event as one JSON line")
@@ -117,13 +118,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     from workspace import events as ev
     from workspace.cli import CLIError
+    from workspace.cli.combined import changes_folder
     from workspace.cli.record import open_store
     from workspace.isolation import IsolationError, SandboxUnavailable
     from workspace.session import Workspace
 
-    folder = _folder(args) or Path.cwd().resolve()
     store = open_store(args)
     try:
+        folder = changes_folder(args, store)
         if args.thread:
             thread_id = store.resolve_thread_id(args.thread)
         else:

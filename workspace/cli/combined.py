@@ -73,17 +73,32 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--thread", "-t", metavar="ID",
                    help="the thread, or any candidate's thread of a comparison (or the start of its id; default: the "
                    "latest with pending changes for the folder)")
-    p.add_argument("--folder", dest="changes_folder", metavar="DIR", help="the folder (default: the current one)")
+    p.add_argument("--folder", dest="changes_folder", metavar="DIR",
+                   help="the folder (default: the one the --thread recorded, else the current one)")
     p.add_argument("--db", metavar="FILE", help="the threads database file (default: the app's)")
 
 
-def _folder(args: argparse.Namespace) -> Path:
+def changes_folder(args: argparse.Namespace, store: Store) -> Path:
+    """The folder whose changes ``robotlab changes list/apply/undo/verify`` work on: ``--folder`` (also
+    ``robotlab --folder``) when given; else, with ``--thread``, the folder that thread recorded (so the hints
+    printed elsewhere work from any directory); else the current directory."""
     from workspace.cli import CLIError
 
     given = getattr(args, "changes_folder", None) or getattr(args, "folder", None)  # (also `robotlab --folder`)
-    folder = Path(given).resolve() if given else Path.cwd().resolve()
+    if given:
+        folder = Path(given).resolve()
+        if not folder.is_dir():
+            raise CLIError(f"--folder {given}: no such folder")
+        return folder
+    if not getattr(args, "thread", None):
+        return Path.cwd().resolve()
+    info = store.get_thread(store.resolve_thread_id(args.thread))
+    if not info.folder:
+        raise CLIError(f"Thread {info.id[:8]} recorded no folder; give --folder DIR", code=EXIT_REFUSED)
+    folder = Path(info.folder)
     if not folder.is_dir():
-        raise CLIError(f"--folder {given}: no such folder")
+        raise CLIError(f"Thread {info.id[:8]} worked in {info.folder}, which is no longer a folder; give --folder DIR",
+                       code=EXIT_REFUSED)
     return folder
 
 
@@ -141,9 +156,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     from workspace.changes.combine import find_agreements, find_overlaps, pending_hunks
     from workspace.cli.record import open_store
 
-    folder = _folder(args)
     store = open_store(args)
     try:
+        folder = changes_folder(args, store)
         sources, _, kept = _sources(store, folder, args.thread)
         hunks = pending_hunks(sources)
         overlaps: dict[str, list[str]] = {}
@@ -194,10 +209,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from workspace.session.compare import apply_hunks, record_settled
     from workspace.session.verify import VerifyFailed
 
-    folder = _folder(args)
     merges = _merges(args.merge)
     store = open_store(args)
     try:
+        folder = changes_folder(args, store)
         sources, sessions, kept = _sources(store, folder, args.thread)
         command = None
         if not args.no_verify:
@@ -256,9 +271,9 @@ def cmd_undo(args: argparse.Namespace) -> int:
     from workspace.cli.record import open_store
     from workspace.session import Workspace
 
-    folder = _folder(args)
     store = open_store(args)
     try:
+        folder = changes_folder(args, store)
         thread_id = store.resolve_thread_id(args.thread) if args.thread else _latest_undoable(store, folder)
         session = Workspace(folder=folder, store=store).open_thread(thread_id)
         result = asyncio.run(session.undo_changes(force=args.force))

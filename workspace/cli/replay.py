@@ -69,7 +69,8 @@ def _add_robot_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--robot", metavar="NAME", help="another robot (default: the thread's)")
     p.add_argument("--model", metavar="MODEL", help="another model (default: the thread's)")
     p.add_argument("--api-base", metavar="URL", help="the model's server (a local OpenAI-compatible server)")
-    p.add_argument("--folder", metavar="DIR", dest="replay_folder", help="the folder the robot works in")
+    p.add_argument("--folder", metavar="DIR", dest="replay_folder",
+                   help="the folder the robot works in (rerun's default: the one the thread recorded)")
     p.add_argument("-y", "--yes", action="store_true", help="approve every call that asks")
 
 
@@ -86,7 +87,9 @@ def _robot(workspace: Workspace, args: argparse.Namespace, thread_id: str) -> Ro
     return workspace.open_thread(thread_id).robot
 
 
-def _workspace(args: argparse.Namespace, store: Store) -> Workspace:
+def _workspace(args: argparse.Namespace, store: Store, *, thread_id: str | None = None) -> Workspace:
+    """The workspace to run in: ``--folder``'s; else (``thread_id``: ``rerun``) the folder the thread recorded."""
+    from workspace.cli import CLIError
     from workspace.cli.runs import terminal_approval
     from workspace.config import load_config
     from workspace.session import Workspace
@@ -94,9 +97,13 @@ def _workspace(args: argparse.Namespace, store: Store) -> Workspace:
     given = getattr(args, "replay_folder", None) or getattr(args, "folder", None)
     folder = Path(given).resolve() if given else None
     if folder is not None and not folder.is_dir():
-        from workspace.cli import CLIError
-
         raise CLIError(f"--folder {given}: no such folder")
+    recorded = store.get_thread(thread_id).folder if folder is None and thread_id is not None else None
+    if recorded:
+        folder = Path(recorded)
+        if not folder.is_dir():
+            raise CLIError(f"Thread {str(thread_id)[:8]} worked in {recorded}, which is no longer a "
+                           "folder; give --folder DIR")
     overrides: dict[str, Any] = {}
     if args.api_base:
         overrides["llm"] = {"api_base": args.api_base}
@@ -183,7 +190,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
             raise CLIError(f"--args must be a JSON object, not {type(arguments).__name__}: e.g. --args '{{\"a\": 1}}'")
     with open_store(args) as store:
         thread_id = store.resolve_thread_id(args.id)
-        workspace = _workspace(args, store)
+        workspace = _workspace(args, store, thread_id=thread_id)
         try:
             robot = _robot(workspace, args, thread_id)
             result = asyncio.run(_stopping_servers(rerun_call(

@@ -356,12 +356,40 @@ async def verify_in_terminal(verify: VerifyFn, subset: str, *, out: _Out) -> Any
 VERIFY_SHOWN_LINES = 30
 
 
+async def keep_pending(changes: ChangeSet, *, thread_id: str, printer: Any = None,
+                       verify: VerifyFn | None = None) -> None:
+    """No terminal to review a recorded run's proposal in (stdin is not one, or ``--json``) and no ``--apply``
+    given: show it, run the verify command on it (as the review would first), and leave it pending in the thread,
+    saying exactly how to apply it (``robotlab changes apply --thread ID --take ...``, every hunk) or pick hunks."""
+    from workspace.changes.combine import CandidateChanges, pending_hunks
+
+    if not changes.pending_files:
+        return
+    out = _Out(printer)
+    counts = changes.counts()
+    if out.json:
+        out.record({"kind": "change_set", "change_set_id": changes.id, "files": changes.summary(),
+                    "diff": changes.unified_diff(), "state": "pending", "thread_id": thread_id})
+    else:
+        out.line()
+        out.diff(changes.unified_diff())
+    if verify is not None:
+        await verify_in_terminal(verify, "proposed", out=out)
+    short = thread_id[:8]
+    ids = " ".join(h.id for h in pending_hunks([CandidateChanges(0, changes.robot or "", changes)]))
+    out.line(out.c("33", f"✎ {counts.files} proposed file change(s) ({counts.hunks} hunk(s)) are kept pending in "
+                         f"thread {short}: there was no terminal to review them in."))
+    out.line(f"  Apply them all: `robotlab changes apply --thread {short} --take {ids}`")
+    out.line(f"  See them hunk by hunk: `robotlab changes list --thread {short}`; or open the thread in the window.")
+
+
 async def settle_in_terminal(changes: ChangeSet, *, mode: str, printer: Any = None,
-                             ask: AskFn | None = None, verify: VerifyFn | None = None) -> ApplyResult | None:
+                             ask: AskFn | None = None, verify: VerifyFn | None = None,
+                             never_why: str = "--apply never") -> ApplyResult | None:
     """Settle a run's proposed changes on the command line.
 
     ``mode``: ``auto`` applies everything, ``never`` prints the proposed diff and
-    writes nothing, ``review`` shows each hunk and asks (accept / reject with a
+    writes nothing (``never_why``: why, in the message), ``review`` shows each hunk and asks (accept / reject with a
     reason / edit / rest of file / all / quit), then applies. Prints the outcome and
     the checkpoint to undo from; ``ask`` replaces the terminal prompt (tests).
 
@@ -389,9 +417,9 @@ async def settle_in_terminal(changes: ChangeSet, *, mode: str, printer: Any = No
         else:
             out.line()
             out.diff(changes.unified_diff())
-        result = changes.discard(reason="not applied: the run was started with --apply never")
+        result = changes.discard(reason=f"not applied: {never_why}")
         count = len(result.settled)
-        out.line(out.c("33", f"✎ {count} proposed file change(s) were NOT applied (--apply never). "
+        out.line(out.c("33", f"✎ {count} proposed file change(s) were NOT applied ({never_why}). "
                              "Use --apply review to review them, or --apply auto to apply them."))
         _emit_decided(changes, printer)
         return result

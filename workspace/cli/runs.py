@@ -63,7 +63,8 @@ def add_run_options(p: argparse.ArgumentParser, *, who: str) -> None:
         choices=("review", "auto", "never"),
         default=None,
         help="what to do with proposed file changes (with --folder): review each hunk in the terminal "
-        "(default when interactive), apply them all, or never write (default otherwise)",
+        "(default when interactive), apply them all, or never write them. Default otherwise: they stay pending "
+        "in the thread for `robotlab changes apply --thread ID` (the command is printed)",
     )
     p.add_argument("--yes", "-y", action="store_true",
                    help="approve every tool call that the approval policy would ask about, and MCP servers' sampling "
@@ -333,18 +334,29 @@ def machine_output(args: argparse.Namespace) -> bool:
 
 
 async def settle_changes(changes: Any, args: argparse.Namespace, stopped: SignalStop, printer: Any, *,
-                         verify: Any = None) -> Any:
+                         verify: Any = None, thread_id: str | None = None) -> Any:
     """What ``--apply`` says to do with the run's proposed changes (a review in the terminal when
     interactive); a run stopped by a signal writes nothing. The ApplyResult, or None. ``verify``: runs the
-    verify command on a subset (see :func:`workspace.cli.review.settle_in_terminal`)."""
+    verify command on a subset (see :func:`workspace.cli.review.settle_in_terminal`).
+
+    With no ``--apply`` and no terminal to review in (stdin is not one, or ``--json``), a recorded run's
+    proposal (``thread_id``) stays pending in its thread for ``robotlab changes apply``
+    (:func:`workspace.cli.review.keep_pending`); an unrecorded run's has nowhere to wait and is not applied."""
+    from workspace.cli.review import keep_pending, settle_in_terminal
+
     if changes is None or not getattr(changes, "files", None):
         return None
-    mode = args.apply or ("review" if sys.stdin.isatty() and not args.json else "never")
+    mode = args.apply or ("review" if sys.stdin.isatty() and not args.json else None)
+    why = "--apply never"
     if stopped.signal is not None:
-        mode = "never"  # stopped by the user or the system: nothing of the run is written
-    from workspace.cli.review import settle_in_terminal
-
-    return await settle_in_terminal(changes, mode=mode, printer=printer, verify=verify if mode != "never" else None)
+        mode, why = "never", "the run was stopped"  # by the user or the system: nothing of the run is written
+    elif mode is None and thread_id is not None:
+        await keep_pending(changes, thread_id=thread_id, printer=printer, verify=verify)
+        return None
+    elif mode is None:
+        mode, why = "never", "no terminal to review them in, and --no-record keeps no thread for them to wait in"
+    return await settle_in_terminal(changes, mode=mode, printer=printer, verify=verify if mode != "never" else None,
+                                    never_why=why)
 
 
 async def settle_recorded(session: Any, args: argparse.Namespace, stopped: SignalStop, printer: Any) -> None:
@@ -358,7 +370,7 @@ async def settle_recorded(session: Any, args: argparse.Namespace, stopped: Signa
     if setting.notice:
         print(f"robotlab: {setting.notice}", file=sys.stderr)
     verify = session.verify_changes if setting.command is not None else None
-    result = await settle_changes(changes, args, stopped, printer, verify=verify)
+    result = await settle_changes(changes, args, stopped, printer, verify=verify, thread_id=session.thread_id)
     turn_id = session.thread.current_turn_id
     if turn_id is not None and result is not None and result.settled:
         from workspace.persistence import StoreError

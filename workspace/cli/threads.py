@@ -64,7 +64,8 @@ def register(sub: Any) -> None:
     search.set_defaults(func=cmd_search)
 
     imp = tsub.add_parser("import", help="import RobotLab results JSON as a new thread", parents=[common])
-    imp.add_argument("file", help="a JSON file of RobotLab results (as `threads export --format json` writes)")
+    imp.add_argument("file", help="a JSON file of RobotLab results (as `threads export --format json` writes; the "
+                     "JSONL event export cannot be imported)")
     imp.add_argument("--robot", help="robot name for the thread (default: the results' robot_name)")
     imp.add_argument("--title", help="thread title (default: the first message)")
     imp.set_defaults(func=cmd_import)
@@ -191,5 +192,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             thread = import_results_json(store, text, robot=args.robot, title=args.title)
         except ImportFormatError as exc:
             raise CLIError(f"{path}: {exc}") from exc
-    print(f"Imported {thread.turn_count} result(s) as thread {thread.id[:8]} \"{thread.display_title}\"")
+    turns = thread.turn_count
+    print(f"Imported 1 thread, {thread.id[:8]} \"{thread.display_title}\": {turns} turn{'s' if turns != 1 else ''}, "
+          f"one per result")
     return 0

@@ -390,6 +390,7 @@ class ServerLifecycle:
         if name in self._errors:
             return self._errors[name]
         from workspace import paths
+        from workspace.trust import trust_command
 
         folder, withheld = self._withheld
         if name in withheld:
@@ -397,7 +398,7 @@ class ServerLifecycle:
                 "the folder's .robotlab/config.yaml"
             return (f"MCP server '{name}' is defined in {where} and is not used until you trust that folder "
                     f"(its servers are programs it would start on this machine). If you know who wrote it: "
-                    f"robotlab trust {folder if folder is not None else '<folder>'}")
+                    + trust_command(folder))
         known = ", ".join(self.server_names()) or "(none)"
         return (
             f"Unknown MCP server '{name}'. Configured servers: {known}. Add it under mcpServers in "

@@ -95,7 +95,7 @@ class DemoProvider(ProviderBase):
             if edit:
                 return edit
             return [self._explain(messages)]
-        text = _said(last.content) if last is not None else ""
+        text = _typed(_said(last.content)) if last is not None else ""  # not the review outcome in front of it
         category = _classify(system, text)
         if category is not None:
             return [category]
@@ -149,7 +149,7 @@ class DemoProvider(ProviderBase):
             if m.group(2):
                 args["path"] = m.group(2)
             return [ToolCall("search_files", args)]
-        if files and _has(tools, "read_file") and _EDIT_WORDS.search(_typed(text)) and _edit_tool(tools):
+        if files and _has(tools, "read_file") and _EDIT_WORDS.search(text) and _edit_tool(tools):
             # Asked to change a file: read it first; the edit is proposed once its text is known.
             return [ToolCall("read_file", {"path": files[0]})]
         if files and _has(tools, "read_file") and re.search(r"\b(read|open|show|cat|view|what(?:'s| is) in)\b", low):

@@ -91,12 +91,12 @@ def verify_command(config: Any, robot: Robot | None = None, *, folder: Path | No
         if not _inside(path, folder) or (folder is not None and trust.trusted_by_user(folder)):
             return VerifySetting(own.strip())
         notice = (f"The verify command of {path} ({own.strip()!r}) is ignored: the folder {folder} is not trusted. "
-                  f"Run `robotlab trust {folder}` to use it.")
+                  f"To use it, run {trust.trust_command(folder)}.")
     value = config.get("review.verify") if config is not None else None
     withheld = getattr(config, "withheld", None) or {}
     if not value and "review.verify" in withheld and notice is None:
         notice = (f"The folder's review.verify ({withheld['review.verify']!r}) is ignored: the folder {folder} is "
-                  f"not trusted. Run `robotlab trust {folder}` to use it.")
+                  f"not trusted. To use it, run {trust.trust_command(folder)}.")
     if isinstance(value, str) and value.strip():
         return VerifySetting(value.strip(), notice=notice)
     return VerifySetting(None, notice=notice)
