@@ -665,3 +665,40 @@ def test_a_script_tools_folder_that_is_not_there_costs_no_exception(monkeypatch:
     script.write_text("#!/bin/sh\necho hi\n")
     script.chmod(0o755)
     assert [t.name for t in script_tools.discover_script_tools(tmp_path, user_dir=tools)[0]] == ["say_hi"]
+
+
+async def test_a_robots_runs_read_its_configuration_once_and_another_one_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every run read agent.max_turns, agent.tool_timeout, agent.mcp_startup_wait, agent.text_tool_calls and the four
+    # llm.* settings from the configuration again (eight Config.get a run on the old code); a robot given another
+    # configuration has it read at its next run.
+    from workspace.config import Config, load_config
+
+    config = load_config(env={})
+    config.data["llm"]["temperature"] = 0.25
+    model = _Model([])
+    robot = Robot("bot", system_prompt="You help.", tools=[get_weather], config=config, provider=model)
+    model.enqueue("Hello.")
+    await robot.arun("Hi")
+    read: list[str] = []
+    real = Config.get
+
+    def counted(self: Config, dotted: str, default: Any = None) -> Any:
+        read.append(dotted)
+        return real(self, dotted, default)
+
+    monkeypatch.setattr(Config, "get", counted)
+    model.enqueue("Hello again.")
+    run = robot.stream("Hi again")
+    assert run.spec.settings == {"temperature": 0.25} and run.spec.max_turns == 20
+    await run.wait()
+    assert not [key for key in read if key.startswith("llm.") or key in (
+        "agent.max_turns", "agent.tool_timeout", "agent.mcp_startup_wait", "agent.text_tool_calls")], read
+    other = load_config(env={})
+    other.data["agent"]["max_turns"] = 1
+    other.data["llm"]["temperature"] = 0.5
+    robot._config = other  # a configuration changed: a new Config (load_config), as the session gives it
+    model.enqueue([ToolCall("get_weather", {"city": "Oslo"})], "Sunny.")
+    run = robot.stream("Weather in Oslo?")
+    assert run.spec.settings == {"temperature": 0.5} and run.spec.max_turns == 1
+    await run.wait()
+    assert run.result is not None and run.result.stop_reason == "max_turns"
