@@ -5,6 +5,7 @@ Each async generator a chunk crosses is a resumption of its frame per chunk, pai
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -19,6 +20,17 @@ from workspace.context import ContextManager
 from workspace.messages import Message
 from workspace.providers.base import Chunk, FinishChunk, ProviderBase, TextChunk, ToolSpec, UsageChunk
 from workspace.robot import Robot
+
+
+def _frames_above() -> list[str]:
+    """The coroutines and async generators on the stack above this one's caller (the provider's stream, resumed for
+    its next chunk), up to the task's own: each is resumed for every chunk a read gives (innermost first)."""
+    frame = sys._getframe(2)
+    names = []
+    while frame is not None and frame.f_code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        names.append(frame.f_code.co_qualname)
+        frame = frame.f_back
+    return names
 
 
 def _generators_above() -> list[str]:
@@ -41,11 +53,14 @@ class LayerProvider(ProviderBase):
     def __init__(self, words: int = 20) -> None:
         self.words = words
         self.readers: list[list[str]] = []
+        self.frames: list[list[str]] = []
 
     async def stream(self, *, system: str | None, messages: Sequence[Message], tools: Sequence[ToolSpec],
                      settings: Mapping[str, Any]) -> AsyncIterator[Chunk]:
         for i in range(self.words):
             self.readers.append(_generators_above())
+            self.frames.append(_frames_above())
+            await asyncio.sleep(0)  # as a socket read: the task suspended, the whole chain resumed for the chunk
             yield TextChunk(f"w{i} ")
         self.readers.append(_generators_above())
         yield UsageChunk(input_tokens=10, output_tokens=self.words)
@@ -62,19 +77,33 @@ async def test_a_chunk_reaches_the_model_turn_through_the_provider_s_generator_a
     assert all(readers == [] for readers in provider.readers), provider.readers[:2]
 
 
+@pytest.mark.parametrize("managed", [True, False])
+async def test_a_chunk_resumes_the_model_turn_and_the_run_alone(managed: bool) -> None:
+    # Each chunk a read gives resumes every coroutine between the provider's stream and the run's task. The model
+    # turn reads the stream itself (through the context manager's ModelCall, or with no manager): before, the
+    # manager's consume, the turn's _model_call and _stream_turn were three more frames resumed for every chunk.
+    provider = LayerProvider(words=3)
+    robot = Robot("bot", system_prompt="You help.", provider=provider)
+    if not managed:
+        robot._context_manager = None
+        robot.context_manager  # noqa: B018 - made, then dropped from the runs' specs below
+    events = []
+    run = robot.stream("Say three words.")
+    if not managed:
+        run.spec.context = None
+    async for event in run:
+        events.append(event)
+    assert "".join(e.text for e in events if isinstance(e, ev.TextDelta)) == "w0 w1 w2 "
+    assert provider.frames and all(frames == ["ModelTurns._model_turn", "AgentRun._turns", "AgentRun._main"]
+                                   for frames in provider.frames), provider.frames[0]
+
+
 async def test_the_manager_s_own_stream_gives_the_same_chunks() -> None:
     provider = LayerProvider(words=3)
     manager = ContextManager()
     chunks = [c async for c in manager.stream(provider, system=None, history=[], tools=[], settings={})]
-    seen: list[Chunk] = []
-
-    def keep(chunk: Chunk) -> bool:
-        seen.append(chunk)
-        return False
-
-    await manager.consume(provider, system=None, history=[], tools=[], settings={}, emit=None, on_chunk=keep)
-    assert [type(c).__name__ for c in chunks] == [type(c).__name__ for c in seen]
-    assert [getattr(c, "text", None) for c in chunks] == [getattr(c, "text", None) for c in seen]
+    assert [type(c).__name__ for c in chunks] == ["TextChunk"] * 3 + ["UsageChunk", "FinishChunk"]
+    assert [getattr(c, "text", None) for c in chunks[:3]] == ["w0 ", "w1 ", "w2 "]
 
 
 async def test_the_lean_provider_s_chunks_are_read_with_no_call_per_field(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -604,3 +604,101 @@ async def test_a_model_call_through_the_loop_sets_one_timer(monkeypatch: pytest.
     assert str(result.last_text_content) == "w0 w1 w2 w3 " and len(result.tool_calls) == 1
     assert len(timers) == 2, timers  # one a model call
     assert all(when <= provider.slow_notice + 0.1 for when in timers), timers  # the nearest wait's deadline
+
+
+def test_whether_a_run_is_traced_is_read_with_no_exception_for_variables_not_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Asked for every run (tracing.attach): os.environ.get of a variable not set raises and catches a KeyError inside
+    # (three a run on the old code: the switch and both OTLP endpoints).
+    import os
+
+    from workspace import tracing
+
+    for name in tracing._WATCHED:
+        monkeypatch.delenv(name, raising=False)
+    missed: list[str] = []
+    real = type(os.environ).__getitem__
+
+    def counted(self: Any, key: str) -> Any:
+        try:
+            return real(self, key)
+        except KeyError:
+            missed.append(key)
+            raise
+
+    monkeypatch.setattr(type(os.environ), "__getitem__", counted)
+    assert tracing.wanted() is False and tracing.wanted(None) is False
+    assert missed == []
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+    assert tracing.wanted() is False  # set but empty: no endpoint
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    assert tracing.wanted() is True
+    monkeypatch.setenv(tracing.ENV_SWITCH, " Off ")
+    assert tracing.wanted() is False  # the switch decides
+    monkeypatch.setenv(tracing.ENV_SWITCH, "true")
+    assert tracing.wanted() is True
+
+
+def test_a_script_tools_folder_that_is_not_there_costs_no_exception(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Any) -> None:
+    # Every run looks for the user's tools folder (and a folder's .robotlab/tools/), most often not there: a stat()
+    # of a missing path raised (and the caller caught) an OSError each time on the old code.
+    import os
+
+    from workspace import script_tools
+
+    raised: list[Any] = []
+    real = os.stat
+
+    def counted(path: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return real(path, *args, **kwargs)
+        except OSError:
+            raised.append(path)
+            raise
+
+    monkeypatch.setattr(os, "stat", counted)
+    assert script_tools.discover_script_tools(tmp_path, user_dir=tmp_path / "user-tools") == ([], [])
+    assert raised == []
+    tools = tmp_path / "user-tools"
+    tools.mkdir()
+    script = tools / "say_hi"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o755)
+    assert [t.name for t in script_tools.discover_script_tools(tmp_path, user_dir=tools)[0]] == ["say_hi"]
+
+
+async def test_a_robots_runs_read_its_configuration_once_and_another_one_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every run read agent.max_turns, agent.tool_timeout, agent.mcp_startup_wait, agent.text_tool_calls and the four
+    # llm.* settings from the configuration again (eight Config.get a run on the old code); a robot given another
+    # configuration has it read at its next run.
+    from workspace.config import Config, load_config
+
+    config = load_config(env={})
+    config.data["llm"]["temperature"] = 0.25
+    model = _Model([])
+    robot = Robot("bot", system_prompt="You help.", tools=[get_weather], config=config, provider=model)
+    model.enqueue("Hello.")
+    await robot.arun("Hi")
+    read: list[str] = []
+    real = Config.get
+
+    def counted(self: Config, dotted: str, default: Any = None) -> Any:
+        read.append(dotted)
+        return real(self, dotted, default)
+
+    monkeypatch.setattr(Config, "get", counted)
+    model.enqueue("Hello again.")
+    run = robot.stream("Hi again")
+    assert run.spec.settings == {"temperature": 0.25} and run.spec.max_turns == 20
+    await run.wait()
+    assert not [key for key in read if key.startswith("llm.") or key in (
+        "agent.max_turns", "agent.tool_timeout", "agent.mcp_startup_wait", "agent.text_tool_calls")], read
+    other = load_config(env={})
+    other.data["agent"]["max_turns"] = 1
+    other.data["llm"]["temperature"] = 0.5
+    robot._config = other  # a configuration changed: a new Config (load_config), as the session gives it
+    model.enqueue([ToolCall("get_weather", {"city": "Oslo"})], "Sunny.")
+    run = robot.stream("Weather in Oslo?")
+    assert run.spec.settings == {"temperature": 0.5} and run.spec.max_turns == 1
+    await run.wait()
+    assert run.result is not None and run.result.stop_reason == "max_turns"

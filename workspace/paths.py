@@ -24,9 +24,10 @@ _CONFIG_DIRS: dict[tuple[object, ...], Path] = {}
 _ENCODED: dict[tuple[str, ...], tuple[object, ...]] = {}
 
 
-def _environ(names: tuple[str, ...]) -> tuple[object, ...]:
-    """The values of the environment variables ``names`` as a key (None for one not set): read from
-    ``os.environ``'s own table, since ``os.environ.get`` of a variable not set costs an exception."""
+def env_values(names: tuple[str, ...]) -> tuple[object, ...]:
+    """The values of the environment variables ``names`` as a key (None for one not set; a value as ``os.environ``
+    keeps it: bytes on POSIX, to compare, test or decode with ``os.environ.get``): read from ``os.environ``'s own
+    table, since ``os.environ.get`` of a variable not set costs an exception."""
     data = getattr(os.environ, "_data", None)
     keys = _ENCODED.get(names)
     if keys is None:
@@ -38,7 +39,7 @@ def _environ(names: tuple[str, ...]) -> tuple[object, ...]:
 
 
 def _home() -> Path | None:
-    if _environ(("ROBOTLAB_HOME",))[0] is None:
+    if env_values(("ROBOTLAB_HOME",))[0] is None:
         return None
     value = os.environ.get("ROBOTLAB_HOME")
     return Path(value).expanduser() if value else None
@@ -48,7 +49,7 @@ def config_dir() -> Path:
     home = _home()
     if home:
         return home / "config"
-    key = _environ(_PLATFORM_VARIABLES)
+    key = env_values(_PLATFORM_VARIABLES)
     found = _CONFIG_DIRS.get(key)
     if found is None:
         import platformdirs

@@ -8,6 +8,7 @@ change set of the folder, the attachments, the tools (loaded when the run starts
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from workspace.robot_tools import mcp_prompt_text, resolve_tools
 from workspace.tools.manifest import ToolManifest
 
 if TYPE_CHECKING:
+    from workspace.config import Config
     from workspace.hooks import Registration
     from workspace.robot import Robot
 
@@ -54,7 +56,8 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
     learned = robot.learnings_prompt()
     if learned:  # RobotLab's learnings from earlier runs, at the end of the system prompt
         system = f"{system}\n\n{learned}" if system else learned
-    settings = run_settings(robot, options.get("settings"))
+    read = config_read(robot)
+    settings = run_settings(robot, options.get("settings"), read)
     folder = options.get("folder")
     folder_path = Path(folder).resolve() if folder is not None else robot.folder
     changes = options.get("changes")
@@ -72,7 +75,7 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
         manifest, spec.pending_tools = await resolve_tools(
             robot, run_tools=options.get("tools", "inherit"), run_mcp=options.get("mcp", "inherit"),
             network_tools=options.get("network_tools", "inherit"),
-            network_mcp=options.get("network_mcp", "inherit"), mcp_wait=config_mcp_wait(robot), message=text,
+            network_mcp=options.get("network_mcp", "inherit"), mcp_wait=read.mcp_wait, message=text,
         )
         from workspace.robots_as_tools import named_robot_tools
 
@@ -123,17 +126,17 @@ def prepare(robot: Robot, message: object, options: dict[str, Any]) -> RunSpec:
     spec = RunSpec(
         robot=robot.name, provider=provider, system=system,
         history=robot.history if history is None else history, message=text,
-        settings=settings, max_turns=int(options.get("max_turns") or robot.max_turns or config_max_turns(robot)),
+        settings=settings, max_turns=int(options.get("max_turns") or robot.max_turns or read.max_turns),
         task=options.get("task"), memory=memory, network=options.get("network"), folder=folder_path,
         changes=changes, approval=as_gate(options.get("approval")) or robot.approval,
         on_tool_call=robot.on_tool_call, on_tool_result=robot.on_tool_result,
         on_result=_appender(memory, robot), thread_id=options.get("thread_id"),
-        tool_timeout=config_tool_timeout(robot), sequence=options.get("sequence"),
+        tool_timeout=read.tool_timeout, sequence=options.get("sequence"),
         watch_memory=options.get("watch_memory", True), tools_loader=load_tools,
         fallbacks=robot._fallback_makers() if options.get("provider") is None else [],
         max_cost=options.get("max_cost", robot.max_cost),
         max_total_tokens=options.get("max_total_tokens", robot.max_total_tokens),
-        text_tool_calls=config_value(robot, "agent.text_tool_calls", "run"),
+        text_tool_calls=read.text_tool_calls,
         context=robot.context_manager,
         output=robot._structured_output(options), parent_run_id=options.get("parent_run_id"),
         parent_tool_id=options.get("parent_tool_id"), attachments=attachments, candidate=options.get("candidate"),
@@ -214,49 +217,60 @@ def run_hooks(robot: Robot, options: Mapping[str, Any]) -> tuple[Registration, .
                          run=hooks.per_run(options.get("hooks")))
 
 
-def config_value(robot: Robot, key: str, default: Any) -> Any:
-    """The configuration's ``key`` for ``robot`` (``default`` for a robot given only a provider)."""
-    if robot._config is None and robot._provider is not None:
-        return default
-    value = robot.config.get(key, default)
-    return default if value is None else value
+class ConfigRead:
+    """What a robot's runs read of its configuration (``agent.max_turns``, ``agent.tool_timeout``,
+    ``agent.mcp_startup_wait``, ``agent.text_tool_calls`` and the model settings ``llm.*``), read once per
+    :class:`~workspace.config.Config` object: a configuration that changed is a new object (``load_config``: the
+    window, the session and the CLI give a robot a new one, never edit one in place), so a robot given another one
+    has it read at its next run. A robot given only a provider reads none (the defaults)."""
+
+    __slots__ = ("config", "max_turns", "mcp_wait", "settings", "text_tool_calls", "tool_timeout")
+
+    def __init__(self, config: Config | None) -> None:
+        from workspace.config import DEFAULTS
+
+        self.config = config
+        self.max_turns = 20
+        self.mcp_wait = float(DEFAULTS["agent"]["mcp_startup_wait"])
+        self.tool_timeout: float | None = None
+        self.text_tool_calls: str = "run"
+        #: The configuration's model settings (``llm.temperature``, ...), under the robot's and the run's own.
+        self.settings: dict[str, Any] = {}
+        if config is None:
+            return
+        self.max_turns = int(config.get("agent.max_turns", 20))
+        self.mcp_wait = float(config.get("agent.mcp_startup_wait", self.mcp_wait))
+        timeout = config.get("agent.tool_timeout")
+        self.tool_timeout = float(timeout) if timeout else None
+        calls = config.get("agent.text_tool_calls", "run")
+        self.text_tool_calls = "run" if calls is None else calls
+        for key in ("temperature", "top_p", "max_tokens", "tool_choice"):
+            value = config.get(f"llm.{key}")
+            if value is not None:
+                self.settings[key] = value
 
 
-def config_mcp_wait(robot: Robot) -> float:
-    """How long a run waits for MCP servers still starting (``agent.mcp_startup_wait``)."""
-    from workspace.config import DEFAULTS
-
-    default = float(DEFAULTS["agent"]["mcp_startup_wait"])
-    if robot._config is None and robot._provider is not None:
-        return default
-    return float(robot.config.get("agent.mcp_startup_wait", default))
+#: Each robot's :class:`ConfigRead`, with the Config object it was read from (kept while the robot lives).
+_READ: weakref.WeakKeyDictionary[Robot, ConfigRead] = weakref.WeakKeyDictionary()
 
 
-def config_max_turns(robot: Robot) -> int:
-    if robot._config is None and robot._provider is not None:
-        return 20
-    return int(robot.config.get("agent.max_turns", 20))
+def config_read(robot: Robot) -> ConfigRead:
+    """What ``robot``'s runs read of its configuration (see :class:`ConfigRead`): read again only for another
+    Config object."""
+    config = None if robot._config is None and robot._provider is not None else robot.config
+    read = _READ.get(robot)
+    if read is None or read.config is not config:
+        read = _READ[robot] = ConfigRead(config)
+    return read
 
 
-def config_tool_timeout(robot: Robot) -> float | None:
-    if robot._config is None and robot._provider is not None:
-        return None
-    value = robot.config.get("agent.tool_timeout")
-    return float(value) if value else None
-
-
-def run_settings(robot: Robot, given: Mapping[str, Any] | None) -> dict[str, Any]:
+def run_settings(robot: Robot, given: Mapping[str, Any] | None, read: ConfigRead | None = None) -> dict[str, Any]:
     """The model settings of a run: the configuration's ``llm.*``, then the robot's, then the run's."""
     if given:
         from workspace.schemas.robot import check_settings
 
         check_settings(given, what="run setting")
-    base: dict[str, Any] = {}
-    if robot._config is not None or robot._provider is None:
-        for key in ("temperature", "top_p", "max_tokens", "tool_choice"):
-            value = robot.config.get(f"llm.{key}")
-            if value is not None:
-                base[key] = value
+    base = (read or config_read(robot)).settings
     return {**base, **robot.settings, **(given or {})}
 
 

@@ -49,6 +49,10 @@ def _names(directory: Path) -> list[str]:
     """The names in ``directory`` that may be tools (not sidecars, not hidden), sorted; [] when it is not a
     folder. Listed again only when the folder's modification time (or the folder) changed."""
     try:
+        # A folder that is not there (the usual user's tools folder: asked for every run) said by access(), which
+        # returns False where stat() raises: no exception made for it on every run.
+        if not os.access(directory, os.F_OK):
+            return []
         info = os.stat(directory)
     except (OSError, ValueError):
         return []

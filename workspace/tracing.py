@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workspace import events as ev
+from workspace.paths import env_values
 from workspace.secrets import redact
 
 __all__ = ["ENV_SWITCH", "RunTracer", "TraceExportError", "attach", "available", "export_endpoint", "otlp_json",
@@ -57,6 +58,8 @@ log = logging.getLogger(__name__)
 #: The environment variable of the ``tracing.otel`` setting.
 ENV_SWITCH = "ROBOT_LAB_TRACING__OTEL"
 _ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+#: The variables :func:`wanted` reads: the switch first.
+_WATCHED = (ENV_SWITCH, *_ENDPOINT_VARS)
 _TRUE = frozenset({"1", "true", "yes", "on"})
 INSTRUMENTATION = "robotlab.workspace"
 
@@ -65,17 +68,18 @@ _warned = False
 
 
 def wanted(config: Any = None) -> bool:
-    """Whether runs are traced: the setting, its environment variable, or an OTLP endpoint (cheap)."""
-    switch = os.environ.get(ENV_SWITCH)
+    """Whether runs are traced: the setting, its environment variable, or an OTLP endpoint (cheap: asked for every
+    run, the variables read with no exception for those not set, :func:`workspace.paths.env_values`)."""
+    switch, *endpoints = env_values(_WATCHED)
     if switch is not None:
-        return switch.strip().lower() in _TRUE
+        return str(os.environ.get(ENV_SWITCH) or "").strip().lower() in _TRUE
     if config is not None:
         try:
             if config.get("tracing.otel"):
                 return True
         except Exception:  # a configuration without the section
             pass
-    return any(os.environ.get(name) for name in _ENDPOINT_VARS)
+    return any(endpoints)
 
 
 def available() -> bool:

@@ -20,11 +20,12 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from workspace import events as ev
+from workspace.context.manager import close_stream
 from workspace.context.requests import RequestRecorder
 from workspace.errors import ProviderError
 from workspace.messages import ToolMessage
@@ -68,7 +69,7 @@ def _streamed(loop: asyncio.AbstractEventLoop) -> None:
 
 if TYPE_CHECKING:
     from workspace.agent.spec import RunSpec
-    from workspace.providers.base import Chunk, Provider, ToolSpec
+    from workspace.providers.base import Chunk, Provider
     from workspace.result import Usage as UsageTotals
 
 
@@ -113,20 +114,160 @@ class ModelTurns:
         raise NotImplementedError
 
     async def _model_turn(self, text_parts: list[str]) -> TurnOutcome:
-        """Ask the model for its next turn (a fallback model when the robot's has an outage)."""
-        specs = [tool.spec() for tool in self.spec.tools]
+        """Ask the model for its next turn (a fallback model when the robot's has an outage): the provider's
+        stream read here, in this one coroutine, through the run's context manager when it has one (the request
+        kept within the model's window; compacted and retried once when the server refuses it as too long, an
+        empty HTTP 200 from a local server included: :class:`~workspace.context.manager.ModelCall`), each chunk
+        handed to ``see``. No generator and no other coroutine of the loop's between the provider's generator
+        and this one: each chunk a socket read gives resumes every frame of that chain (the provider's stream,
+        this turn, the run's turns, the run), so a level only forwarding it costs every chunk of every answer,
+        the more once the loop's code is out of the CPU's caches (``tests/test_chunk_layers.py`` counts them)."""
+        spec = self.spec
+        specs = [tool.spec() for tool in spec.tools]
         loop = asyncio.get_running_loop()
-        while True:
-            produced = [False]
-            _streaming(loop)
-            try:
-                return await self._stream_turn(self.spec.provider, specs, text_parts, produced)
-            except ProviderError as exc:
-                if produced[0] or not exc.is_outage or not self._fallbacks:
-                    raise
-                self._switch_model(exc)
-            finally:
-                _streamed(loop)
+        emit, unheard = self.emit, self.unheard
+        # A streamed piece is emitted in one call (the event built stamped: AgentRun.piece_emitter).
+        emit_text, emit_thought = self.piece_emitter(ev.TextDelta), self.piece_emitter(ev.ReasoningDelta)
+        add_text = text_parts.append
+        clock = time.perf_counter
+        provider = spec.provider
+        produced = False
+        partial: dict[int, _PartialCall] = {}
+        splitter = ThinkSplitter()
+        reasoning: list[str] = []
+        finish: str | None = None
+        since = clock()
+        #: Characters the answer may still stream (its text, thinking and tool calls' arguments): a server that never
+        #: ends its stream would fill the memory (llm.max_answer_chars).
+        most = getattr(provider, "max_answer_chars", None) or MAX_ANSWER_CHARS
+        left = most
+
+        def said(text: str, thought: str) -> None:
+            """What the splitter gave of the text: its answer and its thinking (between think tags), as events."""
+            if thought:
+                reasoning.append(thought)
+                emit_thought(thought)
+            if text:
+                add_text(text)
+                emit_text(text)
+
+        def see(chunk: Chunk) -> bool:
+            """Turn ``chunk`` into events; True when chunks have been read for longer than a slice (chunks
+            waiting): the event loop runs before the next. A piece of text, the most frequent chunk, by its
+            exact type first; past any thinking it is the answer's as it is (no call of the splitter's)."""
+            nonlocal finish, since, left, produced
+            if type(chunk) is TextChunk or isinstance(chunk, TextChunk):
+                text = chunk.text
+                if text:
+                    produced = True
+                    left -= len(text)
+                    if left < 0:
+                        raise _too_long(provider, most)
+                    if splitter.passing:
+                        add_text(text)
+                        emit_text(text)
+                    else:
+                        said(*splitter.feed(text))
+            elif type(chunk) is ToolCallChunk or isinstance(chunk, ToolCallChunk):
+                produced = True
+                call = partial.get(chunk.index)
+                if call is None:  # the call's first fragment (not a record made and dropped for every fragment)
+                    call = partial[chunk.index] = _PartialCall()
+                if chunk.id:
+                    call.id = chunk.id
+                if chunk.name:
+                    call.name = chunk.name
+                if isinstance(chunk.arguments, dict):
+                    call.whole = dict(chunk.arguments)
+                elif chunk.arguments:
+                    left -= len(chunk.arguments)
+                    if left < 0:
+                        raise _too_long(provider, most)
+                    call.fragments.append(chunk.arguments)
+            elif isinstance(chunk, ReasoningChunk):
+                if chunk.text:
+                    produced = True
+                    left -= len(chunk.text)
+                    if left < 0:
+                        raise _too_long(provider, most)
+                    reasoning.append(chunk.text)
+                    emit_thought(chunk.text)
+            elif isinstance(chunk, UsageChunk):
+                self._add_usage(chunk)
+            elif isinstance(chunk, FinishChunk):
+                finish = chunk.reason
+            elif isinstance(chunk, StatusChunk) and not unheard():  # (nobody reads it: its number taken)
+                emit(ev.RunStatus(state=chunk.state, detail=chunk.detail, retry_in=chunk.retry_in,
+                     attempt=chunk.attempt, model=provider.label, endpoint=chunk.endpoint))
+            if clock() - since > SLICE_S / _STREAMING.get(loop, 1):  # chunks waiting: let the loop run
+                since = clock()
+                return True
+            return False
+
+        _streaming(loop)
+        history = spec.history
+        if self.blind:  # images earlier in the thread; a model that cannot see them
+            from workspace.attachments import without_images
+
+            history = without_images(history)
+        try:
+            manager = spec.context
+            if manager is not None:
+                call = await manager.begin(provider, system=spec.system, history=history, tools=specs,
+                                           settings=spec.settings, emit=emit, unheard=unheard)
+                while True:
+                    for spent in manager.take_usage():  # the summaries' tokens count like the run's own
+                        see(spent)
+                    try:
+                        # A slow first token said at once: the provider's timer hands its status to ``see``
+                        # (status_sink), for the provider's reading alone (not a compaction's summary request).
+                        token = status_sink.set(see)
+                        try:
+                            chunks = call.send()
+                            try:
+                                async for chunk in chunks:
+                                    if type(chunk) is TextChunk:  # the most frequent: what ModelCall.see reads
+                                        call.started = True
+                                        call.written += len(chunk.text or "")
+                                        if see(chunk):
+                                            await asyncio.sleep(0)
+                                    elif call.see(chunk) and see(chunk):
+                                        await asyncio.sleep(0)
+                            finally:
+                                await close_stream(chunks)
+                        finally:
+                            status_sink.reset(token)
+                        last = call.last()
+                        if last is not None:
+                            see(last)
+                        break
+                    except Exception as exc:
+                        if not await call.retry(exc):
+                            raise
+            else:
+                if not unheard():  # a record nobody can read is not made (see ModelCall.send)
+                    emit(RequestRecorder().record(provider, system=spec.system, messages=history, tools=specs,
+                                                  settings=spec.settings))
+                stream = provider.stream(system=spec.system, messages=list(history), tools=specs,
+                                         settings=spec.settings)
+                token = status_sink.set(see)
+                try:
+                    async with contextlib.aclosing(stream) as chunks:  # type: ignore[type-var]
+                        async for chunk in chunks:
+                            if see(chunk):
+                                await asyncio.sleep(0)
+                finally:
+                    status_sink.reset(token)
+            said(*splitter.flush())
+            calls = [self._assemble(index, call) for index, call in sorted(partial.items())]
+            return TurnOutcome(calls=calls, finish=finish, reasoning="".join(reasoning))
+        except ProviderError as exc:
+            if produced or not exc.is_outage or not self._fallbacks:
+                raise
+            self._switch_model(exc)
+        finally:
+            _streamed(loop)
+        return await self._model_turn(text_parts)  # the next model asked (the robot's had an outage)
 
     def _switch_model(self, failure: ProviderError) -> None:
         old = self.spec.provider.label
@@ -144,120 +285,6 @@ class ModelTurns:
             self.spec.provider = provider
             return
         raise failure
-
-    async def _stream_turn(self, provider: Provider, specs: Sequence[ToolSpec], text_parts: list[str],
-                           produced: list[bool]) -> TurnOutcome:
-        partial: dict[int, _PartialCall] = {}
-        splitter = ThinkSplitter()
-        reasoning: list[str] = []
-        finish: str | None = None
-        emit, unheard = self.emit, self.unheard
-        # A streamed piece is emitted in one call (the event built stamped: AgentRun.piece_emitter).
-        emit_text, emit_thought = self.piece_emitter(ev.TextDelta), self.piece_emitter(ev.ReasoningDelta)
-        add_text = text_parts.append
-        clock = time.perf_counter
-        since = clock()
-        loop = asyncio.get_running_loop()
-        #: Characters the answer may still stream (its text, thinking and tool calls' arguments): a server that never
-        #: ends its stream would fill the memory (llm.max_answer_chars).
-        most = getattr(provider, "max_answer_chars", None) or MAX_ANSWER_CHARS
-        left = most
-
-        def said(text: str, thought: str) -> None:
-            """What the splitter gave of the text: its answer and its thinking (between think tags), as events."""
-            if thought:
-                reasoning.append(thought)
-                emit_thought(thought)
-            if text:
-                add_text(text)
-                emit_text(text)
-
-        def see(chunk: Chunk) -> bool:
-            """Turn ``chunk`` into events; True when chunks have been read for longer than a slice (chunks
-            waiting): the event loop runs before the next. A piece of text, the most frequent chunk, by its exact
-            type first; past any thinking it is the answer's as it is (no call of the splitter's)."""
-            nonlocal finish, since, left
-            if type(chunk) is TextChunk or isinstance(chunk, TextChunk):
-                text = chunk.text
-                if text:
-                    produced[0] = True
-                    left -= len(text)
-                    if left < 0:
-                        raise _too_long(provider, most)
-                    if splitter.passing:
-                        add_text(text)
-                        emit_text(text)
-                    else:
-                        said(*splitter.feed(text))
-            elif type(chunk) is ToolCallChunk or isinstance(chunk, ToolCallChunk):
-                produced[0] = True
-                call = partial.get(chunk.index)
-                if call is None:  # the call's first fragment (not a record made and dropped for every fragment)
-                    call = partial[chunk.index] = _PartialCall()
-                if chunk.id:
-                    call.id = chunk.id
-                if chunk.name:
-                    call.name = chunk.name
-                if isinstance(chunk.arguments, dict):
-                    call.whole = dict(chunk.arguments)
-                elif chunk.arguments:
-                    left -= len(chunk.arguments)
-                    if left < 0:
-                        raise _too_long(provider, most)
-                    call.fragments.append(chunk.arguments)
-            elif isinstance(chunk, ReasoningChunk):
-                if chunk.text:
-                    produced[0] = True
-                    left -= len(chunk.text)
-                    if left < 0:
-                        raise _too_long(provider, most)
-                    reasoning.append(chunk.text)
-                    emit_thought(chunk.text)
-            elif isinstance(chunk, UsageChunk):
-                self._add_usage(chunk)
-            elif isinstance(chunk, FinishChunk):
-                finish = chunk.reason
-            elif isinstance(chunk, StatusChunk) and not unheard():  # (nobody reads it: its number taken, not built)
-                emit(ev.RunStatus(state=chunk.state, detail=chunk.detail, retry_in=chunk.retry_in,
-                     attempt=chunk.attempt, model=provider.label, endpoint=chunk.endpoint))
-            if clock() - since > SLICE_S / _STREAMING.get(loop, 1):  # chunks waiting: let the loop run
-                since = clock()
-                return True
-            return False
-
-        await self._model_call(provider, specs, see)
-        said(*splitter.flush())
-        calls = [self._assemble(index, call) for index, call in sorted(partial.items())]
-        return TurnOutcome(calls=calls, finish=finish, reasoning="".join(reasoning))
-
-    async def _model_call(self, provider: Provider, specs: Sequence[ToolSpec], see: Callable[[Chunk], bool]) -> None:
-        """The provider's stream handed to ``see`` chunk by chunk, through the run's context manager when it has
-        one (the request kept within the model's window; compacted and retried once when the server refuses it
-        as too long, an empty HTTP 200 from a local server included). The provider's generator is read here or in
-        the manager's :meth:`~workspace.context.ContextManager.consume`: no other generator between it and
-        ``see``."""
-        spec = self.spec
-        history = spec.history
-        if self.blind:  # images earlier in the thread; a model that cannot see them
-            from workspace.attachments import without_images
-
-            history = without_images(history)
-        if spec.context is not None:
-            await spec.context.consume(provider, system=spec.system, history=history, tools=specs,
-                                       settings=spec.settings, emit=self.emit, on_chunk=see, unheard=self.unheard)
-            return
-        if not self.unheard():  # a record nobody can read is not made (see ContextManager.consume)
-            self.emit(RequestRecorder().record(provider, system=spec.system, messages=history, tools=specs,
-                                               settings=spec.settings))
-        stream = provider.stream(system=spec.system, messages=list(history), tools=specs, settings=spec.settings)
-        said = status_sink.set(see)  # a slow first token said at once (see ContextManager.consume)
-        try:
-            async with contextlib.aclosing(stream) as chunks:  # type: ignore[type-var]
-                async for chunk in chunks:
-                    if see(chunk):
-                        await asyncio.sleep(0)
-        finally:
-            status_sink.reset(said)
 
     def _assemble(self, index: int, call: _PartialCall) -> ToolMessage:
         call_id = call.id or f"call_{self.run_id[:8]}_{index}_{uuid.uuid4().hex[:6]}"

@@ -27,7 +27,6 @@ importable from here too.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -63,7 +62,6 @@ from workspace.providers.base import (
     ToolCallChunk,
     ToolSpec,
     UsageChunk,
-    status_sink,
     with_defaults,
 )
 
@@ -74,6 +72,7 @@ __all__ = [
     "Compaction",
     "ContextManager",
     "ContextPolicy",
+    "ModelCall",
     "Prepared",
     "check_policy",
     "is_context_overflow",
@@ -178,8 +177,10 @@ class ContextManager:
                      emit: Emit | None = None) -> AsyncIterator[Chunk]:
         """``provider.stream`` for the prepared request; a refusal as too long compacts (or truncates)
         and retries once. The usage of summary requests comes first, as usage chunks of their model.
-        (The agent loop reads the same call through :meth:`consume`, with no generator layer of its own.)"""
-        call = await self._begin(provider, system=system, history=history, tools=tools, settings=settings, emit=emit)
+        (The agent loop's model turn drives the same :class:`ModelCall` itself, with no generator layer of the
+        manager's and no coroutine of its own between the provider's stream and the turn:
+        :meth:`workspace.agent.turn.ModelTurns._model_turn`.)"""
+        call = await self.begin(provider, system=system, history=history, tools=tools, settings=settings, emit=emit)
         while True:
             for spent in self.take_usage():  # the summaries' tokens count like the run's own
                 yield spent
@@ -190,7 +191,7 @@ class ContextManager:
                         if call.see(chunk):
                             yield chunk
                 finally:
-                    await _close(chunks)
+                    await close_stream(chunks)
                 last = call.last()
                 if last is not None:
                     yield last
@@ -199,55 +200,20 @@ class ContextManager:
                 if not await call.retry(exc):
                     raise
 
-    async def consume(self, provider: Provider, *, system: str | None, history: Sequence[Message],
-                      tools: Sequence[ToolSpec], settings: Mapping[str, Any], emit: Emit | None,
-                      on_chunk: Callable[[Chunk], bool], unheard: Callable[[], bool] | None = None) -> None:
-        """:meth:`stream`'s chunks handed to ``on_chunk`` one by one as the provider's stream gives them, in
-        this coroutine: the provider's generator is read here, with no generator of the manager's between it
-        and its reader (a layer every chunk would pass through). ``on_chunk`` returns True to let the event
-        loop run before the next chunk (chunks waiting: see :data:`workspace.agent.turn.SLICE_S`). A status
-        the provider says while it waits (a slow first token) goes to ``on_chunk`` at once, through
-        :data:`~workspace.providers.base.status_sink`. ``unheard``: whether nobody reads ``emit``'s events now (the
-        request of an attempt nobody can read is not recorded: see :meth:`_Call.send`)."""
-        call = await self._begin(provider, system=system, history=history, tools=tools, settings=settings, emit=emit,
-                                 unheard=unheard)
-        while True:
-            for spent in self.take_usage():  # the summaries' tokens count like the run's own
-                on_chunk(spent)
-            try:
-                said = status_sink.set(on_chunk)  # the provider's reading alone (not a compaction's summary)
-                try:
-                    chunks = call.send()
-                    try:
-                        async for chunk in chunks:
-                            if type(chunk) is TextChunk:  # the most frequent: what _Call.see reads of it, here
-                                call.started = True
-                                call.written += len(chunk.text or "")
-                                if on_chunk(chunk):
-                                    await asyncio.sleep(0)
-                            elif call.see(chunk) and on_chunk(chunk):
-                                await asyncio.sleep(0)
-                    finally:
-                        await _close(chunks)
-                finally:
-                    status_sink.reset(said)
-                last = call.last()
-                if last is not None:
-                    on_chunk(last)
-                return
-            except Exception as exc:
-                if not await call.retry(exc):
-                    raise
-
-    async def _begin(self, provider: Provider, *, system: str | None, history: Sequence[Message],
-                     tools: Sequence[ToolSpec], settings: Mapping[str, Any], emit: Emit | None,
-                     unheard: Callable[[], bool] | None = None) -> _Call:
-        """One model call, its request prepared (a missing key said first)."""
+    async def begin(self, provider: Provider, *, system: str | None, history: Sequence[Message],
+                    tools: Sequence[ToolSpec], settings: Mapping[str, Any], emit: Emit | None,
+                    unheard: Callable[[], bool] | None = None) -> ModelCall:
+        """One model call, its request prepared (a missing key said first): its reader sends each attempt
+        (:meth:`ModelCall.send`), hands it every chunk (:meth:`ModelCall.see`; a text chunk may instead be counted
+        in place: ``started`` set and its characters added to ``written``), then takes the finish held back
+        (:meth:`ModelCall.last`), and after a failure asks :meth:`ModelCall.retry` whether to send it again
+        (:meth:`take_usage` first each time: the summaries' usage). ``unheard``: whether nobody reads ``emit``'s
+        events now (the request of an attempt nobody can read is not recorded: see :meth:`ModelCall.send`)."""
         provider.check_key()  # a missing key is said before the window or the tokenizer loads a provider's library
         prepared = await self.prepare(provider, system=system, history=history, tools=tools, settings=settings,
                                       emit=emit, unheard=unheard)
-        call = _Call(self, provider, prepared, system=system, history=history, tools=tools, settings=settings,
-                     emit=emit)
+        call = ModelCall(self, provider, prepared, system=system, history=history, tools=tools, settings=settings,
+                         emit=emit)
         call.unheard = unheard
         return call
 
@@ -441,8 +407,8 @@ class ContextManager:
         return int(min(2048, max(128, window * self.summary_ratio)))
 
 
-class _Call:
-    """One model call through the manager (:meth:`ContextManager.stream` and :meth:`ContextManager.consume`):
+class ModelCall:
+    """One model call through the manager (:meth:`ContextManager.stream`, and the agent loop's model turn):
     each attempt's request recorded and sent (:meth:`send`), what the manager reads of its chunks (:meth:`see`:
     whether the answer began, the characters written, the server's usage, a finish at "length" held to the
     end, :meth:`last`), and one retry of a refusal as too long (:meth:`retry`)."""
@@ -535,7 +501,7 @@ class _Call:
         return True
 
 
-async def _close(source: Any) -> None:
+async def close_stream(source: Any) -> None:
     """Close the provider's stream once read, or when the caller stops early (``aclose`` when it has one): a
     plain ``finally`` around the reading, no context manager's generator made for every call."""
     close = getattr(source, "aclose", None)

@@ -92,8 +92,8 @@ class StatusChunk:
 Chunk = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | FinishChunk | StatusChunk
 
 #: Where a provider's stream may say a status while it waits, at once, instead of yielding it when the wait ends
-#: lets it: set by the reader of the stream around its reading (the agent loop's model turn, through
-#: ``ContextManager.consume``), called with the :class:`StatusChunk` on the reader's thread by a timer of the event
+#: lets it: set by the reader of the stream around its reading (the agent loop's model turn:
+#: ``ModelTurns._model_turn``), called with the :class:`StatusChunk` on the reader's thread by a timer of the event
 #: loop (no task is current then: the sink must not await). A stream that says its slow first token there waits for
 #: it in the reader's task, with no task of its own to wait in (see
 #: :class:`~workspace.providers.streaming.StreamingProvider`); with none set, the status comes in the stream.
